@@ -1,0 +1,30 @@
+/* Architecture profiles: capabilities, JIT target and lane policy per arch.
+ * Every arch decision in memra reads this table. */
+#ifndef MEMRA_ARCH_PROFILES_H
+#define MEMRA_ARCH_PROFILES_H
+
+#include <stdint.h>
+
+#include "memra/module.h"
+
+typedef struct memra__profile {
+    memra_arch arch;
+    const char *name;          /* "sm90" ... */
+    uint64_t caps;             /* MEMRA_CAP_* */
+    /* Lane policy knobs. */
+    uint64_t f16_budget_mb;    /* default f16 mirror budget (MEMRA_F16_BUDGET_MB overrides) */
+    int fp8_blk_slab;          /* build the Q8_0 slab for block-128 FP8 weights (MMQ fallback) */
+} memra__profile;
+
+/* The profile a device of compute capability cc (major*10+minor) gets; NULL
+ * when the device is too old for any GPU profile (cc < 8.0). */
+const memra__profile *memra__profile_for_cc(int cc);
+/* Profile by name ("sm90", "sm120", "cuda", "host"); NULL when unknown. */
+const memra__profile *memra__profile_by_name(const char *name);
+const memra__profile *memra__profile_host(void);
+/* JIT target string for cc under profile p into buf ("sm_90a", "sm_121a", "sm_86"). */
+void memra__profile_jit_target(const memra__profile *p, int cc, char *buf, int len);
+/* Comma list of capability names into buf. */
+void memra__caps_describe(uint64_t caps, char *buf, int len);
+
+#endif

@@ -1,0 +1,268 @@
+/* Dispatch: op names, the ledger, one lane invocation, and direct module calls. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "core/runtime.h"
+
+static const char *const k_op_names[] = {
+#define MEMRA__OP_NAME(name) #name,
+    MEMRA_OP_LIST(MEMRA__OP_NAME)
+#undef MEMRA__OP_NAME
+};
+
+const char *memra_op_name(memra_op op)
+{
+    return ((int)op >= 0 && op < MEMRA_OP_COUNT_) ? k_op_names[op] : "unknown";
+}
+
+memra_op memra_op_from_name(const char *name)
+{
+    for (int i = 0; name != NULL && i < MEMRA_OP_COUNT_; i++)
+        if (strcmp(k_op_names[i], name) == 0) return (memra_op)i;
+    return MEMRA_OP_COUNT_;
+}
+
+/* ---- ledger ---------------------------------------------------------------- */
+
+memra__ledger_cell *memra__ledger_cell_get(memra_device *dev, memra_op op, const char *module)
+{
+    pthread_mutex_lock(&dev->ledger_lock);
+    memra__ledger_cell *c = dev->cells, *last = NULL;
+    for (; c != NULL; last = c, c = c->next)
+        if (c->op == op && strcmp(c->module, module) == 0) break;
+    if (c == NULL) {
+        c = calloc(1, sizeof *c);
+        if (c != NULL) {
+            c->op = op;
+            snprintf(c->module, sizeof c->module, "%s", module);
+            /* Append, so the ledger prints in first-seen order. */
+            if (last) last->next = c;
+            else dev->cells = c;
+        }
+    }
+    pthread_mutex_unlock(&dev->ledger_lock);
+    return c;
+}
+
+static void ledger_decline(memra_device *dev, memra__ledger_cell *c, const char *reason)
+{
+    if (reason == NULL || reason[0] == '\0') reason = "(no reason given)";
+    pthread_mutex_lock(&dev->ledger_lock);
+    int i;
+    for (i = 0; i < c->n_reasons; i++)
+        if (strncmp(c->reasons[i], reason, sizeof c->reasons[i] - 1) == 0) break;
+    if (i == c->n_reasons) {
+        if (c->n_reasons < MEMRA__MAX_REASONS) {
+            snprintf(c->reasons[c->n_reasons], sizeof c->reasons[0], "%s", reason);
+            c->n_reasons++;
+        } else {
+            i = MEMRA__MAX_REASONS - 1; /* the last slot collects the overflow */
+            snprintf(c->reasons[i], sizeof c->reasons[0], "%s", "(other reasons)");
+        }
+    }
+    atomic_fetch_add(&c->reason_count[i], 1);
+    pthread_mutex_unlock(&dev->ledger_lock);
+}
+
+/* A decline recorded by the core itself (e.g. the weight's NaN verdict). */
+void memra__ledger_core_decline(memra_device *dev, memra_op op, const char *module, const char *reason)
+{
+    memra__ledger_cell *c = memra__ledger_cell_get(dev, op, module);
+    if (c == NULL) return;
+    atomic_fetch_add(&c->entries, 1);
+    ledger_decline(dev, c, reason);
+}
+
+void memra_ledger_visit(const memra_runtime *rt, void (*fn)(const memra_ledger_row *row, void *user), void *user)
+{
+    if (rt == NULL || fn == NULL) return;
+    for (int d = 0; d < rt->n_devices; d++) {
+        memra_device *dev = rt->devices[d];
+        pthread_mutex_lock(&dev->ledger_lock);
+        for (memra__ledger_cell *c = dev->cells; c != NULL; c = c->next) {
+            uint64_t entries = atomic_load(&c->entries);
+            if (entries == 0) continue;
+            memra_ledger_row row = {.device = dev->label,
+                                    .op = memra_op_name(c->op),
+                                    .module = c->module,
+                                    .entries = entries,
+                                    .hits = atomic_load(&c->hits),
+                                    .errors = atomic_load(&c->errors)};
+            fn(&row, user);
+            for (int i = 0; i < c->n_reasons; i++) {
+                row.reason = c->reasons[i];
+                row.declines = atomic_load(&c->reason_count[i]);
+                fn(&row, user);
+            }
+        }
+        pthread_mutex_unlock(&dev->ledger_lock);
+    }
+}
+
+uint64_t memra_ledger_hits(const memra_device *dev, memra_op op, const char *module)
+{
+    if (dev == NULL || module == NULL) return 0;
+    memra_device *d = (memra_device *)(uintptr_t)dev;
+    uint64_t hits = 0;
+    pthread_mutex_lock(&d->ledger_lock);
+    for (memra__ledger_cell *c = d->cells; c != NULL; c = c->next)
+        if (c->op == op && strcmp(c->module, module) == 0) hits = atomic_load(&c->hits);
+    pthread_mutex_unlock(&d->ledger_lock);
+    return hits;
+}
+
+void memra_ledger_reset(memra_runtime *rt)
+{
+    if (rt == NULL) return;
+    for (int d = 0; d < rt->n_devices; d++) {
+        memra_device *dev = rt->devices[d];
+        pthread_mutex_lock(&dev->ledger_lock);
+        for (memra__ledger_cell *c = dev->cells; c != NULL; c = c->next) {
+            atomic_store(&c->entries, 0);
+            atomic_store(&c->hits, 0);
+            atomic_store(&c->errors, 0);
+            for (int i = 0; i < MEMRA__MAX_REASONS; i++) atomic_store(&c->reason_count[i], 0);
+            c->n_reasons = 0;
+        }
+        pthread_mutex_unlock(&dev->ledger_lock);
+    }
+}
+
+static void print_row(const memra_ledger_row *r, void *user)
+{
+    FILE *f = user;
+    if (r->reason == NULL)
+        fprintf(f, "  %-14s %-16s %-14s %10llu %10llu %8llu\n", r->device, r->op, r->module,
+                (unsigned long long)r->entries, (unsigned long long)r->hits, (unsigned long long)r->errors);
+    else
+        fprintf(f, "  %-14s %-16s %-14s   declined %llu: %s\n", "", "", "", (unsigned long long)r->declines,
+                r->reason);
+}
+
+void memra_ledger_print(const memra_runtime *rt, void *file)
+{
+    FILE *f = file ? (FILE *)file : stderr;
+    fprintf(f, "memra dispatch ledger\n  %-14s %-16s %-14s %10s %10s %8s\n", "device", "op", "module", "entries",
+            "hits", "errors");
+    memra_ledger_visit(rt, print_row, f);
+}
+
+/* ---- invoking one lane -------------------------------------------------------- */
+
+static memra_status call_op(const memra_op_table *ops, memra_call *call, memra_op op, memra_op_args *a)
+{
+    switch (op) {
+    case MEMRA_OP_cvt_f16: return ops->cvt_f16(call, a->src, a->dst, a->n);
+    case MEMRA_OP_gemm_f16: return ops->gemm_f16(call, &a->gemm);
+    case MEMRA_OP_gemm_fp8: return ops->gemm_fp8(call, &a->gemm);
+    case MEMRA_OP_gemm_fp8_blk: return ops->gemm_fp8_blk(call, &a->gemm);
+    case MEMRA_OP_quant_q8_1: return ops->quant_q8_1(call, a->src, (int32_t)a->rows, (int32_t)a->cols, a->dst);
+    case MEMRA_OP_gemm_q8_0: return ops->gemm_q8_0(call, &a->gemm);
+    case MEMRA_OP_dequant_f16: return ops->dequant_f16(call, a->format, a->src, a->rows, a->cols, a->dst);
+    case MEMRA_OP_fp8_blk_to_q8_0: return ops->fp8_blk_to_q8_0(call, a->src, a->aux, a->rows, a->cols, a->dst);
+    case MEMRA_OP_fp8_nan_count: return ops->fp8_nan_count(call, a->src, a->n, a->dst);
+    case MEMRA_OP_scale: return ops->scale(call, a->src, a->n, a->s);
+    case MEMRA_OP_accprobe: return ops->accprobe(call, a->arm, &a->gemm);
+    default: return MEMRA__FAIL(MEMRA_STATUS_INVALID_ARGUMENT, "op %d out of range", (int)op);
+    }
+}
+
+memra_status memra__lane_invoke(memra_device *dev, const memra__lane *lane, memra_op op, memra_op_args *args)
+{
+    memra_call call = {.struct_size = sizeof call,
+                       .module_ctx = lane->ctx,
+                       .caps = &dev->caps,
+                       .stream = args->stream,
+                       .decline_reason = NULL};
+    args->gemm.struct_size = sizeof args->gemm;
+    atomic_fetch_add(&lane->cell->entries, 1);
+    memra_status st = memra__device_enter(dev);
+    if (st == MEMRA_STATUS_OK) {
+        st = call_op(&lane->mod->ops, &call, op, args);
+        memra__device_leave(dev);
+    }
+    if (st == MEMRA_STATUS_OK) {
+        atomic_fetch_add(&lane->cell->hits, 1);
+    } else if (st == MEMRA_STATUS_DECLINED) {
+        args->decline_reason = call.decline_reason ? call.decline_reason : "(no reason given)";
+        ledger_decline(dev, lane->cell, args->decline_reason);
+        MEMRA__DEBUG("dispatch", "%s on %s declined %s: %s", lane->mod->name, dev->label, memra_op_name(op),
+                     args->decline_reason);
+    } else {
+        atomic_fetch_add(&lane->cell->errors, 1);
+    }
+    return st;
+}
+
+/* Dispatch `op` through the routing: the lanes in order, falling through on
+ * DECLINED. NOT_SUPPORTED when no lane serves it. */
+memra_status memra__dispatch(memra_device *dev, memra_op op, memra_op_args *args)
+{
+    memra__snapshot *s = memra__snapshot_acquire(dev);
+    if (s == NULL) return MEMRA__FAIL(MEMRA_STATUS_INTERNAL, "no routing on %s", dev->label);
+    memra_status st = MEMRA_STATUS_NOT_SUPPORTED;
+    char last_reason[128] = "no module provides it";
+    for (int i = 0; i < s->n_lanes[op]; i++) {
+        st = memra__lane_invoke(dev, &s->lanes[op][i], op, args);
+        if (st != MEMRA_STATUS_DECLINED) break;
+        snprintf(last_reason, sizeof last_reason, "%s: %s", s->lanes[op][i].mod->name, args->decline_reason);
+    }
+    memra__snapshot_release(s);
+    if (st == MEMRA_STATUS_DECLINED || st == MEMRA_STATUS_NOT_SUPPORTED) {
+        args->decline_reason = NULL;
+        return MEMRA__FAIL(MEMRA_STATUS_DECLINED, "%s on %s: no lane took it (last: %s)", memra_op_name(op),
+                           dev->label, last_reason);
+    }
+    return st;
+}
+
+memra_status memra_module_call(memra_device *dev, const char *module, memra_op op, memra_op_args *args)
+{
+    memra__clear_error();
+    if (dev == NULL || module == NULL || args == NULL || (int)op < 0 || op >= MEMRA_OP_COUNT_)
+        return MEMRA__FAIL(MEMRA_STATUS_INVALID_ARGUMENT, "memra_module_call: bad argument");
+    memra__snapshot *s = memra__snapshot_acquire(dev);
+    memra_status st = MEMRA__FAIL(MEMRA_STATUS_NOT_FOUND, "module '%s' is not admitted on %s or lacks %s", module,
+                                  dev->label, memra_op_name(op));
+    for (int i = 0; s != NULL && i < s->n_lanes[op]; i++) {
+        if (strcmp(s->lanes[op][i].mod->name, module) != 0) continue;
+        memra__clear_error();
+        st = memra__lane_invoke(dev, &s->lanes[op][i], op, args);
+        break;
+    }
+    if (s != NULL && st == MEMRA_STATUS_NOT_FOUND) {
+        /* Admitted but routed away (disabled for the op): still callable by name. */
+        memra__modrec *r = memra__find_admitted(s, module);
+        memra__lane lane = {.mod = r, .ctx = r ? r->ctx[dev->index] : NULL};
+        if (r != NULL && memra_module_provides(dev, module, op) &&
+            (lane.cell = memra__ledger_cell_get(dev, op, module)) != NULL) {
+            memra__clear_error();
+            st = memra__lane_invoke(dev, &lane, op, args);
+        }
+    }
+    memra__snapshot_release(s);
+    return st;
+}
+
+int memra_module_provides(memra_device *dev, const char *name, memra_op op)
+{
+    if (dev == NULL || name == NULL || (int)op < 0 || op >= MEMRA_OP_COUNT_) return 0;
+    memra__snapshot *s = memra__snapshot_acquire(dev);
+    memra__modrec *r = memra__find_admitted(s, name);
+    int yes = 0;
+    if (r != NULL) {
+        switch (op) {
+#define MEMRA__OP_HAS(opname)                                                       \
+    case MEMRA_OP_##opname:                                                         \
+        yes = r->ops.opname != NULL;                                                \
+        break;
+            MEMRA_OP_LIST(MEMRA__OP_HAS)
+#undef MEMRA__OP_HAS
+        default: break;
+        }
+    }
+    memra__snapshot_release(s);
+    return yes;
+}

@@ -1,0 +1,294 @@
+/* Block formats: GGML's Q8_0, Q4_0, Q4_K, Q5_K, Q6_K byte for byte, IEEE f16,
+ * OCP e4m3 (E4M3FN).
+ *
+ * Every decoder reproduces the arithmetic of GGML's reference decoders
+ * (dequantize_row_*): scales are widened from f16 to f32 exactly, and each
+ * value is formed with f32 operations in the same order GGML uses, so the
+ * results are identical bit for bit. The conversions f16 <-> f32 and
+ * e4m3 <-> f32 are done on the bit patterns with integer arithmetic, so they do
+ * not depend on the FPU's rounding mode, on _Float16 support or on flush-to-zero.
+ *
+ * Why each K-quant product cannot be contracted into an FMA differently on
+ * another compiler: in Q4_K/Q5_K, d*sc (11 + 6 bits) and (d*sc)*q (+5 bits)
+ * are exact in f32, so "d1 * q - m1" has one rounding with or without FMA.
+ * In Q6_K the product (d*sc)*q can round, but nothing is added to it.
+ */
+#include "memra/formats.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "core/formats_internal.h"
+
+/* ---- format table ---------------------------------------------------------- */
+
+int memra_format_block_values(memra_format format)
+{
+    switch (format) {
+    case MEMRA_FORMAT_F32:
+    case MEMRA_FORMAT_F16:
+    case MEMRA_FORMAT_E4M3: return 1;
+    case MEMRA_FORMAT_Q8_0: return MEMRA_QK8_0;
+    case MEMRA_FORMAT_Q4_0: return MEMRA_QK4_0;
+    case MEMRA_FORMAT_Q4_K:
+    case MEMRA_FORMAT_Q5_K:
+    case MEMRA_FORMAT_Q6_K: return MEMRA_QK_K;
+    }
+    return 0;
+}
+
+int memra_format_block_bytes(memra_format format)
+{
+    switch (format) {
+    case MEMRA_FORMAT_F32: return 4;
+    case MEMRA_FORMAT_F16: return 2;
+    case MEMRA_FORMAT_E4M3: return 1;
+    case MEMRA_FORMAT_Q8_0: return MEMRA_Q8_0_BYTES;
+    case MEMRA_FORMAT_Q4_0: return MEMRA_Q4_0_BYTES;
+    case MEMRA_FORMAT_Q4_K: return MEMRA_Q4_K_BYTES;
+    case MEMRA_FORMAT_Q5_K: return MEMRA_Q5_K_BYTES;
+    case MEMRA_FORMAT_Q6_K: return MEMRA_Q6_K_BYTES;
+    }
+    return 0;
+}
+
+const char *memra_format_name(memra_format format)
+{
+    switch (format) {
+    case MEMRA_FORMAT_F32: return "f32";
+    case MEMRA_FORMAT_F16: return "f16";
+    case MEMRA_FORMAT_E4M3: return "e4m3";
+    case MEMRA_FORMAT_Q8_0: return "q8_0";
+    case MEMRA_FORMAT_Q4_0: return "q4_0";
+    case MEMRA_FORMAT_Q4_K: return "q4_k";
+    case MEMRA_FORMAT_Q5_K: return "q5_k";
+    case MEMRA_FORMAT_Q6_K: return "q6_k";
+    }
+    return "unknown";
+}
+
+uint64_t memra_format_row_bytes(memra_format format, int64_t cols)
+{
+    int64_t bv = memra_format_block_values(format);
+    int64_t bb = memra_format_block_bytes(format);
+    if (bv == 0 || cols < 0 || cols % bv != 0) return 0;
+    return (uint64_t)(cols / bv) * (uint64_t)bb;
+}
+
+/* ---- bit helpers ------------------------------------------------------------- */
+
+static uint32_t f32_bits(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    return u;
+}
+
+static float f32_from_bits(uint32_t u)
+{
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+
+/* v >> s rounded to nearest, ties to even; 1 <= s <= 31. */
+static uint32_t shift_rne(uint32_t v, unsigned s)
+{
+    uint32_t q = v >> s;
+    uint32_t rem = v & ((1u << s) - 1u);
+    uint32_t half = 1u << (s - 1u);
+    if (rem > half || (rem == half && (q & 1u))) q++;
+    return q;
+}
+
+/* ---- IEEE binary16 ------------------------------------------------------------ */
+
+uint16_t memra_f16_from_f32(float f)
+{
+    uint32_t x = f32_bits(f);
+    uint16_t sign = (uint16_t)((x >> 16) & 0x8000u);
+    x &= 0x7FFFFFFFu;
+    if (x > 0x7F800000u) /* NaN: keep the top payload bits, force quiet */
+        return (uint16_t)(sign | 0x7E00u | ((x >> 13) & 0x3FFu));
+    if (x >= 0x477FF000u) /* >= 65520 rounds to infinity (65504 is odd, tie goes up) */
+        return (uint16_t)(sign | 0x7C00u);
+    if (x >= 0x38800000u) /* >= 2^-14: normal; rebias 127 -> 15, carries may bump the exponent */
+        return (uint16_t)(sign | shift_rne(x - (112u << 23), 13));
+    /* Subnormal in f16: units of 2^-24. value = mant * 2^(e - 150) -> mant >> (126 - e). */
+    uint32_t e = x >> 23;
+    if (e < 102) return sign; /* below 2^-25 (half the smallest subnormal): zero */
+    uint32_t mant = (x & 0x7FFFFFu) | 0x800000u;
+    return (uint16_t)(sign | shift_rne(mant, 126u - e));
+}
+
+float memra_f32_from_f16(uint16_t h)
+{
+    uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
+    uint32_t e = (h >> 10) & 0x1Fu;
+    uint32_t m = h & 0x3FFu;
+    if (e == 0x1F) return f32_from_bits(sign | 0x7F800000u | (m << 13));
+    if (e != 0) return f32_from_bits(sign | ((e + 112u) << 23) | (m << 13));
+    if (m == 0) return f32_from_bits(sign);
+    /* subnormal: m * 2^-24, normalise the mantissa */
+    uint32_t exp = 113; /* exponent field of 2^-14 */
+    while ((m & 0x400u) == 0) {
+        m <<= 1;
+        exp--;
+    }
+    return f32_from_bits(sign | (exp << 23) | ((m & 0x3FFu) << 13));
+}
+
+/* ---- OCP e4m3 ------------------------------------------------------------------ */
+
+float memra_e4m3_decode(uint8_t code)
+{
+    uint32_t sign = (uint32_t)(code & 0x80u) << 24;
+    uint32_t e = (code >> 3) & 0xFu;
+    uint32_t m = code & 7u;
+    if ((code & 0x7Fu) == 0x7Fu) return f32_from_bits(sign | 0x7FC00000u);
+    if (e != 0) return f32_from_bits(sign | ((e + 120u) << 23) | (m << 20));
+    /* denormal m * 2^-9: exact in f32 */
+    return f32_from_bits(sign | f32_bits((float)m * 0x1p-9f));
+}
+
+uint8_t memra_e4m3_encode(float f)
+{
+    uint32_t x = f32_bits(f);
+    uint8_t sign = (uint8_t)((x >> 24) & 0x80u);
+    x &= 0x7FFFFFFFu;
+    if (x > 0x7F800000u) return (uint8_t)(sign | 0x7Fu);  /* NaN */
+    if (x >= 0x43E00000u) return (uint8_t)(sign | 0x7Eu); /* >= 448 (and inf): saturate */
+    if (x >= 0x3C800000u) /* >= 2^-6: normal, rebias 127 -> 7; 20 mantissa bits dropped */
+        return (uint8_t)(sign | shift_rne(x - (120u << 23), 20));
+    /* denormal: units of 2^-9. value = mant * 2^(e - 150) -> mant >> (141 - e). */
+    uint32_t e = x >> 23;
+    if (e < 116) return sign; /* below 2^-11, under half of 2^-9: zero (the shift would give 0 too) */
+    uint32_t mant = (x & 0x7FFFFFu) | 0x800000u;
+    return (uint8_t)(sign | shift_rne(mant, 141u - e));
+}
+
+/* ---- Q8_0 ---------------------------------------------------------------------- */
+
+static uint16_t load_u16(const uint8_t *p) { return (uint16_t)(p[0] | (p[1] << 8)); }
+
+static void store_u16(uint8_t *p, uint16_t v)
+{
+    p[0] = (uint8_t)(v & 0xFF);
+    p[1] = (uint8_t)(v >> 8);
+}
+
+int8_t memra__round_i8(float v, float lim)
+{
+    if (v != v) return 0; /* NaN */
+    if (v > lim) v = lim;
+    if (v < -lim) v = -lim;
+    return (int8_t)roundf(v);
+}
+
+void memra_q8_0_encode(const float *x, uint8_t *block)
+{
+    float amax = 0.0f;
+    for (int j = 0; j < MEMRA_QK8_0; j++) {
+        float a = fabsf(x[j]);
+        if (a > amax) amax = a; /* NaN never wins */
+    }
+    const float d = amax / 127.0f;
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    store_u16(block, memra_f16_from_f32(d));
+    for (int j = 0; j < MEMRA_QK8_0; j++) block[2 + j] = (uint8_t)memra__round_i8(x[j] * id, 127.0f);
+}
+
+/* ---- decoders ------------------------------------------------------------------ */
+
+static void decode_q8_0(const uint8_t *b, float *y)
+{
+    const float d = memra_f32_from_f16(load_u16(b));
+    for (int j = 0; j < 32; j++) y[j] = (float)(int8_t)b[2 + j] * d;
+}
+
+static void decode_q4_0(const uint8_t *b, float *y)
+{
+    const float d = memra_f32_from_f16(load_u16(b));
+    const uint8_t *qs = b + 2;
+    for (int j = 0; j < 16; j++) {
+        y[j] = (float)((qs[j] & 0x0F) - 8) * d;
+        y[j + 16] = (float)((qs[j] >> 4) - 8) * d;
+    }
+}
+
+void memra__k4_scale_min(const uint8_t *scales, int sub, uint8_t *out_sc, uint8_t *out_m)
+{
+    /* 8 sub-blocks, each a 6-bit scale and a 6-bit min in 12 bytes:
+     * bytes 0..3  : sc[0..3] in bits 0..5, bits 4..5 of sc[4..7] in bits 6..7
+     * bytes 4..7  : m[0..3]  in bits 0..5, bits 4..5 of m[4..7]  in bits 6..7
+     * bytes 8..11 : bits 0..3 of sc[4..7] in the low nibble, of m[4..7] in the high. */
+    if (sub < 4) {
+        *out_sc = scales[sub] & 63;
+        *out_m = scales[sub + 4] & 63;
+    } else {
+        *out_sc = (uint8_t)((scales[sub + 4] & 0x0F) | ((scales[sub - 4] >> 6) << 4));
+        *out_m = (uint8_t)((scales[sub + 4] >> 4) | ((scales[sub] >> 6) << 4));
+    }
+}
+
+/* Q4_K and Q5_K share everything but the fifth bit; qh == NULL for Q4_K. */
+static void decode_k45(const uint8_t *b, const uint8_t *qh, const uint8_t *qs, float *y)
+{
+    const float d = memra_f32_from_f16(load_u16(b));
+    const float dmin = memra_f32_from_f16(load_u16(b + 2));
+    const uint8_t *scales = b + 4;
+    for (int chunk = 0; chunk < 4; chunk++) { /* 64 values: 32 low nibbles, then 32 high */
+        for (int half = 0; half < 2; half++) {
+            uint8_t sc, mn;
+            memra__k4_scale_min(scales, 2 * chunk + half, &sc, &mn);
+            const float ds = d * (float)sc;
+            const float ms = dmin * (float)mn;
+            const unsigned shift = 4u * (unsigned)half;
+            const unsigned hbit = 2u * (unsigned)chunk + (unsigned)half;
+            for (int l = 0; l < 32; l++) {
+                int q = (qs[32 * chunk + l] >> shift) & 0x0F;
+                if (qh != NULL && ((qh[l] >> hbit) & 1u)) q += 16;
+                *y++ = ds * (float)q - ms;
+            }
+        }
+    }
+}
+
+static void decode_q6_k(const uint8_t *b, float *y)
+{
+    const uint8_t *ql = b;
+    const uint8_t *qh = b + 128;
+    const int8_t *sc = (const int8_t *)(b + 192);
+    const float d = memra_f32_from_f16(load_u16(b + 208));
+    for (int v = 0; v < 256; v++) {
+        const int half = v >> 7;   /* 128 values share 64 ql bytes and 32 qh bytes */
+        const int quad = (v >> 5) & 3; /* which 32 of the 128 */
+        const int l = v & 31;
+        const uint8_t lo = ql[64 * half + 32 * (quad & 1) + l];
+        const int low4 = quad < 2 ? (lo & 0x0F) : (lo >> 4);
+        const int high2 = (qh[32 * half + l] >> (2 * quad)) & 3;
+        const int q = (low4 | (high2 << 4)) - 32;
+        const int s = sc[8 * half + 2 * quad + (l >> 4)];
+        y[v] = d * (float)s * (float)q;
+    }
+}
+
+void memra_decode_row(memra_format format, const void *src, int64_t n, float *dst)
+{
+    const uint8_t *p = (const uint8_t *)src;
+    const int64_t bv = memra_format_block_values(format);
+    const int64_t bb = memra_format_block_bytes(format);
+    if (bv == 0 || n <= 0 || n % bv != 0) return;
+    for (int64_t blk = 0; blk < n / bv; blk++, p += bb, dst += bv) {
+        switch (format) {
+        case MEMRA_FORMAT_F32: memcpy(dst, p, 4); break;
+        case MEMRA_FORMAT_F16: dst[0] = memra_f32_from_f16(load_u16(p)); break;
+        case MEMRA_FORMAT_E4M3: dst[0] = memra_e4m3_decode(p[0]); break;
+        case MEMRA_FORMAT_Q8_0: decode_q8_0(p, dst); break;
+        case MEMRA_FORMAT_Q4_0: decode_q4_0(p, dst); break;
+        case MEMRA_FORMAT_Q4_K: decode_k45(p, NULL, p + 16, dst); break;
+        case MEMRA_FORMAT_Q5_K: decode_k45(p, p + 16, p + 48, dst); break;
+        case MEMRA_FORMAT_Q6_K: decode_q6_k(p, dst); break;
+        }
+    }
+}

@@ -1,0 +1,710 @@
+/* The module registry: discovery, safety checks, admission per device, and
+ * the immutable routing snapshots that dispatch reads. */
+#include <dirent.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "core/error.h"
+#include "core/runtime.h"
+#include "modules/host/host_module.h"
+
+#define MIN_DESC_SIZE (offsetof(memra_module_desc, ops) + sizeof(void *))
+#define MIN_OPS_SIZE (offsetof(memra_op_table, cvt_f16) + sizeof(void *))
+
+/* ---- records ------------------------------------------------------------- */
+
+static char *xstrdup(const char *s) { return strdup(s ? s : ""); }
+
+static memra__modrec *rec_new(memra_runtime *rt, const char *path, const char *name)
+{
+    if (rt->n_mods == rt->cap_mods) {
+        int cap = rt->cap_mods ? rt->cap_mods * 2 : 16;
+        memra__modrec **m = realloc(rt->mods, (size_t)cap * sizeof *m);
+        if (m == NULL) return NULL;
+        rt->mods = m;
+        rt->cap_mods = cap;
+    }
+    memra__modrec *r = calloc(1, sizeof *r);
+    if (r == NULL) return NULL;
+    r->path = xstrdup(path);
+    r->name = xstrdup(name);
+    r->version = xstrdup("");
+    r->reason = xstrdup("");
+    r->rt = rt;
+    atomic_init(&r->refs, 0);
+    rt->mods[rt->n_mods++] = r;
+    return r;
+}
+
+static void rec_refuse(memra__modrec *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void rec_refuse(memra__modrec *r, const char *fmt, ...)
+{
+    char buf[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    free(r->reason);
+    r->reason = xstrdup(buf);
+    r->loaded = 0;
+    memra__log(MEMRA_LOG_INFO, "registry", "refused %s (%s): %s", r->name, r->path, buf);
+}
+
+/* Called when the last reference goes: per-device fini, then dlclose. */
+static void rec_retire(memra__modrec *r)
+{
+    memra_runtime *rt = r->rt;
+    for (int d = 0; d < rt->n_devices; d++) {
+        if (r->admitted[d] && r->desc.fini != NULL) {
+            memra_device *dev = rt->devices[d];
+            int entered = memra__device_enter(dev) == MEMRA_STATUS_OK;
+            r->desc.fini(r->ctx[d]);
+            if (entered) memra__device_leave(dev);
+        }
+        r->admitted[d] = 0;
+        r->ctx[d] = NULL;
+    }
+    MEMRA__DEBUG("registry", "module %s retired", r->name);
+    if (r->dl != NULL) dlclose(r->dl);
+    r->dl = NULL;
+    /* Descriptor pointers into the closed library must not be followed again. */
+    memset(&r->desc, 0, sizeof r->desc);
+    memset(&r->ops, 0, sizeof r->ops);
+}
+
+static void rec_ref(memra__modrec *r) { atomic_fetch_add(&r->refs, 1); }
+static void rec_unref(memra__modrec *r)
+{
+    if (atomic_fetch_sub(&r->refs, 1) == 1) rec_retire(r);
+}
+
+/* ---- safety -------------------------------------------------------------- */
+
+/* A file or folder is safe to load from when it is owned by root or by us and
+ * nobody else can write it. */
+static int path_unsafe(const char *path, char *why, size_t len)
+{
+    struct stat st;
+    if (stat(path, &st) != 0) {
+        snprintf(why, len, "cannot stat %s: %s", path, strerror(errno));
+        return 1;
+    }
+    if (st.st_uid != 0 && st.st_uid != geteuid()) {
+        snprintf(why, len, "%s is owned by uid %u, neither root nor the current user", path, (unsigned)st.st_uid);
+        return 1;
+    }
+    if (st.st_mode & (S_IWGRP | S_IWOTH)) {
+        snprintf(why, len, "%s is writable by %s (mode %04o)", path, (st.st_mode & S_IWOTH) ? "anyone" : "its group",
+                 (unsigned)(st.st_mode & 07777));
+        return 1;
+    }
+    return 0;
+}
+
+/* ---- loading one file ------------------------------------------------------ */
+
+static int valid_name(const char *s)
+{
+    if (s == NULL || *s == '\0' || strlen(s) > 48) return 0;
+    for (; *s; s++)
+        if (!((*s >= 'a' && *s <= 'z') || (*s >= '0' && *s <= '9') || *s == '_')) return 0;
+    return 1;
+}
+
+static memra__modrec *find_loaded(memra_runtime *rt, const char *name, const memra__modrec *except)
+{
+    for (int i = 0; i < rt->n_mods; i++) {
+        memra__modrec *r = rt->mods[i];
+        if (r != except && r->loaded && strcmp(r->name, name) == 0) return r;
+    }
+    return NULL;
+}
+
+/* Read a descriptor the module handed us: version, size, then members. */
+static int adopt_descriptor(memra__modrec *r, const memra_module_desc *d)
+{
+    if (d == NULL) {
+        rec_refuse(r, "the entry point returned NULL");
+        return 0;
+    }
+    if (d->abi_version > MEMRA_MODULE_ABI_VERSION) {
+        rec_refuse(r, "module ABI v%u is newer than this core's v%u", d->abi_version, MEMRA_MODULE_ABI_VERSION);
+        return 0;
+    }
+    if (d->abi_version < 1) {
+        rec_refuse(r, "module ABI v%u is older than the oldest this core reads (v1)", d->abi_version);
+        return 0;
+    }
+    if (d->struct_size < MIN_DESC_SIZE || (d->abi_version == MEMRA_MODULE_ABI_VERSION && d->struct_size > sizeof *d)) {
+        rec_refuse(r, "descriptor size mismatch: %u bytes for ABI v%u (this core: %zu, minimum %zu)", d->struct_size,
+                   d->abi_version, sizeof *d, (size_t)MIN_DESC_SIZE);
+        return 0;
+    }
+    memset(&r->desc, 0, sizeof r->desc);
+    memcpy(&r->desc, d, d->struct_size < sizeof r->desc ? d->struct_size : sizeof r->desc);
+    if (!valid_name(r->desc.name)) {
+        rec_refuse(r, "module name is missing or not [a-z0-9_]{1,48}");
+        return 0;
+    }
+    free(r->name);
+    r->name = xstrdup(r->desc.name);
+    free(r->version);
+    r->version = xstrdup(r->desc.version ? r->desc.version : "");
+    if (r->desc.score == NULL) {
+        rec_refuse(r, "descriptor has no score function");
+        return 0;
+    }
+    const memra_op_table *ops = r->desc.ops;
+    memset(&r->ops, 0, sizeof r->ops);
+    if (ops != NULL) {
+        if (ops->struct_size < MIN_OPS_SIZE) {
+            rec_refuse(r, "op table size %u is too small", ops->struct_size);
+            return 0;
+        }
+        memcpy(&r->ops, ops, ops->struct_size < sizeof r->ops ? ops->struct_size : sizeof r->ops);
+        r->ops.struct_size = sizeof r->ops;
+    }
+    return 1;
+}
+
+/* Score and init on every device; refuse when no device takes the module. */
+static int admit(memra_runtime *rt, memra__modrec *r)
+{
+    int scored = 0, admitted = 0;
+    char first_fail[600] = "";
+    const memra_host_services *host = memra__host_services();
+    for (int d = 0; d < rt->n_devices; d++) {
+        memra_device *dev = rt->devices[d];
+        int s = r->desc.score(&dev->caps);
+        r->score[d] = s > 0 ? s : 0;
+        if (s <= 0) {
+            free(r->device_note[d]);
+            r->device_note[d] = xstrdup("score 0");
+            continue;
+        }
+        scored++;
+        void *ctx = NULL;
+        memra_status st = MEMRA_STATUS_OK;
+        memra__clear_error();
+        if (r->desc.init != NULL) {
+            int entered = memra__device_enter(dev) == MEMRA_STATUS_OK;
+            st = r->desc.init(host, &dev->caps, &ctx);
+            if (entered) memra__device_leave(dev);
+        }
+        if (st != MEMRA_STATUS_OK) {
+            char note[560];
+            snprintf(note, sizeof note, "init failed on %s: %s: %s", dev->label, memra_status_str(st),
+                     memra_last_error()[0] ? memra_last_error() : "(no detail)");
+            free(r->device_note[d]);
+            r->device_note[d] = xstrdup(note);
+            if (first_fail[0] == '\0') snprintf(first_fail, sizeof first_fail, "%s", note);
+            memra__log(MEMRA_LOG_INFO, "registry", "module %s: %s", r->name, note);
+            continue;
+        }
+        r->ctx[d] = ctx;
+        r->admitted[d] = 1;
+        admitted++;
+        MEMRA__DEBUG("registry", "module %s admitted on %s with score %d", r->name, dev->label, s);
+    }
+    memra__clear_error();
+    if (scored == 0) {
+        rec_refuse(r, "score 0 on every device");
+        return 0;
+    }
+    if (admitted == 0) {
+        rec_refuse(r, "%s", first_fail);
+        return 0;
+    }
+    return 1;
+}
+
+static void load_file(memra_runtime *rt, const char *path)
+{
+    const char *base = strrchr(path, '/');
+    base = base ? base + 1 : path;
+    char real[PATH_MAX];
+    if (realpath(path, real) == NULL) snprintf(real, sizeof real, "%s", path);
+    for (int i = 0; i < rt->n_mods; i++) {
+        if (strcmp(rt->mods[i]->path, real) == 0) {
+            MEMRA__DEBUG("registry", "%s already seen", real);
+            return;
+        }
+    }
+    memra__modrec *r = rec_new(rt, real, base);
+    if (r == NULL) return;
+    char why[512];
+    if (!rt->allow_unsafe && path_unsafe(real, why, sizeof why)) {
+        rec_refuse(r, "unsafe file: %s (set MEMRA_ALLOW_UNSAFE_MODULES=1 to load it anyway)", why);
+        return;
+    }
+    MEMRA__DEBUG("registry", "dlopen %s", real);
+    dlerror();
+    void *dl = dlopen(real, RTLD_NOW | RTLD_LOCAL);
+    if (dl == NULL) {
+        const char *e = dlerror();
+        rec_refuse(r, "not a loadable shared library: %s", e ? e : "dlopen failed");
+        return;
+    }
+    memra_module_entry_fn entry = (memra_module_entry_fn)(uintptr_t)dlsym(dl, MEMRA_MODULE_ENTRY_SYMBOL);
+    if (entry == NULL) {
+        rec_refuse(r, "entry symbol %s missing", MEMRA_MODULE_ENTRY_SYMBOL);
+        dlclose(dl);
+        return;
+    }
+    if (!adopt_descriptor(r, entry())) {
+        dlclose(dl);
+        return;
+    }
+    memra__modrec *dup = find_loaded(rt, r->name, r);
+    if (dup != NULL) {
+        rec_refuse(r, "duplicate: module '%s' is already loaded from %s; this copy is ignored", r->name, dup->path);
+        memset(&r->desc, 0, sizeof r->desc);
+        memset(&r->ops, 0, sizeof r->ops);
+        dlclose(dl);
+        return;
+    }
+    r->dl = dl;
+    if (!admit(rt, r)) {
+        r->dl = NULL;
+        memset(&r->desc, 0, sizeof r->desc);
+        memset(&r->ops, 0, sizeof r->ops);
+        dlclose(dl);
+        return;
+    }
+    r->loaded = 1;
+    rec_ref(r); /* the registry's reference */
+    memra__log(MEMRA_LOG_INFO, "registry", "loaded module %s %s from %s", r->name, r->version, real);
+}
+
+static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+static void scan_dir(memra_runtime *rt, const char *dir, int explicit_entry)
+{
+    char why[512];
+    memra__modrec *r;
+    if (dir[0] != '/') {
+        r = rec_new(rt, dir, dir[0] ? dir : "(empty)");
+        if (r != NULL)
+            rec_refuse(r, "relative module folder '%s' refused: memra never loads modules from the current "
+                          "directory; give an absolute path",
+                       dir);
+        return;
+    }
+    struct stat st;
+    if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
+        if (explicit_entry && (r = rec_new(rt, dir, dir)) != NULL)
+            rec_refuse(r, "module folder does not exist or is not a folder: %s", strerror(errno ? errno : ENOTDIR));
+        else
+            MEMRA__DEBUG("registry", "no module folder at %s", dir);
+        return;
+    }
+    if (!rt->allow_unsafe && path_unsafe(dir, why, sizeof why)) {
+        if ((r = rec_new(rt, dir, dir)) != NULL)
+            rec_refuse(r, "unsafe module folder: %s (set MEMRA_ALLOW_UNSAFE_MODULES=1 to load it anyway)", why);
+        return;
+    }
+    DIR *dp = opendir(dir);
+    if (dp == NULL) {
+        if ((r = rec_new(rt, dir, dir)) != NULL) rec_refuse(r, "cannot open module folder: %s", strerror(errno));
+        return;
+    }
+    char **names = NULL;
+    size_t n = 0, cap = 0;
+    struct dirent *de;
+    while ((de = readdir(dp)) != NULL) {
+        size_t l = strlen(de->d_name);
+        if (l < 4 || strcmp(de->d_name + l - 3, ".so") != 0 || de->d_name[0] == '.') continue;
+        if (n == cap) {
+            cap = cap ? cap * 2 : 16;
+            char **nn = realloc(names, cap * sizeof *nn);
+            if (nn == NULL) break;
+            names = nn;
+        }
+        names[n++] = strdup(de->d_name);
+    }
+    closedir(dp);
+    qsort(names, n, sizeof *names, cmp_str);
+    for (size_t i = 0; i < n; i++) {
+        char path[PATH_MAX];
+        snprintf(path, sizeof path, "%s/%s", dir, names[i]);
+        load_file(rt, path);
+        free(names[i]);
+    }
+    free(names);
+}
+
+/* The install's module folder, found relative to libmemra itself. */
+static int default_module_dir(char *buf, size_t len)
+{
+    Dl_info info;
+    if (dladdr((void *)(uintptr_t)&memra_open, &info) == 0 || info.dli_fname == NULL) return 0;
+    char real[PATH_MAX];
+    if (realpath(info.dli_fname, real) == NULL) return 0;
+    char *slash = strrchr(real, '/');
+    if (slash == NULL) return 0;
+    *slash = '\0';
+    int n = snprintf(buf, len, "%s/%s", real, MEMRA_MODULE_SUBDIR);
+    return n > 0 && (size_t)n < len;
+}
+
+/* ---- snapshots ------------------------------------------------------------- */
+
+static int list_has(const char *list, const char *item, const char *op)
+{
+    /* Items are "name" or "op=module"; matches `item` alone, or the pair. */
+    if (list == NULL) return 0;
+    const char *p = list;
+    while (*p) {
+        const char *e = strchr(p, ',');
+        size_t l = e ? (size_t)(e - p) : strlen(p);
+        char tok[160];
+        if (l < sizeof tok) {
+            memcpy(tok, p, l);
+            tok[l] = '\0';
+            char *eq = strchr(tok, '=');
+            if (eq == NULL) {
+                if (strcmp(tok, item) == 0) return 1;
+            } else if (op != NULL) {
+                *eq = '\0';
+                if (strcmp(tok, op) == 0 && strcmp(eq + 1, item) == 0) return 1;
+            }
+        }
+        p += l;
+        if (*p == ',') p++;
+    }
+    return 0;
+}
+
+static void *op_fn(const memra_op_table *ops, memra_op op)
+{
+    switch (op) {
+#define MEMRA__OP_CASE(name)                                                        \
+    case MEMRA_OP_##name:                                                           \
+        return (void *)(uintptr_t)ops->name;
+        MEMRA_OP_LIST(MEMRA__OP_CASE)
+#undef MEMRA__OP_CASE
+    default:
+        return NULL;
+    }
+}
+
+static int lane_cmp(const void *a, const void *b)
+{
+    const memra__lane *x = a, *y = b;
+    if (x->score != y->score) return y->score - x->score;
+    return strcmp(x->mod->name, y->mod->name);
+}
+
+static memra_status snapshot_build(memra_runtime *rt, memra_device *dev, memra__snapshot **out)
+{
+    memra__snapshot *s = calloc(1, sizeof *s);
+    if (s == NULL) return MEMRA__FAIL(MEMRA_STATUS_OUT_OF_MEMORY, "snapshot");
+    atomic_init(&s->refs, 1);
+    s->generation = ++rt->generation;
+    s->mods = calloc((size_t)rt->n_mods + 1, sizeof *s->mods);
+    if (s->mods == NULL) {
+        free(s);
+        return MEMRA__FAIL(MEMRA_STATUS_OUT_OF_MEMORY, "snapshot");
+    }
+    int d = dev->index;
+    for (int i = 0; i < rt->n_mods; i++) {
+        memra__modrec *r = rt->mods[i];
+        if (!r->loaded || !r->admitted[d]) continue;
+        if (list_has(rt->disable, r->name, NULL)) continue;
+        rec_ref(r);
+        s->mods[s->n_mods++] = r;
+    }
+    for (int op = 0; op < MEMRA_OP_COUNT_; op++) {
+        const char *opname = memra_op_name((memra_op)op);
+        s->lanes[op] = calloc((size_t)s->n_mods + 1, sizeof(memra__lane));
+        if (s->lanes[op] == NULL) {
+            memra__snapshot_release(s);
+            return MEMRA__FAIL(MEMRA_STATUS_OUT_OF_MEMORY, "snapshot");
+        }
+        if (list_has(rt->disable, opname, NULL)) continue;
+        int n = 0;
+        for (int i = 0; i < s->n_mods; i++) {
+            memra__modrec *r = s->mods[i];
+            if (op_fn(&r->ops, (memra_op)op) == NULL) continue;
+            if (list_has(rt->disable, r->name, opname)) continue;
+            memra__lane *l = &s->lanes[op][n++];
+            l->mod = r;
+            l->ctx = r->ctx[d];
+            l->score = r->score[d];
+            if (list_has(rt->prefer, r->name, opname)) l->score += 1 << 20;
+            l->cell = memra__ledger_cell_get(dev, (memra_op)op, r->name);
+            if (l->cell == NULL) {
+                memra__snapshot_release(s);
+                return MEMRA__FAIL(MEMRA_STATUS_OUT_OF_MEMORY, "ledger");
+            }
+        }
+        qsort(s->lanes[op], (size_t)n, sizeof(memra__lane), lane_cmp);
+        s->n_lanes[op] = n;
+    }
+    *out = s;
+    return MEMRA_STATUS_OK;
+}
+
+/* Build and publish a new snapshot on every device. Caller holds reg_lock. */
+static memra_status publish_all(memra_runtime *rt)
+{
+    for (int d = 0; d < rt->n_devices; d++) {
+        memra_device *dev = rt->devices[d];
+        memra__snapshot *s = NULL;
+        memra_status st = snapshot_build(rt, dev, &s);
+        if (st != MEMRA_STATUS_OK) return st;
+        pthread_mutex_lock(&dev->snap_lock);
+        memra__snapshot *old = dev->current;
+        dev->current = s;
+        pthread_mutex_unlock(&dev->snap_lock);
+        if (old != NULL) memra__snapshot_release(old);
+        MEMRA__DEBUG("registry", "published routing generation %llu on %s", (unsigned long long)s->generation,
+                     dev->label);
+    }
+    return MEMRA_STATUS_OK;
+}
+
+memra__snapshot *memra__snapshot_acquire(memra_device *dev)
+{
+    pthread_mutex_lock(&dev->snap_lock);
+    memra__snapshot *s = dev->current;
+    if (s != NULL) atomic_fetch_add(&s->refs, 1);
+    pthread_mutex_unlock(&dev->snap_lock);
+    return s;
+}
+
+void memra__snapshot_release(memra__snapshot *s)
+{
+    if (s == NULL || atomic_fetch_sub(&s->refs, 1) != 1) return;
+    for (int op = 0; op < MEMRA_OP_COUNT_; op++) free(s->lanes[op]);
+    for (int i = 0; i < s->n_mods; i++) rec_unref(s->mods[i]);
+    free(s->mods);
+    free(s);
+}
+
+memra__modrec *memra__find_admitted(memra__snapshot *snap, const char *name)
+{
+    for (int i = 0; snap != NULL && i < snap->n_mods; i++)
+        if (strcmp(snap->mods[i]->name, name) == 0) return snap->mods[i];
+    return NULL;
+}
+
+/* ---- open / close ---------------------------------------------------------------- */
+
+memra_status memra__registry_open(memra_runtime *rt)
+{
+    pthread_mutex_lock(&rt->reg_lock);
+    /* The host module first: built in, through the same descriptor path. */
+    memra__modrec *r = rec_new(rt, "(built-in)", "host");
+    if (r == NULL) {
+        pthread_mutex_unlock(&rt->reg_lock);
+        return MEMRA__FAIL(MEMRA_STATUS_OUT_OF_MEMORY, "registry");
+    }
+    if (adopt_descriptor(r, memra__host_module_entry()) && admit(rt, r)) {
+        r->loaded = 1;
+        rec_ref(r);
+    }
+    if (rt->module_path != NULL) {
+        char *copy = strdup(rt->module_path);
+        /* strtok_r would skip empty entries; an empty entry means the current
+         * directory to some loaders, so it is refused explicitly. */
+        char *p = copy;
+        while (p != NULL) {
+            char *e = strchr(p, ':');
+            if (e) *e = '\0';
+            scan_dir(rt, p, 1);
+            p = e ? e + 1 : NULL;
+        }
+        free(copy);
+    }
+    char dir[PATH_MAX];
+    if (!rt->opts.no_default_modules && default_module_dir(dir, sizeof dir)) scan_dir(rt, dir, 0);
+    memra_status st = publish_all(rt);
+    pthread_mutex_unlock(&rt->reg_lock);
+    return st;
+}
+
+void memra__registry_close(memra_runtime *rt)
+{
+    for (int d = 0; d < rt->n_devices; d++) {
+        memra_device *dev = rt->devices[d];
+        pthread_mutex_lock(&dev->snap_lock);
+        memra__snapshot *s = dev->current;
+        dev->current = NULL;
+        pthread_mutex_unlock(&dev->snap_lock);
+        memra__snapshot_release(s);
+    }
+    for (int i = 0; i < rt->n_mods; i++) {
+        memra__modrec *r = rt->mods[i];
+        if (r->loaded) {
+            r->loaded = 0;
+            rec_unref(r);
+        }
+        for (int d = 0; d < MEMRA__MAX_DEVICES; d++) free(r->device_note[d]);
+        free(r->path);
+        free(r->name);
+        free(r->version);
+        free(r->reason);
+        free(r);
+    }
+    free(rt->mods);
+    rt->mods = NULL;
+    rt->n_mods = 0;
+}
+
+/* ---- public --------------------------------------------------------------------- */
+
+int memra_module_count(const memra_runtime *rt) { return rt ? rt->n_mods : 0; }
+
+memra_status memra_module_info_get(const memra_runtime *rt, int index, memra_module_info *out)
+{
+    if (rt == NULL || out == NULL || index < 0 || index >= rt->n_mods)
+        return MEMRA__FAIL(MEMRA_STATUS_INVALID_ARGUMENT, "memra_module_info_get: index %d out of range", index);
+    const memra__modrec *r = rt->mods[index];
+    out->name = r->name;
+    out->version = r->version;
+    out->path = r->path;
+    out->loaded = r->loaded;
+    out->reason = r->reason;
+    return MEMRA_STATUS_OK;
+}
+
+memra_status memra_module_load(memra_runtime *rt, const char *path)
+{
+    if (rt == NULL || path == NULL)
+        return MEMRA__FAIL(MEMRA_STATUS_INVALID_ARGUMENT, "memra_module_load: NULL argument");
+    if (path[0] != '/')
+        return MEMRA__FAIL(MEMRA_STATUS_INVALID_ARGUMENT,
+                           "memra_module_load: '%s' is relative; memra loads modules by absolute path only", path);
+    char real[PATH_MAX], why[512];
+    if (realpath(path, real) == NULL)
+        return MEMRA__FAIL(MEMRA_STATUS_NOT_FOUND, "memra_module_load: %s: %s", path, strerror(errno));
+    char dir[PATH_MAX];
+    snprintf(dir, sizeof dir, "%s", real);
+    char *slash = strrchr(dir, '/');
+    if (slash != NULL) *(slash == dir ? slash + 1 : slash) = '\0';
+    if (!rt->allow_unsafe && path_unsafe(dir, why, sizeof why))
+        return MEMRA__FAIL(MEMRA_STATUS_MODULE_ERROR, "memra_module_load: unsafe folder: %s", why);
+    pthread_mutex_lock(&rt->reg_lock);
+    int before = rt->n_mods;
+    load_file(rt, real);
+    memra_status st = MEMRA_STATUS_OK;
+    if (rt->n_mods == before) {
+        st = MEMRA__FAIL(MEMRA_STATUS_MODULE_ERROR, "memra_module_load: %s was already seen", real);
+    } else {
+        memra__modrec *r = rt->mods[rt->n_mods - 1];
+        if (!r->loaded) st = MEMRA__FAIL(MEMRA_STATUS_MODULE_ERROR, "module %s refused: %s", r->name, r->reason);
+        else st = publish_all(rt);
+    }
+    pthread_mutex_unlock(&rt->reg_lock);
+    return st;
+}
+
+memra_status memra_module_unload(memra_runtime *rt, const char *name)
+{
+    if (rt == NULL || name == NULL)
+        return MEMRA__FAIL(MEMRA_STATUS_INVALID_ARGUMENT, "memra_module_unload: NULL argument");
+    if (strcmp(name, "host") == 0)
+        return MEMRA__FAIL(MEMRA_STATUS_INVALID_ARGUMENT, "the host module is built in and cannot be unloaded");
+    pthread_mutex_lock(&rt->reg_lock);
+    memra__modrec *r = find_loaded(rt, name, NULL);
+    memra_status st;
+    if (r == NULL) {
+        st = MEMRA__FAIL(MEMRA_STATUS_NOT_FOUND, "memra_module_unload: no loaded module '%s'", name);
+    } else {
+        r->loaded = 0;
+        free(r->reason);
+        r->reason = xstrdup("unloaded");
+        st = publish_all(rt);
+        rec_unref(r); /* closes the library once the last snapshot goes */
+    }
+    pthread_mutex_unlock(&rt->reg_lock);
+    return st;
+}
+
+static memra_status check_list(const char *list, int pairs_required)
+{
+    if (list == NULL) return MEMRA_STATUS_OK;
+    const char *p = list;
+    while (*p) {
+        const char *e = strchr(p, ',');
+        size_t l = e ? (size_t)(e - p) : strlen(p);
+        char tok[160];
+        if (l == 0 || l >= sizeof tok) return MEMRA__FAIL(MEMRA_STATUS_INVALID_ARGUMENT, "bad list item in '%s'", list);
+        memcpy(tok, p, l);
+        tok[l] = '\0';
+        char *eq = strchr(tok, '=');
+        if (pairs_required && eq == NULL)
+            return MEMRA__FAIL(MEMRA_STATUS_INVALID_ARGUMENT, "'%s': preferences are op=module", tok);
+        if (eq != NULL) {
+            *eq = '\0';
+            if (memra_op_from_name(tok) == MEMRA_OP_COUNT_)
+                return MEMRA__FAIL(MEMRA_STATUS_INVALID_ARGUMENT, "'%s' is not an op", tok);
+        }
+        p += l;
+        if (*p == ',') p++;
+    }
+    return MEMRA_STATUS_OK;
+}
+
+memra_status memra__routing_validate(const char *prefer, const char *disable)
+{
+    memra_status st = check_list(prefer, 1);
+    return st != MEMRA_STATUS_OK ? st : check_list(disable, 0);
+}
+
+memra_status memra_routing_configure(memra_runtime *rt, const char *prefer, const char *disable)
+{
+    if (rt == NULL) return MEMRA__FAIL(MEMRA_STATUS_INVALID_ARGUMENT, "memra_routing_configure: NULL runtime");
+    memra_status st = memra__routing_validate(prefer, disable);
+    if (st != MEMRA_STATUS_OK) return st;
+    pthread_mutex_lock(&rt->reg_lock);
+    if (prefer != NULL) {
+        free(rt->prefer);
+        rt->prefer = prefer[0] ? strdup(prefer) : NULL;
+    }
+    if (disable != NULL) {
+        free(rt->disable);
+        rt->disable = disable[0] ? strdup(disable) : NULL;
+    }
+    st = publish_all(rt);
+    pthread_mutex_unlock(&rt->reg_lock);
+    return st;
+}
+
+int memra_routing_get(memra_device *dev, memra_op op, const char **names, int cap)
+{
+    if (dev == NULL || (int)op < 0 || op >= MEMRA_OP_COUNT_) return 0;
+    memra__snapshot *s = memra__snapshot_acquire(dev);
+    if (s == NULL) return 0;
+    int n = s->n_lanes[op];
+    /* Names live in records, which live until memra_close. */
+    for (int i = 0; i < n && i < cap; i++) names[i] = s->lanes[op][i].mod->name;
+    memra__snapshot_release(s);
+    return n;
+}
+
+int memra_module_score(memra_device *dev, const char *name)
+{
+    if (dev == NULL || name == NULL) return 0;
+    memra__snapshot *s = memra__snapshot_acquire(dev);
+    memra__modrec *r = memra__find_admitted(s, name);
+    int score = r ? r->score[dev->index] : 0;
+    memra__snapshot_release(s);
+    return score;
+}
+
+const char *memra_module_device_note(const memra_runtime *rt, int index, const memra_device *dev)
+{
+    if (rt == NULL || dev == NULL || index < 0 || index >= rt->n_mods) return NULL;
+    const memra__modrec *r = rt->mods[index];
+    if (r->loaded && r->admitted[dev->index]) return NULL;
+    return r->device_note[dev->index];
+}

@@ -1,0 +1,167 @@
+/* Private layout of the runtime, devices, modules, routing snapshots and the
+ * ledger. Nothing here is part of the public ABI. */
+#ifndef MEMRA_CORE_RUNTIME_H
+#define MEMRA_CORE_RUNTIME_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "arch/profiles.h"
+#include "core/driver.h"
+#include "memra/memra.h"
+
+#define MEMRA__MAX_DEVICES 16
+#define MEMRA__MAX_REASONS 8
+#define MEMRA__SCRATCH_SLOTS 64
+
+typedef struct memra__jit memra__jit;
+
+/* One module the registry has seen (loaded or refused). Records live until
+ * memra_close; the library itself is closed when `refs` drops to zero. */
+typedef struct memra__modrec {
+    char *path;           /* file, or "(built-in)" */
+    char *name;           /* descriptor name, or the file's base name if refused early */
+    char *version;
+    char *reason;         /* "" when loaded */
+    void *dl;             /* dlopen handle; NULL for built-in */
+    memra_module_desc desc;  /* the module's descriptor, widened to our size (missing tail = NULL) */
+    memra_op_table ops;      /* the op table, widened likewise */
+    int loaded;              /* admitted on at least one device and not withdrawn */
+    atomic_int refs;         /* registry + snapshots */
+    int score[MEMRA__MAX_DEVICES];
+    void *ctx[MEMRA__MAX_DEVICES];
+    int admitted[MEMRA__MAX_DEVICES];
+    char *device_note[MEMRA__MAX_DEVICES]; /* why not admitted on that device */
+    struct memra_runtime *rt;
+} memra__modrec;
+
+/* Counters of one (device, op, module). Cells are created once and never
+ * freed before the runtime closes, so snapshots can point at them. */
+typedef struct memra__ledger_cell {
+    struct memra__ledger_cell *next;
+    memra_op op;
+    char module[64];
+    atomic_uint_fast64_t entries, hits, errors;
+    char reasons[MEMRA__MAX_REASONS][96];
+    atomic_uint_fast64_t reason_count[MEMRA__MAX_REASONS];
+    int n_reasons; /* guarded by the device's ledger lock */
+} memra__ledger_cell;
+
+typedef struct memra__lane {
+    memra__modrec *mod;
+    void *ctx;
+    int score;
+    memra__ledger_cell *cell;
+} memra__lane;
+
+/* An immutable routing of one device: for each op, the lanes in dispatch
+ * order. Published by pointer swap; readers hold a reference. */
+typedef struct memra__snapshot {
+    atomic_int refs;
+    uint64_t generation;
+    int n_mods;
+    memra__modrec **mods; /* each holds a module reference */
+    int n_lanes[MEMRA_OP_COUNT_];
+    memra__lane *lanes[MEMRA_OP_COUNT_];
+} memra__snapshot;
+
+typedef struct memra__scratch_slot {
+    memra_dptr ptr;
+    size_t size;
+} memra__scratch_slot;
+
+typedef struct memra__loaded_image {
+    struct memra__loaded_image *next;
+    const void *key; /* image bytes pointer (JIT images are stable) */
+    CUmodule module;
+} memra__loaded_image;
+
+struct memra_device {
+    memra_device_caps caps; /* first: modules get &caps, the core maps it back */
+    struct memra_runtime *rt;
+    int index;
+    const memra__profile *profile;
+    char name[128];
+    char jit_target[16];
+    char label[48];          /* "cuda:0 sm90" or "host" */
+    CUcontext ctx;
+    CUdevice cudev;
+    int is_host;
+    int clock_khz, mem_clock_khz;
+
+    pthread_mutex_t snap_lock;  /* guards `current` swap and reference taking */
+    memra__snapshot *current;
+
+    pthread_mutex_t ledger_lock;
+    memra__ledger_cell *cells;
+
+    pthread_mutex_t scratch_lock;
+    memra__scratch_slot scratch[MEMRA__SCRATCH_SLOTS];
+
+    pthread_mutex_t image_lock;
+    memra__loaded_image *images;
+
+    atomic_uint_fast64_t f16_used; /* bytes of f16 mirrors resident */
+    uint64_t f16_budget;           /* bytes; MEMRA_F16_BUDGET_MB or the profile's */
+};
+
+struct memra_runtime {
+    memra_options opts;
+    char *module_path;  /* effective search path (copied) */
+    char *prefer;       /* "op=module,..." */
+    char *disable;      /* "op|module,..." */
+    int allow_unsafe;
+    memra__driver *drv; /* NULL when no driver */
+    char driver_why[512];
+    memra__jit *jit;    /* NULL when NVRTC is absent */
+    char jit_why[512];
+    int n_devices;
+    memra_device *devices[MEMRA__MAX_DEVICES];
+    pthread_mutex_t reg_lock; /* module list, loads, unloads, snapshot builds */
+    int n_mods, cap_mods;
+    memra__modrec **mods;
+    uint64_t generation;
+};
+
+/* services.c */
+const memra_host_services *memra__host_services(void);
+memra_device *memra__device_from_caps(const memra_device_caps *caps);
+void *memra__library_open(const char *which);
+memra_status memra__device_image_load(memra_device *dev, const char *name, const void *image, size_t size,
+                                      CUmodule *out);
+void memra__device_images_unload(memra_device *dev);
+void memra__device_scratch_free(memra_device *dev);
+/* Push/pop the device's context around driver calls (no-op on host). */
+memra_status memra__device_enter(memra_device *dev);
+void memra__device_leave(memra_device *dev);
+/* The process-wide driver table, opened once; ->lib is NULL when absent and
+ * memra__driver_why() says why. */
+const memra__driver *memra__driver_get(void);
+const char *memra__driver_why(void);
+
+/* buffer.c: raw allocations used by weights */
+memra_status memra__dev_alloc(memra_device *dev, size_t bytes, memra_dptr *out);
+void memra__dev_free(memra_device *dev, memra_dptr p);
+memra_status memra__dev_upload(memra_device *dev, memra_dptr dst, const void *src, size_t bytes);
+memra_status memra__dev_download(memra_device *dev, void *dst, memra_dptr src, size_t bytes);
+
+/* registry.c */
+memra_status memra__registry_open(memra_runtime *rt);
+void memra__registry_close(memra_runtime *rt);
+memra__snapshot *memra__snapshot_acquire(memra_device *dev);
+void memra__snapshot_release(memra__snapshot *snap);
+memra__modrec *memra__find_admitted(memra__snapshot *snap, const char *name);
+
+/* dispatch.c */
+memra__ledger_cell *memra__ledger_cell_get(memra_device *dev, memra_op op, const char *module);
+memra_status memra__lane_invoke(memra_device *dev, const memra__lane *lane, memra_op op, memra_op_args *args);
+memra_status memra__dispatch(memra_device *dev, memra_op op, memra_op_args *args);
+void memra__ledger_core_decline(memra_device *dev, memra_op op, const char *module, const char *reason);
+memra_status memra__routing_validate(const char *prefer, const char *disable);
+
+/* Scratch slots the core itself uses (modules use 0..47). */
+#define MEMRA__SLOT_Q8_1 60
+#define MEMRA__SLOT_F16_MIRROR 61
+
+#endif

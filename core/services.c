@@ -1,0 +1,285 @@
+/* The host services handed to modules: logging, errors, the driver's entry
+ * points, per-device scratch, library loading and the JIT service. */
+#include <dlfcn.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "core/runtime.h"
+#include "jit/jit.h"
+
+/* ---- the driver, once per process --------------------------------------- */
+
+static memra__driver g_drv;
+static char g_drv_why[512];
+static pthread_once_t g_drv_once = PTHREAD_ONCE_INIT;
+
+static void driver_once(void)
+{
+    if (memra__driver_open(&g_drv, g_drv_why, sizeof g_drv_why) != MEMRA_STATUS_OK) g_drv.lib = NULL;
+    MEMRA__DEBUG("core", "driver: %s", g_drv_why);
+}
+
+const memra__driver *memra__driver_get(void)
+{
+    pthread_once(&g_drv_once, driver_once);
+    return &g_drv;
+}
+
+const char *memra__driver_why(void)
+{
+    pthread_once(&g_drv_once, driver_once);
+    return g_drv_why;
+}
+
+memra_device *memra__device_from_caps(const memra_device_caps *caps)
+{
+    /* caps is the first member of memra_device; modules only ever see &dev->caps. */
+    return (memra_device *)(uintptr_t)caps;
+}
+
+memra_status memra__device_enter(memra_device *dev)
+{
+    if (dev->is_host) return MEMRA_STATUS_OK;
+    const memra__driver *drv = memra__driver_get();
+    CUresult r = drv->cuCtxPushCurrent(dev->ctx);
+    if (r != MEMRA__CUDA_SUCCESS) return MEMRA__CU_FAIL(drv, r, "cuCtxPushCurrent");
+    return MEMRA_STATUS_OK;
+}
+
+void memra__device_leave(memra_device *dev)
+{
+    if (dev->is_host) return;
+    CUcontext c;
+    memra__driver_get()->cuCtxPopCurrent(&c);
+}
+
+/* ---- services -------------------------------------------------------------- */
+
+static void svc_log(int level, const char *module, const char *fmt, ...)
+{
+    if (level > memra__log_level()) return;
+    char msg[2048];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    memra__log(level, module, "%s", msg);
+}
+
+static memra_status svc_set_error(memra_status status, const char *fmt, ...)
+{
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    return memra__set_error(status, "%s", msg);
+}
+
+static void *svc_driver_proc(const char *name) { return memra__driver_proc(memra__driver_get(), name); }
+
+static memra_status svc_scratch(const memra_device_caps *caps, uint32_t slot, size_t bytes, memra_dptr *out)
+{
+    if (caps == NULL || out == NULL || slot >= MEMRA__SCRATCH_SLOTS)
+        return MEMRA__FAIL(MEMRA_STATUS_INVALID_ARGUMENT, "scratch: bad slot %u", slot);
+    memra_device *dev = memra__device_from_caps(caps);
+    memra_status st = MEMRA_STATUS_OK;
+    pthread_mutex_lock(&dev->scratch_lock);
+    memra__scratch_slot *s = &dev->scratch[slot];
+    if (s->size < bytes || s->ptr == 0) {
+        /* Grow by at least 1.5x so a sequence of growing shapes settles fast. */
+        size_t want = bytes < 256 ? 256 : bytes;
+        if (s->size > 0 && want < s->size + s->size / 2) want = s->size + s->size / 2;
+        if (dev->is_host) {
+            void *p = aligned_alloc(256, (want + 255) / 256 * 256);
+            if (p == NULL) {
+                st = MEMRA__FAIL(MEMRA_STATUS_OUT_OF_MEMORY, "scratch slot %u: %zu bytes", slot, want);
+            } else {
+                free((void *)(uintptr_t)s->ptr);
+                s->ptr = (memra_dptr)(uintptr_t)p;
+                s->size = want;
+            }
+        } else {
+            const memra__driver *drv = memra__driver_get();
+            st = memra__device_enter(dev);
+            if (st == MEMRA_STATUS_OK) {
+                CUdeviceptr p = 0;
+                CUresult r = drv->cuMemAlloc(&p, want);
+                if (r != MEMRA__CUDA_SUCCESS) {
+                    st = MEMRA__CU_FAIL(drv, r, "cuMemAlloc (scratch)");
+                } else {
+                    /* The old block may still be read by queued work. */
+                    if (s->ptr != 0) {
+                        drv->cuCtxSynchronize();
+                        drv->cuMemFree(s->ptr);
+                    }
+                    s->ptr = p;
+                    s->size = want;
+                }
+                memra__device_leave(dev);
+            }
+        }
+    }
+    if (st == MEMRA_STATUS_OK) *out = s->ptr;
+    pthread_mutex_unlock(&dev->scratch_lock);
+    return st;
+}
+
+void memra__device_scratch_free(memra_device *dev)
+{
+    for (int i = 0; i < MEMRA__SCRATCH_SLOTS; i++) {
+        memra__scratch_slot *s = &dev->scratch[i];
+        if (s->ptr == 0) continue;
+        if (dev->is_host) {
+            free((void *)(uintptr_t)s->ptr);
+        } else if (memra__device_enter(dev) == MEMRA_STATUS_OK) {
+            memra__driver_get()->cuMemFree(s->ptr);
+            memra__device_leave(dev);
+        }
+        s->ptr = 0;
+        s->size = 0;
+    }
+}
+
+/* CUDA libraries by soname, then the toolkit's default folder (root-owned). */
+void *memra__library_open(const char *which)
+{
+    static const struct {
+        const char *which, *env;
+        const char *names[5];
+    } libs[] = {
+        {"cublasLt", "MEMRA_CUBLASLT_LIBRARY",
+         {"libcublasLt.so.13", "libcublasLt.so.12", "/usr/local/cuda/lib64/libcublasLt.so.13",
+          "/usr/local/cuda/lib64/libcublasLt.so.12", NULL}},
+        {"nvrtc", "MEMRA_NVRTC_LIBRARY",
+         {"libnvrtc.so.13", "libnvrtc.so.12", "/usr/local/cuda/lib64/libnvrtc.so.13",
+          "/usr/local/cuda/lib64/libnvrtc.so.12", NULL}},
+    };
+    for (size_t i = 0; i < sizeof libs / sizeof libs[0]; i++) {
+        if (strcmp(libs[i].which, which) != 0) continue;
+        const char *e = getenv(libs[i].env);
+        if (e != NULL && e[0] != '\0') {
+            void *h = dlopen(e, RTLD_NOW | RTLD_LOCAL);
+            if (h == NULL) memra__log(MEMRA_LOG_WARN, "core", "%s=%s: %s", libs[i].env, e, dlerror());
+            return h;
+        }
+        const char *last = "";
+        for (int j = 0; libs[i].names[j] != NULL; j++) {
+            void *h = dlopen(libs[i].names[j], RTLD_NOW | RTLD_LOCAL);
+            if (h != NULL) {
+                MEMRA__DEBUG("core", "%s: opened %s", which, libs[i].names[j]);
+                return h;
+            }
+            last = dlerror();
+        }
+        memra__log(MEMRA_LOG_INFO, "core", "%s not found (last: %s)", which, last ? last : "");
+        return NULL;
+    }
+    return NULL;
+}
+
+static void *svc_library_open(const char *which) { return which ? memra__library_open(which) : NULL; }
+
+/* ---- images loaded into a device ---------------------------------------- */
+
+memra_status memra__device_image_load(memra_device *dev, const char *name, const void *image, size_t size,
+                                      CUmodule *out)
+{
+    if (dev->is_host)
+        return MEMRA__FAIL(MEMRA_STATUS_NOT_SUPPORTED, "%s: the host device loads no GPU images", name);
+    if (image == NULL || size < 16)
+        return MEMRA__FAIL(MEMRA_STATUS_INVALID_ARGUMENT, "%s: empty image", name ? name : "image");
+    pthread_mutex_lock(&dev->image_lock);
+    for (memra__loaded_image *li = dev->images; li != NULL; li = li->next) {
+        if (li->key == image) {
+            *out = li->module;
+            pthread_mutex_unlock(&dev->image_lock);
+            return MEMRA_STATUS_OK;
+        }
+    }
+    memra_status st = memra__device_enter(dev);
+    if (st == MEMRA_STATUS_OK) {
+        const memra__driver *drv = memra__driver_get();
+        CUmodule m = NULL;
+        CUresult r = drv->cuModuleLoadData(&m, image);
+        memra__device_leave(dev);
+        if (r != MEMRA__CUDA_SUCCESS) {
+            st = MEMRA__FAIL(MEMRA_STATUS_DRIVER_ERROR, "loading image %s (%zu bytes) on %s (%s): %s", name, size,
+                             dev->label, dev->jit_target, memra__driver_errstr(drv, r));
+        } else {
+            memra__loaded_image *li = calloc(1, sizeof *li);
+            if (li == NULL) {
+                st = MEMRA__FAIL(MEMRA_STATUS_OUT_OF_MEMORY, "out of memory");
+            } else {
+                li->key = image;
+                li->module = m;
+                li->next = dev->images;
+                dev->images = li;
+                *out = m;
+            }
+        }
+    }
+    pthread_mutex_unlock(&dev->image_lock);
+    return st;
+}
+
+void memra__device_images_unload(memra_device *dev)
+{
+    memra__loaded_image *li = dev->images;
+    int entered = (li != NULL && memra__device_enter(dev) == MEMRA_STATUS_OK);
+    while (li != NULL) {
+        memra__loaded_image *n = li->next;
+        if (entered) memra__driver_get()->cuModuleUnload(li->module);
+        free(li);
+        li = n;
+    }
+    if (entered) memra__device_leave(dev);
+    dev->images = NULL;
+}
+
+static memra_status svc_jit_module_get(const memra_device_caps *caps, const char *name, const char *source,
+                                       const char *const *options, int n_options, void **out_cumodule)
+{
+    memra_device *dev = memra__device_from_caps(caps);
+    if (dev->rt->jit == NULL)
+        return MEMRA__FAIL(MEMRA_STATUS_NVRTC_ERROR, "JIT unavailable: %s", dev->rt->jit_why);
+    if (dev->is_host) return MEMRA__FAIL(MEMRA_STATUS_NOT_SUPPORTED, "JIT: the host device has no JIT target");
+    memra__jit_result res;
+    memra_status st = memra__jit_compile(dev->rt->jit, name, source, options, n_options, dev->jit_target, 0, &res);
+    if (st != MEMRA_STATUS_OK) return st;
+    CUmodule m;
+    st = memra__device_image_load(dev, name, res.image, res.size, &m);
+    if (st == MEMRA_STATUS_OK) *out_cumodule = m;
+    return st;
+}
+
+static memra_status svc_image_load(const memra_device_caps *caps, const char *name, const void *image, size_t size,
+                                   void **out_cumodule)
+{
+    CUmodule m;
+    memra_status st = memra__device_image_load(memra__device_from_caps(caps), name, image, size, &m);
+    if (st == MEMRA_STATUS_OK) *out_cumodule = m;
+    return st;
+}
+
+static const memra_jit_services k_jit_services = {
+    .struct_size = sizeof(memra_jit_services),
+    .module_get = svc_jit_module_get,
+    .image_load = svc_image_load,
+};
+
+static const memra_host_services k_services = {
+    .abi_version = MEMRA_MODULE_ABI_VERSION,
+    .struct_size = sizeof(memra_host_services),
+    .log = svc_log,
+    .set_error = svc_set_error,
+    .driver_proc = svc_driver_proc,
+    .scratch = svc_scratch,
+    .jit = &k_jit_services,
+    .library_open = svc_library_open,
+};
+
+const memra_host_services *memra__host_services(void) { return &k_services; }

@@ -1,0 +1,369 @@
+/* Weights: validation at create, per-device operands built once at prepare,
+ * and memra_matmul's lane policy. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "core/runtime.h"
+#include "memra/formats.h"
+
+typedef struct weight_dev {
+    int prepared;
+    memra_dptr raw;      /* the weight's own bytes */
+    memra_dptr grid;     /* block-128 grid (E4M3) */
+    memra_dptr f16;      /* f16 mirror, 0 when none */
+    uint64_t f16_bytes;  /* counted against the device budget */
+    memra_dptr q8_0;     /* Q8_0 slab of a block-128 FP8 weight, 0 when none */
+    uint64_t nan_codes;  /* e4m3 NaN codes (E4M3 only) */
+    const char *mirror_note; /* why there is no mirror */
+} weight_dev;
+
+struct memra_weight {
+    memra_runtime *rt;
+    memra_format format;
+    int64_t out_f, in_f;
+    void *data;
+    size_t size;
+    float scale;
+    float *grid;
+    size_t grid_count;
+    char name[64];
+    pthread_mutex_t lock;
+    weight_dev dev[MEMRA__MAX_DEVICES];
+};
+
+memra_format memra_weight_format(const memra_weight *w) { return w ? w->format : MEMRA_FORMAT_F32; }
+
+memra_status memra_weight_create(memra_runtime *rt, const memra_weight_desc *d, memra_weight **out_w)
+{
+    memra__clear_error();
+    if (rt == NULL || d == NULL || out_w == NULL)
+        return MEMRA__FAIL(MEMRA_STATUS_INVALID_ARGUMENT, "memra_weight_create: NULL argument");
+    if (d->struct_size < offsetof(memra_weight_desc, name))
+        return MEMRA__FAIL(MEMRA_STATUS_INVALID_ARGUMENT, "weight: desc.struct_size %u is too small", d->struct_size);
+    const char *nm = (MEMRA_HAS_MEMBER(d, memra_weight_desc, name) && d->name) ? d->name : "weight";
+    int bv = memra_format_block_values(d->format);
+    if (bv == 0) return MEMRA__FAIL(MEMRA_STATUS_INVALID_ARGUMENT, "%s: unknown format %d", nm, (int)d->format);
+    const char *fn = memra_format_name(d->format);
+    if (d->out_f <= 0 || d->in_f <= 0 || d->out_f > (1 << 24) || d->in_f > (1 << 24))
+        return MEMRA__FAIL(MEMRA_STATUS_INVALID_ARGUMENT, "%s: shape [%lld x %lld] out of range (1 .. 2^24 each)", nm,
+                           (long long)d->out_f, (long long)d->in_f);
+    if (d->in_f % bv != 0)
+        return MEMRA__FAIL(MEMRA_STATUS_INVALID_ARGUMENT, "%s: in_f %lld is not a multiple of %s's block of %d", nm,
+                           (long long)d->in_f, fn, bv);
+    uint64_t want = (uint64_t)d->out_f * memra_format_row_bytes(d->format, d->in_f);
+    if (d->data == NULL) return MEMRA__FAIL(MEMRA_STATUS_INVALID_ARGUMENT, "%s: data is NULL", nm);
+    if (d->size != want)
+        return MEMRA__FAIL(MEMRA_STATUS_INVALID_ARGUMENT, "%s: %zu bytes given, %s [%lld x %lld] needs %llu", nm,
+                           d->size, fn, (long long)d->out_f, (long long)d->in_f, (unsigned long long)want);
+    float scale = d->scale == 0.0f ? 1.0f : d->scale;
+    if (!isfinite(scale) || scale < 0.0f)
+        return MEMRA__FAIL(MEMRA_STATUS_INVALID_ARGUMENT, "%s: scale %g is not a finite positive number", nm,
+                           (double)d->scale);
+    if (d->format != MEMRA_FORMAT_E4M3 && (scale != 1.0f || d->grid != NULL))
+        return MEMRA__FAIL(MEMRA_STATUS_INVALID_ARGUMENT, "%s: scales and grids apply to E4M3 weights only", nm);
+    size_t gcount = 0;
+    if (d->grid != NULL) {
+        gcount = (size_t)(memra_fp8_grid_rows(d->out_f) * memra_fp8_grid_cols(d->in_f));
+        if (d->grid_count != gcount)
+            return MEMRA__FAIL(MEMRA_STATUS_INVALID_ARGUMENT,
+                               "%s: block-128 grid has %zu floats; [%lld x %lld] needs [%lld x %lld] = %zu", nm,
+                               d->grid_count, (long long)d->out_f, (long long)d->in_f,
+                               (long long)memra_fp8_grid_rows(d->out_f), (long long)memra_fp8_grid_cols(d->in_f),
+                               gcount);
+        if (scale != 1.0f)
+            return MEMRA__FAIL(MEMRA_STATUS_INVALID_ARGUMENT,
+                               "%s: a per-tensor scale (%g) with a block-128 grid is ambiguous; fold it into the grid",
+                               nm, (double)scale);
+        for (size_t i = 0; i < gcount; i++)
+            if (!isfinite(d->grid[i]) || d->grid[i] < 0.0f)
+                return MEMRA__FAIL(MEMRA_STATUS_INVALID_ARGUMENT, "%s: grid[%zu] = %g is not finite and >= 0", nm, i,
+                                   (double)d->grid[i]);
+    } else if (d->grid_count != 0) {
+        return MEMRA__FAIL(MEMRA_STATUS_INVALID_ARGUMENT, "%s: grid_count %zu with a NULL grid", nm, d->grid_count);
+    }
+    memra_weight *w = calloc(1, sizeof *w);
+    if (w == NULL) return MEMRA__FAIL(MEMRA_STATUS_OUT_OF_MEMORY, "%s: out of memory", nm);
+    w->data = malloc(d->size);
+    w->grid = gcount ? malloc(gcount * sizeof(float)) : NULL;
+    if (w->data == NULL || (gcount && w->grid == NULL)) {
+        free(w->data);
+        free(w->grid);
+        free(w);
+        return MEMRA__FAIL(MEMRA_STATUS_OUT_OF_MEMORY, "%s: out of memory for %zu bytes", nm, d->size);
+    }
+    memcpy(w->data, d->data, d->size);
+    if (gcount) memcpy(w->grid, d->grid, gcount * sizeof(float));
+    w->rt = rt;
+    w->format = d->format;
+    w->out_f = d->out_f;
+    w->in_f = d->in_f;
+    w->size = d->size;
+    w->scale = scale;
+    w->grid_count = gcount;
+    snprintf(w->name, sizeof w->name, "%s", nm);
+    pthread_mutex_init(&w->lock, NULL);
+    *out_w = w;
+    return MEMRA_STATUS_OK;
+}
+
+static void weight_dev_free(memra_weight *w, int d)
+{
+    weight_dev *wd = &w->dev[d];
+    memra_device *dev = w->rt->devices[d];
+    if (!wd->prepared) return;
+    memra_device_synchronize(dev);
+    memra__dev_free(dev, wd->raw);
+    memra__dev_free(dev, wd->grid);
+    if (wd->f16 != wd->raw) memra__dev_free(dev, wd->f16);
+    memra__dev_free(dev, wd->q8_0);
+    atomic_fetch_sub(&dev->f16_used, wd->f16_bytes);
+    memset(wd, 0, sizeof *wd);
+}
+
+void memra_weight_destroy(memra_weight *w)
+{
+    if (w == NULL) return;
+    for (int d = 0; d < w->rt->n_devices; d++) weight_dev_free(w, d);
+    pthread_mutex_destroy(&w->lock);
+    free(w->data);
+    free(w->grid);
+    free(w);
+}
+
+static uint64_t device_budget(memra_device *dev)
+{
+    const char *s = getenv("MEMRA_F16_BUDGET_MB");
+    uint64_t mb = s ? strtoull(s, NULL, 10) : dev->profile->f16_budget_mb;
+    return mb << 20;
+}
+
+static int has_lane(memra_device *dev, memra_op op)
+{
+    const char *names[1];
+    return memra_routing_get(dev, op, names, 1) > 0;
+}
+
+static memra_status run_op(memra_device *dev, memra_op op, memra_op_args *a)
+{
+    a->struct_size = sizeof *a;
+    return memra__dispatch(dev, op, a);
+}
+
+static memra_status build_slab(memra_weight *w, memra_device *dev, weight_dev *wd)
+{
+    size_t bytes = (size_t)w->out_f * (size_t)(w->in_f / 32) * MEMRA_Q8_0_BYTES;
+    memra_status st = memra__dev_alloc(dev, bytes, &wd->q8_0);
+    if (st != MEMRA_STATUS_OK) return st;
+    memra_op_args a = {.src = wd->raw, .aux = wd->grid, .rows = w->out_f, .cols = w->in_f, .dst = wd->q8_0};
+    st = run_op(dev, MEMRA_OP_fp8_blk_to_q8_0, &a);
+    if (st == MEMRA_STATUS_OK) st = memra_device_synchronize(dev);
+    if (st != MEMRA_STATUS_OK) {
+        memra__dev_free(dev, wd->q8_0);
+        wd->q8_0 = 0;
+    }
+    return st;
+}
+
+static memra_status prepare_locked(memra_weight *w, memra_device *dev)
+{
+    weight_dev *wd = &w->dev[dev->index];
+    if (wd->prepared) return MEMRA_STATUS_OK;
+    memra_status st = memra__dev_alloc(dev, w->size, &wd->raw);
+    if (st == MEMRA_STATUS_OK) st = memra__dev_upload(dev, wd->raw, w->data, w->size);
+    if (st == MEMRA_STATUS_OK && w->grid != NULL) {
+        st = memra__dev_alloc(dev, w->grid_count * sizeof(float), &wd->grid);
+        if (st == MEMRA_STATUS_OK) st = memra__dev_upload(dev, wd->grid, w->grid, w->grid_count * sizeof(float));
+    }
+    if (st != MEMRA_STATUS_OK) goto fail;
+    wd->prepared = 1; /* from here weight_dev_free releases what exists */
+
+    if (w->format == MEMRA_FORMAT_E4M3) {
+        /* The NaN verdict: a tensor with NaN codes never rides an FP8 lane. */
+        memra_dptr cnt;
+        st = memra__dev_alloc(dev, sizeof(uint64_t), &cnt);
+        if (st != MEMRA_STATUS_OK) goto fail;
+        uint64_t zero = 0;
+        st = memra__dev_upload(dev, cnt, &zero, sizeof zero);
+        memra_op_args a = {.src = wd->raw, .n = (int64_t)w->size, .dst = cnt};
+        if (st == MEMRA_STATUS_OK) st = run_op(dev, MEMRA_OP_fp8_nan_count, &a);
+        if (st == MEMRA_STATUS_OK) st = memra__dev_download(dev, &wd->nan_codes, cnt, sizeof wd->nan_codes);
+        memra__dev_free(dev, cnt);
+        if (st != MEMRA_STATUS_OK) goto fail;
+        if (w->grid != NULL && w->in_f % 32 == 0 &&
+            (dev->profile->fp8_blk_slab || wd->nan_codes > 0 || !has_lane(dev, MEMRA_OP_gemm_fp8_blk))) {
+            st = build_slab(w, dev, wd);
+            if (st != MEMRA_STATUS_OK) goto fail;
+        }
+        return MEMRA_STATUS_OK;
+    }
+
+    /* Quantised and plain formats: the f16 mirror, first come first served. */
+    uint64_t mbytes = (uint64_t)w->out_f * (uint64_t)w->in_f * 2u;
+    if (w->format == MEMRA_FORMAT_F16) {
+        wd->f16 = wd->raw;
+        return MEMRA_STATUS_OK;
+    }
+    uint64_t used = atomic_fetch_add(&dev->f16_used, mbytes);
+    if (used + mbytes > device_budget(dev) && w->format != MEMRA_FORMAT_F32) {
+        atomic_fetch_sub(&dev->f16_used, mbytes);
+        wd->mirror_note = "f16 mirror over MEMRA_F16_BUDGET_MB";
+        return MEMRA_STATUS_OK;
+    }
+    wd->f16_bytes = mbytes;
+    st = memra__dev_alloc(dev, mbytes, &wd->f16);
+    if (st != MEMRA_STATUS_OK) goto fail;
+    memra_op_args a = {.src = wd->raw, .dst = wd->f16, .rows = w->out_f, .cols = w->in_f, .n = w->out_f * w->in_f,
+                       .format = w->format};
+    st = run_op(dev, w->format == MEMRA_FORMAT_F32 ? MEMRA_OP_cvt_f16 : MEMRA_OP_dequant_f16, &a);
+    if (st == MEMRA_STATUS_OK) st = memra_device_synchronize(dev);
+    if (st != MEMRA_STATUS_OK) goto fail;
+    return MEMRA_STATUS_OK;
+fail:
+    {
+        char msg[1024];
+        snprintf(msg, sizeof msg, "%s", memra_last_error());
+        weight_dev_free(w, dev->index);
+        return MEMRA__FAIL(st, "preparing %s on %s: %s", w->name, dev->label, msg);
+    }
+}
+
+memra_status memra_weight_prepare(memra_weight *w, memra_device *dev)
+{
+    memra__clear_error();
+    if (w == NULL || dev == NULL) return MEMRA__FAIL(MEMRA_STATUS_INVALID_ARGUMENT, "memra_weight_prepare: NULL");
+    if (dev->rt != w->rt) return MEMRA__FAIL(MEMRA_STATUS_INVALID_ARGUMENT, "weight and device of other runtimes");
+    pthread_mutex_lock(&w->lock);
+    memra_status st = prepare_locked(w, dev);
+    pthread_mutex_unlock(&w->lock);
+    return st;
+}
+
+/* ---- matmul ------------------------------------------------------------------- */
+
+static memra_status gemm_step(memra_device *dev, memra_op op, const memra_gemm_args *g, memra_stream_t stream)
+{
+    memra_op_args a = {.struct_size = sizeof a, .gemm = *g, .stream = stream};
+    return memra__dispatch(dev, op, &a);
+}
+
+static memra_status mmq(memra_device *dev, memra_gemm_args g, memra_dptr q8_0, memra_stream_t stream)
+{
+    memra_dptr rec;
+    memra_status st = memra__host_services()->scratch(&dev->caps, MEMRA__SLOT_Q8_1,
+                                                       memra_q8_1_bytes(g.m, g.k), &rec);
+    if (st != MEMRA_STATUS_OK) return st;
+    memra_op_args q = {.struct_size = sizeof q, .src = g.x, .rows = g.m, .cols = g.k, .dst = rec, .stream = stream};
+    st = memra__dispatch(dev, MEMRA_OP_quant_q8_1, &q);
+    if (st != MEMRA_STATUS_OK) return st;
+    g.w = q8_0;
+    g.x = rec;
+    return gemm_step(dev, MEMRA_OP_gemm_q8_0, &g, stream);
+}
+
+memra_status memra_matmul_ex(memra_device *dev, memra_weight *w, const memra_matmul_args *ma)
+{
+    memra__clear_error();
+    if (dev == NULL || w == NULL || ma == NULL)
+        return MEMRA__FAIL(MEMRA_STATUS_INVALID_ARGUMENT, "memra_matmul: NULL argument");
+    if (ma->m <= 0 || ma->x == 0 || ma->y == 0)
+        return MEMRA__FAIL(MEMRA_STATUS_INVALID_ARGUMENT, "memra_matmul(%s): m = %d, x = %s, y = %s", w->name, ma->m,
+                           ma->x ? "set" : "NULL", ma->y ? "set" : "NULL");
+    if (ma->ldy != 0 && ma->ldy < w->out_f)
+        return MEMRA__FAIL(MEMRA_STATUS_INVALID_ARGUMENT, "memra_matmul(%s): ldy %lld < out_f %lld", w->name,
+                           (long long)ma->ldy, (long long)w->out_f);
+    if (ma->y_row_offset < 0)
+        return MEMRA__FAIL(MEMRA_STATUS_INVALID_ARGUMENT, "memra_matmul(%s): negative row offset", w->name);
+    memra_status st = memra_weight_prepare(w, dev);
+    if (st != MEMRA_STATUS_OK) return st;
+    weight_dev *wd = &w->dev[dev->index];
+    memra_gemm_args g = {.struct_size = sizeof g,
+                         .m = ma->m,
+                         .n = (int32_t)w->out_f,
+                         .k = (int32_t)w->in_f,
+                         .x = ma->x,
+                         .x_is_f16 = ma->x_is_f16,
+                         .y = ma->y,
+                         .ldy = ma->ldy ? ma->ldy : w->out_f,
+                         .y_row_offset = ma->y_row_offset,
+                         .alpha = ma->alpha == 0.0f ? 1.0f : ma->alpha};
+    int f16_path = (w->format != MEMRA_FORMAT_E4M3) && (wd->f16 != 0 || w->format != MEMRA_FORMAT_Q8_0);
+    if (ma->x_is_f16 && !f16_path)
+        return MEMRA__FAIL(MEMRA_STATUS_INVALID_ARGUMENT,
+                           "memra_matmul(%s): an f16 activation needs an f16-mirror lane; this %s weight has none",
+                           w->name, memra_format_name(w->format));
+
+    if (w->format == MEMRA_FORMAT_E4M3 && w->grid == NULL) {
+        if (wd->nan_codes > 0) {
+            memra__ledger_core_decline(dev, MEMRA_OP_gemm_fp8, "core", "weight has e4m3 NaN codes");
+            return MEMRA__FAIL(MEMRA_STATUS_NOT_SUPPORTED,
+                               "memra_matmul(%s): %llu e4m3 NaN codes; an FP8 lane would read them as NaN", w->name,
+                               (unsigned long long)wd->nan_codes);
+        }
+        g.w = wd->raw;
+        g.w_scale = w->scale;
+        return gemm_step(dev, MEMRA_OP_gemm_fp8, &g, ma->stream);
+    }
+    if (w->format == MEMRA_FORMAT_E4M3) {
+        if (wd->nan_codes > 0) {
+            memra__ledger_core_decline(dev, MEMRA_OP_gemm_fp8_blk, "core", "weight has e4m3 NaN codes");
+        } else {
+            g.w = wd->raw;
+            g.w_scale_grid = wd->grid;
+            g.w_scale = 1.0f;
+            st = gemm_step(dev, MEMRA_OP_gemm_fp8_blk, &g, ma->stream);
+            if (st != MEMRA_STATUS_DECLINED) return st;
+        }
+        if (wd->q8_0 == 0) {
+            if (w->in_f % 32 != 0)
+                return MEMRA__FAIL(MEMRA_STATUS_NOT_SUPPORTED,
+                                   "memra_matmul(%s): no FP8 block lane took it and in_f %lld is not a multiple of 32 "
+                                   "for the Q8_0 slab",
+                                   w->name, (long long)w->in_f);
+            pthread_mutex_lock(&w->lock);
+            st = wd->q8_0 ? MEMRA_STATUS_OK : build_slab(w, dev, wd);
+            pthread_mutex_unlock(&w->lock);
+            if (st != MEMRA_STATUS_OK) return st;
+        }
+        g.w_scale_grid = 0;
+        return mmq(dev, g, wd->q8_0, ma->stream);
+    }
+    if (wd->f16 != 0) {
+        g.w = wd->f16;
+        return gemm_step(dev, MEMRA_OP_gemm_f16, &g, ma->stream);
+    }
+    if (w->format == MEMRA_FORMAT_Q8_0) return mmq(dev, g, wd->raw, ma->stream);
+    /* No mirror: a transient one in scratch. */
+    memra_dptr tmp;
+    st = memra__host_services()->scratch(&dev->caps, MEMRA__SLOT_F16_MIRROR, (size_t)(w->out_f * w->in_f * 2), &tmp);
+    if (st != MEMRA_STATUS_OK) return st;
+    memra_op_args a = {.struct_size = sizeof a, .format = w->format, .src = wd->raw, .rows = w->out_f,
+                       .cols = w->in_f, .dst = tmp, .stream = ma->stream};
+    st = memra__dispatch(dev, MEMRA_OP_dequant_f16, &a);
+    if (st != MEMRA_STATUS_OK) return st;
+    g.w = tmp;
+    return gemm_step(dev, MEMRA_OP_gemm_f16, &g, ma->stream);
+}
+
+memra_status memra_matmul(memra_device *dev, memra_weight *w, memra_dptr x, int32_t m, memra_dptr y,
+                          memra_stream_t stream)
+{
+    memra_matmul_args a = {.struct_size = sizeof a, .x = x, .m = m, .y = y, .alpha = 1.0f, .stream = stream};
+    return memra_matmul_ex(dev, w, &a);
+}
+
+/* Facts about a prepared weight, for tests and `memra info`. */
+memra_status memra_weight_query(const memra_weight *w, const memra_device *dev, memra_weight_state *out)
+{
+    if (w == NULL || dev == NULL || out == NULL)
+        return MEMRA__FAIL(MEMRA_STATUS_INVALID_ARGUMENT, "memra_weight_query: NULL argument");
+    const weight_dev *wd = &w->dev[dev->index];
+    out->prepared = wd->prepared;
+    out->has_f16_mirror = wd->f16 != 0;
+    out->has_q8_0_slab = wd->q8_0 != 0;
+    out->nan_codes = wd->nan_codes;
+    out->note = wd->mirror_note ? wd->mirror_note : "";
+    return MEMRA_STATUS_OK;
+}

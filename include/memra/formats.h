@@ -1,0 +1,70 @@
+/* memra block formats: GGML's Q8_0, Q4_0, Q4_K, Q5_K, Q6_K byte for byte,
+ * OCP e4m3, IEEE f16, the block-128 FP8 scale grid and the q8_1 MMQ record.
+ *
+ *   uint8_t blk[MEMRA_Q8_0_BYTES];
+ *   memra_q8_0_encode(vals32, blk);            // 32 floats -> 34 bytes
+ *   float back[32];
+ *   memra_decode_row(MEMRA_FORMAT_Q8_0, blk, 32, back);
+ *
+ * All functions are pure and thread-safe. Decoders produce exactly the values
+ * GGML's reference decoders produce (f16 scales widened exactly to f32, the
+ * products formed in f32).
+ */
+#ifndef MEMRA_FORMATS_H
+#define MEMRA_FORMATS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "memra/module.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define MEMRA_QK8_0 32
+#define MEMRA_Q8_0_BYTES 34 /* f16 d, int8 qs[32] */
+#define MEMRA_QK4_0 32
+#define MEMRA_Q4_0_BYTES 18 /* f16 d, uint8 qs[16]: low nibbles = 0..15, high = 16..31 */
+#define MEMRA_QK_K 256
+#define MEMRA_Q4_K_BYTES 144 /* f16 d, f16 dmin, scales[12], qs[128] */
+#define MEMRA_Q5_K_BYTES 176 /* f16 d, f16 dmin, scales[12], qh[32], qs[128] */
+#define MEMRA_Q6_K_BYTES 210 /* ql[128], qh[64], int8 scales[16], f16 d */
+#define MEMRA_Q8_1_RECORD_BYTES 144 /* f32 d[4], int8 qs[128] */
+#define MEMRA_E4M3_MAX 448.0f
+#define MEMRA_FP8_BLOCK 128
+
+/* Values per block and bytes per block of a format (F32: 1/4, F16: 1/2,
+ * E4M3: 1/1). Returns 0 for an unknown format. */
+int memra_format_block_values(memra_format format);
+int memra_format_block_bytes(memra_format format);
+const char *memra_format_name(memra_format format);
+/* Bytes of a row of `cols` values; 0 when cols is not a multiple of the block. */
+uint64_t memra_format_row_bytes(memra_format format, int64_t cols);
+
+/* IEEE binary16 <-> binary32, round to nearest even, subnormals, inf, NaN. */
+uint16_t memra_f16_from_f32(float f);
+float memra_f32_from_f16(uint16_t h);
+
+/* OCP e4m3 (E4M3FN): bias 7, no infinity, magnitude 0x7F is NaN, max 448,
+ * denormals m * 2^-9. Encode rounds to nearest even and saturates to +-448;
+ * NaN encodes to 0x7F (sign kept). */
+float memra_e4m3_decode(uint8_t code);
+uint8_t memra_e4m3_encode(float f);
+static inline int memra_e4m3_is_nan(uint8_t code) { return (code & 0x7F) == 0x7F; }
+
+/* Q8_0 encode of 32 values: d = amax/127 (stored as f16), q = round(x / d)
+ * with the reciprocal of the f32 d, ties away from zero (roundf), clamped. */
+void memra_q8_0_encode(const float *x, uint8_t *block);
+
+/* Decode `n` values (a multiple of the format's block) of one row. */
+void memra_decode_row(memra_format format, const void *src, int64_t n, float *dst);
+
+/* Fill a block-128 FP8 scale grid shape. */
+static inline int64_t memra_fp8_grid_rows(int64_t rows) { return (rows + 127) / 128; }
+static inline int64_t memra_fp8_grid_cols(int64_t cols) { return (cols + 127) / 128; }
+
+#ifdef __cplusplus
+}
+#endif
+#endif

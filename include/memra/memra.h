@@ -1,0 +1,272 @@
+/* memra: one build of an LLM engine's prefill matrix paths on any NVIDIA GPU
+ * (sm_90, sm_120, other CUDA) or on none.
+ *
+ *   memra_runtime *rt;
+ *   if (memra_open(NULL, &rt) != MEMRA_STATUS_OK) { puts(memra_last_error()); return 1; }
+ *   memra_device *dev = memra_device_get(rt, 0);          // best device first
+ *   memra_weight_desc wd = { .struct_size = sizeof wd, .format = MEMRA_FORMAT_Q8_0,
+ *                            .out_f = 1024, .in_f = 2048, .data = bytes, .size = nbytes };
+ *   memra_weight *w;  memra_weight_create(rt, &wd, &w);
+ *   memra_weight_prepare(w, dev);                          // builds operands once
+ *   memra_buffer *x, *y;
+ *   memra_buffer_create(dev, m * 2048 * 4, &x);  memra_buffer_create(dev, m * 1024 * 4, &y);
+ *   memra_buffer_write(x, 0, host_x, m * 2048 * 4);
+ *   memra_matmul(dev, w, memra_buffer_ptr(x), m, memra_buffer_ptr(y), NULL);
+ *   memra_buffer_read(y, 0, host_y, m * 1024 * 4);         // synchronises
+ *   ...
+ *   memra_weight_destroy(w); memra_close(rt);
+ *
+ * Ownership: every *_create/open has a matching *_destroy/close that accepts
+ * NULL. Out parameters are written only on success. Unless stated, functions
+ * are thread-safe with respect to different objects; one device may be used
+ * from several threads (routing snapshots make that safe).
+ */
+#ifndef MEMRA_MEMRA_H
+#define MEMRA_MEMRA_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "memra/module.h"
+#include "memra/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define MEMRA_VERSION_MAJOR 0
+#define MEMRA_VERSION_MINOR 1
+#define MEMRA_VERSION_PATCH 0
+#define MEMRA_VERSION_STRING "0.1.0"
+
+/* Library version "MAJOR.MINOR.PATCH" of the linked library. */
+const char *memra_version(void);
+
+typedef struct memra_runtime memra_runtime;
+typedef struct memra_device memra_device;
+typedef struct memra_buffer memra_buffer;
+typedef struct memra_weight memra_weight;
+
+/* ---- runtime -------------------------------------------------------------- */
+
+typedef struct memra_options {
+    uint32_t struct_size;      /* sizeof(memra_options) */
+    const char *module_path;   /* colon list searched before the install's folder; NULL: MEMRA_MODULE_PATH */
+    const char *force_arch;    /* profile for every CUDA device; NULL: MEMRA_ARCH */
+    int no_cuda;               /* 1: do not even try the driver (host device only) */
+    int no_default_modules;    /* 1: skip the install's module folder */
+    int allow_unsafe_modules;  /* 1: load from folders/files others can write; also MEMRA_ALLOW_UNSAFE_MODULES=1 */
+    const char *prefer;        /* "op=module,..."; NULL: MEMRA_PREFER */
+    const char *disable;       /* "op|module,..."; NULL: MEMRA_DISABLE */
+} memra_options;
+
+/* Initialise the driver if present, enumerate devices (CUDA_VISIBLE_DEVICES
+ * applies), give each a profile, load modules. A missing or broken driver is
+ * not an error: the host device is always present, and memra_driver_status()
+ * says why no GPU was used. opts may be NULL (defaults + environment).
+ * Returns OK, OUT_OF_MEMORY, INVALID_ARGUMENT (bad option text). */
+memra_status memra_open(const memra_options *opts, memra_runtime **out_rt);
+void memra_close(memra_runtime *rt);
+
+/* Why the CUDA driver is or is not used: "ok", or a sentence. Owned by rt. */
+const char *memra_driver_status(const memra_runtime *rt);
+/* cuDriverGetVersion, 0 when no driver. */
+int memra_driver_version(const memra_runtime *rt);
+
+/* ---- devices -------------------------------------------------------------- */
+
+/* Devices, GPUs first in ordinal order, the host device last. */
+int memra_device_count(const memra_runtime *rt);
+memra_device *memra_device_get(const memra_runtime *rt, int index);
+/* The host device (always present). */
+memra_device *memra_device_host(const memra_runtime *rt);
+const memra_device_caps *memra_device_caps_get(const memra_device *dev);
+/* Wait for all work on the device's streams. */
+memra_status memra_device_synchronize(memra_device *dev);
+
+/* ---- modules and routing ---------------------------------------------------- */
+
+typedef struct memra_module_info {
+    const char *name;    /* module name, or the file name when refused early */
+    const char *version; /* "" when unknown */
+    const char *path;    /* file, or "(built-in)" */
+    int loaded;          /* 1 = admitted on at least one device */
+    const char *reason;  /* why refused, "" when loaded */
+} memra_module_info;
+
+/* Every module the registry saw, loaded or refused, in discovery order.
+ * Pointers stay valid until memra_close or the next module load/unload. */
+int memra_module_count(const memra_runtime *rt);
+memra_status memra_module_info_get(const memra_runtime *rt, int index, memra_module_info *out);
+
+/* Why module `index` is not admitted on dev ("score 0", "init failed on ..."),
+ * NULL when it is admitted there or was refused before scoring. */
+const char *memra_module_device_note(const memra_runtime *rt, int index, const memra_device *dev);
+
+/* Load one more module file into the running process (hot-add). The same
+ * safety rules apply as for the search path. Publishes new routing
+ * snapshots; calls in flight finish on the old ones. */
+memra_status memra_module_load(memra_runtime *rt, const char *path);
+/* Withdraw a module by name: new snapshots without it are published, and the
+ * library is closed when the last snapshot referencing it is released. */
+memra_status memra_module_unload(memra_runtime *rt, const char *name);
+/* Set preferences ("op=module,...") and disables ("op|module,..."); either may
+ * be NULL to keep. Publishes new snapshots. */
+memra_status memra_routing_configure(memra_runtime *rt, const char *prefer, const char *disable);
+
+/* The modules serving `op` on `dev`, in dispatch order. Writes up to `cap`
+ * names (valid until memra_close) and returns how many there are. */
+int memra_routing_get(memra_device *dev, memra_op op, const char **names, int cap);
+/* Score of module `name` on `dev`, 0 when it is not admitted there. */
+int memra_module_score(memra_device *dev, const char *name);
+
+const char *memra_op_name(memra_op op);
+/* MEMRA_OP_COUNT_ when no op has that name. */
+memra_op memra_op_from_name(const char *name);
+
+/* Arguments of any op, for calls that name the op at run time. */
+typedef struct memra_op_args {
+    uint32_t struct_size;
+    memra_gemm_args gemm;      /* gemm_f16, gemm_fp8, gemm_fp8_blk, gemm_q8_0, accprobe */
+    memra_accprobe_arm arm;    /* accprobe */
+    memra_format format;       /* dequant_f16 */
+    memra_dptr src;            /* cvt_f16, quant_q8_1 (x), dequant_f16, fp8_blk_to_q8_0 (w), fp8_nan_count (w), scale (y) */
+    memra_dptr aux;            /* fp8_blk_to_q8_0: grid */
+    memra_dptr dst;            /* cvt_f16, quant_q8_1, dequant_f16, fp8_blk_to_q8_0, fp8_nan_count (u64) */
+    int64_t rows, cols;        /* quant_q8_1 (m, k), dequant_f16, fp8_blk_to_q8_0 */
+    int64_t n;                 /* cvt_f16, scale: elements; fp8_nan_count: bytes */
+    float s;                   /* scale */
+    memra_stream_t stream;
+    const char *decline_reason; /* OUT */
+} memra_op_args;
+
+/* Run one op on a named module, bypassing the routing (checks, benchmarks,
+ * races between two modules). Counted in the ledger like a dispatch.
+ * NOT_FOUND when the module is not admitted on dev or lacks the op;
+ * DECLINED with args->decline_reason set when the lane declines. */
+memra_status memra_module_call(memra_device *dev, const char *module, memra_op op, memra_op_args *args);
+/* 1 when module `name` is admitted on dev and provides op. */
+int memra_module_provides(memra_device *dev, const char *name, memra_op op);
+
+/* ---- the dispatch ledger ----------------------------------------------------- */
+
+typedef struct memra_ledger_row {
+    const char *device;  /* e.g. "cuda:0 sm90", "host" */
+    const char *op;
+    const char *module;
+    uint64_t entries;    /* times the lane was tried */
+    uint64_t hits;       /* times it served the call */
+    uint64_t errors;     /* times it failed with an error */
+    const char *reason;  /* NULL on a summary row; else a decline reason */
+    uint64_t declines;   /* count for `reason` */
+} memra_ledger_row;
+
+/* Visit every ledger row (one per (device, op, module), then one per decline
+ * reason). Thread-safe; the row's strings are valid during the callback. */
+void memra_ledger_visit(const memra_runtime *rt, void (*fn)(const memra_ledger_row *row, void *user), void *user);
+/* Hits of `op` by `module` on dev (0 when none). */
+uint64_t memra_ledger_hits(const memra_device *dev, memra_op op, const char *module);
+void memra_ledger_reset(memra_runtime *rt);
+/* Print the ledger as a table to a FILE* (void* to keep stdio out of this header). */
+void memra_ledger_print(const memra_runtime *rt, void *file);
+
+/* ---- buffers -------------------------------------------------------------- */
+
+/* Device memory (host memory on the host device), `bytes` > 0. */
+memra_status memra_buffer_create(memra_device *dev, size_t bytes, memra_buffer **out_buf);
+void memra_buffer_destroy(memra_buffer *buf);
+memra_dptr memra_buffer_ptr(const memra_buffer *buf);
+size_t memra_buffer_size(const memra_buffer *buf);
+/* Synchronous copies (they wait for the device's pending work). */
+memra_status memra_buffer_write(memra_buffer *buf, size_t offset, const void *src, size_t bytes);
+memra_status memra_buffer_read(const memra_buffer *buf, size_t offset, void *dst, size_t bytes);
+
+/* ---- weights and matmul ------------------------------------------------------ */
+
+typedef struct memra_weight_desc {
+    uint32_t struct_size;
+    memra_format format;
+    int64_t out_f, in_f;      /* [out_f rows x in_f cols] */
+    const void *data;         /* host bytes; copied at create */
+    size_t size;              /* must equal out_f * row_bytes(format, in_f) */
+    float scale;              /* per-tensor scale (E4M3); 0 is read as 1 */
+    const float *grid;        /* block-128 grid [ceil(out_f/128) x ceil(in_f/128)] (E4M3); NULL for per-tensor */
+    size_t grid_count;        /* number of floats in grid */
+    const char *name;         /* for logs; may be NULL */
+} memra_weight_desc;
+
+/* Validate and copy. INVALID_ARGUMENT with a message naming the field for
+ * every bad case (size, divisibility, grid shape, non-finite scale). */
+memra_status memra_weight_create(memra_runtime *rt, const memra_weight_desc *desc, memra_weight **out_w);
+void memra_weight_destroy(memra_weight *w);
+/* Build the operands dev's policy wants (f16 mirror within budget, Q8_0 slab,
+ * NaN verdict), once. Idempotent. */
+memra_status memra_weight_prepare(memra_weight *w, memra_device *dev);
+memra_format memra_weight_format(const memra_weight *w);
+
+typedef struct memra_weight_state {
+    int prepared;          /* operands built on this device */
+    int has_f16_mirror;    /* a resident f16 mirror serves gemm_f16 */
+    int has_q8_0_slab;     /* a Q8_0 slab serves the MMQ floor (block-128 FP8) */
+    uint64_t nan_codes;    /* e4m3 NaN codes found (E4M3 only) */
+    const char *note;      /* why no mirror, "" otherwise */
+} memra_weight_state;
+
+/* What prepare built for w on dev. */
+memra_status memra_weight_query(const memra_weight *w, const memra_device *dev, memra_weight_state *out);
+
+typedef struct memra_matmul_args {
+    uint32_t struct_size;
+    memra_dptr x;          /* f32 [m x in_f], or f16 when x_is_f16 */
+    int32_t x_is_f16;
+    int32_t m;
+    memra_dptr y;          /* f32 */
+    int64_t ldy;           /* 0 = out_f */
+    int64_t y_row_offset;
+    float alpha;           /* 0 is read as 1 */
+    memra_stream_t stream;
+} memra_matmul_args;
+
+/* y = x . W^T through the lane policy (falls through on DECLINED). */
+memra_status memra_matmul(memra_device *dev, memra_weight *w, memra_dptr x, int32_t m, memra_dptr y,
+                          memra_stream_t stream);
+memra_status memra_matmul_ex(memra_device *dev, memra_weight *w, const memra_matmul_args *args);
+
+/* ---- the JIT cache --------------------------------------------------------- */
+
+typedef struct memra_jit_info {
+    int available;          /* NVRTC could be opened */
+    const char *why;        /* why not, "" when available */
+    int nvrtc_major, nvrtc_minor;
+    int disk_enabled;       /* 0 with MEMRA_JIT_CACHE=0 or an unusable folder */
+    const char *folder;     /* entries' folder, "" when none */
+    uint64_t entries, bytes, max_bytes;
+    uint64_t hits_memory, hits_disk, compiles, corrupt_dropped;
+} memra_jit_info;
+
+/* Cache place and size, NVRTC availability. Strings owned by rt. */
+memra_status memra_jit_info_get(memra_runtime *rt, memra_jit_info *out);
+
+typedef struct memra_jit_entry_info {
+    char key_hex[65];
+    char target[17];
+    uint64_t bytes;
+    int64_t age_s;
+    int header_ok;
+} memra_jit_entry_info;
+
+/* Disk entries in a malloc'd array; release with free(). */
+memra_status memra_jit_list(memra_runtime *rt, memra_jit_entry_info **out, size_t *count);
+/* Remove every disk entry. */
+memra_status memra_jit_clear(memra_runtime *rt, size_t *removed);
+
+typedef void (*memra_jit_progress_fn)(const char *module, const char *kernel, const char *target, const char *origin,
+                                      double ms, memra_status status, void *user);
+/* Compile (or find) every kernel source the loaded modules declare for each
+ * GPU device's target, calling progress after each. */
+memra_status memra_jit_warm(memra_runtime *rt, memra_jit_progress_fn progress, void *user);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

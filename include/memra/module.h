@@ -1,0 +1,299 @@
+/* memra module ABI, version 1.
+ *
+ * A module is a shared library that exports ONE symbol, MEMRA_MODULE_ENTRY_SYMBOL,
+ * a function returning a constant descriptor:
+ *
+ *   static const memra_op_table ops = {
+ *       .struct_size = sizeof(memra_op_table),
+ *       .gemm_f16 = my_gemm_f16,          // ops this module lacks stay NULL
+ *   };
+ *   static const memra_module_desc desc = {
+ *       .abi_version = MEMRA_MODULE_ABI_VERSION,
+ *       .struct_size = sizeof(memra_module_desc),
+ *       .name = "mymod", .version = "1.0.0",
+ *       .score = my_score, .init = my_init, .fini = my_fini, .ops = &ops,
+ *   };
+ *   MEMRA_MODULE_EXPORT const memra_module_desc *memra_module_entry(void) { return &desc; }
+ *
+ * The core reads abi_version and struct_size first: a module with a newer ABI
+ * is refused, an older one is read up to its own struct_size. A module links
+ * nothing of the core: everything it needs from memra (logging, driver entry
+ * points, scratch memory, the JIT) comes through memra_host_services at init.
+ *
+ * Rules every op follows:
+ *  - stream-ordered: enqueue on call->stream, never synchronise the host;
+ *  - return MEMRA_STATUS_OK, or MEMRA_STATUS_DECLINED with call->decline_reason
+ *    set to a static string (the dispatcher records it and tries the next lane),
+ *    or an error status after host->set_error(...) with the library's code.
+ *  - never abort, never exit.
+ *
+ * Interfaces grow at the end: new members are appended and read only when the
+ * struct_size the other side reports covers them (MEMRA_HAS_MEMBER).
+ */
+#ifndef MEMRA_MODULE_H
+#define MEMRA_MODULE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "memra/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define MEMRA_MODULE_ABI_VERSION 1u
+#define MEMRA_MODULE_ENTRY_SYMBOL "memra_module_entry"
+
+#if defined(__GNUC__)
+#define MEMRA_MODULE_EXPORT __attribute__((visibility("default")))
+#else
+#define MEMRA_MODULE_EXPORT
+#endif
+
+/* True when a struct whose first member is `struct_size` is large enough to
+ * hold `member`: the one check for optional trailing members. */
+#define MEMRA_HAS_MEMBER(ptr, type, member)                                         \
+    ((ptr) != NULL && (ptr)->struct_size >= offsetof(type, member) + sizeof((ptr)->member))
+
+/* A device address. On a GPU it is a CUdeviceptr; on the host device it is a
+ * host pointer cast to an integer. */
+typedef uint64_t memra_dptr;
+/* A CUstream on a GPU (NULL = the legacy default stream); ignored on host. */
+typedef void *memra_stream_t;
+
+typedef enum memra_arch {
+    MEMRA_ARCH_HOST = 0,
+    MEMRA_ARCH_CUDA = 1,  /* any other CUDA device with cc >= 8.0 */
+    MEMRA_ARCH_SM90 = 2,  /* Hopper: H100, H200 */
+    MEMRA_ARCH_SM120 = 3, /* consumer Blackwell: RTX 5090 */
+} memra_arch;
+
+/* Capability bits of a profile (arch/). */
+#define MEMRA_CAP_HOST (1ull << 0)            /* the CPU reference device */
+#define MEMRA_CAP_INT8_MMA (1ull << 1)        /* mma.sync s8 m16n8k32 */
+#define MEMRA_CAP_F16_MMA (1ull << 2)         /* mma.sync f16 */
+#define MEMRA_CAP_FP8_MMA (1ull << 3)         /* mma.sync e4m3 m16n8k32 (sm_89/sm_90) */
+#define MEMRA_CAP_WGMMA (1ull << 4)           /* wgmma (sm_90a) */
+#define MEMRA_CAP_F8F6F4 (1ull << 5)          /* mma.sync kind::f8f6f4 (sm_120a) */
+#define MEMRA_CAP_MXF8F6F4 (1ull << 6)        /* mma.sync kind::mxf8f6f4.block_scale */
+#define MEMRA_CAP_LT_F16 (1ull << 7)          /* cuBLASLt f16 GEMM */
+#define MEMRA_CAP_LT_FP8_SCALAR (1ull << 8)   /* cuBLASLt FP8, scalar scales */
+#define MEMRA_CAP_LT_FP8_OUTER_VEC (1ull << 9) /* cuBLASLt FP8, per-row scales */
+#define MEMRA_CAP_LT_FP8_BLK128 (1ull << 10)  /* cuBLASLt FP8, VEC128 / BLK128x128 */
+
+/* One device as a module sees it. Filled once by the core; read-only. */
+typedef struct memra_device_caps {
+    uint32_t struct_size;
+    memra_arch arch;
+    const char *profile;    /* "sm90", "sm120", "cuda", "host" */
+    const char *name;       /* marketing name, or "host" */
+    int ordinal;            /* CUDA ordinal, -1 for the host device */
+    int cc;                 /* compute capability as major*10+minor; 0 on host */
+    int sm_count;           /* multiprocessors; CPU threads used on host */
+    uint64_t total_mem;     /* bytes */
+    int driver_version;     /* cuDriverGetVersion, 0 on host */
+    const char *jit_target; /* "sm_90a", "sm_120a", "sm_86"...; NULL on host */
+    uint64_t caps;          /* MEMRA_CAP_* */
+    size_t smem_per_block_optin; /* bytes of shared memory a block may opt into */
+    void *cu_context;       /* the device's primary CUcontext, NULL on host */
+    int cu_device;          /* CUdevice */
+} memra_device_caps;
+
+/* ---- op arguments ------------------------------------------------------- */
+
+/* One call of an op. The dispatcher fills everything but decline_reason. */
+typedef struct memra_call {
+    uint32_t struct_size;
+    void *module_ctx;                /* what the module's init returned */
+    const memra_device_caps *caps;   /* the device */
+    memra_stream_t stream;
+    const char *decline_reason;      /* OUT: static text when DECLINED */
+} memra_call;
+
+/* y[y_row_offset + i, j] = alpha * sum_k x[i,k] * W[j,k]   (y = x . W^T)
+ * W is [n rows x k cols] row-major in the op's weight format; x is [m x k];
+ * y rows have stride ldy floats (ldy >= n). */
+typedef struct memra_gemm_args {
+    uint32_t struct_size;
+    int32_t m, n, k;
+    memra_dptr w;            /* weight operand (f16 mirror, e4m3, Q8_0 blocks) */
+    memra_dptr w_scale_grid; /* gemm_fp8_blk: f32 [ceil(n/128) x ceil(k/128)] */
+    float w_scale;           /* gemm_fp8: per-tensor weight scale */
+    memra_dptr x;            /* f32 [m x k]; f16 when x_is_f16; q8_1 records for gemm_q8_0 */
+    int32_t x_is_f16;        /* gemm_f16 only: x already converted by cvt_f16 */
+    memra_dptr y;            /* f32 output base */
+    int64_t ldy;             /* row stride of y in floats */
+    int64_t y_row_offset;    /* first row of y written */
+    float alpha;             /* scalar post-scale (1.0f for none) */
+} memra_gemm_args;
+
+/* Weight formats (GGML's block formats, OCP e4m3, plain f16/f32). */
+typedef enum memra_format {
+    MEMRA_FORMAT_F32 = 0,
+    MEMRA_FORMAT_F16 = 1,
+    MEMRA_FORMAT_Q8_0 = 2,
+    MEMRA_FORMAT_Q4_0 = 3,
+    MEMRA_FORMAT_Q4_K = 4,
+    MEMRA_FORMAT_Q5_K = 5,
+    MEMRA_FORMAT_Q6_K = 6,
+    MEMRA_FORMAT_E4M3 = 7,
+} memra_format;
+
+/* The accumulator probe: the same MMQ tile with s32 or f32 accumulation. */
+typedef enum memra_accprobe_arm {
+    MEMRA_ACCPROBE_S32 = 0, /* int8 MMA, s32 accumulate */
+    MEMRA_ACCPROBE_F32 = 1, /* e4m3 MMA on the same bytes, f32 accumulate */
+    MEMRA_ACCPROBE_MX = 2,  /* kind::mxf8f6f4.block_scale at unit scales (sm_120a) */
+} memra_accprobe_arm;
+
+/* Every op of the v1 table, in table order. X(name, signature-args). */
+#define MEMRA_OP_LIST(X)                                                            \
+    X(cvt_f16)                                                                      \
+    X(gemm_f16)                                                                     \
+    X(gemm_fp8)                                                                     \
+    X(gemm_fp8_blk)                                                                 \
+    X(quant_q8_1)                                                                   \
+    X(gemm_q8_0)                                                                    \
+    X(dequant_f16)                                                                  \
+    X(fp8_blk_to_q8_0)                                                              \
+    X(fp8_nan_count)                                                                \
+    X(scale)                                                                        \
+    X(accprobe)
+
+typedef enum memra_op {
+#define MEMRA__OP_ENUM(name) MEMRA_OP_##name,
+    MEMRA_OP_LIST(MEMRA__OP_ENUM)
+#undef MEMRA__OP_ENUM
+    MEMRA_OP_COUNT_
+} memra_op;
+
+/* The op table. Each member may be NULL (the module does not provide it). */
+typedef struct memra_op_table {
+    uint32_t struct_size;
+    /* f32 -> f16, round to nearest even. n elements. */
+    memra_status (*cvt_f16)(memra_call *call, memra_dptr src_f32, memra_dptr dst_f16, int64_t n);
+    /* f16 weight mirror x activation (f32, or f16 when args->x_is_f16). */
+    memra_status (*gemm_f16)(memra_call *call, const memra_gemm_args *args);
+    /* e4m3 weight with per-tensor scale; activation quantised in-stream to e4m3
+     * with one per-batch scale amax/448 computed on the device. */
+    memra_status (*gemm_fp8)(memra_call *call, const memra_gemm_args *args);
+    /* e4m3 weight with a block-128 f32 grid; activation e4m3 per row per 128 cols. */
+    memra_status (*gemm_fp8_blk)(memra_call *call, const memra_gemm_args *args);
+    /* f32 [m x k] -> q8_1 records (memra_q8_1_bytes(m, k) bytes at dst). */
+    memra_status (*quant_q8_1)(memra_call *call, memra_dptr x, int32_t m, int32_t k, memra_dptr dst);
+    /* Q8_0 weight x q8_1 records -> f32. args->x points at the records. */
+    memra_status (*gemm_q8_0)(memra_call *call, const memra_gemm_args *args);
+    /* rows x cols of a block format -> row-major f16, bit-identical to the host decoder. */
+    memra_status (*dequant_f16)(memra_call *call, memra_format format, memra_dptr src,
+                                int64_t rows, int64_t cols, memra_dptr dst_f16);
+    /* block-128 e4m3 weight + grid -> Q8_0 slab (rows x cols/32 blocks). */
+    memra_status (*fp8_blk_to_q8_0)(memra_call *call, memra_dptr w, memra_dptr grid,
+                                    int64_t rows, int64_t cols, memra_dptr dst_q8_0);
+    /* count of e4m3 codes with magnitude 0x7F in nbytes, added to *(uint64_t *)out. */
+    memra_status (*fp8_nan_count)(memra_call *call, memra_dptr w, int64_t nbytes, memra_dptr out_u64);
+    /* y[i] *= s for n floats. */
+    memra_status (*scale)(memra_call *call, memra_dptr y, int64_t n, float s);
+    /* The accumulator instrument: time only. w holds int8/e4m3 bytes [n x k],
+     * x [m x k] bytes, y f32 [m x n]. */
+    memra_status (*accprobe)(memra_call *call, memra_accprobe_arm arm, const memra_gemm_args *args);
+} memra_op_table;
+
+/* ---- host services -------------------------------------------------------- */
+
+#define MEMRA_LOG_ERROR 0
+#define MEMRA_LOG_WARN 1
+#define MEMRA_LOG_INFO 2
+#define MEMRA_LOG_DEBUG 3
+
+/* The JIT service (jit/). A kernel source is self-contained CUDA C++. */
+typedef struct memra_jit_services {
+    uint32_t struct_size;
+    /* Compile (or fetch from the caches) `source` for the device's JIT target
+     * with `options`, load it into the device's context and return the
+     * CUmodule. The image lives as long as the device. `name` names the
+     * source in logs and in `memra jit ls`. */
+    memra_status (*module_get)(const memra_device_caps *caps, const char *name, const char *source,
+                               const char *const *options, int n_options, void **out_cumodule);
+    /* Load an image compiled ahead of time (cubin/fatbin) through the same
+     * loader; the image lives as long as the device. */
+    memra_status (*image_load)(const memra_device_caps *caps, const char *name, const void *image,
+                               size_t size, void **out_cumodule);
+} memra_jit_services;
+
+typedef struct memra_host_services {
+    uint32_t abi_version; /* MEMRA_MODULE_ABI_VERSION of the core */
+    uint32_t struct_size;
+    void (*log)(int level, const char *module, const char *fmt, ...)
+#if defined(__GNUC__)
+        __attribute__((format(printf, 3, 4)))
+#endif
+        ;
+    /* Record an error detail for memra_last_error and return `status`. */
+    memra_status (*set_error)(memra_status status, const char *fmt, ...)
+#if defined(__GNUC__)
+        __attribute__((format(printf, 2, 3)))
+#endif
+        ;
+    /* A CUDA driver entry point by its base name (e.g. "cuLaunchKernel"),
+     * resolved by cuGetProcAddress at the core's pinned version; NULL when
+     * there is no driver or no such entry point. */
+    void *(*driver_proc)(const char *name);
+    /* Per-device scratch: slot `slot` (module-chosen, 0..63) grown to at least
+     * `bytes`, stable in address while no larger request for that slot is
+     * made. Allocation happens only when a slot grows. */
+    memra_status (*scratch)(const memra_device_caps *caps, uint32_t slot, size_t bytes, memra_dptr *out);
+    /* The JIT service; NULL where NVRTC is not available. */
+    const memra_jit_services *jit;
+    /* dlopen a named CUDA library the way the core finds the driver
+     * ("cublasLt", "nvrtc"); NULL with a logged reason when absent. */
+    void *(*library_open)(const char *which);
+} memra_host_services;
+
+/* A kernel source a module declares so `memra jit warm` can compile it. */
+typedef struct memra_jit_source {
+    const char *name;
+    const char *source;
+    const char *const *options;
+    int n_options;
+} memra_jit_source;
+
+/* ---- the descriptor ------------------------------------------------------- */
+
+typedef struct memra_module_desc {
+    uint32_t abi_version; /* MEMRA_MODULE_ABI_VERSION the module was built for */
+    uint32_t struct_size; /* sizeof(memra_module_desc) as the module saw it */
+    const char *name;     /* unique, [a-z0-9_] */
+    const char *version;  /* free text, e.g. "1.2.0" */
+    /* 0 = cannot run on this device; higher = preferred. Pure; no side effects. */
+    int (*score)(const memra_device_caps *caps);
+    /* Per-device state. Loads the module's kernel images on the device, so a
+     * module without code for this GPU fails here. May be NULL. */
+    memra_status (*init)(const memra_host_services *host, const memra_device_caps *caps, void **out_ctx);
+    void (*fini)(void *ctx);
+    const memra_op_table *ops;
+    /* Kernel sources this module compiles at run time for `caps` (may be NULL). */
+    const memra_jit_source *(*jit_sources)(const memra_device_caps *caps, size_t *out_count);
+} memra_module_desc;
+
+typedef const memra_module_desc *(*memra_module_entry_fn)(void);
+
+/* The ABI's first members never move. */
+#if defined(__STDC_VERSION__) && __STDC_VERSION__ >= 201112L
+_Static_assert(offsetof(memra_module_desc, abi_version) == 0, "abi_version first");
+_Static_assert(offsetof(memra_module_desc, struct_size) == 4, "struct_size second");
+_Static_assert(offsetof(memra_host_services, abi_version) == 0, "abi_version first");
+#endif
+
+/* Bytes of q8_1 records for an [m x k] activation: k is padded to a multiple
+ * of 512 (4 records of 128); record (kb, t) lives at index kb * m + t. */
+static inline uint64_t memra_q8_1_bytes(int64_t m, int64_t k)
+{
+    int64_t kpad = (k + 511) / 512 * 512;
+    return (uint64_t)(kpad / 128) * (uint64_t)m * 144u;
+}
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,92 @@
+/* NVRTC by dlopen. See nvrtc.h for the search order. */
+#include "jit/nvrtc.h"
+
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+
+static const char *const k_names[] = {"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so"};
+static const char k_cuda_lib_dir[] = "/usr/local/cuda/lib64";
+
+/* Append "; <what>: <why>" to tried[], keeping it NUL-terminated. */
+static void note_tried(char *tried, size_t cap, const char *what, const char *why)
+{
+    size_t len = strlen(tried);
+    if (len + 1 >= cap) return;
+    snprintf(tried + len, cap - len, "%s%s (%s)", len ? "; " : "", what, why ? why : "unknown");
+}
+
+static void *try_open(const char *what, char *tried, size_t cap)
+{
+    void *lib = dlopen(what, RTLD_NOW | RTLD_LOCAL);
+    if (lib == NULL) note_tried(tried, cap, what, dlerror());
+    return lib;
+}
+
+memra_status memra__nvrtc_open(memra__nvrtc *nv)
+{
+    memset(nv, 0, sizeof *nv);
+    char tried[768] = "";
+    char path[sizeof nv->path] = "";
+    void *lib = NULL;
+    const char *env = getenv("MEMRA_NVRTC_LIBRARY");
+    if (env != NULL && env[0] != '\0') {
+        lib = try_open(env, tried, sizeof tried);
+        if (lib != NULL) snprintf(path, sizeof path, "%s", env);
+    } else {
+        for (size_t i = 0; lib == NULL && i < sizeof k_names / sizeof k_names[0]; i++) {
+            lib = try_open(k_names[i], tried, sizeof tried);
+            if (lib != NULL) snprintf(path, sizeof path, "%s", k_names[i]);
+        }
+        for (size_t i = 0; lib == NULL && i < sizeof k_names / sizeof k_names[0]; i++) {
+            char full[512];
+            snprintf(full, sizeof full, "%s/%s", k_cuda_lib_dir, k_names[i]);
+            lib = try_open(full, tried, sizeof tried);
+            if (lib != NULL) snprintf(path, sizeof path, "%s", full);
+        }
+    }
+    if (lib == NULL)
+        return MEMRA__FAIL(MEMRA_STATUS_NOT_SUPPORTED, "NVRTC not found: tried %s", tried);
+
+    /* dlsym returns void *; converting it to a function pointer is what POSIX
+     * requires to work, copied through memcpy to stay within ISO C. */
+#define MEMRA__NVRTC_RESOLVE(name, ret, params)                                                      \
+    {                                                                                                 \
+        void *sym = dlsym(lib, #name);                                                                \
+        if (sym == NULL) {                                                                            \
+            dlclose(lib);                                                                             \
+            memset(nv, 0, sizeof *nv);                                                                \
+            return MEMRA__FAIL(MEMRA_STATUS_NVRTC_ERROR, "NVRTC library %s lacks %s", path, #name);   \
+        }                                                                                             \
+        memcpy(&nv->name, &sym, sizeof sym);                                                          \
+    }
+    MEMRA__NVRTC_LIST(MEMRA__NVRTC_RESOLVE)
+#undef MEMRA__NVRTC_RESOLVE
+
+    nv->lib = lib;
+    memcpy(nv->path, path, sizeof path);
+    nvrtcResult r = nv->nvrtcVersion(&nv->major, &nv->minor);
+    if (r != MEMRA__NVRTC_SUCCESS) {
+        memra_status st = MEMRA__FAIL(MEMRA_STATUS_NVRTC_ERROR, "nvrtcVersion failed in %s: %s", nv->path,
+                                      memra__nvrtc_errstr(nv, r));
+        memra__nvrtc_close(nv);
+        return st;
+    }
+    MEMRA__DEBUG("jit", "NVRTC %d.%d from %s", nv->major, nv->minor, nv->path);
+    return MEMRA_STATUS_OK;
+}
+
+void memra__nvrtc_close(memra__nvrtc *nv)
+{
+    if (nv->lib != NULL) dlclose(nv->lib);
+    memset(nv, 0, sizeof *nv);
+}
+
+const char *memra__nvrtc_errstr(const memra__nvrtc *nv, nvrtcResult r)
+{
+    const char *s = nv->lib != NULL && nv->nvrtcGetErrorString != NULL ? nv->nvrtcGetErrorString(r) : NULL;
+    return s != NULL ? s : "unknown NVRTC result";
+}

@@ -1,0 +1,350 @@
+/* Host reference: the GEMMs, y[y_row_offset + i, j] (row stride ldy) for
+ * i < m, j < n, with W [n x k] and x [m x k]. Double accumulation throughout.
+ *
+ *  gemm_f16      xh = f16_rne(x) (or x as given f16 when x_is_f16), wh = W (f16).
+ *                y = (float)((double)alpha * S), S = sum_k (double)(xh * wh).
+ *                Each product of two f16 values is exact in f32, so S is the double
+ *                sum of exact products; only its order differs from another
+ *                implementation (here 8 interleaved partial sums, fixed).
+ *  gemm_fp8      amax = max |x| over all m*k values (f32, NaN ignored);
+ *                sx = amax / 448.0f, or 1.0f when amax == 0;
+ *                q = e4m3_encode(x / sx) (f32 division, RNE, saturating);
+ *                y = (float)((double)alpha * (double)w_scale * (double)sx * S),
+ *                S = sum_k dec(q) * dec(w), evaluated left to right.
+ *                Every e4m3 x e4m3 product is a multiple of 2^-18 below 2^18, so
+ *                S is EXACT in double for k < 2^17 whatever the order.
+ *  gemm_fp8_blk  per row i and 128-column block b (the last may be short):
+ *                s[i,b] = amax / 448.0f (1.0f when amax == 0), q = e4m3_encode(x / s).
+ *                y = (float)((double)alpha * T),
+ *                T = sum over b in order of ((double)s[i,b] * (double)grid[j/128][b]) * B,
+ *                B = sum_{k in b} dec(q) * dec(w) (exact in double).
+ *  gemm_q8_0     W Q8_0 (row j = k/32 blocks of 34 bytes), x = quant_q8_1 records.
+ *                per 32-block: I = sum int8 * int8 (int32, exact);
+ *                T = sum over blocks in order of ((double)f16_to_f32(dw) * (double)dx) * I;
+ *                y = (float)((double)alpha * T).
+ *  accprobe      time only: S32 = int8 bytes, int32 per 32, y = (float)(int64 sum);
+ *                F32 = bytes decoded as e4m3, f32 products summed in f32 in k order;
+ *                MX declined. y written like the GEMMs (row offset, ldy); alpha unused.
+ *
+ * Work is split over j (weight rows): each thread decodes its weight rows once
+ * and produces every i of those columns.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "memra/formats.h"
+#include "modules/host/host_internal.h"
+
+#define FAIL_ARG(ctx, ...) ((ctx)->host->set_error(MEMRA_STATUS_INVALID_ARGUMENT, __VA_ARGS__))
+#define FAIL_OOM(ctx, what) ((ctx)->host->set_error(MEMRA_STATUS_OUT_OF_MEMORY, "%s: out of host memory", what))
+
+/* ---- validation ------------------------------------------------------------ */
+
+static memra_status check_gemm(memra__host_ctx *ctx, const char *op, const memra_gemm_args *a)
+{
+    if (a == NULL) return FAIL_ARG(ctx, "%s: args is NULL", op);
+    if (!MEMRA_HAS_MEMBER(a, memra_gemm_args, alpha))
+        return FAIL_ARG(ctx, "%s: args struct_size %u is smaller than the v1 struct (%zu)", op, (unsigned)a->struct_size,
+                        sizeof(memra_gemm_args));
+    if (a->m < 0 || a->n < 0 || a->k < 0)
+        return FAIL_ARG(ctx, "%s: m = %d, n = %d, k = %d must be >= 0", op, (int)a->m, (int)a->n, (int)a->k);
+    if (a->ldy < a->n) return FAIL_ARG(ctx, "%s: ldy = %lld is less than n = %d", op, (long long)a->ldy, (int)a->n);
+    if (a->y_row_offset < 0) return FAIL_ARG(ctx, "%s: y_row_offset = %lld must be >= 0", op, (long long)a->y_row_offset);
+    if (a->m == 0 || a->n == 0) return MEMRA_STATUS_OK;
+    if (a->y_row_offset > INT64_MAX - a->m || a->y_row_offset + a->m > INT64_MAX / a->ldy)
+        return FAIL_ARG(ctx, "%s: y_row_offset + m = %lld rows of %lld floats overflows", op,
+                        (long long)a->y_row_offset + a->m, (long long)a->ldy);
+    if (a->y == 0) return FAIL_ARG(ctx, "%s: y is NULL", op);
+    if (a->k > 0 && (a->x == 0 || a->w == 0)) return FAIL_ARG(ctx, "%s: x or w is NULL", op);
+    return MEMRA_STATUS_OK;
+}
+
+static float *y_base(const memra_gemm_args *a) { return MEMRA__HOST_PTR(float, a->y) + a->y_row_offset * a->ldy; }
+
+/* sum_k (double)(a[k] * b[k]) for operands whose f32 products are exact; 8
+ * interleaved partial sums in a fixed order so the compiler can vectorise. */
+static double dot_exact(const float *a, const float *b, int64_t n)
+{
+    double acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        for (int l = 0; l < 8; l++) acc[l] += (double)(a[i + l] * b[i + l]);
+    double tail = 0.0;
+    for (; i < n; i++) tail += (double)(a[i] * b[i]);
+    return (((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]))) + tail;
+}
+
+/* ---- the float-operand GEMMs (f16, fp8, fp8 block) --------------------------------- */
+
+typedef enum wkind { WKIND_F16, WKIND_E4M3 } wkind;
+
+typedef struct fgemm_job {
+    const memra__host_ctx *ctx;
+    wkind kind;
+    const void *w;         /* f16 or e4m3 [n x k] */
+    const float *xv;       /* [m x k] activation values (already quantised) */
+    const float *xs;       /* fp8_blk: [m x nkb] activation scales; NULL otherwise */
+    const float *grid;     /* fp8_blk: [ceil(n/128) x nkb]; NULL otherwise */
+    int64_t m, n, k, nkb;
+    double scale;          /* the folded scalar (alpha, or alpha * w_scale * sx) */
+    float *y;
+    int64_t ldy;
+    float *scratch;        /* k floats per thread */
+} fgemm_job;
+
+static void fgemm_rows(void *arg, int tid, int64_t begin, int64_t end)
+{
+    const fgemm_job *jb = (const fgemm_job *)arg;
+    const int64_t k = jb->k;
+    float *wr = jb->scratch + (int64_t)tid * k;
+    for (int64_t j = begin; j < end; j++) {
+        if (jb->kind == WKIND_F16) {
+            const uint16_t *src = (const uint16_t *)jb->w + j * k;
+            for (int64_t c = 0; c < k; c++) wr[c] = memra_f32_from_f16(src[c]);
+        } else {
+            const uint8_t *src = (const uint8_t *)jb->w + j * k;
+            for (int64_t c = 0; c < k; c++) wr[c] = jb->ctx->e4m3[src[c]];
+        }
+        const float *g = jb->grid ? jb->grid + (j / 128) * jb->nkb : NULL;
+        for (int64_t i = 0; i < jb->m; i++) {
+            const float *xi = jb->xv + i * k;
+            double t;
+            if (g == NULL) {
+                t = dot_exact(xi, wr, k);
+            } else {
+                t = 0.0;
+                for (int64_t b = 0; b < jb->nkb; b++) {
+                    const int64_t c0 = b * 128, len = k - c0 < 128 ? k - c0 : 128;
+                    const double bs = dot_exact(xi + c0, wr + c0, len);
+                    t += ((double)jb->xs[i * jb->nkb + b] * (double)g[b]) * bs;
+                }
+            }
+            jb->y[i * jb->ldy + j] = (float)(jb->scale * t);
+        }
+    }
+}
+
+static memra_status fgemm_run(memra__host_ctx *ctx, const char *op, fgemm_job *jb)
+{
+    const int threads = memra__host_threads(ctx, jb->n, 2.0 * (double)jb->m * (double)jb->k + (double)jb->k);
+    jb->scratch = memra__host_alloc((uint64_t)jb->k * (uint64_t)threads, sizeof(float));
+    if (jb->scratch == NULL) return FAIL_OOM(ctx, op);
+    memra__host_run(threads, jb->n, fgemm_rows, jb);
+    free(jb->scratch);
+    jb->scratch = NULL;
+    return MEMRA_STATUS_OK;
+}
+
+memra_status memra__host_gemm_f16(memra_call *call, const memra_gemm_args *args)
+{
+    memra__host_ctx *ctx = memra__host_call_ctx(call);
+    if (ctx == NULL) return MEMRA_STATUS_INVALID_ARGUMENT;
+    memra_status st = check_gemm(ctx, "gemm_f16", args);
+    if (st != MEMRA_STATUS_OK || args->m == 0 || args->n == 0) return st;
+    const int64_t m = args->m, k = args->k;
+    float *xv = memra__host_alloc((uint64_t)(m * k), sizeof(float));
+    if (xv == NULL) return FAIL_OOM(ctx, "gemm_f16");
+    if (args->x_is_f16) {
+        const uint16_t *xh = MEMRA__HOST_PTR(const uint16_t, args->x);
+        for (int64_t e = 0; e < m * k; e++) xv[e] = memra_f32_from_f16(xh[e]);
+    } else {
+        const float *xf = MEMRA__HOST_PTR(const float, args->x);
+        for (int64_t e = 0; e < m * k; e++) xv[e] = memra_f32_from_f16(memra_f16_from_f32(xf[e]));
+    }
+    fgemm_job jb = {.ctx = ctx, .kind = WKIND_F16, .w = MEMRA__HOST_PTR(const void, args->w), .xv = xv,
+                    .m = m, .n = args->n, .k = k, .scale = (double)args->alpha, .y = y_base(args), .ldy = args->ldy};
+    st = fgemm_run(ctx, "gemm_f16", &jb);
+    free(xv);
+    return st;
+}
+
+/* amax of n floats, NaN ignored (like fmaxf). */
+static float absmax(const float *x, int64_t n)
+{
+    float amax = 0.0f;
+    for (int64_t e = 0; e < n; e++) {
+        const float a = fabsf(x[e]);
+        if (a > amax) amax = a;
+    }
+    return amax;
+}
+
+memra_status memra__host_gemm_fp8(memra_call *call, const memra_gemm_args *args)
+{
+    memra__host_ctx *ctx = memra__host_call_ctx(call);
+    if (ctx == NULL) return MEMRA_STATUS_INVALID_ARGUMENT;
+    memra_status st = check_gemm(ctx, "gemm_fp8", args);
+    if (st != MEMRA_STATUS_OK || args->m == 0 || args->n == 0) return st;
+    const int64_t m = args->m, k = args->k;
+    const float *x = MEMRA__HOST_PTR(const float, args->x);
+    float *xv = memra__host_alloc((uint64_t)(m * k), sizeof(float));
+    if (xv == NULL) return FAIL_OOM(ctx, "gemm_fp8");
+    const float amax = absmax(x, m * k);
+    const float sx = amax == 0.0f ? 1.0f : amax / 448.0f;
+    for (int64_t e = 0; e < m * k; e++) xv[e] = ctx->e4m3[memra_e4m3_encode(x[e] / sx)];
+    fgemm_job jb = {.ctx = ctx, .kind = WKIND_E4M3, .w = MEMRA__HOST_PTR(const void, args->w), .xv = xv,
+                    .m = m, .n = args->n, .k = k,
+                    .scale = (double)args->alpha * (double)args->w_scale * (double)sx,
+                    .y = y_base(args), .ldy = args->ldy};
+    st = fgemm_run(ctx, "gemm_fp8", &jb);
+    free(xv);
+    return st;
+}
+
+memra_status memra__host_gemm_fp8_blk(memra_call *call, const memra_gemm_args *args)
+{
+    memra__host_ctx *ctx = memra__host_call_ctx(call);
+    if (ctx == NULL) return MEMRA_STATUS_INVALID_ARGUMENT;
+    memra_status st = check_gemm(ctx, "gemm_fp8_blk", args);
+    if (st != MEMRA_STATUS_OK || args->m == 0 || args->n == 0) return st;
+    if (args->k > 0 && args->w_scale_grid == 0) return FAIL_ARG(ctx, "gemm_fp8_blk: w_scale_grid is NULL");
+    const int64_t m = args->m, k = args->k, nkb = memra_fp8_grid_cols(k);
+    const float *x = MEMRA__HOST_PTR(const float, args->x);
+    float *xv = memra__host_alloc((uint64_t)(m * k), sizeof(float));
+    float *xs = memra__host_alloc((uint64_t)(m * nkb), sizeof(float));
+    if (xv == NULL || xs == NULL) {
+        free(xv);
+        free(xs);
+        return FAIL_OOM(ctx, "gemm_fp8_blk");
+    }
+    for (int64_t i = 0; i < m; i++) {
+        for (int64_t b = 0; b < nkb; b++) {
+            const int64_t c0 = b * 128, len = k - c0 < 128 ? k - c0 : 128;
+            const float *xb = x + i * k + c0;
+            const float amax = absmax(xb, len);
+            const float s = amax == 0.0f ? 1.0f : amax / 448.0f;
+            xs[i * nkb + b] = s;
+            for (int64_t c = 0; c < len; c++) xv[i * k + c0 + c] = ctx->e4m3[memra_e4m3_encode(xb[c] / s)];
+        }
+    }
+    fgemm_job jb = {.ctx = ctx, .kind = WKIND_E4M3, .w = MEMRA__HOST_PTR(const void, args->w), .xv = xv, .xs = xs,
+                    .grid = MEMRA__HOST_PTR(const float, args->w_scale_grid), .m = m, .n = args->n, .k = k,
+                    .nkb = nkb, .scale = (double)args->alpha, .y = y_base(args), .ldy = args->ldy};
+    st = fgemm_run(ctx, "gemm_fp8_blk", &jb);
+    free(xv);
+    free(xs);
+    return st;
+}
+
+/* ---- gemm_q8_0 ------------------------------------------------------------- */
+
+typedef struct q8_job {
+    const uint8_t *w; /* [n rows x nb blocks of 34 bytes] */
+    const uint8_t *x; /* q8_1 records */
+    int64_t m, n, nb;
+    double alpha;
+    float *y;
+    int64_t ldy;
+    float *scratch; /* nb floats per thread: the row's f16 scales widened */
+} q8_job;
+
+static int32_t dot_i8_32(const int8_t *a, const int8_t *b)
+{
+    int32_t s = 0;
+    for (int l = 0; l < 32; l++) s += (int32_t)a[l] * (int32_t)b[l];
+    return s;
+}
+
+static void q8_rows(void *arg, int tid, int64_t begin, int64_t end)
+{
+    const q8_job *jb = (const q8_job *)arg;
+    float *dw = jb->scratch + (int64_t)tid * jb->nb;
+    for (int64_t j = begin; j < end; j++) {
+        const uint8_t *wr = jb->w + (uint64_t)j * (uint64_t)jb->nb * MEMRA_Q8_0_BYTES;
+        for (int64_t b = 0; b < jb->nb; b++) {
+            const uint8_t *blk = wr + b * MEMRA_Q8_0_BYTES;
+            dw[b] = memra_f32_from_f16((uint16_t)(blk[0] | (blk[1] << 8)));
+        }
+        for (int64_t i = 0; i < jb->m; i++) {
+            double t = 0.0;
+            for (int64_t b = 0; b < jb->nb; b++) {
+                const uint8_t *rec = jb->x + (uint64_t)((b >> 2) * jb->m + i) * MEMRA_Q8_1_RECORD_BYTES;
+                const int g = (int)(b & 3);
+                float dx;
+                memcpy(&dx, rec + 4 * g, sizeof dx);
+                const int32_t isum = dot_i8_32((const int8_t *)(wr + b * MEMRA_Q8_0_BYTES + 2),
+                                               (const int8_t *)(rec + 16 + 32 * g));
+                t += ((double)dw[b] * (double)dx) * (double)isum;
+            }
+            jb->y[i * jb->ldy + j] = (float)(jb->alpha * t);
+        }
+    }
+}
+
+memra_status memra__host_gemm_q8_0(memra_call *call, const memra_gemm_args *args)
+{
+    memra__host_ctx *ctx = memra__host_call_ctx(call);
+    if (ctx == NULL) return MEMRA_STATUS_INVALID_ARGUMENT;
+    memra_status st = check_gemm(ctx, "gemm_q8_0", args);
+    if (st != MEMRA_STATUS_OK) return st;
+    if (args->k % MEMRA_QK8_0 != 0)
+        return FAIL_ARG(ctx, "gemm_q8_0: k = %d is not a multiple of the Q8_0 block (32)", (int)args->k);
+    if (args->m == 0 || args->n == 0) return MEMRA_STATUS_OK;
+    q8_job jb = {.w = MEMRA__HOST_PTR(const uint8_t, args->w), .x = MEMRA__HOST_PTR(const uint8_t, args->x),
+                 .m = args->m, .n = args->n, .nb = args->k / MEMRA_QK8_0, .alpha = (double)args->alpha,
+                 .y = y_base(args), .ldy = args->ldy};
+    const int threads = memra__host_threads(ctx, jb.n, 2.0 * (double)jb.m * (double)args->k);
+    jb.scratch = memra__host_alloc((uint64_t)jb.nb * (uint64_t)threads, sizeof(float));
+    if (jb.scratch == NULL) return FAIL_OOM(ctx, "gemm_q8_0");
+    memra__host_run(threads, jb.n, q8_rows, &jb);
+    free(jb.scratch);
+    return MEMRA_STATUS_OK;
+}
+
+/* ---- accprobe ------------------------------------------------------------- */
+
+typedef struct probe_job {
+    const memra__host_ctx *ctx;
+    memra_accprobe_arm arm;
+    const uint8_t *w, *x;
+    int64_t m, k;
+    float *y;
+    int64_t ldy;
+} probe_job;
+
+static void probe_rows(void *arg, int tid, int64_t begin, int64_t end)
+{
+    (void)tid;
+    const probe_job *jb = (const probe_job *)arg;
+    for (int64_t j = begin; j < end; j++) {
+        const uint8_t *wr = jb->w + j * jb->k;
+        for (int64_t i = 0; i < jb->m; i++) {
+            const uint8_t *xr = jb->x + i * jb->k;
+            if (jb->arm == MEMRA_ACCPROBE_S32) {
+                int64_t t = 0;
+                for (int64_t c = 0; c < jb->k; c += 32)
+                    t += dot_i8_32((const int8_t *)(wr + c), (const int8_t *)(xr + c));
+                jb->y[i * jb->ldy + j] = (float)t;
+            } else {
+                float t = 0.0f;
+                for (int64_t c = 0; c < jb->k; c++) t += jb->ctx->e4m3[xr[c]] * jb->ctx->e4m3[wr[c]];
+                jb->y[i * jb->ldy + j] = t;
+            }
+        }
+    }
+}
+
+memra_status memra__host_accprobe(memra_call *call, memra_accprobe_arm arm, const memra_gemm_args *args)
+{
+    memra__host_ctx *ctx = memra__host_call_ctx(call);
+    if (ctx == NULL) return MEMRA_STATUS_INVALID_ARGUMENT;
+    if (arm == MEMRA_ACCPROBE_MX) {
+        call->decline_reason = "accprobe: mxf8f6f4 needs sm_120a";
+        return MEMRA_STATUS_DECLINED;
+    }
+    if (arm != MEMRA_ACCPROBE_S32 && arm != MEMRA_ACCPROBE_F32)
+        return FAIL_ARG(ctx, "accprobe: unknown arm %d", (int)arm);
+    memra_status st = check_gemm(ctx, "accprobe", args);
+    if (st != MEMRA_STATUS_OK) return st;
+    if (args->k % 32 != 0) {
+        call->decline_reason = "accprobe: k not a multiple of 32 (the MMQ tile)";
+        return MEMRA_STATUS_DECLINED;
+    }
+    if (args->m == 0 || args->n == 0) return MEMRA_STATUS_OK;
+    probe_job jb = {.ctx = ctx, .arm = arm, .w = MEMRA__HOST_PTR(const uint8_t, args->w),
+                    .x = MEMRA__HOST_PTR(const uint8_t, args->x), .m = args->m, .k = args->k,
+                    .y = y_base(args), .ldy = args->ldy};
+    memra__host_run(memra__host_threads(ctx, args->n, 2.0 * (double)args->m * (double)args->k), args->n, probe_rows, &jb);
+    return MEMRA_STATUS_OK;
+}

@@ -1,0 +1,278 @@
+/* memra info / --version / jit. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "memra/memra.h"
+#include "tools/tool.h"
+
+static void json_str(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (; s && *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\') fprintf(f, "\\%c", c);
+        else if (c < 0x20) fprintf(f, "\\u%04x", c);
+        else fputc(c, f);
+    }
+    fputc('"', f);
+}
+
+int memra_tool_version(void)
+{
+    memra_runtime *rt;
+    printf("memra %s (module ABI v%u)\n", memra_version(), MEMRA_MODULE_ABI_VERSION);
+    if (memra_tool_open(&rt) != MEMRA_STATUS_OK) return 1;
+    int dv = memra_driver_version(rt);
+    if (dv) printf("CUDA driver %d.%d\n", dv / 1000, dv % 1000 / 10);
+    else printf("CUDA driver: none (%s)\n", memra_driver_status(rt));
+    memra_jit_info ji;
+    if (memra_jit_info_get(rt, &ji) == MEMRA_STATUS_OK && ji.available)
+        printf("NVRTC %d.%d\n", ji.nvrtc_major, ji.nvrtc_minor);
+    else
+        printf("NVRTC: none (%s)\n", ji.why);
+    memra_close(rt);
+    return 0;
+}
+
+static void caps_text(uint64_t caps, char *buf, size_t len)
+{
+    static const struct {
+        uint64_t bit;
+        const char *name;
+    } names[] = {{MEMRA_CAP_HOST, "host"},
+                 {MEMRA_CAP_INT8_MMA, "int8-mma"},
+                 {MEMRA_CAP_F16_MMA, "f16-mma"},
+                 {MEMRA_CAP_FP8_MMA, "e4m3-mma"},
+                 {MEMRA_CAP_WGMMA, "wgmma"},
+                 {MEMRA_CAP_F8F6F4, "f8f6f4"},
+                 {MEMRA_CAP_MXF8F6F4, "mxf8f6f4"},
+                 {MEMRA_CAP_LT_F16, "lt-f16"},
+                 {MEMRA_CAP_LT_FP8_SCALAR, "lt-fp8-scalar"},
+                 {MEMRA_CAP_LT_FP8_OUTER_VEC, "lt-fp8-outer-vec"},
+                 {MEMRA_CAP_LT_FP8_BLK128, "lt-fp8-blk128"}};
+    size_t off = 0;
+    buf[0] = '\0';
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if ((caps & names[i].bit) && off < len)
+            off += (size_t)snprintf(buf + off, len - off, "%s%s", off ? "," : "", names[i].name);
+}
+
+static void info_text(memra_runtime *rt)
+{
+    printf("memra %s, module ABI v%u\n", memra_version(), MEMRA_MODULE_ABI_VERSION);
+    int dv = memra_driver_version(rt);
+    if (dv) printf("CUDA driver: %d.%d\n", dv / 1000, dv % 1000 / 10);
+    else printf("CUDA driver: not used: %s\n", memra_driver_status(rt));
+    printf("\ndevices:\n");
+    for (int d = 0; d < memra_device_count(rt); d++) {
+        const memra_device_caps *c = memra_device_caps_get(memra_device_get(rt, d));
+        char caps[512];
+        caps_text(c->caps, caps, sizeof caps);
+        if (c->arch == MEMRA_ARCH_HOST)
+            printf("  [%d] host: CPU reference, %d threads, %.1f GiB\n", d, c->sm_count, (double)c->total_mem / (1 << 30));
+        else
+            printf("  [%d] cuda:%d %s: cc %d.%d, %d SMs, %.1f GiB, profile %s, JIT target %s\n", d, c->ordinal, c->name,
+                   c->cc / 10, c->cc % 10, c->sm_count, (double)c->total_mem / (1 << 30), c->profile, c->jit_target);
+        printf("      capabilities: %s\n", caps);
+    }
+    printf("\nmodules:\n");
+    for (int i = 0; i < memra_module_count(rt); i++) {
+        memra_module_info mi;
+        memra_module_info_get(rt, i, &mi);
+        if (mi.loaded) {
+            printf("  loaded   %-12s %-10s %s\n", mi.name, mi.version, mi.path);
+            for (int d = 0; d < memra_device_count(rt); d++) {
+                memra_device *dev = memra_device_get(rt, d);
+                const char *note = memra_module_device_note(rt, i, dev);
+                int score = memra_module_score(dev, mi.name);
+                if (score > 0) printf("           on [%d]: score %d\n", d, score);
+                else if (note != NULL && strcmp(note, "score 0") != 0) printf("           on [%d]: %s\n", d, note);
+            }
+        } else {
+            printf("  refused  %-12s %s\n           why: %s\n", mi.name, mi.path, mi.reason);
+        }
+    }
+    printf("\nrouting (op: modules in dispatch order):\n");
+    for (int d = 0; d < memra_device_count(rt); d++) {
+        memra_device *dev = memra_device_get(rt, d);
+        const memra_device_caps *c = memra_device_caps_get(dev);
+        printf("  [%d] %s\n", d, c->arch == MEMRA_ARCH_HOST ? "host" : c->name);
+        for (int op = 0; op < MEMRA_OP_COUNT_; op++) {
+            const char *names[16];
+            int n = memra_routing_get(dev, (memra_op)op, names, 16);
+            printf("      %-16s", memra_op_name((memra_op)op));
+            if (n == 0) printf(" (none)");
+            for (int i = 0; i < n && i < 16; i++) printf("%s%s", i ? " > " : " ", names[i]);
+            printf("\n");
+        }
+    }
+    memra_jit_info ji;
+    memra_jit_info_get(rt, &ji);
+    printf("\nJIT: ");
+    if (ji.available) printf("NVRTC %d.%d\n", ji.nvrtc_major, ji.nvrtc_minor);
+    else printf("unavailable: %s\n", ji.why[0] ? ji.why : "NVRTC not found");
+    if (ji.disk_enabled)
+        printf("  cache: %s, %llu entries, %.1f MiB (cap %.0f MiB)\n", ji.folder, (unsigned long long)ji.entries,
+               (double)ji.bytes / (1 << 20), (double)ji.max_bytes / (1 << 20));
+    else
+        printf("  cache: disk cache off%s%s\n", ji.folder[0] ? " at " : "", ji.folder);
+}
+
+static void info_json(memra_runtime *rt)
+{
+    FILE *f = stdout;
+    fprintf(f, "{\"memra\":");
+    json_str(f, memra_version());
+    fprintf(f, ",\"module_abi\":%u,\"driver\":{\"version\":%d,\"status\":", MEMRA_MODULE_ABI_VERSION,
+            memra_driver_version(rt));
+    json_str(f, memra_driver_status(rt));
+    fprintf(f, "},\"devices\":[");
+    for (int d = 0; d < memra_device_count(rt); d++) {
+        memra_device *dev = memra_device_get(rt, d);
+        const memra_device_caps *c = memra_device_caps_get(dev);
+        char caps[512];
+        caps_text(c->caps, caps, sizeof caps);
+        fprintf(f, "%s{\"index\":%d,\"name\":", d ? "," : "", d);
+        json_str(f, c->name);
+        fprintf(f, ",\"profile\":");
+        json_str(f, c->profile);
+        fprintf(f, ",\"ordinal\":%d,\"cc\":%d,\"sm_count\":%d,\"total_mem\":%llu,\"jit_target\":", c->ordinal, c->cc,
+                c->sm_count, (unsigned long long)c->total_mem);
+        json_str(f, c->jit_target ? c->jit_target : "");
+        fprintf(f, ",\"capabilities\":");
+        json_str(f, caps);
+        fprintf(f, ",\"routing\":{");
+        for (int op = 0; op < MEMRA_OP_COUNT_; op++) {
+            const char *names[16];
+            int n = memra_routing_get(dev, (memra_op)op, names, 16);
+            fprintf(f, "%s", op ? "," : "");
+            json_str(f, memra_op_name((memra_op)op));
+            fprintf(f, ":[");
+            for (int i = 0; i < n && i < 16; i++) {
+                fprintf(f, "%s", i ? "," : "");
+                json_str(f, names[i]);
+            }
+            fprintf(f, "]");
+        }
+        fprintf(f, "}}");
+    }
+    fprintf(f, "],\"modules\":[");
+    for (int i = 0; i < memra_module_count(rt); i++) {
+        memra_module_info mi;
+        memra_module_info_get(rt, i, &mi);
+        fprintf(f, "%s{\"name\":", i ? "," : "");
+        json_str(f, mi.name);
+        fprintf(f, ",\"version\":");
+        json_str(f, mi.version);
+        fprintf(f, ",\"path\":");
+        json_str(f, mi.path);
+        fprintf(f, ",\"loaded\":%s,\"reason\":", mi.loaded ? "true" : "false");
+        json_str(f, mi.reason);
+        fprintf(f, "}");
+    }
+    memra_jit_info ji;
+    memra_jit_info_get(rt, &ji);
+    fprintf(f, "],\"jit\":{\"available\":%s,\"why\":", ji.available ? "true" : "false");
+    json_str(f, ji.why);
+    fprintf(f, ",\"nvrtc\":\"%d.%d\",\"disk_enabled\":%s,\"folder\":", ji.nvrtc_major, ji.nvrtc_minor,
+            ji.disk_enabled ? "true" : "false");
+    json_str(f, ji.folder);
+    fprintf(f, ",\"entries\":%llu,\"bytes\":%llu}}\n", (unsigned long long)ji.entries, (unsigned long long)ji.bytes);
+}
+
+int memra_tool_info(int argc, char **argv)
+{
+    int json = 0;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--json") == 0) json = 1;
+        else if (strcmp(argv[i], "--help") == 0) {
+            printf("usage: memra info [--json]\n  devices, profiles, capabilities, modules loaded and refused "
+                   "(with reasons), each device's op routing, the JIT cache.\n");
+            return 0;
+        } else {
+            fprintf(stderr, "memra info: unknown option '%s'\n", argv[i]);
+            return 2;
+        }
+    }
+    memra_runtime *rt;
+    if (memra_tool_open(&rt) != MEMRA_STATUS_OK) return 1;
+    if (json) info_json(rt);
+    else info_text(rt);
+    memra_close(rt);
+    return 0;
+}
+
+typedef struct warm_state {
+    int tty;
+    int n;
+} warm_state;
+
+static void warm_progress(const char *module, const char *kernel, const char *target, const char *origin, double ms,
+                          memra_status st, void *user)
+{
+    warm_state *w = user;
+    w->n++;
+    if (st != MEMRA_STATUS_OK)
+        printf("%s[%d] %s/%s for %s: FAILED: %s\n", w->tty ? "\r" : "", w->n, module, kernel, target, memra_last_error());
+    else
+        printf("%s[%d] %s/%s for %s: %s, %.1f ms%s", w->tty ? "\r\033[K" : "", w->n, module, kernel, target, origin, ms,
+               w->tty ? "" : "\n");
+    fflush(stdout);
+}
+
+int memra_tool_jit(int argc, char **argv)
+{
+    if (argc < 2 || strcmp(argv[1], "--help") == 0) {
+        printf("usage: memra jit ls | warm | clear\n"
+               "  ls     cache entries: key, target, size, age\n"
+               "  warm   compile every kernel the loaded modules declare for each GPU's target\n"
+               "  clear  remove every cache entry\n");
+        return argc < 2 ? 2 : 0;
+    }
+    memra_runtime *rt;
+    if (memra_tool_open(&rt) != MEMRA_STATUS_OK) return 1;
+    int rc = 0;
+    if (strcmp(argv[1], "ls") == 0) {
+        memra_jit_info ji;
+        memra_jit_info_get(rt, &ji);
+        printf("cache: %s (%s)\n", ji.folder[0] ? ji.folder : "(none)", ji.disk_enabled ? "on" : "off");
+        memra_jit_entry_info *e = NULL;
+        size_t n = 0;
+        if (memra_jit_list(rt, &e, &n) != MEMRA_STATUS_OK) {
+            fprintf(stderr, "memra jit ls: %s\n", memra_last_error());
+            rc = 1;
+        } else {
+            printf("%-16s %-10s %10s %10s\n", "key", "target", "bytes", "age");
+            for (size_t i = 0; i < n; i++)
+                printf("%.16s %-10s %10llu %9llds%s\n", e[i].key_hex, e[i].target, (unsigned long long)e[i].bytes,
+                       (long long)e[i].age_s, e[i].header_ok ? "" : "  (bad header)");
+            printf("%zu entries\n", n);
+        }
+        free(e);
+    } else if (strcmp(argv[1], "clear") == 0) {
+        size_t removed = 0;
+        if (memra_jit_clear(rt, &removed) != MEMRA_STATUS_OK) {
+            fprintf(stderr, "memra jit clear: %s\n", memra_last_error());
+            rc = 1;
+        } else {
+            printf("removed %zu entries\n", removed);
+        }
+    } else if (strcmp(argv[1], "warm") == 0) {
+        warm_state w = {.tty = isatty(1), .n = 0};
+        memra_status st = memra_jit_warm(rt, warm_progress, &w);
+        if (w.tty && w.n) printf("\n");
+        if (st != MEMRA_STATUS_OK) {
+            fprintf(stderr, "memra jit warm: %s: %s\n", memra_status_str(st), memra_last_error());
+            rc = 1;
+        } else {
+            printf("%d kernel sources ready\n", w.n);
+        }
+    } else {
+        fprintf(stderr, "memra jit: unknown subcommand '%s'\n", argv[1]);
+        rc = 2;
+    }
+    memra_close(rt);
+    return rc;
+}
