@@ -232,8 +232,8 @@ static void load_file(memra_runtime *rt, const char *path)
     char real[PATH_MAX];
     if (realpath(path, real) == NULL) snprintf(real, sizeof real, "%s", path);
     for (int i = 0; i < rt->n_mods; i++) {
-        if (strcmp(rt->mods[i]->path, real) == 0) {
-            MEMRA__DEBUG("registry", "%s already seen", real);
+        if (rt->mods[i]->loaded && strcmp(rt->mods[i]->path, real) == 0) {
+            MEMRA__DEBUG("registry", "%s is already loaded", real);
             return;
         }
     }
@@ -597,7 +597,7 @@ memra_status memra_module_load(memra_runtime *rt, const char *path)
     load_file(rt, real);
     memra_status st = MEMRA_STATUS_OK;
     if (rt->n_mods == before) {
-        st = MEMRA__FAIL(MEMRA_STATUS_MODULE_ERROR, "memra_module_load: %s was already seen", real);
+        st = MEMRA__FAIL(MEMRA_STATUS_MODULE_ERROR, "memra_module_load: %s is already loaded", real);
     } else {
         memra__modrec *r = rt->mods[rt->n_mods - 1];
         if (!r->loaded) st = MEMRA__FAIL(MEMRA_STATUS_MODULE_ERROR, "module %s refused: %s", r->name, r->reason);

@@ -1,0 +1,51 @@
+/* The CUDA driver as the GPU modules see it: a few types declared with the
+ * driver's ABI (ints and opaque pointers, as in cuda.h, which is not included)
+ * and one list of the entry points the modules use, expanded into a struct of
+ * function pointers and into the resolve loop. Every entry point comes from
+ * host->driver_proc(base name), which the core resolves with cuGetProcAddress
+ * at its pinned version (so cuCtxPushCurrent gets the _v2 ABI cuda.h maps it
+ * to). A module links no CUDA library. */
+#ifndef MEMRA_MODULES_CUDA_CU_H
+#define MEMRA_MODULES_CUDA_CU_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "memra/module.h"
+
+typedef int CUresult;
+typedef struct CUctx_st *CUcontext;
+typedef struct CUmod_st *CUmodule;
+typedef struct CUfunc_st *CUfunction;
+typedef struct CUstream_st *CUstream;
+
+#define MEMRA__CU_SUCCESS 0 /* CUDA_SUCCESS */
+
+/* X(name, return, params) */
+#define MEMRA__CU_LIST(X)                                                                            \
+    X(cuGetErrorName, CUresult, (CUresult error, const char **str))                                  \
+    X(cuCtxPushCurrent, CUresult, (CUcontext ctx))                                                   \
+    X(cuCtxPopCurrent, CUresult, (CUcontext * pctx))                                                 \
+    X(cuModuleLoadData, CUresult, (CUmodule * m, const void *image))                                 \
+    X(cuModuleUnload, CUresult, (CUmodule m))                                                        \
+    X(cuModuleGetFunction, CUresult, (CUfunction * f, CUmodule m, const char *name))                 \
+    X(cuLaunchKernel, CUresult,                                                                      \
+      (CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,   \
+       unsigned smem, CUstream s, void **params, void **extra))
+
+typedef struct memra__cu {
+#define MEMRA__CU_MEMBER(name, ret, params) ret(*name) params;
+    MEMRA__CU_LIST(MEMRA__CU_MEMBER)
+#undef MEMRA__CU_MEMBER
+} memra__cu;
+
+/* Resolve every entry point through host->driver_proc. On failure returns
+ * NO_DRIVER after host->set_error naming the missing entry point. */
+memra_status memra__cu_resolve(const memra_host_services *host, const char *module, memra__cu *cu);
+
+/* Record a driver failure ("<module>: <what> failed: CUDA_ERROR_X (code)")
+ * through host->set_error and return DRIVER_ERROR. */
+memra_status memra__cu_fail(const memra_host_services *host, const memra__cu *cu, const char *module,
+                            CUresult r, const char *what);
+
+#endif

@@ -1,0 +1,659 @@
+/* Known-answer tests of the block formats, f16 and e4m3 (include/memra/formats.h).
+ *
+ *   test_formats <case>     case: table f16 e4m3 q8_0 q4_0 q4_k q5_k q6_k
+ *
+ * Expected values come from the layout written down here value by value (an
+ * index -> byte/bit mapping independent of the decoder's loops), from literal
+ * numbers worked out on paper, or from independent formulas in double.
+ */
+#include <float.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "memra/formats.h"
+#include "test.h"
+
+static uint32_t bits_of(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    return u;
+}
+
+static float float_of(uint32_t u)
+{
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
+#define CHECK_F32_EQ(got, want)                                                     \
+    do {                                                                            \
+        float g_ = (got), w_ = (want);                                              \
+        if (!(g_ == w_ && !!signbit(g_) == !!signbit(w_)))                               \
+            TEST_FAIL_AT("%s == %s: %.9g (0x%08x) != %.9g (0x%08x)", #got, #want,   \
+                         (double)g_, (unsigned)bits_of(g_), (double)w_, (unsigned)bits_of(w_)); \
+    } while (0)
+
+#define CHECK_HEX_EQ(got, want)                                                     \
+    do {                                                                            \
+        unsigned g_ = (unsigned)(got), w_ = (unsigned)(want);                       \
+        if (g_ != w_) TEST_FAIL_AT("%s == %s: 0x%x != 0x%x", #got, #want, g_, w_);  \
+    } while (0)
+
+static void put16(uint8_t *p, uint16_t v)
+{
+    p[0] = (uint8_t)v;
+    p[1] = (uint8_t)(v >> 8);
+}
+
+/* ---- format table ------------------------------------------------------- */
+
+static void case_table(void)
+{
+    CHECK_INT_EQ(memra_format_block_values(MEMRA_FORMAT_Q8_0), 32);
+    CHECK_INT_EQ(memra_format_block_bytes(MEMRA_FORMAT_Q8_0), 34);
+    CHECK_INT_EQ(memra_format_block_values(MEMRA_FORMAT_Q4_0), 32);
+    CHECK_INT_EQ(memra_format_block_bytes(MEMRA_FORMAT_Q4_0), 18);
+    CHECK_INT_EQ(memra_format_block_values(MEMRA_FORMAT_Q4_K), 256);
+    CHECK_INT_EQ(memra_format_block_bytes(MEMRA_FORMAT_Q4_K), 144);
+    CHECK_INT_EQ(memra_format_block_bytes(MEMRA_FORMAT_Q5_K), 176);
+    CHECK_INT_EQ(memra_format_block_bytes(MEMRA_FORMAT_Q6_K), 210);
+    CHECK_INT_EQ(memra_format_block_bytes(MEMRA_FORMAT_E4M3), 1);
+    CHECK_INT_EQ(memra_format_block_bytes(MEMRA_FORMAT_F16), 2);
+    CHECK_INT_EQ(memra_format_block_bytes(MEMRA_FORMAT_F32), 4);
+    CHECK_INT_EQ(memra_format_block_values((memra_format)99), 0);
+    CHECK_STR_EQ(memra_format_name(MEMRA_FORMAT_Q5_K), "q5_k");
+    CHECK_STR_EQ(memra_format_name((memra_format)99), "unknown");
+    CHECK_INT_EQ(memra_format_row_bytes(MEMRA_FORMAT_Q4_K, 2048), 8 * 144);
+    CHECK_INT_EQ(memra_format_row_bytes(MEMRA_FORMAT_Q8_0, 96), 3 * 34);
+    CHECK_INT_EQ(memra_format_row_bytes(MEMRA_FORMAT_Q8_0, 100), 0);
+    CHECK_INT_EQ(memra_format_row_bytes(MEMRA_FORMAT_Q6_K, -256), 0);
+    CHECK_INT_EQ(memra_format_row_bytes(MEMRA_FORMAT_E4M3, 7), 7);
+    CHECK_INT_EQ(memra_fp8_grid_rows(129), 2);
+    CHECK_INT_EQ(memra_fp8_grid_cols(128), 1);
+    CHECK_INT_EQ(memra_q8_1_bytes(3, 100), 4 * 3 * 144);
+    CHECK_INT_EQ(memra_q8_1_bytes(2, 513), 8 * 2 * 144);
+}
+
+/* ---- f16 ------------------------------------------------------------------ */
+
+/* The value of an f16 code, from the IEEE definition, in double. */
+static double f16_value(uint16_t h)
+{
+    int s = h >> 15, e = (h >> 10) & 31, m = h & 1023;
+    double v = e == 0 ? ldexp(m, -24) : e == 31 ? (m ? NAN : INFINITY) : ldexp(1024 + m, e - 25);
+    return s ? -v : v;
+}
+
+static void case_f16(void)
+{
+    /* literal conversions worked out by hand */
+    CHECK_HEX_EQ(memra_f16_from_f32(1.0f), 0x3C00);
+    CHECK_HEX_EQ(memra_f16_from_f32(-2.0f), 0xC000);
+    CHECK_HEX_EQ(memra_f16_from_f32(0.0f), 0x0000);
+    CHECK_HEX_EQ(memra_f16_from_f32(-0.0f), 0x8000);
+    CHECK_HEX_EQ(memra_f16_from_f32(65504.0f), 0x7BFF);
+    CHECK_HEX_EQ(memra_f16_from_f32(65519.996f), 0x7BFF);   /* just under the halfway point */
+    CHECK_HEX_EQ(memra_f16_from_f32(65520.0f), 0x7C00);     /* tie: 0x7BFF is odd, goes up to inf */
+    CHECK_HEX_EQ(memra_f16_from_f32(-1e10f), 0xFC00);
+    CHECK_HEX_EQ(memra_f16_from_f32(INFINITY), 0x7C00);
+    CHECK_HEX_EQ(memra_f16_from_f32(-INFINITY), 0xFC00);
+    CHECK_HEX_EQ(memra_f16_from_f32(0x1p-14f), 0x0400);     /* smallest normal */
+    CHECK_HEX_EQ(memra_f16_from_f32(0x1p-24f), 0x0001);     /* smallest subnormal */
+    CHECK_HEX_EQ(memra_f16_from_f32(0x1p-25f), 0x0000);     /* tie between 0 and 1: even */
+    CHECK_HEX_EQ(memra_f16_from_f32(nextafterf(0x1p-25f, 1.0f)), 0x0001);
+    CHECK_HEX_EQ(memra_f16_from_f32(-0x1p-26f), 0x8000);
+    CHECK_HEX_EQ(memra_f16_from_f32(0x1p-149f), 0x0000);    /* f32 subnormal */
+    CHECK_HEX_EQ(memra_f16_from_f32(3 * 0x1p-25f), 0x0002); /* 1.5 units: tie to 2 */
+    CHECK_HEX_EQ(memra_f16_from_f32(5 * 0x1p-25f), 0x0002); /* 2.5 units: tie to 2 */
+    CHECK_HEX_EQ(memra_f16_from_f32(1023 * 0x1p-24f), 0x03FF);
+    CHECK_HEX_EQ(memra_f16_from_f32(2047 * 0x1p-25f), 0x0400); /* 1023.5 units: tie to 1024 = normal */
+    CHECK_HEX_EQ(memra_f16_from_f32(1.0f + 0x1p-11f), 0x3C00); /* tie, even mantissa 0 */
+    CHECK_HEX_EQ(memra_f16_from_f32(1.0f + 3 * 0x1p-11f), 0x3C02); /* tie between 0x3C01 and 0x3C02 */
+    CHECK_HEX_EQ(memra_f16_from_f32(-(1.0f + 0x1p-10f)), 0xBC01);
+    CHECK_HEX_EQ(memra_f16_from_f32(2047.0f), 0x67FF);  /* exponent 25, mantissa all ones */
+    CHECK_HEX_EQ(memra_f16_from_f32(4095.0f), 0x6C00);  /* tie between 4094 (odd) and 4096 */
+    CHECK_HEX_EQ(memra_f16_from_f32(0.1f), 0x2E66);
+    uint16_t hn = memra_f16_from_f32(NAN);
+    CHECK((hn & 0x7C00) == 0x7C00 && (hn & 0x3FF) != 0);
+    hn = memra_f16_from_f32(-NAN);
+    CHECK((hn & 0xFC00) == 0xFC00 && (hn & 0x3FF) != 0);
+    hn = memra_f16_from_f32(float_of(0x7F800001u)); /* signalling NaN with a low payload stays NaN */
+    CHECK((hn & 0x7C00) == 0x7C00 && (hn & 0x3FF) != 0);
+
+    /* every code decodes to its IEEE value, and finite codes round-trip */
+    for (uint32_t h = 0; h < 65536; h++) {
+        float f = memra_f32_from_f16((uint16_t)h);
+        double want = f16_value((uint16_t)h);
+        if (isnan(want)) {
+            CHECK(isnan(f));
+            CHECK_INT_EQ(!!signbit(f), h >> 15);
+            CHECK(memra_e4m3_is_nan(0x7F)); /* keep the helper exercised */
+            continue;
+        }
+        if (!((double)f == want && !!signbit(f) == (int)(h >> 15)))
+            TEST_FAIL_AT("f32_from_f16(0x%04x) = %.9g, want %.9g", (unsigned)h, (double)f, want);
+        CHECK_HEX_EQ(memra_f16_from_f32(f), h);
+    }
+
+    /* random f32 in and around the f16 range: the result is a nearest code, ties even */
+    uint64_t st = test_seed();
+    for (int it = 0; it < 200000; it++) {
+        int e = (int)(test_rand_u64(&st) % 48) - 30;  /* 2^-30 .. 2^17 */
+        float x = ldexpf(1.0f + (float)(test_rand_u64(&st) >> 41) * 0x1p-23f, e);
+        if (it % 7 == 0) x = ldexpf((float)(test_rand_u64(&st) % 4096) * 0.5f, -25); /* ties among subnormals */
+        if (it % 2) x = -x;
+        uint16_t h = memra_f16_from_f32(x);
+        double ax = fabs((double)x);
+        if (ax >= 65520.0) {
+            CHECK_HEX_EQ(h & 0x7FFF, 0x7C00);
+            continue;
+        }
+        uint16_t mag = h & 0x7FFF;
+        CHECK_INT_EQ(h >> 15, x < 0 || signbit(x));
+        double d0 = fabs(ax - f16_value(mag));
+        double dlo = mag > 0 ? fabs(ax - f16_value((uint16_t)(mag - 1))) : INFINITY;
+        double dhi = fabs(ax - (mag + 1 == 0x7C00 ? 65536.0 : f16_value((uint16_t)(mag + 1))));
+        if (d0 > dlo || d0 > dhi || ((d0 == dlo || d0 == dhi) && (mag & 1)))
+            TEST_FAIL_AT("f16_from_f32(%.9g) = 0x%04x is not the nearest-even code", (double)x, (unsigned)h);
+    }
+}
+
+/* ---- e4m3 ------------------------------------------------------------------ */
+
+static double e4m3_value(uint8_t c)
+{
+    int s = c >> 7, e = (c >> 3) & 15, m = c & 7;
+    if (e == 15 && m == 7) return NAN;
+    double v = e == 0 ? m / 512.0 : (1.0 + m / 8.0) * pow(2.0, e - 7);
+    return s ? -v : v;
+}
+
+static void case_e4m3(void)
+{
+    /* literals */
+    CHECK_F32_EQ(memra_e4m3_decode(0x7E), 448.0f);
+    CHECK_F32_EQ(memra_e4m3_decode(0xFE), -448.0f);
+    CHECK_F32_EQ(memra_e4m3_decode(0x38), 1.0f);
+    CHECK_F32_EQ(memra_e4m3_decode(0xB8), -1.0f);
+    CHECK_F32_EQ(memra_e4m3_decode(0x3F), 1.875f);
+    CHECK_F32_EQ(memra_e4m3_decode(0x77), 240.0f);
+    CHECK_F32_EQ(memra_e4m3_decode(0x08), 0.015625f);
+    CHECK_F32_EQ(memra_e4m3_decode(0x07), 0.013671875f); /* 7 * 2^-9 */
+    CHECK_F32_EQ(memra_e4m3_decode(0x01), 0.001953125f);
+    CHECK_F32_EQ(memra_e4m3_decode(0x80), -0.0f);
+    CHECK(isnan(memra_e4m3_decode(0x7F)) && !signbit(memra_e4m3_decode(0x7F)));
+    CHECK(isnan(memra_e4m3_decode(0xFF)) && signbit(memra_e4m3_decode(0xFF)));
+
+    /* all 256 codes against the formula; every non-NaN code round-trips */
+    int nans = 0;
+    for (int c = 0; c < 256; c++) {
+        double want = e4m3_value((uint8_t)c);
+        float got = memra_e4m3_decode((uint8_t)c);
+        if (isnan(want)) {
+            CHECK(isnan(got));
+            CHECK(memra_e4m3_is_nan((uint8_t)c));
+            CHECK_HEX_EQ(memra_e4m3_encode(got), c);
+            nans++;
+            continue;
+        }
+        CHECK(!memra_e4m3_is_nan((uint8_t)c));
+        if (!((double)got == want && !!signbit(got) == (c >> 7)))
+            TEST_FAIL_AT("e4m3_decode(0x%02x) = %.9g, want %.9g", (unsigned)c, (double)got, want);
+        CHECK_HEX_EQ(memra_e4m3_encode(got), c);
+    }
+    CHECK_INT_EQ(nans, 2);
+
+    /* zeros, NaN, saturation */
+    CHECK_HEX_EQ(memra_e4m3_encode(0.0f), 0x00);
+    CHECK_HEX_EQ(memra_e4m3_encode(-0.0f), 0x80);
+    CHECK_HEX_EQ(memra_e4m3_encode(NAN), 0x7F);
+    CHECK_HEX_EQ(memra_e4m3_encode(-NAN), 0xFF);
+    CHECK_HEX_EQ(memra_e4m3_encode(INFINITY), 0x7E);
+    CHECK_HEX_EQ(memra_e4m3_encode(-INFINITY), 0xFE);
+    CHECK_HEX_EQ(memra_e4m3_encode(448.0f), 0x7E);
+    CHECK_HEX_EQ(memra_e4m3_encode(nextafterf(448.0f, 1e9f)), 0x7E);
+    CHECK_HEX_EQ(memra_e4m3_encode(456.0f), 0x7E); /* would tie to the NaN slot: saturates */
+    CHECK_HEX_EQ(memra_e4m3_encode(464.0f), 0x7E);
+    CHECK_HEX_EQ(memra_e4m3_encode(480.0f), 0x7E);
+    CHECK_HEX_EQ(memra_e4m3_encode(-1e30f), 0xFE);
+    CHECK_HEX_EQ(memra_e4m3_encode(FLT_MAX), 0x7E);
+    CHECK_HEX_EQ(memra_e4m3_encode(440.0f), 0x7E);  /* tie 416 (m=5) / 448 (m=6): even 448 */
+    CHECK_HEX_EQ(memra_e4m3_encode(432.0f), 0x7E);  /* closer to 448 */
+    CHECK_HEX_EQ(memra_e4m3_encode(431.0f), 0x7D);  /* closer to 416 */
+    /* denormals (units of 2^-9) and the ties among them */
+    CHECK_HEX_EQ(memra_e4m3_encode(0x1p-9f), 0x01);
+    CHECK_HEX_EQ(memra_e4m3_encode(0x1p-10f), 0x00); /* tie 0 / 1: even */
+    CHECK_HEX_EQ(memra_e4m3_encode(-0x1p-10f), 0x80);
+    CHECK_HEX_EQ(memra_e4m3_encode(nextafterf(0x1p-10f, 1.0f)), 0x01);
+    CHECK_HEX_EQ(memra_e4m3_encode(0x1p-11f), 0x00);
+    CHECK_HEX_EQ(memra_e4m3_encode(0x1p-149f), 0x00);
+    CHECK_HEX_EQ(memra_e4m3_encode(3 * 0x1p-10f), 0x02);  /* 1.5 units -> 2 */
+    CHECK_HEX_EQ(memra_e4m3_encode(-3 * 0x1p-10f), 0x82);
+    CHECK_HEX_EQ(memra_e4m3_encode(5 * 0x1p-10f), 0x02);  /* 2.5 -> 2 */
+    CHECK_HEX_EQ(memra_e4m3_encode(7 * 0x1p-10f), 0x04);  /* 3.5 -> 4 */
+    CHECK_HEX_EQ(memra_e4m3_encode(15 * 0x1p-10f), 0x08); /* 7.5 -> 8 = smallest normal 2^-6 */
+    CHECK_HEX_EQ(memra_e4m3_encode(nextafterf(15 * 0x1p-10f, 0.0f)), 0x07);
+    /* ties between every pair of adjacent finite codes, in every binade, both signs */
+    for (int c = 0; c < 0x7E; c++) {
+        float lo = memra_e4m3_decode((uint8_t)c), hi = memra_e4m3_decode((uint8_t)(c + 1));
+        float mid = (lo + hi) * 0.5f; /* exact: a 5-bit mantissa */
+        CHECK((double)mid == ((double)lo + (double)hi) / 2);
+        int even = (c & 1) ? c + 1 : c;
+        CHECK_HEX_EQ(memra_e4m3_encode(mid), even);
+        CHECK_HEX_EQ(memra_e4m3_encode(-mid), 0x80 | even);
+        CHECK_HEX_EQ(memra_e4m3_encode(nextafterf(mid, 0.0f)), c);
+        CHECK_HEX_EQ(memra_e4m3_encode(nextafterf(mid, 1e9f)), c + 1);
+        CHECK_HEX_EQ(memra_e4m3_encode(-nextafterf(mid, 1e9f)), 0x80 | (c + 1));
+    }
+}
+
+/* ---- Q8_0 ------------------------------------------------------------------ */
+
+static void case_q8_0(void)
+{
+    float x[32], y[32];
+    uint8_t b[34];
+    /* amax 127 -> d = 1.0 (0x3C00), id = 1: q = roundf(x), ties away from zero */
+    for (int j = 0; j < 32; j++) x[j] = (float)(j - 16) * 0.25f;
+    x[0] = -127.0f;
+    x[1] = 127.0f;
+    x[2] = 2.5f;
+    x[3] = -2.5f;
+    x[4] = 0.49f;
+    x[5] = -0.5f;
+    x[6] = 100.4f;
+    memra_q8_0_encode(x, b);
+    CHECK_HEX_EQ(b[0], 0x00);
+    CHECK_HEX_EQ(b[1], 0x3C);
+    const int want[7] = {-127, 127, 3, -3, 0, -1, 100};
+    for (int j = 0; j < 7; j++) CHECK_INT_EQ((int8_t)b[2 + j], want[j]);
+    for (int j = 7; j < 32; j++) CHECK_INT_EQ((int8_t)b[2 + j], (int)roundf((float)(j - 16) * 0.25f));
+    memra_decode_row(MEMRA_FORMAT_Q8_0, b, 32, y);
+    CHECK_F32_EQ(y[0], -127.0f);
+    CHECK_F32_EQ(y[2], 3.0f);
+    CHECK_F32_EQ(y[5], -1.0f);
+    /* amax 254 -> d = 2 (0x4000), id = 0.5 */
+    for (int j = 0; j < 32; j++) x[j] = 0.0f;
+    x[9] = -254.0f;
+    x[10] = 3.0f;  /* 1.5 -> 2 */
+    x[11] = -5.0f; /* -2.5 -> -3 */
+    x[12] = 0.9f;  /* 0.45 -> 0 */
+    memra_q8_0_encode(x, b);
+    CHECK_HEX_EQ(b[0] | (b[1] << 8), 0x4000);
+    CHECK_INT_EQ((int8_t)b[2 + 9], -127);
+    CHECK_INT_EQ((int8_t)b[2 + 10], 2);
+    CHECK_INT_EQ((int8_t)b[2 + 11], -3);
+    CHECK_INT_EQ((int8_t)b[2 + 12], 0);
+    CHECK_INT_EQ((int8_t)b[2 + 0], 0);
+    /* all zeros: d = 0, q = 0 */
+    memset(x, 0, sizeof x);
+    memra_q8_0_encode(x, b);
+    for (int j = 0; j < 34; j++) CHECK_INT_EQ(b[j], 0);
+    /* decode literals: d = 0.5 and d = -65504 and the smallest subnormal scale */
+    memset(b, 0, sizeof b);
+    put16(b, 0x3800);
+    b[2] = 0x80; /* -128 */
+    b[3] = 0x7F;
+    b[4] = 0x01;
+    b[5] = 0xFF;
+    memra_decode_row(MEMRA_FORMAT_Q8_0, b, 32, y);
+    CHECK_F32_EQ(y[0], -64.0f);
+    CHECK_F32_EQ(y[1], 63.5f);
+    CHECK_F32_EQ(y[2], 0.5f);
+    CHECK_F32_EQ(y[3], -0.5f);
+    CHECK_F32_EQ(y[4], 0.0f);
+    put16(b, 0xFBFF);
+    memra_decode_row(MEMRA_FORMAT_Q8_0, b, 32, y);
+    CHECK_F32_EQ(y[0], 8384512.0f); /* -128 * -65504 */
+    CHECK_F32_EQ(y[1], -8319008.0f);
+    put16(b, 0x0001);
+    memra_decode_row(MEMRA_FORMAT_Q8_0, b, 32, y);
+    CHECK_F32_EQ(y[1], 127 * 0x1p-24f);
+    /* round trips on random data, several blocks in one row:
+     * |q * dh - x| <= d/2 (rounding of x * id, id = 1/d up to 1 ulp) + 127 |dh - d| */
+    uint64_t st = test_seed();
+    for (int it = 0; it < 2000; it++) {
+        float row[96], back[96];
+        uint8_t blk[3 * 34];
+        float mag = ldexpf(1.0f, (int)(test_rand_u64(&st) % 40) - 20);
+        for (int j = 0; j < 96; j++) row[j] = test_rand_f32(&st) * mag;
+        for (int blkn = 0; blkn < 3; blkn++) memra_q8_0_encode(row + 32 * blkn, blk + 34 * blkn);
+        memra_decode_row(MEMRA_FORMAT_Q8_0, blk, 96, back);
+        for (int blkn = 0; blkn < 3; blkn++) {
+            float amax = 0;
+            for (int j = 0; j < 32; j++) amax = fmaxf(amax, fabsf(row[32 * blkn + j]));
+            double d = (double)(amax / 127.0f);
+            double dh = (double)memra_f32_from_f16((uint16_t)(blk[34 * blkn] | (blk[34 * blkn + 1] << 8)));
+            CHECK_HEX_EQ(memra_f16_from_f32(amax / 127.0f), blk[34 * blkn] | (blk[34 * blkn + 1] << 8));
+            for (int j = 0; j < 32; j++) {
+                double err = fabs((double)back[32 * blkn + j] - (double)row[32 * blkn + j]);
+                double band = 0.5 * d * (1 + 1e-4) + 127 * fabs(dh - d) + 1e-30; /* x * id is off x / d by a few ulp of 127 */
+                if (err > band)
+                    TEST_FAIL_AT("q8_0 round trip block %d [%d]: %.9g -> %.9g, err %.3g > band %.3g", blkn, j,
+                                 (double)row[32 * blkn + j], (double)back[32 * blkn + j], err, band);
+            }
+        }
+    }
+}
+
+/* ---- Q4_0 ------------------------------------------------------------------ */
+
+static void case_q4_0(void)
+{
+    uint8_t b[2 * 18];
+    float y[64];
+    /* value j < 16: low nibble of qs[j]; j >= 16: high nibble of qs[j - 16]; (nib - 8) * d */
+    put16(b, 0x4000); /* d = 2 */
+    for (int j = 0; j < 16; j++) b[2 + j] = (uint8_t)(j | ((15 - j) << 4));
+    put16(b + 18, 0xC000); /* second block d = -2, same nibbles */
+    memcpy(b + 20, b + 2, 16);
+    memra_decode_row(MEMRA_FORMAT_Q4_0, b, 64, y);
+    CHECK_F32_EQ(y[0], -16.0f);
+    CHECK_F32_EQ(y[8], 0.0f);
+    CHECK_F32_EQ(y[15], 14.0f);
+    CHECK_F32_EQ(y[16], 14.0f);
+    CHECK_F32_EQ(y[31], -16.0f);
+    CHECK_F32_EQ(y[32], 16.0f);
+    CHECK_F32_EQ(y[63], 16.0f);
+    for (int j = 0; j < 16; j++) {
+        CHECK_F32_EQ(y[j], (float)(2 * (j - 8)));
+        CHECK_F32_EQ(y[16 + j], (float)(2 * (7 - j)));
+        CHECK_F32_EQ(y[32 + j], (float)(j - 8) * -2.0f); /* j = 8 gives -0 */
+    }
+    /* extreme scales: 65504 and the smallest subnormal */
+    put16(b, 0x7BFF);
+    memra_decode_row(MEMRA_FORMAT_Q4_0, b, 32, y);
+    CHECK_F32_EQ(y[0], -524032.0f);
+    CHECK_F32_EQ(y[15], 458528.0f);
+    put16(b, 0x0001);
+    memra_decode_row(MEMRA_FORMAT_Q4_0, b, 32, y);
+    CHECK_F32_EQ(y[15], 7 * 0x1p-24f);
+    CHECK_F32_EQ(y[31], -8 * 0x1p-24f);
+    /* every nibble position alone */
+    for (int j = 0; j < 32; j++) {
+        memset(b, 0x88, 18); /* all nibbles 8 -> value 0 */
+        put16(b, 0x3C00);
+        uint8_t *q = b + 2 + (j % 16);
+        *q = j < 16 ? (uint8_t)((*q & 0xF0) | 0x0F) : (uint8_t)((*q & 0x0F) | 0x00);
+        memra_decode_row(MEMRA_FORMAT_Q4_0, b, 32, y);
+        for (int v = 0; v < 32; v++) CHECK_F32_EQ(y[v], v == j ? (j < 16 ? 7.0f : -8.0f) : 0.0f);
+    }
+}
+
+/* ---- K-quants: the by-index reference ----------------------------------------------- */
+
+/* Pack 8 six-bit scales and mins into GGML's 12 bytes, written from the layout:
+ * sc[0..3] in bytes 0..3 bits 0..5, mn[0..3] in bytes 4..7 bits 0..5;
+ * for s = 4..7: low 4 bits of sc[s] in byte s+4 bits 0..3, of mn[s] in bits 4..7;
+ * the top 2 bits of sc[s] in byte s-4 bits 6..7, of mn[s] in byte s bits 6..7. */
+static void pack_k4(const int sc[8], const int mn[8], uint8_t out[12])
+{
+    memset(out, 0, 12);
+    for (int s = 0; s < 4; s++) {
+        out[s] |= (uint8_t)(sc[s] & 63);
+        out[s + 4] |= (uint8_t)(mn[s] & 63);
+    }
+    for (int s = 4; s < 8; s++) {
+        out[s + 4] |= (uint8_t)((sc[s] & 15) | ((mn[s] & 15) << 4));
+        out[s - 4] |= (uint8_t)((sc[s] >> 4) << 6);
+        out[s] |= (uint8_t)((mn[s] >> 4) << 6);
+    }
+}
+
+/* Value v (0..255) of a Q4_K/Q5_K super-block: sub-block v/32 (scale, min);
+ * 64 values per 32 qs bytes, the first 32 in the low nibbles, the next 32 in
+ * the high; Q5_K's fifth bit of value v is bit (v/32) of qh[v % 32]. */
+static void ref_k45(const uint8_t *blk, int is_q5, const int sc[8], const int mn[8], float *y)
+{
+    const float d = memra_f32_from_f16((uint16_t)(blk[0] | (blk[1] << 8)));
+    const float dmin = memra_f32_from_f16((uint16_t)(blk[2] | (blk[3] << 8)));
+    const uint8_t *qh = blk + 16, *qs = blk + (is_q5 ? 48 : 16);
+    for (int v = 0; v < 256; v++) {
+        int sub = v / 32, byte = (v / 64) * 32 + v % 32;
+        int q = (sub % 2) ? qs[byte] >> 4 : qs[byte] & 15;
+        if (is_q5) q += ((qh[v % 32] >> sub) & 1) * 16;
+        y[v] = d * (float)sc[sub] * (float)q - dmin * (float)mn[sub];
+    }
+}
+
+static void check_row(const float *got, const float *want, int n, const char *what, int a, int b)
+{
+    for (int v = 0; v < n; v++)
+        if (!(got[v] == want[v]))
+            TEST_FAIL_AT("%s (%d, %d): value %d = %.9g, want %.9g", what, a, b, v, (double)got[v], (double)want[v]);
+}
+
+static void kquant_bits(memra_format fmt)
+{
+    const int is_q5 = fmt == MEMRA_FORMAT_Q5_K;
+    const int bytes = is_q5 ? 176 : 144;
+    uint8_t blk[176];
+    float y[256], want[256];
+    int sc[8], mn[8];
+    /* each bit of each scale and of each min, alone */
+    for (int which = 0; which < 2; which++) {
+        for (int s = 0; s < 8; s++) {
+            for (int bit = 0; bit < 6; bit++) {
+                memset(blk, 0, sizeof blk);
+                put16(blk, 0x3C00);     /* d = 1 */
+                put16(blk + 2, 0x3C00); /* dmin = 1 */
+                memset(sc, 0, sizeof sc);
+                memset(mn, 0, sizeof mn);
+                (which ? mn : sc)[s] = 1 << bit;
+                pack_k4(sc, mn, blk + 4);
+                memset(blk + (is_q5 ? 48 : 16), 0x21, 128); /* low nibble 1, high 2 */
+                memra_decode_row(fmt, blk, 256, y);
+                for (int v = 0; v < 256; v++) {
+                    float w = 0.0f;
+                    if (v / 32 == s) w = which ? -(float)(1 << bit) : (float)((1 << bit) * (s % 2 ? 2 : 1));
+                    want[v] = w;
+                }
+                check_row(y, want, 256, which ? "min bit" : "scale bit", s, bit);
+            }
+        }
+    }
+    /* each fifth bit of Q5_K alone: qh byte B bit t is value 32 t + B */
+    if (is_q5) {
+        for (int byte = 0; byte < 32; byte++) {
+            for (int t = 0; t < 8; t++) {
+                memset(blk, 0, sizeof blk);
+                put16(blk, 0x3C00);
+                for (int s = 0; s < 8; s++) sc[s] = 1, mn[s] = 0;
+                pack_k4(sc, mn, blk + 4);
+                blk[16 + byte] = (uint8_t)(1u << t);
+                memra_decode_row(fmt, blk, 256, y);
+                for (int v = 0; v < 256; v++) want[v] = v == 32 * t + byte ? 16.0f : 0.0f;
+                check_row(y, want, 256, "q5_k high bit", byte, t);
+            }
+        }
+    }
+    /* every nibble alone */
+    for (int byte = 0; byte < 128; byte++) {
+        for (int hi = 0; hi < 2; hi++) {
+            memset(blk, 0, sizeof blk);
+            put16(blk, 0x3C00);
+            for (int s = 0; s < 8; s++) sc[s] = 1, mn[s] = 0;
+            pack_k4(sc, mn, blk + 4);
+            blk[(is_q5 ? 48 : 16) + byte] = (uint8_t)(hi ? 0xF0 : 0x0F);
+            memra_decode_row(fmt, blk, 256, y);
+            int at = (byte / 32) * 64 + hi * 32 + byte % 32;
+            for (int v = 0; v < 256; v++) want[v] = v == at ? 15.0f : 0.0f;
+            check_row(y, want, 256, "nibble", byte, hi);
+        }
+    }
+    /* random blocks against the by-index reference, two in a row */
+    uint64_t st = test_seed();
+    for (int it = 0; it < 500; it++) {
+        uint8_t row[2 * 176];
+        float got[512], ref[512];
+        for (int bk = 0; bk < 2; bk++) {
+            uint8_t *p = row + bk * bytes;
+            for (int i = 0; i < bytes; i++) p[i] = (uint8_t)test_rand_u64(&st);
+            put16(p, (uint16_t)(test_rand_u64(&st) & 0x7BFF)); /* finite scales of either magnitude */
+            put16(p + 2, (uint16_t)(test_rand_u64(&st) & 0xFBFF));
+            for (int s = 0; s < 8; s++) sc[s] = (int)(test_rand_u64(&st) % 64), mn[s] = (int)(test_rand_u64(&st) % 64);
+            pack_k4(sc, mn, p + 4);
+            ref_k45(p, is_q5, sc, mn, ref + 256 * bk);
+        }
+        memra_decode_row(fmt, row, 512, got);
+        check_row(got, ref, 512, "random block", it, 0);
+    }
+}
+
+static void case_q4_k(void)
+{
+    /* literal: d = 0.5, dmin = 0.25, sc = {63,1,17,32,48,5,63,16}, mn = {0,63,2,33,15,63,40,1},
+     * qs[l] = (l & 15) | ((15 - (l & 15)) << 4). */
+    const int sc[8] = {63, 1, 17, 32, 48, 5, 63, 16}, mn[8] = {0, 63, 2, 33, 15, 63, 40, 1};
+    uint8_t blk[144];
+    float y[256];
+    put16(blk, 0x3800);
+    put16(blk + 2, 0x3400);
+    pack_k4(sc, mn, blk + 4);
+    /* the packing itself, byte by byte:
+     * 0: 63 | (48>>4)<<6 = 0xFF   1: 1 | (5>>4)<<6 = 0x01   2: 17 | (63>>4)<<6 = 0xD1   3: 32 | (16>>4)<<6 = 0x60
+     * 4: 0 | (15>>4)<<6 = 0x00    5: 63 | (63>>4)<<6 = 0xFF 6: 2 | (40>>4)<<6 = 0x82    7: 33 | (1>>4)<<6 = 0x21
+     * 8: 48&15 | (15&15)<<4 = 0xF0  9: 5 | 15<<4 = 0xF5  10: 15 | 8<<4 = 0x8F  11: 0 | 1<<4 = 0x10 */
+    const uint8_t packed[12] = {0xFF, 0x01, 0xD1, 0x60, 0x00, 0xFF, 0x82, 0x21, 0xF0, 0xF5, 0x8F, 0x10};
+    CHECK(memcmp(blk + 4, packed, 12) == 0);
+    for (int l = 0; l < 128; l++) blk[16 + l] = (uint8_t)((l & 15) | ((15 - (l & 15)) << 4));
+    memra_decode_row(MEMRA_FORMAT_Q4_K, blk, 256, y);
+    CHECK_F32_EQ(y[0], 0.0f);      /* 31.5 * 0 - 0 */
+    CHECK_F32_EQ(y[31], 472.5f);   /* 31.5 * 15 */
+    CHECK_F32_EQ(y[32], -8.25f);   /* 0.5 * 15 - 15.75 */
+    CHECK_F32_EQ(y[100], 167.75f); /* sub 3: 16 * 11 - 8.25 */
+    CHECK_F32_EQ(y[160], 21.75f);  /* sub 5: 2.5 * 15 - 15.75 */
+    CHECK_F32_EQ(y[192], -10.0f);  /* sub 6: 31.5 * 0 - 10 */
+    CHECK_F32_EQ(y[200], 242.0f);  /* sub 6: 31.5 * 8 - 10 */
+    CHECK_F32_EQ(y[255], -0.25f);  /* sub 7: 8 * 0 - 0.25 */
+    kquant_bits(MEMRA_FORMAT_Q4_K);
+}
+
+static void case_q5_k(void)
+{
+    /* literal: d = 1, dmin = 0.5, sc = 2 for all, mn = {0..7}; low nibbles 3, high nibbles 12;
+     * qh: byte 0 = 0xFF (every sub-block's value l = 0 gets +16), others 0. */
+    const int sc[8] = {2, 2, 2, 2, 2, 2, 2, 2}, mn[8] = {0, 1, 2, 3, 4, 5, 6, 7};
+    uint8_t blk[176];
+    float y[256];
+    memset(blk, 0, sizeof blk);
+    put16(blk, 0x3C00);
+    put16(blk + 2, 0x3800);
+    pack_k4(sc, mn, blk + 4);
+    blk[16] = 0xFF;
+    memset(blk + 48, 0xC3, 128);
+    memra_decode_row(MEMRA_FORMAT_Q5_K, blk, 256, y);
+    CHECK_F32_EQ(y[0], 38.0f);   /* 2 * (3 + 16) - 0 */
+    CHECK_F32_EQ(y[1], 6.0f);    /* 2 * 3 */
+    CHECK_F32_EQ(y[32], 55.5f);  /* 2 * (12 + 16) - 0.5 */
+    CHECK_F32_EQ(y[33], 23.5f);  /* 2 * 12 - 0.5 */
+    CHECK_F32_EQ(y[224], 52.5f); /* sub 7: 2 * 28 - 3.5 */
+    CHECK_F32_EQ(y[255], 20.5f); /* 2 * 12 - 3.5 */
+    kquant_bits(MEMRA_FORMAT_Q5_K);
+}
+
+/* Value v of a Q6_K super-block, from the layout: 128 values per half (ql 64
+ * bytes, qh 32 bytes, 8 scales); within a half, quarter t = 0..3 of 32 values
+ * takes the low nibbles of ql[32 (t & 1) + l] for t < 2 and the high for t >= 2,
+ * bits 2t..2t+1 of qh[l] as bits 4..5; scale index 2t + l / 16. q - 32. */
+static float ref_q6_value(const uint8_t *blk, int v)
+{
+    const float d = memra_f32_from_f16((uint16_t)(blk[208] | (blk[209] << 8)));
+    int h = v / 128, t = (v % 128) / 32, l = v % 32;
+    uint8_t lb = blk[64 * h + 32 * (t & 1) + l];
+    int q = (t < 2 ? lb & 15 : lb >> 4) | (((blk[128 + 32 * h + l] >> (2 * t)) & 3) << 4);
+    int s = (int8_t)blk[192 + 8 * h + 2 * t + l / 16];
+    return d * (float)s * (float)(q - 32);
+}
+
+static void case_q6_k(void)
+{
+    uint8_t blk[2 * 210];
+    float y[512], want[512];
+    /* literal: d = 0.5, scales all -3, ql nibbles 5, qh fields 2 -> q = 5 | 32 = 37 -> 5: -7.5 */
+    memset(blk, 0x55, 128);
+    memset(blk + 128, 0xAA, 64);
+    memset(blk + 192, 0xFD, 16);
+    put16(blk + 208, 0x3800);
+    memra_decode_row(MEMRA_FORMAT_Q6_K, blk, 256, y);
+    for (int v = 0; v < 256; v++) CHECK_F32_EQ(y[v], -7.5f);
+    /* extreme: d = 65504, scale 127, q = 31 (ql 15, qh 1): 65504 * 127 * 31 = 257889248 (exact) */
+    memset(blk, 0xFF, 128);
+    memset(blk + 128, 0xFF, 64);
+    memset(blk + 192, 0x7F, 16);
+    put16(blk + 208, 0x7BFF);
+    memra_decode_row(MEMRA_FORMAT_Q6_K, blk, 256, y);
+    CHECK_F32_EQ(y[17], 257889248.0f);
+    /* zero everything but d = 1 and scales 1: every value is -32 */
+    memset(blk, 0, 210);
+    memset(blk + 192, 1, 16);
+    put16(blk + 208, 0x3C00);
+    /* each 2-bit high field alone (set to 3: q = 48 - 32 = 16): qh byte B field t is value 128 (B/32) + 32 t + B%32 */
+    for (int byte = 0; byte < 64; byte++) {
+        for (int t = 0; t < 4; t++) {
+            blk[128 + byte] = (uint8_t)(3u << (2 * t));
+            memra_decode_row(MEMRA_FORMAT_Q6_K, blk, 256, y);
+            int at = 128 * (byte / 32) + 32 * t + byte % 32;
+            for (int v = 0; v < 256; v++) want[v] = v == at ? 16.0f : -32.0f;
+            check_row(y, want, 256, "q6_k high field", byte, t);
+            blk[128 + byte] = 0;
+        }
+    }
+    /* each nibble alone (15: q = -17): ql byte B nibble n is value 128 (B/64) + 32 ((B%64)/32 + 2n) + B%32 */
+    for (int byte = 0; byte < 128; byte++) {
+        for (int n = 0; n < 2; n++) {
+            blk[byte] = (uint8_t)(n ? 0xF0 : 0x0F);
+            memra_decode_row(MEMRA_FORMAT_Q6_K, blk, 256, y);
+            int at = 128 * (byte / 64) + 32 * ((byte % 64) / 32 + 2 * n) + byte % 32;
+            for (int v = 0; v < 256; v++) want[v] = v == at ? -17.0f : -32.0f;
+            check_row(y, want, 256, "q6_k nibble", byte, n);
+            blk[byte] = 0;
+        }
+    }
+    /* each scale alone at -128 (value -128 * -32 = 4096): scale i covers 16 values from
+     * 128 (i/8) + 32 ((i%8)/2) + 16 (i%2) */
+    for (int i = 0; i < 16; i++) {
+        blk[192 + i] = 0x80;
+        memra_decode_row(MEMRA_FORMAT_Q6_K, blk, 256, y);
+        int from = 128 * (i / 8) + 32 * ((i % 8) / 2) + 16 * (i % 2);
+        for (int v = 0; v < 256; v++) want[v] = v >= from && v < from + 16 ? 4096.0f : -32.0f;
+        check_row(y, want, 256, "q6_k scale", i, 0);
+        blk[192 + i] = 1;
+    }
+    /* random blocks, two in a row */
+    uint64_t st = test_seed();
+    for (int it = 0; it < 500; it++) {
+        for (int i = 0; i < 420; i++) blk[i] = (uint8_t)test_rand_u64(&st);
+        put16(blk + 208, (uint16_t)(test_rand_u64(&st) & 0xFBFF));
+        put16(blk + 418, (uint16_t)(test_rand_u64(&st) & 0xFBFF));
+        memra_decode_row(MEMRA_FORMAT_Q6_K, blk, 512, y);
+        for (int v = 0; v < 512; v++) want[v] = ref_q6_value(blk + 210 * (v / 256), v % 256);
+        check_row(y, want, 512, "q6_k random", it, 0);
+    }
+}
+
+int main(int argc, char **argv)
+{
+    if (argc != 2) {
+        fprintf(stderr, "usage: %s table|f16|e4m3|q8_0|q4_0|q4_k|q5_k|q6_k\n", argv[0]);
+        return 2;
+    }
+    static const struct {
+        const char *name;
+        void (*fn)(void);
+    } cases[] = {{"table", case_table}, {"f16", case_f16},   {"e4m3", case_e4m3}, {"q8_0", case_q8_0},
+                 {"q4_0", case_q4_0},   {"q4_k", case_q4_k}, {"q5_k", case_q5_k}, {"q6_k", case_q6_k}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        if (strcmp(argv[1], cases[i].name) == 0) {
+            cases[i].fn();
+            printf("PASS %s\n", cases[i].name);
+            return 0;
+        }
+    }
+    fprintf(stderr, "unknown case %s\n", argv[1]);
+    return 2;
+}
