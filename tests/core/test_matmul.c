@@ -1,0 +1,409 @@
+/* memra_matmul through the dispatcher on the host device, every weight class:
+ * the lane the policy picks (from the ledger), the result against an
+ * independent f64 computation under the same quantisation, the f16
+ * activation form, the row offset into a larger output, and weight
+ * validation errors.
+ *
+ * Band: the host module accumulates in double and rounds once to f32, and so
+ * does this reference, so |y - ref| <= 2^-24 |ref| + (double rounding noise).
+ * We allow 1e-6 * sum_k |x_k w_k| per element: far below what a wrong scale
+ * (>= 2x), a dropped 32- or 128-block (>= 1/k of the mass) or a wrong
+ * quantiser would cause. */
+#include <math.h>
+
+#include "memra/formats.h"
+#include "memra/memra.h"
+#include "test.h"
+
+static uint64_t g_rng;
+
+static float f16r(float v) { return memra_f32_from_f16(memra_f16_from_f32(v)); }
+
+/* Reference activation quantisers, written from the brief. */
+static void ref_q8_1(const float *x, int k, int8_t *q, float *d)
+{
+    for (int b = 0; b < k / 32; b++) {
+        float amax = 0.0f;
+        for (int i = 0; i < 32; i++) amax = fmaxf(amax, fabsf(x[b * 32 + i]));
+        float db = amax / 127.0f, id = db != 0.0f ? 1.0f / db : 0.0f;
+        d[b] = db;
+        for (int i = 0; i < 32; i++) q[b * 32 + i] = (int8_t)roundf(x[b * 32 + i] * id);
+    }
+}
+
+typedef struct matrix {
+    int m, n, k;
+    float *x;     /* m x k */
+    double *ref;  /* m x n */
+    double *mass; /* m x n: sum |terms| */
+} matrix;
+
+static void compare(const char *what, const matrix *mx, const float *y, int64_t ldy, int64_t row0)
+{
+    int bad = 0;
+    double maxrel = 0.0;
+    for (int i = 0; i < mx->m; i++)
+        for (int j = 0; j < mx->n; j++) {
+            double r = mx->ref[(size_t)i * mx->n + j], g = y[(size_t)(row0 + i) * ldy + j];
+            double band = 1e-6 * mx->mass[(size_t)i * mx->n + j] + 1e-30;
+            double rel = fabs(g - r) / band * 1e-6;
+            if (rel > maxrel) maxrel = rel;
+            if (!(fabs(g - r) <= band)) {
+                if (bad < 10)
+                    fprintf(stderr, "%s: y[%d,%d] = %.9g, ref %.9g, band %.3g\n", what, i, j, g, r, band);
+                bad++;
+            }
+        }
+    printf("%-28s m=%-3d n=%-4d k=%-4d max |err|/mass %.3g %s\n", what, mx->m, mx->n, mx->k, maxrel,
+           bad ? "FAIL" : "ok");
+    if (bad) TEST_FAIL_AT("%s: %d mismatches", what, bad);
+}
+
+static memra_weight *make(memra_runtime *rt, const memra_weight_desc *d)
+{
+    memra_weight *w;
+    CHECK_OK(memra_weight_create(rt, d, &w));
+    return w;
+}
+
+/* Run y = x.W^T on the host device with a row offset and ldy > n, and check
+ * untouched rows and padding stay as they were. */
+static void run_and_check(memra_runtime *rt, memra_weight *w, const matrix *mx, const char *what, const char *op,
+                          int as_f16)
+{
+    memra_device *host = memra_device_host(rt);
+    int64_t ldy = mx->n + 3, row0 = 2;
+    size_t ysz = (size_t)(mx->m + 4) * (size_t)ldy;
+    float *y = malloc(ysz * sizeof *y);
+    for (size_t i = 0; i < ysz; i++) y[i] = -7.0f;
+    uint16_t *x16 = NULL;
+    memra_matmul_args a = {.struct_size = sizeof a, .x = (memra_dptr)(uintptr_t)mx->x, .m = mx->m,
+                           .y = (memra_dptr)(uintptr_t)y, .ldy = ldy, .y_row_offset = row0};
+    if (as_f16) {
+        x16 = malloc((size_t)mx->m * mx->k * 2);
+        for (int i = 0; i < mx->m * mx->k; i++) x16[i] = memra_f16_from_f32(mx->x[i]);
+        a.x = (memra_dptr)(uintptr_t)x16;
+        a.x_is_f16 = 1;
+    }
+    memra_op opn = memra_op_from_name(op);
+    uint64_t before = memra_ledger_hits(host, opn, "host");
+    CHECK_OK(memra_matmul_ex(host, w, &a));
+    if (memra_ledger_hits(host, opn, "host") != before + 1)
+        TEST_FAIL_AT("%s: the ledger shows no %s hit on host", what, op);
+    compare(what, mx, y, ldy, row0);
+    for (int64_t r = 0; r < mx->m + 4; r++)
+        for (int64_t c = 0; c < ldy; c++)
+            if ((r < row0 || r >= row0 + mx->m || c >= mx->n) && y[r * ldy + c] != -7.0f)
+                TEST_FAIL_AT("%s: wrote outside its rows/cols at [%lld,%lld]", what, (long long)r, (long long)c);
+    free(y);
+    free(x16);
+}
+
+static matrix new_matrix(int m, int n, int k)
+{
+    matrix mx = {.m = m, .n = n, .k = k};
+    mx.x = malloc((size_t)m * k * sizeof(float));
+    mx.ref = calloc((size_t)m * n, sizeof(double));
+    mx.mass = calloc((size_t)m * n, sizeof(double));
+    for (int i = 0; i < m * k; i++) mx.x[i] = 4.0f * test_rand_f32(&g_rng);
+    return mx;
+}
+
+static void free_matrix(matrix *mx)
+{
+    free(mx->x);
+    free(mx->ref);
+    free(mx->mass);
+}
+
+/* Reference for f16-mirror lanes: f16(x) . f16(decode(W)). */
+static void ref_f16(matrix *mx, const float *wdec)
+{
+    for (int i = 0; i < mx->m; i++)
+        for (int j = 0; j < mx->n; j++) {
+            double s = 0, a = 0;
+            for (int k = 0; k < mx->k; k++) {
+                double t = (double)f16r(mx->x[(size_t)i * mx->k + k]) * f16r(wdec[(size_t)j * mx->k + k]);
+                s += t;
+                a += fabs(t);
+            }
+            mx->ref[(size_t)i * mx->n + j] = s;
+            mx->mass[(size_t)i * mx->n + j] = a;
+        }
+}
+
+/* Reference for the MMQ floor: Q8_0 weight x q8_1 activation. */
+static void ref_mmq(matrix *mx, const uint8_t *wq8)
+{
+    int nb = mx->k / 32;
+    int8_t *q = malloc((size_t)mx->k);
+    float *d = malloc((size_t)nb * sizeof(float));
+    for (int i = 0; i < mx->m; i++) {
+        ref_q8_1(mx->x + (size_t)i * mx->k, mx->k, q, d);
+        for (int j = 0; j < mx->n; j++) {
+            double s = 0, a = 0;
+            for (int b = 0; b < nb; b++) {
+                const uint8_t *blk = wq8 + ((size_t)j * nb + b) * MEMRA_Q8_0_BYTES;
+                float dw = memra_f32_from_f16((uint16_t)(blk[0] | blk[1] << 8));
+                int32_t isum = 0;
+                for (int t = 0; t < 32; t++) isum += (int32_t)(int8_t)blk[2 + t] * q[b * 32 + t];
+                double tt = (double)dw * d[b] * isum;
+                s += tt;
+                a += fabs(tt);
+            }
+            mx->ref[(size_t)i * mx->n + j] = s;
+            mx->mass[(size_t)i * mx->n + j] = a + 1e-30;
+        }
+    }
+    free(q);
+    free(d);
+}
+
+static uint8_t *random_q8_0(int n, int k)
+{
+    size_t nb = (size_t)n * (k / 32);
+    uint8_t *w = malloc(nb * MEMRA_Q8_0_BYTES);
+    float v[32];
+    for (size_t b = 0; b < nb; b++) {
+        for (int i = 0; i < 32; i++) v[i] = test_rand_f32(&g_rng) * 0.5f;
+        memra_q8_0_encode(v, w + b * MEMRA_Q8_0_BYTES);
+    }
+    return w;
+}
+
+static uint8_t *random_e4m3(int n, int k)
+{
+    uint8_t *w = malloc((size_t)n * k);
+    for (size_t i = 0; i < (size_t)n * k; i++) {
+        uint8_t c;
+        do c = (uint8_t)test_rand_u64(&g_rng);
+        while (memra_e4m3_is_nan(c) || (c & 0x7F) == 0);
+        w[i] = c;
+    }
+    return w;
+}
+
+static void test_q8_0(memra_runtime *rt, int m, int n, int k)
+{
+    uint8_t *wq = random_q8_0(n, k);
+    memra_weight_desc d = {.struct_size = sizeof d, .format = MEMRA_FORMAT_Q8_0, .out_f = n, .in_f = k, .data = wq,
+                           .size = (size_t)n * (k / 32) * MEMRA_Q8_0_BYTES, .name = "q8_0"};
+    float *wdec = malloc((size_t)n * k * sizeof(float));
+    for (int j = 0; j < n; j++) memra_decode_row(MEMRA_FORMAT_Q8_0, wq + (size_t)j * (k / 32) * 34, k, wdec + (size_t)j * k);
+
+    matrix mx = new_matrix(m, n, k);
+    setenv("MEMRA_F16_BUDGET_MB", "1024", 1);
+    memra_weight *w = make(rt, &d);
+    ref_f16(&mx, wdec);
+    run_and_check(rt, w, &mx, "Q8_0 mirror -> gemm_f16", "gemm_f16", 0);
+    run_and_check(rt, w, &mx, "Q8_0 mirror, f16 activation", "gemm_f16", 1);
+    memra_weight_state ws;
+    CHECK_OK(memra_weight_query(w, memra_device_host(rt), &ws));
+    CHECK(ws.has_f16_mirror);
+    memra_weight_destroy(w);
+
+    setenv("MEMRA_F16_BUDGET_MB", "0", 1);
+    w = make(rt, &d);
+    ref_mmq(&mx, wq);
+    run_and_check(rt, w, &mx, "Q8_0 no mirror -> MMQ", "gemm_q8_0", 0);
+    CHECK_OK(memra_weight_query(w, memra_device_host(rt), &ws));
+    CHECK(!ws.has_f16_mirror);
+    CHECK_STR_CONTAINS(ws.note, "MEMRA_F16_BUDGET_MB");
+    /* An f16 activation has no lane here: a clear error. */
+    memra_matmul_args a = {.struct_size = sizeof a, .x = (memra_dptr)(uintptr_t)mx.x, .x_is_f16 = 1, .m = m,
+                           .y = (memra_dptr)(uintptr_t)mx.x};
+    CHECK_STATUS(memra_matmul_ex(memra_device_host(rt), w, &a), MEMRA_STATUS_INVALID_ARGUMENT);
+    memra_weight_destroy(w);
+    unsetenv("MEMRA_F16_BUDGET_MB");
+    free_matrix(&mx);
+    free(wq);
+    free(wdec);
+}
+
+static void test_fp8(memra_runtime *rt, int m, int n, int k, int with_grid, int with_nan)
+{
+    uint8_t *w8 = random_e4m3(n, k);
+    if (with_nan) w8[(size_t)(n / 2) * k + 3] = 0xFF;
+    int64_t gr = memra_fp8_grid_rows(n), gc = memra_fp8_grid_cols(k);
+    float *grid = malloc((size_t)(gr * gc) * sizeof(float));
+    for (int64_t i = 0; i < gr * gc; i++) grid[i] = 0.01f + 0.05f * fabsf(test_rand_f32(&g_rng));
+    float wscale = with_grid ? 1.0f : 0.37f;
+    memra_weight_desc d = {.struct_size = sizeof d, .format = MEMRA_FORMAT_E4M3, .out_f = n, .in_f = k, .data = w8,
+                           .size = (size_t)n * k, .scale = wscale, .grid = with_grid ? grid : NULL,
+                           .grid_count = with_grid ? (size_t)(gr * gc) : 0, .name = "fp8"};
+    memra_weight *w = make(rt, &d);
+    matrix mx = new_matrix(m, n, k);
+    if (with_nan) {
+        /* Block weights with NaN codes go to the Q8_0 slab; the slab is the
+         * host re-encode of dec(w) * grid (NaN codes included, whatever they
+         * make) and only rows without NaN are compared. */
+        memra_device *host = memra_device_host(rt);
+        float *y = malloc((size_t)m * n * sizeof(float));
+        CHECK_OK(memra_matmul(host, w, (memra_dptr)(uintptr_t)mx.x, m, (memra_dptr)(uintptr_t)y, NULL));
+        CHECK(memra_ledger_hits(host, MEMRA_OP_gemm_q8_0, "host") > 0);
+        memra_weight_state ws;
+        CHECK_OK(memra_weight_query(w, host, &ws));
+        CHECK_INT_EQ(ws.nan_codes, 1);
+        CHECK(ws.has_q8_0_slab);
+        free(y);
+    } else {
+        /* Activation quantisers from the brief. */
+        double *xs = malloc((size_t)m * gc * sizeof(double));
+        float *xq = malloc((size_t)m * k * sizeof(float));
+        if (!with_grid) {
+            float amax = 0.0f;
+            for (int i = 0; i < m * k; i++) amax = fmaxf(amax, fabsf(mx.x[i]));
+            float sx = amax / 448.0f;
+            for (int i = 0; i < m * k; i++) xq[i] = memra_e4m3_decode(memra_e4m3_encode(mx.x[i] / sx));
+            for (int i = 0; i < m * gc; i++) xs[i] = sx;
+        } else {
+            for (int i = 0; i < m; i++)
+                for (int b = 0; b < gc; b++) {
+                    float amax = 0.0f;
+                    int k1 = (b + 1) * 128 < k ? (b + 1) * 128 : k;
+                    for (int t = b * 128; t < k1; t++) amax = fmaxf(amax, fabsf(mx.x[(size_t)i * k + t]));
+                    float s = amax / 448.0f;
+                    xs[i * gc + b] = s;
+                    for (int t = b * 128; t < k1; t++)
+                        xq[(size_t)i * k + t] = memra_e4m3_decode(memra_e4m3_encode(mx.x[(size_t)i * k + t] / s));
+                }
+        }
+        for (int i = 0; i < m; i++)
+            for (int j = 0; j < n; j++) {
+                double s = 0, a = 0;
+                for (int t = 0; t < k; t++) {
+                    double sc = xs[i * gc + t / 128] * (with_grid ? grid[(j / 128) * gc + t / 128] : wscale);
+                    double tt = sc * xq[(size_t)i * k + t] * memra_e4m3_decode(w8[(size_t)j * k + t]);
+                    s += tt;
+                    a += fabs(tt);
+                }
+                mx.ref[(size_t)i * n + j] = s;
+                mx.mass[(size_t)i * n + j] = a;
+            }
+        run_and_check(rt, w, &mx, with_grid ? "FP8 block-128 -> gemm_fp8_blk" : "FP8 per-tensor -> gemm_fp8",
+                      with_grid ? "gemm_fp8_blk" : "gemm_fp8", 0);
+        free(xs);
+        free(xq);
+    }
+    memra_weight_destroy(w);
+    free_matrix(&mx);
+    free(w8);
+    free(grid);
+}
+
+static void test_kquant_transient(memra_runtime *rt)
+{
+    /* Q4_K without a mirror: dequant into scratch, then gemm_f16. Random bytes
+     * make valid Q4_K blocks once the two f16 scales are set to small finite values. */
+    int m = 5, n = 33, k = 512;
+    size_t nb = (size_t)n * (k / 256);
+    uint8_t *wq = malloc(nb * MEMRA_Q4_K_BYTES);
+    for (size_t i = 0; i < nb * MEMRA_Q4_K_BYTES; i++) wq[i] = (uint8_t)test_rand_u64(&g_rng);
+    for (size_t b = 0; b < nb; b++) {
+        uint16_t dd = memra_f16_from_f32(0.01f + 0.01f * fabsf(test_rand_f32(&g_rng)));
+        uint16_t dm = memra_f16_from_f32(0.005f * fabsf(test_rand_f32(&g_rng)));
+        wq[b * 144 + 0] = (uint8_t)dd;
+        wq[b * 144 + 1] = (uint8_t)(dd >> 8);
+        wq[b * 144 + 2] = (uint8_t)dm;
+        wq[b * 144 + 3] = (uint8_t)(dm >> 8);
+    }
+    float *wdec = malloc((size_t)n * k * sizeof(float));
+    for (int j = 0; j < n; j++)
+        memra_decode_row(MEMRA_FORMAT_Q4_K, wq + (size_t)j * (k / 256) * 144, k, wdec + (size_t)j * k);
+    memra_weight_desc d = {.struct_size = sizeof d, .format = MEMRA_FORMAT_Q4_K, .out_f = n, .in_f = k, .data = wq,
+                           .size = nb * MEMRA_Q4_K_BYTES, .name = "q4_k"};
+    setenv("MEMRA_F16_BUDGET_MB", "0", 1);
+    memra_weight *w = make(rt, &d);
+    matrix mx = new_matrix(m, n, k);
+    ref_f16(&mx, wdec);
+    memra_device *host = memra_device_host(rt);
+    uint64_t deq = memra_ledger_hits(host, MEMRA_OP_dequant_f16, "host");
+    run_and_check(rt, w, &mx, "Q4_K transient mirror", "gemm_f16", 0);
+    CHECK(memra_ledger_hits(host, MEMRA_OP_dequant_f16, "host") == deq + 1);
+    unsetenv("MEMRA_F16_BUDGET_MB");
+    memra_weight_destroy(w);
+    free_matrix(&mx);
+    free(wq);
+    free(wdec);
+}
+
+static void test_validation(memra_runtime *rt)
+{
+    uint8_t bytes[34 * 4] = {0};
+    float grid[4] = {1, 1, 1, 1};
+    memra_weight *w;
+    memra_weight_desc d = {.struct_size = sizeof d, .format = MEMRA_FORMAT_Q8_0, .out_f = 2, .in_f = 64,
+                           .data = bytes, .size = sizeof bytes};
+    CHECK_OK(memra_weight_create(rt, &d, &w));
+    memra_weight_destroy(w);
+    memra_weight_desc bad = d;
+    bad.in_f = 48;
+    CHECK_STATUS(memra_weight_create(rt, &bad, &w), MEMRA_STATUS_INVALID_ARGUMENT);
+    CHECK_STR_CONTAINS(memra_last_error(), "not a multiple of q8_0's block of 32");
+    bad = d;
+    bad.size = 100;
+    CHECK_STATUS(memra_weight_create(rt, &bad, &w), MEMRA_STATUS_INVALID_ARGUMENT);
+    CHECK_STR_CONTAINS(memra_last_error(), "100 bytes given");
+    bad = d;
+    bad.format = (memra_format)99;
+    CHECK_STATUS(memra_weight_create(rt, &bad, &w), MEMRA_STATUS_INVALID_ARGUMENT);
+    bad = d;
+    bad.out_f = 0;
+    CHECK_STATUS(memra_weight_create(rt, &bad, &w), MEMRA_STATUS_INVALID_ARGUMENT);
+    bad = d;
+    bad.data = NULL;
+    CHECK_STATUS(memra_weight_create(rt, &bad, &w), MEMRA_STATUS_INVALID_ARGUMENT);
+    bad = d;
+    bad.scale = 2.0f;
+    CHECK_STATUS(memra_weight_create(rt, &bad, &w), MEMRA_STATUS_INVALID_ARGUMENT);
+    CHECK_STR_CONTAINS(memra_last_error(), "E4M3 weights only");
+    memra_weight_desc f = {.struct_size = sizeof f, .format = MEMRA_FORMAT_E4M3, .out_f = 2, .in_f = 64,
+                           .data = bytes, .size = 128, .grid = grid, .grid_count = 1};
+    CHECK_OK(memra_weight_create(rt, &f, &w));
+    memra_weight_destroy(w);
+    bad = f;
+    bad.grid_count = 2;
+    CHECK_STATUS(memra_weight_create(rt, &bad, &w), MEMRA_STATUS_INVALID_ARGUMENT);
+    CHECK_STR_CONTAINS(memra_last_error(), "needs [1 x 1]");
+    bad = f;
+    grid[0] = NAN;
+    CHECK_STATUS(memra_weight_create(rt, &bad, &w), MEMRA_STATUS_INVALID_ARGUMENT);
+    CHECK_STR_CONTAINS(memra_last_error(), "not finite");
+    grid[0] = 1.0f;
+    bad = f;
+    bad.scale = 2.0f;
+    CHECK_STATUS(memra_weight_create(rt, &bad, &w), MEMRA_STATUS_INVALID_ARGUMENT);
+    bad = f;
+    bad.grid = NULL;
+    bad.scale = INFINITY;
+    bad.grid_count = 0;
+    CHECK_STATUS(memra_weight_create(rt, &bad, &w), MEMRA_STATUS_INVALID_ARGUMENT);
+    /* Bad matmul arguments. */
+    CHECK_OK(memra_weight_create(rt, &d, &w));
+    float y[8];
+    CHECK_STATUS(memra_matmul(memra_device_host(rt), w, 0, 1, (memra_dptr)(uintptr_t)y, NULL),
+                 MEMRA_STATUS_INVALID_ARGUMENT);
+    CHECK_STATUS(memra_matmul(memra_device_host(rt), w, (memra_dptr)(uintptr_t)y, 0, (memra_dptr)(uintptr_t)y, NULL),
+                 MEMRA_STATUS_INVALID_ARGUMENT);
+    memra_weight_destroy(w);
+    memra_weight_destroy(NULL);
+}
+
+int main(void)
+{
+    g_rng = test_seed();
+    memra_options o = {.struct_size = sizeof o, .no_cuda = 1, .no_default_modules = 1};
+    memra_runtime *rt;
+    CHECK_OK(memra_open(&o, &rt));
+    test_validation(rt);
+    static const int shapes[][3] = {{1, 40, 64}, {15, 129, 96}, {16, 64, 256}, {17, 33, 320}};
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+        test_q8_0(rt, shapes[i][0], shapes[i][1], shapes[i][2]);
+        test_fp8(rt, shapes[i][0], shapes[i][1], shapes[i][2], 0, 0);
+        test_fp8(rt, shapes[i][0], shapes[i][1] + 100, shapes[i][2] + 80, 1, 0);
+    }
+    test_fp8(rt, 4, 130, 256, 1, 1);
+    test_kquant_transient(rt);
+    memra_close(rt);
+    return 0;
+}
