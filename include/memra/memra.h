@@ -181,6 +181,25 @@ size_t memra_buffer_size(const memra_buffer *buf);
 memra_status memra_buffer_write(memra_buffer *buf, size_t offset, const void *src, size_t bytes);
 memra_status memra_buffer_read(const memra_buffer *buf, size_t offset, void *dst, size_t bytes);
 
+/* ---- timing (benchmarks) ---------------------------------------------------- */
+
+typedef struct memra_timer memra_timer;
+/* A stream-ordered interval timer: CUDA events on a GPU, the monotonic clock
+ * on the host device (whose ops complete before they return). */
+memra_status memra_timer_create(memra_device *dev, memra_timer **out);
+void memra_timer_destroy(memra_timer *t);
+memra_status memra_timer_start(memra_timer *t, memra_stream_t stream);
+memra_status memra_timer_stop(memra_timer *t, memra_stream_t stream);
+/* Waits for the stop mark, then gives start..stop in milliseconds. */
+memra_status memra_timer_elapsed_ms(memra_timer *t, double *out_ms);
+
+/* Clocks and identity of a device for receipts: SM and memory clock (kHz,
+ * from the driver's attributes; 0 on host). */
+typedef struct memra_device_clocks {
+    int sm_khz, mem_khz;
+} memra_device_clocks;
+memra_status memra_device_clocks_get(const memra_device *dev, memra_device_clocks *out);
+
 /* ---- weights and matmul ------------------------------------------------------ */
 
 typedef struct memra_weight_desc {
