@@ -20,6 +20,8 @@ echo "$out" | grep -E "scale +extmod > host" >/dev/null || { echo "extmod does n
 if command -v pkg-config >/dev/null 2>&1; then
   pc=$(PKG_CONFIG_PATH=$(ls -d "$tmp/prefix"/lib*/pkgconfig) pkg-config --cflags --libs memra)
   echo "$pc" | grep -- "-lmemra" >/dev/null || { echo "pkg-config: $pc"; exit 1; }
+  inc=$(PKG_CONFIG_PATH=$(ls -d "$tmp/prefix"/lib*/pkgconfig) pkg-config --variable=includedir memra)
+  [ "$(cd "$inc" && pwd -P)" = "$(cd "$tmp/prefix/include" && pwd -P)" ] || { echo "pkg-config includedir wrong: $inc"; exit 1; }
   echo "pkg-config: $pc"
 fi
 echo "ok: installed, built extmod out of tree, loaded it"
