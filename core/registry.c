@@ -330,7 +330,7 @@ static void scan_dir(memra_runtime *rt, const char *dir, int explicit_entry)
         names[n++] = strdup(de->d_name);
     }
     closedir(dp);
-    qsort(names, n, sizeof *names, cmp_str);
+    if (n > 1) qsort(names, n, sizeof *names, cmp_str);
     for (size_t i = 0; i < n; i++) {
         char path[PATH_MAX];
         snprintf(path, sizeof path, "%s/%s", dir, names[i]);
