@@ -52,9 +52,10 @@ static memra_status check_gemm(memra__host_ctx *ctx, const char *op, const memra
     if (a->ldy < a->n) return FAIL_ARG(ctx, "%s: ldy = %lld is less than n = %d", op, (long long)a->ldy, (int)a->n);
     if (a->y_row_offset < 0) return FAIL_ARG(ctx, "%s: y_row_offset = %lld must be >= 0", op, (long long)a->y_row_offset);
     if (a->m == 0 || a->n == 0) return MEMRA_STATUS_OK;
-    if (a->y_row_offset > INT64_MAX - a->m || a->y_row_offset + a->m > INT64_MAX / a->ldy)
-        return FAIL_ARG(ctx, "%s: y_row_offset + m = %lld rows of %lld floats overflows", op,
-                        (long long)a->y_row_offset + a->m, (long long)a->ldy);
+    /* the last byte written, (y_row_offset + m) * ldy floats, must be addressable */
+    if (a->y_row_offset > INT64_MAX - a->m || a->y_row_offset + a->m > INT64_MAX / 4 / a->ldy)
+        return FAIL_ARG(ctx, "%s: y_row_offset %lld + m %d rows of ldy %lld floats overflows", op,
+                        (long long)a->y_row_offset, (int)a->m, (long long)a->ldy);
     if (a->y == 0) return FAIL_ARG(ctx, "%s: y is NULL", op);
     if (a->k > 0 && (a->x == 0 || a->w == 0)) return FAIL_ARG(ctx, "%s: x or w is NULL", op);
     return MEMRA_STATUS_OK;

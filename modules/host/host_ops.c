@@ -107,7 +107,7 @@ memra_status memra__host_dequant_f16(memra_call *call, memra_format format, memr
         return FAIL_ARG(ctx, "dequant_f16: cols = %lld is not a multiple of the %s block (%d)", (long long)cols,
                         memra_format_name(format), bv);
     if (rows == 0 || cols == 0) return MEMRA_STATUS_OK;
-    if (cols > INT64_MAX / rows) return FAIL_ARG(ctx, "dequant_f16: rows x cols overflows");
+    if (cols > INT64_MAX / 4 / rows) return FAIL_ARG(ctx, "dequant_f16: rows x cols overflows");
     if (src == 0 || dst_f16 == 0) return FAIL_ARG(ctx, "dequant_f16: NULL source or destination");
     const int threads = memra__host_threads(ctx, rows, 8.0 * (double)cols);
     dequant_job jb = {.format = format,
@@ -163,7 +163,7 @@ memra_status memra__host_fp8_blk_to_q8_0(memra_call *call, memra_dptr w, memra_d
         return MEMRA_STATUS_DECLINED;
     }
     if (rows == 0 || cols == 0) return MEMRA_STATUS_OK;
-    if (cols > INT64_MAX / rows) return FAIL_ARG(ctx, "fp8_blk_to_q8_0: rows x cols overflows");
+    if (cols > INT64_MAX / 4 / rows) return FAIL_ARG(ctx, "fp8_blk_to_q8_0: rows x cols overflows");
     if (w == 0 || grid == 0 || dst_q8_0 == 0) return FAIL_ARG(ctx, "fp8_blk_to_q8_0: NULL weight, grid or destination");
     reencode_job jb = {.ctx = ctx,
                        .w = MEMRA__HOST_PTR(const uint8_t, w),

@@ -131,7 +131,6 @@ static void case_f16(void)
         if (isnan(want)) {
             CHECK(isnan(f));
             CHECK_INT_EQ(!!signbit(f), h >> 15);
-            CHECK(memra_e4m3_is_nan(0x7F)); /* keep the helper exercised */
             continue;
         }
         if (!((double)f == want && !!signbit(f) == (int)(h >> 15)))
