@@ -39,7 +39,7 @@ typedef struct jit_image {
 
 struct memra__jit {
     pthread_mutex_t mu;
-    memra__nvrtc nv;
+    const memra__nvrtc *nv;   /* the process-wide table, NULL until opened */
     int nv_tried;             /* 1 once opening was attempted */
     memra_status nv_status;   /* result of that attempt */
     char nv_error[1024];      /* its message, replayed on later calls */
@@ -95,7 +95,6 @@ void memra__jit_destroy(memra__jit *jit)
     if (jit == NULL) return;
     for (size_t i = 0; i < jit->n_images; i++) image_free(jit->images[i]);
     free(jit->images);
-    memra__nvrtc_close(&jit->nv);
     pthread_mutex_destroy(&jit->mu);
     free(jit);
 }
@@ -105,7 +104,7 @@ static memra_status ensure_nvrtc_locked(memra__jit *jit)
 {
     if (!jit->nv_tried) {
         jit->nv_tried = 1;
-        jit->nv_status = memra__nvrtc_open(&jit->nv);
+        jit->nv_status = memra__nvrtc_get(&jit->nv);
         if (jit->nv_status != MEMRA_STATUS_OK) {
             snprintf(jit->nv_error, sizeof jit->nv_error, "%s", memra_last_error());
             memra__log(MEMRA_LOG_WARN, "jit", "%s", jit->nv_error);
@@ -121,8 +120,8 @@ memra_status memra__jit_nvrtc_version(memra__jit *jit, int *major, int *minor)
     pthread_mutex_lock(&jit->mu);
     memra_status st = ensure_nvrtc_locked(jit);
     if (st == MEMRA_STATUS_OK) {
-        if (major != NULL) *major = jit->nv.major;
-        if (minor != NULL) *minor = jit->nv.minor;
+        if (major != NULL) *major = jit->nv->major;
+        if (minor != NULL) *minor = jit->nv->minor;
     }
     pthread_mutex_unlock(&jit->mu);
     return st;
@@ -345,7 +344,7 @@ memra_status memra__jit_compile(memra__jit *jit, const char *name, const char *s
         pthread_mutex_unlock(&jit->mu);
         return st;
     }
-    memra__jit_key(target, jit->nv.major, jit->nv.minor, options, n_options, source, key);
+    memra__jit_key(target, jit->nv->major, jit->nv->minor, options, n_options, source, key);
     jit_image *im = find_locked(jit, key);
     if (im != NULL && (!want_ptx || im->ptx != NULL)) {
         jit->hits_memory++;
@@ -397,10 +396,8 @@ memra_status memra__jit_compile(memra__jit *jit, const char *name, const char *s
         }
     }
     if (fresh == NULL) {
-        pthread_mutex_lock(&jit->mu);
-        memra__nvrtc nv = jit->nv; /* a copy: the table never changes once open */
-        pthread_mutex_unlock(&jit->mu);
-        st = nvrtc_compile(&nv, name, source, options, n_options, target, want_ptx, &fresh);
+        /* jit->nv was set under mu before the key was computed and never changes */
+        st = nvrtc_compile(jit->nv, name, source, options, n_options, target, want_ptx, &fresh);
         if (st != MEMRA_STATUS_OK) {
             memra__jit_disk_unlock(lock_fd);
             return st;
@@ -412,13 +409,12 @@ memra_status memra__jit_compile(memra__jit *jit, const char *name, const char *s
             else memra__jit_disk_evict(&jit->disk, key);
         }
     }
-    memra__jit_disk_unlock(lock_fd);
-
     memcpy(fresh->key, key, sizeof key);
     fresh->name = dup_str(name);
     if (fresh->log == NULL) fresh->log = dup_str("");
     if (fresh->name == NULL || fresh->log == NULL) {
         image_free(fresh);
+        memra__jit_disk_unlock(lock_fd);
         return MEMRA__FAIL(MEMRA_STATUS_OUT_OF_MEMORY, "memra__jit_compile(%s)", name);
     }
     pthread_mutex_lock(&jit->mu);
@@ -429,6 +425,9 @@ memra_status memra__jit_compile(memra__jit *jit, const char *name, const char *s
         fill_result(out, im, origin, t0);
     }
     pthread_mutex_unlock(&jit->mu);
+    /* Released after the insert, so a thread of this process that waited on
+     * the lock finds the image in memory rather than reading the disk. */
+    memra__jit_disk_unlock(lock_fd);
     if (im == NULL) return MEMRA__FAIL(MEMRA_STATUS_OUT_OF_MEMORY, "memra__jit_compile(%s)", name);
     char hex[2 * MEMRA__JIT_KEY_BYTES + 1];
     memra__hex(key, sizeof key, hex);

@@ -2,6 +2,7 @@
 #include "jit/nvrtc.h"
 
 #include <dlfcn.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,7 +27,7 @@ static void *try_open(const char *what, char *tried, size_t cap)
     return lib;
 }
 
-memra_status memra__nvrtc_open(memra__nvrtc *nv)
+static memra_status nvrtc_open(memra__nvrtc *nv)
 {
     memset(nv, 0, sizeof *nv);
     char tried[768] = "";
@@ -72,17 +73,29 @@ memra_status memra__nvrtc_open(memra__nvrtc *nv)
     if (r != MEMRA__NVRTC_SUCCESS) {
         memra_status st = MEMRA__FAIL(MEMRA_STATUS_NVRTC_ERROR, "nvrtcVersion failed in %s: %s", nv->path,
                                       memra__nvrtc_errstr(nv, r));
-        memra__nvrtc_close(nv);
+        dlclose(lib);
+        memset(nv, 0, sizeof *nv);
         return st;
     }
     MEMRA__DEBUG("jit", "NVRTC %d.%d from %s", nv->major, nv->minor, nv->path);
     return MEMRA_STATUS_OK;
 }
 
-void memra__nvrtc_close(memra__nvrtc *nv)
+static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
+static memra__nvrtc g_nv;
+static int g_open;
+
+memra_status memra__nvrtc_get(const memra__nvrtc **out)
 {
-    if (nv->lib != NULL) dlclose(nv->lib);
-    memset(nv, 0, sizeof *nv);
+    memra_status st = MEMRA_STATUS_OK;
+    pthread_mutex_lock(&g_mu);
+    if (!g_open) {
+        st = nvrtc_open(&g_nv);
+        g_open = st == MEMRA_STATUS_OK;
+    }
+    pthread_mutex_unlock(&g_mu);
+    if (st == MEMRA_STATUS_OK) *out = &g_nv;
+    return st;
 }
 
 const char *memra__nvrtc_errstr(const memra__nvrtc *nv, nvrtcResult r)

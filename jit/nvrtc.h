@@ -40,16 +40,18 @@ typedef struct memra__nvrtc {
 #undef MEMRA__NVRTC_MEMBER
 } memra__nvrtc;
 
-/* Open NVRTC: MEMRA_NVRTC_LIBRARY (a full path; when set it is the only
- * candidate, so a test can point it at a missing file), else libnvrtc.so.13,
- * libnvrtc.so.12, libnvrtc.so by the loader's search, then the same names
- * under /usr/local/cuda/lib64. Returns OK; NOT_SUPPORTED when no candidate
- * opens (the error names every one tried and dlerror's text); NVRTC_ERROR when
- * the library lacks an entry point or nvrtcVersion fails. On failure *nv is
- * left closed (lib == NULL). Not thread-safe for one table. */
-memra_status memra__nvrtc_open(memra__nvrtc *nv);
-/* Close; accepts a table that never opened. */
-void memra__nvrtc_close(memra__nvrtc *nv);
+/* NVRTC for this process, opened at the first successful call and never
+ * closed (unloading NVRTC leaks its internal state: about 72 KB per
+ * dlopen/dlclose cycle under LeakSanitizer), so every jit object shares one
+ * table. Candidates, in order: MEMRA_NVRTC_LIBRARY (a full path; when set it
+ * is the only candidate, so a test can point it at a missing file), else
+ * libnvrtc.so.13, libnvrtc.so.12, libnvrtc.so by the loader's search, then
+ * the same names under /usr/local/cuda/lib64.
+ * Returns OK with *out set; NOT_SUPPORTED when no candidate opens (the
+ * message names every one tried with dlerror's text); NVRTC_ERROR when the
+ * library lacks an entry point or nvrtcVersion fails. A failure is not
+ * remembered here (the caller may); the next call tries again. Thread-safe. */
+memra_status memra__nvrtc_get(const memra__nvrtc **out);
 /* The library's name for a result ("NVRTC_ERROR_COMPILATION"), never NULL. */
 const char *memra__nvrtc_errstr(const memra__nvrtc *nv, nvrtcResult r);
 

@@ -29,6 +29,7 @@
 #include <unistd.h>
 
 #include "jit/jit.h"
+#include "jit/sha256.h"
 #include "test.h"
 
 /* A jit object with NVRTC open, or exit 77. */

@@ -1,6 +1,7 @@
 /* The disk cache in a fresh folder: hit after miss, corrupt entries dropped
  * and rebuilt, folder modes, MEMRA_JIT_CACHE=0, LRU eviction, an unusable
  * folder, list and clear. Usage: test_jit_cache CASE */
+#include <pthread.h>
 #include <time.h>
 
 #include "jit_test.h"
@@ -14,11 +15,12 @@ static void entry_path(const uint8_t key[32], char *out, size_t cap)
     snprintf(out, cap, "%s/v%u/%s.cubin", g_dir, MEMRA__JIT_FORMAT_VERSION, hex);
 }
 
-/* A source unique to `tag`, so keys differ. */
+/* A source unique to `tag`, so keys differ. Built once per tag (threads
+ * call this only for tags main has built already). */
 static const char *source_for(int tag)
 {
     static char buf[8][512];
-    snprintf(buf[tag], sizeof buf[tag], "%s// variant %d\n", jit_test_src_scale, tag);
+    if (buf[tag][0] == '\0') snprintf(buf[tag], sizeof buf[tag], "%s// variant %d\n", jit_test_src_scale, tag);
     return buf[tag];
 }
 
@@ -134,6 +136,24 @@ static int count_files(const char *path, const struct stat *st, int flag, struct
         g_files++;
     }
     return 0;
+}
+
+/* Threads on one jit object: 4 threads, 2 keys each asked twice. */
+typedef struct thread_arg {
+    memra__jit *jit;
+    int tag;
+    const void *image[2];
+} thread_arg;
+
+static void *thread_main(void *p)
+{
+    thread_arg *a = p;
+    for (int i = 0; i < 2; i++) {
+        memra__jit_result r;
+        CHECK_OK(memra__jit_compile(a->jit, "threads", source_for(a->tag), NULL, 0, "sm_90a", 0, &r));
+        a->image[i] = r.image;
+    }
+    return NULL;
 }
 
 static void sleep_ms(int ms)
@@ -287,6 +307,29 @@ int main(int argc, char **argv)
         CHECK_OK(memra__jit_stats(jit, &st));
         CHECK_INT_EQ(st.disk_entries, 3);
         CHECK(st.disk_bytes <= st.disk_max_bytes);
+        memra__jit_destroy(jit);
+    } else if (strcmp(c, "threads") == 0) {
+        memra__jit *jit = jit_test_open();
+        thread_arg args[4];
+        pthread_t th[4];
+        source_for(0);
+        source_for(1);
+        for (int i = 0; i < 4; i++) {
+            args[i] = (thread_arg){.jit = jit, .tag = i % 2};
+            CHECK(pthread_create(&th[i], NULL, thread_main, &args[i]) == 0);
+        }
+        for (int i = 0; i < 4; i++) CHECK(pthread_join(th[i], NULL) == 0);
+        for (int i = 0; i < 4; i++) {
+            CHECK(args[i].image[0] == args[i].image[1]);
+            CHECK(args[i].image[0] == args[i % 2].image[0]);
+        }
+        CHECK(args[0].image[0] != args[1].image[0]);
+        memra__jit_cache_stats st;
+        CHECK_OK(memra__jit_stats(jit, &st));
+        printf("  compiles %llu, disk hits %llu, memory hits %llu\n", (unsigned long long)st.compiles,
+               (unsigned long long)st.hits_disk, (unsigned long long)st.hits_memory);
+        CHECK_INT_EQ(st.memory_entries, 2);
+        CHECK_INT_EQ(st.disk_entries, 2);
         memra__jit_destroy(jit);
     } else if (strcmp(c, "list_clear") == 0) {
         uint8_t k0[32], k1[32];
