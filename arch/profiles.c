@@ -2,6 +2,7 @@
  * cuBLASLt's FP8 scale modes; sm120 has the f8f6f4 MMA family but cuBLASLt FP8
  * with scalar scales only; other cc >= 8.0 devices get the portable profile. */
 #include "arch/profiles.h"
+#include "memra/memra.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -58,7 +59,7 @@ void memra__profile_jit_target(const memra__profile *p, int cc, char *buf, int l
     else snprintf(buf, (size_t)len, "sm_%d", cc);
 }
 
-void memra__caps_describe(uint64_t caps, char *buf, int len)
+void memra_caps_describe(uint64_t caps, char *buf, size_t len)
 {
     static const struct {
         uint64_t bit;
@@ -76,12 +77,13 @@ void memra__caps_describe(uint64_t caps, char *buf, int len)
         {MEMRA_CAP_LT_FP8_OUTER_VEC, "lt-fp8-outer-vec"},
         {MEMRA_CAP_LT_FP8_BLK128, "lt-fp8-blk128"},
     };
-    int off = 0;
+    size_t off = 0;
+    if (len == 0) return;
     buf[0] = '\0';
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         if (!(caps & names[i].bit)) continue;
-        int n = snprintf(buf + off, (size_t)(len - off), "%s%s", off ? "," : "", names[i].name);
-        if (n < 0 || n >= len - off) break;
-        off += n;
+        int n = snprintf(buf + off, len - off, "%s%s", off ? "," : "", names[i].name);
+        if (n < 0 || (size_t)n >= len - off) break;
+        off += (size_t)n;
     }
 }

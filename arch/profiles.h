@@ -24,7 +24,5 @@ const memra__profile *memra__profile_by_name(const char *name);
 const memra__profile *memra__profile_host(void);
 /* JIT target string for cc under profile p into buf ("sm_90a", "sm_121a", "sm_86"). */
 void memra__profile_jit_target(const memra__profile *p, int cc, char *buf, int len);
-/* Comma list of capability names into buf. */
-void memra__caps_describe(uint64_t caps, char *buf, int len);
 
 #endif

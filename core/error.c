@@ -77,12 +77,17 @@ int memra__log_level(void)
 
 void memra__log(int level, const char *who, const char *fmt, ...)
 {
+    va_list ap;
+    va_start(ap, fmt);
+    memra__logv(level, who, fmt, ap);
+    va_end(ap);
+}
+
+void memra__logv(int level, const char *who, const char *fmt, va_list ap)
+{
     static const char *names[] = {"error", "warn", "info", "debug"};
     if (level > memra__log_level()) return;
     char msg[2048];
-    va_list ap;
-    va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
     fprintf(stderr, "memra[%s] %s: %s\n", names[level < 0 ? 0 : level > 3 ? 3 : level], who ? who : "core", msg);
 }

@@ -2,6 +2,8 @@
 #ifndef MEMRA_CORE_ERROR_H
 #define MEMRA_CORE_ERROR_H
 
+#include <stdarg.h>
+
 #include "memra/module.h"
 #include "memra/status.h"
 
@@ -18,6 +20,7 @@ void memra__clear_error(void);
 /* Log level from MEMRA_LOG (error|warn|info|debug), default warn. */
 int memra__log_level(void);
 void memra__log(int level, const char *who, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+void memra__logv(int level, const char *who, const char *fmt, va_list ap);
 #define MEMRA__DEBUG(who, ...)                                                      \
     do {                                                                            \
         if (memra__log_level() >= MEMRA_LOG_DEBUG) memra__log(MEMRA_LOG_DEBUG, who, __VA_ARGS__); \

@@ -60,13 +60,10 @@ void memra__device_leave(memra_device *dev)
 
 static void svc_log(int level, const char *module, const char *fmt, ...)
 {
-    if (level > memra__log_level()) return;
-    char msg[2048];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
+    memra__logv(level, module, fmt, ap);
     va_end(ap);
-    memra__log(level, module, "%s", msg);
 }
 
 static memra_status svc_set_error(memra_status status, const char *fmt, ...)

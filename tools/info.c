@@ -36,29 +36,6 @@ int memra_tool_version(void)
     return 0;
 }
 
-static void caps_text(uint64_t caps, char *buf, size_t len)
-{
-    static const struct {
-        uint64_t bit;
-        const char *name;
-    } names[] = {{MEMRA_CAP_HOST, "host"},
-                 {MEMRA_CAP_INT8_MMA, "int8-mma"},
-                 {MEMRA_CAP_F16_MMA, "f16-mma"},
-                 {MEMRA_CAP_FP8_MMA, "e4m3-mma"},
-                 {MEMRA_CAP_WGMMA, "wgmma"},
-                 {MEMRA_CAP_F8F6F4, "f8f6f4"},
-                 {MEMRA_CAP_MXF8F6F4, "mxf8f6f4"},
-                 {MEMRA_CAP_LT_F16, "lt-f16"},
-                 {MEMRA_CAP_LT_FP8_SCALAR, "lt-fp8-scalar"},
-                 {MEMRA_CAP_LT_FP8_OUTER_VEC, "lt-fp8-outer-vec"},
-                 {MEMRA_CAP_LT_FP8_BLK128, "lt-fp8-blk128"}};
-    size_t off = 0;
-    buf[0] = '\0';
-    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
-        if ((caps & names[i].bit) && off < len)
-            off += (size_t)snprintf(buf + off, len - off, "%s%s", off ? "," : "", names[i].name);
-}
-
 static void info_text(memra_runtime *rt)
 {
     printf("memra %s, module ABI v%u\n", memra_version(), MEMRA_MODULE_ABI_VERSION);
@@ -69,7 +46,7 @@ static void info_text(memra_runtime *rt)
     for (int d = 0; d < memra_device_count(rt); d++) {
         const memra_device_caps *c = memra_device_caps_get(memra_device_get(rt, d));
         char caps[512];
-        caps_text(c->caps, caps, sizeof caps);
+        memra_caps_describe(c->caps, caps, sizeof caps);
         if (c->arch == MEMRA_ARCH_HOST)
             printf("  [%d] host: CPU reference, %d threads, %.1f GiB\n", d, c->sm_count, (double)c->total_mem / (1 << 30));
         else
@@ -133,7 +110,7 @@ static void info_json(memra_runtime *rt)
         memra_device *dev = memra_device_get(rt, d);
         const memra_device_caps *c = memra_device_caps_get(dev);
         char caps[512];
-        caps_text(c->caps, caps, sizeof caps);
+        memra_caps_describe(c->caps, caps, sizeof caps);
         fprintf(f, "%s{\"index\":%d,\"name\":", d ? "," : "", d);
         json_str(f, c->name);
         fprintf(f, ",\"profile\":");

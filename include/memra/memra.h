@@ -81,6 +81,8 @@ memra_device *memra_device_get(const memra_runtime *rt, int index);
 /* The host device (always present). */
 memra_device *memra_device_host(const memra_runtime *rt);
 const memra_device_caps *memra_device_caps_get(const memra_device *dev);
+/* Comma-separated names of MEMRA_CAP_* bits ("wgmma,lt-fp8-blk128,...") into buf. */
+void memra_caps_describe(uint64_t caps, char *buf, size_t len);
 /* Wait for all work on the device's streams. */
 memra_status memra_device_synchronize(memra_device *dev);
 
