@@ -310,6 +310,7 @@ static void scan_dir(memra_runtime *rt, const char *dir, int explicit_entry)
             rec_refuse(r, "unsafe module folder: %s (set MEMRA_ALLOW_UNSAFE_MODULES=1 to load it anyway)", why);
         return;
     }
+    MEMRA__DEBUG("registry", "scanning module folder %s", dir);
     DIR *dp = opendir(dir);
     if (dp == NULL) {
         if ((r = rec_new(rt, dir, dir)) != NULL) rec_refuse(r, "cannot open module folder: %s", strerror(errno));
