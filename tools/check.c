@@ -1,20 +1,1019 @@
-/* memra check: placeholder until the case table lands. */
+/* memra check: every op of every loaded module, on every device where it is
+ * admitted, against the host reference on fresh random data.
+ *
+ *  - the host module on the host device is judged against check_ref.c, an
+ *    independent plain f64 computation under the same quantisation;
+ *  - every other (device, module) is judged against the host module run on the
+ *    host device on the same inputs (buffers created on each device).
+ *
+ * Bit-identical ops (cvt_f16, quant_q8_1, dequant_f16, fp8_blk_to_q8_0,
+ * fp8_nan_count, scale) must match byte for byte. The GEMMs are judged per
+ * element by the normalised error
+ *
+ *     e = |got - ref| / mass,   mass = sum_k |x_k * w_k|
+ *
+ * over the QUANTISED operands with every scale applied (the same quantities
+ * both sides multiply), so e measures accumulation error only. Bands:
+ *
+ *  host vs check_ref (every GEMM)  1e-6. Both sum in double and round once to
+ *      f32: a one-ulp difference in the final rounding is 2^-23 |ref| <= 1.2e-7
+ *      mass; the double sums differ by < k 2^-53 mass. 8x headroom.
+ *  gemm_f16 (GPU)                  1e-5. f16 x f16 products are exact in f32;
+ *      only the f32 accumulation order differs (tensor-core tiles, split-K).
+ *      A random-sign f32 sum of k terms errs by ~u |partial sums| per add, which
+ *      normalised by the mass stays near u = 6e-8 for any k; 1e-5 (~170 u) is
+ *      the brief's "near 1e-5" for f16/int8 lanes.
+ *  gemm_q8_0 (GPU)                 2e-6. Integer products and s32 sums per 32
+ *      are exact; only the f32 fold (dw * dx * isum summed over k/32 blocks)
+ *      rounds: a few u per block term, ~32 u with the sum.
+ *  gemm_fp8, gemm_fp8_blk (GPU)    2.6e-4. Hopper's FP8 MMA keeps fewer
+ *      accumulator bits between promotions to f32; cuBLASLt's block-scaled FP8
+ *      measured 1.3e-4 relative Frobenius against an exact product on the H200.
+ *      The per-element normalised error is smaller than the relative Frobenius
+ *      error (mass >= |ref|, by ~sqrt(k) for random signs), so 2 x 1.3e-4 per
+ *      element is a generous upper band.
+ *
+ * What the bands still catch (k = 17408, the largest in_f of the sheets):
+ * a dropped 128-block moves an element by ~sqrt(128)/k of its mass ~ 8e-4 (and
+ * far more at smaller k); a wrong scale moves it by |ref| |s - 1| / mass, up to
+ * ~4/sqrt(k) = 3e-2 on the largest elements; both fail every band above. The
+ * injected fault (MEMRA_CHECK_INJECT_FAULT=1: the module under test gets its
+ * weight's first code moved by one quantisation step in the first case of each
+ * op; bit-identical ops get one result element moved by one step) lands at
+ * 5e-5 (f16) to 5e-3 (fp8) and must FAIL: that proves the comparison can fail.
+ *
+ * Big shapes (m > 32) are judged on 16 sampled rows, always including row 0
+ * where the activation's largest value is planted, so the per-batch FP8 scale
+ * of the sampled rows equals the full batch's.
+ */
+#define _POSIX_C_SOURCE 200809L
+
+#include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
+#include "memra/formats.h"
+#include "memra/memra.h"
+#include "tools/check_ref.h"
 #include "tools/tool.h"
+#include "tools/tool_util.h"
 
-int memra_tool_check(int argc, char **argv)
+#define BAND_HOST 1e-6
+#define BAND_F16 1e-5
+#define BAND_Q8_0 2e-6
+#define BAND_FP8 2.6e-4
+#define BAND_FP8_BLK 2.6e-4
+#define SAMPLE_ROWS 16
+#define TAIL 64 /* guard bytes after every output */
+#define Y_SENTINEL 1234.5f
+
+typedef struct row {
+    char device[48];
+    const char *op;
+    char module[32];
+    char shape[48];
+    int exact;
+    double err;           /* max normalised error (GEMMs) */
+    uint64_t mismatches;  /* elements outside band / not identical, plus stray writes */
+    double band;
+    uint64_t hits;
+    const char *result;   /* PASS FAIL DECLINED "not checked" */
+    char note[200];
+    int injected;
+} row;
+
+typedef struct checker {
+    memra_runtime *rt;
+    memra_device *host, *dev;
+    char devlabel[48];
+    const char *module;
+    int indep;  /* 1: judge against check_ref.c (host module on host device) */
+    int gpu, quick, inject;
+    int injected_op[MEMRA_OP_COUNT_];
+    tool_rng rng;
+    row *rows;
+    size_t nrows, caprows;
+    int passed, failed, declined;
+} checker;
+
+static void print_header(void)
 {
-    (void)argc;
-    (void)argv;
-    fprintf(stderr, "memra check: not built yet\n");
+    printf("%-12s %-16s %-8s %-22s %-14s %-8s %6s  %s\n", "device", "op", "module", "shape (m n k)", "max err",
+           "band", "hits", "result");
+}
+
+static void add_row(checker *c, row *r)
+{
+    char err[32], band[16];
+    if (r->result[0] == 'n' || strcmp(r->result, "DECLINED") == 0) snprintf(err, sizeof err, "-");
+    else if (r->exact) {
+        if (r->mismatches) snprintf(err, sizeof err, "%llu mismatch", (unsigned long long)r->mismatches);
+        else snprintf(err, sizeof err, "exact");
+    } else if (r->mismatches && !(r->err > r->band)) {
+        snprintf(err, sizeof err, "%llu stray", (unsigned long long)r->mismatches);
+    } else {
+        snprintf(err, sizeof err, "%.3g", r->err);
+    }
+    if (r->result[0] == 'n') snprintf(band, sizeof band, "-");
+    else if (r->exact) snprintf(band, sizeof band, "exact");
+    else snprintf(band, sizeof band, "%.2g", r->band);
+    printf("%-12s %-16s %-8s %-22s %-14s %-8s %6llu  %s%s%s%s\n", r->device, r->op, r->module, r->shape, err, band,
+           (unsigned long long)r->hits, r->result, r->injected ? " (injected fault)" : "", r->note[0] ? ": " : "",
+           r->note);
+    fflush(stdout);
+    if (strcmp(r->result, "PASS") == 0) c->passed++;
+    else if (strcmp(r->result, "FAIL") == 0) c->failed++;
+    else if (strcmp(r->result, "DECLINED") == 0) c->declined++;
+    if (c->nrows == c->caprows) {
+        size_t cap = c->caprows ? 2 * c->caprows : 64;
+        row *n = realloc(c->rows, cap * sizeof *n);
+        if (n == NULL) return; /* the table is printed; only the JSON loses the row */
+        c->rows = n;
+        c->caprows = cap;
+    }
+    c->rows[c->nrows++] = *r;
+}
+
+static row new_row(const checker *c, memra_op op)
+{
+    row r;
+    memset(&r, 0, sizeof r);
+    snprintf(r.device, sizeof r.device, "%s", c->devlabel);
+    snprintf(r.module, sizeof r.module, "%s", c->module);
+    r.op = memra_op_name(op);
+    r.result = "FAIL";
+    return r;
+}
+
+/* The first case of each op carries the injected fault, when asked. */
+static int take_injection(checker *c, memra_op op)
+{
+    if (!c->inject || c->injected_op[op]) return 0;
+    c->injected_op[op] = 1;
     return 1;
 }
 
-int memra_tool_bench(int argc, char **argv)
+static void fail_note(row *r, const char *what, memra_status st)
 {
-    (void)argc;
-    (void)argv;
-    fprintf(stderr, "memra bench: not built yet\n");
-    return 1;
+    snprintf(r->note, sizeof r->note, "%s: %s: %.120s", what, memra_status_str(st), memra_last_error());
+    r->result = "FAIL";
+}
+
+/* ---- running one op on one device ---------------------------------------------- */
+
+typedef struct gemm_io {
+    memra_op op;
+    int32_t m, n, k;
+    const void *x;
+    size_t x_bytes;
+    int x_is_f16;
+    const void *w;
+    size_t w_bytes;
+    const float *grid;
+    size_t grid_count;
+    float w_scale, alpha;
+    int64_t off, ldy;
+} gemm_io;
+
+/* y_out: (off + m + 1) * ldy floats, prefilled with Y_SENTINEL on the device. */
+static memra_status exec_gemm(memra_device *dev, const char *mod, const gemm_io *g, float *y_out, const char **why)
+{
+    memra_buffer *bx = NULL, *bw = NULL, *bg = NULL, *by = NULL;
+    const size_t ycount = (size_t)(g->off + g->m + 1) * (size_t)g->ldy;
+    memra_status st = tool_upload(dev, g->x, g->x_bytes, &bx);
+    if (st == MEMRA_STATUS_OK) st = tool_upload(dev, g->w, g->w_bytes, &bw);
+    if (st == MEMRA_STATUS_OK && g->grid) st = tool_upload(dev, g->grid, g->grid_count * sizeof(float), &bg);
+    for (size_t e = 0; e < ycount; e++) y_out[e] = Y_SENTINEL;
+    if (st == MEMRA_STATUS_OK) st = tool_upload(dev, y_out, ycount * sizeof(float), &by);
+    if (st == MEMRA_STATUS_OK) {
+        memra_op_args a;
+        memset(&a, 0, sizeof a);
+        a.struct_size = sizeof a;
+        a.gemm = (memra_gemm_args){.struct_size = sizeof(memra_gemm_args), .m = g->m, .n = g->n, .k = g->k,
+                                   .w = memra_buffer_ptr(bw), .w_scale_grid = bg ? memra_buffer_ptr(bg) : 0,
+                                   .w_scale = g->w_scale, .x = memra_buffer_ptr(bx), .x_is_f16 = g->x_is_f16,
+                                   .y = memra_buffer_ptr(by), .ldy = g->ldy, .y_row_offset = g->off,
+                                   .alpha = g->alpha};
+        st = memra_module_call(dev, mod, g->op, &a);
+        if (st == MEMRA_STATUS_DECLINED) *why = a.decline_reason ? a.decline_reason : "(no reason)";
+        if (st == MEMRA_STATUS_OK) st = memra_buffer_read(by, 0, y_out, ycount * sizeof(float));
+    }
+    memra_buffer_destroy(bx);
+    memra_buffer_destroy(bw);
+    memra_buffer_destroy(bg);
+    memra_buffer_destroy(by);
+    return st;
+}
+
+/* An element-wise / conversion op. out gets dst_bytes + TAIL bytes. */
+typedef struct xop {
+    memra_op op;
+    memra_format format;
+    const void *src;
+    size_t src_bytes;
+    const void *aux;
+    size_t aux_bytes;
+    const void *dst_init; /* NULL: 0xA5 bytes; scale: the y values (in place) */
+    size_t dst_bytes;
+    int64_t rows, cols, n;
+    float s;
+} xop;
+
+static memra_status exec_xop(memra_device *dev, const char *mod, const xop *o, uint8_t *out, const char **why)
+{
+    memra_buffer *bs = NULL, *ba = NULL, *bd = NULL;
+    memra_status st = MEMRA_STATUS_OK;
+    memset(out, 0xA5, o->dst_bytes + TAIL);
+    if (o->dst_init) memcpy(out, o->dst_init, o->dst_bytes);
+    if (o->op != MEMRA_OP_scale) st = tool_upload(dev, o->src, o->src_bytes, &bs);
+    if (st == MEMRA_STATUS_OK && o->aux) st = tool_upload(dev, o->aux, o->aux_bytes, &ba);
+    if (st == MEMRA_STATUS_OK) st = tool_upload(dev, out, o->dst_bytes + TAIL, &bd);
+    if (st == MEMRA_STATUS_OK) {
+        memra_op_args a;
+        memset(&a, 0, sizeof a);
+        a.struct_size = sizeof a;
+        a.format = o->format;
+        a.src = o->op == MEMRA_OP_scale ? memra_buffer_ptr(bd) : memra_buffer_ptr(bs);
+        a.aux = ba ? memra_buffer_ptr(ba) : 0;
+        a.dst = memra_buffer_ptr(bd);
+        a.rows = o->rows;
+        a.cols = o->cols;
+        a.n = o->n;
+        a.s = o->s;
+        st = memra_module_call(dev, mod, o->op, &a);
+        if (st == MEMRA_STATUS_DECLINED) *why = a.decline_reason ? a.decline_reason : "(no reason)";
+        if (st == MEMRA_STATUS_OK) st = memra_buffer_read(bd, 0, out, o->dst_bytes + TAIL);
+    }
+    memra_buffer_destroy(bs);
+    memra_buffer_destroy(ba);
+    memra_buffer_destroy(bd);
+    return st;
+}
+
+/* ---- the GEMMs ------------------------------------------------------------ */
+
+typedef struct gemm_data {
+    memra_op op;
+    int64_t n, k, mmax;
+    float *x;         /* [mmax x k], x[0][0] = 4 (the largest value) */
+    uint8_t *w;       /* weight bytes, element (0,0) planted large */
+    size_t w_bytes;
+    float *grid;
+    size_t grid_count;
+    float w_scale;
+    uint8_t *w_abs;   /* |w|, for the mass of the host-module path */
+} gemm_data;
+
+static void gemm_data_free(gemm_data *d)
+{
+    free(d->x);
+    free(d->w);
+    free(d->grid);
+    free(d->w_abs);
+    memset(d, 0, sizeof *d);
+}
+
+static int gemm_data_make(checker *c, memra_op op, int64_t n, int64_t k, int64_t mmax, gemm_data *d)
+{
+    memset(d, 0, sizeof *d);
+    d->op = op;
+    d->n = n;
+    d->k = k;
+    d->mmax = mmax;
+    d->x = tool_alloc((size_t)(mmax * k), sizeof(float));
+    size_t elems = (size_t)(n * k);
+    d->w_bytes = op == MEMRA_OP_gemm_f16 ? elems * 2 : op == MEMRA_OP_gemm_q8_0 ? elems / 32 * MEMRA_Q8_0_BYTES : elems;
+    d->w = tool_alloc(d->w_bytes, 1);
+    d->w_abs = tool_alloc(d->w_bytes, 1);
+    if (d->x == NULL || d->w == NULL || d->w_abs == NULL) return -1;
+    tool_fill_x(&c->rng, d->x, (size_t)(mmax * k));
+    d->x[0] = 4.0f;
+    d->w_scale = 1.0f;
+    if (op == MEMRA_OP_gemm_f16) {
+        uint16_t *w = (uint16_t *)(void *)d->w;
+        tool_fill_f16_w(&c->rng, w, elems);
+        w[0] = 0x3800; /* 0.5 */
+        for (size_t e = 0; e < elems; e++) ((uint16_t *)(void *)d->w_abs)[e] = w[e] & 0x7FFFu;
+    } else if (op == MEMRA_OP_gemm_q8_0) {
+        tool_fill_q8_0_w(&c->rng, d->w, n, k);
+        d->w[2] = 127;
+        memcpy(d->w_abs, d->w, d->w_bytes);
+        for (size_t b = 0; b < elems / 32; b++) {
+            uint8_t *blk = d->w_abs + b * MEMRA_Q8_0_BYTES;
+            blk[1] &= 0x7F;
+            for (int l = 0; l < 32; l++) {
+                int8_t q = (int8_t)blk[2 + l];
+                blk[2 + l] = (uint8_t)(int8_t)(q < 0 ? -q : q);
+            }
+        }
+    } else {
+        tool_fill_e4m3_w(&c->rng, d->w, elems);
+        d->w[0] = 0x48; /* 4.0 */
+        for (size_t e = 0; e < elems; e++) d->w_abs[e] = d->w[e] & 0x7Fu;
+        if (op == MEMRA_OP_gemm_fp8) {
+            d->w_scale = (float)(0.05 + 0.5 * tool_rng_unit(&c->rng));
+        } else {
+            d->grid_count = (size_t)(memra_fp8_grid_rows(n) * memra_fp8_grid_cols(k));
+            d->grid = tool_alloc(d->grid_count, sizeof(float));
+            if (d->grid == NULL) return -1;
+            tool_fill_grid(&c->rng, d->grid, d->grid_count);
+        }
+    }
+    return 0;
+}
+
+/* The module side's activation operand for rows [0, m): f32, f16 bits or q8_1 records. */
+static void *make_x_operand(const gemm_data *d, const float *x, int64_t m, int x_is_f16, size_t *bytes)
+{
+    const int64_t k = d->k;
+    if (d->op == MEMRA_OP_gemm_q8_0) {
+        *bytes = (size_t)memra_q8_1_bytes(m, k);
+        uint8_t *q = tool_alloc(*bytes, 1);
+        if (q) ref_quant_q8_1(x, m, k, q);
+        return q;
+    }
+    if (x_is_f16) {
+        *bytes = (size_t)(m * k) * 2;
+        uint16_t *h = tool_alloc((size_t)(m * k), 2);
+        if (h)
+            for (int64_t e = 0; e < m * k; e++) h[e] = memra_f16_from_f32(x[e]);
+        return h;
+    }
+    *bytes = (size_t)(m * k) * sizeof(float);
+    float *f = tool_alloc((size_t)(m * k), sizeof(float));
+    if (f) memcpy(f, x, *bytes);
+    return f;
+}
+
+/* |operand| in place (same layout as make_x_operand's result). */
+static void abs_x_operand(const gemm_data *d, void *xo, size_t bytes, int x_is_f16)
+{
+    if (d->op == MEMRA_OP_gemm_q8_0) {
+        uint8_t *q = xo;
+        for (size_t r = 0; r < bytes / 144; r++)
+            for (int l = 0; l < 128; l++) {
+                int8_t v = (int8_t)q[r * 144 + 16 + l];
+                q[r * 144 + 16 + l] = (uint8_t)(int8_t)(v < 0 ? -v : v);
+            }
+    } else if (x_is_f16) {
+        uint16_t *h = xo;
+        for (size_t e = 0; e < bytes / 2; e++) h[e] &= 0x7FFFu;
+    } else {
+        float *f = xo;
+        for (size_t e = 0; e < bytes / 4; e++) f[e] = fabsf(f[e]);
+    }
+}
+
+static double gemm_band(const checker *c, memra_op op)
+{
+    if (c->indep) return BAND_HOST;
+    switch (op) {
+    case MEMRA_OP_gemm_f16: return BAND_F16;
+    case MEMRA_OP_gemm_q8_0: return BAND_Q8_0;
+    case MEMRA_OP_gemm_fp8: return BAND_FP8;
+    default: return BAND_FP8_BLK;
+    }
+}
+
+/* variant 0: plain; 1: row offset 2, ldy n+3, alpha 0.75; 2: f16 activation. */
+static void gemm_case(checker *c, gemm_data *d, int64_t m, int variant)
+{
+    const memra_op op = d->op;
+    const int64_t n = d->n, k = d->k;
+    row r = new_row(c, op);
+    const int x_is_f16 = variant == 2;
+    const int64_t off = variant == 1 ? 2 : 0, ldy = variant == 1 ? n + 3 : n;
+    const float alpha = variant == 1 ? 0.75f : 1.0f;
+    snprintf(r.shape, sizeof r.shape, "%lld %lld %lld%s", (long long)m, (long long)n, (long long)k,
+             variant == 1 ? " off" : variant == 2 ? " x16" : "");
+    r.band = gemm_band(c, op);
+    r.injected = take_injection(c, op);
+
+    size_t xb = 0;
+    void *xo = make_x_operand(d, d->x, m, x_is_f16, &xb);
+    float *y = tool_alloc((size_t)((off + m + 1) * ldy), sizeof(float));
+    uint8_t *wmod = r.injected ? tool_alloc(d->w_bytes, 1) : d->w;
+    /* rows judged */
+    int64_t nrow = (c->indep || m <= 2 * SAMPLE_ROWS) ? m : SAMPLE_ROWS;
+    int64_t *rows = tool_alloc((size_t)nrow, sizeof *rows);
+    double *ref = tool_alloc((size_t)(nrow * n), sizeof(double));
+    double *mass = tool_alloc((size_t)(nrow * n), sizeof(double));
+    float *xsub = tool_alloc((size_t)(nrow * k), sizeof(float));
+    void *xs_op = NULL, *xs_abs = NULL;
+    float *yr = NULL, *ym = NULL;
+    if (xo == NULL || y == NULL || wmod == NULL || rows == NULL || ref == NULL || mass == NULL || xsub == NULL) {
+        snprintf(r.note, sizeof r.note, "out of host memory");
+        goto done;
+    }
+    if (r.injected) {
+        memcpy(wmod, d->w, d->w_bytes);
+        if (op == MEMRA_OP_gemm_f16) wmod[0] ^= 1;          /* 0.5 -> next f16 */
+        else if (op == MEMRA_OP_gemm_q8_0) wmod[2] = 126;   /* 127 -> 126 */
+        else wmod[0] = 0x49;                                /* 4.0 -> 4.5 */
+    }
+    gemm_io g = {.op = op, .m = (int32_t)m, .n = (int32_t)n, .k = (int32_t)k, .x = xo, .x_bytes = xb,
+                 .x_is_f16 = x_is_f16, .w = wmod, .w_bytes = d->w_bytes, .grid = d->grid,
+                 .grid_count = d->grid_count, .w_scale = d->w_scale, .alpha = alpha, .off = off, .ldy = ldy};
+    const char *why = NULL;
+    uint64_t h0 = memra_ledger_hits(c->dev, op, c->module);
+    memra_status st = exec_gemm(c->dev, c->module, &g, y, &why);
+    r.hits = memra_ledger_hits(c->dev, op, c->module) - h0;
+    if (st == MEMRA_STATUS_DECLINED) {
+        r.result = "DECLINED";
+        snprintf(r.note, sizeof r.note, "%s", why);
+        goto done;
+    }
+    if (st != MEMRA_STATUS_OK) {
+        fail_note(&r, "module", st);
+        goto done;
+    }
+    for (int64_t s = 0; s < nrow; s++) rows[s] = nrow == m ? s : s * (m - 1) / (SAMPLE_ROWS - 1);
+    for (int64_t s = 0; s < nrow; s++) memcpy(xsub + s * k, d->x + rows[s] * k, (size_t)k * sizeof(float));
+
+    if (c->indep) {
+        ref_gemm rg = {.op = op, .m = nrow, .n = n, .k = k, .x = xsub, .w = d->w, .w_scale = d->w_scale,
+                       .grid = d->grid, .alpha = alpha};
+        if (x_is_f16) rg.xh = xo;
+        if (op == MEMRA_OP_gemm_q8_0) rg.xq = xo;
+        ref_gemm_run(&rg, ref, mass);
+    } else {
+        /* The host module on the host device: the value, then the mass as the
+         * same product of absolute operands (every quantiser here is symmetric
+         * in sign and keeps the amax, so |q(x)| = q(|x|)). */
+        size_t sb = 0;
+        xs_op = make_x_operand(d, xsub, nrow, x_is_f16, &sb);
+        xs_abs = make_x_operand(d, xsub, nrow, x_is_f16, &sb);
+        float *gabs = NULL;
+        yr = tool_alloc((size_t)((nrow + 1) * n), sizeof(float));
+        ym = tool_alloc((size_t)((nrow + 1) * n), sizeof(float));
+        if (d->grid) gabs = tool_alloc(d->grid_count, sizeof(float));
+        if (xs_op == NULL || xs_abs == NULL || yr == NULL || ym == NULL || (d->grid && gabs == NULL)) {
+            free(gabs);
+            snprintf(r.note, sizeof r.note, "out of host memory");
+            goto done;
+        }
+        abs_x_operand(d, xs_abs, sb, x_is_f16);
+        for (size_t e = 0; gabs && e < d->grid_count; e++) gabs[e] = fabsf(d->grid[e]);
+        gemm_io h = {.op = op, .m = (int32_t)nrow, .n = (int32_t)n, .k = (int32_t)k, .x = xs_op, .x_bytes = sb,
+                     .x_is_f16 = x_is_f16, .w = d->w, .w_bytes = d->w_bytes, .grid = d->grid,
+                     .grid_count = d->grid_count, .w_scale = d->w_scale, .alpha = alpha, .off = 0, .ldy = n};
+        const char *hwhy = NULL;
+        st = exec_gemm(c->host, "host", &h, yr, &hwhy);
+        if (st == MEMRA_STATUS_OK) {
+            h.x = xs_abs;
+            h.w = d->w_abs;
+            h.grid = gabs;
+            h.w_scale = fabsf(d->w_scale);
+            h.alpha = fabsf(alpha);
+            st = exec_gemm(c->host, "host", &h, ym, &hwhy);
+        }
+        free(gabs);
+        if (st != MEMRA_STATUS_OK) {
+            fail_note(&r, "host reference", st);
+            goto done;
+        }
+        for (int64_t e = 0; e < nrow * n; e++) {
+            ref[e] = yr[e];
+            mass[e] = ym[e];
+        }
+    }
+    /* compare */
+    double maxe = 0.0;
+    uint64_t bad = 0, stray = 0;
+    for (int64_t s = 0; s < nrow; s++)
+        for (int64_t j = 0; j < n; j++) {
+            const double got = y[(off + rows[s]) * ldy + j], rv = ref[s * n + j], ms = mass[s * n + j];
+            double e = fabs(got - rv) / (ms > 0.0 ? ms : 1e-300);
+            if (isnan(e)) e = INFINITY;
+            if (e > maxe) maxe = e;
+            if (!(e <= r.band)) {
+                if (bad < 5)
+                    fprintf(stderr, "  %s %s [%s] y[%lld,%lld] = %.9g, ref %.9g, mass %.6g, err %.3g\n", r.op,
+                            r.module, r.device, (long long)rows[s], (long long)j, got, rv, ms, e);
+                bad++;
+            }
+        }
+    for (int64_t rr = 0; rr < off + m + 1; rr++)
+        for (int64_t j = 0; j < ldy; j++)
+            if (!(rr >= off && rr < off + m && j < n) && y[rr * ldy + j] != Y_SENTINEL) stray++;
+    r.err = maxe;
+    r.mismatches = bad + stray;
+    if (stray) snprintf(r.note, sizeof r.note, "%llu writes outside the output rows/cols", (unsigned long long)stray);
+    if (nrow < m && !r.note[0]) snprintf(r.note, sizeof r.note, "%lld sampled rows", (long long)nrow);
+    if (r.hits == 0) snprintf(r.note, sizeof r.note, "the ledger shows no hit of %s by %s", r.op, r.module);
+    r.result = (bad == 0 && stray == 0 && r.hits > 0) ? "PASS" : "FAIL";
+done:
+    add_row(c, &r);
+    free(xo);
+    free(y);
+    if (wmod != d->w) free(wmod);
+    free(rows);
+    free(ref);
+    free(mass);
+    free(xsub);
+    free(xs_op);
+    free(xs_abs);
+    free(yr);
+    free(ym);
+}
+
+/* ---- bit-identical ops -------------------------------------------------------- */
+
+/* Run o on the module under test and on the reference (check_ref via ref_fn,
+ * or the host module), compare dst bytes and the guard tail. */
+static void exact_case(checker *c, const xop *o, const char *shape, size_t elem,
+                       void (*ref_fn)(const xop *o, uint8_t *out))
+{
+    row r = new_row(c, o->op);
+    r.exact = 1;
+    snprintf(r.shape, sizeof r.shape, "%s", shape);
+    r.injected = take_injection(c, o->op);
+    uint8_t *got = tool_alloc(o->dst_bytes + TAIL, 1), *ref = tool_alloc(o->dst_bytes + TAIL, 1);
+    if (got == NULL || ref == NULL) {
+        snprintf(r.note, sizeof r.note, "out of host memory");
+        goto done;
+    }
+    const char *why = NULL;
+    uint64_t h0 = memra_ledger_hits(c->dev, o->op, c->module);
+    memra_status st = exec_xop(c->dev, c->module, o, got, &why);
+    r.hits = memra_ledger_hits(c->dev, o->op, c->module) - h0;
+    if (st == MEMRA_STATUS_DECLINED) {
+        r.result = "DECLINED";
+        snprintf(r.note, sizeof r.note, "%s", why);
+        goto done;
+    }
+    if (st != MEMRA_STATUS_OK) {
+        fail_note(&r, "module", st);
+        goto done;
+    }
+    if (r.injected) { /* one step of the first result element */
+        if (o->op == MEMRA_OP_quant_q8_1) got[16] = (uint8_t)((int8_t)got[16] == 127 ? 126 : (int8_t)got[16] + 1);
+        else if (o->op == MEMRA_OP_fp8_blk_to_q8_0) got[2] = (uint8_t)((int8_t)got[2] == 127 ? 126 : (int8_t)got[2] + 1);
+        else got[0] = (uint8_t)(got[0] + 1);
+    }
+    if (c->indep) {
+        memset(ref, 0xA5, o->dst_bytes + TAIL);
+        if (o->dst_init) memcpy(ref, o->dst_init, o->dst_bytes);
+        ref_fn(o, ref);
+    } else {
+        st = exec_xop(c->host, "host", o, ref, &why);
+        if (st != MEMRA_STATUS_OK) {
+            fail_note(&r, "host reference", st);
+            goto done;
+        }
+    }
+    uint64_t bad = 0, stray = 0;
+    for (size_t e = 0; e < o->dst_bytes / elem; e++)
+        if (memcmp(got + e * elem, ref + e * elem, elem) != 0) {
+            if (bad < 5) {
+                size_t b = 0;
+                while (got[e * elem + b] == ref[e * elem + b]) b++;
+                fprintf(stderr, "  %s %s [%s] element %zu, byte %zu: got %02x, want %02x\n", r.op, r.module, r.device,
+                        e, b, got[e * elem + b], ref[e * elem + b]);
+            }
+            bad++;
+        }
+    for (size_t b = 0; b < TAIL; b++) stray += got[o->dst_bytes + b] != 0xA5;
+    r.mismatches = bad + stray;
+    if (stray) snprintf(r.note, sizeof r.note, "wrote past the end of its output");
+    if (r.hits == 0) snprintf(r.note, sizeof r.note, "the ledger shows no hit of %s by %s", r.op, r.module);
+    r.result = (bad == 0 && stray == 0 && r.hits > 0) ? "PASS" : "FAIL";
+done:
+    add_row(c, &r);
+    free(got);
+    free(ref);
+}
+
+static void ref_cvt(const xop *o, uint8_t *out)
+{
+    const float *s = o->src;
+    for (int64_t i = 0; i < o->n; i++) {
+        uint16_t h = ref_f16_bits(s[i]);
+        memcpy(out + 2 * i, &h, 2);
+    }
+}
+static void ref_quant(const xop *o, uint8_t *out) { ref_quant_q8_1(o->src, o->rows, o->cols, out); }
+static void ref_dequant(const xop *o, uint8_t *out)
+{
+    uint16_t *h = tool_alloc((size_t)(o->rows * o->cols), 2);
+    if (h == NULL) return;
+    ref_dequant_f16(o->format, o->src, o->rows, o->cols, h);
+    memcpy(out, h, o->dst_bytes);
+    free(h);
+}
+static void ref_reencode(const xop *o, uint8_t *out) { ref_fp8_blk_to_q8_0(o->src, o->aux, o->rows, o->cols, out); }
+static void ref_nan(const xop *o, uint64_t *total)
+{
+    const uint8_t *b = o->src;
+    for (int64_t i = 0; i < o->n; i++) *total += (b[i] & 0x7F) == 0x7F;
+}
+static void ref_nan_count(const xop *o, uint8_t *out)
+{
+    uint64_t t;
+    memcpy(&t, out, sizeof t);
+    ref_nan(o, &t);
+    memcpy(out, &t, sizeof t);
+}
+static void ref_scale(const xop *o, uint8_t *out)
+{
+    for (int64_t i = 0; i < o->n; i++) {
+        float v;
+        memcpy(&v, out + 4 * i, 4);
+        v = (float)((double)v * (double)o->s); /* one rounding of the exact product */
+        memcpy(out + 4 * i, &v, 4);
+    }
+}
+
+static void case_cvt(checker *c, int64_t n)
+{
+    float *x = tool_alloc((size_t)n, sizeof(float));
+    if (x == NULL) return;
+    for (int64_t i = 0; i < n; i++) { /* magnitudes 2^-26 .. 2^17: f16 subnormals, ties, overflow */
+        double e = -26.0 + 43.0 * tool_rng_unit(&c->rng);
+        x[i] = (float)(ldexp(1.0 + tool_rng_unit(&c->rng), (int)floor(e)) * ((tool_rng_u64(&c->rng) & 1) ? -1 : 1));
+        if (i % 7 == 3) { /* an exact f16 tie: 11 significant bits + 1 */
+            float t = (float)ldexp(2049.0 + 2.0 * (double)(tool_rng_u64(&c->rng) % 1000), -12);
+            x[i] = t;
+        }
+    }
+    char shape[48];
+    snprintf(shape, sizeof shape, "n=%lld", (long long)n);
+    xop o = {.op = MEMRA_OP_cvt_f16, .src = x, .src_bytes = (size_t)n * 4, .dst_bytes = (size_t)n * 2, .n = n};
+    exact_case(c, &o, shape, 2, ref_cvt);
+    free(x);
+}
+
+static void case_quant(checker *c, int64_t m, int64_t k)
+{
+    float *x = tool_alloc((size_t)(m * k), sizeof(float));
+    if (x == NULL) return;
+    tool_fill_x(&c->rng, x, (size_t)(m * k));
+    char shape[48];
+    snprintf(shape, sizeof shape, "%lld - %lld", (long long)m, (long long)k);
+    xop o = {.op = MEMRA_OP_quant_q8_1, .src = x, .src_bytes = (size_t)(m * k) * 4,
+             .dst_bytes = (size_t)memra_q8_1_bytes(m, k), .rows = m, .cols = k};
+    exact_case(c, &o, shape, MEMRA_Q8_1_RECORD_BYTES, ref_quant);
+    free(x);
+}
+
+static void case_dequant(checker *c, memra_format f, int64_t rows, int64_t cols)
+{
+    const int bv = memra_format_block_values(f), bb = memra_format_block_bytes(f);
+    const int64_t nb = rows * (cols / bv);
+    uint8_t *w = tool_alloc((size_t)(nb * bb), 1);
+    if (w == NULL) return;
+    for (int64_t i = 0; i < nb * bb; i++) w[i] = (uint8_t)tool_rng_u64(&c->rng);
+    for (int64_t b = 0; b < nb; b++) { /* finite f16 scales, some tiny (f16 subnormal results) */
+        uint8_t *blk = w + b * bb;
+        const int doff = f == MEMRA_FORMAT_Q6_K ? 208 : 0;
+        const int nsc = (f == MEMRA_FORMAT_Q4_K || f == MEMRA_FORMAT_Q5_K) ? 2 : 1;
+        for (int s = 0; s < nsc; s++) {
+            double mag = ldexp(1.0 + tool_rng_unit(&c->rng), -20 + (int)(tool_rng_u64(&c->rng) % 16));
+            uint16_t h = memra_f16_from_f32((float)((tool_rng_u64(&c->rng) & 1) ? -mag : mag));
+            blk[doff + 2 * s] = (uint8_t)(h & 0xFF);
+            blk[doff + 2 * s + 1] = (uint8_t)(h >> 8);
+        }
+    }
+    char shape[48];
+    snprintf(shape, sizeof shape, "%s %lldx%lld", memra_format_name(f), (long long)rows, (long long)cols);
+    xop o = {.op = MEMRA_OP_dequant_f16, .format = f, .src = w, .src_bytes = (size_t)(nb * bb),
+             .dst_bytes = (size_t)(rows * cols) * 2, .rows = rows, .cols = cols};
+    exact_case(c, &o, shape, 2, ref_dequant);
+    free(w);
+}
+
+static void case_reencode(checker *c, int64_t rows, int64_t cols)
+{
+    const size_t gn = (size_t)(memra_fp8_grid_rows(rows) * memra_fp8_grid_cols(cols));
+    uint8_t *w = tool_alloc((size_t)(rows * cols), 1);
+    float *g = tool_alloc(gn, sizeof(float));
+    if (w && g) {
+        tool_fill_e4m3_w(&c->rng, w, (size_t)(rows * cols));
+        tool_fill_grid(&c->rng, g, gn);
+        char shape[48];
+        snprintf(shape, sizeof shape, "%lldx%lld", (long long)rows, (long long)cols);
+        xop o = {.op = MEMRA_OP_fp8_blk_to_q8_0, .src = w, .src_bytes = (size_t)(rows * cols), .aux = g,
+                 .aux_bytes = gn * sizeof(float), .dst_bytes = (size_t)(rows * (cols / 32)) * MEMRA_Q8_0_BYTES,
+                 .rows = rows, .cols = cols};
+        exact_case(c, &o, shape, MEMRA_Q8_0_BYTES, ref_reencode);
+    }
+    free(w);
+    free(g);
+}
+
+static void case_nan(checker *c, int64_t n)
+{
+    uint8_t *w = tool_alloc((size_t)n, 1);
+    if (w == NULL) return;
+    for (int64_t i = 0; i < n; i++) w[i] = (uint8_t)tool_rng_u64(&c->rng); /* all 256 codes: NaN is the point */
+    w[n - 1] = 0xFF;
+    uint64_t init = 5; /* the op adds to what is there */
+    char shape[48];
+    snprintf(shape, sizeof shape, "bytes=%lld", (long long)n);
+    xop o = {.op = MEMRA_OP_fp8_nan_count, .src = w, .src_bytes = (size_t)n, .dst_init = &init,
+             .dst_bytes = sizeof init, .n = n};
+    exact_case(c, &o, shape, 8, ref_nan_count);
+    free(w);
+}
+
+static void case_scale(checker *c, int64_t n)
+{
+    float *y = tool_alloc((size_t)n, sizeof(float));
+    if (y == NULL) return;
+    tool_fill_x(&c->rng, y, (size_t)n);
+    float s = tool_rng_signed(&c->rng, 0.3f, 3.0f);
+    char shape[48];
+    snprintf(shape, sizeof shape, "n=%lld", (long long)n);
+    xop o = {.op = MEMRA_OP_scale, .dst_init = y, .dst_bytes = (size_t)n * 4, .n = n, .s = s};
+    exact_case(c, &o, shape, 4, ref_scale);
+    free(y);
+}
+
+/* ---- the case table --------------------------------------------------------- */
+
+typedef struct nk {
+    int64_t n, k; /* out_f, in_f */
+} nk;
+
+static const nk k_awkward[] = {{40, 64}, {129, 160}, {64, 256}, {33, 96}, {200, 352}};
+static const int64_t k_awkward_m[] = {1, 15, 16, 17};
+static const nk k_sheets[] = {{12288, 5120}, {1024, 5120}, {5120, 6144}, {17408, 5120}, {5120, 17408},
+                              {5120, 5120},  {2048, 2048}, {1024, 2048}, {6144, 2048},  {2048, 6144}};
+static const int64_t k_sheet_m[] = {1, 16, 17, 512};
+
+static void check_gemm_op(checker *c, memra_op op)
+{
+    const size_t nawk = c->quick ? 2 : sizeof k_awkward / sizeof k_awkward[0];
+    for (size_t s = 0; s < nawk; s++) {
+        gemm_data d;
+        if (gemm_data_make(c, op, k_awkward[s].n, k_awkward[s].k, 17, &d) == 0) {
+            for (size_t i = 0; i < sizeof k_awkward_m / sizeof k_awkward_m[0]; i++) {
+                if (c->quick && (k_awkward_m[i] == 15 || k_awkward_m[i] == 16)) continue;
+                gemm_case(c, &d, k_awkward_m[i], 0);
+            }
+            if (s == 1) {
+                gemm_case(c, &d, 17, 1);
+                if (op == MEMRA_OP_gemm_f16) gemm_case(c, &d, 17, 2);
+            }
+        }
+        gemm_data_free(&d);
+    }
+    if (!c->gpu) return;
+    const size_t first = c->quick ? 6 : 0; /* quick: the 1p7b sheet at m = 17 */
+    for (size_t s = first; s < sizeof k_sheets / sizeof k_sheets[0]; s++) {
+        gemm_data d;
+        if (gemm_data_make(c, op, k_sheets[s].n, k_sheets[s].k, c->quick ? 17 : 512, &d) == 0) {
+            for (size_t i = 0; i < sizeof k_sheet_m / sizeof k_sheet_m[0]; i++)
+                if (!c->quick || k_sheet_m[i] == 17) gemm_case(c, &d, k_sheet_m[i], 0);
+        }
+        gemm_data_free(&d);
+    }
+}
+
+static void check_op(checker *c, memra_op op)
+{
+    const int q = c->quick, g = c->gpu && !q;
+    switch (op) {
+    case MEMRA_OP_gemm_f16:
+    case MEMRA_OP_gemm_fp8:
+    case MEMRA_OP_gemm_fp8_blk:
+    case MEMRA_OP_gemm_q8_0: check_gemm_op(c, op); break;
+    case MEMRA_OP_cvt_f16:
+        case_cvt(c, 1000);
+        case_cvt(c, 1);
+        if (!q) case_cvt(c, 4097);
+        if (g) case_cvt(c, 512 * 5120);
+        break;
+    case MEMRA_OP_quant_q8_1:
+        case_quant(c, 1, 96);
+        case_quant(c, 17, 1000);
+        if (!q) {
+            case_quant(c, 15, 160);
+            case_quant(c, 16, 512);
+        }
+        if (g) {
+            case_quant(c, 512, 5120);
+            case_quant(c, 17, 17408);
+        }
+        break;
+    case MEMRA_OP_dequant_f16: {
+        static const memra_format fm[] = {MEMRA_FORMAT_Q8_0, MEMRA_FORMAT_Q4_0, MEMRA_FORMAT_Q4_K, MEMRA_FORMAT_Q5_K,
+                                          MEMRA_FORMAT_Q6_K};
+        for (size_t i = 0; i < sizeof fm / sizeof fm[0]; i++) {
+            const int kq = memra_format_block_values(fm[i]) == 256;
+            case_dequant(c, fm[i], 3, kq ? 256 : 96);
+            if (!q) case_dequant(c, fm[i], 37, kq ? 768 : 160);
+            if (g) case_dequant(c, fm[i], 1024, 5120);
+        }
+        break;
+    }
+    case MEMRA_OP_fp8_blk_to_q8_0:
+        case_reencode(c, 5, 96);
+        case_reencode(c, 130, 160);
+        if (!q) case_reencode(c, 257, 384);
+        if (g) case_reencode(c, 2048, 6144);
+        break;
+    case MEMRA_OP_fp8_nan_count:
+        case_nan(c, 1000);
+        case_nan(c, 1);
+        if (!q) case_nan(c, 4097);
+        if (g) case_nan(c, (int64_t)5120 * 17408);
+        break;
+    case MEMRA_OP_scale:
+        case_scale(c, 1000);
+        case_scale(c, 1);
+        if (!q) case_scale(c, 4097);
+        if (g) case_scale(c, 1 << 22);
+        break;
+    default: break;
+    }
+}
+
+/* ---- the command -------------------------------------------------------------- */
+
+static const char k_check_usage[] =
+    "usage: memra check [--device N|host|all] [--module NAME] [--op NAME] [--quick] [--json FILE] [--seed S]\n"
+    "  Runs every op of every loaded module, on every device where it is admitted, on fresh\n"
+    "  random data at several shapes (m = 1, 15, 16, 17; in_f and out_f not multiples of 128;\n"
+    "  on a GPU also the 27b and 1p7b sheets at m = 1, 16, 17, 512) and compares with the host\n"
+    "  module on the host device. The host module itself is compared with an independent f64\n"
+    "  computation. Bit-identical ops must match exactly; GEMMs are judged by\n"
+    "  |got - ref| / sum_k |x_k w_k| against a band per lane. accprobe is time only.\n"
+    "  Exit: 0 all passed, 1 a failure, 2 usage error.\n";
+
+static void write_json(const checker *c, FILE *f, uint64_t seed)
+{
+    fprintf(f, "{\"format\":\"memra-check\",\"version\":1,\"memra\":");
+    tool_json_str(f, memra_version());
+    fprintf(f, ",\"seed\":%llu,\"passed\":%d,\"failed\":%d,\"declined\":%d,\"rows\":[", (unsigned long long)seed,
+            c->passed, c->failed, c->declined);
+    for (size_t i = 0; i < c->nrows; i++) {
+        const row *r = &c->rows[i];
+        fprintf(f, "%s\n{\"device\":", i ? "," : "");
+        tool_json_str(f, r->device);
+        fprintf(f, ",\"op\":");
+        tool_json_str(f, r->op);
+        fprintf(f, ",\"module\":");
+        tool_json_str(f, r->module);
+        fprintf(f, ",\"shape\":");
+        tool_json_str(f, r->shape);
+        fprintf(f, ",\"metric\":\"%s\",", r->exact ? "exact" : "normalised");
+        if (r->exact || !isfinite(r->err)) fprintf(f, "\"max_err\":null");
+        else fprintf(f, "\"max_err\":%.6g", r->err);
+        fprintf(f, ",\"band\":%.6g,\"mismatches\":%llu,\"hits\":%llu,\"result\":", r->exact ? 0.0 : r->band,
+                (unsigned long long)r->mismatches, (unsigned long long)r->hits);
+        tool_json_str(f, r->result);
+        fprintf(f, ",\"injected\":%s,\"note\":", r->injected ? "true" : "false");
+        tool_json_str(f, r->note);
+        fprintf(f, "}");
+    }
+    fprintf(f, "]}\n");
+}
+
+static void device_label(memra_device *dev, int index, char *buf, size_t len)
+{
+    const memra_device_caps *caps = memra_device_caps_get(dev);
+    if (caps->arch == MEMRA_ARCH_HOST) snprintf(buf, len, "[%d] host", index);
+    else snprintf(buf, len, "[%d] %s", index, caps->profile);
+}
+
+int memra_tool_check(int argc, char **argv)
+{
+    int64_t dev_sel = -1;
+    const char *mod_sel = NULL, *json = NULL;
+    memra_op op_sel = MEMRA_OP_COUNT_;
+    uint64_t seed = 0;
+    int have_seed = 0, quick = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const int more = i + 1 < argc;
+        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+            fputs(k_check_usage, stdout);
+            return 0;
+        } else if (strcmp(a, "--quick") == 0) {
+            quick = 1;
+        } else if (strcmp(a, "--device") == 0 && more) {
+            a = argv[++i];
+            if (strcmp(a, "host") == 0) dev_sel = -2;
+            else if (strcmp(a, "all") != 0 && tool_parse_i64(a, 0, 1 << 20, &dev_sel) != 0) {
+                fprintf(stderr, "memra check: --device wants a device index, 'host' or 'all', not '%s'\n", a);
+                return 2;
+            }
+        } else if (strcmp(a, "--module") == 0 && more) {
+            mod_sel = argv[++i];
+        } else if (strcmp(a, "--op") == 0 && more) {
+            op_sel = memra_op_from_name(argv[++i]);
+            if (op_sel == MEMRA_OP_COUNT_) {
+                fprintf(stderr, "memra check: unknown op '%s'; ops:", argv[i]);
+                for (int o = 0; o < MEMRA_OP_COUNT_; o++) fprintf(stderr, " %s", memra_op_name((memra_op)o));
+                fprintf(stderr, "\n");
+                return 2;
+            }
+        } else if (strcmp(a, "--json") == 0 && more) {
+            json = argv[++i];
+        } else if (strcmp(a, "--seed") == 0 && more) {
+            if (tool_parse_u64(argv[++i], &seed) != 0) {
+                fprintf(stderr, "memra check: --seed wants an unsigned integer, not '%s'\n", argv[i]);
+                return 2;
+            }
+            have_seed = 1;
+        } else {
+            fprintf(stderr, "memra check: unknown or incomplete option '%s'\n%s", a, k_check_usage);
+            return 2;
+        }
+    }
+    if (!have_seed) seed = tool_clock_seed();
+    const char *inj = getenv("MEMRA_CHECK_INJECT_FAULT");
+
+    memra_runtime *rt;
+    if (memra_tool_open(&rt) != MEMRA_STATUS_OK) return 1;
+    const int ndev = memra_device_count(rt);
+    if (dev_sel == -2) dev_sel = ndev - 1; /* the host device is listed last */
+    if (dev_sel >= ndev) {
+        fprintf(stderr, "memra check: no device %lld (there are %d; see 'memra info')\n", (long long)dev_sel, ndev);
+        memra_close(rt);
+        return 2;
+    }
+    if (mod_sel) {
+        int found = 0;
+        for (int d = 0; d < ndev; d++)
+            if ((dev_sel < 0 || d == dev_sel) && memra_module_score(memra_device_get(rt, d), mod_sel) > 0) found = 1;
+        if (!found) {
+            fprintf(stderr, "memra check: module '%s' is not admitted on the selected device(s) (see 'memra info')\n",
+                    mod_sel);
+            memra_close(rt);
+            return 2;
+        }
+    }
+    checker c;
+    memset(&c, 0, sizeof c);
+    c.rt = rt;
+    c.host = memra_device_host(rt);
+    c.quick = quick;
+    c.inject = inj != NULL && strcmp(inj, "0") != 0 && inj[0] != '\0';
+    printf("memra check: seed %llu (replay with --seed %llu)%s%s\n", (unsigned long long)seed,
+           (unsigned long long)seed, quick ? ", quick" : "", c.inject ? ", INJECTED FAULTS" : "");
+    print_header();
+    for (int d = 0; d < ndev; d++) {
+        if (dev_sel >= 0 && d != dev_sel) continue;
+        memra_device *dev = memra_device_get(rt, d);
+        c.dev = dev;
+        c.gpu = memra_device_caps_get(dev)->arch != MEMRA_ARCH_HOST;
+        device_label(dev, d, c.devlabel, sizeof c.devlabel);
+        int admitted = 0;
+        for (int mi = 0; mi < memra_module_count(rt); mi++) {
+            memra_module_info info;
+            if (memra_module_info_get(rt, mi, &info) != MEMRA_STATUS_OK || !info.loaded) continue;
+            if (mod_sel && strcmp(mod_sel, info.name) != 0) continue;
+            if (memra_module_score(dev, info.name) <= 0) continue;
+            admitted = 1;
+            c.module = info.name;
+            c.indep = dev == c.host && strcmp(info.name, "host") == 0;
+            memset(c.injected_op, 0, sizeof c.injected_op);
+            int any = 0;
+            for (int o = 0; o < MEMRA_OP_COUNT_; o++) {
+                if (op_sel != MEMRA_OP_COUNT_ && o != (int)op_sel) continue;
+                if (!memra_module_provides(dev, info.name, (memra_op)o)) continue;
+                any = 1;
+                /* each (device, module, op) gets its own stream of data from the seed */
+                tool_rng_seed(&c.rng, seed ^ ((uint64_t)(d + 1) * 0x9E3779B97F4A7C15ull) ^ ((uint64_t)(o + 1) << 40) ^
+                                          ((uint64_t)(mi + 1) << 52));
+                if (o == MEMRA_OP_accprobe) {
+                    row r = new_row(&c, MEMRA_OP_accprobe);
+                    r.result = "not checked (time only)";
+                    add_row(&c, &r);
+                    continue;
+                }
+                check_op(&c, (memra_op)o);
+            }
+            if (any) {
+                printf("ledger %s %s:", c.devlabel, info.name);
+                for (int o = 0; o < MEMRA_OP_COUNT_; o++)
+                    if (memra_module_provides(dev, info.name, (memra_op)o) &&
+                        (op_sel == MEMRA_OP_COUNT_ || o == (int)op_sel))
+                        printf(" %s=%llu", memra_op_name((memra_op)o),
+                               (unsigned long long)memra_ledger_hits(dev, (memra_op)o, info.name));
+                printf("\n");
+            }
+        }
+        if (!admitted && !mod_sel)
+            printf("%-12s (no module admitted on this device: nothing to check; see 'memra info')\n", c.devlabel);
+    }
+    if (c.declined) printf("%d declined (a lane that does not take a case; not a failure)\n", c.declined);
+    printf("%d passed, %d failed\n", c.passed, c.failed);
+    int rc = c.failed ? 1 : 0;
+    if (json) {
+        FILE *f = fopen(json, "w");
+        if (f == NULL) {
+            fprintf(stderr, "memra check: cannot write %s\n", json);
+            rc = rc ? rc : 1;
+        } else {
+            write_json(&c, f, seed);
+            if (fclose(f) != 0) rc = rc ? rc : 1;
+        }
+    }
+    free(c.rows);
+    memra_close(rt);
+    return rc;
 }

@@ -1,0 +1,56 @@
+#!/bin/sh
+# memra check / bench as a user runs them. usage: run_tool.sh MEMRA_BINARY CASE [TMPDIR]
+#   check_host     `memra check` on the host device exits 0 and prints "0 failed"
+#   check_badop    `memra check --op nosuch` exits 2
+#   check_fault    with MEMRA_CHECK_INJECT_FAULT=1 it exits 1, and every injected row FAILs
+#   bench_host     `memra bench --reps 1 --m 2` on the host exits 0 and its receipt parses
+memra="$1"
+case_="$2"
+tmp="${3:-${TMPDIR:-/tmp}}/memra_tool_test.$$"
+mkdir -p "$tmp" || exit 1
+trap 'rm -rf "$tmp"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+case "$case_" in
+check_host)
+    "$memra" check --device host --json "$tmp/check.json" >"$tmp/out" 2>"$tmp/err"
+    rc=$?
+    cat "$tmp/out" "$tmp/err"
+    [ $rc -eq 0 ] || fail "exit $rc, want 0"
+    grep -qx '[0-9][0-9]* passed, 0 failed' "$tmp/out" || fail "no '0 failed' summary line"
+    grep -q 'accprobe.*not checked (time only)' "$tmp/out" || fail "accprobe not listed as time only"
+    python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["format"]=="memra-check" and d["failed"]==0' \
+        "$tmp/check.json" || fail "check JSON does not parse"
+    ;;
+check_badop)
+    "$memra" check --op nosuch
+    rc=$?
+    [ $rc -eq 2 ] || fail "exit $rc, want 2"
+    "$memra" check --device 999
+    rc=$?
+    [ $rc -eq 2 ] || fail "--device 999: exit $rc, want 2"
+    ;;
+check_fault)
+    MEMRA_CHECK_INJECT_FAULT=1 "$memra" check --device host >"$tmp/out" 2>"$tmp/err"
+    rc=$?
+    cat "$tmp/out"
+    [ $rc -eq 1 ] || fail "exit $rc with an injected fault, want 1"
+    n=$(grep -c 'injected fault' "$tmp/out")
+    [ "$n" -ge 10 ] || fail "only $n injected rows, want one per checked op (10)"
+    if grep 'injected fault' "$tmp/out" | grep -v ' FAIL (injected fault)'; then fail "an injected fault passed"; fi
+    grep -qx '[0-9][0-9]* passed, '"$n"' failed' "$tmp/out" || fail "failures other than the injected ones"
+    ;;
+bench_host)
+    "$memra" bench --device host --reps 1 --m 2 --json "$tmp/bench.json"
+    rc=$?
+    [ $rc -eq 0 ] || fail "exit $rc, want 0"
+    python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["format"]=="memra-bench" and d["version"]==1 and len(d["shapes"])==4' \
+        "$tmp/bench.json" || fail "the receipt does not parse"
+    "$memra" bench --device host --reps 1 --m 2 --vs host host --op gemm_q8_0 || fail "--vs host host"
+    "$memra" bench --vs host --op gemm_f16
+    [ $? -eq 2 ] || fail "incomplete --vs is not a usage error"
+    ;;
+*)
+    fail "unknown case $case_"
+    ;;
+esac
+echo ok

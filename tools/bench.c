@@ -1,0 +1,789 @@
+/* memra bench: the seed shape sheets through the lanes of the matmul policy.
+ *
+ * Arms (each a real weight through memra_matmul, so the ledger shows which
+ * module served it):
+ *   f16     Q8_0 weight with an f16 mirror          -> gemm_f16
+ *   mmq     Q8_0 weight without one (budget 0)      -> quant_q8_1 + gemm_q8_0
+ *   fp8     E4M3 per-tensor                         -> gemm_fp8
+ *   fp8blk  E4M3 + block-128 grid                   -> gemm_fp8_blk
+ * Inside each repetition every arm runs once, the starting arm rotating, so
+ * drift (clocks, heat) falls on all arms alike; medians per arm and shape;
+ * ratios to the first arm; geometric means over the sheet. The mmq arm's
+ * quantiser and GEMM are also timed apart through memra_module_call.
+ *
+ * `--vs A B --op OP` races two modules' implementations of one op on the same
+ * inputs, interleaved the same way: the tuning experiment.
+ *
+ * `--json FILE` writes a receipt (bench/README.md describes it).
+ */
+#define _POSIX_C_SOURCE 200809L
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "memra/formats.h"
+#include "memra/memra.h"
+#include "tools/check_ref.h"
+#include "tools/tool.h"
+#include "tools/tool_util.h"
+
+#define MAX_REPS 10000
+#define MAX_MODS 32
+
+typedef struct shape {
+    int64_t in_f, out_f;
+} shape;
+
+static const shape k_27b[] = {{5120, 12288}, {5120, 1024}, {6144, 5120}, {5120, 17408}, {17408, 5120}, {5120, 5120}};
+static const shape k_1p7b[] = {{2048, 2048}, {2048, 1024}, {2048, 6144}, {6144, 2048}};
+
+enum { ARM_F16, ARM_MMQ, ARM_FP8, ARM_FP8BLK, ARM_COUNT };
+static const char *const k_arm_name[ARM_COUNT] = {"f16", "mmq", "fp8", "fp8blk"};
+static const memra_op k_arm_op[ARM_COUNT] = {MEMRA_OP_gemm_f16, MEMRA_OP_gemm_q8_0, MEMRA_OP_gemm_fp8,
+                                             MEMRA_OP_gemm_fp8_blk};
+
+/* Ledger hits of every (op, module) on one device. */
+typedef struct ledger_snap {
+    uint64_t h[MEMRA_OP_COUNT_][MAX_MODS];
+} ledger_snap;
+
+typedef struct bench {
+    memra_runtime *rt;
+    memra_device *dev;
+    int gpu, nmods;
+    const char *mods[MAX_MODS];
+    int64_t m, reps, warmup;
+    const char *sheet_name;
+    const shape *sheet;
+    size_t nshapes;
+    tool_rng rng;
+    memra_timer *timer;
+    FILE *json;
+    int failed;
+} bench;
+
+static void snap(const bench *b, ledger_snap *s)
+{
+    for (int o = 0; o < MEMRA_OP_COUNT_; o++)
+        for (int i = 0; i < b->nmods; i++) s->h[o][i] = memra_ledger_hits(b->dev, (memra_op)o, b->mods[i]);
+}
+
+static void snap_add_delta(const bench *b, const ledger_snap *before, const ledger_snap *after, ledger_snap *acc)
+{
+    for (int o = 0; o < MEMRA_OP_COUNT_; o++)
+        for (int i = 0; i < b->nmods; i++) acc->h[o][i] += after->h[o][i] - before->h[o][i];
+}
+
+static double flops_unit(const bench *b) { return b->gpu ? 1e12 : 1e9; }
+static const char *flops_name(const bench *b) { return b->gpu ? "TFLOP/s" : "GFLOP/s"; }
+
+/* A weight of the arm's class; budget_mb < 0: leave MEMRA_F16_BUDGET_MB as is. */
+static memra_status make_weight(bench *b, const memra_weight_desc *d, const char *budget_mb, memra_weight **out)
+{
+    const char *old = getenv("MEMRA_F16_BUDGET_MB");
+    char *saved = old ? strdup(old) : NULL;
+    if (budget_mb) setenv("MEMRA_F16_BUDGET_MB", budget_mb, 1);
+    memra_weight *w = NULL;
+    memra_status st = memra_weight_create(b->rt, d, &w);
+    if (st == MEMRA_STATUS_OK) st = memra_weight_prepare(w, b->dev);
+    if (budget_mb) {
+        if (saved) setenv("MEMRA_F16_BUDGET_MB", saved, 1);
+        else unsetenv("MEMRA_F16_BUDGET_MB");
+    }
+    free(saved);
+    if (st != MEMRA_STATUS_OK) {
+        memra_weight_destroy(w);
+        return st;
+    }
+    *out = w;
+    return MEMRA_STATUS_OK;
+}
+
+static memra_status timed(bench *b, double *ms, memra_status (*fn)(void *), void *arg)
+{
+    memra_status st = memra_timer_start(b->timer, NULL);
+    if (st == MEMRA_STATUS_OK) st = fn(arg);
+    if (st == MEMRA_STATUS_OK) st = memra_timer_stop(b->timer, NULL);
+    if (st == MEMRA_STATUS_OK) st = memra_timer_elapsed_ms(b->timer, ms);
+    return st;
+}
+
+typedef struct mm_call {
+    memra_device *dev;
+    memra_weight *w;
+    memra_dptr x, y;
+    int32_t m;
+} mm_call;
+
+static memra_status run_matmul(void *p)
+{
+    mm_call *c = p;
+    return memra_matmul(c->dev, c->w, c->x, c->m, c->y, NULL);
+}
+
+typedef struct mod_call {
+    memra_device *dev;
+    const char *module;
+    memra_op op;
+    memra_op_args args;
+} mod_call;
+
+static memra_status run_module(void *p)
+{
+    mod_call *c = p;
+    memra_op_args a = c->args; /* decline_reason is written */
+    memra_status st = memra_module_call(c->dev, c->module, c->op, &a);
+    if (st == MEMRA_STATUS_DECLINED)
+        fprintf(stderr, "memra bench: %s/%s declined: %s\n", c->module, memra_op_name(c->op),
+                a.decline_reason ? a.decline_reason : "");
+    return st;
+}
+
+static void json_times(FILE *f, const double *t, int64_t n)
+{
+    fprintf(f, "[");
+    for (int64_t i = 0; i < n; i++) fprintf(f, "%s%.6g", i ? "," : "", t[i]);
+    fprintf(f, "]");
+}
+
+static void json_header(bench *b, const char *mode)
+{
+    FILE *f = b->json;
+    const memra_device_caps *caps = memra_device_caps_get(b->dev);
+    memra_device_clocks clk = {0, 0};
+    memra_device_clocks_get(b->dev, &clk);
+    char ts[32];
+    time_t now = time(NULL);
+    struct tm tmv;
+    gmtime_r(&now, &tmv);
+    strftime(ts, sizeof ts, "%Y-%m-%dT%H:%M:%SZ", &tmv);
+    fprintf(f, "{\"format\":\"memra-bench\",\"version\":1,\"timestamp\":\"%s\",\"memra\":", ts);
+    tool_json_str(f, memra_version());
+    fprintf(f, ",\"mode\":\"%s\",\"device\":{\"name\":", mode);
+    tool_json_str(f, caps->name);
+    fprintf(f, ",\"profile\":");
+    tool_json_str(f, caps->profile);
+    fprintf(f, ",\"cc\":%d,\"sm_count\":%d,\"sm_clock_khz\":%d,\"mem_clock_khz\":%d,\"total_mem\":%llu}", caps->cc,
+            caps->sm_count, clk.sm_khz, clk.mem_khz, (unsigned long long)caps->total_mem);
+    fprintf(f, ",\"driver_version\":%d,\"modules\":[", memra_driver_version(b->rt));
+    for (int i = 0, first = 1; i < memra_module_count(b->rt); i++) {
+        memra_module_info mi;
+        if (memra_module_info_get(b->rt, i, &mi) != MEMRA_STATUS_OK) continue;
+        fprintf(f, "%s{\"name\":", first ? "" : ",");
+        tool_json_str(f, mi.name);
+        fprintf(f, ",\"version\":");
+        tool_json_str(f, mi.version);
+        fprintf(f, ",\"loaded\":%s,\"score\":%d}", mi.loaded ? "true" : "false", memra_module_score(b->dev, mi.name));
+        first = 0;
+    }
+    fprintf(f, "],\"sheet\":");
+    tool_json_str(f, b->sheet_name);
+    fprintf(f, ",\"m\":%lld,\"reps\":%lld,\"warmup\":%lld,\"flops_unit\":\"%s\",\"shapes\":[", (long long)b->m,
+            (long long)b->reps, (long long)b->warmup, flops_name(b));
+}
+
+/* ---- the arms ------------------------------------------------------------------ */
+
+typedef struct arm_result {
+    double *t;          /* reps */
+    double median;
+    ledger_snap served; /* hits during this arm's timed calls */
+    int valid;
+    char note[160];
+} arm_result;
+
+static void print_served(const bench *b, const arm_result *ar, int arm, FILE *f, int json)
+{
+    int first = 1;
+    for (int o = 0; o < MEMRA_OP_COUNT_; o++)
+        for (int i = 0; i < b->nmods; i++) {
+            if (ar->served.h[o][i] == 0) continue;
+            if (json) {
+                fprintf(f, "%s{\"op\":\"%s\",\"module\":", first ? "" : ",", memra_op_name((memra_op)o));
+                tool_json_str(f, b->mods[i]);
+                fprintf(f, ",\"hits\":%llu}", (unsigned long long)ar->served.h[o][i]);
+            } else {
+                fprintf(f, "%s%s/%s x%llu", first ? "" : ", ", b->mods[i], memra_op_name((memra_op)o),
+                        (unsigned long long)ar->served.h[o][i]);
+            }
+            first = 0;
+        }
+    if (!json && first) fprintf(f, "(nothing)");
+    (void)arm;
+}
+
+static uint64_t op_hits(const bench *b, const ledger_snap *s, memra_op op)
+{
+    uint64_t t = 0;
+    for (int i = 0; i < b->nmods; i++) t += s->h[op][i];
+    return t;
+}
+
+static const char *first_module(memra_device *dev, memra_op op)
+{
+    const char *names[1] = {NULL};
+    return memra_routing_get(dev, op, names, 1) > 0 ? names[0] : NULL;
+}
+
+static int bench_arms(bench *b)
+{
+    double *logsum = calloc(ARM_COUNT, sizeof(double));
+    arm_result all_served[ARM_COUNT];
+    memset(all_served, 0, sizeof all_served);
+    if (logsum == NULL) return 1;
+    int invalid[ARM_COUNT] = {0};
+    printf("%-14s %-8s %10s %10s %8s  %s\n", "shape", "arm", "median ms", flops_name(b), "vs f16", "note");
+    for (size_t s = 0; s < b->nshapes; s++) {
+        const int64_t k = b->sheet[s].in_f, n = b->sheet[s].out_f, m = b->m;
+        const double flops = 2.0 * (double)m * (double)n * (double)k;
+        const size_t qbytes = (size_t)(n * (k / 32)) * MEMRA_Q8_0_BYTES;
+        const size_t gcount = (size_t)(memra_fp8_grid_rows(n) * memra_fp8_grid_cols(k));
+        uint8_t *q8 = tool_alloc(qbytes, 1), *e8 = tool_alloc((size_t)(n * k), 1);
+        float *grid = tool_alloc(gcount, sizeof(float)), *x = tool_alloc((size_t)(m * k), sizeof(float));
+        memra_weight *w[ARM_COUNT] = {NULL, NULL, NULL, NULL};
+        memra_buffer *bx = NULL, *by = NULL, *bq = NULL, *brec = NULL;
+        arm_result ar[ARM_COUNT];
+        memset(ar, 0, sizeof ar);
+        double *tq = NULL, *tg = NULL;
+        int rc = 0;
+        if (!q8 || !e8 || !grid || !x) {
+            rc = 1;
+            goto shape_done;
+        }
+        tool_fill_q8_0_w(&b->rng, q8, n, k);
+        tool_fill_e4m3_w(&b->rng, e8, (size_t)(n * k));
+        tool_fill_grid(&b->rng, grid, gcount);
+        tool_fill_x(&b->rng, x, (size_t)(m * k));
+        memra_weight_desc dq = {.struct_size = sizeof dq, .format = MEMRA_FORMAT_Q8_0, .out_f = n, .in_f = k,
+                                .data = q8, .size = qbytes, .name = "bench.q8_0"};
+        memra_weight_desc de = {.struct_size = sizeof de, .format = MEMRA_FORMAT_E4M3, .out_f = n, .in_f = k,
+                                .data = e8, .size = (size_t)(n * k), .scale = 0.01f, .name = "bench.e4m3"};
+        memra_weight_desc db = de;
+        db.scale = 0.0f;
+        db.grid = grid;
+        db.grid_count = gcount;
+        db.name = "bench.e4m3blk";
+        memra_status st = make_weight(b, &dq, "1048576", &w[ARM_F16]);
+        if (st == MEMRA_STATUS_OK) st = make_weight(b, &dq, "0", &w[ARM_MMQ]);
+        if (st == MEMRA_STATUS_OK) st = make_weight(b, &de, NULL, &w[ARM_FP8]);
+        if (st == MEMRA_STATUS_OK) st = make_weight(b, &db, NULL, &w[ARM_FP8BLK]);
+        const size_t recb = (size_t)memra_q8_1_bytes(m, k);
+        if (st == MEMRA_STATUS_OK) st = tool_upload(b->dev, x, (size_t)(m * k) * sizeof(float), &bx);
+        if (st == MEMRA_STATUS_OK) st = tool_upload(b->dev, NULL, (size_t)(m * n) * sizeof(float), &by);
+        if (st == MEMRA_STATUS_OK) st = tool_upload(b->dev, q8, qbytes, &bq);
+        if (st == MEMRA_STATUS_OK) st = tool_upload(b->dev, NULL, recb, &brec);
+        if (st != MEMRA_STATUS_OK) {
+            fprintf(stderr, "memra bench: preparing %lld->%lld: %s: %s\n", (long long)k, (long long)n,
+                    memra_status_str(st), memra_last_error());
+            rc = 1;
+            goto shape_done;
+        }
+        memra_weight_state ws;
+        if (memra_weight_query(w[ARM_F16], b->dev, &ws) == MEMRA_STATUS_OK && !ws.has_f16_mirror)
+            snprintf(ar[ARM_F16].note, sizeof ar[ARM_F16].note, "no f16 mirror: %s", ws.note);
+        if (memra_weight_query(w[ARM_MMQ], b->dev, &ws) == MEMRA_STATUS_OK && ws.has_f16_mirror)
+            snprintf(ar[ARM_MMQ].note, sizeof ar[ARM_MMQ].note, "has an f16 mirror despite budget 0");
+        for (int a = 0; a < ARM_COUNT; a++) {
+            ar[a].t = calloc((size_t)b->reps, sizeof(double));
+            if (ar[a].t == NULL) rc = 1;
+        }
+        tq = calloc((size_t)b->reps, sizeof(double));
+        tg = calloc((size_t)b->reps, sizeof(double));
+        if (rc || !tq || !tg) {
+            rc = 1;
+            goto shape_done;
+        }
+        const char *qmod = first_module(b->dev, MEMRA_OP_quant_q8_1), *gmod = first_module(b->dev, MEMRA_OP_gemm_q8_0);
+        mod_call cq = {.dev = b->dev, .module = qmod, .op = MEMRA_OP_quant_q8_1};
+        cq.args.struct_size = sizeof cq.args;
+        cq.args.src = memra_buffer_ptr(bx);
+        cq.args.dst = memra_buffer_ptr(brec);
+        cq.args.rows = m;
+        cq.args.cols = k;
+        mod_call cg = {.dev = b->dev, .module = gmod, .op = MEMRA_OP_gemm_q8_0};
+        cg.args.struct_size = sizeof cg.args;
+        cg.args.gemm = (memra_gemm_args){.struct_size = sizeof(memra_gemm_args), .m = (int32_t)m, .n = (int32_t)n,
+                                         .k = (int32_t)k, .w = memra_buffer_ptr(bq), .x = memra_buffer_ptr(brec),
+                                         .y = memra_buffer_ptr(by), .ldy = n, .alpha = 1.0f};
+        int split_ok = qmod != NULL && gmod != NULL;
+        for (int64_t r = -b->warmup; r < b->reps; r++) {
+            for (int i = 0; i < ARM_COUNT; i++) {
+                const int a = (int)(((r < 0 ? 0 : r) + i) % ARM_COUNT);
+                mm_call mc = {.dev = b->dev, .w = w[a], .x = memra_buffer_ptr(bx), .y = memra_buffer_ptr(by),
+                              .m = (int32_t)m};
+                ledger_snap s0, s1;
+                snap(b, &s0);
+                double ms = 0.0;
+                st = timed(b, &ms, run_matmul, &mc);
+                snap(b, &s1);
+                if (st != MEMRA_STATUS_OK) {
+                    fprintf(stderr, "memra bench: %s at %lld->%lld: %s: %s\n", k_arm_name[a], (long long)k,
+                            (long long)n, memra_status_str(st), memra_last_error());
+                    rc = 1;
+                    goto shape_done;
+                }
+                if (r >= 0) {
+                    ar[a].t[r] = ms;
+                    snap_add_delta(b, &s0, &s1, &ar[a].served);
+                }
+            }
+            if (split_ok) { /* the mmq arm apart: quantiser, then GEMM on its records */
+                double mq = 0.0, mg = 0.0;
+                st = timed(b, &mq, run_module, &cq);
+                if (st == MEMRA_STATUS_OK) st = timed(b, &mg, run_module, &cg);
+                if (st != MEMRA_STATUS_OK) split_ok = 0;
+                else if (r >= 0) {
+                    tq[r] = mq;
+                    tg[r] = mg;
+                }
+            }
+        }
+        for (int a = 0; a < ARM_COUNT; a++) {
+            ar[a].median = tool_median(ar[a].t, (size_t)b->reps);
+            ar[a].valid = op_hits(b, &ar[a].served, k_arm_op[a]) > 0;
+            if (!ar[a].valid) {
+                invalid[a] = 1;
+                snprintf(ar[a].note + strlen(ar[a].note), sizeof ar[a].note - strlen(ar[a].note),
+                         "%sINVALID: no %s hit in the ledger", ar[a].note[0] ? "; " : "", memra_op_name(k_arm_op[a]));
+            }
+            for (int o = 0; o < MEMRA_OP_COUNT_; o++)
+                for (int i = 0; i < b->nmods; i++) all_served[a].served.h[o][i] += ar[a].served.h[o][i];
+        }
+        char name[32];
+        snprintf(name, sizeof name, "%lld->%lld", (long long)k, (long long)n);
+        for (int a = 0; a < ARM_COUNT; a++) {
+            const double ratio = ar[ARM_F16].median / ar[a].median;
+            logsum[a] += log(ratio);
+            printf("%-14s %-8s %10.3f %10.2f %7.3fx  %s\n", a == 0 ? name : "", k_arm_name[a], ar[a].median,
+                   flops / (ar[a].median * 1e-3) / flops_unit(b), ratio, ar[a].note);
+        }
+        if (split_ok)
+            printf("%-14s %-8s %10.3f %10s %8s  quant_q8_1 (%s) %.3f ms + gemm_q8_0 (%s) %.3f ms\n", "", "mmq split",
+                   tool_median(tq, (size_t)b->reps) + tool_median(tg, (size_t)b->reps), "", "", qmod,
+                   tool_median(tq, (size_t)b->reps), gmod, tool_median(tg, (size_t)b->reps));
+        if (b->json) {
+            FILE *f = b->json;
+            fprintf(f, "%s\n{\"shape\":\"%s\",\"in_f\":%lld,\"out_f\":%lld,\"flops\":%.0f,\"arms\":[", s ? "," : "",
+                    name, (long long)k, (long long)n, flops);
+            for (int a = 0; a < ARM_COUNT; a++) {
+                fprintf(f, "%s{\"arm\":\"%s\",\"op\":\"%s\",\"times_ms\":", a ? "," : "", k_arm_name[a],
+                        memra_op_name(k_arm_op[a]));
+                json_times(f, ar[a].t, b->reps);
+                fprintf(f, ",\"median_ms\":%.6g,\"flops_per_s\":%.6g,\"ratio_to_f16\":%.6g,\"valid\":%s,\"note\":",
+                        ar[a].median, flops / (ar[a].median * 1e-3), ar[ARM_F16].median / ar[a].median,
+                        ar[a].valid ? "true" : "false");
+                tool_json_str(f, ar[a].note);
+                fprintf(f, ",\"served\":[");
+                print_served(b, &ar[a], a, f, 1);
+                fprintf(f, "]}");
+            }
+            fprintf(f, "]");
+            if (split_ok) {
+                fprintf(f, ",\"mmq_split\":{\"quant_module\":");
+                tool_json_str(f, qmod);
+                fprintf(f, ",\"gemm_module\":");
+                tool_json_str(f, gmod);
+                fprintf(f, ",\"quant_ms\":");
+                json_times(f, tq, b->reps);
+                fprintf(f, ",\"gemm_ms\":");
+                json_times(f, tg, b->reps);
+                fprintf(f, "}");
+            }
+            fprintf(f, "}");
+        }
+    shape_done:
+        for (int a = 0; a < ARM_COUNT; a++) {
+            memra_weight_destroy(w[a]);
+            free(ar[a].t);
+        }
+        memra_buffer_destroy(bx);
+        memra_buffer_destroy(by);
+        memra_buffer_destroy(bq);
+        memra_buffer_destroy(brec);
+        free(q8);
+        free(e8);
+        free(grid);
+        free(x);
+        free(tq);
+        free(tg);
+        if (rc) {
+            free(logsum);
+            return 1;
+        }
+    }
+    printf("geometric mean over %zu shapes (speed relative to f16):", b->nshapes);
+    for (int a = 0; a < ARM_COUNT; a++) printf(" %s %.3fx", k_arm_name[a], exp(logsum[a] / (double)b->nshapes));
+    printf("\nserved (from the ledger):\n");
+    int rc = 0;
+    for (int a = 0; a < ARM_COUNT; a++) {
+        printf("  %-8s ", k_arm_name[a]);
+        print_served(b, &all_served[a], a, stdout, 0);
+        if (invalid[a]) {
+            printf("  INVALID: no %s hit", memra_op_name(k_arm_op[a]));
+            rc = 1;
+        }
+        printf("\n");
+    }
+    if (b->json) {
+        fprintf(b->json, "],\"geomean_ratio_to_f16\":{");
+        for (int a = 0; a < ARM_COUNT; a++)
+            fprintf(b->json, "%s\"%s\":%.6g", a ? "," : "", k_arm_name[a], exp(logsum[a] / (double)b->nshapes));
+        fprintf(b->json, "},\"invalid_arms\":[");
+        for (int a = 0, first = 1; a < ARM_COUNT; a++)
+            if (invalid[a]) {
+                fprintf(b->json, "%s\"%s\"", first ? "" : ",", k_arm_name[a]);
+                first = 0;
+            }
+        fprintf(b->json, "]}\n");
+    }
+    free(logsum);
+    return rc;
+}
+
+/* ---- --vs: two modules, one op ------------------------------------------------- */
+
+typedef struct vs_inputs {
+    memra_buffer *buf[4];
+    memra_op_args args;
+    double flops; /* 0 for non-GEMM ops */
+} vs_inputs;
+
+static void vs_free(vs_inputs *v)
+{
+    for (int i = 0; i < 4; i++) memra_buffer_destroy(v->buf[i]);
+    memset(v, 0, sizeof *v);
+}
+
+/* Inputs of `op` for shape (m, n = out_f, k = in_f), uploaded to dev. */
+static memra_status vs_make(bench *b, memra_op op, int64_t m, int64_t n, int64_t k, vs_inputs *v)
+{
+    memset(v, 0, sizeof *v);
+    memra_status st = MEMRA_STATUS_OK;
+    const size_t mk = (size_t)(m * k), nk = (size_t)(n * k), mn = (size_t)(m * n);
+    const size_t gcount = (size_t)(memra_fp8_grid_rows(n) * memra_fp8_grid_cols(k));
+    float *x = tool_alloc(mk, sizeof(float));
+    uint8_t *wb = tool_alloc(nk * 2 + 64, 1); /* big enough for f16, e4m3 or Q8_0 */
+    float *grid = tool_alloc(gcount, sizeof(float));
+    uint8_t *rec = NULL;
+    if (!x || !wb || !grid) {
+        st = MEMRA_STATUS_OUT_OF_MEMORY;
+        goto out;
+    }
+    tool_fill_x(&b->rng, x, mk);
+    tool_fill_grid(&b->rng, grid, gcount);
+    memra_op_args *a = &v->args;
+    a->struct_size = sizeof *a;
+    a->gemm.struct_size = sizeof a->gemm;
+    a->gemm.m = (int32_t)m;
+    a->gemm.n = (int32_t)n;
+    a->gemm.k = (int32_t)k;
+    a->gemm.ldy = n;
+    a->gemm.alpha = 1.0f;
+    a->gemm.w_scale = 0.01f;
+    const size_t q8b = nk / 32 * MEMRA_Q8_0_BYTES;
+    switch (op) {
+    case MEMRA_OP_gemm_f16:
+    case MEMRA_OP_gemm_fp8:
+    case MEMRA_OP_gemm_fp8_blk:
+    case MEMRA_OP_gemm_q8_0:
+    case MEMRA_OP_accprobe: {
+        size_t wbytes = nk, xbytes = mk * sizeof(float);
+        const void *xsrc = x;
+        if (op == MEMRA_OP_gemm_f16) {
+            tool_fill_f16_w(&b->rng, (uint16_t *)(void *)wb, nk);
+            wbytes = nk * 2;
+        } else if (op == MEMRA_OP_gemm_q8_0) {
+            tool_fill_q8_0_w(&b->rng, wb, n, k);
+            wbytes = q8b;
+            xbytes = (size_t)memra_q8_1_bytes(m, k);
+            rec = tool_alloc(xbytes, 1);
+            if (rec == NULL) {
+                st = MEMRA_STATUS_OUT_OF_MEMORY;
+                goto out;
+            }
+            ref_quant_q8_1(x, m, k, rec);
+            xsrc = rec;
+        } else if (op == MEMRA_OP_accprobe) {
+            for (size_t e = 0; e < nk; e++) wb[e] = (uint8_t)(tool_rng_u64(&b->rng) & 0x3F); /* int8 and e4m3 safe */
+            rec = tool_alloc(mk, 1);
+            if (rec == NULL) {
+                st = MEMRA_STATUS_OUT_OF_MEMORY;
+                goto out;
+            }
+            for (size_t e = 0; e < mk; e++) rec[e] = (uint8_t)(tool_rng_u64(&b->rng) & 0x3F);
+            xsrc = rec;
+            xbytes = mk;
+        } else {
+            tool_fill_e4m3_w(&b->rng, wb, nk);
+        }
+        st = tool_upload(b->dev, wb, wbytes, &v->buf[0]);
+        if (st == MEMRA_STATUS_OK) st = tool_upload(b->dev, xsrc, xbytes, &v->buf[1]);
+        if (st == MEMRA_STATUS_OK) st = tool_upload(b->dev, NULL, mn * sizeof(float), &v->buf[2]);
+        if (st == MEMRA_STATUS_OK) st = tool_upload(b->dev, grid, gcount * sizeof(float), &v->buf[3]);
+        if (st != MEMRA_STATUS_OK) goto out;
+        a->gemm.w = memra_buffer_ptr(v->buf[0]);
+        a->gemm.x = memra_buffer_ptr(v->buf[1]);
+        a->gemm.y = memra_buffer_ptr(v->buf[2]);
+        if (op == MEMRA_OP_gemm_fp8_blk) a->gemm.w_scale_grid = memra_buffer_ptr(v->buf[3]);
+        a->arm = MEMRA_ACCPROBE_S32;
+        v->flops = 2.0 * (double)m * (double)n * (double)k;
+        break;
+    }
+    case MEMRA_OP_quant_q8_1:
+    case MEMRA_OP_cvt_f16:
+        st = tool_upload(b->dev, x, mk * sizeof(float), &v->buf[0]);
+        if (st == MEMRA_STATUS_OK)
+            st = tool_upload(b->dev, NULL, op == MEMRA_OP_cvt_f16 ? mk * 2 : (size_t)memra_q8_1_bytes(m, k),
+                             &v->buf[1]);
+        if (st != MEMRA_STATUS_OK) goto out;
+        a->src = memra_buffer_ptr(v->buf[0]);
+        a->dst = memra_buffer_ptr(v->buf[1]);
+        a->rows = m;
+        a->cols = k;
+        a->n = (int64_t)mk;
+        break;
+    case MEMRA_OP_dequant_f16:
+    case MEMRA_OP_fp8_blk_to_q8_0:
+    case MEMRA_OP_fp8_nan_count:
+        if (op == MEMRA_OP_dequant_f16) tool_fill_q8_0_w(&b->rng, wb, n, k);
+        else tool_fill_e4m3_w(&b->rng, wb, nk);
+        st = tool_upload(b->dev, wb, op == MEMRA_OP_dequant_f16 ? q8b : nk, &v->buf[0]);
+        if (st == MEMRA_STATUS_OK) st = tool_upload(b->dev, grid, gcount * sizeof(float), &v->buf[1]);
+        if (st == MEMRA_STATUS_OK)
+            st = tool_upload(b->dev, NULL, op == MEMRA_OP_fp8_nan_count ? 8 : op == MEMRA_OP_dequant_f16 ? nk * 2 : q8b,
+                             &v->buf[2]);
+        if (st != MEMRA_STATUS_OK) goto out;
+        a->format = MEMRA_FORMAT_Q8_0;
+        a->src = memra_buffer_ptr(v->buf[0]);
+        a->aux = memra_buffer_ptr(v->buf[1]);
+        a->dst = memra_buffer_ptr(v->buf[2]);
+        a->rows = n;
+        a->cols = k;
+        a->n = (int64_t)nk;
+        break;
+    case MEMRA_OP_scale:
+        st = tool_upload(b->dev, NULL, mn * sizeof(float), &v->buf[0]);
+        if (st != MEMRA_STATUS_OK) goto out;
+        st = memra_buffer_write(v->buf[0], 0, x, (mn < mk ? mn : mk) * sizeof(float));
+        a->src = memra_buffer_ptr(v->buf[0]);
+        a->n = (int64_t)mn;
+        a->s = 1.0f; /* repeated calls keep the values */
+        break;
+    default: st = MEMRA_STATUS_NOT_SUPPORTED; break;
+    }
+out:
+    free(x);
+    free(wb);
+    free(grid);
+    free(rec);
+    if (st != MEMRA_STATUS_OK) vs_free(v);
+    return st;
+}
+
+static int bench_vs(bench *b, const char *ma, const char *mb, memra_op op)
+{
+    const char *mods[2] = {ma, mb};
+    double logsum = 0.0;
+    int rc = 0;
+    printf("race %s: %s vs %s on %s, m=%lld, %lld reps\n", memra_op_name(op), ma, mb,
+           memra_device_caps_get(b->dev)->name, (long long)b->m, (long long)b->reps);
+    printf("%-14s %12s %12s %10s %10s %10s\n", "shape", ma, mb, "A ms/B ms", "hits A", "hits B");
+    for (size_t s = 0; s < b->nshapes; s++) {
+        const int64_t k = b->sheet[s].in_f, n = b->sheet[s].out_f;
+        vs_inputs v;
+        memra_status st = vs_make(b, op, b->m, n, k, &v);
+        if (st != MEMRA_STATUS_OK) {
+            fprintf(stderr, "memra bench: inputs for %s: %s: %s\n", memra_op_name(op), memra_status_str(st),
+                    memra_last_error());
+            return 1;
+        }
+        double *t[2] = {calloc((size_t)b->reps, sizeof(double)), calloc((size_t)b->reps, sizeof(double))};
+        uint64_t h0[2], h1[2];
+        for (int i = 0; i < 2; i++) h0[i] = memra_ledger_hits(b->dev, op, mods[i]);
+        if (!t[0] || !t[1]) rc = 1;
+        for (int64_t r = -b->warmup; r < b->reps && rc == 0; r++)
+            for (int i = 0; i < 2 && rc == 0; i++) {
+                const int which = (int)(((r < 0 ? 0 : r) + i) % 2);
+                mod_call mc = {.dev = b->dev, .module = mods[which], .op = op, .args = v.args};
+                double ms = 0.0;
+                st = timed(b, &ms, run_module, &mc);
+                if (st != MEMRA_STATUS_OK) {
+                    fprintf(stderr, "memra bench: %s/%s: %s: %s\n", mods[which], memra_op_name(op),
+                            memra_status_str(st), memra_last_error());
+                    rc = 1;
+                } else if (r >= 0) {
+                    t[which][r] = ms;
+                }
+            }
+        for (int i = 0; i < 2; i++) h1[i] = memra_ledger_hits(b->dev, op, mods[i]);
+        if (rc == 0) {
+            const double ma_ms = tool_median(t[0], (size_t)b->reps), mb_ms = tool_median(t[1], (size_t)b->reps);
+            const double ratio = ma_ms / mb_ms;
+            logsum += log(ratio);
+            char name[32];
+            snprintf(name, sizeof name, "%lld->%lld", (long long)k, (long long)n);
+            printf("%-14s %9.3f ms %9.3f ms %9.3fx %10llu %10llu\n", name, ma_ms, mb_ms, ratio,
+                   (unsigned long long)(h1[0] - h0[0]), (unsigned long long)(h1[1] - h0[1]));
+            if (b->json) {
+                fprintf(b->json, "%s\n{\"shape\":\"%s\",\"in_f\":%lld,\"out_f\":%lld,\"flops\":%.0f,\"arms\":[",
+                        s ? "," : "", name, (long long)k, (long long)n, v.flops);
+                for (int i = 0; i < 2; i++) {
+                    const double med = i ? mb_ms : ma_ms;
+                    fprintf(b->json, "%s{\"arm\":", i ? "," : "");
+                    tool_json_str(b->json, mods[i]);
+                    fprintf(b->json, ",\"op\":\"%s\",\"times_ms\":", memra_op_name(op));
+                    json_times(b->json, t[i], b->reps);
+                    fprintf(b->json, ",\"median_ms\":%.6g,\"flops_per_s\":%.6g,\"served\":[{\"op\":\"%s\",\"module\":",
+                            med, v.flops / (med * 1e-3), memra_op_name(op));
+                    tool_json_str(b->json, mods[i]);
+                    fprintf(b->json, ",\"hits\":%llu}]}", (unsigned long long)(h1[i] - h0[i]));
+                }
+                fprintf(b->json, "],\"ratio_a_over_b_ms\":%.6g}", ratio);
+            }
+            if (h1[0] == h0[0] || h1[1] == h0[1]) {
+                printf("  INVALID: the ledger shows no hit for one of the modules\n");
+                rc = 1;
+            }
+        }
+        free(t[0]);
+        free(t[1]);
+        vs_free(&v);
+        if (rc) return rc;
+    }
+    const double gm = exp(logsum / (double)b->nshapes);
+    printf("geometric mean of %s ms / %s ms over %zu shapes: %.3fx (%s %s)\n", ma, mb, b->nshapes, gm, mb,
+           gm >= 1.0 ? "faster" : "slower");
+    if (b->json) fprintf(b->json, "],\"geomean_ratio_a_over_b_ms\":%.6g}\n", gm);
+    return rc;
+}
+
+/* ---- the command ------------------------------------------------------------------ */
+
+static const char k_bench_usage[] =
+    "usage: memra bench [27b|1p7b] [--m M] [--reps R] [--warmup W] [--device N|host] [--json FILE]\n"
+    "                   [--vs MODA MODB --op OP] [--seed S]\n"
+    "  Arms f16 (Q8_0 + f16 mirror), mmq (Q8_0, no mirror), fp8 (E4M3 per-tensor) and fp8blk\n"
+    "  (E4M3 + block-128 grid) through memra_matmul, interleaved in each repetition; medians,\n"
+    "  FLOP/s, ratios to f16 and their geometric mean; the ledger says which module served.\n"
+    "  --vs races two modules' implementations of one op via memra_module_call.\n"
+    "  Defaults: on a GPU 27b, m=512, reps 20, warm-up 3; on the host 1p7b, m=16, reps 3.\n";
+
+int memra_tool_bench(int argc, char **argv)
+{
+    const char *sheet = NULL, *json = NULL, *vs_a = NULL, *vs_b = NULL;
+    int64_t m = 0, reps = 0, warmup = -1, dev_sel = -1;
+    memra_op op = MEMRA_OP_COUNT_;
+    uint64_t seed = 0;
+    int have_seed = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const int more = i + 1 < argc;
+        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+            fputs(k_bench_usage, stdout);
+            return 0;
+        } else if (strcmp(a, "27b") == 0 || strcmp(a, "1p7b") == 0) {
+            sheet = a;
+        } else if (strcmp(a, "--m") == 0 && more) {
+            if (tool_parse_i64(argv[++i], 1, 1 << 20, &m) != 0) goto bad_value;
+        } else if (strcmp(a, "--reps") == 0 && more) {
+            if (tool_parse_i64(argv[++i], 1, MAX_REPS, &reps) != 0) goto bad_value;
+        } else if (strcmp(a, "--warmup") == 0 && more) {
+            if (tool_parse_i64(argv[++i], 0, MAX_REPS, &warmup) != 0) goto bad_value;
+        } else if (strcmp(a, "--device") == 0 && more) {
+            if (strcmp(argv[++i], "host") == 0) dev_sel = -2;
+            else if (tool_parse_i64(argv[i], 0, 1 << 20, &dev_sel) != 0) goto bad_value;
+        } else if (strcmp(a, "--json") == 0 && more) {
+            json = argv[++i];
+        } else if (strcmp(a, "--seed") == 0 && more) {
+            if (tool_parse_u64(argv[++i], &seed) != 0) goto bad_value;
+            have_seed = 1;
+        } else if (strcmp(a, "--vs") == 0 && i + 2 < argc) {
+            vs_a = argv[++i];
+            vs_b = argv[++i];
+        } else if (strcmp(a, "--op") == 0 && more) {
+            op = memra_op_from_name(argv[++i]);
+            if (op == MEMRA_OP_COUNT_) {
+                fprintf(stderr, "memra bench: unknown op '%s'\n", argv[i]);
+                return 2;
+            }
+        } else {
+            fprintf(stderr, "memra bench: unknown or incomplete option '%s'\n%s", a, k_bench_usage);
+            return 2;
+        }
+        continue;
+    bad_value:
+        fprintf(stderr, "memra bench: bad value '%s' for %s\n", argv[i], a);
+        return 2;
+    }
+    if ((vs_a != NULL) != (op != MEMRA_OP_COUNT_)) {
+        fprintf(stderr, "memra bench: --vs MODA MODB and --op OP go together\n");
+        return 2;
+    }
+    memra_runtime *rt;
+    if (memra_tool_open(&rt) != MEMRA_STATUS_OK) return 1;
+    bench b;
+    memset(&b, 0, sizeof b);
+    b.rt = rt;
+    if (dev_sel >= memra_device_count(rt)) {
+        fprintf(stderr, "memra bench: no device %lld (there are %d)\n", (long long)dev_sel, memra_device_count(rt));
+        memra_close(rt);
+        return 2;
+    }
+    if (dev_sel == -2) dev_sel = memra_device_count(rt) - 1; /* the host device is listed last */
+    b.dev = memra_device_get(rt, dev_sel < 0 ? 0 : (int)dev_sel);
+    b.gpu = memra_device_caps_get(b.dev)->arch != MEMRA_ARCH_HOST;
+    if (sheet == NULL) sheet = b.gpu ? "27b" : "1p7b";
+    b.sheet_name = sheet;
+    b.sheet = strcmp(sheet, "27b") == 0 ? k_27b : k_1p7b;
+    b.nshapes = strcmp(sheet, "27b") == 0 ? sizeof k_27b / sizeof k_27b[0] : sizeof k_1p7b / sizeof k_1p7b[0];
+    b.m = m ? m : b.gpu ? 512 : 16;
+    b.reps = reps ? reps : b.gpu ? 20 : 3;
+    b.warmup = warmup >= 0 ? warmup : b.gpu ? 3 : 0;
+    tool_rng_seed(&b.rng, have_seed ? seed : tool_clock_seed());
+    for (int i = 0; i < memra_module_count(rt) && b.nmods < MAX_MODS; i++) {
+        memra_module_info mi;
+        if (memra_module_info_get(rt, i, &mi) == MEMRA_STATUS_OK && mi.loaded) b.mods[b.nmods++] = mi.name;
+    }
+    if (vs_a) {
+        for (int i = 0; i < 2; i++) {
+            const char *mn = i ? vs_b : vs_a;
+            if (!memra_module_provides(b.dev, mn, op)) {
+                fprintf(stderr, "memra bench: module '%s' is not admitted on this device or lacks %s\n", mn,
+                        memra_op_name(op));
+                memra_close(rt);
+                return 2;
+            }
+        }
+    }
+    const memra_device_caps *caps = memra_device_caps_get(b.dev);
+    printf("memra bench: %s (%s, %d %s), sheet %s, m=%lld, reps %lld, warm-up %lld\n", caps->name, caps->profile,
+           caps->sm_count, b.gpu ? "SMs" : "threads", sheet, (long long)b.m, (long long)b.reps, (long long)b.warmup);
+    int rc = 0;
+    if (json) {
+        b.json = fopen(json, "w");
+        if (b.json == NULL) {
+            fprintf(stderr, "memra bench: cannot write %s\n", json);
+            memra_close(rt);
+            return 1;
+        }
+        json_header(&b, vs_a ? "vs" : "arms");
+    }
+    memra_status st = memra_timer_create(b.dev, &b.timer);
+    if (st != MEMRA_STATUS_OK) {
+        fprintf(stderr, "memra bench: timer: %s: %s\n", memra_status_str(st), memra_last_error());
+        rc = 1;
+    } else {
+        rc = vs_a ? bench_vs(&b, vs_a, vs_b, op) : bench_arms(&b);
+    }
+    memra_timer_destroy(b.timer);
+    if (b.json) {
+        if (rc != 0) fprintf(b.json, "]}\n"); /* close what was opened; the receipt says it is partial */
+        if (fclose(b.json) != 0) rc = 1;
+        if (rc != 0) fprintf(stderr, "memra bench: the receipt %s is incomplete\n", json);
+    }
+    memra_close(rt);
+    return rc;
+}

@@ -1,0 +1,45 @@
+/* memra check's own reference: a plain f64 computation of every checked op,
+ * written from the op contracts in DESIGN.md ("Operations") and the host
+ * module's header comments, sharing no code with the host module or with
+ * core/formats.c (its own f16 and e4m3 conversions, its own quantisers and
+ * block decoders). The host module on the host device is judged against it. */
+#ifndef MEMRA_TOOLS_CHECK_REF_H
+#define MEMRA_TOOLS_CHECK_REF_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "memra/module.h"
+
+/* IEEE binary16: round to nearest even from f32, and the exact value back. */
+uint16_t ref_f16_bits(float f);
+double ref_f16_value(uint16_t h);
+/* OCP e4m3: exact value of a code (NaN for magnitude 0x7F); encode rounds to
+ * nearest even and saturates to +-448. */
+double ref_e4m3_value(uint8_t code);
+uint8_t ref_e4m3_encode(float f);
+
+/* q8_1 records for x [m x k] (memra_q8_1_bytes(m, k) bytes). */
+void ref_quant_q8_1(const float *x, int64_t m, int64_t k, uint8_t *out);
+/* rows x cols of `format` -> f16 bits (Q8_0, Q4_0, Q4_K, Q5_K, Q6_K). */
+void ref_dequant_f16(memra_format format, const uint8_t *src, int64_t rows, int64_t cols, uint16_t *out);
+/* block-128 e4m3 + grid -> Q8_0 slab. cols % 32 == 0. */
+void ref_fp8_blk_to_q8_0(const uint8_t *w, const float *grid, int64_t rows, int64_t cols, uint8_t *out);
+
+/* The GEMMs: ref[i*n+j] = y value, mass[i*n+j] = sum_k |terms| with every
+ * scale applied (the normaliser of the check). x is f32 [m x k] except for
+ * gemm_f16 with xh (f16 bits, may be NULL) and gemm_q8_0 (q8_1 records). */
+typedef struct ref_gemm {
+    memra_op op;
+    int64_t m, n, k;
+    const float *x;
+    const uint16_t *xh;
+    const uint8_t *xq;  /* gemm_q8_0 records */
+    const void *w;
+    float w_scale;
+    const float *grid;
+    float alpha;
+} ref_gemm;
+void ref_gemm_run(const ref_gemm *g, double *ref, double *mass);
+
+#endif

@@ -1,0 +1,155 @@
+/* Helpers shared by `memra check` and `memra bench`. */
+#define _POSIX_C_SOURCE 200809L
+
+#include "tools/tool_util.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "memra/formats.h"
+
+void tool_rng_seed(tool_rng *r, uint64_t seed) { r->s = seed ? seed : 0x9E3779B97F4A7C15ull; }
+
+uint64_t tool_rng_u64(tool_rng *r)
+{
+    uint64_t x = r->s;
+    x ^= x >> 12;
+    x ^= x << 25;
+    x ^= x >> 27;
+    r->s = x;
+    return x * 0x2545F4914F6CDD1Dull;
+}
+
+double tool_rng_unit(tool_rng *r) { return (double)(tool_rng_u64(r) >> 11) * (1.0 / 9007199254740992.0); }
+
+float tool_rng_signed(tool_rng *r, float lo, float hi)
+{
+    uint64_t u = tool_rng_u64(r);
+    float v = (float)(lo + (double)(hi - lo) * ((double)(u >> 11) * (1.0 / 9007199254740992.0)));
+    if (v < lo) v = lo;
+    return (u & 1u) ? -v : v;
+}
+
+uint64_t tool_clock_seed(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    uint64_t s = (uint64_t)ts.tv_sec * 1000003u ^ (uint64_t)ts.tv_nsec;
+    s ^= s >> 29;
+    return s ? s : 1;
+}
+
+void tool_fill_x(tool_rng *r, float *x, size_t n)
+{
+    for (size_t i = 0; i < n; i++) x[i] = tool_rng_signed(r, 0.25f, 4.0f);
+}
+
+void tool_fill_f16_w(tool_rng *r, uint16_t *w, size_t n)
+{
+    for (size_t i = 0; i < n; i++) w[i] = memra_f16_from_f32(tool_rng_signed(r, 0.01f, 0.5f));
+}
+
+void tool_fill_e4m3_w(tool_rng *r, uint8_t *w, size_t n)
+{
+    /* exponent field 5..9 (0.25 .. 7.5): a 30x spread, like a real weight's
+     * bulk, and never a NaN code or a zero. */
+    for (size_t i = 0; i < n; i++) {
+        uint64_t u = tool_rng_u64(r);
+        unsigned e = 5u + (unsigned)((u >> 8) % 5u), mant = (unsigned)(u >> 16) & 7u, sign = (unsigned)(u >> 24) & 1u;
+        w[i] = (uint8_t)(sign << 7 | e << 3 | mant);
+    }
+}
+
+void tool_fill_grid(tool_rng *r, float *g, size_t n)
+{
+    for (size_t i = 0; i < n; i++) g[i] = (float)(1.0 / 256.0 + tool_rng_unit(r) * (0.25 - 1.0 / 256.0));
+}
+
+void tool_fill_q8_0_w(tool_rng *r, uint8_t *w, int64_t rows, int64_t cols)
+{
+    const int64_t nb = rows * (cols / MEMRA_QK8_0);
+    float v[MEMRA_QK8_0];
+    for (int64_t b = 0; b < nb; b++) {
+        for (int l = 0; l < MEMRA_QK8_0; l++) v[l] = tool_rng_signed(r, 0.01f, 0.5f);
+        memra_q8_0_encode(v, w + (size_t)b * MEMRA_Q8_0_BYTES);
+    }
+}
+
+int tool_parse_i64(const char *s, int64_t lo, int64_t hi, int64_t *out)
+{
+    if (s == NULL || *s == '\0') return -1;
+    char *end = NULL;
+    errno = 0;
+    long long v = strtoll(s, &end, 0);
+    if (errno != 0 || end == s || *end != '\0' || v < lo || v > hi) return -1;
+    *out = (int64_t)v;
+    return 0;
+}
+
+int tool_parse_u64(const char *s, uint64_t *out)
+{
+    if (s == NULL || *s == '\0' || *s == '-') return -1;
+    char *end = NULL;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 0);
+    if (errno != 0 || end == s || *end != '\0') return -1;
+    *out = (uint64_t)v;
+    return 0;
+}
+
+void tool_json_str(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (; s && *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\') fprintf(f, "\\%c", c);
+        else if (c < 0x20) fprintf(f, "\\u%04x", c);
+        else fputc(c, f);
+    }
+    fputc('"', f);
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+double tool_median(const double *v, size_t n)
+{
+    if (n == 0) return 0.0;
+    double *c = malloc(n * sizeof *c);
+    if (c == NULL) return v[0];
+    memcpy(c, v, n * sizeof *c);
+    qsort(c, n, sizeof *c, cmp_double);
+    double m = n % 2 ? c[n / 2] : 0.5 * (c[n / 2 - 1] + c[n / 2]);
+    free(c);
+    return m;
+}
+
+void *tool_alloc(size_t n, size_t size)
+{
+    if (n == 0) n = 1;
+    if (size != 0 && n > SIZE_MAX / size) {
+        fprintf(stderr, "memra: allocation of %zu x %zu bytes overflows\n", n, size);
+        return NULL;
+    }
+    void *p = malloc(n * size);
+    if (p == NULL) fprintf(stderr, "memra: out of host memory (%zu bytes)\n", n * size);
+    return p;
+}
+
+memra_status tool_upload(memra_device *dev, const void *src, size_t bytes, memra_buffer **out)
+{
+    memra_buffer *b = NULL;
+    memra_status st = memra_buffer_create(dev, bytes ? bytes : 1, &b);
+    if (st == MEMRA_STATUS_OK && src != NULL && bytes > 0) st = memra_buffer_write(b, 0, src, bytes);
+    if (st != MEMRA_STATUS_OK) {
+        memra_buffer_destroy(b);
+        return st;
+    }
+    *out = b;
+    return MEMRA_STATUS_OK;
+}
