@@ -5,7 +5,9 @@
  * The encoder is written out rather than taken from cuda_fp8.h so that its
  * rounding is visible here: round to nearest even, saturate to +-448 (so
  * infinities and anything above 448 give 0x7E with the sign), NaN gives 0x7F
- * with the sign kept. */
+ * with the sign kept. Checked against the host encoder for all 2^32 f32 bit
+ * patterns (and the decoder for all 256 codes) by compiling this header for the
+ * CPU. */
 #ifndef MEMRA_CUDA_E4M3_CUH
 #define MEMRA_CUDA_E4M3_CUH
 

@@ -8,9 +8,9 @@
  *                             the n = m * k values.
  *   memra_k_quant_e4m3_tensor every block reduces the same partials (so all agree
  *                             on one sx = amax / 448, 1 when amax == 0), block 0
- *                             writes scales[0] = sx and scales[1] = sx * w_scale
- *                             (the folded scale cuBLASLt reads by pointer), and
- *                             q[i] = e4m3(x[i] / sx).
+ *                             writes scales[0] = sx * w_scale (the folded scale
+ *                             cuBLASLt reads by pointer: keep `scales` 16-byte
+ *                             aligned) and scales[1] = sx, and q[i] = e4m3(x[i] / sx).
  * Per row per 128 columns (gemm_fp8_blk), one launch, no global reduction:
  *   memra_k_quant_e4m3_row128 one warp per (row, 128-column block): s = amax / 448
  *                             (1 when 0), q = e4m3(x / s); s is stored at
@@ -86,8 +86,8 @@ memra_k_quant_e4m3_tensor(const float *__restrict__ x, long long n, const float 
     const float amax = memra_block_max(m);
     const float sx = amax > 0.0f ? __fdiv_rn(amax, 448.0f) : 1.0f;
     if (blockIdx.x == 0 && threadIdx.x == 0) {
-        scales[0] = sx;
-        scales[1] = __fmul_rn(sx, w_scale);
+        scales[0] = __fmul_rn(sx, w_scale);
+        scales[1] = sx;
     }
     long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
     const long long stride = (long long)gridDim.x * blockDim.x;

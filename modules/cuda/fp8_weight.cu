@@ -11,8 +11,9 @@
  *   memra_k_fp8_nan_count    *out += number of bytes whose magnitude is 0x7F (the
  *                            e4m3 NaN codes); one 64-bit atomic per block.
  *
- * Preconditions (checked by the C launchers): cols a multiple of 32, 256
- * threads per block for both kernels. Any alignment of w.
+ * Preconditions (checked by the C launchers): cols a multiple of 32, dst
+ * 2-byte aligned (a block is written as 17 16-bit words), 256 threads per
+ * block for both kernels. Any alignment of w.
  */
 #include <cuda_fp16.h>
 
@@ -44,13 +45,14 @@ memra_k_fp8_blk_to_q8_0(const unsigned char *__restrict__ w, const float *__rest
             x = fminf(fmaxf(x, -127.0f), 127.0f);
             qi = (int)roundf(x);
         }
-        unsigned char *out = dst + b * 34;
-        if (lane == 0) {
-            const unsigned short h = __half_as_ushort(__float2half_rn(d));
-            out[0] = (unsigned char)(h & 0xFF);
-            out[1] = (unsigned char)(h >> 8);
-        }
-        out[2 + lane] = (unsigned char)(signed char)qi;
+        /* The 34-byte block as 17 little-endian 16-bit words, one per lane 0..16:
+         * word 0 is d, word j > 0 holds q[2j - 2] and q[2j - 1]. */
+        const unsigned int q8 = (unsigned int)qi & 0xFFu;
+        const unsigned int lo = __shfl_sync(0xFFFFFFFFu, q8, (2 * lane - 2) & 31);
+        const unsigned int hi = __shfl_sync(0xFFFFFFFFu, q8, (2 * lane - 1) & 31);
+        const unsigned short word =
+            lane == 0 ? __half_as_ushort(__float2half_rn(d)) : (unsigned short)(lo | (hi << 8));
+        if (lane <= 16) reinterpret_cast<unsigned short *>(dst + b * 34)[lane] = word;
     }
 }
 

@@ -1,0 +1,52 @@
+/* The sm90 module: Hopper (cc 9.0, H100/H200). The FP16 mirror lane, the FP8
+ * per-tensor lane and the FP8 block-128 lane through cuBLASLt (block scales
+ * exist on sm_90 only), and the load-time kernels, all from the shared GPU
+ * code in modules/cuda. The kernels are compiled ahead of time for sm_90a (and
+ * sm_120a, so one build carries both) and embedded; init loads the sm_90a
+ * images, so a build without them is refused at start-up. */
+#include "../cuda/gpu.h"
+
+#define SM90_NAME "sm90"
+#define SM90_VERSION "0.1.0"
+
+static int sm90_score(const memra_device_caps *caps)
+{
+    if (caps == NULL) return 0;
+    return caps->arch == MEMRA_ARCH_SM90 && caps->cc == 90 ? 100 : 0;
+}
+
+static memra_status sm90_init(const memra_host_services *host, const memra_device_caps *caps, void **out_ctx)
+{
+    memra__gpu *gpu = NULL;
+    memra_status st = memra__gpu_create(host, caps, SM90_NAME, &gpu);
+    if (st == MEMRA_STATUS_OK) *out_ctx = gpu;
+    return st;
+}
+
+static void sm90_fini(void *ctx) { memra__gpu_destroy((memra__gpu *)ctx); }
+
+static const memra_op_table k_sm90_ops = {
+    .struct_size = sizeof(memra_op_table),
+    .cvt_f16 = memra__gpu_cvt_f16,
+    .gemm_f16 = memra__gpu_gemm_f16,
+    .gemm_fp8 = memra__gpu_gemm_fp8,
+    .gemm_fp8_blk = memra__gpu_gemm_fp8_blk,
+    .dequant_f16 = memra__gpu_dequant_f16,
+    .fp8_blk_to_q8_0 = memra__gpu_fp8_blk_to_q8_0,
+    .fp8_nan_count = memra__gpu_fp8_nan_count,
+    .scale = memra__gpu_scale,
+};
+
+static const memra_module_desc k_sm90_desc = {
+    .abi_version = MEMRA_MODULE_ABI_VERSION,
+    .struct_size = sizeof(memra_module_desc),
+    .name = SM90_NAME,
+    .version = SM90_VERSION,
+    .score = sm90_score,
+    .init = sm90_init,
+    .fini = sm90_fini,
+    .ops = &k_sm90_ops,
+};
+
+MEMRA_MODULE_EXPORT const memra_module_desc *memra_module_entry(void);
+MEMRA_MODULE_EXPORT const memra_module_desc *memra_module_entry(void) { return &k_sm90_desc; }
