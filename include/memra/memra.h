@@ -18,8 +18,10 @@
  *
  * Ownership: every *_create/open has a matching *_destroy/close that accepts
  * NULL. Out parameters are written only on success. Unless stated, functions
- * are thread-safe with respect to different objects; one device may be used
- * from several threads (routing snapshots make that safe).
+ * are thread-safe with respect to different objects. Routing, module loading
+ * and the ledger are safe from any thread; ops on ONE device share its scratch
+ * slots, so callers serialise the ops they enqueue per device (different
+ * devices are independent).
  */
 #ifndef MEMRA_MEMRA_H
 #define MEMRA_MEMRA_H
