@@ -181,6 +181,12 @@ memra_status memra_open(const memra_options *opts, memra_runtime **out_rt)
     rt->disable = dup_or_null(
         env_or(MEMRA_HAS_MEMBER(&rt->opts, memra_options, disable) ? rt->opts.disable : NULL, "MEMRA_DISABLE"));
     rt->opts.module_path = rt->opts.force_arch = rt->opts.prefer = rt->opts.disable = NULL;
+    if (memra__routing_validate(rt->prefer, rt->disable) != MEMRA_STATUS_OK) {
+        char msg[600];
+        snprintf(msg, sizeof msg, "%s", memra_last_error());
+        st = MEMRA__FAIL(MEMRA_STATUS_INVALID_ARGUMENT, "MEMRA_PREFER / MEMRA_DISABLE: %s", msg);
+        goto fail;
+    }
 
     if (rt->opts.no_cuda) {
         snprintf(rt->driver_why, sizeof rt->driver_why, "CUDA disabled by option");

@@ -109,6 +109,11 @@ int main(int argc, char **argv)
     CHECK_STATUS(memra_module_unload(rt, "host"), MEMRA_STATUS_INVALID_ARGUMENT);
     CHECK_STATUS(memra_module_load(rt, "testgood.so"), MEMRA_STATUS_INVALID_ARGUMENT); /* relative */
     memra_close(rt);
+
+    /* Bad preference text at open is a clear error, not a silent default. */
+    memra_options bad = {.struct_size = sizeof bad, .no_cuda = 1, .no_default_modules = 1, .prefer = "gemm=host"};
+    CHECK_STATUS(memra_open(&bad, &rt), MEMRA_STATUS_INVALID_ARGUMENT);
+    CHECK_STR_CONTAINS(memra_last_error(), "'gemm' is not an op");
     printf("ok\n");
     return 0;
 }
