@@ -1,0 +1,233 @@
+/* memra's own block-128 FP8 GEMM: y = x . W^T with an e4m3 weight and its
+ * [ceil(n/128) x ceil(k/128)] f32 scale grid, activations quantised to e4m3 per
+ * row per 128 columns.
+ *
+ * One source, the MMA chosen by FP8BLK_MMA at compile time:
+ *   0  mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32               (sm_89 / sm_90a)
+ *   1  mma.sync.aligned.kind::f8f6f4.m16n8k32.row.col.f32.e4m3.e4m3.f32  (sm_120a)
+ *   2  mma.sync.aligned.kind::mxf8f6f4.block_scale.scale_vec::1X.m16n8k32.row.col
+ *      .f32.e4m3.e4m3.f32.ue8m0 with unit scales (ue8m0 127 = 2^0)       (sm_120a)
+ * All three share the m16n8k32 8-bit fragment layout, so everything but the
+ * one asm statement is common. A kind:: variant refuses to build for anything
+ * but sm_120a / sm_121a.
+ *
+ * Kernels:
+ *   memra_k_fp8blk_quant  one warp per (row, 128-column block): s = amax / 448
+ *                         (1 when amax == 0; IEEE division), q = e4m3(x / s) (RNE,
+ *                         saturating; e4m3.cuh), bit-identical to the host. s is
+ *                         stored at s[blk * m + row] (block-major: a GEMM step reads
+ *                         the scales of its 128 rows as one run).
+ *   memra_k_fp8blk_gemm   y[row_off + i, j] = alpha * sum_b (s[i,b] * grid[j/128][b]) * B[i,j,b],
+ *                         B the 128-deep block product accumulated by the tensor
+ *                         cores in f32 (four chained k32 MMAs), folded into the
+ *                         running f32 result once per block (never per 32).
+ *
+ * The tile: 256 threads (8 warps as 2 x 4), 128 tokens x 128 weight rows per
+ * CTA, a warp 64 x 32; a k step is one 128-column scale block, so one grid value
+ * serves the whole CTA per step. Operands go through a two-stage cp.async
+ * pipeline into 144-byte shared rows (128 data + 16 pad: the 36-word stride
+ * keeps ldmatrix phases conflict-free); past-the-edge rows and columns are
+ * zero-filled.
+ *
+ * Preconditions (checked by the C launchers): k a multiple of 16 (whole 16-byte
+ * chunks), x, w and q 16-byte aligned, blockDim 256 (quant: 256, any grid),
+ * dynamic shared memory FP8BLK_SMEM_BYTES.
+ */
+#include <stdint.h>
+
+#include "e4m3.cuh"
+
+#ifndef FP8BLK_MMA
+#define FP8BLK_MMA 0
+#endif
+
+#if FP8BLK_MMA >= 1 && defined(__CUDA_ARCH__) && !defined(__CUDA_ARCH_FEAT_SM120_ALL) && \
+    !defined(__CUDA_ARCH_FEAT_SM121_ALL)
+#error "fp8blk_gemm.cu: the kind::f8f6f4 / kind::mxf8f6f4 variants need sm_120a or sm_121a"
+#endif
+
+#define FP8BLK_BM 128
+#define FP8BLK_BN 128
+#define FP8BLK_ROW 144
+#define FP8BLK_THREADS 256
+#define FP8BLK_STAGE_BYTES ((FP8BLK_BM + FP8BLK_BN) * FP8BLK_ROW + FP8BLK_BM * 4)
+#define FP8BLK_SMEM_BYTES (2 * FP8BLK_STAGE_BYTES)
+
+__device__ __forceinline__ unsigned fb_smem(const void *p) { return (unsigned)__cvta_generic_to_shared(p); }
+
+__device__ __forceinline__ void fb_cp16(void *dst, const void *src, int src_bytes)
+{
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(fb_smem(dst)), "l"(src), "r"(src_bytes));
+}
+__device__ __forceinline__ void fb_cp4(void *dst, const void *src, int src_bytes)
+{
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(fb_smem(dst)), "l"(src), "r"(src_bytes));
+}
+
+__device__ __forceinline__ void fb_ldmatrix_x4(uint32_t r[4], const void *p)
+{
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(fb_smem(p)));
+}
+
+/* d += a . b over 32 e4m3 values, f32 accumulation. */
+__device__ __forceinline__ void fb_mma(float d[4], const uint32_t a[4], uint32_t b0, uint32_t b1)
+{
+#if FP8BLK_MMA == 0
+    asm("mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+                 "{%0,%1,%2,%3};\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+#elif FP8BLK_MMA == 1
+    asm("mma.sync.aligned.kind::f8f6f4.m16n8k32.row.col.f32.e4m3.e4m3.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+                 "{%8,%9}, {%0,%1,%2,%3};\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+#else
+    const uint32_t unit = 0x7F7F7F7Fu; /* ue8m0 127 = 2^0 in every byte */
+    const uint16_t sel = 0;
+    asm("mma.sync.aligned.kind::mxf8f6f4.block_scale.scale_vec::1X.m16n8k32.row.col.f32.e4m3.e4m3.f32.ue8m0 "
+                 "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3}, {%10}, {%11,%11}, {%10}, {%11,%11};\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1), "r"(unit), "h"(sel));
+#endif
+}
+
+/* ---- the activation quantiser ----------------------------------------------------- */
+
+extern "C" __global__ void __launch_bounds__(256)
+memra_k_fp8blk_quant(const float *__restrict__ x, int m, int k, unsigned char *__restrict__ q, float *__restrict__ s)
+{
+    const int kb = (k + 127) / 128;
+    const int lane = threadIdx.x & 31;
+    const long long total = (long long)m * kb;
+    const long long warps = (long long)gridDim.x * (blockDim.x >> 5);
+    for (long long wi = (long long)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5); wi < total; wi += warps) {
+        const int row = (int)(wi / kb), blk = (int)(wi - (long long)row * kb);
+        const int col = blk * 128 + lane * 4;
+        float4 v = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+        if (col < k) v = *reinterpret_cast<const float4 *>(x + (long long)row * k + col);
+        float a = fmaxf(fmaxf(fabsf(v.x), fabsf(v.y)), fmaxf(fabsf(v.z), fabsf(v.w)));
+#pragma unroll
+        for (int o = 16; o > 0; o >>= 1) a = fmaxf(a, __shfl_xor_sync(0xFFFFFFFFu, a, o));
+        const float sc = a > 0.0f ? __fdiv_rn(a, 448.0f) : 1.0f;
+        if (col < k)
+            *reinterpret_cast<unsigned *>(q + (long long)row * k + col) =
+                memra_e4m3_encode(__fdiv_rn(v.x, sc)) | (memra_e4m3_encode(__fdiv_rn(v.y, sc)) << 8) |
+                (memra_e4m3_encode(__fdiv_rn(v.z, sc)) << 16) | (memra_e4m3_encode(__fdiv_rn(v.w, sc)) << 24);
+        if (lane == 0) s[(long long)blk * m + row] = sc;
+    }
+}
+
+/* ---- the GEMM ------------------------------------------------------------------------ */
+
+/* Rows r0..r0+127 of an e4m3 matrix [rows x k], columns 128 kt .. +127. */
+__device__ __forceinline__ void fb_load(unsigned char *S, const unsigned char *src, int rows, int k, int r0, int kt)
+{
+    for (int idx = threadIdx.x; idx < 128 * 8; idx += FP8BLK_THREADS) {
+        const int r = idx >> 3, c = idx & 7;
+        const long long col = (long long)kt * 128 + c * 16;
+        const int ok = r0 + r < rows && col < k;
+        fb_cp16(S + r * FP8BLK_ROW + c * 16, ok ? src + (long long)(r0 + r) * k + col : src, ok ? 16 : 0);
+    }
+}
+
+extern "C" __global__ void __launch_bounds__(FP8BLK_THREADS, 1)
+memra_k_fp8blk_gemm(const unsigned char *__restrict__ w, const float *__restrict__ grid,
+                    const unsigned char *__restrict__ xq, const float *__restrict__ xs, float *__restrict__ y, int m,
+                    int n, int k, long long ldy, float alpha)
+{
+    extern __shared__ __align__(16) unsigned char smem[];
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, wm = warp & 1, wn = warp >> 1;
+    const int i0 = blockIdx.x * FP8BLK_BM, j0 = blockIdx.y * FP8BLK_BN;
+    const int nk = (k + 127) / 128;
+    const float *grow = grid + (long long)(j0 / 128) * nk;
+
+    float acc[4][4][4];
+#pragma unroll
+    for (int mt = 0; mt < 4; mt++)
+#pragma unroll
+        for (int nt = 0; nt < 4; nt++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) acc[mt][nt][e] = 0.0f;
+
+    auto stage_load = [&](int st, int kt) {
+        unsigned char *base = smem + st * FP8BLK_STAGE_BYTES;
+        fb_load(base, xq, m, k, i0, kt);
+        fb_load(base + FP8BLK_BM * FP8BLK_ROW, w, n, k, j0, kt);
+        float *sx = reinterpret_cast<float *>(base + (FP8BLK_BM + FP8BLK_BN) * FP8BLK_ROW);
+        if (threadIdx.x < FP8BLK_BM) {
+            const int i = i0 + threadIdx.x;
+            fb_cp4(sx + threadIdx.x, i < m ? xs + (long long)kt * m + i : xs, i < m ? 4 : 0);
+        }
+        asm volatile("cp.async.commit_group;\n" ::);
+    };
+
+    stage_load(0, 0);
+    for (int kt = 0; kt < nk; kt++) {
+        const int st = kt & 1;
+        if (kt + 1 < nk)
+            stage_load(st ^ 1, kt + 1);
+        else
+            asm volatile("cp.async.commit_group;\n" ::);
+        const float g = grow[kt];
+        asm volatile("cp.async.wait_group 1;\n" ::);
+        __syncthreads();
+        const unsigned char *As = smem + st * FP8BLK_STAGE_BYTES;
+        const unsigned char *Bs = As + FP8BLK_BM * FP8BLK_ROW;
+        const float *sx = reinterpret_cast<const float *>(Bs + FP8BLK_BN * FP8BLK_ROW);
+
+        float blk[4][4][4];
+#pragma unroll
+        for (int mt = 0; mt < 4; mt++)
+#pragma unroll
+            for (int nt = 0; nt < 4; nt++)
+#pragma unroll
+                for (int e = 0; e < 4; e++) blk[mt][nt][e] = 0.0f;
+#pragma unroll
+        for (int kk = 0; kk < 4; kk++) {
+            uint32_t a[4][4], b[4][2];
+#pragma unroll
+            for (int mt = 0; mt < 4; mt++)
+                fb_ldmatrix_x4(a[mt], As + (wm * 64 + mt * 16 + (lane & 15)) * FP8BLK_ROW + kk * 32 + (lane >> 4) * 16);
+#pragma unroll
+            for (int np = 0; np < 2; np++) {
+                uint32_t r[4];
+                fb_ldmatrix_x4(r, Bs + (wn * 32 + np * 16 + (lane & 7) + (lane >> 4) * 8) * FP8BLK_ROW + kk * 32 +
+                                      ((lane >> 3) & 1) * 16);
+                b[2 * np][0] = r[0];
+                b[2 * np][1] = r[1];
+                b[2 * np + 1][0] = r[2];
+                b[2 * np + 1][1] = r[3];
+            }
+#pragma unroll
+            for (int mt = 0; mt < 4; mt++)
+#pragma unroll
+                for (int nt = 0; nt < 4; nt++) fb_mma(blk[mt][nt], a[mt], b[nt][0], b[nt][1]);
+        }
+        /* the fold: once per 128-deep block, with s[i,b] * grid[j/128][b] */
+#pragma unroll
+        for (int mt = 0; mt < 4; mt++)
+#pragma unroll
+            for (int h = 0; h < 2; h++) {
+                const float f = sx[wm * 64 + mt * 16 + (lane >> 2) + 8 * h] * g;
+#pragma unroll
+                for (int nt = 0; nt < 4; nt++)
+#pragma unroll
+                    for (int c = 0; c < 2; c++)
+                        acc[mt][nt][2 * h + c] = fmaf(f, blk[mt][nt][2 * h + c], acc[mt][nt][2 * h + c]);
+            }
+        __syncthreads();
+    }
+#pragma unroll
+    for (int mt = 0; mt < 4; mt++)
+#pragma unroll
+        for (int nt = 0; nt < 4; nt++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) {
+                const int i = i0 + wm * 64 + mt * 16 + (lane >> 2) + 8 * (e >> 1);
+                const int j = j0 + wn * 32 + nt * 8 + (lane & 3) * 2 + (e & 1);
+                if (i < m && j < n) y[(long long)i * ldy + j] = alpha * acc[mt][nt][e];
+            }
+}

@@ -1,0 +1,415 @@
+/* The MMQ floor: q8_1 activation quantiser, Q8_0 x q8_1 GEMM on the int8 tensor
+ * cores, and the accumulator probe built on the same tile.
+ *
+ * Kernels (one source, compiled for sm_90a and sm_120a; gemm_q8_0 and the
+ * quantiser use sm_80 features only: cp.async, ldmatrix, s8 mma.sync):
+ *   memra_k_quant_q8_1   f32 [m x k] -> 144-byte records (f32 d[4], int8 qs[128]),
+ *                        record (kb, t) at kb * m + t, k padded to a multiple of
+ *                        512 with zeros. One warp per record, lane l owns values
+ *                        4l..4l+3 (group l/8 of 32). Bit-identical to the host:
+ *                        amax (fmaxf: NaN ignored), d = amax / 127 (IEEE division),
+ *                        id = d ? 1 / d : 0, q = roundf(clamp(x * id, +-127)), NaN -> 0.
+ *   memra_k_gemm_q8_0    y[row_off + i, j] = alpha * sum_b (dw[j,b] * dx[i,b]) * I[i,j,b],
+ *                        I the exact s32 dot of the 32-value block b, from
+ *                        mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 (one MMA = one block).
+ *   memra_k_probe_s32 / memra_k_probe_f32 / memra_k_probe_mx
+ *                        the accumulator probe: the same tile on raw bytes x [m x k],
+ *                        w [n x k] (unit scales), with the s8 MMA (s32), the e4m3 MMA
+ *                        (f32; kind::f8f6f4 on sm_120a), or kind::mxf8f6f4.block_scale
+ *                        with unit ue8m0 scales (sm_120a only; a trap elsewhere, the
+ *                        launcher declines first). Time only.
+ *
+ * The tile. A CTA of 256 threads (8 warps as 2 x 4) computes 128 tokens x 128
+ * weight rows; each warp 64 x 32 (4 m16 x 4 n8 MMA tiles). The k loop walks
+ * 128 values (one q8_1 record, four Q8_0 blocks) per step through a two-stage
+ * cp.async pipeline. Shared memory holds both operands in one "record" layout:
+ * a row of 144 bytes = 4 f32 scales + 128 int8 (the q8_1 record itself), whose
+ * 36-word stride makes the 8 rows of every ldmatrix phase hit distinct banks.
+ * Activations are copied verbatim (16-byte cp.async). Q8_0 rows (34-byte
+ * blocks: only 2-byte aligned) are copied raw with 4-byte cp.async from the
+ * 4-byte-aligned address at or below the row's first block (the last chunk
+ * copies 2 bytes and zero-fills when the row ends mid-word), then one pass
+ * realigns them into the record layout (f16 d widened to f32, qs shifted by a
+ * funnel shift). Rows, tokens and blocks past the edges are zero-filled, so
+ * they add exact zeros.
+ *
+ * The fold. Every MMA starts from C = 0x4B400000 (1.5 * 2^23 as f32), so the
+ * s32 result read as f32 is 1.5 * 2^23 + I exactly (|I| <= 32 * 127 * 127 < 2^22)
+ * and one FADD recovers I as f32 without an I2F: v = D - 1.5 * 2^23; then
+ * acc += (dx * dw) * v (FMUL + FFMA). The probe's f32 arms run the same three
+ * instructions with C = 0 and a zero bias passed at run time.
+ *
+ * Preconditions (checked by the C launchers): blockDim 256, dynamic shared
+ * memory MMQ_SMEM_BYTES; gemm_q8_0: k a multiple of 32, w 2-byte aligned, the
+ * records 16-byte aligned; probe: k a multiple of 32, x and w 16-byte aligned.
+ */
+#include <cuda_fp16.h>
+#include <stdint.h>
+
+#define MMQ_BM 128      /* tokens per CTA */
+#define MMQ_BN 128      /* weight rows per CTA */
+#define MMQ_ROW 144     /* bytes of a record row in shared memory */
+#define MMQ_RAW 140     /* bytes of a raw Q8_0 row tile (4 blocks + up to 2 + 2 bytes) */
+#define MMQ_THREADS 256
+#define MMQ_STAGE_BYTES (MMQ_BM * MMQ_ROW + MMQ_BN * MMQ_RAW)
+#define MMQ_SMEM_BYTES (2 * MMQ_STAGE_BYTES + MMQ_BN * MMQ_ROW)
+#define MMQ_PROBE_STAGE_BYTES ((MMQ_BM + MMQ_BN) * MMQ_ROW) /* 2 stages fit in MMQ_SMEM_BYTES */
+#define MMQ_MAGIC_BITS 0x4B400000u
+#define MMQ_MAGIC 12582912.0f
+
+enum { MMQ_KIND_S8 = 0, MMQ_KIND_FP8 = 1, MMQ_KIND_MX = 2 };
+
+/* ---- primitives ------------------------------------------------------------- */
+
+__device__ __forceinline__ unsigned smem_u32(const void *p) { return (unsigned)__cvta_generic_to_shared(p); }
+
+/* cp.async of `size` (4 or 16) bytes, of which `src_bytes` are read; the rest zero-filled. */
+__device__ __forceinline__ void cp_async16(void *dst, const void *src, int src_bytes)
+{
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_u32(dst)), "l"(src), "r"(src_bytes));
+}
+__device__ __forceinline__ void cp_async4(void *dst, const void *src, int src_bytes)
+{
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(smem_u32(dst)), "l"(src), "r"(src_bytes));
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+template <int N> __device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N)); }
+
+__device__ __forceinline__ void ldmatrix_x4(uint32_t r[4], const void *p)
+{
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(smem_u32(p)));
+}
+
+/* One m16n8k32 MMA from a fresh accumulator; d[] comes back as f32 bits. */
+template <int KIND> __device__ __forceinline__ void mma_k32(float d[4], const uint32_t a[4], uint32_t b0, uint32_t b1);
+
+template <> __device__ __forceinline__ void mma_k32<MMQ_KIND_S8>(float d[4], const uint32_t a[4], uint32_t b0, uint32_t b1)
+{
+    int r0, r1, r2, r3;
+    const int c = (int)MMQ_MAGIC_BITS;
+    asm("mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+                 "{%10,%10,%10,%10};\n"
+                 : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3)
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1), "r"(c));
+    d[0] = __int_as_float(r0);
+    d[1] = __int_as_float(r1);
+    d[2] = __int_as_float(r2);
+    d[3] = __int_as_float(r3);
+}
+
+#if defined(__CUDA_ARCH_FEAT_SM120_ALL) || defined(__CUDA_ARCH_FEAT_SM121_ALL)
+#define MMQ_SM120 1
+#else
+#define MMQ_SM120 0
+#endif
+
+template <> __device__ __forceinline__ void mma_k32<MMQ_KIND_FP8>(float d[4], const uint32_t a[4], uint32_t b0, uint32_t b1)
+{
+    const float z = 0.0f;
+#if MMQ_SM120
+    asm("mma.sync.aligned.kind::f8f6f4.m16n8k32.row.col.f32.e4m3.e4m3.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+                 "{%8,%9}, {%10,%10,%10,%10};\n"
+                 : "=f"(d[0]), "=f"(d[1]), "=f"(d[2]), "=f"(d[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1), "f"(z));
+#else
+    asm("mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+                 "{%8,%9}, {%10,%10,%10,%10};\n"
+                 : "=f"(d[0]), "=f"(d[1]), "=f"(d[2]), "=f"(d[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1), "f"(z));
+#endif
+}
+
+template <> __device__ __forceinline__ void mma_k32<MMQ_KIND_MX>(float d[4], const uint32_t a[4], uint32_t b0, uint32_t b1)
+{
+#if MMQ_SM120
+    const float z = 0.0f;
+    const uint32_t unit = 0x7F7F7F7Fu; /* ue8m0 127 = 2^0 in every byte */
+    const uint16_t sel = 0;
+    asm("mma.sync.aligned.kind::mxf8f6f4.block_scale.scale_vec::1X.m16n8k32.row.col.f32.e4m3.e4m3.f32.ue8m0 "
+                 "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%10,%10,%10,%10}, {%11}, {%12,%12}, {%11}, {%12,%12};\n"
+                 : "=f"(d[0]), "=f"(d[1]), "=f"(d[2]), "=f"(d[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1), "f"(z), "r"(unit), "h"(sel));
+#else
+    (void)a, (void)b0, (void)b1;
+    d[0] = d[1] = d[2] = d[3] = 0.0f;
+    __trap(); /* mxf8f6f4 exists on sm_120a only; the launcher declines before this */
+#endif
+}
+
+/* ---- quant_q8_1 ------------------------------------------------------------- */
+
+__device__ __forceinline__ int q8_round(float v)
+{
+    if (v != v) return 0;
+    v = fminf(fmaxf(v, -127.0f), 127.0f);
+    return (int)roundf(v);
+}
+
+extern "C" __global__ void __launch_bounds__(256)
+memra_k_quant_q8_1(const float *__restrict__ x, int m, int k, unsigned char *__restrict__ dst)
+{
+    const int lane = threadIdx.x & 31;
+    const long long nkb = ((long long)k + 511) / 512 * 4;
+    const long long total = nkb * m;
+    const long long warps = (long long)gridDim.x * (blockDim.x >> 5);
+    for (long long rec = (long long)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5); rec < total; rec += warps) {
+        const long long kb = rec / m, t = rec - kb * m;
+        const long long c = kb * 128 + lane * 4;
+        const float *row = x + t * (long long)k;
+        float v[4];
+#pragma unroll
+        for (int e = 0; e < 4; e++) v[e] = c + e < k ? row[c + e] : 0.0f;
+        float a = fmaxf(fmaxf(fabsf(v[0]), fabsf(v[1])), fmaxf(fabsf(v[2]), fabsf(v[3])));
+        a = fmaxf(a, __shfl_xor_sync(0xFFFFFFFFu, a, 1));
+        a = fmaxf(a, __shfl_xor_sync(0xFFFFFFFFu, a, 2));
+        a = fmaxf(a, __shfl_xor_sync(0xFFFFFFFFu, a, 4));
+        const float d = __fdiv_rn(a, 127.0f);
+        const float id = d != 0.0f ? __fdiv_rn(1.0f, d) : 0.0f;
+        unsigned q = 0;
+#pragma unroll
+        for (int e = 0; e < 4; e++) q |= ((unsigned)q8_round(__fmul_rn(v[e], id)) & 0xFFu) << (8 * e);
+        unsigned char *r = dst + rec * 144;
+        *reinterpret_cast<unsigned *>(r + 16 + lane * 4) = q;
+        if ((lane & 7) == 0) *reinterpret_cast<float *>(r + 4 * (lane >> 3)) = d;
+    }
+}
+
+/* ---- the tile ------------------------------------------------------------------ */
+
+/* One 128-deep step of the warp's 64 x 32 sub-tile: ldmatrix fragments of A
+ * (tokens) and B (weight rows) out of record rows, one MMA per 32-value block,
+ * each folded at once with its two scales. */
+template <int KIND>
+__device__ __forceinline__ void tile_step(float acc[4][4][4], const unsigned char *As, const unsigned char *Bs, int wm,
+                                          int wn, int lane, float bias)
+{
+    const float *Af = reinterpret_cast<const float *>(As);
+    const float *Bf = reinterpret_cast<const float *>(Bs);
+#pragma unroll 1 /* rolled: keeps the tile within 128 registers, two CTAs per SM on sm_90 */
+    for (int g = 0; g < 4; g++) {
+        uint32_t b[4][2];
+        float sw[4][2];
+#pragma unroll
+        for (int np = 0; np < 2; np++) {
+            uint32_t r[4];
+            ldmatrix_x4(r, Bs + (wn * 32 + np * 16 + (lane & 7) + (lane >> 4) * 8) * MMQ_ROW + 16 + g * 32 +
+                               ((lane >> 3) & 1) * 16);
+            b[2 * np][0] = r[0];
+            b[2 * np][1] = r[1];
+            b[2 * np + 1][0] = r[2];
+            b[2 * np + 1][1] = r[3];
+        }
+#pragma unroll
+        for (int nt = 0; nt < 4; nt++)
+#pragma unroll
+            for (int c = 0; c < 2; c++) sw[nt][c] = Bf[(wn * 32 + nt * 8 + (lane & 3) * 2 + c) * (MMQ_ROW / 4) + g];
+#pragma unroll
+        for (int mt = 0; mt < 4; mt++) {
+            uint32_t a[4];
+            ldmatrix_x4(a, As + (wm * 64 + mt * 16 + (lane & 15)) * MMQ_ROW + 16 + g * 32 + (lane >> 4) * 16);
+            const int row = wm * 64 + mt * 16 + (lane >> 2);
+            const float sx0 = Af[row * (MMQ_ROW / 4) + g], sx1 = Af[(row + 8) * (MMQ_ROW / 4) + g];
+#pragma unroll
+            for (int nt = 0; nt < 4; nt++) {
+                float d[4];
+                mma_k32<KIND>(d, a, b[nt][0], b[nt][1]);
+                acc[mt][nt][0] = fmaf(sx0 * sw[nt][0], d[0] + bias, acc[mt][nt][0]);
+                acc[mt][nt][1] = fmaf(sx0 * sw[nt][1], d[1] + bias, acc[mt][nt][1]);
+                acc[mt][nt][2] = fmaf(sx1 * sw[nt][0], d[2] + bias, acc[mt][nt][2]);
+                acc[mt][nt][3] = fmaf(sx1 * sw[nt][1], d[3] + bias, acc[mt][nt][3]);
+            }
+        }
+    }
+}
+
+__device__ __forceinline__ void tile_store(const float acc[4][4][4], float *y, long long ldy, int m, int n, int i0,
+                                           int j0, int wm, int wn, int lane, float alpha)
+{
+#pragma unroll
+    for (int mt = 0; mt < 4; mt++)
+#pragma unroll
+        for (int nt = 0; nt < 4; nt++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) {
+                const int i = i0 + wm * 64 + mt * 16 + (lane >> 2) + 8 * (e >> 1);
+                const int j = j0 + wn * 32 + nt * 8 + (lane & 3) * 2 + (e & 1);
+                if (i < m && j < n) y[(long long)i * ldy + j] = alpha * acc[mt][nt][e];
+            }
+}
+
+/* Activation records of step kt for tokens i0..i0+127 -> As (verbatim, zero past m). */
+__device__ __forceinline__ void load_records(unsigned char *As, const unsigned char *xq, int m, int i0, int kt)
+{
+    for (int idx = threadIdx.x; idx < MMQ_BM * 9; idx += MMQ_THREADS) {
+        const int r = idx / 9, c = idx - r * 9;
+        const int t = i0 + r;
+        const unsigned char *src = t < m ? xq + ((long long)kt * m + t) * 144 + c * 16 : xq;
+        cp_async16(As + r * MMQ_ROW + c * 16, src, t < m ? 16 : 0);
+    }
+}
+
+/* The raw bytes of Q8_0 blocks 4kt..4kt+3 of rows j0..j0+127, from the 4-byte
+ * aligned address at or below the first block; row r's bytes start at offset
+ * shift(r) = (address & 2) of its row tile. */
+__device__ __forceinline__ void load_q8_0_raw(unsigned char *Ws, const unsigned char *w, int n, int nb, int j0, int kt)
+{
+    const int nv = min(4, nb - 4 * kt);
+    for (int idx = threadIdx.x; idx < MMQ_BN * 35; idx += MMQ_THREADS) {
+        const int r = idx / 35, c = idx - r * 35;
+        const int j = j0 + r;
+        int bytes = 0;
+        const unsigned char *src = w;
+        if (j < n) {
+            const unsigned char *s = w + ((long long)j * nb + 4 * kt) * 34;
+            const int shift = (int)((uintptr_t)s & 2);
+            const int len = shift + nv * 34;
+            bytes = min(4, max(0, len - 4 * c));
+            if (bytes > 0) src = s - shift + 4 * c;
+        }
+        cp_async4(Ws + r * MMQ_RAW + 4 * c, src, bytes);
+    }
+}
+
+/* Raw Q8_0 row tiles -> record rows (f32 d[4], int8 qs[128]); two threads per
+ * row, 18 of its 36 words each. The row tile starts at w + 34 x (x = j nb + 4 kt),
+ * so its offset in the aligned word is bit 1 of w + 2x: (w ^ (x << 1)) & 2. */
+__device__ __forceinline__ void realign_q8_0(unsigned char *Bs, const unsigned char *Ws, const unsigned char *w, int n,
+                                             int nb, int j0, int kt)
+{
+    const int r = threadIdx.x >> 1, half = threadIdx.x & 1;
+    const int j = j0 + r;
+    const unsigned x = (unsigned)j * (unsigned)nb + 4u * (unsigned)kt;
+    const int shift = j < n ? (int)(((unsigned)(uintptr_t)w ^ (x << 1)) & 2u) : 0;
+    const unsigned *raw = reinterpret_cast<const unsigned *>(Ws + r * MMQ_RAW);
+    unsigned *out = reinterpret_cast<unsigned *>(Bs + r * MMQ_ROW);
+#pragma unroll
+    for (int qq = 0; qq < 18; qq++) {
+        const int q = half * 18 + qq;
+        if (q < 4) { /* the f16 scale of block q */
+            const int o = shift + 34 * q;
+            const unsigned h = (raw[o >> 2] >> ((o & 2) * 8)) & 0xFFFFu;
+            out[q] = __float_as_uint(__half2float(__ushort_as_half((unsigned short)h)));
+        } else { /* qs word q-4: block (q-4)/8, bytes 4 * ((q-4)%8) */
+            const int o = shift + 34 * ((q - 4) >> 3) + 2 + 4 * ((q - 4) & 7);
+            out[q] = __funnelshift_r(raw[o >> 2], raw[(o >> 2) + 1], (o & 3) * 8);
+        }
+    }
+}
+
+extern "C" __global__ void __launch_bounds__(MMQ_THREADS, 2)
+memra_k_gemm_q8_0(const unsigned char *__restrict__ w, const unsigned char *__restrict__ xq, float *__restrict__ y,
+                  int m, int n, int k, long long ldy, float alpha)
+{
+    extern __shared__ __align__(16) unsigned char smem[];
+    unsigned char *As[2] = {smem, smem + MMQ_STAGE_BYTES};
+    unsigned char *Ws[2] = {smem + MMQ_BM * MMQ_ROW, smem + MMQ_STAGE_BYTES + MMQ_BM * MMQ_ROW};
+    unsigned char *Bs = smem + 2 * MMQ_STAGE_BYTES;
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, wm = warp & 1, wn = warp >> 1;
+    const int i0 = blockIdx.x * MMQ_BM, j0 = blockIdx.y * MMQ_BN;
+    const int nb = k / 32, nk = (nb + 3) / 4;
+
+    float acc[4][4][4];
+#pragma unroll
+    for (int mt = 0; mt < 4; mt++)
+#pragma unroll
+        for (int nt = 0; nt < 4; nt++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) acc[mt][nt][e] = 0.0f;
+
+    load_records(As[0], xq, m, i0, 0);
+    load_q8_0_raw(Ws[0], w, n, nb, j0, 0);
+    cp_async_commit();
+    for (int kt = 0; kt < nk; kt++) {
+        const int s = kt & 1;
+        if (kt + 1 < nk) {
+            load_records(As[s ^ 1], xq, m, i0, kt + 1);
+            load_q8_0_raw(Ws[s ^ 1], w, n, nb, j0, kt + 1);
+        }
+        cp_async_commit();
+        cp_async_wait<1>();
+        __syncthreads();
+        realign_q8_0(Bs, Ws[s], w, n, nb, j0, kt);
+        __syncthreads();
+        tile_step<MMQ_KIND_S8>(acc, As[s], Bs, wm, wn, lane, -MMQ_MAGIC);
+        __syncthreads();
+    }
+    tile_store(acc, y, ldy, m, n, i0, j0, wm, wn, lane, alpha);
+}
+
+/* ---- the accumulator probe --------------------------------------------------------- */
+
+/* Rows r0..r0+127 of a raw byte matrix [rows x k], 128 columns from column
+ * 128 kt, into record rows with unit scales (zero past the edges). */
+__device__ __forceinline__ void load_bytes(unsigned char *S, const unsigned char *src, int rows, int k, int r0, int kt)
+{
+    for (int idx = threadIdx.x; idx < MMQ_BM * 9; idx += MMQ_THREADS) {
+        const int r = idx / 9, c = idx - r * 9;
+        unsigned char *d = S + r * MMQ_ROW + c * 16;
+        if (c == 0) {
+            float4 one = make_float4(1.0f, 1.0f, 1.0f, 1.0f);
+            *reinterpret_cast<float4 *>(d) = one;
+            continue;
+        }
+        const long long col = (long long)kt * 128 + (c - 1) * 16;
+        const int ok = r0 + r < rows && col < k;
+        cp_async16(d, ok ? src + (long long)(r0 + r) * k + col : src, ok ? 16 : 0);
+    }
+}
+
+template <int KIND>
+__device__ __forceinline__ void probe_body(const unsigned char *w, const unsigned char *x, float *y, int m, int n, int k,
+                                           long long ldy, float bias)
+{
+    extern __shared__ __align__(16) unsigned char probe_smem[];
+    unsigned char *As[2] = {probe_smem, probe_smem + MMQ_PROBE_STAGE_BYTES};
+    unsigned char *Bs[2] = {probe_smem + MMQ_BM * MMQ_ROW, probe_smem + MMQ_PROBE_STAGE_BYTES + MMQ_BM * MMQ_ROW};
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, wm = warp & 1, wn = warp >> 1;
+    const int i0 = blockIdx.x * MMQ_BM, j0 = blockIdx.y * MMQ_BN;
+    const int nk = (k + 127) / 128;
+    float acc[4][4][4];
+#pragma unroll
+    for (int mt = 0; mt < 4; mt++)
+#pragma unroll
+        for (int nt = 0; nt < 4; nt++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) acc[mt][nt][e] = 0.0f;
+    load_bytes(As[0], x, m, k, i0, 0);
+    load_bytes(Bs[0], w, n, k, j0, 0);
+    cp_async_commit();
+    for (int kt = 0; kt < nk; kt++) {
+        const int s = kt & 1;
+        if (kt + 1 < nk) {
+            load_bytes(As[s ^ 1], x, m, k, i0, kt + 1);
+            load_bytes(Bs[s ^ 1], w, n, k, j0, kt + 1);
+        }
+        cp_async_commit();
+        cp_async_wait<1>();
+        __syncthreads();
+        tile_step<KIND>(acc, As[s], Bs[s], wm, wn, lane, bias);
+        __syncthreads();
+    }
+    tile_store(acc, y, ldy, m, n, i0, j0, wm, wn, lane, 1.0f);
+}
+
+extern "C" __global__ void __launch_bounds__(MMQ_THREADS, 2)
+memra_k_probe_s32(const unsigned char *__restrict__ w, const unsigned char *__restrict__ x, float *__restrict__ y,
+                  int m, int n, int k, long long ldy, float bias)
+{
+    probe_body<MMQ_KIND_S8>(w, x, y, m, n, k, ldy, bias);
+}
+
+extern "C" __global__ void __launch_bounds__(MMQ_THREADS, 2)
+memra_k_probe_f32(const unsigned char *__restrict__ w, const unsigned char *__restrict__ x, float *__restrict__ y,
+                  int m, int n, int k, long long ldy, float bias)
+{
+    probe_body<MMQ_KIND_FP8>(w, x, y, m, n, k, ldy, bias);
+}
+
+extern "C" __global__ void __launch_bounds__(MMQ_THREADS, 2)
+memra_k_probe_mx(const unsigned char *__restrict__ w, const unsigned char *__restrict__ x, float *__restrict__ y,
+                 int m, int n, int k, long long ldy, float bias)
+{
+    probe_body<MMQ_KIND_MX>(w, x, y, m, n, k, ldy, bias);
+}

@@ -1,0 +1,46 @@
+/* The fp8blk module: memra's own block-128 FP8 GEMM (modules/cuda/fp8blk_gemm.cu)
+ * in its sm_90a variant (e4m3 mma.sync), on Hopper. It scores below the sm90
+ * module, whose cuBLASLt block-scaled lane is the default there, so it serves
+ * gemm_fp8_blk only when preferred (MEMRA_PREFER=gemm_fp8_blk=fp8blk) or named
+ * (memra_module_call, memra check / bench): the second implementation of one
+ * op, to race against the first. The same kernels serve sm_120 through the
+ * sm120 module. */
+#include "../mmq/mmq_gpu.h"
+
+#define FP8BLK_NAME "fp8blk"
+#define FP8BLK_VERSION "0.1.0"
+
+static int fp8blk_score(const memra_device_caps *caps)
+{
+    if (caps == NULL) return 0;
+    return caps->arch == MEMRA_ARCH_SM90 && caps->cc == 90 ? 10 : 0;
+}
+
+static memra_status fp8blk_init(const memra_host_services *host, const memra_device_caps *caps, void **out_ctx)
+{
+    memra__mmq *q = NULL;
+    memra_status st = memra__mmq_create(host, caps, FP8BLK_NAME, MEMRA__MMQ_FAM_FP8BLK, 0, &q);
+    if (st == MEMRA_STATUS_OK) *out_ctx = q;
+    return st;
+}
+
+static void fp8blk_fini(void *ctx) { memra__mmq_destroy((memra__mmq *)ctx); }
+
+static const memra_op_table k_fp8blk_ops = {
+    .struct_size = sizeof(memra_op_table),
+    .gemm_fp8_blk = memra__mmq_gemm_fp8_blk,
+};
+
+static const memra_module_desc k_fp8blk_desc = {
+    .abi_version = MEMRA_MODULE_ABI_VERSION,
+    .struct_size = sizeof(memra_module_desc),
+    .name = FP8BLK_NAME,
+    .version = FP8BLK_VERSION,
+    .score = fp8blk_score,
+    .init = fp8blk_init,
+    .fini = fp8blk_fini,
+    .ops = &k_fp8blk_ops,
+};
+
+MEMRA_MODULE_EXPORT const memra_module_desc *memra_module_entry(void);
+MEMRA_MODULE_EXPORT const memra_module_desc *memra_module_entry(void) { return &k_fp8blk_desc; }

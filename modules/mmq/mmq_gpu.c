@@ -1,0 +1,182 @@
+/* Per-device state of the MMQ-family modules: driver entry points (the shared
+ * list of modules/cuda/cu.h plus cuFuncSetAttribute for the large dynamic
+ * shared memory), this family's embedded images for the device's target, and
+ * kernel lookup. */
+#include "mmq_gpu.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES 8
+
+static const char *const k_family_names[3] = {"mmq", "fp8blk", "fp8blk_mx"};
+
+const char *memra__fp8blk_variant_name(memra__fp8blk_variant v)
+{
+    switch (v) {
+    case MEMRA__FP8BLK_E4M3: return "e4m3 mma.sync (sm_90a)";
+    case MEMRA__FP8BLK_F8F6F4: return "kind::f8f6f4 (sm_120a)";
+    case MEMRA__FP8BLK_MX: return "kind::mxf8f6f4 unit scales (sm_120a)";
+    }
+    return "?";
+}
+
+static const memra__gpu_image *image_find(const char *family, const char *target)
+{
+    for (size_t i = 0; i < memra__mmq_image_count; i++)
+        if (strcmp(memra__mmq_images[i].family, family) == 0 && strcmp(memra__mmq_images[i].target, target) == 0)
+            return &memra__mmq_images[i];
+    return NULL;
+}
+
+static memra_status enter(memra__mmq *q)
+{
+    CUresult r = q->cu.cuCtxPushCurrent((CUcontext)q->caps->cu_context);
+    return r == MEMRA__CU_SUCCESS ? MEMRA_STATUS_OK : memra__cu_fail(q->host, &q->cu, q->name, r, "cuCtxPushCurrent");
+}
+
+static void leave(memra__mmq *q)
+{
+    CUcontext c;
+    q->cu.cuCtxPopCurrent(&c);
+}
+
+static memra_status load_family(memra__mmq *q, int f)
+{
+    const memra_host_services *host = q->host;
+    const memra__gpu_image *img = image_find(k_family_names[f], q->target);
+    if (img == NULL) {
+        char have[96] = "";
+        for (size_t i = 0; i < memra__mmq_image_count; i++) {
+            if (strcmp(memra__mmq_images[i].family, k_family_names[f]) != 0) continue;
+            size_t l = strlen(have);
+            snprintf(have + l, sizeof have - l, "%s%s", l ? ", " : "", memra__mmq_images[i].target);
+        }
+        return host->set_error(MEMRA_STATUS_MODULE_ERROR,
+                               "%s: no %s kernel image for %s (%s, cc %d): built for %s only", q->name,
+                               k_family_names[f], q->target, q->caps->name ? q->caps->name : "?", q->caps->cc,
+                               have[0] ? have : "no target");
+    }
+    char label[96];
+    snprintf(label, sizeof label, "%s/%s.%s", q->name, img->family, img->target);
+    if (!q->owns_modules) {
+        void *m = NULL;
+        memra_status st = host->jit->image_load(q->caps, label, img->bytes, img->size, &m);
+        if (st != MEMRA_STATUS_OK) return st;
+        q->mods[f] = (CUmodule)m;
+        return MEMRA_STATUS_OK;
+    }
+    CUresult r = q->cu.cuModuleLoadData(&q->mods[f], img->bytes);
+    if (r != MEMRA__CU_SUCCESS) {
+        char what[128];
+        snprintf(what, sizeof what, "cuModuleLoadData(%s, %zu bytes)", label, img->size);
+        return memra__cu_fail(host, &q->cu, q->name, r, what);
+    }
+    return MEMRA_STATUS_OK;
+}
+
+static memra_status get_fn(memra__mmq *q, int f, const char *kernel, int smem, CUfunction *out)
+{
+    CUresult r = q->cu.cuModuleGetFunction(out, q->mods[f], kernel);
+    if (r != MEMRA__CU_SUCCESS) {
+        char what[96];
+        snprintf(what, sizeof what, "cuModuleGetFunction(%s)", kernel);
+        return memra__cu_fail(q->host, &q->cu, q->name, r, what);
+    }
+    if (smem > 48 * 1024) {
+        r = q->cuFuncSetAttribute(*out, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, smem);
+        if (r != MEMRA__CU_SUCCESS) {
+            char what[128];
+            snprintf(what, sizeof what, "cuFuncSetAttribute(%s, max dynamic shared = %d)", kernel, smem);
+            return memra__cu_fail(q->host, &q->cu, q->name, r, what);
+        }
+    }
+    return MEMRA_STATUS_OK;
+}
+
+static memra_status load_all(memra__mmq *q, unsigned families, int mx)
+{
+    memra_status st = MEMRA_STATUS_OK;
+    for (int f = 0; f < 3 && st == MEMRA_STATUS_OK; f++)
+        if (families & (1u << f)) st = load_family(q, f);
+    if (st != MEMRA_STATUS_OK) return st;
+    if (families & MEMRA__MMQ_FAM_MMQ) {
+        static const char *const probes[3] = {"memra_k_probe_s32", "memra_k_probe_f32", "memra_k_probe_mx"};
+        st = get_fn(q, 0, "memra_k_quant_q8_1", 0, &q->quant_q8_1);
+        if (st == MEMRA_STATUS_OK) st = get_fn(q, 0, "memra_k_gemm_q8_0", MEMRA__MMQ_SMEM_BYTES, &q->gemm_q8_0);
+        for (int a = 0; a < 3 && st == MEMRA_STATUS_OK; a++)
+            st = get_fn(q, 0, probes[a], MEMRA__MMQ_SMEM_BYTES, &q->probe[a]);
+        if (st != MEMRA_STATUS_OK) return st;
+    }
+    if (families & (MEMRA__MMQ_FAM_FP8BLK | MEMRA__MMQ_FAM_FP8BLK_MX)) {
+        const int use_mx = (families & MEMRA__MMQ_FAM_FP8BLK_MX) && (mx || !(families & MEMRA__MMQ_FAM_FP8BLK));
+        const int f = use_mx ? 2 : 1;
+        st = get_fn(q, f, "memra_k_fp8blk_quant", 0, &q->fp8blk_quant);
+        if (st == MEMRA_STATUS_OK) st = get_fn(q, f, "memra_k_fp8blk_gemm", MEMRA__FP8BLK_SMEM_BYTES, &q->fp8blk_gemm);
+        q->fp8blk_variant = use_mx ? MEMRA__FP8BLK_MX : q->caps->cc >= 100 ? MEMRA__FP8BLK_F8F6F4 : MEMRA__FP8BLK_E4M3;
+    } else {
+        q->fp8blk_decline = "gemm_fp8_blk: no block-128 FP8 kernel loaded for this device";
+    }
+    return st;
+}
+
+void memra__mmq_destroy(memra__mmq *q)
+{
+    if (q == NULL) return;
+    if (q->owns_modules && q->cu.cuCtxPushCurrent != NULL && enter(q) == MEMRA_STATUS_OK) {
+        for (int f = 0; f < 3; f++)
+            if (q->mods[f] != NULL) q->cu.cuModuleUnload(q->mods[f]);
+        leave(q);
+    }
+    free(q);
+}
+
+memra_status memra__mmq_create(const memra_host_services *host, const memra_device_caps *caps, const char *name,
+                               unsigned families, int mx, memra__mmq **out)
+{
+    if (host == NULL || caps == NULL || out == NULL) return MEMRA_STATUS_INVALID_ARGUMENT;
+    if (caps->cu_context == NULL || caps->cc <= 0)
+        return host->set_error(MEMRA_STATUS_NO_DEVICE, "%s: device %s has no CUDA context", name,
+                               caps->name ? caps->name : "?");
+    const size_t need = (families & MEMRA__MMQ_FAM_MMQ) ? MEMRA__MMQ_SMEM_BYTES : MEMRA__FP8BLK_SMEM_BYTES;
+    if (caps->smem_per_block_optin != 0 && caps->smem_per_block_optin < need)
+        return host->set_error(MEMRA_STATUS_MODULE_ERROR, "%s: the tile needs %zu bytes of shared memory, %s offers %zu",
+                               name, need, caps->name ? caps->name : "the device", caps->smem_per_block_optin);
+    memra__mmq *q = calloc(1, sizeof *q);
+    if (q == NULL) return host->set_error(MEMRA_STATUS_OUT_OF_MEMORY, "%s: out of memory", name);
+    q->host = host;
+    q->caps = caps;
+    q->name = name;
+    q->families = families;
+    snprintf(q->target, sizeof q->target, "sm_%da", caps->cc);
+    q->grid_cap = (unsigned)(caps->sm_count > 0 ? caps->sm_count : 16) * 16u;
+    const memra_jit_services *jit = MEMRA_HAS_MEMBER(host, memra_host_services, jit) ? host->jit : NULL;
+    q->owns_modules = !(jit != NULL && MEMRA_HAS_MEMBER(jit, memra_jit_services, image_load) && jit->image_load);
+    memra_status st = memra__cu_resolve(host, name, &q->cu);
+    if (st == MEMRA_STATUS_OK) {
+        *(void **)&q->cuFuncSetAttribute = host->driver_proc("cuFuncSetAttribute");
+        if (q->cuFuncSetAttribute == NULL)
+            st = host->set_error(MEMRA_STATUS_NO_DRIVER, "%s: driver entry point cuFuncSetAttribute not found", name);
+    }
+    if (st != MEMRA_STATUS_OK) {
+        free(q);
+        return st;
+    }
+    st = enter(q);
+    if (st != MEMRA_STATUS_OK) {
+        free(q);
+        return st;
+    }
+    st = load_all(q, families, mx);
+    leave(q);
+    if (st != MEMRA_STATUS_OK) {
+        memra__mmq_destroy(q);
+        return st;
+    }
+    host->log(MEMRA_LOG_INFO, name, "%s: MMQ-family kernels for %s loaded%s%s", caps->name ? caps->name : "device",
+              q->target, q->fp8blk_gemm ? "; gemm_fp8_blk variant " : "",
+              q->fp8blk_gemm ? memra__fp8blk_variant_name(q->fp8blk_variant) : "");
+    *out = q;
+    return MEMRA_STATUS_OK;
+}

@@ -1,0 +1,47 @@
+/* The mmq module: the MMQ floor (quant_q8_1 + gemm_q8_0 on the int8 tensor
+ * cores) and the accumulator probe, on any CUDA device with cc >= 8.0 for
+ * which the module carries a kernel image (sm_90a and sm_120a in this build:
+ * init refuses other devices, naming the targets it has). Its kernels use
+ * sm_80 features only, so the same source serves every CUDA profile; the
+ * probe's FP8 arms use the device's FP8 MMA (and MX only on sm_120a). */
+#include "mmq_gpu.h"
+
+#define MMQ_NAME "mmq"
+#define MMQ_VERSION "0.1.0"
+
+static int mmq_score(const memra_device_caps *caps)
+{
+    if (caps == NULL || caps->arch == MEMRA_ARCH_HOST || caps->cc < 80) return 0;
+    return 50;
+}
+
+static memra_status mmq_init(const memra_host_services *host, const memra_device_caps *caps, void **out_ctx)
+{
+    memra__mmq *q = NULL;
+    memra_status st = memra__mmq_create(host, caps, MMQ_NAME, MEMRA__MMQ_FAM_MMQ, 0, &q);
+    if (st == MEMRA_STATUS_OK) *out_ctx = q;
+    return st;
+}
+
+static void mmq_fini(void *ctx) { memra__mmq_destroy((memra__mmq *)ctx); }
+
+static const memra_op_table k_mmq_ops = {
+    .struct_size = sizeof(memra_op_table),
+    .quant_q8_1 = memra__mmq_quant_q8_1,
+    .gemm_q8_0 = memra__mmq_gemm_q8_0,
+    .accprobe = memra__mmq_accprobe,
+};
+
+static const memra_module_desc k_mmq_desc = {
+    .abi_version = MEMRA_MODULE_ABI_VERSION,
+    .struct_size = sizeof(memra_module_desc),
+    .name = MMQ_NAME,
+    .version = MMQ_VERSION,
+    .score = mmq_score,
+    .init = mmq_init,
+    .fini = mmq_fini,
+    .ops = &k_mmq_ops,
+};
+
+MEMRA_MODULE_EXPORT const memra_module_desc *memra_module_entry(void);
+MEMRA_MODULE_EXPORT const memra_module_desc *memra_module_entry(void) { return &k_mmq_desc; }

@@ -1,0 +1,170 @@
+/* The ops of the MMQ-family modules: argument checks (the host reference's,
+ * so both sides refuse the same calls), declines for the cases the kernels do
+ * not take, scratch, and launches on call->stream. See mmq.cu and
+ * fp8blk_gemm.cu for the kernels and their preconditions. */
+#include <stdio.h>
+
+#include "memra/formats.h"
+#include "mmq_gpu.h"
+
+#define MMQ_OF(call) ((memra__mmq *)(call)->module_ctx)
+#define PROBE_BIAS_S32 (-12582912.0f) /* mmq.cu: the fold's 1.5 * 2^23 */
+
+static memra_status decline(memra_call *call, const char *reason)
+{
+    call->decline_reason = reason;
+    return MEMRA_STATUS_DECLINED;
+}
+
+static int aligned(memra_dptr p, unsigned a) { return (p & (memra_dptr)(a - 1)) == 0; }
+
+/* Push the context, launch a (gx, gy) grid of 256-thread blocks, pop. */
+static memra_status launch(memra__mmq *q, CUfunction f, const char *name, unsigned gx, unsigned gy, unsigned smem,
+                           memra_stream_t stream, void **args)
+{
+    memra_status st = q->cu.cuCtxPushCurrent((CUcontext)q->caps->cu_context) == MEMRA__CU_SUCCESS
+                          ? MEMRA_STATUS_OK
+                          : q->host->set_error(MEMRA_STATUS_DRIVER_ERROR, "%s: cuCtxPushCurrent failed", q->name);
+    if (st != MEMRA_STATUS_OK) return st;
+    CUresult r = q->cu.cuLaunchKernel(f, gx, gy, 1, 256, 1, 1, smem, (CUstream)stream, args, NULL);
+    CUcontext c;
+    q->cu.cuCtxPopCurrent(&c);
+    if (r != MEMRA__CU_SUCCESS) {
+        char what[96];
+        snprintf(what, sizeof what, "cuLaunchKernel(%s)", name);
+        return memra__cu_fail(q->host, &q->cu, q->name, r, what);
+    }
+    return MEMRA_STATUS_OK;
+}
+
+static unsigned blocks(const memra__mmq *q, int64_t items, int64_t per_block)
+{
+    int64_t b = (items + per_block - 1) / per_block;
+    if (b > (int64_t)q->grid_cap) b = q->grid_cap;
+    return b < 1 ? 1u : (unsigned)b;
+}
+
+/* The host module's GEMM argument checks, word for word in effect. */
+static memra_status check_gemm(memra__mmq *q, const char *op, const memra_gemm_args *a)
+{
+    const memra_host_services *h = q->host;
+    if (a == NULL) return h->set_error(MEMRA_STATUS_INVALID_ARGUMENT, "%s.%s: args is NULL", q->name, op);
+    if (!MEMRA_HAS_MEMBER(a, memra_gemm_args, alpha))
+        return h->set_error(MEMRA_STATUS_INVALID_ARGUMENT, "%s.%s: args struct_size %u is smaller than the v1 struct",
+                            q->name, op, (unsigned)a->struct_size);
+    if (a->m < 0 || a->n < 0 || a->k < 0)
+        return h->set_error(MEMRA_STATUS_INVALID_ARGUMENT, "%s.%s: m = %d, n = %d, k = %d must be >= 0", q->name, op,
+                            (int)a->m, (int)a->n, (int)a->k);
+    if (a->ldy < a->n)
+        return h->set_error(MEMRA_STATUS_INVALID_ARGUMENT, "%s.%s: ldy = %lld is less than n = %d", q->name, op,
+                            (long long)a->ldy, (int)a->n);
+    if (a->y_row_offset < 0)
+        return h->set_error(MEMRA_STATUS_INVALID_ARGUMENT, "%s.%s: y_row_offset = %lld must be >= 0", q->name, op,
+                            (long long)a->y_row_offset);
+    if (a->m == 0 || a->n == 0) return MEMRA_STATUS_OK;
+    if (a->y_row_offset > INT64_MAX - a->m || a->y_row_offset + a->m > INT64_MAX / 4 / a->ldy)
+        return h->set_error(MEMRA_STATUS_INVALID_ARGUMENT, "%s.%s: y_row_offset + m rows of ldy floats overflows",
+                            q->name, op);
+    if (a->y == 0) return h->set_error(MEMRA_STATUS_INVALID_ARGUMENT, "%s.%s: y is NULL", q->name, op);
+    if (a->k > 0 && (a->x == 0 || a->w == 0))
+        return h->set_error(MEMRA_STATUS_INVALID_ARGUMENT, "%s.%s: x or w is NULL", q->name, op);
+    return MEMRA_STATUS_OK;
+}
+
+static memra_dptr y_base(const memra_gemm_args *a) { return a->y + (memra_dptr)(a->y_row_offset * a->ldy * 4); }
+
+/* ---- quant_q8_1 ---------------------------------------------------------------- */
+
+memra_status memra__mmq_quant_q8_1(memra_call *call, memra_dptr x, int32_t m, int32_t k, memra_dptr dst)
+{
+    memra__mmq *q = MMQ_OF(call);
+    if (m < 0 || k < 0)
+        return q->host->set_error(MEMRA_STATUS_INVALID_ARGUMENT, "%s.quant_q8_1: m = %d and k = %d must be >= 0",
+                                  q->name, (int)m, (int)k);
+    if (m == 0 || k == 0) return MEMRA_STATUS_OK;
+    if (x == 0 || dst == 0)
+        return q->host->set_error(MEMRA_STATUS_INVALID_ARGUMENT, "%s.quant_q8_1: NULL x or destination", q->name);
+    if (!aligned(x, 4) || !aligned(dst, 16)) return decline(call, "quant_q8_1: x must be 4-byte and the records 16-byte aligned");
+    const int64_t records = ((int64_t)k + 511) / 512 * 4 * m;
+    return launch(q, q->quant_q8_1, "memra_k_quant_q8_1", blocks(q, records, 8), 1, 0, call->stream,
+                  (void *[]){&x, &m, &k, &dst});
+}
+
+/* ---- gemm_q8_0 ------------------------------------------------------------------- */
+
+memra_status memra__mmq_gemm_q8_0(memra_call *call, const memra_gemm_args *a)
+{
+    memra__mmq *q = MMQ_OF(call);
+    memra_status st = check_gemm(q, "gemm_q8_0", a);
+    if (st != MEMRA_STATUS_OK) return st;
+    if (a->k % MEMRA_QK8_0 != 0)
+        return q->host->set_error(MEMRA_STATUS_INVALID_ARGUMENT,
+                                  "%s.gemm_q8_0: k = %d is not a multiple of the Q8_0 block (32)", q->name, (int)a->k);
+    if (a->m == 0 || a->n == 0) return MEMRA_STATUS_OK;
+    if (!aligned(a->w, 2) || !aligned(a->x, 16))
+        return decline(call, "gemm_q8_0: needs a 2-byte aligned weight and 16-byte aligned q8_1 records");
+    if ((a->n + 127) / 128 > 65535) return decline(call, "gemm_q8_0: n above 65535 tiles of 128");
+    memra_dptr y = y_base(a);
+    int m = a->m, n = a->n, k = a->k;
+    long long ldy = a->ldy;
+    float alpha = a->alpha;
+    memra_dptr w = a->w, x = a->x;
+    return launch(q, q->gemm_q8_0, "memra_k_gemm_q8_0", (unsigned)((m + 127) / 128), (unsigned)((n + 127) / 128),
+                  MEMRA__MMQ_SMEM_BYTES, call->stream, (void *[]){&w, &x, &y, &m, &n, &k, &ldy, &alpha});
+}
+
+/* ---- accprobe -------------------------------------------------------------------- */
+
+memra_status memra__mmq_accprobe(memra_call *call, memra_accprobe_arm arm, const memra_gemm_args *a)
+{
+    memra__mmq *q = MMQ_OF(call);
+    if (arm != MEMRA_ACCPROBE_S32 && arm != MEMRA_ACCPROBE_F32 && arm != MEMRA_ACCPROBE_MX)
+        return q->host->set_error(MEMRA_STATUS_INVALID_ARGUMENT, "%s.accprobe: unknown arm %d", q->name, (int)arm);
+    if (arm == MEMRA_ACCPROBE_MX && q->caps->cc / 10 != 12) return decline(call, "accprobe: mxf8f6f4 needs sm_120a");
+    memra_status st = check_gemm(q, "accprobe", a);
+    if (st != MEMRA_STATUS_OK) return st;
+    if (a->k % 32 != 0) return decline(call, "accprobe: k not a multiple of 32 (the MMQ tile)");
+    if (a->m == 0 || a->n == 0) return MEMRA_STATUS_OK;
+    if (!aligned(a->w, 16) || !aligned(a->x, 16)) return decline(call, "accprobe: needs 16-byte aligned x and w");
+    if ((a->n + 127) / 128 > 65535) return decline(call, "accprobe: n above 65535 tiles of 128");
+    static const char *const names[3] = {"memra_k_probe_s32", "memra_k_probe_f32", "memra_k_probe_mx"};
+    memra_dptr y = y_base(a), w = a->w, x = a->x;
+    int m = a->m, n = a->n, k = a->k;
+    long long ldy = a->ldy;
+    float bias = arm == MEMRA_ACCPROBE_S32 ? PROBE_BIAS_S32 : 0.0f;
+    return launch(q, q->probe[arm], names[arm], (unsigned)((m + 127) / 128), (unsigned)((n + 127) / 128),
+                  MEMRA__MMQ_SMEM_BYTES, call->stream, (void *[]){&w, &x, &y, &m, &n, &k, &ldy, &bias});
+}
+
+/* ---- gemm_fp8_blk ---------------------------------------------------------------- */
+
+memra_status memra__mmq_gemm_fp8_blk(memra_call *call, const memra_gemm_args *a)
+{
+    memra__mmq *q = MMQ_OF(call);
+    if (q->fp8blk_gemm == NULL) return decline(call, q->fp8blk_decline ? q->fp8blk_decline : "gemm_fp8_blk: no kernel");
+    memra_status st = check_gemm(q, "gemm_fp8_blk", a);
+    if (st != MEMRA_STATUS_OK) return st;
+    if (a->m == 0 || a->n == 0) return MEMRA_STATUS_OK;
+    if (a->k > 0 && a->w_scale_grid == 0)
+        return q->host->set_error(MEMRA_STATUS_INVALID_ARGUMENT, "%s.gemm_fp8_blk: w_scale_grid is NULL", q->name);
+    if (a->k == 0) return decline(call, "gemm_fp8_blk: k = 0 (nothing to accumulate)");
+    if (a->k % 16 != 0) return decline(call, "gemm_fp8_blk: in_f not a multiple of 16");
+    if (!aligned(a->w, 16) || !aligned(a->x, 16)) return decline(call, "gemm_fp8_blk: needs 16-byte aligned w and x");
+    if (!aligned(a->w_scale_grid, 4)) return decline(call, "gemm_fp8_blk: needs a 4-byte aligned scale grid");
+    if ((a->n + 127) / 128 > 65535) return decline(call, "gemm_fp8_blk: n above 65535 tiles of 128");
+    int m = a->m, n = a->n, k = a->k;
+    const int64_t nkb = ((int64_t)k + 127) / 128;
+    memra_dptr xq = 0, xs = 0;
+    st = q->host->scratch(q->caps, MEMRA__MMQ_SLOT_XQ, (size_t)((int64_t)m * k + 256), &xq);
+    if (st == MEMRA_STATUS_OK) st = q->host->scratch(q->caps, MEMRA__MMQ_SLOT_XS, (size_t)(nkb * m * 4 + 256), &xs);
+    if (st != MEMRA_STATUS_OK) return st;
+    memra_dptr x = a->x;
+    st = launch(q, q->fp8blk_quant, "memra_k_fp8blk_quant", blocks(q, nkb * m, 8), 1, 0, call->stream,
+                (void *[]){&x, &m, &k, &xq, &xs});
+    if (st != MEMRA_STATUS_OK) return st;
+    memra_dptr w = a->w, grid = a->w_scale_grid, y = y_base(a);
+    long long ldy = a->ldy;
+    float alpha = a->alpha;
+    return launch(q, q->fp8blk_gemm, "memra_k_fp8blk_gemm", (unsigned)((m + 127) / 128), (unsigned)((n + 127) / 128),
+                  MEMRA__FP8BLK_SMEM_BYTES, call->stream, (void *[]){&w, &grid, &xq, &xs, &y, &m, &n, &k, &ldy, &alpha});
+}

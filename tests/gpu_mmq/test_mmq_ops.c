@@ -1,0 +1,585 @@
+/* The mmq and fp8blk modules against the host reference, through the public
+ * API: memra_module_call(gpu, "mmq" | "fp8blk", ...) and
+ * memra_module_call(host, "host", ...) on the same bytes, fresh random data.
+ *
+ *   test_mmq_ops CASE   quant gemm_q8_0 accprobe fp8blk prefer
+ *   test_mmq_ops bench  gemm_q8_0 (quantiser apart and together) and accprobe
+ *                       S32 / F32 at 5120 -> 12288 (27b), m = 512 and 4096,
+ *                       arms interleaved per repetition, medians (not a test)
+ *
+ * Exits 77 when there is no GPU the modules are admitted on. Bands:
+ *
+ *  quant_q8_1    bit-identical bytes.
+ *  gemm_q8_0     per 32-block the s32 dot I is exact on both sides, so only the
+ *                f32 fold differs: t_b = fl(fl(dx * dw) * I_b) accumulated in f32
+ *                in block order (FFMA: one rounding for product-and-add), vs the
+ *                host's double sum. Recursive summation with nb terms gives
+ *                |got - ref| <= gamma(nb + 2) * sum_b |dx dw I_b| (+ one final
+ *                rounding u |y|), gamma(j) = j u / (1 - j u), u = 2^-24.
+ *                Checked per element as the normalised error
+ *                |got - ref| / (|alpha| sum_b |dx dw I_b|) <= gamma(nb + 2) + u.
+ *                A dropped block or a wrong scale moves one term, ~1/nb of the
+ *                sum (>= 2e-3 here), far above the band (<= 3e-5 at k = 5120).
+ *  gemm_fp8_blk  each 128-deep block B is summed by the FP8 tensor cores with
+ *                f32 accumulation; Hopper's FP8 MMA keeps about 14 significant
+ *                bits between promotions (DeepSeek-V3 report), so one block can
+ *                be off by ~ a few 2^-14 of sum |q w| over the block; the fold
+ *                is f32 (FFMA per block). Band: relative Frobenius error
+ *                ||got - ref|| / ||ref|| <= 5e-4 (the sm90 lane's band; cuBLASLt
+ *                block-scaled measured 1.3e-4), and per element the normalised
+ *                error |got - ref| / sum_b |s_b g_b| sum_k |q w| <= 2^-12 (four
+ *                chained k32 MMAs each keeping >= 14 bits: 4 x 2^-14, plus the
+ *                f32 fold). Measured on the H200 (sm_90a e4m3 mma.sync): ~1e-7
+ *                both ways, so the MMA there keeps far more than 14 bits. Grids span 2^-6..2^6
+ *                so a block scaled by the wrong grid entry fails by orders of
+ *                magnitude (a dropped block of 40 is ~0.15 Frobenius).
+ *  accprobe      time only; the S32 arm must equal the host's exact integer
+ *                sum within the f32 fold (normalised 1e-6), F32 must be finite,
+ *                MX must decline on anything but sm_120a.
+ */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "memra/formats.h"
+#include "memra/memra.h"
+#include "test.h"
+
+static memra_runtime *g_rt;
+static memra_device *g_dev, *g_host;
+static uint64_t g_rng;
+
+static uint64_t rnd(void)
+{
+    g_rng ^= g_rng >> 12;
+    g_rng ^= g_rng << 25;
+    g_rng ^= g_rng >> 27;
+    return g_rng * 0x2545F4914F6CDD1Dull;
+}
+static double unif(void) { return (double)(rnd() >> 11) * (1.0 / 9007199254740992.0); } /* [0, 1) */
+static float nz(void) /* nonzero, either sign, in (0.05, 1) */
+{
+    float v = (float)(0.05 + 0.95 * unif());
+    return (rnd() & 1) ? -v : v;
+}
+
+static void setup(const char *module)
+{
+    CHECK_OK(memra_open(NULL, &g_rt));
+    g_host = memra_device_host(g_rt);
+    for (int i = 0; i < memra_device_count(g_rt) && g_dev == NULL; i++) {
+        memra_device *d = memra_device_get(g_rt, i);
+        if (d != g_host && memra_device_caps_get(d)->cc > 0 && memra_module_score(d, module) > 0) g_dev = d;
+    }
+    if (g_dev == NULL) TEST_SKIP("no GPU admits module %s (driver: %s)", module, memra_driver_status(g_rt));
+    const memra_device_caps *c = memra_device_caps_get(g_dev);
+    printf("device: %s (cc %d, %d SMs, profile %s), module %s\n", c->name, c->cc, c->sm_count, c->profile, module);
+    g_rng = test_seed();
+}
+
+static memra_buffer *buf(memra_device *d, size_t bytes, const void *init)
+{
+    memra_buffer *b = NULL;
+    CHECK_OK(memra_buffer_create(d, bytes, &b));
+    if (init != NULL) CHECK_OK(memra_buffer_write(b, 0, init, bytes));
+    return b;
+}
+
+static void *readback(memra_buffer *b, size_t bytes)
+{
+    void *p = malloc(bytes);
+    CHECK(p != NULL);
+    CHECK_OK(memra_buffer_read(b, 0, p, bytes));
+    return p;
+}
+
+/* Activations with per-row magnitudes spread over 2^-8..2^8 and one outlier per row. */
+static float *make_x(int m, int k)
+{
+    float *x = malloc((size_t)m * k * sizeof *x);
+    CHECK(x != NULL);
+    for (int i = 0; i < m; i++) {
+        const float mag = ldexpf(1.0f, (int)(rnd() % 17) - 8);
+        for (int c = 0; c < k; c++) x[(size_t)i * k + c] = mag * nz();
+        x[(size_t)i * k + rnd() % k] *= 7.0f;
+    }
+    return x;
+}
+
+/* ---- quant_q8_1 --------------------------------------------------------------- */
+
+static memra_status call_quant(memra_device *d, const char *mod, memra_buffer *x, int m, int k, memra_buffer *q)
+{
+    memra_op_args a = {.struct_size = sizeof a, .src = memra_buffer_ptr(x), .dst = memra_buffer_ptr(q), .rows = m,
+                       .cols = k};
+    return memra_module_call(d, mod, MEMRA_OP_quant_q8_1, &a);
+}
+
+/* Quantise on both devices; compare bytes; return the host records (caller frees). */
+static uint8_t *quant_both(const float *x, int m, int k, memra_buffer **out_dq, int *ok)
+{
+    const size_t qb = memra_q8_1_bytes(m, k);
+    memra_buffer *xd = buf(g_dev, (size_t)m * k * 4, x), *xh = buf(g_host, (size_t)m * k * 4, x);
+    memra_buffer *qd = buf(g_dev, qb, NULL), *qh = buf(g_host, qb, NULL);
+    CHECK_OK(call_quant(g_dev, "mmq", xd, m, k, qd));
+    CHECK_OK(call_quant(g_host, "host", xh, m, k, qh));
+    CHECK_OK(memra_device_synchronize(g_dev));
+    uint8_t *gd = readback(qd, qb), *gh = readback(qh, qb);
+    size_t bad = 0;
+    for (size_t i = 0; i < qb; i++)
+        if (gd[i] != gh[i] && bad++ < 10)
+            printf("    byte %zu (record %zu, offset %zu): gpu 0x%02x host 0x%02x\n", i, i / 144, i % 144, gd[i], gh[i]);
+    printf("  quant_q8_1 m=%-5d k=%-5d %8zu bytes: %zu differ  %s\n", m, k, qb, bad, bad ? "FAIL" : "ok");
+    if (bad) *ok = 0;
+    memra_buffer_destroy(xd);
+    memra_buffer_destroy(xh);
+    memra_buffer_destroy(qh);
+    free(gd);
+    if (out_dq)
+        *out_dq = qd;
+    else
+        memra_buffer_destroy(qd);
+    return gh;
+}
+
+static int case_quant(void)
+{
+    static const int shapes[][2] = {{1, 32}, {1, 4192}, {15, 1000}, {17, 5120}, {64, 544}, {300, 2080}};
+    int ok = 1;
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+        float *x = make_x(shapes[s][0], shapes[s][1]);
+        if (s == 2) { /* a zero group and a NaN: d = 0 / NaN -> 0 paths */
+            for (int c = 0; c < 32; c++) x[c] = 0.0f;
+            x[40] = NAN;
+        }
+        free(quant_both(x, shapes[s][0], shapes[s][1], NULL, &ok));
+        free(x);
+    }
+    return ok;
+}
+
+/* ---- gemm_q8_0 -------------------------------------------------------------------- */
+
+static uint8_t *make_q8_0(int n, int k)
+{
+    const size_t nb = (size_t)k / 32;
+    uint8_t *w = malloc((size_t)n * nb * MEMRA_Q8_0_BYTES);
+    CHECK(w != NULL);
+    float v[32];
+    for (int j = 0; j < n; j++) {
+        const float mag = ldexpf(1.0f, (int)(rnd() % 9) - 4);
+        for (size_t b = 0; b < nb; b++) {
+            for (int l = 0; l < 32; l++) v[l] = mag * nz();
+            memra_q8_0_encode(v, w + ((size_t)j * nb + b) * MEMRA_Q8_0_BYTES);
+        }
+    }
+    return w;
+}
+
+static memra_status call_gemm(memra_device *d, const char *mod, memra_op op, const memra_gemm_args *g)
+{
+    memra_op_args a = {.struct_size = sizeof a, .gemm = *g};
+    memra_status st = memra_module_call(d, mod, op, &a);
+    if (st == MEMRA_STATUS_DECLINED) printf("    %s declined: %s\n", mod, a.decline_reason);
+    return st;
+}
+
+#define ROW_OFF 2
+
+static int gemm_q8_case(int m, int n, int k, float alpha)
+{
+    int ok = 1;
+    const int nb = k / 32;
+    const int64_t ldy = n + 3, yrows = m + ROW_OFF + 1;
+    float *x = make_x(m, k);
+    uint8_t *w = make_q8_0(n, k);
+    const size_t wb = (size_t)n * nb * MEMRA_Q8_0_BYTES;
+    memra_buffer *qd = NULL;
+    uint8_t *q = quant_both(x, m, k, &qd, &ok);
+    memra_buffer *qh = buf(g_host, memra_q8_1_bytes(m, k), q);
+    memra_buffer *wd = buf(g_dev, wb, w), *wh = buf(g_host, wb, w);
+    float *sent = malloc((size_t)(yrows * ldy) * 4);
+    CHECK(sent != NULL);
+    for (int64_t e = 0; e < yrows * ldy; e++) sent[e] = -12345.0f;
+    memra_buffer *yd = buf(g_dev, (size_t)(yrows * ldy) * 4, sent), *yh = buf(g_host, (size_t)(yrows * ldy) * 4, sent);
+    memra_gemm_args g = {.struct_size = sizeof g, .m = m, .n = n, .k = k, .ldy = ldy, .y_row_offset = ROW_OFF,
+                         .alpha = alpha};
+    g.w = memra_buffer_ptr(wd), g.x = memra_buffer_ptr(qd), g.y = memra_buffer_ptr(yd);
+    CHECK_OK(call_gemm(g_dev, "mmq", MEMRA_OP_gemm_q8_0, &g));
+    g.w = memra_buffer_ptr(wh), g.x = memra_buffer_ptr(qh), g.y = memra_buffer_ptr(yh);
+    CHECK_OK(call_gemm(g_host, "host", MEMRA_OP_gemm_q8_0, &g));
+    CHECK_OK(memra_device_synchronize(g_dev));
+    float *got = readback(yd, (size_t)(yrows * ldy) * 4), *ref = readback(yh, (size_t)(yrows * ldy) * 4);
+
+    const double u = ldexp(1.0, -24), band = (nb + 2) * u / (1.0 - (nb + 2) * u) + u;
+    double max_norm = 0.0, max_abs = 0.0;
+    int bad = 0;
+    for (int i = 0; i < m; i++) {
+        for (int j = 0; j < n; j++) {
+            const uint8_t *wr = w + (size_t)j * nb * MEMRA_Q8_0_BYTES;
+            double sabs = 0.0;
+            for (int b = 0; b < nb; b++) {
+                const uint8_t *blk = wr + (size_t)b * MEMRA_Q8_0_BYTES;
+                const uint8_t *rec = q + ((size_t)(b >> 2) * m + i) * MEMRA_Q8_1_RECORD_BYTES;
+                float dx;
+                memcpy(&dx, rec + 4 * (b & 3), 4);
+                const float dw = memra_f32_from_f16((uint16_t)(blk[0] | blk[1] << 8));
+                int32_t is = 0;
+                for (int l = 0; l < 32; l++) is += (int8_t)blk[2 + l] * (int8_t)rec[16 + 32 * (b & 3) + l];
+                sabs += fabs((double)dw * dx * is);
+            }
+            const int64_t e = (int64_t)(i + ROW_OFF) * ldy + j;
+            const double err = fabs((double)got[e] - (double)ref[e]);
+            const double norm = sabs > 0 ? err / (fabs(alpha) * sabs) : err;
+            if (err > max_abs) max_abs = err;
+            if (norm > max_norm) max_norm = norm;
+            if (!(norm <= band) && bad++ < 10)
+                printf("    y[%d,%d]: gpu %.9g host %.9g normalised %.3g > band %.3g\n", i, j, got[e], ref[e], norm, band);
+        }
+    }
+    int touched = 0; /* rows and columns outside the written range keep the sentinel */
+    for (int64_t e = 0; e < yrows * ldy; e++) {
+        const int64_t r = e / ldy, c = e % ldy;
+        if ((r < ROW_OFF || r >= ROW_OFF + m || c >= n) && got[e] != -12345.0f) touched++;
+    }
+    printf("  gemm_q8_0 m=%-5d n=%-5d k=%-5d alpha=%g: max |err| %.3g, max normalised %.3g (band %.3g), %d over, "
+           "%d sentinels overwritten  %s\n",
+           m, n, k, alpha, max_abs, max_norm, band, bad, touched, bad || touched ? "FAIL" : "ok");
+    if (bad || touched) ok = 0;
+    memra_buffer_destroy(qd);
+    memra_buffer_destroy(qh);
+    memra_buffer_destroy(wd);
+    memra_buffer_destroy(wh);
+    memra_buffer_destroy(yd);
+    memra_buffer_destroy(yh);
+    free(x), free(w), free(q), free(sent), free(got), free(ref);
+    return ok;
+}
+
+static int case_gemm_q8_0(void)
+{
+    /* m in {1, 15, 16, 17, 512, 4096}; k not a multiple of 512 (nor 128 at times); n not a multiple of 128 */
+    int ok = 1;
+    ok &= gemm_q8_case(1, 1000, 1056, 1.0f);
+    ok &= gemm_q8_case(15, 333, 800, 0.5f);
+    ok &= gemm_q8_case(16, 256, 5120, 1.0f);
+    ok &= gemm_q8_case(17, 130, 4128, -2.0f);
+    ok &= gemm_q8_case(512, 1000, 2080, 1.0f);
+    ok &= gemm_q8_case(4096, 200, 1312, 1.0f);
+    return ok;
+}
+
+/* ---- accprobe ------------------------------------------------------------------------- */
+
+/* Bytes finite and non-NaN read as int8 or as e4m3: magnitude <= 126. */
+static uint8_t *probe_bytes(size_t n)
+{
+    uint8_t *b = malloc(n);
+    CHECK(b != NULL);
+    for (size_t i = 0; i < n; i++) b[i] = (uint8_t)((rnd() % 127) | ((rnd() & 1) << 7));
+    return b;
+}
+
+static int case_accprobe(void)
+{
+    const int m = 100, n = 300, k = 1024;
+    int ok = 1;
+    uint8_t *x = probe_bytes((size_t)m * k), *w = probe_bytes((size_t)n * k);
+    memra_buffer *xd = buf(g_dev, (size_t)m * k, x), *wd = buf(g_dev, (size_t)n * k, w);
+    memra_buffer *xh = buf(g_host, (size_t)m * k, x), *wh = buf(g_host, (size_t)n * k, w);
+    memra_buffer *yd = buf(g_dev, (size_t)m * n * 4, NULL), *yh = buf(g_host, (size_t)m * n * 4, NULL);
+    for (int arm = 0; arm < 3; arm++) {
+        memra_op_args a = {.struct_size = sizeof a, .arm = (memra_accprobe_arm)arm};
+        a.gemm = (memra_gemm_args){.struct_size = sizeof(memra_gemm_args), .m = m, .n = n, .k = k, .ldy = n,
+                                   .alpha = 1.0f, .w = memra_buffer_ptr(wd), .x = memra_buffer_ptr(xd),
+                                   .y = memra_buffer_ptr(yd)};
+        memra_status st = memra_module_call(g_dev, "mmq", MEMRA_OP_accprobe, &a);
+        const int sm120 = memra_device_caps_get(g_dev)->cc / 10 == 12;
+        if (arm == MEMRA_ACCPROBE_MX && !sm120) {
+            printf("  accprobe MX: %s (%s)  %s\n", memra_status_str(st), a.decline_reason ? a.decline_reason : "",
+                   st == MEMRA_STATUS_DECLINED ? "ok" : "FAIL");
+            ok &= st == MEMRA_STATUS_DECLINED;
+            continue;
+        }
+        CHECK_OK(st);
+        CHECK_OK(memra_device_synchronize(g_dev));
+        float *got = readback(yd, (size_t)m * n * 4);
+        if (arm == MEMRA_ACCPROBE_S32) {
+            a.gemm.w = memra_buffer_ptr(wh), a.gemm.x = memra_buffer_ptr(xh), a.gemm.y = memra_buffer_ptr(yh);
+            CHECK_OK(memra_module_call(g_host, "host", MEMRA_OP_accprobe, &a));
+            float *ref = readback(yh, (size_t)m * n * 4);
+            double worst = 0.0;
+            for (int i = 0; i < m * n; i++) {
+                const double e = fabs((double)got[i] - ref[i]) / (32.0 * 126 * 126 * (k / 32));
+                if (e > worst) worst = e;
+            }
+            printf("  accprobe S32: max error / (k * 126^2) %.3g  %s\n", worst, worst <= 1e-6 ? "ok" : "FAIL");
+            ok &= worst <= 1e-6;
+            free(ref);
+        } else {
+            int finite = 1;
+            for (int i = 0; i < m * n; i++) finite &= isfinite(got[i]) != 0;
+            printf("  accprobe %s: output finite: %s\n", arm == 1 ? "F32" : "MX", finite ? "ok" : "FAIL");
+            ok &= finite;
+        }
+        free(got);
+    }
+    memra_buffer_destroy(xd), memra_buffer_destroy(wd), memra_buffer_destroy(xh), memra_buffer_destroy(wh);
+    memra_buffer_destroy(yd), memra_buffer_destroy(yh);
+    free(x), free(w);
+    return ok;
+}
+
+/* ---- gemm_fp8_blk ----------------------------------------------------------------------- */
+
+static uint8_t *make_e4m3(int n, int k)
+{
+    uint8_t *w = malloc((size_t)n * k);
+    CHECK(w != NULL);
+    for (size_t i = 0; i < (size_t)n * k; i++) {
+        uint8_t b;
+        do b = (uint8_t)rnd();
+        while ((b & 0x7F) == 0x7F || (b & 0x7F) == 0);
+        w[i] = b;
+    }
+    return w;
+}
+
+static float *make_grid(int n, int k, size_t *count)
+{
+    const int gr = (n + 127) / 128, gc = (k + 127) / 128;
+    float *g = malloc((size_t)gr * gc * 4);
+    CHECK(g != NULL);
+    for (int i = 0; i < gr * gc; i++) g[i] = ldexpf(1.0f + (float)unif(), (int)(rnd() % 13) - 6);
+    *count = (size_t)gr * gc;
+    return g;
+}
+
+/* Compare y (ldy = n) against the host reference on the same inputs. */
+static int fp8_compare(const char *what, const float *got, const float *ref, const float *x, const uint8_t *w,
+                       const float *grid, int m, int n, int k)
+{
+    const int nkb = (k + 127) / 128;
+    double se = 0, sr = 0, max_norm = 0;
+    int bad = 0;
+    float *q = malloc((size_t)k * 4), *s = malloc((size_t)nkb * 4);
+    CHECK(q != NULL && s != NULL);
+    for (int i = 0; i < m; i++) {
+        for (int b = 0; b < nkb; b++) { /* the host quantiser, to size each term */
+            const int c0 = b * 128, len = k - c0 < 128 ? k - c0 : 128;
+            float amax = 0;
+            for (int c = 0; c < len; c++) amax = fabsf(x[(size_t)i * k + c0 + c]) > amax ? fabsf(x[(size_t)i * k + c0 + c]) : amax;
+            s[b] = amax == 0 ? 1.0f : amax / 448.0f;
+            for (int c = 0; c < len; c++) q[c0 + c] = memra_e4m3_decode(memra_e4m3_encode(x[(size_t)i * k + c0 + c] / s[b]));
+        }
+        for (int j = 0; j < n; j++) {
+            double sabs = 0;
+            for (int b = 0; b < nkb; b++) {
+                const int c0 = b * 128, len = k - c0 < 128 ? k - c0 : 128;
+                double t = 0;
+                for (int c = 0; c < len; c++) t += fabs((double)q[c0 + c] * memra_e4m3_decode(w[(size_t)j * k + c0 + c]));
+                sabs += fabs((double)s[b] * grid[(j / 128) * nkb + b]) * t;
+            }
+            const size_t e = (size_t)i * n + j;
+            const double err = fabs((double)got[e] - ref[e]);
+            se += err * err;
+            sr += (double)ref[e] * ref[e];
+            const double norm = sabs > 0 ? err / sabs : err;
+            if (norm > max_norm) max_norm = norm;
+            if (!(norm <= ldexp(1.0, -12)) && bad++ < 10)
+                printf("    y[%d,%d]: gpu %.9g host %.9g normalised %.3g\n", i, j, got[e], ref[e], norm);
+        }
+    }
+    const double frob = sqrt(se / (sr > 0 ? sr : 1));
+    const int ok = !bad && frob <= 5e-4;
+    printf("  %s m=%-5d n=%-5d k=%-5d: rel Frobenius %.3g (band 5e-4), max normalised %.3g (band %.3g)  %s\n", what, m, n,
+           k, frob, max_norm, ldexp(1.0, -12), ok ? "ok" : "FAIL");
+    free(q), free(s);
+    return ok;
+}
+
+static int fp8_case(int m, int n, int k)
+{
+    float *x = make_x(m, k);
+    uint8_t *w = make_e4m3(n, k);
+    size_t gc;
+    float *grid = make_grid(n, k, &gc);
+    memra_buffer *xd = buf(g_dev, (size_t)m * k * 4, x), *xh = buf(g_host, (size_t)m * k * 4, x);
+    memra_buffer *wd = buf(g_dev, (size_t)n * k, w), *wh = buf(g_host, (size_t)n * k, w);
+    memra_buffer *gd = buf(g_dev, gc * 4, grid), *gh = buf(g_host, gc * 4, grid);
+    memra_buffer *yd = buf(g_dev, (size_t)m * n * 4, NULL), *yh = buf(g_host, (size_t)m * n * 4, NULL);
+    memra_gemm_args g = {.struct_size = sizeof g, .m = m, .n = n, .k = k, .ldy = n, .alpha = 1.0f, .w_scale = 1.0f};
+    g.w = memra_buffer_ptr(wd), g.x = memra_buffer_ptr(xd), g.y = memra_buffer_ptr(yd), g.w_scale_grid = memra_buffer_ptr(gd);
+    CHECK_OK(call_gemm(g_dev, "fp8blk", MEMRA_OP_gemm_fp8_blk, &g));
+    g.w = memra_buffer_ptr(wh), g.x = memra_buffer_ptr(xh), g.y = memra_buffer_ptr(yh), g.w_scale_grid = memra_buffer_ptr(gh);
+    CHECK_OK(call_gemm(g_host, "host", MEMRA_OP_gemm_fp8_blk, &g));
+    CHECK_OK(memra_device_synchronize(g_dev));
+    float *got = readback(yd, (size_t)m * n * 4), *ref = readback(yh, (size_t)m * n * 4);
+    const int ok = fp8_compare("gemm_fp8_blk (fp8blk)", got, ref, x, w, grid, m, n, k);
+    memra_buffer_destroy(xd), memra_buffer_destroy(xh), memra_buffer_destroy(wd), memra_buffer_destroy(wh);
+    memra_buffer_destroy(gd), memra_buffer_destroy(gh), memra_buffer_destroy(yd), memra_buffer_destroy(yh);
+    free(x), free(w), free(grid), free(got), free(ref);
+    return ok;
+}
+
+static int case_fp8blk(void)
+{
+    int ok = 1;
+    ok &= fp8_case(1, 300, 272);
+    ok &= fp8_case(16, 1000, 5120);
+    ok &= fp8_case(17, 200, 1040);
+    ok &= fp8_case(512, 1024, 5120);
+    ok &= fp8_case(4096, 136, 2064);
+    /* declines: in_f % 16 */
+    memra_gemm_args g = {.struct_size = sizeof g, .m = 4, .n = 8, .k = 264, .ldy = 8, .alpha = 1.0f};
+    memra_buffer *b = buf(g_dev, 1 << 16, NULL);
+    g.w = g.x = g.y = g.w_scale_grid = memra_buffer_ptr(b);
+    memra_op_args a = {.struct_size = sizeof a, .gemm = g};
+    memra_status st = memra_module_call(g_dev, "fp8blk", MEMRA_OP_gemm_fp8_blk, &a);
+    printf("  gemm_fp8_blk k=264: %s (%s)  %s\n", memra_status_str(st), a.decline_reason ? a.decline_reason : "",
+           st == MEMRA_STATUS_DECLINED ? "ok" : "FAIL");
+    ok &= st == MEMRA_STATUS_DECLINED;
+    memra_buffer_destroy(b);
+    return ok;
+}
+
+/* Through the dispatcher with MEMRA_PREFER=gemm_fp8_blk=fp8blk (set by ctest). */
+static int case_prefer(void)
+{
+    const int m = 33, n = 260, k = 1040;
+    const char *names[8];
+    const int nr = memra_routing_get(g_dev, MEMRA_OP_gemm_fp8_blk, names, 8);
+    printf("  gemm_fp8_blk routing:");
+    for (int i = 0; i < nr && i < 8; i++) printf(" %s", names[i]);
+    printf("\n");
+    float *x = make_x(m, k);
+    uint8_t *w = make_e4m3(n, k);
+    size_t gc;
+    float *grid = make_grid(n, k, &gc);
+    memra_weight_desc wdsc = {.struct_size = sizeof wdsc, .format = MEMRA_FORMAT_E4M3, .out_f = n, .in_f = k,
+                              .data = w, .size = (size_t)n * k, .scale = 1.0f, .grid = grid, .grid_count = gc,
+                              .name = "prefer"};
+    memra_weight *wt = NULL;
+    CHECK_OK(memra_weight_create(g_rt, &wdsc, &wt));
+    CHECK_OK(memra_weight_prepare(wt, g_dev));
+    memra_buffer *xd = buf(g_dev, (size_t)m * k * 4, x), *yd = buf(g_dev, (size_t)m * n * 4, NULL);
+    memra_ledger_reset(g_rt);
+    CHECK_OK(memra_matmul(g_dev, wt, memra_buffer_ptr(xd), m, memra_buffer_ptr(yd), NULL));
+    CHECK_OK(memra_device_synchronize(g_dev));
+    const uint64_t hits = memra_ledger_hits(g_dev, MEMRA_OP_gemm_fp8_blk, "fp8blk");
+    printf("  ledger: gemm_fp8_blk hits on fp8blk = %llu\n", (unsigned long long)hits);
+    memra_buffer *xh = buf(g_host, (size_t)m * k * 4, x), *wh = buf(g_host, (size_t)n * k, w);
+    memra_buffer *gh = buf(g_host, gc * 4, grid), *yh = buf(g_host, (size_t)m * n * 4, NULL);
+    memra_gemm_args g = {.struct_size = sizeof g, .m = m, .n = n, .k = k, .ldy = n, .alpha = 1.0f, .w_scale = 1.0f,
+                         .w = memra_buffer_ptr(wh), .x = memra_buffer_ptr(xh), .y = memra_buffer_ptr(yh),
+                         .w_scale_grid = memra_buffer_ptr(gh)};
+    CHECK_OK(call_gemm(g_host, "host", MEMRA_OP_gemm_fp8_blk, &g));
+    float *got = readback(yd, (size_t)m * n * 4), *ref = readback(yh, (size_t)m * n * 4);
+    int ok = fp8_compare("memra_matmul (preferred fp8blk)", got, ref, x, w, grid, m, n, k) && hits == 1;
+    memra_weight_destroy(wt);
+    memra_buffer_destroy(xd), memra_buffer_destroy(yd), memra_buffer_destroy(xh), memra_buffer_destroy(wh);
+    memra_buffer_destroy(gh), memra_buffer_destroy(yh);
+    free(x), free(w), free(grid), free(got), free(ref);
+    return ok;
+}
+
+/* ---- bench ---------------------------------------------------------------------------------- */
+
+static int cmp_d(const void *a, const void *b)
+{
+    const double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static double median(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof *v, cmp_d);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+enum { ARM_QUANT, ARM_GEMM, ARM_BOTH, ARM_S32, ARM_F32, ARM_COUNT };
+
+static int case_bench(void)
+{
+    const int n = 12288, k = 5120, reps = 15;
+    static const char *const arm_names[ARM_COUNT] = {"quant_q8_1", "gemm_q8_0", "quant+gemm", "accprobe S32",
+                                                     "accprobe F32"};
+    uint8_t *w = make_q8_0(n, k);
+    uint8_t *pw = probe_bytes((size_t)n * k);
+    memra_buffer *wd = buf(g_dev, (size_t)n * (k / 32) * MEMRA_Q8_0_BYTES, w), *pwd = buf(g_dev, (size_t)n * k, pw);
+    memra_timer *t = NULL;
+    CHECK_OK(memra_timer_create(g_dev, &t));
+    for (int mi = 0; mi < 2; mi++) {
+        const int m = mi ? 4096 : 512;
+        float *x = make_x(m, k);
+        uint8_t *px = probe_bytes((size_t)m * k);
+        memra_buffer *xd = buf(g_dev, (size_t)m * k * 4, x), *qd = buf(g_dev, memra_q8_1_bytes(m, k), NULL);
+        memra_buffer *pxd = buf(g_dev, (size_t)m * k, px), *yd = buf(g_dev, (size_t)m * n * 4, NULL);
+        memra_op_args qa = {.struct_size = sizeof qa, .src = memra_buffer_ptr(xd), .dst = memra_buffer_ptr(qd),
+                            .rows = m, .cols = k};
+        memra_op_args ga = {.struct_size = sizeof ga};
+        ga.gemm = (memra_gemm_args){.struct_size = sizeof(memra_gemm_args), .m = m, .n = n, .k = k, .ldy = n,
+                                    .alpha = 1.0f, .w = memra_buffer_ptr(wd), .x = memra_buffer_ptr(qd),
+                                    .y = memra_buffer_ptr(yd)};
+        memra_op_args pa = ga;
+        pa.gemm.w = memra_buffer_ptr(pwd), pa.gemm.x = memra_buffer_ptr(pxd);
+        double ms[ARM_COUNT][32];
+        for (int r = -2; r < reps; r++) { /* two warm-up rounds */
+            for (int arm = 0; arm < ARM_COUNT; arm++) {
+                CHECK_OK(memra_timer_start(t, NULL));
+                if (arm == ARM_QUANT || arm == ARM_BOTH) CHECK_OK(memra_module_call(g_dev, "mmq", MEMRA_OP_quant_q8_1, &qa));
+                if (arm == ARM_GEMM || arm == ARM_BOTH) CHECK_OK(memra_module_call(g_dev, "mmq", MEMRA_OP_gemm_q8_0, &ga));
+                if (arm == ARM_S32 || arm == ARM_F32) {
+                    pa.arm = arm == ARM_S32 ? MEMRA_ACCPROBE_S32 : MEMRA_ACCPROBE_F32;
+                    CHECK_OK(memra_module_call(g_dev, "mmq", MEMRA_OP_accprobe, &pa));
+                }
+                CHECK_OK(memra_timer_stop(t, NULL));
+                double e = 0;
+                CHECK_OK(memra_timer_elapsed_ms(t, &e));
+                if (r >= 0) ms[arm][r] = e;
+            }
+        }
+        const double flop = 2.0 * m * n * k;
+        double med[ARM_COUNT];
+        for (int arm = 0; arm < ARM_COUNT; arm++) {
+            med[arm] = median(ms[arm], reps);
+            printf("BENCH m=%-5d %d->%d  %-13s %8.4f ms  %7.1f TFLOP/s\n", m, k, n, arm_names[arm], med[arm],
+                   arm == ARM_QUANT ? 0.0 : flop / med[arm] * 1e-9);
+        }
+        printf("BENCH m=%-5d accprobe f32acc/s32acc time ratio %.3f (%+.1f pp)\n", m, med[ARM_F32] / med[ARM_S32],
+               100.0 * (med[ARM_F32] / med[ARM_S32] - 1.0));
+        memra_buffer_destroy(xd), memra_buffer_destroy(qd), memra_buffer_destroy(pxd), memra_buffer_destroy(yd);
+        free(x), free(px);
+    }
+    memra_timer_destroy(t);
+    memra_buffer_destroy(wd), memra_buffer_destroy(pwd);
+    free(w), free(pw);
+    return 1;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        fprintf(stderr, "usage: %s quant|gemm_q8_0|accprobe|fp8blk|prefer|bench\n", argv[0]);
+        return 2;
+    }
+    const char *c = argv[1];
+    const int fp8 = strcmp(c, "fp8blk") == 0 || strcmp(c, "prefer") == 0;
+    setup(fp8 ? "fp8blk" : "mmq");
+    int ok;
+    if (strcmp(c, "quant") == 0) ok = case_quant();
+    else if (strcmp(c, "gemm_q8_0") == 0) ok = case_gemm_q8_0();
+    else if (strcmp(c, "accprobe") == 0) ok = case_accprobe();
+    else if (strcmp(c, "fp8blk") == 0) ok = case_fp8blk();
+    else if (strcmp(c, "prefer") == 0) ok = case_prefer();
+    else if (strcmp(c, "bench") == 0) ok = case_bench();
+    else {
+        fprintf(stderr, "unknown case %s\n", c);
+        return 2;
+    }
+    memra_close(g_rt);
+    printf("%s\n", ok ? "PASS" : "FAIL");
+    return ok ? 0 : 1;
+}
