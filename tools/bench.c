@@ -664,6 +664,7 @@ static int bench_vs(bench *b, const char *ma, const char *mb, memra_op op)
 
 static const char k_bench_usage[] =
     "usage: memra bench [27b|1p7b] [--m M] [--reps R] [--warmup W] [--device N|host] [--json FILE]\n"
+    "       memra bench accprobe [m] [reps] [27b|1p7b] [--dist wide|mid] [--json FILE]\n"
     "                   [--vs MODA MODB --op OP] [--seed S]\n"
     "  Arms f16 (Q8_0 + f16 mirror), mmq (Q8_0, no mirror), fp8 (E4M3 per-tensor) and fp8blk\n"
     "  (E4M3 + block-128 grid) through memra_matmul, interleaved in each repetition; medians,\n"
@@ -678,6 +679,7 @@ int memra_tool_bench(int argc, char **argv)
     memra_op op = MEMRA_OP_COUNT_;
     uint64_t seed = 0;
     int have_seed = 0;
+    if (argc > 1 && strcmp(argv[1], "accprobe") == 0) return memra_tool_bench_accprobe(argc - 1, argv + 1);
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const int more = i + 1 < argc;

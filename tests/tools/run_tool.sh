@@ -4,6 +4,7 @@
 #   check_badop    `memra check --op nosuch` exits 2
 #   check_fault    with MEMRA_CHECK_INJECT_FAULT=1 it exits 1, and every injected row FAILs
 #   bench_host     `memra bench --reps 1 --m 2` on the host exits 0 and its receipt parses
+#   accprobe_host  `memra bench accprobe` on the first device exits 0 with a receipt
 memra="$1"
 case_="$2"
 tmp="${3:-${TMPDIR:-/tmp}}/memra_tool_test.$$"
@@ -48,6 +49,17 @@ bench_host)
     "$memra" bench --device host --reps 1 --m 2 --vs host host --op gemm_q8_0 || fail "--vs host host"
     "$memra" bench --vs host --op gemm_f16
     [ $? -eq 2 ] || fail "incomplete --vs is not a usage error"
+    ;;
+accprobe_host)
+    "$memra" bench accprobe 2 1 --device 0 --dist mid --json "$tmp/ap.json" >"$tmp/out" 2>&1
+    rc=$?
+    cat "$tmp/out"
+    [ $rc -eq 0 ] || fail "exit $rc, want 0"
+    grep -q 'geometric mean f32acc/s32acc' "$tmp/out" || fail "no geometric mean line"
+    python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["format"]=="memra-bench-accprobe" and d["complete"] and d["ledger_hits"]>0' \
+        "$tmp/ap.json" || fail "the accprobe receipt does not parse"
+    "$memra" bench accprobe --dist nosuch
+    [ $? -eq 2 ] || fail "--dist nosuch is not a usage error"
     ;;
 *)
     fail "unknown case $case_"

@@ -1,0 +1,225 @@
+/* memra bench accprobe: the accumulator instrument, timed.
+ *
+ *   memra bench accprobe [m] [reps] [27b|1p7b] [--dist wide|mid] [--device N] [--module M] [--json FILE]
+ *
+ * One MMQ tile, one free variable: arm S32 accumulates int8 products in s32,
+ * arm F32 reads the very same bytes as e4m3 and accumulates in f32 (and on
+ * sm_120a arm MX uses kind::mxf8f6f4 at unit scales). Inputs are bytes that
+ * are finite read either way: int8 magnitudes <= 126, so no byte is an e4m3
+ * NaN code (magnitude 0x7F). `wide` draws every such magnitude (e4m3
+ * denormals included); `mid` only codes with e4m3 exponent fields 6..9 (normal,
+ * mid-range), to show whether a ratio belongs to the instruction or the data.
+ * Arms run interleaved inside each repetition (rotating start), medians per
+ * shape, ratio F32/S32 and its delta in percentage points, TFLOP/s of each arm,
+ * the geometric mean ratio at the end. Time only: no output is a numeric claim. */
+#define _POSIX_C_SOURCE 200809L
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "memra/memra.h"
+#include "tools/tool.h"
+#include "tools/tool_util.h"
+
+static const int64_t k_27b[][2] = {{5120, 12288}, {5120, 1024}, {6144, 5120}, {5120, 17408}, {17408, 5120}, {5120, 5120}};
+static const int64_t k_1p7b[][2] = {{2048, 2048}, {2048, 1024}, {2048, 6144}, {6144, 2048}};
+static const char *const k_arm[3] = {"s32", "f32", "mx"};
+
+static uint8_t probe_byte(tool_rng *r, int mid)
+{
+    uint8_t mag;
+    if (mid) mag = (uint8_t)((6 + tool_rng_u64(r) % 4) << 3 | (tool_rng_u64(r) & 7)); /* exponent 6..9 */
+    else do mag = (uint8_t)(tool_rng_u64(r) % 127); while (mag == 0);                   /* 1..126 */
+    return (uint8_t)((tool_rng_u64(r) & 1) ? (uint8_t)(-(int)mag) : mag); /* two's complement sign */
+}
+
+static const char k_usage[] = "usage: memra bench accprobe [m] [reps] [27b|1p7b] [--dist wide|mid] [--device N]\n"
+                              "                            [--module NAME] [--json FILE] [--seed S]\n";
+
+int memra_tool_bench_accprobe(int argc, char **argv)
+{
+    int64_t m = 0, reps = 0, dev_sel = -1;
+    const char *sheet = "27b", *json = NULL, *module = NULL;
+    int mid = 0, npos = 0;
+    uint64_t seed = tool_clock_seed();
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        int more = i + 1 < argc;
+        if (strcmp(a, "--help") == 0) {
+            fputs(k_usage, stdout);
+            return 0;
+        } else if (strcmp(a, "--dist") == 0 && more) {
+            const char *d = argv[++i];
+            if (strcmp(d, "mid") == 0) mid = 1;
+            else if (strcmp(d, "wide") != 0) goto bad;
+        } else if (strcmp(a, "--device") == 0 && more) {
+            if (tool_parse_i64(argv[++i], 0, 64, &dev_sel) != 0) goto bad;
+        } else if (strcmp(a, "--module") == 0 && more) {
+            module = argv[++i];
+        } else if (strcmp(a, "--json") == 0 && more) {
+            json = argv[++i];
+        } else if (strcmp(a, "--seed") == 0 && more) {
+            if (tool_parse_u64(argv[++i], &seed) != 0) goto bad;
+        } else if (strcmp(a, "27b") == 0 || strcmp(a, "1p7b") == 0) {
+            sheet = a;
+        } else if (a[0] != '-' && npos == 0) {
+            if (tool_parse_i64(a, 1, 1 << 20, &m) != 0) goto bad;
+            npos++;
+        } else if (a[0] != '-' && npos == 1) {
+            if (tool_parse_i64(a, 1, 100000, &reps) != 0) goto bad;
+            npos++;
+        } else {
+            goto bad;
+        }
+        continue;
+    bad:
+        fprintf(stderr, "memra bench accprobe: bad or incomplete argument '%s'\n%s", a, k_usage);
+        return 2;
+    }
+    memra_runtime *rt;
+    if (memra_tool_open(&rt) != MEMRA_STATUS_OK) return 1;
+    memra_device *dev = memra_device_get(rt, dev_sel < 0 ? 0 : (int)dev_sel);
+    if (dev == NULL) {
+        fprintf(stderr, "memra bench accprobe: no device %lld\n", (long long)dev_sel);
+        memra_close(rt);
+        return 2;
+    }
+    const memra_device_caps *caps = memra_device_caps_get(dev);
+    int gpu = caps->arch != MEMRA_ARCH_HOST;
+    if (module == NULL) {
+        const char *names[1];
+        if (memra_routing_get(dev, MEMRA_OP_accprobe, names, 1) < 1) {
+            fprintf(stderr, "memra bench accprobe: no module provides accprobe on %s\n", caps->name);
+            memra_close(rt);
+            return 1;
+        }
+        module = names[0];
+    }
+    if (!memra_module_provides(dev, module, MEMRA_OP_accprobe)) {
+        fprintf(stderr, "memra bench accprobe: module '%s' does not provide accprobe on %s\n", module, caps->name);
+        memra_close(rt);
+        return 2;
+    }
+    if (m == 0) m = gpu ? 512 : 16;
+    if (reps == 0) reps = gpu ? 20 : 3;
+    const int64_t(*sh)[2] = strcmp(sheet, "27b") == 0 ? k_27b : k_1p7b;
+    size_t nsh = strcmp(sheet, "27b") == 0 ? 6 : 4;
+    if (!gpu && strcmp(sheet, "27b") == 0) {
+        sh = k_1p7b; /* the host finishes the small sheet in seconds */
+        nsh = 4;
+        sheet = "1p7b";
+    }
+    tool_rng rng;
+    tool_rng_seed(&rng, seed);
+    FILE *jf = json ? fopen(json, "w") : NULL;
+    if (json && jf == NULL) {
+        fprintf(stderr, "memra bench accprobe: cannot write %s\n", json);
+        memra_close(rt);
+        return 1;
+    }
+    printf("memra bench accprobe: %s (%s), module %s, sheet %s, m=%lld, reps %lld, dist %s, seed %llu\n", caps->name,
+           caps->profile, module, sheet, (long long)m, (long long)reps, mid ? "mid" : "wide",
+           (unsigned long long)seed);
+    printf("%-14s %10s %10s %8s %9s %9s %9s\n", "shape", "f32acc ms", "s32acc ms", "ratio", "delta pp",
+           gpu ? "f32 TF/s" : "f32 GF/s", gpu ? "s32 TF/s" : "s32 GF/s");
+    if (jf)
+        fprintf(jf, "{\"format\":\"memra-bench-accprobe\",\"version\":1,\"memra\":\"%s\",\"device\":\"%s\",\"cc\":%d,"
+                    "\"driver_version\":%d,\"module\":\"%s\",\"sheet\":\"%s\",\"m\":%lld,\"reps\":%lld,\"dist\":\"%s\","
+                    "\"seed\":%llu,\"shapes\":[",
+                memra_version(), caps->name, caps->cc, memra_driver_version(rt), module, sheet, (long long)m,
+                (long long)reps, mid ? "mid" : "wide", (unsigned long long)seed);
+    memra_timer *timer = NULL;
+    memra_status st = memra_timer_create(dev, &timer);
+    int rc = st == MEMRA_STATUS_OK ? 0 : 1;
+    int have_mx = caps->arch == MEMRA_ARCH_SM120;
+    int narms = have_mx ? 3 : 2;
+    double logsum = 0.0;
+    uint64_t hits0 = memra_ledger_hits(dev, MEMRA_OP_accprobe, module);
+    for (size_t s = 0; s < nsh && rc == 0; s++) {
+        int64_t k = sh[s][0], n = sh[s][1];
+        uint8_t *w = tool_alloc((size_t)(n * k), 1), *x = tool_alloc((size_t)(m * k), 1);
+        double *t[3] = {tool_alloc((size_t)reps, sizeof(double)), tool_alloc((size_t)reps, sizeof(double)),
+                        tool_alloc((size_t)reps, sizeof(double))};
+        memra_buffer *bw = NULL, *bx = NULL, *by = NULL;
+        if (!w || !x || !t[0] || !t[1] || !t[2]) rc = 1;
+        for (int64_t i = 0; rc == 0 && i < n * k; i++) w[i] = probe_byte(&rng, mid);
+        for (int64_t i = 0; rc == 0 && i < m * k; i++) x[i] = probe_byte(&rng, mid);
+        if (rc == 0) st = tool_upload(dev, w, (size_t)(n * k), &bw);
+        if (rc == 0 && st == MEMRA_STATUS_OK) st = tool_upload(dev, x, (size_t)(m * k), &bx);
+        if (rc == 0 && st == MEMRA_STATUS_OK) st = tool_upload(dev, NULL, (size_t)(m * n) * sizeof(float), &by);
+        if (st != MEMRA_STATUS_OK) rc = 1;
+        for (int64_t r = -2; rc == 0 && r < reps; r++) { /* two warm-up rounds */
+            for (int i = 0; i < narms && rc == 0; i++) {
+                int arm = (int)(((r < 0 ? 0 : r) + i) % narms);
+                memra_op_args a = {.struct_size = sizeof a, .arm = (memra_accprobe_arm)arm};
+                a.gemm = (memra_gemm_args){.struct_size = sizeof a.gemm, .m = (int32_t)m, .n = (int32_t)n,
+                                           .k = (int32_t)k, .w = memra_buffer_ptr(bw), .x = memra_buffer_ptr(bx),
+                                           .y = memra_buffer_ptr(by), .ldy = n, .alpha = 1.0f};
+                double ms = 0;
+                st = memra_timer_start(timer, NULL);
+                if (st == MEMRA_STATUS_OK) st = memra_module_call(dev, module, MEMRA_OP_accprobe, &a);
+                if (st == MEMRA_STATUS_OK) st = memra_timer_stop(timer, NULL);
+                if (st == MEMRA_STATUS_OK) st = memra_timer_elapsed_ms(timer, &ms);
+                if (st != MEMRA_STATUS_OK) {
+                    fprintf(stderr, "memra bench accprobe: arm %s at %lld->%lld: %s: %s%s%s\n", k_arm[arm],
+                            (long long)k, (long long)n, memra_status_str(st), memra_last_error(),
+                            a.decline_reason ? " " : "", a.decline_reason ? a.decline_reason : "");
+                    rc = 1;
+                } else if (r >= 0) {
+                    t[arm][r] = ms;
+                }
+            }
+        }
+        if (rc == 0) {
+            double flops = 2.0 * (double)m * (double)n * (double)k, unit = gpu ? 1e12 : 1e9;
+            double ms_s = tool_median(t[0], (size_t)reps), ms_f = tool_median(t[1], (size_t)reps);
+            double ratio = ms_f / ms_s;
+            logsum += log(ratio);
+            char name[32];
+            snprintf(name, sizeof name, "%lld->%lld", (long long)k, (long long)n);
+            printf("%-14s %10.4f %10.4f %8.3f %+9.1f %9.2f %9.2f", name, ms_f, ms_s, ratio, (ratio - 1.0) * 100.0,
+                   flops / (ms_f * 1e-3) / unit, flops / (ms_s * 1e-3) / unit);
+            double ms_x = have_mx ? tool_median(t[2], (size_t)reps) : 0;
+            if (have_mx) printf("  mx %.4f ms (%.3fx s32)", ms_x, ms_x / ms_s);
+            printf("\n");
+            if (jf) {
+                fprintf(jf, "%s{\"in_f\":%lld,\"out_f\":%lld,\"flops\":%.0f,\"f32_ms\":%.6g,\"s32_ms\":%.6g,"
+                            "\"ratio\":%.6g",
+                        s ? "," : "", (long long)k, (long long)n, flops, ms_f, ms_s, ratio);
+                if (have_mx) fprintf(jf, ",\"mx_ms\":%.6g", ms_x);
+                for (int arm = 0; arm < narms; arm++) {
+                    fprintf(jf, ",\"%s_times_ms\":[", k_arm[arm]);
+                    for (int64_t r = 0; r < reps; r++) fprintf(jf, "%s%.6g", r ? "," : "", t[arm][r]);
+                    fprintf(jf, "]");
+                }
+                fprintf(jf, "}");
+            }
+        }
+        memra_buffer_destroy(bw);
+        memra_buffer_destroy(bx);
+        memra_buffer_destroy(by);
+        free(w);
+        free(x);
+        for (int i = 0; i < 3; i++) free(t[i]);
+    }
+    uint64_t hits = memra_ledger_hits(dev, MEMRA_OP_accprobe, module) - hits0;
+    if (rc == 0) {
+        double g = exp(logsum / (double)nsh);
+        printf("geometric mean f32acc/s32acc: %.3f (%+.1f pp); ledger: %s/accprobe served %llu calls\n", g,
+               (g - 1.0) * 100.0, module, (unsigned long long)hits);
+        if (hits == 0) {
+            printf("INVALID: the ledger shows no accprobe hit\n");
+            rc = 1;
+        }
+    }
+    if (jf) {
+        fprintf(jf, "],\"geomean_ratio\":%.6g,\"ledger_hits\":%llu,\"complete\":%s}\n",
+                rc == 0 ? exp(logsum / (double)nsh) : 0.0, (unsigned long long)hits, rc == 0 ? "true" : "false");
+        fclose(jf);
+    }
+    memra_timer_destroy(timer);
+    memra_close(rt);
+    return rc;
+}
