@@ -215,7 +215,7 @@ static int admit(memra_runtime *rt, memra__modrec *r)
     }
     memra__clear_error();
     if (scored == 0) {
-        rec_refuse(r, "score 0 on every device");
+        rec_refuse(r, "score 0 on every device: no device here that it can run on");
         return 0;
     }
     if (admitted == 0) {
