@@ -35,6 +35,7 @@ echo "check: exit $? in $((SECONDS - t)) s" >> "$OUT/times.txt"
   timeout 120 $M bench 27b --m 512 --reps 10 --vs sm90 fp8blk --op gemm_fp8_blk --json $R/vs_fp8blk_m512.json
   if [ -x $B/bin/memra-bench-raw ]; then
     timeout 240 $B/bin/memra-bench-raw --sheet 27b --m 512 --json $R/raw_27b_m512.json
+    timeout 240 $B/bin/memra-bench-raw --sheet 27b --m 4096 --reps 10 --no-dequant --json $R/raw_27b_m4096.json
     timeout 120 $B/bin/memra-bench-raw --sheet 1p7b --m 512 --json $R/raw_1p7b_m512.json
   fi
 } > "$OUT/bench.txt" 2>&1
