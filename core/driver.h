@@ -56,6 +56,7 @@ typedef int CUjit_option;
     X(cuCtxPushCurrent, CUresult, (CUcontext ctx))                                                   \
     X(cuCtxPopCurrent, CUresult, (CUcontext * pctx))                                                 \
     X(cuCtxSetCurrent, CUresult, (CUcontext ctx))                                                    \
+    X(cuCtxGetCurrent, CUresult, (CUcontext * pctx))                                                 \
     X(cuCtxSynchronize, CUresult, (void))                                                            \
     X(cuMemAlloc, CUresult, (CUdeviceptr * dptr, size_t bytes))                                      \
     X(cuMemFree, CUresult, (CUdeviceptr dptr))                                                       \

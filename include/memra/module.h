@@ -26,6 +26,8 @@
  *    set to a static string (the dispatcher records it and tries the next lane),
  *    or an error status after host->set_error(...) with the library's code.
  *  - never abort, never exit.
+ *  - the core makes the device's primary context current (caps->cu_context)
+ *    around init, fini and every op; a module may rely on it.
  *
  * Interfaces grow at the end: new members are appended and read only when the
  * struct_size the other side reports covers them (MEMRA_HAS_MEMBER).

@@ -25,6 +25,7 @@ typedef struct CUstream_st *CUstream;
 #define MEMRA__CU_LIST(X)                                                                            \
     X(cuGetErrorName, CUresult, (CUresult error, const char **str))                                  \
     X(cuCtxPushCurrent, CUresult, (CUcontext ctx))                                                   \
+    X(cuCtxGetCurrent, CUresult, (CUcontext * pctx))                                                 \
     X(cuCtxPopCurrent, CUresult, (CUcontext * pctx))                                                 \
     X(cuModuleLoadData, CUresult, (CUmodule * m, const void *image))                                 \
     X(cuModuleUnload, CUresult, (CUmodule m))                                                        \
