@@ -22,18 +22,30 @@
  *                         cores in f32 (four chained k32 MMAs), folded into the
  *                         running f32 result once per block (never per 32).
  *
- * The tile: 256 threads (8 warps as 2 x 4), 128 tokens x 128 weight rows per
- * CTA, a warp 64 x 32; a k step is one 128-column scale block, so one grid value
- * serves the whole CTA per step. Operands go through a two-stage cp.async
+ * The tile (macros, so a tuning run can compile others through the JIT; the
+ * defaults are what the embedded cubins use): FP8BLK_BM tokens x FP8BLK_BN
+ * weight rows per CTA (128 x 128), FP8BLK_WARPS_M x FP8BLK_WARPS_N warps (2 x 4,
+ * 256 threads), a warp (BM / WARPS_M) x (BN / WARPS_N) (64 x 32). BN divides
+ * 128, so a CTA's weight rows lie in one 128-row scale block; a k step is one
+ * 128-column scale block, so one grid value serves the whole CTA per step. Operands go through a two-stage cp.async
  * pipeline into 144-byte shared rows (128 data + 16 pad: the 36-word stride
  * keeps ldmatrix phases conflict-free); past-the-edge rows and columns are
  * zero-filled.
  *
  * Preconditions (checked by the C launchers): k a multiple of 16 (whole 16-byte
- * chunks), x, w and q 16-byte aligned, blockDim 256 (quant: 256, any grid),
- * dynamic shared memory FP8BLK_SMEM_BYTES.
+ * chunks), x, w and q 16-byte aligned, blockDim FP8BLK_THREADS (quant: 256, any
+ * grid), dynamic shared memory FP8BLK_SMEM_BYTES.
+ *
+ * The file is also compiled at run time by NVRTC (modules/mmq/fp8blk_jit.c):
+ * the build embeds its text with e4m3.cuh inlined (modules/mmq/embed_source.cmake),
+ * so it may include nothing but "e4m3.cuh" and, outside NVRTC, <stdint.h>.
  */
+#ifdef __CUDACC_RTC__
+typedef unsigned int uint32_t;   /* NVRTC has no <stdint.h> without include folders */
+typedef unsigned short uint16_t;
+#else
 #include <stdint.h>
+#endif
 
 #include "e4m3.cuh"
 
@@ -46,10 +58,28 @@
 #error "fp8blk_gemm.cu: the kind::f8f6f4 / kind::mxf8f6f4 variants need sm_120a or sm_121a"
 #endif
 
+#ifndef FP8BLK_BM
 #define FP8BLK_BM 128
+#endif
+#ifndef FP8BLK_BN
 #define FP8BLK_BN 128
+#endif
+#ifndef FP8BLK_WARPS_M
+#define FP8BLK_WARPS_M 2
+#endif
+#ifndef FP8BLK_WARPS_N
+#define FP8BLK_WARPS_N 4
+#endif
 #define FP8BLK_ROW 144
-#define FP8BLK_THREADS 256
+#define FP8BLK_THREADS (32 * FP8BLK_WARPS_M * FP8BLK_WARPS_N)
+#define FP8BLK_WTM (FP8BLK_BM / FP8BLK_WARPS_M) /* a warp's tokens */
+#define FP8BLK_WTN (FP8BLK_BN / FP8BLK_WARPS_N) /* a warp's weight rows */
+#define FP8BLK_MT (FP8BLK_WTM / 16)             /* m16 tiles per warp */
+#define FP8BLK_NT (FP8BLK_WTN / 8)              /* n8 tiles per warp (even: ldmatrix.x4 loads two) */
+static_assert(FP8BLK_WARPS_M >= 1 && FP8BLK_WARPS_N >= 1 && FP8BLK_THREADS <= 1024, "FP8BLK_WARPS_M/N");
+static_assert(FP8BLK_BM >= 16 && FP8BLK_BM % (16 * FP8BLK_WARPS_M) == 0, "FP8BLK_BM: a multiple of 16 * WARPS_M");
+static_assert(FP8BLK_BN >= 16 && FP8BLK_BN % (16 * FP8BLK_WARPS_N) == 0, "FP8BLK_BN: a multiple of 16 * WARPS_N");
+static_assert(128 % FP8BLK_BN == 0, "FP8BLK_BN must divide 128 (one scale block of weight rows per CTA)");
 #define FP8BLK_STAGE_BYTES ((FP8BLK_BM + FP8BLK_BN) * FP8BLK_ROW + FP8BLK_BM * 4)
 #define FP8BLK_SMEM_BYTES (2 * FP8BLK_STAGE_BYTES)
 
@@ -122,10 +152,11 @@ memra_k_fp8blk_quant(const float *__restrict__ x, int m, int k, unsigned char *_
 
 /* ---- the GEMM ------------------------------------------------------------------------ */
 
-/* Rows r0..r0+127 of an e4m3 matrix [rows x k], columns 128 kt .. +127. */
-__device__ __forceinline__ void fb_load(unsigned char *S, const unsigned char *src, int rows, int k, int r0, int kt)
+/* Rows r0..r0+nr-1 of an e4m3 matrix [rows x k], columns 128 kt .. +127. */
+__device__ __forceinline__ void fb_load(unsigned char *S, const unsigned char *src, int rows, int k, int r0, int kt,
+                                        int nr)
 {
-    for (int idx = threadIdx.x; idx < 128 * 8; idx += FP8BLK_THREADS) {
+    for (int idx = threadIdx.x; idx < nr * 8; idx += FP8BLK_THREADS) {
         const int r = idx >> 3, c = idx & 7;
         const long long col = (long long)kt * 128 + c * 16;
         const int ok = r0 + r < rows && col < k;
@@ -139,27 +170,27 @@ memra_k_fp8blk_gemm(const unsigned char *__restrict__ w, const float *__restrict
                     int n, int k, long long ldy, float alpha)
 {
     extern __shared__ __align__(16) unsigned char smem[];
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, wm = warp & 1, wn = warp >> 1;
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, wm = warp % FP8BLK_WARPS_M, wn = warp / FP8BLK_WARPS_M;
     const int i0 = blockIdx.x * FP8BLK_BM, j0 = blockIdx.y * FP8BLK_BN;
     const int nk = (k + 127) / 128;
     const float *grow = grid + (long long)(j0 / 128) * nk;
 
-    float acc[4][4][4];
+    float acc[FP8BLK_MT][FP8BLK_NT][4];
 #pragma unroll
-    for (int mt = 0; mt < 4; mt++)
+    for (int mt = 0; mt < FP8BLK_MT; mt++)
 #pragma unroll
-        for (int nt = 0; nt < 4; nt++)
+        for (int nt = 0; nt < FP8BLK_NT; nt++)
 #pragma unroll
             for (int e = 0; e < 4; e++) acc[mt][nt][e] = 0.0f;
 
     auto stage_load = [&](int st, int kt) {
         unsigned char *base = smem + st * FP8BLK_STAGE_BYTES;
-        fb_load(base, xq, m, k, i0, kt);
-        fb_load(base + FP8BLK_BM * FP8BLK_ROW, w, n, k, j0, kt);
+        fb_load(base, xq, m, k, i0, kt, FP8BLK_BM);
+        fb_load(base + FP8BLK_BM * FP8BLK_ROW, w, n, k, j0, kt, FP8BLK_BN);
         float *sx = reinterpret_cast<float *>(base + (FP8BLK_BM + FP8BLK_BN) * FP8BLK_ROW);
-        if (threadIdx.x < FP8BLK_BM) {
-            const int i = i0 + threadIdx.x;
-            fb_cp4(sx + threadIdx.x, i < m ? xs + (long long)kt * m + i : xs, i < m ? 4 : 0);
+        for (int t = threadIdx.x; t < FP8BLK_BM; t += FP8BLK_THREADS) {
+            const int i = i0 + t;
+            fb_cp4(sx + t, i < m ? xs + (long long)kt * m + i : xs, i < m ? 4 : 0);
         }
         asm volatile("cp.async.commit_group;\n" ::);
     };
@@ -178,23 +209,23 @@ memra_k_fp8blk_gemm(const unsigned char *__restrict__ w, const float *__restrict
         const unsigned char *Bs = As + FP8BLK_BM * FP8BLK_ROW;
         const float *sx = reinterpret_cast<const float *>(Bs + FP8BLK_BN * FP8BLK_ROW);
 
-        float blk[4][4][4];
+        float blk[FP8BLK_MT][FP8BLK_NT][4];
 #pragma unroll
-        for (int mt = 0; mt < 4; mt++)
+        for (int mt = 0; mt < FP8BLK_MT; mt++)
 #pragma unroll
-            for (int nt = 0; nt < 4; nt++)
+            for (int nt = 0; nt < FP8BLK_NT; nt++)
 #pragma unroll
                 for (int e = 0; e < 4; e++) blk[mt][nt][e] = 0.0f;
 #pragma unroll
         for (int kk = 0; kk < 4; kk++) {
-            uint32_t a[4][4], b[4][2];
+            uint32_t a[FP8BLK_MT][4], b[FP8BLK_NT][2];
 #pragma unroll
-            for (int mt = 0; mt < 4; mt++)
-                fb_ldmatrix_x4(a[mt], As + (wm * 64 + mt * 16 + (lane & 15)) * FP8BLK_ROW + kk * 32 + (lane >> 4) * 16);
+            for (int mt = 0; mt < FP8BLK_MT; mt++)
+                fb_ldmatrix_x4(a[mt], As + (wm * FP8BLK_WTM + mt * 16 + (lane & 15)) * FP8BLK_ROW + kk * 32 + (lane >> 4) * 16);
 #pragma unroll
-            for (int np = 0; np < 2; np++) {
+            for (int np = 0; np < FP8BLK_NT / 2; np++) {
                 uint32_t r[4];
-                fb_ldmatrix_x4(r, Bs + (wn * 32 + np * 16 + (lane & 7) + (lane >> 4) * 8) * FP8BLK_ROW + kk * 32 +
+                fb_ldmatrix_x4(r, Bs + (wn * FP8BLK_WTN + np * 16 + (lane & 7) + (lane >> 4) * 8) * FP8BLK_ROW + kk * 32 +
                                       ((lane >> 3) & 1) * 16);
                 b[2 * np][0] = r[0];
                 b[2 * np][1] = r[1];
@@ -202,18 +233,18 @@ memra_k_fp8blk_gemm(const unsigned char *__restrict__ w, const float *__restrict
                 b[2 * np + 1][1] = r[3];
             }
 #pragma unroll
-            for (int mt = 0; mt < 4; mt++)
+            for (int mt = 0; mt < FP8BLK_MT; mt++)
 #pragma unroll
-                for (int nt = 0; nt < 4; nt++) fb_mma(blk[mt][nt], a[mt], b[nt][0], b[nt][1]);
+                for (int nt = 0; nt < FP8BLK_NT; nt++) fb_mma(blk[mt][nt], a[mt], b[nt][0], b[nt][1]);
         }
         /* the fold: once per 128-deep block, with s[i,b] * grid[j/128][b] */
 #pragma unroll
-        for (int mt = 0; mt < 4; mt++)
+        for (int mt = 0; mt < FP8BLK_MT; mt++)
 #pragma unroll
             for (int h = 0; h < 2; h++) {
-                const float f = sx[wm * 64 + mt * 16 + (lane >> 2) + 8 * h] * g;
+                const float f = sx[wm * FP8BLK_WTM + mt * 16 + (lane >> 2) + 8 * h] * g;
 #pragma unroll
-                for (int nt = 0; nt < 4; nt++)
+                for (int nt = 0; nt < FP8BLK_NT; nt++)
 #pragma unroll
                     for (int c = 0; c < 2; c++)
                         acc[mt][nt][2 * h + c] = fmaf(f, blk[mt][nt][2 * h + c], acc[mt][nt][2 * h + c]);
@@ -221,13 +252,13 @@ memra_k_fp8blk_gemm(const unsigned char *__restrict__ w, const float *__restrict
         __syncthreads();
     }
 #pragma unroll
-    for (int mt = 0; mt < 4; mt++)
+    for (int mt = 0; mt < FP8BLK_MT; mt++)
 #pragma unroll
-        for (int nt = 0; nt < 4; nt++)
+        for (int nt = 0; nt < FP8BLK_NT; nt++)
 #pragma unroll
             for (int e = 0; e < 4; e++) {
-                const int i = i0 + wm * 64 + mt * 16 + (lane >> 2) + 8 * (e >> 1);
-                const int j = j0 + wn * 32 + nt * 8 + (lane & 3) * 2 + (e & 1);
+                const int i = i0 + wm * FP8BLK_WTM + mt * 16 + (lane >> 2) + 8 * (e >> 1);
+                const int j = j0 + wn * FP8BLK_WTN + nt * 8 + (lane & 3) * 2 + (e & 1);
                 if (i < m && j < n) y[(long long)i * ldy + j] = alpha * acc[mt][nt][e];
             }
 }
