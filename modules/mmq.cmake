@@ -12,6 +12,13 @@
 # Unlike the shared kernels these are built without -fmad=false: the GEMM fold
 # is an FFMA by design, and the quantisers spell their roundings out with
 # __fdiv_rn / __fmul_rn (no product is ever added to anything there).
+#
+# JIT source: the text of cuda/fp8blk_gemm.cu with its "*.cuh" includes
+# inlined is embedded as memra__fp8blk_src (mmq/embed_source.cmake, a byte
+# array), so the modules declare it as jit_sources and compile it for the
+# device's target through host->jit at init (mmq/fp8blk_jit.c); the cubins
+# above are the fallback when NVRTC is missing or the compile fails. NVRTC's
+# defaults match the nvcc line below (-O3, fmad on), so both give the same code.
 if(NOT MEMRA_HAVE_GPU_MODULES)
   return()
 endif()
@@ -63,11 +70,21 @@ target_compile_definitions(memra_mmq_images PRIVATE
   memra__gpu_images=memra__mmq_images memra__gpu_image_count=memra__mmq_image_count)
 set_target_properties(memra_mmq_images PROPERTIES POSITION_INDEPENDENT_CODE ON C_VISIBILITY_PRESET hidden)
 
-# The C side shared by the three modules (context, loader, ops).
+# The fp8blk_gemm.cu text for the JIT.
+add_custom_command(OUTPUT ${_mmq_gen}/fp8blk_src.c
+  COMMAND ${CMAKE_COMMAND} -DIN=${_mmq_cuda}/fp8blk_gemm.cu -DOUT=${_mmq_gen}/fp8blk_src.c -DVAR=memra__fp8blk_src
+          -P ${CMAKE_CURRENT_SOURCE_DIR}/mmq/embed_source.cmake
+  DEPENDS ${_mmq_cuda}/fp8blk_gemm.cu ${_mmq_headers} ${CMAKE_CURRENT_SOURCE_DIR}/mmq/embed_source.cmake
+  COMMENT "embedding the fp8blk_gemm.cu source for the JIT"
+  VERBATIM)
+
+# The C side shared by the three modules (context, loader, ops, JIT sources).
 add_library(memra_mmq_common OBJECT
-  ${CMAKE_CURRENT_SOURCE_DIR}/mmq/mmq_gpu.c ${CMAKE_CURRENT_SOURCE_DIR}/mmq/mmq_ops.c)
+  ${CMAKE_CURRENT_SOURCE_DIR}/mmq/mmq_gpu.c ${CMAKE_CURRENT_SOURCE_DIR}/mmq/mmq_ops.c
+  ${CMAKE_CURRENT_SOURCE_DIR}/mmq/fp8blk_jit.c ${_mmq_gen}/fp8blk_src.c)
 target_include_directories(memra_mmq_common PUBLIC ${PROJECT_SOURCE_DIR}/include ${_mmq_cuda})
 target_link_libraries(memra_mmq_common PRIVATE memra_warnings)
+target_link_libraries(memra_mmq_common INTERFACE Threads::Threads)
 set_target_properties(memra_mmq_common PROPERTIES POSITION_INDEPENDENT_CODE ON C_VISIBILITY_PRESET hidden)
 
 # The driver table alone, for the modules that do not carry the shared GPU code.

@@ -583,14 +583,42 @@ out:
     return st;
 }
 
-static int bench_vs(bench *b, const char *ma, const char *mb, memra_op op)
+/* What serves `op` inside `module`, as far as the program can tell from the
+ * outside (the module logs the exact variant, tile and JIT origin at info). */
+static const char *lane_variant(const char *module, memra_op op)
 {
-    const char *mods[2] = {ma, mb};
+    if (op != MEMRA_OP_gemm_fp8_blk) return "";
+    if (strcmp(module, "sm120") == 0) {
+        const char *v = getenv("MEMRA_SM120_FP8BLK");
+        return v != NULL && strcmp(v, "f8f6f4") == 0 ? "memra fp8blk_gemm, kind::f8f6f4 (sm_120a)"
+                                                     : "memra fp8blk_gemm, kind::mxf8f6f4 unit scales (sm_120a)";
+    }
+    if (strcmp(module, "fp8blk") == 0) return "memra fp8blk_gemm, e4m3 mma.sync (sm_90a)";
+    if (strcmp(module, "sm90") == 0) return "cuBLASLt block-scaled FP8 (VEC128 x BLK128x128)";
+    if (strcmp(module, "host") == 0) return "host reference";
+    return "the module's own";
+}
+
+/* Time one module's op (nm = 1: the routed lane) or race two (nm = 2),
+ * interleaved, on the same inputs per shape. */
+static int bench_race(bench *b, const char *const *mods, int nm, memra_op op)
+{
+    const char *ma = mods[0], *mb = nm > 1 ? mods[1] : NULL;
     double logsum = 0.0;
     int rc = 0;
-    printf("race %s: %s vs %s on %s, m=%lld, %lld reps\n", memra_op_name(op), ma, mb,
-           memra_device_caps_get(b->dev)->name, (long long)b->m, (long long)b->reps);
-    printf("%-14s %12s %12s %10s %10s %10s\n", "shape", ma, mb, "A ms/B ms", "hits A", "hits B");
+    if (nm > 1) {
+        printf("race %s: %s vs %s on %s, m=%lld, %lld reps\n", memra_op_name(op), ma, mb,
+               memra_device_caps_get(b->dev)->name, (long long)b->m, (long long)b->reps);
+        for (int i = 0; i < nm; i++)
+            if (lane_variant(mods[i], op)[0]) printf("  %s: %s\n", mods[i], lane_variant(mods[i], op));
+        printf("%-14s %12s %12s %10s %10s %10s %10s %10s\n", "shape", ma, mb, "A ms/B ms", "A TFLOP/s", "B TFLOP/s",
+               "hits A", "hits B");
+    } else {
+        printf("lane %s: served by %s%s%s on %s, m=%lld, %lld reps\n", memra_op_name(op), ma,
+               lane_variant(ma, op)[0] ? ": " : "", lane_variant(ma, op), memra_device_caps_get(b->dev)->name,
+               (long long)b->m, (long long)b->reps);
+        printf("%-14s %12s %10s %10s\n", "shape", "median", flops_name(b), "hits");
+    }
     for (size_t s = 0; s < b->nshapes; s++) {
         const int64_t k = b->sheet[s].in_f, n = b->sheet[s].out_f;
         vs_inputs v;
@@ -601,12 +629,12 @@ static int bench_vs(bench *b, const char *ma, const char *mb, memra_op op)
             return 1;
         }
         double *t[2] = {calloc((size_t)b->reps, sizeof(double)), calloc((size_t)b->reps, sizeof(double))};
-        uint64_t h0[2], h1[2];
-        for (int i = 0; i < 2; i++) h0[i] = memra_ledger_hits(b->dev, op, mods[i]);
+        uint64_t h0[2] = {0, 0}, h1[2] = {0, 0};
+        for (int i = 0; i < nm; i++) h0[i] = memra_ledger_hits(b->dev, op, mods[i]);
         if (!t[0] || !t[1]) rc = 1;
         for (int64_t r = -b->warmup; r < b->reps && rc == 0; r++)
-            for (int i = 0; i < 2 && rc == 0; i++) {
-                const int which = (int)(((r < 0 ? 0 : r) + i) % 2);
+            for (int i = 0; i < nm && rc == 0; i++) {
+                const int which = (int)(((r < 0 ? 0 : r) + i) % nm);
                 mod_call mc = {.dev = b->dev, .module = mods[which], .op = op, .args = v.args};
                 double ms = 0.0;
                 st = timed(b, &ms, run_module, &mc);
@@ -618,35 +646,45 @@ static int bench_vs(bench *b, const char *ma, const char *mb, memra_op op)
                     t[which][r] = ms;
                 }
             }
-        for (int i = 0; i < 2; i++) h1[i] = memra_ledger_hits(b->dev, op, mods[i]);
+        for (int i = 0; i < nm; i++) h1[i] = memra_ledger_hits(b->dev, op, mods[i]);
         if (rc == 0) {
-            const double ma_ms = tool_median(t[0], (size_t)b->reps), mb_ms = tool_median(t[1], (size_t)b->reps);
-            const double ratio = ma_ms / mb_ms;
-            logsum += log(ratio);
+            double med[2] = {tool_median(t[0], (size_t)b->reps), 0.0};
+            if (nm > 1) med[1] = tool_median(t[1], (size_t)b->reps);
+            const double ratio = nm > 1 ? med[0] / med[1] : 1.0;
+            logsum += log(nm > 1 ? ratio : v.flops / (med[0] * 1e-3) / flops_unit(b));
             char name[32];
             snprintf(name, sizeof name, "%lld->%lld", (long long)k, (long long)n);
-            printf("%-14s %9.3f ms %9.3f ms %9.3fx %10llu %10llu\n", name, ma_ms, mb_ms, ratio,
-                   (unsigned long long)(h1[0] - h0[0]), (unsigned long long)(h1[1] - h0[1]));
+            if (nm > 1)
+                printf("%-14s %9.3f ms %9.3f ms %9.3fx %10.2f %10.2f %10llu %10llu\n", name, med[0], med[1], ratio,
+                       v.flops / (med[0] * 1e-3) / flops_unit(b), v.flops / (med[1] * 1e-3) / flops_unit(b),
+                       (unsigned long long)(h1[0] - h0[0]), (unsigned long long)(h1[1] - h0[1]));
+            else
+                printf("%-14s %9.3f ms %10.2f %10llu\n", name, med[0], v.flops / (med[0] * 1e-3) / flops_unit(b),
+                       (unsigned long long)(h1[0] - h0[0]));
             if (b->json) {
                 fprintf(b->json, "%s\n{\"shape\":\"%s\",\"in_f\":%lld,\"out_f\":%lld,\"flops\":%.0f,\"arms\":[",
                         s ? "," : "", name, (long long)k, (long long)n, v.flops);
-                for (int i = 0; i < 2; i++) {
-                    const double med = i ? mb_ms : ma_ms;
+                for (int i = 0; i < nm; i++) {
                     fprintf(b->json, "%s{\"arm\":", i ? "," : "");
                     tool_json_str(b->json, mods[i]);
-                    fprintf(b->json, ",\"op\":\"%s\",\"times_ms\":", memra_op_name(op));
+                    fprintf(b->json, ",\"op\":\"%s\",\"variant\":", memra_op_name(op));
+                    tool_json_str(b->json, lane_variant(mods[i], op));
+                    fprintf(b->json, ",\"times_ms\":");
                     json_times(b->json, t[i], b->reps);
                     fprintf(b->json, ",\"median_ms\":%.6g,\"flops_per_s\":%.6g,\"served\":[{\"op\":\"%s\",\"module\":",
-                            med, v.flops / (med * 1e-3), memra_op_name(op));
+                            med[i], v.flops / (med[i] * 1e-3), memra_op_name(op));
                     tool_json_str(b->json, mods[i]);
                     fprintf(b->json, ",\"hits\":%llu}]}", (unsigned long long)(h1[i] - h0[i]));
                 }
-                fprintf(b->json, "],\"ratio_a_over_b_ms\":%.6g}", ratio);
+                fprintf(b->json, "]");
+                if (nm > 1) fprintf(b->json, ",\"ratio_a_over_b_ms\":%.6g", ratio);
+                fprintf(b->json, "}");
             }
-            if (h1[0] == h0[0] || h1[1] == h0[1]) {
-                printf("  INVALID: the ledger shows no hit for one of the modules\n");
-                rc = 1;
-            }
+            for (int i = 0; i < nm; i++)
+                if (h1[i] == h0[i]) {
+                    printf("  INVALID: the ledger shows no hit for %s\n", mods[i]);
+                    rc = 1;
+                }
         }
         free(t[0]);
         free(t[1]);
@@ -654,9 +692,14 @@ static int bench_vs(bench *b, const char *ma, const char *mb, memra_op op)
         if (rc) return rc;
     }
     const double gm = exp(logsum / (double)b->nshapes);
-    printf("geometric mean of %s ms / %s ms over %zu shapes: %.3fx (%s %s)\n", ma, mb, b->nshapes, gm, mb,
-           gm >= 1.0 ? "faster" : "slower");
-    if (b->json) fprintf(b->json, "],\"geomean_ratio_a_over_b_ms\":%.6g}\n", gm);
+    if (nm > 1) {
+        printf("geometric mean of %s ms / %s ms over %zu shapes: %.3fx (%s %s)\n", ma, mb, b->nshapes, gm, mb,
+               gm >= 1.0 ? "faster" : "slower");
+        if (b->json) fprintf(b->json, "],\"geomean_ratio_a_over_b_ms\":%.6g}\n", gm);
+    } else {
+        printf("geometric mean over %zu shapes: %.2f %s (%s)\n", b->nshapes, gm, flops_name(b), ma);
+        if (b->json) fprintf(b->json, "],\"geomean_flops_per_s\":%.6g}\n", gm * flops_unit(b));
+    }
     return rc;
 }
 
@@ -666,10 +709,14 @@ static const char k_bench_usage[] =
     "usage: memra bench [27b|1p7b] [--m M] [--reps R] [--warmup W] [--device N|host] [--json FILE]\n"
     "       memra bench accprobe [m] [reps] [27b|1p7b] [--dist wide|mid] [--json FILE]\n"
     "                   [--vs MODA MODB --op OP] [--seed S]\n"
+    "       memra bench OP [27b|1p7b] [--vs [MODA MODB]] [options above]   (e.g. gemm_fp8_blk)\n"
     "  Arms f16 (Q8_0 + f16 mirror), mmq (Q8_0, no mirror), fp8 (E4M3 per-tensor) and fp8blk\n"
     "  (E4M3 + block-128 grid) through memra_matmul, interleaved in each repetition; medians,\n"
     "  FLOP/s, ratios to f16 and their geometric mean; the ledger says which module served.\n"
     "  --vs races two modules' implementations of one op via memra_module_call.\n"
+    "  'memra bench OP' times the routed lane of OP (the first module that serves it) per\n"
+    "  shape and says which module/variant served it; with --vs and no names it races the\n"
+    "  first two modules that provide OP on the device (= --vs A B --op OP).\n"
     "  Defaults: on a GPU 27b, m=512, reps 20, warm-up 3; on the host 1p7b, m=16, reps 3.\n";
 
 int memra_tool_bench(int argc, char **argv)
@@ -678,9 +725,17 @@ int memra_tool_bench(int argc, char **argv)
     int64_t m = 0, reps = 0, warmup = -1, dev_sel = -1;
     memra_op op = MEMRA_OP_COUNT_;
     uint64_t seed = 0;
-    int have_seed = 0;
+    int have_seed = 0, lane = 0, vs_auto = 0;
     if (argc > 1 && strcmp(argv[1], "accprobe") == 0) return memra_tool_bench_accprobe(argc - 1, argv + 1);
-    for (int i = 1; i < argc; i++) {
+    int first = 1;
+    if (argc > 1 && argv[1][0] != '-' && memra_op_from_name(argv[1]) != MEMRA_OP_COUNT_) {
+        op = memra_op_from_name(argv[1]); /* memra bench OP ... */
+        lane = 1;
+        first = 2;
+        /* the module's own lines (variant, tile, JIT or embedded) belong in the report */
+        if (op == MEMRA_OP_gemm_fp8_blk && getenv("MEMRA_LOG") == NULL) setenv("MEMRA_LOG", "info", 1);
+    }
+    for (int i = first; i < argc; i++) {
         const char *a = argv[i];
         const int more = i + 1 < argc;
         if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
@@ -702,10 +757,13 @@ int memra_tool_bench(int argc, char **argv)
         } else if (strcmp(a, "--seed") == 0 && more) {
             if (tool_parse_u64(argv[++i], &seed) != 0) goto bad_value;
             have_seed = 1;
-        } else if (strcmp(a, "--vs") == 0 && i + 2 < argc) {
+        } else if (strcmp(a, "--vs") == 0 && i + 2 < argc && argv[i + 1][0] != '-' && argv[i + 2][0] != '-' &&
+                   strcmp(argv[i + 1], "27b") != 0 && strcmp(argv[i + 1], "1p7b") != 0) {
             vs_a = argv[++i];
             vs_b = argv[++i];
-        } else if (strcmp(a, "--op") == 0 && more) {
+        } else if (strcmp(a, "--vs") == 0 && lane) {
+            vs_auto = 1; /* memra bench OP --vs: the first two modules that provide OP */
+        } else if (strcmp(a, "--op") == 0 && more && !lane) {
             op = memra_op_from_name(argv[++i]);
             if (op == MEMRA_OP_COUNT_) {
                 fprintf(stderr, "memra bench: unknown op '%s'\n", argv[i]);
@@ -720,7 +778,7 @@ int memra_tool_bench(int argc, char **argv)
         fprintf(stderr, "memra bench: bad value '%s' for %s\n", argv[i], a);
         return 2;
     }
-    if ((vs_a != NULL) != (op != MEMRA_OP_COUNT_)) {
+    if (!lane && (vs_a != NULL) != (op != MEMRA_OP_COUNT_)) {
         fprintf(stderr, "memra bench: --vs MODA MODB and --op OP go together\n");
         return 2;
     }
@@ -749,8 +807,20 @@ int memra_tool_bench(int argc, char **argv)
         memra_module_info mi;
         if (memra_module_info_get(rt, i, &mi) == MEMRA_STATUS_OK && mi.loaded) b.mods[b.nmods++] = mi.name;
     }
+    if (vs_auto || (lane && vs_a == NULL)) {
+        const char *names[2] = {NULL, NULL};
+        const int have = memra_routing_get(b.dev, op, names, 2);
+        if (have < (vs_auto ? 2 : 1)) {
+            fprintf(stderr, "memra bench: %s is served by %d module(s) on this device; %s\n", memra_op_name(op), have,
+                    vs_auto ? "--vs needs two (name them with --vs A B)" : "nothing to time");
+            memra_close(rt);
+            return 2;
+        }
+        vs_a = names[0];
+        vs_b = vs_auto ? names[1] : NULL;
+    }
     if (vs_a) {
-        for (int i = 0; i < 2; i++) {
+        for (int i = 0; i < (vs_b ? 2 : 1); i++) {
             const char *mn = i ? vs_b : vs_a;
             if (!memra_module_provides(b.dev, mn, op)) {
                 fprintf(stderr, "memra bench: module '%s' is not admitted on this device or lacks %s\n", mn,
@@ -771,14 +841,15 @@ int memra_tool_bench(int argc, char **argv)
             memra_close(rt);
             return 1;
         }
-        json_header(&b, vs_a ? "vs" : "arms");
+        json_header(&b, vs_b ? "vs" : vs_a ? "lane" : "arms");
     }
     memra_status st = memra_timer_create(b.dev, &b.timer);
     if (st != MEMRA_STATUS_OK) {
         fprintf(stderr, "memra bench: timer: %s: %s\n", memra_status_str(st), memra_last_error());
         rc = 1;
     } else {
-        rc = vs_a ? bench_vs(&b, vs_a, vs_b, op) : bench_arms(&b);
+        const char *race[2] = {vs_a, vs_b};
+        rc = vs_a ? bench_race(&b, race, vs_b ? 2 : 1, op) : bench_arms(&b);
     }
     memra_timer_destroy(b.timer);
     if (b.json) {

@@ -4,7 +4,14 @@
  * gemm_fp8_blk only when preferred (MEMRA_PREFER=gemm_fp8_blk=fp8blk) or named
  * (memra_module_call, memra check / bench): the second implementation of one
  * op, to race against the first. The same kernels serve sm_120 through the
- * sm120 module. */
+ * sm120 module.
+ *
+ * The kernels are compiled by the JIT for sm_90a at init (jit_sources declares
+ * fp8blk_gemm.e4m3 so `memra jit warm` compiles it ahead), with the embedded
+ * cubin as the fallback; see modules/mmq/fp8blk_jit.h for MEMRA_FP8BLK_JIT and
+ * MEMRA_FP8BLK_TILE. */
+#include <string.h>
+
 #include "../mmq/mmq_gpu.h"
 
 #define FP8BLK_NAME "fp8blk"
@@ -26,6 +33,19 @@ static memra_status fp8blk_init(const memra_host_services *host, const memra_dev
 
 static void fp8blk_fini(void *ctx) { memra__mmq_destroy((memra__mmq *)ctx); }
 
+/* e4m3 on sm_90a; nothing elsewhere (the module scores 0 there). */
+static const memra_jit_source *fp8blk_jit_sources(const memra_device_caps *caps, size_t *out_count)
+{
+    size_t n = 0;
+    const memra_jit_source *s = memra__fp8blk_jit_sources(caps, &n);
+    if (s != NULL && n == 1 && strcmp(s->name, "fp8blk_gemm.e4m3") == 0) {
+        *out_count = 1;
+        return s;
+    }
+    *out_count = 0;
+    return NULL;
+}
+
 static const memra_op_table k_fp8blk_ops = {
     .struct_size = sizeof(memra_op_table),
     .gemm_fp8_blk = memra__mmq_gemm_fp8_blk,
@@ -40,6 +60,7 @@ static const memra_module_desc k_fp8blk_desc = {
     .init = fp8blk_init,
     .fini = fp8blk_fini,
     .ops = &k_fp8blk_ops,
+    .jit_sources = fp8blk_jit_sources,
 };
 
 MEMRA_MODULE_EXPORT const memra_module_desc *memra_module_entry(void);

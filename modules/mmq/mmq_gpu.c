@@ -1,25 +1,37 @@
 /* Per-device state of the MMQ-family modules: driver entry points (the shared
  * list of modules/cuda/cu.h plus cuFuncSetAttribute for the large dynamic
- * shared memory), this family's embedded images for the device's target, and
- * kernel lookup. */
+ * shared memory), this family's images for the device's target (the block-128
+ * FP8 kernels from the JIT when it can serve them, else embedded; the rest
+ * embedded), and kernel lookup. */
+#define _POSIX_C_SOURCE 200809L
+
 #include "mmq_gpu.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES 8
 
 static const char *const k_family_names[3] = {"mmq", "fp8blk", "fp8blk_mx"};
 
-const char *memra__fp8blk_variant_name(memra__fp8blk_variant v)
+static const char *status_name(memra_status st)
 {
-    switch (v) {
-    case MEMRA__FP8BLK_E4M3: return "e4m3 mma.sync (sm_90a)";
-    case MEMRA__FP8BLK_F8F6F4: return "kind::f8f6f4 (sm_120a)";
-    case MEMRA__FP8BLK_MX: return "kind::mxf8f6f4 unit scales (sm_120a)";
+    switch (st) {
+#define MMQ_STATUS_CASE(name, value, text) \
+    case MEMRA_STATUS_##name: return #name;
+        MEMRA_STATUS_LIST(MMQ_STATUS_CASE)
+#undef MMQ_STATUS_CASE
     }
     return "?";
+}
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
 }
 
 static const memra__gpu_image *image_find(const char *family, const char *target)
@@ -76,6 +88,63 @@ static memra_status load_family(memra__mmq *q, int f)
     return MEMRA_STATUS_OK;
 }
 
+/* The block-128 FP8 kernels of variant v into mods[f]: from the JIT when it
+ * serves them, else from the embedded cubin; says which at info level. */
+static memra_status load_fp8blk(memra__mmq *q, int f, memra__fp8blk_variant v)
+{
+    const memra_host_services *host = q->host;
+    const memra_device_caps *caps = q->caps;
+    const memra_jit_services *jit = MEMRA_HAS_MEMBER(host, memra_host_services, jit) ? host->jit : NULL;
+    const memra__fp8blk_tile def = MEMRA__FP8BLK_TILE_DEFAULT;
+    const char *tile_why = NULL;
+    const memra__fp8blk_tile tile = memra__fp8blk_tile_env(&tile_why);
+    if (tile_why != NULL)
+        host->log(MEMRA_LOG_WARN, q->name, "MEMRA_FP8BLK_TILE=%s refused (%s); using %dx%d (%dx%d warps)",
+                  getenv("MEMRA_FP8BLK_TILE"), tile_why, def.bm, def.bn, def.warps_m, def.warps_n);
+    const size_t smem = memra__fp8blk_tile_smem(&tile);
+    const memra_jit_source *src = memra__fp8blk_jit_source(v);
+    char why[224];
+    why[0] = '\0';
+    if (!memra__fp8blk_jit_enabled()) {
+        snprintf(why, sizeof why, "MEMRA_FP8BLK_JIT=0");
+    } else if (q->owns_modules || jit == NULL || !MEMRA_HAS_MEMBER(jit, memra_jit_services, module_get) ||
+               jit->module_get == NULL) {
+        snprintf(why, sizeof why, "the host offers no JIT service");
+    } else if (caps->jit_target == NULL || caps->jit_target[0] == '\0') {
+        snprintf(why, sizeof why, "the device has no JIT target");
+    } else if (caps->smem_per_block_optin != 0 && caps->smem_per_block_optin < smem) {
+        snprintf(why, sizeof why, "tile %dx%d needs %zu bytes of shared memory, the device offers %zu", tile.bm,
+                 tile.bn, smem, caps->smem_per_block_optin);
+    } else {
+        void *m = NULL;
+        const double t0 = now_ms();
+        memra_status st = jit->module_get(caps, src->name, src->source, src->options, src->n_options, &m);
+        const double ms = now_ms() - t0;
+        if (st == MEMRA_STATUS_OK) {
+            q->mods[f] = (CUmodule)m;
+            q->fp8blk_tile = tile;
+            q->fp8blk_path = "jit";
+            host->log(MEMRA_LOG_INFO, q->name,
+                      "gemm_fp8_blk: %s served by the JIT for %s, tile %dx%d (%dx%d warps), %.2f ms "
+                      "(memory / disk / nvrtc: the jit line above)",
+                      src->name, caps->jit_target, tile.bm, tile.bn, tile.warps_m, tile.warps_n, ms);
+            return MEMRA_STATUS_OK;
+        }
+        snprintf(why, sizeof why, "the JIT could not serve %s for %s (%s after %.1f ms; NVRTC missing or the compile failed)",
+                 src->name, caps->jit_target, status_name(st), ms);
+    }
+    memra_status st = load_family(q, f);
+    if (st != MEMRA_STATUS_OK) return st;
+    q->fp8blk_tile = def;
+    q->fp8blk_path = "embedded";
+    host->log(MEMRA_LOG_INFO, q->name, "gemm_fp8_blk: %s served by the embedded cubin (%s, tile %dx%d); JIT not used: %s",
+              src->name, q->target, def.bm, def.bn, why);
+    if (!memra__fp8blk_tile_is_default(&tile))
+        host->log(MEMRA_LOG_WARN, q->name, "MEMRA_FP8BLK_TILE=%dx%dx%dx%d ignored: the embedded cubin has tile %dx%dx%dx%d",
+                  tile.bm, tile.bn, tile.warps_m, tile.warps_n, def.bm, def.bn, def.warps_m, def.warps_n);
+    return MEMRA_STATUS_OK;
+}
+
 static memra_status get_fn(memra__mmq *q, int f, const char *kernel, int smem, CUfunction *out)
 {
     CUresult r = q->cu.cuModuleGetFunction(out, q->mods[f], kernel);
@@ -98,10 +167,9 @@ static memra_status get_fn(memra__mmq *q, int f, const char *kernel, int smem, C
 static memra_status load_all(memra__mmq *q, unsigned families, int mx)
 {
     memra_status st = MEMRA_STATUS_OK;
-    for (int f = 0; f < 3 && st == MEMRA_STATUS_OK; f++)
-        if (families & (1u << f)) st = load_family(q, f);
-    if (st != MEMRA_STATUS_OK) return st;
     if (families & MEMRA__MMQ_FAM_MMQ) {
+        st = load_family(q, 0);
+        if (st != MEMRA_STATUS_OK) return st;
         static const char *const probes[3] = {"memra_k_probe_s32", "memra_k_probe_f32", "memra_k_probe_mx"};
         st = get_fn(q, 0, "memra_k_quant_q8_1", 0, &q->quant_q8_1);
         if (st == MEMRA_STATUS_OK) st = get_fn(q, 0, "memra_k_gemm_q8_0", MEMRA__MMQ_SMEM_BYTES, &q->gemm_q8_0);
@@ -112,9 +180,13 @@ static memra_status load_all(memra__mmq *q, unsigned families, int mx)
     if (families & (MEMRA__MMQ_FAM_FP8BLK | MEMRA__MMQ_FAM_FP8BLK_MX)) {
         const int use_mx = (families & MEMRA__MMQ_FAM_FP8BLK_MX) && (mx || !(families & MEMRA__MMQ_FAM_FP8BLK));
         const int f = use_mx ? 2 : 1;
-        st = get_fn(q, f, "memra_k_fp8blk_quant", 0, &q->fp8blk_quant);
-        if (st == MEMRA_STATUS_OK) st = get_fn(q, f, "memra_k_fp8blk_gemm", MEMRA__FP8BLK_SMEM_BYTES, &q->fp8blk_gemm);
         q->fp8blk_variant = use_mx ? MEMRA__FP8BLK_MX : q->caps->cc >= 100 ? MEMRA__FP8BLK_F8F6F4 : MEMRA__FP8BLK_E4M3;
+        st = load_fp8blk(q, f, q->fp8blk_variant);
+        if (st != MEMRA_STATUS_OK) return st;
+        q->fp8blk_threads = memra__fp8blk_tile_threads(&q->fp8blk_tile);
+        q->fp8blk_smem = (unsigned)memra__fp8blk_tile_smem(&q->fp8blk_tile);
+        st = get_fn(q, f, "memra_k_fp8blk_quant", 0, &q->fp8blk_quant);
+        if (st == MEMRA_STATUS_OK) st = get_fn(q, f, "memra_k_fp8blk_gemm", (int)q->fp8blk_smem, &q->fp8blk_gemm);
     } else {
         q->fp8blk_decline = "gemm_fp8_blk: no block-128 FP8 kernel loaded for this device";
     }
@@ -174,9 +246,10 @@ memra_status memra__mmq_create(const memra_host_services *host, const memra_devi
         memra__mmq_destroy(q);
         return st;
     }
-    host->log(MEMRA_LOG_INFO, name, "%s: MMQ-family kernels for %s loaded%s%s", caps->name ? caps->name : "device",
+    host->log(MEMRA_LOG_INFO, name, "%s: MMQ-family kernels for %s loaded%s%s%s%s", caps->name ? caps->name : "device",
               q->target, q->fp8blk_gemm ? "; gemm_fp8_blk variant " : "",
-              q->fp8blk_gemm ? memra__fp8blk_variant_name(q->fp8blk_variant) : "");
+              q->fp8blk_gemm ? memra__fp8blk_variant_name(q->fp8blk_variant) : "", q->fp8blk_gemm ? " from " : "",
+              q->fp8blk_gemm ? q->fp8blk_path : "");
     *out = q;
     return MEMRA_STATUS_OK;
 }

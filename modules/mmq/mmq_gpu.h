@@ -18,6 +18,7 @@
 
 #include "../cuda/cu.h"
 #include "../cuda/images.h"
+#include "fp8blk_jit.h"
 #include "memra/module.h"
 
 extern const memra__gpu_image memra__mmq_images[];
@@ -29,19 +30,14 @@ extern const size_t memra__mmq_image_count;
 #define MEMRA__MMQ_FAM_FP8BLK_MX 4u /* fp8blk_gemm.cu: kind::mxf8f6f4 unit scales (sm_120a) */
 
 /* Dynamic shared memory of the big kernels: MMQ_SMEM_BYTES in mmq.cu and
- * FP8BLK_SMEM_BYTES in fp8blk_gemm.cu (kept equal by hand). */
+ * FP8BLK_SMEM_BYTES in fp8blk_gemm.cu at its default tile (kept equal by hand;
+ * other tiles: memra__fp8blk_tile_smem). */
 #define MEMRA__MMQ_SMEM_BYTES (2 * (128 * 144 + 128 * 140) + 128 * 144)
 #define MEMRA__FP8BLK_SMEM_BYTES (2 * (256 * 144 + 128 * 4))
 
 /* Scratch slots (the core uses 60, 61; modules/cuda 32..36). */
 #define MEMRA__MMQ_SLOT_XQ 40 /* gemm_fp8_blk: e4m3 activation */
 #define MEMRA__MMQ_SLOT_XS 41 /* gemm_fp8_blk: activation scales */
-
-typedef enum memra__fp8blk_variant {
-    MEMRA__FP8BLK_E4M3 = 0,   /* sm_90a mma.sync e4m3 */
-    MEMRA__FP8BLK_F8F6F4 = 1, /* sm_120a kind::f8f6f4 */
-    MEMRA__FP8BLK_MX = 2,     /* sm_120a kind::mxf8f6f4.block_scale, unit scales */
-} memra__fp8blk_variant;
 
 typedef struct memra__mmq {
     const memra_host_services *host;
@@ -56,18 +52,26 @@ typedef struct memra__mmq {
     CUfunction quant_q8_1, gemm_q8_0, probe[3];
     CUfunction fp8blk_quant, fp8blk_gemm;
     memra__fp8blk_variant fp8blk_variant;
+    memra__fp8blk_tile fp8blk_tile; /* the tile the loaded gemm kernel was compiled with */
+    unsigned fp8blk_threads;
+    unsigned fp8blk_smem;
+    const char *fp8blk_path; /* "jit" or "embedded" */
     const char *fp8blk_decline; /* non-NULL: gemm_fp8_blk declines with this */
     unsigned grid_cap;
 } memra__mmq;
 
 /* Load `families` for the device's target (sm_<cc>a) and look up their kernels.
- * MODULE_ERROR (after host->set_error) when an image is missing for this
- * device; NO_DRIVER / DRIVER_ERROR from the driver. With both FP8BLK and
- * FP8BLK_MX, `mx` picks the variant gemm_fp8_blk launches. */
+ * The block-128 FP8 kernels come from the JIT (host->jit->module_get with the
+ * variant's source from fp8blk_jit.h, compiled for caps->jit_target) unless
+ * MEMRA_FP8BLK_JIT=0 or there is no JIT service; when the JIT cannot serve
+ * them (no NVRTC, a failed compile) they come from the embedded cubin, with
+ * the reason logged. MODULE_ERROR (after host->set_error) when an image is
+ * missing for this device; NO_DRIVER / DRIVER_ERROR from the driver. With both
+ * FP8BLK and FP8BLK_MX, `mx` picks the variant gemm_fp8_blk launches (only
+ * that one is loaded). */
 memra_status memra__mmq_create(const memra_host_services *host, const memra_device_caps *caps, const char *name,
                                unsigned families, int mx, memra__mmq **out);
 void memra__mmq_destroy(memra__mmq *q); /* NULL is fine */
-const char *memra__fp8blk_variant_name(memra__fp8blk_variant v);
 
 /* ---- ops (memra_op_table signatures; call->module_ctx is a memra__mmq) ---- */
 memra_status memra__mmq_quant_q8_1(memra_call *call, memra_dptr x, int32_t m, int32_t k, memra_dptr dst);

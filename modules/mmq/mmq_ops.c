@@ -18,15 +18,15 @@ static memra_status decline(memra_call *call, const char *reason)
 
 static int aligned(memra_dptr p, unsigned a) { return (p & (memra_dptr)(a - 1)) == 0; }
 
-/* Push the context, launch a (gx, gy) grid of 256-thread blocks, pop. */
-static memra_status launch(memra__mmq *q, CUfunction f, const char *name, unsigned gx, unsigned gy, unsigned smem,
-                           memra_stream_t stream, void **args)
+/* Push the context, launch a (gx, gy) grid of `threads`-thread blocks, pop. */
+static memra_status launch_n(memra__mmq *q, CUfunction f, const char *name, unsigned gx, unsigned gy, unsigned threads,
+                             unsigned smem, memra_stream_t stream, void **args)
 {
     memra_status st = q->cu.cuCtxPushCurrent((CUcontext)q->caps->cu_context) == MEMRA__CU_SUCCESS
                           ? MEMRA_STATUS_OK
                           : q->host->set_error(MEMRA_STATUS_DRIVER_ERROR, "%s: cuCtxPushCurrent failed", q->name);
     if (st != MEMRA_STATUS_OK) return st;
-    CUresult r = q->cu.cuLaunchKernel(f, gx, gy, 1, 256, 1, 1, smem, (CUstream)stream, args, NULL);
+    CUresult r = q->cu.cuLaunchKernel(f, gx, gy, 1, threads, 1, 1, smem, (CUstream)stream, args, NULL);
     CUcontext c;
     q->cu.cuCtxPopCurrent(&c);
     if (r != MEMRA__CU_SUCCESS) {
@@ -35,6 +35,12 @@ static memra_status launch(memra__mmq *q, CUfunction f, const char *name, unsign
         return memra__cu_fail(q->host, &q->cu, q->name, r, what);
     }
     return MEMRA_STATUS_OK;
+}
+
+static memra_status launch(memra__mmq *q, CUfunction f, const char *name, unsigned gx, unsigned gy, unsigned smem,
+                           memra_stream_t stream, void **args)
+{
+    return launch_n(q, f, name, gx, gy, 256, smem, stream, args);
 }
 
 static unsigned blocks(const memra__mmq *q, int64_t items, int64_t per_block)
@@ -151,7 +157,8 @@ memra_status memra__mmq_gemm_fp8_blk(memra_call *call, const memra_gemm_args *a)
     if (a->k % 16 != 0) return decline(call, "gemm_fp8_blk: in_f not a multiple of 16");
     if (!aligned(a->w, 16) || !aligned(a->x, 16)) return decline(call, "gemm_fp8_blk: needs 16-byte aligned w and x");
     if (!aligned(a->w_scale_grid, 4)) return decline(call, "gemm_fp8_blk: needs a 4-byte aligned scale grid");
-    if ((a->n + 127) / 128 > 65535) return decline(call, "gemm_fp8_blk: n above 65535 tiles of 128");
+    const int bm = q->fp8blk_tile.bm, bn = q->fp8blk_tile.bn;
+    if ((a->n + bn - 1) / bn > 65535) return decline(call, "gemm_fp8_blk: n above 65535 tiles");
     int m = a->m, n = a->n, k = a->k;
     const int64_t nkb = ((int64_t)k + 127) / 128;
     memra_dptr xq = 0, xs = 0;
@@ -165,6 +172,7 @@ memra_status memra__mmq_gemm_fp8_blk(memra_call *call, const memra_gemm_args *a)
     memra_dptr w = a->w, grid = a->w_scale_grid, y = y_base(a);
     long long ldy = a->ldy;
     float alpha = a->alpha;
-    return launch(q, q->fp8blk_gemm, "memra_k_fp8blk_gemm", (unsigned)((m + 127) / 128), (unsigned)((n + 127) / 128),
-                  MEMRA__FP8BLK_SMEM_BYTES, call->stream, (void *[]){&w, &grid, &xq, &xs, &y, &m, &n, &k, &ldy, &alpha});
+    return launch_n(q, q->fp8blk_gemm, "memra_k_fp8blk_gemm", (unsigned)((m + bm - 1) / bm), (unsigned)((n + bn - 1) / bn),
+                    q->fp8blk_threads, q->fp8blk_smem, call->stream,
+                    (void *[]){&w, &grid, &xq, &xs, &y, &m, &n, &k, &ldy, &alpha});
 }

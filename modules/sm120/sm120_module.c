@@ -10,7 +10,13 @@
  *
  * Under a forced profile on another GPU (MEMRA_ARCH=sm120 on an H200) the
  * arch-independent lanes run from that GPU's images, and the sm_120a kernels
- * are declined with a reason, never launched. */
+ * are declined with a reason, never launched.
+ *
+ * The gemm_fp8_blk kernels are compiled by the JIT for the device's target
+ * (sm_120a / sm_121a) at init, with the embedded cubins as the fallback;
+ * jit_sources declares both variants (fp8blk_gemm.f8f6f4, fp8blk_gemm.mxf8f6f4)
+ * so `memra jit warm` compiles them ahead. See modules/mmq/fp8blk_jit.h for
+ * MEMRA_FP8BLK_JIT and MEMRA_FP8BLK_TILE. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -61,6 +67,17 @@ static memra_status sm120_init(const memra_host_services *host, const memra_devi
     }
     *out_ctx = c;
     return MEMRA_STATUS_OK;
+}
+
+/* Both sm_120a variants on cc 12.x; nothing elsewhere (a forced profile on
+ * another GPU declines gemm_fp8_blk rather than compile it). */
+static const memra_jit_source *sm120_jit_sources(const memra_device_caps *caps, size_t *out_count)
+{
+    if (caps == NULL || caps->cc / 10 != 12) {
+        *out_count = 0;
+        return NULL;
+    }
+    return memra__fp8blk_jit_sources(caps, out_count);
 }
 
 /* Each op runs the shared implementation with module_ctx swapped to the part
@@ -146,6 +163,7 @@ static const memra_module_desc k_sm120_desc = {
     .init = sm120_init,
     .fini = sm120_fini,
     .ops = &k_sm120_ops,
+    .jit_sources = sm120_jit_sources,
 };
 
 MEMRA_MODULE_EXPORT const memra_module_desc *memra_module_entry(void);
