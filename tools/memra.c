@@ -18,7 +18,8 @@ static const char k_usage[] =
     "  jit ls|warm|clear     the JIT cache\n"
     "\n"
     "environment: MEMRA_ARCH, MEMRA_MODULE_PATH, MEMRA_PREFER, MEMRA_DISABLE, MEMRA_LOG=debug,\n"
-    "             MEMRA_STATS=1, MEMRA_CACHE_DIR, MEMRA_JIT_CACHE=0, MEMRA_F16_BUDGET_MB\n"
+    "             MEMRA_STATS=1, MEMRA_CACHE_DIR, MEMRA_JIT_CACHE=0, MEMRA_F16_BUDGET_MB,\n"
+    "             MEMRA_FP8BLK_JIT=0, MEMRA_FP8BLK_TILE=BMxBN[xWMxWN], MEMRA_SM120_FP8BLK=f8f6f4|mxf8f6f4\n"
     "'memra <command> --help' describes a command.\n";
 
 memra_status memra_tool_open(memra_runtime **rt)
