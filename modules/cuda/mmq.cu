@@ -12,6 +12,8 @@
  *   memra_k_gemm_q8_0    y[row_off + i, j] = alpha * sum_b (dw[j,b] * dx[i,b]) * I[i,j,b],
  *                        I the exact s32 dot of the 32-value block b, from
  *                        mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 (one MMA = one block).
+ *                        Last argument `variant`: 0 = v1 (the tile below), 4 / 2 / 1 =
+ *                        v2 (see "gemm_q8_0 v2": 32 variant tokens x 128 rows per CTA).
  *   memra_k_probe_s32 / memra_k_probe_f32 / memra_k_probe_mx
  *                        the accumulator probe: the same tile on raw bytes x [m x k],
  *                        w [n x k] (unit scales), with the s8 MMA (s32), the e4m3 MMA
@@ -154,13 +156,19 @@ memra_k_quant_q8_1(const float *__restrict__ x, int m, int k, unsigned char *__r
     const long long nkb = ((long long)k + 511) / 512 * 4;
     const long long total = nkb * m;
     const long long warps = (long long)gridDim.x * (blockDim.x >> 5);
+    const bool vec = (k & 3) == 0 && ((uintptr_t)x & 15) == 0; /* every row 16-byte aligned */
     for (long long rec = (long long)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5); rec < total; rec += warps) {
         const long long kb = rec / m, t = rec - kb * m;
         const long long c = kb * 128 + lane * 4;
         const float *row = x + t * (long long)k;
         float v[4];
+        if (vec) { /* the same values through one 16-byte load (c < k implies c + 4 <= k here) */
+            const float4 f = c < k ? *reinterpret_cast<const float4 *>(row + c) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+            v[0] = f.x, v[1] = f.y, v[2] = f.z, v[3] = f.w;
+        } else {
 #pragma unroll
-        for (int e = 0; e < 4; e++) v[e] = c + e < k ? row[c + e] : 0.0f;
+            for (int e = 0; e < 4; e++) v[e] = c + e < k ? row[c + e] : 0.0f;
+        }
         float a = fmaxf(fmaxf(fabsf(v[0]), fabsf(v[1])), fmaxf(fabsf(v[2]), fabsf(v[3])));
         a = fmaxf(a, __shfl_xor_sync(0xFFFFFFFFu, a, 1));
         a = fmaxf(a, __shfl_xor_sync(0xFFFFFFFFu, a, 2));
@@ -298,11 +306,9 @@ __device__ __forceinline__ void realign_q8_0(unsigned char *Bs, const unsigned c
     }
 }
 
-extern "C" __global__ void __launch_bounds__(MMQ_THREADS, 2)
-memra_k_gemm_q8_0(const unsigned char *__restrict__ w, const unsigned char *__restrict__ xq, float *__restrict__ y,
-                  int m, int n, int k, long long ldy, float alpha)
+__device__ __noinline__ void gemm_q8_0_v1(unsigned char *smem, const unsigned char *__restrict__ w, const unsigned char *__restrict__ xq,
+                                             float *__restrict__ y, int m, int n, int k, long long ldy, float alpha)
 {
-    extern __shared__ __align__(16) unsigned char smem[];
     unsigned char *As[2] = {smem, smem + MMQ_STAGE_BYTES};
     unsigned char *Ws[2] = {smem + MMQ_BM * MMQ_ROW, smem + MMQ_STAGE_BYTES + MMQ_BM * MMQ_ROW};
     unsigned char *Bs = smem + 2 * MMQ_STAGE_BYTES;
@@ -337,6 +343,242 @@ memra_k_gemm_q8_0(const unsigned char *__restrict__ w, const unsigned char *__re
     }
     tile_store(acc, y, ldy, m, n, i0, j0, wm, wn, lane, alpha);
 }
+
+/* ---- gemm_q8_0 v2 ------------------------------------------------------------------
+ *
+ * Same MMA and the same per-block integer dots as v1; what changes:
+ *  - the fold is two FFMAs per output element instead of FADD + FMUL + FFMA:
+ *      v = fma(D, sw, mw)      D = 1.5 * 2^23 + I (the MMA's s32 read as f32),
+ *                              mw = -1.5 * 2^23 * sw, exact (sw is an f16 value:
+ *                              11 significant bits, so 1.5 sw needs 12), hence
+ *                              v = fl(sw * I) with one rounding;
+ *      acc = fma(sx, v, acc)   one rounding for product-and-add.
+ *    Same two roundings per block as v1's fl(fl(sx sw) I) + acc, so the same band.
+ *    sw and mw are tabled per (block, row) once per k step (float2), read as a
+ *    float4 per n8 tile (the thread's two columns).
+ *  - Q8_0 rows are copied with 8-byte cp.async (18 per row tile, from the 8-byte
+ *    aligned address at or below the tile: 34 * 4 = 136 = 17 * 8, so the offset
+ *    (w + 34 j nb) & 7 of row j is the same at every k step); one warp-wide
+ *    funnel-shift pass per row puts the 128 quants 16-byte aligned for ldmatrix.
+ *  - two barriers per k step instead of three; the activation records are
+ *    double-buffered, the raw weight tile single-buffered (loaded for step kt+1
+ *    right after step kt's realign, so it lands during step kt's MMAs).
+ *  - MT (m16 tiles per warp) is a template argument: the CTA computes 32 MT
+ *    tokens x 128 weight rows (MT = 4: 128 x 128, warp 64 x 32; MT = 2: 64 x 128;
+ *    MT = 1: 32 x 128), so the launcher can fill the machine when m n is small.
+ * Shared memory: 2 x (32 MT x 144) records + 128 x 144 raw + 128 x 144 quants +
+ * 4 x 128 x 8 scales = 77824 bytes at MT = 4 (within MMQ_SMEM_BYTES). */
+#define Q2_ROW 144 /* raw and realigned weight rows, activation record rows */
+#define Q2_A_BYTES(MT) (32 * (MT) * MMQ_ROW)
+#define Q2_SMEM_BYTES(MT) (2 * Q2_A_BYTES(MT) + 2 * MMQ_BN * Q2_ROW + 4 * MMQ_BN * 8)
+
+__device__ __forceinline__ void cp_async8(void *dst, const void *src, int src_bytes)
+{
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 8, %2;\n" ::"r"(smem_u32(dst)), "l"(src), "r"(src_bytes));
+}
+
+/* threadIdx.x through volatile asm: the loaders' per-thread indices are then
+ * recomputed per call instead of being hoisted out of the k loop into registers
+ * (which the 128-register budget cannot afford: they spill). */
+__device__ __forceinline__ int q2_tid()
+{
+    int t;
+    asm volatile("mov.u32 %0, %%tid.x;\n" : "=r"(t));
+    return t;
+}
+
+/* Activation records of step kt for tokens i0..i0+32MT-1 (verbatim, zero past m). */
+template <int MT>
+__device__ __forceinline__ void q2_load_records(unsigned char *As, const unsigned char *xq, int m, int i0, int kt)
+{
+    const int tid = q2_tid();
+#pragma unroll
+    for (int e = 0; e < (32 * MT * 9 + MMQ_THREADS - 1) / MMQ_THREADS; e++) {
+        const int idx = tid + e * MMQ_THREADS;
+        if (idx < 32 * MT * 9) {
+            const int r = idx / 9, c = idx - r * 9;
+            const int t = i0 + r;
+            const unsigned char *src = t < m ? xq + ((long long)kt * m + t) * 144 + c * 16 : xq;
+            cp_async16(As + r * MMQ_ROW + c * 16, src, t < m ? 16 : 0);
+        }
+    }
+}
+
+/* Raw bytes of Q8_0 blocks 4kt..4kt+3 of rows j0..j0+127: row r's 144-byte slot
+ * holds 18 8-byte chunks from the 8-byte aligned address at or below its first
+ * block; bytes past the row's last valid block and rows past n are zero-filled.
+ * Warp w copies rows 16w..16w+15: eight instructions of two rows x chunks 0..15
+ * (128 contiguous bytes per row), one of sixteen rows x chunks 16, 17. The one
+ * chunk that would start below w itself (row 0, step 0, w not 8-byte aligned)
+ * is not copied asynchronously; thread 0 fills it with plain 2-byte loads from w
+ * on (visible after the next barrier). `dummy`: any valid 16-byte aligned
+ * address, the source of zero-byte copies. */
+__device__ __forceinline__ void q2_load_raw(unsigned char *R, const unsigned char *w, int n, int nb, int j0, int kt,
+                                            const unsigned char *dummy)
+{
+    const int t = q2_tid(), lane = t & 31, warp = t >> 5;
+    const int nv = min(4, nb - 4 * kt);
+    const uintptr_t rs = 34u * (uintptr_t)(unsigned)nb;
+    const uintptr_t tile = (uintptr_t)w + ((uintptr_t)(unsigned)j0 * (unsigned)nb + 4u * (unsigned)kt) * 34u;
+#pragma unroll
+    for (int e = 0; e < 9; e++) {
+        const int r = e < 8 ? warp * 16 + 2 * e + (lane >> 4) : warp * 16 + (lane >> 1);
+        const int c = e < 8 ? (lane & 15) : 16 + (lane & 1);
+        const uintptr_t s = tile + (uintptr_t)(unsigned)r * rs;
+        const uintptr_t a = (s & ~(uintptr_t)7) + 8u * (unsigned)c;
+        const int lim = (int)(s & 7u) + nv * 34 - 8 * c; /* valid bytes from a on */
+        const int bytes = j0 + r < n ? min(8, max(0, lim)) : 0;
+        const unsigned char *src = bytes > 0 ? reinterpret_cast<const unsigned char *>(a) : dummy;
+        if (a >= (uintptr_t)w) cp_async8(R + r * Q2_ROW + 8 * c, src, bytes);
+    }
+    if (t == 0 && j0 == 0 && kt == 0 && ((uintptr_t)w & 7u) != 0) {
+        const uintptr_t a = (uintptr_t)w & ~(uintptr_t)7;
+#pragma unroll
+        for (int h = 0; h < 4; h++) {
+            const uintptr_t p = a + 2u * h;
+            const unsigned short v = p >= (uintptr_t)w ? *reinterpret_cast<const unsigned short *>(p) : (unsigned short)0;
+            *reinterpret_cast<unsigned short *>(R + 2 * h) = v;
+        }
+    }
+}
+
+/* Raw row tiles -> Bq (128 quants per row, 16-byte aligned, row stride 144) and
+ * Sc (float2 {sw, -1.5 2^23 sw} at [block][row]). Warp w realigns rows
+ * 16w..16w+15, lane l word l of each (block l/8, bytes 4(l%8)..). */
+__device__ __forceinline__ void q2_realign(unsigned char *Bq, float2 *Sc, const unsigned char *R,
+                                           const unsigned char *w, int nb, int j0)
+{
+    const int t = q2_tid(), lane = t & 31, warp = t >> 5;
+#pragma unroll 4
+    for (int it = 0; it < 16; it++) {
+        const int r = warp * 16 + it;
+        const unsigned sh = ((unsigned)(uintptr_t)w + 34u * (unsigned)(j0 + r) * (unsigned)nb) & 7u;
+        const int o = (int)sh + 34 * (lane >> 3) + 2 + 4 * (lane & 7);
+        const unsigned *raw = reinterpret_cast<const unsigned *>(R + r * Q2_ROW);
+        reinterpret_cast<unsigned *>(Bq + r * Q2_ROW)[lane] = __funnelshift_r(raw[o >> 2], raw[(o >> 2) + 1], (o & 3) * 8);
+    }
+#pragma unroll
+    for (int e = 0; e < 2; e++) { /* 4 blocks x 128 rows = 2 x 256 */
+        const int idx = t + e * MMQ_THREADS;
+        const int b = idx >> 7, r = idx & 127;
+        const unsigned sh = ((unsigned)(uintptr_t)w + 34u * (unsigned)(j0 + r) * (unsigned)nb) & 7u;
+        const unsigned short h = *reinterpret_cast<const unsigned short *>(R + r * Q2_ROW + sh + 34 * b);
+        const float sw = __half2float(__ushort_as_half(h));
+        Sc[b * MMQ_BN + r] = make_float2(sw, sw * -MMQ_MAGIC);
+    }
+}
+
+/* One 128-deep step of the warp's 16MT x 32 sub-tile. */
+template <int MT>
+__device__ __forceinline__ void q2_step(float acc[MT][4][4], const unsigned char *As, const unsigned char *Bq,
+                                        const float2 *Sc)
+{
+    const float *Af = reinterpret_cast<const float *>(As);
+#pragma unroll 1
+    for (int g = 0; g < 4; g++) {
+        /* lane-derived offsets recomputed per block: nothing lives across the
+         * loop but the accumulators (128 registers, two CTAs per SM, no spill) */
+        const int t = q2_tid(), lane = t & 31, wm = (t >> 5) & 1, wn = t >> 6;
+        uint32_t b[4][2];
+#pragma unroll
+        for (int np = 0; np < 2; np++) {
+            uint32_t r[4];
+            ldmatrix_x4(r, Bq + (wn * 32 + np * 16 + (lane & 7) + (lane >> 4) * 8) * Q2_ROW + g * 32 +
+                               ((lane >> 3) & 1) * 16);
+            b[2 * np][0] = r[0];
+            b[2 * np][1] = r[1];
+            b[2 * np + 1][0] = r[2];
+            b[2 * np + 1][1] = r[3];
+        }
+        float4 sc[4]; /* {sw, mw} of the thread's two columns of each n8 tile */
+#pragma unroll
+        for (int nt = 0; nt < 4; nt++)
+            sc[nt] = *reinterpret_cast<const float4 *>(Sc + g * MMQ_BN + wn * 32 + nt * 8 + (lane & 3) * 2);
+#pragma unroll
+        for (int mt = 0; mt < MT; mt++) {
+            uint32_t a[4];
+            ldmatrix_x4(a, As + (wm * 16 * MT + mt * 16 + (lane & 15)) * MMQ_ROW + 16 + g * 32 + (lane >> 4) * 16);
+            const int row = wm * 16 * MT + mt * 16 + (lane >> 2);
+            const float sx0 = Af[row * (MMQ_ROW / 4) + g], sx1 = Af[(row + 8) * (MMQ_ROW / 4) + g];
+#pragma unroll
+            for (int nt = 0; nt < 4; nt++) {
+                float d[4];
+                mma_k32<MMQ_KIND_S8>(d, a, b[nt][0], b[nt][1]);
+                acc[mt][nt][0] = fmaf(sx0, fmaf(d[0], sc[nt].x, sc[nt].y), acc[mt][nt][0]);
+                acc[mt][nt][1] = fmaf(sx0, fmaf(d[1], sc[nt].z, sc[nt].w), acc[mt][nt][1]);
+                acc[mt][nt][2] = fmaf(sx1, fmaf(d[2], sc[nt].x, sc[nt].y), acc[mt][nt][2]);
+                acc[mt][nt][3] = fmaf(sx1, fmaf(d[3], sc[nt].z, sc[nt].w), acc[mt][nt][3]);
+            }
+        }
+    }
+}
+
+template <int MT>
+__device__ __noinline__ void gemm_q8_0_v2(unsigned char *smem, const unsigned char *__restrict__ w,
+                                             const unsigned char *__restrict__ xq, float *__restrict__ y, int m,
+                                             int n, int k, long long ldy, float alpha)
+{
+    unsigned char *const As0 = smem;
+    unsigned char *const R = smem + 2 * Q2_A_BYTES(MT);
+    unsigned char *const Bq = R + MMQ_BN * Q2_ROW;
+    float2 *const Sc = reinterpret_cast<float2 *>(Bq + MMQ_BN * Q2_ROW);
+    const int i0 = blockIdx.x * 32 * MT, j0 = blockIdx.y * MMQ_BN;
+    const int nb = k / 32, nk = (nb + 3) / 4;
+
+    float acc[MT][4][4];
+#pragma unroll
+    for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+        for (int nt = 0; nt < 4; nt++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) acc[mt][nt][e] = 0.0f;
+    const int t = q2_tid(), lane = t & 31, wm = (t >> 5) & 1, wn = t >> 6;
+
+    q2_load_records<MT>(As0, xq, m, i0, 0);
+    q2_load_raw(R, w, n, nb, j0, 0, xq);
+    cp_async_commit();
+    for (int kt = 0; kt < nk; kt++) {
+        unsigned char *const Acur = As0 + (kt & 1) * Q2_A_BYTES(MT);
+        cp_async_wait<0>();
+        __syncthreads(); /* records and raw tile of kt landed; step kt-1's MMAs done (Bq, Sc, other A slot free) */
+        if (kt + 1 < nk) q2_load_records<MT>(As0 + ((kt + 1) & 1) * Q2_A_BYTES(MT), xq, m, i0, kt + 1);
+        cp_async_commit();
+        q2_realign(Bq, Sc, R, w, nb, j0);
+        __syncthreads(); /* Bq, Sc ready; R free */
+        if (kt + 1 < nk) q2_load_raw(R, w, n, nb, j0, kt + 1, xq);
+        cp_async_commit();
+        q2_step<MT>(acc, Acur, Bq, Sc);
+    }
+#pragma unroll
+    for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+        for (int nt = 0; nt < 4; nt++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) {
+                const int i = i0 + wm * 16 * MT + mt * 16 + (lane >> 2) + 8 * (e >> 1);
+                const int j = j0 + wn * 32 + nt * 8 + (lane & 3) * 2 + (e & 1);
+                if (i < m && j < n) y[(long long)i * ldy + j] = alpha * acc[mt][nt][e];
+            }
+}
+
+/* variant: 0 = v1 (the 128 x 128 tile with the shared-memory realign of the first
+ * version, kept for comparison), 4 / 2 / 1 = v2 with MT = 4 / 2 / 1 (CTA tile
+ * 128 / 64 / 32 tokens x 128 weight rows). gridDim.x = ceil(m / tokens per CTA),
+ * gridDim.y = ceil(n / 128); dynamic shared memory MMQ_SMEM_BYTES serves all. */
+extern "C" __global__ void __launch_bounds__(MMQ_THREADS, 2)
+memra_k_gemm_q8_0(const unsigned char *__restrict__ w, const unsigned char *__restrict__ xq, float *__restrict__ y,
+                  int m, int n, int k, long long ldy, float alpha, int variant)
+{
+    extern __shared__ __align__(16) unsigned char smem[];
+    switch (variant) {
+    case 4: gemm_q8_0_v2<4>(smem, w, xq, y, m, n, k, ldy, alpha); break;
+    case 2: gemm_q8_0_v2<2>(smem, w, xq, y, m, n, k, ldy, alpha); break;
+    case 1: gemm_q8_0_v2<1>(smem, w, xq, y, m, n, k, ldy, alpha); break;
+    default: gemm_q8_0_v1(smem, w, xq, y, m, n, k, ldy, alpha); break;
+    }
+}
+
+static_assert(Q2_SMEM_BYTES(4) <= MMQ_SMEM_BYTES, "v2 tile must fit the loader's dynamic shared memory limit");
 
 /* ---- the accumulator probe --------------------------------------------------------- */
 
