@@ -20,6 +20,7 @@ typedef struct CUfunc_st *CUfunction;
 typedef struct CUstream_st *CUstream;
 
 #define MEMRA__CU_SUCCESS 0 /* CUDA_SUCCESS */
+#define MEMRA__CU_STREAM_CAPTURE_STATUS_NONE 0 /* CU_STREAM_CAPTURE_STATUS_NONE */
 
 /* X(name, return, params) */
 #define MEMRA__CU_LIST(X)                                                                            \
@@ -32,7 +33,13 @@ typedef struct CUstream_st *CUstream;
     X(cuModuleGetFunction, CUresult, (CUfunction * f, CUmodule m, const char *name))                 \
     X(cuLaunchKernel, CUresult,                                                                      \
       (CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,   \
-       unsigned smem, CUstream s, void **params, void **extra))
+       unsigned smem, CUstream s, void **params, void **extra))                                      \
+    X(cuLaunchCooperativeKernel, CUresult,                                                           \
+      (CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,   \
+       unsigned smem, CUstream s, void **params))                                                    \
+    X(cuOccupancyMaxActiveBlocksPerMultiprocessor, CUresult,                                         \
+      (int *num_blocks, CUfunction f, int block_size, size_t dynamic_smem))                          \
+    X(cuStreamIsCapturing, CUresult, (CUstream s, int *capture_status))
 
 typedef struct memra__cu {
 #define MEMRA__CU_MEMBER(name, ret, params) ret(*name) params;

@@ -11,6 +11,45 @@
  *                             writes scales[0] = sx * w_scale (the folded scale
  *                             cuBLASLt reads by pointer: keep `scales` 16-byte
  *                             aligned) and scales[1] = sx, and q[i] = e4m3(x[i] / sx).
+ * Per-batch, fused (the default; MEMRA_FP8_QUANT=2pass selects the two kernels
+ * above), one cooperative launch:
+ *   memra_k_quant_e4m3_fused  each thread loads its share of x into registers
+ *                             (MEMRA_FUSED_V float4 each, at index t + i * S for
+ *                             S threads in the grid; what does not fit is re-read
+ *                             after the barrier, from L2 when it still lies there),
+ *                             each block publishes its amax at partial[block], one
+ *                             grid barrier, then every block reduces the same
+ *                             partials (the same sx everywhere), block 0 writes
+ *                             scales[0..1] and every thread quantises the values it
+ *                             holds. x is read from device memory once.
+ *                             Launched with cuLaunchCooperativeKernel and at most
+ *                             the co-resident number of blocks (queried at create).
+ *   Grid barrier (memra_grid_barrier): one word, memra_g_fused_bar, a __device__
+ *   variable of this image: zero when the driver loads the module, never written
+ *   by the host. Thread 0 of each block adds 1, except block 0, which adds
+ *   2^31 - (G - 1); the G arrivals add exactly 2^31 in all, so bit 31 flips once
+ *   every block has arrived and the low 31 bits come back to 0. Invariant
+ *   between launches: low 31 bits 0. While some block has not arrived, the sum
+ *   added is k or 2^31 - (G - 1) + k for k <= G - 2, both below 2^31, so no carry
+ *   reaches bit 31 early; a block waits until bit 31 differs from the value its
+ *   own atomicAdd returned. Each launch leaves the word as it needs it for the
+ *   next, so repeated launches and CUDA-graph replays need no reset. (This is
+ *   the scheme of cooperative_groups' grid sync.) Fences: __threadfence before
+ *   the arrival (the partial is visible before the count) and after the wait
+ *   (acquire), the partials then read with ld.global.cg. Limits: one launch of
+ *   this kernel at a time per loaded image, the same rule as the scratch slots
+ *   the ops share; a kernel killed inside the barrier leaves the word wrong, but
+ *   such a fault also kills the context.
+ *   Division: q = x / sx must equal __fdiv_rn(x, sx). With y = __frcp_rn(sx) (the
+ *   IEEE reciprocal, once per thread), q0 = RN(x * y), r = fma(-q0, sx, x) (exact)
+ *   and q = fma(r, y, q0) is the correctly rounded quotient (Markstein's
+ *   correction, the same sequence as the fast path of div.rn.f32 with a correctly
+ *   rounded reciprocal) wherever nothing under- or overflows; the sequence is
+ *   scale invariant there, so it was also checked on the CPU (IEEE x / s, fmaf)
+ *   for all 2^23 x mantissas against 30 000 sx mantissas: no mismatch. It is used
+ *   only when 2^-96 <= sx <= 2^96 (else y = 0, which fails the next test) and
+ *   |x| >= 2^-96 and |q0| >= 2^-96 (zeros, NaN, tiny values and tiny quotients
+ *   take __fdiv_rn itself), so every intermediate is a normal float.
  * Per row per 128 columns (gemm_fp8_blk), one launch, no global reduction:
  *   memra_k_quant_e4m3_row128 one warp per (row, 128-column block): s = amax / 448
  *                             (1 when 0), q = e4m3(x / s); s is stored at
@@ -22,6 +61,8 @@
  *
  * Preconditions (checked by the C launchers): amax_partial runs with 256
  * threads and at most 1024 blocks; quant_e4m3_tensor with 256 threads;
+ * quant_e4m3_fused with 256 threads, co-resident blocks (cooperative launch),
+ * n a multiple of 4, x 16-byte and q 4-byte aligned, G floats at partial;
  * quant_e4m3_row128 with 256 threads (8 warps), k a multiple of 4 and x 16-byte
  * aligned (each lane reads one float4); q is 4-byte aligned for the tensor
  * kernel's 4-value stores (else it stores bytes). NaN inputs: the amax ignores
@@ -102,6 +143,130 @@ memra_k_quant_e4m3_tensor(const float *__restrict__ x, long long n, const float 
         for (long long j = n4 * 4 + i; j < n; j += stride) q[j] = (unsigned char)memra_e4m3_encode(__fdiv_rn(x[j], sx));
     } else {
         for (long long j = i; j < n; j += stride) q[j] = (unsigned char)memra_e4m3_encode(__fdiv_rn(x[j], sx));
+    }
+}
+
+/* ---- fused per-batch quantiser ------------------------------------------------ */
+
+__device__ unsigned int memra_g_fused_bar; /* zero at module load; see the header */
+
+__device__ __forceinline__ unsigned int memra_ld_acquire_gpu(const unsigned int *p)
+{
+    unsigned int v;
+    asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+    return v;
+}
+
+/* All blocks of the (co-resident) grid meet here; see the header for why the
+ * one word stays right across launches and graph replays. */
+__device__ __forceinline__ void memra_grid_barrier(unsigned int *bar)
+{
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        const unsigned int add = blockIdx.x == 0 ? 0x80000000u - (gridDim.x - 1u) : 1u;
+        __threadfence();
+        const unsigned int old = atomicAdd(bar, add);
+        while (((old ^ memra_ld_acquire_gpu(bar)) & 0x80000000u) == 0) __nanosleep(32);
+        __threadfence();
+    }
+    __syncthreads();
+}
+
+/* x / s, bit-identical to __fdiv_rn(x, s), given y = __frcp_rn(s) for
+ * 2^-96 <= s <= 2^96 and y = 0 otherwise (see the header). */
+__device__ __forceinline__ float memra_div_y(float x, float s, float y)
+{
+    const float q0 = __fmul_rn(x, y);
+    if (fabsf(x) >= 0x1p-96f && fabsf(q0) >= 0x1p-96f) return __fmaf_rn(__fmaf_rn(-q0, s, x), y, q0);
+    return __fdiv_rn(x, s);
+}
+
+/* memra_e4m3_encode (e4m3.cuh) without branches: the same code for every f32
+ * (checked on the CPU against it for all 2^32 bit patterns). Normal range: the
+ * mantissa rounded to 3 bits by adding 0x7FFFF plus the kept lsb (ties to
+ * even); below 2^-6 the same rint(|f| * 512); the selects then take saturation
+ * and NaN as the original does. */
+__device__ __forceinline__ unsigned int memra_e4m3_encode_sel(float f)
+{
+    const unsigned int u = __float_as_uint(f);
+    const unsigned int sign = (u >> 24) & 0x80u;
+    const unsigned int a = u & 0x7FFFFFFFu;
+    /* normal e4m3 (2^-6 <= |f| <= 448): round the f32 mantissa to 3 bits, ties to even */
+    const unsigned int nrm = ((a + 0x7FFFFu + ((a >> 20) & 1u)) >> 20) - (120u << 3);
+    /* e4m3 denormal (|f| < 2^-6): m * 2^-9, a * 512 exact, round half to even */
+    const unsigned int den = __float2uint_rn(__uint_as_float(a) * 512.0f);
+    unsigned int c = a < 0x3C800000u ? den : nrm;
+    c = a > 0x43E00000u ? 0x7Eu : c;
+    c = a > 0x7F800000u ? 0x7Fu : c;
+    return sign | c;
+}
+
+__device__ __forceinline__ unsigned int memra_pack4_y(float4 v, float s, float y)
+{
+    return memra_e4m3_encode_sel(memra_div_y(v.x, s, y)) | (memra_e4m3_encode_sel(memra_div_y(v.y, s, y)) << 8) |
+           (memra_e4m3_encode_sel(memra_div_y(v.z, s, y)) << 16) |
+           (memra_e4m3_encode_sel(memra_div_y(v.w, s, y)) << 24);
+}
+
+__device__ __forceinline__ float memra_amax4(float m, float4 v)
+{
+    return fmaxf(m, fmaxf(fmaxf(fabsf(v.x), fabsf(v.y)), fmaxf(fabsf(v.z), fabsf(v.w))));
+}
+
+#define MEMRA_FUSED_V 8 /* float4 per thread held in registers across the barrier */
+#define MEMRA_FUSED_U 4 /* float4 per thread in flight per step of the re-read tail */
+
+extern "C" __global__ void __launch_bounds__(256, 3)
+memra_k_quant_e4m3_fused(const float *__restrict__ x, long long n, float w_scale, float *__restrict__ scales,
+                         float *partial, unsigned char *__restrict__ q)
+{
+    const float4 *x4 = reinterpret_cast<const float4 *>(x);
+    unsigned int *q4 = reinterpret_cast<unsigned int *>(q);
+    const long long n4 = n / 4; /* n % 4 == 0 (checked by the launcher) */
+    const long long S = (long long)gridDim.x * blockDim.x;
+    const long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    const long long tail = t + MEMRA_FUSED_V * S; /* first index past the registers */
+
+    float4 v[MEMRA_FUSED_V];
+#pragma unroll
+    for (int i = 0; i < MEMRA_FUSED_V; i++)
+        v[i] = t + i * S < n4 ? x4[t + i * S] : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    float m = 0.0f;
+#pragma unroll
+    for (int i = 0; i < MEMRA_FUSED_V; i++) m = memra_amax4(m, v[i]);
+    for (long long j = tail; j < n4; j += MEMRA_FUSED_U * S) {
+        float4 w[MEMRA_FUSED_U];
+#pragma unroll
+        for (int u = 0; u < MEMRA_FUSED_U; u++)
+            w[u] = j + u * S < n4 ? x4[j + u * S] : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+#pragma unroll
+        for (int u = 0; u < MEMRA_FUSED_U; u++) m = memra_amax4(m, w[u]);
+    }
+    m = memra_block_max(m);
+    if (threadIdx.x == 0) partial[blockIdx.x] = m;
+
+    memra_grid_barrier(&memra_g_fused_bar);
+
+    m = 0.0f;
+    for (int i = threadIdx.x; i < (int)gridDim.x; i += blockDim.x) m = fmaxf(m, __ldcg(partial + i));
+    const float amax = memra_block_max(m);
+    const float sx = amax > 0.0f ? __fdiv_rn(amax, 448.0f) : 1.0f;
+    if (blockIdx.x == 0 && threadIdx.x == 0) {
+        scales[0] = __fmul_rn(sx, w_scale);
+        scales[1] = sx;
+    }
+    const float y = sx >= 0x1p-96f && sx <= 0x1p96f ? __frcp_rn(sx) : 0.0f;
+#pragma unroll
+    for (int i = 0; i < MEMRA_FUSED_V; i++)
+        if (t + i * S < n4) q4[t + i * S] = memra_pack4_y(v[i], sx, y);
+    for (long long j = tail; j < n4; j += MEMRA_FUSED_U * S) {
+        float4 w[MEMRA_FUSED_U];
+#pragma unroll
+        for (int u = 0; u < MEMRA_FUSED_U; u++)
+            w[u] = j + u * S < n4 ? x4[j + u * S] : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+#pragma unroll
+        for (int u = 0; u < MEMRA_FUSED_U; u++)
+            if (j + u * S < n4) q4[j + u * S] = memra_pack4_y(w[u], sx, y);
     }
 }
 

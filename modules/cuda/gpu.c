@@ -117,6 +117,22 @@ static memra_status load_images(memra__gpu *gpu)
     }
     MEMRA__GPU_KERNEL_LIST(MEMRA__GPU_KERNEL_GET)
 #undef MEMRA__GPU_KERNEL_GET
+    /* The fused FP8 quantiser needs all its blocks co-resident: at most
+     * (blocks per SM at 256 threads) x SMs; a cooperative launch that is still
+     * refused falls back to the two passes (ops.c). */
+    {
+        int per_sm = 0;
+        const char *q = getenv("MEMRA_FP8_QUANT");
+        gpu->fp8_quant = q && strcmp(q, "2pass") == 0       ? MEMRA__FP8Q_TWO_PASS
+                         : q && strcmp(q, "nocapture") == 0 ? MEMRA__FP8Q_FUSED_NOCAPTURE
+                                                            : MEMRA__FP8Q_FUSED;
+        if (gpu->cu.cuOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, gpu->k.memra_k_quant_e4m3_fused, 256, 0) ==
+                MEMRA__CU_SUCCESS &&
+            per_sm > 0 && gpu->caps->sm_count > 0)
+            gpu->fused_blocks = (unsigned)per_sm * (unsigned)gpu->caps->sm_count;
+        if (gpu->fused_blocks > 4096) gpu->fused_blocks = 4096; /* partials: see gemm_fp8 */
+        if (gpu->fp8_quant == MEMRA__FP8Q_TWO_PASS) gpu->fused_blocks = 0;
+    }
     return MEMRA_STATUS_OK;
 }
 
@@ -165,8 +181,13 @@ memra_status memra__gpu_create(const memra_host_services *host, const memra_devi
         memra__gpu_destroy(gpu);
         return st;
     }
-    host->log(MEMRA_LOG_INFO, name, "%s: %d kernel images for %s loaded (%s); %s", caps->name ? caps->name : "device",
-              (int)MEMRA__GPU_FAMILY_COUNT, gpu->target, gpu->owns_modules ? "driver" : "image loader", gpu->lt_why);
+    host->log(MEMRA_LOG_INFO, name, "%s: %d kernel images for %s loaded (%s); %s; fp8 per-batch quantiser: %s (%u blocks)",
+              caps->name ? caps->name : "device", (int)MEMRA__GPU_FAMILY_COUNT, gpu->target,
+              gpu->owns_modules ? "driver" : "image loader", gpu->lt_why,
+              gpu->fused_blocks == 0 ? "2pass"
+              : gpu->fp8_quant == MEMRA__FP8Q_FUSED_NOCAPTURE ? "fused, 2pass while capturing"
+                                                              : "fused",
+              gpu->fused_blocks);
     *out_gpu = gpu;
     return MEMRA_STATUS_OK;
 }

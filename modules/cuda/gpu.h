@@ -37,6 +37,7 @@
     X(dequant, memra_k_dequant_q6_k)                                                               \
     X(fp8_act, memra_k_amax_partial)                                                               \
     X(fp8_act, memra_k_quant_e4m3_tensor)                                                          \
+    X(fp8_act, memra_k_quant_e4m3_fused)                                                           \
     X(fp8_act, memra_k_quant_e4m3_row128)                                                          \
     X(fp8_act, memra_k_grid_pad)                                                                   \
     X(fp8_weight, memra_k_fp8_blk_to_q8_0)                                                         \
@@ -65,6 +66,12 @@ typedef struct memra__gpu {
     memra__lt *lt;     /* NULL when cuBLASLt is unavailable: the GEMM ops decline */
     char lt_why[128];
     unsigned grid_cap; /* blocks for grid-stride kernels */
+    /* gemm_fp8's per-batch quantiser (MEMRA_FP8_QUANT, read at create):
+     * FUSED one cooperative launch of memra_k_quant_e4m3_fused (default),
+     * FUSED_NOCAPTURE the same except while the stream is capturing a graph,
+     * TWO_PASS memra_k_amax_partial + memra_k_quant_e4m3_tensor. */
+    enum { MEMRA__FP8Q_FUSED, MEMRA__FP8Q_FUSED_NOCAPTURE, MEMRA__FP8Q_TWO_PASS } fp8_quant;
+    unsigned fused_blocks; /* co-resident blocks of 256 for the fused quantiser; 0: two passes only */
 } memra__gpu;
 
 /* Per-device state for module `name`: resolve the driver, load the images for

@@ -159,6 +159,37 @@ out:
     return st;
 }
 
+/* The fused per-batch quantiser (fp8_act.cu, memra_k_quant_e4m3_fused) when
+ * enabled and possible: one cooperative launch of at most gpu->fused_blocks
+ * blocks (co-resident by construction; what does not fit in registers is
+ * re-read by the same threads after the grid barrier). Returns DECLINED (no
+ * error recorded) when the caller should run the two passes instead. */
+static memra_status quant_fused(memra__gpu *gpu, memra_call *call, memra_dptr x, long long n, float w_scale,
+                                memra_dptr scales, memra_dptr q)
+{
+    unsigned fb = gpu->fused_blocks;
+    if (fb == 0 || n % 4 != 0 || !aligned(x, 16) || !aligned(q, 4)) return MEMRA_STATUS_DECLINED;
+    if (gpu->fp8_quant == MEMRA__FP8Q_FUSED_NOCAPTURE) {
+        int cs = MEMRA__CU_STREAM_CAPTURE_STATUS_NONE;
+        if (gpu->cu.cuStreamIsCapturing((CUstream)call->stream, &cs) != MEMRA__CU_SUCCESS ||
+            cs != MEMRA__CU_STREAM_CAPTURE_STATUS_NONE)
+            return MEMRA_STATUS_DECLINED;
+    }
+    long long want = (n / 4 + 255) / 256; /* one float4 per thread at least */
+    unsigned grid = want < (long long)fb ? (unsigned)(want < 1 ? 1 : want) : fb;
+    memra_dptr partial = scales + 256;
+    void *args[] = {&x, &n, &w_scale, &scales, &partial, &q};
+    CUresult r = gpu->cu.cuLaunchCooperativeKernel(gpu->k.memra_k_quant_e4m3_fused, grid, 1, 1, 256, 1, 1, 0,
+                                                   (CUstream)call->stream, args);
+    if (r == MEMRA__CU_SUCCESS) return MEMRA_STATUS_OK;
+    /* Refused (e.g. fewer SMs than the device reports under MPS): the two passes
+     * from now on. Nothing was enqueued. */
+    gpu->host->log(MEMRA_LOG_WARN, gpu->name, "cooperative launch of memra_k_quant_e4m3_fused (%u blocks) failed (%d): "
+                   "gemm_fp8 quantises in two passes from now on", grid, (int)r);
+    gpu->fused_blocks = 0;
+    return MEMRA_STATUS_DECLINED;
+}
+
 memra_status memra__gpu_gemm_fp8(memra_call *call, const memra_gemm_args *a)
 {
     memra__gpu *gpu = GPU_OF(call);
@@ -172,6 +203,8 @@ memra_status memra__gpu_gemm_fp8(memra_call *call, const memra_gemm_args *a)
     long long n = (long long)a->m * a->k;
     int n_partial = (int)memra__gpu_blocks(gpu, n, 256 * 16); /* blocks of the amax pass, one partial each */
     if (n_partial > 1024) n_partial = 1024;
+    /* partials: the two-pass amax blocks or the fused kernel's blocks */
+    const uint64_t n_slots = (uint64_t)n_partial > gpu->fused_blocks ? (uint64_t)n_partial : gpu->fused_blocks;
     memra_dptr x = a->x;
     float w_scale = a->w_scale;
     memra__lt_gemm g = {.lane = MEMRA__LT_FP8, .m = a->m, .n = a->n, .k = a->k, .a = a->w,
@@ -182,12 +215,15 @@ memra_status memra__gpu_gemm_fp8(memra_call *call, const memra_gemm_args *a)
     if ((st = workspace(gpu, &g)) != MEMRA_STATUS_OK) goto out;
     if ((st = scratch(gpu, MEMRA__GPU_SLOT_XOP, (uint64_t)n, &g.b)) != MEMRA_STATUS_OK) goto out;
     /* scales[0] = sx * w_scale (read by cuBLASLt), scales[1] = sx; the partial maxima from byte 256 */
-    if ((st = scratch(gpu, MEMRA__GPU_SLOT_XSCALE, 256 + (uint64_t)n_partial * 4, &scales)) != MEMRA_STATUS_OK) goto out;
-    memra_dptr partial = scales + 256;
-    st = LAUNCH(gpu, memra_k_amax_partial, (unsigned)n_partial, 256, call->stream, &x, &n, &partial);
-    if (st != MEMRA_STATUS_OK) goto out;
-    st = LAUNCH(gpu, memra_k_quant_e4m3_tensor, memra__gpu_blocks(gpu, n, 1024), 256, call->stream, &x, &n,
-                &partial, &n_partial, &w_scale, &scales, &g.b);
+    if ((st = scratch(gpu, MEMRA__GPU_SLOT_XSCALE, 256 + n_slots * 4, &scales)) != MEMRA_STATUS_OK) goto out;
+    st = quant_fused(gpu, call, x, n, w_scale, scales, g.b);
+    if (st == MEMRA_STATUS_DECLINED) {
+        memra_dptr partial = scales + 256;
+        st = LAUNCH(gpu, memra_k_amax_partial, (unsigned)n_partial, 256, call->stream, &x, &n, &partial);
+        if (st != MEMRA_STATUS_OK) goto out;
+        st = LAUNCH(gpu, memra_k_quant_e4m3_tensor, memra__gpu_blocks(gpu, n, 1024), 256, call->stream, &x, &n,
+                    &partial, &n_partial, &w_scale, &scales, &g.b);
+    }
     if (st != MEMRA_STATUS_OK) goto out;
     g.b_scale = scales; /* the folded scale, read by cuBLASLt on the device (256-byte aligned) */
     st = memra__lt_matmul(gpu->lt, call, &g);
