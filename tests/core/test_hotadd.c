@@ -4,6 +4,7 @@
  * argv[1] = path of testgood.so. */
 #include <pthread.h>
 #include <stdatomic.h>
+#include <unistd.h>
 
 #include "memra/memra.h"
 #include "test.h"
@@ -43,6 +44,9 @@ int main(int argc, char **argv)
     CHECK_STATUS(memra_module_load(g_rt, argv[1]), MEMRA_STATUS_MODULE_ERROR); /* loaded already */
     pthread_t th[3];
     for (int i = 0; i < 3; i++) pthread_create(&th[i], NULL, worker, NULL);
+    /* Let the workers reach the module before the first unload (on a loaded
+     * machine they may not have been scheduled yet); bounded to ~10 s. */
+    for (int spin = 0; atomic_load(&g_ran) == 0 && spin < 10000; spin++) usleep(1000);
     for (int round = 0; round < 100; round++) {
         CHECK_OK(memra_module_unload(g_rt, "testgood"));
         CHECK_OK(memra_routing_configure(g_rt, round % 2 ? "scale=host" : "", NULL));
