@@ -68,19 +68,25 @@ foreach(_family IN LISTS MEMRA_GPU_FAMILIES)
     string(APPEND _image_list "${_family}|sm_${_arch}|${_cubin}\n")
   endforeach()
 endforeach()
-file(WRITE ${_gen_dir}/images.list.in "${_image_list}")
-configure_file(${_gen_dir}/images.list.in ${_gen_dir}/images.list COPYONLY)
-add_custom_command(OUTPUT ${_gen_dir}/gpu_images.c
-  COMMAND ${CMAKE_COMMAND} -DOUT=${_gen_dir}/gpu_images.c -DLIST=${_gen_dir}/images.list
-          -P ${_cuda_dir}/embed_cubins.cmake
-  DEPENDS ${_cubins} ${_gen_dir}/images.list ${_cuda_dir}/embed_cubins.cmake
-  COMMENT "embedding ${MEMRA_GPU_FAMILIES} cubins for ${MEMRA_GPU_TARGETS}"
-  VERBATIM)
+# memra_embed_image_table(TARGET GEN_DIR LIST_TEXT CUBINS...): an OBJECT library
+# TARGET holding every cubin of LIST_TEXT ("family|sm_XY|path" lines) as byte
+# arrays in one generated table (cuda/embed_cubins.cmake: no xxd needed).
+function(memra_embed_image_table target gen_dir list_text)
+  file(WRITE ${gen_dir}/images.list.in "${list_text}")
+  configure_file(${gen_dir}/images.list.in ${gen_dir}/images.list COPYONLY)
+  add_custom_command(OUTPUT ${gen_dir}/${target}.c
+    COMMAND ${CMAKE_COMMAND} -DOUT=${gen_dir}/${target}.c -DLIST=${gen_dir}/images.list
+            -P ${CMAKE_CURRENT_SOURCE_DIR}/cuda/embed_cubins.cmake
+    DEPENDS ${ARGN} ${gen_dir}/images.list ${CMAKE_CURRENT_SOURCE_DIR}/cuda/embed_cubins.cmake
+    COMMENT "embedding the cubins of ${target}"
+    VERBATIM)
+  add_library(${target} OBJECT ${gen_dir}/${target}.c)
+  target_include_directories(${target} PUBLIC ${CMAKE_CURRENT_SOURCE_DIR}/cuda)
+  set_target_properties(${target} PROPERTIES POSITION_INDEPENDENT_CODE ON C_VISIBILITY_PRESET hidden)
+endfunction()
 
 # The embedded images, alone (the gpu-build test reads them too).
-add_library(memra_gpu_images OBJECT ${_gen_dir}/gpu_images.c)
-target_include_directories(memra_gpu_images PUBLIC ${_cuda_dir})
-set_target_properties(memra_gpu_images PROPERTIES POSITION_INDEPENDENT_CODE ON C_VISIBILITY_PRESET hidden)
+memra_embed_image_table(memra_gpu_images ${_gen_dir} "${_image_list}" ${_cubins})
 
 # The shared C code of the GPU modules: driver table, image loading, cuBLASLt, ops.
 add_library(memra_gpu_common OBJECT

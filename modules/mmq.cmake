@@ -54,21 +54,10 @@ foreach(_t IN LISTS MEMRA_GPU_TARGETS)
   endif()
 endforeach()
 
-file(WRITE ${_mmq_gen}/images.list.in "${_mmq_list}")
-configure_file(${_mmq_gen}/images.list.in ${_mmq_gen}/images.list COPYONLY)
-add_custom_command(OUTPUT ${_mmq_gen}/mmq_images.c
-  COMMAND ${CMAKE_COMMAND} -DOUT=${_mmq_gen}/mmq_images.c -DLIST=${_mmq_gen}/images.list
-          -P ${_mmq_cuda}/embed_cubins.cmake
-  DEPENDS ${_mmq_cubins} ${_mmq_gen}/images.list ${_mmq_cuda}/embed_cubins.cmake
-  COMMENT "embedding the mmq / fp8blk cubins"
-  VERBATIM)
-
 # The generated table is renamed so it can sit next to memra__gpu_images.
-add_library(memra_mmq_images OBJECT ${_mmq_gen}/mmq_images.c)
-target_include_directories(memra_mmq_images PUBLIC ${_mmq_cuda})
+memra_embed_image_table(memra_mmq_images ${_mmq_gen} "${_mmq_list}" ${_mmq_cubins})
 target_compile_definitions(memra_mmq_images PRIVATE
   memra__gpu_images=memra__mmq_images memra__gpu_image_count=memra__mmq_image_count)
-set_target_properties(memra_mmq_images PROPERTIES POSITION_INDEPENDENT_CODE ON C_VISIBILITY_PRESET hidden)
 
 # The fp8blk_gemm.cu text for the JIT.
 add_custom_command(OUTPUT ${_mmq_gen}/fp8blk_src.c

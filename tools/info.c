@@ -6,18 +6,7 @@
 
 #include "memra/memra.h"
 #include "tools/tool.h"
-
-static void json_str(FILE *f, const char *s)
-{
-    fputc('"', f);
-    for (; s && *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\') fprintf(f, "\\%c", c);
-        else if (c < 0x20) fprintf(f, "\\u%04x", c);
-        else fputc(c, f);
-    }
-    fputc('"', f);
-}
+#include "tools/tool_util.h"
 
 int memra_tool_version(void)
 {
@@ -101,10 +90,10 @@ static void info_json(memra_runtime *rt)
 {
     FILE *f = stdout;
     fprintf(f, "{\"memra\":");
-    json_str(f, memra_version());
+    tool_json_str(f, memra_version());
     fprintf(f, ",\"module_abi\":%u,\"driver\":{\"version\":%d,\"status\":", MEMRA_MODULE_ABI_VERSION,
             memra_driver_version(rt));
-    json_str(f, memra_driver_status(rt));
+    tool_json_str(f, memra_driver_status(rt));
     fprintf(f, "},\"devices\":[");
     for (int d = 0; d < memra_device_count(rt); d++) {
         memra_device *dev = memra_device_get(rt, d);
@@ -112,24 +101,24 @@ static void info_json(memra_runtime *rt)
         char caps[512];
         memra_caps_describe(c->caps, caps, sizeof caps);
         fprintf(f, "%s{\"index\":%d,\"name\":", d ? "," : "", d);
-        json_str(f, c->name);
+        tool_json_str(f, c->name);
         fprintf(f, ",\"profile\":");
-        json_str(f, c->profile);
+        tool_json_str(f, c->profile);
         fprintf(f, ",\"ordinal\":%d,\"cc\":%d,\"sm_count\":%d,\"total_mem\":%llu,\"jit_target\":", c->ordinal, c->cc,
                 c->sm_count, (unsigned long long)c->total_mem);
-        json_str(f, c->jit_target ? c->jit_target : "");
+        tool_json_str(f, c->jit_target ? c->jit_target : "");
         fprintf(f, ",\"capabilities\":");
-        json_str(f, caps);
+        tool_json_str(f, caps);
         fprintf(f, ",\"routing\":{");
         for (int op = 0; op < MEMRA_OP_COUNT_; op++) {
             const char *names[16];
             int n = memra_routing_get(dev, (memra_op)op, names, 16);
             fprintf(f, "%s", op ? "," : "");
-            json_str(f, memra_op_name((memra_op)op));
+            tool_json_str(f, memra_op_name((memra_op)op));
             fprintf(f, ":[");
             for (int i = 0; i < n && i < 16; i++) {
                 fprintf(f, "%s", i ? "," : "");
-                json_str(f, names[i]);
+                tool_json_str(f, names[i]);
             }
             fprintf(f, "]");
         }
@@ -140,22 +129,22 @@ static void info_json(memra_runtime *rt)
         memra_module_info mi;
         memra_module_info_get(rt, i, &mi);
         fprintf(f, "%s{\"name\":", i ? "," : "");
-        json_str(f, mi.name);
+        tool_json_str(f, mi.name);
         fprintf(f, ",\"version\":");
-        json_str(f, mi.version);
+        tool_json_str(f, mi.version);
         fprintf(f, ",\"path\":");
-        json_str(f, mi.path);
+        tool_json_str(f, mi.path);
         fprintf(f, ",\"loaded\":%s,\"reason\":", mi.loaded ? "true" : "false");
-        json_str(f, mi.reason);
+        tool_json_str(f, mi.reason);
         fprintf(f, "}");
     }
     memra_jit_info ji;
     memra_jit_info_get(rt, &ji);
     fprintf(f, "],\"jit\":{\"available\":%s,\"why\":", ji.available ? "true" : "false");
-    json_str(f, ji.why);
+    tool_json_str(f, ji.why);
     fprintf(f, ",\"nvrtc\":\"%d.%d\",\"disk_enabled\":%s,\"folder\":", ji.nvrtc_major, ji.nvrtc_minor,
             ji.disk_enabled ? "true" : "false");
-    json_str(f, ji.folder);
+    tool_json_str(f, ji.folder);
     fprintf(f, ",\"entries\":%llu,\"bytes\":%llu}}\n", (unsigned long long)ji.entries, (unsigned long long)ji.bytes);
 }
 
