@@ -3,182 +3,321 @@
  * dequantize_row_*): f16 scales widened exactly to f32, each value formed with
  * f32 operations in GGML's order, no fused multiply-add (explicit __fmul_rn /
  * __fsub_rn, and the file is compiled with -fmad=false), then rounded to f16
- * with __float2half_rn.
+ * with __float2half_rn (two at a time: F2FP.F16.F32.PACK_AB, as before).
  *
- * Variants (one thread handles 8 consecutive quant bytes of one block):
- *   memra_k_dequant_q8_0  34 B / 32 values : v = q * d                     (4 threads / block)
- *   memra_k_dequant_q4_0  18 B / 32 values : v = (nibble - 8) * d          (2 threads / block)
- *   memra_k_dequant_q4_k 144 B / 256 values: v = (d*sc) * q - (dmin*m)     (16 threads / block)
- *   memra_k_dequant_q5_k 176 B / 256 values: as Q4_K with a fifth bit in qh (16 threads / block)
- *   memra_k_dequant_q6_k 210 B / 256 values: v = (d*sc) * (q - 32)         (8 threads / block)
+ *   memra_k_dequant_q8_0  34 B / 32 values : v = q * d
+ *   memra_k_dequant_q4_0  18 B / 32 values : v = (nibble - 8) * d
+ *   memra_k_dequant_q4_k 144 B / 256 values: v = (d*sc) * q - (dmin*m)
+ *   memra_k_dequant_q5_k 176 B / 256 values: as Q4_K with a fifth bit in qh
+ *   memra_k_dequant_q6_k 210 B / 256 values: v = (d*sc) * (q - 32)
  *
  * Rows of blocks are contiguous and the output is row-major with no padding,
  * so block b decodes to dst[b * QK ...]: the kernels see a flat list of
- * `nblocks` blocks. Preconditions (checked by the C launcher): dst is 16-byte
- * aligned (each thread stores 8 halves at once); src has any alignment (bytes
- * are read one at a time, blocks are not aligned).
+ * `nblocks` blocks. The work unit is one 16-byte output ("octet": 8 values;
+ * QK / 8 octets per block); each octet is decoded by one thread with integer
+ * byte tricks that are exact:
+ *   - a byte or nibble u < 2^23 becomes a float as bits 0x4B000000 | u
+ *     (= 2^23 + u exactly) minus a constant (2^23 + bias): exact integers, so
+ *     the subtraction is exact and equals (float)(u - bias) bit for bit
+ *     (x - x gives +0, as (float)0 does);
+ *   - the products and the difference are the host's, in the host's order.
+ * Compiled for the host with MEMRA_DQ_HOST_TEST defined (the includer then
+ * supplies uint2, uint4, make_uint2/4 and host twins of the dq_* primitives),
+ * the same decode functions can be checked value by value against
+ * core/formats.c.
+ *
+ * Fast path (src 16-byte aligned): a persistent grid walks tiles of TB blocks
+ * (TB * block bytes is a multiple of 16, so every tile starts 16-byte aligned);
+ * each tile is read with coalesced 16-byte loads into shared memory, the NEXT
+ * tile's loads are issued into registers before this tile is decoded (so they
+ * are in flight during the decode and the stores), and every thread writes 4
+ * octets, one 16-byte store each, a warp storing 512 contiguous bytes.
+ * The last nblocks % TB blocks (and all blocks when src is not 16-byte
+ * aligned) take the simple path: one octet per thread per grid-stride step,
+ * bytes read one at a time straight from global memory.
+ * Preconditions (checked by the C launcher): dst is 16-byte aligned. Any grid
+ * size is correct.
  */
+#ifndef MEMRA_DQ_HOST_TEST
 #include <cuda_fp16.h>
+#define MEMRA_DQ_FN static __device__ __forceinline__
+#define MEMRA_DQ_FN_MEMBER __device__ __forceinline__
+#else /* the host check supplies uint2, uint4, make_uint2/4 and the dq_* primitives */
+#define MEMRA_DQ_FN static inline
+#define MEMRA_DQ_FN_MEMBER inline
+#endif
 
-__device__ __forceinline__ float memra_f16_load(const unsigned char *p)
+/* ---- exact primitives (device intrinsics; host twins for the host check) -------- */
+
+#ifndef MEMRA_DQ_HOST_TEST
+MEMRA_DQ_FN float dq_mul(float a, float b) { return __fmul_rn(a, b); }
+MEMRA_DQ_FN float dq_sub(float a, float b) { return __fsub_rn(a, b); }
+MEMRA_DQ_FN float dq_bits(unsigned u) { return __uint_as_float(u); }
+MEMRA_DQ_FN unsigned dq_perm(unsigned a, unsigned b, unsigned s) { return __byte_perm(a, b, s); }
+MEMRA_DQ_FN unsigned dq_fshr(unsigned lo, unsigned hi, unsigned sh) { return __funnelshift_r(lo, hi, sh); }
+MEMRA_DQ_FN float dq_f16(unsigned h) { return __half2float(__ushort_as_half((unsigned short)h)); }
+#endif
+
+/* The float value of byte i (0..3) of w, minus `bias` (w's bytes < 2^8). */
+#define DQ_BYTE_F(w, i, bias) dq_sub(dq_bits(dq_perm((w), 0x4B00u, 0x5440u | (i))), 8388608.0f + (bias))
+
+/* ---- byte sources ------------------------------------------------------------------ */
+
+/* Shared-memory tile: `base` 16-byte aligned, `off` the block's byte offset in
+ * it. b8 reads three aligned words and funnel-shifts (the tile carries 16
+ * bytes of padding for the third word). */
+struct dq_smem {
+    const unsigned char *base;
+    int off;
+    MEMRA_DQ_FN_MEMBER unsigned w32(int o) const /* off + o a multiple of 4 */
+    {
+        return *reinterpret_cast<const unsigned *>(base + off + o);
+    }
+    MEMRA_DQ_FN_MEMBER unsigned u16(int o) const /* off + o even */
+    {
+        return *reinterpret_cast<const unsigned short *>(base + off + o);
+    }
+    MEMRA_DQ_FN_MEMBER unsigned u8(int o) const { return base[off + o]; }
+    MEMRA_DQ_FN_MEMBER uint2 b8(int o) const /* bytes o .. o + 7; off + o even */
+    {
+        const int a = off + o;
+        const unsigned *w = reinterpret_cast<const unsigned *>(base + (a & ~3));
+        const unsigned sh = (unsigned)(a & 3) * 8u;
+        const unsigned w0 = w[0], w1 = w[1], w2 = w[2];
+        return make_uint2(dq_fshr(w0, w1, sh), dq_fshr(w1, w2, sh));
+    }
+};
+
+/* Global memory, any alignment: one byte at a time, nothing past the block. */
+struct dq_bytes {
+    const unsigned char *p;
+#ifndef MEMRA_DQ_HOST_TEST
+    __device__ __forceinline__ unsigned u8(int o) const { return __ldg(p + o); }
+#else
+    unsigned u8(int o) const { return p[o]; }
+#endif
+    MEMRA_DQ_FN_MEMBER unsigned u16(int o) const { return u8(o) | (u8(o + 1) << 8); }
+    MEMRA_DQ_FN_MEMBER unsigned w32(int o) const { return u16(o) | (u16(o + 2) << 16); }
+    MEMRA_DQ_FN_MEMBER uint2 b8(int o) const { return make_uint2(w32(o), w32(o + 4)); }
+};
+
+/* ---- 8 floats -> one 16-byte octet ---------------------------------------------------- */
+
+MEMRA_DQ_FN unsigned dq_pack2(float a, float b)
 {
-    return __half2float(__ushort_as_half((unsigned short)(p[0] | (p[1] << 8))));
+#ifndef MEMRA_DQ_HOST_TEST
+    __half2 h = __halves2half2(__float2half_rn(a), __float2half_rn(b));
+    return *reinterpret_cast<unsigned *>(&h);
+#else
+    return dq_host_pack2(a, b);
+#endif
 }
 
-/* 8 f32 values -> 8 f16 values in one 16-byte store. */
-__device__ __forceinline__ void memra_store8(__half *dst, const float *v)
+MEMRA_DQ_FN uint4 dq_pack8(const float *v)
 {
-    uint4 o;
-    unsigned int w[4];
+    return make_uint4(dq_pack2(v[0], v[1]), dq_pack2(v[2], v[3]), dq_pack2(v[4], v[5]), dq_pack2(v[6], v[7]));
+}
+
+/* ---- the decoders: octet u of one block -> 8 f32 values -------------------------------- */
+
+/* Q8_0: d (f16) at 0, int8 qs[32] at 2. Octet u: qs[8u .. 8u + 7]. */
+template <class S> MEMRA_DQ_FN void dq_q8_0(const S &s, int u, float *v)
+{
+    const float d = dq_f16(s.u16(0));
+    const uint2 q = s.b8(2 + 8 * u);
+    const unsigned x0 = q.x ^ 0x80808080u, x1 = q.y ^ 0x80808080u; /* q + 128 */
 #pragma unroll
     for (int i = 0; i < 4; i++) {
-        __half2 h = __halves2half2(__float2half_rn(v[2 * i]), __float2half_rn(v[2 * i + 1]));
-        w[i] = *reinterpret_cast<unsigned int *>(&h);
+        v[i] = dq_mul(DQ_BYTE_F(x0, i, 128.0f), d);
+        v[4 + i] = dq_mul(DQ_BYTE_F(x1, i, 128.0f), d);
     }
-    o.x = w[0];
-    o.y = w[1];
-    o.z = w[2];
-    o.w = w[3];
-    *reinterpret_cast<uint4 *>(dst) = o;
 }
 
-/* GGML's get_scale_min_k4: sub-block j's 6-bit scale and min from 12 bytes. */
-__device__ __forceinline__ void memra_k4_scale_min(int j, const unsigned char *q, unsigned int &sc, unsigned int &m)
+/* Q4_0: d at 0, qs[16] at 2; values 0..15 the low nibbles, 16..31 the high.
+ * Octet u: nibbles (u >> 1) of qs[8 (u & 1) .. + 7]. */
+template <class S> MEMRA_DQ_FN void dq_q4_0(const S &s, int u, float *v)
 {
-    if (j < 4) {
-        sc = q[j] & 63u;
-        m = q[j + 4] & 63u;
+    const float d = dq_f16(s.u16(0));
+    const uint2 q = s.b8(2 + 8 * (u & 1));
+    const unsigned sh = (unsigned)(u >> 1) * 4u;
+    const unsigned x0 = (q.x >> sh) & 0x0F0F0F0Fu, x1 = (q.y >> sh) & 0x0F0F0F0Fu;
+#pragma unroll
+    for (int i = 0; i < 4; i++) {
+        v[i] = dq_mul(DQ_BYTE_F(x0, i, 8.0f), d);
+        v[4 + i] = dq_mul(DQ_BYTE_F(x1, i, 8.0f), d);
+    }
+}
+
+/* Q4_K / Q5_K: d, dmin (f16) at 0 and 2, 12 scale bytes at 4, (Q5_K: qh[32] at
+ * 16), qs[128] at QS. Octet u: sub-block sub = u >> 2 (GGML's 2 * chunk + half),
+ * chunk c = u >> 3, l0 = 8 (u & 3); nibble (sub & 1) of qs[32 c + l0 .. + 7],
+ * fifth bit `sub` of qh[l0 .. + 7]. */
+template <class S, bool Q5> MEMRA_DQ_FN void dq_k45(const S &s, int u, float *v)
+{
+    const int QS = Q5 ? 48 : 16;
+    const unsigned dd = s.w32(0);
+    const float d = dq_f16(dd & 0xFFFFu), dmin = dq_f16(dd >> 16);
+    const unsigned s0 = s.w32(4), s1 = s.w32(8), s2 = s.w32(12);
+    const int sub = u >> 2, c = u >> 3, l0 = 8 * (u & 3);
+    const unsigned k8 = (unsigned)(sub & 3) * 8u;
+    unsigned sc, m;
+    if (sub < 4) { /* GGML get_scale_min_k4 */
+        sc = (s0 >> k8) & 63u;
+        m = (s1 >> k8) & 63u;
     } else {
-        sc = (q[j + 4] & 0xFu) | ((q[j - 4] >> 6) << 4);
-        m = (q[j + 4] >> 4) | ((q[j] >> 6) << 4);
+        const unsigned b0 = (s0 >> k8) & 0xFFu, b1 = (s1 >> k8) & 0xFFu, b2 = (s2 >> k8) & 0xFFu;
+        sc = (b2 & 0x0Fu) | ((b0 >> 6) << 4);
+        m = (b2 >> 4) | ((b1 >> 6) << 4);
+    }
+    const float ds = dq_mul(d, (float)sc), ms = dq_mul(dmin, (float)m);
+    const uint2 q = s.b8(QS + 32 * c + l0);
+    const unsigned sh = (unsigned)(sub & 1) * 4u;
+    unsigned x0 = (q.x >> sh) & 0x0F0F0F0Fu, x1 = (q.y >> sh) & 0x0F0F0F0Fu;
+    if (Q5) {
+        const uint2 h = s.b8(16 + l0);
+        x0 |= ((h.x >> sub) & 0x01010101u) << 4;
+        x1 |= ((h.y >> sub) & 0x01010101u) << 4;
+    }
+#pragma unroll
+    for (int i = 0; i < 4; i++) {
+        v[i] = dq_sub(dq_mul(ds, DQ_BYTE_F(x0, i, 0.0f)), ms);
+        v[4 + i] = dq_sub(dq_mul(ds, DQ_BYTE_F(x1, i, 0.0f)), ms);
     }
 }
 
-#define MEMRA_GRID_STRIDE(it, total)                                                      \
-    for (long long it = (long long)blockIdx.x * blockDim.x + threadIdx.x; it < (total);  \
-         it += (long long)gridDim.x * blockDim.x)
-
-extern "C" __global__ void __launch_bounds__(256)
-memra_k_dequant_q8_0(const unsigned char *__restrict__ src, long long nblocks, __half *__restrict__ dst)
+/* Q6_K: ql[128] at 0, qh[64] at 128, int8 scales[16] at 192, d (f16) at 208.
+ * Value v = 128 h + 32 quad + l: low nibble (quad < 2) or high nibble of
+ * ql[64 h + 32 (quad & 1) + l], bits 2 quad .. 2 quad + 1 of qh[32 h + l],
+ * scale sc[8 h + 2 quad + l / 16]. Octet u: h = u >> 4, quad = (u >> 2) & 3,
+ * l = 8 (u & 3) .. + 7 (one scale). */
+template <class S> MEMRA_DQ_FN void dq_q6_k(const S &s, int u, float *v)
 {
-    MEMRA_GRID_STRIDE(it, nblocks * 4)
-    {
-        const long long b = it >> 2;
-        const int t = (int)(it & 3);
-        const unsigned char *blk = src + b * 34;
-        const float d = memra_f16_load(blk);
-        float v[8];
+    const int h = u >> 4, quad = (u >> 2) & 3, l0 = 8 * (u & 3);
+    const float d = dq_f16(s.u16(208));
+    const int sc = (int)(signed char)(unsigned char)s.u8(192 + 8 * h + 2 * quad + (l0 >> 4));
+    const float ds = dq_mul(d, (float)sc);
+    const uint2 ql = s.b8(64 * h + 32 * (quad & 1) + l0);
+    const uint2 qh = s.b8(128 + 32 * h + l0);
+    const unsigned shl = (unsigned)(quad >> 1) * 4u, shh = (unsigned)quad * 2u;
+    const unsigned x0 = ((ql.x >> shl) & 0x0F0F0F0Fu) | (((qh.x >> shh) & 0x03030303u) << 4);
+    const unsigned x1 = ((ql.y >> shl) & 0x0F0F0F0Fu) | (((qh.y >> shh) & 0x03030303u) << 4);
 #pragma unroll
-        for (int i = 0; i < 8; i++) v[i] = __fmul_rn((float)(signed char)blk[2 + 8 * t + i], d);
-        memra_store8(dst + b * 32 + 8 * t, v);
+    for (int i = 0; i < 4; i++) {
+        v[i] = dq_mul(ds, DQ_BYTE_F(x0, i, 32.0f));
+        v[4 + i] = dq_mul(ds, DQ_BYTE_F(x1, i, 32.0f));
     }
 }
 
-extern "C" __global__ void __launch_bounds__(256)
-memra_k_dequant_q4_0(const unsigned char *__restrict__ src, long long nblocks, __half *__restrict__ dst)
+/* ---- formats ------------------------------------------------------------------------ */
+
+/* BB bytes and QK values per block; TB blocks per tile (TB * BB % 16 == 0 and
+ * TB * QK / 8 == 4 * 256: four octets per thread). */
+struct dq_fmt_q8_0 {
+    enum { BB = 34, QK = 32, TB = 256 };
+    template <class S> static MEMRA_DQ_FN_MEMBER void decode(const S &s, int u, float *v) { dq_q8_0(s, u, v); }
+};
+struct dq_fmt_q4_0 {
+    enum { BB = 18, QK = 32, TB = 256 };
+    template <class S> static MEMRA_DQ_FN_MEMBER void decode(const S &s, int u, float *v) { dq_q4_0(s, u, v); }
+};
+struct dq_fmt_q4_k {
+    enum { BB = 144, QK = 256, TB = 32 };
+    template <class S> static MEMRA_DQ_FN_MEMBER void decode(const S &s, int u, float *v) { dq_k45<S, false>(s, u, v); }
+};
+struct dq_fmt_q5_k {
+    enum { BB = 176, QK = 256, TB = 32 };
+    template <class S> static MEMRA_DQ_FN_MEMBER void decode(const S &s, int u, float *v) { dq_k45<S, true>(s, u, v); }
+};
+struct dq_fmt_q6_k {
+    enum { BB = 210, QK = 256, TB = 32 };
+    template <class S> static MEMRA_DQ_FN_MEMBER void decode(const S &s, int u, float *v) { dq_q6_k(s, u, v); }
+};
+
+#if !defined(MEMRA_DQ_HOST_TEST) || defined(MEMRA_DQ_HOST_KERNELS) /* the latter: a host emulation of the grid */
+
+#define DQ_THREADS 256
+
+template <class F> __device__ __forceinline__ void dq_run(const unsigned char *__restrict__ src, long long nblocks,
+                                                          __half *__restrict__ dst)
 {
-    MEMRA_GRID_STRIDE(it, nblocks * 2)
-    {
-        const long long b = it >> 1;
-        const int t = (int)(it & 1);
-        const unsigned char *blk = src + b * 18;
-        const float d = memra_f16_load(blk);
-        const unsigned char *qs = blk + 2 + 8 * t;
-        float lo[8], hi[8];
+    constexpr int UPB = F::QK / 8;                       /* octets per block */
+    constexpr int TILE = F::TB * F::BB;                  /* tile bytes */
+    constexpr int N16 = TILE / 16;                       /* 16-byte loads per tile */
+    constexpr int LD = (N16 + DQ_THREADS - 1) / DQ_THREADS; /* per thread */
+    constexpr int ST = F::TB * UPB / DQ_THREADS;         /* octets per thread */
+    static_assert(TILE % 16 == 0, "tiles must keep 16-byte alignment");
+    static_assert(ST * DQ_THREADS == F::TB * UPB, "whole octets per thread");
+    __shared__ __align__(16) unsigned char tile[TILE + 16];
+
+    const int tid = threadIdx.x;
+    const long long ntiles = ((unsigned long long)src & 15u) == 0 ? nblocks / F::TB : 0;
+    long long t = blockIdx.x;
+    uint4 r[LD];
+    if (t < ntiles) {
+        const uint4 *g = reinterpret_cast<const uint4 *>(src + t * TILE);
 #pragma unroll
-        for (int i = 0; i < 8; i++) {
-            lo[i] = __fmul_rn((float)((int)(qs[i] & 0x0F) - 8), d);
-            hi[i] = __fmul_rn((float)((int)(qs[i] >> 4) - 8), d);
+        for (int k = 0; k < LD; k++)
+            if (k * DQ_THREADS + tid < N16) r[k] = __ldg(g + k * DQ_THREADS + tid);
+    }
+    for (; t < ntiles; t += gridDim.x) {
+        __syncthreads(); /* the previous tile's decode is done with `tile` */
+#pragma unroll
+        for (int k = 0; k < LD; k++)
+            if (k * DQ_THREADS + tid < N16) reinterpret_cast<uint4 *>(tile)[k * DQ_THREADS + tid] = r[k];
+        __syncthreads();
+        const long long next = t + gridDim.x;
+        if (next < ntiles) { /* in flight while this tile is decoded and stored */
+            const uint4 *g = reinterpret_cast<const uint4 *>(src + next * TILE);
+#pragma unroll
+            for (int k = 0; k < LD; k++)
+                if (k * DQ_THREADS + tid < N16) r[k] = __ldg(g + k * DQ_THREADS + tid);
         }
-        memra_store8(dst + b * 32 + 8 * t, lo);
-        memra_store8(dst + b * 32 + 16 + 8 * t, hi);
-    }
-}
-
-/* Q4_K (qh == 0) and Q5_K share the layout of d, dmin and the scales; thread
- * t of a block takes chunk c = t / 4 (64 values: 32 low nibbles with sub-block
- * 2c, then 32 high nibbles with sub-block 2c + 1) and its bytes 8 * (t % 4). */
-__device__ __forceinline__ void memra_dequant_k45(const unsigned char *blk, int qh_off, int qs_off, int t,
-                                                  __half *out)
-{
-    const int c = t >> 2, p = t & 3;
-    const float d = memra_f16_load(blk);
-    const float dmin = memra_f16_load(blk + 2);
-    unsigned int sc, m;
-    memra_k4_scale_min(2 * c, blk + 4, sc, m);
-    const float d1 = __fmul_rn(d, (float)sc), m1 = __fmul_rn(dmin, (float)m);
-    memra_k4_scale_min(2 * c + 1, blk + 4, sc, m);
-    const float d2 = __fmul_rn(d, (float)sc), m2 = __fmul_rn(dmin, (float)m);
-    const unsigned char *ql = blk + qs_off + 32 * c + 8 * p;
-    const unsigned int u1 = 1u << (2 * c), u2 = 2u << (2 * c);
-    float lo[8], hi[8];
-#pragma unroll
-    for (int i = 0; i < 8; i++) {
-        unsigned int q0 = ql[i] & 0x0Fu, q1 = ql[i] >> 4;
-        if (qh_off) {
-            const unsigned int h = blk[qh_off + 8 * p + i];
-            q0 += (h & u1) ? 16u : 0u;
-            q1 += (h & u2) ? 16u : 0u;
-        }
-        lo[i] = __fsub_rn(__fmul_rn(d1, (float)q0), m1);
-        hi[i] = __fsub_rn(__fmul_rn(d2, (float)q1), m2);
-    }
-    memra_store8(out + 64 * c + 8 * p, lo);
-    memra_store8(out + 64 * c + 32 + 8 * p, hi);
-}
-
-extern "C" __global__ void __launch_bounds__(256)
-memra_k_dequant_q4_k(const unsigned char *__restrict__ src, long long nblocks, __half *__restrict__ dst)
-{
-    MEMRA_GRID_STRIDE(it, nblocks * 16)
-    {
-        const long long b = it >> 4;
-        memra_dequant_k45(src + b * 144, 0, 16, (int)(it & 15), dst + b * 256);
-    }
-}
-
-extern "C" __global__ void __launch_bounds__(256)
-memra_k_dequant_q5_k(const unsigned char *__restrict__ src, long long nblocks, __half *__restrict__ dst)
-{
-    MEMRA_GRID_STRIDE(it, nblocks * 16)
-    {
-        const long long b = it >> 4;
-        memra_dequant_k45(src + b * 176, 16, 48, (int)(it & 15), dst + b * 256);
-    }
-}
-
-/* Q6_K: ql[128], qh[64], int8 scales[16], f16 d. Thread t of a block takes
- * half h = t / 4 (128 values) and l = 8 * (t % 4) .. +7; each l gives four
- * values, at l, l + 32, l + 64 and l + 96 of the half. */
-extern "C" __global__ void __launch_bounds__(256)
-memra_k_dequant_q6_k(const unsigned char *__restrict__ src, long long nblocks, __half *__restrict__ dst)
-{
-    MEMRA_GRID_STRIDE(it, nblocks * 8)
-    {
-        const long long b = it >> 3;
-        const int t = (int)(it & 7), h = t >> 2, p = t & 3;
-        const unsigned char *blk = src + b * 210;
-        const unsigned char *ql = blk + 64 * h;
-        const unsigned char *qh = blk + 128 + 32 * h;
-        const signed char *sc = reinterpret_cast<const signed char *>(blk + 192) + 8 * h;
-        const float d = memra_f16_load(blk + 208);
-        const int is = p >> 1; /* l / 16 */
-        __half *out = dst + b * 256 + 128 * h + 8 * p;
-        /* quad j of the half: low (j < 2) or high nibble of ql[l + 32 * (j & 1)],
-         * qh bits 2j..2j+1, scale sc[is + 2j]. */
-#pragma unroll
-        for (int j = 0; j < 4; j++) {
-            const float s = __fmul_rn(d, (float)sc[is + 2 * j]);
+        uint4 *out = reinterpret_cast<uint4 *>(dst + t * (F::TB * F::QK));
+#pragma unroll 1
+        for (int k = 0; k < ST; k++) {
+            const int j = k * DQ_THREADS + tid; /* octet j of the tile: a warp stores 512 contiguous bytes */
+            const int b = j / UPB, u = j % UPB;
+            dq_smem s;
+            s.base = tile;
+            s.off = b * F::BB;
             float v[8];
-#pragma unroll
-            for (int i = 0; i < 8; i++) {
-                const int l = 8 * p + i;
-                const unsigned int lo = ql[l + 32 * (j & 1)];
-                const unsigned int low4 = j < 2 ? (lo & 0xFu) : (lo >> 4);
-                const int q = (int)(low4 | ((((unsigned int)qh[l] >> (2 * j)) & 3u) << 4)) - 32;
-                v[i] = __fmul_rn(s, (float)q);
-            }
-            memra_store8(out + 32 * j, v);
+            F::decode(s, u, v);
+            out[j] = dq_pack8(v);
         }
     }
+    /* the blocks after the last whole tile (all of them when src is unaligned) */
+    const long long first = ntiles * F::TB;
+    const long long items = (nblocks - first) * UPB;
+    uint4 *out = reinterpret_cast<uint4 *>(dst + first * F::QK);
+    for (long long it = (long long)blockIdx.x * DQ_THREADS + tid; it < items; it += (long long)gridDim.x * DQ_THREADS) {
+        const long long b = it / UPB;
+        dq_bytes s;
+        s.p = src + (first + b) * F::BB;
+        float v[8];
+        F::decode(s, (int)(it - b * UPB), v);
+        out[it] = dq_pack8(v);
+    }
 }
+
+/* All of an SM's threads resident: 8 blocks of 256 on sm_90 (<= 32 registers,
+ * no spills: one octet is decoded at a time, 64 warps per SM hide its latency),
+ * 6 where an SM holds 1536 threads (sm_86, sm_89, sm_120). */
+#if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ == 860 || __CUDA_ARCH__ == 870 || __CUDA_ARCH__ == 890 || __CUDA_ARCH__ >= 1200)
+#define DQ_MIN_BLOCKS 6
+#else
+#define DQ_MIN_BLOCKS 8
+#endif
+#define DQ_KERNEL(name, fmt)                                                                              \
+    extern "C" __global__ void __launch_bounds__(DQ_THREADS, DQ_MIN_BLOCKS)                               \
+    name(const unsigned char *__restrict__ src, long long nblocks, __half *__restrict__ dst)              \
+    {                                                                                                     \
+        dq_run<fmt>(src, nblocks, dst);                                                                   \
+    }
+
+DQ_KERNEL(memra_k_dequant_q8_0, dq_fmt_q8_0)
+DQ_KERNEL(memra_k_dequant_q4_0, dq_fmt_q4_0)
+DQ_KERNEL(memra_k_dequant_q4_k, dq_fmt_q4_k)
+DQ_KERNEL(memra_k_dequant_q5_k, dq_fmt_q5_k)
+DQ_KERNEL(memra_k_dequant_q6_k, dq_fmt_q6_k)
+
+#endif

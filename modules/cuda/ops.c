@@ -30,6 +30,30 @@ static int aligned(memra_dptr p, unsigned a) { return (p & (memra_dptr)(a - 1)) 
 
 /* ---- element-wise ----------------------------------------------------------- */
 
+/* Blocks for `units` equal pieces of work handed round-robin to the blocks of a
+ * grid-stride kernel when `resident` blocks fit on the device at once: as many
+ * rounds as it takes, the units spread evenly over them (so the last round is
+ * not a thin tail: 10880 units on 1056 slots -> 990 blocks of 11 rounds, not
+ * 1056 blocks of which 320 run an 11th). */
+static unsigned grid_balanced(int64_t units, int64_t resident)
+{
+    if (resident < 1) resident = 1;
+    if (units <= 1) return 1;
+    if (units <= resident) return (unsigned)units;
+    const int64_t rounds = (units + resident - 1) / resident;
+    return (unsigned)((units + rounds - 1) / rounds);
+}
+
+/* Blocks for memra_k_cvt_f32_f16 (convert.cu): one chunk of 4 x 256 float4 per
+ * block and round, every block resident (8 blocks of 256 threads per SM on
+ * sm_90, 5 on sm_120: the kernels' __launch_bounds__). Any grid is correct. */
+static unsigned cvt_grid(const memra__gpu *gpu, int64_t n)
+{
+    const int64_t sms = gpu->caps->sm_count > 0 ? gpu->caps->sm_count : 16;
+    const int64_t per_sm = gpu->caps->cc >= 120 ? 5 : 8;
+    return grid_balanced((n / 4 + 1023) / 1024, sms * per_sm);
+}
+
 memra_status memra__gpu_cvt_f16(memra_call *call, memra_dptr src_f32, memra_dptr dst_f16, int64_t n)
 {
     memra__gpu *gpu = GPU_OF(call);
@@ -37,7 +61,7 @@ memra_status memra__gpu_cvt_f16(memra_call *call, memra_dptr src_f32, memra_dptr
     if (n == 0) return MEMRA_STATUS_OK;
     memra_status st = memra__gpu_enter(gpu);
     if (st != MEMRA_STATUS_OK) return st;
-    st = LAUNCH(gpu, memra_k_cvt_f32_f16, memra__gpu_blocks(gpu, n, 1024), 256, call->stream, &src_f32, &dst_f16, &n);
+    st = LAUNCH(gpu, memra_k_cvt_f32_f16, cvt_grid(gpu, n), 256, call->stream, &src_f32, &dst_f16, &n);
     memra__gpu_leave(gpu);
     return st;
 }
@@ -56,29 +80,41 @@ memra_status memra__gpu_scale(memra_call *call, memra_dptr y, int64_t n, float s
 
 /* ---- load-time ops ------------------------------------------------------------ */
 
+/* dequant.cu: a persistent grid over tiles of `tb` blocks when src is 16-byte
+ * aligned (the kernel decides by the same test), the remaining blocks (all of
+ * them otherwise) one 16-byte output octet per thread, grid-stride. */
 memra_status memra__gpu_dequant_f16(memra_call *call, memra_format format, memra_dptr src, int64_t rows,
                                     int64_t cols, memra_dptr dst_f16)
 {
     memra__gpu *gpu = GPU_OF(call);
     CUfunction f;
     const char *name;
-    int64_t qk, tpb; /* values per block, threads per block */
+    int64_t qk, tb; /* values per block, blocks per tile (dq_fmt_* in dequant.cu) */
     switch (format) {
-    case MEMRA_FORMAT_Q8_0: f = gpu->k.memra_k_dequant_q8_0, name = "memra_k_dequant_q8_0", qk = 32, tpb = 4; break;
-    case MEMRA_FORMAT_Q4_0: f = gpu->k.memra_k_dequant_q4_0, name = "memra_k_dequant_q4_0", qk = 32, tpb = 2; break;
-    case MEMRA_FORMAT_Q4_K: f = gpu->k.memra_k_dequant_q4_k, name = "memra_k_dequant_q4_k", qk = 256, tpb = 16; break;
-    case MEMRA_FORMAT_Q5_K: f = gpu->k.memra_k_dequant_q5_k, name = "memra_k_dequant_q5_k", qk = 256, tpb = 16; break;
-    case MEMRA_FORMAT_Q6_K: f = gpu->k.memra_k_dequant_q6_k, name = "memra_k_dequant_q6_k", qk = 256, tpb = 8; break;
+    case MEMRA_FORMAT_Q8_0: f = gpu->k.memra_k_dequant_q8_0, name = "memra_k_dequant_q8_0", qk = 32, tb = 256; break;
+    case MEMRA_FORMAT_Q4_0: f = gpu->k.memra_k_dequant_q4_0, name = "memra_k_dequant_q4_0", qk = 32, tb = 256; break;
+    case MEMRA_FORMAT_Q4_K: f = gpu->k.memra_k_dequant_q4_k, name = "memra_k_dequant_q4_k", qk = 256, tb = 32; break;
+    case MEMRA_FORMAT_Q5_K: f = gpu->k.memra_k_dequant_q5_k, name = "memra_k_dequant_q5_k", qk = 256, tb = 32; break;
+    case MEMRA_FORMAT_Q6_K: f = gpu->k.memra_k_dequant_q6_k, name = "memra_k_dequant_q6_k", qk = 256, tb = 32; break;
     default: return decline(call, "dequant_f16 takes Q8_0, Q4_0, Q4_K, Q5_K and Q6_K only");
     }
     if (rows <= 0 || cols <= 0 || src == 0 || dst_f16 == 0) return bad_arg(gpu, "dequant_f16", "empty shape or null buffer");
     if (cols % qk != 0) return bad_arg(gpu, "dequant_f16", "cols is not a multiple of the format's block");
     if (!aligned(dst_f16, 16)) return decline(call, "dequant_f16 needs a 16-byte aligned destination");
     long long nblocks = (long long)(rows * (cols / qk));
+    const int64_t ntiles = aligned(src, 16) ? nblocks / tb : 0;
     memra_status st = memra__gpu_enter(gpu);
     if (st != MEMRA_STATUS_OK) return st;
-    st = memra__gpu_launch(gpu, f, name, memra__gpu_blocks(gpu, nblocks * tpb, 256), 256, call->stream,
-                           (void *[]){&src, &nblocks, &dst_f16});
+    unsigned grid;
+    if (ntiles > 0) {
+        int per_sm = 0;
+        if (gpu->cu.cuOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, f, 256, 0) != MEMRA__CU_SUCCESS || per_sm < 1)
+            per_sm = 4;
+        grid = grid_balanced(ntiles, (int64_t)(gpu->caps->sm_count > 0 ? gpu->caps->sm_count : 16) * per_sm);
+    } else {
+        grid = memra__gpu_blocks(gpu, nblocks * (qk / 8), 256);
+    }
+    st = memra__gpu_launch(gpu, f, name, grid, 256, call->stream, (void *[]){&src, &nblocks, &dst_f16});
     memra__gpu_leave(gpu);
     return st;
 }
@@ -150,7 +186,7 @@ memra_status memra__gpu_gemm_f16(memra_call *call, const memra_gemm_args *a)
         long long n = (long long)a->m * a->k;
         memra_dptr x = a->x;
         if ((st = scratch(gpu, MEMRA__GPU_SLOT_XOP, (uint64_t)n * 2, &g.b)) != MEMRA_STATUS_OK) goto out;
-        st = LAUNCH(gpu, memra_k_cvt_f32_f16, memra__gpu_blocks(gpu, n, 1024), 256, call->stream, &x, &g.b, &n);
+        st = LAUNCH(gpu, memra_k_cvt_f32_f16, cvt_grid(gpu, n), 256, call->stream, &x, &g.b, &n);
         if (st != MEMRA_STATUS_OK) goto out;
     }
     st = memra__lt_matmul(gpu->lt, call, &g);
