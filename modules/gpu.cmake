@@ -98,9 +98,11 @@ set_target_properties(memra_gpu_common PROPERTIES POSITION_INDEPENDENT_CODE ON C
 
 # A GPU module: one MODULE library in the module folder, exporting only its
 # entry point, linking libdl and nothing of the core or of CUDA.
+#   memra_add_gpu_module(NAME SOURCES src... LIBS object-libraries...)
 function(memra_add_gpu_module name)
-  add_library(memra_${name} MODULE ${ARGN})
-  target_link_libraries(memra_${name} PRIVATE memra_gpu_common memra_gpu_images memra_warnings ${CMAKE_DL_LIBS})
+  cmake_parse_arguments(M "" "" "SOURCES;LIBS" ${ARGN})
+  add_library(memra_${name} MODULE ${M_SOURCES})
+  target_link_libraries(memra_${name} PRIVATE ${M_LIBS} memra_warnings ${CMAKE_DL_LIBS})
   target_include_directories(memra_${name} PRIVATE ${PROJECT_SOURCE_DIR}/include)
   set_target_properties(memra_${name} PROPERTIES
     PREFIX "" OUTPUT_NAME ${name}
@@ -110,7 +112,8 @@ function(memra_add_gpu_module name)
   install(TARGETS memra_${name} LIBRARY DESTINATION ${MEMRA_MODULE_INSTALL_DIR})
 endfunction()
 
-memra_add_gpu_module(sm90 ${CMAKE_CURRENT_SOURCE_DIR}/sm90/sm90_module.c)
+memra_add_gpu_module(sm90 SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/sm90/sm90_module.c
+  LIBS memra_gpu_common memra_gpu_images)
 
 set(MEMRA_HAVE_GPU_MODULES ON)
 set(MEMRA_HAVE_GPU_MODULES ON PARENT_SCOPE)

@@ -82,33 +82,14 @@ target_include_directories(memra_mmq_cu PUBLIC ${PROJECT_SOURCE_DIR}/include ${_
 target_link_libraries(memra_mmq_cu PRIVATE memra_warnings)
 set_target_properties(memra_mmq_cu PROPERTIES POSITION_INDEPENDENT_CODE ON C_VISIBILITY_PRESET hidden)
 
-function(memra_add_mmq_module name)
-  add_library(memra_${name} MODULE ${ARGN})
-  target_link_libraries(memra_${name} PRIVATE memra_mmq_common memra_mmq_images memra_mmq_cu memra_warnings
-                        ${CMAKE_DL_LIBS})
-  target_include_directories(memra_${name} PRIVATE ${PROJECT_SOURCE_DIR}/include)
-  set_target_properties(memra_${name} PROPERTIES
-    PREFIX "" OUTPUT_NAME ${name}
-    C_VISIBILITY_PRESET hidden
-    LIBRARY_OUTPUT_DIRECTORY ${MEMRA_MODULE_OUTPUT_DIR})
-  target_link_options(memra_${name} PRIVATE -Wl,--no-undefined)
-  install(TARGETS memra_${name} LIBRARY DESTINATION ${MEMRA_MODULE_INSTALL_DIR})
-endfunction()
-
-memra_add_mmq_module(mmq ${CMAKE_CURRENT_SOURCE_DIR}/mmq/mmq_module.c)
-memra_add_mmq_module(fp8blk ${CMAKE_CURRENT_SOURCE_DIR}/fp8blk/fp8blk_module.c)
+memra_add_gpu_module(mmq SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/mmq/mmq_module.c
+  LIBS memra_mmq_common memra_mmq_images memra_mmq_cu)
+memra_add_gpu_module(fp8blk SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/fp8blk/fp8blk_module.c
+  LIBS memra_mmq_common memra_mmq_images memra_mmq_cu)
 
 # sm120 carries the shared GPU code too (cuBLASLt, load-time kernels), which
 # brings its own copy of the driver table (cu.c).
-add_library(memra_sm120 MODULE ${CMAKE_CURRENT_SOURCE_DIR}/sm120/sm120_module.c)
-target_link_libraries(memra_sm120 PRIVATE memra_gpu_common memra_gpu_images memra_mmq_common memra_mmq_images
-                      memra_warnings ${CMAKE_DL_LIBS})
-target_include_directories(memra_sm120 PRIVATE ${PROJECT_SOURCE_DIR}/include)
-set_target_properties(memra_sm120 PROPERTIES
-  PREFIX "" OUTPUT_NAME sm120
-  C_VISIBILITY_PRESET hidden
-  LIBRARY_OUTPUT_DIRECTORY ${MEMRA_MODULE_OUTPUT_DIR})
-target_link_options(memra_sm120 PRIVATE -Wl,--no-undefined)
-install(TARGETS memra_sm120 LIBRARY DESTINATION ${MEMRA_MODULE_INSTALL_DIR})
+memra_add_gpu_module(sm120 SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/sm120/sm120_module.c
+  LIBS memra_gpu_common memra_gpu_images memra_mmq_common memra_mmq_images)
 
 set(MEMRA_HAVE_MMQ_MODULES ON PARENT_SCOPE)
