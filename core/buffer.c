@@ -1,4 +1,5 @@
 /* Device buffers: cuMemAlloc on a GPU, aligned host memory on the host device. */
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -16,6 +17,8 @@ memra_status memra_buffer_create(memra_device *dev, size_t bytes, memra_buffer *
     if (dev == NULL || out_buf == NULL || bytes == 0)
         return MEMRA__FAIL(MEMRA_STATUS_INVALID_ARGUMENT, "memra_buffer_create: %s",
                            bytes == 0 ? "zero bytes" : "NULL argument");
+    if (bytes > SIZE_MAX - 255)
+        return MEMRA__FAIL(MEMRA_STATUS_INVALID_ARGUMENT, "memra_buffer_create: %zu bytes is out of range", bytes);
     memra_buffer *b = calloc(1, sizeof *b);
     if (b == NULL) return MEMRA__FAIL(MEMRA_STATUS_OUT_OF_MEMORY, "memra_buffer_create");
     b->dev = dev;

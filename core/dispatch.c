@@ -1,4 +1,5 @@
 /* Dispatch: op names, the ledger, one lane invocation, and direct module calls. */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -75,29 +76,53 @@ void memra__ledger_core_decline(memra_device *dev, memra_op op, const char *modu
     ledger_decline(dev, c, reason);
 }
 
+typedef struct ledger_copy {
+    memra_ledger_row row;
+    char module[64];
+    char reason[96];
+} ledger_copy;
+
 void memra_ledger_visit(const memra_runtime *rt, void (*fn)(const memra_ledger_row *row, void *user), void *user)
 {
     if (rt == NULL || fn == NULL) return;
     for (int d = 0; d < rt->n_devices; d++) {
         memra_device *dev = rt->devices[d];
+        /* Copy under the lock, call back after it: a callback may call memra. */
+        size_t n = 0, cap = 0;
+        ledger_copy *rows = NULL;
         pthread_mutex_lock(&dev->ledger_lock);
         for (memra__ledger_cell *c = dev->cells; c != NULL; c = c->next) {
             uint64_t entries = atomic_load(&c->entries);
             if (entries == 0) continue;
-            memra_ledger_row row = {.device = dev->label,
-                                    .op = memra_op_name(c->op),
-                                    .module = c->module,
-                                    .entries = entries,
-                                    .hits = atomic_load(&c->hits),
-                                    .errors = atomic_load(&c->errors)};
-            fn(&row, user);
-            for (int i = 0; i < c->n_reasons; i++) {
-                row.reason = c->reasons[i];
-                row.declines = atomic_load(&c->reason_count[i]);
-                fn(&row, user);
+            for (int i = -1; i < c->n_reasons; i++) {
+                if (n == cap) {
+                    cap = cap ? cap * 2 : 32;
+                    ledger_copy *nr = realloc(rows, cap * sizeof *nr);
+                    if (nr == NULL) break;
+                    rows = nr;
+                }
+                if (n == cap) break;
+                ledger_copy *r = &rows[n++];
+                memset(r, 0, sizeof *r);
+                snprintf(r->module, sizeof r->module, "%s", c->module);
+                r->row = (memra_ledger_row){.device = dev->label,
+                                            .op = memra_op_name(c->op),
+                                            .entries = entries,
+                                            .hits = atomic_load(&c->hits),
+                                            .errors = atomic_load(&c->errors)};
+                if (i >= 0) {
+                    snprintf(r->reason, sizeof r->reason, "%s", c->reasons[i]);
+                    r->row.declines = atomic_load(&c->reason_count[i]);
+                }
             }
         }
         pthread_mutex_unlock(&dev->ledger_lock);
+        for (size_t i = 0; i < n; i++) {
+            rows[i].row.module = rows[i].module;
+            rows[i].row.reason = rows[i].reason[0] ? rows[i].reason : NULL;
+            fn(&rows[i].row, user);
+        }
+        free(rows);
     }
 }
 
@@ -158,7 +183,11 @@ static memra_status call_op(const memra_op_table *ops, memra_call *call, memra_o
     case MEMRA_OP_gemm_f16: return ops->gemm_f16(call, &a->gemm);
     case MEMRA_OP_gemm_fp8: return ops->gemm_fp8(call, &a->gemm);
     case MEMRA_OP_gemm_fp8_blk: return ops->gemm_fp8_blk(call, &a->gemm);
-    case MEMRA_OP_quant_q8_1: return ops->quant_q8_1(call, a->src, (int32_t)a->rows, (int32_t)a->cols, a->dst);
+    case MEMRA_OP_quant_q8_1:
+        if (a->rows < 0 || a->rows > INT32_MAX || a->cols < 0 || a->cols > INT32_MAX)
+            return MEMRA__FAIL(MEMRA_STATUS_INVALID_ARGUMENT, "quant_q8_1: rows %lld / cols %lld out of range",
+                               (long long)a->rows, (long long)a->cols);
+        return ops->quant_q8_1(call, a->src, (int32_t)a->rows, (int32_t)a->cols, a->dst);
     case MEMRA_OP_gemm_q8_0: return ops->gemm_q8_0(call, &a->gemm);
     case MEMRA_OP_dequant_f16: return ops->dequant_f16(call, a->format, a->src, a->rows, a->cols, a->dst);
     case MEMRA_OP_fp8_blk_to_q8_0: return ops->fp8_blk_to_q8_0(call, a->src, a->aux, a->rows, a->cols, a->dst);
@@ -168,6 +197,10 @@ static memra_status call_op(const memra_op_table *ops, memra_call *call, memra_o
     default: return MEMRA__FAIL(MEMRA_STATUS_INVALID_ARGUMENT, "op %d out of range", (int)op);
     }
 }
+
+/* A declined call's reason, copied out of the module: the module's own static
+ * string goes away with the module once the caller's snapshot is released. */
+static _Thread_local char tl_reason[96];
 
 memra_status memra__lane_invoke(memra_device *dev, const memra__lane *lane, memra_op op, memra_op_args *args)
 {
@@ -186,7 +219,8 @@ memra_status memra__lane_invoke(memra_device *dev, const memra__lane *lane, memr
     if (st == MEMRA_STATUS_OK) {
         atomic_fetch_add(&lane->cell->hits, 1);
     } else if (st == MEMRA_STATUS_DECLINED) {
-        args->decline_reason = call.decline_reason ? call.decline_reason : "(no reason given)";
+        snprintf(tl_reason, sizeof tl_reason, "%s", call.decline_reason ? call.decline_reason : "(no reason given)");
+        args->decline_reason = tl_reason;
         ledger_decline(dev, lane->cell, args->decline_reason);
         MEMRA__DEBUG("dispatch", "%s on %s declined %s: %s", lane->mod->name, dev->label, memra_op_name(op),
                      args->decline_reason);
@@ -197,25 +231,43 @@ memra_status memra__lane_invoke(memra_device *dev, const memra__lane *lane, memr
 }
 
 /* Dispatch `op` through the routing: the lanes in order, falling through on
- * DECLINED. NOT_SUPPORTED when no lane serves it. */
+ * DECLINED. NOT_SUPPORTED when no module provides the op on this device,
+ * DECLINED when every lane declined. */
 memra_status memra__dispatch(memra_device *dev, memra_op op, memra_op_args *args)
 {
     memra__snapshot *s = memra__snapshot_acquire(dev);
     if (s == NULL) return MEMRA__FAIL(MEMRA_STATUS_INTERNAL, "no routing on %s", dev->label);
     memra_status st = MEMRA_STATUS_NOT_SUPPORTED;
     char last_reason[128] = "no module provides it";
-    for (int i = 0; i < s->n_lanes[op]; i++) {
+    const int s_lanes = s->n_lanes[op];
+    for (int i = 0; i < s_lanes; i++) {
         st = memra__lane_invoke(dev, &s->lanes[op][i], op, args);
         if (st != MEMRA_STATUS_DECLINED) break;
         snprintf(last_reason, sizeof last_reason, "%s: %s", s->lanes[op][i].mod->name, args->decline_reason);
     }
     memra__snapshot_release(s);
-    if (st == MEMRA_STATUS_DECLINED || st == MEMRA_STATUS_NOT_SUPPORTED) {
+    if (st == MEMRA_STATUS_NOT_SUPPORTED && s_lanes == 0)
+        return MEMRA__FAIL(MEMRA_STATUS_NOT_SUPPORTED, "%s on %s: no module provides it", memra_op_name(op),
+                           dev->label);
+    if (st == MEMRA_STATUS_DECLINED) {
         args->decline_reason = NULL;
         return MEMRA__FAIL(MEMRA_STATUS_DECLINED, "%s on %s: no lane took it (last: %s)", memra_op_name(op),
                            dev->label, last_reason);
     }
     return st;
+}
+
+static void *op_fn_of(const memra_op_table *ops, memra_op op)
+{
+    switch (op) {
+#define MEMRA__OP_FN(name)                                                          \
+    case MEMRA_OP_##name:                                                           \
+        return (void *)(uintptr_t)ops->name;
+        MEMRA_OP_LIST(MEMRA__OP_FN)
+#undef MEMRA__OP_FN
+    default:
+        return NULL;
+    }
 }
 
 memra_status memra_module_call(memra_device *dev, const char *module, memra_op op, memra_op_args *args)
@@ -224,24 +276,25 @@ memra_status memra_module_call(memra_device *dev, const char *module, memra_op o
     if (dev == NULL || module == NULL || args == NULL || (int)op < 0 || op >= MEMRA_OP_COUNT_)
         return MEMRA__FAIL(MEMRA_STATUS_INVALID_ARGUMENT, "memra_module_call: bad argument");
     memra__snapshot *s = memra__snapshot_acquire(dev);
-    memra_status st = MEMRA__FAIL(MEMRA_STATUS_NOT_FOUND, "module '%s' is not admitted on %s or lacks %s", module,
-                                  dev->label, memra_op_name(op));
-    for (int i = 0; s != NULL && i < s->n_lanes[op]; i++) {
-        if (strcmp(s->lanes[op][i].mod->name, module) != 0) continue;
-        memra__clear_error();
-        st = memra__lane_invoke(dev, &s->lanes[op][i], op, args);
-        break;
-    }
-    if (s != NULL && st == MEMRA_STATUS_NOT_FOUND) {
-        /* Admitted but routed away (disabled for the op): still callable by name. */
+    const memra__lane *lane = NULL;
+    memra__lane fallback;
+    for (int i = 0; s != NULL && i < s->n_lanes[op] && lane == NULL; i++)
+        if (strcmp(s->lanes[op][i].mod->name, module) == 0) lane = &s->lanes[op][i];
+    if (lane == NULL && s != NULL) {
+        /* Admitted but routed away from this op (disabled for it): still callable by name. */
         memra__modrec *r = memra__find_admitted(s, module);
-        memra__lane lane = {.mod = r, .ctx = r ? r->ctx[dev->index] : NULL};
-        if (r != NULL && memra_module_provides(dev, module, op) &&
-            (lane.cell = memra__ledger_cell_get(dev, op, module)) != NULL) {
-            memra__clear_error();
-            st = memra__lane_invoke(dev, &lane, op, args);
+        if (r != NULL && op_fn_of(&r->ops, op) != NULL) {
+            fallback = (memra__lane){.mod = r, .ctx = r->ctx[dev->index], .score = r->score[dev->index],
+                                     .cell = memra__ledger_cell_get(dev, op, module)};
+            if (fallback.cell != NULL) lane = &fallback;
         }
     }
+    memra_status st;
+    if (lane == NULL)
+        st = MEMRA__FAIL(MEMRA_STATUS_NOT_FOUND, "module '%s' is not admitted on %s or lacks %s", module, dev->label,
+                         memra_op_name(op));
+    else
+        st = memra__lane_invoke(dev, lane, op, args);
     memra__snapshot_release(s);
     return st;
 }

@@ -39,8 +39,6 @@ memra_status memra_jit_list(memra_runtime *rt, memra_jit_entry_info **out, size_
 {
     if (rt == NULL || out == NULL || count == NULL)
         return MEMRA__FAIL(MEMRA_STATUS_INVALID_ARGUMENT, "memra_jit_list: NULL");
-    *out = NULL;
-    *count = 0;
     if (rt->jit == NULL) return MEMRA__FAIL(MEMRA_STATUS_NOT_SUPPORTED, "JIT unavailable: %s", rt->jit_why);
     memra__jit_entry *e = NULL;
     size_t n = 0;
@@ -48,6 +46,8 @@ memra_status memra_jit_list(memra_runtime *rt, memra_jit_entry_info **out, size_
     if (st != MEMRA_STATUS_OK) return st;
     if (n == 0) {
         free(e);
+        *out = NULL;
+        *count = 0;
         return MEMRA_STATUS_OK;
     }
     memra_jit_entry_info *r = calloc(n, sizeof *r);

@@ -183,7 +183,8 @@ static int admit(memra_runtime *rt, memra__modrec *r)
     for (int d = 0; d < rt->n_devices; d++) {
         memra_device *dev = rt->devices[d];
         int s = r->desc.score(&dev->caps);
-        r->score[d] = s > 0 ? s : 0;
+        /* Clamped so a preference bonus (1 << 20) always outranks any score. */
+        r->score[d] = s <= 0 ? 0 : s >= (1 << 20) ? (1 << 20) - 1 : s;
         if (s <= 0) {
             free(r->device_note[d]);
             r->device_note[d] = xstrdup("score 0");
@@ -453,20 +454,26 @@ static memra_status snapshot_build(memra_runtime *rt, memra_device *dev, memra__
     return MEMRA_STATUS_OK;
 }
 
-/* Build and publish a new snapshot on every device. Caller holds reg_lock. */
+/* Build a new snapshot for every device, then publish them all: a failed build
+ * (out of memory) leaves every device on its old routing. Caller holds reg_lock. */
 static memra_status publish_all(memra_runtime *rt)
 {
+    memra__snapshot *fresh[MEMRA__MAX_DEVICES] = {0};
+    for (int d = 0; d < rt->n_devices; d++) {
+        memra_status st = snapshot_build(rt, rt->devices[d], &fresh[d]);
+        if (st != MEMRA_STATUS_OK) {
+            for (int e = 0; e < d; e++) memra__snapshot_release(fresh[e]);
+            return st;
+        }
+    }
     for (int d = 0; d < rt->n_devices; d++) {
         memra_device *dev = rt->devices[d];
-        memra__snapshot *s = NULL;
-        memra_status st = snapshot_build(rt, dev, &s);
-        if (st != MEMRA_STATUS_OK) return st;
         pthread_mutex_lock(&dev->snap_lock);
         memra__snapshot *old = dev->current;
-        dev->current = s;
+        dev->current = fresh[d];
         pthread_mutex_unlock(&dev->snap_lock);
         if (old != NULL) memra__snapshot_release(old);
-        MEMRA__DEBUG("registry", "published routing generation %llu on %s", (unsigned long long)s->generation,
+        MEMRA__DEBUG("registry", "published routing generation %llu on %s", (unsigned long long)fresh[d]->generation,
                      dev->label);
     }
     return MEMRA_STATUS_OK;
@@ -562,19 +569,35 @@ void memra__registry_close(memra_runtime *rt)
 
 /* ---- public --------------------------------------------------------------------- */
 
-int memra_module_count(const memra_runtime *rt) { return rt ? rt->n_mods : 0; }
+/* The getters take reg_lock: a concurrent load may grow rt->mods. */
+static pthread_mutex_t *reg_lock_of(const memra_runtime *rt) { return (pthread_mutex_t *)(uintptr_t)&rt->reg_lock; }
+
+int memra_module_count(const memra_runtime *rt)
+{
+    if (rt == NULL) return 0;
+    pthread_mutex_lock(reg_lock_of(rt));
+    int n = rt->n_mods;
+    pthread_mutex_unlock(reg_lock_of(rt));
+    return n;
+}
 
 memra_status memra_module_info_get(const memra_runtime *rt, int index, memra_module_info *out)
 {
-    if (rt == NULL || out == NULL || index < 0 || index >= rt->n_mods)
-        return MEMRA__FAIL(MEMRA_STATUS_INVALID_ARGUMENT, "memra_module_info_get: index %d out of range", index);
-    const memra__modrec *r = rt->mods[index];
-    out->name = r->name;
-    out->version = r->version;
-    out->path = r->path;
-    out->loaded = r->loaded;
-    out->reason = r->reason;
-    return MEMRA_STATUS_OK;
+    if (rt == NULL || out == NULL) return MEMRA__FAIL(MEMRA_STATUS_INVALID_ARGUMENT, "memra_module_info_get: NULL");
+    pthread_mutex_lock(reg_lock_of(rt));
+    memra_status st = MEMRA_STATUS_OK;
+    if (index < 0 || index >= rt->n_mods) {
+        st = MEMRA__FAIL(MEMRA_STATUS_INVALID_ARGUMENT, "memra_module_info_get: index %d out of range", index);
+    } else {
+        const memra__modrec *r = rt->mods[index];
+        out->name = r->name;
+        out->version = r->version;
+        out->path = r->path;
+        out->loaded = r->loaded;
+        out->reason = r->reason;
+    }
+    pthread_mutex_unlock(reg_lock_of(rt));
+    return st;
 }
 
 memra_status memra_module_load(memra_runtime *rt, const char *path)
@@ -594,11 +617,15 @@ memra_status memra_module_load(memra_runtime *rt, const char *path)
     if (!rt->allow_unsafe && path_unsafe(dir, why, sizeof why))
         return MEMRA__FAIL(MEMRA_STATUS_MODULE_ERROR, "memra_module_load: unsafe folder: %s", why);
     pthread_mutex_lock(&rt->reg_lock);
-    int before = rt->n_mods;
+    int before = rt->n_mods, already = 0;
+    for (int i = 0; i < rt->n_mods; i++)
+        if (rt->mods[i]->loaded && strcmp(rt->mods[i]->path, real) == 0) already = 1;
     load_file(rt, real);
     memra_status st = MEMRA_STATUS_OK;
-    if (rt->n_mods == before) {
+    if (already) {
         st = MEMRA__FAIL(MEMRA_STATUS_MODULE_ERROR, "memra_module_load: %s is already loaded", real);
+    } else if (rt->n_mods == before) {
+        st = MEMRA__FAIL(MEMRA_STATUS_OUT_OF_MEMORY, "memra_module_load: out of memory recording %s", real);
     } else {
         memra__modrec *r = rt->mods[rt->n_mods - 1];
         if (!r->loaded) st = MEMRA__FAIL(MEMRA_STATUS_MODULE_ERROR, "module %s refused: %s", r->name, r->reason);
@@ -621,10 +648,14 @@ memra_status memra_module_unload(memra_runtime *rt, const char *name)
         st = MEMRA__FAIL(MEMRA_STATUS_NOT_FOUND, "memra_module_unload: no loaded module '%s'", name);
     } else {
         r->loaded = 0;
-        free(r->reason);
-        r->reason = xstrdup("unloaded");
         st = publish_all(rt);
-        rec_unref(r); /* closes the library once the last snapshot goes */
+        if (st != MEMRA_STATUS_OK) {
+            r->loaded = 1; /* every device still routes to it */
+        } else {
+            free(r->reason);
+            r->reason = xstrdup("unloaded");
+            rec_unref(r); /* closes the library once the last snapshot goes */
+        }
     }
     pthread_mutex_unlock(&rt->reg_lock);
     return st;
@@ -704,8 +735,13 @@ int memra_module_score(memra_device *dev, const char *name)
 
 const char *memra_module_device_note(const memra_runtime *rt, int index, const memra_device *dev)
 {
-    if (rt == NULL || dev == NULL || index < 0 || index >= rt->n_mods) return NULL;
-    const memra__modrec *r = rt->mods[index];
-    if (r->loaded && r->admitted[dev->index]) return NULL;
-    return r->device_note[dev->index];
+    if (rt == NULL || dev == NULL) return NULL;
+    pthread_mutex_lock(reg_lock_of(rt));
+    const char *note = NULL;
+    if (index >= 0 && index < rt->n_mods) {
+        const memra__modrec *r = rt->mods[index];
+        if (!(r->loaded && r->admitted[dev->index])) note = r->device_note[dev->index];
+    }
+    pthread_mutex_unlock(reg_lock_of(rt));
+    return note;
 }

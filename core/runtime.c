@@ -109,7 +109,8 @@ static memra_status add_cuda_devices(memra_runtime *rt, const char *force_arch)
         drv->cuDeviceGetAttribute(&mclk, MEMRA__CU_ATTR_MEMORY_CLOCK_RATE, cud);
         drv->cuDeviceTotalMem(&mem, cud);
         int cc = major * 10 + minor;
-        const memra__profile *p = force_arch ? memra__profile_by_name(force_arch) : memra__profile_for_cc(cc);
+        const memra__profile *p = memra__profile_for_cc(cc);
+        if (p != NULL && force_arch != NULL) p = memra__profile_by_name(force_arch); /* forcing never admits cc < 8.0 */
         if (p == NULL) {
             memra__log(MEMRA_LOG_WARN, "core", "cuda:%d %s (cc %d.%d) is older than cc 8.0: not used", i, name,
                        major, minor);

@@ -74,6 +74,8 @@ typedef struct memra__scratch_slot {
 typedef struct memra__loaded_image {
     struct memra__loaded_image *next;
     const void *key; /* image bytes pointer (JIT images are stable) */
+    size_t size;
+    uint64_t hash;   /* FNV-1a of the bytes: an address can be reused by a later library */
     CUmodule module;
 } memra__loaded_image;
 
@@ -160,7 +162,9 @@ memra_status memra__dispatch(memra_device *dev, memra_op op, memra_op_args *args
 void memra__ledger_core_decline(memra_device *dev, memra_op op, const char *module, const char *reason);
 memra_status memra__routing_validate(const char *prefer, const char *disable);
 
-/* Scratch slots the core itself uses (modules use 0..47). */
+/* Scratch slots the core itself uses; modules get 0 .. MEMRA__SCRATCH_CORE_FIRST - 1. */
+#define MEMRA__SCRATCH_CORE_FIRST 48
+memra_status memra__scratch(const memra_device_caps *caps, uint32_t slot, size_t bytes, memra_dptr *out);
 #define MEMRA__SLOT_Q8_1 60
 #define MEMRA__SLOT_F16_MIRROR 61
 

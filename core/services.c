@@ -101,10 +101,12 @@ static memra_status svc_set_error(memra_status status, const char *fmt, ...)
 
 static void *svc_driver_proc(const char *name) { return memra__driver_proc(memra__driver_get(), name); }
 
-static memra_status svc_scratch(const memra_device_caps *caps, uint32_t slot, size_t bytes, memra_dptr *out)
+memra_status memra__scratch(const memra_device_caps *caps, uint32_t slot, size_t bytes, memra_dptr *out)
 {
     if (caps == NULL || out == NULL || slot >= MEMRA__SCRATCH_SLOTS)
         return MEMRA__FAIL(MEMRA_STATUS_INVALID_ARGUMENT, "scratch: bad slot %u", slot);
+    if (bytes > SIZE_MAX / 2)
+        return MEMRA__FAIL(MEMRA_STATUS_INVALID_ARGUMENT, "scratch slot %u: %zu bytes is out of range", slot, bytes);
     memra_device *dev = memra__device_from_caps(caps);
     memra_status st = MEMRA_STATUS_OK;
     pthread_mutex_lock(&dev->scratch_lock);
@@ -146,6 +148,16 @@ static memra_status svc_scratch(const memra_device_caps *caps, uint32_t slot, si
     if (st == MEMRA_STATUS_OK) *out = s->ptr;
     pthread_mutex_unlock(&dev->scratch_lock);
     return st;
+}
+
+/* Modules get slots 0 .. MEMRA__SCRATCH_CORE_FIRST - 1; the core keeps the rest
+ * for operands it holds across module calls (q8_1 records, transient mirror). */
+static memra_status svc_scratch(const memra_device_caps *caps, uint32_t slot, size_t bytes, memra_dptr *out)
+{
+    if (slot >= MEMRA__SCRATCH_CORE_FIRST)
+        return MEMRA__FAIL(MEMRA_STATUS_INVALID_ARGUMENT, "scratch: slot %u is reserved for the core (modules use 0..%d)",
+                           slot, MEMRA__SCRATCH_CORE_FIRST - 1);
+    return memra__scratch(caps, slot, bytes, out);
 }
 
 void memra__device_scratch_free(memra_device *dev)
@@ -205,6 +217,17 @@ static void *svc_library_open(const char *which) { return which ? memra__library
 
 /* ---- images loaded into a device ---------------------------------------- */
 
+/* FNV-1a over the image: the cache of loaded images is keyed by address, size
+ * and content, since a library loaded after another was closed can place its
+ * image at the same address. */
+static uint64_t image_hash(const void *image, size_t size)
+{
+    const unsigned char *p = image;
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (size_t i = 0; i < size; i++) h = (h ^ p[i]) * 0x100000001b3ull;
+    return h;
+}
+
 memra_status memra__device_image_load(memra_device *dev, const char *name, const void *image, size_t size,
                                       CUmodule *out)
 {
@@ -212,9 +235,10 @@ memra_status memra__device_image_load(memra_device *dev, const char *name, const
         return MEMRA__FAIL(MEMRA_STATUS_NOT_SUPPORTED, "%s: the host device loads no GPU images", name);
     if (image == NULL || size < 16)
         return MEMRA__FAIL(MEMRA_STATUS_INVALID_ARGUMENT, "%s: empty image", name ? name : "image");
+    uint64_t hash = image_hash(image, size);
     pthread_mutex_lock(&dev->image_lock);
     for (memra__loaded_image *li = dev->images; li != NULL; li = li->next) {
-        if (li->key == image) {
+        if (li->key == image && li->size == size && li->hash == hash) {
             *out = li->module;
             pthread_mutex_unlock(&dev->image_lock);
             return MEMRA_STATUS_OK;
@@ -235,6 +259,8 @@ memra_status memra__device_image_load(memra_device *dev, const char *name, const
                 st = MEMRA__FAIL(MEMRA_STATUS_OUT_OF_MEMORY, "out of memory");
             } else {
                 li->key = image;
+                li->size = size;
+                li->hash = hash;
                 li->module = m;
                 li->next = dev->images;
                 dev->images = li;

@@ -1,6 +1,7 @@
 /* Weights: validation at create, per-device operands built once at prepare,
  * and memra_matmul's lane policy. */
 #include <math.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -152,19 +153,24 @@ static memra_status run_op(memra_device *dev, memra_op op, memra_op_args *a)
     return memra__dispatch(dev, op, a);
 }
 
+/* Build the Q8_0 slab and publish it only once it is complete (matmul reads
+ * wd->q8_0 without the weight's lock). Caller holds w->lock. */
 static memra_status build_slab(memra_weight *w, memra_device *dev, weight_dev *wd)
 {
     size_t bytes = (size_t)w->out_f * (size_t)(w->in_f / 32) * MEMRA_Q8_0_BYTES;
-    memra_status st = memra__dev_alloc(dev, bytes, &wd->q8_0);
+    memra_dptr slab = 0;
+    memra_status st = memra__dev_alloc(dev, bytes, &slab);
     if (st != MEMRA_STATUS_OK) return st;
-    memra_op_args a = {.src = wd->raw, .aux = wd->grid, .rows = w->out_f, .cols = w->in_f, .dst = wd->q8_0};
+    memra_op_args a = {.src = wd->raw, .aux = wd->grid, .rows = w->out_f, .cols = w->in_f, .dst = slab};
     st = run_op(dev, MEMRA_OP_fp8_blk_to_q8_0, &a);
     if (st == MEMRA_STATUS_OK) st = memra_device_synchronize(dev);
     if (st != MEMRA_STATUS_OK) {
-        memra__dev_free(dev, wd->q8_0);
-        wd->q8_0 = 0;
+        memra__dev_free(dev, slab);
+        return st;
     }
-    return st;
+    atomic_thread_fence(memory_order_release);
+    wd->q8_0 = slab;
+    return MEMRA_STATUS_OK;
 }
 
 static memra_status prepare_locked(memra_weight *w, memra_device *dev)
@@ -172,13 +178,14 @@ static memra_status prepare_locked(memra_weight *w, memra_device *dev)
     weight_dev *wd = &w->dev[dev->index];
     if (wd->prepared) return MEMRA_STATUS_OK;
     memra_status st = memra__dev_alloc(dev, w->size, &wd->raw);
-    if (st == MEMRA_STATUS_OK) st = memra__dev_upload(dev, wd->raw, w->data, w->size);
+    if (st != MEMRA_STATUS_OK) return MEMRA__FAIL(st, "preparing %s on %s: %s", w->name, dev->label, memra_last_error());
+    wd->prepared = 1; /* from here weight_dev_free releases what exists */
+    st = memra__dev_upload(dev, wd->raw, w->data, w->size);
     if (st == MEMRA_STATUS_OK && w->grid != NULL) {
         st = memra__dev_alloc(dev, w->grid_count * sizeof(float), &wd->grid);
         if (st == MEMRA_STATUS_OK) st = memra__dev_upload(dev, wd->grid, w->grid, w->grid_count * sizeof(float));
     }
     if (st != MEMRA_STATUS_OK) goto fail;
-    wd->prepared = 1; /* from here weight_dev_free releases what exists */
 
     if (w->format == MEMRA_FORMAT_E4M3) {
         /* The NaN verdict: a tensor with NaN codes never rides an FP8 lane. */
@@ -252,7 +259,7 @@ static memra_status gemm_step(memra_device *dev, memra_op op, const memra_gemm_a
 static memra_status mmq(memra_device *dev, memra_gemm_args g, memra_dptr q8_0, memra_stream_t stream)
 {
     memra_dptr rec;
-    memra_status st = memra__host_services()->scratch(&dev->caps, MEMRA__SLOT_Q8_1,
+    memra_status st = memra__scratch(&dev->caps, MEMRA__SLOT_Q8_1,
                                                        memra_q8_1_bytes(g.m, g.k), &rec);
     if (st != MEMRA_STATUS_OK) return st;
     memra_op_args q = {.struct_size = sizeof q, .src = g.x, .rows = g.m, .cols = g.k, .dst = rec, .stream = stream};
@@ -337,7 +344,7 @@ memra_status memra_matmul_ex(memra_device *dev, memra_weight *w, const memra_mat
     if (w->format == MEMRA_FORMAT_Q8_0) return mmq(dev, g, wd->raw, ma->stream);
     /* No mirror: a transient one in scratch. */
     memra_dptr tmp;
-    st = memra__host_services()->scratch(&dev->caps, MEMRA__SLOT_F16_MIRROR, (size_t)(w->out_f * w->in_f * 2), &tmp);
+    st = memra__scratch(&dev->caps, MEMRA__SLOT_F16_MIRROR, (size_t)(w->out_f * w->in_f * 2), &tmp);
     if (st != MEMRA_STATUS_OK) return st;
     memra_op_args a = {.struct_size = sizeof a, .format = w->format, .src = wd->raw, .rows = w->out_f,
                        .cols = w->in_f, .dst = tmp, .stream = ma->stream};

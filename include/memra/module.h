@@ -241,7 +241,7 @@ typedef struct memra_host_services {
      * resolved by cuGetProcAddress at the core's pinned version; NULL when
      * there is no driver or no such entry point. */
     void *(*driver_proc)(const char *name);
-    /* Per-device scratch: slot `slot` (module-chosen, 0..63) grown to at least
+    /* Per-device scratch: slot `slot` (module-chosen, 0..47; 48..63 belong to the core) grown to at least
      * `bytes`, stable in address while no larger request for that slot is
      * made. Allocation happens only when a slot grows. */
     memra_status (*scratch)(const memra_device_caps *caps, uint32_t slot, size_t bytes, memra_dptr *out);

@@ -1,5 +1,6 @@
 /* memra runs without a CUDA driver and says why; the toolkit's stub library
  * is recognised as a stub. argv[1]: "missing" or a path to the stub. */
+#include <stdint.h>
 #include <stdlib.h>
 
 #include "memra/memra.h"
@@ -39,6 +40,7 @@ int main(int argc, char **argv)
     CHECK(memcmp(in, out, 64) == 0);
     CHECK_STATUS(memra_buffer_write(b, 60, in, 8), MEMRA_STATUS_INVALID_ARGUMENT);
     CHECK_STATUS(memra_buffer_create(memra_device_host(rt), 0, &b), MEMRA_STATUS_INVALID_ARGUMENT);
+    CHECK_STATUS(memra_buffer_create(memra_device_host(rt), SIZE_MAX, &b), MEMRA_STATUS_INVALID_ARGUMENT);
     memra_buffer_destroy(b);
     memra_buffer_destroy(NULL);
     memra_close(rt);

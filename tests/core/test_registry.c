@@ -18,6 +18,12 @@ static const char *reason_of(memra_runtime *rt, const char *name_or_path_part)
     return NULL;
 }
 
+static void reenter(const memra_ledger_row *r, void *user)
+{
+    (void)r;
+    (void)memra_ledger_hits((memra_device *)user, MEMRA_OP_scale, "testgood");
+}
+
 typedef struct ledger_find {
     const char *op, *module, *reason;
     uint64_t hits, declines;
@@ -60,15 +66,24 @@ int main(int argc, char **argv)
         memra_module_info_get(rt, i, &mi);
         loaded += mi.loaded;
     }
-    CHECK_INT_EQ(loaded, 3); /* host, testdecline, testgood */
+    CHECK_INT_EQ(loaded, 4); /* host, testdecline, testgood, testnf */
 
     /* Routing: scale goes testdecline (20) > testgood (10) > host (1). */
     memra_device *host = memra_device_host(rt);
     const char *names[8];
-    CHECK_INT_EQ(memra_routing_get(host, MEMRA_OP_scale, names, 8), 3);
+    CHECK_INT_EQ(memra_routing_get(host, MEMRA_OP_scale, names, 8), 4);
     CHECK_STR_EQ(names[0], "testdecline");
-    CHECK_STR_EQ(names[1], "testgood");
-    CHECK_STR_EQ(names[2], "host");
+    CHECK_STR_EQ(names[1], "testgood"); /* ties (10) by name: testgood < testnf */
+    CHECK_STR_EQ(names[2], "testnf");
+    CHECK_STR_EQ(names[3], "host");
+    /* A module whose op fails with NOT_FOUND ran exactly once. */
+    {
+        float w[2] = {1.0f, 3.0f};
+        memra_op_args na = {.struct_size = sizeof na, .src = (memra_dptr)(uintptr_t)w, .n = 2, .s = 2.0f};
+        CHECK_STATUS(memra_module_call(host, "testnf", MEMRA_OP_scale, &na), MEMRA_STATUS_NOT_FOUND);
+        CHECK(w[0] == 2.0f && w[1] == 6.0f);
+        CHECK_OK(memra_module_unload(rt, "testnf"));
+    }
     CHECK_INT_EQ(memra_routing_get(host, MEMRA_OP_gemm_f16, names, 8), 1);
     CHECK_STR_EQ(names[0], "host");
 
@@ -86,6 +101,9 @@ int main(int argc, char **argv)
     CHECK_INT_EQ(f.declines, 1);
     CHECK_INT_EQ(memra_ledger_hits(host, MEMRA_OP_scale, "testgood"), 1);
 
+    /* A ledger callback may call back into memra (no lock is held). */
+    memra_ledger_visit(rt, reenter, host);
+
     /* Preferences are data: prefer host for scale, disable testdecline. */
     CHECK_OK(memra_routing_configure(rt, "scale=host", "testdecline"));
     CHECK_INT_EQ(memra_routing_get(host, MEMRA_OP_scale, names, 8), 2);
@@ -101,6 +119,14 @@ int main(int argc, char **argv)
     /* A module that does not provide the op is NOT_FOUND by name. */
     CHECK_STATUS(memra_module_call(host, "testgood", MEMRA_OP_gemm_f16, &a), MEMRA_STATUS_NOT_FOUND);
     CHECK_STATUS(memra_module_call(host, "nosuch", MEMRA_OP_scale, &a), MEMRA_STATUS_NOT_FOUND);
+
+    /* A decline's reason stays readable after its module is gone. */
+    CHECK_OK(memra_routing_configure(rt, "", ""));
+    float odd[3] = {1, 2, 3};
+    memra_op_args da = {.struct_size = sizeof da, .src = (memra_dptr)(uintptr_t)odd, .n = 3, .s = 2.0f};
+    CHECK_STATUS(memra_module_call(host, "testdecline", MEMRA_OP_scale, &da), MEMRA_STATUS_DECLINED);
+    CHECK_OK(memra_module_unload(rt, "testdecline"));
+    CHECK_STR_EQ(da.decline_reason, "odd length");
 
     /* Hot-unload and reload. */
     CHECK_OK(memra_module_unload(rt, "testgood"));

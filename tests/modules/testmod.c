@@ -8,6 +8,7 @@
  *   INITFAIL  init returns MODULE_ERROR
  *   SCORE0    scores 0 everywhere
  *   DUP       a second module named "testgood"
+ *   NFOUND    "testnf": scale that does its work and then returns NOT_FOUND
  */
 #include <stdlib.h>
 
@@ -60,10 +61,13 @@ static memra_status op_scale(memra_call *call, memra_dptr y, int64_t n, float s)
     }
 #endif
     float *p = (float *)(uintptr_t)y;
-    /* A recognisable result: scale, then add 0 (keeps the op exact). */
     for (int64_t i = 0; i < n; i++) p[i] *= s;
     c->calls++;
+#if defined(NFOUND)
+    return c->host->set_error(MEMRA_STATUS_NOT_FOUND, "testnf: a module error that happens to be NOT_FOUND");
+#else
     return MEMRA_STATUS_OK;
+#endif
 }
 
 static const memra_op_table k_ops = {.struct_size = sizeof(memra_op_table), .scale = op_scale};
