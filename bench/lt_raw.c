@@ -54,6 +54,7 @@
 
 #include "memra/formats.h"
 #include "memra/memra.h"
+#include "tools/tool_util.h"
 
 #define RAW_SKIP 77
 #define RAW_MODULE "sm90"
@@ -198,17 +199,6 @@ static int parse_i64(const char *s, int64_t lo, int64_t hi, int64_t *out)
     if (end == s || *end != '\0' || v < lo || v > hi) return -1;
     *out = v;
     return 0;
-}
-
-static void json_str(FILE *f, const char *s)
-{
-    fputc('"', f);
-    for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p; p++) {
-        if (*p == '"' || *p == '\\') fprintf(f, "\\%c", *p);
-        else if (*p < 0x20) fprintf(f, "\\u%04x", *p);
-        else fputc(*p, f);
-    }
-    fputc('"', f);
 }
 
 static void json_times(FILE *f, const double *t, int64_t n)
@@ -991,17 +981,14 @@ static int write_receipt(bench *b, const char *path, const sheet_res *sheets, in
     memra_device_clocks clk = {0, 0};
     memra_device_clocks_get(b->dev, &clk);
     char ts[32];
-    time_t now = time(NULL);
-    struct tm tmv;
-    gmtime_r(&now, &tmv);
-    strftime(ts, sizeof ts, "%Y-%m-%dT%H:%M:%SZ", &tmv);
+    tool_utc_timestamp(ts, sizeof ts);
     fprintf(f, "{\"format\":\"memra-bench-raw\",\"version\":1,\"timestamp\":\"%s\",\"complete\":%s,\"memra\":", ts,
             rc == 0 ? "true" : "false");
-    json_str(f, memra_version());
+    tool_json_str(f, memra_version());
     fprintf(f, ",\n\"device\":{\"name\":");
-    json_str(f, b->caps->name);
+    tool_json_str(f, b->caps->name);
     fprintf(f, ",\"profile\":");
-    json_str(f, b->caps->profile);
+    tool_json_str(f, b->caps->profile);
     fprintf(f, ",\"cc\":%d,\"sm_count\":%d,\"sm_clock_khz\":%d,\"mem_clock_khz\":%d,\"total_mem\":%llu}", b->caps->cc,
             b->caps->sm_count, clk.sm_khz, clk.mem_khz, (unsigned long long)b->caps->total_mem);
     fprintf(f, ",\"driver_version\":%d,\"cublaslt_version\":%zu,\"modules\":[", memra_driver_version(b->rt),
@@ -1010,9 +997,9 @@ static int write_receipt(bench *b, const char *path, const sheet_res *sheets, in
         memra_module_info mi;
         if (memra_module_info_get(b->rt, i, &mi) != MEMRA_STATUS_OK) continue;
         fprintf(f, "%s{\"name\":", first ? "" : ",");
-        json_str(f, mi.name);
+        tool_json_str(f, mi.name);
         fprintf(f, ",\"version\":");
-        json_str(f, mi.version);
+        tool_json_str(f, mi.version);
         fprintf(f, ",\"loaded\":%s}", mi.loaded ? "true" : "false");
         first = 0;
     }

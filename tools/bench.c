@@ -156,10 +156,7 @@ static void json_header(bench *b, const char *mode)
     memra_device_clocks clk = {0, 0};
     memra_device_clocks_get(b->dev, &clk);
     char ts[32];
-    time_t now = time(NULL);
-    struct tm tmv;
-    gmtime_r(&now, &tmv);
-    strftime(ts, sizeof ts, "%Y-%m-%dT%H:%M:%SZ", &tmv);
+    tool_utc_timestamp(ts, sizeof ts);
     fprintf(f, "{\"format\":\"memra-bench\",\"version\":1,\"timestamp\":\"%s\",\"memra\":", ts);
     tool_json_str(f, memra_version());
     fprintf(f, ",\"mode\":\"%s\",\"device\":{\"name\":", mode);

@@ -111,6 +111,14 @@ void tool_json_str(FILE *f, const char *s)
     fputc('"', f);
 }
 
+void tool_utc_timestamp(char *buf, size_t len)
+{
+    time_t now = time(NULL);
+    struct tm tmv;
+    gmtime_r(&now, &tmv);
+    strftime(buf, len, "%Y-%m-%dT%H:%M:%SZ", &tmv);
+}
+
 static int cmp_double(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;

@@ -37,6 +37,8 @@ int tool_parse_u64(const char *s, uint64_t *out);
 
 /* A JSON string literal with escapes. */
 void tool_json_str(FILE *f, const char *s);
+/* The current UTC time as "YYYY-MM-DDTHH:MM:SSZ" into buf (at least 21 bytes). */
+void tool_utc_timestamp(char *buf, size_t len);
 /* Median of n doubles (sorts a copy); 0 when n == 0. */
 double tool_median(const double *v, size_t n);
 /* malloc that prints and returns NULL on failure; n * size checked. */
