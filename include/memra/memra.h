@@ -131,13 +131,14 @@ memra_op memra_op_from_name(const char *name);
 /* Arguments of any op, for calls that name the op at run time. */
 typedef struct memra_op_args {
     uint32_t struct_size;
-    memra_gemm_args gemm;      /* gemm_f16, gemm_fp8, gemm_fp8_blk, gemm_q8_0, accprobe */
+    memra_gemm_args gemm;      /* gemm_f16, gemm_fp8, gemm_fp8_blk, gemm_q8_0, gemm_q8_0r, accprobe */
     memra_accprobe_arm arm;    /* accprobe */
     memra_format format;       /* dequant_f16 */
-    memra_dptr src;            /* cvt_f16, quant_q8_1 (x), dequant_f16, fp8_blk_to_q8_0 (w), fp8_nan_count (w), scale (y) */
+    memra_dptr src;            /* cvt_f16, quant_q8_1 (x), dequant_f16, fp8_blk_to_q8_0 (w), fp8_nan_count (w), scale (y),
+                                  repack_q8_0 (Q8_0 weight) */
     memra_dptr aux;            /* fp8_blk_to_q8_0: grid */
-    memra_dptr dst;            /* cvt_f16, quant_q8_1, dequant_f16, fp8_blk_to_q8_0, fp8_nan_count (u64) */
-    int64_t rows, cols;        /* quant_q8_1 (m, k), dequant_f16, fp8_blk_to_q8_0 */
+    memra_dptr dst;            /* cvt_f16, quant_q8_1, dequant_f16, fp8_blk_to_q8_0, fp8_nan_count (u64), repack_q8_0 */
+    int64_t rows, cols;        /* quant_q8_1 (m, k), dequant_f16, fp8_blk_to_q8_0, repack_q8_0 */
     int64_t n;                 /* cvt_f16, scale: elements; fp8_nan_count: bytes */
     float s;                   /* scale */
     memra_stream_t stream;
@@ -237,6 +238,14 @@ typedef struct memra_weight_state {
 
 /* What prepare built for w on dev. */
 memra_status memra_weight_query(const memra_weight *w, const memra_device *dev, memra_weight_state *out);
+
+/* The device operands a prepared weight holds now, as a bit mask (0 when w or
+ * dev is NULL or w is not prepared there). New bits may be added. */
+#define MEMRA_OPERAND_RAW 1u          /* the weight's own bytes */
+#define MEMRA_OPERAND_F16_MIRROR 2u   /* f16 mirror (gemm_f16) */
+#define MEMRA_OPERAND_Q8_0_SLAB 4u    /* Q8_0 slab of a block-128 FP8 weight */
+#define MEMRA_OPERAND_Q8_0_RECORDS 8u /* Q8_0 record layout (gemm_q8_0r) */
+unsigned memra_weight_operands(const memra_weight *w, const memra_device *dev);
 
 typedef struct memra_matmul_args {
     uint32_t struct_size;

@@ -161,7 +161,9 @@ typedef enum memra_accprobe_arm {
     X(fp8_blk_to_q8_0)                                                              \
     X(fp8_nan_count)                                                                \
     X(scale)                                                                        \
-    X(accprobe)
+    X(accprobe)                                                                     \
+    X(repack_q8_0)                                                                  \
+    X(gemm_q8_0r)
 
 typedef enum memra_op {
 #define MEMRA__OP_ENUM(name) MEMRA_OP_##name,
@@ -199,6 +201,14 @@ typedef struct memra_op_table {
     /* The accumulator instrument: time only. w holds int8/e4m3 bytes [n x k],
      * x [m x k] bytes, y f32 [m x n]. */
     memra_status (*accprobe)(memra_call *call, memra_accprobe_arm arm, const memra_gemm_args *args);
+    /* ---- appended after the first v1 table; read only when struct_size covers them ---- */
+    /* Q8_0 weight [rows x cols] (cols a multiple of 32) -> Q8_0 records
+     * (memra_q8_0r_bytes(rows, cols) bytes at dst), bit-identical to the host. */
+    memra_status (*repack_q8_0)(memra_call *call, memra_dptr src_q8_0, int64_t rows, int64_t cols,
+                                memra_dptr dst);
+    /* Q8_0 records (args->w, from repack_q8_0) x q8_1 records (args->x) -> f32:
+     * gemm_q8_0's numeric contract on the repacked weight. */
+    memra_status (*gemm_q8_0r)(memra_call *call, const memra_gemm_args *args);
 } memra_op_table;
 
 /* ---- host services -------------------------------------------------------- */
@@ -293,6 +303,19 @@ static inline uint64_t memra_q8_1_bytes(int64_t m, int64_t k)
 {
     int64_t kpad = (k + 511) / 512 * 512;
     return (uint64_t)(kpad / 128) * (uint64_t)m * 144u;
+}
+
+/* Bytes of the Q8_0 record layout of a [rows x cols] Q8_0 weight (cols a
+ * multiple of 32), the operand of gemm_q8_0r. It is the q8_1 record applied to
+ * the weight: cols are padded to a multiple of 128 with zero blocks; record
+ * (g, j), the 128 columns from 128 g of row j, lives at index g * rows + j and
+ * holds 144 bytes: f32 d[4] (each Q8_0 block's f16 scale widened exactly to
+ * f32; 0 for padding blocks) then int8 qs[128] (0 in padding blocks). Every
+ * record is 16-byte aligned when the base is, which Q8_0's 34-byte blocks
+ * never are. */
+static inline uint64_t memra_q8_0r_bytes(int64_t rows, int64_t cols)
+{
+    return (uint64_t)((cols + 127) / 128) * (uint64_t)rows * 144u;
 }
 
 #ifdef __cplusplus
