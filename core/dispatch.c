@@ -176,6 +176,10 @@ void memra_ledger_print(const memra_runtime *rt, void *file)
 
 /* ---- invoking one lane -------------------------------------------------------- */
 
+/* One case per op of MEMRA_OP_LIST: an op appended to the list must get its
+ * case here (the assert counts them). */
+_Static_assert(MEMRA_OP_COUNT_ == 13, "call_op needs a case for every op of MEMRA_OP_LIST");
+
 static memra_status call_op(const memra_op_table *ops, memra_call *call, memra_op op, memra_op_args *a)
 {
     switch (op) {
@@ -194,6 +198,12 @@ static memra_status call_op(const memra_op_table *ops, memra_call *call, memra_o
     case MEMRA_OP_fp8_nan_count: return ops->fp8_nan_count(call, a->src, a->n, a->dst);
     case MEMRA_OP_scale: return ops->scale(call, a->src, a->n, a->s);
     case MEMRA_OP_accprobe: return ops->accprobe(call, a->arm, &a->gemm);
+    case MEMRA_OP_repack_q8_0:
+        if (a->rows < 0 || a->rows > INT32_MAX || a->cols < 0 || a->cols > INT32_MAX)
+            return MEMRA__FAIL(MEMRA_STATUS_INVALID_ARGUMENT, "repack_q8_0: rows %lld / cols %lld out of range",
+                               (long long)a->rows, (long long)a->cols);
+        return ops->repack_q8_0(call, a->src, a->rows, a->cols, a->dst);
+    case MEMRA_OP_gemm_q8_0r: return ops->gemm_q8_0r(call, &a->gemm);
     default: return MEMRA__FAIL(MEMRA_STATUS_INVALID_ARGUMENT, "op %d out of range", (int)op);
     }
 }

@@ -1,5 +1,32 @@
 /* Weights: validation at create, per-device operands built once at prepare,
- * and memra_matmul's lane policy. */
+ * and memra_matmul's lane policy.
+ *
+ * The MMQ floor's weight operand (quant_q8_1 + gemm_q8_0, or gemm_q8_0r):
+ *  - Q8_0 blocks are 34 bytes, 2-byte aligned; the Q8_0 record layout
+ *    (memra_q8_0r_bytes, module.h) holds the same values 16-byte aligned.
+ *  - A Q8_0 weight that gets no f16 mirror on a device (over the budget) and a
+ *    block-128 FP8 weight whose policy builds the Q8_0 slab are repacked into
+ *    records at prepare (repack_q8_0) when the device's routing has a lane for
+ *    both repack_q8_0 and gemm_q8_0r and MEMRA_Q8_0_RECORDS is not "0". The
+ *    blocks the records came from (the raw Q8_0 copy, or the slab) are then
+ *    freed: the floor serves exactly when memory is short, so the weight is
+ *    not held twice. A repack that no lane takes (DECLINED / NOT_SUPPORTED),
+ *    or no device memory for the records, leaves the blocks and no records;
+ *    any other failure fails prepare.
+ *  - matmul quantises the activation once, then runs gemm_q8_0r on the
+ *    records. When that is DECLINED or NOT_SUPPORTED (the module that serves
+ *    it was unloaded, MEMRA_DISABLE=gemm_q8_0r, a shape a kernel refuses), it
+ *    makes the Q8_0 blocks again, once, under the weight's lock (raw Q8_0:
+ *    uploaded from the host copy; FP8: the slab rebuilt from the e4m3 bytes)
+ *    and runs gemm_q8_0 on them. Both ops have one numeric contract, so the
+ *    answer does not change. Blocks made again are kept with the records
+ *    (another thread may be reading either) until the weight is destroyed.
+ *
+ * Thread safety: matmul reads a weight_dev's operand pointers without the
+ * weight's lock. Prepare runs under the lock before any matmul reads them
+ * (matmul calls memra_weight_prepare first); an operand made later (the lazy
+ * slab or records, blocks made again) is complete before its pointer is
+ * published after a release fence, and is never freed before the weight. */
 #include <math.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -17,6 +44,7 @@ typedef struct weight_dev {
     memra_dptr f16;      /* f16 mirror, 0 when none */
     uint64_t f16_bytes;  /* counted against the device budget */
     memra_dptr q8_0;     /* Q8_0 slab of a block-128 FP8 weight, 0 when none */
+    memra_dptr q8_0r;    /* Q8_0 records (gemm_q8_0r) of the raw Q8_0 or of the slab, 0 when none */
     uint64_t nan_codes;  /* e4m3 NaN codes (E4M3 only) */
     const char *mirror_note; /* why there is no mirror */
 } weight_dev;
@@ -120,6 +148,7 @@ static void weight_dev_free(memra_weight *w, int d)
     memra__dev_free(dev, wd->grid);
     if (wd->f16 != wd->raw) memra__dev_free(dev, wd->f16);
     memra__dev_free(dev, wd->q8_0);
+    memra__dev_free(dev, wd->q8_0r);
     atomic_fetch_sub(&dev->f16_used, wd->f16_bytes);
     memset(wd, 0, sizeof *wd);
 }
@@ -153,9 +182,9 @@ static memra_status run_op(memra_device *dev, memra_op op, memra_op_args *a)
     return memra__dispatch(dev, op, a);
 }
 
-/* Build the Q8_0 slab and publish it only once it is complete (matmul reads
- * wd->q8_0 without the weight's lock). Caller holds w->lock. */
-static memra_status build_slab(memra_weight *w, memra_device *dev, weight_dev *wd)
+/* The Q8_0 slab of a block-128 FP8 weight (the host re-encode, bit for bit),
+ * complete when this returns; not published. Caller holds w->lock. */
+static memra_status make_slab(memra_weight *w, memra_device *dev, const weight_dev *wd, memra_dptr *out)
 {
     size_t bytes = (size_t)w->out_f * (size_t)(w->in_f / 32) * MEMRA_Q8_0_BYTES;
     memra_dptr slab = 0;
@@ -168,8 +197,106 @@ static memra_status build_slab(memra_weight *w, memra_device *dev, weight_dev *w
         memra__dev_free(dev, slab);
         return st;
     }
+    *out = slab;
+    return MEMRA_STATUS_OK;
+}
+
+/* Build the Q8_0 slab and publish it only once it is complete (matmul reads
+ * wd->q8_0 without the weight's lock). Caller holds w->lock. */
+static memra_status build_slab(memra_weight *w, memra_device *dev, weight_dev *wd)
+{
+    memra_dptr slab = 0;
+    memra_status st = make_slab(w, dev, wd, &slab);
+    if (st != MEMRA_STATUS_OK) return st;
     atomic_thread_fence(memory_order_release);
     wd->q8_0 = slab;
+    return MEMRA_STATUS_OK;
+}
+
+/* Whether dev holds the MMQ floor's weight as Q8_0 records: a lane for both
+ * repack_q8_0 and gemm_q8_0r, and MEMRA_Q8_0_RECORDS is not "0". */
+static int records_wanted(memra_device *dev)
+{
+    const char *s = getenv("MEMRA_Q8_0_RECORDS");
+    if (s != NULL && strcmp(s, "0") == 0) return 0;
+    return has_lane(dev, MEMRA_OP_repack_q8_0) && has_lane(dev, MEMRA_OP_gemm_q8_0r);
+}
+
+/* Repack the Q8_0 blocks at src ([out_f x in_f]) into records and publish
+ * them as wd->q8_0r. OK: published. DECLINED: no records and nothing changed
+ * (no lane took the repack, or no device memory for the records: the blocks
+ * still serve). Any other status is an error. Caller holds w->lock. */
+static memra_status build_records(memra_weight *w, memra_device *dev, weight_dev *wd, memra_dptr src)
+{
+    memra_dptr rec = 0;
+    memra_status st = memra__dev_alloc(dev, (size_t)memra_q8_0r_bytes(w->out_f, w->in_f), &rec);
+    if (st == MEMRA_STATUS_OUT_OF_MEMORY) {
+        memra__log(MEMRA_LOG_INFO, "weight", "%s on %s: no memory for Q8_0 records; the MMQ floor reads Q8_0 blocks",
+                   w->name, dev->label);
+        return MEMRA_STATUS_DECLINED;
+    }
+    if (st != MEMRA_STATUS_OK) return st;
+    memra_op_args a = {.src = src, .rows = w->out_f, .cols = w->in_f, .dst = rec};
+    st = run_op(dev, MEMRA_OP_repack_q8_0, &a);
+    if (st == MEMRA_STATUS_OK) st = memra_device_synchronize(dev);
+    if (st != MEMRA_STATUS_OK) {
+        memra__dev_free(dev, rec);
+        if (st == MEMRA_STATUS_NOT_SUPPORTED) st = MEMRA_STATUS_DECLINED; /* routing changed since records_wanted */
+        if (st == MEMRA_STATUS_DECLINED)
+            MEMRA__DEBUG("weight", "%s on %s: no Q8_0 records (%s)", w->name, dev->label, memra_last_error());
+        return st;
+    }
+    atomic_thread_fence(memory_order_release);
+    wd->q8_0r = rec;
+    return MEMRA_STATUS_OK;
+}
+
+/* Records in place of blocks (see the top of the file): repack the blocks at
+ * *blocks and, when that worked, free them and zero *blocks. Blocks stay on
+ * DECLINED. Called by prepare and the lazy slab only, before *blocks is
+ * published to matmul. Caller holds w->lock. */
+static memra_status replace_with_records(memra_weight *w, memra_device *dev, weight_dev *wd, memra_dptr *blocks)
+{
+    if (!records_wanted(dev)) return MEMRA_STATUS_OK;
+    memra_status st = build_records(w, dev, wd, *blocks);
+    if (st == MEMRA_STATUS_DECLINED) return MEMRA_STATUS_OK;
+    if (st != MEMRA_STATUS_OK) return st;
+    memra__dev_free(dev, *blocks);
+    *blocks = 0;
+    return MEMRA_STATUS_OK;
+}
+
+/* The MMQ floor's operand of a block-128 FP8 weight: the slab, or its records
+ * (the slab freed). Caller holds w->lock. */
+static memra_status build_fp8_mmq(memra_weight *w, memra_device *dev, weight_dev *wd)
+{
+    memra_dptr slab = 0;
+    memra_status st = make_slab(w, dev, wd, &slab);
+    if (st == MEMRA_STATUS_OK) st = replace_with_records(w, dev, wd, &slab);
+    if (st != MEMRA_STATUS_OK) {
+        memra__dev_free(dev, slab);
+        return st;
+    }
+    if (slab != 0) {
+        atomic_thread_fence(memory_order_release);
+        wd->q8_0 = slab;
+    }
+    return MEMRA_STATUS_OK;
+}
+
+/* The weight's own bytes uploaded again (after records replaced them) and
+ * published. Caller holds w->lock. */
+static memra_status upload_raw(memra_weight *w, memra_device *dev, weight_dev *wd)
+{
+    memra_dptr p = 0;
+    memra_status st = memra__dev_alloc(dev, w->size, &p);
+    if (st == MEMRA_STATUS_OK) st = memra__dev_upload(dev, p, w->data, w->size);
+    if (st != MEMRA_STATUS_OK) {
+        memra__dev_free(dev, p);
+        return st;
+    }
+    atomic_thread_fence(memory_order_release);
+    wd->raw = p;
     return MEMRA_STATUS_OK;
 }
 
@@ -201,7 +328,7 @@ static memra_status prepare_locked(memra_weight *w, memra_device *dev)
         if (st != MEMRA_STATUS_OK) goto fail;
         if (w->grid != NULL && w->in_f % 32 == 0 &&
             (dev->profile->fp8_blk_slab || wd->nan_codes > 0 || !has_lane(dev, MEMRA_OP_gemm_fp8_blk))) {
-            st = build_slab(w, dev, wd);
+            st = build_fp8_mmq(w, dev, wd);
             if (st != MEMRA_STATUS_OK) goto fail;
         }
         return MEMRA_STATUS_OK;
@@ -217,6 +344,11 @@ static memra_status prepare_locked(memra_weight *w, memra_device *dev)
     if (used + mbytes > device_budget(dev) && w->format != MEMRA_FORMAT_F32) {
         atomic_fetch_sub(&dev->f16_used, mbytes);
         wd->mirror_note = "f16 mirror over MEMRA_F16_BUDGET_MB";
+        if (w->format == MEMRA_FORMAT_Q8_0) {
+            /* The MMQ floor serves it: records in place of the raw copy. */
+            st = replace_with_records(w, dev, wd, &wd->raw);
+            if (st != MEMRA_STATUS_OK) goto fail;
+        }
         return MEMRA_STATUS_OK;
     }
     wd->f16_bytes = mbytes;
@@ -256,17 +388,48 @@ static memra_status gemm_step(memra_device *dev, memra_op op, const memra_gemm_a
     return memra__dispatch(dev, op, &a);
 }
 
-static memra_status mmq(memra_device *dev, memra_gemm_args g, memra_dptr q8_0, memra_stream_t stream)
+/* The Q8_0 blocks gemm_q8_0 reads: the weight's own bytes (Q8_0) or the slab
+ * (block-128 FP8). Where records replaced them they are made again here, once,
+ * under the lock, and kept. */
+static memra_status q8_0_blocks(memra_weight *w, memra_device *dev, weight_dev *wd, memra_dptr *out)
+{
+    const int own = w->format == MEMRA_FORMAT_Q8_0;
+    memra_dptr p = own ? wd->raw : wd->q8_0;
+    if (p == 0) {
+        memra_status st = MEMRA_STATUS_OK;
+        pthread_mutex_lock(&w->lock);
+        if (own && wd->raw == 0) st = upload_raw(w, dev, wd);
+        else if (!own && wd->q8_0 == 0) st = build_slab(w, dev, wd);
+        p = own ? wd->raw : wd->q8_0;
+        pthread_mutex_unlock(&w->lock);
+        if (st != MEMRA_STATUS_OK) return st;
+        MEMRA__DEBUG("weight", "%s on %s: Q8_0 blocks made again for gemm_q8_0", w->name, dev->label);
+    }
+    atomic_thread_fence(memory_order_acquire);
+    *out = p;
+    return MEMRA_STATUS_OK;
+}
+
+/* The MMQ floor: the activation quantised once into q8_1 records, then
+ * gemm_q8_0r on the weight's records, else gemm_q8_0 on its Q8_0 blocks. */
+static memra_status mmq(memra_device *dev, memra_weight *w, weight_dev *wd, memra_gemm_args g, memra_stream_t stream)
 {
     memra_dptr rec;
-    memra_status st = memra__scratch(&dev->caps, MEMRA__SLOT_Q8_1,
-                                                       memra_q8_1_bytes(g.m, g.k), &rec);
+    memra_status st = memra__scratch(&dev->caps, MEMRA__SLOT_Q8_1, memra_q8_1_bytes(g.m, g.k), &rec);
     if (st != MEMRA_STATUS_OK) return st;
     memra_op_args q = {.struct_size = sizeof q, .src = g.x, .rows = g.m, .cols = g.k, .dst = rec, .stream = stream};
     st = memra__dispatch(dev, MEMRA_OP_quant_q8_1, &q);
     if (st != MEMRA_STATUS_OK) return st;
-    g.w = q8_0;
     g.x = rec;
+    const memra_dptr records = wd->q8_0r;
+    atomic_thread_fence(memory_order_acquire);
+    if (records != 0) {
+        g.w = records;
+        st = gemm_step(dev, MEMRA_OP_gemm_q8_0r, &g, stream);
+        if (st != MEMRA_STATUS_DECLINED && st != MEMRA_STATUS_NOT_SUPPORTED) return st;
+    }
+    st = q8_0_blocks(w, dev, wd, &g.w);
+    if (st != MEMRA_STATUS_OK) return st;
     return gemm_step(dev, MEMRA_OP_gemm_q8_0, &g, stream);
 }
 
@@ -321,27 +484,30 @@ memra_status memra_matmul_ex(memra_device *dev, memra_weight *w, const memra_mat
             g.w_scale_grid = wd->grid;
             g.w_scale = 1.0f;
             st = gemm_step(dev, MEMRA_OP_gemm_fp8_blk, &g, ma->stream);
-            if (st != MEMRA_STATUS_DECLINED) return st;
+            /* No lane (NOT_SUPPORTED) falls to the floor like a decline: prepare
+             * builds the slab for exactly that case. */
+            if (st != MEMRA_STATUS_DECLINED && st != MEMRA_STATUS_NOT_SUPPORTED) return st;
         }
-        if (wd->q8_0 == 0) {
+        if (wd->q8_0 == 0 && wd->q8_0r == 0) {
             if (w->in_f % 32 != 0)
                 return MEMRA__FAIL(MEMRA_STATUS_NOT_SUPPORTED,
                                    "memra_matmul(%s): no FP8 block lane took it and in_f %lld is not a multiple of 32 "
                                    "for the Q8_0 slab",
                                    w->name, (long long)w->in_f);
+            /* The profile built no slab at prepare: the slab (or its records) now, once. */
             pthread_mutex_lock(&w->lock);
-            st = wd->q8_0 ? MEMRA_STATUS_OK : build_slab(w, dev, wd);
+            st = (wd->q8_0 || wd->q8_0r) ? MEMRA_STATUS_OK : build_fp8_mmq(w, dev, wd);
             pthread_mutex_unlock(&w->lock);
             if (st != MEMRA_STATUS_OK) return st;
         }
         g.w_scale_grid = 0;
-        return mmq(dev, g, wd->q8_0, ma->stream);
+        return mmq(dev, w, wd, g, ma->stream);
     }
     if (wd->f16 != 0) {
         g.w = wd->f16;
         return gemm_step(dev, MEMRA_OP_gemm_f16, &g, ma->stream);
     }
-    if (w->format == MEMRA_FORMAT_Q8_0) return mmq(dev, g, wd->raw, ma->stream);
+    if (w->format == MEMRA_FORMAT_Q8_0) return mmq(dev, w, wd, g, ma->stream);
     /* No mirror: a transient one in scratch. */
     memra_dptr tmp;
     st = memra__scratch(&dev->caps, MEMRA__SLOT_F16_MIRROR, (size_t)(w->out_f * w->in_f * 2), &tmp);
@@ -361,16 +527,43 @@ memra_status memra_matmul(memra_device *dev, memra_weight *w, memra_dptr x, int3
     return memra_matmul_ex(dev, w, &a);
 }
 
-/* Facts about a prepared weight, for tests and `memra info`. */
+/* Facts about a prepared weight, for tests and `memra info`. has_q8_0_slab
+ * keeps its meaning for block-128 FP8 weights: the MMQ floor has the weight's
+ * Q8_0 slab, or the records made from it (which replace the slab where the
+ * device runs gemm_q8_0r). A Q8_0 weight's records are not a slab:
+ * memra_weight_operands tells which operands any weight holds. */
 memra_status memra_weight_query(const memra_weight *w, const memra_device *dev, memra_weight_state *out)
 {
     if (w == NULL || dev == NULL || out == NULL)
         return MEMRA__FAIL(MEMRA_STATUS_INVALID_ARGUMENT, "memra_weight_query: NULL argument");
+    if (dev->rt != w->rt) return MEMRA__FAIL(MEMRA_STATUS_INVALID_ARGUMENT, "weight and device of other runtimes");
+    pthread_mutex_t *lock = (pthread_mutex_t *)(uintptr_t)&w->lock;
+    pthread_mutex_lock(lock);
     const weight_dev *wd = &w->dev[dev->index];
     out->prepared = wd->prepared;
     out->has_f16_mirror = wd->f16 != 0;
-    out->has_q8_0_slab = wd->q8_0 != 0;
+    out->has_q8_0_slab = wd->q8_0 != 0 || (w->format == MEMRA_FORMAT_E4M3 && wd->q8_0r != 0);
     out->nan_codes = wd->nan_codes;
     out->note = wd->mirror_note ? wd->mirror_note : "";
+    pthread_mutex_unlock(lock);
     return MEMRA_STATUS_OK;
+}
+
+/* The operands as they are now: records replace blocks at prepare, and blocks
+ * come back beside the records when gemm_q8_0r stops taking them. */
+unsigned memra_weight_operands(const memra_weight *w, const memra_device *dev)
+{
+    if (w == NULL || dev == NULL || dev->rt != w->rt) return 0;
+    pthread_mutex_t *lock = (pthread_mutex_t *)(uintptr_t)&w->lock;
+    pthread_mutex_lock(lock);
+    const weight_dev *wd = &w->dev[dev->index];
+    unsigned m = 0;
+    if (wd->prepared) {
+        if (wd->raw != 0) m |= MEMRA_OPERAND_RAW;
+        if (wd->f16 != 0) m |= MEMRA_OPERAND_F16_MIRROR;
+        if (wd->q8_0 != 0) m |= MEMRA_OPERAND_Q8_0_SLAB;
+        if (wd->q8_0r != 0) m |= MEMRA_OPERAND_Q8_0_RECORDS;
+    }
+    pthread_mutex_unlock(lock);
+    return m;
 }

@@ -22,6 +22,9 @@
  *                per 32-block: I = sum int8 * int8 (int32, exact);
  *                T = sum over blocks in order of ((double)f16_to_f32(dw) * (double)dx) * I;
  *                y = (float)((double)alpha * T).
+ *  gemm_q8_0r    W as Q8_0 records (repack_q8_0: f32 d already widened from the f16,
+ *                the same int8 qs), x = quant_q8_1 records: gemm_q8_0's arithmetic
+ *                through the same code, so both give bit-identical y for one weight.
  *  accprobe      time only: S32 = int8 bytes, int32 per 32, y = (float)(int64 sum);
  *                F32 = bytes decoded as e4m3, f32 products summed in f32 in k order;
  *                MX declined. y written like the GEMMs (row offset, ldy); alpha unused.
@@ -228,16 +231,21 @@ memra_status memra__host_gemm_fp8_blk(memra_call *call, const memra_gemm_args *a
     return st;
 }
 
-/* ---- gemm_q8_0 ------------------------------------------------------------- */
+/* ---- gemm_q8_0, gemm_q8_0r ----------------------------------------------------- */
 
+/* One code path for both weight layouts: only where block b of row j keeps
+ * its scale and its 32 int8 differs. The scale is widened to f32 either way
+ * (here, or by repack_q8_0 with the same decoder), so every term and its
+ * order are the same and so is y, bit for bit. */
 typedef struct q8_job {
-    const uint8_t *w; /* [n rows x nb blocks of 34 bytes] */
+    const uint8_t *w; /* Q8_0: [n rows x nb blocks of 34 bytes]; records: [ceil(nb/4) x n] of 144 */
     const uint8_t *x; /* q8_1 records */
+    int records;      /* w is in the Q8_0 record layout (gemm_q8_0r) */
     int64_t m, n, nb;
     double alpha;
     float *y;
     int64_t ldy;
-    float *scratch; /* nb floats per thread: the row's f16 scales widened */
+    float *scratch; /* nb floats per thread: the row's scales as f32 */
 } q8_job;
 
 static int32_t dot_i8_32(const int8_t *a, const int8_t *b)
@@ -247,16 +255,34 @@ static int32_t dot_i8_32(const int8_t *a, const int8_t *b)
     return s;
 }
 
+/* Block b of weight row j: its 144-byte record (records) or its 34-byte block. */
+static const uint8_t *q8_w_at(const q8_job *jb, int64_t j, int64_t b)
+{
+    if (jb->records) return jb->w + (uint64_t)((b >> 2) * jb->n + j) * MEMRA_Q8_1_RECORD_BYTES;
+    return jb->w + ((uint64_t)j * (uint64_t)jb->nb + (uint64_t)b) * MEMRA_Q8_0_BYTES;
+}
+
+static float q8_w_scale(const q8_job *jb, int64_t j, int64_t b)
+{
+    const uint8_t *p = q8_w_at(jb, j, b);
+    if (!jb->records) return memra_f32_from_f16((uint16_t)(p[0] | (p[1] << 8)));
+    float d;
+    memcpy(&d, p + 4 * (b & 3), sizeof d);
+    return d;
+}
+
+static const int8_t *q8_w_qs(const q8_job *jb, int64_t j, int64_t b)
+{
+    const uint8_t *p = q8_w_at(jb, j, b);
+    return (const int8_t *)(jb->records ? p + 16 + 32 * (b & 3) : p + 2);
+}
+
 static void q8_rows(void *arg, int tid, int64_t begin, int64_t end)
 {
     const q8_job *jb = (const q8_job *)arg;
     float *dw = jb->scratch + (int64_t)tid * jb->nb;
     for (int64_t j = begin; j < end; j++) {
-        const uint8_t *wr = jb->w + (uint64_t)j * (uint64_t)jb->nb * MEMRA_Q8_0_BYTES;
-        for (int64_t b = 0; b < jb->nb; b++) {
-            const uint8_t *blk = wr + b * MEMRA_Q8_0_BYTES;
-            dw[b] = memra_f32_from_f16((uint16_t)(blk[0] | (blk[1] << 8)));
-        }
+        for (int64_t b = 0; b < jb->nb; b++) dw[b] = q8_w_scale(jb, j, b);
         for (int64_t i = 0; i < jb->m; i++) {
             double t = 0.0;
             for (int64_t b = 0; b < jb->nb; b++) {
@@ -264,8 +290,7 @@ static void q8_rows(void *arg, int tid, int64_t begin, int64_t end)
                 const int g = (int)(b & 3);
                 float dx;
                 memcpy(&dx, rec + 4 * g, sizeof dx);
-                const int32_t isum = dot_i8_32((const int8_t *)(wr + b * MEMRA_Q8_0_BYTES + 2),
-                                               (const int8_t *)(rec + 16 + 32 * g));
+                const int32_t isum = dot_i8_32(q8_w_qs(jb, j, b), (const int8_t *)(rec + 16 + 32 * g));
                 t += ((double)dw[b] * (double)dx) * (double)isum;
             }
             jb->y[i * jb->ldy + j] = (float)(jb->alpha * t);
@@ -273,24 +298,34 @@ static void q8_rows(void *arg, int tid, int64_t begin, int64_t end)
     }
 }
 
-memra_status memra__host_gemm_q8_0(memra_call *call, const memra_gemm_args *args)
+static memra_status q8_gemm(memra_call *call, const memra_gemm_args *args, const char *op, int records)
 {
     memra__host_ctx *ctx = memra__host_call_ctx(call);
     if (ctx == NULL) return MEMRA_STATUS_INVALID_ARGUMENT;
-    memra_status st = check_gemm(ctx, "gemm_q8_0", args);
+    memra_status st = check_gemm(ctx, op, args);
     if (st != MEMRA_STATUS_OK) return st;
     if (args->k % MEMRA_QK8_0 != 0)
-        return FAIL_ARG(ctx, "gemm_q8_0: k = %d is not a multiple of the Q8_0 block (32)", (int)args->k);
+        return FAIL_ARG(ctx, "%s: k = %d is not a multiple of the Q8_0 block (32)", op, (int)args->k);
     if (args->m == 0 || args->n == 0) return MEMRA_STATUS_OK;
     q8_job jb = {.w = MEMRA__HOST_PTR(const uint8_t, args->w), .x = MEMRA__HOST_PTR(const uint8_t, args->x),
-                 .m = args->m, .n = args->n, .nb = args->k / MEMRA_QK8_0, .alpha = (double)args->alpha,
-                 .y = y_base(args), .ldy = args->ldy};
+                 .records = records, .m = args->m, .n = args->n, .nb = args->k / MEMRA_QK8_0,
+                 .alpha = (double)args->alpha, .y = y_base(args), .ldy = args->ldy};
     const int threads = memra__host_threads(ctx, jb.n, 2.0 * (double)jb.m * (double)args->k);
     jb.scratch = memra__host_alloc((uint64_t)jb.nb * (uint64_t)threads, sizeof(float));
-    if (jb.scratch == NULL) return FAIL_OOM(ctx, "gemm_q8_0");
+    if (jb.scratch == NULL) return FAIL_OOM(ctx, op);
     memra__host_run(threads, jb.n, q8_rows, &jb);
     free(jb.scratch);
     return MEMRA_STATUS_OK;
+}
+
+memra_status memra__host_gemm_q8_0(memra_call *call, const memra_gemm_args *args)
+{
+    return q8_gemm(call, args, "gemm_q8_0", 0);
+}
+
+memra_status memra__host_gemm_q8_0r(memra_call *call, const memra_gemm_args *args)
+{
+    return q8_gemm(call, args, "gemm_q8_0r", 1);
 }
 
 /* ---- accprobe ------------------------------------------------------------- */

@@ -42,12 +42,15 @@ memra_status memra__host_fp8_blk_to_q8_0(memra_call *call, memra_dptr w, memra_d
                                          int64_t cols, memra_dptr dst_q8_0);
 memra_status memra__host_fp8_nan_count(memra_call *call, memra_dptr w, int64_t nbytes, memra_dptr out_u64);
 memra_status memra__host_scale(memra_call *call, memra_dptr y, int64_t n, float s);
+memra_status memra__host_repack_q8_0(memra_call *call, memra_dptr src_q8_0, int64_t rows, int64_t cols,
+                                     memra_dptr dst);
 
 /* ops (host_gemm.c) */
 memra_status memra__host_gemm_f16(memra_call *call, const memra_gemm_args *args);
 memra_status memra__host_gemm_fp8(memra_call *call, const memra_gemm_args *args);
 memra_status memra__host_gemm_fp8_blk(memra_call *call, const memra_gemm_args *args);
 memra_status memra__host_gemm_q8_0(memra_call *call, const memra_gemm_args *args);
+memra_status memra__host_gemm_q8_0r(memra_call *call, const memra_gemm_args *args);
 memra_status memra__host_accprobe(memra_call *call, memra_accprobe_arm arm, const memra_gemm_args *args);
 
 #endif

@@ -129,6 +129,8 @@ static const memra_op_table host_ops = {
     .fp8_nan_count = memra__host_fp8_nan_count,
     .scale = memra__host_scale,
     .accprobe = memra__host_accprobe,
+    .repack_q8_0 = memra__host_repack_q8_0,
+    .gemm_q8_0r = memra__host_gemm_q8_0r,
 };
 
 static const memra_module_desc host_desc = {

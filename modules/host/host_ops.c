@@ -11,6 +11,11 @@
  *  fp8_blk_to_q8_0  v = e4m3_decode(w[j, c]) * grid[j / 128][c / 128]   (one f32 product)
  *                   then memra_q8_0_encode per 32 values. cols % 32 != 0: DECLINED.
  *  fp8_nan_count    *out += number of bytes with (b & 0x7F) == 0x7F.
+ *  repack_q8_0      Q8_0 [rows x cols] -> records of 128 columns (memra_q8_0r_bytes):
+ *                   record (g, j) at g * rows + j holds f32 d[4] = f16_to_f32(block scale)
+ *                   (exact widening, memra_f32_from_f16) and the blocks' int8 qs[128]
+ *                   copied; blocks past cols (padding to 128) get d = 0, qs = 0.
+ *                   cols % 32 != 0: INVALID_ARGUMENT (no Q8_0 weight has that shape).
  *  scale            y[i] = y[i] * s (f32).
  */
 #include <math.h>
@@ -172,6 +177,62 @@ memra_status memra__host_fp8_blk_to_q8_0(memra_call *call, memra_dptr w, memra_d
                        .grid_cols = memra_fp8_grid_cols(cols),
                        .dst = MEMRA__HOST_PTR(uint8_t, dst_q8_0)};
     memra__host_run(memra__host_threads(ctx, rows, 6.0 * (double)cols), rows, reencode_rows, &jb);
+    return MEMRA_STATUS_OK;
+}
+
+/* ---- repack_q8_0 ---------------------------------------------------------------- */
+
+typedef struct repack_job {
+    const uint8_t *src;
+    int64_t rows, nb, ngroups;
+    uint8_t *dst;
+} repack_job;
+
+static void repack_rows(void *arg, int tid, int64_t begin, int64_t end)
+{
+    (void)tid;
+    const repack_job *jb = (const repack_job *)arg;
+    for (int64_t j = begin; j < end; j++) {
+        const uint8_t *row = jb->src + (uint64_t)j * (uint64_t)jb->nb * MEMRA_Q8_0_BYTES;
+        for (int64_t g = 0; g < jb->ngroups; g++) {
+            uint8_t *rec = jb->dst + (uint64_t)(g * jb->rows + j) * MEMRA_Q8_1_RECORD_BYTES;
+            for (int q = 0; q < 4; q++) {
+                const int64_t b = 4 * g + q;
+                float d = 0.0f;
+                if (b < jb->nb) {
+                    const uint8_t *blk = row + b * MEMRA_Q8_0_BYTES;
+                    d = memra_f32_from_f16((uint16_t)(blk[0] | (blk[1] << 8)));
+                    memcpy(rec + 16 + 32 * q, blk + 2, 32);
+                } else {
+                    memset(rec + 16 + 32 * q, 0, 32);
+                }
+                memcpy(rec + 4 * q, &d, sizeof d);
+            }
+        }
+    }
+}
+
+memra_status memra__host_repack_q8_0(memra_call *call, memra_dptr src_q8_0, int64_t rows, int64_t cols,
+                                     memra_dptr dst)
+{
+    memra__host_ctx *ctx = memra__host_call_ctx(call);
+    if (ctx == NULL) return MEMRA_STATUS_INVALID_ARGUMENT;
+    if (rows < 0 || cols < 0)
+        return FAIL_ARG(ctx, "repack_q8_0: rows = %lld and cols = %lld must be >= 0", (long long)rows,
+                        (long long)cols);
+    if (cols % MEMRA_QK8_0 != 0)
+        return FAIL_ARG(ctx, "repack_q8_0: cols = %lld is not a multiple of the Q8_0 block (32)", (long long)cols);
+    if (rows == 0 || cols == 0) return MEMRA_STATUS_OK;
+    const int64_t ngroups = cols / 128 + (cols % 128 != 0);
+    if (ngroups > INT64_MAX / MEMRA_Q8_1_RECORD_BYTES / rows)
+        return FAIL_ARG(ctx, "repack_q8_0: rows x cols overflows");
+    if (src_q8_0 == 0 || dst == 0) return FAIL_ARG(ctx, "repack_q8_0: NULL source or destination");
+    repack_job jb = {.src = MEMRA__HOST_PTR(const uint8_t, src_q8_0),
+                     .rows = rows,
+                     .nb = cols / MEMRA_QK8_0,
+                     .ngroups = ngroups,
+                     .dst = MEMRA__HOST_PTR(uint8_t, dst)};
+    memra__host_run(memra__host_threads(ctx, rows, 2.0 * (double)cols), rows, repack_rows, &jb);
     return MEMRA_STATUS_OK;
 }
 

@@ -2,7 +2,10 @@
  * the lane the policy picks (from the ledger), the result against an
  * independent f64 computation under the same quantisation, the f16
  * activation form, the row offset into a larger output, and weight
- * validation errors.
+ * validation errors. The MMQ floor's Q8_0 records: which operands a weight
+ * holds (memra_weight_operands), gemm_q8_0r serving, and gemm_q8_0 serving
+ * the same answer when gemm_q8_0r is disabled, declined (test module
+ * testq8r, argv[1]) or turned off (MEMRA_Q8_0_RECORDS=0).
  *
  * Band: the host module accumulates in double and rounds once to f32, and so
  * does this reference, so |y - ref| <= 2^-24 |ref| + (double rounding noise).
@@ -67,9 +70,12 @@ static memra_weight *make(memra_runtime *rt, const memra_weight_desc *d)
 }
 
 /* Run y = x.W^T on the host device with a row offset and ldy > n, and check
- * untouched rows and padding stay as they were. */
-static void run_and_check(memra_runtime *rt, memra_weight *w, const matrix *mx, const char *what, const char *op,
-                          int as_f16)
+ * untouched rows and padding stay as they were. Returns the whole output
+ * buffer (y_size floats; the caller frees it). */
+static size_t y_size(const matrix *mx) { return (size_t)(mx->m + 4) * (size_t)(mx->n + 3); }
+
+static float *run_check_keep(memra_runtime *rt, memra_weight *w, const matrix *mx, const char *what, const char *op,
+                             int as_f16)
 {
     memra_device *host = memra_device_host(rt);
     int64_t ldy = mx->n + 3, row0 = 2;
@@ -95,8 +101,29 @@ static void run_and_check(memra_runtime *rt, memra_weight *w, const matrix *mx, 
         for (int64_t c = 0; c < ldy; c++)
             if ((r < row0 || r >= row0 + mx->m || c >= mx->n) && y[r * ldy + c] != -7.0f)
                 TEST_FAIL_AT("%s: wrote outside its rows/cols at [%lld,%lld]", what, (long long)r, (long long)c);
-    free(y);
     free(x16);
+    return y;
+}
+
+static void run_and_check(memra_runtime *rt, memra_weight *w, const matrix *mx, const char *what, const char *op,
+                          int as_f16)
+{
+    free(run_check_keep(rt, w, mx, what, op, as_f16));
+}
+
+/* Two outputs of run_check_keep, bit for bit (gemm_q8_0r and gemm_q8_0 share
+ * one numeric contract, and on the host one code path). */
+static void same_bits(const char *what, const matrix *mx, const float *a, const float *b)
+{
+    for (size_t e = 0; e < y_size(mx); e++)
+        if (memcmp(&a[e], &b[e], sizeof(float)) != 0)
+            TEST_FAIL_AT("%s: output %zu is %.9g, the records path gave %.9g", what, e, (double)b[e], (double)a[e]);
+}
+
+static void check_operands(memra_runtime *rt, memra_weight *w, unsigned want, const char *what)
+{
+    unsigned got = memra_weight_operands(w, memra_device_host(rt));
+    if (got != want) TEST_FAIL_AT("%s: operands 0x%x, want 0x%x", what, got, want);
 }
 
 static matrix new_matrix(int m, int n, int k)
@@ -202,18 +229,61 @@ static void test_q8_0(memra_runtime *rt, int m, int n, int k)
     CHECK(ws.has_f16_mirror);
     memra_weight_destroy(w);
 
+    /* No mirror: the MMQ floor on Q8_0 records, the raw copy freed. */
+    memra_device *host = memra_device_host(rt);
     setenv("MEMRA_F16_BUDGET_MB", "0", 1);
     w = make(rt, &d);
     ref_mmq(&mx, wq);
-    run_and_check(rt, w, &mx, "Q8_0 no mirror -> MMQ", "gemm_q8_0", 0);
-    CHECK_OK(memra_weight_query(w, memra_device_host(rt), &ws));
+    check_operands(rt, w, 0, "Q8_0 before prepare");
+    CHECK_OK(memra_weight_prepare(w, host));
+    check_operands(rt, w, MEMRA_OPERAND_Q8_0_RECORDS, "Q8_0 no mirror");
+    uint64_t blocks_hits = memra_ledger_hits(host, MEMRA_OP_gemm_q8_0, "host");
+    float *y_rec = run_check_keep(rt, w, &mx, "Q8_0 no mirror -> records", "gemm_q8_0r", 0);
+    CHECK_INT_EQ(memra_ledger_hits(host, MEMRA_OP_gemm_q8_0, "host"), blocks_hits);
+    CHECK_OK(memra_weight_query(w, host, &ws));
     CHECK(!ws.has_f16_mirror);
+    CHECK(!ws.has_q8_0_slab); /* records of a Q8_0 weight are not a slab */
     CHECK_STR_CONTAINS(ws.note, "MEMRA_F16_BUDGET_MB");
     /* An f16 activation has no lane here: a clear error. */
     memra_matmul_args a = {.struct_size = sizeof a, .x = (memra_dptr)(uintptr_t)mx.x, .x_is_f16 = 1, .m = m,
                            .y = (memra_dptr)(uintptr_t)mx.x};
-    CHECK_STATUS(memra_matmul_ex(memra_device_host(rt), w, &a), MEMRA_STATUS_INVALID_ARGUMENT);
+    CHECK_STATUS(memra_matmul_ex(host, w, &a), MEMRA_STATUS_INVALID_ARGUMENT);
+
+    /* gemm_q8_0r disabled after prepare: the blocks come back (uploaded from
+     * the host copy) and gemm_q8_0 gives the same bits. */
+    CHECK_OK(memra_routing_configure(rt, NULL, "gemm_q8_0r"));
+    float *y_blk = run_check_keep(rt, w, &mx, "Q8_0 records disabled -> gemm_q8_0", "gemm_q8_0", 0);
+    same_bits("Q8_0 gemm_q8_0 after the records", &mx, y_rec, y_blk);
+    check_operands(rt, w, MEMRA_OPERAND_RAW | MEMRA_OPERAND_Q8_0_RECORDS, "Q8_0 blocks made again");
+    run_and_check(rt, w, &mx, "Q8_0 blocks, second call", "gemm_q8_0", 0);
+    /* and the records serve again once the lane is back */
+    CHECK_OK(memra_routing_configure(rt, NULL, ""));
+    run_and_check(rt, w, &mx, "Q8_0 records again", "gemm_q8_0r", 0);
     memra_weight_destroy(w);
+    free(y_blk);
+
+    /* MEMRA_Q8_0_RECORDS=0: no records; gemm_q8_0 on the raw bytes. */
+    setenv("MEMRA_Q8_0_RECORDS", "0", 1);
+    w = make(rt, &d);
+    CHECK_OK(memra_weight_prepare(w, host));
+    check_operands(rt, w, MEMRA_OPERAND_RAW, "Q8_0 with MEMRA_Q8_0_RECORDS=0");
+    uint64_t rec_hits = memra_ledger_hits(host, MEMRA_OP_gemm_q8_0r, "host");
+    y_blk = run_check_keep(rt, w, &mx, "Q8_0 MEMRA_Q8_0_RECORDS=0 -> MMQ", "gemm_q8_0", 0);
+    CHECK_INT_EQ(memra_ledger_hits(host, MEMRA_OP_gemm_q8_0r, "host"), rec_hits);
+    same_bits("Q8_0 without records", &mx, y_rec, y_blk);
+    unsetenv("MEMRA_Q8_0_RECORDS");
+    memra_weight_destroy(w);
+    free(y_blk);
+
+    /* No repack lane when the weight is prepared: no records either. */
+    CHECK_OK(memra_routing_configure(rt, NULL, "repack_q8_0"));
+    w = make(rt, &d);
+    CHECK_OK(memra_weight_prepare(w, host));
+    check_operands(rt, w, MEMRA_OPERAND_RAW, "Q8_0 with repack_q8_0 disabled");
+    run_and_check(rt, w, &mx, "Q8_0 no repack lane -> MMQ", "gemm_q8_0", 0);
+    CHECK_OK(memra_routing_configure(rt, NULL, ""));
+    memra_weight_destroy(w);
+    free(y_rec);
     unsetenv("MEMRA_F16_BUDGET_MB");
     free_matrix(&mx);
     free(wq);
@@ -239,12 +309,14 @@ static void test_fp8(memra_runtime *rt, int m, int n, int k, int with_grid, int 
          * make) and only rows without NaN are compared. */
         memra_device *host = memra_device_host(rt);
         float *y = malloc((size_t)m * n * sizeof(float));
+        uint64_t rec_hits = memra_ledger_hits(host, MEMRA_OP_gemm_q8_0r, "host");
         CHECK_OK(memra_matmul(host, w, (memra_dptr)(uintptr_t)mx.x, m, (memra_dptr)(uintptr_t)y, NULL));
-        CHECK(memra_ledger_hits(host, MEMRA_OP_gemm_q8_0, "host") > 0);
+        CHECK_INT_EQ(memra_ledger_hits(host, MEMRA_OP_gemm_q8_0r, "host"), rec_hits + 1);
         memra_weight_state ws;
         CHECK_OK(memra_weight_query(w, host, &ws));
         CHECK_INT_EQ(ws.nan_codes, 1);
-        CHECK(ws.has_q8_0_slab);
+        CHECK(ws.has_q8_0_slab); /* its records, which replaced the slab */
+        check_operands(rt, w, MEMRA_OPERAND_RAW | MEMRA_OPERAND_Q8_0_RECORDS, "FP8 block with NaN codes");
         free(y);
     } else {
         /* Activation quantisers from the brief. */
@@ -289,6 +361,126 @@ static void test_fp8(memra_runtime *rt, int m, int n, int k, int with_grid, int 
     free_matrix(&mx);
     free(w8);
     free(grid);
+}
+
+/* Block-128 FP8 on the MMQ floor (gemm_fp8_blk disabled): the host profile
+ * builds the Q8_0 slab at prepare, then its records, and frees the slab. The
+ * reference is the MMQ product on the slab written from the contract
+ * (dec(w) * grid in f32, then the Q8_0 encode). With gemm_q8_0r disabled too
+ * the slab is rebuilt and gemm_q8_0 gives the same bits; with
+ * MEMRA_Q8_0_RECORDS=0 the slab stays and serves. */
+static void test_fp8_slab_records(memra_runtime *rt, int m, int n, int k)
+{
+    memra_device *host = memra_device_host(rt);
+    uint8_t *w8 = random_e4m3(n, k);
+    const int64_t gr = memra_fp8_grid_rows(n), gc = memra_fp8_grid_cols(k), nb = k / 32;
+    float *grid = malloc((size_t)(gr * gc) * sizeof(float));
+    for (int64_t i = 0; i < gr * gc; i++) grid[i] = 0.01f + 0.05f * fabsf(test_rand_f32(&g_rng));
+    uint8_t *slab = malloc((size_t)(n * nb) * MEMRA_Q8_0_BYTES);
+    for (int j = 0; j < n; j++)
+        for (int64_t b = 0; b < nb; b++) {
+            float v[32];
+            const float sc = grid[(j / 128) * gc + (32 * b) / 128];
+            for (int l = 0; l < 32; l++) v[l] = memra_e4m3_decode(w8[(size_t)j * k + 32 * b + l]) * sc;
+            memra_q8_0_encode(v, slab + ((size_t)j * nb + b) * MEMRA_Q8_0_BYTES);
+        }
+    memra_weight_desc d = {.struct_size = sizeof d, .format = MEMRA_FORMAT_E4M3, .out_f = n, .in_f = k, .data = w8,
+                           .size = (size_t)n * k, .grid = grid, .grid_count = (size_t)(gr * gc), .name = "fp8 slab"};
+    matrix mx = new_matrix(m, n, k);
+    ref_mmq(&mx, slab);
+    CHECK_OK(memra_routing_configure(rt, NULL, "gemm_fp8_blk"));
+
+    memra_weight *w = make(rt, &d);
+    CHECK_OK(memra_weight_prepare(w, host));
+    check_operands(rt, w, MEMRA_OPERAND_RAW | MEMRA_OPERAND_Q8_0_RECORDS, "FP8 block, records");
+    memra_weight_state ws;
+    CHECK_OK(memra_weight_query(w, host, &ws));
+    CHECK(ws.has_q8_0_slab);
+    uint64_t blocks_hits = memra_ledger_hits(host, MEMRA_OP_gemm_q8_0, "host");
+    float *y_rec = run_check_keep(rt, w, &mx, "FP8 block -> slab records", "gemm_q8_0r", 0);
+    CHECK_INT_EQ(memra_ledger_hits(host, MEMRA_OP_gemm_q8_0, "host"), blocks_hits);
+
+    CHECK_OK(memra_routing_configure(rt, NULL, "gemm_fp8_blk,gemm_q8_0r"));
+    float *y_blk = run_check_keep(rt, w, &mx, "FP8 block, records disabled", "gemm_q8_0", 0);
+    same_bits("FP8 slab rebuilt", &mx, y_rec, y_blk);
+    check_operands(rt, w, MEMRA_OPERAND_RAW | MEMRA_OPERAND_Q8_0_SLAB | MEMRA_OPERAND_Q8_0_RECORDS,
+                   "FP8 block, slab rebuilt");
+    free(y_blk);
+    memra_weight_destroy(w);
+
+    CHECK_OK(memra_routing_configure(rt, NULL, "gemm_fp8_blk"));
+    setenv("MEMRA_Q8_0_RECORDS", "0", 1);
+    w = make(rt, &d);
+    CHECK_OK(memra_weight_prepare(w, host));
+    check_operands(rt, w, MEMRA_OPERAND_RAW | MEMRA_OPERAND_Q8_0_SLAB, "FP8 block, MEMRA_Q8_0_RECORDS=0");
+    y_blk = run_check_keep(rt, w, &mx, "FP8 block, slab, no records", "gemm_q8_0", 0);
+    same_bits("FP8 slab without records", &mx, y_rec, y_blk);
+    unsetenv("MEMRA_Q8_0_RECORDS");
+    CHECK_OK(memra_routing_configure(rt, NULL, ""));
+    memra_weight_destroy(w);
+    free(y_blk);
+    free(y_rec);
+    free_matrix(&mx);
+    free(w8);
+    free(grid);
+    free(slab);
+}
+
+typedef struct decline_find {
+    const char *module, *reason;
+    uint64_t declines;
+} decline_find;
+
+static void find_decline(const memra_ledger_row *r, void *user)
+{
+    decline_find *f = user;
+    if (r->reason != NULL && strcmp(r->op, "gemm_q8_0r") == 0 && strcmp(r->module, f->module) == 0 &&
+        strcmp(r->reason, f->reason) == 0)
+        f->declines = r->declines;
+}
+
+static uint64_t q8r_declines(memra_runtime *rt)
+{
+    decline_find f = {.module = "testq8r", .reason = "testq8r declines every gemm_q8_0r"};
+    memra_ledger_visit(rt, find_decline, &f);
+    return f.declines;
+}
+
+/* A gemm_q8_0r lane that DECLINES (testq8r, loaded after prepare): with it as
+ * the only lane matmul falls back to gemm_q8_0 on blocks made again; with the
+ * host lane behind it the host serves the records. Then the module goes. */
+static void test_q8_0_records_declined(memra_runtime *rt, const char *testq8r)
+{
+    memra_device *host = memra_device_host(rt);
+    const int m = 9, n = 70, k = 160;
+    uint8_t *wq = random_q8_0(n, k);
+    memra_weight_desc d = {.struct_size = sizeof d, .format = MEMRA_FORMAT_Q8_0, .out_f = n, .in_f = k, .data = wq,
+                           .size = (size_t)n * (k / 32) * MEMRA_Q8_0_BYTES, .name = "q8_0 declined"};
+    matrix mx = new_matrix(m, n, k);
+    ref_mmq(&mx, wq);
+    setenv("MEMRA_F16_BUDGET_MB", "0", 1);
+    memra_weight *w = make(rt, &d);
+    CHECK_OK(memra_weight_prepare(w, host));
+    check_operands(rt, w, MEMRA_OPERAND_Q8_0_RECORDS, "Q8_0 before the declining module");
+
+    CHECK_OK(memra_module_load(rt, testq8r));
+    CHECK_OK(memra_routing_configure(rt, NULL, "gemm_q8_0r=host"));
+    const char *names[4];
+    CHECK_INT_EQ(memra_routing_get(host, MEMRA_OP_gemm_q8_0r, names, 4), 1);
+    CHECK_STR_EQ(names[0], "testq8r");
+    run_and_check(rt, w, &mx, "Q8_0 records declined -> gemm_q8_0", "gemm_q8_0", 0);
+    CHECK_INT_EQ(q8r_declines(rt), 1);
+    check_operands(rt, w, MEMRA_OPERAND_RAW | MEMRA_OPERAND_Q8_0_RECORDS, "Q8_0 after a declined gemm_q8_0r");
+
+    CHECK_OK(memra_routing_configure(rt, NULL, ""));
+    CHECK_INT_EQ(memra_routing_get(host, MEMRA_OP_gemm_q8_0r, names, 4), 2);
+    run_and_check(rt, w, &mx, "Q8_0 records, decline then host", "gemm_q8_0r", 0);
+    CHECK_INT_EQ(q8r_declines(rt), 2);
+    CHECK_OK(memra_module_unload(rt, "testq8r"));
+    unsetenv("MEMRA_F16_BUDGET_MB");
+    memra_weight_destroy(w);
+    free_matrix(&mx);
+    free(wq);
 }
 
 static void test_kquant_transient(memra_runtime *rt)
@@ -389,8 +581,9 @@ static void test_validation(memra_runtime *rt)
     memra_weight_destroy(NULL);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+    if (argc < 2) TEST_FAIL_AT("usage: test_matmul <path of testq8r.so>");
     g_rng = test_seed();
     memra_options o = {.struct_size = sizeof o, .no_cuda = 1, .no_default_modules = 1};
     memra_runtime *rt;
@@ -403,6 +596,9 @@ int main(void)
         test_fp8(rt, shapes[i][0], shapes[i][1] + 100, shapes[i][2] + 80, 1, 0);
     }
     test_fp8(rt, 4, 130, 256, 1, 1);
+    test_fp8_slab_records(rt, 5, 130, 160);
+    test_fp8_slab_records(rt, 17, 33, 512);
+    test_q8_0_records_declined(rt, argv[1]);
     test_kquant_transient(rt);
     memra_close(rt);
     return 0;

@@ -3,7 +3,7 @@
  *
  *   test_host_ops <case>   case: desc cvt_f16 gemm_f16 gemm_fp8 gemm_fp8_blk quant_q8_1
  *                          gemm_q8_0 dequant_f16 fp8_blk_to_q8_0 fp8_nan_count scale
- *                          accprobe invalid threads perf
+ *                          accprobe repack_q8_0 gemm_q8_0r invalid threads perf
  *
  * The module is linked directly (memra__host_module_entry) and initialised
  * with host services filled in here. The reference shares each op's
@@ -692,6 +692,147 @@ static void case_accprobe(void)
     fixture_close(&f);
 }
 
+/* repack_q8_0, known answers: hand-built Q8_0 rows of 160 columns (5 blocks:
+ * one full record and one with a single block and three padding blocks).
+ * The scales are f16 codes whose f32 widening is written here by hand:
+ * subnormals, both zeros, the extremes, a negative and an inexact-looking
+ * one; each compared by bit pattern so -0 and +0 differ. */
+static void case_repack_q8_0(void)
+{
+    fixture f;
+    fixture_open(&f, 2);
+    static const struct {
+        uint16_t h;
+        uint32_t f32_bits;
+    } codes[] = {
+        {0x0001, 0x33800000u}, /* smallest subnormal, 2^-24 */
+        {0x03FF, 0x387FC000u}, /* largest subnormal, 1023 * 2^-24 */
+        {0x8000, 0x80000000u}, /* -0 */
+        {0x8001, 0xB3800000u}, /* -2^-24 */
+        {0x0200, 0x38000000u}, /* subnormal 2^-15 */
+        {0x3C00, 0x3F800000u}, /* 1 */
+        {0xC000, 0xC0000000u}, /* -2 */
+        {0x7BFF, 0x477FE000u}, /* 65504, max finite */
+        {0x0400, 0x38800000u}, /* 2^-14, min normal */
+        {0x3555, 0x3EAAA000u}, /* 0x555 * 2^-12 */
+        {0x0000, 0x00000000u}, /* +0 */
+        {0xFBFF, 0xC77FE000u}, /* -65504 */
+        {0x2E66, 0x3DCCC000u}, /* 0x1.998p-4 */
+        {0x83FF, 0xB87FC000u}, /* -(largest subnormal) */
+        {0x1400, 0x3A800000u}, /* 2^-10 */
+    };
+    const int64_t rows = 3, cols = 160, nb = 5, ngroups = 2;
+    uint8_t src[3 * 5 * 34];
+    for (int64_t r = 0; r < rows; r++)
+        for (int64_t b = 0; b < nb; b++) {
+            uint8_t *blk = src + (r * nb + b) * 34;
+            const uint16_t h = codes[r * nb + b].h;
+            blk[0] = (uint8_t)h, blk[1] = (uint8_t)(h >> 8);
+            for (int l = 0; l < 32; l++) blk[2 + l] = (uint8_t)(int8_t)(r * 37 + b * 11 + l * 5 - 100);
+        }
+    const uint64_t bytes = memra_q8_0r_bytes(rows, cols);
+    CHECK_INT_EQ(bytes, (uint64_t)(ngroups * rows * 144));
+    uint8_t *dst = xmalloc((size_t)bytes + 16);
+    memset(dst, 0xA5, (size_t)bytes + 16);
+    CHECK_OK(f.ops->repack_q8_0(&f.call, DP(src), rows, cols, DP(dst)));
+    for (int64_t g = 0; g < ngroups; g++)
+        for (int64_t j = 0; j < rows; j++) {
+            const uint8_t *rec = dst + (g * rows + j) * 144; /* record (g, j) at g * rows + j */
+            for (int q = 0; q < 4; q++) {
+                const int64_t b = 4 * g + q;
+                uint32_t bits;
+                memcpy(&bits, rec + 4 * q, 4);
+                const uint32_t want = b < nb ? codes[j * nb + b].f32_bits : 0u; /* padding: +0 */
+                if (bits != want)
+                    TEST_FAIL_AT("repack_q8_0 record (%lld, %lld) d[%d] = 0x%08x, want 0x%08x (f16 0x%04x)",
+                                 (long long)g, (long long)j, q, bits, want, b < nb ? codes[j * nb + b].h : 0);
+                for (int l = 0; l < 32; l++) {
+                    const int8_t got = (int8_t)rec[16 + 32 * q + l];
+                    const int8_t wq = b < nb ? (int8_t)(j * 37 + b * 11 + l * 5 - 100) : 0;
+                    if (got != wq)
+                        TEST_FAIL_AT("repack_q8_0 record (%lld, %lld) qs[%d] = %d, want %d", (long long)g,
+                                     (long long)j, 32 * q + l, got, wq);
+                }
+            }
+        }
+    for (int e = 0; e < 16; e++) CHECK_INT_EQ(dst[bytes + (uint64_t)e], 0xA5); /* nothing past the end */
+    printf("  repack_q8_0 3 x 160 known answers: scales (subnormal, -0, extremes) widened exactly, qs copied, "
+           "padding zero\n");
+    free(dst);
+
+    /* Fresh random weights at several shapes and thread counts: every record
+     * against the blocks it came from. */
+    const int64_t shapes[][2] = {{1, 32}, {37, 160}, {130, 256}, {257, 544}, {64, 1000 / 32 * 32}};
+    for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++) {
+        const int64_t rr = shapes[si][0], cc = shapes[si][1], nbk = cc / 32, ng = (cc + 127) / 128;
+        uint8_t *w = rand_blocks(MEMRA_FORMAT_Q8_0, rr, cc);
+        const uint64_t rb = memra_q8_0r_bytes(rr, cc);
+        uint8_t *out = xmalloc((size_t)rb);
+        memset(out, 0xA5, (size_t)rb);
+        CHECK_OK(f.ops->repack_q8_0(&f.call, DP(w), rr, cc, DP(out)));
+        for (int64_t j = 0; j < rr; j++)
+            for (int64_t b = 0; b < ng * 4; b++) {
+                const uint8_t *rec = out + ((b / 4) * rr + j) * 144;
+                float d, want_d = 0.0f;
+                memcpy(&d, rec + 4 * (b % 4), 4);
+                uint8_t want_q[32] = {0};
+                if (b < nbk) {
+                    const uint8_t *blk = w + (j * nbk + b) * 34;
+                    want_d = memra_f32_from_f16((uint16_t)(blk[0] | (blk[1] << 8)));
+                    memcpy(want_q, blk + 2, 32);
+                }
+                if (memcmp(&d, &want_d, 4) != 0 || memcmp(rec + 16 + 32 * (b % 4), want_q, 32) != 0)
+                    TEST_FAIL_AT("repack_q8_0 %lldx%lld: row %lld block %lld differs", (long long)rr, (long long)cc,
+                                 (long long)j, (long long)b);
+            }
+        printf("  repack_q8_0 %lld x %lld: every record matches its blocks\n", (long long)rr, (long long)cc);
+        free(w), free(out);
+    }
+    fixture_close(&f);
+}
+
+/* gemm_q8_0r on the records of a weight gives exactly gemm_q8_0's output on
+ * its blocks (one contract, one code path), bit for bit, on fresh random data
+ * with some subnormal and negative scales; y is also checked to be written
+ * (not left at the sentinel) and nothing outside it touched. */
+static void case_gemm_q8_0r(void)
+{
+    fixture f;
+    fixture_open(&f, 3);
+    for (int si = 0; si < NSHAPES; si++) {
+        const shape s = g_shapes_q8[si];
+        const int64_t m = s.m, n = s.n, k = s.k, off = 1, ldy = n + 3, total = off + m + 2;
+        uint8_t *w = rand_blocks(MEMRA_FORMAT_Q8_0, n, k);
+        for (int64_t b = 0; b < n * (k / 32); b += 7) { /* a few subnormal scales */
+            const uint16_t h = (uint16_t)(0x0001 + test_rand_u64(&g_rng) % 0x3FF) | (uint16_t)((b / 7) % 2 ? 0x8000 : 0);
+            w[b * 34] = (uint8_t)h, w[b * 34 + 1] = (uint8_t)(h >> 8);
+        }
+        float *x = rand_f32(m * k, 3.0f);
+        uint8_t *xq = xmalloc((size_t)memra_q8_1_bytes(m, k));
+        CHECK_OK(f.ops->quant_q8_1(&f.call, DP(x), (int32_t)m, (int32_t)k, DP(xq)));
+        uint8_t *rec = xmalloc((size_t)memra_q8_0r_bytes(n, k));
+        CHECK_OK(f.ops->repack_q8_0(&f.call, DP(w), n, k, DP(rec)));
+        float *y0 = y_alloc(total, ldy), *y1 = y_alloc(total, ldy);
+        memra_gemm_args a = gemm_args(s, w, xq, y0, off, ldy, 0.625f);
+        CHECK_OK(f.ops->gemm_q8_0(&f.call, &a));
+        a.w = DP(rec), a.y = DP(y1);
+        CHECK_OK(f.ops->gemm_q8_0r(&f.call, &a));
+        int64_t written = 0;
+        for (int64_t i = 0; i < m; i++)
+            for (int64_t j = 0; j < n; j++) written += y1[(off + i) * ldy + j] != SENTINEL;
+        if (written < m * n / 2) TEST_FAIL_AT("gemm_q8_0r wrote only %lld of %lld outputs", (long long)written,
+                                               (long long)(m * n));
+        y_check_untouched(y1, total, ldy, off, m, n);
+        for (int64_t e = 0; e < total * ldy; e++)
+            if (memcmp(&y0[e], &y1[e], sizeof(float)) != 0)
+                TEST_FAIL_AT("gemm_q8_0r m=%d n=%d k=%d: y[%lld,%lld] = %.9g, gemm_q8_0 gave %.9g", s.m, s.n, s.k,
+                             (long long)(e / ldy), (long long)(e % ldy), (double)y1[e], (double)y0[e]);
+        printf("  gemm_q8_0r m=%d n=%d k=%d: bit-identical to gemm_q8_0\n", s.m, s.n, s.k);
+        free(w), free(x), free(xq), free(rec), free(y0), free(y1);
+    }
+    fixture_close(&f);
+}
+
 /* Every bad argument is refused with a message naming the op; nothing crashes
  * on zero sizes or shapes whose index arithmetic would overflow. */
 static void case_invalid(void)
@@ -710,7 +851,8 @@ static void case_invalid(void)
     } gemms[] = {{"gemm_f16", f.ops->gemm_f16},
                  {"gemm_fp8", f.ops->gemm_fp8},
                  {"gemm_fp8_blk", f.ops->gemm_fp8_blk},
-                 {"gemm_q8_0", f.ops->gemm_q8_0}};
+                 {"gemm_q8_0", f.ops->gemm_q8_0},
+                 {"gemm_q8_0r", f.ops->gemm_q8_0r}};
     for (size_t g = 0; g < sizeof gemms / sizeof gemms[0]; g++) {
         memra_gemm_args ok = gemm_args(s, w, x, y, 0, 2, 1.0f), a;
         ok.w_scale_grid = DP(grid);
@@ -754,6 +896,8 @@ static void case_invalid(void)
     a.k = 48;
     CHECK_STATUS(f.ops->gemm_q8_0(&f.call, &a), MEMRA_STATUS_INVALID_ARGUMENT);
     CHECK_STR_CONTAINS(memra_last_error(), "multiple");
+    CHECK_STATUS(f.ops->gemm_q8_0r(&f.call, &a), MEMRA_STATUS_INVALID_ARGUMENT);
+    CHECK_STR_CONTAINS(memra_last_error(), "gemm_q8_0r: k = 48 is not a multiple");
     a.k = 32, a.w_scale_grid = 0;
     CHECK_STATUS(f.ops->gemm_fp8_blk(&f.call, &a), MEMRA_STATUS_INVALID_ARGUMENT);
     CHECK_STR_CONTAINS(memra_last_error(), "w_scale_grid");
@@ -781,6 +925,16 @@ static void case_invalid(void)
                  MEMRA_STATUS_INVALID_ARGUMENT);
     CHECK_STATUS(f.ops->fp8_nan_count(&f.call, DP(w), -3, DP(&cnt)), MEMRA_STATUS_INVALID_ARGUMENT);
     CHECK_STATUS(f.ops->fp8_nan_count(&f.call, DP(w), 3, 0), MEMRA_STATUS_INVALID_ARGUMENT);
+    CHECK_STATUS(f.ops->repack_q8_0(&f.call, DP(w), -1, 32, DP(h)), MEMRA_STATUS_INVALID_ARGUMENT);
+    CHECK_STR_CONTAINS(memra_last_error(), "repack_q8_0");
+    CHECK_STATUS(f.ops->repack_q8_0(&f.call, DP(w), 1, 48, DP(h)), MEMRA_STATUS_INVALID_ARGUMENT);
+    CHECK_STR_CONTAINS(memra_last_error(), "multiple");
+    CHECK_STATUS(f.ops->repack_q8_0(&f.call, 0, 1, 32, DP(h)), MEMRA_STATUS_INVALID_ARGUMENT);
+    CHECK_STATUS(f.ops->repack_q8_0(&f.call, DP(w), 1, 32, 0), MEMRA_STATUS_INVALID_ARGUMENT);
+    CHECK_STATUS(f.ops->repack_q8_0(&f.call, DP(w), INT64_MAX / 128, 128, DP(h)), MEMRA_STATUS_INVALID_ARGUMENT);
+    CHECK_STR_CONTAINS(memra_last_error(), "overflows");
+    CHECK_OK(f.ops->repack_q8_0(&f.call, 0, 0, 32, 0));
+    CHECK_OK(f.ops->repack_q8_0(&f.call, 0, 4, 0, 0));
     CHECK_STATUS(f.ops->scale(&f.call, DP(y), -1, 2.0f), MEMRA_STATUS_INVALID_ARGUMENT);
     CHECK_STATUS(f.ops->scale(&f.call, 0, 4, 2.0f), MEMRA_STATUS_INVALID_ARGUMENT);
     CHECK_OK(f.ops->scale(&f.call, 0, 0, 2.0f));
@@ -892,6 +1046,8 @@ int main(int argc, char **argv)
                  {"fp8_nan_count", case_fp8_nan_count},
                  {"scale", case_scale},
                  {"accprobe", case_accprobe},
+                 {"repack_q8_0", case_repack_q8_0},
+                 {"gemm_q8_0r", case_gemm_q8_0r},
                  {"invalid", case_invalid},
                  {"threads", case_threads},
                  {"perf", case_perf}};

@@ -9,7 +9,13 @@
  *   SCORE0    scores 0 everywhere
  *   DUP       a second module named "testgood"
  *   NFOUND    "testnf": scale that does its work and then returns NOT_FOUND
+ *   OLDTABLE  "testoldtable": an op table as a module built before repack_q8_0
+ *             and gemm_q8_0r were appended reports it (struct_size ends at
+ *             accprobe); scale works, and the two members past its size hold
+ *             functions that fail loudly if the core ever calls them
+ *   Q8RDECLINE "testq8r": gemm_q8_0r that declines every call (score 20 on host)
  */
+#include <stddef.h>
 #include <stdlib.h>
 
 #include "memra/module.h"
@@ -28,7 +34,7 @@ static int score(const memra_device_caps *caps)
 #if defined(SCORE0)
     (void)caps;
     return 0;
-#elif defined(DECLINE)
+#elif defined(DECLINE) || defined(Q8RDECLINE)
     return caps->arch == MEMRA_ARCH_HOST ? 20 : 0;
 #else
     return caps->arch == MEMRA_ARCH_HOST ? 10 : 0;
@@ -70,7 +76,36 @@ static memra_status op_scale(memra_call *call, memra_dptr y, int64_t n, float s)
 #endif
 }
 
+#if defined(OLDTABLE)
+/* Members past the table's struct_size: an old module's table simply ends
+ * there, and whatever follows it in memory must never be read as an op. */
+static memra_status op_past_size_repack(memra_call *call, memra_dptr src, int64_t rows, int64_t cols, memra_dptr dst)
+{
+    (void)src, (void)rows, (void)cols, (void)dst;
+    ctx *c = call->module_ctx;
+    return c->host->set_error(MEMRA_STATUS_INTERNAL, "testoldtable: repack_q8_0 lies past the table's struct_size");
+}
+static memra_status op_past_size_gemm(memra_call *call, const memra_gemm_args *args)
+{
+    (void)args;
+    ctx *c = call->module_ctx;
+    return c->host->set_error(MEMRA_STATUS_INTERNAL, "testoldtable: gemm_q8_0r lies past the table's struct_size");
+}
+static const memra_op_table k_ops = {.struct_size = offsetof(memra_op_table, repack_q8_0),
+                                     .scale = op_scale,
+                                     .repack_q8_0 = op_past_size_repack,
+                                     .gemm_q8_0r = op_past_size_gemm};
+#elif defined(Q8RDECLINE)
+static memra_status op_decline_q8r(memra_call *call, const memra_gemm_args *args)
+{
+    (void)args;
+    call->decline_reason = "testq8r declines every gemm_q8_0r";
+    return MEMRA_STATUS_DECLINED;
+}
+static const memra_op_table k_ops = {.struct_size = sizeof(memra_op_table), .gemm_q8_0r = op_decline_q8r};
+#else
 static const memra_op_table k_ops = {.struct_size = sizeof(memra_op_table), .scale = op_scale};
+#endif
 
 static const memra_module_desc k_desc = {
 #if defined(NEWABI)
