@@ -580,6 +580,256 @@ memra_k_gemm_q8_0(const unsigned char *__restrict__ w, const unsigned char *__re
 
 static_assert(Q2_SMEM_BYTES(4) <= MMQ_SMEM_BYTES, "v2 tile must fit the loader's dynamic shared memory limit");
 
+/* ---- repack_q8_0 and gemm_q8_0r (v3: the weight in Q8_0 records) --------------------
+ *
+ * memra_k_repack_q8_0  Q8_0 [rows x cols] -> Q8_0 records (module.h,
+ *                      memra_q8_0r_bytes): record (g, j) at g rows + j = f32 d[4]
+ *                      (__half2float: exact) + int8 qs[128]; blocks past cols are
+ *                      d = 0, qs = 0. One warp per record, lane l owns qs word l
+ *                      (block l/8, bytes 4(l%8)..), read as two 2-byte loads.
+ *
+ * memra_k_gemm_q8_0r   the GEMM on records. Both operands are now the same
+ *                      144-byte records, 16-byte aligned, and the records of a
+ *                      CTA's 128 rows (or 32 MT tokens) at one k step are one
+ *                      contiguous run: a stage is two runs of 16-byte cp.async
+ *                      (chunk c of the run lands at byte 16 c of the slot; chunks
+ *                      of rows past the edge are zero-filled), with no realign
+ *                      pass and no scale table. So:
+ *  - a 3-stage pipeline with one barrier per k step: step kt waits for its own
+ *    group, then the barrier (which also ends every warp's reads of step kt-1)
+ *    frees slot (kt+2) % 3 for the copies of step kt+2;
+ *  - the fold reads sw straight from the weight record rows (rows 36 words
+ *    apart: conflict-free) and forms mw = -1.5 2^23 sw in registers; otherwise
+ *    it is v2's two-FFMA fold, so the same roundings and the same band;
+ *  - split-k: gridDim.z slices of the k steps (slice z: steps G z / S ..
+ *    G (z+1) / S - 1). With S > 1 each slice writes its raw sums to
+ *    part[z][m][n] and memra_k_splitk_sum adds the slices in order z = 0..S-1
+ *    and scales by alpha: deterministic, one more rounding per slice.
+ * CTA: 256 threads as 2 x 4 warps; 32 MT tokens x 128 rows; warp 16 MT x 32
+ * (MT m16 tiles x 4 n8 tiles). Shared memory 3 x (32 MT + 128) x 144 bytes:
+ * 110592 at MT = 4 (two CTAs per SM on sm_90), 82944 at MT = 2. */
+#define R3_STAGES 3
+#define R3_A_BYTES(MT) (32 * (MT) * MMQ_ROW)
+#define R3_STAGE_BYTES(MT) (R3_A_BYTES(MT) + MMQ_BN * MMQ_ROW)
+#define R3_SMEM_BYTES(MT) (R3_STAGES * R3_STAGE_BYTES(MT))
+
+extern "C" __global__ void __launch_bounds__(256)
+memra_k_repack_q8_0(const unsigned char *__restrict__ src, long long rows, int cols, unsigned char *__restrict__ dst)
+{
+    const int lane = threadIdx.x & 31;
+    const int nb = cols / 32;
+    const long long total = (long long)((cols + 127) / 128) * rows;
+    const long long warps = (long long)gridDim.x * (blockDim.x >> 5);
+    for (long long rec = (long long)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5); rec < total; rec += warps) {
+        const long long g = rec / rows, j = rec - g * rows;
+        const int b = 4 * (int)g + (lane >> 3);
+        unsigned q = 0;
+        float d = 0.0f;
+        if (b < nb) {
+            const unsigned char *blk = src + ((long long)j * nb + b) * 34;
+            const unsigned short *h = reinterpret_cast<const unsigned short *>(blk + 2 + 4 * (lane & 7));
+            q = (unsigned)h[0] | ((unsigned)h[1] << 16);
+            if ((lane & 7) == 0) d = __half2float(__ushort_as_half(*reinterpret_cast<const unsigned short *>(blk)));
+        }
+        unsigned char *r = dst + rec * 144;
+        *reinterpret_cast<unsigned *>(r + 16 + lane * 4) = q;
+        if ((lane & 7) == 0) *reinterpret_cast<float *>(r + 4 * (lane >> 3)) = d;
+    }
+}
+
+__device__ __forceinline__ void ldmatrix_x4_at(uint32_t r[4], uint32_t addr)
+{
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(addr));
+}
+
+__device__ __forceinline__ void cp_async16_at(uint32_t dst, const void *src)
+{
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(dst), "l"(src));
+}
+
+/* One contiguous run of SLOTS records (the tile's rows or tokens at one k step)
+ * into S, of which the first `rows` exist (the rest zero-filled). Thread t
+ * copies chunks t, t + 256, ...: in the common case (every row exists) that is
+ * one base address per side plus immediate offsets; edge tiles take the
+ * guarded path with zero-fill. */
+template <int SLOTS>
+__device__ __forceinline__ void r3_copy_run(unsigned char *S, const unsigned char *src, int rows)
+{
+    constexpr int CH = SLOTS * 9, FULL = CH / MMQ_THREADS, REM = CH - FULL * MMQ_THREADS;
+    const int tid = threadIdx.x;
+    const uint32_t d = smem_u32(S) + tid * 16;
+    const unsigned char *s = src + tid * 16;
+    if (rows == SLOTS) {
+#pragma unroll
+        for (int e = 0; e < FULL; e++) cp_async16_at(d + e * MMQ_THREADS * 16, s + e * MMQ_THREADS * 16);
+        if (REM != 0 && tid < REM) cp_async16_at(d + FULL * MMQ_THREADS * 16, s + FULL * MMQ_THREADS * 16);
+    } else {
+        const int lim = rows * 9;
+#pragma unroll
+        for (int e = 0; e < FULL + (REM != 0); e++) {
+            const int idx = tid + e * MMQ_THREADS;
+            if (e < FULL || idx < CH) {
+                const bool ok = idx < lim;
+                asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(d + e * MMQ_THREADS * 16),
+                             "l"(ok ? s + e * MMQ_THREADS * 16 : src), "r"(ok ? 16 : 0));
+            }
+        }
+    }
+}
+
+/* One 128-deep step of the warp's 16 MT x 32 sub-tile out of one stage slot.
+ * sa / sb: the thread's ldmatrix addresses in the slot at block 0; ax / bw: its
+ * scale rows (token lane/4 of m16 tile 0; weight row 2 (lane%4) of n8 tile 0). */
+template <int MT>
+__device__ __forceinline__ void r3_step(float (&acc)[MT][4][4], uint32_t sa, uint32_t sb, const float *ax,
+                                        const float *bw)
+{
+#pragma unroll 1
+    for (int g = 0; g < 4; g++) {
+        uint32_t b[4][2];
+#pragma unroll
+        for (int np = 0; np < 2; np++) {
+            uint32_t r[4];
+            ldmatrix_x4_at(r, sb + np * 16 * MMQ_ROW + g * 32);
+            b[2 * np][0] = r[0];
+            b[2 * np][1] = r[1];
+            b[2 * np + 1][0] = r[2];
+            b[2 * np + 1][1] = r[3];
+        }
+        float sw[4][2], mw[4][2];
+#pragma unroll
+        for (int nt = 0; nt < 4; nt++)
+#pragma unroll
+            for (int c = 0; c < 2; c++) {
+                sw[nt][c] = bw[(nt * 8 + c) * (MMQ_ROW / 4) + g];
+                mw[nt][c] = sw[nt][c] * -MMQ_MAGIC;
+            }
+#pragma unroll
+        for (int mt = 0; mt < MT; mt++) {
+            uint32_t a[4];
+            ldmatrix_x4_at(a, sa + mt * 16 * MMQ_ROW + g * 32);
+            const float sx0 = ax[mt * 16 * (MMQ_ROW / 4) + g], sx1 = ax[(mt * 16 + 8) * (MMQ_ROW / 4) + g];
+#pragma unroll
+            for (int nt = 0; nt < 4; nt++) {
+                float d[4];
+                mma_k32<MMQ_KIND_S8>(d, a, b[nt][0], b[nt][1]);
+                acc[mt][nt][0] = fmaf(sx0, fmaf(d[0], sw[nt][0], mw[nt][0]), acc[mt][nt][0]);
+                acc[mt][nt][1] = fmaf(sx0, fmaf(d[1], sw[nt][1], mw[nt][1]), acc[mt][nt][1]);
+                acc[mt][nt][2] = fmaf(sx1, fmaf(d[2], sw[nt][0], mw[nt][0]), acc[mt][nt][2]);
+                acc[mt][nt][3] = fmaf(sx1, fmaf(d[3], sw[nt][1], mw[nt][1]), acc[mt][nt][3]);
+            }
+        }
+    }
+}
+
+template <int MT>
+__device__ __forceinline__ void gemm_q8_0r_body(const unsigned char *__restrict__ wr, const unsigned char *__restrict__ xq,
+                                                float *__restrict__ y, int m, int n, int k, long long ldy, float alpha,
+                                                float *__restrict__ part)
+{
+    extern __shared__ __align__(16) unsigned char r3_smem[];
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, wm = warp & 1, wn = warp >> 1;
+    const int i0 = blockIdx.x * 32 * MT, j0 = blockIdx.y * MMQ_BN;
+    const int G = (k + 127) / 128, S = (int)gridDim.z, z = (int)blockIdx.z;
+    const int g0 = (int)((long long)G * z / S), nk = (int)((long long)G * (z + 1) / S) - g0;
+    const int arows = min(32 * MT, m - i0), brows = min(MMQ_BN, n - j0);
+
+    float acc[MT][4][4];
+#pragma unroll
+    for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+        for (int nt = 0; nt < 4; nt++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) acc[mt][nt][e] = 0.0f;
+
+    /* per-thread offsets inside a stage slot */
+    const int a_off = (wm * 16 * MT + (lane & 15)) * MMQ_ROW + 16 + (lane >> 4) * 16;
+    const int b_off = R3_A_BYTES(MT) + (wn * 32 + (lane & 7) + (lane >> 4) * 8) * MMQ_ROW + 16 + ((lane >> 3) & 1) * 16;
+    const int ax_off = (wm * 16 * MT + (lane >> 2)) * MMQ_ROW;
+    const int bw_off = R3_A_BYTES(MT) + (wn * 32 + (lane & 3) * 2) * MMQ_ROW;
+    const uint32_t base = smem_u32(r3_smem);
+
+    /* the sources of step g are recomputed from the kernel parameters at each
+     * copy: nothing 64-bit stays live across the k loop (the tile needs the
+     * registers) */
+#define R3_COPY_STEP(slot, g)                                                                               \
+    do {                                                                                                    \
+        r3_copy_run<32 * MT>((slot), xq + ((long long)(g) * m + i0) * MMQ_ROW, arows);                      \
+        r3_copy_run<MMQ_BN>((slot) + R3_A_BYTES(MT), wr + ((long long)(g) * n + j0) * MMQ_ROW, brows);      \
+    } while (0)
+#pragma unroll
+    for (int s = 0; s < R3_STAGES - 1; s++) {
+        if (s < nk) R3_COPY_STEP(r3_smem + s * R3_STAGE_BYTES(MT), g0 + s);
+        cp_async_commit();
+    }
+    int cur = 0, nxt = R3_STAGES - 1;
+    for (int kt = 0; kt < nk; kt++) {
+        cp_async_wait<R3_STAGES - 2>();
+        __syncthreads(); /* step kt landed for every thread; every warp is past step kt-1 */
+        if (kt + R3_STAGES - 1 < nk) R3_COPY_STEP(r3_smem + nxt * R3_STAGE_BYTES(MT), g0 + kt + R3_STAGES - 1);
+        cp_async_commit();
+        const int so = cur * R3_STAGE_BYTES(MT);
+        r3_step<MT>(acc, base + so + a_off, base + so + b_off, reinterpret_cast<const float *>(r3_smem + so + ax_off),
+                    reinterpret_cast<const float *>(r3_smem + so + bw_off));
+        cur = cur == R3_STAGES - 1 ? 0 : cur + 1;
+        nxt = nxt == R3_STAGES - 1 ? 0 : nxt + 1;
+    }
+#undef R3_COPY_STEP
+    cp_async_wait<0>();
+
+    float *out = S == 1 ? y : part + (long long)z * m * n;
+    const long long ld = S == 1 ? ldy : n;
+    const float f = S == 1 ? alpha : 1.0f;
+#pragma unroll
+    for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+        for (int nt = 0; nt < 4; nt++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) {
+                const int i = i0 + wm * 16 * MT + mt * 16 + (lane >> 2) + 8 * (e >> 1);
+                const int j = j0 + wn * 32 + nt * 8 + (lane & 3) * 2 + (e & 1);
+                if (i < m && j < n) out[(long long)i * ld + j] = f * acc[mt][nt][e];
+            }
+}
+
+/* w: Q8_0 records (16-byte aligned), xq: q8_1 records, y as gemm_q8_0; _mt4 / _mt2:
+ * 128 / 64 tokens per CTA (one entry point each, so each gets its own register
+ * allocation); gridDim.z: split-k slices, part: f32 [gridDim.z x m x n] when
+ * gridDim.z > 1. Dynamic shared memory R3_SMEM_BYTES(4) / R3_SMEM_BYTES(2). */
+extern "C" __global__ void __launch_bounds__(MMQ_THREADS, 2)
+memra_k_gemm_q8_0r_mt4(const unsigned char *__restrict__ w, const unsigned char *__restrict__ xq, float *__restrict__ y,
+                       int m, int n, int k, long long ldy, float alpha, float *__restrict__ part)
+{
+    gemm_q8_0r_body<4>(w, xq, y, m, n, k, ldy, alpha, part);
+}
+
+extern "C" __global__ void __launch_bounds__(MMQ_THREADS, 2)
+memra_k_gemm_q8_0r_mt2(const unsigned char *__restrict__ w, const unsigned char *__restrict__ xq, float *__restrict__ y,
+                       int m, int n, int k, long long ldy, float alpha, float *__restrict__ part)
+{
+    gemm_q8_0r_body<2>(w, xq, y, m, n, k, ldy, alpha, part);
+}
+
+/* y[i, j] = alpha * (part[0][i][j] + part[1][i][j] + ... + part[S-1][i][j]),
+ * the slices added in order. Rows blockIdx.y, blockIdx.y + gridDim.y, ...;
+ * columns over blockIdx.x and the threads. */
+extern "C" __global__ void __launch_bounds__(256)
+memra_k_splitk_sum(const float *__restrict__ part, int S, int m, int n, float *__restrict__ y, long long ldy, float alpha)
+{
+    const long long plane = (long long)m * n;
+    for (int i = blockIdx.y; i < m; i += gridDim.y)
+        for (int j = blockIdx.x * blockDim.x + threadIdx.x; j < n; j += gridDim.x * blockDim.x) {
+            const float *p = part + (long long)i * n + j;
+            float s = p[0];
+            for (int z = 1; z < S; z++) s += p[z * plane];
+            y[(long long)i * ldy + j] = alpha * s;
+        }
+}
+
+static_assert(R3_SMEM_BYTES(4) == 110592 && R3_SMEM_BYTES(2) == 82944, "mmq_ops.c tables these sizes");
+
 /* ---- the accumulator probe --------------------------------------------------------- */
 
 /* Rows r0..r0+127 of a raw byte matrix [rows x k], 128 columns from column

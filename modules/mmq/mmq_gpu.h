@@ -38,6 +38,10 @@ extern const size_t memra__mmq_image_count;
 /* Scratch slots (the core uses 60, 61; modules/cuda 32..36). */
 #define MEMRA__MMQ_SLOT_XQ 40 /* gemm_fp8_blk: e4m3 activation */
 #define MEMRA__MMQ_SLOT_XS 41 /* gemm_fp8_blk: activation scales */
+#define MEMRA__MMQ_SLOT_PART 42 /* gemm_q8_0r: split-k partial sums */
+/* Dynamic shared memory of memra_k_gemm_q8_0r_mt4 / _mt2 (R3_SMEM_BYTES in mmq.cu). */
+#define MEMRA__MMQ_R3_SMEM_MT4 110592
+#define MEMRA__MMQ_R3_SMEM_MT2 82944
 
 typedef struct memra__mmq {
     const memra_host_services *host;
@@ -50,6 +54,8 @@ typedef struct memra__mmq {
     int owns_modules;
     unsigned families;
     CUfunction quant_q8_1, gemm_q8_0, probe[3];
+    CUfunction repack_q8_0, splitk_sum;
+    CUfunction gemm_q8_0r[2]; /* [0] 128 tokens per CTA (NULL when its shared memory does not fit), [1] 64 */
     CUfunction fp8blk_quant, fp8blk_gemm;
     memra__fp8blk_variant fp8blk_variant;
     memra__fp8blk_tile fp8blk_tile; /* the tile the loaded gemm kernel was compiled with */
@@ -76,6 +82,8 @@ void memra__mmq_destroy(memra__mmq *q); /* NULL is fine */
 /* ---- ops (memra_op_table signatures; call->module_ctx is a memra__mmq) ---- */
 memra_status memra__mmq_quant_q8_1(memra_call *call, memra_dptr x, int32_t m, int32_t k, memra_dptr dst);
 memra_status memra__mmq_gemm_q8_0(memra_call *call, const memra_gemm_args *args);
+memra_status memra__mmq_repack_q8_0(memra_call *call, memra_dptr src, int64_t rows, int64_t cols, memra_dptr dst);
+memra_status memra__mmq_gemm_q8_0r(memra_call *call, const memra_gemm_args *args);
 memra_status memra__mmq_accprobe(memra_call *call, memra_accprobe_arm arm, const memra_gemm_args *args);
 memra_status memra__mmq_gemm_fp8_blk(memra_call *call, const memra_gemm_args *args);
 

@@ -30,6 +30,8 @@ static const memra_op_table k_mmq_ops = {
     .quant_q8_1 = memra__mmq_quant_q8_1,
     .gemm_q8_0 = memra__mmq_gemm_q8_0,
     .accprobe = memra__mmq_accprobe,
+    .repack_q8_0 = memra__mmq_repack_q8_0,
+    .gemm_q8_0r = memra__mmq_gemm_q8_0r,
 };
 
 static const memra_module_desc k_mmq_desc = {

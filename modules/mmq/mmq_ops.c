@@ -20,14 +20,23 @@ static memra_status decline(memra_call *call, const char *reason)
 static int aligned(memra_dptr p, unsigned a) { return (p & (memra_dptr)(a - 1)) == 0; }
 
 /* Push the context, launch a (gx, gy) grid of `threads`-thread blocks, pop. */
+static memra_status launch_xyz(memra__mmq *q, CUfunction f, const char *name, unsigned gx, unsigned gy, unsigned gz,
+                               unsigned threads, unsigned smem, memra_stream_t stream, void **args);
+
 static memra_status launch_n(memra__mmq *q, CUfunction f, const char *name, unsigned gx, unsigned gy, unsigned threads,
                              unsigned smem, memra_stream_t stream, void **args)
+{
+    return launch_xyz(q, f, name, gx, gy, 1, threads, smem, stream, args);
+}
+
+static memra_status launch_xyz(memra__mmq *q, CUfunction f, const char *name, unsigned gx, unsigned gy, unsigned gz,
+                               unsigned threads, unsigned smem, memra_stream_t stream, void **args)
 {
     memra_status st = q->cu.cuCtxPushCurrent((CUcontext)q->caps->cu_context) == MEMRA__CU_SUCCESS
                           ? MEMRA_STATUS_OK
                           : q->host->set_error(MEMRA_STATUS_DRIVER_ERROR, "%s: cuCtxPushCurrent failed", q->name);
     if (st != MEMRA_STATUS_OK) return st;
-    CUresult r = q->cu.cuLaunchKernel(f, gx, gy, 1, threads, 1, 1, smem, (CUstream)stream, args, NULL);
+    CUresult r = q->cu.cuLaunchKernel(f, gx, gy, gz, threads, 1, 1, smem, (CUstream)stream, args, NULL);
     CUcontext c;
     q->cu.cuCtxPopCurrent(&c);
     if (r != MEMRA__CU_SUCCESS) {
@@ -77,6 +86,8 @@ static memra_status check_gemm(memra__mmq *q, const char *op, const memra_gemm_a
         return h->set_error(MEMRA_STATUS_INVALID_ARGUMENT, "%s.%s: x or w is NULL", q->name, op);
     return MEMRA_STATUS_OK;
 }
+
+#define MMQ_THREADS_C 256u /* mmq.cu's MMQ_THREADS */
 
 static memra_dptr y_base(const memra_gemm_args *a) { return a->y + (memra_dptr)(a->y_row_offset * a->ldy * 4); }
 
@@ -143,6 +154,110 @@ memra_status memra__mmq_gemm_q8_0(memra_call *call, const memra_gemm_args *a)
     const unsigned smem = variant == 0 ? MEMRA__MMQ_SMEM_BYTES : (unsigned)(2 * bm * 144 + 2 * 128 * 144 + 4 * 128 * 8);
     return launch(q, q->gemm_q8_0, "memra_k_gemm_q8_0", (unsigned)((m + bm - 1) / bm), (unsigned)((n + 127) / 128),
                   smem, call->stream, (void *[]){&w, &x, &y, &m, &n, &k, &ldy, &alpha, &variant});
+}
+
+/* ---- repack_q8_0 / gemm_q8_0r ------------------------------------------------------ */
+
+memra_status memra__mmq_repack_q8_0(memra_call *call, memra_dptr src, int64_t rows, int64_t cols, memra_dptr dst)
+{
+    memra__mmq *q = MMQ_OF(call);
+    if (rows < 0 || cols < 0 || rows > INT32_MAX || cols > INT32_MAX)
+        return q->host->set_error(MEMRA_STATUS_INVALID_ARGUMENT, "%s.repack_q8_0: rows %lld / cols %lld out of range",
+                                  q->name, (long long)rows, (long long)cols);
+    if (cols % MEMRA_QK8_0 != 0)
+        return q->host->set_error(MEMRA_STATUS_INVALID_ARGUMENT,
+                                  "%s.repack_q8_0: cols = %lld is not a multiple of the Q8_0 block (32)", q->name,
+                                  (long long)cols);
+    if (rows == 0 || cols == 0) return MEMRA_STATUS_OK;
+    if (src == 0 || dst == 0)
+        return q->host->set_error(MEMRA_STATUS_INVALID_ARGUMENT, "%s.repack_q8_0: NULL source or destination", q->name);
+    if (!aligned(src, 2) || !aligned(dst, 16))
+        return decline(call, "repack_q8_0: needs a 2-byte aligned Q8_0 source and 16-byte aligned records");
+    long long r = rows;
+    int c = (int)cols;
+    const int64_t records = (cols + 127) / 128 * rows;
+    return launch(q, q->repack_q8_0, "memra_k_repack_q8_0", blocks(q, records, 8), 1, 0, call->stream,
+                  (void *[]){&src, &r, &c, &dst});
+}
+
+/* The tile and the split-k count of one gemm_q8_0r call, from a model of
+ * the time in "paired steps" (one k step of a CTA that shares its SM with a
+ * second one): C = tiles x S CTAs spread over the SMs, two resident at a
+ * time, so the busiest SM runs ceil(C / SMs) of them, in pairs, and a last
+ * odd one alone at LONE of a paired step's time (it has the SM to itself);
+ * each CTA runs ceil(G / S) steps plus FILL for its pipeline's fill and
+ * drain; a 64-token CTA's step costs MT2 of a 128-token one (the weight tile
+ * does not shrink); split-k adds its partial sums' traffic, (S + 1) m n
+ * floats, at BYTES bytes per step. The constants are fitted to a sweep of
+ * every tile x split on the H200 at the 27b sheet, m = 512 and 4096
+ * (bench/RESULTS.md), where the model's pick is within 3% of the best.
+ * MEMRA_MMQ_BM=128|64 and MEMRA_MMQ_SPLIT=1..16 force either (sweeps, tests). */
+typedef struct q8r_plan {
+    int mt; /* 4 or 2: 32 mt tokens per CTA */
+    int split;
+} q8r_plan;
+
+#define Q8R_FILL 0.5
+#define Q8R_LONE 0.6
+#define Q8R_MT2 0.65
+#define Q8R_BYTES 5.0e6
+
+static q8r_plan plan_q8_0r(const memra__mmq *q, int m, int n, int k)
+{
+    const char *eb = getenv("MEMRA_MMQ_BM"), *es = getenv("MEMRA_MMQ_SPLIT");
+    const int fb = eb ? atoi(eb) : 0, fs = es ? atoi(es) : 0;
+    const int64_t sms = q->caps->sm_count > 0 ? q->caps->sm_count : 16;
+    const int64_t G = ((int64_t)k + 127) / 128, tn = ((int64_t)n + 127) / 128;
+    q8r_plan best = {q->gemm_q8_0r[0] ? 4 : 2, 1};
+    double best_cost = -1.0;
+    for (int mt = 4; mt >= 2; mt /= 2) {
+        if (q->gemm_q8_0r[mt == 4 ? 0 : 1] == NULL || (fb != 0 && fb != 32 * mt)) continue;
+        const int64_t tiles = ((int64_t)m + 32 * mt - 1) / (32 * mt) * tn;
+        for (int s = 1; s <= 16; s++) {
+            if (fs > 0 ? s != fs : (s > 1 && G / s < 4)) continue;
+            const int64_t per_sm = (tiles * s + sms - 1) / sms;
+            const double steps = (double)((G + s - 1) / s) + Q8R_FILL;
+            double cost = ((double)(per_sm / 2) + (double)(per_sm % 2) * Q8R_LONE) * steps * (mt == 4 ? 1.0 : Q8R_MT2);
+            if (s > 1) cost += (double)(s + 1) * (double)m * (double)n * 4.0 / Q8R_BYTES;
+            if (best_cost < 0.0 || cost < best_cost) best = (q8r_plan){mt, s}, best_cost = cost;
+        }
+    }
+    return best;
+}
+
+memra_status memra__mmq_gemm_q8_0r(memra_call *call, const memra_gemm_args *a)
+{
+    memra__mmq *q = MMQ_OF(call);
+    memra_status st = check_gemm(q, "gemm_q8_0r", a);
+    if (st != MEMRA_STATUS_OK) return st;
+    if (a->k % MEMRA_QK8_0 != 0)
+        return q->host->set_error(MEMRA_STATUS_INVALID_ARGUMENT,
+                                  "%s.gemm_q8_0r: k = %d is not a multiple of the Q8_0 block (32)", q->name, (int)a->k);
+    if (a->m == 0 || a->n == 0) return MEMRA_STATUS_OK;
+    if (!aligned(a->w, 16) || !aligned(a->x, 16))
+        return decline(call, "gemm_q8_0r: needs 16-byte aligned weight records and q8_1 records");
+    if ((a->n + 127) / 128 > 65535) return decline(call, "gemm_q8_0r: n above 65535 tiles of 128");
+    if (q->gemm_q8_0r[0] == NULL && q->gemm_q8_0r[1] == NULL)
+        return decline(call, "gemm_q8_0r: the device's shared memory per block is below the tile's 81 KB");
+    const q8r_plan p = plan_q8_0r(q, a->m, a->n, a->k);
+    memra_dptr y = y_base(a), w = a->w, x = a->x, part = 0;
+    int m = a->m, n = a->n, k = a->k;
+    long long ldy = a->ldy;
+    float alpha = a->alpha;
+    if (p.split > 1) {
+        st = q->host->scratch(q->caps, MEMRA__MMQ_SLOT_PART, (size_t)p.split * (size_t)m * (size_t)n * 4u, &part);
+        if (st != MEMRA_STATUS_OK) return st;
+    }
+    const int bm = 32 * p.mt;
+    st = launch_xyz(q, q->gemm_q8_0r[p.mt == 4 ? 0 : 1], p.mt == 4 ? "memra_k_gemm_q8_0r_mt4" : "memra_k_gemm_q8_0r_mt2",
+                    (unsigned)((m + bm - 1) / bm), (unsigned)((n + 127) / 128), (unsigned)p.split, MMQ_THREADS_C,
+                    p.mt == 4 ? MEMRA__MMQ_R3_SMEM_MT4 : MEMRA__MMQ_R3_SMEM_MT2, call->stream,
+                    (void *[]){&w, &x, &y, &m, &n, &k, &ldy, &alpha, &part});
+    if (st != MEMRA_STATUS_OK || p.split == 1) return st;
+    int s = p.split;
+    const unsigned gx = (unsigned)((n + 255) / 256), gy = (unsigned)(m < 65535 ? m : 65535);
+    return launch_xyz(q, q->splitk_sum, "memra_k_splitk_sum", gx, gy, 1, 256, 0, call->stream,
+                      (void *[]){&part, &s, &m, &n, &y, &ldy, &alpha});
 }
 
 /* ---- accprobe -------------------------------------------------------------------- */

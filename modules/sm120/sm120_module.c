@@ -4,8 +4,9 @@
  *   gemm_fp8_blk               memra's block-128 FP8 GEMM (fp8blk_gemm.cu): kind::mxf8f6f4
  *                              with unit scales by default, kind::f8f6f4 with
  *                              MEMRA_SM120_FP8BLK=f8f6f4 (read at init)
- *   quant_q8_1, gemm_q8_0,     the MMQ floor and the probe (mmq.cu; MX arm included)
- *   accprobe
+ *   quant_q8_1, gemm_q8_0,     the MMQ floor and the probe (mmq.cu; MX arm included);
+ *   repack_q8_0, gemm_q8_0r,   gemm_q8_0r at 64 tokens per CTA where the 128-token
+ *   accprobe                   tile's 108 KB of shared memory does not fit (99 KB on sm_120)
  *   cvt_f16, dequant_f16, fp8_blk_to_q8_0, fp8_nan_count, scale   the load-time ops
  *
  * Under a forced profile on another GPU (MEMRA_ARCH=sm120 on an H200) the
@@ -138,6 +139,14 @@ static memra_status sm120_accprobe(memra_call *call, memra_accprobe_arm arm, con
 {
     SM120_FORWARD(mmq, call, memra__mmq_accprobe(c_, arm, a));
 }
+static memra_status sm120_repack_q8_0(memra_call *call, memra_dptr src, int64_t rows, int64_t cols, memra_dptr dst)
+{
+    SM120_FORWARD(mmq, call, memra__mmq_repack_q8_0(c_, src, rows, cols, dst));
+}
+static memra_status sm120_gemm_q8_0r(memra_call *call, const memra_gemm_args *a)
+{
+    SM120_FORWARD(mmq, call, memra__mmq_gemm_q8_0r(c_, a));
+}
 
 static const memra_op_table k_sm120_ops = {
     .struct_size = sizeof(memra_op_table),
@@ -152,6 +161,8 @@ static const memra_op_table k_sm120_ops = {
     .fp8_nan_count = sm120_fp8_nan_count,
     .scale = sm120_scale,
     .accprobe = sm120_accprobe,
+    .repack_q8_0 = sm120_repack_q8_0,
+    .gemm_q8_0r = sm120_gemm_q8_0r,
 };
 
 static const memra_module_desc k_sm120_desc = {

@@ -2,7 +2,7 @@
  * API: memra_module_call(gpu, "mmq" | "fp8blk", ...) and
  * memra_module_call(host, "host", ...) on the same bytes, fresh random data.
  *
- *   test_mmq_ops CASE   quant gemm_q8_0 accprobe fp8blk prefer
+ *   test_mmq_ops CASE   quant gemm_q8_0 gemm_q8_0r accprobe fp8blk prefer
  *   test_mmq_ops bench  gemm_q8_0 (quantiser apart and together) and accprobe
  *                       S32 / F32 at 5120 -> 12288 (27b), m = 512 and 4096,
  *                       arms interleaved per repetition, medians (not a test)
@@ -20,6 +20,14 @@
  *                |got - ref| / (|alpha| sum_b |dx dw I_b|) <= gamma(nb + 2) + u.
  *                A dropped block or a wrong scale moves one term, ~1/nb of the
  *                sum (>= 2e-3 here), far above the band (<= 3e-5 at k = 5120).
+ *  repack_q8_0   bit-identical to the records built here from the layout's
+ *                definition (module.h, memra_q8_0r_bytes).
+ *  gemm_q8_0r    the same per-block terms as gemm_q8_0; split-k adds at most S
+ *                (<= 16) more roundings on any path (each slice's sum is a
+ *                recursive sum of its blocks, then the slices are added in
+ *                order), so the band is gamma(nb + 18) + u, checked per element
+ *                like gemm_q8_0's, at the launcher's own choice and at forced
+ *                tiles and split counts (MEMRA_MMQ_BM, MEMRA_MMQ_SPLIT).
  *  gemm_fp8_blk  each 128-deep block B is summed by the FP8 tensor cores with
  *                f32 accumulation; Hopper's FP8 MMA keeps about 14 significant
  *                bits between promotions (DeepSeek-V3 report), so one block can
@@ -188,6 +196,116 @@ static memra_status call_gemm(memra_device *d, const char *mod, memra_op op, con
 
 #define ROW_OFF 2
 
+static int g_records; /* gemm_q8_case also runs repack_q8_0 + gemm_q8_0r */
+
+/* Q8_0 records of w [n x k] from the layout's definition (module.h). */
+static uint8_t *records_of(const uint8_t *w, int n, int k)
+{
+    const int nb = k / 32, G = (k + 127) / 128;
+    uint8_t *r = calloc(memra_q8_0r_bytes(n, k), 1);
+    CHECK(r != NULL);
+    for (int g = 0; g < G; g++)
+        for (int j = 0; j < n; j++) {
+            uint8_t *rec = r + ((size_t)g * n + j) * 144;
+            for (int c = 0; c < 4 && 4 * g + c < nb; c++) {
+                const uint8_t *blk = w + ((size_t)j * nb + 4 * g + c) * MEMRA_Q8_0_BYTES;
+                const float d = memra_f32_from_f16((uint16_t)(blk[0] | blk[1] << 8));
+                memcpy(rec + 4 * c, &d, 4);
+                memcpy(rec + 16 + 32 * c, blk + 2, 32);
+            }
+        }
+    return r;
+}
+
+/* Per-element check of y (rows ROW_OFF.., stride ldy) against the host's
+ * gemm_q8_0 output ref, normalised by alpha sum_b |dx dw I_b|; sentinels kept. */
+static int check_against(const char *what, const float *got, const float *ref, const uint8_t *w, const uint8_t *q,
+                         int m, int n, int k, float alpha, int64_t ldy, int64_t yrows, int extra_roundings)
+{
+    const int nb = k / 32;
+    const double u = ldexp(1.0, -24), j = nb + 2 + extra_roundings, band = j * u / (1.0 - j * u) + u;
+    double max_norm = 0.0;
+    int bad = 0, touched = 0;
+    for (int i = 0; i < m; i++)
+        for (int c = 0; c < n; c++) {
+            double sabs = 0.0;
+            for (int b = 0; b < nb; b++) {
+                const uint8_t *blk = w + ((size_t)c * nb + b) * MEMRA_Q8_0_BYTES;
+                const uint8_t *rec = q + ((size_t)(b >> 2) * m + i) * MEMRA_Q8_1_RECORD_BYTES;
+                float dx;
+                memcpy(&dx, rec + 4 * (b & 3), 4);
+                const float dw = memra_f32_from_f16((uint16_t)(blk[0] | blk[1] << 8));
+                int32_t is = 0;
+                for (int l = 0; l < 32; l++) is += (int8_t)blk[2 + l] * (int8_t)rec[16 + 32 * (b & 3) + l];
+                sabs += fabs((double)dw * dx * is);
+            }
+            const int64_t e = (int64_t)(i + ROW_OFF) * ldy + c;
+            const double err = fabs((double)got[e] - (double)ref[e]);
+            const double norm = sabs > 0 ? err / (fabs(alpha) * sabs) : err;
+            if (norm > max_norm || norm != norm) max_norm = norm;
+            if (!(norm <= band) && bad++ < 10)
+                printf("    %s y[%d,%d]: gpu %.9g host %.9g normalised %.3g > band %.3g\n", what, i, c, got[e], ref[e],
+                       norm, band);
+        }
+    for (int64_t e = 0; e < yrows * ldy; e++) {
+        const int64_t r = e / ldy, c = e % ldy;
+        if ((r < ROW_OFF || r >= ROW_OFF + m || c >= n) && got[e] != -12345.0f) touched++;
+    }
+    printf("    %-22s max normalised %.3g (band %.3g), %d over, %d sentinels overwritten  %s\n", what, max_norm, band, bad,
+           touched, bad || touched ? "FAIL" : "ok");
+    return !(bad || touched);
+}
+
+/* repack_q8_0 on the device (bit-identical to records_of), then gemm_q8_0r on
+ * those records at the launcher's choice and at forced tiles / split counts. */
+static int records_case(int m, int n, int k, float alpha, const uint8_t *w, const uint8_t *q, memra_buffer *qd,
+                        const float *sent, const float *ref, int64_t ldy, int64_t yrows)
+{
+    int ok = 1;
+    const size_t wb = (size_t)n * (k / 32) * MEMRA_Q8_0_BYTES, rb = memra_q8_0r_bytes(n, k);
+    uint8_t *want = records_of(w, n, k);
+    uint8_t *junk = malloc(rb);
+    CHECK(junk != NULL);
+    for (size_t e = 0; e < rb; e++) junk[e] = (uint8_t)(0xA5 ^ e); /* a repack that skips bytes shows */
+    memra_buffer *wd = buf(g_dev, wb, w), *rd = buf(g_dev, rb, junk);
+    memra_op_args ra = {.struct_size = sizeof ra, .src = memra_buffer_ptr(wd), .rows = n, .cols = k,
+                        .dst = memra_buffer_ptr(rd)};
+    CHECK_OK(memra_module_call(g_dev, "mmq", MEMRA_OP_repack_q8_0, &ra));
+    CHECK_OK(memra_device_synchronize(g_dev));
+    uint8_t *got_r = readback(rd, rb);
+    size_t diff = 0, first = 0;
+    for (size_t e = 0; e < rb; e++)
+        if (got_r[e] != want[e] && diff++ == 0) first = e;
+    printf("    repack_q8_0            %zu records, %zu bytes differ  %s\n", rb / 144, diff, diff ? "FAIL" : "ok");
+    if (diff) printf("      first difference at byte %zu (record %zu)\n", first, first / 144);
+    ok &= diff == 0;
+
+    static const struct { const char *bm, *split; } cfg[] = {
+        {NULL, NULL}, {"128", "1"}, {"64", "1"}, {"128", "3"}, {"64", "7"}, {"128", "16"}};
+    const int cfgs = (int)(sizeof cfg / sizeof cfg[0]);
+    memra_buffer *yd = buf(g_dev, (size_t)(yrows * ldy) * 4, sent);
+    for (int c = 0; c < cfgs; c++) {
+        if (cfg[c].bm) setenv("MEMRA_MMQ_BM", cfg[c].bm, 1), setenv("MEMRA_MMQ_SPLIT", cfg[c].split, 1);
+        else unsetenv("MEMRA_MMQ_BM"), unsetenv("MEMRA_MMQ_SPLIT");
+        CHECK_OK(memra_buffer_write(yd, 0, sent, (size_t)(yrows * ldy) * 4));
+        memra_gemm_args g = {.struct_size = sizeof g, .m = m, .n = n, .k = k, .ldy = ldy, .y_row_offset = ROW_OFF,
+                             .alpha = alpha, .w = memra_buffer_ptr(rd), .x = memra_buffer_ptr(qd),
+                             .y = memra_buffer_ptr(yd)};
+        CHECK_OK(call_gemm(g_dev, "mmq", MEMRA_OP_gemm_q8_0r, &g));
+        CHECK_OK(memra_device_synchronize(g_dev));
+        float *got = readback(yd, (size_t)(yrows * ldy) * 4);
+        char what[48];
+        snprintf(what, sizeof what, "gemm_q8_0r bm=%s split=%s", cfg[c].bm ? cfg[c].bm : "auto",
+                 cfg[c].split ? cfg[c].split : "auto");
+        ok &= check_against(what, got, ref, w, q, m, n, k, alpha, ldy, yrows, 16);
+        free(got);
+    }
+    unsetenv("MEMRA_MMQ_BM"), unsetenv("MEMRA_MMQ_SPLIT");
+    memra_buffer_destroy(wd), memra_buffer_destroy(rd), memra_buffer_destroy(yd);
+    free(want), free(junk), free(got_r);
+    return ok;
+}
+
 static int gemm_q8_case(int m, int n, int k, float alpha)
 {
     int ok = 1;
@@ -248,6 +366,7 @@ static int gemm_q8_case(int m, int n, int k, float alpha)
            "%d sentinels overwritten  %s\n",
            m, n, k, alpha, max_abs, max_norm, band, bad, touched, bad || touched ? "FAIL" : "ok");
     if (bad || touched) ok = 0;
+    if (g_records) ok &= records_case(m, n, k, alpha, w, q, qd, sent, ref, ldy, yrows);
     memra_buffer_destroy(qd);
     memra_buffer_destroy(qh);
     memra_buffer_destroy(wd);
@@ -559,10 +678,98 @@ static int case_bench(void)
     return 1;
 }
 
+/* Not a test: gemm_q8_0 (blocks) against gemm_q8_0r (records) at the launcher's
+ * choice and at every forced tile x split count, on the 27b sheet at m = 512
+ * and 4096, arms interleaved per repetition, medians; one SWEEP line per
+ * shape and arm, one SWEEPJSON line per shape. For tuning the launcher's plan.
+ * `sweep M SHAPE` runs only m = M and the sheet's shape SHAPE (0..5). */
+static int case_sweep(int only_m, int only_shape)
+{
+    static const int shapes[6][2] = {{5120, 12288}, {5120, 1024}, {6144, 5120},
+                                     {5120, 17408}, {17408, 5120}, {5120, 5120}};
+    static const char *const bms[2] = {"128", "64"};
+    static const char *const splits[6] = {"1", "2", "3", "4", "6", "8"};
+    enum { S_QUANT, S_V2, S_AUTO, S_CFG0 };
+    const int narms = S_CFG0 + 12, reps = 7;
+    memra_timer *t = NULL;
+    CHECK_OK(memra_timer_create(g_dev, &t));
+    for (int mi = 0; mi < 2; mi++) {
+        const int m = mi ? 4096 : 512;
+        if (only_m > 0 && m != only_m) continue;
+        for (int si = 0; si < 6; si++) {
+            if (only_shape >= 0 && si != only_shape) continue;
+            const int k = shapes[si][0], n = shapes[si][1];
+            float *x = make_x(m, k);
+            uint8_t *w = make_q8_0(n, k);
+            const size_t wb = (size_t)n * (k / 32) * MEMRA_Q8_0_BYTES;
+            memra_buffer *wd = buf(g_dev, wb, w), *rd = buf(g_dev, memra_q8_0r_bytes(n, k), NULL);
+            memra_buffer *xd = buf(g_dev, (size_t)m * k * 4, x), *qd = buf(g_dev, memra_q8_1_bytes(m, k), NULL);
+            memra_buffer *yd = buf(g_dev, (size_t)m * n * 4, NULL);
+            memra_op_args ra = {.struct_size = sizeof ra, .src = memra_buffer_ptr(wd), .rows = n, .cols = k,
+                                .dst = memra_buffer_ptr(rd)};
+            CHECK_OK(memra_module_call(g_dev, "mmq", MEMRA_OP_repack_q8_0, &ra));
+            memra_op_args qa = {.struct_size = sizeof qa, .src = memra_buffer_ptr(xd), .dst = memra_buffer_ptr(qd),
+                                .rows = m, .cols = k};
+            CHECK_OK(memra_module_call(g_dev, "mmq", MEMRA_OP_quant_q8_1, &qa));
+            memra_op_args ga = {.struct_size = sizeof ga};
+            ga.gemm = (memra_gemm_args){.struct_size = sizeof(memra_gemm_args), .m = m, .n = n, .k = k, .ldy = n,
+                                        .alpha = 1.0f, .x = memra_buffer_ptr(qd), .y = memra_buffer_ptr(yd)};
+            double ms[S_CFG0 + 12][16];
+            for (int r = -1; r < reps; r++)
+                for (int i = 0; i < narms; i++) {
+                    const int a = (i + (r < 0 ? 0 : r)) % narms;
+                    if (a >= S_CFG0) {
+                        setenv("MEMRA_MMQ_BM", bms[(a - S_CFG0) / 6], 1);
+                        setenv("MEMRA_MMQ_SPLIT", splits[(a - S_CFG0) % 6], 1);
+                    } else {
+                        unsetenv("MEMRA_MMQ_BM"), unsetenv("MEMRA_MMQ_SPLIT");
+                    }
+                    ga.gemm.w = memra_buffer_ptr(a == S_V2 ? wd : rd);
+                    CHECK_OK(memra_timer_start(t, NULL));
+                    if (a == S_QUANT) CHECK_OK(memra_module_call(g_dev, "mmq", MEMRA_OP_quant_q8_1, &qa));
+                    else
+                        CHECK_OK(memra_module_call(g_dev, "mmq", a == S_V2 ? MEMRA_OP_gemm_q8_0 : MEMRA_OP_gemm_q8_0r,
+                                                   &ga));
+                    CHECK_OK(memra_timer_stop(t, NULL));
+                    double e = 0;
+                    CHECK_OK(memra_timer_elapsed_ms(t, &e));
+                    if (r >= 0) ms[a][r] = e;
+                }
+            unsetenv("MEMRA_MMQ_BM"), unsetenv("MEMRA_MMQ_SPLIT");
+            const double flop = 2.0 * m * n * k;
+            printf("SWEEPJSON {\"m\":%d,\"in_f\":%d,\"out_f\":%d,\"median_ms\":{", m, k, n);
+            double best = 1e30;
+            int best_a = S_AUTO;
+            for (int a = 0; a < narms; a++) {
+                const double md = median(ms[a], reps);
+                char name[32];
+                if (a == S_QUANT) snprintf(name, sizeof name, "quant_q8_1");
+                else if (a == S_V2) snprintf(name, sizeof name, "gemm_q8_0");
+                else if (a == S_AUTO) snprintf(name, sizeof name, "gemm_q8_0r");
+                else snprintf(name, sizeof name, "r_bm%s_s%s", bms[(a - S_CFG0) / 6], splits[(a - S_CFG0) % 6]);
+                printf("%s\"%s\":%.5f", a ? "," : "", name, md);
+                if (a >= S_AUTO && md < best) best = md, best_a = a;
+                ms[a][15] = md;
+            }
+            printf("}}\n");
+            const double q = ms[S_QUANT][15], v2 = ms[S_V2][15], au = ms[S_AUTO][15];
+            printf("SWEEP m=%-4d %5d->%-5d quant %.4f ms | v2 %.4f (%5.1f TF, with quant %5.1f) | q8_0r auto %.4f (%5.1f "
+                   "TF, with quant %5.1f) | best #%d %.4f (%5.1f TF)\n",
+                   m, k, n, q, v2, flop / v2 * 1e-9, flop / (v2 + q) * 1e-9, au, flop / au * 1e-9,
+                   flop / (au + q) * 1e-9, best_a, best, flop / best * 1e-9);
+            memra_buffer_destroy(wd), memra_buffer_destroy(rd), memra_buffer_destroy(xd), memra_buffer_destroy(qd);
+            memra_buffer_destroy(yd);
+            free(x), free(w);
+        }
+    }
+    memra_timer_destroy(t);
+    return 1;
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2) {
-        fprintf(stderr, "usage: %s quant|gemm_q8_0|accprobe|fp8blk|prefer|bench\n", argv[0]);
+        fprintf(stderr, "usage: %s quant|gemm_q8_0|gemm_q8_0r|accprobe|fp8blk|prefer|bench|sweep\n", argv[0]);
         return 2;
     }
     const char *c = argv[1];
@@ -571,10 +778,12 @@ int main(int argc, char **argv)
     int ok;
     if (strcmp(c, "quant") == 0) ok = case_quant();
     else if (strcmp(c, "gemm_q8_0") == 0) ok = case_gemm_q8_0();
+    else if (strcmp(c, "gemm_q8_0r") == 0) g_records = 1, ok = case_gemm_q8_0();
     else if (strcmp(c, "accprobe") == 0) ok = case_accprobe();
     else if (strcmp(c, "fp8blk") == 0) ok = case_fp8blk();
     else if (strcmp(c, "prefer") == 0) ok = case_prefer();
     else if (strcmp(c, "bench") == 0) ok = case_bench();
+    else if (strcmp(c, "sweep") == 0) ok = case_sweep(argc > 2 ? atoi(argv[2]) : 0, argc > 3 ? atoi(argv[3]) : -1);
     else {
         fprintf(stderr, "unknown case %s\n", c);
         return 2;
