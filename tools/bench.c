@@ -3,13 +3,18 @@
  * Arms (each a real weight through memra_matmul, so the ledger shows which
  * module served it):
  *   f16     Q8_0 weight with an f16 mirror          -> gemm_f16
- *   mmq     Q8_0 weight without one (budget 0)      -> quant_q8_1 + gemm_q8_0
+ *   mmq     Q8_0 weight without one (budget 0)      -> quant_q8_1 + gemm_q8_0r on the
+ *           Q8_0 records prepare made (repack_q8_0), or gemm_q8_0 on the Q8_0
+ *           blocks where the device has no records lane; valid on either, and
+ *           the note and receipt name the one the ledger shows
  *   fp8     E4M3 per-tensor                         -> gemm_fp8
  *   fp8blk  E4M3 + block-128 grid                   -> gemm_fp8_blk
  * Inside each repetition every arm runs once, the starting arm rotating, so
  * drift (clocks, heat) falls on all arms alike; medians per arm and shape;
  * ratios to the first arm; geometric means over the sheet. The mmq arm's
- * quantiser and GEMM are also timed apart through memra_module_call.
+ * quantiser and GEMMs are also timed apart through memra_module_call (the
+ * "mmq split": quant_q8_1, then gemm_q8_0r on records made once outside
+ * timing and gemm_q8_0 on the blocks, interleaved, so one run shows both).
  *
  * `--vs A B --op OP` races two modules' implementations of one op on the same
  * inputs, interleaved the same way: the tuning experiment.
@@ -42,8 +47,12 @@ static const shape k_1p7b[] = {{2048, 2048}, {2048, 1024}, {2048, 6144}, {6144, 
 
 enum { ARM_F16, ARM_MMQ, ARM_FP8, ARM_FP8BLK, ARM_COUNT };
 static const char *const k_arm_name[ARM_COUNT] = {"f16", "mmq", "fp8", "fp8blk"};
-static const memra_op k_arm_op[ARM_COUNT] = {MEMRA_OP_gemm_f16, MEMRA_OP_gemm_q8_0, MEMRA_OP_gemm_fp8,
+/* The GEMM each arm is for; the mmq arm takes gemm_q8_0r (records) or, where
+ * the weight has none, gemm_q8_0 (Q8_0 blocks): see arm_judge. */
+static const memra_op k_arm_op[ARM_COUNT] = {MEMRA_OP_gemm_f16, MEMRA_OP_gemm_q8_0r, MEMRA_OP_gemm_fp8,
                                              MEMRA_OP_gemm_fp8_blk};
+/* memra_weight_operands bits 0..3, in the receipt */
+static const char *const k_operand_name[4] = {"raw", "f16_mirror", "q8_0_slab", "q8_0_records"};
 
 /* Ledger hits of every (op, module) on one device. */
 typedef struct ledger_snap {
@@ -188,6 +197,8 @@ typedef struct arm_result {
     double *t;          /* reps */
     double median;
     ledger_snap served; /* hits during this arm's timed calls */
+    memra_op op;        /* the GEMM that served it (the expected one when none did) */
+    unsigned operands;  /* memra_weight_operands of the arm's weight after prepare */
     int valid;
     char note[160];
 } arm_result;
@@ -219,10 +230,247 @@ static uint64_t op_hits(const bench *b, const ledger_snap *s, memra_op op)
     return t;
 }
 
+/* The GEMM the ledger must show for arm a, in words. */
+static const char *arm_expect(int a) { return a == ARM_MMQ ? "gemm_q8_0r or gemm_q8_0" : memra_op_name(k_arm_op[a]); }
+
+/* Which GEMM served the arm, from its ledger hits: the mmq arm is valid when
+ * gemm_q8_0r (the weight's Q8_0 records) or gemm_q8_0 (its Q8_0 blocks) ran,
+ * and its note says which; every other arm needs its own op. */
+static void arm_judge(const bench *b, arm_result *ar, int a)
+{
+    const size_t l = strlen(ar->note);
+    char *note = ar->note + l;
+    const size_t room = sizeof ar->note - l;
+    const char *sep = l ? "; " : "";
+    ar->op = k_arm_op[a];
+    if (a == ARM_MMQ) {
+        const uint64_t hr = op_hits(b, &ar->served, MEMRA_OP_gemm_q8_0r);
+        const uint64_t hb = op_hits(b, &ar->served, MEMRA_OP_gemm_q8_0);
+        ar->valid = hr + hb > 0;
+        if (hr && hb)
+            snprintf(note, room, "%sgemm_q8_0r on records x%llu, gemm_q8_0 on Q8_0 blocks x%llu", sep,
+                     (unsigned long long)hr, (unsigned long long)hb);
+        else if (hr)
+            snprintf(note, room, "%sgemm_q8_0r on records", sep);
+        else if (hb)
+            snprintf(note, room, "%sgemm_q8_0 on Q8_0 blocks%s", sep,
+                     ar->operands & MEMRA_OPERAND_Q8_0_RECORDS ? " (the weight has records)" : "");
+        if (hb && !hr) ar->op = MEMRA_OP_gemm_q8_0;
+    } else {
+        ar->valid = op_hits(b, &ar->served, k_arm_op[a]) > 0;
+    }
+    if (!ar->valid) {
+        const size_t l2 = strlen(ar->note);
+        snprintf(ar->note + l2, sizeof ar->note - l2, "%sINVALID: no %s hit in the ledger", l2 ? "; " : "",
+                 arm_expect(a));
+    }
+}
+
 static const char *first_module(memra_device *dev, memra_op op)
 {
     const char *names[1] = {NULL};
     return memra_routing_get(dev, op, names, 1) > 0 ? names[0] : NULL;
+}
+
+/* ---- the mmq split: the quantiser and both MMQ GEMMs timed apart ------------- */
+
+/* Inside each repetition, after the arms: quant_q8_1 on the activation, then
+ * (starting side rotating) gemm_q8_0r on Q8_0 records made once by
+ * repack_q8_0 outside timing, and gemm_q8_0 on the same weight's Q8_0 blocks,
+ * each through memra_module_call on the module that routes it. A column the
+ * device lacks, or that fails, is left out with the reason. */
+typedef struct mmq_split {
+    const char *qmod, *gmod, *rmod; /* routed quant_q8_1, gemm_q8_0 (blocks), gemm_q8_0r (records) */
+    memra_buffer *brec;             /* the weight's Q8_0 records */
+    mod_call cq, cg, cr;
+    double *tq, *tg, *tr;
+    uint64_t hg, hr;                /* ledger hits during the timed GEMM calls */
+    char skip[320];                 /* the whole split is off: why ("" = on) */
+    char gskip[320], rskip[320];    /* a GEMM column is off: why */
+    char rby[96];                   /* who made the records */
+} mmq_split;
+
+static void split_free(mmq_split *sp)
+{
+    memra_buffer_destroy(sp->brec);
+    free(sp->tq);
+    free(sp->tg);
+    free(sp->tr);
+    memset(sp, 0, sizeof *sp);
+}
+
+static int split_on(const mmq_split *sp) { return sp->skip[0] == '\0' && (sp->gmod != NULL || sp->rmod != NULL); }
+
+/* Why the split is off (only when !split_on). */
+static const char *split_why(const mmq_split *sp, char *buf, size_t len)
+{
+    if (sp->skip[0]) return sp->skip;
+    snprintf(buf, len, "%s; %s", sp->gskip, sp->rskip);
+    return buf;
+}
+
+/* x: f32 activation, xq: room for its q8_1 records, q8: the Q8_0 weight
+ * (host bytes q8_host, device copy bq), y: [m x n] f32. */
+static int split_setup(bench *b, mmq_split *sp, memra_buffer *x, memra_buffer *xq, const uint8_t *q8_host,
+                       memra_buffer *bq, memra_buffer *y, int64_t m, int64_t n, int64_t k)
+{
+    memset(sp, 0, sizeof *sp);
+    sp->tq = calloc((size_t)b->reps, sizeof(double));
+    sp->tg = calloc((size_t)b->reps, sizeof(double));
+    sp->tr = calloc((size_t)b->reps, sizeof(double));
+    if (!sp->tq || !sp->tg || !sp->tr) return -1;
+    memra_device *dev = b->dev;
+    sp->qmod = first_module(dev, MEMRA_OP_quant_q8_1);
+    sp->gmod = first_module(dev, MEMRA_OP_gemm_q8_0);
+    sp->rmod = first_module(dev, MEMRA_OP_gemm_q8_0r);
+    if (sp->qmod == NULL) snprintf(sp->skip, sizeof sp->skip, "no quant_q8_1 on this device");
+    if (sp->gmod == NULL) snprintf(sp->gskip, sizeof sp->gskip, "no gemm_q8_0 on this device");
+    if (sp->rmod == NULL) snprintf(sp->rskip, sizeof sp->rskip, "no gemm_q8_0r on this device");
+    sp->cq = (mod_call){.dev = dev, .module = sp->qmod, .op = MEMRA_OP_quant_q8_1};
+    sp->cq.args.struct_size = sizeof sp->cq.args;
+    sp->cq.args.src = memra_buffer_ptr(x);
+    sp->cq.args.dst = memra_buffer_ptr(xq);
+    sp->cq.args.rows = m;
+    sp->cq.args.cols = k;
+    sp->cg = (mod_call){.dev = dev, .module = sp->gmod, .op = MEMRA_OP_gemm_q8_0};
+    sp->cg.args.struct_size = sizeof sp->cg.args;
+    sp->cg.args.gemm = (memra_gemm_args){.struct_size = sizeof(memra_gemm_args), .m = (int32_t)m, .n = (int32_t)n,
+                                         .k = (int32_t)k, .w = memra_buffer_ptr(bq), .x = memra_buffer_ptr(xq),
+                                         .y = memra_buffer_ptr(y), .ldy = n, .alpha = 1.0f};
+    if (sp->rmod == NULL) return 0;
+    /* the records, once, outside timing: the routed repack_q8_0, else the
+     * reference repack (the layout is the same on every device) */
+    const size_t rbytes = (size_t)memra_q8_0r_bytes(n, k);
+    const char *pmod = first_module(dev, MEMRA_OP_repack_q8_0);
+    memra_status st = tool_upload(dev, NULL, rbytes, &sp->brec);
+    if (st == MEMRA_STATUS_OK && pmod != NULL) {
+        memra_op_args a;
+        memset(&a, 0, sizeof a);
+        a.struct_size = sizeof a;
+        a.src = memra_buffer_ptr(bq);
+        a.rows = n;
+        a.cols = k;
+        a.dst = memra_buffer_ptr(sp->brec);
+        st = memra_module_call(dev, pmod, MEMRA_OP_repack_q8_0, &a);
+        if (st == MEMRA_STATUS_OK) st = memra_device_synchronize(dev);
+        snprintf(sp->rby, sizeof sp->rby, "%s/repack_q8_0", pmod);
+    } else if (st == MEMRA_STATUS_OK) {
+        uint8_t *rec = tool_alloc(rbytes, 1);
+        if (rec == NULL) return -1;
+        ref_repack_q8_0(q8_host, n, k, rec);
+        st = memra_buffer_write(sp->brec, 0, rec, rbytes);
+        free(rec);
+        snprintf(sp->rby, sizeof sp->rby, "the reference repack (no repack_q8_0 on this device)");
+    }
+    if (st != MEMRA_STATUS_OK) {
+        snprintf(sp->rskip, sizeof sp->rskip, "no records (%s): %s: %.100s", sp->rby[0] ? sp->rby : "upload",
+                 memra_status_str(st), memra_last_error());
+        sp->rmod = NULL;
+        return 0;
+    }
+    sp->cr = sp->cg;
+    sp->cr.module = sp->rmod;
+    sp->cr.op = MEMRA_OP_gemm_q8_0r;
+    sp->cr.args.gemm.w = memra_buffer_ptr(sp->brec);
+    return 0;
+}
+
+/* One repetition (r < 0: warm-up, not recorded). */
+static void split_rep(bench *b, mmq_split *sp, int64_t r)
+{
+    if (!split_on(sp)) return;
+    double ms = 0.0;
+    memra_status st = timed(b, &ms, run_module, &sp->cq);
+    if (st != MEMRA_STATUS_OK) {
+        snprintf(sp->skip, sizeof sp->skip, "quant_q8_1 (%s): %s: %.100s", sp->qmod, memra_status_str(st),
+                 memra_last_error());
+        return;
+    }
+    if (r >= 0) sp->tq[r] = ms;
+    for (int i = 0; i < 2; i++) {
+        const int recs = (int)(((r < 0 ? 0 : r) + i) % 2) == 0;
+        const char **mod = recs ? &sp->rmod : &sp->gmod;
+        if (*mod == NULL) continue;
+        mod_call *c = recs ? &sp->cr : &sp->cg;
+        const uint64_t h0 = memra_ledger_hits(b->dev, c->op, *mod);
+        st = timed(b, &ms, run_module, c);
+        if (st != MEMRA_STATUS_OK) {
+            snprintf(recs ? sp->rskip : sp->gskip, sizeof sp->rskip, "%s (%s): %s: %.100s", memra_op_name(c->op),
+                     *mod, memra_status_str(st), memra_last_error());
+            *mod = NULL;
+            continue;
+        }
+        if (r < 0) continue;
+        (recs ? sp->tr : sp->tg)[r] = ms;
+        *(recs ? &sp->hr : &sp->hg) += memra_ledger_hits(b->dev, c->op, *mod) - h0;
+    }
+}
+
+/* The "mmq split" line under a shape's arms. */
+static void split_print(const bench *b, const mmq_split *sp)
+{
+    const size_t n = (size_t)b->reps;
+    if (!split_on(sp)) {
+        char why[660];
+        printf("%-14s %-8s %10s %10s %8s  not timed: %s\n", "", "mmq split", "-", "", "",
+               split_why(sp, why, sizeof why));
+        return;
+    }
+    const double q = tool_median(sp->tq, n), g = tool_median(sp->tg, n), rr = tool_median(sp->tr, n);
+    const int have_r = sp->rmod != NULL;
+    printf("%-14s %-8s %10.3f %10s %8s  quant_q8_1 (%s) %.3f ms + %s (%s) %.3f ms", "", "mmq split",
+           q + (have_r ? rr : g), "", "", sp->qmod, q, have_r ? "gemm_q8_0r" : "gemm_q8_0",
+           have_r ? sp->rmod : sp->gmod, have_r ? rr : g);
+    if (have_r && sp->gmod) printf("; gemm_q8_0 on blocks (%s) %.3f ms (records/blocks %.2fx)", sp->gmod, g, rr / g);
+    else if (have_r) printf("; gemm_q8_0 on blocks not timed: %s", sp->gskip);
+    else printf("; gemm_q8_0r on records not timed: %s", sp->rskip);
+    if (have_r && strncmp(sp->rby, "the reference", 13) == 0) printf("; records by %s", sp->rby);
+    printf("\n");
+}
+
+static void json_str_or_null(FILE *f, const char *s)
+{
+    if (s && s[0]) tool_json_str(f, s);
+    else fprintf(f, "null");
+}
+
+static void split_json(const bench *b, const mmq_split *sp, FILE *f)
+{
+    const size_t n = (size_t)b->reps;
+    const int on = split_on(sp), have_g = on && sp->gmod != NULL, have_r = on && sp->rmod != NULL;
+    char why[660];
+    fprintf(f, ",\"mmq_split\":{\"skipped\":");
+    json_str_or_null(f, on ? NULL : split_why(sp, why, sizeof why));
+    if (!on) {
+        fprintf(f, "}");
+        return;
+    }
+    fprintf(f, ",\"quant_module\":");
+    tool_json_str(f, sp->qmod);
+    fprintf(f, ",\"quant_ms\":");
+    json_times(f, sp->tq, b->reps);
+    fprintf(f, ",\"quant_median_ms\":%.6g", tool_median(sp->tq, n));
+    fprintf(f, ",\"gemm_op\":\"gemm_q8_0\",\"gemm_module\":");
+    json_str_or_null(f, have_g ? sp->gmod : NULL);
+    fprintf(f, ",\"gemm_ms\":");
+    json_times(f, sp->tg, have_g ? b->reps : 0);
+    if (have_g) fprintf(f, ",\"gemm_median_ms\":%.6g", tool_median(sp->tg, n));
+    else fprintf(f, ",\"gemm_median_ms\":null");
+    fprintf(f, ",\"gemm_hits\":%llu,\"gemm_skipped\":", (unsigned long long)sp->hg);
+    json_str_or_null(f, have_g ? NULL : sp->gskip);
+    fprintf(f, ",\"records_op\":\"gemm_q8_0r\",\"records_module\":");
+    json_str_or_null(f, have_r ? sp->rmod : NULL);
+    fprintf(f, ",\"records_by\":");
+    json_str_or_null(f, have_r ? sp->rby : NULL);
+    fprintf(f, ",\"records_gemm_ms\":");
+    json_times(f, sp->tr, have_r ? b->reps : 0);
+    if (have_r) fprintf(f, ",\"records_gemm_median_ms\":%.6g", tool_median(sp->tr, n));
+    else fprintf(f, ",\"records_gemm_median_ms\":null");
+    fprintf(f, ",\"records_gemm_hits\":%llu,\"records_skipped\":", (unsigned long long)sp->hr);
+    json_str_or_null(f, have_r ? NULL : sp->rskip);
+    if (have_r && have_g) fprintf(f, ",\"records_over_blocks\":%.6g", tool_median(sp->tr, n) / tool_median(sp->tg, n));
+    else fprintf(f, ",\"records_over_blocks\":null");
+    fprintf(f, "}");
 }
 
 static int bench_arms(bench *b)
@@ -244,7 +492,8 @@ static int bench_arms(bench *b)
         memra_buffer *bx = NULL, *by = NULL, *bq = NULL, *brec = NULL;
         arm_result ar[ARM_COUNT];
         memset(ar, 0, sizeof ar);
-        double *tq = NULL, *tg = NULL;
+        mmq_split sp;
+        memset(&sp, 0, sizeof sp);
         int rc = 0;
         if (!q8 || !e8 || !grid || !x) {
             rc = 1;
@@ -286,26 +535,12 @@ static int bench_arms(bench *b)
         for (int a = 0; a < ARM_COUNT; a++) {
             ar[a].t = calloc((size_t)b->reps, sizeof(double));
             if (ar[a].t == NULL) rc = 1;
+            ar[a].operands = memra_weight_operands(w[a], b->dev);
         }
-        tq = calloc((size_t)b->reps, sizeof(double));
-        tg = calloc((size_t)b->reps, sizeof(double));
-        if (rc || !tq || !tg) {
+        if (rc || split_setup(b, &sp, bx, brec, q8, bq, by, m, n, k) != 0) {
             rc = 1;
             goto shape_done;
         }
-        const char *qmod = first_module(b->dev, MEMRA_OP_quant_q8_1), *gmod = first_module(b->dev, MEMRA_OP_gemm_q8_0);
-        mod_call cq = {.dev = b->dev, .module = qmod, .op = MEMRA_OP_quant_q8_1};
-        cq.args.struct_size = sizeof cq.args;
-        cq.args.src = memra_buffer_ptr(bx);
-        cq.args.dst = memra_buffer_ptr(brec);
-        cq.args.rows = m;
-        cq.args.cols = k;
-        mod_call cg = {.dev = b->dev, .module = gmod, .op = MEMRA_OP_gemm_q8_0};
-        cg.args.struct_size = sizeof cg.args;
-        cg.args.gemm = (memra_gemm_args){.struct_size = sizeof(memra_gemm_args), .m = (int32_t)m, .n = (int32_t)n,
-                                         .k = (int32_t)k, .w = memra_buffer_ptr(bq), .x = memra_buffer_ptr(brec),
-                                         .y = memra_buffer_ptr(by), .ldy = n, .alpha = 1.0f};
-        int split_ok = qmod != NULL && gmod != NULL;
         for (int64_t r = -b->warmup; r < b->reps; r++) {
             for (int i = 0; i < ARM_COUNT; i++) {
                 const int a = (int)(((r < 0 ? 0 : r) + i) % ARM_COUNT);
@@ -327,25 +562,12 @@ static int bench_arms(bench *b)
                     snap_add_delta(b, &s0, &s1, &ar[a].served);
                 }
             }
-            if (split_ok) { /* the mmq arm apart: quantiser, then GEMM on its records */
-                double mq = 0.0, mg = 0.0;
-                st = timed(b, &mq, run_module, &cq);
-                if (st == MEMRA_STATUS_OK) st = timed(b, &mg, run_module, &cg);
-                if (st != MEMRA_STATUS_OK) split_ok = 0;
-                else if (r >= 0) {
-                    tq[r] = mq;
-                    tg[r] = mg;
-                }
-            }
+            split_rep(b, &sp, r); /* the mmq arm apart: quantiser, then both GEMMs */
         }
         for (int a = 0; a < ARM_COUNT; a++) {
             ar[a].median = tool_median(ar[a].t, (size_t)b->reps);
-            ar[a].valid = op_hits(b, &ar[a].served, k_arm_op[a]) > 0;
-            if (!ar[a].valid) {
-                invalid[a] = 1;
-                snprintf(ar[a].note + strlen(ar[a].note), sizeof ar[a].note - strlen(ar[a].note),
-                         "%sINVALID: no %s hit in the ledger", ar[a].note[0] ? "; " : "", memra_op_name(k_arm_op[a]));
-            }
+            arm_judge(b, &ar[a], a);
+            if (!ar[a].valid) invalid[a] = 1;
             for (int o = 0; o < MEMRA_OP_COUNT_; o++)
                 for (int i = 0; i < b->nmods; i++) all_served[a].served.h[o][i] += ar[a].served.h[o][i];
         }
@@ -357,17 +579,20 @@ static int bench_arms(bench *b)
             printf("%-14s %-8s %10.3f %10.2f %7.3fx  %s\n", a == 0 ? name : "", k_arm_name[a], ar[a].median,
                    flops / (ar[a].median * 1e-3) / flops_unit(b), ratio, ar[a].note);
         }
-        if (split_ok)
-            printf("%-14s %-8s %10.3f %10s %8s  quant_q8_1 (%s) %.3f ms + gemm_q8_0 (%s) %.3f ms\n", "", "mmq split",
-                   tool_median(tq, (size_t)b->reps) + tool_median(tg, (size_t)b->reps), "", "", qmod,
-                   tool_median(tq, (size_t)b->reps), gmod, tool_median(tg, (size_t)b->reps));
+        split_print(b, &sp);
         if (b->json) {
             FILE *f = b->json;
             fprintf(f, "%s\n{\"shape\":\"%s\",\"in_f\":%lld,\"out_f\":%lld,\"flops\":%.0f,\"arms\":[", s ? "," : "",
                     name, (long long)k, (long long)n, flops);
             for (int a = 0; a < ARM_COUNT; a++) {
-                fprintf(f, "%s{\"arm\":\"%s\",\"op\":\"%s\",\"times_ms\":", a ? "," : "", k_arm_name[a],
-                        memra_op_name(k_arm_op[a]));
+                fprintf(f, "%s{\"arm\":\"%s\",\"op\":\"%s\",\"operands\":[", a ? "," : "", k_arm_name[a],
+                        memra_op_name(ar[a].op));
+                for (int bit = 0, first = 1; bit < 4; bit++)
+                    if (ar[a].operands & (1u << bit)) {
+                        fprintf(f, "%s\"%s\"", first ? "" : ",", k_operand_name[bit]);
+                        first = 0;
+                    }
+                fprintf(f, "],\"times_ms\":");
                 json_times(f, ar[a].t, b->reps);
                 fprintf(f, ",\"median_ms\":%.6g,\"flops_per_s\":%.6g,\"ratio_to_f16\":%.6g,\"valid\":%s,\"note\":",
                         ar[a].median, flops / (ar[a].median * 1e-3), ar[ARM_F16].median / ar[a].median,
@@ -378,17 +603,7 @@ static int bench_arms(bench *b)
                 fprintf(f, "]}");
             }
             fprintf(f, "]");
-            if (split_ok) {
-                fprintf(f, ",\"mmq_split\":{\"quant_module\":");
-                tool_json_str(f, qmod);
-                fprintf(f, ",\"gemm_module\":");
-                tool_json_str(f, gmod);
-                fprintf(f, ",\"quant_ms\":");
-                json_times(f, tq, b->reps);
-                fprintf(f, ",\"gemm_ms\":");
-                json_times(f, tg, b->reps);
-                fprintf(f, "}");
-            }
+            split_json(b, &sp, f);
             fprintf(f, "}");
         }
     shape_done:
@@ -404,8 +619,7 @@ static int bench_arms(bench *b)
         free(e8);
         free(grid);
         free(x);
-        free(tq);
-        free(tg);
+        split_free(&sp);
         if (rc) {
             free(logsum);
             return 1;
@@ -419,7 +633,7 @@ static int bench_arms(bench *b)
         printf("  %-8s ", k_arm_name[a]);
         print_served(b, &all_served[a], a, stdout, 0);
         if (invalid[a]) {
-            printf("  INVALID: no %s hit", memra_op_name(k_arm_op[a]));
+            printf("  INVALID: no %s hit", arm_expect(a));
             rc = 1;
         }
         printf("\n");
@@ -464,7 +678,7 @@ static memra_status vs_make(bench *b, memra_op op, int64_t m, int64_t n, int64_t
     float *x = tool_alloc(mk, sizeof(float));
     uint8_t *wb = tool_alloc(nk * 2 + 64, 1); /* big enough for f16, e4m3 or Q8_0 */
     float *grid = tool_alloc(gcount, sizeof(float));
-    uint8_t *rec = NULL;
+    uint8_t *rec = NULL, *wrec = NULL;
     if (!x || !wb || !grid) {
         st = MEMRA_STATUS_OUT_OF_MEMORY;
         goto out;
@@ -486,15 +700,26 @@ static memra_status vs_make(bench *b, memra_op op, int64_t m, int64_t n, int64_t
     case MEMRA_OP_gemm_fp8:
     case MEMRA_OP_gemm_fp8_blk:
     case MEMRA_OP_gemm_q8_0:
+    case MEMRA_OP_gemm_q8_0r:
     case MEMRA_OP_accprobe: {
         size_t wbytes = nk, xbytes = mk * sizeof(float);
-        const void *xsrc = x;
+        const void *xsrc = x, *wsrc = wb;
         if (op == MEMRA_OP_gemm_f16) {
             tool_fill_f16_w(&b->rng, (uint16_t *)(void *)wb, nk);
             wbytes = nk * 2;
-        } else if (op == MEMRA_OP_gemm_q8_0) {
+        } else if (op == MEMRA_OP_gemm_q8_0 || op == MEMRA_OP_gemm_q8_0r) {
             tool_fill_q8_0_w(&b->rng, wb, n, k);
             wbytes = q8b;
+            if (op == MEMRA_OP_gemm_q8_0r) { /* the records every module's repack_q8_0 makes */
+                wbytes = (size_t)memra_q8_0r_bytes(n, k);
+                wrec = tool_alloc(wbytes, 1);
+                if (wrec == NULL) {
+                    st = MEMRA_STATUS_OUT_OF_MEMORY;
+                    goto out;
+                }
+                ref_repack_q8_0(wb, n, k, wrec);
+                wsrc = wrec;
+            }
             xbytes = (size_t)memra_q8_1_bytes(m, k);
             rec = tool_alloc(xbytes, 1);
             if (rec == NULL) {
@@ -516,7 +741,7 @@ static memra_status vs_make(bench *b, memra_op op, int64_t m, int64_t n, int64_t
         } else {
             tool_fill_e4m3_w(&b->rng, wb, nk);
         }
-        st = tool_upload(b->dev, wb, wbytes, &v->buf[0]);
+        st = tool_upload(b->dev, wsrc, wbytes, &v->buf[0]);
         if (st == MEMRA_STATUS_OK) st = tool_upload(b->dev, xsrc, xbytes, &v->buf[1]);
         if (st == MEMRA_STATUS_OK) st = tool_upload(b->dev, NULL, mn * sizeof(float), &v->buf[2]);
         if (st == MEMRA_STATUS_OK) st = tool_upload(b->dev, grid, gcount * sizeof(float), &v->buf[3]);
@@ -545,13 +770,17 @@ static memra_status vs_make(bench *b, memra_op op, int64_t m, int64_t n, int64_t
     case MEMRA_OP_dequant_f16:
     case MEMRA_OP_fp8_blk_to_q8_0:
     case MEMRA_OP_fp8_nan_count:
-        if (op == MEMRA_OP_dequant_f16) tool_fill_q8_0_w(&b->rng, wb, n, k);
+    case MEMRA_OP_repack_q8_0: {
+        const int from_q8 = op == MEMRA_OP_dequant_f16 || op == MEMRA_OP_repack_q8_0;
+        const size_t dbytes = op == MEMRA_OP_fp8_nan_count ? 8
+                              : op == MEMRA_OP_dequant_f16 ? nk * 2
+                              : op == MEMRA_OP_repack_q8_0 ? (size_t)memra_q8_0r_bytes(n, k)
+                                                           : q8b;
+        if (from_q8) tool_fill_q8_0_w(&b->rng, wb, n, k);
         else tool_fill_e4m3_w(&b->rng, wb, nk);
-        st = tool_upload(b->dev, wb, op == MEMRA_OP_dequant_f16 ? q8b : nk, &v->buf[0]);
+        st = tool_upload(b->dev, wb, from_q8 ? q8b : nk, &v->buf[0]);
         if (st == MEMRA_STATUS_OK) st = tool_upload(b->dev, grid, gcount * sizeof(float), &v->buf[1]);
-        if (st == MEMRA_STATUS_OK)
-            st = tool_upload(b->dev, NULL, op == MEMRA_OP_fp8_nan_count ? 8 : op == MEMRA_OP_dequant_f16 ? nk * 2 : q8b,
-                             &v->buf[2]);
+        if (st == MEMRA_STATUS_OK) st = tool_upload(b->dev, NULL, dbytes, &v->buf[2]);
         if (st != MEMRA_STATUS_OK) goto out;
         a->format = MEMRA_FORMAT_Q8_0;
         a->src = memra_buffer_ptr(v->buf[0]);
@@ -561,6 +790,7 @@ static memra_status vs_make(bench *b, memra_op op, int64_t m, int64_t n, int64_t
         a->cols = k;
         a->n = (int64_t)nk;
         break;
+    }
     case MEMRA_OP_scale:
         st = tool_upload(b->dev, NULL, mn * sizeof(float), &v->buf[0]);
         if (st != MEMRA_STATUS_OK) goto out;
@@ -576,6 +806,7 @@ out:
     free(wb);
     free(grid);
     free(rec);
+    free(wrec);
     if (st != MEMRA_STATUS_OK) vs_free(v);
     return st;
 }
@@ -710,6 +941,10 @@ static const char k_bench_usage[] =
     "  Arms f16 (Q8_0 + f16 mirror), mmq (Q8_0, no mirror), fp8 (E4M3 per-tensor) and fp8blk\n"
     "  (E4M3 + block-128 grid) through memra_matmul, interleaved in each repetition; medians,\n"
     "  FLOP/s, ratios to f16 and their geometric mean; the ledger says which module served.\n"
+    "  The mmq arm counts when gemm_q8_0r (Q8_0 records) or gemm_q8_0 (Q8_0 blocks) served it\n"
+    "  and says which. The 'mmq split' line times quant_q8_1, gemm_q8_0r on records made once\n"
+    "  by repack_q8_0 and gemm_q8_0 on the blocks apart, interleaved, with records/blocks;\n"
+    "  a GEMM the device lacks is left out with the reason.\n"
     "  --vs races two modules' implementations of one op via memra_module_call.\n"
     "  'memra bench OP' times the routed lane of OP (the first module that serves it) per\n"
     "  shape and says which module/variant served it; with --vs and no names it races the\n"

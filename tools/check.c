@@ -7,8 +7,8 @@
  *    host device on the same inputs (buffers created on each device).
  *
  * Bit-identical ops (cvt_f16, quant_q8_1, dequant_f16, fp8_blk_to_q8_0,
- * fp8_nan_count, scale) must match byte for byte. The GEMMs are judged per
- * element by the normalised error
+ * fp8_nan_count, scale, repack_q8_0) must match byte for byte. The GEMMs are
+ * judged per element by the normalised error
  *
  *     e = |got - ref| / mass,   mass = sum_k |x_k * w_k|
  *
@@ -23,9 +23,20 @@
  *      A random-sign f32 sum of k terms errs by ~u |partial sums| per add, which
  *      normalised by the mass stays near u = 6e-8 for any k; 1e-5 (~170 u) is
  *      the brief's "near 1e-5" for f16/int8 lanes.
- *  gemm_q8_0 (GPU)                 2e-6. Integer products and s32 sums per 32
+ *  gemm_q8_0, gemm_q8_0r (GPU)     2e-6. Integer products and s32 sums per 32
  *      are exact; only the f32 fold (dw * dx * isum summed over k/32 blocks)
- *      rounds: a few u per block term, ~32 u with the sum.
+ *      rounds: a few u per block term, ~32 u with the sum. gemm_q8_0r reads
+ *      the same numbers from the records (dw widened exactly from f16 by
+ *      repack_q8_0), so it has gemm_q8_0's contract, reference and band: its
+ *      weight operand is the records of the module's own repack_q8_0 (the
+ *      reference repack when it has none), its reference gemm_q8_0's on the
+ *      Q8_0 blocks. Its cross-check row ("vs q8_0") compares it with the same
+ *      module's gemm_q8_0 on the blocks, element by element, normalised by the
+ *      same mass, in the same band: both sides fold the same exact integer
+ *      sums, so they differ by at most the two fold errors (each 2.8e-7 or
+ *      less on the H200; in this check's first H200 run, m up to 4096, the
+ *      largest were 4.5e-8 against the reference and 5.6e-8 between the two);
+ *      on the host both sum in double and agree to the last bit.
  *  gemm_fp8, gemm_fp8_blk (GPU)    2.6e-4. Hopper's FP8 MMA keeps fewer
  *      accumulator bits between promotions to f32; cuBLASLt's block-scaled FP8
  *      measured 1.3e-4 relative Frobenius against an exact product on the H200.
@@ -39,8 +50,10 @@
  * ~4/sqrt(k) = 3e-2 on the largest elements; both fail every band above. The
  * injected fault (MEMRA_CHECK_INJECT_FAULT=1: the module under test gets its
  * weight's first code moved by one quantisation step in the first case of each
- * op; bit-identical ops get one result element moved by one step) lands at
- * 5e-5 (f16) to 5e-3 (fp8) and must FAIL: that proves the comparison can fail.
+ * op, for gemm_q8_0r the first code of record (0, 0), which its cross-check
+ * row also sees; bit-identical ops get one result element moved by one step)
+ * lands at 5e-5 (f16) to 5e-3 (fp8) and must FAIL: that proves the
+ * comparison can fail.
  *
  * Big shapes (m > 32) are judged on 16 sampled rows, always including row 0
  * where the activation's largest value is planted, so the per-batch FP8 scale
@@ -81,6 +94,7 @@ typedef struct row {
     const char *result;   /* PASS FAIL DECLINED "not checked" */
     char note[200];
     int injected;
+    const char *vs;       /* a cross-check row: what it is compared with (else NULL: the reference) */
 } row;
 
 typedef struct checker {
@@ -263,7 +277,15 @@ typedef struct gemm_data {
     size_t grid_count;
     float w_scale;
     uint8_t *w_abs;   /* |w|, for the mass of the host-module path */
+    /* gemm_q8_0r: the module's operand, Q8_0 records of w (memra_q8_0r_bytes) */
+    uint8_t *wr;
+    size_t wr_bytes;
+    int wr_differs;   /* the module's repack_q8_0 disagreed with ref_repack_q8_0 */
+    char wr_note[120];
 } gemm_data;
+
+/* The two MMQ GEMMs: Q8_0 weight (as blocks or as records) x q8_1 records. */
+static int is_q8(memra_op op) { return op == MEMRA_OP_gemm_q8_0 || op == MEMRA_OP_gemm_q8_0r; }
 
 static void gemm_data_free(gemm_data *d)
 {
@@ -271,7 +293,44 @@ static void gemm_data_free(gemm_data *d)
     free(d->w);
     free(d->grid);
     free(d->w_abs);
+    free(d->wr);
     memset(d, 0, sizeof *d);
+}
+
+/* gemm_q8_0r's weight operand: the records of d->w made by the module's own
+ * repack_q8_0 where it has one (so the pair the core uses is what is judged),
+ * else by ref_repack_q8_0. Records that differ from the reference fail every
+ * case of this weight (repack_q8_0's own rows say where). */
+static int make_records(checker *c, gemm_data *d)
+{
+    d->wr_bytes = (size_t)memra_q8_0r_bytes(d->n, d->k);
+    d->wr = tool_alloc(d->wr_bytes + TAIL, 1);
+    uint8_t *ref = tool_alloc(d->wr_bytes, 1);
+    if (d->wr == NULL || ref == NULL) {
+        free(ref);
+        return -1;
+    }
+    ref_repack_q8_0(d->w, d->n, d->k, ref);
+    if (memra_module_provides(c->dev, c->module, MEMRA_OP_repack_q8_0)) {
+        xop o = {.op = MEMRA_OP_repack_q8_0, .src = d->w, .src_bytes = d->w_bytes, .dst_bytes = d->wr_bytes,
+                 .rows = d->n, .cols = d->k};
+        const char *why = NULL;
+        memra_status st = exec_xop(c->dev, c->module, &o, d->wr, &why);
+        if (st == MEMRA_STATUS_OK) {
+            d->wr_differs = memcmp(d->wr, ref, d->wr_bytes) != 0;
+            snprintf(d->wr_note, sizeof d->wr_note, "records by %s/repack_q8_0%s", c->module,
+                     d->wr_differs ? " DIFFER from the reference repack" : "");
+        } else {
+            memcpy(d->wr, ref, d->wr_bytes);
+            snprintf(d->wr_note, sizeof d->wr_note, "reference records (%s/repack_q8_0: %s)", c->module,
+                     st == MEMRA_STATUS_DECLINED ? why : memra_status_str(st));
+        }
+    } else {
+        memcpy(d->wr, ref, d->wr_bytes);
+        snprintf(d->wr_note, sizeof d->wr_note, "reference records (%s has no repack_q8_0)", c->module);
+    }
+    free(ref);
+    return 0;
 }
 
 static int gemm_data_make(checker *c, memra_op op, int64_t n, int64_t k, int64_t mmax, gemm_data *d)
@@ -283,7 +342,7 @@ static int gemm_data_make(checker *c, memra_op op, int64_t n, int64_t k, int64_t
     d->mmax = mmax;
     d->x = tool_alloc((size_t)(mmax * k), sizeof(float));
     size_t elems = (size_t)(n * k);
-    d->w_bytes = op == MEMRA_OP_gemm_f16 ? elems * 2 : op == MEMRA_OP_gemm_q8_0 ? elems / 32 * MEMRA_Q8_0_BYTES : elems;
+    d->w_bytes = op == MEMRA_OP_gemm_f16 ? elems * 2 : is_q8(op) ? elems / 32 * MEMRA_Q8_0_BYTES : elems;
     d->w = tool_alloc(d->w_bytes, 1);
     d->w_abs = tool_alloc(d->w_bytes, 1);
     if (d->x == NULL || d->w == NULL || d->w_abs == NULL) return -1;
@@ -295,7 +354,7 @@ static int gemm_data_make(checker *c, memra_op op, int64_t n, int64_t k, int64_t
         tool_fill_f16_w(&c->rng, w, elems);
         w[0] = 0x3800; /* 0.5 */
         for (size_t e = 0; e < elems; e++) ((uint16_t *)(void *)d->w_abs)[e] = w[e] & 0x7FFFu;
-    } else if (op == MEMRA_OP_gemm_q8_0) {
+    } else if (is_q8(op)) {
         tool_fill_q8_0_w(&c->rng, d->w, n, k);
         d->w[2] = 127;
         memcpy(d->w_abs, d->w, d->w_bytes);
@@ -320,14 +379,14 @@ static int gemm_data_make(checker *c, memra_op op, int64_t n, int64_t k, int64_t
             tool_fill_grid(&c->rng, d->grid, d->grid_count);
         }
     }
-    return 0;
+    return op == MEMRA_OP_gemm_q8_0r ? make_records(c, d) : 0;
 }
 
 /* The module side's activation operand for rows [0, m): f32, f16 bits or q8_1 records. */
 static void *make_x_operand(const gemm_data *d, const float *x, int64_t m, int x_is_f16, size_t *bytes)
 {
     const int64_t k = d->k;
-    if (d->op == MEMRA_OP_gemm_q8_0) {
+    if (is_q8(d->op)) {
         *bytes = (size_t)memra_q8_1_bytes(m, k);
         uint8_t *q = tool_alloc(*bytes, 1);
         if (q) ref_quant_q8_1(x, m, k, q);
@@ -349,7 +408,7 @@ static void *make_x_operand(const gemm_data *d, const float *x, int64_t m, int x
 /* |operand| in place (same layout as make_x_operand's result). */
 static void abs_x_operand(const gemm_data *d, void *xo, size_t bytes, int x_is_f16)
 {
-    if (d->op == MEMRA_OP_gemm_q8_0) {
+    if (is_q8(d->op)) {
         uint8_t *q = xo;
         for (size_t r = 0; r < bytes / 144; r++)
             for (int l = 0; l < 128; l++) {
@@ -370,10 +429,107 @@ static double gemm_band(const checker *c, memra_op op)
     if (c->indep) return BAND_HOST;
     switch (op) {
     case MEMRA_OP_gemm_f16: return BAND_F16;
-    case MEMRA_OP_gemm_q8_0: return BAND_Q8_0;
+    case MEMRA_OP_gemm_q8_0:
+    case MEMRA_OP_gemm_q8_0r: return BAND_Q8_0;
     case MEMRA_OP_gemm_fp8: return BAND_FP8;
     default: return BAND_FP8_BLK;
     }
+}
+
+/* e = |y - want| / mass over the judged rows; returns the elements outside
+ * r->band and sets r->err to the largest e. */
+static uint64_t judge_rows(row *r, const float *y, int64_t off, int64_t ldy, const int64_t *rows, int64_t nrow,
+                           int64_t n, const double *want, const double *mass)
+{
+    double maxe = 0.0;
+    uint64_t bad = 0;
+    for (int64_t s = 0; s < nrow; s++)
+        for (int64_t j = 0; j < n; j++) {
+            const double got = y[(off + rows[s]) * ldy + j], rv = want[s * n + j], ms = mass[s * n + j];
+            double e = fabs(got - rv) / (ms > 0.0 ? ms : 1e-300);
+            if (isnan(e)) e = INFINITY;
+            if (e > maxe) maxe = e;
+            if (!(e <= r->band)) {
+                if (bad < 5)
+                    fprintf(stderr, "  %s %s [%s] %s: y[%lld,%lld] = %.9g, want %.9g, mass %.6g, err %.3g\n", r->op,
+                            r->module, r->device, r->shape, (long long)rows[s], (long long)j, got, rv, ms, e);
+                bad++;
+            }
+        }
+    r->err = maxe;
+    return bad;
+}
+
+/* Writes outside rows [off, off + m) x cols [0, n) of a (off + m + 1) x ldy output. */
+static uint64_t count_stray(const float *y, int64_t off, int64_t m, int64_t ldy, int64_t n)
+{
+    uint64_t stray = 0;
+    for (int64_t rr = 0; rr < off + m + 1; rr++)
+        for (int64_t j = 0; j < ldy; j++)
+            if (!(rr >= off && rr < off + m && j < n) && y[rr * ldy + j] != Y_SENTINEL) stray++;
+    return stray;
+}
+
+static void gemm_row_result(row *r, uint64_t bad, uint64_t stray, int64_t nrow, int64_t m, const char *extra)
+{
+    r->mismatches = bad + stray;
+    if (stray) snprintf(r->note, sizeof r->note, "%llu writes outside the output rows/cols", (unsigned long long)stray);
+    if (nrow < m && !r->note[0]) snprintf(r->note, sizeof r->note, "%lld sampled rows", (long long)nrow);
+    if (extra && extra[0]) {
+        const size_t l = strlen(r->note);
+        snprintf(r->note + l, sizeof r->note - l, "%s%s", l ? "; " : "", extra);
+    }
+    if (r->hits == 0) snprintf(r->note, sizeof r->note, "the ledger shows no hit of %s by %s", r->op, r->module);
+    r->result = (bad == 0 && stray == 0 && r->hits > 0) ? "PASS" : "FAIL";
+}
+
+/* gemm_q8_0r's cross-check: the same module's gemm_q8_0 on the Q8_0 blocks the
+ * records came from, same activation records, same output placement; y_r is
+ * gemm_q8_0r's output. Judged per element by |y_r - y_blocks| / mass against
+ * gemm_q8_0r's band (see the top of the file). The row carries the injected
+ * fault of the case it follows: the faulted records must disagree too. */
+static void cross_case(checker *c, const gemm_data *d, const gemm_io *gr, const float *y_r, const int64_t *rows,
+                       int64_t nrow, const double *mass, int injected)
+{
+    const int64_t m = gr->m, n = d->n, off = gr->off, ldy = gr->ldy;
+    row r = new_row(c, MEMRA_OP_gemm_q8_0r);
+    snprintf(r.shape, sizeof r.shape, "%lld %lld %lld%s vs q8_0", (long long)m, (long long)n, (long long)d->k,
+             off ? " off" : "");
+    r.band = gemm_band(c, MEMRA_OP_gemm_q8_0r);
+    r.injected = injected;
+    r.vs = "gemm_q8_0";
+    float *y = tool_alloc((size_t)((off + m + 1) * ldy), sizeof(float));
+    double *want = tool_alloc((size_t)(nrow * n), sizeof(double));
+    if (y == NULL || want == NULL) {
+        snprintf(r.note, sizeof r.note, "out of host memory");
+        goto done;
+    }
+    gemm_io g = *gr;
+    g.op = MEMRA_OP_gemm_q8_0;
+    g.w = d->w;
+    g.w_bytes = d->w_bytes;
+    const char *why = NULL;
+    const uint64_t h0 = memra_ledger_hits(c->dev, MEMRA_OP_gemm_q8_0, c->module);
+    memra_status st = exec_gemm(c->dev, c->module, &g, y, &why);
+    r.hits = memra_ledger_hits(c->dev, MEMRA_OP_gemm_q8_0, c->module) - h0;
+    if (st == MEMRA_STATUS_DECLINED) {
+        r.result = "DECLINED";
+        snprintf(r.note, sizeof r.note, "gemm_q8_0 declined: %s", why);
+        goto done;
+    }
+    if (st != MEMRA_STATUS_OK) {
+        fail_note(&r, "gemm_q8_0", st);
+        goto done;
+    }
+    for (int64_t s = 0; s < nrow; s++)
+        for (int64_t j = 0; j < n; j++) want[s * n + j] = y[(off + rows[s]) * ldy + j];
+    const uint64_t bad = judge_rows(&r, y_r, off, ldy, rows, nrow, n, want, mass);
+    gemm_row_result(&r, bad, count_stray(y, off, m, ldy, n), nrow, m, "vs this module's gemm_q8_0 on the blocks");
+    if (r.hits == 0) snprintf(r.note, sizeof r.note, "the ledger shows no hit of gemm_q8_0 by %s", r.module);
+done:
+    add_row(c, &r);
+    free(y);
+    free(want);
 }
 
 /* variant 0: plain; 1: row offset 2, ldy n+3, alpha 0.75; 2: f16 activation. */
@@ -389,11 +545,15 @@ static void gemm_case(checker *c, gemm_data *d, int64_t m, int variant)
              variant == 1 ? " off" : variant == 2 ? " x16" : "");
     r.band = gemm_band(c, op);
     r.injected = take_injection(c, op);
+    /* the module's weight operand: gemm_q8_0r reads the records, the rest the bytes */
+    const int recs = op == MEMRA_OP_gemm_q8_0r;
+    uint8_t *const wop = recs ? d->wr : d->w;
+    const size_t wop_bytes = recs ? d->wr_bytes : d->w_bytes;
 
     size_t xb = 0;
     void *xo = make_x_operand(d, d->x, m, x_is_f16, &xb);
     float *y = tool_alloc((size_t)((off + m + 1) * ldy), sizeof(float));
-    uint8_t *wmod = r.injected ? tool_alloc(d->w_bytes, 1) : d->w;
+    uint8_t *wmod = r.injected ? tool_alloc(wop_bytes, 1) : wop;
     /* rows judged */
     int64_t nrow = (c->indep || m <= 2 * SAMPLE_ROWS) ? m : SAMPLE_ROWS;
     int64_t *rows = tool_alloc((size_t)nrow, sizeof *rows);
@@ -402,18 +562,20 @@ static void gemm_case(checker *c, gemm_data *d, int64_t m, int variant)
     float *xsub = tool_alloc((size_t)(nrow * k), sizeof(float));
     void *xs_op = NULL, *xs_abs = NULL;
     float *yr = NULL, *ym = NULL;
+    int judged = 0;
     if (xo == NULL || y == NULL || wmod == NULL || rows == NULL || ref == NULL || mass == NULL || xsub == NULL) {
         snprintf(r.note, sizeof r.note, "out of host memory");
         goto done;
     }
     if (r.injected) {
-        memcpy(wmod, d->w, d->w_bytes);
+        memcpy(wmod, wop, wop_bytes);
         if (op == MEMRA_OP_gemm_f16) wmod[0] ^= 1;          /* 0.5 -> next f16 */
         else if (op == MEMRA_OP_gemm_q8_0) wmod[2] = 126;   /* 127 -> 126 */
+        else if (recs) wmod[16] = 126;                      /* record (0, 0), code 0: 127 -> 126 */
         else wmod[0] = 0x49;                                /* 4.0 -> 4.5 */
     }
     gemm_io g = {.op = op, .m = (int32_t)m, .n = (int32_t)n, .k = (int32_t)k, .x = xo, .x_bytes = xb,
-                 .x_is_f16 = x_is_f16, .w = wmod, .w_bytes = d->w_bytes, .grid = d->grid,
+                 .x_is_f16 = x_is_f16, .w = wmod, .w_bytes = wop_bytes, .grid = d->grid,
                  .grid_count = d->grid_count, .w_scale = d->w_scale, .alpha = alpha, .off = off, .ldy = ldy};
     const char *why = NULL;
     uint64_t h0 = memra_ledger_hits(c->dev, op, c->module);
@@ -431,11 +593,14 @@ static void gemm_case(checker *c, gemm_data *d, int64_t m, int variant)
     for (int64_t s = 0; s < nrow; s++) rows[s] = nrow == m ? s : s * (m - 1) / (SAMPLE_ROWS - 1);
     for (int64_t s = 0; s < nrow; s++) memcpy(xsub + s * k, d->x + rows[s] * k, (size_t)k * sizeof(float));
 
+    /* gemm_q8_0r is judged by gemm_q8_0's reference on the Q8_0 blocks: the
+     * records must compute exactly what the blocks do */
+    const memra_op ref_op = recs ? MEMRA_OP_gemm_q8_0 : op;
     if (c->indep) {
-        ref_gemm rg = {.op = op, .m = nrow, .n = n, .k = k, .x = xsub, .w = d->w, .w_scale = d->w_scale,
+        ref_gemm rg = {.op = ref_op, .m = nrow, .n = n, .k = k, .x = xsub, .w = d->w, .w_scale = d->w_scale,
                        .grid = d->grid, .alpha = alpha};
         if (x_is_f16) rg.xh = xo;
-        if (op == MEMRA_OP_gemm_q8_0) rg.xq = xo;
+        if (is_q8(op)) rg.xq = xo;
         ref_gemm_run(&rg, ref, mass);
     } else {
         /* The host module on the host device: the value, then the mass as the
@@ -455,7 +620,7 @@ static void gemm_case(checker *c, gemm_data *d, int64_t m, int variant)
         }
         abs_x_operand(d, xs_abs, sb, x_is_f16);
         for (size_t e = 0; gabs && e < d->grid_count; e++) gabs[e] = fabsf(d->grid[e]);
-        gemm_io h = {.op = op, .m = (int32_t)nrow, .n = (int32_t)n, .k = (int32_t)k, .x = xs_op, .x_bytes = sb,
+        gemm_io h = {.op = ref_op, .m = (int32_t)nrow, .n = (int32_t)n, .k = (int32_t)k, .x = xs_op, .x_bytes = sb,
                      .x_is_f16 = x_is_f16, .w = d->w, .w_bytes = d->w_bytes, .grid = d->grid,
                      .grid_count = d->grid_count, .w_scale = d->w_scale, .alpha = alpha, .off = 0, .ldy = n};
         const char *hwhy = NULL;
@@ -478,36 +643,17 @@ static void gemm_case(checker *c, gemm_data *d, int64_t m, int variant)
             mass[e] = ym[e];
         }
     }
-    /* compare */
-    double maxe = 0.0;
-    uint64_t bad = 0, stray = 0;
-    for (int64_t s = 0; s < nrow; s++)
-        for (int64_t j = 0; j < n; j++) {
-            const double got = y[(off + rows[s]) * ldy + j], rv = ref[s * n + j], ms = mass[s * n + j];
-            double e = fabs(got - rv) / (ms > 0.0 ? ms : 1e-300);
-            if (isnan(e)) e = INFINITY;
-            if (e > maxe) maxe = e;
-            if (!(e <= r.band)) {
-                if (bad < 5)
-                    fprintf(stderr, "  %s %s [%s] y[%lld,%lld] = %.9g, ref %.9g, mass %.6g, err %.3g\n", r.op,
-                            r.module, r.device, (long long)rows[s], (long long)j, got, rv, ms, e);
-                bad++;
-            }
-        }
-    for (int64_t rr = 0; rr < off + m + 1; rr++)
-        for (int64_t j = 0; j < ldy; j++)
-            if (!(rr >= off && rr < off + m && j < n) && y[rr * ldy + j] != Y_SENTINEL) stray++;
-    r.err = maxe;
-    r.mismatches = bad + stray;
-    if (stray) snprintf(r.note, sizeof r.note, "%llu writes outside the output rows/cols", (unsigned long long)stray);
-    if (nrow < m && !r.note[0]) snprintf(r.note, sizeof r.note, "%lld sampled rows", (long long)nrow);
-    if (r.hits == 0) snprintf(r.note, sizeof r.note, "the ledger shows no hit of %s by %s", r.op, r.module);
-    r.result = (bad == 0 && stray == 0 && r.hits > 0) ? "PASS" : "FAIL";
+    const uint64_t bad = judge_rows(&r, y, off, ldy, rows, nrow, n, ref, mass);
+    gemm_row_result(&r, bad + (recs && d->wr_differs), count_stray(y, off, m, ldy, n), nrow, m,
+                    recs ? d->wr_note : NULL);
+    judged = 1;
 done:
     add_row(c, &r);
+    if (judged && recs && memra_module_provides(c->dev, c->module, MEMRA_OP_gemm_q8_0))
+        cross_case(c, d, &g, y, rows, nrow, mass, r.injected);
     free(xo);
     free(y);
-    if (wmod != d->w) free(wmod);
+    if (wmod != wop) free(wmod);
     free(rows);
     free(ref);
     free(mass);
@@ -548,7 +694,8 @@ static void exact_case(checker *c, const xop *o, const char *shape, size_t elem,
         goto done;
     }
     if (r.injected) { /* one step of the first result element */
-        if (o->op == MEMRA_OP_quant_q8_1) got[16] = (uint8_t)((int8_t)got[16] == 127 ? 126 : (int8_t)got[16] + 1);
+        if (o->op == MEMRA_OP_quant_q8_1 || o->op == MEMRA_OP_repack_q8_0) /* record 0, code 0 */
+            got[16] = (uint8_t)((int8_t)got[16] == 127 ? 126 : (int8_t)got[16] + 1);
         else if (o->op == MEMRA_OP_fp8_blk_to_q8_0) got[2] = (uint8_t)((int8_t)got[2] == 127 ? 126 : (int8_t)got[2] + 1);
         else got[0] = (uint8_t)(got[0] + 1);
     }
@@ -603,6 +750,7 @@ static void ref_dequant(const xop *o, uint8_t *out)
     free(h);
 }
 static void ref_reencode(const xop *o, uint8_t *out) { ref_fp8_blk_to_q8_0(o->src, o->aux, o->rows, o->cols, out); }
+static void ref_repack(const xop *o, uint8_t *out) { ref_repack_q8_0(o->src, o->rows, o->cols, out); }
 static void ref_nan(const xop *o, uint64_t *total)
 {
     const uint8_t *b = o->src;
@@ -702,6 +850,45 @@ static void case_reencode(checker *c, int64_t rows, int64_t cols)
     free(g);
 }
 
+/* Q8_0 blocks as the FP8 slab makes them (fp8_blk_to_q8_0: d = amax/127 of
+ * e4m3 x grid, so scales from ~1e-8 to ~1, many f16 subnormals) and beyond:
+ * f16 scales with exponents 2^-26 .. 2^3 (subnormals, the smallest and the
+ * largest subnormal, the smallest normal, 65504), one in sixteen negative;
+ * codes are any non-zero byte (-128 too: repacking copies bytes). Nothing is
+ * zero, so a record left as padding (d = 0, codes 0) cannot pass for data. */
+static void case_repack(checker *c, int64_t rows, int64_t cols)
+{
+    const int64_t nb = rows * (cols / 32);
+    uint8_t *w = tool_alloc((size_t)nb * MEMRA_Q8_0_BYTES, 1);
+    if (w == NULL) return;
+    static const uint16_t planted[] = {0x0001, 0x03FF, 0x0400, 0x7BFF, 0x8001};
+    for (int64_t b = 0; b < nb; b++) {
+        uint8_t *blk = w + (size_t)b * MEMRA_Q8_0_BYTES;
+        const uint64_t u = tool_rng_u64(&c->rng);
+        uint16_t h;
+        if ((size_t)b < sizeof planted / sizeof planted[0]) {
+            h = planted[b];
+        } else {
+            const double mag = ldexp(1.0 + tool_rng_unit(&c->rng), -26 + (int)(u % 30));
+            h = memra_f16_from_f32((float)mag);
+            if ((h & 0x7FFFu) == 0) h = 1;
+            if ((u >> 8) % 16 == 0) h |= 0x8000u;
+        }
+        blk[0] = (uint8_t)(h & 0xFF);
+        blk[1] = (uint8_t)(h >> 8);
+        for (int l = 0; l < 32; l++) {
+            uint8_t q = (uint8_t)tool_rng_u64(&c->rng);
+            blk[2 + l] = q ? q : 1;
+        }
+    }
+    char shape[48];
+    snprintf(shape, sizeof shape, "%lldx%lld", (long long)rows, (long long)cols);
+    xop o = {.op = MEMRA_OP_repack_q8_0, .src = w, .src_bytes = (size_t)nb * MEMRA_Q8_0_BYTES,
+             .dst_bytes = (size_t)memra_q8_0r_bytes(rows, cols), .rows = rows, .cols = cols};
+    exact_case(c, &o, shape, MEMRA_Q8_1_RECORD_BYTES, ref_repack);
+    free(w);
+}
+
 static void case_nan(checker *c, int64_t n)
 {
     uint8_t *w = tool_alloc((size_t)n, 1);
@@ -741,6 +928,12 @@ static const int64_t k_awkward_m[] = {1, 15, 16, 17};
 static const nk k_sheets[] = {{12288, 5120}, {1024, 5120}, {5120, 6144}, {17408, 5120}, {5120, 17408},
                               {5120, 5120},  {2048, 2048}, {1024, 2048}, {6144, 2048},  {2048, 6144}};
 static const int64_t k_sheet_m[] = {1, 16, 17, 512};
+/* The MMQ GEMMs on a GPU: the floor serves prefill from one token to a long
+ * prompt, and their tiles switch at 16, 32, 64 and 128 tokens; two extra
+ * shapes have in_f not a multiple of 512 (128-column records padded: 5152 =
+ * 40 x 128 + 32) and out_f not a multiple of 128. */
+static const int64_t k_q8_m[] = {1, 15, 16, 17, 512, 4096};
+static const nk k_q8_extra[] = {{1000, 5152}, {2100, 2080}};
 
 static void check_gemm_op(checker *c, memra_op op)
 {
@@ -760,12 +953,18 @@ static void check_gemm_op(checker *c, memra_op op)
         gemm_data_free(&d);
     }
     if (!c->gpu) return;
-    const size_t first = c->quick ? 6 : 0; /* quick: the 1p7b sheet at m = 17 */
-    for (size_t s = first; s < sizeof k_sheets / sizeof k_sheets[0]; s++) {
+    const int q8 = is_q8(op);
+    const int64_t *ms = q8 ? k_q8_m : k_sheet_m;
+    const size_t nm = q8 ? sizeof k_q8_m / sizeof k_q8_m[0] : sizeof k_sheet_m / sizeof k_sheet_m[0];
+    const size_t nsheet = sizeof k_sheets / sizeof k_sheets[0];
+    const size_t nextra = q8 ? sizeof k_q8_extra / sizeof k_q8_extra[0] : 0;
+    const size_t first = c->quick ? 6 : 0; /* quick: the 1p7b sheet (and the extra shapes) at m = 17 */
+    for (size_t s = first; s < nsheet + nextra; s++) {
+        const nk sh = s < nsheet ? k_sheets[s] : k_q8_extra[s - nsheet];
         gemm_data d;
-        if (gemm_data_make(c, op, k_sheets[s].n, k_sheets[s].k, c->quick ? 17 : 512, &d) == 0) {
-            for (size_t i = 0; i < sizeof k_sheet_m / sizeof k_sheet_m[0]; i++)
-                if (!c->quick || k_sheet_m[i] == 17) gemm_case(c, &d, k_sheet_m[i], 0);
+        if (gemm_data_make(c, op, sh.n, sh.k, c->quick ? 17 : ms[nm - 1], &d) == 0) {
+            for (size_t i = 0; i < nm; i++)
+                if (!c->quick || ms[i] == 17) gemm_case(c, &d, ms[i], 0);
         }
         gemm_data_free(&d);
     }
@@ -778,7 +977,17 @@ static void check_op(checker *c, memra_op op)
     case MEMRA_OP_gemm_f16:
     case MEMRA_OP_gemm_fp8:
     case MEMRA_OP_gemm_fp8_blk:
-    case MEMRA_OP_gemm_q8_0: check_gemm_op(c, op); break;
+    case MEMRA_OP_gemm_q8_0:
+    case MEMRA_OP_gemm_q8_0r: check_gemm_op(c, op); break;
+    case MEMRA_OP_repack_q8_0: /* rows and cols not multiples of 128: padded records, partial row tiles */
+        case_repack(c, 1, 32);
+        case_repack(c, 130, 160);
+        if (!q) case_repack(c, 257, 5120 + 32);
+        if (g) {
+            case_repack(c, 2049, 2080);
+            case_repack(c, 5121, 17408 + 32);
+        }
+        break;
     case MEMRA_OP_cvt_f16:
         case_cvt(c, 1000);
         case_cvt(c, 1);
@@ -836,10 +1045,14 @@ static const char k_check_usage[] =
     "usage: memra check [--device N|host|all] [--module NAME] [--op NAME] [--quick] [--json FILE] [--seed S]\n"
     "  Runs every op of every loaded module, on every device where it is admitted, on fresh\n"
     "  random data at several shapes (m = 1, 15, 16, 17; in_f and out_f not multiples of 128;\n"
-    "  on a GPU also the 27b and 1p7b sheets at m = 1, 16, 17, 512) and compares with the host\n"
+    "  on a GPU also the 27b and 1p7b sheets at m = 1, 16, 17, 512, and for the MMQ GEMMs\n"
+    "  at m = 1, 15, 16, 17, 512, 4096 plus in_f 5152 and 2080) and compares with the host\n"
     "  module on the host device. The host module itself is compared with an independent f64\n"
-    "  computation. Bit-identical ops must match exactly; GEMMs are judged by\n"
-    "  |got - ref| / sum_k |x_k w_k| against a band per lane. accprobe is time only.\n"
+    "  computation. Bit-identical ops (repack_q8_0 included) must match exactly; GEMMs are\n"
+    "  judged by |got - ref| / sum_k |x_k w_k| against a band per lane. gemm_q8_0r runs on\n"
+    "  the records of the module's own repack_q8_0, is judged like gemm_q8_0 on the Q8_0\n"
+    "  blocks, and again against the module's own gemm_q8_0 (rows 'vs q8_0'). accprobe is\n"
+    "  time only. MEMRA_CHECK_INJECT_FAULT=1 plants one fault in the first case of every op.\n"
     "  Exit: 0 all passed, 1 a failure, 2 usage error.\n";
 
 static void write_json(const checker *c, FILE *f, uint64_t seed)
@@ -864,7 +1077,10 @@ static void write_json(const checker *c, FILE *f, uint64_t seed)
         fprintf(f, ",\"band\":%.6g,\"mismatches\":%llu,\"hits\":%llu,\"result\":", r->exact ? 0.0 : r->band,
                 (unsigned long long)r->mismatches, (unsigned long long)r->hits);
         tool_json_str(f, r->result);
-        fprintf(f, ",\"injected\":%s,\"note\":", r->injected ? "true" : "false");
+        fprintf(f, ",\"injected\":%s,\"vs\":", r->injected ? "true" : "false");
+        if (r->vs) tool_json_str(f, r->vs);
+        else fprintf(f, "null");
+        fprintf(f, ",\"note\":");
         tool_json_str(f, r->note);
         fprintf(f, "}");
     }

@@ -234,6 +234,28 @@ void ref_fp8_blk_to_q8_0(const uint8_t *w, const float *grid, int64_t rows, int6
         }
 }
 
+void ref_repack_q8_0(const uint8_t *src, int64_t rows, int64_t cols, uint8_t *out)
+{
+    const int64_t nb = cols / 32, ng = (cols + 127) / 128;
+    for (int64_t g = 0; g < ng; g++)
+        for (int64_t j = 0; j < rows; j++) {
+            uint8_t *rec = out + (size_t)(g * rows + j) * 144u;
+            for (int s = 0; s < 4; s++) {
+                const int64_t b = 4 * g + s; /* Q8_0 block b of row j, or padding */
+                float d = 0.0f;
+                int8_t q[32];
+                memset(q, 0, sizeof q);
+                if (b < nb) {
+                    const uint8_t *blk = src + (size_t)(j * nb + b) * 34u;
+                    d = (float)ref_f16_value(u16le(blk)); /* every f16 is exact in f32 */
+                    memcpy(q, blk + 2, 32);
+                }
+                memcpy(rec + 4 * s, &d, sizeof d);
+                memcpy(rec + 16 + 32 * s, q, 32);
+            }
+        }
+}
+
 /* ---- the GEMMs ------------------------------------------------------------ */
 
 static float absmax_f32(const float *x, int64_t n)

@@ -25,10 +25,17 @@ void ref_quant_q8_1(const float *x, int64_t m, int64_t k, uint8_t *out);
 void ref_dequant_f16(memra_format format, const uint8_t *src, int64_t rows, int64_t cols, uint16_t *out);
 /* block-128 e4m3 + grid -> Q8_0 slab. cols % 32 == 0. */
 void ref_fp8_blk_to_q8_0(const uint8_t *w, const float *grid, int64_t rows, int64_t cols, uint8_t *out);
+/* Q8_0 [rows x cols] -> Q8_0 records (memra_q8_0r_bytes(rows, cols) bytes), from
+ * the layout comment at memra_q8_0r_bytes: record (g, j) at g * rows + j holds
+ * the f16 scales of blocks 4g..4g+3 of row j widened to f32, then their 128
+ * codes; blocks past cols are d = 0, codes 0. cols % 32 == 0. */
+void ref_repack_q8_0(const uint8_t *src, int64_t rows, int64_t cols, uint8_t *out);
 
 /* The GEMMs: ref[i*n+j] = y value, mass[i*n+j] = sum_k |terms| with every
  * scale applied (the normaliser of the check). x is f32 [m x k] except for
- * gemm_f16 with xh (f16 bits, may be NULL) and gemm_q8_0 (q8_1 records). */
+ * gemm_f16 with xh (f16 bits, may be NULL) and gemm_q8_0 (q8_1 records).
+ * gemm_q8_0r has no reference of its own: its contract is gemm_q8_0's on the
+ * Q8_0 weight the records were made from, so the caller asks for gemm_q8_0. */
 typedef struct ref_gemm {
     memra_op op;
     int64_t m, n, k;

@@ -2,7 +2,9 @@
 # memra check / bench as a user runs them. usage: run_tool.sh MEMRA_BINARY CASE [TMPDIR]
 #   check_host     `memra check` on the host device exits 0 and prints "0 failed"
 #   check_badop    `memra check --op nosuch` exits 2
-#   check_fault    with MEMRA_CHECK_INJECT_FAULT=1 it exits 1, and every injected row FAILs
+#   check_fault    with MEMRA_CHECK_INJECT_FAULT=1 it exits 1, and every injected row FAILs;
+#                  where the host module has repack_q8_0 / gemm_q8_0r, their rows (and
+#                  gemm_q8_0r's cross-check against gemm_q8_0) are among the injected
 #   bench_host     `memra bench --reps 1 --m 2` on the host exits 0 and its receipt parses
 #   accprobe_host  `memra bench accprobe` on the first device exits 0 with a receipt
 memra="$1"
@@ -19,6 +21,9 @@ check_host)
     [ $rc -eq 0 ] || fail "exit $rc, want 0"
     grep -qx '[0-9][0-9]* passed, 0 failed' "$tmp/out" || fail "no '0 failed' summary line"
     grep -q 'accprobe.*not checked (time only)' "$tmp/out" || fail "accprobe not listed as time only"
+    if grep -q '^ledger .*gemm_q8_0r=' "$tmp/out"; then
+        grep -q ' gemm_q8_0r .* vs q8_0 .* PASS' "$tmp/out" || fail "no gemm_q8_0r cross-check row"
+    fi
     python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["format"]=="memra-check" and d["failed"]==0' \
         "$tmp/check.json" || fail "check JSON does not parse"
     ;;
@@ -39,6 +44,15 @@ check_fault)
     [ "$n" -ge 10 ] || fail "only $n injected rows, want one per checked op (10)"
     if grep 'injected fault' "$tmp/out" | grep -v ' FAIL (injected fault)'; then fail "an injected fault passed"; fi
     grep -qx '[0-9][0-9]* passed, '"$n"' failed' "$tmp/out" || fail "failures other than the injected ones"
+    # the ledger line lists the ops the host module provides
+    if grep -q '^ledger .*repack_q8_0=' "$tmp/out"; then
+        grep -q ' repack_q8_0 .* FAIL (injected fault)' "$tmp/out" || fail "no injected repack_q8_0 row"
+    fi
+    if grep -q '^ledger .*gemm_q8_0r=' "$tmp/out"; then
+        grep ' gemm_q8_0r .* FAIL (injected fault)' "$tmp/out" | grep -vq ' vs q8_0 ' || fail "no injected gemm_q8_0r row"
+        grep -q ' gemm_q8_0r .* vs q8_0 .* FAIL (injected fault)' "$tmp/out" ||
+            fail "the injected gemm_q8_0r fault passed its cross-check against gemm_q8_0"
+    fi
     ;;
 bench_host)
     "$memra" bench --device host --reps 1 --m 2 --json "$tmp/bench.json"
@@ -46,6 +60,26 @@ bench_host)
     [ $rc -eq 0 ] || fail "exit $rc, want 0"
     python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["format"]=="memra-bench" and d["version"]==1 and len(d["shapes"])==4' \
         "$tmp/bench.json" || fail "the receipt does not parse"
+    # the mmq arm names the GEMM that served it; the split times gemm_q8_0r on
+    # records wherever the device has it, beside gemm_q8_0 on the blocks
+    python3 -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["invalid_arms"] == [], d["invalid_arms"]
+for s in d["shapes"]:
+    a = [x for x in s["arms"] if x["arm"] == "mmq"][0]
+    assert a["valid"] and a["op"] in ("gemm_q8_0r", "gemm_q8_0"), a
+    assert any(h["op"] == a["op"] and h["hits"] > 0 for h in a["served"]), a
+    sp = s["mmq_split"]
+    assert sp["skipped"] is None, sp
+    for col, op in (("gemm", "gemm_q8_0"), ("records_gemm", "gemm_q8_0r")):
+        if sp[col.replace("_gemm", "") + "_module"] is not None:
+            assert len(sp[col + "_ms"]) == d["reps"] and sp[col + "_hits"] > 0, (col, sp)
+        else:
+            assert sp[col.replace("_gemm", "") + "_skipped"], (col, sp)
+    if sp["records_module"] is not None and sp["gemm_module"] is not None:
+        assert sp["records_over_blocks"] > 0, sp
+' "$tmp/bench.json" || fail "the mmq arm or the mmq split is not in the receipt as documented"
     "$memra" bench --device host --reps 1 --m 2 --vs host host --op gemm_q8_0 || fail "--vs host host"
     "$memra" bench --vs host --op gemm_f16
     [ $? -eq 2 ] || fail "incomplete --vs is not a usage error"
