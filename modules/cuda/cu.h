@@ -39,7 +39,8 @@ typedef struct CUstream_st *CUstream;
        unsigned smem, CUstream s, void **params))                                                    \
     X(cuOccupancyMaxActiveBlocksPerMultiprocessor, CUresult,                                         \
       (int *num_blocks, CUfunction f, int block_size, size_t dynamic_smem))                          \
-    X(cuStreamIsCapturing, CUresult, (CUstream s, int *capture_status))
+    X(cuStreamIsCapturing, CUresult, (CUstream s, int *capture_status))                              \
+    X(cuMemsetD32Async, CUresult, (memra_dptr dst, unsigned value, size_t count, CUstream s))
 
 typedef struct memra__cu {
 #define MEMRA__CU_MEMBER(name, ret, params) ret(*name) params;

@@ -688,7 +688,7 @@ static int case_sweep(int only_m, int only_shape)
     static const int shapes[6][2] = {{5120, 12288}, {5120, 1024}, {6144, 5120},
                                      {5120, 17408}, {17408, 5120}, {5120, 5120}};
     static const char *const bms[2] = {"128", "64"};
-    static const char *const splits[6] = {"1", "2", "3", "4", "6", "8"};
+    static const char *const splits[6] = {"1", "2", "3", "4", "5", "6"};
     enum { S_QUANT, S_V2, S_AUTO, S_CFG0 };
     const int narms = S_CFG0 + 12, reps = 7;
     memra_timer *t = NULL;
