@@ -39,8 +39,7 @@ typedef struct CUstream_st *CUstream;
        unsigned smem, CUstream s, void **params))                                                    \
     X(cuOccupancyMaxActiveBlocksPerMultiprocessor, CUresult,                                         \
       (int *num_blocks, CUfunction f, int block_size, size_t dynamic_smem))                          \
-    X(cuStreamIsCapturing, CUresult, (CUstream s, int *capture_status))                              \
-    X(cuMemsetD32Async, CUresult, (memra_dptr dst, unsigned value, size_t count, CUstream s))
+    X(cuStreamIsCapturing, CUresult, (CUstream s, int *capture_status))
 
 typedef struct memra__cu {
 #define MEMRA__CU_MEMBER(name, ret, params) ret(*name) params;

@@ -623,17 +623,9 @@ static_assert(Q2_SMEM_BYTES(4) <= MMQ_SMEM_BYTES, "v2 tile must fit the loader's
  *    apart: conflict-free) and forms mw = -1.5 2^23 sw in registers; otherwise
  *    it is v2's two-FFMA fold, so the same roundings and the same band;
  *  - split-k: gridDim.z slices of the k steps (slice z: steps G z / S ..
- *    G (z+1) / S - 1). The slices of a tile meet after their k loops: each
- *    takes a ticket (atomicAdd on the tile's counter); all but the last
- *    write their raw sums to part[z][m][n], fence, and count themselves
- *    done; the last waits until the other S-1 are done (they are all resident:
- *    each took its ticket after its k loop), adds the slices in order
- *    z = 0..S-1 (its own from registers) and writes alpha times that to y.
- *    The order is fixed, so the result does not depend on which slice came
- *    last; one more rounding per slice. The last slice resets the tile's two
- *    counters to zero, so they are zero between calls (the launcher zeroes
- *    them once when their scratch is new). Traffic: (S - 1) planes written
- *    and read, no second kernel.
+ *    G (z+1) / S - 1). With S > 1 each slice writes its raw sums to
+ *    part[z][m][n] and memra_k_splitk_sum adds the slices in order z = 0..S-1
+ *    and scales by alpha: deterministic, one more rounding per slice.
  * CTA: 256 threads as 2 x 4 warps; 32 MT tokens x 128 rows; warp 16 MT x 32
  * (MT m16 tiles x 4 n8 tiles). Shared memory 3 x (32 MT + 128) x 144 bytes:
  * 110592 at MT = 4 (two CTAs per SM on sm_90), 82944 at MT = 2. */
@@ -756,7 +748,7 @@ __device__ __forceinline__ void r3_step(float (&acc)[MT][4][4], uint32_t sa, uin
 template <int MT>
 __device__ __forceinline__ void gemm_q8_0r_body(const unsigned char *__restrict__ wr, const unsigned char *__restrict__ xq,
                                                 float *__restrict__ y, int m, int n, int k, long long ldy, float alpha,
-                                                float *__restrict__ part, unsigned *__restrict__ counters)
+                                                float *__restrict__ part)
 {
     extern __shared__ __align__(16) unsigned char r3_smem[];
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, wm = warp & 1, wn = warp >> 1;
@@ -808,66 +800,53 @@ __device__ __forceinline__ void gemm_q8_0r_body(const unsigned char *__restrict_
 #undef R3_COPY_STEP
     cp_async_wait<0>();
 
-#define R3_FOR_EACH_OUTPUT(BODY)                                                                           \
-    _Pragma("unroll") for (int mt = 0; mt < MT; mt++) _Pragma("unroll") for (int nt = 0; nt < 4; nt++)    \
-        _Pragma("unroll") for (int e = 0; e < 4; e++)                                                    \
-    {                                                                                                    \
-        const int i = i0 + wm * 16 * MT + mt * 16 + (lane >> 2) + 8 * (e >> 1);                          \
-        const int j = j0 + wn * 32 + nt * 8 + (lane & 3) * 2 + (e & 1);                                  \
-        if (i < m && j < n) { BODY; }                                                                    \
-    }
-    if (S == 1) {
-        R3_FOR_EACH_OUTPUT(y[(long long)i * ldy + j] = alpha * acc[mt][nt][e])
-        return;
-    }
-    __shared__ int r3_last;
-    unsigned *const ticket = counters + 2 * (blockIdx.y * gridDim.x + blockIdx.x), *const done = ticket + 1;
-    if (threadIdx.x == 0) r3_last = atomicAdd(ticket, 1u) == (unsigned)(S - 1);
-    __syncthreads();
-    const long long plane = (long long)m * n;
-    if (!r3_last) {
-        float *const p = part + (long long)z * plane;
-        R3_FOR_EACH_OUTPUT(p[(long long)i * n + j] = acc[mt][nt][e])
-        __threadfence();
-        __syncthreads();
-        if (threadIdx.x == 0) atomicAdd(done, 1u);
-        return;
-    }
-    if (threadIdx.x == 0) {
-        while (atomicAdd(done, 0u) != (unsigned)(S - 1)) __nanosleep(64);
-        *ticket = 0u; /* every slice has used both counters for this call */
-        *done = 0u;
-        __threadfence();
-    }
-    __syncthreads();
-    R3_FOR_EACH_OUTPUT({
-        const float *p = part + (long long)i * n + j;
-        float v = z == 0 ? acc[mt][nt][e] : __ldcg(p);
-        for (int zz = 1; zz < S; zz++) v += zz == z ? acc[mt][nt][e] : __ldcg(p + zz * plane);
-        y[(long long)i * ldy + j] = alpha * v;
-    })
-#undef R3_FOR_EACH_OUTPUT
+    float *out = S == 1 ? y : part + (long long)z * m * n;
+    const long long ld = S == 1 ? ldy : n;
+    const float f = S == 1 ? alpha : 1.0f;
+#pragma unroll
+    for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+        for (int nt = 0; nt < 4; nt++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) {
+                const int i = i0 + wm * 16 * MT + mt * 16 + (lane >> 2) + 8 * (e >> 1);
+                const int j = j0 + wn * 32 + nt * 8 + (lane & 3) * 2 + (e & 1);
+                if (i < m && j < n) out[(long long)i * ld + j] = f * acc[mt][nt][e];
+            }
 }
 
 /* w: Q8_0 records (16-byte aligned), xq: q8_1 records, y as gemm_q8_0; _mt4 / _mt2:
  * 128 / 64 tokens per CTA (one entry point each, so each gets its own register
- * allocation); gridDim.z: split-k slices; part: f32 [gridDim.z x m x n] and
- * counters: 2 x gridDim.x x gridDim.y words, zero, when gridDim.z > 1.
- * Dynamic shared memory R3_SMEM_BYTES(4) / R3_SMEM_BYTES(2). */
+ * allocation); gridDim.z: split-k slices, part: f32 [gridDim.z x m x n] when
+ * gridDim.z > 1. Dynamic shared memory R3_SMEM_BYTES(4) / R3_SMEM_BYTES(2). */
 extern "C" __global__ void __launch_bounds__(MMQ_THREADS, 2)
 memra_k_gemm_q8_0r_mt4(const unsigned char *__restrict__ w, const unsigned char *__restrict__ xq, float *__restrict__ y,
-                       int m, int n, int k, long long ldy, float alpha, float *__restrict__ part,
-                       unsigned *__restrict__ counters)
+                       int m, int n, int k, long long ldy, float alpha, float *__restrict__ part)
 {
-    gemm_q8_0r_body<4>(w, xq, y, m, n, k, ldy, alpha, part, counters);
+    gemm_q8_0r_body<4>(w, xq, y, m, n, k, ldy, alpha, part);
 }
 
 extern "C" __global__ void __launch_bounds__(MMQ_THREADS, 2)
 memra_k_gemm_q8_0r_mt2(const unsigned char *__restrict__ w, const unsigned char *__restrict__ xq, float *__restrict__ y,
-                       int m, int n, int k, long long ldy, float alpha, float *__restrict__ part,
-                       unsigned *__restrict__ counters)
+                       int m, int n, int k, long long ldy, float alpha, float *__restrict__ part)
 {
-    gemm_q8_0r_body<2>(w, xq, y, m, n, k, ldy, alpha, part, counters);
+    gemm_q8_0r_body<2>(w, xq, y, m, n, k, ldy, alpha, part);
+}
+
+/* y[i, j] = alpha * (part[0][i][j] + part[1][i][j] + ... + part[S-1][i][j]),
+ * the slices added in order. Rows blockIdx.y, blockIdx.y + gridDim.y, ...;
+ * columns over blockIdx.x and the threads. */
+extern "C" __global__ void __launch_bounds__(256)
+memra_k_splitk_sum(const float *__restrict__ part, int S, int m, int n, float *__restrict__ y, long long ldy, float alpha)
+{
+    const long long plane = (long long)m * n;
+    for (int i = blockIdx.y; i < m; i += gridDim.y)
+        for (int j = blockIdx.x * blockDim.x + threadIdx.x; j < n; j += gridDim.x * blockDim.x) {
+            const float *p = part + (long long)i * n + j;
+            float s = p[0];
+            for (int z = 1; z < S; z++) s += p[z * plane];
+            y[(long long)i * ldy + j] = alpha * s;
+        }
 }
 
 static_assert(R3_SMEM_BYTES(4) == 110592 && R3_SMEM_BYTES(2) == 82944, "mmq_ops.c tables these sizes");

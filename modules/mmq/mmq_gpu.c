@@ -176,6 +176,7 @@ static memra_status load_all(memra__mmq *q, unsigned families, int mx)
         for (int a = 0; a < 3 && st == MEMRA_STATUS_OK; a++)
             st = get_fn(q, 0, probes[a], MEMRA__MMQ_SMEM_BYTES, &q->probe[a]);
         if (st == MEMRA_STATUS_OK) st = get_fn(q, 0, "memra_k_repack_q8_0", 0, &q->repack_q8_0);
+        if (st == MEMRA_STATUS_OK) st = get_fn(q, 0, "memra_k_splitk_sum", 0, &q->splitk_sum);
         /* the 128-token tile only where its shared memory fits (not on sm_120's 99 KB) */
         if (st == MEMRA_STATUS_OK && (q->caps->smem_per_block_optin == 0 ||
                                      q->caps->smem_per_block_optin >= MEMRA__MMQ_R3_SMEM_MT4))

@@ -39,7 +39,6 @@ extern const size_t memra__mmq_image_count;
 #define MEMRA__MMQ_SLOT_XQ 40 /* gemm_fp8_blk: e4m3 activation */
 #define MEMRA__MMQ_SLOT_XS 41 /* gemm_fp8_blk: activation scales */
 #define MEMRA__MMQ_SLOT_PART 42 /* gemm_q8_0r: split-k partial sums */
-#define MEMRA__MMQ_SLOT_TICKETS 43 /* gemm_q8_0r: split-k tile counters (zero between calls) */
 /* Dynamic shared memory of memra_k_gemm_q8_0r_mt4 / _mt2 (R3_SMEM_BYTES in mmq.cu). */
 #define MEMRA__MMQ_R3_SMEM_MT4 110592
 #define MEMRA__MMQ_R3_SMEM_MT2 82944
@@ -55,7 +54,7 @@ typedef struct memra__mmq {
     int owns_modules;
     unsigned families;
     CUfunction quant_q8_1, gemm_q8_0, probe[3];
-    CUfunction repack_q8_0;
+    CUfunction repack_q8_0, splitk_sum;
     CUfunction gemm_q8_0r[2]; /* [0] 128 tokens per CTA (NULL when its shared memory does not fit), [1] 64 */
     CUfunction fp8blk_quant, fp8blk_gemm;
     memra__fp8blk_variant fp8blk_variant;
@@ -65,11 +64,6 @@ typedef struct memra__mmq {
     const char *fp8blk_path; /* "jit" or "embedded" */
     const char *fp8blk_decline; /* non-NULL: gemm_fp8_blk declines with this */
     unsigned grid_cap;
-    /* The split-k counters zeroed last (their scratch slot's address and the
-     * bytes zeroed): zeroed again only when the slot is new or larger. Like
-     * scratch itself, used by one call at a time per device. */
-    memra_dptr tickets;
-    size_t tickets_bytes;
 } memra__mmq;
 
 /* Load `families` for the device's target (sm_<cc>a) and look up their kernels.

@@ -241,27 +241,24 @@ memra_status memra__mmq_gemm_q8_0r(memra_call *call, const memra_gemm_args *a)
     if (q->gemm_q8_0r[0] == NULL && q->gemm_q8_0r[1] == NULL)
         return decline(call, "gemm_q8_0r: the device's shared memory per block is below the tile's 81 KB");
     const q8r_plan p = plan_q8_0r(q, a->m, a->n, a->k);
-    memra_dptr y = y_base(a), w = a->w, x = a->x, part = 0, tickets = 0;
+    memra_dptr y = y_base(a), w = a->w, x = a->x, part = 0;
     int m = a->m, n = a->n, k = a->k;
     long long ldy = a->ldy;
     float alpha = a->alpha;
-    const int bm = 32 * p.mt;
-    const unsigned gx = (unsigned)((m + bm - 1) / bm), gy = (unsigned)((n + 127) / 128);
     if (p.split > 1) {
-        const size_t tbytes = (size_t)gx * gy * 2u * 4u;
         st = q->host->scratch(q->caps, MEMRA__MMQ_SLOT_PART, (size_t)p.split * (size_t)m * (size_t)n * 4u, &part);
-        if (st == MEMRA_STATUS_OK) st = q->host->scratch(q->caps, MEMRA__MMQ_SLOT_TICKETS, tbytes, &tickets);
         if (st != MEMRA_STATUS_OK) return st;
-        if (tickets != q->tickets || tbytes > q->tickets_bytes) { /* new counters: zero them once */
-            CUresult r = q->cu.cuMemsetD32Async(tickets, 0u, tbytes / 4u, (CUstream)call->stream);
-            if (r != MEMRA__CU_SUCCESS) return memra__cu_fail(q->host, &q->cu, q->name, r, "cuMemsetD32Async(split-k counters)");
-            q->tickets = tickets;
-            q->tickets_bytes = tbytes;
-        }
     }
-    return launch_xyz(q, q->gemm_q8_0r[p.mt == 4 ? 0 : 1], p.mt == 4 ? "memra_k_gemm_q8_0r_mt4" : "memra_k_gemm_q8_0r_mt2",
-                      gx, gy, (unsigned)p.split, MMQ_THREADS_C, p.mt == 4 ? MEMRA__MMQ_R3_SMEM_MT4 : MEMRA__MMQ_R3_SMEM_MT2,
-                      call->stream, (void *[]){&w, &x, &y, &m, &n, &k, &ldy, &alpha, &part, &tickets});
+    const int bm = 32 * p.mt;
+    st = launch_xyz(q, q->gemm_q8_0r[p.mt == 4 ? 0 : 1], p.mt == 4 ? "memra_k_gemm_q8_0r_mt4" : "memra_k_gemm_q8_0r_mt2",
+                    (unsigned)((m + bm - 1) / bm), (unsigned)((n + 127) / 128), (unsigned)p.split, MMQ_THREADS_C,
+                    p.mt == 4 ? MEMRA__MMQ_R3_SMEM_MT4 : MEMRA__MMQ_R3_SMEM_MT2, call->stream,
+                    (void *[]){&w, &x, &y, &m, &n, &k, &ldy, &alpha, &part});
+    if (st != MEMRA_STATUS_OK || p.split == 1) return st;
+    int s = p.split;
+    const unsigned gx = (unsigned)((n + 255) / 256), gy = (unsigned)(m < 65535 ? m : 65535);
+    return launch_xyz(q, q->splitk_sum, "memra_k_splitk_sum", gx, gy, 1, 256, 0, call->stream,
+                      (void *[]){&part, &s, &m, &n, &y, &ldy, &alpha});
 }
 
 /* ---- accprobe -------------------------------------------------------------------- */
