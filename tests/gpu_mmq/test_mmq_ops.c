@@ -740,13 +740,14 @@ static int case_sweep(int only_m, int only_shape)
             printf("SWEEPJSON {\"m\":%d,\"in_f\":%d,\"out_f\":%d,\"median_ms\":{", m, k, n);
             double best = 1e30;
             int best_a = S_AUTO;
+            char names[S_CFG0 + 12][32];
             for (int a = 0; a < narms; a++) {
                 const double md = median(ms[a], reps);
-                char name[32];
-                if (a == S_QUANT) snprintf(name, sizeof name, "quant_q8_1");
-                else if (a == S_V2) snprintf(name, sizeof name, "gemm_q8_0");
-                else if (a == S_AUTO) snprintf(name, sizeof name, "gemm_q8_0r");
-                else snprintf(name, sizeof name, "r_bm%s_s%s", bms[(a - S_CFG0) / 6], splits[(a - S_CFG0) % 6]);
+                char *name = names[a];
+                if (a == S_QUANT) snprintf(name, 32, "quant_q8_1");
+                else if (a == S_V2) snprintf(name, 32, "gemm_q8_0");
+                else if (a == S_AUTO) snprintf(name, 32, "gemm_q8_0r");
+                else snprintf(name, 32, "r_bm%s_s%s", bms[(a - S_CFG0) / 6], splits[(a - S_CFG0) % 6]);
                 printf("%s\"%s\":%.5f", a ? "," : "", name, md);
                 if (a >= S_AUTO && md < best) best = md, best_a = a;
                 ms[a][15] = md;
@@ -754,9 +755,9 @@ static int case_sweep(int only_m, int only_shape)
             printf("}}\n");
             const double q = ms[S_QUANT][15], v2 = ms[S_V2][15], au = ms[S_AUTO][15];
             printf("SWEEP m=%-4d %5d->%-5d quant %.4f ms | v2 %.4f (%5.1f TF, with quant %5.1f) | q8_0r auto %.4f (%5.1f "
-                   "TF, with quant %5.1f) | best #%d %.4f (%5.1f TF)\n",
+                   "TF, with quant %5.1f) | best %s %.4f (%5.1f TF)\n",
                    m, k, n, q, v2, flop / v2 * 1e-9, flop / (v2 + q) * 1e-9, au, flop / au * 1e-9,
-                   flop / (au + q) * 1e-9, best_a, best, flop / best * 1e-9);
+                   flop / (au + q) * 1e-9, names[best_a], best, flop / best * 1e-9);
             memra_buffer_destroy(wd), memra_buffer_destroy(rd), memra_buffer_destroy(xd), memra_buffer_destroy(qd);
             memra_buffer_destroy(yd);
             free(x), free(w);
