@@ -5,7 +5,8 @@
 #          tiles / splits), quant, gemm_q8_0
 #   SWEEP  test_mmq_ops sweep: every tile x split on the 27b sheet, m = 512, 4096
 #   FULL   ctest -L gpu, memra check --device 0 (and the forced sm120 profile)
-#   BENCH  memra bench 27b at m = 512 and 4096 with JSON receipts, accprobe
+#   BENCH  memra bench 27b at m = 512 and 4096 (each call alone, and --batch 8)
+#          with JSON receipts; accprobe
 #   NCU    ncu on the first three gemm_q8_0r launches of a sweep (off by default)
 # Logs and receipts go to $OUT as two tars (logs.tar, receipts.tar) plus
 # summary.txt; the summary and the sweep table are printed last.
@@ -45,6 +46,9 @@ export MEMRA_CACHE_DIR=/tmp/memra-jit-cache
     for mm in 512 4096; do
       timeout 200 $M bench 27b --m $mm --json $R/bench_27b_m${mm}_e.json > "$L/bench_27b_m$mm.txt" 2>&1
       echo "memra bench 27b m=$mm: exit $?"
+      timeout 200 $M bench 27b --m $mm --batch 8 --reps 10 --json $R/bench_27b_m${mm}_batch8_e.json \
+        > "$L/bench_27b_m${mm}_batch8.txt" 2>&1
+      echo "memra bench 27b m=$mm --batch 8: exit $?"
     done
     for d in wide mid; do
       timeout 100 $M bench accprobe 512 20 27b --dist $d --json $R/accprobe_27b_m512_${d}_e.json > "$L/accprobe_$d.txt" 2>&1
@@ -63,5 +67,5 @@ tar -C $L -cf "$OUT/logs.tar" .
 tar -C $R -cf "$OUT/receipts.tar" .
 cat "$S"
 [ -f "$L/sweep.log" ] && grep -E "^SWEEP " "$L/sweep.log"
-[ -f "$L/bench_27b_m512.txt" ] && grep -hE "geometric" $L/bench_27b_m*.txt
+[ -f "$L/bench_27b_m512.txt" ] && grep -E "geometric" $L/bench_27b_m*.txt
 true

@@ -65,6 +65,7 @@ typedef struct bench {
     int gpu, nmods;
     const char *mods[MAX_MODS];
     int64_t m, reps, warmup;
+    int64_t batch; /* calls per timed interval (--batch); the interval is divided by it */
     const char *sheet_name;
     const shape *sheet;
     size_t nshapes;
@@ -111,12 +112,18 @@ static memra_status make_weight(bench *b, const memra_weight_desc *d, const char
     return MEMRA_STATUS_OK;
 }
 
+/* One timed interval: b->batch calls of fn back to back between two timer
+ * marks, *ms = the interval / b->batch. With batch 1 (the default) each call
+ * is timed alone, so the host's time before its first launch is GPU idle time
+ * inside the interval; with --batch N the host enqueues ahead while the GPU
+ * runs, as in a prefill that issues its GEMMs back to back. */
 static memra_status timed(bench *b, double *ms, memra_status (*fn)(void *), void *arg)
 {
     memra_status st = memra_timer_start(b->timer, NULL);
-    if (st == MEMRA_STATUS_OK) st = fn(arg);
+    for (int64_t i = 0; i < b->batch && st == MEMRA_STATUS_OK; i++) st = fn(arg);
     if (st == MEMRA_STATUS_OK) st = memra_timer_stop(b->timer, NULL);
     if (st == MEMRA_STATUS_OK) st = memra_timer_elapsed_ms(b->timer, ms);
+    if (st == MEMRA_STATUS_OK) *ms /= (double)b->batch;
     return st;
 }
 
@@ -187,8 +194,8 @@ static void json_header(bench *b, const char *mode)
     }
     fprintf(f, "],\"sheet\":");
     tool_json_str(f, b->sheet_name);
-    fprintf(f, ",\"m\":%lld,\"reps\":%lld,\"warmup\":%lld,\"flops_unit\":\"%s\",\"shapes\":[", (long long)b->m,
-            (long long)b->reps, (long long)b->warmup, flops_name(b));
+    fprintf(f, ",\"m\":%lld,\"reps\":%lld,\"warmup\":%lld,\"batch\":%lld,\"flops_unit\":\"%s\",\"shapes\":[",
+            (long long)b->m, (long long)b->reps, (long long)b->warmup, (long long)b->batch, flops_name(b));
 }
 
 /* ---- the arms ------------------------------------------------------------------ */
@@ -934,7 +941,7 @@ static int bench_race(bench *b, const char *const *mods, int nm, memra_op op)
 /* ---- the command ------------------------------------------------------------------ */
 
 static const char k_bench_usage[] =
-    "usage: memra bench [27b|1p7b] [--m M] [--reps R] [--warmup W] [--device N|host] [--json FILE]\n"
+    "usage: memra bench [27b|1p7b] [--m M] [--reps R] [--warmup W] [--batch N] [--device N|host] [--json FILE]\n"
     "       memra bench accprobe [m] [reps] [27b|1p7b] [--dist wide|mid] [--json FILE]\n"
     "                   [--vs MODA MODB --op OP] [--seed S]\n"
     "       memra bench OP [27b|1p7b] [--vs [MODA MODB]] [options above]   (e.g. gemm_fp8_blk)\n"
@@ -949,12 +956,14 @@ static const char k_bench_usage[] =
     "  'memra bench OP' times the routed lane of OP (the first module that serves it) per\n"
     "  shape and says which module/variant served it; with --vs and no names it races the\n"
     "  first two modules that provide OP on the device (= --vs A B --op OP).\n"
+    "  --batch N times N calls back to back per interval and divides (steady-state throughput;\n"
+    "  default 1: each call alone, host launch time included).\n"
     "  Defaults: on a GPU 27b, m=512, reps 20, warm-up 3; on the host 1p7b, m=16, reps 3.\n";
 
 int memra_tool_bench(int argc, char **argv)
 {
     const char *sheet = NULL, *json = NULL, *vs_a = NULL, *vs_b = NULL;
-    int64_t m = 0, reps = 0, warmup = -1, dev_sel = -1;
+    int64_t m = 0, reps = 0, warmup = -1, dev_sel = -1, batch = 1;
     memra_op op = MEMRA_OP_COUNT_;
     uint64_t seed = 0;
     int have_seed = 0, lane = 0, vs_auto = 0;
@@ -981,6 +990,8 @@ int memra_tool_bench(int argc, char **argv)
             if (tool_parse_i64(argv[++i], 1, MAX_REPS, &reps) != 0) goto bad_value;
         } else if (strcmp(a, "--warmup") == 0 && more) {
             if (tool_parse_i64(argv[++i], 0, MAX_REPS, &warmup) != 0) goto bad_value;
+        } else if (strcmp(a, "--batch") == 0 && more) {
+            if (tool_parse_i64(argv[++i], 1, 1000, &batch) != 0) goto bad_value;
         } else if (strcmp(a, "--device") == 0 && more) {
             if (strcmp(argv[++i], "host") == 0) dev_sel = -2;
             else if (tool_parse_i64(argv[i], 0, 1 << 20, &dev_sel) != 0) goto bad_value;
@@ -1034,6 +1045,7 @@ int memra_tool_bench(int argc, char **argv)
     b.m = m ? m : b.gpu ? 512 : 16;
     b.reps = reps ? reps : b.gpu ? 20 : 3;
     b.warmup = warmup >= 0 ? warmup : b.gpu ? 3 : 0;
+    b.batch = batch;
     tool_rng_seed(&b.rng, have_seed ? seed : tool_clock_seed());
     for (int i = 0; i < memra_module_count(rt) && b.nmods < MAX_MODS; i++) {
         memra_module_info mi;
