@@ -1,8 +1,11 @@
 /* The MMQ floor: q8_1 activation quantiser, Q8_0 x q8_1 GEMM on the int8 tensor
  * cores, and the accumulator probe built on the same tile.
  *
- * Kernels (one source, compiled for sm_90a and sm_120a; gemm_q8_0 and the
- * quantiser use sm_80 features only: cp.async, ldmatrix, s8 mma.sync):
+ * Kernels (one source, compiled for sm_90a and sm_120a; the GEMMs, the repack
+ * and the quantiser use sm_80 features only: cp.async, ldmatrix, s8 mma.sync):
+ *   memra_k_repack_q8_0, memra_k_gemm_q8_0r_mt4 / _mt2, memra_k_splitk_sum
+ *                        the floor on Q8_0 records (the weight repacked at load):
+ *                        see "repack_q8_0 and gemm_q8_0r" below. The default path.
  *   memra_k_quant_q8_1   f32 [m x k] -> 144-byte records (f32 d[4], int8 qs[128]),
  *                        record (kb, t) at kb * m + t, k padded to a multiple of
  *                        512 with zeros. One warp per record (QUANT_RECS consecutive

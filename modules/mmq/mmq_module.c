@@ -1,5 +1,6 @@
-/* The mmq module: the MMQ floor (quant_q8_1 + gemm_q8_0 on the int8 tensor
- * cores) and the accumulator probe, on any CUDA device with cc >= 8.0 for
+/* The mmq module: the MMQ floor (quant_q8_1, repack_q8_0 + gemm_q8_0r on
+ * Q8_0 records, gemm_q8_0 on Q8_0 blocks; int8 tensor cores) and the
+ * accumulator probe, on any CUDA device with cc >= 8.0 for
  * which the module carries a kernel image (sm_90a and sm_120a in this build:
  * init refuses other devices, naming the targets it has). Its kernels use
  * sm_80 features only, so the same source serves every CUDA profile; the
