@@ -202,6 +202,7 @@ typedef struct q8r_plan {
 #define Q8R_LONE 0.6
 #define Q8R_MT2 0.55
 #define Q8R_BYTES 5.0e6
+#define Q8R_PART_MAX (256.0 * 1024 * 1024) /* bytes of split-k partial sums the plan may ask for */
 
 static q8r_plan plan_q8_0r(const memra__mmq *q, int m, int n, int k)
 {
@@ -216,6 +217,8 @@ static q8r_plan plan_q8_0r(const memra__mmq *q, int m, int n, int k)
         const int64_t tiles = ((int64_t)m + 32 * mt - 1) / (32 * mt) * tn;
         for (int s = 1; s <= 16; s++) {
             if (fs > 0 ? s != fs : (s > 1 && G / s < 4)) continue;
+            /* the partial sums live in scratch: keep them under Q8R_PART_MAX unless forced */
+            if (fs == 0 && s > 1 && (double)s * (double)m * (double)n * 4.0 > Q8R_PART_MAX) continue;
             const int64_t per_sm = (tiles * s + sms - 1) / sms;
             const double steps = (double)((G + s - 1) / s) + Q8R_FILL;
             double cost = ((double)(per_sm / 2) + (double)(per_sm % 2) * Q8R_LONE) * steps * (mt == 4 ? 1.0 : Q8R_MT2);
