@@ -537,6 +537,24 @@ __device__ __forceinline__ void q2_step(float acc[MT][4][4], const unsigned char
     }
 }
 
+/* The thread's outputs of a warp's 16 MT x 32 sub-tile whose first row and
+ * column are wi0, wj0: out[i * ld + j] = f * acc for (i, j) inside m x n. */
+template <int MT>
+__device__ __forceinline__ void q2_store(const float (&acc)[MT][4][4], float *out, long long ld, float f, int m, int n,
+                                         int wi0, int wj0, int lane)
+{
+#pragma unroll
+    for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+        for (int nt = 0; nt < 4; nt++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) {
+                const int i = wi0 + mt * 16 + (lane >> 2) + 8 * (e >> 1);
+                const int j = wj0 + nt * 8 + (lane & 3) * 2 + (e & 1);
+                if (i < m && j < n) out[(long long)i * ld + j] = f * acc[mt][nt][e];
+            }
+}
+
 template <int MT>
 __device__ __noinline__ void gemm_q8_0_v2(unsigned char *smem, const unsigned char *__restrict__ w,
                                              const unsigned char *__restrict__ xq, float *__restrict__ y, int m,
@@ -573,16 +591,7 @@ __device__ __noinline__ void gemm_q8_0_v2(unsigned char *smem, const unsigned ch
         cp_async_commit();
         q2_step<MT>(acc, Acur, Bq, Sc);
     }
-#pragma unroll
-    for (int mt = 0; mt < MT; mt++)
-#pragma unroll
-        for (int nt = 0; nt < 4; nt++)
-#pragma unroll
-            for (int e = 0; e < 4; e++) {
-                const int i = i0 + wm * 16 * MT + mt * 16 + (lane >> 2) + 8 * (e >> 1);
-                const int j = j0 + wn * 32 + nt * 8 + (lane & 3) * 2 + (e & 1);
-                if (i < m && j < n) y[(long long)i * ldy + j] = alpha * acc[mt][nt][e];
-            }
+    q2_store<MT>(acc, y, ldy, alpha, m, n, i0 + wm * 16 * MT, j0 + wn * 32, lane);
 }
 
 /* variant: 0 = v1 (the 128 x 128 tile with the shared-memory realign of the first
@@ -804,18 +813,7 @@ __device__ __forceinline__ void gemm_q8_0r_body(const unsigned char *__restrict_
     cp_async_wait<0>();
 
     float *out = S == 1 ? y : part + (long long)z * m * n;
-    const long long ld = S == 1 ? ldy : n;
-    const float f = S == 1 ? alpha : 1.0f;
-#pragma unroll
-    for (int mt = 0; mt < MT; mt++)
-#pragma unroll
-        for (int nt = 0; nt < 4; nt++)
-#pragma unroll
-            for (int e = 0; e < 4; e++) {
-                const int i = i0 + wm * 16 * MT + mt * 16 + (lane >> 2) + 8 * (e >> 1);
-                const int j = j0 + wn * 32 + nt * 8 + (lane & 3) * 2 + (e & 1);
-                if (i < m && j < n) out[(long long)i * ld + j] = f * acc[mt][nt][e];
-            }
+    q2_store<MT>(acc, out, S == 1 ? ldy : n, S == 1 ? alpha : 1.0f, m, n, i0 + wm * 16 * MT, j0 + wn * 32, lane);
 }
 
 /* w: Q8_0 records (16-byte aligned), xq: q8_1 records, y as gemm_q8_0; _mt4 / _mt2:
