@@ -71,6 +71,7 @@ typedef int CUjit_option;
     X(cuStreamCreate, CUresult, (CUstream * s, unsigned int flags))                                  \
     X(cuStreamDestroy, CUresult, (CUstream s))                                                       \
     X(cuStreamSynchronize, CUresult, (CUstream s))                                                   \
+    X(cuStreamIsCapturing, CUresult, (CUstream s, int *status))                                      \
     X(cuStreamBeginCapture, CUresult, (CUstream s, int mode))                                        \
     X(cuStreamEndCapture, CUresult, (CUstream s, CUgraph * g))                                       \
     X(cuGraphInstantiate, CUresult, (CUgraphExec * e, CUgraph g, unsigned long long flags))          \

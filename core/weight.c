@@ -18,15 +18,19 @@
  *    it was unloaded, MEMRA_DISABLE=gemm_q8_0r, a shape a kernel refuses), it
  *    makes the Q8_0 blocks again, once, under the weight's lock (raw Q8_0:
  *    uploaded from the host copy; FP8: the slab rebuilt from the e4m3 bytes)
- *    and runs gemm_q8_0 on them. Both ops have one numeric contract, so the
- *    answer does not change. Blocks made again are kept with the records
+ *    and runs gemm_q8_0 on them. Both ops have one numeric contract and one
+ *    band; the two kernels fold in different orders, so the low bits may
+ *    differ between them. Blocks made again are kept with the records
  *    (another thread may be reading either) until the weight is destroyed.
+ *    Making them allocates and waits for the device, so it is refused with a
+ *    clear error while the stream is being captured into a CUDA graph.
  *
  * Thread safety: matmul reads a weight_dev's operand pointers without the
  * weight's lock. Prepare runs under the lock before any matmul reads them
  * (matmul calls memra_weight_prepare first); an operand made later (the lazy
  * slab or records, blocks made again) is complete before its pointer is
- * published after a release fence, and is never freed before the weight. */
+ * stored with release order (op_publish), unlocked readers load with acquire
+ * order (op_load), and no operand is freed before the weight. */
 #include <math.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -36,6 +40,10 @@
 #include "core/error.h"
 #include "core/runtime.h"
 #include "memra/formats.h"
+
+/* Atomic accesses to the operand pointers matmul reads without the lock. */
+static memra_dptr op_load(const memra_dptr *p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
+static void op_publish(memra_dptr *p, memra_dptr v) { __atomic_store_n(p, v, __ATOMIC_RELEASE); }
 
 typedef struct weight_dev {
     int prepared;
@@ -208,8 +216,7 @@ static memra_status build_slab(memra_weight *w, memra_device *dev, weight_dev *w
     memra_dptr slab = 0;
     memra_status st = make_slab(w, dev, wd, &slab);
     if (st != MEMRA_STATUS_OK) return st;
-    atomic_thread_fence(memory_order_release);
-    wd->q8_0 = slab;
+    op_publish(&wd->q8_0, slab);
     return MEMRA_STATUS_OK;
 }
 
@@ -246,8 +253,7 @@ static memra_status build_records(memra_weight *w, memra_device *dev, weight_dev
             MEMRA__DEBUG("weight", "%s on %s: no Q8_0 records (%s)", w->name, dev->label, memra_last_error());
         return st;
     }
-    atomic_thread_fence(memory_order_release);
-    wd->q8_0r = rec;
+    op_publish(&wd->q8_0r, rec);
     return MEMRA_STATUS_OK;
 }
 
@@ -277,10 +283,7 @@ static memra_status build_fp8_mmq(memra_weight *w, memra_device *dev, weight_dev
         memra__dev_free(dev, slab);
         return st;
     }
-    if (slab != 0) {
-        atomic_thread_fence(memory_order_release);
-        wd->q8_0 = slab;
-    }
+    if (slab != 0) op_publish(&wd->q8_0, slab);
     return MEMRA_STATUS_OK;
 }
 
@@ -295,8 +298,7 @@ static memra_status upload_raw(memra_weight *w, memra_device *dev, weight_dev *w
         memra__dev_free(dev, p);
         return st;
     }
-    atomic_thread_fence(memory_order_release);
-    wd->raw = p;
+    op_publish(&wd->raw, p);
     return MEMRA_STATUS_OK;
 }
 
@@ -388,15 +390,37 @@ static memra_status gemm_step(memra_device *dev, memra_op op, const memra_gemm_a
     return memra__dispatch(dev, op, &a);
 }
 
+/* An operand made during a call allocates and waits for the device, which a
+ * stream being captured into a CUDA graph cannot take: a clear error instead
+ * (the host device and a driver that cannot tell are never capturing). */
+static memra_status refuse_in_capture(const memra_weight *w, memra_device *dev, memra_stream_t stream,
+                                      const char *what)
+{
+    const memra__driver *drv = memra__driver_get();
+    if (dev->caps.arch == MEMRA_ARCH_HOST || drv == NULL || drv->lib == NULL || drv->cuStreamIsCapturing == NULL)
+        return MEMRA_STATUS_OK;
+    int status = 0;
+    if (memra__device_enter(dev) != MEMRA_STATUS_OK) return MEMRA_STATUS_OK;
+    const CUresult r = drv->cuStreamIsCapturing((CUstream)stream, &status);
+    memra__device_leave(dev);
+    if (r != 0 || status == 0) return MEMRA_STATUS_OK;
+    return MEMRA__FAIL(MEMRA_STATUS_NOT_SUPPORTED,
+                       "memra_matmul(%s): %s must be made now, which allocates and waits for the device: not possible "
+                       "while the stream is captured into a CUDA graph (run one call outside the capture first)",
+                       w->name, what);
+}
+
 /* The Q8_0 blocks gemm_q8_0 reads: the weight's own bytes (Q8_0) or the slab
  * (block-128 FP8). Where records replaced them they are made again here, once,
  * under the lock, and kept. */
-static memra_status q8_0_blocks(memra_weight *w, memra_device *dev, weight_dev *wd, memra_dptr *out)
+static memra_status q8_0_blocks(memra_weight *w, memra_device *dev, weight_dev *wd, memra_stream_t stream,
+                                memra_dptr *out)
 {
     const int own = w->format == MEMRA_FORMAT_Q8_0;
-    memra_dptr p = own ? wd->raw : wd->q8_0;
+    memra_dptr p = op_load(own ? &wd->raw : &wd->q8_0);
     if (p == 0) {
-        memra_status st = MEMRA_STATUS_OK;
+        memra_status st = refuse_in_capture(w, dev, stream, "the Q8_0 blocks for gemm_q8_0 (no gemm_q8_0r lane took it)");
+        if (st != MEMRA_STATUS_OK) return st;
         pthread_mutex_lock(&w->lock);
         if (own && wd->raw == 0) st = upload_raw(w, dev, wd);
         else if (!own && wd->q8_0 == 0) st = build_slab(w, dev, wd);
@@ -405,7 +429,6 @@ static memra_status q8_0_blocks(memra_weight *w, memra_device *dev, weight_dev *
         if (st != MEMRA_STATUS_OK) return st;
         MEMRA__DEBUG("weight", "%s on %s: Q8_0 blocks made again for gemm_q8_0", w->name, dev->label);
     }
-    atomic_thread_fence(memory_order_acquire);
     *out = p;
     return MEMRA_STATUS_OK;
 }
@@ -421,14 +444,13 @@ static memra_status mmq(memra_device *dev, memra_weight *w, weight_dev *wd, memr
     st = memra__dispatch(dev, MEMRA_OP_quant_q8_1, &q);
     if (st != MEMRA_STATUS_OK) return st;
     g.x = rec;
-    const memra_dptr records = wd->q8_0r;
-    atomic_thread_fence(memory_order_acquire);
+    const memra_dptr records = op_load(&wd->q8_0r);
     if (records != 0) {
         g.w = records;
         st = gemm_step(dev, MEMRA_OP_gemm_q8_0r, &g, stream);
         if (st != MEMRA_STATUS_DECLINED && st != MEMRA_STATUS_NOT_SUPPORTED) return st;
     }
-    st = q8_0_blocks(w, dev, wd, &g.w);
+    st = q8_0_blocks(w, dev, wd, stream, &g.w);
     if (st != MEMRA_STATUS_OK) return st;
     return gemm_step(dev, MEMRA_OP_gemm_q8_0, &g, stream);
 }
@@ -488,13 +510,15 @@ memra_status memra_matmul_ex(memra_device *dev, memra_weight *w, const memra_mat
              * builds the slab for exactly that case. */
             if (st != MEMRA_STATUS_DECLINED && st != MEMRA_STATUS_NOT_SUPPORTED) return st;
         }
-        if (wd->q8_0 == 0 && wd->q8_0r == 0) {
+        if (op_load(&wd->q8_0) == 0 && op_load(&wd->q8_0r) == 0) {
             if (w->in_f % 32 != 0)
                 return MEMRA__FAIL(MEMRA_STATUS_NOT_SUPPORTED,
                                    "memra_matmul(%s): no FP8 block lane took it and in_f %lld is not a multiple of 32 "
                                    "for the Q8_0 slab",
                                    w->name, (long long)w->in_f);
             /* The profile built no slab at prepare: the slab (or its records) now, once. */
+            st = refuse_in_capture(w, dev, ma->stream, "the Q8_0 slab for the MMQ floor");
+            if (st != MEMRA_STATUS_OK) return st;
             pthread_mutex_lock(&w->lock);
             st = (wd->q8_0 || wd->q8_0r) ? MEMRA_STATUS_OK : build_fp8_mmq(w, dev, wd);
             pthread_mutex_unlock(&w->lock);

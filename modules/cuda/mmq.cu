@@ -651,7 +651,7 @@ memra_k_repack_q8_0(const unsigned char *__restrict__ src, long long rows, int c
 {
     const int lane = threadIdx.x & 31;
     const int nb = cols / 32;
-    const long long total = (long long)((cols + 127) / 128) * rows;
+    const long long total = ((long long)cols + 127) / 128 * rows;
     const long long warps = (long long)gridDim.x * (blockDim.x >> 5);
     for (long long rec = (long long)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5); rec < total; rec += warps) {
         const long long g = rec / rows, j = rec - g * rows;

@@ -174,6 +174,11 @@ memra_status memra__mmq_repack_q8_0(memra_call *call, memra_dptr src, int64_t ro
         return q->host->set_error(MEMRA_STATUS_INVALID_ARGUMENT, "%s.repack_q8_0: NULL source or destination", q->name);
     if (!aligned(src, 2) || !aligned(dst, 16))
         return decline(call, "repack_q8_0: needs a 2-byte aligned Q8_0 source and 16-byte aligned records");
+    /* records this module's gemm_q8_0r could never read are not made (the core
+     * then keeps the blocks for gemm_q8_0) */
+    if (q->gemm_q8_0r[0] == NULL && q->gemm_q8_0r[1] == NULL)
+        return decline(call, "repack_q8_0: no gemm_q8_0r tile fits this device's shared memory");
+    if ((rows + 127) / 128 > 65535) return decline(call, "repack_q8_0: rows above 65535 tiles of 128 (gemm_q8_0r's limit)");
     long long r = rows;
     int c = (int)cols;
     const int64_t records = (cols + 127) / 128 * rows;
@@ -226,6 +231,10 @@ static q8r_plan plan_q8_0r(const memra__mmq *q, int m, int n, int k)
             if (best_cost < 0.0 || cost < best_cost) best = (q8r_plan){mt, s}, best_cost = cost;
         }
     }
+    if ((fb != 0 && fb != 32 * best.mt) || (fs != 0 && fs != best.split))
+        q->host->log(MEMRA_LOG_DEBUG, q->name,
+                     "gemm_q8_0r: MEMRA_MMQ_BM=%d / MEMRA_MMQ_SPLIT=%d cannot be met here; running %d tokens x %d slices",
+                     fb, fs, 32 * best.mt, best.split);
     return best;
 }
 
@@ -243,14 +252,18 @@ memra_status memra__mmq_gemm_q8_0r(memra_call *call, const memra_gemm_args *a)
     if ((a->n + 127) / 128 > 65535) return decline(call, "gemm_q8_0r: n above 65535 tiles of 128");
     if (q->gemm_q8_0r[0] == NULL && q->gemm_q8_0r[1] == NULL)
         return decline(call, "gemm_q8_0r: the device's shared memory per block is below the tile's 81 KB");
-    const q8r_plan p = plan_q8_0r(q, a->m, a->n, a->k);
+    q8r_plan p = plan_q8_0r(q, a->m, a->n, a->k);
     memra_dptr y = y_base(a), w = a->w, x = a->x, part = 0;
     int m = a->m, n = a->n, k = a->k;
     long long ldy = a->ldy;
     float alpha = a->alpha;
-    if (p.split > 1) {
-        st = q->host->scratch(q->caps, MEMRA__MMQ_SLOT_PART, (size_t)p.split * (size_t)m * (size_t)n * 4u, &part);
-        if (st != MEMRA_STATUS_OK) return st;
+    if (p.split > 1 &&
+        q->host->scratch(q->caps, MEMRA__MMQ_SLOT_PART, (size_t)p.split * (size_t)m * (size_t)n * 4u, &part) !=
+            MEMRA_STATUS_OK) {
+        /* no memory for the partial sums: the unsplit tile needs none */
+        q->host->log(MEMRA_LOG_DEBUG, q->name, "gemm_q8_0r: no scratch for %d split-k slices, running unsplit",
+                     p.split);
+        p.split = 1;
     }
     const int bm = 32 * p.mt;
     st = launch_xyz(q, q->gemm_q8_0r[p.mt == 4 ? 0 : 1], p.mt == 4 ? "memra_k_gemm_q8_0r_mt4" : "memra_k_gemm_q8_0r_mt2",

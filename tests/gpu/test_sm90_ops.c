@@ -3,7 +3,7 @@
  * on the GPU and memra_module_call(host, "host", ...) on the same inputs.
  *
  *   test_sm90_ops CASE    cvt scale dequant nan_count fp8_to_q8_0
- *                         gemm_f16 gemm_fp8 gemm_fp8_blk graph declines
+ *                         gemm_f16 gemm_fp8 gemm_fp8_blk graph declines mmq_capture
  *   test_sm90_ops bench   TFLOP/s of the three GEMM lanes at the 27b sheet (not a test)
  *
  * Exits 77 when there is no cc 9.0 GPU. Bit-identical ops compare bytes. The
@@ -642,6 +642,80 @@ static int case_graph(void)
     return ok;
 }
 
+/* The MMQ floor's fall-back may not build operands inside a CUDA graph: a
+ * Q8_0 weight prepared without a mirror holds records only; with gemm_q8_0r
+ * disabled, a matmul on a capturing stream must fail with NOT_SUPPORTED and a
+ * message (not allocate or wait mid-capture), and the same call outside the
+ * capture must make the blocks, run gemm_q8_0, and agree with the records
+ * result (different fold orders: relative to max |y|, within 1e-5). */
+static int case_mmq_capture(void)
+{
+    CU_CHECK(cu.cuStreamCreate(&g_stream, 0));
+    setenv("MEMRA_F16_BUDGET_MB", "0", 1);
+    const int m = 16, n = 256, k = 512, nb = k / 32;
+    uint8_t *q8 = malloc((size_t)n * nb * MEMRA_Q8_0_BYTES);
+    CHECK(q8 != NULL);
+    float *v = rand_x(n, k);
+    for (int64_t b = 0; b < (int64_t)n * nb; b++) memra_q8_0_encode(v + b * 32, q8 + b * MEMRA_Q8_0_BYTES);
+    free(v);
+    const memra_weight_desc d = {.struct_size = sizeof d, .format = MEMRA_FORMAT_Q8_0, .out_f = n, .in_f = k,
+                                 .data = q8, .size = (size_t)n * nb * MEMRA_Q8_0_BYTES, .name = "capture.q8_0"};
+    memra_weight *w = NULL;
+    CHECK_OK(memra_weight_create(g_rt, &d, &w));
+    CHECK_OK(memra_weight_prepare(w, g_dev));
+    int ok = 1;
+    const unsigned ops0 = memra_weight_operands(w, g_dev);
+    printf("operands after prepare: 0x%x (records %s, raw %s)\n", ops0, ops0 & MEMRA_OPERAND_Q8_0_RECORDS ? "yes" : "no",
+           ops0 & MEMRA_OPERAND_RAW ? "yes" : "no");
+    ok &= (ops0 & MEMRA_OPERAND_Q8_0_RECORDS) && !(ops0 & MEMRA_OPERAND_RAW);
+    float *x = rand_x(m, k);
+    memra_buffer *xd = NULL, *yd = NULL;
+    CHECK_OK(memra_buffer_create(g_dev, (size_t)m * k * 4, &xd));
+    CHECK_OK(memra_buffer_write(xd, 0, x, (size_t)m * k * 4));
+    CHECK_OK(memra_buffer_create(g_dev, (size_t)m * n * 4, &yd));
+    const uint64_t r0 = memra_ledger_hits(g_dev, MEMRA_OP_gemm_q8_0r, "mmq");
+    CHECK_OK(memra_matmul(g_dev, w, memra_buffer_ptr(xd), m, memra_buffer_ptr(yd), g_stream));
+    CU_CHECK(cu.cuStreamSynchronize(g_stream));
+    ok &= memra_ledger_hits(g_dev, MEMRA_OP_gemm_q8_0r, "mmq") > r0;
+    float *y1 = malloc((size_t)m * n * 4), *y2 = malloc((size_t)m * n * 4);
+    CHECK(y1 != NULL && y2 != NULL);
+    CHECK_OK(memra_buffer_read(yd, 0, y1, (size_t)m * n * 4));
+
+    CHECK_OK(memra_routing_configure(g_rt, NULL, "gemm_q8_0r"));
+    CU_CHECK(cu.cuStreamBeginCapture_v2(g_stream, 1 /* CU_STREAM_CAPTURE_MODE_THREAD_LOCAL */));
+    const memra_status st = memra_matmul(g_dev, w, memra_buffer_ptr(xd), m, memra_buffer_ptr(yd), g_stream);
+    char msg[512];
+    snprintf(msg, sizeof msg, "%s", memra_last_error());
+    CUgraph graph;
+    CU_CHECK(cu.cuStreamEndCapture(g_stream, &graph)); /* the capture must still be valid */
+    const int refused = st == MEMRA_STATUS_NOT_SUPPORTED && strstr(msg, "captured") != NULL;
+    printf("matmul in capture, gemm_q8_0r disabled: %s (%s)  %s\n", memra_status_str(st), msg,
+           refused ? "PASS" : "FAIL");
+    ok &= refused;
+    ok &= !(memra_weight_operands(w, g_dev) & MEMRA_OPERAND_RAW); /* nothing was built in the capture */
+
+    const uint64_t b0 = memra_ledger_hits(g_dev, MEMRA_OP_gemm_q8_0, "mmq");
+    CHECK_OK(memra_matmul(g_dev, w, memra_buffer_ptr(xd), m, memra_buffer_ptr(yd), g_stream));
+    CU_CHECK(cu.cuStreamSynchronize(g_stream));
+    CHECK_OK(memra_buffer_read(yd, 0, y2, (size_t)m * n * 4));
+    const int blocks = memra_ledger_hits(g_dev, MEMRA_OP_gemm_q8_0, "mmq") > b0 &&
+                       (memra_weight_operands(w, g_dev) & MEMRA_OPERAND_RAW);
+    double ymax = 0.0, dmax = 0.0;
+    for (int64_t e = 0; e < (int64_t)m * n; e++) {
+        ymax = fmax(ymax, fabs(y1[e]));
+        dmax = fmax(dmax, fabs((double)y1[e] - y2[e]));
+    }
+    const int agree = ymax > 0.0 && dmax <= 1e-5 * ymax;
+    printf("outside the capture: gemm_q8_0 on blocks made again %s; |records - blocks| max %.3g of max |y| %.3g  %s\n",
+           blocks ? "yes" : "no", dmax, ymax, blocks && agree ? "PASS" : "FAIL");
+    ok &= blocks && agree;
+    CHECK_OK(memra_routing_configure(g_rt, NULL, ""));
+    memra_buffer_destroy(xd), memra_buffer_destroy(yd);
+    memra_weight_destroy(w);
+    free(q8), free(x), free(y1), free(y2);
+    return ok;
+}
+
 static int expect_decline(const char *what, memra_op op, memra_op_args *a)
 {
     memra_status st = run(g_dev, op, a);
@@ -738,7 +812,7 @@ static int case_bench(int m)
 int main(int argc, char **argv)
 {
     if (argc < 2) {
-        fprintf(stderr, "usage: %s cvt|scale|dequant|nan_count|fp8_to_q8_0|gemm_f16|gemm_fp8|gemm_fp8_blk|graph|declines|bench [m]\n",
+        fprintf(stderr, "usage: %s cvt|scale|dequant|nan_count|fp8_to_q8_0|gemm_f16|gemm_fp8|gemm_fp8_blk|graph|declines|mmq_capture|bench [m]\n",
                 argv[0]);
         return 2;
     }
@@ -755,6 +829,7 @@ int main(int argc, char **argv)
     else if (strcmp(c, "gemm_fp8_blk") == 0) ok = case_gemm(LANE_FP8_BLK);
     else if (strcmp(c, "graph") == 0) ok = case_graph();
     else if (strcmp(c, "declines") == 0) ok = case_declines();
+    else if (strcmp(c, "mmq_capture") == 0) ok = case_mmq_capture();
     else if (strcmp(c, "bench") == 0) ok = case_bench(argc > 2 ? atoi(argv[2]) : 512);
     else {
         fprintf(stderr, "unknown case %s\n", c);
