@@ -196,7 +196,8 @@ memra_status memra__mmq_repack_q8_0(memra_call *call, memra_dptr src, int64_t ro
  * does not shrink); split-k adds its partial sums' traffic, (S + 1) m n
  * floats, at BYTES bytes per step. The constants are fitted to a sweep of
  * every tile x split on the H200 at the 27b sheet, m = 512 and 4096
- * (bench/RESULTS.md), where the model's pick is within 3% of the best.
+ * (bench/RESULTS.md), where the model's pick is within 3% of the best arm on
+ * 11 of the 12 shapes and 4.9% off on the twelfth (a 37 us kernel).
  * MEMRA_MMQ_BM=128|64 and MEMRA_MMQ_SPLIT=1..16 force either (sweeps, tests). */
 typedef struct q8r_plan {
     int mt; /* 4 or 2: 32 mt tokens per CTA */
