@@ -441,6 +441,15 @@ static void json_str_or_null(FILE *f, const char *s)
     else fprintf(f, "null");
 }
 
+/* ,"<key>_ms":[the times],"<key>_median_ms":median (null when there are none) */
+static void json_times_median(FILE *f, const char *key, const double *t, int64_t count)
+{
+    fprintf(f, ",\"%s_ms\":", key);
+    json_times(f, t, count);
+    if (count > 0) fprintf(f, ",\"%s_median_ms\":%.6g", key, tool_median(t, (size_t)count));
+    else fprintf(f, ",\"%s_median_ms\":null", key);
+}
+
 static void split_json(const bench *b, const mmq_split *sp, FILE *f)
 {
     const size_t n = (size_t)b->reps;
@@ -454,25 +463,17 @@ static void split_json(const bench *b, const mmq_split *sp, FILE *f)
     }
     fprintf(f, ",\"quant_module\":");
     tool_json_str(f, sp->qmod);
-    fprintf(f, ",\"quant_ms\":");
-    json_times(f, sp->tq, b->reps);
-    fprintf(f, ",\"quant_median_ms\":%.6g", tool_median(sp->tq, n));
+    json_times_median(f, "quant", sp->tq, b->reps);
     fprintf(f, ",\"gemm_op\":\"gemm_q8_0\",\"gemm_module\":");
     json_str_or_null(f, have_g ? sp->gmod : NULL);
-    fprintf(f, ",\"gemm_ms\":");
-    json_times(f, sp->tg, have_g ? b->reps : 0);
-    if (have_g) fprintf(f, ",\"gemm_median_ms\":%.6g", tool_median(sp->tg, n));
-    else fprintf(f, ",\"gemm_median_ms\":null");
+    json_times_median(f, "gemm", sp->tg, have_g ? b->reps : 0);
     fprintf(f, ",\"gemm_hits\":%llu,\"gemm_skipped\":", (unsigned long long)sp->hg);
     json_str_or_null(f, have_g ? NULL : sp->gskip);
     fprintf(f, ",\"records_op\":\"gemm_q8_0r\",\"records_module\":");
     json_str_or_null(f, have_r ? sp->rmod : NULL);
     fprintf(f, ",\"records_by\":");
     json_str_or_null(f, have_r ? sp->rby : NULL);
-    fprintf(f, ",\"records_gemm_ms\":");
-    json_times(f, sp->tr, have_r ? b->reps : 0);
-    if (have_r) fprintf(f, ",\"records_gemm_median_ms\":%.6g", tool_median(sp->tr, n));
-    else fprintf(f, ",\"records_gemm_median_ms\":null");
+    json_times_median(f, "records_gemm", sp->tr, have_r ? b->reps : 0);
     fprintf(f, ",\"records_gemm_hits\":%llu,\"records_skipped\":", (unsigned long long)sp->hr);
     json_str_or_null(f, have_r ? NULL : sp->rskip);
     if (have_r && have_g) fprintf(f, ",\"records_over_blocks\":%.6g", tool_median(sp->tr, n) / tool_median(sp->tg, n));

@@ -483,6 +483,28 @@ static void gemm_row_result(row *r, uint64_t bad, uint64_t stray, int64_t nrow, 
     r->result = (bad == 0 && stray == 0 && r->hits > 0) ? "PASS" : "FAIL";
 }
 
+/* Run g on the module under check into y, counting its ledger hits into r.
+ * 1 when it ran; 0 with r set DECLINED (note: decline_prefix + the reason) or
+ * failed (fail_note with `what`). */
+static int run_module_gemm(checker *c, const gemm_io *g, float *y, row *r, const char *decline_prefix,
+                           const char *what)
+{
+    const char *why = NULL;
+    const uint64_t h0 = memra_ledger_hits(c->dev, g->op, c->module);
+    const memra_status st = exec_gemm(c->dev, c->module, g, y, &why);
+    r->hits = memra_ledger_hits(c->dev, g->op, c->module) - h0;
+    if (st == MEMRA_STATUS_DECLINED) {
+        r->result = "DECLINED";
+        snprintf(r->note, sizeof r->note, "%s%s", decline_prefix, why);
+        return 0;
+    }
+    if (st != MEMRA_STATUS_OK) {
+        fail_note(r, what, st);
+        return 0;
+    }
+    return 1;
+}
+
 /* gemm_q8_0r's cross-check: the same module's gemm_q8_0 on the Q8_0 blocks the
  * records came from, same activation records, same output placement; y_r is
  * gemm_q8_0r's output. Judged per element by |y_r - y_blocks| / mass against
@@ -508,19 +530,7 @@ static void cross_case(checker *c, const gemm_data *d, const gemm_io *gr, const 
     g.op = MEMRA_OP_gemm_q8_0;
     g.w = d->w;
     g.w_bytes = d->w_bytes;
-    const char *why = NULL;
-    const uint64_t h0 = memra_ledger_hits(c->dev, MEMRA_OP_gemm_q8_0, c->module);
-    memra_status st = exec_gemm(c->dev, c->module, &g, y, &why);
-    r.hits = memra_ledger_hits(c->dev, MEMRA_OP_gemm_q8_0, c->module) - h0;
-    if (st == MEMRA_STATUS_DECLINED) {
-        r.result = "DECLINED";
-        snprintf(r.note, sizeof r.note, "gemm_q8_0 declined: %s", why);
-        goto done;
-    }
-    if (st != MEMRA_STATUS_OK) {
-        fail_note(&r, "gemm_q8_0", st);
-        goto done;
-    }
+    if (!run_module_gemm(c, &g, y, &r, "gemm_q8_0 declined: ", "gemm_q8_0")) goto done;
     for (int64_t s = 0; s < nrow; s++)
         for (int64_t j = 0; j < n; j++) want[s * n + j] = y[(off + rows[s]) * ldy + j];
     const uint64_t bad = judge_rows(&r, y_r, off, ldy, rows, nrow, n, want, mass);
@@ -577,19 +587,8 @@ static void gemm_case(checker *c, gemm_data *d, int64_t m, int variant)
     gemm_io g = {.op = op, .m = (int32_t)m, .n = (int32_t)n, .k = (int32_t)k, .x = xo, .x_bytes = xb,
                  .x_is_f16 = x_is_f16, .w = wmod, .w_bytes = wop_bytes, .grid = d->grid,
                  .grid_count = d->grid_count, .w_scale = d->w_scale, .alpha = alpha, .off = off, .ldy = ldy};
-    const char *why = NULL;
-    uint64_t h0 = memra_ledger_hits(c->dev, op, c->module);
-    memra_status st = exec_gemm(c->dev, c->module, &g, y, &why);
-    r.hits = memra_ledger_hits(c->dev, op, c->module) - h0;
-    if (st == MEMRA_STATUS_DECLINED) {
-        r.result = "DECLINED";
-        snprintf(r.note, sizeof r.note, "%s", why);
-        goto done;
-    }
-    if (st != MEMRA_STATUS_OK) {
-        fail_note(&r, "module", st);
-        goto done;
-    }
+    if (!run_module_gemm(c, &g, y, &r, "", "module")) goto done;
+    memra_status st;
     for (int64_t s = 0; s < nrow; s++) rows[s] = nrow == m ? s : s * (m - 1) / (SAMPLE_ROWS - 1);
     for (int64_t s = 0; s < nrow; s++) memcpy(xsub + s * k, d->x + rows[s] * k, (size_t)k * sizeof(float));
 
