@@ -8,6 +8,9 @@
 #   BENCH  memra bench 27b at m = 512 and 4096 (each call alone, and --batch 8)
 #          with JSON receipts; accprobe
 #   NCU    ncu on the first three gemm_q8_0r launches of a sweep (off by default)
+#   KDUR   ncu's gpu__time_duration of every quant_q8_1 / gemm_q8_0r / splitk_sum
+#          launch of `memra bench 27b --m 512` (off by default)
+# SWEEP_M limits the sweep to one m; TAG (default e) names the receipts.
 # Logs and receipts go to $OUT as two tars (logs.tar, receipts.tar) plus
 # summary.txt; the summary and the sweep table are printed last.
 set -u
@@ -32,26 +35,26 @@ export MEMRA_CACHE_DIR=/tmp/memra-jit-cache
     done
   fi
   if [ "${SWEEP:-1}" = 1 ]; then
-    t=$SECONDS; timeout 600 $T sweep > "$L/sweep.log" 2>&1; echo "sweep: exit $? in $((SECONDS - t)) s"
+    t=$SECONDS; timeout 600 $T sweep ${SWEEP_M:-} > "$L/sweep.log" 2>&1; echo "sweep: exit $? in $((SECONDS - t)) s"
   fi
   if [ "${FULL:-1}" = 1 ]; then
     (cd $B && timeout 500 ctest -L '^gpu$' --timeout 300 > "$L/ctest_gpu.log" 2>&1); echo "ctest -L gpu: exit $?"
     grep -E "tests passed|Failed|\*\*\*" "$L/ctest_gpu.log" | head -12
-    timeout 400 $M check --device 0 --json $R/check_h200_e.json > "$L/check.log" 2>&1; echo "memra check --device 0: exit $?"
+    timeout 400 $M check --device 0 --json $R/check_h200_${TAG:-e}.json > "$L/check.log" 2>&1; echo "memra check --device 0: exit $?"
     grep -E "passed, " "$L/check.log"
     MEMRA_ARCH=sm120 timeout 300 $M check --device 0 --quick > "$L/check_sm120.log" 2>&1; echo "check (forced sm120): exit $?"
     grep -E "passed, " "$L/check_sm120.log"
   fi
   if [ "${BENCH:-1}" = 1 ]; then
     for mm in 512 4096; do
-      timeout 200 $M bench 27b --m $mm --json $R/bench_27b_m${mm}_e.json > "$L/bench_27b_m$mm.txt" 2>&1
+      timeout 200 $M bench 27b --m $mm --json $R/bench_27b_m${mm}_${TAG:-e}.json > "$L/bench_27b_m$mm.txt" 2>&1
       echo "memra bench 27b m=$mm: exit $?"
-      timeout 200 $M bench 27b --m $mm --batch 8 --reps 10 --json $R/bench_27b_m${mm}_batch8_e.json \
+      timeout 200 $M bench 27b --m $mm --batch 8 --reps 10 --json $R/bench_27b_m${mm}_batch8_${TAG:-e}.json \
         > "$L/bench_27b_m${mm}_batch8.txt" 2>&1
       echo "memra bench 27b m=$mm --batch 8: exit $?"
     done
     for d in wide mid; do
-      timeout 100 $M bench accprobe 512 20 27b --dist $d --json $R/accprobe_27b_m512_${d}_e.json > "$L/accprobe_$d.txt" 2>&1
+      timeout 100 $M bench accprobe 512 20 27b --dist $d --json $R/accprobe_27b_m512_${d}_${TAG:-e}.json > "$L/accprobe_$d.txt" 2>&1
       echo "accprobe $d: exit $?"
     done
   fi
@@ -61,6 +64,22 @@ if [ "${NCU:-0}" = 1 ] && command -v ncu >/dev/null; then
     --section MemoryWorkloadAnalysis --section WarpStateStats --section SchedulerStats \
     -k regex:memra_k_gemm_q8_0r -c 3 $T sweep 4096 0 > "$L/ncu.txt" 2>&1
   echo "ncu: exit $?" >> "$S"
+fi
+if [ "${KDUR:-0}" = 1 ] && command -v ncu >/dev/null; then
+  timeout 200 ncu --clock-control none --metrics gpu__time_duration.sum --csv \
+    -k regex:'memra_k_(quant_q8_1|gemm_q8_0r|splitk_sum)' $M bench 27b --m 512 --reps 2 --warmup 1 > "$L/kdur.csv" 2>&1
+  echo "ncu kdur: exit $?" >> "$S"
+  python3 - "$L/kdur.csv" >> "$S" <<'PY' || true
+import csv, sys, collections
+rows = [r for r in csv.reader(open(sys.argv[1])) if len(r) > 10]
+h = rows[0]; ki = h.index("Kernel Name"); vi = h.index("Metric Value"); gi = h.index("Grid Size") if "Grid Size" in h else None
+d = collections.OrderedDict()
+for r in rows[1:]:
+    key = (r[ki].split("(")[0], r[gi] if gi is not None else "")
+    d.setdefault(key, []).append(float(r[vi].replace(",", "")))
+for (k, g), v in d.items():
+    v.sort(); print("KDUR %-28s grid %-16s n=%-3d median %.2f us" % (k, g, len(v), v[len(v) // 2] / 1000.0))
+PY
 fi
 echo "== total $((SECONDS - t0)) s" >> "$S"
 tar -C $L -cf "$OUT/logs.tar" .

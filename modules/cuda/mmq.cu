@@ -537,16 +537,16 @@ __device__ __forceinline__ void q2_step(float acc[MT][4][4], const unsigned char
     }
 }
 
-/* The thread's outputs of a warp's 16 MT x 32 sub-tile whose first row and
+/* The thread's outputs of a warp's 16 MT x 8 NT sub-tile whose first row and
  * column are wi0, wj0: out[i * ld + j] = f * acc for (i, j) inside m x n. */
-template <int MT>
-__device__ __forceinline__ void q2_store(const float (&acc)[MT][4][4], float *out, long long ld, float f, int m, int n,
+template <int MT, int NT = 4>
+__device__ __forceinline__ void q2_store(const float (&acc)[MT][NT][4], float *out, long long ld, float f, int m, int n,
                                          int wi0, int wj0, int lane)
 {
 #pragma unroll
     for (int mt = 0; mt < MT; mt++)
 #pragma unroll
-        for (int nt = 0; nt < 4; nt++)
+        for (int nt = 0; nt < NT; nt++)
 #pragma unroll
             for (int e = 0; e < 4; e++) {
                 const int i = wi0 + mt * 16 + (lane >> 2) + 8 * (e >> 1);
@@ -638,13 +638,15 @@ static_assert(Q2_SMEM_BYTES(4) <= MMQ_SMEM_BYTES, "v2 tile must fit the loader's
  *    G (z+1) / S - 1). With S > 1 each slice writes its raw sums to
  *    part[z][m][n] and memra_k_splitk_sum adds the slices in order z = 0..S-1
  *    and scales by alpha: deterministic, one more rounding per slice.
- * CTA: 256 threads as 2 x 4 warps; 32 MT tokens x 128 rows; warp 16 MT x 32
- * (MT m16 tiles x 4 n8 tiles). Shared memory 3 x (32 MT + 128) x 144 bytes:
- * 110592 at MT = 4 (two CTAs per SM on sm_90), 82944 at MT = 2. */
+ * CTA: 256 threads as 2 x 4 warps; 32 MT tokens x 32 NT rows; warp 16 MT x 8 NT
+ * (MT m16 tiles x NT n8 tiles), NT = 4 (128 rows) or 3 (96 rows: more CTAs
+ * where 128-row tiles leave SMs idle). Shared memory 3 x (32 MT + 32 NT) x 144
+ * bytes: 110592 at MT = 4, NT = 4 (two CTAs per SM on sm_90), 82944 at 2 / 4,
+ * 96768 at 4 / 3, 69120 at 2 / 3. */
 #define R3_STAGES 3
 #define R3_A_BYTES(MT) (32 * (MT) * MMQ_ROW)
-#define R3_STAGE_BYTES(MT) (R3_A_BYTES(MT) + MMQ_BN * MMQ_ROW)
-#define R3_SMEM_BYTES(MT) (R3_STAGES * R3_STAGE_BYTES(MT))
+#define R3_STAGE_BYTES(MT, NT) (R3_A_BYTES(MT) + 32 * (NT) * MMQ_ROW)
+#define R3_SMEM_BYTES(MT, NT) (R3_STAGES * R3_STAGE_BYTES(MT, NT))
 
 extern "C" __global__ void __launch_bounds__(256)
 memra_k_repack_q8_0(const unsigned char *__restrict__ src, long long rows, int cols, unsigned char *__restrict__ dst)
@@ -675,6 +677,11 @@ __device__ __forceinline__ void ldmatrix_x4_at(uint32_t r[4], uint32_t addr)
     asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
                  : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
                  : "r"(addr));
+}
+
+__device__ __forceinline__ void ldmatrix_x2_at(uint32_t r[2], uint32_t addr)
+{
+    asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0,%1}, [%2];\n" : "=r"(r[0]), "=r"(r[1]) : "r"(addr));
 }
 
 __device__ __forceinline__ void cp_async16_at(uint32_t dst, const void *src)
@@ -712,18 +719,21 @@ __device__ __forceinline__ void r3_copy_run(unsigned char *S, const unsigned cha
     }
 }
 
-/* One 128-deep step of the warp's 16 MT x 32 sub-tile out of one stage slot.
+/* One 128-deep step of the warp's 16 MT x 8 NT sub-tile out of one stage slot.
  * sa / sb: the thread's ldmatrix addresses in the slot at block 0; ax / bw: its
- * scale rows (token lane/4 of m16 tile 0; weight row 2 (lane%4) of n8 tile 0). */
-template <int MT>
-__device__ __forceinline__ void r3_step(float (&acc)[MT][4][4], uint32_t sa, uint32_t sb, const float *ax,
+ * scale rows (token lane/4 of m16 tile 0; weight row 2 (lane%4) of n8 tile 0).
+ * B fragments come in pairs of n8 tiles (ldmatrix x4); an odd NT takes its
+ * last n8 tile with ldmatrix x2 (lanes 0-15's addresses, which the x4 formula
+ * gives rows 0-7 at both k halves). */
+template <int MT, int NT>
+__device__ __forceinline__ void r3_step(float (&acc)[MT][NT][4], uint32_t sa, uint32_t sb, const float *ax,
                                         const float *bw)
 {
 #pragma unroll 1
     for (int g = 0; g < 4; g++) {
-        uint32_t b[4][2];
+        uint32_t b[NT][2];
 #pragma unroll
-        for (int np = 0; np < 2; np++) {
+        for (int np = 0; np < NT / 2; np++) {
             uint32_t r[4];
             ldmatrix_x4_at(r, sb + np * 16 * MMQ_ROW + g * 32);
             b[2 * np][0] = r[0];
@@ -731,9 +741,10 @@ __device__ __forceinline__ void r3_step(float (&acc)[MT][4][4], uint32_t sa, uin
             b[2 * np + 1][0] = r[2];
             b[2 * np + 1][1] = r[3];
         }
-        float sw[4][2], mw[4][2];
+        if (NT % 2 != 0) ldmatrix_x2_at(b[NT - 1], sb + (NT - 1) * 8 * MMQ_ROW + g * 32);
+        float sw[NT][2], mw[NT][2];
 #pragma unroll
-        for (int nt = 0; nt < 4; nt++)
+        for (int nt = 0; nt < NT; nt++)
 #pragma unroll
             for (int c = 0; c < 2; c++) {
                 sw[nt][c] = bw[(nt * 8 + c) * (MMQ_ROW / 4) + g];
@@ -745,7 +756,7 @@ __device__ __forceinline__ void r3_step(float (&acc)[MT][4][4], uint32_t sa, uin
             ldmatrix_x4_at(a, sa + mt * 16 * MMQ_ROW + g * 32);
             const float sx0 = ax[mt * 16 * (MMQ_ROW / 4) + g], sx1 = ax[(mt * 16 + 8) * (MMQ_ROW / 4) + g];
 #pragma unroll
-            for (int nt = 0; nt < 4; nt++) {
+            for (int nt = 0; nt < NT; nt++) {
                 float d[4];
                 mma_k32<MMQ_KIND_S8>(d, a, b[nt][0], b[nt][1]);
                 acc[mt][nt][0] = fmaf(sx0, fmaf(d[0], sw[nt][0], mw[nt][0]), acc[mt][nt][0]);
@@ -757,31 +768,32 @@ __device__ __forceinline__ void r3_step(float (&acc)[MT][4][4], uint32_t sa, uin
     }
 }
 
-template <int MT>
+template <int MT, int NT>
 __device__ __forceinline__ void gemm_q8_0r_body(const unsigned char *__restrict__ wr, const unsigned char *__restrict__ xq,
                                                 float *__restrict__ y, int m, int n, int k, long long ldy, float alpha,
                                                 float *__restrict__ part)
 {
     extern __shared__ __align__(16) unsigned char r3_smem[];
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, wm = warp & 1, wn = warp >> 1;
-    const int i0 = blockIdx.x * 32 * MT, j0 = blockIdx.y * MMQ_BN;
+    constexpr int BN = 32 * NT;
+    const int i0 = blockIdx.x * 32 * MT, j0 = blockIdx.y * BN;
     const int G = (k + 127) / 128, S = (int)gridDim.z, z = (int)blockIdx.z;
     const int g0 = (int)((long long)G * z / S), nk = (int)((long long)G * (z + 1) / S) - g0;
-    const int arows = min(32 * MT, m - i0), brows = min(MMQ_BN, n - j0);
+    const int arows = min(32 * MT, m - i0), brows = min(BN, n - j0);
 
-    float acc[MT][4][4];
+    float acc[MT][NT][4];
 #pragma unroll
     for (int mt = 0; mt < MT; mt++)
 #pragma unroll
-        for (int nt = 0; nt < 4; nt++)
+        for (int nt = 0; nt < NT; nt++)
 #pragma unroll
             for (int e = 0; e < 4; e++) acc[mt][nt][e] = 0.0f;
 
     /* per-thread offsets inside a stage slot */
     const int a_off = (wm * 16 * MT + (lane & 15)) * MMQ_ROW + 16 + (lane >> 4) * 16;
-    const int b_off = R3_A_BYTES(MT) + (wn * 32 + (lane & 7) + (lane >> 4) * 8) * MMQ_ROW + 16 + ((lane >> 3) & 1) * 16;
+    const int b_off = R3_A_BYTES(MT) + (wn * 8 * NT + (lane & 7) + (lane >> 4) * 8) * MMQ_ROW + 16 + ((lane >> 3) & 1) * 16;
     const int ax_off = (wm * 16 * MT + (lane >> 2)) * MMQ_ROW;
-    const int bw_off = R3_A_BYTES(MT) + (wn * 32 + (lane & 3) * 2) * MMQ_ROW;
+    const int bw_off = R3_A_BYTES(MT) + (wn * 8 * NT + (lane & 3) * 2) * MMQ_ROW;
     const uint32_t base = smem_u32(r3_smem);
 
     /* the sources of step g are recomputed from the kernel parameters at each
@@ -790,21 +802,21 @@ __device__ __forceinline__ void gemm_q8_0r_body(const unsigned char *__restrict_
 #define R3_COPY_STEP(slot, g)                                                                               \
     do {                                                                                                    \
         r3_copy_run<32 * MT>((slot), xq + ((long long)(g) * m + i0) * MMQ_ROW, arows);                      \
-        r3_copy_run<MMQ_BN>((slot) + R3_A_BYTES(MT), wr + ((long long)(g) * n + j0) * MMQ_ROW, brows);      \
+        r3_copy_run<BN>((slot) + R3_A_BYTES(MT), wr + ((long long)(g) * n + j0) * MMQ_ROW, brows);          \
     } while (0)
 #pragma unroll
     for (int s = 0; s < R3_STAGES - 1; s++) {
-        if (s < nk) R3_COPY_STEP(r3_smem + s * R3_STAGE_BYTES(MT), g0 + s);
+        if (s < nk) R3_COPY_STEP(r3_smem + s * R3_STAGE_BYTES(MT, NT), g0 + s);
         cp_async_commit();
     }
     int cur = 0, nxt = R3_STAGES - 1;
     for (int kt = 0; kt < nk; kt++) {
         cp_async_wait<R3_STAGES - 2>();
         __syncthreads(); /* step kt landed for every thread; every warp is past step kt-1 */
-        if (kt + R3_STAGES - 1 < nk) R3_COPY_STEP(r3_smem + nxt * R3_STAGE_BYTES(MT), g0 + kt + R3_STAGES - 1);
+        if (kt + R3_STAGES - 1 < nk) R3_COPY_STEP(r3_smem + nxt * R3_STAGE_BYTES(MT, NT), g0 + kt + R3_STAGES - 1);
         cp_async_commit();
-        const int so = cur * R3_STAGE_BYTES(MT);
-        r3_step<MT>(acc, base + so + a_off, base + so + b_off, reinterpret_cast<const float *>(r3_smem + so + ax_off),
+        const int so = cur * R3_STAGE_BYTES(MT, NT);
+        r3_step<MT, NT>(acc, base + so + a_off, base + so + b_off, reinterpret_cast<const float *>(r3_smem + so + ax_off),
                     reinterpret_cast<const float *>(r3_smem + so + bw_off));
         cur = cur == R3_STAGES - 1 ? 0 : cur + 1;
         nxt = nxt == R3_STAGES - 1 ? 0 : nxt + 1;
@@ -813,26 +825,27 @@ __device__ __forceinline__ void gemm_q8_0r_body(const unsigned char *__restrict_
     cp_async_wait<0>();
 
     float *out = S == 1 ? y : part + (long long)z * m * n;
-    q2_store<MT>(acc, out, S == 1 ? ldy : n, S == 1 ? alpha : 1.0f, m, n, i0 + wm * 16 * MT, j0 + wn * 32, lane);
+    q2_store<MT, NT>(acc, out, S == 1 ? ldy : n, S == 1 ? alpha : 1.0f, m, n, i0 + wm * 16 * MT, j0 + wn * 8 * NT, lane);
 }
 
 /* w: Q8_0 records (16-byte aligned), xq: q8_1 records, y as gemm_q8_0; _mt4 / _mt2:
- * 128 / 64 tokens per CTA (one entry point each, so each gets its own register
- * allocation); gridDim.z: split-k slices, part: f32 [gridDim.z x m x n] when
- * gridDim.z > 1. Dynamic shared memory R3_SMEM_BYTES(4) / R3_SMEM_BYTES(2). */
-extern "C" __global__ void __launch_bounds__(MMQ_THREADS, 2)
-memra_k_gemm_q8_0r_mt4(const unsigned char *__restrict__ w, const unsigned char *__restrict__ xq, float *__restrict__ y,
-                       int m, int n, int k, long long ldy, float alpha, float *__restrict__ part)
-{
-    gemm_q8_0r_body<4>(w, xq, y, m, n, k, ldy, alpha, part);
-}
-
-extern "C" __global__ void __launch_bounds__(MMQ_THREADS, 2)
-memra_k_gemm_q8_0r_mt2(const unsigned char *__restrict__ w, const unsigned char *__restrict__ xq, float *__restrict__ y,
-                       int m, int n, int k, long long ldy, float alpha, float *__restrict__ part)
-{
-    gemm_q8_0r_body<2>(w, xq, y, m, n, k, ldy, alpha, part);
-}
+ * 128 / 64 tokens per CTA, 128 weight rows; _mt4n3 / _mt2n3: the same with 96
+ * weight rows (one entry point each, so each gets its own register
+ * allocation); gridDim.y = ceil(n / rows), gridDim.z: split-k slices, part: f32
+ * [gridDim.z x m x n] when gridDim.z > 1. Dynamic shared memory
+ * R3_SMEM_BYTES(MT, NT). */
+#define R3_ENTRY(NAME, MT, NT)                                                                                        \
+    extern "C" __global__ void __launch_bounds__(MMQ_THREADS, 2)                                                     \
+        NAME(const unsigned char *__restrict__ w, const unsigned char *__restrict__ xq, float *__restrict__ y, int m, \
+             int n, int k, long long ldy, float alpha, float *__restrict__ part)                                      \
+    {                                                                                                                 \
+        gemm_q8_0r_body<MT, NT>(w, xq, y, m, n, k, ldy, alpha, part);                                                 \
+    }
+R3_ENTRY(memra_k_gemm_q8_0r_mt4, 4, 4)
+R3_ENTRY(memra_k_gemm_q8_0r_mt2, 2, 4)
+R3_ENTRY(memra_k_gemm_q8_0r_mt4n3, 4, 3)
+R3_ENTRY(memra_k_gemm_q8_0r_mt2n3, 2, 3)
+#undef R3_ENTRY
 
 /* y[i, j] = alpha * (part[0][i][j] + part[1][i][j] + ... + part[S-1][i][j]),
  * the slices added in order. Rows blockIdx.y, blockIdx.y + gridDim.y, ...;
@@ -850,7 +863,9 @@ memra_k_splitk_sum(const float *__restrict__ part, int S, int m, int n, float *_
         }
 }
 
-static_assert(R3_SMEM_BYTES(4) == 110592 && R3_SMEM_BYTES(2) == 82944, "mmq_ops.c tables these sizes");
+static_assert(R3_SMEM_BYTES(4, 4) == 110592 && R3_SMEM_BYTES(2, 4) == 82944 && R3_SMEM_BYTES(4, 3) == 96768 &&
+                  R3_SMEM_BYTES(2, 3) == 69120,
+              "mmq_gpu.h tables these sizes");
 
 /* ---- the accumulator probe --------------------------------------------------------- */
 

@@ -164,6 +164,13 @@ static memra_status get_fn(memra__mmq *q, int f, const char *kernel, int smem, C
     return MEMRA_STATUS_OK;
 }
 
+const memra__mmq_r3_tile memra__mmq_r3_tiles[MEMRA__MMQ_R3_TILES] = {
+    {"memra_k_gemm_q8_0r_mt4", 128, 128, 110592},
+    {"memra_k_gemm_q8_0r_mt2", 64, 128, 82944},
+    {"memra_k_gemm_q8_0r_mt4n3", 128, 96, 96768},
+    {"memra_k_gemm_q8_0r_mt2n3", 64, 96, 69120},
+};
+
 static memra_status load_all(memra__mmq *q, unsigned families, int mx)
 {
     memra_status st = MEMRA_STATUS_OK;
@@ -177,13 +184,11 @@ static memra_status load_all(memra__mmq *q, unsigned families, int mx)
             st = get_fn(q, 0, probes[a], MEMRA__MMQ_SMEM_BYTES, &q->probe[a]);
         if (st == MEMRA_STATUS_OK) st = get_fn(q, 0, "memra_k_repack_q8_0", 0, &q->repack_q8_0);
         if (st == MEMRA_STATUS_OK) st = get_fn(q, 0, "memra_k_splitk_sum", 0, &q->splitk_sum);
-        /* the 128-token tile only where its shared memory fits (not on sm_120's 99 KB) */
-        if (st == MEMRA_STATUS_OK && (q->caps->smem_per_block_optin == 0 ||
-                                     q->caps->smem_per_block_optin >= MEMRA__MMQ_R3_SMEM_MT4))
-            st = get_fn(q, 0, "memra_k_gemm_q8_0r_mt4", MEMRA__MMQ_R3_SMEM_MT4, &q->gemm_q8_0r[0]);
-        if (st == MEMRA_STATUS_OK && (q->caps->smem_per_block_optin == 0 ||
-                                     q->caps->smem_per_block_optin >= MEMRA__MMQ_R3_SMEM_MT2))
-            st = get_fn(q, 0, "memra_k_gemm_q8_0r_mt2", MEMRA__MMQ_R3_SMEM_MT2, &q->gemm_q8_0r[1]);
+        /* each gemm_q8_0r tile only where its shared memory fits (sm_120's 99 KB
+         * takes all but the 128 x 128 one) */
+        for (int t = 0; t < MEMRA__MMQ_R3_TILES && st == MEMRA_STATUS_OK; t++)
+            if (q->caps->smem_per_block_optin == 0 || q->caps->smem_per_block_optin >= memra__mmq_r3_tiles[t].smem)
+                st = get_fn(q, 0, memra__mmq_r3_tiles[t].kernel, (int)memra__mmq_r3_tiles[t].smem, &q->gemm_q8_0r[t]);
         if (st != MEMRA_STATUS_OK) return st;
     }
     if (families & (MEMRA__MMQ_FAM_FP8BLK | MEMRA__MMQ_FAM_FP8BLK_MX)) {

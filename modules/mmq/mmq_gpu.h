@@ -39,9 +39,16 @@ extern const size_t memra__mmq_image_count;
 #define MEMRA__MMQ_SLOT_XQ 40 /* gemm_fp8_blk: e4m3 activation */
 #define MEMRA__MMQ_SLOT_XS 41 /* gemm_fp8_blk: activation scales */
 #define MEMRA__MMQ_SLOT_PART 42 /* gemm_q8_0r: split-k partial sums */
-/* Dynamic shared memory of memra_k_gemm_q8_0r_mt4 / _mt2 (R3_SMEM_BYTES in mmq.cu). */
-#define MEMRA__MMQ_R3_SMEM_MT4 110592
-#define MEMRA__MMQ_R3_SMEM_MT2 82944
+/* The gemm_q8_0r tiles: mmq.cu's entry points, tokens x weight rows per CTA,
+ * dynamic shared memory (R3_SMEM_BYTES(MT, NT) there, checked by a
+ * static_assert). Index order is the loader's and the plan's. */
+#define MEMRA__MMQ_R3_TILES 4
+typedef struct memra__mmq_r3_tile {
+    const char *kernel;
+    int bm, bn;
+    unsigned smem;
+} memra__mmq_r3_tile;
+extern const memra__mmq_r3_tile memra__mmq_r3_tiles[MEMRA__MMQ_R3_TILES];
 
 typedef struct memra__mmq {
     const memra_host_services *host;
@@ -55,7 +62,7 @@ typedef struct memra__mmq {
     unsigned families;
     CUfunction quant_q8_1, gemm_q8_0, probe[3];
     CUfunction repack_q8_0, splitk_sum;
-    CUfunction gemm_q8_0r[2]; /* [0] 128 tokens per CTA (NULL when its shared memory does not fit), [1] 64 */
+    CUfunction gemm_q8_0r[MEMRA__MMQ_R3_TILES]; /* memra__mmq_r3_tiles[i]'s kernel, NULL where its shared memory does not fit */
     CUfunction fp8blk_quant, fp8blk_gemm;
     memra__fp8blk_variant fp8blk_variant;
     memra__fp8blk_tile fp8blk_tile; /* the tile the loaded gemm kernel was compiled with */

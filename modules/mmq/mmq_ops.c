@@ -176,8 +176,9 @@ memra_status memra__mmq_repack_q8_0(memra_call *call, memra_dptr src, int64_t ro
         return decline(call, "repack_q8_0: needs a 2-byte aligned Q8_0 source and 16-byte aligned records");
     /* records this module's gemm_q8_0r could never read are not made (the core
      * then keeps the blocks for gemm_q8_0) */
-    if (q->gemm_q8_0r[0] == NULL && q->gemm_q8_0r[1] == NULL)
-        return decline(call, "repack_q8_0: no gemm_q8_0r tile fits this device's shared memory");
+    int tiles = 0;
+    for (int t = 0; t < MEMRA__MMQ_R3_TILES; t++) tiles += q->gemm_q8_0r[t] != NULL;
+    if (tiles == 0) return decline(call, "repack_q8_0: no gemm_q8_0r tile fits this device's shared memory");
     if ((rows + 127) / 128 > 65535) return decline(call, "repack_q8_0: rows above 65535 tiles of 128 (gemm_q8_0r's limit)");
     long long r = rows;
     int c = (int)cols;
@@ -187,55 +188,65 @@ memra_status memra__mmq_repack_q8_0(memra_call *call, memra_dptr src, int64_t ro
 }
 
 /* The tile and the split-k count of one gemm_q8_0r call, from a model of
- * the time in "paired steps" (one k step of a CTA that shares its SM with a
- * second one): C = tiles x S CTAs spread over the SMs, two resident at a
- * time, so the busiest SM runs ceil(C / SMs) of them, in pairs, and a last
- * odd one alone at LONE of a paired step's time (it has the SM to itself);
- * each CTA runs ceil(G / S) steps plus FILL for its pipeline's fill and
- * drain; a 64-token CTA's step costs MT2 of a 128-token one (the weight tile
- * does not shrink); split-k adds its partial sums' traffic, (S + 1) m n
- * floats, at BYTES bytes per step. The constants are fitted to a sweep of
- * every tile x split on the H200 at the 27b sheet, m = 512 and 4096
- * (bench/RESULTS.md), where the model's pick is within 3% of the best arm on
- * 11 of the 12 shapes and 4.9% off on the twelfth (a 37 us kernel).
- * MEMRA_MMQ_BM=128|64 and MEMRA_MMQ_SPLIT=1..16 force either (sweeps, tests). */
+ * the time in "paired steps" (one k step of a 128 x 128 CTA that shares its SM
+ * with a second one): C = tiles x S CTAs spread over the SMs, two resident at
+ * a time where two fit (one otherwise), so the busiest SM runs ceil(C / SMs)
+ * of them, in pairs, and a last odd one alone at LONE of a paired step's time
+ * (it has the SM to itself); each CTA runs ceil(G / S) steps plus FILL for its
+ * pipeline's fill and drain; a step of a smaller tile costs k_q8r_step of a
+ * 128 x 128 one (the token tile's copy does not shrink with the rows, nor the
+ * weight tile's with the tokens); split-k adds its partial sums' traffic,
+ * (S + 1) m n floats, at BYTES bytes per step. The constants are fitted to a
+ * sweep of every tile x split on the H200 at the 27b sheet, m = 512 and 4096
+ * (`test_mmq_ops sweep`, bench/RESULTS.md). MEMRA_MMQ_BM=128|64,
+ * MEMRA_MMQ_BN=128|96 and MEMRA_MMQ_SPLIT=1..16 force the choice (sweeps,
+ * tests). tile = -1: no tile can take the shape. */
 typedef struct q8r_plan {
-    int mt; /* 4 or 2: 32 mt tokens per CTA */
+    int tile; /* index into memra__mmq_r3_tiles */
     int split;
 } q8r_plan;
 
 #define Q8R_FILL 0.5
 #define Q8R_LONE 0.6
-#define Q8R_MT2 0.55
 #define Q8R_BYTES 5.0e6
 #define Q8R_PART_MAX (256.0 * 1024 * 1024) /* bytes of split-k partial sums the plan may ask for */
+static const double k_q8r_step[MEMRA__MMQ_R3_TILES] = {1.0, 0.55, 0.78, 0.45};
 
 static q8r_plan plan_q8_0r(const memra__mmq *q, int m, int n, int k)
 {
-    const char *eb = getenv("MEMRA_MMQ_BM"), *es = getenv("MEMRA_MMQ_SPLIT");
-    const int fb = eb ? atoi(eb) : 0, fs = es ? atoi(es) : 0;
+    const char *eb = getenv("MEMRA_MMQ_BM"), *en = getenv("MEMRA_MMQ_BN"), *es = getenv("MEMRA_MMQ_SPLIT");
+    const int fb = eb ? atoi(eb) : 0, fn = en ? atoi(en) : 0, fs = es ? atoi(es) : 0;
     const int64_t sms = q->caps->sm_count > 0 ? q->caps->sm_count : 16;
-    const int64_t G = ((int64_t)k + 127) / 128, tn = ((int64_t)n + 127) / 128;
-    q8r_plan best = {q->gemm_q8_0r[0] ? 4 : 2, 1};
+    const int64_t G = ((int64_t)k + 127) / 128;
+    const size_t optin = q->caps->smem_per_block_optin;
+    q8r_plan best = {-1, 1}, any = {-1, 1};
     double best_cost = -1.0;
-    for (int mt = 4; mt >= 2; mt /= 2) {
-        if (q->gemm_q8_0r[mt == 4 ? 0 : 1] == NULL || (fb != 0 && fb != 32 * mt)) continue;
-        const int64_t tiles = ((int64_t)m + 32 * mt - 1) / (32 * mt) * tn;
+    for (int t = 0; t < MEMRA__MMQ_R3_TILES; t++) {
+        const memra__mmq_r3_tile *tl = &memra__mmq_r3_tiles[t];
+        const int64_t ty = ((int64_t)n + tl->bn - 1) / tl->bn;
+        if (q->gemm_q8_0r[t] == NULL || ty > 65535) continue;
+        if (any.tile < 0) any.tile = t;
+        if ((fb != 0 && fb != tl->bm) || (fn != 0 && fn != tl->bn)) continue;
+        const int two = optin == 0 || optin >= 2 * (size_t)tl->smem + 2048; /* two CTAs per SM (1 KB reserved each) */
+        const int64_t tiles = ((int64_t)m + tl->bm - 1) / tl->bm * ty;
         for (int s = 1; s <= 16; s++) {
             if (fs > 0 ? s != fs : (s > 1 && G / s < 4)) continue;
             /* the partial sums live in scratch: keep them under Q8R_PART_MAX unless forced */
             if (fs == 0 && s > 1 && (double)s * (double)m * (double)n * 4.0 > Q8R_PART_MAX) continue;
             const int64_t per_sm = (tiles * s + sms - 1) / sms;
             const double steps = (double)((G + s - 1) / s) + Q8R_FILL;
-            double cost = ((double)(per_sm / 2) + (double)(per_sm % 2) * Q8R_LONE) * steps * (mt == 4 ? 1.0 : Q8R_MT2);
+            const double rounds = two ? (double)(per_sm / 2) + (double)(per_sm % 2) * Q8R_LONE : (double)per_sm * Q8R_LONE;
+            double cost = rounds * steps * k_q8r_step[t];
             if (s > 1) cost += (double)(s + 1) * (double)m * (double)n * 4.0 / Q8R_BYTES;
-            if (best_cost < 0.0 || cost < best_cost) best = (q8r_plan){mt, s}, best_cost = cost;
+            if (best_cost < 0.0 || cost < best_cost) best = (q8r_plan){t, s}, best_cost = cost;
         }
     }
-    if ((fb != 0 && fb != 32 * best.mt) || (fs != 0 && fs != best.split))
+    if (best.tile < 0 && any.tile >= 0) best = any; /* a forced choice that cannot be met: the first tile that fits */
+    if (best.tile >= 0 && ((fb != 0 && fb != memra__mmq_r3_tiles[best.tile].bm) ||
+                           (fn != 0 && fn != memra__mmq_r3_tiles[best.tile].bn) || (fs != 0 && fs != best.split)))
         q->host->log(MEMRA_LOG_DEBUG, q->name,
-                     "gemm_q8_0r: MEMRA_MMQ_BM=%d / MEMRA_MMQ_SPLIT=%d cannot be met here; running %d tokens x %d slices",
-                     fb, fs, 32 * best.mt, best.split);
+                     "gemm_q8_0r: MEMRA_MMQ_BM=%d / BN=%d / SPLIT=%d cannot be met here; running %d x %d, %d slices", fb,
+                     fn, fs, memra__mmq_r3_tiles[best.tile].bm, memra__mmq_r3_tiles[best.tile].bn, best.split);
     return best;
 }
 
@@ -250,10 +261,9 @@ memra_status memra__mmq_gemm_q8_0r(memra_call *call, const memra_gemm_args *a)
     if (a->m == 0 || a->n == 0) return MEMRA_STATUS_OK;
     if (!aligned(a->w, 16) || !aligned(a->x, 16))
         return decline(call, "gemm_q8_0r: needs 16-byte aligned weight records and q8_1 records");
-    if ((a->n + 127) / 128 > 65535) return decline(call, "gemm_q8_0r: n above 65535 tiles of 128");
-    if (q->gemm_q8_0r[0] == NULL && q->gemm_q8_0r[1] == NULL)
-        return decline(call, "gemm_q8_0r: the device's shared memory per block is below the tile's 81 KB");
     q8r_plan p = plan_q8_0r(q, a->m, a->n, a->k);
+    if (p.tile < 0)
+        return decline(call, "gemm_q8_0r: no tile fits the device's shared memory, or n is above 65535 tiles of 128");
     memra_dptr y = y_base(a), w = a->w, x = a->x, part = 0;
     int m = a->m, n = a->n, k = a->k;
     long long ldy = a->ldy;
@@ -266,10 +276,9 @@ memra_status memra__mmq_gemm_q8_0r(memra_call *call, const memra_gemm_args *a)
                      p.split);
         p.split = 1;
     }
-    const int bm = 32 * p.mt;
-    st = launch_xyz(q, q->gemm_q8_0r[p.mt == 4 ? 0 : 1], p.mt == 4 ? "memra_k_gemm_q8_0r_mt4" : "memra_k_gemm_q8_0r_mt2",
-                    (unsigned)((m + bm - 1) / bm), (unsigned)((n + 127) / 128), (unsigned)p.split, MMQ_THREADS_C,
-                    p.mt == 4 ? MEMRA__MMQ_R3_SMEM_MT4 : MEMRA__MMQ_R3_SMEM_MT2, call->stream,
+    const memra__mmq_r3_tile *tl = &memra__mmq_r3_tiles[p.tile];
+    st = launch_xyz(q, q->gemm_q8_0r[p.tile], tl->kernel, (unsigned)((m + tl->bm - 1) / tl->bm),
+                    (unsigned)((n + tl->bn - 1) / tl->bn), (unsigned)p.split, MMQ_THREADS_C, tl->smem, call->stream,
                     (void *[]){&w, &x, &y, &m, &n, &k, &ldy, &alpha, &part});
     if (st != MEMRA_STATUS_OK || p.split == 1) return st;
     int s = p.split;

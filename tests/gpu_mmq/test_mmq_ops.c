@@ -27,7 +27,7 @@
  *                recursive sum of its blocks, then the slices are added in
  *                order), so the band is gamma(nb + 18) + u, checked per element
  *                like gemm_q8_0's, at the launcher's own choice and at forced
- *                tiles and split counts (MEMRA_MMQ_BM, MEMRA_MMQ_SPLIT).
+ *                tiles and split counts (MEMRA_MMQ_BM, _BN, _SPLIT).
  *  gemm_fp8_blk  each 128-deep block B is summed by the FP8 tensor cores with
  *                f32 accumulation; Hopper's FP8 MMA keeps about 14 significant
  *                bits between promotions (DeepSeek-V3 report), so one block can
@@ -280,13 +280,16 @@ static int records_case(int m, int n, int k, float alpha, const uint8_t *w, cons
     if (diff) printf("      first difference at byte %zu (record %zu)\n", first, first / 144);
     ok &= diff == 0;
 
-    static const struct { const char *bm, *split; } cfg[] = {
-        {NULL, NULL}, {"128", "1"}, {"64", "1"}, {"128", "3"}, {"64", "7"}, {"128", "16"}};
+    static const struct { const char *bm, *bn, *split; } cfg[] = {
+        {NULL, NULL, NULL},   {"128", "128", "1"}, {"64", "128", "1"}, {"128", "128", "3"}, {"64", "128", "7"},
+        {"128", "128", "16"}, {"128", "96", "1"},  {"64", "96", "1"},  {"128", "96", "5"},  {"64", "96", "2"}};
     const int cfgs = (int)(sizeof cfg / sizeof cfg[0]);
     memra_buffer *yd = buf(g_dev, (size_t)(yrows * ldy) * 4, sent);
     for (int c = 0; c < cfgs; c++) {
-        if (cfg[c].bm) setenv("MEMRA_MMQ_BM", cfg[c].bm, 1), setenv("MEMRA_MMQ_SPLIT", cfg[c].split, 1);
-        else unsetenv("MEMRA_MMQ_BM"), unsetenv("MEMRA_MMQ_SPLIT");
+        if (cfg[c].bm)
+            setenv("MEMRA_MMQ_BM", cfg[c].bm, 1), setenv("MEMRA_MMQ_BN", cfg[c].bn, 1),
+                setenv("MEMRA_MMQ_SPLIT", cfg[c].split, 1);
+        else unsetenv("MEMRA_MMQ_BM"), unsetenv("MEMRA_MMQ_BN"), unsetenv("MEMRA_MMQ_SPLIT");
         CHECK_OK(memra_buffer_write(yd, 0, sent, (size_t)(yrows * ldy) * 4));
         memra_gemm_args g = {.struct_size = sizeof g, .m = m, .n = n, .k = k, .ldy = ldy, .y_row_offset = ROW_OFF,
                              .alpha = alpha, .w = memra_buffer_ptr(rd), .x = memra_buffer_ptr(qd),
@@ -294,13 +297,13 @@ static int records_case(int m, int n, int k, float alpha, const uint8_t *w, cons
         CHECK_OK(call_gemm(g_dev, "mmq", MEMRA_OP_gemm_q8_0r, &g));
         CHECK_OK(memra_device_synchronize(g_dev));
         float *got = readback(yd, (size_t)(yrows * ldy) * 4);
-        char what[48];
-        snprintf(what, sizeof what, "gemm_q8_0r bm=%s split=%s", cfg[c].bm ? cfg[c].bm : "auto",
-                 cfg[c].split ? cfg[c].split : "auto");
+        char what[64];
+        snprintf(what, sizeof what, "gemm_q8_0r %sx%s split=%s", cfg[c].bm ? cfg[c].bm : "auto",
+                 cfg[c].bn ? cfg[c].bn : "auto", cfg[c].split ? cfg[c].split : "auto");
         ok &= check_against(what, got, ref, w, q, m, n, k, alpha, ldy, yrows, 16);
         free(got);
     }
-    unsetenv("MEMRA_MMQ_BM"), unsetenv("MEMRA_MMQ_SPLIT");
+    unsetenv("MEMRA_MMQ_BM"), unsetenv("MEMRA_MMQ_BN"), unsetenv("MEMRA_MMQ_SPLIT");
     memra_buffer_destroy(wd), memra_buffer_destroy(rd), memra_buffer_destroy(yd);
     free(want), free(junk), free(got_r);
     return ok;
@@ -647,17 +650,20 @@ static int case_bench(void)
 
 /* Not a test: gemm_q8_0 (blocks) against gemm_q8_0r (records) at the launcher's
  * choice and at every forced tile x split count, on the 27b sheet at m = 512
- * and 4096, arms interleaved per repetition, medians; one SWEEP line per
- * shape and arm, one SWEEPJSON line per shape. For tuning the launcher's plan.
+ * and 4096, arms interleaved per repetition, medians; each arm's time is that
+ * of SWEEP_BATCH calls back to back over SWEEP_BATCH, so the host's launch
+ * time hides behind the GPU's as in a prefill. One SWEEP line per shape,
+ * one SWEEPJSON line per shape with every arm. For tuning the launcher's plan.
  * `sweep M SHAPE` runs only m = M and the sheet's shape SHAPE (0..5). */
+#define SWEEP_BATCH 4
 static int case_sweep(int only_m, int only_shape)
 {
     static const int shapes[6][2] = {{5120, 12288}, {5120, 1024}, {6144, 5120},
                                      {5120, 17408}, {17408, 5120}, {5120, 5120}};
-    static const char *const bms[2] = {"128", "64"};
+    static const char *const tiles[4][2] = {{"128", "128"}, {"64", "128"}, {"128", "96"}, {"64", "96"}};
     static const char *const splits[6] = {"1", "2", "3", "4", "5", "6"};
-    enum { S_QUANT, S_V2, S_AUTO, S_CFG0 };
-    const int narms = S_CFG0 + 12, reps = 7;
+    enum { S_QUANT, S_V2, S_AUTO, S_CFG0, S_ARMS = S_CFG0 + 24 };
+    const int narms = S_ARMS, reps = 7;
     memra_timer *t = NULL;
     CHECK_OK(memra_timer_create(g_dev, &t));
     for (int mi = 0; mi < 2; mi++) {
@@ -681,40 +687,45 @@ static int case_sweep(int only_m, int only_shape)
             memra_op_args ga = {.struct_size = sizeof ga};
             ga.gemm = (memra_gemm_args){.struct_size = sizeof(memra_gemm_args), .m = m, .n = n, .k = k, .ldy = n,
                                         .alpha = 1.0f, .x = memra_buffer_ptr(qd), .y = memra_buffer_ptr(yd)};
-            double ms[S_CFG0 + 12][16];
+            double ms[S_ARMS][16];
             for (int r = -1; r < reps; r++)
                 for (int i = 0; i < narms; i++) {
                     const int a = (i + (r < 0 ? 0 : r)) % narms;
                     if (a >= S_CFG0) {
-                        setenv("MEMRA_MMQ_BM", bms[(a - S_CFG0) / 6], 1);
+                        setenv("MEMRA_MMQ_BM", tiles[(a - S_CFG0) / 6][0], 1);
+                        setenv("MEMRA_MMQ_BN", tiles[(a - S_CFG0) / 6][1], 1);
                         setenv("MEMRA_MMQ_SPLIT", splits[(a - S_CFG0) % 6], 1);
                     } else {
-                        unsetenv("MEMRA_MMQ_BM"), unsetenv("MEMRA_MMQ_SPLIT");
+                        unsetenv("MEMRA_MMQ_BM"), unsetenv("MEMRA_MMQ_BN"), unsetenv("MEMRA_MMQ_SPLIT");
                     }
                     ga.gemm.w = memra_buffer_ptr(a == S_V2 ? wd : rd);
                     CHECK_OK(memra_timer_start(t, NULL));
-                    if (a == S_QUANT) CHECK_OK(memra_module_call(g_dev, "mmq", MEMRA_OP_quant_q8_1, &qa));
-                    else
-                        CHECK_OK(memra_module_call(g_dev, "mmq", a == S_V2 ? MEMRA_OP_gemm_q8_0 : MEMRA_OP_gemm_q8_0r,
-                                                   &ga));
+                    for (int b = 0; b < SWEEP_BATCH; b++) {
+                        if (a == S_QUANT) CHECK_OK(memra_module_call(g_dev, "mmq", MEMRA_OP_quant_q8_1, &qa));
+                        else
+                            CHECK_OK(memra_module_call(g_dev, "mmq",
+                                                       a == S_V2 ? MEMRA_OP_gemm_q8_0 : MEMRA_OP_gemm_q8_0r, &ga));
+                    }
                     CHECK_OK(memra_timer_stop(t, NULL));
                     double e = 0;
                     CHECK_OK(memra_timer_elapsed_ms(t, &e));
-                    if (r >= 0) ms[a][r] = e;
+                    if (r >= 0) ms[a][r] = e / SWEEP_BATCH;
                 }
-            unsetenv("MEMRA_MMQ_BM"), unsetenv("MEMRA_MMQ_SPLIT");
+            unsetenv("MEMRA_MMQ_BM"), unsetenv("MEMRA_MMQ_BN"), unsetenv("MEMRA_MMQ_SPLIT");
             const double flop = 2.0 * m * n * k;
-            printf("SWEEPJSON {\"m\":%d,\"in_f\":%d,\"out_f\":%d,\"median_ms\":{", m, k, n);
+            printf("SWEEPJSON {\"m\":%d,\"in_f\":%d,\"out_f\":%d,\"batch\":%d,\"median_ms\":{", m, k, n, SWEEP_BATCH);
             double best = 1e30;
             int best_a = S_AUTO;
-            char names[S_CFG0 + 12][32];
+            char names[S_ARMS][32];
             for (int a = 0; a < narms; a++) {
                 const double md = median(ms[a], reps);
                 char *name = names[a];
                 if (a == S_QUANT) snprintf(name, 32, "quant_q8_1");
                 else if (a == S_V2) snprintf(name, 32, "gemm_q8_0");
                 else if (a == S_AUTO) snprintf(name, 32, "gemm_q8_0r");
-                else snprintf(name, 32, "r_bm%s_s%s", bms[(a - S_CFG0) / 6], splits[(a - S_CFG0) % 6]);
+                else
+                    snprintf(name, 32, "r_%sx%s_s%s", tiles[(a - S_CFG0) / 6][0], tiles[(a - S_CFG0) / 6][1],
+                             splits[(a - S_CFG0) % 6]);
                 printf("%s\"%s\":%.5f", a ? "," : "", name, md);
                 if (a >= S_AUTO && md < best) best = md, best_a = a;
                 ms[a][15] = md;
