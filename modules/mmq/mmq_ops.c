@@ -197,8 +197,11 @@ memra_status memra__mmq_repack_q8_0(memra_call *call, memra_dptr src, int64_t ro
  * 128 x 128 one (the token tile's copy does not shrink with the rows, nor the
  * weight tile's with the tokens); split-k adds its partial sums' traffic,
  * (S + 1) m n floats, at BYTES bytes per step. The constants are fitted to a
- * sweep of every tile x split on the H200 at the 27b sheet, m = 512 and 4096
- * (`test_mmq_ops sweep`, bench/RESULTS.md). MEMRA_MMQ_BM=128|64,
+ * sweep of every tile x split (4 x 6 arms) on the H200 at the 27b sheet, m = 512
+ * and 4096 (`test_mmq_ops sweep`, bench/RESULTS.md run G), where the model picks
+ * the fastest arm on all 12 shapes. The fit is tight for the 128 x 96 step
+ * (0.750 to 0.766 keeps every pick; at 0.75 a 128 x 96 and a 128 x 128 plan of
+ * m = 4096 tie), loose for the rest. MEMRA_MMQ_BM=128|64,
  * MEMRA_MMQ_BN=128|96 and MEMRA_MMQ_SPLIT=1..16 force the choice (sweeps,
  * tests). tile = -1: no tile can take the shape. */
 typedef struct q8r_plan {
@@ -206,11 +209,11 @@ typedef struct q8r_plan {
     int split;
 } q8r_plan;
 
-#define Q8R_FILL 0.5
-#define Q8R_LONE 0.6
+#define Q8R_FILL 1.0
+#define Q8R_LONE 0.59
 #define Q8R_BYTES 5.0e6
 #define Q8R_PART_MAX (256.0 * 1024 * 1024) /* bytes of split-k partial sums the plan may ask for */
-static const double k_q8r_step[MEMRA__MMQ_R3_TILES] = {1.0, 0.55, 0.78, 0.45};
+static const double k_q8r_step[MEMRA__MMQ_R3_TILES] = {1.0, 0.6, 0.76, 0.41}; /* memra__mmq_r3_tiles order */
 
 static q8r_plan plan_q8_0r(const memra__mmq *q, int m, int n, int k)
 {
