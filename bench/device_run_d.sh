@@ -10,7 +10,8 @@
 #   NCU    ncu on the first three gemm_q8_0r launches of a sweep (off by default)
 #   KDUR   ncu's gpu__time_duration of every quant_q8_1 / gemm_q8_0r / splitk_sum
 #          launch of `memra bench 27b --m 512` (off by default)
-# SWEEP_M limits the sweep to one m; TAG (default e) names the receipts.
+# SWEEP_M limits the sweep to one m, BENCH_M the bench's m list (default
+# "512 4096"); ACCPROBE=0 skips the accprobe; TAG (default e) names the receipts.
 # Logs and receipts go to $OUT as two tars (logs.tar, receipts.tar) plus
 # summary.txt; the summary and the sweep table are printed last.
 set -u
@@ -46,14 +47,14 @@ export MEMRA_CACHE_DIR=/tmp/memra-jit-cache
     grep -E "passed, " "$L/check_sm120.log"
   fi
   if [ "${BENCH:-1}" = 1 ]; then
-    for mm in 512 4096; do
+    for mm in ${BENCH_M:-512 4096}; do
       timeout 200 $M bench 27b --m $mm --json $R/bench_27b_m${mm}_${TAG:-e}.json > "$L/bench_27b_m$mm.txt" 2>&1
       echo "memra bench 27b m=$mm: exit $?"
       timeout 200 $M bench 27b --m $mm --batch 8 --reps 10 --json $R/bench_27b_m${mm}_batch8_${TAG:-e}.json \
         > "$L/bench_27b_m${mm}_batch8.txt" 2>&1
       echo "memra bench 27b m=$mm --batch 8: exit $?"
     done
-    for d in wide mid; do
+    [ "${ACCPROBE:-1}" = 1 ] && for d in wide mid; do
       timeout 100 $M bench accprobe 512 20 27b --dist $d --json $R/accprobe_27b_m512_${d}_${TAG:-e}.json > "$L/accprobe_$d.txt" 2>&1
       echo "accprobe $d: exit $?"
     done

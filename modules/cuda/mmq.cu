@@ -8,9 +8,9 @@
  *                        see "repack_q8_0 and gemm_q8_0r" below. The default path.
  *   memra_k_quant_q8_1   f32 [m x k] -> 144-byte records (f32 d[4], int8 qs[128]),
  *                        record (kb, t) at kb * m + t, k padded to a multiple of
- *                        512 with zeros. One warp per record (QUANT_RECS consecutive
- *                        records per pass, loads first), lane l owns values
- *                        4l..4l+3 (group l/8 of 32). Bit-identical to the host:
+ *                        512 with zeros. One warp per 8 consecutive records and
+ *                        pass (loads first, coalesced), one lane per 32-value
+ *                        block after a shared-memory restage. Bit-identical to the host:
  *                        amax (fmaxf: NaN ignored), d = amax / 127 (IEEE division),
  *                        id = d ? 1 / d : 0, q = roundf(clamp(x * id, +-127)), NaN -> 0.
  *   memra_k_gemm_q8_0    y[row_off + i, j] = alpha * sum_b (dw[j,b] * dx[i,b]) * I[i,j,b],
@@ -153,32 +153,24 @@ __device__ __forceinline__ int q8_round(float v)
     return (int)roundf(v);
 }
 
-/* One record's arithmetic (see the header): v = the lane's 4 values. */
-__device__ __forceinline__ void quant_record(const float v[4], int lane, unsigned char *r)
-{
-    float a = fmaxf(fmaxf(fabsf(v[0]), fabsf(v[1])), fmaxf(fabsf(v[2]), fabsf(v[3])));
-    a = fmaxf(a, __shfl_xor_sync(0xFFFFFFFFu, a, 1));
-    a = fmaxf(a, __shfl_xor_sync(0xFFFFFFFFu, a, 2));
-    a = fmaxf(a, __shfl_xor_sync(0xFFFFFFFFu, a, 4));
-    const float d = __fdiv_rn(a, 127.0f);
-    const float id = d != 0.0f ? __fdiv_rn(1.0f, d) : 0.0f;
-    unsigned q = 0;
-#pragma unroll
-    for (int e = 0; e < 4; e++) q |= ((unsigned)q8_round(__fmul_rn(v[e], id)) & 0xFFu) << (8 * e);
-    *reinterpret_cast<unsigned *>(r + 16 + lane * 4) = q;
-    if ((lane & 7) == 0) *reinterpret_cast<float *>(r + 4 * (lane >> 3)) = d;
-}
-
-/* Records per warp and pass: their loads are all issued before the first
- * record's arithmetic, so each warp keeps QUANT_RECS x 512 bytes in flight
- * (one record's load alone leaves the kernel latency-bound). The launcher
- * sizes the grid with the same number. */
-#define QUANT_RECS 4
+/* Records per warp and pass: 8, so that each lane owns one 32-value block.
+ * The warp loads its 8 records coalesced (lane l: values 4l..4l+3 of each,
+ * all 8 loads issued before any arithmetic), stages them through shared
+ * memory, and lane l then reads block l whole (block b % 4 of record b / 4):
+ * the amax, the two divisions and the 32 roundings are one lane's, with no
+ * shuffle, and the lane writes its 32 codes as two 16-byte stores and its
+ * scale. Staging rows are 36 words (32 values + 4 pad), so the 16-byte stores
+ * (8 lanes: one row) and the 16-byte loads (8 lanes: 8 rows 36 words apart)
+ * hit distinct banks. The launcher sizes the grid with the same number. */
+#define QUANT_RECS 8
+#define QUANT_ROW 36
 
 extern "C" __global__ void __launch_bounds__(256)
 memra_k_quant_q8_1(const float *__restrict__ x, int m, int k, unsigned char *__restrict__ dst)
 {
+    __shared__ __align__(16) float stage[8][QUANT_RECS * 4 * QUANT_ROW];
     const int lane = threadIdx.x & 31;
+    float *const S = stage[threadIdx.x >> 5];
     const long long nkb = ((long long)k + 511) / 512 * 4;
     const long long total = nkb * m;
     const long long warps = (long long)gridDim.x * (blockDim.x >> 5);
@@ -186,25 +178,49 @@ memra_k_quant_q8_1(const float *__restrict__ x, int m, int k, unsigned char *__r
     for (long long rec0 = ((long long)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5)) * QUANT_RECS; rec0 < total;
          rec0 += warps * QUANT_RECS) {
         long long kb = rec0 / m, t = rec0 - kb * m;
-        float v[QUANT_RECS][4];
+        float4 v[QUANT_RECS];
 #pragma unroll
         for (int r = 0; r < QUANT_RECS; r++) {
             const long long c = kb * 128 + lane * 4;
             const float *row = x + t * (long long)k;
             const bool live = rec0 + r < total;
             if (vec) { /* the same values through one 16-byte load (c < k implies c + 4 <= k here) */
-                const float4 f = live && c < k ? *reinterpret_cast<const float4 *>(row + c)
-                                               : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-                v[r][0] = f.x, v[r][1] = f.y, v[r][2] = f.z, v[r][3] = f.w;
+                v[r] = live && c < k ? *reinterpret_cast<const float4 *>(row + c) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
             } else {
-#pragma unroll
-                for (int e = 0; e < 4; e++) v[r][e] = live && c + e < k ? row[c + e] : 0.0f;
+                v[r].x = live && c + 0 < k ? row[c + 0] : 0.0f;
+                v[r].y = live && c + 1 < k ? row[c + 1] : 0.0f;
+                v[r].z = live && c + 2 < k ? row[c + 2] : 0.0f;
+                v[r].w = live && c + 3 < k ? row[c + 3] : 0.0f;
             }
             if (++t == m) t = 0, kb++;
         }
 #pragma unroll
         for (int r = 0; r < QUANT_RECS; r++)
-            if (rec0 + r < total) quant_record(v[r], lane, dst + (rec0 + r) * 144);
+            *reinterpret_cast<float4 *>(S + (r * 4 + (lane >> 3)) * QUANT_ROW + (lane & 7) * 4) = v[r];
+        __syncwarp();
+        float b[32];
+#pragma unroll
+        for (int i = 0; i < 8; i++) *reinterpret_cast<float4 *>(b + 4 * i) = *reinterpret_cast<const float4 *>(S + lane * QUANT_ROW + 4 * i);
+        __syncwarp(); /* every lane has read its block before the next pass stages */
+        float a = 0.0f;
+#pragma unroll
+        for (int e = 0; e < 32; e++) a = fmaxf(a, fabsf(b[e]));
+        const float d = __fdiv_rn(a, 127.0f);
+        const float id = d != 0.0f ? __fdiv_rn(1.0f, d) : 0.0f;
+        unsigned q[8];
+#pragma unroll
+        for (int w = 0; w < 8; w++) {
+            q[w] = 0;
+#pragma unroll
+            for (int e = 0; e < 4; e++) q[w] |= ((unsigned)q8_round(__fmul_rn(b[4 * w + e], id)) & 0xFFu) << (8 * e);
+        }
+        const long long rec = rec0 + (lane >> 2);
+        if (rec < total) {
+            unsigned char *r = dst + rec * 144;
+            *reinterpret_cast<uint4 *>(r + 16 + (lane & 3) * 32) = make_uint4(q[0], q[1], q[2], q[3]);
+            *reinterpret_cast<uint4 *>(r + 32 + (lane & 3) * 32) = make_uint4(q[4], q[5], q[6], q[7]);
+            *reinterpret_cast<float *>(r + 4 * (lane & 3)) = d;
+        }
     }
 }
 

@@ -154,7 +154,11 @@ static uint8_t *quant_both(const float *x, int m, int k, memra_buffer **out_dq, 
 
 static int case_quant(void)
 {
-    static const int shapes[][2] = {{1, 32}, {1, 4192}, {15, 1000}, {17, 5120}, {64, 544}, {300, 2080}};
+    /* records per call not a multiple of the kernel's 8 per warp ({1, 32},
+     * {1, 4192}, {5, 1501}); k not a multiple of 4 (the scalar-load path);
+     * {4096, 5120}: more records than one pass of the capped grid */
+    static const int shapes[][2] = {{1, 32},   {1, 4192},  {15, 1000}, {17, 5120},
+                                    {64, 544}, {300, 2080}, {5, 1501}, {4096, 5120}};
     int ok = 1;
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
         float *x = make_x(shapes[s][0], shapes[s][1]);
@@ -162,6 +166,7 @@ static int case_quant(void)
             for (int c = 0; c < 32; c++) x[c] = 0.0f;
             x[40] = NAN;
         }
+        if (s == 3) x[5120 + 70] = INFINITY; /* amax inf: d = inf, id = 0, every code of the group 0 */
         free(quant_both(x, shapes[s][0], shapes[s][1], NULL, &ok));
         free(x);
     }
