@@ -8,6 +8,8 @@
 #   BENCH  memra bench 27b at m = 512 and 4096 (each call alone, and --batch 8)
 #          with JSON receipts; accprobe
 #   NCU    ncu on the first three gemm_q8_0r launches of a sweep (off by default)
+#   PDL    test_mmq_ops pdl at m = 512 and 4096: quant + gemm_q8_0r with programmatic
+#          dependent launches against plain ones (off by default)
 #   KDUR   ncu's gpu__time_duration of every quant_q8_1 / gemm_q8_0r / splitk_sum
 #          launch of `memra bench 27b --m 512` (off by default)
 # SWEEP_M limits the sweep to one m, BENCH_M the bench's m list (default
@@ -37,6 +39,11 @@ export MEMRA_CACHE_DIR=/tmp/memra-jit-cache
   fi
   if [ "${SWEEP:-1}" = 1 ]; then
     t=$SECONDS; timeout 600 $T sweep ${SWEEP_M:-} > "$L/sweep.log" 2>&1; echo "sweep: exit $? in $((SECONDS - t)) s"
+  fi
+  if [ "${PDL:-0}" = 1 ]; then
+    for mm in 512 4096; do
+      t=$SECONDS; timeout 300 $T pdl $mm > "$L/pdl_m$mm.log" 2>&1; echo "test_mmq_ops pdl $mm: exit $? in $((SECONDS - t)) s"
+    done
   fi
   if [ "${FULL:-1}" = 1 ]; then
     (cd $B && timeout 500 ctest -L '^gpu$' --timeout 300 > "$L/ctest_gpu.log" 2>&1); echo "ctest -L gpu: exit $?"
@@ -87,5 +94,6 @@ tar -C $L -cf "$OUT/logs.tar" .
 tar -C $R -cf "$OUT/receipts.tar" .
 cat "$S"
 [ -f "$L/sweep.log" ] && grep -E "^SWEEP " "$L/sweep.log"
+ls $L/pdl_m*.log >/dev/null 2>&1 && grep -hE "^PDL " $L/pdl_m*.log
 [ -f "$L/bench_27b_m512.txt" ] && grep -E "geometric" $L/bench_27b_m*.txt
 true

@@ -41,6 +41,30 @@ typedef struct CUstream_st *CUstream;
       (int *num_blocks, CUfunction f, int block_size, size_t dynamic_smem))                          \
     X(cuStreamIsCapturing, CUresult, (CUstream s, int *capture_status))
 
+/* cuLaunchKernelEx (CUDA 12.0+, resolved apart: optional) and its
+ * configuration, laid out as CUlaunchConfig / CUlaunchAttribute in cuda.h
+ * (the attribute's value is a 64-byte union there). */
+#define MEMRA__CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION 6
+typedef struct memra__cu_launch_attr {
+    int id;
+    char pad_[4];
+    union {
+        char pad[64];
+        void *align_;
+        int value; /* programmaticStreamSerializationAllowed, cooperative, ... */
+    } v;
+} memra__cu_launch_attr;
+typedef struct memra__cu_launch_config {
+    unsigned grid[3], block[3], smem;
+    CUstream stream;
+    memra__cu_launch_attr *attrs;
+    unsigned num_attrs;
+} memra__cu_launch_config;
+_Static_assert(sizeof(memra__cu_launch_attr) == 72, "CUlaunchAttribute is 72 bytes");
+_Static_assert(sizeof(memra__cu_launch_config) == 56 || sizeof(void *) != 8, "CUlaunchConfig is 56 bytes on LP64");
+typedef CUresult (*memra__cu_launch_ex_fn)(const memra__cu_launch_config *config, CUfunction f, void **params,
+                                          void **extra);
+
 typedef struct memra__cu {
 #define MEMRA__CU_MEMBER(name, ret, params) ret(*name) params;
     MEMRA__CU_LIST(MEMRA__CU_MEMBER)

@@ -144,6 +144,28 @@ template <> __device__ __forceinline__ void mma_k32<MMQ_KIND_MX>(float d[4], con
 #endif
 }
 
+/* ---- programmatic dependent launch ------------------------------------------ *
+ * gemm_q8_0r and the split-k sum are launched as programmatic dependents of
+ * the kernel before them in the stream (mmq_ops.c): they may become resident
+ * once that kernel has triggered, and pdl_wait (griddepcontrol.wait) holds
+ * each of their threads until every prerequisite grid has completed and its
+ * memory is visible, so nothing is read or written before it. The quantiser
+ * and the tile trigger (launch_dependents) early. Both are no-ops for a plain
+ * launch and below sm_90 (where the launcher never asks for one). */
+__device__ __forceinline__ void pdl_wait()
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.wait;\n" ::: "memory");
+#endif
+}
+
+__device__ __forceinline__ void pdl_trigger()
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+#endif
+}
+
 /* ---- quant_q8_1 ------------------------------------------------------------- */
 
 __device__ __forceinline__ int q8_round(float v)
@@ -169,6 +191,7 @@ extern "C" __global__ void __launch_bounds__(256)
 memra_k_quant_q8_1(const float *__restrict__ x, int m, int k, unsigned char *__restrict__ dst)
 {
     __shared__ __align__(16) float stage[8][QUANT_RECS * 4 * QUANT_ROW];
+    pdl_trigger(); /* the GEMM after it may launch once every CTA of this grid runs */
     const int lane = threadIdx.x & 31;
     float *const S = stage[threadIdx.x >> 5];
     const long long nkb = ((long long)k + 511) / 512 * 4;
@@ -790,6 +813,7 @@ __device__ __forceinline__ void gemm_q8_0r_body(const unsigned char *__restrict_
                                                 float *__restrict__ part)
 {
     extern __shared__ __align__(16) unsigned char r3_smem[];
+    pdl_wait(); /* the q8_1 records (and y's earlier readers) are complete */
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, wm = warp & 1, wn = warp >> 1;
     constexpr int BN = 32 * NT;
     const int i0 = blockIdx.x * 32 * MT, j0 = blockIdx.y * BN;
@@ -839,6 +863,7 @@ __device__ __forceinline__ void gemm_q8_0r_body(const unsigned char *__restrict_
     }
 #undef R3_COPY_STEP
     cp_async_wait<0>();
+    pdl_trigger(); /* the split-k sum may launch once every CTA is in its epilogue */
 
     float *out = S == 1 ? y : part + (long long)z * m * n;
     q2_store<MT, NT>(acc, out, S == 1 ? ldy : n, S == 1 ? alpha : 1.0f, m, n, i0 + wm * 16 * MT, j0 + wn * 8 * NT, lane);
@@ -865,13 +890,31 @@ R3_ENTRY(memra_k_gemm_q8_0r_mt2n3, 2, 3)
 
 /* y[i, j] = alpha * (part[0][i][j] + part[1][i][j] + ... + part[S-1][i][j]),
  * the slices added in order. Rows blockIdx.y, blockIdx.y + gridDim.y, ...;
- * columns over blockIdx.x and the threads. */
+ * columns over blockIdx.x and the threads: 4 per thread where n % 4 == 0 (the
+ * partial rows are then 16-byte aligned; y's need not be), else 1. */
 extern "C" __global__ void __launch_bounds__(256)
 memra_k_splitk_sum(const float *__restrict__ part, int S, int m, int n, float *__restrict__ y, long long ldy, float alpha)
 {
+    pdl_wait();
     const long long plane = (long long)m * n;
+    const int step = gridDim.x * blockDim.x;
+    if ((n & 3) == 0) {
+        const long long plane4 = plane / 4;
+        for (int i = blockIdx.y; i < m; i += gridDim.y)
+            for (int j4 = blockIdx.x * blockDim.x + threadIdx.x; j4 < n / 4; j4 += step) {
+                const float4 *p = reinterpret_cast<const float4 *>(part + (long long)i * n) + j4;
+                float4 s = p[0];
+                for (int z = 1; z < S; z++) {
+                    const float4 t = p[z * plane4];
+                    s.x += t.x, s.y += t.y, s.z += t.z, s.w += t.w;
+                }
+                float *o = y + (long long)i * ldy + 4 * j4;
+                o[0] = alpha * s.x, o[1] = alpha * s.y, o[2] = alpha * s.z, o[3] = alpha * s.w;
+            }
+        return;
+    }
     for (int i = blockIdx.y; i < m; i += gridDim.y)
-        for (int j = blockIdx.x * blockDim.x + threadIdx.x; j < n; j += gridDim.x * blockDim.x) {
+        for (int j = blockIdx.x * blockDim.x + threadIdx.x; j < n; j += step) {
             const float *p = part + (long long)i * n + j;
             float s = p[0];
             for (int z = 1; z < S; z++) s += p[z * plane];

@@ -57,6 +57,7 @@ typedef struct memra__mmq {
     char target[16]; /* "sm_90a" */
     memra__cu cu;
     CUresult (*cuFuncSetAttribute)(CUfunction f, int attrib, int value);
+    memra__cu_launch_ex_fn cuLaunchKernelEx; /* NULL: no programmatic dependent launch (plain launches) */
     CUmodule mods[3];
     int owns_modules;
     unsigned families;

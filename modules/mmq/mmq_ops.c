@@ -19,9 +19,19 @@ static memra_status decline(memra_call *call, const char *reason)
 
 static int aligned(memra_dptr p, unsigned a) { return (p & (memra_dptr)(a - 1)) == 0; }
 
-/* Push the context, launch a (gx, gy) grid of `threads`-thread blocks, pop. */
+/* Push the context, launch a (gx, gy, gz) grid of `threads`-thread blocks, pop.
+ * pdl: launch as a programmatic dependent of the stream's previous kernel
+ * (the kernel waits in griddepcontrol.wait before touching memory, so it may
+ * be made resident while that kernel finishes); where the driver lacks
+ * cuLaunchKernelEx, or MEMRA_MMQ_PDL=0, a plain launch. */
+static memra_status launch_pdl(memra__mmq *q, CUfunction f, const char *name, unsigned gx, unsigned gy, unsigned gz,
+                               unsigned threads, unsigned smem, memra_stream_t stream, void **args, int pdl);
+
 static memra_status launch_xyz(memra__mmq *q, CUfunction f, const char *name, unsigned gx, unsigned gy, unsigned gz,
-                               unsigned threads, unsigned smem, memra_stream_t stream, void **args);
+                               unsigned threads, unsigned smem, memra_stream_t stream, void **args)
+{
+    return launch_pdl(q, f, name, gx, gy, gz, threads, smem, stream, args, 0);
+}
 
 static memra_status launch_n(memra__mmq *q, CUfunction f, const char *name, unsigned gx, unsigned gy, unsigned threads,
                              unsigned smem, memra_stream_t stream, void **args)
@@ -29,14 +39,29 @@ static memra_status launch_n(memra__mmq *q, CUfunction f, const char *name, unsi
     return launch_xyz(q, f, name, gx, gy, 1, threads, smem, stream, args);
 }
 
-static memra_status launch_xyz(memra__mmq *q, CUfunction f, const char *name, unsigned gx, unsigned gy, unsigned gz,
-                               unsigned threads, unsigned smem, memra_stream_t stream, void **args)
+static int pdl_on(const memra__mmq *q)
+{
+    if (q->cuLaunchKernelEx == NULL) return 0;
+    const char *e = getenv("MEMRA_MMQ_PDL");
+    return !(e != NULL && e[0] == '0' && e[1] == 0);
+}
+
+static memra_status launch_pdl(memra__mmq *q, CUfunction f, const char *name, unsigned gx, unsigned gy, unsigned gz,
+                               unsigned threads, unsigned smem, memra_stream_t stream, void **args, int pdl)
 {
     memra_status st = q->cu.cuCtxPushCurrent((CUcontext)q->caps->cu_context) == MEMRA__CU_SUCCESS
                           ? MEMRA_STATUS_OK
                           : q->host->set_error(MEMRA_STATUS_DRIVER_ERROR, "%s: cuCtxPushCurrent failed", q->name);
     if (st != MEMRA_STATUS_OK) return st;
-    CUresult r = q->cu.cuLaunchKernel(f, gx, gy, gz, threads, 1, 1, smem, (CUstream)stream, args, NULL);
+    CUresult r;
+    if (pdl && pdl_on(q)) {
+        memra__cu_launch_attr at = {.id = MEMRA__CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION, .v.value = 1};
+        const memra__cu_launch_config cfg = {.grid = {gx, gy, gz}, .block = {threads, 1, 1}, .smem = smem,
+                                             .stream = (CUstream)stream, .attrs = &at, .num_attrs = 1};
+        r = q->cuLaunchKernelEx(&cfg, f, args, NULL);
+    } else {
+        r = q->cu.cuLaunchKernel(f, gx, gy, gz, threads, 1, 1, smem, (CUstream)stream, args, NULL);
+    }
     CUcontext c;
     q->cu.cuCtxPopCurrent(&c);
     if (r != MEMRA__CU_SUCCESS) {
@@ -279,15 +304,19 @@ memra_status memra__mmq_gemm_q8_0r(memra_call *call, const memra_gemm_args *a)
                      p.split);
         p.split = 1;
     }
+    /* Both kernels are programmatic dependents of the kernel before them (the
+     * quantiser, then the tile), which let them launch early (mmq.cu). */
     const memra__mmq_r3_tile *tl = &memra__mmq_r3_tiles[p.tile];
-    st = launch_xyz(q, q->gemm_q8_0r[p.tile], tl->kernel, (unsigned)((m + tl->bm - 1) / tl->bm),
+    st = launch_pdl(q, q->gemm_q8_0r[p.tile], tl->kernel, (unsigned)((m + tl->bm - 1) / tl->bm),
                     (unsigned)((n + tl->bn - 1) / tl->bn), (unsigned)p.split, MMQ_THREADS_C, tl->smem, call->stream,
-                    (void *[]){&w, &x, &y, &m, &n, &k, &ldy, &alpha, &part});
+                    (void *[]){&w, &x, &y, &m, &n, &k, &ldy, &alpha, &part}, 1);
     if (st != MEMRA_STATUS_OK || p.split == 1) return st;
     int s = p.split;
-    const unsigned gx = (unsigned)((n + 255) / 256), gy = (unsigned)(m < 65535 ? m : 65535);
-    return launch_xyz(q, q->splitk_sum, "memra_k_splitk_sum", gx, gy, 1, 256, 0, call->stream,
-                      (void *[]){&part, &s, &m, &n, &y, &ldy, &alpha});
+    /* a thread per 4 columns where rows of n floats are 16-byte aligned (n % 4 == 0), else per column */
+    const int cols = n % 4 == 0 ? n / 4 : n;
+    const unsigned gx = (unsigned)((cols + 255) / 256), gy = (unsigned)(m < 65535 ? m : 65535);
+    return launch_pdl(q, q->splitk_sum, "memra_k_splitk_sum", gx, gy, 1, 256, 0, call->stream,
+                      (void *[]){&part, &s, &m, &n, &y, &ldy, &alpha}, 1);
 }
 
 /* ---- accprobe -------------------------------------------------------------------- */

@@ -750,10 +750,76 @@ static int case_sweep(int only_m, int only_shape)
     return 1;
 }
 
+/* Not a test: quant_q8_1 + gemm_q8_0r (the floor's two calls, as memra_matmul
+ * makes them) with the GEMM and the split-k sum launched as programmatic
+ * dependents (the default) against plain launches (MEMRA_MMQ_PDL=0), on the
+ * 27b sheet at m = M (default 512): each call alone between two events, and
+ * SWEEP_BATCH calls back to back; the four arms interleaved per repetition,
+ * medians, ratio plain / pdl. One PDL line per shape. */
+static int case_pdl(int m)
+{
+    static const int shapes[6][2] = {{5120, 12288}, {5120, 1024}, {6144, 5120},
+                                     {5120, 17408}, {17408, 5120}, {5120, 5120}};
+    enum { A_PDL1, A_PLAIN1, A_PDLB, A_PLAINB, A_N };
+    const int reps = 15;
+    memra_timer *t = NULL;
+    CHECK_OK(memra_timer_create(g_dev, &t));
+    if (m <= 0) m = 512;
+    for (int si = 0; si < 6; si++) {
+        const int k = shapes[si][0], n = shapes[si][1];
+        float *x = make_x(m, k);
+        uint8_t *w = make_q8_0(n, k);
+        memra_buffer *wd = buf(g_dev, (size_t)n * (k / 32) * MEMRA_Q8_0_BYTES, w);
+        memra_buffer *rd = buf(g_dev, memra_q8_0r_bytes(n, k), NULL);
+        memra_buffer *xd = buf(g_dev, (size_t)m * k * 4, x), *qd = buf(g_dev, memra_q8_1_bytes(m, k), NULL);
+        memra_buffer *yd = buf(g_dev, (size_t)m * n * 4, NULL);
+        memra_op_args ra = {.struct_size = sizeof ra, .src = memra_buffer_ptr(wd), .rows = n, .cols = k,
+                            .dst = memra_buffer_ptr(rd)};
+        CHECK_OK(memra_module_call(g_dev, "mmq", MEMRA_OP_repack_q8_0, &ra));
+        memra_op_args qa = {.struct_size = sizeof qa, .src = memra_buffer_ptr(xd), .dst = memra_buffer_ptr(qd),
+                            .rows = m, .cols = k};
+        memra_op_args ga = {.struct_size = sizeof ga};
+        ga.gemm = (memra_gemm_args){.struct_size = sizeof(memra_gemm_args), .m = m, .n = n, .k = k, .ldy = n,
+                                    .alpha = 1.0f, .w = memra_buffer_ptr(rd), .x = memra_buffer_ptr(qd),
+                                    .y = memra_buffer_ptr(yd)};
+        double ms[A_N][16];
+        for (int r = -1; r < reps; r++)
+            for (int i = 0; i < A_N; i++) {
+                const int a = (i + (r < 0 ? 0 : r)) % A_N, calls = a >= A_PDLB ? SWEEP_BATCH : 1;
+                if (a == A_PLAIN1 || a == A_PLAINB) setenv("MEMRA_MMQ_PDL", "0", 1);
+                else unsetenv("MEMRA_MMQ_PDL");
+                CHECK_OK(memra_timer_start(t, NULL));
+                for (int b = 0; b < calls; b++) {
+                    CHECK_OK(memra_module_call(g_dev, "mmq", MEMRA_OP_quant_q8_1, &qa));
+                    CHECK_OK(memra_module_call(g_dev, "mmq", MEMRA_OP_gemm_q8_0r, &ga));
+                }
+                CHECK_OK(memra_timer_stop(t, NULL));
+                double e = 0;
+                CHECK_OK(memra_timer_elapsed_ms(t, &e));
+                if (r >= 0) ms[a][r] = e / calls;
+            }
+        unsetenv("MEMRA_MMQ_PDL");
+        double md[A_N];
+        for (int a = 0; a < A_N; a++) md[a] = median(ms[a], reps);
+        const double flop = 2.0 * m * n * k;
+        printf("PDL m=%-4d %5d->%-5d each call: pdl %.4f ms (%5.1f TF) plain %.4f ms (%5.1f TF) plain/pdl %.3f | batch %d: "
+               "pdl %.4f (%5.1f TF) plain %.4f (%5.1f TF) plain/pdl %.3f\n",
+               m, k, n, md[A_PDL1], flop / md[A_PDL1] * 1e-9, md[A_PLAIN1], flop / md[A_PLAIN1] * 1e-9,
+               md[A_PLAIN1] / md[A_PDL1], SWEEP_BATCH, md[A_PDLB], flop / md[A_PDLB] * 1e-9, md[A_PLAINB],
+               flop / md[A_PLAINB] * 1e-9, md[A_PLAINB] / md[A_PDLB]);
+        memra_buffer_destroy(wd), memra_buffer_destroy(rd), memra_buffer_destroy(xd), memra_buffer_destroy(qd);
+        memra_buffer_destroy(yd);
+        free(x), free(w);
+    }
+    memra_timer_destroy(t);
+    return 1;
+}
+
+
 int main(int argc, char **argv)
 {
     if (argc < 2) {
-        fprintf(stderr, "usage: %s quant|gemm_q8_0|gemm_q8_0r|accprobe|fp8blk|prefer|bench|sweep\n", argv[0]);
+        fprintf(stderr, "usage: %s quant|gemm_q8_0|gemm_q8_0r|accprobe|fp8blk|prefer|bench|sweep|pdl\n", argv[0]);
         return 2;
     }
     const char *c = argv[1];
@@ -768,6 +834,7 @@ int main(int argc, char **argv)
     else if (strcmp(c, "prefer") == 0) ok = case_prefer();
     else if (strcmp(c, "bench") == 0) ok = case_bench();
     else if (strcmp(c, "sweep") == 0) ok = case_sweep(argc > 2 ? atoi(argv[2]) : 0, argc > 3 ? atoi(argv[3]) : -1);
+    else if (strcmp(c, "pdl") == 0) ok = case_pdl(argc > 2 ? atoi(argv[2]) : 0);
     else {
         fprintf(stderr, "unknown case %s\n", c);
         return 2;
