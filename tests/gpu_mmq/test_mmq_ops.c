@@ -50,6 +50,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "memra/formats.h"
 #include "memra/memra.h"
@@ -798,7 +799,27 @@ static int case_pdl(int m)
                 CHECK_OK(memra_timer_elapsed_ms(t, &e));
                 if (r >= 0) ms[a][r] = e / calls;
             }
+        /* the host's time per call: 64 calls of each op queued without a wait (far
+         * below the launch queue's depth), CPU clock, PDL on then off */
+        double host_us[2][2];
+        for (int pl = 0; pl < 2; pl++) {
+            if (pl) setenv("MEMRA_MMQ_PDL", "0", 1);
+            else unsetenv("MEMRA_MMQ_PDL");
+            for (int op = 0; op < 2; op++) {
+                CHECK_OK(memra_device_synchronize(g_dev));
+                struct timespec t0, t1;
+                clock_gettime(CLOCK_MONOTONIC, &t0);
+                for (int b = 0; b < 64; b++)
+                    CHECK_OK(memra_module_call(g_dev, "mmq", op ? MEMRA_OP_gemm_q8_0r : MEMRA_OP_quant_q8_1,
+                                               op ? &ga : &qa));
+                clock_gettime(CLOCK_MONOTONIC, &t1);
+                host_us[pl][op] = ((double)(t1.tv_sec - t0.tv_sec) * 1e6 + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-3) / 64;
+            }
+        }
+        CHECK_OK(memra_device_synchronize(g_dev));
         unsetenv("MEMRA_MMQ_PDL");
+        printf("PDLHOST m=%-4d %5d->%-5d host us per call: quant %.2f, gemm_q8_0r %.2f (pdl) / %.2f (plain)\n", m, k, n,
+               host_us[0][0], host_us[0][1], host_us[1][1]);
         double md[A_N];
         for (int a = 0; a < A_N; a++) md[a] = median(ms[a], reps);
         const double flop = 2.0 * m * n * k;
