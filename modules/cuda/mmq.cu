@@ -3,7 +3,7 @@
  *
  * Kernels (one source, compiled for sm_90a and sm_120a; the GEMMs, the repack
  * and the quantiser use sm_80 features only: cp.async, ldmatrix, s8 mma.sync):
- *   memra_k_repack_q8_0, memra_k_gemm_q8_0r_mt4 / _mt2, memra_k_splitk_sum
+ *   memra_k_repack_q8_0, memra_k_gemm_q8_0r_mt4 / _mt2 / _mt4n3 / _mt2n3, memra_k_splitk_sum
  *                        the floor on Q8_0 records (the weight repacked at load):
  *                        see "repack_q8_0 and gemm_q8_0r" below. The default path.
  *   memra_k_quant_q8_1   f32 [m x k] -> 144-byte records (f32 d[4], int8 qs[128]),

@@ -5,8 +5,9 @@
  *                              with unit scales by default, kind::f8f6f4 with
  *                              MEMRA_SM120_FP8BLK=f8f6f4 (read at init)
  *   quant_q8_1, gemm_q8_0,     the MMQ floor and the probe (mmq.cu; MX arm included);
- *   repack_q8_0, gemm_q8_0r,   gemm_q8_0r at 64 tokens per CTA where the 128-token
- *   accprobe                   tile's 108 KB of shared memory does not fit (99 KB on sm_120)
+ *   repack_q8_0, gemm_q8_0r,   gemm_q8_0r on the tiles whose shared memory fits sm_120's
+ *   accprobe                   99 KB (128 x 96, 64 x 128, 64 x 96; not 128 x 128's 108 KB),
+ *                              one CTA per SM in the plan's model
  *   cvt_f16, dequant_f16, fp8_blk_to_q8_0, fp8_nan_count, scale   the load-time ops
  *
  * Under a forced profile on another GPU (MEMRA_ARCH=sm120 on an H200) the
