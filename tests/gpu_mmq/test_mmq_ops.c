@@ -654,6 +654,45 @@ static int case_bench(void)
     return 1;
 }
 
+/* The floor's operands for one timing shape: fresh x [m x k] and a Q8_0
+ * weight [n x k] on the device, the weight's records made by repack_q8_0,
+ * room for the q8_1 records and y; qa quantises x, ga runs the GEMM on the
+ * records (set ga.gemm.w to wd's blocks for gemm_q8_0). */
+typedef struct floor_case {
+    float *x;
+    uint8_t *w;
+    memra_buffer *wd, *rd, *xd, *qd, *yd;
+    memra_op_args qa, ga;
+} floor_case;
+
+static void floor_case_make(floor_case *f, int m, int n, int k)
+{
+    f->x = make_x(m, k);
+    f->w = make_q8_0(n, k);
+    f->wd = buf(g_dev, (size_t)n * (k / 32) * MEMRA_Q8_0_BYTES, f->w);
+    f->rd = buf(g_dev, memra_q8_0r_bytes(n, k), NULL);
+    f->xd = buf(g_dev, (size_t)m * k * 4, f->x);
+    f->qd = buf(g_dev, memra_q8_1_bytes(m, k), NULL);
+    f->yd = buf(g_dev, (size_t)m * n * 4, NULL);
+    memra_op_args ra = {.struct_size = sizeof ra, .src = memra_buffer_ptr(f->wd), .rows = n, .cols = k,
+                        .dst = memra_buffer_ptr(f->rd)};
+    CHECK_OK(memra_module_call(g_dev, "mmq", MEMRA_OP_repack_q8_0, &ra));
+    f->qa = (memra_op_args){.struct_size = sizeof f->qa, .src = memra_buffer_ptr(f->xd), .dst = memra_buffer_ptr(f->qd),
+                            .rows = m, .cols = k};
+    CHECK_OK(memra_module_call(g_dev, "mmq", MEMRA_OP_quant_q8_1, &f->qa));
+    f->ga = (memra_op_args){.struct_size = sizeof f->ga};
+    f->ga.gemm = (memra_gemm_args){.struct_size = sizeof(memra_gemm_args), .m = m, .n = n, .k = k, .ldy = n,
+                                   .alpha = 1.0f, .w = memra_buffer_ptr(f->rd), .x = memra_buffer_ptr(f->qd),
+                                   .y = memra_buffer_ptr(f->yd)};
+}
+
+static void floor_case_free(floor_case *f)
+{
+    memra_buffer_destroy(f->wd), memra_buffer_destroy(f->rd), memra_buffer_destroy(f->xd);
+    memra_buffer_destroy(f->qd), memra_buffer_destroy(f->yd);
+    free(f->x), free(f->w);
+}
+
 /* Not a test: gemm_q8_0 (blocks) against gemm_q8_0r (records) at the launcher's
  * choice and at every forced tile x split count, on the 27b sheet at m = 512
  * and 4096, arms interleaved per repetition, medians; each arm's time is that
@@ -678,21 +717,8 @@ static int case_sweep(int only_m, int only_shape)
         for (int si = 0; si < 6; si++) {
             if (only_shape >= 0 && si != only_shape) continue;
             const int k = shapes[si][0], n = shapes[si][1];
-            float *x = make_x(m, k);
-            uint8_t *w = make_q8_0(n, k);
-            const size_t wb = (size_t)n * (k / 32) * MEMRA_Q8_0_BYTES;
-            memra_buffer *wd = buf(g_dev, wb, w), *rd = buf(g_dev, memra_q8_0r_bytes(n, k), NULL);
-            memra_buffer *xd = buf(g_dev, (size_t)m * k * 4, x), *qd = buf(g_dev, memra_q8_1_bytes(m, k), NULL);
-            memra_buffer *yd = buf(g_dev, (size_t)m * n * 4, NULL);
-            memra_op_args ra = {.struct_size = sizeof ra, .src = memra_buffer_ptr(wd), .rows = n, .cols = k,
-                                .dst = memra_buffer_ptr(rd)};
-            CHECK_OK(memra_module_call(g_dev, "mmq", MEMRA_OP_repack_q8_0, &ra));
-            memra_op_args qa = {.struct_size = sizeof qa, .src = memra_buffer_ptr(xd), .dst = memra_buffer_ptr(qd),
-                                .rows = m, .cols = k};
-            CHECK_OK(memra_module_call(g_dev, "mmq", MEMRA_OP_quant_q8_1, &qa));
-            memra_op_args ga = {.struct_size = sizeof ga};
-            ga.gemm = (memra_gemm_args){.struct_size = sizeof(memra_gemm_args), .m = m, .n = n, .k = k, .ldy = n,
-                                        .alpha = 1.0f, .x = memra_buffer_ptr(qd), .y = memra_buffer_ptr(yd)};
+            floor_case f;
+            floor_case_make(&f, m, n, k);
             double ms[S_ARMS][16];
             for (int r = -1; r < reps; r++)
                 for (int i = 0; i < narms; i++) {
@@ -704,13 +730,13 @@ static int case_sweep(int only_m, int only_shape)
                     } else {
                         unsetenv("MEMRA_MMQ_BM"), unsetenv("MEMRA_MMQ_BN"), unsetenv("MEMRA_MMQ_SPLIT");
                     }
-                    ga.gemm.w = memra_buffer_ptr(a == S_V2 ? wd : rd);
+                    f.ga.gemm.w = memra_buffer_ptr(a == S_V2 ? f.wd : f.rd);
                     CHECK_OK(memra_timer_start(t, NULL));
                     for (int b = 0; b < SWEEP_BATCH; b++) {
-                        if (a == S_QUANT) CHECK_OK(memra_module_call(g_dev, "mmq", MEMRA_OP_quant_q8_1, &qa));
+                        if (a == S_QUANT) CHECK_OK(memra_module_call(g_dev, "mmq", MEMRA_OP_quant_q8_1, &f.qa));
                         else
                             CHECK_OK(memra_module_call(g_dev, "mmq",
-                                                       a == S_V2 ? MEMRA_OP_gemm_q8_0 : MEMRA_OP_gemm_q8_0r, &ga));
+                                                       a == S_V2 ? MEMRA_OP_gemm_q8_0 : MEMRA_OP_gemm_q8_0r, &f.ga));
                     }
                     CHECK_OK(memra_timer_stop(t, NULL));
                     double e = 0;
@@ -742,9 +768,7 @@ static int case_sweep(int only_m, int only_shape)
                    "TF, with quant %5.1f) | best %s %.4f (%5.1f TF)\n",
                    m, k, n, q, v2, flop / v2 * 1e-9, flop / (v2 + q) * 1e-9, au, flop / au * 1e-9,
                    flop / (au + q) * 1e-9, names[best_a], best, flop / best * 1e-9);
-            memra_buffer_destroy(wd), memra_buffer_destroy(rd), memra_buffer_destroy(xd), memra_buffer_destroy(qd);
-            memra_buffer_destroy(yd);
-            free(x), free(w);
+            floor_case_free(&f);
         }
     }
     memra_timer_destroy(t);
@@ -768,21 +792,9 @@ static int case_pdl(int m)
     if (m <= 0) m = 512;
     for (int si = 0; si < 6; si++) {
         const int k = shapes[si][0], n = shapes[si][1];
-        float *x = make_x(m, k);
-        uint8_t *w = make_q8_0(n, k);
-        memra_buffer *wd = buf(g_dev, (size_t)n * (k / 32) * MEMRA_Q8_0_BYTES, w);
-        memra_buffer *rd = buf(g_dev, memra_q8_0r_bytes(n, k), NULL);
-        memra_buffer *xd = buf(g_dev, (size_t)m * k * 4, x), *qd = buf(g_dev, memra_q8_1_bytes(m, k), NULL);
-        memra_buffer *yd = buf(g_dev, (size_t)m * n * 4, NULL);
-        memra_op_args ra = {.struct_size = sizeof ra, .src = memra_buffer_ptr(wd), .rows = n, .cols = k,
-                            .dst = memra_buffer_ptr(rd)};
-        CHECK_OK(memra_module_call(g_dev, "mmq", MEMRA_OP_repack_q8_0, &ra));
-        memra_op_args qa = {.struct_size = sizeof qa, .src = memra_buffer_ptr(xd), .dst = memra_buffer_ptr(qd),
-                            .rows = m, .cols = k};
-        memra_op_args ga = {.struct_size = sizeof ga};
-        ga.gemm = (memra_gemm_args){.struct_size = sizeof(memra_gemm_args), .m = m, .n = n, .k = k, .ldy = n,
-                                    .alpha = 1.0f, .w = memra_buffer_ptr(rd), .x = memra_buffer_ptr(qd),
-                                    .y = memra_buffer_ptr(yd)};
+        floor_case f;
+        floor_case_make(&f, m, n, k);
+        memra_op_args *qa = &f.qa, *ga = &f.ga;
         double ms[A_N][16];
         for (int r = -1; r < reps; r++)
             for (int i = 0; i < A_N; i++) {
@@ -791,8 +803,8 @@ static int case_pdl(int m)
                 else unsetenv("MEMRA_MMQ_PDL");
                 CHECK_OK(memra_timer_start(t, NULL));
                 for (int b = 0; b < calls; b++) {
-                    CHECK_OK(memra_module_call(g_dev, "mmq", MEMRA_OP_quant_q8_1, &qa));
-                    CHECK_OK(memra_module_call(g_dev, "mmq", MEMRA_OP_gemm_q8_0r, &ga));
+                    CHECK_OK(memra_module_call(g_dev, "mmq", MEMRA_OP_quant_q8_1, qa));
+                    CHECK_OK(memra_module_call(g_dev, "mmq", MEMRA_OP_gemm_q8_0r, ga));
                 }
                 CHECK_OK(memra_timer_stop(t, NULL));
                 double e = 0;
@@ -811,7 +823,7 @@ static int case_pdl(int m)
                 clock_gettime(CLOCK_MONOTONIC, &t0);
                 for (int b = 0; b < 64; b++)
                     CHECK_OK(memra_module_call(g_dev, "mmq", op ? MEMRA_OP_gemm_q8_0r : MEMRA_OP_quant_q8_1,
-                                               op ? &ga : &qa));
+                                               op ? ga : qa));
                 clock_gettime(CLOCK_MONOTONIC, &t1);
                 host_us[pl][op] = ((double)(t1.tv_sec - t0.tv_sec) * 1e6 + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-3) / 64;
             }
@@ -828,9 +840,7 @@ static int case_pdl(int m)
                m, k, n, md[A_PDL1], flop / md[A_PDL1] * 1e-9, md[A_PLAIN1], flop / md[A_PLAIN1] * 1e-9,
                md[A_PLAIN1] / md[A_PDL1], SWEEP_BATCH, md[A_PDLB], flop / md[A_PDLB] * 1e-9, md[A_PLAINB],
                flop / md[A_PLAINB] * 1e-9, md[A_PLAINB] / md[A_PDLB]);
-        memra_buffer_destroy(wd), memra_buffer_destroy(rd), memra_buffer_destroy(xd), memra_buffer_destroy(qd);
-        memra_buffer_destroy(yd);
-        free(x), free(w);
+        floor_case_free(&f);
     }
     memra_timer_destroy(t);
     return 1;
