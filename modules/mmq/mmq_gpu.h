@@ -12,9 +12,12 @@
  * to the shared GPU code's own memra__gpu_images in one module). Every op
  * follows the module ABI's rules: stream-ordered, no host synchronisation, a
  * status on every path, DECLINED with a static reason for cases it does not
- * take. Thread-safe: the context is read-only after create. */
+ * take. Thread-safe: the context is read-only after create but for the atomic
+ * pdl_refused. */
 #ifndef MEMRA_MODULES_MMQ_GPU_H
 #define MEMRA_MODULES_MMQ_GPU_H
+
+#include <stdatomic.h>
 
 #include "../cuda/cu.h"
 #include "../cuda/images.h"
@@ -58,6 +61,7 @@ typedef struct memra__mmq {
     memra__cu cu;
     CUresult (*cuFuncSetAttribute)(CUfunction f, int attrib, int value);
     memra__cu_launch_ex_fn cuLaunchKernelEx; /* NULL: no programmatic dependent launch (plain launches) */
+    atomic_int pdl_refused; /* set when the driver refused a dependent launch that a plain one then served */
     CUmodule mods[3];
     int owns_modules;
     unsigned families;

@@ -2,6 +2,7 @@
  * so both sides refuse the same calls), declines for the cases the kernels do
  * not take, scratch, and launches on call->stream. See mmq.cu and
  * fp8blk_gemm.cu for the kernels and their preconditions. */
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -41,7 +42,7 @@ static memra_status launch_n(memra__mmq *q, CUfunction f, const char *name, unsi
 
 static int pdl_on(const memra__mmq *q)
 {
-    if (q->cuLaunchKernelEx == NULL) return 0;
+    if (q->cuLaunchKernelEx == NULL || atomic_load_explicit(&q->pdl_refused, memory_order_relaxed)) return 0;
     const char *e = getenv("MEMRA_MMQ_PDL");
     return !(e != NULL && e[0] == '0' && e[1] == 0);
 }
@@ -59,6 +60,17 @@ static memra_status launch_pdl(memra__mmq *q, CUfunction f, const char *name, un
         const memra__cu_launch_config cfg = {.grid = {gx, gy, gz}, .block = {threads, 1, 1}, .smem = smem,
                                              .stream = (CUstream)stream, .attrs = &at, .num_attrs = 1};
         r = q->cuLaunchKernelEx(&cfg, f, args, NULL);
+        if (r != MEMRA__CU_SUCCESS && q->cu.cuLaunchKernel(f, gx, gy, gz, threads, 1, 1, smem, (CUstream)stream, args,
+                                                            NULL) == MEMRA__CU_SUCCESS) {
+            /* the plain launch works where the dependent one did not: the driver
+             * refuses the attribute here, so this module launches plainly from now on */
+            const char *en = NULL;
+            q->cu.cuGetErrorName(r, &en);
+            q->host->log(MEMRA_LOG_WARN, q->name, "%s: dependent launch refused (%s); plain launches from now on", name,
+                         en ? en : "?");
+            atomic_store_explicit(&q->pdl_refused, 1, memory_order_relaxed);
+            r = MEMRA__CU_SUCCESS;
+        }
     } else {
         r = q->cu.cuLaunchKernel(f, gx, gy, gz, threads, 1, 1, smem, (CUstream)stream, args, NULL);
     }
