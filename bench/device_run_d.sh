@@ -74,7 +74,7 @@ if [ "${NCU:-0}" = 1 ] && command -v ncu >/dev/null; then
   echo "ncu: exit $?" >> "$S"
 fi
 if [ "${KDUR:-0}" = 1 ] && command -v ncu >/dev/null; then
-  timeout 200 ncu --clock-control none --metrics gpu__time_duration.sum --csv \
+  timeout 200 ncu --clock-control none --metrics gpu__time_duration.sum --csv --print-units base \
     -k regex:'memra_k_(quant_q8_1|gemm_q8_0r|splitk_sum)' $M bench 27b --m 512 --reps 2 --warmup 1 > "$L/kdur.csv" 2>&1
   echo "ncu kdur: exit $?" >> "$S"
   python3 - "$L/kdur.csv" >> "$S" <<'PY' || true

@@ -2,7 +2,8 @@
  * cores, and the accumulator probe built on the same tile.
  *
  * Kernels (one source, compiled for sm_90a and sm_120a; the GEMMs, the repack
- * and the quantiser use sm_80 features only: cp.async, ldmatrix, s8 mma.sync):
+ * and the quantiser use sm_80 features (cp.async, ldmatrix, s8 mma.sync) plus,
+ * from sm_90, griddepcontrol for dependent launches (no-ops below)):
  *   memra_k_repack_q8_0, memra_k_gemm_q8_0r_mt4 / _mt2 / _mt4n3 / _mt2n3, memra_k_splitk_sum
  *                        the floor on Q8_0 records (the weight repacked at load):
  *                        see "repack_q8_0 and gemm_q8_0r" below. The default path.
@@ -221,10 +222,12 @@ memra_k_quant_q8_1(const float *__restrict__ x, int m, int k, unsigned char *__r
         for (int r = 0; r < QUANT_RECS; r++)
             *reinterpret_cast<float4 *>(S + (r * 4 + (lane >> 3)) * QUANT_ROW + (lane & 7) * 4) = v[r];
         __syncwarp();
-        float b[32];
+        float4 b4[8];
 #pragma unroll
-        for (int i = 0; i < 8; i++) *reinterpret_cast<float4 *>(b + 4 * i) = *reinterpret_cast<const float4 *>(S + lane * QUANT_ROW + 4 * i);
+        for (int i = 0; i < 8; i++) b4[i] = *reinterpret_cast<const float4 *>(S + lane * QUANT_ROW + 4 * i);
         __syncwarp(); /* every lane has read its block before the next pass stages */
+        const float *b = reinterpret_cast<const float *>(b4);
+        /* from 0, as the host: a block of NaNs alone gets d = 0 (fmaxf drops NaN) */
         float a = 0.0f;
 #pragma unroll
         for (int e = 0; e < 32; e++) a = fmaxf(a, fabsf(b[e]));

@@ -242,8 +242,10 @@ memra_status memra__mmq_create(const memra_host_services *host, const memra_devi
     memra_status st = memra__cu_resolve(host, name, &q->cu);
     if (st == MEMRA_STATUS_OK) {
         *(void **)&q->cuFuncSetAttribute = host->driver_proc("cuFuncSetAttribute");
-        /* programmatic dependent launch needs griddepcontrol (sm_90+) */
-        if (caps->cc >= 90) *(void **)&q->cuLaunchKernelEx = host->driver_proc("cuLaunchKernelEx");
+        /* programmatic dependent launch needs griddepcontrol (sm_90+), and a
+         * driver that also captures it into CUDA graphs (12.3+) */
+        if (caps->cc >= 90 && caps->driver_version >= 12030)
+            *(void **)&q->cuLaunchKernelEx = host->driver_proc("cuLaunchKernelEx");
         if (q->cuFuncSetAttribute == NULL)
             st = host->set_error(MEMRA_STATUS_NO_DRIVER, "%s: driver entry point cuFuncSetAttribute not found", name);
     }

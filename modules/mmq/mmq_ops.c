@@ -255,7 +255,10 @@ static const double k_q8r_step[MEMRA__MMQ_R3_TILES] = {1.0, 0.6, 0.76, 0.41}; /*
 static q8r_plan plan_q8_0r(const memra__mmq *q, int m, int n, int k)
 {
     const char *eb = getenv("MEMRA_MMQ_BM"), *en = getenv("MEMRA_MMQ_BN"), *es = getenv("MEMRA_MMQ_SPLIT");
-    const int fb = eb ? atoi(eb) : 0, fn = en ? atoi(en) : 0, fs = es ? atoi(es) : 0;
+    int fb = eb ? atoi(eb) : 0, fn = en ? atoi(en) : 0, fs = es ? atoi(es) : 0;
+    if (fb < 0) fb = 0; /* a negative value is no forcing */
+    if (fn < 0) fn = 0;
+    if (fs < 0) fs = 0;
     const int64_t sms = q->caps->sm_count > 0 ? q->caps->sm_count : 16;
     const int64_t G = ((int64_t)k + 127) / 128;
     const size_t optin = q->caps->smem_per_block_optin;
@@ -267,7 +270,9 @@ static q8r_plan plan_q8_0r(const memra__mmq *q, int m, int n, int k)
         if (q->gemm_q8_0r[t] == NULL || ty > 65535) continue;
         if (any.tile < 0) any.tile = t;
         if ((fb != 0 && fb != tl->bm) || (fn != 0 && fn != tl->bn)) continue;
-        const int two = optin == 0 || optin >= 2 * (size_t)tl->smem + 2048; /* two CTAs per SM (1 KB reserved each) */
+        /* two CTAs per SM: 2 (smem + 1 KB reserved) within the SM's shared
+         * memory, which is the per-block opt-in limit + 1 KB */
+        const int two = optin == 0 || optin >= 2 * (size_t)tl->smem + 1024;
         const int64_t tiles = ((int64_t)m + tl->bm - 1) / tl->bm * ty;
         for (int s = 1; s <= 16; s++) {
             if (fs > 0 ? s != fs : (s > 1 && G / s < 4)) continue;
@@ -316,8 +321,9 @@ memra_status memra__mmq_gemm_q8_0r(memra_call *call, const memra_gemm_args *a)
                      p.split);
         p.split = 1;
     }
-    /* Both kernels are programmatic dependents of the kernel before them (the
-     * quantiser, then the tile), which let them launch early (mmq.cu). */
+    /* Both kernels are programmatic dependents of the kernel before them in the
+     * stream (in memra_matmul: the quantiser, then the tile; both trigger early,
+     * mmq.cu). */
     const memra__mmq_r3_tile *tl = &memra__mmq_r3_tiles[p.tile];
     st = launch_pdl(q, q->gemm_q8_0r[p.tile], tl->kernel, (unsigned)((m + tl->bm - 1) / tl->bm),
                     (unsigned)((n + tl->bn - 1) / tl->bn), (unsigned)p.split, MMQ_THREADS_C, tl->smem, call->stream,

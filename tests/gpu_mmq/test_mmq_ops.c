@@ -168,6 +168,8 @@ static int case_quant(void)
             x[40] = NAN;
         }
         if (s == 3) x[5120 + 70] = INFINITY; /* amax inf: d = inf, id = 0, every code of the group 0 */
+        if (s == 4)
+            for (int c = 64; c < 96; c++) x[c] = NAN; /* a group of NaNs alone: d = 0, codes 0 */
         free(quant_both(x, shapes[s][0], shapes[s][1], NULL, &ok));
         free(x);
     }
