@@ -146,13 +146,14 @@ template <> __device__ __forceinline__ void mma_k32<MMQ_KIND_MX>(float d[4], con
 }
 
 /* ---- programmatic dependent launch ------------------------------------------ *
- * gemm_q8_0r and the split-k sum are launched as programmatic dependents of
- * the kernel before them in the stream (mmq_ops.c): they may become resident
- * once that kernel has triggered, and pdl_wait (griddepcontrol.wait) holds
- * each of their threads until every prerequisite grid has completed and its
- * memory is visible, so nothing is read or written before it. The quantiser
- * and the tile trigger (launch_dependents) early. Both are no-ops for a plain
- * launch and below sm_90 (where the launcher never asks for one). */
+ * quant_q8_1, gemm_q8_0r and the split-k sum are launched as programmatic
+ * dependents of the kernel before them in the stream (mmq_ops.c): they may
+ * become resident once that kernel has triggered, and pdl_wait
+ * (griddepcontrol.wait) holds each of their threads until every prerequisite
+ * grid has completed and its memory is visible, so nothing is read or written
+ * before it. The quantiser and the tile trigger (launch_dependents) early.
+ * Both are no-ops for a plain launch and below sm_90 (where the launcher never
+ * asks for one). */
 __device__ __forceinline__ void pdl_wait()
 {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
@@ -193,6 +194,7 @@ memra_k_quant_q8_1(const float *__restrict__ x, int m, int k, unsigned char *__r
 {
     __shared__ __align__(16) float stage[8][QUANT_RECS * 4 * QUANT_ROW];
     pdl_trigger(); /* the GEMM after it may launch once every CTA of this grid runs */
+    pdl_wait();    /* x (and dst's earlier readers) complete */
     const int lane = threadIdx.x & 31;
     float *const S = stage[threadIdx.x >> 5];
     const long long nkb = ((long long)k + 511) / 512 * 4;

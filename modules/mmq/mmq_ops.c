@@ -141,9 +141,10 @@ memra_status memra__mmq_quant_q8_1(memra_call *call, memra_dptr x, int32_t m, in
         return q->host->set_error(MEMRA_STATUS_INVALID_ARGUMENT, "%s.quant_q8_1: NULL x or destination", q->name);
     if (!aligned(x, 4) || !aligned(dst, 16)) return decline(call, "quant_q8_1: x must be 4-byte and the records 16-byte aligned");
     const int64_t records = ((int64_t)k + 511) / 512 * 4 * m;
-    /* 8 warps per block, QUANT_RECS (mmq.cu) = 8 records per warp and pass */
-    return launch(q, q->quant_q8_1, "memra_k_quant_q8_1", blocks(q, records, 8 * 8), 1, 0, call->stream,
-                  (void *[]){&x, &m, &k, &dst});
+    /* 8 warps per block, QUANT_RECS (mmq.cu) = 8 records per warp and pass; a
+     * programmatic dependent of the kernel before it (it waits before reading x) */
+    return launch_pdl(q, q->quant_q8_1, "memra_k_quant_q8_1", blocks(q, records, 8 * 8), 1, 1, 256, 0, call->stream,
+                      (void *[]){&x, &m, &k, &dst}, 1);
 }
 
 /* ---- gemm_q8_0 ------------------------------------------------------------------- */
