@@ -4,7 +4,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "core/runtime.h"
 #include "jit/jit.h"
 

@@ -8,7 +8,7 @@
 #include <stdint.h>
 
 #include "arch/profiles.h"
-#include "core/driver.h"
+#include "base/driver.h"
 #include "memra/memra.h"
 
 #define MEMRA__MAX_DEVICES 16

@@ -2,7 +2,7 @@
 #include <stdlib.h>
 #include <time.h>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "core/runtime.h"
 
 struct memra_timer {

@@ -37,7 +37,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "core/runtime.h"
 #include "memra/formats.h"
 

@@ -42,7 +42,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "jit/sha256.h"
 
 #define KEY_HEX_LEN (2 * MEMRA__JIT_KEY_BYTES)

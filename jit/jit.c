@@ -18,7 +18,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "jit/nvrtc.h"
 #include "jit/sha256.h"
 

@@ -33,7 +33,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "core/driver.h"
+#include "base/driver.h"
 #include "jit/cache.h"
 #include "memra/status.h"
 

@@ -6,7 +6,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "jit/jit.h"
 
 memra_status memra__jit_load(const memra__driver *drv, CUcontext ctx, const void *image, size_t size, CUmodule *out)

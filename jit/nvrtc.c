@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/error.h"
+#include "base/error.h"
 
 static const char *const k_names[] = {"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so"};
 static const char k_cuda_lib_dir[] = "/usr/local/cuda/lib64";

@@ -12,7 +12,7 @@
  * MEMRA_FP8BLK_TILE. */
 #include <string.h>
 
-#include "../mmq/mmq_gpu.h"
+#include "kernels/mmq/mmq.h"
 
 #define FP8BLK_NAME "fp8blk"
 #define FP8BLK_VERSION "0.1.0"

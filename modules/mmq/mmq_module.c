@@ -5,7 +5,7 @@
  * init refuses other devices, naming the targets it has). Its kernels use
  * sm_80 features only, so the same source serves every CUDA profile; the
  * probe's FP8 arms use the device's FP8 MMA (and MX only on sm_120a). */
-#include "mmq_gpu.h"
+#include "kernels/mmq/mmq.h"
 
 #define MMQ_NAME "mmq"
 #define MMQ_VERSION "0.1.0"

@@ -22,8 +22,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../cuda/gpu.h"
-#include "../mmq/mmq_gpu.h"
+#include "gpu/gpu.h"
+#include "kernels/mmq/mmq.h"
 
 #define SM120_NAME "sm120"
 #define SM120_VERSION "0.1.0"

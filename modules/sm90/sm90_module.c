@@ -4,7 +4,7 @@
  * code in modules/cuda. The kernels are compiled ahead of time for sm_90a (and
  * sm_120a, so one build carries both) and embedded; init loads the sm_90a
  * images, so a build without them is refused at start-up. */
-#include "../cuda/gpu.h"
+#include "gpu/gpu.h"
 
 #define SM90_NAME "sm90"
 #define SM90_VERSION "0.1.0"

@@ -23,7 +23,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "memra/formats.h"
 #include "memra/memra.h"
 #include "modules/host/host_module.h"

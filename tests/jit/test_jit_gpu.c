@@ -4,7 +4,7 @@
  * Exits 77 without a driver, a device or NVRTC. */
 #include <time.h>
 
-#include "core/driver.h"
+#include "base/driver.h"
 #include "jit_test.h"
 
 static const char *target_for(int cc)

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 
 #include "memra/formats.h"
-#include "mmq_gpu.h"
+#include "mmq.h"
 
 #define MMQ_OF(call) ((memra__mmq *)(call)->module_ctx)
 #define PROBE_BIAS_S32 (-12582912.0f) /* mmq.cu: the fold's 1.5 * 2^23 */

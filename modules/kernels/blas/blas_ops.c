@@ -2,7 +2,7 @@
  * cuBLASLt calls, all enqueued on call->stream (see gpu.h for the rules). */
 #include <math.h>
 
-#include "gpu.h"
+#include "gpu/gpu.h"
 #include "memra/formats.h"
 
 #define GPU_OF(call) ((memra__gpu *)(call)->module_ctx)

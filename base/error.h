@@ -1,6 +1,6 @@
 /* Internal error and log helpers shared by every part of libmemra. */
-#ifndef MEMRA_CORE_ERROR_H
-#define MEMRA_CORE_ERROR_H
+#ifndef MEMRA_BASE_ERROR_H
+#define MEMRA_BASE_ERROR_H
 
 #include <stdarg.h>
 

@@ -68,7 +68,7 @@
  * kernel's 4-value stores (else it stores bytes). NaN inputs: the amax ignores
  * them (fmaxf), as the host does, and they encode to 0x7F.
  */
-#include "e4m3.cuh"
+#include "../common/e4m3.cuh"
 
 __device__ __forceinline__ float memra_warp_max(float v)
 {

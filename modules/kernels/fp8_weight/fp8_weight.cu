@@ -17,7 +17,7 @@
  */
 #include <cuda_fp16.h>
 
-#include "e4m3.cuh"
+#include "../common/e4m3.cuh"
 
 extern "C" __global__ void __launch_bounds__(256)
 memra_k_fp8_blk_to_q8_0(const unsigned char *__restrict__ w, const float *__restrict__ grid, long long rows,

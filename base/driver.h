@@ -5,8 +5,8 @@
  * the driver uses (they are ints and opaque pointers). Every entry point is
  * resolved with cuGetProcAddress at MEMRA__CUDA_PINNED_VERSION, so names that
  * cuda.h maps to _v2 symbols (cuMemAlloc -> cuMemAlloc_v2) get the _v2 ABI. */
-#ifndef MEMRA_CORE_DRIVER_H
-#define MEMRA_CORE_DRIVER_H
+#ifndef MEMRA_BASE_DRIVER_H
+#define MEMRA_BASE_DRIVER_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -19,9 +19,9 @@
 
 #include <stdatomic.h>
 
-#include "../cuda/cu.h"
-#include "../cuda/images.h"
-#include "fp8blk_jit.h"
+#include "gpu/cu.h"
+#include "gpu/images.h"
+#include "kernels/fp8blk/fp8blk_jit.h"
 #include "memra/module.h"
 
 extern const memra__gpu_image memra__mmq_images[];

@@ -1,5 +1,5 @@
 /* Status strings, per-thread error detail, logging. */
-#include "core/error.h"
+#include "base/error.h"
 
 #include <stdarg.h>
 #include <stdio.h>

@@ -5,7 +5,7 @@
  * embedded), and kernel lookup. */
 #define _POSIX_C_SOURCE 200809L
 
-#include "mmq_gpu.h"
+#include "kernels/mmq/mmq.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -23,10 +23,10 @@ if(NOT MEMRA_HAVE_GPU_MODULES)
   return()
 endif()
 
-set(_mmq_cuda ${CMAKE_CURRENT_SOURCE_DIR}/cuda)
+set(_mmq_cuda ${CMAKE_CURRENT_SOURCE_DIR}/kernels)
 set(_mmq_gen ${CMAKE_CURRENT_BINARY_DIR}/mmq_images)
 file(MAKE_DIRECTORY ${_mmq_gen})
-file(GLOB _mmq_headers ${_mmq_cuda}/*.cuh)
+file(GLOB _mmq_headers ${_mmq_cuda}/common/*.cuh)
 
 set(_mmq_cubins "")
 set(_mmq_list "")
@@ -45,12 +45,12 @@ function(memra_mmq_cubin family source target)
 endfunction()
 
 foreach(_t IN LISTS MEMRA_GPU_TARGETS)
-  memra_mmq_cubin(mmq mmq.cu ${_t})
+  memra_mmq_cubin(mmq mmq/mmq.cu ${_t})
   if(_t MATCHES "^12[01]a$")
-    memra_mmq_cubin(fp8blk fp8blk_gemm.cu ${_t} -DFP8BLK_MMA=1)
-    memra_mmq_cubin(fp8blk_mx fp8blk_gemm.cu ${_t} -DFP8BLK_MMA=2)
+    memra_mmq_cubin(fp8blk fp8blk/fp8blk_gemm.cu ${_t} -DFP8BLK_MMA=1)
+    memra_mmq_cubin(fp8blk_mx fp8blk/fp8blk_gemm.cu ${_t} -DFP8BLK_MMA=2)
   elseif(_t MATCHES "^(89|90a)$")
-    memra_mmq_cubin(fp8blk fp8blk_gemm.cu ${_t} -DFP8BLK_MMA=0)
+    memra_mmq_cubin(fp8blk fp8blk/fp8blk_gemm.cu ${_t} -DFP8BLK_MMA=0)
   endif()
 endforeach()
 
@@ -61,24 +61,24 @@ target_compile_definitions(memra_mmq_images PRIVATE
 
 # The fp8blk_gemm.cu text for the JIT.
 add_custom_command(OUTPUT ${_mmq_gen}/fp8blk_src.c
-  COMMAND ${CMAKE_COMMAND} -DIN=${_mmq_cuda}/fp8blk_gemm.cu -DOUT=${_mmq_gen}/fp8blk_src.c -DVAR=memra__fp8blk_src
-          -P ${CMAKE_CURRENT_SOURCE_DIR}/mmq/embed_source.cmake
-  DEPENDS ${_mmq_cuda}/fp8blk_gemm.cu ${_mmq_headers} ${CMAKE_CURRENT_SOURCE_DIR}/mmq/embed_source.cmake
+  COMMAND ${CMAKE_COMMAND} -DIN=${_mmq_cuda}/fp8blk/fp8blk_gemm.cu -DOUT=${_mmq_gen}/fp8blk_src.c -DVAR=memra__fp8blk_src
+          -P ${CMAKE_CURRENT_SOURCE_DIR}/gpu/embed_source.cmake
+  DEPENDS ${_mmq_cuda}/fp8blk/fp8blk_gemm.cu ${_mmq_headers} ${CMAKE_CURRENT_SOURCE_DIR}/gpu/embed_source.cmake
   COMMENT "embedding the fp8blk_gemm.cu source for the JIT"
   VERBATIM)
 
 # The C side shared by the three modules (context, loader, ops, JIT sources).
 add_library(memra_mmq_common OBJECT
-  ${CMAKE_CURRENT_SOURCE_DIR}/mmq/mmq_gpu.c ${CMAKE_CURRENT_SOURCE_DIR}/mmq/mmq_ops.c
-  ${CMAKE_CURRENT_SOURCE_DIR}/mmq/fp8blk_jit.c ${_mmq_gen}/fp8blk_src.c)
-target_include_directories(memra_mmq_common PUBLIC ${PROJECT_SOURCE_DIR}/include ${_mmq_cuda})
+  ${CMAKE_CURRENT_SOURCE_DIR}/gpu/loader.c ${_mmq_cuda}/mmq/mmq_ops.c
+  ${_mmq_cuda}/fp8blk/fp8blk_jit.c ${_mmq_gen}/fp8blk_src.c)
+target_include_directories(memra_mmq_common PUBLIC ${PROJECT_SOURCE_DIR}/include ${CMAKE_CURRENT_SOURCE_DIR})
 target_link_libraries(memra_mmq_common PRIVATE memra_warnings)
 target_link_libraries(memra_mmq_common INTERFACE Threads::Threads)
 set_target_properties(memra_mmq_common PROPERTIES POSITION_INDEPENDENT_CODE ON C_VISIBILITY_PRESET hidden)
 
 # The driver table alone, for the modules that do not carry the shared GPU code.
-add_library(memra_mmq_cu OBJECT ${_mmq_cuda}/cu.c)
-target_include_directories(memra_mmq_cu PUBLIC ${PROJECT_SOURCE_DIR}/include ${_mmq_cuda})
+add_library(memra_mmq_cu OBJECT ${CMAKE_CURRENT_SOURCE_DIR}/gpu/cu.c)
+target_include_directories(memra_mmq_cu PUBLIC ${PROJECT_SOURCE_DIR}/include ${CMAKE_CURRENT_SOURCE_DIR}/gpu)
 target_link_libraries(memra_mmq_cu PRIVATE memra_warnings)
 set_target_properties(memra_mmq_cu PROPERTIES POSITION_INDEPENDENT_CODE ON C_VISIBILITY_PRESET hidden)
 

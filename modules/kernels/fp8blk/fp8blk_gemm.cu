@@ -38,7 +38,7 @@
  *
  * The file is also compiled at run time by NVRTC (modules/mmq/fp8blk_jit.c):
  * the build embeds its text with e4m3.cuh inlined (modules/mmq/embed_source.cmake),
- * so it may include nothing but "e4m3.cuh" and, outside NVRTC, <stdint.h>.
+ * so it may include nothing but "../common/e4m3.cuh" and, outside NVRTC, <stdint.h>.
  */
 #ifdef __CUDACC_RTC__
 typedef unsigned int uint32_t;   /* NVRTC has no <stdint.h> without include folders */
@@ -47,7 +47,7 @@ typedef unsigned short uint16_t;
 #include <stdint.h>
 #endif
 
-#include "e4m3.cuh"
+#include "../common/e4m3.cuh"
 
 #ifndef FP8BLK_MMA
 #define FP8BLK_MMA 0

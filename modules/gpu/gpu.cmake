@@ -46,11 +46,12 @@ endif()
 message(STATUS "memra: GPU modules: nvcc ${MEMRA_NVCC_VERSION} (${MEMRA_NVCC}), targets ${MEMRA_GPU_TARGETS}")
 
 # ---- kernels: .cu -> cubin per target -> one generated C file -------------------
-set(_cuda_dir ${CMAKE_CURRENT_SOURCE_DIR}/cuda)
+set(_cuda_dir ${CMAKE_CURRENT_SOURCE_DIR}/gpu)
+set(_kernels_dir ${CMAKE_CURRENT_SOURCE_DIR}/kernels)
 set(_gen_dir ${CMAKE_CURRENT_BINARY_DIR}/gpu_images)
 file(MAKE_DIRECTORY ${_gen_dir})
 set(MEMRA_GPU_FAMILIES convert dequant fp8_act fp8_weight) # = MEMRA__GPU_FAMILY_LIST in cuda/images.h
-file(GLOB _cuda_headers ${_cuda_dir}/*.cuh)
+file(GLOB _cuda_headers ${_kernels_dir}/common/*.cuh)
 set(_cubins "")
 set(_image_list "")
 foreach(_family IN LISTS MEMRA_GPU_FAMILIES)
@@ -60,8 +61,8 @@ foreach(_family IN LISTS MEMRA_GPU_FAMILIES)
     add_custom_command(OUTPUT ${_cubin}
       COMMAND ${MEMRA_NVCC} -cubin -O3 -std=c++17 -fmad=false -Xptxas=-warn-spills
               -gencode=arch=compute_${_arch},code=sm_${_arch}
-              -o ${_cubin} ${_cuda_dir}/${_family}.cu
-      DEPENDS ${_cuda_dir}/${_family}.cu ${_cuda_headers}
+              -o ${_cubin} ${_kernels_dir}/${_family}/${_family}.cu
+      DEPENDS ${_kernels_dir}/${_family}/${_family}.cu ${_cuda_headers}
       COMMENT "nvcc ${_family}.cu -> sm_${_arch} cubin"
       VERBATIM)
     list(APPEND _cubins ${_cubin})
@@ -76,12 +77,12 @@ function(memra_embed_image_table target gen_dir list_text)
   configure_file(${gen_dir}/images.list.in ${gen_dir}/images.list COPYONLY)
   add_custom_command(OUTPUT ${gen_dir}/${target}.c
     COMMAND ${CMAKE_COMMAND} -DOUT=${gen_dir}/${target}.c -DLIST=${gen_dir}/images.list
-            -P ${CMAKE_CURRENT_SOURCE_DIR}/cuda/embed_cubins.cmake
-    DEPENDS ${ARGN} ${gen_dir}/images.list ${CMAKE_CURRENT_SOURCE_DIR}/cuda/embed_cubins.cmake
+            -P ${CMAKE_CURRENT_SOURCE_DIR}/gpu/embed_cubins.cmake
+    DEPENDS ${ARGN} ${gen_dir}/images.list ${CMAKE_CURRENT_SOURCE_DIR}/gpu/embed_cubins.cmake
     COMMENT "embedding the cubins of ${target}"
     VERBATIM)
   add_library(${target} OBJECT ${gen_dir}/${target}.c)
-  target_include_directories(${target} PUBLIC ${CMAKE_CURRENT_SOURCE_DIR}/cuda)
+  target_include_directories(${target} PUBLIC ${CMAKE_CURRENT_SOURCE_DIR}/gpu)
   set_target_properties(${target} PROPERTIES POSITION_INDEPENDENT_CODE ON C_VISIBILITY_PRESET hidden)
 endfunction()
 
@@ -90,8 +91,8 @@ memra_embed_image_table(memra_gpu_images ${_gen_dir} "${_image_list}" ${_cubins}
 
 # The shared C code of the GPU modules: driver table, image loading, cuBLASLt, ops.
 add_library(memra_gpu_common OBJECT
-  ${_cuda_dir}/cu.c ${_cuda_dir}/gpu.c ${_cuda_dir}/lt.c ${_cuda_dir}/ops.c)
-target_include_directories(memra_gpu_common PUBLIC ${PROJECT_SOURCE_DIR}/include ${_cuda_dir})
+  ${_cuda_dir}/cu.c ${_cuda_dir}/gpu.c ${_cuda_dir}/lt.c ${_kernels_dir}/blas/blas_ops.c)
+target_include_directories(memra_gpu_common PUBLIC ${PROJECT_SOURCE_DIR}/include ${CMAKE_CURRENT_SOURCE_DIR} ${_cuda_dir})
 target_compile_definitions(memra_gpu_common PRIVATE _GNU_SOURCE)
 target_link_libraries(memra_gpu_common PRIVATE memra_warnings)
 set_target_properties(memra_gpu_common PROPERTIES POSITION_INDEPENDENT_CODE ON C_VISIBILITY_PRESET hidden)
@@ -103,7 +104,7 @@ function(memra_add_gpu_module name)
   cmake_parse_arguments(M "" "" "SOURCES;LIBS" ${ARGN})
   add_library(memra_${name} MODULE ${M_SOURCES})
   target_link_libraries(memra_${name} PRIVATE ${M_LIBS} memra_warnings ${CMAKE_DL_LIBS})
-  target_include_directories(memra_${name} PRIVATE ${PROJECT_SOURCE_DIR}/include)
+  target_include_directories(memra_${name} PRIVATE ${PROJECT_SOURCE_DIR}/include ${PROJECT_SOURCE_DIR}/modules)
   set_target_properties(memra_${name} PROPERTIES
     PREFIX "" OUTPUT_NAME ${name}
     C_VISIBILITY_PRESET hidden

@@ -1,13 +1,13 @@
 /* The CUDA driver by dlopen: one entry-point list, resolved through
  * cuGetProcAddress at a pinned version. */
-#include "core/driver.h"
+#include "base/driver.h"
 
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/error.h"
+#include "base/error.h"
 
 /* cuGetProcAddress as exported since CUDA 12.0 (cuGetProcAddress_v2) and before. */
 typedef CUresult (*get_proc_v2_fn)(const char *symbol, void **pfn, int cuda_version, uint64_t flags, int *status);
