@@ -21,10 +21,10 @@
  * and, once, dequant_f16 of a 5120 x 17408 weight (Q8_0, Q4_K, Q6_K) beside a
  * device-to-device copy moving the same number of bytes.
  *
- * Fairness: the raw matmul is built as modules/cuda/lt.c builds the lane's:
+ * Fairness: the raw matmul is built as modules/gpu/lt.c builds the lane's:
  * compute 32F, scale type 32F, TRANSA = T, TRANSB = N, column-major layouts
  * A = k x n (ld k), B = k x m (ld k), C = D = n x m (ld n), the same workspace
- * size (32 MiB, MEMRA__GPU_WORKSPACE_BYTES in modules/cuda/gpu.h), the same
+ * size (32 MiB, MEMRA__GPU_WORKSPACE_BYTES in modules/gpu/gpu.h), the same
  * MIN_ALIGNMENT preferences derived from the pointers, one heuristic result.
  * The fp8 lane folds sx * w_scale into the B scale and leaves A's unset; the
  * raw arm passes w_scale and sx as separate A and B scale pointers (what a
@@ -58,7 +58,7 @@
 
 #define RAW_SKIP 77
 #define RAW_MODULE "sm90"
-#define RAW_WORKSPACE_BYTES ((size_t)32 << 20) /* = MEMRA__GPU_WORKSPACE_BYTES (modules/cuda/gpu.h) */
+#define RAW_WORKSPACE_BYTES ((size_t)32 << 20) /* = MEMRA__GPU_WORKSPACE_BYTES (modules/gpu/gpu.h) */
 #define RAW_MAX_REPS 10000
 #define RAW_MAX_M 65536
 

@@ -1,4 +1,4 @@
-/* The fp8blk module: memra's own block-128 FP8 GEMM (modules/cuda/fp8blk_gemm.cu)
+/* The fp8blk module: memra's own block-128 FP8 GEMM (modules/kernels/fp8blk)
  * in its sm_90a variant (e4m3 mma.sync), on Hopper. It scores below the sm90
  * module, whose cuBLASLt block-scaled lane is the default there, so it serves
  * gemm_fp8_blk only when preferred (MEMRA_PREFER=gemm_fp8_blk=fp8blk) or named
@@ -8,11 +8,12 @@
  *
  * The kernels are compiled by the JIT for sm_90a at init (jit_sources declares
  * fp8blk_gemm.e4m3 so `memra jit warm` compiles it ahead), with the embedded
- * cubin as the fallback; see modules/mmq/fp8blk_jit.h for MEMRA_FP8BLK_JIT and
- * MEMRA_FP8BLK_TILE. */
+ * cubin as the fallback; see modules/kernels/fp8blk/fp8blk_jit.h for
+ * MEMRA_FP8BLK_JIT and MEMRA_FP8BLK_TILE. A descriptor: the fp8blk family on
+ * the GPU runtime. */
 #include <string.h>
 
-#include "kernels/mmq/mmq.h"
+#include "kernels/kernels.h"
 
 #define FP8BLK_NAME "fp8blk"
 #define FP8BLK_VERSION "0.1.0"
@@ -25,13 +26,14 @@ static int fp8blk_score(const memra_device_caps *caps)
 
 static memra_status fp8blk_init(const memra_host_services *host, const memra_device_caps *caps, void **out_ctx)
 {
-    memra__mmq *q = NULL;
-    memra_status st = memra__mmq_create(host, caps, FP8BLK_NAME, MEMRA__MMQ_FAM_FP8BLK, 0, &q);
+    static const memra__gpu_family *const families[] = {&memra__gpu_family_fp8blk};
+    memra__gpu *q = NULL;
+    memra_status st = memra__gpu_create(host, caps, FP8BLK_NAME, families, 1, &q);
     if (st == MEMRA_STATUS_OK) *out_ctx = q;
     return st;
 }
 
-static void fp8blk_fini(void *ctx) { memra__mmq_destroy((memra__mmq *)ctx); }
+static void fp8blk_fini(void *ctx) { memra__gpu_destroy((memra__gpu *)ctx); }
 
 /* e4m3 on sm_90a; nothing elsewhere (the module scores 0 there). */
 static const memra_jit_source *fp8blk_jit_sources(const memra_device_caps *caps, size_t *out_count)

@@ -5,8 +5,8 @@
  * host->driver_proc(base name), which the core resolves with cuGetProcAddress
  * at its pinned version (so cuCtxPushCurrent gets the _v2 ABI cuda.h maps it
  * to). A module links no CUDA library. */
-#ifndef MEMRA_MODULES_CUDA_CU_H
-#define MEMRA_MODULES_CUDA_CU_H
+#ifndef MEMRA_MODULES_GPU_CU_H
+#define MEMRA_MODULES_GPU_CU_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -21,6 +21,7 @@ typedef struct CUstream_st *CUstream;
 
 #define MEMRA__CU_SUCCESS 0 /* CUDA_SUCCESS */
 #define MEMRA__CU_STREAM_CAPTURE_STATUS_NONE 0 /* CU_STREAM_CAPTURE_STATUS_NONE */
+#define MEMRA__CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES 8
 
 /* X(name, return, params) */
 #define MEMRA__CU_LIST(X)                                                                            \
@@ -39,7 +40,8 @@ typedef struct CUstream_st *CUstream;
        unsigned smem, CUstream s, void **params))                                                    \
     X(cuOccupancyMaxActiveBlocksPerMultiprocessor, CUresult,                                         \
       (int *num_blocks, CUfunction f, int block_size, size_t dynamic_smem))                          \
-    X(cuStreamIsCapturing, CUresult, (CUstream s, int *capture_status))
+    X(cuStreamIsCapturing, CUresult, (CUstream s, int *capture_status))                              \
+    X(cuFuncSetAttribute, CUresult, (CUfunction f, int attrib, int value))
 
 /* cuLaunchKernelEx (CUDA 12.0+, resolved apart: optional) and its
  * configuration, laid out as CUlaunchConfig / CUlaunchAttribute in cuda.h

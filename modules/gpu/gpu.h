@@ -1,23 +1,39 @@
-/* Shared code of the GPU modules (sm90, later sm120): the per-device context
- * (driver entry points, the kernel images loaded for the device, the kernel
- * functions, cuBLASLt) and the ops built on it. A module's descriptor points
- * its op table at the memra__gpu_* functions it serves and calls
- * memra__gpu_create / memra__gpu_destroy from its init / fini.
+/* The GPU runtime: one per-device context under every GPU module (sm90,
+ * sm120, mmq, fp8blk). It holds the driver entry points (cu.h), the kernel
+ * images loaded for the device (the embedded table of images.h, or the JIT
+ * first where a family asks), kernel lookup, launches (programmatic dependent
+ * launch with its plain fall-back), cuBLASLt (lt.h), and the state of each
+ * kernel family the module serves. A module is a descriptor: its init names
+ * the families it serves, its op table points at their ops.
  *
- * Every op: validates its arguments (INVALID_ARGUMENT with a message), returns
- * DECLINED with a static reason for cases it does not take, enqueues its work
- * on call->stream inside the device's context and never waits for the device,
- * and allocates nothing once the scratch slots below have reached their size
- * (so a sequence of calls can be captured into a CUDA graph and replayed). */
-#ifndef MEMRA_MODULES_CUDA_GPU_H
-#define MEMRA_MODULES_CUDA_GPU_H
+ *   static const memra__gpu_family *const k_families[] = {&memra__gpu_family_mmq};
+ *   memra__gpu *gpu;
+ *   memra__gpu_create(host, caps, "mmq", k_families, 1, &gpu);   // module init
+ *   ... call->module_ctx = gpu; memra__mmq_gemm_q8_0(call, args);
+ *   memra__gpu_destroy(gpu);                                     // module fini
+ *
+ * Every op built on it: validates its arguments (INVALID_ARGUMENT with a
+ * message), returns DECLINED with a static reason for cases it does not take
+ * (memra__gpu_decline), enqueues its work on call->stream inside the device's
+ * context and never waits for the device, and allocates nothing once its
+ * scratch has reached its size (so a sequence of calls can be captured into a
+ * CUDA graph and replayed).
+ *
+ * Thread safety: the context is read-only after create except the atomic
+ * pdl_refused and the benign one-way switches a family documents (fp8_act's
+ * fused_blocks). Knobs: each family reads its own MEMRA_* variables in its
+ * load (once per init) or where its launcher documents it. */
+#ifndef MEMRA_MODULES_GPU_GPU_H
+#define MEMRA_MODULES_GPU_GPU_H
+
+#include <stdatomic.h>
 
 #include "cu.h"
 #include "images.h"
 #include "lt.h"
 #include "memra/module.h"
 
-/* Scratch slots used by the GPU modules (the core uses 60 and 61). */
+/* Scratch slots used by the GPU modules (the core uses 48..63). */
 #define MEMRA__GPU_SLOT_WORKSPACE 32 /* cuBLASLt workspace */
 #define MEMRA__GPU_SLOT_XOP 33       /* the activation converted (f16) or quantised (e4m3) */
 #define MEMRA__GPU_SLOT_XSCALE 34    /* activation scales: per-batch scalar + partial maxima, or VEC128 vector */
@@ -25,81 +41,122 @@
 #define MEMRA__GPU_SLOT_DPAD 36      /* a GEMM output computed on padded rows */
 #define MEMRA__GPU_WORKSPACE_BYTES (32u << 20)
 
-/* X(family, kernel) for every kernel the modules launch. */
-#define MEMRA__GPU_KERNEL_LIST(X)                                                                  \
-    X(convert, memra_k_cvt_f32_f16)                                                                \
-    X(convert, memra_k_scale_f32)                                                                  \
-    X(convert, memra_k_copy_rows_f32)                                                              \
-    X(dequant, memra_k_dequant_q8_0)                                                               \
-    X(dequant, memra_k_dequant_q4_0)                                                               \
-    X(dequant, memra_k_dequant_q4_k)                                                               \
-    X(dequant, memra_k_dequant_q5_k)                                                               \
-    X(dequant, memra_k_dequant_q6_k)                                                               \
-    X(fp8_act, memra_k_amax_partial)                                                               \
-    X(fp8_act, memra_k_quant_e4m3_tensor)                                                          \
-    X(fp8_act, memra_k_quant_e4m3_fused)                                                           \
-    X(fp8_act, memra_k_quant_e4m3_row128)                                                          \
-    X(fp8_act, memra_k_grid_pad)                                                                   \
-    X(fp8_weight, memra_k_fp8_blk_to_q8_0)                                                         \
-    X(fp8_weight, memra_k_fp8_nan_count)
+typedef struct memra__gpu memra__gpu;
 
-enum memra__gpu_family {
-#define MEMRA__GPU_FAMILY_ENUM(f) MEMRA__GPU_FAMILY_##f,
-    MEMRA__GPU_FAMILY_LIST(MEMRA__GPU_FAMILY_ENUM)
-#undef MEMRA__GPU_FAMILY_ENUM
-    MEMRA__GPU_FAMILY_COUNT
-};
+/* A kernel family as the runtime sees it (defined in modules/kernels/<family>/).
+ * load runs inside the device's context with `state` zeroed (state_size
+ * bytes, owned by the context); it loads the family's images
+ * (memra__gpu_image_load / memra__gpu_jit_load), looks up its kernels
+ * (memra__gpu_function) and reads its knobs. unload (optional) runs inside
+ * the context at destroy, also after a failed load. */
+typedef struct memra__gpu_family {
+    const char *name;
+    size_t state_size;
+    memra_status (*load)(memra__gpu *gpu, void *state);
+    void (*unload)(memra__gpu *gpu, void *state);
+} memra__gpu_family;
 
-typedef struct memra__gpu {
+#define MEMRA__GPU_MAX_FAMILIES 8
+#define MEMRA__GPU_MAX_IMAGES 8
+
+struct memra__gpu {
     const memra_host_services *host;
     const memra_device_caps *caps;
     const char *name; /* the module's name, for logs and errors */
-    char target[16];  /* "sm_90a": the images loaded */
+    char target[16];  /* "sm_90a": the embedded images loaded */
     memra__cu cu;
-    CUmodule modules[MEMRA__GPU_FAMILY_COUNT];
-    int owns_modules; /* loaded with cuModuleLoadData here (no JIT service), unloaded at destroy */
-    struct {
-#define MEMRA__GPU_KERNEL_MEMBER(family, kernel) CUfunction kernel;
-        MEMRA__GPU_KERNEL_LIST(MEMRA__GPU_KERNEL_MEMBER)
-#undef MEMRA__GPU_KERNEL_MEMBER
-    } k;
-    memra__lt *lt;     /* NULL when cuBLASLt is unavailable: the GEMM ops decline */
-    char lt_why[128];
+    memra__cu_launch_ex_fn cuLaunchKernelEx; /* NULL: no programmatic dependent launch (plain launches) */
+    atomic_int pdl_refused; /* set when the driver refused a dependent launch that a plain one then served */
+    int owns_modules;       /* no image loader in the host services: images loaded with cuModuleLoadData here */
+    CUmodule owned[MEMRA__GPU_MAX_IMAGES]; /* those images, unloaded at destroy */
+    int n_owned;
+    int n_images; /* images loaded, for the log line */
     unsigned grid_cap; /* blocks for grid-stride kernels */
-    /* gemm_fp8's per-batch quantiser (MEMRA_FP8_QUANT, read at create):
-     * FUSED one cooperative launch of memra_k_quant_e4m3_fused (default),
-     * FUSED_NOCAPTURE the same except while the stream is capturing a graph,
-     * TWO_PASS memra_k_amax_partial + memra_k_quant_e4m3_tensor. */
-    enum { MEMRA__FP8Q_FUSED, MEMRA__FP8Q_FUSED_NOCAPTURE, MEMRA__FP8Q_TWO_PASS } fp8_quant;
-    unsigned fused_blocks; /* co-resident blocks of 256 for the fused quantiser; 0: two passes only */
-} memra__gpu;
+    memra__lt *lt;     /* NULL when cuBLASLt is not open: the GEMM lanes on it decline */
+    char lt_why[128];
+    const memra__gpu_family *families[MEMRA__GPU_MAX_FAMILIES];
+    void *state[MEMRA__GPU_MAX_FAMILIES];
+    int n_families;
+};
 
-/* Per-device state for module `name`: resolve the driver, load the images for
- * the device's target (sm_<cc>a), look up every kernel, open cuBLASLt. Fails
- * with MODULE_ERROR when no embedded image matches the device. */
+/* Per-device state for module `name` serving `families` (in load order):
+ * resolve the driver, then each family's load. MODULE_ERROR (after
+ * host->set_error) when an image is missing for the device; NO_DEVICE,
+ * NO_DRIVER, DRIVER_ERROR, OUT_OF_MEMORY otherwise. *out_gpu set on success. */
 memra_status memra__gpu_create(const memra_host_services *host, const memra_device_caps *caps, const char *name,
-                               memra__gpu **out_gpu);
-void memra__gpu_destroy(memra__gpu *gpu);
+                               const memra__gpu_family *const *families, size_t n_families, memra__gpu **out_gpu);
+void memra__gpu_destroy(memra__gpu *gpu); /* NULL is fine */
 
-/* Push / pop the device's context around work (nesting is fine). */
+/* The state of `family` in this context, NULL when the module does not serve it. */
+void *memra__gpu_state(const memra__gpu *gpu, const memra__gpu_family *family);
+
+/* Push / pop the device's context around work (nesting is fine; a context
+ * already current is not pushed again). */
 memra_status memra__gpu_enter(memra__gpu *gpu);
 void memra__gpu_leave(memra__gpu *gpu);
-/* Launch a 1-D grid of `block` threads on `stream`; args as cuLaunchKernel's. */
+
+/* Launch a 1-D grid of `block` threads on `stream` (the caller has entered). */
 memra_status memra__gpu_launch(memra__gpu *gpu, CUfunction f, const char *name, unsigned grid, unsigned block,
                                memra_stream_t stream, void **args);
+/* Enter, launch a (gx, gy, gz) grid of `threads`-thread blocks with `smem`
+ * bytes of dynamic shared memory, leave. pdl: as a programmatic dependent of
+ * the stream's previous kernel (the kernel must wait in griddepcontrol.wait
+ * before touching memory) where the driver has cuLaunchKernelEx; a dependent
+ * launch the driver refuses is retried plainly, logged once, and the context
+ * launches plainly from then on. */
+memra_status memra__gpu_launch_ex(memra__gpu *gpu, CUfunction f, const char *name, unsigned gx, unsigned gy,
+                                  unsigned gz, unsigned threads, unsigned smem, memra_stream_t stream, void **args,
+                                  int pdl);
 /* Blocks for `items` work items at `per_block` each, at most grid_cap (>= 1). */
 unsigned memra__gpu_blocks(const memra__gpu *gpu, int64_t items, int64_t per_block);
 
-/* ---- ops (memra_op_table signatures; call->module_ctx is a memra__gpu) ---- */
-memra_status memra__gpu_cvt_f16(memra_call *call, memra_dptr src_f32, memra_dptr dst_f16, int64_t n);
-memra_status memra__gpu_gemm_f16(memra_call *call, const memra_gemm_args *args);
-memra_status memra__gpu_gemm_fp8(memra_call *call, const memra_gemm_args *args);
-memra_status memra__gpu_gemm_fp8_blk(memra_call *call, const memra_gemm_args *args);
-memra_status memra__gpu_dequant_f16(memra_call *call, memra_format format, memra_dptr src, int64_t rows,
-                                    int64_t cols, memra_dptr dst_f16);
-memra_status memra__gpu_fp8_blk_to_q8_0(memra_call *call, memra_dptr w, memra_dptr grid, int64_t rows, int64_t cols,
-                                        memra_dptr dst_q8_0);
-memra_status memra__gpu_fp8_nan_count(memra_call *call, memra_dptr w, int64_t nbytes, memra_dptr out_u64);
-memra_status memra__gpu_scale(memra_call *call, memra_dptr y, int64_t n, float s);
+/* The op's decline: sets call->decline_reason (static text) and returns DECLINED. */
+memra_status memra__gpu_decline(memra_call *call, const char *reason);
+/* 1 when the device pointer is a multiple of `a` (a power of two). */
+int memra__gpu_aligned(memra_dptr p, unsigned a);
+/* The host module's GEMM argument checks (so a lane refuses the calls the
+ * reference refuses): INVALID_ARGUMENT with "<module>.<op>: ..." recorded, OK
+ * otherwise (also for m = 0 or n = 0, which the caller then skips). */
+memra_status memra__gpu_check_gemm(memra__gpu *gpu, const char *op, const memra_gemm_args *a);
+/* Where row 0 of the output is: y + y_row_offset rows of ldy floats. */
+memra_dptr memra__gpu_y_base(const memra_gemm_args *a);
+/* INVALID_ARGUMENT with "<module>.<op>: <what>" recorded. */
+memra_status memra__gpu_bad_arg(memra__gpu *gpu, const char *op, const char *what);
+/* Blocks for `units` equal pieces of work handed round-robin to the blocks of a
+ * grid-stride kernel when `resident` blocks fit on the device at once: as many
+ * rounds as it takes, the units spread evenly over them (so the last round is
+ * not a thin tail: 10880 units on 1056 slots -> 990 blocks of 11 rounds, not
+ * 1056 blocks of which 320 run an 11th). */
+unsigned memra__gpu_grid_balanced(int64_t units, int64_t resident);
+
+/* memra__gpu_launch of kernel memra_k_<kernel>, found as member <kernel> of
+ * the family state `st`, with the arguments' addresses. */
+#define MEMRA__GPU_LAUNCH(gpu, st, kernel, grid, block, stream, ...)                                       \
+    memra__gpu_launch((gpu), (st)->kernel, "memra_k_" #kernel, (grid), (block), (stream), (void *[]){__VA_ARGS__})
+
+/* ---- images and kernels (loader.c) ---- */
+
+/* The embedded image `image` for `target` ("sm_90a"), or NULL. */
+const memra__gpu_image *memra__gpu_image_find(const char *image, const char *target);
+/* Load embedded image `image` for the device's target into the context
+ * (through host->jit->image_load, else cuModuleLoadData). MODULE_ERROR naming
+ * the targets the module has when there is none for this device. */
+memra_status memra__gpu_image_load(memra__gpu *gpu, const char *image, CUmodule *out);
+/* Why the JIT cannot serve this context (a static sentence), or NULL when it can. */
+const char *memra__gpu_jit_unavailable(const memra__gpu *gpu);
+/* Compile `src` for caps->jit_target through host->jit->module_get (memory,
+ * disk, NVRTC) and load it. On failure why[] says what happened and the
+ * status is returned (nothing recorded for the caller to clear). *out_ms: time taken. */
+memra_status memra__gpu_jit_load(memra__gpu *gpu, const memra_jit_source *src, CUmodule *out, double *out_ms,
+                                 char *why, size_t why_len);
+/* Look `kernel` up in module m; smem > 48 KB sets the function's dynamic
+ * shared memory limit to it. DRIVER_ERROR naming the kernel otherwise. */
+memra_status memra__gpu_function(memra__gpu *gpu, CUmodule m, const char *kernel, unsigned smem, CUfunction *out);
+/* Open cuBLASLt for this context (inside the context): gpu->lt, or NULL with
+ * the reason in gpu->lt_why. CUBLAS_ERROR when a present library fails. */
+memra_status memra__gpu_lt_open(memra__gpu *gpu);
+
+/* The name of a status ("DRIVER_ERROR"), for logs. */
+const char *memra__gpu_status_name(memra_status st);
 
 #endif

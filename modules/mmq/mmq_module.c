@@ -4,8 +4,9 @@
  * which the module carries a kernel image (sm_90a and sm_120a in this build:
  * init refuses other devices, naming the targets it has). Its kernels use
  * sm_80 features only, so the same source serves every CUDA profile; the
- * probe's FP8 arms use the device's FP8 MMA (and MX only on sm_120a). */
-#include "kernels/mmq/mmq.h"
+ * probe's FP8 arms use the device's FP8 MMA (and MX only on sm_120a).
+ * A descriptor: the mmq kernel family (modules/kernels/mmq) on the GPU runtime. */
+#include "kernels/kernels.h"
 
 #define MMQ_NAME "mmq"
 #define MMQ_VERSION "0.1.0"
@@ -18,13 +19,14 @@ static int mmq_score(const memra_device_caps *caps)
 
 static memra_status mmq_init(const memra_host_services *host, const memra_device_caps *caps, void **out_ctx)
 {
-    memra__mmq *q = NULL;
-    memra_status st = memra__mmq_create(host, caps, MMQ_NAME, MEMRA__MMQ_FAM_MMQ, 0, &q);
+    static const memra__gpu_family *const families[] = {&memra__gpu_family_mmq};
+    memra__gpu *q = NULL;
+    memra_status st = memra__gpu_create(host, caps, MMQ_NAME, families, 1, &q);
     if (st == MEMRA_STATUS_OK) *out_ctx = q;
     return st;
 }
 
-static void mmq_fini(void *ctx) { memra__mmq_destroy((memra__mmq *)ctx); }
+static void mmq_fini(void *ctx) { memra__gpu_destroy((memra__gpu *)ctx); }
 
 static const memra_op_table k_mmq_ops = {
     .struct_size = sizeof(memra_op_table),

@@ -1,10 +1,13 @@
-/* The sm90 module: Hopper (cc 9.0, H100/H200). The FP16 mirror lane, the FP8
- * per-tensor lane and the FP8 block-128 lane through cuBLASLt (block scales
- * exist on sm_90 only), and the load-time kernels, all from the shared GPU
- * code in modules/cuda. The kernels are compiled ahead of time for sm_90a (and
- * sm_120a, so one build carries both) and embedded; init loads the sm_90a
- * images, so a build without them is refused at start-up. */
-#include "gpu/gpu.h"
+/* The sm90 module: Hopper (cc 9.0, H100/H200). A descriptor: its score, the
+ * kernel families it serves (modules/kernels) and its op table.
+ *   families  convert, dequant, fp8_act, fp8_weight, blas
+ *   ops       gemm_f16, gemm_fp8, gemm_fp8_blk (cuBLASLt: block scales exist on
+ *             sm_90 only); cvt_f16, scale, dequant_f16, fp8_blk_to_q8_0,
+ *             fp8_nan_count (the load-time kernels)
+ * The kernels are compiled ahead of time for sm_90a (and sm_120a, so one build
+ * carries both) and embedded; init loads the sm_90a images, so a build without
+ * them is refused at start-up. */
+#include "kernels/kernels.h"
 
 #define SM90_NAME "sm90"
 #define SM90_VERSION "0.1.0"
@@ -17,8 +20,11 @@ static int sm90_score(const memra_device_caps *caps)
 
 static memra_status sm90_init(const memra_host_services *host, const memra_device_caps *caps, void **out_ctx)
 {
+    static const memra__gpu_family *const families[] = {&memra__gpu_family_convert, &memra__gpu_family_dequant,
+                                                        &memra__gpu_family_fp8_act, &memra__gpu_family_fp8_weight,
+                                                        &memra__gpu_family_blas};
     memra__gpu *gpu = NULL;
-    memra_status st = memra__gpu_create(host, caps, SM90_NAME, &gpu);
+    memra_status st = memra__gpu_create(host, caps, SM90_NAME, families, sizeof families / sizeof families[0], &gpu);
     if (st == MEMRA_STATUS_OK) *out_ctx = gpu;
     return st;
 }

@@ -2,15 +2,12 @@
 # Build the tree and run the GPU tests on a machine with a cc 9.0 GPU (the lent
 # H200), logs under $OUT, a short summary last. Usage, from the repository root:
 #   bash tests/gpu/device_run.sh [bench-m ...]
-# Until modules/CMakeLists.txt includes gpu.cmake, the include is added to this
-# (disposable) copy of the tree.
 set -u
 OUT=${OUT:-/tmp/memra-gpu-out}
 mkdir -p "$OUT"
 L=/tmp/memra-gpu-logs   # one log per case here; $OUT gets them joined (few files come back)
 mkdir -p $L
 B=/tmp/memra-gpu-build
-grep -q gpu.cmake modules/CMakeLists.txt || echo 'include(${CMAKE_CURRENT_SOURCE_DIR}/gpu.cmake)' >> modules/CMakeLists.txt
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu --format=csv > "$OUT/gpu.txt" 2>&1
 if ! { cmake -S . -B $B -G Ninja -DCMAKE_BUILD_TYPE=Release -DMEMRA_GPU_MODULES=ON && cmake --build $B -j16; } > "$OUT/build.log" 2>&1; then
   tail -40 "$OUT/build.log"; echo "BUILD FAILED"; exit 1

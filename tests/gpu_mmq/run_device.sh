@@ -4,10 +4,6 @@
 # Logs under $OUT; a short summary last. Usage (repository root): sh tests/gpu_mmq/run_device.sh
 OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT"
-# until the lead adds them: the two include lines and the test folder
-grep -q gpu.cmake modules/CMakeLists.txt || printf 'include(${CMAKE_CURRENT_SOURCE_DIR}/gpu.cmake)\n' >> modules/CMakeLists.txt
-grep -q mmq.cmake modules/CMakeLists.txt || printf 'include(${CMAKE_CURRENT_SOURCE_DIR}/mmq.cmake)\n' >> modules/CMakeLists.txt
-grep -q gpu_mmq tests/CMakeLists.txt || sed -i 's/foreach(sub formats jit gpu tools install)/foreach(sub formats jit gpu gpu_mmq tools install)/' tests/CMakeLists.txt
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,clocks.mem --format=csv > "$OUT/gpu.txt" 2>&1
 t0=$(date +%s)
 if ! { cmake -S . -B build -G Ninja && cmake --build build -j16; } > "$OUT/build.log" 2>&1; then

@@ -1,5 +1,5 @@
 /* gpu-build: the cubins embedded in the mmq / fp8blk / sm120 modules are what
- * modules/mmq.cmake says (no GPU needed). For every target on the command line
+ * modules/kernels/families.cmake says (no GPU needed). For every target on the command line
  * ("90a", "120a"): the mmq family; fp8blk for 90a and 120a; fp8blk_mx for 120a.
  * Each is a 64-bit CUDA ELF (e_machine 190) whose e_flags name the SM (bits
  * 8..15 in the ABI version 8 cubins of nvcc 12.8+, bits 0..7 before) and
@@ -12,8 +12,6 @@
 
 #include "images.h"
 
-extern const memra__gpu_image memra__mmq_images[];
-extern const size_t memra__mmq_image_count;
 
 static uint32_t rd32(const unsigned char *p)
 {
@@ -36,9 +34,9 @@ static int check(const char *family, const char *target)
     snprintf(tname, sizeof tname, "sm_%s", target);
     const memra__gpu_image *img = NULL;
     int count = 0;
-    for (size_t i = 0; i < memra__mmq_image_count; i++)
-        if (strcmp(memra__mmq_images[i].family, family) == 0 && strcmp(memra__mmq_images[i].target, tname) == 0) {
-            img = &memra__mmq_images[i];
+    for (size_t i = 0; i < memra__gpu_image_count; i++)
+        if (strcmp(memra__gpu_images[i].family, family) == 0 && strcmp(memra__gpu_images[i].target, tname) == 0) {
+            img = &memra__gpu_images[i];
             count++;
         }
     if (count != 1) {
@@ -71,7 +69,7 @@ int main(int argc, char **argv)
         return 2;
     }
     int ok = 1;
-    printf("%zu embedded mmq-family images\n", memra__mmq_image_count);
+    printf("%zu embedded images (the mmq and fp8blk ones checked here)\n", memra__gpu_image_count);
     for (int a = 1; a < argc; a++) {
         const char *t = argv[a];
         ok &= check("mmq", t);

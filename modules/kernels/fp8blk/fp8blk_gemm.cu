@@ -36,9 +36,10 @@
  * chunks), x, w and q 16-byte aligned, blockDim FP8BLK_THREADS (quant: 256, any
  * grid), dynamic shared memory FP8BLK_SMEM_BYTES.
  *
- * The file is also compiled at run time by NVRTC (modules/mmq/fp8blk_jit.c):
- * the build embeds its text with e4m3.cuh inlined (modules/mmq/embed_source.cmake),
- * so it may include nothing but "../common/e4m3.cuh" and, outside NVRTC, <stdint.h>.
+ * The file is also compiled at run time by NVRTC (fp8blk_jit.c): the build
+ * embeds its text with its quoted includes inlined (modules/gpu/embed_source.cmake),
+ * so it may include nothing but "fp8blk.h", "../common/e4m3.cuh" and, outside
+ * NVRTC, <stdint.h>.
  */
 #ifdef __CUDACC_RTC__
 typedef unsigned int uint32_t;   /* NVRTC has no <stdint.h> without include folders */
@@ -58,19 +59,8 @@ typedef unsigned short uint16_t;
 #error "fp8blk_gemm.cu: the kind::f8f6f4 / kind::mxf8f6f4 variants need sm_120a or sm_121a"
 #endif
 
-#ifndef FP8BLK_BM
-#define FP8BLK_BM 128
-#endif
-#ifndef FP8BLK_BN
-#define FP8BLK_BN 128
-#endif
-#ifndef FP8BLK_WARPS_M
-#define FP8BLK_WARPS_M 2
-#endif
-#ifndef FP8BLK_WARPS_N
-#define FP8BLK_WARPS_N 4
-#endif
-#define FP8BLK_ROW 144
+#include "fp8blk.h"
+
 #define FP8BLK_THREADS (32 * FP8BLK_WARPS_M * FP8BLK_WARPS_N)
 #define FP8BLK_WTM (FP8BLK_BM / FP8BLK_WARPS_M) /* a warp's tokens */
 #define FP8BLK_WTN (FP8BLK_BN / FP8BLK_WARPS_N) /* a warp's weight rows */
@@ -80,7 +70,7 @@ static_assert(FP8BLK_WARPS_M >= 1 && FP8BLK_WARPS_N >= 1 && FP8BLK_THREADS <= 10
 static_assert(FP8BLK_BM >= 16 && FP8BLK_BM % (16 * FP8BLK_WARPS_M) == 0, "FP8BLK_BM: a multiple of 16 * WARPS_M");
 static_assert(FP8BLK_BN >= 16 && FP8BLK_BN % (16 * FP8BLK_WARPS_N) == 0, "FP8BLK_BN: a multiple of 16 * WARPS_N");
 static_assert(128 % FP8BLK_BN == 0, "FP8BLK_BN must divide 128 (one scale block of weight rows per CTA)");
-#define FP8BLK_STAGE_BYTES ((FP8BLK_BM + FP8BLK_BN) * FP8BLK_ROW + FP8BLK_BM * 4)
+#define FP8BLK_STAGE_BYTES FP8BLK_STAGE_BYTES_OF(FP8BLK_BM, FP8BLK_BN)
 #define FP8BLK_SMEM_BYTES (2 * FP8BLK_STAGE_BYTES)
 
 __device__ __forceinline__ unsigned fb_smem(const void *p) { return (unsigned)__cvta_generic_to_shared(p); }

@@ -1,4 +1,4 @@
-/* The block-128 FP8 GEMM family (modules/cuda/fp8blk_gemm.cu) as JIT sources,
+/* The block-128 FP8 GEMM family (fp8blk_gemm.cu) as JIT sources,
  * and its tile.
  *
  *   size_t n;
@@ -6,8 +6,8 @@
  *   const memra_jit_source *e = memra__fp8blk_jit_source(MEMRA__FP8BLK_E4M3);
  *   host->jit->module_get(caps, e->name, e->source, e->options, e->n_options, &cumodule);
  *
- * The source is the text of fp8blk_gemm.cu with e4m3.cuh inlined, embedded at
- * build time (modules/mmq/embed_source.cmake), so NVRTC needs no include
+ * The source is the text of fp8blk_gemm.cu with fp8blk.h and e4m3.cuh inlined, embedded at
+ * build time (modules/gpu/embed_source.cmake), so NVRTC needs no include
  * folder. One source per MMA variant, told apart by options:
  *   fp8blk_gemm.e4m3      -DFP8BLK_MMA=0  sm_90a  mma.sync e4m3
  *   fp8blk_gemm.f8f6f4    -DFP8BLK_MMA=1  sm_120a kind::f8f6f4
@@ -23,11 +23,12 @@
  *       threads. A malformed value is ignored with a warning at init.
  *   MEMRA_FP8BLK_JIT=0  skip the JIT: load the embedded cubins only.
  * Thread-safe. */
-#ifndef MEMRA_MODULES_FP8BLK_JIT_H
-#define MEMRA_MODULES_FP8BLK_JIT_H
+#ifndef MEMRA_MODULES_KERNELS_FP8BLK_JIT_H
+#define MEMRA_MODULES_KERNELS_FP8BLK_JIT_H
 
 #include <stddef.h>
 
+#include "fp8blk.h"
 #include "memra/module.h"
 
 typedef enum memra__fp8blk_variant {
@@ -40,8 +41,8 @@ typedef struct memra__fp8blk_tile {
     int bm, bn, warps_m, warps_n;
 } memra__fp8blk_tile;
 
-/* The tile of fp8blk_gemm.cu's defaults (and of the embedded cubins). */
-#define MEMRA__FP8BLK_TILE_DEFAULT {128, 128, 2, 4}
+/* The tile of fp8blk_gemm.cu's defaults (and of the embedded cubins): fp8blk.h. */
+#define MEMRA__FP8BLK_TILE_DEFAULT {FP8BLK_BM, FP8BLK_BN, FP8BLK_WARPS_M, FP8BLK_WARPS_N}
 
 /* Parse "BMxBN" or "BMxBNxWARPS_MxWARPS_N" (warps default 2x4, halved while
  * they do not fit). 0 and *out set when valid; -1 and a static reason otherwise. */

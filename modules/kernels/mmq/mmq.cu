@@ -53,16 +53,7 @@
 #include <cuda_fp16.h>
 #include <stdint.h>
 
-#define MMQ_BM 128      /* tokens per CTA */
-#define MMQ_BN 128      /* weight rows per CTA */
-#define MMQ_ROW 144     /* bytes of a record row in shared memory */
-#define MMQ_RAW 140     /* bytes of a raw Q8_0 row tile (4 blocks + up to 2 + 2 bytes) */
-#define MMQ_THREADS 256
-#define MMQ_STAGE_BYTES (MMQ_BM * MMQ_ROW + MMQ_BN * MMQ_RAW)
-#define MMQ_SMEM_BYTES (2 * MMQ_STAGE_BYTES + MMQ_BN * MMQ_ROW)
-#define MMQ_PROBE_STAGE_BYTES ((MMQ_BM + MMQ_BN) * MMQ_ROW) /* 2 stages fit in MMQ_SMEM_BYTES */
-#define MMQ_MAGIC_BITS 0x4B400000u
-#define MMQ_MAGIC 12582912.0f
+#include "mmq.h"
 
 enum { MMQ_KIND_S8 = 0, MMQ_KIND_FP8 = 1, MMQ_KIND_MX = 2 };
 
@@ -186,8 +177,6 @@ __device__ __forceinline__ int q8_round(float v)
  * scale. Staging rows are 36 words (32 values + 4 pad), so the 16-byte stores
  * (8 lanes: one row) and the 16-byte loads (8 lanes: 8 rows 36 words apart)
  * hit distinct banks. The launcher sizes the grid with the same number. */
-#define QUANT_RECS 8
-#define QUANT_ROW 36
 
 extern "C" __global__ void __launch_bounds__(256)
 memra_k_quant_q8_1(const float *__restrict__ x, int m, int k, unsigned char *__restrict__ dst)
@@ -436,9 +425,6 @@ __device__ __noinline__ void gemm_q8_0_v1(unsigned char *smem, const unsigned ch
  *    MT = 1: 32 x 128), so the launcher can fill the machine when m n is small.
  * Shared memory: 2 x (32 MT x 144) records + 128 x 144 raw + 128 x 144 quants +
  * 4 x 128 x 8 scales = 77824 bytes at MT = 4 (within MMQ_SMEM_BYTES). */
-#define Q2_ROW 144 /* raw and realigned weight rows, activation record rows */
-#define Q2_A_BYTES(MT) (32 * (MT) * MMQ_ROW)
-#define Q2_SMEM_BYTES(MT) (2 * Q2_A_BYTES(MT) + 2 * MMQ_BN * Q2_ROW + 4 * MMQ_BN * 8)
 
 __device__ __forceinline__ void cp_async8(void *dst, const void *src, int src_bytes)
 {
@@ -687,10 +673,6 @@ static_assert(Q2_SMEM_BYTES(4) <= MMQ_SMEM_BYTES, "v2 tile must fit the loader's
  * where 128-row tiles leave SMs idle). Shared memory 3 x (32 MT + 32 NT) x 144
  * bytes: 110592 at MT = 4, NT = 4 (two CTAs per SM on sm_90), 82944 at 2 / 4,
  * 96768 at 4 / 3, 69120 at 2 / 3. */
-#define R3_STAGES 3
-#define R3_A_BYTES(MT) (32 * (MT) * MMQ_ROW)
-#define R3_STAGE_BYTES(MT, NT) (R3_A_BYTES(MT) + 32 * (NT) * MMQ_ROW)
-#define R3_SMEM_BYTES(MT, NT) (R3_STAGES * R3_STAGE_BYTES(MT, NT))
 
 extern "C" __global__ void __launch_bounds__(256)
 memra_k_repack_q8_0(const unsigned char *__restrict__ src, long long rows, int cols, unsigned char *__restrict__ dst)
@@ -929,7 +911,7 @@ memra_k_splitk_sum(const float *__restrict__ part, int S, int m, int n, float *_
 
 static_assert(R3_SMEM_BYTES(4, 4) == 110592 && R3_SMEM_BYTES(2, 4) == 82944 && R3_SMEM_BYTES(4, 3) == 96768 &&
                   R3_SMEM_BYTES(2, 3) == 69120,
-              "mmq_gpu.h tables these sizes");
+              "mmq_ops.c tables these sizes");
 
 /* ---- the accumulator probe --------------------------------------------------------- */
 

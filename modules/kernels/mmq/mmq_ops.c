@@ -1,149 +1,127 @@
-/* The ops of the MMQ-family modules: argument checks (the host reference's,
- * so both sides refuse the same calls), declines for the cases the kernels do
- * not take, scratch, and launches on call->stream. See mmq.cu and
- * fp8blk_gemm.cu for the kernels and their preconditions. */
+/* The MMQ family (mmq.cu): argument checks (the host reference's, so both
+ * sides refuse the same calls), declines for the cases the kernels do not
+ * take, plans, scratch, and launches on call->stream. Ops quant_q8_1,
+ * repack_q8_0, gemm_q8_0r, gemm_q8_0, accprobe. mmq.h holds the constants
+ * this file and mmq.cu share; mmq.cu, the kernels and their preconditions. */
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "kernels/kernels.h"
 #include "memra/formats.h"
 #include "mmq.h"
 
-#define MMQ_OF(call) ((memra__mmq *)(call)->module_ctx)
-#define PROBE_BIAS_S32 (-12582912.0f) /* mmq.cu: the fold's 1.5 * 2^23 */
+#define MMQ_OF(call) ((memra__gpu *)(call)->module_ctx)
+#define PROBE_BIAS_S32 (-MMQ_MAGIC) /* mmq.cu: the fold's 1.5 * 2^23 */
 
-static memra_status decline(memra_call *call, const char *reason)
+/* Scratch slots (the core uses 48..63; modules/gpu 32..36). */
+#define MEMRA__MMQ_SLOT_PART 42 /* gemm_q8_0r: split-k partial sums */
+
+/* The gemm_q8_0r tiles: mmq.cu's entry points, tokens x weight rows per CTA,
+ * dynamic shared memory. Index order is the loader's and the plan's. */
+#define MEMRA__MMQ_R3_TILES 4
+typedef struct memra__mmq_r3_tile {
+    const char *kernel;
+    int bm, bn;
+    unsigned smem;
+} memra__mmq_r3_tile;
+
+static const memra__mmq_r3_tile memra__mmq_r3_tiles[MEMRA__MMQ_R3_TILES] = {
+    {"memra_k_gemm_q8_0r_mt4", 128, 128, R3_SMEM_BYTES(4, 4)},
+    {"memra_k_gemm_q8_0r_mt2", 64, 128, R3_SMEM_BYTES(2, 4)},
+    {"memra_k_gemm_q8_0r_mt4n3", 128, 96, R3_SMEM_BYTES(4, 3)},
+    {"memra_k_gemm_q8_0r_mt2n3", 64, 96, R3_SMEM_BYTES(2, 3)},
+};
+
+typedef struct mmq_state {
+    CUfunction quant_q8_1, gemm_q8_0, probe[3];
+    CUfunction repack_q8_0, splitk_sum;
+    CUfunction gemm_q8_0r[MEMRA__MMQ_R3_TILES]; /* memra__mmq_r3_tiles[i]'s kernel, NULL where its shared memory does not fit */
+} mmq_state;
+
+#define MMQ_K(q) ((const mmq_state *)memra__gpu_state((q), &memra__gpu_family_mmq))
+
+static memra_status mmq_load(memra__gpu *q, void *state)
 {
-    call->decline_reason = reason;
-    return MEMRA_STATUS_DECLINED;
+    mmq_state *s = state;
+    const memra_device_caps *caps = q->caps;
+    if (caps->smem_per_block_optin != 0 && caps->smem_per_block_optin < MMQ_SMEM_BYTES)
+        return q->host->set_error(MEMRA_STATUS_MODULE_ERROR, "%s: the tile needs %zu bytes of shared memory, %s offers %zu",
+                                  q->name, (size_t)MMQ_SMEM_BYTES, caps->name ? caps->name : "the device",
+                                  caps->smem_per_block_optin);
+    CUmodule m = NULL;
+    memra_status st = memra__gpu_image_load(q, "mmq", &m);
+    if (st != MEMRA_STATUS_OK) return st;
+    static const char *const probes[3] = {"memra_k_probe_s32", "memra_k_probe_f32", "memra_k_probe_mx"};
+    st = memra__gpu_function(q, m, "memra_k_quant_q8_1", 0, &s->quant_q8_1);
+    if (st == MEMRA_STATUS_OK) st = memra__gpu_function(q, m, "memra_k_gemm_q8_0", MMQ_SMEM_BYTES, &s->gemm_q8_0);
+    for (int a = 0; a < 3 && st == MEMRA_STATUS_OK; a++)
+        st = memra__gpu_function(q, m, probes[a], MMQ_SMEM_BYTES, &s->probe[a]);
+    if (st == MEMRA_STATUS_OK) st = memra__gpu_function(q, m, "memra_k_repack_q8_0", 0, &s->repack_q8_0);
+    if (st == MEMRA_STATUS_OK) st = memra__gpu_function(q, m, "memra_k_splitk_sum", 0, &s->splitk_sum);
+    /* each gemm_q8_0r tile only where its shared memory fits (sm_120's 99 KB
+     * takes all but the 128 x 128 one) */
+    for (int t = 0; t < MEMRA__MMQ_R3_TILES && st == MEMRA_STATUS_OK; t++)
+        if (caps->smem_per_block_optin == 0 || caps->smem_per_block_optin >= memra__mmq_r3_tiles[t].smem)
+            st = memra__gpu_function(q, m, memra__mmq_r3_tiles[t].kernel, memra__mmq_r3_tiles[t].smem,
+                                     &s->gemm_q8_0r[t]);
+    if (st != MEMRA_STATUS_OK) return st;
+    q->host->log(MEMRA_LOG_INFO, q->name, "%s: MMQ-family kernels for %s loaded", caps->name ? caps->name : "device",
+                 q->target);
+    return MEMRA_STATUS_OK;
 }
 
-static int aligned(memra_dptr p, unsigned a) { return (p & (memra_dptr)(a - 1)) == 0; }
+const memra__gpu_family memra__gpu_family_mmq = {.name = "mmq", .state_size = sizeof(mmq_state), .load = mmq_load};
 
-/* Push the context, launch a (gx, gy, gz) grid of `threads`-thread blocks, pop.
- * pdl: launch as a programmatic dependent of the stream's previous kernel
- * (the kernel waits in griddepcontrol.wait before touching memory, so it may
- * be made resident while that kernel finishes); where the driver lacks
- * cuLaunchKernelEx, or MEMRA_MMQ_PDL=0, a plain launch. */
-static memra_status launch_pdl(memra__mmq *q, CUfunction f, const char *name, unsigned gx, unsigned gy, unsigned gz,
+/* Launch a (gx, gy, gz) grid of `threads`-thread blocks. pdl: as a
+ * programmatic dependent of the stream's previous kernel (the kernel waits in
+ * griddepcontrol.wait before touching memory, so it may be made resident
+ * while that kernel finishes); where the driver lacks cuLaunchKernelEx, or
+ * MEMRA_MMQ_PDL=0, a plain launch (memra__gpu_launch_ex). */
+static memra_status launch_pdl(memra__gpu *q, CUfunction f, const char *name, unsigned gx, unsigned gy, unsigned gz,
                                unsigned threads, unsigned smem, memra_stream_t stream, void **args, int pdl);
 
-static memra_status launch_xyz(memra__mmq *q, CUfunction f, const char *name, unsigned gx, unsigned gy, unsigned gz,
-                               unsigned threads, unsigned smem, memra_stream_t stream, void **args)
-{
-    return launch_pdl(q, f, name, gx, gy, gz, threads, smem, stream, args, 0);
-}
-
-static memra_status launch_n(memra__mmq *q, CUfunction f, const char *name, unsigned gx, unsigned gy, unsigned threads,
+static memra_status launch_n(memra__gpu *q, CUfunction f, const char *name, unsigned gx, unsigned gy, unsigned threads,
                              unsigned smem, memra_stream_t stream, void **args)
 {
-    return launch_xyz(q, f, name, gx, gy, 1, threads, smem, stream, args);
+    return launch_pdl(q, f, name, gx, gy, 1, threads, smem, stream, args, 0);
 }
 
-static int pdl_on(const memra__mmq *q)
+static int pdl_on(const memra__gpu *q)
 {
     if (q->cuLaunchKernelEx == NULL || atomic_load_explicit(&q->pdl_refused, memory_order_relaxed)) return 0;
     const char *e = getenv("MEMRA_MMQ_PDL");
     return !(e != NULL && e[0] == '0' && e[1] == 0);
 }
 
-static memra_status launch_pdl(memra__mmq *q, CUfunction f, const char *name, unsigned gx, unsigned gy, unsigned gz,
+static memra_status launch_pdl(memra__gpu *q, CUfunction f, const char *name, unsigned gx, unsigned gy, unsigned gz,
                                unsigned threads, unsigned smem, memra_stream_t stream, void **args, int pdl)
 {
-    memra_status st = q->cu.cuCtxPushCurrent((CUcontext)q->caps->cu_context) == MEMRA__CU_SUCCESS
-                          ? MEMRA_STATUS_OK
-                          : q->host->set_error(MEMRA_STATUS_DRIVER_ERROR, "%s: cuCtxPushCurrent failed", q->name);
-    if (st != MEMRA_STATUS_OK) return st;
-    CUresult r;
-    if (pdl && pdl_on(q)) {
-        memra__cu_launch_attr at = {.id = MEMRA__CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION, .v.value = 1};
-        const memra__cu_launch_config cfg = {.grid = {gx, gy, gz}, .block = {threads, 1, 1}, .smem = smem,
-                                             .stream = (CUstream)stream, .attrs = &at, .num_attrs = 1};
-        r = q->cuLaunchKernelEx(&cfg, f, args, NULL);
-        if (r != MEMRA__CU_SUCCESS && q->cu.cuLaunchKernel(f, gx, gy, gz, threads, 1, 1, smem, (CUstream)stream, args,
-                                                            NULL) == MEMRA__CU_SUCCESS) {
-            /* the plain launch works where the dependent one did not: the driver
-             * refuses the attribute here, so this module launches plainly from now on */
-            const char *en = NULL;
-            q->cu.cuGetErrorName(r, &en);
-            q->host->log(MEMRA_LOG_WARN, q->name, "%s: dependent launch refused (%s); plain launches from now on", name,
-                         en ? en : "?");
-            atomic_store_explicit(&q->pdl_refused, 1, memory_order_relaxed);
-            r = MEMRA__CU_SUCCESS;
-        }
-    } else {
-        r = q->cu.cuLaunchKernel(f, gx, gy, gz, threads, 1, 1, smem, (CUstream)stream, args, NULL);
-    }
-    CUcontext c;
-    q->cu.cuCtxPopCurrent(&c);
-    if (r != MEMRA__CU_SUCCESS) {
-        char what[96];
-        snprintf(what, sizeof what, "cuLaunchKernel(%s)", name);
-        return memra__cu_fail(q->host, &q->cu, q->name, r, what);
-    }
-    return MEMRA_STATUS_OK;
+    return memra__gpu_launch_ex(q, f, name, gx, gy, gz, threads, smem, stream, args, pdl && pdl_on(q));
 }
 
-static memra_status launch(memra__mmq *q, CUfunction f, const char *name, unsigned gx, unsigned gy, unsigned smem,
+static memra_status launch(memra__gpu *q, CUfunction f, const char *name, unsigned gx, unsigned gy, unsigned smem,
                            memra_stream_t stream, void **args)
 {
     return launch_n(q, f, name, gx, gy, 256, smem, stream, args);
 }
 
-static unsigned blocks(const memra__mmq *q, int64_t items, int64_t per_block)
-{
-    int64_t b = (items + per_block - 1) / per_block;
-    if (b > (int64_t)q->grid_cap) b = q->grid_cap;
-    return b < 1 ? 1u : (unsigned)b;
-}
-
-/* The host module's GEMM argument checks, word for word in effect. */
-static memra_status check_gemm(memra__mmq *q, const char *op, const memra_gemm_args *a)
-{
-    const memra_host_services *h = q->host;
-    if (a == NULL) return h->set_error(MEMRA_STATUS_INVALID_ARGUMENT, "%s.%s: args is NULL", q->name, op);
-    if (!MEMRA_HAS_MEMBER(a, memra_gemm_args, alpha))
-        return h->set_error(MEMRA_STATUS_INVALID_ARGUMENT, "%s.%s: args struct_size %u is smaller than the v1 struct",
-                            q->name, op, (unsigned)a->struct_size);
-    if (a->m < 0 || a->n < 0 || a->k < 0)
-        return h->set_error(MEMRA_STATUS_INVALID_ARGUMENT, "%s.%s: m = %d, n = %d, k = %d must be >= 0", q->name, op,
-                            (int)a->m, (int)a->n, (int)a->k);
-    if (a->ldy < a->n)
-        return h->set_error(MEMRA_STATUS_INVALID_ARGUMENT, "%s.%s: ldy = %lld is less than n = %d", q->name, op,
-                            (long long)a->ldy, (int)a->n);
-    if (a->y_row_offset < 0)
-        return h->set_error(MEMRA_STATUS_INVALID_ARGUMENT, "%s.%s: y_row_offset = %lld must be >= 0", q->name, op,
-                            (long long)a->y_row_offset);
-    if (a->m == 0 || a->n == 0) return MEMRA_STATUS_OK;
-    if (a->y_row_offset > INT64_MAX - a->m || a->y_row_offset + a->m > INT64_MAX / 4 / a->ldy)
-        return h->set_error(MEMRA_STATUS_INVALID_ARGUMENT, "%s.%s: y_row_offset + m rows of ldy floats overflows",
-                            q->name, op);
-    if (a->y == 0) return h->set_error(MEMRA_STATUS_INVALID_ARGUMENT, "%s.%s: y is NULL", q->name, op);
-    if (a->k > 0 && (a->x == 0 || a->w == 0))
-        return h->set_error(MEMRA_STATUS_INVALID_ARGUMENT, "%s.%s: x or w is NULL", q->name, op);
-    return MEMRA_STATUS_OK;
-}
-
-#define MMQ_THREADS_C 256u /* mmq.cu's MMQ_THREADS */
-
-static memra_dptr y_base(const memra_gemm_args *a) { return a->y + (memra_dptr)(a->y_row_offset * a->ldy * 4); }
-
 /* ---- quant_q8_1 ---------------------------------------------------------------- */
 
 memra_status memra__mmq_quant_q8_1(memra_call *call, memra_dptr x, int32_t m, int32_t k, memra_dptr dst)
 {
-    memra__mmq *q = MMQ_OF(call);
+    memra__gpu *q = MMQ_OF(call);
     if (m < 0 || k < 0)
         return q->host->set_error(MEMRA_STATUS_INVALID_ARGUMENT, "%s.quant_q8_1: m = %d and k = %d must be >= 0",
                                   q->name, (int)m, (int)k);
     if (m == 0 || k == 0) return MEMRA_STATUS_OK;
     if (x == 0 || dst == 0)
         return q->host->set_error(MEMRA_STATUS_INVALID_ARGUMENT, "%s.quant_q8_1: NULL x or destination", q->name);
-    if (!aligned(x, 4) || !aligned(dst, 16)) return decline(call, "quant_q8_1: x must be 4-byte and the records 16-byte aligned");
+    if (!memra__gpu_aligned(x, 4) || !memra__gpu_aligned(dst, 16)) return memra__gpu_decline(call, "quant_q8_1: x must be 4-byte and the records 16-byte aligned");
     const int64_t records = ((int64_t)k + 511) / 512 * 4 * m;
-    /* 8 warps per block, QUANT_RECS (mmq.cu) = 8 records per warp and pass; a
+    /* 8 warps per block, QUANT_RECS records per warp and pass; a
      * programmatic dependent of the kernel before it (it waits before reading x) */
-    return launch_pdl(q, q->quant_q8_1, "memra_k_quant_q8_1", blocks(q, records, 8 * 8), 1, 1, 256, 0, call->stream,
+    return launch_pdl(q, MMQ_K(q)->quant_q8_1, "memra_k_quant_q8_1", memra__gpu_blocks(q, records, 8 * QUANT_RECS), 1, 1, 256, 0, call->stream,
                       (void *[]){&x, &m, &k, &dst}, 1);
 }
 
@@ -151,17 +129,17 @@ memra_status memra__mmq_quant_q8_1(memra_call *call, memra_dptr x, int32_t m, in
 
 memra_status memra__mmq_gemm_q8_0(memra_call *call, const memra_gemm_args *a)
 {
-    memra__mmq *q = MMQ_OF(call);
-    memra_status st = check_gemm(q, "gemm_q8_0", a);
+    memra__gpu *q = MMQ_OF(call);
+    memra_status st = memra__gpu_check_gemm(q, "gemm_q8_0", a);
     if (st != MEMRA_STATUS_OK) return st;
     if (a->k % MEMRA_QK8_0 != 0)
         return q->host->set_error(MEMRA_STATUS_INVALID_ARGUMENT,
                                   "%s.gemm_q8_0: k = %d is not a multiple of the Q8_0 block (32)", q->name, (int)a->k);
     if (a->m == 0 || a->n == 0) return MEMRA_STATUS_OK;
-    if (!aligned(a->w, 2) || !aligned(a->x, 16))
-        return decline(call, "gemm_q8_0: needs a 2-byte aligned weight and 16-byte aligned q8_1 records");
-    if ((a->n + 127) / 128 > 65535) return decline(call, "gemm_q8_0: n above 65535 tiles of 128");
-    memra_dptr y = y_base(a);
+    if (!memra__gpu_aligned(a->w, 2) || !memra__gpu_aligned(a->x, 16))
+        return memra__gpu_decline(call, "gemm_q8_0: needs a 2-byte aligned weight and 16-byte aligned q8_1 records");
+    if ((a->n + 127) / 128 > 65535) return memra__gpu_decline(call, "gemm_q8_0: n above 65535 tiles of 128");
+    memra_dptr y = memra__gpu_y_base(a);
     int m = a->m, n = a->n, k = a->k;
     long long ldy = a->ldy;
     float alpha = a->alpha;
@@ -190,8 +168,8 @@ memra_status memra__mmq_gemm_q8_0(memra_call *call, const memra_gemm_args *a)
     }
     const int bm = variant == 0 ? 128 : 32 * variant;
     /* mmq.cu's Q2_SMEM_BYTES(MT) for v2 (77824 bytes at MT = 4, all within the loader's limit) */
-    const unsigned smem = variant == 0 ? MEMRA__MMQ_SMEM_BYTES : (unsigned)(2 * bm * 144 + 2 * 128 * 144 + 4 * 128 * 8);
-    return launch(q, q->gemm_q8_0, "memra_k_gemm_q8_0", (unsigned)((m + bm - 1) / bm), (unsigned)((n + 127) / 128),
+    const unsigned smem = variant == 0 ? MMQ_SMEM_BYTES : (unsigned)Q2_SMEM_BYTES(variant);
+    return launch(q, MMQ_K(q)->gemm_q8_0, "memra_k_gemm_q8_0", (unsigned)((m + bm - 1) / bm), (unsigned)((n + 127) / 128),
                   smem, call->stream, (void *[]){&w, &x, &y, &m, &n, &k, &ldy, &alpha, &variant});
 }
 
@@ -199,7 +177,7 @@ memra_status memra__mmq_gemm_q8_0(memra_call *call, const memra_gemm_args *a)
 
 memra_status memra__mmq_repack_q8_0(memra_call *call, memra_dptr src, int64_t rows, int64_t cols, memra_dptr dst)
 {
-    memra__mmq *q = MMQ_OF(call);
+    memra__gpu *q = MMQ_OF(call);
     if (rows < 0 || cols < 0 || rows > INT32_MAX || cols > INT32_MAX)
         return q->host->set_error(MEMRA_STATUS_INVALID_ARGUMENT, "%s.repack_q8_0: rows %lld / cols %lld out of range",
                                   q->name, (long long)rows, (long long)cols);
@@ -210,18 +188,18 @@ memra_status memra__mmq_repack_q8_0(memra_call *call, memra_dptr src, int64_t ro
     if (rows == 0 || cols == 0) return MEMRA_STATUS_OK;
     if (src == 0 || dst == 0)
         return q->host->set_error(MEMRA_STATUS_INVALID_ARGUMENT, "%s.repack_q8_0: NULL source or destination", q->name);
-    if (!aligned(src, 2) || !aligned(dst, 16))
-        return decline(call, "repack_q8_0: needs a 2-byte aligned Q8_0 source and 16-byte aligned records");
+    if (!memra__gpu_aligned(src, 2) || !memra__gpu_aligned(dst, 16))
+        return memra__gpu_decline(call, "repack_q8_0: needs a 2-byte aligned Q8_0 source and 16-byte aligned records");
     /* records this module's gemm_q8_0r could never read are not made (the core
      * then keeps the blocks for gemm_q8_0) */
     int tiles = 0;
-    for (int t = 0; t < MEMRA__MMQ_R3_TILES; t++) tiles += q->gemm_q8_0r[t] != NULL;
-    if (tiles == 0) return decline(call, "repack_q8_0: no gemm_q8_0r tile fits this device's shared memory");
-    if ((rows + 127) / 128 > 65535) return decline(call, "repack_q8_0: rows above 65535 tiles of 128 (gemm_q8_0r's limit)");
+    for (int t = 0; t < MEMRA__MMQ_R3_TILES; t++) tiles += MMQ_K(q)->gemm_q8_0r[t] != NULL;
+    if (tiles == 0) return memra__gpu_decline(call, "repack_q8_0: no gemm_q8_0r tile fits this device's shared memory");
+    if ((rows + 127) / 128 > 65535) return memra__gpu_decline(call, "repack_q8_0: rows above 65535 tiles of 128 (gemm_q8_0r's limit)");
     long long r = rows;
     int c = (int)cols;
     const int64_t records = (cols + 127) / 128 * rows;
-    return launch(q, q->repack_q8_0, "memra_k_repack_q8_0", blocks(q, records, 8), 1, 0, call->stream,
+    return launch(q, MMQ_K(q)->repack_q8_0, "memra_k_repack_q8_0", memra__gpu_blocks(q, records, 8), 1, 0, call->stream,
                   (void *[]){&src, &r, &c, &dst});
 }
 
@@ -253,7 +231,7 @@ typedef struct q8r_plan {
 #define Q8R_PART_MAX (256.0 * 1024 * 1024) /* bytes of split-k partial sums the plan may ask for */
 static const double k_q8r_step[MEMRA__MMQ_R3_TILES] = {1.0, 0.6, 0.76, 0.41}; /* memra__mmq_r3_tiles order */
 
-static q8r_plan plan_q8_0r(const memra__mmq *q, int m, int n, int k)
+static q8r_plan plan_q8_0r(const memra__gpu *q, int m, int n, int k)
 {
     const char *eb = getenv("MEMRA_MMQ_BM"), *en = getenv("MEMRA_MMQ_BN"), *es = getenv("MEMRA_MMQ_SPLIT");
     int fb = eb ? atoi(eb) : 0, fn = en ? atoi(en) : 0, fs = es ? atoi(es) : 0;
@@ -268,7 +246,7 @@ static q8r_plan plan_q8_0r(const memra__mmq *q, int m, int n, int k)
     for (int t = 0; t < MEMRA__MMQ_R3_TILES; t++) {
         const memra__mmq_r3_tile *tl = &memra__mmq_r3_tiles[t];
         const int64_t ty = ((int64_t)n + tl->bn - 1) / tl->bn;
-        if (q->gemm_q8_0r[t] == NULL || ty > 65535) continue;
+        if (MMQ_K(q)->gemm_q8_0r[t] == NULL || ty > 65535) continue;
         if (any.tile < 0) any.tile = t;
         if ((fb != 0 && fb != tl->bm) || (fn != 0 && fn != tl->bn)) continue;
         /* two CTAs per SM: 2 (smem + 1 KB reserved) within the SM's shared
@@ -298,19 +276,19 @@ static q8r_plan plan_q8_0r(const memra__mmq *q, int m, int n, int k)
 
 memra_status memra__mmq_gemm_q8_0r(memra_call *call, const memra_gemm_args *a)
 {
-    memra__mmq *q = MMQ_OF(call);
-    memra_status st = check_gemm(q, "gemm_q8_0r", a);
+    memra__gpu *q = MMQ_OF(call);
+    memra_status st = memra__gpu_check_gemm(q, "gemm_q8_0r", a);
     if (st != MEMRA_STATUS_OK) return st;
     if (a->k % MEMRA_QK8_0 != 0)
         return q->host->set_error(MEMRA_STATUS_INVALID_ARGUMENT,
                                   "%s.gemm_q8_0r: k = %d is not a multiple of the Q8_0 block (32)", q->name, (int)a->k);
     if (a->m == 0 || a->n == 0) return MEMRA_STATUS_OK;
-    if (!aligned(a->w, 16) || !aligned(a->x, 16))
-        return decline(call, "gemm_q8_0r: needs 16-byte aligned weight records and q8_1 records");
+    if (!memra__gpu_aligned(a->w, 16) || !memra__gpu_aligned(a->x, 16))
+        return memra__gpu_decline(call, "gemm_q8_0r: needs 16-byte aligned weight records and q8_1 records");
     q8r_plan p = plan_q8_0r(q, a->m, a->n, a->k);
     if (p.tile < 0)
-        return decline(call, "gemm_q8_0r: no tile fits the device's shared memory, or n is above 65535 tiles of 128");
-    memra_dptr y = y_base(a), w = a->w, x = a->x, part = 0;
+        return memra__gpu_decline(call, "gemm_q8_0r: no tile fits the device's shared memory, or n is above 65535 tiles of 128");
+    memra_dptr y = memra__gpu_y_base(a), w = a->w, x = a->x, part = 0;
     int m = a->m, n = a->n, k = a->k;
     long long ldy = a->ldy;
     float alpha = a->alpha;
@@ -326,15 +304,15 @@ memra_status memra__mmq_gemm_q8_0r(memra_call *call, const memra_gemm_args *a)
      * stream (in memra_matmul: the quantiser, then the tile; both trigger early,
      * mmq.cu). */
     const memra__mmq_r3_tile *tl = &memra__mmq_r3_tiles[p.tile];
-    st = launch_pdl(q, q->gemm_q8_0r[p.tile], tl->kernel, (unsigned)((m + tl->bm - 1) / tl->bm),
-                    (unsigned)((n + tl->bn - 1) / tl->bn), (unsigned)p.split, MMQ_THREADS_C, tl->smem, call->stream,
+    st = launch_pdl(q, MMQ_K(q)->gemm_q8_0r[p.tile], tl->kernel, (unsigned)((m + tl->bm - 1) / tl->bm),
+                    (unsigned)((n + tl->bn - 1) / tl->bn), (unsigned)p.split, MMQ_THREADS, tl->smem, call->stream,
                     (void *[]){&w, &x, &y, &m, &n, &k, &ldy, &alpha, &part}, 1);
     if (st != MEMRA_STATUS_OK || p.split == 1) return st;
     int s = p.split;
     /* a thread per 4 columns where rows of n floats are 16-byte aligned (n % 4 == 0), else per column */
     const int cols = n % 4 == 0 ? n / 4 : n;
     const unsigned gx = (unsigned)((cols + 255) / 256), gy = (unsigned)(m < 65535 ? m : 65535);
-    return launch_pdl(q, q->splitk_sum, "memra_k_splitk_sum", gx, gy, 1, 256, 0, call->stream,
+    return launch_pdl(q, MMQ_K(q)->splitk_sum, "memra_k_splitk_sum", gx, gy, 1, 256, 0, call->stream,
                       (void *[]){&part, &s, &m, &n, &y, &ldy, &alpha}, 1);
 }
 
@@ -342,56 +320,21 @@ memra_status memra__mmq_gemm_q8_0r(memra_call *call, const memra_gemm_args *a)
 
 memra_status memra__mmq_accprobe(memra_call *call, memra_accprobe_arm arm, const memra_gemm_args *a)
 {
-    memra__mmq *q = MMQ_OF(call);
+    memra__gpu *q = MMQ_OF(call);
     if (arm != MEMRA_ACCPROBE_S32 && arm != MEMRA_ACCPROBE_F32 && arm != MEMRA_ACCPROBE_MX)
         return q->host->set_error(MEMRA_STATUS_INVALID_ARGUMENT, "%s.accprobe: unknown arm %d", q->name, (int)arm);
-    if (arm == MEMRA_ACCPROBE_MX && q->caps->cc / 10 != 12) return decline(call, "accprobe: mxf8f6f4 needs sm_120a");
-    memra_status st = check_gemm(q, "accprobe", a);
+    if (arm == MEMRA_ACCPROBE_MX && q->caps->cc / 10 != 12) return memra__gpu_decline(call, "accprobe: mxf8f6f4 needs sm_120a");
+    memra_status st = memra__gpu_check_gemm(q, "accprobe", a);
     if (st != MEMRA_STATUS_OK) return st;
-    if (a->k % 32 != 0) return decline(call, "accprobe: k not a multiple of 32 (the MMQ tile)");
+    if (a->k % 32 != 0) return memra__gpu_decline(call, "accprobe: k not a multiple of 32 (the MMQ tile)");
     if (a->m == 0 || a->n == 0) return MEMRA_STATUS_OK;
-    if (!aligned(a->w, 16) || !aligned(a->x, 16)) return decline(call, "accprobe: needs 16-byte aligned x and w");
-    if ((a->n + 127) / 128 > 65535) return decline(call, "accprobe: n above 65535 tiles of 128");
+    if (!memra__gpu_aligned(a->w, 16) || !memra__gpu_aligned(a->x, 16)) return memra__gpu_decline(call, "accprobe: needs 16-byte aligned x and w");
+    if ((a->n + 127) / 128 > 65535) return memra__gpu_decline(call, "accprobe: n above 65535 tiles of 128");
     static const char *const names[3] = {"memra_k_probe_s32", "memra_k_probe_f32", "memra_k_probe_mx"};
-    memra_dptr y = y_base(a), w = a->w, x = a->x;
+    memra_dptr y = memra__gpu_y_base(a), w = a->w, x = a->x;
     int m = a->m, n = a->n, k = a->k;
     long long ldy = a->ldy;
     float bias = arm == MEMRA_ACCPROBE_S32 ? PROBE_BIAS_S32 : 0.0f;
-    return launch(q, q->probe[arm], names[arm], (unsigned)((m + 127) / 128), (unsigned)((n + 127) / 128),
-                  MEMRA__MMQ_SMEM_BYTES, call->stream, (void *[]){&w, &x, &y, &m, &n, &k, &ldy, &bias});
-}
-
-/* ---- gemm_fp8_blk ---------------------------------------------------------------- */
-
-memra_status memra__mmq_gemm_fp8_blk(memra_call *call, const memra_gemm_args *a)
-{
-    memra__mmq *q = MMQ_OF(call);
-    if (q->fp8blk_gemm == NULL) return decline(call, q->fp8blk_decline ? q->fp8blk_decline : "gemm_fp8_blk: no kernel");
-    memra_status st = check_gemm(q, "gemm_fp8_blk", a);
-    if (st != MEMRA_STATUS_OK) return st;
-    if (a->m == 0 || a->n == 0) return MEMRA_STATUS_OK;
-    if (a->k > 0 && a->w_scale_grid == 0)
-        return q->host->set_error(MEMRA_STATUS_INVALID_ARGUMENT, "%s.gemm_fp8_blk: w_scale_grid is NULL", q->name);
-    if (a->k == 0) return decline(call, "gemm_fp8_blk: k = 0 (nothing to accumulate)");
-    if (a->k % 16 != 0) return decline(call, "gemm_fp8_blk: in_f not a multiple of 16");
-    if (!aligned(a->w, 16) || !aligned(a->x, 16)) return decline(call, "gemm_fp8_blk: needs 16-byte aligned w and x");
-    if (!aligned(a->w_scale_grid, 4)) return decline(call, "gemm_fp8_blk: needs a 4-byte aligned scale grid");
-    const int bm = q->fp8blk_tile.bm, bn = q->fp8blk_tile.bn;
-    if ((a->n + bn - 1) / bn > 65535) return decline(call, "gemm_fp8_blk: n above 65535 tiles");
-    int m = a->m, n = a->n, k = a->k;
-    const int64_t nkb = ((int64_t)k + 127) / 128;
-    memra_dptr xq = 0, xs = 0;
-    st = q->host->scratch(q->caps, MEMRA__MMQ_SLOT_XQ, (size_t)((int64_t)m * k + 256), &xq);
-    if (st == MEMRA_STATUS_OK) st = q->host->scratch(q->caps, MEMRA__MMQ_SLOT_XS, (size_t)(nkb * m * 4 + 256), &xs);
-    if (st != MEMRA_STATUS_OK) return st;
-    memra_dptr x = a->x;
-    st = launch(q, q->fp8blk_quant, "memra_k_fp8blk_quant", blocks(q, nkb * m, 8), 1, 0, call->stream,
-                (void *[]){&x, &m, &k, &xq, &xs});
-    if (st != MEMRA_STATUS_OK) return st;
-    memra_dptr w = a->w, grid = a->w_scale_grid, y = y_base(a);
-    long long ldy = a->ldy;
-    float alpha = a->alpha;
-    return launch_n(q, q->fp8blk_gemm, "memra_k_fp8blk_gemm", (unsigned)((m + bm - 1) / bm), (unsigned)((n + bn - 1) / bn),
-                    q->fp8blk_threads, q->fp8blk_smem, call->stream,
-                    (void *[]){&w, &grid, &xq, &xs, &y, &m, &n, &k, &ldy, &alpha});
+    return launch(q, MMQ_K(q)->probe[arm], names[arm], (unsigned)((m + 127) / 128), (unsigned)((n + 127) / 128),
+                  MMQ_SMEM_BYTES, call->stream, (void *[]){&w, &x, &y, &m, &n, &k, &ldy, &bias});
 }

@@ -1,0 +1,66 @@
+/* The dequant family (dequant.cu): Q8_0, Q4_0, Q4_K, Q5_K, Q6_K rows -> f16,
+ * bit-identical to the host decoder. Op dequant_f16. */
+#include "kernels/kernels.h"
+
+#define GPU_OF(call) ((memra__gpu *)(call)->module_ctx)
+
+typedef struct memra__dequant_state {
+    CUfunction q8_0, q4_0, q4_k, q5_k, q6_k;
+} memra__dequant_state;
+
+static memra_status dequant_load(memra__gpu *gpu, void *state)
+{
+    memra__dequant_state *s = state;
+    CUmodule m = NULL;
+    memra_status st = memra__gpu_image_load(gpu, "dequant", &m);
+    if (st == MEMRA_STATUS_OK) st = memra__gpu_function(gpu, m, "memra_k_dequant_q8_0", 0, &s->q8_0);
+    if (st == MEMRA_STATUS_OK) st = memra__gpu_function(gpu, m, "memra_k_dequant_q4_0", 0, &s->q4_0);
+    if (st == MEMRA_STATUS_OK) st = memra__gpu_function(gpu, m, "memra_k_dequant_q4_k", 0, &s->q4_k);
+    if (st == MEMRA_STATUS_OK) st = memra__gpu_function(gpu, m, "memra_k_dequant_q5_k", 0, &s->q5_k);
+    if (st == MEMRA_STATUS_OK) st = memra__gpu_function(gpu, m, "memra_k_dequant_q6_k", 0, &s->q6_k);
+    return st;
+}
+
+const memra__gpu_family memra__gpu_family_dequant = {
+    .name = "dequant", .state_size = sizeof(memra__dequant_state), .load = dequant_load};
+
+/* dequant.cu: a persistent grid over tiles of `tb` blocks when src is 16-byte
+ * aligned (the kernel decides by the same test), the remaining blocks (all of
+ * them otherwise) one 16-byte output octet per thread, grid-stride. */
+memra_status memra__gpu_dequant_f16(memra_call *call, memra_format format, memra_dptr src, int64_t rows,
+                                    int64_t cols, memra_dptr dst_f16)
+{
+    memra__gpu *gpu = GPU_OF(call);
+    const memra__dequant_state *k = memra__gpu_state(gpu, &memra__gpu_family_dequant);
+    CUfunction f;
+    const char *name;
+    int64_t qk, tb; /* values per block, blocks per tile (dq_fmt_* in dequant.cu) */
+    switch (format) {
+    case MEMRA_FORMAT_Q8_0: f = k->q8_0, name = "memra_k_dequant_q8_0", qk = 32, tb = 256; break;
+    case MEMRA_FORMAT_Q4_0: f = k->q4_0, name = "memra_k_dequant_q4_0", qk = 32, tb = 256; break;
+    case MEMRA_FORMAT_Q4_K: f = k->q4_k, name = "memra_k_dequant_q4_k", qk = 256, tb = 32; break;
+    case MEMRA_FORMAT_Q5_K: f = k->q5_k, name = "memra_k_dequant_q5_k", qk = 256, tb = 32; break;
+    case MEMRA_FORMAT_Q6_K: f = k->q6_k, name = "memra_k_dequant_q6_k", qk = 256, tb = 32; break;
+    default: return memra__gpu_decline(call, "dequant_f16 takes Q8_0, Q4_0, Q4_K, Q5_K and Q6_K only");
+    }
+    if (rows <= 0 || cols <= 0 || src == 0 || dst_f16 == 0) return memra__gpu_bad_arg(gpu, "dequant_f16", "empty shape or null buffer");
+    if (cols % qk != 0) return memra__gpu_bad_arg(gpu, "dequant_f16", "cols is not a multiple of the format's block");
+    if (!memra__gpu_aligned(dst_f16, 16)) return memra__gpu_decline(call, "dequant_f16 needs a 16-byte aligned destination");
+    long long nblocks = (long long)(rows * (cols / qk));
+    const int64_t ntiles = memra__gpu_aligned(src, 16) ? nblocks / tb : 0;
+    memra_status st = memra__gpu_enter(gpu);
+    if (st != MEMRA_STATUS_OK) return st;
+    unsigned grid;
+    if (ntiles > 0) {
+        int per_sm = 0;
+        if (gpu->cu.cuOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, f, 256, 0) != MEMRA__CU_SUCCESS || per_sm < 1)
+            per_sm = 4;
+        grid = memra__gpu_grid_balanced(ntiles, (int64_t)(gpu->caps->sm_count > 0 ? gpu->caps->sm_count : 16) * per_sm);
+    } else {
+        grid = memra__gpu_blocks(gpu, nblocks * (qk / 8), 256);
+    }
+    st = memra__gpu_launch(gpu, f, name, grid, 256, call->stream, (void *[]){&src, &nblocks, &dst_f16});
+    memra__gpu_leave(gpu);
+    return st;
+}
+

@@ -1,0 +1,166 @@
+/* The block-128 FP8 family (fp8blk_gemm.cu): its load (the kernels from the
+ * JIT when it can serve them, else the embedded cubin, the reason logged) and
+ * the op gemm_fp8_blk. fp8blk.h holds the constants this file, fp8blk_jit.c
+ * and fp8blk_gemm.cu share; fp8blk_jit.h the JIT sources and the tile knob. */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "fp8blk.h"
+#include "kernels/kernels.h"
+
+#define MMQ_OF(call) ((memra__gpu *)(call)->module_ctx)
+
+/* Scratch slots (the core uses 48..63; modules/gpu 32..36, mmq 42). */
+#define MEMRA__MMQ_SLOT_XQ 40 /* gemm_fp8_blk: e4m3 activation */
+#define MEMRA__MMQ_SLOT_XS 41 /* gemm_fp8_blk: activation scales */
+
+typedef struct fp8blk_state {
+    CUfunction quant, gemm;
+    memra__fp8blk_variant variant;
+    memra__fp8blk_tile tile; /* the tile the loaded gemm kernel was compiled with */
+    unsigned threads;
+    unsigned smem;
+    const char *path;    /* "jit" or "embedded" */
+    const char *decline; /* non-NULL: gemm_fp8_blk declines with this */
+} fp8blk_state;
+
+/* The three descriptors' configuration: the image (and variant) to load, or
+ * none with the decline reason. */
+typedef struct fp8blk_config {
+    int mx;              /* kind::mxf8f6f4 (image fp8blk_mx) */
+    const char *decline; /* non-NULL: load nothing, decline with this */
+} fp8blk_config;
+
+static const fp8blk_config k_cfg_default = {0, NULL};
+static const fp8blk_config k_cfg_mx = {1, NULL};
+static const fp8blk_config k_cfg_off_sm120 = {
+    0, "gemm_fp8_blk: the sm120 kernels (kind::f8f6f4 / mxf8f6f4) need a cc 12.x device"};
+
+static const fp8blk_state *fb_state(const memra__gpu *q)
+{
+    const fp8blk_state *s = memra__gpu_state(q, &memra__gpu_family_fp8blk);
+    if (s == NULL) s = memra__gpu_state(q, &memra__gpu_family_fp8blk_mx);
+    if (s == NULL) s = memra__gpu_state(q, &memra__gpu_family_fp8blk_off_sm120);
+    return s;
+}
+
+/* The block-128 FP8 kernels of variant v into *m: from the JIT when it
+ * serves them, else from the embedded image `image`; says which at info level. */
+static memra_status load_fp8blk(memra__gpu *q, fp8blk_state *fb, const char *image, memra__fp8blk_variant v, CUmodule *mod)
+{
+    const memra_host_services *host = q->host;
+    const memra_device_caps *caps = q->caps;
+    const memra__fp8blk_tile def = MEMRA__FP8BLK_TILE_DEFAULT;
+    const char *tile_why = NULL;
+    const memra__fp8blk_tile tile = memra__fp8blk_tile_env(&tile_why);
+    if (tile_why != NULL)
+        host->log(MEMRA_LOG_WARN, q->name, "MEMRA_FP8BLK_TILE=%s refused (%s); using %dx%d (%dx%d warps)",
+                  getenv("MEMRA_FP8BLK_TILE"), tile_why, def.bm, def.bn, def.warps_m, def.warps_n);
+    const size_t smem = memra__fp8blk_tile_smem(&tile);
+    const memra_jit_source *src = memra__fp8blk_jit_source(v);
+    const char *no_jit = memra__gpu_jit_unavailable(q);
+    char why[224];
+    why[0] = '\0';
+    if (!memra__fp8blk_jit_enabled()) {
+        snprintf(why, sizeof why, "MEMRA_FP8BLK_JIT=0");
+    } else if (no_jit != NULL) {
+        snprintf(why, sizeof why, "%s", no_jit);
+    } else if (caps->smem_per_block_optin != 0 && caps->smem_per_block_optin < smem) {
+        snprintf(why, sizeof why, "tile %dx%d needs %zu bytes of shared memory, the device offers %zu", tile.bm,
+                 tile.bn, smem, caps->smem_per_block_optin);
+    } else {
+        double ms = 0.0;
+        if (memra__gpu_jit_load(q, src, mod, &ms, why, sizeof why) == MEMRA_STATUS_OK) {
+            fb->tile = tile;
+            fb->path = "jit";
+            host->log(MEMRA_LOG_INFO, q->name,
+                      "gemm_fp8_blk: %s served by the JIT for %s, tile %dx%d (%dx%d warps), %.2f ms "
+                      "(memory / disk / nvrtc: the jit line above)",
+                      src->name, caps->jit_target, tile.bm, tile.bn, tile.warps_m, tile.warps_n, ms);
+            return MEMRA_STATUS_OK;
+        }
+    }
+    memra_status st = memra__gpu_image_load(q, image, mod);
+    if (st != MEMRA_STATUS_OK) return st;
+    fb->tile = def;
+    fb->path = "embedded";
+    host->log(MEMRA_LOG_INFO, q->name, "gemm_fp8_blk: %s served by the embedded cubin (%s, tile %dx%d); JIT not used: %s",
+              src->name, q->target, def.bm, def.bn, why);
+    if (!memra__fp8blk_tile_is_default(&tile))
+        host->log(MEMRA_LOG_WARN, q->name, "MEMRA_FP8BLK_TILE=%dx%dx%dx%d ignored: the embedded cubin has tile %dx%dx%dx%d",
+                  tile.bm, tile.bn, tile.warps_m, tile.warps_n, def.bm, def.bn, def.warps_m, def.warps_n);
+    return MEMRA_STATUS_OK;
+}
+
+static memra_status fp8blk_load_cfg(memra__gpu *q, fp8blk_state *fb, const fp8blk_config *cfg)
+{
+    const memra_device_caps *caps = q->caps;
+    if (cfg->decline != NULL) {
+        fb->decline = cfg->decline;
+        return MEMRA_STATUS_OK;
+    }
+    const size_t need = FP8BLK_SMEM_BYTES_OF(FP8BLK_BM, FP8BLK_BN);
+    if (caps->smem_per_block_optin != 0 && caps->smem_per_block_optin < need)
+        return q->host->set_error(MEMRA_STATUS_MODULE_ERROR, "%s: the tile needs %zu bytes of shared memory, %s offers %zu",
+                                  q->name, need, caps->name ? caps->name : "the device", caps->smem_per_block_optin);
+    fb->variant = cfg->mx ? MEMRA__FP8BLK_MX : caps->cc >= 100 ? MEMRA__FP8BLK_F8F6F4 : MEMRA__FP8BLK_E4M3;
+    CUmodule m = NULL;
+    memra_status st = load_fp8blk(q, fb, cfg->mx ? "fp8blk_mx" : "fp8blk", fb->variant, &m);
+    if (st != MEMRA_STATUS_OK) return st;
+    fb->threads = memra__fp8blk_tile_threads(&fb->tile);
+    fb->smem = (unsigned)memra__fp8blk_tile_smem(&fb->tile);
+    st = memra__gpu_function(q, m, "memra_k_fp8blk_quant", 0, &fb->quant);
+    if (st == MEMRA_STATUS_OK) st = memra__gpu_function(q, m, "memra_k_fp8blk_gemm", fb->smem, &fb->gemm);
+    if (st != MEMRA_STATUS_OK) return st;
+    q->host->log(MEMRA_LOG_INFO, q->name, "%s: block-128 FP8 kernels for %s loaded; gemm_fp8_blk variant %s from %s",
+                 caps->name ? caps->name : "device", q->target, memra__fp8blk_variant_name(fb->variant), fb->path);
+    return MEMRA_STATUS_OK;
+}
+
+static memra_status fp8blk_load(memra__gpu *q, void *state) { return fp8blk_load_cfg(q, state, &k_cfg_default); }
+static memra_status fp8blk_mx_load(memra__gpu *q, void *state) { return fp8blk_load_cfg(q, state, &k_cfg_mx); }
+static memra_status fp8blk_off_load(memra__gpu *q, void *state) { return fp8blk_load_cfg(q, state, &k_cfg_off_sm120); }
+
+const memra__gpu_family memra__gpu_family_fp8blk = {
+    .name = "fp8blk", .state_size = sizeof(fp8blk_state), .load = fp8blk_load};
+const memra__gpu_family memra__gpu_family_fp8blk_mx = {
+    .name = "fp8blk_mx", .state_size = sizeof(fp8blk_state), .load = fp8blk_mx_load};
+const memra__gpu_family memra__gpu_family_fp8blk_off_sm120 = {
+    .name = "fp8blk (off)", .state_size = sizeof(fp8blk_state), .load = fp8blk_off_load};
+
+/* ---- gemm_fp8_blk ---------------------------------------------------------------- */
+
+memra_status memra__mmq_gemm_fp8_blk(memra_call *call, const memra_gemm_args *a)
+{
+    memra__gpu *q = MMQ_OF(call);
+    const fp8blk_state *fb = fb_state(q);
+    if (fb == NULL) return memra__gpu_decline(call, "gemm_fp8_blk: no block-128 FP8 kernel loaded for this device");
+    if (fb->gemm == NULL) return memra__gpu_decline(call, fb->decline ? fb->decline : "gemm_fp8_blk: no kernel");
+    memra_status st = memra__gpu_check_gemm(q, "gemm_fp8_blk", a);
+    if (st != MEMRA_STATUS_OK) return st;
+    if (a->m == 0 || a->n == 0) return MEMRA_STATUS_OK;
+    if (a->k > 0 && a->w_scale_grid == 0)
+        return q->host->set_error(MEMRA_STATUS_INVALID_ARGUMENT, "%s.gemm_fp8_blk: w_scale_grid is NULL", q->name);
+    if (a->k == 0) return memra__gpu_decline(call, "gemm_fp8_blk: k = 0 (nothing to accumulate)");
+    if (a->k % 16 != 0) return memra__gpu_decline(call, "gemm_fp8_blk: in_f not a multiple of 16");
+    if (!memra__gpu_aligned(a->w, 16) || !memra__gpu_aligned(a->x, 16)) return memra__gpu_decline(call, "gemm_fp8_blk: needs 16-byte aligned w and x");
+    if (!memra__gpu_aligned(a->w_scale_grid, 4)) return memra__gpu_decline(call, "gemm_fp8_blk: needs a 4-byte aligned scale grid");
+    const int bm = fb->tile.bm, bn = fb->tile.bn;
+    if ((a->n + bn - 1) / bn > 65535) return memra__gpu_decline(call, "gemm_fp8_blk: n above 65535 tiles");
+    int m = a->m, n = a->n, k = a->k;
+    const int64_t nkb = ((int64_t)k + 127) / 128;
+    memra_dptr xq = 0, xs = 0;
+    st = q->host->scratch(q->caps, MEMRA__MMQ_SLOT_XQ, (size_t)((int64_t)m * k + 256), &xq);
+    if (st == MEMRA_STATUS_OK) st = q->host->scratch(q->caps, MEMRA__MMQ_SLOT_XS, (size_t)(nkb * m * 4 + 256), &xs);
+    if (st != MEMRA_STATUS_OK) return st;
+    memra_dptr x = a->x;
+    st = memra__gpu_launch_ex(q, fb->quant, "memra_k_fp8blk_quant", memra__gpu_blocks(q, nkb * m, 8), 1, 1, 256, 0,
+                              call->stream, (void *[]){&x, &m, &k, &xq, &xs}, 0);
+    if (st != MEMRA_STATUS_OK) return st;
+    memra_dptr w = a->w, grid = a->w_scale_grid, y = memra__gpu_y_base(a);
+    long long ldy = a->ldy;
+    float alpha = a->alpha;
+    return memra__gpu_launch_ex(q, fb->gemm, "memra_k_fp8blk_gemm", (unsigned)((m + bm - 1) / bm),
+                                (unsigned)((n + bn - 1) / bn), 1, fb->threads, fb->smem, call->stream,
+                                (void *[]){&w, &grid, &xq, &xs, &y, &m, &n, &k, &ldy, &alpha}, 0);
+}
