@@ -22,7 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/formats_internal.h"
+#include "base/quant.h"
 #include "memra/formats.h"
 #include "modules/host/host_internal.h"
 

@@ -1,6 +1,9 @@
-/* Helpers of core/formats.c shared with the host module (not exported). */
-#ifndef MEMRA_CORE_FORMATS_INTERNAL_H
-#define MEMRA_CORE_FORMATS_INTERNAL_H
+/* The block formats' shared rules, used by the core's encoders and decoders
+ * (core/formats.c) and by the host reference module (modules/host), so both
+ * round and unpack alike. Not exported (memra__ names). Pure functions:
+ * thread-safe, no status. */
+#ifndef MEMRA_BASE_QUANT_H
+#define MEMRA_BASE_QUANT_H
 
 #include <stdint.h>
 
