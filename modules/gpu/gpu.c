@@ -173,7 +173,10 @@ static memra_status load_families(memra__gpu *gpu, const memra__gpu_family *cons
         if (state == NULL) return gpu->host->set_error(MEMRA_STATUS_OUT_OF_MEMORY, "%s: out of memory", gpu->name);
         gpu->families[gpu->n_families] = families[i];
         gpu->state[gpu->n_families++] = state;
-        memra_status st = families[i]->load(gpu, state);
+        const memra__gpu_family *f = families[i];
+        memra_status st = MEMRA_STATUS_OK;
+        if (f->image != NULL) st = memra__gpu_load_kernels(gpu, f->image, f->kernels, f->n_kernels, state);
+        if (st == MEMRA_STATUS_OK && f->load != NULL) st = f->load(gpu, state);
         if (st != MEMRA_STATUS_OK) return st;
     }
     return MEMRA_STATUS_OK;

@@ -27,6 +27,7 @@
 #define MEMRA_MODULES_GPU_GPU_H
 
 #include <stdatomic.h>
+#include <stddef.h>
 
 #include "cu.h"
 #include "images.h"
@@ -43,15 +44,27 @@
 
 typedef struct memra__gpu memra__gpu;
 
+/* One kernel of a family: its name, where its CUfunction goes in the
+ * family's state, its dynamic shared memory (as memra__gpu_function). */
+typedef struct memra__gpu_kernel {
+    const char *name;
+    size_t offset; /* offsetof(<family state>, <CUfunction member>) */
+    unsigned smem;
+} memra__gpu_kernel;
 /* A kernel family as the runtime sees it (defined in modules/kernels/<family>/).
- * load runs inside the device's context with `state` zeroed (state_size
- * bytes, owned by the context); it loads the family's images
- * (memra__gpu_image_load / memra__gpu_jit_load), looks up its kernels
- * (memra__gpu_function) and reads its knobs. unload (optional) runs inside
- * the context at destroy, also after a failed load. */
+ * At create, inside the device's context, with `state` zeroed (state_size
+ * bytes, owned by the context): when `image` is set, the embedded image is
+ * loaded and kernels[0..n_kernels) are looked up into the state
+ * (memra__gpu_load_kernels); then load (optional) does the rest: other images
+ * (memra__gpu_image_load / memra__gpu_jit_load), kernels (memra__gpu_function),
+ * the family's knobs. unload (optional) runs inside the context at destroy,
+ * also after a failed load. */
 typedef struct memra__gpu_family {
     const char *name;
     size_t state_size;
+    const char *image;
+    const memra__gpu_kernel *kernels;
+    size_t n_kernels;
     memra_status (*load)(memra__gpu *gpu, void *state);
     void (*unload)(memra__gpu *gpu, void *state);
 } memra__gpu_family;
@@ -152,6 +165,10 @@ memra_status memra__gpu_jit_load(memra__gpu *gpu, const memra_jit_source *src, C
 /* Look `kernel` up in module m; smem > 48 KB sets the function's dynamic
  * shared memory limit to it. DRIVER_ERROR naming the kernel otherwise. */
 memra_status memra__gpu_function(memra__gpu *gpu, CUmodule m, const char *kernel, unsigned smem, CUfunction *out);
+/* Load embedded image `image` and look up each of kernels[0..n) into
+ * state + offset. The first failure is returned (see the two functions above). */
+memra_status memra__gpu_load_kernels(memra__gpu *gpu, const char *image, const memra__gpu_kernel *kernels, size_t n,
+                                     void *state);
 /* Open cuBLASLt for this context (inside the context): gpu->lt, or NULL with
  * the reason in gpu->lt_why. CUBLAS_ERROR when a present library fails. */
 memra_status memra__gpu_lt_open(memra__gpu *gpu);

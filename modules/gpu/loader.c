@@ -126,6 +126,17 @@ memra_status memra__gpu_function(memra__gpu *gpu, CUmodule m, const char *kernel
     return MEMRA_STATUS_OK;
 }
 
+memra_status memra__gpu_load_kernels(memra__gpu *gpu, const char *image, const memra__gpu_kernel *kernels, size_t n,
+                                     void *state)
+{
+    CUmodule m = NULL;
+    memra_status st = memra__gpu_image_load(gpu, image, &m);
+    for (size_t i = 0; i < n && st == MEMRA_STATUS_OK; i++)
+        st = memra__gpu_function(gpu, m, kernels[i].name, kernels[i].smem,
+                                 (CUfunction *)(void *)((unsigned char *)state + kernels[i].offset));
+    return st;
+}
+
 memra_status memra__gpu_lt_open(memra__gpu *gpu)
 {
     if (gpu->lt != NULL) return MEMRA_STATUS_OK;

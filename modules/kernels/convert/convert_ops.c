@@ -5,19 +5,20 @@
 #define GPU_OF(call) ((memra__gpu *)(call)->module_ctx)
 #define CV(gpu) ((const memra__convert_state *)memra__gpu_state((gpu), &memra__gpu_family_convert))
 
-static memra_status convert_load(memra__gpu *gpu, void *state)
-{
-    memra__convert_state *s = state;
-    CUmodule m = NULL;
-    memra_status st = memra__gpu_image_load(gpu, "convert", &m);
-    if (st == MEMRA_STATUS_OK) st = memra__gpu_function(gpu, m, "memra_k_cvt_f32_f16", 0, &s->cvt_f32_f16);
-    if (st == MEMRA_STATUS_OK) st = memra__gpu_function(gpu, m, "memra_k_scale_f32", 0, &s->scale_f32);
-    if (st == MEMRA_STATUS_OK) st = memra__gpu_function(gpu, m, "memra_k_copy_rows_f32", 0, &s->copy_rows_f32);
-    return st;
-}
+/* The family's kernels, looked up by the runtime at create. */
+static const memra__gpu_kernel k_convert_kernels[] = {
+    {"memra_k_cvt_f32_f16", offsetof(memra__convert_state, cvt_f32_f16), 0},
+    {"memra_k_scale_f32", offsetof(memra__convert_state, scale_f32), 0},
+    {"memra_k_copy_rows_f32", offsetof(memra__convert_state, copy_rows_f32), 0},
+};
 
 const memra__gpu_family memra__gpu_family_convert = {
-    .name = "convert", .state_size = sizeof(memra__convert_state), .load = convert_load};
+    .name = "convert",
+    .state_size = sizeof(memra__convert_state),
+    .image = "convert",
+    .kernels = k_convert_kernels,
+    .n_kernels = sizeof k_convert_kernels / sizeof k_convert_kernels[0],
+};
 
 /* Blocks for memra_k_cvt_f32_f16 (convert.cu): one chunk of 4 x 256 float4 per
  * block and round, every block resident (8 blocks of 256 threads per SM on

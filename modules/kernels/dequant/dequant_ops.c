@@ -8,21 +8,22 @@ typedef struct memra__dequant_state {
     CUfunction q8_0, q4_0, q4_k, q5_k, q6_k;
 } memra__dequant_state;
 
-static memra_status dequant_load(memra__gpu *gpu, void *state)
-{
-    memra__dequant_state *s = state;
-    CUmodule m = NULL;
-    memra_status st = memra__gpu_image_load(gpu, "dequant", &m);
-    if (st == MEMRA_STATUS_OK) st = memra__gpu_function(gpu, m, "memra_k_dequant_q8_0", 0, &s->q8_0);
-    if (st == MEMRA_STATUS_OK) st = memra__gpu_function(gpu, m, "memra_k_dequant_q4_0", 0, &s->q4_0);
-    if (st == MEMRA_STATUS_OK) st = memra__gpu_function(gpu, m, "memra_k_dequant_q4_k", 0, &s->q4_k);
-    if (st == MEMRA_STATUS_OK) st = memra__gpu_function(gpu, m, "memra_k_dequant_q5_k", 0, &s->q5_k);
-    if (st == MEMRA_STATUS_OK) st = memra__gpu_function(gpu, m, "memra_k_dequant_q6_k", 0, &s->q6_k);
-    return st;
-}
+/* The family's kernels, looked up by the runtime at create. */
+static const memra__gpu_kernel k_dequant_kernels[] = {
+    {"memra_k_dequant_q8_0", offsetof(memra__dequant_state, q8_0), 0},
+    {"memra_k_dequant_q4_0", offsetof(memra__dequant_state, q4_0), 0},
+    {"memra_k_dequant_q4_k", offsetof(memra__dequant_state, q4_k), 0},
+    {"memra_k_dequant_q5_k", offsetof(memra__dequant_state, q5_k), 0},
+    {"memra_k_dequant_q6_k", offsetof(memra__dequant_state, q6_k), 0},
+};
 
 const memra__gpu_family memra__gpu_family_dequant = {
-    .name = "dequant", .state_size = sizeof(memra__dequant_state), .load = dequant_load};
+    .name = "dequant",
+    .state_size = sizeof(memra__dequant_state),
+    .image = "dequant",
+    .kernels = k_dequant_kernels,
+    .n_kernels = sizeof k_dequant_kernels / sizeof k_dequant_kernels[0],
+};
 
 /* dequant.cu: a persistent grid over tiles of `tb` blocks when src is 16-byte
  * aligned (the kernel decides by the same test), the remaining blocks (all of

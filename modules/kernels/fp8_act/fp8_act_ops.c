@@ -8,17 +8,18 @@
 
 #include "kernels/kernels.h"
 
+/* The family's kernels, looked up by the runtime at create. */
+static const memra__gpu_kernel k_fp8_act_kernels[] = {
+    {"memra_k_amax_partial", offsetof(memra__fp8_act_state, amax_partial), 0},
+    {"memra_k_quant_e4m3_tensor", offsetof(memra__fp8_act_state, quant_e4m3_tensor), 0},
+    {"memra_k_quant_e4m3_fused", offsetof(memra__fp8_act_state, quant_e4m3_fused), 0},
+    {"memra_k_quant_e4m3_row128", offsetof(memra__fp8_act_state, quant_e4m3_row128), 0},
+    {"memra_k_grid_pad", offsetof(memra__fp8_act_state, grid_pad), 0},
+};
+
 static memra_status fp8_act_load(memra__gpu *gpu, void *state)
 {
     memra__fp8_act_state *s = state;
-    CUmodule m = NULL;
-    memra_status st = memra__gpu_image_load(gpu, "fp8_act", &m);
-    if (st == MEMRA_STATUS_OK) st = memra__gpu_function(gpu, m, "memra_k_amax_partial", 0, &s->amax_partial);
-    if (st == MEMRA_STATUS_OK) st = memra__gpu_function(gpu, m, "memra_k_quant_e4m3_tensor", 0, &s->quant_e4m3_tensor);
-    if (st == MEMRA_STATUS_OK) st = memra__gpu_function(gpu, m, "memra_k_quant_e4m3_fused", 0, &s->quant_e4m3_fused);
-    if (st == MEMRA_STATUS_OK) st = memra__gpu_function(gpu, m, "memra_k_quant_e4m3_row128", 0, &s->quant_e4m3_row128);
-    if (st == MEMRA_STATUS_OK) st = memra__gpu_function(gpu, m, "memra_k_grid_pad", 0, &s->grid_pad);
-    if (st != MEMRA_STATUS_OK) return st;
     /* The fused FP8 quantiser needs all its blocks co-resident: at most
      * (blocks per SM at 256 threads) x SMs; a cooperative launch that is still
      * refused falls back to the two passes (blas_ops.c). */
@@ -39,4 +40,10 @@ static memra_status fp8_act_load(memra__gpu *gpu, void *state)
 }
 
 const memra__gpu_family memra__gpu_family_fp8_act = {
-    .name = "fp8_act", .state_size = sizeof(memra__fp8_act_state), .load = fp8_act_load};
+    .name = "fp8_act",
+    .state_size = sizeof(memra__fp8_act_state),
+    .image = "fp8_act",
+    .kernels = k_fp8_act_kernels,
+    .n_kernels = sizeof k_fp8_act_kernels / sizeof k_fp8_act_kernels[0],
+    .load = fp8_act_load, /* after the kernels: the fused quantiser's occupancy */
+};
