@@ -1,6 +1,9 @@
 /* gpu-build: the cubins embedded in the GPU modules target what the build
- * says (runs without a GPU). For every kernel family and every target given
- * on the command line ("90a", "120a"): exactly one image, a 64-bit CUDA ELF
+ * says (runs without a GPU). The first argument names the set of images:
+ *   load-time  convert, dequant, fp8_act, fp8_weight: every target
+ *   mmq        mmq: every target; fp8blk: 89, 90a, 120a, 121a; fp8blk_mx: 120a, 121a
+ * (modules/kernels/families.cmake), then the targets ("90a", "120a"). For
+ * every image of the set that a target should have: exactly one image, a 64-bit CUDA ELF
  * (e_machine 190, EM_CUDA) whose e_flags carry the SM number (bits 8..15 in
  * the ELF ABI version 8 cubins nvcc 12.8+ writes), and whose tool note
  * (.note.nv.tkinfo) records "-arch sm_XXa": the arch-specific 'a' variant,
@@ -13,9 +16,24 @@
 #include "images.h"
 #include "test.h"
 
-/* The load-time families, built for every target (modules/kernels/families.cmake);
- * the mmq and fp8blk images of the same table are test_mmq_images' part. */
-static const char *const k_families[] = {"convert", "dequant", "fp8_act", "fp8_weight"};
+/* An image and the targets it is built for (NULL: every target). */
+typedef struct image_rule {
+    const char *image;
+    const char *const *targets;
+} image_rule;
+
+static const char *const k_fp8blk_targets[] = {"89", "90a", "120a", "121a", NULL};
+static const char *const k_fp8blk_mx_targets[] = {"120a", "121a", NULL};
+static const image_rule k_load_time[] = {{"convert", NULL}, {"dequant", NULL}, {"fp8_act", NULL}, {"fp8_weight", NULL}};
+static const image_rule k_mmq[] = {{"mmq", NULL}, {"fp8blk", k_fp8blk_targets}, {"fp8blk_mx", k_fp8blk_mx_targets}};
+
+static int rule_has(const image_rule *r, const char *target)
+{
+    if (r->targets == NULL) return 1;
+    for (const char *const *t = r->targets; *t != NULL; t++)
+        if (strcmp(*t, target) == 0) return 1;
+    return 0;
+}
 
 static uint32_t rd32(const unsigned char *p) { return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24; }
 static uint16_t rd16(const unsigned char *p) { return (uint16_t)(p[0] | p[1] << 8); }
@@ -69,39 +87,42 @@ static int check_image(const memra__gpu_image *img, int sm, const char *target)
 
 int main(int argc, char **argv)
 {
-    if (argc < 2) {
-        fprintf(stderr, "usage: %s TARGET... (e.g. 90a 120a)\n", argv[0]);
+    const image_rule *rules = NULL;
+    size_t n_rules = 0;
+    if (argc >= 3 && strcmp(argv[1], "load-time") == 0) rules = k_load_time, n_rules = sizeof k_load_time / sizeof k_load_time[0];
+    if (argc >= 3 && strcmp(argv[1], "mmq") == 0) rules = k_mmq, n_rules = sizeof k_mmq / sizeof k_mmq[0];
+    if (rules == NULL) {
+        fprintf(stderr, "usage: %s load-time|mmq TARGET... (e.g. mmq 90a 120a)\n", argv[0]);
         return 2;
     }
     int fails = 0;
     printf("%zu embedded images\n", memra__gpu_image_count);
-    for (size_t f = 0; f < sizeof k_families / sizeof k_families[0]; f++) {
-        for (int t = 1; t < argc; t++) {
+    for (size_t f = 0; f < n_rules; f++) {
+        for (int t = 2; t < argc; t++) {
+            if (!rule_has(&rules[f], argv[t])) continue;
             char target[24];
             snprintf(target, sizeof target, "sm_%s", argv[t]);
             int sm = atoi(argv[t]);
             int found = 0;
             for (size_t i = 0; i < memra__gpu_image_count; i++) {
                 const memra__gpu_image *img = &memra__gpu_images[i];
-                if (strcmp(img->family, k_families[f]) != 0 || strcmp(img->target, target) != 0) continue;
+                if (strcmp(img->family, rules[f].image) != 0 || strcmp(img->target, target) != 0) continue;
                 found++;
                 if (!check_image(img, sm, target)) fails++;
             }
             if (found != 1) {
-                printf("  %s/%s: %d images (want 1)\n", k_families[f], target, found);
+                printf("  %s/%s: %d images (want 1)\n", rules[f].image, target, found);
                 fails++;
             }
         }
     }
-    /* every image of the table is checked by one of the two tests: no image
-     * of another name, and none for a target that was not asked for */
+    /* no image outside the two sets, and none for a target that was not asked for */
     for (size_t i = 0; i < memra__gpu_image_count; i++) {
         const memra__gpu_image *img = &memra__gpu_images[i];
-        static const char *const mmq_images[] = {"mmq", "fp8blk", "fp8blk_mx"};
         int known = 0, asked = 0;
-        for (size_t f = 0; f < sizeof k_families / sizeof k_families[0]; f++) known |= strcmp(img->family, k_families[f]) == 0;
-        for (size_t f = 0; f < sizeof mmq_images / sizeof mmq_images[0]; f++) known |= strcmp(img->family, mmq_images[f]) == 0;
-        for (int t = 1; t < argc; t++) {
+        for (size_t f = 0; f < sizeof k_load_time / sizeof k_load_time[0]; f++) known |= strcmp(img->family, k_load_time[f].image) == 0;
+        for (size_t f = 0; f < sizeof k_mmq / sizeof k_mmq[0]; f++) known |= strcmp(img->family, k_mmq[f].image) == 0;
+        for (int t = 2; t < argc; t++) {
             char target[24];
             snprintf(target, sizeof target, "sm_%s", argv[t]);
             asked |= strcmp(img->target, target) == 0;
