@@ -14,11 +14,13 @@
  *                        block after a shared-memory restage. Bit-identical to the host:
  *                        amax (fmaxf: NaN ignored), d = amax / 127 (IEEE division),
  *                        id = d ? 1 / d : 0, q = roundf(clamp(x * id, +-127)), NaN -> 0.
- *   memra_k_gemm_q8_0    y[row_off + i, j] = alpha * sum_b (dw[j,b] * dx[i,b]) * I[i,j,b],
+ *   memra_k_gemm_q8_0    the fall-back on Q8_0 blocks (no records, or no lane for
+ *                        gemm_q8_0r): y[row_off + i, j] = alpha * sum_b (dw[j,b] * dx[i,b]) * I[i,j,b],
  *                        I the exact s32 dot of the 32-value block b, from
  *                        mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 (one MMA = one block).
- *                        Last argument `variant`: 0 = v1 (the tile below), 4 / 2 / 1 =
- *                        v2 (see "gemm_q8_0 v2": 32 variant tokens x 128 rows per CTA).
+ *                        Last argument `variant` = MT: 32 MT tokens x 128 rows per CTA
+ *                        (see "gemm_q8_0 v2"; the first generation, v1, is deleted:
+ *                        no lane served it, git keeps it).
  *   memra_k_probe_s32 / memra_k_probe_f32 / memra_k_probe_mx
  *                        the accumulator probe: the same tile on raw bytes x [m x k],
  *                        w [n x k] (unit scales), with the s8 MMA (s32), the e4m3 MMA
@@ -26,25 +28,21 @@
  *                        with unit ue8m0 scales (sm_120a only; a trap elsewhere, the
  *                        launcher declines first). Time only.
  *
- * The tile. A CTA of 256 threads (8 warps as 2 x 4) computes 128 tokens x 128
- * weight rows; each warp 64 x 32 (4 m16 x 4 n8 MMA tiles). The k loop walks
- * 128 values (one q8_1 record, four Q8_0 blocks) per step through a two-stage
+ * The probe's tile (tile_step / tile_store). A CTA of 256 threads (8 warps as
+ * 2 x 4) computes 128 tokens x 128 weight rows; each warp 64 x 32 (4 m16 x 4 n8
+ * MMA tiles). The k loop walks 128 values per step through a two-stage
  * cp.async pipeline. Shared memory holds both operands in one "record" layout:
  * a row of 144 bytes = 4 f32 scales + 128 int8 (the q8_1 record itself), whose
  * 36-word stride makes the 8 rows of every ldmatrix phase hit distinct banks.
- * Activations are copied verbatim (16-byte cp.async). Q8_0 rows (34-byte
- * blocks: only 2-byte aligned) are copied raw with 4-byte cp.async from the
- * 4-byte-aligned address at or below the row's first block (the last chunk
- * copies 2 bytes and zero-fills when the row ends mid-word), then one pass
- * realigns them into the record layout (f16 d widened to f32, qs shifted by a
- * funnel shift). Rows, tokens and blocks past the edges are zero-filled, so
- * they add exact zeros.
+ * Rows and columns past the edges are zero-filled, so they add exact zeros.
+ * The Q8_0 GEMMs use the same layout with their own loaders (see their sections).
  *
- * The fold. Every MMA starts from C = 0x4B400000 (1.5 * 2^23 as f32), so the
- * s32 result read as f32 is 1.5 * 2^23 + I exactly (|I| <= 32 * 127 * 127 < 2^22)
- * and one FADD recovers I as f32 without an I2F: v = D - 1.5 * 2^23; then
- * acc += (dx * dw) * v (FMUL + FFMA). The probe's f32 arms run the same three
- * instructions with C = 0 and a zero bias passed at run time.
+ * The probe's fold. Every s8 MMA starts from C = 0x4B400000 (1.5 * 2^23 as f32),
+ * so the s32 result read as f32 is 1.5 * 2^23 + I exactly (|I| <= 32 * 127 * 127
+ * < 2^22) and one FADD recovers I as f32 without an I2F: v = D - 1.5 * 2^23; then
+ * acc += (dx * dw) * v (FMUL + FFMA). The f32 arms run the same three
+ * instructions with C = 0 and a zero bias passed at run time. The GEMMs fold
+ * with two FFMAs instead (see "gemm_q8_0 v2").
  *
  * Preconditions (checked by the C launchers): blockDim 256, dynamic shared
  * memory MMQ_SMEM_BYTES; gemm_q8_0: k a multiple of 32, w 2-byte aligned, the
@@ -304,106 +302,10 @@ __device__ __forceinline__ void tile_store(const float acc[4][4][4], float *y, l
             }
 }
 
-/* Activation records of step kt for tokens i0..i0+127 -> As (verbatim, zero past m). */
-__device__ __forceinline__ void load_records(unsigned char *As, const unsigned char *xq, int m, int i0, int kt)
-{
-    for (int idx = threadIdx.x; idx < MMQ_BM * 9; idx += MMQ_THREADS) {
-        const int r = idx / 9, c = idx - r * 9;
-        const int t = i0 + r;
-        const unsigned char *src = t < m ? xq + ((long long)kt * m + t) * 144 + c * 16 : xq;
-        cp_async16(As + r * MMQ_ROW + c * 16, src, t < m ? 16 : 0);
-    }
-}
-
-/* The raw bytes of Q8_0 blocks 4kt..4kt+3 of rows j0..j0+127, from the 4-byte
- * aligned address at or below the first block; row r's bytes start at offset
- * shift(r) = (address & 2) of its row tile. */
-__device__ __forceinline__ void load_q8_0_raw(unsigned char *Ws, const unsigned char *w, int n, int nb, int j0, int kt)
-{
-    const int nv = min(4, nb - 4 * kt);
-    for (int idx = threadIdx.x; idx < MMQ_BN * 35; idx += MMQ_THREADS) {
-        const int r = idx / 35, c = idx - r * 35;
-        const int j = j0 + r;
-        int bytes = 0;
-        const unsigned char *src = w;
-        if (j < n) {
-            const unsigned char *s = w + ((long long)j * nb + 4 * kt) * 34;
-            const int shift = (int)((uintptr_t)s & 2);
-            const int len = shift + nv * 34;
-            bytes = min(4, max(0, len - 4 * c));
-            if (bytes > 0) src = s - shift + 4 * c;
-        }
-        cp_async4(Ws + r * MMQ_RAW + 4 * c, src, bytes);
-    }
-}
-
-/* Raw Q8_0 row tiles -> record rows (f32 d[4], int8 qs[128]); two threads per
- * row, 18 of its 36 words each. The row tile starts at w + 34 x (x = j nb + 4 kt),
- * so its offset in the aligned word is bit 1 of w + 2x: (w ^ (x << 1)) & 2. */
-__device__ __forceinline__ void realign_q8_0(unsigned char *Bs, const unsigned char *Ws, const unsigned char *w, int n,
-                                             int nb, int j0, int kt)
-{
-    const int r = threadIdx.x >> 1, half = threadIdx.x & 1;
-    const int j = j0 + r;
-    const unsigned x = (unsigned)j * (unsigned)nb + 4u * (unsigned)kt;
-    const int shift = j < n ? (int)(((unsigned)(uintptr_t)w ^ (x << 1)) & 2u) : 0;
-    const unsigned *raw = reinterpret_cast<const unsigned *>(Ws + r * MMQ_RAW);
-    unsigned *out = reinterpret_cast<unsigned *>(Bs + r * MMQ_ROW);
-#pragma unroll
-    for (int qq = 0; qq < 18; qq++) {
-        const int q = half * 18 + qq;
-        if (q < 4) { /* the f16 scale of block q */
-            const int o = shift + 34 * q;
-            const unsigned h = (raw[o >> 2] >> ((o & 2) * 8)) & 0xFFFFu;
-            out[q] = __float_as_uint(__half2float(__ushort_as_half((unsigned short)h)));
-        } else { /* qs word q-4: block (q-4)/8, bytes 4 * ((q-4)%8) */
-            const int o = shift + 34 * ((q - 4) >> 3) + 2 + 4 * ((q - 4) & 7);
-            out[q] = __funnelshift_r(raw[o >> 2], raw[(o >> 2) + 1], (o & 3) * 8);
-        }
-    }
-}
-
-__device__ __noinline__ void gemm_q8_0_v1(unsigned char *smem, const unsigned char *__restrict__ w, const unsigned char *__restrict__ xq,
-                                             float *__restrict__ y, int m, int n, int k, long long ldy, float alpha)
-{
-    unsigned char *As[2] = {smem, smem + MMQ_STAGE_BYTES};
-    unsigned char *Ws[2] = {smem + MMQ_BM * MMQ_ROW, smem + MMQ_STAGE_BYTES + MMQ_BM * MMQ_ROW};
-    unsigned char *Bs = smem + 2 * MMQ_STAGE_BYTES;
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, wm = warp & 1, wn = warp >> 1;
-    const int i0 = blockIdx.x * MMQ_BM, j0 = blockIdx.y * MMQ_BN;
-    const int nb = k / 32, nk = (nb + 3) / 4;
-
-    float acc[4][4][4];
-#pragma unroll
-    for (int mt = 0; mt < 4; mt++)
-#pragma unroll
-        for (int nt = 0; nt < 4; nt++)
-#pragma unroll
-            for (int e = 0; e < 4; e++) acc[mt][nt][e] = 0.0f;
-
-    load_records(As[0], xq, m, i0, 0);
-    load_q8_0_raw(Ws[0], w, n, nb, j0, 0);
-    cp_async_commit();
-    for (int kt = 0; kt < nk; kt++) {
-        const int s = kt & 1;
-        if (kt + 1 < nk) {
-            load_records(As[s ^ 1], xq, m, i0, kt + 1);
-            load_q8_0_raw(Ws[s ^ 1], w, n, nb, j0, kt + 1);
-        }
-        cp_async_commit();
-        cp_async_wait<1>();
-        __syncthreads();
-        realign_q8_0(Bs, Ws[s], w, n, nb, j0, kt);
-        __syncthreads();
-        tile_step<MMQ_KIND_S8>(acc, As[s], Bs, wm, wn, lane, -MMQ_MAGIC);
-        __syncthreads();
-    }
-    tile_store(acc, y, ldy, m, n, i0, j0, wm, wn, lane, alpha);
-}
-
 /* ---- gemm_q8_0 v2 ------------------------------------------------------------------
  *
- * Same MMA and the same per-block integer dots as v1; what changes:
+ * Same MMA and the same per-block integer dots as the deleted v1 (the probe's
+ * tile with a raw-copy-and-realign weight loader); what changed:
  *  - the fold is two FFMAs per output element instead of FADD + FMUL + FFMA:
  *      v = fma(D, sw, mw)      D = 1.5 * 2^23 + I (the MMA's s32 read as f32),
  *                              mw = -1.5 * 2^23 * sw, exact (sw is an f16 value:
@@ -624,20 +526,19 @@ __device__ __noinline__ void gemm_q8_0_v2(unsigned char *smem, const unsigned ch
     q2_store<MT>(acc, y, ldy, alpha, m, n, i0 + wm * 16 * MT, j0 + wn * 32, lane);
 }
 
-/* variant: 0 = v1 (the 128 x 128 tile with the shared-memory realign of the first
- * version, kept for comparison), 4 / 2 / 1 = v2 with MT = 4 / 2 / 1 (CTA tile
- * 128 / 64 / 32 tokens x 128 weight rows). gridDim.x = ceil(m / tokens per CTA),
- * gridDim.y = ceil(n / 128); dynamic shared memory MMQ_SMEM_BYTES serves all. */
+/* variant: 4 / 2 / 1 = MT (CTA tile 128 / 64 / 32 tokens x 128 weight rows);
+ * any other value runs MT = 4. gridDim.x = ceil(m / tokens per CTA),
+ * gridDim.y = ceil(n / 128); dynamic shared memory Q2_SMEM_BYTES(MT) (the
+ * function's limit is set to MMQ_SMEM_BYTES, which covers every MT). */
 extern "C" __global__ void __launch_bounds__(MMQ_THREADS, 2)
 memra_k_gemm_q8_0(const unsigned char *__restrict__ w, const unsigned char *__restrict__ xq, float *__restrict__ y,
                   int m, int n, int k, long long ldy, float alpha, int variant)
 {
     extern __shared__ __align__(16) unsigned char smem[];
     switch (variant) {
-    case 4: gemm_q8_0_v2<4>(smem, w, xq, y, m, n, k, ldy, alpha); break;
     case 2: gemm_q8_0_v2<2>(smem, w, xq, y, m, n, k, ldy, alpha); break;
     case 1: gemm_q8_0_v2<1>(smem, w, xq, y, m, n, k, ldy, alpha); break;
-    default: gemm_q8_0_v1(smem, w, xq, y, m, n, k, ldy, alpha); break;
+    default: gemm_q8_0_v2<4>(smem, w, xq, y, m, n, k, ldy, alpha); break;
     }
 }
 

@@ -4,7 +4,10 @@
 #ifndef MEMRA_MODULES_KERNELS_MMQ_H
 #define MEMRA_MODULES_KERNELS_MMQ_H
 
-/* The 128 x 128 tile of the accumulator probe (and of the blocks GEMM's v2 loader limit). */
+/* The 128 x 128 tile of the accumulator probe. MMQ_SMEM_BYTES is the probe's
+ * dynamic shared memory and the blocks GEMM's limit; its value (91136 bytes) is
+ * that of the deleted v1 GEMM tile (MMQ_RAW: its raw weight rows), kept so that
+ * the module's admission check and the limits do not change. */
 #define MMQ_BM 128      /* tokens per CTA */
 #define MMQ_BN 128      /* weight rows per CTA */
 #define MMQ_ROW 144     /* bytes of a record row in shared memory */

@@ -144,31 +144,28 @@ memra_status memra__mmq_gemm_q8_0(memra_call *call, const memra_gemm_args *a)
     long long ldy = a->ldy;
     float alpha = a->alpha;
     memra_dptr w = a->w, x = a->x;
-    /* The kernel's `variant` (mmq.cu): 0 = v1, the first 128 x 128 tile
-     * (MEMRA_MMQ_KERNEL=v1); 4 / 2 / 1 = v2 with 32 * variant tokens x 128 rows
-     * per CTA. MEMRA_MMQ_BM=128|64|32 forces v2's tile; by default the one with
+    /* The kernel's `variant` (mmq.cu) = MT: 32 * variant tokens x 128 rows per
+     * CTA. MEMRA_MMQ_BM=128|64|32 forces the tile; by default the one with
      * the fewest waves x per-CTA cost (~ 4 MT + 2: the weight tile's load and
      * realign do not shrink with MT), two CTAs per SM, ties to the larger. */
-    const char *ek = getenv("MEMRA_MMQ_KERNEL"), *eb = getenv("MEMRA_MMQ_BM");
+    const char *eb = getenv("MEMRA_MMQ_BM");
     int variant = 0;
-    if (!(ek != NULL && ek[0] == 'v' && ek[1] == '1' && ek[2] == 0)) {
-        const int forced = eb != NULL ? atoi(eb) : 0;
-        if (forced == 128 || forced == 64 || forced == 32) {
-            variant = forced / 32;
-        } else {
-            const int64_t slots = 2 * (int64_t)(q->caps->sm_count > 0 ? q->caps->sm_count : 16);
-            const int64_t tn = (n + 127) / 128;
-            int64_t best = 0;
-            for (int mt = 4; mt >= 1; mt /= 2) {
-                const int64_t tiles = ((int64_t)m + 32 * mt - 1) / (32 * mt) * tn;
-                const int64_t cost = (tiles + slots - 1) / slots * (4 * mt + 2);
-                if (variant == 0 || cost < best) variant = mt, best = cost;
-            }
+    const int forced = eb != NULL ? atoi(eb) : 0;
+    if (forced == 128 || forced == 64 || forced == 32) {
+        variant = forced / 32;
+    } else {
+        const int64_t slots = 2 * (int64_t)(q->caps->sm_count > 0 ? q->caps->sm_count : 16);
+        const int64_t tn = (n + 127) / 128;
+        int64_t best = 0;
+        for (int mt = 4; mt >= 1; mt /= 2) {
+            const int64_t tiles = ((int64_t)m + 32 * mt - 1) / (32 * mt) * tn;
+            const int64_t cost = (tiles + slots - 1) / slots * (4 * mt + 2);
+            if (variant == 0 || cost < best) variant = mt, best = cost;
         }
     }
-    const int bm = variant == 0 ? 128 : 32 * variant;
-    /* mmq.cu's Q2_SMEM_BYTES(MT) for v2 (77824 bytes at MT = 4, all within the loader's limit) */
-    const unsigned smem = variant == 0 ? MMQ_SMEM_BYTES : (unsigned)Q2_SMEM_BYTES(variant);
+    const int bm = 32 * variant;
+    /* mmq.cu's Q2_SMEM_BYTES(MT) (77824 bytes at MT = 4, within the function's MMQ_SMEM_BYTES limit) */
+    const unsigned smem = (unsigned)Q2_SMEM_BYTES(variant);
     return launch(q, MMQ_K(q)->gemm_q8_0, "memra_k_gemm_q8_0", (unsigned)((m + bm - 1) / bm), (unsigned)((n + 127) / 128),
                   smem, call->stream, (void *[]){&w, &x, &y, &m, &n, &k, &ldy, &alpha, &variant});
 }
