@@ -1,0 +1,405 @@
+/* gpu-build: the GPU modules on the GPU runtime, against a fake driver (no GPU
+ * needed). Each built module is dlopen'd and initialised on a fake device
+ * description with host services whose driver entry points are stubs: images
+ * "load" (counted), every cuModuleGetFunction returns a handle that remembers
+ * the kernel's name, every launch records the name of the kernel it was given.
+ * Then a few ops are called through the module's op table, and the test checks
+ * which kernels they launched, with or without a dependent launch, and which
+ * cases they decline. fini must unload every image init loaded.
+ *
+ *   test_gpu_runtime <case> <sm90.so> <sm120.so> <mmq.so> <fp8blk.so>
+ *   sm90            init on cc 9.0; cvt_f16, dequant_f16, fp8_nan_count launch their kernels; gemm_f16 declines (no cuBLASLt)
+ *   sm120           init on cc 12.0; quant_q8_1 and gemm_q8_0r launch as dependents; gemm_fp8_blk runs mxf8f6f4 kernels
+ *   sm120_on_sm90   a forced sm120 profile on cc 9.0: gemm_fp8_blk declines with the sm120 reason
+ *   mmq             gemm_q8_0 launches memra_k_gemm_q8_0, accprobe the probe, the tile plan avoids 128 x 128 at 99 KB
+ *   fp8blk          gemm_fp8_blk launches the quantiser then the GEMM from the embedded cubin (no JIT service) */
+#include <dlfcn.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "memra/module.h"
+#include "test.h"
+
+/* ---- the fake driver ---------------------------------------------------------------- */
+
+typedef int CUresult;
+static int g_loaded, g_unloaded, g_pushed, g_popped;
+static const char *g_launched[16];
+static int g_n_launched, g_pdl[16];
+static char g_last_error[512];
+static void *g_current;
+
+static int fake_error_name(CUresult r, const char **s)
+{
+    (void)r;
+    *s = "CUDA_ERROR_FAKE";
+    return 0;
+}
+static int fake_push(void *c)
+{
+    g_pushed++;
+    g_current = c;
+    return 0;
+}
+static int fake_get(void **c)
+{
+    *c = g_current;
+    return 0;
+}
+static int fake_pop(void **c)
+{
+    g_popped++;
+    *c = g_current;
+    g_current = NULL;
+    return 0;
+}
+static int fake_load(void **m, const void *image)
+{
+    if (image == NULL) return 1;
+    *m = (void *)(uintptr_t)(0x1000 + ++g_loaded);
+    return 0;
+}
+static int fake_unload(void *m)
+{
+    (void)m;
+    g_unloaded++;
+    return 0;
+}
+static int fake_get_function(void **f, void *m, const char *name)
+{
+    (void)m;
+    *f = strdup(name); /* the handle is the name; leaked on purpose (a test process) */
+    return *f ? 0 : 2;
+}
+static void record(void *f, int pdl)
+{
+    if (g_n_launched < 16) {
+        g_pdl[g_n_launched] = pdl;
+        g_launched[g_n_launched++] = (const char *)f;
+    }
+}
+static int fake_launch(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
+                       unsigned smem, void *s, void **params, void **extra)
+{
+    (void)gx, (void)gy, (void)gz, (void)bx, (void)by, (void)bz, (void)smem, (void)s, (void)params, (void)extra;
+    if (gx == 0 || gy == 0 || gz == 0 || bx == 0) return 3;
+    record(f, 0);
+    return 0;
+}
+static int fake_launch_coop(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
+                            unsigned smem, void *s, void **params)
+{
+    return fake_launch(f, gx, gy, gz, bx, by, bz, smem, s, params, NULL);
+}
+typedef struct fake_launch_config {
+    unsigned grid[3], block[3], smem;
+    void *stream;
+    void *attrs;
+    unsigned num_attrs;
+} fake_launch_config;
+static int fake_launch_ex(const fake_launch_config *c, void *f, void **params, void **extra)
+{
+    (void)params, (void)extra;
+    if (c->grid[0] == 0 || c->num_attrs != 1) return 3;
+    record(f, 1);
+    return 0;
+}
+static int fake_occupancy(int *n, void *f, int bs, size_t smem)
+{
+    (void)f, (void)bs, (void)smem;
+    *n = 4;
+    return 0;
+}
+static int fake_capturing(void *s, int *st)
+{
+    (void)s;
+    *st = 0;
+    return 0;
+}
+static int fake_set_attribute(void *f, int a, int v)
+{
+    (void)f, (void)a;
+    return v > 0 ? 0 : 1;
+}
+
+static void *fake_driver_proc(const char *name)
+{
+    static const struct {
+        const char *name;
+        void (*fn)(void);
+    } k[] = {
+        {"cuGetErrorName", (void (*)(void))fake_error_name},
+        {"cuCtxPushCurrent", (void (*)(void))fake_push},
+        {"cuCtxGetCurrent", (void (*)(void))fake_get},
+        {"cuCtxPopCurrent", (void (*)(void))fake_pop},
+        {"cuModuleLoadData", (void (*)(void))fake_load},
+        {"cuModuleUnload", (void (*)(void))fake_unload},
+        {"cuModuleGetFunction", (void (*)(void))fake_get_function},
+        {"cuLaunchKernel", (void (*)(void))fake_launch},
+        {"cuLaunchCooperativeKernel", (void (*)(void))fake_launch_coop},
+        {"cuOccupancyMaxActiveBlocksPerMultiprocessor", (void (*)(void))fake_occupancy},
+        {"cuStreamIsCapturing", (void (*)(void))fake_capturing},
+        {"cuFuncSetAttribute", (void (*)(void))fake_set_attribute},
+        {"cuLaunchKernelEx", (void (*)(void))fake_launch_ex},
+    };
+    for (size_t i = 0; i < sizeof k / sizeof k[0]; i++)
+        if (strcmp(k[i].name, name) == 0) {
+            void *p;
+            memcpy(&p, &k[i].fn, sizeof p); /* the driver's ABI: entry points as object pointers */
+            return p;
+        }
+    return NULL;
+}
+
+/* ---- the fake host -------------------------------------------------------------------- */
+
+static void fake_log(int level, const char *module, const char *fmt, ...)
+{
+    if (getenv("TEST_VERBOSE") == NULL) return;
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "[%d %s] ", level, module);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+}
+static memra_status fake_set_error(memra_status st, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(g_last_error, sizeof g_last_error, fmt, ap);
+    va_end(ap);
+    return st;
+}
+static memra_status fake_scratch(const memra_device_caps *caps, uint32_t slot, size_t bytes, memra_dptr *out)
+{
+    (void)caps, (void)bytes;
+    *out = (memra_dptr)0x10000000u * (slot + 1);
+    return MEMRA_STATUS_OK;
+}
+static void *fake_library_open(const char *which)
+{
+    (void)which;
+    return NULL; /* no cuBLASLt, no NVRTC */
+}
+
+static const memra_host_services k_host = {
+    .abi_version = MEMRA_MODULE_ABI_VERSION,
+    .struct_size = sizeof(memra_host_services),
+    .log = fake_log,
+    .set_error = fake_set_error,
+    .driver_proc = fake_driver_proc,
+    .scratch = fake_scratch,
+    .jit = NULL,
+    .library_open = fake_library_open,
+};
+
+static memra_device_caps fake_caps(int cc)
+{
+    memra_device_caps c = {
+        .struct_size = sizeof(memra_device_caps),
+        .arch = cc == 90 ? MEMRA_ARCH_SM90 : MEMRA_ARCH_SM120,
+        .profile = cc == 90 ? "sm90" : "sm120",
+        .name = cc == 90 ? "fake H200" : "fake RTX 5090",
+        .ordinal = 0,
+        .cc = cc,
+        .sm_count = cc == 90 ? 132 : 170,
+        .total_mem = 1ull << 34,
+        .driver_version = 13000,
+        .jit_target = cc == 90 ? "sm_90a" : "sm_120a",
+        .smem_per_block_optin = cc == 90 ? 232448 : 101376,
+        .cu_context = (void *)(uintptr_t)0xC0,
+        .cu_device = 0,
+    };
+    return c;
+}
+
+/* ---- helpers ---------------------------------------------------------------------------- */
+
+typedef struct mod {
+    const memra_module_desc *desc;
+    void *ctx;
+    memra_device_caps caps;
+} mod;
+
+static int open_mod(const char *path, int cc, mod *out)
+{
+    void *dl = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (dl == NULL) {
+        printf("dlopen %s: %s\n", path, dlerror());
+        return 0;
+    }
+    memra_module_entry_fn entry;
+    *(void **)&entry = dlsym(dl, "memra_module_entry");
+    if (entry == NULL) return 0;
+    out->desc = entry();
+    out->caps = fake_caps(cc);
+    g_loaded = g_unloaded = 0;
+    memra_status st = out->desc->init(&k_host, &out->caps, &out->ctx);
+    printf("%s init on cc %d: %s%s%s; %d images loaded\n", out->desc->name, cc, st == MEMRA_STATUS_OK ? "OK" : "failed",
+           st == MEMRA_STATUS_OK ? "" : ": ", st == MEMRA_STATUS_OK ? "" : g_last_error, g_loaded);
+    return st == MEMRA_STATUS_OK;
+}
+
+static int close_mod(mod *m, int want_images)
+{
+    const int loaded = g_loaded;
+    m->desc->fini(m->ctx);
+    printf("%s fini: %d of %d images unloaded (want %d loaded); pushes %d, pops %d\n", m->desc->name, g_unloaded,
+           loaded, want_images, g_pushed, g_popped);
+    return g_unloaded == loaded && loaded == want_images && g_pushed == g_popped;
+}
+
+static memra_call call_of(mod *m)
+{
+    memra_call c = {.struct_size = sizeof(memra_call), .module_ctx = m->ctx, .caps = &m->caps, .stream = NULL};
+    return c;
+}
+
+static memra_gemm_args gemm(int m, int n, int k)
+{
+    memra_gemm_args a = {.struct_size = sizeof(memra_gemm_args), .m = m, .n = n, .k = k,
+                         .w = 0x20000000, .x = 0x30000000, .y = 0x40000000, .ldy = n, .alpha = 1.0f,
+                         .w_scale = 1.0f, .w_scale_grid = 0x50000000};
+    return a;
+}
+
+/* The op ran (OK) and launched exactly `n` kernels named want[0..n), pdl[i] as given (-1: either). */
+static int launched(const char *what, memra_status st, int n, const char *const *want, const int *pdl)
+{
+    int ok = st == MEMRA_STATUS_OK && g_n_launched == n;
+    for (int i = 0; ok && i < n; i++)
+        ok = strncmp(g_launched[i], want[i], strlen(want[i])) == 0 && (pdl[i] < 0 || pdl[i] == g_pdl[i]);
+    printf("  %-28s status %d, %d launches:", what, (int)st, g_n_launched);
+    for (int i = 0; i < g_n_launched; i++) printf(" %s%s", g_launched[i], g_pdl[i] ? "(pdl)" : "");
+    printf("  %s\n", ok ? "ok" : "FAIL");
+    if (st != MEMRA_STATUS_OK && g_last_error[0]) printf("    last error: %s\n", g_last_error);
+    g_n_launched = 0;
+    return ok;
+}
+
+static int declined(const char *what, memra_status st, const memra_call *c, const char *reason_part)
+{
+    const int ok = st == MEMRA_STATUS_DECLINED && c->decline_reason != NULL && strstr(c->decline_reason, reason_part);
+    printf("  %-28s status %d, reason \"%s\"  %s\n", what, (int)st, c->decline_reason ? c->decline_reason : "",
+           ok ? "ok" : "FAIL");
+    g_n_launched = 0;
+    return ok;
+}
+
+/* ---- cases ------------------------------------------------------------------------------- */
+
+static int case_sm90(const char *so)
+{
+    mod m;
+    if (!open_mod(so, 90, &m)) return 0;
+    int ok = 1;
+    memra_call c = call_of(&m);
+    ok &= launched("cvt_f16", m.desc->ops->cvt_f16(&c, 0x1000, 0x2000, 4096), 1,
+                   (const char *[]){"memra_k_cvt_f32_f16"}, (const int[]){0});
+    ok &= launched("dequant_f16 Q4_K", m.desc->ops->dequant_f16(&c, MEMRA_FORMAT_Q4_K, 0x1000, 4, 256, 0x2000), 1,
+                   (const char *[]){"memra_k_dequant_q4_k"}, (const int[]){0});
+    ok &= launched("fp8_nan_count", m.desc->ops->fp8_nan_count(&c, 0x1000, 1 << 20, 0x2000), 1,
+                   (const char *[]){"memra_k_fp8_nan_count"}, (const int[]){0});
+    memra_gemm_args a = gemm(64, 256, 512);
+    c = call_of(&m);
+    ok &= declined("gemm_f16 (no cuBLASLt)", m.desc->ops->gemm_f16(&c, &a), &c, "cuBLASLt");
+    ok &= m.desc->ops->quant_q8_1 == NULL && m.desc->ops->gemm_q8_0r == NULL;
+    ok &= close_mod(&m, 4);
+    return ok;
+}
+
+static int case_sm120(const char *so, int cc)
+{
+    mod m;
+    if (!open_mod(so, cc, &m)) return 0;
+    int ok = 1;
+    memra_call c = call_of(&m);
+    ok &= launched("quant_q8_1", m.desc->ops->quant_q8_1(&c, 0x1000, 64, 512, 0x2000), 1,
+                   (const char *[]){"memra_k_quant_q8_1"}, (const int[]){1});
+    memra_gemm_args a = gemm(512, 5120, 5120);
+    c = call_of(&m);
+    memra_status st = m.desc->ops->gemm_q8_0r(&c, &a);
+    /* on cc 12.0 the 99 KB opt-in leaves out the 128 x 128 tile */
+    const int big_tile = g_n_launched > 0 && strcmp(g_launched[0], "memra_k_gemm_q8_0r_mt4") == 0;
+    ok &= launched("gemm_q8_0r", st, g_n_launched >= 1 ? g_n_launched : 1,
+                   (const char *[]){"memra_k_gemm_q8_0r_mt", "memra_k_splitk_sum"}, (const int[]){1, 1});
+    if (cc == 120 && big_tile) {
+        printf("  gemm_q8_0r ran the 128 x 128 tile on a 99 KB device  FAIL\n");
+        ok = 0;
+    }
+    c = call_of(&m);
+    a = gemm(64, 256, 512);
+    if (cc == 120)
+        ok &= launched("gemm_fp8_blk", m.desc->ops->gemm_fp8_blk(&c, &a), 2,
+                       (const char *[]){"memra_k_fp8blk_quant", "memra_k_fp8blk_gemm"}, (const int[]){0, 0});
+    else
+        ok &= declined("gemm_fp8_blk", m.desc->ops->gemm_fp8_blk(&c, &a), &c, "need a cc 12.x device");
+    c = call_of(&m);
+    ok &= launched("scale", m.desc->ops->scale(&c, 0x1000, 1000, 2.0f), 1, (const char *[]){"memra_k_scale_f32"},
+                   (const int[]){0});
+    /* convert, dequant, fp8_act, fp8_weight, mmq (+ fp8blk_mx on cc 12.0) */
+    ok &= close_mod(&m, cc == 120 ? 6 : 5);
+    return ok;
+}
+
+static int case_mmq(const char *so)
+{
+    mod m;
+    if (!open_mod(so, 90, &m)) return 0;
+    int ok = 1;
+    memra_call c = call_of(&m);
+    memra_gemm_args a = gemm(100, 300, 256);
+    ok &= launched("gemm_q8_0", m.desc->ops->gemm_q8_0(&c, &a), 1, (const char *[]){"memra_k_gemm_q8_0"},
+                   (const int[]){0});
+    c = call_of(&m);
+    ok &= launched("accprobe s32", m.desc->ops->accprobe(&c, MEMRA_ACCPROBE_S32, &a), 1,
+                   (const char *[]){"memra_k_probe_s32"}, (const int[]){0});
+    c = call_of(&m);
+    ok &= declined("accprobe mx on cc 9.0", m.desc->ops->accprobe(&c, MEMRA_ACCPROBE_MX, &a), &c, "sm_120a");
+    c = call_of(&m);
+    ok &= launched("repack_q8_0", m.desc->ops->repack_q8_0(&c, 0x1000, 256, 512, 0x2000), 1,
+                   (const char *[]){"memra_k_repack_q8_0"}, (const int[]){0});
+    ok &= close_mod(&m, 1);
+    return ok;
+}
+
+static int case_fp8blk(const char *so)
+{
+    mod m;
+    if (!open_mod(so, 90, &m)) return 0;
+    int ok = 1;
+    memra_call c = call_of(&m);
+    memra_gemm_args a = gemm(64, 256, 512);
+    ok &= launched("gemm_fp8_blk", m.desc->ops->gemm_fp8_blk(&c, &a), 2,
+                   (const char *[]){"memra_k_fp8blk_quant", "memra_k_fp8blk_gemm"}, (const int[]){0, 0});
+    a.k = 24;
+    c = call_of(&m);
+    ok &= declined("gemm_fp8_blk k = 24", m.desc->ops->gemm_fp8_blk(&c, &a), &c, "multiple of 16");
+    ok &= close_mod(&m, 1);
+    return ok;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc != 6) {
+        fprintf(stderr, "usage: %s sm90|sm120|sm120_on_sm90|mmq|fp8blk SM90.so SM120.so MMQ.so FP8BLK.so\n", argv[0]);
+        return 2;
+    }
+    const char *c = argv[1];
+    int ok = strcmp(c, "sm90") == 0            ? case_sm90(argv[2])
+             : strcmp(c, "sm120") == 0         ? case_sm120(argv[3], 120)
+             : strcmp(c, "sm120_on_sm90") == 0 ? case_sm120(argv[3], 90)
+             : strcmp(c, "mmq") == 0           ? case_mmq(argv[4])
+             : strcmp(c, "fp8blk") == 0        ? case_fp8blk(argv[5])
+                                               : -1;
+    if (ok < 0) {
+        fprintf(stderr, "unknown case %s\n", c);
+        return 2;
+    }
+    printf("%s\n", ok ? "PASS" : "FAIL");
+    return ok ? 0 : 1;
+}
