@@ -25,9 +25,9 @@
  * launcher sizes the grid to the chunks, at most the resident blocks; any grid
  * is correct. Registers: 32 on sm_90 (8 blocks of 256 resident per SM), 48 on
  * sm_120 (5 blocks; its compiler wants more for the same code). */
-#define CVT_U 4
-#if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ == 860 || __CUDA_ARCH__ == 870 || __CUDA_ARCH__ == 890 || __CUDA_ARCH__ >= 1200)
-#define CVT_MIN_BLOCKS 5
+#include "convert.h"
+#if defined(__CUDA_ARCH__)
+#define CVT_MIN_BLOCKS CVT_MIN_BLOCKS_OF(__CUDA_ARCH__ / 10)
 #else
 #define CVT_MIN_BLOCKS 8
 #endif

@@ -1,5 +1,6 @@
 /* The convert family (convert.cu): f32 -> f16, in-place scale, row copy.
  * Ops cvt_f16 and scale; memra__convert_grid for the blas lanes' convert. */
+#include "convert.h"
 #include "convert_ops.h"
 
 #define GPU_OF(call) ((memra__gpu *)(call)->module_ctx)
@@ -20,14 +21,15 @@ const memra__gpu_family memra__gpu_family_convert = {
     .n_kernels = sizeof k_convert_kernels / sizeof k_convert_kernels[0],
 };
 
-/* Blocks for memra_k_cvt_f32_f16 (convert.cu): one chunk of 4 x 256 float4 per
- * block and round, every block resident (8 blocks of 256 threads per SM on
- * sm_90, 5 on sm_120: the kernels' __launch_bounds__). Any grid is correct. */
+/* Blocks for memra_k_cvt_f32_f16 (convert.cu): one chunk of CVT_U x 256 float4
+ * per block and round, every block resident (CVT_MIN_BLOCKS_OF: 8 blocks of 256
+ * threads per SM on sm_90, 5 on sm_120, the kernel's __launch_bounds__). Any
+ * grid is correct. */
 unsigned memra__convert_grid(const memra__gpu *gpu, int64_t n)
 {
     const int64_t sms = gpu->caps->sm_count > 0 ? gpu->caps->sm_count : 16;
-    const int64_t per_sm = gpu->caps->cc >= 120 ? 5 : 8;
-    return memra__gpu_grid_balanced((n / 4 + 1023) / 1024, sms * per_sm);
+    const int64_t per_sm = CVT_MIN_BLOCKS_OF(gpu->caps->cc);
+    return memra__gpu_grid_balanced((n / 4 + CVT_U * 256 - 1) / (CVT_U * 256), sms * per_sm);
 }
 
 memra_status memra__gpu_cvt_f16(memra_call *call, memra_dptr src_f32, memra_dptr dst_f16, int64_t n)

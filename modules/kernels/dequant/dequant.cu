@@ -210,26 +210,28 @@ template <class S> MEMRA_DQ_FN void dq_q6_k(const S &s, int u, float *v)
 
 /* ---- formats ------------------------------------------------------------------------ */
 
+#include "dequant.h"
+
 /* BB bytes and QK values per block; TB blocks per tile (TB * BB % 16 == 0 and
  * TB * QK / 8 == 4 * 256: four octets per thread). */
 struct dq_fmt_q8_0 {
-    enum { BB = 34, QK = 32, TB = 256 };
+    enum { BB = DQ_Q8_0_BB, QK = DQ_Q8_0_QK, TB = DQ_Q8_0_TB };
     template <class S> static MEMRA_DQ_FN_MEMBER void decode(const S &s, int u, float *v) { dq_q8_0(s, u, v); }
 };
 struct dq_fmt_q4_0 {
-    enum { BB = 18, QK = 32, TB = 256 };
+    enum { BB = DQ_Q4_0_BB, QK = DQ_Q4_0_QK, TB = DQ_Q4_0_TB };
     template <class S> static MEMRA_DQ_FN_MEMBER void decode(const S &s, int u, float *v) { dq_q4_0(s, u, v); }
 };
 struct dq_fmt_q4_k {
-    enum { BB = 144, QK = 256, TB = 32 };
+    enum { BB = DQ_Q4_K_BB, QK = DQ_Q4_K_QK, TB = DQ_Q4_K_TB };
     template <class S> static MEMRA_DQ_FN_MEMBER void decode(const S &s, int u, float *v) { dq_k45<S, false>(s, u, v); }
 };
 struct dq_fmt_q5_k {
-    enum { BB = 176, QK = 256, TB = 32 };
+    enum { BB = DQ_Q5_K_BB, QK = DQ_Q5_K_QK, TB = DQ_Q5_K_TB };
     template <class S> static MEMRA_DQ_FN_MEMBER void decode(const S &s, int u, float *v) { dq_k45<S, true>(s, u, v); }
 };
 struct dq_fmt_q6_k {
-    enum { BB = 210, QK = 256, TB = 32 };
+    enum { BB = DQ_Q6_K_BB, QK = DQ_Q6_K_QK, TB = DQ_Q6_K_TB };
     template <class S> static MEMRA_DQ_FN_MEMBER void decode(const S &s, int u, float *v) { dq_q6_k(s, u, v); }
 };
 

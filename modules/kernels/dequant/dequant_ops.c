@@ -1,5 +1,6 @@
 /* The dequant family (dequant.cu): Q8_0, Q4_0, Q4_K, Q5_K, Q6_K rows -> f16,
  * bit-identical to the host decoder. Op dequant_f16. */
+#include "dequant.h"
 #include "kernels/kernels.h"
 
 #define GPU_OF(call) ((memra__gpu *)(call)->module_ctx)
@@ -35,13 +36,13 @@ memra_status memra__gpu_dequant_f16(memra_call *call, memra_format format, memra
     const memra__dequant_state *k = memra__gpu_state(gpu, &memra__gpu_family_dequant);
     CUfunction f;
     const char *name;
-    int64_t qk, tb; /* values per block, blocks per tile (dq_fmt_* in dequant.cu) */
+    int64_t qk, tb; /* values per block, blocks per tile (dequant.h) */
     switch (format) {
-    case MEMRA_FORMAT_Q8_0: f = k->q8_0, name = "memra_k_dequant_q8_0", qk = 32, tb = 256; break;
-    case MEMRA_FORMAT_Q4_0: f = k->q4_0, name = "memra_k_dequant_q4_0", qk = 32, tb = 256; break;
-    case MEMRA_FORMAT_Q4_K: f = k->q4_k, name = "memra_k_dequant_q4_k", qk = 256, tb = 32; break;
-    case MEMRA_FORMAT_Q5_K: f = k->q5_k, name = "memra_k_dequant_q5_k", qk = 256, tb = 32; break;
-    case MEMRA_FORMAT_Q6_K: f = k->q6_k, name = "memra_k_dequant_q6_k", qk = 256, tb = 32; break;
+    case MEMRA_FORMAT_Q8_0: f = k->q8_0, name = "memra_k_dequant_q8_0", qk = DQ_Q8_0_QK, tb = DQ_Q8_0_TB; break;
+    case MEMRA_FORMAT_Q4_0: f = k->q4_0, name = "memra_k_dequant_q4_0", qk = DQ_Q4_0_QK, tb = DQ_Q4_0_TB; break;
+    case MEMRA_FORMAT_Q4_K: f = k->q4_k, name = "memra_k_dequant_q4_k", qk = DQ_Q4_K_QK, tb = DQ_Q4_K_TB; break;
+    case MEMRA_FORMAT_Q5_K: f = k->q5_k, name = "memra_k_dequant_q5_k", qk = DQ_Q5_K_QK, tb = DQ_Q5_K_TB; break;
+    case MEMRA_FORMAT_Q6_K: f = k->q6_k, name = "memra_k_dequant_q6_k", qk = DQ_Q6_K_QK, tb = DQ_Q6_K_TB; break;
     default: return memra__gpu_decline(call, "dequant_f16 takes Q8_0, Q4_0, Q4_K, Q5_K and Q6_K only");
     }
     if (rows <= 0 || cols <= 0 || src == 0 || dst_f16 == 0) return memra__gpu_bad_arg(gpu, "dequant_f16", "empty shape or null buffer");
