@@ -165,6 +165,14 @@ memra_status memra__gpu_jit_load(memra__gpu *gpu, const memra_jit_source *src, C
 /* Look `kernel` up in module m; smem > 48 KB sets the function's dynamic
  * shared memory limit to it. DRIVER_ERROR naming the kernel otherwise. */
 memra_status memra__gpu_function(memra__gpu *gpu, CUmodule m, const char *kernel, unsigned smem, CUfunction *out);
+/* A kernel table entry for CUfunction member `member` of `state_type`, the
+ * kernel memra_k_<member>, no dynamic shared memory beyond 48 KB. */
+#define MEMRA__GPU_KERNEL(state_type, member) {"memra_k_" #member, offsetof(state_type, member), 0}
+/* The designated initialisers of a family whose image is named like it and
+ * whose kernels are `table` (an array). */
+#define MEMRA__GPU_FAMILY_IMAGE(family_name, state_type, table)                                            \
+    .name = family_name, .state_size = sizeof(state_type), .image = family_name, .kernels = table,         \
+    .n_kernels = sizeof table / sizeof table[0]
 /* Load embedded image `image` and look up each of kernels[0..n) into
  * state + offset. The first failure is returned (see the two functions above). */
 memra_status memra__gpu_load_kernels(memra__gpu *gpu, const char *image, const memra__gpu_kernel *kernels, size_t n,

@@ -7,19 +7,13 @@
 #define CV(gpu) ((const memra__convert_state *)memra__gpu_state((gpu), &memra__gpu_family_convert))
 
 /* The family's kernels, looked up by the runtime at create. */
-static const memra__gpu_kernel k_convert_kernels[] = {
-    {"memra_k_cvt_f32_f16", offsetof(memra__convert_state, cvt_f32_f16), 0},
-    {"memra_k_scale_f32", offsetof(memra__convert_state, scale_f32), 0},
-    {"memra_k_copy_rows_f32", offsetof(memra__convert_state, copy_rows_f32), 0},
+static const memra__gpu_kernel k_kernels[] = {
+    MEMRA__GPU_KERNEL(memra__convert_state, cvt_f32_f16),
+    MEMRA__GPU_KERNEL(memra__convert_state, scale_f32),
+    MEMRA__GPU_KERNEL(memra__convert_state, copy_rows_f32),
 };
 
-const memra__gpu_family memra__gpu_family_convert = {
-    .name = "convert",
-    .state_size = sizeof(memra__convert_state),
-    .image = "convert",
-    .kernels = k_convert_kernels,
-    .n_kernels = sizeof k_convert_kernels / sizeof k_convert_kernels[0],
-};
+const memra__gpu_family memra__gpu_family_convert = {MEMRA__GPU_FAMILY_IMAGE("convert", memra__convert_state, k_kernels)};
 
 /* Blocks for memra_k_cvt_f32_f16 (convert.cu): one chunk of CVT_U x 256 float4
  * per block and round, every block resident (CVT_MIN_BLOCKS_OF: 8 blocks of 256

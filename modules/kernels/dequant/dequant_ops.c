@@ -6,25 +6,19 @@
 #define GPU_OF(call) ((memra__gpu *)(call)->module_ctx)
 
 typedef struct memra__dequant_state {
-    CUfunction q8_0, q4_0, q4_k, q5_k, q6_k;
+    CUfunction dequant_q8_0, dequant_q4_0, dequant_q4_k, dequant_q5_k, dequant_q6_k;
 } memra__dequant_state;
 
 /* The family's kernels, looked up by the runtime at create. */
-static const memra__gpu_kernel k_dequant_kernels[] = {
-    {"memra_k_dequant_q8_0", offsetof(memra__dequant_state, q8_0), 0},
-    {"memra_k_dequant_q4_0", offsetof(memra__dequant_state, q4_0), 0},
-    {"memra_k_dequant_q4_k", offsetof(memra__dequant_state, q4_k), 0},
-    {"memra_k_dequant_q5_k", offsetof(memra__dequant_state, q5_k), 0},
-    {"memra_k_dequant_q6_k", offsetof(memra__dequant_state, q6_k), 0},
+static const memra__gpu_kernel k_kernels[] = {
+    MEMRA__GPU_KERNEL(memra__dequant_state, dequant_q8_0),
+    MEMRA__GPU_KERNEL(memra__dequant_state, dequant_q4_0),
+    MEMRA__GPU_KERNEL(memra__dequant_state, dequant_q4_k),
+    MEMRA__GPU_KERNEL(memra__dequant_state, dequant_q5_k),
+    MEMRA__GPU_KERNEL(memra__dequant_state, dequant_q6_k),
 };
 
-const memra__gpu_family memra__gpu_family_dequant = {
-    .name = "dequant",
-    .state_size = sizeof(memra__dequant_state),
-    .image = "dequant",
-    .kernels = k_dequant_kernels,
-    .n_kernels = sizeof k_dequant_kernels / sizeof k_dequant_kernels[0],
-};
+const memra__gpu_family memra__gpu_family_dequant = {MEMRA__GPU_FAMILY_IMAGE("dequant", memra__dequant_state, k_kernels)};
 
 /* dequant.cu: a persistent grid over tiles of `tb` blocks when src is 16-byte
  * aligned (the kernel decides by the same test), the remaining blocks (all of
@@ -38,11 +32,11 @@ memra_status memra__gpu_dequant_f16(memra_call *call, memra_format format, memra
     const char *name;
     int64_t qk, tb; /* values per block, blocks per tile (dequant.h) */
     switch (format) {
-    case MEMRA_FORMAT_Q8_0: f = k->q8_0, name = "memra_k_dequant_q8_0", qk = DQ_Q8_0_QK, tb = DQ_Q8_0_TB; break;
-    case MEMRA_FORMAT_Q4_0: f = k->q4_0, name = "memra_k_dequant_q4_0", qk = DQ_Q4_0_QK, tb = DQ_Q4_0_TB; break;
-    case MEMRA_FORMAT_Q4_K: f = k->q4_k, name = "memra_k_dequant_q4_k", qk = DQ_Q4_K_QK, tb = DQ_Q4_K_TB; break;
-    case MEMRA_FORMAT_Q5_K: f = k->q5_k, name = "memra_k_dequant_q5_k", qk = DQ_Q5_K_QK, tb = DQ_Q5_K_TB; break;
-    case MEMRA_FORMAT_Q6_K: f = k->q6_k, name = "memra_k_dequant_q6_k", qk = DQ_Q6_K_QK, tb = DQ_Q6_K_TB; break;
+    case MEMRA_FORMAT_Q8_0: f = k->dequant_q8_0, name = "memra_k_dequant_q8_0", qk = DQ_Q8_0_QK, tb = DQ_Q8_0_TB; break;
+    case MEMRA_FORMAT_Q4_0: f = k->dequant_q4_0, name = "memra_k_dequant_q4_0", qk = DQ_Q4_0_QK, tb = DQ_Q4_0_TB; break;
+    case MEMRA_FORMAT_Q4_K: f = k->dequant_q4_k, name = "memra_k_dequant_q4_k", qk = DQ_Q4_K_QK, tb = DQ_Q4_K_TB; break;
+    case MEMRA_FORMAT_Q5_K: f = k->dequant_q5_k, name = "memra_k_dequant_q5_k", qk = DQ_Q5_K_QK, tb = DQ_Q5_K_TB; break;
+    case MEMRA_FORMAT_Q6_K: f = k->dequant_q6_k, name = "memra_k_dequant_q6_k", qk = DQ_Q6_K_QK, tb = DQ_Q6_K_TB; break;
     default: return memra__gpu_decline(call, "dequant_f16 takes Q8_0, Q4_0, Q4_K, Q5_K and Q6_K only");
     }
     if (rows <= 0 || cols <= 0 || src == 0 || dst_f16 == 0) return memra__gpu_bad_arg(gpu, "dequant_f16", "empty shape or null buffer");

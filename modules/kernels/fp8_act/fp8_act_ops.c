@@ -9,13 +9,14 @@
 #include "kernels/kernels.h"
 
 /* The family's kernels, looked up by the runtime at create. */
-static const memra__gpu_kernel k_fp8_act_kernels[] = {
-    {"memra_k_amax_partial", offsetof(memra__fp8_act_state, amax_partial), 0},
-    {"memra_k_quant_e4m3_tensor", offsetof(memra__fp8_act_state, quant_e4m3_tensor), 0},
-    {"memra_k_quant_e4m3_fused", offsetof(memra__fp8_act_state, quant_e4m3_fused), 0},
-    {"memra_k_quant_e4m3_row128", offsetof(memra__fp8_act_state, quant_e4m3_row128), 0},
-    {"memra_k_grid_pad", offsetof(memra__fp8_act_state, grid_pad), 0},
+static const memra__gpu_kernel k_kernels[] = {
+    MEMRA__GPU_KERNEL(memra__fp8_act_state, amax_partial),
+    MEMRA__GPU_KERNEL(memra__fp8_act_state, quant_e4m3_tensor),
+    MEMRA__GPU_KERNEL(memra__fp8_act_state, quant_e4m3_fused),
+    MEMRA__GPU_KERNEL(memra__fp8_act_state, quant_e4m3_row128),
+    MEMRA__GPU_KERNEL(memra__fp8_act_state, grid_pad),
 };
+
 
 static memra_status fp8_act_load(memra__gpu *gpu, void *state)
 {
@@ -40,10 +41,6 @@ static memra_status fp8_act_load(memra__gpu *gpu, void *state)
 }
 
 const memra__gpu_family memra__gpu_family_fp8_act = {
-    .name = "fp8_act",
-    .state_size = sizeof(memra__fp8_act_state),
-    .image = "fp8_act",
-    .kernels = k_fp8_act_kernels,
-    .n_kernels = sizeof k_fp8_act_kernels / sizeof k_fp8_act_kernels[0],
+    MEMRA__GPU_FAMILY_IMAGE("fp8_act", memra__fp8_act_state, k_kernels),
     .load = fp8_act_load, /* after the kernels: the fused quantiser's occupancy */
 };

@@ -12,18 +12,12 @@ typedef struct memra__fp8_weight_state {
 #define FW(gpu) ((const memra__fp8_weight_state *)memra__gpu_state((gpu), &memra__gpu_family_fp8_weight))
 
 /* The family's kernels, looked up by the runtime at create. */
-static const memra__gpu_kernel k_fp8_weight_kernels[] = {
-    {"memra_k_fp8_blk_to_q8_0", offsetof(memra__fp8_weight_state, fp8_blk_to_q8_0), 0},
-    {"memra_k_fp8_nan_count", offsetof(memra__fp8_weight_state, fp8_nan_count), 0},
+static const memra__gpu_kernel k_kernels[] = {
+    MEMRA__GPU_KERNEL(memra__fp8_weight_state, fp8_blk_to_q8_0),
+    MEMRA__GPU_KERNEL(memra__fp8_weight_state, fp8_nan_count),
 };
 
-const memra__gpu_family memra__gpu_family_fp8_weight = {
-    .name = "fp8_weight",
-    .state_size = sizeof(memra__fp8_weight_state),
-    .image = "fp8_weight",
-    .kernels = k_fp8_weight_kernels,
-    .n_kernels = sizeof k_fp8_weight_kernels / sizeof k_fp8_weight_kernels[0],
-};
+const memra__gpu_family memra__gpu_family_fp8_weight = {MEMRA__GPU_FAMILY_IMAGE("fp8_weight", memra__fp8_weight_state, k_kernels)};
 
 memra_status memra__gpu_fp8_blk_to_q8_0(memra_call *call, memra_dptr w, memra_dptr grid, int64_t rows, int64_t cols,
                                         memra_dptr dst_q8_0)
