@@ -12,6 +12,7 @@
 #define GPU_OF(call) ((memra__gpu *)(call)->module_ctx)
 #define CV(gpu) ((const memra__convert_state *)memra__gpu_state((gpu), &memra__gpu_family_convert))
 #define FA(gpu) ((memra__fp8_act_state *)memra__gpu_state((gpu), &memra__gpu_family_fp8_act))
+#define LAUNCH MEMRA__GPU_LAUNCH
 
 static memra_status blas_load(memra__gpu *gpu, void *state)
 {
@@ -36,6 +37,11 @@ static memra_status blas_load(memra__gpu *gpu, void *state)
 
 const memra__gpu_family memra__gpu_family_blas = {.name = "blas", .state_size = 0, .load = blas_load};
 
+/* Short names for the runtime's helpers (gpu.h). */
+static memra_status decline(memra_call *call, const char *reason) { return memra__gpu_decline(call, reason); }
+static int aligned(memra_dptr p, unsigned a) { return memra__gpu_aligned(p, a); }
+static memra_status bad_arg(memra__gpu *gpu, const char *op, const char *what) { return memra__gpu_bad_arg(gpu, op, what); }
+
 static memra_status scratch(memra__gpu *gpu, uint32_t slot, uint64_t bytes, memra_dptr *out)
 {
     return gpu->host->scratch(gpu->caps, slot, (size_t)(bytes < 256 ? 256 : (bytes + 255) / 256 * 256), out);
@@ -45,12 +51,12 @@ static memra_status scratch(memra__gpu *gpu, uint32_t slot, uint64_t bytes, memr
 
 static memra_status gemm_check(memra__gpu *gpu, const char *op, const memra_gemm_args *a, int64_t *ldy)
 {
-    if (a == NULL || a->struct_size < sizeof(memra_gemm_args)) return memra__gpu_bad_arg(gpu, op, "gemm arguments missing or too small");
-    if (a->m <= 0 || a->n <= 0 || a->k <= 0) return memra__gpu_bad_arg(gpu, op, "m, n and k must be positive");
-    if (a->w == 0 || a->x == 0 || a->y == 0) return memra__gpu_bad_arg(gpu, op, "null w, x or y");
+    if (a == NULL || a->struct_size < sizeof(memra_gemm_args)) return bad_arg(gpu, op, "gemm arguments missing or too small");
+    if (a->m <= 0 || a->n <= 0 || a->k <= 0) return bad_arg(gpu, op, "m, n and k must be positive");
+    if (a->w == 0 || a->x == 0 || a->y == 0) return bad_arg(gpu, op, "null w, x or y");
     *ldy = a->ldy == 0 ? a->n : a->ldy;
-    if (*ldy < a->n || a->y_row_offset < 0) return memra__gpu_bad_arg(gpu, op, "ldy < n or negative row offset");
-    if (!isfinite(a->alpha)) return memra__gpu_bad_arg(gpu, op, "alpha is not finite");
+    if (*ldy < a->n || a->y_row_offset < 0) return bad_arg(gpu, op, "ldy < n or negative row offset");
+    if (!isfinite(a->alpha)) return bad_arg(gpu, op, "alpha is not finite");
     return MEMRA_STATUS_OK;
 }
 
@@ -66,7 +72,7 @@ memra_status memra__gpu_gemm_f16(memra_call *call, const memra_gemm_args *a)
     int64_t ldy = 0;
     memra_status st = gemm_check(gpu, "gemm_f16", a, &ldy);
     if (st != MEMRA_STATUS_OK) return st;
-    if (gpu->lt == NULL) return memra__gpu_decline(call, "cuBLASLt is not available");
+    if (gpu->lt == NULL) return decline(call, "cuBLASLt is not available");
     memra__lt_gemm g = {.lane = MEMRA__LT_F16, .m = a->m, .n = a->n, .k = a->k, .a = a->w, .b = a->x,
                         .d = a->y + (memra_dptr)(a->y_row_offset * ldy * 4), .ldd = ldy, .alpha = a->alpha,
                         .stream = call->stream};
@@ -76,7 +82,7 @@ memra_status memra__gpu_gemm_f16(memra_call *call, const memra_gemm_args *a)
         long long n = (long long)a->m * a->k;
         memra_dptr x = a->x;
         if ((st = scratch(gpu, MEMRA__GPU_SLOT_XOP, (uint64_t)n * 2, &g.b)) != MEMRA_STATUS_OK) goto out;
-        st = MEMRA__GPU_LAUNCH(gpu, CV(gpu), cvt_f32_f16, memra__convert_grid(gpu, n), 256, call->stream, &x, &g.b, &n);
+        st = LAUNCH(gpu, CV(gpu), cvt_f32_f16, memra__convert_grid(gpu, n), 256, call->stream, &x, &g.b, &n);
         if (st != MEMRA_STATUS_OK) goto out;
     }
     st = memra__lt_matmul(gpu->lt, call, &g);
@@ -95,7 +101,7 @@ static memra_status quant_fused(memra__gpu *gpu, memra_call *call, memra_dptr x,
 {
     memra__fp8_act_state *fa = FA(gpu);
     unsigned fb = fa->fused_blocks;
-    if (fb == 0 || n % 4 != 0 || !memra__gpu_aligned(x, 16) || !memra__gpu_aligned(q, 4)) return MEMRA_STATUS_DECLINED;
+    if (fb == 0 || n % 4 != 0 || !aligned(x, 16) || !aligned(q, 4)) return MEMRA_STATUS_DECLINED;
     if (fa->fp8_quant == MEMRA__FP8Q_FUSED_NOCAPTURE) {
         int cs = MEMRA__CU_STREAM_CAPTURE_STATUS_NONE;
         if (gpu->cu.cuStreamIsCapturing((CUstream)call->stream, &cs) != MEMRA__CU_SUCCESS ||
@@ -123,10 +129,10 @@ memra_status memra__gpu_gemm_fp8(memra_call *call, const memra_gemm_args *a)
     int64_t ldy = 0;
     memra_status st = gemm_check(gpu, "gemm_fp8", a, &ldy);
     if (st != MEMRA_STATUS_OK) return st;
-    if (!isfinite(a->w_scale)) return memra__gpu_bad_arg(gpu, "gemm_fp8", "w_scale is not finite");
-    if (gpu->lt == NULL) return memra__gpu_decline(call, "cuBLASLt is not available");
-    if (a->k % 16 != 0) return memra__gpu_decline(call, "FP8 GEMM needs k to be a multiple of 16");
-    if (!memra__gpu_aligned(a->w, 16)) return memra__gpu_decline(call, "FP8 GEMM needs a 16-byte aligned weight");
+    if (!isfinite(a->w_scale)) return bad_arg(gpu, "gemm_fp8", "w_scale is not finite");
+    if (gpu->lt == NULL) return decline(call, "cuBLASLt is not available");
+    if (a->k % 16 != 0) return decline(call, "FP8 GEMM needs k to be a multiple of 16");
+    if (!aligned(a->w, 16)) return decline(call, "FP8 GEMM needs a 16-byte aligned weight");
     long long n = (long long)a->m * a->k;
     int n_partial = (int)memra__gpu_blocks(gpu, n, 256 * 16); /* blocks of the amax pass, one partial each */
     if (n_partial > 1024) n_partial = 1024;
@@ -146,9 +152,9 @@ memra_status memra__gpu_gemm_fp8(memra_call *call, const memra_gemm_args *a)
     st = quant_fused(gpu, call, x, n, w_scale, scales, g.b);
     if (st == MEMRA_STATUS_DECLINED) {
         memra_dptr partial = scales + 256;
-        st = MEMRA__GPU_LAUNCH(gpu, FA(gpu), amax_partial, (unsigned)n_partial, 256, call->stream, &x, &n, &partial);
+        st = LAUNCH(gpu, FA(gpu), amax_partial, (unsigned)n_partial, 256, call->stream, &x, &n, &partial);
         if (st != MEMRA_STATUS_OK) goto out;
-        st = MEMRA__GPU_LAUNCH(gpu, FA(gpu), quant_e4m3_tensor, memra__gpu_blocks(gpu, n, 1024), 256, call->stream, &x, &n,
+        st = LAUNCH(gpu, FA(gpu), quant_e4m3_tensor, memra__gpu_blocks(gpu, n, 1024), 256, call->stream, &x, &n,
                     &partial, &n_partial, &w_scale, &scales, &g.b);
     }
     if (st != MEMRA_STATUS_OK) goto out;
@@ -174,12 +180,12 @@ memra_status memra__gpu_gemm_fp8_blk(memra_call *call, const memra_gemm_args *a)
     int64_t ldy = 0;
     memra_status st = gemm_check(gpu, "gemm_fp8_blk", a, &ldy);
     if (st != MEMRA_STATUS_OK) return st;
-    if (a->w_scale_grid == 0) return memra__gpu_bad_arg(gpu, "gemm_fp8_blk", "null w_scale_grid");
-    if (gpu->lt == NULL) return memra__gpu_decline(call, "cuBLASLt is not available");
+    if (a->w_scale_grid == 0) return bad_arg(gpu, "gemm_fp8_blk", "null w_scale_grid");
+    if (gpu->lt == NULL) return decline(call, "cuBLASLt is not available");
     if (memra__lt_version(gpu->lt) < MEMRA__LT_VERSION_BLOCK_SCALES)
-        return memra__gpu_decline(call, "cuBLASLt older than 12.9 has no block-scaled FP8");
-    if (a->k % 16 != 0) return memra__gpu_decline(call, "FP8 GEMM needs k to be a multiple of 16");
-    if (!memra__gpu_aligned(a->w, 16) || !memra__gpu_aligned(a->x, 16)) return memra__gpu_decline(call, "FP8 GEMM needs 16-byte aligned w and x");
+        return decline(call, "cuBLASLt older than 12.9 has no block-scaled FP8");
+    if (a->k % 16 != 0) return decline(call, "FP8 GEMM needs k to be a multiple of 16");
+    if (!aligned(a->w, 16) || !aligned(a->x, 16)) return decline(call, "FP8 GEMM needs 16-byte aligned w and x");
     int m = a->m, n = a->n, k = a->k;
     int m_pad = (m + 3) & ~3;
     int kb = (k + 127) / 128, ld_grid = (kb + 3) & ~3, grid_rows = (n + 127) / 128;
@@ -190,11 +196,11 @@ memra_status memra__gpu_gemm_fp8_blk(memra_call *call, const memra_gemm_args *a)
     if ((st = workspace(gpu, &g)) != MEMRA_STATUS_OK) goto out;
     if ((st = scratch(gpu, MEMRA__GPU_SLOT_XOP, (uint64_t)m_pad * k, &g.b)) != MEMRA_STATUS_OK) goto out;
     if ((st = scratch(gpu, MEMRA__GPU_SLOT_XSCALE, (uint64_t)kb * m_pad * 4, &g.b_scale)) != MEMRA_STATUS_OK) goto out;
-    if (ld_grid != kb || !memra__gpu_aligned(a->w_scale_grid, 16)) {
+    if (ld_grid != kb || !aligned(a->w_scale_grid, 16)) {
         memra_dptr src = a->w_scale_grid;
         if ((st = scratch(gpu, MEMRA__GPU_SLOT_GRID, (uint64_t)grid_rows * ld_grid * 4, &g.a_scale)) != MEMRA_STATUS_OK)
             goto out;
-        st = MEMRA__GPU_LAUNCH(gpu, FA(gpu), grid_pad, memra__gpu_blocks(gpu, (int64_t)grid_rows * ld_grid, 256), 256,
+        st = LAUNCH(gpu, FA(gpu), grid_pad, memra__gpu_blocks(gpu, (int64_t)grid_rows * ld_grid, 256), 256,
                     call->stream, &src, &grid_rows, &kb, &g.a_scale, &ld_grid);
         if (st != MEMRA_STATUS_OK) goto out;
     }
@@ -206,7 +212,7 @@ memra_status memra__gpu_gemm_fp8_blk(memra_call *call, const memra_gemm_args *a)
     {
         const int64_t warps = (int64_t)m_pad * kb;
         memra_dptr x = a->x;
-        st = MEMRA__GPU_LAUNCH(gpu, FA(gpu), quant_e4m3_row128, (unsigned)((warps + 7) / 8), 256, call->stream, &x, &m, &m_pad,
+        st = LAUNCH(gpu, FA(gpu), quant_e4m3_row128, (unsigned)((warps + 7) / 8), 256, call->stream, &x, &m, &m_pad,
                     &k, &g.b, &g.b_scale, &m_pad);
         if (st != MEMRA_STATUS_OK) goto out;
     }
@@ -214,7 +220,7 @@ memra_status memra__gpu_gemm_fp8_blk(memra_call *call, const memra_gemm_args *a)
     if (m_pad != m) {
         memra_dptr y = a->y + (memra_dptr)(a->y_row_offset * ldy * 4);
         long long ld = ldy;
-        st = MEMRA__GPU_LAUNCH(gpu, CV(gpu), copy_rows_f32, memra__gpu_blocks(gpu, (int64_t)m * n, 1024), 256, call->stream, &g.d,
+        st = LAUNCH(gpu, CV(gpu), copy_rows_f32, memra__gpu_blocks(gpu, (int64_t)m * n, 1024), 256, call->stream, &g.d,
                     &y, &m, &n, &ld);
     }
 out:

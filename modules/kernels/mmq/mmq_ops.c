@@ -41,6 +41,13 @@ typedef struct mmq_state {
 
 #define MMQ_K(q) ((const mmq_state *)memra__gpu_state((q), &memra__gpu_family_mmq))
 
+/* Short names for the runtime's helpers (gpu.h). */
+static memra_status decline(memra_call *call, const char *reason) { return memra__gpu_decline(call, reason); }
+static int aligned(memra_dptr p, unsigned a) { return memra__gpu_aligned(p, a); }
+static unsigned blocks(const memra__gpu *q, int64_t items, int64_t per_block) { return memra__gpu_blocks(q, items, per_block); }
+static memra_status check_gemm(memra__gpu *q, const char *op, const memra_gemm_args *a) { return memra__gpu_check_gemm(q, op, a); }
+static memra_dptr y_base(const memra_gemm_args *a) { return memra__gpu_y_base(a); }
+
 static memra_status mmq_load(memra__gpu *q, void *state)
 {
     mmq_state *s = state;
@@ -117,11 +124,11 @@ memra_status memra__mmq_quant_q8_1(memra_call *call, memra_dptr x, int32_t m, in
     if (m == 0 || k == 0) return MEMRA_STATUS_OK;
     if (x == 0 || dst == 0)
         return q->host->set_error(MEMRA_STATUS_INVALID_ARGUMENT, "%s.quant_q8_1: NULL x or destination", q->name);
-    if (!memra__gpu_aligned(x, 4) || !memra__gpu_aligned(dst, 16)) return memra__gpu_decline(call, "quant_q8_1: x must be 4-byte and the records 16-byte aligned");
+    if (!aligned(x, 4) || !aligned(dst, 16)) return decline(call, "quant_q8_1: x must be 4-byte and the records 16-byte aligned");
     const int64_t records = ((int64_t)k + 511) / 512 * 4 * m;
     /* 8 warps per block, QUANT_RECS records per warp and pass; a
      * programmatic dependent of the kernel before it (it waits before reading x) */
-    return launch_pdl(q, MMQ_K(q)->quant_q8_1, "memra_k_quant_q8_1", memra__gpu_blocks(q, records, 8 * QUANT_RECS), 1, 1, 256, 0, call->stream,
+    return launch_pdl(q, MMQ_K(q)->quant_q8_1, "memra_k_quant_q8_1", blocks(q, records, 8 * QUANT_RECS), 1, 1, 256, 0, call->stream,
                       (void *[]){&x, &m, &k, &dst}, 1);
 }
 
@@ -130,16 +137,16 @@ memra_status memra__mmq_quant_q8_1(memra_call *call, memra_dptr x, int32_t m, in
 memra_status memra__mmq_gemm_q8_0(memra_call *call, const memra_gemm_args *a)
 {
     memra__gpu *q = MMQ_OF(call);
-    memra_status st = memra__gpu_check_gemm(q, "gemm_q8_0", a);
+    memra_status st = check_gemm(q, "gemm_q8_0", a);
     if (st != MEMRA_STATUS_OK) return st;
     if (a->k % MEMRA_QK8_0 != 0)
         return q->host->set_error(MEMRA_STATUS_INVALID_ARGUMENT,
                                   "%s.gemm_q8_0: k = %d is not a multiple of the Q8_0 block (32)", q->name, (int)a->k);
     if (a->m == 0 || a->n == 0) return MEMRA_STATUS_OK;
-    if (!memra__gpu_aligned(a->w, 2) || !memra__gpu_aligned(a->x, 16))
-        return memra__gpu_decline(call, "gemm_q8_0: needs a 2-byte aligned weight and 16-byte aligned q8_1 records");
-    if ((a->n + 127) / 128 > 65535) return memra__gpu_decline(call, "gemm_q8_0: n above 65535 tiles of 128");
-    memra_dptr y = memra__gpu_y_base(a);
+    if (!aligned(a->w, 2) || !aligned(a->x, 16))
+        return decline(call, "gemm_q8_0: needs a 2-byte aligned weight and 16-byte aligned q8_1 records");
+    if ((a->n + 127) / 128 > 65535) return decline(call, "gemm_q8_0: n above 65535 tiles of 128");
+    memra_dptr y = y_base(a);
     int m = a->m, n = a->n, k = a->k;
     long long ldy = a->ldy;
     float alpha = a->alpha;
@@ -185,18 +192,18 @@ memra_status memra__mmq_repack_q8_0(memra_call *call, memra_dptr src, int64_t ro
     if (rows == 0 || cols == 0) return MEMRA_STATUS_OK;
     if (src == 0 || dst == 0)
         return q->host->set_error(MEMRA_STATUS_INVALID_ARGUMENT, "%s.repack_q8_0: NULL source or destination", q->name);
-    if (!memra__gpu_aligned(src, 2) || !memra__gpu_aligned(dst, 16))
-        return memra__gpu_decline(call, "repack_q8_0: needs a 2-byte aligned Q8_0 source and 16-byte aligned records");
+    if (!aligned(src, 2) || !aligned(dst, 16))
+        return decline(call, "repack_q8_0: needs a 2-byte aligned Q8_0 source and 16-byte aligned records");
     /* records this module's gemm_q8_0r could never read are not made (the core
      * then keeps the blocks for gemm_q8_0) */
     int tiles = 0;
     for (int t = 0; t < MEMRA__MMQ_R3_TILES; t++) tiles += MMQ_K(q)->gemm_q8_0r[t] != NULL;
-    if (tiles == 0) return memra__gpu_decline(call, "repack_q8_0: no gemm_q8_0r tile fits this device's shared memory");
-    if ((rows + 127) / 128 > 65535) return memra__gpu_decline(call, "repack_q8_0: rows above 65535 tiles of 128 (gemm_q8_0r's limit)");
+    if (tiles == 0) return decline(call, "repack_q8_0: no gemm_q8_0r tile fits this device's shared memory");
+    if ((rows + 127) / 128 > 65535) return decline(call, "repack_q8_0: rows above 65535 tiles of 128 (gemm_q8_0r's limit)");
     long long r = rows;
     int c = (int)cols;
     const int64_t records = (cols + 127) / 128 * rows;
-    return launch(q, MMQ_K(q)->repack_q8_0, "memra_k_repack_q8_0", memra__gpu_blocks(q, records, 8), 1, 0, call->stream,
+    return launch(q, MMQ_K(q)->repack_q8_0, "memra_k_repack_q8_0", blocks(q, records, 8), 1, 0, call->stream,
                   (void *[]){&src, &r, &c, &dst});
 }
 
@@ -274,18 +281,18 @@ static q8r_plan plan_q8_0r(const memra__gpu *q, int m, int n, int k)
 memra_status memra__mmq_gemm_q8_0r(memra_call *call, const memra_gemm_args *a)
 {
     memra__gpu *q = MMQ_OF(call);
-    memra_status st = memra__gpu_check_gemm(q, "gemm_q8_0r", a);
+    memra_status st = check_gemm(q, "gemm_q8_0r", a);
     if (st != MEMRA_STATUS_OK) return st;
     if (a->k % MEMRA_QK8_0 != 0)
         return q->host->set_error(MEMRA_STATUS_INVALID_ARGUMENT,
                                   "%s.gemm_q8_0r: k = %d is not a multiple of the Q8_0 block (32)", q->name, (int)a->k);
     if (a->m == 0 || a->n == 0) return MEMRA_STATUS_OK;
-    if (!memra__gpu_aligned(a->w, 16) || !memra__gpu_aligned(a->x, 16))
-        return memra__gpu_decline(call, "gemm_q8_0r: needs 16-byte aligned weight records and q8_1 records");
+    if (!aligned(a->w, 16) || !aligned(a->x, 16))
+        return decline(call, "gemm_q8_0r: needs 16-byte aligned weight records and q8_1 records");
     q8r_plan p = plan_q8_0r(q, a->m, a->n, a->k);
     if (p.tile < 0)
-        return memra__gpu_decline(call, "gemm_q8_0r: no tile fits the device's shared memory, or n is above 65535 tiles of 128");
-    memra_dptr y = memra__gpu_y_base(a), w = a->w, x = a->x, part = 0;
+        return decline(call, "gemm_q8_0r: no tile fits the device's shared memory, or n is above 65535 tiles of 128");
+    memra_dptr y = y_base(a), w = a->w, x = a->x, part = 0;
     int m = a->m, n = a->n, k = a->k;
     long long ldy = a->ldy;
     float alpha = a->alpha;
@@ -320,15 +327,15 @@ memra_status memra__mmq_accprobe(memra_call *call, memra_accprobe_arm arm, const
     memra__gpu *q = MMQ_OF(call);
     if (arm != MEMRA_ACCPROBE_S32 && arm != MEMRA_ACCPROBE_F32 && arm != MEMRA_ACCPROBE_MX)
         return q->host->set_error(MEMRA_STATUS_INVALID_ARGUMENT, "%s.accprobe: unknown arm %d", q->name, (int)arm);
-    if (arm == MEMRA_ACCPROBE_MX && q->caps->cc / 10 != 12) return memra__gpu_decline(call, "accprobe: mxf8f6f4 needs sm_120a");
-    memra_status st = memra__gpu_check_gemm(q, "accprobe", a);
+    if (arm == MEMRA_ACCPROBE_MX && q->caps->cc / 10 != 12) return decline(call, "accprobe: mxf8f6f4 needs sm_120a");
+    memra_status st = check_gemm(q, "accprobe", a);
     if (st != MEMRA_STATUS_OK) return st;
-    if (a->k % 32 != 0) return memra__gpu_decline(call, "accprobe: k not a multiple of 32 (the MMQ tile)");
+    if (a->k % 32 != 0) return decline(call, "accprobe: k not a multiple of 32 (the MMQ tile)");
     if (a->m == 0 || a->n == 0) return MEMRA_STATUS_OK;
-    if (!memra__gpu_aligned(a->w, 16) || !memra__gpu_aligned(a->x, 16)) return memra__gpu_decline(call, "accprobe: needs 16-byte aligned x and w");
-    if ((a->n + 127) / 128 > 65535) return memra__gpu_decline(call, "accprobe: n above 65535 tiles of 128");
+    if (!aligned(a->w, 16) || !aligned(a->x, 16)) return decline(call, "accprobe: needs 16-byte aligned x and w");
+    if ((a->n + 127) / 128 > 65535) return decline(call, "accprobe: n above 65535 tiles of 128");
     static const char *const names[3] = {"memra_k_probe_s32", "memra_k_probe_f32", "memra_k_probe_mx"};
-    memra_dptr y = memra__gpu_y_base(a), w = a->w, x = a->x;
+    memra_dptr y = y_base(a), w = a->w, x = a->x;
     int m = a->m, n = a->n, k = a->k;
     long long ldy = a->ldy;
     float bias = arm == MEMRA_ACCPROBE_S32 ? PROBE_BIAS_S32 : 0.0f;
