@@ -2,7 +2,8 @@
 """Draws docs/layers.svg: memra's folders as layers, from the #include lines.
 
     python3 docs/layers.py            # rewrite docs/layers.svg
-    python3 docs/layers.py --check    # exit 1 if a folder includes one that includes it back
+    python3 docs/layers.py --check    # exit 1 if a folder includes one that includes it back,
+                                      # or docs/layers.svg is not what this script draws now
 
 Dashed arrows are the links that are not includes: tools/ uses the public
 API of libmemra (core), and the core loads the GPU modules with dlopen and
@@ -166,15 +167,23 @@ def svg(nodes, edges):
 def main():
     nodes, edges = graph()
     bad = cycles(nodes, edges)
+    path = os.path.join(ROOT, "docs", "layers.svg")
     if "--check" in sys.argv:
         for a, b in bad:
             print("cycle: %s includes %s, which includes it back" % (a, b))
-        print("no include cycle between folders" if not bad else "FAIL")
-        return 1 if bad else 0
+        try:
+            with open(path, encoding="utf-8") as fh:
+                stale = fh.read() != svg(nodes, edges)
+        except OSError:
+            stale = True
+        if stale:
+            print("docs/layers.svg is out of date: run python3 docs/layers.py")
+        print("no include cycle between folders; docs/layers.svg current" if not bad and not stale else "FAIL")
+        return 1 if bad or stale else 0
     if bad:
         print("include cycles: %s" % bad, file=sys.stderr)
         return 1
-    with open(os.path.join(ROOT, "docs", "layers.svg"), "w", encoding="utf-8") as fh:
+    with open(path, "w", encoding="utf-8") as fh:
         fh.write(svg(nodes, edges))
     return 0
 
