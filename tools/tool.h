@@ -4,7 +4,7 @@
 
 #include "memra/memra.h"
 
-int memra_tool_version(void);
+int memra_tool_version(int argc, char **argv);
 int memra_tool_info(int argc, char **argv);
 int memra_tool_check(int argc, char **argv);
 int memra_tool_bench(int argc, char **argv);
