@@ -64,6 +64,11 @@ def load(path):
             d = json.load(f)
     except (OSError, ValueError) as e:
         raise ReceiptError("%s: not a JSON receipt (%s)" % (path, e)) from None
+    return rows_of(d, path)
+
+
+def rows_of(d, path):
+    """The rows of a receipt already parsed (e.g. memra.bench.Bench.receipt()); `path` names its run."""
     if not isinstance(d, dict) or "format" not in d:
         raise ReceiptError("%s: no \"format\" key: not a memra receipt" % path)
     fmt = d["format"]
