@@ -122,6 +122,7 @@ def test_error_carries_status_and_last_error(rt):
     assert err.call == "memra_weight_create"
     assert "33 bytes given" in err.detail and "34" in err.detail
     assert "33 bytes given" in str(err)
+    assert "33 bytes given" in memra.last_error()  # the thread's memra_last_error, as the exception read it
 
 
 # ---- runtime and devices --------------------------------------------------------------
@@ -163,6 +164,9 @@ def test_host_device(rt):
     assert host.clocks() == (0, 0) and host.label == "host"
     assert rt.driver_version == 0 and rt.driver_status != "ok"  # no_cuda: the driver is not even tried
     host.synchronize()
+    ji = rt.jit_info()
+    assert set(ji) >= {"available", "why", "folder", "entries", "bytes", "compiles"} and isinstance(ji["why"], str)
+    assert ji["compiles"] == 0  # nothing is compiled for the host device
     with pytest.raises(memra.InvalidArgumentError):
         rt.device(99)
     with pytest.raises(memra.NoDeviceError):

@@ -244,3 +244,33 @@ def test_report_rejects_non_receipts(tmp_path):
     with pytest.raises(report.ReceiptError):
         report.load(str(p))
     assert _cli(str(p)).returncode == 1
+
+
+def test_example_race_on_host(tmp_path):
+    """python/examples/race.py on the host device: the host module against numpy, a receipt and a figure."""
+    rec, fig = tmp_path / "race.json", tmp_path / "race.png"
+    cmd = [sys.executable, os.path.join(PYDIR, "examples", "race.py"), "--sheet", "tiny", "--m", "2", "--reps", "2",
+           "--warmup", "1", "--json", str(rec)]
+    have_mpl = True
+    try:
+        import matplotlib  # noqa: F401
+        cmd += ["--plot", str(fig)]
+    except ImportError:
+        have_mpl = False
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stdout + r.stderr
+    d = json.load(open(rec))
+    assert d["mode"] == "python" and d["invalid_arms"] == [] and len(d["shapes"]) == 2
+    assert [a["arm"] for a in d["shapes"][0]["arms"]] == ["host", "matmul", "numpy"]
+    assert d["shapes"][0]["arms"][0]["served"] == [{"op": "gemm_f16", "module": "host", "hits": 2}]
+    if have_mpl:
+        assert _png_size(str(fig))[0] > 300
+
+
+def test_python_m_memra_usage():
+    e = dict(os.environ, PYTHONPATH=PYDIR)
+    r = subprocess.run([sys.executable, "-m", "memra"], capture_output=True, text=True, env=e, timeout=60)
+    assert r.returncode == 2 and "usage" in r.stdout
+    r = subprocess.run([sys.executable, "-m", "memra", "frobnicate"], capture_output=True, text=True, env=e,
+                       timeout=60)
+    assert r.returncode == 2 and "unknown command" in r.stderr
