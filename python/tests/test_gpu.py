@@ -169,3 +169,19 @@ def test_bench_on_gpu_races_modules_and_torch(grt, gdev, tmp_path):
     assert all(a["valid"] for a in e["arms"]) and all(a["median_ms"] > 0 for a in e["arms"])
     r = b.write(str(tmp_path / "gpu.json"))
     assert r["clocks"]["timer"] == "cuda-events" and r["device"]["cc"] == gdev.cc
+
+
+def test_cuda_array_interface_cupy(grt, gdev):
+    """Any __cuda_array_interface__ object (CuPy here) on the legacy default stream; out= must be given."""
+    cp = pytest.importorskip("cupy")
+    n, k, m = 512, 1024, 8
+    W = make(grt, "f16", n, k, 15)
+    x = xs(m, k, 16).numpy()
+    with cp.cuda.Device(gdev.ordinal):
+        xd = cp.asarray(x)
+        yd = cp.empty((m, n), dtype=cp.float32)
+        memra.matmul(W, xd, out=yd, device=gdev)
+        got = cp.asnumpy(yd)
+        with pytest.raises(memra.InvalidArgumentError):
+            memra.matmul(W, xd, device=gdev)  # memra allocates numpy and torch outputs only
+    assert rel_fro(got, memra.matmul(W, x)) <= BANDS["f16"]
