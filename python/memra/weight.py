@@ -46,7 +46,12 @@ class Weight(_Child):
         except TypeError:
             raise bad("Weight", "data must be bytes-like or a C-contiguous array (got %s)"
                       % type(data).__name__) from None
-        buf = (ctypes.c_char * max(mv.nbytes, 1)).from_buffer_copy(mv) if mv.nbytes else None
+        if not mv.nbytes:
+            buf = None
+        elif mv.readonly:  # bytes: one copy here, then memra's own
+            buf = (ctypes.c_char * mv.nbytes).from_buffer_copy(mv)
+        else:  # an array: memra copies straight from it
+            buf = (ctypes.c_char * mv.nbytes).from_buffer(mv)
         grid_arr, grid_n = None, 0
         if grid is not None:
             flat = _floats(grid)
