@@ -40,7 +40,10 @@ def test_fresh_venv_install_and_readme_example(tmp_path, build_dir):
     venv = tmp_path / "venv"
     r = _run([sys.executable, "-m", "venv", str(venv)])
     if r.returncode != 0:
-        pytest.fail("python3 -m venv failed (Debian: apt-get install python3-venv): " + r.stderr[-2000:])
+        why = "python3 -m venv failed (Debian: apt-get install python3-venv): " + r.stderr[-2000:]
+        if os.environ.get("CI"):
+            pytest.fail(why)  # .ci/run installs python3-venv: CI never skips this
+        pytest.skip(why)
     py = str(venv / "bin" / "python")
     if _run([py, "-c", CAN_BUILD]).returncode != 0:
         shutil.rmtree(venv)
