@@ -16,9 +16,9 @@ The package's version must match the library's major.minor at import.
 __version__ = "0.1.0"
 
 from . import _core
-from . import _lib
+from . import errors as _errors
 from .errors import *  # noqa: F401,F403  (the memra.Error hierarchy)
-from .errors import Error, VersionMismatchError
+from .errors import VersionMismatchError
 
 _core.load()
 
@@ -66,3 +66,8 @@ from .calls import matmul, module_call  # noqa: E402
 def open(**options):
     """memra_open: a :class:`Runtime` (same keywords)."""
     return Runtime(**options)
+
+
+__all__ = ["Runtime", "Device", "ModuleInfo", "Ledger", "LedgerEntry", "Buffer", "Timer", "Clocks", "Weight",
+           "WeightState", "matmul", "module_call", "ops", "op_id", "formats", "format_id", "version",
+           "library_path", "last_error", "status_str", "open"] + _errors.__all__

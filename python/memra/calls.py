@@ -5,7 +5,7 @@ from ctypes import byref
 
 from . import _core
 from . import _structs as S
-from ._arrays import contiguous_rows, itemsize, view
+from ._arrays import contiguous_rows, view
 from ._core import b, bad, check, s
 from .runtime import Buffer, Device, _stream_value, op_id
 

@@ -253,7 +253,7 @@ def test_example_race_on_host(tmp_path):
            "--warmup", "1", "--json", str(rec)]
     have_mpl = True
     try:
-        import matplotlib  # noqa: F401
+        import matplotlib  # noqa: F401 (the figure is made only where it is installed)
         cmd += ["--plot", str(fig)]
     except ImportError:
         have_mpl = False
