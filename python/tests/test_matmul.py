@@ -306,3 +306,23 @@ def test_module_call_decline_and_race(testmods, rng):
             results[mod] = v
         assert np.array_equal(results["host"], x * np.float32(2.0))
         assert rt.ledger().hits("scale", "testgood") == 1
+
+
+def test_cuda_array_interface_is_read_and_checked(rt, rng):
+    """An object with __cuda_array_interface__ is read as device memory: on the host device it is refused."""
+    x = rand(rng, 4, 64)
+
+    class Fake:
+        __cuda_array_interface__ = {"shape": (4, 64), "typestr": "<f4", "data": (x.ctypes.data, False),
+                                    "version": 3, "strides": None}
+
+    from memra._arrays import view
+    v = view(Fake())
+    assert (v.where, v.dtype, v.shape, v.strides, v.ptr) == ("cuda", "float32", (4, 64), (64, 1), x.ctypes.data)
+    W = memra.Weight.from_array(rt, rand(rng, 32, 64))
+    with pytest.raises(memra.InvalidArgumentError) as e:
+        memra.matmul(W, Fake(), device=rt.host)
+    assert "cuda memory but the device is the host" in str(e.value)
+    Fake.__cuda_array_interface__ = dict(Fake.__cuda_array_interface__, typestr="<c8")
+    with pytest.raises(memra.InvalidArgumentError):
+        view(Fake())
