@@ -28,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "memra/formats.h"
 #include "memra/memra.h"
@@ -172,10 +173,20 @@ static void json_header(bench *b, const char *mode)
     const memra_device_caps *caps = memra_device_caps_get(b->dev);
     memra_device_clocks clk = {0, 0};
     memra_device_clocks_get(b->dev, &clk);
-    char ts[32];
+    char ts[32], host[256] = "unknown";
     tool_utc_timestamp(ts, sizeof ts);
-    fprintf(f, "{\"format\":\"memra-bench\",\"version\":1,\"timestamp\":\"%s\",\"memra\":", ts);
+    if (gethostname(host, sizeof host) != 0) snprintf(host, sizeof host, "unknown");
+    host[sizeof host - 1] = '\0';
+    /* version 2 adds commit, host and clocks (bench/README.md); version 1 keys unchanged */
+    fprintf(f, "{\"format\":\"memra-bench\",\"version\":2,\"timestamp\":\"%s\",\"memra\":", ts);
     tool_json_str(f, memra_version());
+    fprintf(f, ",\"commit\":");
+    tool_json_str(f, MEMRA_GIT_COMMIT);
+    fprintf(f, ",\"host\":");
+    tool_json_str(f, host);
+    fprintf(f, ",\"clocks\":{\"sm_khz\":%d,\"mem_khz\":%d,\"source\":\"%s\",\"timer\":\"%s\"}", clk.sm_khz,
+            clk.mem_khz, caps->ordinal >= 0 ? "driver attribute (maximum clock)" : "none (host)",
+            caps->ordinal >= 0 ? "cuda-events" : "monotonic");
     fprintf(f, ",\"mode\":\"%s\",\"device\":{\"name\":", mode);
     tool_json_str(f, caps->name);
     fprintf(f, ",\"profile\":");
