@@ -76,7 +76,7 @@ void memra__mapping_release(memra__mapping *m)
 {
     if (m == NULL) return;
     if (atomic_fetch_sub(&m->refs, 1) != 1) return;
-    munmap((void *)(uintptr_t)m->base, m->size);
+    if (!m->borrowed) munmap((void *)(uintptr_t)m->base, m->size);
     free(m->path);
     free(m);
 }
@@ -162,10 +162,10 @@ static int ends_with(const char *s, const char *suffix)
     return a >= b && strcmp(s + a - b, suffix) == 0;
 }
 
-memra_status memra_file_open(const char *path, memra_file **out_file)
+static memra_status file_open(const char *path, const void *data, size_t size, memra_file **out_file)
 {
     memra__clear_error();
-    if (path == NULL || out_file == NULL)
+    if (path == NULL || out_file == NULL || (data == NULL && size != 0))
         return MEMRA__FAIL(MEMRA_STATUS_INVALID_ARGUMENT, "memra_file_open: NULL argument");
     memra_file *f = calloc(1, sizeof *f);
     if (f == NULL || (f->path = strdup(path)) == NULL) {
@@ -173,10 +173,29 @@ memra_status memra_file_open(const char *path, memra_file **out_file)
         return MEMRA__FAIL(MEMRA_STATUS_OUT_OF_MEMORY, "%s: out of memory", path);
     }
     memra__mapping *m = NULL;
-    memra_status st = memra__mapping_open(path, &m);
+    memra_status st = MEMRA_STATUS_OK;
+    if (data == NULL) {
+        st = memra__mapping_open(path, &m);
+    } else if (size == 0) {
+        st = memra__file_bad(MEMRA_STATUS_INVALID_ARGUMENT, path, 0, "the file is empty");
+    } else if ((m = calloc(1, sizeof *m)) == NULL || (m->path = strdup(path)) == NULL) {
+        free(m);
+        m = NULL;
+        st = memra__set_error(MEMRA_STATUS_OUT_OF_MEMORY, "%s: out of memory", path);
+    } else {
+        atomic_init(&m->refs, 1);
+        m->base = data;
+        m->size = size;
+        m->borrowed = 1;
+    }
     if (st == MEMRA_STATUS_OK) st = memra__file_add_map(f, m);
     if (st == MEMRA_STATUS_OK) {
-        if (m->size >= 4 && memcmp(m->base, "GGUF", 4) == 0) {
+        const int gguf_magic = m->size >= 4 && memcmp(m->base, "GGUF", 4) == 0;
+        if (!gguf_magic && ends_with(path, ".gguf")) {
+            st = memra__file_bad(MEMRA_STATUS_INVALID_ARGUMENT, path, 0,
+                                 "not a GGUF file: the magic is %02x %02x %02x %02x, not \"GGUF\"", m->base[0],
+                                 m->size > 1 ? m->base[1] : 0, m->size > 2 ? m->base[2] : 0, m->size > 3 ? m->base[3] : 0);
+        } else if (gguf_magic) {
             f->kind = MEMRA_FILE_GGUF;
             st = memra__gguf_parse(f, m);
         } else if (ends_with(path, ".json")) {
@@ -195,6 +214,14 @@ memra_status memra_file_open(const char *path, memra_file **out_file)
     }
     *out_file = f;
     return MEMRA_STATUS_OK;
+}
+
+memra_status memra_file_open(const char *path, memra_file **out_file) { return file_open(path, NULL, 0, out_file); }
+
+memra_status memra_file_open_memory(const char *name, const void *data, size_t size, memra_file **out_file)
+{
+    if (data == NULL) return MEMRA__FAIL(MEMRA_STATUS_INVALID_ARGUMENT, "memra_file_open_memory: NULL data");
+    return file_open(name, data, size, out_file);
 }
 
 void memra_file_close(memra_file *f)

@@ -15,6 +15,7 @@ typedef struct memra__mapping {
     const uint8_t *base;
     size_t size;
     char *path;
+    int borrowed; /* memra_file_open_memory: the caller's bytes, never unmapped */
 } memra__mapping;
 
 typedef struct memra__tensor {

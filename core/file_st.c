@@ -127,7 +127,7 @@ static memra_status st_tensor(memra_file *f, memra__mapping *map, const char *pa
                                "tensor \"%s\": \"data_offsets\" must be [begin, end] with 0 <= begin <= end", name);
     if (e - b != elements * (uint64_t)d->size)
         return memra__file_bad(MEMRA_STATUS_INVALID_ARGUMENT, path, hpos + off->pos,
-                               "tensor \"%s\": %llu bytes in data_offsets, but %s x %llu elements is %llu", name,
+                               "tensor \"%s\": data_offsets span %llu bytes, which disagrees with %s x %llu elements = %llu", name,
                                (unsigned long long)(e - b), d->name, (unsigned long long)elements,
                                (unsigned long long)(elements * (uint64_t)d->size));
     memra__tensor *t = memra__file_add_tensor(f);

@@ -94,6 +94,13 @@ typedef struct memra_meta_info {
  * (malformed: file and byte offset in memra_last_error), NOT_SUPPORTED (an
  * unknown tensor type), IO_ERROR (cannot open / stat / map), OUT_OF_MEMORY. */
 memra_status memra_file_open(const char *path, memra_file **out_file);
+/* memra_file_open over a file image already in memory (data[0 .. size)):
+ * `name` stands for the path in messages and decides the kind as above; an
+ * index's shards are still opened from the folder of `name`. The bytes are
+ * borrowed, not copied: the caller keeps them valid and unchanged until
+ * memra_file_close and the destruction of every weight made from the file.
+ * Same statuses as memra_file_open. */
+memra_status memra_file_open_memory(const char *name, const void *data, size_t size, memra_file **out_file);
 /* Release the file's reference to its mappings (weights made from it keep
  * theirs). NULL is fine. */
 void memra_file_close(memra_file *f);
