@@ -16,6 +16,7 @@ static const char k_usage[] =
     "  check [options]       every op of every loaded module against the host reference\n"
     "  bench [options]       the seed shape sheets, arms interleaved, medians, a JSON receipt\n"
     "  jit ls|warm|clear     the JIT cache\n"
+    "  model ls FILE [--json] a GGUF / safetensors file's tensors, metadata and each weight's lane\n"
     "\n"
     "environment: MEMRA_ARCH, MEMRA_MODULE_PATH, MEMRA_PREFER, MEMRA_DISABLE, MEMRA_LOG=debug,\n"
     "             MEMRA_STATS=1, MEMRA_CACHE_DIR, MEMRA_JIT_CACHE=0, MEMRA_F16_BUDGET_MB,\n"
@@ -46,6 +47,7 @@ int main(int argc, char **argv)
     if (strcmp(cmd, "check") == 0) return memra_tool_check(argc - 1, argv + 1);
     if (strcmp(cmd, "bench") == 0) return memra_tool_bench(argc - 1, argv + 1);
     if (strcmp(cmd, "jit") == 0) return memra_tool_jit(argc - 1, argv + 1);
+    if (strcmp(cmd, "model") == 0) return memra_tool_model(argc - 1, argv + 1);
     fprintf(stderr, "memra: unknown command '%s'\n\n%s", cmd, k_usage);
     return 2;
 }

@@ -1042,6 +1042,53 @@ static void case_reference(const char *dir)
     memra_file_close(f);
 }
 
+/* Files for the tool tests and the fuzz seeds: written into dir, kept. */
+static void case_write(const char *dir)
+{
+    if (dir == NULL) TEST_FAIL_AT("usage: test_files write DIR");
+    snprintf(g_dir, sizeof g_dir, "%s", dir);
+    gguf_fixture fx;
+    gguf_fixture_make(&fx, 3, 0);
+    tw_save(&fx.b, in_dir("model.gguf"));
+    gguf_fixture_free(&fx);
+    tw_gguf g;
+    tw_gguf_tensor t[2];
+    tw_buf b;
+    small_gguf(&g, t, &b);
+    tw_save(&b, in_dir("small.gguf"));
+    b.p[4] = 9; /* version 9 */
+    tw_save(&b, in_dir("bad.gguf"));
+    tw_free(&b);
+    static uint8_t w8[256 * 256], wb[64 * 256 * 2];
+    for (size_t e = 0; e < sizeof w8; e++) w8[e] = (uint8_t)(0x28 + e % 24);
+    for (size_t e = 0; e < sizeof wb; e += 2) {
+        const uint16_t h = memra_bf16_from_f32(test_rand_f32(&g_rng));
+        memcpy(wb + e, &h, 2);
+    }
+    static float grid[4] = {0.01f, 0.02f, 0.03f, 0.04f};
+    const float sc = 0.05f;
+    const tw_st_tensor st[] = {
+        {"model.layers.0.self_attn.q_proj.weight", "F8_E4M3", 2, {256, 256}, w8, sizeof w8},
+        {"model.layers.0.self_attn.q_proj.weight_scale_inv", "F32", 2, {2, 2}, grid, sizeof grid},
+        {"model.layers.0.mlp.down_proj.weight", "F8_E4M3", 2, {256, 256}, w8, sizeof w8},
+        {"model.layers.0.mlp.down_proj.weight_scale", "F32", 0, {0}, &sc, 4},
+        {"model.layers.0.mlp.up_proj.weight", "BF16", 2, {64, 256}, wb, sizeof wb},
+    };
+    tw_st_build(st, sizeof st / sizeof st[0], "{\"format\":\"pt\"}", &b);
+    tw_save(&b, in_dir("model.safetensors"));
+    tw_free(&b);
+    const tw_st_tensor s1[] = {{"model.layers.0.mlp.up_proj.weight", "BF16", 2, {64, 256}, wb, sizeof wb}};
+    tw_st_build(s1, 1, NULL, &b);
+    tw_save(&b, in_dir("shard-1.safetensors"));
+    tw_free(&b);
+    const char *idx = "{\"metadata\":{\"total_size\":32768},\"weight_map\":"
+                      "{\"model.layers.0.mlp.up_proj.weight\":\"shard-1.safetensors\"}}";
+    tw_buf ib = {0};
+    tw_put(&ib, idx, strlen(idx));
+    tw_save(&ib, in_dir("model.safetensors.index.json"));
+    tw_free(&ib);
+}
+
 int main(int argc, char **argv)
 {
     static const struct {
@@ -1084,6 +1131,10 @@ int main(int argc, char **argv)
     };
     if (argc >= 2) {
         g_rng = test_seed();
+        if (strcmp(argv[1], "write") == 0) {
+            case_write(argc > 2 ? argv[2] : NULL);
+            return 0;
+        }
         if (strcmp(argv[1], "reference") == 0) {
             case_reference(argc > 2 ? argv[2] : NULL);
             printf("PASS reference\n");
