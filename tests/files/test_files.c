@@ -1042,6 +1042,123 @@ static void case_reference(const char *dir)
     memra_file_close(f);
 }
 
+/* ---- on a GPU: weights from a file through memra_matmul, against the host ---------- */
+
+/* Every GGUF type and the safetensors FP8 (both scale kinds) and BF16 weights
+ * of one file pair, on every GPU device, judged per element by
+ * e = |y_gpu - y_host| / mass, mass = sum_k |x_k| |w_k| (scales applied; x
+ * unquantised, within 1/16 of the quantised |x| for e4m3, so x2 headroom
+ * on the bands of tools/check.c: f16 / bf16 / mirror lanes 1e-5 -> 2e-5,
+ * FP8 lanes 2.6e-4 -> 5.2e-4). The ledger must show the expected op ran. */
+static void gpu_one(memra_runtime *rt, memra_device *dev, const memra_file *f, const char *name, memra_op want_op,
+                    double band, float scale, const float *grid)
+{
+    memra_weight *w;
+    CHECK_OK(memra_file_weight_create(rt, f, name, &w));
+    int64_t out_f, in_f;
+    CHECK_OK(memra_weight_shape(w, &out_f, &in_f));
+    size_t ti;
+    CHECK_OK(memra_file_tensor_find(f, name, &ti));
+    memra_tensor_info t;
+    CHECK_OK(memra_file_tensor_get(f, ti, &t));
+    const void *p;
+    size_t n;
+    CHECK_OK(memra_file_tensor_data(f, ti, &p, &n));
+    float *wv = xmalloc((size_t)(out_f * in_f) * 4);
+    for (int64_t r = 0; r < out_f; r++)
+        memra_decode_row(t.format, (const uint8_t *)p + (size_t)r * memra_format_row_bytes(t.format, in_f), in_f,
+                         wv + r * in_f);
+    const int64_t gcols = (in_f + 127) / 128;
+    for (int64_t r = 0; r < out_f; r++)
+        for (int64_t c = 0; c < in_f; c++) wv[r * in_f + c] *= grid ? grid[(r / 128) * gcols + c / 128] : scale;
+    float *x = rand_x(in_f);
+    const int m = 3;
+    float *yh = run_matmul(rt, w, out_f, in_f, x); /* the host device */
+    memra_buffer *bx, *by;
+    CHECK_OK(memra_buffer_create(dev, (size_t)(m * in_f) * 4, &bx));
+    CHECK_OK(memra_buffer_create(dev, (size_t)(m * out_f) * 4, &by));
+    CHECK_OK(memra_buffer_write(bx, 0, x, (size_t)(m * in_f) * 4));
+    memra_weight_plan plan = {.struct_size = sizeof plan};
+    CHECK_OK(memra_weight_plan_get(w, dev, &plan));
+    const uint64_t h0 = plan.modules[plan.n_steps - 1] ? memra_ledger_hits(dev, want_op, plan.modules[plan.n_steps - 1]) : 0;
+    CHECK_OK(memra_matmul(dev, w, memra_buffer_ptr(bx), m, memra_buffer_ptr(by), NULL));
+    float *yg = xmalloc((size_t)(m * out_f) * 4);
+    CHECK_OK(memra_buffer_read(by, 0, yg, (size_t)(m * out_f) * 4));
+    CHECK(plan.ops[plan.n_steps - 1] == want_op || want_op == MEMRA_OP_COUNT_);
+    if (want_op != MEMRA_OP_COUNT_)
+        CHECK(memra_ledger_hits(dev, want_op, plan.modules[plan.n_steps - 1]) > h0);
+    double maxe = 0;
+    for (int i = 0; i < m; i++)
+        for (int64_t j = 0; j < out_f; j++) {
+            double mass = 0;
+            for (int64_t k = 0; k < in_f; k++) mass += fabs((double)x[i * in_f + k] * (double)wv[j * in_f + k]);
+            const double e = fabs((double)yg[i * out_f + j] - (double)yh[i * out_f + j]) / (mass > 0 ? mass : 1e-300);
+            if (e > maxe) maxe = e;
+        }
+    printf("  %s %s on %s: lane %s, max e %.3g (band %.2g)\n", name, t.type, memra_device_caps_get(dev)->profile,
+           plan.lane, maxe, band);
+    if (!(maxe <= band)) TEST_FAIL_AT("%s: max e %.3g over the band %.2g", name, maxe, band);
+    memra_buffer_destroy(bx);
+    memra_buffer_destroy(by);
+    memra_weight_destroy(w);
+    free(wv), free(x), free(yh), free(yg);
+}
+
+static void case_gpu_matmul(void)
+{
+    memra_runtime *rt = NULL;
+    CHECK_OK(memra_open(NULL, &rt));
+    int gpus = 0;
+    gguf_fixture fx;
+    gguf_fixture_make(&fx, 3, 0);
+    tw_save(&fx.b, in_dir("g.gguf"));
+    static uint8_t w8[256 * 384], wb[64 * 384 * 2];
+    for (size_t e = 0; e < sizeof w8; e++) {
+        w8[e] = (uint8_t)test_rand_u64(&g_rng);
+        if (memra_e4m3_is_nan(w8[e])) w8[e] = 0x38;
+    }
+    for (size_t e = 0; e < sizeof wb; e += 2) {
+        const uint16_t h = memra_bf16_from_f32(test_rand_f32(&g_rng));
+        memcpy(wb + e, &h, 2);
+    }
+    float grid[6];
+    for (int e = 0; e < 6; e++) grid[e] = 0.001f * (float)(1 + test_rand_u64(&g_rng) % 50);
+    const float sc = 0.02f;
+    const tw_st_tensor st[] = {
+        {"fp8.r.weight", "F8_E4M3", 2, {256, 384}, w8, sizeof w8},
+        {"fp8.r.weight_scale_inv", "F32", 2, {2, 3}, grid, sizeof grid},
+        {"fp8.s.weight", "F8_E4M3", 2, {256, 384}, w8, sizeof w8},
+        {"fp8.s.weight_scale", "F32", 0, {0}, &sc, 4},
+        {"bf16.weight", "BF16", 2, {64, 384}, wb, sizeof wb},
+    };
+    tw_buf b;
+    tw_st_build(st, sizeof st / sizeof st[0], NULL, &b);
+    tw_save(&b, in_dir("g.safetensors"));
+    tw_free(&b);
+    memra_file *fg, *fs;
+    CHECK_OK(memra_file_open(in_dir("g.gguf"), &fg));
+    CHECK_OK(memra_file_open(in_dir("g.safetensors"), &fs));
+    for (int d = 0; d < memra_device_count(rt); d++) {
+        memra_device *dev = memra_device_get(rt, d);
+        if (memra_device_caps_get(dev)->arch == MEMRA_ARCH_HOST) continue;
+        gpus++;
+        for (size_t i = 0; i < N_GGUF_TYPES; i++)
+            gpu_one(rt, dev, fg, k_gguf_types[i].name,
+                    k_gguf_types[i].fmt == MEMRA_FORMAT_BF16 ? MEMRA_OP_gemm_bf16 : MEMRA_OP_COUNT_, 2e-5, 1.0f, NULL);
+        gpu_one(rt, dev, fs, "bf16.weight", MEMRA_OP_gemm_bf16, 2e-5, 1.0f, NULL);
+        gpu_one(rt, dev, fs, "fp8.s.weight", MEMRA_OP_gemm_fp8, 5.2e-4, sc, NULL);
+        gpu_one(rt, dev, fs, "fp8.r.weight", MEMRA_OP_COUNT_, 5.2e-4, 1.0f, grid);
+    }
+    memra_file_close(fg);
+    memra_file_close(fs);
+    memra_close(rt);
+    gguf_fixture_free(&fx);
+    if (gpus == 0) {
+        rm_dir();
+        TEST_SKIP("no GPU device");
+    }
+}
+
 /* Files for the tool tests and the fuzz seeds: written into dir, kept. */
 static void case_write(const char *dir)
 {
@@ -1128,6 +1245,7 @@ int main(int argc, char **argv)
         {"st_nesting", case_st_nesting},
         {"index_bad", case_index_bad},
         {"fp8_scales", case_fp8_scales},
+        {"gpu_matmul", case_gpu_matmul},
     };
     if (argc >= 2) {
         g_rng = test_seed();
