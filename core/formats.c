@@ -1,5 +1,5 @@
 /* Block formats: GGML's Q8_0, Q4_0, Q4_K, Q5_K, Q6_K byte for byte, IEEE f16,
- * OCP e4m3 (E4M3FN).
+ * bfloat16, OCP e4m3 (E4M3FN).
  *
  * Every decoder reproduces the arithmetic of GGML's reference decoders
  * (dequantize_row_*): scales are widened from f16 to f32 exactly, and each

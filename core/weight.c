@@ -1,5 +1,10 @@
 /* Weights: validation at create, per-device operands built once at prepare,
- * and memra_matmul's lane policy.
+ * and memra_matmul's lane policy (memra_weight_plan_get reports it).
+ *
+ * The host bytes (w->data) are a copy, or borrowed (memra_weight_create_borrowed:
+ * a model file's mapping) and released through the callback at destroy. They
+ * are read at prepare (the upload) and when Q8_0 blocks are made again after
+ * records replaced them; nothing writes them.
  *
  * The MMQ floor's weight operand (quant_q8_1 + gemm_q8_0, or gemm_q8_0r):
  *  - Q8_0 blocks are 34 bytes, 2-byte aligned; the Q8_0 record layout

@@ -87,8 +87,9 @@ typedef struct memra_meta_info {
     uint64_t count;          /* MEMRA_META_ARRAY: number of elements */
 } memra_meta_info;
 
-/* Open a model file by its magic: "GGUF" -> GGUF; a name ending in ".json"
- * -> a safetensors index, whose shards (plain file names, no '/') are opened
+/* Open a model file by its magic: "GGUF" -> GGUF (a name ending in ".gguf"
+ * without the magic is refused at byte 0); a name ending in ".json" -> a
+ * safetensors index, whose shards (plain file names, no '/') are opened
  * from the index's folder; otherwise a safetensors file. Every file is mapped
  * read-only (MAP_PRIVATE) and validated in full. Returns OK, INVALID_ARGUMENT
  * (malformed: file and byte offset in memra_last_error), NOT_SUPPORTED (an
