@@ -13,6 +13,7 @@ typedef struct jparser {
     const unsigned char *s;
     size_t len, pos;
     int max_depth;
+    size_t nodes; /* values parsed so far, against MEMRA__JSON_MAX_NODES */
     memra_status st;
     size_t err_pos;
     char *err;
@@ -299,6 +300,8 @@ static int parse_value(jparser *p, memra__json *v, int depth)
     skip_ws(p);
     memset(v, 0, sizeof *v);
     v->pos = p->pos;
+    if (++p->nodes > MEMRA__JSON_MAX_NODES)
+        return jfail(p, p->pos, MEMRA_STATUS_INVALID_ARGUMENT, "more than %u JSON values", MEMRA__JSON_MAX_NODES);
     if (p->pos >= p->len) return jfail(p, p->pos, MEMRA_STATUS_INVALID_ARGUMENT, "truncated: a value expected");
     const unsigned char c = p->s[p->pos];
     if (c == '{' || c == '[') {

@@ -3,8 +3,10 @@
  * valid UTF-8 (no overlong forms, no surrogates, nothing above U+10FFFF, no
  * raw control characters) and \u escapes pair their surrogates; numbers
  * follow the grammar exactly (no leading zeros, no '+', no bare '.');
- * no object repeats a key; nesting is limited. Not a streaming parser: the
- * result is a small tree owned by the caller. */
+ * no object repeats a key; nesting is limited, and so is the number of
+ * values (each costs ~112 bytes of tree: 2^21 values bound the tree near
+ * 230 MB whatever the text; a safetensors header holds about 8 per tensor).
+ * Not a streaming parser: the result is a tree owned by the caller. */
 #ifndef MEMRA_CORE_JSON_H
 #define MEMRA_CORE_JSON_H
 
@@ -12,6 +14,8 @@
 #include <stdint.h>
 
 #include "memra/status.h"
+
+#define MEMRA__JSON_MAX_NODES (1u << 21)
 
 typedef enum memra__json_kind {
     MEMRA__JSON_NULL,

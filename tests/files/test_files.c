@@ -879,6 +879,15 @@ static void case_st_nesting(void)
     for (int i = 0; i < 40; i++) h[o++] = ']';
     snprintf(h + o, sizeof h - (size_t)o, "}}");
     st_header(h, 0, MEMRA_STATUS_INVALID_ARGUMENT, -1, "nesting");
+    /* more values than the parser takes: [0,0,0,...] of 2^21 + 1 values in a 4 MB header */
+    const size_t nv = (1u << 21) + 1, hl = 40 + 2 * nv;
+    char *big = xmalloc(hl);
+    int o2 = snprintf(big, hl, "{\"__metadata__\":{\"k\":[");
+    for (size_t i = 0; i < nv; i++) big[o2++] = '0', big[o2++] = ',';
+    big[o2 - 1] = ']';
+    big[o2++] = '}', big[o2++] = '}', big[o2] = 0;
+    st_header(big, 0, MEMRA_STATUS_INVALID_ARGUMENT, -1, "JSON values");
+    free(big);
 }
 
 /* ---- the index ----------------------------------------------------------------- */
