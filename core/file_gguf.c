@@ -227,9 +227,7 @@ static memra_status read_kv(memra_file *f, rd *r, uint32_t *alignment)
     memra__meta *m = memra__file_add_meta(f);
     if (m == NULL || (m->key = dup_n(ks, kl)) == NULL)
         return memra__set_error(MEMRA_STATUS_OUT_OF_MEMORY, "%s: out of memory", r->path);
-    for (size_t i = 0; i + 1 < f->n_meta; i++)
-        if (strcmp(f->meta[i].key, m->key) == 0)
-            return memra__file_bad(MEMRA_STATUS_INVALID_ARGUMENT, r->path, at, "duplicate key \"%s\"", m->key);
+    m->pos = at;
     m->type = meta_type(t);
     char buf[256];
     const uint64_t vat = r->pos;
@@ -347,6 +345,35 @@ static memra_status read_tensor(memra_file *f, memra__mapping *map, rd *r, uint6
 }
 
 static const memra_file *g_cmp_file;
+static int by_key(const void *a, const void *b)
+{
+    const memra__meta *x = &g_cmp_file->meta[*(const size_t *)a], *y = &g_cmp_file->meta[*(const size_t *)b];
+    const int c = strcmp(x->key, y->key);
+    return c != 0 ? c : (x->pos < y->pos ? -1 : 1);
+}
+static pthread_mutex_t g_cmp_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* A repeated key, reported at its second occurrence (sorting: no quadratic scan). */
+static memra_status dup_keys(memra_file *f, const char *path)
+{
+    if (f->n_meta < 2) return MEMRA_STATUS_OK;
+    size_t *ord = malloc(f->n_meta * sizeof *ord);
+    if (ord == NULL) return memra__set_error(MEMRA_STATUS_OUT_OF_MEMORY, "%s: out of memory", path);
+    for (size_t i = 0; i < f->n_meta; i++) ord[i] = i;
+    pthread_mutex_lock(&g_cmp_lock);
+    g_cmp_file = f;
+    qsort(ord, f->n_meta, sizeof *ord, by_key);
+    pthread_mutex_unlock(&g_cmp_lock);
+    memra_status st = MEMRA_STATUS_OK;
+    for (size_t i = 1; i < f->n_meta; i++)
+        if (strcmp(f->meta[ord[i]].key, f->meta[ord[i - 1]].key) == 0) {
+            st = memra__file_bad(MEMRA_STATUS_INVALID_ARGUMENT, path, f->meta[ord[i]].pos, "duplicate key \"%s\"",
+                                 f->meta[ord[i]].key);
+            break;
+        }
+    free(ord);
+    return st;
+}
 static int by_offset(const void *a, const void *b)
 {
     const memra__tensor *x = &g_cmp_file->tensors[*(const size_t *)a], *y = &g_cmp_file->tensors[*(const size_t *)b];
@@ -378,6 +405,7 @@ memra_status memra__gguf_parse(memra_file *f, memra__mapping *map)
     uint32_t alignment = 32;
     for (uint64_t i = 0; i < n_kv; i++)
         if ((st = read_kv(f, &r, &alignment)) != MEMRA_STATUS_OK) return st;
+    if ((st = dup_keys(f, r.path)) != MEMRA_STATUS_OK) return st;
     const size_t first = f->n_tensors;
     uint64_t *rel = malloc((size_t)(n_tensors ? n_tensors : 1) * sizeof *rel);
     if (rel == NULL) return memra__set_error(MEMRA_STATUS_OUT_OF_MEMORY, "%s: out of memory", r.path);
@@ -414,11 +442,10 @@ memra_status memra__gguf_parse(memra_file *f, memra__mapping *map)
     size_t *ord = malloc((size_t)(n_tensors ? n_tensors : 1) * sizeof *ord);
     if (ord == NULL) return memra__set_error(MEMRA_STATUS_OUT_OF_MEMORY, "%s: out of memory", r.path);
     for (size_t i = 0; i < n_tensors; i++) ord[i] = first + i;
-    static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-    pthread_mutex_lock(&lock);
+    pthread_mutex_lock(&g_cmp_lock);
     g_cmp_file = f;
     qsort(ord, (size_t)n_tensors, sizeof *ord, by_offset);
-    pthread_mutex_unlock(&lock);
+    pthread_mutex_unlock(&g_cmp_lock);
     uint64_t end = 0;
     const memra__tensor *prev = NULL;
     for (size_t i = 0; i < n_tensors; i++) {

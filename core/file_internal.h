@@ -39,6 +39,7 @@ typedef struct memra__meta {
     double f;
     memra_meta_type elem_type;
     uint64_t count;
+    uint64_t pos; /* where the key/value starts in its file (errors) */
 } memra__meta;
 
 struct memra_file {

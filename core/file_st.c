@@ -256,6 +256,41 @@ static char *dirname_of(const char *path)
     return d;
 }
 
+/* The weight map's members sorted by key, for lookups in O(log n). */
+static const memra__json *g_wm;
+static int wm_cmp(const void *a, const void *b)
+{
+    return strcmp(g_wm->keys[*(const size_t *)a], g_wm->keys[*(const size_t *)b]);
+}
+
+/* Members sorted by shard name, then by position: each run of one name
+ * starts with its first mention. */
+static int wm_val_cmp(const void *a, const void *b)
+{
+    const size_t x = *(const size_t *)a, y = *(const size_t *)b;
+    const int c = strcmp(g_wm->items[x].str, g_wm->items[y].str);
+    return c != 0 ? c : (x < y ? -1 : 1);
+}
+
+static int size_cmp(const void *a, const void *b)
+{
+    const size_t x = *(const size_t *)a, y = *(const size_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+static const memra__json *wm_lookup(const memra__json *wm, const size_t *ord, const char *name)
+{
+    size_t lo = 0, hi = wm->n;
+    while (lo < hi) {
+        const size_t mid = lo + (hi - lo) / 2;
+        const int c = strcmp(wm->keys[ord[mid]], name);
+        if (c == 0) return &wm->items[ord[mid]];
+        if (c < 0) lo = mid + 1;
+        else hi = mid;
+    }
+    return NULL;
+}
+
 static void meta_text(const memra__json *v, char *buf, size_t len)
 {
     switch (v->kind) {
@@ -285,7 +320,7 @@ memra_status memra__st_index_parse(memra_file *f, memra__mapping *map)
     const memra__json *meta = memra__json_member(root, "metadata"), *wm = memra__json_member(root, "weight_map");
     char *dir = NULL;
     char **shards = NULL;
-    size_t n_shards = 0;
+    size_t n_shards = 0, *wm_ord = NULL;
     if (root->kind != MEMRA__JSON_OBJECT || wm == NULL || wm->kind != MEMRA__JSON_OBJECT) {
         st = memra__file_bad(MEMRA_STATUS_INVALID_ARGUMENT, path, wm ? wm->pos : 0,
                              "an index is an object with a \"weight_map\" object");
@@ -315,7 +350,23 @@ memra_status memra__st_index_parse(memra_file *f, memra__mapping *map)
         st = memra__set_error(MEMRA_STATUS_OUT_OF_MEMORY, "%s: out of memory", path);
         goto done;
     }
-    /* the shards in order of first mention */
+    wm_ord = malloc((wm->n ? wm->n : 1) * sizeof *wm_ord);
+    if (wm_ord == NULL) {
+        st = memra__set_error(MEMRA_STATUS_OUT_OF_MEMORY, "%s: out of memory", path);
+        goto done;
+    }
+    for (size_t i = 0; i < wm->n; i++) {
+        wm_ord[i] = i;
+        if (strlen(wm->keys[i]) != wm->key_len[i]) {
+            st = memra__file_bad(MEMRA_STATUS_INVALID_ARGUMENT, path, wm->key_pos[i], "a tensor name holding a NUL byte");
+            goto done;
+        }
+    }
+    pthread_mutex_lock(&g_cmp_lock);
+    g_wm = wm;
+    qsort(wm_ord, wm->n, sizeof *wm_ord, wm_cmp);
+    pthread_mutex_unlock(&g_cmp_lock);
+    /* the shard names are plain file names beside the index */
     for (size_t i = 0; i < wm->n; i++) {
         const memra__json *v = &wm->items[i];
         if (v->kind != MEMRA__JSON_STRING || v->len == 0 || strlen(v->str) != v->len || strchr(v->str, '/') != NULL ||
@@ -325,9 +376,25 @@ memra_status memra__st_index_parse(memra_file *f, memra__mapping *map)
                                  wm->keys[i]);
             goto done;
         }
-        size_t s = 0;
-        while (s < n_shards && strcmp(shards[s], v->str) != 0) s++;
-        if (s == n_shards) shards[n_shards++] = v->str;
+    }
+    /* the distinct shards in order of first mention, in O(n log n) */
+    {
+        size_t *byval = malloc((wm->n ? wm->n : 1) * sizeof *byval);
+        if (byval == NULL) {
+            st = memra__set_error(MEMRA_STATUS_OUT_OF_MEMORY, "%s: out of memory", path);
+            goto done;
+        }
+        for (size_t i = 0; i < wm->n; i++) byval[i] = i;
+        pthread_mutex_lock(&g_cmp_lock);
+        g_wm = wm;
+        qsort(byval, wm->n, sizeof *byval, wm_val_cmp);
+        pthread_mutex_unlock(&g_cmp_lock);
+        size_t nfirst = 0;
+        for (size_t i = 0; i < wm->n; i++)
+            if (i == 0 || strcmp(wm->items[byval[i]].str, wm->items[byval[i - 1]].str) != 0) byval[nfirst++] = byval[i];
+        qsort(byval, nfirst, sizeof *byval, size_cmp);
+        for (size_t i = 0; i < nfirst; i++) shards[n_shards++] = wm->items[byval[i]].str;
+        free(byval);
     }
     for (size_t s = 0; s < n_shards; s++) {
         const size_t plen = strlen(dir) + strlen(shards[s]) + 2;
@@ -358,7 +425,7 @@ memra_status memra__st_index_parse(memra_file *f, memra__mapping *map)
         if ((st = memra__st_parse(f, m, 0)) != MEMRA_STATUS_OK) goto done;
         /* every tensor of the shard must be mapped to it */
         for (size_t t = before; t < f->n_tensors; t++) {
-            const memra__json *v = memra__json_member(wm, f->tensors[t].name);
+            const memra__json *v = wm_lookup(wm, wm_ord, f->tensors[t].name);
             if (v == NULL || strcmp(v->str, shards[s]) != 0) {
                 st = memra__file_bad(MEMRA_STATUS_INVALID_ARGUMENT, m->path, f->tensors[t].info_pos,
                                      "tensor \"%s\" is in this shard but the index %s", f->tensors[t].name,
@@ -390,6 +457,7 @@ memra_status memra__st_index_parse(memra_file *f, memra__mapping *map)
     }
     snprintf(f->desc, sizeof f->desc, "safetensors index (%zu shard%s)", n_shards, n_shards == 1 ? "" : "s");
 done:
+    free(wm_ord);
     free(shards);
     free(dir);
     memra__json_free(root);
