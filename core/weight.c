@@ -1,5 +1,10 @@
 /* Weights: validation at create, per-device operands built once at prepare,
- * and memra_matmul's lane policy.
+ * and memra_matmul's lane policy (memra_weight_plan_get reports it).
+ *
+ * The host bytes (w->data) are a copy, or borrowed (memra_weight_create_borrowed:
+ * a model file's mapping) and released through the callback at destroy. They
+ * are read at prepare (the upload) and when Q8_0 blocks are made again after
+ * records replaced them; nothing writes them.
  *
  * The MMQ floor's weight operand (quant_q8_1 + gemm_q8_0, or gemm_q8_0r):
  *  - Q8_0 blocks are 34 bytes, 2-byte aligned; the Q8_0 record layout
@@ -61,8 +66,10 @@ struct memra_weight {
     memra_runtime *rt;
     memra_format format;
     int64_t out_f, in_f;
-    void *data;
+    void *data;          /* the host bytes: a copy, or borrowed (release set) */
     size_t size;
+    memra_weight_release_fn release; /* borrowed bytes: called once at destroy */
+    void *release_user;
     float scale;
     float *grid;
     size_t grid_count;
@@ -73,7 +80,9 @@ struct memra_weight {
 
 memra_format memra_weight_format(const memra_weight *w) { return w ? w->format : MEMRA_FORMAT_F32; }
 
-memra_status memra_weight_create(memra_runtime *rt, const memra_weight_desc *d, memra_weight **out_w)
+/* Create over a copy of d->data (borrow == 0) or over d->data itself. */
+static memra_status weight_create(memra_runtime *rt, const memra_weight_desc *d, int borrow,
+                                  memra_weight_release_fn release, void *user, memra_weight **out_w)
 {
     memra__clear_error();
     if (rt == NULL || d == NULL || out_w == NULL)
@@ -123,15 +132,17 @@ memra_status memra_weight_create(memra_runtime *rt, const memra_weight_desc *d, 
     }
     memra_weight *w = calloc(1, sizeof *w);
     if (w == NULL) return MEMRA__FAIL(MEMRA_STATUS_OUT_OF_MEMORY, "%s: out of memory", nm);
-    w->data = malloc(d->size);
+    w->data = borrow ? (void *)(uintptr_t)d->data : malloc(d->size);
     w->grid = gcount ? malloc(gcount * sizeof(float)) : NULL;
     if (w->data == NULL || (gcount && w->grid == NULL)) {
-        free(w->data);
+        if (!borrow) free(w->data);
         free(w->grid);
         free(w);
         return MEMRA__FAIL(MEMRA_STATUS_OUT_OF_MEMORY, "%s: out of memory for %zu bytes", nm, d->size);
     }
-    memcpy(w->data, d->data, d->size);
+    if (!borrow) memcpy(w->data, d->data, d->size);
+    w->release = borrow ? release : NULL;
+    w->release_user = user;
     if (gcount) memcpy(w->grid, d->grid, gcount * sizeof(float));
     w->rt = rt;
     w->format = d->format;
@@ -144,6 +155,19 @@ memra_status memra_weight_create(memra_runtime *rt, const memra_weight_desc *d, 
     pthread_mutex_init(&w->lock, NULL);
     *out_w = w;
     return MEMRA_STATUS_OK;
+}
+
+memra_status memra_weight_create(memra_runtime *rt, const memra_weight_desc *d, memra_weight **out_w)
+{
+    return weight_create(rt, d, 0, NULL, NULL, out_w);
+}
+
+memra_status memra_weight_create_borrowed(memra_runtime *rt, const memra_weight_desc *d,
+                                          memra_weight_release_fn release, void *user, memra_weight **out_w)
+{
+    if (release == NULL)
+        return MEMRA__FAIL(MEMRA_STATUS_INVALID_ARGUMENT, "memra_weight_create_borrowed: release is NULL");
+    return weight_create(rt, d, 1, release, user, out_w);
 }
 
 static void weight_dev_free(memra_weight *w, int d)
@@ -166,7 +190,8 @@ void memra_weight_destroy(memra_weight *w)
     if (w == NULL) return;
     for (int d = 0; d < w->rt->n_devices; d++) weight_dev_free(w, d);
     pthread_mutex_destroy(&w->lock);
-    free(w->data);
+    if (w->release != NULL) w->release(w->release_user);
+    else free(w->data);
     free(w->grid);
     free(w);
 }
@@ -336,6 +361,12 @@ static memra_status prepare_locked(memra_weight *w, memra_device *dev)
         return MEMRA_STATUS_OK;
     }
 
+    /* BF16 rides gemm_bf16 on its own bytes: an f16 mirror would lose bf16's exponent range. */
+    if (w->format == MEMRA_FORMAT_BF16) {
+        wd->mirror_note = "bf16 is served by gemm_bf16 (no f16 mirror)";
+        return MEMRA_STATUS_OK;
+    }
+
     /* Quantised and plain formats: the f16 mirror, first come first served. */
     uint64_t mbytes = (uint64_t)w->out_f * (uint64_t)w->in_f * 2u;
     if (w->format == MEMRA_FORMAT_F16) {
@@ -485,6 +516,13 @@ memra_status memra_matmul_ex(memra_device *dev, memra_weight *w, const memra_mat
                          .ldy = ma->ldy ? ma->ldy : w->out_f,
                          .y_row_offset = ma->y_row_offset,
                          .alpha = ma->alpha == 0.0f ? 1.0f : ma->alpha};
+    if (w->format == MEMRA_FORMAT_BF16) {
+        if (ma->x_is_f16)
+            return MEMRA__FAIL(MEMRA_STATUS_INVALID_ARGUMENT,
+                               "memra_matmul(%s): a bf16 weight takes an f32 activation (gemm_bf16), not f16", w->name);
+        g.w = wd->raw;
+        return gemm_step(dev, MEMRA_OP_gemm_bf16, &g, ma->stream);
+    }
     int f16_path = (w->format != MEMRA_FORMAT_E4M3) && (wd->f16 != 0 || w->format != MEMRA_FORMAT_Q8_0);
     if (ma->x_is_f16 && !f16_path)
         return MEMRA__FAIL(MEMRA_STATUS_INVALID_ARGUMENT,
@@ -594,4 +632,139 @@ unsigned memra_weight_operands(const memra_weight *w, const memra_device *dev)
     }
     pthread_mutex_unlock(lock);
     return m;
+}
+
+/* ---- the plan: which lane would serve a weight -------------------------------------- */
+
+static void plan_step(memra_device *dev, memra_weight_plan *p, memra_op op)
+{
+    if (p->n_steps >= MEMRA_PLAN_MAX_STEPS) return;
+    const char *names[1] = {NULL};
+    p->ops[p->n_steps] = op;
+    p->modules[p->n_steps] = memra_routing_get(dev, op, names, 1) > 0 ? names[0] : NULL;
+    p->n_steps++;
+}
+
+/* The MMQ floor's steps: records where the device runs gemm_q8_0r. */
+static void plan_floor(memra_device *dev, memra_weight_plan *p, int records)
+{
+    plan_step(dev, p, MEMRA_OP_quant_q8_1);
+    plan_step(dev, p, records ? MEMRA_OP_gemm_q8_0r : MEMRA_OP_gemm_q8_0);
+}
+
+/* Mirrors prepare_locked and memra_matmul_ex: keep the three in step. */
+memra_status memra_weight_plan_get(const memra_weight *w, memra_device *dev, memra_weight_plan *out)
+{
+    memra__clear_error();
+    if (w == NULL || dev == NULL || out == NULL)
+        return MEMRA__FAIL(MEMRA_STATUS_INVALID_ARGUMENT, "memra_weight_plan_get: NULL argument");
+    if (out->struct_size < sizeof *out)
+        return MEMRA__FAIL(MEMRA_STATUS_INVALID_ARGUMENT, "memra_weight_plan_get: struct_size %u is too small",
+                           out->struct_size);
+    if (dev->rt != w->rt) return MEMRA__FAIL(MEMRA_STATUS_INVALID_ARGUMENT, "weight and device of other runtimes");
+    memra_weight_plan p;
+    memset(&p, 0, sizeof p);
+    p.struct_size = sizeof p;
+    const char *fn = memra_format_name(w->format);
+    const uint64_t mbytes = (uint64_t)w->out_f * (uint64_t)w->in_f * 2u;
+    p.operand_bytes = w->size + w->grid_count * sizeof(float);
+    pthread_mutex_t *lock = (pthread_mutex_t *)(uintptr_t)&w->lock;
+    pthread_mutex_lock(lock);
+    const weight_dev *wd = &w->dev[dev->index];
+    const int prepared = wd->prepared;
+    const int has_mirror = wd->f16 != 0;
+    pthread_mutex_unlock(lock);
+    const uint64_t budget = device_budget(dev), used = atomic_load(&dev->f16_used);
+    const int records = records_wanted(dev);
+    switch (w->format) {
+    case MEMRA_FORMAT_BF16:
+        p.lane = "bf16";
+        plan_step(dev, &p, MEMRA_OP_gemm_bf16);
+        snprintf(p.why, sizeof p.why, "bf16 rides gemm_bf16 on its own bytes; an f16 mirror would lose bf16's exponent range");
+        break;
+    case MEMRA_FORMAT_F16:
+        p.lane = "f16";
+        plan_step(dev, &p, MEMRA_OP_gemm_f16);
+        snprintf(p.why, sizeof p.why, "the weight is its own f16 mirror");
+        break;
+    case MEMRA_FORMAT_E4M3:
+        if (w->grid == NULL) {
+            p.lane = "fp8";
+            plan_step(dev, &p, MEMRA_OP_gemm_fp8);
+            snprintf(p.why, sizeof p.why,
+                     "per-tensor FP8 rides gemm_fp8 (refused at the call if prepare finds e4m3 NaN codes)");
+        } else if (has_lane(dev, MEMRA_OP_gemm_fp8_blk)) {
+            p.lane = "fp8 block-128";
+            plan_step(dev, &p, MEMRA_OP_gemm_fp8_blk);
+            const int slab = dev->profile->fp8_blk_slab && w->in_f % 32 == 0;
+            if (slab) p.operand_bytes += records ? memra_q8_0r_bytes(w->out_f, w->in_f)
+                                                 : (uint64_t)w->out_f * (uint64_t)(w->in_f / 32) * MEMRA_Q8_0_BYTES;
+            snprintf(p.why, sizeof p.why, "block-128 FP8 rides gemm_fp8_blk; on a decline the MMQ floor (%s%s)",
+                     records ? "gemm_q8_0r on Q8_0 records" : "gemm_q8_0 on a Q8_0 slab",
+                     slab ? ", built at prepare by this profile" : ", built at the first decline");
+        } else {
+            p.lane = records ? "mmq records (fp8 slab)" : "mmq blocks (fp8 slab)";
+            plan_step(dev, &p, MEMRA_OP_fp8_blk_to_q8_0);
+            plan_floor(dev, &p, records);
+            p.operand_bytes += records ? memra_q8_0r_bytes(w->out_f, w->in_f)
+                                       : (uint64_t)w->out_f * (uint64_t)(w->in_f / 32) * MEMRA_Q8_0_BYTES;
+            snprintf(p.why, sizeof p.why,
+                     "no gemm_fp8_blk lane on this device: the weight re-encoded to Q8_0 at prepare (fp8_blk_to_q8_0) "
+                     "for the MMQ floor%s", w->in_f % 32 ? " (refused: in_f is not a multiple of 32)" : "");
+        }
+        break;
+    default: {
+        const int fits = w->format == MEMRA_FORMAT_F32 || (prepared ? has_mirror : used + mbytes <= budget);
+        if (fits) {
+            p.lane = "f16 mirror";
+            plan_step(dev, &p, MEMRA_OP_gemm_f16);
+            p.operand_bytes += mbytes;
+            if (w->format == MEMRA_FORMAT_F32)
+                snprintf(p.why, sizeof p.why, "f32 weights get an f16 mirror (cvt_f16 at prepare, %.1f MB)",
+                         (double)mbytes / 1048576.0);
+            else
+                snprintf(p.why, sizeof p.why,
+                         "the f16 mirror (dequant_f16 at prepare, %.1f MB) fits the budget (%.0f MB, %.1f MB used%s)",
+                         (double)mbytes / 1048576.0, (double)budget / 1048576.0, (double)used / 1048576.0,
+                         prepared ? ", prepared" : "");
+        } else if (w->format == MEMRA_FORMAT_Q8_0) {
+            p.lane = records ? "mmq records" : "mmq blocks";
+            plan_floor(dev, &p, records);
+            if (records) p.operand_bytes = memra_q8_0r_bytes(w->out_f, w->in_f);
+            snprintf(p.why, sizeof p.why,
+                     "the f16 mirror (%.1f MB) is over the budget (%.0f MB, %.1f MB used): the integer MMQ floor on %s",
+                     (double)mbytes / 1048576.0, (double)budget / 1048576.0, (double)used / 1048576.0,
+                     records ? "Q8_0 records (repack_q8_0 at prepare)" : "the Q8_0 blocks");
+        } else {
+            p.lane = "transient f16 mirror";
+            plan_step(dev, &p, MEMRA_OP_dequant_f16);
+            plan_step(dev, &p, MEMRA_OP_gemm_f16);
+            snprintf(p.why, sizeof p.why,
+                     "the f16 mirror (%.1f MB) is over the budget (%.0f MB, %.1f MB used) and %s has no integer floor "
+                     "here: dequant_f16 into scratch on every call",
+                     (double)mbytes / 1048576.0, (double)budget / 1048576.0, (double)used / 1048576.0, fn);
+        }
+        break;
+    }
+    }
+    for (int i = 0; i < p.n_steps; i++)
+        if (p.modules[i] == NULL) {
+            char tail[96];
+            snprintf(tail, sizeof tail, "; no module serves %s on this device", memra_op_name(p.ops[i]));
+            size_t l = strlen(p.why);
+            snprintf(p.why + l, sizeof p.why - l, "%s", tail);
+            p.lane = "none";
+            break;
+        }
+    *out = p;
+    return MEMRA_STATUS_OK;
+}
+
+memra_status memra_weight_shape(const memra_weight *w, int64_t *out_f, int64_t *in_f)
+{
+    if (w == NULL || out_f == NULL || in_f == NULL)
+        return MEMRA__FAIL(MEMRA_STATUS_INVALID_ARGUMENT, "memra_weight_shape: NULL argument");
+    *out_f = w->out_f;
+    *in_f = w->in_f;
+    return MEMRA_STATUS_OK;
 }

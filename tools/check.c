@@ -23,6 +23,10 @@
  *      A random-sign f32 sum of k terms errs by ~u |partial sums| per add, which
  *      normalised by the mass stays near u = 6e-8 for any k; 1e-5 (~170 u) is
  *      the brief's "near 1e-5" for f16/int8 lanes.
+ *  gemm_bf16 (GPU)                 1e-5. The activation rounded to bf16 (RNE) on
+ *      both sides; bf16 x bf16 products have 16 significant bits, exact in
+ *      f32 (the check's operands stay far from f32's range ends), and only the
+ *      f32 accumulation order differs: gemm_f16's argument and band.
  *  gemm_q8_0, gemm_q8_0r (GPU)     2e-6. Integer products and s32 sums per 32
  *      are exact; only the f32 fold (dw * dx * isum summed over k/32 blocks)
  *      rounds: a few u per block term, ~32 u with the sum. gemm_q8_0r reads
@@ -75,6 +79,7 @@
 
 #define BAND_HOST 1e-6
 #define BAND_F16 1e-5
+#define BAND_BF16 1e-5
 #define BAND_Q8_0 2e-6
 #define BAND_FP8 2.6e-4
 #define BAND_FP8_BLK 2.6e-4
@@ -343,7 +348,7 @@ static int gemm_data_make(checker *c, memra_op op, int64_t n, int64_t k, int64_t
     d->mmax = mmax;
     d->x = tool_alloc((size_t)(mmax * k), sizeof(float));
     size_t elems = (size_t)(n * k);
-    d->w_bytes = op == MEMRA_OP_gemm_f16 ? elems * 2 : is_q8(op) ? elems / 32 * MEMRA_Q8_0_BYTES : elems;
+    d->w_bytes = op == MEMRA_OP_gemm_f16 || op == MEMRA_OP_gemm_bf16 ? elems * 2 : is_q8(op) ? elems / 32 * MEMRA_Q8_0_BYTES : elems;
     d->w = tool_alloc(d->w_bytes, 1);
     d->w_abs = tool_alloc(d->w_bytes, 1);
     if (d->x == NULL || d->w == NULL || d->w_abs == NULL) return -1;
@@ -354,6 +359,11 @@ static int gemm_data_make(checker *c, memra_op op, int64_t n, int64_t k, int64_t
         uint16_t *w = (uint16_t *)(void *)d->w;
         tool_fill_f16_w(&c->rng, w, elems);
         w[0] = 0x3800; /* 0.5 */
+        for (size_t e = 0; e < elems; e++) ((uint16_t *)(void *)d->w_abs)[e] = w[e] & 0x7FFFu;
+    } else if (op == MEMRA_OP_gemm_bf16) {
+        uint16_t *w = (uint16_t *)(void *)d->w;
+        for (size_t e = 0; e < elems; e++) w[e] = memra_bf16_from_f32(tool_rng_signed(&c->rng, 0.01f, 0.5f));
+        w[0] = 0x3F00; /* 0.5 */
         for (size_t e = 0; e < elems; e++) ((uint16_t *)(void *)d->w_abs)[e] = w[e] & 0x7FFFu;
     } else if (is_q8(op)) {
         tool_fill_q8_0_w(&c->rng, d->w, n, k);
@@ -430,6 +440,7 @@ static double gemm_band(const checker *c, memra_op op)
     if (c->indep) return BAND_HOST;
     switch (op) {
     case MEMRA_OP_gemm_f16: return BAND_F16;
+    case MEMRA_OP_gemm_bf16: return BAND_BF16;
     case MEMRA_OP_gemm_q8_0:
     case MEMRA_OP_gemm_q8_0r: return BAND_Q8_0;
     case MEMRA_OP_gemm_fp8: return BAND_FP8;
@@ -580,7 +591,7 @@ static void gemm_case(checker *c, gemm_data *d, int64_t m, int variant)
     }
     if (r.injected) {
         memcpy(wmod, wop, wop_bytes);
-        if (op == MEMRA_OP_gemm_f16) wmod[0] ^= 1;          /* 0.5 -> next f16 */
+        if (op == MEMRA_OP_gemm_f16 || op == MEMRA_OP_gemm_bf16) wmod[0] ^= 1; /* 0.5 -> next f16 / bf16 */
         else if (op == MEMRA_OP_gemm_q8_0) wmod[2] = 126;   /* 127 -> 126 */
         else if (recs) wmod[16] = 126;                      /* record (0, 0), code 0: 127 -> 126 */
         else wmod[0] = 0x49;                                /* 4.0 -> 4.5 */
@@ -975,6 +986,7 @@ static void check_op(checker *c, memra_op op)
     const int q = c->quick, g = c->gpu && !q;
     switch (op) {
     case MEMRA_OP_gemm_f16:
+    case MEMRA_OP_gemm_bf16:
     case MEMRA_OP_gemm_fp8:
     case MEMRA_OP_gemm_fp8_blk:
     case MEMRA_OP_gemm_q8_0:

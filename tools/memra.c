@@ -21,6 +21,7 @@ static const char k_usage[] =
     "  bench OP [--vs ...]   one op's routed lane, or two modules raced\n"
     "  jit ls|warm|clear     the JIT cache\n"
     "  help CMD [SUB]        the same as 'memra CMD [SUB] --help'\n"
+    "  model ls FILE [--json] a GGUF / safetensors file's tensors, metadata and each weight's lane\n"
     "\n"
     "Every command takes -h/--help, '--opt value' and '--opt=value'; '--json -' writes the\n"
     "receipt to stdout and the table to stderr.\n"
@@ -44,7 +45,8 @@ typedef struct command {
 
 static const command k_commands[] = {
     {"info", memra_tool_info}, {"check", memra_tool_check}, {"bench", memra_tool_bench},
-    {"jit", memra_tool_jit},   {"version", memra_tool_version}, {"--version", memra_tool_version},
+    {"jit", memra_tool_jit},   {"model", memra_tool_model}, {"version", memra_tool_version},
+    {"--version", memra_tool_version},
 };
 
 /* argv[0] is the command's name. */

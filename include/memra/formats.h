@@ -34,8 +34,8 @@ extern "C" {
 #define MEMRA_E4M3_MAX 448.0f
 #define MEMRA_FP8_BLOCK 128
 
-/* Values per block and bytes per block of a format (F32: 1/4, F16: 1/2,
- * E4M3: 1/1). Returns 0 for an unknown format. */
+/* Values per block and bytes per block of a format (F32: 1/4, F16 and BF16:
+ * 1/2, E4M3: 1/1). Returns 0 for an unknown format. */
 int memra_format_block_values(memra_format format);
 int memra_format_block_bytes(memra_format format);
 const char *memra_format_name(memra_format format);
@@ -45,6 +45,12 @@ uint64_t memra_format_row_bytes(memra_format format, int64_t cols);
 /* IEEE binary16 <-> binary32, round to nearest even, subnormals, inf, NaN. */
 uint16_t memra_f16_from_f32(float f);
 float memra_f32_from_f16(uint16_t h);
+
+/* bfloat16 <-> binary32: the encode rounds to nearest even (a value past the
+ * largest bf16 rounds to infinity; NaN stays NaN, quiet, sign kept); the
+ * decode is exact (the 16 bits become the top half of the f32). */
+uint16_t memra_bf16_from_f32(float f);
+float memra_f32_from_bf16(uint16_t h);
 
 /* OCP e4m3 (E4M3FN): bias 7, no infinity, magnitude 0x7F is NaN, max 448,
  * denormals m * 2^-9. Encode rounds to nearest even and saturates to +-448;

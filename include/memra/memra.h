@@ -131,7 +131,7 @@ memra_op memra_op_from_name(const char *name);
 /* Arguments of any op, for calls that name the op at run time. */
 typedef struct memra_op_args {
     uint32_t struct_size;
-    memra_gemm_args gemm;      /* gemm_f16, gemm_fp8, gemm_fp8_blk, gemm_q8_0, gemm_q8_0r, accprobe */
+    memra_gemm_args gemm;      /* gemm_f16, gemm_fp8, gemm_fp8_blk, gemm_q8_0, gemm_q8_0r, gemm_bf16, accprobe */
     memra_accprobe_arm arm;    /* accprobe */
     memra_format format;       /* dequant_f16 */
     memra_dptr src;            /* cvt_f16, quant_q8_1 (x), dequant_f16, fp8_blk_to_q8_0 (w), fp8_nan_count (w), scale (y),
@@ -222,11 +222,26 @@ typedef struct memra_weight_desc {
 /* Validate and copy. INVALID_ARGUMENT with a message naming the field for
  * every bad case (size, divisibility, grid shape, non-finite scale). */
 memra_status memra_weight_create(memra_runtime *rt, const memra_weight_desc *desc, memra_weight **out_w);
+
+/* Called once, from memra_weight_destroy, when the weight no longer needs the
+ * bytes it borrowed. */
+typedef void (*memra_weight_release_fn)(void *user);
+/* memra_weight_create without the copy: the weight reads desc->data (uploads
+ * at prepare, Q8_0 blocks made again after records replaced them) until
+ * memra_weight_destroy calls release(user). The caller keeps the bytes valid
+ * and unchanged until then (a read-only file mapping, for example; see
+ * memra/file.h). The grid is still copied (it is small). On failure release
+ * is not called and the caller keeps its bytes. Same statuses as
+ * memra_weight_create; INVALID_ARGUMENT when release is NULL. */
+memra_status memra_weight_create_borrowed(memra_runtime *rt, const memra_weight_desc *desc,
+                                          memra_weight_release_fn release, void *user, memra_weight **out_w);
 void memra_weight_destroy(memra_weight *w);
 /* Build the operands dev's policy wants (f16 mirror within budget, Q8_0 slab,
  * NaN verdict), once. Idempotent. */
 memra_status memra_weight_prepare(memra_weight *w, memra_device *dev);
 memra_format memra_weight_format(const memra_weight *w);
+/* [out_f x in_f] of w. INVALID_ARGUMENT on NULL. */
+memra_status memra_weight_shape(const memra_weight *w, int64_t *out_f, int64_t *in_f);
 
 typedef struct memra_weight_state {
     int prepared;          /* operands built on this device */
@@ -246,6 +261,28 @@ memra_status memra_weight_query(const memra_weight *w, const memra_device *dev, 
 #define MEMRA_OPERAND_Q8_0_SLAB 4u    /* Q8_0 slab of a block-128 FP8 weight */
 #define MEMRA_OPERAND_Q8_0_RECORDS 8u /* Q8_0 record layout (gemm_q8_0r) */
 unsigned memra_weight_operands(const memra_weight *w, const memra_device *dev);
+
+/* The lane memra_matmul would take for w on dev under the current routing,
+ * policy and f16 budget, without preparing or uploading anything. */
+#define MEMRA_PLAN_MAX_STEPS 4
+typedef struct memra_weight_plan {
+    uint32_t struct_size;                       /* sizeof(memra_weight_plan), set by the caller */
+    const char *lane;                           /* "f16 mirror", "bf16", "fp8", "fp8 block-128", "mmq records",
+                                                   "mmq blocks", "transient f16 mirror", ... ; "none" when a step
+                                                   has no module on dev */
+    int n_steps;
+    memra_op ops[MEMRA_PLAN_MAX_STEPS];         /* the ops in order (a load-time re-encode first where one runs) */
+    const char *modules[MEMRA_PLAN_MAX_STEPS];  /* first module routed for each op, NULL when none */
+    uint64_t operand_bytes;                     /* device bytes prepare would hold for w on dev */
+    char why[320];                              /* why this lane and not another */
+} memra_weight_plan;
+
+/* Fill *out (out->struct_size set by the caller) with w's lane on dev. The
+ * prediction is made for this weight alone against the mirror bytes already
+ * resident; it does not reserve budget. Thread-safe. Strings are static or
+ * owned by the runtime. INVALID_ARGUMENT on NULL, a small struct_size, or a
+ * weight and device of two runtimes. */
+memra_status memra_weight_plan_get(const memra_weight *w, memra_device *dev, memra_weight_plan *out);
 
 typedef struct memra_matmul_args {
     uint32_t struct_size;

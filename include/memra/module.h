@@ -140,6 +140,7 @@ typedef enum memra_format {
     MEMRA_FORMAT_Q5_K = 5,
     MEMRA_FORMAT_Q6_K = 6,
     MEMRA_FORMAT_E4M3 = 7,
+    MEMRA_FORMAT_BF16 = 8, /* bfloat16: the top half of an f32, served by gemm_bf16 (never turned into f16) */
 } memra_format;
 
 /* The accumulator probe: the same MMQ tile with s32 or f32 accumulation. */
@@ -163,7 +164,8 @@ typedef enum memra_accprobe_arm {
     X(scale)                                                                        \
     X(accprobe)                                                                     \
     X(repack_q8_0)                                                                  \
-    X(gemm_q8_0r)
+    X(gemm_q8_0r)                                                                   \
+    X(gemm_bf16)
 
 typedef enum memra_op {
 #define MEMRA__OP_ENUM(name) MEMRA_OP_##name,
@@ -209,6 +211,9 @@ typedef struct memra_op_table {
     /* Q8_0 records (args->w, from repack_q8_0) x q8_1 records (args->x) -> f32:
      * gemm_q8_0's numeric contract on the repacked weight. */
     memra_status (*gemm_q8_0r)(memra_call *call, const memra_gemm_args *args);
+    /* bf16 weight (args->w, [n x k] row-major) x activation f32 converted to
+     * bf16 in-stream (round to nearest even) -> f32, f32 accumulate. */
+    memra_status (*gemm_bf16)(memra_call *call, const memra_gemm_args *args);
 } memra_op_table;
 
 /* ---- host services -------------------------------------------------------- */

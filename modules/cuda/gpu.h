@@ -19,7 +19,7 @@
 
 /* Scratch slots used by the GPU modules (the core uses 60 and 61). */
 #define MEMRA__GPU_SLOT_WORKSPACE 32 /* cuBLASLt workspace */
-#define MEMRA__GPU_SLOT_XOP 33       /* the activation converted (f16) or quantised (e4m3) */
+#define MEMRA__GPU_SLOT_XOP 33       /* the activation converted (f16, bf16) or quantised (e4m3) */
 #define MEMRA__GPU_SLOT_XSCALE 34    /* activation scales: per-batch scalar + partial maxima, or VEC128 vector */
 #define MEMRA__GPU_SLOT_GRID 35      /* the weight's block grid padded to cuBLASLt's leading dimension */
 #define MEMRA__GPU_SLOT_DPAD 36      /* a GEMM output computed on padded rows */
@@ -28,6 +28,7 @@
 /* X(family, kernel) for every kernel the modules launch. */
 #define MEMRA__GPU_KERNEL_LIST(X)                                                                  \
     X(convert, memra_k_cvt_f32_f16)                                                                \
+    X(convert, memra_k_cvt_f32_bf16)                                                               \
     X(convert, memra_k_scale_f32)                                                                  \
     X(convert, memra_k_copy_rows_f32)                                                              \
     X(dequant, memra_k_dequant_q8_0)                                                               \
@@ -93,6 +94,7 @@ unsigned memra__gpu_blocks(const memra__gpu *gpu, int64_t items, int64_t per_blo
 /* ---- ops (memra_op_table signatures; call->module_ctx is a memra__gpu) ---- */
 memra_status memra__gpu_cvt_f16(memra_call *call, memra_dptr src_f32, memra_dptr dst_f16, int64_t n);
 memra_status memra__gpu_gemm_f16(memra_call *call, const memra_gemm_args *args);
+memra_status memra__gpu_gemm_bf16(memra_call *call, const memra_gemm_args *args);
 memra_status memra__gpu_gemm_fp8(memra_call *call, const memra_gemm_args *args);
 memra_status memra__gpu_gemm_fp8_blk(memra_call *call, const memra_gemm_args *args);
 memra_status memra__gpu_dequant_f16(memra_call *call, memra_format format, memra_dptr src, int64_t rows,

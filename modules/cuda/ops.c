@@ -195,6 +195,32 @@ out:
     return st;
 }
 
+/* bf16 weight x activation converted to bf16 in scratch (RNE), cuBLASLt
+ * CUDA_R_16BF with f32 accumulate into y. */
+memra_status memra__gpu_gemm_bf16(memra_call *call, const memra_gemm_args *a)
+{
+    memra__gpu *gpu = GPU_OF(call);
+    int64_t ldy = 0;
+    memra_status st = gemm_check(gpu, "gemm_bf16", a, &ldy);
+    if (st != MEMRA_STATUS_OK) return st;
+    if (a->x_is_f16) return bad_arg(gpu, "gemm_bf16", "the activation is f32 (x_is_f16 is for gemm_f16)");
+    if (gpu->lt == NULL) return decline(call, "cuBLASLt is not available");
+    memra__lt_gemm g = {.lane = MEMRA__LT_BF16, .m = a->m, .n = a->n, .k = a->k, .a = a->w, .b = 0,
+                        .d = a->y + (memra_dptr)(a->y_row_offset * ldy * 4), .ldd = ldy, .alpha = a->alpha,
+                        .stream = call->stream};
+    if ((st = memra__gpu_enter(gpu)) != MEMRA_STATUS_OK) return st;
+    if ((st = workspace(gpu, &g)) != MEMRA_STATUS_OK) goto out;
+    long long n = (long long)a->m * a->k;
+    memra_dptr x = a->x;
+    if ((st = scratch(gpu, MEMRA__GPU_SLOT_XOP, (uint64_t)n * 2, &g.b)) != MEMRA_STATUS_OK) goto out;
+    st = LAUNCH(gpu, memra_k_cvt_f32_bf16, memra__gpu_blocks(gpu, n, 256 * 4), 256, call->stream, &x, &g.b, &n);
+    if (st != MEMRA_STATUS_OK) goto out;
+    st = memra__lt_matmul(gpu->lt, call, &g);
+out:
+    memra__gpu_leave(gpu);
+    return st;
+}
+
 /* The fused per-batch quantiser (fp8_act.cu, memra_k_quant_e4m3_fused) when
  * enabled and possible: one cooperative launch of at most gpu->fused_blocks
  * blocks (co-resident by construction; what does not fit in registers is

@@ -1,6 +1,6 @@
 /* The sm120 module: consumer Blackwell (cc 12.x, RTX 5090).
  *
- *   gemm_f16, gemm_fp8         cuBLASLt with scalar scales (modules/cuda, shared with sm90)
+ *   gemm_f16, gemm_bf16, gemm_fp8  cuBLASLt with scalar scales (modules/cuda, shared with sm90)
  *   gemm_fp8_blk               memra's block-128 FP8 GEMM (fp8blk_gemm.cu): kind::mxf8f6f4
  *                              with unit scales by default, kind::f8f6f4 with
  *                              MEMRA_SM120_FP8BLK=f8f6f4 (read at init)
@@ -102,6 +102,10 @@ static memra_status sm120_gemm_f16(memra_call *call, const memra_gemm_args *a)
 {
     SM120_FORWARD(gpu, call, memra__gpu_gemm_f16(c_, a));
 }
+static memra_status sm120_gemm_bf16(memra_call *call, const memra_gemm_args *a)
+{
+    SM120_FORWARD(gpu, call, memra__gpu_gemm_bf16(c_, a));
+}
 static memra_status sm120_gemm_fp8(memra_call *call, const memra_gemm_args *a)
 {
     SM120_FORWARD(gpu, call, memra__gpu_gemm_fp8(c_, a));
@@ -164,6 +168,7 @@ static const memra_op_table k_sm120_ops = {
     .accprobe = sm120_accprobe,
     .repack_q8_0 = sm120_repack_q8_0,
     .gemm_q8_0r = sm120_gemm_q8_0r,
+    .gemm_bf16 = sm120_gemm_bf16,
 };
 
 static const memra_module_desc k_sm120_desc = {

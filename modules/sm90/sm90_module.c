@@ -1,4 +1,4 @@
-/* The sm90 module: Hopper (cc 9.0, H100/H200). The FP16 mirror lane, the FP8
+/* The sm90 module: Hopper (cc 9.0, H100/H200). The FP16 mirror lane, the BF16 lane, the FP8
  * per-tensor lane and the FP8 block-128 lane through cuBLASLt (block scales
  * exist on sm_90 only), and the load-time kernels, all from the shared GPU
  * code in modules/cuda. The kernels are compiled ahead of time for sm_90a (and
@@ -35,6 +35,7 @@ static const memra_op_table k_sm90_ops = {
     .fp8_blk_to_q8_0 = memra__gpu_fp8_blk_to_q8_0,
     .fp8_nan_count = memra__gpu_fp8_nan_count,
     .scale = memra__gpu_scale,
+    .gemm_bf16 = memra__gpu_gemm_bf16,
 };
 
 static const memra_module_desc k_sm90_desc = {
