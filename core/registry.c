@@ -315,7 +315,6 @@ static memra__modrec *load_file(memra_runtime *rt, const char *path, int trial, 
             close(fd);
             return r;
         }
-        MEMRA__DEBUG("registry", "trial load of %s: %.1f ms", real, ms);
     }
     MEMRA__DEBUG("registry", "dlopen %s (descriptor %d)", real, fd);
     void *dl = memra__trust_dlopen(fd, real, why, sizeof why);
