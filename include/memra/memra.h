@@ -279,6 +279,14 @@ typedef struct memra_jit_info {
 /* Cache place and size, NVRTC availability. Strings owned by rt. */
 memra_status memra_jit_info_get(memra_runtime *rt, memra_jit_info *out);
 
+/* Whether the disk cache is usable now, in words: "ok", "ok (created at the
+ * first write)", "off (MEMRA_JIT_CACHE=0)", or why it is not trusted ("<root>
+ * is writable by others (mode 777)", "... belongs to uid 1000, not the
+ * current user"). Creates nothing. Writes a
+ * NUL-terminated sentence into buf (truncated to len). Thread-safe.
+ * OK, or INVALID_ARGUMENT (rt or buf NULL, len 0). */
+memra_status memra_jit_disk_status(memra_runtime *rt, char *buf, size_t len);
+
 typedef struct memra_jit_entry_info {
     char key_hex[65];
     char target[17];
