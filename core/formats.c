@@ -72,6 +72,7 @@ uint64_t memra_format_row_bytes(memra_format format, int64_t cols)
     int64_t bv = memra_format_block_values(format);
     int64_t bb = memra_format_block_bytes(format);
     if (bv == 0 || cols < 0 || cols % bv != 0) return 0;
+    if ((uint64_t)(cols / bv) > UINT64_MAX / (uint64_t)bb) return 0; /* would wrap */
     return (uint64_t)(cols / bv) * (uint64_t)bb;
 }
 

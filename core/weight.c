@@ -460,6 +460,12 @@ memra_status memra_matmul_ex(memra_device *dev, memra_weight *w, const memra_mat
     memra__clear_error();
     if (dev == NULL || w == NULL || ma == NULL)
         return MEMRA__FAIL(MEMRA_STATUS_INVALID_ARGUMENT, "memra_matmul: NULL argument");
+    if (ma->struct_size < offsetof(memra_matmul_args, stream) + sizeof ma->stream)
+        return MEMRA__FAIL(MEMRA_STATUS_INVALID_ARGUMENT, "memra_matmul_ex: args.struct_size %u is too small (%zu)",
+                           ma->struct_size, offsetof(memra_matmul_args, stream) + sizeof ma->stream);
+    if (!isfinite(ma->alpha))
+        return MEMRA__FAIL(MEMRA_STATUS_INVALID_ARGUMENT, "memra_matmul_ex(%s): alpha %g is not finite", w->name,
+                           (double)ma->alpha);
     if (ma->m <= 0 || ma->x == 0 || ma->y == 0)
         return MEMRA__FAIL(MEMRA_STATUS_INVALID_ARGUMENT, "memra_matmul(%s): m = %d, x = %s, y = %s", w->name, ma->m,
                            ma->x ? "set" : "NULL", ma->y ? "set" : "NULL");
