@@ -244,7 +244,7 @@ void memra__jit_disk_prepare(memra__jit_disk *d)
         if (ok) return;
     }
     memra__log(MEMRA_LOG_WARN, "jit", "disk cache off: %s", why);
-    snprintf(d->why, sizeof d->why, "%s", why);
+    snprintf(d->why, sizeof d->why, "%.500s", why);
     d->enabled = 0;
 }
 
