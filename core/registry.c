@@ -317,7 +317,7 @@ static memra__modrec *load_file(memra_runtime *rt, const char *path, int trial, 
         }
     }
     MEMRA__DEBUG("registry", "dlopen %s (descriptor %d)", real, fd);
-    void *dl = memra__trust_dlopen(fd, real, why, sizeof why);
+    void *dl = memra__trust_dlopen(&fd, real, why, sizeof why);
     if (dl == NULL) {
         rec_refuse(r, "not a loadable shared library: %s", why);
         close(fd);

@@ -6,6 +6,8 @@
 #include "core/trust.h"
 
 #include <dlfcn.h>
+#include <link.h>
+#include <sys/sysmacros.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -165,22 +167,66 @@ int memra__trust_open_dir(const char *path, int allow_unsafe, char *real, size_t
     return walk_open(real, O_RDONLY | O_DIRECTORY | O_NONBLOCK | O_CLOEXEC, 1, allow_unsafe, why, why_len);
 }
 
-void *memra__trust_dlopen(int fd, const char *shown, char *why, size_t why_len)
+/* The loader knows a library by its name, here "/proc/self/fd/N": a library
+ * that stayed mapped after dlclose (RTLD_NODELETE, unique symbols) keeps that
+ * name after its descriptor is closed, and a later dlopen of the same name
+ * would return it instead of opening ours. So the library we got must be the
+ * file behind fd: the mapping holding its dynamic section names the file's
+ * device and inode in /proc/self/maps. 1 when it is, 0 when it is another,
+ * -1 when it cannot be told. */
+static int loaded_is_fd(void *lib, int fd)
 {
-    char proc[64];
-    snprintf(proc, sizeof proc, "/proc/self/fd/%d", fd);
-    dlerror();
-    void *lib = dlopen(proc, RTLD_NOW | RTLD_LOCAL);
-    if (lib != NULL) return lib;
-    const char *e = dlerror();
-    if (access("/proc/self/fd", X_OK) != 0) {
-        snprintf(why, why_len, "/proc is not mounted: memra loads %s only through its open descriptor", shown);
-        return NULL;
+    struct link_map *lm = NULL;
+    struct stat st;
+    if (dlinfo(lib, RTLD_DI_LINKMAP, &lm) != 0 || lm == NULL || lm->l_ld == NULL || fstat(fd, &st) != 0) return -1;
+    uintptr_t at = (uintptr_t)lm->l_ld;
+    FILE *f = fopen("/proc/self/maps", "re");
+    if (f == NULL) return -1;
+    char line[PATH_MAX + 256];
+    int verdict = -1;
+    while (fgets(line, sizeof line, f) != NULL) {
+        unsigned long lo, hi, off, ino;
+        unsigned dmaj, dmin;
+        char perms[8];
+        if (sscanf(line, "%lx-%lx %7s %lx %x:%x %lu", &lo, &hi, perms, &off, &dmaj, &dmin, &ino) != 7) continue;
+        if (at < lo || at >= hi) continue;
+        verdict = ino == (unsigned long)st.st_ino && dmaj == major(st.st_dev) && dmin == minor(st.st_dev);
+        break;
     }
-    /* The loader names the descriptor; name the file instead. */
-    size_t pl = strlen(proc);
-    if (e != NULL && strncmp(e, proc, pl) == 0) snprintf(why, why_len, "%s%s", shown, e + pl);
-    else snprintf(why, why_len, "%s", e ? e : "dlopen failed");
+    fclose(f);
+    return verdict;
+}
+
+void *memra__trust_dlopen(int *fd, const char *shown, char *why, size_t why_len)
+{
+    /* A stale library under the descriptor's name is stepped around by moving
+     * the descriptor to another number (a few times at most). */
+    for (int attempt = 0; attempt < 8; attempt++) {
+        char proc[64];
+        snprintf(proc, sizeof proc, "/proc/self/fd/%d", *fd);
+        dlerror();
+        void *lib = dlopen(proc, RTLD_NOW | RTLD_LOCAL);
+        if (lib == NULL) {
+            const char *e = dlerror();
+            if (access("/proc/self/fd", X_OK) != 0) {
+                snprintf(why, why_len, "/proc is not mounted: memra loads %s only through its open descriptor", shown);
+                return NULL;
+            }
+            /* The loader names the descriptor; name the file instead. */
+            size_t pl = strlen(proc);
+            if (e != NULL && strncmp(e, proc, pl) == 0) snprintf(why, why_len, "%s%s", shown, e + pl);
+            else snprintf(why, why_len, "%s", e ? e : "dlopen failed");
+            return NULL;
+        }
+        if (loaded_is_fd(lib, *fd) != 0) return lib;
+        dlclose(lib);
+        int moved = fcntl(*fd, F_DUPFD_CLOEXEC, *fd + 1);
+        if (moved < 0) break;
+        close(*fd);
+        *fd = moved;
+    }
+    snprintf(why, why_len, "the loader keeps returning another library mapped under a /proc/self/fd name; %s was not loaded",
+             shown);
     return NULL;
 }
 
@@ -197,7 +243,7 @@ void *memra__trust_dlopen_env(const char *var, const char *value, int *out_fd, c
         snprintf(why, why_len, "%s=%s refused: %s", var, value, inner);
         return NULL;
     }
-    void *lib = memra__trust_dlopen(fd, real, inner, sizeof inner);
+    void *lib = memra__trust_dlopen(&fd, real, inner, sizeof inner);
     if (lib == NULL) {
         snprintf(why, why_len, "%s=%s: %s", var, value, inner);
         close(fd);

@@ -2,7 +2,7 @@
  *
  *   char real[PATH_MAX], why[512];
  *   int fd = memra__trust_open(path, 0, 0, real, why, sizeof why);   // -1: why says
- *   void *lib = memra__trust_dlopen(fd, real, why, sizeof why);      // dlopen of that descriptor
+ *   void *lib = memra__trust_dlopen(&fd, real, why, sizeof why);     // dlopen of that descriptor
  *   ...  dlclose(lib); close(fd);   // keep fd open while lib is loaded
  *
  * The rules (docs/ARCHITECTURE.md, "Trust"): the path is resolved by realpath,
@@ -31,11 +31,15 @@ int memra__trust_open(const char *path, int allow_unsafe, char *real, size_t rea
  * descriptor of it (O_RDONLY | O_DIRECTORY | O_CLOEXEC), or -1 with why. */
 int memra__trust_open_dir(const char *path, int allow_unsafe, char *real, size_t real_len, char *why, size_t why_len);
 
-/* dlopen(RTLD_NOW | RTLD_LOCAL) the file behind fd, through /proc/self/fd.
- * `shown` names the file in messages. NULL with why on failure. The caller
- * keeps fd open while the library is loaded (the loader matches loaded
- * libraries by name, and the name is the descriptor's number). */
-void *memra__trust_dlopen(int fd, const char *shown, char *why, size_t why_len);
+/* dlopen(RTLD_NOW | RTLD_LOCAL) the file behind *fd, through /proc/self/fd,
+ * and verify (device and inode of the mapping in /proc/self/maps) that the
+ * library returned is that file: a library that stayed mapped after dlclose
+ * (RTLD_NODELETE, unique symbols) keeps its /proc/self/fd/N name, and the
+ * loader would hand it out again for the same name. Then *fd is moved to
+ * another number and the load retried. `shown` names the file in messages.
+ * NULL with why on failure. The caller keeps *fd open while the library is
+ * loaded (the name is the descriptor's number). */
+void *memra__trust_dlopen(int *fd, const char *shown, char *why, size_t why_len);
 
 /* A library named by an environment variable (MEMRA_CUDA_DRIVER, ...): the
  * value must be absolute, then open + dlopen as above with the strict rules.
