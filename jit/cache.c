@@ -23,7 +23,11 @@
  * payload size against the file size, payload checksum) before the bytes go
  * anywhere; an entry that fails is logged, removed and treated as absent.
  * Writers go through a temporary file, fsync and rename, so a reader sees a
- * whole old entry, a whole new one, or none. The per-key flock only saves
+ * whole old entry, a whole new one, or none. Every operation opens the root
+ * and the version folder by descriptor and checks them (ours, not writable by
+ * others; see open_vdir), then works by openat/renameat/unlinkat on that
+ * descriptor; entries are fstat'ed (regular, ours, not group/other-writable)
+ * before a byte is read. The per-key flock only saves
  * duplicate compiles; nothing depends on it. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE

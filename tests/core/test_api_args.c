@@ -138,6 +138,11 @@ int main(void)
     oa.struct_size = 8;
     CHECK_INVALID(memra_module_call(dev, "host", MEMRA_OP_scale, &oa));
 
+    /* The format helpers without a status write nothing through NULL. */
+    memra_q8_0_encode(NULL, NULL);
+    memra_decode_row(MEMRA_FORMAT_F32, wf, 32, NULL);
+    memra_decode_row(MEMRA_FORMAT_F32, NULL, 32, xv);
+
     /* Sizes that would overflow are answered 0 (the documented "invalid"). */
     CHECK_INT_EQ(memra_format_row_bytes(MEMRA_FORMAT_F32, INT64_MAX), 0);
     CHECK(memra_format_row_bytes(MEMRA_FORMAT_F16, INT64_MAX - 1) == (uint64_t)(INT64_MAX - 1) * 2u); /* fits */
