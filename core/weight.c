@@ -460,12 +460,10 @@ memra_status memra_matmul_ex(memra_device *dev, memra_weight *w, const memra_mat
     memra__clear_error();
     if (dev == NULL || w == NULL || ma == NULL)
         return MEMRA__FAIL(MEMRA_STATUS_INVALID_ARGUMENT, "memra_matmul: NULL argument");
+    /* every member up to stream is in the first version of the struct: none is read past struct_size */
     if (ma->struct_size < offsetof(memra_matmul_args, stream) + sizeof ma->stream)
-        return MEMRA__FAIL(MEMRA_STATUS_INVALID_ARGUMENT, "memra_matmul_ex: args.struct_size %u is too small (%zu)",
-                           ma->struct_size, offsetof(memra_matmul_args, stream) + sizeof ma->stream);
-    if (!isfinite(ma->alpha))
-        return MEMRA__FAIL(MEMRA_STATUS_INVALID_ARGUMENT, "memra_matmul_ex(%s): alpha %g is not finite", w->name,
-                           (double)ma->alpha);
+        return MEMRA__FAIL(MEMRA_STATUS_INVALID_ARGUMENT, "memra_matmul(%s): args.struct_size %u is too small",
+                           w->name, ma->struct_size);
     if (ma->m <= 0 || ma->x == 0 || ma->y == 0)
         return MEMRA__FAIL(MEMRA_STATUS_INVALID_ARGUMENT, "memra_matmul(%s): m = %d, x = %s, y = %s", w->name, ma->m,
                            ma->x ? "set" : "NULL", ma->y ? "set" : "NULL");
@@ -474,6 +472,9 @@ memra_status memra_matmul_ex(memra_device *dev, memra_weight *w, const memra_mat
                            (long long)ma->ldy, (long long)w->out_f);
     if (ma->y_row_offset < 0)
         return MEMRA__FAIL(MEMRA_STATUS_INVALID_ARGUMENT, "memra_matmul(%s): negative row offset", w->name);
+    if (!isfinite(ma->alpha))
+        return MEMRA__FAIL(MEMRA_STATUS_INVALID_ARGUMENT, "memra_matmul(%s): alpha %g is not finite", w->name,
+                           (double)ma->alpha);
     memra_status st = memra_weight_prepare(w, dev);
     if (st != MEMRA_STATUS_OK) return st;
     weight_dev *wd = &w->dev[dev->index];
