@@ -137,10 +137,15 @@ memra_status memra__trial_run(const memra_runtime *rt, int module_fd, const char
         close(hfd);
         return MEMRA_STATUS_MODULE_ERROR;
     }
-    /* Descriptors above 10, so dup2 onto 3 and 4 never meets itself. */
+    /* Every descriptor the child uses above 10, so the dup2 onto 3 and 4
+     * neither meets itself nor replaces the helper's own descriptor, which
+     * the exec names. */
     int mfd = fcntl(module_fd, F_DUPFD_CLOEXEC, 10);
     int wfd = fcntl(pfd[1], F_DUPFD_CLOEXEC, 10);
+    int xfd = fcntl(hfd, F_DUPFD_CLOEXEC, 10);
     close(pfd[1]);
+    close(hfd);
+    hfd = xfd;
     char exe[64];
     snprintf(exe, sizeof exe, "/proc/self/fd/%d", hfd);
 
@@ -180,12 +185,12 @@ memra_status memra__trial_run(const memra_runtime *rt, int module_fd, const char
     posix_spawnattr_setsigdefault(&at, &all);
     posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
     pid_t pid = -1;
-    int se = mfd < 0 || wfd < 0 ? EMFILE : posix_spawn(&pid, exe, &fa, &at, argv, environ);
+    int se = mfd < 0 || wfd < 0 || hfd < 0 ? EMFILE : posix_spawn(&pid, exe, &fa, &at, argv, environ);
     posix_spawn_file_actions_destroy(&fa);
     posix_spawnattr_destroy(&at);
     if (mfd >= 0) close(mfd);
     if (wfd >= 0) close(wfd);
-    close(hfd);
+    if (hfd >= 0) close(hfd);
     if (se != 0) {
         close(pfd[0]);
         snprintf(why, why_len, "trial helper %s could not be started: %s; module not loaded", real, strerror(se));
