@@ -450,6 +450,18 @@ static void case_crash(void)
     /* The lowest descriptors free, so memra's own (the module's, the helper's)
      * land on 3 and 4, the numbers the helper is handed its files under. */
     for (int fd = 3; fd < 10; fd++) close(fd);
+    /* Whatever numbers memra's own descriptors get (shifted here by 0..5
+     * descriptors held open, in a runtime holding none of its own), the
+     * helper runs and the good module loads. */
+    memra_runtime *rt0 = open_path(NULL);
+    for (int k = 0; k < 6; k++) {
+        int extra[6];
+        for (int j = 0; j < k; j++) CHECK((extra[j] = dup(0)) >= 0);
+        CHECK_OK(memra_module_load(rt0, g_good));
+        CHECK_OK(memra_module_unload(rt0, "testgood"));
+        for (int j = 0; j < k; j++) close(extra[j]);
+    }
+    memra_close(rt0);
     /* The crashers in a folder of their own, beside a good module. */
     const char *dir = tmpdir();
     const char *names[] = {"testcrashctor.so", "testcrashentry.so", "testcrashscore.so"};
