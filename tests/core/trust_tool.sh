@@ -9,6 +9,9 @@
 #                 within a second
 #   info_cache_ww a cache root anyone may write: `memra info` says why the
 #                 disk cache is off
+#   cublaslt_env  MEMRA_CUBLASLT_LIBRARY relative, then in a world-writable
+#                 folder: a module's host->library_open("cublasLt") gets NULL
+#                 and the reason is logged (HOSTILE_DIR/../libopen)
 memra="$1"
 case_="$2"
 hostile="$3"
@@ -58,6 +61,19 @@ info_cache_ww)
     cat "$tmp/out"
     [ $rc -eq 0 ] || fail "memra info exit $rc, want 0"
     grep -q "disk cache off.*writable by others" "$tmp/out" || fail "memra info does not say why the cache is off"
+    ;;
+cublaslt_env)
+    mods="$hostile/../libopen"
+    MEMRA_CUBLASLT_LIBRARY=libcublasLt.so.13 MEMRA_MODULE_PATH="$mods" "$memra" info >"$tmp/out" 2>&1
+    rc=$?
+    cat "$tmp/out"
+    [ $rc -eq 0 ] || fail "memra info exit $rc, want 0"
+    grep -q "MEMRA_CUBLASLT_LIBRARY=libcublasLt.so.13 is a relative path: refused" "$tmp/out" || fail "no refusal of the relative path"
+    grep -q "library_open(cublasLt) returned NULL" "$tmp/out" || fail "the module got a library"
+    mkdir -m 0777 "$tmp/ww" && chmod 0777 "$tmp/ww" && cp "$mods/testlibopen.so" "$tmp/ww/libcublasLt.so.13" || exit 1
+    MEMRA_CUBLASLT_LIBRARY="$tmp/ww/libcublasLt.so.13" MEMRA_MODULE_PATH="$mods" "$memra" info >"$tmp/out" 2>&1
+    cat "$tmp/out"
+    grep -q "MEMRA_CUBLASLT_LIBRARY=.*refused: $tmp/ww is writable by anyone" "$tmp/out" || fail "no refusal of the unsafe path"
     ;;
 *) fail "unknown case $case_" ;;
 esac

@@ -21,6 +21,8 @@
  *   HANGSCORE  a score that never returns
  *   NOOPS      a descriptor without an op table
  *   ALLNULL    an op table whose every member is NULL
+ *   LIBOPEN    "testlibopen": init asks host->library_open("cublasLt") and
+ *              fails when it gets NULL (MEMRA_CUBLASLT_LIBRARY checks)
  *   EVIL       "testevil": a constructor that creates the file named by
  *              MEMRA_TEST_MARKER (proof that it ran); otherwise like GOOD
  */
@@ -86,6 +88,10 @@ static memra_status init(const memra_host_services *host, const memra_device_cap
 #if defined(INITFAIL)
     return host->set_error(MEMRA_STATUS_MODULE_ERROR, "testinitfail: refusing on purpose");
 #else
+#if defined(LIBOPEN)
+    if (host->library_open("cublasLt") == NULL)
+        return host->set_error(MEMRA_STATUS_MODULE_ERROR, "testlibopen: library_open(cublasLt) returned NULL");
+#endif
     ctx *c = calloc(1, sizeof *c);
     if (c == NULL) return MEMRA_STATUS_OUT_OF_MEMORY;
     c->host = host;
