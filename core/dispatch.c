@@ -1,4 +1,5 @@
 /* Dispatch: op names, the ledger, one lane invocation, and direct module calls. */
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -84,7 +85,10 @@ typedef struct ledger_copy {
 
 void memra_ledger_visit(const memra_runtime *rt, void (*fn)(const memra_ledger_row *row, void *user), void *user)
 {
-    if (rt == NULL || fn == NULL) return;
+    if (rt == NULL || fn == NULL) {
+        MEMRA__FAIL(MEMRA_STATUS_INVALID_ARGUMENT, "memra_ledger_visit: %s is NULL", rt == NULL ? "rt" : "fn");
+        return;
+    }
     for (int d = 0; d < rt->n_devices; d++) {
         memra_device *dev = rt->devices[d];
         /* Copy under the lock, call back after it: a callback may call memra. */
@@ -286,6 +290,9 @@ memra_status memra_module_call(memra_device *dev, const char *module, memra_op o
     memra__clear_error();
     if (dev == NULL || module == NULL || args == NULL || (int)op < 0 || op >= MEMRA_OP_COUNT_)
         return MEMRA__FAIL(MEMRA_STATUS_INVALID_ARGUMENT, "memra_module_call: bad argument");
+    if (args->struct_size < offsetof(memra_op_args, decline_reason) + sizeof args->decline_reason)
+        return MEMRA__FAIL(MEMRA_STATUS_INVALID_ARGUMENT, "memra_module_call: args.struct_size %u is too small (%zu)",
+                           args->struct_size, offsetof(memra_op_args, decline_reason) + sizeof args->decline_reason);
     memra__snapshot *s = memra__snapshot_acquire(dev);
     const memra__lane *lane = NULL;
     memra__lane fallback;

@@ -75,6 +75,7 @@ uint64_t memra_format_row_bytes(memra_format format, int64_t cols)
     int64_t bv = memra_format_block_values(format);
     int64_t bb = memra_format_block_bytes(format);
     if (bv == 0 || cols < 0 || cols % bv != 0) return 0;
+    if ((uint64_t)(cols / bv) > UINT64_MAX / (uint64_t)bb) return 0; /* would wrap */
     return (uint64_t)(cols / bv) * (uint64_t)bb;
 }
 
@@ -204,6 +205,7 @@ int8_t memra__round_i8(float v, float lim)
 
 void memra_q8_0_encode(const float *x, uint8_t *block)
 {
+    if (x == NULL || block == NULL) return;
     float amax = 0.0f;
     for (int j = 0; j < MEMRA_QK8_0; j++) {
         float a = fabsf(x[j]);
@@ -295,7 +297,7 @@ void memra_decode_row(memra_format format, const void *src, int64_t n, float *ds
     const uint8_t *p = (const uint8_t *)src;
     const int64_t bv = memra_format_block_values(format);
     const int64_t bb = memra_format_block_bytes(format);
-    if (bv == 0 || n <= 0 || n % bv != 0) return;
+    if (bv == 0 || n <= 0 || n % bv != 0 || src == NULL || dst == NULL) return;
     for (int64_t blk = 0; blk < n / bv; blk++, p += bb, dst += bv) {
         switch (format) {
         case MEMRA_FORMAT_F32: memcpy(dst, p, 4); break;

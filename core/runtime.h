@@ -17,11 +17,22 @@
 
 typedef struct memra__jit memra__jit;
 
-/* One module the registry has seen (loaded or refused). Records live until
- * memra_close; the library itself is closed when `refs` drops to zero. */
+typedef struct memra__name {
+    struct memra__name *next;
+    char s[];
+} memra__name;
+
+/* One module the registry has seen (loaded or refused). The library is
+ * closed when `refs` (loaded + snapshots) drops to zero; the record itself is
+ * freed when `life` does: one for being listed in rt->mods, one while refs is
+ * above zero. A hot load of a path replaces the record of its earlier,
+ * refused or unloaded load, so load/unload cycles keep one record per path. */
 typedef struct memra__modrec {
     char *path;           /* file, or "(built-in)" */
     char *name;           /* descriptor name, or the file's base name if refused early */
+    const char *iname;    /* the descriptor name interned in rt (lives until memra_close), "" before */
+    int fd;               /* the descriptor the library was loaded from, -1 when none */
+    atomic_int life;
     char *version;
     char *reason;         /* "" when loaded */
     void *dl;             /* dlopen handle; NULL for built-in */
@@ -123,6 +134,7 @@ struct memra_runtime {
     pthread_mutex_t reg_lock; /* module list, loads, unloads, snapshot builds */
     int n_mods, cap_mods;
     memra__modrec **mods;
+    struct memra__name *names; /* interned module names (reg_lock), freed at close */
     uint64_t generation;
 };
 

@@ -1,6 +1,7 @@
 /* The host services handed to modules: logging, errors, the driver's entry
  * points, per-device scratch, library loading and the JIT service. */
 #include <dlfcn.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,6 +9,7 @@
 
 #include "core/error.h"
 #include "core/runtime.h"
+#include "core/trust.h"
 #include "jit/jit.h"
 
 /* ---- the driver, once per process --------------------------------------- */
@@ -194,8 +196,13 @@ void *memra__library_open(const char *which)
         if (strcmp(libs[i].which, which) != 0) continue;
         const char *e = getenv(libs[i].env);
         if (e != NULL && e[0] != '\0') {
-            void *h = dlopen(e, RTLD_NOW | RTLD_LOCAL);
-            if (h == NULL) memra__log(MEMRA_LOG_WARN, "core", "%s=%s: %s", libs[i].env, e, dlerror());
+            /* Absolute, checked and loaded by descriptor; the descriptor
+             * stays open while the process runs (the library is never closed
+             * by the core, and the loader knows it by that descriptor). */
+            char why[PATH_MAX + 512];
+            int fd = -1;
+            void *h = memra__trust_dlopen_env(libs[i].env, e, &fd, why, sizeof why);
+            if (h == NULL) memra__log(MEMRA_LOG_WARN, "core", "%s", why);
             return h;
         }
         const char *last = "";

@@ -503,6 +503,9 @@ memra_status memra_matmul_ex(memra_device *dev, memra_weight *w, const memra_mat
                            (long long)ma->ldy, (long long)w->out_f);
     if (ma->y_row_offset < 0)
         return MEMRA__FAIL(MEMRA_STATUS_INVALID_ARGUMENT, "memra_matmul(%s): negative row offset", w->name);
+    if (!isfinite(ma->alpha))
+        return MEMRA__FAIL(MEMRA_STATUS_INVALID_ARGUMENT, "memra_matmul(%s): alpha %g is not finite", w->name,
+                           (double)ma->alpha);
     memra_status st = memra_weight_prepare(w, dev);
     if (st != MEMRA_STATUS_OK) return st;
     weight_dev *wd = &w->dev[dev->index];

@@ -105,8 +105,11 @@ static void info_text(memra_runtime *rt)
     if (ji.disk_enabled)
         printf("  cache: %s, %llu entries, %.1f MiB (cap %.0f MiB)\n", ji.folder, (unsigned long long)ji.entries,
                (double)ji.bytes / (1 << 20), (double)ji.max_bytes / (1 << 20));
-    else
-        printf("  cache: disk cache off%s%s\n", ji.folder[0] ? " at " : "", ji.folder);
+    else {
+        char why[1024] = "";
+        memra_jit_disk_status(rt, why, sizeof why);
+        printf("  cache: disk cache off%s%s: %s\n", ji.folder[0] ? " at " : "", ji.folder, why);
+    }
 }
 
 static void info_json(memra_runtime *rt, FILE *f)

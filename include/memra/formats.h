@@ -60,10 +60,12 @@ uint8_t memra_e4m3_encode(float f);
 static inline int memra_e4m3_is_nan(uint8_t code) { return (code & 0x7F) == 0x7F; }
 
 /* Q8_0 encode of 32 values: d = amax/127 (stored as f16), q = round(x / d)
- * with the reciprocal of the f32 d, ties away from zero (roundf), clamped. */
+ * with the reciprocal of the f32 d, ties away from zero (roundf), clamped.
+ * A NULL x or block: nothing is written. */
 void memra_q8_0_encode(const float *x, uint8_t *block);
 
-/* Decode `n` values (a multiple of the format's block) of one row. */
+/* Decode `n` values (a multiple of the format's block) of one row. Nothing is
+ * written when n is not such a multiple, the format unknown, or src/dst NULL. */
 void memra_decode_row(memra_format format, const void *src, int64_t n, float *dst);
 
 /* Fill a block-128 FP8 scale grid shape. */

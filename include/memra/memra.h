@@ -83,7 +83,10 @@ memra_device *memra_device_get(const memra_runtime *rt, int index);
 /* The host device (always present). */
 memra_device *memra_device_host(const memra_runtime *rt);
 const memra_device_caps *memra_device_caps_get(const memra_device *dev);
-/* Comma-separated names of MEMRA_CAP_* bits ("wgmma,lt-fp8-blk128,...") into buf. */
+/* Comma-separated names of MEMRA_CAP_* bits ("wgmma,lt-fp8-blk128,...") into buf
+ * (len bytes, NUL-terminated, truncated at a name). len 0: nothing written; a
+ * NULL buf with len > 0 writes nothing and sets INVALID_ARGUMENT in
+ * memra_last_error(). */
 void memra_caps_describe(uint64_t caps, char *buf, size_t len);
 /* Wait for all work on the device's streams. */
 memra_status memra_device_synchronize(memra_device *dev);
@@ -108,8 +111,13 @@ memra_status memra_module_info_get(const memra_runtime *rt, int index, memra_mod
 const char *memra_module_device_note(const memra_runtime *rt, int index, const memra_device *dev);
 
 /* Load one more module file into the running process (hot-add). The same
- * safety rules apply as for the search path. Publishes new routing
- * snapshots; calls in flight finish on the old ones. */
+ * safety rules apply as for the search path (docs/ARCHITECTURE.md, "Trust"),
+ * the trial load included (MEMRA_MODULE_TRIAL=0 turns it off). Publishes new
+ * routing snapshots; calls in flight finish on the old ones. A later load of
+ * the same path replaces the record of a refused or unloaded one.
+ * OK; INVALID_ARGUMENT (NULL, relative, longer than PATH_MAX); NOT_FOUND;
+ * MODULE_ERROR (refused: memra_last_error() has the reason, e.g. "crashed
+ * in score: SIGSEGV"); OUT_OF_MEMORY. */
 memra_status memra_module_load(memra_runtime *rt, const char *path);
 /* Withdraw a module by name: new snapshots without it are published, and the
  * library is closed when the last snapshot referencing it is released. */
@@ -119,7 +127,10 @@ memra_status memra_module_unload(memra_runtime *rt, const char *name);
 memra_status memra_routing_configure(memra_runtime *rt, const char *prefer, const char *disable);
 
 /* The modules serving `op` on `dev`, in dispatch order. Writes up to `cap`
- * names (valid until memra_close) and returns how many there are. */
+ * names (valid until memra_close, also after the module is unloaded) and
+ * returns how many there are. names may be NULL only with cap 0 (a count
+ * query); NULL names with cap > 0, or cap < 0, return -1 with
+ * INVALID_ARGUMENT in memra_last_error(). 0 when dev is NULL or op unknown. */
 int memra_routing_get(memra_device *dev, memra_op op, const char **names, int cap);
 /* Score of module `name` on `dev`, 0 when it is not admitted there. */
 int memra_module_score(memra_device *dev, const char *name);
@@ -147,6 +158,7 @@ typedef struct memra_op_args {
 
 /* Run one op on a named module, bypassing the routing (checks, benchmarks,
  * races between two modules). Counted in the ledger like a dispatch.
+ * args->struct_size must be sizeof(memra_op_args) (smaller: INVALID_ARGUMENT).
  * NOT_FOUND when the module is not admitted on dev or lacks the op;
  * DECLINED with args->decline_reason set when the lane declines. */
 memra_status memra_module_call(memra_device *dev, const char *module, memra_op op, memra_op_args *args);
@@ -299,6 +311,8 @@ typedef struct memra_matmul_args {
 /* y = x . W^T through the lane policy (falls through on DECLINED). */
 memra_status memra_matmul(memra_device *dev, memra_weight *w, memra_dptr x, int32_t m, memra_dptr y,
                           memra_stream_t stream);
+/* args->struct_size must cover every member up to `stream` (0 or smaller:
+ * INVALID_ARGUMENT); a non-finite alpha is INVALID_ARGUMENT. */
 memra_status memra_matmul_ex(memra_device *dev, memra_weight *w, const memra_matmul_args *args);
 
 /* ---- the JIT cache --------------------------------------------------------- */
@@ -315,6 +329,14 @@ typedef struct memra_jit_info {
 
 /* Cache place and size, NVRTC availability. Strings owned by rt. */
 memra_status memra_jit_info_get(memra_runtime *rt, memra_jit_info *out);
+
+/* Whether the disk cache is usable now, in words: "ok", "ok (created at the
+ * first write)", "off (MEMRA_JIT_CACHE=0)", or why it is not trusted ("<root>
+ * is writable by others (mode 777)", "... belongs to uid 1000, not the
+ * current user"). Creates nothing. Writes a
+ * NUL-terminated sentence into buf (truncated to len). Thread-safe.
+ * OK, or INVALID_ARGUMENT (rt or buf NULL, len 0). */
+memra_status memra_jit_disk_status(memra_runtime *rt, char *buf, size_t len);
 
 typedef struct memra_jit_entry_info {
     char key_hex[65];

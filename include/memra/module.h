@@ -306,8 +306,11 @@ _Static_assert(offsetof(memra_host_services, abi_version) == 0, "abi_version fir
  * of 512 (4 records of 128); record (kb, t) lives at index kb * m + t. */
 static inline uint64_t memra_q8_1_bytes(int64_t m, int64_t k)
 {
-    int64_t kpad = (k + 511) / 512 * 512;
-    return (uint64_t)(kpad / 128) * (uint64_t)m * 144u;
+    /* 0 for a negative size or one whose byte count does not fit 64 bits. */
+    if (m < 0 || k < 0) return 0;
+    uint64_t recs = ((uint64_t)k + 511u) / 512u * 4u;
+    if (m != 0 && recs > UINT64_MAX / 144u / (uint64_t)m) return 0;
+    return recs * (uint64_t)m * 144u;
 }
 
 /* Bytes of the Q8_0 record layout of a [rows x cols] Q8_0 weight (cols a
@@ -320,7 +323,11 @@ static inline uint64_t memra_q8_1_bytes(int64_t m, int64_t k)
  * never are. */
 static inline uint64_t memra_q8_0r_bytes(int64_t rows, int64_t cols)
 {
-    return (uint64_t)((cols + 127) / 128) * (uint64_t)rows * 144u;
+    /* 0 for a negative size or one whose byte count does not fit 64 bits. */
+    if (rows < 0 || cols < 0) return 0;
+    uint64_t recs = ((uint64_t)cols + 127u) / 128u;
+    if (rows != 0 && recs > UINT64_MAX / 144u / (uint64_t)rows) return 0;
+    return recs * (uint64_t)rows * 144u;
 }
 
 #ifdef __cplusplus
