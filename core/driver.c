@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/config.h"
 #include "core/error.h"
 
 /* cuGetProcAddress as exported since CUDA 12.0 (cuGetProcAddress_v2) and before. */
@@ -40,7 +41,7 @@ static void *resolve(const memra__driver *drv, get_proc_v2_fn v2, get_proc_v1_fn
 memra_status memra__driver_open(memra__driver *drv, char *why, size_t why_len)
 {
     memset(drv, 0, sizeof *drv);
-    const char *override = getenv("MEMRA_CUDA_DRIVER");
+    const char *override = memra__env("MEMRA_CUDA_DRIVER");
     const char *tried = NULL;
     char dlerr[512] = "";
     if (override != NULL && override[0] != '\0') {

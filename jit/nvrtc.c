@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/config.h"
 #include "core/error.h"
 
 static const char *const k_names[] = {"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so"};
@@ -33,7 +34,7 @@ static memra_status nvrtc_open(memra__nvrtc *nv)
     char tried[768] = "";
     char path[sizeof nv->path] = "";
     void *lib = NULL;
-    const char *env = getenv("MEMRA_NVRTC_LIBRARY");
+    const char *env = memra__env("MEMRA_NVRTC_LIBRARY");
     if (env != NULL && env[0] != '\0') {
         lib = try_open(env, tried, sizeof tried);
         if (lib != NULL) snprintf(path, sizeof path, "%s", env);
