@@ -25,6 +25,44 @@ int memra_tool_version(void)
     return 0;
 }
 
+/* The effective configuration: every knob with its value and source, then
+ * the configuration's warnings. */
+static void info_config_text(memra_runtime *rt)
+{
+    printf("\nconfiguration (value, source):\n");
+    for (int i = 0; i < memra_config_count(rt); i++) {
+        memra_config_entry e;
+        if (memra_config_entry_get(rt, i, &e) != MEMRA_STATUS_OK) continue;
+        printf("  %-27s %-24s %-11s %s%s\n", e.name, e.value[0] ? e.value : "(none)", e.source, e.known ? "" : "UNKNOWN: ",
+               e.known ? e.owner : e.help);
+    }
+    for (int i = 0; i < memra_config_warning_count(rt); i++) printf("  warning: %s\n", memra_config_warning(rt, i));
+}
+
+static void info_config_json(memra_runtime *rt, FILE *f)
+{
+    fprintf(f, ",\"config\":[");
+    for (int i = 0; i < memra_config_count(rt); i++) {
+        memra_config_entry e;
+        if (memra_config_entry_get(rt, i, &e) != MEMRA_STATUS_OK) continue;
+        fprintf(f, "%s{\"name\":", i ? "," : "");
+        tool_json_str(f, e.name);
+        fprintf(f, ",\"value\":");
+        tool_json_str(f, e.value);
+        fprintf(f, ",\"source\":");
+        tool_json_str(f, e.source);
+        fprintf(f, ",\"owner\":");
+        tool_json_str(f, e.owner);
+        fprintf(f, ",\"known\":%s}", e.known ? "true" : "false");
+    }
+    fprintf(f, "],\"config_warnings\":[");
+    for (int i = 0; i < memra_config_warning_count(rt); i++) {
+        if (i) fputc(',', f);
+        tool_json_str(f, memra_config_warning(rt, i));
+    }
+    fprintf(f, "]");
+}
+
 static void info_text(memra_runtime *rt)
 {
     printf("memra %s, module ABI v%u\n", memra_version(), MEMRA_MODULE_ABI_VERSION);
@@ -84,6 +122,7 @@ static void info_text(memra_runtime *rt)
                (double)ji.bytes / (1 << 20), (double)ji.max_bytes / (1 << 20));
     else
         printf("  cache: disk cache off%s%s\n", ji.folder[0] ? " at " : "", ji.folder);
+    info_config_text(rt);
 }
 
 static void info_json(memra_runtime *rt)
@@ -145,7 +184,9 @@ static void info_json(memra_runtime *rt)
     fprintf(f, ",\"nvrtc\":\"%d.%d\",\"disk_enabled\":%s,\"folder\":", ji.nvrtc_major, ji.nvrtc_minor,
             ji.disk_enabled ? "true" : "false");
     tool_json_str(f, ji.folder);
-    fprintf(f, ",\"entries\":%llu,\"bytes\":%llu}}\n", (unsigned long long)ji.entries, (unsigned long long)ji.bytes);
+    fprintf(f, ",\"entries\":%llu,\"bytes\":%llu}", (unsigned long long)ji.entries, (unsigned long long)ji.bytes);
+    info_config_json(rt, f);
+    fprintf(f, "}\n");
 }
 
 int memra_tool_info(int argc, char **argv)
@@ -155,7 +196,8 @@ int memra_tool_info(int argc, char **argv)
         if (strcmp(argv[i], "--json") == 0) json = 1;
         else if (strcmp(argv[i], "--help") == 0) {
             printf("usage: memra info [--json]\n  devices, profiles, capabilities, modules loaded and refused "
-                   "(with reasons), each device's op routing, the JIT cache.\n");
+                   "(with reasons), each device's op routing, the JIT cache, the effective configuration (each knob with\n"
+                   "  its source: default, environment or option) and its warnings.\n");
             return 0;
         } else {
             fprintf(stderr, "memra info: unknown option '%s'\n", argv[i]);

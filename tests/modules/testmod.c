@@ -15,6 +15,7 @@
  *             functions that fail loudly if the core ever calls them
  *   Q8RDECLINE "testq8r": gemm_q8_0r that declines every call (score 20 on host)
  */
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdlib.h>
 
@@ -26,7 +27,7 @@
 
 typedef struct ctx {
     const memra_host_services *host;
-    long calls;
+    atomic_long calls; /* ops may run on many threads at once */
 } ctx;
 
 static int score(const memra_device_caps *caps)
@@ -68,7 +69,7 @@ static memra_status op_scale(memra_call *call, memra_dptr y, int64_t n, float s)
 #endif
     float *p = (float *)(uintptr_t)y;
     for (int64_t i = 0; i < n; i++) p[i] *= s;
-    c->calls++;
+    atomic_fetch_add(&c->calls, 1);
 #if defined(NFOUND)
     return c->host->set_error(MEMRA_STATUS_NOT_FOUND, "testnf: a module error that happens to be NOT_FOUND");
 #else
