@@ -189,7 +189,7 @@ const char *memra__config_lookup(const memra__config *cfg, const char *name)
 {
     if (cfg == NULL || name == NULL) return NULL;
     int k = knob_find(name, strlen(name));
-    if (k >= 0) return cfg->value[k];
+    if (k >= 0) return __atomic_load_n(&cfg->value[k], __ATOMIC_ACQUIRE);
     for (int i = 0; i < cfg->n_extra; i++)
         if (strcmp(cfg->extra_name[i], name) == 0) return cfg->extra_value[i];
     return NULL;
@@ -254,9 +254,35 @@ memra_status memra__config_parse(memra__config *cfg, const memra_options *opts)
     return MEMRA_STATUS_OK;
 }
 
+memra_status memra__config_set(memra__config *cfg, const char *name, const char *value)
+{
+    const int k = name ? knob_find(name, strlen(name)) : -1;
+    if (k < 0) return MEMRA__FAIL(MEMRA_STATUS_NOT_FOUND, "memra_config_set: '%s' is no knob", name ? name : "(null)");
+    const char *owner = k_knobs[k].owner;
+    if (strcmp(owner, "core") == 0 || strcmp(owner, "jit") == 0 || strcmp(owner, "memra check") == 0 ||
+        strcmp(owner, "tests") == 0)
+        return MEMRA__FAIL(MEMRA_STATUS_NOT_SUPPORTED,
+                           "memra_config_set: %s is read once at memra_open (set it in memra_options.settings%s)", name,
+                           k == MEMRA__KNOB_F16_BUDGET_MB ? ", or per device with memra_device_f16_budget_set" : "");
+    if (value != NULL) {
+        memra_status st = knob_check(k, value, "memra_config_set");
+        if (st != MEMRA_STATUS_OK) return st;
+    }
+    if (cfg->n_old == (int)(sizeof cfg->old / sizeof cfg->old[0]))
+        return MEMRA__FAIL(MEMRA_STATUS_OUT_OF_MEMORY, "memra_config_set: more than %d changes",
+                           (int)(sizeof cfg->old / sizeof cfg->old[0]));
+    char *c = value ? strdup(value) : NULL;
+    if (value != NULL && c == NULL) return MEMRA__FAIL(MEMRA_STATUS_OUT_OF_MEMORY, "memra_config_set: out of memory");
+    if (cfg->value[k] != NULL) cfg->old[cfg->n_old++] = cfg->value[k];
+    __atomic_store_n(&cfg->value[k], c, __ATOMIC_RELEASE);
+    cfg->source[k] = c ? 2 : 0;
+    return MEMRA_STATUS_OK;
+}
+
 void memra__config_free(memra__config *cfg)
 {
     if (cfg == NULL) return;
+    for (int i = 0; i < cfg->n_old; i++) free(cfg->old[i]);
     for (int i = 0; i < MEMRA__KNOB_COUNT; i++) free(cfg->value[i]);
     for (int i = 0; i < cfg->n_extra; i++) {
         free(cfg->extra_name[i]);

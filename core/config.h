@@ -66,6 +66,9 @@ typedef struct memra__config {
     int extra_source[MEMRA__CONFIG_MAX_EXTRA];
     int n_warn;
     char *warn[MEMRA__CONFIG_MAX_WARN];
+    /* values replaced by memra_config_set, freed at close (readers may hold them) */
+    int n_old;
+    char *old[64];
     /* parsed */
     int log_level;
     int64_t f16_budget_mb; /* -1: the profile's */
@@ -76,6 +79,9 @@ typedef struct memra__config {
  * INVALID_ARGUMENT naming the variable and the value on any bad value. */
 memra_status memra__config_parse(memra__config *cfg, const memra_options *opts);
 void memra__config_free(memra__config *cfg);
+/* memra_config_set: a module knob's new value (NULL: back to its default),
+ * for modules initialised afterwards. Caller serialises (the registry lock). */
+memra_status memra__config_set(memra__config *cfg, const char *name, const char *value);
 /* Row k of the table (k < MEMRA__KNOB_COUNT). */
 void memra__knob_info(int k, const char **name, const char **def, const char **owner, const char **help);
 /* Effective text of a knob, NULL when at its default. */

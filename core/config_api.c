@@ -44,6 +44,15 @@ const char *memra_config_value(const memra_runtime *rt, const char *name)
     return rt ? memra__config_lookup(&rt->cfg, name) : NULL;
 }
 
+memra_status memra_config_set(memra_runtime *rt, const char *name, const char *value)
+{
+    if (rt == NULL) return MEMRA__FAIL(MEMRA_STATUS_INVALID_ARGUMENT, "memra_config_set: NULL runtime");
+    pthread_mutex_lock(&rt->reg_lock);
+    memra_status st = memra__config_set(&rt->cfg, name, value);
+    pthread_mutex_unlock(&rt->reg_lock);
+    return st;
+}
+
 int memra_config_warning_count(const memra_runtime *rt) { return rt ? rt->cfg.n_warn : 0; }
 
 const char *memra_config_warning(const memra_runtime *rt, int index)

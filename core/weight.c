@@ -652,15 +652,14 @@ memra_status memra_stream_reserve(memra_device *dev, memra_stream_t stream, memr
         CUresult r = drv->cuMemsetD8Async(x, 0, (size_t)m_max * (size_t)in_max * 4u, (CUstream)stream);
         if (r != MEMRA__CUDA_SUCCESS) st = MEMRA__CU_FAIL(drv, r, "cuMemsetD8Async (memra_stream_reserve)");
     }
-    /* The largest m first, then every power of two below: a lane's plan (split-k,
-     * padding) can ask more scratch at a smaller m than at m_max. */
+    /* A lane's plan (split-k slices, padding) can ask more scratch at a smaller
+     * m than at m_max, so the calls run at m_max, at every m up to 256, and
+     * above 256 at steps of 1/32 of m (plans change slowly there). */
     for (int i = 0; i < n_weights && st == MEMRA_STATUS_OK; i++) {
         for (int32_t m = m_max; m >= 1 && st == MEMRA_STATUS_OK;) {
             memra_matmul_args a = {.struct_size = sizeof a, .x = x, .m = m, .y = y, .alpha = 1.0f, .stream = stream};
             st = memra_matmul_ex(dev, weights[i], &a);
-            int32_t next = 1;
-            while (next * 2 < m) next *= 2;
-            m = (m == 1) ? 0 : next;
+            m = m > 256 ? (m - m / 32 > 256 ? m - m / 32 : 256) : m - 1;
         }
     }
     if (st == MEMRA_STATUS_OK) {

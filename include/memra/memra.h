@@ -130,6 +130,15 @@ int memra_config_count(const memra_runtime *rt);
 memra_status memra_config_entry_get(const memra_runtime *rt, int index, memra_config_entry *out);
 /* The effective value of `name` when set (option or environment), else NULL. */
 const char *memra_config_value(const memra_runtime *rt, const char *name);
+/* Change a module knob (a row whose owner is a module: MEMRA_MMQ_BM,
+ * MEMRA_FP8_QUANT, ...) after memra_open; NULL value: back to its default.
+ * Modules read knobs at init, so the value applies to modules initialised
+ * afterwards (memra_module_load, e.g. after memra_module_unload); calls of a
+ * module already running keep what it read. Knobs of the core and the JIT are
+ * read once at memra_open: NOT_SUPPORTED (the f16 budget has
+ * memra_device_f16_budget_set). NOT_FOUND for an unknown name,
+ * INVALID_ARGUMENT for a bad value. Thread-safe. */
+memra_status memra_config_set(memra_runtime *rt, const char *name, const char *value);
 /* Warnings of the configuration (unknown variables, prefer/disable naming a
  * module that is not loaded), in order; strings owned by rt. */
 int memra_config_warning_count(const memra_runtime *rt);
@@ -156,10 +165,12 @@ memra_status memra_device_f16_budget_set(memra_device *dev, uint64_t mb);
 
 /* Reserve scratch for CUDA graph capture on `stream`: the stream gets its own
  * scratch arena (never handed to another stream from then on), sized by
- * running each weight once on the stream at m = m_max and at every power of
- * two below it (outputs to a temporary buffer), then waiting for the stream.
- * Afterwards calls captured on that stream with those weights and m <= m_max
- * allocate nothing. A call captured on a stream without enough reserved
+ * running each weight on the stream at m = m_max, at every m up to 256 and at
+ * steps of 1/32 of m above (zero inputs, a temporary output), then waiting for
+ * the stream. Afterwards calls captured on that stream with those weights and
+ * m <= m_max allocate nothing (above m = 256, a lane whose plan at an m between
+ * two steps wanted more fails as below, never silently). A call captured on a
+ * stream without enough reserved
  * scratch fails with NOT_SUPPORTED naming this function. Not an op: it
  * allocates and waits, so call it before the capture begins. The arena is
  * the stream's and its graphs': replay them on that stream (or ordered with
