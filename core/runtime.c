@@ -186,11 +186,17 @@ memra_status memra_open(const memra_options *opts, memra_runtime **out_rt)
     rt->disable = dup_or_null(memra__config_str(&rt->cfg, MEMRA__KNOB_DISABLE));
     rt->opts.module_path = rt->opts.force_arch = rt->opts.prefer = rt->opts.disable = NULL;
     if (MEMRA_HAS_MEMBER(&rt->opts, memra_options, settings)) rt->opts.settings = NULL;
-    if (memra__routing_validate(rt->prefer, rt->disable) != MEMRA_STATUS_OK) {
-        char msg[600];
-        snprintf(msg, sizeof msg, "%s", memra_last_error());
-        st = MEMRA__FAIL(MEMRA_STATUS_INVALID_ARGUMENT, "MEMRA_PREFER / MEMRA_DISABLE: %s", msg);
-        goto fail;
+    static const char *const src[] = {"default", "environment", "option"};
+    for (int i = 0; i < 2; i++) {
+        const memra__knob k = i == 0 ? MEMRA__KNOB_PREFER : MEMRA__KNOB_DISABLE;
+        const char *v = i == 0 ? rt->prefer : rt->disable;
+        if (memra__routing_validate(i == 0 ? v : NULL, i == 0 ? NULL : v) != MEMRA_STATUS_OK) {
+            char msg[600];
+            snprintf(msg, sizeof msg, "%s", memra_last_error());
+            st = MEMRA__FAIL(MEMRA_STATUS_INVALID_ARGUMENT, "%s=%s (%s): %s", i == 0 ? "MEMRA_PREFER" : "MEMRA_DISABLE",
+                             v, src[rt->cfg.source[k]], msg);
+            goto fail;
+        }
     }
 
     if (rt->opts.no_cuda) {
