@@ -81,6 +81,7 @@ typedef struct memra__arena {
     struct memra__arena *next;
     int in_use;
     int pinned; /* belongs to `stream` for good (reserved, or used in a capture) */
+    int captured; /* a graph may hold its blocks' addresses: none is freed before memra_close */
     memra_stream_t stream;
     CUevent event;
     int recorded;

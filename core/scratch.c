@@ -18,7 +18,9 @@
  * stream where the driver has them (the old block freed in stream order),
  * else cuMemAlloc and the old block freed once the arena's next event has
  * completed. During capture nothing is allocated: a block too small fails with
- * NOT_SUPPORTED naming memra_stream_reserve. No op synchronises the host or
+ * NOT_SUPPORTED naming memra_stream_reserve. An arena a capture used may be
+ * read by its graphs at any later time: its blocks, when they grow afterwards,
+ * are kept until memra_close. No op synchronises the host or
  * the context here.
  * The host device: the same pool without events (host ops complete before
  * they return), so every concurrent call has its own arena.
@@ -170,7 +172,8 @@ static memra_status arena_take(scope *s)
     }
     if (st == MEMRA_STATUS_OK) {
         pick->in_use = 1;
-        if (pick->n_retired > 0 && event_done(dev, pick)) retired_free(dev, pick);
+        if (s->capturing) pick->captured = 1;
+        if (pick->n_retired > 0 && !pick->captured && event_done(dev, pick)) retired_free(dev, pick);
         pick->stream = s->stream;
         s->arena = pick;
     }
@@ -273,7 +276,11 @@ memra_status memra__scratch_get(memra_device *dev, memra_stream_t stream, const 
                     /* Earlier readers ran on this stream or have completed (the
                      * arena's rule): a stream-ordered free is safe; without
                      * one, free after the next event of the arena completes. */
-                    if (b->async) {
+                    if (a->captured) {
+                        /* a graph captured from this arena may still read it */
+                        if (a->n_retired < MEMRA__ARENA_BLOCKS) a->retired[a->n_retired++] = *b;
+                        else memra__log(MEMRA_LOG_WARN, "scratch", "'%s': too many retired blocks; one is leaked", key);
+                    } else if (b->async) {
                         dev->cu_free_async(b->ptr, (CUstream)s->stream);
                     } else if (a->n_retired < MEMRA__ARENA_BLOCKS) {
                         a->retired[a->n_retired++] = *b;

@@ -28,9 +28,20 @@
  *  - never abort, never exit.
  *  - the core makes the device's primary context current (caps->cu_context)
  *    around init, fini and every op; a module may rely on it.
+ *  - ops run concurrently: several threads may call any op of one module on
+ *    one device at once, on one stream or many, with the same module_ctx.
+ *    Keep per-call state on the stack or in scratch (host->scratch_get, which
+ *    gives each call memory no concurrent call on another stream shares);
+ *    state in the ctx is read-only after init, or atomic / locked.
+ *  - knobs (MEMRA_* settings) are read at init through host->knob, never
+ *    with getenv and never per call.
  *
  * Interfaces grow at the end: new members are appended and read only when the
- * struct_size the other side reports covers them (MEMRA_HAS_MEMBER).
+ * struct_size the other side reports covers them (MEMRA_HAS_MEMBER). The ABI
+ * version changes only when a member changes meaning or place; appended
+ * members (host services' scratch_get and knob) do not change it, so a module
+ * that uses them checks MEMRA_HAS_MEMBER(host, memra_host_services, ...) for
+ * an older core.
  */
 #ifndef MEMRA_MODULE_H
 #define MEMRA_MODULE_H

@@ -205,7 +205,7 @@ out:
 static memra_status quant_fused(memra__gpu *gpu, memra_call *call, memra_dptr x, long long n, float w_scale,
                                 memra_dptr scales, memra_dptr q)
 {
-    unsigned fb = gpu->fused_blocks;
+    unsigned fb = __atomic_load_n(&gpu->fused_blocks, __ATOMIC_RELAXED); /* another thread may zero it */
     if (fb == 0 || n % 4 != 0 || !aligned(x, 16) || !aligned(q, 4)) return MEMRA_STATUS_DECLINED;
     if (gpu->fp8_quant == MEMRA__FP8Q_FUSED_NOCAPTURE) {
         int cs = MEMRA__CU_STREAM_CAPTURE_STATUS_NONE;
@@ -230,7 +230,7 @@ static memra_status quant_fused(memra__gpu *gpu, memra_call *call, memra_dptr x,
      * from now on. Nothing was enqueued. */
     gpu->host->log(MEMRA_LOG_WARN, gpu->name, "cooperative launch of memra_k_quant_e4m3_fused (%u blocks) failed (%d): "
                    "gemm_fp8 quantises in two passes from now on", grid, (int)r);
-    gpu->fused_blocks = 0;
+    __atomic_store_n(&gpu->fused_blocks, 0u, __ATOMIC_RELAXED);
     return MEMRA_STATUS_DECLINED;
 }
 
@@ -248,7 +248,8 @@ memra_status memra__gpu_gemm_fp8(memra_call *call, const memra_gemm_args *a)
     int n_partial = (int)memra__gpu_blocks(gpu, n, 256 * 16); /* blocks of the amax pass, one partial each */
     if (n_partial > 1024) n_partial = 1024;
     /* partials: the two-pass amax blocks or the fused kernel's blocks */
-    const uint64_t n_slots = (uint64_t)n_partial > gpu->fused_blocks ? (uint64_t)n_partial : gpu->fused_blocks;
+    const uint64_t fused = __atomic_load_n(&gpu->fused_blocks, __ATOMIC_RELAXED);
+    const uint64_t n_slots = (uint64_t)n_partial > fused ? (uint64_t)n_partial : fused;
     memra_dptr x = a->x;
     float w_scale = a->w_scale;
     memra__lt_gemm g = {.lane = MEMRA__LT_FP8, .m = a->m, .n = a->n, .k = a->k, .a = a->w,
