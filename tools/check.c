@@ -1139,7 +1139,6 @@ int memra_tool_check(int argc, char **argv)
         }
     }
     if (!have_seed) seed = tool_clock_seed();
-    const char *inj = getenv("MEMRA_CHECK_INJECT_FAULT");
 
     memra_runtime *rt;
     if (memra_tool_open(&rt) != MEMRA_STATUS_OK) return 1;
@@ -1166,6 +1165,7 @@ int memra_tool_check(int argc, char **argv)
     c.rt = rt;
     c.host = memra_device_host(rt);
     c.quick = quick;
+    const char *inj = memra_config_value(rt, "MEMRA_CHECK_INJECT_FAULT"); /* read at memra_open */
     c.inject = inj != NULL && strcmp(inj, "0") != 0 && inj[0] != '\0';
     printf("memra check: seed %llu (replay with --seed %llu)%s%s\n", (unsigned long long)seed,
            (unsigned long long)seed, quick ? ", quick" : "", c.inject ? ", INJECTED FAULTS" : "");

@@ -36,6 +36,10 @@ static void info_config_text(memra_runtime *rt)
         printf("  %-27s %-24s %-11s %s%s\n", e.name, e.value[0] ? e.value : "(none)", e.source, e.known ? "" : "UNKNOWN: ",
                e.known ? e.owner : e.help);
     }
+    printf("  f16 budget per device:");
+    for (int d = 0; d < memra_device_count(rt); d++)
+        printf(" [%d] %llu MB", d, (unsigned long long)memra_device_f16_budget_get(memra_device_get(rt, d)));
+    printf("\n");
     for (int i = 0; i < memra_config_warning_count(rt); i++) printf("  warning: %s\n", memra_config_warning(rt, i));
 }
 
