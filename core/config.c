@@ -275,7 +275,7 @@ memra_status memra__config_set(memra__config *cfg, const char *name, const char 
     if (value != NULL && c == NULL) return MEMRA__FAIL(MEMRA_STATUS_OUT_OF_MEMORY, "memra_config_set: out of memory");
     if (cfg->value[k] != NULL) cfg->old[cfg->n_old++] = cfg->value[k];
     __atomic_store_n(&cfg->value[k], c, __ATOMIC_RELEASE);
-    cfg->source[k] = c ? 2 : 0;
+    __atomic_store_n(&cfg->source[k], c ? 2 : 0, __ATOMIC_RELEASE);
     return MEMRA_STATUS_OK;
 }
 

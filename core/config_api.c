@@ -21,9 +21,10 @@ memra_status memra_config_entry_get(const memra_runtime *rt, int index, memra_co
     if (index < MEMRA__KNOB_COUNT) {
         const char *name, *def, *owner, *help;
         memra__knob_info(index, &name, &def, &owner, &help);
+        const char *v = __atomic_load_n(&c->value[index], __ATOMIC_ACQUIRE); /* memra_config_set may swap it */
         *out = (memra_config_entry){.name = name,
-                                    .value = c->value[index] ? c->value[index] : def,
-                                    .source = k_source_names[c->source[index]],
+                                    .value = v ? v : def,
+                                    .source = k_source_names[__atomic_load_n(&c->source[index], __ATOMIC_ACQUIRE)],
                                     .owner = owner,
                                     .help = help,
                                     .known = 1};
