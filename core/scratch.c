@@ -55,7 +55,9 @@ void memra__scratch_device_init(memra_device *dev)
     const memra__driver *drv = memra__driver_get();
     if (dev->is_host || drv->lib == NULL) return;
     *(void **)&dev->cu_event_query = memra__driver_proc(drv, "cuEventQuery");
-    if (drv->version >= 11020) {
+    int pools = 0; /* CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED (115): stream-ordered allocation */
+    if (drv->version >= 11020 && drv->cuDeviceGetAttribute(&pools, 115, dev->cudev) == MEMRA__CUDA_SUCCESS &&
+        pools != 0) {
         *(void **)&dev->cu_alloc_async = memra__driver_proc(drv, "cuMemAllocAsync");
         *(void **)&dev->cu_free_async = memra__driver_proc(drv, "cuMemFreeAsync");
         if (dev->cu_alloc_async == NULL || dev->cu_free_async == NULL) {
