@@ -226,11 +226,16 @@ memra_status memra__lane_invoke(memra_device *dev, const memra__lane *lane, memr
                        .decline_reason = NULL};
     args->gemm.struct_size = sizeof args->gemm;
     atomic_fetch_add(&lane->cell->entries, 1);
-    memra_status st = memra__device_enter(dev);
+    memra_status st = memra__scope_begin(dev, args->stream);
+    if (st != MEMRA_STATUS_OK) return st;
+    st = memra__device_enter(dev);
     if (st == MEMRA_STATUS_OK) {
+        const char *prev = memra__scratch_module_set(lane->mod->name);
         st = call_op(&lane->mod->ops, &call, op, args);
+        memra__scratch_module_set(prev);
         memra__device_leave(dev);
     }
+    memra__scope_end();
     if (st == MEMRA_STATUS_OK) {
         atomic_fetch_add(&lane->cell->hits, 1);
     } else if (st == MEMRA_STATUS_DECLINED) {
@@ -252,6 +257,13 @@ memra_status memra__dispatch(memra_device *dev, memra_op op, memra_op_args *args
 {
     memra__snapshot *s = memra__snapshot_acquire(dev);
     if (s == NULL) return MEMRA__FAIL(MEMRA_STATUS_INTERNAL, "no routing on %s", dev->label);
+    memra_status st = memra__dispatch_on(dev, s, op, args);
+    memra__snapshot_release(s);
+    return st;
+}
+
+memra_status memra__dispatch_on(memra_device *dev, memra__snapshot *s, memra_op op, memra_op_args *args)
+{
     memra_status st = MEMRA_STATUS_NOT_SUPPORTED;
     char last_reason[128] = "no module provides it";
     const int s_lanes = s->n_lanes[op];
@@ -260,7 +272,6 @@ memra_status memra__dispatch(memra_device *dev, memra_op op, memra_op_args *args
         if (st != MEMRA_STATUS_DECLINED) break;
         snprintf(last_reason, sizeof last_reason, "%s: %s", s->lanes[op][i].mod->name, args->decline_reason);
     }
-    memra__snapshot_release(s);
     if (st == MEMRA_STATUS_NOT_SUPPORTED && s_lanes == 0)
         return MEMRA__FAIL(MEMRA_STATUS_NOT_SUPPORTED, "%s on %s: no module provides it", memra_op_name(op),
                            dev->label);

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/config.h"
 #include "core/error.h"
 #include "core/trust.h"
 
@@ -43,7 +44,7 @@ memra_status memra__driver_open(memra__driver *drv, char *why, size_t why_len)
 {
     memset(drv, 0, sizeof *drv);
     drv->lib_fd = -1;
-    const char *override = getenv("MEMRA_CUDA_DRIVER");
+    const char *override = memra__env("MEMRA_CUDA_DRIVER");
     const char *tried = NULL;
     char dlerr[512] = "";
     if (override != NULL && override[0] != '\0') {

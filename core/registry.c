@@ -792,6 +792,7 @@ memra_status memra_routing_configure(memra_runtime *rt, const char *prefer, cons
         rt->disable = disable[0] ? strdup(disable) : NULL;
     }
     st = publish_all(rt);
+    memra__routing_warn_unknown(rt, prefer, disable, 0);
     pthread_mutex_unlock(&rt->reg_lock);
     return st;
 }

@@ -14,6 +14,8 @@
 #endif
 #include "core/trial.h"
 
+#include "core/config.h"
+
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -39,7 +41,7 @@ extern char **environ;
 
 int memra__trial_enabled(void)
 {
-    const char *s = getenv("MEMRA_MODULE_TRIAL");
+    const char *s = memra__env("MEMRA_MODULE_TRIAL");
     return !(s != NULL && strcmp(s, "0") == 0);
 }
 

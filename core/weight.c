@@ -198,9 +198,7 @@ void memra_weight_destroy(memra_weight *w)
 
 static uint64_t device_budget(memra_device *dev)
 {
-    const char *s = getenv("MEMRA_F16_BUDGET_MB");
-    uint64_t mb = s ? strtoull(s, NULL, 10) : dev->profile->f16_budget_mb;
-    return mb << 20;
+    return (uint64_t)atomic_load(&dev->f16_budget_mb) << 20;
 }
 
 static int has_lane(memra_device *dev, memra_op op)
@@ -249,8 +247,7 @@ static memra_status build_slab(memra_weight *w, memra_device *dev, weight_dev *w
  * repack_q8_0 and gemm_q8_0r, and MEMRA_Q8_0_RECORDS is not "0". */
 static int records_wanted(memra_device *dev)
 {
-    const char *s = getenv("MEMRA_Q8_0_RECORDS");
-    if (s != NULL && strcmp(s, "0") == 0) return 0;
+    if (!dev->rt->cfg.q8_0_records) return 0;
     return has_lane(dev, MEMRA_OP_repack_q8_0) && has_lane(dev, MEMRA_OP_gemm_q8_0r);
 }
 
@@ -415,10 +412,17 @@ memra_status memra_weight_prepare(memra_weight *w, memra_device *dev)
 
 /* ---- matmul ------------------------------------------------------------------- */
 
-static memra_status gemm_step(memra_device *dev, memra_op op, const memra_gemm_args *g, memra_stream_t stream)
+/* One memra_matmul: every step dispatches on the snapshot the call took first. */
+typedef struct mm_call {
+    memra_device *dev;
+    memra__snapshot *snap;
+    memra_stream_t stream;
+} mm_call;
+
+static memra_status gemm_step(const mm_call *c, memra_op op, const memra_gemm_args *g)
 {
-    memra_op_args a = {.struct_size = sizeof a, .gemm = *g, .stream = stream};
-    return memra__dispatch(dev, op, &a);
+    memra_op_args a = {.struct_size = sizeof a, .gemm = *g, .stream = c->stream};
+    return memra__dispatch_on(c->dev, c->snap, op, &a);
 }
 
 /* An operand made during a call allocates and waits for the device, which a
@@ -466,25 +470,27 @@ static memra_status q8_0_blocks(memra_weight *w, memra_device *dev, weight_dev *
 
 /* The MMQ floor: the activation quantised once into q8_1 records, then
  * gemm_q8_0r on the weight's records, else gemm_q8_0 on its Q8_0 blocks. */
-static memra_status mmq(memra_device *dev, memra_weight *w, weight_dev *wd, memra_gemm_args g, memra_stream_t stream)
+static memra_status mmq(const mm_call *c, memra_weight *w, weight_dev *wd, memra_gemm_args g)
 {
     memra_dptr rec;
-    memra_status st = memra__scratch(&dev->caps, MEMRA__SLOT_Q8_1, memra_q8_1_bytes(g.m, g.k), &rec);
+    memra_status st = memra__scratch_get(c->dev, c->stream, "q8_1", (size_t)memra_q8_1_bytes(g.m, g.k), &rec);
     if (st != MEMRA_STATUS_OK) return st;
-    memra_op_args q = {.struct_size = sizeof q, .src = g.x, .rows = g.m, .cols = g.k, .dst = rec, .stream = stream};
-    st = memra__dispatch(dev, MEMRA_OP_quant_q8_1, &q);
+    memra_op_args q = {.struct_size = sizeof q, .src = g.x, .rows = g.m, .cols = g.k, .dst = rec, .stream = c->stream};
+    st = memra__dispatch_on(c->dev, c->snap, MEMRA_OP_quant_q8_1, &q);
     if (st != MEMRA_STATUS_OK) return st;
     g.x = rec;
     const memra_dptr records = op_load(&wd->q8_0r);
     if (records != 0) {
         g.w = records;
-        st = gemm_step(dev, MEMRA_OP_gemm_q8_0r, &g, stream);
+        st = gemm_step(c, MEMRA_OP_gemm_q8_0r, &g);
         if (st != MEMRA_STATUS_DECLINED && st != MEMRA_STATUS_NOT_SUPPORTED) return st;
     }
-    st = q8_0_blocks(w, dev, wd, stream, &g.w);
+    st = q8_0_blocks(w, c->dev, wd, c->stream, &g.w);
     if (st != MEMRA_STATUS_OK) return st;
-    return gemm_step(dev, MEMRA_OP_gemm_q8_0, &g, stream);
+    return gemm_step(c, MEMRA_OP_gemm_q8_0, &g);
 }
+
+static memra_status matmul_steps(const mm_call *c, memra_weight *w, const memra_matmul_args *ma);
 
 memra_status memra_matmul_ex(memra_device *dev, memra_weight *w, const memra_matmul_args *ma)
 {
@@ -508,6 +514,23 @@ memra_status memra_matmul_ex(memra_device *dev, memra_weight *w, const memra_mat
                            (double)ma->alpha);
     memra_status st = memra_weight_prepare(w, dev);
     if (st != MEMRA_STATUS_OK) return st;
+    mm_call c = {.dev = dev, .snap = memra__snapshot_acquire(dev), .stream = dev->is_host ? NULL : ma->stream};
+    if (c.snap == NULL) return MEMRA__FAIL(MEMRA_STATUS_INTERNAL, "no routing on %s", dev->label);
+    st = memra__scope_begin(dev, c.stream);
+    if (st == MEMRA_STATUS_OK) {
+        const char *prev = memra__scratch_module_set("core");
+        st = matmul_steps(&c, w, ma);
+        memra__scratch_module_set(prev);
+        memra__scope_end();
+    }
+    memra__snapshot_release(c.snap);
+    return st;
+}
+
+static memra_status matmul_steps(const mm_call *c, memra_weight *w, const memra_matmul_args *ma)
+{
+    memra_device *dev = c->dev;
+    memra_status st;
     weight_dev *wd = &w->dev[dev->index];
     memra_gemm_args g = {.struct_size = sizeof g,
                          .m = ma->m,
@@ -524,7 +547,7 @@ memra_status memra_matmul_ex(memra_device *dev, memra_weight *w, const memra_mat
             return MEMRA__FAIL(MEMRA_STATUS_INVALID_ARGUMENT,
                                "memra_matmul(%s): a bf16 weight takes an f32 activation (gemm_bf16), not f16", w->name);
         g.w = wd->raw;
-        return gemm_step(dev, MEMRA_OP_gemm_bf16, &g, ma->stream);
+        return gemm_step(c, MEMRA_OP_gemm_bf16, &g);
     }
     int f16_path = (w->format != MEMRA_FORMAT_E4M3) && (wd->f16 != 0 || w->format != MEMRA_FORMAT_Q8_0);
     if (ma->x_is_f16 && !f16_path)
@@ -541,7 +564,7 @@ memra_status memra_matmul_ex(memra_device *dev, memra_weight *w, const memra_mat
         }
         g.w = wd->raw;
         g.w_scale = w->scale;
-        return gemm_step(dev, MEMRA_OP_gemm_fp8, &g, ma->stream);
+        return gemm_step(c, MEMRA_OP_gemm_fp8, &g);
     }
     if (w->format == MEMRA_FORMAT_E4M3) {
         if (wd->nan_codes > 0) {
@@ -550,7 +573,7 @@ memra_status memra_matmul_ex(memra_device *dev, memra_weight *w, const memra_mat
             g.w = wd->raw;
             g.w_scale_grid = wd->grid;
             g.w_scale = 1.0f;
-            st = gemm_step(dev, MEMRA_OP_gemm_fp8_blk, &g, ma->stream);
+            st = gemm_step(c, MEMRA_OP_gemm_fp8_blk, &g);
             /* No lane (NOT_SUPPORTED) falls to the floor like a decline: prepare
              * builds the slab for exactly that case. */
             if (st != MEMRA_STATUS_DECLINED && st != MEMRA_STATUS_NOT_SUPPORTED) return st;
@@ -570,23 +593,23 @@ memra_status memra_matmul_ex(memra_device *dev, memra_weight *w, const memra_mat
             if (st != MEMRA_STATUS_OK) return st;
         }
         g.w_scale_grid = 0;
-        return mmq(dev, w, wd, g, ma->stream);
+        return mmq(c, w, wd, g);
     }
     if (wd->f16 != 0) {
         g.w = wd->f16;
-        return gemm_step(dev, MEMRA_OP_gemm_f16, &g, ma->stream);
+        return gemm_step(c, MEMRA_OP_gemm_f16, &g);
     }
-    if (w->format == MEMRA_FORMAT_Q8_0) return mmq(dev, w, wd, g, ma->stream);
+    if (w->format == MEMRA_FORMAT_Q8_0) return mmq(c, w, wd, g);
     /* No mirror: a transient one in scratch. */
     memra_dptr tmp;
-    st = memra__scratch(&dev->caps, MEMRA__SLOT_F16_MIRROR, (size_t)(w->out_f * w->in_f * 2), &tmp);
+    st = memra__scratch_get(dev, c->stream, "f16_mirror", (size_t)(w->out_f * w->in_f * 2), &tmp);
     if (st != MEMRA_STATUS_OK) return st;
     memra_op_args a = {.struct_size = sizeof a, .format = w->format, .src = wd->raw, .rows = w->out_f,
-                       .cols = w->in_f, .dst = tmp, .stream = ma->stream};
-    st = memra__dispatch(dev, MEMRA_OP_dequant_f16, &a);
+                       .cols = w->in_f, .dst = tmp, .stream = c->stream};
+    st = memra__dispatch_on(dev, c->snap, MEMRA_OP_dequant_f16, &a);
     if (st != MEMRA_STATUS_OK) return st;
     g.w = tmp;
-    return gemm_step(dev, MEMRA_OP_gemm_f16, &g, ma->stream);
+    return gemm_step(c, MEMRA_OP_gemm_f16, &g);
 }
 
 memra_status memra_matmul(memra_device *dev, memra_weight *w, memra_dptr x, int32_t m, memra_dptr y,
@@ -770,4 +793,63 @@ memra_status memra_weight_shape(const memra_weight *w, int64_t *out_f, int64_t *
     *out_f = w->out_f;
     *in_f = w->in_f;
     return MEMRA_STATUS_OK;
+}
+
+/* ---- reserving scratch for graph capture ---------------------------------------- */
+
+memra_status memra_stream_reserve(memra_device *dev, memra_stream_t stream, memra_weight *const *weights, int n_weights,
+                                  int32_t m_max)
+{
+    memra__clear_error();
+    if (dev == NULL || (n_weights > 0 && weights == NULL) || n_weights < 0 || m_max <= 0)
+        return MEMRA__FAIL(MEMRA_STATUS_INVALID_ARGUMENT,
+                           "memra_stream_reserve: bad argument (device %s, %d weights, m_max %d)", dev ? "set" : "NULL",
+                           n_weights, m_max);
+    for (int i = 0; i < n_weights; i++)
+        if (weights[i] == NULL || weights[i]->rt != dev->rt)
+            return MEMRA__FAIL(MEMRA_STATUS_INVALID_ARGUMENT, "memra_stream_reserve: weight %d is NULL or of another runtime",
+                               i);
+    if (dev->is_host) return MEMRA_STATUS_OK;
+    const memra__driver *drv = memra__driver_get();
+    memra_status st = memra__device_enter(dev);
+    if (st != MEMRA_STATUS_OK) return st;
+    int capturing = 0;
+    if (drv->cuStreamIsCapturing((CUstream)stream, &capturing) == MEMRA__CUDA_SUCCESS && capturing) {
+        memra__device_leave(dev);
+        return MEMRA__FAIL(MEMRA_STATUS_NOT_SUPPORTED, "memra_stream_reserve on %s: the stream is being captured; "
+                                                       "reserve before the capture begins", dev->label);
+    }
+    st = memra__stream_pin(dev, stream);
+    int64_t in_max = 1, out_max = 1;
+    for (int i = 0; i < n_weights; i++) {
+        if (weights[i]->in_f > in_max) in_max = weights[i]->in_f;
+        if (weights[i]->out_f > out_max) out_max = weights[i]->out_f;
+    }
+    memra_dptr x = 0, y = 0;
+    if (st == MEMRA_STATUS_OK) st = memra__dev_alloc(dev, (size_t)m_max * (size_t)in_max * 4u, &x);
+    if (st == MEMRA_STATUS_OK) st = memra__dev_alloc(dev, (size_t)m_max * (size_t)out_max * 4u, &y);
+    if (st == MEMRA_STATUS_OK) {
+        CUresult r = drv->cuMemsetD8Async(x, 0, (size_t)m_max * (size_t)in_max * 4u, (CUstream)stream);
+        if (r != MEMRA__CUDA_SUCCESS) st = MEMRA__CU_FAIL(drv, r, "cuMemsetD8Async (memra_stream_reserve)");
+    }
+    /* A lane's plan (split-k slices, padding) can ask more scratch at a smaller
+     * m than at m_max, so the calls run at m_max, at every m up to 256, and
+     * above 256 at steps of 1/32 of m (plans change slowly there). */
+    for (int i = 0; i < n_weights && st == MEMRA_STATUS_OK; i++) {
+        for (int32_t m = m_max; m >= 1 && st == MEMRA_STATUS_OK;) {
+            memra_matmul_args a = {.struct_size = sizeof a, .x = x, .m = m, .y = y, .alpha = 1.0f, .stream = stream};
+            st = memra_matmul_ex(dev, weights[i], &a);
+            m = m > 256 ? (m - m / 32 > 256 ? m - m / 32 : 256) : m - 1;
+        }
+    }
+    if (st == MEMRA_STATUS_OK) {
+        CUresult r = drv->cuStreamSynchronize((CUstream)stream);
+        if (r != MEMRA__CUDA_SUCCESS) st = MEMRA__CU_FAIL(drv, r, "cuStreamSynchronize (memra_stream_reserve)");
+    } else {
+        drv->cuStreamSynchronize((CUstream)stream);
+    }
+    memra__dev_free(dev, x);
+    memra__dev_free(dev, y);
+    memra__device_leave(dev);
+    return st;
 }

@@ -46,6 +46,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/config.h"
 #include "core/error.h"
 #include "jit/sha256.h"
 
@@ -93,9 +94,9 @@ void memra__jit_disk_init(memra__jit_disk *d)
     memset(d, 0, sizeof *d);
     d->max_bytes = (uint64_t)MEMRA__JIT_DEFAULT_MAX_MB << 20;
 
-    const char *dir = getenv("MEMRA_CACHE_DIR");
-    const char *xdg = getenv("XDG_CACHE_HOME");
-    const char *home = getenv("HOME");
+    const char *dir = memra__env("MEMRA_CACHE_DIR");
+    const char *xdg = memra__env("XDG_CACHE_HOME");
+    const char *home = memra__env("HOME");
     int n;
     if (dir != NULL && dir[0] != '\0') n = snprintf(d->root, sizeof d->root, "%s", dir);
     else if (xdg != NULL && xdg[0] == '/') n = snprintf(d->root, sizeof d->root, "%s/memra", xdg); /* XDG: relative ignored */
@@ -111,7 +112,7 @@ void memra__jit_disk_init(memra__jit_disk *d)
     }
     fmt_path(d->dir, sizeof d->dir, "%s/v%u", d->root, MEMRA__JIT_FORMAT_VERSION);
 
-    const char *cap = getenv("MEMRA_JIT_CACHE_MAX_MB");
+    const char *cap = memra__env("MEMRA_JIT_CACHE_MAX_MB");
     if (cap != NULL && cap[0] != '\0') {
         char *end = NULL;
         double mb = strtod(cap, &end);
@@ -121,7 +122,7 @@ void memra__jit_disk_init(memra__jit_disk *d)
         else d->max_bytes = (uint64_t)(mb * 1048576.0);
     }
 
-    const char *flag = getenv("MEMRA_JIT_CACHE");
+    const char *flag = memra__env("MEMRA_JIT_CACHE");
     if (flag != NULL && strcmp(flag, "0") == 0) {
         MEMRA__DEBUG("jit", "disk cache off: MEMRA_JIT_CACHE=0");
         return;

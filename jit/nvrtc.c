@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/config.h"
 #include "core/error.h"
 #include "core/trust.h"
 
@@ -36,7 +37,7 @@ static memra_status nvrtc_open(memra__nvrtc *nv)
     char path[sizeof nv->path] = "";
     void *lib = NULL;
     int lib_fd = -1; /* the descriptor of an MEMRA_NVRTC_LIBRARY load, kept while lib is open */
-    const char *env = getenv("MEMRA_NVRTC_LIBRARY");
+    const char *env = memra__env("MEMRA_NVRTC_LIBRARY");
     if (env != NULL && env[0] != '\0') {
         /* Absolute, checked, loaded by descriptor; the descriptor stays open
          * as long as the process (NVRTC is opened once and never closed). */

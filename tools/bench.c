@@ -95,17 +95,14 @@ static const char *flops_name(const bench *b) { return b->gpu ? "TFLOP/s" : "GFL
 /* A weight of the arm's class; budget_mb < 0: leave MEMRA_F16_BUDGET_MB as is. */
 static memra_status make_weight(bench *b, const memra_weight_desc *d, const char *budget_mb, memra_weight **out)
 {
-    const char *old = getenv("MEMRA_F16_BUDGET_MB");
-    char *saved = old ? strdup(old) : NULL;
-    if (budget_mb) setenv("MEMRA_F16_BUDGET_MB", budget_mb, 1);
+    /* The budget is the device's (memra_device_f16_budget_set): set for this
+     * prepare, then put back. */
+    const uint64_t saved = memra_device_f16_budget_get(b->dev);
+    if (budget_mb) memra_device_f16_budget_set(b->dev, strtoull(budget_mb, NULL, 10));
     memra_weight *w = NULL;
     memra_status st = memra_weight_create(b->rt, d, &w);
     if (st == MEMRA_STATUS_OK) st = memra_weight_prepare(w, b->dev);
-    if (budget_mb) {
-        if (saved) setenv("MEMRA_F16_BUDGET_MB", saved, 1);
-        else unsetenv("MEMRA_F16_BUDGET_MB");
-    }
-    free(saved);
+    if (budget_mb) memra_device_f16_budget_set(b->dev, saved);
     if (st != MEMRA_STATUS_OK) {
         memra_weight_destroy(w);
         return st;
@@ -833,11 +830,13 @@ out:
 
 /* What serves `op` inside `module`, as far as the program can tell from the
  * outside (the module logs the exact variant, tile and JIT origin at info). */
+static memra_runtime *g_bench_rt; /* for the effective knobs */
+
 static const char *lane_variant(const char *module, memra_op op)
 {
     if (op != MEMRA_OP_gemm_fp8_blk) return "";
     if (strcmp(module, "sm120") == 0) {
-        const char *v = getenv("MEMRA_SM120_FP8BLK");
+        const char *v = g_bench_rt ? memra_config_value(g_bench_rt, "MEMRA_SM120_FP8BLK") : NULL;
         return v != NULL && strcmp(v, "f8f6f4") == 0 ? "memra fp8blk_gemm, kind::f8f6f4 (sm_120a)"
                                                      : "memra fp8blk_gemm, kind::mxf8f6f4 unit scales (sm_120a)";
     }
@@ -1089,6 +1088,7 @@ int memra_tool_bench(int argc, char **argv)
         tool_receipt_close(c, json, receipt);
         return 1;
     }
+    g_bench_rt = rt;
     bench b;
     memset(&b, 0, sizeof b);
     b.rt = rt;

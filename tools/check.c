@@ -1206,7 +1206,6 @@ int memra_tool_check(int argc, char **argv)
     }
     if (optind < argc) return tool_opt_unexpected(&k_check_cmd, argv[optind]);
     if (!have_seed) seed = tool_clock_seed();
-    const char *inj = getenv("MEMRA_CHECK_INJECT_FAULT");
     FILE *receipt = NULL;
     if (json != NULL && tool_receipt_open(&k_check_cmd, json, &receipt) != 0) return 2;
 
@@ -1232,6 +1231,7 @@ int memra_tool_check(int argc, char **argv)
     c.rt = rt;
     c.host = memra_device_host(rt);
     c.quick = quick;
+    const char *inj = memra_config_value(rt, "MEMRA_CHECK_INJECT_FAULT"); /* read at memra_open */
     c.inject = inj != NULL && strcmp(inj, "0") != 0 && inj[0] != '\0';
     printf("memra check: seed %llu (replay with --seed %llu)%s%s\n", (unsigned long long)seed,
            (unsigned long long)seed, quick ? ", quick" : "", c.inject ? ", INJECTED FAULTS" : "");

@@ -48,6 +48,48 @@ int memra_tool_version(int argc, char **argv)
     return 0;
 }
 
+/* The effective configuration: every knob with its value and source, then
+ * the configuration's warnings. */
+static void info_config_text(memra_runtime *rt)
+{
+    printf("\nconfiguration (value, source):\n");
+    for (int i = 0; i < memra_config_count(rt); i++) {
+        memra_config_entry e;
+        if (memra_config_entry_get(rt, i, &e) != MEMRA_STATUS_OK) continue;
+        printf("  %-27s %-24s %-11s %s%s\n", e.name, e.value[0] ? e.value : "(none)", e.source, e.known ? "" : "UNKNOWN: ",
+               e.known ? e.owner : e.help);
+    }
+    printf("  f16 budget per device:");
+    for (int d = 0; d < memra_device_count(rt); d++)
+        printf(" [%d] %llu MB", d, (unsigned long long)memra_device_f16_budget_get(memra_device_get(rt, d)));
+    printf("\n");
+    for (int i = 0; i < memra_config_warning_count(rt); i++) printf("  warning: %s\n", memra_config_warning(rt, i));
+}
+
+static void info_config_json(memra_runtime *rt, FILE *f)
+{
+    fprintf(f, ",\"config\":[");
+    for (int i = 0; i < memra_config_count(rt); i++) {
+        memra_config_entry e;
+        if (memra_config_entry_get(rt, i, &e) != MEMRA_STATUS_OK) continue;
+        fprintf(f, "%s{\"name\":", i ? "," : "");
+        tool_json_str(f, e.name);
+        fprintf(f, ",\"value\":");
+        tool_json_str(f, e.value);
+        fprintf(f, ",\"source\":");
+        tool_json_str(f, e.source);
+        fprintf(f, ",\"owner\":");
+        tool_json_str(f, e.owner);
+        fprintf(f, ",\"known\":%s}", e.known ? "true" : "false");
+    }
+    fprintf(f, "],\"config_warnings\":[");
+    for (int i = 0; i < memra_config_warning_count(rt); i++) {
+        if (i) fputc(',', f);
+        tool_json_str(f, memra_config_warning(rt, i));
+    }
+    fprintf(f, "]");
+}
+
 static void info_text(memra_runtime *rt)
 {
     printf("memra %s, module ABI v%u\n", memra_version(), MEMRA_MODULE_ABI_VERSION);
@@ -110,6 +152,7 @@ static void info_text(memra_runtime *rt)
         memra_jit_disk_status(rt, why, sizeof why);
         printf("  cache: disk cache off%s%s: %s\n", ji.folder[0] ? " at " : "", ji.folder, why);
     }
+    info_config_text(rt);
 }
 
 static void info_json(memra_runtime *rt, FILE *f)
@@ -170,13 +213,16 @@ static void info_json(memra_runtime *rt, FILE *f)
     fprintf(f, ",\"nvrtc\":\"%d.%d\",\"disk_enabled\":%s,\"folder\":", ji.nvrtc_major, ji.nvrtc_minor,
             ji.disk_enabled ? "true" : "false");
     tool_json_str(f, ji.folder);
-    fprintf(f, ",\"entries\":%llu,\"bytes\":%llu}}\n", (unsigned long long)ji.entries, (unsigned long long)ji.bytes);
+    fprintf(f, ",\"entries\":%llu,\"bytes\":%llu}", (unsigned long long)ji.entries, (unsigned long long)ji.bytes);
+    info_config_json(rt, f);
+    fprintf(f, "}\n");
 }
 
 static const char k_info_help[] =
     "usage: memra info [--json[=FILE]]\n"
     "  Devices, profiles, capabilities, modules loaded and refused (with reasons), each\n"
-    "  device's op routing, the JIT cache.\n"
+    "  device's op routing, the JIT cache, the effective configuration (each knob with its\n"
+    "  source: default, environment or option) and its warnings.\n"
     "  --json         the same as JSON on stdout, instead of the text\n"
     "  --json FILE    the text on stdout and the JSON to FILE ('-': JSON on stdout, text on stderr)\n";
 static const struct option k_info_opts[] = {

@@ -17,11 +17,28 @@
  *   memra_weight_destroy(w); memra_close(rt);
  *
  * Ownership: every *_create/open has a matching *_destroy/close that accepts
- * NULL. Out parameters are written only on success. Unless stated, functions
- * are thread-safe with respect to different objects. Routing, module loading
- * and the ledger are safe from any thread; ops on ONE device share its scratch
- * slots, so callers serialise the ops they enqueue per device (different
- * devices are independent).
+ * NULL. Out parameters are written only on success.
+ *
+ * Threads and streams. Any number of threads may call memra_matmul,
+ * memra_matmul_ex and memra_module_call on one device at once, on one stream
+ * or on many, with the same or different weights; each result is
+ * bit-identical to the same call made alone (every lane of the built-in
+ * modules is deterministic for a given device, shape and routing). What the
+ * caller still owns: the buffers (a call reads x and writes y on its stream;
+ * two calls writing one y, or a y read before its stream reached it, are the
+ * caller's race), the streams (memra never synchronises one inside an op),
+ * and the lifetime of objects (a weight, buffer or runtime is not destroyed
+ * while a call that uses it runs or is queued). Routing (memra_routing_*),
+ * module load/unload, memra_weight_prepare/query and the ledger are safe from
+ * any thread, concurrently with calls: a call runs all its steps on the
+ * routing snapshot it took first. Scratch follows the stream: work queued on
+ * one stream never shares scratch with work on another before the first has
+ * completed on the device; during CUDA graph capture nothing is allocated (see
+ * memra_stream_reserve). memra_open/memra_close, memra_buffer_write/read and
+ * memra_weight_destroy are not ops: they may wait for the device.
+ *
+ * Configuration: every MEMRA_* environment variable is read once, at
+ * memra_open (see memra_options.settings and memra_config_*), never later.
  */
 #ifndef MEMRA_MEMRA_H
 #define MEMRA_MEMRA_H
@@ -51,6 +68,17 @@ typedef struct memra_weight memra_weight;
 
 /* ---- runtime -------------------------------------------------------------- */
 
+/* Log levels (MEMRA_LOG=error|warn|info|debug; default warn): a message is
+ * delivered when its level is at most the configured one. ERROR: an operation
+ * failed; WARN: a setting or module was ignored or refused, a fallback was
+ * taken; INFO: one-time facts (variant chosen, library opened); DEBUG: per
+ * call detail (declines, errors as they are recorded). The values are those of
+ * MEMRA_LOG_ERROR .. MEMRA_LOG_DEBUG in module.h (0 .. 3). */
+/* A log callback: `component` is "core", "config", "jit", a module's name...;
+ * `message` is one line without its newline, valid during the call. It may be
+ * called from any thread, concurrently; it must not call memra_open/close. */
+typedef void (*memra_log_fn)(int level, const char *component, const char *message, void *user);
+
 typedef struct memra_options {
     uint32_t struct_size;      /* sizeof(memra_options) */
     const char *module_path;   /* colon list searched before the install's folder; NULL: MEMRA_MODULE_PATH */
@@ -60,13 +88,24 @@ typedef struct memra_options {
     int allow_unsafe_modules;  /* 1: load from folders/files others can write; also MEMRA_ALLOW_UNSAFE_MODULES=1 */
     const char *prefer;        /* "op=module,..."; NULL: MEMRA_PREFER */
     const char *disable;       /* "op|module,..."; NULL: MEMRA_DISABLE */
+    /* ---- appended; read only when struct_size covers them ---- */
+    memra_log_fn log_fn;       /* NULL: "memra[level] component: message" lines on stderr */
+    void *log_user;            /* passed to log_fn */
+    /* Any knob by its variable name, "MEMRA_NAME=value", NULL-terminated; a
+     * setting here wins over the environment (source "option"). */
+    const char *const *settings;
+    int ignore_environment;    /* 1: read no MEMRA_* variable (settings and defaults only) */
 } memra_options;
 
-/* Initialise the driver if present, enumerate devices (CUDA_VISIBLE_DEVICES
+/* Parse the configuration (options, then every MEMRA_* variable, once),
+ * initialise the driver if present, enumerate devices (CUDA_VISIBLE_DEVICES
  * applies), give each a profile, load modules. A missing or broken driver is
  * not an error: the host device is always present, and memra_driver_status()
  * says why no GPU was used. opts may be NULL (defaults + environment).
- * Returns OK, OUT_OF_MEMORY, INVALID_ARGUMENT (bad option text). */
+ * Returns OK, OUT_OF_MEMORY, INVALID_ARGUMENT (bad option text, or a knob with
+ * a bad value: memra_last_error names the variable and the value).
+ * The log level and callback are process-wide: the last memra_open sets them,
+ * its memra_close restores stderr at warn. */
 memra_status memra_open(const memra_options *opts, memra_runtime **out_rt);
 void memra_close(memra_runtime *rt);
 
@@ -74,6 +113,36 @@ void memra_close(memra_runtime *rt);
 const char *memra_driver_status(const memra_runtime *rt);
 /* cuDriverGetVersion, 0 when no driver. */
 int memra_driver_version(const memra_runtime *rt);
+
+/* ---- the effective configuration --------------------------------------------- */
+
+typedef struct memra_config_entry {
+    const char *name;   /* the variable, "MEMRA_LOG" */
+    const char *value;  /* effective text (the default's description when unset) */
+    const char *source; /* "default", "environment" or "option" */
+    const char *owner;  /* "core", "jit", "mmq modules", ... ("?" for an unknown MEMRA_* variable) */
+    const char *help;
+    int known;          /* 0: a MEMRA_* variable no knob of memra knows (warned at open) */
+} memra_config_entry;
+
+/* Every knob, then any unknown MEMRA_* variable seen. Strings owned by rt. */
+int memra_config_count(const memra_runtime *rt);
+memra_status memra_config_entry_get(const memra_runtime *rt, int index, memra_config_entry *out);
+/* The effective value of `name` when set (option or environment), else NULL. */
+const char *memra_config_value(const memra_runtime *rt, const char *name);
+/* Change a module knob (a row whose owner is a module: MEMRA_MMQ_BM,
+ * MEMRA_FP8_QUANT, ...) after memra_open; NULL value: back to its default.
+ * Modules read knobs at init, so the value applies to modules initialised
+ * afterwards (memra_module_load, e.g. after memra_module_unload); calls of a
+ * module already running keep what it read. Knobs of the core and the JIT are
+ * read once at memra_open: NOT_SUPPORTED (the f16 budget has
+ * memra_device_f16_budget_set). NOT_FOUND for an unknown name,
+ * INVALID_ARGUMENT for a bad value. Thread-safe. */
+memra_status memra_config_set(memra_runtime *rt, const char *name, const char *value);
+/* Warnings of the configuration (unknown variables, prefer/disable naming a
+ * module that is not loaded), in order; strings owned by rt. */
+int memra_config_warning_count(const memra_runtime *rt);
+const char *memra_config_warning(const memra_runtime *rt, int index);
 
 /* ---- devices -------------------------------------------------------------- */
 
@@ -90,6 +159,28 @@ const memra_device_caps *memra_device_caps_get(const memra_device *dev);
 void memra_caps_describe(uint64_t caps, char *buf, size_t len);
 /* Wait for all work on the device's streams. */
 memra_status memra_device_synchronize(memra_device *dev);
+
+/* The f16 mirror budget of dev in MB (MEMRA_F16_BUDGET_MB, else the
+ * profile's). Setting it applies to weights prepared afterwards (mirrors
+ * already built stay). Thread-safe. INVALID_ARGUMENT for a NULL device. */
+uint64_t memra_device_f16_budget_get(const memra_device *dev);
+memra_status memra_device_f16_budget_set(memra_device *dev, uint64_t mb);
+
+/* Reserve scratch for CUDA graph capture on `stream`: the stream gets its own
+ * scratch arena (never handed to another stream from then on), sized by
+ * running each weight on the stream at m = m_max, at every m up to 256 and at
+ * steps of 1/32 of m above (zero inputs, a temporary output), then waiting for
+ * the stream. Afterwards calls captured on that stream with those weights and
+ * m <= m_max allocate nothing (above m = 256, a lane whose plan at an m between
+ * two steps wanted more fails as below, never silently). A call captured on a
+ * stream without enough reserved
+ * scratch fails with NOT_SUPPORTED naming this function. Not an op: it
+ * allocates and waits, so call it before the capture begins. The arena is
+ * the stream's and its graphs': replay them on that stream (or ordered with
+ * it). Returns OK, INVALID_ARGUMENT, NOT_SUPPORTED (during capture), the
+ * calls' errors. On the host device it only checks its arguments. */
+memra_status memra_stream_reserve(memra_device *dev, memra_stream_t stream, memra_weight *const *weights, int n_weights,
+                                  int32_t m_max);
 
 /* ---- modules and routing ---------------------------------------------------- */
 

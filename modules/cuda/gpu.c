@@ -122,7 +122,9 @@ static memra_status load_images(memra__gpu *gpu)
      * refused falls back to the two passes (ops.c). */
     {
         int per_sm = 0;
-        const char *q = getenv("MEMRA_FP8_QUANT");
+        const char *q = MEMRA_HAS_MEMBER(host, memra_host_services, knob) && host->knob != NULL
+                            ? host->knob(gpu->caps, "MEMRA_FP8_QUANT")
+                            : NULL; /* read once, here */
         gpu->fp8_quant = q && strcmp(q, "2pass") == 0       ? MEMRA__FP8Q_TWO_PASS
                          : q && strcmp(q, "nocapture") == 0 ? MEMRA__FP8Q_FUSED_NOCAPTURE
                                                             : MEMRA__FP8Q_FUSED;

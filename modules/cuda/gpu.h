@@ -7,7 +7,7 @@
  * Every op: validates its arguments (INVALID_ARGUMENT with a message), returns
  * DECLINED with a static reason for cases it does not take, enqueues its work
  * on call->stream inside the device's context and never waits for the device,
- * and allocates nothing once the scratch slots below have reached their size
+ * and allocates nothing once its named scratch blocks have reached their size
  * (so a sequence of calls can be captured into a CUDA graph and replayed). */
 #ifndef MEMRA_MODULES_CUDA_GPU_H
 #define MEMRA_MODULES_CUDA_GPU_H
@@ -17,12 +17,12 @@
 #include "lt.h"
 #include "memra/module.h"
 
-/* Scratch slots used by the GPU modules (the core uses 60 and 61). */
-#define MEMRA__GPU_SLOT_WORKSPACE 32 /* cuBLASLt workspace */
-#define MEMRA__GPU_SLOT_XOP 33       /* the activation converted (f16, bf16) or quantised (e4m3) */
-#define MEMRA__GPU_SLOT_XSCALE 34    /* activation scales: per-batch scalar + partial maxima, or VEC128 vector */
-#define MEMRA__GPU_SLOT_GRID 35      /* the weight's block grid padded to cuBLASLt's leading dimension */
-#define MEMRA__GPU_SLOT_DPAD 36      /* a GEMM output computed on padded rows */
+/* Named scratch of the GPU modules (host->scratch_get: per call and stream). */
+#define MEMRA__GPU_SLOT_WORKSPACE "lt.workspace" /* cuBLASLt workspace */
+#define MEMRA__GPU_SLOT_XOP "x.op"              /* the activation converted (f16) or quantised (e4m3) */
+#define MEMRA__GPU_SLOT_XSCALE "x.scale"        /* activation scales: scalars, fused barrier word, partial maxima; or VEC128 */
+#define MEMRA__GPU_SLOT_GRID "w.grid"           /* the weight's block grid padded to cuBLASLt's leading dimension */
+#define MEMRA__GPU_SLOT_DPAD "y.pad"            /* a GEMM output computed on padded rows */
 #define MEMRA__GPU_WORKSPACE_BYTES (32u << 20)
 
 /* X(family, kernel) for every kernel the modules launch. */

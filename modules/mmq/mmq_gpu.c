@@ -100,7 +100,7 @@ static memra_status load_fp8blk(memra__mmq *q, int f, memra__fp8blk_variant v)
     const memra__fp8blk_tile tile = memra__fp8blk_tile_env(&tile_why);
     if (tile_why != NULL)
         host->log(MEMRA_LOG_WARN, q->name, "MEMRA_FP8BLK_TILE=%s refused (%s); using %dx%d (%dx%d warps)",
-                  getenv("MEMRA_FP8BLK_TILE"), tile_why, def.bm, def.bn, def.warps_m, def.warps_n);
+                  memra__fp8blk_tile_knob(), tile_why, def.bm, def.bn, def.warps_m, def.warps_n);
     const size_t smem = memra__fp8blk_tile_smem(&tile);
     const memra_jit_source *src = memra__fp8blk_jit_source(v);
     char why[224];
@@ -222,6 +222,9 @@ memra_status memra__mmq_create(const memra_host_services *host, const memra_devi
                                unsigned families, int mx, memra__mmq **out)
 {
     if (host == NULL || caps == NULL || out == NULL) return MEMRA_STATUS_INVALID_ARGUMENT;
+    /* The fp8blk sources' knobs, process-wide, taken at the first init. */
+    if (host != NULL && caps != NULL && MEMRA_HAS_MEMBER(host, memra_host_services, knob) && host->knob != NULL)
+        memra__fp8blk_jit_configure(host->knob(caps, "MEMRA_FP8BLK_TILE"), host->knob(caps, "MEMRA_FP8BLK_JIT"));
     if (caps->cu_context == NULL || caps->cc <= 0)
         return host->set_error(MEMRA_STATUS_NO_DEVICE, "%s: device %s has no CUDA context", name,
                                caps->name ? caps->name : "?");
@@ -235,6 +238,20 @@ memra_status memra__mmq_create(const memra_host_services *host, const memra_devi
     q->caps = caps;
     q->name = name;
     q->families = families;
+    {
+        /* Knobs, read once here (never per call). */
+        const int has = MEMRA_HAS_MEMBER(host, memra_host_services, knob) && host->knob != NULL;
+        const char *pdl = has ? host->knob(caps, "MEMRA_MMQ_PDL") : NULL;
+        const char *kern = has ? host->knob(caps, "MEMRA_MMQ_KERNEL") : NULL;
+        const char *bm = has ? host->knob(caps, "MEMRA_MMQ_BM") : NULL;
+        const char *bn = has ? host->knob(caps, "MEMRA_MMQ_BN") : NULL;
+        const char *split = has ? host->knob(caps, "MEMRA_MMQ_SPLIT") : NULL;
+        q->knob_pdl_off = pdl != NULL && strcmp(pdl, "0") == 0;
+        q->knob_v1 = kern != NULL && strcmp(kern, "v1") == 0;
+        q->knob_bm = bm ? atoi(bm) : 0;
+        q->knob_bn = bn ? atoi(bn) : 0;
+        q->knob_split = split ? atoi(split) : 0;
+    }
     snprintf(q->target, sizeof q->target, "sm_%da", caps->cc);
     q->grid_cap = (unsigned)(caps->sm_count > 0 ? caps->sm_count : 16) * 16u;
     const memra_jit_services *jit = MEMRA_HAS_MEMBER(host, memra_host_services, jit) ? host->jit : NULL;

@@ -39,9 +39,10 @@ extern const size_t memra__mmq_image_count;
 #define MEMRA__FP8BLK_SMEM_BYTES (2 * (256 * 144 + 128 * 4))
 
 /* Scratch slots (the core uses 60, 61; modules/cuda 32..36). */
-#define MEMRA__MMQ_SLOT_XQ 40 /* gemm_fp8_blk: e4m3 activation */
-#define MEMRA__MMQ_SLOT_XS 41 /* gemm_fp8_blk: activation scales */
-#define MEMRA__MMQ_SLOT_PART 42 /* gemm_q8_0r: split-k partial sums */
+/* Named scratch (host->scratch_get: per call and stream). */
+#define MEMRA__MMQ_SLOT_XQ "fp8blk.xq"     /* gemm_fp8_blk: e4m3 activation */
+#define MEMRA__MMQ_SLOT_XS "fp8blk.xs"     /* gemm_fp8_blk: activation scales */
+#define MEMRA__MMQ_SLOT_PART "q8_0r.splitk" /* gemm_q8_0r: split-k partial sums */
 /* The gemm_q8_0r tiles: mmq.cu's entry points, tokens x weight rows per CTA,
  * dynamic shared memory (R3_SMEM_BYTES(MT, NT) there, checked by a
  * static_assert). Index order is the loader's and the plan's. */
@@ -76,6 +77,8 @@ typedef struct memra__mmq {
     const char *fp8blk_path; /* "jit" or "embedded" */
     const char *fp8blk_decline; /* non-NULL: gemm_fp8_blk declines with this */
     unsigned grid_cap;
+    /* knobs read at create (host->knob): MEMRA_MMQ_PDL=0, MEMRA_MMQ_KERNEL=v1, MEMRA_MMQ_BM/BN/SPLIT (0: chosen) */
+    int knob_pdl_off, knob_v1, knob_bm, knob_bn, knob_split;
 } memra__mmq;
 
 /* Load `families` for the device's target (sm_<cc>a) and look up their kernels.

@@ -43,8 +43,7 @@ static memra_status launch_n(memra__mmq *q, CUfunction f, const char *name, unsi
 static int pdl_on(const memra__mmq *q)
 {
     if (q->cuLaunchKernelEx == NULL || atomic_load_explicit(&q->pdl_refused, memory_order_relaxed)) return 0;
-    const char *e = getenv("MEMRA_MMQ_PDL");
-    return !(e != NULL && e[0] == '0' && e[1] == 0);
+    return !q->knob_pdl_off;
 }
 
 static memra_status launch_pdl(memra__mmq *q, CUfunction f, const char *name, unsigned gx, unsigned gy, unsigned gz,
@@ -171,10 +170,9 @@ memra_status memra__mmq_gemm_q8_0(memra_call *call, const memra_gemm_args *a)
      * per CTA. MEMRA_MMQ_BM=128|64|32 forces v2's tile; by default the one with
      * the fewest waves x per-CTA cost (~ 4 MT + 2: the weight tile's load and
      * realign do not shrink with MT), two CTAs per SM, ties to the larger. */
-    const char *ek = getenv("MEMRA_MMQ_KERNEL"), *eb = getenv("MEMRA_MMQ_BM");
     int variant = 0;
-    if (!(ek != NULL && ek[0] == 'v' && ek[1] == '1' && ek[2] == 0)) {
-        const int forced = eb != NULL ? atoi(eb) : 0;
+    if (!q->knob_v1) {
+        const int forced = q->knob_bm;
         if (forced == 128 || forced == 64 || forced == 32) {
             variant = forced / 32;
         } else {
@@ -255,8 +253,7 @@ static const double k_q8r_step[MEMRA__MMQ_R3_TILES] = {1.0, 0.6, 0.76, 0.41}; /*
 
 static q8r_plan plan_q8_0r(const memra__mmq *q, int m, int n, int k)
 {
-    const char *eb = getenv("MEMRA_MMQ_BM"), *en = getenv("MEMRA_MMQ_BN"), *es = getenv("MEMRA_MMQ_SPLIT");
-    int fb = eb ? atoi(eb) : 0, fn = en ? atoi(en) : 0, fs = es ? atoi(es) : 0;
+    int fb = q->knob_bm, fn = q->knob_bn, fs = q->knob_split;
     if (fb < 0) fb = 0; /* a negative value is no forcing */
     if (fn < 0) fn = 0;
     if (fs < 0) fs = 0;
@@ -314,9 +311,12 @@ memra_status memra__mmq_gemm_q8_0r(memra_call *call, const memra_gemm_args *a)
     int m = a->m, n = a->n, k = a->k;
     long long ldy = a->ldy;
     float alpha = a->alpha;
-    if (p.split > 1 &&
-        q->host->scratch(q->caps, MEMRA__MMQ_SLOT_PART, (size_t)p.split * (size_t)m * (size_t)n * 4u, &part) !=
-            MEMRA_STATUS_OK) {
+    const memra_status sst =
+        p.split > 1 ? q->host->scratch_get(call, MEMRA__MMQ_SLOT_PART, (size_t)p.split * (size_t)m * (size_t)n * 4u, &part)
+                    : MEMRA_STATUS_OK;
+    /* in a graph capture without reserved scratch: the error, never a different summation order */
+    if (sst == MEMRA_STATUS_NOT_SUPPORTED) return sst;
+    if (sst != MEMRA_STATUS_OK) {
         /* no memory for the partial sums: the unsplit tile needs none */
         q->host->log(MEMRA_LOG_DEBUG, q->name, "gemm_q8_0r: no scratch for %d split-k slices, running unsplit",
                      p.split);
@@ -381,8 +381,8 @@ memra_status memra__mmq_gemm_fp8_blk(memra_call *call, const memra_gemm_args *a)
     int m = a->m, n = a->n, k = a->k;
     const int64_t nkb = ((int64_t)k + 127) / 128;
     memra_dptr xq = 0, xs = 0;
-    st = q->host->scratch(q->caps, MEMRA__MMQ_SLOT_XQ, (size_t)((int64_t)m * k + 256), &xq);
-    if (st == MEMRA_STATUS_OK) st = q->host->scratch(q->caps, MEMRA__MMQ_SLOT_XS, (size_t)(nkb * m * 4 + 256), &xs);
+    st = q->host->scratch_get(call, MEMRA__MMQ_SLOT_XQ, (size_t)((int64_t)m * k + 256), &xq);
+    if (st == MEMRA_STATUS_OK) st = q->host->scratch_get(call, MEMRA__MMQ_SLOT_XS, (size_t)(nkb * m * 4 + 256), &xs);
     if (st != MEMRA_STATUS_OK) return st;
     memra_dptr x = a->x;
     st = launch(q, q->fp8blk_quant, "memra_k_fp8blk_quant", blocks(q, nkb * m, 8), 1, 0, call->stream,

@@ -55,7 +55,9 @@ static memra_status sm120_init(const memra_host_services *host, const memra_devi
     memra_status st = memra__gpu_create(host, caps, SM120_NAME, &c->gpu);
     if (st == MEMRA_STATUS_OK) {
         const int native = caps->cc / 10 == 12;
-        const char *v = getenv("MEMRA_SM120_FP8BLK");
+        const char *v = MEMRA_HAS_MEMBER(host, memra_host_services, knob) && host->knob != NULL
+                            ? host->knob(caps, "MEMRA_SM120_FP8BLK")
+                            : NULL;
         const int mx = !(v != NULL && strcmp(v, "f8f6f4") == 0);
         unsigned fam = MEMRA__MMQ_FAM_MMQ;
         if (native) fam |= mx ? MEMRA__MMQ_FAM_FP8BLK_MX : MEMRA__MMQ_FAM_FP8BLK;

@@ -147,7 +147,7 @@ def test_runtime_lifecycle():
 @pytest.mark.parametrize("kw, needle", [
     ({"prefer": "garbage"}, "preferences are op=module"),
     ({"disable": "nonsense=host"}, "'nonsense' is not an op"),
-    ({"force_arch": "zzz"}, "MEMRA_ARCH=zzz is not a profile"),
+    ({"force_arch": "zzz"}, "MEMRA_ARCH=zzz (memra_options): expected one of sm90|sm120|cuda|host"),
 ])
 def test_bad_options_fail_open(kw, needle):
     with pytest.raises(memra.InvalidArgumentError) as e:

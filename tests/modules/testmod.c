@@ -26,6 +26,7 @@
  *   EVIL       "testevil": a constructor that creates the file named by
  *              MEMRA_TEST_MARKER (proof that it ran); otherwise like GOOD
  */
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdlib.h>
 
@@ -62,7 +63,7 @@ __attribute__((constructor)) static void evil_ctor(void)
 
 typedef struct ctx {
     const memra_host_services *host;
-    long calls;
+    atomic_long calls; /* ops may run on many threads at once */
 } ctx;
 
 static int score(const memra_device_caps *caps)
@@ -113,7 +114,7 @@ static memra_status op_scale(memra_call *call, memra_dptr y, int64_t n, float s)
 #endif
     float *p = (float *)(uintptr_t)y;
     for (int64_t i = 0; i < n; i++) p[i] *= s;
-    c->calls++;
+    atomic_fetch_add(&c->calls, 1);
 #if defined(NFOUND)
     return c->host->set_error(MEMRA_STATUS_NOT_FOUND, "testnf: a module error that happens to be NOT_FOUND");
 #else
