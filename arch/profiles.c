@@ -2,6 +2,7 @@
  * cuBLASLt's FP8 scale modes; sm120 has the f8f6f4 MMA family but cuBLASLt FP8
  * with scalar scales only; other cc >= 8.0 devices get the portable profile. */
 #include "arch/profiles.h"
+#include "base/error.h"
 #include "memra/memra.h"
 
 #include <stdio.h>
@@ -79,6 +80,10 @@ void memra_caps_describe(uint64_t caps, char *buf, size_t len)
     };
     size_t off = 0;
     if (len == 0) return;
+    if (buf == NULL) {
+        MEMRA__FAIL(MEMRA_STATUS_INVALID_ARGUMENT, "memra_caps_describe: buf is NULL with len %zu", len);
+        return;
+    }
     buf[0] = '\0';
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         if (!(caps & names[i].bit)) continue;

@@ -6,8 +6,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "base/config.h"
 #include "base/error.h"
+#include "base/trust.h"
 
 /* cuGetProcAddress as exported since CUDA 12.0 (cuGetProcAddress_v2) and before. */
 typedef CUresult (*get_proc_v2_fn)(const char *symbol, void **pfn, int cuda_version, uint64_t flags, int *status);
@@ -40,14 +43,21 @@ static void *resolve(const memra__driver *drv, get_proc_v2_fn v2, get_proc_v1_fn
 memra_status memra__driver_open(memra__driver *drv, char *why, size_t why_len)
 {
     memset(drv, 0, sizeof *drv);
-    const char *override = getenv("MEMRA_CUDA_DRIVER");
+    drv->lib_fd = -1;
+    const char *override = memra__env("MEMRA_CUDA_DRIVER");
     const char *tried = NULL;
     char dlerr[512] = "";
     if (override != NULL && override[0] != '\0') {
-        tried = override;
-        drv->lib = dlopen(override, RTLD_NOW | RTLD_LOCAL);
-        if (drv->lib == NULL) snprintf(dlerr, sizeof dlerr, "%s", dlerror());
-        else drv->path = override;
+        /* A path from the environment: absolute, checked, loaded by its
+         * descriptor (kept open for the life of the process). */
+        int fd = -1;
+        drv->lib = memra__trust_dlopen_env("MEMRA_CUDA_DRIVER", override, &fd, dlerr, sizeof dlerr);
+        if (drv->lib == NULL) {
+            snprintf(why, why_len, "no CUDA driver found: %s", dlerr);
+            return MEMRA_STATUS_NO_DRIVER;
+        }
+        drv->path = override;
+        drv->lib_fd = fd;
     } else {
         for (int i = 0; k_driver_names[i] != NULL && drv->lib == NULL; i++) {
             tried = k_driver_names[i];
@@ -123,8 +133,12 @@ memra_status memra__driver_open(memra__driver *drv, char *why, size_t why_len)
 
 void memra__driver_close(memra__driver *drv)
 {
-    if (drv->lib != NULL) dlclose(drv->lib);
+    if (drv->lib != NULL) {
+        dlclose(drv->lib);
+        if (drv->lib_fd >= 0) close(drv->lib_fd);
+    }
     memset(drv, 0, sizeof *drv);
+    drv->lib_fd = -1;
 }
 
 void *memra__driver_proc(const memra__driver *drv, const char *name)

@@ -95,6 +95,7 @@ typedef struct memra__driver {
     void *lib;         /* dlopen handle, NULL when absent */
     int version;       /* cuDriverGetVersion */
     const char *path;  /* library opened */
+    int lib_fd;        /* descriptor it was loaded from (MEMRA_CUDA_DRIVER), -1 otherwise; valid while lib is */
 #define MEMRA__DRIVER_MEMBER(name, ret, params) ret(*name) params;
     MEMRA__DRIVER_LIST(MEMRA__DRIVER_MEMBER)
 #undef MEMRA__DRIVER_MEMBER

@@ -6,6 +6,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "base/config.h"
 
 #include "memra/memra.h"
 
@@ -58,21 +62,36 @@ memra_status memra__set_error(memra_status status, const char *fmt, ...)
     return status;
 }
 
-int memra__log_level(void)
+/* The process-wide sink: level, callback and its user pointer, set by
+ * memra_open and reset by the memra_close of the runtime that set them. */
+static atomic_int g_level = MEMRA_LOG_WARN;
+static pthread_mutex_t g_sink_lock = PTHREAD_MUTEX_INITIALIZER;
+static memra_log_fn g_fn;
+static void *g_user;
+static const void *g_owner;
+
+int memra__log_level(void) { return atomic_load_explicit(&g_level, memory_order_relaxed); }
+
+void memra__log_configure(int level, memra_log_fn fn, void *user, const void *owner)
 {
-    static int level = -1; /* benign race: every thread computes the same value */
-    if (level < 0) {
-        const char *s = getenv("MEMRA_LOG");
-        int l = MEMRA_LOG_WARN;
-        if (s != NULL) {
-            if (strcasecmp(s, "error") == 0) l = MEMRA_LOG_ERROR;
-            else if (strcasecmp(s, "warn") == 0) l = MEMRA_LOG_WARN;
-            else if (strcasecmp(s, "info") == 0) l = MEMRA_LOG_INFO;
-            else if (strcasecmp(s, "debug") == 0) l = MEMRA_LOG_DEBUG;
-        }
-        level = l;
+    pthread_mutex_lock(&g_sink_lock);
+    g_fn = fn;
+    g_user = user;
+    g_owner = owner;
+    atomic_store(&g_level, level);
+    pthread_mutex_unlock(&g_sink_lock);
+}
+
+void memra__log_release(const void *owner)
+{
+    pthread_mutex_lock(&g_sink_lock);
+    if (g_owner == owner) {
+        g_fn = NULL;
+        g_user = NULL;
+        g_owner = NULL;
+        atomic_store(&g_level, MEMRA_LOG_WARN);
     }
-    return level;
+    pthread_mutex_unlock(&g_sink_lock);
 }
 
 void memra__log(int level, const char *who, const char *fmt, ...)
@@ -89,5 +108,12 @@ void memra__logv(int level, const char *who, const char *fmt, va_list ap)
     if (level > memra__log_level()) return;
     char msg[2048];
     vsnprintf(msg, sizeof msg, fmt, ap);
-    fprintf(stderr, "memra[%s] %s: %s\n", names[level < 0 ? 0 : level > 3 ? 3 : level], who ? who : "core", msg);
+    if (level < MEMRA_LOG_ERROR) level = MEMRA_LOG_ERROR;
+    if (level > MEMRA_LOG_DEBUG) level = MEMRA_LOG_DEBUG;
+    pthread_mutex_lock(&g_sink_lock);
+    memra_log_fn fn = g_fn;
+    void *user = g_user;
+    pthread_mutex_unlock(&g_sink_lock);
+    if (fn != NULL) fn(level, who ? who : "core", msg, user);
+    else fprintf(stderr, "memra[%s] %s: %s\n", names[level], who ? who : "core", msg);
 }

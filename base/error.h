@@ -17,7 +17,7 @@ memra_status memra__fail_at(const char *file, int line, memra_status status, con
 memra_status memra__set_error(memra_status status, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void memra__clear_error(void);
 
-/* Log level from MEMRA_LOG (error|warn|info|debug), default warn. */
+/* The level set by memra_open (MEMRA_LOG: error|warn|info|debug), warn before. */
 int memra__log_level(void);
 void memra__log(int level, const char *who, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 void memra__logv(int level, const char *who, const char *fmt, va_list ap);

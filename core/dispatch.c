@@ -1,4 +1,5 @@
 /* Dispatch: op names, the ledger, one lane invocation, and direct module calls. */
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -84,7 +85,10 @@ typedef struct ledger_copy {
 
 void memra_ledger_visit(const memra_runtime *rt, void (*fn)(const memra_ledger_row *row, void *user), void *user)
 {
-    if (rt == NULL || fn == NULL) return;
+    if (rt == NULL || fn == NULL) {
+        MEMRA__FAIL(MEMRA_STATUS_INVALID_ARGUMENT, "memra_ledger_visit: %s is NULL", rt == NULL ? "rt" : "fn");
+        return;
+    }
     for (int d = 0; d < rt->n_devices; d++) {
         memra_device *dev = rt->devices[d];
         /* Copy under the lock, call back after it: a callback may call memra. */
@@ -178,7 +182,7 @@ void memra_ledger_print(const memra_runtime *rt, void *file)
 
 /* One case per op of MEMRA_OP_LIST: an op appended to the list must get its
  * case here (the assert counts them). */
-_Static_assert(MEMRA_OP_COUNT_ == 13, "call_op needs a case for every op of MEMRA_OP_LIST");
+_Static_assert(MEMRA_OP_COUNT_ == 14, "call_op needs a case for every op of MEMRA_OP_LIST");
 
 static memra_status call_op(const memra_op_table *ops, memra_call *call, memra_op op, memra_op_args *a)
 {
@@ -204,6 +208,7 @@ static memra_status call_op(const memra_op_table *ops, memra_call *call, memra_o
                                (long long)a->rows, (long long)a->cols);
         return ops->repack_q8_0(call, a->src, a->rows, a->cols, a->dst);
     case MEMRA_OP_gemm_q8_0r: return ops->gemm_q8_0r(call, &a->gemm);
+    case MEMRA_OP_gemm_bf16: return ops->gemm_bf16(call, &a->gemm);
     default: return MEMRA__FAIL(MEMRA_STATUS_INVALID_ARGUMENT, "op %d out of range", (int)op);
     }
 }
@@ -221,11 +226,16 @@ memra_status memra__lane_invoke(memra_device *dev, const memra__lane *lane, memr
                        .decline_reason = NULL};
     args->gemm.struct_size = sizeof args->gemm;
     atomic_fetch_add(&lane->cell->entries, 1);
-    memra_status st = memra__device_enter(dev);
+    memra_status st = memra__scope_begin(dev, args->stream);
+    if (st != MEMRA_STATUS_OK) return st;
+    st = memra__device_enter(dev);
     if (st == MEMRA_STATUS_OK) {
+        const char *prev = memra__scratch_module_set(lane->mod->name);
         st = call_op(&lane->mod->ops, &call, op, args);
+        memra__scratch_module_set(prev);
         memra__device_leave(dev);
     }
+    memra__scope_end();
     if (st == MEMRA_STATUS_OK) {
         atomic_fetch_add(&lane->cell->hits, 1);
     } else if (st == MEMRA_STATUS_DECLINED) {
@@ -247,6 +257,13 @@ memra_status memra__dispatch(memra_device *dev, memra_op op, memra_op_args *args
 {
     memra__snapshot *s = memra__snapshot_acquire(dev);
     if (s == NULL) return MEMRA__FAIL(MEMRA_STATUS_INTERNAL, "no routing on %s", dev->label);
+    memra_status st = memra__dispatch_on(dev, s, op, args);
+    memra__snapshot_release(s);
+    return st;
+}
+
+memra_status memra__dispatch_on(memra_device *dev, memra__snapshot *s, memra_op op, memra_op_args *args)
+{
     memra_status st = MEMRA_STATUS_NOT_SUPPORTED;
     char last_reason[128] = "no module provides it";
     const int s_lanes = s->n_lanes[op];
@@ -255,7 +272,6 @@ memra_status memra__dispatch(memra_device *dev, memra_op op, memra_op_args *args
         if (st != MEMRA_STATUS_DECLINED) break;
         snprintf(last_reason, sizeof last_reason, "%s: %s", s->lanes[op][i].mod->name, args->decline_reason);
     }
-    memra__snapshot_release(s);
     if (st == MEMRA_STATUS_NOT_SUPPORTED && s_lanes == 0)
         return MEMRA__FAIL(MEMRA_STATUS_NOT_SUPPORTED, "%s on %s: no module provides it", memra_op_name(op),
                            dev->label);
@@ -285,6 +301,9 @@ memra_status memra_module_call(memra_device *dev, const char *module, memra_op o
     memra__clear_error();
     if (dev == NULL || module == NULL || args == NULL || (int)op < 0 || op >= MEMRA_OP_COUNT_)
         return MEMRA__FAIL(MEMRA_STATUS_INVALID_ARGUMENT, "memra_module_call: bad argument");
+    if (args->struct_size < offsetof(memra_op_args, decline_reason) + sizeof args->decline_reason)
+        return MEMRA__FAIL(MEMRA_STATUS_INVALID_ARGUMENT, "memra_module_call: args.struct_size %u is too small (%zu)",
+                           args->struct_size, offsetof(memra_op_args, decline_reason) + sizeof args->decline_reason);
     memra__snapshot *s = memra__snapshot_acquire(dev);
     const memra__lane *lane = NULL;
     memra__lane fallback;

@@ -1,5 +1,5 @@
 /* Block formats: GGML's Q8_0, Q4_0, Q4_K, Q5_K, Q6_K byte for byte, IEEE f16,
- * OCP e4m3 (E4M3FN).
+ * bfloat16, OCP e4m3 (E4M3FN).
  *
  * Every decoder reproduces the arithmetic of GGML's reference decoders
  * (dequantize_row_*): scales are widened from f16 to f32 exactly, and each
@@ -27,6 +27,7 @@ int memra_format_block_values(memra_format format)
     switch (format) {
     case MEMRA_FORMAT_F32:
     case MEMRA_FORMAT_F16:
+    case MEMRA_FORMAT_BF16:
     case MEMRA_FORMAT_E4M3: return 1;
     case MEMRA_FORMAT_Q8_0: return MEMRA_QK8_0;
     case MEMRA_FORMAT_Q4_0: return MEMRA_QK4_0;
@@ -42,6 +43,7 @@ int memra_format_block_bytes(memra_format format)
     switch (format) {
     case MEMRA_FORMAT_F32: return 4;
     case MEMRA_FORMAT_F16: return 2;
+    case MEMRA_FORMAT_BF16: return 2;
     case MEMRA_FORMAT_E4M3: return 1;
     case MEMRA_FORMAT_Q8_0: return MEMRA_Q8_0_BYTES;
     case MEMRA_FORMAT_Q4_0: return MEMRA_Q4_0_BYTES;
@@ -58,6 +60,7 @@ const char *memra_format_name(memra_format format)
     case MEMRA_FORMAT_F32: return "f32";
     case MEMRA_FORMAT_F16: return "f16";
     case MEMRA_FORMAT_E4M3: return "e4m3";
+    case MEMRA_FORMAT_BF16: return "bf16";
     case MEMRA_FORMAT_Q8_0: return "q8_0";
     case MEMRA_FORMAT_Q4_0: return "q4_0";
     case MEMRA_FORMAT_Q4_K: return "q4_k";
@@ -72,6 +75,7 @@ uint64_t memra_format_row_bytes(memra_format format, int64_t cols)
     int64_t bv = memra_format_block_values(format);
     int64_t bb = memra_format_block_bytes(format);
     if (bv == 0 || cols < 0 || cols % bv != 0) return 0;
+    if ((uint64_t)(cols / bv) > UINT64_MAX / (uint64_t)bb) return 0; /* would wrap */
     return (uint64_t)(cols / bv) * (uint64_t)bb;
 }
 
@@ -138,6 +142,20 @@ float memra_f32_from_f16(uint16_t h)
     return f32_from_bits(sign | (exp << 23) | ((m & 0x3FFu) << 13));
 }
 
+/* ---- bfloat16 --------------------------------------------------------------------- */
+
+uint16_t memra_bf16_from_f32(float f)
+{
+    uint32_t x = f32_bits(f);
+    if ((x & 0x7FFFFFFFu) > 0x7F800000u) /* NaN: keep the sign and top payload, force quiet */
+        return (uint16_t)((x >> 16) | 0x0040u);
+    /* Round the low 16 bits to nearest even; a carry into the exponent is the
+     * right answer (up to infinity for values past the largest bf16). */
+    return (uint16_t)((x + 0x7FFFu + ((x >> 16) & 1u)) >> 16);
+}
+
+float memra_f32_from_bf16(uint16_t h) { return f32_from_bits((uint32_t)h << 16); }
+
 /* ---- OCP e4m3 ------------------------------------------------------------------ */
 
 float memra_e4m3_decode(uint8_t code)
@@ -179,6 +197,7 @@ static void store_u16(uint8_t *p, uint16_t v)
 
 void memra_q8_0_encode(const float *x, uint8_t *block)
 {
+    if (x == NULL || block == NULL) return;
     float amax = 0.0f;
     for (int j = 0; j < MEMRA_QK8_0; j++) {
         float a = fabsf(x[j]);
@@ -255,11 +274,12 @@ void memra_decode_row(memra_format format, const void *src, int64_t n, float *ds
     const uint8_t *p = (const uint8_t *)src;
     const int64_t bv = memra_format_block_values(format);
     const int64_t bb = memra_format_block_bytes(format);
-    if (bv == 0 || n <= 0 || n % bv != 0) return;
+    if (bv == 0 || n <= 0 || n % bv != 0 || src == NULL || dst == NULL) return;
     for (int64_t blk = 0; blk < n / bv; blk++, p += bb, dst += bv) {
         switch (format) {
         case MEMRA_FORMAT_F32: memcpy(dst, p, 4); break;
         case MEMRA_FORMAT_F16: dst[0] = memra_f32_from_f16(load_u16(p)); break;
+        case MEMRA_FORMAT_BF16: dst[0] = memra_f32_from_bf16(load_u16(p)); break;
         case MEMRA_FORMAT_E4M3: dst[0] = memra_e4m3_decode(p[0]); break;
         case MEMRA_FORMAT_Q8_0: decode_q8_0(p, dst); break;
         case MEMRA_FORMAT_Q4_0: decode_q4_0(p, dst); break;

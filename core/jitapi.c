@@ -35,6 +35,15 @@ memra_status memra_jit_info_get(memra_runtime *rt, memra_jit_info *out)
     return MEMRA_STATUS_OK;
 }
 
+memra_status memra_jit_disk_status(memra_runtime *rt, char *buf, size_t len)
+{
+    if (rt == NULL || buf == NULL || len == 0)
+        return MEMRA__FAIL(MEMRA_STATUS_INVALID_ARGUMENT, "memra_jit_disk_status: NULL or empty buffer");
+    if (rt->jit == NULL) snprintf(buf, len, "off (no JIT: %s)", rt->jit_why);
+    else memra__jit_disk_why(rt->jit, buf, len);
+    return MEMRA_STATUS_OK;
+}
+
 memra_status memra_jit_list(memra_runtime *rt, memra_jit_entry_info **out, size_t *count)
 {
     if (rt == NULL || out == NULL || count == NULL)

@@ -13,6 +13,8 @@
 
 #include "base/error.h"
 #include "core/runtime.h"
+#include "core/trial.h"
+#include "base/trust.h"
 #include "modules/host/host_module.h"
 
 #define MIN_DESC_SIZE (offsetof(memra_module_desc, ops) + sizeof(void *))
@@ -21,6 +23,45 @@
 /* ---- records ------------------------------------------------------------- */
 
 static char *xstrdup(const char *s) { return strdup(s ? s : ""); }
+
+/* A name that lives until memra_close (memra_routing_get hands them out),
+ * one copy per distinct name. Caller holds reg_lock. */
+static const char *intern(memra_runtime *rt, const char *s)
+{
+    for (memra__name *n = rt->names; n != NULL; n = n->next)
+        if (strcmp(n->s, s) == 0) return n->s;
+    size_t l = strlen(s);
+    memra__name *n = malloc(sizeof *n + l + 1);
+    if (n == NULL) return NULL;
+    memcpy(n->s, s, l + 1);
+    n->next = rt->names;
+    rt->names = n;
+    return n->s;
+}
+
+static void rec_free(memra__modrec *r)
+{
+    for (int d = 0; d < MEMRA__MAX_DEVICES; d++) free(r->device_note[d]);
+    free(r->path);
+    free(r->name);
+    free(r->version);
+    free(r->reason);
+    free(r);
+}
+
+static void rec_life_drop(memra__modrec *r)
+{
+    if (atomic_fetch_sub(&r->life, 1) == 1) rec_free(r);
+}
+
+/* Take record i out of rt->mods (caller holds reg_lock). */
+static void rec_unlist(memra_runtime *rt, int i)
+{
+    memra__modrec *r = rt->mods[i];
+    memmove(rt->mods + i, rt->mods + i + 1, (size_t)(rt->n_mods - i - 1) * sizeof *rt->mods);
+    rt->n_mods--;
+    rec_life_drop(r);
+}
 
 static memra__modrec *rec_new(memra_runtime *rt, const char *path, const char *name)
 {
@@ -37,8 +78,15 @@ static memra__modrec *rec_new(memra_runtime *rt, const char *path, const char *n
     r->name = xstrdup(name);
     r->version = xstrdup("");
     r->reason = xstrdup("");
+    r->iname = "";
+    r->fd = -1;
     r->rt = rt;
     atomic_init(&r->refs, 0);
+    atomic_init(&r->life, 1);
+    if (r->path == NULL || r->name == NULL || r->version == NULL || r->reason == NULL) {
+        rec_free(r);
+        return NULL;
+    }
     rt->mods[rt->n_mods++] = r;
     return r;
 }
@@ -74,38 +122,24 @@ static void rec_retire(memra__modrec *r)
     MEMRA__DEBUG("registry", "module %s retired", r->name);
     if (r->dl != NULL) dlclose(r->dl);
     r->dl = NULL;
+    if (r->fd >= 0) close(r->fd);
+    r->fd = -1;
     /* Descriptor pointers into the closed library must not be followed again. */
     memset(&r->desc, 0, sizeof r->desc);
     memset(&r->ops, 0, sizeof r->ops);
 }
 
-static void rec_ref(memra__modrec *r) { atomic_fetch_add(&r->refs, 1); }
+/* The first reference (the registry's, at load) also holds the record alive. */
+static void rec_ref(memra__modrec *r)
+{
+    if (atomic_fetch_add(&r->refs, 1) == 0) atomic_fetch_add(&r->life, 1);
+}
 static void rec_unref(memra__modrec *r)
 {
-    if (atomic_fetch_sub(&r->refs, 1) == 1) rec_retire(r);
-}
-
-/* ---- safety -------------------------------------------------------------- */
-
-/* A file or folder is safe to load from when it is owned by root or by us and
- * nobody else can write it. */
-static int path_unsafe(const char *path, char *why, size_t len)
-{
-    struct stat st;
-    if (stat(path, &st) != 0) {
-        snprintf(why, len, "cannot stat %s: %s", path, strerror(errno));
-        return 1;
+    if (atomic_fetch_sub(&r->refs, 1) == 1) {
+        rec_retire(r);
+        rec_life_drop(r);
     }
-    if (st.st_uid != 0 && st.st_uid != geteuid()) {
-        snprintf(why, len, "%s is owned by uid %u, neither root nor the current user", path, (unsigned)st.st_uid);
-        return 1;
-    }
-    if (st.st_mode & (S_IWGRP | S_IWOTH)) {
-        snprintf(why, len, "%s is writable by %s (mode %04o)", path, (st.st_mode & S_IWOTH) ? "anyone" : "its group",
-                 (unsigned)(st.st_mode & 07777));
-        return 1;
-    }
-    return 0;
 }
 
 /* ---- loading one file ------------------------------------------------------ */
@@ -126,6 +160,8 @@ static memra__modrec *find_loaded(memra_runtime *rt, const char *name, const mem
     }
     return NULL;
 }
+
+static void *op_fn(const memra_op_table *ops, memra_op op);
 
 /* Read a descriptor the module handed us: version, size, then members. */
 static int adopt_descriptor(memra__modrec *r, const memra_module_desc *d)
@@ -155,6 +191,12 @@ static int adopt_descriptor(memra__modrec *r, const memra_module_desc *d)
     }
     free(r->name);
     r->name = xstrdup(r->desc.name);
+    const char *iname = intern(r->rt, r->desc.name);
+    if (r->name == NULL || iname == NULL) {
+        rec_refuse(r, "out of memory");
+        return 0;
+    }
+    r->iname = iname;
     free(r->version);
     r->version = xstrdup(r->desc.version ? r->desc.version : "");
     if (r->desc.score == NULL) {
@@ -163,13 +205,21 @@ static int adopt_descriptor(memra__modrec *r, const memra_module_desc *d)
     }
     const memra_op_table *ops = r->desc.ops;
     memset(&r->ops, 0, sizeof r->ops);
-    if (ops != NULL) {
-        if (ops->struct_size < MIN_OPS_SIZE) {
-            rec_refuse(r, "op table size %u is too small", ops->struct_size);
-            return 0;
-        }
-        memcpy(&r->ops, ops, ops->struct_size < sizeof r->ops ? ops->struct_size : sizeof r->ops);
-        r->ops.struct_size = sizeof r->ops;
+    if (ops == NULL) {
+        rec_refuse(r, "descriptor has no op table: a module must provide at least one op");
+        return 0;
+    }
+    if (ops->struct_size < MIN_OPS_SIZE) {
+        rec_refuse(r, "op table size %u is too small", ops->struct_size);
+        return 0;
+    }
+    memcpy(&r->ops, ops, ops->struct_size < sizeof r->ops ? ops->struct_size : sizeof r->ops);
+    r->ops.struct_size = sizeof r->ops;
+    int provided = 0;
+    for (int op = 0; op < MEMRA_OP_COUNT_; op++) provided += op_fn(&r->ops, (memra_op)op) != NULL;
+    if (provided == 0) {
+        rec_refuse(r, "op table provides no op (every member is NULL)");
+        return 0;
     }
     return 1;
 }
@@ -226,42 +276,64 @@ static int admit(memra_runtime *rt, memra__modrec *r)
     return 1;
 }
 
-static void load_file(memra_runtime *rt, const char *path)
+/* Load one file. `trial`: run the contained trial first (module path and
+ * hot-add; the install's own folder is trusted). Returns the record made
+ * (loaded, or refused with a reason), or NULL when the file is loaded
+ * already (*already = 1) or memory ran out. Caller holds reg_lock. */
+static memra__modrec *load_file(memra_runtime *rt, const char *path, int trial, int *already)
 {
+    *already = 0;
     const char *base = strrchr(path, '/');
     base = base ? base + 1 : path;
-    char real[PATH_MAX];
-    if (realpath(path, real) == NULL) snprintf(real, sizeof real, "%s", path);
+    char real[PATH_MAX], why[PATH_MAX + 256];
+    int fd = memra__trust_open(path, rt->allow_unsafe, real, sizeof real, why, sizeof why);
     for (int i = 0; i < rt->n_mods; i++) {
-        if (rt->mods[i]->loaded && strcmp(rt->mods[i]->path, real) == 0) {
+        if (strcmp(rt->mods[i]->path, real) != 0) continue;
+        if (rt->mods[i]->loaded) {
             MEMRA__DEBUG("registry", "%s is already loaded", real);
-            return;
+            if (fd >= 0) close(fd);
+            *already = 1;
+            return NULL;
         }
+        /* An earlier refused or unloaded load of this path: this one replaces it. */
+        rec_unlist(rt, i--);
     }
     memra__modrec *r = rec_new(rt, real, base);
-    if (r == NULL) return;
-    char why[512];
-    if (!rt->allow_unsafe && path_unsafe(real, why, sizeof why)) {
-        rec_refuse(r, "unsafe file: %s (set MEMRA_ALLOW_UNSAFE_MODULES=1 to load it anyway)", why);
-        return;
+    if (r == NULL) {
+        if (fd >= 0) close(fd);
+        return NULL;
     }
-    MEMRA__DEBUG("registry", "dlopen %s", real);
-    dlerror();
-    void *dl = dlopen(real, RTLD_NOW | RTLD_LOCAL);
+    if (fd < 0) {
+        rec_refuse(r, "unsafe file: %s%s", why,
+                   rt->allow_unsafe ? "" : " (set MEMRA_ALLOW_UNSAFE_MODULES=1 to load it anyway)");
+        return r;
+    }
+    if (trial && memra__trial_enabled()) {
+        double ms = 0.0;
+        if (memra__trial_run(rt, fd, real, why, sizeof why, &ms) != MEMRA_STATUS_OK) {
+            rec_refuse(r, "%s", why);
+            close(fd);
+            return r;
+        }
+    }
+    MEMRA__DEBUG("registry", "dlopen %s (descriptor %d)", real, fd);
+    void *dl = memra__trust_dlopen(&fd, real, why, sizeof why);
     if (dl == NULL) {
-        const char *e = dlerror();
-        rec_refuse(r, "not a loadable shared library: %s", e ? e : "dlopen failed");
-        return;
+        rec_refuse(r, "not a loadable shared library: %s", why);
+        close(fd);
+        return r;
     }
     memra_module_entry_fn entry = (memra_module_entry_fn)(uintptr_t)dlsym(dl, MEMRA_MODULE_ENTRY_SYMBOL);
     if (entry == NULL) {
         rec_refuse(r, "entry symbol %s missing", MEMRA_MODULE_ENTRY_SYMBOL);
         dlclose(dl);
-        return;
+        close(fd);
+        return r;
     }
     if (!adopt_descriptor(r, entry())) {
         dlclose(dl);
-        return;
+        close(fd);
+        return r;
     }
     memra__modrec *dup = find_loaded(rt, r->name, r);
     if (dup != NULL) {
@@ -269,26 +341,31 @@ static void load_file(memra_runtime *rt, const char *path)
         memset(&r->desc, 0, sizeof r->desc);
         memset(&r->ops, 0, sizeof r->ops);
         dlclose(dl);
-        return;
+        close(fd);
+        return r;
     }
     r->dl = dl;
+    r->fd = fd;
     if (!admit(rt, r)) {
         r->dl = NULL;
+        r->fd = -1;
         memset(&r->desc, 0, sizeof r->desc);
         memset(&r->ops, 0, sizeof r->ops);
         dlclose(dl);
-        return;
+        close(fd);
+        return r;
     }
     r->loaded = 1;
     rec_ref(r); /* the registry's reference */
     memra__log(MEMRA_LOG_INFO, "registry", "loaded module %s %s from %s", r->name, r->version, real);
+    return r;
 }
 
 static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
-static void scan_dir(memra_runtime *rt, const char *dir, int explicit_entry)
+static void scan_dir(memra_runtime *rt, const char *dir, int explicit_entry, int trial)
 {
-    char why[512];
+    char why[PATH_MAX + 256], real[PATH_MAX];
     memra__modrec *r;
     if (dir[0] != '/') {
         r = rec_new(rt, dir, dir[0] ? dir : "(empty)");
@@ -296,6 +373,15 @@ static void scan_dir(memra_runtime *rt, const char *dir, int explicit_entry)
             rec_refuse(r, "relative module folder '%s' refused: memra never loads modules from the current "
                           "directory; give an absolute path",
                        dir);
+        return;
+    }
+    size_t dl = strlen(dir);
+    if (dl >= PATH_MAX) {
+        char shown[64];
+        snprintf(shown, sizeof shown, "%.40s...", dir);
+        if ((r = rec_new(rt, shown, shown)) != NULL)
+            rec_refuse(r, "module folder path of %zu bytes is longer than PATH_MAX (%d): refused, never truncated", dl,
+                       PATH_MAX);
         return;
     }
     struct stat st;
@@ -306,14 +392,16 @@ static void scan_dir(memra_runtime *rt, const char *dir, int explicit_entry)
             MEMRA__DEBUG("registry", "no module folder at %s", dir);
         return;
     }
-    if (!rt->allow_unsafe && path_unsafe(dir, why, sizeof why)) {
+    int dfd = memra__trust_open_dir(dir, rt->allow_unsafe, real, sizeof real, why, sizeof why);
+    if (dfd < 0) {
         if ((r = rec_new(rt, dir, dir)) != NULL)
             rec_refuse(r, "unsafe module folder: %s (set MEMRA_ALLOW_UNSAFE_MODULES=1 to load it anyway)", why);
         return;
     }
     MEMRA__DEBUG("registry", "scanning module folder %s", dir);
-    DIR *dp = opendir(dir);
+    DIR *dp = fdopendir(dfd);
     if (dp == NULL) {
+        close(dfd);
         if ((r = rec_new(rt, dir, dir)) != NULL) rec_refuse(r, "cannot open module folder: %s", strerror(errno));
         return;
     }
@@ -329,14 +417,20 @@ static void scan_dir(memra_runtime *rt, const char *dir, int explicit_entry)
             if (nn == NULL) break;
             names = nn;
         }
-        names[n++] = strdup(de->d_name);
+        if ((names[n] = strdup(de->d_name)) != NULL) n++;
     }
     closedir(dp);
     if (n > 1) qsort(names, n, sizeof *names, cmp_str);
     for (size_t i = 0; i < n; i++) {
         char path[PATH_MAX];
-        snprintf(path, sizeof path, "%s/%s", dir, names[i]);
-        load_file(rt, path);
+        int pl = snprintf(path, sizeof path, "%s/%s", real, names[i]);
+        if (pl < 0 || (size_t)pl >= sizeof path) {
+            if ((r = rec_new(rt, names[i], names[i])) != NULL)
+                rec_refuse(r, "%s/%s is longer than PATH_MAX (%d): refused, never truncated", dir, names[i], PATH_MAX);
+        } else {
+            int already;
+            load_file(rt, path, trial, &already);
+        }
         free(names[i]);
     }
     free(names);
@@ -527,13 +621,13 @@ memra_status memra__registry_open(memra_runtime *rt)
         while (p != NULL) {
             char *e = strchr(p, ':');
             if (e) *e = '\0';
-            scan_dir(rt, p, 1);
+            scan_dir(rt, p, 1, 1);
             p = e ? e + 1 : NULL;
         }
         free(copy);
     }
     char dir[PATH_MAX];
-    if (!rt->opts.no_default_modules && default_module_dir(dir, sizeof dir)) scan_dir(rt, dir, 0);
+    if (!rt->opts.no_default_modules && default_module_dir(dir, sizeof dir)) scan_dir(rt, dir, 0, 0);
     memra_status st = publish_all(rt);
     pthread_mutex_unlock(&rt->reg_lock);
     return st;
@@ -555,16 +649,16 @@ void memra__registry_close(memra_runtime *rt)
             r->loaded = 0;
             rec_unref(r);
         }
-        for (int d = 0; d < MEMRA__MAX_DEVICES; d++) free(r->device_note[d]);
-        free(r->path);
-        free(r->name);
-        free(r->version);
-        free(r->reason);
-        free(r);
+        rec_life_drop(r); /* unlisted */
     }
     free(rt->mods);
     rt->mods = NULL;
     rt->n_mods = 0;
+    while (rt->names != NULL) {
+        memra__name *n = rt->names->next;
+        free(rt->names);
+        rt->names = n;
+    }
 }
 
 /* ---- public --------------------------------------------------------------------- */
@@ -607,30 +701,21 @@ memra_status memra_module_load(memra_runtime *rt, const char *path)
     if (path[0] != '/')
         return MEMRA__FAIL(MEMRA_STATUS_INVALID_ARGUMENT,
                            "memra_module_load: '%s' is relative; memra loads modules by absolute path only", path);
-    char real[PATH_MAX], why[512];
+    if (strlen(path) >= PATH_MAX)
+        return MEMRA__FAIL(MEMRA_STATUS_INVALID_ARGUMENT,
+                           "memra_module_load: a path of %zu bytes is longer than PATH_MAX (%d): refused, never truncated",
+                           strlen(path), PATH_MAX);
+    char real[PATH_MAX];
     if (realpath(path, real) == NULL)
         return MEMRA__FAIL(MEMRA_STATUS_NOT_FOUND, "memra_module_load: %s: %s", path, strerror(errno));
-    char dir[PATH_MAX];
-    snprintf(dir, sizeof dir, "%s", real);
-    char *slash = strrchr(dir, '/');
-    if (slash != NULL) *(slash == dir ? slash + 1 : slash) = '\0';
-    if (!rt->allow_unsafe && path_unsafe(dir, why, sizeof why))
-        return MEMRA__FAIL(MEMRA_STATUS_MODULE_ERROR, "memra_module_load: unsafe folder: %s", why);
     pthread_mutex_lock(&rt->reg_lock);
-    int before = rt->n_mods, already = 0;
-    for (int i = 0; i < rt->n_mods; i++)
-        if (rt->mods[i]->loaded && strcmp(rt->mods[i]->path, real) == 0) already = 1;
-    load_file(rt, real);
+    int already = 0;
+    memra__modrec *r = load_file(rt, real, 1, &already);
     memra_status st = MEMRA_STATUS_OK;
-    if (already) {
-        st = MEMRA__FAIL(MEMRA_STATUS_MODULE_ERROR, "memra_module_load: %s is already loaded", real);
-    } else if (rt->n_mods == before) {
-        st = MEMRA__FAIL(MEMRA_STATUS_OUT_OF_MEMORY, "memra_module_load: out of memory recording %s", real);
-    } else {
-        memra__modrec *r = rt->mods[rt->n_mods - 1];
-        if (!r->loaded) st = MEMRA__FAIL(MEMRA_STATUS_MODULE_ERROR, "module %s refused: %s", r->name, r->reason);
-        else st = publish_all(rt);
-    }
+    if (already) st = MEMRA__FAIL(MEMRA_STATUS_MODULE_ERROR, "memra_module_load: %s is already loaded", real);
+    else if (r == NULL) st = MEMRA__FAIL(MEMRA_STATUS_OUT_OF_MEMORY, "memra_module_load: out of memory recording %s", real);
+    else if (!r->loaded) st = MEMRA__FAIL(MEMRA_STATUS_MODULE_ERROR, "module %s refused: %s", r->name, r->reason);
+    else st = publish_all(rt);
     pthread_mutex_unlock(&rt->reg_lock);
     return st;
 }
@@ -707,6 +792,7 @@ memra_status memra_routing_configure(memra_runtime *rt, const char *prefer, cons
         rt->disable = disable[0] ? strdup(disable) : NULL;
     }
     st = publish_all(rt);
+    memra__routing_warn_unknown(rt, prefer, disable, 0);
     pthread_mutex_unlock(&rt->reg_lock);
     return st;
 }
@@ -714,11 +800,16 @@ memra_status memra_routing_configure(memra_runtime *rt, const char *prefer, cons
 int memra_routing_get(memra_device *dev, memra_op op, const char **names, int cap)
 {
     if (dev == NULL || (int)op < 0 || op >= MEMRA_OP_COUNT_) return 0;
+    if (cap < 0 || (names == NULL && cap > 0)) {
+        MEMRA__FAIL(MEMRA_STATUS_INVALID_ARGUMENT, "memra_routing_get: names is NULL with cap %d (NULL only with cap 0)",
+                    cap);
+        return -1;
+    }
     memra__snapshot *s = memra__snapshot_acquire(dev);
     if (s == NULL) return 0;
     int n = s->n_lanes[op];
-    /* Names live in records, which live until memra_close. */
-    for (int i = 0; i < n && i < cap; i++) names[i] = s->lanes[op][i].mod->name;
+    /* Interned names live until memra_close; records may go at unload. */
+    for (int i = 0; i < n && i < cap; i++) names[i] = s->lanes[op][i].mod->iname;
     memra__snapshot_release(s);
     return n;
 }

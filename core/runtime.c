@@ -12,12 +12,6 @@ const char *memra_version(void) { return MEMRA_VERSION_STRING; }
 
 static char *dup_or_null(const char *s) { return s ? strdup(s) : NULL; }
 
-static const char *env_or(const char *opt, const char *env)
-{
-    if (opt != NULL) return opt;
-    const char *e = getenv(env);
-    return (e != NULL && e[0] != '\0') ? e : NULL;
-}
 
 static memra_device *device_new(memra_runtime *rt)
 {
@@ -30,6 +24,14 @@ static memra_device *device_new(memra_runtime *rt)
     pthread_mutex_init(&dev->image_lock, NULL);
     dev->caps.struct_size = sizeof dev->caps;
     return dev;
+}
+
+/* What the configuration fixes per device: the f16 budget, scratch's entry points. */
+static void device_config(const memra_runtime *rt, memra_device *dev)
+{
+    atomic_store(&dev->f16_budget_mb, rt->cfg.f16_budget_mb >= 0 ? (uint64_t)rt->cfg.f16_budget_mb
+                                                                 : (uint64_t)dev->profile->f16_budget_mb);
+    memra__scratch_device_init(dev);
 }
 
 static int rt_driver_ok(const memra_runtime *rt) { return rt != NULL && rt->drv != NULL; }
@@ -53,10 +55,9 @@ static void device_free(memra_device *dev)
     free(dev);
 }
 
-static int host_threads(void)
+static int host_threads(const memra_runtime *rt)
 {
-    const char *s = getenv("MEMRA_HOST_THREADS");
-    long n = s ? strtol(s, NULL, 10) : sysconf(_SC_NPROCESSORS_ONLN);
+    long n = rt->cfg.host_threads > 0 ? rt->cfg.host_threads : sysconf(_SC_NPROCESSORS_ONLN);
     if (n < 1) n = 1;
     if (n > 256) n = 256;
     return (int)n;
@@ -76,10 +77,11 @@ static memra_status add_host_device(memra_runtime *rt)
     dev->caps.name = dev->name;
     dev->caps.ordinal = -1;
     dev->caps.cc = 0;
-    dev->caps.sm_count = host_threads();
+    dev->caps.sm_count = host_threads(rt);
     dev->caps.total_mem = (pages > 0 && psize > 0) ? (uint64_t)pages * (uint64_t)psize : 0;
     dev->caps.jit_target = NULL;
     dev->caps.caps = dev->profile->caps;
+    device_config(rt, dev);
     dev->index = rt->n_devices;
     rt->devices[rt->n_devices++] = dev;
     return MEMRA_STATUS_OK;
@@ -146,6 +148,7 @@ static memra_status add_cuda_devices(memra_runtime *rt, const char *force_arch)
         dev->caps.smem_per_block_optin = (size_t)smem;
         dev->caps.cu_context = dev->ctx;
         dev->caps.cu_device = cud;
+        device_config(rt, dev);
         dev->index = rt->n_devices;
         rt->devices[rt->n_devices++] = dev;
         MEMRA__DEBUG("core", "device %s: %s cc %d sm %d mem %zu MiB, JIT target %s", dev->label, name, cc, sms,
@@ -166,27 +169,34 @@ memra_status memra_open(const memra_options *opts, memra_runtime **out_rt)
     pthread_mutex_init(&rt->reg_lock, NULL);
     rt->opts.struct_size = sizeof rt->opts;
     if (opts != NULL) memcpy(&rt->opts, opts, opts->struct_size < sizeof rt->opts ? opts->struct_size : sizeof rt->opts);
-    memra_status st = MEMRA_STATUS_OK;
+    memra_status st = memra__config_parse(&rt->cfg, opts);
+    if (st != MEMRA_STATUS_OK) goto fail;
+    memra__log_configure(rt->cfg.log_level, MEMRA_HAS_MEMBER(&rt->opts, memra_options, log_fn) ? rt->opts.log_fn : NULL,
+                         MEMRA_HAS_MEMBER(&rt->opts, memra_options, log_user) ? rt->opts.log_user : NULL, rt);
+    memra__config_publish(&rt->cfg);
+    for (int i = 0; i < rt->cfg.n_extra; i++)
+        memra__config_warn(&rt->cfg, "%s=%s (%s) is no knob of memra or its built-in modules (a typo, or a module's own)",
+                           rt->cfg.extra_name[i], rt->cfg.extra_value[i],
+                           rt->cfg.extra_source[i] == 2 ? "option" : "environment");
 
-    const char *force = env_or(rt->opts.force_arch, "MEMRA_ARCH");
-    if (force != NULL && memra__profile_by_name(force) == NULL) {
-        st = MEMRA__FAIL(MEMRA_STATUS_INVALID_ARGUMENT,
-                         "MEMRA_ARCH=%s is not a profile (sm90, sm120, cuda, host)", force);
-        goto fail;
-    }
-    const char *unsafe = getenv("MEMRA_ALLOW_UNSAFE_MODULES");
-    rt->allow_unsafe = rt->opts.allow_unsafe_modules || (unsafe != NULL && strcmp(unsafe, "1") == 0);
-    rt->module_path = dup_or_null(env_or(rt->opts.module_path, "MEMRA_MODULE_PATH"));
-    rt->prefer = dup_or_null(env_or(MEMRA_HAS_MEMBER(&rt->opts, memra_options, prefer) ? rt->opts.prefer : NULL,
-                                    "MEMRA_PREFER"));
-    rt->disable = dup_or_null(
-        env_or(MEMRA_HAS_MEMBER(&rt->opts, memra_options, disable) ? rt->opts.disable : NULL, "MEMRA_DISABLE"));
+    const char *force = memra__config_str(&rt->cfg, MEMRA__KNOB_ARCH);
+    rt->allow_unsafe = rt->cfg.allow_unsafe;
+    rt->module_path = dup_or_null(memra__config_str(&rt->cfg, MEMRA__KNOB_MODULE_PATH));
+    rt->prefer = dup_or_null(memra__config_str(&rt->cfg, MEMRA__KNOB_PREFER));
+    rt->disable = dup_or_null(memra__config_str(&rt->cfg, MEMRA__KNOB_DISABLE));
     rt->opts.module_path = rt->opts.force_arch = rt->opts.prefer = rt->opts.disable = NULL;
-    if (memra__routing_validate(rt->prefer, rt->disable) != MEMRA_STATUS_OK) {
-        char msg[600];
-        snprintf(msg, sizeof msg, "%s", memra_last_error());
-        st = MEMRA__FAIL(MEMRA_STATUS_INVALID_ARGUMENT, "MEMRA_PREFER / MEMRA_DISABLE: %s", msg);
-        goto fail;
+    if (MEMRA_HAS_MEMBER(&rt->opts, memra_options, settings)) rt->opts.settings = NULL;
+    static const char *const src[] = {"default", "environment", "option"};
+    for (int i = 0; i < 2; i++) {
+        const memra__knob k = i == 0 ? MEMRA__KNOB_PREFER : MEMRA__KNOB_DISABLE;
+        const char *v = i == 0 ? rt->prefer : rt->disable;
+        if (memra__routing_validate(i == 0 ? v : NULL, i == 0 ? NULL : v) != MEMRA_STATUS_OK) {
+            char msg[600];
+            snprintf(msg, sizeof msg, "%s", memra_last_error());
+            st = MEMRA__FAIL(MEMRA_STATUS_INVALID_ARGUMENT, "%s=%s (%s): %s", i == 0 ? "MEMRA_PREFER" : "MEMRA_DISABLE",
+                             v, src[rt->cfg.source[k]], msg);
+            goto fail;
+        }
     }
 
     if (rt->opts.no_cuda) {
@@ -215,6 +225,7 @@ memra_status memra_open(const memra_options *opts, memra_runtime **out_rt)
 
     st = memra__registry_open(rt);
     if (st != MEMRA_STATUS_OK) goto fail;
+    memra__routing_warn_unknown(rt, rt->prefer, rt->disable, 1);
     *out_rt = rt;
     return MEMRA_STATUS_OK;
 fail:
@@ -224,8 +235,7 @@ fail:
 
 static void print_stats_at_close(memra_runtime *rt)
 {
-    const char *s = getenv("MEMRA_STATS");
-    if (s != NULL && strcmp(s, "1") == 0) memra_ledger_print(rt, stderr);
+    if (rt->cfg.stats) memra_ledger_print(rt, stderr);
 }
 
 void memra_close(memra_runtime *rt)
@@ -239,7 +249,25 @@ void memra_close(memra_runtime *rt)
     free(rt->module_path);
     free(rt->prefer);
     free(rt->disable);
+    memra__config_unpublish(&rt->cfg);
+    memra__log_release(rt);
+    memra__config_free(&rt->cfg);
     free(rt);
+}
+
+uint64_t memra_device_f16_budget_get(const memra_device *dev)
+{
+    return dev ? (uint64_t)atomic_load(&((memra_device *)(uintptr_t)dev)->f16_budget_mb) : 0;
+}
+
+memra_status memra_device_f16_budget_set(memra_device *dev, uint64_t mb)
+{
+    if (dev == NULL) return MEMRA__FAIL(MEMRA_STATUS_INVALID_ARGUMENT, "memra_device_f16_budget_set: NULL device");
+    if (mb > (1ull << 40))
+        return MEMRA__FAIL(MEMRA_STATUS_INVALID_ARGUMENT, "memra_device_f16_budget_set(%s): %llu MB is out of range",
+                           dev->label, (unsigned long long)mb);
+    atomic_store(&dev->f16_budget_mb, mb);
+    return MEMRA_STATUS_OK;
 }
 
 const char *memra_driver_status(const memra_runtime *rt) { return rt ? rt->driver_why : "no runtime"; }

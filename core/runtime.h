@@ -8,20 +8,32 @@
 #include <stdint.h>
 
 #include "arch/profiles.h"
+#include "base/config.h"
 #include "base/driver.h"
 #include "memra/memra.h"
 
 #define MEMRA__MAX_DEVICES 16
 #define MEMRA__MAX_REASONS 8
-#define MEMRA__SCRATCH_SLOTS 64
+#define MEMRA__ARENA_BLOCKS 24
 
 typedef struct memra__jit memra__jit;
 
-/* One module the registry has seen (loaded or refused). Records live until
- * memra_close; the library itself is closed when `refs` drops to zero. */
+typedef struct memra__name {
+    struct memra__name *next;
+    char s[];
+} memra__name;
+
+/* One module the registry has seen (loaded or refused). The library is
+ * closed when `refs` (loaded + snapshots) drops to zero; the record itself is
+ * freed when `life` does: one for being listed in rt->mods, one while refs is
+ * above zero. A hot load of a path replaces the record of its earlier,
+ * refused or unloaded load, so load/unload cycles keep one record per path. */
 typedef struct memra__modrec {
     char *path;           /* file, or "(built-in)" */
     char *name;           /* descriptor name, or the file's base name if refused early */
+    const char *iname;    /* the descriptor name interned in rt (lives until memra_close), "" before */
+    int fd;               /* the descriptor the library was loaded from, -1 when none */
+    atomic_int life;
     char *version;
     char *reason;         /* "" when loaded */
     void *dl;             /* dlopen handle; NULL for built-in */
@@ -66,10 +78,28 @@ typedef struct memra__snapshot {
     memra__lane *lanes[MEMRA_OP_COUNT_];
 } memra__snapshot;
 
-typedef struct memra__scratch_slot {
+/* Scratch (core/scratch.c): a named block of an arena. */
+typedef struct memra__scratch_block {
+    char key[96]; /* "module/name" */
     memra_dptr ptr;
     size_t size;
-} memra__scratch_slot;
+    int async; /* from cuMemAllocAsync: freed with cuMemFreeAsync */
+} memra__scratch_block;
+
+/* An arena: held by one call at a time; `stream` is the stream of its last
+ * (or current) use and `event` was recorded on it after that use. */
+typedef struct memra__arena {
+    struct memra__arena *next;
+    int in_use;
+    int pinned; /* belongs to `stream` for good (reserved, or used in a capture) */
+    int captured; /* a graph may hold its blocks' addresses: none is freed before memra_close */
+    memra_stream_t stream;
+    CUevent event;
+    int recorded;
+    int n_blocks, n_retired;
+    memra__scratch_block blocks[MEMRA__ARENA_BLOCKS];
+    memra__scratch_block retired[MEMRA__ARENA_BLOCKS]; /* freed once the event completes */
+} memra__arena;
 
 typedef struct memra__loaded_image {
     struct memra__loaded_image *next;
@@ -98,18 +128,24 @@ struct memra_device {
     pthread_mutex_t ledger_lock;
     memra__ledger_cell *cells;
 
-    pthread_mutex_t scratch_lock;
-    memra__scratch_slot scratch[MEMRA__SCRATCH_SLOTS];
+    pthread_mutex_t scratch_lock; /* the arena list and each arena's in_use/pinned/stream */
+    memra__arena *arenas;
+    int n_arenas;
+    /* optional driver entry points (NULL when the driver lacks them) */
+    CUresult (*cu_event_query)(CUevent e);
+    CUresult (*cu_alloc_async)(CUdeviceptr *p, size_t bytes, CUstream s);
+    CUresult (*cu_free_async)(CUdeviceptr p, CUstream s);
 
     pthread_mutex_t image_lock;
     memra__loaded_image *images;
 
     atomic_uint_fast64_t f16_used; /* bytes of f16 mirrors resident */
-    uint64_t f16_budget;           /* bytes; MEMRA_F16_BUDGET_MB or the profile's */
+    atomic_uint_fast64_t f16_budget_mb; /* MEMRA_F16_BUDGET_MB, the profile's, or memra_device_f16_budget_set */
 };
 
 struct memra_runtime {
     memra_options opts;
+    memra__config cfg;  /* parsed once at memra_open */
     char *module_path;  /* effective search path (copied) */
     char *prefer;       /* "op=module,..." */
     char *disable;      /* "op|module,..." */
@@ -123,6 +159,7 @@ struct memra_runtime {
     pthread_mutex_t reg_lock; /* module list, loads, unloads, snapshot builds */
     int n_mods, cap_mods;
     memra__modrec **mods;
+    struct memra__name *names; /* interned module names (reg_lock), freed at close */
     uint64_t generation;
 };
 
@@ -161,11 +198,24 @@ memra_status memra__lane_invoke(memra_device *dev, const memra__lane *lane, memr
 memra_status memra__dispatch(memra_device *dev, memra_op op, memra_op_args *args);
 void memra__ledger_core_decline(memra_device *dev, memra_op op, const char *module, const char *reason);
 memra_status memra__routing_validate(const char *prefer, const char *disable);
+/* config.c: warn about prefer/disable entries naming a module that is not loaded. */
+void memra__routing_warn_unknown(memra_runtime *rt, const char *prefer, const char *disable, int record);
 
-/* Scratch slots the core itself uses; modules get 0 .. MEMRA__SCRATCH_CORE_FIRST - 1. */
-#define MEMRA__SCRATCH_CORE_FIRST 48
-memra_status memra__scratch(const memra_device_caps *caps, uint32_t slot, size_t bytes, memra_dptr *out);
-#define MEMRA__SLOT_Q8_1 60
-#define MEMRA__SLOT_F16_MIRROR 61
+/* scratch.c. A scope brackets one call on (dev, stream) on this thread;
+ * scratch asked inside it comes from one arena held until the scope ends. */
+void memra__scratch_device_init(memra_device *dev);
+memra_status memra__scope_begin(memra_device *dev, memra_stream_t stream);
+/* The stream of this thread's innermost scope on dev (NULL when none). */
+memra_stream_t memra__scope_stream(const memra_device *dev);
+void memra__scope_end(void);
+/* The module whose op runs now on this thread (names scratch "module/name"); returns the previous one. */
+const char *memra__scratch_module_set(const char *module);
+memra_status memra__scratch_get(memra_device *dev, memra_stream_t stream, const char *name, size_t bytes,
+                                memra_dptr *out);
+/* Give `stream` an arena of its own (memra_stream_reserve). */
+memra_status memra__stream_pin(memra_device *dev, memra_stream_t stream);
+
+/* dispatch.c: dispatch on a snapshot the caller holds (one per memra_matmul). */
+memra_status memra__dispatch_on(memra_device *dev, memra__snapshot *snap, memra_op op, memra_op_args *args);
 
 #endif

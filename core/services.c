@@ -1,6 +1,7 @@
 /* The host services handed to modules: logging, errors, the driver's entry
- * points, per-device scratch, library loading and the JIT service. */
+ * points, scratch by name (scratch.c), knobs, library loading and the JIT service. */
 #include <dlfcn.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,6 +9,7 @@
 
 #include "base/error.h"
 #include "core/runtime.h"
+#include "base/trust.h"
 #include "jit/jit.h"
 
 /* ---- the driver, once per process --------------------------------------- */
@@ -101,79 +103,34 @@ static memra_status svc_set_error(memra_status status, const char *fmt, ...)
 
 static void *svc_driver_proc(const char *name) { return memra__driver_proc(memra__driver_get(), name); }
 
-memra_status memra__scratch(const memra_device_caps *caps, uint32_t slot, size_t bytes, memra_dptr *out)
-{
-    if (caps == NULL || out == NULL || slot >= MEMRA__SCRATCH_SLOTS)
-        return MEMRA__FAIL(MEMRA_STATUS_INVALID_ARGUMENT, "scratch: bad slot %u", slot);
-    if (bytes > SIZE_MAX / 2)
-        return MEMRA__FAIL(MEMRA_STATUS_INVALID_ARGUMENT, "scratch slot %u: %zu bytes is out of range", slot, bytes);
-    memra_device *dev = memra__device_from_caps(caps);
-    memra_status st = MEMRA_STATUS_OK;
-    pthread_mutex_lock(&dev->scratch_lock);
-    memra__scratch_slot *s = &dev->scratch[slot];
-    if (s->size < bytes || s->ptr == 0) {
-        /* Grow by at least 1.5x so a sequence of growing shapes settles fast. */
-        size_t want = bytes < 256 ? 256 : bytes;
-        if (s->size > 0 && want < s->size + s->size / 2) want = s->size + s->size / 2;
-        if (dev->is_host) {
-            void *p = aligned_alloc(256, (want + 255) / 256 * 256);
-            if (p == NULL) {
-                st = MEMRA__FAIL(MEMRA_STATUS_OUT_OF_MEMORY, "scratch slot %u: %zu bytes", slot, want);
-            } else {
-                free((void *)(uintptr_t)s->ptr);
-                s->ptr = (memra_dptr)(uintptr_t)p;
-                s->size = want;
-            }
-        } else {
-            const memra__driver *drv = memra__driver_get();
-            st = memra__device_enter(dev);
-            if (st == MEMRA_STATUS_OK) {
-                CUdeviceptr p = 0;
-                CUresult r = drv->cuMemAlloc(&p, want);
-                if (r != MEMRA__CUDA_SUCCESS) {
-                    st = MEMRA__CU_FAIL(drv, r, "cuMemAlloc (scratch)");
-                } else {
-                    /* The old block may still be read by queued work. */
-                    if (s->ptr != 0) {
-                        drv->cuCtxSynchronize();
-                        drv->cuMemFree(s->ptr);
-                    }
-                    s->ptr = p;
-                    s->size = want;
-                }
-                memra__device_leave(dev);
-            }
-        }
-    }
-    if (st == MEMRA_STATUS_OK) *out = s->ptr;
-    pthread_mutex_unlock(&dev->scratch_lock);
-    return st;
-}
-
-/* Modules get slots 0 .. MEMRA__SCRATCH_CORE_FIRST - 1; the core keeps the rest
- * for operands it holds across module calls (q8_1 records, transient mirror). */
+/* The old slot service: slot N of the op running on this thread is the named
+ * block "slot.N" of that op's arena (the stream is the running op's). */
 static memra_status svc_scratch(const memra_device_caps *caps, uint32_t slot, size_t bytes, memra_dptr *out)
 {
-    if (slot >= MEMRA__SCRATCH_CORE_FIRST)
-        return MEMRA__FAIL(MEMRA_STATUS_INVALID_ARGUMENT, "scratch: slot %u is reserved for the core (modules use 0..%d)",
-                           slot, MEMRA__SCRATCH_CORE_FIRST - 1);
-    return memra__scratch(caps, slot, bytes, out);
+    if (caps == NULL || out == NULL || slot >= 48)
+        return MEMRA__FAIL(MEMRA_STATUS_INVALID_ARGUMENT, "scratch: bad slot %u (modules use 0..47)", slot);
+    char name[24];
+    snprintf(name, sizeof name, "slot.%u", slot);
+    memra_device *dev = memra__device_from_caps(caps);
+    return memra__scratch_get(dev, memra__scope_stream(dev), name, bytes, out);
 }
 
-void memra__device_scratch_free(memra_device *dev)
+static memra_status svc_scratch_get(memra_call *call, const char *name, size_t bytes, memra_dptr *out)
 {
-    for (int i = 0; i < MEMRA__SCRATCH_SLOTS; i++) {
-        memra__scratch_slot *s = &dev->scratch[i];
-        if (s->ptr == 0) continue;
-        if (dev->is_host) {
-            free((void *)(uintptr_t)s->ptr);
-        } else if (memra__device_enter(dev) == MEMRA_STATUS_OK) {
-            memra__driver_get()->cuMemFree(s->ptr);
-            memra__device_leave(dev);
-        }
-        s->ptr = 0;
-        s->size = 0;
-    }
+    if (call == NULL || call->caps == NULL)
+        return MEMRA__FAIL(MEMRA_STATUS_INVALID_ARGUMENT, "scratch_get: NULL call");
+    for (const char *p = name; p != NULL && *p; p++)
+        if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || *p == '_' ||
+              *p == '.' || *p == '-'))
+            return MEMRA__FAIL(MEMRA_STATUS_INVALID_ARGUMENT, "scratch_get: name '%s' has a character outside [A-Za-z0-9_.-]",
+                               name);
+    return memra__scratch_get(memra__device_from_caps(call->caps), call->stream, name, bytes, out);
+}
+
+static const char *svc_knob(const memra_device_caps *caps, const char *name)
+{
+    if (caps == NULL || name == NULL) return NULL;
+    return memra__config_lookup(&memra__device_from_caps(caps)->rt->cfg, name);
 }
 
 /* CUDA libraries by soname, then the toolkit's default folder (root-owned). */
@@ -192,10 +149,15 @@ void *memra__library_open(const char *which)
     };
     for (size_t i = 0; i < sizeof libs / sizeof libs[0]; i++) {
         if (strcmp(libs[i].which, which) != 0) continue;
-        const char *e = getenv(libs[i].env);
+        const char *e = memra__env(libs[i].env);
         if (e != NULL && e[0] != '\0') {
-            void *h = dlopen(e, RTLD_NOW | RTLD_LOCAL);
-            if (h == NULL) memra__log(MEMRA_LOG_WARN, "core", "%s=%s: %s", libs[i].env, e, dlerror());
+            /* Absolute, checked and loaded by descriptor; the descriptor
+             * stays open while the process runs (the library is never closed
+             * by the core, and the loader knows it by that descriptor). */
+            char why[PATH_MAX + 512];
+            int fd = -1;
+            void *h = memra__trust_dlopen_env(libs[i].env, e, &fd, why, sizeof why);
+            if (h == NULL) memra__log(MEMRA_LOG_WARN, "core", "%s", why);
             return h;
         }
         const char *last = "";
@@ -326,6 +288,8 @@ static const memra_host_services k_services = {
     .scratch = svc_scratch,
     .jit = &k_jit_services,
     .library_open = svc_library_open,
+    .scratch_get = svc_scratch_get,
+    .knob = svc_knob,
 };
 
 const memra_host_services *memra__host_services(void) { return &k_services; }

@@ -1,5 +1,10 @@
 /* Weights: validation at create, per-device operands built once at prepare,
- * and memra_matmul's lane policy.
+ * and memra_matmul's lane policy (memra_weight_plan_get reports it).
+ *
+ * The host bytes (w->data) are a copy, or borrowed (memra_weight_create_borrowed:
+ * a model file's mapping) and released through the callback at destroy. They
+ * are read at prepare (the upload) and when Q8_0 blocks are made again after
+ * records replaced them; nothing writes them.
  *
  * The MMQ floor's weight operand (quant_q8_1 + gemm_q8_0, or gemm_q8_0r):
  *  - Q8_0 blocks are 34 bytes, 2-byte aligned; the Q8_0 record layout
@@ -61,8 +66,10 @@ struct memra_weight {
     memra_runtime *rt;
     memra_format format;
     int64_t out_f, in_f;
-    void *data;
+    void *data;          /* the host bytes: a copy, or borrowed (release set) */
     size_t size;
+    memra_weight_release_fn release; /* borrowed bytes: called once at destroy */
+    void *release_user;
     float scale;
     float *grid;
     size_t grid_count;
@@ -73,7 +80,9 @@ struct memra_weight {
 
 memra_format memra_weight_format(const memra_weight *w) { return w ? w->format : MEMRA_FORMAT_F32; }
 
-memra_status memra_weight_create(memra_runtime *rt, const memra_weight_desc *d, memra_weight **out_w)
+/* Create over a copy of d->data (borrow == 0) or over d->data itself. */
+static memra_status weight_create(memra_runtime *rt, const memra_weight_desc *d, int borrow,
+                                  memra_weight_release_fn release, void *user, memra_weight **out_w)
 {
     memra__clear_error();
     if (rt == NULL || d == NULL || out_w == NULL)
@@ -123,15 +132,17 @@ memra_status memra_weight_create(memra_runtime *rt, const memra_weight_desc *d, 
     }
     memra_weight *w = calloc(1, sizeof *w);
     if (w == NULL) return MEMRA__FAIL(MEMRA_STATUS_OUT_OF_MEMORY, "%s: out of memory", nm);
-    w->data = malloc(d->size);
+    w->data = borrow ? (void *)(uintptr_t)d->data : malloc(d->size);
     w->grid = gcount ? malloc(gcount * sizeof(float)) : NULL;
     if (w->data == NULL || (gcount && w->grid == NULL)) {
-        free(w->data);
+        if (!borrow) free(w->data);
         free(w->grid);
         free(w);
         return MEMRA__FAIL(MEMRA_STATUS_OUT_OF_MEMORY, "%s: out of memory for %zu bytes", nm, d->size);
     }
-    memcpy(w->data, d->data, d->size);
+    if (!borrow) memcpy(w->data, d->data, d->size);
+    w->release = borrow ? release : NULL;
+    w->release_user = user;
     if (gcount) memcpy(w->grid, d->grid, gcount * sizeof(float));
     w->rt = rt;
     w->format = d->format;
@@ -144,6 +155,19 @@ memra_status memra_weight_create(memra_runtime *rt, const memra_weight_desc *d, 
     pthread_mutex_init(&w->lock, NULL);
     *out_w = w;
     return MEMRA_STATUS_OK;
+}
+
+memra_status memra_weight_create(memra_runtime *rt, const memra_weight_desc *d, memra_weight **out_w)
+{
+    return weight_create(rt, d, 0, NULL, NULL, out_w);
+}
+
+memra_status memra_weight_create_borrowed(memra_runtime *rt, const memra_weight_desc *d,
+                                          memra_weight_release_fn release, void *user, memra_weight **out_w)
+{
+    if (release == NULL)
+        return MEMRA__FAIL(MEMRA_STATUS_INVALID_ARGUMENT, "memra_weight_create_borrowed: release is NULL");
+    return weight_create(rt, d, 1, release, user, out_w);
 }
 
 static void weight_dev_free(memra_weight *w, int d)
@@ -166,16 +190,15 @@ void memra_weight_destroy(memra_weight *w)
     if (w == NULL) return;
     for (int d = 0; d < w->rt->n_devices; d++) weight_dev_free(w, d);
     pthread_mutex_destroy(&w->lock);
-    free(w->data);
+    if (w->release != NULL) w->release(w->release_user);
+    else free(w->data);
     free(w->grid);
     free(w);
 }
 
 static uint64_t device_budget(memra_device *dev)
 {
-    const char *s = getenv("MEMRA_F16_BUDGET_MB");
-    uint64_t mb = s ? strtoull(s, NULL, 10) : dev->profile->f16_budget_mb;
-    return mb << 20;
+    return (uint64_t)atomic_load(&dev->f16_budget_mb) << 20;
 }
 
 static int has_lane(memra_device *dev, memra_op op)
@@ -224,8 +247,7 @@ static memra_status build_slab(memra_weight *w, memra_device *dev, weight_dev *w
  * repack_q8_0 and gemm_q8_0r, and MEMRA_Q8_0_RECORDS is not "0". */
 static int records_wanted(memra_device *dev)
 {
-    const char *s = getenv("MEMRA_Q8_0_RECORDS");
-    if (s != NULL && strcmp(s, "0") == 0) return 0;
+    if (!dev->rt->cfg.q8_0_records) return 0;
     return has_lane(dev, MEMRA_OP_repack_q8_0) && has_lane(dev, MEMRA_OP_gemm_q8_0r);
 }
 
@@ -336,6 +358,12 @@ static memra_status prepare_locked(memra_weight *w, memra_device *dev)
         return MEMRA_STATUS_OK;
     }
 
+    /* BF16 rides gemm_bf16 on its own bytes: an f16 mirror would lose bf16's exponent range. */
+    if (w->format == MEMRA_FORMAT_BF16) {
+        wd->mirror_note = "bf16 is served by gemm_bf16 (no f16 mirror)";
+        return MEMRA_STATUS_OK;
+    }
+
     /* Quantised and plain formats: the f16 mirror, first come first served. */
     uint64_t mbytes = (uint64_t)w->out_f * (uint64_t)w->in_f * 2u;
     if (w->format == MEMRA_FORMAT_F16) {
@@ -384,10 +412,17 @@ memra_status memra_weight_prepare(memra_weight *w, memra_device *dev)
 
 /* ---- matmul ------------------------------------------------------------------- */
 
-static memra_status gemm_step(memra_device *dev, memra_op op, const memra_gemm_args *g, memra_stream_t stream)
+/* One memra_matmul: every step dispatches on the snapshot the call took first. */
+typedef struct mm_call {
+    memra_device *dev;
+    memra__snapshot *snap;
+    memra_stream_t stream;
+} mm_call;
+
+static memra_status gemm_step(const mm_call *c, memra_op op, const memra_gemm_args *g)
 {
-    memra_op_args a = {.struct_size = sizeof a, .gemm = *g, .stream = stream};
-    return memra__dispatch(dev, op, &a);
+    memra_op_args a = {.struct_size = sizeof a, .gemm = *g, .stream = c->stream};
+    return memra__dispatch_on(c->dev, c->snap, op, &a);
 }
 
 /* An operand made during a call allocates and waits for the device, which a
@@ -435,31 +470,37 @@ static memra_status q8_0_blocks(memra_weight *w, memra_device *dev, weight_dev *
 
 /* The MMQ floor: the activation quantised once into q8_1 records, then
  * gemm_q8_0r on the weight's records, else gemm_q8_0 on its Q8_0 blocks. */
-static memra_status mmq(memra_device *dev, memra_weight *w, weight_dev *wd, memra_gemm_args g, memra_stream_t stream)
+static memra_status mmq(const mm_call *c, memra_weight *w, weight_dev *wd, memra_gemm_args g)
 {
     memra_dptr rec;
-    memra_status st = memra__scratch(&dev->caps, MEMRA__SLOT_Q8_1, memra_q8_1_bytes(g.m, g.k), &rec);
+    memra_status st = memra__scratch_get(c->dev, c->stream, "q8_1", (size_t)memra_q8_1_bytes(g.m, g.k), &rec);
     if (st != MEMRA_STATUS_OK) return st;
-    memra_op_args q = {.struct_size = sizeof q, .src = g.x, .rows = g.m, .cols = g.k, .dst = rec, .stream = stream};
-    st = memra__dispatch(dev, MEMRA_OP_quant_q8_1, &q);
+    memra_op_args q = {.struct_size = sizeof q, .src = g.x, .rows = g.m, .cols = g.k, .dst = rec, .stream = c->stream};
+    st = memra__dispatch_on(c->dev, c->snap, MEMRA_OP_quant_q8_1, &q);
     if (st != MEMRA_STATUS_OK) return st;
     g.x = rec;
     const memra_dptr records = op_load(&wd->q8_0r);
     if (records != 0) {
         g.w = records;
-        st = gemm_step(dev, MEMRA_OP_gemm_q8_0r, &g, stream);
+        st = gemm_step(c, MEMRA_OP_gemm_q8_0r, &g);
         if (st != MEMRA_STATUS_DECLINED && st != MEMRA_STATUS_NOT_SUPPORTED) return st;
     }
-    st = q8_0_blocks(w, dev, wd, stream, &g.w);
+    st = q8_0_blocks(w, c->dev, wd, c->stream, &g.w);
     if (st != MEMRA_STATUS_OK) return st;
-    return gemm_step(dev, MEMRA_OP_gemm_q8_0, &g, stream);
+    return gemm_step(c, MEMRA_OP_gemm_q8_0, &g);
 }
+
+static memra_status matmul_steps(const mm_call *c, memra_weight *w, const memra_matmul_args *ma);
 
 memra_status memra_matmul_ex(memra_device *dev, memra_weight *w, const memra_matmul_args *ma)
 {
     memra__clear_error();
     if (dev == NULL || w == NULL || ma == NULL)
         return MEMRA__FAIL(MEMRA_STATUS_INVALID_ARGUMENT, "memra_matmul: NULL argument");
+    /* every member up to stream is in the first version of the struct: none is read past struct_size */
+    if (ma->struct_size < offsetof(memra_matmul_args, stream) + sizeof ma->stream)
+        return MEMRA__FAIL(MEMRA_STATUS_INVALID_ARGUMENT, "memra_matmul(%s): args.struct_size %u is too small",
+                           w->name, ma->struct_size);
     if (ma->m <= 0 || ma->x == 0 || ma->y == 0)
         return MEMRA__FAIL(MEMRA_STATUS_INVALID_ARGUMENT, "memra_matmul(%s): m = %d, x = %s, y = %s", w->name, ma->m,
                            ma->x ? "set" : "NULL", ma->y ? "set" : "NULL");
@@ -468,8 +509,28 @@ memra_status memra_matmul_ex(memra_device *dev, memra_weight *w, const memra_mat
                            (long long)ma->ldy, (long long)w->out_f);
     if (ma->y_row_offset < 0)
         return MEMRA__FAIL(MEMRA_STATUS_INVALID_ARGUMENT, "memra_matmul(%s): negative row offset", w->name);
+    if (!isfinite(ma->alpha))
+        return MEMRA__FAIL(MEMRA_STATUS_INVALID_ARGUMENT, "memra_matmul(%s): alpha %g is not finite", w->name,
+                           (double)ma->alpha);
     memra_status st = memra_weight_prepare(w, dev);
     if (st != MEMRA_STATUS_OK) return st;
+    mm_call c = {.dev = dev, .snap = memra__snapshot_acquire(dev), .stream = dev->is_host ? NULL : ma->stream};
+    if (c.snap == NULL) return MEMRA__FAIL(MEMRA_STATUS_INTERNAL, "no routing on %s", dev->label);
+    st = memra__scope_begin(dev, c.stream);
+    if (st == MEMRA_STATUS_OK) {
+        const char *prev = memra__scratch_module_set("core");
+        st = matmul_steps(&c, w, ma);
+        memra__scratch_module_set(prev);
+        memra__scope_end();
+    }
+    memra__snapshot_release(c.snap);
+    return st;
+}
+
+static memra_status matmul_steps(const mm_call *c, memra_weight *w, const memra_matmul_args *ma)
+{
+    memra_device *dev = c->dev;
+    memra_status st;
     weight_dev *wd = &w->dev[dev->index];
     memra_gemm_args g = {.struct_size = sizeof g,
                          .m = ma->m,
@@ -481,6 +542,13 @@ memra_status memra_matmul_ex(memra_device *dev, memra_weight *w, const memra_mat
                          .ldy = ma->ldy ? ma->ldy : w->out_f,
                          .y_row_offset = ma->y_row_offset,
                          .alpha = ma->alpha == 0.0f ? 1.0f : ma->alpha};
+    if (w->format == MEMRA_FORMAT_BF16) {
+        if (ma->x_is_f16)
+            return MEMRA__FAIL(MEMRA_STATUS_INVALID_ARGUMENT,
+                               "memra_matmul(%s): a bf16 weight takes an f32 activation (gemm_bf16), not f16", w->name);
+        g.w = wd->raw;
+        return gemm_step(c, MEMRA_OP_gemm_bf16, &g);
+    }
     int f16_path = (w->format != MEMRA_FORMAT_E4M3) && (wd->f16 != 0 || w->format != MEMRA_FORMAT_Q8_0);
     if (ma->x_is_f16 && !f16_path)
         return MEMRA__FAIL(MEMRA_STATUS_INVALID_ARGUMENT,
@@ -496,7 +564,7 @@ memra_status memra_matmul_ex(memra_device *dev, memra_weight *w, const memra_mat
         }
         g.w = wd->raw;
         g.w_scale = w->scale;
-        return gemm_step(dev, MEMRA_OP_gemm_fp8, &g, ma->stream);
+        return gemm_step(c, MEMRA_OP_gemm_fp8, &g);
     }
     if (w->format == MEMRA_FORMAT_E4M3) {
         if (wd->nan_codes > 0) {
@@ -505,7 +573,7 @@ memra_status memra_matmul_ex(memra_device *dev, memra_weight *w, const memra_mat
             g.w = wd->raw;
             g.w_scale_grid = wd->grid;
             g.w_scale = 1.0f;
-            st = gemm_step(dev, MEMRA_OP_gemm_fp8_blk, &g, ma->stream);
+            st = gemm_step(c, MEMRA_OP_gemm_fp8_blk, &g);
             /* No lane (NOT_SUPPORTED) falls to the floor like a decline: prepare
              * builds the slab for exactly that case. */
             if (st != MEMRA_STATUS_DECLINED && st != MEMRA_STATUS_NOT_SUPPORTED) return st;
@@ -525,23 +593,23 @@ memra_status memra_matmul_ex(memra_device *dev, memra_weight *w, const memra_mat
             if (st != MEMRA_STATUS_OK) return st;
         }
         g.w_scale_grid = 0;
-        return mmq(dev, w, wd, g, ma->stream);
+        return mmq(c, w, wd, g);
     }
     if (wd->f16 != 0) {
         g.w = wd->f16;
-        return gemm_step(dev, MEMRA_OP_gemm_f16, &g, ma->stream);
+        return gemm_step(c, MEMRA_OP_gemm_f16, &g);
     }
-    if (w->format == MEMRA_FORMAT_Q8_0) return mmq(dev, w, wd, g, ma->stream);
+    if (w->format == MEMRA_FORMAT_Q8_0) return mmq(c, w, wd, g);
     /* No mirror: a transient one in scratch. */
     memra_dptr tmp;
-    st = memra__scratch(&dev->caps, MEMRA__SLOT_F16_MIRROR, (size_t)(w->out_f * w->in_f * 2), &tmp);
+    st = memra__scratch_get(dev, c->stream, "f16_mirror", (size_t)(w->out_f * w->in_f * 2), &tmp);
     if (st != MEMRA_STATUS_OK) return st;
     memra_op_args a = {.struct_size = sizeof a, .format = w->format, .src = wd->raw, .rows = w->out_f,
-                       .cols = w->in_f, .dst = tmp, .stream = ma->stream};
-    st = memra__dispatch(dev, MEMRA_OP_dequant_f16, &a);
+                       .cols = w->in_f, .dst = tmp, .stream = c->stream};
+    st = memra__dispatch_on(dev, c->snap, MEMRA_OP_dequant_f16, &a);
     if (st != MEMRA_STATUS_OK) return st;
     g.w = tmp;
-    return gemm_step(dev, MEMRA_OP_gemm_f16, &g, ma->stream);
+    return gemm_step(c, MEMRA_OP_gemm_f16, &g);
 }
 
 memra_status memra_matmul(memra_device *dev, memra_weight *w, memra_dptr x, int32_t m, memra_dptr y,
@@ -590,4 +658,198 @@ unsigned memra_weight_operands(const memra_weight *w, const memra_device *dev)
     }
     pthread_mutex_unlock(lock);
     return m;
+}
+
+/* ---- the plan: which lane would serve a weight -------------------------------------- */
+
+static void plan_step(memra_device *dev, memra_weight_plan *p, memra_op op)
+{
+    if (p->n_steps >= MEMRA_PLAN_MAX_STEPS) return;
+    const char *names[1] = {NULL};
+    p->ops[p->n_steps] = op;
+    p->modules[p->n_steps] = memra_routing_get(dev, op, names, 1) > 0 ? names[0] : NULL;
+    p->n_steps++;
+}
+
+/* The MMQ floor's steps: records where the device runs gemm_q8_0r. */
+static void plan_floor(memra_device *dev, memra_weight_plan *p, int records)
+{
+    plan_step(dev, p, MEMRA_OP_quant_q8_1);
+    plan_step(dev, p, records ? MEMRA_OP_gemm_q8_0r : MEMRA_OP_gemm_q8_0);
+}
+
+/* Mirrors prepare_locked and memra_matmul_ex: keep the three in step. */
+memra_status memra_weight_plan_get(const memra_weight *w, memra_device *dev, memra_weight_plan *out)
+{
+    memra__clear_error();
+    if (w == NULL || dev == NULL || out == NULL)
+        return MEMRA__FAIL(MEMRA_STATUS_INVALID_ARGUMENT, "memra_weight_plan_get: NULL argument");
+    if (out->struct_size < sizeof *out)
+        return MEMRA__FAIL(MEMRA_STATUS_INVALID_ARGUMENT, "memra_weight_plan_get: struct_size %u is too small",
+                           out->struct_size);
+    if (dev->rt != w->rt) return MEMRA__FAIL(MEMRA_STATUS_INVALID_ARGUMENT, "weight and device of other runtimes");
+    memra_weight_plan p;
+    memset(&p, 0, sizeof p);
+    p.struct_size = sizeof p;
+    const char *fn = memra_format_name(w->format);
+    const uint64_t mbytes = (uint64_t)w->out_f * (uint64_t)w->in_f * 2u;
+    p.operand_bytes = w->size + w->grid_count * sizeof(float);
+    pthread_mutex_t *lock = (pthread_mutex_t *)(uintptr_t)&w->lock;
+    pthread_mutex_lock(lock);
+    const weight_dev *wd = &w->dev[dev->index];
+    const int prepared = wd->prepared;
+    const int has_mirror = wd->f16 != 0;
+    pthread_mutex_unlock(lock);
+    const uint64_t budget = device_budget(dev), used = atomic_load(&dev->f16_used);
+    const int records = records_wanted(dev);
+    switch (w->format) {
+    case MEMRA_FORMAT_BF16:
+        p.lane = "bf16";
+        plan_step(dev, &p, MEMRA_OP_gemm_bf16);
+        snprintf(p.why, sizeof p.why, "bf16 rides gemm_bf16 on its own bytes; an f16 mirror would lose bf16's exponent range");
+        break;
+    case MEMRA_FORMAT_F16:
+        p.lane = "f16";
+        plan_step(dev, &p, MEMRA_OP_gemm_f16);
+        snprintf(p.why, sizeof p.why, "the weight is its own f16 mirror");
+        break;
+    case MEMRA_FORMAT_E4M3:
+        if (w->grid == NULL) {
+            p.lane = "fp8";
+            plan_step(dev, &p, MEMRA_OP_gemm_fp8);
+            snprintf(p.why, sizeof p.why,
+                     "per-tensor FP8 rides gemm_fp8 (refused at the call if prepare finds e4m3 NaN codes)");
+        } else if (has_lane(dev, MEMRA_OP_gemm_fp8_blk)) {
+            p.lane = "fp8 block-128";
+            plan_step(dev, &p, MEMRA_OP_gemm_fp8_blk);
+            const int slab = dev->profile->fp8_blk_slab && w->in_f % 32 == 0;
+            if (slab) p.operand_bytes += records ? memra_q8_0r_bytes(w->out_f, w->in_f)
+                                                 : (uint64_t)w->out_f * (uint64_t)(w->in_f / 32) * MEMRA_Q8_0_BYTES;
+            snprintf(p.why, sizeof p.why, "block-128 FP8 rides gemm_fp8_blk; on a decline the MMQ floor (%s%s)",
+                     records ? "gemm_q8_0r on Q8_0 records" : "gemm_q8_0 on a Q8_0 slab",
+                     slab ? ", built at prepare by this profile" : ", built at the first decline");
+        } else {
+            p.lane = records ? "mmq records (fp8 slab)" : "mmq blocks (fp8 slab)";
+            plan_step(dev, &p, MEMRA_OP_fp8_blk_to_q8_0);
+            plan_floor(dev, &p, records);
+            p.operand_bytes += records ? memra_q8_0r_bytes(w->out_f, w->in_f)
+                                       : (uint64_t)w->out_f * (uint64_t)(w->in_f / 32) * MEMRA_Q8_0_BYTES;
+            snprintf(p.why, sizeof p.why,
+                     "no gemm_fp8_blk lane on this device: the weight re-encoded to Q8_0 at prepare (fp8_blk_to_q8_0) "
+                     "for the MMQ floor%s", w->in_f % 32 ? " (refused: in_f is not a multiple of 32)" : "");
+        }
+        break;
+    default: {
+        const int fits = w->format == MEMRA_FORMAT_F32 || (prepared ? has_mirror : used + mbytes <= budget);
+        if (fits) {
+            p.lane = "f16 mirror";
+            plan_step(dev, &p, MEMRA_OP_gemm_f16);
+            p.operand_bytes += mbytes;
+            if (w->format == MEMRA_FORMAT_F32)
+                snprintf(p.why, sizeof p.why, "f32 weights get an f16 mirror (cvt_f16 at prepare, %.1f MB)",
+                         (double)mbytes / 1048576.0);
+            else
+                snprintf(p.why, sizeof p.why,
+                         "the f16 mirror (dequant_f16 at prepare, %.1f MB) fits the budget (%.0f MB, %.1f MB used%s)",
+                         (double)mbytes / 1048576.0, (double)budget / 1048576.0, (double)used / 1048576.0,
+                         prepared ? ", prepared" : "");
+        } else if (w->format == MEMRA_FORMAT_Q8_0) {
+            p.lane = records ? "mmq records" : "mmq blocks";
+            plan_floor(dev, &p, records);
+            if (records) p.operand_bytes = memra_q8_0r_bytes(w->out_f, w->in_f);
+            snprintf(p.why, sizeof p.why,
+                     "the f16 mirror (%.1f MB) is over the budget (%.0f MB, %.1f MB used): the integer MMQ floor on %s",
+                     (double)mbytes / 1048576.0, (double)budget / 1048576.0, (double)used / 1048576.0,
+                     records ? "Q8_0 records (repack_q8_0 at prepare)" : "the Q8_0 blocks");
+        } else {
+            p.lane = "transient f16 mirror";
+            plan_step(dev, &p, MEMRA_OP_dequant_f16);
+            plan_step(dev, &p, MEMRA_OP_gemm_f16);
+            snprintf(p.why, sizeof p.why,
+                     "the f16 mirror (%.1f MB) is over the budget (%.0f MB, %.1f MB used) and %s has no integer floor "
+                     "here: dequant_f16 into scratch on every call",
+                     (double)mbytes / 1048576.0, (double)budget / 1048576.0, (double)used / 1048576.0, fn);
+        }
+        break;
+    }
+    }
+    for (int i = 0; i < p.n_steps; i++)
+        if (p.modules[i] == NULL) {
+            char tail[96];
+            snprintf(tail, sizeof tail, "; no module serves %s on this device", memra_op_name(p.ops[i]));
+            size_t l = strlen(p.why);
+            snprintf(p.why + l, sizeof p.why - l, "%s", tail);
+            p.lane = "none";
+            break;
+        }
+    *out = p;
+    return MEMRA_STATUS_OK;
+}
+
+memra_status memra_weight_shape(const memra_weight *w, int64_t *out_f, int64_t *in_f)
+{
+    if (w == NULL || out_f == NULL || in_f == NULL)
+        return MEMRA__FAIL(MEMRA_STATUS_INVALID_ARGUMENT, "memra_weight_shape: NULL argument");
+    *out_f = w->out_f;
+    *in_f = w->in_f;
+    return MEMRA_STATUS_OK;
+}
+
+/* ---- reserving scratch for graph capture ---------------------------------------- */
+
+memra_status memra_stream_reserve(memra_device *dev, memra_stream_t stream, memra_weight *const *weights, int n_weights,
+                                  int32_t m_max)
+{
+    memra__clear_error();
+    if (dev == NULL || (n_weights > 0 && weights == NULL) || n_weights < 0 || m_max <= 0)
+        return MEMRA__FAIL(MEMRA_STATUS_INVALID_ARGUMENT,
+                           "memra_stream_reserve: bad argument (device %s, %d weights, m_max %d)", dev ? "set" : "NULL",
+                           n_weights, m_max);
+    for (int i = 0; i < n_weights; i++)
+        if (weights[i] == NULL || weights[i]->rt != dev->rt)
+            return MEMRA__FAIL(MEMRA_STATUS_INVALID_ARGUMENT, "memra_stream_reserve: weight %d is NULL or of another runtime",
+                               i);
+    if (dev->is_host) return MEMRA_STATUS_OK;
+    const memra__driver *drv = memra__driver_get();
+    memra_status st = memra__device_enter(dev);
+    if (st != MEMRA_STATUS_OK) return st;
+    int capturing = 0;
+    if (drv->cuStreamIsCapturing((CUstream)stream, &capturing) == MEMRA__CUDA_SUCCESS && capturing) {
+        memra__device_leave(dev);
+        return MEMRA__FAIL(MEMRA_STATUS_NOT_SUPPORTED, "memra_stream_reserve on %s: the stream is being captured; "
+                                                       "reserve before the capture begins", dev->label);
+    }
+    st = memra__stream_pin(dev, stream);
+    int64_t in_max = 1, out_max = 1;
+    for (int i = 0; i < n_weights; i++) {
+        if (weights[i]->in_f > in_max) in_max = weights[i]->in_f;
+        if (weights[i]->out_f > out_max) out_max = weights[i]->out_f;
+    }
+    memra_dptr x = 0, y = 0;
+    if (st == MEMRA_STATUS_OK) st = memra__dev_alloc(dev, (size_t)m_max * (size_t)in_max * 4u, &x);
+    if (st == MEMRA_STATUS_OK) st = memra__dev_alloc(dev, (size_t)m_max * (size_t)out_max * 4u, &y);
+    if (st == MEMRA_STATUS_OK) {
+        CUresult r = drv->cuMemsetD8Async(x, 0, (size_t)m_max * (size_t)in_max * 4u, (CUstream)stream);
+        if (r != MEMRA__CUDA_SUCCESS) st = MEMRA__CU_FAIL(drv, r, "cuMemsetD8Async (memra_stream_reserve)");
+    }
+    /* A lane's plan (split-k slices, padding) can ask more scratch at a smaller
+     * m than at m_max, so the calls run at m_max, at every m up to 256, and
+     * above 256 at steps of 1/32 of m (plans change slowly there). */
+    for (int i = 0; i < n_weights && st == MEMRA_STATUS_OK; i++) {
+        for (int32_t m = m_max; m >= 1 && st == MEMRA_STATUS_OK;) {
+            memra_matmul_args a = {.struct_size = sizeof a, .x = x, .m = m, .y = y, .alpha = 1.0f, .stream = stream};
+            st = memra_matmul_ex(dev, weights[i], &a);
+            m = m > 256 ? (m - m / 32 > 256 ? m - m / 32 : 256) : m - 1;
+        }
+    }
+    if (st == MEMRA_STATUS_OK) {
+        CUresult r = drv->cuStreamSynchronize((CUstream)stream);
+        if (r != MEMRA__CUDA_SUCCESS) st = MEMRA__CU_FAIL(drv, r, "cuStreamSynchronize (memra_stream_reserve)");
+    } else {
+        drv->cuStreamSynchronize((CUstream)stream);
+    }
+    memra__dev_free(dev, x);
+    memra__dev_free(dev, y);
+    memra__device_leave(dev);
+    return st;
 }

@@ -30,7 +30,7 @@ NOTES = {
     "core": "runtime, registry, dispatch, weights, services",
     "arch": "architecture profiles",
     "jit": "NVRTC compile service, cubin cache",
-    "base": "status and errors, driver table, block-format rules",
+    "base": "errors, configuration, trust, driver table, block formats",
     "modules/host": "CPU reference module (built in)",
     "modules/sm90": "descriptor: Hopper",
     "modules/sm120": "descriptor: consumer Blackwell",

@@ -23,7 +23,11 @@
  * payload size against the file size, payload checksum) before the bytes go
  * anywhere; an entry that fails is logged, removed and treated as absent.
  * Writers go through a temporary file, fsync and rename, so a reader sees a
- * whole old entry, a whole new one, or none. The per-key flock only saves
+ * whole old entry, a whole new one, or none. Every operation opens the root
+ * and the version folder by descriptor and checks them (ours, not writable by
+ * others; see open_vdir), then works by openat/renameat/unlinkat on that
+ * descriptor; entries are fstat'ed (regular, ours, not group/other-writable)
+ * before a byte is read. The per-key flock only saves
  * duplicate compiles; nothing depends on it. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -42,6 +46,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/config.h"
 #include "base/error.h"
 #include "jit/sha256.h"
 
@@ -89,9 +94,9 @@ void memra__jit_disk_init(memra__jit_disk *d)
     memset(d, 0, sizeof *d);
     d->max_bytes = (uint64_t)MEMRA__JIT_DEFAULT_MAX_MB << 20;
 
-    const char *dir = getenv("MEMRA_CACHE_DIR");
-    const char *xdg = getenv("XDG_CACHE_HOME");
-    const char *home = getenv("HOME");
+    const char *dir = memra__env("MEMRA_CACHE_DIR");
+    const char *xdg = memra__env("XDG_CACHE_HOME");
+    const char *home = memra__env("HOME");
     int n;
     if (dir != NULL && dir[0] != '\0') n = snprintf(d->root, sizeof d->root, "%s", dir);
     else if (xdg != NULL && xdg[0] == '/') n = snprintf(d->root, sizeof d->root, "%s/memra", xdg); /* XDG: relative ignored */
@@ -107,7 +112,7 @@ void memra__jit_disk_init(memra__jit_disk *d)
     }
     fmt_path(d->dir, sizeof d->dir, "%s/v%u", d->root, MEMRA__JIT_FORMAT_VERSION);
 
-    const char *cap = getenv("MEMRA_JIT_CACHE_MAX_MB");
+    const char *cap = memra__env("MEMRA_JIT_CACHE_MAX_MB");
     if (cap != NULL && cap[0] != '\0') {
         char *end = NULL;
         double mb = strtod(cap, &end);
@@ -117,7 +122,7 @@ void memra__jit_disk_init(memra__jit_disk *d)
         else d->max_bytes = (uint64_t)(mb * 1048576.0);
     }
 
-    const char *flag = getenv("MEMRA_JIT_CACHE");
+    const char *flag = memra__env("MEMRA_JIT_CACHE");
     if (flag != NULL && strcmp(flag, "0") == 0) {
         MEMRA__DEBUG("jit", "disk cache off: MEMRA_JIT_CACHE=0");
         return;
@@ -159,22 +164,116 @@ static int make_dirs(const char *path, char *why, size_t why_len)
     return make_dir(buf, why, why_len);
 }
 
+/* A cache folder is trusted when it is a folder of the current user that
+ * nobody else can write: whoever can write it can forge entries (the key and
+ * the checksum are computed from public inputs). */
+static int folder_untrusted(int fd, const char *path, char *why, size_t why_len)
+{
+    struct stat st;
+    if (fstat(fd, &st) != 0) {
+        snprintf(why, why_len, "stat %s: %s", path, strerror(errno));
+        return 1;
+    }
+    if (!S_ISDIR(st.st_mode)) {
+        snprintf(why, why_len, "%s is not a folder", path);
+        return 1;
+    }
+    if (st.st_uid != geteuid()) {
+        snprintf(why, why_len, "%s belongs to uid %u, not the current user (uid %u)", path, (unsigned)st.st_uid,
+                 (unsigned)geteuid());
+        return 1;
+    }
+    if ((st.st_mode & 022) != 0) {
+        snprintf(why, why_len, "%s is writable by %s (mode %03o)", path, (st.st_mode & 002) ? "others" : "its group",
+                 (unsigned)(st.st_mode & 0777));
+        return 1;
+    }
+    return 0;
+}
+
+/* Open and check the root, then the version folder (O_NOFOLLOW: a symlinked
+ * version folder is refused), creating them 0700 when `create`. Returns the
+ * version folder's descriptor; -1 with why (errno ENOENT when it simply does
+ * not exist yet). Checked at every open, so a folder made unsafe after the
+ * process started is refused from then on. */
+static int open_vdir(const memra__jit_disk *d, int create, char *why, size_t why_len)
+{
+    if (d->root[0] == '\0') {
+        snprintf(why, why_len, "no cache folder");
+        errno = ENOENT;
+        return -1;
+    }
+    if (create && make_dirs(d->root, why, why_len) != 0) return -1;
+    int rfd = open(d->root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (rfd < 0) {
+        int e = errno;
+        snprintf(why, why_len, "open %s: %s", d->root, strerror(e));
+        errno = e;
+        return -1;
+    }
+    if (folder_untrusted(rfd, d->root, why, why_len)) {
+        close(rfd);
+        errno = EPERM;
+        return -1;
+    }
+    char vname[16];
+    snprintf(vname, sizeof vname, "v%u", MEMRA__JIT_FORMAT_VERSION);
+    if (create && mkdirat(rfd, vname, 0700) == 0) fchmodat(rfd, vname, 0700, 0);
+    int vfd = openat(rfd, vname, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    int e = errno;
+    close(rfd);
+    if (vfd < 0) {
+        if (e == ELOOP || e == ENOTDIR) snprintf(why, why_len, "%s is not a folder (a symbolic link or a file)", d->dir);
+        else snprintf(why, why_len, "open %s: %s", d->dir, strerror(e));
+        errno = e == ELOOP ? EPERM : e;
+        return -1;
+    }
+    if (folder_untrusted(vfd, d->dir, why, why_len)) {
+        close(vfd);
+        errno = EPERM;
+        return -1;
+    }
+    return vfd;
+}
+
 void memra__jit_disk_prepare(memra__jit_disk *d)
 {
     if (!d->enabled || d->prepared) return;
     d->prepared = 1;
     char why[PATH_MAX + 128] = "";
-    struct stat st;
-    if (make_dirs(d->root, why, sizeof why) == 0 && make_dir(d->dir, why, sizeof why) == 0) {
-        if (lstat(d->dir, &st) != 0) snprintf(why, sizeof why, "stat %s: %s", d->dir, strerror(errno));
-        else if (!S_ISDIR(st.st_mode)) snprintf(why, sizeof why, "%s is not a folder", d->dir);
-        else if (st.st_uid != geteuid()) snprintf(why, sizeof why, "%s belongs to another user", d->dir);
-        else if ((st.st_mode & 022) != 0) snprintf(why, sizeof why, "%s is writable by others (mode %03o)", d->dir, (unsigned)(st.st_mode & 0777));
-        else if (access(d->dir, W_OK | X_OK) != 0) snprintf(why, sizeof why, "%s is not writable: %s", d->dir, strerror(errno));
-        else return;
+    int vfd = open_vdir(d, 1, why, sizeof why);
+    if (vfd >= 0) {
+        int ok = faccessat(vfd, ".", W_OK | X_OK, 0) == 0;
+        if (!ok) snprintf(why, sizeof why, "%s is not writable: %s", d->dir, strerror(errno));
+        close(vfd);
+        if (ok) return;
     }
     memra__log(MEMRA_LOG_WARN, "jit", "disk cache off: %s", why);
+    snprintf(d->why, sizeof d->why, "%.500s", why);
     d->enabled = 0;
+}
+
+int memra__jit_disk_status(const memra__jit_disk *d, char *why, size_t why_len)
+{
+    if (d->why[0] != '\0') {
+        snprintf(why, why_len, "%s", d->why);
+        return 0;
+    }
+    if (!d->enabled) {
+        snprintf(why, why_len, "%s", d->root[0] ? "off (MEMRA_JIT_CACHE=0)" : "off (no cache folder)");
+        return 0;
+    }
+    int vfd = open_vdir(d, 0, why, why_len);
+    if (vfd >= 0) {
+        close(vfd);
+        snprintf(why, why_len, "ok");
+        return 1;
+    }
+    if (errno == ENOENT) {
+        snprintf(why, why_len, "ok (created at the first write)");
+        return 1;
+    }
+    return 0;
 }
 
 /* ---- entry format ---------------------------------------------------------- */
@@ -263,53 +362,89 @@ static int write_all(int fd, const void *data, size_t n)
     return 0;
 }
 
-/* Remove `path` only if it is still the file we examined: a writer may have
- * renamed a good entry into place meanwhile. */
-static void drop_entry(const char *path, const struct stat *seen, const char *why)
+/* Remove entry `name` of the folder vfd only if it is still the file we
+ * examined: a writer may have renamed a good entry into place meanwhile.
+ * unlinkat never follows a symbolic link (it removes the link itself). */
+static void drop_entry(int vfd, const char *name, const char *path, const struct stat *seen, const char *why)
 {
     struct stat now;
     memra__log(MEMRA_LOG_WARN, "jit", "dropping cache entry %s: %s; it will be rebuilt", path, why);
-    if (lstat(path, &now) == 0 && now.st_dev == seen->st_dev && now.st_ino == seen->st_ino) unlink(path);
+    if (fstatat(vfd, name, &now, AT_SYMLINK_NOFOLLOW) == 0 && now.st_dev == seen->st_dev && now.st_ino == seen->st_ino)
+        unlinkat(vfd, name, 0);
+}
+
+/* Base name of the entry (or lock, tmp) for a key. */
+static void entry_name(const uint8_t key[MEMRA__JIT_KEY_BYTES], const char *ext, char out[KEY_HEX_LEN + 16])
+{
+    memra__hex(key, MEMRA__JIT_KEY_BYTES, out);
+    snprintf(out + KEY_HEX_LEN, 16, ".%s", ext);
+}
+
+/* An open entry is trusted when it is a regular file of the current user
+ * that nobody else can write; NULL when it is, else the reason. */
+static const char *entry_untrusted(const struct stat *st)
+{
+    if (!S_ISREG(st->st_mode)) return S_ISFIFO(st->st_mode) ? "not a regular file (a FIFO)" : "not a regular file";
+    if (st->st_uid != geteuid()) return "owned by another user";
+    if ((st->st_mode & 022) != 0) return "writable by its group or others";
+    return NULL;
 }
 
 memra_status memra__jit_disk_read(const memra__jit_disk *d, const uint8_t key[MEMRA__JIT_KEY_BYTES], const char *target,
                                   void **out, size_t *out_size)
 {
-    char path[PATH_MAX];
+    char path[PATH_MAX], name[KEY_HEX_LEN + 16], dwhy[PATH_MAX + 128];
     memra__jit_disk_path(d, key, "cubin", path);
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-    if (fd < 0) {
+    entry_name(key, "cubin", name);
+    int vfd = open_vdir(d, 0, dwhy, sizeof dwhy);
+    if (vfd < 0) {
         if (errno == ENOENT) return MEMRA_STATUS_NOT_FOUND;
-        if (errno == ELOOP) {
+        return MEMRA__FAIL(MEMRA_STATUS_IO_ERROR, "disk cache not trusted: %s", dwhy);
+    }
+    /* O_NONBLOCK: a FIFO under an entry's name must not block the open. */
+    int fd = openat(vfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+    if (fd < 0) {
+        int e = errno;
+        if (e == ENOENT) {
+            close(vfd);
+            return MEMRA_STATUS_NOT_FOUND;
+        }
+        if (e == ELOOP) {
             memra__log(MEMRA_LOG_WARN, "jit", "dropping cache entry %s: a symbolic link; it will be rebuilt", path);
-            unlink(path);
+            unlinkat(vfd, name, 0);
+            close(vfd);
             return MEMRA_STATUS_CORRUPT;
         }
-        return MEMRA__FAIL(MEMRA_STATUS_IO_ERROR, "open %s: %s", path, strerror(errno));
+        close(vfd);
+        return MEMRA__FAIL(MEMRA_STATUS_IO_ERROR, "open %s: %s", path, strerror(e));
     }
     struct stat st;
     if (fstat(fd, &st) != 0) {
         int e = errno;
         close(fd);
+        close(vfd);
         return MEMRA__FAIL(MEMRA_STATUS_IO_ERROR, "stat %s: %s", path, strerror(e));
     }
     const char *why = NULL;
     uint8_t *buf = NULL;
     size_t size = (size_t)st.st_size;
-    if (!S_ISREG(st.st_mode)) why = "not a regular file";
-    else if ((uint64_t)st.st_size < MEMRA__JIT_HEADER_BYTES) why = "truncated: shorter than the header";
+    if ((why = entry_untrusted(&st)) != NULL) {
+    } else if ((uint64_t)st.st_size < MEMRA__JIT_HEADER_BYTES) why = "truncated: shorter than the header";
     else if ((uint64_t)st.st_size > MAX_ENTRY_BYTES) why = "larger than any entry memra writes";
     else if ((buf = malloc(size)) == NULL) {
         close(fd);
+        close(vfd);
         return MEMRA__FAIL(MEMRA_STATUS_OUT_OF_MEMORY, "reading %s: %zu bytes", path, size);
     } else if (read_all(fd, buf, size) != 0) why = "short read (file changed or truncated while reading)";
     else why = memra__jit_entry_check(buf, size, key, target);
     if (why != NULL) {
         close(fd);
         free(buf);
-        drop_entry(path, &st, why);
+        drop_entry(vfd, name, path, &st, why);
+        close(vfd);
         return MEMRA_STATUS_CORRUPT;
     }
+    close(vfd);
     /* Least-recently-used bookkeeping: access time = now, modification time kept. */
     struct timespec ts[2] = {{.tv_nsec = UTIME_NOW}, {.tv_nsec = UTIME_OMIT}};
     futimens(fd, ts);
@@ -324,15 +459,32 @@ memra_status memra__jit_disk_read(const memra__jit_disk *d, const uint8_t key[ME
 memra_status memra__jit_disk_write(const memra__jit_disk *d, const uint8_t key[MEMRA__JIT_KEY_BYTES], const char *target,
                                    const void *payload, size_t size)
 {
-    char path[PATH_MAX], tmp[PATH_MAX];
+    char path[PATH_MAX], name[KEY_HEX_LEN + 16], tmp[KEY_HEX_LEN + 32], dwhy[PATH_MAX + 128];
     memra__jit_disk_path(d, key, "cubin", path);
-    memra__jit_disk_path(d, key, "tmp.XXXXXX", tmp);
+    entry_name(key, "cubin", name);
     uint8_t hdr[MEMRA__JIT_HEADER_BYTES];
     memra__jit_entry_header(hdr, key, target, payload, size);
 
-    int fd = mkstemp(tmp);
-    if (fd < 0) return MEMRA__FAIL(MEMRA_STATUS_IO_ERROR, "creating a temporary file in %s: %s", d->dir, strerror(errno));
-    fcntl(fd, F_SETFD, FD_CLOEXEC);
+    int vfd = open_vdir(d, 1, dwhy, sizeof dwhy);
+    if (vfd < 0) return MEMRA__FAIL(MEMRA_STATUS_IO_ERROR, "disk cache not trusted: %s", dwhy);
+    /* A fresh temporary name, created exclusively (never through a link). */
+    int fd = -1;
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    uint64_t salt = (uint64_t)now.tv_nsec ^ ((uint64_t)now.tv_sec << 20) ^ ((uint64_t)getpid() << 40);
+    for (int attempt = 0; attempt < 16 && fd < 0; attempt++) {
+        salt = salt * 6364136223846793005ull + 1442695040888963407ull;
+        char hex[KEY_HEX_LEN + 1];
+        memra__hex(key, MEMRA__JIT_KEY_BYTES, hex);
+        snprintf(tmp, sizeof tmp, "%s.tmp.%06llx", hex, (unsigned long long)(salt >> 40));
+        fd = openat(vfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+        if (fd < 0 && errno != EEXIST) break;
+    }
+    if (fd < 0) {
+        int e = errno;
+        close(vfd);
+        return MEMRA__FAIL(MEMRA_STATUS_IO_ERROR, "creating a temporary file in %s: %s", d->dir, strerror(e));
+    }
     const char *step = "write";
     int ok = write_all(fd, hdr, sizeof hdr) == 0 && write_all(fd, payload, size) == 0;
     if (ok && !(ok = fsync(fd) == 0)) step = "fsync";
@@ -342,30 +494,42 @@ memra_status memra__jit_disk_write(const memra__jit_disk *d, const uint8_t key[M
         e = errno;
         step = "close";
     }
-    if (ok && !(ok = rename(tmp, path) == 0)) {
+    if (ok && !(ok = renameat(vfd, tmp, vfd, name) == 0)) {
         e = errno;
         step = "rename";
     }
     if (!ok) {
-        unlink(tmp);
+        unlinkat(vfd, tmp, 0);
+        close(vfd);
         return MEMRA__FAIL(MEMRA_STATUS_IO_ERROR, "writing cache entry %s: %s: %s", path, step, strerror(e));
     }
     /* Make the rename itself durable; best effort. */
-    int dfd = open(d->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (dfd >= 0) {
-        fsync(dfd);
-        close(dfd);
-    }
+    fsync(vfd);
+    close(vfd);
     return MEMRA_STATUS_OK;
 }
 
 int memra__jit_disk_lock(const memra__jit_disk *d, const uint8_t key[MEMRA__JIT_KEY_BYTES])
 {
-    char path[PATH_MAX];
+    char path[PATH_MAX], name[KEY_HEX_LEN + 16], dwhy[PATH_MAX + 128];
     memra__jit_disk_path(d, key, "lock", path);
-    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+    entry_name(key, "lock", name);
+    int vfd = open_vdir(d, 0, dwhy, sizeof dwhy);
+    if (vfd < 0) {
+        MEMRA__DEBUG("jit", "no lock %s: %s", path, dwhy);
+        return -1;
+    }
+    int fd = openat(vfd, name, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0600);
+    int e = errno;
+    close(vfd);
     if (fd < 0) {
-        MEMRA__DEBUG("jit", "no lock %s: %s", path, strerror(errno));
+        MEMRA__DEBUG("jit", "no lock %s: %s", path, strerror(e));
+        return -1;
+    }
+    struct stat st;
+    if (fstat(fd, &st) != 0 || entry_untrusted(&st) != NULL) {
+        MEMRA__DEBUG("jit", "no lock %s: not a regular file of ours", path);
+        close(fd);
         return -1;
     }
     while (flock(fd, LOCK_EX) != 0) {
@@ -412,9 +576,26 @@ static int lru_cmp(const void *pa, const void *pb)
     return strcmp(a->name, b->name);
 }
 
+/* A listing of the trusted version folder (closedir closes it), NULL with
+ * why when it is absent or untrusted. */
+static DIR *open_vdir_listing(const memra__jit_disk *d, char *why, size_t why_len)
+{
+    int vfd = open_vdir(d, 0, why, why_len);
+    if (vfd < 0) return NULL;
+    DIR *dp = fdopendir(vfd);
+    if (dp == NULL) {
+        int e = errno;
+        snprintf(why, why_len, "opendir %s: %s", d->dir, strerror(e));
+        close(vfd);
+        errno = e;
+    }
+    return dp;
+}
+
 void memra__jit_disk_evict(const memra__jit_disk *d, const uint8_t *keep)
 {
-    DIR *dp = opendir(d->dir);
+    char dwhy[PATH_MAX + 128];
+    DIR *dp = open_vdir_listing(d, dwhy, sizeof dwhy);
     if (dp == NULL) return;
     char keep_name[KEY_HEX_LEN + 8] = "";
     if (keep != NULL) {
@@ -473,10 +654,11 @@ memra_status memra__jit_disk_list(const memra__jit_disk *d, memra__jit_entry **o
     *out = NULL;
     *count = 0;
     if (d->dir[0] == '\0') return MEMRA_STATUS_OK;
-    DIR *dp = opendir(d->dir);
+    char dwhy[PATH_MAX + 128];
+    DIR *dp = open_vdir_listing(d, dwhy, sizeof dwhy);
     if (dp == NULL) {
         if (errno == ENOENT) return MEMRA_STATUS_OK;
-        return MEMRA__FAIL(MEMRA_STATUS_IO_ERROR, "opendir %s: %s", d->dir, strerror(errno));
+        return MEMRA__FAIL(MEMRA_STATUS_IO_ERROR, "disk cache not trusted: %s", dwhy);
     }
     memra__jit_entry *v = NULL;
     size_t n = 0, cap = 0;
@@ -484,12 +666,13 @@ memra_status memra__jit_disk_list(const memra__jit_disk *d, memra__jit_entry **o
     struct dirent *de;
     while ((de = readdir(dp)) != NULL) {
         if (!is_entry_name(de->d_name, "cubin")) continue;
-        int fd = openat(dirfd(dp), de->d_name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+        int fd = openat(dirfd(dp), de->d_name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
         if (fd < 0) continue;
         struct stat st;
         uint8_t hdr[MEMRA__JIT_HEADER_BYTES];
         int have_st = fstat(fd, &st) == 0;
-        int have_hdr = have_st && S_ISREG(st.st_mode) && (uint64_t)st.st_size >= sizeof hdr &&
+        /* Only a trusted entry's header is read; others are listed as "?". */
+        int have_hdr = have_st && entry_untrusted(&st) == NULL && (uint64_t)st.st_size >= sizeof hdr &&
                        read_all(fd, hdr, sizeof hdr) == 0;
         close(fd);
         if (!have_st) continue;
@@ -528,10 +711,30 @@ memra_status memra__jit_disk_list(const memra__jit_disk *d, memra__jit_entry **o
     return MEMRA_STATUS_OK;
 }
 
-static size_t clear_folder(const char *dir)
+/* Remove entries, locks and temporary files of the version folder `name`
+ * of root (never through a symbolic link: the folder is opened O_NOFOLLOW,
+ * and unlinkat removes a link, not its target), then the folder if empty. */
+static size_t clear_folder(int rfd, const char *name, const char *root)
 {
-    DIR *dp = opendir(dir);
-    if (dp == NULL) return 0;
+    int vfd = openat(rfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (vfd < 0) {
+        if (errno == ELOOP || errno == ENOTDIR)
+            memra__log(MEMRA_LOG_WARN, "jit", "clear: %s/%s is not a folder (a symbolic link or a file); left alone",
+                       root, name);
+        return 0;
+    }
+    char shown[PATH_MAX + 300], why[PATH_MAX + 600];
+    snprintf(shown, sizeof shown, "%s/%s", root, name);
+    if (folder_untrusted(vfd, shown, why, sizeof why)) {
+        memra__log(MEMRA_LOG_WARN, "jit", "clear: %s; left alone", why);
+        close(vfd);
+        return 0;
+    }
+    DIR *dp = fdopendir(vfd);
+    if (dp == NULL) {
+        close(vfd);
+        return 0;
+    }
     size_t removed = 0;
     struct dirent *de;
     while ((de = readdir(dp)) != NULL) {
@@ -540,7 +743,7 @@ static size_t clear_folder(const char *dir)
         if (unlinkat(dirfd(dp), de->d_name, 0) == 0 && entry) removed++;
     }
     closedir(dp);
-    rmdir(dir); /* fails harmlessly when something else lives there */
+    unlinkat(rfd, name, AT_REMOVEDIR); /* fails harmlessly when something else lives there */
     return removed;
 }
 
@@ -548,17 +751,25 @@ memra_status memra__jit_disk_clear(const memra__jit_disk *d, size_t *out_removed
 {
     size_t removed = 0;
     if (d->root[0] != '\0') {
-        DIR *dp = opendir(d->root);
-        if (dp == NULL && errno != ENOENT)
-            return MEMRA__FAIL(MEMRA_STATUS_IO_ERROR, "opendir %s: %s", d->root, strerror(errno));
+        int rfd = open(d->root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (rfd < 0 && errno != ENOENT)
+            return MEMRA__FAIL(MEMRA_STATUS_IO_ERROR, "open %s: %s", d->root, strerror(errno));
+        char why[PATH_MAX + 128];
+        if (rfd >= 0 && folder_untrusted(rfd, d->root, why, sizeof why)) {
+            close(rfd);
+            return MEMRA__FAIL(MEMRA_STATUS_IO_ERROR, "disk cache not trusted, nothing removed: %s", why);
+        }
+        int lfd = rfd >= 0 ? dup(rfd) : -1;
+        DIR *dp = lfd >= 0 ? fdopendir(lfd) : NULL;
+        if (dp == NULL && lfd >= 0) close(lfd);
         struct dirent *de;
         while (dp != NULL && (de = readdir(dp)) != NULL) {
             const char *s = de->d_name;
             if (s[0] != 'v' || s[1] == '\0' || strspn(s + 1, "0123456789") != strlen(s + 1)) continue;
-            char sub[PATH_MAX];
-            if (fmt_path(sub, sizeof sub, "%s/%s", d->root, s) == 0) removed += clear_folder(sub);
+            removed += clear_folder(rfd, s, d->root);
         }
         if (dp != NULL) closedir(dp);
+        if (rfd >= 0) close(rfd);
     }
     if (out_removed != NULL) *out_removed = removed;
     return MEMRA_STATUS_OK;
@@ -568,7 +779,8 @@ void memra__jit_disk_usage(const memra__jit_disk *d, size_t *entries, uint64_t *
 {
     *entries = 0;
     *bytes = 0;
-    DIR *dp = d->dir[0] != '\0' ? opendir(d->dir) : NULL;
+    char dwhy[PATH_MAX + 128];
+    DIR *dp = open_vdir_listing(d, dwhy, sizeof dwhy);
     if (dp == NULL) return;
     struct dirent *de;
     while ((de = readdir(dp)) != NULL) {

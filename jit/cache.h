@@ -32,6 +32,7 @@ typedef struct memra__jit_disk {
     uint64_t max_bytes;   /* LRU cap on the sum of entry file sizes; 0 = no cap */
     char root[PATH_MAX];  /* MEMRA_CACHE_DIR, $XDG_CACHE_HOME/memra or $HOME/.cache/memra */
     char dir[PATH_MAX];   /* root/v<FORMAT_VERSION> */
+    char why[512];        /* why prepare turned the disk cache off, "" otherwise */
 } memra__jit_disk;
 
 /* One entry as `memra jit ls` shows it. */
@@ -48,9 +49,15 @@ typedef struct memra__jit_entry {
  * HOME, MEMRA_JIT_CACHE_MAX_MB). Never fails: a problem disables the disk
  * cache with a warning. Creates nothing. */
 void memra__jit_disk_init(memra__jit_disk *d);
-/* Create root and dir as needed (0700) and check dir is a folder we own that
- * others cannot write and we can; otherwise warn and disable. Idempotent. */
+/* Create root and dir as needed (0700) and check both are folders we own that
+ * others cannot write, and that we can write dir; otherwise warn, record the
+ * reason and disable. Idempotent. Every read, write, listing, eviction and
+ * clear checks both folders again when it opens them (by descriptor, the
+ * version folder with O_NOFOLLOW): a folder made unsafe later is refused. */
 void memra__jit_disk_prepare(memra__jit_disk *d);
+/* 1 when the disk cache is usable now (a fresh check of both folders), else
+ * 0; why receives "ok..." or the reason ("<root> is writable by others ..."). */
+int memra__jit_disk_status(const memra__jit_disk *d, char *why, size_t why_len);
 
 /* Fill the 104-byte header for a payload. */
 void memra__jit_entry_header(uint8_t hdr[MEMRA__JIT_HEADER_BYTES], const uint8_t key[MEMRA__JIT_KEY_BYTES],

@@ -449,7 +449,8 @@ memra_status memra__jit_stats(memra__jit *jit, memra__jit_cache_stats *out)
     memra__jit_cache_stats s;
     memset(&s, 0, sizeof s);
     pthread_mutex_lock(&jit->mu);
-    s.disk_enabled = jit->disk.enabled;
+    char why[8];
+    s.disk_enabled = jit->disk.enabled && memra__jit_disk_status(&jit->disk, why, sizeof why);
     s.folder = jit->disk.dir;
     s.disk_max_bytes = jit->disk.max_bytes;
     s.memory_entries = jit->n_images;
@@ -462,6 +463,13 @@ memra_status memra__jit_stats(memra__jit *jit, memra__jit_cache_stats *out)
     memra__jit_disk_usage(&jit->disk, &s.disk_entries, &s.disk_bytes);
     *out = s;
     return MEMRA_STATUS_OK;
+}
+
+void memra__jit_disk_why(memra__jit *jit, char *buf, size_t len)
+{
+    pthread_mutex_lock(&jit->mu);
+    memra__jit_disk_status(&jit->disk, buf, len);
+    pthread_mutex_unlock(&jit->mu);
 }
 
 memra_status memra__jit_list(memra__jit *jit, memra__jit_entry **out, size_t *count)

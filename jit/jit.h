@@ -108,6 +108,9 @@ typedef struct memra__jit_cache_stats {
     uint64_t corrupt_dropped;  /* disk entries that failed a check */
 } memra__jit_cache_stats;
 
+/* "ok ..." or why the disk cache is off or unusable now (a fresh check of
+ * both folders; creates nothing). Thread-safe. */
+void memra__jit_disk_why(memra__jit *jit, char *buf, size_t len);
 /* Counters and the disk folder's entry count and size. Thread-safe. */
 memra_status memra__jit_stats(memra__jit *jit, memra__jit_cache_stats *out);
 /* Disk entries (memra__jit_entry, jit/cache.h) in a malloc'd array the caller

@@ -6,8 +6,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "base/config.h"
 #include "base/error.h"
+#include "base/trust.h"
 
 static const char *const k_names[] = {"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so"};
 static const char k_cuda_lib_dir[] = "/usr/local/cuda/lib64";
@@ -33,10 +36,15 @@ static memra_status nvrtc_open(memra__nvrtc *nv)
     char tried[768] = "";
     char path[sizeof nv->path] = "";
     void *lib = NULL;
-    const char *env = getenv("MEMRA_NVRTC_LIBRARY");
+    int lib_fd = -1; /* the descriptor of an MEMRA_NVRTC_LIBRARY load, kept while lib is open */
+    const char *env = memra__env("MEMRA_NVRTC_LIBRARY");
     if (env != NULL && env[0] != '\0') {
-        lib = try_open(env, tried, sizeof tried);
-        if (lib != NULL) snprintf(path, sizeof path, "%s", env);
+        /* Absolute, checked, loaded by descriptor; the descriptor stays open
+         * as long as the process (NVRTC is opened once and never closed). */
+        char why[1024];
+        lib = memra__trust_dlopen_env("MEMRA_NVRTC_LIBRARY", env, &lib_fd, why, sizeof why);
+        if (lib == NULL) return MEMRA__FAIL(MEMRA_STATUS_NOT_SUPPORTED, "NVRTC not found: %s", why);
+        snprintf(path, sizeof path, "%s", env);
     } else {
         for (size_t i = 0; lib == NULL && i < sizeof k_names / sizeof k_names[0]; i++) {
             lib = try_open(k_names[i], tried, sizeof tried);
@@ -59,6 +67,7 @@ static memra_status nvrtc_open(memra__nvrtc *nv)
         void *sym = dlsym(lib, #name);                                                                \
         if (sym == NULL) {                                                                            \
             dlclose(lib);                                                                             \
+            if (lib_fd >= 0) close(lib_fd);                                                           \
             memset(nv, 0, sizeof *nv);                                                                \
             return MEMRA__FAIL(MEMRA_STATUS_NVRTC_ERROR, "NVRTC library %s lacks %s", path, #name);   \
         }                                                                                             \
@@ -74,6 +83,7 @@ static memra_status nvrtc_open(memra__nvrtc *nv)
         memra_status st = MEMRA__FAIL(MEMRA_STATUS_NVRTC_ERROR, "nvrtcVersion failed in %s: %s", nv->path,
                                       memra__nvrtc_errstr(nv, r));
         dlclose(lib);
+        if (lib_fd >= 0) close(lib_fd);
         memset(nv, 0, sizeof *nv);
         return st;
     }

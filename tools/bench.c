@@ -28,11 +28,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "memra/formats.h"
 #include "memra/memra.h"
 #include "tools/check_ref.h"
 #include "tools/tool.h"
+#include "tools/tool_opt.h"
 #include "tools/tool_util.h"
 
 #define MAX_REPS 10000
@@ -93,17 +95,14 @@ static const char *flops_name(const bench *b) { return b->gpu ? "TFLOP/s" : "GFL
 /* A weight of the arm's class; budget_mb < 0: leave MEMRA_F16_BUDGET_MB as is. */
 static memra_status make_weight(bench *b, const memra_weight_desc *d, const char *budget_mb, memra_weight **out)
 {
-    const char *old = getenv("MEMRA_F16_BUDGET_MB");
-    char *saved = old ? strdup(old) : NULL;
-    if (budget_mb) setenv("MEMRA_F16_BUDGET_MB", budget_mb, 1);
+    /* The budget is the device's (memra_device_f16_budget_set): set for this
+     * prepare, then put back. */
+    const uint64_t saved = memra_device_f16_budget_get(b->dev);
+    if (budget_mb) memra_device_f16_budget_set(b->dev, strtoull(budget_mb, NULL, 10));
     memra_weight *w = NULL;
     memra_status st = memra_weight_create(b->rt, d, &w);
     if (st == MEMRA_STATUS_OK) st = memra_weight_prepare(w, b->dev);
-    if (budget_mb) {
-        if (saved) setenv("MEMRA_F16_BUDGET_MB", saved, 1);
-        else unsetenv("MEMRA_F16_BUDGET_MB");
-    }
-    free(saved);
+    if (budget_mb) memra_device_f16_budget_set(b->dev, saved);
     if (st != MEMRA_STATUS_OK) {
         memra_weight_destroy(w);
         return st;
@@ -171,10 +170,20 @@ static void json_header(bench *b, const char *mode)
     const memra_device_caps *caps = memra_device_caps_get(b->dev);
     memra_device_clocks clk = {0, 0};
     memra_device_clocks_get(b->dev, &clk);
-    char ts[32];
+    char ts[32], host[256] = "unknown";
     tool_utc_timestamp(ts, sizeof ts);
-    fprintf(f, "{\"format\":\"memra-bench\",\"version\":1,\"timestamp\":\"%s\",\"memra\":", ts);
+    if (gethostname(host, sizeof host) != 0) snprintf(host, sizeof host, "unknown");
+    host[sizeof host - 1] = '\0';
+    /* version 2 adds commit, host and clocks (bench/README.md); version 1 keys unchanged */
+    fprintf(f, "{\"format\":\"memra-bench\",\"version\":2,\"timestamp\":\"%s\",\"memra\":", ts);
     tool_json_str(f, memra_version());
+    fprintf(f, ",\"commit\":");
+    tool_json_str(f, MEMRA_GIT_COMMIT);
+    fprintf(f, ",\"host\":");
+    tool_json_str(f, host);
+    fprintf(f, ",\"clocks\":{\"sm_khz\":%d,\"mem_khz\":%d,\"source\":\"%s\",\"timer\":\"%s\"}", clk.sm_khz,
+            clk.mem_khz, caps->ordinal >= 0 ? "driver attribute (maximum clock)" : "none (host)",
+            caps->ordinal >= 0 ? "cuda-events" : "monotonic");
     fprintf(f, ",\"mode\":\"%s\",\"device\":{\"name\":", mode);
     tool_json_str(f, caps->name);
     fprintf(f, ",\"profile\":");
@@ -821,11 +830,13 @@ out:
 
 /* What serves `op` inside `module`, as far as the program can tell from the
  * outside (the module logs the exact variant, tile and JIT origin at info). */
+static memra_runtime *g_bench_rt; /* for the effective knobs */
+
 static const char *lane_variant(const char *module, memra_op op)
 {
     if (op != MEMRA_OP_gemm_fp8_blk) return "";
     if (strcmp(module, "sm120") == 0) {
-        const char *v = getenv("MEMRA_SM120_FP8BLK");
+        const char *v = g_bench_rt ? memra_config_value(g_bench_rt, "MEMRA_SM120_FP8BLK") : NULL;
         return v != NULL && strcmp(v, "f8f6f4") == 0 ? "memra fp8blk_gemm, kind::f8f6f4 (sm_120a)"
                                                      : "memra fp8blk_gemm, kind::mxf8f6f4 unit scales (sm_120a)";
     }
@@ -942,10 +953,11 @@ static int bench_race(bench *b, const char *const *mods, int nm, memra_op op)
 /* ---- the command ------------------------------------------------------------------ */
 
 static const char k_bench_usage[] =
-    "usage: memra bench [27b|1p7b] [--m M] [--reps R] [--warmup W] [--batch N] [--device N|host] [--json FILE]\n"
-    "       memra bench accprobe [m] [reps] [27b|1p7b] [--dist wide|mid] [--json FILE]\n"
-    "                   [--vs MODA MODB --op OP] [--seed S]\n"
+    "usage: memra bench [27b|1p7b] [--sheet 27b|1p7b] [--m M] [--reps R] [--warmup W] [--batch N]\n"
+    "                   [--device N|host] [--json FILE|-] [--seed S]\n"
     "       memra bench OP [27b|1p7b] [--vs [MODA MODB]] [options above]   (e.g. gemm_fp8_blk)\n"
+    "       memra bench --vs MODA MODB --op OP [options above]\n"
+    "       memra bench accprobe ...   ('memra bench accprobe --help')\n"
     "  Arms f16 (Q8_0 + f16 mirror), mmq (Q8_0, no mirror), fp8 (E4M3 per-tensor) and fp8blk\n"
     "  (E4M3 + block-128 grid) through memra_matmul, interleaved in each repetition; medians,\n"
     "  FLOP/s, ratios to f16 and their geometric mean; the ledger says which module served.\n"
@@ -953,88 +965,137 @@ static const char k_bench_usage[] =
     "  and says which. The 'mmq split' line times quant_q8_1, gemm_q8_0r on records made once\n"
     "  by repack_q8_0 and gemm_q8_0 on the blocks apart, interleaved, with records/blocks;\n"
     "  a GEMM the device lacks is left out with the reason.\n"
-    "  --vs races two modules' implementations of one op via memra_module_call.\n"
-    "  'memra bench OP' times the routed lane of OP (the first module that serves it) per\n"
-    "  shape and says which module/variant served it; with --vs and no names it races the\n"
-    "  first two modules that provide OP on the device (= --vs A B --op OP).\n"
+    "  --vs races two modules' implementations of one op via memra_module_call ('--vs A B'\n"
+    "  or '--vs=A,B').\n"
+    "  'memra bench OP' (or --op OP) times the routed lane of OP (the first module that serves\n"
+    "  it) per shape and says which module/variant served it; with --vs and no names it races\n"
+    "  the first two modules that provide OP on the device (= --vs A B --op OP).\n"
     "  --batch N times N calls back to back per interval and divides (steady-state throughput;\n"
     "  default 1: each call alone, host launch time included).\n"
+    "  --json FILE writes the receipt ('-': to stdout, the table then goes to stderr).\n"
     "  Defaults: on a GPU 27b, m=512, reps 20, warm-up 3; on the host 1p7b, m=16, reps 3.\n";
+
+static const struct option k_bench_opts[] = {
+    {"sheet", required_argument, NULL, 'S'},  {"m", required_argument, NULL, 'm'},
+    {"reps", required_argument, NULL, 'r'},   {"warmup", required_argument, NULL, 'w'},
+    {"batch", required_argument, NULL, 'b'},  {"device", required_argument, NULL, 'd'},
+    {"json", required_argument, NULL, 'j'},   {"seed", required_argument, NULL, 's'},
+    {"vs", optional_argument, NULL, 'v'},     {"op", required_argument, NULL, 'o'},
+    {"help", no_argument, NULL, 'h'},         {0, 0, 0, 0}};
+static const tool_cmd k_bench_cmd = {"memra bench", k_bench_usage, k_bench_opts};
+
+static int is_sheet(const char *s) { return strcmp(s, "27b") == 0 || strcmp(s, "1p7b") == 0; }
+
+/* --op or a positional OP; two different ones are an error. */
+static int set_op(const char *name, memra_op *op)
+{
+    const memra_op o = memra_op_from_name(name);
+    if (o == MEMRA_OP_COUNT_) {
+        fprintf(stderr, "memra bench: '%s' is not an op; ops:", name);
+        for (int i = 0; i < MEMRA_OP_COUNT_; i++) fprintf(stderr, " %s", memra_op_name((memra_op)i));
+        fprintf(stderr, "\n");
+        return 2;
+    }
+    if (*op != MEMRA_OP_COUNT_ && *op != o) {
+        fprintf(stderr, "memra bench: two ops given (%s and %s)\n", memra_op_name(*op), name);
+        return 2;
+    }
+    *op = o;
+    return 0;
+}
 
 int memra_tool_bench(int argc, char **argv)
 {
+    if (argc > 1 && strcmp(argv[1], "accprobe") == 0) return memra_tool_bench_accprobe(argc - 1, argv + 1);
     const char *sheet = NULL, *json = NULL, *vs_a = NULL, *vs_b = NULL;
+    char vs_buf[128];
     int64_t m = 0, reps = 0, warmup = -1, dev_sel = -1, batch = 1;
     memra_op op = MEMRA_OP_COUNT_;
     uint64_t seed = 0;
-    int have_seed = 0, lane = 0, vs_auto = 0;
-    if (argc > 1 && strcmp(argv[1], "accprobe") == 0) return memra_tool_bench_accprobe(argc - 1, argv + 1);
-    int first = 1;
-    if (argc > 1 && argv[1][0] != '-' && memra_op_from_name(argv[1]) != MEMRA_OP_COUNT_) {
-        op = memra_op_from_name(argv[1]); /* memra bench OP ... */
-        lane = 1;
-        first = 2;
-        /* the module's own lines (variant, tile, JIT or embedded) belong in the report */
-        if (op == MEMRA_OP_gemm_fp8_blk && getenv("MEMRA_LOG") == NULL) setenv("MEMRA_LOG", "info", 1);
-    }
-    for (int i = first; i < argc; i++) {
-        const char *a = argv[i];
-        const int more = i + 1 < argc;
-        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
-            fputs(k_bench_usage, stdout);
-            return 0;
-        } else if (strcmp(a, "27b") == 0 || strcmp(a, "1p7b") == 0) {
-            sheet = a;
-        } else if (strcmp(a, "--m") == 0 && more) {
-            if (tool_parse_i64(argv[++i], 1, 1 << 20, &m) != 0) goto bad_value;
-        } else if (strcmp(a, "--reps") == 0 && more) {
-            if (tool_parse_i64(argv[++i], 1, MAX_REPS, &reps) != 0) goto bad_value;
-        } else if (strcmp(a, "--warmup") == 0 && more) {
-            if (tool_parse_i64(argv[++i], 0, MAX_REPS, &warmup) != 0) goto bad_value;
-        } else if (strcmp(a, "--batch") == 0 && more) {
-            if (tool_parse_i64(argv[++i], 1, 1000, &batch) != 0) goto bad_value;
-        } else if (strcmp(a, "--device") == 0 && more) {
-            if (strcmp(argv[++i], "host") == 0) dev_sel = -2;
-            else if (tool_parse_i64(argv[i], 0, 1 << 20, &dev_sel) != 0) goto bad_value;
-        } else if (strcmp(a, "--json") == 0 && more) {
-            json = argv[++i];
-        } else if (strcmp(a, "--seed") == 0 && more) {
-            if (tool_parse_u64(argv[++i], &seed) != 0) goto bad_value;
-            have_seed = 1;
-        } else if (strcmp(a, "--vs") == 0 && i + 2 < argc && argv[i + 1][0] != '-' && argv[i + 2][0] != '-' &&
-                   strcmp(argv[i + 1], "27b") != 0 && strcmp(argv[i + 1], "1p7b") != 0) {
-            vs_a = argv[++i];
-            vs_b = argv[++i];
-        } else if (strcmp(a, "--vs") == 0 && lane) {
-            vs_auto = 1; /* memra bench OP --vs: the first two modules that provide OP */
-        } else if (strcmp(a, "--op") == 0 && more && !lane) {
-            op = memra_op_from_name(argv[++i]);
-            if (op == MEMRA_OP_COUNT_) {
-                fprintf(stderr, "memra bench: unknown op '%s'\n", argv[i]);
+    int have_seed = 0, vs = 0, o, rc = 0;
+    const tool_cmd *c = &k_bench_cmd;
+    while ((o = tool_opt_next(c, argc, argv, &rc)) != TOOL_OPT_END) {
+        switch (o) {
+        case TOOL_OPT_EXIT: return rc;
+        case 'S':
+            if (!is_sheet(optarg)) {
+                fprintf(stderr, "memra bench: --sheet wants 27b or 1p7b, not '%s'\n", optarg);
                 return 2;
             }
+            sheet = optarg;
+            break;
+        case 'm': rc = tool_opt_i64(c, "--m", optarg, 1, 1 << 20, &m); break;
+        case 'r': rc = tool_opt_i64(c, "--reps", optarg, 1, MAX_REPS, &reps); break;
+        case 'w': rc = tool_opt_i64(c, "--warmup", optarg, 0, MAX_REPS, &warmup); break;
+        case 'b': rc = tool_opt_i64(c, "--batch", optarg, 1, 1000, &batch); break;
+        case 'd': rc = tool_opt_device(c, optarg, 0, &dev_sel); break;
+        case 'j': json = optarg; break;
+        case 's':
+            rc = tool_opt_u64(c, "--seed", optarg, &seed);
+            have_seed = 1;
+            break;
+        case 'o': rc = set_op(optarg, &op); break;
+        case 'v':
+            vs = 1;
+            if (optarg != NULL) { /* --vs=A,B */
+                char *comma;
+                snprintf(vs_buf, sizeof vs_buf, "%s", optarg);
+                if ((comma = strchr(vs_buf, ',')) == NULL || comma == vs_buf || comma[1] == '\0' ||
+                    strchr(comma + 1, ',') != NULL) {
+                    fprintf(stderr, "memra bench: --vs=%s: want two module names, --vs=MODA,MODB\n", optarg);
+                    return 2;
+                }
+                *comma = '\0';
+                vs_a = vs_buf;
+                vs_b = comma + 1;
+            }
+            break;
+        default: return 2;
+        }
+        if (rc != 0) return rc;
+    }
+    /* positional: a sheet, the op of 'memra bench OP', the modules of --vs A B */
+    for (int i = optind; i < argc; i++) {
+        const char *a = argv[i];
+        if (is_sheet(a)) {
+            sheet = a;
+        } else if (memra_op_from_name(a) != MEMRA_OP_COUNT_) {
+            if (set_op(a, &op) != 0) return 2;
+        } else if (vs && vs_b == NULL) {
+            if (vs_a == NULL) vs_a = a;
+            else vs_b = a;
         } else {
-            fprintf(stderr, "memra bench: unknown or incomplete option '%s'\n%s", a, k_bench_usage);
+            fprintf(stderr, "memra bench: '%s' is not a sheet (27b, 1p7b)%s\n(see 'memra bench --help')\n", a,
+                    vs ? ", an op or one of the two --vs modules" : " or an op");
             return 2;
         }
-        continue;
-    bad_value:
-        fprintf(stderr, "memra bench: bad value '%s' for %s\n", argv[i], a);
+    }
+    if (vs_a != NULL && vs_b == NULL) {
+        fprintf(stderr, "memra bench: --vs %s: wants two modules (--vs MODA MODB), or none with an op\n", vs_a);
         return 2;
     }
-    if (!lane && (vs_a != NULL) != (op != MEMRA_OP_COUNT_)) {
-        fprintf(stderr, "memra bench: --vs MODA MODB and --op OP go together\n");
+    if (vs && op == MEMRA_OP_COUNT_) {
+        fprintf(stderr, "memra bench: --vs needs an op (--op OP, or memra bench OP --vs)\n");
         return 2;
     }
+    const int lane = op != MEMRA_OP_COUNT_ && vs_a == NULL, vs_auto = vs && vs_a == NULL;
+    /* the module's own lines (variant, tile, JIT or embedded) belong in the report */
+    if (op == MEMRA_OP_gemm_fp8_blk && getenv("MEMRA_LOG") == NULL) setenv("MEMRA_LOG", "info", 1);
+    FILE *receipt = NULL;
+    if (json != NULL && tool_receipt_open(c, json, &receipt) != 0) return 2;
     memra_runtime *rt;
-    if (memra_tool_open(&rt) != MEMRA_STATUS_OK) return 1;
+    if (memra_tool_open(&rt) != MEMRA_STATUS_OK) {
+        tool_receipt_close(c, json, receipt);
+        return 1;
+    }
+    g_bench_rt = rt;
     bench b;
     memset(&b, 0, sizeof b);
     b.rt = rt;
     if (dev_sel >= memra_device_count(rt)) {
         fprintf(stderr, "memra bench: no device %lld (there are %d)\n", (long long)dev_sel, memra_device_count(rt));
-        memra_close(rt);
-        return 2;
+        rc = 2;
+        goto done;
     }
     if (dev_sel == -2) dev_sel = memra_device_count(rt) - 1; /* the host device is listed last */
     b.dev = memra_device_get(rt, dev_sel < 0 ? 0 : (int)dev_sel);
@@ -1058,8 +1119,8 @@ int memra_tool_bench(int argc, char **argv)
         if (have < (vs_auto ? 2 : 1)) {
             fprintf(stderr, "memra bench: %s is served by %d module(s) on this device; %s\n", memra_op_name(op), have,
                     vs_auto ? "--vs needs two (name them with --vs A B)" : "nothing to time");
-            memra_close(rt);
-            return 2;
+            rc = 2;
+            goto done;
         }
         vs_a = names[0];
         vs_b = vs_auto ? names[1] : NULL;
@@ -1070,22 +1131,16 @@ int memra_tool_bench(int argc, char **argv)
             if (!memra_module_provides(b.dev, mn, op)) {
                 fprintf(stderr, "memra bench: module '%s' is not admitted on this device or lacks %s\n", mn,
                         memra_op_name(op));
-                memra_close(rt);
-                return 2;
+                rc = 2;
+                goto done;
             }
         }
     }
     const memra_device_caps *caps = memra_device_caps_get(b.dev);
     printf("memra bench: %s (%s, %d %s), sheet %s, m=%lld, reps %lld, warm-up %lld\n", caps->name, caps->profile,
            caps->sm_count, b.gpu ? "SMs" : "threads", sheet, (long long)b.m, (long long)b.reps, (long long)b.warmup);
-    int rc = 0;
-    if (json) {
-        b.json = fopen(json, "w");
-        if (b.json == NULL) {
-            fprintf(stderr, "memra bench: cannot write %s\n", json);
-            memra_close(rt);
-            return 1;
-        }
+    if (receipt != NULL) {
+        b.json = receipt;
         json_header(&b, vs_b ? "vs" : vs_a ? "lane" : "arms");
     }
     memra_status st = memra_timer_create(b.dev, &b.timer);
@@ -1097,11 +1152,12 @@ int memra_tool_bench(int argc, char **argv)
         rc = vs_a ? bench_race(&b, race, vs_b ? 2 : 1, op) : bench_arms(&b);
     }
     memra_timer_destroy(b.timer);
-    if (b.json) {
-        if (rc != 0) fprintf(b.json, "]}\n"); /* close what was opened; the receipt says it is partial */
-        if (fclose(b.json) != 0) rc = 1;
-        if (rc != 0) fprintf(stderr, "memra bench: the receipt %s is incomplete\n", json);
+    if (b.json && rc != 0) {
+        fprintf(b.json, "]}\n"); /* close what was opened; the receipt says it is partial */
+        fprintf(stderr, "memra bench: the receipt %s is incomplete\n", json);
     }
+done:
     memra_close(rt);
-    return rc;
+    const int wrc = tool_receipt_close(c, json, receipt);
+    return rc ? rc : wrc;
 }

@@ -1,6 +1,6 @@
 /* memra bench accprobe: the accumulator instrument, timed.
  *
- *   memra bench accprobe [m] [reps] [27b|1p7b] [--dist wide|mid] [--device N] [--module M] [--json FILE]
+ *   memra bench accprobe [m] [reps] [27b|1p7b] [--dist wide|mid] [--device N|host] [--module M] [--json FILE]
  *
  * One MMQ tile, one free variable: arm S32 accumulates int8 products in s32,
  * arm F32 reads the very same bytes as e4m3 and accumulates in f32 (and on
@@ -21,6 +21,7 @@
 
 #include "memra/memra.h"
 #include "tools/tool.h"
+#include "tools/tool_opt.h"
 #include "tools/tool_util.h"
 
 static const int64_t k_27b[][2] = {{5120, 12288}, {5120, 1024}, {6144, 5120}, {5120, 17408}, {17408, 5120}, {5120, 5120}};
@@ -35,56 +36,83 @@ static uint8_t probe_byte(tool_rng *r, int mid)
     return (uint8_t)((tool_rng_u64(r) & 1) ? (uint8_t)(-(int)mag) : mag); /* two's complement sign */
 }
 
-static const char k_usage[] = "usage: memra bench accprobe [m] [reps] [27b|1p7b] [--dist wide|mid] [--device N]\n"
-                              "                            [--module NAME] [--json FILE] [--seed S]\n";
+static const char k_usage[] =
+    "usage: memra bench accprobe [m] [reps] [27b|1p7b] [--m M] [--reps R] [--sheet 27b|1p7b]\n"
+    "                            [--dist wide|mid] [--device N|host] [--module NAME] [--json FILE|-]\n"
+    "                            [--seed S]\n"
+    "  One MMQ tile, one free variable: s32 against f32 accumulation of the same bytes (and\n"
+    "  kind::mxf8f6f4 on sm_120a), interleaved, medians per shape, the ratio's geometric mean.\n"
+    "  Time only. Defaults: device 0, the 27b sheet (1p7b on the host), m 512 and 20 reps on a\n"
+    "  GPU, m 16 and 3 reps on the host. --json writes the receipt ('-': stdout, the table\n"
+    "  then goes to stderr).\n";
+static const struct option k_opts[] = {
+    {"m", required_argument, NULL, 'm'},      {"reps", required_argument, NULL, 'r'},
+    {"sheet", required_argument, NULL, 'S'},  {"dist", required_argument, NULL, 'D'},
+    {"device", required_argument, NULL, 'd'}, {"module", required_argument, NULL, 'M'},
+    {"json", required_argument, NULL, 'j'},   {"seed", required_argument, NULL, 's'},
+    {"help", no_argument, NULL, 'h'},         {0, 0, 0, 0}};
+static const tool_cmd k_cmd = {"memra bench accprobe", k_usage, k_opts};
+
+static int bad_sheet(const char *s)
+{
+    if (strcmp(s, "27b") == 0 || strcmp(s, "1p7b") == 0) return 0;
+    fprintf(stderr, "memra bench accprobe: --sheet wants 27b or 1p7b, not '%s'\n", s);
+    return 2;
+}
 
 int memra_tool_bench_accprobe(int argc, char **argv)
 {
     int64_t m = 0, reps = 0, dev_sel = -1;
     const char *sheet = "27b", *json = NULL, *module = NULL;
-    int mid = 0, npos = 0;
+    int mid = 0, o, rc = 0;
     uint64_t seed = tool_clock_seed();
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        int more = i + 1 < argc;
-        if (strcmp(a, "--help") == 0) {
-            fputs(k_usage, stdout);
-            return 0;
-        } else if (strcmp(a, "--dist") == 0 && more) {
-            const char *d = argv[++i];
-            if (strcmp(d, "mid") == 0) mid = 1;
-            else if (strcmp(d, "wide") != 0) goto bad;
-        } else if (strcmp(a, "--device") == 0 && more) {
-            if (tool_parse_i64(argv[++i], 0, 64, &dev_sel) != 0) goto bad;
-        } else if (strcmp(a, "--module") == 0 && more) {
-            module = argv[++i];
-        } else if (strcmp(a, "--json") == 0 && more) {
-            json = argv[++i];
-        } else if (strcmp(a, "--seed") == 0 && more) {
-            if (tool_parse_u64(argv[++i], &seed) != 0) goto bad;
-        } else if (strcmp(a, "27b") == 0 || strcmp(a, "1p7b") == 0) {
-            sheet = a;
-        } else if (a[0] != '-' && npos == 0) {
-            if (tool_parse_i64(a, 1, 1 << 20, &m) != 0) goto bad;
-            npos++;
-        } else if (a[0] != '-' && npos == 1) {
-            if (tool_parse_i64(a, 1, 100000, &reps) != 0) goto bad;
-            npos++;
-        } else {
-            goto bad;
+    while ((o = tool_opt_next(&k_cmd, argc, argv, &rc)) != TOOL_OPT_END) {
+        switch (o) {
+        case TOOL_OPT_EXIT: return rc;
+        case 'm': rc = tool_opt_i64(&k_cmd, "--m", optarg, 1, 1 << 20, &m); break;
+        case 'r': rc = tool_opt_i64(&k_cmd, "--reps", optarg, 1, 100000, &reps); break;
+        case 'S':
+            rc = bad_sheet(optarg);
+            sheet = optarg;
+            break;
+        case 'D':
+            if (strcmp(optarg, "mid") == 0) mid = 1;
+            else if (strcmp(optarg, "wide") == 0) mid = 0;
+            else {
+                fprintf(stderr, "memra bench accprobe: --dist wants wide or mid, not '%s'\n", optarg);
+                rc = 2;
+            }
+            break;
+        case 'd': rc = tool_opt_device(&k_cmd, optarg, 0, &dev_sel); break;
+        case 'M': module = optarg; break;
+        case 'j': json = optarg; break;
+        case 's': rc = tool_opt_u64(&k_cmd, "--seed", optarg, &seed); break;
+        default: return 2;
         }
-        continue;
-    bad:
-        fprintf(stderr, "memra bench accprobe: bad or incomplete argument '%s'\n%s", a, k_usage);
-        return 2;
+        if (rc != 0) return rc;
     }
+    /* positional: [m] [reps] in that order, and a sheet anywhere */
+    for (int i = optind, npos = 0; i < argc; i++) {
+        if (strcmp(argv[i], "27b") == 0 || strcmp(argv[i], "1p7b") == 0) sheet = argv[i];
+        else if (npos == 0 && ++npos) rc = tool_opt_i64(&k_cmd, "m", argv[i], 1, 1 << 20, &m);
+        else if (npos == 1 && ++npos) rc = tool_opt_i64(&k_cmd, "reps", argv[i], 1, 100000, &reps);
+        else rc = tool_opt_unexpected(&k_cmd, argv[i]);
+        if (rc != 0) return rc;
+    }
+    FILE *jf = NULL;
+    if (json != NULL && tool_receipt_open(&k_cmd, json, &jf) != 0) return 2;
     memra_runtime *rt;
-    if (memra_tool_open(&rt) != MEMRA_STATUS_OK) return 1;
+    if (memra_tool_open(&rt) != MEMRA_STATUS_OK) {
+        tool_receipt_close(&k_cmd, json, jf);
+        return 1;
+    }
+    if (dev_sel == -2) dev_sel = memra_device_count(rt) - 1; /* the host device is listed last */
     memra_device *dev = memra_device_get(rt, dev_sel < 0 ? 0 : (int)dev_sel);
     if (dev == NULL) {
-        fprintf(stderr, "memra bench accprobe: no device %lld\n", (long long)dev_sel);
-        memra_close(rt);
-        return 2;
+        fprintf(stderr, "memra bench accprobe: no device %lld (there are %d)\n", (long long)dev_sel,
+                memra_device_count(rt));
+        rc = 2;
+        goto done;
     }
     const memra_device_caps *caps = memra_device_caps_get(dev);
     int gpu = caps->arch != MEMRA_ARCH_HOST;
@@ -92,15 +120,15 @@ int memra_tool_bench_accprobe(int argc, char **argv)
         const char *names[1];
         if (memra_routing_get(dev, MEMRA_OP_accprobe, names, 1) < 1) {
             fprintf(stderr, "memra bench accprobe: no module provides accprobe on %s\n", caps->name);
-            memra_close(rt);
-            return 1;
+            rc = 1;
+            goto done;
         }
         module = names[0];
     }
     if (!memra_module_provides(dev, module, MEMRA_OP_accprobe)) {
         fprintf(stderr, "memra bench accprobe: module '%s' does not provide accprobe on %s\n", module, caps->name);
-        memra_close(rt);
-        return 2;
+        rc = 2;
+        goto done;
     }
     if (m == 0) m = gpu ? 512 : 16;
     if (reps == 0) reps = gpu ? 20 : 3;
@@ -113,12 +141,6 @@ int memra_tool_bench_accprobe(int argc, char **argv)
     }
     tool_rng rng;
     tool_rng_seed(&rng, seed);
-    FILE *jf = json ? fopen(json, "w") : NULL;
-    if (json && jf == NULL) {
-        fprintf(stderr, "memra bench accprobe: cannot write %s\n", json);
-        memra_close(rt);
-        return 1;
-    }
     printf("memra bench accprobe: %s (%s), module %s, sheet %s, m=%lld, reps %lld, dist %s, seed %llu\n", caps->name,
            caps->profile, module, sheet, (long long)m, (long long)reps, mid ? "mid" : "wide",
            (unsigned long long)seed);
@@ -132,7 +154,7 @@ int memra_tool_bench_accprobe(int argc, char **argv)
                 (long long)reps, mid ? "mid" : "wide", (unsigned long long)seed);
     memra_timer *timer = NULL;
     memra_status st = memra_timer_create(dev, &timer);
-    int rc = st == MEMRA_STATUS_OK ? 0 : 1;
+    rc = st == MEMRA_STATUS_OK ? 0 : 1;
     int have_mx = caps->arch == MEMRA_ARCH_SM120;
     int narms = have_mx ? 3 : 2;
     double logsum = 0.0;
@@ -217,9 +239,10 @@ int memra_tool_bench_accprobe(int argc, char **argv)
     if (jf) {
         fprintf(jf, "],\"geomean_ratio\":%.6g,\"ledger_hits\":%llu,\"complete\":%s}\n",
                 rc == 0 ? exp(logsum / (double)nsh) : 0.0, (unsigned long long)hits, rc == 0 ? "true" : "false");
-        fclose(jf);
     }
     memra_timer_destroy(timer);
+done:
     memra_close(rt);
-    return rc;
+    const int wrc = tool_receipt_close(&k_cmd, json, jf);
+    return rc ? rc : wrc;
 }

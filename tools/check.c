@@ -23,6 +23,10 @@
  *      A random-sign f32 sum of k terms errs by ~u |partial sums| per add, which
  *      normalised by the mass stays near u = 6e-8 for any k; 1e-5 (~170 u) is
  *      the brief's "near 1e-5" for f16/int8 lanes.
+ *  gemm_bf16 (GPU)                 1e-5. The activation rounded to bf16 (RNE) on
+ *      both sides; bf16 x bf16 products have 16 significant bits, exact in
+ *      f32 (the check's operands stay far from f32's range ends), and only the
+ *      f32 accumulation order differs: gemm_f16's argument and band.
  *  gemm_q8_0, gemm_q8_0r (GPU)     2e-6. Integer products and s32 sums per 32
  *      are exact; only the f32 fold (dw * dx * isum summed over k/32 blocks)
  *      rounds: a few u per block term, ~32 u with the sum. gemm_q8_0r reads
@@ -70,10 +74,12 @@
 #include "memra/memra.h"
 #include "tools/check_ref.h"
 #include "tools/tool.h"
+#include "tools/tool_opt.h"
 #include "tools/tool_util.h"
 
 #define BAND_HOST 1e-6
 #define BAND_F16 1e-5
+#define BAND_BF16 1e-5
 #define BAND_Q8_0 2e-6
 #define BAND_FP8 2.6e-4
 #define BAND_FP8_BLK 2.6e-4
@@ -135,7 +141,7 @@ static void add_row(checker *c, row *r)
     printf("%-12s %-16s %-8s %-22s %-14s %-8s %6llu  %s%s%s%s\n", r->device, r->op, r->module, r->shape, err, band,
            (unsigned long long)r->hits, r->result, r->injected ? " (injected fault)" : "", r->note[0] ? ": " : "",
            r->note);
-    fflush(stdout);
+    tool_stdout_flush();
     if (strcmp(r->result, "PASS") == 0) c->passed++;
     else if (strcmp(r->result, "FAIL") == 0) c->failed++;
     else if (strcmp(r->result, "DECLINED") == 0) c->declined++;
@@ -342,7 +348,7 @@ static int gemm_data_make(checker *c, memra_op op, int64_t n, int64_t k, int64_t
     d->mmax = mmax;
     d->x = tool_alloc((size_t)(mmax * k), sizeof(float));
     size_t elems = (size_t)(n * k);
-    d->w_bytes = op == MEMRA_OP_gemm_f16 ? elems * 2 : is_q8(op) ? elems / 32 * MEMRA_Q8_0_BYTES : elems;
+    d->w_bytes = op == MEMRA_OP_gemm_f16 || op == MEMRA_OP_gemm_bf16 ? elems * 2 : is_q8(op) ? elems / 32 * MEMRA_Q8_0_BYTES : elems;
     d->w = tool_alloc(d->w_bytes, 1);
     d->w_abs = tool_alloc(d->w_bytes, 1);
     if (d->x == NULL || d->w == NULL || d->w_abs == NULL) return -1;
@@ -353,6 +359,11 @@ static int gemm_data_make(checker *c, memra_op op, int64_t n, int64_t k, int64_t
         uint16_t *w = (uint16_t *)(void *)d->w;
         tool_fill_f16_w(&c->rng, w, elems);
         w[0] = 0x3800; /* 0.5 */
+        for (size_t e = 0; e < elems; e++) ((uint16_t *)(void *)d->w_abs)[e] = w[e] & 0x7FFFu;
+    } else if (op == MEMRA_OP_gemm_bf16) {
+        uint16_t *w = (uint16_t *)(void *)d->w;
+        for (size_t e = 0; e < elems; e++) w[e] = memra_bf16_from_f32(tool_rng_signed(&c->rng, 0.01f, 0.5f));
+        w[0] = 0x3F00; /* 0.5 */
         for (size_t e = 0; e < elems; e++) ((uint16_t *)(void *)d->w_abs)[e] = w[e] & 0x7FFFu;
     } else if (is_q8(op)) {
         tool_fill_q8_0_w(&c->rng, d->w, n, k);
@@ -429,6 +440,7 @@ static double gemm_band(const checker *c, memra_op op)
     if (c->indep) return BAND_HOST;
     switch (op) {
     case MEMRA_OP_gemm_f16: return BAND_F16;
+    case MEMRA_OP_gemm_bf16: return BAND_BF16;
     case MEMRA_OP_gemm_q8_0:
     case MEMRA_OP_gemm_q8_0r: return BAND_Q8_0;
     case MEMRA_OP_gemm_fp8: return BAND_FP8;
@@ -579,7 +591,7 @@ static void gemm_case(checker *c, gemm_data *d, int64_t m, int variant)
     }
     if (r.injected) {
         memcpy(wmod, wop, wop_bytes);
-        if (op == MEMRA_OP_gemm_f16) wmod[0] ^= 1;          /* 0.5 -> next f16 */
+        if (op == MEMRA_OP_gemm_f16 || op == MEMRA_OP_gemm_bf16) wmod[0] ^= 1; /* 0.5 -> next f16 / bf16 */
         else if (op == MEMRA_OP_gemm_q8_0) wmod[2] = 126;   /* 127 -> 126 */
         else if (recs) wmod[16] = 126;                      /* record (0, 0), code 0: 127 -> 126 */
         else wmod[0] = 0x49;                                /* 4.0 -> 4.5 */
@@ -974,6 +986,7 @@ static void check_op(checker *c, memra_op op)
     const int q = c->quick, g = c->gpu && !q;
     switch (op) {
     case MEMRA_OP_gemm_f16:
+    case MEMRA_OP_gemm_bf16:
     case MEMRA_OP_gemm_fp8:
     case MEMRA_OP_gemm_fp8_blk:
     case MEMRA_OP_gemm_q8_0:
@@ -1041,7 +1054,13 @@ static void check_op(checker *c, memra_op op)
 /* ---- the command -------------------------------------------------------------- */
 
 static const char k_check_usage[] =
-    "usage: memra check [--device N|host|all] [--module NAME] [--op NAME] [--quick] [--json FILE] [--seed S]\n"
+    "usage: memra check [--device N|host|all] [--module NAME] [--op NAME] [--quick] [--json FILE|-] [--seed S]\n"
+    "  --device   one device (an index from 'memra info', or 'host'); default all\n"
+    "  --module   only this module's rows (an error when it is not loaded or not admitted)\n"
+    "  --op       only this op's rows (an error when no selected module provides it), so each\n"
+    "             (op, module) can run in a process of its own\n"
+    "  --quick    fewer shapes; --seed S replays a run; --json writes the rows ('-': stdout,\n"
+    "             the table then goes to stderr)\n"
     "  Runs every op of every loaded module, on every device where it is admitted, on fresh\n"
     "  random data at several shapes (m = 1, 15, 16, 17; in_f and out_f not multiples of 128;\n"
     "  on a GPU also the 27b and 1p7b sheets at m = 1, 16, 17, 512, and for the MMQ GEMMs\n"
@@ -1093,79 +1112,126 @@ static void device_label(memra_device *dev, int index, char *buf, size_t len)
     else snprintf(buf, len, "[%d] %s", index, caps->profile);
 }
 
+static const struct option k_check_opts[] = {
+    {"device", required_argument, NULL, 'd'}, {"module", required_argument, NULL, 'M'},
+    {"op", required_argument, NULL, 'o'},     {"quick", no_argument, NULL, 'q'},
+    {"json", required_argument, NULL, 'j'},   {"seed", required_argument, NULL, 's'},
+    {"help", no_argument, NULL, 'h'},         {0, 0, 0, 0}};
+static const tool_cmd k_check_cmd = {"memra check", k_check_usage, k_check_opts};
+
+static int loaded_module(memra_runtime *rt, const char *name)
+{
+    for (int i = 0; i < memra_module_count(rt); i++) {
+        memra_module_info mi;
+        if (memra_module_info_get(rt, i, &mi) == MEMRA_STATUS_OK && mi.loaded && strcmp(mi.name, name) == 0) return 1;
+    }
+    return 0;
+}
+
+/* The --module / --op selection names something that runs on the selected
+ * device(s); else a message naming it and 2. */
+static int check_selection(memra_runtime *rt, int64_t dev_sel, const char *mod_sel, memra_op op_sel)
+{
+    const int ndev = memra_device_count(rt);
+    if (mod_sel != NULL && !loaded_module(rt, mod_sel)) {
+        fprintf(stderr, "memra check: --module %s: no such module is loaded; loaded:", mod_sel);
+        for (int i = 0; i < memra_module_count(rt); i++) {
+            memra_module_info mi;
+            if (memra_module_info_get(rt, i, &mi) == MEMRA_STATUS_OK && mi.loaded) fprintf(stderr, " %s", mi.name);
+        }
+        fprintf(stderr, " (see 'memra info')\n");
+        return 2;
+    }
+    int admitted = 0, provides = 0;
+    for (int d = 0; d < ndev; d++) {
+        if (dev_sel >= 0 && d != dev_sel) continue;
+        memra_device *dev = memra_device_get(rt, d);
+        for (int mi = 0; mi < memra_module_count(rt); mi++) {
+            memra_module_info info;
+            if (memra_module_info_get(rt, mi, &info) != MEMRA_STATUS_OK || !info.loaded) continue;
+            if (mod_sel != NULL && strcmp(mod_sel, info.name) != 0) continue;
+            if (memra_module_score(dev, info.name) <= 0) continue;
+            admitted = 1;
+            if (op_sel != MEMRA_OP_COUNT_ && memra_module_provides(dev, info.name, op_sel)) provides = 1;
+        }
+    }
+    if (mod_sel != NULL && !admitted) {
+        fprintf(stderr, "memra check: --module %s is loaded but not admitted on the selected device(s) (see 'memra info')\n",
+                mod_sel);
+        return 2;
+    }
+    if (op_sel != MEMRA_OP_COUNT_ && !provides) {
+        if (mod_sel != NULL)
+            fprintf(stderr, "memra check: --op %s: module '%s' does not provide it on the selected device(s)\n",
+                    memra_op_name(op_sel), mod_sel);
+        else
+            fprintf(stderr, "memra check: --op %s: no admitted module provides it on the selected device(s)\n",
+                    memra_op_name(op_sel));
+        return 2;
+    }
+    return 0;
+}
+
 int memra_tool_check(int argc, char **argv)
 {
     int64_t dev_sel = -1;
     const char *mod_sel = NULL, *json = NULL;
     memra_op op_sel = MEMRA_OP_COUNT_;
     uint64_t seed = 0;
-    int have_seed = 0, quick = 0;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        const int more = i + 1 < argc;
-        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
-            fputs(k_check_usage, stdout);
-            return 0;
-        } else if (strcmp(a, "--quick") == 0) {
-            quick = 1;
-        } else if (strcmp(a, "--device") == 0 && more) {
-            a = argv[++i];
-            if (strcmp(a, "host") == 0) dev_sel = -2;
-            else if (strcmp(a, "all") != 0 && tool_parse_i64(a, 0, 1 << 20, &dev_sel) != 0) {
-                fprintf(stderr, "memra check: --device wants a device index, 'host' or 'all', not '%s'\n", a);
-                return 2;
-            }
-        } else if (strcmp(a, "--module") == 0 && more) {
-            mod_sel = argv[++i];
-        } else if (strcmp(a, "--op") == 0 && more) {
-            op_sel = memra_op_from_name(argv[++i]);
+    int have_seed = 0, quick = 0, opt, rc = 0;
+    while ((opt = tool_opt_next(&k_check_cmd, argc, argv, &rc)) != TOOL_OPT_END) {
+        switch (opt) {
+        case TOOL_OPT_EXIT: return rc;
+        case 'q': quick = 1; break;
+        case 'd':
+            if (tool_opt_device(&k_check_cmd, optarg, 1, &dev_sel)) return 2;
+            break;
+        case 'M': mod_sel = optarg; break;
+        case 'o':
+            op_sel = memra_op_from_name(optarg);
             if (op_sel == MEMRA_OP_COUNT_) {
-                fprintf(stderr, "memra check: unknown op '%s'; ops:", argv[i]);
-                for (int o = 0; o < MEMRA_OP_COUNT_; o++) fprintf(stderr, " %s", memra_op_name((memra_op)o));
+                fprintf(stderr, "memra check: --op %s: no such op; ops:", optarg);
+                for (int i = 0; i < MEMRA_OP_COUNT_; i++) fprintf(stderr, " %s", memra_op_name((memra_op)i));
                 fprintf(stderr, "\n");
                 return 2;
             }
-        } else if (strcmp(a, "--json") == 0 && more) {
-            json = argv[++i];
-        } else if (strcmp(a, "--seed") == 0 && more) {
-            if (tool_parse_u64(argv[++i], &seed) != 0) {
-                fprintf(stderr, "memra check: --seed wants an unsigned integer, not '%s'\n", argv[i]);
-                return 2;
-            }
+            break;
+        case 'j': json = optarg; break;
+        case 's':
+            if (tool_opt_u64(&k_check_cmd, "--seed", optarg, &seed)) return 2;
             have_seed = 1;
-        } else {
-            fprintf(stderr, "memra check: unknown or incomplete option '%s'\n%s", a, k_check_usage);
-            return 2;
+            break;
+        default: return 2;
         }
     }
+    if (optind < argc) return tool_opt_unexpected(&k_check_cmd, argv[optind]);
     if (!have_seed) seed = tool_clock_seed();
-    const char *inj = getenv("MEMRA_CHECK_INJECT_FAULT");
+    FILE *receipt = NULL;
+    if (json != NULL && tool_receipt_open(&k_check_cmd, json, &receipt) != 0) return 2;
 
     memra_runtime *rt;
-    if (memra_tool_open(&rt) != MEMRA_STATUS_OK) return 1;
+    if (memra_tool_open(&rt) != MEMRA_STATUS_OK) {
+        tool_receipt_close(&k_check_cmd, json, receipt);
+        return 1;
+    }
     const int ndev = memra_device_count(rt);
     if (dev_sel == -2) dev_sel = ndev - 1; /* the host device is listed last */
     if (dev_sel >= ndev) {
         fprintf(stderr, "memra check: no device %lld (there are %d; see 'memra info')\n", (long long)dev_sel, ndev);
-        memra_close(rt);
-        return 2;
+        rc = 2;
     }
-    if (mod_sel) {
-        int found = 0;
-        for (int d = 0; d < ndev; d++)
-            if ((dev_sel < 0 || d == dev_sel) && memra_module_score(memra_device_get(rt, d), mod_sel) > 0) found = 1;
-        if (!found) {
-            fprintf(stderr, "memra check: module '%s' is not admitted on the selected device(s) (see 'memra info')\n",
-                    mod_sel);
-            memra_close(rt);
-            return 2;
-        }
+    if (rc == 0) rc = check_selection(rt, dev_sel, mod_sel, op_sel);
+    if (rc != 0) {
+        tool_receipt_close(&k_check_cmd, json, receipt);
+        memra_close(rt);
+        return rc;
     }
     checker c;
     memset(&c, 0, sizeof c);
     c.rt = rt;
     c.host = memra_device_host(rt);
     c.quick = quick;
+    const char *inj = memra_config_value(rt, "MEMRA_CHECK_INJECT_FAULT"); /* read at memra_open */
     c.inject = inj != NULL && strcmp(inj, "0") != 0 && inj[0] != '\0';
     printf("memra check: seed %llu (replay with --seed %llu)%s%s\n", (unsigned long long)seed,
            (unsigned long long)seed, quick ? ", quick" : "", c.inject ? ", INJECTED FAULTS" : "");
@@ -1217,18 +1283,10 @@ int memra_tool_check(int argc, char **argv)
     }
     if (c.declined) printf("%d declined (a lane that does not take a case; not a failure)\n", c.declined);
     printf("%d passed, %d failed\n", c.passed, c.failed);
-    int rc = c.failed ? 1 : 0;
-    if (json) {
-        FILE *f = fopen(json, "w");
-        if (f == NULL) {
-            fprintf(stderr, "memra check: cannot write %s\n", json);
-            rc = rc ? rc : 1;
-        } else {
-            write_json(&c, f, seed);
-            if (fclose(f) != 0) rc = rc ? rc : 1;
-        }
-    }
+    rc = c.failed ? 1 : 0;
+    if (receipt != NULL) write_json(&c, receipt, seed);
+    const int wrc = tool_receipt_close(&k_check_cmd, json, receipt);
     free(c.rows);
     memra_close(rt);
-    return rc;
+    return rc ? rc : wrc;
 }

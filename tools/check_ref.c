@@ -31,6 +31,25 @@ uint16_t ref_f16_bits(float f)
     return (uint16_t)(sign | (uint16_t)((e + 15) << 10) | (uint16_t)((int)q - 1024));
 }
 
+uint16_t ref_bf16_bits(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    if (isnan(f)) return (uint16_t)((u >> 16) | 0x40u);
+    /* the f32 value split at bit 16: the upper half, and the dropped half
+     * compared with the midpoint as integers; ties to an even upper half */
+    const uint32_t hi = u >> 16, lo = u & 0xFFFFu;
+    return (uint16_t)(hi + (lo > 0x8000u || (lo == 0x8000u && (hi & 1u))));
+}
+
+double ref_bf16_value(uint16_t h)
+{
+    const uint32_t u = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return (double)f;
+}
+
 double ref_f16_value(uint16_t h)
 {
     const int e = (h >> 10) & 31, m = h & 1023;
@@ -313,6 +332,9 @@ void ref_gemm_run(const ref_gemm *g, double *ref, double *mass)
     if (g->op == MEMRA_OP_gemm_f16) {
         for (int64_t e = 0; e < m * k; e++) xv[e] = ref_f16_value(g->xh ? g->xh[e] : ref_f16_bits(g->x[e]));
         for (int64_t e = 0; e < m * nkb; e++) xs[e] = 1.0;
+    } else if (g->op == MEMRA_OP_gemm_bf16) {
+        for (int64_t e = 0; e < m * k; e++) xv[e] = ref_bf16_value(ref_bf16_bits(g->x[e]));
+        for (int64_t e = 0; e < m * nkb; e++) xs[e] = 1.0;
     } else if (g->op == MEMRA_OP_gemm_fp8) {
         const float amax = absmax_f32(g->x, m * k);
         const float sx = amax == 0.0f ? 1.0f : amax / 448.0f;
@@ -337,8 +359,9 @@ void ref_gemm_run(const ref_gemm *g, double *ref, double *mass)
     }
     for (int64_t j = 0; j < n; j++) {
         for (int64_t c = 0; c < k; c++)
-            wv[c] = g->op == MEMRA_OP_gemm_f16 ? ref_f16_value(((const uint16_t *)g->w)[j * k + c])
-                                              : ref_e4m3_value(((const uint8_t *)g->w)[j * k + c]);
+            wv[c] = g->op == MEMRA_OP_gemm_f16    ? ref_f16_value(((const uint16_t *)g->w)[j * k + c])
+                    : g->op == MEMRA_OP_gemm_bf16 ? ref_bf16_value(((const uint16_t *)g->w)[j * k + c])
+                                                  : ref_e4m3_value(((const uint8_t *)g->w)[j * k + c]);
         for (int64_t i = 0; i < m; i++) {
             double s = 0.0, a = 0.0;
             for (int64_t b = 0; b < nkb; b++) {

@@ -14,6 +14,9 @@
 /* IEEE binary16: round to nearest even from f32, and the exact value back. */
 uint16_t ref_f16_bits(float f);
 double ref_f16_value(uint16_t h);
+/* bf16 round to nearest even (NaN quiet), and its exact value. */
+uint16_t ref_bf16_bits(float f);
+double ref_bf16_value(uint16_t h);
 /* OCP e4m3: exact value of a code (NaN for magnitude 0x7F); encode rounds to
  * nearest even and saturates to +-448. */
 double ref_e4m3_value(uint8_t code);

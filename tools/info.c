@@ -6,10 +6,33 @@
 
 #include "memra/memra.h"
 #include "tools/tool.h"
+#include "tools/tool_opt.h"
 #include "tools/tool_util.h"
 
-int memra_tool_version(void)
+static const struct option k_help_only[] = {{"help", no_argument, NULL, 'h'}, {0, 0, 0, 0}};
+
+/* A command that takes no option but -h/--help and no argument: 0 to go on,
+ * else the exit code (help printed, or a usage error). */
+static int parse_none(const tool_cmd *c, int argc, char **argv)
 {
+    int o, rc = 0;
+    while ((o = tool_opt_next(c, argc, argv, &rc)) != TOOL_OPT_END)
+        if (o == TOOL_OPT_EXIT) return rc == 0 ? -1 : rc;
+    if (optind < argc) return tool_opt_unexpected(c, argv[optind]);
+    return 0;
+}
+
+static const tool_cmd k_version_cmd = {
+    "memra --version",
+    "usage: memra --version   (or: memra version)\n"
+    "  The library and module ABI versions, then the CUDA driver and NVRTC versions found\n"
+    "  (or why none was).\n",
+    k_help_only};
+
+int memra_tool_version(int argc, char **argv)
+{
+    const int p = parse_none(&k_version_cmd, argc, argv);
+    if (p != 0) return p < 0 ? 0 : p;
     memra_runtime *rt;
     printf("memra %s (module ABI v%u)\n", memra_version(), MEMRA_MODULE_ABI_VERSION);
     if (memra_tool_open(&rt) != MEMRA_STATUS_OK) return 1;
@@ -23,6 +46,48 @@ int memra_tool_version(void)
         printf("NVRTC: none (%s)\n", ji.why);
     memra_close(rt);
     return 0;
+}
+
+/* The effective configuration: every knob with its value and source, then
+ * the configuration's warnings. */
+static void info_config_text(memra_runtime *rt)
+{
+    printf("\nconfiguration (value, source):\n");
+    for (int i = 0; i < memra_config_count(rt); i++) {
+        memra_config_entry e;
+        if (memra_config_entry_get(rt, i, &e) != MEMRA_STATUS_OK) continue;
+        printf("  %-27s %-24s %-11s %s%s\n", e.name, e.value[0] ? e.value : "(none)", e.source, e.known ? "" : "UNKNOWN: ",
+               e.known ? e.owner : e.help);
+    }
+    printf("  f16 budget per device:");
+    for (int d = 0; d < memra_device_count(rt); d++)
+        printf(" [%d] %llu MB", d, (unsigned long long)memra_device_f16_budget_get(memra_device_get(rt, d)));
+    printf("\n");
+    for (int i = 0; i < memra_config_warning_count(rt); i++) printf("  warning: %s\n", memra_config_warning(rt, i));
+}
+
+static void info_config_json(memra_runtime *rt, FILE *f)
+{
+    fprintf(f, ",\"config\":[");
+    for (int i = 0; i < memra_config_count(rt); i++) {
+        memra_config_entry e;
+        if (memra_config_entry_get(rt, i, &e) != MEMRA_STATUS_OK) continue;
+        fprintf(f, "%s{\"name\":", i ? "," : "");
+        tool_json_str(f, e.name);
+        fprintf(f, ",\"value\":");
+        tool_json_str(f, e.value);
+        fprintf(f, ",\"source\":");
+        tool_json_str(f, e.source);
+        fprintf(f, ",\"owner\":");
+        tool_json_str(f, e.owner);
+        fprintf(f, ",\"known\":%s}", e.known ? "true" : "false");
+    }
+    fprintf(f, "],\"config_warnings\":[");
+    for (int i = 0; i < memra_config_warning_count(rt); i++) {
+        if (i) fputc(',', f);
+        tool_json_str(f, memra_config_warning(rt, i));
+    }
+    fprintf(f, "]");
 }
 
 static void info_text(memra_runtime *rt)
@@ -82,13 +147,16 @@ static void info_text(memra_runtime *rt)
     if (ji.disk_enabled)
         printf("  cache: %s, %llu entries, %.1f MiB (cap %.0f MiB)\n", ji.folder, (unsigned long long)ji.entries,
                (double)ji.bytes / (1 << 20), (double)ji.max_bytes / (1 << 20));
-    else
-        printf("  cache: disk cache off%s%s\n", ji.folder[0] ? " at " : "", ji.folder);
+    else {
+        char why[1024] = "";
+        memra_jit_disk_status(rt, why, sizeof why);
+        printf("  cache: disk cache off%s%s: %s\n", ji.folder[0] ? " at " : "", ji.folder, why);
+    }
+    info_config_text(rt);
 }
 
-static void info_json(memra_runtime *rt)
+static void info_json(memra_runtime *rt, FILE *f)
 {
-    FILE *f = stdout;
     fprintf(f, "{\"memra\":");
     tool_json_str(f, memra_version());
     fprintf(f, ",\"module_abi\":%u,\"driver\":{\"version\":%d,\"status\":", MEMRA_MODULE_ABI_VERSION,
@@ -145,29 +213,51 @@ static void info_json(memra_runtime *rt)
     fprintf(f, ",\"nvrtc\":\"%d.%d\",\"disk_enabled\":%s,\"folder\":", ji.nvrtc_major, ji.nvrtc_minor,
             ji.disk_enabled ? "true" : "false");
     tool_json_str(f, ji.folder);
-    fprintf(f, ",\"entries\":%llu,\"bytes\":%llu}}\n", (unsigned long long)ji.entries, (unsigned long long)ji.bytes);
+    fprintf(f, ",\"entries\":%llu,\"bytes\":%llu}", (unsigned long long)ji.entries, (unsigned long long)ji.bytes);
+    info_config_json(rt, f);
+    fprintf(f, "}\n");
 }
+
+static const char k_info_help[] =
+    "usage: memra info [--json[=FILE]]\n"
+    "  Devices, profiles, capabilities, modules loaded and refused (with reasons), each\n"
+    "  device's op routing, the JIT cache, the effective configuration (each knob with its\n"
+    "  source: default, environment or option) and its warnings.\n"
+    "  --json         the same as JSON on stdout, instead of the text\n"
+    "  --json FILE    the text on stdout and the JSON to FILE ('-': JSON on stdout, text on stderr)\n";
+static const struct option k_info_opts[] = {
+    {"json", optional_argument, NULL, 'j'}, {"help", no_argument, NULL, 'h'}, {0, 0, 0, 0}};
+static const tool_cmd k_info_cmd = {"memra info", k_info_help, k_info_opts};
 
 int memra_tool_info(int argc, char **argv)
 {
-    int json = 0;
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--json") == 0) json = 1;
-        else if (strcmp(argv[i], "--help") == 0) {
-            printf("usage: memra info [--json]\n  devices, profiles, capabilities, modules loaded and refused "
-                   "(with reasons), each device's op routing, the JIT cache.\n");
-            return 0;
-        } else {
-            fprintf(stderr, "memra info: unknown option '%s'\n", argv[i]);
-            return 2;
-        }
+    int json = 0, o, rc = 0;
+    const char *path = NULL;
+    while ((o = tool_opt_next(&k_info_cmd, argc, argv, &rc)) != TOOL_OPT_END) {
+        if (o == TOOL_OPT_EXIT) return rc;
+        json = 1;
+        path = optarg;
     }
+    /* `--json FILE`: the one positional argument info takes */
+    if (json && path == NULL && optind + 1 == argc) path = argv[optind++];
+    if (optind < argc) return tool_opt_unexpected(&k_info_cmd, argv[optind]);
+    FILE *receipt = NULL;
+    if (path != NULL && tool_receipt_open(&k_info_cmd, path, &receipt) != 0) return 2;
     memra_runtime *rt;
-    if (memra_tool_open(&rt) != MEMRA_STATUS_OK) return 1;
-    if (json) info_json(rt);
-    else info_text(rt);
+    if (memra_tool_open(&rt) != MEMRA_STATUS_OK) {
+        tool_receipt_close(&k_info_cmd, path, receipt);
+        return 1;
+    }
+    if (receipt != NULL) {
+        info_text(rt);
+        info_json(rt, receipt);
+    } else if (json) {
+        info_json(rt, stdout);
+    } else {
+        info_text(rt);
+    }
     memra_close(rt);
-    return 0;
+    return tool_receipt_close(&k_info_cmd, path, receipt);
 }
 
 typedef struct warm_state {
@@ -185,60 +275,103 @@ static void warm_progress(const char *module, const char *kernel, const char *ta
     else
         printf("%s[%d] %s/%s for %s: %s, %.1f ms%s", w->tty ? "\r\033[K" : "", w->n, module, kernel, target, origin, ms,
                w->tty ? "" : "\n");
-    fflush(stdout);
+    tool_stdout_flush();
+}
+
+static const char k_jit_help[] =
+    "usage: memra jit ls | warm | clear   ('memra jit SUB --help' for each)\n"
+    "  ls     cache entries: key, target, size, age\n"
+    "  warm   compile every kernel the loaded modules declare for each GPU's target\n"
+    "  clear  remove every cache entry\n";
+static const tool_cmd k_jit_cmd = {"memra jit", k_jit_help, k_help_only};
+static const tool_cmd k_jit_ls_cmd = {
+    "memra jit ls",
+    "usage: memra jit ls\n"
+    "  The JIT cache's folder and its entries: key, target, size, age; '(bad header)'\n"
+    "  marks an entry that fails its header checks (it is rebuilt when used).\n",
+    k_help_only};
+static const tool_cmd k_jit_warm_cmd = {
+    "memra jit warm",
+    "usage: memra jit warm\n"
+    "  Compiles (or finds in the cache) every kernel source the loaded modules declare,\n"
+    "  for each GPU's JIT target. Exit 1 when one fails.\n",
+    k_help_only};
+static const tool_cmd k_jit_clear_cmd = {
+    "memra jit clear",
+    "usage: memra jit clear\n"
+    "  Removes every entry, lock and temporary file of the JIT cache.\n",
+    k_help_only};
+
+static int jit_ls(memra_runtime *rt)
+{
+    memra_jit_info ji;
+    memra_jit_info_get(rt, &ji);
+    printf("cache: %s (%s)\n", ji.folder[0] ? ji.folder : "(none)", ji.disk_enabled ? "on" : "off");
+    memra_jit_entry_info *e = NULL;
+    size_t n = 0;
+    if (memra_jit_list(rt, &e, &n) != MEMRA_STATUS_OK) {
+        fprintf(stderr, "memra jit ls: %s\n", memra_last_error());
+        return 1;
+    }
+    printf("%-16s %-10s %10s %10s\n", "key", "target", "bytes", "age");
+    for (size_t i = 0; i < n; i++)
+        printf("%.16s %-10s %10llu %9llds%s\n", e[i].key_hex, e[i].target, (unsigned long long)e[i].bytes,
+               (long long)e[i].age_s, e[i].header_ok ? "" : "  (bad header)");
+    printf("%zu entries\n", n);
+    free(e);
+    return 0;
+}
+
+static int jit_clear(memra_runtime *rt)
+{
+    size_t removed = 0;
+    if (memra_jit_clear(rt, &removed) != MEMRA_STATUS_OK) {
+        fprintf(stderr, "memra jit clear: %s\n", memra_last_error());
+        return 1;
+    }
+    printf("removed %zu entries\n", removed);
+    return 0;
+}
+
+static int jit_warm(memra_runtime *rt)
+{
+    warm_state w = {.tty = isatty(1), .n = 0};
+    memra_status st = memra_jit_warm(rt, warm_progress, &w);
+    if (w.tty && w.n) printf("\n");
+    if (st != MEMRA_STATUS_OK) {
+        fprintf(stderr, "memra jit warm: %s: %s\n", memra_status_str(st), memra_last_error());
+        return 1;
+    }
+    printf("%d kernel sources ready\n", w.n);
+    return 0;
 }
 
 int memra_tool_jit(int argc, char **argv)
 {
-    if (argc < 2 || strcmp(argv[1], "--help") == 0) {
-        printf("usage: memra jit ls | warm | clear\n"
-               "  ls     cache entries: key, target, size, age\n"
-               "  warm   compile every kernel the loaded modules declare for each GPU's target\n"
-               "  clear  remove every cache entry\n");
-        return argc < 2 ? 2 : 0;
+    static const struct {
+        const char *name;
+        const tool_cmd *cmd;
+        int (*run)(memra_runtime *rt);
+    } subs[] = {{"ls", &k_jit_ls_cmd, jit_ls}, {"warm", &k_jit_warm_cmd, jit_warm}, {"clear", &k_jit_clear_cmd, jit_clear}};
+    if (argc < 2) {
+        fputs(k_jit_help, stderr);
+        return 2;
     }
-    memra_runtime *rt;
-    if (memra_tool_open(&rt) != MEMRA_STATUS_OK) return 1;
-    int rc = 0;
-    if (strcmp(argv[1], "ls") == 0) {
-        memra_jit_info ji;
-        memra_jit_info_get(rt, &ji);
-        printf("cache: %s (%s)\n", ji.folder[0] ? ji.folder : "(none)", ji.disk_enabled ? "on" : "off");
-        memra_jit_entry_info *e = NULL;
-        size_t n = 0;
-        if (memra_jit_list(rt, &e, &n) != MEMRA_STATUS_OK) {
-            fprintf(stderr, "memra jit ls: %s\n", memra_last_error());
-            rc = 1;
-        } else {
-            printf("%-16s %-10s %10s %10s\n", "key", "target", "bytes", "age");
-            for (size_t i = 0; i < n; i++)
-                printf("%.16s %-10s %10llu %9llds%s\n", e[i].key_hex, e[i].target, (unsigned long long)e[i].bytes,
-                       (long long)e[i].age_s, e[i].header_ok ? "" : "  (bad header)");
-            printf("%zu entries\n", n);
-        }
-        free(e);
-    } else if (strcmp(argv[1], "clear") == 0) {
-        size_t removed = 0;
-        if (memra_jit_clear(rt, &removed) != MEMRA_STATUS_OK) {
-            fprintf(stderr, "memra jit clear: %s\n", memra_last_error());
-            rc = 1;
-        } else {
-            printf("removed %zu entries\n", removed);
-        }
-    } else if (strcmp(argv[1], "warm") == 0) {
-        warm_state w = {.tty = isatty(1), .n = 0};
-        memra_status st = memra_jit_warm(rt, warm_progress, &w);
-        if (w.tty && w.n) printf("\n");
-        if (st != MEMRA_STATUS_OK) {
-            fprintf(stderr, "memra jit warm: %s: %s\n", memra_status_str(st), memra_last_error());
-            rc = 1;
-        } else {
-            printf("%d kernel sources ready\n", w.n);
-        }
-    } else {
-        fprintf(stderr, "memra jit: unknown subcommand '%s'\n", argv[1]);
-        rc = 2;
+    for (size_t i = 0; i < sizeof subs / sizeof subs[0]; i++) {
+        if (strcmp(argv[1], subs[i].name) != 0) continue;
+        /* the subcommand's options first: --help does nothing else */
+        const int p = parse_none(subs[i].cmd, argc - 1, argv + 1);
+        if (p != 0) return p < 0 ? 0 : p;
+        memra_runtime *rt;
+        if (memra_tool_open(&rt) != MEMRA_STATUS_OK) return 1;
+        const int rc = subs[i].run(rt);
+        memra_close(rt);
+        return rc;
     }
-    memra_close(rt);
-    return rc;
+    if (argv[1][0] == '-') { /* memra jit --help, -h, or an unknown option */
+        const int p = parse_none(&k_jit_cmd, argc, argv);
+        if (p != 0) return p < 0 ? 0 : p;
+    }
+    fprintf(stderr, "memra jit: unknown subcommand '%s'\n%s", argv[1], k_jit_help);
+    return 2;
 }

@@ -34,8 +34,8 @@ extern "C" {
 #define MEMRA_E4M3_MAX 448.0f
 #define MEMRA_FP8_BLOCK 128
 
-/* Values per block and bytes per block of a format (F32: 1/4, F16: 1/2,
- * E4M3: 1/1). Returns 0 for an unknown format. */
+/* Values per block and bytes per block of a format (F32: 1/4, F16 and BF16:
+ * 1/2, E4M3: 1/1). Returns 0 for an unknown format. */
 int memra_format_block_values(memra_format format);
 int memra_format_block_bytes(memra_format format);
 const char *memra_format_name(memra_format format);
@@ -46,6 +46,12 @@ uint64_t memra_format_row_bytes(memra_format format, int64_t cols);
 uint16_t memra_f16_from_f32(float f);
 float memra_f32_from_f16(uint16_t h);
 
+/* bfloat16 <-> binary32: the encode rounds to nearest even (a value past the
+ * largest bf16 rounds to infinity; NaN stays NaN, quiet, sign kept); the
+ * decode is exact (the 16 bits become the top half of the f32). */
+uint16_t memra_bf16_from_f32(float f);
+float memra_f32_from_bf16(uint16_t h);
+
 /* OCP e4m3 (E4M3FN): bias 7, no infinity, magnitude 0x7F is NaN, max 448,
  * denormals m * 2^-9. Encode rounds to nearest even and saturates to +-448;
  * NaN encodes to 0x7F (sign kept). */
@@ -54,10 +60,12 @@ uint8_t memra_e4m3_encode(float f);
 static inline int memra_e4m3_is_nan(uint8_t code) { return (code & 0x7F) == 0x7F; }
 
 /* Q8_0 encode of 32 values: d = amax/127 (stored as f16), q = round(x / d)
- * with the reciprocal of the f32 d, ties away from zero (roundf), clamped. */
+ * with the reciprocal of the f32 d, ties away from zero (roundf), clamped.
+ * A NULL x or block: nothing is written. */
 void memra_q8_0_encode(const float *x, uint8_t *block);
 
-/* Decode `n` values (a multiple of the format's block) of one row. */
+/* Decode `n` values (a multiple of the format's block) of one row. Nothing is
+ * written when n is not such a multiple, the format unknown, or src/dst NULL. */
 void memra_decode_row(memra_format format, const void *src, int64_t n, float *dst);
 
 /* Fill a block-128 FP8 scale grid shape. */

@@ -17,11 +17,28 @@
  *   memra_weight_destroy(w); memra_close(rt);
  *
  * Ownership: every *_create/open has a matching *_destroy/close that accepts
- * NULL. Out parameters are written only on success. Unless stated, functions
- * are thread-safe with respect to different objects. Routing, module loading
- * and the ledger are safe from any thread; ops on ONE device share its scratch
- * slots, so callers serialise the ops they enqueue per device (different
- * devices are independent).
+ * NULL. Out parameters are written only on success.
+ *
+ * Threads and streams. Any number of threads may call memra_matmul,
+ * memra_matmul_ex and memra_module_call on one device at once, on one stream
+ * or on many, with the same or different weights; each result is
+ * bit-identical to the same call made alone (every lane of the built-in
+ * modules is deterministic for a given device, shape and routing). What the
+ * caller still owns: the buffers (a call reads x and writes y on its stream;
+ * two calls writing one y, or a y read before its stream reached it, are the
+ * caller's race), the streams (memra never synchronises one inside an op),
+ * and the lifetime of objects (a weight, buffer or runtime is not destroyed
+ * while a call that uses it runs or is queued). Routing (memra_routing_*),
+ * module load/unload, memra_weight_prepare/query and the ledger are safe from
+ * any thread, concurrently with calls: a call runs all its steps on the
+ * routing snapshot it took first. Scratch follows the stream: work queued on
+ * one stream never shares scratch with work on another before the first has
+ * completed on the device; during CUDA graph capture nothing is allocated (see
+ * memra_stream_reserve). memra_open/memra_close, memra_buffer_write/read and
+ * memra_weight_destroy are not ops: they may wait for the device.
+ *
+ * Configuration: every MEMRA_* environment variable is read once, at
+ * memra_open (see memra_options.settings and memra_config_*), never later.
  */
 #ifndef MEMRA_MEMRA_H
 #define MEMRA_MEMRA_H
@@ -51,6 +68,17 @@ typedef struct memra_weight memra_weight;
 
 /* ---- runtime -------------------------------------------------------------- */
 
+/* Log levels (MEMRA_LOG=error|warn|info|debug; default warn): a message is
+ * delivered when its level is at most the configured one. ERROR: an operation
+ * failed; WARN: a setting or module was ignored or refused, a fallback was
+ * taken; INFO: one-time facts (variant chosen, library opened); DEBUG: per
+ * call detail (declines, errors as they are recorded). The values are those of
+ * MEMRA_LOG_ERROR .. MEMRA_LOG_DEBUG in module.h (0 .. 3). */
+/* A log callback: `component` is "core", "config", "jit", a module's name...;
+ * `message` is one line without its newline, valid during the call. It may be
+ * called from any thread, concurrently; it must not call memra_open/close. */
+typedef void (*memra_log_fn)(int level, const char *component, const char *message, void *user);
+
 typedef struct memra_options {
     uint32_t struct_size;      /* sizeof(memra_options) */
     const char *module_path;   /* colon list searched before the install's folder; NULL: MEMRA_MODULE_PATH */
@@ -60,13 +88,24 @@ typedef struct memra_options {
     int allow_unsafe_modules;  /* 1: load from folders/files others can write; also MEMRA_ALLOW_UNSAFE_MODULES=1 */
     const char *prefer;        /* "op=module,..."; NULL: MEMRA_PREFER */
     const char *disable;       /* "op|module,..."; NULL: MEMRA_DISABLE */
+    /* ---- appended; read only when struct_size covers them ---- */
+    memra_log_fn log_fn;       /* NULL: "memra[level] component: message" lines on stderr */
+    void *log_user;            /* passed to log_fn */
+    /* Any knob by its variable name, "MEMRA_NAME=value", NULL-terminated; a
+     * setting here wins over the environment (source "option"). */
+    const char *const *settings;
+    int ignore_environment;    /* 1: read no MEMRA_* variable (settings and defaults only) */
 } memra_options;
 
-/* Initialise the driver if present, enumerate devices (CUDA_VISIBLE_DEVICES
+/* Parse the configuration (options, then every MEMRA_* variable, once),
+ * initialise the driver if present, enumerate devices (CUDA_VISIBLE_DEVICES
  * applies), give each a profile, load modules. A missing or broken driver is
  * not an error: the host device is always present, and memra_driver_status()
  * says why no GPU was used. opts may be NULL (defaults + environment).
- * Returns OK, OUT_OF_MEMORY, INVALID_ARGUMENT (bad option text). */
+ * Returns OK, OUT_OF_MEMORY, INVALID_ARGUMENT (bad option text, or a knob with
+ * a bad value: memra_last_error names the variable and the value).
+ * The log level and callback are process-wide: the last memra_open sets them,
+ * its memra_close restores stderr at warn. */
 memra_status memra_open(const memra_options *opts, memra_runtime **out_rt);
 void memra_close(memra_runtime *rt);
 
@@ -74,6 +113,36 @@ void memra_close(memra_runtime *rt);
 const char *memra_driver_status(const memra_runtime *rt);
 /* cuDriverGetVersion, 0 when no driver. */
 int memra_driver_version(const memra_runtime *rt);
+
+/* ---- the effective configuration --------------------------------------------- */
+
+typedef struct memra_config_entry {
+    const char *name;   /* the variable, "MEMRA_LOG" */
+    const char *value;  /* effective text (the default's description when unset) */
+    const char *source; /* "default", "environment" or "option" */
+    const char *owner;  /* "core", "jit", "mmq modules", ... ("?" for an unknown MEMRA_* variable) */
+    const char *help;
+    int known;          /* 0: a MEMRA_* variable no knob of memra knows (warned at open) */
+} memra_config_entry;
+
+/* Every knob, then any unknown MEMRA_* variable seen. Strings owned by rt. */
+int memra_config_count(const memra_runtime *rt);
+memra_status memra_config_entry_get(const memra_runtime *rt, int index, memra_config_entry *out);
+/* The effective value of `name` when set (option or environment), else NULL. */
+const char *memra_config_value(const memra_runtime *rt, const char *name);
+/* Change a module knob (a row whose owner is a module: MEMRA_MMQ_BM,
+ * MEMRA_FP8_QUANT, ...) after memra_open; NULL value: back to its default.
+ * Modules read knobs at init, so the value applies to modules initialised
+ * afterwards (memra_module_load, e.g. after memra_module_unload); calls of a
+ * module already running keep what it read. Knobs of the core and the JIT are
+ * read once at memra_open: NOT_SUPPORTED (the f16 budget has
+ * memra_device_f16_budget_set). NOT_FOUND for an unknown name,
+ * INVALID_ARGUMENT for a bad value. Thread-safe. */
+memra_status memra_config_set(memra_runtime *rt, const char *name, const char *value);
+/* Warnings of the configuration (unknown variables, prefer/disable naming a
+ * module that is not loaded), in order; strings owned by rt. */
+int memra_config_warning_count(const memra_runtime *rt);
+const char *memra_config_warning(const memra_runtime *rt, int index);
 
 /* ---- devices -------------------------------------------------------------- */
 
@@ -83,10 +152,35 @@ memra_device *memra_device_get(const memra_runtime *rt, int index);
 /* The host device (always present). */
 memra_device *memra_device_host(const memra_runtime *rt);
 const memra_device_caps *memra_device_caps_get(const memra_device *dev);
-/* Comma-separated names of MEMRA_CAP_* bits ("wgmma,lt-fp8-blk128,...") into buf. */
+/* Comma-separated names of MEMRA_CAP_* bits ("wgmma,lt-fp8-blk128,...") into buf
+ * (len bytes, NUL-terminated, truncated at a name). len 0: nothing written; a
+ * NULL buf with len > 0 writes nothing and sets INVALID_ARGUMENT in
+ * memra_last_error(). */
 void memra_caps_describe(uint64_t caps, char *buf, size_t len);
 /* Wait for all work on the device's streams. */
 memra_status memra_device_synchronize(memra_device *dev);
+
+/* The f16 mirror budget of dev in MB (MEMRA_F16_BUDGET_MB, else the
+ * profile's). Setting it applies to weights prepared afterwards (mirrors
+ * already built stay). Thread-safe. INVALID_ARGUMENT for a NULL device. */
+uint64_t memra_device_f16_budget_get(const memra_device *dev);
+memra_status memra_device_f16_budget_set(memra_device *dev, uint64_t mb);
+
+/* Reserve scratch for CUDA graph capture on `stream`: the stream gets its own
+ * scratch arena (never handed to another stream from then on), sized by
+ * running each weight on the stream at m = m_max, at every m up to 256 and at
+ * steps of 1/32 of m above (zero inputs, a temporary output), then waiting for
+ * the stream. Afterwards calls captured on that stream with those weights and
+ * m <= m_max allocate nothing (above m = 256, a lane whose plan at an m between
+ * two steps wanted more fails as below, never silently). A call captured on a
+ * stream without enough reserved
+ * scratch fails with NOT_SUPPORTED naming this function. Not an op: it
+ * allocates and waits, so call it before the capture begins. The arena is
+ * the stream's and its graphs': replay them on that stream (or ordered with
+ * it). Returns OK, INVALID_ARGUMENT, NOT_SUPPORTED (during capture), the
+ * calls' errors. On the host device it only checks its arguments. */
+memra_status memra_stream_reserve(memra_device *dev, memra_stream_t stream, memra_weight *const *weights, int n_weights,
+                                  int32_t m_max);
 
 /* ---- modules and routing ---------------------------------------------------- */
 
@@ -108,8 +202,13 @@ memra_status memra_module_info_get(const memra_runtime *rt, int index, memra_mod
 const char *memra_module_device_note(const memra_runtime *rt, int index, const memra_device *dev);
 
 /* Load one more module file into the running process (hot-add). The same
- * safety rules apply as for the search path. Publishes new routing
- * snapshots; calls in flight finish on the old ones. */
+ * safety rules apply as for the search path (docs/ARCHITECTURE.md, "Trust"),
+ * the trial load included (MEMRA_MODULE_TRIAL=0 turns it off). Publishes new
+ * routing snapshots; calls in flight finish on the old ones. A later load of
+ * the same path replaces the record of a refused or unloaded one.
+ * OK; INVALID_ARGUMENT (NULL, relative, longer than PATH_MAX); NOT_FOUND;
+ * MODULE_ERROR (refused: memra_last_error() has the reason, e.g. "crashed
+ * in score: SIGSEGV"); OUT_OF_MEMORY. */
 memra_status memra_module_load(memra_runtime *rt, const char *path);
 /* Withdraw a module by name: new snapshots without it are published, and the
  * library is closed when the last snapshot referencing it is released. */
@@ -119,7 +218,10 @@ memra_status memra_module_unload(memra_runtime *rt, const char *name);
 memra_status memra_routing_configure(memra_runtime *rt, const char *prefer, const char *disable);
 
 /* The modules serving `op` on `dev`, in dispatch order. Writes up to `cap`
- * names (valid until memra_close) and returns how many there are. */
+ * names (valid until memra_close, also after the module is unloaded) and
+ * returns how many there are. names may be NULL only with cap 0 (a count
+ * query); NULL names with cap > 0, or cap < 0, return -1 with
+ * INVALID_ARGUMENT in memra_last_error(). 0 when dev is NULL or op unknown. */
 int memra_routing_get(memra_device *dev, memra_op op, const char **names, int cap);
 /* Score of module `name` on `dev`, 0 when it is not admitted there. */
 int memra_module_score(memra_device *dev, const char *name);
@@ -131,7 +233,7 @@ memra_op memra_op_from_name(const char *name);
 /* Arguments of any op, for calls that name the op at run time. */
 typedef struct memra_op_args {
     uint32_t struct_size;
-    memra_gemm_args gemm;      /* gemm_f16, gemm_fp8, gemm_fp8_blk, gemm_q8_0, gemm_q8_0r, accprobe */
+    memra_gemm_args gemm;      /* gemm_f16, gemm_fp8, gemm_fp8_blk, gemm_q8_0, gemm_q8_0r, gemm_bf16, accprobe */
     memra_accprobe_arm arm;    /* accprobe */
     memra_format format;       /* dequant_f16 */
     memra_dptr src;            /* cvt_f16, quant_q8_1 (x), dequant_f16, fp8_blk_to_q8_0 (w), fp8_nan_count (w), scale (y),
@@ -147,6 +249,7 @@ typedef struct memra_op_args {
 
 /* Run one op on a named module, bypassing the routing (checks, benchmarks,
  * races between two modules). Counted in the ledger like a dispatch.
+ * args->struct_size must be sizeof(memra_op_args) (smaller: INVALID_ARGUMENT).
  * NOT_FOUND when the module is not admitted on dev or lacks the op;
  * DECLINED with args->decline_reason set when the lane declines. */
 memra_status memra_module_call(memra_device *dev, const char *module, memra_op op, memra_op_args *args);
@@ -222,11 +325,26 @@ typedef struct memra_weight_desc {
 /* Validate and copy. INVALID_ARGUMENT with a message naming the field for
  * every bad case (size, divisibility, grid shape, non-finite scale). */
 memra_status memra_weight_create(memra_runtime *rt, const memra_weight_desc *desc, memra_weight **out_w);
+
+/* Called once, from memra_weight_destroy, when the weight no longer needs the
+ * bytes it borrowed. */
+typedef void (*memra_weight_release_fn)(void *user);
+/* memra_weight_create without the copy: the weight reads desc->data (uploads
+ * at prepare, Q8_0 blocks made again after records replaced them) until
+ * memra_weight_destroy calls release(user). The caller keeps the bytes valid
+ * and unchanged until then (a read-only file mapping, for example; see
+ * memra/file.h). The grid is still copied (it is small). On failure release
+ * is not called and the caller keeps its bytes. Same statuses as
+ * memra_weight_create; INVALID_ARGUMENT when release is NULL. */
+memra_status memra_weight_create_borrowed(memra_runtime *rt, const memra_weight_desc *desc,
+                                          memra_weight_release_fn release, void *user, memra_weight **out_w);
 void memra_weight_destroy(memra_weight *w);
 /* Build the operands dev's policy wants (f16 mirror within budget, Q8_0 slab,
  * NaN verdict), once. Idempotent. */
 memra_status memra_weight_prepare(memra_weight *w, memra_device *dev);
 memra_format memra_weight_format(const memra_weight *w);
+/* [out_f x in_f] of w. INVALID_ARGUMENT on NULL. */
+memra_status memra_weight_shape(const memra_weight *w, int64_t *out_f, int64_t *in_f);
 
 typedef struct memra_weight_state {
     int prepared;          /* operands built on this device */
@@ -247,6 +365,28 @@ memra_status memra_weight_query(const memra_weight *w, const memra_device *dev, 
 #define MEMRA_OPERAND_Q8_0_RECORDS 8u /* Q8_0 record layout (gemm_q8_0r) */
 unsigned memra_weight_operands(const memra_weight *w, const memra_device *dev);
 
+/* The lane memra_matmul would take for w on dev under the current routing,
+ * policy and f16 budget, without preparing or uploading anything. */
+#define MEMRA_PLAN_MAX_STEPS 4
+typedef struct memra_weight_plan {
+    uint32_t struct_size;                       /* sizeof(memra_weight_plan), set by the caller */
+    const char *lane;                           /* "f16 mirror", "bf16", "fp8", "fp8 block-128", "mmq records",
+                                                   "mmq blocks", "transient f16 mirror", ... ; "none" when a step
+                                                   has no module on dev */
+    int n_steps;
+    memra_op ops[MEMRA_PLAN_MAX_STEPS];         /* the ops in order (a load-time re-encode first where one runs) */
+    const char *modules[MEMRA_PLAN_MAX_STEPS];  /* first module routed for each op, NULL when none */
+    uint64_t operand_bytes;                     /* device bytes prepare would hold for w on dev */
+    char why[320];                              /* why this lane and not another */
+} memra_weight_plan;
+
+/* Fill *out (out->struct_size set by the caller) with w's lane on dev. The
+ * prediction is made for this weight alone against the mirror bytes already
+ * resident; it does not reserve budget. Thread-safe. Strings are static or
+ * owned by the runtime. INVALID_ARGUMENT on NULL, a small struct_size, or a
+ * weight and device of two runtimes. */
+memra_status memra_weight_plan_get(const memra_weight *w, memra_device *dev, memra_weight_plan *out);
+
 typedef struct memra_matmul_args {
     uint32_t struct_size;
     memra_dptr x;          /* f32 [m x in_f], or f16 when x_is_f16 */
@@ -262,6 +402,8 @@ typedef struct memra_matmul_args {
 /* y = x . W^T through the lane policy (falls through on DECLINED). */
 memra_status memra_matmul(memra_device *dev, memra_weight *w, memra_dptr x, int32_t m, memra_dptr y,
                           memra_stream_t stream);
+/* args->struct_size must cover every member up to `stream` (0 or smaller:
+ * INVALID_ARGUMENT); a non-finite alpha is INVALID_ARGUMENT. */
 memra_status memra_matmul_ex(memra_device *dev, memra_weight *w, const memra_matmul_args *args);
 
 /* ---- the JIT cache --------------------------------------------------------- */
@@ -278,6 +420,14 @@ typedef struct memra_jit_info {
 
 /* Cache place and size, NVRTC availability. Strings owned by rt. */
 memra_status memra_jit_info_get(memra_runtime *rt, memra_jit_info *out);
+
+/* Whether the disk cache is usable now, in words: "ok", "ok (created at the
+ * first write)", "off (MEMRA_JIT_CACHE=0)", or why it is not trusted ("<root>
+ * is writable by others (mode 777)", "... belongs to uid 1000, not the
+ * current user"). Creates nothing. Writes a
+ * NUL-terminated sentence into buf (truncated to len). Thread-safe.
+ * OK, or INVALID_ARGUMENT (rt or buf NULL, len 0). */
+memra_status memra_jit_disk_status(memra_runtime *rt, char *buf, size_t len);
 
 typedef struct memra_jit_entry_info {
     char key_hex[65];

@@ -28,9 +28,20 @@
  *  - never abort, never exit.
  *  - the core makes the device's primary context current (caps->cu_context)
  *    around init, fini and every op; a module may rely on it.
+ *  - ops run concurrently: several threads may call any op of one module on
+ *    one device at once, on one stream or many, with the same module_ctx.
+ *    Keep per-call state on the stack or in scratch (host->scratch_get, which
+ *    gives each call memory no concurrent call on another stream shares);
+ *    state in the ctx is read-only after init, or atomic / locked.
+ *  - knobs (MEMRA_* settings) are read at init through host->knob, never
+ *    with getenv and never per call.
  *
  * Interfaces grow at the end: new members are appended and read only when the
- * struct_size the other side reports covers them (MEMRA_HAS_MEMBER).
+ * struct_size the other side reports covers them (MEMRA_HAS_MEMBER). The ABI
+ * version changes only when a member changes meaning or place; appended
+ * members (host services' scratch_get and knob) do not change it, so a module
+ * that uses them checks MEMRA_HAS_MEMBER(host, memra_host_services, ...) for
+ * an older core.
  */
 #ifndef MEMRA_MODULE_H
 #define MEMRA_MODULE_H
@@ -140,6 +151,7 @@ typedef enum memra_format {
     MEMRA_FORMAT_Q5_K = 5,
     MEMRA_FORMAT_Q6_K = 6,
     MEMRA_FORMAT_E4M3 = 7,
+    MEMRA_FORMAT_BF16 = 8, /* bfloat16: the top half of an f32, served by gemm_bf16 (never turned into f16) */
 } memra_format;
 
 /* The accumulator probe: the same MMQ tile with s32 or f32 accumulation. */
@@ -163,7 +175,8 @@ typedef enum memra_accprobe_arm {
     X(scale)                                                                        \
     X(accprobe)                                                                     \
     X(repack_q8_0)                                                                  \
-    X(gemm_q8_0r)
+    X(gemm_q8_0r)                                                                   \
+    X(gemm_bf16)
 
 typedef enum memra_op {
 #define MEMRA__OP_ENUM(name) MEMRA_OP_##name,
@@ -209,6 +222,9 @@ typedef struct memra_op_table {
     /* Q8_0 records (args->w, from repack_q8_0) x q8_1 records (args->x) -> f32:
      * gemm_q8_0's numeric contract on the repacked weight. */
     memra_status (*gemm_q8_0r)(memra_call *call, const memra_gemm_args *args);
+    /* bf16 weight (args->w, [n x k] row-major) x activation f32 converted to
+     * bf16 in-stream (round to nearest even) -> f32, f32 accumulate. */
+    memra_status (*gemm_bf16)(memra_call *call, const memra_gemm_args *args);
 } memra_op_table;
 
 /* ---- host services -------------------------------------------------------- */
@@ -251,15 +267,33 @@ typedef struct memra_host_services {
      * resolved by cuGetProcAddress at the core's pinned version; NULL when
      * there is no driver or no such entry point. */
     void *(*driver_proc)(const char *name);
-    /* Per-device scratch: slot `slot` (module-chosen, 0..47; 48..63 belong to the core) grown to at least
-     * `bytes`, stable in address while no larger request for that slot is
-     * made. Allocation happens only when a slot grows. */
+    /* Deprecated (kept for modules built before scratch_get): scratch slot
+     * `slot` (0..47) of the op running on this thread, served as the named
+     * block "slot.<slot>" of that op's arena (see scratch_get); fails outside
+     * an op. New modules use scratch_get. */
     memra_status (*scratch)(const memra_device_caps *caps, uint32_t slot, size_t bytes, memra_dptr *out);
     /* The JIT service; NULL where NVRTC is not available. */
     const memra_jit_services *jit;
     /* dlopen a named CUDA library the way the core finds the driver
      * ("cublasLt", "nvrtc"); NULL with a logged reason when absent. */
     void *(*library_open)(const char *which);
+    /* ---- appended; check with MEMRA_HAS_MEMBER(host, memra_host_services, member) ---- */
+    /* Scratch for the op `call` runs: the block named `name` ([A-Za-z0-9_.-],
+     * kept apart per module: two modules' "ws" are two blocks) of at least
+     * `bytes`, 256-byte aligned, valid until the op returns, and to the work it
+     * enqueued on call->stream. Work on another stream never gets the same
+     * memory before this work has completed on the device. Contents are not
+     * kept between calls. Allocates only when the block grows; during CUDA
+     * graph capture it never allocates and fails with NOT_SUPPORTED naming
+     * memra_stream_reserve instead. Thread-safe. */
+    memra_status (*scratch_get)(memra_call *call, const char *name, size_t bytes, memra_dptr *out);
+    /* The effective value of knob `name` ("MEMRA_MMQ_BM") on the device: from
+     * memra_options.settings or the environment as read at memra_open; NULL
+     * when unset. The string lives as long as the runtime. Read at init, not
+     * per call. The knobs of the built-in modules are validated at memra_open;
+     * a module's own MEMRA_* variable is reported as unknown at open (a
+     * warning) and the module validates its value at init. */
+    const char *(*knob)(const memra_device_caps *caps, const char *name);
 } memra_host_services;
 
 /* A kernel source a module declares so `memra jit warm` can compile it. */
@@ -301,8 +335,11 @@ _Static_assert(offsetof(memra_host_services, abi_version) == 0, "abi_version fir
  * of 512 (4 records of 128); record (kb, t) lives at index kb * m + t. */
 static inline uint64_t memra_q8_1_bytes(int64_t m, int64_t k)
 {
-    int64_t kpad = (k + 511) / 512 * 512;
-    return (uint64_t)(kpad / 128) * (uint64_t)m * 144u;
+    /* 0 for a negative size or one whose byte count does not fit 64 bits. */
+    if (m < 0 || k < 0) return 0;
+    uint64_t recs = ((uint64_t)k + 511u) / 512u * 4u;
+    if (m != 0 && recs > UINT64_MAX / 144u / (uint64_t)m) return 0;
+    return recs * (uint64_t)m * 144u;
 }
 
 /* Bytes of the Q8_0 record layout of a [rows x cols] Q8_0 weight (cols a
@@ -315,7 +352,11 @@ static inline uint64_t memra_q8_1_bytes(int64_t m, int64_t k)
  * never are. */
 static inline uint64_t memra_q8_0r_bytes(int64_t rows, int64_t cols)
 {
-    return (uint64_t)((cols + 127) / 128) * (uint64_t)rows * 144u;
+    /* 0 for a negative size or one whose byte count does not fit 64 bits. */
+    if (rows < 0 || cols < 0) return 0;
+    uint64_t recs = ((uint64_t)cols + 127u) / 128u;
+    if (rows != 0 && recs > UINT64_MAX / 144u / (uint64_t)rows) return 0;
+    return recs * (uint64_t)rows * 144u;
 }
 
 #ifdef __cplusplus

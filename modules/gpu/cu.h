@@ -40,6 +40,7 @@ typedef struct CUstream_st *CUstream;
        unsigned smem, CUstream s, void **params))                                                    \
     X(cuOccupancyMaxActiveBlocksPerMultiprocessor, CUresult,                                         \
       (int *num_blocks, CUfunction f, int block_size, size_t dynamic_smem))                          \
+    X(cuMemsetD32Async, CUresult, (memra_dptr dst, unsigned int v, size_t n, CUstream s))            \
     X(cuStreamIsCapturing, CUresult, (CUstream s, int *capture_status))                              \
     X(cuFuncSetAttribute, CUresult, (CUfunction f, int attrib, int value))
 

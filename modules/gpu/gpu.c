@@ -90,6 +90,12 @@ unsigned memra__gpu_blocks(const memra__gpu *gpu, int64_t items, int64_t per_blo
     return b < 1 ? 1u : (unsigned)b;
 }
 
+const char *memra__gpu_knob(const memra__gpu *gpu, const char *name)
+{
+    const memra_host_services *h = gpu->host;
+    return MEMRA_HAS_MEMBER(h, memra_host_services, knob) && h->knob != NULL ? h->knob(gpu->caps, name) : NULL;
+}
+
 memra_status memra__gpu_decline(memra_call *call, const char *reason)
 {
     call->decline_reason = reason;
@@ -190,6 +196,8 @@ memra_status memra__gpu_create(const memra_host_services *host, const memra_devi
     if (n_families > MEMRA__GPU_MAX_FAMILIES)
         return host->set_error(MEMRA_STATUS_INVALID_ARGUMENT, "%s: %zu kernel families (at most %d)", name, n_families,
                                MEMRA__GPU_MAX_FAMILIES);
+    for (size_t i = 0; i < n_families; i++)
+        if (families[i]->knobs != NULL) families[i]->knobs(host, caps);
     if (caps->cu_context == NULL || caps->cc <= 0)
         return host->set_error(MEMRA_STATUS_NO_DEVICE, "%s: device %s has no CUDA context", name,
                                caps->name ? caps->name : "?");

@@ -21,8 +21,8 @@
  *
  * Thread safety: the context is read-only after create except the atomic
  * pdl_refused and the benign one-way switches a family documents (fp8_act's
- * fused_blocks). Knobs: each family reads its own MEMRA_* variables in its
- * load (once per init) or where its launcher documents it. */
+ * fused_blocks). Knobs: each family reads its own MEMRA_* knobs in its load
+ * (once per init, memra__gpu_knob: the core's configuration, never getenv). */
 #ifndef MEMRA_MODULES_GPU_GPU_H
 #define MEMRA_MODULES_GPU_GPU_H
 
@@ -34,12 +34,12 @@
 #include "lt.h"
 #include "memra/module.h"
 
-/* Scratch slots used by the GPU modules (the core uses 48..63). */
-#define MEMRA__GPU_SLOT_WORKSPACE 32 /* cuBLASLt workspace */
-#define MEMRA__GPU_SLOT_XOP 33       /* the activation converted (f16) or quantised (e4m3) */
-#define MEMRA__GPU_SLOT_XSCALE 34    /* activation scales: per-batch scalar + partial maxima, or VEC128 vector */
-#define MEMRA__GPU_SLOT_GRID 35      /* the weight's block grid padded to cuBLASLt's leading dimension */
-#define MEMRA__GPU_SLOT_DPAD 36      /* a GEMM output computed on padded rows */
+/* Named scratch of the GPU modules (host->scratch_get: per call and stream). */
+#define MEMRA__GPU_SLOT_WORKSPACE "lt.workspace" /* cuBLASLt workspace */
+#define MEMRA__GPU_SLOT_XOP "x.op"              /* the activation converted (f16, bf16) or quantised (e4m3) */
+#define MEMRA__GPU_SLOT_XSCALE "x.scale"        /* activation scales: scalars, fused barrier word, partial maxima; or VEC128 */
+#define MEMRA__GPU_SLOT_GRID "w.grid"           /* the weight's block grid padded to cuBLASLt's leading dimension */
+#define MEMRA__GPU_SLOT_DPAD "y.pad"            /* a GEMM output computed on padded rows */
 #define MEMRA__GPU_WORKSPACE_BYTES (32u << 20)
 
 typedef struct memra__gpu memra__gpu;
@@ -58,7 +58,9 @@ typedef struct memra__gpu_kernel {
  * (memra__gpu_load_kernels); then load (optional) does the rest: other images
  * (memra__gpu_image_load / memra__gpu_jit_load), kernels (memra__gpu_function),
  * the family's knobs. unload (optional) runs inside the context at destroy,
- * also after a failed load. */
+ * also after a failed load. knobs (optional) runs first of all at create,
+ * before the device is checked (so also when create then fails): for knobs
+ * that are process-wide rather than per context (host->knob). */
 typedef struct memra__gpu_family {
     const char *name;
     size_t state_size;
@@ -67,6 +69,7 @@ typedef struct memra__gpu_family {
     size_t n_kernels;
     memra_status (*load)(memra__gpu *gpu, void *state);
     void (*unload)(memra__gpu *gpu, void *state);
+    void (*knobs)(const memra_host_services *host, const memra_device_caps *caps);
 } memra__gpu_family;
 
 #define MEMRA__GPU_MAX_FAMILIES 8
@@ -122,6 +125,11 @@ memra_status memra__gpu_launch_ex(memra__gpu *gpu, CUfunction f, const char *nam
                                   int pdl);
 /* Blocks for `items` work items at `per_block` each, at most grid_cap (>= 1). */
 unsigned memra__gpu_blocks(const memra__gpu *gpu, int64_t items, int64_t per_block);
+
+/* The value of knob `name` for this device (host->knob: the configuration the
+ * core parsed at memra_open), NULL when unset or when the core has no knob
+ * service. For a family's load (init time), never per call. */
+const char *memra__gpu_knob(const memra__gpu *gpu, const char *name);
 
 /* The op's decline: sets call->decline_reason (static text) and returns DECLINED. */
 memra_status memra__gpu_decline(memra_call *call, const char *reason);

@@ -15,6 +15,7 @@ typedef int memra__lt_status; /* cublasStatus_t */
 #define LT_STATUS_NOT_SUPPORTED 15  /* CUBLAS_STATUS_NOT_SUPPORTED */
 #define LT_CUDA_R_32F 0             /* cudaDataType CUDA_R_32F */
 #define LT_CUDA_R_16F 2             /* cudaDataType CUDA_R_16F */
+#define LT_CUDA_R_16BF 14           /* cudaDataType CUDA_R_16BF */
 #define LT_CUDA_R_8F_E4M3 28        /* cudaDataType CUDA_R_8F_E4M3 */
 #define LT_COMPUTE_32F 68           /* cublasComputeType_t CUBLAS_COMPUTE_32F */
 #define LT_OP_N 0                   /* cublasOperation_t CUBLAS_OP_N */
@@ -221,7 +222,8 @@ static memra_status plan_build(memra__lt *lt, const lt_key *key, const memra__lt
     atomic_flag_clear(&p->busy);
     memra_status st = MEMRA_STATUS_OK;
     void *pref = NULL;
-    const int ab_type = g->lane == MEMRA__LT_F16 ? LT_CUDA_R_16F : LT_CUDA_R_8F_E4M3;
+    const int ab_type = g->lane == MEMRA__LT_F16 ? LT_CUDA_R_16F : g->lane == MEMRA__LT_BF16 ? LT_CUDA_R_16BF
+                                                                                            : LT_CUDA_R_8F_E4M3;
     const int32_t op_t = LT_OP_T, op_n = LT_OP_N;
     memra__lt_status s;
 #define LT_TRY(call, what)                                                                          \
@@ -275,6 +277,7 @@ static memra_status plan_build(memra__lt *lt, const lt_key *key, const memra__lt
             "cuBLASLt has no f16 algorithm for this shape/alignment",
             "cuBLASLt has no FP8 algorithm for this shape/alignment",
             "cuBLASLt has no block-scaled FP8 algorithm for this shape/alignment",
+            "cuBLASLt has no bf16 algorithm for this shape/alignment",
         };
         p->decline = reasons[g->lane];
         lt->host->log(MEMRA_LOG_INFO, lt->module,

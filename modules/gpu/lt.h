@@ -30,6 +30,7 @@ typedef enum memra__lt_lane {
     MEMRA__LT_F16 = 0,     /* A, B f16; D f32; compute 32F */
     MEMRA__LT_FP8 = 1,     /* A, B e4m3; D f32; scalar scales by device pointer */
     MEMRA__LT_FP8_BLK = 2, /* A, B e4m3; D f32; A BLK128x128_32F, B VEC128_32F scales */
+    MEMRA__LT_BF16 = 3,    /* A, B bf16; D f32; compute 32F */
 } memra__lt_lane;
 
 typedef struct memra__lt_gemm {

@@ -6,6 +6,12 @@
  *                Each product of two f16 values is exact in f32, so S is the double
  *                sum of exact products; only its order differs from another
  *                implementation (here 8 interleaved partial sums, fixed).
+ *  gemm_bf16     xb = bf16_rne(x), wb = W (bf16).
+ *                y = (float)((double)alpha * S), S = sum_k (double)xb * (double)wb.
+ *                A bf16 x bf16 product has 16 significant bits but may fall below
+ *                f32's range (bf16 keeps f32's exponents), so it is formed in
+ *                double, where it is exact; S is the double sum of exact products
+ *                (8 interleaved partial sums, fixed order, as gemm_f16).
  *  gemm_fp8      amax = max |x| over all m*k values (f32, NaN ignored);
  *                sx = amax / 448.0f, or 1.0f when amax == 0;
  *                q = e4m3_encode(x / sx) (f32 division, RNE, saturating);
@@ -79,14 +85,27 @@ static double dot_exact(const float *a, const float *b, int64_t n)
     return (((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]))) + tail;
 }
 
+/* sum_k (double)a[k] * (double)b[k]: the products formed in double (exact for
+ * bf16 operands), summed as dot_exact does. */
+static double dot_wide(const float *a, const float *b, int64_t n)
+{
+    double acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        for (int l = 0; l < 8; l++) acc[l] += (double)a[i + l] * (double)b[i + l];
+    double tail = 0.0;
+    for (; i < n; i++) tail += (double)a[i] * (double)b[i];
+    return (((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]))) + tail;
+}
+
 /* ---- the float-operand GEMMs (f16, fp8, fp8 block) --------------------------------- */
 
-typedef enum wkind { WKIND_F16, WKIND_E4M3 } wkind;
+typedef enum wkind { WKIND_F16, WKIND_E4M3, WKIND_BF16 } wkind;
 
 typedef struct fgemm_job {
     const memra__host_ctx *ctx;
     wkind kind;
-    const void *w;         /* f16 or e4m3 [n x k] */
+    const void *w;         /* f16, bf16 or e4m3 [n x k] */
     const float *xv;       /* [m x k] activation values (already quantised) */
     const float *xs;       /* fp8_blk: [m x nkb] activation scales; NULL otherwise */
     const float *grid;     /* fp8_blk: [ceil(n/128) x nkb]; NULL otherwise */
@@ -106,6 +125,9 @@ static void fgemm_rows(void *arg, int tid, int64_t begin, int64_t end)
         if (jb->kind == WKIND_F16) {
             const uint16_t *src = (const uint16_t *)jb->w + j * k;
             for (int64_t c = 0; c < k; c++) wr[c] = memra_f32_from_f16(src[c]);
+        } else if (jb->kind == WKIND_BF16) {
+            const uint16_t *src = (const uint16_t *)jb->w + j * k;
+            for (int64_t c = 0; c < k; c++) wr[c] = memra_f32_from_bf16(src[c]);
         } else {
             const uint8_t *src = (const uint8_t *)jb->w + j * k;
             for (int64_t c = 0; c < k; c++) wr[c] = jb->ctx->e4m3[src[c]];
@@ -114,7 +136,9 @@ static void fgemm_rows(void *arg, int tid, int64_t begin, int64_t end)
         for (int64_t i = 0; i < jb->m; i++) {
             const float *xi = jb->xv + i * k;
             double t;
-            if (g == NULL) {
+            if (jb->kind == WKIND_BF16) {
+                t = dot_wide(xi, wr, k);
+            } else if (g == NULL) {
                 t = dot_exact(xi, wr, k);
             } else {
                 t = 0.0;
@@ -159,6 +183,25 @@ memra_status memra__host_gemm_f16(memra_call *call, const memra_gemm_args *args)
     fgemm_job jb = {.ctx = ctx, .kind = WKIND_F16, .w = MEMRA__HOST_PTR(const void, args->w), .xv = xv,
                     .m = m, .n = args->n, .k = k, .scale = (double)args->alpha, .y = y_base(args), .ldy = args->ldy};
     st = fgemm_run(ctx, "gemm_f16", &jb);
+    free(xv);
+    return st;
+}
+
+memra_status memra__host_gemm_bf16(memra_call *call, const memra_gemm_args *args)
+{
+    memra__host_ctx *ctx = memra__host_call_ctx(call);
+    if (ctx == NULL) return MEMRA_STATUS_INVALID_ARGUMENT;
+    memra_status st = check_gemm(ctx, "gemm_bf16", args);
+    if (st != MEMRA_STATUS_OK || args->m == 0 || args->n == 0) return st;
+    if (args->x_is_f16) return FAIL_ARG(ctx, "gemm_bf16: the activation is f32 (x_is_f16 is for gemm_f16)");
+    const int64_t m = args->m, k = args->k;
+    float *xv = memra__host_alloc((uint64_t)(m * k), sizeof(float));
+    if (xv == NULL) return FAIL_OOM(ctx, "gemm_bf16");
+    const float *xf = MEMRA__HOST_PTR(const float, args->x);
+    for (int64_t e = 0; e < m * k; e++) xv[e] = memra_f32_from_bf16(memra_bf16_from_f32(xf[e]));
+    fgemm_job jb = {.ctx = ctx, .kind = WKIND_BF16, .w = MEMRA__HOST_PTR(const void, args->w), .xv = xv,
+                    .m = m, .n = args->n, .k = k, .scale = (double)args->alpha, .y = y_base(args), .ldy = args->ldy};
+    st = fgemm_run(ctx, "gemm_bf16", &jb);
     free(xv);
     return st;
 }

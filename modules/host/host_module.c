@@ -131,6 +131,7 @@ static const memra_op_table host_ops = {
     .accprobe = memra__host_accprobe,
     .repack_q8_0 = memra__host_repack_q8_0,
     .gemm_q8_0r = memra__host_gemm_q8_0r,
+    .gemm_bf16 = memra__host_gemm_bf16,
 };
 
 static const memra_module_desc host_desc = {

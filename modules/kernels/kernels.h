@@ -9,7 +9,7 @@
  *   fp8_act       fp8_act               (the FP8 activation quantisers of the blas lanes)
  *   fp8_weight    fp8_weight            fp8_blk_to_q8_0, fp8_nan_count
  *   blas          (cuBLASLt; needs convert and fp8_act listed before it)
- *                                       gemm_f16, gemm_fp8, gemm_fp8_blk
+ *                                       gemm_f16, gemm_bf16, gemm_fp8, gemm_fp8_blk
  *   mmq           mmq                   quant_q8_1, repack_q8_0, gemm_q8_0r, gemm_q8_0, accprobe
  *   fp8blk        fp8blk | fp8blk_mx    gemm_fp8_blk (JIT first, embedded cubin as fall-back)
  *
@@ -37,7 +37,7 @@ extern const memra__gpu_family memra__gpu_family_fp8blk_off_sm120;
 /* ---- state the blas lanes read from the families they build on ---- */
 
 typedef struct memra__convert_state {
-    CUfunction cvt_f32_f16, scale_f32, copy_rows_f32;
+    CUfunction cvt_f32_f16, cvt_f32_bf16, scale_f32, copy_rows_f32;
 } memra__convert_state;
 
 typedef struct memra__fp8_act_state {
@@ -59,6 +59,7 @@ memra_status memra__gpu_fp8_blk_to_q8_0(memra_call *call, memra_dptr w, memra_dp
                                         memra_dptr dst_q8_0);
 memra_status memra__gpu_fp8_nan_count(memra_call *call, memra_dptr w, int64_t nbytes, memra_dptr out_u64);
 memra_status memra__gpu_gemm_f16(memra_call *call, const memra_gemm_args *args);
+memra_status memra__gpu_gemm_bf16(memra_call *call, const memra_gemm_args *args);
 memra_status memra__gpu_gemm_fp8(memra_call *call, const memra_gemm_args *args);
 memra_status memra__gpu_gemm_fp8_blk(memra_call *call, const memra_gemm_args *args);
 

@@ -1,6 +1,6 @@
 /* The sm120 module: consumer Blackwell (cc 12.x, RTX 5090).
  *
- *   gemm_f16, gemm_fp8         cuBLASLt with scalar scales (the blas family, shared with sm90)
+ *   gemm_f16, gemm_bf16, gemm_fp8  cuBLASLt with scalar scales (the blas family, shared with sm90)
  *   gemm_fp8_blk               memra's block-128 FP8 GEMM (fp8blk_gemm.cu): kind::mxf8f6f4
  *                              with unit scales by default, kind::f8f6f4 with
  *                              MEMRA_SM120_FP8BLK=f8f6f4 (read at init)
@@ -43,7 +43,9 @@ static void sm120_fini(void *p) { memra__gpu_destroy((memra__gpu *)p); }
 static memra_status sm120_init(const memra_host_services *host, const memra_device_caps *caps, void **out_ctx)
 {
     const int native = caps->cc / 10 == 12;
-    const char *v = getenv("MEMRA_SM120_FP8BLK");
+    const char *v = MEMRA_HAS_MEMBER(host, memra_host_services, knob) && host->knob != NULL
+                        ? host->knob(caps, "MEMRA_SM120_FP8BLK")
+                        : NULL; /* read once, here */
     const int mx = !(v != NULL && strcmp(v, "f8f6f4") == 0);
     const memra__gpu_family *const families[] = {
         &memra__gpu_family_convert,
@@ -86,6 +88,7 @@ static const memra_op_table k_sm120_ops = {
     .accprobe = memra__mmq_accprobe,
     .repack_q8_0 = memra__mmq_repack_q8_0,
     .gemm_q8_0r = memra__mmq_gemm_q8_0r,
+    .gemm_bf16 = memra__gpu_gemm_bf16,
 };
 
 static const memra_module_desc k_sm120_desc = {

@@ -1,9 +1,9 @@
 /* The sm90 module: Hopper (cc 9.0, H100/H200). A descriptor: its score, the
  * kernel families it serves (modules/kernels) and its op table.
  *   families  convert, dequant, fp8_act, fp8_weight, blas
- *   ops       gemm_f16, gemm_fp8, gemm_fp8_blk (cuBLASLt: block scales exist on
- *             sm_90 only); cvt_f16, scale, dequant_f16, fp8_blk_to_q8_0,
- *             fp8_nan_count (the load-time kernels)
+ *   ops       gemm_f16, gemm_bf16, gemm_fp8, gemm_fp8_blk (cuBLASLt: block
+ *             scales exist on sm_90 only); cvt_f16, scale, dequant_f16,
+ *             fp8_blk_to_q8_0, fp8_nan_count (the load-time kernels)
  * The kernels are compiled ahead of time for sm_90a (and sm_120a, so one build
  * carries both) and embedded; init loads the sm_90a images, so a build without
  * them is refused at start-up. */
@@ -41,6 +41,7 @@ static const memra_op_table k_sm90_ops = {
     .fp8_blk_to_q8_0 = memra__gpu_fp8_blk_to_q8_0,
     .fp8_nan_count = memra__gpu_fp8_nan_count,
     .scale = memra__gpu_scale,
+    .gemm_bf16 = memra__gpu_gemm_bf16,
 };
 
 static const memra_module_desc k_sm90_desc = {

@@ -62,6 +62,19 @@ static void compare(const char *what, const matrix *mx, const float *y, int64_t 
     if (bad) TEST_FAIL_AT("%s: %d mismatches", what, bad);
 }
 
+/* MEMRA_Q8_0_RECORDS is read once at memra_open: a runtime of its own with
+ * the knob at 0 (as an option; the budget as given). */
+static memra_runtime *open_no_records(const char *budget)
+{
+    char b[64];
+    snprintf(b, sizeof b, "MEMRA_F16_BUDGET_MB=%s", budget);
+    const char *settings[] = {"MEMRA_Q8_0_RECORDS=0", b, NULL};
+    memra_options o = {.struct_size = sizeof o, .no_cuda = 1, .no_default_modules = 1, .settings = settings};
+    memra_runtime *rt;
+    CHECK_OK(memra_open(&o, &rt));
+    return rt;
+}
+
 static memra_weight *make(memra_runtime *rt, const memra_weight_desc *d)
 {
     memra_weight *w;
@@ -219,7 +232,8 @@ static void test_q8_0(memra_runtime *rt, int m, int n, int k)
     for (int j = 0; j < n; j++) memra_decode_row(MEMRA_FORMAT_Q8_0, wq + (size_t)j * (k / 32) * 34, k, wdec + (size_t)j * k);
 
     matrix mx = new_matrix(m, n, k);
-    setenv("MEMRA_F16_BUDGET_MB", "1024", 1);
+    const uint64_t budget0 = memra_device_f16_budget_get(memra_device_host(rt));
+    CHECK_OK(memra_device_f16_budget_set(memra_device_host(rt), 1024));
     memra_weight *w = make(rt, &d);
     ref_f16(&mx, wdec);
     run_and_check(rt, w, &mx, "Q8_0 mirror -> gemm_f16", "gemm_f16", 0);
@@ -231,7 +245,7 @@ static void test_q8_0(memra_runtime *rt, int m, int n, int k)
 
     /* No mirror: the MMQ floor on Q8_0 records, the raw copy freed. */
     memra_device *host = memra_device_host(rt);
-    setenv("MEMRA_F16_BUDGET_MB", "0", 1);
+    CHECK_OK(memra_device_f16_budget_set(host, 0));
     w = make(rt, &d);
     ref_mmq(&mx, wq);
     check_operands(rt, w, 0, "Q8_0 before prepare");
@@ -263,16 +277,17 @@ static void test_q8_0(memra_runtime *rt, int m, int n, int k)
     free(y_blk);
 
     /* MEMRA_Q8_0_RECORDS=0: no records; gemm_q8_0 on the raw bytes. */
-    setenv("MEMRA_Q8_0_RECORDS", "0", 1);
-    w = make(rt, &d);
-    CHECK_OK(memra_weight_prepare(w, host));
-    check_operands(rt, w, MEMRA_OPERAND_RAW, "Q8_0 with MEMRA_Q8_0_RECORDS=0");
-    uint64_t rec_hits = memra_ledger_hits(host, MEMRA_OP_gemm_q8_0r, "host");
-    y_blk = run_check_keep(rt, w, &mx, "Q8_0 MEMRA_Q8_0_RECORDS=0 -> MMQ", "gemm_q8_0", 0);
-    CHECK_INT_EQ(memra_ledger_hits(host, MEMRA_OP_gemm_q8_0r, "host"), rec_hits);
+    memra_runtime *rt_nr = open_no_records("0");
+    memra_device *host_nr = memra_device_host(rt_nr);
+    w = make(rt_nr, &d);
+    CHECK_OK(memra_weight_prepare(w, host_nr));
+    check_operands(rt_nr, w, MEMRA_OPERAND_RAW, "Q8_0 with MEMRA_Q8_0_RECORDS=0");
+    uint64_t rec_hits = memra_ledger_hits(host_nr, MEMRA_OP_gemm_q8_0r, "host");
+    y_blk = run_check_keep(rt_nr, w, &mx, "Q8_0 MEMRA_Q8_0_RECORDS=0 -> MMQ", "gemm_q8_0", 0);
+    CHECK_INT_EQ(memra_ledger_hits(host_nr, MEMRA_OP_gemm_q8_0r, "host"), rec_hits);
     same_bits("Q8_0 without records", &mx, y_rec, y_blk);
-    unsetenv("MEMRA_Q8_0_RECORDS");
     memra_weight_destroy(w);
+    memra_close(rt_nr);
     free(y_blk);
 
     /* No repack lane when the weight is prepared: no records either. */
@@ -284,7 +299,7 @@ static void test_q8_0(memra_runtime *rt, int m, int n, int k)
     CHECK_OK(memra_routing_configure(rt, NULL, ""));
     memra_weight_destroy(w);
     free(y_rec);
-    unsetenv("MEMRA_F16_BUDGET_MB");
+    CHECK_OK(memra_device_f16_budget_set(host, budget0));
     free_matrix(&mx);
     free(wq);
     free(wdec);
@@ -408,16 +423,20 @@ static void test_fp8_slab_records(memra_runtime *rt, int m, int n, int k)
     free(y_blk);
     memra_weight_destroy(w);
 
-    CHECK_OK(memra_routing_configure(rt, NULL, "gemm_fp8_blk"));
-    setenv("MEMRA_Q8_0_RECORDS", "0", 1);
-    w = make(rt, &d);
-    CHECK_OK(memra_weight_prepare(w, host));
-    check_operands(rt, w, MEMRA_OPERAND_RAW | MEMRA_OPERAND_Q8_0_SLAB, "FP8 block, MEMRA_Q8_0_RECORDS=0");
-    y_blk = run_check_keep(rt, w, &mx, "FP8 block, slab, no records", "gemm_q8_0", 0);
-    same_bits("FP8 slab without records", &mx, y_rec, y_blk);
-    unsetenv("MEMRA_Q8_0_RECORDS");
+    {
+        char b[32];
+        snprintf(b, sizeof b, "%llu", (unsigned long long)memra_device_f16_budget_get(host));
+        memra_runtime *rt_nr = open_no_records(b);
+        CHECK_OK(memra_routing_configure(rt_nr, NULL, "gemm_fp8_blk"));
+        w = make(rt_nr, &d);
+        CHECK_OK(memra_weight_prepare(w, memra_device_host(rt_nr)));
+        check_operands(rt_nr, w, MEMRA_OPERAND_RAW | MEMRA_OPERAND_Q8_0_SLAB, "FP8 block, MEMRA_Q8_0_RECORDS=0");
+        y_blk = run_check_keep(rt_nr, w, &mx, "FP8 block, slab, no records", "gemm_q8_0", 0);
+        same_bits("FP8 slab without records", &mx, y_rec, y_blk);
+        memra_weight_destroy(w);
+        memra_close(rt_nr);
+    }
     CHECK_OK(memra_routing_configure(rt, NULL, ""));
-    memra_weight_destroy(w);
     free(y_blk);
     free(y_rec);
     free_matrix(&mx);
@@ -458,7 +477,8 @@ static void test_q8_0_records_declined(memra_runtime *rt, const char *testq8r)
                            .size = (size_t)n * (k / 32) * MEMRA_Q8_0_BYTES, .name = "q8_0 declined"};
     matrix mx = new_matrix(m, n, k);
     ref_mmq(&mx, wq);
-    setenv("MEMRA_F16_BUDGET_MB", "0", 1);
+    const uint64_t budget0 = memra_device_f16_budget_get(host);
+    CHECK_OK(memra_device_f16_budget_set(host, 0));
     memra_weight *w = make(rt, &d);
     CHECK_OK(memra_weight_prepare(w, host));
     check_operands(rt, w, MEMRA_OPERAND_Q8_0_RECORDS, "Q8_0 before the declining module");
@@ -477,7 +497,7 @@ static void test_q8_0_records_declined(memra_runtime *rt, const char *testq8r)
     run_and_check(rt, w, &mx, "Q8_0 records, decline then host", "gemm_q8_0r", 0);
     CHECK_INT_EQ(q8r_declines(rt), 2);
     CHECK_OK(memra_module_unload(rt, "testq8r"));
-    unsetenv("MEMRA_F16_BUDGET_MB");
+    CHECK_OK(memra_device_f16_budget_set(host, budget0));
     memra_weight_destroy(w);
     free_matrix(&mx);
     free(wq);
@@ -504,15 +524,16 @@ static void test_kquant_transient(memra_runtime *rt)
         memra_decode_row(MEMRA_FORMAT_Q4_K, wq + (size_t)j * (k / 256) * 144, k, wdec + (size_t)j * k);
     memra_weight_desc d = {.struct_size = sizeof d, .format = MEMRA_FORMAT_Q4_K, .out_f = n, .in_f = k, .data = wq,
                            .size = nb * MEMRA_Q4_K_BYTES, .name = "q4_k"};
-    setenv("MEMRA_F16_BUDGET_MB", "0", 1);
+    memra_device *host = memra_device_host(rt);
+    const uint64_t budget0 = memra_device_f16_budget_get(host);
+    CHECK_OK(memra_device_f16_budget_set(host, 0));
     memra_weight *w = make(rt, &d);
     matrix mx = new_matrix(m, n, k);
     ref_f16(&mx, wdec);
-    memra_device *host = memra_device_host(rt);
     uint64_t deq = memra_ledger_hits(host, MEMRA_OP_dequant_f16, "host");
     run_and_check(rt, w, &mx, "Q4_K transient mirror", "gemm_f16", 0);
     CHECK(memra_ledger_hits(host, MEMRA_OP_dequant_f16, "host") == deq + 1);
-    unsetenv("MEMRA_F16_BUDGET_MB");
+    CHECK_OK(memra_device_f16_budget_set(host, budget0));
     memra_weight_destroy(w);
     free_matrix(&mx);
     free(wq);

@@ -88,6 +88,36 @@ static double f16_value(uint16_t h)
     return s ? -v : v;
 }
 
+static void case_bf16(void)
+{
+    /* literal conversions worked out by hand */
+    CHECK_HEX_EQ(memra_bf16_from_f32(1.0f), 0x3F80);
+    CHECK_HEX_EQ(memra_bf16_from_f32(-2.0f), 0xC000);
+    CHECK_HEX_EQ(memra_bf16_from_f32(-0.0f), 0x8000);
+    CHECK_HEX_EQ(memra_bf16_from_f32(1.0f + 0x1p-8f), 0x3F80);     /* tie, even mantissa 0 stays */
+    CHECK_HEX_EQ(memra_bf16_from_f32(1.0f + 3 * 0x1p-8f), 0x3F82); /* tie between 0x3F81 and 0x3F82 */
+    CHECK_HEX_EQ(memra_bf16_from_f32(nextafterf(1.0f + 0x1p-8f, 2.0f)), 0x3F81);
+    CHECK_HEX_EQ(memra_bf16_from_f32(0x1p-133f), 0x0001);          /* smallest bf16 subnormal */
+    CHECK_HEX_EQ(memra_bf16_from_f32(0x1p-149f), 0x0000);          /* below half of it: zero */
+    CHECK_HEX_EQ(memra_bf16_from_f32(3.3895314e38f), 0x7F7F);      /* the largest bf16 */
+    CHECK_HEX_EQ(memra_bf16_from_f32(3.4028235e38f), 0x7F80);      /* FLT_MAX rounds to infinity */
+    CHECK_HEX_EQ(memra_bf16_from_f32(-INFINITY), 0xFF80);
+    CHECK_HEX_EQ(memra_bf16_from_f32(1e30f), 0x714A);               /* 0x7149F2CA rounds up; f16 would overflow */
+    const uint16_t hn = memra_bf16_from_f32(-NAN);
+    CHECK((hn & 0x7F80) == 0x7F80 && (hn & 0x7F) != 0 && (hn & 0x8000));
+    /* every code decodes exactly and encodes back to itself (NaN: to a NaN) */
+    for (uint32_t h = 0; h < 65536; h++) {
+        const float v = memra_f32_from_bf16((uint16_t)h);
+        uint32_t u;
+        memcpy(&u, &v, 4);
+        CHECK_HEX_EQ(u, h << 16);
+        if (v == v) CHECK_HEX_EQ(memra_bf16_from_f32(v), h);
+        else CHECK(memra_f32_from_bf16(memra_bf16_from_f32(v)) != memra_f32_from_bf16(memra_bf16_from_f32(v)));
+    }
+    CHECK_INT_EQ(memra_format_block_bytes(MEMRA_FORMAT_BF16), 2);
+    CHECK_STR_EQ(memra_format_name(MEMRA_FORMAT_BF16), "bf16");
+}
+
 static void case_f16(void)
 {
     /* literal conversions worked out by hand */
@@ -644,7 +674,7 @@ int main(int argc, char **argv)
     static const struct {
         const char *name;
         void (*fn)(void);
-    } cases[] = {{"table", case_table}, {"f16", case_f16},   {"e4m3", case_e4m3}, {"q8_0", case_q8_0},
+    } cases[] = {{"table", case_table}, {"f16", case_f16}, {"bf16", case_bf16},   {"e4m3", case_e4m3}, {"q8_0", case_q8_0},
                  {"q4_0", case_q4_0},   {"q4_k", case_q4_k}, {"q5_k", case_q5_k}, {"q6_k", case_q6_k}};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         if (strcmp(argv[1], cases[i].name) == 0) {

@@ -287,6 +287,69 @@ static void case_gemm_f16(void)
     fixture_close(&f);
 }
 
+/* gemm_bf16: gemm_f16's argument (products exact in double, only the order of
+ * the double sum differs), same band. The activation's bf16 rounding is done
+ * here bit by bit from its definition (the upper 16 bits, rounded to nearest
+ * even on the dropped 16), independent of memra_bf16_from_f32. One weight row
+ * holds values near 2^-120 (bf16 keeps f32's exponents; as f16 they would be
+ * zero): its outputs must be non-zero and in band. */
+static uint16_t bf16_rne_ref(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    uint32_t hi = u >> 16, lo = u & 0xFFFFu;
+    if (lo > 0x8000u || (lo == 0x8000u && (hi & 1u))) hi++;
+    return (uint16_t)hi;
+}
+
+static double bf16_val(uint16_t h)
+{
+    uint32_t u = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &u, 4);
+    return (double)f;
+}
+
+static void case_gemm_bf16(void)
+{
+    fixture f;
+    fixture_open(&f, 3);
+    for (int si = 0; si < NSHAPES; si++) {
+        const shape s = g_shapes[si];
+        const int64_t m = s.m, n = s.n, k = s.k, off = 2, ldy = n + 3;
+        const float alpha = 0.75f;
+        float *x = rand_f32(m * k, 2.0f);
+        float *wf = rand_f32(n * k, 0.5f);
+        uint16_t *w = xmalloc((size_t)(n * k) * 2);
+        for (int64_t e = 0; e < n * k; e++) w[e] = bf16_rne_ref(e < k ? wf[e] * 0x1p-120f : wf[e]);
+        float *y = y_alloc(off + m + 2, ldy);
+        memra_gemm_args a = gemm_args(s, w, x, y, off, ldy, alpha);
+        CHECK_OK(f.ops->gemm_bf16(&f.call, &a));
+        double *ref = xmalloc((size_t)(m * n) * sizeof(double)), *band = xmalloc((size_t)(m * n) * sizeof(double));
+        double *wv = xmalloc((size_t)(n * k) * sizeof(double));
+        for (int64_t e = 0; e < n * k; e++) wv[e] = bf16_val(w[e]);
+        for (int64_t i = 0; i < m; i++)
+            for (int64_t j = 0; j < n; j++) {
+                double sum = 0, sabs = 0;
+                for (int64_t c = 0; c < k; c++) {
+                    double p = bf16_val(bf16_rne_ref(x[i * k + c])) * wv[j * k + c];
+                    sum += p;
+                    sabs += fabs(p);
+                }
+                ref[i * n + j] = (double)alpha * sum;
+                band[i * n + j] = R24 * fabs(ref[i * n + j]) + 1.01 * (2.0 * (double)k + 2.0) * U53 * fabs(alpha) * sabs;
+            }
+        if (s.k > 0 && s.m > 0) /* row 0 of W is tiny: its outputs must not be zero */
+            for (int64_t i = 0; i < m; i++) CHECK(y[(off + i) * ldy] != 0.0f || ref[i * n] == 0.0);
+        char what[96];
+        snprintf(what, sizeof what, "gemm_bf16 m=%d n=%d k=%d", s.m, s.n, s.k);
+        compare(what, y + off * ldy, ref, band, m, n, ldy);
+        y_check_untouched(y, off + m + 2, ldy, off, m, n);
+        free(x), free(wf), free(w), free(y), free(ref), free(band), free(wv);
+    }
+    fixture_close(&f);
+}
+
 /* gemm_fp8. The reference quantises x with the same rule (sx = amax/448 in
  * f32, q = encode(x / sx)). Every dec(q) dec(w) is a multiple of 2^-18 below
  * 2^18, so both sums are exact (k < 2^17); the reference's three scale
@@ -518,6 +581,7 @@ static uint8_t *rand_blocks(memra_format fmt, int64_t rows, int64_t cols)
         case MEMRA_FORMAT_Q5_K: memcpy(p + o, &h1, 2), memcpy(p + o + 2, &h2, 2); break;
         case MEMRA_FORMAT_Q6_K: memcpy(p + o + 208, &h1, 2); break;
         case MEMRA_FORMAT_F16: memcpy(p + o, &h1, 2); break;
+        case MEMRA_FORMAT_BF16: memcpy(p + o, &h1, 2); break;
         case MEMRA_FORMAT_E4M3: if (memra_e4m3_is_nan(p[o])) p[o] = 0x33; break;
         case MEMRA_FORMAT_F32: {
             float v = test_rand_f32(&g_rng);
@@ -1037,6 +1101,7 @@ int main(int argc, char **argv)
     } cases[] = {{"desc", case_desc},
                  {"cvt_f16", case_cvt_f16},
                  {"gemm_f16", case_gemm_f16},
+                 {"gemm_bf16", case_gemm_bf16},
                  {"gemm_fp8", case_gemm_fp8},
                  {"gemm_fp8_blk", case_gemm_fp8_blk},
                  {"quant_q8_1", case_quant_q8_1},

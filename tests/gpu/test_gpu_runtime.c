@@ -125,6 +125,11 @@ static int fake_capturing(void *s, int *st)
     *st = 0;
     return 0;
 }
+static int fake_memset_d32(unsigned long long dst, unsigned v, size_t n, void *s)
+{
+    (void)v, (void)s;
+    return dst != 0 && n > 0 ? 0 : 1;
+}
 static int fake_set_attribute(void *f, int a, int v)
 {
     (void)f, (void)a;
@@ -147,6 +152,7 @@ static void *fake_driver_proc(const char *name)
         {"cuLaunchKernel", (void (*)(void))fake_launch},
         {"cuLaunchCooperativeKernel", (void (*)(void))fake_launch_coop},
         {"cuOccupancyMaxActiveBlocksPerMultiprocessor", (void (*)(void))fake_occupancy},
+        {"cuMemsetD32Async", (void (*)(void))fake_memset_d32},
         {"cuStreamIsCapturing", (void (*)(void))fake_capturing},
         {"cuFuncSetAttribute", (void (*)(void))fake_set_attribute},
         {"cuLaunchKernelEx", (void (*)(void))fake_launch_ex},
@@ -180,11 +186,19 @@ static memra_status fake_set_error(memra_status st, const char *fmt, ...)
     va_end(ap);
     return st;
 }
-static memra_status fake_scratch(const memra_device_caps *caps, uint32_t slot, size_t bytes, memra_dptr *out)
+/* Named scratch: a distinct fake address per name (never dereferenced). */
+static memra_status fake_scratch_get(memra_call *call, const char *name, size_t bytes, memra_dptr *out)
 {
-    (void)caps, (void)bytes;
-    *out = (memra_dptr)0x10000000u * (slot + 1);
+    (void)call, (void)bytes;
+    memra_dptr h = 1;
+    for (const char *p = name; *p; p++) h = h * 31u + (unsigned char)*p;
+    *out = (memra_dptr)0x10000000u * (1 + h % 4096u);
     return MEMRA_STATUS_OK;
+}
+static const char *fake_knob(const memra_device_caps *caps, const char *name)
+{
+    (void)caps, (void)name;
+    return NULL; /* every knob at its default */
 }
 static void *fake_library_open(const char *which)
 {
@@ -198,9 +212,10 @@ static const memra_host_services k_host = {
     .log = fake_log,
     .set_error = fake_set_error,
     .driver_proc = fake_driver_proc,
-    .scratch = fake_scratch,
     .jit = NULL,
     .library_open = fake_library_open,
+    .scratch_get = fake_scratch_get,
+    .knob = fake_knob,
 };
 
 static memra_device_caps fake_caps(int cc)

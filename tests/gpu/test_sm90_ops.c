@@ -651,7 +651,7 @@ static int case_graph(void)
 static int case_mmq_capture(void)
 {
     CU_CHECK(cu.cuStreamCreate(&g_stream, 0));
-    setenv("MEMRA_F16_BUDGET_MB", "0", 1);
+    CHECK_OK(memra_device_f16_budget_set(g_dev, 0)); /* no mirror: the MMQ floor */
     const int m = 16, n = 256, k = 512, nb = k / 32;
     uint8_t *q8 = malloc((size_t)n * nb * MEMRA_Q8_0_BYTES);
     CHECK(q8 != NULL);

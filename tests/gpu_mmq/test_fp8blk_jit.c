@@ -11,7 +11,7 @@
  *   sm90a          fp8blk declares fp8blk_gemm.e4m3; it builds for sm_90a
  *   sm120a         sm120 declares f8f6f4 and mxf8f6f4; both build for sm_120a
  *   kind_sm90a     the kind:: variants refuse sm_90a with the source's #error
- *   tile           MEMRA_FP8BLK_TILE=64x64 reaches the options and builds
+ *   tile           MEMRA_FP8BLK_TILE=64x64 (host->knob at init) reaches the options and builds
  *   elsewhere      no sources on other targets (fp8blk on sm_120a, sm120 on sm_90a)
  */
 #include <dlfcn.h>
@@ -161,10 +161,32 @@ static int case_kind_sm90a(const mod *sm120)
     return 0;
 }
 
+/* The knobs a module reads at init come through host->knob. */
+static const char *fake_knob(const memra_device_caps *caps, const char *name)
+{
+    (void)caps;
+    return strcmp(name, "MEMRA_FP8BLK_TILE") == 0 ? "64x64" : NULL;
+}
+
+static memra_status fake_set_error(memra_status st, const char *fmt, ...)
+{
+    (void)fmt;
+    return st;
+}
+
 static int case_tile(const mod *fp8blk)
 {
-    /* read once per process by the module: set before the first call */
+    /* read once per process by the module, at its first init (which fails
+     * here for want of a CUDA context, after taking the knob) */
     memra_device_caps caps = sm90_caps();
+    memra_host_services host;
+    memset(&host, 0, sizeof host);
+    host.abi_version = MEMRA_MODULE_ABI_VERSION;
+    host.struct_size = sizeof host;
+    host.set_error = fake_set_error;
+    host.knob = fake_knob;
+    void *ctx = NULL;
+    CHECK(fp8blk->desc->init(&host, &caps, &ctx) != MEMRA_STATUS_OK);
     size_t n;
     const memra_jit_source *s = declared(fp8blk, &caps, &n);
     CHECK_INT_EQ(n, 1);
@@ -200,8 +222,6 @@ int main(int argc, char **argv)
 {
     if (argc < 4) TEST_FAIL_AT("usage: test_fp8blk_jit <case> <fp8blk module> <sm120 module>");
     const char *c = argv[1];
-    if (strcmp(c, "tile") == 0) setenv("MEMRA_FP8BLK_TILE", "64x64", 1);
-    else unsetenv("MEMRA_FP8BLK_TILE");
     jit_test_cache_dir();
     mod fp8blk = mod_open(argv[2]), sm120 = mod_open(argv[3]);
     int rc;

@@ -88,6 +88,34 @@ static void setup(const char *module)
     g_rng = test_seed();
 }
 
+/* The mmq module reads its knobs (MEMRA_MMQ_BM/BN/SPLIT/PDL) at init: set them
+ * through memra_config_set and load the module again, only when they change.
+ * NULL: the knob's default. */
+static void mmq_knobs(const char *bm, const char *bn, const char *split, const char *pdl)
+{
+    static const char *cur[4];
+    static int known;
+    const char *want[4] = {bm, bn, split, pdl};
+    int same = known;
+    for (int i = 0; i < 4 && same; i++)
+        same = (cur[i] == NULL && want[i] == NULL) || (cur[i] && want[i] && strcmp(cur[i], want[i]) == 0);
+    if (same) return;
+    static const char *const names[4] = {"MEMRA_MMQ_BM", "MEMRA_MMQ_BN", "MEMRA_MMQ_SPLIT", "MEMRA_MMQ_PDL"};
+    for (int i = 0; i < 4; i++) CHECK_OK(memra_config_set(g_rt, names[i], want[i]));
+    char path[4096] = "";
+    for (int i = 0; i < memra_module_count(g_rt); i++) {
+        memra_module_info mi;
+        CHECK_OK(memra_module_info_get(g_rt, i, &mi));
+        if (mi.loaded && strcmp(mi.name, "mmq") == 0) snprintf(path, sizeof path, "%s", mi.path);
+    }
+    CHECK(path[0] == '/');
+    CHECK_OK(memra_module_unload(g_rt, "mmq"));
+    CHECK_OK(memra_module_load(g_rt, path));
+    CHECK(memra_module_score(g_dev, "mmq") > 0);
+    for (int i = 0; i < 4; i++) cur[i] = want[i];
+    known = 1;
+}
+
 static memra_buffer *buf(memra_device *d, size_t bytes, const void *init)
 {
     memra_buffer *b = NULL;
@@ -294,10 +322,7 @@ static int records_case(int m, int n, int k, float alpha, const uint8_t *w, cons
     const int cfgs = (int)(sizeof cfg / sizeof cfg[0]);
     memra_buffer *yd = buf(g_dev, (size_t)(yrows * ldy) * 4, sent);
     for (int c = 0; c < cfgs; c++) {
-        if (cfg[c].bm)
-            setenv("MEMRA_MMQ_BM", cfg[c].bm, 1), setenv("MEMRA_MMQ_BN", cfg[c].bn, 1),
-                setenv("MEMRA_MMQ_SPLIT", cfg[c].split, 1);
-        else unsetenv("MEMRA_MMQ_BM"), unsetenv("MEMRA_MMQ_BN"), unsetenv("MEMRA_MMQ_SPLIT");
+        mmq_knobs(cfg[c].bm, cfg[c].bn, cfg[c].split, NULL);
         CHECK_OK(memra_buffer_write(yd, 0, sent, (size_t)(yrows * ldy) * 4));
         memra_gemm_args g = {.struct_size = sizeof g, .m = m, .n = n, .k = k, .ldy = ldy, .y_row_offset = ROW_OFF,
                              .alpha = alpha, .w = memra_buffer_ptr(rd), .x = memra_buffer_ptr(qd),
@@ -311,7 +336,7 @@ static int records_case(int m, int n, int k, float alpha, const uint8_t *w, cons
         ok &= check_against(what, got, ref, w, q, m, n, k, alpha, ldy, yrows, 16);
         free(got);
     }
-    unsetenv("MEMRA_MMQ_BM"), unsetenv("MEMRA_MMQ_BN"), unsetenv("MEMRA_MMQ_SPLIT");
+    mmq_knobs(NULL, NULL, NULL, NULL);
     memra_buffer_destroy(wd), memra_buffer_destroy(rd), memra_buffer_destroy(yd);
     free(want), free(junk), free(got_r);
     return ok;
@@ -725,13 +750,11 @@ static int case_sweep(int only_m, int only_shape)
             for (int r = -1; r < reps; r++)
                 for (int i = 0; i < narms; i++) {
                     const int a = (i + (r < 0 ? 0 : r)) % narms;
-                    if (a >= S_CFG0) {
-                        setenv("MEMRA_MMQ_BM", tiles[(a - S_CFG0) / 6][0], 1);
-                        setenv("MEMRA_MMQ_BN", tiles[(a - S_CFG0) / 6][1], 1);
-                        setenv("MEMRA_MMQ_SPLIT", splits[(a - S_CFG0) % 6], 1);
-                    } else {
-                        unsetenv("MEMRA_MMQ_BM"), unsetenv("MEMRA_MMQ_BN"), unsetenv("MEMRA_MMQ_SPLIT");
-                    }
+                    if (a >= S_CFG0)
+                        mmq_knobs(tiles[(a - S_CFG0) / 6][0], tiles[(a - S_CFG0) / 6][1], splits[(a - S_CFG0) % 6],
+                                  NULL);
+                    else
+                        mmq_knobs(NULL, NULL, NULL, NULL);
                     f.ga.gemm.w = memra_buffer_ptr(a == S_V2 ? f.wd : f.rd);
                     CHECK_OK(memra_timer_start(t, NULL));
                     for (int b = 0; b < SWEEP_BATCH; b++) {
@@ -745,7 +768,7 @@ static int case_sweep(int only_m, int only_shape)
                     CHECK_OK(memra_timer_elapsed_ms(t, &e));
                     if (r >= 0) ms[a][r] = e / SWEEP_BATCH;
                 }
-            unsetenv("MEMRA_MMQ_BM"), unsetenv("MEMRA_MMQ_BN"), unsetenv("MEMRA_MMQ_SPLIT");
+            mmq_knobs(NULL, NULL, NULL, NULL);
             const double flop = 2.0 * m * n * k;
             printf("SWEEPJSON {\"m\":%d,\"in_f\":%d,\"out_f\":%d,\"batch\":%d,\"median_ms\":{", m, k, n, SWEEP_BATCH);
             double best = 1e30;
@@ -801,8 +824,7 @@ static int case_pdl(int m)
         for (int r = -1; r < reps; r++)
             for (int i = 0; i < A_N; i++) {
                 const int a = (i + (r < 0 ? 0 : r)) % A_N, calls = a >= A_PDLB ? SWEEP_BATCH : 1;
-                if (a == A_PLAIN1 || a == A_PLAINB) setenv("MEMRA_MMQ_PDL", "0", 1);
-                else unsetenv("MEMRA_MMQ_PDL");
+                mmq_knobs(NULL, NULL, NULL, (a == A_PLAIN1 || a == A_PLAINB) ? "0" : NULL);
                 CHECK_OK(memra_timer_start(t, NULL));
                 for (int b = 0; b < calls; b++) {
                     CHECK_OK(memra_module_call(g_dev, "mmq", MEMRA_OP_quant_q8_1, qa));
@@ -817,8 +839,7 @@ static int case_pdl(int m)
          * below the launch queue's depth), CPU clock, PDL on then off */
         double host_us[2][2];
         for (int pl = 0; pl < 2; pl++) {
-            if (pl) setenv("MEMRA_MMQ_PDL", "0", 1);
-            else unsetenv("MEMRA_MMQ_PDL");
+            mmq_knobs(NULL, NULL, NULL, pl ? "0" : NULL);
             for (int op = 0; op < 2; op++) {
                 CHECK_OK(memra_device_synchronize(g_dev));
                 struct timespec t0, t1;
@@ -831,7 +852,7 @@ static int case_pdl(int m)
             }
         }
         CHECK_OK(memra_device_synchronize(g_dev));
-        unsetenv("MEMRA_MMQ_PDL");
+        mmq_knobs(NULL, NULL, NULL, NULL);
         printf("PDLHOST m=%-4d %5d->%-5d host us per call: quant %.2f, gemm_q8_0r %.2f (pdl) / %.2f (plain)\n", m, k, n,
                host_us[0][0], host_us[0][1], host_us[1][1]);
         double md[A_N];

@@ -8,6 +8,7 @@ build=$1 src=$2 tmp=$3
 rm -rf "$tmp" && mkdir -p "$tmp"
 cmake --install "$build" --prefix "$tmp/prefix" >"$tmp/install.log"
 test -x "$tmp/prefix/bin/memra" || { echo "memra not installed"; exit 1; }
+ls "$tmp/prefix"/lib*/memra/memra-trial >/dev/null || { echo "trial helper not installed"; exit 1; }
 test -f "$tmp/prefix/include/memra/module.h" || { echo "headers not installed"; exit 1; }
 ls "$tmp/prefix"/lib*/cmake/memra/memraConfig.cmake >/dev/null || { echo "no package config"; exit 1; }
 cmake -S "$src" -B "$tmp/ext" -DCMAKE_PREFIX_PATH="$tmp/prefix" >"$tmp/ext.log" 2>&1 || { cat "$tmp/ext.log"; exit 1; }

@@ -14,7 +14,19 @@
  *             accprobe); scale works, and the two members past its size hold
  *             functions that fail loudly if the core ever calls them
  *   Q8RDECLINE "testq8r": gemm_q8_0r that declines every call (score 20 on host)
+ * Hostile ones (issue 13), refused by the trial load or the descriptor checks:
+ *   CRASHCTOR  a constructor that dies by SIGSEGV
+ *   CRASHENTRY an entry point that dies by SIGSEGV
+ *   CRASHSCORE a score that dies by SIGSEGV
+ *   HANGSCORE  a score that never returns
+ *   NOOPS      a descriptor without an op table
+ *   ALLNULL    an op table whose every member is NULL
+ *   LIBOPEN    "testlibopen": init asks host->library_open("cublasLt") and
+ *              fails when it gets NULL (MEMRA_CUBLASLT_LIBRARY checks)
+ *   EVIL       "testevil": a constructor that creates the file named by
+ *              MEMRA_TEST_MARKER (proof that it ran); otherwise like GOOD
  */
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdlib.h>
 
@@ -24,13 +36,43 @@
 #define TESTMOD_NAME "testgood"
 #endif
 
+#if defined(CRASHCTOR) || defined(CRASHENTRY) || defined(CRASHSCORE) || defined(HANGSCORE) || defined(EVIL)
+#include <fcntl.h>
+#include <unistd.h>
+/* A store to an unmapped page: SIGSEGV, not a trap the compiler may pick. */
+static void die_by_segv(void) { *(volatile int *)(uintptr_t)8 = 1; }
+#endif
+
+#if defined(CRASHCTOR)
+__attribute__((constructor)) static void crash_ctor(void) { die_by_segv(); }
+#endif
+#if defined(EVIL)
+__attribute__((constructor)) static void evil_ctor(void)
+{
+    const char *m = getenv("MEMRA_TEST_MARKER");
+    if (m != NULL) {
+        int fd = open(m, O_WRONLY | O_CREAT | O_APPEND, 0644);
+        if (fd >= 0) {
+            ssize_t w = write(fd, "evil constructor ran\n", 21);
+            (void)w;
+            close(fd);
+        }
+    }
+}
+#endif
+
 typedef struct ctx {
     const memra_host_services *host;
-    long calls;
+    atomic_long calls; /* ops may run on many threads at once */
 } ctx;
 
 static int score(const memra_device_caps *caps)
 {
+#if defined(CRASHSCORE)
+    if (caps != NULL) die_by_segv();
+#elif defined(HANGSCORE)
+    for (;;) sleep(1);
+#endif
 #if defined(SCORE0)
     (void)caps;
     return 0;
@@ -47,6 +89,10 @@ static memra_status init(const memra_host_services *host, const memra_device_cap
 #if defined(INITFAIL)
     return host->set_error(MEMRA_STATUS_MODULE_ERROR, "testinitfail: refusing on purpose");
 #else
+#if defined(LIBOPEN)
+    if (host->library_open("cublasLt") == NULL)
+        return host->set_error(MEMRA_STATUS_MODULE_ERROR, "testlibopen: library_open(cublasLt) returned NULL");
+#endif
     ctx *c = calloc(1, sizeof *c);
     if (c == NULL) return MEMRA_STATUS_OUT_OF_MEMORY;
     c->host = host;
@@ -68,7 +114,7 @@ static memra_status op_scale(memra_call *call, memra_dptr y, int64_t n, float s)
 #endif
     float *p = (float *)(uintptr_t)y;
     for (int64_t i = 0; i < n; i++) p[i] *= s;
-    c->calls++;
+    atomic_fetch_add(&c->calls, 1);
 #if defined(NFOUND)
     return c->host->set_error(MEMRA_STATUS_NOT_FOUND, "testnf: a module error that happens to be NOT_FOUND");
 #else
@@ -103,6 +149,8 @@ static memra_status op_decline_q8r(memra_call *call, const memra_gemm_args *args
     return MEMRA_STATUS_DECLINED;
 }
 static const memra_op_table k_ops = {.struct_size = sizeof(memra_op_table), .gemm_q8_0r = op_decline_q8r};
+#elif defined(ALLNULL)
+static const memra_op_table k_ops = {.struct_size = sizeof(memra_op_table)};
 #else
 static const memra_op_table k_ops = {.struct_size = sizeof(memra_op_table), .scale = op_scale};
 #endif
@@ -125,12 +173,22 @@ static const memra_module_desc k_desc = {
     .score = score,
     .init = init,
     .fini = fini,
+#if defined(NOOPS)
+    .ops = NULL,
+#else
     .ops = &k_ops,
+#endif
 };
 
 #if !defined(NOENTRY)
 MEMRA_MODULE_EXPORT const memra_module_desc *memra_module_entry(void);
-MEMRA_MODULE_EXPORT const memra_module_desc *memra_module_entry(void) { return &k_desc; }
+MEMRA_MODULE_EXPORT const memra_module_desc *memra_module_entry(void)
+{
+#if defined(CRASHENTRY)
+    die_by_segv();
+#endif
+    return &k_desc;
+}
 #else
 MEMRA_MODULE_EXPORT const memra_module_desc *memra_module_entry_misspelt(void);
 MEMRA_MODULE_EXPORT const memra_module_desc *memra_module_entry_misspelt(void) { return &k_desc; }

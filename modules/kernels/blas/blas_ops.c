@@ -42,9 +42,11 @@ static memra_status decline(memra_call *call, const char *reason) { return memra
 static int aligned(memra_dptr p, unsigned a) { return memra__gpu_aligned(p, a); }
 static memra_status bad_arg(memra__gpu *gpu, const char *op, const char *what) { return memra__gpu_bad_arg(gpu, op, what); }
 
-static memra_status scratch(memra__gpu *gpu, uint32_t slot, uint64_t bytes, memra_dptr *out)
+static memra_status scratch(memra_call *call, memra__gpu *gpu, const char *name, uint64_t bytes, memra_dptr *out)
 {
-    return gpu->host->scratch(gpu->caps, slot, (size_t)(bytes < 256 ? 256 : (bytes + 255) / 256 * 256), out);
+    if (!MEMRA_HAS_MEMBER(gpu->host, memra_host_services, scratch_get))
+        return gpu->host->set_error(MEMRA_STATUS_MODULE_ERROR, "%s: the core has no named scratch", gpu->name);
+    return gpu->host->scratch_get(call, name, (size_t)(bytes < 256 ? 256 : (bytes + 255) / 256 * 256), out);
 }
 
 /* ---- GEMM lanes ----------------------------------------------------------------- */
@@ -60,10 +62,10 @@ static memra_status gemm_check(memra__gpu *gpu, const char *op, const memra_gemm
     return MEMRA_STATUS_OK;
 }
 
-static memra_status workspace(memra__gpu *gpu, memra__lt_gemm *g)
+static memra_status workspace(memra_call *call, memra__gpu *gpu, memra__lt_gemm *g)
 {
     g->workspace_size = MEMRA__GPU_WORKSPACE_BYTES;
-    return scratch(gpu, MEMRA__GPU_SLOT_WORKSPACE, g->workspace_size, &g->workspace);
+    return scratch(call, gpu, MEMRA__GPU_SLOT_WORKSPACE, g->workspace_size, &g->workspace);
 }
 
 memra_status memra__gpu_gemm_f16(memra_call *call, const memra_gemm_args *a)
@@ -77,14 +79,40 @@ memra_status memra__gpu_gemm_f16(memra_call *call, const memra_gemm_args *a)
                         .d = a->y + (memra_dptr)(a->y_row_offset * ldy * 4), .ldd = ldy, .alpha = a->alpha,
                         .stream = call->stream};
     if ((st = memra__gpu_enter(gpu)) != MEMRA_STATUS_OK) return st;
-    if ((st = workspace(gpu, &g)) != MEMRA_STATUS_OK) goto out;
+    if ((st = workspace(call, gpu, &g)) != MEMRA_STATUS_OK) goto out;
     if (!a->x_is_f16) {
         long long n = (long long)a->m * a->k;
         memra_dptr x = a->x;
-        if ((st = scratch(gpu, MEMRA__GPU_SLOT_XOP, (uint64_t)n * 2, &g.b)) != MEMRA_STATUS_OK) goto out;
+        if ((st = scratch(call, gpu, MEMRA__GPU_SLOT_XOP, (uint64_t)n * 2, &g.b)) != MEMRA_STATUS_OK) goto out;
         st = LAUNCH(gpu, CV(gpu), cvt_f32_f16, memra__convert_grid(gpu, n), 256, call->stream, &x, &g.b, &n);
         if (st != MEMRA_STATUS_OK) goto out;
     }
+    st = memra__lt_matmul(gpu->lt, call, &g);
+out:
+    memra__gpu_leave(gpu);
+    return st;
+}
+
+/* bf16 weight x activation converted to bf16 in scratch (RNE), cuBLASLt
+ * CUDA_R_16BF with f32 accumulate into y. */
+memra_status memra__gpu_gemm_bf16(memra_call *call, const memra_gemm_args *a)
+{
+    memra__gpu *gpu = GPU_OF(call);
+    int64_t ldy = 0;
+    memra_status st = gemm_check(gpu, "gemm_bf16", a, &ldy);
+    if (st != MEMRA_STATUS_OK) return st;
+    if (a->x_is_f16) return bad_arg(gpu, "gemm_bf16", "the activation is f32 (x_is_f16 is for gemm_f16)");
+    if (gpu->lt == NULL) return decline(call, "cuBLASLt is not available");
+    memra__lt_gemm g = {.lane = MEMRA__LT_BF16, .m = a->m, .n = a->n, .k = a->k, .a = a->w, .b = 0,
+                        .d = a->y + (memra_dptr)(a->y_row_offset * ldy * 4), .ldd = ldy, .alpha = a->alpha,
+                        .stream = call->stream};
+    if ((st = memra__gpu_enter(gpu)) != MEMRA_STATUS_OK) return st;
+    if ((st = workspace(call, gpu, &g)) != MEMRA_STATUS_OK) goto out;
+    long long n = (long long)a->m * a->k;
+    memra_dptr x = a->x;
+    if ((st = scratch(call, gpu, MEMRA__GPU_SLOT_XOP, (uint64_t)n * 2, &g.b)) != MEMRA_STATUS_OK) goto out;
+    st = LAUNCH(gpu, CV(gpu), cvt_f32_bf16, memra__gpu_blocks(gpu, n, 256 * 4), 256, call->stream, &x, &g.b, &n);
+    if (st != MEMRA_STATUS_OK) goto out;
     st = memra__lt_matmul(gpu->lt, call, &g);
 out:
     memra__gpu_leave(gpu);
@@ -100,7 +128,7 @@ static memra_status quant_fused(memra__gpu *gpu, memra_call *call, memra_dptr x,
                                 memra_dptr scales, memra_dptr q)
 {
     memra__fp8_act_state *fa = FA(gpu);
-    unsigned fb = fa->fused_blocks;
+    unsigned fb = __atomic_load_n(&fa->fused_blocks, __ATOMIC_RELAXED); /* another thread may zero it */
     if (fb == 0 || n % 4 != 0 || !aligned(x, 16) || !aligned(q, 4)) return MEMRA_STATUS_DECLINED;
     if (fa->fp8_quant == MEMRA__FP8Q_FUSED_NOCAPTURE) {
         int cs = MEMRA__CU_STREAM_CAPTURE_STATUS_NONE;
@@ -111,7 +139,13 @@ static memra_status quant_fused(memra__gpu *gpu, memra_call *call, memra_dptr x,
     long long want = (n / 4 + 255) / 256; /* one float4 per thread at least */
     unsigned grid = want < (long long)fb ? (unsigned)(want < 1 ? 1 : want) : fb;
     memra_dptr partial = scales + 256;
-    void *args[] = {&x, &n, &w_scale, &scales, &partial, &q};
+    /* The grid barrier's word lives in this call's scratch (bytes 128..131 of
+     * the scales block), zeroed in stream order: concurrent launches on other
+     * streams have words of their own. */
+    memra_dptr bar = scales + 128;
+    CUresult rz = gpu->cu.cuMemsetD32Async(bar, 0, 1, (CUstream)call->stream);
+    if (rz != MEMRA__CU_SUCCESS) return memra__cu_fail(gpu->host, &gpu->cu, gpu->name, rz, "cuMemsetD32Async (fused barrier)");
+    void *args[] = {&x, &n, &w_scale, &scales, &partial, &q, &bar};
     CUresult r = gpu->cu.cuLaunchCooperativeKernel(fa->quant_e4m3_fused, grid, 1, 1, 256, 1, 1, 0,
                                                    (CUstream)call->stream, args);
     if (r == MEMRA__CU_SUCCESS) return MEMRA_STATUS_OK;
@@ -119,7 +153,7 @@ static memra_status quant_fused(memra__gpu *gpu, memra_call *call, memra_dptr x,
      * from now on. Nothing was enqueued. */
     gpu->host->log(MEMRA_LOG_WARN, gpu->name, "cooperative launch of memra_k_quant_e4m3_fused (%u blocks) failed (%d): "
                    "gemm_fp8 quantises in two passes from now on", grid, (int)r);
-    fa->fused_blocks = 0;
+    __atomic_store_n(&fa->fused_blocks, 0u, __ATOMIC_RELAXED);
     return MEMRA_STATUS_DECLINED;
 }
 
@@ -137,7 +171,8 @@ memra_status memra__gpu_gemm_fp8(memra_call *call, const memra_gemm_args *a)
     int n_partial = (int)memra__gpu_blocks(gpu, n, 256 * 16); /* blocks of the amax pass, one partial each */
     if (n_partial > 1024) n_partial = 1024;
     /* partials: the two-pass amax blocks or the fused kernel's blocks */
-    const uint64_t n_slots = (uint64_t)n_partial > FA(gpu)->fused_blocks ? (uint64_t)n_partial : FA(gpu)->fused_blocks;
+    const uint64_t fused = __atomic_load_n(&FA(gpu)->fused_blocks, __ATOMIC_RELAXED);
+    const uint64_t n_slots = (uint64_t)n_partial > fused ? (uint64_t)n_partial : fused;
     memra_dptr x = a->x;
     float w_scale = a->w_scale;
     memra__lt_gemm g = {.lane = MEMRA__LT_FP8, .m = a->m, .n = a->n, .k = a->k, .a = a->w,
@@ -145,10 +180,10 @@ memra_status memra__gpu_gemm_fp8(memra_call *call, const memra_gemm_args *a)
                         .stream = call->stream};
     memra_dptr scales;
     if ((st = memra__gpu_enter(gpu)) != MEMRA_STATUS_OK) return st;
-    if ((st = workspace(gpu, &g)) != MEMRA_STATUS_OK) goto out;
-    if ((st = scratch(gpu, MEMRA__GPU_SLOT_XOP, (uint64_t)n, &g.b)) != MEMRA_STATUS_OK) goto out;
+    if ((st = workspace(call, gpu, &g)) != MEMRA_STATUS_OK) goto out;
+    if ((st = scratch(call, gpu, MEMRA__GPU_SLOT_XOP, (uint64_t)n, &g.b)) != MEMRA_STATUS_OK) goto out;
     /* scales[0] = sx * w_scale (read by cuBLASLt), scales[1] = sx; the partial maxima from byte 256 */
-    if ((st = scratch(gpu, MEMRA__GPU_SLOT_XSCALE, 256 + n_slots * 4, &scales)) != MEMRA_STATUS_OK) goto out;
+    if ((st = scratch(call, gpu, MEMRA__GPU_SLOT_XSCALE, 256 + n_slots * 4, &scales)) != MEMRA_STATUS_OK) goto out;
     st = quant_fused(gpu, call, x, n, w_scale, scales, g.b);
     if (st == MEMRA_STATUS_DECLINED) {
         memra_dptr partial = scales + 256;
@@ -193,19 +228,19 @@ memra_status memra__gpu_gemm_fp8_blk(memra_call *call, const memra_gemm_args *a)
                         .d = a->y + (memra_dptr)(a->y_row_offset * ldy * 4), .ldd = ldy, .alpha = a->alpha,
                         .stream = call->stream};
     if ((st = memra__gpu_enter(gpu)) != MEMRA_STATUS_OK) return st;
-    if ((st = workspace(gpu, &g)) != MEMRA_STATUS_OK) goto out;
-    if ((st = scratch(gpu, MEMRA__GPU_SLOT_XOP, (uint64_t)m_pad * k, &g.b)) != MEMRA_STATUS_OK) goto out;
-    if ((st = scratch(gpu, MEMRA__GPU_SLOT_XSCALE, (uint64_t)kb * m_pad * 4, &g.b_scale)) != MEMRA_STATUS_OK) goto out;
+    if ((st = workspace(call, gpu, &g)) != MEMRA_STATUS_OK) goto out;
+    if ((st = scratch(call, gpu, MEMRA__GPU_SLOT_XOP, (uint64_t)m_pad * k, &g.b)) != MEMRA_STATUS_OK) goto out;
+    if ((st = scratch(call, gpu, MEMRA__GPU_SLOT_XSCALE, (uint64_t)kb * m_pad * 4, &g.b_scale)) != MEMRA_STATUS_OK) goto out;
     if (ld_grid != kb || !aligned(a->w_scale_grid, 16)) {
         memra_dptr src = a->w_scale_grid;
-        if ((st = scratch(gpu, MEMRA__GPU_SLOT_GRID, (uint64_t)grid_rows * ld_grid * 4, &g.a_scale)) != MEMRA_STATUS_OK)
+        if ((st = scratch(call, gpu, MEMRA__GPU_SLOT_GRID, (uint64_t)grid_rows * ld_grid * 4, &g.a_scale)) != MEMRA_STATUS_OK)
             goto out;
         st = LAUNCH(gpu, FA(gpu), grid_pad, memra__gpu_blocks(gpu, (int64_t)grid_rows * ld_grid, 256), 256,
                     call->stream, &src, &grid_rows, &kb, &g.a_scale, &ld_grid);
         if (st != MEMRA_STATUS_OK) goto out;
     }
     if (m_pad != m) {
-        if ((st = scratch(gpu, MEMRA__GPU_SLOT_DPAD, (uint64_t)m_pad * n * 4, &g.d)) != MEMRA_STATUS_OK) goto out;
+        if ((st = scratch(call, gpu, MEMRA__GPU_SLOT_DPAD, (uint64_t)m_pad * n * 4, &g.d)) != MEMRA_STATUS_OK) goto out;
         g.ldd = n;
     }
     /* one warp per (row, k-block), 8 warps per block; not grid-stride */

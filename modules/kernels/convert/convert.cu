@@ -4,6 +4,9 @@
  *   memra_k_cvt_f32_f16   dst[i] = f16(src[i]), round to nearest even
  *                         (__float2half_rn): the cvt_f16 op and the in-stream
  *                         activation convert of gemm_f16.
+ *   memra_k_cvt_f32_bf16  dst[i] = bf16(src[i]), round to nearest even
+ *                         (__float2bfloat16_rn): gemm_bf16's in-stream
+ *                         activation convert.
  *   memra_k_scale_f32     y[i] *= s (one IEEE multiply): the scale op.
  *   memra_k_copy_rows_f32 dst[r * ldd + c] = src[r * n + c] for r < m, c < n:
  *                         moves a GEMM result computed into padded scratch to
@@ -15,6 +18,7 @@
  * dst) accesses; otherwise the scalar loop runs.
  * Compiled with -fmad=false: no product is ever fused into an add.
  */
+#include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
 /* cvt: chunks of CVT_U x 256 float4 per block; every thread issues its CVT_U
@@ -71,6 +75,16 @@ memra_k_cvt_f32_f16(const float *__restrict__ src, __half *__restrict__ dst, lon
     } else {
         for (long long j = (long long)blockIdx.x * 256 + tid; j < n; j += stride) dst[j] = __float2half_rn(src[j]);
     }
+}
+
+/* gemm_bf16's activation: one element per thread, grid-stride (the GEMM that
+ * follows dominates; the convert reads 4 bytes and writes 2 per element). */
+extern "C" __global__ void __launch_bounds__(256)
+memra_k_cvt_f32_bf16(const float *__restrict__ src, __nv_bfloat16 *__restrict__ dst, long long n)
+{
+    const long long stride = (long long)gridDim.x * 256;
+    for (long long j = (long long)blockIdx.x * 256 + threadIdx.x; j < n; j += stride)
+        dst[j] = __float2bfloat16_rn(__ldg(src + j));
 }
 
 extern "C" __global__ void __launch_bounds__(256)

@@ -1,4 +1,4 @@
-/* The convert family (convert.cu): f32 -> f16, in-place scale, row copy.
+/* The convert family (convert.cu): f32 -> f16, f32 -> bf16, in-place scale, row copy.
  * Ops cvt_f16 and scale; memra__convert_grid for the blas lanes' convert. */
 #include "convert.h"
 #include "convert_ops.h"
@@ -9,6 +9,7 @@
 /* The family's kernels, looked up by the runtime at create. */
 static const memra__gpu_kernel k_kernels[] = {
     MEMRA__GPU_KERNEL(memra__convert_state, cvt_f32_f16),
+    MEMRA__GPU_KERNEL(memra__convert_state, cvt_f32_bf16),
     MEMRA__GPU_KERNEL(memra__convert_state, scale_f32),
     MEMRA__GPU_KERNEL(memra__convert_state, copy_rows_f32),
 };

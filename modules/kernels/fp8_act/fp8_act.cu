@@ -24,21 +24,21 @@
  *                             holds. x is read from device memory once.
  *                             Launched with cuLaunchCooperativeKernel and at most
  *                             the co-resident number of blocks (queried at create).
- *   Grid barrier (memra_grid_barrier): one word, memra_g_fused_bar, a __device__
- *   variable of this image: zero when the driver loads the module, never written
- *   by the host. Thread 0 of each block adds 1, except block 0, which adds
+ *   Grid barrier (memra_grid_barrier): one word, `bar`, in the call's scratch
+ *   (a word per stream's arena, so concurrent launches on several streams never
+ *   share one), zeroed by a stream-ordered memset before each launch. Thread 0
+ *   of each block adds 1, except block 0, which adds
  *   2^31 - (G - 1); the G arrivals add exactly 2^31 in all, so bit 31 flips once
  *   every block has arrived and the low 31 bits come back to 0. Invariant
  *   between launches: low 31 bits 0. While some block has not arrived, the sum
  *   added is k or 2^31 - (G - 1) + k for k <= G - 2, both below 2^31, so no carry
  *   reaches bit 31 early; a block waits until bit 31 differs from the value its
  *   own atomicAdd returned. Each launch leaves the word as it needs it for the
- *   next, so repeated launches and CUDA-graph replays need no reset. (This is
+ *   next (the memset is for a fresh arena, whose word is undefined). (This is
  *   the scheme of cooperative_groups' grid sync.) Fences: __threadfence before
  *   the arrival (the partial is visible before the count) and after the wait
- *   (acquire), the partials then read with ld.global.cg. Limits: one launch of
- *   this kernel at a time per loaded image, the same rule as the scratch slots
- *   the ops share; a kernel killed inside the barrier leaves the word wrong, but
+ *   (acquire), the partials then read with ld.global.cg. Limits: one launch at a
+ *   time per word (the arena's rule gives that); a kernel killed inside the barrier leaves the word wrong, but
  *   such a fault also kills the context.
  *   Division: q = x / sx must equal __fdiv_rn(x, sx). With y = __frcp_rn(sx) (the
  *   IEEE reciprocal, once per thread), q0 = RN(x * y), r = fma(-q0, sx, x) (exact)
@@ -148,7 +148,6 @@ memra_k_quant_e4m3_tensor(const float *__restrict__ x, long long n, const float 
 
 /* ---- fused per-batch quantiser ------------------------------------------------ */
 
-__device__ unsigned int memra_g_fused_bar; /* zero at module load; see the header */
 
 __device__ __forceinline__ unsigned int memra_ld_acquire_gpu(const unsigned int *p)
 {
@@ -218,7 +217,7 @@ __device__ __forceinline__ float memra_amax4(float m, float4 v)
 
 extern "C" __global__ void __launch_bounds__(256, 3)
 memra_k_quant_e4m3_fused(const float *__restrict__ x, long long n, float w_scale, float *__restrict__ scales,
-                         float *partial, unsigned char *__restrict__ q)
+                         float *partial, unsigned char *__restrict__ q, unsigned int *bar)
 {
     const float4 *x4 = reinterpret_cast<const float4 *>(x);
     unsigned int *q4 = reinterpret_cast<unsigned int *>(q);
@@ -245,7 +244,7 @@ memra_k_quant_e4m3_fused(const float *__restrict__ x, long long n, float w_scale
     m = memra_block_max(m);
     if (threadIdx.x == 0) partial[blockIdx.x] = m;
 
-    memra_grid_barrier(&memra_g_fused_bar);
+    memra_grid_barrier(bar);
 
     m = 0.0f;
     for (int i = threadIdx.x; i < (int)gridDim.x; i += blockDim.x) m = fmaxf(m, __ldcg(partial + i));

@@ -26,7 +26,7 @@ static memra_status fp8_act_load(memra__gpu *gpu, void *state)
      * refused falls back to the two passes (blas_ops.c). */
     {
         int per_sm = 0;
-        const char *q = getenv("MEMRA_FP8_QUANT");
+        const char *q = memra__gpu_knob(gpu, "MEMRA_FP8_QUANT"); /* read once, here */
         s->fp8_quant = q && strcmp(q, "2pass") == 0       ? MEMRA__FP8Q_TWO_PASS
                        : q && strcmp(q, "nocapture") == 0 ? MEMRA__FP8Q_FUSED_NOCAPTURE
                                                           : MEMRA__FP8Q_FUSED;

@@ -24,6 +24,10 @@ typedef struct fp8blk_jit_state {
 
 static fp8blk_jit_state g_state;
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
+/* The knobs, given by the first module init (memra__fp8blk_jit_configure). */
+static pthread_mutex_t g_knob_lock = PTHREAD_MUTEX_INITIALIZER;
+static char g_tile_knob[64];
+static int g_jit_off, g_configured;
 
 static const char *const k_names[3] = {"fp8blk_gemm.e4m3", "fp8blk_gemm.f8f6f4", "fp8blk_gemm.mxf8f6f4"};
 static const char *const k_mma_opts[3] = {"-DFP8BLK_MMA=0", "-DFP8BLK_MMA=1", "-DFP8BLK_MMA=2"};
@@ -119,7 +123,10 @@ static void state_init(void)
     fp8blk_jit_state *s = &g_state;
     const memra__fp8blk_tile d = MEMRA__FP8BLK_TILE_DEFAULT;
     s->tile = d;
-    const char *env = getenv("MEMRA_FP8BLK_TILE");
+    pthread_mutex_lock(&g_knob_lock);
+    g_configured = 1;
+    const char *env = g_tile_knob;
+    pthread_mutex_unlock(&g_knob_lock);
     if (env != NULL && env[0] != '\0' && memra__fp8blk_tile_parse(env, &s->tile, &s->tile_why) != 0) s->tile = d;
     snprintf(s->tile_opts[0], sizeof s->tile_opts[0], "-DFP8BLK_BM=%d", s->tile.bm);
     snprintf(s->tile_opts[1], sizeof s->tile_opts[1], "-DFP8BLK_BN=%d", s->tile.bn);
@@ -175,8 +182,23 @@ const memra_jit_source *memra__fp8blk_jit_sources(const memra_device_caps *caps,
     return NULL;
 }
 
+void memra__fp8blk_jit_configure(const char *tile, const char *jit)
+{
+    pthread_mutex_lock(&g_knob_lock);
+    if (!g_configured) {
+        snprintf(g_tile_knob, sizeof g_tile_knob, "%s", tile ? tile : "");
+        g_jit_off = jit != NULL && strcmp(jit, "0") == 0;
+        g_configured = 1;
+    }
+    pthread_mutex_unlock(&g_knob_lock);
+}
+
+const char *memra__fp8blk_tile_knob(void) { return g_tile_knob; }
+
 int memra__fp8blk_jit_enabled(void)
 {
-    const char *v = getenv("MEMRA_FP8BLK_JIT");
-    return !(v != NULL && strcmp(v, "0") == 0);
+    pthread_mutex_lock(&g_knob_lock);
+    const int off = g_jit_off;
+    pthread_mutex_unlock(&g_knob_lock);
+    return !off;
 }

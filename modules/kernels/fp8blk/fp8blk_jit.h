@@ -62,6 +62,11 @@ const memra_jit_source *memra__fp8blk_jit_source(memra__fp8blk_variant v);
 const memra_jit_source *memra__fp8blk_jit_sources(const memra_device_caps *caps, size_t *out_count);
 /* 0 when MEMRA_FP8BLK_JIT=0. */
 int memra__fp8blk_jit_enabled(void);
+/* The knobs MEMRA_FP8BLK_TILE and MEMRA_FP8BLK_JIT (host->knob at init; NULL
+ * when unset). Process-wide: the first call before the sources are built wins. */
+void memra__fp8blk_jit_configure(const char *tile, const char *jit);
+/* The MEMRA_FP8BLK_TILE text given ("" when none), for logs. */
+const char *memra__fp8blk_tile_knob(void);
 
 const char *memra__fp8blk_variant_name(memra__fp8blk_variant v);
 

@@ -10,9 +10,9 @@
 
 #define MMQ_OF(call) ((memra__gpu *)(call)->module_ctx)
 
-/* Scratch slots (the core uses 48..63; modules/gpu 32..36, mmq 42). */
-#define MEMRA__MMQ_SLOT_XQ 40 /* gemm_fp8_blk: e4m3 activation */
-#define MEMRA__MMQ_SLOT_XS 41 /* gemm_fp8_blk: activation scales */
+/* Named scratch (host->scratch_get: per call and stream). */
+#define MEMRA__MMQ_SLOT_XQ "fp8blk.xq" /* gemm_fp8_blk: e4m3 activation */
+#define MEMRA__MMQ_SLOT_XS "fp8blk.xs" /* gemm_fp8_blk: activation scales */
 
 typedef struct fp8blk_state {
     CUfunction quant, gemm;
@@ -55,7 +55,7 @@ static memra_status load_fp8blk(memra__gpu *q, fp8blk_state *fb, const char *ima
     const memra__fp8blk_tile tile = memra__fp8blk_tile_env(&tile_why);
     if (tile_why != NULL)
         host->log(MEMRA_LOG_WARN, q->name, "MEMRA_FP8BLK_TILE=%s refused (%s); using %dx%d (%dx%d warps)",
-                  getenv("MEMRA_FP8BLK_TILE"), tile_why, def.bm, def.bn, def.warps_m, def.warps_n);
+                  memra__fp8blk_tile_knob(), tile_why, def.bm, def.bn, def.warps_m, def.warps_n);
     const size_t smem = memra__fp8blk_tile_smem(&tile);
     const memra_jit_source *src = memra__fp8blk_jit_source(v);
     const char *no_jit = memra__gpu_jit_unavailable(q);
@@ -117,16 +117,27 @@ static memra_status fp8blk_load_cfg(memra__gpu *q, fp8blk_state *fb, const fp8bl
     return MEMRA_STATUS_OK;
 }
 
+/* The fp8blk sources' knobs, process-wide, taken at the first init (also one
+ * that then fails: the JIT sources a module declares follow them). */
+static void fp8blk_knobs(const memra_host_services *host, const memra_device_caps *caps)
+{
+    if (MEMRA_HAS_MEMBER(host, memra_host_services, knob) && host->knob != NULL)
+        memra__fp8blk_jit_configure(host->knob(caps, "MEMRA_FP8BLK_TILE"), host->knob(caps, "MEMRA_FP8BLK_JIT"));
+}
+
 static memra_status fp8blk_load(memra__gpu *q, void *state) { return fp8blk_load_cfg(q, state, &k_cfg_default); }
 static memra_status fp8blk_mx_load(memra__gpu *q, void *state) { return fp8blk_load_cfg(q, state, &k_cfg_mx); }
 static memra_status fp8blk_off_load(memra__gpu *q, void *state) { return fp8blk_load_cfg(q, state, &k_cfg_off_sm120); }
 
 const memra__gpu_family memra__gpu_family_fp8blk = {
-    .name = "fp8blk", .state_size = sizeof(fp8blk_state), .load = fp8blk_load};
+    .name = "fp8blk", .state_size = sizeof(fp8blk_state), .load = fp8blk_load,
+    .knobs = fp8blk_knobs};
 const memra__gpu_family memra__gpu_family_fp8blk_mx = {
-    .name = "fp8blk_mx", .state_size = sizeof(fp8blk_state), .load = fp8blk_mx_load};
+    .name = "fp8blk_mx", .state_size = sizeof(fp8blk_state), .load = fp8blk_mx_load,
+    .knobs = fp8blk_knobs};
 const memra__gpu_family memra__gpu_family_fp8blk_off_sm120 = {
-    .name = "fp8blk (off)", .state_size = sizeof(fp8blk_state), .load = fp8blk_off_load};
+    .name = "fp8blk (off)", .state_size = sizeof(fp8blk_state), .load = fp8blk_off_load,
+    .knobs = fp8blk_knobs};
 
 /* ---- gemm_fp8_blk ---------------------------------------------------------------- */
 
@@ -150,8 +161,8 @@ memra_status memra__mmq_gemm_fp8_blk(memra_call *call, const memra_gemm_args *a)
     int m = a->m, n = a->n, k = a->k;
     const int64_t nkb = ((int64_t)k + 127) / 128;
     memra_dptr xq = 0, xs = 0;
-    st = q->host->scratch(q->caps, MEMRA__MMQ_SLOT_XQ, (size_t)((int64_t)m * k + 256), &xq);
-    if (st == MEMRA_STATUS_OK) st = q->host->scratch(q->caps, MEMRA__MMQ_SLOT_XS, (size_t)(nkb * m * 4 + 256), &xs);
+    st = q->host->scratch_get(call, MEMRA__MMQ_SLOT_XQ, (size_t)((int64_t)m * k + 256), &xq);
+    if (st == MEMRA_STATUS_OK) st = q->host->scratch_get(call, MEMRA__MMQ_SLOT_XS, (size_t)(nkb * m * 4 + 256), &xs);
     if (st != MEMRA_STATUS_OK) return st;
     memra_dptr x = a->x;
     st = memra__gpu_launch_ex(q, fb->quant, "memra_k_fp8blk_quant", memra__gpu_blocks(q, nkb * m, 8), 1, 1, 256, 0,

@@ -367,7 +367,9 @@ __device__ __forceinline__ void q2_load_records(unsigned char *As, const unsigne
  * (128 contiguous bytes per row), one of sixteen rows x chunks 16, 17. The one
  * chunk that would start below w itself (row 0, step 0, w not 8-byte aligned)
  * is not copied asynchronously; thread 0 fills it with plain 2-byte loads from w
- * on (visible after the next barrier). `dummy`: any valid 16-byte aligned
+ * on (visible after the next barrier). Likewise the one chunk that would end
+ * past the weight's last byte (the caller's buffer is never read past its end):
+ * its thread loads the valid bytes plainly. `dummy`: any valid 16-byte aligned
  * address, the source of zero-byte copies. */
 __device__ __forceinline__ void q2_load_raw(unsigned char *R, const unsigned char *w, int n, int nb, int j0, int kt,
                                             const unsigned char *dummy)
@@ -376,6 +378,7 @@ __device__ __forceinline__ void q2_load_raw(unsigned char *R, const unsigned cha
     const int nv = min(4, nb - 4 * kt);
     const uintptr_t rs = 34u * (uintptr_t)(unsigned)nb;
     const uintptr_t tile = (uintptr_t)w + ((uintptr_t)(unsigned)j0 * (unsigned)nb + 4u * (unsigned)kt) * 34u;
+    const uintptr_t wend = (uintptr_t)w + (uintptr_t)(unsigned)n * rs; /* one past the weight's last byte */
 #pragma unroll
     for (int e = 0; e < 9; e++) {
         const int r = e < 8 ? warp * 16 + 2 * e + (lane >> 4) : warp * 16 + (lane >> 1);
@@ -385,7 +388,19 @@ __device__ __forceinline__ void q2_load_raw(unsigned char *R, const unsigned cha
         const int lim = (int)(s & 7u) + nv * 34 - 8 * c; /* valid bytes from a on */
         const int bytes = j0 + r < n ? min(8, max(0, lim)) : 0;
         const unsigned char *src = bytes > 0 ? reinterpret_cast<const unsigned char *>(a) : dummy;
-        if (a >= (uintptr_t)w) cp_async8(R + r * Q2_ROW + 8 * c, src, bytes);
+        if (a < (uintptr_t)w) continue;
+        if (bytes > 0 && a + 8u > wend) {
+            /* The weight's last chunk: the caller's buffer ends inside it, and an
+             * 8-byte cp.async names 8 bytes whatever its source size. Plain 2-byte
+             * loads of the valid bytes, zeros after; visible after the next
+             * barrier, as the head chunk below. */
+#pragma unroll
+            for (int h = 0; h < 4; h++)
+                reinterpret_cast<unsigned short *>(R + r * Q2_ROW + 8 * c)[h] =
+                    2 * h < bytes ? reinterpret_cast<const unsigned short *>(a)[h] : (unsigned short)0;
+        } else {
+            cp_async8(R + r * Q2_ROW + 8 * c, src, bytes);
+        }
     }
     if (t == 0 && j0 == 0 && kt == 0 && ((uintptr_t)w & 7u) != 0) {
         const uintptr_t a = (uintptr_t)w & ~(uintptr_t)7;

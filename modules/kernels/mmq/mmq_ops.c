@@ -6,6 +6,7 @@
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "kernels/kernels.h"
 #include "memra/formats.h"
@@ -14,8 +15,8 @@
 #define MMQ_OF(call) ((memra__gpu *)(call)->module_ctx)
 #define PROBE_BIAS_S32 (-MMQ_MAGIC) /* mmq.cu: the fold's 1.5 * 2^23 */
 
-/* Scratch slots (the core uses 48..63; modules/gpu 32..36). */
-#define MEMRA__MMQ_SLOT_PART 42 /* gemm_q8_0r: split-k partial sums */
+/* Named scratch (host->scratch_get: per call and stream). */
+#define MEMRA__MMQ_SLOT_PART "q8_0r.splitk" /* gemm_q8_0r: split-k partial sums */
 
 /* The gemm_q8_0r tiles: mmq.cu's entry points, tokens x weight rows per CTA,
  * dynamic shared memory. Index order is the loader's and the plan's. */
@@ -37,6 +38,8 @@ typedef struct mmq_state {
     CUfunction quant_q8_1, gemm_q8_0, probe[3];
     CUfunction repack_q8_0, splitk_sum;
     CUfunction gemm_q8_0r[MEMRA__MMQ_R3_TILES]; /* memra__mmq_r3_tiles[i]'s kernel, NULL where its shared memory does not fit */
+    /* knobs read at load (memra__gpu_knob): MEMRA_MMQ_PDL=0, MEMRA_MMQ_BM/BN/SPLIT (0: chosen) */
+    int knob_pdl_off, knob_bm, knob_bn, knob_split;
 } mmq_state;
 
 #define MMQ_K(q) ((const mmq_state *)memra__gpu_state((q), &memra__gpu_family_mmq))
@@ -73,6 +76,16 @@ static memra_status mmq_load(memra__gpu *q, void *state)
             st = memra__gpu_function(q, m, memra__mmq_r3_tiles[t].kernel, memra__mmq_r3_tiles[t].smem,
                                      &s->gemm_q8_0r[t]);
     if (st != MEMRA_STATUS_OK) return st;
+    {
+        /* Knobs, read once here (never per call). */
+        const char *pdl = memra__gpu_knob(q, "MEMRA_MMQ_PDL");
+        const char *bm = memra__gpu_knob(q, "MEMRA_MMQ_BM"), *bn = memra__gpu_knob(q, "MEMRA_MMQ_BN");
+        const char *split = memra__gpu_knob(q, "MEMRA_MMQ_SPLIT");
+        s->knob_pdl_off = pdl != NULL && strcmp(pdl, "0") == 0;
+        s->knob_bm = bm ? atoi(bm) : 0;
+        s->knob_bn = bn ? atoi(bn) : 0;
+        s->knob_split = split ? atoi(split) : 0;
+    }
     q->host->log(MEMRA_LOG_INFO, q->name, "%s: MMQ-family kernels for %s loaded", caps->name ? caps->name : "device",
                  q->target);
     return MEMRA_STATUS_OK;
@@ -97,8 +110,7 @@ static memra_status launch_n(memra__gpu *q, CUfunction f, const char *name, unsi
 static int pdl_on(const memra__gpu *q)
 {
     if (q->cuLaunchKernelEx == NULL || atomic_load_explicit(&q->pdl_refused, memory_order_relaxed)) return 0;
-    const char *e = getenv("MEMRA_MMQ_PDL");
-    return !(e != NULL && e[0] == '0' && e[1] == 0);
+    return !MMQ_K(q)->knob_pdl_off;
 }
 
 static memra_status launch_pdl(memra__gpu *q, CUfunction f, const char *name, unsigned gx, unsigned gy, unsigned gz,
@@ -155,9 +167,8 @@ memra_status memra__mmq_gemm_q8_0(memra_call *call, const memra_gemm_args *a)
      * CTA. MEMRA_MMQ_BM=128|64|32 forces the tile; by default the one with
      * the fewest waves x per-CTA cost (~ 4 MT + 2: the weight tile's load and
      * realign do not shrink with MT), two CTAs per SM, ties to the larger. */
-    const char *eb = getenv("MEMRA_MMQ_BM");
     int variant = 0;
-    const int forced = eb != NULL ? atoi(eb) : 0;
+    const int forced = MMQ_K(q)->knob_bm;
     if (forced == 128 || forced == 64 || forced == 32) {
         variant = forced / 32;
     } else {
@@ -237,8 +248,8 @@ static const double k_q8r_step[MEMRA__MMQ_R3_TILES] = {1.0, 0.6, 0.76, 0.41}; /*
 
 static q8r_plan plan_q8_0r(const memra__gpu *q, int m, int n, int k)
 {
-    const char *eb = getenv("MEMRA_MMQ_BM"), *en = getenv("MEMRA_MMQ_BN"), *es = getenv("MEMRA_MMQ_SPLIT");
-    int fb = eb ? atoi(eb) : 0, fn = en ? atoi(en) : 0, fs = es ? atoi(es) : 0;
+    const mmq_state *ks = MMQ_K(q);
+    int fb = ks->knob_bm, fn = ks->knob_bn, fs = ks->knob_split;
     if (fb < 0) fb = 0; /* a negative value is no forcing */
     if (fn < 0) fn = 0;
     if (fs < 0) fs = 0;
@@ -296,9 +307,12 @@ memra_status memra__mmq_gemm_q8_0r(memra_call *call, const memra_gemm_args *a)
     int m = a->m, n = a->n, k = a->k;
     long long ldy = a->ldy;
     float alpha = a->alpha;
-    if (p.split > 1 &&
-        q->host->scratch(q->caps, MEMRA__MMQ_SLOT_PART, (size_t)p.split * (size_t)m * (size_t)n * 4u, &part) !=
-            MEMRA_STATUS_OK) {
+    const memra_status sst =
+        p.split > 1 ? q->host->scratch_get(call, MEMRA__MMQ_SLOT_PART, (size_t)p.split * (size_t)m * (size_t)n * 4u, &part)
+                    : MEMRA_STATUS_OK;
+    /* in a graph capture without reserved scratch: the error, never a different summation order */
+    if (sst == MEMRA_STATUS_NOT_SUPPORTED) return sst;
+    if (sst != MEMRA_STATUS_OK) {
         /* no memory for the partial sums: the unsplit tile needs none */
         q->host->log(MEMRA_LOG_DEBUG, q->name, "gemm_q8_0r: no scratch for %d split-k slices, running unsplit",
                      p.split);

@@ -1,0 +1,109 @@
+/* The configuration layer (private): every MEMRA_* knob, parsed once at
+ * memra_open from memra_options and the environment into one structure.
+ * See base/config.c for the table of knobs; docs/ARCHITECTURE.md for the rules. */
+#ifndef MEMRA_BASE_CONFIG_H
+#define MEMRA_BASE_CONFIG_H
+
+#include <stdint.h>
+
+#include "memra/memra.h"
+
+/* X(id, env name, owner, kind, allowed, default text, help).
+ * kind: BOOL ("0"/"1"), UINT (allowed = "min..max"), ENUM (allowed = "a|b|c"),
+ * STR (free text), TILE (BMxBN or BMxBNxWMxWN), MB (a size in MB, decimals). */
+#define MEMRA__KNOB_LIST(X)                                                                                         \
+    X(LOG, "MEMRA_LOG", "core", ENUM, "error|warn|info|debug", "warn", "log level (messages up to it are logged)") \
+    X(ARCH, "MEMRA_ARCH", "core", ENUM, "sm90|sm120|cuda|host", "", "profile forced on every CUDA device")         \
+    X(MODULE_PATH, "MEMRA_MODULE_PATH", "core", STR, "", "", "colon list of module folders searched first")        \
+    X(PREFER, "MEMRA_PREFER", "core", STR, "", "", "routing preferences op=module,...")                          \
+    X(DISABLE, "MEMRA_DISABLE", "core", STR, "", "", "routing disables op|module|op=module,...")                 \
+    X(ALLOW_UNSAFE_MODULES, "MEMRA_ALLOW_UNSAFE_MODULES", "core", BOOL, "", "0",                                  \
+      "1: load modules from folders others can write")                                                            \
+    X(MODULE_TRIAL, "MEMRA_MODULE_TRIAL", "core", BOOL, "", "1", "0: no contained trial load (memra-trial) first")       \
+    X(F16_BUDGET_MB, "MEMRA_F16_BUDGET_MB", "core", UINT, "0..1099511627776", "(profile)",                        \
+      "MB of f16 mirrors per device; also memra_device_f16_budget_set")                                           \
+    X(Q8_0_RECORDS, "MEMRA_Q8_0_RECORDS", "core", BOOL, "", "1", "0: the MMQ floor keeps Q8_0 blocks (no records)") \
+    X(HOST_THREADS, "MEMRA_HOST_THREADS", "core", UINT, "1..256", "(CPUs online)", "threads of the host device")   \
+    X(STATS, "MEMRA_STATS", "core", BOOL, "", "0", "1: print the dispatch ledger at memra_close")                  \
+    X(CUDA_DRIVER, "MEMRA_CUDA_DRIVER", "core", STR, "", "libcuda.so.1", "CUDA driver library to open")            \
+    X(CUBLASLT_LIBRARY, "MEMRA_CUBLASLT_LIBRARY", "core", STR, "", "libcublasLt.so.13|12", "cuBLASLt library")     \
+    X(NVRTC_LIBRARY, "MEMRA_NVRTC_LIBRARY", "jit", STR, "", "libnvrtc.so.13|12", "NVRTC library")                 \
+    X(CACHE_DIR, "MEMRA_CACHE_DIR", "jit", STR, "", "$XDG_CACHE_HOME/memra or ~/.cache/memra", "JIT cache root")   \
+    X(JIT_CACHE, "MEMRA_JIT_CACHE", "jit", BOOL, "", "1", "0: no disk cache")                                     \
+    X(JIT_CACHE_MAX_MB, "MEMRA_JIT_CACHE_MAX_MB", "jit", MB, "", "(jit default)", "disk cache size cap")          \
+    X(FP8_QUANT, "MEMRA_FP8_QUANT", "gpu modules", ENUM, "fused|nocapture|2pass", "fused",                       \
+      "gemm_fp8's activation quantiser")                                                                          \
+    X(FP8BLK_TILE, "MEMRA_FP8BLK_TILE", "mmq modules", TILE, "", "(module default)",                              \
+      "fp8blk_gemm tile BMxBN[xWARPS_MxWARPS_N]")                                                                 \
+    X(FP8BLK_JIT, "MEMRA_FP8BLK_JIT", "mmq modules", BOOL, "", "1", "0: embedded fp8blk images only, no JIT")     \
+    X(MMQ_PDL, "MEMRA_MMQ_PDL", "mmq modules", BOOL, "", "1", "0: no programmatic dependent launches")            \
+    X(MMQ_BM, "MEMRA_MMQ_BM", "mmq modules", UINT, "0..1024", "0 (chosen per shape)", "MMQ tile rows forced")     \
+    X(MMQ_BN, "MEMRA_MMQ_BN", "mmq modules", UINT, "0..1024", "0 (chosen per shape)", "gemm_q8_0r tile cols forced") \
+    X(MMQ_SPLIT, "MEMRA_MMQ_SPLIT", "mmq modules", UINT, "0..4096", "0 (chosen per shape)",                       \
+      "gemm_q8_0r split-k forced")                                                                                \
+    X(SM120_FP8BLK, "MEMRA_SM120_FP8BLK", "sm120", ENUM, "mxf8f6f4|f8f6f4", "mxf8f6f4",                          \
+      "sm120 gemm_fp8_blk kernel")                                                                                \
+    X(CHECK_INJECT_FAULT, "MEMRA_CHECK_INJECT_FAULT", "memra check", STR, "", "", "test hook of memra check")     \
+    X(TEST_SEED, "MEMRA_TEST_SEED", "tests", STR, "", "", "seed of the test programs")
+
+typedef enum memra__knob {
+#define MEMRA__KNOB_ENUM(id, name, owner, kind, allowed, def, help) MEMRA__KNOB_##id,
+    MEMRA__KNOB_LIST(MEMRA__KNOB_ENUM)
+#undef MEMRA__KNOB_ENUM
+    MEMRA__KNOB_COUNT
+} memra__knob;
+
+#define MEMRA__CONFIG_MAX_EXTRA 32
+#define MEMRA__CONFIG_MAX_WARN 32
+
+typedef struct memra__config {
+    char *value[MEMRA__KNOB_COUNT]; /* NULL: default */
+    int source[MEMRA__KNOB_COUNT];  /* 0 default, 1 environment, 2 option */
+    /* MEMRA_* names no table row knows (an out-of-tree module's, or a typo) */
+    int n_extra;
+    char *extra_name[MEMRA__CONFIG_MAX_EXTRA], *extra_value[MEMRA__CONFIG_MAX_EXTRA];
+    int extra_source[MEMRA__CONFIG_MAX_EXTRA];
+    int n_warn;
+    char *warn[MEMRA__CONFIG_MAX_WARN];
+    /* values replaced by memra_config_set, freed at close (readers may hold them) */
+    int n_old;
+    char *old[64];
+    /* parsed */
+    int log_level;
+    int64_t f16_budget_mb; /* -1: the profile's */
+    int q8_0_records, host_threads, stats, allow_unsafe;
+} memra__config;
+
+/* Parse options then environment (unless opts->ignore_environment) into cfg.
+ * INVALID_ARGUMENT naming the variable and the value on any bad value. */
+memra_status memra__config_parse(memra__config *cfg, const memra_options *opts);
+void memra__config_free(memra__config *cfg);
+/* memra_config_set: a module knob's new value (NULL: back to its default),
+ * for modules initialised afterwards. Caller serialises (the registry lock). */
+memra_status memra__config_set(memra__config *cfg, const char *name, const char *value);
+/* Row k of the table (k < MEMRA__KNOB_COUNT). */
+void memra__knob_info(int k, const char **name, const char **def, const char **owner, const char **help);
+/* Effective text of a knob, NULL when at its default. */
+const char *memra__config_str(const memra__config *cfg, memra__knob k);
+/* Same by variable name, unknown names included (NULL when unset). */
+const char *memra__config_lookup(const memra__config *cfg, const char *name);
+void memra__config_warn(memra__config *cfg, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+
+/* The process-wide view for code that runs before or outside a runtime (the
+ * driver, library and JIT loaders): the configuration of the runtime being
+ * opened, else the most recently opened one. Copies into a per-thread buffer.
+ * Names outside MEMRA_* (HOME, XDG_CACHE_HOME) are read from the environment. */
+const char *memra__env(const char *name);
+void memra__config_publish(const memra__config *cfg);
+void memra__config_unpublish(const memra__config *cfg); /* forget it if it is the one published */
+
+/* The process-wide log sink (set by memra_open, reset by the memra_close of
+ * the runtime that set it). */
+void memra__log_configure(int level, memra_log_fn fn, void *user, const void *owner);
+void memra__log_release(const void *owner);
+
+#endif

@@ -1,0 +1,209 @@
+#!/bin/bash
+# The one script for the lent GPU machine. Usage from the repository root:
+#
+#   bash bench/device.sh STEP...        (default: build ctest check)
+#
+# Steps, run in the order given:
+#   build       configure + build (Release, GPU modules ON, tests ON) into $B
+#   info        nvidia-smi, memra --version, memra info, jit warm + ls
+#   ctest       ctest -L gpu (every GPU test; exit 77 would mean no GPU)
+#   check       memra check --device 0 (receipt), then the forced sm120 and cuda profiles
+#   sanitize    compute-sanitizer memcheck (--leak-check full), racecheck, initcheck and
+#               synccheck over `memra check --device 0 --op X --module Y`, each (op, module)
+#               in its own process, under the native, forced sm120 and forced cuda
+#               profiles; a table tool x (profile, op, module) -> errors (SAN_QUICK=1 adds
+#               --quick; SAN_JOBS parallel processes, default 8; SAN_TOOLS to pick tools)
+#   stress      the multi-thread / multi-stream GPU stress test, when built
+#   bench       memra bench 27b at BENCH_M (default "512 4096"), each call alone and
+#               --batch 8, with receipts
+#   raw         memra-bench-raw: memra's cuBLASLt lanes beside raw cuBLASLt calls
+#   accprobe    memra bench accprobe (wide, mid)
+#   sweep       test_mmq_ops sweep (every gemm_q8_0r tile x split)
+#   pdl         test_mmq_ops pdl at m = 512 and 4096
+#   ncu         ncu summary of the first gemm_q8_0r launches
+#   python      pytest of the python package on device 0 (torch tensors), when present
+#
+# TAG names the receipts (default: the date). Logs and receipts come back as
+# $OUT/logs.tar and $OUT/receipts.tar; $OUT/summary.txt is printed last.
+set -u
+OUT=${OUT:-/tmp/memra-out}
+mkdir -p "$OUT"
+L=/tmp/memra-logs R=/tmp/memra-receipts B=${B:-/tmp/memra-build}
+mkdir -p $L $R
+S=$OUT/summary.txt
+: > "$S"
+TAG=${TAG:-$(date +%Y-%m-%d)}
+M=$B/bin/memra T=$B/bin/test_mmq_ops
+export MEMRA_CACHE_DIR=/tmp/memra-jit-cache
+t0=$SECONDS
+say() { echo "$*" >> "$S"; }
+
+step_build() {
+  local t=$SECONDS
+  if ! { cmake -S . -B $B -G Ninja -DCMAKE_BUILD_TYPE=Release -DMEMRA_GPU_MODULES=ON -DMEMRA_WERROR=ON -DBUILD_TESTING=ON &&
+         cmake --build $B -j16; } > "$L/build.log" 2>&1; then
+    tail -40 "$L/build.log"; say "build: FAILED"; return 1
+  fi
+  say "build: $((SECONDS - t)) s"
+}
+
+step_info() {
+  { nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,clocks.max.sm,temperature.gpu --format=csv
+    $M --version; echo; $M info; echo; $M jit warm; $M jit ls; } > "$L/info.txt" 2>&1
+  say "info: $(grep -m1 -E 'H200|H100' "$L/info.txt" | head -c 120)"
+}
+
+step_ctest() {
+  (cd $B && timeout 550 ctest -L '^gpu$' --timeout 300 --output-on-failure > "$L/ctest_gpu.log" 2>&1)
+  say "ctest -L gpu: exit $? $(grep -E 'tests passed' "$L/ctest_gpu.log")"
+  grep -E "\*\*\*|Failed|Not Run" "$L/ctest_gpu.log" | head -12 >> "$S"
+}
+
+step_check() {
+  timeout 400 $M check --device 0 --json $R/check_h200_$TAG.json > "$L/check.log" 2>&1
+  say "memra check --device 0: exit $? $(grep -E 'passed, ' "$L/check.log")"
+  grep -E " FAIL" "$L/check.log" | head -8 >> "$S"
+  for p in sm120 cuda; do
+    MEMRA_ARCH=$p timeout 300 $M check --device 0 > "$L/check_$p.log" 2>&1
+    say "memra check --device 0 (MEMRA_ARCH=$p): exit $? $(grep -E 'passed, ' "$L/check_$p.log")"
+    grep -E " FAIL" "$L/check_$p.log" | head -8 >> "$S"
+  done
+}
+
+# The kernels of vendor libraries (cuBLASLt's split-k reduction and its nvjet/xmma
+# GEMMs). A cell whose errors are not all zero is run a second time with these
+# kernels excluded from instrumentation: the second count is memra's own (it must
+# be 0); the difference is shown as the vendor's, with the kernels named.
+VENDOR_RE='cublasLt|nvjet|xmma|cutlass|gemmSN|gemv'
+san_count() { # tool log -> error count
+  if [ "$1" = racecheck ]; then
+    grep -oE "RACECHECK SUMMARY: [0-9]+ hazards displayed \([0-9]+ errors, [0-9]+ warnings" "$2" | tail -1 |
+      awk '{gsub(/[(,]/, " "); print $6 + $8}'
+  else
+    grep -oE "ERROR SUMMARY: [0-9]+" "$2" | tail -1 | grep -oE "[0-9]+$"
+  fi
+}
+# One sanitizer process: tool profile op module -> a log and one table line.
+san_one() {
+  local tool=$1 prof=$2 op=$3 mod=$4 log="$L/san/$1.$2.$3.$4.log" extra=() env=()
+  [ "$tool" = memcheck ] && extra=(--leak-check full)
+  [ "$tool" = racecheck ] && extra=(--racecheck-report hazard)
+  [ "$prof" != native ] && env=("MEMRA_ARCH=$prof")
+  local cmd=("$M" check --device 0 --op "$op" --module "$mod" ${SAN_QUICK:+--quick})
+  env "${env[@]}" timeout ${SAN_TIMEOUT:-300} compute-sanitizer --tool "$tool" "${extra[@]}" --print-limit 20 \
+    "${cmd[@]}" > "$log" 2>&1
+  local rc=$? n own vendor="" pass
+  n=$(san_count "$tool" "$log"); own=$n
+  pass=$(grep -oE "[0-9]+ passed, [0-9]+ failed" "$log" | tail -1)
+  if [ -n "$n" ] && [ "$n" != 0 ]; then
+    vendor=$(grep -oE "(at|Thread \([0-9,]+\) at) (void )?[A-Za-z_][A-Za-z0-9_:]*" "$log" | grep -oE "[A-Za-z_][A-Za-z0-9_:]*$" |
+             grep -E "$VENDOR_RE" | sort -u | tr '\n' ' ')
+    env "${env[@]}" timeout ${SAN_TIMEOUT:-300} compute-sanitizer --tool "$tool" "${extra[@]}" --print-limit 20 \
+      --kernel-regex-exclude "kns=$VENDOR_RE" "${cmd[@]}" > "$log.own" 2>&1
+    own=$(san_count "$tool" "$log.own")
+  fi
+  [ -z "$n" ] && n="?"
+  [ -z "$own" ] && own="?"
+  [ "$rc" = 124 ] && n="timeout" && own="timeout"
+  printf "%-10s %-7s %-16s %-8s %7s %9s  exit %-3s %-22s %s\n" "$tool" "$prof" "$op" "$mod" "$own" "$n" "$rc" "$pass" \
+    "${vendor:+vendor kernels: $vendor}"
+}
+export -f san_one
+export M L VENDOR_RE SAN_QUICK SAN_TIMEOUT
+export -f san_count
+
+step_sanitize() {
+  mkdir -p "$L/san"
+  local t=$SECONDS jobs=${SAN_JOBS:-8}
+  : > "$L/san/cases.txt"
+  for prof in native sm120 cuda; do
+    local env=""
+    [ "$prof" != native ] && env="MEMRA_ARCH=$prof"
+    env $env timeout 300 $M check --device 0 --quick > "$L/san/list.$prof.log" 2>&1
+    awk -v p=$prof '$1 == "[0]" && $3 != "" && $4 != "" {print p, $3, $4}' "$L/san/list.$prof.log" | sort -u >> "$L/san/cases.txt"
+  done
+  for tool in ${SAN_TOOLS:-memcheck racecheck initcheck synccheck}; do
+    awk -v t=$tool '{print t, $1, $2, $3}' "$L/san/cases.txt"
+  done | xargs -P "$jobs" -n 4 bash -c 'san_one "$@"' _ | tee "$OUT/sanitize_partial.txt" | sort > "$L/sanitize_table.txt"
+  {
+    echo "tool       profile op               module       own     total  (exit, check rows, vendor kernels among the total)"
+    cat "$L/sanitize_table.txt"
+  } > "$L/sanitize_table.txt.new" && mv "$L/sanitize_table.txt.new" "$L/sanitize_table.txt"
+  mv "$OUT/sanitize_partial.txt" "$OUT/sanitize_table.txt"
+  cp "$L/sanitize_table.txt" "$OUT/sanitize_table.txt"
+  local cells nonzero
+  cells=$(($(wc -l < "$L/sanitize_table.txt") - 1))
+  nonzero=$(awk 'NR > 1 && $5 != "0"' "$L/sanitize_table.txt" | wc -l)
+  say "sanitize: $cells cells, $nonzero with memra's own errors, $((SECONDS - t)) s"
+  awk 'NR > 1 && ($5 != "0" || $6 != "0")' "$L/sanitize_table.txt" | head -40 | cut -c1-200 >> "$S"
+}
+
+step_stress() {
+  if [ -x $B/bin/test_gpu_stress ]; then
+    timeout 300 $B/bin/test_gpu_stress > "$L/gpu_stress.log" 2>&1; say "test_gpu_stress: exit $?"
+    tail -5 "$L/gpu_stress.log" >> "$S"
+  else
+    say "stress: no test_gpu_stress binary in this build"
+  fi
+}
+
+step_bench() {
+  for mm in ${BENCH_M:-512 4096}; do
+    timeout 200 $M bench 27b --m $mm --json $R/bench_27b_m${mm}_$TAG.json > "$L/bench_27b_m$mm.txt" 2>&1
+    say "memra bench 27b m=$mm: exit $? $(grep -m1 geometric "$L/bench_27b_m$mm.txt")"
+    timeout 200 $M bench 27b --m $mm --batch 8 --reps 10 --json $R/bench_27b_m${mm}_batch8_$TAG.json \
+      > "$L/bench_27b_m${mm}_batch8.txt" 2>&1
+    say "memra bench 27b m=$mm --batch 8: exit $?"
+  done
+}
+
+step_raw() {
+  timeout 200 $B/bin/memra-bench-raw --sheet 27b --m 512 --json $R/raw_27b_m512_$TAG.json > "$L/raw_27b_m512.txt" 2>&1
+  say "memra-bench-raw 27b m=512: exit $?"
+}
+
+step_accprobe() {
+  for d in wide mid; do
+    timeout 100 $M bench accprobe 512 20 27b --dist $d --json $R/accprobe_27b_m512_${d}_$TAG.json > "$L/accprobe_$d.txt" 2>&1
+    say "accprobe $d: exit $?"
+  done
+}
+
+step_sweep() {
+  timeout 600 $T sweep ${SWEEP_M:-} > "$L/sweep.log" 2>&1; say "sweep: exit $?"
+  grep -E "^SWEEP " "$L/sweep.log" >> "$S"
+}
+
+step_pdl() {
+  for mm in 512 4096; do
+    timeout 300 $T pdl $mm > "$L/pdl_m$mm.log" 2>&1; say "test_mmq_ops pdl $mm: exit $?"
+    grep -E "^PDL " "$L/pdl_m$mm.log" >> "$S"
+  done
+}
+
+step_ncu() {
+  timeout 200 ncu --clock-control none --section SpeedOfLight --section Occupancy --section ComputeWorkloadAnalysis \
+    --section MemoryWorkloadAnalysis --section WarpStateStats --section SchedulerStats \
+    -k regex:memra_k_gemm_q8_0r -c 3 $T sweep 4096 0 > "$L/ncu.txt" 2>&1
+  say "ncu: exit $?"
+}
+
+step_python() {
+  if [ -d python/tests ]; then
+    MEMRA_LIBRARY=$B/lib/libmemra.so PYTHONPATH=$PWD/python PYTHONUNBUFFERED=1 timeout 300 \
+      python3 -m pytest -q python/tests > "$L/pytest_gpu.log" 2>&1
+    say "pytest (device 0): exit $? $(tail -1 "$L/pytest_gpu.log")"
+  else
+    say "python: no python/tests in this tree"
+  fi
+}
+
+[ $# -eq 0 ] && set -- build ctest check
+for s in "$@"; do
+  if ! declare -F "step_$s" > /dev/null; then echo "device.sh: unknown step '$s'"; exit 2; fi
+  "step_$s" || { [ "$s" = build ] && break; }
+done
+say "total: $((SECONDS - t0)) s"
+tar -C $L -cf "$OUT/logs.tar" .
+tar -C $R -cf "$OUT/receipts.tar" .
+cat "$S"

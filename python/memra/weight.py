@@ -1,0 +1,180 @@
+"""memra.Weight: a weight matrix [out_f rows x in_f cols] in one of memra's formats."""
+
+import ctypes
+from collections import namedtuple
+from ctypes import byref, c_float, c_void_p
+
+from . import _core
+from . import _structs as S
+from . import blocks as F
+from ._core import b, bad, check, s
+from .runtime import Runtime, _Child, format_id, format_name
+
+WeightState = namedtuple("WeightState", "prepared has_f16_mirror has_q8_0_slab nan_codes note")
+
+# memra_weight_operands bits (memra.h); new bits may be added there.
+OPERANDS = {1: "raw", 2: "f16_mirror", 4: "q8_0_slab", 8: "q8_0_records"}
+
+
+class Weight(_Child):
+    """A weight owned by a runtime (memra_weight_create copies the bytes).
+
+    ``Weight(rt, data, format, shape, scale=1.0, grid=None, name=None)``:
+    `data` is bytes-like (or a C-contiguous numpy array) holding exactly
+    out_f * row_bytes(format, in_f) bytes; `format` a name ("f32", "f16",
+    "q8_0", "q4_0", "q4_k", "q5_k", "q6_k", "e4m3", any the library knows) or
+    its value; `shape` (out_f, in_f); `scale` the per-tensor e4m3 scale;
+    `grid` the block-128 scale grid [ceil(out_f/128) x ceil(in_f/128)] (e4m3).
+    The library validates everything and raises InvalidArgumentError naming
+    the field. :meth:`from_array` encodes a float array first.
+    (A model file's tensor will come through a ``from_file`` constructor once
+    the library's file readers exist; it wraps the handle the same way.)
+    """
+
+    _destroy = "memra_weight_destroy"
+
+    def __init__(self, runtime, data, format, shape, scale=1.0, grid=None, name=None):
+        if not isinstance(runtime, Runtime):
+            raise bad("Weight", "the first argument is a memra.Runtime (got %s)" % type(runtime).__name__)
+        fid = format_id(format)
+        try:
+            out_f, in_f = (int(v) for v in shape)
+        except (TypeError, ValueError):
+            raise bad("Weight", "shape is (out_f, in_f) (got %r)" % (shape,)) from None
+        try:
+            mv = memoryview(data).cast("B")
+        except TypeError:
+            raise bad("Weight", "data must be bytes-like or a C-contiguous array (got %s)"
+                      % type(data).__name__) from None
+        if not mv.nbytes:
+            buf = None
+        elif mv.readonly:  # bytes: one copy here, then memra's own
+            buf = (ctypes.c_char * mv.nbytes).from_buffer_copy(mv)
+        else:  # an array: memra copies straight from it
+            buf = (ctypes.c_char * mv.nbytes).from_buffer(mv)
+        grid_arr, grid_n = None, 0
+        if grid is not None:
+            flat = _floats(grid)
+            grid_n = len(flat)
+            grid_arr = (c_float * max(grid_n, 1))(*flat)
+        self._name = b(name)
+        desc = S.sized(S.memra_weight_desc, format=fid, out_f=out_f, in_f=in_f,
+                       data=ctypes.cast(buf, c_void_p) if buf is not None else None, size=mv.nbytes,
+                       scale=float(scale), grid=grid_arr, grid_count=grid_n, name=self._name)
+        h = c_void_p()
+        check("memra_weight_create", _core.lib.memra_weight_create(runtime.handle, byref(desc), byref(h)))
+        self.runtime = runtime
+        self.shape = (out_f, in_f)
+        self.scale = float(scale)
+        self.grid = None if grid is None else list(_floats(grid))
+        self.name = name
+        self._init_child(runtime, h.value)
+
+    @classmethod
+    def from_array(cls, runtime, array, format=None, block_scales=False, name=None):
+        """A weight from a 2-D array [out_f x in_f].
+
+        float arrays are encoded to `format` on the host: "f32" (default for
+        float32), "f16" (default for float16; RNE), "q8_0" (memra_q8_0_encode),
+        "e4m3" with a per-tensor scale amax/448, or "e4m3" with
+        ``block_scales=True``: one scale amax/448 per 128 x 128 block (the
+        block-128 grid). A uint8 array with a format is taken as encoded bytes
+        only for "e4m3" (scale 1), which otherwise needs :class:`Weight`'s
+        scale/grid arguments (give those to the constructor); other encoded
+        formats go through the constructor with their bytes.
+        """
+        np = F._np()
+        a = np.asarray(array)
+        if a.ndim != 2:
+            raise bad("Weight.from_array", "array must be 2-D [out_f x in_f] (got shape %s)" % (a.shape,))
+        out_f, in_f = a.shape
+        if format is None:
+            format = {"float32": "f32", "float16": "f16"}.get(str(a.dtype))
+            if format is None:
+                raise bad("Weight.from_array", "give format= for a %s array" % a.dtype)
+        fmt = format_name(format_id(format))
+        if a.dtype == np.uint8:
+            if fmt != "e4m3":
+                raise bad("Weight.from_array", "a uint8 array is taken as e4m3 codes; for %s bytes use "
+                          "Weight(rt, data, %r, (out_f, in_f))" % (fmt, fmt))
+            return cls(runtime, np.ascontiguousarray(a), "e4m3", (out_f, in_f), name=name)
+        if a.dtype.kind != "f":
+            raise bad("Weight.from_array", "array dtype %s is neither float nor uint8" % a.dtype)
+        a32 = np.ascontiguousarray(a, dtype=np.float32)
+        if fmt == "f32":
+            return cls(runtime, a32, "f32", (out_f, in_f), name=name)
+        if fmt == "f16":
+            return cls(runtime, F.f16_encode(a32), "f16", (out_f, in_f), name=name)
+        if fmt == "q8_0":
+            return cls(runtime, F.q8_0_encode(a32), "q8_0", (out_f, in_f), name=name)
+        if fmt == "e4m3":
+            if not np.all(np.isfinite(a32)):
+                raise bad("Weight.from_array", "an e4m3 weight is encoded from finite values only")
+            if not block_scales:
+                amax = np.float32(np.max(np.abs(a32))) if a32.size else np.float32(0)
+                sc = np.float32(amax / np.float32(F.E4M3_MAX)) if amax > 0 else np.float32(1)
+                return cls(runtime, F.e4m3_encode(a32 / sc), "e4m3", (out_f, in_f), scale=float(sc), name=name)
+            gr, gc = -(-out_f // F.FP8_BLOCK), -(-in_f // F.FP8_BLOCK)
+            grid = np.ones((gr, gc), dtype=np.float32)
+            codes = np.empty(a32.shape, dtype=np.uint8)
+            for i in range(gr):
+                for j in range(gc):
+                    blk = a32[i * 128:(i + 1) * 128, j * 128:(j + 1) * 128]
+                    amax = np.float32(np.max(np.abs(blk)))
+                    sc = np.float32(amax / np.float32(F.E4M3_MAX)) if amax > 0 else np.float32(1)
+                    grid[i, j] = sc
+                    codes[i * 128:(i + 1) * 128, j * 128:(j + 1) * 128] = F.e4m3_encode(blk / sc)
+            return cls(runtime, codes, "e4m3", (out_f, in_f), grid=grid, name=name)
+        raise bad("Weight.from_array", "encoding to %s on the host is not offered; pass encoded bytes to Weight()"
+                  % fmt)
+
+    # ---- what it is
+    @property
+    def format(self):
+        """The format's name ("q8_0", "e4m3", ...)."""
+        return format_name(_core.lib.memra_weight_format(self.handle))
+
+    out_f = property(lambda self: self.shape[0])
+    in_f = property(lambda self: self.shape[1])
+
+    # ---- per device
+    def prepare(self, device):
+        """Build the operands the device's policy wants, once (idempotent)."""
+        check("memra_weight_prepare", _core.lib.memra_weight_prepare(self.handle, device.handle))
+        return self
+
+    def state(self, device):
+        """:class:`WeightState`: what prepare built on `device`."""
+        st = S.memra_weight_state()
+        check("memra_weight_query", _core.lib.memra_weight_query(self.handle, device.handle, byref(st)))
+        return WeightState(bool(st.prepared), bool(st.has_f16_mirror), bool(st.has_q8_0_slab), st.nan_codes,
+                           s(st.note))
+
+    def operands(self, device):
+        """Names of the device operands the prepared weight holds now ("raw", "f16_mirror", ...)."""
+        bits = _core.lib.memra_weight_operands(self.handle, device.handle)
+        names = [n for bit, n in OPERANDS.items() if bits & bit]
+        extra = bits & ~sum(OPERANDS)
+        if extra:
+            names.append("bits:0x%x" % extra)
+        return names
+
+    def __repr__(self):
+        if self._h is None:
+            return "<memra.Weight destroyed>"
+        return "<memra.Weight %s %dx%d%s>" % (self.format, self.out_f, self.in_f,
+                                              " %s" % self.name if self.name else "")
+
+
+def _floats(seq):
+    try:
+        import numpy as np
+        return [float(v) for v in np.asarray(seq, dtype=np.float64).reshape(-1)]
+    except ImportError:
+        out = []
+        for v in seq:
+            if isinstance(v, (list, tuple)):
+                out.extend(float(u) for u in v)
+            else:
+                out.append(float(v))
+        return out

@@ -1,0 +1,159 @@
+/* The configuration layer through the API: options win over the environment
+ * and each value records its source; bad values fail memra_open naming the
+ * variable and the value; ignore_environment; the log callback receives the
+ * configuration's warnings (and nothing reaches it below its level);
+ * memra_config_set for module knobs only; the f16 budget per device. */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "memra/memra.h"
+#include "test.h"
+
+typedef struct log_seen {
+    pthread_mutex_t lock;
+    int n, n_warn, n_debug, bad_level;
+    char last_warn[512];
+} log_seen;
+
+static void on_log(int level, const char *component, const char *message, void *user)
+{
+    log_seen *s = user;
+    pthread_mutex_lock(&s->lock);
+    s->n++;
+    if (level < MEMRA_LOG_ERROR || level > MEMRA_LOG_DEBUG || component == NULL || message == NULL) s->bad_level++;
+    if (level == MEMRA_LOG_WARN) {
+        s->n_warn++;
+        snprintf(s->last_warn, sizeof s->last_warn, "%s: %s", component, message);
+    }
+    if (level == MEMRA_LOG_DEBUG) s->n_debug++;
+    pthread_mutex_unlock(&s->lock);
+}
+
+static const memra_config_entry *entry(memra_runtime *rt, const char *name, memra_config_entry *e)
+{
+    for (int i = 0; i < memra_config_count(rt); i++) {
+        CHECK_OK(memra_config_entry_get(rt, i, e));
+        if (strcmp(e->name, name) == 0) return e;
+    }
+    TEST_FAIL_AT("no configuration entry %s", name);
+}
+
+static void bad_open(const char *setting, const char *want1, const char *want2)
+{
+    const char *settings[] = {setting, NULL};
+    memra_options o = {.struct_size = sizeof o, .no_cuda = 1, .no_default_modules = 1, .settings = settings};
+    memra_runtime *rt = (memra_runtime *)(uintptr_t)1;
+    CHECK_STATUS(memra_open(&o, &rt), MEMRA_STATUS_INVALID_ARGUMENT);
+    CHECK(rt == (memra_runtime *)(uintptr_t)1); /* out parameter untouched */
+    CHECK_STR_CONTAINS(memra_last_error(), want1);
+    CHECK_STR_CONTAINS(memra_last_error(), want2);
+    printf("ok: %s refused: %s\n", setting, memra_last_error());
+}
+
+int main(void)
+{
+    /* Source: option beats environment, environment beats default. */
+    setenv("MEMRA_HOST_THREADS", "5", 1);
+    setenv("MEMRA_STATS", "0", 1);
+    const char *settings[] = {"MEMRA_HOST_THREADS=3", "MEMRA_F16_BUDGET_MB=7", "MEMRA_PREFER=gemm_f16=nosuchmod",
+                              "MEMRA_NO_SUCH_KNOB=x", NULL};
+    log_seen seen = {.lock = PTHREAD_MUTEX_INITIALIZER};
+    memra_options o = {.struct_size = sizeof o, .no_cuda = 1, .no_default_modules = 1, .settings = settings,
+                       .log_fn = on_log, .log_user = &seen};
+    memra_runtime *rt;
+    CHECK_OK(memra_open(&o, &rt));
+    memra_config_entry e;
+    entry(rt, "MEMRA_HOST_THREADS", &e);
+    CHECK_STR_EQ(e.value, "3");
+    CHECK_STR_EQ(e.source, "option");
+    CHECK_INT_EQ(memra_device_caps_get(memra_device_host(rt))->sm_count, 3);
+    entry(rt, "MEMRA_STATS", &e);
+    CHECK_STR_EQ(e.source, "environment");
+    entry(rt, "MEMRA_Q8_0_RECORDS", &e);
+    CHECK_STR_EQ(e.source, "default");
+    entry(rt, "MEMRA_NO_SUCH_KNOB", &e);
+    CHECK_INT_EQ(e.known, 0);
+    CHECK_STR_EQ(memra_config_value(rt, "MEMRA_NO_SUCH_KNOB"), "x");
+    CHECK(memra_config_value(rt, "MEMRA_MMQ_BM") == NULL);
+    CHECK_INT_EQ(memra_device_f16_budget_get(memra_device_host(rt)), 7);
+    CHECK_OK(memra_device_f16_budget_set(memra_device_host(rt), 11));
+    CHECK_INT_EQ(memra_device_f16_budget_get(memra_device_host(rt)), 11);
+    CHECK_STATUS(memra_device_f16_budget_set(NULL, 1), MEMRA_STATUS_INVALID_ARGUMENT);
+
+    /* Warnings: the unknown variable and the module that is not loaded, through
+     * the callback (not stderr) and in the list. */
+    CHECK(memra_config_warning_count(rt) >= 2);
+    int saw_mod = 0, saw_var = 0;
+    for (int i = 0; i < memra_config_warning_count(rt); i++) {
+        saw_mod |= strstr(memra_config_warning(rt, i), "nosuchmod") != NULL;
+        saw_var |= strstr(memra_config_warning(rt, i), "MEMRA_NO_SUCH_KNOB") != NULL;
+    }
+    CHECK(saw_mod && saw_var);
+    CHECK(seen.n_warn >= 2);
+    CHECK_INT_EQ(seen.n_debug, 0); /* below the level (warn) */
+    CHECK_INT_EQ(seen.bad_level, 0);
+    /* memra_routing_configure naming a module that is not loaded: a warning too. */
+    const int before = seen.n_warn;
+    CHECK_OK(memra_routing_configure(rt, "gemm_q8_0r=alsonotloaded", NULL));
+    CHECK_INT_EQ(seen.n_warn, before + 1);
+    CHECK_STR_CONTAINS(seen.last_warn, "alsonotloaded");
+    CHECK_STATUS(memra_routing_configure(rt, "nosuchop=host", NULL), MEMRA_STATUS_INVALID_ARGUMENT);
+
+    /* memra_config_set: module knobs only, values checked. */
+    CHECK_OK(memra_config_set(rt, "MEMRA_MMQ_BM", "64"));
+    CHECK_STR_EQ(memra_config_value(rt, "MEMRA_MMQ_BM"), "64");
+    entry(rt, "MEMRA_MMQ_BM", &e);
+    CHECK_STR_EQ(e.source, "option");
+    CHECK_OK(memra_config_set(rt, "MEMRA_MMQ_BM", NULL));
+    CHECK(memra_config_value(rt, "MEMRA_MMQ_BM") == NULL);
+    CHECK_STATUS(memra_config_set(rt, "MEMRA_MMQ_BM", "-1"), MEMRA_STATUS_INVALID_ARGUMENT);
+    CHECK_STATUS(memra_config_set(rt, "MEMRA_LOG", "debug"), MEMRA_STATUS_NOT_SUPPORTED);
+    CHECK_STATUS(memra_config_set(rt, "MEMRA_F16_BUDGET_MB", "1"), MEMRA_STATUS_NOT_SUPPORTED);
+    CHECK_STR_CONTAINS(memra_last_error(), "memra_device_f16_budget_set");
+    CHECK_STATUS(memra_config_set(rt, "MEMRA_NOPE", "1"), MEMRA_STATUS_NOT_FOUND);
+    memra_close(rt);
+
+    /* MEMRA_LOG=debug as an option: debug lines reach the callback. */
+    const char *dbg[] = {"MEMRA_LOG=debug", NULL};
+    log_seen seen2 = {.lock = PTHREAD_MUTEX_INITIALIZER};
+    memra_options o2 = {.struct_size = sizeof o2, .no_cuda = 1, .no_default_modules = 1, .settings = dbg,
+                        .log_fn = on_log, .log_user = &seen2};
+    CHECK_OK(memra_open(&o2, &rt));
+    memra_op_args a = {.struct_size = sizeof a};
+    CHECK_STATUS(memra_module_call(memra_device_host(rt), "nosuch", MEMRA_OP_scale, &a), MEMRA_STATUS_NOT_FOUND);
+    CHECK(seen2.n_debug > 0);
+    memra_close(rt);
+
+    /* Bad values, named with their value, from options and from the environment. */
+    bad_open("MEMRA_F16_BUDGET_MB=abc", "MEMRA_F16_BUDGET_MB=abc", "option");
+    bad_open("MEMRA_F16_BUDGET_MB=-1", "MEMRA_F16_BUDGET_MB=-1", "expected an integer");
+    bad_open("MEMRA_LOG=verbose", "MEMRA_LOG=verbose", "error|warn|info|debug");
+    bad_open("MEMRA_HOST_THREADS=0", "MEMRA_HOST_THREADS=0", "1..256");
+    bad_open("MEMRA_FP8_QUANT=fast", "MEMRA_FP8_QUANT=fast", "fused|nocapture|2pass");
+    bad_open("MEMRA_DISABLE=nosuchop=host", "MEMRA_DISABLE=nosuchop=host", "not an op");
+    bad_open("MEMRA_LOG", "options.settings[0]", "MEMRA_NAME=value");
+    setenv("MEMRA_JIT_CACHE_MAX_MB", "lots", 1);
+    memra_options o3 = {.struct_size = sizeof o3, .no_cuda = 1, .no_default_modules = 1};
+    CHECK_STATUS(memra_open(&o3, &rt), MEMRA_STATUS_INVALID_ARGUMENT);
+    CHECK_STR_CONTAINS(memra_last_error(), "MEMRA_JIT_CACHE_MAX_MB=lots (environment)");
+    /* ignore_environment: the bad variable is not read at all. */
+    memra_options o4 = {.struct_size = sizeof o4, .no_cuda = 1, .no_default_modules = 1, .ignore_environment = 1};
+    CHECK_OK(memra_open(&o4, &rt));
+    entry(rt, "MEMRA_HOST_THREADS", &e);
+    CHECK_STR_EQ(e.source, "default");
+    memra_close(rt);
+    unsetenv("MEMRA_JIT_CACHE_MAX_MB");
+
+    /* An options struct from before the log members (struct_size covers up to
+     * `disable`): still accepted, the environment read. */
+    memra_options o5 = {.struct_size = (uint32_t)(offsetof(memra_options, disable) + sizeof(const char *)),
+                        .no_cuda = 1, .no_default_modules = 1};
+    CHECK_OK(memra_open(&o5, &rt));
+    entry(rt, "MEMRA_HOST_THREADS", &e);
+    CHECK_STR_EQ(e.value, "5");
+    CHECK_STR_EQ(e.source, "environment");
+    memra_close(rt);
+    printf("ok\n");
+    return 0;
+}

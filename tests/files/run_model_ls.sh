@@ -1,0 +1,57 @@
+#!/bin/sh
+# memra model ls as a user runs it. usage: run_model_ls.sh MEMRA TEST_FILES
+#   every tensor listed with its lane on the host; --json parses; the budget
+#   moves a Q8_0 weight to the MMQ floor; FP8 and BF16 weights of a
+#   safetensors file and a sharded index; a bad file exits 1 naming the byte;
+#   a bad option exits 2; --help exits 0.
+memra="$1"
+tf="$2"
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/memra-model-XXXXXX") || exit 1
+trap 'rm -rf "$tmp"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+"$tf" write "$tmp" >/dev/null || fail "test_files write"
+"$memra" model ls "$tmp/model.gguf" >"$tmp/out" 2>&1 || { cat "$tmp/out"; fail "model ls exit $?"; }
+cat "$tmp/out"
+grep -q '^blk.0.bf16.weight  *BF16  *\[5 x 512\]' "$tmp/out" || fail "no bf16 row"
+grep -q 'bf16  *gemm_bf16 (host)' "$tmp/out" || fail "bf16 weight not on gemm_bf16"
+grep -q 'f16 mirror  *gemm_f16 (host)' "$tmp/out" || fail "no f16 mirror lane"
+grep -q '^output_norm.weight  *F32  *\[64\]' "$tmp/out" || fail "1D tensor not listed"
+MEMRA_F16_BUDGET_MB=0 "$memra" model ls "$tmp/model.gguf" >"$tmp/out0" 2>&1 || fail "budget 0: exit $?"
+grep -A1 '^blk.0.q8_0.weight' "$tmp/out0" | grep -q 'mmq records  *quant_q8_1 (host) -> gemm_q8_0r (host)' ||
+    fail "budget 0: Q8_0 not on the MMQ floor"
+grep -A1 '^blk.0.q4_k.weight' "$tmp/out0" | grep -q 'transient f16 mirror' || fail "budget 0: Q4_K not transient"
+"$memra" model ls "$tmp/model.gguf" --json >"$tmp/json" || fail "--json exit $?"
+python3 - "$tmp/json" <<'PY' || fail "JSON"
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["format"] == "memra-model-ls" and d["kind"] == "GGUF v3", d["kind"]
+t = {x["name"]: x for x in d["tensors"]}
+assert len(t) == 9
+assert t["blk.0.q6_k.weight"]["shape"] == [10, 512]
+assert t["blk.0.bf16.weight"]["lanes"][0]["ops"][0] == {"op": "gemm_bf16", "module": "host"}
+assert "lanes" not in t["output_norm.weight"]
+m = {x["key"]: x for x in d["metadata"]}
+assert m["t.u32"]["value"] == 4000000000 and m["general.name"]["value"] == "memra test model"
+PY
+"$memra" model ls "$tmp/model.safetensors" >"$tmp/st" 2>&1 || { cat "$tmp/st"; fail "safetensors exit"; }
+cat "$tmp/st"
+grep '^model.layers.0.self_attn.q_proj.weight ' "$tmp/st" | grep -q ' q$' || fail "q_proj not class q"
+grep -A1 '^model.layers.0.self_attn.q_proj.weight ' "$tmp/st" | grep -q 'fp8 block-128  *gemm_fp8_blk (host)' ||
+    fail "block-128 FP8 lane on host"
+grep -A1 '^model.layers.0.mlp.down_proj.weight ' "$tmp/st" | grep -q 'fp8  *gemm_fp8 (host)' || fail "per-tensor FP8 lane"
+"$memra" model ls "$tmp/model.safetensors.index.json" >"$tmp/ix" 2>&1 || { cat "$tmp/ix"; fail "index exit"; }
+grep -q 'safetensors index (1 shard)' "$tmp/ix" || fail "index description"
+grep -q '^model.layers.0.mlp.up_proj.weight  *BF16' "$tmp/ix" || fail "index tensor"
+"$memra" model ls "$tmp/bad.gguf" >"$tmp/bad" 2>&1
+rc=$?
+cat "$tmp/bad"
+[ $rc -eq 1 ] || fail "bad file: exit $rc, want 1"
+grep -q 'bad.gguf: byte 4: unknown GGUF version 9' "$tmp/bad" || fail "bad file message"
+"$memra" model ls "$tmp/model.gguf" --nosuch >/dev/null 2>&1
+rc=$?
+[ $rc -eq 2 ] || fail "bad option: exit $rc, want 2"
+"$memra" model frobnicate "$tmp/model.gguf" >/dev/null 2>&1
+rc=$?
+[ $rc -eq 2 ] || fail "bad sub-command: exit $rc, want 2"
+"$memra" model --help | grep -q '^usage: memra model ls' || fail "--help"
+echo PASS

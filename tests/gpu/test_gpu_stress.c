@@ -1,0 +1,439 @@
+/* Threads and streams on a GPU: the embedding contract of memra.h.
+ *
+ *   streams   4 streams x 2 host threads (8 jobs), each job with its own inputs
+ *             and outputs, every lane: f16 mirror (gemm_f16 on an f32
+ *             activation), f16 pre-converted (x_is_f16), FP8 per-tensor
+ *             (gemm_fp8), FP8 block-128 (gemm_fp8_blk), the MMQ floor
+ *             (quant_q8_1 + gemm_q8_0r on a Q8_0 weight without a mirror);
+ *             REPS calls of each lane per job, all queued without a wait, two
+ *             threads on each stream. Every output must equal, bit for bit, the
+ *             same call made alone on one stream before the threads start.
+ *   graphs    two threads capture one stream each into a CUDA graph at the same
+ *             time (thread-local capture mode), after memra_stream_reserve; the
+ *             graphs are replayed twice with fresh inputs, and every output must
+ *             equal the same calls made directly (not captured) afterwards.
+ * The ledger must show a GPU module serving each lane. Exits 77 without a GPU.
+ * Racecheck/memcheck: run under compute-sanitizer (see docs/ARCHITECTURE.md). */
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "memra/formats.h"
+#include "memra/memra.h"
+#include "test.h"
+
+typedef int CUresult;
+typedef void *CUstream, *CUgraph, *CUgraphExec, *CUcontext;
+static struct {
+    CUresult (*cuCtxSetCurrent)(CUcontext);
+    CUresult (*cuStreamCreate)(CUstream *, unsigned);
+    CUresult (*cuStreamDestroy_v2)(CUstream);
+    CUresult (*cuStreamSynchronize)(CUstream);
+    CUresult (*cuStreamBeginCapture_v2)(CUstream, int);
+    CUresult (*cuStreamEndCapture)(CUstream, CUgraph *);
+    CUresult (*cuGraphInstantiateWithFlags)(CUgraphExec *, CUgraph, unsigned long long);
+    CUresult (*cuGraphLaunch)(CUgraphExec, CUstream);
+    CUresult (*cuGraphExecDestroy)(CUgraphExec);
+    CUresult (*cuGraphDestroy)(CUgraph);
+} cu;
+
+#define CU_CHECK(call)                                                               \
+    do {                                                                             \
+        CUresult r_ = (call);                                                        \
+        if (r_ != 0) TEST_FAIL_AT("%s: CUresult %d", #call, r_);                    \
+    } while (0)
+
+static void cu_open(void)
+{
+    void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (h == NULL) TEST_FAIL_AT("dlopen libcuda.so.1: %s", dlerror());
+#define SYM(name)                                                                    \
+    if ((*(void **)&cu.name = dlsym(h, #name)) == NULL) TEST_FAIL_AT("dlsym %s", #name);
+    SYM(cuCtxSetCurrent) SYM(cuStreamCreate) SYM(cuStreamDestroy_v2) SYM(cuStreamSynchronize)
+    SYM(cuStreamBeginCapture_v2) SYM(cuStreamEndCapture) SYM(cuGraphInstantiateWithFlags) SYM(cuGraphLaunch)
+    SYM(cuGraphExecDestroy) SYM(cuGraphDestroy)
+#undef SYM
+}
+
+#define STREAMS 4
+#define PER_STREAM 2
+#define JOBS (STREAMS * PER_STREAM)
+#define REPS 6
+#define OUT_F 1024
+#define IN_F 2048
+
+enum { L_F16, L_F16_PRE, L_FP8, L_FP8_BLK, L_MMQ, L_N };
+static const char *const k_lane[L_N] = {"f16 mirror", "f16 pre-converted", "fp8", "fp8 block-128", "mmq floor"};
+static const char *const k_op[L_N] = {"gemm_f16", "gemm_f16", "gemm_fp8", "gemm_fp8_blk", "gemm_q8_0r"};
+static const int k_m[L_N] = {77, 64, 130, 33, 96}; /* unaligned and aligned, each lane its own */
+#define M_MAX 130
+
+static memra_runtime *g_rt;
+static memra_device *g_dev;
+static uint64_t g_rng;
+static memra_weight *g_w[L_N];
+static CUstream g_stream[STREAMS];
+static atomic_int g_bad;
+
+typedef struct job {
+    int s;                          /* stream index */
+    memra_buffer *x[L_N];           /* f32 [m x IN_F], f16 for L_F16_PRE */
+    memra_buffer *y[L_N][REPS];     /* f32 [m x OUT_F] */
+    float *ref[L_N];                /* serial result */
+} job;
+static job g_job[JOBS];
+
+static float *rand_f32(size_t n, float scale)
+{
+    float *v = malloc(n * sizeof(float));
+    CHECK(v != NULL);
+    for (size_t i = 0; i < n; i++) v[i] = test_rand_f32(&g_rng) * scale;
+    return v;
+}
+
+static memra_buffer *upload(const void *p, size_t bytes)
+{
+    memra_buffer *b;
+    CHECK_OK(memra_buffer_create(g_dev, bytes, &b));
+    CHECK_OK(memra_buffer_write(b, 0, p, bytes));
+    return b;
+}
+
+static float *download(memra_buffer *b, size_t bytes)
+{
+    float *p = malloc(bytes);
+    CHECK(p != NULL);
+    CHECK_OK(memra_buffer_read(b, 0, p, bytes));
+    return p;
+}
+
+static memra_buffer *x_buffer(int lane)
+{
+    const size_t n = (size_t)k_m[lane] * IN_F;
+    float *x = rand_f32(n, 3.0f);
+    memra_buffer *b;
+    if (lane == L_F16_PRE) {
+        uint16_t *h = malloc(n * 2);
+        CHECK(h != NULL);
+        for (size_t i = 0; i < n; i++) h[i] = memra_f16_from_f32(x[i]);
+        b = upload(h, n * 2);
+        free(h);
+    } else {
+        b = upload(x, n * 4);
+    }
+    free(x);
+    return b;
+}
+
+static memra_status enqueue(int lane, memra_buffer *x, memra_buffer *y, CUstream s)
+{
+    memra_matmul_args a = {.struct_size = sizeof a, .x = memra_buffer_ptr(x), .x_is_f16 = lane == L_F16_PRE,
+                           .m = k_m[lane], .y = memra_buffer_ptr(y), .alpha = 1.0f, .stream = s};
+    return memra_matmul_ex(g_dev, g_w[lane], &a);
+}
+
+static int same(const char *what, int j, int lane, const float *got, const float *want)
+{
+    const size_t n = (size_t)k_m[lane] * OUT_F;
+    if (memcmp(got, want, n * 4) == 0) return 1;
+    size_t first = 0, diff = 0;
+    for (size_t i = 0; i < n; i++)
+        if (memcmp(&got[i], &want[i], 4) != 0 && diff++ == 0) first = i;
+    fprintf(stderr, "%s: job %d %s: %zu of %zu values differ, first y[%zu] = %a, want %a\n", what, j, k_lane[lane], diff,
+            n, first, (double)got[first], (double)want[first]);
+    return 0;
+}
+
+static void make_weights(void)
+{
+    const size_t nb = (size_t)OUT_F * (IN_F / 32);
+    uint8_t *q8 = malloc(nb * MEMRA_Q8_0_BYTES);
+    CHECK(q8 != NULL);
+    float *v = rand_f32(nb * 32, 0.5f);
+    for (size_t b = 0; b < nb; b++) memra_q8_0_encode(v + b * 32, q8 + b * MEMRA_Q8_0_BYTES);
+    free(v);
+    memra_weight_desc d = {.struct_size = sizeof d, .format = MEMRA_FORMAT_Q8_0, .out_f = OUT_F, .in_f = IN_F,
+                           .data = q8, .size = nb * MEMRA_Q8_0_BYTES, .name = "stress.q8_0 mirror"};
+    CHECK_OK(memra_weight_create(g_rt, &d, &g_w[L_F16]));
+    CHECK_OK(memra_weight_prepare(g_w[L_F16], g_dev));
+    g_w[L_F16_PRE] = g_w[L_F16];
+    /* The floor's weight: another Q8_0 weight prepared with no mirror budget. */
+    const uint64_t budget = memra_device_f16_budget_get(g_dev);
+    CHECK_OK(memra_device_f16_budget_set(g_dev, 0));
+    d.name = "stress.q8_0 floor";
+    CHECK_OK(memra_weight_create(g_rt, &d, &g_w[L_MMQ]));
+    CHECK_OK(memra_weight_prepare(g_w[L_MMQ], g_dev));
+    CHECK_OK(memra_device_f16_budget_set(g_dev, budget));
+    free(q8);
+    memra_weight_state ws;
+    CHECK_OK(memra_weight_query(g_w[L_F16], g_dev, &ws));
+    CHECK(ws.has_f16_mirror);
+    CHECK(memra_weight_operands(g_w[L_MMQ], g_dev) & MEMRA_OPERAND_Q8_0_RECORDS);
+
+    uint8_t *e = malloc((size_t)OUT_F * IN_F);
+    CHECK(e != NULL);
+    for (int pass = 0; pass < 2; pass++) {
+        for (size_t i = 0; i < (size_t)OUT_F * IN_F; i++) {
+            uint8_t c;
+            do c = (uint8_t)test_rand_u64(&g_rng);
+            while (memra_e4m3_is_nan(c) || (c & 0x7F) == 0);
+            e[i] = c;
+        }
+        memra_weight_desc f = {.struct_size = sizeof f, .format = MEMRA_FORMAT_E4M3, .out_f = OUT_F, .in_f = IN_F,
+                               .data = e, .size = (size_t)OUT_F * IN_F};
+        float *grid = NULL;
+        if (pass == 0) {
+            f.scale = 0.013f;
+            f.name = "stress.e4m3";
+        } else {
+            f.grid_count = (size_t)(memra_fp8_grid_rows(OUT_F) * memra_fp8_grid_cols(IN_F));
+            grid = malloc(f.grid_count * sizeof(float));
+            CHECK(grid != NULL);
+            for (size_t i = 0; i < f.grid_count; i++) grid[i] = 0.004f + 0.001f * (float)(test_rand_u64(&g_rng) % 8);
+            f.grid = grid;
+            f.name = "stress.e4m3 block-128";
+        }
+        const int lane = pass == 0 ? L_FP8 : L_FP8_BLK;
+        CHECK_OK(memra_weight_create(g_rt, &f, &g_w[lane]));
+        CHECK_OK(memra_weight_prepare(g_w[lane], g_dev));
+        free(grid);
+    }
+    free(e);
+}
+
+/* ---- streams x threads ------------------------------------------------------ */
+
+static void *stream_worker(void *arg)
+{
+    job *jb = arg;
+    const int j = (int)(jb - g_job);
+    CU_CHECK(cu.cuCtxSetCurrent((CUcontext)memra_device_caps_get(g_dev)->cu_context));
+    for (int r = 0; r < REPS; r++)
+        for (int l = 0; l < L_N; l++) {
+            const int lane = (l + j + r) % L_N; /* the lanes in a different order per job */
+            memra_status st = enqueue(lane, jb->x[lane], jb->y[lane][r], g_stream[jb->s]);
+            if (st != MEMRA_STATUS_OK) {
+                fprintf(stderr, "job %d rep %d %s: %s: %s\n", j, r, k_lane[lane], memra_status_str(st),
+                        memra_last_error());
+                atomic_fetch_add(&g_bad, 1);
+            }
+        }
+    return NULL;
+}
+
+static int case_streams(void)
+{
+    for (int j = 0; j < JOBS; j++) {
+        job *jb = &g_job[j];
+        jb->s = j % STREAMS;
+        for (int l = 0; l < L_N; l++) {
+            jb->x[l] = x_buffer(l);
+            for (int r = 0; r < REPS; r++) CHECK_OK(memra_buffer_create(g_dev, (size_t)k_m[l] * OUT_F * 4, &jb->y[l][r]));
+        }
+    }
+    /* Serial: each call alone on stream 0, waited for. */
+    for (int j = 0; j < JOBS; j++)
+        for (int l = 0; l < L_N; l++) {
+            CHECK_OK(enqueue(l, g_job[j].x[l], g_job[j].y[l][0], g_stream[0]));
+            CU_CHECK(cu.cuStreamSynchronize(g_stream[0]));
+            g_job[j].ref[l] = download(g_job[j].y[l][0], (size_t)k_m[l] * OUT_F * 4);
+        }
+    for (int j = 0; j < JOBS; j++)
+        for (int l = 0; l < L_N; l++)
+            for (int r = 0; r < REPS; r++) {
+                /* poison every output so a call that wrote nothing fails */
+                float *junk = rand_f32((size_t)k_m[l] * OUT_F, 1e30f);
+                CHECK_OK(memra_buffer_write(g_job[j].y[l][r], 0, junk, (size_t)k_m[l] * OUT_F * 4));
+                free(junk);
+            }
+    pthread_t th[JOBS];
+    for (int j = 0; j < JOBS; j++) CHECK_INT_EQ(pthread_create(&th[j], NULL, stream_worker, &g_job[j]), 0);
+    for (int j = 0; j < JOBS; j++) pthread_join(th[j], NULL);
+    CHECK_OK(memra_device_synchronize(g_dev));
+    int ok = atomic_load(&g_bad) == 0, checked = 0;
+    for (int j = 0; j < JOBS; j++)
+        for (int l = 0; l < L_N; l++)
+            for (int r = 0; r < REPS; r++) {
+                float *got = download(g_job[j].y[l][r], (size_t)k_m[l] * OUT_F * 4);
+                char what[48];
+                snprintf(what, sizeof what, "streams rep %d", r);
+                ok &= same(what, j, l, got, g_job[j].ref[l]);
+                free(got);
+                checked++;
+            }
+    printf("streams: %d streams x %d threads, %d outputs compared bit for bit with serial: %s\n", STREAMS, PER_STREAM,
+           checked, ok ? "ok" : "FAIL");
+    return ok;
+}
+
+/* ---- two graphs captured at once -------------------------------------------- */
+
+typedef struct cap_job {
+    int s;
+    memra_buffer *x[L_N], *y[L_N], *y_direct[L_N];
+    CUgraphExec exec;
+    int failed;
+} cap_job;
+static cap_job g_cap[2];
+static pthread_barrier_t g_bar;
+
+static void *capture_worker(void *arg)
+{
+    cap_job *c = arg;
+    CU_CHECK(cu.cuCtxSetCurrent((CUcontext)memra_device_caps_get(g_dev)->cu_context));
+    pthread_barrier_wait(&g_bar);
+    CU_CHECK(cu.cuStreamBeginCapture_v2(g_stream[c->s], 1 /* CU_STREAM_CAPTURE_MODE_THREAD_LOCAL */));
+    for (int l = 0; l < L_N && !c->failed; l++) {
+        memra_status st = enqueue(l, c->x[l], c->y[l], g_stream[c->s]);
+        if (st != MEMRA_STATUS_OK) {
+            fprintf(stderr, "capture on stream %d, %s: %s: %s\n", c->s, k_lane[l], memra_status_str(st),
+                    memra_last_error());
+            c->failed = 1;
+        }
+    }
+    CUgraph g = NULL;
+    CUresult r = cu.cuStreamEndCapture(g_stream[c->s], &g);
+    if (r != 0 || c->failed) {
+        fprintf(stderr, "capture on stream %d: end %d\n", c->s, r);
+        c->failed = 1;
+        return NULL;
+    }
+    CU_CHECK(cu.cuGraphInstantiateWithFlags(&c->exec, g, 0));
+    CU_CHECK(cu.cuGraphDestroy(g));
+    return NULL;
+}
+
+static int case_graphs(void)
+{
+    for (int i = 0; i < 2; i++) {
+        cap_job *c = &g_cap[i];
+        c->s = i + 1; /* streams 1 and 2 */
+        CHECK_OK(memra_stream_reserve(g_dev, g_stream[c->s], g_w, L_N, M_MAX));
+        for (int l = 0; l < L_N; l++) {
+            c->x[l] = x_buffer(l);
+            CHECK_OK(memra_buffer_create(g_dev, (size_t)k_m[l] * OUT_F * 4, &c->y[l]));
+            CHECK_OK(memra_buffer_create(g_dev, (size_t)k_m[l] * OUT_F * 4, &c->y_direct[l]));
+        }
+    }
+    /* A capture without a reservation is refused by name, not silently allocated:
+     * stream 3 never reserved; a fresh stream has no arena at all. */
+    CUstream fresh;
+    CU_CHECK(cu.cuStreamCreate(&fresh, 1));
+    CU_CHECK(cu.cuStreamBeginCapture_v2(fresh, 1));
+    memra_status st = enqueue(L_FP8, g_cap[0].x[L_FP8], g_cap[0].y[L_FP8], fresh);
+    CUgraph gbad = NULL;
+    cu.cuStreamEndCapture(fresh, &gbad);
+    if (gbad) cu.cuGraphDestroy(gbad);
+    int ok = 1;
+    if (st != MEMRA_STATUS_NOT_SUPPORTED || strstr(memra_last_error(), "memra_stream_reserve") == NULL) {
+        fprintf(stderr, "unreserved capture: got %s (%s), want NOT_SUPPORTED naming memra_stream_reserve\n",
+                memra_status_str(st), memra_last_error());
+        ok = 0;
+    }
+    CU_CHECK(cu.cuStreamDestroy_v2(fresh));
+
+    pthread_barrier_init(&g_bar, NULL, 2);
+    pthread_t th[2];
+    for (int i = 0; i < 2; i++) CHECK_INT_EQ(pthread_create(&th[i], NULL, capture_worker, &g_cap[i]), 0);
+    for (int i = 0; i < 2; i++) pthread_join(th[i], NULL);
+    pthread_barrier_destroy(&g_bar);
+    if (g_cap[0].failed || g_cap[1].failed) return 0;
+    for (int rep = 0; rep < 2; rep++) {
+        for (int i = 0; i < 2; i++)
+            for (int l = 0; l < L_N; l++) {
+                /* fresh inputs, written in place (the graph holds the addresses) */
+                memra_buffer *nx = x_buffer(l);
+                const size_t bytes = memra_buffer_size(nx);
+                void *tmp = malloc(bytes);
+                CHECK_OK(memra_buffer_read(nx, 0, tmp, bytes));
+                CHECK_OK(memra_buffer_write(g_cap[i].x[l], 0, tmp, bytes));
+                free(tmp);
+                memra_buffer_destroy(nx);
+            }
+        for (int i = 0; i < 2; i++) CU_CHECK(cu.cuGraphLaunch(g_cap[i].exec, g_stream[g_cap[i].s]));
+        for (int i = 0; i < 2; i++) CU_CHECK(cu.cuStreamSynchronize(g_stream[g_cap[i].s]));
+        for (int i = 0; i < 2; i++)
+            for (int l = 0; l < L_N; l++) {
+                CHECK_OK(enqueue(l, g_cap[i].x[l], g_cap[i].y_direct[l], g_stream[0]));
+                CU_CHECK(cu.cuStreamSynchronize(g_stream[0]));
+                float *got = download(g_cap[i].y[l], (size_t)k_m[l] * OUT_F * 4);
+                float *want = download(g_cap[i].y_direct[l], (size_t)k_m[l] * OUT_F * 4);
+                char what[48];
+                snprintf(what, sizeof what, "graph %d replay %d", i, rep + 1);
+                ok &= same(what, i, l, got, want);
+                free(got);
+                free(want);
+            }
+    }
+    for (int i = 0; i < 2; i++) CU_CHECK(cu.cuGraphExecDestroy(g_cap[i].exec));
+    printf("graphs: 2 streams captured at once, 2 replays with fresh inputs x %d lanes: %s\n", L_N, ok ? "ok" : "FAIL");
+    return ok;
+}
+
+typedef struct gpu_hits {
+    uint64_t hits[L_N];
+} gpu_hits;
+
+static void count_hits(const memra_ledger_row *r, void *user)
+{
+    gpu_hits *h = user;
+    if (r->reason != NULL || strcmp(r->device, "host") == 0 || strcmp(r->module, "host") == 0) return;
+    for (int l = 0; l < L_N; l++)
+        if (strcmp(r->op, k_op[l]) == 0 || (l == L_MMQ && strcmp(r->op, "gemm_q8_0") == 0)) h->hits[l] += r->hits;
+}
+
+int main(int argc, char **argv)
+{
+    const char *c = argc > 1 ? argv[1] : "all";
+    g_rng = test_seed();
+    CHECK_OK(memra_open(NULL, &g_rt));
+    for (int i = 0; i < memra_device_count(g_rt) && g_dev == NULL; i++) {
+        memra_device *d = memra_device_get(g_rt, i);
+        if (memra_device_caps_get(d)->arch != MEMRA_ARCH_HOST) g_dev = d;
+    }
+    if (g_dev == NULL) {
+        printf("driver: %s\n", memra_driver_status(g_rt));
+        memra_close(g_rt);
+        TEST_SKIP("no CUDA device");
+    }
+    cu_open();
+    CU_CHECK(cu.cuCtxSetCurrent((CUcontext)memra_device_caps_get(g_dev)->cu_context));
+    for (int s = 0; s < STREAMS; s++) CU_CHECK(cu.cuStreamCreate(&g_stream[s], 1 /* CU_STREAM_NON_BLOCKING */));
+    printf("device: %s, %d streams\n", memra_device_caps_get(g_dev)->name, STREAMS);
+    make_weights();
+    int ok = 1;
+    if (strcmp(c, "all") == 0 || strcmp(c, "streams") == 0) ok &= case_streams();
+    if (strcmp(c, "all") == 0 || strcmp(c, "graphs") == 0) ok &= case_graphs();
+    gpu_hits h = {{0}};
+    memra_ledger_visit(g_rt, count_hits, &h);
+    for (int l = 0; l < L_N; l++) {
+        printf("  %-18s %-13s GPU hits %llu\n", k_lane[l], k_op[l], (unsigned long long)h.hits[l]);
+        if (h.hits[l] == 0) {
+            fprintf(stderr, "no GPU module served %s\n", k_op[l]);
+            ok = 0;
+        }
+    }
+    memra_ledger_print(g_rt, stdout);
+    for (int j = 0; j < JOBS; j++)
+        for (int l = 0; l < L_N; l++) {
+            memra_buffer_destroy(g_job[j].x[l]);
+            for (int r = 0; r < REPS; r++) memra_buffer_destroy(g_job[j].y[l][r]);
+            free(g_job[j].ref[l]);
+        }
+    for (int i = 0; i < 2; i++)
+        for (int l = 0; l < L_N; l++) {
+            memra_buffer_destroy(g_cap[i].x[l]);
+            memra_buffer_destroy(g_cap[i].y[l]);
+            memra_buffer_destroy(g_cap[i].y_direct[l]);
+        }
+    for (int l = 0; l < L_N; l++)
+        if (l != L_F16_PRE) memra_weight_destroy(g_w[l]);
+    for (int s = 0; s < STREAMS; s++) cu.cuStreamDestroy_v2(g_stream[s]);
+    memra_close(g_rt);
+    printf(ok ? "ok\n" : "FAIL\n");
+    return ok ? 0 : 1;
+}

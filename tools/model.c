@@ -1,0 +1,233 @@
+/* memra model ls FILE [--json] [--device N|host|all]: every tensor of a GGUF,
+ * safetensors or sharded safetensors file with its type, shape, bytes and
+ * offset; for each 2D weight the lane memra_matmul would take on each device
+ * under the current routing, policy and f16 budget (memra_weight_plan_get:
+ * nothing is prepared or uploaded), with the reason; the metadata. */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "memra/file.h"
+#include "memra/formats.h"
+#include "memra/memra.h"
+#include "tools/model_util.h"
+#include "tools/tool.h"
+#include "tools/tool_util.h"
+
+static const char k_model_usage[] =
+    "usage: memra model ls FILE [--json] [--device N|host|all]\n"
+    "  FILE: a .gguf file, a .safetensors file, or a model.safetensors.index.json (sharded set)\n"
+    "  Lists every tensor (type, shape, bytes, file offset), the metadata, and for each 2D weight\n"
+    "  the lane memra_matmul would take on each device under the current routing and f16 budget\n"
+    "  (MEMRA_F16_BUDGET_MB, MEMRA_PREFER, MEMRA_DISABLE apply), with the reason; nothing is\n"
+    "  uploaded. The file is checked in full first: a malformed file exits 1 with the byte offset.\n"
+    "  --json            one JSON object on stdout\n"
+    "  --device D        a device index, 'host', or 'all' (default: all)\n"
+    "  -h, --help        this text\n";
+
+static void shape_str(const memra_tensor_info *t, char *buf, size_t len)
+{
+    size_t o = (size_t)snprintf(buf, len, "[");
+    for (int d = 0; d < t->n_dims && o < len; d++)
+        o += (size_t)snprintf(buf + o, len - o, "%s%lld", d ? " x " : "", (long long)t->shape[d]);
+    if (o < len) snprintf(buf + o, len - o, "]");
+}
+
+static void plan_chain(const memra_weight_plan *p, char *buf, size_t len)
+{
+    size_t o = 0;
+    buf[0] = 0;
+    for (int s = 0; s < p->n_steps && o < len; s++)
+        o += (size_t)snprintf(buf + o, len - o, "%s%s (%s)", s ? " -> " : "", memra_op_name(p->ops[s]),
+                              p->modules[s] ? p->modules[s] : "no module");
+}
+
+static void json_meta(const memra_meta_info *m)
+{
+    static const char *const types[] = {"string", "int", "uint", "float", "bool", "array", "other"};
+    printf("{\"key\":");
+    tool_json_str(stdout, m->key);
+    printf(",\"type\":\"%s\",\"value\":", types[m->type]);
+    switch (m->type) {
+    case MEMRA_META_INT: printf("%lld", (long long)m->i); break;
+    case MEMRA_META_UINT: printf("%llu", (unsigned long long)m->u); break;
+    case MEMRA_META_BOOL: printf("%s", m->i ? "true" : "false"); break;
+    case MEMRA_META_FLOAT: printf("%.17g", m->f); break;
+    default: tool_json_str(stdout, m->text); break;
+    }
+    if (m->type == MEMRA_META_ARRAY) printf(",\"count\":%llu", (unsigned long long)m->count);
+    printf("}");
+}
+
+static int model_ls(const char *path, int json, int dev_sel)
+{
+    memra_file *f = NULL;
+    memra_status st = memra_file_open(path, &f);
+    if (st != MEMRA_STATUS_OK) {
+        fprintf(stderr, "memra model: %s: %s\n", memra_status_str(st), memra_last_error());
+        return 1;
+    }
+    memra_runtime *rt = NULL;
+    if (memra_tool_open(&rt) != MEMRA_STATUS_OK) {
+        memra_file_close(f);
+        return 1;
+    }
+    const int ndev = memra_device_count(rt);
+    const size_t nt = memra_file_tensor_count(f), nm = memra_file_meta_count(f);
+    uint64_t total = 0;
+    for (size_t i = 0; i < nt; i++) {
+        memra_tensor_info t;
+        memra_file_tensor_get(f, i, &t);
+        total += t.bytes;
+    }
+    if (json) {
+        printf("{\"format\":\"memra-model-ls\",\"version\":1,\"file\":");
+        tool_json_str(stdout, path);
+        printf(",\"kind\":");
+        tool_json_str(stdout, memra_file_describe(f));
+        printf(",\"tensor_bytes\":%llu,\"metadata\":[", (unsigned long long)total);
+        for (size_t i = 0; i < nm; i++) {
+            memra_meta_info m;
+            memra_file_meta_get(f, i, &m);
+            printf("%s", i ? "," : "");
+            json_meta(&m);
+        }
+        printf("],\"tensors\":[");
+    } else {
+        printf("%s: %s, %zu tensors (%.1f MiB), %zu metadata keys\n", path, memra_file_describe(f), nt,
+               (double)total / 1048576.0, nm);
+        for (size_t i = 0; i < nm; i++) {
+            memra_meta_info m;
+            memra_file_meta_get(f, i, &m);
+            printf("  %-40s %.100s%s\n", m.key, m.text, strlen(m.text) > 100 ? "..." : "");
+        }
+        printf("\n%-48s %-8s %-18s %12s %12s  class\n", "tensor", "type", "shape", "bytes", "offset");
+    }
+    for (size_t i = 0; i < nt; i++) {
+        memra_tensor_info t;
+        memra_file_tensor_get(f, i, &t);
+        char sh[96];
+        shape_str(&t, sh, sizeof sh);
+        const int w2d = tool_is_weight2d(&t);
+        const char *cls = w2d ? tool_tclass_name(tool_tclass_of(t.name)) : "-";
+        if (json) {
+            printf("%s{\"name\":", i ? "," : "");
+            tool_json_str(stdout, t.name);
+            printf(",\"type\":\"%s\",\"format\":\"%s\",\"shape\":[", t.type, t.has_format ? memra_format_name(t.format) : "");
+            for (int d = 0; d < t.n_dims; d++) printf("%s%lld", d ? "," : "", (long long)t.shape[d]);
+            printf("],\"bytes\":%llu,\"offset\":%llu,\"class\":\"%s\"", (unsigned long long)t.bytes,
+                   (unsigned long long)t.offset, cls);
+            if (memra_file_kind_get(f) == MEMRA_FILE_SAFETENSORS_INDEX) {
+                printf(",\"path\":");
+                tool_json_str(stdout, t.path);
+            }
+        } else {
+            printf("%-48s %-8s %-18s %12llu %12llu  %s\n", t.name, t.type, sh, (unsigned long long)t.bytes,
+                   (unsigned long long)t.offset, cls);
+        }
+        if (w2d) {
+            memra_weight *w = NULL;
+            st = memra_file_weight_create(rt, f, t.name, &w);
+            if (st != MEMRA_STATUS_OK) {
+                if (json) {
+                    printf(",\"weight_error\":");
+                    tool_json_str(stdout, memra_last_error());
+                } else {
+                    printf("    not a memra weight: %s\n", memra_last_error());
+                }
+            } else {
+                if (json) printf(",\"lanes\":[");
+                int first = 1;
+                for (int d = 0; d < ndev; d++) {
+                    memra_device *dev = memra_device_get(rt, d);
+                    const memra_device_caps *c = memra_device_caps_get(dev);
+                    if (dev_sel == -2 ? c->arch != MEMRA_ARCH_HOST : dev_sel >= 0 && d != dev_sel) continue;
+                    memra_weight_plan p = {.struct_size = sizeof p};
+                    if (memra_weight_plan_get(w, dev, &p) != MEMRA_STATUS_OK) continue;
+                    char chain[256];
+                    plan_chain(&p, chain, sizeof chain);
+                    char label[64];
+                    if (c->arch == MEMRA_ARCH_HOST) snprintf(label, sizeof label, "[%d] host", d);
+                    else snprintf(label, sizeof label, "[%d] cuda:%d %s", d, c->ordinal, c->profile);
+                    if (json) {
+                        printf("%s{\"device\":", first ? "" : ",");
+                        tool_json_str(stdout, label);
+                        printf(",\"lane\":");
+                        tool_json_str(stdout, p.lane);
+                        printf(",\"ops\":[");
+                        for (int s = 0; s < p.n_steps; s++) {
+                            printf("%s{\"op\":\"%s\",\"module\":", s ? "," : "", memra_op_name(p.ops[s]));
+                            if (p.modules[s]) tool_json_str(stdout, p.modules[s]);
+                            else printf("null");
+                            printf("}");
+                        }
+                        printf("],\"operand_bytes\":%llu,\"why\":", (unsigned long long)p.operand_bytes);
+                        tool_json_str(stdout, p.why);
+                        printf("}");
+                    } else {
+                        printf("    %-16s %-22s %s\n    %-16s %-22s %s\n", label, p.lane, chain, "", "", p.why);
+                    }
+                    first = 0;
+                }
+                if (json) printf("]");
+                memra_weight_destroy(w);
+            }
+        }
+        if (json) printf("}");
+    }
+    if (json) printf("]}\n");
+    memra_close(rt);
+    memra_file_close(f);
+    return 0;
+}
+
+int memra_tool_model(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"json", no_argument, NULL, 'j'},
+        {"device", required_argument, NULL, 'd'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    int json = 0, dev_sel = -1; /* -1 all, -2 host, else index */
+    optind = 1;
+    opterr = 0;
+    int c;
+    /* argv[0] is "model"; the sub-command and FILE are operands */
+    while ((c = getopt_long(argc, argv, "hjd:", opts, NULL)) != -1) {
+        switch (c) {
+        case 'h': fputs(k_model_usage, stdout); return 0;
+        case 'j': json = 1; break;
+        case 'd':
+            if (strcmp(optarg, "all") == 0) dev_sel = -1;
+            else if (strcmp(optarg, "host") == 0) dev_sel = -2;
+            else {
+                int64_t v;
+                if (tool_parse_i64(optarg, 0, 15, &v) != 0) {
+                    fprintf(stderr, "memra model: --device takes an index, 'host' or 'all', not '%s'\n\n%s", optarg,
+                            k_model_usage);
+                    return 2;
+                }
+                dev_sel = (int)v;
+            }
+            break;
+        default:
+            fprintf(stderr, "memra model: unknown or incomplete option '%s'\n\n%s", argv[optind - 1], k_model_usage);
+            return 2;
+        }
+    }
+    /* GNU getopt_long permutes: options may follow the operands ("ls FILE --json") */
+    if (argc - optind != 2) {
+        fprintf(stderr, "memra model: expected 'ls FILE'\n\n%s", k_model_usage);
+        return 2;
+    }
+    char *ops[2] = {argv[optind], argv[optind + 1]};
+    const int nops = 2;
+    (void)nops;
+    if (strcmp(ops[0], "ls") != 0) {
+        fprintf(stderr, "memra model: expected 'ls FILE'\n\n%s", k_model_usage);
+        return 2;
+    }
+    return model_ls(ops[1], json, dev_sel);
+}
