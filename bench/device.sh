@@ -4,7 +4,8 @@
 #   bash bench/device.sh STEP...        (default: build ctest check)
 #
 # Steps, run in the order given:
-#   build       configure + build (Release, GPU modules ON, tests ON) into $B
+#   build       configure + build (Release, GPU modules ON, tests ON, warnings not fatal:
+#               the device's gcc differs from CI's, which builds with -Werror) into $B
 #   info        nvidia-smi, memra --version, memra info, jit warm + ls
 #   ctest       ctest -L gpu (every GPU test; exit 77 would mean no GPU)
 #   check       memra check --device 0 (receipt), then the forced sm120 and cuda profiles
@@ -40,11 +41,11 @@ say() { echo "$*" >> "$S"; }
 
 step_build() {
   local t=$SECONDS
-  if ! { cmake -S . -B $B -G Ninja -DCMAKE_BUILD_TYPE=Release -DMEMRA_GPU_MODULES=ON -DMEMRA_WERROR=ON -DBUILD_TESTING=ON &&
+  if ! { cmake -S . -B $B -G Ninja -DCMAKE_BUILD_TYPE=Release -DMEMRA_GPU_MODULES=ON -DMEMRA_WERROR=OFF -DBUILD_TESTING=ON &&
          cmake --build $B -j16; } > "$L/build.log" 2>&1; then
     tail -40 "$L/build.log"; say "build: FAILED"; return 1
   fi
-  say "build: $((SECONDS - t)) s"
+  say "build: $((SECONDS - t)) s, $(grep -c 'warning:' "$L/build.log") compiler warnings (this gcc; -Werror is CI's)"
 }
 
 step_info() {
