@@ -68,8 +68,8 @@ typedef struct memra__config {
     int n_warn;
     char *warn[MEMRA__CONFIG_MAX_WARN];
     /* values replaced by memra_config_set, freed at close (readers may hold them) */
-    int n_old;
-    char *old[64];
+    int n_old, cap_old;
+    char **old;
     /* parsed */
     int log_level;
     int64_t f16_budget_mb; /* -1: the profile's */
