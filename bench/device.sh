@@ -191,9 +191,14 @@ step_ncu() {
 
 step_python() {
   if [ -d python/tests ]; then
-    MEMRA_LIBRARY=$B/lib/libmemra.so PYTHONPATH=$PWD/python PYTHONUNBUFFERED=1 timeout 300 \
-      python3 -m pytest -q python/tests > "$L/pytest_gpu.log" 2>&1
-    say "pytest (device 0): exit $? $(tail -1 "$L/pytest_gpu.log")"
+    # The whole suite (host and device 0) as ctest runs it, then the race example's receipt and plot.
+    PYTHONUNBUFFERED=1 timeout 300 sh tests/python/run_pytest.sh python3 $B/lib/libmemra.so "$PWD" > "$L/pytest_gpu.log" 2>&1
+    say "pytest (host + device 0): exit $? $(tail -1 "$L/pytest_gpu.log")"
+    grep -E "^(FAILED|ERROR)" "$L/pytest_gpu.log" | head -8 >> "$S"
+    MEMRA_LIBRARY=$B/lib/libmemra.so PYTHONPATH=$PWD/python timeout 200 python3 python/examples/race.py --sheet 27b --m 512 \
+      --json $R/race_gemm_f16_27b_m512_$TAG.json --plot $R/race_gemm_f16_27b_m512_$TAG.png > "$L/race.txt" 2>&1
+    say "race.py gemm_f16: exit $?"
+    tail -12 "$L/race.txt" >> "$S"
   else
     say "python: no python/tests in this tree"
   fi
