@@ -268,9 +268,13 @@ memra_status memra__config_set(memra__config *cfg, const char *name, const char 
         memra_status st = knob_check(k, value, "memra_config_set");
         if (st != MEMRA_STATUS_OK) return st;
     }
-    if (cfg->n_old == (int)(sizeof cfg->old / sizeof cfg->old[0]))
-        return MEMRA__FAIL(MEMRA_STATUS_OUT_OF_MEMORY, "memra_config_set: more than %d changes",
-                           (int)(sizeof cfg->old / sizeof cfg->old[0]));
+    if (cfg->n_old == cfg->cap_old) {
+        const int cap = cfg->cap_old ? 2 * cfg->cap_old : 16;
+        char **o = realloc(cfg->old, (size_t)cap * sizeof *o);
+        if (o == NULL) return MEMRA__FAIL(MEMRA_STATUS_OUT_OF_MEMORY, "memra_config_set: out of memory");
+        cfg->old = o;
+        cfg->cap_old = cap;
+    }
     char *c = value ? strdup(value) : NULL;
     if (value != NULL && c == NULL) return MEMRA__FAIL(MEMRA_STATUS_OUT_OF_MEMORY, "memra_config_set: out of memory");
     if (cfg->value[k] != NULL) cfg->old[cfg->n_old++] = cfg->value[k];
@@ -283,6 +287,7 @@ void memra__config_free(memra__config *cfg)
 {
     if (cfg == NULL) return;
     for (int i = 0; i < cfg->n_old; i++) free(cfg->old[i]);
+    free(cfg->old);
     for (int i = 0; i < MEMRA__KNOB_COUNT; i++) free(cfg->value[i]);
     for (int i = 0; i < cfg->n_extra; i++) {
         free(cfg->extra_name[i]);

@@ -44,7 +44,8 @@
     X(SM120_FP8BLK, "MEMRA_SM120_FP8BLK", "sm120", ENUM, "mxf8f6f4|f8f6f4", "mxf8f6f4",                          \
       "sm120 gemm_fp8_blk kernel")                                                                                \
     X(CHECK_INJECT_FAULT, "MEMRA_CHECK_INJECT_FAULT", "memra check", STR, "", "", "test hook of memra check")     \
-    X(TEST_SEED, "MEMRA_TEST_SEED", "tests", STR, "", "", "seed of the test programs")
+    X(TEST_SEED, "MEMRA_TEST_SEED", "tests", STR, "", "", "seed of the test programs")                       \
+    X(LIBRARY, "MEMRA_LIBRARY", "python", STR, "", "", "the libmemra the python package loads (not read here)")
 
 typedef enum memra__knob {
 #define MEMRA__KNOB_ENUM(id, name, owner, kind, allowed, def, help) MEMRA__KNOB_##id,
@@ -66,8 +67,8 @@ typedef struct memra__config {
     int n_warn;
     char *warn[MEMRA__CONFIG_MAX_WARN];
     /* values replaced by memra_config_set, freed at close (readers may hold them) */
-    int n_old;
-    char *old[64];
+    int n_old, cap_old;
+    char **old;
     /* parsed */
     int log_level;
     int64_t f16_budget_mb; /* -1: the profile's */

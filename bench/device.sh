@@ -4,7 +4,8 @@
 #   bash bench/device.sh STEP...        (default: build ctest check)
 #
 # Steps, run in the order given:
-#   build       configure + build (Release, GPU modules ON, tests ON) into $B
+#   build       configure + build (Release, GPU modules ON, tests ON, warnings not fatal:
+#               the device's gcc differs from CI's, which builds with -Werror) into $B
 #   info        nvidia-smi, memra --version, memra info, jit warm + ls
 #   ctest       ctest -L gpu (every GPU test; exit 77 would mean no GPU)
 #   check       memra check --device 0 (receipt), then the forced sm120 and cuda profiles
@@ -40,11 +41,11 @@ say() { echo "$*" >> "$S"; }
 
 step_build() {
   local t=$SECONDS
-  if ! { cmake -S . -B $B -G Ninja -DCMAKE_BUILD_TYPE=Release -DMEMRA_GPU_MODULES=ON -DMEMRA_WERROR=ON -DBUILD_TESTING=ON &&
+  if ! { cmake -S . -B $B -G Ninja -DCMAKE_BUILD_TYPE=Release -DMEMRA_GPU_MODULES=ON -DMEMRA_WERROR=OFF -DBUILD_TESTING=ON &&
          cmake --build $B -j16; } > "$L/build.log" 2>&1; then
     tail -40 "$L/build.log"; say "build: FAILED"; return 1
   fi
-  say "build: $((SECONDS - t)) s"
+  say "build: $((SECONDS - t)) s, $(grep -c 'warning:' "$L/build.log") compiler warnings (this gcc; -Werror is CI's)"
 }
 
 step_info() {
@@ -190,9 +191,14 @@ step_ncu() {
 
 step_python() {
   if [ -d python/tests ]; then
-    MEMRA_LIBRARY=$B/lib/libmemra.so PYTHONPATH=$PWD/python PYTHONUNBUFFERED=1 timeout 300 \
-      python3 -m pytest -q python/tests > "$L/pytest_gpu.log" 2>&1
-    say "pytest (device 0): exit $? $(tail -1 "$L/pytest_gpu.log")"
+    # The whole suite (host and device 0) as ctest runs it, then the race example's receipt and plot.
+    PYTHONUNBUFFERED=1 timeout 300 sh tests/python/run_pytest.sh python3 $B/lib/libmemra.so "$PWD" > "$L/pytest_gpu.log" 2>&1
+    say "pytest (host + device 0): exit $? $(tail -1 "$L/pytest_gpu.log")"
+    grep -E "^(FAILED|ERROR)" "$L/pytest_gpu.log" | head -8 >> "$S"
+    MEMRA_LIBRARY=$B/lib/libmemra.so PYTHONPATH=$PWD/python timeout 200 python3 python/examples/race.py --sheet 27b --m 512 \
+      --json $R/race_gemm_f16_27b_m512_$TAG.json --plot $R/race_gemm_f16_27b_m512_$TAG.png > "$L/race.txt" 2>&1
+    say "race.py gemm_f16: exit $?"
+    tail -12 "$L/race.txt" >> "$S"
   else
     say "python: no python/tests in this tree"
   fi

@@ -218,7 +218,9 @@ static int open_vdir(const memra__jit_disk *d, int create, char *why, size_t why
     }
     char vname[16];
     snprintf(vname, sizeof vname, "v%u", MEMRA__JIT_FORMAT_VERSION);
-    if (create && mkdirat(rfd, vname, 0700) == 0) fchmodat(rfd, vname, 0700, 0);
+    /* 0700 whatever the umask; a failed chmod shows in the owner/mode check below */
+    if (create && mkdirat(rfd, vname, 0700) == 0 && fchmodat(rfd, vname, 0700, 0) != 0)
+        MEMRA__DEBUG("jit", "chmod 0700 of %s failed: %s", vname, strerror(errno));
     int vfd = openat(rfd, vname, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     int e = errno;
     close(rfd);

@@ -196,8 +196,9 @@ class Runtime:
             return self.host
         if text.startswith("cuda"):
             ordinal = int(text.split(":")[1]) if ":" in text else 0
-            if hasattr(which, "index") and which.index is not None:
-                ordinal = which.index
+            index = getattr(which, "index", None)  # a torch.device's; str.index is a method
+            if isinstance(index, int) and not isinstance(index, bool):
+                ordinal = index
             for d in self._devices:
                 if d.ordinal == ordinal and not d.is_host:
                     return d

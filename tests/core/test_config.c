@@ -112,6 +112,13 @@ int main(void)
     CHECK_STATUS(memra_config_set(rt, "MEMRA_F16_BUDGET_MB", "1"), MEMRA_STATUS_NOT_SUPPORTED);
     CHECK_STR_CONTAINS(memra_last_error(), "memra_device_f16_budget_set");
     CHECK_STATUS(memra_config_set(rt, "MEMRA_NOPE", "1"), MEMRA_STATUS_NOT_FOUND);
+    /* A tuning loop forces knobs many times (the mmq tests: hundreds): no cap. */
+    for (int i = 0; i < 300; i++) {
+        char v[16];
+        snprintf(v, sizeof v, "%d", i % 2 ? 64 : 128);
+        CHECK_OK(memra_config_set(rt, "MEMRA_MMQ_BM", v));
+        CHECK_STR_EQ(memra_config_value(rt, "MEMRA_MMQ_BM"), v);
+    }
     memra_close(rt);
 
     /* MEMRA_LOG=debug as an option: debug lines reach the callback. */
