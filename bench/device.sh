@@ -23,6 +23,7 @@
 #   pdl         test_mmq_ops pdl at m = 512 and 4096
 #   ncu         ncu summary of the first gemm_q8_0r launches
 #   python      pytest of the python package on device 0 (torch tensors), when present
+#   ab          memra bench 27b from .before/'s build and this one, alternately (see step_ab)
 #
 # TAG names the receipts (default: the date). Logs and receipts come back as
 # $OUT/logs.tar and $OUT/receipts.tar; $OUT/summary.txt is printed last.
@@ -202,6 +203,35 @@ step_python() {
   else
     say "python: no python/tests in this tree"
   fi
+}
+
+# Before/after a change (issue 15: the layout must not change speed): the tree in
+# .before/ (carried ignored; e.g. `git archive COMMIT | tar -x -C .before`) is built
+# beside this one, then `memra bench 27b` runs alternately from the two builds,
+# AB_RUNS times each per m (AB_M, default "512 4096"); bench/ab_compare.py takes the
+# medians per (shape, arm).
+step_ab() {
+  if [ ! -d .before ]; then say "ab: no .before tree"; return 0; fi
+  local BB=/tmp/memra-before
+  if ! { cmake -S .before -B $BB -G Ninja -DCMAKE_BUILD_TYPE=Release -DMEMRA_GPU_MODULES=ON -DMEMRA_WERROR=OFF \
+           -DBUILD_TESTING=OFF && cmake --build $BB -j16; } > "$L/build_before.log" 2>&1; then
+    tail -20 "$L/build_before.log"; say "ab: the before build FAILED"; return 1
+  fi
+  for mm in ${AB_M:-512 4096}; do
+    local files=()
+    for i in $(seq 1 ${AB_RUNS:-3}); do
+      for side in before after; do
+        local bin=$M
+        [ $side = before ] && bin=$BB/bin/memra
+        local f=$R/ab_27b_m${mm}_${side}_$i.json
+        timeout 120 $bin bench 27b --m $mm --reps 10 --json $f > "$L/ab_27b_m${mm}_${side}_$i.txt" 2>&1
+        files+=("$f")
+      done
+    done
+    python3 bench/ab_compare.py "${files[@]}" > "$L/ab_m$mm.txt" 2>&1
+    say "ab m=$mm: exit $?"
+    grep "^AB " "$L/ab_m$mm.txt" >> "$S"
+  done
 }
 
 [ $# -eq 0 ] && set -- build ctest check
