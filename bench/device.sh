@@ -142,8 +142,18 @@ step_sanitize() {
 
 step_stress() {
   if [ -x $B/bin/test_gpu_stress ]; then
-    timeout 300 $B/bin/test_gpu_stress > "$L/gpu_stress.log" 2>&1; say "test_gpu_stress: exit $?"
-    tail -5 "$L/gpu_stress.log" >> "$S"
+    for c in streams graphs; do
+      timeout 300 $B/bin/test_gpu_stress $c > "$L/gpu_stress_$c.log" 2>&1; say "test_gpu_stress $c: exit $?"
+      tail -3 "$L/gpu_stress_$c.log" >> "$S"
+    done
+    # the stress test under the sanitizer (its kernels' bounds and races, concurrent streams)
+    for tool in memcheck racecheck; do
+      timeout 400 compute-sanitizer --tool $tool --print-limit 20 $B/bin/test_gpu_stress streams \
+        > "$L/gpu_stress_san_$tool.log" 2>&1
+      local rc=$? n
+      n=$(san_count $tool "$L/gpu_stress_san_$tool.log")
+      say "compute-sanitizer $tool test_gpu_stress streams: exit $rc, $n errors"
+    done
   else
     say "stress: no test_gpu_stress binary in this build"
   fi
