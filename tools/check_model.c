@@ -381,8 +381,9 @@ int check_model_run(checker *c, const char *path, int64_t m, int64_t dev_sel, FI
         tool_receipt_close(&k_cmd_stub, json, receipt);
         return 1;
     }
-    const size_t nshape = tool_weight_shapes(f, NULL, 0), nw = tool_weights2d(f, NULL, 0);
-    tool_wshape *ws = tool_alloc(nshape ? nshape : 1, sizeof *ws);
+    const size_t nw = tool_weights2d(f, NULL, 0);
+    size_t nshape = 0;
+    tool_wshape *ws = tool_alloc(nw ? nw : 1, sizeof *ws); /* at most one shape per weight */
     char *model = NULL;
     size_t model_len = 0;
     FILE *js = open_memstream(&model, &model_len);
@@ -391,7 +392,7 @@ int check_model_run(checker *c, const char *path, int64_t m, int64_t dev_sel, FI
         rc = 1;
         goto done;
     }
-    tool_weight_shapes(f, ws, nshape);
+    nshape = tool_weight_shapes(f, ws, nw);
     if (nshape == 0) {
         fprintf(stderr, "memra check: %s: no 2D weight of a memra format (see 'memra model ls %s')\n", path, path);
         rc = 1;
