@@ -22,6 +22,10 @@
 #   pdl         test_mmq_ops pdl at m = 512 and 4096
 #   ncu         ncu summary of the first gemm_q8_0r launches
 #   python      pytest of the python package on device 0 (torch tensors), when present
+#   model       bench/make_layer_files.py writes one 27b-shaped layer per GGUF type (f32 f16
+#               bf16 q8_0 q4_0 q4_k q5_k q6_k) and as FP8 block-128 safetensors (numpy writers
+#               when the gguf packages are absent); memra check --model and memra bench
+#               --model at MODEL_M (default 512) on device 0 for each, receipts to $R
 #
 # TAG names the receipts (default: the date). Logs and receipts come back as
 # $OUT/logs.tar and $OUT/receipts.tar; $OUT/summary.txt is printed last.
@@ -196,6 +200,28 @@ step_python() {
   else
     say "python: no python/tests in this tree"
   fi
+}
+
+step_model() {
+  local t=$SECONDS d=/tmp/memra-layer mm=${MODEL_M:-512} f n
+  rm -rf $d
+  if ! python3 bench/make_layer_files.py $d > "$L/model_files.log" 2>&1; then
+    say "model: make_layer_files.py FAILED"; tail -5 "$L/model_files.log" >> "$S"; return 1
+  fi
+  say "model: files written in $((SECONDS - t)) s ($(du -sh $d | cut -f1))"
+  for f in $d/layer27b.*.gguf $d/layer27b.fp8.safetensors; do
+    n=$(basename $f); n=${n#layer27b.}; n=${n%.*}
+    timeout 400 $M check --model $f --device 0 --m $mm --json $R/check_model_${n}_m${mm}_$TAG.json \
+      > "$L/check_model_${n}.log" 2>&1
+    say "memra check --model $n m=$mm: exit $? $(grep -E 'passed, ' "$L/check_model_${n}.log")"
+    grep -E " FAIL" "$L/check_model_${n}.log" | head -4 >> "$S"
+    timeout 300 $M bench --model $f --device 0 --m $mm --json $R/bench_model_${n}_m${mm}_$TAG.json \
+      > "$L/bench_model_${n}.log" 2>&1
+    say "memra bench --model $n m=$mm: exit $? $(grep -E '^total' "$L/bench_model_${n}.log")"
+    grep -E "host RSS|INVALID" "$L/bench_model_${n}.log" >> "$S"
+  done
+  rm -rf $d
+  say "model: $((SECONDS - t)) s"
 }
 
 [ $# -eq 0 ] && set -- build ctest check

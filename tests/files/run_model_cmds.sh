@@ -95,6 +95,13 @@ done
 "$memra" bench --model "$tmp/model.gguf" 27b >/dev/null 2>&1
 [ $? -eq 2 ] || fail "bench --model with a sheet: want 2"
 
+# the numpy-only writers of make_layer_files.py (what the lent GPU machine runs)
+python3 "$layer" "$tmp/np" --div 20 --types q4_0,bf16 --writer numpy >/dev/null || fail "make_layer_files.py --writer numpy"
+for f in layer27b.q4_0.gguf layer27b.bf16.gguf layer27b.fp8.safetensors; do
+    "$memra" check --model "$tmp/np/$f" >"$tmp/lc" 2>&1 || { cat "$tmp/lc"; fail "check --model $f (numpy writer)"; }
+done
+grep -q 'gemm_fp8_blk .*matmul .*PASS' "$tmp/lc" || fail "numpy writer: FP8 block-128 matmul row"
+
 # a 27b-shaped layer (dimensions / 20) from bench/make_layer_files.py, when its packages are there
 if python3 -c 'import gguf, safetensors, ml_dtypes, numpy' 2>/dev/null; then
     python3 "$layer" "$tmp/layer" --div 20 --types q8_0,q6_k >/dev/null || fail "make_layer_files.py"
