@@ -26,6 +26,7 @@
 #               bf16 q8_0 q4_0 q4_k q5_k q6_k) and as FP8 block-128 safetensors (numpy writers
 #               when the gguf packages are absent); memra check --model and memra bench
 #               --model at MODEL_M (default 512) on device 0 for each, receipts to $R
+#               (MODEL_DIV=D divides the dimensions, for a local try)
 #
 # TAG names the receipts (default: the date). Logs and receipts come back as
 # $OUT/logs.tar and $OUT/receipts.tar; $OUT/summary.txt is printed last.
@@ -205,7 +206,7 @@ step_python() {
 step_model() {
   local t=$SECONDS d=/tmp/memra-layer mm=${MODEL_M:-512} f n
   rm -rf $d
-  if ! python3 bench/make_layer_files.py $d > "$L/model_files.log" 2>&1; then
+  if ! python3 bench/make_layer_files.py $d --div ${MODEL_DIV:-1} > "$L/model_files.log" 2>&1; then
     say "model: make_layer_files.py FAILED"; tail -5 "$L/model_files.log" >> "$S"; return 1
   fi
   say "model: files written in $((SECONDS - t)) s ($(du -sh $d | cut -f1))"
@@ -219,6 +220,14 @@ step_model() {
       > "$L/bench_model_${n}.log" 2>&1
     say "memra bench --model $n m=$mm: exit $? $(grep -E '^total' "$L/bench_model_${n}.log")"
     grep -E "host RSS|INVALID" "$L/bench_model_${n}.log" >> "$S"
+    python3 - $R/bench_model_${n}_m${mm}_$TAG.json >> "$S" 2>&1 <<'PY'
+import json, sys
+m = json.load(open(sys.argv[1]))["model"]
+r, lim = m["rss"], m["file_bytes"] + (64 << 20)
+d = r["peak"] - r["before_open"]
+print("  rss bound: peak - before_open = %.1f MiB, file + 64 MiB = %.1f MiB: %s"
+      % (d / 2**20, lim / 2**20, "ok" if d <= lim else "OVER"))
+PY
   done
   rm -rf $d
   say "model: $((SECONDS - t)) s"
