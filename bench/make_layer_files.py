@@ -73,20 +73,6 @@ def dims(in_f, out_f):
     return max(256, in_f // a.div // 256 * 256), max(256, out_f // a.div // 256 * 256)
 
 
-def random_blocks(qtype, rows, cols):
-    block, size = gguf.GGML_QUANT_SIZES[qtype]
-    nb = cols // block
-    raw = rng.integers(0, 256, size=(rows, nb, size), dtype=np.uint8)
-    d = (rng.uniform(0.0005, 0.005, size=(rows, nb)) * rng.choice([-1, 1], size=(rows, nb))).astype(np.float16)
-    d = d.view(np.uint8).reshape(rows, nb, 2)
-    if qtype in (Q.Q4_K, Q.Q5_K):
-        raw[:, :, 0:2] = d
-        raw[:, :, 2:4] = np.abs(d.view(np.float16)).view(np.uint8).reshape(rows, nb, 2)
-    else:  # Q6_K
-        raw[:, :, 208:210] = d
-    return raw.reshape(rows, nb * size)
-
-
 def np_blocks(tname, rows, cols):
     """Random GGML blocks with finite f16 scales (the d / dmin / d fields)."""
     _, block, size = GGML[tname]
@@ -192,7 +178,7 @@ for tname in a.types.split(","):
         in_f, out_f = dims(in_f, out_f)
         name = f"blk.0.{gname}.weight"
         if qtype in (Q.Q4_K, Q.Q5_K, Q.Q6_K):
-            w.add_tensor(name, random_blocks(qtype, out_f, in_f), raw_dtype=qtype)
+            w.add_tensor(name, np_blocks(tname, out_f, in_f), raw_dtype=qtype)
             continue
         x = (rng.standard_normal((out_f, in_f), dtype=np.float32) * 0.02).astype(np.float32)
         if qtype == Q.F32:

@@ -275,7 +275,7 @@ static void matmul_case(checker *c, const memra_file *f, size_t ti, memra_weight
     if (served != d->op) { /* fell through to another lane: judge it as that lane */
         char why[200] = "";
         if (model_data(c, f, ti, served, m, d->x, &d2, why, sizeof why) != 0) {
-            snprintf(r.note, sizeof r.note, "served by %s: %s", memra_op_name(served), why);
+            snprintf(r.note, sizeof r.note, "served by %s: %.160s", memra_op_name(served), why);
             goto done;
         }
         dj = &d2;

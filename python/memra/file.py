@@ -20,7 +20,7 @@ from ctypes import byref, c_size_t, c_void_p
 from . import _core
 from . import _structs as S
 from ._core import b, bad, check, s
-from .runtime import Runtime, format_name
+from .runtime import Runtime, _Closing, format_name
 
 KINDS = {1: "gguf", 2: "safetensors", 3: "safetensors index"}
 _META_TYPES = {0: "string", 1: "int", 2: "uint", 3: "float", 4: "bool", 5: "array", 6: "other"}
@@ -55,7 +55,7 @@ def _meta_value(m):
     return s(m.text)  # a JSON null, object or array of an index's metadata, as its text
 
 
-class File:
+class File(_Closing):
     """A model file opened read-only through mmap (memra_file_open).
 
     ``File(rt, path)``: `rt` is a :class:`memra.Runtime` (the default runtime of
@@ -131,18 +131,6 @@ class File:
         h, self._h = getattr(self, "_h", None), None
         if h:
             _core.lib.memra_file_close(h)
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
-    def __del__(self):
-        try:
-            self.close()
-        except Exception:
-            pass
 
     def __repr__(self):
         return "<memra.File %s: %s, %d tensors%s>" % (self.path, self.description, len(self.tensors),

@@ -9,10 +9,7 @@
 memra="$1"
 tf="$2"
 layer="$3"
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/memra-modelcmd-XXXXXX") || exit 1
-trap 'rm -rf "$tmp"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
-"$tf" write "$tmp" >/dev/null || fail "test_files write"
+. "$(dirname "$0")/model_files_lib.sh"
 
 # check --model: every distinct shape passes, matmul row and module row each
 "$memra" check --model "$tmp/model.gguf" --json "$tmp/check.json" >"$tmp/out" 2>&1 || { cat "$tmp/out"; fail "check --model gguf"; }
