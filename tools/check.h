@@ -59,6 +59,14 @@ typedef struct gemm_data {
      * 1 (file data, nothing planted) flips the sign of element (0, inj_col) */
     int inj_sign;
     int64_t inj_col;
+    /* the last reference check_gemm_reference computed, reused for the same
+     * rows, activation form, alpha and reference kind (the model check judges
+     * the matmul row and every module row of one shape on one reference) */
+    double *c_ref, *c_mass;
+    float *c_x;
+    int64_t c_nrow;
+    int c_f16, c_indep;
+    float c_alpha;
 } gemm_data;
 
 void check_print_header(void);
@@ -90,7 +98,7 @@ void check_judged_rows(int64_t m, int64_t nrow, int64_t *rows);
 /* The reference of d's GEMM for the nrow rows xsub [nrow x k] (the
  * independent one when c->indep, else the host module on the host device):
  * ref and mass [nrow x n]. 0, or -1 with r's note set. */
-int check_gemm_reference(checker *c, const gemm_data *d, const float *xsub, int64_t nrow, int x_is_f16, float alpha,
+int check_gemm_reference(checker *c, gemm_data *d, const float *xsub, int64_t nrow, int x_is_f16, float alpha,
                          double *ref, double *mass, row *r);
 /* Elements of y (rows off + rows[s], leading dimension ldy) outside r->band;
  * r->err is set to the largest normalised error. */

@@ -243,7 +243,7 @@ static void matmul_case(checker *c, const memra_file *f, size_t ti, memra_weight
     float *xsub = tool_alloc((size_t)(nrow * k), sizeof(float));
     gemm_data d2;
     memset(&d2, 0, sizeof d2);
-    const gemm_data *dj = d;
+    gemm_data *dj = d;
     if (y == NULL || rows == NULL || ref == NULL || mass == NULL || xsub == NULL) {
         snprintf(r.note, sizeof r.note, "out of host memory");
         goto done;
