@@ -26,7 +26,8 @@
 #               bf16 q8_0 q4_0 q4_k q5_k q6_k) and as FP8 block-128 safetensors (numpy writers
 #               when the gguf packages are absent); memra check --model and memra bench
 #               --model at MODEL_M (default 512) on device 0 for each, receipts to $R
-#               (MODEL_DIV=D divides the dimensions, for a local try)
+#               (MODEL_TYPES=q8_0,fp8,... a subset, so the step can be split over calls;
+#               MODEL_DIV=D divides the dimensions, for a local try)
 #
 # TAG names the receipts (default: the date). Logs and receipts come back as
 # $OUT/logs.tar and $OUT/receipts.tar; $OUT/summary.txt is printed last.
@@ -206,11 +207,16 @@ step_python() {
 step_model() {
   local t=$SECONDS d=/tmp/memra-layer mm=${MODEL_M:-512} f n
   rm -rf $d
-  if ! python3 bench/make_layer_files.py $d --div ${MODEL_DIV:-1} > "$L/model_files.log" 2>&1; then
+  local types=${MODEL_TYPES:-f32,f16,bf16,q8_0,q4_0,q4_k,q5_k,q6_k,fp8} gt fp8=--no-fp8
+  gt=$(echo ",$types," | sed 's/,fp8,/,/; s/^,//; s/,$//')
+  case ",$types," in *,fp8,*) fp8="" ;; esac
+  if ! python3 bench/make_layer_files.py $d --div ${MODEL_DIV:-1} --types "$gt" $fp8 \
+       > "$L/model_files.log" 2>&1; then
     say "model: make_layer_files.py FAILED"; tail -5 "$L/model_files.log" >> "$S"; return 1
   fi
   say "model: files written in $((SECONDS - t)) s ($(du -sh $d | cut -f1))"
   for f in $d/layer27b.*.gguf $d/layer27b.fp8.safetensors; do
+    [ -e "$f" ] || continue
     n=$(basename $f); n=${n#layer27b.}; n=${n%.*}
     timeout 400 $M check --model $f --device 0 --m $mm --json $R/check_model_${n}_m${mm}_$TAG.json \
       > "$L/check_model_${n}.log" 2>&1

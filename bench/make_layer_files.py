@@ -64,7 +64,8 @@ rng = np.random.default_rng()
 if use_packages:
     TYPES = {"f32": Q.F32, "f16": Q.F16, "bf16": Q.BF16, "q8_0": Q.Q8_0, "q4_0": Q.Q4_0, "q4_k": Q.Q4_K,
              "q5_k": Q.Q5_K, "q6_k": Q.Q6_K}
-for t in a.types.split(","):
+types = [t for t in a.types.split(",") if t]  # "" : no GGUF file
+for t in types:
     if t not in GGML:
         ap.error("--types: unknown type %r (types: %s)" % (t, ",".join(GGML)))
 
@@ -146,7 +147,7 @@ def np_write_safetensors(path, tensors):
 
 
 if not use_packages:
-    for tname in a.types.split(","):
+    for tname in types:
         path = os.path.join(a.out, f"layer27b.{tname}.gguf")
         ts = []
         for _, gname, _, in_f, out_f in SHEET:
@@ -169,7 +170,7 @@ if not use_packages:
         print(path, os.path.getsize(path))
     raise SystemExit(0)
 
-for tname in a.types.split(","):
+for tname in types:
     qtype = TYPES[tname]
     path = os.path.join(a.out, f"layer27b.{tname}.gguf")
     w = gguf.GGUFWriter(path, "memra")
