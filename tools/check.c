@@ -62,6 +62,9 @@
  * Big shapes (m > 32) are judged on 16 sampled rows, always including row 0
  * where the activation's largest value is planted, so the per-batch FP8 scale
  * of the sampled rows equals the full batch's.
+ *
+ * `memra check --model FILE` (check_model.c) runs the same GEMM cases,
+ * reference and bands on a model file's own bytes (tools/check.h).
  */
 #define _POSIX_C_SOURCE 200809L
 
