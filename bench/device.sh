@@ -24,6 +24,12 @@
 #   ncu         ncu summary of the first gemm_q8_0r launches
 #   python      pytest of the python package on device 0 (torch tensors), when present
 #   ab          memra bench 27b from .before/'s build and this one, alternately (see step_ab)
+#   model       bench/make_layer_files.py writes one 27b-shaped layer per GGUF type (f32 f16
+#               bf16 q8_0 q4_0 q4_k q5_k q6_k) and as FP8 block-128 safetensors (numpy writers
+#               when the gguf packages are absent); memra check --model and memra bench
+#               --model at MODEL_M (default 512) on device 0 for each, receipts to $R
+#               (MODEL_TYPES=q8_0,fp8,... a subset, so the step can be split over calls;
+#               MODEL_DIV=D divides the dimensions, for a local try)
 #
 # TAG names the receipts (default: the date). Logs and receipts come back as
 # $OUT/logs.tar and $OUT/receipts.tar; $OUT/summary.txt is printed last.
@@ -243,6 +249,41 @@ step_ab() {
     say "ab m=$mm: exit $?"
     grep "^AB " "$L/ab_m$mm.txt" >> "$S"
   done
+}
+
+step_model() {
+  local t=$SECONDS d=/tmp/memra-layer mm=${MODEL_M:-512} f n
+  rm -rf $d
+  local types=${MODEL_TYPES:-f32,f16,bf16,q8_0,q4_0,q4_k,q5_k,q6_k,fp8} gt fp8=--no-fp8
+  gt=$(echo ",$types," | sed 's/,fp8,/,/; s/^,//; s/,$//')
+  case ",$types," in *,fp8,*) fp8="" ;; esac
+  if ! python3 bench/make_layer_files.py $d --div ${MODEL_DIV:-1} --types "$gt" $fp8 \
+       > "$L/model_files.log" 2>&1; then
+    say "model: make_layer_files.py FAILED"; tail -5 "$L/model_files.log" >> "$S"; return 1
+  fi
+  say "model: files written in $((SECONDS - t)) s ($(du -sh $d | cut -f1))"
+  for f in $d/layer27b.*.gguf $d/layer27b.fp8.safetensors; do
+    [ -e "$f" ] || continue
+    n=$(basename $f); n=${n#layer27b.}; n=${n%.*}
+    timeout 400 $M check --model $f --device 0 --m $mm --json $R/check_model_${n}_m${mm}_$TAG.json \
+      > "$L/check_model_${n}.log" 2>&1
+    say "memra check --model $n m=$mm: exit $? $(grep -E 'passed, ' "$L/check_model_${n}.log")"
+    grep -E " FAIL" "$L/check_model_${n}.log" | head -4 >> "$S"
+    timeout 300 $M bench --model $f --device 0 --m $mm --json $R/bench_model_${n}_m${mm}_$TAG.json \
+      > "$L/bench_model_${n}.log" 2>&1
+    say "memra bench --model $n m=$mm: exit $? $(grep -E '^total' "$L/bench_model_${n}.log")"
+    grep -E "host RSS|INVALID" "$L/bench_model_${n}.log" >> "$S"
+    python3 - $R/bench_model_${n}_m${mm}_$TAG.json >> "$S" 2>&1 <<'PY'
+import json, sys
+m = json.load(open(sys.argv[1]))["model"]
+r, lim = m["rss"], m["file_bytes"] + (64 << 20)
+d = r["peak"] - r["before_open"]
+print("  rss bound: peak - before_open = %.1f MiB, file + 64 MiB = %.1f MiB: %s"
+      % (d / 2**20, lim / 2**20, "ok" if d <= lim else "OVER"))
+PY
+  done
+  rm -rf $d
+  say "model: $((SECONDS - t)) s"
 }
 
 [ $# -eq 0 ] && set -- build ctest check

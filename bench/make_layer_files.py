@@ -10,16 +10,29 @@ F8_E4M3 with block-128 weight_scale_inv grids (Hugging Face names). Values are
 random (Q8_0, Q4_0 and BF16 quantised by gguf.quants from Gaussian values; the
 K-quants as random blocks with finite scales). --div divides every dimension
 (for a small local run); the shapes stay multiples of 256.
+
+Without the gguf / safetensors / ml_dtypes packages (the lent GPU machine has
+numpy only), or with --writer numpy, the files are written by the small
+writers below from the format descriptions: GGUF v3 (32-byte alignment) and
+safetensors, every GGML block type as random blocks with finite f16 scales,
+F32 / F16 / BF16 from the same Gaussian values (BF16 rounded to nearest even).
 """
 import argparse
+import json
 import os
+import struct
 
-import gguf
-import ml_dtypes
 import numpy as np
-import safetensors.numpy
-from gguf import GGMLQuantizationType as Q
-from gguf import quants
+
+try:
+    import gguf
+    import ml_dtypes
+    import safetensors.numpy
+    from gguf import GGMLQuantizationType as Q
+    from gguf import quants
+    HAVE_PACKAGES = True
+except ImportError:
+    HAVE_PACKAGES = False
 
 # (class, gguf name, hf name, in_f, out_f): the 27b sheet's six shapes
 SHEET = [
@@ -31,38 +44,133 @@ SHEET = [
     ("up", "ffn_up", "mlp.up_proj", 5120, 17408),
     ("down", "ffn_down", "mlp.down_proj", 17408, 5120),
 ]
-TYPES = {"f32": Q.F32, "f16": Q.F16, "bf16": Q.BF16, "q8_0": Q.Q8_0, "q4_0": Q.Q4_0, "q4_k": Q.Q4_K,
-         "q5_k": Q.Q5_K, "q6_k": Q.Q6_K}
+# GGML type ids and (values, bytes) per block, from the GGUF format description
+GGML = {"f32": (0, 1, 4), "f16": (1, 1, 2), "q4_0": (2, 32, 18), "q8_0": (8, 32, 34), "q4_k": (12, 256, 144),
+        "q5_k": (13, 256, 176), "q6_k": (14, 256, 210), "bf16": (30, 1, 2)}
 
 ap = argparse.ArgumentParser()
 ap.add_argument("out")
 ap.add_argument("--div", type=int, default=1)
-ap.add_argument("--types", default=",".join(TYPES))
+ap.add_argument("--types", default=",".join(GGML))
 ap.add_argument("--no-fp8", action="store_true")
+ap.add_argument("--writer", choices=["auto", "packages", "numpy"], default="auto",
+                help="auto: the gguf/safetensors packages when importable, else the numpy writers")
 a = ap.parse_args()
+if a.writer == "packages" and not HAVE_PACKAGES:
+    ap.error("--writer packages: gguf, safetensors or ml_dtypes is not importable")
+use_packages = HAVE_PACKAGES and a.writer != "numpy"
 os.makedirs(a.out, exist_ok=True)
 rng = np.random.default_rng()
+if use_packages:
+    TYPES = {"f32": Q.F32, "f16": Q.F16, "bf16": Q.BF16, "q8_0": Q.Q8_0, "q4_0": Q.Q4_0, "q4_k": Q.Q4_K,
+             "q5_k": Q.Q5_K, "q6_k": Q.Q6_K}
+types = [t for t in a.types.split(",") if t]  # "" : no GGUF file
+for t in types:
+    if t not in GGML:
+        ap.error("--types: unknown type %r (types: %s)" % (t, ",".join(GGML)))
 
 
 def dims(in_f, out_f):
     return max(256, in_f // a.div // 256 * 256), max(256, out_f // a.div // 256 * 256)
 
 
-def random_blocks(qtype, rows, cols):
-    block, size = gguf.GGML_QUANT_SIZES[qtype]
+def np_blocks(tname, rows, cols):
+    """Random GGML blocks with finite f16 scales (the d / dmin / d fields)."""
+    _, block, size = GGML[tname]
     nb = cols // block
     raw = rng.integers(0, 256, size=(rows, nb, size), dtype=np.uint8)
     d = (rng.uniform(0.0005, 0.005, size=(rows, nb)) * rng.choice([-1, 1], size=(rows, nb))).astype(np.float16)
     d = d.view(np.uint8).reshape(rows, nb, 2)
-    if qtype in (Q.Q4_K, Q.Q5_K):
+    if tname == "q8_0":
+        raw[:, :, 0:2] = d
+        codes = raw[:, :, 2:].view(np.int8)
+        codes[codes == -128] = -127  # the quantiser's range
+    elif tname == "q4_0":
+        raw[:, :, 0:2] = d
+    elif tname in ("q4_k", "q5_k"):
         raw[:, :, 0:2] = d
         raw[:, :, 2:4] = np.abs(d.view(np.float16)).view(np.uint8).reshape(rows, nb, 2)
-    else:  # Q6_K
+    else:  # q6_k
         raw[:, :, 208:210] = d
     return raw.reshape(rows, nb * size)
 
 
-for tname in a.types.split(","):
+def np_tensor(tname, rows, cols):
+    if GGML[tname][1] > 1:
+        return np_blocks(tname, rows, cols).tobytes()
+    x = (rng.standard_normal((rows, cols), dtype=np.float32) * 0.02).astype(np.float32)
+    if tname == "f32":
+        return x.tobytes()
+    if tname == "f16":
+        return x.astype(np.float16).tobytes()
+    u = x.view(np.uint32).astype(np.uint64)
+    return ((u + 0x7FFF + ((u >> 16) & 1)) >> 16).astype(np.uint16).tobytes()  # bf16, round to nearest even
+
+
+def gguf_str(s):
+    b = s.encode()
+    return struct.pack("<Q", len(b)) + b
+
+
+def np_write_gguf(path, name, tensors):
+    """GGUF v3: header, two string keys, tensor infos, data aligned to 32."""
+    kv = [("general.architecture", "memra"), ("general.name", name)]
+    head = b"GGUF" + struct.pack("<IQQ", 3, len(tensors), len(kv))
+    for k, v in kv:
+        head += gguf_str(k) + struct.pack("<I", 8) + gguf_str(v)
+    off, infos, blobs = 0, b"", []
+    for tn, tname, rows, cols, data in tensors:
+        infos += gguf_str(tn) + struct.pack("<IQQIQ", 2, cols, rows, GGML[tname][0], off)
+        pad = (-len(data)) % 32
+        blobs.append(data + b"\0" * pad)
+        off += len(data) + pad
+    head += infos
+    head += b"\0" * ((-len(head)) % 32)
+    with open(path, "wb") as f:
+        f.write(head)
+        for b in blobs:
+            f.write(b)
+
+
+def np_write_safetensors(path, tensors):
+    """safetensors: u64 header length, the JSON header padded with spaces to 8, the data."""
+    hdr, off = {"__metadata__": {"format": "pt"}}, 0
+    for tn, dtype, shape, data in tensors:
+        hdr[tn] = {"dtype": dtype, "shape": list(shape), "data_offsets": [off, off + len(data)]}
+        off += len(data)
+    h = json.dumps(hdr, separators=(",", ":")).encode()
+    h += b" " * ((-len(h)) % 8)
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(h)) + h)
+        for _, _, _, data in tensors:
+            f.write(data)
+
+
+if not use_packages:
+    for tname in types:
+        path = os.path.join(a.out, f"layer27b.{tname}.gguf")
+        ts = []
+        for _, gname, _, in_f, out_f in SHEET:
+            in_f, out_f = dims(in_f, out_f)
+            ts.append((f"blk.0.{gname}.weight", tname, out_f, in_f, np_tensor(tname, out_f, in_f)))
+        np_write_gguf(path, f"memra 27b layer ({tname})", ts)
+        print(path, os.path.getsize(path))
+    if not a.no_fp8:
+        ts = []
+        for _, _, hname, in_f, out_f in SHEET:
+            in_f, out_f = dims(in_f, out_f)
+            codes = rng.integers(0, 256, size=(out_f, in_f), dtype=np.uint8)
+            codes[(codes & 0x7F) == 0x7F] = 0x30
+            grid = rng.uniform(1e-4, 1e-3, size=((out_f + 127) // 128, (in_f + 127) // 128)).astype(np.float32)
+            base = f"model.layers.0.{hname}"
+            ts.append((f"{base}.weight", "F8_E4M3", codes.shape, codes.tobytes()))
+            ts.append((f"{base}.weight_scale_inv", "F32", grid.shape, grid.tobytes()))
+        path = os.path.join(a.out, "layer27b.fp8.safetensors")
+        np_write_safetensors(path, ts)
+        print(path, os.path.getsize(path))
+    raise SystemExit(0)
+
+for tname in types:
     qtype = TYPES[tname]
     path = os.path.join(a.out, f"layer27b.{tname}.gguf")
     w = gguf.GGUFWriter(path, "memra")
@@ -71,7 +179,7 @@ for tname in a.types.split(","):
         in_f, out_f = dims(in_f, out_f)
         name = f"blk.0.{gname}.weight"
         if qtype in (Q.Q4_K, Q.Q5_K, Q.Q6_K):
-            w.add_tensor(name, random_blocks(qtype, out_f, in_f), raw_dtype=qtype)
+            w.add_tensor(name, np_blocks(tname, out_f, in_f), raw_dtype=qtype)
             continue
         x = (rng.standard_normal((out_f, in_f), dtype=np.float32) * 0.02).astype(np.float32)
         if qtype == Q.F32:

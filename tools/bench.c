@@ -33,6 +33,7 @@
 #include "memra/formats.h"
 #include "memra/memra.h"
 #include "tools/check_ref.h"
+#include "tools/model_util.h"
 #include "tools/tool.h"
 #include "tools/tool_opt.h"
 #include "tools/tool_util.h"
@@ -174,8 +175,9 @@ static void json_header(bench *b, const char *mode)
     tool_utc_timestamp(ts, sizeof ts);
     if (gethostname(host, sizeof host) != 0) snprintf(host, sizeof host, "unknown");
     host[sizeof host - 1] = '\0';
-    /* version 2 adds commit, host and clocks (bench/README.md); version 1 keys unchanged */
-    fprintf(f, "{\"format\":\"memra-bench\",\"version\":2,\"timestamp\":\"%s\",\"memra\":", ts);
+    /* version 2 adds commit, host and clocks, version 3 mode "model" and its "model"
+     * section (bench/README.md); earlier keys unchanged */
+    fprintf(f, "{\"format\":\"memra-bench\",\"version\":3,\"timestamp\":\"%s\",\"memra\":", ts);
     tool_json_str(f, memra_version());
     fprintf(f, ",\"commit\":");
     tool_json_str(f, MEMRA_GIT_COMMIT);
@@ -950,6 +952,216 @@ static int bench_race(bench *b, const char *const *mods, int nm, memra_op op)
     return rc;
 }
 
+/* ---- memra bench --model FILE ----------------------------------------------------- */
+
+/* VmRSS and VmHWM of this process in bytes (/proc/self/status), 0 when unreadable. */
+static void rss_read(uint64_t *rss, uint64_t *hwm)
+{
+    *rss = *hwm = 0;
+    FILE *f = fopen("/proc/self/status", "r");
+    if (f == NULL) return;
+    char line[256];
+    while (fgets(line, sizeof line, f)) {
+        unsigned long long kb;
+        if (sscanf(line, "VmRSS: %llu kB", &kb) == 1) *rss = kb * 1024ull;
+        else if (sscanf(line, "VmHWM: %llu kB", &kb) == 1) *hwm = kb * 1024ull;
+    }
+    fclose(f);
+}
+
+typedef struct model_class {
+    size_t tensors;
+    double flops;
+    uint64_t bytes;    /* the tensors' file bytes */
+    double *t;         /* per rep: the sum of the class's calls */
+    double median;
+    ledger_snap served;
+} model_class;
+
+/* Every 2D weight of the file, in file order, through memra_matmul at m rows:
+ * one prefill step. Each repetition times every projection once (b->batch
+ * calls per interval, as the arms do); per class the sum of its projections
+ * in that repetition; medians over the repetitions; the total is the median
+ * of the per-repetition sums. */
+static int bench_model(bench *b, const char *path)
+{
+    uint64_t rss0, hwm0, rss_open, hwm_open, rss_prep, hwm_prep, rss_end, hwm_end;
+    rss_read(&rss0, &hwm0);
+    memra_file *f = NULL;
+    memra_status st = memra_file_open(path, &f);
+    if (st != MEMRA_STATUS_OK) {
+        fprintf(stderr, "memra bench: %s: %s\n", memra_status_str(st), memra_last_error());
+        if (b->json) fprintf(b->json, "]}\n");
+        return 1;
+    }
+    rss_read(&rss_open, &hwm_open);
+    const size_t nw = tool_weights2d(f, NULL, 0);
+    size_t *idx = tool_alloc(nw ? nw : 1, sizeof *idx);
+    memra_weight **w = calloc(nw ? nw : 1, sizeof *w);
+    tool_tclass *cls = tool_alloc(nw ? nw : 1, sizeof *cls);
+    model_class mc[TOOL_TCLASS_COUNT];
+    memset(mc, 0, sizeof mc);
+    double *total = calloc((size_t)b->reps, sizeof(double));
+    memra_buffer *bx = NULL, *by = NULL;
+    float *x = NULL;
+    int rc = 0;
+    uint64_t file_bytes = 0, operand_bytes = 0, mirror_bytes = 0;
+    int64_t max_in = 0, max_out = 0;
+    if (idx == NULL || w == NULL || cls == NULL || total == NULL) {
+        rc = 1;
+        goto done;
+    }
+    tool_weights2d(f, idx, nw);
+    if (nw == 0) {
+        fprintf(stderr, "memra bench: %s: no 2D weight of a memra format (see 'memra model ls %s')\n", path, path);
+        rc = 1;
+        goto done;
+    }
+    for (int c = 0; c < TOOL_TCLASS_COUNT; c++)
+        if ((mc[c].t = calloc((size_t)b->reps, sizeof(double))) == NULL) rc = 1;
+    for (size_t i = 0; i < nw && rc == 0; i++) {
+        memra_tensor_info t;
+        memra_file_tensor_get(f, idx[i], &t);
+        st = memra_file_weight_create(b->rt, f, t.name, &w[i]);
+        if (st == MEMRA_STATUS_OK) st = memra_weight_prepare(w[i], b->dev);
+        if (st != MEMRA_STATUS_OK) {
+            fprintf(stderr, "memra bench: %s: %s: %s\n", t.name, memra_status_str(st), memra_last_error());
+            rc = 1;
+            break;
+        }
+        memra_weight_plan p = {.struct_size = sizeof p};
+        if (memra_weight_plan_get(w[i], b->dev, &p) == MEMRA_STATUS_OK) operand_bytes += p.operand_bytes;
+        if (memra_weight_operands(w[i], b->dev) & MEMRA_OPERAND_F16_MIRROR)
+            mirror_bytes += (uint64_t)t.shape[0] * (uint64_t)t.shape[1] * 2u;
+        cls[i] = tool_tclass_of(t.name);
+        mc[cls[i]].tensors++;
+        mc[cls[i]].flops += 2.0 * (double)b->m * (double)t.shape[0] * (double)t.shape[1];
+        mc[cls[i]].bytes += t.bytes;
+        file_bytes += t.bytes;
+        if (t.shape[1] > max_in) max_in = t.shape[1];
+        if (t.shape[0] > max_out) max_out = t.shape[0];
+    }
+    if (rc) goto done;
+    rss_read(&rss_prep, &hwm_prep);
+    const size_t xn = (size_t)(b->m * max_in);
+    x = tool_alloc(xn, sizeof(float));
+    if (x == NULL) {
+        rc = 1;
+        goto done;
+    }
+    tool_fill_x(&b->rng, x, xn);
+    st = tool_upload(b->dev, x, xn * sizeof(float), &bx);
+    if (st == MEMRA_STATUS_OK) st = memra_buffer_create(b->dev, (size_t)(b->m * max_out) * sizeof(float), &by);
+    if (st != MEMRA_STATUS_OK) {
+        fprintf(stderr, "memra bench: buffers: %s: %s\n", memra_status_str(st), memra_last_error());
+        rc = 1;
+        goto done;
+    }
+    printf("model %s: %s, %zu tensors, %zu 2D projections (%.1f MiB), m=%lld\n", path, memra_file_describe(f),
+           memra_file_tensor_count(f), nw, (double)file_bytes / 1048576.0, (long long)b->m);
+    for (int64_t r = -b->warmup; r < b->reps && rc == 0; r++) {
+        for (size_t i = 0; i < nw && rc == 0; i++) {
+            mm_call call = {.dev = b->dev, .w = w[i], .x = memra_buffer_ptr(bx), .y = memra_buffer_ptr(by),
+                            .m = (int32_t)b->m};
+            ledger_snap s0, s1;
+            if (r >= 0) snap(b, &s0);
+            double ms = 0.0;
+            st = timed(b, &ms, run_matmul, &call);
+            if (st != MEMRA_STATUS_OK) {
+                fprintf(stderr, "memra bench: memra_matmul on tensor %zu: %s: %s\n", idx[i], memra_status_str(st),
+                        memra_last_error());
+                rc = 1;
+                break;
+            }
+            if (r < 0) continue;
+            snap(b, &s1);
+            snap_add_delta(b, &s0, &s1, &mc[cls[i]].served);
+            mc[cls[i]].t[r] += ms;
+            total[r] += ms;
+        }
+    }
+    rss_read(&rss_end, &hwm_end);
+    if (rc) goto done;
+    double flops_all = 0.0;
+    printf("%-8s %8s %12s %10s %10s  %s\n", "class", "tensors", "MiB", "median ms", flops_name(b), "served");
+    for (int c = 0; c < TOOL_TCLASS_COUNT; c++) {
+        if (mc[c].tensors == 0) continue;
+        mc[c].median = tool_median(mc[c].t, (size_t)b->reps);
+        flops_all += mc[c].flops;
+        printf("%-8s %8zu %12.1f %10.3f %10.2f  ", tool_tclass_name((tool_tclass)c), mc[c].tensors,
+               (double)mc[c].bytes / 1048576.0, mc[c].median, mc[c].flops / (mc[c].median * 1e-3) / flops_unit(b));
+        arm_result ar;
+        memset(&ar, 0, sizeof ar);
+        ar.served = mc[c].served;
+        print_served(b, &ar, 0, stdout, 0);
+        printf("\n");
+        int any = 0;
+        for (int o = 0; o < MEMRA_OP_COUNT_; o++)
+            for (int i = 0; i < b->nmods; i++) any |= mc[c].served.h[o][i] != 0;
+        if (!any) {
+            printf("  INVALID: the ledger shows nothing served class %s\n", tool_tclass_name((tool_tclass)c));
+            rc = 1;
+        }
+    }
+    const double tmed = tool_median(total, (size_t)b->reps);
+    printf("%-8s %8zu %12.1f %10.3f %10.2f\n", "total", nw, (double)file_bytes / 1048576.0, tmed,
+           flops_all / (tmed * 1e-3) / flops_unit(b));
+    printf("device operands %.1f MiB (f16 mirrors %.1f MiB); host RSS before open %.1f MiB, after open %.1f, after "
+           "prepare %.1f, at the end %.1f, peak %.1f (file %.1f MiB)\n",
+           (double)operand_bytes / 1048576.0, (double)mirror_bytes / 1048576.0, (double)rss0 / 1048576.0,
+           (double)rss_open / 1048576.0, (double)rss_prep / 1048576.0, (double)rss_end / 1048576.0,
+           (double)hwm_end / 1048576.0, (double)file_bytes / 1048576.0);
+    if (b->json) {
+        FILE *j = b->json;
+        /* the classes as shape rows (one arm, "matmul"), so a reader of the
+         * sheet receipts reads them; the total last */
+        int first = 1;
+        for (int c = 0; c <= TOOL_TCLASS_COUNT; c++) {
+            const int tot = c == TOOL_TCLASS_COUNT;
+            if (!tot && mc[c].tensors == 0) continue;
+            const double fl = tot ? flops_all : mc[c].flops, med = tot ? tmed : mc[c].median;
+            fprintf(j, "%s\n{\"shape\":\"%s\",\"class\":\"%s\",\"tensors\":%zu,\"bytes\":%llu,\"flops\":%.0f,\"arms\":[{"
+                       "\"arm\":\"matmul\",\"op\":null,\"times_ms\":",
+                    first ? "" : ",", tot ? "total" : tool_tclass_name((tool_tclass)c),
+                    tot ? "total" : tool_tclass_name((tool_tclass)c), tot ? nw : mc[c].tensors,
+                    (unsigned long long)(tot ? file_bytes : mc[c].bytes), fl);
+            json_times(j, tot ? total : mc[c].t, b->reps);
+            fprintf(j, ",\"median_ms\":%.6g,\"flops_per_s\":%.6g,\"valid\":true,\"served\":[", med, fl / (med * 1e-3));
+            if (!tot) {
+                arm_result ar;
+                memset(&ar, 0, sizeof ar);
+                ar.served = mc[c].served;
+                print_served(b, &ar, 0, j, 1);
+            }
+            fprintf(j, "]}]}");
+            first = 0;
+        }
+        fprintf(j, "],\"model\":{\"file\":");
+        tool_json_str(j, path);
+        fprintf(j, ",\"kind\":");
+        tool_json_str(j, memra_file_describe(f));
+        fprintf(j, ",\"tensors\":%zu,\"projections\":%zu,\"file_bytes\":%llu,\"operand_bytes\":%llu,"
+                   "\"f16_mirror_bytes\":%llu,\"rss\":{\"before_open\":%llu,\"after_open\":%llu,\"after_prepare\":%llu,"
+                   "\"end\":%llu,\"peak\":%llu,\"source\":\"/proc/self/status VmRSS, VmHWM\"}}}\n",
+                memra_file_tensor_count(f), nw, (unsigned long long)file_bytes, (unsigned long long)operand_bytes,
+                (unsigned long long)mirror_bytes, (unsigned long long)rss0, (unsigned long long)rss_open,
+                (unsigned long long)rss_prep, (unsigned long long)rss_end, (unsigned long long)hwm_end);
+    }
+done:
+    if (rc && b->json) fprintf(b->json, "]}\n");
+    memra_buffer_destroy(bx);
+    memra_buffer_destroy(by);
+    free(x);
+    for (size_t i = 0; w && i < nw; i++) memra_weight_destroy(w[i]);
+    for (int c = 0; c < TOOL_TCLASS_COUNT; c++) free(mc[c].t);
+    free(w);
+    free(idx);
+    free(cls);
+    free(total);
+    memra_file_close(f);
+    return rc;
+}
+
 /* ---- the command ------------------------------------------------------------------ */
 
 static const char k_bench_usage[] =
@@ -958,6 +1170,7 @@ static const char k_bench_usage[] =
     "       memra bench OP [27b|1p7b] [--vs [MODA MODB]] [options above]   (e.g. gemm_fp8_blk)\n"
     "       memra bench --vs MODA MODB --op OP [options above]\n"
     "       memra bench accprobe ...   ('memra bench accprobe --help')\n"
+    "       memra bench --model FILE [--m M] [--reps R] [--warmup W] [--batch N] [--device N|host] [--json FILE|-]\n"
     "  Arms f16 (Q8_0 + f16 mirror), mmq (Q8_0, no mirror), fp8 (E4M3 per-tensor) and fp8blk\n"
     "  (E4M3 + block-128 grid) through memra_matmul, interleaved in each repetition; medians,\n"
     "  FLOP/s, ratios to f16 and their geometric mean; the ledger says which module served.\n"
@@ -973,6 +1186,11 @@ static const char k_bench_usage[] =
     "  --batch N times N calls back to back per interval and divides (steady-state throughput;\n"
     "  default 1: each call alone, host launch time included).\n"
     "  --json FILE writes the receipt ('-': to stdout, the table then goes to stderr).\n"
+    "  --model FILE: every 2D projection of the file (.gguf, .safetensors, index .json) in file\n"
+    "  order through memra_matmul at m rows (one prefill step), each timed alone per repetition;\n"
+    "  per class (q k v o gate up down other) the median of the class's summed time, FLOP/s and\n"
+    "  the modules/ops the ledger shows; the total; the device operand and f16 mirror bytes; the\n"
+    "  host RSS (VmRSS/VmHWM) before open, after open, after prepare and at the peak.\n"
     "  Defaults: on a GPU 27b, m=512, reps 20, warm-up 3; on the host 1p7b, m=16, reps 3.\n";
 
 static const struct option k_bench_opts[] = {
@@ -981,7 +1199,7 @@ static const struct option k_bench_opts[] = {
     {"batch", required_argument, NULL, 'b'},  {"device", required_argument, NULL, 'd'},
     {"json", required_argument, NULL, 'j'},   {"seed", required_argument, NULL, 's'},
     {"vs", optional_argument, NULL, 'v'},     {"op", required_argument, NULL, 'o'},
-    {"help", no_argument, NULL, 'h'},         {0, 0, 0, 0}};
+    {"model", required_argument, NULL, 'F'},  {"help", no_argument, NULL, 'h'},         {0, 0, 0, 0}};
 static const tool_cmd k_bench_cmd = {"memra bench", k_bench_usage, k_bench_opts};
 
 static int is_sheet(const char *s) { return strcmp(s, "27b") == 0 || strcmp(s, "1p7b") == 0; }
@@ -1007,7 +1225,7 @@ static int set_op(const char *name, memra_op *op)
 int memra_tool_bench(int argc, char **argv)
 {
     if (argc > 1 && strcmp(argv[1], "accprobe") == 0) return memra_tool_bench_accprobe(argc - 1, argv + 1);
-    const char *sheet = NULL, *json = NULL, *vs_a = NULL, *vs_b = NULL;
+    const char *sheet = NULL, *json = NULL, *vs_a = NULL, *vs_b = NULL, *model = NULL;
     char vs_buf[128];
     int64_t m = 0, reps = 0, warmup = -1, dev_sel = -1, batch = 1;
     memra_op op = MEMRA_OP_COUNT_;
@@ -1035,6 +1253,7 @@ int memra_tool_bench(int argc, char **argv)
             have_seed = 1;
             break;
         case 'o': rc = set_op(optarg, &op); break;
+        case 'F': model = optarg; break;
         case 'v':
             vs = 1;
             if (optarg != NULL) { /* --vs=A,B */
@@ -1078,6 +1297,10 @@ int memra_tool_bench(int argc, char **argv)
         fprintf(stderr, "memra bench: --vs needs an op (--op OP, or memra bench OP --vs)\n");
         return 2;
     }
+    if (model != NULL && (vs || op != MEMRA_OP_COUNT_ || sheet != NULL)) {
+        fprintf(stderr, "memra bench: --model takes no sheet, op or --vs (it times the file's own projections)\n");
+        return 2;
+    }
     const int lane = op != MEMRA_OP_COUNT_ && vs_a == NULL, vs_auto = vs && vs_a == NULL;
     /* the module's own lines (variant, tile, JIT or embedded) belong in the report */
     if (op == MEMRA_OP_gemm_fp8_blk && getenv("MEMRA_LOG") == NULL) setenv("MEMRA_LOG", "info", 1);
@@ -1100,7 +1323,7 @@ int memra_tool_bench(int argc, char **argv)
     if (dev_sel == -2) dev_sel = memra_device_count(rt) - 1; /* the host device is listed last */
     b.dev = memra_device_get(rt, dev_sel < 0 ? 0 : (int)dev_sel);
     b.gpu = memra_device_caps_get(b.dev)->arch != MEMRA_ARCH_HOST;
-    if (sheet == NULL) sheet = b.gpu ? "27b" : "1p7b";
+    if (sheet == NULL) sheet = model ? "model" : b.gpu ? "27b" : "1p7b";
     b.sheet_name = sheet;
     b.sheet = strcmp(sheet, "27b") == 0 ? k_27b : k_1p7b;
     b.nshapes = strcmp(sheet, "27b") == 0 ? sizeof k_27b / sizeof k_27b[0] : sizeof k_1p7b / sizeof k_1p7b[0];
@@ -1137,11 +1360,12 @@ int memra_tool_bench(int argc, char **argv)
         }
     }
     const memra_device_caps *caps = memra_device_caps_get(b.dev);
+    if (model != NULL) b.nshapes = 0;
     printf("memra bench: %s (%s, %d %s), sheet %s, m=%lld, reps %lld, warm-up %lld\n", caps->name, caps->profile,
            caps->sm_count, b.gpu ? "SMs" : "threads", sheet, (long long)b.m, (long long)b.reps, (long long)b.warmup);
     if (receipt != NULL) {
         b.json = receipt;
-        json_header(&b, vs_b ? "vs" : vs_a ? "lane" : "arms");
+        json_header(&b, model ? "model" : vs_b ? "vs" : vs_a ? "lane" : "arms");
     }
     memra_status st = memra_timer_create(b.dev, &b.timer);
     if (st != MEMRA_STATUS_OK) {
@@ -1149,11 +1373,11 @@ int memra_tool_bench(int argc, char **argv)
         rc = 1;
     } else {
         const char *race[2] = {vs_a, vs_b};
-        rc = vs_a ? bench_race(&b, race, vs_b ? 2 : 1, op) : bench_arms(&b);
+        rc = model ? bench_model(&b, model) : vs_a ? bench_race(&b, race, vs_b ? 2 : 1, op) : bench_arms(&b);
     }
     memra_timer_destroy(b.timer);
     if (b.json && rc != 0) {
-        fprintf(b.json, "]}\n"); /* close what was opened; the receipt says it is partial */
+        if (model == NULL) fprintf(b.json, "]}\n"); /* close what was opened; the receipt says it is partial */
         fprintf(stderr, "memra bench: the receipt %s is incomplete\n", json);
     }
 done:

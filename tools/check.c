@@ -62,6 +62,9 @@
  * Big shapes (m > 32) are judged on 16 sampled rows, always including row 0
  * where the activation's largest value is planted, so the per-batch FP8 scale
  * of the sampled rows equals the full batch's.
+ *
+ * `memra check --model FILE` (check_model.c) runs the same GEMM cases,
+ * reference and bands on a model file's own bytes (tools/check.h).
  */
 #define _POSIX_C_SOURCE 200809L
 
@@ -72,6 +75,7 @@
 
 #include "memra/formats.h"
 #include "memra/memra.h"
+#include "tools/check.h"
 #include "tools/check_ref.h"
 #include "tools/tool.h"
 #include "tools/tool_opt.h"
@@ -85,45 +89,16 @@
 #define BAND_FP8_BLK 2.6e-4
 #define SAMPLE_ROWS 16
 #define TAIL 64 /* guard bytes after every output */
-#define Y_SENTINEL 1234.5f
+#define Y_SENTINEL CHECK_Y_SENTINEL
 
-typedef struct row {
-    char device[48];
-    const char *op;
-    char module[32];
-    char shape[48];
-    int exact;
-    double err;           /* max normalised error (GEMMs) */
-    uint64_t mismatches;  /* elements outside band / not identical, plus stray writes */
-    double band;
-    uint64_t hits;
-    const char *result;   /* PASS FAIL DECLINED "not checked" */
-    char note[200];
-    int injected;
-    const char *vs;       /* a cross-check row: what it is compared with (else NULL: the reference) */
-} row;
 
-typedef struct checker {
-    memra_runtime *rt;
-    memra_device *host, *dev;
-    char devlabel[48];
-    const char *module;
-    int indep;  /* 1: judge against check_ref.c (host module on host device) */
-    int gpu, quick, inject;
-    int injected_op[MEMRA_OP_COUNT_];
-    tool_rng rng;
-    row *rows;
-    size_t nrows, caprows;
-    int passed, failed, declined;
-} checker;
-
-static void print_header(void)
+void check_print_header(void)
 {
     printf("%-12s %-16s %-8s %-22s %-14s %-8s %6s  %s\n", "device", "op", "module", "shape (m n k)", "max err",
            "band", "hits", "result");
 }
 
-static void add_row(checker *c, row *r)
+void check_add_row(checker *c, row *r)
 {
     char err[32], band[16];
     if (r->result[0] == 'n' || strcmp(r->result, "DECLINED") == 0) snprintf(err, sizeof err, "-");
@@ -155,7 +130,7 @@ static void add_row(checker *c, row *r)
     c->rows[c->nrows++] = *r;
 }
 
-static row new_row(const checker *c, memra_op op)
+row check_new_row(const checker *c, memra_op op)
 {
     row r;
     memset(&r, 0, sizeof r);
@@ -273,33 +248,20 @@ static memra_status exec_xop(memra_device *dev, const char *mod, const xop *o, u
 
 /* ---- the GEMMs ------------------------------------------------------------ */
 
-typedef struct gemm_data {
-    memra_op op;
-    int64_t n, k, mmax;
-    float *x;         /* [mmax x k], x[0][0] = 4 (the largest value) */
-    uint8_t *w;       /* weight bytes, element (0,0) planted large */
-    size_t w_bytes;
-    float *grid;
-    size_t grid_count;
-    float w_scale;
-    uint8_t *w_abs;   /* |w|, for the mass of the host-module path */
-    /* gemm_q8_0r: the module's operand, Q8_0 records of w (memra_q8_0r_bytes) */
-    uint8_t *wr;
-    size_t wr_bytes;
-    int wr_differs;   /* the module's repack_q8_0 disagreed with ref_repack_q8_0 */
-    char wr_note[120];
-} gemm_data;
 
 /* The two MMQ GEMMs: Q8_0 weight (as blocks or as records) x q8_1 records. */
 static int is_q8(memra_op op) { return op == MEMRA_OP_gemm_q8_0 || op == MEMRA_OP_gemm_q8_0r; }
 
-static void gemm_data_free(gemm_data *d)
+void check_gemm_data_free(gemm_data *d)
 {
     free(d->x);
     free(d->w);
     free(d->grid);
     free(d->w_abs);
     free(d->wr);
+    free(d->c_ref);
+    free(d->c_mass);
+    free(d->c_x);
     memset(d, 0, sizeof *d);
 }
 
@@ -307,7 +269,7 @@ static void gemm_data_free(gemm_data *d)
  * repack_q8_0 where it has one (so the pair the core uses is what is judged),
  * else by ref_repack_q8_0. Records that differ from the reference fail every
  * case of this weight (repack_q8_0's own rows say where). */
-static int make_records(checker *c, gemm_data *d)
+static int check_make_records(checker *c, gemm_data *d)
 {
     d->wr_bytes = (size_t)memra_q8_0r_bytes(d->n, d->k);
     d->wr = tool_alloc(d->wr_bytes + TAIL, 1);
@@ -339,7 +301,7 @@ static int make_records(checker *c, gemm_data *d)
     return 0;
 }
 
-static int gemm_data_make(checker *c, memra_op op, int64_t n, int64_t k, int64_t mmax, gemm_data *d)
+int check_gemm_data_alloc(checker *c, memra_op op, int64_t n, int64_t k, int64_t mmax, gemm_data *d)
 {
     memset(d, 0, sizeof *d);
     d->op = op;
@@ -355,19 +317,16 @@ static int gemm_data_make(checker *c, memra_op op, int64_t n, int64_t k, int64_t
     tool_fill_x(&c->rng, d->x, (size_t)(mmax * k));
     d->x[0] = 4.0f;
     d->w_scale = 1.0f;
-    if (op == MEMRA_OP_gemm_f16) {
-        uint16_t *w = (uint16_t *)(void *)d->w;
-        tool_fill_f16_w(&c->rng, w, elems);
-        w[0] = 0x3800; /* 0.5 */
+    return 0;
+}
+
+int check_gemm_data_finish(checker *c, gemm_data *d)
+{
+    const size_t elems = (size_t)(d->n * d->k);
+    if (d->op == MEMRA_OP_gemm_f16 || d->op == MEMRA_OP_gemm_bf16) {
+        const uint16_t *w = (const uint16_t *)(const void *)d->w;
         for (size_t e = 0; e < elems; e++) ((uint16_t *)(void *)d->w_abs)[e] = w[e] & 0x7FFFu;
-    } else if (op == MEMRA_OP_gemm_bf16) {
-        uint16_t *w = (uint16_t *)(void *)d->w;
-        for (size_t e = 0; e < elems; e++) w[e] = memra_bf16_from_f32(tool_rng_signed(&c->rng, 0.01f, 0.5f));
-        w[0] = 0x3F00; /* 0.5 */
-        for (size_t e = 0; e < elems; e++) ((uint16_t *)(void *)d->w_abs)[e] = w[e] & 0x7FFFu;
-    } else if (is_q8(op)) {
-        tool_fill_q8_0_w(&c->rng, d->w, n, k);
-        d->w[2] = 127;
+    } else if (is_q8(d->op)) {
         memcpy(d->w_abs, d->w, d->w_bytes);
         for (size_t b = 0; b < elems / 32; b++) {
             uint8_t *blk = d->w_abs + b * MEMRA_Q8_0_BYTES;
@@ -378,9 +337,29 @@ static int gemm_data_make(checker *c, memra_op op, int64_t n, int64_t k, int64_t
             }
         }
     } else {
+        for (size_t e = 0; e < elems; e++) d->w_abs[e] = d->w[e] & 0x7Fu;
+    }
+    return d->op == MEMRA_OP_gemm_q8_0r ? check_make_records(c, d) : 0;
+}
+
+static int gemm_data_make(checker *c, memra_op op, int64_t n, int64_t k, int64_t mmax, gemm_data *d)
+{
+    if (check_gemm_data_alloc(c, op, n, k, mmax, d) != 0) return -1;
+    const size_t elems = (size_t)(n * k);
+    if (op == MEMRA_OP_gemm_f16) {
+        uint16_t *w = (uint16_t *)(void *)d->w;
+        tool_fill_f16_w(&c->rng, w, elems);
+        w[0] = 0x3800; /* 0.5 */
+    } else if (op == MEMRA_OP_gemm_bf16) {
+        uint16_t *w = (uint16_t *)(void *)d->w;
+        for (size_t e = 0; e < elems; e++) w[e] = memra_bf16_from_f32(tool_rng_signed(&c->rng, 0.01f, 0.5f));
+        w[0] = 0x3F00; /* 0.5 */
+    } else if (is_q8(op)) {
+        tool_fill_q8_0_w(&c->rng, d->w, n, k);
+        d->w[2] = 127;
+    } else {
         tool_fill_e4m3_w(&c->rng, d->w, elems);
         d->w[0] = 0x48; /* 4.0 */
-        for (size_t e = 0; e < elems; e++) d->w_abs[e] = d->w[e] & 0x7Fu;
         if (op == MEMRA_OP_gemm_fp8) {
             d->w_scale = (float)(0.05 + 0.5 * tool_rng_unit(&c->rng));
         } else {
@@ -390,11 +369,11 @@ static int gemm_data_make(checker *c, memra_op op, int64_t n, int64_t k, int64_t
             tool_fill_grid(&c->rng, d->grid, d->grid_count);
         }
     }
-    return op == MEMRA_OP_gemm_q8_0r ? make_records(c, d) : 0;
+    return check_gemm_data_finish(c, d);
 }
 
 /* The module side's activation operand for rows [0, m): f32, f16 bits or q8_1 records. */
-static void *make_x_operand(const gemm_data *d, const float *x, int64_t m, int x_is_f16, size_t *bytes)
+static void *check_make_x_operand(const gemm_data *d, const float *x, int64_t m, int x_is_f16, size_t *bytes)
 {
     const int64_t k = d->k;
     if (is_q8(d->op)) {
@@ -416,7 +395,7 @@ static void *make_x_operand(const gemm_data *d, const float *x, int64_t m, int x
     return f;
 }
 
-/* |operand| in place (same layout as make_x_operand's result). */
+/* |operand| in place (same layout as check_make_x_operand's result). */
 static void abs_x_operand(const gemm_data *d, void *xo, size_t bytes, int x_is_f16)
 {
     if (is_q8(d->op)) {
@@ -435,7 +414,7 @@ static void abs_x_operand(const gemm_data *d, void *xo, size_t bytes, int x_is_f
     }
 }
 
-static double gemm_band(const checker *c, memra_op op)
+double check_gemm_band(const checker *c, memra_op op)
 {
     if (c->indep) return BAND_HOST;
     switch (op) {
@@ -450,7 +429,7 @@ static double gemm_band(const checker *c, memra_op op)
 
 /* e = |y - want| / mass over the judged rows; returns the elements outside
  * r->band and sets r->err to the largest e. */
-static uint64_t judge_rows(row *r, const float *y, int64_t off, int64_t ldy, const int64_t *rows, int64_t nrow,
+uint64_t check_judge_rows(row *r, const float *y, int64_t off, int64_t ldy, const int64_t *rows, int64_t nrow,
                            int64_t n, const double *want, const double *mass)
 {
     double maxe = 0.0;
@@ -473,7 +452,7 @@ static uint64_t judge_rows(row *r, const float *y, int64_t off, int64_t ldy, con
 }
 
 /* Writes outside rows [off, off + m) x cols [0, n) of a (off + m + 1) x ldy output. */
-static uint64_t count_stray(const float *y, int64_t off, int64_t m, int64_t ldy, int64_t n)
+uint64_t check_count_stray(const float *y, int64_t off, int64_t m, int64_t ldy, int64_t n)
 {
     uint64_t stray = 0;
     for (int64_t rr = 0; rr < off + m + 1; rr++)
@@ -482,7 +461,7 @@ static uint64_t count_stray(const float *y, int64_t off, int64_t m, int64_t ldy,
     return stray;
 }
 
-static void gemm_row_result(row *r, uint64_t bad, uint64_t stray, int64_t nrow, int64_t m, const char *extra)
+void check_gemm_row_result(row *r, uint64_t bad, uint64_t stray, int64_t nrow, int64_t m, const char *extra)
 {
     r->mismatches = bad + stray;
     if (stray) snprintf(r->note, sizeof r->note, "%llu writes outside the output rows/cols", (unsigned long long)stray);
@@ -498,7 +477,7 @@ static void gemm_row_result(row *r, uint64_t bad, uint64_t stray, int64_t nrow, 
 /* Run g on the module under check into y, counting its ledger hits into r.
  * 1 when it ran; 0 with r set DECLINED (note: decline_prefix + the reason) or
  * failed (fail_note with `what`). */
-static int run_module_gemm(checker *c, const gemm_io *g, float *y, row *r, const char *decline_prefix,
+static int check_run_module_gemm(checker *c, const gemm_io *g, float *y, row *r, const char *decline_prefix,
                            const char *what)
 {
     const char *why = NULL;
@@ -526,10 +505,10 @@ static void cross_case(checker *c, const gemm_data *d, const gemm_io *gr, const 
                        int64_t nrow, const double *mass, int injected)
 {
     const int64_t m = gr->m, n = d->n, off = gr->off, ldy = gr->ldy;
-    row r = new_row(c, MEMRA_OP_gemm_q8_0r);
+    row r = check_new_row(c, MEMRA_OP_gemm_q8_0r);
     snprintf(r.shape, sizeof r.shape, "%lld %lld %lld%s vs q8_0", (long long)m, (long long)n, (long long)d->k,
              off ? " off" : "");
-    r.band = gemm_band(c, MEMRA_OP_gemm_q8_0r);
+    r.band = check_gemm_band(c, MEMRA_OP_gemm_q8_0r);
     r.injected = injected;
     r.vs = "gemm_q8_0";
     float *y = tool_alloc((size_t)((off + m + 1) * ldy), sizeof(float));
@@ -542,30 +521,165 @@ static void cross_case(checker *c, const gemm_data *d, const gemm_io *gr, const 
     g.op = MEMRA_OP_gemm_q8_0;
     g.w = d->w;
     g.w_bytes = d->w_bytes;
-    if (!run_module_gemm(c, &g, y, &r, "gemm_q8_0 declined: ", "gemm_q8_0")) goto done;
+    if (!check_run_module_gemm(c, &g, y, &r, "gemm_q8_0 declined: ", "gemm_q8_0")) goto done;
     for (int64_t s = 0; s < nrow; s++)
         for (int64_t j = 0; j < n; j++) want[s * n + j] = y[(off + rows[s]) * ldy + j];
-    const uint64_t bad = judge_rows(&r, y_r, off, ldy, rows, nrow, n, want, mass);
-    gemm_row_result(&r, bad, count_stray(y, off, m, ldy, n), nrow, m, "vs this module's gemm_q8_0 on the blocks");
+    const uint64_t bad = check_judge_rows(&r, y_r, off, ldy, rows, nrow, n, want, mass);
+    check_gemm_row_result(&r, bad, check_count_stray(y, off, m, ldy, n), nrow, m, "vs this module's gemm_q8_0 on the blocks");
     if (r.hits == 0) snprintf(r.note, sizeof r.note, "the ledger shows no hit of gemm_q8_0 by %s", r.module);
 done:
-    add_row(c, &r);
+    check_add_row(c, &r);
     free(y);
     free(want);
 }
 
-/* variant 0: plain; 1: row offset 2, ldy n+3, alpha 0.75; 2: f16 activation. */
-static void gemm_case(checker *c, gemm_data *d, int64_t m, int variant)
+/* The rows of an m-row case that are judged: all of them against the
+ * independent reference or when m <= 2 * SAMPLE_ROWS, else SAMPLE_ROWS
+ * spread over [0, m) starting with row 0. rows has room for
+ * check_judged_count(c, m). */
+int64_t check_judged_count(const checker *c, int64_t m) { return (c->indep || m <= 2 * SAMPLE_ROWS) ? m : SAMPLE_ROWS; }
+
+void check_judged_rows(int64_t m, int64_t nrow, int64_t *rows)
+{
+    for (int64_t s = 0; s < nrow; s++) rows[s] = nrow == m ? s : s * (m - 1) / (SAMPLE_ROWS - 1);
+}
+
+/* Keep ref and mass as d's cached reference (nothing kept when out of memory). */
+static void cache_reference(const checker *c, gemm_data *d, const float *xsub, int64_t nrow, int x_is_f16,
+                            float alpha, const double *ref, const double *mass)
+{
+    const size_t nr = (size_t)(nrow * d->n), nx = (size_t)(nrow * d->k);
+    free(d->c_ref);
+    free(d->c_mass);
+    free(d->c_x);
+    d->c_ref = malloc(nr * sizeof(double));
+    d->c_mass = malloc(nr * sizeof(double));
+    d->c_x = malloc(nx * sizeof(float));
+    if (d->c_ref == NULL || d->c_mass == NULL || d->c_x == NULL) {
+        free(d->c_ref);
+        free(d->c_mass);
+        free(d->c_x);
+        d->c_ref = d->c_mass = NULL;
+        d->c_x = NULL;
+        return;
+    }
+    memcpy(d->c_ref, ref, nr * sizeof(double));
+    memcpy(d->c_mass, mass, nr * sizeof(double));
+    memcpy(d->c_x, xsub, nx * sizeof(float));
+    d->c_nrow = nrow;
+    d->c_f16 = x_is_f16;
+    d->c_indep = c->indep;
+    d->c_alpha = alpha;
+}
+
+int check_gemm_reference(checker *c, gemm_data *d, const float *xsub, int64_t nrow, int x_is_f16, float alpha,
+                         double *ref, double *mass, row *r)
 {
     const memra_op op = d->op;
     const int64_t n = d->n, k = d->k;
-    row r = new_row(c, op);
+    if (d->c_ref != NULL && d->c_nrow == nrow && d->c_f16 == x_is_f16 && d->c_indep == c->indep &&
+        d->c_alpha == alpha && memcmp(d->c_x, xsub, (size_t)(nrow * k) * sizeof(float)) == 0) {
+        memcpy(ref, d->c_ref, (size_t)(nrow * n) * sizeof(double));
+        memcpy(mass, d->c_mass, (size_t)(nrow * n) * sizeof(double));
+        return 0;
+    }
+    /* gemm_q8_0r is judged by gemm_q8_0's reference on the Q8_0 blocks: the
+     * records must compute exactly what the blocks do */
+    const memra_op ref_op = op == MEMRA_OP_gemm_q8_0r ? MEMRA_OP_gemm_q8_0 : op;
+    size_t sb = 0;
+    void *xs_op = check_make_x_operand(d, xsub, nrow, x_is_f16, &sb), *xs_abs = NULL;
+    float *yr = NULL, *ym = NULL, *gabs = NULL;
+    int rc = -1;
+    if (xs_op == NULL) {
+        snprintf(r->note, sizeof r->note, "out of host memory");
+        goto done;
+    }
+    if (c->indep) {
+        ref_gemm rg = {.op = ref_op, .m = nrow, .n = n, .k = k, .x = xsub, .w = d->w, .w_scale = d->w_scale,
+                       .grid = d->grid, .alpha = alpha};
+        if (x_is_f16) rg.xh = xs_op;
+        if (is_q8(op)) rg.xq = xs_op;
+        ref_gemm_run(&rg, ref, mass);
+        cache_reference(c, d, xsub, nrow, x_is_f16, alpha, ref, mass);
+        rc = 0;
+        goto done;
+    }
+    /* The host module on the host device: the value, then the mass as the
+     * same product of absolute operands (every quantiser here is symmetric
+     * in sign and keeps the amax, so |q(x)| = q(|x|)). */
+    xs_abs = check_make_x_operand(d, xsub, nrow, x_is_f16, &sb);
+    yr = tool_alloc((size_t)((nrow + 1) * n), sizeof(float));
+    ym = tool_alloc((size_t)((nrow + 1) * n), sizeof(float));
+    if (d->grid) gabs = tool_alloc(d->grid_count, sizeof(float));
+    if (xs_abs == NULL || yr == NULL || ym == NULL || (d->grid && gabs == NULL)) {
+        snprintf(r->note, sizeof r->note, "out of host memory");
+        goto done;
+    }
+    abs_x_operand(d, xs_abs, sb, x_is_f16);
+    for (size_t e = 0; gabs && e < d->grid_count; e++) gabs[e] = fabsf(d->grid[e]);
+    gemm_io h = {.op = ref_op, .m = (int32_t)nrow, .n = (int32_t)n, .k = (int32_t)k, .x = xs_op, .x_bytes = sb,
+                 .x_is_f16 = x_is_f16, .w = d->w, .w_bytes = d->w_bytes, .grid = d->grid,
+                 .grid_count = d->grid_count, .w_scale = d->w_scale, .alpha = alpha, .off = 0, .ldy = n};
+    const char *hwhy = NULL;
+    memra_status st = exec_gemm(c->host, "host", &h, yr, &hwhy);
+    if (st == MEMRA_STATUS_OK) {
+        h.x = xs_abs;
+        h.w = d->w_abs;
+        h.grid = gabs;
+        h.w_scale = fabsf(d->w_scale);
+        h.alpha = fabsf(alpha);
+        st = exec_gemm(c->host, "host", &h, ym, &hwhy);
+    }
+    if (st != MEMRA_STATUS_OK) {
+        fail_note(r, "host reference", st);
+        goto done;
+    }
+    for (int64_t e = 0; e < nrow * n; e++) {
+        ref[e] = yr[e];
+        mass[e] = ym[e];
+    }
+    cache_reference(c, d, xsub, nrow, x_is_f16, alpha, ref, mass);
+    rc = 0;
+done:
+    free(xs_op);
+    free(xs_abs);
+    free(yr);
+    free(ym);
+    free(gabs);
+    return rc;
+}
+
+/* Flip the sign of weight element (0, col) in the op's operand layout: f16 /
+ * bf16 bits, e4m3 codes, Q8_0 blocks, or Q8_0 records of `rows` rows. */
+static void flip_sign(memra_op op, uint8_t *w, int64_t rows, int64_t col)
+{
+    uint8_t *q;
+    if (op == MEMRA_OP_gemm_f16 || op == MEMRA_OP_gemm_bf16) {
+        w[2 * col + 1] ^= 0x80u;
+        return;
+    }
+    if (op == MEMRA_OP_gemm_fp8 || op == MEMRA_OP_gemm_fp8_blk) {
+        w[col] ^= 0x80u;
+        return;
+    }
+    if (op == MEMRA_OP_gemm_q8_0) q = w + (col / 32) * MEMRA_Q8_0_BYTES + 2 + col % 32;
+    else q = w + (size_t)(col / 128) * (size_t)rows * MEMRA_Q8_1_RECORD_BYTES + 16 + col % 128;
+    const int v = (int8_t)*q;
+    *q = (uint8_t)(int8_t)(v == -128 ? 127 : -v);
+}
+
+/* variant 0: plain; 1: row offset 2, ldy n+3, alpha 0.75; 2: f16 activation. */
+void check_gemm_case(checker *c, gemm_data *d, int64_t m, int variant)
+{
+    const memra_op op = d->op;
+    const int64_t n = d->n, k = d->k;
+    row r = check_new_row(c, op);
     const int x_is_f16 = variant == 2;
     const int64_t off = variant == 1 ? 2 : 0, ldy = variant == 1 ? n + 3 : n;
     const float alpha = variant == 1 ? 0.75f : 1.0f;
     snprintf(r.shape, sizeof r.shape, "%lld %lld %lld%s", (long long)m, (long long)n, (long long)k,
              variant == 1 ? " off" : variant == 2 ? " x16" : "");
-    r.band = gemm_band(c, op);
+    r.band = check_gemm_band(c, op);
     r.injected = take_injection(c, op);
     /* the module's weight operand: gemm_q8_0r reads the records, the rest the bytes */
     const int recs = op == MEMRA_OP_gemm_q8_0r;
@@ -573,17 +687,14 @@ static void gemm_case(checker *c, gemm_data *d, int64_t m, int variant)
     const size_t wop_bytes = recs ? d->wr_bytes : d->w_bytes;
 
     size_t xb = 0;
-    void *xo = make_x_operand(d, d->x, m, x_is_f16, &xb);
+    void *xo = check_make_x_operand(d, d->x, m, x_is_f16, &xb);
     float *y = tool_alloc((size_t)((off + m + 1) * ldy), sizeof(float));
     uint8_t *wmod = r.injected ? tool_alloc(wop_bytes, 1) : wop;
-    /* rows judged */
-    int64_t nrow = (c->indep || m <= 2 * SAMPLE_ROWS) ? m : SAMPLE_ROWS;
+    const int64_t nrow = check_judged_count(c, m);
     int64_t *rows = tool_alloc((size_t)nrow, sizeof *rows);
     double *ref = tool_alloc((size_t)(nrow * n), sizeof(double));
     double *mass = tool_alloc((size_t)(nrow * n), sizeof(double));
     float *xsub = tool_alloc((size_t)(nrow * k), sizeof(float));
-    void *xs_op = NULL, *xs_abs = NULL;
-    float *yr = NULL, *ym = NULL;
     int judged = 0;
     if (xo == NULL || y == NULL || wmod == NULL || rows == NULL || ref == NULL || mass == NULL || xsub == NULL) {
         snprintf(r.note, sizeof r.note, "out of host memory");
@@ -591,7 +702,8 @@ static void gemm_case(checker *c, gemm_data *d, int64_t m, int variant)
     }
     if (r.injected) {
         memcpy(wmod, wop, wop_bytes);
-        if (op == MEMRA_OP_gemm_f16 || op == MEMRA_OP_gemm_bf16) wmod[0] ^= 1; /* 0.5 -> next f16 / bf16 */
+        if (d->inj_sign) flip_sign(op, wmod, n, d->inj_col); /* file data: the largest |w| of row 0 */
+        else if (op == MEMRA_OP_gemm_f16 || op == MEMRA_OP_gemm_bf16) wmod[0] ^= 1; /* 0.5 -> next f16 / bf16 */
         else if (op == MEMRA_OP_gemm_q8_0) wmod[2] = 126;   /* 127 -> 126 */
         else if (recs) wmod[16] = 126;                      /* record (0, 0), code 0: 127 -> 126 */
         else wmod[0] = 0x49;                                /* 4.0 -> 4.5 */
@@ -599,67 +711,16 @@ static void gemm_case(checker *c, gemm_data *d, int64_t m, int variant)
     gemm_io g = {.op = op, .m = (int32_t)m, .n = (int32_t)n, .k = (int32_t)k, .x = xo, .x_bytes = xb,
                  .x_is_f16 = x_is_f16, .w = wmod, .w_bytes = wop_bytes, .grid = d->grid,
                  .grid_count = d->grid_count, .w_scale = d->w_scale, .alpha = alpha, .off = off, .ldy = ldy};
-    if (!run_module_gemm(c, &g, y, &r, "", "module")) goto done;
-    memra_status st;
-    for (int64_t s = 0; s < nrow; s++) rows[s] = nrow == m ? s : s * (m - 1) / (SAMPLE_ROWS - 1);
+    if (!check_run_module_gemm(c, &g, y, &r, "", "module")) goto done;
+    check_judged_rows(m, nrow, rows);
     for (int64_t s = 0; s < nrow; s++) memcpy(xsub + s * k, d->x + rows[s] * k, (size_t)k * sizeof(float));
-
-    /* gemm_q8_0r is judged by gemm_q8_0's reference on the Q8_0 blocks: the
-     * records must compute exactly what the blocks do */
-    const memra_op ref_op = recs ? MEMRA_OP_gemm_q8_0 : op;
-    if (c->indep) {
-        ref_gemm rg = {.op = ref_op, .m = nrow, .n = n, .k = k, .x = xsub, .w = d->w, .w_scale = d->w_scale,
-                       .grid = d->grid, .alpha = alpha};
-        if (x_is_f16) rg.xh = xo;
-        if (is_q8(op)) rg.xq = xo;
-        ref_gemm_run(&rg, ref, mass);
-    } else {
-        /* The host module on the host device: the value, then the mass as the
-         * same product of absolute operands (every quantiser here is symmetric
-         * in sign and keeps the amax, so |q(x)| = q(|x|)). */
-        size_t sb = 0;
-        xs_op = make_x_operand(d, xsub, nrow, x_is_f16, &sb);
-        xs_abs = make_x_operand(d, xsub, nrow, x_is_f16, &sb);
-        float *gabs = NULL;
-        yr = tool_alloc((size_t)((nrow + 1) * n), sizeof(float));
-        ym = tool_alloc((size_t)((nrow + 1) * n), sizeof(float));
-        if (d->grid) gabs = tool_alloc(d->grid_count, sizeof(float));
-        if (xs_op == NULL || xs_abs == NULL || yr == NULL || ym == NULL || (d->grid && gabs == NULL)) {
-            free(gabs);
-            snprintf(r.note, sizeof r.note, "out of host memory");
-            goto done;
-        }
-        abs_x_operand(d, xs_abs, sb, x_is_f16);
-        for (size_t e = 0; gabs && e < d->grid_count; e++) gabs[e] = fabsf(d->grid[e]);
-        gemm_io h = {.op = ref_op, .m = (int32_t)nrow, .n = (int32_t)n, .k = (int32_t)k, .x = xs_op, .x_bytes = sb,
-                     .x_is_f16 = x_is_f16, .w = d->w, .w_bytes = d->w_bytes, .grid = d->grid,
-                     .grid_count = d->grid_count, .w_scale = d->w_scale, .alpha = alpha, .off = 0, .ldy = n};
-        const char *hwhy = NULL;
-        st = exec_gemm(c->host, "host", &h, yr, &hwhy);
-        if (st == MEMRA_STATUS_OK) {
-            h.x = xs_abs;
-            h.w = d->w_abs;
-            h.grid = gabs;
-            h.w_scale = fabsf(d->w_scale);
-            h.alpha = fabsf(alpha);
-            st = exec_gemm(c->host, "host", &h, ym, &hwhy);
-        }
-        free(gabs);
-        if (st != MEMRA_STATUS_OK) {
-            fail_note(&r, "host reference", st);
-            goto done;
-        }
-        for (int64_t e = 0; e < nrow * n; e++) {
-            ref[e] = yr[e];
-            mass[e] = ym[e];
-        }
-    }
-    const uint64_t bad = judge_rows(&r, y, off, ldy, rows, nrow, n, ref, mass);
-    gemm_row_result(&r, bad + (recs && d->wr_differs), count_stray(y, off, m, ldy, n), nrow, m,
+    if (check_gemm_reference(c, d, xsub, nrow, x_is_f16, alpha, ref, mass, &r) != 0) goto done;
+    const uint64_t bad = check_judge_rows(&r, y, off, ldy, rows, nrow, n, ref, mass);
+    check_gemm_row_result(&r, bad + (recs && d->wr_differs), check_count_stray(y, off, m, ldy, n), nrow, m,
                     recs ? d->wr_note : NULL);
     judged = 1;
 done:
-    add_row(c, &r);
+    check_add_row(c, &r);
     if (judged && recs && memra_module_provides(c->dev, c->module, MEMRA_OP_gemm_q8_0))
         cross_case(c, d, &g, y, rows, nrow, mass, r.injected);
     free(xo);
@@ -669,10 +730,6 @@ done:
     free(ref);
     free(mass);
     free(xsub);
-    free(xs_op);
-    free(xs_abs);
-    free(yr);
-    free(ym);
 }
 
 /* ---- bit-identical ops -------------------------------------------------------- */
@@ -682,7 +739,7 @@ done:
 static void exact_case(checker *c, const xop *o, const char *shape, size_t elem,
                        void (*ref_fn)(const xop *o, uint8_t *out))
 {
-    row r = new_row(c, o->op);
+    row r = check_new_row(c, o->op);
     r.exact = 1;
     snprintf(r.shape, sizeof r.shape, "%s", shape);
     r.injected = take_injection(c, o->op);
@@ -738,7 +795,7 @@ static void exact_case(checker *c, const xop *o, const char *shape, size_t elem,
     if (r.hits == 0) snprintf(r.note, sizeof r.note, "the ledger shows no hit of %s by %s", r.op, r.module);
     r.result = (bad == 0 && stray == 0 && r.hits > 0) ? "PASS" : "FAIL";
 done:
-    add_row(c, &r);
+    check_add_row(c, &r);
     free(got);
     free(ref);
 }
@@ -954,14 +1011,14 @@ static void check_gemm_op(checker *c, memra_op op)
         if (gemm_data_make(c, op, k_awkward[s].n, k_awkward[s].k, 17, &d) == 0) {
             for (size_t i = 0; i < sizeof k_awkward_m / sizeof k_awkward_m[0]; i++) {
                 if (c->quick && (k_awkward_m[i] == 15 || k_awkward_m[i] == 16)) continue;
-                gemm_case(c, &d, k_awkward_m[i], 0);
+                check_gemm_case(c, &d, k_awkward_m[i], 0);
             }
             if (s == 1) {
-                gemm_case(c, &d, 17, 1);
-                if (op == MEMRA_OP_gemm_f16) gemm_case(c, &d, 17, 2);
+                check_gemm_case(c, &d, 17, 1);
+                if (op == MEMRA_OP_gemm_f16) check_gemm_case(c, &d, 17, 2);
             }
         }
-        gemm_data_free(&d);
+        check_gemm_data_free(&d);
     }
     if (!c->gpu) return;
     const int q8 = is_q8(op);
@@ -975,9 +1032,9 @@ static void check_gemm_op(checker *c, memra_op op)
         gemm_data d;
         if (gemm_data_make(c, op, sh.n, sh.k, c->quick ? 17 : ms[nm - 1], &d) == 0) {
             for (size_t i = 0; i < nm; i++)
-                if (!c->quick || ms[i] == 17) gemm_case(c, &d, ms[i], 0);
+                if (!c->quick || ms[i] == 17) check_gemm_case(c, &d, ms[i], 0);
         }
-        gemm_data_free(&d);
+        check_gemm_data_free(&d);
     }
 }
 
@@ -1071,12 +1128,22 @@ static const char k_check_usage[] =
     "  the records of the module's own repack_q8_0, is judged like gemm_q8_0 on the Q8_0\n"
     "  blocks, and again against the module's own gemm_q8_0 (rows 'vs q8_0'). accprobe is\n"
     "  time only. MEMRA_CHECK_INJECT_FAULT=1 plants one fault in the first case of every op.\n"
-    "  Exit: 0 all passed, 1 a failure, 2 usage error.\n";
+    "  Exit: 0 all passed, 1 a failure, 2 usage error.\n"
+    "\n"
+    "       memra check --model FILE [--m M] [--device N|host|all] [--json FILE|-] [--seed S]\n"
+    "  Each distinct (format, scale kind, shape) of the file's 2D weights (a .gguf, .safetensors\n"
+    "  or model.safetensors.index.json) on the file's own bytes: memra_matmul on the weight made\n"
+    "  by memra_file_weight_create (the routed lane, row 'matmul'), and the lane's GEMM on every\n"
+    "  module that provides it, with its operand built from the file's bytes (f16 mirror, Q8_0\n"
+    "  records, ...), judged as above. M rows of fresh random activation (default 4 on the host\n"
+    "  device, 512 on a GPU). A malformed file exits 1 naming the byte.\n";
 
-static void write_json(const checker *c, FILE *f, uint64_t seed)
+void check_write_json(const checker *c, FILE *f, uint64_t seed, const char *model)
 {
-    fprintf(f, "{\"format\":\"memra-check\",\"version\":1,\"memra\":");
+    /* version 2 adds "model" (memra check --model; null otherwise) */
+    fprintf(f, "{\"format\":\"memra-check\",\"version\":2,\"memra\":");
     tool_json_str(f, memra_version());
+    fprintf(f, ",\"model\":%s", model ? model : "null");
     fprintf(f, ",\"seed\":%llu,\"passed\":%d,\"failed\":%d,\"declined\":%d,\"rows\":[", (unsigned long long)seed,
             c->passed, c->failed, c->declined);
     for (size_t i = 0; i < c->nrows; i++) {
@@ -1105,7 +1172,7 @@ static void write_json(const checker *c, FILE *f, uint64_t seed)
     fprintf(f, "]}\n");
 }
 
-static void device_label(memra_device *dev, int index, char *buf, size_t len)
+void check_device_label(memra_device *dev, int index, char *buf, size_t len)
 {
     const memra_device_caps *caps = memra_device_caps_get(dev);
     if (caps->arch == MEMRA_ARCH_HOST) snprintf(buf, len, "[%d] host", index);
@@ -1116,6 +1183,7 @@ static const struct option k_check_opts[] = {
     {"device", required_argument, NULL, 'd'}, {"module", required_argument, NULL, 'M'},
     {"op", required_argument, NULL, 'o'},     {"quick", no_argument, NULL, 'q'},
     {"json", required_argument, NULL, 'j'},   {"seed", required_argument, NULL, 's'},
+    {"model", required_argument, NULL, 'F'},  {"m", required_argument, NULL, 'm'},
     {"help", no_argument, NULL, 'h'},         {0, 0, 0, 0}};
 static const tool_cmd k_check_cmd = {"memra check", k_check_usage, k_check_opts};
 
@@ -1178,6 +1246,8 @@ int memra_tool_check(int argc, char **argv)
     const char *mod_sel = NULL, *json = NULL;
     memra_op op_sel = MEMRA_OP_COUNT_;
     uint64_t seed = 0;
+    const char *model = NULL;
+    int64_t model_m = 0;
     int have_seed = 0, quick = 0, opt, rc = 0;
     while ((opt = tool_opt_next(&k_check_cmd, argc, argv, &rc)) != TOOL_OPT_END) {
         switch (opt) {
@@ -1197,6 +1267,10 @@ int memra_tool_check(int argc, char **argv)
             }
             break;
         case 'j': json = optarg; break;
+        case 'F': model = optarg; break;
+        case 'm':
+            if (tool_opt_i64(&k_check_cmd, "--m", optarg, 1, 1 << 16, &model_m)) return 2;
+            break;
         case 's':
             if (tool_opt_u64(&k_check_cmd, "--seed", optarg, &seed)) return 2;
             have_seed = 1;
@@ -1205,6 +1279,14 @@ int memra_tool_check(int argc, char **argv)
         }
     }
     if (optind < argc) return tool_opt_unexpected(&k_check_cmd, argv[optind]);
+    if (model == NULL && model_m != 0) {
+        fprintf(stderr, "memra check: --m is for --model FILE\n(see 'memra check --help')\n");
+        return 2;
+    }
+    if (model != NULL && (mod_sel != NULL || op_sel != MEMRA_OP_COUNT_ || quick)) {
+        fprintf(stderr, "memra check: --model takes none of --module, --op, --quick (it checks each lane of the file)\n");
+        return 2;
+    }
     if (!have_seed) seed = tool_clock_seed();
     FILE *receipt = NULL;
     if (json != NULL && tool_receipt_open(&k_check_cmd, json, &receipt) != 0) return 2;
@@ -1233,15 +1315,21 @@ int memra_tool_check(int argc, char **argv)
     c.quick = quick;
     const char *inj = memra_config_value(rt, "MEMRA_CHECK_INJECT_FAULT"); /* read at memra_open */
     c.inject = inj != NULL && strcmp(inj, "0") != 0 && inj[0] != '\0';
+    if (model != NULL) {
+        rc = check_model_run(&c, model, model_m, dev_sel, receipt, json, seed);
+        free(c.rows);
+        memra_close(rt);
+        return rc;
+    }
     printf("memra check: seed %llu (replay with --seed %llu)%s%s\n", (unsigned long long)seed,
            (unsigned long long)seed, quick ? ", quick" : "", c.inject ? ", INJECTED FAULTS" : "");
-    print_header();
+    check_print_header();
     for (int d = 0; d < ndev; d++) {
         if (dev_sel >= 0 && d != dev_sel) continue;
         memra_device *dev = memra_device_get(rt, d);
         c.dev = dev;
         c.gpu = memra_device_caps_get(dev)->arch != MEMRA_ARCH_HOST;
-        device_label(dev, d, c.devlabel, sizeof c.devlabel);
+        check_device_label(dev, d, c.devlabel, sizeof c.devlabel);
         int admitted = 0;
         for (int mi = 0; mi < memra_module_count(rt); mi++) {
             memra_module_info info;
@@ -1261,9 +1349,9 @@ int memra_tool_check(int argc, char **argv)
                 tool_rng_seed(&c.rng, seed ^ ((uint64_t)(d + 1) * 0x9E3779B97F4A7C15ull) ^ ((uint64_t)(o + 1) << 40) ^
                                           ((uint64_t)(mi + 1) << 52));
                 if (o == MEMRA_OP_accprobe) {
-                    row r = new_row(&c, MEMRA_OP_accprobe);
+                    row r = check_new_row(&c, MEMRA_OP_accprobe);
                     r.result = "not checked (time only)";
-                    add_row(&c, &r);
+                    check_add_row(&c, &r);
                     continue;
                 }
                 check_op(&c, (memra_op)o);
@@ -1284,7 +1372,7 @@ int memra_tool_check(int argc, char **argv)
     if (c.declined) printf("%d declined (a lane that does not take a case; not a failure)\n", c.declined);
     printf("%d passed, %d failed\n", c.passed, c.failed);
     rc = c.failed ? 1 : 0;
-    if (receipt != NULL) write_json(&c, receipt, seed);
+    if (receipt != NULL) check_write_json(&c, receipt, seed, NULL);
     const int wrc = tool_receipt_close(&k_check_cmd, json, receipt);
     free(c.rows);
     memra_close(rt);

@@ -60,6 +60,7 @@ _check_version(__version__, version())
 from .runtime import (Buffer, Clocks, Device, Ledger, LedgerEntry, ModuleInfo, Runtime, Timer,  # noqa: E402
                       format_id, formats, op_id, ops)
 from .weight import Weight, WeightState  # noqa: E402
+from .file import File, MetaArray, Tensor  # noqa: E402
 from .calls import matmul, module_call  # noqa: E402
 
 
@@ -69,5 +70,5 @@ def open(**options):
 
 
 __all__ = ["Runtime", "Device", "ModuleInfo", "Ledger", "LedgerEntry", "Buffer", "Timer", "Clocks", "Weight",
-           "WeightState", "matmul", "module_call", "ops", "op_id", "formats", "format_id", "version",
+           "WeightState", "File", "Tensor", "MetaArray", "matmul", "module_call", "ops", "op_id", "formats", "format_id", "version",
            "library_path", "last_error", "status_str", "open"] + _errors.__all__

@@ -203,3 +203,19 @@ def sized(cls, **fields):
 
 
 __all__ = [n for n in dir() if n.startswith("memra_")] + ["LEDGER_VISIT_FN", "sized"]
+
+
+# ---- file.h -------------------------------------------------------------------------
+
+MEMRA_TENSOR_MAX_DIMS = 4
+
+
+class memra_tensor_info(Structure):  # file.h
+    _fields_ = [("name", c_char_p), ("type", c_char_p), ("has_format", c_int), ("format", memra_format),
+                ("n_dims", c_int), ("shape", c_int64 * MEMRA_TENSOR_MAX_DIMS), ("elements", c_uint64),
+                ("bytes", c_uint64), ("offset", c_uint64), ("path", c_char_p)]
+
+
+class memra_meta_info(Structure):  # file.h; type and elem_type: enum memra_meta_type
+    _fields_ = [("key", c_char_p), ("type", c_int), ("text", c_char_p), ("i", c_int64), ("u", c_uint64),
+                ("f", ctypes.c_double), ("elem_type", c_int), ("count", c_uint64)]

@@ -248,7 +248,7 @@ class Bench:
             if lib in sys.modules:
                 extra[lib] = getattr(sys.modules[lib], "__version__", "?")
         return {
-            "format": "memra-bench", "version": 2, "timestamp": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "format": "memra-bench", "version": 3, "timestamp": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             "memra": _core.s(_core.lib.memra_version()), "commit": source_commit(), "host": socket.gethostname(),
             "clocks": {"sm_khz": clk.sm_khz, "mem_khz": clk.mem_khz,
                        "source": "driver attribute (maximum clock)" if self.on_gpu else "none (host)",

@@ -79,8 +79,8 @@ def rows_of(d, path):
     common["gpu"] = dev.get("name", "-") if isinstance(dev, dict) else (dev or "-")
     rows = []
     if fmt == "memra-bench":
-        if d.get("version") not in (1, 2):
-            raise ReceiptError("%s: memra-bench version %r is newer than this report reads (1, 2)"
+        if d.get("version") not in (1, 2, 3):
+            raise ReceiptError("%s: memra-bench version %r is newer than this report reads (1, 2, 3)"
                                % (path, d.get("version")))
         mode = d.get("mode", "arms")
         for s in d.get("shapes", []):

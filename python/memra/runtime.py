@@ -97,7 +97,23 @@ class Ledger(list):
         return "\n".join(lines)
 
 
-class Runtime:
+class _Closing:
+    """A context manager whose exit (and garbage collection) calls close()."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:
+            pass
+
+
+class Runtime(_Closing):
     """A memra runtime: devices, modules, routing, the ledger.
 
     ``Runtime(**options)`` calls memra_open; options mirror memra_options
@@ -149,18 +165,6 @@ class Runtime:
                 child._release()
             _core.lib.memra_close(self._h)
             self._h = None
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
-    def __del__(self):
-        try:
-            self.close()
-        except Exception:
-            pass
 
     def _adopt(self, child):
         self._children.add(child)
@@ -401,7 +405,7 @@ class Device:
         return hash(self._h)
 
 
-class _Child:
+class _Child(_Closing):
     """Something made from a runtime and destroyed with it."""
 
     _destroy = None
@@ -422,13 +426,7 @@ class _Child:
 
     destroy = close
 
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
-    def __del__(self):
+    def __del__(self):  # only while the runtime lives (its close destroyed the rest)
         try:
             rt = self._rtref()
             if rt is not None and not rt.closed:

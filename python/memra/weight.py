@@ -27,8 +27,7 @@ class Weight(_Child):
     `grid` the block-128 scale grid [ceil(out_f/128) x ceil(in_f/128)] (e4m3).
     The library validates everything and raises InvalidArgumentError naming
     the field. :meth:`from_array` encodes a float array first.
-    (A model file's tensor will come through a ``from_file`` constructor once
-    the library's file readers exist; it wraps the handle the same way.)
+    :meth:`from_file` makes one over a model file's tensor without a copy.
     """
 
     _destroy = "memra_weight_destroy"
@@ -127,6 +126,40 @@ class Weight(_Child):
             return cls(runtime, codes, "e4m3", (out_f, in_f), grid=grid, name=name)
         raise bad("Weight.from_array", "encoding to %s on the host is not offered; pass encoded bytes to Weight()"
                   % fmt)
+
+    @classmethod
+    def from_file(cls, runtime, file, name):
+        """memra_file_weight_create: a weight over tensor `name` of `file` (a
+        :class:`memra.File` or a path, opened and closed here) without a host
+        copy of its bytes; the weight keeps the file's mapping alive after the
+        file is closed. A safetensors F8_E4M3 weight takes its scale from
+        ``<base>.weight_scale`` (per-tensor) or ``<base>.weight_scale_inv``
+        (block-128 grid); other layouts raise NotSupportedError naming them,
+        as do tensors that are not 2-D or not of a memra format."""
+        from .file import File
+        if not isinstance(runtime, Runtime):
+            raise bad("Weight.from_file", "the first argument is a memra.Runtime (got %s)" % type(runtime).__name__)
+        own = not isinstance(file, File)
+        f = File(runtime, file) if own else file
+        try:
+            h = c_void_p()
+            check("memra_file_weight_create",
+                  _core.lib.memra_file_weight_create(runtime.handle, f.handle, b(name), byref(h)))
+            self = cls.__new__(cls)
+            self._name = b(name)
+            self._init_child(runtime, h.value)
+            out_f, in_f = ctypes.c_int64(), ctypes.c_int64()
+            check("memra_weight_shape", _core.lib.memra_weight_shape(h.value, byref(out_f), byref(in_f)))
+            self.runtime = runtime
+            self.shape = (out_f.value, in_f.value)
+            self.scale = None
+            self.grid = None
+            self.name = name
+            self.file = f.path
+            return self
+        finally:
+            if own:
+                f.close()
 
     # ---- what it is
     @property

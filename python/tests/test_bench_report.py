@@ -68,7 +68,7 @@ def test_bench_protocol_on_host(rt, rng, tmp_path):
     rec = b.write(str(tmp_path / "r.json"))
     disk = json.load(open(tmp_path / "r.json"))
     assert disk == json.loads(json.dumps(rec))
-    assert rec["invalid_arms"] == ["wrong"] and rec["mode"] == "python" and rec["version"] == 2
+    assert rec["invalid_arms"] == ["wrong"] and rec["mode"] == "python" and rec["version"] == 3
     assert set(rec["geomean_ratio"]) == {"memra", "numpy", "wrong"}
     # every key of the C program's receipt header is there (tools/bench.c, bench/README.md)
     c_receipt = json.load(open(os.path.join(RECEIPTS, "h200-2026-11-29-j", "bench_27b_m512_j.json")))
@@ -143,16 +143,16 @@ def test_report_reads_every_committed_receipt():
             assert row["ratio"] == pytest.approx(s0["ratios"]["fp8"], rel=1e-3)
 
 
-def test_report_reads_a_version_2_receipt_from_the_c_program(build_dir, tmp_path):
+def test_report_reads_the_c_programs_receipt(build_dir, tmp_path):
     exe = os.path.join(build_dir, "bin", "memra")
     if not os.path.exists(exe):
         pytest.skip("no memra program in the build")
-    out = tmp_path / "v2.json"
+    out = tmp_path / "v3.json"
     r = subprocess.run([exe, "bench", "--device", "host", "--reps", "1", "--m", "2", "--json", str(out)],
                        capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr
     d = json.load(open(out))
-    assert d["version"] == 2 and d["host"] and d["commit"] and d["clocks"]["timer"] == "monotonic"
+    assert d["version"] == 3 and d["host"] and d["commit"] and d["clocks"]["timer"] == "monotonic"
     rows = report.load(str(out))
     assert rows and all(x["machine"] == d["host"] and x["commit"] == d["commit"] for x in rows)
     merged, skipped = report.collect([str(out), os.path.join(RECEIPTS, "h200-2026-11-29-j")])

@@ -43,6 +43,22 @@ def ref_f16(x, w_f16_values, alpha=1.0):
     return (alpha * (xh.astype(np.float64) @ w_f16_values.astype(np.float64).T)).astype(np.float32), xh
 
 
+def ref_fp8_blk(x, wdec, grid):
+    """gemm_fp8_blk's exact result: x quantised to e4m3 per row and 128 columns (amax/448),
+    times the decoded e4m3 weight codes wdec [n x k] (float64), scaled by the block-128 grid."""
+    m, k = x.shape
+    n = wdec.shape[0]
+    T = np.zeros((m, n))
+    for b in range(-(-k // 128)):
+        xb = x[:, b * 128:(b + 1) * 128]
+        s = np.abs(xb).max(axis=1).astype(np.float32) / np.float32(448.0)
+        q = blocks.e4m3_decode(blocks.e4m3_encode(xb / s[:, None])).astype(np.float64)
+        B = q @ wdec[:, b * 128:(b + 1) * 128].T
+        scale = s.astype(np.float64)[:, None] * np.repeat(grid[:, b].astype(np.float64), 128)[None, :n]
+        T += scale * B
+    return T.astype(np.float32)
+
+
 def rand(rng, *shape, lo=0.25, hi=4.0):
     """Magnitudes in [lo, hi], random signs: never zero, a 16x spread (as tools/tool_util.c)."""
     v = rng.uniform(lo, hi, shape) * rng.choice([-1.0, 1.0], shape)
@@ -211,15 +227,8 @@ def test_matmul_e4m3_block128_bit_identical(rt, rng):
         for j in range(3):
             blk = w[i * 128:(i + 1) * 128, j * 128:(j + 1) * 128]
             wdec[i * 128:(i + 1) * 128, j * 128:(j + 1) * 128] = blocks.e4m3_decode(blocks.e4m3_encode(blk / grid[i, j]))
-    T = np.zeros((m, n))
-    for b in range(3):
-        xb = x[:, b * 128:(b + 1) * 128]
-        s = np.abs(xb).max(axis=1).astype(np.float32) / np.float32(448.0)
-        q = blocks.e4m3_decode(blocks.e4m3_encode(xb / s[:, None])).astype(np.float64)
-        B = q @ wdec[:, b * 128:(b + 1) * 128].T
-        scale = s.astype(np.float64)[:, None] * np.repeat(grid[:, b].astype(np.float64), 128)[None, :n]
-        T += scale * B
-    assert np.array_equal(y, T.astype(np.float32)), np.abs(y - T.astype(np.float32)).max()
+    ref = ref_fp8_blk(x, wdec, grid)
+    assert np.array_equal(y, ref), np.abs(y - ref).max()
 
 
 def test_matmul_q8_0(rt, rng):

@@ -6,10 +6,7 @@
 #   a bad option exits 2; --help exits 0.
 memra="$1"
 tf="$2"
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/memra-model-XXXXXX") || exit 1
-trap 'rm -rf "$tmp"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
-"$tf" write "$tmp" >/dev/null || fail "test_files write"
+. "$(dirname "$0")/model_files_lib.sh"
 "$memra" model ls "$tmp/model.gguf" >"$tmp/out" 2>&1 || { cat "$tmp/out"; fail "model ls exit $?"; }
 cat "$tmp/out"
 grep -q '^blk.0.bf16.weight  *BF16  *\[5 x 512\]' "$tmp/out" || fail "no bf16 row"

@@ -58,7 +58,7 @@ bench_host)
     "$memra" bench --device host --reps 1 --m 2 --json "$tmp/bench.json"
     rc=$?
     [ $rc -eq 0 ] || fail "exit $rc, want 0"
-    python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["format"]=="memra-bench" and d["version"]==2 and len(d["shapes"])==4 and d["commit"] and d["host"] and d["clocks"]["timer"]=="monotonic"' \
+    python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["format"]=="memra-bench" and d["version"]==3 and len(d["shapes"])==4 and d["commit"] and d["host"] and d["clocks"]["timer"]=="monotonic"' \
         "$tmp/bench.json" || fail "the receipt does not parse"
     # the mmq arm names the GEMM that served it; the split times gemm_q8_0r on
     # records wherever the device has it, beside gemm_q8_0 on the blocks
