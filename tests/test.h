@@ -68,6 +68,15 @@
                          memra_status_str(want), memra_last_error());               \
     } while (0)
 
+/* MEMRA_TEST_INJECT_FAULT=1: the numeric comparisons (tools/judge.h's
+ * judge.inject) move their first element out of band, so a run proves the
+ * test can fail. */
+static inline int test_inject_fault(void)
+{
+    const char *s = getenv("MEMRA_TEST_INJECT_FAULT");
+    return s != NULL && strcmp(s, "1") == 0;
+}
+
 /* Fresh random numbers: xorshift64* seeded from the clock unless MEMRA_TEST_SEED
  * is set; the seed is printed so a failure can be replayed. */
 static inline uint64_t test_seed(void)

@@ -8,45 +8,25 @@
  *
  * Bit-identical ops (cvt_f16, quant_q8_1, dequant_f16, fp8_blk_to_q8_0,
  * fp8_nan_count, scale, repack_q8_0) must match byte for byte. The GEMMs are
- * judged per element by the normalised error
+ * judged per element by tools/judge.h's normalised error
  *
  *     e = |got - ref| / mass,   mass = sum_k |x_k * w_k|
  *
- * over the QUANTISED operands with every scale applied (the same quantities
- * both sides multiply), so e measures accumulation error only. Bands:
- *
- *  host vs check_ref (every GEMM)  1e-6. Both sum in double and round once to
- *      f32: a one-ulp difference in the final rounding is 2^-23 |ref| <= 1.2e-7
- *      mass; the double sums differ by < k 2^-53 mass. 8x headroom.
- *  gemm_f16 (GPU)                  1e-5. f16 x f16 products are exact in f32;
- *      only the f32 accumulation order differs (tensor-core tiles, split-K).
- *      A random-sign f32 sum of k terms errs by ~u |partial sums| per add, which
- *      normalised by the mass stays near u = 6e-8 for any k; 1e-5 (~170 u) is
- *      the brief's "near 1e-5" for f16/int8 lanes.
- *  gemm_bf16 (GPU)                 1e-5. The activation rounded to bf16 (RNE) on
- *      both sides; bf16 x bf16 products have 16 significant bits, exact in
- *      f32 (the check's operands stay far from f32's range ends), and only the
- *      f32 accumulation order differs: gemm_f16's argument and band.
- *  gemm_q8_0, gemm_q8_0r (GPU)     2e-6. Integer products and s32 sums per 32
- *      are exact; only the f32 fold (dw * dx * isum summed over k/32 blocks)
- *      rounds: a few u per block term, ~32 u with the sum. gemm_q8_0r reads
- *      the same numbers from the records (dw widened exactly from f16 by
- *      repack_q8_0), so it has gemm_q8_0's contract, reference and band: its
- *      weight operand is the records of the module's own repack_q8_0 (the
- *      reference repack when it has none), its reference gemm_q8_0's on the
- *      Q8_0 blocks. Its cross-check row ("vs q8_0") compares it with the same
- *      module's gemm_q8_0 on the blocks, element by element, normalised by the
- *      same mass, in the same band: both sides fold the same exact integer
- *      sums, so they differ by at most the two fold errors (each 2.8e-7 or
- *      less on the H200; in this check's first H200 run, m up to 4096, the
- *      largest were 4.5e-8 against the reference and 5.6e-8 between the two);
- *      on the host both sum in double and agree to the last bit.
- *  gemm_fp8, gemm_fp8_blk (GPU)    2.6e-4. Hopper's FP8 MMA keeps fewer
- *      accumulator bits between promotions to f32; cuBLASLt's block-scaled FP8
- *      measured 1.3e-4 relative Frobenius against an exact product on the H200.
- *      The per-element normalised error is smaller than the relative Frobenius
- *      error (mass >= |ref|, by ~sqrt(k) for random signs), so 2 x 1.3e-4 per
- *      element is a generous upper band.
+ * over the QUANTISED operands with every scale applied. The bands, with their
+ * derivations, are judge.h's table: host vs check_ref JUDGE_BAND_HOST (1e-6),
+ * gemm_f16 / gemm_bf16 JUDGE_BAND_F16 / _BF16 (1e-5), gemm_q8_0 / gemm_q8_0r
+ * JUDGE_BAND_Q8_0 (2e-6), gemm_fp8 / gemm_fp8_blk JUDGE_BAND_FP8 (2.6e-4).
+ * gemm_q8_0r reads the same numbers from the records (dw widened exactly from
+ * f16 by repack_q8_0), so it has gemm_q8_0's contract, reference and band:
+ * its weight operand is the records of the module's own repack_q8_0 (the
+ * reference repack when it has none), its reference gemm_q8_0's on the Q8_0
+ * blocks. Its cross-check row ("vs q8_0") compares it with the same module's
+ * gemm_q8_0 on the blocks, element by element, normalised by the same mass,
+ * in the same band: both sides fold the same exact integer sums, so they
+ * differ by at most the two fold errors (each 2.8e-7 or less on the H200; in
+ * this check's first H200 run, m up to 4096, the largest were 4.5e-8 against
+ * the reference and 5.6e-8 between the two); on the host both sum in double
+ * and agree to the last bit.
  *
  * What the bands still catch (k = 17408, the largest in_f of the sheets):
  * a dropped 128-block moves an element by ~sqrt(128)/k of its mass ~ 8e-4 (and
@@ -77,16 +57,11 @@
 #include "memra/memra.h"
 #include "tools/check.h"
 #include "tools/check_ref.h"
+#include "tools/judge.h"
 #include "tools/tool.h"
 #include "tools/tool_opt.h"
 #include "tools/tool_util.h"
 
-#define BAND_HOST 1e-6
-#define BAND_F16 1e-5
-#define BAND_BF16 1e-5
-#define BAND_Q8_0 2e-6
-#define BAND_FP8 2.6e-4
-#define BAND_FP8_BLK 2.6e-4
 #define SAMPLE_ROWS 16
 #define TAIL 64 /* guard bytes after every output */
 #define Y_SENTINEL CHECK_Y_SENTINEL
@@ -324,20 +299,14 @@ int check_gemm_data_finish(checker *c, gemm_data *d)
 {
     const size_t elems = (size_t)(d->n * d->k);
     if (d->op == MEMRA_OP_gemm_f16 || d->op == MEMRA_OP_gemm_bf16) {
-        const uint16_t *w = (const uint16_t *)(const void *)d->w;
-        for (size_t e = 0; e < elems; e++) ((uint16_t *)(void *)d->w_abs)[e] = w[e] & 0x7FFFu;
+        memcpy(d->w_abs, d->w, d->w_bytes);
+        judge_abs_16((uint16_t *)(void *)d->w_abs, elems);
     } else if (is_q8(d->op)) {
         memcpy(d->w_abs, d->w, d->w_bytes);
-        for (size_t b = 0; b < elems / 32; b++) {
-            uint8_t *blk = d->w_abs + b * MEMRA_Q8_0_BYTES;
-            blk[1] &= 0x7F;
-            for (int l = 0; l < 32; l++) {
-                int8_t q = (int8_t)blk[2 + l];
-                blk[2 + l] = (uint8_t)(int8_t)(q < 0 ? -q : q);
-            }
-        }
+        judge_abs_q8_0(d->w_abs, elems / 32);
     } else {
-        for (size_t e = 0; e < elems; e++) d->w_abs[e] = d->w[e] & 0x7Fu;
+        memcpy(d->w_abs, d->w, d->w_bytes);
+        judge_abs_e4m3(d->w_abs, elems);
     }
     return d->op == MEMRA_OP_gemm_q8_0r ? check_make_records(c, d) : 0;
 }
@@ -398,67 +367,45 @@ static void *check_make_x_operand(const gemm_data *d, const float *x, int64_t m,
 /* |operand| in place (same layout as check_make_x_operand's result). */
 static void abs_x_operand(const gemm_data *d, void *xo, size_t bytes, int x_is_f16)
 {
-    if (is_q8(d->op)) {
-        uint8_t *q = xo;
-        for (size_t r = 0; r < bytes / 144; r++)
-            for (int l = 0; l < 128; l++) {
-                int8_t v = (int8_t)q[r * 144 + 16 + l];
-                q[r * 144 + 16 + l] = (uint8_t)(int8_t)(v < 0 ? -v : v);
-            }
-    } else if (x_is_f16) {
-        uint16_t *h = xo;
-        for (size_t e = 0; e < bytes / 2; e++) h[e] &= 0x7FFFu;
-    } else {
-        float *f = xo;
-        for (size_t e = 0; e < bytes / 4; e++) f[e] = fabsf(f[e]);
-    }
+    if (is_q8(d->op)) judge_abs_q8_1(xo, bytes / MEMRA_Q8_1_RECORD_BYTES);
+    else if (x_is_f16) judge_abs_16(xo, bytes / 2);
+    else judge_abs_f32(xo, bytes / sizeof(float));
 }
 
 double check_gemm_band(const checker *c, memra_op op)
 {
-    if (c->indep) return BAND_HOST;
+    if (c->indep) return JUDGE_BAND_HOST;
     switch (op) {
-    case MEMRA_OP_gemm_f16: return BAND_F16;
-    case MEMRA_OP_gemm_bf16: return BAND_BF16;
+    case MEMRA_OP_gemm_f16: return JUDGE_BAND_F16;
+    case MEMRA_OP_gemm_bf16: return JUDGE_BAND_BF16;
     case MEMRA_OP_gemm_q8_0:
-    case MEMRA_OP_gemm_q8_0r: return BAND_Q8_0;
-    case MEMRA_OP_gemm_fp8: return BAND_FP8;
-    default: return BAND_FP8_BLK;
+    case MEMRA_OP_gemm_q8_0r: return JUDGE_BAND_Q8_0;
+    default: return JUDGE_BAND_FP8; /* gemm_fp8, gemm_fp8_blk */
     }
 }
 
-/* e = |y - want| / mass over the judged rows; returns the elements outside
- * r->band and sets r->err to the largest e. */
+/* e = |y - want| / mass over the judged rows (tools/judge.h); returns the
+ * elements outside r->band and sets r->err to the largest e. */
 uint64_t check_judge_rows(row *r, const float *y, int64_t off, int64_t ldy, const int64_t *rows, int64_t nrow,
                            int64_t n, const double *want, const double *mass)
 {
-    double maxe = 0.0;
-    uint64_t bad = 0;
+    char what[160];
+    snprintf(what, sizeof what, "%s %s [%s] %s", r->op, r->module, r->device, r->shape);
+    judge jd;
+    judge_init(&jd, what, r->band, stderr);
     for (int64_t s = 0; s < nrow; s++)
-        for (int64_t j = 0; j < n; j++) {
-            const double got = y[(off + rows[s]) * ldy + j], rv = want[s * n + j], ms = mass[s * n + j];
-            double e = fabs(got - rv) / (ms > 0.0 ? ms : 1e-300);
-            if (isnan(e)) e = INFINITY;
-            if (e > maxe) maxe = e;
-            if (!(e <= r->band)) {
-                if (bad < 5)
-                    fprintf(stderr, "  %s %s [%s] %s: y[%lld,%lld] = %.9g, want %.9g, mass %.6g, err %.3g\n", r->op,
-                            r->module, r->device, r->shape, (long long)rows[s], (long long)j, got, rv, ms, e);
-                bad++;
-            }
-        }
-    r->err = maxe;
-    return bad;
+        for (int64_t j = 0; j < n; j++)
+            judge_elem(&jd, rows[s], j, y[(off + rows[s]) * ldy + j], want[s * n + j], mass[s * n + j]);
+    r->err = jd.max_err;
+    return jd.bad;
 }
 
 /* Writes outside rows [off, off + m) x cols [0, n) of a (off + m + 1) x ldy output. */
 uint64_t check_count_stray(const float *y, int64_t off, int64_t m, int64_t ldy, int64_t n)
 {
-    uint64_t stray = 0;
-    for (int64_t rr = 0; rr < off + m + 1; rr++)
-        for (int64_t j = 0; j < ldy; j++)
-            if (!(rr >= off && rr < off + m && j < n) && y[rr * ldy + j] != Y_SENTINEL) stray++;
-    return stray;
+    judge jd;
+    judge_init(&jd, "stray", 0.0, NULL);
+    return judge_sentinel_f32(&jd, y, off + m + 1, ldy, off, m, n, Y_SENTINEL);
 }
 
 void check_gemm_row_result(row *r, uint64_t bad, uint64_t stray, int64_t nrow, int64_t m, const char *extra)
@@ -778,18 +725,12 @@ static void exact_case(checker *c, const xop *o, const char *shape, size_t elem,
             goto done;
         }
     }
-    uint64_t bad = 0, stray = 0;
-    for (size_t e = 0; e < o->dst_bytes / elem; e++)
-        if (memcmp(got + e * elem, ref + e * elem, elem) != 0) {
-            if (bad < 5) {
-                size_t b = 0;
-                while (got[e * elem + b] == ref[e * elem + b]) b++;
-                fprintf(stderr, "  %s %s [%s] element %zu, byte %zu: got %02x, want %02x\n", r.op, r.module, r.device,
-                        e, b, got[e * elem + b], ref[e * elem + b]);
-            }
-            bad++;
-        }
-    for (size_t b = 0; b < TAIL; b++) stray += got[o->dst_bytes + b] != 0xA5;
+    char what[160];
+    snprintf(what, sizeof what, "%s %s [%s]", r.op, r.module, r.device);
+    judge jd;
+    judge_init(&jd, what, 0.0, stderr);
+    const uint64_t bad = judge_bytes(&jd, got, ref, o->dst_bytes / elem * elem, elem);
+    const uint64_t stray = judge_tail(&jd, got + o->dst_bytes, TAIL, 0xA5);
     r.mismatches = bad + stray;
     if (stray) snprintf(r.note, sizeof r.note, "wrote past the end of its output");
     if (r.hits == 0) snprintf(r.note, sizeof r.note, "the ledger shows no hit of %s by %s", r.op, r.module);

@@ -7,16 +7,19 @@
  * the same answer when gemm_q8_0r is disabled, declined (test module
  * testq8r, argv[1]) or turned off (MEMRA_Q8_0_RECORDS=0).
  *
- * Band: the host module accumulates in double and rounds once to f32, and so
- * does this reference, so |y - ref| <= 2^-24 |ref| + (double rounding noise).
- * We allow 1e-6 * sum_k |x_k w_k| per element: far below what a wrong scale
- * (>= 2x), a dropped 32- or 128-block (>= 1/k of the mass) or a wrong
- * quantiser would cause. */
+ * Judged by tools/judge.h: per element e = |y - ref| / mass, mass =
+ * sum_k |x_k w_k| over the quantised operands, band JUDGE_BAND_HOST (1e-6:
+ * the host module accumulates in double and rounds once to f32, and so does
+ * this reference; judge.h derives it). Far below what a wrong scale (>= 2x),
+ * a dropped 32- or 128-block (>= 1/k of the mass) or a wrong quantiser would
+ * cause. MEMRA_TEST_INJECT_FAULT=1 moves the first element of every
+ * comparison out of band: the test must then fail. */
 #include <math.h>
 
 #include "memra/formats.h"
 #include "memra/memra.h"
 #include "test.h"
+#include "tools/judge.h"
 
 static uint64_t g_rng;
 
@@ -43,23 +46,16 @@ typedef struct matrix {
 
 static void compare(const char *what, const matrix *mx, const float *y, int64_t ldy, int64_t row0)
 {
-    int bad = 0;
-    double maxrel = 0.0;
+    judge jd;
+    judge_init(&jd, what, JUDGE_BAND_HOST, stderr);
+    jd.inject = test_inject_fault();
     for (int i = 0; i < mx->m; i++)
-        for (int j = 0; j < mx->n; j++) {
-            double r = mx->ref[(size_t)i * mx->n + j], g = y[(size_t)(row0 + i) * ldy + j];
-            double band = 1e-6 * mx->mass[(size_t)i * mx->n + j] + 1e-30;
-            double rel = fabs(g - r) / band * 1e-6;
-            if (rel > maxrel) maxrel = rel;
-            if (!(fabs(g - r) <= band)) {
-                if (bad < 10)
-                    fprintf(stderr, "%s: y[%d,%d] = %.9g, ref %.9g, band %.3g\n", what, i, j, g, r, band);
-                bad++;
-            }
-        }
-    printf("%-28s m=%-3d n=%-4d k=%-4d max |err|/mass %.3g %s\n", what, mx->m, mx->n, mx->k, maxrel,
-           bad ? "FAIL" : "ok");
-    if (bad) TEST_FAIL_AT("%s: %d mismatches", what, bad);
+        for (int j = 0; j < mx->n; j++)
+            judge_elem(&jd, i, j, y[(size_t)(row0 + i) * ldy + j], mx->ref[(size_t)i * mx->n + j],
+                       mx->mass[(size_t)i * mx->n + j]);
+    printf("%-28s m=%-3d n=%-4d k=%-4d max |err|/mass %.3g %s\n", what, mx->m, mx->n, mx->k, jd.max_err,
+           judge_ok(&jd) ? "ok" : "FAIL");
+    if (!judge_ok(&jd)) TEST_FAIL_AT("%s: %llu mismatches", what, (unsigned long long)jd.bad);
 }
 
 /* MEMRA_Q8_0_RECORDS is read once at memra_open: a runtime of its own with

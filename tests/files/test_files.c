@@ -14,6 +14,7 @@
 #include "memra/formats.h"
 #include "memra/memra.h"
 #include "test.h"
+#include "tools/judge.h"
 
 static uint64_t g_rng;
 static char g_dir[256];
@@ -1054,11 +1055,12 @@ static void case_reference(const char *dir)
 /* ---- on a GPU: weights from a file through memra_matmul, against the host ---------- */
 
 /* Every GGUF type and the safetensors FP8 (both scale kinds) and BF16 weights
- * of one file pair, on every GPU device, judged per element by
+ * of one file pair, on every GPU device, judged per element by tools/judge.h:
  * e = |y_gpu - y_host| / mass, mass = sum_k |x_k| |w_k| (scales applied; x
  * unquantised, within 1/16 of the quantised |x| for e4m3, so x2 headroom
- * on the bands of tools/check.c: f16 / bf16 / mirror lanes 1e-5 -> 2e-5,
- * FP8 lanes 2.6e-4 -> 5.2e-4). The ledger must show the expected op ran. */
+ * on judge.h's bands: f16 / bf16 / mirror lanes 2 x JUDGE_BAND_F16 = 2e-5,
+ * FP8 lanes 2 x JUDGE_BAND_FP8 = 5.2e-4). The ledger must show the expected
+ * op ran. MEMRA_TEST_INJECT_FAULT=1 moves the first element out of band. */
 static void gpu_one(memra_runtime *rt, memra_device *dev, const memra_file *f, const char *name, memra_op want_op,
                     double band, float scale, const float *grid)
 {
@@ -1096,17 +1098,18 @@ static void gpu_one(memra_runtime *rt, memra_device *dev, const memra_file *f, c
     CHECK(plan.ops[plan.n_steps - 1] == want_op || want_op == MEMRA_OP_COUNT_);
     if (want_op != MEMRA_OP_COUNT_)
         CHECK(memra_ledger_hits(dev, want_op, plan.modules[plan.n_steps - 1]) > h0);
-    double maxe = 0;
+    judge jd;
+    judge_init(&jd, name, band, stderr);
+    jd.inject = test_inject_fault();
     for (int i = 0; i < m; i++)
         for (int64_t j = 0; j < out_f; j++) {
             double mass = 0;
             for (int64_t k = 0; k < in_f; k++) mass += fabs((double)x[i * in_f + k] * (double)wv[j * in_f + k]);
-            const double e = fabs((double)yg[i * out_f + j] - (double)yh[i * out_f + j]) / (mass > 0 ? mass : 1e-300);
-            if (e > maxe) maxe = e;
+            judge_elem(&jd, i, j, yg[i * out_f + j], yh[i * out_f + j], mass);
         }
     printf("  %s %s on %s: lane %s, max e %.3g (band %.2g)\n", name, t.type, memra_device_caps_get(dev)->profile,
-           plan.lane, maxe, band);
-    if (!(maxe <= band)) TEST_FAIL_AT("%s: max e %.3g over the band %.2g", name, maxe, band);
+           plan.lane, jd.max_err, band);
+    if (!judge_ok(&jd)) TEST_FAIL_AT("%s: max e %.3g over the band %.2g", name, jd.max_err, band);
     memra_buffer_destroy(bx);
     memra_buffer_destroy(by);
     memra_weight_destroy(w);
@@ -1153,10 +1156,11 @@ static void case_gpu_matmul(void)
         gpus++;
         for (size_t i = 0; i < N_GGUF_TYPES; i++)
             gpu_one(rt, dev, fg, k_gguf_types[i].name,
-                    k_gguf_types[i].fmt == MEMRA_FORMAT_BF16 ? MEMRA_OP_gemm_bf16 : MEMRA_OP_COUNT_, 2e-5, 1.0f, NULL);
-        gpu_one(rt, dev, fs, "bf16.weight", MEMRA_OP_gemm_bf16, 2e-5, 1.0f, NULL);
-        gpu_one(rt, dev, fs, "fp8.s.weight", MEMRA_OP_gemm_fp8, 5.2e-4, sc, NULL);
-        gpu_one(rt, dev, fs, "fp8.r.weight", MEMRA_OP_COUNT_, 5.2e-4, 1.0f, grid);
+                    k_gguf_types[i].fmt == MEMRA_FORMAT_BF16 ? MEMRA_OP_gemm_bf16 : MEMRA_OP_COUNT_,
+                    2 * JUDGE_BAND_F16, 1.0f, NULL);
+        gpu_one(rt, dev, fs, "bf16.weight", MEMRA_OP_gemm_bf16, 2 * JUDGE_BAND_BF16, 1.0f, NULL);
+        gpu_one(rt, dev, fs, "fp8.s.weight", MEMRA_OP_gemm_fp8, 2 * JUDGE_BAND_FP8, sc, NULL);
+        gpu_one(rt, dev, fs, "fp8.r.weight", MEMRA_OP_COUNT_, 2 * JUDGE_BAND_FP8, 1.0f, grid);
     }
     memra_file_close(fg);
     memra_file_close(fs);

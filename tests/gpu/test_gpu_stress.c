@@ -13,6 +13,8 @@
  *             graphs are replayed twice with fresh inputs, and every output must
  *             equal the same calls made directly (not captured) afterwards.
  * The ledger must show a GPU module serving each lane. Exits 77 without a GPU.
+ * Comparisons are tools/judge.h's judge_bytes; MEMRA_TEST_INJECT_FAULT=1
+ * flips a bit of the first value of every comparison: both cases must FAIL.
  * Racecheck/memcheck: run under compute-sanitizer (see docs/ARCHITECTURE.md). */
 #include <dlfcn.h>
 #include <pthread.h>
@@ -25,6 +27,7 @@
 #include "memra/formats.h"
 #include "memra/memra.h"
 #include "test.h"
+#include "tools/judge.h"
 
 typedef int CUresult;
 typedef void *CUstream, *CUgraph, *CUgraphExec, *CUcontext;
@@ -136,16 +139,19 @@ static memra_status enqueue(int lane, memra_buffer *x, memra_buffer *y, CUstream
     return memra_matmul_ex(g_dev, g_w[lane], &a);
 }
 
+/* Bit-identical (tools/judge.h's judge_bytes): the same job on the same data
+ * must give the same bits. */
 static int same(const char *what, int j, int lane, const float *got, const float *want)
 {
     const size_t n = (size_t)k_m[lane] * OUT_F;
-    if (memcmp(got, want, n * 4) == 0) return 1;
-    size_t first = 0, diff = 0;
-    for (size_t i = 0; i < n; i++)
-        if (memcmp(&got[i], &want[i], 4) != 0 && diff++ == 0) first = i;
-    fprintf(stderr, "%s: job %d %s: %zu of %zu values differ, first y[%zu] = %a, want %a\n", what, j, k_lane[lane], diff,
-            n, first, (double)got[first], (double)want[first]);
-    return 0;
+    char label[160];
+    snprintf(label, sizeof label, "%s: job %d %s (element = f32)", what, j, k_lane[lane]);
+    judge jd;
+    judge_init(&jd, label, 0.0, stderr);
+    jd.inject = test_inject_fault();
+    const uint64_t diff = judge_bytes(&jd, got, want, n * 4, 4);
+    if (diff) fprintf(stderr, "%s: %llu of %zu values differ\n", label, (unsigned long long)diff, n);
+    return diff == 0;
 }
 
 static void make_weights(void)

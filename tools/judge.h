@@ -1,0 +1,139 @@
+/* The one numeric judge: how memra check (tools/check.c) and every test that
+ * compares a module's output with a host reference (tests/core/test_matmul.c,
+ * tests/gpu/test_sm90_ops.c, tests/gpu/test_gpu_stress.c,
+ * tests/gpu_mmq/test_mmq_ops.c, tests/files/test_files.c gpu_matmul) decide.
+ *
+ * GEMMs are judged per element by the normalised error
+ *
+ *     e = |got - ref| / (mass + tiny),   mass = sum_k |x_k w_k|
+ *
+ * over the QUANTISED operands with every scale applied (the quantities both
+ * sides multiply), so e measures accumulation error only; pass when every
+ * e <= band (NaN counts as infinite). The mass comes from the host module run
+ * on the absolute operands (judge_abs_* below: every quantiser here is
+ * symmetric in sign and keeps the amax, so |q(x)| = q(|x|)) or from the
+ * caller's own f64 loop. Relative Frobenius ||got - ref|| / ||ref|| is kept as
+ * a reported figure only (judge_rel_fro); it decides nothing.
+ * Bit-identical ops are judged byte for byte (judge_bytes); stray writes by
+ * a sentinel / guard-tail scan (judge_sentinel_f32, judge_tail).
+ * Mismatches: the first JUDGE_PRINT_MAX are printed with their indices.
+ *
+ * The bands, in one place (derivations; u = 2^-24 unless said):
+ *
+ *  JUDGE_BAND_HOST 1e-6   host module vs an independent f64 reference
+ *      (tools/check_ref.c, test_matmul's loops). Both sum in double and round
+ *      once to f32: a one-ulp difference in the final rounding is
+ *      2^-23 |ref| <= 1.2e-7 mass; the double sums differ by < k 2^-53 mass.
+ *      8x headroom.
+ *  JUDGE_BAND_F16  1e-5   gemm_f16 (GPU). f16 x f16 products are exact in f32;
+ *      only the f32 accumulation order differs (tensor-core tiles, split-K).
+ *      A random-sign f32 sum of k terms errs by ~u |partial sums| per add,
+ *      which normalised by the mass stays near u = 6e-8 for any k; 1e-5
+ *      (~170 u) is the design brief's "near 1e-5" for f16/int8 lanes.
+ *  JUDGE_BAND_BF16 1e-5   gemm_bf16 (GPU). The activation rounded to bf16 on
+ *      both sides; bf16 x bf16 products have 16 significant bits, exact in
+ *      f32; only the f32 accumulation order differs: gemm_f16's argument.
+ *  JUDGE_BAND_Q8_0 2e-6   gemm_q8_0, gemm_q8_0r (GPU, any k check uses).
+ *      Integer products and s32 sums per 32 are exact; only the f32 fold
+ *      (dw * dx * isum over k/32 blocks) rounds: a few u per block term,
+ *      ~32 u with the sum. Where the test knows nb = k/32 it uses the tighter
+ *      per-element bound judge_band_fold(nb, extra) below.
+ *  judge_band_fold(nb, extra) = gamma(nb + 2 + extra) + u,
+ *      gamma(j) = j u / (1 - j u): recursive f32 summation of nb block terms
+ *      t_b = fl(fl(dx dw) I_b) (FFMA: one rounding for product-and-add) vs
+ *      the host's double sum errs by <= gamma(nb + 2) sum_b |dx dw I_b| plus
+ *      the final rounding u |y| <= u mass. Split-k (gemm_q8_0r) adds at most
+ *      S <= 16 roundings on any path: extra = 16. Always <= JUDGE_BAND_Q8_0
+ *      for nb <= 30 and tighter than it beyond; test_mmq_ops uses it.
+ *  JUDGE_BAND_FP8  2.6e-4 gemm_fp8, gemm_fp8_blk (GPU). Hopper's FP8 MMA keeps
+ *      fewer accumulator bits between promotions to f32; cuBLASLt's
+ *      block-scaled FP8 measured 1.3e-4 relative Frobenius against an exact
+ *      product on the H200. The per-element normalised error is smaller than
+ *      the relative Frobenius error (mass >= |ref|, by ~sqrt(k) for random
+ *      signs), so 2 x 1.3e-4 per element is a generous upper band.
+ *  JUDGE_BAND_FP8_MMA 2^-12 = 2.44e-4  the fp8blk module's own mma.sync
+ *      kernel: each 128-deep block is four chained k32 MMAs each keeping
+ *      >= 14 bits (4 x 2^-14) plus the f32 fold. Tighter than JUDGE_BAND_FP8
+ *      and derived from that kernel's accumulator; test_mmq_ops fp8blk.
+ *  JUDGE_BAND_EXACT_FOLD 1e-6  the accprobe S32 arm: exact int32 sums per 32,
+ *      folded in f32; normalised by the mass bound 32 * 126^2 * nb (>= mass).
+ *
+ * What the bands still catch (k = 17408, the largest in_f of the sheets): a
+ * dropped 128-block moves an element by ~sqrt(128)/k of its mass ~ 8e-4 (and
+ * far more at smaller k); a wrong scale moves it by |ref| |s - 1| / mass, up
+ * to ~4/sqrt(k) = 3e-2 on the largest elements; both fail every band above.
+ *
+ * Fault injection: a judge with .inject set moves the first element it is
+ * given by 1e-3 of its mass (above every band) or flips the low bit of the
+ * first byte (judge_bytes), so a test can prove its comparison fails
+ * (the tests set it from MEMRA_TEST_INJECT_FAULT=1; memra check injects its
+ * own fault into the module's weight instead).
+ *
+ * Not thread-safe per judge (one judge per comparison); no allocation; no
+ * status: plain counters the caller reads.
+ */
+#ifndef MEMRA_TOOLS_JUDGE_H
+#define MEMRA_TOOLS_JUDGE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#define JUDGE_BAND_HOST 1e-6
+#define JUDGE_BAND_F16 1e-5
+#define JUDGE_BAND_BF16 1e-5
+#define JUDGE_BAND_Q8_0 2e-6
+#define JUDGE_BAND_FP8 2.6e-4
+#define JUDGE_BAND_FP8_MMA 2.44140625e-4 /* 2^-12 */
+#define JUDGE_BAND_EXACT_FOLD 1e-6
+#define JUDGE_PRINT_MAX 10
+
+typedef struct judge {
+    const char *what;  /* label of the printed mismatches */
+    double band;       /* pass: every e <= band */
+    FILE *log;         /* mismatch lines; NULL: none */
+    int inject;        /* move the first element judged (see above) */
+    /* results */
+    double max_err;    /* largest e (INFINITY for a NaN) */
+    int64_t worst_i, worst_j;
+    uint64_t checked, bad, stray;
+    double sum_d2, sum_r2; /* for judge_rel_fro */
+} judge;
+
+/* A fresh judge; what is borrowed (must outlive the judge). */
+void judge_init(judge *j, const char *what, double band, FILE *log);
+
+/* One element at (i, c); returns e. */
+double judge_elem(judge *j, int64_t i, int64_t c, double got, double ref, double mass);
+
+/* Stray writes: every element of a rows x ldy f32 output outside rows
+ * [off, off + m) x cols [0, n) must still hold sentinel; returns the count
+ * (also added to j->stray). */
+uint64_t judge_sentinel_f32(judge *j, const float *y, int64_t rows, int64_t ldy, int64_t off, int64_t m, int64_t n,
+                            float sentinel);
+
+/* Bit-identical: bytes / elem elements of elem bytes; returns the elements
+ * that differ (added to j->bad). */
+uint64_t judge_bytes(judge *j, const void *got, const void *want, size_t bytes, size_t elem);
+
+/* Guard tail: bytes past an output that must still hold fill; returns the
+ * count (added to j->stray). */
+uint64_t judge_tail(judge *j, const void *tail, size_t bytes, uint8_t fill);
+
+/* 1 when nothing was out of band and nothing strayed. */
+int judge_ok(const judge *j);
+
+/* ||got - ref|| / ||ref|| over the elements judged (reported, never decides). */
+double judge_rel_fro(const judge *j);
+
+/* gamma(nb + 2 + extra) + u, u = 2^-24: the f32 fold bound above. */
+double judge_band_fold(int64_t nb, int extra);
+
+/* |operand| in place, for the mass through the host module. */
+void judge_abs_f32(float *x, size_t n);
+void judge_abs_16(uint16_t *h, size_t n);          /* f16 or bf16 bits */
+void judge_abs_e4m3(uint8_t *b, size_t n);
+void judge_abs_q8_0(uint8_t *blocks, size_t nblocks); /* 34-byte Q8_0 blocks */
+void judge_abs_q8_1(uint8_t *recs, size_t nrecs);     /* 144-byte q8_1 records */
+
+#endif
