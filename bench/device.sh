@@ -23,6 +23,7 @@
 #   pdl         test_mmq_ops pdl at m = 512 and 4096
 #   ncu         ncu summary of the first gemm_q8_0r launches
 #   python      pytest of the python package on device 0 (torch tensors), when present
+#   inject      every GPU test and memra check with an injected fault: each must fail
 #   ab          memra bench 27b from .before/'s build and this one, alternately (see step_ab)
 #   model       bench/make_layer_files.py writes one 27b-shaped layer per GGUF type (f32 f16
 #               bf16 q8_0 q4_0 q4_k q5_k q6_k) and as FP8 block-128 safetensors (numpy writers
@@ -284,6 +285,29 @@ PY
   done
   rm -rf $d
   say "model: $((SECONDS - t)) s"
+}
+
+# Every GPU test's comparison can fail: with MEMRA_TEST_INJECT_FAULT=1 (tools/judge.h
+# moves the first judged element by 1e-3 of its mass, or flips a byte) each must exit 1,
+# and memra check with MEMRA_CHECK_INJECT_FAULT=1 must fail its injected rows.
+step_inject() {
+  local bad=0 c rc line=""
+  for c in cvt scale dequant nan_count fp8_to_q8_0 gemm_f16 gemm_fp8 gemm_fp8_blk graph mmq_capture; do
+    MEMRA_TEST_INJECT_FAULT=1 timeout 120 $B/bin/test_sm90_ops $c > "$L/inject_sm90_$c.log" 2>&1; rc=$?
+    line="$line sm90.$c=$rc"; [ $rc = 1 ] || bad=$((bad + 1))
+  done
+  for c in quant gemm_q8_0 gemm_q8_0r accprobe fp8blk prefer; do
+    MEMRA_TEST_INJECT_FAULT=1 timeout 120 $T $c > "$L/inject_mmq_$c.log" 2>&1; rc=$?
+    line="$line mmq.$c=$rc"; [ $rc = 1 ] || bad=$((bad + 1))
+  done
+  for c in streams graphs; do
+    MEMRA_TEST_INJECT_FAULT=1 timeout 120 $B/bin/test_gpu_stress $c > "$L/inject_stress_$c.log" 2>&1; rc=$?
+    line="$line stress.$c=$rc"; [ $rc = 1 ] || bad=$((bad + 1))
+  done
+  MEMRA_CHECK_INJECT_FAULT=1 timeout 300 $M check --device 0 > "$L/inject_check.log" 2>&1; rc=$?
+  line="$line check=$rc"; [ $rc = 1 ] || bad=$((bad + 1))
+  say "inject (each must exit 1): $bad did not;$line"
+  grep -E "passed, " "$L/inject_check.log" >> "$S"
 }
 
 [ $# -eq 0 ] && set -- build ctest check
