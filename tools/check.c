@@ -1108,7 +1108,7 @@ static void write_json(const checker *c, FILE *f, uint64_t seed)
 static void device_label(memra_device *dev, int index, char *buf, size_t len)
 {
     const memra_device_caps *caps = memra_device_caps_get(dev);
-    if (caps->arch == MEMRA_ARCH_HOST) snprintf(buf, len, "[%d] host", index);
+    if (caps->ordinal < 0) snprintf(buf, len, "[%d] host", index);
     else snprintf(buf, len, "[%d] %s", index, caps->profile);
 }
 
