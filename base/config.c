@@ -19,7 +19,7 @@
 
 extern char **environ;
 
-typedef enum { K_BOOL, K_UINT, K_ENUM, K_STR, K_TILE, K_MB } knob_kind;
+typedef enum { K_BOOL, K_UINT, K_ENUM, K_STR, K_TILE, K_MB, K_ARCH } knob_kind;
 
 typedef struct knob_def {
     const char *name, *owner;
@@ -73,6 +73,71 @@ static int enum_has(const char *allowed, const char *v)
     return 0;
 }
 
+/* One entry "N:profile" of a per-device MEMRA_ARCH list, [p, end): 0 and the
+ * ordinal and the profile's span when well formed, else -1 with why. */
+static int arch_entry(const char *allowed, const char *p, const char *end, int *ord, const char **name, size_t *nlen,
+                      const char **why)
+{
+    const char *colon = memchr(p, ':', (size_t)(end - p));
+    if (colon == NULL || colon == p) {
+        *why = "expected ORDINAL:profile";
+        return -1;
+    }
+    long v = 0;
+    for (const char *q = p; q < colon; q++) {
+        if (!isdigit((unsigned char)*q) || v > 1000) {
+            *why = "the ordinal is not a decimal number";
+            return -1;
+        }
+        v = v * 10 + (*q - '0');
+    }
+    if (v > 15) {
+        *why = "the ordinal is above 15";
+        return -1;
+    }
+    char nm[16];
+    size_t n = (size_t)(end - colon - 1);
+    if (n == 0 || n >= sizeof nm) {
+        *why = "the profile is empty or too long";
+        return -1;
+    }
+    memcpy(nm, colon + 1, n);
+    nm[n] = '\0';
+    if (!enum_has(allowed, nm) || strcmp(nm, "host") == 0) {
+        *why = "the profile is not one of sm90|sm120|cuda (host is only the plain form: CUDA off)";
+        return -1;
+    }
+    *ord = (int)v;
+    *name = colon + 1;
+    *nlen = n;
+    return 0;
+}
+
+/* Walks a per-device list; calls back per entry. -1 with why on a bad one. */
+static int arch_walk(const char *allowed, const char *v, int *ords, int max, int *n_out, const char **why)
+{
+    int n = 0, seen[16] = {0};
+    for (const char *p = v;;) {
+        const char *comma = strchr(p, ',');
+        const char *end = comma ? comma : p + strlen(p);
+        int ord = 0;
+        const char *name = NULL;
+        size_t nlen = 0;
+        if (arch_entry(allowed, p, end, &ord, &name, &nlen, why) != 0) return -1;
+        if (seen[ord]) {
+            *why = "an ordinal is named twice";
+            return -1;
+        }
+        seen[ord] = 1;
+        if (ords != NULL && n < max) ords[n] = ord;
+        n++;
+        if (comma == NULL) break;
+        p = comma + 1;
+    }
+    *n_out = n;
+    return 0;
+}
+
 /* 0 when `v` is a valid value of knob k; else a message naming both. */
 static memra_status knob_check(int k, const char *v, const char *where)
 {
@@ -112,6 +177,14 @@ static memra_status knob_check(int k, const char *v, const char *where)
         if (*p == '\0' && (n == 2 || n == 4)) return MEMRA_STATUS_OK;
         return MEMRA__FAIL(MEMRA_STATUS_INVALID_ARGUMENT, "%s=%s (%s): expected BMxBN or BMxBNxWARPS_MxWARPS_N",
                            d->name, v, where);
+    }
+    case K_ARCH: {
+        if (enum_has(d->allowed, v)) return MEMRA_STATUS_OK;
+        const char *why = "";
+        int n = 0;
+        if (strchr(v, ':') != NULL && arch_walk(d->allowed, v, NULL, 0, &n, &why) == 0) return MEMRA_STATUS_OK;
+        if (strchr(v, ':') == NULL) why = "expected one of sm90|sm120|cuda|host, or ORDINAL:profile,...";
+        return MEMRA__FAIL(MEMRA_STATUS_INVALID_ARGUMENT, "%s=%s (%s): %s", d->name, v, where, why);
     }
     case K_STR: return MEMRA_STATUS_OK;
     }
@@ -178,6 +251,37 @@ static memra_status set_value(memra__config *cfg, const char *name, size_t nlen,
     cfg->extra_source[i] = source;
     cfg->n_extra++;
     return MEMRA_STATUS_OK;
+}
+
+const char *memra__config_arch_for(const char *value, int ordinal, char *buf, int len)
+{
+    if (value == NULL || len <= 0) return NULL;
+    const char *allowed = k_knobs[MEMRA__KNOB_ARCH].allowed;
+    if (strchr(value, ':') == NULL) {
+        snprintf(buf, (size_t)len, "%s", value);
+        return buf;
+    }
+    for (const char *p = value;;) {
+        const char *comma = strchr(p, ',');
+        const char *end = comma ? comma : p + strlen(p), *name = NULL, *why = NULL;
+        int ord = -1;
+        size_t nlen = 0;
+        if (arch_entry(allowed, p, end, &ord, &name, &nlen, &why) == 0 && ord == ordinal) {
+            snprintf(buf, (size_t)len, "%.*s", (int)nlen, name);
+            return buf;
+        }
+        if (comma == NULL) return NULL;
+        p = comma + 1;
+    }
+}
+
+int memra__config_arch_ordinals(const char *value, int *ordinals, int max)
+{
+    int n = 0;
+    const char *why = NULL;
+    if (value == NULL || strchr(value, ':') == NULL) return 0;
+    if (arch_walk(k_knobs[MEMRA__KNOB_ARCH].allowed, value, ordinals, max, &n, &why) != 0) return 0;
+    return n < max ? n : max;
 }
 
 const char *memra__config_str(const memra__config *cfg, memra__knob k)

@@ -10,10 +10,12 @@
 
 /* X(id, env name, owner, kind, allowed, default text, help).
  * kind: BOOL ("0"/"1"), UINT (allowed = "min..max"), ENUM (allowed = "a|b|c"),
- * STR (free text), TILE (BMxBN or BMxBNxWMxWN), MB (a size in MB, decimals). */
+ * STR (free text), TILE (BMxBN or BMxBNxWMxWN), MB (a size in MB, decimals),
+ * ARCH (one of allowed, or a per-device list "ORDINAL:profile,..." without host). */
 #define MEMRA__KNOB_LIST(X)                                                                                         \
     X(LOG, "MEMRA_LOG", "core", ENUM, "error|warn|info|debug", "warn", "log level (messages up to it are logged)") \
-    X(ARCH, "MEMRA_ARCH", "core", ENUM, "sm90|sm120|cuda|host", "", "profile forced on every CUDA device")         \
+    X(ARCH, "MEMRA_ARCH", "core", ARCH, "sm90|sm120|cuda|host", "",                                               \
+      "profile forced on every CUDA device, or per device: 0:sm90,1:cuda")                                          \
     X(MODULE_PATH, "MEMRA_MODULE_PATH", "core", STR, "", "", "colon list of module folders searched first")        \
     X(PREFER, "MEMRA_PREFER", "core", STR, "", "", "routing preferences op=module,...")                          \
     X(DISABLE, "MEMRA_DISABLE", "core", STR, "", "", "routing disables op|module|op=module,...")                 \
@@ -45,6 +47,8 @@
       "sm120 gemm_fp8_blk kernel")                                                                                \
     X(CHECK_INJECT_FAULT, "MEMRA_CHECK_INJECT_FAULT", "memra check", STR, "", "", "test hook of memra check")     \
     X(TEST_SEED, "MEMRA_TEST_SEED", "tests", STR, "", "", "seed of the test programs")                       \
+    X(TEST_FAKE_DEVICES, "MEMRA_TEST_FAKE_DEVICES", "tests", UINT, "0..8", "0",                                   \
+      "test hook: N host-backed stand-ins for CUDA devices (ordinals 0..N-1), no driver used")                   \
     X(LIBRARY, "MEMRA_LIBRARY", "python", STR, "", "", "the libmemra the python package loads (not read here)")
 
 typedef enum memra__knob {
@@ -74,6 +78,14 @@ typedef struct memra__config {
     int64_t f16_budget_mb; /* -1: the profile's */
     int q8_0_records, host_threads, stats, allow_unsafe;
 } memra__config;
+
+/* MEMRA_ARCH's value for CUDA ordinal `ordinal`: the profile name (into buf)
+ * when the value forces one on that ordinal (the plain form forces every
+ * ordinal), NULL when it does not. `value` is a checked value or NULL. */
+const char *memra__config_arch_for(const char *value, int ordinal, char *buf, int len);
+/* The ordinals a per-device MEMRA_ARCH names, in order (at most max); 0 for
+ * the plain form or NULL. */
+int memra__config_arch_ordinals(const char *value, int *ordinals, int max);
 
 /* Parse options then environment (unless opts->ignore_environment) into cfg.
  * INVALID_ARGUMENT naming the variable and the value on any bad value. */

@@ -31,6 +31,12 @@
 #               --model at MODEL_M (default 512) on device 0 for each, receipts to $R
 #               (MODEL_TYPES=q8_0,fp8,... a subset, so the step can be split over calls;
 #               MODEL_DIV=D divides the dimensions, for a local try)
+#   multi       two GPUs or more (says "needs 2 GPUs" and does nothing on one): memra check
+#               --device all with every device on its own profile and with MEMRA_ARCH=1:cuda,
+#               memra bench --device all (receipt v4), test_multigpu bench (one thread per
+#               device, every lane, bit for bit, throughput alone vs both busy, receipt) and
+#               test_multigpu hotadd (fp8blk hot-loaded while both serve), native and with
+#               MEMRA_ARCH=1:cuda
 #
 # TAG names the receipts (default: the date). Logs and receipts come back as
 # $OUT/logs.tar and $OUT/receipts.tar; $OUT/summary.txt is printed last.
@@ -308,6 +314,33 @@ step_inject() {
   line="$line check=$rc"; [ $rc = 1 ] || bad=$((bad + 1))
   say "inject (each must exit 1): $bad did not;$line"
   grep -E "passed, " "$L/inject_check.log" >> "$S"
+}
+
+step_multi() {
+  local n
+  n=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
+  if [ "${n:-0}" -lt 2 ]; then say "multi: needs 2 GPUs ($n here): nothing run"; return 0; fi
+  timeout 500 $M check --device all --json $R/check_all_$TAG.json > "$L/check_all.log" 2>&1
+  say "memra check --device all ($n GPUs, own profiles): exit $? $(grep -E 'passed, ' "$L/check_all.log")"
+  grep -E " FAIL" "$L/check_all.log" | head -8 >> "$S"
+  MEMRA_ARCH=1:cuda timeout 500 $M check --device all --json $R/check_all_1cuda_$TAG.json > "$L/check_all_1cuda.log" 2>&1
+  say "memra check --device all (MEMRA_ARCH=1:cuda): exit $? $(grep -E 'passed, ' "$L/check_all_1cuda.log")"
+  grep -E " FAIL" "$L/check_all_1cuda.log" | head -8 >> "$S"
+  timeout 400 $M bench 27b --m 512 --device all --json $R/bench_27b_m512_all_$TAG.json > "$L/bench_all.txt" 2>&1
+  say "memra bench 27b m=512 --device all: exit $? $(grep geometric "$L/bench_all.txt" | tr '\n' ' ')"
+  if [ -x $B/bin/test_multigpu ]; then
+    timeout 500 $B/bin/test_multigpu bench $R/multigpu_bench_$TAG.json > "$L/multigpu_bench.log" 2>&1
+    say "test_multigpu bench: exit $?"; grep -E "^device [0-9]+ \(|mismatches" "$L/multigpu_bench.log" >> "$S"
+    MEMRA_ARCH=1:cuda timeout 500 $B/bin/test_multigpu bench $R/multigpu_bench_1cuda_$TAG.json \
+      > "$L/multigpu_bench_1cuda.log" 2>&1
+    say "test_multigpu bench (MEMRA_ARCH=1:cuda): exit $?"; grep -E "^device [0-9]+ \(|mismatches" "$L/multigpu_bench_1cuda.log" >> "$S"
+    for a in "" 1:cuda; do
+      MEMRA_ARCH=$a timeout 300 $B/bin/test_multigpu hotadd $B/lib/memra/modules/fp8blk.so > "$L/multigpu_hotadd${a:+_1cuda}.log" 2>&1
+      say "test_multigpu hotadd (MEMRA_ARCH=${a:-native}): exit $?"; grep -E "fp8blk score|hotadd:" "$L/multigpu_hotadd${a:+_1cuda}.log" >> "$S"
+    done
+  else
+    say "multi: no test_multigpu binary in this build"
+  fi
 }
 
 [ $# -eq 0 ] && set -- build ctest check

@@ -87,6 +87,64 @@ static memra_status add_host_device(memra_runtime *rt)
     return MEMRA_STATUS_OK;
 }
 
+/* The profile MEMRA_ARCH forces on CUDA ordinal i, NULL when none. */
+static const memra__profile *forced_profile(const char *force_arch, int i)
+{
+    char nm[16];
+    return memra__profile_by_name(memra__config_arch_for(force_arch, i, nm, (int)sizeof nm));
+}
+
+/* Test stand-ins for CUDA devices (MEMRA_TEST_FAKE_DEVICES=N, no driver):
+ * ordinals 0..N-1, host memory and the host module's ops (caps.arch is
+ * host), but each has its own profile (cc 9.0's sm90 unless MEMRA_ARCH forces
+ * another), so its f16 budget, FP8 slab policy, caps.profile and label are
+ * those of that profile: the registry, snapshots, scratch, ledger and weight
+ * code run per device exactly as on GPUs. */
+static memra_status add_fake_devices(memra_runtime *rt, int n, const char *force_arch)
+{
+    for (int i = 0; i < n && rt->n_devices < MEMRA__MAX_DEVICES - 1; i++) {
+        const memra__profile *f = forced_profile(force_arch, i);
+        const memra__profile *p = f ? f : memra__profile_for_cc(90);
+        memra_device *dev = device_new(rt);
+        if (dev == NULL) return MEMRA__FAIL(MEMRA_STATUS_OUT_OF_MEMORY, "out of memory creating a fake device");
+        dev->is_host = 1;
+        dev->forced = f != NULL;
+        dev->profile = p;
+        snprintf(dev->name, sizeof dev->name, "fake device %d", i);
+        snprintf(dev->label, sizeof dev->label, "fake:%d %s", i, p->name);
+        dev->caps.arch = MEMRA_ARCH_HOST;
+        dev->caps.profile = p->name;
+        dev->caps.name = dev->name;
+        dev->caps.ordinal = i;
+        dev->caps.cc = 90;
+        dev->caps.sm_count = 1;
+        dev->caps.total_mem = 1ull << 30;
+        dev->caps.caps = p->caps | MEMRA_CAP_HOST;
+        device_config(rt, dev);
+        dev->index = rt->n_devices;
+        rt->devices[rt->n_devices++] = dev;
+    }
+    return MEMRA_STATUS_OK;
+}
+
+/* Every ordinal a per-device MEMRA_ARCH names must be a device memra uses. */
+static memra_status check_forced_ordinals(const memra_runtime *rt, const char *force_arch)
+{
+    int ords[16];
+    const int n = memra__config_arch_ordinals(force_arch, ords, 16);
+    static const char *const src[] = {"default", "environment", "option"};
+    for (int j = 0; j < n; j++) {
+        int found = 0;
+        for (int d = 0; d < rt->n_devices; d++)
+            if (rt->devices[d]->caps.ordinal == ords[j]) found = 1;
+        if (!found)
+            return MEMRA__FAIL(MEMRA_STATUS_INVALID_ARGUMENT,
+                               "MEMRA_ARCH=%s (%s): ordinal %d is no device memra uses (%s)", force_arch,
+                               src[rt->cfg.source[MEMRA__KNOB_ARCH]], ords[j], rt->driver_why);
+    }
+    return MEMRA_STATUS_OK;
+}
+
 static memra_status add_cuda_devices(memra_runtime *rt, const char *force_arch)
 {
     const memra__driver *drv = rt->drv;
@@ -112,7 +170,8 @@ static memra_status add_cuda_devices(memra_runtime *rt, const char *force_arch)
         drv->cuDeviceTotalMem(&mem, cud);
         int cc = major * 10 + minor;
         const memra__profile *p = memra__profile_for_cc(cc);
-        if (p != NULL && force_arch != NULL) p = memra__profile_by_name(force_arch); /* forcing never admits cc < 8.0 */
+        const memra__profile *f = forced_profile(force_arch, i);
+        if (p != NULL && f != NULL) p = f; /* forcing never admits cc < 8.0 */
         if (p == NULL) {
             memra__log(MEMRA_LOG_WARN, "core", "cuda:%d %s (cc %d.%d) is older than cc 8.0: not used", i, name,
                        major, minor);
@@ -130,6 +189,7 @@ static memra_status add_cuda_devices(memra_runtime *rt, const char *force_arch)
         }
         dev->cudev = cud;
         dev->profile = p;
+        dev->forced = f != NULL;
         snprintf(dev->name, sizeof dev->name, "%s", name);
         memra__profile_jit_target(p, cc, dev->jit_target, sizeof dev->jit_target);
         snprintf(dev->label, sizeof dev->label, "cuda:%d %s", i, p->name);
@@ -199,7 +259,13 @@ memra_status memra_open(const memra_options *opts, memra_runtime **out_rt)
         }
     }
 
-    if (rt->opts.no_cuda) {
+    const char *fake = memra__config_str(&rt->cfg, MEMRA__KNOB_TEST_FAKE_DEVICES);
+    if (fake != NULL && atoi(fake) > 0) {
+        snprintf(rt->driver_why, sizeof rt->driver_why, "CUDA not used: MEMRA_TEST_FAKE_DEVICES=%s (test stand-ins)",
+                 fake);
+        st = add_fake_devices(rt, atoi(fake), force);
+        if (st != MEMRA_STATUS_OK) goto fail;
+    } else if (rt->opts.no_cuda) {
         snprintf(rt->driver_why, sizeof rt->driver_why, "CUDA disabled by option");
     } else if (force != NULL && strcmp(force, "host") == 0) {
         snprintf(rt->driver_why, sizeof rt->driver_why, "CUDA not used: MEMRA_ARCH=host");
@@ -213,6 +279,10 @@ memra_status memra_open(const memra_options *opts, memra_runtime **out_rt)
         } else {
             snprintf(rt->driver_why, sizeof rt->driver_why, "%s", memra__driver_why());
         }
+    }
+    if (force == NULL || strcmp(force, "host") != 0) {
+        st = check_forced_ordinals(rt, force);
+        if (st != MEMRA_STATUS_OK) goto fail;
     }
     st = add_host_device(rt);
     if (st != MEMRA_STATUS_OK) goto fail;
@@ -285,6 +355,8 @@ memra_device *memra_device_host(const memra_runtime *rt)
 {
     return rt && rt->n_devices > 0 ? rt->devices[rt->n_devices - 1] : NULL;
 }
+
+int memra_device_profile_forced(const memra_device *dev) { return dev ? dev->forced : 0; }
 
 const memra_device_caps *memra_device_caps_get(const memra_device *dev) { return dev ? &dev->caps : NULL; }
 

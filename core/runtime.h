@@ -119,7 +119,8 @@ struct memra_device {
     char label[48];          /* "cuda:0 sm90" or "host" */
     CUcontext ctx;
     CUdevice cudev;
-    int is_host;
+    int is_host;   /* host memory and host ops: the host device, or a test stand-in (MEMRA_TEST_FAKE_DEVICES) */
+    int forced;    /* the profile was forced by MEMRA_ARCH */
     int clock_khz, mem_clock_khz;
 
     pthread_mutex_t snap_lock;  /* guards `current` swap and reference taking */

@@ -30,8 +30,14 @@
  *    Making them allocates and waits for the device, so it is refused with a
  *    clear error while the stream is being captured into a CUDA graph.
  *
+ * Locks are per (weight, device): w->lock[d] guards w->dev[d] alone, so a
+ * prepare (or a lazy operand build) on one device never waits behind another
+ * device's. A prepared weight_dev is marked `ready` (release order) last, and
+ * matmul's prepare checks `ready` (acquire) without taking any lock: the hot
+ * path takes no lock of the weight at all.
+ *
  * Thread safety: matmul reads a weight_dev's operand pointers without the
- * weight's lock. Prepare runs under the lock before any matmul reads them
+ * device's lock. Prepare runs under that lock before any matmul reads them
  * (matmul calls memra_weight_prepare first); an operand made later (the lazy
  * slab or records, blocks made again) is complete before its pointer is
  * stored with release order (op_publish), unlocked readers load with acquire
@@ -51,6 +57,7 @@ static memra_dptr op_load(const memra_dptr *p) { return __atomic_load_n(p, __ATO
 static void op_publish(memra_dptr *p, memra_dptr v) { __atomic_store_n(p, v, __ATOMIC_RELEASE); }
 
 typedef struct weight_dev {
+    int ready;           /* prepare completed (stored with release order, read lock-free) */
     int prepared;
     memra_dptr raw;      /* the weight's own bytes */
     memra_dptr grid;     /* block-128 grid (E4M3) */
@@ -74,7 +81,7 @@ struct memra_weight {
     float *grid;
     size_t grid_count;
     char name[64];
-    pthread_mutex_t lock;
+    pthread_mutex_t lock[MEMRA__MAX_DEVICES]; /* lock[d] guards dev[d] */
     weight_dev dev[MEMRA__MAX_DEVICES];
 };
 
@@ -152,7 +159,7 @@ static memra_status weight_create(memra_runtime *rt, const memra_weight_desc *d,
     w->scale = scale;
     w->grid_count = gcount;
     snprintf(w->name, sizeof w->name, "%s", nm);
-    pthread_mutex_init(&w->lock, NULL);
+    for (int i = 0; i < MEMRA__MAX_DEVICES; i++) pthread_mutex_init(&w->lock[i], NULL);
     *out_w = w;
     return MEMRA_STATUS_OK;
 }
@@ -189,7 +196,7 @@ void memra_weight_destroy(memra_weight *w)
 {
     if (w == NULL) return;
     for (int d = 0; d < w->rt->n_devices; d++) weight_dev_free(w, d);
-    pthread_mutex_destroy(&w->lock);
+    for (int d = 0; d < MEMRA__MAX_DEVICES; d++) pthread_mutex_destroy(&w->lock[d]);
     if (w->release != NULL) w->release(w->release_user);
     else free(w->data);
     free(w->grid);
@@ -214,7 +221,7 @@ static memra_status run_op(memra_device *dev, memra_op op, memra_op_args *a)
 }
 
 /* The Q8_0 slab of a block-128 FP8 weight (the host re-encode, bit for bit),
- * complete when this returns; not published. Caller holds w->lock. */
+ * complete when this returns; not published. Caller holds w->lock[dev->index]. */
 static memra_status make_slab(memra_weight *w, memra_device *dev, const weight_dev *wd, memra_dptr *out)
 {
     size_t bytes = (size_t)w->out_f * (size_t)(w->in_f / 32) * MEMRA_Q8_0_BYTES;
@@ -233,7 +240,7 @@ static memra_status make_slab(memra_weight *w, memra_device *dev, const weight_d
 }
 
 /* Build the Q8_0 slab and publish it only once it is complete (matmul reads
- * wd->q8_0 without the weight's lock). Caller holds w->lock. */
+ * wd->q8_0 without the weight's lock). Caller holds w->lock[dev->index]. */
 static memra_status build_slab(memra_weight *w, memra_device *dev, weight_dev *wd)
 {
     memra_dptr slab = 0;
@@ -254,7 +261,7 @@ static int records_wanted(memra_device *dev)
 /* Repack the Q8_0 blocks at src ([out_f x in_f]) into records and publish
  * them as wd->q8_0r. OK: published. DECLINED: no records and nothing changed
  * (no lane took the repack, or no device memory for the records: the blocks
- * still serve). Any other status is an error. Caller holds w->lock. */
+ * still serve). Any other status is an error. Caller holds w->lock[dev->index]. */
 static memra_status build_records(memra_weight *w, memra_device *dev, weight_dev *wd, memra_dptr src)
 {
     memra_dptr rec = 0;
@@ -282,7 +289,7 @@ static memra_status build_records(memra_weight *w, memra_device *dev, weight_dev
 /* Records in place of blocks (see the top of the file): repack the blocks at
  * *blocks and, when that worked, free them and zero *blocks. Blocks stay on
  * DECLINED. Called by prepare and the lazy slab only, before *blocks is
- * published to matmul. Caller holds w->lock. */
+ * published to matmul. Caller holds w->lock[dev->index]. */
 static memra_status replace_with_records(memra_weight *w, memra_device *dev, weight_dev *wd, memra_dptr *blocks)
 {
     if (!records_wanted(dev)) return MEMRA_STATUS_OK;
@@ -295,7 +302,7 @@ static memra_status replace_with_records(memra_weight *w, memra_device *dev, wei
 }
 
 /* The MMQ floor's operand of a block-128 FP8 weight: the slab, or its records
- * (the slab freed). Caller holds w->lock. */
+ * (the slab freed). Caller holds w->lock[dev->index]. */
 static memra_status build_fp8_mmq(memra_weight *w, memra_device *dev, weight_dev *wd)
 {
     memra_dptr slab = 0;
@@ -310,7 +317,7 @@ static memra_status build_fp8_mmq(memra_weight *w, memra_device *dev, weight_dev
 }
 
 /* The weight's own bytes uploaded again (after records replaced them) and
- * published. Caller holds w->lock. */
+ * published. Caller holds w->lock[dev->index]. */
 static memra_status upload_raw(memra_weight *w, memra_device *dev, weight_dev *wd)
 {
     memra_dptr p = 0;
@@ -404,9 +411,12 @@ memra_status memra_weight_prepare(memra_weight *w, memra_device *dev)
     memra__clear_error();
     if (w == NULL || dev == NULL) return MEMRA__FAIL(MEMRA_STATUS_INVALID_ARGUMENT, "memra_weight_prepare: NULL");
     if (dev->rt != w->rt) return MEMRA__FAIL(MEMRA_STATUS_INVALID_ARGUMENT, "weight and device of other runtimes");
-    pthread_mutex_lock(&w->lock);
+    weight_dev *wd = &w->dev[dev->index];
+    if (__atomic_load_n(&wd->ready, __ATOMIC_ACQUIRE)) return MEMRA_STATUS_OK;
+    pthread_mutex_lock(&w->lock[dev->index]);
     memra_status st = prepare_locked(w, dev);
-    pthread_mutex_unlock(&w->lock);
+    if (st == MEMRA_STATUS_OK) __atomic_store_n(&wd->ready, 1, __ATOMIC_RELEASE);
+    pthread_mutex_unlock(&w->lock[dev->index]);
     return st;
 }
 
@@ -456,11 +466,11 @@ static memra_status q8_0_blocks(memra_weight *w, memra_device *dev, weight_dev *
     if (p == 0) {
         memra_status st = refuse_in_capture(w, dev, stream, "the Q8_0 blocks for gemm_q8_0 (no gemm_q8_0r lane took it)");
         if (st != MEMRA_STATUS_OK) return st;
-        pthread_mutex_lock(&w->lock);
+        pthread_mutex_lock(&w->lock[dev->index]);
         if (own && wd->raw == 0) st = upload_raw(w, dev, wd);
         else if (!own && wd->q8_0 == 0) st = build_slab(w, dev, wd);
         p = own ? wd->raw : wd->q8_0;
-        pthread_mutex_unlock(&w->lock);
+        pthread_mutex_unlock(&w->lock[dev->index]);
         if (st != MEMRA_STATUS_OK) return st;
         MEMRA__DEBUG("weight", "%s on %s: Q8_0 blocks made again for gemm_q8_0", w->name, dev->label);
     }
@@ -587,9 +597,9 @@ static memra_status matmul_steps(const mm_call *c, memra_weight *w, const memra_
             /* The profile built no slab at prepare: the slab (or its records) now, once. */
             st = refuse_in_capture(w, dev, ma->stream, "the Q8_0 slab for the MMQ floor");
             if (st != MEMRA_STATUS_OK) return st;
-            pthread_mutex_lock(&w->lock);
+            pthread_mutex_lock(&w->lock[dev->index]);
             st = (wd->q8_0 || wd->q8_0r) ? MEMRA_STATUS_OK : build_fp8_mmq(w, dev, wd);
-            pthread_mutex_unlock(&w->lock);
+            pthread_mutex_unlock(&w->lock[dev->index]);
             if (st != MEMRA_STATUS_OK) return st;
         }
         g.w_scale_grid = 0;
@@ -629,7 +639,7 @@ memra_status memra_weight_query(const memra_weight *w, const memra_device *dev, 
     if (w == NULL || dev == NULL || out == NULL)
         return MEMRA__FAIL(MEMRA_STATUS_INVALID_ARGUMENT, "memra_weight_query: NULL argument");
     if (dev->rt != w->rt) return MEMRA__FAIL(MEMRA_STATUS_INVALID_ARGUMENT, "weight and device of other runtimes");
-    pthread_mutex_t *lock = (pthread_mutex_t *)(uintptr_t)&w->lock;
+    pthread_mutex_t *lock = (pthread_mutex_t *)(uintptr_t)&w->lock[dev->index];
     pthread_mutex_lock(lock);
     const weight_dev *wd = &w->dev[dev->index];
     out->prepared = wd->prepared;
@@ -646,7 +656,7 @@ memra_status memra_weight_query(const memra_weight *w, const memra_device *dev, 
 unsigned memra_weight_operands(const memra_weight *w, const memra_device *dev)
 {
     if (w == NULL || dev == NULL || dev->rt != w->rt) return 0;
-    pthread_mutex_t *lock = (pthread_mutex_t *)(uintptr_t)&w->lock;
+    pthread_mutex_t *lock = (pthread_mutex_t *)(uintptr_t)&w->lock[dev->index];
     pthread_mutex_lock(lock);
     const weight_dev *wd = &w->dev[dev->index];
     unsigned m = 0;
@@ -694,7 +704,7 @@ memra_status memra_weight_plan_get(const memra_weight *w, memra_device *dev, mem
     const char *fn = memra_format_name(w->format);
     const uint64_t mbytes = (uint64_t)w->out_f * (uint64_t)w->in_f * 2u;
     p.operand_bytes = w->size + w->grid_count * sizeof(float);
-    pthread_mutex_t *lock = (pthread_mutex_t *)(uintptr_t)&w->lock;
+    pthread_mutex_t *lock = (pthread_mutex_t *)(uintptr_t)&w->lock[dev->index];
     pthread_mutex_lock(lock);
     const weight_dev *wd = &w->dev[dev->index];
     const int prepared = wd->prepared;

@@ -76,6 +76,7 @@ typedef struct bench {
     memra_timer *timer;
     FILE *json;
     int failed;
+    int version; /* of the receipt: 2, or 3 under --device all */
 } bench;
 
 static void snap(const bench *b, ledger_snap *s)
@@ -176,8 +177,8 @@ static void json_header(bench *b, const char *mode)
     if (gethostname(host, sizeof host) != 0) snprintf(host, sizeof host, "unknown");
     host[sizeof host - 1] = '\0';
     /* version 2 adds commit, host and clocks, version 3 mode "model" and its "model"
-     * section (bench/README.md); earlier keys unchanged */
-    fprintf(f, "{\"format\":\"memra-bench\",\"version\":3,\"timestamp\":\"%s\",\"memra\":", ts);
+     * section, version 4 "per_device" (--device all; bench/README.md); earlier keys unchanged */
+    fprintf(f, "{\"format\":\"memra-bench\",\"version\":%d,\"timestamp\":\"%s\",\"memra\":", b->version, ts);
     tool_json_str(f, memra_version());
     fprintf(f, ",\"commit\":");
     tool_json_str(f, MEMRA_GIT_COMMIT);
@@ -1166,7 +1167,7 @@ done:
 
 static const char k_bench_usage[] =
     "usage: memra bench [27b|1p7b] [--sheet 27b|1p7b] [--m M] [--reps R] [--warmup W] [--batch N]\n"
-    "                   [--device N|host] [--json FILE|-] [--seed S]\n"
+    "                   [--device N|host|all] [--json FILE|-] [--seed S]\n"
     "       memra bench OP [27b|1p7b] [--vs [MODA MODB]] [options above]   (e.g. gemm_fp8_blk)\n"
     "       memra bench --vs MODA MODB --op OP [options above]\n"
     "       memra bench accprobe ...   ('memra bench accprobe --help')\n"
@@ -1183,6 +1184,9 @@ static const char k_bench_usage[] =
     "  'memra bench OP' (or --op OP) times the routed lane of OP (the first module that serves\n"
     "  it) per shape and says which module/variant served it; with --vs and no names it races\n"
     "  the first two modules that provide OP on the device (= --vs A B --op OP).\n"
+    "  --device all runs every CUDA device (the host only when there is none) one after the\n"
+    "  other on the same inputs; the receipt (version 3) carries each device's figures in\n"
+    "  \"per_device\".\n"
     "  --batch N times N calls back to back per interval and divides (steady-state throughput;\n"
     "  default 1: each call alone, host launch time included).\n"
     "  --json FILE writes the receipt ('-': to stdout, the table then goes to stderr).\n"
@@ -1222,6 +1226,136 @@ static int set_op(const char *name, memra_op *op)
     return 0;
 }
 
+typedef struct bench_opts {
+    const char *sheet, *vs_a, *vs_b, *json_path, *model;
+    int64_t m, reps, warmup, batch;
+    uint64_t seed;
+    int have_seed, lane, vs_auto;
+    memra_op op;
+} bench_opts;
+
+/* One device's run; its receipt (when `receipt` is set) is one memra-bench
+ * object of the given version. */
+static int bench_one(memra_runtime *rt, int di, const bench_opts *o, FILE *receipt, int version)
+{
+    bench b;
+    int rc = 0;
+    const char *sheet = o->sheet, *vs_a = o->vs_a, *vs_b = o->vs_b, *json = o->json_path, *model = o->model;
+    const int64_t m = o->m, reps = o->reps, warmup = o->warmup, batch = o->batch;
+    const memra_op op = o->op;
+    const int lane = o->lane, vs_auto = o->vs_auto;
+    memset(&b, 0, sizeof b);
+    b.rt = rt;
+    b.version = version;
+    b.dev = memra_device_get(rt, di);
+    b.gpu = memra_device_caps_get(b.dev)->arch != MEMRA_ARCH_HOST;
+    if (sheet == NULL) sheet = model ? "model" : b.gpu ? "27b" : "1p7b";
+    b.sheet_name = sheet;
+    b.sheet = strcmp(sheet, "27b") == 0 ? k_27b : k_1p7b;
+    b.nshapes = strcmp(sheet, "27b") == 0 ? sizeof k_27b / sizeof k_27b[0] : sizeof k_1p7b / sizeof k_1p7b[0];
+    b.m = m ? m : b.gpu ? 512 : 16;
+    b.reps = reps ? reps : b.gpu ? 20 : 3;
+    b.warmup = warmup >= 0 ? warmup : b.gpu ? 3 : 0;
+    b.batch = batch;
+    tool_rng_seed(&b.rng, o->have_seed ? o->seed : tool_clock_seed());
+    for (int i = 0; i < memra_module_count(rt) && b.nmods < MAX_MODS; i++) {
+        memra_module_info mi;
+        if (memra_module_info_get(rt, i, &mi) == MEMRA_STATUS_OK && mi.loaded) b.mods[b.nmods++] = mi.name;
+    }
+    if (vs_auto || (lane && vs_a == NULL)) {
+        const char *names[2] = {NULL, NULL};
+        const int have = memra_routing_get(b.dev, op, names, 2);
+        if (have < (vs_auto ? 2 : 1)) {
+            fprintf(stderr, "memra bench: %s is served by %d module(s) on this device; %s\n", memra_op_name(op), have,
+                    vs_auto ? "--vs needs two (name them with --vs A B)" : "nothing to time");
+            rc = 2;
+            return rc;
+        }
+        vs_a = names[0];
+        vs_b = vs_auto ? names[1] : NULL;
+    }
+    if (vs_a) {
+        for (int i = 0; i < (vs_b ? 2 : 1); i++) {
+            const char *mn = i ? vs_b : vs_a;
+            if (!memra_module_provides(b.dev, mn, op)) {
+                fprintf(stderr, "memra bench: module '%s' is not admitted on this device or lacks %s\n", mn,
+                        memra_op_name(op));
+                rc = 2;
+                return rc;
+            }
+        }
+    }
+    const memra_device_caps *caps = memra_device_caps_get(b.dev);
+    if (model != NULL) b.nshapes = 0;
+    printf("memra bench: %s (%s, %d %s), sheet %s, m=%lld, reps %lld, warm-up %lld\n", caps->name, caps->profile,
+           caps->sm_count, b.gpu ? "SMs" : "threads", sheet, (long long)b.m, (long long)b.reps, (long long)b.warmup);
+    if (receipt != NULL) {
+        b.json = receipt;
+        json_header(&b, model ? "model" : vs_b ? "vs" : vs_a ? "lane" : "arms");
+    }
+    memra_status st = memra_timer_create(b.dev, &b.timer);
+    if (st != MEMRA_STATUS_OK) {
+        fprintf(stderr, "memra bench: timer: %s: %s\n", memra_status_str(st), memra_last_error());
+        rc = 1;
+    } else {
+        const char *race[2] = {vs_a, vs_b};
+        rc = model ? bench_model(&b, model) : vs_a ? bench_race(&b, race, vs_b ? 2 : 1, op) : bench_arms(&b);
+    }
+    memra_timer_destroy(b.timer);
+    if (b.json && rc != 0) {
+        if (model == NULL) fprintf(b.json, "]}\n"); /* close what was opened; the receipt says it is partial */
+        fprintf(stderr, "memra bench: the receipt %s is incomplete\n", json);
+    }
+    return rc;
+}
+
+/* --device all: every CUDA device (the host device only when there is no
+ * other), one after the other on the same inputs. The receipt (version 4) is
+ * the first device's object, as in version 2, with "per_device": every
+ * device's object in device order, each with "device_index". */
+static int bench_all(memra_runtime *rt, const bench_opts *o, FILE *receipt)
+{
+    int idx[64], n = 0;
+    for (int d = 0; d < memra_device_count(rt) && n < 64; d++)
+        if (memra_device_caps_get(memra_device_get(rt, d))->ordinal >= 0) idx[n++] = d;
+    if (n == 0) idx[n++] = memra_device_count(rt) - 1;
+    char *text[64] = {NULL};
+    size_t len[64] = {0};
+    int rc = 0;
+    for (int i = 0; i < n && rc == 0; i++) {
+        FILE *f = receipt ? open_memstream(&text[i], &len[i]) : NULL;
+        if (receipt && f == NULL) {
+            fprintf(stderr, "memra bench: open_memstream: out of memory\n");
+            rc = 1;
+            break;
+        }
+        if (i) printf("\n");
+        rc = bench_one(rt, idx[i], o, f, 4);
+        if (f) fclose(f);
+    }
+    if (receipt != NULL && rc == 0) {
+        /* the first object without its closing brace, then the section */
+        size_t l = len[0];
+        while (l > 0 && (text[0][l - 1] == '\n' || text[0][l - 1] == ' ')) l--;
+        if (l > 0 && text[0][l - 1] == '}') l--;
+        fwrite(text[0], 1, l, receipt);
+        fprintf(receipt, ",\"per_device\":[");
+        for (int i = 0; i < n; i++) {
+            size_t k = len[i];
+            while (k > 0 && (text[i][k - 1] == '\n' || text[i][k - 1] == ' ')) k--;
+            if (k > 0 && text[i][k - 1] == '}') k--;
+            fprintf(receipt, "%s", i ? "," : "");
+            fwrite(text[i], 1, k, receipt);
+            fprintf(receipt, ",\"device_index\":%d}", idx[i]);
+        }
+        fprintf(receipt, "]}\n");
+    } else if (receipt != NULL) {
+        fprintf(stderr, "memra bench: --device all stopped at a failing device; no receipt written\n");
+    }
+    for (int i = 0; i < n; i++) free(text[i]);
+    return rc;
+}
+
 int memra_tool_bench(int argc, char **argv)
 {
     if (argc > 1 && strcmp(argv[1], "accprobe") == 0) return memra_tool_bench_accprobe(argc - 1, argv + 1);
@@ -1230,7 +1364,7 @@ int memra_tool_bench(int argc, char **argv)
     int64_t m = 0, reps = 0, warmup = -1, dev_sel = -1, batch = 1;
     memra_op op = MEMRA_OP_COUNT_;
     uint64_t seed = 0;
-    int have_seed = 0, vs = 0, o, rc = 0;
+    int have_seed = 0, vs = 0, o, rc = 0, all_devices = 0;
     const tool_cmd *c = &k_bench_cmd;
     while ((o = tool_opt_next(c, argc, argv, &rc)) != TOOL_OPT_END) {
         switch (o) {
@@ -1246,7 +1380,10 @@ int memra_tool_bench(int argc, char **argv)
         case 'r': rc = tool_opt_i64(c, "--reps", optarg, 1, MAX_REPS, &reps); break;
         case 'w': rc = tool_opt_i64(c, "--warmup", optarg, 0, MAX_REPS, &warmup); break;
         case 'b': rc = tool_opt_i64(c, "--batch", optarg, 1, 1000, &batch); break;
-        case 'd': rc = tool_opt_device(c, optarg, 0, &dev_sel); break;
+        case 'd':
+            if (strcmp(optarg, "all") == 0) all_devices = 1;
+            else rc = tool_opt_device(c, optarg, 0, &dev_sel);
+            break;
         case 'j': json = optarg; break;
         case 's':
             rc = tool_opt_u64(c, "--seed", optarg, &seed);
@@ -1312,74 +1449,24 @@ int memra_tool_bench(int argc, char **argv)
         return 1;
     }
     g_bench_rt = rt;
-    bench b;
-    memset(&b, 0, sizeof b);
-    b.rt = rt;
+    bench_opts bo = {.sheet = sheet, .m = m, .reps = reps, .warmup = warmup, .batch = batch, .seed = seed,
+                     .have_seed = have_seed, .vs_a = vs_a, .vs_b = vs_b, .op = op, .lane = lane, .vs_auto = vs_auto,
+                     .json_path = json, .model = model};
+    if (have_seed == 0) {
+        bo.seed = tool_clock_seed();
+        bo.have_seed = 1; /* every device of --device all draws the same inputs */
+    }
+    if (all_devices) {
+        rc = bench_all(rt, &bo, receipt);
+        goto done;
+    }
     if (dev_sel >= memra_device_count(rt)) {
         fprintf(stderr, "memra bench: no device %lld (there are %d)\n", (long long)dev_sel, memra_device_count(rt));
         rc = 2;
         goto done;
     }
     if (dev_sel == -2) dev_sel = memra_device_count(rt) - 1; /* the host device is listed last */
-    b.dev = memra_device_get(rt, dev_sel < 0 ? 0 : (int)dev_sel);
-    b.gpu = memra_device_caps_get(b.dev)->arch != MEMRA_ARCH_HOST;
-    if (sheet == NULL) sheet = model ? "model" : b.gpu ? "27b" : "1p7b";
-    b.sheet_name = sheet;
-    b.sheet = strcmp(sheet, "27b") == 0 ? k_27b : k_1p7b;
-    b.nshapes = strcmp(sheet, "27b") == 0 ? sizeof k_27b / sizeof k_27b[0] : sizeof k_1p7b / sizeof k_1p7b[0];
-    b.m = m ? m : b.gpu ? 512 : 16;
-    b.reps = reps ? reps : b.gpu ? 20 : 3;
-    b.warmup = warmup >= 0 ? warmup : b.gpu ? 3 : 0;
-    b.batch = batch;
-    tool_rng_seed(&b.rng, have_seed ? seed : tool_clock_seed());
-    for (int i = 0; i < memra_module_count(rt) && b.nmods < MAX_MODS; i++) {
-        memra_module_info mi;
-        if (memra_module_info_get(rt, i, &mi) == MEMRA_STATUS_OK && mi.loaded) b.mods[b.nmods++] = mi.name;
-    }
-    if (vs_auto || (lane && vs_a == NULL)) {
-        const char *names[2] = {NULL, NULL};
-        const int have = memra_routing_get(b.dev, op, names, 2);
-        if (have < (vs_auto ? 2 : 1)) {
-            fprintf(stderr, "memra bench: %s is served by %d module(s) on this device; %s\n", memra_op_name(op), have,
-                    vs_auto ? "--vs needs two (name them with --vs A B)" : "nothing to time");
-            rc = 2;
-            goto done;
-        }
-        vs_a = names[0];
-        vs_b = vs_auto ? names[1] : NULL;
-    }
-    if (vs_a) {
-        for (int i = 0; i < (vs_b ? 2 : 1); i++) {
-            const char *mn = i ? vs_b : vs_a;
-            if (!memra_module_provides(b.dev, mn, op)) {
-                fprintf(stderr, "memra bench: module '%s' is not admitted on this device or lacks %s\n", mn,
-                        memra_op_name(op));
-                rc = 2;
-                goto done;
-            }
-        }
-    }
-    const memra_device_caps *caps = memra_device_caps_get(b.dev);
-    if (model != NULL) b.nshapes = 0;
-    printf("memra bench: %s (%s, %d %s), sheet %s, m=%lld, reps %lld, warm-up %lld\n", caps->name, caps->profile,
-           caps->sm_count, b.gpu ? "SMs" : "threads", sheet, (long long)b.m, (long long)b.reps, (long long)b.warmup);
-    if (receipt != NULL) {
-        b.json = receipt;
-        json_header(&b, model ? "model" : vs_b ? "vs" : vs_a ? "lane" : "arms");
-    }
-    memra_status st = memra_timer_create(b.dev, &b.timer);
-    if (st != MEMRA_STATUS_OK) {
-        fprintf(stderr, "memra bench: timer: %s: %s\n", memra_status_str(st), memra_last_error());
-        rc = 1;
-    } else {
-        const char *race[2] = {vs_a, vs_b};
-        rc = model ? bench_model(&b, model) : vs_a ? bench_race(&b, race, vs_b ? 2 : 1, op) : bench_arms(&b);
-    }
-    memra_timer_destroy(b.timer);
-    if (b.json && rc != 0) {
-        if (model == NULL) fprintf(b.json, "]}\n"); /* close what was opened; the receipt says it is partial */
-        fprintf(stderr, "memra bench: the receipt %s is incomplete\n", json);
-    }
+    rc = bench_one(rt, dev_sel < 0 ? 0 : (int)dev_sel, &bo, receipt, 3);
 done:
     memra_close(rt);
     const int wrc = tool_receipt_close(c, json, receipt);

@@ -1116,7 +1116,7 @@ void check_write_json(const checker *c, FILE *f, uint64_t seed, const char *mode
 void check_device_label(memra_device *dev, int index, char *buf, size_t len)
 {
     const memra_device_caps *caps = memra_device_caps_get(dev);
-    if (caps->arch == MEMRA_ARCH_HOST) snprintf(buf, len, "[%d] host", index);
+    if (caps->ordinal < 0) snprintf(buf, len, "[%d] host", index);
     else snprintf(buf, len, "[%d] %s", index, caps->profile);
 }
 

@@ -98,14 +98,17 @@ static void info_text(memra_runtime *rt)
     else printf("CUDA driver: not used: %s\n", memra_driver_status(rt));
     printf("\ndevices:\n");
     for (int d = 0; d < memra_device_count(rt); d++) {
-        const memra_device_caps *c = memra_device_caps_get(memra_device_get(rt, d));
+        memra_device *dv_ = memra_device_get(rt, d);
+        const memra_device_caps *c = memra_device_caps_get(dv_);
         char caps[512];
         memra_caps_describe(c->caps, caps, sizeof caps);
-        if (c->arch == MEMRA_ARCH_HOST)
-            printf("  [%d] host: CPU reference, %d threads, %.1f GiB\n", d, c->sm_count, (double)c->total_mem / (1 << 30));
+        if (c->ordinal >= 0)
+            printf("  [%d] cuda:%d %s: cc %d.%d, %d SMs, %.1f GiB, profile %s (%s), JIT target %s\n", d, c->ordinal,
+                   c->name, c->cc / 10, c->cc % 10, c->sm_count, (double)c->total_mem / (1 << 30), c->profile,
+                   memra_device_profile_forced(dv_) ? "forced by MEMRA_ARCH" : "by compute capability",
+                   c->jit_target && c->jit_target[0] ? c->jit_target : "none");
         else
-            printf("  [%d] cuda:%d %s: cc %d.%d, %d SMs, %.1f GiB, profile %s, JIT target %s\n", d, c->ordinal, c->name,
-                   c->cc / 10, c->cc % 10, c->sm_count, (double)c->total_mem / (1 << 30), c->profile, c->jit_target);
+            printf("  [%d] host: CPU reference, %d threads, %.1f GiB\n", d, c->sm_count, (double)c->total_mem / (1 << 30));
         printf("      capabilities: %s\n", caps);
     }
     printf("\nmodules:\n");
@@ -172,6 +175,7 @@ static void info_json(memra_runtime *rt, FILE *f)
         tool_json_str(f, c->name);
         fprintf(f, ",\"profile\":");
         tool_json_str(f, c->profile);
+        fprintf(f, ",\"profile_forced\":%s", memra_device_profile_forced(dev) ? "true" : "false");
         fprintf(f, ",\"ordinal\":%d,\"cc\":%d,\"sm_count\":%d,\"total_mem\":%llu,\"jit_target\":", c->ordinal, c->cc,
                 c->sm_count, (unsigned long long)c->total_mem);
         tool_json_str(f, c->jit_target ? c->jit_target : "");

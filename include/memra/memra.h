@@ -82,7 +82,7 @@ typedef void (*memra_log_fn)(int level, const char *component, const char *messa
 typedef struct memra_options {
     uint32_t struct_size;      /* sizeof(memra_options) */
     const char *module_path;   /* colon list searched before the install's folder; NULL: MEMRA_MODULE_PATH */
-    const char *force_arch;    /* profile for every CUDA device; NULL: MEMRA_ARCH */
+    const char *force_arch;    /* profile for every CUDA device ("sm90"), or per CUDA ordinal ("0:sm90,1:cuda"); NULL: MEMRA_ARCH */
     int no_cuda;               /* 1: do not even try the driver (host device only) */
     int no_default_modules;    /* 1: skip the install's module folder */
     int allow_unsafe_modules;  /* 1: load from folders/files others can write; also MEMRA_ALLOW_UNSAFE_MODULES=1 */
@@ -159,6 +159,10 @@ const memra_device_caps *memra_device_caps_get(const memra_device *dev);
 void memra_caps_describe(uint64_t caps, char *buf, size_t len);
 /* Wait for all work on the device's streams. */
 memra_status memra_device_synchronize(memra_device *dev);
+/* 1 when the device's profile was forced (MEMRA_ARCH, plain or per ordinal),
+ * 0 when it follows the device's compute capability (and for the host device
+ * or NULL). Thread-safe. */
+int memra_device_profile_forced(const memra_device *dev);
 
 /* The f16 mirror budget of dev in MB (MEMRA_F16_BUDGET_MB, else the
  * profile's). Setting it applies to weights prepared afterwards (mirrors

@@ -96,6 +96,7 @@ _PROTOS = [
     ("memra_device_get", c_void_p, [c_void_p, c_int]),
     ("memra_device_host", c_void_p, [c_void_p]),
     ("memra_device_caps_get", POINTER(S.memra_device_caps), [c_void_p]),
+    ("memra_device_profile_forced", c_int, [c_void_p]),
     ("memra_caps_describe", None, [c_uint64, c_char_p, c_size_t]),
     ("memra_device_synchronize", S.memra_status, [c_void_p]),
     ("memra_module_count", c_int, [c_void_p]),

@@ -1,7 +1,8 @@
 """`python -m memra report`: merge bench receipts from several machines and runs.
 
-Reads every receipt memra writes for timing: "memra-bench" (versions 1 and
-2; modes arms, vs, lane and python), "memra-bench-raw" and
+Reads every receipt memra writes for timing: "memra-bench" (versions 1 to 4:
+version 4's "per_device" section gives one set of rows per device; modes arms,
+vs, lane, model and python), "memra-bench-raw" and
 "memra-bench-accprobe". Other JSON files (memra-check receipts, anything
 else) are skipped with a note on stderr. One row per (receipt, shape, arm):
 
@@ -78,9 +79,19 @@ def rows_of(d, path):
     dev = d.get("device")
     common["gpu"] = dev.get("name", "-") if isinstance(dev, dict) else (dev or "-")
     rows = []
+    if fmt == "memra-bench" and d.get("version") == 4 and isinstance(d.get("per_device"), list):
+        # --device all: every device's object; the top level repeats the first one's figures
+        for sub in d["per_device"]:
+            if not isinstance(sub, dict) or "per_device" in sub:
+                raise ReceiptError("%s: a per_device entry is not one device's receipt" % path)
+            sdev = sub.get("device") if isinstance(sub.get("device"), dict) else {}
+            label = "%s [%s %s]" % (sdev.get("name", "-"), sub.get("device_index", "?"), sdev.get("profile", "-"))
+            for r in rows_of(dict(sub, format="memra-bench"), path):
+                rows.append(dict(r, gpu=label))
+        return rows
     if fmt == "memra-bench":
-        if d.get("version") not in (1, 2, 3):
-            raise ReceiptError("%s: memra-bench version %r is newer than this report reads (1, 2, 3)"
+        if d.get("version") not in (1, 2, 3, 4):
+            raise ReceiptError("%s: memra-bench version %r is newer than this report reads (1 to 4)"
                                % (path, d.get("version")))
         mode = d.get("mode", "arms")
         for s in d.get("shapes", []):

@@ -339,6 +339,12 @@ class Device:
     caps = property(lambda self: self._caps().caps, doc="MEMRA_CAP_* bit mask")
 
     @property
+    def profile_forced(self):
+        """True when MEMRA_ARCH forced this device's profile (plain or per ordinal)."""
+        fn = getattr(_core.lib, "memra_device_profile_forced", None)
+        return bool(fn(self.handle)) if fn is not None else False
+
+    @property
     def is_host(self):
         return self.profile == "host"
 

@@ -155,6 +155,20 @@ def test_bad_options_fail_open(kw, needle):
     assert needle in e.value.detail and e.value.call == "memra_open"
 
 
+def test_profile_forced_per_device(monkeypatch):
+    """force_arch per ordinal on two fake devices (MEMRA_TEST_FAKE_DEVICES, no GPU needed)."""
+    monkeypatch.setenv("MEMRA_TEST_FAKE_DEVICES", "2")
+    monkeypatch.delenv("MEMRA_ARCH", raising=False)
+    with memra.Runtime(no_default_modules=True, force_arch="1:cuda") as r:
+        d0, d1, h = r.devices
+        assert (d0.profile, d0.profile_forced) == ("sm90", False)
+        assert (d1.profile, d1.profile_forced) == ("cuda", True)
+        assert d1.ordinal == 1 and h.profile_forced is False
+    with pytest.raises(memra.InvalidArgumentError) as e:
+        memra.Runtime(no_default_modules=True, force_arch="0:sm90,0:cuda")
+    assert "MEMRA_ARCH=0:sm90,0:cuda" in e.value.detail
+
+
 def test_host_device(rt):
     host = rt.host
     assert rt.devices[-1] == host and rt.device("host") == host and rt.device(len(rt.devices) - 1) == host

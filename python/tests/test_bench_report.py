@@ -159,6 +159,27 @@ def test_report_reads_the_c_programs_receipt(build_dir, tmp_path):
     assert {x["machine"] for x in merged} == {d["host"], "-"} and not skipped
 
 
+def test_report_reads_a_version_4_receipt_of_every_device(build_dir, tmp_path):
+    """memra bench --device all on two fake devices (one forced to cuda): one row set per device."""
+    exe = os.path.join(build_dir, "bin", "memra")
+    if not os.path.exists(exe):
+        pytest.skip("no memra program in the build")
+    out = tmp_path / "v3.json"
+    env = dict(os.environ, MEMRA_TEST_FAKE_DEVICES="2", MEMRA_ARCH="1:cuda")
+    r = subprocess.run([exe, "bench", "--device", "all", "--reps", "1", "--m", "2", "--json", str(out)],
+                       capture_output=True, text=True, timeout=300, env=env)
+    assert r.returncode == 0, r.stderr
+    d = json.load(open(out))
+    assert d["version"] == 4 and [p["device_index"] for p in d["per_device"]] == [0, 1]
+    assert [p["device"]["profile"] for p in d["per_device"]] == ["sm90", "cuda"]
+    assert d["shapes"] == d["per_device"][0]["shapes"]
+    rows = report.load(str(out))
+    gpus = sorted({x["gpu"] for x in rows})
+    assert gpus == ["fake device 0 [0 sm90]", "fake device 1 [1 cuda]"]
+    per = len(rows) // 2
+    assert per > 0 and len(rows) == 2 * per
+
+
 def _cli(*args, env=None):
     e = dict(os.environ)
     e["PYTHONPATH"] = PYDIR + os.pathsep + e.get("PYTHONPATH", "")

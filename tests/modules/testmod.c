@@ -14,6 +14,9 @@
  *             accprobe); scale works, and the two members past its size hold
  *             functions that fail loudly if the core ever calls them
  *   Q8RDECLINE "testq8r": gemm_q8_0r that declines every call (score 20 on host)
+ *   PROFILE   "testprof": gemm_f16 that declines every call, score 30 only on a
+ *             host-backed device whose profile is sm90 (the fake devices of
+ *             MEMRA_TEST_FAKE_DEVICES), so routings differ by forced profile
  * Hostile ones (issue 13), refused by the trial load or the descriptor checks:
  *   CRASHCTOR  a constructor that dies by SIGSEGV
  *   CRASHENTRY an entry point that dies by SIGSEGV
@@ -29,6 +32,7 @@
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "memra/module.h"
 
@@ -76,6 +80,8 @@ static int score(const memra_device_caps *caps)
 #if defined(SCORE0)
     (void)caps;
     return 0;
+#elif defined(PROFILE)
+    return caps->arch == MEMRA_ARCH_HOST && caps->profile != NULL && strcmp(caps->profile, "sm90") == 0 ? 30 : 0;
 #elif defined(DECLINE) || defined(Q8RDECLINE)
     return caps->arch == MEMRA_ARCH_HOST ? 20 : 0;
 #else
@@ -149,6 +155,14 @@ static memra_status op_decline_q8r(memra_call *call, const memra_gemm_args *args
     return MEMRA_STATUS_DECLINED;
 }
 static const memra_op_table k_ops = {.struct_size = sizeof(memra_op_table), .gemm_q8_0r = op_decline_q8r};
+#elif defined(PROFILE)
+static memra_status op_decline_f16(memra_call *call, const memra_gemm_args *args)
+{
+    (void)args;
+    call->decline_reason = "testprof declines every gemm_f16";
+    return MEMRA_STATUS_DECLINED;
+}
+static const memra_op_table k_ops = {.struct_size = sizeof(memra_op_table), .gemm_f16 = op_decline_f16};
 #elif defined(ALLNULL)
 static const memra_op_table k_ops = {.struct_size = sizeof(memra_op_table)};
 #else
