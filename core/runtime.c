@@ -116,6 +116,11 @@ static memra_status add_cuda_devices(memra_runtime *rt, const char *force_arch)
         if (p == NULL) {
             memra__log(MEMRA_LOG_WARN, "core", "cuda:%d %s (cc %d.%d) is older than cc 8.0: not used", i, name,
                        major, minor);
+            if (rt->n_unserved < MEMRA__MAX_DEVICES)
+                snprintf(rt->unserved[rt->n_unserved++], sizeof rt->unserved[0],
+                         "cuda:%d %s: cc %d.%d, %.1f GiB: present, not served: older than cc 8.0 (every GPU kernel "
+                         "of memra needs sm_80: int8 mma.sync, cp.async, bf16)",
+                         i, name, major, minor, (double)mem / (1 << 30));
             continue;
         }
         memra_device *dev = device_new(rt);
@@ -298,4 +303,12 @@ memra_status memra_device_synchronize(memra_device *dev)
     memra__device_leave(dev);
     if (r != MEMRA__CUDA_SUCCESS) return MEMRA__CU_FAIL(memra__driver_get(), r, "cuCtxSynchronize");
     return MEMRA_STATUS_OK;
+}
+
+int memra_device_unserved_count(const memra_runtime *rt) { return rt == NULL ? 0 : rt->n_unserved; }
+
+const char *memra_device_unserved(const memra_runtime *rt, int index)
+{
+    if (rt == NULL || index < 0 || index >= rt->n_unserved) return NULL;
+    return rt->unserved[index];
 }

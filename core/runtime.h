@@ -156,6 +156,8 @@ struct memra_runtime {
     char jit_why[512];
     int n_devices;
     memra_device *devices[MEMRA__MAX_DEVICES];
+    int n_unserved;                                /* CUDA devices present but not used, with why */
+    char unserved[MEMRA__MAX_DEVICES][192];
     pthread_mutex_t reg_lock; /* module list, loads, unloads, snapshot builds */
     int n_mods, cap_mods;
     memra__modrec **mods;

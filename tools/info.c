@@ -108,6 +108,7 @@ static void info_text(memra_runtime *rt)
                    c->cc / 10, c->cc % 10, c->sm_count, (double)c->total_mem / (1 << 30), c->profile, c->jit_target);
         printf("      capabilities: %s\n", caps);
     }
+    for (int u = 0; u < memra_device_unserved_count(rt); u++) printf("  [-] %s\n", memra_device_unserved(rt, u));
     printf("\nmodules:\n");
     for (int i = 0; i < memra_module_count(rt); i++) {
         memra_module_info mi;
@@ -191,6 +192,11 @@ static void info_json(memra_runtime *rt, FILE *f)
             fprintf(f, "]");
         }
         fprintf(f, "}}");
+    }
+    fprintf(f, "],\"unserved_devices\":[");
+    for (int u = 0; u < memra_device_unserved_count(rt); u++) {
+        fprintf(f, "%s", u ? "," : "");
+        tool_json_str(f, memra_device_unserved(rt, u));
     }
     fprintf(f, "],\"modules\":[");
     for (int i = 0; i < memra_module_count(rt); i++) {

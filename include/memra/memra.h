@@ -149,6 +149,12 @@ const char *memra_config_warning(const memra_runtime *rt, int index);
 /* Devices, GPUs first in ordinal order, the host device last. */
 int memra_device_count(const memra_runtime *rt);
 memra_device *memra_device_get(const memra_runtime *rt, int index);
+/* CUDA devices the driver lists but memra does not serve (cc < 8.0), each as
+ * one line "cuda:N NAME: cc X.Y, G GiB: present, not served: why"; owned by
+ * rt, NULL past the end. They are not memra devices (no index, no routing).
+ * Thread-safe (fixed at memra_open). */
+int memra_device_unserved_count(const memra_runtime *rt);
+const char *memra_device_unserved(const memra_runtime *rt, int index);
 /* The host device (always present). */
 memra_device *memra_device_host(const memra_runtime *rt);
 const memra_device_caps *memra_device_caps_get(const memra_device *dev);

@@ -46,6 +46,14 @@ if(_memra_gpu_skip)
   message(STATUS "memra: GPU modules not built: ${_memra_gpu_skip}")
   return()
 endif()
+get_filename_component(_nvcc_dir ${MEMRA_NVCC} DIRECTORY)
+find_program(MEMRA_PTXAS ptxas HINTS ${_nvcc_dir} NO_DEFAULT_PATH)
+if(NOT MEMRA_PTXAS)
+  find_program(MEMRA_PTXAS ptxas)
+endif()
+if(NOT MEMRA_PTXAS)
+  message(FATAL_ERROR "memra: nvcc found but no ptxas beside it (the PTX images are checked with ptxas)")
+endif()
 message(STATUS "memra: GPU modules: nvcc ${MEMRA_NVCC_VERSION} (${MEMRA_NVCC}), targets ${MEMRA_GPU_TARGETS}")
 
 
@@ -91,10 +99,18 @@ function(memra_gpu_family image)
         set(_code compute_${_arch})
       endif()
       set(_out ${MEMRA_GPU_GEN_DIR}/${image}.${_name}.${_kind})
+      set(_check "")
+      if(_kind STREQUAL "ptx")
+        # the PTX must assemble for the oldest and a newer target, as the
+        # driver's JIT will do at load
+        set(_check COMMAND ${MEMRA_PTXAS} -arch=sm_80 -o ${_out}.sm_80.check ${_out}
+                   COMMAND ${MEMRA_PTXAS} -arch=sm_90 -o ${_out}.sm_90.check ${_out})
+      endif()
       add_custom_command(OUTPUT ${_out}
         COMMAND ${MEMRA_NVCC} -${_kind} -O3 -std=c++17 ${F_FLAGS} -Xptxas=-warn-spills ${_defs}
                 -gencode=arch=compute_${_arch},code=${_code}
                 -o ${_out} ${_src}
+        ${_check}
         DEPENDS ${_src} ${_headers}
         COMMENT "nvcc ${F_SOURCE} ${_defs} -> ${image} ${_name}"
         VERBATIM)
