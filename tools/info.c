@@ -59,9 +59,12 @@ static void info_config_text(memra_runtime *rt)
         printf("  %-27s %-24s %-11s %s%s\n", e.name, e.value[0] ? e.value : "(none)", e.source, e.known ? "" : "UNKNOWN: ",
                e.known ? e.owner : e.help);
     }
-    printf("  f16 budget per device:");
-    for (int d = 0; d < memra_device_count(rt); d++)
-        printf(" [%d] %llu MB", d, (unsigned long long)memra_device_f16_budget_get(memra_device_get(rt, d)));
+    printf("  f16 budget per device (MB, source, used):");
+    for (int d = 0; d < memra_device_count(rt); d++) {
+        memra_device *dev = memra_device_get(rt, d);
+        printf(" [%d] %llu MB (%s, %llu bytes used)", d, (unsigned long long)memra_device_f16_budget_get(dev),
+               memra_device_f16_budget_source(dev), (unsigned long long)memra_device_f16_used(dev));
+    }
     printf("\n");
     for (int i = 0; i < memra_config_warning_count(rt); i++) printf("  warning: %s\n", memra_config_warning(rt, i));
 }
@@ -178,6 +181,9 @@ static void info_json(memra_runtime *rt, FILE *f)
         tool_json_str(f, c->jit_target ? c->jit_target : "");
         fprintf(f, ",\"capabilities\":");
         tool_json_str(f, caps);
+        fprintf(f, ",\"f16_budget_mb\":%llu,\"f16_budget_source\":", (unsigned long long)memra_device_f16_budget_get(dev));
+        tool_json_str(f, memra_device_f16_budget_source(dev));
+        fprintf(f, ",\"f16_used\":%llu", (unsigned long long)memra_device_f16_used(dev));
         fprintf(f, ",\"routing\":{");
         for (int op = 0; op < MEMRA_OP_COUNT_; op++) {
             const char *names[16];

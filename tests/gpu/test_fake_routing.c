@@ -7,7 +7,9 @@
  * that cc 7.5 is listed as present but not served; and where the portable
  * module's images came from (SASS on 8.0 / 8.6 / 8.9, compute_80 PTX on 10.0
  * and 12.1, from its log lines); then the same under MEMRA_ARCH=cuda (the
- * H200 case: cc 9.0 on the portable module from PTX). cuBLASLt and NVRTC are pointed at a missing
+ * H200 case: cc 9.0 on the portable module from PTX); the f16 mirror budget
+ * of each device, derived from its (fake) free memory, then set by option,
+ * environment and memra_device_f16_budget_set, with its source. cuBLASLt and NVRTC are pointed at a missing
  * path so the result does not depend on the machine's toolkit.
  *   test_fake_routing FAKE_CUDA_SO "GPU_TARGETS" (e.g. "90a;120a")
  * The expectations follow the module scores and images (docs/ARCHITECTURE.md,
@@ -33,6 +35,37 @@ static int g_fails;
 
 #define N_DEV 7
 static const int k_cc[N_DEV] = {80, 86, 89, 90, 100, 120, 121};
+static const unsigned long long k_mem_mb[N_DEV] = {40960, 4096, 24576, 143768, 183360, 32608, 131072};
+
+/* The documented default: (free MB - 4096) / 2, 0 below the reserve. */
+static unsigned long long want_budget(int d)
+{
+    const unsigned long long free_mb = k_mem_mb[d] / 8 * 7;
+    return free_mb > 4096 ? (free_mb - 4096) / 2 : 0;
+}
+
+static void check_budgets(memra_runtime *rt, const char *when, const char *want_source, unsigned long long want_mb)
+{
+    for (int d = 0; d < N_DEV && d < memra_device_count(rt) - 1; d++) {
+        memra_device *dev = memra_device_get(rt, d);
+        const unsigned long long want = want_mb == (unsigned long long)-1 ? want_budget(d) : want_mb;
+        const char *src = memra_device_f16_budget_source(dev);
+        EXPECT(memra_device_f16_budget_get(dev) == want && src && strcmp(src, want_source) == 0,
+               "%s: cc %d (%llu MiB) f16 budget %llu MB (%s), want %llu MB (%s)", when, k_cc[d], k_mem_mb[d],
+               (unsigned long long)memra_device_f16_budget_get(dev), src ? src : "(null)", want, want_source);
+        EXPECT(memra_device_f16_used(dev) == 0, "%s: cc %d: %llu mirror bytes used before any weight", when, k_cc[d],
+               (unsigned long long)memra_device_f16_used(dev));
+    }
+    memra_device *host = memra_device_host(rt);
+    const char *hs = memra_device_f16_budget_source(host);
+    EXPECT(hs && strcmp(hs, want_mb == (unsigned long long)-1 ? "profile" : want_source) == 0, "%s: host budget source %s",
+           when, hs ? hs : "(null)");
+    printf("%s: budgets", when);
+    for (int d = 0; d < memra_device_count(rt); d++)
+        printf(" [%d] %llu MB (%s)", d, (unsigned long long)memra_device_f16_budget_get(memra_device_get(rt, d)),
+               memra_device_f16_budget_source(memra_device_get(rt, d)));
+    printf("\n");
+}
 
 static char g_origin[N_DEV][5][16]; /* per device, per portable image: "SASS" / "PTX" */
 static const char *const k_images[5] = {"convert", "dequant", "fp8_act", "fp8_weight", "mmq"};
@@ -107,6 +140,10 @@ int main(int argc, char **argv)
     const int native121 = strstr(argv[2], "121a") != NULL;
     setenv("MEMRA_CUDA_DRIVER", argv[1], 1);
     setenv("MEMRA_FAKE_CUDA_CC", "75,80,86,89,90,100,120,121", 1);
+    /* MiB per device (the fake reports 7/8 of it free); cc 8.6 with 4 GiB has
+     * less than the 4 GiB reserve free */
+    setenv("MEMRA_FAKE_CUDA_MEM_MB", "8192,40960,4096,24576,143768,183360,32608,131072", 1);
+    unsetenv("MEMRA_F16_BUDGET_MB");
     setenv("MEMRA_CUBLASLT_LIBRARY", "/nonexistent/libcublasLt.so", 1);
     setenv("MEMRA_NVRTC_LIBRARY", "/nonexistent/libnvrtc.so", 1);
     setenv("MEMRA_JIT_CACHE", "0", 1);
@@ -131,6 +168,12 @@ int main(int argc, char **argv)
            "unserved line '%s'", u ? u : "(null)");
     EXPECT(memra_device_unserved(rt, 1) == NULL, "a second unserved line");
     printf("unserved: %s\n", u ? u : "(none)");
+    check_budgets(rt, "default", "derived", (unsigned long long)-1);
+    memra_device *d0 = memra_device_get(rt, 0);
+    EXPECT(memra_device_f16_budget_set(d0, 77) == MEMRA_STATUS_OK && memra_device_f16_budget_get(d0) == 77 &&
+               strcmp(memra_device_f16_budget_source(d0), "api") == 0,
+           "memra_device_f16_budget_set(77): %llu MB (%s)", (unsigned long long)memra_device_f16_budget_get(d0),
+           memra_device_f16_budget_source(d0));
 
     for (int d = 0; d < N_DEV; d++) {
         memra_device *dev = memra_device_get(rt, d);
@@ -180,7 +223,7 @@ int main(int argc, char **argv)
     /* MEMRA_ARCH=cuda: an H200 (and every other GPU) on the portable module,
      * its images from the compute_80 PTX where the build has no sm_<cc> */
     memset(g_origin, 0, sizeof g_origin);
-    static const char *const forced[] = {"MEMRA_LOG=info", "MEMRA_ARCH=cuda", NULL};
+    static const char *const forced[] = {"MEMRA_LOG=info", "MEMRA_ARCH=cuda", "MEMRA_F16_BUDGET_MB=1234", NULL};
     o.settings = forced;
     st = memra_open(&o, &rt);
     if (st != MEMRA_STATUS_OK) {
@@ -188,6 +231,7 @@ int main(int argc, char **argv)
         return 1;
     }
     EXPECT(memra_device_count(rt) == N_DEV + 1, "MEMRA_ARCH=cuda: %d devices", memra_device_count(rt));
+    check_budgets(rt, "MEMRA_F16_BUDGET_MB=1234 (option)", "option", 1234);
     for (int d = 0; d < N_DEV && d < memra_device_count(rt) - 1; d++) {
         memra_device *dev = memra_device_get(rt, d);
         const memra_device_caps *c = memra_device_caps_get(dev);
@@ -217,6 +261,18 @@ int main(int argc, char **argv)
                    k_cc[d], k_images[i], g_origin[d][i]);
     }
     memra_close(rt);
+
+    /* the same knob from the environment */
+    setenv("MEMRA_F16_BUDGET_MB", "555", 1);
+    static const char *const quiet[] = {"MEMRA_LOG=warn", NULL};
+    o.settings = quiet;
+    if (memra_open(&o, &rt) != MEMRA_STATUS_OK) {
+        printf("FAIL: memra_open (MEMRA_F16_BUDGET_MB=555): %s\n", memra_last_error());
+        return 1;
+    }
+    check_budgets(rt, "MEMRA_F16_BUDGET_MB=555 (env)", "env", 555);
+    memra_close(rt);
+    unsetenv("MEMRA_F16_BUDGET_MB");
     printf("%s\n", g_fails ? "FAIL" : "PASS");
     return g_fails ? 1 : 0;
 }
