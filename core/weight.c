@@ -829,6 +829,15 @@ memra_status memra_weight_plan_get(const memra_weight *w, memra_device *dev, mem
                      "the f16 mirror (%.1f MB) is over the budget (%.0f MB, %.1f MB used): the integer MMQ floor on %s",
                      (double)mbytes / 1048576.0, (double)budget / 1048576.0, (double)used / 1048576.0,
                      records ? "Q8_0 records (repack_q8_0 at prepare)" : "the Q8_0 blocks");
+        } else if (w->format == MEMRA_FORMAT_Q4_0 && records && w->in_f % 32 == 0) {
+            p.lane = "mmq records (Q4_0 as Q8_0)";
+            plan_step(dev, &p, MEMRA_OP_repack_q8_0);
+            plan_floor(dev, &p, 1);
+            p.operand_bytes += memra_q8_0r_bytes(w->out_f, w->in_f);
+            snprintf(p.why, sizeof p.why,
+                     "the f16 mirror (%.1f MB) is over the budget (%.0f MB, %.1f MB used): Q4_0 converted exactly to "
+                     "Q8_0 records at prepare (144 B per 128 values, twice Q4_0's 72) for the integer MMQ floor",
+                     (double)mbytes / 1048576.0, (double)budget / 1048576.0, (double)used / 1048576.0);
         } else {
             p.lane = "transient f16 mirror";
             plan_step(dev, &p, MEMRA_OP_dequant_f16);
