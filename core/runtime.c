@@ -152,7 +152,7 @@ static memra_status add_cuda_devices(memra_runtime *rt, const char *force_arch)
                        major, minor);
             if (rt->n_unserved < MEMRA__MAX_DEVICES)
                 snprintf(rt->unserved[rt->n_unserved++], sizeof rt->unserved[0],
-                         "cuda:%d %s: cc %d.%d, %.1f GiB: present, not served: older than cc 8.0 (every GPU kernel "
+                         "cuda:%d %.128s: cc %d.%d, %.1f GiB: present, not served: older than cc 8.0 (every GPU kernel "
                          "of memra needs sm_80: int8 mma.sync, cp.async, bf16)",
                          i, name, major, minor, (double)mem / (1 << 30));
             continue;

@@ -159,7 +159,7 @@ struct memra_runtime {
     int n_devices;
     memra_device *devices[MEMRA__MAX_DEVICES];
     int n_unserved;                                /* CUDA devices present but not used, with why */
-    char unserved[MEMRA__MAX_DEVICES][192];
+    char unserved[MEMRA__MAX_DEVICES][320];
     pthread_mutex_t reg_lock; /* module list, loads, unloads, snapshot builds */
     int n_mods, cap_mods;
     memra__modrec **mods;
