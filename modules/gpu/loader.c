@@ -58,6 +58,9 @@ memra_status memra__gpu_image_load(memra__gpu *gpu, const char *image, CUmodule 
         char have[128] = "";
         for (size_t i = 0; i < memra__gpu_image_count; i++) {
             if (strcmp(memra__gpu_images[i].family, image) != 0) continue;
+            const char *t = memra__gpu_images[i].target;
+            /* only the targets this context could load: sm_XYa, or plain sm_XY / compute_80 when portable */
+            if (!gpu->portable && (strncmp(t, "compute_", 8) == 0 || t[strlen(t) - 1] != 'a')) continue;
             size_t l = strlen(have);
             snprintf(have + l, sizeof have - l, "%s%s", l ? ", " : "", memra__gpu_images[i].target);
         }
