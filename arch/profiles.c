@@ -19,7 +19,7 @@ static const memra__profile k_profiles[] = {
      .name = "sm120",
      .caps = MEMRA_CAP_INT8_MMA | MEMRA_CAP_F16_MMA | MEMRA_CAP_FP8_MMA | MEMRA_CAP_F8F6F4 | MEMRA_CAP_MXF8F6F4 |
              MEMRA_CAP_LT_F16 | MEMRA_CAP_LT_FP8_SCALAR,
-     .f16_budget_mb = 0, /* 32 GB card: the mirror is opt-in */
+     .f16_budget_mb = 4096, /* only when cuMemGetInfo fails: the budget is derived from free memory at open */
      .fp8_blk_slab = 1},
     {.arch = MEMRA_ARCH_CUDA,
      .name = "cuda",

@@ -26,11 +26,45 @@ static memra_device *device_new(memra_runtime *rt)
     return dev;
 }
 
+/* The default f16 mirror budget of a GPU, from its memory at open: half of
+ * what is free after a reserve of MEMRA__F16_RESERVE_MB (4 GiB: scratch,
+ * cuBLASLt workspaces, Q8_0 records, activations, the caller's own buffers),
+ * 0 when less is free. The other half stays for weights that are not
+ * mirrored and for the caller. H200 (~140 GB free): ~68 GB; RTX 5090
+ * (~31 GB free): ~13.5 GB; A10 (~22 GB): ~9 GB. */
+#define MEMRA__F16_RESERVE_MB 4096u
+static uint64_t f16_budget_derive(uint64_t free_bytes)
+{
+    const uint64_t free_mb = free_bytes >> 20;
+    return free_mb > MEMRA__F16_RESERVE_MB ? (free_mb - MEMRA__F16_RESERVE_MB) / 2 : 0;
+}
+
 /* What the configuration fixes per device: the f16 budget, scratch's entry points. */
 static void device_config(const memra_runtime *rt, memra_device *dev)
 {
-    atomic_store(&dev->f16_budget_mb, rt->cfg.f16_budget_mb >= 0 ? (uint64_t)rt->cfg.f16_budget_mb
-                                                                 : (uint64_t)dev->profile->f16_budget_mb);
+    const char *source = "profile";
+    uint64_t mb = (uint64_t)dev->profile->f16_budget_mb;
+    if (rt->cfg.f16_budget_mb >= 0) {
+        mb = (uint64_t)rt->cfg.f16_budget_mb;
+        source = rt->cfg.source[MEMRA__KNOB_F16_BUDGET_MB] == 2 ? "option" : "env";
+    } else if (dev->ctx != NULL && rt->drv != NULL) {
+        size_t fr = 0, total = 0;
+        const memra__driver *drv = memra__driver_get();
+        CUcontext prev = NULL;
+        if (drv->cuCtxPushCurrent(dev->ctx) == MEMRA__CUDA_SUCCESS) {
+            if (drv->cuMemGetInfo(&fr, &total) == MEMRA__CUDA_SUCCESS) {
+                dev->free_at_open = fr;
+                mb = f16_budget_derive(fr);
+                source = "derived";
+            }
+            drv->cuCtxPopCurrent(&prev);
+        }
+        if (strcmp(source, "derived") != 0)
+            memra__log(MEMRA_LOG_WARN, "core", "%s: cuMemGetInfo failed: f16 budget %llu MB (the profile's)",
+                       dev->label, (unsigned long long)mb);
+    }
+    atomic_store(&dev->f16_budget_mb, mb);
+    atomic_store(&dev->f16_budget_source, source);
     memra__scratch_device_init(dev);
 }
 
@@ -175,6 +209,11 @@ static memra_status add_cuda_devices(memra_runtime *rt, const char *force_arch)
         if (p == NULL) {
             memra__log(MEMRA_LOG_WARN, "core", "cuda:%d %s (cc %d.%d) is older than cc 8.0: not used", i, name,
                        major, minor);
+            if (rt->n_unserved < MEMRA__MAX_DEVICES)
+                snprintf(rt->unserved[rt->n_unserved++], sizeof rt->unserved[0],
+                         "cuda:%d %.128s: cc %d.%d, %.1f GiB: present, not served: older than cc 8.0 (every GPU kernel "
+                         "of memra needs sm_80: int8 mma.sync, cp.async, bf16)",
+                         i, name, major, minor, (double)mem / (1 << 30));
             continue;
         }
         memra_device *dev = device_new(rt);
@@ -337,7 +376,20 @@ memra_status memra_device_f16_budget_set(memra_device *dev, uint64_t mb)
         return MEMRA__FAIL(MEMRA_STATUS_INVALID_ARGUMENT, "memra_device_f16_budget_set(%s): %llu MB is out of range",
                            dev->label, (unsigned long long)mb);
     atomic_store(&dev->f16_budget_mb, mb);
+    atomic_store(&dev->f16_budget_source, "api");
     return MEMRA_STATUS_OK;
+}
+
+const char *memra_device_f16_budget_source(const memra_device *dev)
+{
+    if (dev == NULL) return NULL;
+    const char *s = atomic_load(&((memra_device *)(uintptr_t)dev)->f16_budget_source);
+    return s != NULL ? s : "profile";
+}
+
+uint64_t memra_device_f16_used(const memra_device *dev)
+{
+    return dev ? (uint64_t)atomic_load(&((memra_device *)(uintptr_t)dev)->f16_used) : 0;
 }
 
 const char *memra_driver_status(const memra_runtime *rt) { return rt ? rt->driver_why : "no runtime"; }
@@ -370,4 +422,12 @@ memra_status memra_device_synchronize(memra_device *dev)
     memra__device_leave(dev);
     if (r != MEMRA__CUDA_SUCCESS) return MEMRA__CU_FAIL(memra__driver_get(), r, "cuCtxSynchronize");
     return MEMRA_STATUS_OK;
+}
+
+int memra_device_unserved_count(const memra_runtime *rt) { return rt == NULL ? 0 : rt->n_unserved; }
+
+const char *memra_device_unserved(const memra_runtime *rt, int index)
+{
+    if (rt == NULL || index < 0 || index >= rt->n_unserved) return NULL;
+    return rt->unserved[index];
 }

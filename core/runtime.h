@@ -141,7 +141,9 @@ struct memra_device {
     memra__loaded_image *images;
 
     atomic_uint_fast64_t f16_used; /* bytes of f16 mirrors resident */
-    atomic_uint_fast64_t f16_budget_mb; /* MEMRA_F16_BUDGET_MB, the profile's, or memra_device_f16_budget_set */
+    atomic_uint_fast64_t f16_budget_mb; /* MEMRA_F16_BUDGET_MB, derived at open, or memra_device_f16_budget_set */
+    _Atomic(const char *) f16_budget_source; /* "derived", "profile", "env", "option", "api" (static text) */
+    uint64_t free_at_open;                   /* cuMemGetInfo's free bytes at open (0: host, or unknown) */
 };
 
 struct memra_runtime {
@@ -157,6 +159,8 @@ struct memra_runtime {
     char jit_why[512];
     int n_devices;
     memra_device *devices[MEMRA__MAX_DEVICES];
+    int n_unserved;                                /* CUDA devices present but not used, with why */
+    char unserved[MEMRA__MAX_DEVICES][320];
     pthread_mutex_t reg_lock; /* module list, loads, unloads, snapshot builds */
     int n_mods, cap_mods;
     memra__modrec **mods;

@@ -301,6 +301,48 @@ static memra_status replace_with_records(memra_weight *w, memra_device *dev, wei
     return MEMRA_STATUS_OK;
 }
 
+/* A Q4_0 weight's blocks as Q8_0 blocks, exactly: each block keeps its f16 d
+ * and stores q - 8 (in -8..7) as int8, so every value d * (q - 8) is the
+ * same number. rows x cols (cols % 32 == 0) of Q4_0 at src; the result is
+ * malloc'd (rows * cols / 32 * 34 bytes), NULL when out of memory. */
+static uint8_t *q4_0_as_q8_0(const uint8_t *src, int64_t rows, int64_t cols)
+{
+    const size_t blocks = (size_t)rows * (size_t)(cols / 32);
+    uint8_t *out = malloc(blocks * MEMRA_Q8_0_BYTES);
+    if (out == NULL) return NULL;
+    for (size_t b = 0; b < blocks; b++) {
+        const uint8_t *q4 = src + b * MEMRA_Q4_0_BYTES;
+        uint8_t *q8 = out + b * MEMRA_Q8_0_BYTES;
+        q8[0] = q4[0], q8[1] = q4[1]; /* d, f16, unchanged */
+        for (int j = 0; j < 16; j++) {
+            q8[2 + j] = (uint8_t)(int8_t)((q4[2 + j] & 0x0F) - 8);
+            q8[2 + 16 + j] = (uint8_t)(int8_t)((q4[2 + j] >> 4) - 8);
+        }
+    }
+    return out;
+}
+
+/* A Q4_0 weight without a mirror on the MMQ floor: its blocks converted
+ * exactly to Q8_0 blocks on the host, uploaded, repacked into records
+ * (repack_q8_0) and the converted blocks freed; the raw Q4_0 copy stays for
+ * the per-call dequantisation fall-back. OK: records published; DECLINED:
+ * none (no lane, no memory), nothing changed. Caller holds w->lock. */
+static memra_status q4_0_records(memra_weight *w, memra_device *dev, weight_dev *wd)
+{
+    if (w->in_f % 32 != 0 || !records_wanted(dev)) return MEMRA_STATUS_DECLINED;
+    uint8_t *blocks = q4_0_as_q8_0(w->data, w->out_f, w->in_f);
+    if (blocks == NULL) return MEMRA__FAIL(MEMRA_STATUS_OUT_OF_MEMORY, "%s: out of host memory converting Q4_0", w->name);
+    const size_t bytes = (size_t)w->out_f * (size_t)(w->in_f / 32) * MEMRA_Q8_0_BYTES;
+    memra_dptr tmp = 0;
+    memra_status st = memra__dev_alloc(dev, bytes, &tmp);
+    if (st == MEMRA_STATUS_OUT_OF_MEMORY) st = MEMRA_STATUS_DECLINED;
+    if (st == MEMRA_STATUS_OK) st = memra__dev_upload(dev, tmp, blocks, bytes);
+    free(blocks);
+    if (st == MEMRA_STATUS_OK) st = build_records(w, dev, wd, tmp);
+    memra__dev_free(dev, tmp);
+    return st;
+}
+
 /* The MMQ floor's operand of a block-128 FP8 weight: the slab, or its records
  * (the slab freed). Caller holds w->lock[dev->index]. */
 static memra_status build_fp8_mmq(memra_weight *w, memra_device *dev, weight_dev *wd)
@@ -385,6 +427,14 @@ static memra_status prepare_locked(memra_weight *w, memra_device *dev)
             /* The MMQ floor serves it: records in place of the raw copy. */
             st = replace_with_records(w, dev, wd, &wd->raw);
             if (st != MEMRA_STATUS_OK) goto fail;
+        }
+        if (w->format == MEMRA_FORMAT_Q4_0) {
+            /* The MMQ floor serves it from Q8_0 records of the exact conversion. */
+            st = q4_0_records(w, dev, wd);
+            if (st == MEMRA_STATUS_OK)
+                wd->mirror_note = "f16 mirror over MEMRA_F16_BUDGET_MB; Q4_0 on the MMQ floor as Q8_0 records "
+                                  "(exact: d kept, q - 8 as int8; 144 B per 128 values, Q4_0's 72)";
+            else if (st != MEMRA_STATUS_DECLINED) goto fail;
         }
         return MEMRA_STATUS_OK;
     }
@@ -610,6 +660,24 @@ static memra_status matmul_steps(const mm_call *c, memra_weight *w, const memra_
         return gemm_step(c, MEMRA_OP_gemm_f16, &g);
     }
     if (w->format == MEMRA_FORMAT_Q8_0) return mmq(c, w, wd, g);
+    if (w->format == MEMRA_FORMAT_Q4_0 && !ma->x_is_f16 && op_load(&wd->q8_0r) != 0) {
+        /* Q4_0 on the floor (records of its exact Q8_0 conversion); a decline
+         * falls to the per-call dequantisation below, which the ledger then shows */
+        memra_dptr rec;
+        st = memra__scratch_get(dev, c->stream, "q8_1", (size_t)memra_q8_1_bytes(g.m, g.k), &rec);
+        if (st != MEMRA_STATUS_OK) return st;
+        memra_op_args q = {.struct_size = sizeof q, .src = g.x, .rows = g.m, .cols = g.k, .dst = rec,
+                           .stream = c->stream};
+        st = memra__dispatch_on(dev, c->snap, MEMRA_OP_quant_q8_1, &q);
+        if (st != MEMRA_STATUS_OK) return st;
+        memra_gemm_args gr = g;
+        gr.x = rec;
+        gr.w = op_load(&wd->q8_0r);
+        st = gemm_step(c, MEMRA_OP_gemm_q8_0r, &gr);
+        if (st != MEMRA_STATUS_DECLINED && st != MEMRA_STATUS_NOT_SUPPORTED) return st;
+        memra__ledger_core_decline(dev, MEMRA_OP_dequant_f16, "core",
+                                   "Q4_0 floor declined: per-call dequantisation to f16 (the last fall-back)");
+    }
     /* No mirror: a transient one in scratch. */
     memra_dptr tmp;
     st = memra__scratch_get(dev, c->stream, "f16_mirror", (size_t)(w->out_f * w->in_f * 2), &tmp);
@@ -771,6 +839,15 @@ memra_status memra_weight_plan_get(const memra_weight *w, memra_device *dev, mem
                      "the f16 mirror (%.1f MB) is over the budget (%.0f MB, %.1f MB used): the integer MMQ floor on %s",
                      (double)mbytes / 1048576.0, (double)budget / 1048576.0, (double)used / 1048576.0,
                      records ? "Q8_0 records (repack_q8_0 at prepare)" : "the Q8_0 blocks");
+        } else if (w->format == MEMRA_FORMAT_Q4_0 && records && w->in_f % 32 == 0) {
+            p.lane = "mmq records (Q4_0 as Q8_0)";
+            plan_step(dev, &p, MEMRA_OP_repack_q8_0);
+            plan_floor(dev, &p, 1);
+            p.operand_bytes += memra_q8_0r_bytes(w->out_f, w->in_f);
+            snprintf(p.why, sizeof p.why,
+                     "the f16 mirror (%.1f MB) is over the budget (%.0f MB, %.1f MB used): Q4_0 converted exactly to "
+                     "Q8_0 records at prepare (144 B per 128 values, twice Q4_0's 72) for the integer MMQ floor",
+                     (double)mbytes / 1048576.0, (double)budget / 1048576.0, (double)used / 1048576.0);
         } else {
             p.lane = "transient f16 mirror";
             plan_step(dev, &p, MEMRA_OP_dequant_f16);

@@ -24,7 +24,7 @@ import sys
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TOP = ["base", "core", "jit", "arch", "modules", "tools"]
 DASHED = [("tools", "core"), ("core", "modules/sm90"), ("core", "modules/sm120"), ("core", "modules/mmq"),
-          ("core", "modules/fp8blk")]
+          ("core", "modules/fp8blk"), ("core", "modules/portable")]
 NOTES = {
     "tools": "the memra program (public API only)",
     "core": "runtime, registry, dispatch, weights, services",
@@ -36,6 +36,7 @@ NOTES = {
     "modules/sm120": "descriptor: consumer Blackwell",
     "modules/mmq": "descriptor: MMQ floor, probe",
     "modules/fp8blk": "descriptor: block-128 FP8",
+    "modules/portable": "descriptor: any cc >= 8.0 (SASS + PTX)",
     "modules/kernels": "kernel families: .cu, shared header, launchers",
     "modules/gpu": "GPU runtime: context, loader, launch, cuBLASLt",
 }

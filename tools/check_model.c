@@ -159,6 +159,7 @@ static int fill_operand(const memra_file *f, const memra_tensor_info *t, const u
     case MEMRA_OP_gemm_q8_0r:
         if (t->format == MEMRA_FORMAT_Q8_0) memcpy(d->w, src, d->w_bytes);
         else if (t->format == MEMRA_FORMAT_E4M3 && d->grid) ref_fp8_blk_to_q8_0(src, d->grid, rows, cols, d->w);
+        else if (t->format == MEMRA_FORMAT_Q4_0) ref_q4_0_to_q8_0(src, rows, cols, d->w);
         else {
             snprintf(why, len, "%s: no Q8_0 operand for %s", t->name, memra_format_name(t->format));
             return -1;

@@ -4,6 +4,8 @@
  * shared by the host module and this file would have to be made twice. */
 #include "tools/check_ref.h"
 
+#include "memra/formats.h"
+
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -384,4 +386,18 @@ void ref_gemm_run(const ref_gemm *g, double *ref, double *mass)
     free(xv);
     free(xs);
     free(wv);
+}
+
+void ref_q4_0_to_q8_0(const uint8_t *src, int64_t rows, int64_t cols, uint8_t *out)
+{
+    const int64_t nb = rows * (cols / 32);
+    for (int64_t b = 0; b < nb; b++) {
+        const uint8_t *in = src + b * MEMRA_Q4_0_BYTES;
+        uint8_t *o = out + b * MEMRA_Q8_0_BYTES;
+        memcpy(o, in, 2);
+        for (int v = 0; v < 32; v++) {
+            const int nib = v < 16 ? in[2 + v] & 0x0F : in[2 + v - 16] >> 4;
+            o[2 + v] = (uint8_t)(int8_t)(nib - 8);
+        }
+    }
 }

@@ -28,6 +28,9 @@ void ref_quant_q8_1(const float *x, int64_t m, int64_t k, uint8_t *out);
 void ref_dequant_f16(memra_format format, const uint8_t *src, int64_t rows, int64_t cols, uint16_t *out);
 /* block-128 e4m3 + grid -> Q8_0 slab. cols % 32 == 0. */
 void ref_fp8_blk_to_q8_0(const uint8_t *w, const float *grid, int64_t rows, int64_t cols, uint8_t *out);
+/* Q4_0 blocks -> the same values as Q8_0 blocks (d kept, value j of a block is
+ * (nibble j) - 8: low nibbles of qs are values 0..15, high nibbles 16..31). */
+void ref_q4_0_to_q8_0(const uint8_t *src, int64_t rows, int64_t cols, uint8_t *out);
 /* Q8_0 [rows x cols] -> Q8_0 records (memra_q8_0r_bytes(rows, cols) bytes), from
  * the layout comment at memra_q8_0r_bytes: record (g, j) at g * rows + j holds
  * the f16 scales of blocks 4g..4g+3 of row j widened to f32, then their 128

@@ -59,9 +59,12 @@ static void info_config_text(memra_runtime *rt)
         printf("  %-27s %-24s %-11s %s%s\n", e.name, e.value[0] ? e.value : "(none)", e.source, e.known ? "" : "UNKNOWN: ",
                e.known ? e.owner : e.help);
     }
-    printf("  f16 budget per device:");
-    for (int d = 0; d < memra_device_count(rt); d++)
-        printf(" [%d] %llu MB", d, (unsigned long long)memra_device_f16_budget_get(memra_device_get(rt, d)));
+    printf("  f16 budget per device (MB, source, used):");
+    for (int d = 0; d < memra_device_count(rt); d++) {
+        memra_device *dev = memra_device_get(rt, d);
+        printf(" [%d] %llu MB (%s, %llu bytes used)", d, (unsigned long long)memra_device_f16_budget_get(dev),
+               memra_device_f16_budget_source(dev), (unsigned long long)memra_device_f16_used(dev));
+    }
     printf("\n");
     for (int i = 0; i < memra_config_warning_count(rt); i++) printf("  warning: %s\n", memra_config_warning(rt, i));
 }
@@ -111,6 +114,7 @@ static void info_text(memra_runtime *rt)
             printf("  [%d] host: CPU reference, %d threads, %.1f GiB\n", d, c->sm_count, (double)c->total_mem / (1 << 30));
         printf("      capabilities: %s\n", caps);
     }
+    for (int u = 0; u < memra_device_unserved_count(rt); u++) printf("  [-] %s\n", memra_device_unserved(rt, u));
     printf("\nmodules:\n");
     for (int i = 0; i < memra_module_count(rt); i++) {
         memra_module_info mi;
@@ -181,6 +185,9 @@ static void info_json(memra_runtime *rt, FILE *f)
         tool_json_str(f, c->jit_target ? c->jit_target : "");
         fprintf(f, ",\"capabilities\":");
         tool_json_str(f, caps);
+        fprintf(f, ",\"f16_budget_mb\":%llu,\"f16_budget_source\":", (unsigned long long)memra_device_f16_budget_get(dev));
+        tool_json_str(f, memra_device_f16_budget_source(dev));
+        fprintf(f, ",\"f16_used\":%llu", (unsigned long long)memra_device_f16_used(dev));
         fprintf(f, ",\"routing\":{");
         for (int op = 0; op < MEMRA_OP_COUNT_; op++) {
             const char *names[16];
@@ -195,6 +202,11 @@ static void info_json(memra_runtime *rt, FILE *f)
             fprintf(f, "]");
         }
         fprintf(f, "}}");
+    }
+    fprintf(f, "],\"unserved_devices\":[");
+    for (int u = 0; u < memra_device_unserved_count(rt); u++) {
+        fprintf(f, "%s", u ? "," : "");
+        tool_json_str(f, memra_device_unserved(rt, u));
     }
     fprintf(f, "],\"modules\":[");
     for (int i = 0; i < memra_module_count(rt); i++) {

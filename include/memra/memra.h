@@ -149,6 +149,12 @@ const char *memra_config_warning(const memra_runtime *rt, int index);
 /* Devices, GPUs first in ordinal order, the host device last. */
 int memra_device_count(const memra_runtime *rt);
 memra_device *memra_device_get(const memra_runtime *rt, int index);
+/* CUDA devices the driver lists but memra does not serve (cc < 8.0), each as
+ * one line "cuda:N NAME: cc X.Y, G GiB: present, not served: why"; owned by
+ * rt, NULL past the end. They are not memra devices (no index, no routing).
+ * Thread-safe (fixed at memra_open). */
+int memra_device_unserved_count(const memra_runtime *rt);
+const char *memra_device_unserved(const memra_runtime *rt, int index);
 /* The host device (always present). */
 memra_device *memra_device_host(const memra_runtime *rt);
 const memra_device_caps *memra_device_caps_get(const memra_device *dev);
@@ -164,11 +170,21 @@ memra_status memra_device_synchronize(memra_device *dev);
  * or NULL). Thread-safe. */
 int memra_device_profile_forced(const memra_device *dev);
 
-/* The f16 mirror budget of dev in MB (MEMRA_F16_BUDGET_MB, else the
- * profile's). Setting it applies to weights prepared afterwards (mirrors
- * already built stay). Thread-safe. INVALID_ARGUMENT for a NULL device. */
+/* The f16 mirror budget of dev in MB. An explicit setting wins:
+ * memra_device_f16_budget_set (source "api"), else MEMRA_F16_BUDGET_MB
+ * ("env" from the environment, "option" from memra_options.settings); else,
+ * on a GPU, derived from its memory at open ("derived"): (free MB - 4096) / 2,
+ * 0 when less than 4 GiB is free; on the host device (or when the driver
+ * cannot say) the profile's ("profile"). Setting it applies to weights
+ * prepared afterwards (mirrors already built stay). Thread-safe.
+ * INVALID_ARGUMENT for a NULL device. */
 uint64_t memra_device_f16_budget_get(const memra_device *dev);
 memra_status memra_device_f16_budget_set(memra_device *dev, uint64_t mb);
+/* Where the budget came from: "derived", "profile", "env", "option", "api"
+ * (static text; NULL for a NULL device). Thread-safe. */
+const char *memra_device_f16_budget_source(const memra_device *dev);
+/* Bytes of f16 mirrors resident on dev now (counted against the budget). */
+uint64_t memra_device_f16_used(const memra_device *dev);
 
 /* Reserve scratch for CUDA graph capture on `stream`: the stream gets its own
  * scratch arena (never handed to another stream from then on), sized by

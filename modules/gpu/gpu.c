@@ -188,8 +188,9 @@ static memra_status load_families(memra__gpu *gpu, const memra__gpu_family *cons
     return MEMRA_STATUS_OK;
 }
 
-memra_status memra__gpu_create(const memra_host_services *host, const memra_device_caps *caps, const char *name,
-                               const memra__gpu_family *const *families, size_t n_families, memra__gpu **out_gpu)
+static memra_status gpu_create(const memra_host_services *host, const memra_device_caps *caps, const char *name,
+                               const memra__gpu_family *const *families, size_t n_families, int portable,
+                               memra__gpu **out_gpu)
 {
     if (host == NULL || caps == NULL || out_gpu == NULL || (families == NULL && n_families > 0))
         return MEMRA_STATUS_INVALID_ARGUMENT;
@@ -206,7 +207,8 @@ memra_status memra__gpu_create(const memra_host_services *host, const memra_devi
     gpu->host = host;
     gpu->caps = caps;
     gpu->name = name;
-    snprintf(gpu->target, sizeof gpu->target, "sm_%da", caps->cc);
+    gpu->portable = portable;
+    snprintf(gpu->target, sizeof gpu->target, portable ? "sm_%d" : "sm_%da", caps->cc);
     gpu->grid_cap = (unsigned)(caps->sm_count > 0 ? caps->sm_count : 16) * 16u;
     const memra_jit_services *jit = MEMRA_HAS_MEMBER(host, memra_host_services, jit) ? host->jit : NULL;
     gpu->owns_modules = !(jit != NULL && MEMRA_HAS_MEMBER(jit, memra_jit_services, image_load) && jit->image_load);
@@ -217,7 +219,7 @@ memra_status memra__gpu_create(const memra_host_services *host, const memra_devi
     }
     /* programmatic dependent launch needs griddepcontrol (sm_90+), and a
      * driver that also captures it into CUDA graphs (12.3+) */
-    if (caps->cc >= 90 && caps->driver_version >= 12030)
+    if (!portable && caps->cc >= 90 && caps->driver_version >= 12030)
         *(void **)&gpu->cuLaunchKernelEx = host->driver_proc("cuLaunchKernelEx");
     st = memra__gpu_enter(gpu);
     if (st != MEMRA_STATUS_OK) {
@@ -232,4 +234,17 @@ memra_status memra__gpu_create(const memra_host_services *host, const memra_devi
     }
     *out_gpu = gpu;
     return MEMRA_STATUS_OK;
+}
+
+memra_status memra__gpu_create(const memra_host_services *host, const memra_device_caps *caps, const char *name,
+                               const memra__gpu_family *const *families, size_t n_families, memra__gpu **out_gpu)
+{
+    return gpu_create(host, caps, name, families, n_families, 0, out_gpu);
+}
+
+memra_status memra__gpu_create_portable(const memra_host_services *host, const memra_device_caps *caps,
+                                        const char *name, const memra__gpu_family *const *families,
+                                        size_t n_families, memra__gpu **out_gpu)
+{
+    return gpu_create(host, caps, name, families, n_families, 1, out_gpu);
 }

@@ -37,6 +37,13 @@ else()
     set(_memra_gpu_skip "${MEMRA_NVCC} --version failed")
   elseif(MEMRA_NVCC_VERSION VERSION_LESS 12.8)
     set(_memra_gpu_skip "nvcc ${MEMRA_NVCC_VERSION} is older than 12.8 (no sm_120a)")
+  else()
+    # the portable module's PTX is assembled by ptxas at build time (a check)
+    get_filename_component(_nvcc_dir ${MEMRA_NVCC} DIRECTORY)
+    find_program(MEMRA_PTXAS ptxas HINTS ${_nvcc_dir})
+    if(NOT MEMRA_PTXAS)
+      set(_memra_gpu_skip "no ptxas beside ${MEMRA_NVCC} (the PTX images are checked with it)")
+    endif()
   endif()
 endif()
 if(_memra_gpu_skip)
@@ -91,10 +98,18 @@ function(memra_gpu_family image)
         set(_code compute_${_arch})
       endif()
       set(_out ${MEMRA_GPU_GEN_DIR}/${image}.${_name}.${_kind})
+      set(_check "")
+      if(_kind STREQUAL "ptx")
+        # the PTX must assemble for the oldest and a newer target, as the
+        # driver's JIT will do at load
+        set(_check COMMAND ${MEMRA_PTXAS} -arch=sm_80 -o ${_out}.sm_80.check ${_out}
+                   COMMAND ${MEMRA_PTXAS} -arch=sm_90 -o ${_out}.sm_90.check ${_out})
+      endif()
       add_custom_command(OUTPUT ${_out}
         COMMAND ${MEMRA_NVCC} -${_kind} -O3 -std=c++17 ${F_FLAGS} -Xptxas=-warn-spills ${_defs}
                 -gencode=arch=compute_${_arch},code=${_code}
                 -o ${_out} ${_src}
+        ${_check}
         DEPENDS ${_src} ${_headers}
         COMMENT "nvcc ${F_SOURCE} ${_defs} -> ${image} ${_name}"
         VERBATIM)

@@ -80,6 +80,8 @@ struct memra__gpu {
     const memra_device_caps *caps;
     const char *name; /* the module's name, for logs and errors */
     char target[16];  /* "sm_90a": the embedded images loaded */
+    int portable;     /* memra__gpu_create_portable: images sm_<cc> (SASS), else compute_80 (PTX), no dependent launches */
+    int from_ptx;     /* some image of this context came from PTX (the driver compiled it at load) */
     memra__cu cu;
     memra__cu_launch_ex_fn cuLaunchKernelEx; /* NULL: no programmatic dependent launch (plain launches) */
     atomic_int pdl_refused; /* set when the driver refused a dependent launch that a plain one then served */
@@ -101,6 +103,17 @@ struct memra__gpu {
  * NO_DRIVER, DRIVER_ERROR, OUT_OF_MEMORY otherwise. *out_gpu set on success. */
 memra_status memra__gpu_create(const memra_host_services *host, const memra_device_caps *caps, const char *name,
                                const memra__gpu_family *const *families, size_t n_families, memra__gpu **out_gpu);
+/* The same for a portable module: each image is the embedded cubin for the
+ * device's plain sm_<cc> where the build has one, else the compute_80 PTX
+ * (MEMRA__GPU_PORTABLE_PTX), which the driver compiles for the device at load;
+ * each load logs its origin at INFO ("loaded from PTX (compute_80)" or "from
+ * SASS (sm_86)"). No programmatic dependent launches: images for sm_80 have
+ * no griddepcontrol, so a dependent launch could start before its inputs are
+ * written. */
+#define MEMRA__GPU_PORTABLE_PTX "compute_80"
+memra_status memra__gpu_create_portable(const memra_host_services *host, const memra_device_caps *caps,
+                                        const char *name, const memra__gpu_family *const *families,
+                                        size_t n_families, memra__gpu **out_gpu);
 void memra__gpu_destroy(memra__gpu *gpu); /* NULL is fine */
 
 /* The state of `family` in this context, NULL when the module does not serve it. */

@@ -37,14 +37,30 @@ const memra__gpu_image *memra__gpu_image_find(const char *image, const char *tar
     return NULL;
 }
 
+/* The portable module's proof of where an image came from. */
+static void log_origin(const memra__gpu *gpu, const memra__gpu_image *img, int ptx, double ms)
+{
+    if (ptx)
+        gpu->host->log(MEMRA_LOG_INFO, gpu->name,
+                       "%s: %s loaded from PTX (%s), compiled by the driver for %s (cc %d.%d) in %.1f ms", gpu->caps->name ? gpu->caps->name : "?",
+                       img->family, img->target, gpu->target, gpu->caps->cc / 10, gpu->caps->cc % 10, ms);
+    else
+        gpu->host->log(MEMRA_LOG_INFO, gpu->name, "%s: %s loaded from SASS (%s) in %.1f ms",
+                       gpu->caps->name ? gpu->caps->name : "?", img->family, img->target, ms);
+}
+
 memra_status memra__gpu_image_load(memra__gpu *gpu, const char *image, CUmodule *out)
 {
     const memra_host_services *host = gpu->host;
     const memra__gpu_image *img = memra__gpu_image_find(image, gpu->target);
+    if (img == NULL && gpu->portable) img = memra__gpu_image_find(image, MEMRA__GPU_PORTABLE_PTX);
     if (img == NULL) {
         char have[128] = "";
         for (size_t i = 0; i < memra__gpu_image_count; i++) {
             if (strcmp(memra__gpu_images[i].family, image) != 0) continue;
+            const char *t = memra__gpu_images[i].target;
+            /* only the targets this context could load: sm_XYa, or plain sm_XY / compute_80 when portable */
+            if (!gpu->portable && (strncmp(t, "compute_", 8) == 0 || t[strlen(t) - 1] != 'a')) continue;
             size_t l = strlen(have);
             snprintf(have + l, sizeof have - l, "%s%s", l ? ", " : "", memra__gpu_images[i].target);
         }
@@ -55,12 +71,16 @@ memra_status memra__gpu_image_load(memra__gpu *gpu, const char *image, CUmodule 
     }
     char label[96];
     snprintf(label, sizeof label, "%s/%s.%s", gpu->name, img->family, img->target);
+    const int ptx = strncmp(img->target, "compute_", 8) == 0;
+    const double t0 = now_ms();
     if (!gpu->owns_modules) {
         void *m = NULL;
         memra_status st = host->jit->image_load(gpu->caps, label, img->bytes, img->size, &m);
         if (st != MEMRA_STATUS_OK) return st;
         *out = (CUmodule)m;
         gpu->n_images++;
+        if (ptx) gpu->from_ptx = 1;
+        if (gpu->portable) log_origin(gpu, img, ptx, now_ms() - t0);
         return MEMRA_STATUS_OK;
     }
     if (gpu->n_owned >= MEMRA__GPU_MAX_IMAGES)
@@ -74,6 +94,8 @@ memra_status memra__gpu_image_load(memra__gpu *gpu, const char *image, CUmodule 
     }
     gpu->owned[gpu->n_owned++] = *out;
     gpu->n_images++;
+    if (ptx) gpu->from_ptx = 1;
+    if (gpu->portable) log_origin(gpu, img, ptx, now_ms() - t0);
     return MEMRA_STATUS_OK;
 }
 

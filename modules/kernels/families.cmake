@@ -20,8 +20,14 @@
 # the cubins are the fallback when NVRTC is missing or the compile fails.
 # NVRTC's defaults match the nvcc line (-O3, fmad on), so both give the same code.
 #
-# PTX: a family that a portable module wants the driver to JIT adds
-# PTX <arch...> (e.g. PTX 80 for compute_80); no family does yet.
+# The portable module (modules/portable): convert, dequant, fp8_act,
+# fp8_weight and mmq also as SASS for MEMRA_GPU_PORTABLE_TARGETS (default
+# 80;86;89, plain sm_XY cubins) and as PTX for compute_80, which the driver
+# compiles at load for any cc >= 8.0 without its own cubin (A100 ... B200,
+# Jetson Thor, and an H200 forced to MEMRA_ARCH=cuda). Every PTX image is
+# assembled by ptxas for sm_80 and sm_90 at build time (gpu.cmake): PTX the
+# driver would refuse fails the build, not the load. fp8blk has no portable
+# image (its MMAs are e4m3 / f8f6f4 only).
 if(NOT MEMRA_HAVE_GPU_MODULES)
   return()
 endif()
@@ -36,10 +42,17 @@ foreach(_t IN LISTS MEMRA_GPU_TARGETS)
   endif()
 endforeach()
 
-foreach(_f convert dequant fp8_act fp8_weight)
-  memra_gpu_family(${_f} SOURCE ${_f}/${_f}.cu TARGETS ${MEMRA_GPU_TARGETS} FLAGS -fmad=false)
+set(MEMRA_GPU_PORTABLE_TARGETS "80;86;89" CACHE STRING "SM targets of the portable module's cubins (its PTX is compute_80)")
+set(_portable_targets "")
+foreach(_t IN LISTS MEMRA_GPU_PORTABLE_TARGETS)
+  if(NOT _t IN_LIST MEMRA_GPU_TARGETS)
+    list(APPEND _portable_targets ${_t})
+  endif()
 endforeach()
-memra_gpu_family(mmq SOURCE mmq/mmq.cu TARGETS ${MEMRA_GPU_TARGETS})
+foreach(_f convert dequant fp8_act fp8_weight)
+  memra_gpu_family(${_f} SOURCE ${_f}/${_f}.cu TARGETS ${MEMRA_GPU_TARGETS} ${_portable_targets} PTX 80 FLAGS -fmad=false)
+endforeach()
+memra_gpu_family(mmq SOURCE mmq/mmq.cu TARGETS ${MEMRA_GPU_TARGETS} ${_portable_targets} PTX 80)
 foreach(_t IN LISTS MEMRA_GPU_TARGETS)
   if(_t IN_LIST _sm120_targets)
     memra_gpu_family(fp8blk SOURCE fp8blk/fp8blk_gemm.cu TARGETS ${_t} DEFINES FP8BLK_MMA=1)

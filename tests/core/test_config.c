@@ -77,8 +77,12 @@ int main(void)
     CHECK_STR_EQ(memra_config_value(rt, "MEMRA_NO_SUCH_KNOB"), "x");
     CHECK(memra_config_value(rt, "MEMRA_MMQ_BM") == NULL);
     CHECK_INT_EQ(memra_device_f16_budget_get(memra_device_host(rt)), 7);
+    CHECK_STR_EQ(memra_device_f16_budget_source(memra_device_host(rt)), "option");
     CHECK_OK(memra_device_f16_budget_set(memra_device_host(rt), 11));
     CHECK_INT_EQ(memra_device_f16_budget_get(memra_device_host(rt)), 11);
+    CHECK_STR_EQ(memra_device_f16_budget_source(memra_device_host(rt)), "api");
+    CHECK_INT_EQ(memra_device_f16_used(memra_device_host(rt)), 0);
+    CHECK(memra_device_f16_budget_source(NULL) == NULL);
     CHECK_STATUS(memra_device_f16_budget_set(NULL, 1), MEMRA_STATUS_INVALID_ARGUMENT);
 
     /* Warnings: the unknown variable and the module that is not loaded, through

@@ -536,6 +536,70 @@ static void test_kquant_transient(memra_runtime *rt)
     free(wdec);
 }
 
+/* Q4_0 without a mirror on the MMQ floor: prepare converts its blocks to Q8_0
+ * (d kept, q - 8 as int8: the same values) and repacks them into records, so
+ * matmul is gemm_q8_0r, and its result is the MMQ reference of those Q8_0
+ * blocks (ref_mmq: same band as a Q8_0 weight). The conversion here is the
+ * test's own, from the Q4_0 layout (f16 d, 16 bytes: low nibbles are values
+ * 0..15, high nibbles 16..31). With gemm_q8_0r disabled it falls to the
+ * per-call dequantisation (dequant_f16 + gemm_f16, the f16 reference) and the
+ * ledger names that path. Random nibbles and d in [0.005, 0.015): never all
+ * zeros. */
+static void test_q4_0_floor(memra_runtime *rt, int m, int n, int k)
+{
+    size_t nb = (size_t)n * (k / 32);
+    uint8_t *w4 = malloc(nb * MEMRA_Q4_0_BYTES), *w8 = malloc(nb * MEMRA_Q8_0_BYTES);
+    for (size_t b = 0; b < nb; b++) {
+        uint8_t *q4 = w4 + b * MEMRA_Q4_0_BYTES, *q8 = w8 + b * MEMRA_Q8_0_BYTES;
+        uint16_t d = memra_f16_from_f32(0.005f + 0.005f * (1.0f + test_rand_f32(&g_rng)));
+        q4[0] = q8[0] = (uint8_t)d;
+        q4[1] = q8[1] = (uint8_t)(d >> 8);
+        for (int j = 0; j < 16; j++) {
+            q4[2 + j] = (uint8_t)test_rand_u64(&g_rng);
+            q8[2 + j] = (uint8_t)(int8_t)((int)(q4[2 + j] & 15) - 8);
+            q8[18 + j] = (uint8_t)(int8_t)((int)(q4[2 + j] >> 4) - 8);
+        }
+    }
+    /* the two block streams decode to the same floats (the conversion is exact) */
+    float *a4 = malloc((size_t)k * sizeof(float)), *a8 = malloc((size_t)k * sizeof(float));
+    float *wdec = malloc((size_t)n * k * sizeof(float));
+    for (int j = 0; j < n; j++) {
+        memra_decode_row(MEMRA_FORMAT_Q4_0, w4 + (size_t)j * (k / 32) * MEMRA_Q4_0_BYTES, k, a4);
+        memra_decode_row(MEMRA_FORMAT_Q8_0, w8 + (size_t)j * (k / 32) * MEMRA_Q8_0_BYTES, k, a8);
+        if (memcmp(a4, a8, (size_t)k * sizeof(float)) != 0) TEST_FAIL_AT("Q4_0 row %d: the Q8_0 form decodes otherwise", j);
+        memcpy(wdec + (size_t)j * k, a4, (size_t)k * sizeof(float));
+    }
+    memra_weight_desc d = {.struct_size = sizeof d, .format = MEMRA_FORMAT_Q4_0, .out_f = n, .in_f = k, .data = w4,
+                           .size = nb * MEMRA_Q4_0_BYTES, .name = "q4_0"};
+    memra_device *host = memra_device_host(rt);
+    const uint64_t budget0 = memra_device_f16_budget_get(host);
+    CHECK_OK(memra_device_f16_budget_set(host, 0));
+    memra_weight *w = make(rt, &d);
+    CHECK_OK(memra_weight_prepare(w, host));
+    check_operands(rt, w, MEMRA_OPERAND_RAW | MEMRA_OPERAND_Q8_0_RECORDS, "Q4_0 no mirror");
+    memra_weight_state ws;
+    CHECK_OK(memra_weight_query(w, host, &ws));
+    CHECK(!ws.has_f16_mirror);
+    CHECK_STR_CONTAINS(ws.note, "Q4_0 on the MMQ floor");
+    matrix mx = new_matrix(m, n, k);
+    ref_mmq(&mx, w8);
+    uint64_t deq = memra_ledger_hits(host, MEMRA_OP_dequant_f16, "host");
+    run_and_check(rt, w, &mx, "Q4_0 no mirror -> records", "gemm_q8_0r", 0);
+    CHECK_INT_EQ(memra_ledger_hits(host, MEMRA_OP_dequant_f16, "host"), deq);
+    /* the floor's lane gone: the per-call dequantisation, named in the ledger */
+    CHECK_OK(memra_routing_configure(rt, NULL, "gemm_q8_0r"));
+    free_matrix(&mx);
+    mx = new_matrix(m, n, k);
+    ref_f16(&mx, wdec);
+    run_and_check(rt, w, &mx, "Q4_0 records disabled -> f16", "gemm_f16", 0);
+    CHECK_INT_EQ(memra_ledger_hits(host, MEMRA_OP_dequant_f16, "host"), deq + 1);
+    CHECK_OK(memra_routing_configure(rt, NULL, ""));
+    memra_weight_destroy(w);
+    CHECK_OK(memra_device_f16_budget_set(host, budget0));
+    free_matrix(&mx);
+    free(w4), free(w8), free(a4), free(a8), free(wdec);
+}
+
 static void test_validation(memra_runtime *rt)
 {
     uint8_t bytes[34 * 4] = {0};
@@ -609,6 +673,7 @@ int main(int argc, char **argv)
     static const int shapes[][3] = {{1, 40, 64}, {15, 129, 96}, {16, 64, 256}, {17, 33, 320}};
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
         test_q8_0(rt, shapes[i][0], shapes[i][1], shapes[i][2]);
+        test_q4_0_floor(rt, shapes[i][0], shapes[i][1], shapes[i][2]);
         test_fp8(rt, shapes[i][0], shapes[i][1], shapes[i][2], 0, 0);
         test_fp8(rt, shapes[i][0], shapes[i][1] + 100, shapes[i][2] + 80, 1, 0);
     }

@@ -1,5 +1,5 @@
 /* Concurrency on the host device: 8 threads, each with its own Q8_0, E4M3
- * (per-tensor) and E4M3 block-128 weight plus one Q4_0 weight shared by all,
+ * (per-tensor) and E4M3 block-128 weight plus one Q6_K weight shared by all,
  * 200 calls each at varying m (memra_matmul, memra_matmul_ex, and a direct
  * memra_module_call of quant_q8_1 every fifth call), while another thread
  * loops memra_routing_configure and the load / unload of two test modules
@@ -10,7 +10,7 @@
  * difference is a race (shared scratch, a torn routing snapshot).
  *
  * The f16 budget is 0, so the Q8_0 weights ride the MMQ floor (the core's
- * q8_1 scratch, the records) and the Q4_0 weight a transient f16 mirror (the
+ * q8_1 scratch, the records) and the Q6_K weight a transient f16 mirror (the
  * core's f16_mirror scratch): the two places where per-device scratch used to
  * be shared by every caller.
  *
@@ -31,7 +31,7 @@
 #define M_MAX 8
 #define OUT_F 64
 #define IN_F 256
-#define N_W 4 /* per thread: q8_0, e4m3, e4m3 block-128, shared q4_0 */
+#define N_W 4 /* per thread: q8_0, e4m3, e4m3 block-128, shared q6_k */
 
 static uint64_t g_rng;
 static memra_runtime *g_rt;
@@ -57,19 +57,20 @@ static uint8_t *random_q8_0(int n, int k)
     return w;
 }
 
-/* Q4_0 blocks: an f16 scale in [2^-8, 2^-4) (exponent 7..10, random mantissa)
- * and random nibbles. */
-static uint8_t *random_q4_0(int n, int k)
+/* Q6_K blocks (a format with no integer floor: Q4_0 rides the floor since it
+ * is converted to Q8_0 records): random ql, qh and int8 sub-block scales, and
+ * an f16 d in [2^-8, 2^-4) (exponent 7..10, random mantissa) at bytes 208..209. */
+static uint8_t *random_q6_k(int n, int k)
 {
-    size_t nb = (size_t)n * (k / 32);
-    uint8_t *w = malloc(nb * MEMRA_Q4_0_BYTES);
+    size_t nb = (size_t)n * (k / 256);
+    uint8_t *w = malloc(nb * MEMRA_Q6_K_BYTES);
     CHECK(w != NULL);
     for (size_t b = 0; b < nb; b++) {
-        uint8_t *blk = w + b * MEMRA_Q4_0_BYTES;
+        uint8_t *blk = w + b * MEMRA_Q6_K_BYTES;
+        for (int i = 0; i < 208; i++) blk[i] = (uint8_t)test_rand_u64(&g_rng);
         uint16_t d = (uint16_t)(((7 + test_rand_u64(&g_rng) % 4) << 10) | (test_rand_u64(&g_rng) & 0x3FF));
-        blk[0] = (uint8_t)d;
-        blk[1] = (uint8_t)(d >> 8);
-        for (int i = 2; i < MEMRA_Q4_0_BYTES; i++) blk[i] = (uint8_t)test_rand_u64(&g_rng);
+        blk[208] = (uint8_t)d;
+        blk[209] = (uint8_t)(d >> 8);
     }
     return w;
 }
@@ -100,10 +101,10 @@ static memra_weight *make(memra_format f, const uint8_t *data, size_t size, floa
 
 static void make_weights(void)
 {
-    uint8_t *q4 = random_q4_0(OUT_F, IN_F);
-    memra_weight *shared = make(MEMRA_FORMAT_Q4_0, q4, (size_t)OUT_F * (IN_F / 32) * MEMRA_Q4_0_BYTES, 0.0f, NULL, 0,
-                                "shared q4_0");
-    free(q4);
+    uint8_t *q6 = random_q6_k(OUT_F, IN_F);
+    memra_weight *shared = make(MEMRA_FORMAT_Q6_K, q6, (size_t)OUT_F * (IN_F / 256) * MEMRA_Q6_K_BYTES, 0.0f, NULL, 0,
+                                "shared q6_k");
+    free(q6);
     const size_t gcount = (size_t)(memra_fp8_grid_rows(OUT_F) * memra_fp8_grid_cols(IN_F));
     float *grid = malloc(gcount * sizeof(float));
     CHECK(grid != NULL);

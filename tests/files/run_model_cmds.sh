@@ -42,7 +42,8 @@ cat "$tmp/inj"
 MEMRA_CHECK_INJECT_FAULT=1 MEMRA_F16_BUDGET_MB=0 "$memra" check --model "$tmp/model.gguf" >"$tmp/inj2" 2>/dev/null
 [ $? -eq 1 ] || fail "injected fault (gguf, budget 0): want exit 1"
 grep -q 'gemm_q8_0r .* vs q8_0 .*FAIL (injected fault)' "$tmp/inj2" || fail "injected fault: records cross row"
-[ "$(grep -c 'FAIL (injected fault)' "$tmp/inj2")" -eq 9 ] || fail "injected fault (gguf): want 9 failing rows"
+# 8 weights; Q8_0 and Q4_0 (its exact Q8_0 records) add a "vs q8_0" cross row each
+[ "$(grep -c 'FAIL (injected fault)' "$tmp/inj2")" -eq 10 ] || fail "injected fault (gguf): want 10 failing rows"
 
 # bench --model: per class rows, the ledger, the receipt's model section
 "$memra" bench --model "$tmp/model.safetensors" --m 4 --reps 3 --json "$tmp/bench.json" >"$tmp/b" 2>&1 ||

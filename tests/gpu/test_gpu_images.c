@@ -2,6 +2,10 @@
  * says (runs without a GPU). The first argument names the set of images:
  *   load-time  convert, dequant, fp8_act, fp8_weight: every target
  *   mmq        mmq: every target; fp8blk: 89, 90a, 120a, 121a; fp8blk_mx: 120a, 121a
+ *   portable   convert, dequant, fp8_act, fp8_weight, mmq as plain sm_XY cubins
+ *              for the targets given (80 86 89) and as compute_80 PTX (text,
+ *              ".version" then ".target sm_80", entries); the other sets skip
+ *              these images
  * (modules/kernels/families.cmake), then the targets ("90a", "120a"). For
  * every image of the set that a target should have: exactly one image, a 64-bit CUDA ELF
  * (e_machine 190, EM_CUDA) whose e_flags carry the SM number (bits 8..15 in
@@ -85,8 +89,86 @@ static int check_image(const memra__gpu_image *img, int sm, const char *target)
     return machine == 190 && elf_sm == sm && note_ok;
 }
 
+/* The portable module's images: a target "compute_XY" or a plain "sm_XY" (no
+ * 'a'), checked by the `portable` set, skipped by the others. */
+static int is_portable_target(const char *t)
+{
+    if (strncmp(t, "compute_", 8) == 0) return 1;
+    size_t n = strlen(t);
+    return strncmp(t, "sm_", 3) == 0 && n > 3 && t[n - 1] >= '0' && t[n - 1] <= '9';
+}
+
+/* A PTX image: NUL-terminated text whose first directives are ".version X.Y"
+ * and ".target sm_80" (compute_80 PTX says sm_80), with at least one .entry. */
+static int check_ptx(const memra__gpu_image *img, const char *want_target)
+{
+    const char *t = (const char *)img->bytes;
+    if (img->size < 64 || img->bytes[img->size - 1] != '\0' || strlen(t) != img->size - 1) {
+        printf("  %s/%s: not NUL-terminated text\n", img->family, img->target);
+        return 0;
+    }
+    const char *v = strstr(t, "\n.version "), *tg = strstr(t, "\n.target ");
+    int major = 0, minor = 0;
+    char target[32] = "";
+    if (v != NULL) sscanf(v + 10, "%d.%d", &major, &minor);
+    if (tg != NULL) sscanf(tg + 9, "%31s", target);
+    int entries = 0;
+    for (const char *e = t; (e = strstr(e, ".entry ")) != NULL; e += 7) entries++;
+    int ok = v != NULL && major >= 7 && tg != NULL && (tg > v) && strcmp(target, want_target) == 0 && entries > 0;
+    printf("  %-10s %-10s %7zu bytes  PTX .version %d.%d  .target %s  %d entries: %s\n", img->family, img->target,
+           img->size, major, minor, target, entries, ok ? "ok" : "BAD");
+    return ok;
+}
+
+static const image_rule k_portable[] = {{"convert", NULL}, {"dequant", NULL}, {"fp8_act", NULL}, {"fp8_weight", NULL},
+                                        {"mmq", NULL}};
+
+/* portable SM...: each portable image as SASS for every plain sm_XY given,
+ * and as compute_80 PTX; nothing else with a portable target. */
+static int main_portable(int argc, char **argv)
+{
+    int fails = 0;
+    size_t n = sizeof k_portable / sizeof k_portable[0];
+    for (size_t f = 0; f < n; f++) {
+        for (int t = 1; t <= argc; t++) {
+            char target[24];
+            if (t == argc) snprintf(target, sizeof target, "compute_80");
+            else snprintf(target, sizeof target, "sm_%s", argv[t]);
+            int found = 0;
+            for (size_t i = 0; i < memra__gpu_image_count; i++) {
+                const memra__gpu_image *img = &memra__gpu_images[i];
+                if (strcmp(img->family, k_portable[f].image) != 0 || strcmp(img->target, target) != 0) continue;
+                found++;
+                if (!(t == argc ? check_ptx(img, "sm_80") : check_image(img, atoi(argv[t]), target))) fails++;
+            }
+            if (found != 1) {
+                printf("  %s/%s: %d images (want 1)\n", k_portable[f].image, target, found);
+                fails++;
+            }
+        }
+    }
+    for (size_t i = 0; i < memra__gpu_image_count; i++) {
+        const memra__gpu_image *img = &memra__gpu_images[i];
+        if (!is_portable_target(img->target)) continue;
+        int known = 0, asked = strcmp(img->target, "compute_80") == 0;
+        for (size_t f = 0; f < n; f++) known |= strcmp(img->family, k_portable[f].image) == 0;
+        for (int t = 1; t < argc; t++) {
+            char target[24];
+            snprintf(target, sizeof target, "sm_%s", argv[t]);
+            asked |= strcmp(img->target, target) == 0;
+        }
+        if (!known || !asked) {
+            printf("  unexpected portable image %s/%s\n", img->family, img->target);
+            fails++;
+        }
+    }
+    printf("%s\n", fails ? "FAIL" : "PASS");
+    return fails ? 1 : 0;
+}
+
 int main(int argc, char **argv)
 {
+    if (argc >= 2 && strcmp(argv[1], "portable") == 0) return main_portable(argc - 1, argv + 1);
     const image_rule *rules = NULL;
     size_t n_rules = 0;
     if (argc >= 3 && strcmp(argv[1], "load-time") == 0) rules = k_load_time, n_rules = sizeof k_load_time / sizeof k_load_time[0];
@@ -119,6 +201,7 @@ int main(int argc, char **argv)
     /* no image outside the two sets, and none for a target that was not asked for */
     for (size_t i = 0; i < memra__gpu_image_count; i++) {
         const memra__gpu_image *img = &memra__gpu_images[i];
+        if (is_portable_target(img->target)) continue; /* the `portable` set's */
         int known = 0, asked = 0;
         for (size_t f = 0; f < sizeof k_load_time / sizeof k_load_time[0]; f++) known |= strcmp(img->family, k_load_time[f].image) == 0;
         for (size_t f = 0; f < sizeof k_mmq / sizeof k_mmq[0]; f++) known |= strcmp(img->family, k_mmq[f].image) == 0;

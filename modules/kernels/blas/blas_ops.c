@@ -164,6 +164,7 @@ memra_status memra__gpu_gemm_fp8(memra_call *call, const memra_gemm_args *a)
     memra_status st = gemm_check(gpu, "gemm_fp8", a, &ldy);
     if (st != MEMRA_STATUS_OK) return st;
     if (!isfinite(a->w_scale)) return bad_arg(gpu, "gemm_fp8", "w_scale is not finite");
+    if (gpu->caps->cc < 89) return decline(call, "FP8 GEMM needs cc 8.9+ (cuBLASLt has no e4m3 GEMM below)");
     if (gpu->lt == NULL) return decline(call, "cuBLASLt is not available");
     if (a->k % 16 != 0) return decline(call, "FP8 GEMM needs k to be a multiple of 16");
     if (!aligned(a->w, 16)) return decline(call, "FP8 GEMM needs a 16-byte aligned weight");
@@ -216,6 +217,8 @@ memra_status memra__gpu_gemm_fp8_blk(memra_call *call, const memra_gemm_args *a)
     memra_status st = gemm_check(gpu, "gemm_fp8_blk", a, &ldy);
     if (st != MEMRA_STATUS_OK) return st;
     if (a->w_scale_grid == 0) return bad_arg(gpu, "gemm_fp8_blk", "null w_scale_grid");
+    if (gpu->caps->cc != 90 && gpu->caps->cc / 10 != 10)
+        return decline(call, "block-scaled FP8 GEMM: cuBLASLt has it on cc 9.0 and 10.x only (the slab + MMQ floor serve it)");
     if (gpu->lt == NULL) return decline(call, "cuBLASLt is not available");
     if (memra__lt_version(gpu->lt) < MEMRA__LT_VERSION_BLOCK_SCALES)
         return decline(call, "cuBLASLt older than 12.9 has no block-scaled FP8");

@@ -109,11 +109,15 @@ template <> __device__ __forceinline__ void mma_k32<MMQ_KIND_FP8>(float d[4], co
                  "{%8,%9}, {%10,%10,%10,%10};\n"
                  : "=f"(d[0]), "=f"(d[1]), "=f"(d[2]), "=f"(d[3])
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1), "f"(z));
-#else
+#elif defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
     asm("mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
                  "{%8,%9}, {%10,%10,%10,%10};\n"
                  : "=f"(d[0]), "=f"(d[1]), "=f"(d[2]), "=f"(d[3])
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1), "f"(z));
+#else
+    (void)z, (void)a, (void)b0, (void)b1;
+    d[0] = d[1] = d[2] = d[3] = 0.0f;
+    __trap(); /* e4m3 mma.sync needs sm_89+ (the sm_80/86 cubins and the compute_80 PTX have none); the launcher declines */
 #endif
 }
 

@@ -342,6 +342,9 @@ memra_status memra__mmq_accprobe(memra_call *call, memra_accprobe_arm arm, const
     if (arm != MEMRA_ACCPROBE_S32 && arm != MEMRA_ACCPROBE_F32 && arm != MEMRA_ACCPROBE_MX)
         return q->host->set_error(MEMRA_STATUS_INVALID_ARGUMENT, "%s.accprobe: unknown arm %d", q->name, (int)arm);
     if (arm == MEMRA_ACCPROBE_MX && q->caps->cc / 10 != 12) return decline(call, "accprobe: mxf8f6f4 needs sm_120a");
+    if (arm == MEMRA_ACCPROBE_F32 && q->caps->cc < 89) return decline(call, "accprobe: e4m3 mma.sync needs cc 8.9+");
+    if (arm == MEMRA_ACCPROBE_F32 && q->from_ptx)
+        return decline(call, "accprobe: the compute_80 PTX has no e4m3 mma.sync (SASS for cc 8.9+ only)");
     memra_status st = check_gemm(q, "accprobe", a);
     if (st != MEMRA_STATUS_OK) return st;
     if (a->k % 32 != 0) return decline(call, "accprobe: k not a multiple of 32 (the MMQ tile)");

@@ -1,0 +1,182 @@
+/* A fake CUDA driver (libcuda's entry points through cuGetProcAddress_v2) for
+ * tests that run the real memra_open, registry and module inits on GPUs that
+ * are not there: loaded with MEMRA_CUDA_DRIVER=<this .so>. Its devices come
+ * from the environment:
+ *   MEMRA_FAKE_CUDA_CC      comma list of cc as major*10+minor ("80,86,90")
+ *   MEMRA_FAKE_CUDA_MEM_MB  optional comma list of memory sizes (MiB), one per
+ *                           device (default 24576); free memory is 7/8 of it
+ * Images load as opaque handles (counted, never run), kernels resolve to
+ * handles, launches succeed without running anything, device memory is host
+ * memory (so copies work). Test-only; not thread-safe beyond what the tests
+ * need (counters are atomics). */
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef int CUresult;
+#define OK 0
+#define ERR_INVALID_VALUE 1
+#define ERR_NOT_FOUND 500
+
+#define MAX_DEV 16
+static int g_n = -1;
+static int g_cc[MAX_DEV];
+static size_t g_mem[MAX_DEV];
+static int g_ctx_tag[MAX_DEV];
+static _Thread_local void *tl_ctx_stack[64];
+static _Thread_local int tl_depth;
+
+static void parse(void)
+{
+    if (g_n >= 0) return;
+    g_n = 0;
+    const char *s = getenv("MEMRA_FAKE_CUDA_CC");
+    const char *m = getenv("MEMRA_FAKE_CUDA_MEM_MB");
+    while (s != NULL && *s && g_n < MAX_DEV) {
+        char *end;
+        long v = strtol(s, &end, 10);
+        if (end == s) break;
+        g_cc[g_n] = (int)v;
+        g_mem[g_n] = (size_t)24576 << 20;
+        if (m != NULL && *m) {
+            char *me;
+            long mb = strtol(m, &me, 10);
+            if (me != m) g_mem[g_n] = (size_t)mb << 20;
+            m = *me == ',' ? me + 1 : me;
+        }
+        g_n++;
+        s = *end == ',' ? end + 1 : end;
+    }
+}
+
+static CUresult f_cuInit(unsigned f) { (void)f; parse(); return g_n > 0 ? OK : 100; }
+static CUresult f_cuDriverGetVersion(int *v) { *v = 13000; return OK; }
+static CUresult f_cuGetErrorName(CUresult e, const char **s) { (void)e; *s = "CUDA_ERROR_FAKE"; return OK; }
+static CUresult f_cuGetErrorString(CUresult e, const char **s) { (void)e; *s = "fake driver error"; return OK; }
+static CUresult f_cuDeviceGetCount(int *n) { parse(); *n = g_n; return OK; }
+static CUresult f_cuDeviceGet(int *d, int i) { if (i < 0 || i >= g_n) return ERR_INVALID_VALUE; *d = i; return OK; }
+static CUresult f_cuDeviceGetName(char *name, int len, int d)
+{
+    snprintf(name, (size_t)len, "fake GPU cc %d.%d", g_cc[d] / 10, g_cc[d] % 10);
+    return OK;
+}
+static CUresult f_cuDeviceGetAttribute(int *v, int attr, int d)
+{
+    switch (attr) {
+    case 75: *v = g_cc[d] / 10; break;                          /* cc major */
+    case 76: *v = g_cc[d] % 10; break;                          /* cc minor */
+    case 16: *v = g_cc[d] == 90 ? 132 : 84; break;              /* SMs */
+    case 97: *v = g_cc[d] == 90 || g_cc[d] == 80 || g_cc[d] / 10 == 10 ? 232448 : 101376; break; /* smem opt-in */
+    case 13: *v = 1755000; break;
+    case 36: *v = 2619000; break;
+    default: *v = 0; break;
+    }
+    return OK;
+}
+static CUresult f_cuDeviceTotalMem(size_t *b, int d) { *b = g_mem[d]; return OK; }
+static CUresult f_cuDevicePrimaryCtxRetain(void **c, int d) { *c = &g_ctx_tag[d]; return OK; }
+static CUresult f_cuDevicePrimaryCtxRelease(int d) { (void)d; return OK; }
+static CUresult f_cuCtxPushCurrent(void *c)
+{
+    if (tl_depth >= 63) return ERR_INVALID_VALUE;
+    tl_ctx_stack[++tl_depth] = c;
+    return OK;
+}
+static CUresult f_cuCtxPopCurrent(void **c)
+{
+    if (c) *c = tl_ctx_stack[tl_depth];
+    if (tl_depth > 0) tl_depth--;
+    return OK;
+}
+static CUresult f_cuCtxSetCurrent(void *c) { tl_ctx_stack[tl_depth] = c; return OK; }
+static CUresult f_cuCtxGetCurrent(void **c) { *c = tl_ctx_stack[tl_depth]; return OK; }
+static int cur_dev(void)
+{
+    for (int i = 0; i < g_n; i++)
+        if (tl_ctx_stack[tl_depth] == &g_ctx_tag[i]) return i;
+    return 0;
+}
+static CUresult f_cuMemAlloc(uint64_t *p, size_t b)
+{
+    void *q = calloc(1, b ? b : 1);
+    if (q == NULL) return 2;
+    *p = (uint64_t)(uintptr_t)q;
+    return OK;
+}
+static CUresult f_cuMemFree(uint64_t p) { free((void *)(uintptr_t)p); return OK; }
+static CUresult f_cuMemGetInfo(size_t *fr, size_t *t)
+{
+    int d = cur_dev();
+    *t = g_mem[d];
+    *fr = g_mem[d] / 8 * 7;
+    return OK;
+}
+static CUresult f_cuMemcpy(uint64_t dst, uint64_t src, size_t b)
+{
+    memmove((void *)(uintptr_t)dst, (const void *)(uintptr_t)src, b);
+    return OK;
+}
+static CUresult f_cuMemcpyHtoD(uint64_t dst, const void *src, size_t b) { return f_cuMemcpy(dst, (uint64_t)(uintptr_t)src, b); }
+static CUresult f_cuMemcpyDtoH(void *dst, uint64_t src, size_t b) { return f_cuMemcpy((uint64_t)(uintptr_t)dst, src, b); }
+static CUresult f_cuMemcpyHtoDAsync(uint64_t dst, const void *src, size_t b, void *s) { (void)s; return f_cuMemcpyHtoD(dst, src, b); }
+static CUresult f_cuMemcpyDtoHAsync(void *dst, uint64_t src, size_t b, void *s) { (void)s; return f_cuMemcpyDtoH(dst, src, b); }
+static CUresult f_cuMemsetD8Async(uint64_t d, unsigned char v, size_t n, void *s) { (void)s; memset((void *)(uintptr_t)d, v, n); return OK; }
+static CUresult f_cuMemsetD32Async(uint64_t d, unsigned v, size_t n, void *s)
+{
+    (void)s;
+    for (size_t i = 0; i < n; i++) ((unsigned *)(uintptr_t)d)[i] = v;
+    return OK;
+}
+static int g_handles[4];
+static CUresult f_handle_out(void **h) { *h = &g_handles[0]; return OK; }
+static CUresult f_cuStreamCreate(void **s, unsigned f) { (void)f; return f_handle_out(s); }
+static CUresult f_cuEventCreate(void **e, unsigned f) { (void)f; return f_handle_out(e); }
+static CUresult f_cuStreamIsCapturing(void *s, int *st) { (void)s; *st = 0; return OK; }
+static CUresult f_cuEventElapsedTime(float *ms, void *a, void *b) { (void)a, (void)b; *ms = 1.0f; return OK; }
+static atomic_int g_modules;
+static CUresult f_cuModuleLoadData(void **m, const void *img)
+{
+    if (img == NULL) return ERR_INVALID_VALUE;
+    atomic_fetch_add(&g_modules, 1);
+    *m = &g_handles[1];
+    return OK;
+}
+static CUresult f_cuModuleUnload(void *m) { (void)m; atomic_fetch_sub(&g_modules, 1); return OK; }
+static CUresult f_cuModuleGetFunction(void **f, void *m, const char *n) { (void)m, (void)n; *f = &g_handles[2]; return OK; }
+static CUresult f_cuOccupancy(int *n, void *f, int b, size_t s) { (void)f, (void)b, (void)s; *n = 4; return OK; }
+static CUresult f_ok(void) { return OK; } /* every entry point whose outputs nobody reads here */
+
+typedef struct entry { const char *name; void (*fn)(void); } entry;
+#define E(n) {#n, (void (*)(void))f_##n}
+static const entry k_entries[] = {
+    E(cuInit), E(cuDriverGetVersion), E(cuGetErrorName), E(cuGetErrorString), E(cuDeviceGetCount), E(cuDeviceGet),
+    E(cuDeviceGetName), E(cuDeviceGetAttribute), E(cuDeviceTotalMem), E(cuDevicePrimaryCtxRetain),
+    E(cuDevicePrimaryCtxRelease), E(cuCtxPushCurrent), E(cuCtxPopCurrent), E(cuCtxSetCurrent), E(cuCtxGetCurrent),
+    E(cuMemAlloc), E(cuMemFree), E(cuMemGetInfo), E(cuMemcpyHtoD), E(cuMemcpyDtoH), E(cuMemcpyHtoDAsync),
+    E(cuMemcpyDtoHAsync), E(cuMemsetD8Async), E(cuMemsetD32Async), E(cuStreamCreate), E(cuEventCreate),
+    E(cuStreamIsCapturing), E(cuEventElapsedTime), E(cuModuleLoadData), E(cuModuleUnload), E(cuModuleGetFunction),
+    {"cuMemcpyDtoD", (void (*)(void))f_cuMemcpy}, {"cuOccupancyMaxActiveBlocksPerMultiprocessor", (void (*)(void))f_cuOccupancy},
+};
+
+int memra_fake_cuda_modules_loaded(void);
+int memra_fake_cuda_modules_loaded(void) { return atomic_load(&g_modules); }
+
+CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int version, uint64_t flags, int *status);
+CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int version, uint64_t flags, int *status)
+{
+    (void)version, (void)flags;
+    if (status) *status = 0;
+    for (size_t i = 0; i < sizeof k_entries / sizeof k_entries[0]; i++)
+        if (strcmp(k_entries[i].name, symbol) == 0) {
+            *(void (**)(void))pfn = k_entries[i].fn;
+            return OK;
+        }
+    if (strcmp(symbol, "cuLaunchKernelEx") == 0) {  /* no dependent launches in the fake */
+        *pfn = NULL;
+        return ERR_NOT_FOUND;
+    }
+    *(void (**)(void))pfn = (void (*)(void))f_ok;
+    return OK;
+}
