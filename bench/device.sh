@@ -79,10 +79,14 @@ step_check() {
   say "memra check --device 0: exit $? $(grep -E 'passed, ' "$L/check.log")"
   grep -E " FAIL" "$L/check.log" | head -8 >> "$S"
   for p in sm120 cuda; do
-    MEMRA_ARCH=$p timeout 300 $M check --device 0 > "$L/check_$p.log" 2>&1
+    MEMRA_LOG=info MEMRA_ARCH=$p timeout 300 $M check --device 0 > "$L/check_$p.log" 2>&1
     say "memra check --device 0 (MEMRA_ARCH=$p): exit $? $(grep -E 'passed, ' "$L/check_$p.log")"
     grep -E " FAIL" "$L/check_$p.log" | head -8 >> "$S"
   done
+  # the portable module's images and where they came from (PTX compiled by the driver, or SASS)
+  grep -E "portable.*loaded from" "$L/check_cuda.log" | sort -u | head -8 | cut -c1-200 >> "$S"
+  MEMRA_ARCH=cuda timeout 200 $M check --device 0 --module portable > "$L/check_cuda_portable.log" 2>&1
+  say "memra check --device 0 --module portable (MEMRA_ARCH=cuda): exit $? $(grep -E 'passed, ' "$L/check_cuda_portable.log")"
 }
 
 # The kernels of vendor libraries (cuBLASLt's split-k reduction and its nvjet/xmma
