@@ -20,6 +20,10 @@
     X(ALLOW_UNSAFE_MODULES, "MEMRA_ALLOW_UNSAFE_MODULES", "core", BOOL, "", "0",                                  \
       "1: load modules from folders others can write")                                                            \
     X(MODULE_TRIAL, "MEMRA_MODULE_TRIAL", "core", BOOL, "", "1", "0: no contained trial load (memra-trial) first")       \
+    X(ADMISSION, "MEMRA_ADMISSION", "core", ENUM, "all|hot|off", "all",                                          \
+      "module self-check against the host before publishing: every load, hot loads only, off")                   \
+    X(ADMISSION_TIMEOUT_MS, "MEMRA_ADMISSION_TIMEOUT_MS", "core", UINT, "1..600000", "2000",                     \
+      "a module's self-check past this many ms is quarantined")                                                  \
     X(F16_BUDGET_MB, "MEMRA_F16_BUDGET_MB", "core", UINT, "0..1099511627776", "(profile)",                        \
       "MB of f16 mirrors per device; also memra_device_f16_budget_set")                                           \
     X(Q8_0_RECORDS, "MEMRA_Q8_0_RECORDS", "core", BOOL, "", "1", "0: the MMQ floor keeps Q8_0 blocks (no records)") \

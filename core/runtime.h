@@ -46,7 +46,19 @@ typedef struct memra__modrec {
     int admitted[MEMRA__MAX_DEVICES];
     char *device_note[MEMRA__MAX_DEVICES]; /* why not admitted on that device */
     struct memra_runtime *rt;
+    /* the admission self-check (core/admission.c) */
+    int adm_state;       /* memra_admission_state */
+    double adm_ms;       /* its cost */
+    int adm_cases;
+    char adm_note[512];  /* "N cases passed in X ms", or why quarantined */
 } memra__modrec;
+
+/* memra__modrec.adm_state: the public memra_admission_state values. */
+#define MEMRA__ADM_NONE MEMRA_ADMISSION_NOT_RUN
+#define MEMRA__ADM_PASSED MEMRA_ADMISSION_PASSED
+#define MEMRA__ADM_QUARANTINED MEMRA_ADMISSION_QUARANTINED
+#define MEMRA__ADM_EXEMPT MEMRA_ADMISSION_EXEMPT
+#define MEMRA__ADM_OFF MEMRA_ADMISSION_OFF
 
 /* Counters of one (device, op, module). Cells are created once and never
  * freed before the runtime closes, so snapshots can point at them. */
@@ -65,6 +77,7 @@ typedef struct memra__lane {
     void *ctx;
     int score;
     memra__ledger_cell *cell;
+    int variant; /* memra_call.variant: -1 the module's choice, else an index into desc.variants(caps, op) */
 } memra__lane;
 
 /* An immutable routing of one device: for each op, the lanes in dispatch
@@ -191,10 +204,17 @@ void memra__registry_close(memra_runtime *rt);
 memra__snapshot *memra__snapshot_acquire(memra_device *dev);
 void memra__snapshot_release(memra__snapshot *snap);
 memra__modrec *memra__find_admitted(memra__snapshot *snap, const char *name);
+/* The variants r lists for op on dev (NULL / 0 when none). */
+const memra_variant *memra__variants(const memra__modrec *r, const memra_device *dev, memra_op op, size_t *n);
+/* The index of variant `name` of r for op on dev, -1 when there is none. */
+int memra__variant_index(const memra__modrec *r, const memra_device *dev, memra_op op, const char *name);
 
 /* dispatch.c */
 memra__ledger_cell *memra__ledger_cell_get(memra_device *dev, memra_op op, const char *module);
 memra_status memra__lane_invoke(memra_device *dev, const memra__lane *lane, memra_op op, memra_op_args *args);
+/* One op on a lane with the call's scope and context but no ledger counting
+ * (lane->cell may be NULL): the admission self-check and shadow runs. */
+memra_status memra__lane_run(memra_device *dev, const memra__lane *lane, memra_op op, memra_op_args *args);
 memra_status memra__dispatch(memra_device *dev, memra_op op, memra_op_args *args);
 void memra__ledger_core_decline(memra_device *dev, memra_op op, const char *module, const char *reason);
 memra_status memra__routing_validate(const char *prefer, const char *disable);

@@ -121,6 +121,9 @@ static void info_text(memra_runtime *rt)
                 if (score > 0) printf("           on [%d]: score %d\n", d, score);
                 else if (note != NULL && strcmp(note, "score 0") != 0) printf("           on [%d]: %s\n", d, note);
             }
+            memra_admission_info ai = {.struct_size = sizeof ai};
+            if (memra_module_admission_get(rt, i, &ai) == MEMRA_STATUS_OK && ai.detail[0])
+                printf("           admission: %s\n", ai.detail);
         } else {
             printf("  refused  %-12s %s\n           why: %s\n", mi.name, mi.path, mi.reason);
         }
@@ -204,6 +207,14 @@ static void info_json(memra_runtime *rt, FILE *f)
         tool_json_str(f, mi.path);
         fprintf(f, ",\"loaded\":%s,\"reason\":", mi.loaded ? "true" : "false");
         tool_json_str(f, mi.reason);
+        memra_admission_info ai = {.struct_size = sizeof ai};
+        if (memra_module_admission_get(rt, i, &ai) == MEMRA_STATUS_OK) {
+            static const char *const states[] = {"not_run", "passed", "quarantined", "exempt", "off"};
+            fprintf(f, ",\"admission\":{\"state\":\"%s\",\"cases\":%d,\"ms\":%.3f,\"detail\":",
+                    (unsigned)ai.state < 5 ? states[ai.state] : "unknown", ai.cases, ai.ms);
+            tool_json_str(f, ai.detail);
+            fprintf(f, "}");
+        }
         fprintf(f, "}");
     }
     memra_jit_info ji;

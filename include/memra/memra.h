@@ -201,6 +201,35 @@ memra_status memra_module_info_get(const memra_runtime *rt, int index, memra_mod
  * NULL when it is admitted there or was refused before scoring. */
 const char *memra_module_device_note(const memra_runtime *rt, int index, const memra_device *dev);
 
+/* The admission self-check of a module (docs/ARCHITECTURE.md, "Admission").
+ * A module loaded at run time (memra_module_load, MEMRA_MODULE_PATH and the
+ * install's folder at memra_open; MEMRA_ADMISSION=all|hot|off) runs each op it
+ * provides on each device where it was admitted, at small shapes with fresh
+ * random inputs, against the host module within the op's band, before any
+ * routing snapshot publishes it. A mismatch, an error status or a check past
+ * MEMRA_ADMISSION_TIMEOUT_MS quarantines it: never served; memra_module_info's
+ * reason starts with "quarantined by the admission self-check:". */
+typedef enum memra_admission_state {
+    MEMRA_ADMISSION_NOT_RUN = 0,     /* refused before the check, or loaded before it existed */
+    MEMRA_ADMISSION_PASSED = 1,
+    MEMRA_ADMISSION_QUARANTINED = 2,
+    MEMRA_ADMISSION_EXEMPT = 3,      /* the built-in host module: the reference */
+    MEMRA_ADMISSION_OFF = 4,         /* MEMRA_ADMISSION turned it off for this load */
+} memra_admission_state;
+
+typedef struct memra_admission_info {
+    uint32_t struct_size;          /* IN: sizeof(memra_admission_info) */
+    memra_admission_state state;
+    const char *detail;            /* "N cases passed in X ms", or why quarantined ("" when not run) */
+    double ms;                     /* wall time of the check, all devices */
+    int cases;                     /* cases run (a case: one op at one shape on one device) */
+} memra_admission_info;
+
+/* The admission record of module `index` (memra_module_count order). Strings
+ * live until the next load/unload of that module or memra_close. Thread-safe.
+ * OK; INVALID_ARGUMENT (NULL, index out of range, struct_size too small). */
+memra_status memra_module_admission_get(const memra_runtime *rt, int index, memra_admission_info *out);
+
 /* Load one more module file into the running process (hot-add). The same
  * safety rules apply as for the search path (docs/ARCHITECTURE.md, "Trust"),
  * the trial load included (MEMRA_MODULE_TRIAL=0 turns it off). Publishes new
@@ -245,6 +274,8 @@ typedef struct memra_op_args {
     float s;                   /* scale */
     memra_stream_t stream;
     const char *decline_reason; /* OUT */
+    /* ---- appended; read only when struct_size covers it ---- */
+    const char *variant;        /* memra_module_call: a variant name of the module for op (NULL: its default) */
 } memra_op_args;
 
 /* Run one op on a named module, bypassing the routing (checks, benchmarks,
@@ -253,6 +284,13 @@ typedef struct memra_op_args {
  * NOT_FOUND when the module is not admitted on dev or lacks the op;
  * DECLINED with args->decline_reason set when the lane declines. */
 memra_status memra_module_call(memra_device *dev, const char *module, memra_op op, memra_op_args *args);
+/* The variants module `name` lists for op on dev (memra_variant in
+ * memra/module.h): writes up to cap names and knob texts (either array may
+ * be NULL; valid while the module stays loaded) and returns how many there
+ * are; 0 when it has none, -1 (NOT_FOUND in memra_last_error) when the
+ * module is not admitted on dev. Thread-safe. */
+int memra_module_variants(memra_device *dev, const char *name, memra_op op, const char **names, const char **knobs,
+                          int cap);
 /* 1 when module `name` is admitted on dev and provides op. */
 int memra_module_provides(memra_device *dev, const char *name, memra_op op);
 
