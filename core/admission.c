@@ -59,26 +59,7 @@ static double now_ms(void)
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
-/* One case: up to four inputs placed at member offsets of memra_op_args, one
- * output (with its initial bytes) placed likewise. */
-#define MAX_IN 4
-typedef struct acase {
-    memra_op op;
-    memra_op_args a;
-    int n_in;
-    void *in[MAX_IN];
-    size_t in_bytes[MAX_IN];
-    size_t in_off[MAX_IN];
-    void *out_init;
-    size_t out_bytes;
-    size_t out_off;
-    char shape[48];
-    /* GEMM judging (NULL: bytes must be identical) */
-    int gemm;
-    double band;
-} acase;
-
-static void case_free(acase *c)
+void memra__acase_free(acase *c)
 {
     for (int i = 0; i < c->n_in; i++) free(c->in[i]);
     free(c->out_init);
@@ -96,18 +77,17 @@ static void *add_in(acase *c, size_t bytes, size_t off)
     return p;
 }
 
-#define OFF(member) offsetof(memra_op_args, member)
 
 /* Run c on (dev, ops, ctx): fresh buffers on dev, the output read back into
  * `out` (c->out_bytes). DECLINED is returned with *why set. */
-static memra_status run_case_v(memra_device *dev, const memra__modrec *r, const acase *c, void *out, const char **why,
+memra_status memra__acase_run(memra_device *dev, const memra__modrec *r, const acase *c, void *out, const char **why,
                                int variant)
 {
     memra_op_args a = c->a;
     a.struct_size = sizeof a;
-    memra_dptr bufs[MAX_IN + 1] = {0};
+    memra_dptr bufs[MEMRA__ACASE_MAX_IN + 1] = {0};
     memra_status st = MEMRA_STATUS_OK;
-    void *host_copy[MAX_IN] = {0};
+    void *host_copy[MEMRA__ACASE_MAX_IN] = {0};
     for (int i = 0; i < c->n_in && st == MEMRA_STATUS_OK; i++) {
         if (dev->is_host) {
             /* Copy: an op must not be able to change the caller's inputs for the next run. */
@@ -151,7 +131,7 @@ static memra_status run_case_v(memra_device *dev, const memra__modrec *r, const 
 
 static memra_status run_case(memra_device *dev, const memra__modrec *r, const acase *c, void *out, const char **why)
 {
-    return run_case_v(dev, r, c, out, why, -1);
+    return memra__acase_run(dev, r, c, out, why, -1);
 }
 
 /* ---- case builders ---------------------------------------------------------- */
@@ -239,6 +219,12 @@ static int build_gemm(rng *g, memra_op op, int m, int n, int k, acase *c)
     if (y == NULL) return 0;
     for (int64_t i = 0; i < yrows * ldy; i++) y[i] = 1234.5f + (float)(i % 7);
     return 1;
+}
+
+int memra__acase_gemm(uint64_t seed, memra_op op, int m, int n, int k, acase *c)
+{
+    rng g = {.s = seed ? seed : 88172645463325252ull};
+    return build_gemm(&g, op, m, n, k, c);
 }
 
 static int build_exact(rng *g, memra_op op, acase *c)
@@ -344,7 +330,7 @@ static int is_gemm(memra_op op)
 }
 
 /* The host module's record (the reference) and the host device. */
-static memra__modrec *host_rec(memra_runtime *rt)
+memra__modrec *memra__host_rec(memra_runtime *rt)
 {
     for (int i = 0; i < rt->n_mods; i++)
         if (rt->mods[i]->dl == NULL && rt->mods[i]->loaded && strcmp(rt->mods[i]->name, "host") == 0) return rt->mods[i];
@@ -399,7 +385,7 @@ static int gemm_mass(const acase *c, double *mass)
 }
 
 /* Compare got with ref: returns 1 when it passes; otherwise writes what failed. */
-static int judge(const acase *c, const void *got, const void *ref, char *why, size_t len)
+int memra__acase_judge(const acase *c, const void *got, const void *ref, char *why, size_t len)
 {
     if (!c->gemm) {
         const uint8_t *a = got, *b = ref;
@@ -449,7 +435,7 @@ static int judge(const acase *c, const void *got, const void *ref, char *why, si
 /* For q8 GEMMs the operands the op reads are made by the host module from the
  * case's Q8_0 weight and f32 activation: q8_1 records of x (both), records of
  * w (q8_0r). The case keeps x and w in f32 / blocks for the mass. */
-static int q8_operands(memra_device *host, const memra__modrec *href, acase *c, acase *op_case)
+int memra__acase_operands(memra_device *host, const memra__modrec *href, acase *c, acase *op_case)
 {
     *op_case = *c;
     memra_gemm_args *ga = &c->a.gemm;
@@ -504,7 +490,7 @@ static int q8_operands(memra_device *host, const memra__modrec *href, acase *c, 
     return ok;
 }
 
-static void q8_operands_free(const acase *c, acase *op_case)
+void memra__acase_operands_free(const acase *c, acase *op_case)
 {
     for (int i = 0; i < op_case->n_in; i++)
         if (op_case->in[i] != c->in[i]) free(op_case->in[i]);
@@ -517,7 +503,7 @@ static memra_status one_case(memra_device *dev, memra_device *host, const memra_
 {
     acase run = *c;
     const int q8 = c->op == MEMRA_OP_gemm_q8_0 || c->op == MEMRA_OP_gemm_q8_0r;
-    if (q8 && !q8_operands(host, href, c, &run)) {
+    if (q8 && !memra__acase_operands(host, href, c, &run)) {
         snprintf(why, len, "%s: the host could not make its operands", memra_op_name(c->op));
         return MEMRA_STATUS_INTERNAL;
     }
@@ -533,13 +519,13 @@ static memra_status one_case(memra_device *dev, memra_device *host, const memra_
             st = MEMRA_STATUS_INTERNAL;
         } else {
             memra__clear_error();
-            st = run_case_v(dev, r, &run, got, &dwhy, variant);
+            st = memra__acase_run(dev, r, &run, got, &dwhy, variant);
             if (st == MEMRA_STATUS_DECLINED) {
                 snprintf(why, len, "%s", dwhy ? dwhy : "(no reason)");
             } else if (st != MEMRA_STATUS_OK) {
                 snprintf(why, len, "%s %s on %s returned %s: %s", memra_op_name(c->op), c->shape, dev->label,
                          memra_status_str(st), memra_last_error()[0] ? memra_last_error() : "(no detail)");
-            } else if (!judge(c, got, ref, why, len)) {
+            } else if (!memra__acase_judge(c, got, ref, why, len)) {
                 st = MEMRA_STATUS_MODULE_ERROR;
             }
             if (st != MEMRA_STATUS_OK && st != MEMRA_STATUS_DECLINED && variant >= 0) {
@@ -551,7 +537,7 @@ static memra_status one_case(memra_device *dev, memra_device *host, const memra_
             }
         }
     }
-    if (q8) q8_operands_free(c, &run);
+    if (q8) memra__acase_operands_free(c, &run);
     free(got);
     free(ref);
     return st;
@@ -577,7 +563,7 @@ int memra__admission_check(memra_runtime *rt, memra__modrec *r)
     r->adm_ms = 0.0;
     r->adm_cases = 0;
     r->adm_note[0] = '\0';
-    memra__modrec *href = host_rec(rt);
+    memra__modrec *href = memra__host_rec(rt);
     memra_device *host = rt->n_devices > 0 ? rt->devices[rt->n_devices - 1] : NULL;
     if (href == NULL || host == NULL || !host->is_host || !href->admitted[host->index]) {
         snprintf(r->adm_note, sizeof r->adm_note, "no host reference: not checked");
@@ -610,13 +596,13 @@ int memra__admission_check(memra_runtime *rt, memra__modrec *r)
                                                              : build_gemm(&g, (memra_op)op, 33, 136, 512, &c))
                                                   : build_exact(&g, (memra_op)op, &c);
                 if (!built) {
-                    case_free(&c);
+                    memra__acase_free(&c);
                     snprintf(why, sizeof why, "out of memory building the %s case", memra_op_name((memra_op)op));
                     ok = 0;
                     break;
                 }
                 memra_status st = one_case(dev, host, r, href, &c, variant, why, sizeof why);
-                case_free(&c);
+                memra__acase_free(&c);
                 r->adm_cases++;
                 if (st == MEMRA_STATUS_DECLINED) n_declined++;
                 else if (st != MEMRA_STATUS_OK) ok = 0;

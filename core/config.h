@@ -22,6 +22,9 @@
     X(MODULE_TRIAL, "MEMRA_MODULE_TRIAL", "core", BOOL, "", "1", "0: no contained trial load (memra-trial) first")       \
     X(ADMISSION, "MEMRA_ADMISSION", "core", ENUM, "all|hot|off", "all",                                          \
       "module self-check against the host before publishing: every load, hot loads only, off")                   \
+    X(TUNE_FILE, "MEMRA_TUNE_FILE", "core", STR, "", "<cache root>/tune/tuning.memra",                            \
+      "tuning file read at open (absolute path)")                                                                \
+    X(TUNE, "MEMRA_TUNE", "core", BOOL, "", "1", "0: routing ignores the tuning file")                                \
     X(ADMISSION_TIMEOUT_MS, "MEMRA_ADMISSION_TIMEOUT_MS", "core", UINT, "1..600000", "2000",                     \
       "a module's self-check past this many ms is quarantined")                                                  \
     X(F16_BUDGET_MB, "MEMRA_F16_BUDGET_MB", "core", UINT, "0..1099511627776", "(profile)",                        \

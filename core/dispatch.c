@@ -294,6 +294,15 @@ memra_status memra__dispatch_on(memra_device *dev, memra__snapshot *s, memra_op 
     memra_status st = MEMRA_STATUS_NOT_SUPPORTED;
     char last_reason[128] = "no module provides it";
     const int s_lanes = s->n_lanes[op];
+    /* Measured routing first (core/tune.c): the class's tuned lane and variant. */
+    const memra__tuned *t = s->n_tuned[op] > 0 ? memra__tune_find(s, op, &args->gemm) : NULL;
+    if (t != NULL && t->lane < s_lanes) {
+        memra__lane tl = s->lanes[op][t->lane];
+        tl.variant = t->variant;
+        st = memra__lane_invoke(dev, &tl, op, args);
+        if (st != MEMRA_STATUS_DECLINED) return st;
+        snprintf(last_reason, sizeof last_reason, "%s: %s", tl.mod->name, args->decline_reason);
+    }
     for (int i = 0; i < s_lanes; i++) {
         st = memra__lane_invoke(dev, &s->lanes[op][i], op, args);
         if (st != MEMRA_STATUS_DECLINED) break;

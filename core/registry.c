@@ -566,6 +566,11 @@ static memra_status snapshot_build(memra_runtime *rt, memra_device *dev, memra__
         qsort(s->lanes[op], (size_t)n, sizeof(memra__lane), lane_cmp);
         s->n_lanes[op] = n;
     }
+    memra_status tst = memra__tune_resolve(rt, dev, s);
+    if (tst != MEMRA_STATUS_OK) {
+        memra__snapshot_release(s);
+        return tst;
+    }
     *out = s;
     return MEMRA_STATUS_OK;
 }
@@ -595,6 +600,9 @@ static memra_status publish_all(memra_runtime *rt)
     return MEMRA_STATUS_OK;
 }
 
+memra_status memra__registry_republish(memra_runtime *rt);
+memra_status memra__registry_republish(memra_runtime *rt) { return publish_all(rt); }
+
 memra__snapshot *memra__snapshot_acquire(memra_device *dev)
 {
     pthread_mutex_lock(&dev->snap_lock);
@@ -607,7 +615,10 @@ memra__snapshot *memra__snapshot_acquire(memra_device *dev)
 void memra__snapshot_release(memra__snapshot *s)
 {
     if (s == NULL || atomic_fetch_sub(&s->refs, 1) != 1) return;
-    for (int op = 0; op < MEMRA_OP_COUNT_; op++) free(s->lanes[op]);
+    for (int op = 0; op < MEMRA_OP_COUNT_; op++) {
+        free(s->lanes[op]);
+        free(s->tuned[op]);
+    }
     for (int i = 0; i < s->n_mods; i++) rec_unref(s->mods[i]);
     free(s->mods);
     free(s);

@@ -223,6 +223,7 @@ memra_status memra_open(const memra_options *opts, memra_runtime **out_rt)
         memra__clear_error();
     }
 
+    memra__tune_open(rt);
     st = memra__registry_open(rt);
     if (st != MEMRA_STATUS_OK) goto fail;
     memra__routing_warn_unknown(rt, rt->prefer, rt->disable, 1);
@@ -243,6 +244,7 @@ void memra_close(memra_runtime *rt)
     if (rt == NULL) return;
     print_stats_at_close(rt);
     memra__registry_close(rt);
+    memra__tune_close(rt);
     for (int i = 0; i < rt->n_devices; i++) device_free(rt->devices[i]);
     memra__jit_destroy(rt->jit);
     pthread_mutex_destroy(&rt->reg_lock);

@@ -72,6 +72,26 @@ typedef struct memra__ledger_cell {
     int n_reasons; /* guarded by the device's ledger lock */
 } memra__ledger_cell;
 
+/* One entry of the tuning table (core/tune.c), guarded by reg_lock. */
+typedef struct memra__tune_ent {
+    char key[200];       /* the device key: name, cc, SMs, driver, memra version */
+    int dev;             /* index of this runtime's device with that key, -1 when none */
+    memra_op op;
+    int32_t n, k, mc;    /* the shape class */
+    char module[49], modver[64], variant[33];
+    double us, base_us;
+    char state[200];     /* "active" or why ignored (set at each publish) */
+    int logged;          /* the ignore reason was logged */
+    int from_file;
+} memra__tune_ent;
+
+/* A tuned class resolved against one snapshot's lanes. */
+typedef struct memra__tuned {
+    int32_t n, k, mc;
+    int lane;    /* index into lanes[op] */
+    int variant; /* -1 or a variant index */
+} memra__tuned;
+
 typedef struct memra__lane {
     memra__modrec *mod;
     void *ctx;
@@ -89,6 +109,8 @@ typedef struct memra__snapshot {
     memra__modrec **mods; /* each holds a module reference */
     int n_lanes[MEMRA_OP_COUNT_];
     memra__lane *lanes[MEMRA_OP_COUNT_];
+    int n_tuned[MEMRA_OP_COUNT_];
+    memra__tuned *tuned[MEMRA_OP_COUNT_];
 } memra__snapshot;
 
 /* Scratch (core/scratch.c): a named block of an arena. */
@@ -174,6 +196,12 @@ struct memra_runtime {
     memra__modrec **mods;
     struct memra__name *names; /* interned module names (reg_lock), freed at close */
     uint64_t generation;
+    /* the tuning table (core/tune.c; reg_lock) */
+    memra__tune_ent *tune;
+    int n_tune, cap_tune;
+    int tune_on;               /* MEMRA_TUNE */
+    char tune_path[4096];      /* "" when there is no usable location */
+    char tune_status[512];
 };
 
 /* services.c */
@@ -234,6 +262,16 @@ memra_status memra__scratch_get(memra_device *dev, memra_stream_t stream, const 
                                 memra_dptr *out);
 /* Give `stream` an arena of its own (memra_stream_reserve). */
 memra_status memra__stream_pin(memra_device *dev, memra_stream_t stream);
+
+/* tune.c */
+void memra__tune_open(memra_runtime *rt);   /* read the file (before the registry publishes) */
+void memra__tune_close(memra_runtime *rt);
+/* Resolve the table into s->tuned for dev (caller holds reg_lock, inside snapshot_build). */
+memra_status memra__tune_resolve(memra_runtime *rt, memra_device *dev, memra__snapshot *s);
+/* The tuned lane for a GEMM call, NULL when routing goes by scores. */
+const memra__tuned *memra__tune_find(const memra__snapshot *s, memra_op op, const memra_gemm_args *g);
+/* The device key of dev ("NVIDIA H200 cc90 sms132 driver13000 memra0.1.0"). */
+void memra__tune_key(const memra_device *dev, char *out, size_t len);
 
 /* dispatch.c: dispatch on a snapshot the caller holds (one per memra_matmul). */
 memra_status memra__dispatch_on(memra_device *dev, memra__snapshot *snap, memra_op op, memra_op_args *args);

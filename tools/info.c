@@ -128,6 +128,19 @@ static void info_text(memra_runtime *rt)
             printf("  refused  %-12s %s\n           why: %s\n", mi.name, mi.path, mi.reason);
         }
     }
+    printf("\ntuning file: %s (%s)\n", memra_tune_file(rt)[0] ? memra_tune_file(rt) : "(none)",
+           memra_tune_file_status(rt));
+    for (int i = 0; i < memra_tune_count(rt); i++) {
+        memra_tune_entry te = {.struct_size = sizeof te};
+        if (memra_tune_entry_get(rt, i, &te) != MEMRA_STATUS_OK) continue;
+        char dl[16];
+        if (te.device >= 0) snprintf(dl, sizeof dl, "[%d]", te.device);
+        else snprintf(dl, sizeof dl, "-");
+        printf("  %-4s %-13s n=%-6d k=%-6d m<=%-6d -> %s%s%s  %.2f us (scores' pick %.2f us)  %s  from %s\n", dl,
+               memra_op_name(te.op), te.n, te.k, te.m_class, te.module, te.variant[0] ? "." : "", te.variant,
+               te.median_us, te.baseline_us, te.state, te.source);
+        if (te.device < 0) printf("       key: %s\n", te.device_key);
+    }
     printf("\nrouting (op: modules in dispatch order):\n");
     for (int d = 0; d < memra_device_count(rt); d++) {
         memra_device *dev = memra_device_get(rt, d);
@@ -219,7 +232,31 @@ static void info_json(memra_runtime *rt, FILE *f)
     }
     memra_jit_info ji;
     memra_jit_info_get(rt, &ji);
-    fprintf(f, "],\"jit\":{\"available\":%s,\"why\":", ji.available ? "true" : "false");
+    fprintf(f, "],\"tuning\":{\"file\":");
+    tool_json_str(f, memra_tune_file(rt));
+    fprintf(f, ",\"status\":");
+    tool_json_str(f, memra_tune_file_status(rt));
+    fprintf(f, ",\"entries\":[");
+    for (int i = 0; i < memra_tune_count(rt); i++) {
+        memra_tune_entry te = {.struct_size = sizeof te};
+        if (memra_tune_entry_get(rt, i, &te) != MEMRA_STATUS_OK) continue;
+        fprintf(f, "%s{\"device\":%d,\"key\":", i ? "," : "", te.device);
+        tool_json_str(f, te.device_key);
+        fprintf(f, ",\"op\":\"%s\",\"n\":%d,\"k\":%d,\"m_class\":%d,\"module\":", memra_op_name(te.op), te.n, te.k,
+                te.m_class);
+        tool_json_str(f, te.module);
+        fprintf(f, ",\"module_version\":");
+        tool_json_str(f, te.module_version);
+        fprintf(f, ",\"variant\":");
+        tool_json_str(f, te.variant);
+        fprintf(f, ",\"median_us\":%.3f,\"baseline_us\":%.3f,\"state\":", te.median_us, te.baseline_us);
+        tool_json_str(f, te.state);
+        fprintf(f, ",\"source\":");
+        tool_json_str(f, te.source);
+        fprintf(f, "}");
+    }
+    fprintf(f, "]}");
+    fprintf(f, ",\"jit\":{\"available\":%s,\"why\":", ji.available ? "true" : "false");
     tool_json_str(f, ji.why);
     fprintf(f, ",\"nvrtc\":\"%d.%d\",\"disk_enabled\":%s,\"folder\":", ji.nvrtc_major, ji.nvrtc_minor,
             ji.disk_enabled ? "true" : "false");

@@ -294,6 +294,84 @@ int memra_module_variants(memra_device *dev, const char *name, memra_op op, cons
 /* 1 when module `name` is admitted on dev and provides op. */
 int memra_module_provides(memra_device *dev, const char *name, memra_op op);
 
+/* ---- measured routing (memra tune; core/tune.c) ------------------------------ */
+
+/* Shape classes. A GEMM call (op, m, n, k) belongs to the class (op, n, k,
+ * memra_tune_m_class(m)): m rounded up to a power of two (1, 2, 4, ... 2^20).
+ * Routing looks up the call's class in the tuning table of the device: an
+ * exact entry is taken; else the entry of the same (op, n, k) with the
+ * nearest m class (by log2 distance, the smaller on a tie); else, or when a
+ * preference (MEMRA_PREFER / memra_routing_configure) names a module for the
+ * op, the scores. A tuned lane that declines falls through to the score order,
+ * so no shape is ever left with nothing. */
+int32_t memra_tune_m_class(int32_t m);
+
+/* One arm of a race: a module, or one of its variants. */
+typedef struct memra_tune_arm {
+    char module[49];
+    char variant[33];   /* "" for the module's default */
+    double median_us;   /* median of the timed calls; 0 when excluded */
+    uint64_t hits;      /* ledger hits the race added for this module (proof that it ran) */
+    int ok;             /* 1: ran and matched the host within the op's band */
+    char verdict[200];  /* "ok", or why excluded ("declined: ...", "wrong: ...", "error: ...") */
+} memra_tune_arm;
+
+#define MEMRA_TUNE_MAX_ARMS 32
+typedef struct memra_tune_result {
+    uint32_t struct_size;  /* IN: sizeof(memra_tune_result) */
+    int n_arms;
+    memra_tune_arm arms[MEMRA_TUNE_MAX_ARMS];
+    int winner;            /* index of the fastest ok arm, -1 when none */
+    int baseline;          /* the arm the scores route to (first lane, default variant), -1 when it is excluded */
+} memra_tune_result;
+
+/* Race every admitted module providing `op` on dev, and every variant each
+ * lists, at m x n x k (a GEMM op): fresh random inputs, each arm's first call
+ * checked against the host module within the op's band before any of its
+ * times count, then `reps` rounds of one call per arm in a rotating order
+ * (interleaved), each timed alone (CUDA events on a GPU, the monotonic clock
+ * on the host); medians. Not thread-safe against concurrent loads of the
+ * same module (the race holds its routing snapshot). OK; INVALID_ARGUMENT;
+ * NOT_SUPPORTED (not a GEMM op); OUT_OF_MEMORY; a device error. */
+memra_status memra_tune_race(memra_device *dev, memra_op op, int32_t m, int32_t n, int32_t k, int reps,
+                             memra_tune_result *out);
+/* Put the winner of class (op, n, k, m class of m) into dev's tuning table
+ * (replacing that class's entry) and publish new routing. `variant` NULL or
+ * "" = the default. OK; INVALID_ARGUMENT; NOT_FOUND (module or variant not
+ * admitted on dev). */
+memra_status memra_tune_record(memra_device *dev, memra_op op, int32_t m, int32_t n, int32_t k, const char *module,
+                               const char *variant, double median_us, double baseline_us);
+/* Write the table to the tuning file (MEMRA_TUNE_FILE, else
+ * <cache root>/tune/tuning.memra; the root is the JIT cache's), atomically
+ * (temporary file, fsync, rename) in an owner-only folder; sections of other
+ * devices read from the file are kept. OK; IO_ERROR (memra_last_error names
+ * the path and the step). */
+memra_status memra_tune_save(memra_runtime *rt);
+/* Forget every entry (memory and the file); publishes the score routing. */
+memra_status memra_tune_clear(memra_runtime *rt);
+
+typedef struct memra_tune_entry {
+    uint32_t struct_size;     /* IN: sizeof(memra_tune_entry) */
+    int device;               /* memra_device_get index, -1 for a section of another machine */
+    const char *device_key;   /* "NVIDIA H200 cc90 driver 13000 memra 0.1.0" */
+    memra_op op;
+    int32_t n, k, m_class;
+    const char *module, *module_version, *variant; /* variant "" = default */
+    double median_us, baseline_us;
+    const char *state;        /* "active", or why it is ignored */
+    const char *source;       /* the file it came from, or "this process" */
+} memra_tune_entry;
+
+/* The table as read at memra_open and changed since, in file order. Strings
+ * live until the next memra_tune_* call or memra_close. Not thread-safe
+ * against memra_tune_record/clear. */
+int memra_tune_count(const memra_runtime *rt);
+memra_status memra_tune_entry_get(const memra_runtime *rt, int index, memra_tune_entry *out);
+/* The tuning file's path and what happened to it at open ("read N entries",
+ * "absent", "ignored: checksum mismatch", ...). Owned by rt. */
+const char *memra_tune_file(const memra_runtime *rt);
+const char *memra_tune_file_status(const memra_runtime *rt);
+
 /* ---- the dispatch ledger ----------------------------------------------------- */
 
 typedef struct memra_ledger_row {
