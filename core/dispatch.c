@@ -289,7 +289,18 @@ memra_status memra__dispatch(memra_device *dev, memra_op op, memra_op_args *args
     return st;
 }
 
+static memra_status dispatch_lanes(memra_device *dev, memra__snapshot *s, memra_op op, memra_op_args *args);
+
 memra_status memra__dispatch_on(memra_device *dev, memra__snapshot *s, memra_op op, memra_op_args *args)
+{
+    double t0 = 0.0;
+    if (s->shadow[op].mod == NULL || !memra__shadow_begin(dev, s, op, &t0)) return dispatch_lanes(dev, s, op, args);
+    memra_status st = dispatch_lanes(dev, s, op, args);
+    memra__shadow_end(dev, s, op, args, st, t0);
+    return st;
+}
+
+static memra_status dispatch_lanes(memra_device *dev, memra__snapshot *s, memra_op op, memra_op_args *args)
 {
     memra_status st = MEMRA_STATUS_NOT_SUPPORTED;
     char last_reason[128] = "no module provides it";

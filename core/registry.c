@@ -547,10 +547,18 @@ static memra_status snapshot_build(memra_runtime *rt, memra_device *dev, memra__
         }
         if (list_has(rt->disable, opname, NULL)) continue;
         int n = 0;
+        const memra__shadow *sh = &dev->shadow[op];
         for (int i = 0; i < s->n_mods; i++) {
             memra__modrec *r = s->mods[i];
             if (op_fn(&r->ops, (memra_op)op) == NULL) continue;
             if (list_has(rt->disable, r->name, opname)) continue;
+            if (sh->active && strcmp(sh->module, r->name) == 0) {
+                /* A shadow never serves the op; the snapshot keeps its lane for sampling. */
+                s->shadow[op] = (memra__lane){.mod = r, .ctx = r->ctx[d], .score = r->score[d],
+                                              .cell = memra__ledger_cell_get(dev, (memra_op)op, r->name),
+                                              .variant = memra__variant_index(r, dev, (memra_op)op, sh->variant)};
+                continue;
+            }
             memra__lane *l = &s->lanes[op][n++];
             l->mod = r;
             l->ctx = r->ctx[d];

@@ -22,6 +22,7 @@ static memra_device *device_new(memra_runtime *rt)
     pthread_mutex_init(&dev->ledger_lock, NULL);
     pthread_mutex_init(&dev->scratch_lock, NULL);
     pthread_mutex_init(&dev->image_lock, NULL);
+    for (int op = 0; op < MEMRA_OP_COUNT_; op++) pthread_mutex_init(&dev->shadow[op].lock, NULL);
     dev->caps.struct_size = sizeof dev->caps;
     return dev;
 }
@@ -52,6 +53,7 @@ static void device_free(memra_device *dev)
     pthread_mutex_destroy(&dev->ledger_lock);
     pthread_mutex_destroy(&dev->scratch_lock);
     pthread_mutex_destroy(&dev->image_lock);
+    for (int op = 0; op < MEMRA_OP_COUNT_; op++) pthread_mutex_destroy(&dev->shadow[op].lock);
     free(dev);
 }
 

@@ -111,6 +111,7 @@ typedef struct memra__snapshot {
     memra__lane *lanes[MEMRA_OP_COUNT_];
     int n_tuned[MEMRA_OP_COUNT_];
     memra__tuned *tuned[MEMRA_OP_COUNT_];
+    memra__lane shadow[MEMRA_OP_COUNT_]; /* .mod NULL when no shadow; the module is in mods (referenced) */
 } memra__snapshot;
 
 /* Scratch (core/scratch.c): a named block of an arena. */
@@ -144,6 +145,24 @@ typedef struct memra__loaded_image {
     CUmodule module;
 } memra__loaded_image;
 
+/* A shadow of the incumbent for one op on one device (core/shadow.c). The
+ * record lives as long as the device; `active` and the names change under
+ * the runtime's reg_lock, the counters are atomic, the times under `lock`. */
+typedef struct memra__shadow {
+    pthread_mutex_t lock;
+    atomic_int active;          /* 1 while sampling */
+    char module[49];
+    char variant[33];
+    atomic_int rate;
+    int need, margin_pct, auto_promote;
+    atomic_uint_fast64_t calls, samples, agreements, mismatches, skipped;
+    atomic_int busy;            /* a shadow run is in flight: the next sample is skipped */
+    double inc_us, sh_us;       /* sums over agreeing samples */
+    int state;                  /* memra_shadow_state */
+    char incumbent[49];
+    char reason[300];
+} memra__shadow;
+
 struct memra_device {
     memra_device_caps caps; /* first: modules get &caps, the core maps it back */
     struct memra_runtime *rt;
@@ -173,6 +192,8 @@ struct memra_device {
 
     pthread_mutex_t image_lock;
     memra__loaded_image *images;
+
+    memra__shadow shadow[MEMRA_OP_COUNT_];
 
     atomic_uint_fast64_t f16_used; /* bytes of f16 mirrors resident */
     atomic_uint_fast64_t f16_budget_mb; /* MEMRA_F16_BUDGET_MB, the profile's, or memra_device_f16_budget_set */
@@ -262,6 +283,13 @@ memra_status memra__scratch_get(memra_device *dev, memra_stream_t stream, const 
                                 memra_dptr *out);
 /* Give `stream` an arena of its own (memra_stream_reserve). */
 memra_status memra__stream_pin(memra_device *dev, memra_stream_t stream);
+
+/* shadow.c */
+/* Around a dispatch: begin decides whether this call is sampled (returns 1
+ * and starts the incumbent's clock); end runs the shadow and judges it. */
+int memra__shadow_begin(memra_device *dev, const memra__snapshot *s, memra_op op, double *t0);
+void memra__shadow_end(memra_device *dev, const memra__snapshot *s, memra_op op, const memra_op_args *args,
+                       memra_status st, double t0);
 
 /* tune.c */
 void memra__tune_open(memra_runtime *rt);   /* read the file (before the registry publishes) */

@@ -141,6 +141,19 @@ static void info_text(memra_runtime *rt)
                te.median_us, te.baseline_us, te.state, te.source);
         if (te.device < 0) printf("       key: %s\n", te.device_key);
     }
+    for (int d = 0; d < memra_device_count(rt); d++)
+        for (int op = 0; op < MEMRA_OP_COUNT_; op++) {
+            memra_shadow_info si = {.struct_size = sizeof si};
+            if (memra_shadow_get(memra_device_get(rt, d), (memra_op)op, &si) != MEMRA_STATUS_OK ||
+                si.state == MEMRA_SHADOW_NONE)
+                continue;
+            static const char *const sn[] = {"none", "watching", "promoted", "rolled back", "stopped"};
+            printf("shadow [%d] %s: %s%s%s vs %s: %s, %llu samples, %llu agree, %llu mismatch, %llu skipped, "
+                   "speed %.2fx%s%s\n", d, memra_op_name((memra_op)op), si.module, si.variant[0] ? "." : "", si.variant,
+                   si.incumbent, (unsigned)si.state < 5 ? sn[si.state] : "?", (unsigned long long)si.samples,
+                   (unsigned long long)si.agreements, (unsigned long long)si.mismatches,
+                   (unsigned long long)si.skipped, si.speed_ratio, si.reason[0] ? ": " : "", si.reason);
+        }
     printf("\nrouting (op: modules in dispatch order):\n");
     for (int d = 0; d < memra_device_count(rt); d++) {
         memra_device *dev = memra_device_get(rt, d);

@@ -372,6 +372,52 @@ memra_status memra_tune_entry_get(const memra_runtime *rt, int index, memra_tune
 const char *memra_tune_file(const memra_runtime *rt);
 const char *memra_tune_file_status(const memra_runtime *rt);
 
+/* ---- shadow A/B (core/shadow.c) ------------------------------------------------ */
+
+/* A module (loaded and admitted on dev) becomes the shadow of the incumbent
+ * for a GEMM op: it no longer serves that op; one call in MEMRA_SHADOW_RATE
+ * of the op on dev also runs on the shadow, into its own output buffer and its
+ * own scratch (the caller's output and stream order are never touched), both
+ * timed; the outputs are compared within the op's band (see
+ * docs/ARCHITECTURE.md, "Shadow A/B": the live band is normalised by an
+ * estimate of the mass, sqrt(k) times the row's largest |y|). After
+ * MEMRA_SHADOW_AGREE agreeing samples with the shadow faster by
+ * MEMRA_SHADOW_MARGIN_PCT percent, it is promoted (MEMRA_SHADOW_AUTO_PROMOTE=1,
+ * or memra_shadow_promote): a routing preference op=module is added. The
+ * first mismatch (or shadow error) rolls it back: sampling stops, the module
+ * stays off that op, the reason is kept. Saturation rule: at most one shadow
+ * run per (device, op) is in flight; a sampled call that finds one running
+ * skips (counted). On the host device the shadow runs synchronously after
+ * the caller's op, on the caller's thread. On a GPU memra_shadow_start
+ * returns NOT_SUPPORTED in this version (the side-stream path is not built).
+ * variant: NULL for the module's default. OK; INVALID_ARGUMENT; NOT_FOUND;
+ * NOT_SUPPORTED. */
+memra_status memra_shadow_start(memra_device *dev, memra_op op, const char *module, const char *variant);
+/* Stop sampling (the module serves the op again by its score). */
+memra_status memra_shadow_stop(memra_device *dev, memra_op op);
+/* Promote now, whatever the counts (the operator's decision). */
+memra_status memra_shadow_promote(memra_device *dev, memra_op op);
+
+typedef enum memra_shadow_state {
+    MEMRA_SHADOW_NONE = 0,
+    MEMRA_SHADOW_WATCHING = 1,
+    MEMRA_SHADOW_PROMOTED = 2,
+    MEMRA_SHADOW_ROLLED_BACK = 3,
+    MEMRA_SHADOW_STOPPED = 4,
+} memra_shadow_state;
+
+typedef struct memra_shadow_info {
+    uint32_t struct_size;       /* IN: sizeof(memra_shadow_info) */
+    memra_shadow_state state;
+    char module[49], variant[33], incumbent[49];
+    uint64_t calls, samples, agreements, mismatches, skipped;
+    double incumbent_us, shadow_us; /* mean over agreeing samples */
+    double speed_ratio;             /* incumbent_us / shadow_us (> 1: the shadow is faster); 0 before a sample */
+    char reason[300];               /* why promoted / rolled back */
+} memra_shadow_info;
+/* A copy of the shadow record of (dev, op). Thread-safe. OK; INVALID_ARGUMENT. */
+memra_status memra_shadow_get(memra_device *dev, memra_op op, memra_shadow_info *out);
+
 /* ---- the dispatch ledger ----------------------------------------------------- */
 
 typedef struct memra_ledger_row {
