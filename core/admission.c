@@ -5,8 +5,11 @@
  *
  * Cases (two shapes per GEMM, so a module wrong on some shapes is caught):
  *   GEMMs (gemm_f16, gemm_bf16, gemm_fp8, gemm_fp8_blk, gemm_q8_0, gemm_q8_0r)
- *     m x n x k = 4 x 64 x 256 and 33 x 136 x 512, y rows written from row 1
+ *     m x n x k = 4 x 64 x 256 and 33 x 144 x 512, y rows written from row 1
  *     of a (m + 2)-row output with ldy = n + 4 (the rest must stay as filled).
+ *     n = 144 is a multiple of 16 (cuBLASLt's FP8 needs it) and of no tile
+ *     width the GPU modules use (64, 96, 128), so partial tiles run; m = 33
+ *     leaves a partial row tile.
  *     Judged per element by e = |got - ref| / mass, mass = the host op on the
  *     absolute values of the inputs (sum_k |x_k w_k| with the op's scales),
  *     against the bands of `memra check` (tools/check.c, where each is
@@ -593,7 +596,7 @@ int memra__admission_check(memra_runtime *rt, memra__modrec *r)
                 const int variant = ci / per - 1; /* the default first, then each variant */
                 acase c;
                 int built = is_gemm((memra_op)op) ? (ci % 2 == 0 ? build_gemm(&g, (memra_op)op, 4, 64, 256, &c)
-                                                             : build_gemm(&g, (memra_op)op, 33, 136, 512, &c))
+                                                             : build_gemm(&g, (memra_op)op, 33, 144, 512, &c))
                                                   : build_exact(&g, (memra_op)op, &c);
                 if (!built) {
                     memra__acase_free(&c);

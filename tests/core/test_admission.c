@@ -102,7 +102,7 @@ int main(int argc, char **argv)
     snprintf(path, sizeof path, "%s/testwrong.so", dir);
     CHECK_STATUS(memra_module_load(rt, path), MEMRA_STATUS_MODULE_ERROR);
     CHECK_STR_CONTAINS(memra_last_error(), "quarantined by the admission self-check");
-    CHECK_STR_CONTAINS(memra_last_error(), "gemm_bf16 m=33 n=136 k=512");
+    CHECK_STR_CONTAINS(memra_last_error(), "gemm_bf16 m=33 n=144 k=512");
     a = adm(rt, "testwrong");
     CHECK_INT_EQ(a.state, MEMRA_ADMISSION_QUARANTINED);
     CHECK_STR_CONTAINS(a.detail, "band");
