@@ -413,6 +413,67 @@ static int cmp_double(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
+/* The judged rows of a race: at most SUB_ROWS of the m rows (the first, the
+ * last and evenly spaced ones), so the host reference and the mass of a
+ * 4096-row GEMM cost what 16 rows cost. The sub case borrows the full case's
+ * weight and grid; its x holds the sampled rows, its output layout (ldy, the
+ * untouched rows around) mirrors the full one's, filled with the same values. */
+#define SUB_ROWS 16
+typedef struct sub_case {
+    acase c;
+    int rows[SUB_ROWS];
+    int n_rows;
+    float *x;
+} sub_case;
+
+static int sub_build(const acase *full, int m, sub_case *s)
+{
+    const memra_gemm_args *g = &full->a.gemm;
+    s->n_rows = m < SUB_ROWS ? m : SUB_ROWS;
+    for (int i = 0; i < s->n_rows; i++) s->rows[i] = s->n_rows == 1 ? 0 : (int)((int64_t)i * (m - 1) / (s->n_rows - 1));
+    s->c = *full;
+    s->c.a.gemm.m = s->n_rows;
+    if (m > SUB_ROWS) snprintf(s->c.shape, sizeof s->c.shape, "%.30s, 16 rows", full->shape); /* y[i, j]: i-th sampled row */
+    s->x = malloc((size_t)s->n_rows * (size_t)g->k * sizeof(float));
+    const int64_t ldy = g->ldy;
+    s->c.out_bytes = (size_t)(s->n_rows + 2) * (size_t)ldy * sizeof(float);
+    float *init = malloc(s->c.out_bytes);
+    s->c.out_init = init;
+    if (s->x == NULL || init == NULL) return 0;
+    const float *fx = NULL;
+    for (int i = 0; i < full->n_in; i++)
+        if (full->in_off[i] == OFF(gemm.x)) {
+            fx = full->in[i];
+            s->c.in[i] = s->x;
+            s->c.in_bytes[i] = (size_t)s->n_rows * (size_t)g->k * sizeof(float);
+        }
+    if (fx == NULL) return 0;
+    for (int i = 0; i < s->n_rows; i++) memcpy(s->x + (size_t)i * g->k, fx + (size_t)s->rows[i] * g->k, (size_t)g->k * 4);
+    const float *finit = full->out_init;
+    for (int r = 0; r < s->n_rows + 2; r++) {
+        int64_t fr = r == 0 ? 0 : r == s->n_rows + 1 ? g->m + 1 : 1 + s->rows[r - 1];
+        memcpy(init + r * ldy, finit + fr * ldy, (size_t)ldy * 4);
+    }
+    return 1;
+}
+
+/* Map the full output's judged rows (and the rows around) into the sub layout. */
+static void sub_rows(const acase *full, const sub_case *s, const float *got, float *out)
+{
+    const int64_t ldy = full->a.gemm.ldy, m = full->a.gemm.m;
+    for (int r = 0; r < s->n_rows + 2; r++) {
+        int64_t fr = r == 0 ? 0 : r == s->n_rows + 1 ? m + 1 : 1 + s->rows[r - 1];
+        memcpy(out + r * ldy, got + fr * ldy, (size_t)ldy * 4);
+    }
+}
+
+static void sub_free(sub_case *s)
+{
+    free(s->x);
+    free(s->c.out_init);
+    memset(s, 0, sizeof *s);
+}
+
 typedef struct arm_run {
     const memra__lane *lane;
     int variant;
@@ -452,6 +513,9 @@ memra_status memra_tune_race(memra_device *dev, memra_op op, int32_t m, int32_t 
     arm_run arms[MEMRA_TUNE_MAX_ARMS];
     int na = 0;
     memra_timer *timer = NULL;
+    sub_case sub;
+    void *sub_got = NULL;
+    memset(&sub, 0, sizeof sub);
     memset(&c, 0, sizeof c);
     if (href == NULL || !memra__acase_gemm(((uint64_t)ts.tv_nsec << 16) ^ (uint64_t)ts.tv_sec, op, m, n, k, &c)) {
         st = MEMRA__FAIL(MEMRA_STATUS_OUT_OF_MEMORY, "memra_tune_race: inputs");
@@ -463,14 +527,21 @@ memra_status memra_tune_race(memra_device *dev, memra_op op, int32_t m, int32_t 
         st = MEMRA__FAIL(MEMRA_STATUS_INTERNAL, "memra_tune_race: the host could not make the q8 operands");
         goto done_case;
     }
-    ref = malloc(c.out_bytes);
     got = malloc(c.out_bytes);
     const char *dwhy = NULL;
-    if (ref == NULL || got == NULL) {
+    if (got == NULL || !sub_build(&c, m, &sub)) {
         st = MEMRA__FAIL(MEMRA_STATUS_OUT_OF_MEMORY, "memra_tune_race: outputs");
         goto done_ops;
     }
-    if ((st = memra__acase_run(host, href, &run, ref, &dwhy, -1)) != MEMRA_STATUS_OK) goto done_ops;
+    /* The host reference (and the judge's mass) on the sampled rows only. */
+    acase subrun = sub.c;
+    const int subq8 = q8 && memra__acase_operands(host, href, &sub.c, &subrun);
+    ref = malloc(sub.c.out_bytes);
+    sub_got = malloc(sub.c.out_bytes);
+    if ((q8 && !subq8) || ref == NULL || sub_got == NULL) st = MEMRA__FAIL(MEMRA_STATUS_OUT_OF_MEMORY, "memra_tune_race");
+    else st = memra__acase_run(host, href, &subrun, ref, &dwhy, -1);
+    if (subq8) memra__acase_operands_free(&sub.c, &subrun);
+    if (st != MEMRA_STATUS_OK) goto done_ops;
     /* Inputs and output on the device, once. */
     memra_op_args a = run.a;
     a.struct_size = sizeof a;
@@ -520,7 +591,7 @@ memra_status memra_tune_race(memra_device *dev, memra_op op, int32_t m, int32_t 
         if (cs == MEMRA_STATUS_DECLINED) snprintf(ar->verdict, sizeof ar->verdict, "declined: %.180s", ca.decline_reason);
         else if (cs != MEMRA_STATUS_OK)
             snprintf(ar->verdict, sizeof ar->verdict, "error: %s: %.150s", memra_status_str(cs), memra_last_error());
-        else if (!memra__acase_judge(&c, got, ref, why, sizeof why))
+        else if (sub_rows(&c, &sub, got, sub_got), !memra__acase_judge(&sub.c, sub_got, ref, why, sizeof why))
             snprintf(ar->verdict, sizeof ar->verdict, "wrong: %.180s", why);
         else {
             ar->ok = 1;
@@ -571,6 +642,8 @@ done_ops:
 done_case:
     free(ref);
     free(got);
+    free(sub_got);
+    sub_free(&sub);
     memra__acase_free(&c);
 done:
     memra__snapshot_release(s);

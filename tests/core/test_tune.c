@@ -160,6 +160,32 @@ int main(int argc, char **argv)
     CHECK_STATUS(memra_tune_race(host, MEMRA_OP_scale, 16, 64, 64, 3, &r), MEMRA_STATUS_NOT_SUPPORTED);
     CHECK_STATUS(memra_tune_race(host, MEMRA_OP_gemm_bf16, 16, 64, 60, 3, &r), MEMRA_STATUS_INVALID_ARGUMENT);
 
+    /* A race at m = 40 judges 16 sampled rows: a wrong arm (testwrong, admitted
+     * here with the self-check off) is excluded, never timed, never the winner. */
+    {
+        memra_runtime *rw = open_rt("MEMRA_ADMISSION=off");
+        memra_tune_result rr = {.struct_size = sizeof rr};
+        CHECK_OK(memra_tune_race(memra_device_host(rw), MEMRA_OP_gemm_bf16, 40, 64, 64, 2, &rr));
+        int seen = 0;
+        for (int i = 0; i < rr.n_arms; i++) {
+            printf("  m=40: %s.%s %s\n", rr.arms[i].module, rr.arms[i].variant, rr.arms[i].verdict);
+            if (strcmp(rr.arms[i].module, "testwrong") == 0) {
+                seen = 1;
+                CHECK(!rr.arms[i].ok);
+                CHECK_STR_CONTAINS(rr.arms[i].verdict, "wrong: gemm_bf16 m=40 n=64 k=64, 16 rows");
+                CHECK(rr.arms[i].median_us == 0.0);
+            } else if (strcmp(rr.arms[i].module, "testfail") == 0) {
+                CHECK(!rr.arms[i].ok);
+                CHECK_STR_CONTAINS(rr.arms[i].verdict, "error: module error");
+            } else {
+                CHECK(rr.arms[i].ok);
+            }
+        }
+        CHECK(seen);
+        CHECK(rr.winner >= 0 && strcmp(rr.arms[rr.winner].module, "testwrong") != 0);
+        memra_close(rw);
+    }
+
     /* Scores route gemm_bf16 to testslow (40); a tuned class routes to testgemm. */
     uint64_t s0 = hits(rt, "testslow"), g0 = hits(rt, "testgemm");
     matmul_once(rt, 16, 64, 64);
