@@ -52,7 +52,11 @@ int main(int argc, char **argv)
     if (argc < 2) TEST_FAIL_AT("usage: test_admission <gemm module folder>");
     const char *dir = argv[1];
     char path[4096];
-    memra_options o = {.struct_size = sizeof o, .no_cuda = 1, .no_default_modules = 1, .ignore_environment = 1};
+    /* The limit is wall-clock: under sanitizers on a busy machine testslow (a naive kernel
+     * run 8 + 4 + 1 times per shape) takes seconds, so the tests raise it; its own case is below. */
+    const char *slow_ok[] = {"MEMRA_ADMISSION_TIMEOUT_MS=120000", NULL};
+    memra_options o = {.struct_size = sizeof o, .no_cuda = 1, .no_default_modules = 1, .ignore_environment = 1,
+                       .settings = slow_ok};
     memra_runtime *rt;
     CHECK_OK(memra_open(&o, &rt));
     memra_device *host = memra_device_host(rt);
@@ -128,7 +132,8 @@ int main(int argc, char **argv)
     CHECK_INT_EQ(atomic_load(&g_closed_in_flight), 0);
 
     /* At start-up (a module folder): MEMRA_ADMISSION=all checks it, =hot does not. */
-    const char *all[] = {"MEMRA_ADMISSION=all", NULL}, *hot[] = {"MEMRA_ADMISSION=hot", NULL};
+    const char *all[] = {"MEMRA_ADMISSION=all", "MEMRA_ADMISSION_TIMEOUT_MS=120000", NULL},
+               *hot[] = {"MEMRA_ADMISSION=hot", "MEMRA_ADMISSION_TIMEOUT_MS=120000", NULL};
     o.module_path = dir;
     o.settings = all;
     CHECK_OK(memra_open(&o, &rt));
@@ -147,6 +152,19 @@ int main(int argc, char **argv)
     CHECK_OK(memra_module_unload(rt, "testwrong"));
     snprintf(path, sizeof path, "%s/testwrong.so", dir);
     CHECK_STATUS(memra_module_load(rt, path), MEMRA_STATUS_MODULE_ERROR);
+    memra_close(rt);
+
+    /* A check past MEMRA_ADMISSION_TIMEOUT_MS quarantines the module. */
+    const char *tight[] = {"MEMRA_ADMISSION_TIMEOUT_MS=1", NULL};
+    o.module_path = NULL;
+    o.settings = tight;
+    CHECK_OK(memra_open(&o, &rt));
+    snprintf(path, sizeof path, "%s/testslow.so", dir);
+    CHECK_STATUS(memra_module_load(rt, path), MEMRA_STATUS_MODULE_ERROR);
+    a = adm(rt, "testslow");
+    CHECK_INT_EQ(a.state, MEMRA_ADMISSION_QUARANTINED);
+    CHECK_STR_CONTAINS(a.detail, "self-check timed out");
+    CHECK_STR_CONTAINS(a.detail, "limit 1 ms");
     memra_close(rt);
 
     /* A bad value of the knob is refused at open, naming it. */

@@ -14,7 +14,8 @@ static const char *g_mods;
 
 static memra_runtime *open_rt(const char *a, const char *b)
 {
-    const char *settings[] = {"MEMRA_SHADOW_RATE=2", "MEMRA_SHADOW_AGREE=5", "MEMRA_SHADOW_MARGIN_PCT=10", a, b, NULL};
+    const char *settings[] = {"MEMRA_SHADOW_RATE=2", "MEMRA_SHADOW_AGREE=5", "MEMRA_SHADOW_MARGIN_PCT=10",
+                              "MEMRA_ADMISSION_TIMEOUT_MS=120000", a, b, NULL};
     memra_options o = {.struct_size = sizeof o, .no_cuda = 1, .no_default_modules = 1, .ignore_environment = 1,
                        .settings = settings};
     memra_runtime *rt;

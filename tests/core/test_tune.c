@@ -21,7 +21,8 @@ static memra_runtime *open_rt(const char *extra)
 {
     static char cache[300];
     snprintf(cache, sizeof cache, "MEMRA_CACHE_DIR=%s", g_dir);
-    const char *settings[] = {cache, extra, NULL};
+    /* a wall-clock limit: raised for sanitizers on a busy machine (testslow is slow on purpose) */
+    const char *settings[] = {cache, "MEMRA_ADMISSION_TIMEOUT_MS=120000", extra, NULL};
     memra_options o = {.struct_size = sizeof o, .no_cuda = 1, .no_default_modules = 1, .ignore_environment = 1,
                        .module_path = g_mods, .settings = settings};
     memra_runtime *rt;

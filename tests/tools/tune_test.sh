@@ -9,7 +9,8 @@ memra=$1 mods=$2 work=$3
 fail() { echo "FAIL: $*" >&2; exit 1; }
 dir=$(mktemp -d "$work/tune.XXXXXX") || fail "mktemp"
 chmod 700 "$dir"
-export MEMRA_CACHE_DIR="$dir" MEMRA_MODULE_PATH="$mods"
+# MEMRA_ADMISSION_TIMEOUT_MS: a wall-clock limit, raised for sanitizer builds on a busy machine
+export MEMRA_CACHE_DIR="$dir" MEMRA_MODULE_PATH="$mods" MEMRA_ADMISSION_TIMEOUT_MS=120000
 unset MEMRA_TUNE_FILE MEMRA_PREFER MEMRA_DISABLE MEMRA_TUNE
 "$memra" tune --op gemm_bf16 --m 16 200 --json "$dir/r.json" >"$dir/out" 2>"$dir/err" || { cat "$dir/out" "$dir/err"; fail "memra tune exited $?"; }
 grep -q 'gemm_bf16 m=16 n=128 k=128 (m class 16): 5 arms' "$dir/out" || { cat "$dir/out"; fail "no 5-arm race at m=16"; }
