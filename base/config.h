@@ -22,6 +22,18 @@
     X(ALLOW_UNSAFE_MODULES, "MEMRA_ALLOW_UNSAFE_MODULES", "core", BOOL, "", "0",                                  \
       "1: load modules from folders others can write")                                                            \
     X(MODULE_TRIAL, "MEMRA_MODULE_TRIAL", "core", BOOL, "", "1", "0: no contained trial load (memra-trial) first")       \
+    X(ADMISSION, "MEMRA_ADMISSION", "core", ENUM, "all|hot|off", "all",                                          \
+      "module self-check against the host before publishing: every load, hot loads only, off")                   \
+    X(TUNE_FILE, "MEMRA_TUNE_FILE", "core", STR, "", "<cache root>/tune/tuning.memra",                            \
+      "tuning file read at open (absolute path)")                                                                \
+    X(TUNE, "MEMRA_TUNE", "core", BOOL, "", "1", "0: routing ignores the tuning file")                                \
+    X(SHADOW_RATE, "MEMRA_SHADOW_RATE", "core", UINT, "1..1000000", "16", "a shadow samples one call in N")      \
+    X(SHADOW_AGREE, "MEMRA_SHADOW_AGREE", "core", UINT, "1..1000000", "20", "agreeing samples before promotion")  \
+    X(SHADOW_MARGIN_PCT, "MEMRA_SHADOW_MARGIN_PCT", "core", UINT, "0..1000", "5",                                \
+      "the shadow must be this many percent faster to be promoted")                                              \
+    X(SHADOW_AUTO_PROMOTE, "MEMRA_SHADOW_AUTO_PROMOTE", "core", BOOL, "", "1", "0: promotion only by API call")   \
+    X(ADMISSION_TIMEOUT_MS, "MEMRA_ADMISSION_TIMEOUT_MS", "core", UINT, "1..600000", "2000",                     \
+      "a module's self-check past this many ms is quarantined")                                                  \
     X(F16_BUDGET_MB, "MEMRA_F16_BUDGET_MB", "core", UINT, "0..1099511627776", "(profile)",                        \
       "MB of f16 mirrors per device; also memra_device_f16_budget_set")                                           \
     X(Q8_0_RECORDS, "MEMRA_Q8_0_RECORDS", "core", BOOL, "", "1", "0: the MMQ floor keeps Q8_0 blocks (no records)") \

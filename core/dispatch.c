@@ -217,13 +217,40 @@ static memra_status call_op(const memra_op_table *ops, memra_call *call, memra_o
  * string goes away with the module once the caller's snapshot is released. */
 static _Thread_local char tl_reason[96];
 
+memra_status memra__lane_run(memra_device *dev, const memra__lane *lane, memra_op op, memra_op_args *args)
+{
+    memra_call call = {.struct_size = sizeof call,
+                       .module_ctx = lane->ctx,
+                       .caps = &dev->caps,
+                       .stream = args->stream,
+                       .decline_reason = NULL,
+                       .variant = lane->variant};
+    args->gemm.struct_size = sizeof args->gemm;
+    memra_status st = memra__scope_begin(dev, args->stream);
+    if (st != MEMRA_STATUS_OK) return st;
+    st = memra__device_enter(dev);
+    if (st == MEMRA_STATUS_OK) {
+        const char *prev = memra__scratch_module_set(lane->mod->name);
+        st = call_op(&lane->mod->ops, &call, op, args);
+        memra__scratch_module_set(prev);
+        memra__device_leave(dev);
+    }
+    memra__scope_end();
+    if (st == MEMRA_STATUS_DECLINED) {
+        snprintf(tl_reason, sizeof tl_reason, "%s", call.decline_reason ? call.decline_reason : "(no reason given)");
+        args->decline_reason = tl_reason;
+    }
+    return st;
+}
+
 memra_status memra__lane_invoke(memra_device *dev, const memra__lane *lane, memra_op op, memra_op_args *args)
 {
     memra_call call = {.struct_size = sizeof call,
                        .module_ctx = lane->ctx,
                        .caps = &dev->caps,
                        .stream = args->stream,
-                       .decline_reason = NULL};
+                       .decline_reason = NULL,
+                       .variant = lane->variant};
     args->gemm.struct_size = sizeof args->gemm;
     atomic_fetch_add(&lane->cell->entries, 1);
     memra_status st = memra__scope_begin(dev, args->stream);
@@ -262,11 +289,31 @@ memra_status memra__dispatch(memra_device *dev, memra_op op, memra_op_args *args
     return st;
 }
 
+static memra_status dispatch_lanes(memra_device *dev, memra__snapshot *s, memra_op op, memra_op_args *args);
+
 memra_status memra__dispatch_on(memra_device *dev, memra__snapshot *s, memra_op op, memra_op_args *args)
+{
+    double t0 = 0.0;
+    if (s->shadow[op].mod == NULL || !memra__shadow_begin(dev, s, op, &t0)) return dispatch_lanes(dev, s, op, args);
+    memra_status st = dispatch_lanes(dev, s, op, args);
+    memra__shadow_end(dev, s, op, args, st, t0);
+    return st;
+}
+
+static memra_status dispatch_lanes(memra_device *dev, memra__snapshot *s, memra_op op, memra_op_args *args)
 {
     memra_status st = MEMRA_STATUS_NOT_SUPPORTED;
     char last_reason[128] = "no module provides it";
     const int s_lanes = s->n_lanes[op];
+    /* Measured routing first (core/tune.c): the class's tuned lane and variant. */
+    const memra__tuned *t = s->n_tuned[op] > 0 ? memra__tune_find(s, op, &args->gemm) : NULL;
+    if (t != NULL && t->lane < s_lanes) {
+        memra__lane tl = s->lanes[op][t->lane];
+        tl.variant = t->variant;
+        st = memra__lane_invoke(dev, &tl, op, args);
+        if (st != MEMRA_STATUS_DECLINED) return st;
+        snprintf(last_reason, sizeof last_reason, "%s: %s", tl.mod->name, args->decline_reason);
+    }
     for (int i = 0; i < s_lanes; i++) {
         st = memra__lane_invoke(dev, &s->lanes[op][i], op, args);
         if (st != MEMRA_STATUS_DECLINED) break;
@@ -314,14 +361,24 @@ memra_status memra_module_call(memra_device *dev, const char *module, memra_op o
         memra__modrec *r = memra__find_admitted(s, module);
         if (r != NULL && op_fn_of(&r->ops, op) != NULL) {
             fallback = (memra__lane){.mod = r, .ctx = r->ctx[dev->index], .score = r->score[dev->index],
-                                     .cell = memra__ledger_cell_get(dev, op, module)};
+                                     .cell = memra__ledger_cell_get(dev, op, module), .variant = -1};
             if (fallback.cell != NULL) lane = &fallback;
         }
     }
     memra_status st;
+    memra__lane chosen;
+    const char *vname = MEMRA_HAS_MEMBER(args, memra_op_args, variant) ? args->variant : NULL;
+    if (lane != NULL && vname != NULL) {
+        chosen = *lane;
+        chosen.variant = memra__variant_index(lane->mod, dev, op, vname);
+        lane = &chosen;
+    }
     if (lane == NULL)
         st = MEMRA__FAIL(MEMRA_STATUS_NOT_FOUND, "module '%s' is not admitted on %s or lacks %s", module, dev->label,
                          memra_op_name(op));
+    else if (vname != NULL && lane->variant < 0)
+        st = MEMRA__FAIL(MEMRA_STATUS_NOT_FOUND, "module '%s' has no variant '%s' of %s on %s", module, vname,
+                         memra_op_name(op), dev->label);
     else
         st = memra__lane_invoke(dev, lane, op, args);
     memra__snapshot_release(s);
@@ -347,4 +404,30 @@ int memra_module_provides(memra_device *dev, const char *name, memra_op op)
     }
     memra__snapshot_release(s);
     return yes;
+}
+
+int memra_module_variants(memra_device *dev, const char *name, memra_op op, const char **names, const char **knobs,
+                          int cap)
+{
+    if (dev == NULL || name == NULL || (int)op < 0 || op >= MEMRA_OP_COUNT_ || cap < 0) {
+        MEMRA__FAIL(MEMRA_STATUS_INVALID_ARGUMENT, "memra_module_variants: bad argument");
+        return -1;
+    }
+    memra__snapshot *s = memra__snapshot_acquire(dev);
+    memra__modrec *r = memra__find_admitted(s, name);
+    int n = -1;
+    if (r == NULL) {
+        MEMRA__FAIL(MEMRA_STATUS_NOT_FOUND, "memra_module_variants: module '%s' is not admitted on %s", name,
+                    dev->label);
+    } else {
+        size_t nv = 0;
+        const memra_variant *v = memra__variants(r, dev, op, &nv);
+        n = (int)nv;
+        for (int i = 0; i < n && i < cap; i++) {
+            if (names) names[i] = v[i].name;
+            if (knobs) knobs[i] = v[i].knobs ? v[i].knobs : "";
+        }
+    }
+    memra__snapshot_release(s);
+    return n;
 }

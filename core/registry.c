@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "base/error.h"
+#include "core/admission.h"
 #include "core/runtime.h"
 #include "core/trial.h"
 #include "base/trust.h"
@@ -280,7 +281,14 @@ static int admit(memra_runtime *rt, memra__modrec *r)
  * hot-add; the install's own folder is trusted). Returns the record made
  * (loaded, or refused with a reason), or NULL when the file is loaded
  * already (*already = 1) or memory ran out. Caller holds reg_lock. */
-static memra__modrec *load_file(memra_runtime *rt, const char *path, int trial, int *already)
+static int admission_wanted(const memra_runtime *rt, int hot)
+{
+    const char *m = memra__config_lookup(&rt->cfg, "MEMRA_ADMISSION");
+    if (m == NULL || strcmp(m, "all") == 0) return 1;
+    return strcmp(m, "hot") == 0 ? hot : 0;
+}
+
+static memra__modrec *load_file(memra_runtime *rt, const char *path, int trial, int hot, int *already)
 {
     *already = 0;
     const char *base = strrchr(path, '/');
@@ -353,6 +361,19 @@ static memra__modrec *load_file(memra_runtime *rt, const char *path, int trial, 
         memset(&r->ops, 0, sizeof r->ops);
         dlclose(dl);
         close(fd);
+        return r;
+    }
+    if (!memra__variants_validate(rt, r, why, sizeof why)) {
+        rec_retire(r);
+        rec_refuse(r, "bad variant list: %s", why);
+        return r;
+    }
+    if (!admission_wanted(rt, hot)) {
+        r->adm_state = MEMRA__ADM_OFF;
+    } else if (!memra__admission_check(rt, r)) {
+        /* Quarantined: never referenced by a snapshot; fini on every device, then dlclose. */
+        rec_retire(r);
+        rec_refuse(r, "quarantined by the admission self-check: %s", r->adm_note);
         return r;
     }
     r->loaded = 1;
@@ -429,7 +450,7 @@ static void scan_dir(memra_runtime *rt, const char *dir, int explicit_entry, int
                 rec_refuse(r, "%s/%s is longer than PATH_MAX (%d): refused, never truncated", dir, names[i], PATH_MAX);
         } else {
             int already;
-            load_file(rt, path, trial, &already);
+            load_file(rt, path, trial, 0, &already);
         }
         free(names[i]);
     }
@@ -526,14 +547,23 @@ static memra_status snapshot_build(memra_runtime *rt, memra_device *dev, memra__
         }
         if (list_has(rt->disable, opname, NULL)) continue;
         int n = 0;
+        const memra__shadow *sh = &dev->shadow[op];
         for (int i = 0; i < s->n_mods; i++) {
             memra__modrec *r = s->mods[i];
             if (op_fn(&r->ops, (memra_op)op) == NULL) continue;
             if (list_has(rt->disable, r->name, opname)) continue;
+            if (sh->active && strcmp(sh->module, r->name) == 0) {
+                /* A shadow never serves the op; the snapshot keeps its lane for sampling. */
+                s->shadow[op] = (memra__lane){.mod = r, .ctx = r->ctx[d], .score = r->score[d],
+                                              .cell = memra__ledger_cell_get(dev, (memra_op)op, r->name),
+                                              .variant = memra__variant_index(r, dev, (memra_op)op, sh->variant)};
+                continue;
+            }
             memra__lane *l = &s->lanes[op][n++];
             l->mod = r;
             l->ctx = r->ctx[d];
             l->score = r->score[d];
+            l->variant = -1;
             if (list_has(rt->prefer, r->name, opname)) l->score += 1 << 20;
             l->cell = memra__ledger_cell_get(dev, (memra_op)op, r->name);
             if (l->cell == NULL) {
@@ -543,6 +573,11 @@ static memra_status snapshot_build(memra_runtime *rt, memra_device *dev, memra__
         }
         qsort(s->lanes[op], (size_t)n, sizeof(memra__lane), lane_cmp);
         s->n_lanes[op] = n;
+    }
+    memra_status tst = memra__tune_resolve(rt, dev, s);
+    if (tst != MEMRA_STATUS_OK) {
+        memra__snapshot_release(s);
+        return tst;
     }
     *out = s;
     return MEMRA_STATUS_OK;
@@ -573,6 +608,9 @@ static memra_status publish_all(memra_runtime *rt)
     return MEMRA_STATUS_OK;
 }
 
+memra_status memra__registry_republish(memra_runtime *rt);
+memra_status memra__registry_republish(memra_runtime *rt) { return publish_all(rt); }
+
 memra__snapshot *memra__snapshot_acquire(memra_device *dev)
 {
     pthread_mutex_lock(&dev->snap_lock);
@@ -585,10 +623,35 @@ memra__snapshot *memra__snapshot_acquire(memra_device *dev)
 void memra__snapshot_release(memra__snapshot *s)
 {
     if (s == NULL || atomic_fetch_sub(&s->refs, 1) != 1) return;
-    for (int op = 0; op < MEMRA_OP_COUNT_; op++) free(s->lanes[op]);
+    for (int op = 0; op < MEMRA_OP_COUNT_; op++) {
+        free(s->lanes[op]);
+        free(s->tuned[op]);
+    }
     for (int i = 0; i < s->n_mods; i++) rec_unref(s->mods[i]);
     free(s->mods);
     free(s);
+}
+
+const memra_variant *memra__variants(const memra__modrec *r, const memra_device *dev, memra_op op, size_t *n)
+{
+    *n = 0;
+    if (r->desc.struct_size < offsetof(memra_module_desc, variants) + sizeof r->desc.variants ||
+        r->desc.variants == NULL)
+        return NULL;
+    size_t c = 0;
+    const memra_variant *v = r->desc.variants(&dev->caps, op, &c);
+    if (v == NULL || c == 0) return NULL;
+    *n = c > 64 ? 64 : c; /* the list is validated at load: at most 64 */
+    return v;
+}
+
+int memra__variant_index(const memra__modrec *r, const memra_device *dev, memra_op op, const char *name)
+{
+    size_t n = 0;
+    const memra_variant *v = memra__variants(r, dev, op, &n);
+    for (size_t i = 0; name != NULL && i < n; i++)
+        if (v[i].name != NULL && strcmp(v[i].name, name) == 0) return (int)i;
+    return -1;
 }
 
 memra__modrec *memra__find_admitted(memra__snapshot *snap, const char *name)
@@ -611,6 +674,8 @@ memra_status memra__registry_open(memra_runtime *rt)
     }
     if (adopt_descriptor(r, memra__host_module_entry()) && admit(rt, r)) {
         r->loaded = 1;
+        r->adm_state = MEMRA__ADM_EXEMPT;
+        snprintf(r->adm_note, sizeof r->adm_note, "the reference: exempt");
         rec_ref(r);
     }
     if (rt->module_path != NULL) {
@@ -694,6 +759,29 @@ memra_status memra_module_info_get(const memra_runtime *rt, int index, memra_mod
     return st;
 }
 
+memra_status memra_module_admission_get(const memra_runtime *rt, int index, memra_admission_info *out)
+{
+    if (rt == NULL || out == NULL)
+        return MEMRA__FAIL(MEMRA_STATUS_INVALID_ARGUMENT, "memra_module_admission_get: %s is NULL",
+                           rt == NULL ? "rt" : "out");
+    if (out->struct_size < offsetof(memra_admission_info, cases) + sizeof out->cases)
+        return MEMRA__FAIL(MEMRA_STATUS_INVALID_ARGUMENT, "memra_module_admission_get: struct_size %u is too small (%zu)",
+                           out->struct_size, offsetof(memra_admission_info, cases) + sizeof out->cases);
+    pthread_mutex_lock(reg_lock_of(rt));
+    memra_status st = MEMRA_STATUS_OK;
+    if (index < 0 || index >= rt->n_mods) {
+        st = MEMRA__FAIL(MEMRA_STATUS_INVALID_ARGUMENT, "memra_module_admission_get: index %d out of range", index);
+    } else {
+        const memra__modrec *r = rt->mods[index];
+        out->state = (memra_admission_state)r->adm_state;
+        out->detail = r->adm_note;
+        out->ms = r->adm_ms;
+        out->cases = r->adm_cases;
+    }
+    pthread_mutex_unlock(reg_lock_of(rt));
+    return st;
+}
+
 memra_status memra_module_load(memra_runtime *rt, const char *path)
 {
     if (rt == NULL || path == NULL)
@@ -710,7 +798,7 @@ memra_status memra_module_load(memra_runtime *rt, const char *path)
         return MEMRA__FAIL(MEMRA_STATUS_NOT_FOUND, "memra_module_load: %s: %s", path, strerror(errno));
     pthread_mutex_lock(&rt->reg_lock);
     int already = 0;
-    memra__modrec *r = load_file(rt, real, 1, &already);
+    memra__modrec *r = load_file(rt, real, 1, 1, &already);
     memra_status st = MEMRA_STATUS_OK;
     if (already) st = MEMRA__FAIL(MEMRA_STATUS_MODULE_ERROR, "memra_module_load: %s is already loaded", real);
     else if (r == NULL) st = MEMRA__FAIL(MEMRA_STATUS_OUT_OF_MEMORY, "memra_module_load: out of memory recording %s", real);

@@ -22,6 +22,7 @@ static memra_device *device_new(memra_runtime *rt)
     pthread_mutex_init(&dev->ledger_lock, NULL);
     pthread_mutex_init(&dev->scratch_lock, NULL);
     pthread_mutex_init(&dev->image_lock, NULL);
+    for (int op = 0; op < MEMRA_OP_COUNT_; op++) pthread_mutex_init(&dev->shadow[op].lock, NULL);
     dev->caps.struct_size = sizeof dev->caps;
     return dev;
 }
@@ -86,6 +87,7 @@ static void device_free(memra_device *dev)
     pthread_mutex_destroy(&dev->ledger_lock);
     pthread_mutex_destroy(&dev->scratch_lock);
     pthread_mutex_destroy(&dev->image_lock);
+    for (int op = 0; op < MEMRA_OP_COUNT_; op++) pthread_mutex_destroy(&dev->shadow[op].lock);
     free(dev);
 }
 
@@ -332,6 +334,7 @@ memra_status memra_open(const memra_options *opts, memra_runtime **out_rt)
         memra__clear_error();
     }
 
+    memra__tune_open(rt);
     st = memra__registry_open(rt);
     if (st != MEMRA_STATUS_OK) goto fail;
     memra__routing_warn_unknown(rt, rt->prefer, rt->disable, 1);
@@ -352,6 +355,7 @@ void memra_close(memra_runtime *rt)
     if (rt == NULL) return;
     print_stats_at_close(rt);
     memra__registry_close(rt);
+    memra__tune_close(rt);
     for (int i = 0; i < rt->n_devices; i++) device_free(rt->devices[i]);
     memra__jit_destroy(rt->jit);
     pthread_mutex_destroy(&rt->reg_lock);

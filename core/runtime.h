@@ -46,7 +46,19 @@ typedef struct memra__modrec {
     int admitted[MEMRA__MAX_DEVICES];
     char *device_note[MEMRA__MAX_DEVICES]; /* why not admitted on that device */
     struct memra_runtime *rt;
+    /* the admission self-check (core/admission.c) */
+    int adm_state;       /* memra_admission_state */
+    double adm_ms;       /* its cost */
+    int adm_cases;
+    char adm_note[512];  /* "N cases passed in X ms", or why quarantined */
 } memra__modrec;
+
+/* memra__modrec.adm_state: the public memra_admission_state values. */
+#define MEMRA__ADM_NONE MEMRA_ADMISSION_NOT_RUN
+#define MEMRA__ADM_PASSED MEMRA_ADMISSION_PASSED
+#define MEMRA__ADM_QUARANTINED MEMRA_ADMISSION_QUARANTINED
+#define MEMRA__ADM_EXEMPT MEMRA_ADMISSION_EXEMPT
+#define MEMRA__ADM_OFF MEMRA_ADMISSION_OFF
 
 /* Counters of one (device, op, module). Cells are created once and never
  * freed before the runtime closes, so snapshots can point at them. */
@@ -60,11 +72,32 @@ typedef struct memra__ledger_cell {
     int n_reasons; /* guarded by the device's ledger lock */
 } memra__ledger_cell;
 
+/* One entry of the tuning table (core/tune.c), guarded by reg_lock. */
+typedef struct memra__tune_ent {
+    char key[200];       /* the device key: name, cc, SMs, driver, memra version */
+    int dev;             /* index of this runtime's device with that key, -1 when none */
+    memra_op op;
+    int32_t n, k, mc;    /* the shape class */
+    char module[49], modver[64], variant[33];
+    double us, base_us;
+    char state[200];     /* "active" or why ignored (set at each publish) */
+    int logged;          /* the ignore reason was logged */
+    int from_file;
+} memra__tune_ent;
+
+/* A tuned class resolved against one snapshot's lanes. */
+typedef struct memra__tuned {
+    int32_t n, k, mc;
+    int lane;    /* index into lanes[op] */
+    int variant; /* -1 or a variant index */
+} memra__tuned;
+
 typedef struct memra__lane {
     memra__modrec *mod;
     void *ctx;
     int score;
     memra__ledger_cell *cell;
+    int variant; /* memra_call.variant: -1 the module's choice, else an index into desc.variants(caps, op) */
 } memra__lane;
 
 /* An immutable routing of one device: for each op, the lanes in dispatch
@@ -76,6 +109,9 @@ typedef struct memra__snapshot {
     memra__modrec **mods; /* each holds a module reference */
     int n_lanes[MEMRA_OP_COUNT_];
     memra__lane *lanes[MEMRA_OP_COUNT_];
+    int n_tuned[MEMRA_OP_COUNT_];
+    memra__tuned *tuned[MEMRA_OP_COUNT_];
+    memra__lane shadow[MEMRA_OP_COUNT_]; /* .mod NULL when no shadow; the module is in mods (referenced) */
 } memra__snapshot;
 
 /* Scratch (core/scratch.c): a named block of an arena. */
@@ -109,6 +145,24 @@ typedef struct memra__loaded_image {
     CUmodule module;
 } memra__loaded_image;
 
+/* A shadow of the incumbent for one op on one device (core/shadow.c). The
+ * record lives as long as the device; `active` and the names change under
+ * the runtime's reg_lock, the counters are atomic, the times under `lock`. */
+typedef struct memra__shadow {
+    pthread_mutex_t lock;
+    atomic_int active;          /* 1 while sampling */
+    char module[49];
+    char variant[33];
+    atomic_int rate;
+    int need, margin_pct, auto_promote;
+    atomic_uint_fast64_t calls, samples, agreements, mismatches, skipped;
+    atomic_int busy;            /* a shadow run is in flight: the next sample is skipped */
+    double inc_us, sh_us;       /* sums over agreeing samples */
+    int state;                  /* memra_shadow_state */
+    char incumbent[49];
+    char reason[300];
+} memra__shadow;
+
 struct memra_device {
     memra_device_caps caps; /* first: modules get &caps, the core maps it back */
     struct memra_runtime *rt;
@@ -140,6 +194,8 @@ struct memra_device {
     pthread_mutex_t image_lock;
     memra__loaded_image *images;
 
+    memra__shadow shadow[MEMRA_OP_COUNT_];
+
     atomic_uint_fast64_t f16_used; /* bytes of f16 mirrors resident */
     atomic_uint_fast64_t f16_budget_mb; /* MEMRA_F16_BUDGET_MB, derived at open, or memra_device_f16_budget_set */
     _Atomic(const char *) f16_budget_source; /* "derived", "profile", "env", "option", "api" (static text) */
@@ -166,6 +222,12 @@ struct memra_runtime {
     memra__modrec **mods;
     struct memra__name *names; /* interned module names (reg_lock), freed at close */
     uint64_t generation;
+    /* the tuning table (core/tune.c; reg_lock) */
+    memra__tune_ent *tune;
+    int n_tune, cap_tune;
+    int tune_on;               /* MEMRA_TUNE */
+    char tune_path[4096];      /* "" when there is no usable location */
+    char tune_status[512];
 };
 
 /* services.c */
@@ -196,10 +258,17 @@ void memra__registry_close(memra_runtime *rt);
 memra__snapshot *memra__snapshot_acquire(memra_device *dev);
 void memra__snapshot_release(memra__snapshot *snap);
 memra__modrec *memra__find_admitted(memra__snapshot *snap, const char *name);
+/* The variants r lists for op on dev (NULL / 0 when none). */
+const memra_variant *memra__variants(const memra__modrec *r, const memra_device *dev, memra_op op, size_t *n);
+/* The index of variant `name` of r for op on dev, -1 when there is none. */
+int memra__variant_index(const memra__modrec *r, const memra_device *dev, memra_op op, const char *name);
 
 /* dispatch.c */
 memra__ledger_cell *memra__ledger_cell_get(memra_device *dev, memra_op op, const char *module);
 memra_status memra__lane_invoke(memra_device *dev, const memra__lane *lane, memra_op op, memra_op_args *args);
+/* One op on a lane with the call's scope and context but no ledger counting
+ * (lane->cell may be NULL): the admission self-check and shadow runs. */
+memra_status memra__lane_run(memra_device *dev, const memra__lane *lane, memra_op op, memra_op_args *args);
 memra_status memra__dispatch(memra_device *dev, memra_op op, memra_op_args *args);
 void memra__ledger_core_decline(memra_device *dev, memra_op op, const char *module, const char *reason);
 memra_status memra__routing_validate(const char *prefer, const char *disable);
@@ -219,6 +288,23 @@ memra_status memra__scratch_get(memra_device *dev, memra_stream_t stream, const 
                                 memra_dptr *out);
 /* Give `stream` an arena of its own (memra_stream_reserve). */
 memra_status memra__stream_pin(memra_device *dev, memra_stream_t stream);
+
+/* shadow.c */
+/* Around a dispatch: begin decides whether this call is sampled (returns 1
+ * and starts the incumbent's clock); end runs the shadow and judges it. */
+int memra__shadow_begin(memra_device *dev, const memra__snapshot *s, memra_op op, double *t0);
+void memra__shadow_end(memra_device *dev, const memra__snapshot *s, memra_op op, const memra_op_args *args,
+                       memra_status st, double t0);
+
+/* tune.c */
+void memra__tune_open(memra_runtime *rt);   /* read the file (before the registry publishes) */
+void memra__tune_close(memra_runtime *rt);
+/* Resolve the table into s->tuned for dev (caller holds reg_lock, inside snapshot_build). */
+memra_status memra__tune_resolve(memra_runtime *rt, memra_device *dev, memra__snapshot *s);
+/* The tuned lane for a GEMM call, NULL when routing goes by scores. */
+const memra__tuned *memra__tune_find(const memra__snapshot *s, memra_op op, const memra_gemm_args *g);
+/* The device key of dev ("NVIDIA H200 cc90 sms132 driver13000 memra0.1.0"). */
+void memra__tune_key(const memra_device *dev, char *out, size_t len);
 
 /* dispatch.c: dispatch on a snapshot the caller holds (one per memra_matmul). */
 memra_status memra__dispatch_on(memra_device *dev, memra__snapshot *snap, memra_op op, memra_op_args *args);

@@ -128,10 +128,39 @@ static void info_text(memra_runtime *rt)
                 if (score > 0) printf("           on [%d]: score %d\n", d, score);
                 else if (note != NULL && strcmp(note, "score 0") != 0) printf("           on [%d]: %s\n", d, note);
             }
+            memra_admission_info ai = {.struct_size = sizeof ai};
+            if (memra_module_admission_get(rt, i, &ai) == MEMRA_STATUS_OK && ai.detail[0])
+                printf("           admission: %s\n", ai.detail);
         } else {
             printf("  refused  %-12s %s\n           why: %s\n", mi.name, mi.path, mi.reason);
         }
     }
+    printf("\ntuning file: %s (%s)\n", memra_tune_file(rt)[0] ? memra_tune_file(rt) : "(none)",
+           memra_tune_file_status(rt));
+    for (int i = 0; i < memra_tune_count(rt); i++) {
+        memra_tune_entry te = {.struct_size = sizeof te};
+        if (memra_tune_entry_get(rt, i, &te) != MEMRA_STATUS_OK) continue;
+        char dl[16];
+        if (te.device >= 0) snprintf(dl, sizeof dl, "[%d]", te.device);
+        else snprintf(dl, sizeof dl, "-");
+        printf("  %-4s %-13s n=%-6d k=%-6d m<=%-6d -> %s%s%s  %.2f us (scores' pick %.2f us)  %s  from %s\n", dl,
+               memra_op_name(te.op), te.n, te.k, te.m_class, te.module, te.variant[0] ? "." : "", te.variant,
+               te.median_us, te.baseline_us, te.state, te.source);
+        if (te.device < 0) printf("       key: %s\n", te.device_key);
+    }
+    for (int d = 0; d < memra_device_count(rt); d++)
+        for (int op = 0; op < MEMRA_OP_COUNT_; op++) {
+            memra_shadow_info si = {.struct_size = sizeof si};
+            if (memra_shadow_get(memra_device_get(rt, d), (memra_op)op, &si) != MEMRA_STATUS_OK ||
+                si.state == MEMRA_SHADOW_NONE)
+                continue;
+            static const char *const sn[] = {"none", "watching", "promoted", "rolled back", "stopped"};
+            printf("shadow [%d] %s: %s%s%s vs %s: %s, %llu samples, %llu agree, %llu mismatch, %llu skipped, "
+                   "speed %.2fx%s%s\n", d, memra_op_name((memra_op)op), si.module, si.variant[0] ? "." : "", si.variant,
+                   si.incumbent, (unsigned)si.state < 5 ? sn[si.state] : "?", (unsigned long long)si.samples,
+                   (unsigned long long)si.agreements, (unsigned long long)si.mismatches,
+                   (unsigned long long)si.skipped, si.speed_ratio, si.reason[0] ? ": " : "", si.reason);
+        }
     printf("\nrouting (op: modules in dispatch order):\n");
     for (int d = 0; d < memra_device_count(rt); d++) {
         memra_device *dev = memra_device_get(rt, d);
@@ -220,11 +249,43 @@ static void info_json(memra_runtime *rt, FILE *f)
         tool_json_str(f, mi.path);
         fprintf(f, ",\"loaded\":%s,\"reason\":", mi.loaded ? "true" : "false");
         tool_json_str(f, mi.reason);
+        memra_admission_info ai = {.struct_size = sizeof ai};
+        if (memra_module_admission_get(rt, i, &ai) == MEMRA_STATUS_OK) {
+            static const char *const states[] = {"not_run", "passed", "quarantined", "exempt", "off"};
+            fprintf(f, ",\"admission\":{\"state\":\"%s\",\"cases\":%d,\"ms\":%.3f,\"detail\":",
+                    (unsigned)ai.state < 5 ? states[ai.state] : "unknown", ai.cases, ai.ms);
+            tool_json_str(f, ai.detail);
+            fprintf(f, "}");
+        }
         fprintf(f, "}");
     }
     memra_jit_info ji;
     memra_jit_info_get(rt, &ji);
-    fprintf(f, "],\"jit\":{\"available\":%s,\"why\":", ji.available ? "true" : "false");
+    fprintf(f, "],\"tuning\":{\"file\":");
+    tool_json_str(f, memra_tune_file(rt));
+    fprintf(f, ",\"status\":");
+    tool_json_str(f, memra_tune_file_status(rt));
+    fprintf(f, ",\"entries\":[");
+    for (int i = 0; i < memra_tune_count(rt); i++) {
+        memra_tune_entry te = {.struct_size = sizeof te};
+        if (memra_tune_entry_get(rt, i, &te) != MEMRA_STATUS_OK) continue;
+        fprintf(f, "%s{\"device\":%d,\"key\":", i ? "," : "", te.device);
+        tool_json_str(f, te.device_key);
+        fprintf(f, ",\"op\":\"%s\",\"n\":%d,\"k\":%d,\"m_class\":%d,\"module\":", memra_op_name(te.op), te.n, te.k,
+                te.m_class);
+        tool_json_str(f, te.module);
+        fprintf(f, ",\"module_version\":");
+        tool_json_str(f, te.module_version);
+        fprintf(f, ",\"variant\":");
+        tool_json_str(f, te.variant);
+        fprintf(f, ",\"median_us\":%.3f,\"baseline_us\":%.3f,\"state\":", te.median_us, te.baseline_us);
+        tool_json_str(f, te.state);
+        fprintf(f, ",\"source\":");
+        tool_json_str(f, te.source);
+        fprintf(f, "}");
+    }
+    fprintf(f, "]}");
+    fprintf(f, ",\"jit\":{\"available\":%s,\"why\":", ji.available ? "true" : "false");
     tool_json_str(f, ji.why);
     fprintf(f, ",\"nvrtc\":\"%d.%d\",\"disk_enabled\":%s,\"folder\":", ji.nvrtc_major, ji.nvrtc_minor,
             ji.disk_enabled ? "true" : "false");

@@ -20,6 +20,7 @@ static const char k_usage[] =
     "  bench accprobe        the s32-vs-f32 accumulator probe\n"
     "  bench OP [--vs ...]   one op's routed lane, or two modules raced\n"
     "  jit ls|warm|clear     the JIT cache\n"
+    "  tune [options]        race modules and variants per shape class; winners to the tuning file\n"
     "  help CMD [SUB]        the same as 'memra CMD [SUB] --help'\n"
     "  model ls FILE [--json] a GGUF / safetensors file's tensors, metadata and each weight's lane\n"
     "\n"
@@ -46,6 +47,7 @@ typedef struct command {
 static const command k_commands[] = {
     {"info", memra_tool_info}, {"check", memra_tool_check}, {"bench", memra_tool_bench},
     {"jit", memra_tool_jit},   {"model", memra_tool_model}, {"version", memra_tool_version},
+    {"tune", memra_tool_tune},
     {"--version", memra_tool_version},
 };
 

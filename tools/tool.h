@@ -11,6 +11,7 @@ int memra_tool_bench(int argc, char **argv);
 int memra_tool_bench_accprobe(int argc, char **argv);
 int memra_tool_jit(int argc, char **argv);
 int memra_tool_model(int argc, char **argv);
+int memra_tool_tune(int argc, char **argv);
 /* memra_open with a printed reason on failure. */
 memra_status memra_tool_open(memra_runtime **rt);
 

@@ -221,6 +221,35 @@ memra_status memra_module_info_get(const memra_runtime *rt, int index, memra_mod
  * NULL when it is admitted there or was refused before scoring. */
 const char *memra_module_device_note(const memra_runtime *rt, int index, const memra_device *dev);
 
+/* The admission self-check of a module (docs/ARCHITECTURE.md, "Admission").
+ * A module loaded at run time (memra_module_load, MEMRA_MODULE_PATH and the
+ * install's folder at memra_open; MEMRA_ADMISSION=all|hot|off) runs each op it
+ * provides on each device where it was admitted, at small shapes with fresh
+ * random inputs, against the host module within the op's band, before any
+ * routing snapshot publishes it. A mismatch, an error status or a check past
+ * MEMRA_ADMISSION_TIMEOUT_MS quarantines it: never served; memra_module_info's
+ * reason starts with "quarantined by the admission self-check:". */
+typedef enum memra_admission_state {
+    MEMRA_ADMISSION_NOT_RUN = 0,     /* refused before the check, or loaded before it existed */
+    MEMRA_ADMISSION_PASSED = 1,
+    MEMRA_ADMISSION_QUARANTINED = 2,
+    MEMRA_ADMISSION_EXEMPT = 3,      /* the built-in host module: the reference */
+    MEMRA_ADMISSION_OFF = 4,         /* MEMRA_ADMISSION turned it off for this load */
+} memra_admission_state;
+
+typedef struct memra_admission_info {
+    uint32_t struct_size;          /* IN: sizeof(memra_admission_info) */
+    memra_admission_state state;
+    const char *detail;            /* "N cases passed in X ms", or why quarantined ("" when not run) */
+    double ms;                     /* wall time of the check, all devices */
+    int cases;                     /* cases run (a case: one op at one shape on one device) */
+} memra_admission_info;
+
+/* The admission record of module `index` (memra_module_count order). Strings
+ * live until the next load/unload of that module or memra_close. Thread-safe.
+ * OK; INVALID_ARGUMENT (NULL, index out of range, struct_size too small). */
+memra_status memra_module_admission_get(const memra_runtime *rt, int index, memra_admission_info *out);
+
 /* Load one more module file into the running process (hot-add). The same
  * safety rules apply as for the search path (docs/ARCHITECTURE.md, "Trust"),
  * the trial load included (MEMRA_MODULE_TRIAL=0 turns it off). Publishes new
@@ -265,6 +294,8 @@ typedef struct memra_op_args {
     float s;                   /* scale */
     memra_stream_t stream;
     const char *decline_reason; /* OUT */
+    /* ---- appended; read only when struct_size covers it ---- */
+    const char *variant;        /* memra_module_call: a variant name of the module for op (NULL: its default) */
 } memra_op_args;
 
 /* Run one op on a named module, bypassing the routing (checks, benchmarks,
@@ -273,8 +304,139 @@ typedef struct memra_op_args {
  * NOT_FOUND when the module is not admitted on dev or lacks the op;
  * DECLINED with args->decline_reason set when the lane declines. */
 memra_status memra_module_call(memra_device *dev, const char *module, memra_op op, memra_op_args *args);
+/* The variants module `name` lists for op on dev (memra_variant in
+ * memra/module.h): writes up to cap names and knob texts (either array may
+ * be NULL; valid while the module stays loaded) and returns how many there
+ * are; 0 when it has none, -1 (NOT_FOUND in memra_last_error) when the
+ * module is not admitted on dev. Thread-safe. */
+int memra_module_variants(memra_device *dev, const char *name, memra_op op, const char **names, const char **knobs,
+                          int cap);
 /* 1 when module `name` is admitted on dev and provides op. */
 int memra_module_provides(memra_device *dev, const char *name, memra_op op);
+
+/* ---- measured routing (memra tune; core/tune.c) ------------------------------ */
+
+/* Shape classes. A GEMM call (op, m, n, k) belongs to the class (op, n, k,
+ * memra_tune_m_class(m)): m rounded up to a power of two (1, 2, 4, ... 2^20).
+ * Routing looks up the call's class in the tuning table of the device: an
+ * exact entry is taken; else the entry of the same (op, n, k) with the
+ * nearest m class (by log2 distance, the smaller on a tie); else, or when a
+ * preference (MEMRA_PREFER / memra_routing_configure) names a module for the
+ * op, the scores. A tuned lane that declines falls through to the score order,
+ * so no shape is ever left with nothing. */
+int32_t memra_tune_m_class(int32_t m);
+
+/* One arm of a race: a module, or one of its variants. */
+typedef struct memra_tune_arm {
+    char module[49];
+    char variant[33];   /* "" for the module's default */
+    double median_us;   /* median of the timed calls; 0 when excluded */
+    uint64_t hits;      /* ledger hits the race added for this module (proof that it ran) */
+    int ok;             /* 1: ran and matched the host within the op's band */
+    char verdict[200];  /* "ok", or why excluded ("declined: ...", "wrong: ...", "error: ...") */
+} memra_tune_arm;
+
+#define MEMRA_TUNE_MAX_ARMS 32
+typedef struct memra_tune_result {
+    uint32_t struct_size;  /* IN: sizeof(memra_tune_result) */
+    int n_arms;
+    memra_tune_arm arms[MEMRA_TUNE_MAX_ARMS];
+    int winner;            /* index of the fastest ok arm, -1 when none */
+    int baseline;          /* the arm the scores route to (first lane, default variant), -1 when it is excluded */
+} memra_tune_result;
+
+/* Race every admitted module providing `op` on dev, and every variant each
+ * lists, at m x n x k (a GEMM op): fresh random inputs, each arm's first call
+ * checked against the host module within the op's band before any of its
+ * times count, then `reps` rounds of one call per arm in a rotating order
+ * (interleaved), each timed alone (CUDA events on a GPU, the monotonic clock
+ * on the host); medians. Not thread-safe against concurrent loads of the
+ * same module (the race holds its routing snapshot). OK; INVALID_ARGUMENT;
+ * NOT_SUPPORTED (not a GEMM op); OUT_OF_MEMORY; a device error. */
+memra_status memra_tune_race(memra_device *dev, memra_op op, int32_t m, int32_t n, int32_t k, int reps,
+                             memra_tune_result *out);
+/* Put the winner of class (op, n, k, m class of m) into dev's tuning table
+ * (replacing that class's entry) and publish new routing. `variant` NULL or
+ * "" = the default. OK; INVALID_ARGUMENT; NOT_FOUND (module or variant not
+ * admitted on dev). */
+memra_status memra_tune_record(memra_device *dev, memra_op op, int32_t m, int32_t n, int32_t k, const char *module,
+                               const char *variant, double median_us, double baseline_us);
+/* Write the table to the tuning file (MEMRA_TUNE_FILE, else
+ * <cache root>/tune/tuning.memra; the root is the JIT cache's), atomically
+ * (temporary file, fsync, rename) in an owner-only folder; sections of other
+ * devices read from the file are kept. OK; IO_ERROR (memra_last_error names
+ * the path and the step). */
+memra_status memra_tune_save(memra_runtime *rt);
+/* Forget every entry (memory and the file); publishes the score routing. */
+memra_status memra_tune_clear(memra_runtime *rt);
+
+typedef struct memra_tune_entry {
+    uint32_t struct_size;     /* IN: sizeof(memra_tune_entry) */
+    int device;               /* memra_device_get index, -1 for a section of another machine */
+    const char *device_key;   /* "NVIDIA H200 cc90 driver 13000 memra 0.1.0" */
+    memra_op op;
+    int32_t n, k, m_class;
+    const char *module, *module_version, *variant; /* variant "" = default */
+    double median_us, baseline_us;
+    const char *state;        /* "active", or why it is ignored */
+    const char *source;       /* the file it came from, or "this process" */
+} memra_tune_entry;
+
+/* The table as read at memra_open and changed since, in file order. Strings
+ * live until the next memra_tune_* call or memra_close. Not thread-safe
+ * against memra_tune_record/clear. */
+int memra_tune_count(const memra_runtime *rt);
+memra_status memra_tune_entry_get(const memra_runtime *rt, int index, memra_tune_entry *out);
+/* The tuning file's path and what happened to it at open ("read N entries",
+ * "absent", "ignored: checksum mismatch", ...). Owned by rt. */
+const char *memra_tune_file(const memra_runtime *rt);
+const char *memra_tune_file_status(const memra_runtime *rt);
+
+/* ---- shadow A/B (core/shadow.c) ------------------------------------------------ */
+
+/* A module (loaded and admitted on dev) becomes the shadow of the incumbent
+ * for a GEMM op: it no longer serves that op; one call in MEMRA_SHADOW_RATE
+ * of the op on dev also runs on the shadow, into its own output buffer and its
+ * own scratch (the caller's output and stream order are never touched), both
+ * timed; the outputs are compared within the op's band (see
+ * docs/ARCHITECTURE.md, "Shadow A/B": the live band is normalised by an
+ * estimate of the mass, sqrt(k) times the row's largest |y|). After
+ * MEMRA_SHADOW_AGREE agreeing samples with the shadow faster by
+ * MEMRA_SHADOW_MARGIN_PCT percent, it is promoted (MEMRA_SHADOW_AUTO_PROMOTE=1,
+ * or memra_shadow_promote): a routing preference op=module is added. The
+ * first mismatch (or shadow error) rolls it back: sampling stops, the module
+ * stays off that op, the reason is kept. Saturation rule: at most one shadow
+ * run per (device, op) is in flight; a sampled call that finds one running
+ * skips (counted). On the host device the shadow runs synchronously after
+ * the caller's op, on the caller's thread. On a GPU memra_shadow_start
+ * returns NOT_SUPPORTED in this version (the side-stream path is not built).
+ * variant: NULL for the module's default. OK; INVALID_ARGUMENT; NOT_FOUND;
+ * NOT_SUPPORTED. */
+memra_status memra_shadow_start(memra_device *dev, memra_op op, const char *module, const char *variant);
+/* Stop sampling (the module serves the op again by its score). */
+memra_status memra_shadow_stop(memra_device *dev, memra_op op);
+/* Promote now, whatever the counts (the operator's decision). */
+memra_status memra_shadow_promote(memra_device *dev, memra_op op);
+
+typedef enum memra_shadow_state {
+    MEMRA_SHADOW_NONE = 0,
+    MEMRA_SHADOW_WATCHING = 1,
+    MEMRA_SHADOW_PROMOTED = 2,
+    MEMRA_SHADOW_ROLLED_BACK = 3,
+    MEMRA_SHADOW_STOPPED = 4,
+} memra_shadow_state;
+
+typedef struct memra_shadow_info {
+    uint32_t struct_size;       /* IN: sizeof(memra_shadow_info) */
+    memra_shadow_state state;
+    char module[49], variant[33], incumbent[49];
+    uint64_t calls, samples, agreements, mismatches, skipped;
+    double incumbent_us, shadow_us; /* mean over agreeing samples */
+    double speed_ratio;             /* incumbent_us / shadow_us (> 1: the shadow is faster); 0 before a sample */
+    char reason[300];               /* why promoted / rolled back */
+} memra_shadow_info;
+/* A copy of the shadow record of (dev, op). Thread-safe. OK; INVALID_ARGUMENT. */
+memra_status memra_shadow_get(memra_device *dev, memra_op op, memra_shadow_info *out);
 
 /* ---- the dispatch ledger ----------------------------------------------------- */
 

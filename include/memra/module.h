@@ -122,6 +122,13 @@ typedef struct memra_call {
     const memra_device_caps *caps;   /* the device */
     memra_stream_t stream;
     const char *decline_reason;      /* OUT: static text when DECLINED */
+    /* ---- appended; check with MEMRA_HAS_MEMBER(call, memra_call, variant) ---- */
+    /* The variant to run: an index into the list desc->variants(caps, op)
+     * returned for this device and op, or -1 for the module's own choice
+     * (always -1 for a module without variants). The core sets it from the
+     * routing entry (a tuned entry names a variant) or from
+     * memra_op_args.variant in memra_module_call. */
+    int32_t variant;
 } memra_call;
 
 /* y[y_row_offset + i, j] = alpha * sum_k x[i,k] * W[j,k]   (y = x . W^T)
@@ -304,6 +311,19 @@ typedef struct memra_jit_source {
     int n_options;
 } memra_jit_source;
 
+/* A variant: one named configuration of an op of a module (a tile shape, an
+ * MMA kind, a launch mode), so `memra tune` can race it against the others.
+ * A variant IS a named set of knob values: running variant V must give the
+ * results and speed the module gives when initialised with exactly the knobs
+ * of V set (`knobs`, e.g. "MEMRA_MMQ_BM=64,MEMRA_MMQ_BN=96,MEMRA_MMQ_PDL=0"),
+ * and nothing else changed. The module prepares every variant it lists at
+ * init (kernels loaded) and picks one per call from memra_call.variant. The
+ * list is constant for a (device, op): same order and names on every call. */
+typedef struct memra_variant {
+    const char *name;  /* [a-z0-9_.-]{1,32}, unique within the module and op: "bm64_bn96", "mxf8f6f4" */
+    const char *knobs; /* the knob values it stands for, "NAME=value,..."; "" for the module's default */
+} memra_variant;
+
 /* ---- the descriptor ------------------------------------------------------- */
 
 typedef struct memra_module_desc {
@@ -320,6 +340,11 @@ typedef struct memra_module_desc {
     const memra_op_table *ops;
     /* Kernel sources this module compiles at run time for `caps` (may be NULL). */
     const memra_jit_source *(*jit_sources)(const memra_device_caps *caps, size_t *out_count);
+    /* ---- appended; read only when struct_size covers it ---- */
+    /* The variants of `op` on `caps` (may be NULL, or return NULL / *out_count
+     * 0: no variants). Pure; called at load and by memra tune, never per call.
+     * The array lives as long as the module is loaded. */
+    const memra_variant *(*variants)(const memra_device_caps *caps, memra_op op, size_t *out_count);
 } memra_module_desc;
 
 typedef const memra_module_desc *(*memra_module_entry_fn)(void);

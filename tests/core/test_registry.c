@@ -66,23 +66,35 @@ int main(int argc, char **argv)
         memra_module_info_get(rt, i, &mi);
         loaded += mi.loaded;
     }
-    CHECK_INT_EQ(loaded, 4); /* host, testdecline, testgood, testnf */
+    CHECK_INT_EQ(loaded, 3); /* host, testdecline, testgood */
+    /* testnf's scale returns an error status: the admission self-check quarantined it. */
+    CHECK_STR_CONTAINS(reason_of(rt, "testnf"), "quarantined by the admission self-check");
+    CHECK_STR_CONTAINS(reason_of(rt, "testnf"), "returned not found");
 
     /* Routing: scale goes testdecline (20) > testgood (10) > host (1). */
     memra_device *host = memra_device_host(rt);
     const char *names[8];
-    CHECK_INT_EQ(memra_routing_get(host, MEMRA_OP_scale, names, 8), 4);
+    CHECK_INT_EQ(memra_routing_get(host, MEMRA_OP_scale, names, 8), 3);
     CHECK_STR_EQ(names[0], "testdecline");
-    CHECK_STR_EQ(names[1], "testgood"); /* ties (10) by name: testgood < testnf */
-    CHECK_STR_EQ(names[2], "testnf");
-    CHECK_STR_EQ(names[3], "host");
-    /* A module whose op fails with NOT_FOUND ran exactly once. */
+    CHECK_STR_EQ(names[1], "testgood");
+    CHECK_STR_EQ(names[2], "host");
+    /* With the self-check off (MEMRA_ADMISSION=off) testnf serves, and a module
+     * whose op fails with NOT_FOUND ran exactly once. */
     {
+        const char *off[] = {"MEMRA_ADMISSION=off", NULL};
+        memra_options oo = o;
+        oo.settings = off;
+        memra_runtime *rt2;
+        CHECK_OK(memra_open(&oo, &rt2));
+        CHECK_STR_EQ(reason_of(rt2, "testnf"), "");
+        memra_device *h2 = memra_device_host(rt2);
+        CHECK_INT_EQ(memra_routing_get(h2, MEMRA_OP_scale, names, 8), 4);
+        CHECK_STR_EQ(names[2], "testnf"); /* ties (10) by name: testgood < testnf */
         float w[2] = {1.0f, 3.0f};
         memra_op_args na = {.struct_size = sizeof na, .src = (memra_dptr)(uintptr_t)w, .n = 2, .s = 2.0f};
-        CHECK_STATUS(memra_module_call(host, "testnf", MEMRA_OP_scale, &na), MEMRA_STATUS_NOT_FOUND);
+        CHECK_STATUS(memra_module_call(h2, "testnf", MEMRA_OP_scale, &na), MEMRA_STATUS_NOT_FOUND);
         CHECK(w[0] == 2.0f && w[1] == 6.0f);
-        CHECK_OK(memra_module_unload(rt, "testnf"));
+        memra_close(rt2);
     }
     CHECK_INT_EQ(memra_routing_get(host, MEMRA_OP_gemm_f16, names, 8), 1);
     CHECK_STR_EQ(names[0], "host");

@@ -42,6 +42,7 @@ jit
 jit ls
 jit warm
 jit clear
+tune
 --version
 version'
 
