@@ -108,6 +108,10 @@ san_one() {
   [ "$tool" = memcheck ] && extra=(--leak-check full)
   [ "$tool" = racecheck ] && extra=(--racecheck-report hazard)
   [ "$prof" != native ] && env=("MEMRA_ARCH=$prof")
+  # The admission self-check runs every module's ops at memra_open; under a sanitizer it
+  # is 10-100x slower, and a timed-out check quarantines the module (and the cell would
+  # check nothing). Give it the time: it runs, and is sanitized, inside the same process.
+  env+=("MEMRA_ADMISSION_TIMEOUT_MS=600000")
   local cmd=("$M" check --device 0 --op "$op" --module "$mod" ${SAN_QUICK:+--quick})
   env "${env[@]}" timeout ${SAN_TIMEOUT:-300} compute-sanitizer --tool "$tool" "${extra[@]}" --print-limit 20 \
     "${cmd[@]}" > "$log" 2>&1
@@ -124,6 +128,10 @@ san_one() {
   [ -z "$n" ] && n="?"
   [ -z "$own" ] && own="?"
   [ "$rc" = 124 ] && n="timeout" && own="timeout"
+  # a cell counts only when memra check ran its rows and passed them: any other exit
+  # (2: the module was not admitted or the pair is unknown; 1: a row failed) is shown
+  # as such, never as 0 errors
+  [ "$rc" != 0 ] && [ "$rc" != 124 ] && own="exit$rc"
   printf "%-10s %-7s %-16s %-8s %7s %9s  exit %-3s %-22s %s\n" "$tool" "$prof" "$op" "$mod" "$own" "$n" "$rc" "$pass" \
     "${vendor:+vendor kernels: $vendor}"
 }
@@ -153,7 +161,8 @@ step_sanitize() {
   local cells nonzero
   cells=$(($(wc -l < "$L/sanitize_table.txt") - 1))
   nonzero=$(awk 'NR > 1 && $5 != "0"' "$L/sanitize_table.txt" | wc -l)
-  say "sanitize: $cells cells, $nonzero with memra's own errors, $((SECONDS - t)) s"
+  say "sanitize: $cells cells, $nonzero not clean (memra's own errors, a failed or refused check, or a timeout), $((SECONDS - t)) s"
+  tar -C $L -cf "$OUT/logs_sanitize.tar" san sanitize_table.txt
   awk 'NR > 1 && ($5 != "0" || $6 != "0")' "$L/sanitize_table.txt" | head -40 | cut -c1-200 >> "$S"
 }
 
@@ -351,6 +360,7 @@ step_multi() {
 for s in "$@"; do
   if ! declare -F "step_$s" > /dev/null; then echo "device.sh: unknown step '$s'"; exit 2; fi
   "step_$s" || { [ "$s" = build ] && break; }
+  tar -C $L -cf "$OUT/logs.tar" . 2>/dev/null   # after every step: a cut-off run still returns its logs
 done
 say "total: $((SECONDS - t0)) s"
 tar -C $L -cf "$OUT/logs.tar" .
