@@ -99,6 +99,7 @@ _PROTOS = [
     ("memra_device_profile_forced", c_int, [c_void_p]),
     ("memra_caps_describe", None, [c_uint64, c_char_p, c_size_t]),
     ("memra_device_synchronize", S.memra_status, [c_void_p]),
+    ("memra_stream_reserve", S.memra_status, [c_void_p, c_void_p, POINTER(c_void_p), c_int, c_int32]),
     ("memra_module_count", c_int, [c_void_p]),
     ("memra_module_info_get", S.memra_status, [c_void_p, c_int, POINTER(S.memra_module_info)]),
     ("memra_module_device_note", c_char_p, [c_void_p, c_int, c_void_p]),

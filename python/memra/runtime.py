@@ -370,6 +370,16 @@ class Device:
         """Wait for all work on the device's streams."""
         check("memra_device_synchronize", _core.lib.memra_device_synchronize(self.handle))
 
+    def stream_reserve(self, stream, weights, m_max):
+        """memra_stream_reserve: size and pin scratch for `stream` so that calls on
+        these weights with m <= m_max can be captured into a CUDA graph on it
+        (nothing is allocated during a capture). Call it before the capture
+        begins; it waits for the stream. A no-op on the host device."""
+        ws = list(weights)
+        arr = (ctypes.c_void_p * max(1, len(ws)))(*[w.handle for w in ws])
+        check("memra_stream_reserve",
+              _core.lib.memra_stream_reserve(self.handle, _stream_value(stream), arr, len(ws), int(m_max)))
+
     def routing(self, op):
         """Names of the modules serving `op` here, in dispatch order."""
         oid = op_id(op)

@@ -315,3 +315,12 @@ def test_timer_on_host(rt):
     assert 0 < ms < 10000
     with pytest.raises(memra.InvalidArgumentError):
         t.start(stream="not a stream")
+
+
+def test_stream_reserve(rt):
+    """memra_stream_reserve through Device.stream_reserve: OK on the host device
+    (nothing to pin), bad arguments refused by the library."""
+    w = memra.Weight.from_array(rt, np.random.default_rng(3).standard_normal((8, 64)).astype(np.float32), "f32")
+    rt.host.stream_reserve(None, [w], 16)
+    with pytest.raises(memra.InvalidArgumentError):
+        rt.host.stream_reserve(None, [w], 0)

@@ -278,7 +278,8 @@ def test_example_race_on_host(tmp_path):
         cmd += ["--plot", str(fig)]
     except ImportError:
         have_mpl = False
-    r = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    # the host device even where a GPU is present (the race picks device 0)
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=dict(os.environ, MEMRA_ARCH="host"))
     assert r.returncode == 0, r.stdout + r.stderr
     d = json.load(open(rec))
     assert d["mode"] == "python" and d["invalid_arms"] == [] and len(d["shapes"]) == 2

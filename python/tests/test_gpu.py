@@ -135,13 +135,16 @@ def test_cuda_graph_captured_from_torch(grt, gdev, fmt):
     y = torch.empty(m, n, device="cuda")
     side = torch.cuda.Stream()
     side.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(side):  # warm-up: sizes scratch and plans before capture
+    # nothing is allocated during a capture: the capture stream's scratch is reserved
+    # (memra_stream_reserve) and warmed before it begins
+    gdev.stream_reserve(side, [W], m)
+    with torch.cuda.stream(side):  # warm-up: plans before capture
         for _ in range(2):
             memra.matmul(W, x, out=y)
     torch.cuda.current_stream().wait_stream(side)
     torch.cuda.synchronize()
     g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g):  # memra enqueues on torch's capture stream
+    with torch.cuda.graph(g, stream=side):  # memra enqueues on the (reserved) capture stream
         memra.matmul(W, x, out=y)
     for seed in (11, 12):
         xn = xs(m, k, seed)
