@@ -217,7 +217,10 @@ static memra_status call_op(const memra_op_table *ops, memra_call *call, memra_o
  * string goes away with the module once the caller's snapshot is released. */
 static _Thread_local char tl_reason[96];
 
-memra_status memra__lane_run(memra_device *dev, const memra__lane *lane, memra_op op, memra_op_args *args)
+/* One call of a lane's op, no accounting: the scope (scratch), the device's
+ * context, the module's scratch name, and a declined call's reason copied out.
+ * *ran is 0 when the scope could not be begun (the op was not called). */
+static memra_status lane_call(memra_device *dev, const memra__lane *lane, memra_op op, memra_op_args *args, int *ran)
 {
     memra_call call = {.struct_size = sizeof call,
                        .module_ctx = lane->ctx,
@@ -226,8 +229,10 @@ memra_status memra__lane_run(memra_device *dev, const memra__lane *lane, memra_o
                        .decline_reason = NULL,
                        .variant = lane->variant};
     args->gemm.struct_size = sizeof args->gemm;
+    *ran = 0;
     memra_status st = memra__scope_begin(dev, args->stream);
     if (st != MEMRA_STATUS_OK) return st;
+    *ran = 1;
     st = memra__device_enter(dev);
     if (st == MEMRA_STATUS_OK) {
         const char *prev = memra__scratch_module_set(lane->mod->name);
@@ -243,31 +248,21 @@ memra_status memra__lane_run(memra_device *dev, const memra__lane *lane, memra_o
     return st;
 }
 
+memra_status memra__lane_run(memra_device *dev, const memra__lane *lane, memra_op op, memra_op_args *args)
+{
+    int ran;
+    return lane_call(dev, lane, op, args, &ran);
+}
+
 memra_status memra__lane_invoke(memra_device *dev, const memra__lane *lane, memra_op op, memra_op_args *args)
 {
-    memra_call call = {.struct_size = sizeof call,
-                       .module_ctx = lane->ctx,
-                       .caps = &dev->caps,
-                       .stream = args->stream,
-                       .decline_reason = NULL,
-                       .variant = lane->variant};
-    args->gemm.struct_size = sizeof args->gemm;
+    int ran;
     atomic_fetch_add(&lane->cell->entries, 1);
-    memra_status st = memra__scope_begin(dev, args->stream);
-    if (st != MEMRA_STATUS_OK) return st;
-    st = memra__device_enter(dev);
-    if (st == MEMRA_STATUS_OK) {
-        const char *prev = memra__scratch_module_set(lane->mod->name);
-        st = call_op(&lane->mod->ops, &call, op, args);
-        memra__scratch_module_set(prev);
-        memra__device_leave(dev);
-    }
-    memra__scope_end();
+    memra_status st = lane_call(dev, lane, op, args, &ran);
+    if (!ran) return st;
     if (st == MEMRA_STATUS_OK) {
         atomic_fetch_add(&lane->cell->hits, 1);
     } else if (st == MEMRA_STATUS_DECLINED) {
-        snprintf(tl_reason, sizeof tl_reason, "%s", call.decline_reason ? call.decline_reason : "(no reason given)");
-        args->decline_reason = tl_reason;
         ledger_decline(dev, lane->cell, args->decline_reason);
         MEMRA__DEBUG("dispatch", "%s on %s declined %s: %s", lane->mod->name, dev->label, memra_op_name(op),
                      args->decline_reason);
