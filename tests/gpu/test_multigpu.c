@@ -32,6 +32,7 @@
 #include "memra/formats.h"
 #include "memra/memra.h"
 #include "test.h"
+#include "gpu/cu_test.h"
 
 typedef int CUresult;
 typedef void *CUstream, *CUcontext;
@@ -42,18 +43,10 @@ static struct {
     CUresult (*cuStreamSynchronize)(CUstream);
 } cu;
 
-#define CU_CHECK(call)                                                               \
-    do {                                                                             \
-        CUresult r_ = (call);                                                        \
-        if (r_ != 0) TEST_FAIL_AT("%s: CUresult %d", #call, r_);                    \
-    } while (0)
-
 static void cu_open(void)
 {
-    void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-    if (h == NULL) TEST_FAIL_AT("dlopen libcuda.so.1: %s", dlerror());
-#define SYM(name)                                                                    \
-    if ((*(void **)&cu.name = dlsym(h, #name)) == NULL) TEST_FAIL_AT("dlsym %s", #name);
+    void *h = cu_test_open();
+#define SYM(name) CU_TEST_SYM(h, cu, name)
     SYM(cuCtxSetCurrent) SYM(cuStreamCreate) SYM(cuStreamDestroy_v2) SYM(cuStreamSynchronize)
 #undef SYM
 }

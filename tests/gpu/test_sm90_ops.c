@@ -37,6 +37,7 @@
 #include "memra/memra.h"
 #include "test.h"
 #include "tools/judge.h"
+#include "gpu/cu_test.h"
 
 /* ---- the driver, for streams, graphs and events (test only) ----------------- */
 
@@ -56,18 +57,10 @@ static struct {
     CUresult (*cuEventElapsedTime)(float *, CUevent, CUevent);
 } cu;
 
-#define CU_CHECK(call)                                                               \
-    do {                                                                             \
-        CUresult r_ = (call);                                                        \
-        if (r_ != 0) TEST_FAIL_AT("%s: CUresult %d", #call, r_);                    \
-    } while (0)
-
 static void cu_open(void)
 {
-    void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-    if (h == NULL) TEST_FAIL_AT("dlopen libcuda.so.1: %s", dlerror());
-#define SYM(name)                                                                    \
-    if ((*(void **)&cu.name = dlsym(h, #name)) == NULL) TEST_FAIL_AT("dlsym %s", #name);
+    void *h = cu_test_open();
+#define SYM(name) CU_TEST_SYM(h, cu, name)
     SYM(cuCtxSetCurrent) SYM(cuStreamCreate) SYM(cuStreamSynchronize) SYM(cuStreamBeginCapture_v2)
     SYM(cuStreamEndCapture) SYM(cuGraphInstantiateWithFlags) SYM(cuGraphLaunch) SYM(cuEventCreate)
     SYM(cuEventRecord) SYM(cuEventSynchronize) SYM(cuEventElapsedTime)
