@@ -90,9 +90,11 @@ step_check() {
 }
 
 # The kernels of vendor libraries (cuBLASLt's split-k reduction and its nvjet/xmma
-# GEMMs). A cell whose errors are not all zero is run a second time with these
-# kernels excluded from instrumentation: the second count is memra's own (it must
-# be 0); the difference is shown as the vendor's, with the kernels named.
+# GEMMs), named in the table when a cell's reports fall in them. A cell whose count
+# is not zero runs a second time with only memra's own kernels instrumented (every
+# memra kernel is named memra_k_*: --kernel-regex kns=memra_k_, one pattern, no
+# alternation): that second count is memra's own and must be 0; the difference is
+# the vendor's, with the kernels named from the first log.
 VENDOR_RE='cublasLt|nvjet|xmma|cutlass|gemmSN|gemv'
 san_count() { # tool log -> error count
   if [ "$1" = racecheck ]; then
@@ -103,26 +105,38 @@ san_count() { # tool log -> error count
   fi
 }
 # One sanitizer process: tool profile op module -> a log and one table line.
+# op "admission" (module "all") is memra info with the admission self-check on:
+# every module's ops at small shapes, as memra_open runs them. Every other cell runs
+# with MEMRA_ADMISSION=off, so that it runs only its own (op, module) kernels and one
+# cell's fault never shows up in (or hides behind) another's.
 san_one() {
   local tool=$1 prof=$2 op=$3 mod=$4 log="$L/san/$1.$2.$3.$4.log" extra=() env=()
   [ "$tool" = memcheck ] && extra=(--leak-check full)
   [ "$tool" = racecheck ] && extra=(--racecheck-report hazard)
   [ "$prof" != native ] && env=("MEMRA_ARCH=$prof")
-  # The admission self-check runs every module's ops at memra_open; under a sanitizer it
-  # is 10-100x slower, and a timed-out check quarantines the module (and the cell would
-  # check nothing). Give it the time: it runs, and is sanitized, inside the same process.
-  env+=("MEMRA_ADMISSION_TIMEOUT_MS=600000")
-  local cmd=("$M" check --device 0 --op "$op" --module "$mod" ${SAN_QUICK:+--quick})
+  local cmd
+  if [ "$op" = admission ]; then
+    # under a sanitizer the self-check is 10-100x slower: give it the time
+    env+=("MEMRA_ADMISSION=all" "MEMRA_ADMISSION_TIMEOUT_MS=600000")
+    cmd=("$M" info)
+  else
+    env+=("MEMRA_ADMISSION=off")
+    cmd=("$M" check --device 0 --op "$op" --module "$mod" ${SAN_QUICK:+--quick})
+  fi
   env "${env[@]}" timeout ${SAN_TIMEOUT:-300} compute-sanitizer --tool "$tool" "${extra[@]}" --print-limit 20 \
     "${cmd[@]}" > "$log" 2>&1
   local rc=$? n own vendor="" pass
   n=$(san_count "$tool" "$log"); own=$n
-  pass=$(grep -oE "[0-9]+ passed, [0-9]+ failed" "$log" | tail -1)
+  if [ "$op" = admission ]; then
+    pass="$(grep -c -i 'quarantin' "$log") quarantined"
+  else
+    pass=$(grep -oE "[0-9]+ passed, [0-9]+ failed" "$log" | tail -1)
+  fi
   if [ -n "$n" ] && [ "$n" != 0 ]; then
     vendor=$(grep -oE "(at|Thread \([0-9,]+\) at) (void )?[A-Za-z_][A-Za-z0-9_:]*" "$log" | grep -oE "[A-Za-z_][A-Za-z0-9_:]*$" |
              grep -E "$VENDOR_RE" | sort -u | tr '\n' ' ')
     env "${env[@]}" timeout ${SAN_TIMEOUT:-300} compute-sanitizer --tool "$tool" "${extra[@]}" --print-limit 20 \
-      --kernel-regex-exclude "kns=$VENDOR_RE" "${cmd[@]}" > "$log.own" 2>&1
+      --kernel-regex kns=memra_k_ "${cmd[@]}" > "$log.own" 2>&1
     own=$(san_count "$tool" "$log.own")
   fi
   [ -z "$n" ] && n="?"
@@ -148,6 +162,7 @@ step_sanitize() {
     [ "$prof" != native ] && env="MEMRA_ARCH=$prof"
     env $env timeout 300 $M check --device 0 --quick > "$L/san/list.$prof.log" 2>&1
     awk -v p=$prof '$1 == "[0]" && $3 != "" && $4 != "" {print p, $3, $4}' "$L/san/list.$prof.log" | sort -u >> "$L/san/cases.txt"
+    echo "$prof admission all" >> "$L/san/cases.txt"
   done
   for tool in ${SAN_TOOLS:-memcheck racecheck initcheck synccheck}; do
     awk -v t=$tool '{print t, $1, $2, $3}' "$L/san/cases.txt"
@@ -174,12 +189,16 @@ step_stress() {
     done
     # the stress test under the sanitizer (its kernels' bounds and races, concurrent streams)
     for tool in memcheck racecheck; do
-      timeout 400 compute-sanitizer --tool $tool --print-limit 20 --kernel-regex-exclude "kns=$VENDOR_RE" \
+      local ex=()
+      [ $tool = racecheck ] && ex=(--racecheck-report hazard)
+      MEMRA_ADMISSION=off timeout 400 compute-sanitizer --tool $tool "${ex[@]}" --print-limit 20 --kernel-regex kns=memra_k_ \
         $B/bin/test_gpu_stress streams \
         > "$L/gpu_stress_san_$tool.log" 2>&1
       local rc=$? n
       n=$(san_count $tool "$L/gpu_stress_san_$tool.log")
-      say "compute-sanitizer $tool test_gpu_stress streams (vendor kernels excluded): exit $rc, $n errors"
+      say "compute-sanitizer $tool test_gpu_stress streams (memra_k_* kernels only): exit $rc, $n errors"
+      grep -oE "(at|Thread \([0-9,]+\) at) (void )?[A-Za-z_][A-Za-z0-9_:]*" "$L/gpu_stress_san_$tool.log" |
+        grep -oE "[A-Za-z_][A-Za-z0-9_:]*$" | sort | uniq -c | sort -rn | head -5 >> "$S"
     done
   else
     say "stress: no test_gpu_stress binary in this build"
@@ -242,32 +261,48 @@ step_python() {
   fi
 }
 
-# Before/after a change (issue 15: the layout must not change speed): the tree in
-# .before/ (carried ignored; e.g. `git archive COMMIT | tar -x -C .before`) is built
-# beside this one, then `memra bench 27b` runs alternately from the two builds,
-# AB_RUNS times each per m (AB_M, default "512 4096"); bench/ab_compare.py takes the
-# medians per (shape, arm).
+# Before/after a change: the trees in .before/ and, when present, .mid/ (carried
+# ignored; e.g. `git archive COMMIT | tar -x -C .before`) are built beside this one,
+# then `memra bench 27b` runs from every build in turn (before, mid, after), AB_RUNS
+# times each per m (AB_M, default "512 4096"); bench/ab_compare.py takes the medians
+# per (shape, arm) for each pair (mid against before: issue 15's layout alone; after
+# against mid: everything since; after against before: the whole).
 step_ab() {
   if [ ! -d .before ]; then say "ab: no .before tree"; return 0; fi
-  local BB=/tmp/memra-before
-  if ! { cmake -S .before -B $BB -G Ninja -DCMAKE_BUILD_TYPE=Release -DMEMRA_GPU_MODULES=ON -DMEMRA_WERROR=OFF \
-           -DBUILD_TESTING=OFF && cmake --build $BB -j16; } > "$L/build_before.log" 2>&1; then
-    tail -20 "$L/build_before.log"; say "ab: the before build FAILED"; return 1
-  fi
+  local sides="before" side
+  [ -d .mid ] && sides="$sides mid"
+  sides="$sides after"
+  for side in $sides; do
+    [ $side = after ] && continue
+    local BB=/tmp/memra-$side
+    if ! { cmake -S .$side -B $BB -G Ninja -DCMAKE_BUILD_TYPE=Release -DMEMRA_GPU_MODULES=ON -DMEMRA_WERROR=OFF \
+             -DBUILD_TESTING=OFF && cmake --build $BB -j16; } > "$L/build_$side.log" 2>&1; then
+      tail -20 "$L/build_$side.log"; say "ab: the $side build FAILED"; return 1
+    fi
+  done
   for mm in ${AB_M:-512 4096}; do
-    local files=()
+    local fb=() fm=() fa=()
     for i in $(seq 1 ${AB_RUNS:-3}); do
-      for side in before after; do
+      for side in $sides; do
         local bin=$M
-        [ $side = before ] && bin=$BB/bin/memra
+        [ $side != after ] && bin=/tmp/memra-$side/bin/memra
         local f=$R/ab_27b_m${mm}_${side}_$i.json
         timeout 120 $bin bench 27b --m $mm --reps 10 --json $f > "$L/ab_27b_m${mm}_${side}_$i.txt" 2>&1
-        files+=("$f")
+        case $side in before) fb+=("$f") ;; mid) fm+=("$f") ;; after) fa+=("$f") ;; esac
       done
     done
-    python3 bench/ab_compare.py "${files[@]}" > "$L/ab_m$mm.txt" 2>&1
-    say "ab m=$mm: exit $?"
+    pairs() { local -n x=$1 y=$2; local j; for j in "${!x[@]}"; do echo "${x[$j]}" "${y[$j]}"; done; }
+    python3 bench/ab_compare.py $(pairs fb fa) > "$L/ab_m$mm.txt" 2>&1
+    say "ab m=$mm after against before: exit $?"
     grep "^AB " "$L/ab_m$mm.txt" >> "$S"
+    if [ ${#fm[@]} -gt 0 ]; then
+      python3 bench/ab_compare.py $(pairs fb fm) > "$L/ab_m${mm}_mid_before.txt" 2>&1
+      say "ab m=$mm mid (layout) against before: exit $?"
+      grep "^AB " "$L/ab_m${mm}_mid_before.txt" >> "$S"
+      python3 bench/ab_compare.py $(pairs fm fa) > "$L/ab_m${mm}_after_mid.txt" 2>&1
+      say "ab m=$mm after against mid: exit $?"
+      grep "^AB " "$L/ab_m${mm}_after_mid.txt" >> "$S"
+    fi
   done
 }
 
@@ -326,6 +361,12 @@ step_inject() {
   MEMRA_CHECK_INJECT_FAULT=1 timeout 300 $M check --device 0 > "$L/inject_check.log" 2>&1; rc=$?
   line="$line check=$rc"; [ $rc = 1 ] || bad=$((bad + 1))
   say "inject (each must exit 1): $bad did not;$line"
+  # a case that did not exit 1 (a crash, a pass): its last lines, to find where
+  local f
+  for f in "$L"/inject_*.log; do
+    case "$line" in *"$(basename $f .log | sed 's/^inject_//; s/_/./')=1"*) continue ;; esac
+    echo "--- $(basename $f):" >> "$S"; tail -4 "$f" | cut -c1-200 >> "$S"
+  done
   grep -E "passed, " "$L/inject_check.log" >> "$S"
 }
 

@@ -120,6 +120,7 @@ typedef struct memra__scratch_block {
     memra_dptr ptr;
     size_t size;
     int async; /* from cuMemAllocAsync: freed with cuMemFreeAsync */
+    int zeroed; /* zero-filled (outside a capture) since it was allocated; its owner keeps it */
 } memra__scratch_block;
 
 /* An arena: held by one call at a time; `stream` is the stream of its last
@@ -286,6 +287,10 @@ void memra__scope_end(void);
 const char *memra__scratch_module_set(const char *module);
 memra_status memra__scratch_get(memra_device *dev, memra_stream_t stream, const char *name, size_t bytes,
                                 memra_dptr *out);
+/* The same, zero-filled when new, grown or last handed out unzeroed (host
+ * services' scratch_get_zeroed). */
+memra_status memra__scratch_get_zeroed(memra_device *dev, memra_stream_t stream, const char *name, size_t bytes,
+                                       memra_dptr *out);
 /* Give `stream` an arena of its own (memra_stream_reserve). */
 memra_status memra__stream_pin(memra_device *dev, memra_stream_t stream);
 

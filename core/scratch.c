@@ -22,6 +22,10 @@
  * read by its graphs at any later time: its blocks, when they grow afterwards,
  * are kept until memra_close. No op synchronises the host or
  * the context here.
+ * scratch_get_zeroed: a block new, grown, or last handed out plain is
+ * zero-filled in stream order (cuMemsetD8Async; captured, it runs at every
+ * replay and the next eager call fills again); otherwise its owner's bytes are
+ * kept, so per-call state (a grid barrier's word) needs no memset per call.
  * The host device: the same pool without events (host ops complete before
  * they return), so every concurrent call has its own arena.
  * Scopes nest per thread (a scope on the same device and stream joins the
@@ -216,7 +220,7 @@ void memra__scope_end(void)
     tl_nscope--;
 }
 
-memra_status memra__scratch_get(memra_device *dev, memra_stream_t stream, const char *name, size_t bytes,
+static memra_status scratch_get(memra_device *dev, memra_stream_t stream, const char *name, size_t bytes, int zeroed,
                                 memra_dptr *out)
 {
     if (dev->is_host) stream = NULL;
@@ -295,10 +299,38 @@ memra_status memra__scratch_get(memra_device *dev, memra_stream_t stream, const 
                 b->async = async;
             }
         }
+        if (st == MEMRA_STATUS_OK) b->zeroed = 0; /* a new allocation: undefined bytes */
+    }
+    if (st == MEMRA_STATUS_OK && zeroed && !b->zeroed) {
+        if (dev->is_host) {
+            memset((void *)(uintptr_t)b->ptr, 0, b->size);
+            b->zeroed = 1;
+        } else {
+            const memra__driver *drv = memra__driver_get();
+            CUresult r = drv->cuMemsetD8Async(b->ptr, 0, b->size, (CUstream)s->stream);
+            if (r != MEMRA__CUDA_SUCCESS) st = MEMRA__CU_FAIL(drv, r, "cuMemsetD8Async (zeroed scratch)");
+            /* captured, the fill runs at each replay, not now: the next call
+             * outside the capture fills again */
+            else b->zeroed = !s->capturing;
+        }
+    } else if (st == MEMRA_STATUS_OK && !zeroed) {
+        b->zeroed = 0; /* handed out as plain scratch: whatever it holds is the caller's */
     }
     memra__device_leave(dev);
     if (st == MEMRA_STATUS_OK) *out = b->ptr;
     return st;
+}
+
+memra_status memra__scratch_get(memra_device *dev, memra_stream_t stream, const char *name, size_t bytes,
+                                memra_dptr *out)
+{
+    return scratch_get(dev, stream, name, bytes, 0, out);
+}
+
+memra_status memra__scratch_get_zeroed(memra_device *dev, memra_stream_t stream, const char *name, size_t bytes,
+                                       memra_dptr *out)
+{
+    return scratch_get(dev, stream, name, bytes, 1, out);
 }
 
 memra_status memra__stream_pin(memra_device *dev, memra_stream_t stream)

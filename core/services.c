@@ -115,7 +115,7 @@ static memra_status svc_scratch(const memra_device_caps *caps, uint32_t slot, si
     return memra__scratch_get(dev, memra__scope_stream(dev), name, bytes, out);
 }
 
-static memra_status svc_scratch_get(memra_call *call, const char *name, size_t bytes, memra_dptr *out)
+static memra_status scratch_get_call(memra_call *call, const char *name, size_t bytes, int zeroed, memra_dptr *out)
 {
     if (call == NULL || call->caps == NULL)
         return MEMRA__FAIL(MEMRA_STATUS_INVALID_ARGUMENT, "scratch_get: NULL call");
@@ -124,7 +124,19 @@ static memra_status svc_scratch_get(memra_call *call, const char *name, size_t b
               *p == '.' || *p == '-'))
             return MEMRA__FAIL(MEMRA_STATUS_INVALID_ARGUMENT, "scratch_get: name '%s' has a character outside [A-Za-z0-9_.-]",
                                name);
-    return memra__scratch_get(memra__device_from_caps(call->caps), call->stream, name, bytes, out);
+    memra_device *dev = memra__device_from_caps(call->caps);
+    return zeroed ? memra__scratch_get_zeroed(dev, call->stream, name, bytes, out)
+                  : memra__scratch_get(dev, call->stream, name, bytes, out);
+}
+
+static memra_status svc_scratch_get(memra_call *call, const char *name, size_t bytes, memra_dptr *out)
+{
+    return scratch_get_call(call, name, bytes, 0, out);
+}
+
+static memra_status svc_scratch_get_zeroed(memra_call *call, const char *name, size_t bytes, memra_dptr *out)
+{
+    return scratch_get_call(call, name, bytes, 1, out);
 }
 
 static const char *svc_knob(const memra_device_caps *caps, const char *name)
@@ -290,6 +302,7 @@ static const memra_host_services k_services = {
     .library_open = svc_library_open,
     .scratch_get = svc_scratch_get,
     .knob = svc_knob,
+    .scratch_get_zeroed = svc_scratch_get_zeroed,
 };
 
 const memra_host_services *memra__host_services(void) { return &k_services; }

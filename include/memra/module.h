@@ -301,6 +301,16 @@ typedef struct memra_host_services {
      * a module's own MEMRA_* variable is reported as unknown at open (a
      * warning) and the module validates its value at init. */
     const char *(*knob)(const memra_device_caps *caps, const char *name);
+    /* As scratch_get, for state a module keeps in scratch across its calls
+     * (a grid barrier's arrival word): a block that is new, grown, or was last
+     * handed out by scratch_get is zero-filled, in stream order before any
+     * work the op enqueues after this call; otherwise its bytes are as the
+     * module's last call on this block left them (a block is never shared
+     * between streams before that call's work completed, and no other module
+     * or name touches it). The module must leave the block as its next call
+     * needs it. During CUDA graph capture the zero-fill, when due, is captured
+     * (it then runs at every replay). Use a name of its own for such a block. */
+    memra_status (*scratch_get_zeroed)(memra_call *call, const char *name, size_t bytes, memra_dptr *out);
 } memra_host_services;
 
 /* A kernel source a module declares so `memra jit warm` can compile it. */

@@ -37,7 +37,8 @@
 /* Named scratch of the GPU modules (host->scratch_get: per call and stream). */
 #define MEMRA__GPU_SLOT_WORKSPACE "lt.workspace" /* cuBLASLt workspace */
 #define MEMRA__GPU_SLOT_XOP "x.op"              /* the activation converted (f16, bf16) or quantised (e4m3) */
-#define MEMRA__GPU_SLOT_XSCALE "x.scale"        /* activation scales: scalars, fused barrier word, partial maxima; or VEC128 */
+#define MEMRA__GPU_SLOT_XSCALE "x.scale"        /* activation scales: scalars and partial maxima; or VEC128 */
+#define MEMRA__GPU_SLOT_FP8BAR "fp8.bar"        /* the fused quantiser's grid-barrier word (scratch_get_zeroed, kept) */
 #define MEMRA__GPU_SLOT_GRID "w.grid"           /* the weight's block grid padded to cuBLASLt's leading dimension */
 #define MEMRA__GPU_SLOT_DPAD "y.pad"            /* a GEMM output computed on padded rows */
 #define MEMRA__GPU_WORKSPACE_BYTES (32u << 20)

@@ -26,6 +26,10 @@
  *   ALLNULL    an op table whose every member is NULL
  *   LIBOPEN    "testlibopen": init asks host->library_open("cublasLt") and
  *              fails when it gets NULL (MEMRA_CUBLASLT_LIBRARY checks)
+ *   ZEROED     "testzeroed": scale that keeps per-call state in
+ *              host->scratch_get_zeroed's block "ctr" (s > 0: y[i] = the
+ *              block's int32 word i, then the word is incremented; s < 0: the
+ *              same name taken by plain scratch_get and filled with 0x7f bytes)
  *   EVIL       "testevil": a constructor that creates the file named by
  *              MEMRA_TEST_MARKER (proof that it ran); otherwise like GOOD
  */
@@ -112,6 +116,22 @@ static void fini(void *p) { free(p); }
 static memra_status op_scale(memra_call *call, memra_dptr y, int64_t n, float s)
 {
     ctx *c = call->module_ctx;
+#if defined(ZEROED)
+    if (!MEMRA_HAS_MEMBER(c->host, memra_host_services, scratch_get_zeroed))
+        return c->host->set_error(MEMRA_STATUS_MODULE_ERROR, "testzeroed: the core has no scratch_get_zeroed");
+    memra_dptr blk = 0;
+    memra_status st = s > 0 ? c->host->scratch_get_zeroed(call, "ctr", (size_t)n * 4, &blk)
+                            : c->host->scratch_get(call, "ctr", (size_t)n * 4, &blk);
+    if (st != MEMRA_STATUS_OK) return st;
+    int32_t *w = (int32_t *)(uintptr_t)blk;
+    float *out = (float *)(uintptr_t)y;
+    if (s < 0) {
+        memset(w, 0x7f, (size_t)n * 4);
+        return MEMRA_STATUS_OK;
+    }
+    for (int64_t i = 0; i < n; i++) out[i] = (float)w[i]++;
+    return MEMRA_STATUS_OK;
+#endif
 #if defined(DECLINE)
     if (n % 2 != 0) {
         call->decline_reason = "odd length";

@@ -139,12 +139,23 @@ static memra_status quant_fused(memra__gpu *gpu, memra_call *call, memra_dptr x,
     long long want = (n / 4 + 255) / 256; /* one float4 per thread at least */
     unsigned grid = want < (long long)fb ? (unsigned)(want < 1 ? 1 : want) : fb;
     memra_dptr partial = scales + 256;
-    /* The grid barrier's word lives in this call's scratch (bytes 128..131 of
-     * the scales block), zeroed in stream order: concurrent launches on other
-     * streams have words of their own. */
-    memra_dptr bar = scales + 128;
-    CUresult rz = gpu->cu.cuMemsetD32Async(bar, 0, 1, (CUstream)call->stream);
-    if (rz != MEMRA__CU_SUCCESS) return memra__cu_fail(gpu->host, &gpu->cu, gpu->name, rz, "cuMemsetD32Async (fused barrier)");
+    /* The grid barrier's word: a scratch block of its own (one per stream's
+     * arena, so concurrent launches on other streams have words of their own),
+     * zero-filled by the core when the block is new and then kept by the
+     * kernel itself (each launch leaves the word as the next needs it, see
+     * fp8_act.cu), so no memset runs per call. A core without
+     * scratch_get_zeroed: the word in bytes 128..131 of the scales block,
+     * zeroed in stream order before each launch. */
+    memra_dptr bar = 0;
+    if (MEMRA_HAS_MEMBER(gpu->host, memra_host_services, scratch_get_zeroed)) {
+        memra_status sb = gpu->host->scratch_get_zeroed(call, MEMRA__GPU_SLOT_FP8BAR, 256, &bar);
+        if (sb != MEMRA_STATUS_OK) return sb;
+    } else {
+        bar = scales + 128;
+        CUresult rz = gpu->cu.cuMemsetD32Async(bar, 0, 1, (CUstream)call->stream);
+        if (rz != MEMRA__CU_SUCCESS)
+            return memra__cu_fail(gpu->host, &gpu->cu, gpu->name, rz, "cuMemsetD32Async (fused barrier)");
+    }
     void *args[] = {&x, &n, &w_scale, &scales, &partial, &q, &bar};
     CUresult r = gpu->cu.cuLaunchCooperativeKernel(fa->quant_e4m3_fused, grid, 1, 1, 256, 1, 1, 0,
                                                    (CUstream)call->stream, args);

@@ -24,9 +24,10 @@
  *                             holds. x is read from device memory once.
  *                             Launched with cuLaunchCooperativeKernel and at most
  *                             the co-resident number of blocks (queried at create).
- *   Grid barrier (memra_grid_barrier): one word, `bar`, in the call's scratch
+ *   Grid barrier (memra_grid_barrier): one word, `bar`, a scratch block of its own
  *   (a word per stream's arena, so concurrent launches on several streams never
- *   share one), zeroed by a stream-ordered memset before each launch. Thread 0
+ *   share one), zero-filled by the core when the block is new (scratch_get_zeroed)
+ *   and from then on kept by the kernel alone: no memset per launch. Thread 0
  *   of each block adds 1, except block 0, which adds
  *   2^31 - (G - 1); the G arrivals add exactly 2^31 in all, so bit 31 flips once
  *   every block has arrived and the low 31 bits come back to 0. Invariant
@@ -34,7 +35,7 @@
  *   added is k or 2^31 - (G - 1) + k for k <= G - 2, both below 2^31, so no carry
  *   reaches bit 31 early; a block waits until bit 31 differs from the value its
  *   own atomicAdd returned. Each launch leaves the word as it needs it for the
- *   next (the memset is for a fresh arena, whose word is undefined). (This is
+ *   next, whatever G the next launch has. (This is
  *   the scheme of cooperative_groups' grid sync.) Fences: __threadfence before
  *   the arrival (the partial is visible before the count) and after the wait
  *   (acquire), the partials then read with ld.global.cg. Limits: one launch at a
