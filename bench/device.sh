@@ -13,7 +13,9 @@
 #               synccheck over `memra check --device 0 --op X --module Y`, each (op, module)
 #               in its own process, under the native, forced sm120 and forced cuda
 #               profiles; a table tool x (profile, op, module) -> errors (SAN_QUICK=1 adds
-#               --quick; SAN_JOBS parallel processes, default 8; SAN_TOOLS to pick tools)
+#               --quick; SAN_JOBS parallel processes, default 8; SAN_TOOLS to pick tools,
+#               SAN_PROFILES the profiles; one extra cell per (tool, profile): the admission
+#               self-check, `memra info`)
 #   stress      the multi-thread / multi-stream GPU stress test, when built
 #   bench       memra bench 27b at BENCH_M (default "512 4096"), each call alone and
 #               --batch 8, with receipts
@@ -157,7 +159,7 @@ step_sanitize() {
   mkdir -p "$L/san"
   local t=$SECONDS jobs=${SAN_JOBS:-8}
   : > "$L/san/cases.txt"
-  for prof in native sm120 cuda; do
+  for prof in ${SAN_PROFILES:-native sm120 cuda}; do
     local env=""
     [ "$prof" != native ] && env="MEMRA_ARCH=$prof"
     env $env timeout 300 $M check --device 0 --quick > "$L/san/list.$prof.log" 2>&1
