@@ -42,8 +42,11 @@ memra_status memra_buffer_create(memra_device *dev, size_t bytes, memra_buffer *
         memra__device_leave(dev);
         if (r != MEMRA__CUDA_SUCCESS) {
             free(b);
-            return MEMRA__FAIL(MEMRA_STATUS_OUT_OF_MEMORY, "cuMemAlloc(%zu) on %s: %s", bytes, dev->label,
-                               memra__driver_errstr(drv, r));
+            /* out of memory only when the driver says so: a context already
+             * broken by an earlier fault (ILLEGAL_ADDRESS) is a driver error */
+            return MEMRA__FAIL(r == 2 /* CUDA_ERROR_OUT_OF_MEMORY */ ? MEMRA_STATUS_OUT_OF_MEMORY
+                                                                     : MEMRA_STATUS_DRIVER_ERROR,
+                               "cuMemAlloc(%zu) on %s: %s", bytes, dev->label, memra__driver_errstr(drv, r));
         }
         b->ptr = p;
     }

@@ -113,6 +113,7 @@ def main(argv=None):
                                                                   w_scale_grid=gd, x=xd, y=yd[i]))
                 for i, mod in enumerate(mods)]
         arms.append(mb.matmul_arm("matmul", W, xd, ym, expect=args.op))
+        arms.append(mb.matmul_bound_arm("matmul_bound", W, xd, ym, expect=args.op))
         arms.append(own)
         b.case("%d->%d" % (k, n), k, n, m, arms)
         if gpu:

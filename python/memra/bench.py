@@ -80,6 +80,23 @@ def matmul_arm(name, w, x, out=None, expect=None, **kw):
     return Arm(name, fn, expect, "memra", note="memra.matmul")
 
 
+def matmul_bound_arm(name, w, x, out, expect=None, **kw):
+    """The routed call of matmul_arm with its Python-side checks and argument
+    structure paid once (memra.calls.matmul_args): each timed call is one
+    memra_matmul_ex through ctypes, so the gap between this arm and matmul_arm
+    is the wrapper's per-call cost."""
+    from .calls import matmul_args
+    dev, args, out = matmul_args(w, x, out, **kw)
+    lib, h, wh = _core.lib, dev.handle, w.handle
+
+    def fn():
+        st = lib.memra_matmul_ex(h, wh, byref(args))
+        if st != 0:
+            raise _core.fail("memra_matmul_ex", st, None)
+    fn._keep = (x, out, args)  # the structure holds raw pointers into these
+    return Arm(name, fn, expect, "memra", note="memra_matmul_ex, arguments built once")
+
+
 def module_arm(name, device, module, op, gemm=None, stream=None, **fields):
     """memra_module_call(device, module, op, ...) with arguments built once (see
     memra.module_call); expects a hit of (op, module)."""

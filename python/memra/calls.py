@@ -73,6 +73,17 @@ def matmul(w, x, out=None, stream=None, alpha=1.0, device=None, row_offset=0):
     or device, DeclinedError when every lane declined, and the matching
     memra.Error for a library failure (status, memra_last_error text).
     """
+    dev, args, out = matmul_args(w, x, out, stream, alpha, device, row_offset)
+    check("memra_matmul_ex", _core.lib.memra_matmul_ex(dev.handle, w.handle, byref(args)))
+    return out
+
+
+def matmul_args(w, x, out=None, stream=None, alpha=1.0, device=None, row_offset=0):
+    """matmul's checks and argument structure without the call: returns (device,
+    memra_matmul_args, out), so a caller (a benchmark arm) can issue
+    memra_matmul_ex(device.handle, w.handle, byref(args)) repeatedly with the
+    Python-side checks paid once. The structure holds raw pointers: x, out and w
+    must outlive it."""
     from .weight import Weight
     if not isinstance(w, Weight):
         raise bad("matmul", "w must be a memra.Weight (got %s)" % type(w).__name__)
@@ -120,8 +131,7 @@ def matmul(w, x, out=None, stream=None, alpha=1.0, device=None, row_offset=0):
         stream = _default_stream(xv, dev)
     args = S.sized(S.memra_matmul_args, x=xv.ptr, x_is_f16=int(xv.dtype == "float16"), m=m, y=ov.ptr, ldy=ldy,
                    y_row_offset=row_offset, alpha=float(alpha), stream=_stream_value(stream))
-    check("memra_matmul_ex", _core.lib.memra_matmul_ex(dev.handle, w.handle, byref(args)))
-    return out
+    return dev, args, out
 
 
 def dptr(obj, device, what="pointer"):

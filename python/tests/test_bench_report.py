@@ -286,7 +286,7 @@ def test_example_race_on_host(tmp_path):
     assert r.returncode == 0, r.stdout + r.stderr
     d = json.load(open(rec))
     assert d["mode"] == "python" and d["invalid_arms"] == [] and len(d["shapes"]) == 2
-    assert [a["arm"] for a in d["shapes"][0]["arms"]] == ["host", "matmul", "numpy"]
+    assert [a["arm"] for a in d["shapes"][0]["arms"]] == ["host", "matmul", "matmul_bound", "numpy"]
     assert d["shapes"][0]["arms"][0]["served"] == [{"op": "gemm_f16", "module": "host", "hits": 2}]
     if have_mpl:
         assert _png_size(str(fig))[0] > 300

@@ -354,6 +354,12 @@ static int case_fp8_to_q8_0(void)
                     hist[i % 34]++;
                     if (first < 0) first = (long)(i / 34);
                 }
+            /* none when the only difference is the injected one (MEMRA_TEST_INJECT_FAULT=1:
+             * the judge flips a byte of its own view, not of `got`) */
+            if (first < 0) {
+                printf("  no byte of the buffers differs: the judge's injected fault\n");
+                goto next;
+            }
             printf("  differences by byte of the block:");
             for (int i = 0; i < 34; i++)
                 if (hist[i]) printf(" [%d]=%ld", i, hist[i]);
@@ -366,6 +372,7 @@ static int case_fp8_to_q8_0(void)
             memcpy(&dh, hb + first * 34, 2);
             printf("\n  d gpu %.9g host %.9g\n", memra_f32_from_f16(dg), memra_f32_from_f16(dh));
         }
+    next:
         free(got);
         pair_free(&pw);
         pair_free(&pg);
