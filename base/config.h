@@ -59,6 +59,9 @@
       "sm120 gemm_fp8_blk kernel")                                                                                \
     X(CHECK_INJECT_FAULT, "MEMRA_CHECK_INJECT_FAULT", "memra check", STR, "", "", "test hook of memra check")     \
     X(TEST_SEED, "MEMRA_TEST_SEED", "tests", STR, "", "", "seed of the test programs")                       \
+    X(TEST_INJECT_FAULT, "MEMRA_TEST_INJECT_FAULT", "tests", STR, "", "", "test hook: the test programs' judges fail") \
+    X(TEST_SCRATCH_ZERO, "MEMRA_TEST_SCRATCH_ZERO", "tests", BOOL, "", "0",                                       \
+      "test hook: every new scratch block zero-filled (sanitizer evidence runs)")                                  \
     X(TEST_FAKE_DEVICES, "MEMRA_TEST_FAKE_DEVICES", "tests", UINT, "0..8", "0",                                   \
       "test hook: N host-backed stand-ins for CUDA devices (ordinals 0..N-1), no driver used")                   \
     X(LIBRARY, "MEMRA_LIBRARY", "python", STR, "", "", "the libmemra the python package loads (not read here)")

@@ -113,6 +113,7 @@ san_classify() {
   awk -v vre="$VENDOR_RE" '
     function flush() { if (open) { if (kern ~ vre) { v++; vk[kern] = 1 } else o++; n++ } open = 0; kern = "" }
     /^========= (COMPUTE-SANITIZER|ERROR SUMMARY|RACECHECK SUMMARY|LEAK SUMMARY|Target application|Program hit|This tool|Internal)/ { flush(); next }
+    /^========= (Warning: Error buffer overflow|Error: process didn.t terminate)/ { flush(); next }
     function take(line,   k) { if (line !~ / at (void )?[A-Za-z_]/ || line ~ / at (__shared__|__global__|__local__)/) return
                                   k = line; sub(/.* at (void )?/, "", k); sub(/[+<( ].*/, "", k); kern = k }
     /^========= [A-Z]/ { flush(); open = 1; take($0); next }
@@ -149,11 +150,28 @@ san_one() {
   fi
   if [ -n "$n" ] && [ "$n" != 0 ]; then
     read -r recs own vendor < <(san_classify "$log")
-    # every counted report must have been filed, else the split is unknown
+    # every counted report must have been filed, else the split is unknown (a
+    # launch's error buffer holds 256 records: the tool then drops the rest of
+    # that launch's, says so, and counts what it kept)
     [ "$tool" != racecheck ] && [ "$recs" != "$n" ] && own="?($recs/$n)"
+    grep -q "Error buffer overflow" "$log" && vendor="$vendor (some launch's records dropped by the tool)"
+    # initcheck reports on memra's kernels: the same cell with every new scratch block
+    # zero-filled (MEMRA_TEST_SCRATCH_ZERO=1). If its rows still pass and the reports
+    # go, memra's kernels read what another writer put there after the fill (the check
+    # compares every element with the host), a writer the tool does not track
+    if [ "$tool" = initcheck ] && [ "$own" != 0 ]; then
+      env "${env[@]}" MEMRA_TEST_SCRATCH_ZERO=1 timeout ${SAN_TIMEOUT:-300} compute-sanitizer --tool initcheck \
+        --print-limit 0 --show-backtrace no "${cmd[@]}" > "$log.zero" 2>&1
+      local zrc=$? zrecs zown zv
+      read -r zrecs zown zv < <(san_classify "$log.zero")
+      vendor="$vendor; scratch zero-filled: exit $zrc, memra's own $zown, $(grep -oE "[0-9]+ passed, [0-9]+ failed" "$log.zero" | tail -1)"
+      { grep -E "^=========     at " "$log.zero" | sed -E 's/.* at (void )?//; s/[+<(].*//' | sort | uniq -c | sort -rn
+        head -100 "$log.zero"; } > "$log.zero.cut" && mv "$log.zero.cut" "$log.zero"
+    fi
     # keep the log's head and a per-kernel count, not every report
     { grep -E "^=========     at |Thread .* at " "$log" | sed -E 's/.* at (void )?//; s/[+<(].*//' | sort | uniq -c | sort -rn
-      head -400 "$log"; echo "[... cut ...]"; tail -40 "$log"; } > "$log.cut" && mv "$log.cut" "$log"
+      echo "--- the program's own output:"; grep -v "^=========" "$log" | head -300
+      echo "--- the tool's first reports:"; head -300 "$log"; echo "[... cut ...]"; tail -40 "$log"; } > "$log.cut" && mv "$log.cut" "$log"
   fi
   [ -z "$n" ] && n="?"
   [ -z "$own" ] && own="?"
@@ -214,7 +232,8 @@ step_stress() {
       read -r recs own vendor < <(san_classify "$lg")
       say "compute-sanitizer $tool test_gpu_stress streams: exit $rc, $n reports, memra's own $own${vendor:+, vendor kernels:$vendor}"
       { grep -E "^=========     at |Thread .* at " "$lg" | sed -E 's/.* at (void )?//; s/[+<(].*//' | sort | uniq -c | sort -rn
-        head -300 "$lg"; echo "[... cut ...]"; tail -30 "$lg"; } > "$lg.cut" && mv "$lg.cut" "$lg"
+        echo "--- the program's own output:"; grep -v "^=========" "$lg" | head -300
+        echo "--- the tool's first reports:"; head -200 "$lg"; echo "[... cut ...]"; tail -30 "$lg"; } > "$lg.cut" && mv "$lg.cut" "$lg"
     done
   else
     say "stress: no test_gpu_stress binary in this build"

@@ -66,6 +66,8 @@ static void device_config(const memra_runtime *rt, memra_device *dev)
     }
     atomic_store(&dev->f16_budget_mb, mb);
     atomic_store(&dev->f16_budget_source, source);
+    const char *z = memra__config_str(&rt->cfg, MEMRA__KNOB_TEST_SCRATCH_ZERO);
+    dev->scratch_zero_new = z != NULL && strcmp(z, "1") == 0;
     memra__scratch_device_init(dev);
 }
 

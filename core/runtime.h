@@ -189,6 +189,7 @@ struct memra_device {
     int n_arenas;
     /* optional driver entry points (NULL when the driver lacks them) */
     CUresult (*cu_event_query)(CUevent e);
+    int scratch_zero_new; /* MEMRA_TEST_SCRATCH_ZERO=1: every new scratch block zero-filled */
     CUresult (*cu_alloc_async)(CUdeviceptr *p, size_t bytes, CUstream s);
     CUresult (*cu_free_async)(CUdeviceptr p, CUstream s);
 

@@ -300,6 +300,14 @@ static memra_status scratch_get(memra_device *dev, memra_stream_t stream, const 
             }
         }
         if (st == MEMRA_STATUS_OK) b->zeroed = 0; /* a new allocation: undefined bytes */
+        if (st == MEMRA_STATUS_OK && dev->scratch_zero_new && !zeroed && !s->capturing) {
+            /* test hook: a sanitizer run's evidence that a reader of this block
+             * reads what a kernel the tool cannot see wrote (bench/device.sh) */
+            CUresult r = dev->is_host ? MEMRA__CUDA_SUCCESS
+                                      : memra__driver_get()->cuMemsetD8Async(b->ptr, 0, b->size, (CUstream)s->stream);
+            if (dev->is_host) memset((void *)(uintptr_t)b->ptr, 0, b->size);
+            if (r != MEMRA__CUDA_SUCCESS) st = MEMRA__CU_FAIL(memra__driver_get(), r, "cuMemsetD8Async (MEMRA_TEST_SCRATCH_ZERO)");
+        }
     }
     if (st == MEMRA_STATUS_OK && zeroed && !b->zeroed) {
         if (dev->is_host) {

@@ -1059,7 +1059,7 @@ static void case_reference(const char *dir)
  * e = |y_gpu - y_host| / mass, mass = sum_k |x_k| |w_k| (scales applied; x
  * unquantised, within 1/16 of the quantised |x| for e4m3, so x2 headroom
  * on judge.h's bands: f16 / bf16 / mirror lanes 2 x JUDGE_BAND_F16 = 2e-5,
- * FP8 lanes 2 x JUDGE_BAND_FP8 = 5.2e-4). The ledger must show the expected
+ * FP8 lanes 2 x JUDGE_BAND_FP8 = 1e-3). The ledger must show the expected
  * op ran. MEMRA_TEST_INJECT_FAULT=1 moves the first element out of band. */
 static void gpu_one(memra_runtime *rt, memra_device *dev, const memra_file *f, const char *name, memra_op want_op,
                     double band, float scale, const float *grid)
