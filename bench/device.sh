@@ -18,7 +18,7 @@
 #               self-check, `memra info`)
 #   stress      the multi-thread / multi-stream GPU stress test, when built
 #   bench       memra bench 27b at BENCH_M (default "512 4096"), each call alone and
-#               --batch 8, with receipts
+#               --batch 8 (BENCH_BATCH=0: alone only), with receipts
 #   raw         memra-bench-raw: memra's cuBLASLt lanes beside raw cuBLASLt calls
 #   accprobe    memra bench accprobe (wide, mid)
 #   sweep       test_mmq_ops sweep (every gemm_q8_0r tile x split)
@@ -244,6 +244,7 @@ step_bench() {
   for mm in ${BENCH_M:-512 4096}; do
     timeout 200 $M bench 27b --m $mm --json $R/bench_27b_m${mm}_$TAG.json > "$L/bench_27b_m$mm.txt" 2>&1
     say "memra bench 27b m=$mm: exit $? $(grep -m1 geometric "$L/bench_27b_m$mm.txt")"
+    [ "${BENCH_BATCH:-1}" = 0 ] && continue
     timeout 200 $M bench 27b --m $mm --batch 8 --reps 10 --json $R/bench_27b_m${mm}_batch8_$TAG.json \
       > "$L/bench_27b_m${mm}_batch8.txt" 2>&1
     say "memra bench 27b m=$mm --batch 8: exit $?"
