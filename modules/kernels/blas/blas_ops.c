@@ -68,23 +68,31 @@ static memra_status workspace(memra_call *call, memra__gpu *gpu, memra__lt_gemm 
     return scratch(call, gpu, MEMRA__GPU_SLOT_WORKSPACE, g->workspace_size, &g->workspace);
 }
 
-memra_status memra__gpu_gemm_f16(memra_call *call, const memra_gemm_args *a)
+/* The two 16-bit lanes: the activation converted in scratch (RNE) unless it
+ * comes pre-converted (gemm_f16's x_is_f16), then cuBLASLt with f32
+ * accumulation into y. */
+static memra_status gemm_16bit(memra_call *call, const memra_gemm_args *a, int bf16)
 {
     memra__gpu *gpu = GPU_OF(call);
+    const char *op = bf16 ? "gemm_bf16" : "gemm_f16";
     int64_t ldy = 0;
-    memra_status st = gemm_check(gpu, "gemm_f16", a, &ldy);
+    memra_status st = gemm_check(gpu, op, a, &ldy);
     if (st != MEMRA_STATUS_OK) return st;
+    if (bf16 && a->x_is_f16) return bad_arg(gpu, op, "the activation is f32 (x_is_f16 is for gemm_f16)");
     if (gpu->lt == NULL) return decline(call, "cuBLASLt is not available");
-    memra__lt_gemm g = {.lane = MEMRA__LT_F16, .m = a->m, .n = a->n, .k = a->k, .a = a->w, .b = a->x,
-                        .d = a->y + (memra_dptr)(a->y_row_offset * ldy * 4), .ldd = ldy, .alpha = a->alpha,
-                        .stream = call->stream};
+    memra__lt_gemm g = {.lane = bf16 ? MEMRA__LT_BF16 : MEMRA__LT_F16, .m = a->m, .n = a->n, .k = a->k, .a = a->w,
+                        .b = a->x, .d = a->y + (memra_dptr)(a->y_row_offset * ldy * 4), .ldd = ldy,
+                        .alpha = a->alpha, .stream = call->stream};
     if ((st = memra__gpu_enter(gpu)) != MEMRA_STATUS_OK) return st;
     if ((st = workspace(call, gpu, &g)) != MEMRA_STATUS_OK) goto out;
     if (!a->x_is_f16) {
         long long n = (long long)a->m * a->k;
         memra_dptr x = a->x;
         if ((st = scratch(call, gpu, MEMRA__GPU_SLOT_XOP, (uint64_t)n * 2, &g.b)) != MEMRA_STATUS_OK) goto out;
-        st = LAUNCH(gpu, CV(gpu), cvt_f32_f16, memra__convert_grid(gpu, n), 256, call->stream, &x, &g.b, &n);
+        if (bf16)
+            st = LAUNCH(gpu, CV(gpu), cvt_f32_bf16, memra__gpu_blocks(gpu, n, 256 * 4), 256, call->stream, &x, &g.b, &n);
+        else
+            st = LAUNCH(gpu, CV(gpu), cvt_f32_f16, memra__convert_grid(gpu, n), 256, call->stream, &x, &g.b, &n);
         if (st != MEMRA_STATUS_OK) goto out;
     }
     st = memra__lt_matmul(gpu->lt, call, &g);
@@ -93,31 +101,11 @@ out:
     return st;
 }
 
+memra_status memra__gpu_gemm_f16(memra_call *call, const memra_gemm_args *a) { return gemm_16bit(call, a, 0); }
+
 /* bf16 weight x activation converted to bf16 in scratch (RNE), cuBLASLt
  * CUDA_R_16BF with f32 accumulate into y. */
-memra_status memra__gpu_gemm_bf16(memra_call *call, const memra_gemm_args *a)
-{
-    memra__gpu *gpu = GPU_OF(call);
-    int64_t ldy = 0;
-    memra_status st = gemm_check(gpu, "gemm_bf16", a, &ldy);
-    if (st != MEMRA_STATUS_OK) return st;
-    if (a->x_is_f16) return bad_arg(gpu, "gemm_bf16", "the activation is f32 (x_is_f16 is for gemm_f16)");
-    if (gpu->lt == NULL) return decline(call, "cuBLASLt is not available");
-    memra__lt_gemm g = {.lane = MEMRA__LT_BF16, .m = a->m, .n = a->n, .k = a->k, .a = a->w, .b = 0,
-                        .d = a->y + (memra_dptr)(a->y_row_offset * ldy * 4), .ldd = ldy, .alpha = a->alpha,
-                        .stream = call->stream};
-    if ((st = memra__gpu_enter(gpu)) != MEMRA_STATUS_OK) return st;
-    if ((st = workspace(call, gpu, &g)) != MEMRA_STATUS_OK) goto out;
-    long long n = (long long)a->m * a->k;
-    memra_dptr x = a->x;
-    if ((st = scratch(call, gpu, MEMRA__GPU_SLOT_XOP, (uint64_t)n * 2, &g.b)) != MEMRA_STATUS_OK) goto out;
-    st = LAUNCH(gpu, CV(gpu), cvt_f32_bf16, memra__gpu_blocks(gpu, n, 256 * 4), 256, call->stream, &x, &g.b, &n);
-    if (st != MEMRA_STATUS_OK) goto out;
-    st = memra__lt_matmul(gpu->lt, call, &g);
-out:
-    memra__gpu_leave(gpu);
-    return st;
-}
+memra_status memra__gpu_gemm_bf16(memra_call *call, const memra_gemm_args *a) { return gemm_16bit(call, a, 1); }
 
 /* The fused per-batch quantiser (fp8_act.cu, memra_k_quant_e4m3_fused) when
  * enabled and possible: one cooperative launch of at most fused_blocks
