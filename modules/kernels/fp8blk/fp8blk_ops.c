@@ -36,12 +36,16 @@ static const fp8blk_config k_cfg_mx = {1, NULL};
 static const fp8blk_config k_cfg_off_sm120 = {
     0, "gemm_fp8_blk: the sm120 kernels (kind::f8f6f4 / mxf8f6f4) need a cc 12.x device"};
 
+/* The state of the first block-128 family in the context's family order (a
+ * module that loads two, as sm120 does for its MMA-kind variants, lists its
+ * default first). */
 static const fp8blk_state *fb_state(const memra__gpu *q)
 {
-    const fp8blk_state *s = memra__gpu_state(q, &memra__gpu_family_fp8blk);
-    if (s == NULL) s = memra__gpu_state(q, &memra__gpu_family_fp8blk_mx);
-    if (s == NULL) s = memra__gpu_state(q, &memra__gpu_family_fp8blk_off_sm120);
-    return s;
+    for (int i = 0; i < q->n_families; i++)
+        if (q->families[i] == &memra__gpu_family_fp8blk || q->families[i] == &memra__gpu_family_fp8blk_mx ||
+            q->families[i] == &memra__gpu_family_fp8blk_off_sm120)
+            return q->state[i];
+    return NULL;
 }
 
 /* The block-128 FP8 kernels of variant v into *m: from the JIT when it
@@ -141,10 +145,21 @@ const memra__gpu_family memra__gpu_family_fp8blk_off_sm120 = {
 
 /* ---- gemm_fp8_blk ---------------------------------------------------------------- */
 
+static memra_status gemm_fp8_blk(memra_call *call, const memra_gemm_args *a, const fp8blk_state *fb);
+
 memra_status memra__mmq_gemm_fp8_blk(memra_call *call, const memra_gemm_args *a)
 {
+    return gemm_fp8_blk(call, a, fb_state(MMQ_OF(call)));
+}
+
+memra_status memra__mmq_gemm_fp8_blk_of(memra_call *call, const memra_gemm_args *a, const memra__gpu_family *family)
+{
+    return gemm_fp8_blk(call, a, memra__gpu_state(MMQ_OF(call), family));
+}
+
+static memra_status gemm_fp8_blk(memra_call *call, const memra_gemm_args *a, const fp8blk_state *fb)
+{
     memra__gpu *q = MMQ_OF(call);
-    const fp8blk_state *fb = fb_state(q);
     if (fb == NULL) return memra__gpu_decline(call, "gemm_fp8_blk: no block-128 FP8 kernel loaded for this device");
     if (fb->gemm == NULL) return memra__gpu_decline(call, fb->decline ? fb->decline : "gemm_fp8_blk: no kernel");
     memra_status st = memra__gpu_check_gemm(q, "gemm_fp8_blk", a);
