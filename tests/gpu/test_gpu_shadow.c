@@ -112,7 +112,7 @@ static memra_weight *make_weight(void)
             uint8_t *blk = q + b * MEMRA_Q8_0_BYTES;
             const uint16_t s = memra_f16_from_f32(0.004f + 0.002f * (1.0f + test_rand_f32(&g_rng)));
             blk[0] = (uint8_t)s, blk[1] = (uint8_t)(s >> 8);
-            for (int j = 2; j < MEMRA_Q8_0_BYTES; j++) blk[j] = (uint8_t)(test_rand_u64(&g_rng) % 255u); /* no -128 */
+            for (int j = 2; j < MEMRA_Q8_0_BYTES; j++) blk[j] = (uint8_t)test_rand_u64(&g_rng);
         }
         d.format = MEMRA_FORMAT_Q8_0, d.data = q, d.size = nb * MEMRA_Q8_0_BYTES;
         data = q;
