@@ -54,7 +54,9 @@ typedef struct mmq_knobs {
  * in slice order (one more rounding per slice), so a variant whose plan
  * splits differently from the default (any tile variant may, "nosplit"
  * never splits) differs within the q8 band, not bitwise. gemm_q8_0's tiles
- * agree bitwise. PDL changes nothing but launch overlap. */
+ * agree bitwise. PDL changes nothing but launch overlap; "nopdl" covers the
+ * op's own launches (the tile and the split-k sum), while quant_q8_1 before
+ * it is another op and keeps the setting read at init. */
 #define MMQ_SET_BM 1
 #define MMQ_SET_BN 2
 #define MMQ_SET_SPLIT 4
