@@ -5,17 +5,18 @@
 # counts (receipt: a verdict per arm, and an ok arm's ledger hits = 1 + the
 # rounds); at least one race has a variant arm and one has two modules
 # where the device has them (an H200: gemm_q8_0r on mmq's 6 variants,
-# gemm_fp8_blk on sm90 and fp8blk); the winners written to the tuning file
-# under a temporary cache root and listed by memra info. Exits 77 without a
-# CUDA device.
+# gemm_fp8_blk on sm90, fp8blk and its tiles); the winners written to a
+# tuning file in a temporary folder (MEMRA_TUNE_FILE: the JIT cache stays
+# where it is, warm) and listed by memra info. Exits 77 without a CUDA device.
 # usage: tune_gpu.sh MEMRA WORKDIR
 set -u
 memra=$1 work=$2
 fail() { echo "FAIL: $*" >&2; exit 1; }
 dir=$(mktemp -d "$work/tune_gpu.XXXXXX") || fail "mktemp"
 chmod 700 "$dir"
-export MEMRA_CACHE_DIR="$dir"
-unset MEMRA_TUNE_FILE MEMRA_PREFER MEMRA_DISABLE MEMRA_TUNE MEMRA_MODULE_PATH
+f="$dir/tune/tuning.memra"
+export MEMRA_TUNE_FILE="$f"
+unset MEMRA_PREFER MEMRA_DISABLE MEMRA_TUNE MEMRA_MODULE_PATH
 "$memra" tune --device 0 --sheet 1p7b --m 64 --reps 3 --json "$dir/r.json" >"$dir/out" 2>"$dir/err"
 rc=$?
 if [ $rc -eq 2 ] && grep -q "no CUDA device" "$dir/err"; then rm -rf "$dir"; echo "SKIP: no CUDA device"; exit 77; fi
@@ -47,7 +48,6 @@ print("races %d, with variants %d, with two modules %d" % (len(res), variant_rac
 assert variant_race > 0, "no race had a variant arm"
 PY
 grep -q 'entries written to\|entry written to' "$dir/out" || fail "nothing written"
-f="$dir/tune/tuning.memra"
 [ -f "$f" ] || fail "no tuning file at $f"
 "$memra" info >"$dir/info" 2>&1 || fail "memra info"
 grep -q "tuning file: $f" "$dir/info" || { cat "$dir/info"; fail "info: tuning file line"; }
