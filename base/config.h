@@ -58,6 +58,8 @@
     X(SM120_FP8BLK, "MEMRA_SM120_FP8BLK", "sm120", ENUM, "mxf8f6f4|f8f6f4", "mxf8f6f4",                          \
       "sm120 gemm_fp8_blk kernel")                                                                                \
     X(CHECK_INJECT_FAULT, "MEMRA_CHECK_INJECT_FAULT", "memra check", STR, "", "", "test hook of memra check")     \
+    X(SHADOW_TEST_CORRUPT, "MEMRA_SHADOW_TEST_CORRUPT", "tests", BOOL, "", "0",                                  \
+      "test hook: a shadow's result is perturbed before it is judged (forces a rollback)")                       \
     X(TEST_SEED, "MEMRA_TEST_SEED", "tests", STR, "", "", "seed of the test programs")                       \
     X(TEST_INJECT_FAULT, "MEMRA_TEST_INJECT_FAULT", "tests", STR, "", "", "test hook: the test programs' judges fail") \
     X(TEST_SCRATCH_ZERO, "MEMRA_TEST_SCRATCH_ZERO", "tests", BOOL, "", "0",                                       \

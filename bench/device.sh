@@ -33,6 +33,12 @@
 #               --model at MODEL_M (default 512) on device 0 for each, receipts to $R
 #               (MODEL_TYPES=q8_0,fp8,... a subset, so the step can be split over calls;
 #               MODEL_DIV=D divides the dimensions, for a local try)
+#   tune        memra tune --device 0 --sheet 27b --m 512 4096 (TUNE_REPS rounds, default 5),
+#               the tuning file under a temporary folder (MEMRA_TUNE_FILE; the JIT cache stays
+#               warm), then memra bench 27b at m = 512 and 4096 with MEMRA_TUNE=0 and with
+#               the file, alternately (TUNE_RUNS pairs, default 2; --reps 10), compared by
+#               bench/ab_compare.py (tuned / untuned geomean per arm); the GPU shadow test
+#               (promotion, rollback, capture) and the GPU tune test on the tiny sheet
 #   multi       two GPUs or more (says "needs 2 GPUs" and does nothing on one): memra check
 #               --device all with every device on its own profile and with MEMRA_ARCH=1:cuda,
 #               memra bench --device all (receipt v4), test_multigpu bench (one thread per
@@ -345,6 +351,44 @@ step_ab() {
       grep "^AB " "$L/ab_m${mm}_after_mid.txt" >> "$S"
     fi
   done
+}
+
+step_tune() {
+  local t=$SECONDS d mm i side f
+  d=$(mktemp -d /tmp/memra-tune.XXXXXX) && chmod 700 "$d"
+  local tf=$d/tune/tuning.memra
+  MEMRA_TUNE_FILE=$tf timeout 240 $M tune --device 0 --sheet 27b --m 512 4096 --reps ${TUNE_REPS:-5} \
+    --json $R/tune_27b_$TAG.json > "$L/tune.txt" 2>&1
+  say "tune: exit $?, $(grep -c '^entry' "$tf" 2>/dev/null) entries, $((SECONDS - t)) s"
+  grep -E "^gemm_|winner|one arm" "$L/tune.txt" >> "$S"
+  [ -f "$tf" ] && cp "$tf" $R/tuning_27b_$TAG.memra
+  for mm in 512 4096; do
+    local files=()
+    for i in $(seq 1 ${TUNE_RUNS:-2}); do
+      for side in untuned tuned; do
+        f=$R/tune_ab_27b_m${mm}_${side}_$i.json
+        if [ $side = untuned ]; then
+          MEMRA_TUNE=0 MEMRA_TUNE_FILE=$tf timeout 120 $M bench 27b --m $mm --reps 10 --json $f > "$L/tune_ab_m${mm}_${side}_$i.txt" 2>&1
+        else
+          MEMRA_TUNE_FILE=$tf timeout 120 $M bench 27b --m $mm --reps 10 --json $f > "$L/tune_ab_m${mm}_${side}_$i.txt" 2>&1
+        fi
+        files+=("$f")
+      done
+    done
+    # ab_compare's "before" is the untuned run, "after" the tuned one
+    python3 bench/ab_compare.py "${files[@]}" > "$L/tune_ab_m$mm.txt" 2>&1
+    say "tune ab m=$mm: exit $?"
+    grep "^AB " "$L/tune_ab_m$mm.txt" | sed 's#time after/before#time tuned/untuned#' >> "$S"
+  done
+  for c in promote rollback capture; do
+    timeout 120 $B/bin/test_gpu_shadow $c > "$L/shadow_$c.log" 2>&1
+    say "test_gpu_shadow $c: exit $?"
+    grep -E "^(op |after|promoted|rolled|routing|shadow runs|the automatic|  ledger)" "$L/shadow_$c.log" >> "$S"
+  done
+  timeout 200 sh tests/gpu/tune_gpu.sh $M /tmp > "$L/tune_gpu.log" 2>&1
+  say "tune_gpu.sh (tiny sheet): exit $?; $(grep -E '^races' "$L/tune_gpu.log")"
+  rm -rf "$d"
+  say "tune step: $((SECONDS - t)) s"
 }
 
 step_model() {

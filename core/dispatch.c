@@ -289,7 +289,7 @@ static memra_status dispatch_lanes(memra_device *dev, memra__snapshot *s, memra_
 memra_status memra__dispatch_on(memra_device *dev, memra__snapshot *s, memra_op op, memra_op_args *args)
 {
     double t0 = 0.0;
-    if (s->shadow[op].mod == NULL || !memra__shadow_begin(dev, s, op, &t0)) return dispatch_lanes(dev, s, op, args);
+    if (s->shadow[op].mod == NULL || !memra__shadow_begin(dev, s, op, args, &t0)) return dispatch_lanes(dev, s, op, args);
     memra_status st = dispatch_lanes(dev, s, op, args);
     memra__shadow_end(dev, s, op, args, st, t0);
     return st;

@@ -827,6 +827,9 @@ memra_status memra_module_unload(memra_runtime *rt, const char *name)
         } else {
             free(r->reason);
             r->reason = xstrdup("unloaded");
+            /* a shadow run of it still queued on a GPU must end before its fini unloads the kernels */
+            for (int d = 0; d < rt->n_devices; d++)
+                if (!rt->devices[d]->is_host) memra__shadow_release_module(rt->devices[d], r->name);
             rec_unref(r); /* closes the library once the last snapshot goes */
         }
     }

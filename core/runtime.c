@@ -22,7 +22,10 @@ static memra_device *device_new(memra_runtime *rt)
     pthread_mutex_init(&dev->ledger_lock, NULL);
     pthread_mutex_init(&dev->scratch_lock, NULL);
     pthread_mutex_init(&dev->image_lock, NULL);
-    for (int op = 0; op < MEMRA_OP_COUNT_; op++) pthread_mutex_init(&dev->shadow[op].lock, NULL);
+    for (int op = 0; op < MEMRA_OP_COUNT_; op++) {
+        pthread_mutex_init(&dev->shadow[op].lock, NULL);
+        pthread_mutex_init(&dev->shadow[op].gpu_lock, NULL);
+    }
     dev->caps.struct_size = sizeof dev->caps;
     return dev;
 }
@@ -89,7 +92,10 @@ static void device_free(memra_device *dev)
     pthread_mutex_destroy(&dev->ledger_lock);
     pthread_mutex_destroy(&dev->scratch_lock);
     pthread_mutex_destroy(&dev->image_lock);
-    for (int op = 0; op < MEMRA_OP_COUNT_; op++) pthread_mutex_destroy(&dev->shadow[op].lock);
+    for (int op = 0; op < MEMRA_OP_COUNT_; op++) {
+        pthread_mutex_destroy(&dev->shadow[op].lock);
+        pthread_mutex_destroy(&dev->shadow[op].gpu_lock);
+    }
     free(dev);
 }
 
@@ -356,6 +362,10 @@ void memra_close(memra_runtime *rt)
 {
     if (rt == NULL) return;
     print_stats_at_close(rt);
+    /* shadow runs still queued end before the modules' fini unloads their kernels */
+    for (int i = 0; i < rt->n_devices; i++)
+        if (!rt->devices[i]->is_host && rt->devices[i]->ctx != NULL && rt_driver_ok(rt))
+            memra__shadow_release_module(rt->devices[i], NULL);
     memra__registry_close(rt);
     memra__tune_close(rt);
     for (int i = 0; i < rt->n_devices; i++) device_free(rt->devices[i]);

@@ -162,6 +162,24 @@ typedef struct memra__shadow {
     int state;                  /* memra_shadow_state */
     char incumbent[49];
     char reason[300];
+    int corrupt;                /* MEMRA_SHADOW_TEST_CORRUPT: the test hook perturbs the shadow's result */
+    /* The GPU side-stream path (core/shadow.c): everything below is guarded by
+     * gpu_lock, taken by trylock on the live path (a sampled call that finds
+     * it held skips) and by lock in start / stop / unload / close. */
+    pthread_mutex_t gpu_lock;
+    int gpu_ready;              /* stream and events made */
+    CUstream stream;            /* the shadow's own stream (non-blocking) */
+    CUevent ev_inc0, ev_inc1;   /* around the incumbent, on the caller's stream */
+    CUevent ev_in;              /* after the copies, on the caller's stream: the shadow waits on it */
+    CUevent ev_sh0, ev_sh1;     /* around the shadow, on its stream */
+    CUevent ev_done;            /* after the read-back copies, on its stream: polled by cuEventQuery */
+    memra_dptr x_copy, y_copy, y_sh; /* the activation and incumbent rows copied, the shadow's output */
+    size_t x_cap, y_copy_cap, y_sh_cap;
+    float *h_inc, *h_sh;        /* pinned host rows (cuMemAllocHost), read after ev_done */
+    size_t h_cap;               /* floats in each */
+    int pending;                /* a run is in flight: judged at a later sampled call */
+    int p_m, p_n, p_k, p_rows;  /* its shape and the rows read back */
+    int p_row[8];
 } memra__shadow;
 
 struct memra_device {
@@ -192,6 +210,11 @@ struct memra_device {
     int scratch_zero_new; /* MEMRA_TEST_SCRATCH_ZERO=1: every new scratch block zero-filled */
     CUresult (*cu_alloc_async)(CUdeviceptr *p, size_t bytes, CUstream s);
     CUresult (*cu_free_async)(CUdeviceptr p, CUstream s);
+    /* resolved by the first GPU memra_shadow_start (NULL before, or when the driver lacks them) */
+    CUresult (*cu_stream_wait_event)(CUstream s, CUevent e, unsigned flags);
+    CUresult (*cu_memcpy_dtod_async)(CUdeviceptr dst, CUdeviceptr src, size_t bytes, CUstream s);
+    CUresult (*cu_mem_alloc_host)(void **p, size_t bytes);
+    CUresult (*cu_mem_free_host)(void *p);
 
     pthread_mutex_t image_lock;
     memra__loaded_image *images;
@@ -298,7 +321,11 @@ memra_status memra__stream_pin(memra_device *dev, memra_stream_t stream);
 /* shadow.c */
 /* Around a dispatch: begin decides whether this call is sampled (returns 1
  * and starts the incumbent's clock); end runs the shadow and judges it. */
-int memra__shadow_begin(memra_device *dev, const memra__snapshot *s, memra_op op, double *t0);
+int memra__shadow_begin(memra_device *dev, const memra__snapshot *s, memra_op op, const memra_op_args *args,
+                        double *t0);
+/* Free the GPU side of every shadow on dev whose module is `module` (NULL:
+ * all), after its stream drains: memra_module_unload and device close. */
+void memra__shadow_release_module(memra_device *dev, const char *module);
 void memra__shadow_end(memra_device *dev, const memra__snapshot *s, memra_op op, const memra_op_args *args,
                        memra_status st, double t0);
 

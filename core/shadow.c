@@ -7,6 +7,25 @@
  * thread, the shadow into a private buffer (timed), then compares. The
  * caller's output is only read. Saturation: one shadow run per (device, op)
  * at a time (an atomic flag); a sampled call that finds it taken skips.
+ *
+ * GPU: nothing waits on the host. The sampled call records ev_inc0 / ev_inc1
+ * around the incumbent on the caller's stream S, then (on S) copies the
+ * activation and up to 8 rows of the incumbent's output into shadow-owned
+ * buffers and records ev_in. The shadow's stream waits on ev_in, runs the
+ * shadow between ev_sh0 and ev_sh1 into its own output (and its own scratch:
+ * the arena of its stream), copies the same rows of both outputs into pinned
+ * host memory and records ev_done. A later sampled call polls ev_done
+ * (cuEventQuery): done, it reads the times from the events and judges the
+ * rows, then may start the next run; not done, it skips (one run in flight
+ * per (device, op): the saturation rule). The activation is copied because
+ * the caller may overwrite it (the next layer's quantiser writes the same
+ * scratch) before the shadow reads it; the weight is the caller's own, which
+ * must outlive its calls. A call on a capturing stream (cuStreamIsCapturing)
+ * is never sampled (counted as skipped), so a CUDA graph capture is never
+ * touched. Stream, events and buffers are made at the first sample and freed
+ * (after the shadow's stream drains) at stop, promotion, rollback, the
+ * shadow module's unload and memra_close; a verdict reached inside an op
+ * frees them only when no run is in flight (else the next start or close).
  * Judging a live call: the inputs' absolute values are not at hand, so the
  * mass of element (i, j) is estimated as sqrt(k) * max_j |y_inc[i, j]| (for
  * random-sign sums |y| ~ mass / sqrt(k)); the element passes when
@@ -64,8 +83,12 @@ static memra_status list_append(char **list, memra_op op, const char *module)
     return MEMRA_STATUS_OK;
 }
 
-/* End the shadow with `state` (caller holds reg_lock). */
-static memra_status finish(memra_device *dev, memra_op op, memra_shadow_state state, const char *reason)
+static void gpu_release(memra_device *dev, memra__shadow *sh, int wait);
+static memra_status gpu_resolve(memra_device *dev);
+
+/* End the shadow with `state` (caller holds reg_lock). wait: may wait for a
+ * GPU run in flight before freeing its buffers (API calls; never inside an op). */
+static memra_status finish(memra_device *dev, memra_op op, memra_shadow_state state, const char *reason, int wait)
 {
     memra_runtime *rt = dev->rt;
     memra__shadow *sh = &dev->shadow[op];
@@ -83,6 +106,7 @@ static memra_status finish(memra_device *dev, memra_op op, memra_shadow_state st
                memra_op_name(op), sh->module, dev->label,
                state == MEMRA_SHADOW_PROMOTED ? "promoted" : state == MEMRA_SHADOW_ROLLED_BACK ? "rolled back" : "stopped",
                reason);
+    if (!dev->is_host) gpu_release(dev, sh, wait);
     return memra__registry_republish(rt);
 }
 
@@ -92,11 +116,13 @@ memra_status memra_shadow_start(memra_device *dev, memra_op op, const char *modu
         return MEMRA__FAIL(MEMRA_STATUS_INVALID_ARGUMENT, "memra_shadow_start: bad argument");
     if (!is_gemm(op))
         return MEMRA__FAIL(MEMRA_STATUS_INVALID_ARGUMENT, "memra_shadow_start: %s is not a GEMM op", memra_op_name(op));
-    if (!dev->is_host)
-        return MEMRA__FAIL(MEMRA_STATUS_NOT_SUPPORTED,
-                           "memra_shadow_start: shadows run on the host device only in this version (%s)", dev->label);
     memra_runtime *rt = dev->rt;
+    if (!dev->is_host) {
+        memra_status gs = gpu_resolve(dev);
+        if (gs != MEMRA_STATUS_OK) return gs;
+    }
     pthread_mutex_lock(&rt->reg_lock);
+    if (!dev->is_host && !dev->shadow[op].active) gpu_release(dev, &dev->shadow[op], 1); /* a stale one's */
     memra__snapshot *s = memra__snapshot_acquire(dev);
     memra__modrec *r = memra__find_admitted(s, module);
     memra__shadow *sh = &dev->shadow[op];
@@ -117,6 +143,7 @@ memra_status memra_shadow_start(memra_device *dev, memra_op op, const char *modu
         sh->need = (int)knob_u(rt, "MEMRA_SHADOW_AGREE", 20);
         sh->margin_pct = (int)knob_u(rt, "MEMRA_SHADOW_MARGIN_PCT", 5);
         sh->auto_promote = (int)knob_u(rt, "MEMRA_SHADOW_AUTO_PROMOTE", 1);
+        sh->corrupt = (int)knob_u(rt, "MEMRA_SHADOW_TEST_CORRUPT", 0);
         atomic_store(&sh->calls, 0);
         atomic_store(&sh->samples, 0);
         atomic_store(&sh->agreements, 0);
@@ -145,7 +172,7 @@ static memra_status end_by_api(memra_device *dev, memra_op op, memra_shadow_stat
     if (dev == NULL || (int)op < 0 || op >= MEMRA_OP_COUNT_)
         return MEMRA__FAIL(MEMRA_STATUS_INVALID_ARGUMENT, "memra_shadow: bad argument");
     pthread_mutex_lock(&dev->rt->reg_lock);
-    memra_status st = dev->shadow[op].active ? finish(dev, op, state, reason)
+    memra_status st = dev->shadow[op].active ? finish(dev, op, state, reason, 1)
                                              : MEMRA__FAIL(MEMRA_STATUS_NOT_FOUND, "no shadow for %s on %s",
                                                            memra_op_name(op), dev->label);
     pthread_mutex_unlock(&dev->rt->reg_lock);
@@ -191,16 +218,52 @@ memra_status memra_shadow_get(memra_device *dev, memra_op op, memra_shadow_info 
     return MEMRA_STATUS_OK;
 }
 
+/* ---- judging ----------------------------------------------------------------------- */
+
+/* Judge rows of the shadow's result against the incumbent's: row i of `inc`
+ * and `got` (stride ld floats) is output row rows[i] (rows NULL: i). 1 when
+ * every element is within the band of the estimated mass; else 0 and why. */
+static int judge_rows(memra_op op, int m, int n, int k, const int *rows, int n_rows, const float *inc, const float *got,
+                      size_t ld, char *why, size_t len)
+{
+    const double band = op_band(op), sk = sqrt((double)k);
+    for (int i = 0; i < n_rows; i++) {
+        const float *yi = inc + (size_t)i * ld, *gi = got + (size_t)i * ld;
+        double rmax = 0.0;
+        for (int j = 0; j < n; j++) rmax = fmax(rmax, fabs((double)yi[j]));
+        const double mass = sk * rmax > 0.0 ? sk * rmax : 1e-30;
+        for (int j = 0; j < n; j++) {
+            const double ref = yi[j], g = gi[j];
+            const double e = fabs(g - ref) / mass;
+            if (!(e <= band)) {
+                snprintf(why, len,
+                         "mismatch on a live %s m=%d n=%d k=%d: y[%d,%d] = %.9g, incumbent %.9g, error %.3g > band %.2g",
+                         memra_op_name(op), m, n, k, rows ? rows[i] : i, j, g, ref, e, band);
+                return 0;
+            }
+        }
+    }
+    return 1;
+}
+
+static memra_shadow_state agree(memra__shadow *sh, const memra__snapshot *s, memra_op op, double inc_us, double sh_us,
+                                char *reason, size_t len);
+
 /* ---- the live path ---------------------------------------------------------------- */
 
-int memra__shadow_begin(memra_device *dev, const memra__snapshot *s, memra_op op, double *t0)
+static int gpu_begin(memra_device *dev, const memra__snapshot *s, memra__shadow *sh, const memra_op_args *args);
+static void gpu_end(memra_device *dev, const memra__snapshot *s, memra_op op, const memra_op_args *args,
+                    memra_status st);
+
+int memra__shadow_begin(memra_device *dev, const memra__snapshot *s, memra_op op, const memra_op_args *args,
+                        double *t0)
 {
     memra__shadow *sh = &dev->shadow[op];
-    (void)s;
-    if (!dev->is_host || !atomic_load(&sh->active)) return 0;
+    if (!atomic_load(&sh->active)) return 0;
     uint64_t c = atomic_fetch_add(&sh->calls, 1) + 1;
     const int rate = atomic_load(&sh->rate);
     if (rate > 1 && c % (uint64_t)rate != 0) return 0;
+    if (!dev->is_host) return gpu_begin(dev, s, sh, args);
     int expect = 0;
     if (!atomic_compare_exchange_strong(&sh->busy, &expect, 1)) {
         atomic_fetch_add(&sh->skipped, 1);
@@ -214,6 +277,10 @@ void memra__shadow_end(memra_device *dev, const memra__snapshot *s, memra_op op,
                        memra_status st, double t0)
 {
     memra__shadow *sh = &dev->shadow[op];
+    if (!dev->is_host) {
+        gpu_end(dev, s, op, args, st);
+        return;
+    }
     const double inc_us = now_us() - t0;
     const memra_gemm_args *g = &args->gemm;
     memra_shadow_state verdict = MEMRA_SHADOW_WATCHING;
@@ -246,46 +313,317 @@ void memra__shadow_end(memra_device *dev, const memra__snapshot *s, memra_op op,
         goto out;
     }
     const float *y = (const float *)(uintptr_t)g->y + g->y_row_offset * g->ldy;
-    const double band = op_band(op), sk = sqrt((double)g->k);
-    for (int32_t i = 0; i < g->m && verdict == MEMRA_SHADOW_WATCHING; i++) {
-        double rmax = 0.0;
-        for (int32_t j = 0; j < g->n; j++) rmax = fmax(rmax, fabs((double)y[(size_t)i * g->ldy + j]));
-        const double mass = sk * rmax > 0.0 ? sk * rmax : 1e-30;
-        for (int32_t j = 0; j < g->n; j++) {
-            const double ref = y[(size_t)i * g->ldy + j], got = buf[(size_t)i * g->ldy + j];
-            const double e = fabs(got - ref) / mass;
-            if (!(e <= band)) {
-                snprintf(reason, sizeof reason,
-                         "mismatch on a live %s m=%d n=%d k=%d: y[%d,%d] = %.9g, incumbent %.9g, error %.3g > band %.2g",
-                         memra_op_name(op), g->m, g->n, g->k, i, j, got, ref, e, band);
-                verdict = MEMRA_SHADOW_ROLLED_BACK;
-                break;
-            }
-        }
-    }
-    if (verdict == MEMRA_SHADOW_ROLLED_BACK) {
+    if (sh->corrupt) buf[0] += 1.0f + fabsf(y[0]);
+    if (!judge_rows(op, g->m, g->n, g->k, NULL, g->m, y, buf, (size_t)g->ldy, reason, sizeof reason)) {
+        verdict = MEMRA_SHADOW_ROLLED_BACK;
         atomic_fetch_add(&sh->mismatches, 1);
         goto out;
     }
-    pthread_mutex_lock(&sh->lock);
-    uint64_t agree = atomic_fetch_add(&sh->agreements, 1) + 1;
-    sh->inc_us += inc_us;
-    sh->sh_us += sh_us;
-    const double ratio = sh->sh_us > 0.0 ? sh->inc_us / sh->sh_us : 0.0;
-    if (s->n_lanes[op] > 0) snprintf(sh->incumbent, sizeof sh->incumbent, "%s", s->lanes[op][0].mod->name);
-    const int promote = sh->auto_promote && agree >= (uint64_t)sh->need && ratio >= 1.0 + sh->margin_pct / 100.0;
-    pthread_mutex_unlock(&sh->lock);
-    if (promote) {
-        snprintf(reason, sizeof reason, "%llu samples agreed and the shadow was %.2fx as fast (margin %d%%)",
-                 (unsigned long long)agree, ratio, sh->margin_pct);
-        verdict = MEMRA_SHADOW_PROMOTED;
-    }
+    verdict = agree(sh, s, op, inc_us, sh_us, reason, sizeof reason);
 out:
     free(buf);
     atomic_store(&sh->busy, 0);
     if (verdict != MEMRA_SHADOW_WATCHING) {
         pthread_mutex_lock(&dev->rt->reg_lock);
-        if (sh->active) finish(dev, op, verdict, reason);
+        if (sh->active) finish(dev, op, verdict, reason, 0);
         pthread_mutex_unlock(&dev->rt->reg_lock);
     }
+}
+
+/* Count an agreeing sample; PROMOTED when the rule is met. */
+static memra_shadow_state agree(memra__shadow *sh, const memra__snapshot *s, memra_op op, double inc_us, double sh_us,
+                                char *reason, size_t len)
+{
+    memra_shadow_state verdict = MEMRA_SHADOW_WATCHING;
+    pthread_mutex_lock(&sh->lock);
+    uint64_t agreed = atomic_fetch_add(&sh->agreements, 1) + 1;
+    sh->inc_us += inc_us;
+    sh->sh_us += sh_us;
+    const double ratio = sh->sh_us > 0.0 ? sh->inc_us / sh->sh_us : 0.0;
+    if (s->n_lanes[op] > 0) snprintf(sh->incumbent, sizeof sh->incumbent, "%s", s->lanes[op][0].mod->name);
+    const int promote = sh->auto_promote && agreed >= (uint64_t)sh->need && ratio >= 1.0 + sh->margin_pct / 100.0;
+    pthread_mutex_unlock(&sh->lock);
+    if (promote) {
+        snprintf(reason, len, "%llu samples agreed and the shadow was %.2fx as fast (margin %d%%)",
+                 (unsigned long long)agreed, ratio, sh->margin_pct);
+        verdict = MEMRA_SHADOW_PROMOTED;
+    }
+    return verdict;
+}
+
+/* ---- the GPU side-stream path -------------------------------------------------------- */
+
+#define SH_CU_NOT_READY 600 /* CUDA_ERROR_NOT_READY */
+#define SH_STREAM_NON_BLOCKING 1u
+#define SH_MAX_ROWS 8
+
+static memra_status gpu_resolve(memra_device *dev)
+{
+    const memra__driver *drv = memra__driver_get();
+    if (drv->lib == NULL)
+        return MEMRA__FAIL(MEMRA_STATUS_NOT_SUPPORTED, "memra_shadow_start: no CUDA driver (%s)", dev->label);
+    pthread_mutex_lock(&dev->rt->reg_lock);
+    if (dev->cu_stream_wait_event == NULL) {
+        *(void **)&dev->cu_stream_wait_event = memra__driver_proc(drv, "cuStreamWaitEvent");
+        *(void **)&dev->cu_memcpy_dtod_async = memra__driver_proc(drv, "cuMemcpyDtoDAsync");
+        *(void **)&dev->cu_mem_alloc_host = memra__driver_proc(drv, "cuMemAllocHost");
+        *(void **)&dev->cu_mem_free_host = memra__driver_proc(drv, "cuMemFreeHost");
+    }
+    const char *missing = dev->cu_event_query == NULL         ? "cuEventQuery"
+                          : dev->cu_stream_wait_event == NULL ? "cuStreamWaitEvent"
+                          : dev->cu_memcpy_dtod_async == NULL ? "cuMemcpyDtoDAsync"
+                          : dev->cu_mem_alloc_host == NULL    ? "cuMemAllocHost"
+                          : dev->cu_mem_free_host == NULL     ? "cuMemFreeHost"
+                                                              : NULL;
+    pthread_mutex_unlock(&dev->rt->reg_lock);
+    if (missing != NULL)
+        return MEMRA__FAIL(MEMRA_STATUS_NOT_SUPPORTED, "memra_shadow_start: the CUDA driver lacks %s (%s)", missing,
+                           dev->label);
+    return MEMRA_STATUS_OK;
+}
+
+/* Free everything of sh's GPU side (caller holds gpu_lock, context entered). */
+static void gpu_free_locked(memra_device *dev, memra__shadow *sh)
+{
+    const memra__driver *drv = memra__driver_get();
+    CUevent *evs[6] = {&sh->ev_inc0, &sh->ev_inc1, &sh->ev_in, &sh->ev_sh0, &sh->ev_sh1, &sh->ev_done};
+    if (sh->stream != NULL) drv->cuStreamSynchronize(sh->stream);
+    for (int i = 0; i < 6; i++)
+        if (*evs[i] != NULL) drv->cuEventDestroy(*evs[i]), *evs[i] = NULL;
+    if (sh->stream != NULL) drv->cuStreamDestroy(sh->stream), sh->stream = NULL;
+    memra_dptr *bufs[3] = {&sh->x_copy, &sh->y_copy, &sh->y_sh};
+    for (int i = 0; i < 3; i++)
+        if (*bufs[i] != 0) drv->cuMemFree(*bufs[i]), *bufs[i] = 0;
+    sh->x_cap = sh->y_copy_cap = sh->y_sh_cap = 0;
+    if (sh->h_inc != NULL) dev->cu_mem_free_host(sh->h_inc), sh->h_inc = NULL;
+    if (sh->h_sh != NULL) dev->cu_mem_free_host(sh->h_sh), sh->h_sh = NULL;
+    sh->h_cap = 0;
+    sh->pending = 0;
+    sh->gpu_ready = 0;
+}
+
+/* Free sh's GPU side. wait = 0 (inside an op): only when no run is in flight
+ * (else it stays for the next start, stop, unload or close). */
+static void gpu_release(memra_device *dev, memra__shadow *sh, int wait)
+{
+    if (wait) pthread_mutex_lock(&sh->gpu_lock);
+    else if (pthread_mutex_trylock(&sh->gpu_lock) != 0) return;
+    if (sh->gpu_ready && (wait || !sh->pending || dev->cu_event_query(sh->ev_done) == MEMRA__CUDA_SUCCESS) &&
+        memra__device_enter(dev) == MEMRA_STATUS_OK) {
+        gpu_free_locked(dev, sh);
+        memra__device_leave(dev);
+    }
+    pthread_mutex_unlock(&sh->gpu_lock);
+}
+
+void memra__shadow_release_module(memra_device *dev, const char *module)
+{
+    if (dev->is_host || dev->cu_event_query == NULL) return;
+    for (int op = 0; op < MEMRA_OP_COUNT_; op++) {
+        memra__shadow *sh = &dev->shadow[op];
+        pthread_mutex_lock(&sh->lock);
+        const int match = module == NULL || strcmp(sh->module, module) == 0;
+        pthread_mutex_unlock(&sh->lock);
+        if (match && sh->gpu_ready) gpu_release(dev, sh, 1);
+    }
+}
+
+static int gpu_make(memra__shadow *sh)
+{
+    const memra__driver *drv = memra__driver_get();
+    CUevent *evs[6] = {&sh->ev_inc0, &sh->ev_inc1, &sh->ev_in, &sh->ev_sh0, &sh->ev_sh1, &sh->ev_done};
+    int ok = drv->cuStreamCreate(&sh->stream, SH_STREAM_NON_BLOCKING) == MEMRA__CUDA_SUCCESS;
+    for (int i = 0; i < 6 && ok; i++) ok = drv->cuEventCreate(evs[i], 0) == MEMRA__CUDA_SUCCESS;
+    sh->gpu_ready = 1; /* even partly made: gpu_free_locked frees what exists */
+    return ok;
+}
+
+/* Grow a device buffer to `need` bytes (a power of two at least 1 MiB). No
+ * run is in flight when this is called; cuMemFree of the old one may be
+ * synchronised by the driver: a handful of times per shadow, as shapes grow. */
+static int grow(memra_dptr *p, size_t *cap, size_t need)
+{
+    if (*cap >= need) return 1;
+    const memra__driver *drv = memra__driver_get();
+    size_t sz = 1u << 20;
+    while (sz < need) sz <<= 1;
+    if (*p != 0) drv->cuMemFree(*p);
+    *p = 0;
+    *cap = 0;
+    if (drv->cuMemAlloc(p, sz) != MEMRA__CUDA_SUCCESS) {
+        *p = 0;
+        return 0;
+    }
+    *cap = sz;
+    return 1;
+}
+
+static uint64_t x_bytes(memra_op op, const memra_gemm_args *g)
+{
+    const uint64_t mk = (uint64_t)g->m * (uint64_t)g->k;
+    if (op == MEMRA_OP_gemm_q8_0 || op == MEMRA_OP_gemm_q8_0r) return memra_q8_1_bytes(g->m, g->k);
+    if (op == MEMRA_OP_gemm_f16 && g->x_is_f16) return mk * 2u;
+    return mk * 4u;
+}
+
+/* Judge the finished run (ev_done complete; caller holds gpu_lock). */
+static memra_shadow_state gpu_harvest(memra_device *dev, const memra__snapshot *s, memra_op op, memra__shadow *sh,
+                                      char *reason, size_t len)
+{
+    const memra__driver *drv = memra__driver_get();
+    (void)dev;
+    sh->pending = 0;
+    float inc_ms = 0.0f, sh_ms = 0.0f;
+    if (drv->cuEventElapsedTime(&inc_ms, sh->ev_inc0, sh->ev_inc1) != MEMRA__CUDA_SUCCESS ||
+        drv->cuEventElapsedTime(&sh_ms, sh->ev_sh0, sh->ev_sh1) != MEMRA__CUDA_SUCCESS) {
+        atomic_fetch_add(&sh->skipped, 1); /* no times: no verdict */
+        return MEMRA_SHADOW_WATCHING;
+    }
+    if (sh->corrupt) sh->h_sh[0] += 1.0f + fabsf(sh->h_inc[0]);
+    if (!judge_rows(op, sh->p_m, sh->p_n, sh->p_k, sh->p_row, sh->p_rows, sh->h_inc, sh->h_sh, (size_t)sh->p_n,
+                    reason, len)) {
+        atomic_fetch_add(&sh->mismatches, 1);
+        return MEMRA_SHADOW_ROLLED_BACK;
+    }
+    return agree(sh, s, op, (double)inc_ms * 1e3, (double)sh_ms * 1e3, reason, len);
+}
+
+static void gpu_verdict(memra_device *dev, memra_op op, memra_shadow_state verdict, const char *reason)
+{
+    if (verdict == MEMRA_SHADOW_WATCHING) return;
+    pthread_mutex_lock(&dev->rt->reg_lock);
+    if (dev->shadow[op].active) finish(dev, op, verdict, reason, 0);
+    pthread_mutex_unlock(&dev->rt->reg_lock);
+}
+
+/* A sampled call on a GPU: 1 (gpu_lock held, ev_inc0 recorded on the
+ * caller's stream) when this call runs the shadow; 0 (skipped) otherwise. */
+static int gpu_begin(memra_device *dev, const memra__snapshot *s, memra__shadow *sh, const memra_op_args *args)
+{
+    const memra__driver *drv = memra__driver_get();
+    const memra_op op = (memra_op)(sh - dev->shadow);
+    if (pthread_mutex_trylock(&sh->gpu_lock) != 0) {
+        atomic_fetch_add(&sh->skipped, 1);
+        return 0;
+    }
+    if (memra__device_enter(dev) != MEMRA_STATUS_OK) {
+        pthread_mutex_unlock(&sh->gpu_lock);
+        memra__clear_error();
+        atomic_fetch_add(&sh->skipped, 1);
+        return 0;
+    }
+    CUstream S = (CUstream)args->stream;
+    int capturing = 0;
+    memra_shadow_state verdict = MEMRA_SHADOW_WATCHING;
+    char reason[300] = "";
+    int run = drv->cuStreamIsCapturing(S, &capturing) == MEMRA__CUDA_SUCCESS && capturing == 0;
+    if (run && !sh->gpu_ready) run = gpu_make(sh);
+    if (run && sh->pending) {
+        const CUresult q = dev->cu_event_query(sh->ev_done);
+        if (q == MEMRA__CUDA_SUCCESS) verdict = gpu_harvest(dev, s, op, sh, reason, sizeof reason);
+        else run = 0; /* in flight (or failed: judged as not ready, the next poll sees it again) */
+        if (q != MEMRA__CUDA_SUCCESS && q != SH_CU_NOT_READY) sh->pending = 0;
+    }
+    if (run && verdict == MEMRA_SHADOW_WATCHING) run = drv->cuEventRecord(sh->ev_inc0, S) == MEMRA__CUDA_SUCCESS;
+    memra__device_leave(dev);
+    if (run && verdict == MEMRA_SHADOW_WATCHING) return 1;
+    pthread_mutex_unlock(&sh->gpu_lock);
+    if (verdict == MEMRA_SHADOW_WATCHING) atomic_fetch_add(&sh->skipped, 1);
+    gpu_verdict(dev, op, verdict, reason);
+    return 0;
+}
+
+/* After the incumbent of a sampled call: the copies on the caller's stream,
+ * the shadow on its own, the read-back; nothing waits (gpu_lock released). */
+static void gpu_end(memra_device *dev, const memra__snapshot *s, memra_op op, const memra_op_args *args,
+                    memra_status st)
+{
+    const memra__driver *drv = memra__driver_get();
+    memra__shadow *sh = &dev->shadow[op];
+    const memra_gemm_args *g = &args->gemm;
+    CUstream S = (CUstream)args->stream, SS = sh->stream;
+    memra_shadow_state verdict = MEMRA_SHADOW_WATCHING;
+    char reason[300] = "";
+    if (memra__device_enter(dev) != MEMRA_STATUS_OK) {
+        memra__clear_error();
+        pthread_mutex_unlock(&sh->gpu_lock);
+        return;
+    }
+    int ok = drv->cuEventRecord(sh->ev_inc1, S) == MEMRA__CUDA_SUCCESS;
+    const uint64_t xb = x_bytes(op, g);
+    ok = ok && st == MEMRA_STATUS_OK && g->m > 0 && g->n > 0 && g->k > 0 && g->ldy >= g->n && xb > 0;
+    int rows[SH_MAX_ROWS], nr = 0;
+    if (ok) {
+        nr = g->m <= SH_MAX_ROWS ? g->m : SH_MAX_ROWS;
+        for (int i = 0; i < nr; i++) rows[i] = nr == g->m ? i : (int)((int64_t)i * (g->m - 1) / (SH_MAX_ROWS - 1));
+    }
+    const size_t n = ok ? (size_t)g->n : 0, rb = n * sizeof(float);
+    ok = ok && grow(&sh->x_copy, &sh->x_cap, (size_t)xb) && grow(&sh->y_copy, &sh->y_copy_cap, (size_t)nr * rb) &&
+         grow(&sh->y_sh, &sh->y_sh_cap, (size_t)g->m * rb);
+    if (ok && sh->h_cap < (size_t)nr * n) {
+        if (sh->h_inc != NULL) dev->cu_mem_free_host(sh->h_inc), sh->h_inc = NULL;
+        if (sh->h_sh != NULL) dev->cu_mem_free_host(sh->h_sh), sh->h_sh = NULL;
+        sh->h_cap = 0;
+        void *a = NULL, *b = NULL;
+        ok = dev->cu_mem_alloc_host(&a, (size_t)nr * rb) == MEMRA__CUDA_SUCCESS;
+        if (ok) sh->h_inc = a;
+        ok = ok && dev->cu_mem_alloc_host(&b, (size_t)nr * rb) == MEMRA__CUDA_SUCCESS;
+        if (ok) sh->h_sh = b, sh->h_cap = (size_t)nr * n;
+    }
+    /* On the caller's stream, after the incumbent: the activation and the rows of its output. */
+    ok = ok && dev->cu_memcpy_dtod_async(sh->x_copy, g->x, (size_t)xb, S) == MEMRA__CUDA_SUCCESS;
+    for (int i = 0; i < nr && ok; i++)
+        ok = dev->cu_memcpy_dtod_async(sh->y_copy + (memra_dptr)i * rb,
+                                       g->y + (memra_dptr)(((uint64_t)g->y_row_offset + (uint64_t)rows[i]) *
+                                                           (uint64_t)g->ldy * sizeof(float)),
+                                       rb, S) == MEMRA__CUDA_SUCCESS;
+    ok = ok && drv->cuEventRecord(sh->ev_in, S) == MEMRA__CUDA_SUCCESS;
+    /* On the shadow's stream, ordered after those copies. */
+    ok = ok && dev->cu_stream_wait_event(SS, sh->ev_in, 0) == MEMRA__CUDA_SUCCESS &&
+         drv->cuEventRecord(sh->ev_sh0, SS) == MEMRA__CUDA_SUCCESS;
+    if (!ok) {
+        /* nothing was judged: the caller's call stands, this sample is skipped */
+        if (st == MEMRA_STATUS_OK) atomic_fetch_add(&sh->skipped, 1);
+        memra__device_leave(dev);
+        pthread_mutex_unlock(&sh->gpu_lock);
+        return;
+    }
+    memra_op_args a = *args;
+    a.stream = (memra_stream_t)SS;
+    a.gemm.x = sh->x_copy;
+    a.gemm.y = sh->y_sh;
+    a.gemm.ldy = g->n;
+    a.gemm.y_row_offset = 0;
+    const memra__lane *lane = &s->shadow[op];
+    memra_status ss = memra__lane_run(dev, lane, op, &a);
+    if (lane->cell != NULL) {
+        atomic_fetch_add(&lane->cell->entries, 1);
+        if (ss == MEMRA_STATUS_OK) atomic_fetch_add(&lane->cell->hits, 1);
+        else if (ss != MEMRA_STATUS_DECLINED) atomic_fetch_add(&lane->cell->errors, 1);
+    }
+    atomic_fetch_add(&sh->samples, 1);
+    if (ss == MEMRA_STATUS_OK) {
+        ok = drv->cuEventRecord(sh->ev_sh1, SS) == MEMRA__CUDA_SUCCESS;
+        for (int i = 0; i < nr && ok; i++)
+            ok = drv->cuMemcpyDtoHAsync(sh->h_sh + (size_t)i * n, sh->y_sh + (memra_dptr)rows[i] * rb, rb, SS) ==
+                     MEMRA__CUDA_SUCCESS &&
+                 drv->cuMemcpyDtoHAsync(sh->h_inc + (size_t)i * n, sh->y_copy + (memra_dptr)i * rb, rb, SS) ==
+                     MEMRA__CUDA_SUCCESS;
+        ok = ok && drv->cuEventRecord(sh->ev_done, SS) == MEMRA__CUDA_SUCCESS;
+        if (ok) {
+            sh->pending = 1;
+            sh->p_m = g->m, sh->p_n = g->n, sh->p_k = g->k, sh->p_rows = nr;
+            memcpy(sh->p_row, rows, sizeof rows);
+        } else {
+            atomic_fetch_add(&sh->skipped, 1);
+        }
+    } else if (ss != MEMRA_STATUS_DECLINED) { /* a lane may decline a shape: not a verdict */
+        snprintf(reason, sizeof reason, "the shadow's %s m=%d n=%d k=%d returned %s: %.200s", memra_op_name(op), g->m,
+                 g->n, g->k, memra_status_str(ss), memra_last_error());
+        verdict = MEMRA_SHADOW_ROLLED_BACK;
+    }
+    memra__clear_error();
+    memra__device_leave(dev);
+    pthread_mutex_unlock(&sh->gpu_lock);
+    gpu_verdict(dev, op, verdict, reason);
 }

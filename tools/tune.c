@@ -146,6 +146,22 @@ int memra_tool_tune(int argc, char **argv)
     for (int op = 0; op < MEMRA_OP_COUNT_; op++) {
         if (!is_gemm((memra_op)op) || (only != MEMRA_OP_COUNT_ && op != (int)only)) continue;
         if (memra_routing_get(dev, (memra_op)op, NULL, 0) == 0) continue;
+        {
+            /* An op with one arm (one module, no variants) has nothing to race: skipped before
+             * any input is made (on a GPU the 27b sheet's host reference is the costly part). */
+            const char *lanes[16];
+            const int nl = memra_routing_get(dev, (memra_op)op, lanes, 16);
+            int arms = 0;
+            for (int l = 0; l < nl && l < 16; l++) {
+                const int nv = memra_module_variants(dev, lanes[l], (memra_op)op, NULL, NULL, 0);
+                arms += 1 + (nv > 0 ? nv : 0);
+            }
+            if (arms < 2) {
+                printf("\n%s: one arm (%s, no variants): nothing to race\n", memra_op_name((memra_op)op),
+                       nl > 0 ? lanes[0] : "?");
+                continue;
+            }
+        }
         for (int si = 0; si < nsh; si++)
             for (int mi = 0; mi < n_m; mi++) {
                 const int32_t n = sh[si].out_f / div, k = sh[si].in_f / div, m = (int32_t)ms[mi];

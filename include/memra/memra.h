@@ -408,10 +408,15 @@ const char *memra_tune_file_status(const memra_runtime *rt);
  * stays off that op, the reason is kept. Saturation rule: at most one shadow
  * run per (device, op) is in flight; a sampled call that finds one running
  * skips (counted). On the host device the shadow runs synchronously after
- * the caller's op, on the caller's thread. On a GPU memra_shadow_start
- * returns NOT_SUPPORTED in this version (the side-stream path is not built).
- * variant: NULL for the module's default. OK; INVALID_ARGUMENT; NOT_FOUND;
- * NOT_SUPPORTED. */
+ * the caller's op, on the caller's thread. On a GPU it runs on a stream of
+ * its own, ordered after copies (on the caller's stream) of the activation
+ * and of up to 8 output rows; the rows are read back into pinned memory and
+ * judged at a later sampled call when an event polled there has completed:
+ * the caller's stream and thread never wait for it, and a call on a stream
+ * being captured is never sampled (counted as skipped). variant: NULL for
+ * the module's default. OK; INVALID_ARGUMENT; NOT_FOUND; NOT_SUPPORTED (a
+ * GPU whose driver lacks cuStreamWaitEvent, cuMemcpyDtoDAsync, cuEventQuery
+ * or cuMemAllocHost). */
 memra_status memra_shadow_start(memra_device *dev, memra_op op, const char *module, const char *variant);
 /* Stop sampling (the module serves the op again by its score). */
 memra_status memra_shadow_stop(memra_device *dev, memra_op op);

@@ -33,6 +33,8 @@ extern const memra__gpu_family memra__gpu_family_mmq;
 extern const memra__gpu_family memra__gpu_family_fp8blk;
 extern const memra__gpu_family memra__gpu_family_fp8blk_mx;
 extern const memra__gpu_family memra__gpu_family_fp8blk_off_sm120;
+/* fp8blk's default kernels plus its tile variants (JIT only): the fp8blk module's family. */
+extern const memra__gpu_family memra__gpu_family_fp8blk_tiles;
 
 /* ---- state the blas lanes read from the families they build on ---- */
 
@@ -69,5 +71,17 @@ memra_status memra__mmq_repack_q8_0(memra_call *call, memra_dptr src, int64_t ro
 memra_status memra__mmq_gemm_q8_0r(memra_call *call, const memra_gemm_args *args);
 memra_status memra__mmq_accprobe(memra_call *call, memra_accprobe_arm arm, const memra_gemm_args *args);
 memra_status memra__mmq_gemm_fp8_blk(memra_call *call, const memra_gemm_args *args);
+/* gemm_fp8_blk on the kernels of one loaded block-128 family (DECLINED when
+ * the context has not loaded it). */
+/* gemm_fp8_blk of memra__gpu_family_fp8blk_tiles: memra_call.variant picks a
+ * tile of memra__fp8blk_tile_variants (DECLINED with the reason when the JIT
+ * could not build it), -1 the default kernels. */
+memra_status memra__mmq_gemm_fp8_blk_tiles(memra_call *call, const memra_gemm_args *args);
+memra_status memra__mmq_gemm_fp8_blk_of(memra_call *call, const memra_gemm_args *args, const memra__gpu_family *family);
+/* The MMQ family's variants (memra_module_desc.variants) for gemm_q8_0 and
+ * gemm_q8_0r on caps (portable: a module made by memra__gpu_create_portable,
+ * which never launches dependents: no "nopdl"); NULL / 0 for other ops.
+ * Static storage; thread-safe. */
+const memra_variant *memra__mmq_variants(const memra_device_caps *caps, memra_op op, int portable, size_t *out_count);
 
 #endif

@@ -28,6 +28,12 @@ static memra_status mmq_init(const memra_host_services *host, const memra_device
 
 static void mmq_fini(void *ctx) { memra__gpu_destroy((memra__gpu *)ctx); }
 
+/* gemm_q8_0's token tiles, gemm_q8_0r's tiles, split-k off, PDL off (mmq_ops.c). */
+static const memra_variant *mmq_variants(const memra_device_caps *caps, memra_op op, size_t *out_count)
+{
+    return memra__mmq_variants(caps, op, 0, out_count);
+}
+
 static const memra_op_table k_mmq_ops = {
     .struct_size = sizeof(memra_op_table),
     .quant_q8_1 = memra__mmq_quant_q8_1,
@@ -46,6 +52,7 @@ static const memra_module_desc k_mmq_desc = {
     .init = mmq_init,
     .fini = mmq_fini,
     .ops = &k_mmq_ops,
+    .variants = mmq_variants,
 };
 
 MEMRA_MODULE_EXPORT const memra_module_desc *memra_module_entry(void);

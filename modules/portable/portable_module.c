@@ -54,6 +54,12 @@ static memra_status portable_init(const memra_host_services *host, const memra_d
 
 static void portable_fini(void *ctx) { memra__gpu_destroy((memra__gpu *)ctx); }
 
+/* The MMQ family's variants, as the mmq module lists them, less "nopdl". */
+static const memra_variant *portable_variants(const memra_device_caps *caps, memra_op op, size_t *out_count)
+{
+    return memra__mmq_variants(caps, op, 1, out_count);
+}
+
 static const memra_op_table k_portable_ops = {
     .struct_size = sizeof(memra_op_table),
     .cvt_f16 = memra__gpu_cvt_f16,
@@ -80,6 +86,7 @@ static const memra_module_desc k_portable_desc = {
     .init = portable_init,
     .fini = portable_fini,
     .ops = &k_portable_ops,
+    .variants = portable_variants,
 };
 
 MEMRA_MODULE_EXPORT const memra_module_desc *memra_module_entry(void);

@@ -122,6 +122,13 @@ static CUresult f_cuMemcpyHtoD(uint64_t dst, const void *src, size_t b) { return
 static CUresult f_cuMemcpyDtoH(void *dst, uint64_t src, size_t b) { return f_cuMemcpy((uint64_t)(uintptr_t)dst, src, b); }
 static CUresult f_cuMemcpyHtoDAsync(uint64_t dst, const void *src, size_t b, void *s) { (void)s; return f_cuMemcpyHtoD(dst, src, b); }
 static CUresult f_cuMemcpyDtoHAsync(void *dst, uint64_t src, size_t b, void *s) { (void)s; return f_cuMemcpyDtoH(dst, src, b); }
+static CUresult f_cuMemcpyDtoDAsync(uint64_t dst, uint64_t src, size_t b, void *s) { (void)s; return f_cuMemcpy(dst, src, b); }
+static CUresult f_cuMemAllocHost(void **p, size_t b)
+{
+    *p = calloc(1, b ? b : 1);
+    return *p != NULL ? OK : 2;
+}
+static CUresult f_cuMemFreeHost(void *p) { free(p); return OK; }
 static CUresult f_cuMemsetD8Async(uint64_t d, unsigned char v, size_t n, void *s) { (void)s; memset((void *)(uintptr_t)d, v, n); return OK; }
 static CUresult f_cuMemsetD32Async(uint64_t d, unsigned v, size_t n, void *s)
 {
@@ -155,7 +162,7 @@ static const entry k_entries[] = {
     E(cuDeviceGetName), E(cuDeviceGetAttribute), E(cuDeviceTotalMem), E(cuDevicePrimaryCtxRetain),
     E(cuDevicePrimaryCtxRelease), E(cuCtxPushCurrent), E(cuCtxPopCurrent), E(cuCtxSetCurrent), E(cuCtxGetCurrent),
     E(cuMemAlloc), E(cuMemFree), E(cuMemGetInfo), E(cuMemcpyHtoD), E(cuMemcpyDtoH), E(cuMemcpyHtoDAsync),
-    E(cuMemcpyDtoHAsync), E(cuMemsetD8Async), E(cuMemsetD32Async), E(cuStreamCreate), E(cuEventCreate),
+    E(cuMemcpyDtoHAsync), E(cuMemcpyDtoDAsync), E(cuMemAllocHost), E(cuMemFreeHost), E(cuMemsetD8Async), E(cuMemsetD32Async), E(cuStreamCreate), E(cuEventCreate),
     E(cuStreamIsCapturing), E(cuEventElapsedTime), E(cuModuleLoadData), E(cuModuleUnload), E(cuModuleGetFunction),
     {"cuMemcpyDtoD", (void (*)(void))f_cuMemcpy}, {"cuOccupancyMaxActiveBlocksPerMultiprocessor", (void (*)(void))f_cuOccupancy},
 };

@@ -113,12 +113,21 @@ static int case_sm90a(const mod *fp8blk)
     memra_device_caps caps = sm90_caps();
     size_t n;
     const memra_jit_source *s = declared(fp8blk, &caps, &n);
-    CHECK_INT_EQ(n, 1);
+    CHECK_INT_EQ(n, 4); /* the default tile, then the three tile variants */
     CHECK(s != NULL);
     CHECK_STR_EQ(s[0].name, "fp8blk_gemm.e4m3");
+    static const char *const vnames[3] = {"fp8blk_gemm.e4m3.64x128", "fp8blk_gemm.e4m3.128x64", "fp8blk_gemm.e4m3.64x64"};
+    static const char *const vbm[3] = {"-DFP8BLK_BM=64", "-DFP8BLK_BM=128", "-DFP8BLK_BM=64"};
+    static const char *const vbn[3] = {"-DFP8BLK_BN=128", "-DFP8BLK_BN=64", "-DFP8BLK_BN=64"};
+    for (int i = 0; i < 3; i++) {
+        CHECK_STR_EQ(s[1 + i].name, vnames[i]);
+        check_declared(&s[1 + i], 0);
+        CHECK(has_option(&s[1 + i], vbm[i]));
+        CHECK(has_option(&s[1 + i], vbn[i]));
+    }
     check_declared(&s[0], 0);
     memra__jit *jit = jit_test_open();
-    compile_check(jit, &s[0], "sm_90a");
+    for (size_t i = 0; i < n; i++) compile_check(jit, &s[i], "sm_90a"); /* every variant's source builds */
     memra__jit_destroy(jit);
     return 0;
 }
@@ -189,7 +198,8 @@ static int case_tile(const mod *fp8blk)
     CHECK(fp8blk->desc->init(&host, &caps, &ctx) != MEMRA_STATUS_OK);
     size_t n;
     const memra_jit_source *s = declared(fp8blk, &caps, &n);
-    CHECK_INT_EQ(n, 1);
+    CHECK_INT_EQ(n, 4); /* the knob's tile, then the variants (which the knob does not change) */
+    CHECK(has_option(&s[1], "-DFP8BLK_BN=128"));
     check_declared(&s[0], 0);
     CHECK(has_option(&s[0], "-DFP8BLK_BM=64"));
     CHECK(has_option(&s[0], "-DFP8BLK_BN=64"));

@@ -20,7 +20,22 @@ typedef struct fp8blk_jit_state {
     char tile_opts[4][32];
     const char *options[3][FP8BLK_N_OPTIONS];
     memra_jit_source sources[3];
+    /* the e4m3 source with the knob's tile, then with each tile variant's (adjacent: jit_sources) */
+    char var_opts[MEMRA__FP8BLK_TILE_VARIANTS][4][32];
+    const char *var_options[MEMRA__FP8BLK_TILE_VARIANTS][FP8BLK_N_OPTIONS];
+    char var_names[MEMRA__FP8BLK_TILE_VARIANTS][48];
+    memra_jit_source e4m3_all[1 + MEMRA__FP8BLK_TILE_VARIANTS];
 } fp8blk_jit_state;
+
+/* The fp8blk module's tile variants (e4m3, sm_90a): a CTA of BM tokens x BN
+ * weight rows, warps 2 x 4 as MEMRA_FP8BLK_TILE=BMxBN picks them. */
+const memra_variant memra__fp8blk_tile_variants[MEMRA__FP8BLK_TILE_VARIANTS] = {
+    {"bm64_bn128", "MEMRA_FP8BLK_TILE=64x128"},
+    {"bm128_bn64", "MEMRA_FP8BLK_TILE=128x64"},
+    {"bm64_bn64", "MEMRA_FP8BLK_TILE=64x64"},
+};
+static const memra__fp8blk_tile k_var_tiles[MEMRA__FP8BLK_TILE_VARIANTS] = {
+    {64, 128, 2, 4}, {128, 64, 2, 4}, {64, 64, 2, 4}};
 
 static fp8blk_jit_state g_state;
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
@@ -118,6 +133,8 @@ size_t memra__fp8blk_tile_smem(const memra__fp8blk_tile *t)
     return (size_t)FP8BLK_SMEM_BYTES_OF((size_t)t->bm, (size_t)t->bn);
 }
 
+static void variants_init(fp8blk_jit_state *s);
+
 static void state_init(void)
 {
     fp8blk_jit_state *s = &g_state;
@@ -140,6 +157,34 @@ static void state_init(void)
             .name = k_names[v],
             .source = (const char *)memra__fp8blk_src,
             .options = s->options[v],
+            .n_options = FP8BLK_N_OPTIONS,
+        };
+    }
+    variants_init(s);
+}
+
+static void tile_options(const memra__fp8blk_tile *t, char opts[4][32])
+{
+    snprintf(opts[0], 32, "-DFP8BLK_BM=%d", t->bm);
+    snprintf(opts[1], 32, "-DFP8BLK_BN=%d", t->bn);
+    snprintf(opts[2], 32, "-DFP8BLK_WARPS_M=%d", t->warps_m);
+    snprintf(opts[3], 32, "-DFP8BLK_WARPS_N=%d", t->warps_n);
+}
+
+static void variants_init(fp8blk_jit_state *s)
+{
+    s->e4m3_all[0] = s->sources[MEMRA__FP8BLK_E4M3];
+    for (int i = 0; i < MEMRA__FP8BLK_TILE_VARIANTS; i++) {
+        tile_options(&k_var_tiles[i], s->var_opts[i]);
+        s->var_options[i][0] = "-std=c++17";
+        s->var_options[i][1] = k_mma_opts[MEMRA__FP8BLK_E4M3];
+        for (int j = 0; j < 4; j++) s->var_options[i][2 + j] = s->var_opts[i][j];
+        snprintf(s->var_names[i], sizeof s->var_names[i], "%s.%dx%d", k_names[MEMRA__FP8BLK_E4M3], k_var_tiles[i].bm,
+                 k_var_tiles[i].bn);
+        s->e4m3_all[1 + i] = (memra_jit_source){
+            .name = s->var_names[i],
+            .source = (const char *)memra__fp8blk_src,
+            .options = s->var_options[i],
             .n_options = FP8BLK_N_OPTIONS,
         };
     }
@@ -201,4 +246,20 @@ int memra__fp8blk_jit_enabled(void)
     const int off = g_jit_off;
     pthread_mutex_unlock(&g_knob_lock);
     return !off;
+}
+
+const memra__fp8blk_tile *memra__fp8blk_tile_variant(int i)
+{
+    return i >= 0 && i < MEMRA__FP8BLK_TILE_VARIANTS ? &k_var_tiles[i] : NULL;
+}
+
+const memra_jit_source *memra__fp8blk_tile_variant_source(int i)
+{
+    return i >= 0 && i < MEMRA__FP8BLK_TILE_VARIANTS ? &state()->e4m3_all[1 + i] : NULL;
+}
+
+const memra_jit_source *memra__fp8blk_jit_sources_e4m3_tiles(size_t *out_count)
+{
+    *out_count = 1 + MEMRA__FP8BLK_TILE_VARIANTS;
+    return state()->e4m3_all;
 }

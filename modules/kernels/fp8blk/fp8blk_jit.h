@@ -70,4 +70,14 @@ const char *memra__fp8blk_tile_knob(void);
 
 const char *memra__fp8blk_variant_name(memra__fp8blk_variant v);
 
+/* The fp8blk module's tile variants of gemm_fp8_blk (e4m3, sm_90a):
+ * memra_variant i stands for MEMRA_FP8BLK_TILE=<tile i>; each is compiled by
+ * the JIT (there is no embedded cubin of another tile). */
+#define MEMRA__FP8BLK_TILE_VARIANTS 3
+extern const memra_variant memra__fp8blk_tile_variants[MEMRA__FP8BLK_TILE_VARIANTS];
+const memra__fp8blk_tile *memra__fp8blk_tile_variant(int i);        /* NULL out of range */
+const memra_jit_source *memra__fp8blk_tile_variant_source(int i);   /* static; NULL out of range */
+/* The e4m3 source with the MEMRA_FP8BLK_TILE tile, then each variant's (for `memra jit warm`). */
+const memra_jit_source *memra__fp8blk_jit_sources_e4m3_tiles(size_t *out_count);
+
 #endif

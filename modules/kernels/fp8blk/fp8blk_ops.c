@@ -4,6 +4,7 @@
  * and fp8blk_gemm.cu share; fp8blk_jit.h the JIT sources and the tile knob. */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "fp8blk.h"
 #include "kernels/kernels.h"
@@ -24,6 +25,15 @@ typedef struct fp8blk_state {
     const char *decline; /* non-NULL: gemm_fp8_blk declines with this */
 } fp8blk_state;
 
+/* memra__gpu_family_fp8blk_tiles: the default kernels, then each tile variant's
+ * (memra__fp8blk_tile_variants), JIT only: a variant the JIT cannot serve
+ * declines with why. */
+typedef struct fp8blk_tiles_state {
+    fp8blk_state def;
+    fp8blk_state var[MEMRA__FP8BLK_TILE_VARIANTS];
+    char why[MEMRA__FP8BLK_TILE_VARIANTS][200];
+} fp8blk_tiles_state;
+
 /* The three descriptors' configuration: the image (and variant) to load, or
  * none with the decline reason. */
 typedef struct fp8blk_config {
@@ -36,12 +46,16 @@ static const fp8blk_config k_cfg_mx = {1, NULL};
 static const fp8blk_config k_cfg_off_sm120 = {
     0, "gemm_fp8_blk: the sm120 kernels (kind::f8f6f4 / mxf8f6f4) need a cc 12.x device"};
 
+/* The state of the first block-128 family in the context's family order (a
+ * module that loads two, as sm120 does for its MMA-kind variants, lists its
+ * default first). */
 static const fp8blk_state *fb_state(const memra__gpu *q)
 {
-    const fp8blk_state *s = memra__gpu_state(q, &memra__gpu_family_fp8blk);
-    if (s == NULL) s = memra__gpu_state(q, &memra__gpu_family_fp8blk_mx);
-    if (s == NULL) s = memra__gpu_state(q, &memra__gpu_family_fp8blk_off_sm120);
-    return s;
+    for (int i = 0; i < q->n_families; i++)
+        if (q->families[i] == &memra__gpu_family_fp8blk || q->families[i] == &memra__gpu_family_fp8blk_mx ||
+            q->families[i] == &memra__gpu_family_fp8blk_off_sm120 || q->families[i] == &memra__gpu_family_fp8blk_tiles)
+            return q->state[i]; /* fp8blk_tiles_state starts with the default's fp8blk_state */
+    return NULL;
 }
 
 /* The block-128 FP8 kernels of variant v into *m: from the JIT when it
@@ -129,6 +143,63 @@ static memra_status fp8blk_load(memra__gpu *q, void *state) { return fp8blk_load
 static memra_status fp8blk_mx_load(memra__gpu *q, void *state) { return fp8blk_load_cfg(q, state, &k_cfg_mx); }
 static memra_status fp8blk_off_load(memra__gpu *q, void *state) { return fp8blk_load_cfg(q, state, &k_cfg_off_sm120); }
 
+/* One tile variant's kernels from the JIT into *fb (fb->gemm stays NULL and why says why when it cannot). */
+static void fp8blk_load_variant(memra__gpu *q, int i, fp8blk_state *fb, char *why, size_t len)
+{
+    const memra_device_caps *caps = q->caps;
+    const memra__fp8blk_tile *t = memra__fp8blk_tile_variant(i);
+    const memra_jit_source *src = memra__fp8blk_tile_variant_source(i);
+    const char *no_jit = memra__gpu_jit_unavailable(q);
+    const size_t smem = memra__fp8blk_tile_smem(t);
+    memset(fb, 0, sizeof *fb);
+    fb->variant = MEMRA__FP8BLK_E4M3;
+    if (!memra__fp8blk_jit_enabled()) {
+        snprintf(why, len, "gemm_fp8_blk: tile %dx%d needs the JIT (MEMRA_FP8BLK_JIT=0)", t->bm, t->bn);
+        return;
+    }
+    if (no_jit != NULL) {
+        snprintf(why, len, "gemm_fp8_blk: tile %dx%d needs the JIT (%.140s)", t->bm, t->bn, no_jit);
+        return;
+    }
+    if (caps->smem_per_block_optin != 0 && caps->smem_per_block_optin < smem) {
+        snprintf(why, len, "gemm_fp8_blk: tile %dx%d needs %zu bytes of shared memory", t->bm, t->bn, smem);
+        return;
+    }
+    CUmodule m = NULL;
+    double ms = 0.0;
+    char jwhy[224];
+    if (memra__gpu_jit_load(q, src, &m, &ms, jwhy, sizeof jwhy) != MEMRA_STATUS_OK) {
+        snprintf(why, len, "gemm_fp8_blk: tile %dx%d: %.150s", t->bm, t->bn, jwhy);
+        q->host->log(MEMRA_LOG_WARN, q->name, "%s", why);
+        return;
+    }
+    fb->tile = *t;
+    fb->threads = memra__fp8blk_tile_threads(t);
+    fb->smem = (unsigned)smem;
+    fb->path = "jit";
+    if (memra__gpu_function(q, m, "memra_k_fp8blk_quant", 0, &fb->quant) != MEMRA_STATUS_OK ||
+        memra__gpu_function(q, m, "memra_k_fp8blk_gemm", fb->smem, &fb->gemm) != MEMRA_STATUS_OK) {
+        snprintf(why, len, "gemm_fp8_blk: tile %dx%d: the JIT image lacks its kernels", t->bm, t->bn);
+        fb->gemm = NULL;
+        return;
+    }
+    q->host->log(MEMRA_LOG_INFO, q->name, "gemm_fp8_blk: variant %s (tile %dx%d) served by the JIT, %.2f ms",
+                 memra__fp8blk_tile_variants[i].name, t->bm, t->bn, ms);
+}
+
+static memra_status fp8blk_tiles_load(memra__gpu *q, void *state)
+{
+    fp8blk_tiles_state *ts = state;
+    memra_status st = fp8blk_load_cfg(q, &ts->def, &k_cfg_default);
+    if (st != MEMRA_STATUS_OK) return st;
+    for (int i = 0; i < MEMRA__FP8BLK_TILE_VARIANTS; i++) fp8blk_load_variant(q, i, &ts->var[i], ts->why[i], sizeof ts->why[i]);
+    return MEMRA_STATUS_OK;
+}
+
+const memra__gpu_family memra__gpu_family_fp8blk_tiles = {
+    .name = "fp8blk_tiles", .state_size = sizeof(fp8blk_tiles_state), .load = fp8blk_tiles_load,
+    .knobs = fp8blk_knobs};
+
 const memra__gpu_family memra__gpu_family_fp8blk = {
     .name = "fp8blk", .state_size = sizeof(fp8blk_state), .load = fp8blk_load,
     .knobs = fp8blk_knobs};
@@ -141,10 +212,31 @@ const memra__gpu_family memra__gpu_family_fp8blk_off_sm120 = {
 
 /* ---- gemm_fp8_blk ---------------------------------------------------------------- */
 
+static memra_status gemm_fp8_blk(memra_call *call, const memra_gemm_args *a, const fp8blk_state *fb);
+
 memra_status memra__mmq_gemm_fp8_blk(memra_call *call, const memra_gemm_args *a)
 {
+    return gemm_fp8_blk(call, a, fb_state(MMQ_OF(call)));
+}
+
+memra_status memra__mmq_gemm_fp8_blk_of(memra_call *call, const memra_gemm_args *a, const memra__gpu_family *family)
+{
+    return gemm_fp8_blk(call, a, memra__gpu_state(MMQ_OF(call), family));
+}
+
+memra_status memra__mmq_gemm_fp8_blk_tiles(memra_call *call, const memra_gemm_args *a)
+{
+    const fp8blk_tiles_state *ts = memra__gpu_state(MMQ_OF(call), &memra__gpu_family_fp8blk_tiles);
+    const int v = MEMRA_HAS_MEMBER(call, memra_call, variant) ? call->variant : -1;
+    if (ts == NULL) return memra__gpu_decline(call, "gemm_fp8_blk: no block-128 FP8 kernel loaded for this device");
+    if (v < 0 || v >= MEMRA__FP8BLK_TILE_VARIANTS) return gemm_fp8_blk(call, a, &ts->def);
+    if (ts->var[v].gemm == NULL) return memra__gpu_decline(call, ts->why[v][0] ? ts->why[v] : "gemm_fp8_blk: no kernel");
+    return gemm_fp8_blk(call, a, &ts->var[v]);
+}
+
+static memra_status gemm_fp8_blk(memra_call *call, const memra_gemm_args *a, const fp8blk_state *fb)
+{
     memra__gpu *q = MMQ_OF(call);
-    const fp8blk_state *fb = fb_state(q);
     if (fb == NULL) return memra__gpu_decline(call, "gemm_fp8_blk: no block-128 FP8 kernel loaded for this device");
     if (fb->gemm == NULL) return memra__gpu_decline(call, fb->decline ? fb->decline : "gemm_fp8_blk: no kernel");
     memra_status st = memra__gpu_check_gemm(q, "gemm_fp8_blk", a);

@@ -3,6 +3,7 @@
  * take, plans, scratch, and launches on call->stream. Ops quant_q8_1,
  * repack_q8_0, gemm_q8_0r, gemm_q8_0, accprobe. mmq.h holds the constants
  * this file and mmq.cu share; mmq.cu, the kernels and their preconditions. */
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,12 +35,113 @@ static const memra__mmq_r3_tile memra__mmq_r3_tiles[MEMRA__MMQ_R3_TILES] = {
     {"memra_k_gemm_q8_0r_mt2n3", 64, 96, R3_SMEM_BYTES(2, 3)},
 };
 
+/* The knobs a gemm plan reads: MEMRA_MMQ_BM / BN / SPLIT (0: chosen per
+ * shape) and MEMRA_MMQ_PDL=0 (pdl_off). */
+typedef struct mmq_knobs {
+    int bm, bn, split, pdl_off;
+} mmq_knobs;
+
+/* ---- variants (memra_module_desc.variants) ------------------------------------------
+ * Each is a named set of knob values (module.h): `set` says which members of
+ * `k` it sets; the others keep the values read at init. gemm_q8_0: the three
+ * token tiles (MEMRA_MMQ_BM=128|64|32). gemm_q8_0r: the four tiles
+ * (MEMRA_MMQ_BM/BN; split-k still chosen by the plan), no split-k
+ * (MEMRA_MMQ_SPLIT=1) and plain launches (MEMRA_MMQ_PDL=0, not on the
+ * portable module, which never launches dependents). Numerics: every tile
+ * folds each output's k in the same order (mmq.cu: ascending k steps, v2's
+ * two-FFMA fold per 32-block), so two plans with the same split-k count
+ * agree bitwise whatever the tile; a split into S slices adds S partial sums
+ * in slice order (one more rounding per slice), so a variant whose plan
+ * splits differently from the default (any tile variant may, "nosplit"
+ * never splits) differs within the q8 band, not bitwise. gemm_q8_0's tiles
+ * agree bitwise. PDL changes nothing but launch overlap; "nopdl" covers the
+ * op's own launches (the tile and the split-k sum), while quant_q8_1 before
+ * it is another op and keeps the setting read at init. */
+#define MMQ_SET_BM 1
+#define MMQ_SET_BN 2
+#define MMQ_SET_SPLIT 4
+#define MMQ_SET_PDL 8
+typedef struct mmq_variant_def {
+    const char *name, *knobs;
+    int set;
+    mmq_knobs k;
+    int tile; /* gemm_q8_0r: memra__mmq_r3_tiles index it needs (-1: none) */
+    int pdl;  /* 1: only where the module launches dependents */
+} mmq_variant_def;
+
+static const mmq_variant_def k_q8_0_defs[] = {
+    {"bm128", "MEMRA_MMQ_BM=128", MMQ_SET_BM, {128, 0, 0, 0}, -1, 0},
+    {"bm64", "MEMRA_MMQ_BM=64", MMQ_SET_BM, {64, 0, 0, 0}, -1, 0},
+    {"bm32", "MEMRA_MMQ_BM=32", MMQ_SET_BM, {32, 0, 0, 0}, -1, 0},
+};
+#define MMQ_Q8R_DEFS 6
+static const mmq_variant_def k_q8r_defs[MMQ_Q8R_DEFS] = {
+    {"bm128_bn128", "MEMRA_MMQ_BM=128,MEMRA_MMQ_BN=128", MMQ_SET_BM | MMQ_SET_BN, {128, 128, 0, 0}, 0, 0},
+    {"bm64_bn128", "MEMRA_MMQ_BM=64,MEMRA_MMQ_BN=128", MMQ_SET_BM | MMQ_SET_BN, {64, 128, 0, 0}, 1, 0},
+    {"bm128_bn96", "MEMRA_MMQ_BM=128,MEMRA_MMQ_BN=96", MMQ_SET_BM | MMQ_SET_BN, {128, 96, 0, 0}, 2, 0},
+    {"bm64_bn96", "MEMRA_MMQ_BM=64,MEMRA_MMQ_BN=96", MMQ_SET_BM | MMQ_SET_BN, {64, 96, 0, 0}, 3, 0},
+    {"nosplit", "MEMRA_MMQ_SPLIT=1", MMQ_SET_SPLIT, {0, 0, 1, 0}, -1, 0},
+    {"nopdl", "MEMRA_MMQ_PDL=0", MMQ_SET_PDL, {0, 0, 0, 1}, -1, 1},
+};
+/* The lists handed out: memra_variant arrays built once per process from the
+ * definitions, one per (with PDL, 128 x 128 tile fits) combination; the
+ * definition behind entry i of list L is k_q8r_map[L][i]. */
+static memra_variant k_q8_0_list[3];
+static memra_variant k_q8r_list[4][MMQ_Q8R_DEFS];
+static int k_q8r_map[4][MMQ_Q8R_DEFS];
+static size_t k_q8r_n[4];
+static pthread_once_t k_lists_once = PTHREAD_ONCE_INIT;
+
+static void lists_build(void)
+{
+    for (int i = 0; i < 3; i++) k_q8_0_list[i] = (memra_variant){k_q8_0_defs[i].name, k_q8_0_defs[i].knobs};
+    for (int l = 0; l < 4; l++) {
+        const int with_pdl = l & 1, big = (l >> 1) & 1;
+        size_t n = 0;
+        for (int i = 0; i < MMQ_Q8R_DEFS; i++) {
+            const mmq_variant_def *d = &k_q8r_defs[i];
+            if ((d->pdl && !with_pdl) || (d->tile == 0 && !big)) continue;
+            k_q8r_list[l][n] = (memra_variant){d->name, d->knobs};
+            k_q8r_map[l][n++] = i;
+        }
+        k_q8r_n[l] = n;
+    }
+}
+
+/* Which gemm_q8_0r list a device gets: the 128 x 128 tile where its shared
+ * memory fits (as mmq_load decides), PDL unless portable. */
+static int q8r_list_of(const memra_device_caps *caps, int portable)
+{
+    const int big = caps->smem_per_block_optin == 0 || caps->smem_per_block_optin >= R3_SMEM_BYTES(4, 4);
+    return (portable ? 0 : 1) | (big ? 2 : 0);
+}
+
+const memra_variant *memra__mmq_variants(const memra_device_caps *caps, memra_op op, int portable, size_t *out_count)
+{
+    pthread_once(&k_lists_once, lists_build);
+    if (caps == NULL || caps->arch == MEMRA_ARCH_HOST) {
+        *out_count = 0;
+        return NULL;
+    }
+    if (op == MEMRA_OP_gemm_q8_0) {
+        *out_count = 3;
+        return k_q8_0_list;
+    }
+    if (op == MEMRA_OP_gemm_q8_0r) {
+        const int l = q8r_list_of(caps, portable);
+        *out_count = k_q8r_n[l];
+        return k_q8r_list[l];
+    }
+    *out_count = 0;
+    return NULL;
+}
+
 typedef struct mmq_state {
     CUfunction quant_q8_1, gemm_q8_0, probe[3];
     CUfunction repack_q8_0, splitk_sum;
     CUfunction gemm_q8_0r[MEMRA__MMQ_R3_TILES]; /* memra__mmq_r3_tiles[i]'s kernel, NULL where its shared memory does not fit */
-    /* knobs read at load (memra__gpu_knob): MEMRA_MMQ_PDL=0, MEMRA_MMQ_BM/BN/SPLIT (0: chosen) */
-    int knob_pdl_off, knob_bm, knob_bn, knob_split;
+    mmq_knobs knobs; /* read at load (memra__gpu_knob) */
+    int q8r_list;    /* q8r_list_of(this device): which list memra_call.variant indexes */
 } mmq_state;
 
 #define MMQ_K(q) ((const mmq_state *)memra__gpu_state((q), &memra__gpu_family_mmq))
@@ -81,11 +183,13 @@ static memra_status mmq_load(memra__gpu *q, void *state)
         const char *pdl = memra__gpu_knob(q, "MEMRA_MMQ_PDL");
         const char *bm = memra__gpu_knob(q, "MEMRA_MMQ_BM"), *bn = memra__gpu_knob(q, "MEMRA_MMQ_BN");
         const char *split = memra__gpu_knob(q, "MEMRA_MMQ_SPLIT");
-        s->knob_pdl_off = pdl != NULL && strcmp(pdl, "0") == 0;
-        s->knob_bm = bm ? atoi(bm) : 0;
-        s->knob_bn = bn ? atoi(bn) : 0;
-        s->knob_split = split ? atoi(split) : 0;
+        s->knobs.pdl_off = pdl != NULL && strcmp(pdl, "0") == 0;
+        s->knobs.bm = bm ? atoi(bm) : 0;
+        s->knobs.bn = bn ? atoi(bn) : 0;
+        s->knobs.split = split ? atoi(split) : 0;
     }
+    pthread_once(&k_lists_once, lists_build);
+    s->q8r_list = q8r_list_of(caps, q->portable);
     q->host->log(MEMRA_LOG_INFO, q->name, "%s: MMQ-family kernels for %s loaded", caps->name ? caps->name : "device",
                  q->target);
     return MEMRA_STATUS_OK;
@@ -110,13 +214,40 @@ static memra_status launch_n(memra__gpu *q, CUfunction f, const char *name, unsi
 static int pdl_on(const memra__gpu *q)
 {
     if (q->cuLaunchKernelEx == NULL || atomic_load_explicit(&q->pdl_refused, memory_order_relaxed)) return 0;
-    return !MMQ_K(q)->knob_pdl_off;
+    return 1;
+}
+
+/* The knobs of this call: the init's, overridden by those its variant sets
+ * (memra_call.variant, an index into memra__mmq_variants' list for op). */
+static mmq_knobs call_knobs(const memra_call *call, const memra__gpu *q, memra_op op)
+{
+    const mmq_state *ks = MMQ_K(q);
+    mmq_knobs k = ks->knobs;
+    const int v = MEMRA_HAS_MEMBER(call, memra_call, variant) ? call->variant : -1;
+    const mmq_variant_def *d = NULL;
+    if (op == MEMRA_OP_gemm_q8_0 && v >= 0 && v < 3) d = &k_q8_0_defs[v];
+    else if (op == MEMRA_OP_gemm_q8_0r && v >= 0 && (size_t)v < k_q8r_n[ks->q8r_list])
+        d = &k_q8r_defs[k_q8r_map[ks->q8r_list][v]];
+    if (d == NULL) return k;
+    if (d->set & MMQ_SET_BM) k.bm = d->k.bm;
+    if (d->set & MMQ_SET_BN) k.bn = d->k.bn;
+    if (d->set & MMQ_SET_SPLIT) k.split = d->k.split;
+    if (d->set & MMQ_SET_PDL) k.pdl_off = d->k.pdl_off;
+    return k;
 }
 
 static memra_status launch_pdl(memra__gpu *q, CUfunction f, const char *name, unsigned gx, unsigned gy, unsigned gz,
                                unsigned threads, unsigned smem, memra_stream_t stream, void **args, int pdl)
 {
     return memra__gpu_launch_ex(q, f, name, gx, gy, gz, threads, smem, stream, args, pdl && pdl_on(q));
+}
+
+/* A launch_pdl whose dependent launch also follows MEMRA_MMQ_PDL of the call's knobs. */
+static memra_status launch_pdl_k(memra__gpu *q, const mmq_knobs *kn, CUfunction f, const char *name, unsigned gx,
+                                 unsigned gy, unsigned gz, unsigned threads, unsigned smem, memra_stream_t stream,
+                                 void **args)
+{
+    return launch_pdl(q, f, name, gx, gy, gz, threads, smem, stream, args, !kn->pdl_off);
 }
 
 static memra_status launch(memra__gpu *q, CUfunction f, const char *name, unsigned gx, unsigned gy, unsigned smem,
@@ -140,8 +271,8 @@ memra_status memra__mmq_quant_q8_1(memra_call *call, memra_dptr x, int32_t m, in
     const int64_t records = ((int64_t)k + 511) / 512 * 4 * m;
     /* 8 warps per block, QUANT_RECS records per warp and pass; a
      * programmatic dependent of the kernel before it (it waits before reading x) */
-    return launch_pdl(q, MMQ_K(q)->quant_q8_1, "memra_k_quant_q8_1", blocks(q, records, 8 * QUANT_RECS), 1, 1, 256, 0, call->stream,
-                      (void *[]){&x, &m, &k, &dst}, 1);
+    return launch_pdl_k(q, &MMQ_K(q)->knobs, MMQ_K(q)->quant_q8_1, "memra_k_quant_q8_1", blocks(q, records, 8 * QUANT_RECS), 1,
+                        1, 256, 0, call->stream, (void *[]){&x, &m, &k, &dst});
 }
 
 /* ---- gemm_q8_0 ------------------------------------------------------------------- */
@@ -168,7 +299,7 @@ memra_status memra__mmq_gemm_q8_0(memra_call *call, const memra_gemm_args *a)
      * the fewest waves x per-CTA cost (~ 4 MT + 2: the weight tile's load and
      * realign do not shrink with MT), two CTAs per SM, ties to the larger. */
     int variant = 0;
-    const int forced = MMQ_K(q)->knob_bm;
+    const int forced = call_knobs(call, q, MEMRA_OP_gemm_q8_0).bm;
     if (forced == 128 || forced == 64 || forced == 32) {
         variant = forced / 32;
     } else {
@@ -246,10 +377,9 @@ typedef struct q8r_plan {
 #define Q8R_PART_MAX (256.0 * 1024 * 1024) /* bytes of split-k partial sums the plan may ask for */
 static const double k_q8r_step[MEMRA__MMQ_R3_TILES] = {1.0, 0.6, 0.76, 0.41}; /* memra__mmq_r3_tiles order */
 
-static q8r_plan plan_q8_0r(const memra__gpu *q, int m, int n, int k)
+static q8r_plan plan_q8_0r(const memra__gpu *q, const mmq_knobs *kn, int m, int n, int k)
 {
-    const mmq_state *ks = MMQ_K(q);
-    int fb = ks->knob_bm, fn = ks->knob_bn, fs = ks->knob_split;
+    int fb = kn->bm, fn = kn->bn, fs = kn->split;
     if (fb < 0) fb = 0; /* a negative value is no forcing */
     if (fn < 0) fn = 0;
     if (fs < 0) fs = 0;
@@ -300,7 +430,8 @@ memra_status memra__mmq_gemm_q8_0r(memra_call *call, const memra_gemm_args *a)
     if (a->m == 0 || a->n == 0) return MEMRA_STATUS_OK;
     if (!aligned(a->w, 16) || !aligned(a->x, 16))
         return decline(call, "gemm_q8_0r: needs 16-byte aligned weight records and q8_1 records");
-    q8r_plan p = plan_q8_0r(q, a->m, a->n, a->k);
+    const mmq_knobs kn = call_knobs(call, q, MEMRA_OP_gemm_q8_0r);
+    q8r_plan p = plan_q8_0r(q, &kn, a->m, a->n, a->k);
     if (p.tile < 0)
         return decline(call, "gemm_q8_0r: no tile fits the device's shared memory, or n is above 65535 tiles of 128");
     memra_dptr y = y_base(a), w = a->w, x = a->x, part = 0;
@@ -322,16 +453,16 @@ memra_status memra__mmq_gemm_q8_0r(memra_call *call, const memra_gemm_args *a)
      * stream (in memra_matmul: the quantiser, then the tile; both trigger early,
      * mmq.cu). */
     const memra__mmq_r3_tile *tl = &memra__mmq_r3_tiles[p.tile];
-    st = launch_pdl(q, MMQ_K(q)->gemm_q8_0r[p.tile], tl->kernel, (unsigned)((m + tl->bm - 1) / tl->bm),
-                    (unsigned)((n + tl->bn - 1) / tl->bn), (unsigned)p.split, MMQ_THREADS, tl->smem, call->stream,
-                    (void *[]){&w, &x, &y, &m, &n, &k, &ldy, &alpha, &part}, 1);
+    st = launch_pdl_k(q, &kn, MMQ_K(q)->gemm_q8_0r[p.tile], tl->kernel, (unsigned)((m + tl->bm - 1) / tl->bm),
+                      (unsigned)((n + tl->bn - 1) / tl->bn), (unsigned)p.split, MMQ_THREADS, tl->smem, call->stream,
+                      (void *[]){&w, &x, &y, &m, &n, &k, &ldy, &alpha, &part});
     if (st != MEMRA_STATUS_OK || p.split == 1) return st;
     int s = p.split;
     /* a thread per 4 columns where rows of n floats are 16-byte aligned (n % 4 == 0), else per column */
     const int cols = n % 4 == 0 ? n / 4 : n;
     const unsigned gx = (unsigned)((cols + 255) / 256), gy = (unsigned)(m < 65535 ? m : 65535);
-    return launch_pdl(q, MMQ_K(q)->splitk_sum, "memra_k_splitk_sum", gx, gy, 1, 256, 0, call->stream,
-                      (void *[]){&part, &s, &m, &n, &y, &ldy, &alpha}, 1);
+    return launch_pdl_k(q, &kn, MMQ_K(q)->splitk_sum, "memra_k_splitk_sum", gx, gy, 1, 256, 0, call->stream,
+                        (void *[]){&part, &s, &m, &n, &y, &ldy, &alpha});
 }
 
 /* ---- accprobe -------------------------------------------------------------------- */

@@ -1,0 +1,56 @@
+#!/bin/sh
+# gpu: memra tune --device 0 on a tiny sheet (1p7b, m = 64, 3 rounds): every
+# GEMM op with a lane on the GPU raced over its modules and their variants;
+# each arm's first call checked against the host reference before a time
+# counts (receipt: a verdict per arm, and an ok arm's ledger hits = 1 + the
+# rounds); at least one race has a variant arm and one has two modules
+# where the device has them (an H200: gemm_q8_0r on mmq's 6 variants,
+# gemm_fp8_blk on sm90, fp8blk and its tiles); the winners written to a
+# tuning file in a temporary folder (MEMRA_TUNE_FILE: the JIT cache stays
+# where it is, warm) and listed by memra info. Exits 77 without a CUDA device.
+# usage: tune_gpu.sh MEMRA WORKDIR
+set -u
+memra=$1 work=$2
+fail() { echo "FAIL: $*" >&2; exit 1; }
+dir=$(mktemp -d "$work/tune_gpu.XXXXXX") || fail "mktemp"
+chmod 700 "$dir"
+f="$dir/tune/tuning.memra"
+export MEMRA_TUNE_FILE="$f"
+unset MEMRA_PREFER MEMRA_DISABLE MEMRA_TUNE MEMRA_MODULE_PATH
+"$memra" tune --device 0 --sheet 1p7b --m 64 --reps 3 --json "$dir/r.json" >"$dir/out" 2>"$dir/err"
+rc=$?
+if [ $rc -eq 2 ] && grep -q "no CUDA device" "$dir/err"; then rm -rf "$dir"; echo "SKIP: no CUDA device"; exit 77; fi
+cat "$dir/out"
+[ $rc -eq 0 ] || { cat "$dir/err"; fail "memra tune exited $rc"; }
+command -v python3 >/dev/null 2>&1 || fail "python3 is needed to read the receipt"
+python3 - "$dir/r.json" <<'PY' || fail "receipt checks"
+import json, sys
+d = json.load(open(sys.argv[1]))
+reps = d["reps"]
+res = d["results"]
+assert res, "no race"
+variant_race = two_modules = 0
+for r in res:
+    arms = r["arms"]
+    for a in arms:
+        assert a["verdict"], ("no verdict", r["op"], a)
+        if a["ok"]:
+            assert a["hits"] == 1 + reps, ("an ok arm ran 1 check + %d rounds" % reps, r["op"], a)
+            assert a["median_us"] > 0, ("no time", r["op"], a)
+        else:
+            assert a["verdict"].startswith(("declined", "error", "wrong", "failed")), a
+    if len(arms) > 1:
+        assert r["winner"] >= 0, ("no winner", r)
+        assert arms[r["winner"]]["ok"], ("the winner was not checked ok", r)
+    if any(a["variant"] for a in arms): variant_race += 1
+    if len({a["module"] for a in arms if a["ok"]}) > 1: two_modules += 1
+print("races %d, with variants %d, with two modules %d" % (len(res), variant_race, two_modules))
+assert variant_race > 0, "no race had a variant arm"
+PY
+grep -q 'entries written to\|entry written to' "$dir/out" || fail "nothing written"
+[ -f "$f" ] || fail "no tuning file at $f"
+"$memra" info >"$dir/info" 2>&1 || fail "memra info"
+grep -q "tuning file: $f" "$dir/info" || { cat "$dir/info"; fail "info: tuning file line"; }
+grep -q "active  from $f" "$dir/info" || { cat "$dir/info"; fail "info: tuned entries"; }
+rm -rf "$dir"
+echo ok
