@@ -3,6 +3,8 @@
  * memra_module_call(host, "host", ...) on the same bytes, fresh random data.
  *
  *   test_mmq_ops CASE   quant gemm_q8_0 gemm_q8_0r gemm_kr accprobe fp8blk prefer
+ *   test_mmq_ops sweep_kr [q4_k|q5_k|q6_k] [M] [SHAPE]
+ *                       gemm_kr at every tile x split (not a test; see the function)
  *   test_mmq_ops bench  gemm_q8_0 (quantiser apart and together) and accprobe
  *                       S32 / F32 at 5120 -> 12288 (27b), m = 512 and 4096,
  *                       arms interleaved per repetition, medians (not a test)
@@ -1052,6 +1054,86 @@ static int case_sweep(int only_m, int only_shape)
     return 1;
 }
 
+/* Not a test: gemm_kr on K records of FORMAT (q4_k, q5_k or q6_k) at the
+ * launcher's choice and at every forced tile x split count (1..6), on the 27b
+ * sheet at m = 512 and 4096, arms interleaved per repetition, medians of
+ * SWEEP_BATCH calls back to back; one KSWEEP line and one KSWEEPJSON line
+ * per shape. For fitting gemm_kr's own plan constants (it uses gemm_q8_0r's).
+ * `sweep_kr FORMAT M SHAPE` narrows it. */
+static int case_sweep_kr(const char *fmt_name, int only_m, int only_shape)
+{
+    memra_format f = MEMRA_FORMAT_Q4_K;
+    if (fmt_name && strcmp(fmt_name, "q5_k") == 0) f = MEMRA_FORMAT_Q5_K;
+    if (fmt_name && strcmp(fmt_name, "q6_k") == 0) f = MEMRA_FORMAT_Q6_K;
+    static const int shapes[6][2] = {{5120, 12288}, {5120, 1024}, {6144, 5120},
+                                     {5120, 17408}, {17408, 5120}, {5120, 5120}};
+    static const char *const tiles[4][2] = {{"128", "128"}, {"64", "128"}, {"128", "96"}, {"64", "96"}};
+    static const char *const splits[6] = {"1", "2", "3", "4", "5", "6"};
+    enum { K_AUTO, K_CFG0, K_ARMS = K_CFG0 + 24 };
+    const int reps = 7;
+    memra_timer *t = NULL;
+    CHECK_OK(memra_timer_create(g_dev, &t));
+    for (int mi = 0; mi < 2; mi++) {
+        const int m = mi ? 4096 : 512;
+        if (only_m > 0 && m != only_m) continue;
+        for (int si = 0; si < 6; si++) {
+            if (only_shape >= 0 && si != only_shape) continue;
+            const int k = shapes[si][0], n = shapes[si][1];
+            size_t wb = 0, rb = 0;
+            uint8_t *w = make_blocks(f, n, k, &wb), *rec = operand_of(f, w, n, k, &rb);
+            float *x = make_x(m, k);
+            memra_buffer *rd = buf(g_dev, rb, rec), *xd = buf(g_dev, (size_t)m * k * 4, x);
+            memra_buffer *qd = buf(g_dev, memra_q8_1_bytes(m, k), NULL), *yd = buf(g_dev, (size_t)m * n * 4, NULL);
+            memra_op_args qa = {.struct_size = sizeof qa, .src = memra_buffer_ptr(xd), .dst = memra_buffer_ptr(qd),
+                                .rows = m, .cols = k};
+            CHECK_OK(memra_module_call(g_dev, "mmq", MEMRA_OP_quant_q8_1, &qa));
+            memra_op_args ga = {.struct_size = sizeof ga};
+            ga.gemm = (memra_gemm_args){.struct_size = sizeof(memra_gemm_args), .m = m, .n = n, .k = k, .ldy = n,
+                                        .alpha = 1.0f, .w = memra_buffer_ptr(rd), .x = memra_buffer_ptr(qd),
+                                        .y = memra_buffer_ptr(yd), .w_format = (int32_t)f};
+            double ms[K_ARMS][16];
+            for (int r = -1; r < reps; r++)
+                for (int i = 0; i < K_ARMS; i++) {
+                    const int a = (i + (r < 0 ? 0 : r)) % K_ARMS;
+                    if (a >= K_CFG0)
+                        mmq_knobs(tiles[(a - K_CFG0) / 6][0], tiles[(a - K_CFG0) / 6][1], splits[(a - K_CFG0) % 6],
+                                  NULL);
+                    else
+                        mmq_knobs(NULL, NULL, NULL, NULL);
+                    CHECK_OK(memra_timer_start(t, NULL));
+                    for (int b = 0; b < SWEEP_BATCH; b++) CHECK_OK(memra_module_call(g_dev, "mmq", MEMRA_OP_gemm_kr, &ga));
+                    CHECK_OK(memra_timer_stop(t, NULL));
+                    double e = 0;
+                    CHECK_OK(memra_timer_elapsed_ms(t, &e));
+                    if (r >= 0) ms[a][r] = e / SWEEP_BATCH;
+                }
+            mmq_knobs(NULL, NULL, NULL, NULL);
+            const double flop = 2.0 * m * n * k;
+            printf("KSWEEPJSON {\"format\":\"%s\",\"m\":%d,\"in_f\":%d,\"out_f\":%d,\"batch\":%d,\"median_ms\":{",
+                   memra_format_name(f), m, k, n, SWEEP_BATCH);
+            double best = 1e30, au = 0;
+            int best_a = K_AUTO;
+            char names[K_ARMS][32];
+            for (int a = 0; a < K_ARMS; a++) {
+                const double md = median(ms[a], reps);
+                if (a == K_AUTO) snprintf(names[a], 32, "gemm_kr"), au = md;
+                else
+                    snprintf(names[a], 32, "kr_%sx%s_s%s", tiles[(a - K_CFG0) / 6][0], tiles[(a - K_CFG0) / 6][1],
+                             splits[(a - K_CFG0) % 6]);
+                printf("%s\"%s\":%.5f", a ? "," : "", names[a], md);
+                if (md < best) best = md, best_a = a;
+            }
+            printf("}}\n");
+            printf("KSWEEP %s m=%-4d %5d->%-5d auto %.4f ms (%5.1f TF) | best %s %.4f ms (%5.1f TF)\n",
+                   memra_format_name(f), m, k, n, au, flop / au * 1e-9, names[best_a], best, flop / best * 1e-9);
+            memra_buffer_destroy(rd), memra_buffer_destroy(xd), memra_buffer_destroy(qd), memra_buffer_destroy(yd);
+            free(w), free(rec), free(x);
+        }
+    }
+    memra_timer_destroy(t);
+    return 1;
+}
+
 /* Not a test: quant_q8_1 + gemm_q8_0r (the floor's two calls, as memra_matmul
  * makes them) with the GEMM and the split-k sum launched as programmatic
  * dependents (the default) against plain launches (MEMRA_MMQ_PDL=0), on the
@@ -1125,7 +1207,7 @@ static int case_pdl(int m)
 int main(int argc, char **argv)
 {
     if (argc < 2) {
-        fprintf(stderr, "usage: %s quant|gemm_q8_0|gemm_q8_0r|gemm_kr|accprobe|fp8blk|prefer|bench|sweep|pdl\n", argv[0]);
+        fprintf(stderr, "usage: %s quant|gemm_q8_0|gemm_q8_0r|gemm_kr|accprobe|fp8blk|prefer|bench|sweep|sweep_kr|pdl\n", argv[0]);
         return 2;
     }
     const char *c = argv[1];
@@ -1142,6 +1224,8 @@ int main(int argc, char **argv)
     else if (strcmp(c, "bench") == 0) ok = case_bench();
     else if (strcmp(c, "sweep") == 0) ok = case_sweep(argc > 2 ? atoi(argv[2]) : 0, argc > 3 ? atoi(argv[3]) : -1);
     else if (strcmp(c, "pdl") == 0) ok = case_pdl(argc > 2 ? atoi(argv[2]) : 0);
+    else if (strcmp(c, "sweep_kr") == 0)
+        ok = case_sweep_kr(argc > 2 ? argv[2] : NULL, argc > 3 ? atoi(argv[3]) : 0, argc > 4 ? atoi(argv[4]) : -1);
     else {
         fprintf(stderr, "unknown case %s\n", c);
         return 2;
