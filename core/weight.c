@@ -34,10 +34,12 @@
  * gets no f16 mirror is repacked on the host at prepare into K records
  * (memra_kr_repack: int8 codes with the exact f32 scales and mins, 160 bytes
  * per 128 values) and uploaded, when in_f is a multiple of 256, the routing
- * has a gemm_kr lane and MEMRA_Q8_0_RECORDS is not "0". The raw copy stays
- * for the last fall-back: when gemm_kr declines (or there are no records)
- * the call dequantises the whole weight into a transient f16 mirror, and the
- * ledger records that as a core decline of dequant_f16 naming the reason.
+ * has a gemm_kr lane and MEMRA_Q8_0_RECORDS is not "0"; the records replace
+ * the raw copy. The last fall-back: when gemm_kr declines (or there are no
+ * records) the call dequantises the whole weight into a transient f16 mirror
+ * (the raw copy uploaded again once, under the lock, kept; refused during a
+ * graph capture like the Q8_0 blocks above), and the ledger records that as
+ * a core decline of dequant_f16 naming the reason.
  *
  * Locks are per (weight, device): w->lock[d] guards w->dev[d] alone, so a
  * prepare (or a lazy operand build) on one device never waits behind another
@@ -493,10 +495,15 @@ static memra_status prepare_locked(memra_weight *w, memra_device *dev)
         if (is_kquant(w->format)) {
             /* The K-quant floor: K records (exact: int8 codes, f32 scales and mins). */
             st = kr_records(w, dev, wd);
-            if (st == MEMRA_STATUS_OK)
+            if (st == MEMRA_STATUS_OK) {
+                /* the records replace the raw copy (made again only for the last fall-back) */
+                memra__dev_free(dev, wd->raw);
+                wd->raw = 0;
                 wd->mirror_note = "f16 mirror over MEMRA_F16_BUDGET_MB; on the MMQ floor as K records "
                                   "(exact: int8 codes, f32 scales and mins; 160 B per 128 values)";
-            else if (st != MEMRA_STATUS_DECLINED) goto fail;
+            } else if (st != MEMRA_STATUS_DECLINED) {
+                goto fail;
+            }
         }
         return MEMRA_STATUS_OK;
     }
@@ -765,11 +772,23 @@ static memra_status matmul_steps(const mm_call *c, memra_weight *w, const memra_
                                        "memory): per-call dequantisation to f16 (the last fall-back)");
         }
     }
-    /* No mirror: a transient one in scratch. */
+    /* No mirror: a transient one in scratch, from the raw copy (uploaded again,
+     * once, where K records replaced it). */
+    memra_dptr raw = op_load(&wd->raw);
+    if (raw == 0) {
+        st = refuse_in_capture(w, dev, c->stream, "the raw copy for the per-call dequantisation");
+        if (st != MEMRA_STATUS_OK) return st;
+        pthread_mutex_lock(&w->lock[dev->index]);
+        if (wd->raw == 0) st = upload_raw(w, dev, wd);
+        raw = wd->raw;
+        pthread_mutex_unlock(&w->lock[dev->index]);
+        if (st != MEMRA_STATUS_OK) return st;
+        MEMRA__DEBUG("weight", "%s on %s: raw copy made again for the per-call dequantisation", w->name, dev->label);
+    }
     memra_dptr tmp;
     st = memra__scratch_get(dev, c->stream, "f16_mirror", (size_t)(w->out_f * w->in_f * 2), &tmp);
     if (st != MEMRA_STATUS_OK) return st;
-    memra_op_args a = {.struct_size = sizeof a, .format = w->format, .src = wd->raw, .rows = w->out_f,
+    memra_op_args a = {.struct_size = sizeof a, .format = w->format, .src = raw, .rows = w->out_f,
                        .cols = w->in_f, .dst = tmp, .stream = c->stream};
     st = memra__dispatch_on(dev, c->snap, MEMRA_OP_dequant_f16, &a);
     if (st != MEMRA_STATUS_OK) return st;
@@ -940,7 +959,7 @@ memra_status memra_weight_plan_get(const memra_weight *w, memra_device *dev, mem
             p.lane = "mmq K records";
             plan_step(dev, &p, MEMRA_OP_quant_q8_1);
             plan_step(dev, &p, MEMRA_OP_gemm_kr);
-            p.operand_bytes += memra_kr_bytes(w->out_f, w->in_f);
+            p.operand_bytes = memra_kr_bytes(w->out_f, w->in_f); /* in place of the raw copy */
             snprintf(p.why, sizeof p.why,
                      "the f16 mirror (%.1f MB) is over the budget (%.0f MB, %.1f MB used): %s repacked at prepare into "
                      "K records (int8 codes, f32 scales and mins; 160 B per 128 values) for the integer MMQ floor",

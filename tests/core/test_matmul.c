@@ -563,10 +563,11 @@ static void count_kq_fallback(const memra_ledger_row *r, void *user)
 }
 
 /* Q4_K / Q5_K / Q6_K without a mirror: K records at prepare (memra_kr_repack,
- * whose values are checked here against GGML's decoder, exactly), matmul is
- * quant_q8_1 + gemm_kr with no per-call dequantisation; with gemm_kr
- * disabled the same weight falls to the per-call dequantisation (dequant_f16
- * + gemm_f16, the f16 reference) and the ledger names it as a core decline. */
+ * whose values are checked here against GGML's decoder, exactly) in place of
+ * the raw copy, matmul is quant_q8_1 + gemm_kr with no per-call
+ * dequantisation; with gemm_kr disabled the same weight falls to the per-call
+ * dequantisation (the raw copy made again, dequant_f16 + gemm_f16, the f16
+ * reference) and the ledger names it as a core decline. */
 static void test_kquant_floor(memra_runtime *rt, memra_format f, int m, int n, int k)
 {
     size_t bytes = 0;
@@ -599,7 +600,7 @@ static void test_kquant_floor(memra_runtime *rt, memra_format f, int m, int n, i
     CHECK_OK(memra_device_f16_budget_set(host, 0));
     memra_weight *w = make(rt, &d);
     CHECK_OK(memra_weight_prepare(w, host));
-    check_operands(rt, w, MEMRA_OPERAND_RAW | MEMRA_OPERAND_K_RECORDS, "K-quant no mirror");
+    check_operands(rt, w, MEMRA_OPERAND_K_RECORDS, "K-quant no mirror (records replace the raw copy)");
     memra_weight_state ws;
     CHECK_OK(memra_weight_query(w, host, &ws));
     CHECK(!ws.has_f16_mirror);
@@ -622,6 +623,7 @@ static void test_kquant_floor(memra_runtime *rt, memra_format f, int m, int n, i
     snprintf(what, sizeof what, "%s gemm_kr disabled -> f16", memra_format_name(f));
     run_and_check(rt, w, &mx, what, "gemm_f16", 0);
     CHECK_INT_EQ(memra_ledger_hits(host, MEMRA_OP_dequant_f16, "host"), deq + 1);
+    check_operands(rt, w, MEMRA_OPERAND_RAW | MEMRA_OPERAND_K_RECORDS, "K-quant after the fall-back");
     uint64_t named = 0;
     memra_ledger_visit(rt, count_kq_fallback, &named);
     CHECK(named >= 1); /* the ledger's core decline of dequant_f16 names the K-quant fall-back */
