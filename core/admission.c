@@ -4,7 +4,7 @@
  * against the built-in host module (the reference, itself exempt).
  *
  * Cases (two shapes per GEMM, so a module wrong on some shapes is caught):
- *   GEMMs (gemm_f16, gemm_bf16, gemm_fp8, gemm_fp8_blk, gemm_q8_0, gemm_q8_0r)
+ *   GEMMs (gemm_f16, gemm_bf16, gemm_fp8, gemm_fp8_blk, gemm_q8_0, gemm_q8_0r, gemm_kr)
  *     m x n x k = 4 x 64 x 256 and 33 x 144 x 512, y rows written from row 1
  *     of a (m + 2)-row output with ldy = n + 4 (the rest must stay as filled).
  *     n = 144 is a multiple of 16 (cuBLASLt's FP8 needs it) and of no tile
@@ -17,6 +17,12 @@
  *     For gemm_q8_0 / gemm_q8_0r the mass comes from the same weight's f16
  *     decode and the activation's absolute values (a q8 block's codes and
  *     scale cannot be "absolute-valued" in place); the bound is the same.
+ *     gemm_kr runs Q5_K records on the 4-row case and Q6_K records on the
+ *     33-row one (random super-blocks, repacked by memra_kr_repack); its mass
+ *     counts the scale and the min term apart (|x| (|s q| + |mn|)), the sum
+ *     the fold rounds against, and its band is 4e-6: judge_band_fold with
+ *     2 k/32 terms (scale and min, or the two 16-value halves) plus 16
+ *     split-k roundings at k = 512 is 50 u = 3e-6 (tools/judge.h).
  *   bit-identical ops (cvt_f16, scale, quant_q8_1, dequant_f16 of Q8_0,
  *     fp8_blk_to_q8_0, repack_q8_0, fp8_nan_count): every output byte equal.
  *   accprobe is an instrument (time only) and is not judged.
@@ -41,6 +47,7 @@
 #define BAND_F16 1e-5
 #define BAND_Q8_0 2e-6
 #define BAND_FP8 5e-4 /* JUDGE_BAND_FP8, derived in tools/judge.h */
+#define BAND_KR 4e-6
 
 typedef struct rng {
     uint64_t s;
@@ -164,6 +171,27 @@ static void fill_q8_0(rng *g, uint8_t *w, int64_t rows, int64_t cols)
     }
 }
 
+/* Random Q4_K / Q5_K / Q6_K super-blocks (finite positive f16 d and dmin,
+ * every other byte random) for rows x cols, then their K records at w. */
+static int fill_kr(rng *g, memra_format f, uint8_t *w, int64_t rows, int64_t cols)
+{
+    const uint64_t bytes = memra_format_row_bytes(f, cols) * (uint64_t)rows;
+    uint8_t *b = malloc(bytes ? bytes : 1);
+    if (b == NULL) return 0;
+    for (uint64_t i = 0; i < bytes; i++) b[i] = (uint8_t)rng_next(g);
+    const int bb = memra_format_block_bytes(f);
+    for (uint64_t o = 0; o < bytes; o += (uint64_t)bb) {
+        const uint16_t d = memra_f16_from_f32((0.5f + fabsf(rng_unit(g))) / 64.0f);
+        const uint16_t dm = memra_f16_from_f32((0.5f + fabsf(rng_unit(g))) / 128.0f);
+        const size_t at = f == MEMRA_FORMAT_Q6_K ? 208 : 0;
+        b[o + at] = (uint8_t)d, b[o + at + 1] = (uint8_t)(d >> 8);
+        if (f != MEMRA_FORMAT_Q6_K) b[o + 2] = (uint8_t)dm, b[o + 3] = (uint8_t)(dm >> 8);
+    }
+    const int ok = memra_kr_repack(f, b, rows, cols, w) == 0;
+    free(b);
+    return ok;
+}
+
 static int build_gemm(rng *g, memra_op op, int m, int n, int k, acase *c)
 {
     memset(c, 0, sizeof *c);
@@ -209,6 +237,13 @@ static int build_gemm(rng *g, memra_op op, int m, int n, int k, acase *c)
         if (w == NULL) return 0;
         fill_q8_0(g, w, n, k);
         c->band = BAND_Q8_0;
+        break;
+    }
+    case MEMRA_OP_gemm_kr: {
+        ga->w_format = m == 4 ? MEMRA_FORMAT_Q5_K : MEMRA_FORMAT_Q6_K;
+        uint8_t *w = add_in(c, memra_kr_bytes(n, k), OFF(gemm.w));
+        if (w == NULL || !fill_kr(g, (memra_format)ga->w_format, w, n, k)) return 0;
+        c->band = BAND_KR;
         break;
     }
     default: return 0;
@@ -329,7 +364,8 @@ static int build_exact(rng *g, memra_op op, acase *c)
 static int is_gemm(memra_op op)
 {
     return op == MEMRA_OP_gemm_f16 || op == MEMRA_OP_gemm_bf16 || op == MEMRA_OP_gemm_fp8 ||
-           op == MEMRA_OP_gemm_fp8_blk || op == MEMRA_OP_gemm_q8_0 || op == MEMRA_OP_gemm_q8_0r;
+           op == MEMRA_OP_gemm_fp8_blk || op == MEMRA_OP_gemm_q8_0 || op == MEMRA_OP_gemm_q8_0r ||
+           op == MEMRA_OP_gemm_kr;
 }
 
 /* The host module's record (the reference) and the host device. */
@@ -369,6 +405,19 @@ static int gemm_mass(const acase *c, double *mass)
             for (int q = 0; q < k; q++) {
                 float s = c->op == MEMRA_OP_gemm_fp8 ? ga->w_scale : grid[(j / 128) * gc + q / 128];
                 row[q] = memra_e4m3_decode(((const uint8_t *)w)[(size_t)j * k + q]) * s;
+            }
+            break;
+        case MEMRA_OP_gemm_kr:
+            /* |s q| + |mn| per value (Q6_K: |s q|), from the records */
+            for (int q = 0; q < k; q++) {
+                const uint8_t *rec = (const uint8_t *)w + ((size_t)(q / 128) * n + j) * MEMRA_KR_RECORD_BYTES;
+                const int c2 = q % 128, b = c2 / 32;
+                float s0, s1;
+                memcpy(&s0, rec + 4 * b, 4);
+                memcpy(&s1, rec + 16 + 4 * b, 4);
+                const double qv = (double)(int8_t)rec[32 + c2];
+                row[q] = ga->w_format == MEMRA_FORMAT_Q6_K ? (float)fabs((c2 % 32 < 16 ? s0 : s1) * qv)
+                                                           : (float)(fabs(s0 * qv) + fabs((double)s1));
             }
             break;
         default:
@@ -505,7 +554,7 @@ static memra_status one_case(memra_device *dev, memra_device *host, const memra_
                              const memra__modrec *href, acase *c, int variant, char *why, size_t len)
 {
     acase run = *c;
-    const int q8 = c->op == MEMRA_OP_gemm_q8_0 || c->op == MEMRA_OP_gemm_q8_0r;
+    const int q8 = c->op == MEMRA_OP_gemm_q8_0 || c->op == MEMRA_OP_gemm_q8_0r || c->op == MEMRA_OP_gemm_kr;
     if (q8 && !memra__acase_operands(host, href, c, &run)) {
         snprintf(why, len, "%s: the host could not make its operands", memra_op_name(c->op));
         return MEMRA_STATUS_INTERNAL;

@@ -289,3 +289,68 @@ void memra_decode_row(memra_format format, const void *src, int64_t n, float *ds
         }
     }
 }
+
+/* ---- K records (gemm_kr) ---------------------------------------------------------- */
+
+/* The 128 values from 128 h of one super-block (h = 0 or 1) as one record. */
+static void kr_k45(const uint8_t *b, int has_qh, int h, uint8_t *rec)
+{
+    const float d = memra_f32_from_f16(load_u16(b));
+    const float dmin = memra_f32_from_f16(load_u16(b + 2));
+    const uint8_t *scales = b + 4, *qh = has_qh ? b + 16 : NULL, *qs = b + (has_qh ? 48 : 16);
+    float s[8];
+    int8_t *q = (int8_t *)(rec + 32);
+    for (int blk = 0; blk < 4; blk++) {
+        const int sub = 4 * h + blk; /* the super-block's 32-block */
+        const int chunk = sub / 2, half = sub % 2;
+        uint8_t sc, mn;
+        memra__k4_scale_min(scales, sub, &sc, &mn);
+        s[blk] = d * (float)sc;      /* 11 x 6 bits: exact */
+        s[4 + blk] = dmin * (float)mn;
+        for (int l = 0; l < 32; l++) {
+            int v = (qs[32 * chunk + l] >> (4 * half)) & 0x0F;
+            if (qh != NULL && ((qh[l] >> sub) & 1u)) v += 16;
+            q[32 * blk + l] = (int8_t)v;
+        }
+    }
+    memcpy(rec, s, sizeof s);
+}
+
+static void kr_q6_k(const uint8_t *b, int h, uint8_t *rec)
+{
+    const uint8_t *ql = b, *qh = b + 128;
+    const int8_t *sc = (const int8_t *)(b + 192);
+    const float d = memra_f32_from_f16(load_u16(b + 208));
+    float s[8];
+    int8_t *q = (int8_t *)(rec + 32);
+    for (int quad = 0; quad < 4; quad++) {
+        s[quad] = d * (float)sc[8 * h + 2 * quad];         /* the first 16 of 32-block quad: 11 x 8 bits, exact */
+        s[4 + quad] = d * (float)sc[8 * h + 2 * quad + 1]; /* the second 16 */
+        for (int l = 0; l < 32; l++) {
+            const uint8_t lo = ql[64 * h + 32 * (quad & 1) + l];
+            const int low4 = quad < 2 ? (lo & 0x0F) : (lo >> 4);
+            const int high2 = (qh[32 * h + l] >> (2 * quad)) & 3;
+            q[32 * quad + l] = (int8_t)((low4 | (high2 << 4)) - 32);
+        }
+    }
+    memcpy(rec, s, sizeof s);
+}
+
+int memra_kr_repack(memra_format format, const void *src, int64_t rows, int64_t cols, void *dst)
+{
+    if (format != MEMRA_FORMAT_Q4_K && format != MEMRA_FORMAT_Q5_K && format != MEMRA_FORMAT_Q6_K) return -1;
+    if (rows < 0 || cols < 0 || cols % MEMRA_QK_K != 0) return -1;
+    if (rows == 0 || cols == 0) return 0;
+    if (src == NULL || dst == NULL) return -1;
+    const int64_t bb = memra_format_block_bytes(format), nsb = cols / MEMRA_QK_K;
+    for (int64_t j = 0; j < rows; j++)
+        for (int64_t sb = 0; sb < nsb; sb++) {
+            const uint8_t *b = (const uint8_t *)src + (j * nsb + sb) * bb;
+            for (int h = 0; h < 2; h++) {
+                uint8_t *rec = (uint8_t *)dst + (uint64_t)((2 * sb + h) * rows + j) * MEMRA_KR_RECORD_BYTES;
+                if (format == MEMRA_FORMAT_Q6_K) kr_q6_k(b, h, rec);
+                else kr_k45(b, format == MEMRA_FORMAT_Q5_K, h, rec);
+            }
+        }
+    return 0;
+}

@@ -30,6 +30,17 @@
  *    Making them allocates and waits for the device, so it is refused with a
  *    clear error while the stream is being captured into a CUDA graph.
  *
+ * The K-quant floor (quant_q8_1 + gemm_kr): a Q4_K, Q5_K or Q6_K weight that
+ * gets no f16 mirror is repacked on the host at prepare into K records
+ * (memra_kr_repack: int8 codes with the exact f32 scales and mins, 160 bytes
+ * per 128 values) and uploaded, when in_f is a multiple of 256, the routing
+ * has a gemm_kr lane and MEMRA_Q8_0_RECORDS is not "0"; the records replace
+ * the raw copy. The last fall-back: when gemm_kr declines (or there are no
+ * records) the call dequantises the whole weight into a transient f16 mirror
+ * (the raw copy uploaded again once, under the lock, kept; refused during a
+ * graph capture like the Q8_0 blocks above), and the ledger records that as
+ * a core decline of dequant_f16 naming the reason.
+ *
  * Locks are per (weight, device): w->lock[d] guards w->dev[d] alone, so a
  * prepare (or a lazy operand build) on one device never waits behind another
  * device's. A prepared weight_dev is marked `ready` (release order) last, and
@@ -65,6 +76,7 @@ typedef struct weight_dev {
     uint64_t f16_bytes;  /* counted against the device budget */
     memra_dptr q8_0;     /* Q8_0 slab of a block-128 FP8 weight, 0 when none */
     memra_dptr q8_0r;    /* Q8_0 records (gemm_q8_0r) of the raw Q8_0 or of the slab, 0 when none */
+    memra_dptr kr;       /* K records (gemm_kr) of a Q4_K / Q5_K / Q6_K weight, 0 when none */
     uint64_t nan_codes;  /* e4m3 NaN codes (E4M3 only) */
     const char *mirror_note; /* why there is no mirror */
 } weight_dev;
@@ -188,6 +200,7 @@ static void weight_dev_free(memra_weight *w, int d)
     if (wd->f16 != wd->raw) memra__dev_free(dev, wd->f16);
     memra__dev_free(dev, wd->q8_0);
     memra__dev_free(dev, wd->q8_0r);
+    memra__dev_free(dev, wd->kr);
     atomic_fetch_sub(&dev->f16_used, wd->f16_bytes);
     memset(wd, 0, sizeof *wd);
 }
@@ -343,6 +356,49 @@ static memra_status q4_0_records(memra_weight *w, memra_device *dev, weight_dev 
     return st;
 }
 
+static int is_kquant(memra_format f)
+{
+    return f == MEMRA_FORMAT_Q4_K || f == MEMRA_FORMAT_Q5_K || f == MEMRA_FORMAT_Q6_K;
+}
+
+/* Whether dev serves w (a K-quant) on the floor from K records. */
+static int kr_wanted(const memra_weight *w, memra_device *dev)
+{
+    return is_kquant(w->format) && w->in_f % MEMRA_QK_K == 0 && dev->rt->cfg.q8_0_records &&
+           has_lane(dev, MEMRA_OP_gemm_kr);
+}
+
+/* A K-quant weight without a mirror on the floor: repacked on the host into
+ * K records, uploaded and published as wd->kr. OK: published; DECLINED:
+ * none (not wanted, no device memory), nothing changed. Caller holds w->lock. */
+static memra_status kr_records(memra_weight *w, memra_device *dev, weight_dev *wd)
+{
+    if (!kr_wanted(w, dev)) return MEMRA_STATUS_DECLINED;
+    const uint64_t bytes = memra_kr_bytes(w->out_f, w->in_f);
+    uint8_t *host = malloc((size_t)bytes);
+    if (host == NULL) return MEMRA__FAIL(MEMRA_STATUS_OUT_OF_MEMORY, "%s: out of host memory for K records", w->name);
+    if (memra_kr_repack(w->format, w->data, w->out_f, w->in_f, host) != 0) {
+        free(host);
+        return MEMRA__FAIL(MEMRA_STATUS_INTERNAL, "%s: K records of %s refused", w->name, memra_format_name(w->format));
+    }
+    memra_dptr rec = 0;
+    memra_status st = memra__dev_alloc(dev, (size_t)bytes, &rec);
+    if (st == MEMRA_STATUS_OUT_OF_MEMORY) {
+        free(host);
+        memra__log(MEMRA_LOG_INFO, "weight", "%s on %s: no memory for K records; per-call dequantisation", w->name,
+                   dev->label);
+        return MEMRA_STATUS_DECLINED;
+    }
+    if (st == MEMRA_STATUS_OK) st = memra__dev_upload(dev, rec, host, (size_t)bytes);
+    free(host);
+    if (st != MEMRA_STATUS_OK) {
+        memra__dev_free(dev, rec);
+        return st;
+    }
+    op_publish(&wd->kr, rec);
+    return MEMRA_STATUS_OK;
+}
+
 /* The MMQ floor's operand of a block-128 FP8 weight: the slab, or its records
  * (the slab freed). Caller holds w->lock[dev->index]. */
 static memra_status build_fp8_mmq(memra_weight *w, memra_device *dev, weight_dev *wd)
@@ -435,6 +491,19 @@ static memra_status prepare_locked(memra_weight *w, memra_device *dev)
                 wd->mirror_note = "f16 mirror over MEMRA_F16_BUDGET_MB; Q4_0 on the MMQ floor as Q8_0 records "
                                   "(exact: d kept, q - 8 as int8; 144 B per 128 values, Q4_0's 72)";
             else if (st != MEMRA_STATUS_DECLINED) goto fail;
+        }
+        if (is_kquant(w->format)) {
+            /* The K-quant floor: K records (exact: int8 codes, f32 scales and mins). */
+            st = kr_records(w, dev, wd);
+            if (st == MEMRA_STATUS_OK) {
+                /* the records replace the raw copy (made again only for the last fall-back) */
+                memra__dev_free(dev, wd->raw);
+                wd->raw = 0;
+                wd->mirror_note = "f16 mirror over MEMRA_F16_BUDGET_MB; on the MMQ floor as K records "
+                                  "(exact: int8 codes, f32 scales and mins; 160 B per 128 values)";
+            } else if (st != MEMRA_STATUS_DECLINED) {
+                goto fail;
+            }
         }
         return MEMRA_STATUS_OK;
     }
@@ -678,11 +747,48 @@ static memra_status matmul_steps(const mm_call *c, memra_weight *w, const memra_
         memra__ledger_core_decline(dev, MEMRA_OP_dequant_f16, "core",
                                    "Q4_0 floor declined: per-call dequantisation to f16 (the last fall-back)");
     }
-    /* No mirror: a transient one in scratch. */
+    if (is_kquant(w->format) && !ma->x_is_f16) {
+        const memra_dptr kr = op_load(&wd->kr);
+        if (kr != 0) {
+            /* the K-quant floor; a decline falls to the per-call dequantisation below */
+            memra_dptr rec;
+            st = memra__scratch_get(dev, c->stream, "q8_1", (size_t)memra_q8_1_bytes(g.m, g.k), &rec);
+            if (st != MEMRA_STATUS_OK) return st;
+            memra_op_args q = {.struct_size = sizeof q, .src = g.x, .rows = g.m, .cols = g.k, .dst = rec,
+                               .stream = c->stream};
+            st = memra__dispatch_on(dev, c->snap, MEMRA_OP_quant_q8_1, &q);
+            if (st != MEMRA_STATUS_OK) return st;
+            memra_gemm_args gr = g;
+            gr.x = rec;
+            gr.w = kr;
+            gr.w_format = (int32_t)w->format;
+            st = gemm_step(c, MEMRA_OP_gemm_kr, &gr);
+            if (st != MEMRA_STATUS_DECLINED && st != MEMRA_STATUS_NOT_SUPPORTED) return st;
+            memra__ledger_core_decline(dev, MEMRA_OP_dequant_f16, "core",
+                                       "K-quant floor declined: per-call dequantisation to f16 (the last fall-back)");
+        } else {
+            memra__ledger_core_decline(dev, MEMRA_OP_dequant_f16, "core",
+                                       "no K records (no gemm_kr lane at prepare, in_f not a multiple of 256, or no "
+                                       "memory): per-call dequantisation to f16 (the last fall-back)");
+        }
+    }
+    /* No mirror: a transient one in scratch, from the raw copy (uploaded again,
+     * once, where K records replaced it). */
+    memra_dptr raw = op_load(&wd->raw);
+    if (raw == 0) {
+        st = refuse_in_capture(w, dev, c->stream, "the raw copy for the per-call dequantisation");
+        if (st != MEMRA_STATUS_OK) return st;
+        pthread_mutex_lock(&w->lock[dev->index]);
+        if (wd->raw == 0) st = upload_raw(w, dev, wd);
+        raw = wd->raw;
+        pthread_mutex_unlock(&w->lock[dev->index]);
+        if (st != MEMRA_STATUS_OK) return st;
+        MEMRA__DEBUG("weight", "%s on %s: raw copy made again for the per-call dequantisation", w->name, dev->label);
+    }
     memra_dptr tmp;
     st = memra__scratch_get(dev, c->stream, "f16_mirror", (size_t)(w->out_f * w->in_f * 2), &tmp);
     if (st != MEMRA_STATUS_OK) return st;
-    memra_op_args a = {.struct_size = sizeof a, .format = w->format, .src = wd->raw, .rows = w->out_f,
+    memra_op_args a = {.struct_size = sizeof a, .format = w->format, .src = raw, .rows = w->out_f,
                        .cols = w->in_f, .dst = tmp, .stream = c->stream};
     st = memra__dispatch_on(dev, c->snap, MEMRA_OP_dequant_f16, &a);
     if (st != MEMRA_STATUS_OK) return st;
@@ -733,6 +839,7 @@ unsigned memra_weight_operands(const memra_weight *w, const memra_device *dev)
         if (wd->f16 != 0) m |= MEMRA_OPERAND_F16_MIRROR;
         if (wd->q8_0 != 0) m |= MEMRA_OPERAND_Q8_0_SLAB;
         if (wd->q8_0r != 0) m |= MEMRA_OPERAND_Q8_0_RECORDS;
+        if (wd->kr != 0) m |= MEMRA_OPERAND_K_RECORDS;
     }
     pthread_mutex_unlock(lock);
     return m;
@@ -848,6 +955,15 @@ memra_status memra_weight_plan_get(const memra_weight *w, memra_device *dev, mem
                      "the f16 mirror (%.1f MB) is over the budget (%.0f MB, %.1f MB used): Q4_0 converted exactly to "
                      "Q8_0 records at prepare (144 B per 128 values, twice Q4_0's 72) for the integer MMQ floor",
                      (double)mbytes / 1048576.0, (double)budget / 1048576.0, (double)used / 1048576.0);
+        } else if (kr_wanted(w, dev)) {
+            p.lane = "mmq K records";
+            plan_step(dev, &p, MEMRA_OP_quant_q8_1);
+            plan_step(dev, &p, MEMRA_OP_gemm_kr);
+            p.operand_bytes = memra_kr_bytes(w->out_f, w->in_f); /* in place of the raw copy */
+            snprintf(p.why, sizeof p.why,
+                     "the f16 mirror (%.1f MB) is over the budget (%.0f MB, %.1f MB used): %s repacked at prepare into "
+                     "K records (int8 codes, f32 scales and mins; 160 B per 128 values) for the integer MMQ floor",
+                     (double)mbytes / 1048576.0, (double)budget / 1048576.0, (double)used / 1048576.0, fn);
         } else {
             p.lane = "transient f16 mirror";
             plan_step(dev, &p, MEMRA_OP_dequant_f16);

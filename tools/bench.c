@@ -9,6 +9,15 @@
  *           the note and receipt name the one the ledger shows
  *   fp8     E4M3 per-tensor                         -> gemm_fp8
  *   fp8blk  E4M3 + block-128 grid                   -> gemm_fp8_blk
+ *   q4_0, q4_k, q5_k, q6_k
+ *           that format without a mirror (budget 0: the floor only) ->
+ *           quant_q8_1 + gemm_q8_0r on Q4_0's exact Q8_0 records, or
+ *           quant_q8_1 + gemm_kr on the K records prepare made; valid only
+ *           when the ledger shows that GEMM and no dequant_f16 (the per-call
+ *           fall-back would be a different lane). On the 27b sheet at m = 512
+ *           each of these rows also prints GGML's MUL_MAT figure for the type
+ *           and shape as the issue text gives it (not measured in this run:
+ *           GGML cannot be built on the device, which has no network).
  * Inside each repetition every arm runs once, the starting arm rotating, so
  * drift (clocks, heat) falls on all arms alike; medians per arm and shape;
  * ratios to the first arm; geometric means over the sheet. The mmq arm's
@@ -48,14 +57,27 @@ typedef struct shape {
 static const shape k_27b[] = {{5120, 12288}, {5120, 1024}, {6144, 5120}, {5120, 17408}, {17408, 5120}, {5120, 5120}};
 static const shape k_1p7b[] = {{2048, 2048}, {2048, 1024}, {2048, 6144}, {6144, 2048}};
 
-enum { ARM_F16, ARM_MMQ, ARM_FP8, ARM_FP8BLK, ARM_COUNT };
-static const char *const k_arm_name[ARM_COUNT] = {"f16", "mmq", "fp8", "fp8blk"};
+enum { ARM_F16, ARM_MMQ, ARM_FP8, ARM_FP8BLK, ARM_Q4_0, ARM_Q4_K, ARM_Q5_K, ARM_Q6_K, ARM_COUNT };
+static const char *const k_arm_name[ARM_COUNT] = {"f16", "mmq", "fp8", "fp8blk", "q4_0", "q4_k", "q5_k", "q6_k"};
+/* The K-quant floor arms' formats (ARM_Q4_0 ..), and GGML's CUDA MUL_MAT on
+ * the H200 at m = 512 on the 27b sheet in TFLOP/s, per shape in k_27b order,
+ * as issue 16's text gives them (not measured by memra). */
+#define ARM_KFIRST ARM_Q4_0
+static const memra_format k_arm_format[4] = {MEMRA_FORMAT_Q4_0, MEMRA_FORMAT_Q4_K, MEMRA_FORMAT_Q5_K,
+                                             MEMRA_FORMAT_Q6_K};
+static const double k_ggml_issue_27b_m512[4][6] = {{188, 77, 160, 186, 183, 161},
+                                                   {170, 95, 145, 169, 163, 142},
+                                                   {165, 89, 137, 164, 152, 132},
+                                                   {137, 80, 119, 136, 131, 114}};
 /* The GEMM each arm is for; the mmq arm takes gemm_q8_0r (records) or, where
  * the weight has none, gemm_q8_0 (Q8_0 blocks): see arm_judge. */
-static const memra_op k_arm_op[ARM_COUNT] = {MEMRA_OP_gemm_f16, MEMRA_OP_gemm_q8_0r, MEMRA_OP_gemm_fp8,
-                                             MEMRA_OP_gemm_fp8_blk};
-/* memra_weight_operands bits 0..3, in the receipt */
-static const char *const k_operand_name[4] = {"raw", "f16_mirror", "q8_0_slab", "q8_0_records"};
+static const memra_op k_arm_op[ARM_COUNT] = {MEMRA_OP_gemm_f16,   MEMRA_OP_gemm_q8_0r, MEMRA_OP_gemm_fp8,
+                                             MEMRA_OP_gemm_fp8_blk, MEMRA_OP_gemm_q8_0r, MEMRA_OP_gemm_kr,
+                                             MEMRA_OP_gemm_kr,      MEMRA_OP_gemm_kr};
+/* memra_weight_operands bits 0..4, in the receipt */
+#define N_OPERAND_BITS 5
+static const char *const k_operand_name[N_OPERAND_BITS] = {"raw", "f16_mirror", "q8_0_slab", "q8_0_records",
+                                                           "k_records"};
 
 /* Ledger hits of every (op, module) on one device. */
 typedef struct ledger_snap {
@@ -275,6 +297,11 @@ static void arm_judge(const bench *b, arm_result *ar, int a)
             snprintf(note, room, "%sgemm_q8_0 on Q8_0 blocks%s", sep,
                      ar->operands & MEMRA_OPERAND_Q8_0_RECORDS ? " (the weight has records)" : "");
         if (hb && !hr) ar->op = MEMRA_OP_gemm_q8_0;
+    } else if (a >= ARM_KFIRST) {
+        /* the floor, not the per-call dequantisation */
+        const uint64_t dq = op_hits(b, &ar->served, MEMRA_OP_dequant_f16);
+        ar->valid = op_hits(b, &ar->served, k_arm_op[a]) > 0 && dq == 0;
+        if (dq) snprintf(note, room, "%sdequant_f16 ran x%llu (the per-call fall-back)", sep, (unsigned long long)dq);
     } else {
         ar->valid = op_hits(b, &ar->served, k_arm_op[a]) > 0;
     }
@@ -500,6 +527,10 @@ static int bench_arms(bench *b)
     memset(all_served, 0, sizeof all_served);
     if (logsum == NULL) return 1;
     int invalid[ARM_COUNT] = {0};
+    if (b->gpu && b->sheet == k_27b && b->m == 512)
+        printf("GGML figures from the issue text (not measured in this run): GGML's CUDA MUL_MAT on the H200 at "
+               "m = 512, quoted beside each q4_0 / q4_k / q5_k / q6_k arm; GGML cannot be built on the device (no "
+               "network), so no GGML arm runs here\n");
     printf("%-14s %-8s %10s %10s %8s  %s\n", "shape", "arm", "median ms", flops_name(b), "vs f16", "note");
     for (size_t s = 0; s < b->nshapes; s++) {
         const int64_t k = b->sheet[s].in_f, n = b->sheet[s].out_f, m = b->m;
@@ -508,7 +539,8 @@ static int bench_arms(bench *b)
         const size_t gcount = (size_t)(memra_fp8_grid_rows(n) * memra_fp8_grid_cols(k));
         uint8_t *q8 = tool_alloc(qbytes, 1), *e8 = tool_alloc((size_t)(n * k), 1);
         float *grid = tool_alloc(gcount, sizeof(float)), *x = tool_alloc((size_t)(m * k), sizeof(float));
-        memra_weight *w[ARM_COUNT] = {NULL, NULL, NULL, NULL};
+        memra_weight *w[ARM_COUNT] = {NULL};
+        uint8_t *kq[4] = {NULL, NULL, NULL, NULL};
         memra_buffer *bx = NULL, *by = NULL, *bq = NULL, *brec = NULL;
         arm_result ar[ARM_COUNT];
         memset(ar, 0, sizeof ar);
@@ -536,6 +568,18 @@ static int bench_arms(bench *b)
         if (st == MEMRA_STATUS_OK) st = make_weight(b, &dq, "0", &w[ARM_MMQ]);
         if (st == MEMRA_STATUS_OK) st = make_weight(b, &de, NULL, &w[ARM_FP8]);
         if (st == MEMRA_STATUS_OK) st = make_weight(b, &db, NULL, &w[ARM_FP8BLK]);
+        for (int f = 0; f < 4 && st == MEMRA_STATUS_OK; f++) {
+            const size_t kb = (size_t)memra_format_row_bytes(k_arm_format[f], k) * (size_t)n;
+            kq[f] = tool_alloc(kb, 1);
+            if (kq[f] == NULL) {
+                st = MEMRA_STATUS_OUT_OF_MEMORY;
+                break;
+            }
+            tool_fill_blocks_w(&b->rng, k_arm_format[f], kq[f], n, k);
+            memra_weight_desc dk = {.struct_size = sizeof dk, .format = k_arm_format[f], .out_f = n, .in_f = k,
+                                    .data = kq[f], .size = kb, .name = k_arm_name[ARM_KFIRST + f]};
+            st = make_weight(b, &dk, "0", &w[ARM_KFIRST + f]);
+        }
         const size_t recb = (size_t)memra_q8_1_bytes(m, k);
         if (st == MEMRA_STATUS_OK) st = tool_upload(b->dev, x, (size_t)(m * k) * sizeof(float), &bx);
         if (st == MEMRA_STATUS_OK) st = tool_upload(b->dev, NULL, (size_t)(m * n) * sizeof(float), &by);
@@ -593,11 +637,19 @@ static int bench_arms(bench *b)
         }
         char name[32];
         snprintf(name, sizeof name, "%lld->%lld", (long long)k, (long long)n);
+        /* GGML's figure beside a K-quant arm: 27b sheet, m = 512, GPU only */
+        const int ggml = b->gpu && b->sheet == k_27b && m == 512 && s < 6;
         for (int a = 0; a < ARM_COUNT; a++) {
             const double ratio = ar[ARM_F16].median / ar[a].median;
             logsum[a] += log(ratio);
-            printf("%-14s %-8s %10.3f %10.2f %7.3fx  %s\n", a == 0 ? name : "", k_arm_name[a], ar[a].median,
-                   flops / (ar[a].median * 1e-3) / flops_unit(b), ratio, ar[a].note);
+            char gg[96] = "";
+            if (ggml && a >= ARM_KFIRST) {
+                const double gt = k_ggml_issue_27b_m512[a - ARM_KFIRST][s];
+                snprintf(gg, sizeof gg, "%sGGML %.0f TFLOP/s (issue text): %.2fx", ar[a].note[0] ? "; " : "", gt,
+                         flops / (ar[a].median * 1e-3) / 1e12 / gt);
+            }
+            printf("%-14s %-8s %10.3f %10.2f %7.3fx  %s%s\n", a == 0 ? name : "", k_arm_name[a], ar[a].median,
+                   flops / (ar[a].median * 1e-3) / flops_unit(b), ratio, ar[a].note, gg);
         }
         split_print(b, &sp);
         if (b->json) {
@@ -607,7 +659,7 @@ static int bench_arms(bench *b)
             for (int a = 0; a < ARM_COUNT; a++) {
                 fprintf(f, "%s{\"arm\":\"%s\",\"op\":\"%s\",\"operands\":[", a ? "," : "", k_arm_name[a],
                         memra_op_name(ar[a].op));
-                for (int bit = 0, first = 1; bit < 4; bit++)
+                for (int bit = 0, first = 1; bit < N_OPERAND_BITS; bit++)
                     if (ar[a].operands & (1u << bit)) {
                         fprintf(f, "%s\"%s\"", first ? "" : ",", k_operand_name[bit]);
                         first = 0;
@@ -618,6 +670,9 @@ static int bench_arms(bench *b)
                         ar[a].median, flops / (ar[a].median * 1e-3), ar[ARM_F16].median / ar[a].median,
                         ar[a].valid ? "true" : "false");
                 tool_json_str(f, ar[a].note);
+                if (ggml && a >= ARM_KFIRST)
+                    fprintf(f, ",\"ggml_issue_text_flops_per_s\":%.6g",
+                            k_ggml_issue_27b_m512[a - ARM_KFIRST][s] * 1e12);
                 fprintf(f, ",\"served\":[");
                 print_served(b, &ar[a], a, f, 1);
                 fprintf(f, "]}");
@@ -639,6 +694,7 @@ static int bench_arms(bench *b)
         free(e8);
         free(grid);
         free(x);
+        for (int f = 0; f < 4; f++) free(kq[f]);
         split_free(&sp);
         if (rc) {
             free(logsum);
@@ -1172,9 +1228,13 @@ static const char k_bench_usage[] =
     "       memra bench --vs MODA MODB --op OP [options above]\n"
     "       memra bench accprobe ...   ('memra bench accprobe --help')\n"
     "       memra bench --model FILE [--m M] [--reps R] [--warmup W] [--batch N] [--device N|host] [--json FILE|-]\n"
-    "  Arms f16 (Q8_0 + f16 mirror), mmq (Q8_0, no mirror), fp8 (E4M3 per-tensor) and fp8blk\n"
-    "  (E4M3 + block-128 grid) through memra_matmul, interleaved in each repetition; medians,\n"
-    "  FLOP/s, ratios to f16 and their geometric mean; the ledger says which module served.\n"
+    "  Arms f16 (Q8_0 + f16 mirror), mmq (Q8_0, no mirror), fp8 (E4M3 per-tensor), fp8blk\n"
+    "  (E4M3 + block-128 grid) and q4_0 / q4_k / q5_k / q6_k (that format, no mirror: the\n"
+    "  integer floor only; valid when no dequant_f16 ran) through memra_matmul, interleaved in\n"
+    "  each repetition; medians, FLOP/s, ratios to f16 and their geometric mean; the ledger\n"
+    "  says which module served.\n"
+    "  On a GPU, 27b at m = 512, the K-quant rows quote GGML's MUL_MAT figures from issue 16's\n"
+    "  text beside them (not measured in this run: GGML cannot be built on the device).\n"
     "  The mmq arm counts when gemm_q8_0r (Q8_0 records) or gemm_q8_0 (Q8_0 blocks) served it\n"
     "  and says which. The 'mmq split' line times quant_q8_1, gemm_q8_0r on records made once\n"
     "  by repack_q8_0 and gemm_q8_0 on the blocks apart, interleaved, with records/blocks;\n"

@@ -43,6 +43,10 @@
  * where the activation's largest value is planted, so the per-batch FP8 scale
  * of the sampled rows equals the full batch's.
  *
+ * gemm_kr (Q4_K / Q5_K / Q6_K on K records) and gemm_q8_0r on a Q4_0
+ * weight's records have their rows in check_kr.c (its header: reference,
+ * mass, band judge_band_fold(2 k/32, 16) for gemm_kr).
+ *
  * `memra check --model FILE` (check_model.c) runs the same GEMM cases,
  * reference and bands on a model file's own bytes (tools/check.h).
  */
@@ -987,8 +991,12 @@ static void check_op(checker *c, memra_op op)
     case MEMRA_OP_gemm_bf16:
     case MEMRA_OP_gemm_fp8:
     case MEMRA_OP_gemm_fp8_blk:
-    case MEMRA_OP_gemm_q8_0:
-    case MEMRA_OP_gemm_q8_0r: check_gemm_op(c, op); break;
+    case MEMRA_OP_gemm_q8_0: check_gemm_op(c, op); break;
+    case MEMRA_OP_gemm_q8_0r:
+        check_gemm_op(c, op);
+        check_kfloor_op(c, op); /* Q4_0 on the floor */
+        break;
+    case MEMRA_OP_gemm_kr: check_kfloor_op(c, op); break;
     case MEMRA_OP_repack_q8_0: /* rows and cols not multiples of 128: padded records, partial row tiles */
         case_repack(c, 1, 32);
         case_repack(c, 130, 160);

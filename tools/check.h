@@ -111,6 +111,15 @@ void check_gemm_row_result(row *r, uint64_t bad, uint64_t stray, int64_t nrow, i
 /* The sentinel every checked output is filled with first. */
 #define CHECK_Y_SENTINEL 1234.5f
 
+/* The floor rows of the 4- to 6-bit formats (check_kr.c): op gemm_kr (Q4_K,
+ * Q5_K, Q6_K on K records) or gemm_q8_0r (Q4_0 as Q8_0 records). */
+void check_kfloor_op(checker *c, memra_op op);
+/* memra check --model's rows of a weight whose lane is gemm_kr: the
+ * memra_matmul row (w prepared on c->dev) and one row per module providing
+ * gemm_kr, on the file's own blocks [n x k] of format f at m rows. */
+void check_kr_model(checker *c, memra_format f, const uint8_t *blocks, int64_t n, int64_t k, int64_t m, memra_weight *w,
+                    const char *const *mods, int nmods);
+
 /* memra check --model (check_model.c): returns the exit code. */
 int check_model_run(checker *c, const char *path, int64_t m, int64_t dev_sel, FILE *receipt, const char *json,
                     uint64_t seed);

@@ -40,8 +40,8 @@
 #include "tools/tool_opt.h"
 #include "tools/tool_util.h"
 
-static const memra_op k_gemms[] = {MEMRA_OP_gemm_f16,  MEMRA_OP_gemm_bf16, MEMRA_OP_gemm_fp8,
-                                   MEMRA_OP_gemm_fp8_blk, MEMRA_OP_gemm_q8_0, MEMRA_OP_gemm_q8_0r};
+static const memra_op k_gemms[] = {MEMRA_OP_gemm_f16,     MEMRA_OP_gemm_bf16, MEMRA_OP_gemm_fp8, MEMRA_OP_gemm_fp8_blk,
+                                   MEMRA_OP_gemm_q8_0,    MEMRA_OP_gemm_q8_0r, MEMRA_OP_gemm_kr};
 #define N_GEMMS (sizeof k_gemms / sizeof k_gemms[0])
 #define MAX_MODS 32
 
@@ -343,6 +343,14 @@ static void shape_case(checker *c, const memra_file *f, const tool_wshape *ws, i
         else
             snprintf(r.note, sizeof r.note, "%s: lane '%s' has no GEMM", t.name, p.lane);
         check_add_row(c, &r);
+        memra_weight_destroy(w);
+        return;
+    }
+    if (op == MEMRA_OP_gemm_kr) { /* the K-quant floor: check_kr.c's rows on the file's blocks */
+        const void *src = NULL;
+        size_t bytes = 0;
+        if (memra_file_tensor_data(f, ws->first, &src, &bytes) == MEMRA_STATUS_OK)
+            check_kr_model(c, ws->format, src, ws->out_f, ws->in_f, m, w, mods, nmods);
         memra_weight_destroy(w);
         return;
     }

@@ -45,6 +45,22 @@
  *      the final rounding u |y| <= u mass. Split-k (gemm_q8_0r) adds at most
  *      S <= 16 roundings on any path: extra = 16. Always <= JUDGE_BAND_Q8_0
  *      for nb <= 30 and tighter than it beyond; test_mmq_ops uses it.
+ *  gemm_kr (GPU) and the K-quant floor: judge_band_fold(2 nb, 16), normalised
+ *      by sum_k |dx xq| (|s q| + |mn|) (Q6_K: |s q|). Integer sums exact (per
+ *      32, or per 16 for Q6_K); the fold adds two terms per 32-block, each
+ *      with one rounding: Q4_K / Q5_K fl(s I) dx then the min term
+ *      fl(dx S) mn (S = sum xq), Q6_K fl(s_hi I_hi) chained into
+ *      fl(s_lo I_lo + .) then dx (mmq.cu "gemm_kr"). So it is gemm_q8_0r's
+ *      argument with 2 nb terms: the recursive f32 sum errs by
+ *      <= gamma(2 nb + 2) times the sum of the absolute terms, which the
+ *      normaliser bounds (|s I| <= s sum |q xq|, |mn S| <= mn sum |xq|), plus
+ *      16 split-k roundings and the final one: gamma(2 nb + 18) + u
+ *      (4.4e-5 at k = 17408, 3.4e-6 at k = 768). The min term cannot hide in
+ *      the normaliser: a dropped min moves an element by mn |S dx|, ~1/3 of its
+ *      mass for random codes. memra check, test_mmq_ops gemm_kr and the
+ *      admission case (4e-6 at k <= 512) use it; the host module against
+ *      GGML's decoded weight in double is JUDGE_BAND_HOST (the decoder rounds
+ *      each value once: <= u of that value's term).
  *  JUDGE_BAND_FP8  5e-4 gemm_fp8, gemm_fp8_blk (GPU, cuBLASLt). Both sides
  *      quantise x the same way, so what is left is the accumulation: Hopper's
  *      FP8 MMA keeps about 14 bits between promotions to f32 (take 13: at

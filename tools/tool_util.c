@@ -77,6 +77,21 @@ void tool_fill_q8_0_w(tool_rng *r, uint8_t *w, int64_t rows, int64_t cols)
     }
 }
 
+void tool_fill_blocks_w(tool_rng *r, memra_format format, uint8_t *w, int64_t rows, int64_t cols)
+{
+    const uint64_t bytes = memra_format_row_bytes(format, cols) * (uint64_t)rows;
+    const int bb = memra_format_block_bytes(format);
+    for (uint64_t i = 0; i < bytes; i++) w[i] = (uint8_t)tool_rng_u64(r);
+    if (bb <= 0) return;
+    for (uint64_t o = 0; o + (uint64_t)bb <= bytes; o += (uint64_t)bb) {
+        const uint16_t d = memra_f16_from_f32((float)(1.0 + 2.0 * tool_rng_unit(r)) / 128.0f);
+        const uint16_t dm = memra_f16_from_f32((float)(1.0 + 2.0 * tool_rng_unit(r)) / 256.0f);
+        const size_t at = format == MEMRA_FORMAT_Q6_K ? 208 : 0;
+        w[o + at] = (uint8_t)d, w[o + at + 1] = (uint8_t)(d >> 8);
+        if (format == MEMRA_FORMAT_Q4_K || format == MEMRA_FORMAT_Q5_K) w[o + 2] = (uint8_t)dm, w[o + 3] = (uint8_t)(dm >> 8);
+    }
+}
+
 int tool_parse_i64(const char *s, int64_t lo, int64_t hi, int64_t *out)
 {
     if (s == NULL || *s == '\0') return -1;

@@ -30,6 +30,11 @@ void tool_fill_e4m3_w(tool_rng *r, uint8_t *w, size_t n);         /* +-[0.25, 7.
 void tool_fill_grid(tool_rng *r, float *g, size_t n);             /* [1/256, 1/4), positive */
 /* Q8_0 rows of `cols` values (a multiple of 32) from values +-[0.01, 0.5). */
 void tool_fill_q8_0_w(tool_rng *r, uint8_t *w, int64_t rows, int64_t cols);
+/* rows x cols of Q4_0, Q4_K, Q5_K or Q6_K blocks: every byte random except
+ * the f16 scales (d in [1/128, 3/128), dmin in [1/256, 3/256): finite,
+ * non-zero), so codes, sub-block scales and mins cover their whole range.
+ * w holds memra_format_row_bytes(format, cols) * rows bytes. */
+void tool_fill_blocks_w(tool_rng *r, memra_format format, uint8_t *w, int64_t rows, int64_t cols);
 
 /* Strict integer parse; returns 0 on success. */
 int tool_parse_i64(const char *s, int64_t lo, int64_t hi, int64_t *out);

@@ -68,6 +68,16 @@ void memra_q8_0_encode(const float *x, uint8_t *block);
  * written when n is not such a multiple, the format unknown, or src/dst NULL. */
 void memra_decode_row(memra_format format, const void *src, int64_t n, float *dst);
 
+/* Repack rows x cols of Q4_K, Q5_K or Q6_K (cols a multiple of 256, row j at
+ * src + j * memra_format_row_bytes(format, cols)) into K records (module.h:
+ * memra_kr_bytes(rows, cols) bytes at dst, the operand of gemm_kr). Exact:
+ * every value the record defines equals the format's decoded value in real
+ * arithmetic (the decoder rounds "d*sc*q - dmin*m" once in f32; the record
+ * keeps its operands). Returns 0, or -1 (nothing written) for another format,
+ * a negative size, cols not a multiple of 256, or NULL src / dst with a
+ * non-empty shape. Thread-safe; no allocation. */
+int memra_kr_repack(memra_format format, const void *src, int64_t rows, int64_t cols, void *dst);
+
 /* Fill a block-128 FP8 scale grid shape. */
 static inline int64_t memra_fp8_grid_rows(int64_t rows) { return (rows + 127) / 128; }
 static inline int64_t memra_fp8_grid_cols(int64_t cols) { return (cols + 127) / 128; }

@@ -550,6 +550,7 @@ memra_status memra_weight_query(const memra_weight *w, const memra_device *dev, 
 #define MEMRA_OPERAND_F16_MIRROR 2u   /* f16 mirror (gemm_f16) */
 #define MEMRA_OPERAND_Q8_0_SLAB 4u    /* Q8_0 slab of a block-128 FP8 weight */
 #define MEMRA_OPERAND_Q8_0_RECORDS 8u /* Q8_0 record layout (gemm_q8_0r) */
+#define MEMRA_OPERAND_K_RECORDS 16u   /* K record layout of a Q4_K / Q5_K / Q6_K weight (gemm_kr) */
 unsigned memra_weight_operands(const memra_weight *w, const memra_device *dev);
 
 /* The lane memra_matmul would take for w on dev under the current routing,

@@ -146,6 +146,8 @@ typedef struct memra_gemm_args {
     int64_t ldy;             /* row stride of y in floats */
     int64_t y_row_offset;    /* first row of y written */
     float alpha;             /* scalar post-scale (1.0f for none) */
+    /* ---- appended; check with MEMRA_HAS_MEMBER(args, memra_gemm_args, w_format) ---- */
+    int32_t w_format;        /* gemm_kr: the K-quant the records came from (MEMRA_FORMAT_Q4_K, _Q5_K, _Q6_K); else unused */
 } memra_gemm_args;
 
 /* Weight formats (GGML's block formats, OCP e4m3, plain f16/f32). */
@@ -183,7 +185,8 @@ typedef enum memra_accprobe_arm {
     X(accprobe)                                                                     \
     X(repack_q8_0)                                                                  \
     X(gemm_q8_0r)                                                                   \
-    X(gemm_bf16)
+    X(gemm_bf16)                                                                    \
+    X(gemm_kr)
 
 typedef enum memra_op {
 #define MEMRA__OP_ENUM(name) MEMRA_OP_##name,
@@ -232,6 +235,12 @@ typedef struct memra_op_table {
     /* bf16 weight (args->w, [n x k] row-major) x activation f32 converted to
      * bf16 in-stream (round to nearest even) -> f32, f32 accumulate. */
     memra_status (*gemm_bf16)(memra_call *call, const memra_gemm_args *args);
+    /* K records (args->w, memra_kr_repack: Q4_K / Q5_K / Q6_K as int8 codes
+     * with f32 scales and mins, args->w_format says which) x q8_1 records
+     * (args->x) -> f32: the MMQ floor for K-quant weights. Integer products
+     * exact (s32 per 32 values, or per 16 for Q6_K), f32 fold; the host
+     * module's gemm_kr defines it. */
+    memra_status (*gemm_kr)(memra_call *call, const memra_gemm_args *args);
 } memra_op_table;
 
 /* ---- host services -------------------------------------------------------- */
@@ -392,6 +401,27 @@ static inline uint64_t memra_q8_0r_bytes(int64_t rows, int64_t cols)
     uint64_t recs = ((uint64_t)cols + 127u) / 128u;
     if (rows != 0 && recs > UINT64_MAX / 144u / (uint64_t)rows) return 0;
     return recs * (uint64_t)rows * 144u;
+}
+
+/* Bytes of the K record layout of a [rows x cols] Q4_K / Q5_K / Q6_K weight
+ * (cols a multiple of 256), the operand of gemm_kr. Record (g, j), the 128
+ * columns from 128 g of row j, lives at index g * rows + j and holds
+ * MEMRA_KR_RECORD_BYTES = 160 bytes: f32 s[8], then int8 q[128].
+ *  Q4_K / Q5_K: value c of the record = s[c / 32] * q[c] - s[4 + c / 32];
+ *      s[b] = d * sc_b and s[4 + b] = dmin * m_b (each an f16 times a 6-bit
+ *      integer: exact in f32), q in [0, 15] / [0, 31].
+ *  Q6_K: value c = s[(c / 32) + 4 * ((c / 16) & 1)] * q[c], i.e. s[b] scales
+ *      the first 16 values of 32-block b and s[4 + b] the second 16;
+ *      s = d * sc (f16 times an int8: exact), q = q6 - 32 in [-32, 31].
+ * Every record is 16-byte aligned when the base is. */
+#define MEMRA_KR_RECORD_BYTES 160
+static inline uint64_t memra_kr_bytes(int64_t rows, int64_t cols)
+{
+    /* 0 for a negative size or one whose byte count does not fit 64 bits. */
+    if (rows < 0 || cols < 0) return 0;
+    uint64_t recs = ((uint64_t)cols + 127u) / 128u;
+    if (rows != 0 && recs > UINT64_MAX / 160u / (uint64_t)rows) return 0;
+    return recs * (uint64_t)rows * 160u;
 }
 
 #ifdef __cplusplus

@@ -31,6 +31,16 @@
  *  gemm_q8_0r    W as Q8_0 records (repack_q8_0: f32 d already widened from the f16,
  *                the same int8 qs), x = quant_q8_1 records: gemm_q8_0's arithmetic
  *                through the same code, so both give bit-identical y for one weight.
+ *  gemm_kr       W as K records (memra_kr_repack of Q4_K / Q5_K / Q6_K; args->w_format
+ *                names which), x = quant_q8_1 records; k a multiple of 256. Per
+ *                32-block b of the row (dx its activation scale, xq its 32 codes):
+ *                Q4_K / Q5_K (s = d sc, mn = dmin m, q in [0, 31]):
+ *                  I = sum q * xq, S = sum xq (int32, exact);
+ *                  T += ((double)s * dx) * I - ((double)mn * dx) * S;
+ *                Q6_K (s_lo / s_hi = d sc of the block's first / second 16 values):
+ *                  I_lo, I_hi = sum q * xq over each 16 (int32, exact);
+ *                  T += ((double)s_lo * dx) * I_lo + ((double)s_hi * dx) * I_hi;
+ *                blocks in k order; y = (float)((double)alpha * T).
  *  accprobe      time only: S32 = int8 bytes, int32 per 32, y = (float)(int64 sum);
  *                F32 = bytes decoded as e4m3, f32 products summed in f32 in k order;
  *                MX declined. y written like the GEMMs (row offset, ldy); alpha unused.
@@ -369,6 +379,70 @@ memra_status memra__host_gemm_q8_0(memra_call *call, const memra_gemm_args *args
 memra_status memra__host_gemm_q8_0r(memra_call *call, const memra_gemm_args *args)
 {
     return q8_gemm(call, args, "gemm_q8_0r", 1);
+}
+
+/* ---- gemm_kr --------------------------------------------------------------------- */
+
+typedef struct kr_job {
+    const uint8_t *w; /* K records [k/128 x n] of 160 bytes */
+    const uint8_t *x; /* q8_1 records */
+    int q6;           /* Q6_K records (per-16 scales) */
+    int64_t m, n, nb;
+    double alpha;
+    float *y;
+    int64_t ldy;
+} kr_job;
+
+static void kr_rows(void *arg, int tid, int64_t begin, int64_t end)
+{
+    (void)tid;
+    const kr_job *jb = (const kr_job *)arg;
+    for (int64_t j = begin; j < end; j++)
+        for (int64_t i = 0; i < jb->m; i++) {
+            double t = 0.0;
+            for (int64_t b = 0; b < jb->nb; b++) {
+                const int g = (int)(b & 3);
+                const uint8_t *wr = jb->w + (uint64_t)((b >> 2) * jb->n + j) * MEMRA_KR_RECORD_BYTES;
+                const uint8_t *xr = jb->x + (uint64_t)((b >> 2) * jb->m + i) * MEMRA_Q8_1_RECORD_BYTES;
+                const int8_t *wq = (const int8_t *)(wr + 32 + 32 * g), *xq = (const int8_t *)(xr + 16 + 32 * g);
+                float dx, s0, s1;
+                memcpy(&dx, xr + 4 * g, sizeof dx);
+                memcpy(&s0, wr + 4 * g, sizeof s0);
+                memcpy(&s1, wr + 16 + 4 * g, sizeof s1);
+                int32_t i0 = 0, i1 = 0, sx = 0;
+                for (int l = 0; l < 16; l++) i0 += (int32_t)wq[l] * (int32_t)xq[l];
+                for (int l = 16; l < 32; l++) i1 += (int32_t)wq[l] * (int32_t)xq[l];
+                if (jb->q6) {
+                    t += ((double)s0 * (double)dx) * (double)i0 + ((double)s1 * (double)dx) * (double)i1;
+                } else {
+                    for (int l = 0; l < 32; l++) sx += (int32_t)xq[l];
+                    t += ((double)s0 * (double)dx) * (double)(i0 + i1) - ((double)s1 * (double)dx) * (double)sx;
+                }
+            }
+            jb->y[i * jb->ldy + j] = (float)(jb->alpha * t);
+        }
+}
+
+memra_status memra__host_gemm_kr(memra_call *call, const memra_gemm_args *args)
+{
+    memra__host_ctx *ctx = memra__host_call_ctx(call);
+    if (ctx == NULL) return MEMRA_STATUS_INVALID_ARGUMENT;
+    memra_status st = check_gemm(ctx, "gemm_kr", args);
+    if (st != MEMRA_STATUS_OK) return st;
+    if (!MEMRA_HAS_MEMBER(args, memra_gemm_args, w_format))
+        return FAIL_ARG(ctx, "gemm_kr: args struct_size %u has no w_format", (unsigned)args->struct_size);
+    const int32_t f = args->w_format;
+    if (f != MEMRA_FORMAT_Q4_K && f != MEMRA_FORMAT_Q5_K && f != MEMRA_FORMAT_Q6_K)
+        return FAIL_ARG(ctx, "gemm_kr: w_format %d is not Q4_K, Q5_K or Q6_K", (int)f);
+    if (args->k % MEMRA_QK_K != 0)
+        return FAIL_ARG(ctx, "gemm_kr: k = %d is not a multiple of the K-quant super-block (256)", (int)args->k);
+    if (args->m == 0 || args->n == 0) return MEMRA_STATUS_OK;
+    kr_job jb = {.w = MEMRA__HOST_PTR(const uint8_t, args->w), .x = MEMRA__HOST_PTR(const uint8_t, args->x),
+                 .q6 = f == MEMRA_FORMAT_Q6_K, .m = args->m, .n = args->n, .nb = args->k / 32,
+                 .alpha = (double)args->alpha, .y = y_base(args), .ldy = args->ldy};
+    const int threads = memra__host_threads(ctx, jb.n, 2.0 * (double)jb.m * (double)args->k);
+    memra__host_run(threads, jb.n, kr_rows, &jb);
+    return MEMRA_STATUS_OK;
 }
 
 /* ---- accprobe ------------------------------------------------------------- */

@@ -52,6 +52,7 @@ memra_status memra__host_gemm_fp8_blk(memra_call *call, const memra_gemm_args *a
 memra_status memra__host_gemm_q8_0(memra_call *call, const memra_gemm_args *args);
 memra_status memra__host_gemm_q8_0r(memra_call *call, const memra_gemm_args *args);
 memra_status memra__host_gemm_bf16(memra_call *call, const memra_gemm_args *args);
+memra_status memra__host_gemm_kr(memra_call *call, const memra_gemm_args *args);
 memra_status memra__host_accprobe(memra_call *call, memra_accprobe_arm arm, const memra_gemm_args *args);
 
 #endif

@@ -132,6 +132,7 @@ static const memra_op_table host_ops = {
     .repack_q8_0 = memra__host_repack_q8_0,
     .gemm_q8_0r = memra__host_gemm_q8_0r,
     .gemm_bf16 = memra__host_gemm_bf16,
+    .gemm_kr = memra__host_gemm_kr,
 };
 
 static const memra_module_desc host_desc = {

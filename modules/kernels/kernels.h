@@ -10,7 +10,7 @@
  *   fp8_weight    fp8_weight            fp8_blk_to_q8_0, fp8_nan_count
  *   blas          (cuBLASLt; needs convert and fp8_act listed before it)
  *                                       gemm_f16, gemm_bf16, gemm_fp8, gemm_fp8_blk
- *   mmq           mmq                   quant_q8_1, repack_q8_0, gemm_q8_0r, gemm_q8_0, accprobe
+ *   mmq           mmq                   quant_q8_1, repack_q8_0, gemm_q8_0r, gemm_q8_0, gemm_kr, accprobe
  *   fp8blk        fp8blk | fp8blk_mx    gemm_fp8_blk (JIT first, embedded cubin as fall-back)
  *
  * fp8blk comes in three descriptors: memra__gpu_family_fp8blk (e4m3 mma.sync
@@ -69,6 +69,7 @@ memra_status memra__mmq_quant_q8_1(memra_call *call, memra_dptr x, int32_t m, in
 memra_status memra__mmq_gemm_q8_0(memra_call *call, const memra_gemm_args *args);
 memra_status memra__mmq_repack_q8_0(memra_call *call, memra_dptr src, int64_t rows, int64_t cols, memra_dptr dst);
 memra_status memra__mmq_gemm_q8_0r(memra_call *call, const memra_gemm_args *args);
+memra_status memra__mmq_gemm_kr(memra_call *call, const memra_gemm_args *args);
 memra_status memra__mmq_accprobe(memra_call *call, memra_accprobe_arm arm, const memra_gemm_args *args);
 memra_status memra__mmq_gemm_fp8_blk(memra_call *call, const memra_gemm_args *args);
 /* gemm_fp8_blk on the kernels of one loaded block-128 family (DECLINED when

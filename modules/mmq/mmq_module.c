@@ -1,5 +1,6 @@
 /* The mmq module: the MMQ floor (quant_q8_1, repack_q8_0 + gemm_q8_0r on
- * Q8_0 records, gemm_q8_0 on Q8_0 blocks; int8 tensor cores) and the
+ * Q8_0 records, gemm_q8_0 on Q8_0 blocks, gemm_kr on the K records of Q4_K /
+ * Q5_K / Q6_K weights; int8 tensor cores) and the
  * accumulator probe, on any CUDA device with cc >= 8.0 for
  * which the module carries a kernel image (sm_90a and sm_120a in this build:
  * init refuses other devices, naming the targets it has). Its kernels use
@@ -41,6 +42,7 @@ static const memra_op_table k_mmq_ops = {
     .accprobe = memra__mmq_accprobe,
     .repack_q8_0 = memra__mmq_repack_q8_0,
     .gemm_q8_0r = memra__mmq_gemm_q8_0r,
+    .gemm_kr = memra__mmq_gemm_kr,
 };
 
 static const memra_module_desc k_mmq_desc = {

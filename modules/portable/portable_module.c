@@ -11,7 +11,7 @@
  *             (cuBLASLt); gemm_fp8 (cuBLASLt e4m3: cc 8.9+, DECLINED below);
  *             gemm_fp8_blk (cuBLASLt block scales: cc 9.0 and 10.x, DECLINED
  *             elsewhere: the Q8_0 slab + MMQ floor serve such a weight);
- *             quant_q8_1, repack_q8_0, gemm_q8_0r, gemm_q8_0 (the MMQ floor,
+ *             quant_q8_1, repack_q8_0, gemm_q8_0r, gemm_q8_0, gemm_kr (the MMQ floor,
  *             int8 mma.sync, sm_80+)
  * No programmatic dependent launches (gpu.h). Score 10 on the `cuda` profile;
  * on the sm90 / sm120 profiles 0 where the build carries that device's own
@@ -75,6 +75,7 @@ static const memra_op_table k_portable_ops = {
     .gemm_q8_0 = memra__mmq_gemm_q8_0,
     .repack_q8_0 = memra__mmq_repack_q8_0,
     .gemm_q8_0r = memra__mmq_gemm_q8_0r,
+    .gemm_kr = memra__mmq_gemm_kr,
 };
 
 static const memra_module_desc k_portable_desc = {

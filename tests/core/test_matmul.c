@@ -499,41 +499,141 @@ static void test_q8_0_records_declined(memra_runtime *rt, const char *testq8r)
     free(wq);
 }
 
-static void test_kquant_transient(memra_runtime *rt)
+/* Random K-quant blocks: every byte random but the f16 scales (d in
+ * [0.01, 0.02), dmin in [0, 0.005)), so codes, sub-block scales and mins
+ * cover their whole range and the weight is never all zeros. */
+static uint8_t *random_kquant(memra_format f, int n, int k, size_t *out_bytes)
 {
-    /* Q4_K without a mirror: dequant into scratch, then gemm_f16. Random bytes
-     * make valid Q4_K blocks once the two f16 scales are set to small finite values. */
-    int m = 5, n = 33, k = 512;
-    size_t nb = (size_t)n * (k / 256);
-    uint8_t *wq = malloc(nb * MEMRA_Q4_K_BYTES);
-    for (size_t i = 0; i < nb * MEMRA_Q4_K_BYTES; i++) wq[i] = (uint8_t)test_rand_u64(&g_rng);
+    const size_t bb = (size_t)memra_format_block_bytes(f), nb = (size_t)n * (size_t)(k / 256);
+    uint8_t *wq = malloc(nb * bb);
+    for (size_t i = 0; i < nb * bb; i++) wq[i] = (uint8_t)test_rand_u64(&g_rng);
     for (size_t b = 0; b < nb; b++) {
         uint16_t dd = memra_f16_from_f32(0.01f + 0.01f * fabsf(test_rand_f32(&g_rng)));
         uint16_t dm = memra_f16_from_f32(0.005f * fabsf(test_rand_f32(&g_rng)));
-        wq[b * 144 + 0] = (uint8_t)dd;
-        wq[b * 144 + 1] = (uint8_t)(dd >> 8);
-        wq[b * 144 + 2] = (uint8_t)dm;
-        wq[b * 144 + 3] = (uint8_t)(dm >> 8);
+        uint8_t *p = wq + b * bb;
+        if (f == MEMRA_FORMAT_Q6_K) {
+            p[208] = (uint8_t)dd, p[209] = (uint8_t)(dd >> 8);
+        } else {
+            p[0] = (uint8_t)dd, p[1] = (uint8_t)(dd >> 8), p[2] = (uint8_t)dm, p[3] = (uint8_t)(dm >> 8);
+        }
     }
+    *out_bytes = nb * bb;
+    return wq;
+}
+
+/* The K-quant floor's reference: GGML's decoded weight (memra_decode_row) times
+ * the decoded q8_1 activation (dx * q, the test's own quantiser), in double.
+ * The mass is sum |dx q| (|s q| + |mn|) (Q6_K: |s q|) from the K records, the
+ * terms the fold adds: gemm_kr adds the scale and the min term apart. The host
+ * module's exact value differs from this reference only by the decoder's one
+ * f32 rounding per value (<= u of its mass term) and the final f32 rounding:
+ * JUDGE_BAND_HOST. */
+static void ref_kr(matrix *mx, memra_format f, const float *wdec, const uint8_t *rec)
+{
+    const int nb = mx->k / 32;
+    int8_t *q = malloc((size_t)mx->k);
+    float *d = malloc((size_t)nb * sizeof(float));
+    for (int i = 0; i < mx->m; i++) {
+        ref_q8_1(mx->x + (size_t)i * mx->k, mx->k, q, d);
+        for (int j = 0; j < mx->n; j++) {
+            double s = 0, a = 0;
+            for (int c = 0; c < mx->k; c++) {
+                const double xv = (double)d[c / 32] * (double)q[c];
+                s += (double)wdec[(size_t)j * mx->k + c] * xv;
+                const uint8_t *r = rec + ((size_t)(c / 128) * mx->n + j) * MEMRA_KR_RECORD_BYTES;
+                float s0, s1;
+                memcpy(&s0, r + 4 * ((c % 128) / 32), 4);
+                memcpy(&s1, r + 16 + 4 * ((c % 128) / 32), 4);
+                const double qv = (double)(int8_t)r[32 + c % 128];
+                a += fabs(xv) * (f == MEMRA_FORMAT_Q6_K ? fabs((c % 32 < 16 ? s0 : s1) * qv) : fabs(s0 * qv) + fabs(s1));
+            }
+            mx->ref[(size_t)i * mx->n + j] = s;
+            mx->mass[(size_t)i * mx->n + j] = a + 1e-30;
+        }
+    }
+    free(q);
+    free(d);
+}
+
+static void count_kq_fallback(const memra_ledger_row *r, void *user)
+{
+    if (r->reason != NULL && strcmp(r->op, "dequant_f16") == 0 && strcmp(r->module, "core") == 0 &&
+        strstr(r->reason, "K-quant floor declined") != NULL)
+        *(uint64_t *)user += r->declines;
+}
+
+/* Q4_K / Q5_K / Q6_K without a mirror: K records at prepare (memra_kr_repack,
+ * whose values are checked here against GGML's decoder, exactly) in place of
+ * the raw copy, matmul is quant_q8_1 + gemm_kr with no per-call
+ * dequantisation; with gemm_kr disabled the same weight falls to the per-call
+ * dequantisation (the raw copy made again, dequant_f16 + gemm_f16, the f16
+ * reference) and the ledger names it as a core decline. */
+static void test_kquant_floor(memra_runtime *rt, memra_format f, int m, int n, int k)
+{
+    size_t bytes = 0;
+    uint8_t *wq = random_kquant(f, n, k, &bytes);
     float *wdec = malloc((size_t)n * k * sizeof(float));
+    const uint64_t rb = memra_format_row_bytes(f, k);
+    for (int j = 0; j < n; j++) memra_decode_row(f, wq + (size_t)j * rb, k, wdec + (size_t)j * k);
+    uint8_t *rec = malloc((size_t)memra_kr_bytes(n, k));
+    CHECK_INT_EQ(memra_kr_repack(f, wq, n, k, rec), 0);
+    /* the repack is exact: each record value, formed in double, is GGML's f32 decode up to its one rounding */
     for (int j = 0; j < n; j++)
-        memra_decode_row(MEMRA_FORMAT_Q4_K, wq + (size_t)j * (k / 256) * 144, k, wdec + (size_t)j * k);
-    memra_weight_desc d = {.struct_size = sizeof d, .format = MEMRA_FORMAT_Q4_K, .out_f = n, .in_f = k, .data = wq,
-                           .size = nb * MEMRA_Q4_K_BYTES, .name = "q4_k"};
+        for (int c = 0; c < k; c++) {
+            const uint8_t *r = rec + ((size_t)(c / 128) * n + j) * MEMRA_KR_RECORD_BYTES;
+            float s0, s1;
+            memcpy(&s0, r + 4 * ((c % 128) / 32), 4);
+            memcpy(&s1, r + 16 + 4 * ((c % 128) / 32), 4);
+            const double qv = (double)(int8_t)r[32 + c % 128];
+            const double v = f == MEMRA_FORMAT_Q6_K ? (c % 32 < 16 ? s0 : s1) * qv : s0 * qv - s1;
+            const float dec = wdec[(size_t)j * k + c];
+            if ((float)v != dec)
+                TEST_FAIL_AT("%s record value [%d,%d] = %.9g, the decoder gives %.9g", memra_format_name(f), j, c, v,
+                             (double)dec);
+        }
+    CHECK_INT_EQ(memra_kr_repack(MEMRA_FORMAT_Q8_0, wq, n, k, rec), -1);
+    CHECK_INT_EQ(memra_kr_repack(f, wq, n, k - 32, rec), -1);
+    memra_weight_desc d = {.struct_size = sizeof d, .format = f, .out_f = n, .in_f = k, .data = wq, .size = bytes,
+                           .name = memra_format_name(f)};
     memra_device *host = memra_device_host(rt);
     const uint64_t budget0 = memra_device_f16_budget_get(host);
     CHECK_OK(memra_device_f16_budget_set(host, 0));
     memra_weight *w = make(rt, &d);
+    CHECK_OK(memra_weight_prepare(w, host));
+    check_operands(rt, w, MEMRA_OPERAND_K_RECORDS, "K-quant no mirror (records replace the raw copy)");
+    memra_weight_state ws;
+    CHECK_OK(memra_weight_query(w, host, &ws));
+    CHECK(!ws.has_f16_mirror);
+    CHECK_STR_CONTAINS(ws.note, "on the MMQ floor as K records");
+    memra_weight_plan plan = {.struct_size = sizeof plan};
+    CHECK_OK(memra_weight_plan_get(w, host, &plan));
+    CHECK_STR_EQ(plan.lane, "mmq K records");
     matrix mx = new_matrix(m, n, k);
-    ref_f16(&mx, wdec);
+    ref_kr(&mx, f, wdec, rec);
     uint64_t deq = memra_ledger_hits(host, MEMRA_OP_dequant_f16, "host");
-    run_and_check(rt, w, &mx, "Q4_K transient mirror", "gemm_f16", 0);
-    CHECK(memra_ledger_hits(host, MEMRA_OP_dequant_f16, "host") == deq + 1);
+    char what[64];
+    snprintf(what, sizeof what, "%s no mirror -> gemm_kr", memra_format_name(f));
+    run_and_check(rt, w, &mx, what, "gemm_kr", 0);
+    CHECK_INT_EQ(memra_ledger_hits(host, MEMRA_OP_dequant_f16, "host"), deq);
+    /* the floor's lane gone: the per-call dequantisation, named in the ledger */
+    CHECK_OK(memra_routing_configure(rt, NULL, "gemm_kr"));
+    free_matrix(&mx);
+    mx = new_matrix(m, n, k);
+    ref_f16(&mx, wdec);
+    snprintf(what, sizeof what, "%s gemm_kr disabled -> f16", memra_format_name(f));
+    run_and_check(rt, w, &mx, what, "gemm_f16", 0);
+    CHECK_INT_EQ(memra_ledger_hits(host, MEMRA_OP_dequant_f16, "host"), deq + 1);
+    check_operands(rt, w, MEMRA_OPERAND_RAW | MEMRA_OPERAND_K_RECORDS, "K-quant after the fall-back");
+    uint64_t named = 0;
+    memra_ledger_visit(rt, count_kq_fallback, &named);
+    CHECK(named >= 1); /* the ledger's core decline of dequant_f16 names the K-quant fall-back */
+    CHECK_OK(memra_routing_configure(rt, NULL, ""));
     CHECK_OK(memra_device_f16_budget_set(host, budget0));
     memra_weight_destroy(w);
     free_matrix(&mx);
     free(wq);
     free(wdec);
+    free(rec);
 }
 
 /* Q4_0 without a mirror on the MMQ floor: prepare converts its blocks to Q8_0
@@ -681,7 +781,11 @@ int main(int argc, char **argv)
     test_fp8_slab_records(rt, 5, 130, 160);
     test_fp8_slab_records(rt, 17, 33, 512);
     test_q8_0_records_declined(rt, argv[1]);
-    test_kquant_transient(rt);
+    static const memra_format kq[] = {MEMRA_FORMAT_Q4_K, MEMRA_FORMAT_Q5_K, MEMRA_FORMAT_Q6_K};
+    for (size_t f = 0; f < 3; f++) {
+        test_kquant_floor(rt, kq[f], 1, 40, 256);
+        test_kquant_floor(rt, kq[f], 17, 33, 768);
+    }
     memra_close(rt);
     return 0;
 }

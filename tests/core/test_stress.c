@@ -12,7 +12,9 @@
  * The f16 budget is 0, so the Q8_0 weights ride the MMQ floor (the core's
  * q8_1 scratch, the records) and the Q6_K weight a transient f16 mirror (the
  * core's f16_mirror scratch): the two places where per-device scratch used to
- * be shared by every caller.
+ * be shared by every caller. gemm_kr is disabled at open (MEMRA_DISABLE), so
+ * the Q6_K weight gets no K records at prepare and keeps the transient
+ * mirror whatever the chaos thread does to the routing later.
  *
  * usage: test_stress <testgood.so> <testq8r.so> */
 #include <pthread.h>
@@ -57,8 +59,7 @@ static uint8_t *random_q8_0(int n, int k)
     return w;
 }
 
-/* Q6_K blocks (a format with no integer floor: Q4_0 rides the floor since it
- * is converted to Q8_0 records): random ql, qh and int8 sub-block scales, and
+/* Q6_K blocks (kept off the K-quant floor here, see above): random ql, qh and int8 sub-block scales, and
  * an f16 d in [2^-8, 2^-4) (exponent 7..10, random mantissa) at bytes 208..209. */
 static uint8_t *random_q6_k(int n, int k)
 {
@@ -231,7 +232,7 @@ int main(int argc, char **argv)
     g_mod_good = argv[1];
     g_mod_q8r = argv[2];
     g_rng = test_seed();
-    const char *settings[] = {"MEMRA_F16_BUDGET_MB=0", "MEMRA_HOST_THREADS=2", NULL};
+    const char *settings[] = {"MEMRA_F16_BUDGET_MB=0", "MEMRA_HOST_THREADS=2", "MEMRA_DISABLE=gemm_kr", NULL};
     memra_options o = {.struct_size = sizeof o, .no_cuda = 1, .no_default_modules = 1, .allow_unsafe_modules = 1,
                        .settings = settings};
     CHECK_OK(memra_open(&o, &g_rt));

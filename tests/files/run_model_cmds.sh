@@ -29,6 +29,9 @@ PY
 MEMRA_F16_BUDGET_MB=0 "$memra" check --model "$tmp/model.gguf" --m 3 >"$tmp/out0" 2>&1 || { cat "$tmp/out0"; fail "budget 0"; }
 grep -q 'gemm_q8_0r  *host  *3 6 512 matmul .*PASS' "$tmp/out0" || fail "budget 0: Q8_0 matmul not on gemm_q8_0r"
 grep -q 'gemm_q8_0r  *host  *3 6 512 vs q8_0 .*PASS' "$tmp/out0" || fail "budget 0: no records cross row"
+for f in 'q4_k 3 8' 'q5_k 3 9' 'q6_k 3 10'; do
+    grep -q "gemm_kr  *host  *$f 512 matmul .*PASS" "$tmp/out0" || fail "budget 0: $f matmul not on gemm_kr"
+done
 "$memra" check --model "$tmp/model.safetensors" >"$tmp/st" 2>&1 || { cat "$tmp/st"; fail "check --model safetensors"; }
 grep -q 'gemm_fp8_blk  *host  *4 256 256 matmul .*PASS' "$tmp/st" || fail "block-128 FP8 matmul row"
 grep -q 'gemm_fp8  *host  *4 256 256 .*PASS' "$tmp/st" || fail "per-tensor FP8 row"

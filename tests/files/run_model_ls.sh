@@ -16,7 +16,8 @@ grep -q '^output_norm.weight  *F32  *\[64\]' "$tmp/out" || fail "1D tensor not l
 MEMRA_F16_BUDGET_MB=0 "$memra" model ls "$tmp/model.gguf" >"$tmp/out0" 2>&1 || fail "budget 0: exit $?"
 grep -A1 '^blk.0.q8_0.weight' "$tmp/out0" | grep -q 'mmq records  *quant_q8_1 (host) -> gemm_q8_0r (host)' ||
     fail "budget 0: Q8_0 not on the MMQ floor"
-grep -A1 '^blk.0.q4_k.weight' "$tmp/out0" | grep -q 'transient f16 mirror' || fail "budget 0: Q4_K not transient"
+grep -A1 '^blk.0.q4_k.weight' "$tmp/out0" | grep -q 'mmq K records  *quant_q8_1 (host) -> gemm_kr (host)' ||
+    fail "budget 0: Q4_K not on the K-quant floor"
 "$memra" model ls "$tmp/model.gguf" --json >"$tmp/json" || fail "--json exit $?"
 python3 - "$tmp/json" <<'PY' || fail "JSON"
 import json, sys

@@ -3,7 +3,7 @@
  *
  *   test_host_ops <case>   case: desc cvt_f16 gemm_f16 gemm_fp8 gemm_fp8_blk quant_q8_1
  *                          gemm_q8_0 dequant_f16 fp8_blk_to_q8_0 fp8_nan_count scale
- *                          accprobe repack_q8_0 gemm_q8_0r invalid threads perf
+ *                          accprobe repack_q8_0 gemm_q8_0r gemm_kr invalid threads perf
  *
  * The module is linked directly (memra__host_module_entry) and initialised
  * with host services filled in here. The reference shares each op's
@@ -18,6 +18,7 @@
 
 #include <math.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -897,6 +898,83 @@ static void case_gemm_q8_0r(void)
     fixture_close(&f);
 }
 
+/* gemm_kr: the host reference on K records (memra_kr_repack) against an f64
+ * product written here from GGML's decoded weight (memra_decode_row) and the
+ * decoded activation dx * xq. The decoder rounds each value once in f32
+ * (Q4_K/Q5_K: d sc q - dmin m; Q6_K: (d sc) q), so the two differ by at most
+ * u per value of its term (|s q| + |mn|, Q6_K |s q|), times |dx xq|, plus the
+ * final f32 rounding and the double sums: JUDGE_BAND_HOST of the mass
+ * sum |dx xq| (|s q| + |mn|). Random blocks (negative and tiny d included),
+ * k = 256 and 768 (off 512), n off every tile, alpha != 1; y written only in
+ * its rows and columns. Then the refusals: another w_format, k not a multiple
+ * of 256, a struct without w_format. */
+static void case_gemm_kr(void)
+{
+    fixture f;
+    fixture_open(&f, 3);
+    static const memra_format fm[] = {MEMRA_FORMAT_Q4_K, MEMRA_FORMAT_Q5_K, MEMRA_FORMAT_Q6_K};
+    static const shape sh[] = {{1, 40, 256}, {17, 130, 768}, {5, 3, 512}};
+    for (size_t fi = 0; fi < 3; fi++)
+        for (size_t si = 0; si < 3; si++) {
+            const shape s = sh[si];
+            const int64_t m = s.m, n = s.n, k = s.k, off = 1, ldy = n + 3, total = off + m + 2;
+            const memra_format fmt = fm[fi];
+            uint8_t *w = rand_blocks(fmt, n, k);
+            uint8_t *rec = xmalloc((size_t)memra_kr_bytes(n, k));
+            CHECK_INT_EQ(memra_kr_repack(fmt, w, n, k, rec), 0);
+            float *x = rand_f32(m * k, 3.0f);
+            uint8_t *xq = xmalloc((size_t)memra_q8_1_bytes(m, k));
+            CHECK_OK(f.ops->quant_q8_1(&f.call, DP(x), (int32_t)m, (int32_t)k, DP(xq)));
+            float *y = y_alloc(total, ldy), *wdec = xmalloc((size_t)k * sizeof(float));
+            memra_gemm_args a = gemm_args(s, rec, xq, y, off, ldy, 0.625f);
+            a.w_format = (int32_t)fmt;
+            CHECK_OK(f.ops->gemm_kr(&f.call, &a));
+            y_check_untouched(y, total, ldy, off, m, n);
+            double *ref = xmalloc((size_t)(m * n) * sizeof(double)), *band = xmalloc((size_t)(m * n) * sizeof(double));
+            for (int64_t j = 0; j < n; j++) {
+                memra_decode_row(fmt, w + (size_t)j * memra_format_row_bytes(fmt, k), k, wdec);
+                for (int64_t i = 0; i < m; i++) {
+                    double t = 0.0, mass = 0.0;
+                    for (int64_t c = 0; c < k; c++) {
+                        const uint8_t *xr = xq + (size_t)((c / 128) * m + i) * MEMRA_Q8_1_RECORD_BYTES;
+                        const uint8_t *wr = rec + (size_t)((c / 128) * n + j) * MEMRA_KR_RECORD_BYTES;
+                        const int g = (int)((c % 128) / 32);
+                        float dx, s0, s1;
+                        memcpy(&dx, xr + 4 * g, 4);
+                        memcpy(&s0, wr + 4 * g, 4);
+                        memcpy(&s1, wr + 16 + 4 * g, 4);
+                        const double xv = (double)dx * (double)(int8_t)xr[16 + c % 128];
+                        const double qv = (double)(int8_t)wr[32 + c % 128];
+                        t += (double)wdec[c] * xv;
+                        mass += fabs(xv) * (fmt == MEMRA_FORMAT_Q6_K ? fabs((c % 32 < 16 ? s0 : s1) * qv)
+                                                                     : fabs(s0 * qv) + fabs((double)s1));
+                    }
+                    /* the decoder's one rounding per value (<= 2^-24 of its mass term), the final f32
+                     * rounding of y, and both double sums */
+                    ref[i * n + j] = 0.625 * t;
+                    band[i * n + j] = R24 * fabs(ref[i * n + j]) + 0.625 * mass * (R24 + 2.0 * ((double)k + 3.0) * U53);
+                }
+            }
+            char what[64];
+            snprintf(what, sizeof what, "gemm_kr %s m=%d n=%d k=%d", memra_format_name(fmt), s.m, s.n, s.k);
+            compare(what, y + off * ldy, ref, band, m, n, ldy);
+            free(ref), free(band);
+            if (si == 0) {
+                a.w_format = MEMRA_FORMAT_Q8_0;
+                CHECK_STATUS(f.ops->gemm_kr(&f.call, &a), MEMRA_STATUS_INVALID_ARGUMENT);
+                CHECK_STR_CONTAINS(memra_last_error(), "gemm_kr: w_format");
+                a.w_format = (int32_t)fmt, a.k = 128;
+                CHECK_STATUS(f.ops->gemm_kr(&f.call, &a), MEMRA_STATUS_INVALID_ARGUMENT);
+                CHECK_STR_CONTAINS(memra_last_error(), "gemm_kr: k = 128 is not a multiple");
+                a.k = s.k, a.struct_size = (uint32_t)offsetof(memra_gemm_args, w_format);
+                CHECK_STATUS(f.ops->gemm_kr(&f.call, &a), MEMRA_STATUS_INVALID_ARGUMENT);
+                CHECK_STR_CONTAINS(memra_last_error(), "no w_format");
+            }
+            free(w), free(rec), free(x), free(xq), free(y), free(wdec);
+        }
+    fixture_close(&f);
+}
+
 /* Every bad argument is refused with a message naming the op; nothing crashes
  * on zero sizes or shapes whose index arithmetic would overflow. */
 static void case_invalid(void)
@@ -1113,6 +1191,7 @@ int main(int argc, char **argv)
                  {"accprobe", case_accprobe},
                  {"repack_q8_0", case_repack_q8_0},
                  {"gemm_q8_0r", case_gemm_q8_0r},
+                 {"gemm_kr", case_gemm_kr},
                  {"invalid", case_invalid},
                  {"threads", case_threads},
                  {"perf", case_perf}};

@@ -2,7 +2,9 @@
  * API: memra_module_call(gpu, "mmq" | "fp8blk", ...) and
  * memra_module_call(host, "host", ...) on the same bytes, fresh random data.
  *
- *   test_mmq_ops CASE   quant gemm_q8_0 gemm_q8_0r accprobe fp8blk prefer
+ *   test_mmq_ops CASE   quant gemm_q8_0 gemm_q8_0r gemm_kr accprobe fp8blk prefer
+ *   test_mmq_ops sweep_kr [q4_k|q5_k|q6_k] [M] [SHAPE]
+ *                       gemm_kr at every tile x split (not a test; see the function)
  *   test_mmq_ops bench  gemm_q8_0 (quantiser apart and together) and accprobe
  *                       S32 / F32 at 5120 -> 12288 (27b), m = 512 and 4096,
  *                       arms interleaved per repetition, medians (not a test)
@@ -34,6 +36,20 @@
  *                order), so the band is gamma(nb + 18) + u, checked per element
  *                like gemm_q8_0's, at the launcher's own choice and at forced
  *                tiles and split counts (MEMRA_MMQ_BM, _BN, _SPLIT).
+ *  gemm_kr       Q4_K / Q5_K / Q6_K as K records (memra_kr_repack) and Q4_0 as
+ *                its exact Q8_0 records (gemm_q8_0r), against the host module
+ *                on the same records and q8_1 bytes. Integer sums exact on both
+ *                sides (per 32, or per 16 for Q6_K); the fold adds two terms
+ *                per 32-block (scale and min, or the two 16-value halves),
+ *                each with one rounding, and split-k up to 16 more: band
+ *                judge_band_fold(2 nb, 16), normalised by
+ *                sum_k |dx xq| (|s q| + |mn|) (Q6_K / Q4_0: |s q|), which
+ *                bounds the sum of the fold's absolute terms. At the
+ *                launcher's choice and forced tiles / split counts, m in
+ *                {1, 17, 512, 4096}, n off the 128- and 96-row tiles (1000, 333,
+ *                520, 100), k off
+ *                512; then memra_matmul at f16 budget 0 (the core's K records
+ *                and gemm_kr, no dequant_f16 in the ledger), same band.
  *  gemm_fp8_blk  each 128-deep block B is summed by the FP8 tensor cores with
  *                f32 accumulation; Hopper's FP8 MMA keeps about 14 significant
  *                bits between promotions (DeepSeek-V3 report), so one block can
@@ -403,6 +419,248 @@ static int case_gemm_q8_0(void)
     ok &= gemm_q8_case(17, 130, 4128, -2.0f);
     ok &= gemm_q8_case(512, 1000, 2080, 1.0f);
     ok &= gemm_q8_case(4096, 200, 1312, 1.0f);
+    return ok;
+}
+
+/* ---- gemm_kr (and Q4_0 on gemm_q8_0r) -------------------------------------------- */
+
+/* Random blocks of f: every byte random but the f16 scales (finite, non-zero). */
+static uint8_t *make_blocks(memra_format f, int n, int k, size_t *bytes)
+{
+    const size_t bb = (size_t)memra_format_block_bytes(f), nb = (size_t)n * (size_t)(k / memra_format_block_values(f));
+    uint8_t *w = malloc(nb * bb);
+    CHECK(w != NULL);
+    for (size_t i = 0; i < nb * bb; i++) w[i] = (uint8_t)rnd();
+    for (size_t b = 0; b < nb; b++) {
+        const uint16_t d = memra_f16_from_f32((float)(0.005 + 0.01 * unif()));
+        const uint16_t dm = memra_f16_from_f32((float)(0.001 + 0.004 * unif()));
+        uint8_t *p = w + b * bb;
+        const size_t at = f == MEMRA_FORMAT_Q6_K ? 208 : 0;
+        p[at] = (uint8_t)d, p[at + 1] = (uint8_t)(d >> 8);
+        if (f == MEMRA_FORMAT_Q4_K || f == MEMRA_FORMAT_Q5_K) p[2] = (uint8_t)dm, p[3] = (uint8_t)(dm >> 8);
+    }
+    *bytes = nb * bb;
+    return w;
+}
+
+/* The op's weight operand: K records, or Q4_0's Q8_0 records (d kept, q - 8). */
+static uint8_t *operand_of(memra_format f, const uint8_t *w, int n, int k, size_t *bytes)
+{
+    if (f != MEMRA_FORMAT_Q4_0) {
+        *bytes = (size_t)memra_kr_bytes(n, k);
+        uint8_t *r = malloc(*bytes);
+        CHECK(r != NULL);
+        CHECK_INT_EQ(memra_kr_repack(f, w, n, k, r), 0);
+        return r;
+    }
+    const int nb = k / 32;
+    uint8_t *q8 = malloc((size_t)n * nb * MEMRA_Q8_0_BYTES);
+    CHECK(q8 != NULL);
+    for (size_t b = 0; b < (size_t)n * nb; b++) {
+        const uint8_t *s4 = w + b * MEMRA_Q4_0_BYTES;
+        uint8_t *d8 = q8 + b * MEMRA_Q8_0_BYTES;
+        d8[0] = s4[0], d8[1] = s4[1];
+        for (int l = 0; l < 16; l++) {
+            d8[2 + l] = (uint8_t)(int8_t)((s4[2 + l] & 15) - 8);
+            d8[18 + l] = (uint8_t)(int8_t)((s4[2 + l] >> 4) - 8);
+        }
+    }
+    uint8_t *r = records_of(q8, n, k);
+    free(q8);
+    *bytes = memra_q8_0r_bytes(n, k);
+    return r;
+}
+
+/* mass[i][j] = sum_k |dx xq| (|s q| + |mn|) (Q6_K / Q4_0: |s q|), from the
+ * per-value magnitudes of both operands (tabled once). */
+static void kr_mass_all(memra_format f, const uint8_t *rec, const uint8_t *q, int m, int n, int k, double *mass)
+{
+    double *ax = malloc((size_t)m * k * sizeof *ax), *aw = malloc((size_t)n * k * sizeof *aw);
+    CHECK(ax != NULL && aw != NULL);
+    for (int c = 0; c < k; c++) {
+        const int g = (c % 128) / 32;
+        for (int i = 0; i < m; i++) {
+            const uint8_t *xr = q + ((size_t)(c / 128) * m + i) * MEMRA_Q8_1_RECORD_BYTES;
+            float dx;
+            memcpy(&dx, xr + 4 * g, 4);
+            ax[(size_t)i * k + c] = fabs((double)dx * (int8_t)xr[16 + c % 128]);
+        }
+        for (int j = 0; j < n; j++) {
+            float s0, s1 = 0.0f;
+            if (f == MEMRA_FORMAT_Q4_0) {
+                const uint8_t *r = rec + ((size_t)(c / 128) * n + j) * 144;
+                memcpy(&s0, r + 4 * g, 4);
+                aw[(size_t)j * k + c] = fabs((double)s0 * (int8_t)r[16 + c % 128]);
+            } else {
+                const uint8_t *r = rec + ((size_t)(c / 128) * n + j) * MEMRA_KR_RECORD_BYTES;
+                memcpy(&s0, r + 4 * g, 4);
+                memcpy(&s1, r + 16 + 4 * g, 4);
+                const double qv = (int8_t)r[32 + c % 128];
+                aw[(size_t)j * k + c] =
+                    f == MEMRA_FORMAT_Q6_K ? fabs((c % 32 < 16 ? s0 : s1) * qv) : fabs(s0 * qv) + fabs((double)s1);
+            }
+        }
+    }
+    for (int i = 0; i < m; i++)
+        for (int j = 0; j < n; j++) {
+            const double *a = ax + (size_t)i * k, *b = aw + (size_t)j * k;
+            double t = 0.0;
+            for (int c = 0; c < k; c++) t += a[c] * b[c];
+            mass[(size_t)i * n + j] = t;
+        }
+    free(ax);
+    free(aw);
+}
+
+static int kr_judge(const char *what, const float *got, const float *ref, const double *mass, int m, int n, int k,
+                    int64_t ldy, int64_t yrows)
+{
+    judge jd;
+    judge_init(&jd, what, judge_band_fold(2 * (k / 32), 16), stdout);
+    jd.inject = test_inject_fault();
+    for (int i = 0; i < m; i++)
+        for (int c = 0; c < n; c++) {
+            const int64_t e = (int64_t)(i + ROW_OFF) * ldy + c;
+            judge_elem(&jd, i, c, got[e], ref[e], mass[(size_t)i * n + c]);
+        }
+    judge_sentinel_f32(&jd, got, yrows, ldy, ROW_OFF, m, n, -12345.0f);
+    printf("    %-30s max normalised %.3g (band %.3g), %llu over, %llu sentinels overwritten  %s\n", what, jd.max_err,
+           jd.band, (unsigned long long)jd.bad, (unsigned long long)jd.stray, judge_ok(&jd) ? "ok" : "FAIL");
+    return judge_ok(&jd);
+}
+
+static int kr_case(memra_format f, int m, int n, int k)
+{
+    int ok = 1;
+    const memra_op op = f == MEMRA_FORMAT_Q4_0 ? MEMRA_OP_gemm_q8_0r : MEMRA_OP_gemm_kr;
+    const int64_t ldy = n + 3, yrows = m + ROW_OFF + 1;
+    float *x = make_x(m, k);
+    size_t wbytes = 0, rbytes = 0;
+    uint8_t *w = make_blocks(f, n, k, &wbytes), *rec = operand_of(f, w, n, k, &rbytes);
+    memra_buffer *qd = NULL;
+    uint8_t *q = quant_both(x, m, k, &qd, &ok);
+    memra_buffer *qh = buf(g_host, memra_q8_1_bytes(m, k), q);
+    memra_buffer *rd = buf(g_dev, rbytes, rec), *rh = buf(g_host, rbytes, rec);
+    float *sent = malloc((size_t)(yrows * ldy) * 4);
+    double *mass = malloc((size_t)m * n * sizeof *mass);
+    CHECK(sent != NULL && mass != NULL);
+    for (int64_t e = 0; e < yrows * ldy; e++) sent[e] = -12345.0f;
+    kr_mass_all(f, rec, q, m, n, k, mass);
+    memra_buffer *yd = buf(g_dev, (size_t)(yrows * ldy) * 4, sent), *yh = buf(g_host, (size_t)(yrows * ldy) * 4, sent);
+    memra_gemm_args g = {.struct_size = sizeof g, .m = m, .n = n, .k = k, .ldy = ldy, .y_row_offset = ROW_OFF,
+                         .alpha = 1.0f, .w_format = (int32_t)f};
+    g.w = memra_buffer_ptr(rh), g.x = memra_buffer_ptr(qh), g.y = memra_buffer_ptr(yh);
+    CHECK_OK(call_gemm(g_host, "host", op, &g));
+    float *ref = readback(yh, (size_t)(yrows * ldy) * 4);
+    printf("  %s %s m=%-5d n=%-5d k=%-5d\n", memra_op_name(op), memra_format_name(f), m, n, k);
+    static const struct { const char *bm, *bn, *split; } cfg[] = {
+        {NULL, NULL, NULL}, {"128", "128", "1"}, {"64", "128", "3"}, {"128", "96", "1"}, {"64", "96", "16"}};
+    for (size_t c = 0; c < sizeof cfg / sizeof cfg[0]; c++) {
+        if (c > 0 && m > 512) break; /* the biggest shape at the launcher's choice only */
+        mmq_knobs(cfg[c].bm, cfg[c].bn, cfg[c].split, NULL);
+        CHECK_OK(memra_buffer_write(yd, 0, sent, (size_t)(yrows * ldy) * 4));
+        g.w = memra_buffer_ptr(rd), g.x = memra_buffer_ptr(qd), g.y = memra_buffer_ptr(yd);
+        const uint64_t h0 = memra_ledger_hits(g_dev, op, "mmq");
+        CHECK_OK(call_gemm(g_dev, "mmq", op, &g));
+        CHECK_OK(memra_device_synchronize(g_dev));
+        CHECK(memra_ledger_hits(g_dev, op, "mmq") == h0 + 1);
+        float *got = readback(yd, (size_t)(yrows * ldy) * 4);
+        char what[80];
+        snprintf(what, sizeof what, "%s %sx%s split=%s", memra_format_name(f), cfg[c].bm ? cfg[c].bm : "auto",
+                 cfg[c].bn ? cfg[c].bn : "auto", cfg[c].split ? cfg[c].split : "auto");
+        ok &= kr_judge(what, got, ref, mass, m, n, k, ldy, yrows);
+        free(got);
+    }
+    mmq_knobs(NULL, NULL, NULL, NULL);
+    memra_buffer_destroy(qd), memra_buffer_destroy(qh), memra_buffer_destroy(rd), memra_buffer_destroy(rh);
+    memra_buffer_destroy(yd), memra_buffer_destroy(yh);
+    free(x), free(w), free(rec), free(q), free(sent), free(mass), free(ref);
+    return ok;
+}
+
+/* Hits of op on dev by every loaded module. */
+static uint64_t hits_all(memra_device *dev, memra_op op)
+{
+    uint64_t h = 0;
+    for (int i = 0; i < memra_module_count(g_rt); i++) {
+        memra_module_info mi;
+        if (memra_module_info_get(g_rt, i, &mi) == MEMRA_STATUS_OK && mi.loaded) h += memra_ledger_hits(dev, op, mi.name);
+    }
+    return h;
+}
+
+/* memra_matmul at f16 budget 0: prepare makes the operand, matmul runs the
+ * floor (ledger: the floor's GEMM by the plan's module, no dequant_f16), the
+ * result judged against the host module's op on the test's own operand. */
+static int kr_matmul_case(memra_format f, int m, int n, int k)
+{
+    const memra_op op = f == MEMRA_FORMAT_Q4_0 ? MEMRA_OP_gemm_q8_0r : MEMRA_OP_gemm_kr;
+    size_t wbytes = 0, rbytes = 0;
+    uint8_t *w = make_blocks(f, n, k, &wbytes), *rec = operand_of(f, w, n, k, &rbytes);
+    float *x = make_x(m, k);
+    const uint64_t budget0 = memra_device_f16_budget_get(g_dev);
+    CHECK_OK(memra_device_f16_budget_set(g_dev, 0));
+    memra_weight_desc d = {.struct_size = sizeof d, .format = f, .out_f = n, .in_f = k, .data = w, .size = wbytes,
+                           .name = "kfloor"};
+    memra_weight *wt = NULL;
+    CHECK_OK(memra_weight_create(g_rt, &d, &wt));
+    CHECK_OK(memra_weight_prepare(wt, g_dev));
+    const unsigned want = f == MEMRA_FORMAT_Q4_0 ? MEMRA_OPERAND_Q8_0_RECORDS : MEMRA_OPERAND_K_RECORDS;
+    int ok = (memra_weight_operands(wt, g_dev) & want) != 0;
+    memra_weight_plan plan = {.struct_size = sizeof plan};
+    CHECK_OK(memra_weight_plan_get(wt, g_dev, &plan));
+    const char *mod = plan.n_steps > 0 ? plan.modules[plan.n_steps - 1] : NULL;
+    CHECK(mod != NULL);
+    const int64_t ldy = n + 3, yrows = m + ROW_OFF + 1;
+    float *sent = malloc((size_t)(yrows * ldy) * 4);
+    double *mass = malloc((size_t)m * n * sizeof *mass);
+    CHECK(sent != NULL && mass != NULL);
+    for (int64_t e = 0; e < yrows * ldy; e++) sent[e] = -12345.0f;
+    memra_buffer *xd = buf(g_dev, (size_t)m * k * 4, x), *yd = buf(g_dev, (size_t)(yrows * ldy) * 4, sent);
+    const uint64_t h0 = memra_ledger_hits(g_dev, op, mod), dq0 = hits_all(g_dev, MEMRA_OP_dequant_f16);
+    memra_matmul_args a = {.struct_size = sizeof a, .x = memra_buffer_ptr(xd), .m = m, .y = memra_buffer_ptr(yd),
+                           .ldy = ldy, .y_row_offset = ROW_OFF, .alpha = 1.0f};
+    CHECK_OK(memra_matmul_ex(g_dev, wt, &a));
+    CHECK_OK(memra_device_synchronize(g_dev));
+    const int served = memra_ledger_hits(g_dev, op, mod) == h0 + 1 && hits_all(g_dev, MEMRA_OP_dequant_f16) == dq0;
+    float *got = readback(yd, (size_t)(yrows * ldy) * 4);
+    const size_t qb = memra_q8_1_bytes(m, k);
+    memra_buffer *xh = buf(g_host, (size_t)m * k * 4, x), *qh = buf(g_host, qb, NULL);
+    CHECK_OK(call_quant(g_host, "host", xh, m, k, qh));
+    uint8_t *q = readback(qh, qb);
+    memra_buffer *rh = buf(g_host, rbytes, rec), *yh = buf(g_host, (size_t)(yrows * ldy) * 4, sent);
+    memra_gemm_args g = {.struct_size = sizeof g, .m = m, .n = n, .k = k, .ldy = ldy, .y_row_offset = ROW_OFF,
+                         .alpha = 1.0f, .w_format = (int32_t)f, .w = memra_buffer_ptr(rh), .x = memra_buffer_ptr(qh),
+                         .y = memra_buffer_ptr(yh)};
+    CHECK_OK(call_gemm(g_host, "host", op, &g));
+    float *ref = readback(yh, (size_t)(yrows * ldy) * 4);
+    kr_mass_all(f, rec, q, m, n, k, mass);
+    char what[80];
+    snprintf(what, sizeof what, "memra_matmul %s budget 0", memra_format_name(f));
+    ok &= kr_judge(what, got, ref, mass, m, n, k, ldy, yrows);
+    printf("    %s: lane '%s', %s by %s, no dequant_f16: %s\n", memra_format_name(f), plan.lane, memra_op_name(op),
+           mod, served ? "yes" : "NO  FAIL");
+    ok &= served;
+    CHECK_OK(memra_device_f16_budget_set(g_dev, budget0));
+    memra_weight_destroy(wt);
+    memra_buffer_destroy(xd), memra_buffer_destroy(yd), memra_buffer_destroy(xh), memra_buffer_destroy(qh);
+    memra_buffer_destroy(rh), memra_buffer_destroy(yh);
+    free(w), free(rec), free(x), free(sent), free(mass), free(got), free(q), free(ref);
+    return ok;
+}
+
+static int case_gemm_kr(void)
+{
+    static const memra_format fm[] = {MEMRA_FORMAT_Q4_0, MEMRA_FORMAT_Q4_K, MEMRA_FORMAT_Q5_K, MEMRA_FORMAT_Q6_K};
+    int ok = 1;
+    for (size_t i = 0; i < sizeof fm / sizeof fm[0]; i++) {
+        const int q40 = fm[i] == MEMRA_FORMAT_Q4_0;
+        ok &= kr_case(fm[i], 1, 1000, q40 ? 1056 : 1280);
+        ok &= kr_case(fm[i], 17, 333, q40 ? 800 : 768);
+        ok &= kr_case(fm[i], 512, 520, q40 ? 2080 : 2816);
+        ok &= kr_case(fm[i], 4096, 100, q40 ? 1312 : 1280);
+        ok &= kr_matmul_case(fm[i], 17, 200, q40 ? 800 : 768);
+    }
     return ok;
 }
 
@@ -806,6 +1064,86 @@ static int case_sweep(int only_m, int only_shape)
     return 1;
 }
 
+/* Not a test: gemm_kr on K records of FORMAT (q4_k, q5_k or q6_k) at the
+ * launcher's choice and at every forced tile x split count (1..6), on the 27b
+ * sheet at m = 512 and 4096, arms interleaved per repetition, medians of
+ * SWEEP_BATCH calls back to back; one KSWEEP line and one KSWEEPJSON line
+ * per shape. For fitting gemm_kr's own plan constants (it uses gemm_q8_0r's).
+ * `sweep_kr FORMAT M SHAPE` narrows it. */
+static int case_sweep_kr(const char *fmt_name, int only_m, int only_shape)
+{
+    memra_format f = MEMRA_FORMAT_Q4_K;
+    if (fmt_name && strcmp(fmt_name, "q5_k") == 0) f = MEMRA_FORMAT_Q5_K;
+    if (fmt_name && strcmp(fmt_name, "q6_k") == 0) f = MEMRA_FORMAT_Q6_K;
+    static const int shapes[6][2] = {{5120, 12288}, {5120, 1024}, {6144, 5120},
+                                     {5120, 17408}, {17408, 5120}, {5120, 5120}};
+    static const char *const tiles[4][2] = {{"128", "128"}, {"64", "128"}, {"128", "96"}, {"64", "96"}};
+    static const char *const splits[6] = {"1", "2", "3", "4", "5", "6"};
+    enum { K_AUTO, K_CFG0, K_ARMS = K_CFG0 + 24 };
+    const int reps = 7;
+    memra_timer *t = NULL;
+    CHECK_OK(memra_timer_create(g_dev, &t));
+    for (int mi = 0; mi < 2; mi++) {
+        const int m = mi ? 4096 : 512;
+        if (only_m > 0 && m != only_m) continue;
+        for (int si = 0; si < 6; si++) {
+            if (only_shape >= 0 && si != only_shape) continue;
+            const int k = shapes[si][0], n = shapes[si][1];
+            size_t wb = 0, rb = 0;
+            uint8_t *w = make_blocks(f, n, k, &wb), *rec = operand_of(f, w, n, k, &rb);
+            float *x = make_x(m, k);
+            memra_buffer *rd = buf(g_dev, rb, rec), *xd = buf(g_dev, (size_t)m * k * 4, x);
+            memra_buffer *qd = buf(g_dev, memra_q8_1_bytes(m, k), NULL), *yd = buf(g_dev, (size_t)m * n * 4, NULL);
+            memra_op_args qa = {.struct_size = sizeof qa, .src = memra_buffer_ptr(xd), .dst = memra_buffer_ptr(qd),
+                                .rows = m, .cols = k};
+            CHECK_OK(memra_module_call(g_dev, "mmq", MEMRA_OP_quant_q8_1, &qa));
+            memra_op_args ga = {.struct_size = sizeof ga};
+            ga.gemm = (memra_gemm_args){.struct_size = sizeof(memra_gemm_args), .m = m, .n = n, .k = k, .ldy = n,
+                                        .alpha = 1.0f, .w = memra_buffer_ptr(rd), .x = memra_buffer_ptr(qd),
+                                        .y = memra_buffer_ptr(yd), .w_format = (int32_t)f};
+            double ms[K_ARMS][16];
+            for (int r = -1; r < reps; r++)
+                for (int i = 0; i < K_ARMS; i++) {
+                    const int a = (i + (r < 0 ? 0 : r)) % K_ARMS;
+                    if (a >= K_CFG0)
+                        mmq_knobs(tiles[(a - K_CFG0) / 6][0], tiles[(a - K_CFG0) / 6][1], splits[(a - K_CFG0) % 6],
+                                  NULL);
+                    else
+                        mmq_knobs(NULL, NULL, NULL, NULL);
+                    CHECK_OK(memra_timer_start(t, NULL));
+                    for (int b = 0; b < SWEEP_BATCH; b++) CHECK_OK(memra_module_call(g_dev, "mmq", MEMRA_OP_gemm_kr, &ga));
+                    CHECK_OK(memra_timer_stop(t, NULL));
+                    double e = 0;
+                    CHECK_OK(memra_timer_elapsed_ms(t, &e));
+                    if (r >= 0) ms[a][r] = e / SWEEP_BATCH;
+                }
+            mmq_knobs(NULL, NULL, NULL, NULL);
+            const double flop = 2.0 * m * n * k;
+            printf("KSWEEPJSON {\"format\":\"%s\",\"m\":%d,\"in_f\":%d,\"out_f\":%d,\"batch\":%d,\"median_ms\":{",
+                   memra_format_name(f), m, k, n, SWEEP_BATCH);
+            double best = 1e30, au = 0;
+            int best_a = K_AUTO;
+            char names[K_ARMS][32];
+            for (int a = 0; a < K_ARMS; a++) {
+                const double md = median(ms[a], reps);
+                if (a == K_AUTO) snprintf(names[a], 32, "gemm_kr"), au = md;
+                else
+                    snprintf(names[a], 32, "kr_%sx%s_s%s", tiles[(a - K_CFG0) / 6][0], tiles[(a - K_CFG0) / 6][1],
+                             splits[(a - K_CFG0) % 6]);
+                printf("%s\"%s\":%.5f", a ? "," : "", names[a], md);
+                if (md < best) best = md, best_a = a;
+            }
+            printf("}}\n");
+            printf("KSWEEP %s m=%-4d %5d->%-5d auto %.4f ms (%5.1f TF) | best %s %.4f ms (%5.1f TF)\n",
+                   memra_format_name(f), m, k, n, au, flop / au * 1e-9, names[best_a], best, flop / best * 1e-9);
+            memra_buffer_destroy(rd), memra_buffer_destroy(xd), memra_buffer_destroy(qd), memra_buffer_destroy(yd);
+            free(w), free(rec), free(x);
+        }
+    }
+    memra_timer_destroy(t);
+    return 1;
+}
+
 /* Not a test: quant_q8_1 + gemm_q8_0r (the floor's two calls, as memra_matmul
  * makes them) with the GEMM and the split-k sum launched as programmatic
  * dependents (the default) against plain launches (MEMRA_MMQ_PDL=0), on the
@@ -879,7 +1217,7 @@ static int case_pdl(int m)
 int main(int argc, char **argv)
 {
     if (argc < 2) {
-        fprintf(stderr, "usage: %s quant|gemm_q8_0|gemm_q8_0r|accprobe|fp8blk|prefer|bench|sweep|pdl\n", argv[0]);
+        fprintf(stderr, "usage: %s quant|gemm_q8_0|gemm_q8_0r|gemm_kr|accprobe|fp8blk|prefer|bench|sweep|sweep_kr|pdl\n", argv[0]);
         return 2;
     }
     const char *c = argv[1];
@@ -889,12 +1227,15 @@ int main(int argc, char **argv)
     if (strcmp(c, "quant") == 0) ok = case_quant();
     else if (strcmp(c, "gemm_q8_0") == 0) ok = case_gemm_q8_0();
     else if (strcmp(c, "gemm_q8_0r") == 0) g_records = 1, ok = case_gemm_q8_0();
+    else if (strcmp(c, "gemm_kr") == 0) ok = case_gemm_kr();
     else if (strcmp(c, "accprobe") == 0) ok = case_accprobe();
     else if (strcmp(c, "fp8blk") == 0) ok = case_fp8blk();
     else if (strcmp(c, "prefer") == 0) ok = case_prefer();
     else if (strcmp(c, "bench") == 0) ok = case_bench();
     else if (strcmp(c, "sweep") == 0) ok = case_sweep(argc > 2 ? atoi(argv[2]) : 0, argc > 3 ? atoi(argv[3]) : -1);
     else if (strcmp(c, "pdl") == 0) ok = case_pdl(argc > 2 ? atoi(argv[2]) : 0);
+    else if (strcmp(c, "sweep_kr") == 0)
+        ok = case_sweep_kr(argc > 2 ? argv[2] : NULL, argc > 3 ? atoi(argv[3]) : 0, argc > 4 ? atoi(argv[4]) : -1);
     else {
         fprintf(stderr, "unknown case %s\n", c);
         return 2;

@@ -35,4 +35,8 @@
 #define R3_STAGE_BYTES(MT, NT) (R3_A_BYTES(MT) + 32 * (NT) * MMQ_ROW)
 #define R3_SMEM_BYTES(MT, NT) (R3_STAGES * R3_STAGE_BYTES(MT, NT))
 
+/* gemm_kr: gemm_q8_0r's tile on K records (160 bytes per 128 values: 144 in
+ * the row table, 16 in a side table). */
+#define KR_SMEM_BYTES(MT, NT) (R3_STAGES * (32 * (MT) * MMQ_ROW + 32 * (NT) * 160))
+
 #endif

@@ -1,7 +1,7 @@
 /* The MMQ family (mmq.cu): argument checks (the host reference's, so both
  * sides refuse the same calls), declines for the cases the kernels do not
  * take, plans, scratch, and launches on call->stream. Ops quant_q8_1,
- * repack_q8_0, gemm_q8_0r, gemm_q8_0, accprobe. mmq.h holds the constants
+ * repack_q8_0, gemm_q8_0r, gemm_q8_0, gemm_kr, accprobe. mmq.h holds the constants
  * this file and mmq.cu share; mmq.cu, the kernels and their preconditions. */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -136,12 +136,26 @@ const memra_variant *memra__mmq_variants(const memra_device_caps *caps, memra_op
     return NULL;
 }
 
+/* The gemm_kr tiles (mmq.cu "gemm_kr"): the same four shapes, fold "min"
+ * (Q4_K, Q5_K) then fold "q6" (Q6_K), KR_SMEM_BYTES each. */
+static const memra__mmq_r3_tile memra__mmq_kr_tiles[2][MEMRA__MMQ_R3_TILES] = {
+    {{"memra_k_gemm_kr_min_mt4", 128, 128, KR_SMEM_BYTES(4, 4)},
+     {"memra_k_gemm_kr_min_mt2", 64, 128, KR_SMEM_BYTES(2, 4)},
+     {"memra_k_gemm_kr_min_mt4n3", 128, 96, KR_SMEM_BYTES(4, 3)},
+     {"memra_k_gemm_kr_min_mt2n3", 64, 96, KR_SMEM_BYTES(2, 3)}},
+    {{"memra_k_gemm_kr_q6_mt4", 128, 128, KR_SMEM_BYTES(4, 4)},
+     {"memra_k_gemm_kr_q6_mt2", 64, 128, KR_SMEM_BYTES(2, 4)},
+     {"memra_k_gemm_kr_q6_mt4n3", 128, 96, KR_SMEM_BYTES(4, 3)},
+     {"memra_k_gemm_kr_q6_mt2n3", 64, 96, KR_SMEM_BYTES(2, 3)}},
+};
+
 typedef struct mmq_state {
     CUfunction quant_q8_1, gemm_q8_0, probe[3];
     CUfunction repack_q8_0, splitk_sum;
     CUfunction gemm_q8_0r[MEMRA__MMQ_R3_TILES]; /* memra__mmq_r3_tiles[i]'s kernel, NULL where its shared memory does not fit */
     mmq_knobs knobs; /* read at load (memra__gpu_knob) */
     int q8r_list;    /* q8r_list_of(this device): which list memra_call.variant indexes */
+    CUfunction gemm_kr[2][MEMRA__MMQ_R3_TILES]; /* memra__mmq_kr_tiles[f][i]'s kernel, likewise */
 } mmq_state;
 
 #define MMQ_K(q) ((const mmq_state *)memra__gpu_state((q), &memra__gpu_family_mmq))
@@ -177,6 +191,11 @@ static memra_status mmq_load(memra__gpu *q, void *state)
         if (caps->smem_per_block_optin == 0 || caps->smem_per_block_optin >= memra__mmq_r3_tiles[t].smem)
             st = memra__gpu_function(q, m, memra__mmq_r3_tiles[t].kernel, memra__mmq_r3_tiles[t].smem,
                                      &s->gemm_q8_0r[t]);
+    for (int f = 0; f < 2 && st == MEMRA_STATUS_OK; f++)
+        for (int t = 0; t < MEMRA__MMQ_R3_TILES && st == MEMRA_STATUS_OK; t++)
+            if (caps->smem_per_block_optin == 0 || caps->smem_per_block_optin >= memra__mmq_kr_tiles[f][t].smem)
+                st = memra__gpu_function(q, m, memra__mmq_kr_tiles[f][t].kernel, memra__mmq_kr_tiles[f][t].smem,
+                                         &s->gemm_kr[f][t]);
     if (st != MEMRA_STATUS_OK) return st;
     {
         /* Knobs, read once here (never per call). */
@@ -377,7 +396,12 @@ typedef struct q8r_plan {
 #define Q8R_PART_MAX (256.0 * 1024 * 1024) /* bytes of split-k partial sums the plan may ask for */
 static const double k_q8r_step[MEMRA__MMQ_R3_TILES] = {1.0, 0.6, 0.76, 0.41}; /* memra__mmq_r3_tiles order */
 
-static q8r_plan plan_q8_0r(const memra__gpu *q, const mmq_knobs *kn, int m, int n, int k)
+/* plan_tiles(q, memra__mmq_r3_tiles, gemm_q8_0r's kernels, ...) is that plan;
+ * the same model serves gemm_kr's tiles (their own shared-memory sizes decide
+ * which run two to an SM); the step costs are gemm_q8_0r's fit, not refitted
+ * for the K folds (a K step does 1 + 1/NT (min) or 2 (q6) MMAs per q8_0r MMA). */
+static q8r_plan plan_tiles(const memra__gpu *q, const mmq_knobs *kn, const memra__mmq_r3_tile *tiles,
+                           const CUfunction *fns, const char *op, int m, int n, int k)
 {
     int fb = kn->bm, fn = kn->bn, fs = kn->split;
     if (fb < 0) fb = 0; /* a negative value is no forcing */
@@ -389,20 +413,20 @@ static q8r_plan plan_q8_0r(const memra__gpu *q, const mmq_knobs *kn, int m, int 
     q8r_plan best = {-1, 1}, any = {-1, 1};
     double best_cost = -1.0;
     for (int t = 0; t < MEMRA__MMQ_R3_TILES; t++) {
-        const memra__mmq_r3_tile *tl = &memra__mmq_r3_tiles[t];
+        const memra__mmq_r3_tile *tl = &tiles[t];
         const int64_t ty = ((int64_t)n + tl->bn - 1) / tl->bn;
-        if (MMQ_K(q)->gemm_q8_0r[t] == NULL || ty > 65535) continue;
+        if (fns[t] == NULL || ty > 65535) continue;
         if (any.tile < 0) any.tile = t;
         if ((fb != 0 && fb != tl->bm) || (fn != 0 && fn != tl->bn)) continue;
         /* two CTAs per SM: 2 (smem + 1 KB reserved) within the SM's shared
          * memory, which is the per-block opt-in limit + 1 KB */
         const int two = optin == 0 || optin >= 2 * (size_t)tl->smem + 1024;
-        const int64_t tiles = ((int64_t)m + tl->bm - 1) / tl->bm * ty;
+        const int64_t ctas = ((int64_t)m + tl->bm - 1) / tl->bm * ty;
         for (int s = 1; s <= 16; s++) {
             if (fs > 0 ? s != fs : (s > 1 && G / s < 4)) continue;
             /* the partial sums live in scratch: keep them under Q8R_PART_MAX unless forced */
             if (fs == 0 && s > 1 && (double)s * (double)m * (double)n * 4.0 > Q8R_PART_MAX) continue;
-            const int64_t per_sm = (tiles * s + sms - 1) / sms;
+            const int64_t per_sm = (ctas * s + sms - 1) / sms;
             const double steps = (double)((G + s - 1) / s) + Q8R_FILL;
             const double rounds = two ? (double)(per_sm / 2) + (double)(per_sm % 2) * Q8R_LONE : (double)per_sm * Q8R_LONE;
             double cost = rounds * steps * k_q8r_step[t];
@@ -411,12 +435,54 @@ static q8r_plan plan_q8_0r(const memra__gpu *q, const mmq_knobs *kn, int m, int 
         }
     }
     if (best.tile < 0 && any.tile >= 0) best = any; /* a forced choice that cannot be met: the first tile that fits */
-    if (best.tile >= 0 && ((fb != 0 && fb != memra__mmq_r3_tiles[best.tile].bm) ||
-                           (fn != 0 && fn != memra__mmq_r3_tiles[best.tile].bn) || (fs != 0 && fs != best.split)))
+    if (best.tile >= 0 && ((fb != 0 && fb != tiles[best.tile].bm) ||
+                           (fn != 0 && fn != tiles[best.tile].bn) || (fs != 0 && fs != best.split)))
         q->host->log(MEMRA_LOG_DEBUG, q->name,
-                     "gemm_q8_0r: MEMRA_MMQ_BM=%d / BN=%d / SPLIT=%d cannot be met here; running %d x %d, %d slices", fb,
-                     fn, fs, memra__mmq_r3_tiles[best.tile].bm, memra__mmq_r3_tiles[best.tile].bn, best.split);
+                     "%s: MEMRA_MMQ_BM=%d / BN=%d / SPLIT=%d cannot be met here; running %d x %d, %d slices", op, fb,
+                     fn, fs, tiles[best.tile].bm, tiles[best.tile].bn, best.split);
     return best;
+}
+
+/* Plan, scratch and launch of one records GEMM (gemm_q8_0r, gemm_kr) on
+ * `tiles` / `fns`; the arguments are checked by the caller. */
+static memra_status run_tiles(memra__gpu *q, memra_call *call, const memra_gemm_args *a, memra_op op_id,
+                              const memra__mmq_r3_tile *tiles, const CUfunction *fns, const char *op)
+{
+    memra_status st;
+    const mmq_knobs kn = call_knobs(call, q, op_id); /* the init's knobs, or the call's variant's */
+    q8r_plan p = plan_tiles(q, &kn, tiles, fns, op, a->m, a->n, a->k);
+    if (p.tile < 0)
+        return decline(call, strcmp(op, "gemm_kr") == 0
+                                 ? "gemm_kr: no tile fits the device's shared memory, or n is above 65535 tiles of 128"
+                                 : "gemm_q8_0r: no tile fits the device's shared memory, or n is above 65535 tiles of 128");
+    memra_dptr y = y_base(a), w = a->w, x = a->x, part = 0;
+    int m = a->m, n = a->n, k = a->k;
+    long long ldy = a->ldy;
+    float alpha = a->alpha;
+    const memra_status sst =
+        p.split > 1 ? q->host->scratch_get(call, MEMRA__MMQ_SLOT_PART, (size_t)p.split * (size_t)m * (size_t)n * 4u, &part)
+                    : MEMRA_STATUS_OK;
+    /* in a graph capture without reserved scratch: the error, never a different summation order */
+    if (sst == MEMRA_STATUS_NOT_SUPPORTED) return sst;
+    if (sst != MEMRA_STATUS_OK) {
+        /* no memory for the partial sums: the unsplit tile needs none */
+        q->host->log(MEMRA_LOG_DEBUG, q->name, "%s: no scratch for %d split-k slices, running unsplit", op, p.split);
+        p.split = 1;
+    }
+    /* Both kernels are programmatic dependents of the kernel before them in the
+     * stream (in memra_matmul: the quantiser, then the tile; both trigger early,
+     * mmq.cu). */
+    const memra__mmq_r3_tile *tl = &tiles[p.tile];
+    st = launch_pdl_k(q, &kn, fns[p.tile], tl->kernel, (unsigned)((m + tl->bm - 1) / tl->bm),
+                      (unsigned)((n + tl->bn - 1) / tl->bn), (unsigned)p.split, MMQ_THREADS, tl->smem, call->stream,
+                      (void *[]){&w, &x, &y, &m, &n, &k, &ldy, &alpha, &part});
+    if (st != MEMRA_STATUS_OK || p.split == 1) return st;
+    int s = p.split;
+    /* a thread per 4 columns where rows of n floats are 16-byte aligned (n % 4 == 0), else per column */
+    const int cols = n % 4 == 0 ? n / 4 : n;
+    const unsigned gx = (unsigned)((cols + 255) / 256), gy = (unsigned)(m < 65535 ? m : 65535);
+    return launch_pdl_k(q, &kn, MMQ_K(q)->splitk_sum, "memra_k_splitk_sum", gx, gy, 1, 256, 0, call->stream,
+                        (void *[]){&part, &s, &m, &n, &y, &ldy, &alpha});
 }
 
 memra_status memra__mmq_gemm_q8_0r(memra_call *call, const memra_gemm_args *a)
@@ -430,39 +496,30 @@ memra_status memra__mmq_gemm_q8_0r(memra_call *call, const memra_gemm_args *a)
     if (a->m == 0 || a->n == 0) return MEMRA_STATUS_OK;
     if (!aligned(a->w, 16) || !aligned(a->x, 16))
         return decline(call, "gemm_q8_0r: needs 16-byte aligned weight records and q8_1 records");
-    const mmq_knobs kn = call_knobs(call, q, MEMRA_OP_gemm_q8_0r);
-    q8r_plan p = plan_q8_0r(q, &kn, a->m, a->n, a->k);
-    if (p.tile < 0)
-        return decline(call, "gemm_q8_0r: no tile fits the device's shared memory, or n is above 65535 tiles of 128");
-    memra_dptr y = y_base(a), w = a->w, x = a->x, part = 0;
-    int m = a->m, n = a->n, k = a->k;
-    long long ldy = a->ldy;
-    float alpha = a->alpha;
-    const memra_status sst =
-        p.split > 1 ? q->host->scratch_get(call, MEMRA__MMQ_SLOT_PART, (size_t)p.split * (size_t)m * (size_t)n * 4u, &part)
-                    : MEMRA_STATUS_OK;
-    /* in a graph capture without reserved scratch: the error, never a different summation order */
-    if (sst == MEMRA_STATUS_NOT_SUPPORTED) return sst;
-    if (sst != MEMRA_STATUS_OK) {
-        /* no memory for the partial sums: the unsplit tile needs none */
-        q->host->log(MEMRA_LOG_DEBUG, q->name, "gemm_q8_0r: no scratch for %d split-k slices, running unsplit",
-                     p.split);
-        p.split = 1;
-    }
-    /* Both kernels are programmatic dependents of the kernel before them in the
-     * stream (in memra_matmul: the quantiser, then the tile; both trigger early,
-     * mmq.cu). */
-    const memra__mmq_r3_tile *tl = &memra__mmq_r3_tiles[p.tile];
-    st = launch_pdl_k(q, &kn, MMQ_K(q)->gemm_q8_0r[p.tile], tl->kernel, (unsigned)((m + tl->bm - 1) / tl->bm),
-                      (unsigned)((n + tl->bn - 1) / tl->bn), (unsigned)p.split, MMQ_THREADS, tl->smem, call->stream,
-                      (void *[]){&w, &x, &y, &m, &n, &k, &ldy, &alpha, &part});
-    if (st != MEMRA_STATUS_OK || p.split == 1) return st;
-    int s = p.split;
-    /* a thread per 4 columns where rows of n floats are 16-byte aligned (n % 4 == 0), else per column */
-    const int cols = n % 4 == 0 ? n / 4 : n;
-    const unsigned gx = (unsigned)((cols + 255) / 256), gy = (unsigned)(m < 65535 ? m : 65535);
-    return launch_pdl_k(q, &kn, MMQ_K(q)->splitk_sum, "memra_k_splitk_sum", gx, gy, 1, 256, 0, call->stream,
-                        (void *[]){&part, &s, &m, &n, &y, &ldy, &alpha});
+    return run_tiles(q, call, a, MEMRA_OP_gemm_q8_0r, memra__mmq_r3_tiles, MMQ_K(q)->gemm_q8_0r, "gemm_q8_0r");
+}
+
+memra_status memra__mmq_gemm_kr(memra_call *call, const memra_gemm_args *a)
+{
+    memra__gpu *q = MMQ_OF(call);
+    memra_status st = check_gemm(q, "gemm_kr", a);
+    if (st != MEMRA_STATUS_OK) return st;
+    if (!MEMRA_HAS_MEMBER(a, memra_gemm_args, w_format))
+        return q->host->set_error(MEMRA_STATUS_INVALID_ARGUMENT, "%s.gemm_kr: args struct_size %u has no w_format",
+                                  q->name, (unsigned)a->struct_size);
+    const int32_t f = a->w_format;
+    if (f != MEMRA_FORMAT_Q4_K && f != MEMRA_FORMAT_Q5_K && f != MEMRA_FORMAT_Q6_K)
+        return q->host->set_error(MEMRA_STATUS_INVALID_ARGUMENT, "%s.gemm_kr: w_format %d is not Q4_K, Q5_K or Q6_K",
+                                  q->name, (int)f);
+    if (a->k % MEMRA_QK_K != 0)
+        return q->host->set_error(MEMRA_STATUS_INVALID_ARGUMENT,
+                                  "%s.gemm_kr: k = %d is not a multiple of the K-quant super-block (256)", q->name,
+                                  (int)a->k);
+    if (a->m == 0 || a->n == 0) return MEMRA_STATUS_OK;
+    if (!aligned(a->w, 16) || !aligned(a->x, 16))
+        return decline(call, "gemm_kr: needs 16-byte aligned K records and q8_1 records");
+    const int q6 = f == MEMRA_FORMAT_Q6_K;
+    return run_tiles(q, call, a, MEMRA_OP_gemm_kr, memra__mmq_kr_tiles[q6], MMQ_K(q)->gemm_kr[q6], "gemm_kr");
 }
 
 /* ---- accprobe -------------------------------------------------------------------- */
