@@ -7,7 +7,8 @@
 #   build       configure + build (Release, GPU modules ON, tests ON, warnings not fatal:
 #               the device's gcc differs from CI's, which builds with -Werror) into $B
 #   info        nvidia-smi, memra --version, memra info, jit warm + ls
-#   ctest       ctest -L gpu (every GPU test; exit 77 would mean no GPU)
+#   ctest       ctest -L gpu (every GPU test; exit 77 would mean no GPU; CTEST_R a name regex,
+#               CTEST_TIMEOUT the step's limit)
 #   check       memra check --device 0 (receipt), then the forced sm120 and cuda profiles
 #   sanitize    compute-sanitizer memcheck (--leak-check full), racecheck, initcheck and
 #               synccheck over `memra check --device 0 --op X --module Y`, each (op, module)
@@ -77,7 +78,8 @@ step_info() {
 }
 
 step_ctest() {
-  (cd $B && timeout 550 ctest -L '^gpu$' --timeout 300 --output-on-failure > "$L/ctest_gpu.log" 2>&1)
+  (cd $B && timeout ${CTEST_TIMEOUT:-550} ctest -L '^gpu$' ${CTEST_R:+-R "$CTEST_R"} --timeout 300 --output-on-failure \
+     > "$L/ctest_gpu.log" 2>&1)
   say "ctest -L gpu: exit $? $(grep -E 'tests passed' "$L/ctest_gpu.log")"
   grep -E "\*\*\*|Failed|Not Run" "$L/ctest_gpu.log" | head -12 >> "$S"
 }
@@ -159,8 +161,11 @@ san_one() {
     # every counted report must have been filed, else the split is unknown (a
     # launch's error buffer holds 256 records: the tool then drops the rest of
     # that launch's, says so, and counts what it kept)
-    [ "$tool" != racecheck ] && [ "$recs" != "$n" ] && own="?($recs/$n)"
-    grep -q "Error buffer overflow" "$log" && vendor="$vendor (some launch's records dropped by the tool)"
+    if grep -q "Error buffer overflow" "$log"; then
+      vendor="$vendor (the tool kept $recs of its $n reports: a launch's buffer holds 256)"
+    elif [ "$tool" != racecheck ] && [ "$recs" != "$n" ]; then
+      own="?($recs/$n)"
+    fi
     # initcheck reports on memra's kernels: the same cell with every new scratch block
     # zero-filled (MEMRA_TEST_SCRATCH_ZERO=1). If its rows still pass and the reports
     # go, memra's kernels read what another writer put there after the fill (the check
@@ -175,7 +180,7 @@ san_one() {
       # initialised by a fill the tool saw, with every check row still passing: the
       # bytes they read came from a writer the tool does not track (not a read of
       # unwritten memory). Counted clean, shown as such.
-      [ "$zrc" = 0 ] && [ "$zown" = 0 ] && own="u$own"
+      [ "$zrc" = 0 ] && [ "$zown" = 0 ] && [ "$own" != 0 ] && own="u$own"
       { grep -E "^=========     at " "$log.zero" | sed -E 's/.* at (void )?//; s/[+<(].*//' | sort | uniq -c | sort -rn
         head -100 "$log.zero"; } > "$log.zero.cut" && mv "$log.zero.cut" "$log.zero"
     fi
