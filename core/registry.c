@@ -820,6 +820,8 @@ memra_status memra_module_unload(memra_runtime *rt, const char *name)
     if (r == NULL) {
         st = MEMRA__FAIL(MEMRA_STATUS_NOT_FOUND, "memra_module_unload: no loaded module '%s'", name);
     } else {
+        /* its shadows first: no sample may start a run of it once it is unloaded */
+        for (int d = 0; d < rt->n_devices; d++) memra__shadow_module_gone(rt->devices[d], r->name);
         r->loaded = 0;
         st = publish_all(rt);
         if (st != MEMRA_STATUS_OK) {

@@ -177,7 +177,12 @@ typedef struct memra__shadow {
     size_t x_cap, y_copy_cap, y_sh_cap;
     float *h_inc, *h_sh;        /* pinned host rows (cuMemAllocHost), read after ev_done */
     size_t h_cap;               /* floats in each */
-    int pending;                /* a run is in flight: judged at a later sampled call */
+    int pending;                /* work is queued on the shadow's stream up to ev_done: polled at a later sample */
+    int p_judge;                /* ... and it is a complete run to judge (else only waited for) */
+    int broken;                 /* a queued run could not be closed by ev_done: no more samples until freed */
+    memra_dptr retired_d[8];    /* buffers outgrown inside an op: freed at start / stop / unload / close */
+    void *retired_h[4];
+    int n_retired_d, n_retired_h;
     int p_m, p_n, p_k, p_rows;  /* its shape and the rows read back */
     int p_row[8];
 } memra__shadow;
@@ -326,6 +331,10 @@ int memra__shadow_begin(memra_device *dev, const memra__snapshot *s, memra_op op
 /* Free the GPU side of every shadow on dev whose module is `module` (NULL:
  * all), after its stream drains: memra_module_unload and device close. */
 void memra__shadow_release_module(memra_device *dev, const char *module);
+/* Stop every active shadow of `module` on dev (memra_module_unload, before it
+ * publishes; caller holds reg_lock): sampling ends and a run in flight is
+ * waited for, so none of the module's kernels is queued once it is gone. */
+void memra__shadow_module_gone(memra_device *dev, const char *module);
 void memra__shadow_end(memra_device *dev, const memra__snapshot *s, memra_op op, const memra_op_args *args,
                        memra_status st, double t0);
 

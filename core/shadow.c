@@ -52,6 +52,9 @@ static int is_gemm(memra_op op)
            op == MEMRA_OP_gemm_fp8_blk || op == MEMRA_OP_gemm_q8_0 || op == MEMRA_OP_gemm_q8_0r;
 }
 
+/* The op's band against the exact product. The live comparison has two
+ * approximations on its sides (incumbent and shadow, each within the band of
+ * the exact result), so judge_rows allows twice this. */
 static double op_band(memra_op op)
 {
     switch (op) {
@@ -226,7 +229,7 @@ memra_status memra_shadow_get(memra_device *dev, memra_op op, memra_shadow_info 
 static int judge_rows(memra_op op, int m, int n, int k, const int *rows, int n_rows, const float *inc, const float *got,
                       size_t ld, char *why, size_t len)
 {
-    const double band = op_band(op), sk = sqrt((double)k);
+    const double band = 2.0 * op_band(op), sk = sqrt((double)k); /* two approximations: twice the band */
     for (int i = 0; i < n_rows; i++) {
         const float *yi = inc + (size_t)i * ld, *gi = got + (size_t)i * ld;
         double rmax = 0.0;
@@ -398,22 +401,37 @@ static void gpu_free_locked(memra_device *dev, memra__shadow *sh)
     if (sh->h_inc != NULL) dev->cu_mem_free_host(sh->h_inc), sh->h_inc = NULL;
     if (sh->h_sh != NULL) dev->cu_mem_free_host(sh->h_sh), sh->h_sh = NULL;
     sh->h_cap = 0;
-    sh->pending = 0;
+    for (int i = 0; i < sh->n_retired_d; i++) drv->cuMemFree(sh->retired_d[i]);
+    for (int i = 0; i < sh->n_retired_h; i++) dev->cu_mem_free_host(sh->retired_h[i]);
+    sh->n_retired_d = sh->n_retired_h = 0;
+    sh->pending = sh->p_judge = sh->broken = 0;
     sh->gpu_ready = 0;
 }
 
-/* Free sh's GPU side. wait = 0 (inside an op): only when no run is in flight
- * (else it stays for the next start, stop, unload or close). */
+/* Free sh's GPU side. wait = 0 (a verdict inside an op): nothing is freed
+ * there (freeing device or pinned memory can synchronise, and the shadow's
+ * stream may still wait on the caller's work); it stays for the next start,
+ * stop, unload or close, which wait. */
 static void gpu_release(memra_device *dev, memra__shadow *sh, int wait)
 {
-    if (wait) pthread_mutex_lock(&sh->gpu_lock);
-    else if (pthread_mutex_trylock(&sh->gpu_lock) != 0) return;
-    if (sh->gpu_ready && (wait || !sh->pending || dev->cu_event_query(sh->ev_done) == MEMRA__CUDA_SUCCESS) &&
-        memra__device_enter(dev) == MEMRA_STATUS_OK) {
+    if (!wait) return;
+    pthread_mutex_lock(&sh->gpu_lock);
+    if (sh->gpu_ready && memra__device_enter(dev) == MEMRA_STATUS_OK) {
         gpu_free_locked(dev, sh);
         memra__device_leave(dev);
     }
     pthread_mutex_unlock(&sh->gpu_lock);
+}
+
+void memra__shadow_module_gone(memra_device *dev, const char *module)
+{
+    for (int op = 0; op < MEMRA_OP_COUNT_; op++) {
+        memra__shadow *sh = &dev->shadow[op];
+        pthread_mutex_lock(&sh->lock);
+        const int match = atomic_load(&sh->active) && strcmp(sh->module, module) == 0;
+        pthread_mutex_unlock(&sh->lock);
+        if (match) finish(dev, (memra_op)op, MEMRA_SHADOW_STOPPED, "its module was unloaded", 1);
+    }
 }
 
 void memra__shadow_release_module(memra_device *dev, const char *module)
@@ -424,30 +442,43 @@ void memra__shadow_release_module(memra_device *dev, const char *module)
         pthread_mutex_lock(&sh->lock);
         const int match = module == NULL || strcmp(sh->module, module) == 0;
         pthread_mutex_unlock(&sh->lock);
-        if (match && sh->gpu_ready) gpu_release(dev, sh, 1);
+        if (match) gpu_release(dev, sh, 1); /* it tests gpu_ready under gpu_lock */
     }
 }
 
-static int gpu_make(memra__shadow *sh)
+static int gpu_make(memra_device *dev, memra__shadow *sh)
 {
     const memra__driver *drv = memra__driver_get();
     CUevent *evs[6] = {&sh->ev_inc0, &sh->ev_inc1, &sh->ev_in, &sh->ev_sh0, &sh->ev_sh1, &sh->ev_done};
     int ok = drv->cuStreamCreate(&sh->stream, SH_STREAM_NON_BLOCKING) == MEMRA__CUDA_SUCCESS;
-    for (int i = 0; i < 6 && ok; i++) ok = drv->cuEventCreate(evs[i], 0) == MEMRA__CUDA_SUCCESS;
-    sh->gpu_ready = 1; /* even partly made: gpu_free_locked frees what exists */
-    return ok;
+    if (!ok) sh->stream = NULL;
+    for (int i = 0; i < 6 && ok; i++) {
+        ok = drv->cuEventCreate(evs[i], 0) == MEMRA__CUDA_SUCCESS;
+        if (!ok) *evs[i] = NULL;
+    }
+    if (!ok) {
+        gpu_free_locked(dev, sh); /* what was made (the new stream is idle); a later sample tries again */
+        return 0;
+    }
+    sh->gpu_ready = 1;
+    return 1;
 }
 
-/* Grow a device buffer to `need` bytes (a power of two at least 1 MiB). No
- * run is in flight when this is called; cuMemFree of the old one may be
- * synchronised by the driver: a handful of times per shadow, as shapes grow. */
-static int grow(memra_dptr *p, size_t *cap, size_t need)
+/* Grow a device buffer to `need` bytes (a power of two at least 1 MiB). This
+ * runs inside a sampled op: the old buffer is not freed here (cuMemFree can
+ * synchronise) but retired, freed at the next start / stop / unload / close;
+ * with the retired list full the sample is skipped (0). cuMemAlloc itself
+ * does not wait for the device. */
+static int grow(memra__shadow *sh, memra_dptr *p, size_t *cap, size_t need)
 {
     if (*cap >= need) return 1;
     const memra__driver *drv = memra__driver_get();
     size_t sz = 1u << 20;
     while (sz < need) sz <<= 1;
-    if (*p != 0) drv->cuMemFree(*p);
+    if (*p != 0) {
+        if (sh->n_retired_d == (int)(sizeof sh->retired_d / sizeof sh->retired_d[0])) return 0;
+        sh->retired_d[sh->n_retired_d++] = *p;
+    }
     *p = 0;
     *cap = 0;
     if (drv->cuMemAlloc(p, sz) != MEMRA__CUDA_SUCCESS) {
@@ -473,6 +504,7 @@ static memra_shadow_state gpu_harvest(memra_device *dev, const memra__snapshot *
     const memra__driver *drv = memra__driver_get();
     (void)dev;
     sh->pending = 0;
+    if (!sh->p_judge) return MEMRA_SHADOW_WATCHING; /* an incomplete run, only waited for (its sample was counted skipped) */
     float inc_ms = 0.0f, sh_ms = 0.0f;
     if (drv->cuEventElapsedTime(&inc_ms, sh->ev_inc0, sh->ev_inc1) != MEMRA__CUDA_SUCCESS ||
         drv->cuEventElapsedTime(&sh_ms, sh->ev_sh0, sh->ev_sh1) != MEMRA__CUDA_SUCCESS) {
@@ -517,12 +549,16 @@ static int gpu_begin(memra_device *dev, const memra__snapshot *s, memra__shadow 
     memra_shadow_state verdict = MEMRA_SHADOW_WATCHING;
     char reason[300] = "";
     int run = drv->cuStreamIsCapturing(S, &capturing) == MEMRA__CUDA_SUCCESS && capturing == 0;
-    if (run && !sh->gpu_ready) run = gpu_make(sh);
+    /* a shadow stopped meanwhile (stop, promote, unload: active is cleared
+     * before they take gpu_lock) starts nothing more */
+    if (run && (!atomic_load(&sh->active) || sh->broken)) run = 0;
+    if (run && !sh->gpu_ready) run = gpu_make(dev, sh);
     if (run && sh->pending) {
         const CUresult q = dev->cu_event_query(sh->ev_done);
         if (q == MEMRA__CUDA_SUCCESS) verdict = gpu_harvest(dev, s, op, sh, reason, sizeof reason);
-        else run = 0; /* in flight (or failed: judged as not ready, the next poll sees it again) */
-        if (q != MEMRA__CUDA_SUCCESS && q != SH_CU_NOT_READY) sh->pending = 0;
+        else run = 0; /* in flight */
+        /* the query failed: the stream's state is unknown, sampling stops (its buffers stay) */
+        if (q != MEMRA__CUDA_SUCCESS && q != SH_CU_NOT_READY) sh->broken = 1;
     }
     if (run && verdict == MEMRA_SHADOW_WATCHING) run = drv->cuEventRecord(sh->ev_inc0, S) == MEMRA__CUDA_SUCCESS;
     memra__device_leave(dev);
@@ -531,6 +567,22 @@ static int gpu_begin(memra_device *dev, const memra__snapshot *s, memra__shadow 
     if (verdict == MEMRA_SHADOW_WATCHING) atomic_fetch_add(&sh->skipped, 1);
     gpu_verdict(dev, op, verdict, reason);
     return 0;
+}
+
+/* Close the work queued on the shadow's stream with ev_done: pending from now
+ * on; judged at a later sample only when `whole` (returns whether it will be).
+ * If even that record fails, the stream's work cannot be tracked: sampling
+ * stops for this shadow (sh->gpu_ready stays, every later sample is skipped)
+ * until stop / start / unload / close wait for the stream. */
+static int close_run(memra__shadow *sh, CUstream SS, int whole)
+{
+    if (memra__driver_get()->cuEventRecord(sh->ev_done, SS) != MEMRA__CUDA_SUCCESS) {
+        sh->broken = 1;
+        return 0;
+    }
+    sh->pending = 1;
+    sh->p_judge = whole;
+    return whole;
 }
 
 /* After the incumbent of a sampled call: the copies on the caller's stream,
@@ -558,14 +610,16 @@ static void gpu_end(memra_device *dev, const memra__snapshot *s, memra_op op, co
         for (int i = 0; i < nr; i++) rows[i] = nr == g->m ? i : (int)((int64_t)i * (g->m - 1) / (SH_MAX_ROWS - 1));
     }
     const size_t n = ok ? (size_t)g->n : 0, rb = n * sizeof(float);
-    ok = ok && grow(&sh->x_copy, &sh->x_cap, (size_t)xb) && grow(&sh->y_copy, &sh->y_copy_cap, (size_t)nr * rb) &&
-         grow(&sh->y_sh, &sh->y_sh_cap, (size_t)g->m * rb);
+    ok = ok && grow(sh, &sh->x_copy, &sh->x_cap, (size_t)xb) &&
+         grow(sh, &sh->y_copy, &sh->y_copy_cap, (size_t)nr * rb) && grow(sh, &sh->y_sh, &sh->y_sh_cap, (size_t)g->m * rb);
     if (ok && sh->h_cap < (size_t)nr * n) {
-        if (sh->h_inc != NULL) dev->cu_mem_free_host(sh->h_inc), sh->h_inc = NULL;
-        if (sh->h_sh != NULL) dev->cu_mem_free_host(sh->h_sh), sh->h_sh = NULL;
-        sh->h_cap = 0;
+        /* the old pinned rows retired like the device buffers (cuMemFreeHost can synchronise) */
+        ok = sh->n_retired_h + 2 <= (int)(sizeof sh->retired_h / sizeof sh->retired_h[0]);
+        if (ok && sh->h_inc != NULL) sh->retired_h[sh->n_retired_h++] = sh->h_inc, sh->h_inc = NULL;
+        if (ok && sh->h_sh != NULL) sh->retired_h[sh->n_retired_h++] = sh->h_sh, sh->h_sh = NULL;
+        if (ok) sh->h_cap = 0;
         void *a = NULL, *b = NULL;
-        ok = dev->cu_mem_alloc_host(&a, (size_t)nr * rb) == MEMRA__CUDA_SUCCESS;
+        ok = ok && dev->cu_mem_alloc_host(&a, (size_t)nr * rb) == MEMRA__CUDA_SUCCESS;
         if (ok) sh->h_inc = a;
         ok = ok && dev->cu_mem_alloc_host(&b, (size_t)nr * rb) == MEMRA__CUDA_SUCCESS;
         if (ok) sh->h_sh = b, sh->h_cap = (size_t)nr * n;
@@ -578,12 +632,16 @@ static void gpu_end(memra_device *dev, const memra__snapshot *s, memra_op op, co
                                                            (uint64_t)g->ldy * sizeof(float)),
                                        rb, S) == MEMRA__CUDA_SUCCESS;
     ok = ok && drv->cuEventRecord(sh->ev_in, S) == MEMRA__CUDA_SUCCESS;
-    /* On the shadow's stream, ordered after those copies. */
-    ok = ok && dev->cu_stream_wait_event(SS, sh->ev_in, 0) == MEMRA__CUDA_SUCCESS &&
-         drv->cuEventRecord(sh->ev_sh0, SS) == MEMRA__CUDA_SUCCESS;
+    /* On the shadow's stream, ordered after those copies. From the wait on,
+     * work is queued there: whatever happens next, ev_done closes it and the
+     * run is pending, so no buffer it uses is reused or retired before a later
+     * sample has seen ev_done complete (queued, then judged only if whole). */
+    const int queued = ok && dev->cu_stream_wait_event(SS, sh->ev_in, 0) == MEMRA__CUDA_SUCCESS;
+    ok = queued && drv->cuEventRecord(sh->ev_sh0, SS) == MEMRA__CUDA_SUCCESS;
     if (!ok) {
         /* nothing was judged: the caller's call stands, this sample is skipped */
         if (st == MEMRA_STATUS_OK) atomic_fetch_add(&sh->skipped, 1);
+        if (queued) close_run(sh, SS, 0);
         memra__device_leave(dev);
         pthread_mutex_unlock(&sh->gpu_lock);
         return;
@@ -609,15 +667,13 @@ static void gpu_end(memra_device *dev, const memra__snapshot *s, memra_op op, co
                      MEMRA__CUDA_SUCCESS &&
                  drv->cuMemcpyDtoHAsync(sh->h_inc + (size_t)i * n, sh->y_copy + (memra_dptr)i * rb, rb, SS) ==
                      MEMRA__CUDA_SUCCESS;
-        ok = ok && drv->cuEventRecord(sh->ev_done, SS) == MEMRA__CUDA_SUCCESS;
-        if (ok) {
-            sh->pending = 1;
-            sh->p_m = g->m, sh->p_n = g->n, sh->p_k = g->k, sh->p_rows = nr;
-            memcpy(sh->p_row, rows, sizeof rows);
-        } else {
-            atomic_fetch_add(&sh->skipped, 1);
-        }
-    } else if (ss != MEMRA_STATUS_DECLINED) { /* a lane may decline a shape: not a verdict */
+        sh->p_m = g->m, sh->p_n = g->n, sh->p_k = g->k, sh->p_rows = nr;
+        memcpy(sh->p_row, rows, sizeof rows);
+        if (!close_run(sh, SS, ok)) atomic_fetch_add(&sh->skipped, 1);
+    } else {
+        close_run(sh, SS, 0); /* whatever the lane queued before it failed or declined */
+    }
+    if (ss != MEMRA_STATUS_OK && ss != MEMRA_STATUS_DECLINED) { /* a lane may decline a shape: not a verdict */
         snprintf(reason, sizeof reason, "the shadow's %s m=%d n=%d k=%d returned %s: %.200s", memra_op_name(op), g->m,
                  g->n, g->k, memra_status_str(ss), memra_last_error());
         verdict = MEMRA_SHADOW_ROLLED_BACK;

@@ -554,6 +554,16 @@ static memra_status gemm_step(const mm_call *c, memra_op op, const memra_gemm_ar
     return memra__dispatch_on(c->dev, c->snap, op, &a);
 }
 
+/* Whether a floor step's status lets the call fall to the next path: DECLINED
+ * (every lane declined), or NOT_SUPPORTED because the snapshot has no lane for
+ * the op. A lane's own NOT_SUPPORTED (scratch too small in a CUDA graph
+ * capture, naming memra_stream_reserve) is the call's answer: falling back
+ * would capture another numeric path than the eager calls run. */
+static int floor_falls_back(const mm_call *c, memra_op op, memra_status st)
+{
+    return st == MEMRA_STATUS_DECLINED || (st == MEMRA_STATUS_NOT_SUPPORTED && c->snap->n_lanes[op] == 0);
+}
+
 /* An operand made during a call allocates and waits for the device, which a
  * stream being captured into a CUDA graph cannot take: a clear error instead
  * (the host device and a driver that cannot tell are never capturing). */
@@ -612,7 +622,7 @@ static memra_status mmq(const mm_call *c, memra_weight *w, weight_dev *wd, memra
     if (records != 0) {
         g.w = records;
         st = gemm_step(c, MEMRA_OP_gemm_q8_0r, &g);
-        if (st != MEMRA_STATUS_DECLINED && st != MEMRA_STATUS_NOT_SUPPORTED) return st;
+        if (!floor_falls_back(c, MEMRA_OP_gemm_q8_0r, st)) return st;
     }
     st = q8_0_blocks(w, c->dev, wd, c->stream, &g.w);
     if (st != MEMRA_STATUS_OK) return st;
@@ -705,7 +715,7 @@ static memra_status matmul_steps(const mm_call *c, memra_weight *w, const memra_
             st = gemm_step(c, MEMRA_OP_gemm_fp8_blk, &g);
             /* No lane (NOT_SUPPORTED) falls to the floor like a decline: prepare
              * builds the slab for exactly that case. */
-            if (st != MEMRA_STATUS_DECLINED && st != MEMRA_STATUS_NOT_SUPPORTED) return st;
+            if (!floor_falls_back(c, MEMRA_OP_gemm_fp8_blk, st)) return st;
         }
         if (op_load(&wd->q8_0) == 0 && op_load(&wd->q8_0r) == 0) {
             if (w->in_f % 32 != 0)
@@ -743,7 +753,7 @@ static memra_status matmul_steps(const mm_call *c, memra_weight *w, const memra_
         gr.x = rec;
         gr.w = op_load(&wd->q8_0r);
         st = gemm_step(c, MEMRA_OP_gemm_q8_0r, &gr);
-        if (st != MEMRA_STATUS_DECLINED && st != MEMRA_STATUS_NOT_SUPPORTED) return st;
+        if (!floor_falls_back(c, MEMRA_OP_gemm_q8_0r, st)) return st;
         memra__ledger_core_decline(dev, MEMRA_OP_dequant_f16, "core",
                                    "Q4_0 floor declined: per-call dequantisation to f16 (the last fall-back)");
     }
@@ -763,7 +773,7 @@ static memra_status matmul_steps(const mm_call *c, memra_weight *w, const memra_
             gr.w = kr;
             gr.w_format = (int32_t)w->format;
             st = gemm_step(c, MEMRA_OP_gemm_kr, &gr);
-            if (st != MEMRA_STATUS_DECLINED && st != MEMRA_STATUS_NOT_SUPPORTED) return st;
+            if (!floor_falls_back(c, MEMRA_OP_gemm_kr, st)) return st;
             memra__ledger_core_decline(dev, MEMRA_OP_dequant_f16, "core",
                                        "K-quant floor declined: per-call dequantisation to f16 (the last fall-back)");
         } else {

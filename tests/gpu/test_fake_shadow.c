@@ -12,8 +12,10 @@
  *             counts its runs; routing then puts mmq first.
  *   rollback  MEMRA_SHADOW_TEST_CORRUPT=1: the first judged sample (the
  *             second sampled call) rolls back with a "mismatch" reason.
- *   unload    the shadow module unloaded while a run is pending (its GPU
- *             side freed first), then no more samples; stop.
+ *   unload    the shadow module unloaded while a run is pending: the
+ *             unload stops the shadow first (state stopped, the reason names
+ *             the unload; the run waited for and its GPU side freed), then no
+ *             more samples; a stop after it finds no shadow (NOT_FOUND).
  *   close     memra_close with a run pending (freed there; ASan's leak check).
  * The numerics of a real run are tests/gpu/test_gpu_shadow.c's (label gpu).
  *   test_fake_shadow FAKE_CUDA_SO agree|rollback|unload|close */
@@ -145,8 +147,9 @@ int main(int argc, char **argv)
         call(), call(); /* no shadow lane any more: nothing sampled */
         CHECK(info().samples == 1);
         memra_shadow_info i = info();
-        CHECK_INT_EQ(i.state, MEMRA_SHADOW_WATCHING);
-        CHECK_OK(memra_shadow_stop(g_dev, op));
+        CHECK_INT_EQ(i.state, MEMRA_SHADOW_STOPPED);
+        CHECK_STR_CONTAINS(i.reason, "unloaded");
+        CHECK_STATUS(memra_shadow_stop(g_dev, op), MEMRA_STATUS_NOT_FOUND); /* nothing left to stop */
         CHECK_INT_EQ(info().state, MEMRA_SHADOW_STOPPED);
     } else if (strcmp(c, "close") == 0) {
         call(), call(); /* a run pending when the runtime closes */

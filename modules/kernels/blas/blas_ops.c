@@ -137,6 +137,9 @@ static memra_status quant_fused(memra__gpu *gpu, memra_call *call, memra_dptr x,
     memra_dptr bar = 0;
     if (MEMRA_HAS_MEMBER(gpu->host, memra_host_services, scratch_get_zeroed)) {
         memra_status sb = gpu->host->scratch_get_zeroed(call, MEMRA__GPU_SLOT_FP8BAR, 256, &bar);
+        /* none in a capture whose arena lacks it (NOT_SUPPORTED): the two passes,
+         * which need no block of their own, serve the call */
+        if (sb == MEMRA_STATUS_NOT_SUPPORTED) return MEMRA_STATUS_DECLINED;
         if (sb != MEMRA_STATUS_OK) return sb;
     } else {
         bar = scales + 128;
