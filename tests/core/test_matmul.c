@@ -636,6 +636,45 @@ static void test_kquant_floor(memra_runtime *rt, memra_format f, int m, int n, i
     free(rec);
 }
 
+/* A gemm_kr lane's own NOT_SUPPORTED (testkrns: what a GPU lane answers in a
+ * CUDA graph capture without reserved scratch) is the call's answer: no
+ * per-call dequantisation (another numeric path) behind it, no raw copy made
+ * again, nothing dequantised; with testkrns gone the host's gemm_kr serves. */
+static void test_kquant_lane_not_supported(memra_runtime *rt, const char *testkrns)
+{
+    const memra_format f = MEMRA_FORMAT_Q4_K;
+    const int m = 5, n = 36, k = 256;
+    size_t bytes = 0;
+    uint8_t *wq = random_kquant(f, n, k, &bytes);
+    memra_weight_desc d = {.struct_size = sizeof d, .format = f, .out_f = n, .in_f = k, .data = wq, .size = bytes,
+                           .name = "q4_k lane not supported"};
+    memra_device *host = memra_device_host(rt);
+    const uint64_t budget0 = memra_device_f16_budget_get(host);
+    CHECK_OK(memra_device_f16_budget_set(host, 0));
+    memra_weight *w = make(rt, &d);
+    CHECK_OK(memra_weight_prepare(w, host));
+    check_operands(rt, w, MEMRA_OPERAND_K_RECORDS, "K-quant before testkrns");
+    CHECK_OK(memra_module_load(rt, testkrns));
+    const char *names[4];
+    CHECK(memra_routing_get(host, MEMRA_OP_gemm_kr, names, 4) >= 1);
+    CHECK_STR_EQ(names[0], "testkrns");
+    float *x = malloc((size_t)m * k * sizeof *x), *y = malloc((size_t)m * n * sizeof *y);
+    CHECK(x != NULL && y != NULL);
+    for (int i = 0; i < m * k; i++) x[i] = test_rand_f32(&g_rng);
+    const uint64_t deq = memra_ledger_hits(host, MEMRA_OP_dequant_f16, "host");
+    CHECK_STATUS(memra_matmul(host, w, (memra_dptr)(uintptr_t)x, m, (memra_dptr)(uintptr_t)y, NULL),
+                 MEMRA_STATUS_NOT_SUPPORTED);
+    CHECK_STR_CONTAINS(memra_last_error(), "testkrns");
+    CHECK_INT_EQ(memra_ledger_hits(host, MEMRA_OP_dequant_f16, "host"), deq);
+    check_operands(rt, w, MEMRA_OPERAND_K_RECORDS, "K-quant after testkrns's NOT_SUPPORTED (no raw copy made)");
+    printf("%-44s NOT_SUPPORTED from the lane is the answer, no fall-back  PASS\n", "q4_k gemm_kr lane NOT_SUPPORTED");
+    CHECK_OK(memra_module_unload(rt, "testkrns"));
+    CHECK_OK(memra_matmul(host, w, (memra_dptr)(uintptr_t)x, m, (memra_dptr)(uintptr_t)y, NULL));
+    CHECK_OK(memra_device_f16_budget_set(host, budget0));
+    memra_weight_destroy(w);
+    free(x), free(y), free(wq);
+}
+
 /* Q4_0 without a mirror on the MMQ floor: prepare converts its blocks to Q8_0
  * (d kept, q - 8 as int8: the same values) and repacks them into records, so
  * matmul is gemm_q8_0r, and its result is the MMQ reference of those Q8_0
@@ -764,7 +803,7 @@ static void test_validation(memra_runtime *rt)
 
 int main(int argc, char **argv)
 {
-    if (argc < 2) TEST_FAIL_AT("usage: test_matmul <path of testq8r.so>");
+    if (argc < 3) TEST_FAIL_AT("usage: test_matmul <path of testq8r.so> <path of testkrns.so>");
     g_rng = test_seed();
     memra_options o = {.struct_size = sizeof o, .no_cuda = 1, .no_default_modules = 1};
     memra_runtime *rt;
@@ -786,6 +825,7 @@ int main(int argc, char **argv)
         test_kquant_floor(rt, kq[f], 1, 40, 256);
         test_kquant_floor(rt, kq[f], 17, 33, 768);
     }
+    test_kquant_lane_not_supported(rt, argv[2]);
     memra_close(rt);
     return 0;
 }

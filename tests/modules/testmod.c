@@ -14,6 +14,10 @@
  *             accprobe); scale works, and the two members past its size hold
  *             functions that fail loudly if the core ever calls them
  *   Q8RDECLINE "testq8r": gemm_q8_0r that declines every call (score 20 on host)
+ *   KRNOTSUP  "testkrns": gemm_kr that answers NOT_SUPPORTED at n = 36 (as a
+ *             lane does in a CUDA graph capture without reserved scratch) and
+ *             declines every other shape, so the admission self-check (which
+ *             a NOT_SUPPORTED would rightly fail) admits it; score 20 on host
  *   PROFILE   "testprof": gemm_f16 that declines every call, score 30 only on a
  *             host-backed device whose profile is sm90 (the fake devices of
  *             MEMRA_TEST_FAKE_DEVICES), so routings differ by forced profile
@@ -86,7 +90,7 @@ static int score(const memra_device_caps *caps)
     return 0;
 #elif defined(PROFILE)
     return caps->arch == MEMRA_ARCH_HOST && caps->profile != NULL && strcmp(caps->profile, "sm90") == 0 ? 30 : 0;
-#elif defined(DECLINE) || defined(Q8RDECLINE)
+#elif defined(DECLINE) || defined(Q8RDECLINE) || defined(KRNOTSUP)
     return caps->arch == MEMRA_ARCH_HOST ? 20 : 0;
 #else
     return caps->arch == MEMRA_ARCH_HOST ? 10 : 0;
@@ -175,6 +179,17 @@ static memra_status op_decline_q8r(memra_call *call, const memra_gemm_args *args
     return MEMRA_STATUS_DECLINED;
 }
 static const memra_op_table k_ops = {.struct_size = sizeof(memra_op_table), .gemm_q8_0r = op_decline_q8r};
+#elif defined(KRNOTSUP)
+static memra_status op_notsup_kr(memra_call *call, const memra_gemm_args *args)
+{
+    if (args->n != 36) {
+        call->decline_reason = "testkrns answers only n = 36";
+        return MEMRA_STATUS_DECLINED;
+    }
+    ctx *c = call->module_ctx;
+    return c->host->set_error(MEMRA_STATUS_NOT_SUPPORTED, "testkrns: gemm_kr not supported here (reserve scratch)");
+}
+static const memra_op_table k_ops = {.struct_size = sizeof(memra_op_table), .gemm_kr = op_notsup_kr};
 #elif defined(PROFILE)
 static memra_status op_decline_f16(memra_call *call, const memra_gemm_args *args)
 {
