@@ -12,7 +12,8 @@
  *   sm120           init on cc 12.0; quant_q8_1 and gemm_q8_0r launch as dependents; gemm_fp8_blk runs mxf8f6f4 kernels
  *   sm120_on_sm90   a forced sm120 profile on cc 9.0: gemm_fp8_blk declines with the sm120 reason
  *   mmq             gemm_q8_0 launches memra_k_gemm_q8_0, accprobe the probe, the tile plan avoids 128 x 128 at 99 KB
- *   fp8blk          gemm_fp8_blk launches the quantiser then the GEMM from the embedded cubin (no JIT service) */
+ *   fp8blk          gemm_fp8_blk launches the quantiser then the GEMM from the embedded cubin (no JIT service):
+ *                   the wgmma kernel on cc 9.0, the mma.sync one with MEMRA_FP8BLK_WGMMA=0 */
 #include <dlfcn.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -195,10 +196,12 @@ static memra_status fake_scratch_get(memra_call *call, const char *name, size_t 
     *out = (memra_dptr)0x10000000u * (1 + h % 4096u);
     return MEMRA_STATUS_OK;
 }
+static const char *g_wgmma_knob; /* MEMRA_FP8BLK_WGMMA as the module sees it (NULL: unset) */
 static const char *fake_knob(const memra_device_caps *caps, const char *name)
 {
-    (void)caps, (void)name;
-    return NULL; /* every knob at its default */
+    (void)caps;
+    if (strcmp(name, "MEMRA_FP8BLK_WGMMA") == 0) return g_wgmma_knob;
+    return NULL; /* every other knob at its default */
 }
 static void *fake_library_open(const char *which)
 {
@@ -396,12 +399,22 @@ static int case_fp8blk(const char *so)
     int ok = 1;
     memra_call c = call_of(&m);
     memra_gemm_args a = gemm(64, 256, 512);
+    /* cc 9.0: the warpgroup kernel of the sm_90a image serves */
     ok &= launched("gemm_fp8_blk", m.desc->ops->gemm_fp8_blk(&c, &a), 2,
-                   (const char *[]){"memra_k_fp8blk_quant", "memra_k_fp8blk_gemm"}, (const int[]){0, 0});
+                   (const char *[]){"memra_k_fp8blk_quant", "memra_k_fp8blk_wgmma"}, (const int[]){0, 0});
     a.k = 24;
     c = call_of(&m);
     ok &= declined("gemm_fp8_blk k = 24", m.desc->ops->gemm_fp8_blk(&c, &a), &c, "multiple of 16");
     ok &= close_mod(&m, 1);
+    /* MEMRA_FP8BLK_WGMMA=0: the mma.sync kernel (the sm_120 design) serves cc 9.0 */
+    g_wgmma_knob = "0";
+    if (!open_mod(so, 90, &m)) return 0;
+    c = call_of(&m);
+    a = gemm(64, 256, 512);
+    ok &= launched("gemm_fp8_blk (MEMRA_FP8BLK_WGMMA=0)", m.desc->ops->gemm_fp8_blk(&c, &a), 2,
+                   (const char *[]){"memra_k_fp8blk_quant", "memra_k_fp8blk_gemm"}, (const int[]){0, 0});
+    ok &= close_mod(&m, 1);
+    g_wgmma_knob = NULL;
     return ok;
 }
 

@@ -25,4 +25,20 @@
 #define FP8BLK_STAGE_BYTES_OF(bm, bn) (((bm) + (bn)) * FP8BLK_ROW + (bm) * 4)
 #define FP8BLK_SMEM_BYTES_OF(bm, bn) (2 * FP8BLK_STAGE_BYTES_OF(bm, bn))
 
+/* The sm_90a warpgroup kernel (memra_k_fp8blk_wgmma, fp8blk_gemm.cu): a fixed
+ * 128 x 128 tile, two warpgroups of 64 tokens each (256 threads), FP8BLK_WG_STAGES
+ * stages of [128 x 128] e4m3 for each operand in the 128-byte swizzled layout
+ * wgmma reads (rows of 128 bytes, 16-byte chunk c of row r at c ^ (r % 8)), then
+ * the 128 activation scales; every stage 1024-byte aligned, plus 1024 bytes to
+ * align the first. Hopper only (227 KB of shared memory per block); the
+ * mma.sync tiles above are the ones sm_120 runs. */
+#define FP8BLK_WG_BM 128
+#define FP8BLK_WG_BN 128
+#define FP8BLK_WG_THREADS 256
+#ifndef FP8BLK_WG_STAGES
+#define FP8BLK_WG_STAGES 6
+#endif
+#define FP8BLK_WG_STAGE_BYTES 33792 /* 16384 + 16384 + 512, rounded up to 1024 */
+#define FP8BLK_WG_SMEM_BYTES (FP8BLK_WG_STAGES * FP8BLK_WG_STAGE_BYTES + 1024)
+
 #endif

@@ -252,3 +252,171 @@ memra_k_fp8blk_gemm(const unsigned char *__restrict__ w, const float *__restrict
                 if (i < m && j < n) y[(long long)i * ldy + j] = alpha * acc[mt][nt][e];
             }
 }
+
+/* ---- the sm_90a warpgroup GEMM ------------------------------------------------------ */
+
+/* On sm_90 the e4m3 mma.sync above is not a tensor-core FP8 instruction: ptxas
+ * turns each m16n8k32 into F2FP unpacks to f16, two HMMA.16816 and f32 adds
+ * (SASS of this file for sm_90a), so it runs at the f16 mma.sync rate at best.
+ * Hopper's FP8 tensor cores are reached by wgmma alone: this kernel is the
+ * fp8blk module's default on cc 9.0; the mma.sync kernel stays the sm_120
+ * design (kind::f8f6f4 there is the native FP8 MMA) and a variant on sm_90.
+ *
+ *   memra_k_fp8blk_wgmma  the same y as memra_k_fp8blk_gemm, from the same
+ *                         quantised operands. CTA tile 128 tokens x 128 weight
+ *                         rows (one scale block of rows: one grid value per k
+ *                         step), two warpgroups of 64 tokens; a k step is one
+ *                         128-column scale block: four wgmma m64n128k32 into a
+ *                         block accumulator, folded into the running f32 result
+ *                         as acc += (s[i,b] * grid[j/128][b]) * B (the same fold
+ *                         as above, once per block, blocks in ascending order).
+ *                         Two block accumulators alternate, so block b + 1's
+ *                         wgmmas run on the tensor cores while block b is
+ *                         folded. Operands go through FP8BLK_WG_STAGES stages of
+ *                         cp.async into the 128-byte swizzled K-major layout
+ *                         (fp8blk.h), FP8BLK_WG_STAGES - 2 blocks ahead: the
+ *                         stage refilled at step b was last read by block b - 2,
+ *                         whose wgmmas every thread has waited for before the
+ *                         barrier of step b.
+ * Preconditions: as memra_k_fp8blk_gemm, blockDim 256, dynamic shared memory
+ * FP8BLK_WG_SMEM_BYTES, grid (ceil(m / 128), ceil(n / 128)). */
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#define FP8BLK_HAS_WGMMA 1
+
+/* A wgmma shared-memory descriptor: K-major, 128-byte swizzle, 8-row groups
+ * 1024 bytes apart (stride offset), leading offset unused (1), base offset 0
+ * (every tile starts 1024-byte aligned; a k32 step adds 32 bytes to the start,
+ * which the swizzle, applied to the address bits, takes as chunk 2 kk). */
+__device__ __forceinline__ unsigned long long wg_desc(unsigned addr)
+{
+    return (unsigned long long)((addr & 0x3FFFFu) >> 4) | (1ull << 16) | ((unsigned long long)(1024 >> 4) << 32) |
+           (1ull << 62);
+}
+
+/* d (+)= A[64 x 32] . B[128 x 32]^T, e4m3 in, f32 out; scale_d 0 overwrites d. */
+__device__ __forceinline__ void wg_mma(float d[64], unsigned long long da, unsigned long long db, int scale_d)
+{
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, %64, %65, p, 1, 1;\n}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+          "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+          "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+          "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
+          "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
+          "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+          "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+          "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+        : "l"(da), "l"(db), "r"(scale_d));
+}
+
+/* Orders the registers of d after the asm statements before it (a wait). */
+__device__ __forceinline__ void wg_fence_regs(float d[64])
+{
+#pragma unroll
+    for (int i = 0; i < 64; i++) asm volatile("" : "+f"(d[i])::"memory");
+}
+
+__device__ __forceinline__ void wg_load(unsigned char *st, const unsigned char *xq, const unsigned char *w,
+                                        const float *xs, int m, int n, int k, int i0, int j0, int kb)
+{
+    unsigned char *A = st, *B = st + 16384;
+    float *sx = reinterpret_cast<float *>(st + 32768);
+    const long long col0 = (long long)kb * 128;
+#pragma unroll
+    for (int it = 0; it < 4; it++) {
+        const int idx = threadIdx.x + it * FP8BLK_WG_THREADS;
+        const int r = idx >> 3, c = idx & 7;
+        const long long col = col0 + c * 16;
+        const int sw = r * 128 + ((c ^ (r & 7)) << 4);
+        const int oka = i0 + r < m && col < k, okb = j0 + r < n && col < k;
+        fb_cp16(A + sw, oka ? xq + (long long)(i0 + r) * k + col : xq, oka ? 16 : 0);
+        fb_cp16(B + sw, okb ? w + (long long)(j0 + r) * k + col : w, okb ? 16 : 0);
+    }
+    if (threadIdx.x < FP8BLK_WG_BM) {
+        const int i = i0 + threadIdx.x;
+        fb_cp4(sx + threadIdx.x, i < m ? xs + (long long)kb * m + i : xs, i < m ? 4 : 0);
+    }
+}
+
+/* One k step: wait for block kb's stage, refill the stage of block kb - 2 with
+ * block kb + STAGES - 2, start block kb's wgmmas into cur, then fold block
+ * kb - 1 (prev, factors fp), whose wgmmas were waited for before block kb's
+ * were issued, while those run; fc gets block kb's factors. */
+__device__ __forceinline__ void wg_step(unsigned char *stages, unsigned sbase, const unsigned char *xq,
+                                        const unsigned char *w, const float *xs, const float *grow, int m, int n,
+                                        int k, int i0, int j0, int nk, int kb, int r0, float cur[64], float prev[64],
+                                        float acc[64], float fc[2], const float fp[2])
+{
+    constexpr int L = FP8BLK_WG_STAGES - 2;
+    asm volatile("cp.async.wait_group %0;\n" ::"n"(L - 1));
+    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+    __syncthreads();
+    if (kb + L < nk)
+        wg_load(stages + ((kb + L) % FP8BLK_WG_STAGES) * FP8BLK_WG_STAGE_BYTES, xq, w, xs, m, n, k, i0, j0, kb + L);
+    asm volatile("cp.async.commit_group;\n" ::);
+    const int st = kb % FP8BLK_WG_STAGES;
+    const float *sx = reinterpret_cast<const float *>(stages + st * FP8BLK_WG_STAGE_BYTES + 32768);
+    const float g = grow[kb];
+    fc[0] = sx[r0] * g;
+    fc[1] = sx[r0 + 8] * g;
+    const unsigned a = sbase + st * FP8BLK_WG_STAGE_BYTES + (threadIdx.x >> 7) * 64 * 128;
+    const unsigned b = sbase + st * FP8BLK_WG_STAGE_BYTES + 16384;
+    asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory"); /* block kb - 1 is in prev */
+    wg_fence_regs(prev);
+    asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+#pragma unroll
+    for (int kk = 0; kk < 4; kk++) wg_mma(cur, wg_desc(a + kk * 32), wg_desc(b + kk * 32), kk);
+    asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+    if (kb > 0) {
+#pragma unroll
+        for (int i = 0; i < 64; i++) acc[i] = fmaf(fp[(i >> 1) & 1], prev[i], acc[i]);
+    }
+}
+
+extern "C" __global__ void __launch_bounds__(FP8BLK_WG_THREADS, 1)
+memra_k_fp8blk_wgmma(const unsigned char *__restrict__ w, const float *__restrict__ grid,
+                     const unsigned char *__restrict__ xq, const float *__restrict__ xs, float *__restrict__ y, int m,
+                     int n, int k, long long ldy, float alpha)
+{
+    extern __shared__ __align__(16) unsigned char smem[];
+    const unsigned raw = fb_smem(smem), sbase = (raw + 1023u) & ~1023u;
+    unsigned char *stages = smem + (sbase - raw);
+    const int lane = threadIdx.x & 31;
+    const int r0 = (threadIdx.x >> 7) * 64 + ((threadIdx.x >> 5) & 3) * 16 + (lane >> 2); /* rows r0, r0 + 8 */
+    const int i0 = blockIdx.x * FP8BLK_WG_BM, j0 = blockIdx.y * FP8BLK_WG_BN;
+    const int nk = (k + 127) / 128;
+    const float *grow = grid + (long long)(j0 / 128) * nk;
+
+    float acc[64], t0[64], t1[64], f0[2] = {0.0f, 0.0f}, f1[2] = {0.0f, 0.0f};
+#pragma unroll
+    for (int i = 0; i < 64; i++) acc[i] = 0.0f;
+#pragma unroll
+    for (int s = 0; s < FP8BLK_WG_STAGES - 2; s++) {
+        if (s < nk) wg_load(stages + s * FP8BLK_WG_STAGE_BYTES, xq, w, xs, m, n, k, i0, j0, s);
+        asm volatile("cp.async.commit_group;\n" ::);
+    }
+    for (int kb = 0; kb < nk; kb += 2) {
+        wg_step(stages, sbase, xq, w, xs, grow, m, n, k, i0, j0, nk, kb, r0, t0, t1, acc, f0, f1);
+        if (kb + 1 < nk) wg_step(stages, sbase, xq, w, xs, grow, m, n, k, i0, j0, nk, kb + 1, r0, t1, t0, acc, f1, f0);
+    }
+    asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+    asm volatile("cp.async.wait_group 0;\n" ::);
+    if (nk & 1) {
+        wg_fence_regs(t0);
+#pragma unroll
+        for (int i = 0; i < 64; i++) acc[i] = fmaf(f0[(i >> 1) & 1], t0[i], acc[i]);
+    } else {
+        wg_fence_regs(t1);
+#pragma unroll
+        for (int i = 0; i < 64; i++) acc[i] = fmaf(f1[(i >> 1) & 1], t1[i], acc[i]);
+    }
+#pragma unroll
+    for (int j = 0; j < 16; j++)
+#pragma unroll
+        for (int e = 0; e < 4; e++) {
+            const int i = i0 + r0 + 8 * (e >> 1);
+            const int c = j0 + j * 8 + (lane & 3) * 2 + (e & 1);
+            if (i < m && c < n) y[(long long)i * ldy + c] = alpha * acc[4 * j + e];
+        }
+}
+#endif

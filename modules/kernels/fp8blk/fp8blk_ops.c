@@ -17,6 +17,7 @@
 
 typedef struct fp8blk_state {
     CUfunction quant, gemm;
+    CUfunction wgmma; /* sm_90a: memra_k_fp8blk_wgmma, served instead of gemm; NULL elsewhere */
     memra__fp8blk_variant variant;
     memra__fp8blk_tile tile; /* the tile the loaded gemm kernel was compiled with */
     unsigned threads;
@@ -106,6 +107,41 @@ static memra_status load_fp8blk(memra__gpu *q, fp8blk_state *fb, const char *ima
     return MEMRA_STATUS_OK;
 }
 
+/* The warpgroup kernel of an sm_90a image (the e4m3 variant on cc 9.0), unless
+ * MEMRA_FP8BLK_WGMMA=0: absent from other images (sm_89, sm_120a), which is
+ * not an error; a kernel that is there but cannot get its shared memory is
+ * left unused with the reason logged. */
+static void fp8blk_load_wgmma(memra__gpu *q, fp8blk_state *fb, CUmodule m)
+{
+    const memra_host_services *host = q->host;
+    fb->wgmma = NULL;
+    if (fb->variant != MEMRA__FP8BLK_E4M3 || q->caps->cc != 90) return;
+    const char *knob = MEMRA_HAS_MEMBER(host, memra_host_services, knob) && host->knob != NULL
+                           ? host->knob(q->caps, "MEMRA_FP8BLK_WGMMA")
+                           : NULL;
+    if (knob != NULL && strcmp(knob, "0") == 0) {
+        host->log(MEMRA_LOG_INFO, q->name, "gemm_fp8_blk: MEMRA_FP8BLK_WGMMA=0: the mma.sync kernel serves sm_90a");
+        return;
+    }
+    CUfunction f = NULL;
+    if (q->cu.cuModuleGetFunction(&f, m, "memra_k_fp8blk_wgmma") != MEMRA__CU_SUCCESS) {
+        host->log(MEMRA_LOG_INFO, q->name, "gemm_fp8_blk: the %s image has no wgmma kernel", fb->path);
+        return;
+    }
+    if (q->caps->smem_per_block_optin != 0 && q->caps->smem_per_block_optin < FP8BLK_WG_SMEM_BYTES) {
+        host->log(MEMRA_LOG_INFO, q->name, "gemm_fp8_blk: the wgmma kernel needs %u bytes of shared memory, the device "
+                  "offers %zu", (unsigned)FP8BLK_WG_SMEM_BYTES, q->caps->smem_per_block_optin);
+        return;
+    }
+    if (q->cu.cuFuncSetAttribute(f, MEMRA__CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, FP8BLK_WG_SMEM_BYTES) !=
+        MEMRA__CU_SUCCESS) {
+        host->log(MEMRA_LOG_WARN, q->name, "gemm_fp8_blk: the wgmma kernel cannot get %u bytes of shared memory; "
+                  "the mma.sync kernel serves", (unsigned)FP8BLK_WG_SMEM_BYTES);
+        return;
+    }
+    fb->wgmma = f;
+}
+
 static memra_status fp8blk_load_cfg(memra__gpu *q, fp8blk_state *fb, const fp8blk_config *cfg)
 {
     const memra_device_caps *caps = q->caps;
@@ -126,8 +162,10 @@ static memra_status fp8blk_load_cfg(memra__gpu *q, fp8blk_state *fb, const fp8bl
     st = memra__gpu_function(q, m, "memra_k_fp8blk_quant", 0, &fb->quant);
     if (st == MEMRA_STATUS_OK) st = memra__gpu_function(q, m, "memra_k_fp8blk_gemm", fb->smem, &fb->gemm);
     if (st != MEMRA_STATUS_OK) return st;
-    q->host->log(MEMRA_LOG_INFO, q->name, "%s: block-128 FP8 kernels for %s loaded; gemm_fp8_blk variant %s from %s",
-                 caps->name ? caps->name : "device", q->target, memra__fp8blk_variant_name(fb->variant), fb->path);
+    fp8blk_load_wgmma(q, fb, m);
+    q->host->log(MEMRA_LOG_INFO, q->name, "%s: block-128 FP8 kernels for %s loaded; gemm_fp8_blk variant %s%s from %s",
+                 caps->name ? caps->name : "device", q->target, memra__fp8blk_variant_name(fb->variant),
+                 fb->wgmma ? " (wgmma)" : "", fb->path);
     return MEMRA_STATUS_OK;
 }
 
@@ -263,6 +301,11 @@ static memra_status gemm_fp8_blk(memra_call *call, const memra_gemm_args *a, con
     memra_dptr w = a->w, grid = a->w_scale_grid, y = memra__gpu_y_base(a);
     long long ldy = a->ldy;
     float alpha = a->alpha;
+    if (fb->wgmma != NULL)
+        return memra__gpu_launch_ex(q, fb->wgmma, "memra_k_fp8blk_wgmma", (unsigned)((m + FP8BLK_WG_BM - 1) / FP8BLK_WG_BM),
+                                    (unsigned)((n + FP8BLK_WG_BN - 1) / FP8BLK_WG_BN), 1, FP8BLK_WG_THREADS,
+                                    FP8BLK_WG_SMEM_BYTES, call->stream,
+                                    (void *[]){&w, &grid, &xq, &xs, &y, &m, &n, &k, &ldy, &alpha}, 0);
     return memra__gpu_launch_ex(q, fb->gemm, "memra_k_fp8blk_gemm", (unsigned)((m + bm - 1) / bm),
                                 (unsigned)((n + bn - 1) / bn), 1, fb->threads, fb->smem, call->stream,
                                 (void *[]){&w, &grid, &xq, &xs, &y, &m, &n, &k, &ldy, &alpha}, 0);
