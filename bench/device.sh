@@ -21,6 +21,9 @@
 #   bench       memra bench 27b at BENCH_M (default "512 4096"), each call alone and
 #               --batch 8 (BENCH_BATCH=0: alone only), with receipts
 #   raw         memra-bench-raw: memra's cuBLASLt lanes beside raw cuBLASLt calls
+#   fp8         memra's block-128 FP8 kernels (wgmma and mma.sync) beside cuBLASLt: the steps
+#               fp8check (checks), fp8bench (bench --vs and memra-bench-raw at FP8_M),
+#               fp8ncu (ncu of the quantisers and GEMMs), fp8san (the four sanitizer tools)
 #   accprobe    memra bench accprobe (wide, mid)
 #   sweep       test_mmq_ops sweep (every gemm_q8_0r tile x split)
 #   pdl         test_mmq_ops pdl at m = 512 and 4096
@@ -270,6 +273,59 @@ step_bench() {
 step_raw() {
   timeout 200 $B/bin/memra-bench-raw --sheet 27b --m 512 --json $R/raw_27b_m512_$TAG.json > "$L/raw_27b_m512.txt" 2>&1
   say "memra-bench-raw 27b m=512: exit $?"
+}
+
+# memra's block-128 FP8 kernels beside the sm90 module's cuBLASLt lane: correctness
+# first (memra check of gemm_fp8_blk for the fp8blk module with the wgmma kernel and
+# with the mma.sync one, the forced sm120 profile, test_mmq_ops fp8blk), then
+# `memra bench gemm_fp8_blk --vs sm90 fp8blk` at FP8_M (default "512 4096") for each
+# kernel, memra-bench-raw (the FP8 lanes beside raw cuBLASLt on pre-quantised input)
+# at FP8_M, ncu of the activation quantisers (time, DRAM bytes) and of the two
+# GEMM kernels at one shape, and the four sanitizer tools over the fp8blk check.
+step_fp8() { step_fp8check && step_fp8bench && step_fp8ncu && step_fp8san; }
+step_fp8check() {
+  local k
+  for k in 1 0; do
+    MEMRA_FP8BLK_WGMMA=$k MEMRA_LOG=info timeout 200 $M check --device 0 --op gemm_fp8_blk --module fp8blk \
+      > "$L/fp8_check_wgmma$k.log" 2>&1
+    say "check gemm_fp8_blk fp8blk (MEMRA_FP8BLK_WGMMA=$k): exit $? $(grep -E 'passed, ' "$L/fp8_check_wgmma$k.log")"
+    grep -E " FAIL" "$L/fp8_check_wgmma$k.log" | head -6 >> "$S"
+    grep -m1 -oE "gemm_fp8_blk variant [^;]*" "$L/fp8_check_wgmma$k.log" >> "$S"
+  done
+  MEMRA_ARCH=sm120 timeout 200 $M check --device 0 --op gemm_fp8_blk > "$L/fp8_check_sm120.log" 2>&1
+  say "check gemm_fp8_blk (MEMRA_ARCH=sm120): exit $? $(grep -E 'passed, ' "$L/fp8_check_sm120.log")"
+  timeout 200 $T fp8blk > "$L/fp8_test_mmq_fp8blk.log" 2>&1
+  say "test_mmq_ops fp8blk: exit $?"
+}
+step_fp8bench() {
+  local mm k
+  for mm in ${FP8_M:-512 4096}; do
+    for k in 1 0; do
+      MEMRA_FP8BLK_WGMMA=$k timeout 300 $M bench gemm_fp8_blk --vs sm90 fp8blk --sheet 27b --m $mm \
+        --json $R/fp8blk_vs_sm90_m${mm}_wgmma${k}_$TAG.json > "$L/fp8blk_vs_sm90_m${mm}_wgmma$k.txt" 2>&1
+      say "bench gemm_fp8_blk --vs sm90 fp8blk m=$mm WGMMA=$k: exit $? $(grep -m1 -iE 'geomean|geometric' "$L/fp8blk_vs_sm90_m${mm}_wgmma$k.txt")"
+    done
+    timeout 300 $B/bin/memra-bench-raw --sheet 27b --m $mm --no-dequant --json $R/raw_27b_m${mm}_$TAG.json \
+      > "$L/raw_27b_m$mm.txt" 2>&1
+    say "memra-bench-raw 27b m=$mm: exit $?"
+  done
+}
+step_fp8ncu() {
+  local mm
+  for mm in ${FP8_M:-512 4096}; do
+    timeout 300 ncu --clock-control none --metrics gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum,sm__throughput.avg.pct_of_peak_sustained_elapsed,dram__throughput.avg.pct_of_peak_sustained_elapsed \
+      -k regex:'memra_k_(quant|amax|fp8blk_quant|fp8blk_wgmma|fp8blk_gemm)' -c 40 \
+      $B/bin/memra-bench-raw --sheet 27b --m $mm --reps 1 --warmup 0 --no-dequant > "$L/fp8_ncu_m$mm.txt" 2>&1
+    say "ncu fp8 kernels m=$mm: exit $?"
+  done
+}
+step_fp8san() {
+  local t
+  for t in memcheck racecheck initcheck synccheck; do
+    MEMRA_ADMISSION=off timeout 300 compute-sanitizer --tool $t --print-limit 0 $M check --device 0 --op gemm_fp8_blk \
+      --module fp8blk --quick > "$L/fp8_san_$t.log" 2>&1
+    say "sanitize $t gemm_fp8_blk fp8blk (wgmma): exit $? reports $(san_count $t "$L/fp8_san_$t.log")"
+  done
 }
 
 step_accprobe() {
