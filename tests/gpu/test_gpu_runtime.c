@@ -401,7 +401,7 @@ static int case_fp8blk(const char *so)
     memra_gemm_args a = gemm(64, 256, 512);
     /* cc 9.0: the warpgroup kernel of the sm_90a image serves */
     ok &= launched("gemm_fp8_blk", m.desc->ops->gemm_fp8_blk(&c, &a), 2,
-                   (const char *[]){"memra_k_fp8blk_quant", "memra_k_fp8blk_wgmma"}, (const int[]){0, 0});
+                   (const char *[]){"memra_k_fp8blk_quant", "memra_k_fp8blk_wgmma_mb"}, (const int[]){0, 0});
     a.k = 24;
     c = call_of(&m);
     ok &= declined("gemm_fp8_blk k = 24", m.desc->ops->gemm_fp8_blk(&c, &a), &c, "multiple of 16");
@@ -413,6 +413,13 @@ static int case_fp8blk(const char *so)
     a = gemm(64, 256, 512);
     ok &= launched("gemm_fp8_blk (MEMRA_FP8BLK_WGMMA=0)", m.desc->ops->gemm_fp8_blk(&c, &a), 2,
                    (const char *[]){"memra_k_fp8blk_quant", "memra_k_fp8blk_gemm"}, (const int[]){0, 0});
+    ok &= close_mod(&m, 1);
+    /* MEMRA_FP8BLK_WGMMA=bar: the warpgroups in step through CTA barriers */
+    g_wgmma_knob = "bar";
+    if (!open_mod(so, 90, &m)) return 0;
+    c = call_of(&m);
+    ok &= launched("gemm_fp8_blk (MEMRA_FP8BLK_WGMMA=bar)", m.desc->ops->gemm_fp8_blk(&c, &a), 2,
+                   (const char *[]){"memra_k_fp8blk_quant", "memra_k_fp8blk_wgmma"}, (const int[]){0, 0});
     ok &= close_mod(&m, 1);
     g_wgmma_knob = NULL;
     return ok;

@@ -100,7 +100,9 @@ static void compile_check(memra__jit *jit, const memra_jit_source *s, const char
     CHECK(memmem(r.image, r.size, "_Z19memra_k_fp8blk_gemm", 23) == NULL);
     /* the warpgroup kernel: in the sm_90a image (NVRTC defines __CUDA_ARCH_FEAT_SM90_ALL there), nowhere else */
     const int wg = memmem(r.image, r.size, "memra_k_fp8blk_wgmma", 20) != NULL;
+    const int mb = memmem(r.image, r.size, "memra_k_fp8blk_wgmma_mb", 23) != NULL;
     CHECK_INT_EQ(wg, strcmp(target, "sm_90a") == 0);
+    CHECK_INT_EQ(mb, strcmp(target, "sm_90a") == 0);
 }
 
 static const memra_jit_source *declared(const mod *m, const memra_device_caps *caps, size_t *n)

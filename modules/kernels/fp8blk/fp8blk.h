@@ -39,6 +39,7 @@
 #define FP8BLK_WG_STAGES 6
 #endif
 #define FP8BLK_WG_STAGE_BYTES 33792 /* 16384 + 16384 + 512, rounded up to 1024 */
-#define FP8BLK_WG_SMEM_BYTES (FP8BLK_WG_STAGES * FP8BLK_WG_STAGE_BYTES + 1024)
+/* + 1024 to align the first stage, + 128 for the mbarriers (full and empty per stage) */
+#define FP8BLK_WG_SMEM_BYTES (FP8BLK_WG_STAGES * FP8BLK_WG_STAGE_BYTES + 1024 + 128)
 
 #endif

@@ -419,4 +419,106 @@ memra_k_fp8blk_wgmma(const unsigned char *__restrict__ w, const float *__restric
             if (i < m && c < n) y[(long long)i * ldy + c] = alpha * acc[4 * j + e];
         }
 }
+
+/* ---- the same GEMM with the warpgroups decoupled ----------------------------------
+ *   memra_k_fp8blk_wgmma_mb  what memra_k_fp8blk_wgmma computes, bit for bit (the same
+ *                         four wgmmas per block, the same fold in the same order),
+ *                         with one block accumulator and no CTA barrier in the loop:
+ *                         each stage has a `full` mbarrier (every thread's cp.async
+ *                         copies of the block arrive on it: cp.async.mbarrier.arrive,
+ *                         256 arrivals) and an `empty` one (each of the 8 warps
+ *                         arrives once its wgmmas of the block are done). A thread
+ *                         refills a stage only after `empty` says both warpgroups
+ *                         are done with the block it held, FP8BLK_WG_STAGES - 2 blocks
+ *                         ahead, so one warpgroup may run up to two blocks ahead of the
+ *                         other: while one waits for its wgmmas and folds, the other's
+ *                         run. Parities: block b uses stage b % S for the (b / S)-th
+ *                         time; its `full` wait takes parity (b / S) & 1, and the
+ *                         refill with block b waits on `empty` for use b / S - 1. */
+__device__ __forceinline__ void mb_init(unsigned a, unsigned count)
+{
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(a), "r"(count) : "memory");
+}
+__device__ __forceinline__ void mb_arrive(unsigned a)
+{
+    asm volatile("{\n.reg .b64 st;\nmbarrier.arrive.shared::cta.b64 st, [%0];\n}\n" ::"r"(a) : "memory");
+}
+/* an arrival once every cp.async this thread issued so far has landed */
+__device__ __forceinline__ void mb_cp_arrive(unsigned a)
+{
+    asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(a) : "memory");
+}
+__device__ __forceinline__ void mb_wait(unsigned a, unsigned parity)
+{
+    unsigned done;
+    do {
+        asm volatile("{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}\n"
+                     : "=r"(done)
+                     : "r"(a), "r"(parity)
+                     : "memory");
+    } while (!done);
+}
+
+extern "C" __global__ void __launch_bounds__(FP8BLK_WG_THREADS, 1)
+memra_k_fp8blk_wgmma_mb(const unsigned char *__restrict__ w, const float *__restrict__ grid,
+                        const unsigned char *__restrict__ xq, const float *__restrict__ xs, float *__restrict__ y, int m,
+                        int n, int k, long long ldy, float alpha)
+{
+    constexpr int S = FP8BLK_WG_STAGES, L = FP8BLK_WG_STAGES - 2;
+    extern __shared__ __align__(16) unsigned char smem[];
+    const unsigned raw = fb_smem(smem), sbase = (raw + 1023u) & ~1023u;
+    unsigned char *stages = smem + (sbase - raw);
+    const unsigned full = sbase + S * FP8BLK_WG_STAGE_BYTES, empty = full + 8 * S; /* + 8 s each */
+    const int lane = threadIdx.x & 31;
+    const int r0 = (threadIdx.x >> 7) * 64 + ((threadIdx.x >> 5) & 3) * 16 + (lane >> 2); /* rows r0, r0 + 8 */
+    const int i0 = blockIdx.x * FP8BLK_WG_BM, j0 = blockIdx.y * FP8BLK_WG_BN;
+    const int nk = (k + 127) / 128;
+    const float *grow = grid + (long long)(j0 / 128) * nk;
+    if (threadIdx.x == 0)
+        for (int s = 0; s < S; s++) {
+            mb_init(full + 8 * s, FP8BLK_WG_THREADS);
+            mb_init(empty + 8 * s, FP8BLK_WG_THREADS / 32);
+        }
+    __syncthreads();
+
+    auto produce = [&](int b) {
+        const int s = b % S;
+        if (b >= S) mb_wait(empty + 8 * s, (unsigned)(b / S - 1) & 1u);
+        wg_load(stages + s * FP8BLK_WG_STAGE_BYTES, xq, w, xs, m, n, k, i0, j0, b);
+        mb_cp_arrive(full + 8 * s);
+    };
+    float acc[64], t[64];
+#pragma unroll
+    for (int i = 0; i < 64; i++) acc[i] = 0.0f;
+    for (int b = 0; b < L && b < nk; b++) produce(b);
+    const unsigned a_off = (threadIdx.x >> 7) * 64 * 128;
+    for (int kb = 0; kb < nk; kb++) {
+        if (kb + L < nk) produce(kb + L);
+        const int s = kb % S;
+        mb_wait(full + 8 * s, (unsigned)(kb / S) & 1u);
+        asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+        const float *sx = reinterpret_cast<const float *>(stages + s * FP8BLK_WG_STAGE_BYTES + 32768);
+        const float g = grow[kb];
+        const float f0 = sx[r0] * g, f1 = sx[r0 + 8] * g;
+        const unsigned a = sbase + s * FP8BLK_WG_STAGE_BYTES + a_off, bb = sbase + s * FP8BLK_WG_STAGE_BYTES + 16384;
+        asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+#pragma unroll
+        for (int kk = 0; kk < 4; kk++) wg_mma(t, wg_desc(a + kk * 32), wg_desc(bb + kk * 32), kk);
+        asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+        asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+        wg_fence_regs(t);
+        __syncwarp();
+        if (lane == 0) mb_arrive(empty + 8 * s);
+#pragma unroll
+        for (int i = 0; i < 64; i++) acc[i] = fmaf((i & 2) ? f1 : f0, t[i], acc[i]);
+    }
+#pragma unroll
+    for (int j = 0; j < 16; j++)
+#pragma unroll
+        for (int e = 0; e < 4; e++) {
+            const int i = i0 + r0 + 8 * (e >> 1);
+            const int c = j0 + j * 8 + (lane & 3) * 2 + (e & 1);
+            if (i < m && c < n) y[(long long)i * ldy + c] = alpha * acc[4 * j + e];
+        }
+}
 #endif

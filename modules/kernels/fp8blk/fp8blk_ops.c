@@ -17,7 +17,8 @@
 
 typedef struct fp8blk_state {
     CUfunction quant, gemm;
-    CUfunction wgmma; /* sm_90a: memra_k_fp8blk_wgmma, served instead of gemm; NULL elsewhere */
+    CUfunction wgmma;        /* sm_90a: a warpgroup kernel, served instead of gemm; NULL elsewhere */
+    const char *wgmma_name;  /* its name (memra_k_fp8blk_wgmma_mb, or _wgmma with MEMRA_FP8BLK_WGMMA=bar) */
     memra__fp8blk_variant variant;
     memra__fp8blk_tile tile; /* the tile the loaded gemm kernel was compiled with */
     unsigned threads;
@@ -107,10 +108,12 @@ static memra_status load_fp8blk(memra__gpu *q, fp8blk_state *fb, const char *ima
     return MEMRA_STATUS_OK;
 }
 
-/* The warpgroup kernel of an sm_90a image (the e4m3 variant on cc 9.0), unless
- * MEMRA_FP8BLK_WGMMA=0: absent from other images (sm_89, sm_120a), which is
- * not an error; a kernel that is there but cannot get its shared memory is
- * left unused with the reason logged. */
+/* The warpgroup kernel of an sm_90a image (the e4m3 variant on cc 9.0):
+ * memra_k_fp8blk_wgmma_mb (MEMRA_FP8BLK_WGMMA=mb, the default), memra_k_fp8blk_wgmma
+ * (=bar: the warpgroups in step through CTA barriers), none (=0: the mma.sync
+ * kernel serves). Absent from other images (sm_89, sm_120a), which is not an
+ * error; a kernel that is there but cannot get its shared memory is left
+ * unused with the reason logged. */
 static void fp8blk_load_wgmma(memra__gpu *q, fp8blk_state *fb, CUmodule m)
 {
     const memra_host_services *host = q->host;
@@ -123,9 +126,10 @@ static void fp8blk_load_wgmma(memra__gpu *q, fp8blk_state *fb, CUmodule m)
         host->log(MEMRA_LOG_INFO, q->name, "gemm_fp8_blk: MEMRA_FP8BLK_WGMMA=0: the mma.sync kernel serves sm_90a");
         return;
     }
+    const char *name = knob != NULL && strcmp(knob, "bar") == 0 ? "memra_k_fp8blk_wgmma" : "memra_k_fp8blk_wgmma_mb";
     CUfunction f = NULL;
-    if (q->cu.cuModuleGetFunction(&f, m, "memra_k_fp8blk_wgmma") != MEMRA__CU_SUCCESS) {
-        host->log(MEMRA_LOG_INFO, q->name, "gemm_fp8_blk: the %s image has no wgmma kernel", fb->path);
+    if (q->cu.cuModuleGetFunction(&f, m, name) != MEMRA__CU_SUCCESS) {
+        host->log(MEMRA_LOG_INFO, q->name, "gemm_fp8_blk: the %s image has no %s", fb->path, name);
         return;
     }
     if (q->caps->smem_per_block_optin != 0 && q->caps->smem_per_block_optin < FP8BLK_WG_SMEM_BYTES) {
@@ -140,6 +144,7 @@ static void fp8blk_load_wgmma(memra__gpu *q, fp8blk_state *fb, CUmodule m)
         return;
     }
     fb->wgmma = f;
+    fb->wgmma_name = name;
 }
 
 static memra_status fp8blk_load_cfg(memra__gpu *q, fp8blk_state *fb, const fp8blk_config *cfg)
@@ -165,7 +170,7 @@ static memra_status fp8blk_load_cfg(memra__gpu *q, fp8blk_state *fb, const fp8bl
     fp8blk_load_wgmma(q, fb, m);
     q->host->log(MEMRA_LOG_INFO, q->name, "%s: block-128 FP8 kernels for %s loaded; gemm_fp8_blk variant %s%s from %s",
                  caps->name ? caps->name : "device", q->target, memra__fp8blk_variant_name(fb->variant),
-                 fb->wgmma ? " (wgmma)" : "", fb->path);
+                 fb->wgmma ? (strcmp(fb->wgmma_name, "memra_k_fp8blk_wgmma") == 0 ? " (wgmma, CTA barriers)" : " (wgmma, mbarriers)") : "", fb->path);
     return MEMRA_STATUS_OK;
 }
 
@@ -302,7 +307,7 @@ static memra_status gemm_fp8_blk(memra_call *call, const memra_gemm_args *a, con
     long long ldy = a->ldy;
     float alpha = a->alpha;
     if (fb->wgmma != NULL)
-        return memra__gpu_launch_ex(q, fb->wgmma, "memra_k_fp8blk_wgmma", (unsigned)((m + FP8BLK_WG_BM - 1) / FP8BLK_WG_BM),
+        return memra__gpu_launch_ex(q, fb->wgmma, fb->wgmma_name, (unsigned)((m + FP8BLK_WG_BM - 1) / FP8BLK_WG_BM),
                                     (unsigned)((n + FP8BLK_WG_BN - 1) / FP8BLK_WG_BN), 1, FP8BLK_WG_THREADS,
                                     FP8BLK_WG_SMEM_BYTES, call->stream,
                                     (void *[]){&w, &grid, &xq, &xs, &y, &m, &n, &k, &ldy, &alpha}, 0);
