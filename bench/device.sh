@@ -285,22 +285,26 @@ step_raw() {
 step_fp8() { step_fp8check && step_fp8bench && step_fp8ncu && step_fp8san; }
 step_fp8check() {
   local k
-  for k in 1 0; do
+  for k in mb bar 0; do
     MEMRA_FP8BLK_WGMMA=$k MEMRA_LOG=info timeout 200 $M check --device 0 --op gemm_fp8_blk --module fp8blk \
-      > "$L/fp8_check_wgmma$k.log" 2>&1
-    say "check gemm_fp8_blk fp8blk (MEMRA_FP8BLK_WGMMA=$k): exit $? $(grep -E 'passed, ' "$L/fp8_check_wgmma$k.log")"
-    grep -E " FAIL" "$L/fp8_check_wgmma$k.log" | head -6 >> "$S"
-    grep -m1 -oE "gemm_fp8_blk variant [^;]*" "$L/fp8_check_wgmma$k.log" >> "$S"
+      > "$L/fp8_check_wgmma_$k.log" 2>&1
+    say "check gemm_fp8_blk fp8blk (MEMRA_FP8BLK_WGMMA=$k): exit $? $(grep -E 'passed, ' "$L/fp8_check_wgmma_$k.log")"
+    grep -E " FAIL" "$L/fp8_check_wgmma_$k.log" | head -6 >> "$S"
+    grep -m1 -oE "gemm_fp8_blk variant [^;]*" "$L/fp8_check_wgmma_$k.log" >> "$S"
+    MEMRA_FP8BLK_WGMMA=$k timeout 200 $T fp8blk > "$L/fp8_test_mmq_fp8blk_$k.log" 2>&1
+    say "test_mmq_ops fp8blk (MEMRA_FP8BLK_WGMMA=$k): exit $?"
+    grep -E "FAIL" "$L/fp8_test_mmq_fp8blk_$k.log" | head -4 >> "$S"
   done
-  MEMRA_ARCH=sm120 timeout 200 $M check --device 0 --op gemm_fp8_blk > "$L/fp8_check_sm120.log" 2>&1
-  say "check gemm_fp8_blk (MEMRA_ARCH=sm120): exit $? $(grep -E 'passed, ' "$L/fp8_check_sm120.log")"
-  timeout 200 $T fp8blk > "$L/fp8_test_mmq_fp8blk.log" 2>&1
-  say "test_mmq_ops fp8blk: exit $?"
+  for o in gemm_fp8_blk gemm_fp8; do
+    timeout 200 $M check --device 0 --op $o > "$L/fp8_check_$o.log" 2>&1
+    say "check $o (every module): exit $? $(grep -E 'passed, ' "$L/fp8_check_$o.log")"
+    grep -E " FAIL" "$L/fp8_check_$o.log" | head -6 >> "$S"
+  done
 }
 step_fp8bench() {
   local mm k
   for mm in ${FP8_M:-512 4096}; do
-    for k in 1 0; do
+    for k in ${FP8_KERNELS:-mb bar 0}; do
       MEMRA_FP8BLK_WGMMA=$k timeout 300 $M bench gemm_fp8_blk --vs sm90 fp8blk --sheet 27b --m $mm \
         --json $R/fp8blk_vs_sm90_m${mm}_wgmma${k}_$TAG.json > "$L/fp8blk_vs_sm90_m${mm}_wgmma$k.txt" 2>&1
       say "bench gemm_fp8_blk --vs sm90 fp8blk m=$mm WGMMA=$k: exit $? $(grep -m1 -iE 'geomean|geometric' "$L/fp8blk_vs_sm90_m${mm}_wgmma$k.txt")"
@@ -312,19 +316,26 @@ step_fp8bench() {
 }
 step_fp8ncu() {
   local mm
-  for mm in ${FP8_M:-512 4096}; do
-    timeout 300 ncu --clock-control none --metrics gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum,sm__throughput.avg.pct_of_peak_sustained_elapsed,dram__throughput.avg.pct_of_peak_sustained_elapsed \
-      -k regex:'memra_k_(quant|amax|fp8blk_quant|fp8blk_wgmma|fp8blk_gemm)' -c 40 \
+  for mm in ${FP8_NCU_M:-4096}; do
+    MEMRA_ADMISSION=off timeout 300 ncu --clock-control none --metrics gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum,sm__throughput.avg.pct_of_peak_sustained_elapsed,dram__throughput.avg.pct_of_peak_sustained_elapsed \
+      -k regex:'memra_k_(quant|amax|fp8blk)' -c 60 \
       $B/bin/memra-bench-raw --sheet 27b --m $mm --reps 1 --warmup 0 --no-dequant > "$L/fp8_ncu_m$mm.txt" 2>&1
     say "ncu fp8 kernels m=$mm: exit $?"
   done
+  # one wgmma GEMM in detail (5120->12288 at m=4096): speed of light, memory, warp stalls
+  MEMRA_ADMISSION=off timeout 300 ncu --clock-control none --section SpeedOfLight --section MemoryWorkloadAnalysis \
+    --section WarpStateStats --section Occupancy --section LaunchStats -k regex:'memra_k_fp8blk_wgmma' -c 1 \
+    $M bench gemm_fp8_blk --vs sm90 fp8blk --sheet 27b --m 4096 --reps 1 --warmup 0 > "$L/fp8_ncu_wgmma_detail.txt" 2>&1
+  say "ncu wgmma detail: exit $?"
 }
 step_fp8san() {
-  local t
-  for t in memcheck racecheck initcheck synccheck; do
-    MEMRA_ADMISSION=off timeout 300 compute-sanitizer --tool $t --print-limit 0 $M check --device 0 --op gemm_fp8_blk \
-      --module fp8blk --quick > "$L/fp8_san_$t.log" 2>&1
-    say "sanitize $t gemm_fp8_blk fp8blk (wgmma): exit $? reports $(san_count $t "$L/fp8_san_$t.log")"
+  local t mo
+  for mo in fp8blk sm90; do
+    for t in memcheck racecheck initcheck synccheck; do
+      MEMRA_ADMISSION=off timeout 300 compute-sanitizer --tool $t --print-limit 0 $M check --device 0 --op gemm_fp8_blk \
+        --module $mo --quick > "$L/fp8_san_${mo}_$t.log" 2>&1
+      say "sanitize $t gemm_fp8_blk $mo: exit $? reports $(san_count $t "$L/fp8_san_${mo}_$t.log") (own, vendor: $(san_classify "$L/fp8_san_${mo}_$t.log"))"
+    done
   done
 }
 

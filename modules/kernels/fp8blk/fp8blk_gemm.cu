@@ -119,25 +119,8 @@ __device__ __forceinline__ void fb_mma(float d[4], const uint32_t a[4], uint32_t
 extern "C" __global__ void __launch_bounds__(256)
 memra_k_fp8blk_quant(const float *__restrict__ x, int m, int k, unsigned char *__restrict__ q, float *__restrict__ s)
 {
-    const int kb = (k + 127) / 128;
-    const int lane = threadIdx.x & 31;
-    const long long total = (long long)m * kb;
-    const long long warps = (long long)gridDim.x * (blockDim.x >> 5);
-    for (long long wi = (long long)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5); wi < total; wi += warps) {
-        const int row = (int)(wi / kb), blk = (int)(wi - (long long)row * kb);
-        const int col = blk * 128 + lane * 4;
-        float4 v = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-        if (col < k) v = *reinterpret_cast<const float4 *>(x + (long long)row * k + col);
-        float a = fmaxf(fmaxf(fabsf(v.x), fabsf(v.y)), fmaxf(fabsf(v.z), fabsf(v.w)));
-#pragma unroll
-        for (int o = 16; o > 0; o >>= 1) a = fmaxf(a, __shfl_xor_sync(0xFFFFFFFFu, a, o));
-        const float sc = a > 0.0f ? __fdiv_rn(a, 448.0f) : 1.0f;
-        if (col < k)
-            *reinterpret_cast<unsigned *>(q + (long long)row * k + col) =
-                memra_e4m3_encode(__fdiv_rn(v.x, sc)) | (memra_e4m3_encode(__fdiv_rn(v.y, sc)) << 8) |
-                (memra_e4m3_encode(__fdiv_rn(v.z, sc)) << 16) | (memra_e4m3_encode(__fdiv_rn(v.w, sc)) << 24);
-        if (lane == 0) s[(long long)blk * m + row] = sc;
-    }
+    const long long warp = (long long)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
+    memra_row128_quant(x, m, m, k, q, s, m, warp * MEMRA_ROW128_U);
 }
 
 /* ---- the GEMM ------------------------------------------------------------------------ */

@@ -300,7 +300,8 @@ static memra_status gemm_fp8_blk(memra_call *call, const memra_gemm_args *a, con
     if (st == MEMRA_STATUS_OK) st = q->host->scratch_get(call, MEMRA__MMQ_SLOT_XS, (size_t)(nkb * m * 4 + 256), &xs);
     if (st != MEMRA_STATUS_OK) return st;
     memra_dptr x = a->x;
-    st = memra__gpu_launch_ex(q, fb->quant, "memra_k_fp8blk_quant", memra__gpu_blocks(q, nkb * m, 8), 1, 1, 256, 0,
+    st = memra__gpu_launch_ex(q, fb->quant, "memra_k_fp8blk_quant",
+                              (unsigned)((nkb * m + 8 * MEMRA_ROW128_U - 1) / (8 * MEMRA_ROW128_U)), 1, 1, 256, 0,
                               call->stream, (void *[]){&x, &m, &k, &xq, &xs}, 0);
     if (st != MEMRA_STATUS_OK) return st;
     memra_dptr w = a->w, grid = a->w_scale_grid, y = memra__gpu_y_base(a);
