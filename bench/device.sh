@@ -285,7 +285,7 @@ step_raw() {
 step_fp8() { step_fp8check && step_fp8bench && step_fp8ncu && step_fp8san; }
 step_fp8check() {
   local k
-  for k in mb bar 0; do
+  for k in ${FP8_KERNELS:-auto mb wide bar 0}; do
     MEMRA_FP8BLK_WGMMA=$k MEMRA_LOG=info timeout 200 $M check --device 0 --op gemm_fp8_blk --module fp8blk \
       > "$L/fp8_check_wgmma_$k.log" 2>&1
     say "check gemm_fp8_blk fp8blk (MEMRA_FP8BLK_WGMMA=$k): exit $? $(grep -E 'passed, ' "$L/fp8_check_wgmma_$k.log")"
@@ -304,11 +304,12 @@ step_fp8check() {
 step_fp8bench() {
   local mm k
   for mm in ${FP8_M:-512 4096}; do
-    for k in ${FP8_KERNELS:-mb bar 0}; do
+    for k in ${FP8_KERNELS:-auto mb wide bar 0}; do
       MEMRA_FP8BLK_WGMMA=$k timeout 300 $M bench gemm_fp8_blk --vs sm90 fp8blk --sheet 27b --m $mm \
         --json $R/fp8blk_vs_sm90_m${mm}_wgmma${k}_$TAG.json > "$L/fp8blk_vs_sm90_m${mm}_wgmma$k.txt" 2>&1
       say "bench gemm_fp8_blk --vs sm90 fp8blk m=$mm WGMMA=$k: exit $? $(grep -m1 -iE 'geomean|geometric' "$L/fp8blk_vs_sm90_m${mm}_wgmma$k.txt")"
     done
+    [ "${FP8_RAW:-1}" = 0 ] && continue
     timeout 300 $B/bin/memra-bench-raw --sheet 27b --m $mm --no-dequant --json $R/raw_27b_m${mm}_$TAG.json \
       > "$L/raw_27b_m$mm.txt" 2>&1
     say "memra-bench-raw 27b m=$mm: exit $?"
@@ -330,7 +331,7 @@ step_fp8ncu() {
 }
 step_fp8san() {
   local t mo
-  for mo in fp8blk sm90; do
+  for mo in ${FP8_SAN_MODULES:-fp8blk sm90}; do
     for t in memcheck racecheck initcheck synccheck; do
       MEMRA_ADMISSION=off timeout 300 compute-sanitizer --tool $t --print-limit 0 $M check --device 0 --op gemm_fp8_blk \
         --module $mo --quick > "$L/fp8_san_${mo}_$t.log" 2>&1
@@ -554,13 +555,26 @@ step_multi() {
   fi
 }
 
+# A log over 4 MB (an initcheck over cuBLASLt's kernels writes hundreds of MB) keeps its
+# first and last 1 MB, so that logs.tar stays under what a call can bring back.
+trim_logs() {
+  local f
+  for f in "$L"/*; do
+    [ -f "$f" ] && [ "$(stat -c %s "$f")" -gt 4194304 ] || continue
+    { head -c 1048576 "$f"; printf '\n[... %s bytes cut by device.sh ...]\n' "$(stat -c %s "$f")"; tail -c 1048576 "$f"; } > "$f.cut"
+    mv "$f.cut" "$f"
+  done
+}
+
 [ $# -eq 0 ] && set -- build ctest check
 for s in "$@"; do
   if ! declare -F "step_$s" > /dev/null; then echo "device.sh: unknown step '$s'"; exit 2; fi
   "step_$s" || { [ "$s" = build ] && break; }
+  trim_logs
   tar -C $L -cf "$OUT/logs.tar" . 2>/dev/null   # after every step: a cut-off run still returns its logs
 done
 say "total: $((SECONDS - t0)) s"
+trim_logs
 tar -C $L -cf "$OUT/logs.tar" .
 tar -C $R -cf "$OUT/receipts.tar" .
 cat "$S"

@@ -414,6 +414,21 @@ static int case_fp8blk(const char *so)
     ok &= launched("gemm_fp8_blk (MEMRA_FP8BLK_WGMMA=0)", m.desc->ops->gemm_fp8_blk(&c, &a), 2,
                    (const char *[]){"memra_k_fp8blk_quant", "memra_k_fp8blk_gemm"}, (const int[]){0, 0});
     ok &= close_mod(&m, 1);
+    /* the 128 x 256 tile where it fills four waves of the SMs (here 32 x 48 tiles), and with MEMRA_FP8BLK_WGMMA=wide */
+    g_wgmma_knob = NULL;
+    if (!open_mod(so, 90, &m)) return 0;
+    c = call_of(&m);
+    a = gemm(4096, 12288, 5120);
+    ok &= launched("gemm_fp8_blk 4096 x 12288", m.desc->ops->gemm_fp8_blk(&c, &a), 2,
+                   (const char *[]){"memra_k_fp8blk_quant", "memra_k_fp8blk_wgmma_wide"}, (const int[]){0, 0});
+    ok &= close_mod(&m, 1);
+    g_wgmma_knob = "wide";
+    if (!open_mod(so, 90, &m)) return 0;
+    c = call_of(&m);
+    a = gemm(64, 256, 512);
+    ok &= launched("gemm_fp8_blk (MEMRA_FP8BLK_WGMMA=wide)", m.desc->ops->gemm_fp8_blk(&c, &a), 2,
+                   (const char *[]){"memra_k_fp8blk_quant", "memra_k_fp8blk_wgmma_wide"}, (const int[]){0, 0});
+    ok &= close_mod(&m, 1);
     /* MEMRA_FP8BLK_WGMMA=bar: the warpgroups in step through CTA barriers */
     g_wgmma_knob = "bar";
     if (!open_mod(so, 90, &m)) return 0;

@@ -41,5 +41,11 @@
 #define FP8BLK_WG_STAGE_BYTES 33792 /* 16384 + 16384 + 512, rounded up to 1024 */
 /* + 1024 to align the first stage, + 128 for the mbarriers (full and empty per stage) */
 #define FP8BLK_WG_SMEM_BYTES (FP8BLK_WG_STAGES * FP8BLK_WG_STAGE_BYTES + 1024 + 128)
+/* The mbarrier kernels for nh halves of 128 weight rows (1: 128 x 128, 2: the wide
+ * 128 x 256 tile): a stage holds A, nh x 16384 of B and the scales, 1024-aligned;
+ * 6 stages of the narrow tile, 4 of the wide one (about 197 KB). */
+#define FP8BLK_WG_STAGE_BYTES_OF(nh) ((16384 * (1 + (nh)) + 512 + 1023) / 1024 * 1024)
+#define FP8BLK_WG_STAGES_OF(nh) ((nh) == 1 ? FP8BLK_WG_STAGES : 4)
+#define FP8BLK_WG_SMEM_BYTES_OF(nh) (FP8BLK_WG_STAGES_OF(nh) * FP8BLK_WG_STAGE_BYTES_OF(nh) + 1024 + 128)
 
 #endif
