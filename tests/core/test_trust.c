@@ -24,6 +24,15 @@
  *                    signal and stage named, the good module loaded, the
  *                    process alive; the trial's cost per module measured
  *   hang             a score that never returns: refused after 5 s
+ *   init             (issue 27) the modules of HOSTILE_DIR/../init beside a
+ *                    good one and three more copies of the hanging one: init
+ *                    that crashes, hangs or exit(3)s, an op that crashes in
+ *                    the self-check, a module that behaves only when named
+ *                    memra-trial, a forking constructor; each refused with
+ *                    its stage and signal or status, the good one loaded,
+ *                    the process alive, the four hangs costing one limit
+ *                    (parallel trials), no forked process left; hot loads
+ *                    get the same
  *   helper_missing   libmemra without its memra-trial: a module path module
  *                    refused with the reason; MEMRA_MODULE_TRIAL=0 loads it
  *   stale_name       a module that cannot be unloaded (-z nodelete) keeps its
@@ -511,6 +520,75 @@ static void case_hang(void)
     memra_close(rt);
 }
 
+static void case_init(void)
+{
+    setenv("MEMRA_TRIAL_TIMEOUT_MS", "2000", 1);
+    const char *dir = tmpdir();
+    char src[600], p[600], marker[600];
+    snprintf(marker, sizeof marker, "%s/fork.pid", dir);
+    setenv("MEMRA_TEST_MARKER", marker, 1);
+    const char *names[] = {"testcrashinit", "testcrashop", "testhanginit", "testexitinit", "testsneaky", "testforkctor"};
+    const char *want[] = {"crashed in init on host: SIGSEGV", "crashed in self-check scale case 1 on host: SIGSEGV",
+                          "trial timed out after 2 s (in init on host)", "exited with status 3 in init on host",
+                          "crashed in init on host: SIGSEGV", "left a process running"};
+    for (int i = 0; i < 6; i++) {
+        snprintf(src, sizeof src, "%s/../init/%s.so", g_hostile, names[i]);
+        snprintf(p, sizeof p, "%s/%s.so", dir, names[i]);
+        copy_file(src, p, 0755);
+    }
+    for (int k = 2; k <= 4; k++) { /* more hangs: parallel trials cost one limit for all */
+        snprintf(src, sizeof src, "%s/../init/testhanginit.so", g_hostile);
+        snprintf(p, sizeof p, "%s/testhanginit%d.so", dir, k);
+        copy_file(src, p, 0755);
+    }
+    snprintf(p, sizeof p, "%s/testgood.so", dir);
+    copy_file(g_good, p, 0755);
+    double t0 = now_ms();
+    memra_runtime *rt = open_path(dir);
+    double ms = now_ms() - t0;
+    printf("memra_open with 9 hostile modules: %.0f ms\n", ms);
+    const char *why;
+    for (int i = 0; i < 6; i++) {
+        snprintf(p, sizeof p, "%s.so", names[i]);
+        CHECK(find(rt, p, &why) == 0);
+        printf("%s: %s\n", names[i], why);
+        CHECK_STR_CONTAINS(why, want[i]);
+    }
+    for (int k = 2; k <= 4; k++) {
+        snprintf(p, sizeof p, "testhanginit%d.so", k);
+        CHECK(find(rt, p, &why) == 0);
+        CHECK_STR_CONTAINS(why, "trial timed out after 2 s (in init on host)");
+    }
+    CHECK(find(rt, "testgood", &why) == 1);
+    /* four hangs of 2 s each, one after another, would take 8 s */
+    CHECK(ms >= 1900.0 && ms < 6000.0);
+    /* hot loads: the same containment */
+    snprintf(p, sizeof p, "%s/testcrashop.so", dir);
+    CHECK_STATUS(memra_module_load(rt, p), MEMRA_STATUS_MODULE_ERROR);
+    CHECK_STR_CONTAINS(memra_last_error(), "crashed in self-check scale case 1 on host: SIGSEGV");
+    snprintf(p, sizeof p, "%s/testexitinit.so", dir);
+    CHECK_STATUS(memra_module_load(rt, p), MEMRA_STATUS_MODULE_ERROR);
+    CHECK_STR_CONTAINS(memra_last_error(), "exited with status 3 in init on host");
+    memra_close(rt);
+    /* the forked child was killed with the helper's group (if it got as far
+     * as writing its pid, that pid must be gone) */
+    FILE *f = fopen(marker, "r");
+    if (f != NULL) {
+        int pid = 0;
+        CHECK(fscanf(f, "%d", &pid) == 1 && pid > 0);
+        fclose(f);
+        int gone = 0;
+        for (int i = 0; i < 100 && !gone; i++) {
+            gone = kill(pid, 0) != 0 && errno == ESRCH;
+            if (!gone) usleep(10000);
+        }
+        printf("forked child %d %s\n", pid, gone ? "gone" : "still running");
+        CHECK(gone);
+    }
+    unsetenv("MEMRA_TEST_MARKER");
+    unsetenv("MEMRA_TRIAL_TIMEOUT_MS");
+}
+
 static void case_helper_missing(int argc, char **argv)
 {
     if (argc > 0 && strcmp(argv[0], "--child") == 0) {
@@ -648,6 +726,7 @@ static void run_case(const char *c, int argc, char **argv)
     else if (strcmp(c, "no_ops") == 0) case_no_ops();
     else if (strcmp(c, "crash") == 0) case_crash();
     else if (strcmp(c, "hang") == 0) case_hang();
+    else if (strcmp(c, "init") == 0) case_init();
     else if (strcmp(c, "helper_missing") == 0) case_helper_missing(argc, argv);
     else if (strcmp(c, "env_paths") == 0) case_env_paths();
     else if (strcmp(c, "stale_name") == 0) case_stale_name();
