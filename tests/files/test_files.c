@@ -1295,6 +1295,17 @@ static void case_write(const char *dir)
     tw_gguf_build(&g, &b);
     tw_save(&b, in_dir("names.gguf"));
     tw_free(&b);
+    /* an F32 weight holding one NaN (memra check --model: the row says why it fails) */
+    {
+        static float wn[64 * 256];
+        for (size_t e = 0; e < 64 * 256; e++) wn[e] = 0.01f * (float)((int)(e % 7) - 3);
+        wn[5] = NAN;
+        tw_gguf_tensor tn[1] = {{"blk.0.attn_q.weight", 0, 2, {256, 64}, wn, sizeof wn, -1}};
+        tw_gguf gn = {.with_meta = 0, .tensors = tn, .n_tensors = 1};
+        tw_gguf_build(&gn, &b);
+        tw_save(&b, in_dir("nan.gguf"));
+        tw_free(&b);
+    }
     /* sizes that wrapped past 2^64 (issue 27; also seeds of the fuzz corpora) */
     small_gguf(&g, t, &b);
     t[0].type = 28;
