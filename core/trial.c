@@ -171,9 +171,10 @@ static void parse_lines(memra__trial *t)
     t->used = rest;
 }
 
-/* The child's environment: this process's, with every MEMRA_* variable
- * replaced by the runtime's effective configuration (options and settings
- * included), so the helper's runtime is configured like this one. */
+/* The child's environment: this process's, with every knob's variable
+ * replaced by the runtime's effective value (options and settings included)
+ * and the unknown MEMRA_* settings of options added, so the helper's runtime
+ * is configured like this one. */
 static char **child_env(const memra_runtime *rt)
 {
     size_t n = 0;
@@ -182,8 +183,24 @@ static char **child_env(const memra_runtime *rt)
     char **env = calloc(cap, sizeof *env);
     if (env == NULL) return NULL;
     size_t k = 0;
-    for (size_t i = 0; i < n; i++)
-        if (strncmp(environ[i], "MEMRA_", 6) != 0 && (env[k] = strdup(environ[i])) != NULL) k++;
+    for (size_t i = 0; i < n; i++) {
+        const char *e = environ[i], *eq = strchr(e, '=');
+        if (strncmp(e, "MEMRA_", 6) == 0 && eq != NULL) {
+            /* a knob: its effective value follows; another MEMRA_* variable (a
+             * module's own) stays, unless an option set it */
+            int skip = 0;
+            for (int j = 0; j < MEMRA__KNOB_COUNT && !skip; j++) {
+                const char *name = NULL, *def, *owner, *help;
+                memra__knob_info(j, &name, &def, &owner, &help);
+                skip = name != NULL && strlen(name) == (size_t)(eq - e) && strncmp(name, e, (size_t)(eq - e)) == 0;
+            }
+            for (int j = 0; j < rt->cfg.n_extra && !skip; j++)
+                skip = rt->cfg.extra_source[j] == 2 && strlen(rt->cfg.extra_name[j]) == (size_t)(eq - e) &&
+                       strncmp(rt->cfg.extra_name[j], e, (size_t)(eq - e)) == 0;
+            if (skip) continue;
+        }
+        if ((env[k] = strdup(e)) != NULL) k++;
+    }
     for (int i = 0; i < MEMRA__KNOB_COUNT; i++) {
         const char *v = memra__config_str(&rt->cfg, (memra__knob)i), *name = NULL, *def, *owner, *help;
         memra__knob_info(i, &name, &def, &owner, &help);
@@ -192,6 +209,7 @@ static char **child_env(const memra_runtime *rt)
         else env[k] = NULL;
     }
     for (int i = 0; i < rt->cfg.n_extra; i++) {
+        if (rt->cfg.extra_source[i] != 2) continue; /* from the environment: kept above */
         if (asprintf(&env[k], "%s=%s", rt->cfg.extra_name[i], rt->cfg.extra_value[i]) >= 0) k++;
         else env[k] = NULL;
     }
