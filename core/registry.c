@@ -443,7 +443,7 @@ static memra__modrec *load_file(memra_runtime *rt, const char *path, int trial, 
     int fd;
     memra__modrec *r = load_prepare(rt, path, NULL, already, &fd);
     if (r == NULL || fd < 0) return r;
-    if (trial && memra__trial_enabled()) {
+    if (trial && memra__trial_enabled(rt)) {
         memra__trial t;
         memra__trial_start(rt, fd, hot, &t);
         memra__trial_wait(&t, 1);
@@ -492,7 +492,7 @@ static void pend_file(memra_runtime *rt, const char *path, int trial, pendlist *
     memset(p, 0, sizeof *p);
     p->r = r;
     p->fd = fd;
-    p->trial = trial && memra__trial_enabled();
+    p->trial = trial && memra__trial_enabled(rt);
 }
 
 /* Run the queued trials, several helpers at once, then load in queue order

@@ -68,10 +68,10 @@ static int g_child_fd = -1; /* the report pipe, inside the helper only */
 
 int memra__trial_child_active(void) { return g_child_fd >= 0; }
 
-int memra__trial_enabled(void)
+int memra__trial_enabled(const memra_runtime *rt)
 {
     if (memra__trial_child_active()) return 0;
-    const char *s = memra__env("MEMRA_MODULE_TRIAL");
+    const char *s = memra__config_lookup(&rt->cfg, "MEMRA_MODULE_TRIAL");
     return !(s != NULL && strcmp(s, "0") == 0);
 }
 

@@ -10,9 +10,9 @@
 
 #include "memra/memra.h"
 
-/* 0 when MEMRA_MODULE_TRIAL=0 turns trials off, and inside a trial (the
+/* 0 when rt's MEMRA_MODULE_TRIAL=0 turns trials off, and inside a trial (the
  * helper's own runtime runs none); the one place that reads it. */
-int memra__trial_enabled(void);
+int memra__trial_enabled(const memra_runtime *rt);
 
 /* <dir of libmemra>/memra/memra-trial into buf; 0 when it cannot be placed. */
 int memra__trial_helper_path(char *buf, size_t len);
