@@ -233,7 +233,7 @@ void memra__trial_start(memra_runtime *rt, int module_fd, int hot, memra__trial 
     t->deadline = t->t0 + TRIAL_TIMEOUT_S * 1000.0;
     snprintf(t->stage, sizeof t->stage, "start");
     const char *lim = memra__config_lookup(&rt->cfg, "MEMRA_TRIAL_TIMEOUT_MS");
-    t->phase2_ms = lim != NULL ? strtod(lim, NULL) : 10000.0;
+    t->phase2_ms = lim != NULL ? strtod(lim, NULL) : 30000.0;
     char helper[PATH_MAX], real[PATH_MAX], inner[PATH_MAX + 128], libpath[PATH_MAX];
     if (!memra__trial_helper_path(helper, sizeof helper) || !lib_dir(libpath, sizeof libpath)) {
         set_verdict(t, MEMRA_STATUS_MODULE_ERROR,
