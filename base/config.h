@@ -22,6 +22,8 @@
     X(ALLOW_UNSAFE_MODULES, "MEMRA_ALLOW_UNSAFE_MODULES", "core", BOOL, "", "0",                                  \
       "1: load modules from folders others can write")                                                            \
     X(MODULE_TRIAL, "MEMRA_MODULE_TRIAL", "core", BOOL, "", "1", "0: no contained trial load (memra-trial) first")       \
+    X(TRIAL_TIMEOUT_MS, "MEMRA_TRIAL_TIMEOUT_MS", "core", UINT, "1..600000", "30000",                            \
+      "a trial's init and self-check (in memra-trial) past this many ms refuse the module")                        \
     X(ADMISSION, "MEMRA_ADMISSION", "core", ENUM, "all|hot|off", "all",                                          \
       "module self-check against the host before publishing: every load, hot loads only, off")                   \
     X(TUNE_FILE, "MEMRA_TUNE_FILE", "core", STR, "", "<cache root>/tune/tuning.memra",                            \

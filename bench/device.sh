@@ -18,6 +18,13 @@
 #               SAN_PROFILES the profiles; one extra cell per (tool, profile): the admission
 #               self-check, `memra info`)
 #   stress      the multi-thread / multi-stream GPU stress test, when built
+#   racecheck   test_gpu_stress streams under compute-sanitizer --tool racecheck, the tool's
+#               reports in their own log (--log-file), the test's own output (line-buffered)
+#               in another, each exit status kept: the tool's (RACE_ERROR_EXIT, default 86,
+#               when it found hazards) and, without hazards, the test's own; hazards filed by
+#               kernel (memra's own vs vendor: cuBLASLt's nvjet/xmma); RACE_TIMEOUT (default
+#               540 s), RACE_DISABLE (a MEMRA_DISABLE value, e.g. the cuBLASLt module, to run
+#               memra's own kernels alone), RACE_CASE (default streams)
 #   bench       memra bench 27b at BENCH_M (default "512 4096"), each call alone and
 #               --batch 8 (BENCH_BATCH=0: alone only), with receipts
 #   raw         memra-bench-raw: memra's cuBLASLt lanes beside raw cuBLASLt calls
@@ -257,6 +264,34 @@ step_stress() {
   else
     say "stress: no test_gpu_stress binary in this build"
   fi
+}
+
+step_racecheck() {
+  if [ ! -x $B/bin/test_gpu_stress ]; then say "racecheck: no test_gpu_stress binary in this build"; return 0; fi
+  local c=${RACE_CASE:-streams} ex=${RACE_ERROR_EXIT:-86}
+  local tl="$L/racecheck_${c}_tool.log" ol="$L/racecheck_${c}_test.log" t=$SECONDS
+  local env=(MEMRA_ADMISSION=off)
+  [ -n "${RACE_DISABLE:-}" ] && env+=(MEMRA_DISABLE="$RACE_DISABLE")
+  env "${env[@]}" timeout -k 10 ${RACE_TIMEOUT:-540} compute-sanitizer --tool racecheck --racecheck-report hazard \
+    --print-limit 0 --show-backtrace no --error-exitcode "$ex" --log-file "$tl" \
+    $B/bin/test_gpu_stress "$c" > "$ol" 2>&1
+  local rc=$? n recs own vendor why
+  n=$(san_count racecheck "$tl")
+  read -r recs own vendor < <(san_classify "$tl")
+  case $rc in
+    0) why="the test passed, no hazard" ;;
+    "$ex") why="hazards reported (the tool's --error-exitcode)" ;;
+    124|137) why="killed at the time limit (${RACE_TIMEOUT:-540} s)" ;;
+    77) why="the test skipped (no CUDA device)" ;;
+    *) why="the test's own exit status (no hazard reported by the tool)" ;;
+  esac
+  say "racecheck test_gpu_stress $c${RACE_DISABLE:+ (MEMRA_DISABLE=$RACE_DISABLE)}: exit $rc: $why; $((SECONDS - t)) s;" \
+      "${n:-no summary} hazards, $recs reports: memra's own $own${vendor:+, vendor kernels:$vendor}"
+  say "  the test's own output ($ol), last lines:"; tail -5 "$ol" | sed 's/^/    /' >> "$S"
+  { echo "--- reports per kernel:"
+    grep -E "^=========     at |Thread .* at " "$tl" | sed -E 's/.* at (void )?//; s/[+<(].*//' | sort | uniq -c | sort -rn
+    echo "--- the tool's first reports:"; head -200 "$tl"; echo "[... cut ...]"; tail -30 "$tl"; } > "$tl.cut" && mv "$tl.cut" "$tl"
+  return 0
 }
 
 step_bench() {

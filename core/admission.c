@@ -41,6 +41,7 @@
 #include <time.h>
 
 #include "core/admission.h"
+#include "core/trial.h"
 #include "base/error.h"
 #include "memra/formats.h"
 
@@ -653,6 +654,7 @@ int memra__admission_check(memra_runtime *rt, memra__modrec *r)
                     ok = 0;
                     break;
                 }
+                memra__trial_stage("self-check %s case %d on %s", memra_op_name((memra_op)op), ci + 1, dev->label);
                 memra_status st = one_case(dev, host, r, href, &c, variant, why, sizeof why);
                 memra__acase_free(&c);
                 r->adm_cases++;

@@ -65,7 +65,8 @@ static int model_ls(const char *path, int json, int dev_sel)
     memra_file *f = NULL;
     memra_status st = memra_file_open(path, &f);
     if (st != MEMRA_STATUS_OK) {
-        fprintf(stderr, "memra model: %s: %s\n", memra_status_str(st), memra_last_error());
+        char eb[1024];
+        fprintf(stderr, "memra model: %s: %s\n", memra_status_str(st), tool_term_str(memra_last_error(), eb, sizeof eb));
         return 1;
     }
     memra_runtime *rt = NULL;
@@ -100,7 +101,10 @@ static int model_ls(const char *path, int json, int dev_sel)
         for (size_t i = 0; i < nm; i++) {
             memra_meta_info m;
             memra_file_meta_get(f, i, &m);
-            printf("  %-40s %.100s%s\n", m.key, m.text, strlen(m.text) > 100 ? "..." : "");
+            char kb[512], vb[512], cut[101];
+            snprintf(cut, sizeof cut, "%s", m.text);
+            printf("  %-40s %s%s\n", tool_term_str(m.key, kb, sizeof kb), tool_term_str(cut, vb, sizeof vb),
+                   strlen(m.text) > 100 ? "..." : "");
         }
         printf("\n%-48s %-8s %-18s %12s %12s  class\n", "tensor", "type", "shape", "bytes", "offset");
     }
@@ -123,8 +127,9 @@ static int model_ls(const char *path, int json, int dev_sel)
                 tool_json_str(stdout, t.path);
             }
         } else {
-            printf("%-48s %-8s %-18s %12llu %12llu  %s\n", t.name, t.type, sh, (unsigned long long)t.bytes,
-                   (unsigned long long)t.offset, cls);
+            char nb[1024];
+            printf("%-48s %-8s %-18s %12llu %12llu  %s\n", tool_term_str(t.name, nb, sizeof nb), t.type, sh,
+                   (unsigned long long)t.bytes, (unsigned long long)t.offset, cls);
         }
         if (w2d) {
             memra_weight *w = NULL;
@@ -134,7 +139,8 @@ static int model_ls(const char *path, int json, int dev_sel)
                     printf(",\"weight_error\":");
                     tool_json_str(stdout, memra_last_error());
                 } else {
-                    printf("    not a memra weight: %s\n", memra_last_error());
+                    char eb[1024];
+                    printf("    not a memra weight: %s\n", tool_term_str(memra_last_error(), eb, sizeof eb));
                 }
             } else {
                 if (json) printf(",\"lanes\":[");

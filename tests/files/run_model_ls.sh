@@ -45,6 +45,19 @@ rc=$?
 cat "$tmp/bad"
 [ $rc -eq 1 ] || fail "bad file: exit $rc, want 1"
 grep -q 'bad.gguf: byte 4: unknown GGUF version 9' "$tmp/bad" || fail "bad file message"
+# names with escape bytes and invalid UTF-8 (issue 27): escaped on the
+# terminal, valid JSON
+"$memra" model ls "$tmp/names.gguf" >"$tmp/names" 2>&1 || { cat "$tmp/names"; fail "names: exit $?"; }
+cat "$tmp/names"
+if LC_ALL=C grep -q "$(printf '\033')" "$tmp/names"; then fail "an escape byte reached the terminal raw"; fi
+grep -qF 'blk.0.\x1b]0;owned\x07\x1b[2J.weight' "$tmp/names" || fail "the escaped name is not shown"
+"$memra" model ls "$tmp/names.gguf" --json >"$tmp/names.json" || fail "names --json exit $?"
+python3 - "$tmp/names.json" <<'PY' || fail "names JSON"
+import json, sys
+d = json.load(open(sys.argv[1], encoding="utf-8"))
+n = sorted(x["name"] for x in d["tensors"])
+assert n == ["blk.0.\x1b]0;owned\x07\x1b[2J.weight", "norm.\ufffd\ufffd\ufffd\ufffd"], n
+PY
 "$memra" model ls "$tmp/model.gguf" --nosuch >/dev/null 2>&1
 rc=$?
 [ $rc -eq 2 ] || fail "bad option: exit $rc, want 2"
