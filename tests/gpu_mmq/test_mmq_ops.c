@@ -447,7 +447,7 @@ static uint8_t *make_blocks(memra_format f, int n, int k, size_t *bytes)
 static uint8_t *operand_of(memra_format f, const uint8_t *w, int n, int k, size_t *bytes)
 {
     if (f != MEMRA_FORMAT_Q4_0) {
-        *bytes = (size_t)memra_kr_bytes(n, k);
+        *bytes = (size_t)memra_kr_bytes(f, n, k);
         uint8_t *r = malloc(*bytes);
         CHECK(r != NULL);
         CHECK_INT_EQ(memra_kr_repack(f, w, n, k, r), 0);
@@ -477,6 +477,12 @@ static void kr_mass_all(memra_format f, const uint8_t *rec, const uint8_t *q, in
 {
     double *ax = malloc((size_t)m * k * sizeof *ax), *aw = malloc((size_t)n * k * sizeof *aw);
     CHECK(ax != NULL && aw != NULL);
+    uint8_t *wide = NULL; /* K-packed: widened to f32 scales and int8 codes once */
+    if (f != MEMRA_FORMAT_Q4_0) {
+        wide = malloc((size_t)memra_kr_wide_bytes(n, k));
+        CHECK(wide != NULL);
+        CHECK_INT_EQ(memra_kr_widen(f, rec, n, k, wide), 0);
+    }
     for (int c = 0; c < k; c++) {
         const int g = (c % 128) / 32;
         for (int i = 0; i < m; i++) {
@@ -492,7 +498,7 @@ static void kr_mass_all(memra_format f, const uint8_t *rec, const uint8_t *q, in
                 memcpy(&s0, r + 4 * g, 4);
                 aw[(size_t)j * k + c] = fabs((double)s0 * (int8_t)r[16 + c % 128]);
             } else {
-                const uint8_t *r = rec + ((size_t)(c / 128) * n + j) * MEMRA_KR_RECORD_BYTES;
+                const uint8_t *r = wide + ((size_t)(c / 128) * n + j) * MEMRA_KR_WIDE_BYTES;
                 memcpy(&s0, r + 4 * g, 4);
                 memcpy(&s1, r + 16 + 4 * g, 4);
                 const double qv = (int8_t)r[32 + c % 128];
@@ -509,6 +515,7 @@ static void kr_mass_all(memra_format f, const uint8_t *rec, const uint8_t *q, in
             mass[(size_t)i * n + j] = t;
         }
     free(ax);
+    free(wide);
     free(aw);
 }
 
