@@ -1163,9 +1163,10 @@ static int bench_model(bench *b, const char *path)
     const double tmed = tool_median(total, (size_t)b->reps);
     printf("%-8s %8zu %12.1f %10.3f %10.2f\n", "total", nw, (double)file_bytes / 1048576.0, tmed,
            flops_all / (tmed * 1e-3) / flops_unit(b));
-    printf("device operands %.1f MiB (f16 mirrors %.1f MiB); host RSS before open %.1f MiB, after open %.1f, after "
-           "prepare %.1f, at the end %.1f, peak %.1f (file %.1f MiB)\n",
-           (double)operand_bytes / 1048576.0, (double)mirror_bytes / 1048576.0, (double)rss0 / 1048576.0,
+    printf("device operands %.1f MiB, %.2fx the weights' file bytes (f16 mirrors %.1f MiB); host RSS before open "
+           "%.1f MiB, after open %.1f, after prepare %.1f, at the end %.1f, peak %.1f (file %.1f MiB)\n",
+           (double)operand_bytes / 1048576.0, file_bytes ? (double)operand_bytes / (double)file_bytes : 0.0,
+           (double)mirror_bytes / 1048576.0, (double)rss0 / 1048576.0,
            (double)rss_open / 1048576.0, (double)rss_prep / 1048576.0, (double)rss_end / 1048576.0,
            (double)hwm_end / 1048576.0, (double)file_bytes / 1048576.0);
     if (b->json) {
