@@ -846,22 +846,26 @@ static_assert(R3_SMEM_BYTES(4, 4) == 110592 && R3_SMEM_BYTES(2, 4) == 82944 && R
  *                      H, S, D at their own width, made on the host at prepare
  *                      by memra_kr_repack) x q8_1 records.
  * gemm_q8_0r's tile, split-k and epilogue; what differs:
- *  - the load stage widens the weight. At step kt a thread issues its global
- *    loads of step kt+1's packed bytes (16-byte nibble units, 4 or 8 bytes
- *    of high bits, the 16-byte super-block head, Q6_K's f16 d; all coalesced:
- *    a step's records of the CTA's rows are one contiguous run per plane),
- *    runs step kt's MMAs while they are in flight, then widens them in
- *    registers (per 4 codes: an AND or a shift-AND for the nibbles; Q5_K one
- *    shift-AND-OR for the fifth bit; Q6_K two more and the -32 as
- *    (v + 0x60) ^ 0x80 per byte) and stores them to the other of two weight
- *    slots in shared memory, in the int8 layout the fold reads: a 144-byte
- *    row (f32 s[0..3], int8 q[128]; 36 words apart: conflict-free ldmatrix
- *    phases and conflict-free 16-byte stores) and a 16-byte side row
+ *  - the load stage widens the weight. At step kt each thread cp.asyncs its
+ *    own packed bytes of step kt+1 (two 16-byte nibble units, their 4 or 8
+ *    bytes of top bits, and for thread t < BN row t's 16-byte super-block
+ *    head, or Q6_K's 8 scales of this half and the aligned word holding its
+ *    d; per plane a step's records of the CTA's rows are one contiguous run:
+ *    coalesced) into the packed slot P while step kt's MMAs run, waits for
+ *    its own copies only (cp.async.wait_group 1: no barrier, it reads back
+ *    only what it copied), and widens them in registers (per 4 codes: an AND
+ *    or a shift-AND for the nibbles; Q5_K one shift-AND-OR for the fifth bit;
+ *    Q6_K one for the top bits and the -32 as (v + 0x60) ^ 0x80 per byte)
+ *    into the other of two weight slots, in the int8 layout the fold reads: a
+ *    144-byte row (f32 s[0..3], int8 q[128]; 36 words apart: conflict-free
+ *    ldmatrix phases and conflict-free 16-byte stores) and a 16-byte side row
  *    (s[4..7]). The scales are formed exactly as memra_kr_record forms them
  *    (an f16 times a 6-bit or int8 integer: exact in f32), so the fold sees
- *    the same operands as the host reference. The activation records keep
- *    gemm_q8_0r's 3-stage cp.async pipeline (two steps ahead). Rows past n
- *    get zero bytes (scale 0: they add exact zeros, and are never stored).
+ *    the same operands as the host reference (formats.kpacked runs this
+ *    widening, transcribed to C, against memra_kr_record). Nothing packed
+ *    stays in registers across the MMAs. The activation records keep
+ *    gemm_q8_0r's 3-stage cp.async pipeline. Rows past n get zero-filled
+ *    bytes (scale 0: they add exact zeros, and are never stored).
  *  - fold "min" (value = s_b q - mn_b): per output element and 32-block
  *        acc = fma(sx, fma(D, s, -M s), acc)   (gemm_q8_0r's two FFMAs)
  *        acc = fma(t, -mn, acc)                one FFMA for the min term,
@@ -885,10 +889,12 @@ static_assert(R3_SMEM_BYTES(4, 4) == 110592 && R3_SMEM_BYTES(2, 4) == 82944 && R
  * Both keep every integer product exact; the roundings per 32-block are
  * three (fold "min": s I, + acc, then + the min term) and three (fold "q6"),
  * against gemm_q8_0r's two: the band is judge_band_fold with 2 nb terms
- * (tools/judge.h). Shared memory 3 x 32 MT x 144 (activations) + 2 x 32 NT x
- * 160 (widened weights): 96256 at MT = 4, NT = 4, 68608 at 2 / 4, 86016 at
- * 4 / 3, 58368 at 2 / 3: every tile fits sm_120's 99 KB, and two CTAs fit an
- * sm_90 SM at every tile. */
+ * (tools/judge.h). Shared memory 2 x 32 NT x 160 (widened weights) + 3 x
+ * 32 MT x 144 (activations) + 32 NT x (80 + KR_HB) (packed; KR_HB = 0, 16, 32
+ * for Q4_K, Q5_K, Q6_K): 106496 / 108544 / 110592 at MT = 4, NT = 4, 78848 /
+ * 80896 / 82944 at 2 / 4, 93696 / 95232 / 96768 at 4 / 3, 66048 / 67584 / 69120
+ * at 2 / 3: two CTAs fit an sm_90 SM at every tile, and every tile but
+ * 128 x 128 fits sm_120's 99 KB. */
 
 #define KR_W_ROWS(NT) (32 * (NT) * MMQ_ROW)        /* a weight slot's 144-byte rows */
 #define KR_W_SLOT(NT) (32 * (NT) * (MMQ_ROW + 16)) /* + its 16-byte side rows */
