@@ -1030,6 +1030,7 @@ typedef struct model_class {
     size_t tensors;
     double flops;
     uint64_t bytes;    /* the tensors' file bytes */
+    uint64_t obytes;   /* their device operand bytes (memra_weight_plan operand_bytes) */
     double *t;         /* per rep: the sum of the class's calls */
     double median;
     ledger_snap served;
@@ -1088,9 +1089,10 @@ static int bench_model(bench *b, const char *path)
         }
         memra_weight_plan p = {.struct_size = sizeof p};
         if (memra_weight_plan_get(w[i], b->dev, &p) == MEMRA_STATUS_OK) operand_bytes += p.operand_bytes;
+        cls[i] = tool_tclass_of(t.name);
+        mc[cls[i]].obytes += p.operand_bytes;
         if (memra_weight_operands(w[i], b->dev) & MEMRA_OPERAND_F16_MIRROR)
             mirror_bytes += (uint64_t)t.shape[0] * (uint64_t)t.shape[1] * 2u;
-        cls[i] = tool_tclass_of(t.name);
         mc[cls[i]].tensors++;
         mc[cls[i]].flops += 2.0 * (double)b->m * (double)t.shape[0] * (double)t.shape[1];
         mc[cls[i]].bytes += t.bytes;
@@ -1163,9 +1165,10 @@ static int bench_model(bench *b, const char *path)
     const double tmed = tool_median(total, (size_t)b->reps);
     printf("%-8s %8zu %12.1f %10.3f %10.2f\n", "total", nw, (double)file_bytes / 1048576.0, tmed,
            flops_all / (tmed * 1e-3) / flops_unit(b));
-    printf("device operands %.1f MiB (f16 mirrors %.1f MiB); host RSS before open %.1f MiB, after open %.1f, after "
-           "prepare %.1f, at the end %.1f, peak %.1f (file %.1f MiB)\n",
-           (double)operand_bytes / 1048576.0, (double)mirror_bytes / 1048576.0, (double)rss0 / 1048576.0,
+    printf("device operands %.1f MiB, %.2fx the weights' file bytes (f16 mirrors %.1f MiB); host RSS before open "
+           "%.1f MiB, after open %.1f, after prepare %.1f, at the end %.1f, peak %.1f (file %.1f MiB)\n",
+           (double)operand_bytes / 1048576.0, file_bytes ? (double)operand_bytes / (double)file_bytes : 0.0,
+           (double)mirror_bytes / 1048576.0, (double)rss0 / 1048576.0,
            (double)rss_open / 1048576.0, (double)rss_prep / 1048576.0, (double)rss_end / 1048576.0,
            (double)hwm_end / 1048576.0, (double)file_bytes / 1048576.0);
     if (b->json) {
@@ -1177,11 +1180,12 @@ static int bench_model(bench *b, const char *path)
             const int tot = c == TOOL_TCLASS_COUNT;
             if (!tot && mc[c].tensors == 0) continue;
             const double fl = tot ? flops_all : mc[c].flops, med = tot ? tmed : mc[c].median;
-            fprintf(j, "%s\n{\"shape\":\"%s\",\"class\":\"%s\",\"tensors\":%zu,\"bytes\":%llu,\"flops\":%.0f,\"arms\":[{"
-                       "\"arm\":\"matmul\",\"op\":null,\"times_ms\":",
+            fprintf(j, "%s\n{\"shape\":\"%s\",\"class\":\"%s\",\"tensors\":%zu,\"bytes\":%llu,\"operand_bytes\":%llu,"
+                       "\"flops\":%.0f,\"arms\":[{\"arm\":\"matmul\",\"op\":null,\"times_ms\":",
                     first ? "" : ",", tot ? "total" : tool_tclass_name((tool_tclass)c),
                     tot ? "total" : tool_tclass_name((tool_tclass)c), tot ? nw : mc[c].tensors,
-                    (unsigned long long)(tot ? file_bytes : mc[c].bytes), fl);
+                    (unsigned long long)(tot ? file_bytes : mc[c].bytes),
+                    (unsigned long long)(tot ? operand_bytes : mc[c].obytes), fl);
             json_times(j, tot ? total : mc[c].t, b->reps);
             fprintf(j, ",\"median_ms\":%.6g,\"flops_per_s\":%.6g,\"valid\":true,\"served\":[", med, fl / (med * 1e-3));
             if (!tot) {

@@ -76,6 +76,8 @@ static int model_ls(const char *path, int json, int dev_sel)
     }
     const int ndev = memra_device_count(rt);
     const size_t nt = memra_file_tensor_count(f), nm = memra_file_meta_count(f);
+    /* per device: the operand bytes prepare would hold for the file's 2D weights, and their file bytes */
+    uint64_t dev_ob[64] = {0}, dev_fb[64] = {0};
     uint64_t total = 0;
     for (size_t i = 0; i < nt; i++) {
         memra_tensor_info t;
@@ -172,8 +174,12 @@ static int model_ls(const char *path, int json, int dev_sel)
                         tool_json_str(stdout, p.why);
                         printf("}");
                     } else {
-                        printf("    %-16s %-22s %s\n    %-16s %-22s %s\n", label, p.lane, chain, "", "", p.why);
+                        printf("    %-16s %-22s %s\n    %-16s %-22s device bytes %llu (%.2fx the file's)\n"
+                               "    %-16s %-22s %s\n",
+                               label, p.lane, chain, "", "", (unsigned long long)p.operand_bytes,
+                               t.bytes ? (double)p.operand_bytes / (double)t.bytes : 0.0, "", "", p.why);
                     }
+                    if (d < 64) dev_ob[d] += p.operand_bytes, dev_fb[d] += t.bytes;
                     first = 0;
                 }
                 if (json) printf("]");
@@ -181,6 +187,25 @@ static int model_ls(const char *path, int json, int dev_sel)
             }
         }
         if (json) printf("}");
+    }
+    if (json) printf("],\"devices\":[");
+    else printf("\ndevice bytes of the 2D weights' operands, per device:\n");
+    for (int d = 0, first = 1; d < ndev && d < 64; d++) {
+        if (dev_fb[d] == 0) continue;
+        const memra_device_caps *c = memra_device_caps_get(memra_device_get(rt, d));
+        char label[64];
+        if (c->arch == MEMRA_ARCH_HOST) snprintf(label, sizeof label, "[%d] host", d);
+        else snprintf(label, sizeof label, "[%d] cuda:%d %s", d, c->ordinal, c->profile);
+        if (json) {
+            printf("%s{\"device\":", first ? "" : ",");
+            tool_json_str(stdout, label);
+            printf(",\"operand_bytes\":%llu,\"file_bytes\":%llu}", (unsigned long long)dev_ob[d],
+                   (unsigned long long)dev_fb[d]);
+        } else {
+            printf("  %-20s %llu bytes = %.1f MiB (%.2fx the file's %llu)\n", label, (unsigned long long)dev_ob[d],
+                   (double)dev_ob[d] / 1048576.0, (double)dev_ob[d] / (double)dev_fb[d], (unsigned long long)dev_fb[d]);
+        }
+        first = 0;
     }
     if (json) printf("]}\n");
     memra_close(rt);

@@ -356,6 +356,26 @@ static int case_sm120(const char *so, int cc)
         printf("  gemm_q8_0r ran the 128 x 128 tile on a 99 KB device  FAIL\n");
         ok = 0;
     }
+    /* gemm_kr: each K-quant's own kernels (the K-packed widening differs), never 128 x 128 on 99 KB */
+    static const struct { memra_format f; const char *name, *tile, *big; } kr[] = {
+        {MEMRA_FORMAT_Q4_K, "q4_k", "memra_k_gemm_kr_q4_k_mt", "memra_k_gemm_kr_q4_k_mt4"},
+        {MEMRA_FORMAT_Q5_K, "q5_k", "memra_k_gemm_kr_q5_k_mt", "memra_k_gemm_kr_q5_k_mt4"},
+        {MEMRA_FORMAT_Q6_K, "q6_k", "memra_k_gemm_kr_q6_k_mt", "memra_k_gemm_kr_q6_k_mt4"}};
+    for (size_t f = 0; f < sizeof kr / sizeof kr[0]; f++) {
+        a = gemm(512, 5120, 5120);
+        a.w_format = (int32_t)kr[f].f;
+        c = call_of(&m);
+        st = m.desc->ops->gemm_kr(&c, &a);
+        const int big = g_n_launched > 0 && strcmp(g_launched[0], kr[f].big) == 0;
+        char what[40];
+        snprintf(what, sizeof what, "gemm_kr %s", kr[f].name);
+        ok &= launched(what, st, g_n_launched >= 1 ? g_n_launched : 1,
+                       (const char *[]){kr[f].tile, "memra_k_splitk_sum"}, (const int[]){1, 1});
+        if (cc == 120 && big) {
+            printf("  gemm_kr ran the 128 x 128 tile on a 99 KB device  FAIL\n");
+            ok = 0;
+        }
+    }
     c = call_of(&m);
     a = gemm(64, 256, 512);
     if (cc == 120)
@@ -380,6 +400,14 @@ static int case_mmq(const char *so)
     memra_gemm_args a = gemm(100, 300, 256);
     ok &= launched("gemm_q8_0", m.desc->ops->gemm_q8_0(&c, &a), 1, (const char *[]){"memra_k_gemm_q8_0"},
                    (const int[]){0});
+    static const memra_format kq[] = {MEMRA_FORMAT_Q4_K, MEMRA_FORMAT_Q5_K, MEMRA_FORMAT_Q6_K};
+    static const char *const kq_tile[] = {"memra_k_gemm_kr_q4_k_mt", "memra_k_gemm_kr_q5_k_mt", "memra_k_gemm_kr_q6_k_mt"};
+    for (int f = 0; f < 3; f++) { /* each K-quant on its own kernels */
+        memra_gemm_args kr = a;
+        kr.w_format = (int32_t)kq[f];
+        c = call_of(&m);
+        ok &= launched(kq_tile[f], m.desc->ops->gemm_kr(&c, &kr), 1, &kq_tile[f], (const int[]){-1});
+    }
     c = call_of(&m);
     ok &= launched("accprobe s32", m.desc->ops->accprobe(&c, MEMRA_ACCPROBE_S32, &a), 1,
                    (const char *[]){"memra_k_probe_s32"}, (const int[]){0});
