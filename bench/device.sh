@@ -31,6 +31,8 @@
 #   fp8         memra's block-128 FP8 kernels (wgmma and mma.sync) beside cuBLASLt: the steps
 #               fp8check (checks), fp8bench (bench --vs and memra-bench-raw at FP8_M),
 #               fp8ncu (ncu of the quantisers and GEMMs), fp8san (the four sanitizer tools)
+#   kquant      the K-quant floor on packed operands: GPU tests, check gemm_kr (3 profiles),
+#               admission, memcheck (KQ_BENCH=1: memra bench 27b m=512)
 #   accprobe    memra bench accprobe (wide, mid)
 #   sweep       test_mmq_ops sweep (every gemm_q8_0r tile x split)
 #   pdl         test_mmq_ops pdl at m = 512 and 4096
@@ -373,6 +375,31 @@ step_fp8san() {
       say "sanitize $t gemm_fp8_blk $mo: exit $? reports $(san_count $t "$L/fp8_san_${mo}_$t.log") (own, vendor: $(san_classify "$L/fp8_san_${mo}_$t.log"))"
     done
   done
+}
+
+# The K-quant floor on packed operands (GGUF bytes): its GPU tests, memra check of
+# gemm_kr under the native, sm120 and cuda profiles, the admission verdict, memcheck
+# over test_mmq_ops gemm_kr; KQ_BENCH=1 adds memra bench 27b at m = 512.
+step_kquant() {
+  local p
+  ( cd $B && timeout 300 ctest -L gpu -R 'mmq_|registry.admission|files.model_cmds_gpu|files.gpu_matmul|gpu_runtime' \
+      --output-on-failure --timeout 200 ) > "$L/kq_ctest.log" 2>&1
+  say "kquant ctest: exit $? $(grep -E 'tests passed' "$L/kq_ctest.log")"
+  grep -E "\*\*\*Failed|Failed  " "$L/kq_ctest.log" | head -6 >> "$S"
+  for p in native sm120 cuda; do
+    if [ $p = native ]; then timeout 200 $M check --device 0 --op gemm_kr > "$L/kq_check_$p.log" 2>&1
+    else MEMRA_ARCH=$p timeout 200 $M check --device 0 --op gemm_kr > "$L/kq_check_$p.log" 2>&1; fi
+    say "check gemm_kr ($p): exit $? $(grep -E 'passed, ' "$L/kq_check_$p.log")"
+    grep -E " FAIL" "$L/kq_check_$p.log" | head -4 >> "$S"
+  done
+  timeout 100 $M info > "$L/kq_info.txt" 2>&1
+  say "info: $(grep -ciE 'quarantin' "$L/kq_info.txt") quarantine lines; $(grep -iE 'bytes per 256' "$L/kq_info.txt" | head -1 | cut -c1-150)"
+  MEMRA_ADMISSION=off timeout 200 compute-sanitizer --tool memcheck --print-limit 0 $T gemm_kr > "$L/kq_san_memcheck.log" 2>&1
+  say "sanitize memcheck test_mmq_ops gemm_kr: exit $? reports $(san_count memcheck "$L/kq_san_memcheck.log")"
+  if [ "${KQ_BENCH:-0}" = 1 ]; then
+    timeout 200 $M bench 27b --m 512 --json $R/bench_27b_m512_$TAG.json > "$L/kq_bench_27b_m512.txt" 2>&1
+    say "memra bench 27b m=512: exit $?"
+  fi
 }
 
 step_accprobe() {
