@@ -423,8 +423,8 @@ memra_k_fp8blk_wgmma(const unsigned char *__restrict__ w, const float *__restric
  *                         with one block accumulator and no CTA barrier in the loop:
  *                         each stage has a `full` mbarrier (every thread's cp.async
  *                         copies of the block arrive on it: cp.async.mbarrier.arrive,
- *                         256 arrivals) and an `empty` one (each of the 8 warps
- *                         arrives once its wgmmas of the block are done). A thread
+ *                         256 arrivals) and an `empty` one (every thread arrives
+ *                         once its warp's wgmmas of the block are done). A thread
  *                         refills a stage only after `empty` says both warpgroups
  *                         are done with the block it held, FP8BLK_WG_STAGES - 2 blocks
  *                         ahead, so one warpgroup may run up to two blocks ahead of the
@@ -478,7 +478,7 @@ __device__ __forceinline__ void wg_mb_body(const unsigned char *__restrict__ w, 
     if (threadIdx.x == 0)
         for (int s = 0; s < S; s++) {
             mb_init(full + 8 * s, FP8BLK_WG_THREADS);
-            mb_init(empty + 8 * s, FP8BLK_WG_THREADS / 32);
+            mb_init(empty + 8 * s, FP8BLK_WG_THREADS);
         }
     __syncthreads();
 
@@ -514,10 +514,7 @@ __device__ __forceinline__ void wg_mb_body(const unsigned char *__restrict__ w, 
             asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
             asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
             wg_fence_regs(t);
-            if (h == NH - 1) {
-                __syncwarp();
-                if (lane == 0) mb_arrive(empty + 8 * s);
-            }
+            if (h == NH - 1) mb_arrive(empty + 8 * s); /* every thread: its own reads of the stage are done */
             const float f0 = x0 * g, f1 = x1 * g;
 #pragma unroll
             for (int i = 0; i < 64; i++) acc[h][i] = fmaf((i & 2) ? f1 : f0, t[i], acc[h][i]);

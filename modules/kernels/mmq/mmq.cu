@@ -951,7 +951,14 @@ __device__ __forceinline__ void kr_copy_p(uint32_t P, const unsigned char *__res
              * halves inside the plane unless e is its even last entry) */
             const long long ent = hs0 + tid, total = (long long)(k / 256) * n;
             const unsigned char *D = S + total * 16;
-            cp_async_n<4>(ph + 8, ok ? D + (ent & ~1LL) * 2 : w, !ok ? 0 : (ent | 1) < total ? 4 : 2);
+            if (ok && (ent | 1) >= total) {
+                /* the plane's even last entry: its word would end 2 bytes past the operand, so the
+                 * d alone, by a plain load (the thread's own widening reads it after its own wait) */
+                const unsigned d = *reinterpret_cast<const unsigned short *>(D + ent * 2);
+                asm volatile("st.shared.u32 [%0], %1;\n" ::"r"(ph + 8), "r"(d) : "memory");
+            } else {
+                cp_async_n<4>(ph + 8, ok ? D + (ent & ~1LL) * 2 : w, ok ? 4 : 0);
+            }
         } else {
             cp_async_n<16>(ph, ok ? h : w, ok ? 16 : 0);
         }
