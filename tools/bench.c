@@ -42,6 +42,7 @@
 #include "memra/formats.h"
 #include "memra/memra.h"
 #include "tools/check_ref.h"
+#include "tools/tool_fmt.h"
 #include "tools/model_util.h"
 #include "tools/tool.h"
 #include "tools/tool_opt.h"
@@ -458,14 +459,14 @@ static void split_print(const bench *b, const mmq_split *sp)
     const size_t n = (size_t)b->reps;
     if (!split_on(sp)) {
         char why[660];
-        printf("%-14s %-8s %10s %10s %8s  not timed: %s\n", "", "mmq split", "-", "", "",
+        printf("%-14s %-8s %10s %8s %15s %8s  not timed: %s\n", "", "mmq split", "-", "", "", "",
                split_why(sp, why, sizeof why));
         return;
     }
     const double q = tool_median(sp->tq, n), g = tool_median(sp->tg, n), rr = tool_median(sp->tr, n);
     const int have_r = sp->rmod != NULL;
-    printf("%-14s %-8s %10.3f %10s %8s  quant_q8_1 (%s) %.3f ms + %s (%s) %.3f ms", "", "mmq split",
-           q + (have_r ? rr : g), "", "", sp->qmod, q, have_r ? "gemm_q8_0r" : "gemm_q8_0",
+    printf("%-14s %-8s %10.3f %8s %15s %8s  quant_q8_1 (%s) %.3f ms + %s (%s) %.3f ms", "", "mmq split",
+           q + (have_r ? rr : g), "", "", "", sp->qmod, q, have_r ? "gemm_q8_0r" : "gemm_q8_0",
            have_r ? sp->rmod : sp->gmod, have_r ? rr : g);
     if (have_r && sp->gmod) printf("; gemm_q8_0 on blocks (%s) %.3f ms (records/blocks %.2fx)", sp->gmod, g, rr / g);
     else if (have_r) printf("; gemm_q8_0 on blocks not timed: %s", sp->gskip);
@@ -531,7 +532,9 @@ static int bench_arms(bench *b)
         printf("GGML figures from the issue text (not measured in this run): GGML's CUDA MUL_MAT on the H200 at "
                "m = 512, quoted beside each q4_0 / q4_k / q5_k / q6_k arm; GGML cannot be built on the device (no "
                "network), so no GGML arm runs here\n");
-    printf("%-14s %-8s %10s %10s %8s  %s\n", "shape", "arm", "median ms", flops_name(b), "vs f16", "note");
+    printf("%-14s %-8s %10s %8s %15s %8s  %s\n", "shape", "arm", "median ms", "spread", "rate", "vs f16", "note");
+    tool_progress pg;
+    tool_progress_begin(&pg, "memra bench", b->nshapes * (size_t)(b->reps + b->warmup));
     for (size_t s = 0; s < b->nshapes; s++) {
         const int64_t k = b->sheet[s].in_f, n = b->sheet[s].out_f, m = b->m;
         const double flops = 2.0 * (double)m * (double)n * (double)k;
@@ -606,6 +609,10 @@ static int bench_arms(bench *b)
             goto shape_done;
         }
         for (int64_t r = -b->warmup; r < b->reps; r++) {
+            char what[64];
+            snprintf(what, sizeof what, "%lld->%lld %s %lld", (long long)k, (long long)n, r < 0 ? "warm-up" : "rep",
+                     (long long)(r < 0 ? -r : r + 1));
+            tool_progress_step(&pg, what);
             for (int i = 0; i < ARM_COUNT; i++) {
                 const int a = (int)(((r < 0 ? 0 : r) + i) % ARM_COUNT);
                 mm_call mc = {.dev = b->dev, .w = w[a], .x = memra_buffer_ptr(bx), .y = memra_buffer_ptr(by),
@@ -616,6 +623,7 @@ static int bench_arms(bench *b)
                 st = timed(b, &ms, run_matmul, &mc);
                 snap(b, &s1);
                 if (st != MEMRA_STATUS_OK) {
+                    tool_progress_clear(&pg);
                     fprintf(stderr, "memra bench: %s at %lld->%lld: %s: %s\n", k_arm_name[a], (long long)k,
                             (long long)n, memra_status_str(st), memra_last_error());
                     rc = 1;
@@ -628,6 +636,7 @@ static int bench_arms(bench *b)
             }
             split_rep(b, &sp, r); /* the mmq arm apart: quantiser, then both GEMMs */
         }
+        tool_progress_clear(&pg);
         for (int a = 0; a < ARM_COUNT; a++) {
             ar[a].median = tool_median(ar[a].t, (size_t)b->reps);
             arm_judge(b, &ar[a], a);
@@ -648,8 +657,10 @@ static int bench_arms(bench *b)
                 snprintf(gg, sizeof gg, "%sGGML %.0f TFLOP/s (issue text): %.2fx", ar[a].note[0] ? "; " : "", gt,
                          flops / (ar[a].median * 1e-3) / 1e12 / gt);
             }
-            printf("%-14s %-8s %10.3f %10.2f %7.3fx  %s%s\n", a == 0 ? name : "", k_arm_name[a], ar[a].median,
-                   flops / (ar[a].median * 1e-3) / flops_unit(b), ratio, ar[a].note, gg);
+            char rate[32], spread[16];
+            printf("%-14s %-8s %10.3f %8s %15s %7.3fx  %s%s\n", a == 0 ? name : "", k_arm_name[a], ar[a].median,
+                   tool_spread(ar[a].t, (size_t)b->reps, spread, sizeof spread),
+                   tool_rate(flops / (ar[a].median * 1e-3), "FLOP/s", rate, sizeof rate), ratio, ar[a].note, gg);
         }
         split_print(b, &sp);
         if (b->json) {
@@ -664,8 +675,11 @@ static int bench_arms(bench *b)
                         fprintf(f, "%s\"%s\"", first ? "" : ",", k_operand_name[bit]);
                         first = 0;
                     }
+                double q1, q3;
+                tool_quartiles(ar[a].t, (size_t)b->reps, &q1, &q3);
                 fprintf(f, "],\"times_ms\":");
                 json_times(f, ar[a].t, b->reps);
+                fprintf(f, ",\"q1_ms\":%.6g,\"q3_ms\":%.6g", q1, q3);
                 fprintf(f, ",\"median_ms\":%.6g,\"flops_per_s\":%.6g,\"ratio_to_f16\":%.6g,\"valid\":%s,\"note\":",
                         ar[a].median, flops / (ar[a].median * 1e-3), ar[ARM_F16].median / ar[a].median,
                         ar[a].valid ? "true" : "false");
@@ -701,6 +715,7 @@ static int bench_arms(bench *b)
             return 1;
         }
     }
+    tool_progress_end(&pg);
     printf("geometric mean over %zu shapes (speed relative to f16):", b->nshapes);
     for (int a = 0; a < ARM_COUNT; a++) printf(" %s %.3fx", k_arm_name[a], exp(logsum[a] / (double)b->nshapes));
     printf("\nserved (from the ledger):\n");
@@ -736,6 +751,7 @@ typedef struct vs_inputs {
     memra_buffer *buf[4];
     memra_op_args args;
     double flops; /* 0 for non-GEMM ops */
+    double bytes; /* bytes a non-GEMM op reads and writes (its rate is GB/s) */
 } vs_inputs;
 
 static void vs_free(vs_inputs *v)
@@ -744,10 +760,15 @@ static void vs_free(vs_inputs *v)
     memset(v, 0, sizeof *v);
 }
 
+/* Why vs_make returned NOT_SUPPORTED or INTERNAL (NULL: the library's
+ * memra_last_error() says why). */
+static const char *g_vs_reason;
+
 /* Inputs of `op` for shape (m, n = out_f, k = in_f), uploaded to dev. */
 static memra_status vs_make(bench *b, memra_op op, int64_t m, int64_t n, int64_t k, vs_inputs *v)
 {
     memset(v, 0, sizeof *v);
+    g_vs_reason = NULL;
     memra_status st = MEMRA_STATUS_OK;
     const size_t mk = (size_t)(m * k), nk = (size_t)(n * k), mn = (size_t)(m * n);
     const size_t gcount = (size_t)(memra_fp8_grid_rows(n) * memra_fp8_grid_cols(k));
@@ -777,10 +798,56 @@ static memra_status vs_make(bench *b, memra_op op, int64_t m, int64_t n, int64_t
     case MEMRA_OP_gemm_fp8_blk:
     case MEMRA_OP_gemm_q8_0:
     case MEMRA_OP_gemm_q8_0r:
+    case MEMRA_OP_gemm_bf16:
+    case MEMRA_OP_gemm_kr:
     case MEMRA_OP_accprobe: {
         size_t wbytes = nk, xbytes = mk * sizeof(float);
         const void *xsrc = x, *wsrc = wb;
-        if (op == MEMRA_OP_gemm_f16) {
+        if (op == MEMRA_OP_gemm_kr && k % 256 != 0) {
+            g_vs_reason = "gemm_kr needs in_f a multiple of 256 (a K-quant super-block)";
+            st = MEMRA_STATUS_NOT_SUPPORTED;
+            goto out;
+        }
+        if (op == MEMRA_OP_gemm_bf16) {
+            /* bf16 of +-[0.01, 0.5): the top half of the f32, rounded to nearest even */
+            uint16_t *h = (uint16_t *)(void *)wb;
+            for (size_t e = 0; e < nk; e++) {
+                const float f = tool_rng_signed(&b->rng, 0.01f, 0.5f);
+                uint32_t u;
+                memcpy(&u, &f, 4);
+                h[e] = (uint16_t)((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16);
+            }
+            wbytes = nk * 2;
+        } else if (op == MEMRA_OP_gemm_kr) {
+            /* Q4_K blocks, repacked into the K records every module's gemm_kr reads */
+            const size_t kb = (size_t)memra_format_row_bytes(MEMRA_FORMAT_Q4_K, k) * (size_t)n;
+            uint8_t *blocks = tool_alloc(kb, 1);
+            wbytes = (size_t)memra_kr_bytes(n, k);
+            wrec = tool_alloc(wbytes, 1);
+            if (blocks == NULL || wrec == NULL) {
+                free(blocks);
+                st = MEMRA_STATUS_OUT_OF_MEMORY;
+                goto out;
+            }
+            tool_fill_blocks_w(&b->rng, MEMRA_FORMAT_Q4_K, blocks, n, k);
+            const int krc = memra_kr_repack(MEMRA_FORMAT_Q4_K, blocks, n, k, wrec);
+            free(blocks);
+            if (krc != 0) {
+                g_vs_reason = "memra_kr_repack refused the Q4_K blocks";
+                st = MEMRA_STATUS_INTERNAL;
+                goto out;
+            }
+            wsrc = wrec;
+            a->gemm.w_format = MEMRA_FORMAT_Q4_K;
+            xbytes = (size_t)memra_q8_1_bytes(m, k);
+            rec = tool_alloc(xbytes, 1);
+            if (rec == NULL) {
+                st = MEMRA_STATUS_OUT_OF_MEMORY;
+                goto out;
+            }
+            ref_quant_q8_1(x, m, k, rec);
+            xsrc = rec;
+        } else if (op == MEMRA_OP_gemm_f16) {
             tool_fill_f16_w(&b->rng, (uint16_t *)(void *)wb, nk);
             wbytes = nk * 2;
         } else if (op == MEMRA_OP_gemm_q8_0 || op == MEMRA_OP_gemm_q8_0r) {
@@ -836,6 +903,8 @@ static memra_status vs_make(bench *b, memra_op op, int64_t m, int64_t n, int64_t
         if (st == MEMRA_STATUS_OK)
             st = tool_upload(b->dev, NULL, op == MEMRA_OP_cvt_f16 ? mk * 2 : (size_t)memra_q8_1_bytes(m, k),
                              &v->buf[1]);
+        v->bytes = (double)(mk * sizeof(float)) +
+                   (double)(op == MEMRA_OP_cvt_f16 ? mk * 2 : (size_t)memra_q8_1_bytes(m, k));
         if (st != MEMRA_STATUS_OK) goto out;
         a->src = memra_buffer_ptr(v->buf[0]);
         a->dst = memra_buffer_ptr(v->buf[1]);
@@ -858,6 +927,7 @@ static memra_status vs_make(bench *b, memra_op op, int64_t m, int64_t n, int64_t
         if (st == MEMRA_STATUS_OK) st = tool_upload(b->dev, grid, gcount * sizeof(float), &v->buf[1]);
         if (st == MEMRA_STATUS_OK) st = tool_upload(b->dev, NULL, dbytes, &v->buf[2]);
         if (st != MEMRA_STATUS_OK) goto out;
+        v->bytes = (double)(from_q8 ? q8b : nk) + (double)(op == MEMRA_OP_fp8_nan_count ? 0 : dbytes);
         a->format = MEMRA_FORMAT_Q8_0;
         a->src = memra_buffer_ptr(v->buf[0]);
         a->aux = memra_buffer_ptr(v->buf[1]);
@@ -874,8 +944,12 @@ static memra_status vs_make(bench *b, memra_op op, int64_t m, int64_t n, int64_t
         a->src = memra_buffer_ptr(v->buf[0]);
         a->n = (int64_t)mn;
         a->s = 1.0f; /* repeated calls keep the values */
+        v->bytes = 2.0 * (double)(mn * sizeof(float));
         break;
-    default: st = MEMRA_STATUS_NOT_SUPPORTED; break;
+    default:
+        g_vs_reason = "memra bench has no inputs for this op yet";
+        st = MEMRA_STATUS_NOT_SUPPORTED;
+        break;
     }
 out:
     free(x);
@@ -905,46 +979,64 @@ static const char *lane_variant(const char *module, memra_op op)
     return "the module's own";
 }
 
+/* The rate of one call of the op: FLOP/s for a GEMM, bytes moved per second
+ * for the others (their work is memory traffic), scaled by magnitude. */
+static const char *vs_rate(const vs_inputs *v, double ms, char *buf, size_t len)
+{
+    if (v->flops > 0.0) return tool_rate(v->flops / (ms * 1e-3), "FLOP/s", buf, len);
+    return tool_rate(v->bytes / (ms * 1e-3), "B/s", buf, len);
+}
+
 /* Time one module's op (nm = 1: the routed lane) or race two (nm = 2),
  * interleaved, on the same inputs per shape. */
 static int bench_race(bench *b, const char *const *mods, int nm, memra_op op)
 {
     const char *ma = mods[0], *mb = nm > 1 ? mods[1] : NULL;
-    double logsum = 0.0;
-    int rc = 0;
+    double logsum = 0.0, lograte = 0.0;
+    int rc = 0, is_gemm = 1;
     if (nm > 1) {
-        printf("race %s: %s vs %s on %s, m=%lld, %lld reps\n", memra_op_name(op), ma, mb,
-               memra_device_caps_get(b->dev)->name, (long long)b->m, (long long)b->reps);
+        printf("race %s: %s vs %s on %s, m=%lld, %lld reps (spread: half the interquartile range)\n",
+               memra_op_name(op), ma, mb, memra_device_caps_get(b->dev)->name, (long long)b->m, (long long)b->reps);
         for (int i = 0; i < nm; i++)
             if (lane_variant(mods[i], op)[0]) printf("  %s: %s\n", mods[i], lane_variant(mods[i], op));
-        printf("%-14s %12s %12s %10s %10s %10s %10s %10s\n", "shape", ma, mb, "A ms/B ms", "A TFLOP/s", "B TFLOP/s",
-               "hits A", "hits B");
+        printf("%-14s %12s %8s %12s %8s %10s %15s %15s %8s %8s\n", "shape", ma, "spread", mb, "spread", "A ms/B ms",
+               "A rate", "B rate", "hits A", "hits B");
     } else {
-        printf("lane %s: served by %s%s%s on %s, m=%lld, %lld reps\n", memra_op_name(op), ma,
-               lane_variant(ma, op)[0] ? ": " : "", lane_variant(ma, op), memra_device_caps_get(b->dev)->name,
-               (long long)b->m, (long long)b->reps);
-        printf("%-14s %12s %10s %10s\n", "shape", "median", flops_name(b), "hits");
+        printf("lane %s: served by %s%s%s on %s, m=%lld, %lld reps (spread: half the interquartile range)\n",
+               memra_op_name(op), ma, lane_variant(ma, op)[0] ? ": " : "", lane_variant(ma, op),
+               memra_device_caps_get(b->dev)->name, (long long)b->m, (long long)b->reps);
+        printf("%-14s %12s %8s %15s %10s\n", "shape", "median", "spread", "rate", "hits");
     }
+    tool_progress pg;
+    tool_progress_begin(&pg, "memra bench", b->nshapes * (size_t)(b->reps + b->warmup));
     for (size_t s = 0; s < b->nshapes; s++) {
         const int64_t k = b->sheet[s].in_f, n = b->sheet[s].out_f;
+        char name[32];
+        snprintf(name, sizeof name, "%lld->%lld", (long long)k, (long long)n);
         vs_inputs v;
         memra_status st = vs_make(b, op, b->m, n, k, &v);
         if (st != MEMRA_STATUS_OK) {
-            fprintf(stderr, "memra bench: inputs for %s: %s: %s\n", memra_op_name(op), memra_status_str(st),
-                    memra_last_error());
+            tool_progress_clear(&pg);
+            fprintf(stderr, "memra bench: inputs for %s at %s: %s: %s\n", memra_op_name(op), name,
+                    memra_status_str(st), g_vs_reason ? g_vs_reason : memra_last_error());
             return 1;
         }
+        is_gemm = v.flops > 0.0;
         double *t[2] = {calloc((size_t)b->reps, sizeof(double)), calloc((size_t)b->reps, sizeof(double))};
         uint64_t h0[2] = {0, 0}, h1[2] = {0, 0};
         for (int i = 0; i < nm; i++) h0[i] = memra_ledger_hits(b->dev, op, mods[i]);
         if (!t[0] || !t[1]) rc = 1;
-        for (int64_t r = -b->warmup; r < b->reps && rc == 0; r++)
+        for (int64_t r = -b->warmup; r < b->reps && rc == 0; r++) {
+            char what[64];
+            snprintf(what, sizeof what, "%s %s %lld", name, r < 0 ? "warm-up" : "rep", (long long)(r < 0 ? -r : r + 1));
+            tool_progress_step(&pg, what);
             for (int i = 0; i < nm && rc == 0; i++) {
                 const int which = (int)(((r < 0 ? 0 : r) + i) % nm);
                 mod_call mc = {.dev = b->dev, .module = mods[which], .op = op, .args = v.args};
                 double ms = 0.0;
                 st = timed(b, &ms, run_module, &mc);
                 if (st != MEMRA_STATUS_OK) {
+                    tool_progress_clear(&pg);
                     fprintf(stderr, "memra bench: %s/%s: %s: %s\n", mods[which], memra_op_name(op),
                             memra_status_str(st), memra_last_error());
                     rc = 1;
@@ -952,33 +1044,43 @@ static int bench_race(bench *b, const char *const *mods, int nm, memra_op op)
                     t[which][r] = ms;
                 }
             }
+        }
+        tool_progress_clear(&pg);
         for (int i = 0; i < nm; i++) h1[i] = memra_ledger_hits(b->dev, op, mods[i]);
         if (rc == 0) {
             double med[2] = {tool_median(t[0], (size_t)b->reps), 0.0};
             if (nm > 1) med[1] = tool_median(t[1], (size_t)b->reps);
             const double ratio = nm > 1 ? med[0] / med[1] : 1.0;
-            logsum += log(nm > 1 ? ratio : v.flops / (med[0] * 1e-3) / flops_unit(b));
-            char name[32];
-            snprintf(name, sizeof name, "%lld->%lld", (long long)k, (long long)n);
-            if (nm > 1)
-                printf("%-14s %9.3f ms %9.3f ms %9.3fx %10.2f %10.2f %10llu %10llu\n", name, med[0], med[1], ratio,
-                       v.flops / (med[0] * 1e-3) / flops_unit(b), v.flops / (med[1] * 1e-3) / flops_unit(b),
-                       (unsigned long long)(h1[0] - h0[0]), (unsigned long long)(h1[1] - h0[1]));
-            else
-                printf("%-14s %9.3f ms %10.2f %10llu\n", name, med[0], v.flops / (med[0] * 1e-3) / flops_unit(b),
-                       (unsigned long long)(h1[0] - h0[0]));
+            const double work = is_gemm ? v.flops : v.bytes;
+            logsum += log(ratio);
+            lograte += log(work / (med[0] * 1e-3));
+            char ra[32], rb[32], sa[16], sb[16];
+            vs_rate(&v, med[0], ra, sizeof ra);
+            tool_spread(t[0], (size_t)b->reps, sa, sizeof sa);
+            if (nm > 1) {
+                vs_rate(&v, med[1], rb, sizeof rb);
+                tool_spread(t[1], (size_t)b->reps, sb, sizeof sb);
+                printf("%-14s %9.3f ms %8s %9.3f ms %8s %9.3fx %15s %15s %8llu %8llu\n", name, med[0], sa, med[1], sb,
+                       ratio, ra, rb, (unsigned long long)(h1[0] - h0[0]), (unsigned long long)(h1[1] - h0[1]));
+            } else {
+                printf("%-14s %9.3f ms %8s %15s %10llu\n", name, med[0], sa, ra, (unsigned long long)(h1[0] - h0[0]));
+            }
             if (b->json) {
-                fprintf(b->json, "%s\n{\"shape\":\"%s\",\"in_f\":%lld,\"out_f\":%lld,\"flops\":%.0f,\"arms\":[",
-                        s ? "," : "", name, (long long)k, (long long)n, v.flops);
+                fprintf(b->json, "%s\n{\"shape\":\"%s\",\"in_f\":%lld,\"out_f\":%lld,\"flops\":%.0f,\"bytes\":%.0f,\"arms\":[",
+                        s ? "," : "", name, (long long)k, (long long)n, v.flops, v.bytes);
                 for (int i = 0; i < nm; i++) {
+                    double q1, q3;
+                    tool_quartiles(t[i], (size_t)b->reps, &q1, &q3);
                     fprintf(b->json, "%s{\"arm\":", i ? "," : "");
                     tool_json_str(b->json, mods[i]);
                     fprintf(b->json, ",\"op\":\"%s\",\"variant\":", memra_op_name(op));
                     tool_json_str(b->json, lane_variant(mods[i], op));
                     fprintf(b->json, ",\"times_ms\":");
                     json_times(b->json, t[i], b->reps);
-                    fprintf(b->json, ",\"median_ms\":%.6g,\"flops_per_s\":%.6g,\"served\":[{\"op\":\"%s\",\"module\":",
-                            med[i], v.flops / (med[i] * 1e-3), memra_op_name(op));
+                    fprintf(b->json, ",\"median_ms\":%.6g,\"q1_ms\":%.6g,\"q3_ms\":%.6g,", med[i], q1, q3);
+                    if (is_gemm) fprintf(b->json, "\"flops_per_s\":%.6g", v.flops / (med[i] * 1e-3));
+                    else fprintf(b->json, "\"flops_per_s\":null,\"bytes_per_s\":%.6g", v.bytes / (med[i] * 1e-3));
+                    fprintf(b->json, ",\"served\":[{\"op\":\"%s\",\"module\":", memra_op_name(op));
                     tool_json_str(b->json, mods[i]);
                     fprintf(b->json, ",\"hits\":%llu}]}", (unsigned long long)(h1[i] - h0[i]));
                 }
@@ -997,14 +1099,20 @@ static int bench_race(bench *b, const char *const *mods, int nm, memra_op op)
         vs_free(&v);
         if (rc) return rc;
     }
-    const double gm = exp(logsum / (double)b->nshapes);
+    tool_progress_end(&pg);
+    const double gm = exp(logsum / (double)b->nshapes), grate = exp(lograte / (double)b->nshapes);
+    char gr[32];
+    tool_rate(grate, is_gemm ? "FLOP/s" : "B/s", gr, sizeof gr);
     if (nm > 1) {
         printf("geometric mean of %s ms / %s ms over %zu shapes: %.3fx (%s %s)\n", ma, mb, b->nshapes, gm, mb,
                gm >= 1.0 ? "faster" : "slower");
         if (b->json) fprintf(b->json, "],\"geomean_ratio_a_over_b_ms\":%.6g}\n", gm);
     } else {
-        printf("geometric mean over %zu shapes: %.2f %s (%s)\n", b->nshapes, gm, flops_name(b), ma);
-        if (b->json) fprintf(b->json, "],\"geomean_flops_per_s\":%.6g}\n", gm * flops_unit(b));
+        printf("geometric mean over %zu shapes: %s (%s)\n", b->nshapes, gr, ma);
+        if (b->json) {
+            if (is_gemm) fprintf(b->json, "],\"geomean_flops_per_s\":%.6g}\n", grate);
+            else fprintf(b->json, "],\"geomean_flops_per_s\":null,\"geomean_bytes_per_s\":%.6g}\n", grate);
+        }
     }
     return rc;
 }
@@ -1263,7 +1371,7 @@ static const struct option k_bench_opts[] = {
     {"batch", required_argument, NULL, 'b'},  {"device", required_argument, NULL, 'd'},
     {"json", required_argument, NULL, 'j'},   {"seed", required_argument, NULL, 's'},
     {"vs", optional_argument, NULL, 'v'},     {"op", required_argument, NULL, 'o'},
-    {"model", required_argument, NULL, 'F'},  {"help", no_argument, NULL, 'h'},         {0, 0, 0, 0}};
+    {"model", required_argument, NULL, 'F'},  {"help", no_argument, NULL, 'h'}, {"quiet", no_argument, NULL, TOOL_OPT_QUIET}, {0, 0, 0, 0}};
 static const tool_cmd k_bench_cmd = {"memra bench", k_bench_usage, k_bench_opts};
 
 static int is_sheet(const char *s) { return strcmp(s, "27b") == 0 || strcmp(s, "1p7b") == 0; }

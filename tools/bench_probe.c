@@ -50,7 +50,7 @@ static const struct option k_opts[] = {
     {"sheet", required_argument, NULL, 'S'},  {"dist", required_argument, NULL, 'D'},
     {"device", required_argument, NULL, 'd'}, {"module", required_argument, NULL, 'M'},
     {"json", required_argument, NULL, 'j'},   {"seed", required_argument, NULL, 's'},
-    {"help", no_argument, NULL, 'h'},         {0, 0, 0, 0}};
+    {"help", no_argument, NULL, 'h'}, {"quiet", no_argument, NULL, TOOL_OPT_QUIET}, {0, 0, 0, 0}};
 static const tool_cmd k_cmd = {"memra bench accprobe", k_usage, k_opts};
 
 static int bad_sheet(const char *s)

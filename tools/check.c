@@ -1133,7 +1133,7 @@ static const struct option k_check_opts[] = {
     {"op", required_argument, NULL, 'o'},     {"quick", no_argument, NULL, 'q'},
     {"json", required_argument, NULL, 'j'},   {"seed", required_argument, NULL, 's'},
     {"model", required_argument, NULL, 'F'},  {"m", required_argument, NULL, 'm'},
-    {"help", no_argument, NULL, 'h'},         {0, 0, 0, 0}};
+    {"help", no_argument, NULL, 'h'}, {"quiet", no_argument, NULL, TOOL_OPT_QUIET}, {0, 0, 0, 0}};
 static const tool_cmd k_check_cmd = {"memra check", k_check_usage, k_check_opts};
 
 static int loaded_module(memra_runtime *rt, const char *name)

@@ -8,12 +8,17 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "tools/tool_fmt.h"
 #include "tools/tool_util.h"
 
 int tool_opt_next(const tool_cmd *c, int argc, char **argv, int *rc)
 {
     opterr = 0; /* our messages, with the command's name */
-    const int o = getopt_long(argc, argv, ":h", c->longopts, NULL);
+    int o = getopt_long(argc, argv, ":h", c->longopts, NULL);
+    while (o == TOOL_OPT_QUIET) { /* --quiet: no progress lines (tool_fmt.h) */
+        tool_quiet = 1;
+        o = getopt_long(argc, argv, ":h", c->longopts, NULL);
+    }
     if (o == -1) return TOOL_OPT_END;
     if (o == 'h') {
         fputs(c->help, stdout);

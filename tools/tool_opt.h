@@ -30,6 +30,9 @@ typedef struct tool_cmd {
 } tool_cmd;
 
 #define TOOL_OPT_END (-1)
+/* The `val` of {"quiet", no_argument, NULL, TOOL_OPT_QUIET} in a command's
+ * table: tool_opt_next takes it itself (tool_quiet = 1, tool_fmt.h). */
+#define TOOL_OPT_QUIET 0x51f
 #define TOOL_OPT_EXIT (-2)
 
 /* The next option's value (the `val` of its table entry), TOOL_OPT_END after

@@ -39,7 +39,7 @@ static const struct option k_opts[] = {
     {"m", required_argument, NULL, 'm'},      {"op", required_argument, NULL, 'o'},
     {"reps", required_argument, NULL, 'r'},   {"json", required_argument, NULL, 'j'},
     {"clear", no_argument, NULL, 'c'},        {"dry-run", no_argument, NULL, 'n'},
-    {"help", no_argument, NULL, 'h'},         {0, 0, 0, 0}};
+    {"help", no_argument, NULL, 'h'}, {"quiet", no_argument, NULL, TOOL_OPT_QUIET}, {0, 0, 0, 0}};
 static const tool_cmd k_cmd = {"memra tune", k_help, k_opts};
 
 static int is_gemm(memra_op op)
