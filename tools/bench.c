@@ -114,7 +114,6 @@ static void snap_add_delta(const bench *b, const ledger_snap *before, const ledg
         for (int i = 0; i < b->nmods; i++) acc->h[o][i] += after->h[o][i] - before->h[o][i];
 }
 
-static double flops_unit(const bench *b) { return b->gpu ? 1e12 : 1e9; }
 static const char *flops_name(const bench *b) { return b->gpu ? "TFLOP/s" : "GFLOP/s"; }
 
 /* A weight of the arm's class; budget_mb < 0: leave MEMRA_F16_BUDGET_MB as is. */
@@ -1153,6 +1152,7 @@ static int bench_model(bench *b, const char *path)
     uint64_t rss0, hwm0, rss_open, hwm_open, rss_prep, hwm_prep, rss_end, hwm_end;
     rss_read(&rss0, &hwm0);
     memra_file *f = NULL;
+    size_t *skipped = NULL;
     memra_status st = memra_file_open(path, &f);
     if (st != MEMRA_STATUS_OK) {
         fprintf(stderr, "memra bench: %s: %s\n", memra_status_str(st), memra_last_error());
@@ -1160,7 +1160,7 @@ static int bench_model(bench *b, const char *path)
         return 1;
     }
     rss_read(&rss_open, &hwm_open);
-    const size_t nw = tool_weights2d(f, NULL, 0);
+    size_t nw = tool_weights2d(f, NULL, 0);
     size_t *idx = tool_alloc(nw ? nw : 1, sizeof *idx);
     memra_weight **w = calloc(nw ? nw : 1, sizeof *w);
     tool_tclass *cls = tool_alloc(nw ? nw : 1, sizeof *cls);
@@ -1177,6 +1177,20 @@ static int bench_model(bench *b, const char *path)
         goto done;
     }
     tool_weights2d(f, idx, nw);
+    /* the embedding and the LM head are not per-token projections: left out, named */
+    size_t nkeep = 0, nskip = 0;
+    skipped = tool_alloc(nw ? nw : 1, sizeof *skipped);
+    if (skipped == NULL) {
+        rc = 1;
+        goto done;
+    }
+    for (size_t i = 0; i < nw; i++) {
+        memra_tensor_info t;
+        memra_file_tensor_get(f, idx[i], &t);
+        if (tool_not_projection(t.name)) skipped[nskip++] = idx[i];
+        else idx[nkeep++] = idx[i];
+    }
+    nw = nkeep;
     if (nw == 0) {
         fprintf(stderr, "memra bench: %s: no 2D weight of a memra format (see 'memra model ls %s')\n", path, path);
         rc = 1;
@@ -1224,7 +1238,18 @@ static int bench_model(bench *b, const char *path)
     }
     printf("model %s: %s, %zu tensors, %zu 2D projections (%.1f MiB), m=%lld\n", path, memra_file_describe(f),
            memra_file_tensor_count(f), nw, (double)file_bytes / 1048576.0, (long long)b->m);
+    for (size_t i = 0; i < nskip; i++) {
+        memra_tensor_info t;
+        memra_file_tensor_get(f, skipped[i], &t);
+        printf("  not timed: %s (%s)\n", t.name, tool_not_projection(t.name));
+    }
+    tool_progress pg;
+    tool_progress_begin(&pg, "memra bench", (size_t)(b->reps + b->warmup));
     for (int64_t r = -b->warmup; r < b->reps && rc == 0; r++) {
+        char what[64];
+        snprintf(what, sizeof what, "%s %lld of %zu projections", r < 0 ? "warm-up" : "rep", (long long)(r < 0 ? -r : r + 1),
+                 nw);
+        tool_progress_step(&pg, what);
         for (size_t i = 0; i < nw && rc == 0; i++) {
             mm_call call = {.dev = b->dev, .w = w[i], .x = memra_buffer_ptr(bx), .y = memra_buffer_ptr(by),
                             .m = (int32_t)b->m};
@@ -1245,16 +1270,19 @@ static int bench_model(bench *b, const char *path)
             total[r] += ms;
         }
     }
+    tool_progress_end(&pg);
     rss_read(&rss_end, &hwm_end);
     if (rc) goto done;
     double flops_all = 0.0;
-    printf("%-8s %8s %12s %10s %10s  %s\n", "class", "tensors", "MiB", "median ms", flops_name(b), "served");
+    printf("%-8s %8s %12s %10s %8s %15s  %s\n", "class", "tensors", "MiB", "median ms", "spread", "rate", "served");
     for (int c = 0; c < TOOL_TCLASS_COUNT; c++) {
         if (mc[c].tensors == 0) continue;
         mc[c].median = tool_median(mc[c].t, (size_t)b->reps);
         flops_all += mc[c].flops;
-        printf("%-8s %8zu %12.1f %10.3f %10.2f  ", tool_tclass_name((tool_tclass)c), mc[c].tensors,
-               (double)mc[c].bytes / 1048576.0, mc[c].median, mc[c].flops / (mc[c].median * 1e-3) / flops_unit(b));
+        char rate[32], spread[16];
+        printf("%-8s %8zu %12.1f %10.3f %8s %15s  ", tool_tclass_name((tool_tclass)c), mc[c].tensors,
+               (double)mc[c].bytes / 1048576.0, mc[c].median, tool_spread(mc[c].t, (size_t)b->reps, spread, sizeof spread),
+               tool_rate(mc[c].flops / (mc[c].median * 1e-3), "FLOP/s", rate, sizeof rate));
         arm_result ar;
         memset(&ar, 0, sizeof ar);
         ar.served = mc[c].served;
@@ -1269,8 +1297,10 @@ static int bench_model(bench *b, const char *path)
         }
     }
     const double tmed = tool_median(total, (size_t)b->reps);
-    printf("%-8s %8zu %12.1f %10.3f %10.2f\n", "total", nw, (double)file_bytes / 1048576.0, tmed,
-           flops_all / (tmed * 1e-3) / flops_unit(b));
+    char trate[32], tspread[16];
+    printf("%-8s %8zu %12.1f %10.3f %8s %15s\n", "total", nw, (double)file_bytes / 1048576.0, tmed,
+           tool_spread(total, (size_t)b->reps, tspread, sizeof tspread),
+           tool_rate(flops_all / (tmed * 1e-3), "FLOP/s", trate, sizeof trate));
     printf("device operands %.1f MiB (f16 mirrors %.1f MiB); host RSS before open %.1f MiB, after open %.1f, after "
            "prepare %.1f, at the end %.1f, peak %.1f (file %.1f MiB)\n",
            (double)operand_bytes / 1048576.0, (double)mirror_bytes / 1048576.0, (double)rss0 / 1048576.0,
@@ -1291,6 +1321,9 @@ static int bench_model(bench *b, const char *path)
                     tot ? "total" : tool_tclass_name((tool_tclass)c), tot ? nw : mc[c].tensors,
                     (unsigned long long)(tot ? file_bytes : mc[c].bytes), fl);
             json_times(j, tot ? total : mc[c].t, b->reps);
+            double q1, q3;
+            tool_quartiles(tot ? total : mc[c].t, (size_t)b->reps, &q1, &q3);
+            fprintf(j, ",\"q1_ms\":%.6g,\"q3_ms\":%.6g", q1, q3);
             fprintf(j, ",\"median_ms\":%.6g,\"flops_per_s\":%.6g,\"valid\":true,\"served\":[", med, fl / (med * 1e-3));
             if (!tot) {
                 arm_result ar;
@@ -1303,6 +1336,17 @@ static int bench_model(bench *b, const char *path)
         }
         fprintf(j, "],\"model\":{\"file\":");
         tool_json_str(j, path);
+        fprintf(j, ",\"not_timed\":[");
+        for (size_t i = 0; i < nskip; i++) {
+            memra_tensor_info t;
+            memra_file_tensor_get(f, skipped[i], &t);
+            fprintf(j, "%s{\"tensor\":", i ? "," : "");
+            tool_json_str(j, t.name);
+            fprintf(j, ",\"why\":");
+            tool_json_str(j, tool_not_projection(t.name));
+            fprintf(j, "}");
+        }
+        fprintf(j, "]");
         fprintf(j, ",\"kind\":");
         tool_json_str(j, memra_file_describe(f));
         fprintf(j, ",\"tensors\":%zu,\"projections\":%zu,\"file_bytes\":%llu,\"operand_bytes\":%llu,"
@@ -1321,6 +1365,7 @@ done:
     for (int c = 0; c < TOOL_TCLASS_COUNT; c++) free(mc[c].t);
     free(w);
     free(idx);
+    free(skipped);
     free(cls);
     free(total);
     memra_file_close(f);
@@ -1638,5 +1683,7 @@ int memra_tool_bench(int argc, char **argv)
 done:
     memra_close(rt);
     const int wrc = tool_receipt_close(c, json, receipt);
+    if (wrc == 0 && json != NULL && strcmp(json, "-") != 0)
+        fprintf(stderr, "memra bench: %s receipt written to %s\n", rc ? "an incomplete" : "the", json);
     return rc ? rc : wrc;
 }

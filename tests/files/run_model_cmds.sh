@@ -112,6 +112,45 @@ PY
 "$memra" bench --model "$tmp/model.gguf" --m 2 --reps 1 >"$tmp/b2" 2>&1 || { cat "$tmp/b2"; fail "bench --model gguf"; }
 grep -q '^other  *8 .*host/gemm_bf16 x1' "$tmp/b2" || fail "bench gguf: other class"
 
+# the embedding and the LM head are named and not timed; the 3D expert tensor is noted
+"$memra" bench --model "$tmp/lm.gguf" --m 2 --reps 3 --json "$tmp/lm.json" >"$tmp/lm" 2>"$tmp/lm.err" ||
+    { cat "$tmp/lm" "$tmp/lm.err"; fail "bench --model lm.gguf"; }
+cat "$tmp/lm"
+grep -q '1 2D projections' "$tmp/lm" || fail "lm.gguf: want 1 projection timed"
+grep -q 'not timed: token_embd.weight (the token embedding' "$tmp/lm" || fail "lm.gguf: token_embd not named"
+grep -q 'not timed: output.weight (the LM head' "$tmp/lm" || fail "lm.gguf: output not named"
+grep -q '^total  *1 ' "$tmp/lm" || fail "lm.gguf: total over 1 projection"
+grep -q "receipt written to $tmp/lm.json" "$tmp/lm.err" || fail "bench --json: where it wrote"
+grep -q '\[3/3\] rep 3 of 1 projections' "$tmp/lm.err" || { cat "$tmp/lm.err"; fail "bench --model: progress lines on stderr"; }
+"$memra" bench --model "$tmp/lm.gguf" --m 2 --reps 3 --quiet >/dev/null 2>"$tmp/lmq" || fail "bench --quiet"
+! grep -q '\[1/3\]' "$tmp/lmq" || fail "--quiet: progress printed"
+python3 - "$tmp/lm.json" <<'PY' || fail "lm receipt"
+import json, sys
+d = json.load(open(sys.argv[1]))
+nt = {x["tensor"] for x in d["model"]["not_timed"]}
+assert nt == {"token_embd.weight", "output.weight"}, nt
+assert d["model"]["projections"] == 1, d["model"]
+tot = [s for s in d["shapes"] if s["shape"] == "total"][0]["arms"][0]
+assert tot["q1_ms"] <= tot["median_ms"] <= tot["q3_ms"], tot
+PY
+"$memra" model ls "$tmp/lm.gguf" >"$tmp/ls" 2>&1 || { cat "$tmp/ls"; fail "model ls lm.gguf"; }
+grep -q 'blk.0.ffn_gate_exps.weight .*\[4 x 64 x 96\] .* experts' "$tmp/ls" || { cat "$tmp/ls"; fail "model ls: 3D class"; }
+grep -q '3D: 4 experts of 64 x 96 (a MoE expert tensor)' "$tmp/ls" || fail "model ls: 3D note"
+# --json FILE, --json=FILE and --json - (JSON on stdout, table on stderr) all write the receipt
+"$memra" model ls "$tmp/lm.gguf" --json "$tmp/ls1.json" >"$tmp/ls1" || fail "model ls --json FILE"
+"$memra" model ls "$tmp/lm.gguf" --json="$tmp/ls2.json" >/dev/null || fail "model ls --json=FILE"
+"$memra" model ls "$tmp/lm.gguf" --json - >"$tmp/ls3.json" 2>/dev/null || fail "model ls --json -"
+grep -q 'token_embd.weight' "$tmp/ls1" || fail "model ls --json FILE: no table on stdout"
+for j in ls1 ls2 ls3; do
+    python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["format"]=="memra-model-ls" and d["version"]==2; t={x["name"]: x for x in d["tensors"]}; assert t["blk.0.ffn_gate_exps.weight"]["class"]=="experts" and "MoE" in t["blk.0.ffn_gate_exps.weight"]["note"]' "$tmp/$j.json" ||
+        fail "model ls receipt $j"
+done
+# a file that is neither GGUF nor safetensors is named so
+printf 'root:x:0:0:root:/root:/bin/bash\n' >"$tmp/passwd"
+"$memra" model ls "$tmp/passwd" >"$tmp/pw" 2>&1
+[ $? -eq 1 ] || fail "model ls passwd: want exit 1"
+grep -q 'neither a GGUF file .* nor a safetensors file' "$tmp/pw" || { cat "$tmp/pw"; fail "model ls passwd: message"; }
+
 # bad file: exit 1 with the byte; bad options: 2; --help: 0
 for cmd in check bench; do
     "$memra" $cmd --model "$tmp/bad.gguf" >"$tmp/bad" 2>&1
