@@ -202,7 +202,14 @@ json_stdout)
     python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert "devices" in d' "$tmp/out" || fail "info --json -"
     grep -q '^devices:' "$tmp/err" || fail "info --json -: the table is not on stderr"
     run 0 info --json
-    python3 -c 'import json,sys; json.load(open(sys.argv[1]))' "$tmp/out" || fail "info --json: stdout is not JSON"
+    python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["format"]=="memra-info" and d["version"]>=1' "$tmp/out" ||
+        fail "info --json: stdout is not a receipt with format and version"
+    run 0 jit ls --json -
+    python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["format"]=="memra-jit-ls" and d["version"]==1 and "entries" in d' "$tmp/out" ||
+        fail "jit ls --json -: stdout is not the receipt"
+    grep -q 'entries$' "$tmp/err" || fail "jit ls --json -: the table is not on stderr"
+    run 0 jit ls --json="$tmp/jit.json"
+    python3 -c 'import json,sys; assert json.load(open(sys.argv[1]))["format"]=="memra-jit-ls"' "$tmp/jit.json" || fail "jit ls --json=FILE"
     ;;
 json_unwritable)
     mkdir -p "$tmp/dir"
