@@ -180,6 +180,17 @@ EOF2
     # Errors found after the runtime is open still exit 2 and name what is wrong.
     run 2 check --module=nosuch
     grep -q "nosuch" "$tmp/err" || fail "check --module=nosuch: the message does not name it"
+    grep -q "no module of that name was found" "$tmp/err" || fail "check --module=nosuch: not 'no module of that name'"
+    # a module that is present but refused says so, with the reason
+    refused=$("$memra" info --json 2>/dev/null | python3 -c 'import json,sys; print(next((m["name"] for m in json.load(sys.stdin)["modules"] if not m["loaded"] and "/" not in m["name"]), ""))')
+    if [ -n "$refused" ]; then
+        run 2 check --module "$refused"
+        grep -q "module $refused: the module was found (.*) but refused: " "$tmp/err" || { cat "$tmp/err"; fail "check --module $refused: not named refused"; }
+    fi
+    run 0 check --device host --op scale --quick
+    grep -q '^memra check: \[1/1\] \[.*\] host host scale' "$tmp/err" || { cat "$tmp/err"; fail "check: progress line on stderr"; }
+    run 0 check --device host --op scale --quick --quiet
+    grep -q '\[1/1\]' "$tmp/err" && fail "check --quiet: progress printed"
     run 2 check --device=999
     grep -q "no device 999" "$tmp/err" || fail "check --device=999"
     run 2 bench --device=999
