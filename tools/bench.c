@@ -43,6 +43,7 @@
 #include "memra/memra.h"
 #include "tools/check_ref.h"
 #include "tools/tool_fmt.h"
+#include "tools/tool_json.h"
 #include "tools/model_util.h"
 #include "tools/tool.h"
 #include "tools/tool_opt.h"
@@ -84,6 +85,27 @@ static const char *const k_operand_name[N_OPERAND_BITS] = {"raw", "f16_mirror", 
 typedef struct ledger_snap {
     uint64_t h[MEMRA_OP_COUNT_][MAX_MODS];
 } ledger_snap;
+
+/* --compare OLD.json: every (shape, arm) this run measured, and the old receipt. */
+#define MAX_CMP 1024
+typedef struct cmp_row {
+    char shape[32], arm[64];
+    double med, q1, q3;
+} cmp_row;
+static cmp_row g_cmp[MAX_CMP];
+static size_t g_ncmp;
+static tool_json *g_old;        /* the parsed OLD.json */
+static const char *g_old_path;
+
+static void cmp_add(const char *shape_name, const char *arm, const double *t, int64_t n)
+{
+    if (g_old == NULL || g_ncmp == MAX_CMP || n <= 0) return;
+    cmp_row *r = &g_cmp[g_ncmp++];
+    snprintf(r->shape, sizeof r->shape, "%s", shape_name);
+    snprintf(r->arm, sizeof r->arm, "%s", arm);
+    r->med = tool_median(t, (size_t)n);
+    tool_quartiles(t, (size_t)n, &r->q1, &r->q3);
+}
 
 typedef struct bench {
     memra_runtime *rt;
@@ -657,6 +679,7 @@ static int bench_arms(bench *b)
                          flops / (ar[a].median * 1e-3) / 1e12 / gt);
             }
             char rate[32], spread[16];
+            cmp_add(name, k_arm_name[a], ar[a].t, b->reps);
             printf("%-14s %-8s %10.3f %8s %15s %7.3fx  %s%s\n", a == 0 ? name : "", k_arm_name[a], ar[a].median,
                    tool_spread(ar[a].t, (size_t)b->reps, spread, sizeof spread),
                    tool_rate(flops / (ar[a].median * 1e-3), "FLOP/s", rate, sizeof rate), ratio, ar[a].note, gg);
@@ -1054,6 +1077,7 @@ static int bench_race(bench *b, const char *const *mods, int nm, memra_op op)
             logsum += log(ratio);
             lograte += log(work / (med[0] * 1e-3));
             char ra[32], rb[32], sa[16], sb[16];
+            for (int i = 0; i < nm; i++) cmp_add(name, mods[i], t[i], b->reps);
             vs_rate(&v, med[0], ra, sizeof ra);
             tool_spread(t[0], (size_t)b->reps, sa, sizeof sa);
             if (nm > 1) {
@@ -1280,6 +1304,7 @@ static int bench_model(bench *b, const char *path)
         mc[c].median = tool_median(mc[c].t, (size_t)b->reps);
         flops_all += mc[c].flops;
         char rate[32], spread[16];
+        cmp_add(tool_tclass_name((tool_tclass)c), "matmul", mc[c].t, b->reps);
         printf("%-8s %8zu %12.1f %10.3f %8s %15s  ", tool_tclass_name((tool_tclass)c), mc[c].tensors,
                (double)mc[c].bytes / 1048576.0, mc[c].median, tool_spread(mc[c].t, (size_t)b->reps, spread, sizeof spread),
                tool_rate(mc[c].flops / (mc[c].median * 1e-3), "FLOP/s", rate, sizeof rate));
@@ -1298,6 +1323,7 @@ static int bench_model(bench *b, const char *path)
     }
     const double tmed = tool_median(total, (size_t)b->reps);
     char trate[32], tspread[16];
+    cmp_add("total", "matmul", total, b->reps);
     printf("%-8s %8zu %12.1f %10.3f %8s %15s\n", "total", nw, (double)file_bytes / 1048576.0, tmed,
            tool_spread(total, (size_t)b->reps, tspread, sizeof tspread),
            tool_rate(flops_all / (tmed * 1e-3), "FLOP/s", trate, sizeof trate));
@@ -1376,7 +1402,7 @@ done:
 
 static const char k_bench_usage[] =
     "usage: memra bench [27b|1p7b] [--sheet 27b|1p7b] [--m M] [--reps R] [--warmup W] [--batch N]\n"
-    "                   [--device N|host|all] [--json FILE|-] [--seed S]\n"
+    "                   [--device N|host|all] [--json FILE|-] [--seed S] [--compare OLD.json] [--quiet]\n"
     "       memra bench OP [27b|1p7b] [--vs [MODA MODB]] [options above]   (e.g. gemm_fp8_blk)\n"
     "       memra bench --vs MODA MODB --op OP [options above]\n"
     "       memra bench accprobe ...   ('memra bench accprobe --help')\n"
@@ -1403,6 +1429,12 @@ static const char k_bench_usage[] =
     "  --batch N times N calls back to back per interval and divides (steady-state throughput;\n"
     "  default 1: each call alone, host launch time included).\n"
     "  --json FILE writes the receipt ('-': to stdout, the table then goes to stderr).\n"
+    "  --compare OLD.json: after the table, each (shape, arm) against the same one in an older\n"
+    "  receipt: old and new medians, the speed (old/new) and the noise (both runs' half\n"
+    "  interquartile ranges added); a speed outside 1 +- noise is called faster or slower.\n"
+    "  Each median has its spread (half the interquartile range, relative); rates are scaled\n"
+    "  to their magnitude (GFLOP/s, TFLOP/s; GB/s for non-GEMM ops). A progress line (step i of\n"
+    "  N, elapsed, ETA) goes to stderr, rewritten in place on a terminal; --quiet: none.\n"
     "  --model FILE: every 2D projection of the file (.gguf, .safetensors, index .json) in file\n"
     "  order through memra_matmul at m rows (one prefill step), each timed alone per repetition;\n"
     "  per class (q k v o gate up down other) the median of the class's summed time, FLOP/s and\n"
@@ -1416,7 +1448,8 @@ static const struct option k_bench_opts[] = {
     {"batch", required_argument, NULL, 'b'},  {"device", required_argument, NULL, 'd'},
     {"json", required_argument, NULL, 'j'},   {"seed", required_argument, NULL, 's'},
     {"vs", optional_argument, NULL, 'v'},     {"op", required_argument, NULL, 'o'},
-    {"model", required_argument, NULL, 'F'},  {"help", no_argument, NULL, 'h'}, {"quiet", no_argument, NULL, TOOL_OPT_QUIET}, {0, 0, 0, 0}};
+    {"model", required_argument, NULL, 'F'},  {"compare", required_argument, NULL, 'C'},
+    {"help", no_argument, NULL, 'h'}, {"quiet", no_argument, NULL, TOOL_OPT_QUIET}, {0, 0, 0, 0}};
 static const tool_cmd k_bench_cmd = {"memra bench", k_bench_usage, k_bench_opts};
 
 static int is_sheet(const char *s) { return strcmp(s, "27b") == 0 || strcmp(s, "1p7b") == 0; }
@@ -1446,6 +1479,104 @@ typedef struct bench_opts {
     int have_seed, lane, vs_auto;
     memra_op op;
 } bench_opts;
+
+/* The old receipt's arm for (shape, arm): its median and quartiles (from
+ * q1_ms/q3_ms, else its times). 0 when absent. */
+static int old_arm(const char *shape_name, const char *arm, double *med, double *q1, double *q3)
+{
+    const tool_json *shapes = tool_json_get(g_old, "shapes");
+    for (size_t i = 0; i < tool_json_len(shapes); i++) {
+        const tool_json *sh = tool_json_at(shapes, i);
+        if (strcmp(tool_json_str_or(tool_json_get(sh, "shape"), ""), shape_name) != 0) continue;
+        const tool_json *arms = tool_json_get(sh, "arms");
+        for (size_t k = 0; k < tool_json_len(arms); k++) {
+            const tool_json *a = tool_json_at(arms, k);
+            if (strcmp(tool_json_str_or(tool_json_get(a, "arm"), ""), arm) != 0) continue;
+            *med = tool_json_num_or(tool_json_get(a, "median_ms"), 0.0);
+            *q1 = tool_json_num_or(tool_json_get(a, "q1_ms"), -1.0);
+            *q3 = tool_json_num_or(tool_json_get(a, "q3_ms"), -1.0);
+            if (*q1 < 0.0 || *q3 < 0.0) {
+                const tool_json *tm = tool_json_get(a, "times_ms");
+                double t[MAX_REPS];
+                size_t n = 0;
+                for (size_t e = 0; e < tool_json_len(tm) && n < MAX_REPS; e++) t[n++] = tool_json_num_or(tool_json_at(tm, e), 0.0);
+                tool_quartiles(t, n, q1, q3);
+            }
+            return *med > 0.0;
+        }
+    }
+    return 0;
+}
+
+/* --compare: per (shape, arm) of this run, the old median, the new, the speed
+ * (old / new) and the noise band: the sum of the two runs' relative half
+ * interquartile ranges. A speed outside 1 +- noise is a change. */
+static void compare_print(void)
+{
+    printf("\ncompared with %s (memra %s, commit %s, host %s; speed = old ms / new ms, noise = the two runs'\n"
+           "half-IQR added):\n",
+           g_old_path, tool_json_str_or(tool_json_get(g_old, "memra"), "?"),
+           tool_json_str_or(tool_json_get(g_old, "commit"), "?"), tool_json_str_or(tool_json_get(g_old, "host"), "?"));
+    printf("%-14s %-10s %10s %10s %8s %8s  %s\n", "shape", "arm", "old ms", "new ms", "speed", "noise", "verdict");
+    size_t matched = 0, faster = 0, slower = 0;
+    for (size_t i = 0; i < g_ncmp; i++) {
+        const cmp_row *r = &g_cmp[i];
+        double om, oq1, oq3;
+        if (!old_arm(r->shape, r->arm, &om, &oq1, &oq3)) {
+            printf("%-14s %-10s %10s %10.3f %8s %8s  not in the old receipt\n", r->shape, r->arm, "-", r->med, "-", "-");
+            continue;
+        }
+        matched++;
+        const double speed = om / r->med;
+        const double noise = 0.5 * (oq3 - oq1) / om + 0.5 * (r->q3 - r->q1) / r->med;
+        const char *v = speed > 1.0 + noise ? "faster" : speed < 1.0 - noise ? "slower" : "within noise";
+        if (v[0] == 'f') faster++;
+        if (v[0] == 's') slower++;
+        printf("%-14s %-10s %10.3f %10.3f %7.3fx %7.1f%%  %s\n", r->shape, r->arm, om, r->med, speed, 100.0 * noise, v);
+    }
+    printf("%zu of %zu arms matched: %zu faster, %zu slower, %zu within noise\n", matched, g_ncmp, faster, slower,
+           matched - faster - slower);
+}
+
+/* Read and check OLD.json for --compare: 0, or 2 after a message. */
+static int compare_load(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (f == NULL) {
+        fprintf(stderr, "memra bench: --compare %s: cannot read it\n", path);
+        return 2;
+    }
+    char *text = NULL;
+    size_t len = 0, cap = 0;
+    for (;;) {
+        if (len + 65536 > cap) {
+            cap = cap ? 2 * cap : 1 << 20;
+            char *t = realloc(text, cap);
+            if (t == NULL) break;
+            text = t;
+        }
+        const size_t got = fread(text + len, 1, cap - len, f);
+        len += got;
+        if (got == 0) break;
+    }
+    fclose(f);
+    char err[160];
+    g_old = text ? tool_json_parse(text, len, err, sizeof err) : NULL;
+    free(text);
+    if (g_old == NULL) {
+        fprintf(stderr, "memra bench: --compare %s: not JSON (%s)\n", path, text ? err : "out of memory");
+        return 2;
+    }
+    if (strcmp(tool_json_str_or(tool_json_get(g_old, "format"), ""), "memra-bench") != 0) {
+        fprintf(stderr, "memra bench: --compare %s: not a memra-bench receipt (format %s)\n", path,
+                tool_json_str_or(tool_json_get(g_old, "format"), "missing"));
+        tool_json_free(g_old);
+        g_old = NULL;
+        return 2;
+    }
+    g_old_path = path;
+    return 0;
+}
 
 /* One device's run; its receipt (when `receipt` is set) is one memra-bench
  * object of the given version. */
@@ -1515,6 +1646,8 @@ static int bench_one(memra_runtime *rt, int di, const bench_opts *o, FILE *recei
         rc = model ? bench_model(&b, model) : vs_a ? bench_race(&b, race, vs_b ? 2 : 1, op) : bench_arms(&b);
     }
     memra_timer_destroy(b.timer);
+    if (rc == 0 && g_old != NULL) compare_print();
+    g_ncmp = 0;
     if (b.json && rc != 0) {
         if (model == NULL) fprintf(b.json, "]}\n"); /* close what was opened; the receipt says it is partial */
         fprintf(stderr, "memra bench: the receipt %s is incomplete\n", json);
@@ -1604,6 +1737,7 @@ int memra_tool_bench(int argc, char **argv)
             break;
         case 'o': rc = set_op(optarg, &op); break;
         case 'F': model = optarg; break;
+        case 'C': rc = compare_load(optarg); break;
         case 'v':
             vs = 1;
             if (optarg != NULL) { /* --vs=A,B */
@@ -1682,6 +1816,8 @@ int memra_tool_bench(int argc, char **argv)
     rc = bench_one(rt, dev_sel < 0 ? 0 : (int)dev_sel, &bo, receipt, 3);
 done:
     memra_close(rt);
+    tool_json_free(g_old);
+    g_old = NULL;
     const int wrc = tool_receipt_close(c, json, receipt);
     if (wrc == 0 && json != NULL && strcmp(json, "-") != 0)
         fprintf(stderr, "memra bench: %s receipt written to %s\n", rc ? "an incomplete" : "the", json);

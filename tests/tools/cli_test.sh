@@ -233,6 +233,36 @@ json_unwritable)
         done
     done
     ;;
+compare)
+    # bench --compare OLD.json: per (shape, arm) old and new medians, speed, noise, a verdict
+    run 0 bench --device host --reps 3 --m 2 --json "$tmp/old.json"
+    grep -Eq '^2048->2048 +f16 +[0-9.]+ +\+-[0-9.]+% +[0-9.]+ [kMGT]?FLOP/s' "$tmp/out" || { cat "$tmp/out"; fail "bench row: median, spread, rate"; }
+    grep -q 'receipt written to' "$tmp/err" || fail "bench --json: where it wrote"
+    run 0 bench --device host --reps 3 --m 2 --compare "$tmp/old.json" --quiet
+    grep -q '^compared with .*old.json' "$tmp/out" || { cat "$tmp/out"; fail "--compare: no comparison"; }
+    grep -Eq '^2048->2048 +f16 +[0-9.]+ +[0-9.]+ +[0-9.]+x +[0-9.]+% +(faster|slower|within noise)$' "$tmp/out" ||
+        { cat "$tmp/out"; fail "--compare: row"; }
+    grep -q '^32 of 32 arms matched' "$tmp/out" || fail "--compare: not every arm matched"
+    run 0 bench gemm_bf16 --device host --reps 2 --m 2 --json "$tmp/lane.json"
+    run 0 bench gemm_bf16 --device host --reps 2 --m 2 --compare "$tmp/lane.json"
+    grep -q '^4 of 4 arms matched' "$tmp/out" || { cat "$tmp/out"; fail "--compare of a lane"; }
+    echo '{"format":"memra-check","version":2}' >"$tmp/chk.json"
+    run 2 bench $fast --compare "$tmp/chk.json"
+    grep -q 'not a memra-bench receipt (format memra-check)' "$tmp/err" || fail "--compare of a check receipt"
+    echo 'nope' >"$tmp/bad.json"
+    run 2 bench $fast --compare "$tmp/bad.json"
+    grep -q 'not JSON (byte 0' "$tmp/err" || fail "--compare of a non-JSON file"
+    run 2 bench $fast --compare "$tmp/nosuch.json"
+    # every GEMM op can be benched on the host, two modules raced on gemm_bf16 and gemm_kr
+    for op in gemm_f16 gemm_bf16 gemm_fp8 gemm_fp8_blk gemm_q8_0 gemm_q8_0r gemm_kr; do
+        run 0 bench "$op" --device host --reps 1 --m 2 --quiet
+        grep -q "^geometric mean over 4 shapes: [0-9.]* [kMGT]\?FLOP/s (host)" "$tmp/out" || { cat "$tmp/out" "$tmp/err"; fail "bench $op"; }
+    done
+    run 0 bench --op gemm_kr --vs host host --device host --reps 1 --m 2
+    grep -q '^geometric mean of host ms / host ms' "$tmp/out" || fail "bench --op gemm_kr --vs host host"
+    run 0 bench scale --device host --reps 2 --m 2
+    grep -q 'GB/s' "$tmp/out" || { cat "$tmp/out"; fail "bench scale: no GB/s"; }
+    ;;
 dev_full)
     [ -c /dev/full ] || { echo "no /dev/full here: skipped"; exit 77; }
     for args in "info" "info --json" "jit ls" "--version" "check --device host --op scale --quick" "bench accprobe 2 1" "bench $fast"; do
