@@ -550,7 +550,7 @@ static int bench_arms(bench *b)
     if (logsum == NULL) return 1;
     int invalid[ARM_COUNT] = {0};
     if (b->gpu && b->sheet == k_27b && b->m == 512)
-        printf("GGML figures from the issue text (not measured in this run): GGML's CUDA MUL_MAT on the H200 at "
+        printf("GGML figures quoted, not measured in this run: GGML's CUDA MUL_MAT on the H200 at "
                "m = 512, quoted beside each q4_0 / q4_k / q5_k / q6_k arm; GGML cannot be built on the device (no "
                "network), so no GGML arm runs here\n");
     printf("%-14s %-8s %10s %8s %15s %8s  %s\n", "shape", "arm", "median ms", "spread", "rate", "vs f16", "note");
@@ -675,7 +675,7 @@ static int bench_arms(bench *b)
             char gg[96] = "";
             if (ggml && a >= ARM_KFIRST) {
                 const double gt = k_ggml_issue_27b_m512[a - ARM_KFIRST][s];
-                snprintf(gg, sizeof gg, "%sGGML %.0f TFLOP/s (issue text): %.2fx", ar[a].note[0] ? "; " : "", gt,
+                snprintf(gg, sizeof gg, "%sGGML %.0f TFLOP/s (quoted): %.2fx", ar[a].note[0] ? "; " : "", gt,
                          flops / (ar[a].median * 1e-3) / 1e12 / gt);
             }
             char rate[32], spread[16];
@@ -1412,12 +1412,12 @@ static const char k_bench_usage[] =
     "  integer floor only; valid when no dequant_f16 ran) through memra_matmul, interleaved in\n"
     "  each repetition; medians, FLOP/s, ratios to f16 and their geometric mean; the ledger\n"
     "  says which module served.\n"
-    "  On a GPU, 27b at m = 512, the K-quant rows quote GGML's MUL_MAT figures from issue 16's\n"
-    "  text beside them (not measured in this run: GGML cannot be built on the device).\n"
-    "  The mmq arm counts when gemm_q8_0r (Q8_0 records) or gemm_q8_0 (Q8_0 blocks) served it\n"
-    "  and says which. The 'mmq split' line times quant_q8_1, gemm_q8_0r on records made once\n"
-    "  by repack_q8_0 and gemm_q8_0 on the blocks apart, interleaved, with records/blocks;\n"
-    "  a GEMM the device lacks is left out with the reason.\n"
+    "  On a GPU, 27b at m = 512, the K-quant rows quote GGML's published CUDA MUL_MAT figures\n"
+    "  for the H200 beside them (quoted, not measured in this run).\n"
+    "  The mmq arm counts when gemm_q8_0r (the Q8_0 weight repacked for the integer kernel) or\n"
+    "  gemm_q8_0 (the Q8_0 blocks as stored) served it, and says which. The 'mmq split' line\n"
+    "  times the activation quantiser (quant_q8_1) and both GEMMs apart, interleaved, with their\n"
+    "  ratio; a GEMM the device lacks is left out with the reason.\n"
     "  --vs races two modules' implementations of one op via memra_module_call ('--vs A B'\n"
     "  or '--vs=A,B').\n"
     "  'memra bench OP' (or --op OP) times the routed lane of OP (the first module that serves\n"

@@ -1079,8 +1079,8 @@ static const char k_check_usage[] =
     "  module on the host device. The host module itself is compared with an independent f64\n"
     "  computation. Bit-identical ops (repack_q8_0 included) must match exactly; GEMMs are\n"
     "  judged by |got - ref| / sum_k |x_k w_k| against a band per lane. gemm_q8_0r runs on\n"
-    "  the records of the module's own repack_q8_0, is judged like gemm_q8_0 on the Q8_0\n"
-    "  blocks, and again against the module's own gemm_q8_0 (rows 'vs q8_0'). accprobe is\n"
+    "  the weight as the module's own repack_q8_0 lays it out, is judged like gemm_q8_0 on\n"
+    "  the Q8_0 blocks, and again against the module's own gemm_q8_0 (rows 'vs q8_0'). accprobe is\n"
     "  time only. MEMRA_CHECK_INJECT_FAULT=1 plants one fault in the first case of every op.\n"
     "  Exit: 0 all passed, 1 a failure, 2 usage error.\n"
     "\n"
@@ -1088,8 +1088,8 @@ static const char k_check_usage[] =
     "  Each distinct (format, scale kind, shape) of the file's 2D weights (a .gguf, .safetensors\n"
     "  or model.safetensors.index.json) on the file's own bytes: memra_matmul on the weight made\n"
     "  by memra_file_weight_create (the routed lane, row 'matmul'), and the lane's GEMM on every\n"
-    "  module that provides it, with its operand built from the file's bytes (f16 mirror, Q8_0\n"
-    "  records, ...), judged as above. M rows of fresh random activation (default 4 on the host\n"
+    "  module that provides it, with its operand built from the file's bytes (the f16 mirror, the\n"
+    "  repacked integer layout, ...), judged as above. M rows of fresh random activation (default 4 on the host\n"
     "  device, 512 on a GPU). A malformed file exits 1 naming the byte.\n";
 
 void check_write_json(const checker *c, FILE *f, uint64_t seed, const char *model)

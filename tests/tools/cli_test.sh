@@ -54,6 +54,9 @@ help)
             run 0 $cmd $h
             [ -s "$tmp/err" ] && { cat "$tmp/err"; fail "memra $cmd $h wrote to stderr (the runtime was opened?)"; }
             grep -q '^usage: memra' "$tmp/out" || fail "memra $cmd $h: no usage on stdout"
+            # help speaks the user's words: no project-internal references
+            grep -Eiq "issue [0-9]+|\bslab\b|\brecords\b" "$tmp/out" &&
+                fail "memra $cmd $h: internal words in the help: $(grep -Eio "issue [0-9]+|\bslab\b|\brecords\b" "$tmp/out" | head -3 | tr '\n' ' ')"
         done
         cp "$tmp/out" "$tmp/want"
         # shellcheck disable=SC2086
