@@ -265,6 +265,14 @@ compare)
     grep -q '^geometric mean of host ms / host ms' "$tmp/out" || fail "bench --op gemm_kr --vs host host"
     run 0 bench scale --device host --reps 2 --m 2
     grep -q 'GB/s' "$tmp/out" || { cat "$tmp/out"; fail "bench scale: no GB/s"; }
+    # on a terminal the progress is one line rewritten in place (util-linux script gives a tty)
+    if script -qc true /dev/null >/dev/null 2>&1; then
+        script -qc "'$memra' bench gemm_bf16 --device host --reps 2 --m 2 >/dev/null" /dev/null >"$tmp/tty" 2>&1
+        grep -q 'memra bench: \[8/8\] 6144->2048 rep 2' "$tmp/tty" || { cat -v "$tmp/tty"; fail "tty: no progress"; }
+        [ "$(grep -c 'memra bench: \[' "$tmp/tty")" -eq 1 ] || { cat -v "$tmp/tty"; fail "tty: progress not rewritten in place"; }
+        printf '\033[K' >"$tmp/el"
+        grep -qF "$(cat "$tmp/el")" "$tmp/tty" || fail "tty: the line is not cleared"
+    fi
     ;;
 dev_full)
     [ -c /dev/full ] || { echo "no /dev/full here: skipped"; exit 77; }
