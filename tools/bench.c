@@ -1622,8 +1622,28 @@ static int bench_one(memra_runtime *rt, int di, const bench_opts *o, FILE *recei
         for (int i = 0; i < (vs_b ? 2 : 1); i++) {
             const char *mn = i ? vs_b : vs_a;
             if (!memra_module_provides(b.dev, mn, op)) {
-                fprintf(stderr, "memra bench: module '%s' is not admitted on this device or lacks %s\n", mn,
-                        memra_op_name(op));
+                /* which: refused, not found, not admitted here, or without the op */
+                const char *why = NULL, *path = "";
+                int found = 0, loaded = 0;
+                for (int mi = 0; mi < memra_module_count(rt); mi++) {
+                    memra_module_info inf;
+                    if (memra_module_info_get(rt, mi, &inf) != MEMRA_STATUS_OK || strcmp(inf.name, mn) != 0) continue;
+                    found = 1;
+                    loaded |= inf.loaded;
+                    if (!inf.loaded) {
+                        why = inf.reason;
+                        path = inf.path;
+                    }
+                }
+                if (!found)
+                    fprintf(stderr, "memra bench: no module named '%s' was found (see 'memra info')\n", mn);
+                else if (!loaded)
+                    fprintf(stderr, "memra bench: module '%s' (%s) was refused: %s\n", mn, path, why ? why : "");
+                else if (memra_module_score(b.dev, mn) <= 0)
+                    fprintf(stderr, "memra bench: module '%s' is loaded but not admitted on %s (score 0 here)\n", mn,
+                            memra_device_caps_get(b.dev)->name);
+                else
+                    fprintf(stderr, "memra bench: module '%s' does not provide %s\n", mn, memra_op_name(op));
                 rc = 2;
                 return rc;
             }

@@ -261,6 +261,13 @@ compare)
         run 0 bench "$op" --device host --reps 1 --m 2 --quiet
         grep -q "^geometric mean over 4 shapes: [0-9.]* [kMGT]\?FLOP/s (host)" "$tmp/out" || { cat "$tmp/out" "$tmp/err"; fail "bench $op"; }
     done
+    run 2 bench scale --vs nosuch host --device host
+    grep -q "no module named 'nosuch' was found" "$tmp/err" || { cat "$tmp/err"; fail "bench --vs nosuch: message"; }
+    refused=$("$memra" info --json 2>/dev/null | python3 -c 'import json,sys; print(next((m["name"] for m in json.load(sys.stdin)["modules"] if not m["loaded"] and "/" not in m["name"]), ""))')
+    if [ -n "$refused" ]; then
+        run 2 bench scale --vs "$refused" host --device host
+        grep -q "module '$refused' (.*) was refused: " "$tmp/err" || { cat "$tmp/err"; fail "bench --vs $refused: not named refused"; }
+    fi
     run 0 bench --op gemm_kr --vs host host --device host --reps 1 --m 2
     grep -q '^geometric mean of host ms / host ms' "$tmp/out" || fail "bench --op gemm_kr --vs host host"
     run 0 bench scale --device host --reps 2 --m 2
