@@ -352,6 +352,9 @@ def plot(rows, path):
                 src = r["run"] if r["machine"] == "-" else "%s %s" % (src, r["run"].split("/")[-1])
             series.setdefault("%s %s" % (src, r["arm"]), {})[r["shape"]] = r["tflops"]
         n = len(series)
+        if n > 24:
+            sys.stderr.write("memra report: the figure for %s has %d bars per shape (machine or run x arm); "
+                             "--arm, --machine and --m keep the ones to compare\n" % (key, n))
         top = max([v for vals in series.values() for v in vals.values()] or [0.0])
         scale, unit = (1.0, "TFLOP/s") if top >= 1.0 else (1e3, "GFLOP/s")
         width = 0.8 / max(n, 1)
