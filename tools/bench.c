@@ -1839,7 +1839,5 @@ done:
     tool_json_free(g_old);
     g_old = NULL;
     const int wrc = tool_receipt_close(c, json, receipt);
-    if (wrc == 0 && json != NULL && strcmp(json, "-") != 0)
-        fprintf(stderr, "memra bench: %s receipt written to %s\n", rc ? "an incomplete" : "the", json);
     return rc ? rc : wrc;
 }

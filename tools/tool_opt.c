@@ -108,7 +108,10 @@ int tool_receipt_close(const tool_cmd *c, const char *path, FILE *f)
     if (fflush(f) != 0) e = errno;
     else if (ferror(f)) e = EIO;
     if (fclose(f) != 0 && e == 0) e = errno;
-    if (e == 0) return 0;
+    if (e == 0) {
+        if (strcmp(path, "-") != 0) fprintf(stderr, "%s: receipt written to %s\n", c->name, path);
+        return 0;
+    }
     fprintf(stderr, "%s: writing the receipt %s: %s\n", c->name, strcmp(path, "-") == 0 ? "(stdout)" : path,
             strerror(e));
     return 1;

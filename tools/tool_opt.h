@@ -54,8 +54,9 @@ int tool_opt_unexpected(const tool_cmd *c, const char *arg);
  * "-" is stdout, and then stdout's descriptor is pointed at stderr, so every
  * human-readable line the command prints goes to stderr. */
 int tool_receipt_open(const tool_cmd *c, const char *path, FILE **out);
-/* Flush and close a receipt (NULL: nothing). 0, or 1 after a message naming
- * the file and the error. */
+/* Flush and close a receipt (NULL: nothing). 0 after "<cmd>: receipt written
+ * to <path>" on stderr (not for "-"), or 1 after a message naming the file and
+ * the error. */
 int tool_receipt_close(const tool_cmd *c, const char *path, FILE *f);
 
 /* fflush(stdout), remembering the first failure for tool_stdout_close. */

@@ -240,7 +240,9 @@ compare)
     # bench --compare OLD.json: per (shape, arm) old and new medians, speed, noise, a verdict
     run 0 bench --device host --reps 3 --m 2 --json "$tmp/old.json"
     grep -Eq '^2048->2048 +f16 +[0-9.]+ +\+-[0-9.]+% +[0-9.]+ [kMGT]?FLOP/s' "$tmp/out" || { cat "$tmp/out"; fail "bench row: median, spread, rate"; }
-    grep -q 'receipt written to' "$tmp/err" || fail "bench --json: where it wrote"
+    grep -q "^memra bench: receipt written to $tmp/old.json" "$tmp/err" || fail "bench --json: where it wrote"
+    run 0 check --device host --op scale --quick --json "$tmp/c.json"
+    grep -q "^memra check: receipt written to $tmp/c.json" "$tmp/err" || fail "check --json: where it wrote"
     run 0 bench --device host --reps 3 --m 2 --compare "$tmp/old.json" --quiet
     grep -q '^compared with .*old.json' "$tmp/out" || { cat "$tmp/out"; fail "--compare: no comparison"; }
     grep -Eq '^2048->2048 +f16 +[0-9.]+ +[0-9.]+ +[0-9.]+x +[0-9.]+% +(faster|slower|within noise)$' "$tmp/out" ||
