@@ -9,6 +9,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -49,9 +50,18 @@ static int knob_find(const char *name, size_t len)
     return -1;
 }
 
+/* Decimal digits only: no sign, no space, no 0x, no exponent. */
+static int all_digits(const char *s)
+{
+    if (s == NULL || *s == '\0') return 0;
+    for (; *s; s++)
+        if (*s < '0' || *s > '9') return 0;
+    return 1;
+}
+
 static int parse_u64(const char *s, uint64_t *out)
 {
-    if (s == NULL || !isdigit((unsigned char)s[0])) return -1;
+    if (!all_digits(s)) return -1;
     errno = 0;
     char *end = NULL;
     unsigned long long v = strtoull(s, &end, 10);
@@ -159,24 +169,37 @@ static memra_status knob_check(int k, const char *v, const char *where)
         return MEMRA__FAIL(MEMRA_STATUS_INVALID_ARGUMENT, "%s=%s (%s): expected one of %s", d->name, v, where,
                            d->allowed);
     case K_MB: {
-        char *end = NULL;
-        double mb = strtod(v, &end);
-        if (end != v && *end == '\0' && mb >= 0.0 && mb <= 1e9) return MEMRA_STATUS_OK;
-        return MEMRA__FAIL(MEMRA_STATUS_INVALID_ARGUMENT, "%s=%s (%s): expected a size in MB (0 .. 1e9)", d->name,
-                           v, where);
+        /* decimal digits, optionally a '.' and more digits: "512", "0.5" */
+        const char *p = v;
+        int whole = 0, frac = 0;
+        while (*p >= '0' && *p <= '9') p++, whole++;
+        if (*p == '.') {
+            p++;
+            while (*p >= '0' && *p <= '9') p++, frac++;
+        }
+        const double mb = whole > 0 && *p == '\0' && whole <= 10 ? strtod(v, NULL) : -1.0;
+        if (mb >= 0.0 && mb <= 1e9 && (v[whole] == '\0' || frac > 0)) return MEMRA_STATUS_OK;
+        return MEMRA__FAIL(MEMRA_STATUS_INVALID_ARGUMENT,
+                           "%s=%s (%s): expected a size in MB, decimal digits with an optional fraction (0 .. 1000000000)",
+                           d->name, v, where);
     }
     case K_TILE: {
-        int n = 0;
+        /* two or four decimal numbers, each 1..1024, joined by 'x' */
+        int n = 0, ok = 1;
         const char *p = v;
-        while (isdigit((unsigned char)*p)) {
-            while (isdigit((unsigned char)*p)) p++;
+        for (;;) {
+            unsigned long x = 0;
+            int digits = 0;
+            while (*p >= '0' && *p <= '9' && digits < 6) x = x * 10 + (unsigned long)(*p++ - '0'), digits++;
+            if (digits == 0 || (*p >= '0' && *p <= '9') || x < 1 || x > 1024) ok = 0;
             n++;
-            if (*p != 'x' && *p != 'X') break;
+            if (*p != 'x' || !ok) break;
             p++;
         }
-        if (*p == '\0' && (n == 2 || n == 4)) return MEMRA_STATUS_OK;
-        return MEMRA__FAIL(MEMRA_STATUS_INVALID_ARGUMENT, "%s=%s (%s): expected BMxBN or BMxBNxWARPS_MxWARPS_N",
-                           d->name, v, where);
+        if (ok && *p == '\0' && (n == 2 || n == 4)) return MEMRA_STATUS_OK;
+        return MEMRA__FAIL(MEMRA_STATUS_INVALID_ARGUMENT,
+                           "%s=%s (%s): expected BMxBN or BMxBNxWARPS_MxWARPS_N, decimal numbers 1..1024", d->name, v,
+                           where);
     }
     case K_ARCH: {
         if (enum_has(d->allowed, v)) return MEMRA_STATUS_OK;
@@ -186,7 +209,26 @@ static memra_status knob_check(int k, const char *v, const char *where)
         if (strchr(v, ':') == NULL) why = "expected one of sm90|sm120|cuda|host, or ORDINAL:profile,...";
         return MEMRA__FAIL(MEMRA_STATUS_INVALID_ARGUMENT, "%s=%s (%s): %s", d->name, v, where, why);
     }
-    case K_STR: return MEMRA_STATUS_OK;
+    case K_STR: {
+        /* A path is refused, never truncated, past PATH_MAX; the cache root and
+         * the tuning file must be absolute (a relative one would serve cubins
+         * and routing from whatever the current folder is). The library
+         * knobs take a soname too; a relative path there is refused where it
+         * is used, with the reason. */
+        const size_t len = strlen(v);
+        const int path_knob = k == MEMRA__KNOB_CACHE_DIR || k == MEMRA__KNOB_TUNE_FILE;
+        const int lib_knob = k == MEMRA__KNOB_CUDA_DRIVER || k == MEMRA__KNOB_CUBLASLT_LIBRARY ||
+                             k == MEMRA__KNOB_NVRTC_LIBRARY;
+        if ((path_knob || lib_knob) && len >= PATH_MAX)
+            return MEMRA__FAIL(MEMRA_STATUS_INVALID_ARGUMENT,
+                               "%s=%.60s... (%s): a path of %zu bytes is longer than PATH_MAX (%d): refused, never "
+                               "truncated",
+                               d->name, v, where, len, PATH_MAX);
+        if (path_knob && v[0] != '/')
+            return MEMRA__FAIL(MEMRA_STATUS_INVALID_ARGUMENT, "%s=%s (%s): a relative path is refused: give an absolute one",
+                               d->name, v, where);
+        return MEMRA_STATUS_OK;
+    }
     }
     return MEMRA_STATUS_OK;
 }
@@ -212,11 +254,19 @@ static memra_status set_value(memra__config *cfg, const char *name, size_t nlen,
     if (k >= 0) {
         if (cfg->source[k] == 2 && source == 1) return MEMRA_STATUS_OK; /* the option wins */
         if (v[0] == '\0' && k_knobs[k].kind != K_STR) {
-            /* An empty variable is no setting (as before); an empty option is an error. */
-            if (source == 1) return MEMRA_STATUS_OK;
+            /* An empty variable is no setting, and said so; an empty option is an error. */
+            if (source == 1) {
+                memra__config_warn(cfg, "%s is set but empty in the environment: no setting, its default (%s) applies",
+                                   k_knobs[k].name, k_knobs[k].def[0] ? k_knobs[k].def : "none");
+                return MEMRA_STATUS_OK;
+            }
             return MEMRA__FAIL(MEMRA_STATUS_INVALID_ARGUMENT, "%s= (%s): empty value", k_knobs[k].name, where);
         }
-        if (v[0] == '\0') return MEMRA_STATUS_OK;
+        if (v[0] == '\0') {
+            memra__config_warn(cfg, "%s is set but empty (%s): no setting, its default (%s) applies", k_knobs[k].name,
+                               where, k_knobs[k].def[0] ? k_knobs[k].def : "none");
+            return MEMRA_STATUS_OK;
+        }
         memra_status st = knob_check(k, v, where);
         if (st != MEMRA_STATUS_OK) return st;
         char *c = strdup(v);
@@ -237,9 +287,13 @@ static memra_status set_value(memra__config *cfg, const char *name, size_t nlen,
             return MEMRA_STATUS_OK;
         }
     }
-    if (cfg->n_extra == MEMRA__CONFIG_MAX_EXTRA)
-        return MEMRA__FAIL(MEMRA_STATUS_INVALID_ARGUMENT, "%.*s (%s): more than %d MEMRA_* settings no table row knows",
+    if (cfg->n_extra == MEMRA__CONFIG_MAX_EXTRA) {
+        /* an unknown variable is a warning, never a failure: past the cap it is not kept */
+        memra__config_warn(cfg, "%.*s (%s) is no knob of memra, and more than %d such MEMRA_* variables are set: "
+                           "not kept (a module reading it through host->knob gets nothing)",
                            (int)nlen, name, where, MEMRA__CONFIG_MAX_EXTRA);
+        return MEMRA_STATUS_OK;
+    }
     int i = cfg->n_extra;
     cfg->extra_name[i] = strndup(name, nlen);
     cfg->extra_value[i] = strdup(v);

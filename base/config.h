@@ -22,6 +22,8 @@
     X(ALLOW_UNSAFE_MODULES, "MEMRA_ALLOW_UNSAFE_MODULES", "core", BOOL, "", "0",                                  \
       "1: load modules from folders others can write")                                                            \
     X(MODULE_TRIAL, "MEMRA_MODULE_TRIAL", "core", BOOL, "", "1", "0: no contained trial load (memra-trial) first")       \
+    X(TRIAL_TIMEOUT_MS, "MEMRA_TRIAL_TIMEOUT_MS", "core", UINT, "1..600000", "30000",                            \
+      "a trial's init and self-check (in memra-trial) past this many ms refuse the module")                        \
     X(ADMISSION, "MEMRA_ADMISSION", "core", ENUM, "all|hot|off", "all",                                          \
       "module self-check against the host before publishing: every load, hot loads only, off")                   \
     X(TUNE_FILE, "MEMRA_TUNE_FILE", "core", STR, "", "<cache root>/tune/tuning.memra",                            \
@@ -50,6 +52,8 @@
     X(FP8BLK_TILE, "MEMRA_FP8BLK_TILE", "mmq modules", TILE, "", "(module default)",                              \
       "fp8blk_gemm tile BMxBN[xWARPS_MxWARPS_N]")                                                                 \
     X(FP8BLK_JIT, "MEMRA_FP8BLK_JIT", "mmq modules", BOOL, "", "1", "0: embedded fp8blk images only, no JIT")     \
+    X(FP8BLK_WGMMA, "MEMRA_FP8BLK_WGMMA", "mmq modules", ENUM, "auto|mb|wide|bar|0", "auto",                 \
+      "fp8blk's sm_90a kernel: wgmma tile by shape, 128x128, 128x256, 128x128 with CTA barriers, 0: mma.sync")     \
     X(MMQ_PDL, "MEMRA_MMQ_PDL", "mmq modules", BOOL, "", "1", "0: no programmatic dependent launches")            \
     X(MMQ_BM, "MEMRA_MMQ_BM", "mmq modules", UINT, "0..1024", "0 (chosen per shape)", "MMQ tile rows forced")     \
     X(MMQ_BN, "MEMRA_MMQ_BN", "mmq modules", UINT, "0..1024", "0 (chosen per shape)", "gemm_q8_0r tile cols forced") \

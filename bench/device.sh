@@ -18,9 +18,21 @@
 #               SAN_PROFILES the profiles; one extra cell per (tool, profile): the admission
 #               self-check, `memra info`)
 #   stress      the multi-thread / multi-stream GPU stress test, when built
+#   racecheck   test_gpu_stress streams under compute-sanitizer --tool racecheck, the tool's
+#               reports in their own log (--log-file), the test's own output (line-buffered)
+#               in another, each exit status kept: the tool's (RACE_ERROR_EXIT, default 86,
+#               when it found hazards) and, without hazards, the test's own; hazards filed by
+#               kernel (memra's own vs vendor: cuBLASLt's nvjet/xmma); RACE_TIMEOUT (default
+#               540 s), RACE_DISABLE (a MEMRA_DISABLE value, e.g. the cuBLASLt module, to run
+#               memra's own kernels alone), RACE_CASE (default streams)
 #   bench       memra bench 27b at BENCH_M (default "512 4096"), each call alone and
 #               --batch 8 (BENCH_BATCH=0: alone only), with receipts
 #   raw         memra-bench-raw: memra's cuBLASLt lanes beside raw cuBLASLt calls
+#   fp8         memra's block-128 FP8 kernels (wgmma and mma.sync) beside cuBLASLt: the steps
+#               fp8check (checks), fp8bench (bench --vs and memra-bench-raw at FP8_M),
+#               fp8ncu (ncu of the quantisers and GEMMs), fp8san (the four sanitizer tools)
+#   kquant      the K-quant floor on packed operands: GPU tests, check gemm_kr (3 profiles),
+#               admission, memcheck (KQ_BENCH=1: memra bench 27b m=512)
 #   accprobe    memra bench accprobe (wide, mid)
 #   sweep       test_mmq_ops sweep (every gemm_q8_0r tile x split)
 #   pdl         test_mmq_ops pdl at m = 512 and 4096
@@ -256,6 +268,34 @@ step_stress() {
   fi
 }
 
+step_racecheck() {
+  if [ ! -x $B/bin/test_gpu_stress ]; then say "racecheck: no test_gpu_stress binary in this build"; return 0; fi
+  local c=${RACE_CASE:-streams} ex=${RACE_ERROR_EXIT:-86}
+  local tl="$L/racecheck_${c}_tool.log" ol="$L/racecheck_${c}_test.log" t=$SECONDS
+  local env=(MEMRA_ADMISSION=off)
+  [ -n "${RACE_DISABLE:-}" ] && env+=(MEMRA_DISABLE="$RACE_DISABLE")
+  env "${env[@]}" timeout -k 10 ${RACE_TIMEOUT:-540} compute-sanitizer --tool racecheck --racecheck-report hazard \
+    --print-limit 0 --show-backtrace no --error-exitcode "$ex" --log-file "$tl" \
+    $B/bin/test_gpu_stress "$c" > "$ol" 2>&1
+  local rc=$? n recs own vendor why
+  n=$(san_count racecheck "$tl")
+  read -r recs own vendor < <(san_classify "$tl")
+  case $rc in
+    0) why="the test passed, no hazard" ;;
+    "$ex") why="hazards reported (the tool's --error-exitcode)" ;;
+    124|137) why="killed at the time limit (${RACE_TIMEOUT:-540} s)" ;;
+    77) why="the test skipped (no CUDA device)" ;;
+    *) why="the test's own exit status (no hazard reported by the tool)" ;;
+  esac
+  say "racecheck test_gpu_stress $c${RACE_DISABLE:+ (MEMRA_DISABLE=$RACE_DISABLE)}: exit $rc: $why; $((SECONDS - t)) s;" \
+      "${n:-no summary} hazards, $recs reports: memra's own $own${vendor:+, vendor kernels:$vendor}"
+  say "  the test's own output ($ol), last lines:"; tail -5 "$ol" | sed 's/^/    /' >> "$S"
+  { echo "--- reports per kernel:"
+    grep -E "^=========     at |Thread .* at " "$tl" | sed -E 's/.* at (void )?//; s/[+<(].*//' | sort | uniq -c | sort -rn
+    echo "--- the tool's first reports:"; head -200 "$tl"; echo "[... cut ...]"; tail -30 "$tl"; } > "$tl.cut" && mv "$tl.cut" "$tl"
+  return 0
+}
+
 step_bench() {
   for mm in ${BENCH_M:-512 4096}; do
     timeout 200 $M bench 27b --m $mm --json $R/bench_27b_m${mm}_$TAG.json > "$L/bench_27b_m$mm.txt" 2>&1
@@ -270,6 +310,96 @@ step_bench() {
 step_raw() {
   timeout 200 $B/bin/memra-bench-raw --sheet 27b --m 512 --json $R/raw_27b_m512_$TAG.json > "$L/raw_27b_m512.txt" 2>&1
   say "memra-bench-raw 27b m=512: exit $?"
+}
+
+# memra's block-128 FP8 kernels beside the sm90 module's cuBLASLt lane: correctness
+# first (memra check of gemm_fp8_blk for the fp8blk module with the wgmma kernel and
+# with the mma.sync one, the forced sm120 profile, test_mmq_ops fp8blk), then
+# `memra bench gemm_fp8_blk --vs sm90 fp8blk` at FP8_M (default "512 4096") for each
+# kernel, memra-bench-raw (the FP8 lanes beside raw cuBLASLt on pre-quantised input)
+# at FP8_M, ncu of the activation quantisers (time, DRAM bytes) and of the two
+# GEMM kernels at one shape, and the four sanitizer tools over the fp8blk check.
+step_fp8() { step_fp8check && step_fp8bench && step_fp8ncu && step_fp8san; }
+step_fp8check() {
+  local k
+  for k in ${FP8_KERNELS:-auto mb wide bar 0}; do
+    MEMRA_FP8BLK_WGMMA=$k MEMRA_LOG=info timeout 200 $M check --device 0 --op gemm_fp8_blk --module fp8blk \
+      > "$L/fp8_check_wgmma_$k.log" 2>&1
+    say "check gemm_fp8_blk fp8blk (MEMRA_FP8BLK_WGMMA=$k): exit $? $(grep -E 'passed, ' "$L/fp8_check_wgmma_$k.log")"
+    grep -E " FAIL" "$L/fp8_check_wgmma_$k.log" | head -6 >> "$S"
+    grep -m1 -oE "gemm_fp8_blk variant [^;]*" "$L/fp8_check_wgmma_$k.log" >> "$S"
+    MEMRA_FP8BLK_WGMMA=$k timeout 200 $T fp8blk > "$L/fp8_test_mmq_fp8blk_$k.log" 2>&1
+    say "test_mmq_ops fp8blk (MEMRA_FP8BLK_WGMMA=$k): exit $?"
+    grep -E "FAIL" "$L/fp8_test_mmq_fp8blk_$k.log" | head -4 >> "$S"
+  done
+  for o in gemm_fp8_blk gemm_fp8; do
+    timeout 200 $M check --device 0 --op $o > "$L/fp8_check_$o.log" 2>&1
+    say "check $o (every module): exit $? $(grep -E 'passed, ' "$L/fp8_check_$o.log")"
+    grep -E " FAIL" "$L/fp8_check_$o.log" | head -6 >> "$S"
+  done
+}
+step_fp8bench() {
+  local mm k
+  for mm in ${FP8_M:-512 4096}; do
+    for k in ${FP8_KERNELS:-auto mb wide bar 0}; do
+      MEMRA_FP8BLK_WGMMA=$k timeout 300 $M bench gemm_fp8_blk --vs sm90 fp8blk --sheet 27b --m $mm \
+        --json $R/fp8blk_vs_sm90_m${mm}_wgmma${k}_$TAG.json > "$L/fp8blk_vs_sm90_m${mm}_wgmma$k.txt" 2>&1
+      say "bench gemm_fp8_blk --vs sm90 fp8blk m=$mm WGMMA=$k: exit $? $(grep -m1 -iE 'geomean|geometric' "$L/fp8blk_vs_sm90_m${mm}_wgmma$k.txt")"
+    done
+    [ "${FP8_RAW:-1}" = 0 ] && continue
+    timeout 300 $B/bin/memra-bench-raw --sheet 27b --m $mm --no-dequant --json $R/raw_27b_m${mm}_$TAG.json \
+      > "$L/raw_27b_m$mm.txt" 2>&1
+    say "memra-bench-raw 27b m=$mm: exit $?"
+  done
+}
+step_fp8ncu() {
+  local mm
+  for mm in ${FP8_NCU_M:-4096}; do
+    MEMRA_ADMISSION=off timeout 300 ncu --clock-control none --metrics gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum,sm__throughput.avg.pct_of_peak_sustained_elapsed,dram__throughput.avg.pct_of_peak_sustained_elapsed \
+      -k regex:'memra_k_(quant|amax|fp8blk)' -c 60 \
+      $B/bin/memra-bench-raw --sheet 27b --m $mm --reps 1 --warmup 0 --no-dequant > "$L/fp8_ncu_m$mm.txt" 2>&1
+    say "ncu fp8 kernels m=$mm: exit $?"
+  done
+  # one wgmma GEMM in detail (5120->12288 at m=4096): speed of light, memory, warp stalls
+  MEMRA_ADMISSION=off timeout 300 ncu --clock-control none --section SpeedOfLight --section MemoryWorkloadAnalysis \
+    --section WarpStateStats --section Occupancy --section LaunchStats -k regex:'memra_k_fp8blk_wgmma' -c 1 \
+    $M bench gemm_fp8_blk --vs sm90 fp8blk --sheet 27b --m 4096 --reps 1 --warmup 0 > "$L/fp8_ncu_wgmma_detail.txt" 2>&1
+  say "ncu wgmma detail: exit $?"
+}
+step_fp8san() {
+  local t mo
+  for mo in ${FP8_SAN_MODULES:-fp8blk sm90}; do
+    for t in memcheck racecheck initcheck synccheck; do
+      MEMRA_ADMISSION=off timeout 300 compute-sanitizer --tool $t --print-limit 0 $M check --device 0 --op gemm_fp8_blk \
+        --module $mo --quick > "$L/fp8_san_${mo}_$t.log" 2>&1
+      say "sanitize $t gemm_fp8_blk $mo: exit $? reports $(san_count $t "$L/fp8_san_${mo}_$t.log") (own, vendor: $(san_classify "$L/fp8_san_${mo}_$t.log"))"
+    done
+  done
+}
+
+# The K-quant floor on packed operands (GGUF bytes): its GPU tests, memra check of
+# gemm_kr under the native, sm120 and cuda profiles, the admission verdict, memcheck
+# over test_mmq_ops gemm_kr; KQ_BENCH=1 adds memra bench 27b at m = 512.
+step_kquant() {
+  local p
+  ( cd $B && timeout 300 ctest -L gpu -R 'mmq_|registry.admission|files.model_cmds_gpu|files.gpu_matmul|gpu_runtime' \
+      --output-on-failure --timeout 200 ) > "$L/kq_ctest.log" 2>&1
+  say "kquant ctest: exit $? $(grep -E 'tests passed' "$L/kq_ctest.log")"
+  grep -E "\*\*\*Failed|Failed  " "$L/kq_ctest.log" | head -6 >> "$S"
+  for p in native sm120 cuda; do
+    if [ $p = native ]; then timeout 200 $M check --device 0 --op gemm_kr > "$L/kq_check_$p.log" 2>&1
+    else MEMRA_ARCH=$p timeout 200 $M check --device 0 --op gemm_kr > "$L/kq_check_$p.log" 2>&1; fi
+    say "check gemm_kr ($p): exit $? $(grep -E 'passed, ' "$L/kq_check_$p.log")"
+    grep -E " FAIL" "$L/kq_check_$p.log" | head -4 >> "$S"
+  done
+  timeout 100 $M info > "$L/kq_info.txt" 2>&1
+  say "info: $(grep -ciE 'quarantin' "$L/kq_info.txt") quarantine lines; $(grep -iE 'bytes per 256' "$L/kq_info.txt" | head -1 | cut -c1-150)"
+  MEMRA_ADMISSION=off timeout 200 compute-sanitizer --tool memcheck --print-limit 0 $T gemm_kr > "$L/kq_san_memcheck.log" 2>&1
+  say "sanitize memcheck test_mmq_ops gemm_kr: exit $? reports $(san_count memcheck "$L/kq_san_memcheck.log")"
+  if [ "${KQ_BENCH:-0}" = 1 ]; then
+    timeout 200 $M bench 27b --m 512 --json $R/bench_27b_m512_$TAG.json > "$L/kq_bench_27b_m512.txt" 2>&1
+    say "memra bench 27b m=512: exit $?"
+  fi
 }
 
 step_accprobe() {
@@ -487,13 +617,26 @@ step_multi() {
   fi
 }
 
+# A log over 4 MB (an initcheck over cuBLASLt's kernels writes hundreds of MB) keeps its
+# first and last 1 MB, so that logs.tar stays under what a call can bring back.
+trim_logs() {
+  local f
+  for f in "$L"/*; do
+    [ -f "$f" ] && [ "$(stat -c %s "$f")" -gt 4194304 ] || continue
+    { head -c 1048576 "$f"; printf '\n[... %s bytes cut by device.sh ...]\n' "$(stat -c %s "$f")"; tail -c 1048576 "$f"; } > "$f.cut"
+    mv "$f.cut" "$f"
+  done
+}
+
 [ $# -eq 0 ] && set -- build ctest check
 for s in "$@"; do
   if ! declare -F "step_$s" > /dev/null; then echo "device.sh: unknown step '$s'"; exit 2; fi
   "step_$s" || { [ "$s" = build ] && break; }
+  trim_logs
   tar -C $L -cf "$OUT/logs.tar" . 2>/dev/null   # after every step: a cut-off run still returns its logs
 done
 say "total: $((SECONDS - t0)) s"
+trim_logs
 tar -C $L -cf "$OUT/logs.tar" .
 tar -C $R -cf "$OUT/receipts.tar" .
 cat "$S"

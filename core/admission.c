@@ -41,6 +41,7 @@
 #include <time.h>
 
 #include "core/admission.h"
+#include "core/trial.h"
 #include "base/error.h"
 #include "memra/formats.h"
 
@@ -241,7 +242,7 @@ static int build_gemm(rng *g, memra_op op, int m, int n, int k, acase *c)
     }
     case MEMRA_OP_gemm_kr: {
         ga->w_format = m == 4 ? MEMRA_FORMAT_Q5_K : MEMRA_FORMAT_Q6_K;
-        uint8_t *w = add_in(c, memra_kr_bytes(n, k), OFF(gemm.w));
+        uint8_t *w = add_in(c, memra_kr_bytes((memra_format)ga->w_format, n, k), OFF(gemm.w));
         if (w == NULL || !fill_kr(g, (memra_format)ga->w_format, w, n, k)) return 0;
         c->band = BAND_KR;
         break;
@@ -391,8 +392,12 @@ static int gemm_mass(const acase *c, double *mass)
         if (c->in_off[i] == OFF(gemm.w_scale_grid)) grid = c->in[i];
     }
     float *row = malloc((size_t)k * sizeof *row);
-    if (row == NULL || x == NULL || w == NULL) {
+    /* gemm_kr: the K-packed weight widened once to f32 scales and int8 codes */
+    uint8_t *wide = c->op == MEMRA_OP_gemm_kr ? malloc((size_t)memra_kr_wide_bytes(n, k)) : NULL;
+    if (row == NULL || x == NULL || w == NULL || (c->op == MEMRA_OP_gemm_kr &&
+                                                  (wide == NULL || memra_kr_widen((memra_format)ga->w_format, w, n, k, wide) != 0))) {
         free(row);
+        free(wide);
         return 0;
     }
     const int64_t gc = memra_fp8_grid_cols(k);
@@ -408,9 +413,9 @@ static int gemm_mass(const acase *c, double *mass)
             }
             break;
         case MEMRA_OP_gemm_kr:
-            /* |s q| + |mn| per value (Q6_K: |s q|), from the records */
+            /* |s q| + |mn| per value (Q6_K: |s q|), from the widened records */
             for (int q = 0; q < k; q++) {
-                const uint8_t *rec = (const uint8_t *)w + ((size_t)(q / 128) * n + j) * MEMRA_KR_RECORD_BYTES;
+                const uint8_t *rec = wide + ((size_t)(q / 128) * n + j) * MEMRA_KR_WIDE_BYTES;
                 const int c2 = q % 128, b = c2 / 32;
                 float s0, s1;
                 memcpy(&s0, rec + 4 * b, 4);
@@ -433,6 +438,7 @@ static int gemm_mass(const acase *c, double *mass)
         }
     }
     free(row);
+    free(wide);
     return 1;
 }
 
@@ -653,6 +659,7 @@ int memra__admission_check(memra_runtime *rt, memra__modrec *r)
                     ok = 0;
                     break;
                 }
+                memra__trial_stage("self-check %s case %d on %s", memra_op_name((memra_op)op), ci + 1, dev->label);
                 memra_status st = one_case(dev, host, r, href, &c, variant, why, sizeof why);
                 memra__acase_free(&c);
                 r->adm_cases++;

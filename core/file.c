@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -19,37 +20,60 @@
 
 memra_status memra__file_bad(memra_status st, const char *path, uint64_t off, const char *fmt, ...)
 {
-    char msg[512];
+    char raw[512], msg[512];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
+    vsnprintf(raw, sizeof raw, fmt, ap);
     va_end(ap);
+    /* names from the file may hold escape bytes: never sent to a terminal raw */
+    size_t o = 0;
+    for (const unsigned char *p = (const unsigned char *)raw; *p && o + 5 < sizeof msg; p++) {
+        if (*p < 0x20 || *p == 0x7F) o += (size_t)snprintf(msg + o, sizeof msg - o, "\\x%02x", *p);
+        else msg[o++] = (char)*p;
+    }
+    msg[o] = '\0';
     return memra__set_error(st, "%s: byte %llu: %s", path, (unsigned long long)off, msg);
 }
 
 /* ---- mappings ----------------------------------------------------------------- */
 
+static const char *kind_of(mode_t m)
+{
+    return S_ISFIFO(m) ? "a FIFO" : S_ISDIR(m) ? "a folder" : S_ISCHR(m) ? "a character device" : S_ISBLK(m) ? "a block device"
+         : S_ISSOCK(m) ? "a socket" : "not a regular file";
+}
+
+/* A model file is opened O_NONBLOCK (a FIFO never blocks the open) and
+ * fstat'ed before any byte is read: only a regular file is mapped. A symlink
+ * is followed; the errors name the file it reaches, never its bytes. */
 memra_status memra__mapping_open(const char *path, memra__mapping **out)
 {
-    const int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return memra__set_error(MEMRA_STATUS_IO_ERROR, "%s: cannot open: %s", path, strerror(errno));
+    char shown[PATH_MAX + 64];
+    struct stat lsb;
+    char real[PATH_MAX];
+    if (lstat(path, &lsb) == 0 && S_ISLNK(lsb.st_mode) && realpath(path, real) != NULL)
+        snprintf(shown, sizeof shown, "%s (a symlink to %s)", path, real);
+    else snprintf(shown, sizeof shown, "%s", path);
+    const int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+    if (fd < 0) return memra__set_error(MEMRA_STATUS_IO_ERROR, "%s: cannot open: %s", shown, strerror(errno));
     struct stat sb;
     if (fstat(fd, &sb) != 0) {
         const int e = errno;
         close(fd);
-        return memra__set_error(MEMRA_STATUS_IO_ERROR, "%s: cannot stat: %s", path, strerror(e));
+        return memra__set_error(MEMRA_STATUS_IO_ERROR, "%s: cannot stat: %s", shown, strerror(e));
     }
     if (!S_ISREG(sb.st_mode)) {
         close(fd);
-        return memra__set_error(MEMRA_STATUS_INVALID_ARGUMENT, "%s: not a regular file", path);
+        return memra__set_error(MEMRA_STATUS_INVALID_ARGUMENT, "%s: not a regular file (%s): refused, nothing read",
+                                shown, kind_of(sb.st_mode));
     }
     if (sb.st_size == 0) {
         close(fd);
-        return memra__file_bad(MEMRA_STATUS_INVALID_ARGUMENT, path, 0, "the file is empty");
+        return memra__file_bad(MEMRA_STATUS_INVALID_ARGUMENT, shown, 0, "the file is empty");
     }
     if ((uint64_t)sb.st_size > (uint64_t)SIZE_MAX) {
         close(fd);
-        return memra__set_error(MEMRA_STATUS_IO_ERROR, "%s: too large to map", path);
+        return memra__set_error(MEMRA_STATUS_IO_ERROR, "%s: too large to map", shown);
     }
     const size_t size = (size_t)sb.st_size;
     void *base = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
@@ -192,9 +216,8 @@ static memra_status file_open(const char *path, const void *data, size_t size, m
     if (st == MEMRA_STATUS_OK) {
         const int gguf_magic = m->size >= 4 && memcmp(m->base, "GGUF", 4) == 0;
         if (!gguf_magic && ends_with(path, ".gguf")) {
-            st = memra__file_bad(MEMRA_STATUS_INVALID_ARGUMENT, path, 0,
-                                 "not a GGUF file: the magic is %02x %02x %02x %02x, not \"GGUF\"", m->base[0],
-                                 m->size > 1 ? m->base[1] : 0, m->size > 2 ? m->base[2] : 0, m->size > 3 ? m->base[3] : 0);
+            /* the file's own bytes stay out of the message (it may be any file) */
+            st = memra__file_bad(MEMRA_STATUS_INVALID_ARGUMENT, path, 0, "not a GGUF file: it does not start with \"GGUF\"");
         } else if (gguf_magic) {
             f->kind = MEMRA_FILE_GGUF;
             st = memra__gguf_parse(f, m);

@@ -326,6 +326,11 @@ static memra_status read_tensor(memra_file *f, memra__mapping *map, rd *r, uint6
         return memra__file_bad(MEMRA_STATUS_INVALID_ARGUMENT, r->path, dat,
                                "tensor \"%.*s\": ne[0] = %llu is not a multiple of %s's block of %d",
                                (int)(nl > 64 ? 64 : nl), (const char *)ns, (unsigned long long)ne[0], gt->name, gt->bv);
+    /* elements < 2^62, but times a type's block bytes the size can still wrap */
+    if (elements / (uint64_t)gt->bv > ((uint64_t)1 << 62) / (uint64_t)gt->bb)
+        return memra__file_bad(MEMRA_STATUS_INVALID_ARGUMENT, r->path, dat,
+                               "tensor \"%.*s\": %llu elements of %s are more than 2^62 bytes", (int)(nl > 64 ? 64 : nl),
+                               (const char *)ns, (unsigned long long)elements, gt->name);
     const uint64_t oat = r->pos;
     if ((st = u64(r, "tensor offset", rel_offset)) != MEMRA_STATUS_OK) return st;
     memra__tensor *t = memra__file_add_tensor(f);

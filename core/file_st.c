@@ -125,6 +125,10 @@ static memra_status st_tensor(memra_file *f, memra__mapping *map, const char *pa
         !json_u64(&off->items[1], &e) || e < b)
         return memra__file_bad(MEMRA_STATUS_INVALID_ARGUMENT, path, off ? hpos + off->pos : at,
                                "tensor \"%s\": \"data_offsets\" must be [begin, end] with 0 <= begin <= end", name);
+    if (elements > UINT64_MAX / (uint64_t)d->size)
+        return memra__file_bad(MEMRA_STATUS_INVALID_ARGUMENT, path, hpos + sh->pos,
+                               "tensor \"%s\": %llu elements of %s overflow a 64-bit byte size", name,
+                               (unsigned long long)elements, d->name);
     if (e - b != elements * (uint64_t)d->size)
         return memra__file_bad(MEMRA_STATUS_INVALID_ARGUMENT, path, hpos + off->pos,
                                "tensor \"%s\": data_offsets span %llu bytes, which disagrees with %s x %llu elements = %llu", name,
@@ -154,13 +158,17 @@ memra_status memra__st_parse(memra_file *f, memra__mapping *map, int with_meta)
                                "truncated: %zu bytes, a safetensors file starts with an 8-byte header length", map->size);
     uint64_t n = 0;
     for (int i = 7; i >= 0; i--) n = (n << 8) | map->base[i];
+    /* The value is the file's first 8 bytes: never shown (the file may be
+     * any file a symlink reached), only what is wrong with it. */
     if (n > ST_HEADER_MAX)
-        return memra__file_bad(MEMRA_STATUS_INVALID_ARGUMENT, path, 0, "header length %llu is over the limit of %u bytes",
-                               (unsigned long long)n, ST_HEADER_MAX);
+        return memra__file_bad(MEMRA_STATUS_INVALID_ARGUMENT, path, 0,
+                               "not a safetensors file: its 8-byte header length is over the limit of %u bytes",
+                               ST_HEADER_MAX);
     if (n > map->size - 8)
         return memra__file_bad(MEMRA_STATUS_INVALID_ARGUMENT, path, 0,
-                               "header length %llu claims more than the %zu bytes the file has after it",
-                               (unsigned long long)n, map->size - 8);
+                               "not a safetensors file: its 8-byte header length claims more than the %zu bytes the "
+                               "file has after it",
+                               map->size - 8);
     if (n < 2 || map->base[8] != '{')
         return memra__file_bad(MEMRA_STATUS_INVALID_ARGUMENT, path, 8, "the header is not a JSON object (no '{')");
     memra__json *root = NULL;

@@ -290,50 +290,49 @@ void memra_decode_row(memra_format format, const void *src, int64_t n, float *ds
     }
 }
 
-/* ---- K records (gemm_kr) ---------------------------------------------------------- */
+/* ---- the K-packed layout (gemm_kr; module.h memra_kr_bytes) ------------------------ */
 
-/* The 128 values from 128 h of one super-block (h = 0 or 1) as one record. */
-static void kr_k45(const uint8_t *b, int has_qh, int h, uint8_t *rec)
+/* The planes of a [rows x cols] K-packed weight. */
+typedef struct kp_planes {
+    uint64_t n, h, s, d; /* byte offsets of N, H, S, D from the base */
+    int hb;              /* H bytes per record: 0, 16 or 32 */
+} kp_planes;
+
+static kp_planes kp_planes_of(memra_format f, int64_t rows, int64_t cols)
 {
-    const float d = memra_f32_from_f16(load_u16(b));
-    const float dmin = memra_f32_from_f16(load_u16(b + 2));
-    const uint8_t *scales = b + 4, *qh = has_qh ? b + 16 : NULL, *qs = b + (has_qh ? 48 : 16);
-    float s[8];
-    int8_t *q = (int8_t *)(rec + 32);
+    const uint64_t g = (uint64_t)cols / 128u, sb = (uint64_t)cols / 256u, r = (uint64_t)rows;
+    kp_planes p = {.n = 0, .hb = f == MEMRA_FORMAT_Q5_K ? 16 : f == MEMRA_FORMAT_Q6_K ? 32 : 0};
+    p.h = g * r * 64u;
+    p.s = p.h + g * r * (uint64_t)p.hb;
+    p.d = p.s + sb * r * 16u;
+    return p;
+}
+
+/* The unsigned codes q[128] of the 128 values from 128 h of one GGUF block
+ * (h = 0 or 1): Q4_K / Q5_K 0..15 / 0..31, Q6_K the 6-bit code 0..63. */
+static void kp_codes(memra_format f, const uint8_t *b, int h, uint8_t q[128])
+{
+    if (f == MEMRA_FORMAT_Q6_K) {
+        const uint8_t *ql = b, *qh = b + 128;
+        for (int quad = 0; quad < 4; quad++)
+            for (int l = 0; l < 32; l++) {
+                const uint8_t lo = ql[64 * h + 32 * (quad & 1) + l];
+                const int low4 = quad < 2 ? (lo & 0x0F) : (lo >> 4);
+                const int high2 = (qh[32 * h + l] >> (2 * quad)) & 3;
+                q[32 * quad + l] = (uint8_t)(low4 | (high2 << 4));
+            }
+        return;
+    }
+    const int has_qh = f == MEMRA_FORMAT_Q5_K;
+    const uint8_t *qh = has_qh ? b + 16 : NULL, *qs = b + (has_qh ? 48 : 16);
     for (int blk = 0; blk < 4; blk++) {
-        const int sub = 4 * h + blk; /* the super-block's 32-block */
-        const int chunk = sub / 2, half = sub % 2;
-        uint8_t sc, mn;
-        memra__k4_scale_min(scales, sub, &sc, &mn);
-        s[blk] = d * (float)sc;      /* 11 x 6 bits: exact */
-        s[4 + blk] = dmin * (float)mn;
+        const int sub = 4 * h + blk, chunk = sub / 2, half = sub % 2;
         for (int l = 0; l < 32; l++) {
             int v = (qs[32 * chunk + l] >> (4 * half)) & 0x0F;
             if (qh != NULL && ((qh[l] >> sub) & 1u)) v += 16;
-            q[32 * blk + l] = (int8_t)v;
+            q[32 * blk + l] = (uint8_t)v;
         }
     }
-    memcpy(rec, s, sizeof s);
-}
-
-static void kr_q6_k(const uint8_t *b, int h, uint8_t *rec)
-{
-    const uint8_t *ql = b, *qh = b + 128;
-    const int8_t *sc = (const int8_t *)(b + 192);
-    const float d = memra_f32_from_f16(load_u16(b + 208));
-    float s[8];
-    int8_t *q = (int8_t *)(rec + 32);
-    for (int quad = 0; quad < 4; quad++) {
-        s[quad] = d * (float)sc[8 * h + 2 * quad];         /* the first 16 of 32-block quad: 11 x 8 bits, exact */
-        s[4 + quad] = d * (float)sc[8 * h + 2 * quad + 1]; /* the second 16 */
-        for (int l = 0; l < 32; l++) {
-            const uint8_t lo = ql[64 * h + 32 * (quad & 1) + l];
-            const int low4 = quad < 2 ? (lo & 0x0F) : (lo >> 4);
-            const int high2 = (qh[32 * h + l] >> (2 * quad)) & 3;
-            q[32 * quad + l] = (int8_t)((low4 | (high2 << 4)) - 32);
-        }
-    }
-    memcpy(rec, s, sizeof s);
 }
 
 int memra_kr_repack(memra_format format, const void *src, int64_t rows, int64_t cols, void *dst)
@@ -343,14 +342,88 @@ int memra_kr_repack(memra_format format, const void *src, int64_t rows, int64_t 
     if (rows == 0 || cols == 0) return 0;
     if (src == NULL || dst == NULL) return -1;
     const int64_t bb = memra_format_block_bytes(format), nsb = cols / MEMRA_QK_K;
+    const kp_planes p = kp_planes_of(format, rows, cols);
+    uint8_t *const out = (uint8_t *)dst;
     for (int64_t j = 0; j < rows; j++)
         for (int64_t sb = 0; sb < nsb; sb++) {
             const uint8_t *b = (const uint8_t *)src + (j * nsb + sb) * bb;
-            for (int h = 0; h < 2; h++) {
-                uint8_t *rec = (uint8_t *)dst + (uint64_t)((2 * sb + h) * rows + j) * MEMRA_KR_RECORD_BYTES;
-                if (format == MEMRA_FORMAT_Q6_K) kr_q6_k(b, h, rec);
-                else kr_k45(b, format == MEMRA_FORMAT_Q5_K, h, rec);
+            const uint64_t hs = (uint64_t)(sb * rows + j);
+            if (format == MEMRA_FORMAT_Q6_K) {
+                memcpy(out + p.s + hs * 16u, b + 192, 16);
+                memcpy(out + p.d + hs * 2u, b + 208, 2);
+            } else {
+                memcpy(out + p.s + hs * 16u, b, 16);
             }
+            for (int h = 0; h < 2; h++) {
+                uint8_t q[128];
+                kp_codes(format, b, h, q);
+                const uint64_t rec = (uint64_t)((2 * sb + h) * rows + j);
+                uint8_t *nib = out + p.n + rec * 64u, *hi = out + p.h + rec * (uint64_t)p.hb;
+                if (p.hb != 0) memset(hi, 0, (size_t)p.hb);
+                for (int u = 0; u < 4; u++) {
+                    for (int i = 0; i < 16; i++)
+                        nib[16 * u + i] = (uint8_t)((q[32 * u + i] & 15) | ((q[32 * u + 16 + i] & 15) << 4));
+                    for (int o = 0; o < 8 && p.hb != 0; o++)
+                        for (int i = 0; i < 4; i++) {
+                            const unsigned top = q[32 * u + 4 * o + i] >> 4;
+                            if (format == MEMRA_FORMAT_Q5_K) hi[4 * u + i] |= (uint8_t)((top & 1u) << o);
+                            else hi[4 * (2 * u + o / 4) + i] |= (uint8_t)((top & 3u) << (2 * (o % 4)));
+                        }
+                }
+            }
+        }
+    return 0;
+}
+
+int memra_kr_record(memra_format format, const void *kr, int64_t rows, int64_t cols, int64_t g, int64_t j, float s[8],
+                    int8_t q[128])
+{
+    if (format != MEMRA_FORMAT_Q4_K && format != MEMRA_FORMAT_Q5_K && format != MEMRA_FORMAT_Q6_K) return -1;
+    if (kr == NULL || s == NULL || q == NULL || rows <= 0 || cols <= 0 || cols % MEMRA_QK_K != 0) return -1;
+    if (g < 0 || g >= cols / 128 || j < 0 || j >= rows) return -1;
+    const kp_planes p = kp_planes_of(format, rows, cols);
+    const uint8_t *const base = (const uint8_t *)kr;
+    const uint64_t rec = (uint64_t)(g * rows + j), hs = (uint64_t)((g / 2) * rows + j);
+    const uint8_t *nib = base + p.n + rec * 64u, *hi = base + p.h + rec * (uint64_t)p.hb, *hd = base + p.s + hs * 16u;
+    const int h = (int)(g % 2);
+    for (int c = 0; c < 128; c++) {
+        const int u = c / 32, l = c % 32, o = l / 4, i = l % 4;
+        int v = (nib[16 * u + (l % 16)] >> (4 * (l / 16))) & 15; /* the byte's high nibble holds value 16 + l */
+        if (format == MEMRA_FORMAT_Q5_K) v |= ((hi[4 * u + i] >> o) & 1) << 4; /* bit 8 i + o of word u */
+        if (format == MEMRA_FORMAT_Q6_K) v |= ((hi[4 * (2 * u + o / 4) + i] >> (2 * (o % 4))) & 3) << 4;
+        q[c] = (int8_t)(format == MEMRA_FORMAT_Q6_K ? v - 32 : v);
+    }
+    if (format == MEMRA_FORMAT_Q6_K) {
+        const float d = memra_f32_from_f16(load_u16(base + p.d + hs * 2u));
+        const int8_t *sc = (const int8_t *)hd;
+        for (int b = 0; b < 4; b++) {
+            s[b] = d * (float)sc[8 * h + 2 * b];         /* the first 16 of 32-block b: 11 x 8 bits, exact */
+            s[4 + b] = d * (float)sc[8 * h + 2 * b + 1]; /* the second 16 */
+        }
+    } else {
+        const float d = memra_f32_from_f16(load_u16(hd)), dmin = memra_f32_from_f16(load_u16(hd + 2));
+        for (int b = 0; b < 4; b++) {
+            uint8_t sc, mn;
+            memra__k4_scale_min(hd + 4, 4 * h + b, &sc, &mn);
+            s[b] = d * (float)sc; /* 11 x 6 bits: exact */
+            s[4 + b] = dmin * (float)mn;
+        }
+    }
+    return 0;
+}
+
+int memra_kr_widen(memra_format format, const void *kr, int64_t rows, int64_t cols, void *dst)
+{
+    if (format != MEMRA_FORMAT_Q4_K && format != MEMRA_FORMAT_Q5_K && format != MEMRA_FORMAT_Q6_K) return -1;
+    if (rows < 0 || cols < 0 || cols % MEMRA_QK_K != 0) return -1;
+    if (rows == 0 || cols == 0) return 0;
+    if (kr == NULL || dst == NULL) return -1;
+    for (int64_t g = 0; g < cols / 128; g++)
+        for (int64_t j = 0; j < rows; j++) {
+            uint8_t *rec = (uint8_t *)dst + (uint64_t)(g * rows + j) * MEMRA_KR_WIDE_BYTES;
+            float s[8];
+            if (memra_kr_record(format, kr, rows, cols, g, j, s, (int8_t *)(rec + sizeof s)) != 0) return -1;
+            memcpy(rec, s, sizeof s);
         }
     return 0;
 }

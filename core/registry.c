@@ -233,6 +233,7 @@ static int admit(memra_runtime *rt, memra__modrec *r)
     const memra_host_services *host = memra__host_services();
     for (int d = 0; d < rt->n_devices; d++) {
         memra_device *dev = rt->devices[d];
+        memra__trial_stage("score on %s", dev->label);
         int s = r->desc.score(&dev->caps);
         /* Clamped so a preference bonus (1 << 20) always outranks any score. */
         r->score[d] = s <= 0 ? 0 : s >= (1 << 20) ? (1 << 20) - 1 : s;
@@ -246,6 +247,7 @@ static int admit(memra_runtime *rt, memra__modrec *r)
         memra_status st = MEMRA_STATUS_OK;
         memra__clear_error();
         if (r->desc.init != NULL) {
+            memra__trial_stage("init on %s", dev->label);
             int entered = memra__device_enter(dev) == MEMRA_STATUS_OK;
             st = r->desc.init(host, &dev->caps, &ctx);
             if (entered) memra__device_leave(dev);
@@ -277,10 +279,7 @@ static int admit(memra_runtime *rt, memra__modrec *r)
     return 1;
 }
 
-/* Load one file. `trial`: run the contained trial first (module path and
- * hot-add; the install's own folder is trusted). Returns the record made
- * (loaded, or refused with a reason), or NULL when the file is loaded
- * already (*already = 1) or memory ran out. Caller holds reg_lock. */
+/* Whether a load is self-checked (MEMRA_ADMISSION). */
 static int admission_wanted(const memra_runtime *rt, int hot)
 {
     const char *m = memra__config_lookup(&rt->cfg, "MEMRA_ADMISSION");
@@ -288,13 +287,128 @@ static int admission_wanted(const memra_runtime *rt, int hot)
     return strcmp(m, "hot") == 0 ? hot : 0;
 }
 
-static memra__modrec *load_file(memra_runtime *rt, const char *path, int trial, int hot, int *already)
+/* The part of a load after the file is open and checked (and its trial, if
+ * any, passed): dlopen, descriptor, score and init, variants, self-check.
+ * Takes fd (kept open while loaded, else closed). Caller holds reg_lock. */
+static void load_opened(memra_runtime *rt, memra__modrec *r, int fd, const char *real, int hot)
+{
+    char why[PATH_MAX + 256];
+    MEMRA__DEBUG("registry", "dlopen %s (descriptor %d)", real, fd);
+    memra__trial_stage("constructor");
+    void *dl = memra__trust_dlopen(&fd, real, why, sizeof why);
+    if (dl == NULL) {
+        rec_refuse(r, "not a loadable shared library: %s", why);
+        close(fd);
+        return;
+    }
+    memra_module_entry_fn entry = (memra_module_entry_fn)(uintptr_t)dlsym(dl, MEMRA_MODULE_ENTRY_SYMBOL);
+    if (entry == NULL) {
+        rec_refuse(r, "entry symbol %s missing", MEMRA_MODULE_ENTRY_SYMBOL);
+        dlclose(dl);
+        close(fd);
+        return;
+    }
+    memra__trial_stage("entry");
+    if (!adopt_descriptor(r, entry())) {
+        dlclose(dl);
+        close(fd);
+        return;
+    }
+    memra__trial_name(r->name);
+    memra__modrec *dup = find_loaded(rt, r->name, r);
+    if (dup != NULL) {
+        rec_refuse(r, "duplicate: module '%s' is already loaded from %s; this copy is ignored", r->name, dup->path);
+        memset(&r->desc, 0, sizeof r->desc);
+        memset(&r->ops, 0, sizeof r->ops);
+        dlclose(dl);
+        close(fd);
+        return;
+    }
+    r->dl = dl;
+    r->fd = fd;
+    if (!admit(rt, r)) {
+        r->dl = NULL;
+        r->fd = -1;
+        memset(&r->desc, 0, sizeof r->desc);
+        memset(&r->ops, 0, sizeof r->ops);
+        dlclose(dl);
+        close(fd);
+        return;
+    }
+    if (!memra__variants_validate(rt, r, why, sizeof why)) {
+        rec_retire(r);
+        rec_refuse(r, "bad variant list: %s", why);
+        return;
+    }
+    if (!admission_wanted(rt, hot)) {
+        r->adm_state = MEMRA__ADM_OFF;
+    } else if (!memra__admission_check(rt, r)) {
+        /* Quarantined: never referenced by a snapshot; fini on every device, then dlclose. */
+        rec_retire(r);
+        rec_refuse(r, "quarantined by the admission self-check: %s", r->adm_note);
+        return;
+    }
+    r->loaded = 1;
+    rec_ref(r); /* the registry's reference */
+    memra__log(MEMRA_LOG_INFO, "registry", "loaded module %s %s from %s", r->name, r->version, real);
+}
+
+/* The trial's verdict on r: 1 when the load may go on. */
+static int trial_verdict(memra__modrec *r, const memra__trial *t)
+{
+    if (t->st == MEMRA_STATUS_OK) {
+        MEMRA__DEBUG("registry", "trial of %s passed in %.1f ms", r->path, t->ms);
+        return 1;
+    }
+    if (valid_name(t->name)) { /* the refusal is shown under the module's own name */
+        char *nm = xstrdup(t->name);
+        if (nm != NULL) {
+            free(r->name);
+            r->name = nm;
+        }
+    }
+    if (t->quarantined) {
+        /* the helper's refusal reads "quarantined by the admission self-check: <note>" */
+        const char *note = strstr(t->why, ": ");
+        r->adm_state = MEMRA__ADM_QUARANTINED;
+        snprintf(r->adm_note, sizeof r->adm_note, "%.*s", (int)sizeof r->adm_note - 1, note != NULL ? note + 2 : t->why);
+        rec_refuse(r, "%s (in its trial load; module not loaded)", t->why);
+    } else {
+        rec_refuse(r, "%s", t->why);
+    }
+    return 0;
+}
+
+/* A file opened and checked, its record made, waiting for its trial. */
+typedef struct pending {
+    memra__modrec *r;
+    int fd, trial;
+    memra__trial t;
+} pending;
+
+typedef struct pendlist {
+    pending *v;
+    int n, cap;
+} pendlist;
+
+/* Open and check one file and make its record. Returns the record with *out_fd
+ * (>= 0 when the load may go on), or NULL when the file is loaded already
+ * (*already = 1), queued already in `pl`, or memory ran out. Caller holds reg_lock. */
+static memra__modrec *load_prepare(memra_runtime *rt, const char *path, const pendlist *pl, int *already, int *out_fd)
 {
     *already = 0;
+    *out_fd = -1;
     const char *base = strrchr(path, '/');
     base = base ? base + 1 : path;
     char real[PATH_MAX], why[PATH_MAX + 256];
     int fd = memra__trust_open(path, rt->allow_unsafe, real, sizeof real, why, sizeof why);
+    for (int i = 0; pl != NULL && i < pl->n; i++) {
+        if (strcmp(pl->v[i].r->path, real) == 0) {
+            if (fd >= 0) close(fd);
+            *already = 1;
+            return NULL;
+        }
+    }
     for (int i = 0; i < rt->n_mods; i++) {
         if (strcmp(rt->mods[i]->path, real) != 0) continue;
         if (rt->mods[i]->loaded) {
@@ -316,75 +430,106 @@ static memra__modrec *load_file(memra_runtime *rt, const char *path, int trial, 
                    rt->allow_unsafe ? "" : " (set MEMRA_ALLOW_UNSAFE_MODULES=1 to load it anyway)");
         return r;
     }
-    if (trial && memra__trial_enabled()) {
-        double ms = 0.0;
-        if (memra__trial_run(rt, fd, real, why, sizeof why, &ms) != MEMRA_STATUS_OK) {
-            rec_refuse(r, "%s", why);
+    *out_fd = fd;
+    return r;
+}
+
+/* Load one file. `trial`: run the contained trial first (module path and
+ * hot-add; the install's own folder is trusted). Returns the record made
+ * (loaded, or refused with a reason), or NULL when the file is loaded
+ * already (*already = 1) or memory ran out. Caller holds reg_lock. */
+static memra__modrec *load_file(memra_runtime *rt, const char *path, int trial, int hot, int *already)
+{
+    int fd;
+    memra__modrec *r = load_prepare(rt, path, NULL, already, &fd);
+    if (r == NULL || fd < 0) return r;
+    if (trial && memra__trial_enabled(rt)) {
+        memra__trial t;
+        memra__trial_start(rt, fd, hot, &t);
+        memra__trial_wait(&t, 1);
+        if (!trial_verdict(r, &t)) {
             close(fd);
             return r;
         }
     }
-    MEMRA__DEBUG("registry", "dlopen %s (descriptor %d)", real, fd);
-    void *dl = memra__trust_dlopen(&fd, real, why, sizeof why);
-    if (dl == NULL) {
-        rec_refuse(r, "not a loadable shared library: %s", why);
-        close(fd);
-        return r;
-    }
-    memra_module_entry_fn entry = (memra_module_entry_fn)(uintptr_t)dlsym(dl, MEMRA_MODULE_ENTRY_SYMBOL);
-    if (entry == NULL) {
-        rec_refuse(r, "entry symbol %s missing", MEMRA_MODULE_ENTRY_SYMBOL);
-        dlclose(dl);
-        close(fd);
-        return r;
-    }
-    if (!adopt_descriptor(r, entry())) {
-        dlclose(dl);
-        close(fd);
-        return r;
-    }
-    memra__modrec *dup = find_loaded(rt, r->name, r);
-    if (dup != NULL) {
-        rec_refuse(r, "duplicate: module '%s' is already loaded from %s; this copy is ignored", r->name, dup->path);
-        memset(&r->desc, 0, sizeof r->desc);
-        memset(&r->ops, 0, sizeof r->ops);
-        dlclose(dl);
-        close(fd);
-        return r;
-    }
-    r->dl = dl;
-    r->fd = fd;
-    if (!admit(rt, r)) {
-        r->dl = NULL;
-        r->fd = -1;
-        memset(&r->desc, 0, sizeof r->desc);
-        memset(&r->ops, 0, sizeof r->ops);
-        dlclose(dl);
-        close(fd);
-        return r;
-    }
-    if (!memra__variants_validate(rt, r, why, sizeof why)) {
-        rec_retire(r);
-        rec_refuse(r, "bad variant list: %s", why);
-        return r;
-    }
-    if (!admission_wanted(rt, hot)) {
-        r->adm_state = MEMRA__ADM_OFF;
-    } else if (!memra__admission_check(rt, r)) {
-        /* Quarantined: never referenced by a snapshot; fini on every device, then dlclose. */
-        rec_retire(r);
-        rec_refuse(r, "quarantined by the admission self-check: %s", r->adm_note);
-        return r;
-    }
-    r->loaded = 1;
-    rec_ref(r); /* the registry's reference */
-    memra__log(MEMRA_LOG_INFO, "registry", "loaded module %s %s from %s", r->name, r->version, real);
+    load_opened(rt, r, fd, r->path, hot);
     return r;
+}
+
+/* The helper's load (core/trial.c): the file is the parent's checked
+ * descriptor, no trial. Caller holds reg_lock. */
+memra__modrec *memra__registry_load_fd(memra_runtime *rt, int fd, const char *shown, int hot);
+memra__modrec *memra__registry_load_fd(memra_runtime *rt, int fd, const char *shown, int hot)
+{
+    const char *base = strrchr(shown, '/');
+    memra__modrec *r = rec_new(rt, shown, base ? base + 1 : shown);
+    if (r == NULL) {
+        close(fd);
+        return NULL;
+    }
+    load_opened(rt, r, fd, r->path, hot);
+    return r;
+}
+
+/* Queue a file of a scanned folder; its trial runs with the others'. */
+static void pend_file(memra_runtime *rt, const char *path, int trial, pendlist *pl)
+{
+    int fd, already;
+    memra__modrec *r = load_prepare(rt, path, pl, &already, &fd);
+    if (r == NULL || fd < 0) return;
+    if (pl->n == pl->cap) {
+        int cap = pl->cap ? pl->cap * 2 : 16;
+        pending *v = realloc(pl->v, (size_t)cap * sizeof *v);
+        if (v == NULL) {
+            rec_refuse(r, "out of memory");
+            close(fd);
+            return;
+        }
+        pl->v = v;
+        pl->cap = cap;
+    }
+    pending *p = &pl->v[pl->n++];
+    memset(p, 0, sizeof *p);
+    p->r = r;
+    p->fd = fd;
+    p->trial = trial && memra__trial_enabled(rt);
+}
+
+/* Run the queued trials, several helpers at once, then load in queue order
+ * (the search order is the priority among modules of one name). */
+static void pend_flush(memra_runtime *rt, pendlist *pl)
+{
+    int batch[8], nb = 0;
+    for (int i = 0; i <= pl->n; i++) {
+        if (i < pl->n && pl->v[i].trial) {
+            memra__trial_start(rt, pl->v[i].fd, 0, &pl->v[i].t);
+            batch[nb++] = i;
+        }
+        if (nb == (int)(sizeof batch / sizeof batch[0]) || (i == pl->n && nb > 0)) {
+            /* the batch's trials share one wait: each keeps its own limits */
+            memra__trial tmp[8];
+            for (int k = 0; k < nb; k++) tmp[k] = pl->v[batch[k]].t;
+            memra__trial_wait(tmp, nb);
+            for (int k = 0; k < nb; k++) pl->v[batch[k]].t = tmp[k];
+            nb = 0;
+        }
+    }
+    for (int i = 0; i < pl->n; i++) {
+        pending *p = &pl->v[i];
+        if (p->trial && !trial_verdict(p->r, &p->t)) {
+            close(p->fd);
+            continue;
+        }
+        load_opened(rt, p->r, p->fd, p->r->path, 0);
+    }
+    free(pl->v);
+    pl->v = NULL;
+    pl->n = pl->cap = 0;
 }
 
 static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
-static void scan_dir(memra_runtime *rt, const char *dir, int explicit_entry, int trial)
+static void scan_dir(memra_runtime *rt, const char *dir, int explicit_entry, int trial, pendlist *pl)
 {
     char why[PATH_MAX + 256], real[PATH_MAX];
     memra__modrec *r;
@@ -444,13 +589,12 @@ static void scan_dir(memra_runtime *rt, const char *dir, int explicit_entry, int
     if (n > 1) qsort(names, n, sizeof *names, cmp_str);
     for (size_t i = 0; i < n; i++) {
         char path[PATH_MAX];
-        int pl = snprintf(path, sizeof path, "%s/%s", real, names[i]);
-        if (pl < 0 || (size_t)pl >= sizeof path) {
+        int plen = snprintf(path, sizeof path, "%s/%s", real, names[i]);
+        if (plen < 0 || (size_t)plen >= sizeof path) {
             if ((r = rec_new(rt, names[i], names[i])) != NULL)
                 rec_refuse(r, "%s/%s is longer than PATH_MAX (%d): refused, never truncated", dir, names[i], PATH_MAX);
         } else {
-            int already;
-            load_file(rt, path, trial, 0, &already);
+            pend_file(rt, path, trial, pl);
         }
         free(names[i]);
     }
@@ -678,7 +822,8 @@ memra_status memra__registry_open(memra_runtime *rt)
         snprintf(r->adm_note, sizeof r->adm_note, "the reference: exempt");
         rec_ref(r);
     }
-    if (rt->module_path != NULL) {
+    pendlist pl = {0};
+    if (rt->module_path != NULL && !memra__trial_child_active()) {
         char *copy = strdup(rt->module_path);
         /* strtok_r would skip empty entries; an empty entry means the current
          * directory to some loaders, so it is refused explicitly. */
@@ -686,13 +831,14 @@ memra_status memra__registry_open(memra_runtime *rt)
         while (p != NULL) {
             char *e = strchr(p, ':');
             if (e) *e = '\0';
-            scan_dir(rt, p, 1, 1);
+            scan_dir(rt, p, 1, 1, &pl);
             p = e ? e + 1 : NULL;
         }
         free(copy);
     }
     char dir[PATH_MAX];
-    if (!rt->opts.no_default_modules && default_module_dir(dir, sizeof dir)) scan_dir(rt, dir, 0, 0);
+    if (!rt->opts.no_default_modules && default_module_dir(dir, sizeof dir)) scan_dir(rt, dir, 0, 0, &pl);
+    pend_flush(rt, &pl);
     memra_status st = publish_all(rt);
     pthread_mutex_unlock(&rt->reg_lock);
     return st;

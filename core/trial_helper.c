@@ -3,16 +3,23 @@
  * Started by libmemra with posix_spawn, never by a user:
  *   fd 3  the module file, opened and checked by the parent
  *   fd 4  the report pipe (write end)
- *   argv  memra-trial 1 <n_devices> then per device four arguments:
+ *   fd 5  libmemra itself, opened and checked by the parent (may be absent)
+ *   argv  <the parent's argv[0]> 2 <hot> <no_cuda> <n_devices> then per device
+ *         four arguments:
  *         "arch,ordinal,cc,sm_count,total_mem,driver_version,caps,smem_optin,cu_device"
  *         profile  name  jit_target ("-" for none)
- * It loads the module from fd 3 (its constructors run), calls the entry
- * point, then score on every device, writing one line per step:
- *   stage constructor | stage entry | stage score <d> | score <d> <s> | done
+ * Phase 1: it loads the module from fd 3 (its constructors run), calls the
+ * entry point, then score on every device, writing one line per step:
+ *   stage constructor | stage entry | stage score | score <d> <s>
  *   error <text>      a clean failure the parent's own load will name
  *   signal <n>        a fatal signal arrived in the last stage
- * and exits 0 with _exit (the module's destructors are not the trial's
- * business). A hang is the parent's to time out. */
+ * Phase 2, when a device scored it: memra__trial_child of the libmemra at fd
+ * 5 opens a runtime like the parent's and loads the module there (init on
+ * each device it scores for, the admission self-check), reporting its
+ * stages and its last word (done, error, quarantined, noruntime). Then it
+ * exits 0 with _exit (the module's destructors are not the trial's
+ * business). A hang is the parent's to time out; the parent kills the
+ * helper's whole process group, and the helper dies with its parent. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
@@ -24,12 +31,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 
 #include "memra/module.h"
 
 #define MODULE_FD 3
 #define REPORT_FD 4
+#define LIBMEMRA_FD 5
 #define MAX_DEVICES 16
 
 static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -107,20 +116,29 @@ static int parse_caps(char **av, memra_device_caps *c)
     return 0;
 }
 
+typedef int (*trial_child_fn)(int module_fd, int report_fd, int hot, int n_devices, int no_cuda);
+
 int main(int argc, char **argv)
 {
-    if (argc < 3 || strcmp(argv[1], "1") != 0) {
+    if (argc < 5 || strcmp(argv[1], "2") != 0) {
         fprintf(stderr, "memra-trial is started by libmemra, not by hand\n");
         return 2;
     }
-    int n = atoi(argv[2]);
-    if (n < 0 || n > MAX_DEVICES || argc != 3 + 4 * n) {
+    /* Die with the parent: a trial nobody waits for must not run on. */
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    /* The name the module sees is the process's own (argv[0] is the parent's):
+     * a module looking for "memra-trial" in its name does not find it. */
+    const char *base = strrchr(argv[0], '/');
+    prctl(PR_SET_NAME, base != NULL ? base + 1 : argv[0]);
+    int hot = atoi(argv[2]), no_cuda = atoi(argv[3]);
+    int n = atoi(argv[4]);
+    if (n < 0 || n > MAX_DEVICES || argc != 5 + 4 * n) {
         say("error bad arguments\n");
         _exit(0);
     }
     memra_device_caps caps[MAX_DEVICES];
     for (int d = 0; d < n; d++) {
-        if (parse_caps(argv + 3 + 4 * d, &caps[d]) != 0) {
+        if (parse_caps(argv + 5 + 4 * d, &caps[d]) != 0) {
             say("error bad device %d\n", d);
             _exit(0);
         }
@@ -149,11 +167,26 @@ int main(int argc, char **argv)
         say("error descriptor\n");
         _exit(0);
     }
+    int scored = 0;
     for (int d = 0; d < n; d++) {
-        say("stage score %d\n", d);
+        say("stage score\n");
         int s = desc->score(&caps[d]);
         say("score %d %d\n", d, s);
+        scored += s > 0;
     }
-    say("done\n");
+    if (scored == 0) {
+        say("done\n");
+        _exit(0);
+    }
+    snprintf(proc, sizeof proc, "/proc/self/fd/%d", LIBMEMRA_FD);
+    void *core = dlopen(proc, RTLD_NOW | RTLD_LOCAL);
+    void *fn = core != NULL ? dlsym(core, "memra__trial_child") : NULL;
+    if (fn == NULL) {
+        say("noruntime libmemra not usable in the helper: %s\n", core == NULL ? dlerror() : "no memra__trial_child");
+        _exit(0);
+    }
+    trial_child_fn child;
+    memcpy(&child, &fn, sizeof child);
+    child(MODULE_FD, REPORT_FD, hot, n, no_cuda);
     _exit(0);
 }

@@ -295,8 +295,13 @@ static void tune_read(memra_runtime *rt)
         *e = '\0';
         memra__tune_ent ent;
         lines++;
-        if (!parse_line(p, &ent) || !add_entry(rt, &ent)) {
-            snprintf(why, sizeof why, "line %d is malformed", lines + 2);
+        const int parsed = parse_line(p, &ent);
+        if (!parsed || !add_entry(rt, &ent)) {
+            if (parsed && rt->n_tune >= TUNE_MAX_ENTRIES)
+                snprintf(why, sizeof why, "line %d is entry %d, past the cap of %d entries", lines + 2, lines,
+                         TUNE_MAX_ENTRIES);
+            else if (parsed) snprintf(why, sizeof why, "line %d: out of memory", lines + 2);
+            else snprintf(why, sizeof why, "line %d is malformed", lines + 2);
             bad = why;
             rt->n_tune = n0;
             goto out;

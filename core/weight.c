@@ -32,8 +32,9 @@
  *
  * The K-quant floor (quant_q8_1 + gemm_kr): a Q4_K, Q5_K or Q6_K weight that
  * gets no f16 mirror is repacked on the host at prepare into K records
- * (memra_kr_repack: int8 codes with the exact f32 scales and mins, 160 bytes
- * per 128 values) and uploaded, when in_f is a multiple of 256, the routing
+ * (memra_kr_repack: the K-packed layout of module.h, the GGUF codes and
+ * scales moved into planes, never widened: exactly the GGUF bytes; the kernel
+ * widens them to int8 in its load stage) and uploaded, when in_f is a multiple of 256, the routing
  * has a gemm_kr lane and MEMRA_Q8_0_RECORDS is not "0"; the records replace
  * the raw copy. The last fall-back: when gemm_kr declines (or there are no
  * records) the call dequantises the whole weight into a transient f16 mirror
@@ -374,7 +375,7 @@ static int kr_wanted(const memra_weight *w, memra_device *dev)
 static memra_status kr_records(memra_weight *w, memra_device *dev, weight_dev *wd)
 {
     if (!kr_wanted(w, dev)) return MEMRA_STATUS_DECLINED;
-    const uint64_t bytes = memra_kr_bytes(w->out_f, w->in_f);
+    const uint64_t bytes = memra_kr_bytes(w->format, w->out_f, w->in_f);
     uint8_t *host = malloc((size_t)bytes);
     if (host == NULL) return MEMRA__FAIL(MEMRA_STATUS_OUT_OF_MEMORY, "%s: out of host memory for K records", w->name);
     if (memra_kr_repack(w->format, w->data, w->out_f, w->in_f, host) != 0) {
@@ -493,14 +494,14 @@ static memra_status prepare_locked(memra_weight *w, memra_device *dev)
             else if (st != MEMRA_STATUS_DECLINED) goto fail;
         }
         if (is_kquant(w->format)) {
-            /* The K-quant floor: K records (exact: int8 codes, f32 scales and mins). */
+            /* The K-quant floor: K records (the GGUF codes and scales K-packed, at their width). */
             st = kr_records(w, dev, wd);
             if (st == MEMRA_STATUS_OK) {
                 /* the records replace the raw copy (made again only for the last fall-back) */
                 memra__dev_free(dev, wd->raw);
                 wd->raw = 0;
                 wd->mirror_note = "f16 mirror over MEMRA_F16_BUDGET_MB; on the MMQ floor as K records "
-                                  "(exact: int8 codes, f32 scales and mins; 160 B per 128 values)";
+                                  "(the GGUF codes and scales K-packed: the GGUF's bytes, widened in the kernel)";
             } else if (st != MEMRA_STATUS_DECLINED) {
                 goto fail;
             }
@@ -969,11 +970,13 @@ memra_status memra_weight_plan_get(const memra_weight *w, memra_device *dev, mem
             p.lane = "mmq K records";
             plan_step(dev, &p, MEMRA_OP_quant_q8_1);
             plan_step(dev, &p, MEMRA_OP_gemm_kr);
-            p.operand_bytes = memra_kr_bytes(w->out_f, w->in_f); /* in place of the raw copy */
+            p.operand_bytes = memra_kr_bytes(w->format, w->out_f, w->in_f); /* in place of the raw copy */
             snprintf(p.why, sizeof p.why,
-                     "the f16 mirror (%.1f MB) is over the budget (%.0f MB, %.1f MB used): %s repacked at prepare into "
-                     "K records (int8 codes, f32 scales and mins; 160 B per 128 values) for the integer MMQ floor",
-                     (double)mbytes / 1048576.0, (double)budget / 1048576.0, (double)used / 1048576.0, fn);
+                     "the f16 mirror (%.1f MB) is over the budget (%.0f MB, %.1f MB used): %s K-packed at prepare "
+                     "(its codes and scales at their width, %.2fx the GGUF bytes; widened to int8 in the kernel) for "
+                     "the integer MMQ floor",
+                     (double)mbytes / 1048576.0, (double)budget / 1048576.0, (double)used / 1048576.0, fn,
+                     w->size ? (double)p.operand_bytes / (double)w->size : 0.0);
         } else {
             p.lane = "transient f16 mirror";
             plan_step(dev, &p, MEMRA_OP_dequant_f16);

@@ -844,7 +844,7 @@ static memra_status vs_make(bench *b, memra_op op, int64_t m, int64_t n, int64_t
             /* Q4_K blocks, repacked into the K records every module's gemm_kr reads */
             const size_t kb = (size_t)memra_format_row_bytes(MEMRA_FORMAT_Q4_K, k) * (size_t)n;
             uint8_t *blocks = tool_alloc(kb, 1);
-            wbytes = (size_t)memra_kr_bytes(n, k);
+            wbytes = (size_t)memra_kr_bytes(MEMRA_FORMAT_Q4_K, n, k);
             wrec = tool_alloc(wbytes, 1);
             if (blocks == NULL || wrec == NULL) {
                 free(blocks);
@@ -1161,6 +1161,7 @@ typedef struct model_class {
     size_t tensors;
     double flops;
     uint64_t bytes;    /* the tensors' file bytes */
+    uint64_t obytes;   /* their device operand bytes (memra_weight_plan operand_bytes) */
     double *t;         /* per rep: the sum of the class's calls */
     double median;
     ledger_snap served;
@@ -1234,9 +1235,10 @@ static int bench_model(bench *b, const char *path)
         }
         memra_weight_plan p = {.struct_size = sizeof p};
         if (memra_weight_plan_get(w[i], b->dev, &p) == MEMRA_STATUS_OK) operand_bytes += p.operand_bytes;
+        cls[i] = tool_tclass_of(t.name);
+        mc[cls[i]].obytes += p.operand_bytes;
         if (memra_weight_operands(w[i], b->dev) & MEMRA_OPERAND_F16_MIRROR)
             mirror_bytes += (uint64_t)t.shape[0] * (uint64_t)t.shape[1] * 2u;
-        cls[i] = tool_tclass_of(t.name);
         mc[cls[i]].tensors++;
         mc[cls[i]].flops += 2.0 * (double)b->m * (double)t.shape[0] * (double)t.shape[1];
         mc[cls[i]].bytes += t.bytes;
@@ -1327,9 +1329,10 @@ static int bench_model(bench *b, const char *path)
     printf("%-8s %8zu %12.1f %10.3f %8s %15s\n", "total", nw, (double)file_bytes / 1048576.0, tmed,
            tool_spread(total, (size_t)b->reps, tspread, sizeof tspread),
            tool_rate(flops_all / (tmed * 1e-3), "FLOP/s", trate, sizeof trate));
-    printf("device operands %.1f MiB (f16 mirrors %.1f MiB); host RSS before open %.1f MiB, after open %.1f, after "
-           "prepare %.1f, at the end %.1f, peak %.1f (file %.1f MiB)\n",
-           (double)operand_bytes / 1048576.0, (double)mirror_bytes / 1048576.0, (double)rss0 / 1048576.0,
+    printf("device operands %.1f MiB, %.2fx the weights' file bytes (f16 mirrors %.1f MiB); host RSS before open "
+           "%.1f MiB, after open %.1f, after prepare %.1f, at the end %.1f, peak %.1f (file %.1f MiB)\n",
+           (double)operand_bytes / 1048576.0, file_bytes ? (double)operand_bytes / (double)file_bytes : 0.0,
+           (double)mirror_bytes / 1048576.0, (double)rss0 / 1048576.0,
            (double)rss_open / 1048576.0, (double)rss_prep / 1048576.0, (double)rss_end / 1048576.0,
            (double)hwm_end / 1048576.0, (double)file_bytes / 1048576.0);
     if (b->json) {
@@ -1341,11 +1344,12 @@ static int bench_model(bench *b, const char *path)
             const int tot = c == TOOL_TCLASS_COUNT;
             if (!tot && mc[c].tensors == 0) continue;
             const double fl = tot ? flops_all : mc[c].flops, med = tot ? tmed : mc[c].median;
-            fprintf(j, "%s\n{\"shape\":\"%s\",\"class\":\"%s\",\"tensors\":%zu,\"bytes\":%llu,\"flops\":%.0f,\"arms\":[{"
-                       "\"arm\":\"matmul\",\"op\":null,\"times_ms\":",
+            fprintf(j, "%s\n{\"shape\":\"%s\",\"class\":\"%s\",\"tensors\":%zu,\"bytes\":%llu,\"operand_bytes\":%llu,"
+                       "\"flops\":%.0f,\"arms\":[{\"arm\":\"matmul\",\"op\":null,\"times_ms\":",
                     first ? "" : ",", tot ? "total" : tool_tclass_name((tool_tclass)c),
                     tot ? "total" : tool_tclass_name((tool_tclass)c), tot ? nw : mc[c].tensors,
-                    (unsigned long long)(tot ? file_bytes : mc[c].bytes), fl);
+                    (unsigned long long)(tot ? file_bytes : mc[c].bytes),
+                    (unsigned long long)(tot ? operand_bytes : mc[c].obytes), fl);
             json_times(j, tot ? total : mc[c].t, b->reps);
             double q1, q3;
             tool_quartiles(tot ? total : mc[c].t, (size_t)b->reps, &q1, &q3);

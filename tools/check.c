@@ -119,7 +119,7 @@ row check_new_row(const checker *c, memra_op op)
     row r;
     memset(&r, 0, sizeof r);
     snprintf(r.device, sizeof r.device, "%s", c->devlabel);
-    snprintf(r.module, sizeof r.module, "%s", c->module);
+    snprintf(r.module, sizeof r.module, "%s", c->module != NULL ? c->module : "-");
     r.op = memra_op_name(op);
     r.result = "FAIL";
     return r;

@@ -1,5 +1,5 @@
 /* memra check's rows for the integer MMQ floor of the 4- to 6-bit formats:
- * gemm_kr on K records of Q4_K, Q5_K and Q6_K weights, and gemm_q8_0r on the
+ * gemm_kr on the K-packed layout of Q4_K, Q5_K and Q6_K weights, and gemm_q8_0r on the
  * Q8_0 records of a Q4_0 weight (the exact conversion the core makes at
  * prepare: d kept, q - 8 as int8). Each case: fresh random blocks (every byte
  * random but the f16 scales: tool_fill_blocks_w), the operand the core would
@@ -23,8 +23,8 @@
  * super-blocks, off the quantiser's 512) / 800 (Q4_0: off the 128-value step),
  * m = 1 and 17, and on a GPU also m = 512 and n x k = 1000 x 2816 (split-k).
  * m > 32 is judged on 16 sampled rows (row 0 always). The injected fault
- * (MEMRA_CHECK_INJECT_FAULT=1) adds 1/4 to s[0] of record (0, 0) of the
- * module's operand in the first case of each op: it must FAIL. */
+ * (MEMRA_CHECK_INJECT_FAULT=1) adds 1/4 to the first scale of row 0 in the
+ * module's operand (kr_fault) in the first case of each op: it must FAIL. */
 #define _POSIX_C_SOURCE 200809L
 
 #include <math.h>
@@ -42,7 +42,28 @@ typedef struct kr_case {
     uint8_t *blocks; /* the weight in its own format */
     uint8_t *rec;    /* the op's weight operand */
     size_t rec_bytes;
+    uint8_t *wide;   /* gemm_kr: rec widened (memra_kr_widen), for the mass */
 } kr_case;
+
+/* The injected fault in a copy of the operand: 1/4 added to the first scale
+ * (Q8_0 records: d of block 0 of row 0; K-packed: the f16 d of super-block 0
+ * of row 0, in plane S or D, module.h). */
+static void kr_fault(const kr_case *kc, uint8_t *w)
+{
+    if (kc->op != MEMRA_OP_gemm_kr) {
+        float s0;
+        memcpy(&s0, w, 4);
+        s0 += 0.25f;
+        memcpy(w, &s0, 4);
+        return;
+    }
+    const uint64_t G = (uint64_t)kc->k / 128u, n = (uint64_t)kc->n;
+    const uint64_t at = kc->format == MEMRA_FORMAT_Q6_K ? G * n * 96u + G / 2u * n * 16u
+                        : G * n * (kc->format == MEMRA_FORMAT_Q5_K ? 80u : 64u);
+    const uint16_t d = (uint16_t)(w[at] | (w[at + 1] << 8));
+    const uint16_t e = memra_f16_from_f32(memra_f32_from_f16(d) + 0.25f);
+    w[at] = (uint8_t)e, w[at + 1] = (uint8_t)(e >> 8);
+}
 
 /* Q4_0 [rows x cols] as Q8_0 records (module.h memra_q8_0r_bytes): f32 d
  * widened from the f16, int8 q - 8; padding blocks zero. */
@@ -143,7 +164,7 @@ static void kr_mass(const kr_case *kc, const uint8_t *xr, int64_t nrow, double *
                     memcpy(&d, w + 4 * g, 4);
                     aw = fabs((double)d * (double)(int8_t)w[16 + c % 128]);
                 } else {
-                    const uint8_t *w = kc->rec + (size_t)((c / 128) * n + j) * MEMRA_KR_RECORD_BYTES;
+                    const uint8_t *w = kc->wide + (size_t)((c / 128) * n + j) * MEMRA_KR_WIDE_BYTES;
                     float s0, s1;
                     memcpy(&s0, w + 4 * g, 4);
                     memcpy(&s1, w + 16 + 4 * g, 4);
@@ -241,10 +262,7 @@ static void kr_one(checker *c, const kr_case *kc, const float *x, int64_t m, mem
     }
     if (r.injected) {
         memcpy(wmod, kc->rec, kc->rec_bytes);
-        float s0;
-        memcpy(&s0, wmod, 4);
-        s0 += 0.25f;
-        memcpy(wmod, &s0, 4);
+        kr_fault(kc, wmod);
     }
     memra_status st;
     if (w != NULL) {
@@ -303,22 +321,24 @@ static void kr_shape(checker *c, memra_format f, int64_t n, int64_t k, const int
 {
     kr_case kc = {.format = f, .op = f == MEMRA_FORMAT_Q4_0 ? MEMRA_OP_gemm_q8_0r : MEMRA_OP_gemm_kr, .n = n, .k = k};
     const size_t bb = (size_t)memra_format_row_bytes(f, k) * (size_t)n;
-    kc.rec_bytes = (size_t)(f == MEMRA_FORMAT_Q4_0 ? memra_q8_0r_bytes(n, k) : memra_kr_bytes(n, k));
+    kc.rec_bytes = (size_t)(f == MEMRA_FORMAT_Q4_0 ? memra_q8_0r_bytes(n, k) : memra_kr_bytes(f, n, k));
     kc.blocks = tool_alloc(bb, 1);
     kc.rec = tool_alloc(kc.rec_bytes, 1);
+    kc.wide = f == MEMRA_FORMAT_Q4_0 ? NULL : tool_alloc((size_t)memra_kr_wide_bytes(n, k), 1);
     int64_t mmax = 0;
     for (size_t i = 0; i < nm; i++) mmax = ms[i] > mmax ? ms[i] : mmax;
     float *x = tool_alloc((size_t)(mmax * k), sizeof(float));
-    if (kc.blocks != NULL && kc.rec != NULL && x != NULL) {
+    if (kc.blocks != NULL && kc.rec != NULL && x != NULL && (f == MEMRA_FORMAT_Q4_0 || kc.wide != NULL)) {
         tool_fill_blocks_w(&c->rng, f, kc.blocks, n, k);
         if (f == MEMRA_FORMAT_Q4_0) q4_0_records(kc.blocks, n, k, kc.rec);
-        else (void)memra_kr_repack(f, kc.blocks, n, k, kc.rec);
+        else (void)(memra_kr_repack(f, kc.blocks, n, k, kc.rec) || memra_kr_widen(f, kc.rec, n, k, kc.wide));
         tool_fill_x(&c->rng, x, (size_t)(mmax * k));
         x[0] = 4.0f;
         for (size_t i = 0; i < nm; i++) kr_one(c, &kc, x, ms[i], NULL, NULL, 0);
     }
     free(kc.blocks);
     free(kc.rec);
+    free(kc.wide);
     free(x);
 }
 
@@ -343,12 +363,14 @@ void check_kr_model(checker *c, memra_format f, const uint8_t *blocks, int64_t n
                     const char *const *mods, int nmods)
 {
     kr_case kc = {.format = f, .op = MEMRA_OP_gemm_kr, .n = n, .k = k,
-                  .rec_bytes = (size_t)memra_kr_bytes(n, k)};
+                  .rec_bytes = (size_t)memra_kr_bytes(f, n, k)};
     kc.blocks = (uint8_t *)(uintptr_t)blocks;
     kc.rec = tool_alloc(kc.rec_bytes, 1);
+    kc.wide = tool_alloc((size_t)memra_kr_wide_bytes(n, k), 1);
     float *x = tool_alloc((size_t)(m * k), sizeof(float));
     const int dev_is_host = c->dev == c->host;
-    if (kc.rec != NULL && x != NULL && memra_kr_repack(f, blocks, n, k, kc.rec) == 0) {
+    if (kc.rec != NULL && kc.wide != NULL && x != NULL && memra_kr_repack(f, blocks, n, k, kc.rec) == 0 &&
+        memra_kr_widen(f, kc.rec, n, k, kc.wide) == 0) {
         tool_fill_x(&c->rng, x, (size_t)(m * k));
         x[0] = 4.0f;
         c->module = "-";
@@ -363,9 +385,10 @@ void check_kr_model(checker *c, memra_format f, const uint8_t *blocks, int64_t n
         }
     } else {
         row r = check_new_row(c, kc.op);
-        snprintf(r.note, sizeof r.note, "out of host memory, or K records of %s refused", memra_format_name(f));
+        snprintf(r.note, sizeof r.note, "out of host memory, or K-packing of %s refused", memra_format_name(f));
         check_add_row(c, &r);
     }
     free(kc.rec);
+    free(kc.wide);
     free(x);
 }

@@ -4,6 +4,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "memra/formats.h"
 #include "memra/memra.h"
 #include "tools/tool.h"
 #include "tools/tool_opt.h"
@@ -174,6 +175,19 @@ static void info_text(memra_runtime *rt)
             for (int i = 0; i < n && i < 16; i++) printf("%s%s", i ? " > " : " ", names[i]);
             printf("\n");
         }
+    }
+    /* the device bytes of the integer floor's weight operands, per format (a
+     * weight's own figure: memra model ls; a model's: memra bench --model) */
+    printf("\ninteger floor operands (device bytes per 256 values, vs the format's own):\n");
+    static const memra_format ff[] = {MEMRA_FORMAT_Q8_0, MEMRA_FORMAT_Q4_0, MEMRA_FORMAT_Q4_K, MEMRA_FORMAT_Q5_K,
+                                      MEMRA_FORMAT_Q6_K};
+    for (size_t i = 0; i < sizeof ff / sizeof ff[0]; i++) {
+        const uint64_t own = memra_format_row_bytes(ff[i], 256);
+        const int kq = ff[i] != MEMRA_FORMAT_Q8_0 && ff[i] != MEMRA_FORMAT_Q4_0;
+        const uint64_t dev = kq ? memra_kr_bytes(ff[i], 1, 256) : memra_q8_0r_bytes(1, 256);
+        printf("  %-5s %-22s %4llu B (%4llu B: %.2fx)\n", memra_format_name(ff[i]),
+               kq ? "K-packed (gemm_kr)" : "Q8_0 records (q8_0r)", (unsigned long long)dev, (unsigned long long)own,
+               (double)dev / (double)own);
     }
     memra_jit_info ji;
     memra_jit_info_get(rt, &ji);

@@ -29,7 +29,10 @@ double judge_elem(judge *j, int64_t i, int64_t c, double got, double ref, double
         j->worst_j = c;
     }
     if (!(e <= j->band)) {
-        if (j->log && j->bad < JUDGE_PRINT_MAX)
+        if (j->log && j->bad < JUDGE_PRINT_MAX && (isnan(ref) || isnan(mass)))
+            fprintf(j->log, "  %s: y[%lld,%lld] = %.9g: the reference itself is NaN (NaN in the operands), no "
+                    "comparison\n", j->what, (long long)i, (long long)c, got);
+        else if (j->log && j->bad < JUDGE_PRINT_MAX)
             fprintf(j->log, "  %s: y[%lld,%lld] = %.9g, want %.9g, mass %.6g, err %.3g > band %.3g\n", j->what,
                     (long long)i, (long long)c, got, ref, mass, e, j->band);
         j->bad++;

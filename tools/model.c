@@ -88,7 +88,8 @@ static int model_ls(const char *path, int text, FILE *jf, int dev_sel)
     memra_file *f = NULL;
     memra_status st = memra_file_open(path, &f);
     if (st != MEMRA_STATUS_OK) {
-        fprintf(stderr, "memra model: %s: %s\n", memra_status_str(st), memra_last_error());
+        char eb[1024];
+        fprintf(stderr, "memra model: %s: %s\n", memra_status_str(st), tool_term_str(memra_last_error(), eb, sizeof eb));
         return 1;
     }
     memra_runtime *rt = NULL;
@@ -98,6 +99,8 @@ static int model_ls(const char *path, int text, FILE *jf, int dev_sel)
     }
     const int ndev = memra_device_count(rt);
     const size_t nt = memra_file_tensor_count(f), nm = memra_file_meta_count(f);
+    /* per device: the operand bytes prepare would hold for the file's 2D weights, and their file bytes */
+    uint64_t dev_ob[64] = {0}, dev_fb[64] = {0};
     uint64_t total = 0;
     for (size_t i = 0; i < nt; i++) {
         memra_tensor_info t;
@@ -124,18 +127,21 @@ static int model_ls(const char *path, int text, FILE *jf, int dev_sel)
         for (size_t i = 0; i < nm; i++) {
             memra_meta_info m;
             memra_file_meta_get(f, i, &m);
-            printf("  %-40s %.100s%s\n", m.key, m.text, strlen(m.text) > 100 ? "..." : "");
+            char kb[512], vb[512], cut[101];
+            snprintf(cut, sizeof cut, "%s", m.text);
+            printf("  %-40s %s%s\n", tool_term_str(m.key, kb, sizeof kb), tool_term_str(cut, vb, sizeof vb),
+                   strlen(m.text) > 100 ? "..." : "");
         }
         printf("\n%-48s %-8s %-18s %12s %12s  class\n", "tensor", "type", "shape", "bytes", "offset");
     }
     for (size_t i = 0; i < nt; i++) {
         memra_tensor_info t;
         memra_file_tensor_get(f, i, &t);
-        char sh[96], nb[256];
+        char sh[96], notebuf[256];
         shape_str(&t, sh, sizeof sh);
         const int w2d = tool_is_weight2d(&t);
         const char *cls = w2d ? tool_tclass_name(tool_tclass_of(t.name)) : t.n_dims == 3 && t.has_format ? "experts" : "-";
-        const char *note = no_lane_note(&t, nb, sizeof nb);
+        const char *note = no_lane_note(&t, notebuf, sizeof notebuf);
         if (jf) {
             fprintf(jf, "%s{\"name\":", i ? "," : "");
             tool_json_str(jf, t.name);
@@ -154,8 +160,9 @@ static int model_ls(const char *path, int text, FILE *jf, int dev_sel)
             }
         }
         if (text) {
-            printf("%-48s %-8s %-18s %12llu %12llu  %s\n", t.name, t.type, sh, (unsigned long long)t.bytes,
-                   (unsigned long long)t.offset, cls);
+            char nb[1024];
+            printf("%-48s %-8s %-18s %12llu %12llu  %s\n", tool_term_str(t.name, nb, sizeof nb), t.type, sh,
+                   (unsigned long long)t.bytes, (unsigned long long)t.offset, cls);
             if (note && t.n_dims == 3) printf("    %s\n", note);
         }
         if (w2d) {
@@ -166,7 +173,10 @@ static int model_ls(const char *path, int text, FILE *jf, int dev_sel)
                     fprintf(jf, ",\"weight_error\":");
                     tool_json_str(jf, memra_last_error());
                 }
-                if (text) printf("    not a memra weight: %s\n", memra_last_error());
+                if (text) {
+                    char eb[1024];
+                    printf("    not a memra weight: %s\n", tool_term_str(memra_last_error(), eb, sizeof eb));
+                }
             } else {
                 if (jf) fprintf(jf, ",\"lanes\":[");
                 int first = 1;
@@ -197,7 +207,12 @@ static int model_ls(const char *path, int text, FILE *jf, int dev_sel)
                         tool_json_str(jf, p.why);
                         fprintf(jf, "}");
                     }
-                    if (text) printf("    %-16s %-22s %s\n    %-16s %-22s %s\n", label, p.lane, chain, "", "", p.why);
+                    if (text)
+                        printf("    %-16s %-22s %s\n    %-16s %-22s device bytes %llu (%.2fx the file's)\n"
+                               "    %-16s %-22s %s\n",
+                               label, p.lane, chain, "", "", (unsigned long long)p.operand_bytes,
+                               t.bytes ? (double)p.operand_bytes / (double)t.bytes : 0.0, "", "", p.why);
+                    if (d < 64) dev_ob[d] += p.operand_bytes, dev_fb[d] += t.bytes;
                     first = 0;
                 }
                 if (jf) fprintf(jf, "]");
@@ -205,6 +220,25 @@ static int model_ls(const char *path, int text, FILE *jf, int dev_sel)
             }
         }
         if (jf) fprintf(jf, "}");
+    }
+    if (jf) fprintf(jf, "],\"devices\":[");
+    if (text) printf("\ndevice bytes of the 2D weights' operands, per device:\n");
+    for (int d = 0, first = 1; d < ndev && d < 64; d++) {
+        if (dev_fb[d] == 0) continue;
+        const memra_device_caps *c = memra_device_caps_get(memra_device_get(rt, d));
+        char label[64];
+        if (c->arch == MEMRA_ARCH_HOST) snprintf(label, sizeof label, "[%d] host", d);
+        else snprintf(label, sizeof label, "[%d] cuda:%d %s", d, c->ordinal, c->profile);
+        if (jf) {
+            fprintf(jf, "%s{\"device\":", first ? "" : ",");
+            tool_json_str(jf, label);
+            fprintf(jf, ",\"operand_bytes\":%llu,\"file_bytes\":%llu}", (unsigned long long)dev_ob[d],
+                    (unsigned long long)dev_fb[d]);
+        }
+        if (text)
+            printf("  %-20s %llu bytes = %.1f MiB (%.2fx the file's %llu)\n", label, (unsigned long long)dev_ob[d],
+                   (double)dev_ob[d] / 1048576.0, (double)dev_ob[d] / (double)dev_fb[d], (unsigned long long)dev_fb[d]);
+        first = 0;
     }
     if (jf) fprintf(jf, "]}\n");
     memra_close(rt);

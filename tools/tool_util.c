@@ -114,16 +114,72 @@ int tool_parse_u64(const char *s, uint64_t *out)
     return 0;
 }
 
+/* Length of the valid UTF-8 sequence at s (1..4), 0 when s holds none
+ * (overlong forms, surrogates and code points past U+10FFFF are invalid). */
+static int utf8_len(const unsigned char *s)
+{
+    const unsigned c = s[0];
+    if (c < 0x80) return 1;
+    int n = c >= 0xC2 && c <= 0xDF ? 2 : c >= 0xE0 && c <= 0xEF ? 3 : c >= 0xF0 && c <= 0xF4 ? 4 : 0;
+    if (n == 0) return 0;
+    for (int i = 1; i < n; i++)
+        if ((s[i] & 0xC0) != 0x80) return 0;
+    if (c == 0xE0 && s[1] < 0xA0) return 0;  /* overlong */
+    if (c == 0xED && s[1] >= 0xA0) return 0; /* surrogates */
+    if (c == 0xF0 && s[1] < 0x90) return 0;  /* overlong */
+    if (c == 0xF4 && s[1] >= 0x90) return 0; /* past U+10FFFF */
+    return n;
+}
+
+/* Always a valid JSON string: control characters and DEL as \u00XX, a byte
+ * that is not valid UTF-8 as U+FFFD. */
 void tool_json_str(FILE *f, const char *s)
 {
     fputc('"', f);
-    for (; s && *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\') fprintf(f, "\\%c", c);
-        else if (c < 0x20) fprintf(f, "\\u%04x", c);
-        else fputc(c, f);
+    const unsigned char *p = (const unsigned char *)s;
+    while (p != NULL && *p) {
+        const unsigned char c = *p;
+        if (c == '"' || c == '\\') {
+            fprintf(f, "\\%c", c);
+            p++;
+        } else if (c < 0x20 || c == 0x7F) {
+            fprintf(f, "\\u%04x", c);
+            p++;
+        } else {
+            const int n = utf8_len(p);
+            if (n == 0) {
+                fputs("\\ufffd", f);
+                p++;
+            } else {
+                fwrite(p, 1, (size_t)n, f);
+                p += n;
+            }
+        }
     }
     fputc('"', f);
+}
+
+const char *tool_term_str(const char *s, char *buf, size_t len)
+{
+    size_t o = 0;
+    const unsigned char *p = (const unsigned char *)(s != NULL ? s : "");
+    if (len == 0) return "";
+    while (*p && o + 5 < len) {
+        const int n = utf8_len(p);
+        /* C0 controls, DEL, C1 controls (U+0080..U+009F) and bad bytes as \xNN */
+        const int ctl = n == 0 || *p < 0x20 || *p == 0x7F || (n == 2 && p[0] == 0xC2 && p[1] < 0xA0);
+        if (ctl) {
+            for (int i = 0; i < (n ? n : 1) && o + 5 < len; i++) o += (size_t)snprintf(buf + o, len - o, "\\x%02x", p[i]);
+            p += n ? n : 1;
+        } else {
+            if (o + (size_t)n >= len) break;
+            memcpy(buf + o, p, (size_t)n);
+            o += (size_t)n;
+            p += n;
+        }
+    }
+    buf[o] = '\0';
+    return buf;
 }
 
 void tool_utc_timestamp(char *buf, size_t len)

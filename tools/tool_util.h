@@ -42,6 +42,9 @@ int tool_parse_u64(const char *s, uint64_t *out);
 
 /* A JSON string literal with escapes. */
 void tool_json_str(FILE *f, const char *s);
+/* s made safe for a terminal into buf: control characters (C0, DEL, C1) and
+ * bytes that are not valid UTF-8 written as \xNN; returns buf. */
+const char *tool_term_str(const char *s, char *buf, size_t len);
 /* The current UTC time as "YYYY-MM-DDTHH:MM:SSZ" into buf (at least 21 bytes). */
 void tool_utc_timestamp(char *buf, size_t len);
 /* Median of n doubles (sorts a copy); 0 when n == 0. */

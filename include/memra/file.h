@@ -22,7 +22,27 @@
  * and the layout rules before it succeeds, and fails with INVALID_ARGUMENT
  * (NOT_SUPPORTED for a well-formed file using a tensor type memra does not
  * know) and a memra_last_error message naming the file and the byte offset
- * of the problem. Nothing is read outside the mapping.
+ * of the problem. Nothing is read outside the mapping. The path (a shard's
+ * too) is opened O_NONBLOCK and fstat'ed before any byte is read: only a
+ * regular file is read (a FIFO, a device or a folder is refused at once,
+ * naming what it is); a symlink is followed, and errors name the file, never
+ * its bytes. Every size (dimensions' product, elements x type size) is checked
+ * for overflow. Names are the file's bytes: a GGUF name may hold any byte but
+ * NUL (escape sequences, invalid UTF-8), so escape them before printing
+ * (`memra model ls` does, and its --json is valid UTF-8); the messages of
+ * memra_last_error escape control bytes as \xNN.
+ *
+ * Truncation under the mapping (SIGBUS): the bytes are read through a
+ * MAP_PRIVATE mapping, at open (headers) and later (memra_file_read,
+ * memra_file_weight_create, a prepare that uploads a weight, a lazy operand
+ * build). If another process truncates the file while it is mapped, a read of
+ * a page past the new end raises SIGBUS in the reading thread, which memra
+ * cannot turn into a status (a handler for it would be process-wide). What a
+ * caller can do: do not truncate or rewrite model files in place (write a new
+ * file and rename it over the old; the mapping keeps the old inode); or copy
+ * what it needs while it trusts the file (memra_file_read, or prepare the
+ * weights, which copies them to the device); or install its own SIGBUS handler
+ * if it must read files that others may truncate.
  *
  * Ownership and threads: a memra_file is immutable after open; every query
  * may be called from any thread at once. Strings and infos returned point

@@ -69,14 +69,43 @@ void memra_q8_0_encode(const float *x, uint8_t *block);
 void memra_decode_row(memra_format format, const void *src, int64_t n, float *dst);
 
 /* Repack rows x cols of Q4_K, Q5_K or Q6_K (cols a multiple of 256, row j at
- * src + j * memra_format_row_bytes(format, cols)) into K records (module.h:
- * memra_kr_bytes(rows, cols) bytes at dst, the operand of gemm_kr). Exact:
- * every value the record defines equals the format's decoded value in real
- * arithmetic (the decoder rounds "d*sc*q - dmin*m" once in f32; the record
- * keeps its operands). Returns 0, or -1 (nothing written) for another format,
- * a negative size, cols not a multiple of 256, or NULL src / dst with a
- * non-empty shape. Thread-safe; no allocation. */
+ * src + j * memra_format_row_bytes(format, cols)) into the K-packed layout
+ * (module.h: memra_kr_bytes(format, rows, cols) bytes at dst, exactly the
+ * GGUF bytes, the operand of gemm_kr): the same codes and scales, moved, never
+ * widened. Returns 0, or -1 (nothing written) for another format, a negative
+ * size, cols not a multiple of 256, or NULL src / dst with a non-empty shape.
+ * Thread-safe; no allocation. */
 int memra_kr_repack(memra_format format, const void *src, int64_t rows, int64_t cols, void *dst);
+
+/* Record (g, j) of a K-packed weight (the 128 values from column 128 g of row
+ * j) as the kernel's load stage widens it: f32 s[8] and int8 q[128].
+ *  Q4_K / Q5_K: value c = s[c / 32] * q[c] - s[4 + c / 32]; s[b] = d * sc_b,
+ *      s[4 + b] = dmin * m_b (an f16 times a 6-bit integer: exact in f32),
+ *      q in [0, 15] / [0, 31].
+ *  Q6_K: value c = s[(c / 32) + 4 * ((c / 16) & 1)] * q[c] (s[b] scales the
+ *      first 16 values of 32-block b, s[4 + b] the second 16); s = d * sc
+ *      (exact), q = q6 - 32 in [-32, 31].
+ * Exact: every value, formed in real arithmetic, is the format's decoded value
+ * before the decoder's one f32 rounding. Returns 0, or -1 (nothing written)
+ * for another format, a bad shape or index, or a NULL pointer. Thread-safe. */
+int memra_kr_record(memra_format format, const void *kr, int64_t rows, int64_t cols, int64_t g, int64_t j, float s[8],
+                    int8_t q[128]);
+
+/* Every record of a K-packed weight widened (memra_kr_record) into
+ * memra_kr_wide_bytes(rows, cols) bytes at dst: record (g, j) at
+ * (g rows + j) MEMRA_KR_WIDE_BYTES, f32 s[8] then int8 q[128] (what the
+ * kernel's load stage writes to shared memory; the operand of gemm_kr before
+ * the K-packed layout). For references and tests: 10 bits a value, never a
+ * device operand. Returns 0 or -1 as memra_kr_record. */
+#define MEMRA_KR_WIDE_BYTES 160
+static inline uint64_t memra_kr_wide_bytes(int64_t rows, int64_t cols)
+{
+    if (rows < 0 || cols < 0) return 0;
+    uint64_t recs = ((uint64_t)cols + 127u) / 128u;
+    if (rows != 0 && recs > UINT64_MAX / 160u / (uint64_t)rows) return 0;
+    return recs * (uint64_t)rows * 160u;
+}
+int memra_kr_widen(memra_format format, const void *kr, int64_t rows, int64_t cols, void *dst);
 
 /* Fill a block-128 FP8 scale grid shape. */
 static inline int64_t memra_fp8_grid_rows(int64_t rows) { return (rows + 127) / 128; }

@@ -235,8 +235,8 @@ typedef struct memra_op_table {
     /* bf16 weight (args->w, [n x k] row-major) x activation f32 converted to
      * bf16 in-stream (round to nearest even) -> f32, f32 accumulate. */
     memra_status (*gemm_bf16)(memra_call *call, const memra_gemm_args *args);
-    /* K records (args->w, memra_kr_repack: Q4_K / Q5_K / Q6_K as int8 codes
-     * with f32 scales and mins, args->w_format says which) x q8_1 records
+    /* K-packed weight (args->w, memra_kr_repack: Q4_K / Q5_K / Q6_K at
+     * their GGUF width, args->w_format says which) x q8_1 records
      * (args->x) -> f32: the MMQ floor for K-quant weights. Integer products
      * exact (s32 per 32 values, or per 16 for Q6_K), f32 fold; the host
      * module's gemm_kr defines it. */
@@ -403,25 +403,44 @@ static inline uint64_t memra_q8_0r_bytes(int64_t rows, int64_t cols)
     return recs * (uint64_t)rows * 144u;
 }
 
-/* Bytes of the K record layout of a [rows x cols] Q4_K / Q5_K / Q6_K weight
- * (cols a multiple of 256), the operand of gemm_kr. Record (g, j), the 128
- * columns from 128 g of row j, lives at index g * rows + j and holds
- * MEMRA_KR_RECORD_BYTES = 160 bytes: f32 s[8], then int8 q[128].
- *  Q4_K / Q5_K: value c of the record = s[c / 32] * q[c] - s[4 + c / 32];
- *      s[b] = d * sc_b and s[4 + b] = dmin * m_b (each an f16 times a 6-bit
- *      integer: exact in f32), q in [0, 15] / [0, 31].
- *  Q6_K: value c = s[(c / 32) + 4 * ((c / 16) & 1)] * q[c], i.e. s[b] scales
- *      the first 16 values of 32-block b and s[4 + b] the second 16;
- *      s = d * sc (f16 times an int8: exact), q = q6 - 32 in [-32, 31].
- * Every record is 16-byte aligned when the base is. */
-#define MEMRA_KR_RECORD_BYTES 160
-static inline uint64_t memra_kr_bytes(int64_t rows, int64_t cols)
+/* The K-packed layout of a [rows x cols] Q4_K / Q5_K / Q6_K weight (cols a
+ * multiple of 256), the operand of gemm_kr: the GGUF bytes re-laid out in
+ * planes for coalesced tile loads, no wider than the GGUF (Q4_K 144, Q5_K 176,
+ * Q6_K 210 bytes per 256 values: exactly the GGUF bytes). The codes stay 4-,
+ * 5- and 6-bit packed and the scales as the format has them; the kernel
+ * widens them in its load stage. G = cols / 128 (k steps), SB = cols / 256
+ * (super-blocks), R = rows; q[c] is the unsigned code of value 128 g + c of
+ * row j (Q4_K 0..15, Q5_K 0..31, Q6_K the 6-bit code 0..63 = value + 32).
+ * The planes, in this order from the base:
+ *  N  G R 64 bytes: record (g, j) at (g R + j) 64; its unit u = 0..3 (the
+ *     32-block u of the 128 values) at + 16 u, byte i = (q[32 u + i] & 15) |
+ *     (q[32 u + 16 + i] & 15) << 4: word w of a unit holds values 4w..4w+3
+ *     in its low nibbles and 16+4w.. in its high ones.
+ *  H  (Q5_K: G R 16 bytes, Q6_K: G R 32; none for Q4_K) record (g, j) at
+ *     (g R + j) 16 (32). Q5_K: word u (little-endian u32), bit 8 i + o = bit 4
+ *     of q[32 u + 4 o + i] (o = 0..7, i = 0..3). Q6_K: word 2 u + o / 4, bits
+ *     8 i + 2 (o % 4) .. + 1 = bits 4..5 of q[32 u + 4 o + i].
+ *  S  SB R 16 bytes: record (sb, j) at (sb R + j) 16. Q4_K / Q5_K: the GGUF
+ *     block's first 16 bytes (f16 d, f16 dmin, scales[12]); Q6_K: its int8
+ *     scales[16].
+ *  D  (Q6_K only) SB R 2 bytes: the f16 d of (sb, j).
+ * Every plane starts 16-byte aligned when the base is. memra_kr_record
+ * (formats.h) gives any 128-value record as scales and int8 codes. */
+static inline uint64_t memra_kr_bytes(memra_format format, int64_t rows, int64_t cols)
 {
-    /* 0 for a negative size or one whose byte count does not fit 64 bits. */
-    if (rows < 0 || cols < 0) return 0;
-    uint64_t recs = ((uint64_t)cols + 127u) / 128u;
-    if (rows != 0 && recs > UINT64_MAX / 160u / (uint64_t)rows) return 0;
-    return recs * (uint64_t)rows * 160u;
+    /* 0 for another format, a negative size, cols not a multiple of 256, or a
+     * byte count that does not fit 64 bits. */
+    uint64_t per;
+    switch (format) {
+    case MEMRA_FORMAT_Q4_K: per = 144u; break;
+    case MEMRA_FORMAT_Q5_K: per = 176u; break;
+    case MEMRA_FORMAT_Q6_K: per = 210u; break;
+    default: return 0;
+    }
+    if (rows < 0 || cols < 0 || cols % 256 != 0) return 0;
+    const uint64_t sb = (uint64_t)cols / 256u;
+    if (rows != 0 && sb > UINT64_MAX / per / (uint64_t)rows) return 0;
+    return sb * (uint64_t)rows * per;
 }
 
 #ifdef __cplusplus

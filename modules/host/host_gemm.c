@@ -31,8 +31,11 @@
  *  gemm_q8_0r    W as Q8_0 records (repack_q8_0: f32 d already widened from the f16,
  *                the same int8 qs), x = quant_q8_1 records: gemm_q8_0's arithmetic
  *                through the same code, so both give bit-identical y for one weight.
- *  gemm_kr       W as K records (memra_kr_repack of Q4_K / Q5_K / Q6_K; args->w_format
- *                names which), x = quant_q8_1 records; k a multiple of 256. Per
+ *  gemm_kr       W K-packed (memra_kr_repack of Q4_K / Q5_K / Q6_K at their GGUF
+ *                width; args->w_format names which), each 128-value record
+ *                widened by memra_kr_record to what the kernel's load stage
+ *                makes (f32 s[8], int8 q[128]), x = quant_q8_1 records; k a
+ *                multiple of 256. Per
  *                32-block b of the row (dx its activation scale, xq its 32 codes):
  *                Q4_K / Q5_K (s = d sc, mn = dmin m, q in [0, 31]):
  *                  I = sum q * xq, S = sum xq (int32, exact);
@@ -384,25 +387,34 @@ memra_status memra__host_gemm_q8_0r(memra_call *call, const memra_gemm_args *arg
 /* ---- gemm_kr --------------------------------------------------------------------- */
 
 typedef struct kr_job {
-    const uint8_t *w; /* K records [k/128 x n] of 160 bytes */
+    const uint8_t *w; /* K-packed weight (module.h memra_kr_bytes) */
     const uint8_t *x; /* q8_1 records */
-    int q6;           /* Q6_K records (per-16 scales) */
-    int64_t m, n, nb;
+    memra_format format;
+    int64_t m, n, k, nb;
     double alpha;
     float *y;
     int64_t ldy;
+    uint8_t *scratch; /* per thread: the row's k/128 records widened, KR_WIDE bytes each */
 } kr_job;
+
+#define KR_WIDE (8 * sizeof(float) + 128) /* s[8] then q[128], as memra_kr_record gives them */
 
 static void kr_rows(void *arg, int tid, int64_t begin, int64_t end)
 {
-    (void)tid;
     const kr_job *jb = (const kr_job *)arg;
-    for (int64_t j = begin; j < end; j++)
+    uint8_t *wide = jb->scratch + (size_t)tid * (size_t)(jb->k / 128) * KR_WIDE;
+    for (int64_t j = begin; j < end; j++) {
+        /* the row's records as the kernel's load stage widens them (one decoder: formats.c) */
+        for (int64_t g = 0; g < jb->k / 128; g++) {
+            float sw[8];
+            (void)memra_kr_record(jb->format, jb->w, jb->n, jb->k, g, j, sw, (int8_t *)(wide + g * KR_WIDE + sizeof sw));
+            memcpy(wide + g * KR_WIDE, sw, sizeof sw);
+        }
         for (int64_t i = 0; i < jb->m; i++) {
             double t = 0.0;
             for (int64_t b = 0; b < jb->nb; b++) {
                 const int g = (int)(b & 3);
-                const uint8_t *wr = jb->w + (uint64_t)((b >> 2) * jb->n + j) * MEMRA_KR_RECORD_BYTES;
+                const uint8_t *wr = wide + (b >> 2) * KR_WIDE;
                 const uint8_t *xr = jb->x + (uint64_t)((b >> 2) * jb->m + i) * MEMRA_Q8_1_RECORD_BYTES;
                 const int8_t *wq = (const int8_t *)(wr + 32 + 32 * g), *xq = (const int8_t *)(xr + 16 + 32 * g);
                 float dx, s0, s1;
@@ -412,7 +424,7 @@ static void kr_rows(void *arg, int tid, int64_t begin, int64_t end)
                 int32_t i0 = 0, i1 = 0, sx = 0;
                 for (int l = 0; l < 16; l++) i0 += (int32_t)wq[l] * (int32_t)xq[l];
                 for (int l = 16; l < 32; l++) i1 += (int32_t)wq[l] * (int32_t)xq[l];
-                if (jb->q6) {
+                if (jb->format == MEMRA_FORMAT_Q6_K) {
                     t += ((double)s0 * (double)dx) * (double)i0 + ((double)s1 * (double)dx) * (double)i1;
                 } else {
                     for (int l = 0; l < 32; l++) sx += (int32_t)xq[l];
@@ -421,6 +433,7 @@ static void kr_rows(void *arg, int tid, int64_t begin, int64_t end)
             }
             jb->y[i * jb->ldy + j] = (float)(jb->alpha * t);
         }
+    }
 }
 
 memra_status memra__host_gemm_kr(memra_call *call, const memra_gemm_args *args)
@@ -438,10 +451,13 @@ memra_status memra__host_gemm_kr(memra_call *call, const memra_gemm_args *args)
         return FAIL_ARG(ctx, "gemm_kr: k = %d is not a multiple of the K-quant super-block (256)", (int)args->k);
     if (args->m == 0 || args->n == 0) return MEMRA_STATUS_OK;
     kr_job jb = {.w = MEMRA__HOST_PTR(const uint8_t, args->w), .x = MEMRA__HOST_PTR(const uint8_t, args->x),
-                 .q6 = f == MEMRA_FORMAT_Q6_K, .m = args->m, .n = args->n, .nb = args->k / 32,
+                 .format = (memra_format)f, .m = args->m, .n = args->n, .k = args->k, .nb = args->k / 32,
                  .alpha = (double)args->alpha, .y = y_base(args), .ldy = args->ldy};
     const int threads = memra__host_threads(ctx, jb.n, 2.0 * (double)jb.m * (double)args->k);
+    jb.scratch = memra__host_alloc((uint64_t)(args->k / 128) * (uint64_t)threads, KR_WIDE);
+    if (jb.scratch == NULL) return FAIL_OOM(ctx, "gemm_kr");
     memra__host_run(threads, jb.n, kr_rows, &jb);
+    free(jb.scratch);
     return MEMRA_STATUS_OK;
 }
 

@@ -24,6 +24,11 @@
 #include "gpu/gpu.h"
 #include "kernels/fp8blk/fp8blk_jit.h"
 
+/* Items (row, 128-column block) per warp of the per-row-per-128 quantisers
+ * (memra_row128_quant, common/e4m3.cuh, which defines the same number): their
+ * launchers size the grid by it, one warp per MEMRA_ROW128_U items, no grid stride. */
+#define MEMRA_ROW128_U 4
+
 extern const memra__gpu_family memra__gpu_family_convert;
 extern const memra__gpu_family memra__gpu_family_dequant;
 extern const memra__gpu_family memra__gpu_family_fp8_act;

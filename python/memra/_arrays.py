@@ -11,9 +11,10 @@ from collections import namedtuple
 
 from ._core import bad
 
-View = namedtuple("View", "ptr dtype shape strides where ordinal kind obj")
+View = namedtuple("View", "ptr dtype shape strides where ordinal kind obj readonly", defaults=(False,))
 # dtype: numpy-style names "float32", "float16", "uint8", ...; strides in ELEMENTS;
-# where: "host" or "cuda"; ordinal: CUDA device index (None on host); kind: "numpy", "torch", "cai".
+# where: "host" or "cuda"; ordinal: CUDA device index (None on host); kind: "numpy", "torch", "cai";
+# readonly: the interface says the memory must not be written.
 
 _TYPESTR = {"<f4": "float32", "<f2": "float16", "|u1": "uint8", "<u1": "uint8", "|i1": "int8", "<f8": "float64",
             "<i4": "int32", "<i8": "int64", "<u2": "uint16", "<u8": "uint64", "<i2": "int16", "<u4": "uint32"}
@@ -48,7 +49,7 @@ def _from_interface(ai, where, obj, what, kind):
     dt = _TYPESTR.get(typestr)
     if dt is None:
         raise bad(what, "%s has an unsupported element type %r" % (what, typestr))
-    ptr, _ro = ai["data"] if ai.get("data") is not None else (0, False)
+    ptr, ro = ai["data"] if ai.get("data") is not None else (0, False)
     shape = tuple(ai["shape"])
     isz = _ITEMSIZE[dt]
     if ai.get("strides") is None:
@@ -62,7 +63,7 @@ def _from_interface(ai, where, obj, what, kind):
             raise bad(what, "%s has strides %r not a multiple of its item size" % (what, ai["strides"]))
         strides = tuple(st // isz for st in ai["strides"])
     # The CUDA array interface does not name the device: the caller's device= decides.
-    return View(ptr, dt, shape, strides, where, None, kind, obj)
+    return View(ptr, dt, shape, strides, where, None, kind, obj, bool(ro))
 
 
 def contiguous_rows(v, what):

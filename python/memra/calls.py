@@ -6,7 +6,8 @@ from ctypes import byref
 from . import _core
 from . import _structs as S
 from ._arrays import contiguous_rows, view
-from ._core import b, bad, check, s
+from ._checks import check_operands, text_arg, writable
+from ._core import bad, check, s
 from .runtime import Buffer, Device, _stream_value, op_id
 
 _INT32_MAX = 2 ** 31 - 1
@@ -111,6 +112,7 @@ def matmul_args(w, x, out=None, stream=None, alpha=1.0, device=None, row_offset=
         out = _empty_like(xv, tuple(xv.shape[:-1]) + (w.out_f,))
     ov = view(out, "out")
     _check_on(dev, ov, "out")
+    writable(ov, "out")
     if ov.dtype != "float32":
         raise bad("matmul", "out must be float32, got %s" % ov.dtype)
     if len(ov.shape) == 2 and (row_offset or tuple(ov.shape) != tuple(xv.shape[:-1]) + (w.out_f,)):
@@ -201,8 +203,10 @@ def module_call(device, module, op, gemm=None, stream=None, **fields):
     DeclinedError (``.reason`` = the module's reason) when it declines.
     """
     oid = op_id(op)
+    mod = text_arg(module, "module")
     a = make_op_args(device, gemm=gemm, stream=stream, **fields)
-    st = _core.lib.memra_module_call(device.handle, b(module), oid, byref(a))
+    check_operands(s(_core.lib.memra_op_name(oid)), a, gemm, fields)
+    st = _core.lib.memra_module_call(device.handle, mod, oid, byref(a))
     if st != 0:
         reason = s(a.decline_reason) if st == 1 else None
         raise _core.fail("memra_module_call(%s, %s)" % (module, op if isinstance(op, str) else oid), st, reason)

@@ -72,7 +72,8 @@ class File(_Closing):
         if runtime is not None and not isinstance(runtime, Runtime):
             raise bad("File", "the first argument is a memra.Runtime or None (got %s)" % type(runtime).__name__)
         h = c_void_p()
-        check("memra_file_open", _core.lib.memra_file_open(b(str(path)), byref(h)))
+        from ._checks import text_arg
+        check("memra_file_open", _core.lib.memra_file_open(text_arg(path, "path"), byref(h)))
         self._h = h.value
         self.runtime = runtime
         self.path = str(path)

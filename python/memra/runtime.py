@@ -244,11 +244,13 @@ class Runtime(_Closing):
 
     def module_load(self, path):
         """Hot-add one module file (same safety rules as the search path)."""
-        check("memra_module_load", _core.lib.memra_module_load(self.handle, b(path)))
+        from ._checks import text_arg
+        check("memra_module_load", _core.lib.memra_module_load(self.handle, text_arg(path, "path")))
 
     def module_unload(self, name):
         """Withdraw a module by name (calls in flight finish on their snapshot)."""
-        check("memra_module_unload", _core.lib.memra_module_unload(self.handle, b(name)))
+        from ._checks import text_arg
+        check("memra_module_unload", _core.lib.memra_module_unload(self.handle, text_arg(name, "name")))
 
     def routing_configure(self, prefer=None, disable=None):
         """Set preferences and disables; None keeps the current one, "" clears it.

@@ -56,7 +56,8 @@ class Weight(_Child):
             flat = _floats(grid)
             grid_n = len(flat)
             grid_arr = (c_float * max(grid_n, 1))(*flat)
-        self._name = b(name)
+        from ._checks import text_arg
+        self._name = text_arg(name, "name", allow_none=True)
         desc = S.sized(S.memra_weight_desc, format=fid, out_f=out_f, in_f=in_f,
                        data=ctypes.cast(buf, c_void_p) if buf is not None else None, size=mv.nbytes,
                        scale=float(scale), grid=grid_arr, grid_count=grid_n, name=self._name)
@@ -143,10 +144,12 @@ class Weight(_Child):
         f = File(runtime, file) if own else file
         try:
             h = c_void_p()
+            from ._checks import text_arg
+            cname = text_arg(name, "name")
             check("memra_file_weight_create",
-                  _core.lib.memra_file_weight_create(runtime.handle, f.handle, b(name), byref(h)))
+                  _core.lib.memra_file_weight_create(runtime.handle, f.handle, cname, byref(h)))
             self = cls.__new__(cls)
-            self._name = b(name)
+            self._name = cname
             self._init_child(runtime, h.value)
             out_f, in_f = ctypes.c_int64(), ctypes.c_int64()
             check("memra_weight_shape", _core.lib.memra_weight_shape(h.value, byref(out_f), byref(in_f)))

@@ -3,6 +3,7 @@
  * variable and the value; ignore_environment; the log callback receives the
  * configuration's warnings (and nothing reaches it below its level);
  * memra_config_set for module knobs only; the f16 budget per device. */
+#include <limits.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -155,6 +156,54 @@ int main(void)
     CHECK_STR_EQ(e.source, "default");
     memra_close(rt);
     unsetenv("MEMRA_JIT_CACHE_MAX_MB");
+
+    /* Issue 27: integers are decimal digits only, tiles decimal numbers >= 1,
+     * the cache root and tuning file absolute and within PATH_MAX. */
+    bad_open("MEMRA_JIT_CACHE_MAX_MB=+1", "MEMRA_JIT_CACHE_MAX_MB=+1", "decimal digits");
+    bad_open("MEMRA_JIT_CACHE_MAX_MB=0x10", "MEMRA_JIT_CACHE_MAX_MB=0x10", "decimal digits");
+    bad_open("MEMRA_JIT_CACHE_MAX_MB=1e3", "MEMRA_JIT_CACHE_MAX_MB=1e3", "decimal digits");
+    bad_open("MEMRA_JIT_CACHE_MAX_MB= 5", "MEMRA_JIT_CACHE_MAX_MB= 5", "decimal digits");
+    bad_open("MEMRA_HOST_THREADS=+4", "MEMRA_HOST_THREADS=+4", "expected an integer");
+    bad_open("MEMRA_FP8BLK_TILE=0x10", "MEMRA_FP8BLK_TILE=0x10", "1..1024");
+    bad_open("MEMRA_FP8BLK_TILE=64x0", "MEMRA_FP8BLK_TILE=64x0", "1..1024");
+    bad_open("MEMRA_CACHE_DIR=cache", "MEMRA_CACHE_DIR=cache", "relative path is refused");
+    bad_open("MEMRA_TUNE_FILE=t.memra", "MEMRA_TUNE_FILE=t.memra", "relative path is refused");
+    {
+        static char longp[PATH_MAX + 64];
+        snprintf(longp, sizeof longp, "MEMRA_TUNE_FILE=/");
+        for (size_t i = strlen(longp); i < sizeof longp - 1; i++) longp[i] = 'a';
+        bad_open(longp, "MEMRA_TUNE_FILE=/aaa", "longer than PATH_MAX");
+    }
+    {
+        const char *okv[] = {"MEMRA_JIT_CACHE_MAX_MB=0.5", "MEMRA_FP8BLK_TILE=128x64x2x4", NULL};
+        memra_options ok = {.struct_size = sizeof ok, .no_cuda = 1, .no_default_modules = 1, .settings = okv};
+        CHECK_OK(memra_open(&ok, &rt));
+        memra_close(rt);
+    }
+    /* Unknown variables are a warning, never a failure, however many; an
+     * empty value is reported as such. */
+    {
+        char names[40][32];
+        for (int i = 0; i < 40; i++) {
+            snprintf(names[i], sizeof names[i], "MEMRA_UNKNOWN_%02d", i);
+            setenv(names[i], "1", 1);
+        }
+        setenv("MEMRA_SHADOW_RATE", "", 1);
+        memra_options o6 = {.struct_size = sizeof o6, .no_cuda = 1, .no_default_modules = 1};
+        CHECK_OK(memra_open(&o6, &rt));
+        int empty_said = 0, past_cap = 0;
+        for (int i = 0; i < memra_config_warning_count(rt); i++) {
+            const char *w = memra_config_warning(rt, i);
+            empty_said += strstr(w, "MEMRA_SHADOW_RATE is set but empty") != NULL;
+            past_cap += strstr(w, "not kept") != NULL;
+        }
+        printf("warnings: %d (empty said %d, past the cap %d)\n", memra_config_warning_count(rt), empty_said, past_cap);
+        CHECK(empty_said == 1);
+        CHECK(past_cap >= 1);
+        memra_close(rt);
+        for (int i = 0; i < 40; i++) unsetenv(names[i]);
+        unsetenv("MEMRA_SHADOW_RATE");
+    }
 
     /* An options struct from before the log members (struct_size covers up to
      * `disable`): still accepted, the environment read. */

@@ -107,9 +107,11 @@ int main(int argc, char **argv)
     if (argc < 3) TEST_FAIL_AT("usage: test_hotload <gemm module folder> <testwrong folder>");
     g_dir = argv[1];
     /* The self-check is timed by the wall clock: under load and sanitizers testslow (8 repetitions)
-     * takes seconds, so the limit is raised here. */
+     * takes seconds, so the limit is raised here. MEMRA_MODULE_TRIAL=0: what is checked here is the
+     * self-check in this process while calls run (the trial would quarantine testfail first, in
+     * memra-trial, and the library would never be opened here; trust.init covers that). */
     const char *settings[] = {"MEMRA_ADMISSION=hot", "MEMRA_SHADOW_RATE=1", "MEMRA_SHADOW_AUTO_PROMOTE=0",
-                              "MEMRA_ADMISSION_TIMEOUT_MS=120000",
+                              "MEMRA_ADMISSION_TIMEOUT_MS=120000", "MEMRA_MODULE_TRIAL=0",
                               "MEMRA_F16_BUDGET_MB=0", NULL};
     memra_options o = {.struct_size = sizeof o, .no_cuda = 1, .no_default_modules = 1, .ignore_environment = 1,
                        .module_path = argv[2], .settings = settings};

@@ -533,6 +533,9 @@ static void ref_kr(matrix *mx, memra_format f, const float *wdec, const uint8_t 
     const int nb = mx->k / 32;
     int8_t *q = malloc((size_t)mx->k);
     float *d = malloc((size_t)nb * sizeof(float));
+    uint8_t *wide = malloc((size_t)memra_kr_wide_bytes(mx->n, mx->k)); /* the K-packed records widened */
+    CHECK(wide != NULL);
+    CHECK_INT_EQ(memra_kr_widen(f, rec, mx->n, mx->k, wide), 0);
     for (int i = 0; i < mx->m; i++) {
         ref_q8_1(mx->x + (size_t)i * mx->k, mx->k, q, d);
         for (int j = 0; j < mx->n; j++) {
@@ -540,7 +543,7 @@ static void ref_kr(matrix *mx, memra_format f, const float *wdec, const uint8_t 
             for (int c = 0; c < mx->k; c++) {
                 const double xv = (double)d[c / 32] * (double)q[c];
                 s += (double)wdec[(size_t)j * mx->k + c] * xv;
-                const uint8_t *r = rec + ((size_t)(c / 128) * mx->n + j) * MEMRA_KR_RECORD_BYTES;
+                const uint8_t *r = wide + ((size_t)(c / 128) * mx->n + j) * MEMRA_KR_WIDE_BYTES;
                 float s0, s1;
                 memcpy(&s0, r + 4 * ((c % 128) / 32), 4);
                 memcpy(&s1, r + 16 + 4 * ((c % 128) / 32), 4);
@@ -552,6 +555,7 @@ static void ref_kr(matrix *mx, memra_format f, const float *wdec, const uint8_t 
         }
     }
     free(q);
+    free(wide);
     free(d);
 }
 
@@ -575,12 +579,17 @@ static void test_kquant_floor(memra_runtime *rt, memra_format f, int m, int n, i
     float *wdec = malloc((size_t)n * k * sizeof(float));
     const uint64_t rb = memra_format_row_bytes(f, k);
     for (int j = 0; j < n; j++) memra_decode_row(f, wq + (size_t)j * rb, k, wdec + (size_t)j * k);
-    uint8_t *rec = malloc((size_t)memra_kr_bytes(n, k));
+    uint8_t *rec = malloc((size_t)memra_kr_bytes(f, n, k));
     CHECK_INT_EQ(memra_kr_repack(f, wq, n, k, rec), 0);
+    /* exactly the GGUF bytes: the codes and scales at their width */
+    CHECK_INT_EQ((long long)memra_kr_bytes(f, n, k), (long long)bytes);
+    uint8_t *wide = malloc((size_t)memra_kr_wide_bytes(n, k));
+    CHECK(wide != NULL);
+    CHECK_INT_EQ(memra_kr_widen(f, rec, n, k, wide), 0);
     /* the repack is exact: each record value, formed in double, is GGML's f32 decode up to its one rounding */
     for (int j = 0; j < n; j++)
         for (int c = 0; c < k; c++) {
-            const uint8_t *r = rec + ((size_t)(c / 128) * n + j) * MEMRA_KR_RECORD_BYTES;
+            const uint8_t *r = wide + ((size_t)(c / 128) * n + j) * MEMRA_KR_WIDE_BYTES;
             float s0, s1;
             memcpy(&s0, r + 4 * ((c % 128) / 32), 4);
             memcpy(&s1, r + 16 + 4 * ((c % 128) / 32), 4);
@@ -634,6 +643,7 @@ static void test_kquant_floor(memra_runtime *rt, memra_format f, int m, int n, i
     free(wq);
     free(wdec);
     free(rec);
+    free(wide);
 }
 
 /* A gemm_kr lane's own NOT_SUPPORTED (testkrns: what a GPU lane answers in a

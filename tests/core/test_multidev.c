@@ -5,6 +5,7 @@
  *
  *   test_multidev arch                 per-device MEMRA_ARCH through settings and force_arch, bad forms
  *   test_multidev operands             per-device operands and budgets, results per device, destroy frees all
+ *   test_multidev kpacked              K-quant weights K-packed per device (the GGUF bytes), gemm_kr per device
  *   test_multidev routing <testprof.so>  0:sm90,1:cuda: a module scored by profile is admitted on one only
  *   test_multidev concurrent <testprof.so>  one thread per device: prepare + every lane, bit for bit
  *                                      against a serial run, while testprof is hot-added */
@@ -436,12 +437,62 @@ static int case_concurrent(const char *prof)
     return 0;
 }
 
+/* The K-quant floor on fake devices (0: sm90, 1: sm120 profile): at f16
+ * budget 0 prepare K-packs each Q4_K / Q5_K / Q6_K weight per device (its
+ * operand: K records, exactly the GGUF bytes, in place of the raw copy; the
+ * plan says so before prepare), and memra_matmul rides gemm_kr on each
+ * device, bit for bit the host device's result on its own K-packed copy. */
+static int case_kpacked(void)
+{
+    static const memra_format fm[] = {MEMRA_FORMAT_Q4_K, MEMRA_FORMAT_Q5_K, MEMRA_FORMAT_Q6_K};
+    memra_runtime *rt = open_fake("0:sm90,1:sm120", NULL, MEMRA_STATUS_OK);
+    memra_device *dev[3] = {memra_device_get(rt, 0), memra_device_get(rt, 1), memra_device_host(rt)};
+    for (int d = 0; d < 3; d++) CHECK_OK(memra_device_f16_budget_set(dev[d], 0));
+    float *x = random_f32((size_t)M * IN_F, 2.0f), y[3][M * OUT_F];
+    for (size_t fi = 0; fi < 3; fi++) {
+        const memra_format f = fm[fi];
+        const size_t bytes = (size_t)memra_format_row_bytes(f, IN_F) * OUT_F;
+        uint8_t *wq = malloc(bytes);
+        CHECK(wq != NULL);
+        for (size_t i = 0; i < bytes; i++) wq[i] = (uint8_t)test_rand_u64(&g_rng);
+        for (size_t o = 0; o < bytes; o += (size_t)memra_format_block_bytes(f)) { /* finite small d (and dmin) */
+            const size_t at = f == MEMRA_FORMAT_Q6_K ? 208 : 0;
+            wq[o + at] = (uint8_t)test_rand_u64(&g_rng), wq[o + at + 1] = 0x1C;
+            if (f != MEMRA_FORMAT_Q6_K) wq[o + 2] = (uint8_t)test_rand_u64(&g_rng), wq[o + 3] = 0x9C;
+        }
+        memra_weight_desc wd = {.struct_size = sizeof wd, .format = f, .out_f = OUT_F, .in_f = IN_F, .data = wq,
+                                .size = bytes, .name = memra_format_name(f)};
+        memra_weight *w = NULL;
+        CHECK_OK(memra_weight_create(rt, &wd, &w));
+        for (int d = 0; d < 3; d++) {
+            memra_weight_plan p = {.struct_size = sizeof p};
+            CHECK_OK(memra_weight_plan_get(w, dev[d], &p));
+            CHECK_STR_EQ(p.lane, "mmq K records");
+            CHECK_INT_EQ((long long)p.operand_bytes, (long long)bytes); /* the GGUF's bytes, not 10 bits a value */
+            CHECK_OK(memra_weight_prepare(w, dev[d]));
+            CHECK_INT_EQ(memra_weight_operands(w, dev[d]), MEMRA_OPERAND_K_RECORDS);
+            const uint64_t h0 = memra_ledger_hits(dev[d], MEMRA_OP_gemm_kr, "host");
+            matmul(dev[d], w, x, M, y[d]);
+            CHECK_INT_EQ(memra_ledger_hits(dev[d], MEMRA_OP_gemm_kr, "host"), h0 + 1);
+        }
+        check_same(y[0], y[2], M * OUT_F, "K-packed: device 0 (sm90) vs host");
+        check_same(y[1], y[2], M * OUT_F, "K-packed: device 1 (sm120) vs host");
+        memra_weight_destroy(w);
+        free(wq);
+    }
+    memra_close(rt);
+    free(x);
+    printf("kpacked: K-packed operands (the GGUF bytes) prepared and served per fake device ok\n");
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
-    if (argc < 2) TEST_FAIL_AT("usage: test_multidev arch|operands|routing|concurrent [testprof.so]");
+    if (argc < 2) TEST_FAIL_AT("usage: test_multidev arch|operands|kpacked|routing|concurrent [testprof.so]");
     g_rng = test_seed();
     if (strcmp(argv[1], "arch") == 0) return case_arch();
     if (strcmp(argv[1], "operands") == 0) return case_operands();
+    if (strcmp(argv[1], "kpacked") == 0) return case_kpacked();
     if (argc < 3) TEST_FAIL_AT("%s needs testprof.so", argv[1]);
     if (strcmp(argv[1], "routing") == 0) return case_routing(argv[2]);
     if (strcmp(argv[1], "concurrent") == 0) return case_concurrent(argv[2]);

@@ -24,6 +24,15 @@
  *                    signal and stage named, the good module loaded, the
  *                    process alive; the trial's cost per module measured
  *   hang             a score that never returns: refused after 5 s
+ *   init             (issue 27) the modules of HOSTILE_DIR/../init beside a
+ *                    good one and three more copies of the hanging one: init
+ *                    that crashes, hangs or exit(3)s, an op that crashes in
+ *                    the self-check, a module that behaves only when named
+ *                    memra-trial, a forking constructor; each refused with
+ *                    its stage and signal or status, the good one loaded,
+ *                    the process alive, the four hangs costing one limit
+ *                    (parallel trials), no forked process left; hot loads
+ *                    get the same
  *   helper_missing   libmemra without its memra-trial: a module path module
  *                    refused with the reason; MEMRA_MODULE_TRIAL=0 loads it
  *   stale_name       a module that cannot be unloaded (-z nodelete) keeps its
@@ -190,6 +199,8 @@ static void case_swap_race(void)
         /* Without the trial helper first (the in-process race, fast), then with it. */
         int iters = trial ? SWAP_ITERS / 10 : SWAP_ITERS;
         setenv("MEMRA_MODULE_TRIAL", trial ? "1" : "0", 1);
+        memra_close(rt); /* the knob is read at memra_open */
+        rt = open_path(NULL);
         atomic_store(&g_stop, 0);
         pthread_t th;
         CHECK(pthread_create(&th, NULL, swapper, NULL) == 0);
@@ -430,9 +441,13 @@ static int cmp_d(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-static double median_load_ms(memra_runtime *rt, int trial)
+/* The knob is read at memra_open: each measurement opens a runtime of its own. */
+static double median_load_ms(int trial)
 {
-    setenv("MEMRA_MODULE_TRIAL", trial ? "1" : "0", 1);
+    const char *set[] = {trial ? "MEMRA_MODULE_TRIAL=1" : "MEMRA_MODULE_TRIAL=0", NULL};
+    memra_options o = {.struct_size = sizeof o, .no_cuda = 1, .no_default_modules = 1, .settings = set};
+    memra_runtime *rt = NULL;
+    CHECK_OK(memra_open(&o, &rt));
     double t[21];
     for (int i = 0; i < 21; i++) {
         double t0 = now_ms();
@@ -441,7 +456,7 @@ static double median_load_ms(memra_runtime *rt, int trial)
         CHECK_OK(memra_module_unload(rt, "testgood"));
     }
     qsort(t, 21, sizeof t[0], cmp_d);
-    unsetenv("MEMRA_MODULE_TRIAL");
+    memra_close(rt);
     return t[10];
 }
 
@@ -486,9 +501,10 @@ static void case_crash(void)
     CHECK_STATUS(memra_module_load(rt, hostile(0, "testcrashscore.so")), MEMRA_STATUS_MODULE_ERROR);
     CHECK_STR_CONTAINS(memra_last_error(), "crashed in score: SIGSEGV");
     /* The cost of a trial: median of 21 hot loads with and without. */
-    double with = median_load_ms(rt, 1), without = median_load_ms(rt, 0);
+    double with = median_load_ms(1), without = median_load_ms(0);
     printf("hot load of testgood: %.2f ms with the trial, %.2f ms without: %.2f ms per module\n", with, without,
            with - without);
+    CHECK(with > without); /* the trial ran: a process was started */
     CHECK(with - without < 50.0);
     memra_close(rt);
 }
@@ -509,6 +525,75 @@ static void case_hang(void)
     CHECK_STR_CONTAINS(why, "score");
     CHECK(ms >= 4900.0 && ms < 8000.0);
     memra_close(rt);
+}
+
+static void case_init(void)
+{
+    setenv("MEMRA_TRIAL_TIMEOUT_MS", "2000", 1);
+    const char *dir = tmpdir();
+    char src[600], p[600], marker[600];
+    snprintf(marker, sizeof marker, "%s/fork.pid", dir);
+    setenv("MEMRA_TEST_MARKER", marker, 1);
+    const char *names[] = {"testcrashinit", "testcrashop", "testhanginit", "testexitinit", "testsneaky", "testforkctor"};
+    const char *want[] = {"crashed in init on host: SIGSEGV", "crashed in self-check scale case 1 on host: SIGSEGV",
+                          "trial timed out after 2 s (in init on host)", "exited with status 3 in init on host",
+                          "crashed in init on host: SIGSEGV", "left a process running"};
+    for (int i = 0; i < 6; i++) {
+        snprintf(src, sizeof src, "%s/../init/%s.so", g_hostile, names[i]);
+        snprintf(p, sizeof p, "%s/%s.so", dir, names[i]);
+        copy_file(src, p, 0755);
+    }
+    for (int k = 2; k <= 4; k++) { /* more hangs: parallel trials cost one limit for all */
+        snprintf(src, sizeof src, "%s/../init/testhanginit.so", g_hostile);
+        snprintf(p, sizeof p, "%s/testhanginit%d.so", dir, k);
+        copy_file(src, p, 0755);
+    }
+    snprintf(p, sizeof p, "%s/testgood.so", dir);
+    copy_file(g_good, p, 0755);
+    double t0 = now_ms();
+    memra_runtime *rt = open_path(dir);
+    double ms = now_ms() - t0;
+    printf("memra_open with 9 hostile modules: %.0f ms\n", ms);
+    const char *why;
+    for (int i = 0; i < 6; i++) {
+        snprintf(p, sizeof p, "%s.so", names[i]);
+        CHECK(find(rt, p, &why) == 0);
+        printf("%s: %s\n", names[i], why);
+        CHECK_STR_CONTAINS(why, want[i]);
+    }
+    for (int k = 2; k <= 4; k++) {
+        snprintf(p, sizeof p, "testhanginit%d.so", k);
+        CHECK(find(rt, p, &why) == 0);
+        CHECK_STR_CONTAINS(why, "trial timed out after 2 s (in init on host)");
+    }
+    CHECK(find(rt, "testgood", &why) == 1);
+    /* four hangs of 2 s each, one after another, would take 8 s */
+    CHECK(ms >= 1900.0 && ms < 6000.0);
+    /* hot loads: the same containment */
+    snprintf(p, sizeof p, "%s/testcrashop.so", dir);
+    CHECK_STATUS(memra_module_load(rt, p), MEMRA_STATUS_MODULE_ERROR);
+    CHECK_STR_CONTAINS(memra_last_error(), "crashed in self-check scale case 1 on host: SIGSEGV");
+    snprintf(p, sizeof p, "%s/testexitinit.so", dir);
+    CHECK_STATUS(memra_module_load(rt, p), MEMRA_STATUS_MODULE_ERROR);
+    CHECK_STR_CONTAINS(memra_last_error(), "exited with status 3 in init on host");
+    memra_close(rt);
+    /* the forked child was killed with the helper's group (if it got as far
+     * as writing its pid, that pid must be gone) */
+    FILE *f = fopen(marker, "r");
+    if (f != NULL) {
+        int pid = 0;
+        CHECK(fscanf(f, "%d", &pid) == 1 && pid > 0);
+        fclose(f);
+        int gone = 0;
+        for (int i = 0; i < 100 && !gone; i++) {
+            gone = kill(pid, 0) != 0 && errno == ESRCH;
+            if (!gone) usleep(10000);
+        }
+        printf("forked child %d %s\n", pid, gone ? "gone" : "still running");
+        CHECK(gone);
+    }
+    unsetenv("MEMRA_TEST_MARKER");
+    unsetenv("MEMRA_TRIAL_TIMEOUT_MS");
 }
 
 static void case_helper_missing(int argc, char **argv)
@@ -648,6 +733,7 @@ static void run_case(const char *c, int argc, char **argv)
     else if (strcmp(c, "no_ops") == 0) case_no_ops();
     else if (strcmp(c, "crash") == 0) case_crash();
     else if (strcmp(c, "hang") == 0) case_hang();
+    else if (strcmp(c, "init") == 0) case_init();
     else if (strcmp(c, "helper_missing") == 0) case_helper_missing(argc, argv);
     else if (strcmp(c, "env_paths") == 0) case_env_paths();
     else if (strcmp(c, "stale_name") == 0) case_stale_name();

@@ -3,6 +3,10 @@
 # usage: trust_tool.sh MEMRA_BINARY CASE HOSTILE_DIR
 #   info_hostile  `memra info` with the crashing and hanging modules on
 #                 MEMRA_MODULE_PATH: exits 0 and names each one's reason
+#   info_hostile_init  `memra info` with the init/op crashers, the init
+#                 hang, the init exit(3), the helper-detecting and the forking
+#                 module on MEMRA_MODULE_PATH (HOSTILE_DIR/../init): exits 0
+#                 with one reason per module, within one trial limit
 #   info_fifo     a FIFO x.so in the module folder: `memra info` returns
 #                 within a second and names it
 #   jit_ls_fifo   a FIFO <key>.cubin in the cache: `memra jit ls` returns
@@ -29,6 +33,25 @@ info_hostile)
                 "trial timed out after 5 s (in score)" "no op table" "provides no op"; do
         grep -qF "$want" "$tmp/out" || fail "no '$want' in memra info"
     done
+    ;;
+info_hostile_init)
+    t0=$(now_ms)
+    MEMRA_TRIAL_TIMEOUT_MS=2000 MEMRA_MODULE_PATH="$hostile/../init" timeout 30 "$memra" info >"$tmp/out" 2>&1
+    rc=$?
+    t=$(( $(now_ms) - t0 ))
+    cat "$tmp/out"
+    echo "memra info: ${t} ms"
+    [ $rc -eq 0 ] || fail "memra info exit $rc, want 0"
+    for want in "crashed in init on host: SIGSEGV" "crashed in self-check scale case 1 on host: SIGSEGV" \
+                "trial timed out after 2 s (in init on host)" "exited with status 3 in init on host" \
+                "left a process running"; do
+        grep -qF "$want" "$tmp/out" || fail "no '$want' in memra info"
+    done
+    for m in testcrashinit testcrashop testhanginit testexitinit testsneaky testforkctor; do
+        grep -q "refused  $m" "$tmp/out" || fail "$m is not refused by name"
+    done
+    [ "$(grep -c 'crashed in init on host: SIGSEGV' "$tmp/out")" -eq 2 ] || fail "testsneaky not caught in init"
+    [ $t -lt 6000 ] || fail "memra info took $t ms"
     ;;
 info_fifo)
     mkdir -m 0755 "$tmp/mods" && mkfifo "$tmp/mods/x.so" || exit 1

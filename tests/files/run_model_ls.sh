@@ -18,6 +18,12 @@ grep -A1 '^blk.0.q8_0.weight' "$tmp/out0" | grep -q 'mmq records  *quant_q8_1 (h
     fail "budget 0: Q8_0 not on the MMQ floor"
 grep -A1 '^blk.0.q4_k.weight' "$tmp/out0" | grep -q 'mmq K records  *quant_q8_1 (host) -> gemm_kr (host)' ||
     fail "budget 0: Q4_K not on the K-quant floor"
+for q in q4_k q5_k q6_k; do # K-packed: the device bytes are the file's (<= 1.1x is the contract)
+    grep -A2 "^blk.0.$q.weight" "$tmp/out0" | grep -q 'device bytes [0-9]* (1.00x the file' ||
+        fail "budget 0: $q operand bytes not the file's"
+done
+grep -A1 "^device bytes of the 2D weights' operands" "$tmp/out0" | grep -q '\[0\] host  *[0-9]* bytes' ||
+    fail "budget 0: no per-device total of the operand bytes"
 "$memra" model ls "$tmp/model.gguf" --json >"$tmp/json" || fail "--json exit $?"
 python3 - "$tmp/json" <<'PY' || fail "JSON"
 import json, sys
@@ -28,6 +34,7 @@ assert len(t) == 9
 assert t["blk.0.q6_k.weight"]["shape"] == [10, 512]
 assert t["blk.0.bf16.weight"]["lanes"][0]["ops"][0] == {"op": "gemm_bf16", "module": "host"}
 assert "lanes" not in t["output_norm.weight"]
+assert d["devices"][0]["operand_bytes"] >= d["devices"][0]["file_bytes"] > 0, d["devices"]
 m = {x["key"]: x for x in d["metadata"]}
 assert m["t.u32"]["value"] == 4000000000 and m["general.name"]["value"] == "memra test model"
 PY
@@ -45,6 +52,19 @@ rc=$?
 cat "$tmp/bad"
 [ $rc -eq 1 ] || fail "bad file: exit $rc, want 1"
 grep -q 'bad.gguf: byte 4: unknown GGUF version 9' "$tmp/bad" || fail "bad file message"
+# names with escape bytes and invalid UTF-8 (issue 27): escaped on the
+# terminal, valid JSON
+"$memra" model ls "$tmp/names.gguf" >"$tmp/names" 2>&1 || { cat "$tmp/names"; fail "names: exit $?"; }
+cat "$tmp/names"
+if LC_ALL=C grep -q "$(printf '\033')" "$tmp/names"; then fail "an escape byte reached the terminal raw"; fi
+grep -qF 'blk.0.\x1b]0;owned\x07\x1b[2J.weight' "$tmp/names" || fail "the escaped name is not shown"
+"$memra" model ls "$tmp/names.gguf" --json >"$tmp/names.json" || fail "names --json exit $?"
+python3 - "$tmp/names.json" <<'PY' || fail "names JSON"
+import json, sys
+d = json.load(open(sys.argv[1], encoding="utf-8"))
+n = sorted(x["name"] for x in d["tensors"])
+assert n == ["blk.0.\x1b]0;owned\x07\x1b[2J.weight", "norm.\ufffd\ufffd\ufffd\ufffd"], n
+PY
 "$memra" model ls "$tmp/model.gguf" --nosuch >/dev/null 2>&1
 rc=$?
 [ $rc -eq 2 ] || fail "bad option: exit $rc, want 2"

@@ -13,6 +13,9 @@
 #include "memra/file.h"
 #include "memra/formats.h"
 #include "memra/memra.h"
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include "test.h"
 #include "tools/judge.h"
 
@@ -595,6 +598,31 @@ static void case_gguf_dim_overflow(void)
     tw_free(&b);
 }
 
+/* Issue 27: elements x type size past 2^64 wrapped to a small size. */
+static void case_gguf_size_overflow(void)
+{
+    tw_gguf g;
+    tw_gguf_tensor t[2];
+    tw_buf b;
+    small_gguf(&g, t, &b);
+    t[0].type = 28; /* F64: [2^61 + 2] is 2^64 + 16 bytes */
+    t[0].n_dims = 1;
+    t[0].ne[0] = (1ull << 61) + 2;
+    tw_free(&b);
+    tw_gguf_build(&g, &b);
+    expect_bad("f64_wrap.gguf", b.p, b.n, MEMRA_STATUS_INVALID_ARGUMENT, -1, "more than 2^62 bytes");
+    tw_free(&b);
+    small_gguf(&g, t, &b);
+    t[0].type = 0; /* F32 [2^31 x 2^31]: 2^64 bytes, which wrapped to 0 */
+    t[0].n_dims = 2;
+    t[0].ne[0] = 1ull << 31;
+    t[0].ne[1] = 1ull << 31;
+    tw_free(&b);
+    tw_gguf_build(&g, &b);
+    expect_bad("f32_wrap.gguf", b.p, b.n, MEMRA_STATUS_INVALID_ARGUMENT, -1, "more than 2^62 bytes");
+    tw_free(&b);
+}
+
 static void case_gguf_block_size(void)
 {
     tw_gguf g;
@@ -866,6 +894,18 @@ static void case_st_layout(void)
               MEMRA_STATUS_INVALID_ARGUMENT, -1, "strings");
 }
 
+/* Issue 27: 2^62 F64 elements are 2^65 bytes, which wrapped to 0 and matched
+ * data_offsets [0, 0]. */
+static void case_st_size_overflow(void)
+{
+    const char *h = "{\"a\":{\"dtype\":\"F64\",\"shape\":[2147483648,2147483648],\"data_offsets\":[0,0]},"
+                    "\"b\":{\"dtype\":\"F32\",\"shape\":[4],\"data_offsets\":[0,16]}}";
+    tw_buf b;
+    tw_st_raw(h, strlen(h), g_st_data, 16, &b);
+    expect_bad("wrap.safetensors", b.p, b.n, MEMRA_STATUS_INVALID_ARGUMENT, -1, "overflow a 64-bit byte size");
+    tw_free(&b);
+}
+
 static void case_st_unknown_dtype(void)
 {
     st_header("{\"a\":{\"dtype\":\"F7\",\"shape\":[4],\"data_offsets\":[0,16]}}", 16, MEMRA_STATUS_NOT_SUPPORTED, -1,
@@ -910,6 +950,64 @@ static void expect_bad_path(const char *path, memra_status want, const char *has
     CHECK_STR_CONTAINS(memra_last_error(), "byte ");
     if (has) CHECK_STR_CONTAINS(memra_last_error(), has);
     printf("  %s: %s\n", memra_status_str(st), memra_last_error());
+}
+
+/* Issue 27: what the readers open must be a regular file, checked before a
+ * byte is read (a FIFO never blocks), and a symlink's target is named, never
+ * its bytes. */
+static void case_not_regular(void)
+{
+    alarm(20); /* a reader that blocks on the FIFO fails by SIGALRM */
+    const char *fifo = in_dir("f.gguf");
+    CHECK(mkfifo(fifo, 0600) == 0);
+    memra_file *f = NULL;
+    CHECK_STATUS(memra_file_open(fifo, &f), MEMRA_STATUS_INVALID_ARGUMENT);
+    CHECK_STR_CONTAINS(memra_last_error(), "not a regular file (a FIFO)");
+    printf("  %s\n", memra_last_error());
+    /* a FIFO as a shard of an index */
+    CHECK(mkfifo(in_dir("s2.safetensors"), 0600) == 0);
+    const tw_st_tensor s1[] = {{"a", "U8", 1, {16}, g_st_data, 16}};
+    tw_buf a;
+    tw_st_build(s1, 1, NULL, &a);
+    tw_save(&a, in_dir("s1.safetensors"));
+    tw_free(&a);
+    write_text(in_dir("fifo.index.json"), "{\"weight_map\":{\"a\":\"s1.safetensors\",\"b\":\"s2.safetensors\"}}");
+    expect_bad_path(in_dir("fifo.index.json"), MEMRA_STATUS_INVALID_ARGUMENT, "a FIFO");
+    /* a shard that is a symlink to some other file: named, its bytes not shown */
+    const char *secret = "SECRET!!the rest of a private file\n";
+    write_text(in_dir("private.txt"), secret);
+    uint64_t v = 0;
+    for (int i = 7; i >= 0; i--) v = (v << 8) | (uint8_t)secret[i];
+    char num[32];
+    snprintf(num, sizeof num, "%llu", (unsigned long long)v);
+    CHECK(symlink(in_dir("private.txt"), in_dir("s3.safetensors")) == 0);
+    write_text(in_dir("link.index.json"), "{\"weight_map\":{\"a\":\"s1.safetensors\",\"b\":\"s3.safetensors\"}}");
+    CHECK_STATUS(memra_file_open(in_dir("link.index.json"), &f), MEMRA_STATUS_INVALID_ARGUMENT);
+    printf("  %s\n", memra_last_error());
+    CHECK_STR_CONTAINS(memra_last_error(), "s3.safetensors");
+    CHECK_STR_CONTAINS(memra_last_error(), "not a safetensors file");
+    CHECK(strstr(memra_last_error(), num) == NULL);
+    CHECK(strstr(memra_last_error(), "SECRET") == NULL);
+    /* a folder */
+    CHECK_STATUS(memra_file_open(g_dir, &f), MEMRA_STATUS_INVALID_ARGUMENT);
+    CHECK_STR_CONTAINS(memra_last_error(), "a folder");
+    alarm(0);
+}
+
+/* Issue 27: escape bytes in a tensor name stay out of error messages raw. */
+static void case_name_escapes(void)
+{
+    tw_gguf g;
+    tw_gguf_tensor t[2];
+    tw_buf b;
+    small_gguf(&g, t, &b);
+    t[0].name = "\x1b]0;owned\x07\x1b[2J";
+    t[1].name = "\x1b]0;owned\x07\x1b[2J"; /* a duplicate: the error names it */
+    tw_free(&b);
+    tw_gguf_build(&g, &b);
+    expect_bad("esc.gguf", b.p, b.n, MEMRA_STATUS_INVALID_ARGUMENT, -1, "\\x1b]0;owned\\x07");
+    CHECK(strchr(memra_last_error(), 0x1b) == NULL && strchr(memra_last_error(), 0x07) == NULL);
+    tw_free(&b);
 }
 
 static void case_index_bad(void)
@@ -1209,6 +1307,39 @@ static void case_write(const char *dir)
         tw_save(&lb, in_dir("lm.gguf"));
         tw_free(&lb);
     }
+    /* names with escape bytes and invalid UTF-8 (model ls must escape them) */
+    small_gguf(&g, t, &b);
+    t[0].name = "blk.0.\x1b]0;owned\x07\x1b[2J.weight";
+    t[1].name = "norm.\xff\xfe\xc0\xaf";
+    tw_free(&b);
+    tw_gguf_build(&g, &b);
+    tw_save(&b, in_dir("names.gguf"));
+    tw_free(&b);
+    /* an F32 weight holding one NaN (memra check --model: the row says why it fails) */
+    {
+        static float wn[64 * 256];
+        for (size_t e = 0; e < 64 * 256; e++) wn[e] = 0.01f * (float)((int)(e % 7) - 3);
+        wn[5] = NAN;
+        tw_gguf_tensor tn[1] = {{"blk.0.attn_q.weight", 0, 2, {256, 64}, wn, sizeof wn, -1}};
+        tw_gguf gn = {.with_meta = 0, .tensors = tn, .n_tensors = 1};
+        tw_gguf_build(&gn, &b);
+        tw_save(&b, in_dir("nan.gguf"));
+        tw_free(&b);
+    }
+    /* sizes that wrapped past 2^64 (issue 27; also seeds of the fuzz corpora) */
+    small_gguf(&g, t, &b);
+    t[0].type = 28;
+    t[0].n_dims = 1;
+    t[0].ne[0] = (1ull << 61) + 2;
+    tw_free(&b);
+    tw_gguf_build(&g, &b);
+    tw_save(&b, in_dir("f64_wrap.gguf"));
+    tw_free(&b);
+    const char *wh = "{\"a\":{\"dtype\":\"F64\",\"shape\":[2147483648,2147483648],\"data_offsets\":[0,0]},"
+                     "\"b\":{\"dtype\":\"F32\",\"shape\":[4],\"data_offsets\":[0,16]}}";
+    tw_st_raw(wh, strlen(wh), g_st_data, 16, &b);
+    tw_save(&b, in_dir("wrap.safetensors"));
+    tw_free(&b);
     static uint8_t w8[256 * 256], wb[64 * 256 * 2];
     for (size_t e = 0; e < sizeof w8; e++) w8[e] = (uint8_t)(0x28 + e % 24);
     for (size_t e = 0; e < sizeof wb; e += 2) {
@@ -1246,6 +1377,10 @@ int main(int argc, char **argv)
         void (*fn)(void);
     } cases[] = {
         {"gguf_types", case_gguf_types},
+        {"gguf_size_overflow", case_gguf_size_overflow},
+        {"st_size_overflow", case_st_size_overflow},
+        {"not_regular", case_not_regular},
+        {"name_escapes", case_name_escapes},
         {"gguf_v2_align", case_gguf_v2_align},
         {"lifetime", case_lifetime},
         {"st_types", case_st_types},

@@ -1,6 +1,6 @@
 /* Known-answer tests of the block formats, f16 and e4m3 (include/memra/formats.h).
  *
- *   test_formats <case>     case: table f16 e4m3 q8_0 q4_0 q4_k q5_k q6_k
+ *   test_formats <case>     case: table f16 e4m3 q8_0 q4_0 q4_k q5_k q6_k kpacked
  *
  * Expected values come from the layout written down here value by value (an
  * index -> byte/bit mapping independent of the decoder's loops), from literal
@@ -10,6 +10,7 @@
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "memra/formats.h"
@@ -665,17 +666,172 @@ static void case_q6_k(void)
     }
 }
 
+/* ---- the K-packed layout (module.h memra_kr_bytes, memra_kr_repack / _record) ---- */
+
+/* The kernel's load stage (mmq.cu kr_word / kr_widen) in C, word for word:
+ * output word o of unit u, and the four scales of one part, from the packed
+ * planes as module.h lays them out. The test holds it to memra_kr_record,
+ * which holds to GGML's decoders: a mistake in the kernel's bit tricks shows
+ * here, on the host, before a GPU runs them. */
+static uint32_t rd32(const uint8_t *p) { return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24; }
+
+static uint32_t kp_word(memra_format f, const uint8_t *nib16, uint32_t h0, uint32_t h1, int o)
+{
+    const uint32_t wq = rd32(nib16 + 4 * (o % 4));
+    uint32_t v = (o < 4 ? wq : wq >> 4) & 0x0F0F0F0Fu;
+    if (f == MEMRA_FORMAT_Q5_K) v |= (o <= 4 ? h0 << (4 - o) : h0 >> (o - 4)) & 0x10101010u;
+    if (f == MEMRA_FORMAT_Q6_K) {
+        const int s2 = 2 * (o % 4);
+        const uint32_t h = o < 4 ? h0 : h1;
+        v |= (s2 <= 4 ? h << (4 - s2) : h >> (s2 - 4)) & 0x30303030u;
+        v = (v + 0x60606060u) ^ 0x80808080u;
+    }
+    return v;
+}
+
+static void kp_emulate(memra_format f, const uint8_t *kr, int64_t rows, int64_t cols, int64_t g, int64_t j, float s[8],
+                       int8_t q[128])
+{
+    const int hb = f == MEMRA_FORMAT_Q5_K ? 16 : f == MEMRA_FORMAT_Q6_K ? 32 : 0;
+    const uint64_t G = (uint64_t)cols / 128, R = (uint64_t)rows, rec = (uint64_t)(g * rows + j);
+    const uint64_t hs = (uint64_t)((g / 2) * rows + j);
+    const uint8_t *S = kr + G * R * (64u + (uint64_t)hb);
+    for (int u = 0; u < 4; u++) {
+        const uint8_t *nib = kr + rec * 64 + 16u * (unsigned)u;
+        const uint8_t *hi = kr + G * R * 64 + rec * (uint64_t)hb + (uint64_t)(hb / 4) * (unsigned)u;
+        const uint32_t h0 = hb >= 16 ? rd32(hi) : 0, h1 = hb == 32 ? rd32(hi + 4) : 0;
+        for (int o = 0; o < 8; o++) {
+            const uint32_t w = kp_word(f, nib, h0, h1, o);
+            for (int i = 0; i < 4; i++) q[32 * u + 4 * o + i] = (int8_t)(uint8_t)(w >> (8 * i));
+        }
+    }
+    const uint8_t *hd = S + hs * 16;
+    if (f == MEMRA_FORMAT_Q6_K) {
+        const uint8_t *D = S + (uint64_t)(cols / 256) * R * 16;
+        /* the aligned word holding d, then its half (the kernel's cp.async of 4 bytes) */
+        const uint64_t ent = hs;
+        const uint8_t *dw = D + (ent & ~1ull) * 2;
+        const uint16_t dh = (uint16_t)((ent & 1) ? (dw[2] | dw[3] << 8) : (dw[0] | dw[1] << 8));
+        const float d = memra_f32_from_f16(dh);
+        const uint8_t *sc = hd + 8 * (g % 2);
+        for (int b = 0; b < 4; b++) {
+            s[b] = d * (float)(int8_t)sc[2 * b];
+            s[4 + b] = d * (float)(int8_t)sc[2 * b + 1];
+        }
+    } else {
+        const uint32_t x = rd32(hd), y = rd32(hd + 4), z = rd32(hd + 8), w = rd32(hd + 12);
+        const float d = memra_f32_from_f16((uint16_t)(x & 0xFFFF)), dmin = memra_f32_from_f16((uint16_t)(x >> 16));
+        const int h1 = (int)(g % 2);
+        const uint32_t vs = h1 ? (w & 0x0F0F0F0Fu) | ((y >> 2) & 0x30303030u) : y & 0x3F3F3F3Fu;
+        const uint32_t vm = h1 ? ((w >> 4) & 0x0F0F0F0Fu) | ((z >> 2) & 0x30303030u) : z & 0x3F3F3F3Fu;
+        for (int b = 0; b < 4; b++) {
+            s[b] = d * (float)((vs >> (8 * b)) & 0xFF);
+            s[4 + b] = dmin * (float)((vm >> (8 * b)) & 0xFF);
+        }
+    }
+}
+
+/* For Q4_K, Q5_K and Q6_K at shapes with odd rows and odd super-block counts:
+ *  - the operand is exactly the GGUF bytes (<= 1.1x is the contract);
+ *  - every record value from memra_kr_record, formed in f32 as GGML's decoder
+ *    forms it, is the decoder's value bit for bit (random blocks, every byte
+ *    random, finite d / dmin of either sign and magnitude);
+ *  - the kernel's word-level widening, emulated, gives the same int8 codes
+ *    and the same f32 scales bit for bit;
+ *  - memra_kr_widen is memra_kr_record record by record;
+ *  - the refusals. */
+static void case_kpacked(void)
+{
+    static const memra_format fm[] = {MEMRA_FORMAT_Q4_K, MEMRA_FORMAT_Q5_K, MEMRA_FORMAT_Q6_K};
+    static const int64_t shapes[][2] = {{1, 256}, {3, 768}, {37, 1280}, {8, 512}};
+    uint64_t st = test_seed();
+    for (size_t fi = 0; fi < 3; fi++) {
+        const memra_format f = fm[fi];
+        const int bb = memra_format_block_bytes(f);
+        for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++) {
+            const int64_t rows = shapes[si][0], cols = shapes[si][1];
+            const uint64_t gguf = memra_format_row_bytes(f, cols) * (uint64_t)rows;
+            const uint64_t kb = memra_kr_bytes(f, rows, cols);
+            CHECK_INT_EQ((long long)kb, (long long)gguf);       /* the GGUF's bytes, moved */
+            CHECK((double)kb <= 1.1 * (double)gguf);              /* the contract */
+            uint8_t *w = malloc((size_t)gguf), *kr = malloc((size_t)kb + 1);
+            uint8_t *wide = malloc((size_t)memra_kr_wide_bytes(rows, cols));
+            float *dec = malloc((size_t)cols * sizeof(float));
+            CHECK(w != NULL && kr != NULL && wide != NULL && dec != NULL);
+            for (uint64_t i = 0; i < gguf; i++) w[i] = (uint8_t)test_rand_u64(&st);
+            for (uint64_t o = 0; o < gguf; o += (uint64_t)bb) {
+                const size_t at = f == MEMRA_FORMAT_Q6_K ? 208 : 0;
+                put16(w + o + at, (uint16_t)(test_rand_u64(&st) & 0xFBFF)); /* finite, either sign */
+                if (f != MEMRA_FORMAT_Q6_K) put16(w + o + 2, (uint16_t)(test_rand_u64(&st) & 0xFBFF));
+            }
+            kr[kb] = 0xA5; /* the repack writes kb bytes, not one more */
+            CHECK_INT_EQ(memra_kr_repack(f, w, rows, cols, kr), 0);
+            CHECK_HEX_EQ(kr[kb], 0xA5);
+            CHECK_INT_EQ(memra_kr_widen(f, kr, rows, cols, wide), 0);
+            for (int64_t j = 0; j < rows; j++) {
+                memra_decode_row(f, w + (size_t)j * memra_format_row_bytes(f, cols), cols, dec);
+                for (int64_t g = 0; g < cols / 128; g++) {
+                    float s[8], se[8];
+                    int8_t q[128], qe[128];
+                    CHECK_INT_EQ(memra_kr_record(f, kr, rows, cols, g, j, s, q), 0);
+                    kp_emulate(f, kr, rows, cols, g, j, se, qe);
+                    const uint8_t *wr = wide + (size_t)(g * rows + j) * MEMRA_KR_WIDE_BYTES;
+                    for (int b = 0; b < 8; b++) {
+                        CHECK_HEX_EQ(bits_of(se[b]), bits_of(s[b]));
+                        float sw;
+                        memcpy(&sw, wr + 4 * b, 4);
+                        CHECK_HEX_EQ(bits_of(sw), bits_of(s[b]));
+                    }
+                    for (int c = 0; c < 128; c++) {
+                        if (qe[c] != q[c] || (int8_t)wr[32 + c] != q[c])
+                            TEST_FAIL_AT("%s %lldx%lld record (%lld, %lld) code %d: kernel %d, record %d, widened %d",
+                                         memra_format_name(f), (long long)rows, (long long)cols, (long long)g,
+                                         (long long)j, c, qe[c], q[c], (int8_t)wr[32 + c]);
+                        const int b = c / 32;
+                        float v;
+                        if (f == MEMRA_FORMAT_Q6_K) {
+                            CHECK(q[c] >= -32 && q[c] <= 31);
+                            v = s[b + 4 * ((c / 16) & 1)] * (float)q[c];
+                        } else {
+                            CHECK(q[c] >= 0 && q[c] <= (f == MEMRA_FORMAT_Q5_K ? 31 : 15));
+                            v = s[b] * (float)q[c] - s[4 + b]; /* s q exact: one rounding, the decoder's */
+                        }
+                        if (bits_of(v) != bits_of(dec[128 * g + c]) && !(v == 0.0f && dec[128 * g + c] == 0.0f))
+                            TEST_FAIL_AT("%s %lldx%lld value [%lld, %lld] = %.9g, the decoder gives %.9g",
+                                         memra_format_name(f), (long long)rows, (long long)cols, (long long)j,
+                                         (long long)(128 * g + c), (double)v, (double)dec[128 * g + c]);
+                    }
+                }
+            }
+            float s[8];
+            int8_t q[128];
+            CHECK_INT_EQ(memra_kr_record(f, kr, rows, cols, cols / 128, 0, s, q), -1);
+            CHECK_INT_EQ(memra_kr_record(f, kr, rows, cols, 0, rows, s, q), -1);
+            CHECK_INT_EQ(memra_kr_record(MEMRA_FORMAT_Q8_0, kr, rows, cols, 0, 0, s, q), -1);
+            CHECK_INT_EQ(memra_kr_repack(f, w, rows, cols - 128, kr), -1);
+            CHECK_INT_EQ(memra_kr_repack(MEMRA_FORMAT_Q4_0, w, rows, cols, kr), -1);
+            CHECK_INT_EQ(memra_kr_repack(f, NULL, rows, cols, kr), -1);
+            CHECK_INT_EQ((long long)memra_kr_bytes(f, rows, cols - 128), 0);
+            CHECK_INT_EQ((long long)memra_kr_bytes(MEMRA_FORMAT_Q8_0, rows, cols), 0);
+            free(w), free(kr), free(wide), free(dec);
+        }
+        printf("  %s: %d B per 256 values K-packed = %.2fx the GGUF (contract <= 1.1x)\n", memra_format_name(f),
+               (int)memra_kr_bytes(f, 1, 256), (double)memra_kr_bytes(f, 1, 256) / (double)bb);
+    }
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 2) {
-        fprintf(stderr, "usage: %s table|f16|e4m3|q8_0|q4_0|q4_k|q5_k|q6_k\n", argv[0]);
+        fprintf(stderr, "usage: %s table|f16|e4m3|q8_0|q4_0|q4_k|q5_k|q6_k|kpacked\n", argv[0]);
         return 2;
     }
     static const struct {
         const char *name;
         void (*fn)(void);
     } cases[] = {{"table", case_table}, {"f16", case_f16}, {"bf16", case_bf16},   {"e4m3", case_e4m3}, {"q8_0", case_q8_0},
-                 {"q4_0", case_q4_0},   {"q4_k", case_q4_k}, {"q5_k", case_q5_k}, {"q6_k", case_q6_k}};
+                 {"q4_0", case_q4_0},   {"q4_k", case_q4_k}, {"q5_k", case_q5_k}, {"q6_k", case_q6_k},
+                 {"kpacked", case_kpacked}};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         if (strcmp(argv[1], cases[i].name) == 0) {
             cases[i].fn();

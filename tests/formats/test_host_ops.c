@@ -898,7 +898,7 @@ static void case_gemm_q8_0r(void)
     fixture_close(&f);
 }
 
-/* gemm_kr: the host reference on K records (memra_kr_repack) against an f64
+/* gemm_kr: the host reference on K-packed records (memra_kr_repack) against an f64
  * product written here from GGML's decoded weight (memra_decode_row) and the
  * decoded activation dx * xq. The decoder rounds each value once in f32
  * (Q4_K/Q5_K: d sc q - dmin m; Q6_K: (d sc) q), so the two differ by at most
@@ -920,8 +920,10 @@ static void case_gemm_kr(void)
             const int64_t m = s.m, n = s.n, k = s.k, off = 1, ldy = n + 3, total = off + m + 2;
             const memra_format fmt = fm[fi];
             uint8_t *w = rand_blocks(fmt, n, k);
-            uint8_t *rec = xmalloc((size_t)memra_kr_bytes(n, k));
+            uint8_t *rec = xmalloc((size_t)memra_kr_bytes(fmt, n, k));
             CHECK_INT_EQ(memra_kr_repack(fmt, w, n, k, rec), 0);
+            uint8_t *wide = xmalloc((size_t)memra_kr_wide_bytes(n, k)); /* for the mass */
+            CHECK_INT_EQ(memra_kr_widen(fmt, rec, n, k, wide), 0);
             float *x = rand_f32(m * k, 3.0f);
             uint8_t *xq = xmalloc((size_t)memra_q8_1_bytes(m, k));
             CHECK_OK(f.ops->quant_q8_1(&f.call, DP(x), (int32_t)m, (int32_t)k, DP(xq)));
@@ -937,7 +939,7 @@ static void case_gemm_kr(void)
                     double t = 0.0, mass = 0.0;
                     for (int64_t c = 0; c < k; c++) {
                         const uint8_t *xr = xq + (size_t)((c / 128) * m + i) * MEMRA_Q8_1_RECORD_BYTES;
-                        const uint8_t *wr = rec + (size_t)((c / 128) * n + j) * MEMRA_KR_RECORD_BYTES;
+                        const uint8_t *wr = wide + (size_t)((c / 128) * n + j) * MEMRA_KR_WIDE_BYTES;
                         const int g = (int)((c % 128) / 32);
                         float dx, s0, s1;
                         memcpy(&dx, xr + 4 * g, 4);
@@ -970,7 +972,7 @@ static void case_gemm_kr(void)
                 CHECK_STATUS(f.ops->gemm_kr(&f.call, &a), MEMRA_STATUS_INVALID_ARGUMENT);
                 CHECK_STR_CONTAINS(memra_last_error(), "no w_format");
             }
-            free(w), free(rec), free(x), free(xq), free(y), free(wdec);
+            free(w), free(rec), free(wide), free(x), free(xq), free(y), free(wdec);
         }
     fixture_close(&f);
 }

@@ -12,7 +12,8 @@
  *   sm120           init on cc 12.0; quant_q8_1 and gemm_q8_0r launch as dependents; gemm_fp8_blk runs mxf8f6f4 kernels
  *   sm120_on_sm90   a forced sm120 profile on cc 9.0: gemm_fp8_blk declines with the sm120 reason
  *   mmq             gemm_q8_0 launches memra_k_gemm_q8_0, accprobe the probe, the tile plan avoids 128 x 128 at 99 KB
- *   fp8blk          gemm_fp8_blk launches the quantiser then the GEMM from the embedded cubin (no JIT service) */
+ *   fp8blk          gemm_fp8_blk launches the quantiser then the GEMM from the embedded cubin (no JIT service):
+ *                   the wgmma kernel on cc 9.0, the mma.sync one with MEMRA_FP8BLK_WGMMA=0 */
 #include <dlfcn.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -195,10 +196,12 @@ static memra_status fake_scratch_get(memra_call *call, const char *name, size_t 
     *out = (memra_dptr)0x10000000u * (1 + h % 4096u);
     return MEMRA_STATUS_OK;
 }
+static const char *g_wgmma_knob; /* MEMRA_FP8BLK_WGMMA as the module sees it (NULL: unset) */
 static const char *fake_knob(const memra_device_caps *caps, const char *name)
 {
-    (void)caps, (void)name;
-    return NULL; /* every knob at its default */
+    (void)caps;
+    if (strcmp(name, "MEMRA_FP8BLK_WGMMA") == 0) return g_wgmma_knob;
+    return NULL; /* every other knob at its default */
 }
 static void *fake_library_open(const char *which)
 {
@@ -353,6 +356,26 @@ static int case_sm120(const char *so, int cc)
         printf("  gemm_q8_0r ran the 128 x 128 tile on a 99 KB device  FAIL\n");
         ok = 0;
     }
+    /* gemm_kr: each K-quant's own kernels (the K-packed widening differs), never 128 x 128 on 99 KB */
+    static const struct { memra_format f; const char *name, *tile, *big; } kr[] = {
+        {MEMRA_FORMAT_Q4_K, "q4_k", "memra_k_gemm_kr_q4_k_mt", "memra_k_gemm_kr_q4_k_mt4"},
+        {MEMRA_FORMAT_Q5_K, "q5_k", "memra_k_gemm_kr_q5_k_mt", "memra_k_gemm_kr_q5_k_mt4"},
+        {MEMRA_FORMAT_Q6_K, "q6_k", "memra_k_gemm_kr_q6_k_mt", "memra_k_gemm_kr_q6_k_mt4"}};
+    for (size_t f = 0; f < sizeof kr / sizeof kr[0]; f++) {
+        a = gemm(512, 5120, 5120);
+        a.w_format = (int32_t)kr[f].f;
+        c = call_of(&m);
+        st = m.desc->ops->gemm_kr(&c, &a);
+        const int big = g_n_launched > 0 && strcmp(g_launched[0], kr[f].big) == 0;
+        char what[40];
+        snprintf(what, sizeof what, "gemm_kr %s", kr[f].name);
+        ok &= launched(what, st, g_n_launched >= 1 ? g_n_launched : 1,
+                       (const char *[]){kr[f].tile, "memra_k_splitk_sum"}, (const int[]){1, 1});
+        if (cc == 120 && big) {
+            printf("  gemm_kr ran the 128 x 128 tile on a 99 KB device  FAIL\n");
+            ok = 0;
+        }
+    }
     c = call_of(&m);
     a = gemm(64, 256, 512);
     if (cc == 120)
@@ -377,6 +400,14 @@ static int case_mmq(const char *so)
     memra_gemm_args a = gemm(100, 300, 256);
     ok &= launched("gemm_q8_0", m.desc->ops->gemm_q8_0(&c, &a), 1, (const char *[]){"memra_k_gemm_q8_0"},
                    (const int[]){0});
+    static const memra_format kq[] = {MEMRA_FORMAT_Q4_K, MEMRA_FORMAT_Q5_K, MEMRA_FORMAT_Q6_K};
+    static const char *const kq_tile[] = {"memra_k_gemm_kr_q4_k_mt", "memra_k_gemm_kr_q5_k_mt", "memra_k_gemm_kr_q6_k_mt"};
+    for (int f = 0; f < 3; f++) { /* each K-quant on its own kernels */
+        memra_gemm_args kr = a;
+        kr.w_format = (int32_t)kq[f];
+        c = call_of(&m);
+        ok &= launched(kq_tile[f], m.desc->ops->gemm_kr(&c, &kr), 1, &kq_tile[f], (const int[]){-1});
+    }
     c = call_of(&m);
     ok &= launched("accprobe s32", m.desc->ops->accprobe(&c, MEMRA_ACCPROBE_S32, &a), 1,
                    (const char *[]){"memra_k_probe_s32"}, (const int[]){0});
@@ -396,12 +427,44 @@ static int case_fp8blk(const char *so)
     int ok = 1;
     memra_call c = call_of(&m);
     memra_gemm_args a = gemm(64, 256, 512);
+    /* cc 9.0: the warpgroup kernel of the sm_90a image serves */
     ok &= launched("gemm_fp8_blk", m.desc->ops->gemm_fp8_blk(&c, &a), 2,
-                   (const char *[]){"memra_k_fp8blk_quant", "memra_k_fp8blk_gemm"}, (const int[]){0, 0});
+                   (const char *[]){"memra_k_fp8blk_quant", "memra_k_fp8blk_wgmma_mb"}, (const int[]){0, 0});
     a.k = 24;
     c = call_of(&m);
     ok &= declined("gemm_fp8_blk k = 24", m.desc->ops->gemm_fp8_blk(&c, &a), &c, "multiple of 16");
     ok &= close_mod(&m, 1);
+    /* MEMRA_FP8BLK_WGMMA=0: the mma.sync kernel (the sm_120 design) serves cc 9.0 */
+    g_wgmma_knob = "0";
+    if (!open_mod(so, 90, &m)) return 0;
+    c = call_of(&m);
+    a = gemm(64, 256, 512);
+    ok &= launched("gemm_fp8_blk (MEMRA_FP8BLK_WGMMA=0)", m.desc->ops->gemm_fp8_blk(&c, &a), 2,
+                   (const char *[]){"memra_k_fp8blk_quant", "memra_k_fp8blk_gemm"}, (const int[]){0, 0});
+    ok &= close_mod(&m, 1);
+    /* the 128 x 256 tile where it fills four waves of the SMs (here 32 x 48 tiles), and with MEMRA_FP8BLK_WGMMA=wide */
+    g_wgmma_knob = NULL;
+    if (!open_mod(so, 90, &m)) return 0;
+    c = call_of(&m);
+    a = gemm(4096, 12288, 5120);
+    ok &= launched("gemm_fp8_blk 4096 x 12288", m.desc->ops->gemm_fp8_blk(&c, &a), 2,
+                   (const char *[]){"memra_k_fp8blk_quant", "memra_k_fp8blk_wgmma_wide"}, (const int[]){0, 0});
+    ok &= close_mod(&m, 1);
+    g_wgmma_knob = "wide";
+    if (!open_mod(so, 90, &m)) return 0;
+    c = call_of(&m);
+    a = gemm(64, 256, 512);
+    ok &= launched("gemm_fp8_blk (MEMRA_FP8BLK_WGMMA=wide)", m.desc->ops->gemm_fp8_blk(&c, &a), 2,
+                   (const char *[]){"memra_k_fp8blk_quant", "memra_k_fp8blk_wgmma_wide"}, (const int[]){0, 0});
+    ok &= close_mod(&m, 1);
+    /* MEMRA_FP8BLK_WGMMA=bar: the warpgroups in step through CTA barriers */
+    g_wgmma_knob = "bar";
+    if (!open_mod(so, 90, &m)) return 0;
+    c = call_of(&m);
+    ok &= launched("gemm_fp8_blk (MEMRA_FP8BLK_WGMMA=bar)", m.desc->ops->gemm_fp8_blk(&c, &a), 2,
+                   (const char *[]){"memra_k_fp8blk_quant", "memra_k_fp8blk_wgmma"}, (const int[]){0, 0});
+    ok &= close_mod(&m, 1);
+    g_wgmma_knob = NULL;
     return ok;
 }
 

@@ -33,8 +33,9 @@
 #include "gpu/cu_test.h"
 
 typedef int CUresult;
-typedef void *CUstream, *CUgraph, *CUgraphExec;
+typedef void *CUstream, *CUgraph, *CUgraphExec, *CUcontext;
 static struct {
+    CUresult (*cuCtxSetCurrent)(CUcontext);
     CUresult (*cuStreamCreate)(CUstream *, unsigned);
     CUresult (*cuStreamDestroy_v2)(CUstream);
     CUresult (*cuStreamSynchronize)(CUstream);
@@ -63,7 +64,7 @@ static void cu_open(void)
 {
     void *h = cu_test_open();
 #define SYM(name) CU_TEST_SYM(h, cu, name)
-    SYM(cuStreamCreate) SYM(cuStreamDestroy_v2) SYM(cuStreamSynchronize) SYM(cuStreamBeginCapture_v2)
+    SYM(cuCtxSetCurrent) SYM(cuStreamCreate) SYM(cuStreamDestroy_v2) SYM(cuStreamSynchronize) SYM(cuStreamBeginCapture_v2)
     SYM(cuStreamEndCapture) SYM(cuGraphInstantiateWithFlags) SYM(cuGraphLaunch) SYM(cuGraphExecDestroy)
     SYM(cuGraphDestroy)
 #undef SYM
@@ -194,6 +195,8 @@ static int setup(const char *want_op)
     }
     printf("op %s: incumbent %s, shadow %s\n", memra_op_name(g_op), g_inc, g_sh);
     cu_open();
+    /* a stream belongs to the context current on the thread: the device's (memra's primary context) */
+    CU_CHECK(cu.cuCtxSetCurrent((CUcontext)memra_device_caps_get(g_gpu)->cu_context));
     CU_CHECK(cu.cuStreamCreate(&g_stream, 1 /* non-blocking */));
     g_w = make_weight();
     CHECK_OK(memra_buffer_create(g_gpu, (size_t)M * K * sizeof(float), &g_x));

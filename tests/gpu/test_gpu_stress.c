@@ -388,6 +388,8 @@ static void count_hits(const memra_ledger_row *r, void *user)
 int main(int argc, char **argv)
 {
     const char *c = argc > 1 ? argv[1] : "all";
+    /* line-buffered: under a sanitizer that kills it (a time limit) the output so far survives */
+    setvbuf(stdout, NULL, _IOLBF, 0);
     g_rng = test_seed();
     CHECK_OK(memra_open(NULL, &g_rt));
     for (int i = 0; i < memra_device_count(g_rt) && g_dev == NULL; i++) {

@@ -8,7 +8,7 @@
  *
  *   test_fp8blk_jit <case> <fp8blk.so> <sm120.so>
  * cases:
- *   sm90a          fp8blk declares fp8blk_gemm.e4m3; it builds for sm_90a
+ *   sm90a          fp8blk declares fp8blk_gemm.e4m3; it builds for sm_90a, with the wgmma kernel
  *   sm120a         sm120 declares f8f6f4 and mxf8f6f4; both build for sm_120a
  *   kind_sm90a     the kind:: variants refuse sm_90a with the source's #error
  *   tile           MEMRA_FP8BLK_TILE=64x64 (host->knob at init) reaches the options and builds
@@ -98,6 +98,12 @@ static void compile_check(memra__jit *jit, const memra_jit_source *s, const char
     CHECK(memmem(r.image, r.size, "memra_k_fp8blk_gemm", 19) != NULL);
     CHECK(memmem(r.image, r.size, "memra_k_fp8blk_quant", 20) != NULL);
     CHECK(memmem(r.image, r.size, "_Z19memra_k_fp8blk_gemm", 23) == NULL);
+    /* the warpgroup kernel: in the sm_90a image (NVRTC defines __CUDA_ARCH_FEAT_SM90_ALL there), nowhere else */
+    const int wg = memmem(r.image, r.size, "memra_k_fp8blk_wgmma", 20) != NULL;
+    const int mb = memmem(r.image, r.size, "memra_k_fp8blk_wgmma_mb", 23) != NULL;
+    CHECK_INT_EQ(wg, strcmp(target, "sm_90a") == 0);
+    CHECK_INT_EQ(mb, strcmp(target, "sm_90a") == 0);
+    CHECK_INT_EQ(memmem(r.image, r.size, "memra_k_fp8blk_wgmma_wide", 25) != NULL, strcmp(target, "sm_90a") == 0);
 }
 
 static const memra_jit_source *declared(const mod *m, const memra_device_caps *caps, size_t *n)

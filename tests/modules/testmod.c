@@ -36,6 +36,18 @@
  *              same name taken by plain scratch_get and filled with 0x7f bytes)
  *   EVIL       "testevil": a constructor that creates the file named by
  *              MEMRA_TEST_MARKER (proof that it ran); otherwise like GOOD
+ * Hostile at init and in ops (issue 27), refused by the trial's second phase
+ * (init and the self-check in memra-trial); in hostile/init:
+ *   CRASHINIT  "testcrashinit": init dies by SIGSEGV
+ *   CRASHOP    "testcrashop": init is fine, scale dies by SIGSEGV
+ *   HANGINIT   "testhanginit": init never returns
+ *   EXITINIT   "testexitinit": init calls exit(3)
+ *   SNEAKY     "testsneaky": init dies by SIGSEGV unless the process is named
+ *              memra-trial (argv[0] or /proc/self/comm): a module that tells
+ *              the helper apart by its name and misbehaves only outside it
+ *   FORKCTOR   "testforkctor": a constructor that forks a child which writes
+ *              its pid to MEMRA_TEST_MARKER and sleeps 30 s holding every
+ *              descriptor it inherited; otherwise like GOOD
  */
 #include <stdatomic.h>
 #include <stddef.h>
@@ -48,7 +60,9 @@
 #define TESTMOD_NAME "testgood"
 #endif
 
-#if defined(CRASHCTOR) || defined(CRASHENTRY) || defined(CRASHSCORE) || defined(HANGSCORE) || defined(EVIL)
+#if defined(CRASHCTOR) || defined(CRASHENTRY) || defined(CRASHSCORE) || defined(HANGSCORE) || defined(EVIL) || \
+    defined(CRASHINIT) || defined(CRASHOP) || defined(HANGINIT) || defined(EXITINIT) || defined(SNEAKY) ||     \
+    defined(FORKCTOR)
 #include <fcntl.h>
 #include <unistd.h>
 /* A store to an unmapped page: SIGSEGV, not a trap the compiler may pick. */
@@ -70,6 +84,44 @@ __attribute__((constructor)) static void evil_ctor(void)
             close(fd);
         }
     }
+}
+#endif
+
+#if defined(FORKCTOR)
+#include <stdio.h>
+__attribute__((constructor)) static void fork_ctor(void)
+{
+    pid_t pid = fork();
+    if (pid != 0) return;
+    const char *m = getenv("MEMRA_TEST_MARKER");
+    if (m != NULL) {
+        int fd = open(m, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        if (fd >= 0) {
+            char b[32];
+            int n = snprintf(b, sizeof b, "%d\n", (int)getpid());
+            ssize_t w = write(fd, b, (size_t)n);
+            (void)w;
+            close(fd);
+        }
+    }
+    sleep(30);
+    _exit(0);
+}
+#endif
+#if defined(SNEAKY)
+#include <errno.h>
+/* In the helper? By its name, as a module that wants to pass its trial would look. */
+static int in_helper(void)
+{
+    if (strcmp(program_invocation_short_name, "memra-trial") == 0) return 1;
+    char comm[64] = "";
+    int fd = open("/proc/self/comm", O_RDONLY);
+    if (fd >= 0) {
+        ssize_t n = read(fd, comm, sizeof comm - 1);
+        comm[n > 0 ? n : 0] = '\0';
+        close(fd);
+    }
+    return strstr(comm, "memra-trial") != NULL;
 }
 #endif
 
@@ -100,6 +152,15 @@ static int score(const memra_device_caps *caps)
 static memra_status init(const memra_host_services *host, const memra_device_caps *caps, void **out)
 {
     (void)caps;
+#if defined(CRASHINIT)
+    die_by_segv();
+#elif defined(HANGINIT)
+    for (;;) sleep(1);
+#elif defined(EXITINIT)
+    exit(3);
+#elif defined(SNEAKY)
+    if (!in_helper()) die_by_segv();
+#endif
 #if defined(INITFAIL)
     return host->set_error(MEMRA_STATUS_MODULE_ERROR, "testinitfail: refusing on purpose");
 #else
@@ -120,6 +181,9 @@ static void fini(void *p) { free(p); }
 static memra_status op_scale(memra_call *call, memra_dptr y, int64_t n, float s)
 {
     ctx *c = call->module_ctx;
+#if defined(CRASHOP)
+    die_by_segv();
+#endif
 #if defined(ZEROED)
     if (!MEMRA_HAS_MEMBER(c->host, memra_host_services, scratch_get_zeroed))
         return c->host->set_error(MEMRA_STATUS_MODULE_ERROR, "testzeroed: the core has no scratch_get_zeroed");

@@ -248,9 +248,9 @@ memra_status memra__gpu_gemm_fp8_blk(memra_call *call, const memra_gemm_args *a)
         if ((st = scratch(call, gpu, MEMRA__GPU_SLOT_DPAD, (uint64_t)m_pad * n * 4, &g.d)) != MEMRA_STATUS_OK) goto out;
         g.ldd = n;
     }
-    /* one warp per (row, k-block), 8 warps per block; not grid-stride */
+    /* one warp per MEMRA_ROW128_U (row, k-block) items, 8 warps per block; not grid-stride */
     {
-        const int64_t warps = (int64_t)m_pad * kb;
+        const int64_t warps = ((int64_t)m_pad * kb + MEMRA_ROW128_U - 1) / MEMRA_ROW128_U;
         memra_dptr x = a->x;
         st = LAUNCH(gpu, FA(gpu), quant_e4m3_row128, (unsigned)((warps + 7) / 8), 256, call->stream, &x, &m, &m_pad,
                     &k, &g.b, &g.b_scale, &m_pad);

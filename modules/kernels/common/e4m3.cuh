@@ -44,4 +44,81 @@ __device__ __forceinline__ unsigned int memra_e4m3_encode(float f)
     return sign | ((exp << 3) + r);
 }
 
+/* x / s, bit-identical to __fdiv_rn(x, s), given y = __frcp_rn(s) for
+ * 2^-96 <= s <= 2^96 and y = 0 otherwise (see the header). */
+__device__ __forceinline__ float memra_div_y(float x, float s, float y)
+{
+    const float q0 = __fmul_rn(x, y);
+    if (fabsf(x) >= 0x1p-96f && fabsf(q0) >= 0x1p-96f) return __fmaf_rn(__fmaf_rn(-q0, s, x), y, q0);
+    return __fdiv_rn(x, s);
+}
+
+/* memra_e4m3_encode (e4m3.cuh) without branches: the same code for every f32
+ * (checked on the CPU against it for all 2^32 bit patterns). Normal range: the
+ * mantissa rounded to 3 bits by adding 0x7FFFF plus the kept lsb (ties to
+ * even); below 2^-6 the same rint(|f| * 512); the selects then take saturation
+ * and NaN as the original does. */
+__device__ __forceinline__ unsigned int memra_e4m3_encode_sel(float f)
+{
+    const unsigned int u = __float_as_uint(f);
+    const unsigned int sign = (u >> 24) & 0x80u;
+    const unsigned int a = u & 0x7FFFFFFFu;
+    /* normal e4m3 (2^-6 <= |f| <= 448): round the f32 mantissa to 3 bits, ties to even */
+    const unsigned int nrm = ((a + 0x7FFFFu + ((a >> 20) & 1u)) >> 20) - (120u << 3);
+    /* e4m3 denormal (|f| < 2^-6): m * 2^-9, a * 512 exact, round half to even */
+    const unsigned int den = __float2uint_rn(__uint_as_float(a) * 512.0f);
+    unsigned int c = a < 0x3C800000u ? den : nrm;
+    c = a > 0x43E00000u ? 0x7Eu : c;
+    c = a > 0x7F800000u ? 0x7Fu : c;
+    return sign | c;
+}
+
+/* The per-row-per-128 activation quantiser of both block-128 lanes, one warp
+ * per MEMRA_ROW128_U consecutive (row, 128-column block) items (items in row
+ * order: item r * kb + b), every load issued before any is used, so that a warp
+ * keeps U x 512 bytes in flight: s = amax / 448 (1 when amax == 0; IEEE
+ * division), q = e4m3(x / s) (the reciprocal sequence memra_div_y, bit-identical
+ * to __fdiv_rn; the branch-free encoder), s stored at s[b * ld_s + r]. Rows m ..
+ * m_pad - 1 read as zeros (q = 0, s = 1). Needs k % 4 == 0 and x 16-byte
+ * aligned (a lane reads one float4 per item), q 4-byte aligned. */
+#ifndef MEMRA_ROW128_U
+#define MEMRA_ROW128_U 4 /* = kernels.h, which the launchers read */
+#endif
+__device__ __forceinline__ void memra_row128_quant(const float *__restrict__ x, int m, int m_pad, int k,
+                                                   unsigned char *__restrict__ q, float *__restrict__ s, long long ld_s,
+                                                   long long item0)
+{
+    const int kb = (k + 127) / 128, lane = threadIdx.x & 31;
+    const long long items = (long long)m_pad * kb;
+    float4 v[MEMRA_ROW128_U];
+    int row[MEMRA_ROW128_U], col[MEMRA_ROW128_U];
+#pragma unroll
+    for (int u = 0; u < MEMRA_ROW128_U; u++) {
+        const long long it = item0 + u;
+        row[u] = (int)(it / kb);
+        const int blk = (int)(it - (long long)row[u] * kb);
+        col[u] = blk * 128 + lane * 4;
+        v[u] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+        if (it < items && row[u] < m && col[u] < k)
+            v[u] = __ldcs(reinterpret_cast<const float4 *>(x + (long long)row[u] * k + col[u]));
+    }
+#pragma unroll
+    for (int u = 0; u < MEMRA_ROW128_U; u++) {
+        const long long it = item0 + u;
+        float a = fmaxf(fmaxf(fabsf(v[u].x), fabsf(v[u].y)), fmaxf(fabsf(v[u].z), fabsf(v[u].w)));
+#pragma unroll
+        for (int o = 16; o > 0; o >>= 1) a = fmaxf(a, __shfl_xor_sync(0xFFFFFFFFu, a, o));
+        if (it >= items) continue; /* the whole warp agrees: `it` is per warp */
+        const float sc = a > 0.0f ? __fdiv_rn(a, 448.0f) : 1.0f;
+        const float y = sc >= 0x1p-96f && sc <= 0x1p96f ? __frcp_rn(sc) : 0.0f;
+        if (col[u] < k)
+            *reinterpret_cast<unsigned int *>(q + (long long)row[u] * k + col[u]) =
+                memra_e4m3_encode_sel(memra_div_y(v[u].x, sc, y)) |
+                (memra_e4m3_encode_sel(memra_div_y(v[u].y, sc, y)) << 8) |
+                (memra_e4m3_encode_sel(memra_div_y(v[u].z, sc, y)) << 16) |
+                (memra_e4m3_encode_sel(memra_div_y(v[u].w, sc, y)) << 24);
+        if (lane == 0) s[(long long)(col[u] / 128) * ld_s + row[u]] = sc;
+    }
+}
+
 #endif

@@ -172,35 +172,6 @@ __device__ __forceinline__ void memra_grid_barrier(unsigned int *bar)
     __syncthreads();
 }
 
-/* x / s, bit-identical to __fdiv_rn(x, s), given y = __frcp_rn(s) for
- * 2^-96 <= s <= 2^96 and y = 0 otherwise (see the header). */
-__device__ __forceinline__ float memra_div_y(float x, float s, float y)
-{
-    const float q0 = __fmul_rn(x, y);
-    if (fabsf(x) >= 0x1p-96f && fabsf(q0) >= 0x1p-96f) return __fmaf_rn(__fmaf_rn(-q0, s, x), y, q0);
-    return __fdiv_rn(x, s);
-}
-
-/* memra_e4m3_encode (e4m3.cuh) without branches: the same code for every f32
- * (checked on the CPU against it for all 2^32 bit patterns). Normal range: the
- * mantissa rounded to 3 bits by adding 0x7FFFF plus the kept lsb (ties to
- * even); below 2^-6 the same rint(|f| * 512); the selects then take saturation
- * and NaN as the original does. */
-__device__ __forceinline__ unsigned int memra_e4m3_encode_sel(float f)
-{
-    const unsigned int u = __float_as_uint(f);
-    const unsigned int sign = (u >> 24) & 0x80u;
-    const unsigned int a = u & 0x7FFFFFFFu;
-    /* normal e4m3 (2^-6 <= |f| <= 448): round the f32 mantissa to 3 bits, ties to even */
-    const unsigned int nrm = ((a + 0x7FFFFu + ((a >> 20) & 1u)) >> 20) - (120u << 3);
-    /* e4m3 denormal (|f| < 2^-6): m * 2^-9, a * 512 exact, round half to even */
-    const unsigned int den = __float2uint_rn(__uint_as_float(a) * 512.0f);
-    unsigned int c = a < 0x3C800000u ? den : nrm;
-    c = a > 0x43E00000u ? 0x7Eu : c;
-    c = a > 0x7F800000u ? 0x7Fu : c;
-    return sign | c;
-}
-
 __device__ __forceinline__ unsigned int memra_pack4_y(float4 v, float s, float y)
 {
     return memra_e4m3_encode_sel(memra_div_y(v.x, s, y)) | (memra_e4m3_encode_sel(memra_div_y(v.y, s, y)) << 8) |
@@ -274,19 +245,8 @@ extern "C" __global__ void __launch_bounds__(256)
 memra_k_quant_e4m3_row128(const float *__restrict__ x, int m, int m_pad, int k, unsigned char *__restrict__ q,
                           float *__restrict__ scales, int ld_s)
 {
-    const int kb = (k + 127) / 128;
     const long long warp = (long long)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
-    const int lane = threadIdx.x & 31;
-    if (warp >= (long long)m_pad * kb) return; /* whole warps leave together */
-    const int row = (int)(warp / kb), blk = (int)(warp - (long long)row * kb);
-    const int col = blk * 128 + lane * 4;
-    float4 v = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-    if (row < m && col < k) v = *reinterpret_cast<const float4 *>(x + (long long)row * k + col);
-    float a = fmaxf(fmaxf(fabsf(v.x), fabsf(v.y)), fmaxf(fabsf(v.z), fabsf(v.w)));
-    a = memra_warp_max(a);
-    const float s = a > 0.0f ? __fdiv_rn(a, 448.0f) : 1.0f;
-    if (col < k) *reinterpret_cast<unsigned int *>(q + (long long)row * k + col) = memra_pack4(v.x, v.y, v.z, v.w, s);
-    if (lane == 0) scales[(long long)blk * ld_s + row] = s;
+    memra_row128_quant(x, m, m_pad, k, q, scales, ld_s, warp * MEMRA_ROW128_U);
 }
 
 extern "C" __global__ void __launch_bounds__(256)

@@ -25,4 +25,27 @@
 #define FP8BLK_STAGE_BYTES_OF(bm, bn) (((bm) + (bn)) * FP8BLK_ROW + (bm) * 4)
 #define FP8BLK_SMEM_BYTES_OF(bm, bn) (2 * FP8BLK_STAGE_BYTES_OF(bm, bn))
 
+/* The sm_90a warpgroup kernel (memra_k_fp8blk_wgmma, fp8blk_gemm.cu): a fixed
+ * 128 x 128 tile, two warpgroups of 64 tokens each (256 threads), FP8BLK_WG_STAGES
+ * stages of [128 x 128] e4m3 for each operand in the 128-byte swizzled layout
+ * wgmma reads (rows of 128 bytes, 16-byte chunk c of row r at c ^ (r % 8)), then
+ * the 128 activation scales; every stage 1024-byte aligned, plus 1024 bytes to
+ * align the first. Hopper only (227 KB of shared memory per block); the
+ * mma.sync tiles above are the ones sm_120 runs. */
+#define FP8BLK_WG_BM 128
+#define FP8BLK_WG_BN 128
+#define FP8BLK_WG_THREADS 256
+#ifndef FP8BLK_WG_STAGES
+#define FP8BLK_WG_STAGES 6
+#endif
+#define FP8BLK_WG_STAGE_BYTES 33792 /* 16384 + 16384 + 512, rounded up to 1024 */
+/* + 1024 to align the first stage, + 128 for the mbarriers (full and empty per stage) */
+#define FP8BLK_WG_SMEM_BYTES (FP8BLK_WG_STAGES * FP8BLK_WG_STAGE_BYTES + 1024 + 128)
+/* The mbarrier kernels for nh halves of 128 weight rows (1: 128 x 128, 2: the wide
+ * 128 x 256 tile): a stage holds A, nh x 16384 of B and the scales, 1024-aligned;
+ * 6 stages of the narrow tile, 4 of the wide one (about 197 KB). */
+#define FP8BLK_WG_STAGE_BYTES_OF(nh) ((16384 * (1 + (nh)) + 512 + 1023) / 1024 * 1024)
+#define FP8BLK_WG_STAGES_OF(nh) ((nh) == 1 ? FP8BLK_WG_STAGES : 4)
+#define FP8BLK_WG_SMEM_BYTES_OF(nh) (FP8BLK_WG_STAGES_OF(nh) * FP8BLK_WG_STAGE_BYTES_OF(nh) + 1024 + 128)
+
 #endif

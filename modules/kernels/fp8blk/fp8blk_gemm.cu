@@ -119,25 +119,8 @@ __device__ __forceinline__ void fb_mma(float d[4], const uint32_t a[4], uint32_t
 extern "C" __global__ void __launch_bounds__(256)
 memra_k_fp8blk_quant(const float *__restrict__ x, int m, int k, unsigned char *__restrict__ q, float *__restrict__ s)
 {
-    const int kb = (k + 127) / 128;
-    const int lane = threadIdx.x & 31;
-    const long long total = (long long)m * kb;
-    const long long warps = (long long)gridDim.x * (blockDim.x >> 5);
-    for (long long wi = (long long)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5); wi < total; wi += warps) {
-        const int row = (int)(wi / kb), blk = (int)(wi - (long long)row * kb);
-        const int col = blk * 128 + lane * 4;
-        float4 v = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-        if (col < k) v = *reinterpret_cast<const float4 *>(x + (long long)row * k + col);
-        float a = fmaxf(fmaxf(fabsf(v.x), fabsf(v.y)), fmaxf(fabsf(v.z), fabsf(v.w)));
-#pragma unroll
-        for (int o = 16; o > 0; o >>= 1) a = fmaxf(a, __shfl_xor_sync(0xFFFFFFFFu, a, o));
-        const float sc = a > 0.0f ? __fdiv_rn(a, 448.0f) : 1.0f;
-        if (col < k)
-            *reinterpret_cast<unsigned *>(q + (long long)row * k + col) =
-                memra_e4m3_encode(__fdiv_rn(v.x, sc)) | (memra_e4m3_encode(__fdiv_rn(v.y, sc)) << 8) |
-                (memra_e4m3_encode(__fdiv_rn(v.z, sc)) << 16) | (memra_e4m3_encode(__fdiv_rn(v.w, sc)) << 24);
-        if (lane == 0) s[(long long)blk * m + row] = sc;
-    }
+    const long long warp = (long long)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
+    memra_row128_quant(x, m, m, k, q, s, m, warp * MEMRA_ROW128_U);
 }
 
 /* ---- the GEMM ------------------------------------------------------------------------ */
@@ -252,3 +235,319 @@ memra_k_fp8blk_gemm(const unsigned char *__restrict__ w, const float *__restrict
                 if (i < m && j < n) y[(long long)i * ldy + j] = alpha * acc[mt][nt][e];
             }
 }
+
+/* ---- the sm_90a warpgroup GEMM ------------------------------------------------------ */
+
+/* On sm_90 the e4m3 mma.sync above is not a tensor-core FP8 instruction: ptxas
+ * turns each m16n8k32 into F2FP unpacks to f16, two HMMA.16816 and f32 adds
+ * (SASS of this file for sm_90a), so it runs at the f16 mma.sync rate at best.
+ * Hopper's FP8 tensor cores are reached by wgmma alone: this kernel is the
+ * fp8blk module's default on cc 9.0; the mma.sync kernel stays the sm_120
+ * design (kind::f8f6f4 there is the native FP8 MMA) and a variant on sm_90.
+ *
+ *   memra_k_fp8blk_wgmma  the same y as memra_k_fp8blk_gemm, from the same
+ *                         quantised operands. CTA tile 128 tokens x 128 weight
+ *                         rows (one scale block of rows: one grid value per k
+ *                         step), two warpgroups of 64 tokens; a k step is one
+ *                         128-column scale block: four wgmma m64n128k32 into a
+ *                         block accumulator, folded into the running f32 result
+ *                         as acc += (s[i,b] * grid[j/128][b]) * B (the same fold
+ *                         as above, once per block, blocks in ascending order).
+ *                         Two block accumulators alternate, so block b + 1's
+ *                         wgmmas run on the tensor cores while block b is
+ *                         folded. Operands go through FP8BLK_WG_STAGES stages of
+ *                         cp.async into the 128-byte swizzled K-major layout
+ *                         (fp8blk.h), FP8BLK_WG_STAGES - 2 blocks ahead: the
+ *                         stage refilled at step b was last read by block b - 2,
+ *                         whose wgmmas every thread has waited for before the
+ *                         barrier of step b.
+ * Preconditions: as memra_k_fp8blk_gemm, blockDim 256, dynamic shared memory
+ * FP8BLK_WG_SMEM_BYTES, grid (ceil(m / 128), ceil(n / 128)). */
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#define FP8BLK_HAS_WGMMA 1
+
+/* A wgmma shared-memory descriptor: K-major, 128-byte swizzle, 8-row groups
+ * 1024 bytes apart (stride offset), leading offset unused (1), base offset 0
+ * (every tile starts 1024-byte aligned; a k32 step adds 32 bytes to the start,
+ * which the swizzle, applied to the address bits, takes as chunk 2 kk). */
+__device__ __forceinline__ unsigned long long wg_desc(unsigned addr)
+{
+    return (unsigned long long)((addr & 0x3FFFFu) >> 4) | (1ull << 16) | ((unsigned long long)(1024 >> 4) << 32) |
+           (1ull << 62);
+}
+
+/* d (+)= A[64 x 32] . B[128 x 32]^T, e4m3 in, f32 out; scale_d 0 overwrites d. */
+__device__ __forceinline__ void wg_mma(float d[64], unsigned long long da, unsigned long long db, int scale_d)
+{
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, %64, %65, p, 1, 1;\n}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+          "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+          "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+          "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
+          "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
+          "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+          "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+          "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+        : "l"(da), "l"(db), "r"(scale_d));
+}
+
+/* Orders the registers of d after the asm statements before it (a wait). */
+__device__ __forceinline__ void wg_fence_regs(float d[64])
+{
+#pragma unroll
+    for (int i = 0; i < 64; i++) asm volatile("" : "+f"(d[i])::"memory");
+}
+
+/* One stage: A [128 x 128] at st, B [128 nh x 128] at st + 16384, the 128 activation
+ * scales after B; every row 128 bytes in the swizzled layout. */
+template <int NH>
+__device__ __forceinline__ void wg_load_n(unsigned char *st, const unsigned char *xq, const unsigned char *w,
+                                          const float *xs, int m, int n, int k, int i0, int j0, int kb)
+{
+    unsigned char *A = st, *B = st + 16384;
+    float *sx = reinterpret_cast<float *>(st + 16384 * (1 + NH));
+    const long long col0 = (long long)kb * 128;
+#pragma unroll
+    for (int it = 0; it < 4; it++) {
+        const int idx = threadIdx.x + it * FP8BLK_WG_THREADS;
+        const int r = idx >> 3, c = idx & 7;
+        const long long col = col0 + c * 16;
+        const int oka = i0 + r < m && col < k;
+        fb_cp16(A + r * 128 + ((c ^ (r & 7)) << 4), oka ? xq + (long long)(i0 + r) * k + col : xq, oka ? 16 : 0);
+    }
+#pragma unroll
+    for (int it = 0; it < 4 * NH; it++) {
+        const int idx = threadIdx.x + it * FP8BLK_WG_THREADS;
+        const int r = idx >> 3, c = idx & 7;
+        const long long col = col0 + c * 16;
+        const int okb = j0 + r < n && col < k;
+        fb_cp16(B + r * 128 + ((c ^ (r & 7)) << 4), okb ? w + (long long)(j0 + r) * k + col : w, okb ? 16 : 0);
+    }
+    if (threadIdx.x < FP8BLK_WG_BM) {
+        const int i = i0 + threadIdx.x;
+        fb_cp4(sx + threadIdx.x, i < m ? xs + (long long)kb * m + i : xs, i < m ? 4 : 0);
+    }
+}
+__device__ __forceinline__ void wg_load(unsigned char *st, const unsigned char *xq, const unsigned char *w,
+                                        const float *xs, int m, int n, int k, int i0, int j0, int kb)
+{
+    wg_load_n<1>(st, xq, w, xs, m, n, k, i0, j0, kb);
+}
+
+/* One k step: wait for block kb's stage, refill the stage of block kb - 2 with
+ * block kb + STAGES - 2, start block kb's wgmmas into cur, then fold block
+ * kb - 1 (prev, factors fp), whose wgmmas were waited for before block kb's
+ * were issued, while those run; fc gets block kb's factors. */
+__device__ __forceinline__ void wg_step(unsigned char *stages, unsigned sbase, const unsigned char *xq,
+                                        const unsigned char *w, const float *xs, const float *grow, int m, int n,
+                                        int k, int i0, int j0, int nk, int kb, int r0, float cur[64], float prev[64],
+                                        float acc[64], float fc[2], const float fp[2])
+{
+    constexpr int L = FP8BLK_WG_STAGES - 2;
+    asm volatile("cp.async.wait_group %0;\n" ::"n"(L - 1));
+    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+    __syncthreads();
+    if (kb + L < nk)
+        wg_load(stages + ((kb + L) % FP8BLK_WG_STAGES) * FP8BLK_WG_STAGE_BYTES, xq, w, xs, m, n, k, i0, j0, kb + L);
+    asm volatile("cp.async.commit_group;\n" ::);
+    const int st = kb % FP8BLK_WG_STAGES;
+    const float *sx = reinterpret_cast<const float *>(stages + st * FP8BLK_WG_STAGE_BYTES + 32768);
+    const float g = grow[kb];
+    fc[0] = sx[r0] * g;
+    fc[1] = sx[r0 + 8] * g;
+    const unsigned a = sbase + st * FP8BLK_WG_STAGE_BYTES + (threadIdx.x >> 7) * 64 * 128;
+    const unsigned b = sbase + st * FP8BLK_WG_STAGE_BYTES + 16384;
+    asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory"); /* block kb - 1 is in prev */
+    wg_fence_regs(prev);
+    asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+#pragma unroll
+    for (int kk = 0; kk < 4; kk++) wg_mma(cur, wg_desc(a + kk * 32), wg_desc(b + kk * 32), kk);
+    asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+    if (kb > 0) {
+#pragma unroll
+        for (int i = 0; i < 64; i++) acc[i] = fmaf(fp[(i >> 1) & 1], prev[i], acc[i]);
+    }
+}
+
+extern "C" __global__ void __launch_bounds__(FP8BLK_WG_THREADS, 1)
+memra_k_fp8blk_wgmma(const unsigned char *__restrict__ w, const float *__restrict__ grid,
+                     const unsigned char *__restrict__ xq, const float *__restrict__ xs, float *__restrict__ y, int m,
+                     int n, int k, long long ldy, float alpha)
+{
+    extern __shared__ __align__(16) unsigned char smem[];
+    const unsigned raw = fb_smem(smem), sbase = (raw + 1023u) & ~1023u;
+    unsigned char *stages = smem + (sbase - raw);
+    const int lane = threadIdx.x & 31;
+    const int r0 = (threadIdx.x >> 7) * 64 + ((threadIdx.x >> 5) & 3) * 16 + (lane >> 2); /* rows r0, r0 + 8 */
+    const int i0 = blockIdx.x * FP8BLK_WG_BM, j0 = blockIdx.y * FP8BLK_WG_BN;
+    const int nk = (k + 127) / 128;
+    const float *grow = grid + (long long)(j0 / 128) * nk;
+
+    float acc[64], t0[64], t1[64], f0[2] = {0.0f, 0.0f}, f1[2] = {0.0f, 0.0f};
+#pragma unroll
+    for (int i = 0; i < 64; i++) acc[i] = 0.0f;
+#pragma unroll
+    for (int s = 0; s < FP8BLK_WG_STAGES - 2; s++) {
+        if (s < nk) wg_load(stages + s * FP8BLK_WG_STAGE_BYTES, xq, w, xs, m, n, k, i0, j0, s);
+        asm volatile("cp.async.commit_group;\n" ::);
+    }
+    for (int kb = 0; kb < nk; kb += 2) {
+        wg_step(stages, sbase, xq, w, xs, grow, m, n, k, i0, j0, nk, kb, r0, t0, t1, acc, f0, f1);
+        if (kb + 1 < nk) wg_step(stages, sbase, xq, w, xs, grow, m, n, k, i0, j0, nk, kb + 1, r0, t1, t0, acc, f1, f0);
+    }
+    asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+    asm volatile("cp.async.wait_group 0;\n" ::);
+    if (nk & 1) {
+        wg_fence_regs(t0);
+#pragma unroll
+        for (int i = 0; i < 64; i++) acc[i] = fmaf(f0[(i >> 1) & 1], t0[i], acc[i]);
+    } else {
+        wg_fence_regs(t1);
+#pragma unroll
+        for (int i = 0; i < 64; i++) acc[i] = fmaf(f1[(i >> 1) & 1], t1[i], acc[i]);
+    }
+#pragma unroll
+    for (int j = 0; j < 16; j++)
+#pragma unroll
+        for (int e = 0; e < 4; e++) {
+            const int i = i0 + r0 + 8 * (e >> 1);
+            const int c = j0 + j * 8 + (lane & 3) * 2 + (e & 1);
+            if (i < m && c < n) y[(long long)i * ldy + c] = alpha * acc[4 * j + e];
+        }
+}
+
+/* ---- the same GEMM with the warpgroups decoupled ----------------------------------
+ *   memra_k_fp8blk_wgmma_mb  what memra_k_fp8blk_wgmma computes, bit for bit (the same
+ *                         four wgmmas per block, the same fold in the same order),
+ *                         with one block accumulator and no CTA barrier in the loop:
+ *                         each stage has a `full` mbarrier (every thread's cp.async
+ *                         copies of the block arrive on it: cp.async.mbarrier.arrive,
+ *                         256 arrivals) and an `empty` one (each of the 8 warps
+ *                         arrives once its wgmmas of the block are done). A thread
+ *                         refills a stage only after `empty` says both warpgroups
+ *                         are done with the block it held, FP8BLK_WG_STAGES - 2 blocks
+ *                         ahead, so one warpgroup may run up to two blocks ahead of the
+ *                         other: while one waits for its wgmmas and folds, the other's
+ *                         run. Parities: block b uses stage b % S for the (b / S)-th
+ *                         time; its `full` wait takes parity (b / S) & 1, and the
+ *                         refill with block b waits on `empty` for use b / S - 1. */
+__device__ __forceinline__ void mb_init(unsigned a, unsigned count)
+{
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(a), "r"(count) : "memory");
+}
+__device__ __forceinline__ void mb_arrive(unsigned a)
+{
+    asm volatile("{\n.reg .b64 st;\nmbarrier.arrive.shared::cta.b64 st, [%0];\n}\n" ::"r"(a) : "memory");
+}
+/* an arrival once every cp.async this thread issued so far has landed */
+__device__ __forceinline__ void mb_cp_arrive(unsigned a)
+{
+    asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(a) : "memory");
+}
+__device__ __forceinline__ void mb_wait(unsigned a, unsigned parity)
+{
+    unsigned done;
+    do {
+        asm volatile("{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}\n"
+                     : "=r"(done)
+                     : "r"(a), "r"(parity)
+                     : "memory");
+    } while (!done);
+}
+
+/* NH = 1: the 128 x 128 tile (memra_k_fp8blk_wgmma_mb); NH = 2: 128 x 256
+ * (memra_k_fp8blk_wgmma_wide), each warpgroup's 64 x 256 as two 64 x 128 halves in
+ * turn through the one block accumulator (two weight scale blocks: one grid value
+ * per half), a quarter less operand traffic from L2 per FLOP than 128 x 128. */
+template <int NH>
+__device__ __forceinline__ void wg_mb_body(const unsigned char *__restrict__ w, const float *__restrict__ grid,
+                                           const unsigned char *__restrict__ xq, const float *__restrict__ xs,
+                                           float *__restrict__ y, int m, int n, int k, long long ldy, float alpha)
+{
+    constexpr int S = FP8BLK_WG_STAGES_OF(NH), L = S - 2, SB = FP8BLK_WG_STAGE_BYTES_OF(NH);
+    extern __shared__ __align__(16) unsigned char smem[];
+    const unsigned raw = fb_smem(smem), sbase = (raw + 1023u) & ~1023u;
+    unsigned char *stages = smem + (sbase - raw);
+    const unsigned full = sbase + S * SB, empty = full + 8 * S; /* + 8 s each */
+    const int lane = threadIdx.x & 31;
+    const int r0 = (threadIdx.x >> 7) * 64 + ((threadIdx.x >> 5) & 3) * 16 + (lane >> 2); /* rows r0, r0 + 8 */
+    const int i0 = blockIdx.x * FP8BLK_WG_BM, j0 = blockIdx.y * (128 * NH);
+    const int nk = (k + 127) / 128, ngr = (n + 127) / 128;
+    const float *grow = grid + (long long)(j0 / 128) * nk;
+    if (threadIdx.x == 0)
+        for (int s = 0; s < S; s++) {
+            mb_init(full + 8 * s, FP8BLK_WG_THREADS);
+            mb_init(empty + 8 * s, FP8BLK_WG_THREADS / 32);
+        }
+    __syncthreads();
+
+    auto produce = [&](int b) {
+        const int s = b % S;
+        if (b >= S) mb_wait(empty + 8 * s, (unsigned)(b / S - 1) & 1u);
+        wg_load_n<NH>(stages + s * SB, xq, w, xs, m, n, k, i0, j0, b);
+        mb_cp_arrive(full + 8 * s);
+    };
+    float acc[NH][64], t[64];
+#pragma unroll
+    for (int h = 0; h < NH; h++)
+#pragma unroll
+        for (int i = 0; i < 64; i++) acc[h][i] = 0.0f;
+    for (int b = 0; b < L && b < nk; b++) produce(b);
+    const unsigned a_off = (threadIdx.x >> 7) * 64 * 128;
+    for (int kb = 0; kb < nk; kb++) {
+        if (kb + L < nk) produce(kb + L);
+        const int s = kb % S;
+        mb_wait(full + 8 * s, (unsigned)(kb / S) & 1u);
+        asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+        const float *sx = reinterpret_cast<const float *>(stages + s * SB + 16384 * (1 + NH));
+        const float x0 = sx[r0], x1 = sx[r0 + 8];
+        const unsigned a = sbase + s * SB + a_off;
+#pragma unroll
+        for (int h = 0; h < NH; h++) {
+            /* a half past the last scale block of rows has no grid value: its rows are all past n */
+            const float g = (j0 / 128 + h < ngr) ? grow[(long long)h * nk + kb] : 0.0f;
+            const unsigned bb = sbase + s * SB + 16384 * (1 + h);
+            asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+#pragma unroll
+            for (int kk = 0; kk < 4; kk++) wg_mma(t, wg_desc(a + kk * 32), wg_desc(bb + kk * 32), kk);
+            asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+            asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+            wg_fence_regs(t);
+            if (h == NH - 1) {
+                __syncwarp();
+                if (lane == 0) mb_arrive(empty + 8 * s);
+            }
+            const float f0 = x0 * g, f1 = x1 * g;
+#pragma unroll
+            for (int i = 0; i < 64; i++) acc[h][i] = fmaf((i & 2) ? f1 : f0, t[i], acc[h][i]);
+        }
+    }
+#pragma unroll
+    for (int h = 0; h < NH; h++)
+#pragma unroll
+        for (int j = 0; j < 16; j++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) {
+                const int i = i0 + r0 + 8 * (e >> 1);
+                const int c = j0 + h * 128 + j * 8 + (lane & 3) * 2 + (e & 1);
+                if (i < m && c < n) y[(long long)i * ldy + c] = alpha * acc[h][4 * j + e];
+            }
+}
+
+extern "C" __global__ void __launch_bounds__(FP8BLK_WG_THREADS, 1)
+memra_k_fp8blk_wgmma_mb(const unsigned char *__restrict__ w, const float *__restrict__ grid,
+                        const unsigned char *__restrict__ xq, const float *__restrict__ xs, float *__restrict__ y, int m,
+                        int n, int k, long long ldy, float alpha)
+{
+    wg_mb_body<1>(w, grid, xq, xs, y, m, n, k, ldy, alpha);
+}
+
+extern "C" __global__ void __launch_bounds__(FP8BLK_WG_THREADS, 1)
+memra_k_fp8blk_wgmma_wide(const unsigned char *__restrict__ w, const float *__restrict__ grid,
+                          const unsigned char *__restrict__ xq, const float *__restrict__ xs, float *__restrict__ y,
+                          int m, int n, int k, long long ldy, float alpha)
+{
+    wg_mb_body<2>(w, grid, xq, xs, y, m, n, k, ldy, alpha);
+}
+#endif

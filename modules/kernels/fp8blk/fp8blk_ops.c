@@ -17,6 +17,10 @@
 
 typedef struct fp8blk_state {
     CUfunction quant, gemm;
+    CUfunction wgmma;        /* sm_90a: the 128 x 128 warpgroup kernel, served instead of gemm; NULL elsewhere */
+    const char *wgmma_name;  /* its name (memra_k_fp8blk_wgmma_mb, or _wgmma with MEMRA_FP8BLK_WGMMA=bar) */
+    CUfunction wgmma_wide;   /* sm_90a: the 128 x 256 one (memra_k_fp8blk_wgmma_wide), or NULL */
+    int wide_always;         /* MEMRA_FP8BLK_WGMMA=wide: the wide tile at every shape */
     memra__fp8blk_variant variant;
     memra__fp8blk_tile tile; /* the tile the loaded gemm kernel was compiled with */
     unsigned threads;
@@ -106,6 +110,56 @@ static memra_status load_fp8blk(memra__gpu *q, fp8blk_state *fb, const char *ima
     return MEMRA_STATUS_OK;
 }
 
+/* One warpgroup kernel of the image with its dynamic shared memory: the
+ * function, or NULL with the reason logged (absent from the image, or more
+ * shared memory than the device gives). */
+static CUfunction wgmma_function(memra__gpu *q, const fp8blk_state *fb, CUmodule m, const char *name, unsigned smem)
+{
+    const memra_host_services *host = q->host;
+    CUfunction f = NULL;
+    if (q->cu.cuModuleGetFunction(&f, m, name) != MEMRA__CU_SUCCESS) {
+        host->log(MEMRA_LOG_INFO, q->name, "gemm_fp8_blk: the %s image has no %s", fb->path, name);
+        return NULL;
+    }
+    if ((q->caps->smem_per_block_optin != 0 && q->caps->smem_per_block_optin < smem) ||
+        q->cu.cuFuncSetAttribute(f, MEMRA__CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)smem) !=
+            MEMRA__CU_SUCCESS) {
+        host->log(MEMRA_LOG_WARN, q->name, "gemm_fp8_blk: %s cannot get %u bytes of shared memory (the device offers "
+                  "%zu); not used", name, smem, q->caps->smem_per_block_optin);
+        return NULL;
+    }
+    return f;
+}
+
+/* The warpgroup kernels of an sm_90a image (the e4m3 variant on cc 9.0), by
+ * MEMRA_FP8BLK_WGMMA: auto (the default: the 128 x 256 tile where it fills at
+ * least four waves of the SMs, else 128 x 128, both with mbarriers), mb (128 x
+ * 128 always), wide (128 x 256 always), bar (128 x 128, the warpgroups in step
+ * through CTA barriers), 0 (none: the mma.sync kernel, the sm_120 design, serves).
+ * Absent from other images (sm_89, sm_120a), which is not an error. */
+static void fp8blk_load_wgmma(memra__gpu *q, fp8blk_state *fb, CUmodule m)
+{
+    const memra_host_services *host = q->host;
+    fb->wgmma = fb->wgmma_wide = NULL;
+    if (fb->variant != MEMRA__FP8BLK_E4M3 || q->caps->cc != 90) return;
+    const char *knob = MEMRA_HAS_MEMBER(host, memra_host_services, knob) && host->knob != NULL
+                           ? host->knob(q->caps, "MEMRA_FP8BLK_WGMMA")
+                           : NULL;
+    const char *mode = knob != NULL && knob[0] != '\0' ? knob : "auto";
+    if (strcmp(mode, "0") == 0) {
+        host->log(MEMRA_LOG_INFO, q->name, "gemm_fp8_blk: MEMRA_FP8BLK_WGMMA=0: the mma.sync kernel serves sm_90a");
+        return;
+    }
+    if (strcmp(mode, "wide") != 0) {
+        fb->wgmma_name = strcmp(mode, "bar") == 0 ? "memra_k_fp8blk_wgmma" : "memra_k_fp8blk_wgmma_mb";
+        fb->wgmma = wgmma_function(q, fb, m, fb->wgmma_name,
+                                   strcmp(mode, "bar") == 0 ? FP8BLK_WG_SMEM_BYTES : FP8BLK_WG_SMEM_BYTES_OF(1));
+    }
+    if (strcmp(mode, "auto") == 0 || strcmp(mode, "wide") == 0)
+        fb->wgmma_wide = wgmma_function(q, fb, m, "memra_k_fp8blk_wgmma_wide", FP8BLK_WG_SMEM_BYTES_OF(2));
+    fb->wide_always = strcmp(mode, "wide") == 0;
+}
+
 static memra_status fp8blk_load_cfg(memra__gpu *q, fp8blk_state *fb, const fp8blk_config *cfg)
 {
     const memra_device_caps *caps = q->caps;
@@ -126,8 +180,14 @@ static memra_status fp8blk_load_cfg(memra__gpu *q, fp8blk_state *fb, const fp8bl
     st = memra__gpu_function(q, m, "memra_k_fp8blk_quant", 0, &fb->quant);
     if (st == MEMRA_STATUS_OK) st = memra__gpu_function(q, m, "memra_k_fp8blk_gemm", fb->smem, &fb->gemm);
     if (st != MEMRA_STATUS_OK) return st;
-    q->host->log(MEMRA_LOG_INFO, q->name, "%s: block-128 FP8 kernels for %s loaded; gemm_fp8_blk variant %s from %s",
-                 caps->name ? caps->name : "device", q->target, memra__fp8blk_variant_name(fb->variant), fb->path);
+    fp8blk_load_wgmma(q, fb, m);
+    q->host->log(MEMRA_LOG_INFO, q->name, "%s: block-128 FP8 kernels for %s loaded; gemm_fp8_blk variant %s%s from %s",
+                 caps->name ? caps->name : "device", q->target, memra__fp8blk_variant_name(fb->variant),
+                 fb->wgmma_wide ? (fb->wide_always ? " (wgmma 128x256)" : " (wgmma 128x128 / 128x256)")
+                 : fb->wgmma    ? (strcmp(fb->wgmma_name, "memra_k_fp8blk_wgmma") == 0 ? " (wgmma 128x128, CTA barriers)"
+                                                                                        : " (wgmma 128x128)")
+                                : "",
+                 fb->path);
     return MEMRA_STATUS_OK;
 }
 
@@ -257,12 +317,29 @@ static memra_status gemm_fp8_blk(memra_call *call, const memra_gemm_args *a, con
     if (st == MEMRA_STATUS_OK) st = q->host->scratch_get(call, MEMRA__MMQ_SLOT_XS, (size_t)(nkb * m * 4 + 256), &xs);
     if (st != MEMRA_STATUS_OK) return st;
     memra_dptr x = a->x;
-    st = memra__gpu_launch_ex(q, fb->quant, "memra_k_fp8blk_quant", memra__gpu_blocks(q, nkb * m, 8), 1, 1, 256, 0,
+    st = memra__gpu_launch_ex(q, fb->quant, "memra_k_fp8blk_quant",
+                              (unsigned)((nkb * m + 8 * MEMRA_ROW128_U - 1) / (8 * MEMRA_ROW128_U)), 1, 1, 256, 0,
                               call->stream, (void *[]){&x, &m, &k, &xq, &xs}, 0);
     if (st != MEMRA_STATUS_OK) return st;
     memra_dptr w = a->w, grid = a->w_scale_grid, y = memra__gpu_y_base(a);
     long long ldy = a->ldy;
     float alpha = a->alpha;
+    if (fb->wgmma_wide != NULL) {
+        /* the wide tile reads a quarter fewer operand bytes per FLOP, but has half the tiles: taken where
+         * they still fill four waves of the SMs (the last wave's idle share then stays under an eighth) */
+        const int64_t tiles = (int64_t)((m + FP8BLK_WG_BM - 1) / FP8BLK_WG_BM) * ((n + 255) / 256);
+        if (fb->wide_always || fb->wgmma == NULL || tiles >= 4 * (int64_t)(q->caps->sm_count > 0 ? q->caps->sm_count : 1))
+            return memra__gpu_launch_ex(q, fb->wgmma_wide, "memra_k_fp8blk_wgmma_wide",
+                                        (unsigned)((m + FP8BLK_WG_BM - 1) / FP8BLK_WG_BM), (unsigned)((n + 255) / 256),
+                                        1, FP8BLK_WG_THREADS, FP8BLK_WG_SMEM_BYTES_OF(2), call->stream,
+                                        (void *[]){&w, &grid, &xq, &xs, &y, &m, &n, &k, &ldy, &alpha}, 0);
+    }
+    if (fb->wgmma != NULL)
+        return memra__gpu_launch_ex(q, fb->wgmma, fb->wgmma_name, (unsigned)((m + FP8BLK_WG_BM - 1) / FP8BLK_WG_BM),
+                                    (unsigned)((n + FP8BLK_WG_BN - 1) / FP8BLK_WG_BN), 1, FP8BLK_WG_THREADS,
+                                    strcmp(fb->wgmma_name, "memra_k_fp8blk_wgmma") == 0 ? FP8BLK_WG_SMEM_BYTES
+                                                                                        : FP8BLK_WG_SMEM_BYTES_OF(1),
+                                    call->stream, (void *[]){&w, &grid, &xq, &xs, &y, &m, &n, &k, &ldy, &alpha}, 0);
     return memra__gpu_launch_ex(q, fb->gemm, "memra_k_fp8blk_gemm", (unsigned)((m + bm - 1) / bm),
                                 (unsigned)((n + bn - 1) / bn), 1, fb->threads, fb->smem, call->stream,
                                 (void *[]){&w, &grid, &xq, &xs, &y, &m, &n, &k, &ldy, &alpha}, 0);

@@ -7,10 +7,11 @@
  *   memra_k_repack_q8_0, memra_k_gemm_q8_0r_mt4 / _mt2 / _mt4n3 / _mt2n3, memra_k_splitk_sum
  *                        the floor on Q8_0 records (the weight repacked at load):
  *                        see "repack_q8_0 and gemm_q8_0r" below. The default path.
- *   memra_k_gemm_kr_min_* / memra_k_gemm_kr_q6_*
- *                        the floor for K-quant weights (Q4_K / Q5_K, Q6_K) on K
- *                        records: gemm_q8_0r's tile with the min term or the
- *                        per-16 scales in the fold; see "gemm_kr" below.
+ *   memra_k_gemm_kr_q4_k_* / _q5_k_* / _q6_k_*
+ *                        the floor for K-quant weights (Q4_K, Q5_K, Q6_K) on their
+ *                        K-packed codes and scales (the GGUF's bytes, widened to
+ *                        int8 in the load stage): gemm_q8_0r's tile with the min
+ *                        term or the per-16 scales in the fold; see "gemm_kr" below.
  *   memra_k_quant_q8_1   f32 [m x k] -> 144-byte records (f32 d[4], int8 qs[128]),
  *                        record (kb, t) at kb * m + t, k padded to a multiple of
  *                        512 with zeros. One warp per 8 consecutive records and
@@ -837,18 +838,34 @@ static_assert(R3_SMEM_BYTES(4, 4) == 110592 && R3_SMEM_BYTES(2, 4) == 82944 && R
                   R3_SMEM_BYTES(2, 3) == 69120,
               "mmq_ops.c tables these sizes");
 
-/* ---- gemm_kr: K-quant weights in K records ----------------------------------------
+/* ---- gemm_kr: K-quant weights, K-packed ----------------------------------------------
  *
- * memra_k_gemm_kr_<fold>_<tile>  the floor for Q4_K / Q5_K (fold "min") and
- *                      Q6_K (fold "q6") on K records (module.h, memra_kr_bytes:
- *                      160 bytes per 128 values = f32 s[8] + int8 q[128], made on
- *                      the host at prepare by memra_kr_repack) x q8_1 records.
- * gemm_q8_0r's tile, pipeline, split-k and epilogue; what differs:
- *  - a weight record is 10 chunks of 16 bytes, not 9. In shared memory chunk 0
- *    (s[0..3]) and chunks 2..9 (the codes) form the usual 144-byte row (36
- *    words apart: the same conflict-free ldmatrix phases), chunk 1 (s[4..7])
- *    goes to a side table of 16 bytes per row. A stage holds 32 MT x 144 +
- *    32 NT x 160 bytes.
+ * memra_k_gemm_kr_<format>_<tile>  the floor for Q4_K, Q5_K (fold "min") and
+ *                      Q6_K (fold "q6") on the K-packed layout (module.h,
+ *                      memra_kr_bytes: the GGUF codes and scales in planes N,
+ *                      H, S, D at their own width, made on the host at prepare
+ *                      by memra_kr_repack) x q8_1 records.
+ * gemm_q8_0r's tile, split-k and epilogue; what differs:
+ *  - the load stage widens the weight. At step kt each thread cp.asyncs its
+ *    own packed bytes of step kt+1 (two 16-byte nibble units, their 4 or 8
+ *    bytes of top bits, and for thread t < BN row t's 16-byte super-block
+ *    head, or Q6_K's 8 scales of this half and the aligned word holding its
+ *    d; per plane a step's records of the CTA's rows are one contiguous run:
+ *    coalesced) into the packed slot P while step kt's MMAs run, waits for
+ *    its own copies only (cp.async.wait_group 1: no barrier, it reads back
+ *    only what it copied), and widens them in registers (per 4 codes: an AND
+ *    or a shift-AND for the nibbles; Q5_K one shift-AND-OR for the fifth bit;
+ *    Q6_K one for the top bits and the -32 as (v + 0x60) ^ 0x80 per byte)
+ *    into the other of two weight slots, in the int8 layout the fold reads: a
+ *    144-byte row (f32 s[0..3], int8 q[128]; 36 words apart: conflict-free
+ *    ldmatrix phases and conflict-free 16-byte stores) and a 16-byte side row
+ *    (s[4..7]). The scales are formed exactly as memra_kr_record forms them
+ *    (an f16 times a 6-bit or int8 integer: exact in f32), so the fold sees
+ *    the same operands as the host reference (formats.kpacked runs this
+ *    widening, transcribed to C, against memra_kr_record). Nothing packed
+ *    stays in registers across the MMAs. The activation records keep
+ *    gemm_q8_0r's 3-stage cp.async pipeline. Rows past n get zero-filled
+ *    bytes (scale 0: they add exact zeros, and are never stored).
  *  - fold "min" (value = s_b q - mn_b): per output element and 32-block
  *        acc = fma(sx, fma(D, s, -M s), acc)   (gemm_q8_0r's two FFMAs)
  *        acc = fma(t, -mn, acc)                one FFMA for the min term,
@@ -872,31 +889,153 @@ static_assert(R3_SMEM_BYTES(4, 4) == 110592 && R3_SMEM_BYTES(2, 4) == 82944 && R
  * Both keep every integer product exact; the roundings per 32-block are
  * three (fold "min": s I, + acc, then + the min term) and three (fold "q6"),
  * against gemm_q8_0r's two: the band is judge_band_fold with 2 nb terms
- * (tools/judge.h). Shared memory 3 x (32 MT x 144 + 32 NT x 160): 116736 at
- * MT = 4, NT = 4 (one CTA per SM on sm_90: two need 2 x (116736 + 1024) >
- * 233472), 89088 at 2 / 4, 101376 at 4 / 3, 73728 at 2 / 3 (two per SM). */
+ * (tools/judge.h). Shared memory 2 x 32 NT x 160 (widened weights) + 3 x
+ * 32 MT x 144 (activations) + 32 NT x (80 + KR_HB) (packed; KR_HB = 0, 16, 32
+ * for Q4_K, Q5_K, Q6_K): 106496 / 108544 / 110592 at MT = 4, NT = 4, 78848 /
+ * 80896 / 82944 at 2 / 4, 93696 / 95232 / 96768 at 4 / 3, 66048 / 67584 / 69120
+ * at 2 / 3: two CTAs fit an sm_90 SM at every tile, and every tile but
+ * 128 x 128 fits sm_120's 99 KB. */
 
-#define KR_W_BYTES(NT) (32 * (NT) * MMQ_ROW)
-#define KR_STAGE_BYTES(MT, NT) (R3_A_BYTES(MT) + 32 * (NT) * 160)
+#define KR_W_ROWS(NT) (32 * (NT) * MMQ_ROW)        /* a weight slot's 144-byte rows */
+#define KR_W_SLOT(NT) (32 * (NT) * (MMQ_ROW + 16)) /* + its 16-byte side rows */
+#define KR_A_OFF(NT) (2 * KR_W_SLOT(NT))           /* then the activation slots, then the packed slot */
+#define KR_P_OFF(MT, NT) (KR_A_OFF(NT) + R3_STAGES * R3_A_BYTES(MT))
 
-/* The weight records of one k step (SLOTS rows, the first `rows` existing)
- * into the slot's row table B (144-byte rows) and side table (16 bytes a row). */
-template <int SLOTS>
-__device__ __forceinline__ void kr_copy_w(unsigned char *B, unsigned char *side, const unsigned char *src, int rows)
+enum { KR_Q4_K = 0, KR_Q5_K = 1, KR_Q6_K = 2 };
+
+/* cp.async of N (4, 8 or 16) bytes of which src_bytes are read, the rest zero-filled. */
+template <int N> __device__ __forceinline__ void cp_async_n(uint32_t dst, const void *src, int src_bytes)
 {
-    constexpr int CH = SLOTS * 10;
-    const uint32_t b = smem_u32(B), sd = smem_u32(side);
-    const int lim = rows * 10;
+    if (N == 16)
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes));
+    else
+        asm volatile("cp.async.ca.shared.global [%0], [%1], %2, %3;\n" ::"r"(dst), "l"(src), "n"(N), "r"(src_bytes));
+}
+
+/* Step g's packed bytes of rows j0.. (the first `rows` exist; the rest are
+ * zero-filled) into the packed slot P, each thread copying exactly what its
+ * kr_widen reads, so that the thread's own cp.async wait is all the widening
+ * needs (no barrier). Planes as module.h: N at w, H at G n 64, S after H, D
+ * after S (G = k / 128). P: the BN x 4 nibble units (16 bytes each, unit
+ * idx = 4 row + u at 16 idx: the thread copies idx = tid, tid + 256), their
+ * high bits (KR_HB bytes a row), then a 16-byte head per row (thread row < BN:
+ * Q4_K / Q5_K the super-block head; Q6_K its 8 scales of this half, then the
+ * aligned 4-byte word of D holding its d). */
+template <int F, int BN>
+__device__ __forceinline__ void kr_copy_p(uint32_t P, const unsigned char *__restrict__ w, int n, int k, int g, int j0,
+                                          int rows)
+{
+    constexpr int HB = KR_HB(F), UH = HB / 4; /* high-bit bytes per unit */
+    const int tid = threadIdx.x;
+    const long long G = k / 128, rec0 = (long long)g * n + j0, hs0 = (long long)(g >> 1) * n + j0;
+    const unsigned char *nib = w + rec0 * 64;
+    const unsigned char *hi = w + G * n * 64 + rec0 * HB;
+    const unsigned char *S = w + G * n * (64 + HB);
 #pragma unroll
-    for (int e = 0; e < (CH + MMQ_THREADS - 1) / MMQ_THREADS; e++) {
-        const int idx = threadIdx.x + e * MMQ_THREADS;
-        if (idx < CH) {
-            const int r = idx / 10, c = idx - r * 10;
-            const uint32_t d = c == 1 ? sd + r * 16 : b + r * MMQ_ROW + (c == 0 ? 0 : (c - 1) * 16);
-            const bool ok = idx < lim;
-            asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(d),
-                         "l"(ok ? src + (long long)idx * 16 : src), "r"(ok ? 16 : 0));
+    for (int e = 0; e < 2; e++) {
+        const int idx = tid + e * MMQ_THREADS; /* unit idx % 4 of row idx / 4 */
+        if (idx < 4 * BN) {
+            const bool ok = (idx >> 2) < rows;
+            cp_async_n<16>(P + idx * 16, ok ? nib + idx * 16 : w, ok ? 16 : 0);
+            if (UH == 4) cp_async_n<4>(P + BN * 64 + idx * 4, ok ? hi + idx * 4 : w, ok ? 4 : 0);
+            if (UH == 8) cp_async_n<8>(P + BN * 64 + idx * 8, ok ? hi + idx * 8 : w, ok ? 8 : 0);
         }
+    }
+    if (tid < BN) {
+        const bool ok = tid < rows;
+        const uint32_t ph = P + BN * (64 + HB) + tid * 16;
+        const unsigned char *h = S + (hs0 + tid) * 16;
+        if (F == KR_Q6_K) {
+            cp_async_n<8>(ph, ok ? h + 8 * (g & 1) : w, ok ? 8 : 0);
+            /* d of entry e = hs0 + tid: the 4-byte word at entry e & ~1 (both
+             * halves inside the plane unless e is its even last entry) */
+            const long long ent = hs0 + tid, total = (long long)(k / 256) * n;
+            const unsigned char *D = S + total * 16;
+            cp_async_n<4>(ph + 8, ok ? D + (ent & ~1LL) * 2 : w, !ok ? 0 : (ent | 1) < total ? 4 : 2);
+        } else {
+            cp_async_n<16>(ph, ok ? h : w, ok ? 16 : 0);
+        }
+    }
+}
+
+/* Output word o (values 4o..4o+3 of a 32-block) of a unit: the nibbles, the
+ * fifth bit (Q5_K: bit 8 i + o of the unit's word), the two top bits (Q6_K:
+ * bits 8 i + 2 (o % 4) of word o / 4) and Q6_K's -32, all per byte. */
+template <int F, int O>
+__device__ __forceinline__ uint32_t kr_word(const uint4 &q, const uint2 &hi)
+{
+    const uint32_t wq = O % 4 == 0 ? q.x : O % 4 == 1 ? q.y : O % 4 == 2 ? q.z : q.w;
+    uint32_t v = (O < 4 ? wq : wq >> 4) & 0x0F0F0F0Fu;
+    if (F == KR_Q5_K) v |= (O <= 4 ? hi.x << (4 - O) : hi.x >> (O - 4)) & 0x10101010u;
+    if (F == KR_Q6_K) {
+        constexpr int s2 = 2 * (O % 4);
+        const uint32_t h = O < 4 ? hi.x : hi.y;
+        v |= (s2 <= 4 ? h << (4 - s2) : h >> (s2 - 4)) & 0x30303030u;
+        v = (v + 0x60606060u) ^ 0x80808080u; /* v - 32 per byte: v + 96 stays below 256, the XOR takes 128 off */
+    }
+    return v;
+}
+
+/* byte b of x as a float */
+__device__ __forceinline__ float kr_u8f(uint32_t x, int b) { return (float)((x >> (8 * b)) & 0xFFu); }
+__device__ __forceinline__ float kr_s8f(uint32_t x, int b) { return (float)(signed char)((x >> (8 * b)) & 0xFFu); }
+
+/* The thread's own packed bytes of step g (in P, landed) widened into weight
+ * slot W: int8 codes into the 144-byte rows, f32 s[0..3] at the row's head and
+ * s[4..7] in its 16-byte side row, formed as memra_kr_record forms them. */
+template <int F, int BN>
+__device__ __forceinline__ void kr_widen(const unsigned char *P, unsigned char *W, int g, int n, int k, int j0)
+{
+    constexpr int HB = KR_HB(F);
+    const int tid = threadIdx.x;
+#pragma unroll
+    for (int e = 0; e < 2; e++) {
+        const int idx = tid + e * MMQ_THREADS;
+        if (idx < 4 * BN) {
+            const uint4 q = *reinterpret_cast<const uint4 *>(P + idx * 16);
+            uint2 hi = make_uint2(0, 0);
+            if (F == KR_Q5_K) hi.x = *reinterpret_cast<const uint32_t *>(P + BN * 64 + idx * 4);
+            if (F == KR_Q6_K) hi = *reinterpret_cast<const uint2 *>(P + BN * 64 + idx * 8);
+            uint4 lo4, hi4;
+            lo4.x = kr_word<F, 0>(q, hi);
+            lo4.y = kr_word<F, 1>(q, hi);
+            lo4.z = kr_word<F, 2>(q, hi);
+            lo4.w = kr_word<F, 3>(q, hi);
+            hi4.x = kr_word<F, 4>(q, hi);
+            hi4.y = kr_word<F, 5>(q, hi);
+            hi4.z = kr_word<F, 6>(q, hi);
+            hi4.w = kr_word<F, 7>(q, hi);
+            uint4 *d = reinterpret_cast<uint4 *>(W + (idx >> 2) * MMQ_ROW + 16 + 32 * (idx & 3));
+            d[0] = lo4;
+            d[1] = hi4;
+        }
+    }
+    if (tid < BN) {
+        const unsigned char *ph = P + BN * (64 + HB) + tid * 16;
+        float4 s0, s1;
+        if (F == KR_Q6_K) {
+            /* s[b] = d sc[8h + 2b], s[4 + b] = d sc[8h + 2b + 1] */
+            const uint2 sc = *reinterpret_cast<const uint2 *>(ph);
+            const uint32_t dw = *reinterpret_cast<const uint32_t *>(ph + 8);
+            const long long ent = (long long)(g >> 1) * n + j0 + tid;
+            const float d = __half2float(__ushort_as_half((unsigned short)((ent & 1) ? dw >> 16 : dw & 0xFFFFu)));
+            const uint32_t ev = __byte_perm(sc.x, sc.y, 0x6420), od = __byte_perm(sc.x, sc.y, 0x7531);
+            s0 = make_float4(d * kr_s8f(ev, 0), d * kr_s8f(ev, 1), d * kr_s8f(ev, 2), d * kr_s8f(ev, 3));
+            s1 = make_float4(d * kr_s8f(od, 0), d * kr_s8f(od, 1), d * kr_s8f(od, 2), d * kr_s8f(od, 3));
+        } else {
+            /* d | dmin, then the 6-bit scales and mins of sub-blocks 4h..4h+3 (base/quant.c's packing:
+             * h = 0: bytes 0..3 / 4..7, low 6 bits; h = 1: the nibbles of bytes 8..11, bits 6..7 of 0..7) */
+            const uint4 hd = *reinterpret_cast<const uint4 *>(ph);
+            const float d = __half2float(__ushort_as_half((unsigned short)(hd.x & 0xFFFFu)));
+            const float dmin = __half2float(__ushort_as_half((unsigned short)(hd.x >> 16)));
+            const bool h1 = (g & 1) != 0;
+            const uint32_t vs = h1 ? (hd.w & 0x0F0F0F0Fu) | ((hd.y >> 2) & 0x30303030u) : hd.y & 0x3F3F3F3Fu;
+            const uint32_t vm = h1 ? ((hd.w >> 4) & 0x0F0F0F0Fu) | ((hd.z >> 2) & 0x30303030u) : hd.z & 0x3F3F3F3Fu;
+            s0 = make_float4(d * kr_u8f(vs, 0), d * kr_u8f(vs, 1), d * kr_u8f(vs, 2), d * kr_u8f(vs, 3));
+            s1 = make_float4(dmin * kr_u8f(vm, 0), dmin * kr_u8f(vm, 1), dmin * kr_u8f(vm, 2), dmin * kr_u8f(vm, 3));
+        }
+        *reinterpret_cast<float4 *>(W + tid * MMQ_ROW) = s0;
+        *reinterpret_cast<float4 *>(W + KR_W_ROWS(BN / 32) + tid * 16) = s1;
     }
 }
 
@@ -982,8 +1121,8 @@ __device__ __forceinline__ void kr_step(float (&acc)[MT][NT][4], uint32_t sa, ui
     }
 }
 
-template <int MT, int NT, bool Q6>
-__device__ __forceinline__ void gemm_kr_body(const unsigned char *__restrict__ wr, const unsigned char *__restrict__ xq,
+template <int MT, int NT, int F>
+__device__ __forceinline__ void gemm_kr_body(const unsigned char *__restrict__ w, const unsigned char *__restrict__ xq,
                                              float *__restrict__ y, int m, int n, int k, long long ldy, float alpha,
                                              float *__restrict__ part)
 {
@@ -1004,40 +1143,55 @@ __device__ __forceinline__ void gemm_kr_body(const unsigned char *__restrict__ w
 #pragma unroll
             for (int e = 0; e < 4; e++) acc[mt][nt][e] = 0.0f;
 
+    /* per-thread offsets: in an activation slot (a_off, ax_off), in a weight slot (the rest) */
     const int wrow = wn * 8 * NT + (lane & 3) * 2; /* the thread's first weight row of the fold */
     const int a_off = (wm * 16 * MT + (lane & 15)) * MMQ_ROW + 16 + (lane >> 4) * 16;
-    const int b_off = R3_A_BYTES(MT) + (wn * 8 * NT + (lane & 7) + (lane >> 4) * 8) * MMQ_ROW + 16 + ((lane >> 3) & 1) * 16;
+    const int b_off = (wn * 8 * NT + (lane & 7) + (lane >> 4) * 8) * MMQ_ROW + 16 + ((lane >> 3) & 1) * 16;
     const int ax_off = (wm * 16 * MT + (lane >> 2)) * MMQ_ROW;
-    const int bw_off = R3_A_BYTES(MT) + wrow * MMQ_ROW;
-    const int sd_off = R3_A_BYTES(MT) + KR_W_BYTES(NT) + wrow * 16;
+    const int bw_off = wrow * MMQ_ROW;
+    const int sd_off = KR_W_ROWS(NT) + wrow * 16;
     const uint32_t base = smem_u32(kr_smem);
+    unsigned char *const A0 = kr_smem + KR_A_OFF(NT), *const P = kr_smem + KR_P_OFF(MT, NT);
 
-#define KR_COPY_STEP(slot, g)                                                                                   \
-    do {                                                                                                        \
-        r3_copy_run<32 * MT>((slot), xq + ((long long)(g) * m + i0) * MMQ_ROW, arows);                          \
-        kr_copy_w<BN>((slot) + R3_A_BYTES(MT), (slot) + R3_A_BYTES(MT) + KR_W_BYTES(NT),                        \
-                      wr + ((long long)(g) * n + j0) * 160, brows);                                             \
-    } while (0)
-#pragma unroll
-    for (int s = 0; s < R3_STAGES - 1; s++) {
-        if (s < nk) KR_COPY_STEP(kr_smem + s * KR_STAGE_BYTES(MT, NT), g0 + s);
-        cp_async_commit();
+    /* Groups, in commit order: [A(0) P(0)] [A(1)], then per step kt [P(kt+1)] [A(kt+2)] (empty where
+     * there is no such step). The widening of step s waits for its own P(s) copies with
+     * cp_async_wait<1> (only the A copy committed after it may still be in flight). */
+#define KR_COPY_A(slot, g) r3_copy_run<32 * MT>(A0 + (slot) * R3_A_BYTES(MT), xq + ((long long)(g) * m + i0) * MMQ_ROW, arows)
+    if (nk > 0) {
+        KR_COPY_A(0, g0);
+        kr_copy_p<F, BN>(smem_u32(P), w, n, k, g0, j0, brows);
+    }
+    cp_async_commit();
+    if (nk > 1) KR_COPY_A(1, g0 + 1);
+    cp_async_commit();
+    if (nk > 0) {
+        cp_async_wait<1>();
+        kr_widen<F, BN>(P, kr_smem, g0, n, k, j0); /* step 0's weights into slot 0 */
     }
     int cur = 0, nxt = R3_STAGES - 1;
     for (int kt = 0; kt < nk; kt++) {
-        cp_async_wait<R3_STAGES - 2>();
-        __syncthreads(); /* step kt landed for every thread; every warp is past step kt-1 */
-        if (kt + R3_STAGES - 1 < nk) KR_COPY_STEP(kr_smem + nxt * KR_STAGE_BYTES(MT, NT), g0 + kt + R3_STAGES - 1);
+        cp_async_wait<1>();
+        /* step kt's activations landed for every thread and its weights are
+         * widened; every warp is past step kt-1 (its slots are free) */
+        __syncthreads();
+        const bool more = kt + 1 < nk;
+        if (more) kr_copy_p<F, BN>(smem_u32(P), w, n, k, g0 + kt + 1, j0, brows); /* in flight during the MMAs */
         cp_async_commit();
-        const int so = cur * KR_STAGE_BYTES(MT, NT);
-        kr_step<MT, NT, Q6>(acc, base + so + a_off, base + so + b_off,
-                            reinterpret_cast<const float *>(kr_smem + so + ax_off),
-                            reinterpret_cast<const float *>(kr_smem + so + bw_off),
-                            reinterpret_cast<const float *>(kr_smem + so + sd_off));
+        if (kt + R3_STAGES - 1 < nk) KR_COPY_A(nxt, g0 + kt + R3_STAGES - 1);
+        cp_async_commit();
+        const int wo = (kt & 1) * KR_W_SLOT(NT), ao = KR_A_OFF(NT) + cur * R3_A_BYTES(MT);
+        kr_step<MT, NT, F == KR_Q6_K>(acc, base + ao + a_off, base + wo + b_off,
+                                      reinterpret_cast<const float *>(kr_smem + ao + ax_off),
+                                      reinterpret_cast<const float *>(kr_smem + wo + bw_off),
+                                      reinterpret_cast<const float *>(kr_smem + wo + sd_off));
+        if (more) {
+            cp_async_wait<1>(); /* this thread's P(kt+1) copies landed (A(kt+2) may still fly) */
+            kr_widen<F, BN>(P, kr_smem + ((kt + 1) & 1) * KR_W_SLOT(NT), g0 + kt + 1, n, k, j0);
+        }
         cur = cur == R3_STAGES - 1 ? 0 : cur + 1;
         nxt = nxt == R3_STAGES - 1 ? 0 : nxt + 1;
     }
-#undef KR_COPY_STEP
+#undef KR_COPY_A
     cp_async_wait<0>();
     pdl_trigger();
 
@@ -1045,28 +1199,40 @@ __device__ __forceinline__ void gemm_kr_body(const unsigned char *__restrict__ w
     q2_store<MT, NT>(acc, out, S == 1 ? ldy : n, S == 1 ? alpha : 1.0f, m, n, i0 + wm * 16 * MT, j0 + wn * 8 * NT, lane);
 }
 
-/* w: K records (16-byte aligned), xq: q8_1 records, y / part / grid as
- * gemm_q8_0r's entries; dynamic shared memory KR_SMEM_BYTES(MT, NT). */
-#define KR_ENTRY(NAME, MT, NT, Q6)                                                                                    \
+/* w: the K-packed weight (16-byte aligned), xq: q8_1 records, y / part / grid
+ * as gemm_q8_0r's entries; dynamic shared memory KR_SMEM_BYTES(MT, NT). */
+#define KR_ENTRY(NAME, MT, NT, F)                                                                                     \
     extern "C" __global__ void __launch_bounds__(MMQ_THREADS, 2)                                                     \
         NAME(const unsigned char *__restrict__ w, const unsigned char *__restrict__ xq, float *__restrict__ y, int m, \
              int n, int k, long long ldy, float alpha, float *__restrict__ part)                                      \
     {                                                                                                                 \
-        gemm_kr_body<MT, NT, Q6>(w, xq, y, m, n, k, ldy, alpha, part);                                                \
+        gemm_kr_body<MT, NT, F>(w, xq, y, m, n, k, ldy, alpha, part);                                                 \
     }
-KR_ENTRY(memra_k_gemm_kr_min_mt4, 4, 4, false)
-KR_ENTRY(memra_k_gemm_kr_min_mt2, 2, 4, false)
-KR_ENTRY(memra_k_gemm_kr_min_mt4n3, 4, 3, false)
-KR_ENTRY(memra_k_gemm_kr_min_mt2n3, 2, 3, false)
-KR_ENTRY(memra_k_gemm_kr_q6_mt4, 4, 4, true)
-KR_ENTRY(memra_k_gemm_kr_q6_mt2, 2, 4, true)
-KR_ENTRY(memra_k_gemm_kr_q6_mt4n3, 4, 3, true)
-KR_ENTRY(memra_k_gemm_kr_q6_mt2n3, 2, 3, true)
+KR_ENTRY(memra_k_gemm_kr_q4_k_mt4, 4, 4, KR_Q4_K)
+KR_ENTRY(memra_k_gemm_kr_q4_k_mt2, 2, 4, KR_Q4_K)
+KR_ENTRY(memra_k_gemm_kr_q4_k_mt4n3, 4, 3, KR_Q4_K)
+KR_ENTRY(memra_k_gemm_kr_q4_k_mt2n3, 2, 3, KR_Q4_K)
+KR_ENTRY(memra_k_gemm_kr_q5_k_mt4, 4, 4, KR_Q5_K)
+KR_ENTRY(memra_k_gemm_kr_q5_k_mt2, 2, 4, KR_Q5_K)
+KR_ENTRY(memra_k_gemm_kr_q5_k_mt4n3, 4, 3, KR_Q5_K)
+KR_ENTRY(memra_k_gemm_kr_q5_k_mt2n3, 2, 3, KR_Q5_K)
+KR_ENTRY(memra_k_gemm_kr_q6_k_mt4, 4, 4, KR_Q6_K)
+KR_ENTRY(memra_k_gemm_kr_q6_k_mt2, 2, 4, KR_Q6_K)
+KR_ENTRY(memra_k_gemm_kr_q6_k_mt4n3, 4, 3, KR_Q6_K)
+KR_ENTRY(memra_k_gemm_kr_q6_k_mt2n3, 2, 3, KR_Q6_K)
 #undef KR_ENTRY
 
-static_assert(KR_SMEM_BYTES(4, 4) == 116736 && KR_SMEM_BYTES(2, 4) == 89088 && KR_SMEM_BYTES(4, 3) == 101376 &&
-                  KR_SMEM_BYTES(2, 3) == 73728 && KR_STAGE_BYTES(4, 4) * R3_STAGES == KR_SMEM_BYTES(4, 4),
-              "mmq_ops.c tables these sizes");
+static_assert(KR_SMEM_BYTES(KR_Q4_K, 4, 4) == 106496 && KR_SMEM_BYTES(KR_Q5_K, 4, 4) == 108544 &&
+                  KR_SMEM_BYTES(KR_Q6_K, 4, 4) == 110592 && KR_SMEM_BYTES(KR_Q6_K, 2, 3) == 69120 &&
+                  KR_P_OFF(4, 4) + 32 * 4 * (80 + KR_HB(KR_Q6_K)) == KR_SMEM_BYTES(KR_Q6_K, 4, 4) &&
+                  KR_P_OFF(2, 3) + 32 * 3 * (80 + KR_HB(KR_Q4_K)) == KR_SMEM_BYTES(KR_Q4_K, 2, 3),
+              "mmq.h's KR_SMEM_BYTES is this layout");
+/* Issue 26 item 5: every gemm_kr tile but 128 x 128 fits sm_120's 99 KB per
+ * block (mmq_ops.c loads a tile only where it fits, and asserts its sm_120
+ * list); two CTAs of every tile fit an sm_90 SM (227 KB + 1 KB each). */
+static_assert(KR_SMEM_BYTES(KR_Q6_K, 2, 4) <= MMQ_SM120_SMEM && KR_SMEM_BYTES(KR_Q6_K, 4, 3) <= MMQ_SM120_SMEM &&
+                  KR_SMEM_BYTES(KR_Q6_K, 2, 3) <= MMQ_SM120_SMEM && 2 * (KR_SMEM_BYTES(KR_Q6_K, 4, 4) + 1024) <= 233472,
+              "the gemm_kr tiles' shared memory");
 
 /* ---- the accumulator probe --------------------------------------------------------- */
 

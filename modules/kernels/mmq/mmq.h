@@ -35,8 +35,17 @@
 #define R3_STAGE_BYTES(MT, NT) (R3_A_BYTES(MT) + 32 * (NT) * MMQ_ROW)
 #define R3_SMEM_BYTES(MT, NT) (R3_STAGES * R3_STAGE_BYTES(MT, NT))
 
-/* gemm_kr: gemm_q8_0r's tile on K records (160 bytes per 128 values: 144 in
- * the row table, 16 in a side table). */
-#define KR_SMEM_BYTES(MT, NT) (R3_STAGES * (32 * (MT) * MMQ_ROW + 32 * (NT) * 160))
+/* gemm_kr: gemm_q8_0r's tile on the K-packed weight: two weight slots
+ * widened to 160 bytes per 128 values (144 in the row table, 16 in a side
+ * table), R3_STAGES activation slots, and one slot of packed bytes (per row
+ * and step: 64 of nibbles, KR_HB(F) of high bits, a 16-byte head). F: 0 Q4_K,
+ * 1 Q5_K, 2 Q6_K. */
+#define KR_HB(F) ((F) == 1 ? 16 : (F) == 2 ? 32 : 0)
+#define KR_SMEM_BYTES(F, MT, NT) (2 * 32 * (NT) * 160 + R3_STAGES * 32 * (MT) * MMQ_ROW + 32 * (NT) * (80 + KR_HB(F)))
+
+/* The dynamic shared memory per block of an sm_120 (RTX 5090) GPU, 99 KB:
+ * every tile the sm120 module may pick fits it (static_asserts in mmq.cu and
+ * mmq_ops.c). */
+#define MMQ_SM120_SMEM 101376
 
 #endif

@@ -136,18 +136,34 @@ const memra_variant *memra__mmq_variants(const memra_device_caps *caps, memra_op
     return NULL;
 }
 
-/* The gemm_kr tiles (mmq.cu "gemm_kr"): the same four shapes, fold "min"
- * (Q4_K, Q5_K) then fold "q6" (Q6_K), KR_SMEM_BYTES each. */
-static const memra__mmq_r3_tile memra__mmq_kr_tiles[2][MEMRA__MMQ_R3_TILES] = {
-    {{"memra_k_gemm_kr_min_mt4", 128, 128, KR_SMEM_BYTES(4, 4)},
-     {"memra_k_gemm_kr_min_mt2", 64, 128, KR_SMEM_BYTES(2, 4)},
-     {"memra_k_gemm_kr_min_mt4n3", 128, 96, KR_SMEM_BYTES(4, 3)},
-     {"memra_k_gemm_kr_min_mt2n3", 64, 96, KR_SMEM_BYTES(2, 3)}},
-    {{"memra_k_gemm_kr_q6_mt4", 128, 128, KR_SMEM_BYTES(4, 4)},
-     {"memra_k_gemm_kr_q6_mt2", 64, 128, KR_SMEM_BYTES(2, 4)},
-     {"memra_k_gemm_kr_q6_mt4n3", 128, 96, KR_SMEM_BYTES(4, 3)},
-     {"memra_k_gemm_kr_q6_mt2n3", 64, 96, KR_SMEM_BYTES(2, 3)}},
+/* The gemm_kr tiles (mmq.cu "gemm_kr"): the same four shapes per K-quant
+ * (Q4_K, Q5_K, Q6_K: each its own widening of the K-packed bytes),
+ * KR_SMEM_BYTES each. */
+#define MMQ_KR_FORMATS 3
+#define MMQ_KR_TILES(F, NAME)                                                                  \
+    {{"memra_k_gemm_kr_" NAME "_mt4", 128, 128, KR_SMEM_BYTES(F, 4, 4)},                       \
+     {"memra_k_gemm_kr_" NAME "_mt2", 64, 128, KR_SMEM_BYTES(F, 2, 4)},                        \
+     {"memra_k_gemm_kr_" NAME "_mt4n3", 128, 96, KR_SMEM_BYTES(F, 4, 3)},                      \
+     {"memra_k_gemm_kr_" NAME "_mt2n3", 64, 96, KR_SMEM_BYTES(F, 2, 3)}}
+static const memra__mmq_r3_tile memra__mmq_kr_tiles[MMQ_KR_FORMATS][MEMRA__MMQ_R3_TILES] = {
+    MMQ_KR_TILES(0, "q4_k"),
+    MMQ_KR_TILES(1, "q5_k"),
+    MMQ_KR_TILES(2, "q6_k"),
 };
+#undef MMQ_KR_TILES
+
+/* Issue 26 item 5: the tiles an sm_120 GPU (99 KB of shared memory per
+ * block) can load and pick are every one but 128 x 128, for both record
+ * GEMMs (mmq_load loads a tile only where its shared memory fits; these
+ * asserts keep the list true as the tiles change). */
+_Static_assert(R3_SMEM_BYTES(2, 4) <= MMQ_SM120_SMEM && R3_SMEM_BYTES(4, 3) <= MMQ_SM120_SMEM &&
+                   R3_SMEM_BYTES(2, 3) <= MMQ_SM120_SMEM,
+               "gemm_q8_0r: every tile but 128 x 128 fits sm_120");
+_Static_assert(KR_SMEM_BYTES(2, 2, 4) <= MMQ_SM120_SMEM && KR_SMEM_BYTES(2, 4, 3) <= MMQ_SM120_SMEM &&
+                   KR_SMEM_BYTES(2, 2, 3) <= MMQ_SM120_SMEM && KR_SMEM_BYTES(1, 2, 4) <= MMQ_SM120_SMEM &&
+                   KR_SMEM_BYTES(0, 2, 4) <= MMQ_SM120_SMEM && KR_SMEM_BYTES(1, 4, 3) <= MMQ_SM120_SMEM &&
+                   KR_SMEM_BYTES(0, 4, 3) <= MMQ_SM120_SMEM,
+               "gemm_kr: every tile but 128 x 128 fits sm_120 (Q6_K's are the largest)");
 
 typedef struct mmq_state {
     CUfunction quant_q8_1, gemm_q8_0, probe[3];
@@ -155,7 +171,7 @@ typedef struct mmq_state {
     CUfunction gemm_q8_0r[MEMRA__MMQ_R3_TILES]; /* memra__mmq_r3_tiles[i]'s kernel, NULL where its shared memory does not fit */
     mmq_knobs knobs; /* read at load (memra__gpu_knob) */
     int q8r_list;    /* q8r_list_of(this device): which list memra_call.variant indexes */
-    CUfunction gemm_kr[2][MEMRA__MMQ_R3_TILES]; /* memra__mmq_kr_tiles[f][i]'s kernel, likewise */
+    CUfunction gemm_kr[MMQ_KR_FORMATS][MEMRA__MMQ_R3_TILES]; /* memra__mmq_kr_tiles[f][i]'s kernel, likewise */
 } mmq_state;
 
 #define MMQ_K(q) ((const mmq_state *)memra__gpu_state((q), &memra__gpu_family_mmq))
@@ -191,7 +207,7 @@ static memra_status mmq_load(memra__gpu *q, void *state)
         if (caps->smem_per_block_optin == 0 || caps->smem_per_block_optin >= memra__mmq_r3_tiles[t].smem)
             st = memra__gpu_function(q, m, memra__mmq_r3_tiles[t].kernel, memra__mmq_r3_tiles[t].smem,
                                      &s->gemm_q8_0r[t]);
-    for (int f = 0; f < 2 && st == MEMRA_STATUS_OK; f++)
+    for (int f = 0; f < MMQ_KR_FORMATS && st == MEMRA_STATUS_OK; f++)
         for (int t = 0; t < MEMRA__MMQ_R3_TILES && st == MEMRA_STATUS_OK; t++)
             if (caps->smem_per_block_optin == 0 || caps->smem_per_block_optin >= memra__mmq_kr_tiles[f][t].smem)
                 st = memra__gpu_function(q, m, memra__mmq_kr_tiles[f][t].kernel, memra__mmq_kr_tiles[f][t].smem,
@@ -374,7 +390,7 @@ memra_status memra__mmq_repack_q8_0(memra_call *call, memra_dptr src, int64_t ro
  * a time where two fit (one otherwise), so the busiest SM runs ceil(C / SMs)
  * of them, in pairs, and a last odd one alone at LONE of a paired step's time
  * (it has the SM to itself); each CTA runs ceil(G / S) steps plus FILL for its
- * pipeline's fill and drain; a step of a smaller tile costs k_q8r_step of a
+ * pipeline's fill and drain; a step of a smaller tile costs STEP of a
  * 128 x 128 one (the token tile's copy does not shrink with the rows, nor the
  * weight tile's with the tokens); split-k adds its partial sums' traffic,
  * (S + 1) m n floats, at BYTES bytes per step. The constants are fitted to a
@@ -390,11 +406,24 @@ typedef struct q8r_plan {
     int split;
 } q8r_plan;
 
-#define Q8R_FILL 1.0
-#define Q8R_LONE 0.59
-#define Q8R_BYTES 5.0e6
 #define Q8R_PART_MAX (256.0 * 1024 * 1024) /* bytes of split-k partial sums the plan may ask for */
-static const double k_q8r_step[MEMRA__MMQ_R3_TILES] = {1.0, 0.6, 0.76, 0.41}; /* memra__mmq_r3_tiles order */
+
+/* The plan's constants per profile. The H200's are the fit above; sm_120's
+ * (RTX 5090) are kept apart so that a fit there changes nothing on the H200.
+ * They are the H200's values for now and UNTESTED on real sm_120 hardware
+ * (no such GPU has been lent); the 128 x 128 tiles never load there (99 KB of
+ * shared memory per block), so its step cost is unused. */
+typedef struct mmq_plan_consts {
+    double fill, lone, bytes;         /* FILL, LONE, BYTES of the model above */
+    double step[MEMRA__MMQ_R3_TILES]; /* STEP per tile, memra__mmq_r3_tiles order */
+} mmq_plan_consts;
+static const mmq_plan_consts k_plan_h200 = {1.0, 0.59, 5.0e6, {1.0, 0.6, 0.76, 0.41}};
+static const mmq_plan_consts k_plan_sm120 = {1.0, 0.59, 5.0e6, {1.0, 0.6, 0.76, 0.41}}; /* untested on sm_120 */
+
+static const mmq_plan_consts *plan_consts(const memra__gpu *q)
+{
+    return q->caps->cc / 10 == 12 ? &k_plan_sm120 : &k_plan_h200;
+}
 
 /* plan_tiles(q, memra__mmq_r3_tiles, gemm_q8_0r's kernels, ...) is that plan;
  * the same model serves gemm_kr's tiles (their own shared-memory sizes decide
@@ -410,6 +439,7 @@ static q8r_plan plan_tiles(const memra__gpu *q, const mmq_knobs *kn, const memra
     const int64_t sms = q->caps->sm_count > 0 ? q->caps->sm_count : 16;
     const int64_t G = ((int64_t)k + 127) / 128;
     const size_t optin = q->caps->smem_per_block_optin;
+    const mmq_plan_consts *pc = plan_consts(q);
     q8r_plan best = {-1, 1}, any = {-1, 1};
     double best_cost = -1.0;
     for (int t = 0; t < MEMRA__MMQ_R3_TILES; t++) {
@@ -427,10 +457,10 @@ static q8r_plan plan_tiles(const memra__gpu *q, const mmq_knobs *kn, const memra
             /* the partial sums live in scratch: keep them under Q8R_PART_MAX unless forced */
             if (fs == 0 && s > 1 && (double)s * (double)m * (double)n * 4.0 > Q8R_PART_MAX) continue;
             const int64_t per_sm = (ctas * s + sms - 1) / sms;
-            const double steps = (double)((G + s - 1) / s) + Q8R_FILL;
-            const double rounds = two ? (double)(per_sm / 2) + (double)(per_sm % 2) * Q8R_LONE : (double)per_sm * Q8R_LONE;
-            double cost = rounds * steps * k_q8r_step[t];
-            if (s > 1) cost += (double)(s + 1) * (double)m * (double)n * 4.0 / Q8R_BYTES;
+            const double steps = (double)((G + s - 1) / s) + pc->fill;
+            const double rounds = two ? (double)(per_sm / 2) + (double)(per_sm % 2) * pc->lone : (double)per_sm * pc->lone;
+            double cost = rounds * steps * pc->step[t];
+            if (s > 1) cost += (double)(s + 1) * (double)m * (double)n * 4.0 / pc->bytes;
             if (best_cost < 0.0 || cost < best_cost) best = (q8r_plan){t, s}, best_cost = cost;
         }
     }
@@ -517,9 +547,9 @@ memra_status memra__mmq_gemm_kr(memra_call *call, const memra_gemm_args *a)
                                   (int)a->k);
     if (a->m == 0 || a->n == 0) return MEMRA_STATUS_OK;
     if (!aligned(a->w, 16) || !aligned(a->x, 16))
-        return decline(call, "gemm_kr: needs 16-byte aligned K records and q8_1 records");
-    const int q6 = f == MEMRA_FORMAT_Q6_K;
-    return run_tiles(q, call, a, MEMRA_OP_gemm_kr, memra__mmq_kr_tiles[q6], MMQ_K(q)->gemm_kr[q6], "gemm_kr");
+        return decline(call, "gemm_kr: needs a 16-byte aligned K-packed weight and q8_1 records");
+    const int fi = f == MEMRA_FORMAT_Q4_K ? 0 : f == MEMRA_FORMAT_Q5_K ? 1 : 2;
+    return run_tiles(q, call, a, MEMRA_OP_gemm_kr, memra__mmq_kr_tiles[fi], MMQ_K(q)->gemm_kr[fi], "gemm_kr");
 }
 
 /* ---- accprobe -------------------------------------------------------------------- */
