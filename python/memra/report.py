@@ -21,7 +21,7 @@ row per (receipt, shape, arm):
            (python), the raw cuBLASLt arm of the same family (raw: f16_raw,
            fp8_raw, fp8blk_raw; raw arms are 1), s32 (accprobe)
 
-Filters (--arm, --m, --sheet, --machine; each a comma-separated list) keep
+Filters (--arm, --m, --sheet, --machine, --batch; each a comma-separated list) keep
 the rows that match, before the table and the figures.
 
 Plots (matplotlib, ``pip install ./python[plot]``): one figure per (sheet, m,
@@ -389,11 +389,11 @@ USAGE = """usage: python -m memra report RECEIPTS... [--md|--csv] [--plot FILE.p
   --md      a Markdown table      --csv  CSV (default: aligned text)
   --plot F  one figure per (sheet, m, batch): the rate per arm per machine; one group is written
             to F itself, several to F's name plus the group (F-27b-m512.png); needs matplotlib
-  --arm, --m, --sheet, --machine  keep only the rows that match (comma-separated lists)
+  --arm, --m, --sheet, --machine, --batch  keep only the rows that match (comma-separated lists)
   -o F      write the table to F instead of stdout
 """
 
-FILTERS = {"--arm": "arm", "--m": "m", "--sheet": "sheet", "--machine": "machine"}
+FILTERS = {"--arm": "arm", "--m": "m", "--sheet": "sheet", "--machine": "machine", "--batch": "batch"}
 
 
 def select(rows, filters):
@@ -478,6 +478,6 @@ def main(argv):
         for f in files:
             sys.stderr.write("memra report: wrote %s\n" % f)
         if len(files) > 1:
-            sys.stderr.write("memra report: %d figures, one per (sheet, m, batch); --sheet and --m select one, "
+            sys.stderr.write("memra report: %d figures, one per (sheet, m, batch); --sheet, --m and --batch select one, "
                              "which is then written to %s itself\n" % (len(files), plot_path))
     return 0
