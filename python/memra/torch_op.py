@@ -51,6 +51,11 @@ def weight_id(w):
     if not isinstance(w, Weight):
         raise bad("memra.torch_op", "a memra.Weight is needed (got %s)" % type(w).__name__)
     h = int(w.handle)
+    old = _WEIGHTS.get(h)
+    if old is None or old() is not w:
+        # a new weight at an address an earlier (destroyed) one had: forget what was bound to that one
+        for key in [k for k in _BOUND if k[0] == h]:
+            del _BOUND[key]
     _WEIGHTS[h] = weakref.ref(w)
     w._memra_tid = h  # what matmul reads while torch.compile traces it
     return h
@@ -79,17 +84,17 @@ def _current_stream(index):
 class _Bound:
     """One (weight, device)'s memra_matmul_args, reused call after call."""
 
-    __slots__ = ("w", "dev_h", "w_h", "args", "pargs", "in_f", "fn", "index", "cuda")
+    __slots__ = ("wref", "dev_h", "w_h", "args", "pargs", "in_f", "out_f", "fn", "index", "cuda")
 
     def __init__(self, w, x, out):
         from .calls import matmul_args
         dev, args, _ = matmul_args(w, x, out=out)  # every check, once
-        self.w = w
+        self.wref = weakref.ref(w)  # the cache never keeps a weight (and its device memory) alive
         self.dev_h = dev.handle
         self.w_h = w.handle
         self.args = args
         self.pargs = ctypes.pointer(args)
-        self.in_f = w.in_f
+        self.in_f, self.out_f = w.in_f, w.out_f
         self.fn = _core.lib.memra_matmul_ex
         self.index = x.get_device()
         self.cuda = self.index >= 0
@@ -98,7 +103,7 @@ class _Bound:
 def _bound(wid, x, out):
     key = (wid, x.get_device())
     b = _BOUND.get(key)
-    if b is None:
+    if b is None or getattr(b.wref(), "_h", None) != wid:  # unbound, or its weight was destroyed since
         b = _Bound(_weight(wid), x, out)
         _BOUND[key] = b
     return b
@@ -113,9 +118,9 @@ def _run(wid, x, out, alpha):
     if (x.dtype is not _F32 and x.dtype is not _F16) or not x.is_contiguous() or x.shape[-1] != b.in_f:
         raise bad("memra::matmul", "x must be a contiguous float32 (or float16) [..., %d] tensor, got %s %s"
                   % (b.in_f, x.dtype, tuple(x.shape)))
-    if out.dtype is not _F32 or not out.is_contiguous() or out.numel() * b.in_f != x.numel() * b.w.out_f:
+    if out.dtype is not _F32 or not out.is_contiguous() or out.numel() * b.in_f != x.numel() * b.out_f:
         raise bad("memra::matmul", "out must be a contiguous float32 [..., %d] tensor matching x's rows, got %s %s"
-                  % (b.w.out_f, out.dtype, tuple(out.shape)))
+                  % (b.out_f, out.dtype, tuple(out.shape)))
     a = b.args
     a.x = x.data_ptr()
     a.y = out.data_ptr()

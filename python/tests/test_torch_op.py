@@ -119,3 +119,16 @@ def test_overhead_benchmark_dry_run(tmp_path):
     from memra import report
     rows = report.load(str(out))
     assert len(rows) == 6 and [x for x in rows if x["arm"] == "bound"][0]["ratio"] == 1.0
+
+
+def test_a_destroyed_weight_is_not_called(rt, rng):
+    """A weight destroyed after its arguments were bound: the next call names it instead of using stale sizes."""
+    a = rng.uniform(-0.5, 0.5, (16, 64)).astype(np.float32)
+    w = memra.Weight.from_array(rt, a, "f32")
+    wid = mt.weight_id(w)
+    x = torch.ones(2, 64)
+    torch.ops.memra.matmul(x, wid, 16)
+    w.close()
+    with pytest.raises(memra.InvalidArgumentError) as e:
+        torch.ops.memra.matmul(x, wid, 16)
+    assert "no live memra.Weight" in str(e.value)
