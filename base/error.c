@@ -35,7 +35,9 @@ static void set_error_v(const char *file, int line, const char *fmt, va_list ap)
 {
     char msg[sizeof tl_error - 96];
     vsnprintf(msg, sizeof msg, fmt, ap);
-    if (file != NULL) {
+    /* The source location is for memra's developers: shown at MEMRA_LOG=debug
+     * (where every step is logged), not in the messages users read. */
+    if (file != NULL && memra__log_level() >= MEMRA_LOG_DEBUG) {
         const char *base = strrchr(file, '/');
         snprintf(tl_error, sizeof tl_error, "%s (%.48s:%d)", msg, base ? base + 1 : file, line);
     } else {

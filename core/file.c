@@ -224,6 +224,12 @@ static memra_status file_open(const char *path, const void *data, size_t size, m
         } else if (ends_with(path, ".json")) {
             f->kind = MEMRA_FILE_SAFETENSORS_INDEX;
             st = memra__st_index_parse(f, m);
+        } else if (!ends_with(path, ".safetensors") && (m->size < 9 || m->base[8] != '{')) {
+            /* no GGUF magic, and no JSON header after a safetensors length: say so
+             * rather than reading the first 8 bytes as a header length */
+            st = memra__file_bad(MEMRA_STATUS_INVALID_ARGUMENT, path, 0,
+                                 "neither a GGUF file (no \"GGUF\" magic) nor a safetensors file (no JSON "
+                                 "header after its 8-byte length)");
         } else {
             f->kind = MEMRA_FILE_SAFETENSORS;
             snprintf(f->desc, sizeof f->desc, "safetensors");

@@ -172,7 +172,7 @@ static memra_status add_fake_devices(memra_runtime *rt, int n, const char *force
 }
 
 /* Every ordinal a per-device MEMRA_ARCH names must be a device memra uses. */
-static memra_status check_forced_ordinals(const memra_runtime *rt, const char *force_arch)
+static memra_status check_forced_ordinals(memra_runtime *rt, const char *force_arch)
 {
     int ords[16];
     const int n = memra__config_arch_ordinals(force_arch, ords, 16);
@@ -185,6 +185,15 @@ static memra_status check_forced_ordinals(const memra_runtime *rt, const char *f
             return MEMRA__FAIL(MEMRA_STATUS_INVALID_ARGUMENT,
                                "MEMRA_ARCH=%s (%s): ordinal %d is no device memra uses (%s)", force_arch,
                                src[rt->cfg.source[MEMRA__KNOB_ARCH]], ords[j], rt->driver_why);
+    }
+    /* A profile forced on every device when there is no CUDA device: the
+     * forcing does nothing, which the user did not ask for; say so. */
+    int cuda = 0;
+    for (int d = 0; d < rt->n_devices; d++) cuda |= rt->devices[d]->caps.ordinal >= 0;
+    if (force_arch != NULL && n == 0 && !cuda) {
+        memra__config_warn(&rt->cfg,
+                           "MEMRA_ARCH=%s (%s) matches no device: there is no CUDA device (%s), and the host device "
+                           "keeps its profile", force_arch, src[rt->cfg.source[MEMRA__KNOB_ARCH]], rt->driver_why);
     }
     return MEMRA_STATUS_OK;
 }

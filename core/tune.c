@@ -21,6 +21,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -418,6 +419,15 @@ static int cmp_double(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
+/* The q-quantile of n sorted values, interpolated between order statistics. */
+static double quantile_sorted(const double *v, int n, double q)
+{
+    const double pos = q * (double)(n - 1);
+    const int lo = (int)pos;
+    const double f = pos - (double)lo;
+    return lo + 1 < n ? v[lo] * (1.0 - f) + v[lo + 1] * f : v[lo];
+}
+
 /* The judged rows of a race: at most SUB_ROWS of the m rows (the first, the
  * last and evenly spaced ones), so the host reference and the mass of a
  * 4096-row GEMM cost what 16 rows cost. The sub case borrows the full case's
@@ -491,9 +501,10 @@ memra_status memra_tune_race(memra_device *dev, memra_op op, int32_t m, int32_t 
 {
     if (dev == NULL || out == NULL)
         return MEMRA__FAIL(MEMRA_STATUS_INVALID_ARGUMENT, "memra_tune_race: %s is NULL", dev ? "out" : "dev");
-    if (out->struct_size < sizeof *out)
-        return MEMRA__FAIL(MEMRA_STATUS_INVALID_ARGUMENT, "memra_tune_race: struct_size %u (want %zu)", out->struct_size,
-                           sizeof *out);
+    const size_t min_size = offsetof(memra_tune_result, q1_us); /* before the quartiles were appended */
+    if (out->struct_size < min_size)
+        return MEMRA__FAIL(MEMRA_STATUS_INVALID_ARGUMENT, "memra_tune_race: struct_size %u (want at least %zu)",
+                           out->struct_size, min_size);
     if ((int)op < 0 || op >= MEMRA_OP_COUNT_ || !is_gemm_op(op))
         return MEMRA__FAIL(MEMRA_STATUS_NOT_SUPPORTED, "memra_tune_race: %s is not a GEMM op", memra_op_name(op));
     if (m < 1 || n < 1 || k < 32 || k % 32 != 0 || m > (1 << 20) || n > (1 << 20) || k > (1 << 20) || reps < 1 ||
@@ -633,6 +644,8 @@ memra_status memra_tune_race(memra_device *dev, memra_op op, int32_t m, int32_t 
         qsort(arms[i].times, (size_t)arms[i].n_times, sizeof(double), cmp_double);
         int h = arms[i].n_times;
         ar->median_us = h % 2 ? arms[i].times[h / 2] : 0.5 * (arms[i].times[h / 2 - 1] + arms[i].times[h / 2]);
+        res.q1_us[i] = quantile_sorted(arms[i].times, h, 0.25);
+        res.q3_us[i] = quantile_sorted(arms[i].times, h, 0.75);
         if (res.winner < 0 || ar->median_us < res.arms[res.winner].median_us) res.winner = i;
     }
     /* The score routing's pick: the first lane's default (arm 0) when it passed. */
@@ -652,7 +665,11 @@ done_case:
     memra__acase_free(&c);
 done:
     memra__snapshot_release(s);
-    if (st == MEMRA_STATUS_OK) *out = res;
+    if (st == MEMRA_STATUS_OK) {
+        const uint32_t size = out->struct_size < sizeof res ? out->struct_size : (uint32_t)sizeof res;
+        res.struct_size = out->struct_size;
+        memcpy(out, &res, size);
+    }
     return st;
 }
 

@@ -42,6 +42,8 @@
 #include "memra/formats.h"
 #include "memra/memra.h"
 #include "tools/check_ref.h"
+#include "tools/tool_fmt.h"
+#include "tools/tool_json.h"
 #include "tools/model_util.h"
 #include "tools/tool.h"
 #include "tools/tool_opt.h"
@@ -84,6 +86,27 @@ typedef struct ledger_snap {
     uint64_t h[MEMRA_OP_COUNT_][MAX_MODS];
 } ledger_snap;
 
+/* --compare OLD.json: every (shape, arm) this run measured, and the old receipt. */
+#define MAX_CMP 1024
+typedef struct cmp_row {
+    char shape[32], arm[64];
+    double med, q1, q3;
+} cmp_row;
+static cmp_row g_cmp[MAX_CMP];
+static size_t g_ncmp;
+static tool_json *g_old;        /* the parsed OLD.json */
+static const char *g_old_path;
+
+static void cmp_add(const char *shape_name, const char *arm, const double *t, int64_t n)
+{
+    if (g_old == NULL || g_ncmp == MAX_CMP || n <= 0) return;
+    cmp_row *r = &g_cmp[g_ncmp++];
+    snprintf(r->shape, sizeof r->shape, "%s", shape_name);
+    snprintf(r->arm, sizeof r->arm, "%s", arm);
+    r->med = tool_median(t, (size_t)n);
+    tool_quartiles(t, (size_t)n, &r->q1, &r->q3);
+}
+
 typedef struct bench {
     memra_runtime *rt;
     memra_device *dev;
@@ -113,7 +136,6 @@ static void snap_add_delta(const bench *b, const ledger_snap *before, const ledg
         for (int i = 0; i < b->nmods; i++) acc->h[o][i] += after->h[o][i] - before->h[o][i];
 }
 
-static double flops_unit(const bench *b) { return b->gpu ? 1e12 : 1e9; }
 static const char *flops_name(const bench *b) { return b->gpu ? "TFLOP/s" : "GFLOP/s"; }
 
 /* A weight of the arm's class; budget_mb < 0: leave MEMRA_F16_BUDGET_MB as is. */
@@ -458,14 +480,14 @@ static void split_print(const bench *b, const mmq_split *sp)
     const size_t n = (size_t)b->reps;
     if (!split_on(sp)) {
         char why[660];
-        printf("%-14s %-8s %10s %10s %8s  not timed: %s\n", "", "mmq split", "-", "", "",
+        printf("%-14s %-8s %10s %8s %15s %8s  not timed: %s\n", "", "mmq split", "-", "", "", "",
                split_why(sp, why, sizeof why));
         return;
     }
     const double q = tool_median(sp->tq, n), g = tool_median(sp->tg, n), rr = tool_median(sp->tr, n);
     const int have_r = sp->rmod != NULL;
-    printf("%-14s %-8s %10.3f %10s %8s  quant_q8_1 (%s) %.3f ms + %s (%s) %.3f ms", "", "mmq split",
-           q + (have_r ? rr : g), "", "", sp->qmod, q, have_r ? "gemm_q8_0r" : "gemm_q8_0",
+    printf("%-14s %-8s %10.3f %8s %15s %8s  quant_q8_1 (%s) %.3f ms + %s (%s) %.3f ms", "", "mmq split",
+           q + (have_r ? rr : g), "", "", "", sp->qmod, q, have_r ? "gemm_q8_0r" : "gemm_q8_0",
            have_r ? sp->rmod : sp->gmod, have_r ? rr : g);
     if (have_r && sp->gmod) printf("; gemm_q8_0 on blocks (%s) %.3f ms (records/blocks %.2fx)", sp->gmod, g, rr / g);
     else if (have_r) printf("; gemm_q8_0 on blocks not timed: %s", sp->gskip);
@@ -528,10 +550,12 @@ static int bench_arms(bench *b)
     if (logsum == NULL) return 1;
     int invalid[ARM_COUNT] = {0};
     if (b->gpu && b->sheet == k_27b && b->m == 512)
-        printf("GGML figures from the issue text (not measured in this run): GGML's CUDA MUL_MAT on the H200 at "
+        printf("GGML figures quoted, not measured in this run: GGML's CUDA MUL_MAT on the H200 at "
                "m = 512, quoted beside each q4_0 / q4_k / q5_k / q6_k arm; GGML cannot be built on the device (no "
                "network), so no GGML arm runs here\n");
-    printf("%-14s %-8s %10s %10s %8s  %s\n", "shape", "arm", "median ms", flops_name(b), "vs f16", "note");
+    printf("%-14s %-8s %10s %8s %15s %8s  %s\n", "shape", "arm", "median ms", "spread", "rate", "vs f16", "note");
+    tool_progress pg;
+    tool_progress_begin(&pg, "memra bench", b->nshapes * (size_t)(b->reps + b->warmup));
     for (size_t s = 0; s < b->nshapes; s++) {
         const int64_t k = b->sheet[s].in_f, n = b->sheet[s].out_f, m = b->m;
         const double flops = 2.0 * (double)m * (double)n * (double)k;
@@ -606,6 +630,10 @@ static int bench_arms(bench *b)
             goto shape_done;
         }
         for (int64_t r = -b->warmup; r < b->reps; r++) {
+            char what[64];
+            snprintf(what, sizeof what, "%lld->%lld %s %lld", (long long)k, (long long)n, r < 0 ? "warm-up" : "rep",
+                     (long long)(r < 0 ? -r : r + 1));
+            tool_progress_step(&pg, what);
             for (int i = 0; i < ARM_COUNT; i++) {
                 const int a = (int)(((r < 0 ? 0 : r) + i) % ARM_COUNT);
                 mm_call mc = {.dev = b->dev, .w = w[a], .x = memra_buffer_ptr(bx), .y = memra_buffer_ptr(by),
@@ -616,6 +644,7 @@ static int bench_arms(bench *b)
                 st = timed(b, &ms, run_matmul, &mc);
                 snap(b, &s1);
                 if (st != MEMRA_STATUS_OK) {
+                    tool_progress_clear(&pg);
                     fprintf(stderr, "memra bench: %s at %lld->%lld: %s: %s\n", k_arm_name[a], (long long)k,
                             (long long)n, memra_status_str(st), memra_last_error());
                     rc = 1;
@@ -628,6 +657,7 @@ static int bench_arms(bench *b)
             }
             split_rep(b, &sp, r); /* the mmq arm apart: quantiser, then both GEMMs */
         }
+        tool_progress_clear(&pg);
         for (int a = 0; a < ARM_COUNT; a++) {
             ar[a].median = tool_median(ar[a].t, (size_t)b->reps);
             arm_judge(b, &ar[a], a);
@@ -645,11 +675,14 @@ static int bench_arms(bench *b)
             char gg[96] = "";
             if (ggml && a >= ARM_KFIRST) {
                 const double gt = k_ggml_issue_27b_m512[a - ARM_KFIRST][s];
-                snprintf(gg, sizeof gg, "%sGGML %.0f TFLOP/s (issue text): %.2fx", ar[a].note[0] ? "; " : "", gt,
+                snprintf(gg, sizeof gg, "%sGGML %.0f TFLOP/s (quoted): %.2fx", ar[a].note[0] ? "; " : "", gt,
                          flops / (ar[a].median * 1e-3) / 1e12 / gt);
             }
-            printf("%-14s %-8s %10.3f %10.2f %7.3fx  %s%s\n", a == 0 ? name : "", k_arm_name[a], ar[a].median,
-                   flops / (ar[a].median * 1e-3) / flops_unit(b), ratio, ar[a].note, gg);
+            char rate[32], spread[16];
+            cmp_add(name, k_arm_name[a], ar[a].t, b->reps);
+            printf("%-14s %-8s %10.3f %8s %15s %7.3fx  %s%s\n", a == 0 ? name : "", k_arm_name[a], ar[a].median,
+                   tool_spread(ar[a].t, (size_t)b->reps, spread, sizeof spread),
+                   tool_rate(flops / (ar[a].median * 1e-3), "FLOP/s", rate, sizeof rate), ratio, ar[a].note, gg);
         }
         split_print(b, &sp);
         if (b->json) {
@@ -664,8 +697,11 @@ static int bench_arms(bench *b)
                         fprintf(f, "%s\"%s\"", first ? "" : ",", k_operand_name[bit]);
                         first = 0;
                     }
+                double q1, q3;
+                tool_quartiles(ar[a].t, (size_t)b->reps, &q1, &q3);
                 fprintf(f, "],\"times_ms\":");
                 json_times(f, ar[a].t, b->reps);
+                fprintf(f, ",\"q1_ms\":%.6g,\"q3_ms\":%.6g", q1, q3);
                 fprintf(f, ",\"median_ms\":%.6g,\"flops_per_s\":%.6g,\"ratio_to_f16\":%.6g,\"valid\":%s,\"note\":",
                         ar[a].median, flops / (ar[a].median * 1e-3), ar[ARM_F16].median / ar[a].median,
                         ar[a].valid ? "true" : "false");
@@ -701,6 +737,7 @@ static int bench_arms(bench *b)
             return 1;
         }
     }
+    tool_progress_end(&pg);
     printf("geometric mean over %zu shapes (speed relative to f16):", b->nshapes);
     for (int a = 0; a < ARM_COUNT; a++) printf(" %s %.3fx", k_arm_name[a], exp(logsum[a] / (double)b->nshapes));
     printf("\nserved (from the ledger):\n");
@@ -736,6 +773,7 @@ typedef struct vs_inputs {
     memra_buffer *buf[4];
     memra_op_args args;
     double flops; /* 0 for non-GEMM ops */
+    double bytes; /* bytes a non-GEMM op reads and writes (its rate is GB/s) */
 } vs_inputs;
 
 static void vs_free(vs_inputs *v)
@@ -744,10 +782,15 @@ static void vs_free(vs_inputs *v)
     memset(v, 0, sizeof *v);
 }
 
+/* Why vs_make returned NOT_SUPPORTED or INTERNAL (NULL: the library's
+ * memra_last_error() says why). */
+static const char *g_vs_reason;
+
 /* Inputs of `op` for shape (m, n = out_f, k = in_f), uploaded to dev. */
 static memra_status vs_make(bench *b, memra_op op, int64_t m, int64_t n, int64_t k, vs_inputs *v)
 {
     memset(v, 0, sizeof *v);
+    g_vs_reason = NULL;
     memra_status st = MEMRA_STATUS_OK;
     const size_t mk = (size_t)(m * k), nk = (size_t)(n * k), mn = (size_t)(m * n);
     const size_t gcount = (size_t)(memra_fp8_grid_rows(n) * memra_fp8_grid_cols(k));
@@ -777,10 +820,56 @@ static memra_status vs_make(bench *b, memra_op op, int64_t m, int64_t n, int64_t
     case MEMRA_OP_gemm_fp8_blk:
     case MEMRA_OP_gemm_q8_0:
     case MEMRA_OP_gemm_q8_0r:
+    case MEMRA_OP_gemm_bf16:
+    case MEMRA_OP_gemm_kr:
     case MEMRA_OP_accprobe: {
         size_t wbytes = nk, xbytes = mk * sizeof(float);
         const void *xsrc = x, *wsrc = wb;
-        if (op == MEMRA_OP_gemm_f16) {
+        if (op == MEMRA_OP_gemm_kr && k % 256 != 0) {
+            g_vs_reason = "gemm_kr needs in_f a multiple of 256 (a K-quant super-block)";
+            st = MEMRA_STATUS_NOT_SUPPORTED;
+            goto out;
+        }
+        if (op == MEMRA_OP_gemm_bf16) {
+            /* bf16 of +-[0.01, 0.5): the top half of the f32, rounded to nearest even */
+            uint16_t *h = (uint16_t *)(void *)wb;
+            for (size_t e = 0; e < nk; e++) {
+                const float f = tool_rng_signed(&b->rng, 0.01f, 0.5f);
+                uint32_t u;
+                memcpy(&u, &f, 4);
+                h[e] = (uint16_t)((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16);
+            }
+            wbytes = nk * 2;
+        } else if (op == MEMRA_OP_gemm_kr) {
+            /* Q4_K blocks, repacked into the K records every module's gemm_kr reads */
+            const size_t kb = (size_t)memra_format_row_bytes(MEMRA_FORMAT_Q4_K, k) * (size_t)n;
+            uint8_t *blocks = tool_alloc(kb, 1);
+            wbytes = (size_t)memra_kr_bytes(MEMRA_FORMAT_Q4_K, n, k);
+            wrec = tool_alloc(wbytes, 1);
+            if (blocks == NULL || wrec == NULL) {
+                free(blocks);
+                st = MEMRA_STATUS_OUT_OF_MEMORY;
+                goto out;
+            }
+            tool_fill_blocks_w(&b->rng, MEMRA_FORMAT_Q4_K, blocks, n, k);
+            const int krc = memra_kr_repack(MEMRA_FORMAT_Q4_K, blocks, n, k, wrec);
+            free(blocks);
+            if (krc != 0) {
+                g_vs_reason = "memra_kr_repack refused the Q4_K blocks";
+                st = MEMRA_STATUS_INTERNAL;
+                goto out;
+            }
+            wsrc = wrec;
+            a->gemm.w_format = MEMRA_FORMAT_Q4_K;
+            xbytes = (size_t)memra_q8_1_bytes(m, k);
+            rec = tool_alloc(xbytes, 1);
+            if (rec == NULL) {
+                st = MEMRA_STATUS_OUT_OF_MEMORY;
+                goto out;
+            }
+            ref_quant_q8_1(x, m, k, rec);
+            xsrc = rec;
+        } else if (op == MEMRA_OP_gemm_f16) {
             tool_fill_f16_w(&b->rng, (uint16_t *)(void *)wb, nk);
             wbytes = nk * 2;
         } else if (op == MEMRA_OP_gemm_q8_0 || op == MEMRA_OP_gemm_q8_0r) {
@@ -836,6 +925,8 @@ static memra_status vs_make(bench *b, memra_op op, int64_t m, int64_t n, int64_t
         if (st == MEMRA_STATUS_OK)
             st = tool_upload(b->dev, NULL, op == MEMRA_OP_cvt_f16 ? mk * 2 : (size_t)memra_q8_1_bytes(m, k),
                              &v->buf[1]);
+        v->bytes = (double)(mk * sizeof(float)) +
+                   (double)(op == MEMRA_OP_cvt_f16 ? mk * 2 : (size_t)memra_q8_1_bytes(m, k));
         if (st != MEMRA_STATUS_OK) goto out;
         a->src = memra_buffer_ptr(v->buf[0]);
         a->dst = memra_buffer_ptr(v->buf[1]);
@@ -858,6 +949,7 @@ static memra_status vs_make(bench *b, memra_op op, int64_t m, int64_t n, int64_t
         if (st == MEMRA_STATUS_OK) st = tool_upload(b->dev, grid, gcount * sizeof(float), &v->buf[1]);
         if (st == MEMRA_STATUS_OK) st = tool_upload(b->dev, NULL, dbytes, &v->buf[2]);
         if (st != MEMRA_STATUS_OK) goto out;
+        v->bytes = (double)(from_q8 ? q8b : nk) + (double)(op == MEMRA_OP_fp8_nan_count ? 0 : dbytes);
         a->format = MEMRA_FORMAT_Q8_0;
         a->src = memra_buffer_ptr(v->buf[0]);
         a->aux = memra_buffer_ptr(v->buf[1]);
@@ -874,8 +966,12 @@ static memra_status vs_make(bench *b, memra_op op, int64_t m, int64_t n, int64_t
         a->src = memra_buffer_ptr(v->buf[0]);
         a->n = (int64_t)mn;
         a->s = 1.0f; /* repeated calls keep the values */
+        v->bytes = 2.0 * (double)(mn * sizeof(float));
         break;
-    default: st = MEMRA_STATUS_NOT_SUPPORTED; break;
+    default:
+        g_vs_reason = "memra bench has no inputs for this op yet";
+        st = MEMRA_STATUS_NOT_SUPPORTED;
+        break;
     }
 out:
     free(x);
@@ -905,46 +1001,64 @@ static const char *lane_variant(const char *module, memra_op op)
     return "the module's own";
 }
 
+/* The rate of one call of the op: FLOP/s for a GEMM, bytes moved per second
+ * for the others (their work is memory traffic), scaled by magnitude. */
+static const char *vs_rate(const vs_inputs *v, double ms, char *buf, size_t len)
+{
+    if (v->flops > 0.0) return tool_rate(v->flops / (ms * 1e-3), "FLOP/s", buf, len);
+    return tool_rate(v->bytes / (ms * 1e-3), "B/s", buf, len);
+}
+
 /* Time one module's op (nm = 1: the routed lane) or race two (nm = 2),
  * interleaved, on the same inputs per shape. */
 static int bench_race(bench *b, const char *const *mods, int nm, memra_op op)
 {
     const char *ma = mods[0], *mb = nm > 1 ? mods[1] : NULL;
-    double logsum = 0.0;
-    int rc = 0;
+    double logsum = 0.0, lograte = 0.0;
+    int rc = 0, is_gemm = 1;
     if (nm > 1) {
-        printf("race %s: %s vs %s on %s, m=%lld, %lld reps\n", memra_op_name(op), ma, mb,
-               memra_device_caps_get(b->dev)->name, (long long)b->m, (long long)b->reps);
+        printf("race %s: %s vs %s on %s, m=%lld, %lld reps (spread: half the interquartile range)\n",
+               memra_op_name(op), ma, mb, memra_device_caps_get(b->dev)->name, (long long)b->m, (long long)b->reps);
         for (int i = 0; i < nm; i++)
             if (lane_variant(mods[i], op)[0]) printf("  %s: %s\n", mods[i], lane_variant(mods[i], op));
-        printf("%-14s %12s %12s %10s %10s %10s %10s %10s\n", "shape", ma, mb, "A ms/B ms", "A TFLOP/s", "B TFLOP/s",
-               "hits A", "hits B");
+        printf("%-14s %12s %8s %12s %8s %10s %15s %15s %8s %8s\n", "shape", ma, "spread", mb, "spread", "A ms/B ms",
+               "A rate", "B rate", "hits A", "hits B");
     } else {
-        printf("lane %s: served by %s%s%s on %s, m=%lld, %lld reps\n", memra_op_name(op), ma,
-               lane_variant(ma, op)[0] ? ": " : "", lane_variant(ma, op), memra_device_caps_get(b->dev)->name,
-               (long long)b->m, (long long)b->reps);
-        printf("%-14s %12s %10s %10s\n", "shape", "median", flops_name(b), "hits");
+        printf("lane %s: served by %s%s%s on %s, m=%lld, %lld reps (spread: half the interquartile range)\n",
+               memra_op_name(op), ma, lane_variant(ma, op)[0] ? ": " : "", lane_variant(ma, op),
+               memra_device_caps_get(b->dev)->name, (long long)b->m, (long long)b->reps);
+        printf("%-14s %12s %8s %15s %10s\n", "shape", "median", "spread", "rate", "hits");
     }
+    tool_progress pg;
+    tool_progress_begin(&pg, "memra bench", b->nshapes * (size_t)(b->reps + b->warmup));
     for (size_t s = 0; s < b->nshapes; s++) {
         const int64_t k = b->sheet[s].in_f, n = b->sheet[s].out_f;
+        char name[32];
+        snprintf(name, sizeof name, "%lld->%lld", (long long)k, (long long)n);
         vs_inputs v;
         memra_status st = vs_make(b, op, b->m, n, k, &v);
         if (st != MEMRA_STATUS_OK) {
-            fprintf(stderr, "memra bench: inputs for %s: %s: %s\n", memra_op_name(op), memra_status_str(st),
-                    memra_last_error());
+            tool_progress_clear(&pg);
+            fprintf(stderr, "memra bench: inputs for %s at %s: %s: %s\n", memra_op_name(op), name,
+                    memra_status_str(st), g_vs_reason ? g_vs_reason : memra_last_error());
             return 1;
         }
+        is_gemm = v.flops > 0.0;
         double *t[2] = {calloc((size_t)b->reps, sizeof(double)), calloc((size_t)b->reps, sizeof(double))};
         uint64_t h0[2] = {0, 0}, h1[2] = {0, 0};
         for (int i = 0; i < nm; i++) h0[i] = memra_ledger_hits(b->dev, op, mods[i]);
         if (!t[0] || !t[1]) rc = 1;
-        for (int64_t r = -b->warmup; r < b->reps && rc == 0; r++)
+        for (int64_t r = -b->warmup; r < b->reps && rc == 0; r++) {
+            char what[64];
+            snprintf(what, sizeof what, "%s %s %lld", name, r < 0 ? "warm-up" : "rep", (long long)(r < 0 ? -r : r + 1));
+            tool_progress_step(&pg, what);
             for (int i = 0; i < nm && rc == 0; i++) {
                 const int which = (int)(((r < 0 ? 0 : r) + i) % nm);
                 mod_call mc = {.dev = b->dev, .module = mods[which], .op = op, .args = v.args};
                 double ms = 0.0;
                 st = timed(b, &ms, run_module, &mc);
                 if (st != MEMRA_STATUS_OK) {
+                    tool_progress_clear(&pg);
                     fprintf(stderr, "memra bench: %s/%s: %s: %s\n", mods[which], memra_op_name(op),
                             memra_status_str(st), memra_last_error());
                     rc = 1;
@@ -952,33 +1066,44 @@ static int bench_race(bench *b, const char *const *mods, int nm, memra_op op)
                     t[which][r] = ms;
                 }
             }
+        }
+        tool_progress_clear(&pg);
         for (int i = 0; i < nm; i++) h1[i] = memra_ledger_hits(b->dev, op, mods[i]);
         if (rc == 0) {
             double med[2] = {tool_median(t[0], (size_t)b->reps), 0.0};
             if (nm > 1) med[1] = tool_median(t[1], (size_t)b->reps);
             const double ratio = nm > 1 ? med[0] / med[1] : 1.0;
-            logsum += log(nm > 1 ? ratio : v.flops / (med[0] * 1e-3) / flops_unit(b));
-            char name[32];
-            snprintf(name, sizeof name, "%lld->%lld", (long long)k, (long long)n);
-            if (nm > 1)
-                printf("%-14s %9.3f ms %9.3f ms %9.3fx %10.2f %10.2f %10llu %10llu\n", name, med[0], med[1], ratio,
-                       v.flops / (med[0] * 1e-3) / flops_unit(b), v.flops / (med[1] * 1e-3) / flops_unit(b),
-                       (unsigned long long)(h1[0] - h0[0]), (unsigned long long)(h1[1] - h0[1]));
-            else
-                printf("%-14s %9.3f ms %10.2f %10llu\n", name, med[0], v.flops / (med[0] * 1e-3) / flops_unit(b),
-                       (unsigned long long)(h1[0] - h0[0]));
+            const double work = is_gemm ? v.flops : v.bytes;
+            logsum += log(ratio);
+            lograte += log(work / (med[0] * 1e-3));
+            char ra[32], rb[32], sa[16], sb[16];
+            for (int i = 0; i < nm; i++) cmp_add(name, mods[i], t[i], b->reps);
+            vs_rate(&v, med[0], ra, sizeof ra);
+            tool_spread(t[0], (size_t)b->reps, sa, sizeof sa);
+            if (nm > 1) {
+                vs_rate(&v, med[1], rb, sizeof rb);
+                tool_spread(t[1], (size_t)b->reps, sb, sizeof sb);
+                printf("%-14s %9.3f ms %8s %9.3f ms %8s %9.3fx %15s %15s %8llu %8llu\n", name, med[0], sa, med[1], sb,
+                       ratio, ra, rb, (unsigned long long)(h1[0] - h0[0]), (unsigned long long)(h1[1] - h0[1]));
+            } else {
+                printf("%-14s %9.3f ms %8s %15s %10llu\n", name, med[0], sa, ra, (unsigned long long)(h1[0] - h0[0]));
+            }
             if (b->json) {
-                fprintf(b->json, "%s\n{\"shape\":\"%s\",\"in_f\":%lld,\"out_f\":%lld,\"flops\":%.0f,\"arms\":[",
-                        s ? "," : "", name, (long long)k, (long long)n, v.flops);
+                fprintf(b->json, "%s\n{\"shape\":\"%s\",\"in_f\":%lld,\"out_f\":%lld,\"flops\":%.0f,\"bytes\":%.0f,\"arms\":[",
+                        s ? "," : "", name, (long long)k, (long long)n, v.flops, v.bytes);
                 for (int i = 0; i < nm; i++) {
+                    double q1, q3;
+                    tool_quartiles(t[i], (size_t)b->reps, &q1, &q3);
                     fprintf(b->json, "%s{\"arm\":", i ? "," : "");
                     tool_json_str(b->json, mods[i]);
                     fprintf(b->json, ",\"op\":\"%s\",\"variant\":", memra_op_name(op));
                     tool_json_str(b->json, lane_variant(mods[i], op));
                     fprintf(b->json, ",\"times_ms\":");
                     json_times(b->json, t[i], b->reps);
-                    fprintf(b->json, ",\"median_ms\":%.6g,\"flops_per_s\":%.6g,\"served\":[{\"op\":\"%s\",\"module\":",
-                            med[i], v.flops / (med[i] * 1e-3), memra_op_name(op));
+                    fprintf(b->json, ",\"median_ms\":%.6g,\"q1_ms\":%.6g,\"q3_ms\":%.6g,", med[i], q1, q3);
+                    if (is_gemm) fprintf(b->json, "\"flops_per_s\":%.6g", v.flops / (med[i] * 1e-3));
+                    else fprintf(b->json, "\"flops_per_s\":null,\"bytes_per_s\":%.6g", v.bytes / (med[i] * 1e-3));
+                    fprintf(b->json, ",\"served\":[{\"op\":\"%s\",\"module\":", memra_op_name(op));
                     tool_json_str(b->json, mods[i]);
                     fprintf(b->json, ",\"hits\":%llu}]}", (unsigned long long)(h1[i] - h0[i]));
                 }
@@ -997,14 +1122,20 @@ static int bench_race(bench *b, const char *const *mods, int nm, memra_op op)
         vs_free(&v);
         if (rc) return rc;
     }
-    const double gm = exp(logsum / (double)b->nshapes);
+    tool_progress_end(&pg);
+    const double gm = exp(logsum / (double)b->nshapes), grate = exp(lograte / (double)b->nshapes);
+    char gr[32];
+    tool_rate(grate, is_gemm ? "FLOP/s" : "B/s", gr, sizeof gr);
     if (nm > 1) {
         printf("geometric mean of %s ms / %s ms over %zu shapes: %.3fx (%s %s)\n", ma, mb, b->nshapes, gm, mb,
                gm >= 1.0 ? "faster" : "slower");
         if (b->json) fprintf(b->json, "],\"geomean_ratio_a_over_b_ms\":%.6g}\n", gm);
     } else {
-        printf("geometric mean over %zu shapes: %.2f %s (%s)\n", b->nshapes, gm, flops_name(b), ma);
-        if (b->json) fprintf(b->json, "],\"geomean_flops_per_s\":%.6g}\n", gm * flops_unit(b));
+        printf("geometric mean over %zu shapes: %s (%s)\n", b->nshapes, gr, ma);
+        if (b->json) {
+            if (is_gemm) fprintf(b->json, "],\"geomean_flops_per_s\":%.6g}\n", grate);
+            else fprintf(b->json, "],\"geomean_flops_per_s\":null,\"geomean_bytes_per_s\":%.6g}\n", grate);
+        }
     }
     return rc;
 }
@@ -1046,6 +1177,7 @@ static int bench_model(bench *b, const char *path)
     uint64_t rss0, hwm0, rss_open, hwm_open, rss_prep, hwm_prep, rss_end, hwm_end;
     rss_read(&rss0, &hwm0);
     memra_file *f = NULL;
+    size_t *skipped = NULL;
     memra_status st = memra_file_open(path, &f);
     if (st != MEMRA_STATUS_OK) {
         fprintf(stderr, "memra bench: %s: %s\n", memra_status_str(st), memra_last_error());
@@ -1053,7 +1185,7 @@ static int bench_model(bench *b, const char *path)
         return 1;
     }
     rss_read(&rss_open, &hwm_open);
-    const size_t nw = tool_weights2d(f, NULL, 0);
+    size_t nw = tool_weights2d(f, NULL, 0);
     size_t *idx = tool_alloc(nw ? nw : 1, sizeof *idx);
     memra_weight **w = calloc(nw ? nw : 1, sizeof *w);
     tool_tclass *cls = tool_alloc(nw ? nw : 1, sizeof *cls);
@@ -1070,6 +1202,20 @@ static int bench_model(bench *b, const char *path)
         goto done;
     }
     tool_weights2d(f, idx, nw);
+    /* the embedding and the LM head are not per-token projections: left out, named */
+    size_t nkeep = 0, nskip = 0;
+    skipped = tool_alloc(nw ? nw : 1, sizeof *skipped);
+    if (skipped == NULL) {
+        rc = 1;
+        goto done;
+    }
+    for (size_t i = 0; i < nw; i++) {
+        memra_tensor_info t;
+        memra_file_tensor_get(f, idx[i], &t);
+        if (tool_not_projection(t.name)) skipped[nskip++] = idx[i];
+        else idx[nkeep++] = idx[i];
+    }
+    nw = nkeep;
     if (nw == 0) {
         fprintf(stderr, "memra bench: %s: no 2D weight of a memra format (see 'memra model ls %s')\n", path, path);
         rc = 1;
@@ -1118,7 +1264,18 @@ static int bench_model(bench *b, const char *path)
     }
     printf("model %s: %s, %zu tensors, %zu 2D projections (%.1f MiB), m=%lld\n", path, memra_file_describe(f),
            memra_file_tensor_count(f), nw, (double)file_bytes / 1048576.0, (long long)b->m);
+    for (size_t i = 0; i < nskip; i++) {
+        memra_tensor_info t;
+        memra_file_tensor_get(f, skipped[i], &t);
+        printf("  not timed: %s (%s)\n", t.name, tool_not_projection(t.name));
+    }
+    tool_progress pg;
+    tool_progress_begin(&pg, "memra bench", (size_t)(b->reps + b->warmup));
     for (int64_t r = -b->warmup; r < b->reps && rc == 0; r++) {
+        char what[64];
+        snprintf(what, sizeof what, "%s %lld of %zu projections", r < 0 ? "warm-up" : "rep", (long long)(r < 0 ? -r : r + 1),
+                 nw);
+        tool_progress_step(&pg, what);
         for (size_t i = 0; i < nw && rc == 0; i++) {
             mm_call call = {.dev = b->dev, .w = w[i], .x = memra_buffer_ptr(bx), .y = memra_buffer_ptr(by),
                             .m = (int32_t)b->m};
@@ -1139,16 +1296,20 @@ static int bench_model(bench *b, const char *path)
             total[r] += ms;
         }
     }
+    tool_progress_end(&pg);
     rss_read(&rss_end, &hwm_end);
     if (rc) goto done;
     double flops_all = 0.0;
-    printf("%-8s %8s %12s %10s %10s  %s\n", "class", "tensors", "MiB", "median ms", flops_name(b), "served");
+    printf("%-8s %8s %12s %10s %8s %15s  %s\n", "class", "tensors", "MiB", "median ms", "spread", "rate", "served");
     for (int c = 0; c < TOOL_TCLASS_COUNT; c++) {
         if (mc[c].tensors == 0) continue;
         mc[c].median = tool_median(mc[c].t, (size_t)b->reps);
         flops_all += mc[c].flops;
-        printf("%-8s %8zu %12.1f %10.3f %10.2f  ", tool_tclass_name((tool_tclass)c), mc[c].tensors,
-               (double)mc[c].bytes / 1048576.0, mc[c].median, mc[c].flops / (mc[c].median * 1e-3) / flops_unit(b));
+        char rate[32], spread[16];
+        cmp_add(tool_tclass_name((tool_tclass)c), "matmul", mc[c].t, b->reps);
+        printf("%-8s %8zu %12.1f %10.3f %8s %15s  ", tool_tclass_name((tool_tclass)c), mc[c].tensors,
+               (double)mc[c].bytes / 1048576.0, mc[c].median, tool_spread(mc[c].t, (size_t)b->reps, spread, sizeof spread),
+               tool_rate(mc[c].flops / (mc[c].median * 1e-3), "FLOP/s", rate, sizeof rate));
         arm_result ar;
         memset(&ar, 0, sizeof ar);
         ar.served = mc[c].served;
@@ -1163,8 +1324,11 @@ static int bench_model(bench *b, const char *path)
         }
     }
     const double tmed = tool_median(total, (size_t)b->reps);
-    printf("%-8s %8zu %12.1f %10.3f %10.2f\n", "total", nw, (double)file_bytes / 1048576.0, tmed,
-           flops_all / (tmed * 1e-3) / flops_unit(b));
+    char trate[32], tspread[16];
+    cmp_add("total", "matmul", total, b->reps);
+    printf("%-8s %8zu %12.1f %10.3f %8s %15s\n", "total", nw, (double)file_bytes / 1048576.0, tmed,
+           tool_spread(total, (size_t)b->reps, tspread, sizeof tspread),
+           tool_rate(flops_all / (tmed * 1e-3), "FLOP/s", trate, sizeof trate));
     printf("device operands %.1f MiB, %.2fx the weights' file bytes (f16 mirrors %.1f MiB); host RSS before open "
            "%.1f MiB, after open %.1f, after prepare %.1f, at the end %.1f, peak %.1f (file %.1f MiB)\n",
            (double)operand_bytes / 1048576.0, file_bytes ? (double)operand_bytes / (double)file_bytes : 0.0,
@@ -1187,6 +1351,9 @@ static int bench_model(bench *b, const char *path)
                     (unsigned long long)(tot ? file_bytes : mc[c].bytes),
                     (unsigned long long)(tot ? operand_bytes : mc[c].obytes), fl);
             json_times(j, tot ? total : mc[c].t, b->reps);
+            double q1, q3;
+            tool_quartiles(tot ? total : mc[c].t, (size_t)b->reps, &q1, &q3);
+            fprintf(j, ",\"q1_ms\":%.6g,\"q3_ms\":%.6g", q1, q3);
             fprintf(j, ",\"median_ms\":%.6g,\"flops_per_s\":%.6g,\"valid\":true,\"served\":[", med, fl / (med * 1e-3));
             if (!tot) {
                 arm_result ar;
@@ -1199,6 +1366,17 @@ static int bench_model(bench *b, const char *path)
         }
         fprintf(j, "],\"model\":{\"file\":");
         tool_json_str(j, path);
+        fprintf(j, ",\"not_timed\":[");
+        for (size_t i = 0; i < nskip; i++) {
+            memra_tensor_info t;
+            memra_file_tensor_get(f, skipped[i], &t);
+            fprintf(j, "%s{\"tensor\":", i ? "," : "");
+            tool_json_str(j, t.name);
+            fprintf(j, ",\"why\":");
+            tool_json_str(j, tool_not_projection(t.name));
+            fprintf(j, "}");
+        }
+        fprintf(j, "]");
         fprintf(j, ",\"kind\":");
         tool_json_str(j, memra_file_describe(f));
         fprintf(j, ",\"tensors\":%zu,\"projections\":%zu,\"file_bytes\":%llu,\"operand_bytes\":%llu,"
@@ -1217,6 +1395,7 @@ done:
     for (int c = 0; c < TOOL_TCLASS_COUNT; c++) free(mc[c].t);
     free(w);
     free(idx);
+    free(skipped);
     free(cls);
     free(total);
     memra_file_close(f);
@@ -1227,7 +1406,7 @@ done:
 
 static const char k_bench_usage[] =
     "usage: memra bench [27b|1p7b] [--sheet 27b|1p7b] [--m M] [--reps R] [--warmup W] [--batch N]\n"
-    "                   [--device N|host|all] [--json FILE|-] [--seed S]\n"
+    "                   [--device N|host|all] [--json FILE|-] [--seed S] [--compare OLD.json] [--quiet]\n"
     "       memra bench OP [27b|1p7b] [--vs [MODA MODB]] [options above]   (e.g. gemm_fp8_blk)\n"
     "       memra bench --vs MODA MODB --op OP [options above]\n"
     "       memra bench accprobe ...   ('memra bench accprobe --help')\n"
@@ -1237,12 +1416,12 @@ static const char k_bench_usage[] =
     "  integer floor only; valid when no dequant_f16 ran) through memra_matmul, interleaved in\n"
     "  each repetition; medians, FLOP/s, ratios to f16 and their geometric mean; the ledger\n"
     "  says which module served.\n"
-    "  On a GPU, 27b at m = 512, the K-quant rows quote GGML's MUL_MAT figures from issue 16's\n"
-    "  text beside them (not measured in this run: GGML cannot be built on the device).\n"
-    "  The mmq arm counts when gemm_q8_0r (Q8_0 records) or gemm_q8_0 (Q8_0 blocks) served it\n"
-    "  and says which. The 'mmq split' line times quant_q8_1, gemm_q8_0r on records made once\n"
-    "  by repack_q8_0 and gemm_q8_0 on the blocks apart, interleaved, with records/blocks;\n"
-    "  a GEMM the device lacks is left out with the reason.\n"
+    "  On a GPU, 27b at m = 512, the K-quant rows quote GGML's published CUDA MUL_MAT figures\n"
+    "  for the H200 beside them (quoted, not measured in this run).\n"
+    "  The mmq arm counts when gemm_q8_0r (the Q8_0 weight repacked for the integer kernel) or\n"
+    "  gemm_q8_0 (the Q8_0 blocks as stored) served it, and says which. The 'mmq split' line\n"
+    "  times the activation quantiser (quant_q8_1) and both GEMMs apart, interleaved, with their\n"
+    "  ratio; a GEMM the device lacks is left out with the reason.\n"
     "  --vs races two modules' implementations of one op via memra_module_call ('--vs A B'\n"
     "  or '--vs=A,B').\n"
     "  'memra bench OP' (or --op OP) times the routed lane of OP (the first module that serves\n"
@@ -1254,6 +1433,12 @@ static const char k_bench_usage[] =
     "  --batch N times N calls back to back per interval and divides (steady-state throughput;\n"
     "  default 1: each call alone, host launch time included).\n"
     "  --json FILE writes the receipt ('-': to stdout, the table then goes to stderr).\n"
+    "  --compare OLD.json: after the table, each (shape, arm) against the same one in an older\n"
+    "  receipt: old and new medians, the speed (old/new) and the noise (both runs' half\n"
+    "  interquartile ranges added); a speed outside 1 +- noise is called faster or slower.\n"
+    "  Each median has its spread (half the interquartile range, relative); rates are scaled\n"
+    "  to their magnitude (GFLOP/s, TFLOP/s; GB/s for non-GEMM ops). A progress line (step i of\n"
+    "  N, elapsed, ETA) goes to stderr, rewritten in place on a terminal; --quiet: none.\n"
     "  --model FILE: every 2D projection of the file (.gguf, .safetensors, index .json) in file\n"
     "  order through memra_matmul at m rows (one prefill step), each timed alone per repetition;\n"
     "  per class (q k v o gate up down other) the median of the class's summed time, FLOP/s and\n"
@@ -1267,7 +1452,8 @@ static const struct option k_bench_opts[] = {
     {"batch", required_argument, NULL, 'b'},  {"device", required_argument, NULL, 'd'},
     {"json", required_argument, NULL, 'j'},   {"seed", required_argument, NULL, 's'},
     {"vs", optional_argument, NULL, 'v'},     {"op", required_argument, NULL, 'o'},
-    {"model", required_argument, NULL, 'F'},  {"help", no_argument, NULL, 'h'},         {0, 0, 0, 0}};
+    {"model", required_argument, NULL, 'F'},  {"compare", required_argument, NULL, 'C'},
+    {"help", no_argument, NULL, 'h'}, {"quiet", no_argument, NULL, TOOL_OPT_QUIET}, {0, 0, 0, 0}};
 static const tool_cmd k_bench_cmd = {"memra bench", k_bench_usage, k_bench_opts};
 
 static int is_sheet(const char *s) { return strcmp(s, "27b") == 0 || strcmp(s, "1p7b") == 0; }
@@ -1297,6 +1483,104 @@ typedef struct bench_opts {
     int have_seed, lane, vs_auto;
     memra_op op;
 } bench_opts;
+
+/* The old receipt's arm for (shape, arm): its median and quartiles (from
+ * q1_ms/q3_ms, else its times). 0 when absent. */
+static int old_arm(const char *shape_name, const char *arm, double *med, double *q1, double *q3)
+{
+    const tool_json *shapes = tool_json_get(g_old, "shapes");
+    for (size_t i = 0; i < tool_json_len(shapes); i++) {
+        const tool_json *sh = tool_json_at(shapes, i);
+        if (strcmp(tool_json_str_or(tool_json_get(sh, "shape"), ""), shape_name) != 0) continue;
+        const tool_json *arms = tool_json_get(sh, "arms");
+        for (size_t k = 0; k < tool_json_len(arms); k++) {
+            const tool_json *a = tool_json_at(arms, k);
+            if (strcmp(tool_json_str_or(tool_json_get(a, "arm"), ""), arm) != 0) continue;
+            *med = tool_json_num_or(tool_json_get(a, "median_ms"), 0.0);
+            *q1 = tool_json_num_or(tool_json_get(a, "q1_ms"), -1.0);
+            *q3 = tool_json_num_or(tool_json_get(a, "q3_ms"), -1.0);
+            if (*q1 < 0.0 || *q3 < 0.0) {
+                const tool_json *tm = tool_json_get(a, "times_ms");
+                double t[MAX_REPS];
+                size_t n = 0;
+                for (size_t e = 0; e < tool_json_len(tm) && n < MAX_REPS; e++) t[n++] = tool_json_num_or(tool_json_at(tm, e), 0.0);
+                tool_quartiles(t, n, q1, q3);
+            }
+            return *med > 0.0;
+        }
+    }
+    return 0;
+}
+
+/* --compare: per (shape, arm) of this run, the old median, the new, the speed
+ * (old / new) and the noise band: the sum of the two runs' relative half
+ * interquartile ranges. A speed outside 1 +- noise is a change. */
+static void compare_print(void)
+{
+    printf("\ncompared with %s (memra %s, commit %s, host %s; speed = old ms / new ms, noise = the two runs'\n"
+           "half-IQR added):\n",
+           g_old_path, tool_json_str_or(tool_json_get(g_old, "memra"), "?"),
+           tool_json_str_or(tool_json_get(g_old, "commit"), "?"), tool_json_str_or(tool_json_get(g_old, "host"), "?"));
+    printf("%-14s %-10s %10s %10s %8s %8s  %s\n", "shape", "arm", "old ms", "new ms", "speed", "noise", "verdict");
+    size_t matched = 0, faster = 0, slower = 0;
+    for (size_t i = 0; i < g_ncmp; i++) {
+        const cmp_row *r = &g_cmp[i];
+        double om, oq1, oq3;
+        if (!old_arm(r->shape, r->arm, &om, &oq1, &oq3)) {
+            printf("%-14s %-10s %10s %10.3f %8s %8s  not in the old receipt\n", r->shape, r->arm, "-", r->med, "-", "-");
+            continue;
+        }
+        matched++;
+        const double speed = om / r->med;
+        const double noise = 0.5 * (oq3 - oq1) / om + 0.5 * (r->q3 - r->q1) / r->med;
+        const char *v = speed > 1.0 + noise ? "faster" : speed < 1.0 - noise ? "slower" : "within noise";
+        if (v[0] == 'f') faster++;
+        if (v[0] == 's') slower++;
+        printf("%-14s %-10s %10.3f %10.3f %7.3fx %7.1f%%  %s\n", r->shape, r->arm, om, r->med, speed, 100.0 * noise, v);
+    }
+    printf("%zu of %zu arms matched: %zu faster, %zu slower, %zu within noise\n", matched, g_ncmp, faster, slower,
+           matched - faster - slower);
+}
+
+/* Read and check OLD.json for --compare: 0, or 2 after a message. */
+static int compare_load(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (f == NULL) {
+        fprintf(stderr, "memra bench: --compare %s: cannot read it\n", path);
+        return 2;
+    }
+    char *text = NULL;
+    size_t len = 0, cap = 0;
+    for (;;) {
+        if (len + 65536 > cap) {
+            cap = cap ? 2 * cap : 1 << 20;
+            char *t = realloc(text, cap);
+            if (t == NULL) break;
+            text = t;
+        }
+        const size_t got = fread(text + len, 1, cap - len, f);
+        len += got;
+        if (got == 0) break;
+    }
+    fclose(f);
+    char err[160];
+    g_old = text ? tool_json_parse(text, len, err, sizeof err) : NULL;
+    free(text);
+    if (g_old == NULL) {
+        fprintf(stderr, "memra bench: --compare %s: not JSON (%s)\n", path, text ? err : "out of memory");
+        return 2;
+    }
+    if (strcmp(tool_json_str_or(tool_json_get(g_old, "format"), ""), "memra-bench") != 0) {
+        fprintf(stderr, "memra bench: --compare %s: not a memra-bench receipt (format %s)\n", path,
+                tool_json_str_or(tool_json_get(g_old, "format"), "missing"));
+        tool_json_free(g_old);
+        g_old = NULL;
+        return 2;
+    }
+    g_old_path = path;
+    return 0;
+}
 
 /* One device's run; its receipt (when `receipt` is set) is one memra-bench
  * object of the given version. */
@@ -1342,8 +1626,28 @@ static int bench_one(memra_runtime *rt, int di, const bench_opts *o, FILE *recei
         for (int i = 0; i < (vs_b ? 2 : 1); i++) {
             const char *mn = i ? vs_b : vs_a;
             if (!memra_module_provides(b.dev, mn, op)) {
-                fprintf(stderr, "memra bench: module '%s' is not admitted on this device or lacks %s\n", mn,
-                        memra_op_name(op));
+                /* which: refused, not found, not admitted here, or without the op */
+                const char *why = NULL, *path = "";
+                int found = 0, loaded = 0;
+                for (int mi = 0; mi < memra_module_count(rt); mi++) {
+                    memra_module_info inf;
+                    if (memra_module_info_get(rt, mi, &inf) != MEMRA_STATUS_OK || strcmp(inf.name, mn) != 0) continue;
+                    found = 1;
+                    loaded |= inf.loaded;
+                    if (!inf.loaded) {
+                        why = inf.reason;
+                        path = inf.path;
+                    }
+                }
+                if (!found)
+                    fprintf(stderr, "memra bench: no module named '%s' was found (see 'memra info')\n", mn);
+                else if (!loaded)
+                    fprintf(stderr, "memra bench: module '%s' (%s) was refused: %s\n", mn, path, why ? why : "");
+                else if (memra_module_score(b.dev, mn) <= 0)
+                    fprintf(stderr, "memra bench: module '%s' is loaded but not admitted on %s (score 0 here)\n", mn,
+                            memra_device_caps_get(b.dev)->name);
+                else
+                    fprintf(stderr, "memra bench: module '%s' does not provide %s\n", mn, memra_op_name(op));
                 rc = 2;
                 return rc;
             }
@@ -1366,6 +1670,8 @@ static int bench_one(memra_runtime *rt, int di, const bench_opts *o, FILE *recei
         rc = model ? bench_model(&b, model) : vs_a ? bench_race(&b, race, vs_b ? 2 : 1, op) : bench_arms(&b);
     }
     memra_timer_destroy(b.timer);
+    if (rc == 0 && g_old != NULL) compare_print();
+    g_ncmp = 0;
     if (b.json && rc != 0) {
         if (model == NULL) fprintf(b.json, "]}\n"); /* close what was opened; the receipt says it is partial */
         fprintf(stderr, "memra bench: the receipt %s is incomplete\n", json);
@@ -1455,6 +1761,7 @@ int memra_tool_bench(int argc, char **argv)
             break;
         case 'o': rc = set_op(optarg, &op); break;
         case 'F': model = optarg; break;
+        case 'C': rc = compare_load(optarg); break;
         case 'v':
             vs = 1;
             if (optarg != NULL) { /* --vs=A,B */
@@ -1533,6 +1840,8 @@ int memra_tool_bench(int argc, char **argv)
     rc = bench_one(rt, dev_sel < 0 ? 0 : (int)dev_sel, &bo, receipt, 3);
 done:
     memra_close(rt);
+    tool_json_free(g_old);
+    g_old = NULL;
     const int wrc = tool_receipt_close(c, json, receipt);
     return rc ? rc : wrc;
 }

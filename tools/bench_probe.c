@@ -21,6 +21,7 @@
 
 #include "memra/memra.h"
 #include "tools/tool.h"
+#include "tools/tool_fmt.h"
 #include "tools/tool_opt.h"
 #include "tools/tool_util.h"
 
@@ -50,7 +51,7 @@ static const struct option k_opts[] = {
     {"sheet", required_argument, NULL, 'S'},  {"dist", required_argument, NULL, 'D'},
     {"device", required_argument, NULL, 'd'}, {"module", required_argument, NULL, 'M'},
     {"json", required_argument, NULL, 'j'},   {"seed", required_argument, NULL, 's'},
-    {"help", no_argument, NULL, 'h'},         {0, 0, 0, 0}};
+    {"help", no_argument, NULL, 'h'}, {"quiet", no_argument, NULL, TOOL_OPT_QUIET}, {0, 0, 0, 0}};
 static const tool_cmd k_cmd = {"memra bench accprobe", k_usage, k_opts};
 
 static int bad_sheet(const char *s)
@@ -144,8 +145,8 @@ int memra_tool_bench_accprobe(int argc, char **argv)
     printf("memra bench accprobe: %s (%s), module %s, sheet %s, m=%lld, reps %lld, dist %s, seed %llu\n", caps->name,
            caps->profile, module, sheet, (long long)m, (long long)reps, mid ? "mid" : "wide",
            (unsigned long long)seed);
-    printf("%-14s %10s %10s %8s %9s %9s %9s\n", "shape", "f32acc ms", "s32acc ms", "ratio", "delta pp",
-           gpu ? "f32 TF/s" : "f32 GF/s", gpu ? "s32 TF/s" : "s32 GF/s");
+    printf("%-14s %10s %8s %10s %8s %8s %9s %15s %15s\n", "shape", "f32acc ms", "spread", "s32acc ms", "spread",
+           "ratio", "delta pp", "f32 rate", "s32 rate");
     if (jf)
         fprintf(jf, "{\"format\":\"memra-bench-accprobe\",\"version\":1,\"memra\":\"%s\",\"device\":\"%s\",\"cc\":%d,"
                     "\"driver_version\":%d,\"module\":\"%s\",\"sheet\":\"%s\",\"m\":%lld,\"reps\":%lld,\"dist\":\"%s\","
@@ -195,14 +196,17 @@ int memra_tool_bench_accprobe(int argc, char **argv)
             }
         }
         if (rc == 0) {
-            double flops = 2.0 * (double)m * (double)n * (double)k, unit = gpu ? 1e12 : 1e9;
+            double flops = 2.0 * (double)m * (double)n * (double)k;
             double ms_s = tool_median(t[0], (size_t)reps), ms_f = tool_median(t[1], (size_t)reps);
             double ratio = ms_f / ms_s;
             logsum += log(ratio);
             char name[32];
             snprintf(name, sizeof name, "%lld->%lld", (long long)k, (long long)n);
-            printf("%-14s %10.4f %10.4f %8.3f %+9.1f %9.2f %9.2f", name, ms_f, ms_s, ratio, (ratio - 1.0) * 100.0,
-                   flops / (ms_f * 1e-3) / unit, flops / (ms_s * 1e-3) / unit);
+            char sf[16], ss[16], rf[32], rs[32];
+            printf("%-14s %10.4f %8s %10.4f %8s %8.3f %+9.1f %15s %15s", name, ms_f,
+                   tool_spread(t[1], (size_t)reps, sf, sizeof sf), ms_s, tool_spread(t[0], (size_t)reps, ss, sizeof ss),
+                   ratio, (ratio - 1.0) * 100.0, tool_rate(flops / (ms_f * 1e-3), "FLOP/s", rf, sizeof rf),
+                   tool_rate(flops / (ms_s * 1e-3), "FLOP/s", rs, sizeof rs));
             double ms_x = have_mx ? tool_median(t[2], (size_t)reps) : 0;
             if (have_mx) printf("  mx %.4f ms (%.3fx s32)", ms_x, ms_x / ms_s);
             printf("\n");

@@ -65,6 +65,10 @@
 #include "tools/tool.h"
 #include "tools/tool_opt.h"
 #include "tools/tool_util.h"
+#include "tools/tool_fmt.h"
+
+/* The progress line of the run (per device, module and op), cleared before each row. */
+static tool_progress g_check_pg;
 
 #define SAMPLE_ROWS 16
 #define TAIL 64 /* guard bytes after every output */
@@ -92,6 +96,7 @@ void check_add_row(checker *c, row *r)
     if (r->result[0] == 'n') snprintf(band, sizeof band, "-");
     else if (r->exact) snprintf(band, sizeof band, "exact");
     else snprintf(band, sizeof band, "%.2g", r->band);
+    tool_progress_clear(&g_check_pg);
     printf("%-12s %-16s %-8s %-22s %-14s %-8s %6llu  %s%s%s%s\n", r->device, r->op, r->module, r->shape, err, band,
            (unsigned long long)r->hits, r->result, r->injected ? " (injected fault)" : "", r->note[0] ? ": " : "",
            r->note);
@@ -1074,8 +1079,8 @@ static const char k_check_usage[] =
     "  module on the host device. The host module itself is compared with an independent f64\n"
     "  computation. Bit-identical ops (repack_q8_0 included) must match exactly; GEMMs are\n"
     "  judged by |got - ref| / sum_k |x_k w_k| against a band per lane. gemm_q8_0r runs on\n"
-    "  the records of the module's own repack_q8_0, is judged like gemm_q8_0 on the Q8_0\n"
-    "  blocks, and again against the module's own gemm_q8_0 (rows 'vs q8_0'). accprobe is\n"
+    "  the weight as the module's own repack_q8_0 lays it out, is judged like gemm_q8_0 on\n"
+    "  the Q8_0 blocks, and again against the module's own gemm_q8_0 (rows 'vs q8_0'). accprobe is\n"
     "  time only. MEMRA_CHECK_INJECT_FAULT=1 plants one fault in the first case of every op.\n"
     "  Exit: 0 all passed, 1 a failure, 2 usage error.\n"
     "\n"
@@ -1083,8 +1088,8 @@ static const char k_check_usage[] =
     "  Each distinct (format, scale kind, shape) of the file's 2D weights (a .gguf, .safetensors\n"
     "  or model.safetensors.index.json) on the file's own bytes: memra_matmul on the weight made\n"
     "  by memra_file_weight_create (the routed lane, row 'matmul'), and the lane's GEMM on every\n"
-    "  module that provides it, with its operand built from the file's bytes (f16 mirror, Q8_0\n"
-    "  records, ...), judged as above. M rows of fresh random activation (default 4 on the host\n"
+    "  module that provides it, with its operand built from the file's bytes (the f16 mirror, the\n"
+    "  repacked integer layout, ...), judged as above. M rows of fresh random activation (default 4 on the host\n"
     "  device, 512 on a GPU). A malformed file exits 1 naming the byte.\n";
 
 void check_write_json(const checker *c, FILE *f, uint64_t seed, const char *model)
@@ -1133,7 +1138,7 @@ static const struct option k_check_opts[] = {
     {"op", required_argument, NULL, 'o'},     {"quick", no_argument, NULL, 'q'},
     {"json", required_argument, NULL, 'j'},   {"seed", required_argument, NULL, 's'},
     {"model", required_argument, NULL, 'F'},  {"m", required_argument, NULL, 'm'},
-    {"help", no_argument, NULL, 'h'},         {0, 0, 0, 0}};
+    {"help", no_argument, NULL, 'h'}, {"quiet", no_argument, NULL, TOOL_OPT_QUIET}, {0, 0, 0, 0}};
 static const tool_cmd k_check_cmd = {"memra check", k_check_usage, k_check_opts};
 
 static int loaded_module(memra_runtime *rt, const char *name)
@@ -1151,7 +1156,15 @@ static int check_selection(memra_runtime *rt, int64_t dev_sel, const char *mod_s
 {
     const int ndev = memra_device_count(rt);
     if (mod_sel != NULL && !loaded_module(rt, mod_sel)) {
-        fprintf(stderr, "memra check: --module %s: no such module is loaded; loaded:", mod_sel);
+        for (int i = 0; i < memra_module_count(rt); i++) {
+            memra_module_info mi;
+            if (memra_module_info_get(rt, i, &mi) == MEMRA_STATUS_OK && !mi.loaded && strcmp(mi.name, mod_sel) == 0) {
+                fprintf(stderr, "memra check: --module %s: the module was found (%s) but refused: %s\n", mod_sel,
+                        mi.path, mi.reason);
+                return 2;
+            }
+        }
+        fprintf(stderr, "memra check: --module %s: no module of that name was found; loaded:", mod_sel);
         for (int i = 0; i < memra_module_count(rt); i++) {
             memra_module_info mi;
             if (memra_module_info_get(rt, i, &mi) == MEMRA_STATUS_OK && mi.loaded) fprintf(stderr, " %s", mi.name);
@@ -1273,6 +1286,20 @@ int memra_tool_check(int argc, char **argv)
     printf("memra check: seed %llu (replay with --seed %llu)%s%s\n", (unsigned long long)seed,
            (unsigned long long)seed, quick ? ", quick" : "", c.inject ? ", INJECTED FAULTS" : "");
     check_print_header();
+    size_t steps = 0;
+    for (int d = 0; d < ndev; d++) {
+        if (dev_sel >= 0 && d != dev_sel) continue;
+        memra_device *dev = memra_device_get(rt, d);
+        for (int mi = 0; mi < memra_module_count(rt); mi++) {
+            memra_module_info info;
+            if (memra_module_info_get(rt, mi, &info) != MEMRA_STATUS_OK || !info.loaded) continue;
+            if ((mod_sel && strcmp(mod_sel, info.name) != 0) || memra_module_score(dev, info.name) <= 0) continue;
+            for (int o = 0; o < MEMRA_OP_COUNT_; o++)
+                if ((op_sel == MEMRA_OP_COUNT_ || o == (int)op_sel) && memra_module_provides(dev, info.name, (memra_op)o))
+                    steps++;
+        }
+    }
+    tool_progress_begin(&g_check_pg, "memra check", steps);
     for (int d = 0; d < ndev; d++) {
         if (dev_sel >= 0 && d != dev_sel) continue;
         memra_device *dev = memra_device_get(rt, d);
@@ -1294,6 +1321,9 @@ int memra_tool_check(int argc, char **argv)
                 if (op_sel != MEMRA_OP_COUNT_ && o != (int)op_sel) continue;
                 if (!memra_module_provides(dev, info.name, (memra_op)o)) continue;
                 any = 1;
+                char what[96];
+                snprintf(what, sizeof what, "%s %s %s", c.devlabel, info.name, memra_op_name((memra_op)o));
+                tool_progress_step(&g_check_pg, what);
                 /* each (device, module, op) gets its own stream of data from the seed */
                 tool_rng_seed(&c.rng, seed ^ ((uint64_t)(d + 1) * 0x9E3779B97F4A7C15ull) ^ ((uint64_t)(o + 1) << 40) ^
                                           ((uint64_t)(mi + 1) << 52));
@@ -1306,6 +1336,7 @@ int memra_tool_check(int argc, char **argv)
                 check_op(&c, (memra_op)o);
             }
             if (any) {
+                tool_progress_clear(&g_check_pg);
                 printf("ledger %s %s:", c.devlabel, info.name);
                 for (int o = 0; o < MEMRA_OP_COUNT_; o++)
                     if (memra_module_provides(dev, info.name, (memra_op)o) &&
@@ -1318,6 +1349,7 @@ int memra_tool_check(int argc, char **argv)
         if (!admitted && !mod_sel)
             printf("%-12s (no module admitted on this device: nothing to check; see 'memra info')\n", c.devlabel);
     }
+    tool_progress_end(&g_check_pg);
     if (c.declined) printf("%d declined (a lane that does not take a case; not a failure)\n", c.declined);
     printf("%d passed, %d failed\n", c.passed, c.failed);
     rc = c.failed ? 1 : 0;

@@ -207,7 +207,8 @@ static void info_text(memra_runtime *rt)
 
 static void info_json(memra_runtime *rt, FILE *f)
 {
-    fprintf(f, "{\"memra\":");
+    /* version 1: the first with format/version; the keys before it are unchanged */
+    fprintf(f, "{\"format\":\"memra-info\",\"version\":1,\"memra\":");
     tool_json_str(f, memra_version());
     fprintf(f, ",\"module_abi\":%u,\"driver\":{\"version\":%d,\"status\":", MEMRA_MODULE_ABI_VERSION,
             memra_driver_version(rt));
@@ -375,12 +376,17 @@ static const char k_jit_help[] =
     "  warm   compile every kernel the loaded modules declare for each GPU's target\n"
     "  clear  remove every cache entry\n";
 static const tool_cmd k_jit_cmd = {"memra jit", k_jit_help, k_help_only};
+static const struct option k_jit_ls_opts[] = {
+    {"json", required_argument, NULL, 'j'}, {"help", no_argument, NULL, 'h'}, {0, 0, 0, 0}};
 static const tool_cmd k_jit_ls_cmd = {
     "memra jit ls",
-    "usage: memra jit ls\n"
+    "usage: memra jit ls [--json FILE|-]\n"
     "  The JIT cache's folder and its entries: key, target, size, age; '(bad header)'\n"
-    "  marks an entry that fails its header checks (it is rebuilt when used).\n",
-    k_help_only};
+    "  marks an entry that fails its header checks (it is rebuilt when used).\n"
+    "  --json FILE writes them as JSON (format memra-jit-ls; '-': to stdout, the table to stderr).\n",
+    k_jit_ls_opts};
+static const char *g_jit_json; /* jit ls --json: the path, and its stream opened before any work */
+static FILE *g_jit_jf;
 static const tool_cmd k_jit_warm_cmd = {
     "memra jit warm",
     "usage: memra jit warm\n"
@@ -409,8 +415,28 @@ static int jit_ls(memra_runtime *rt)
         printf("%.16s %-10s %10llu %9llds%s\n", e[i].key_hex, e[i].target, (unsigned long long)e[i].bytes,
                (long long)e[i].age_s, e[i].header_ok ? "" : "  (bad header)");
     printf("%zu entries\n", n);
+    int rc = 0;
+    if (g_jit_jf != NULL) {
+        FILE *jf = g_jit_jf;
+        g_jit_jf = NULL;
+        fprintf(jf, "{\"format\":\"memra-jit-ls\",\"version\":1,\"memra\":");
+        tool_json_str(jf, memra_version());
+        fprintf(jf, ",\"folder\":");
+        tool_json_str(jf, ji.folder);
+        fprintf(jf, ",\"disk_enabled\":%s,\"entries\":[", ji.disk_enabled ? "true" : "false");
+        for (size_t i = 0; i < n; i++) {
+            fprintf(jf, "%s{\"key\":", i ? "," : "");
+            tool_json_str(jf, e[i].key_hex);
+            fprintf(jf, ",\"target\":");
+            tool_json_str(jf, e[i].target);
+            fprintf(jf, ",\"bytes\":%llu,\"age_s\":%lld,\"header_ok\":%s}", (unsigned long long)e[i].bytes,
+                    (long long)e[i].age_s, e[i].header_ok ? "true" : "false");
+        }
+        fprintf(jf, "]}\n");
+        rc = tool_receipt_close(&k_jit_ls_cmd, g_jit_json, jf);
+    }
     free(e);
-    return 0;
+    return rc;
 }
 
 static int jit_clear(memra_runtime *rt)
@@ -451,11 +477,25 @@ int memra_tool_jit(int argc, char **argv)
     for (size_t i = 0; i < sizeof subs / sizeof subs[0]; i++) {
         if (strcmp(argv[1], subs[i].name) != 0) continue;
         /* the subcommand's options first: --help does nothing else */
-        const int p = parse_none(subs[i].cmd, argc - 1, argv + 1);
-        if (p != 0) return p < 0 ? 0 : p;
+        if (subs[i].cmd == &k_jit_ls_cmd) {
+            int o, orc = 0;
+            while ((o = tool_opt_next(&k_jit_ls_cmd, argc - 1, argv + 1, &orc)) != TOOL_OPT_END) {
+                if (o == TOOL_OPT_EXIT) return orc;
+                g_jit_json = optarg;
+            }
+            if (optind < argc - 1) return tool_opt_unexpected(&k_jit_ls_cmd, argv[1 + optind]);
+            if (g_jit_json != NULL && tool_receipt_open(&k_jit_ls_cmd, g_jit_json, &g_jit_jf) != 0) return 2;
+        } else {
+            const int p = parse_none(subs[i].cmd, argc - 1, argv + 1);
+            if (p != 0) return p < 0 ? 0 : p;
+        }
         memra_runtime *rt;
-        if (memra_tool_open(&rt) != MEMRA_STATUS_OK) return 1;
+        if (memra_tool_open(&rt) != MEMRA_STATUS_OK) {
+            tool_receipt_close(&k_jit_ls_cmd, g_jit_json, g_jit_jf);
+            return 1;
+        }
         const int rc = subs[i].run(rt);
+        if (g_jit_jf != NULL) tool_receipt_close(&k_jit_ls_cmd, g_jit_json, g_jit_jf); /* the listing failed */
         memra_close(rt);
         return rc;
     }

@@ -13,16 +13,21 @@
 #include "memra/memra.h"
 #include "tools/model_util.h"
 #include "tools/tool.h"
+#include "tools/tool_opt.h"
 #include "tools/tool_util.h"
 
 static const char k_model_usage[] =
-    "usage: memra model ls FILE [--json] [--device N|host|all]\n"
+    "usage: memra model ls FILE [--json[=OUT]] [--device N|host|all] [--quiet]\n"
     "  FILE: a .gguf file, a .safetensors file, or a model.safetensors.index.json (sharded set)\n"
     "  Lists every tensor (type, shape, bytes, file offset), the metadata, and for each 2D weight\n"
     "  the lane memra_matmul would take on each device under the current routing and f16 budget\n"
     "  (MEMRA_F16_BUDGET_MB, MEMRA_PREFER, MEMRA_DISABLE apply), with the reason; nothing is\n"
     "  uploaded. The file is checked in full first: a malformed file exits 1 with the byte offset.\n"
-    "  --json            one JSON object on stdout\n"
+    "  A 3D tensor (MoE experts, [E x out x in]) is listed with a note: memra_matmul takes 2D\n"
+    "  weights and there is no grouped expert op yet.\n"
+    "  --json            one JSON object (format memra-model-ls) on stdout instead of the table\n"
+    "  --json OUT        the table on stdout and the JSON to OUT ('-': JSON on stdout, table on\n"
+    "                    stderr); also --json=OUT\n"
     "  --device D        a device index, 'host', or 'all' (default: all)\n"
     "  -h, --help        this text\n";
 
@@ -43,24 +48,42 @@ static void plan_chain(const memra_weight_plan *p, char *buf, size_t len)
                               p->modules[s] ? p->modules[s] : "no module");
 }
 
-static void json_meta(const memra_meta_info *m)
+static void json_meta(FILE *jf, const memra_meta_info *m)
 {
     static const char *const types[] = {"string", "int", "uint", "float", "bool", "array", "other"};
-    printf("{\"key\":");
-    tool_json_str(stdout, m->key);
-    printf(",\"type\":\"%s\",\"value\":", types[m->type]);
+    fprintf(jf, "{\"key\":");
+    tool_json_str(jf, m->key);
+    fprintf(jf, ",\"type\":\"%s\",\"value\":", types[m->type]);
     switch (m->type) {
-    case MEMRA_META_INT: printf("%lld", (long long)m->i); break;
-    case MEMRA_META_UINT: printf("%llu", (unsigned long long)m->u); break;
-    case MEMRA_META_BOOL: printf("%s", m->i ? "true" : "false"); break;
-    case MEMRA_META_FLOAT: printf("%.17g", m->f); break;
-    default: tool_json_str(stdout, m->text); break;
+    case MEMRA_META_INT: fprintf(jf, "%lld", (long long)m->i); break;
+    case MEMRA_META_UINT: fprintf(jf, "%llu", (unsigned long long)m->u); break;
+    case MEMRA_META_BOOL: fprintf(jf, "%s", m->i ? "true" : "false"); break;
+    case MEMRA_META_FLOAT: fprintf(jf, "%.17g", m->f); break;
+    default: tool_json_str(jf, m->text); break;
     }
-    if (m->type == MEMRA_META_ARRAY) printf(",\"count\":%llu", (unsigned long long)m->count);
-    printf("}");
+    if (m->type == MEMRA_META_ARRAY) fprintf(jf, ",\"count\":%llu", (unsigned long long)m->count);
+    fprintf(jf, "}");
 }
 
-static int model_ls(const char *path, int json, int dev_sel)
+/* Why a tensor of a memra format gets no lane (NULL: it is a 2D weight). */
+static const char *no_lane_note(const memra_tensor_info *t, char *buf, size_t len)
+{
+    if (!t->has_format || tool_is_weight2d(t)) return NULL;
+    if (t->n_dims == 3) {
+        snprintf(buf, len,
+                 "3D: %lld experts of %lld x %lld (a MoE expert tensor); memra_matmul takes 2D weights and memra "
+                 "has no grouped expert op yet, so no lane",
+                 (long long)t->shape[0], (long long)t->shape[1], (long long)t->shape[2]);
+        return buf;
+    }
+    if (t->n_dims == 1) return "1D (a norm or a bias): not a matmul weight";
+    if (t->n_dims == 2) return "a scale tensor of the FP8 weight beside it";
+    snprintf(buf, len, "%dD: not a matmul weight", t->n_dims);
+    return buf;
+}
+
+/* text: the table on stdout; jf: the JSON receipt (NULL: none). */
+static int model_ls(const char *path, int text, FILE *jf, int dev_sel)
 {
     memra_file *f = NULL;
     memra_status st = memra_file_open(path, &f);
@@ -84,20 +107,21 @@ static int model_ls(const char *path, int json, int dev_sel)
         memra_file_tensor_get(f, i, &t);
         total += t.bytes;
     }
-    if (json) {
-        printf("{\"format\":\"memra-model-ls\",\"version\":1,\"file\":");
-        tool_json_str(stdout, path);
-        printf(",\"kind\":");
-        tool_json_str(stdout, memra_file_describe(f));
-        printf(",\"tensor_bytes\":%llu,\"metadata\":[", (unsigned long long)total);
+    if (jf) {
+        fprintf(jf, "{\"format\":\"memra-model-ls\",\"version\":2,\"file\":");
+        tool_json_str(jf, path);
+        fprintf(jf, ",\"kind\":");
+        tool_json_str(jf, memra_file_describe(f));
+        fprintf(jf, ",\"tensor_bytes\":%llu,\"metadata\":[", (unsigned long long)total);
         for (size_t i = 0; i < nm; i++) {
             memra_meta_info m;
             memra_file_meta_get(f, i, &m);
-            printf("%s", i ? "," : "");
-            json_meta(&m);
+            fprintf(jf, "%s", i ? "," : "");
+            json_meta(jf, &m);
         }
-        printf("],\"tensors\":[");
-    } else {
+        fprintf(jf, "],\"tensors\":[");
+    }
+    if (text) {
         printf("%s: %s, %zu tensors (%.1f MiB), %zu metadata keys\n", path, memra_file_describe(f), nt,
                (double)total / 1048576.0, nm);
         for (size_t i = 0; i < nm; i++) {
@@ -113,39 +137,48 @@ static int model_ls(const char *path, int json, int dev_sel)
     for (size_t i = 0; i < nt; i++) {
         memra_tensor_info t;
         memra_file_tensor_get(f, i, &t);
-        char sh[96];
+        char sh[96], notebuf[256];
         shape_str(&t, sh, sizeof sh);
         const int w2d = tool_is_weight2d(&t);
-        const char *cls = w2d ? tool_tclass_name(tool_tclass_of(t.name)) : "-";
-        if (json) {
-            printf("%s{\"name\":", i ? "," : "");
-            tool_json_str(stdout, t.name);
-            printf(",\"type\":\"%s\",\"format\":\"%s\",\"shape\":[", t.type, t.has_format ? memra_format_name(t.format) : "");
-            for (int d = 0; d < t.n_dims; d++) printf("%s%lld", d ? "," : "", (long long)t.shape[d]);
-            printf("],\"bytes\":%llu,\"offset\":%llu,\"class\":\"%s\"", (unsigned long long)t.bytes,
-                   (unsigned long long)t.offset, cls);
-            if (memra_file_kind_get(f) == MEMRA_FILE_SAFETENSORS_INDEX) {
-                printf(",\"path\":");
-                tool_json_str(stdout, t.path);
+        const char *cls = w2d ? tool_tclass_name(tool_tclass_of(t.name)) : t.n_dims == 3 && t.has_format ? "experts" : "-";
+        const char *note = no_lane_note(&t, notebuf, sizeof notebuf);
+        if (jf) {
+            fprintf(jf, "%s{\"name\":", i ? "," : "");
+            tool_json_str(jf, t.name);
+            fprintf(jf, ",\"type\":\"%s\",\"format\":\"%s\",\"shape\":[", t.type,
+                    t.has_format ? memra_format_name(t.format) : "");
+            for (int d = 0; d < t.n_dims; d++) fprintf(jf, "%s%lld", d ? "," : "", (long long)t.shape[d]);
+            fprintf(jf, "],\"bytes\":%llu,\"offset\":%llu,\"class\":\"%s\"", (unsigned long long)t.bytes,
+                    (unsigned long long)t.offset, cls);
+            if (note) {
+                fprintf(jf, ",\"note\":");
+                tool_json_str(jf, note);
             }
-        } else {
+            if (memra_file_kind_get(f) == MEMRA_FILE_SAFETENSORS_INDEX) {
+                fprintf(jf, ",\"path\":");
+                tool_json_str(jf, t.path);
+            }
+        }
+        if (text) {
             char nb[1024];
             printf("%-48s %-8s %-18s %12llu %12llu  %s\n", tool_term_str(t.name, nb, sizeof nb), t.type, sh,
                    (unsigned long long)t.bytes, (unsigned long long)t.offset, cls);
+            if (note && t.n_dims == 3) printf("    %s\n", note);
         }
         if (w2d) {
             memra_weight *w = NULL;
             st = memra_file_weight_create(rt, f, t.name, &w);
             if (st != MEMRA_STATUS_OK) {
-                if (json) {
-                    printf(",\"weight_error\":");
-                    tool_json_str(stdout, memra_last_error());
-                } else {
+                if (jf) {
+                    fprintf(jf, ",\"weight_error\":");
+                    tool_json_str(jf, memra_last_error());
+                }
+                if (text) {
                     char eb[1024];
                     printf("    not a memra weight: %s\n", tool_term_str(memra_last_error(), eb, sizeof eb));
                 }
             } else {
-                if (json) printf(",\"lanes\":[");
+                if (jf) fprintf(jf, ",\"lanes\":[");
                 int first = 1;
                 for (int d = 0; d < ndev; d++) {
                     memra_device *dev = memra_device_get(rt, d);
@@ -158,79 +191,79 @@ static int model_ls(const char *path, int json, int dev_sel)
                     char label[64];
                     if (c->arch == MEMRA_ARCH_HOST) snprintf(label, sizeof label, "[%d] host", d);
                     else snprintf(label, sizeof label, "[%d] cuda:%d %s", d, c->ordinal, c->profile);
-                    if (json) {
-                        printf("%s{\"device\":", first ? "" : ",");
-                        tool_json_str(stdout, label);
-                        printf(",\"lane\":");
-                        tool_json_str(stdout, p.lane);
-                        printf(",\"ops\":[");
+                    if (jf) {
+                        fprintf(jf, "%s{\"device\":", first ? "" : ",");
+                        tool_json_str(jf, label);
+                        fprintf(jf, ",\"lane\":");
+                        tool_json_str(jf, p.lane);
+                        fprintf(jf, ",\"ops\":[");
                         for (int s = 0; s < p.n_steps; s++) {
-                            printf("%s{\"op\":\"%s\",\"module\":", s ? "," : "", memra_op_name(p.ops[s]));
-                            if (p.modules[s]) tool_json_str(stdout, p.modules[s]);
-                            else printf("null");
-                            printf("}");
+                            fprintf(jf, "%s{\"op\":\"%s\",\"module\":", s ? "," : "", memra_op_name(p.ops[s]));
+                            if (p.modules[s]) tool_json_str(jf, p.modules[s]);
+                            else fprintf(jf, "null");
+                            fprintf(jf, "}");
                         }
-                        printf("],\"operand_bytes\":%llu,\"why\":", (unsigned long long)p.operand_bytes);
-                        tool_json_str(stdout, p.why);
-                        printf("}");
-                    } else {
+                        fprintf(jf, "],\"operand_bytes\":%llu,\"why\":", (unsigned long long)p.operand_bytes);
+                        tool_json_str(jf, p.why);
+                        fprintf(jf, "}");
+                    }
+                    if (text)
                         printf("    %-16s %-22s %s\n    %-16s %-22s device bytes %llu (%.2fx the file's)\n"
                                "    %-16s %-22s %s\n",
                                label, p.lane, chain, "", "", (unsigned long long)p.operand_bytes,
                                t.bytes ? (double)p.operand_bytes / (double)t.bytes : 0.0, "", "", p.why);
-                    }
                     if (d < 64) dev_ob[d] += p.operand_bytes, dev_fb[d] += t.bytes;
                     first = 0;
                 }
-                if (json) printf("]");
+                if (jf) fprintf(jf, "]");
                 memra_weight_destroy(w);
             }
         }
-        if (json) printf("}");
+        if (jf) fprintf(jf, "}");
     }
-    if (json) printf("],\"devices\":[");
-    else printf("\ndevice bytes of the 2D weights' operands, per device:\n");
+    if (jf) fprintf(jf, "],\"devices\":[");
+    if (text) printf("\ndevice bytes of the 2D weights' operands, per device:\n");
     for (int d = 0, first = 1; d < ndev && d < 64; d++) {
         if (dev_fb[d] == 0) continue;
         const memra_device_caps *c = memra_device_caps_get(memra_device_get(rt, d));
         char label[64];
         if (c->arch == MEMRA_ARCH_HOST) snprintf(label, sizeof label, "[%d] host", d);
         else snprintf(label, sizeof label, "[%d] cuda:%d %s", d, c->ordinal, c->profile);
-        if (json) {
-            printf("%s{\"device\":", first ? "" : ",");
-            tool_json_str(stdout, label);
-            printf(",\"operand_bytes\":%llu,\"file_bytes\":%llu}", (unsigned long long)dev_ob[d],
-                   (unsigned long long)dev_fb[d]);
-        } else {
+        if (jf) {
+            fprintf(jf, "%s{\"device\":", first ? "" : ",");
+            tool_json_str(jf, label);
+            fprintf(jf, ",\"operand_bytes\":%llu,\"file_bytes\":%llu}", (unsigned long long)dev_ob[d],
+                    (unsigned long long)dev_fb[d]);
+        }
+        if (text)
             printf("  %-20s %llu bytes = %.1f MiB (%.2fx the file's %llu)\n", label, (unsigned long long)dev_ob[d],
                    (double)dev_ob[d] / 1048576.0, (double)dev_ob[d] / (double)dev_fb[d], (unsigned long long)dev_fb[d]);
-        }
         first = 0;
     }
-    if (json) printf("]}\n");
+    if (jf) fprintf(jf, "]}\n");
     memra_close(rt);
     memra_file_close(f);
     return 0;
 }
 
+static const struct option k_model_opts[] = {{"json", optional_argument, NULL, 'j'},
+                                             {"device", required_argument, NULL, 'd'},
+                                             {"help", no_argument, NULL, 'h'},
+                                             {"quiet", no_argument, NULL, TOOL_OPT_QUIET},
+                                             {NULL, 0, NULL, 0}};
+static const tool_cmd k_model_cmd = {"memra model", k_model_usage, k_model_opts};
+
 int memra_tool_model(int argc, char **argv)
 {
-    static const struct option opts[] = {
-        {"json", no_argument, NULL, 'j'},
-        {"device", required_argument, NULL, 'd'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
-    };
-    int json = 0, dev_sel = -1; /* -1 all, -2 host, else index */
-    optind = 1;
-    opterr = 0;
-    int c;
-    /* argv[0] is "model"; the sub-command and FILE are operands */
-    while ((c = getopt_long(argc, argv, "hjd:", opts, NULL)) != -1) {
-        switch (c) {
-        case 'h': fputs(k_model_usage, stdout); return 0;
-        case 'j': json = 1; break;
-        case 'd':
+    int json = 0, dev_sel = -1, o, rc = 0; /* dev_sel: -1 all, -2 host, else index */
+    const char *path = NULL;
+    /* GNU getopt_long permutes: options may follow the operands ("ls FILE --json") */
+    while ((o = tool_opt_next(&k_model_cmd, argc, argv, &rc)) != TOOL_OPT_END) {
+        if (o == TOOL_OPT_EXIT) return rc;
+        if (o == 'j') {
+            json = 1;
+            path = optarg;
+        } else if (o == 'd') {
             if (strcmp(optarg, "all") == 0) dev_sel = -1;
             else if (strcmp(optarg, "host") == 0) dev_sel = -2;
             else {
@@ -242,23 +275,20 @@ int memra_tool_model(int argc, char **argv)
                 }
                 dev_sel = (int)v;
             }
-            break;
-        default:
-            fprintf(stderr, "memra model: unknown or incomplete option '%s'\n\n%s", argv[optind - 1], k_model_usage);
+        } else {
             return 2;
         }
     }
-    /* GNU getopt_long permutes: options may follow the operands ("ls FILE --json") */
-    if (argc - optind != 2) {
+    /* `--json FILE`: the operand after ls FILE */
+    const int nops = argc - optind;
+    if (json && path == NULL && nops == 3) path = argv[argc - 1];
+    if (nops != (json && path != NULL && nops == 3 ? 3 : 2) || strcmp(argv[optind], "ls") != 0) {
         fprintf(stderr, "memra model: expected 'ls FILE'\n\n%s", k_model_usage);
         return 2;
     }
-    char *ops[2] = {argv[optind], argv[optind + 1]};
-    const int nops = 2;
-    (void)nops;
-    if (strcmp(ops[0], "ls") != 0) {
-        fprintf(stderr, "memra model: expected 'ls FILE'\n\n%s", k_model_usage);
-        return 2;
-    }
-    return model_ls(ops[1], json, dev_sel);
+    FILE *jf = NULL;
+    if (path != NULL && tool_receipt_open(&k_model_cmd, path, &jf) != 0) return 2;
+    rc = model_ls(argv[optind + 1], !json || path != NULL, json && path == NULL ? stdout : jf, dev_sel);
+    const int wrc = tool_receipt_close(&k_model_cmd, path, jf);
+    return rc ? rc : wrc;
 }

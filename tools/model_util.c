@@ -46,6 +46,16 @@ static int ends_with(const char *s, const char *suffix)
     return a >= b && strcmp(s + a - b, suffix) == 0;
 }
 
+const char *tool_not_projection(const char *name)
+{
+    if (strstr(name, "token_embd") || strstr(name, "embed_tokens") || strstr(name, "tok_embeddings") ||
+        strcmp(name, "wte.weight") == 0 || ends_with(name, ".wte.weight"))
+        return "the token embedding: a row lookup, not a matmul";
+    if (strcmp(name, "output.weight") == 0 || strcmp(name, "lm_head.weight") == 0 || ends_with(name, ".lm_head.weight"))
+        return "the LM head: it runs on a prefill's last token, not on every one";
+    return NULL;
+}
+
 int tool_is_weight2d(const memra_tensor_info *t)
 {
     return t->has_format && t->n_dims == 2 && !ends_with(t->name, "weight_scale") &&

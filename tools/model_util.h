@@ -28,6 +28,12 @@ typedef enum tool_tclass {
 tool_tclass tool_tclass_of(const char *name);
 const char *tool_tclass_name(tool_tclass c); /* "q", "k", ..., "other" */
 
+/* Why a 2D weight is not one of a prefill step's projections (NULL: it is):
+ * the token embedding (token_embd, embed_tokens, tok_embeddings, wte) is a
+ * row lookup, not a matmul; the LM head (output.weight, lm_head) runs on the
+ * last token of a prefill, not on every one. */
+const char *tool_not_projection(const char *name);
+
 /* How an E4M3 weight is scaled (from the scale tensor beside it). */
 typedef enum tool_scale_kind { TOOL_SCALE_NONE, TOOL_SCALE_TENSOR, TOOL_SCALE_BLOCK128 } tool_scale_kind;
 tool_scale_kind tool_scale_kind_of(const memra_file *f, const memra_tensor_info *t);

@@ -8,12 +8,17 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "tools/tool_fmt.h"
 #include "tools/tool_util.h"
 
 int tool_opt_next(const tool_cmd *c, int argc, char **argv, int *rc)
 {
     opterr = 0; /* our messages, with the command's name */
-    const int o = getopt_long(argc, argv, ":h", c->longopts, NULL);
+    int o = getopt_long(argc, argv, ":h", c->longopts, NULL);
+    while (o == TOOL_OPT_QUIET) { /* --quiet: no progress lines (tool_fmt.h) */
+        tool_quiet = 1;
+        o = getopt_long(argc, argv, ":h", c->longopts, NULL);
+    }
     if (o == -1) return TOOL_OPT_END;
     if (o == 'h') {
         fputs(c->help, stdout);
@@ -103,7 +108,10 @@ int tool_receipt_close(const tool_cmd *c, const char *path, FILE *f)
     if (fflush(f) != 0) e = errno;
     else if (ferror(f)) e = EIO;
     if (fclose(f) != 0 && e == 0) e = errno;
-    if (e == 0) return 0;
+    if (e == 0) {
+        if (strcmp(path, "-") != 0) fprintf(stderr, "%s: receipt written to %s\n", c->name, path);
+        return 0;
+    }
     fprintf(stderr, "%s: writing the receipt %s: %s\n", c->name, strcmp(path, "-") == 0 ? "(stdout)" : path,
             strerror(e));
     return 1;

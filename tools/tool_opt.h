@@ -30,6 +30,9 @@ typedef struct tool_cmd {
 } tool_cmd;
 
 #define TOOL_OPT_END (-1)
+/* The `val` of {"quiet", no_argument, NULL, TOOL_OPT_QUIET} in a command's
+ * table: tool_opt_next takes it itself (tool_quiet = 1, tool_fmt.h). */
+#define TOOL_OPT_QUIET 0x51f
 #define TOOL_OPT_EXIT (-2)
 
 /* The next option's value (the `val` of its table entry), TOOL_OPT_END after
@@ -51,8 +54,9 @@ int tool_opt_unexpected(const tool_cmd *c, const char *arg);
  * "-" is stdout, and then stdout's descriptor is pointed at stderr, so every
  * human-readable line the command prints goes to stderr. */
 int tool_receipt_open(const tool_cmd *c, const char *path, FILE **out);
-/* Flush and close a receipt (NULL: nothing). 0, or 1 after a message naming
- * the file and the error. */
+/* Flush and close a receipt (NULL: nothing). 0 after "<cmd>: receipt written
+ * to <path>" on stderr (not for "-"), or 1 after a message naming the file and
+ * the error. */
 int tool_receipt_close(const tool_cmd *c, const char *path, FILE *f);
 
 /* fflush(stdout), remembering the first failure for tool_stdout_close. */

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "tools/tool.h"
+#include "tools/tool_fmt.h"
 #include "tools/tool_opt.h"
 #include "tools/tool_util.h"
 
@@ -21,7 +22,7 @@ static const shape k_1p7b[] = {{2048, 2048}, {2048, 1024}, {2048, 6144}, {6144, 
 
 static const char k_help[] =
     "usage: memra tune [--device N|host] [--sheet 27b|1p7b] [--m M [M...]] [--op OP] [--reps R]\n"
-    "                  [--json FILE] [--dry-run]\n"
+    "                  [--json FILE|-] [--dry-run] [--quiet]\n"
     "       memra tune --clear\n"
     "  Races, for each GEMM op and each shape of the sheet at each m, every module admitted on\n"
     "  the device and every variant it lists: each arm's first result is checked against the\n"
@@ -31,6 +32,8 @@ static const char k_help[] =
     "  (MEMRA_TUNE_FILE, else <cache root>/tune/tuning.memra), which memra_open reads and\n"
     "  routing consults before the scores (see 'memra info'). An op with one arm is skipped.\n"
     "  --dry-run races and prints but writes nothing. --clear removes every entry and the file.\n"
+    "  Times are median ms with their spread (half the interquartile range); a progress line\n"
+    "  goes to stderr (--quiet: none). --json FILE writes the receipt (format memra-tune).\n"
     "  Defaults: on a GPU 27b, m=512, reps 20; on the host 1p7b with every dimension / 16,\n"
     "  m=16, reps 3.\n";
 
@@ -39,7 +42,7 @@ static const struct option k_opts[] = {
     {"m", required_argument, NULL, 'm'},      {"op", required_argument, NULL, 'o'},
     {"reps", required_argument, NULL, 'r'},   {"json", required_argument, NULL, 'j'},
     {"clear", no_argument, NULL, 'c'},        {"dry-run", no_argument, NULL, 'n'},
-    {"help", no_argument, NULL, 'h'},         {0, 0, 0, 0}};
+    {"help", no_argument, NULL, 'h'}, {"quiet", no_argument, NULL, TOOL_OPT_QUIET}, {0, 0, 0, 0}};
 static const tool_cmd k_cmd = {"memra tune", k_help, k_opts};
 
 static int is_gemm(memra_op op)
@@ -133,8 +136,13 @@ int memra_tool_tune(int argc, char **argv)
     printf("memra tune: %s (%s), sheet %s%s, reps %lld\n", caps->name, caps->profile, sheet,
            div > 1 ? " (every dimension / 16 on the host)" : "", (long long)reps);
     if (jf) {
-        fprintf(jf, "{\"memra_tune\":1,\"device\":");
+        /* version 2 adds format/version, median_ms and q1_ms/q3_ms per arm (median_us kept) */
+        fprintf(jf, "{\"format\":\"memra-tune\",\"version\":2,\"memra_tune\":1,\"memra\":");
+        tool_json_str(jf, memra_version());
+        fprintf(jf, ",\"device\":");
         tool_json_str(jf, caps->name);
+        fprintf(jf, ",\"profile\":");
+        tool_json_str(jf, caps->profile);
         fprintf(jf, ",\"sheet\":\"%s\",\"divisor\":%d,\"reps\":%lld,\"results\":[", sheet, div, (long long)reps);
     }
     int failures = 0, recorded = 0, first = 1;
@@ -143,6 +151,13 @@ int memra_tool_tune(int argc, char **argv)
         memra_close(rt);
         return 1;
     }
+    size_t nops = 0;
+    for (int op = 0; op < MEMRA_OP_COUNT_; op++)
+        if (is_gemm((memra_op)op) && (only == MEMRA_OP_COUNT_ || op == (int)only) &&
+            memra_routing_get(dev, (memra_op)op, NULL, 0) > 0)
+            nops++;
+    tool_progress pg;
+    tool_progress_begin(&pg, "memra tune", nops * (size_t)nsh * (size_t)n_m);
     for (int op = 0; op < MEMRA_OP_COUNT_; op++) {
         if (!is_gemm((memra_op)op) || (only != MEMRA_OP_COUNT_ && op != (int)only)) continue;
         if (memra_routing_get(dev, (memra_op)op, NULL, 0) == 0) continue;
@@ -157,6 +172,7 @@ int memra_tool_tune(int argc, char **argv)
                 arms += 1 + (nv > 0 ? nv : 0);
             }
             if (arms < 2) {
+                for (int i = 0; i < nsh * n_m; i++) pg.done++; /* its steps are not run */
                 printf("\n%s: one arm (%s, no variants): nothing to race\n", memra_op_name((memra_op)op),
                        nl > 0 ? lanes[0] : "?");
                 continue;
@@ -167,21 +183,32 @@ int memra_tool_tune(int argc, char **argv)
                 const int32_t n = sh[si].out_f / div, k = sh[si].in_f / div, m = (int32_t)ms[mi];
                 memset(res, 0, sizeof *res);
                 res->struct_size = sizeof *res;
+                char what[96];
+                snprintf(what, sizeof what, "%s m=%d n=%d k=%d", memra_op_name((memra_op)op), m, n, k);
+                tool_progress_step(&pg, what);
                 memra_status st = memra_tune_race(dev, (memra_op)op, m, n, k, (int)reps, res);
+                tool_progress_clear(&pg);
                 if (st != MEMRA_STATUS_OK) {
                     fprintf(stderr, "memra tune: %s m=%d n=%d k=%d: %s: %s\n", memra_op_name((memra_op)op), m, n, k,
                             memra_status_str(st), memra_last_error());
                     failures++;
                     continue;
                 }
-                printf("\n%s m=%d n=%d k=%d (m class %d): %d arm%s\n", memra_op_name((memra_op)op), m, n, k,
-                       memra_tune_m_class(m), res->n_arms, res->n_arms == 1 ? "" : "s");
+                printf("\n%s m=%d n=%d k=%d (m class %d): %d arm%s (median ms, spread: half the interquartile range)\n",
+                       memra_op_name((memra_op)op), m, n, k, memra_tune_m_class(m), res->n_arms,
+                       res->n_arms == 1 ? "" : "s");
                 for (int a = 0; a < res->n_arms; a++) {
                     const memra_tune_arm *ar = &res->arms[a];
                     char name[96];
                     snprintf(name, sizeof name, "%s%s%s", ar->module, ar->variant[0] ? "." : "", ar->variant);
-                    printf("  %c %-24s %12.2f us  hits %-6llu %s\n", a == res->winner ? '*' : ' ', name,
-                           ar->median_us, (unsigned long long)ar->hits, ar->verdict);
+                    char spread[16] = "", rate[32] = "";
+                    if (ar->median_us > 0.0) {
+                        snprintf(spread, sizeof spread, "+-%.1f%%", 50.0 * (res->q3_us[a] - res->q1_us[a]) / ar->median_us);
+                        tool_rate(2.0 * (double)m * (double)n * (double)k / (ar->median_us * 1e-6), "FLOP/s", rate,
+                                  sizeof rate);
+                    }
+                    printf("  %c %-24s %10.4f ms %8s %15s  hits %-6llu %s\n", a == res->winner ? '*' : ' ', name,
+                           ar->median_us * 1e-3, spread, rate, (unsigned long long)ar->hits, ar->verdict);
                 }
                 if (jf) {
                     fprintf(jf, "%s{\"op\":\"%s\",\"m\":%d,\"n\":%d,\"k\":%d,\"m_class\":%d,\"winner\":%d,\"baseline\":%d,"
@@ -191,9 +218,10 @@ int memra_tool_tune(int argc, char **argv)
                     first = 0;
                     for (int a = 0; a < res->n_arms; a++) {
                         const memra_tune_arm *ar = &res->arms[a];
-                        fprintf(jf, "%s{\"module\":\"%s\",\"variant\":\"%s\",\"median_us\":%.3f,\"hits\":%llu,"
-                                    "\"ok\":%s,\"verdict\":",
-                                a ? "," : "", ar->module, ar->variant, ar->median_us, (unsigned long long)ar->hits,
+                        fprintf(jf, "%s{\"module\":\"%s\",\"variant\":\"%s\",\"median_us\":%.3f,\"median_ms\":%.6g,"
+                                    "\"q1_ms\":%.6g,\"q3_ms\":%.6g,\"hits\":%llu,\"ok\":%s,\"verdict\":",
+                                a ? "," : "", ar->module, ar->variant, ar->median_us, ar->median_us * 1e-3,
+                                res->q1_us[a] * 1e-3, res->q3_us[a] * 1e-3, (unsigned long long)ar->hits,
                                 ar->ok ? "true" : "false");
                         tool_json_str(jf, ar->verdict);
                         fprintf(jf, "}");
@@ -222,6 +250,7 @@ int memra_tool_tune(int argc, char **argv)
                 }
             }
     }
+    tool_progress_end(&pg);
     free(res);
     if (jf) fprintf(jf, "]}\n");
     if (!dry && recorded > 0) {

@@ -343,6 +343,9 @@ typedef struct memra_tune_result {
     memra_tune_arm arms[MEMRA_TUNE_MAX_ARMS];
     int winner;            /* index of the fastest ok arm, -1 when none */
     int baseline;          /* the arm the scores route to (first lane, default variant), -1 when it is excluded */
+    /* ---- appended: filled when struct_size covers them ---- */
+    double q1_us[MEMRA_TUNE_MAX_ARMS]; /* the first and third quartile of each arm's timed calls (its spread) */
+    double q3_us[MEMRA_TUNE_MAX_ARMS];
 } memra_tune_result;
 
 /* Race every admitted module providing `op` on dev, and every variant each

@@ -1,4 +1,4 @@
-"""memra from Python: the C runtime through ctypes (no compile step, no dependencies).
+"""memra from Python: the C runtime through ctypes (no dependencies).
 
     import numpy as np, memra
     with memra.Runtime() as rt:                      # memra_open; the host device without a GPU
@@ -8,40 +8,32 @@
         y = memra.matmul(w, x)                         # a torch CUDA tensor works the same on a GPU
         print(dev.name, rt.ledger().select(op="gemm_f16"))
 
-libmemra is found from MEMRA_LIBRARY, beside the package, the install prefix,
-the build tree of a checkout, then the system loader (memra._lib says how).
-The package's version must match the library's major.minor at import.
+libmemra is found from MEMRA_LIBRARY, beside the package (where `pip install
+./python` puts the one it builds), the install prefix, the build tree of a
+checkout, then the system loader (memra._lib says how). It is loaded at the
+first call that needs it, not at import (so `python -m memra report` and
+`--help` run without it); the package's version must match the library's
+major.minor then.
 """
 
 __version__ = "0.1.0"
 
-from . import _core
-from . import errors as _errors
-from .errors import *  # noqa: F401,F403  (the memra.Error hierarchy)
-from .errors import VersionMismatchError
+from . import _core  # noqa: E402
+from . import errors as _errors  # noqa: E402
+from .errors import *  # noqa: F401,F403,E402  (the memra.Error hierarchy)
+from .errors import VersionMismatchError  # noqa: F401,E402
 
-_core.load()
-
-
-def _check_version(package, library):
-    """Raise VersionMismatchError unless the two versions agree on MAJOR.MINOR."""
-    def mm(v):
-        parts = str(v).split(".")
-        return tuple(parts[:2])
-    if mm(package) != mm(library):
-        raise VersionMismatchError(
-            "memra: the Python package is %s but libmemra at %s is %s; install the package from the same "
-            "source tree (pip install ./python) or point MEMRA_LIBRARY at a matching libmemra.so"
-            % (package, _core.path, library))
+_check_version = _core.check_version
 
 
 def version():
-    """The loaded library's version (memra_version())."""
-    return _core.s(_core.lib.memra_version())
+    """The loaded library's version (memra_version()); loads the library."""
+    return _core.s(_core.load().memra_version())
 
 
 def library_path():
-    """The file libmemra was loaded from."""
+    """The file libmemra was loaded from (loads it)."""
+    _core.load()
     return _core.path
 
 
@@ -54,8 +46,6 @@ def status_str(status):
     """memra_status_str of a status code."""
     return _core.status_str(status)
 
-
-_check_version(__version__, version())
 
 from .runtime import (Buffer, Clocks, Device, Ledger, LedgerEntry, ModuleInfo, Runtime, Timer,  # noqa: E402
                       format_id, formats, op_id, ops)

@@ -1,8 +1,9 @@
-"""python -m memra COMMAND: `report` merges bench receipts (memra.report)."""
+"""python -m memra COMMAND: `report` merges bench receipts (memra.report). Needs no libmemra."""
 
 import sys
 
-USAGE = "usage: python -m memra report RECEIPTS... [--md|--csv] [--plot FILE.png|.svg]  (-h for more)\n"
+USAGE = ("usage: python -m memra report RECEIPTS... [--md|--csv] [--plot FILE.png|.svg] [--arm A,..] [--m M,..]\n"
+         "                             [--sheet S,..] [--machine H,..]  ('report -h' for more)\n")
 
 
 def main(argv=None):

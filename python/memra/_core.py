@@ -3,16 +3,43 @@
 from . import _lib
 from . import errors
 
-lib = None
+class _Lazy:
+    """Stands for the library until the first use of an entry point loads it
+    (then ``lib`` is the CDLL itself, so later calls pay nothing for this).
+    `import memra`, ``python -m memra report`` and ``--help`` load nothing."""
+
+    def __getattr__(self, name):
+        return getattr(load(), name)
+
+    def __bool__(self):
+        return False
+
+
+lib = _Lazy()
 path = None
 
 
+def check_version(package, library):
+    """Raise VersionMismatchError unless the two versions agree on MAJOR.MINOR."""
+    def mm(v):
+        return tuple(str(v).split(".")[:2])
+    if mm(package) != mm(library):
+        raise errors.VersionMismatchError(
+            "memra: the Python package is %s but libmemra at %s is %s; install the package from the same "
+            "source tree (pip install ./python) or point MEMRA_LIBRARY at a matching libmemra.so"
+            % (package, path, library))
+
+
 def load():
+    """The library (loaded, declared and version-checked on the first call)."""
     global lib, path
-    if lib is None:
+    if isinstance(lib, _Lazy):
         raw, where = _lib.load()
-        lib = _lib.declare(raw)
+        declared = _lib.declare(raw)
+        from . import __version__
         path = where
+        check_version(__version__, s(declared.memra_version()))
+        lib = declared
     return lib
 
 
@@ -31,11 +58,11 @@ def b(text):
 
 
 def status_str(status):
-    return s(lib.memra_status_str(status))
+    return s(load().memra_status_str(status))
 
 
 def last_error():
-    return s(lib.memra_last_error())
+    return s(load().memra_last_error())
 
 
 def fail(call, status, reason=None):

@@ -5,6 +5,7 @@ import glob
 import io
 import json
 import os
+import re
 import struct
 import subprocess
 import sys
@@ -299,3 +300,53 @@ def test_python_m_memra_usage():
     r = subprocess.run([sys.executable, "-m", "memra", "frobnicate"], capture_output=True, text=True, env=e,
                        timeout=60)
     assert r.returncode == 2 and "unknown command" in r.stderr
+
+
+def test_report_units_spread_filters_and_every_receipt_kind(build_dir, tmp_path):
+    """Host receipts read in GFLOP/s (not 0.000 TFLOP/s) with a spread; tune receipts are rows; receipts without
+    timings are skipped saying why; --arm/--m/--sheet/--machine filter; one selected group is the figure named."""
+    exe = os.path.join(build_dir, "bin", "memra")
+    if not os.path.exists(exe):
+        pytest.skip("no memra program in the build")
+    bench = tmp_path / "bench.json"
+    r = subprocess.run([exe, "bench", "--device", "host", "--reps", "3", "--m", "2", "--quiet", "--json", str(bench)],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    check = tmp_path / "check.json"
+    r = subprocess.run([exe, "check", "--device", "host", "--op", "scale", "--quick", "--quiet", "--json", str(check)],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    info = tmp_path / "info.json"
+    subprocess.run([exe, "info", "--json", str(info)], capture_output=True, text=True, timeout=300, check=True)
+    tune = tmp_path / "tune.json"
+    tune.write_text(json.dumps({"format": "memra-tune", "version": 2, "device": "host", "sheet": "1p7b", "results": [
+        {"op": "gemm_bf16", "m": 16, "n": 128, "k": 128, "m_class": 16, "winner": 1, "baseline": 0, "arms": [
+            {"module": "host", "variant": "", "median_us": 100.0, "median_ms": 0.1, "q1_ms": 0.09, "q3_ms": 0.11,
+             "hits": 4, "ok": True, "verdict": "ok"},
+            {"module": "testgemm", "variant": "fast", "median_us": 50.0, "median_ms": 0.05, "q1_ms": 0.05,
+             "q3_ms": 0.05, "hits": 4, "ok": True, "verdict": "ok"}]}]}))
+    r = _cli(str(bench), str(check), str(info), str(tune))
+    assert r.returncode == 0, r.stderr
+    assert "memra-check receipt holds pass/fail rows" in r.stderr and "memra-info receipt" in r.stderr, r.stderr
+    head = r.stdout.splitlines()[0].split()
+    assert "rate" in head and "spread" in head and "tflops" not in head
+    assert "GFLOP/s" in r.stdout and " 0.000 " not in r.stdout
+    assert re.search(r"\+-[0-9.]+%", r.stdout)
+    assert "testgemm.fast" in r.stdout and "tune 1p7b" in r.stdout
+    rows = list(csv.DictReader(io.StringIO(_cli(str(tune), "--csv").stdout)))
+    assert [x["arm"] for x in rows] == ["host", "testgemm.fast"] and float(rows[1]["ratio"]) == pytest.approx(2.0)
+    # filters
+    r = _cli(str(bench), "--arm", "f16,mmq", "--csv")
+    rows = list(csv.DictReader(io.StringIO(r.stdout)))
+    assert rows and {x["arm"] for x in rows} == {"f16", "mmq"}
+    assert _cli(str(bench), "--machine=nosuch").returncode == 1
+    assert _cli(str(bench), "--m").returncode == 2
+    r = _cli(os.path.join(RECEIPTS, "h200-2026-11-29-j"), "--sheet", "27b", "--m", "512", "--arm", "f16", "--csv")
+    assert r.returncode == 0 and {x["arm"] for x in csv.DictReader(io.StringIO(r.stdout))} == {"f16"}
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        return
+    fig = tmp_path / "host.png"
+    r = _cli(str(bench), "--plot", str(fig))
+    assert r.returncode == 0 and os.path.exists(fig), r.stderr  # one (sheet, m) group: the name given

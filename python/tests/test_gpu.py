@@ -188,3 +188,43 @@ def test_cuda_array_interface_cupy(grt, gdev):
         with pytest.raises(memra.InvalidArgumentError):
             memra.matmul(W, xd, device=gdev)  # memra allocates numpy and torch outputs only
     assert rel_fro(got, memra.matmul(W, x)) <= BANDS["f16"]
+
+
+def test_torch_op_on_cuda_compile_and_graph(grt, gdev):
+    """torch.ops.memra.matmul on CUDA tensors: equals memra.matmul, traces under
+    torch.compile(fullgraph=True) (inductor), and is captured into a CUDA graph on
+    torch's current stream."""
+    import memra.torch_op as mt
+    n, k, m = 512, 1024, 64
+    W = make(grt, "q8_0", n, k, 21)
+    W.prepare(gdev)
+    lin = mt.Linear(W)
+    x = xs(m, k, 22).cuda()
+    ref = memra.matmul(W, x).cpu().numpy()
+    assert rel_fro(torch.ops.memra.matmul(x, lin.wid, n).cpu().numpy(), ref) == 0.0
+    assert rel_fro(mt.matmul(W, x).cpu().numpy(), ref) == 0.0
+
+    def f(t):
+        return lin(t) * 2.0
+
+    g = torch.compile(f, fullgraph=True)
+    assert rel_fro((g(x) / 2.0).cpu().numpy(), ref) <= 1e-6
+    # a CUDA graph of the op on a reserved side stream (torch's current stream inside the capture)
+    y = torch.empty(m, n, device="cuda")
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    gdev.stream_reserve(side, [W], m)
+    with torch.cuda.stream(side):
+        for _ in range(2):
+            torch.ops.memra.matmul_out(x, lin.wid, y, 1.0)
+    torch.cuda.current_stream().wait_stream(side)
+    torch.cuda.synchronize()
+    cg = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(cg, stream=side):
+        torch.ops.memra.matmul_out(x, lin.wid, y, 1.0)
+    xn = xs(m, k, 23)
+    x.copy_(xn.cuda())
+    y.fill_(float("nan"))
+    cg.replay()
+    torch.cuda.synchronize()
+    assert rel_fro(y.cpu().numpy(), memra.matmul(W, xn.numpy())) <= BANDS["q8_0"]

@@ -153,6 +153,20 @@ int main(int argc, char **argv)
         CHECK(r.arms[i].ok);
         CHECK_INT_EQ(r.arms[i].hits, 4); /* the check + 3 timed */
         CHECK(r.arms[i].median_us > 0.0);
+        /* the spread (appended quartiles) brackets the median */
+        CHECK(r.q1_us[i] > 0.0 && r.q1_us[i] <= r.arms[i].median_us && r.arms[i].median_us <= r.q3_us[i]);
+    }
+    {
+        /* a caller built before the quartiles were appended: its struct_size is honoured */
+        memra_tune_result *old = calloc(1, sizeof *old);
+        CHECK(old != NULL);
+        old->struct_size = (uint32_t)offsetof(memra_tune_result, q1_us);
+        old->q1_us[0] = -1.0;
+        CHECK_OK(memra_tune_race(host, MEMRA_OP_gemm_bf16, 16, 64, 64, 1, old));
+        CHECK_INT_EQ(old->n_arms, 5);
+        CHECK(old->q1_us[0] == -1.0); /* past its size: untouched */
+        CHECK_INT_EQ(old->struct_size, (uint32_t)offsetof(memra_tune_result, q1_us));
+        free(old);
     }
     CHECK_INT_EQ(r.baseline, 0);
     CHECK(r.winner >= 0);

@@ -1,15 +1,54 @@
 #!/bin/sh
 # memra check --model and memra bench --model as a user runs them on the host
-# device. usage: run_model_cmds.sh MEMRA TEST_FILES MAKE_LAYER_FILES_PY
-#   files written by test_files (every GGUF type, FP8 per-tensor and block-128
-#   safetensors, an index) and, when the gguf / safetensors / ml_dtypes
-#   packages are there, a small 27b-shaped layer from bench/make_layer_files.py:
-#   rows pass, receipts parse with their model section, an injected fault
-#   fails, a bad file exits 1 naming the byte, bad options exit 2, --help 0.
+# device. usage: run_model_cmds.sh MEMRA TEST_FILES MAKE_LAYER_FILES_PY [PART]
+#   PART "files" (the default; python3's standard library only): files written
+#   by test_files (every GGUF type, FP8 per-tensor and block-128 safetensors,
+#   an index): rows pass, receipts parse with their model section, an injected
+#   fault fails, a bad file exits 1 naming the byte, bad options exit 2,
+#   --help 0.
+#   PART "layer_numpy": a small 27b-shaped layer from bench/make_layer_files.py
+#   by its numpy-only writer; "layer_packages": the same by the gguf /
+#   safetensors / ml_dtypes writers. Each skips (77, naming the packages and
+#   the install line) when its packages are missing.
 memra="$1"
 tf="$2"
 layer="$3"
+part="${4:-files}"
+need=""
+case "$part" in
+files) ;;
+layer_numpy) need=numpy ;;
+layer_packages) need="gguf, safetensors, ml_dtypes, numpy" ;;
+*) echo "run_model_cmds.sh: unknown part '$part'"; exit 2 ;;
+esac
+if [ -n "$need" ] && ! python3 -c "import $need" 2>/dev/null; then
+    echo "SKIP: needs the Python packages $need (the optional packages of the full suite:" \
+        "python3 -m pip install -r tests/requirements.txt)"
+    exit 77
+fi
 . "$(dirname "$0")/model_files_lib.sh"
+if [ "$part" = layer_numpy ]; then
+    # the numpy-only writers of make_layer_files.py (what the lent GPU machine runs)
+    python3 "$layer" "$tmp/np" --div 20 --types q4_0,bf16 --writer numpy >/dev/null || fail "make_layer_files.py --writer numpy"
+    for f in layer27b.q4_0.gguf layer27b.bf16.gguf layer27b.fp8.safetensors; do
+        "$memra" check --model "$tmp/np/$f" >"$tmp/lc" 2>&1 || { cat "$tmp/lc"; fail "check --model $f (numpy writer)"; }
+    done
+    grep -q 'gemm_fp8_blk .*matmul .*PASS' "$tmp/lc" || fail "numpy writer: FP8 block-128 matmul row"
+    echo PASS
+    exit 0
+fi
+if [ "$part" = layer_packages ]; then
+    # a 27b-shaped layer (dimensions / 20) from bench/make_layer_files.py's package writers
+    python3 "$layer" "$tmp/layer" --div 20 --types q8_0,q6_k >/dev/null || fail "make_layer_files.py"
+    for f in layer27b.q8_0.gguf layer27b.q6_k.gguf layer27b.fp8.safetensors; do
+        "$memra" check --model "$tmp/layer/$f" >"$tmp/lc" 2>&1 || { cat "$tmp/lc"; fail "check --model $f"; }
+        grep -q ' 0 failed' "$tmp/lc" || fail "check --model $f: failures"
+        "$memra" bench --model "$tmp/layer/$f" --m 2 --reps 1 >"$tmp/lb" 2>&1 || { cat "$tmp/lb"; fail "bench --model $f"; }
+        for c in q k v o gate up down; do grep -q "^$c  *1 " "$tmp/lb" || fail "bench --model $f: class $c"; done
+    done
+    echo PASS
+    exit 0
+fi
 
 # check --model: every distinct shape passes, matmul row and module row each
 "$memra" check --model "$tmp/model.gguf" --json "$tmp/check.json" >"$tmp/out" 2>&1 || { cat "$tmp/out"; fail "check --model gguf"; }
@@ -73,6 +112,45 @@ PY
 "$memra" bench --model "$tmp/model.gguf" --m 2 --reps 1 >"$tmp/b2" 2>&1 || { cat "$tmp/b2"; fail "bench --model gguf"; }
 grep -q '^other  *8 .*host/gemm_bf16 x1' "$tmp/b2" || fail "bench gguf: other class"
 
+# the embedding and the LM head are named and not timed; the 3D expert tensor is noted
+"$memra" bench --model "$tmp/lm.gguf" --m 2 --reps 3 --json "$tmp/lm.json" >"$tmp/lm" 2>"$tmp/lm.err" ||
+    { cat "$tmp/lm" "$tmp/lm.err"; fail "bench --model lm.gguf"; }
+cat "$tmp/lm"
+grep -q '1 2D projections' "$tmp/lm" || fail "lm.gguf: want 1 projection timed"
+grep -q 'not timed: token_embd.weight (the token embedding' "$tmp/lm" || fail "lm.gguf: token_embd not named"
+grep -q 'not timed: output.weight (the LM head' "$tmp/lm" || fail "lm.gguf: output not named"
+grep -q '^total  *1 ' "$tmp/lm" || fail "lm.gguf: total over 1 projection"
+grep -q "receipt written to $tmp/lm.json" "$tmp/lm.err" || fail "bench --json: where it wrote"
+grep -q '\[3/3\] rep 3 of 1 projections' "$tmp/lm.err" || { cat "$tmp/lm.err"; fail "bench --model: progress lines on stderr"; }
+"$memra" bench --model "$tmp/lm.gguf" --m 2 --reps 3 --quiet >/dev/null 2>"$tmp/lmq" || fail "bench --quiet"
+! grep -q '\[1/3\]' "$tmp/lmq" || fail "--quiet: progress printed"
+python3 - "$tmp/lm.json" <<'PY' || fail "lm receipt"
+import json, sys
+d = json.load(open(sys.argv[1]))
+nt = {x["tensor"] for x in d["model"]["not_timed"]}
+assert nt == {"token_embd.weight", "output.weight"}, nt
+assert d["model"]["projections"] == 1, d["model"]
+tot = [s for s in d["shapes"] if s["shape"] == "total"][0]["arms"][0]
+assert tot["q1_ms"] <= tot["median_ms"] <= tot["q3_ms"], tot
+PY
+"$memra" model ls "$tmp/lm.gguf" >"$tmp/ls" 2>&1 || { cat "$tmp/ls"; fail "model ls lm.gguf"; }
+grep -q 'blk.0.ffn_gate_exps.weight .*\[4 x 64 x 96\] .* experts' "$tmp/ls" || { cat "$tmp/ls"; fail "model ls: 3D class"; }
+grep -q '3D: 4 experts of 64 x 96 (a MoE expert tensor)' "$tmp/ls" || fail "model ls: 3D note"
+# --json FILE, --json=FILE and --json - (JSON on stdout, table on stderr) all write the receipt
+"$memra" model ls "$tmp/lm.gguf" --json "$tmp/ls1.json" >"$tmp/ls1" || fail "model ls --json FILE"
+"$memra" model ls "$tmp/lm.gguf" --json="$tmp/ls2.json" >/dev/null || fail "model ls --json=FILE"
+"$memra" model ls "$tmp/lm.gguf" --json - >"$tmp/ls3.json" 2>/dev/null || fail "model ls --json -"
+grep -q 'token_embd.weight' "$tmp/ls1" || fail "model ls --json FILE: no table on stdout"
+for j in ls1 ls2 ls3; do
+    python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["format"]=="memra-model-ls" and d["version"]==2; t={x["name"]: x for x in d["tensors"]}; assert t["blk.0.ffn_gate_exps.weight"]["class"]=="experts" and "MoE" in t["blk.0.ffn_gate_exps.weight"]["note"]' "$tmp/$j.json" ||
+        fail "model ls receipt $j"
+done
+# a file that is neither GGUF nor safetensors is named so
+printf 'root:x:0:0:root:/root:/bin/bash\n' >"$tmp/passwd"
+"$memra" model ls "$tmp/passwd" >"$tmp/pw" 2>&1
+[ $? -eq 1 ] || fail "model ls passwd: want exit 1"
+grep -q 'neither a GGUF file .* nor a safetensors file' "$tmp/pw" || { cat "$tmp/pw"; fail "model ls passwd: message"; }
+
 # bad file: exit 1 with the byte; bad options: 2; --help: 0
 for cmd in check bench; do
     "$memra" $cmd --model "$tmp/bad.gguf" >"$tmp/bad" 2>&1
@@ -96,23 +174,4 @@ done
 "$memra" bench --model "$tmp/model.gguf" 27b >/dev/null 2>&1
 [ $? -eq 2 ] || fail "bench --model with a sheet: want 2"
 
-# the numpy-only writers of make_layer_files.py (what the lent GPU machine runs)
-python3 "$layer" "$tmp/np" --div 20 --types q4_0,bf16 --writer numpy >/dev/null || fail "make_layer_files.py --writer numpy"
-for f in layer27b.q4_0.gguf layer27b.bf16.gguf layer27b.fp8.safetensors; do
-    "$memra" check --model "$tmp/np/$f" >"$tmp/lc" 2>&1 || { cat "$tmp/lc"; fail "check --model $f (numpy writer)"; }
-done
-grep -q 'gemm_fp8_blk .*matmul .*PASS' "$tmp/lc" || fail "numpy writer: FP8 block-128 matmul row"
-
-# a 27b-shaped layer (dimensions / 20) from bench/make_layer_files.py, when its packages are there
-if python3 -c 'import gguf, safetensors, ml_dtypes, numpy' 2>/dev/null; then
-    python3 "$layer" "$tmp/layer" --div 20 --types q8_0,q6_k >/dev/null || fail "make_layer_files.py"
-    for f in layer27b.q8_0.gguf layer27b.q6_k.gguf layer27b.fp8.safetensors; do
-        "$memra" check --model "$tmp/layer/$f" >"$tmp/lc" 2>&1 || { cat "$tmp/lc"; fail "check --model $f"; }
-        grep -q ' 0 failed' "$tmp/lc" || fail "check --model $f: failures"
-        "$memra" bench --model "$tmp/layer/$f" --m 2 --reps 1 >"$tmp/lb" 2>&1 || { cat "$tmp/lb"; fail "bench --model $f"; }
-        for c in q k v o gate up down; do grep -q "^$c  *1 " "$tmp/lb" || fail "bench --model $f: class $c"; done
-    done
-else
-    echo "(gguf / safetensors / ml_dtypes missing: the make_layer_files.py part is skipped)"
-fi
 echo PASS

@@ -6,7 +6,7 @@
 bin=$1
 script=$2
 if ! python3 -c "import gguf, safetensors, numpy, ml_dtypes" 2>/dev/null; then
-  echo "SKIP: the gguf, safetensors, numpy and ml_dtypes Python packages are missing (pip install gguf safetensors numpy ml_dtypes)"
+  echo "SKIP: the gguf, safetensors, numpy and ml_dtypes Python packages are missing (the optional packages of the full suite: python3 -m pip install -r tests/requirements.txt)"
   exit 77
 fi
 dir=$(mktemp -d "${TMPDIR:-/tmp}/memra-ref-XXXXXX") || exit 1

@@ -1287,6 +1287,26 @@ static void case_write(const char *dir)
     b.p[4] = 9; /* version 9 */
     tw_save(&b, in_dir("bad.gguf"));
     tw_free(&b);
+    {
+        /* lm.gguf: a language model's ends beside one projection and a MoE
+         * expert tensor (F32, 64 x 96): token_embd and output are not timed
+         * by bench --model, the 3D tensor gets a note in model ls */
+        static float f32[4 * 64 * 96];
+        for (size_t e = 0; e < sizeof f32 / sizeof f32[0]; e++) f32[e] = test_rand_f32(&g_rng);
+        const size_t w2 = 64 * 96 * 4;
+        const tw_gguf_tensor lt[] = {
+            {.name = "token_embd.weight", .type = 0, .n_dims = 2, .ne = {96, 64}, .data = f32, .bytes = w2, .offset_override = -1},
+            {.name = "blk.0.attn_q.weight", .type = 0, .n_dims = 2, .ne = {96, 64}, .data = f32, .bytes = w2, .offset_override = -1},
+            {.name = "blk.0.ffn_gate_exps.weight", .type = 0, .n_dims = 3, .ne = {96, 64, 4}, .data = f32,
+             .bytes = sizeof f32, .offset_override = -1},
+            {.name = "output.weight", .type = 0, .n_dims = 2, .ne = {96, 64}, .data = f32, .bytes = w2, .offset_override = -1},
+        };
+        tw_gguf lg = {.tensors = lt, .n_tensors = sizeof lt / sizeof lt[0]};
+        tw_buf lb = {0};
+        tw_gguf_build(&lg, &lb);
+        tw_save(&lb, in_dir("lm.gguf"));
+        tw_free(&lb);
+    }
     /* names with escape bytes and invalid UTF-8 (model ls must escape them) */
     small_gguf(&g, t, &b);
     t[0].name = "blk.0.\x1b]0;owned\x07\x1b[2J.weight";

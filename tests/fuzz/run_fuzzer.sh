@@ -1,6 +1,6 @@
 #!/bin/sh
 # ctest's driver for one libFuzzer binary (cmake/MemraFuzz.cmake).
-#   run_fuzzer.sh run BIN WORKDIR SECONDS CORPUS    fuzz for SECONDS from the seed corpus
+#   run_fuzzer.sh run BIN WORKDIR SECONDS CORPUS    fuzz for SECONDS (or $MEMRA_FUZZ_SECONDS) from the seed corpus
 #   run_fuzzer.sh regress BIN WORKDIR REGRESS CORPUS  every regression input and seed once
 #   run_fuzzer.sh skip WHY                           report skipped (77)
 # New inputs go to WORKDIR/corpus (the committed corpus is only read); a crash
@@ -22,7 +22,9 @@ export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1}:abort_on_error=0"
 export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1}:halt_on_error=1"
 case "$mode" in
 run)
-    seconds="$4"
+    # MEMRA_FUZZ_SECONDS in the environment wins over the configured time (.ci/run: 30)
+    seconds="${MEMRA_FUZZ_SECONDS:-$4}"
+    echo "fuzzing for $seconds s"
     corpus="$5"
     exec "$bin" -max_total_time="$seconds" -timeout=20 -rss_limit_mb=2048 -max_len=65536 -print_final_stats=1 \
         -artifact_prefix="$work/" "$work/corpus" "$corpus"

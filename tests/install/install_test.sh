@@ -18,6 +18,16 @@ chmod 755 "$tmp/ext"
 out=$(MEMRA_MODULE_PATH="$tmp/ext" "$tmp/prefix/bin/memra" info)
 echo "$out" | grep -E "loaded +extmod +1.0.0" >/dev/null || { echo "extmod not loaded:"; echo "$out"; exit 1; }
 echo "$out" | grep -E "scale +extmod > host" >/dev/null || { echo "extmod does not route scale:"; echo "$out"; exit 1; }
+# docs/MODULES.md's walkthrough: its admission in memra info, checked, then raced against the host module
+echo "$out" | grep -E "admission" >/dev/null || { echo "no admission line in memra info:"; echo "$out"; exit 1; }
+MEMRA_MODULE_PATH="$tmp/ext" "$tmp/prefix/bin/memra" check --module extmod --quick >"$tmp/check.log" 2>&1 ||
+    { cat "$tmp/check.log"; exit 1; }
+grep -E "scale +extmod .*PASS" "$tmp/check.log" >/dev/null || { cat "$tmp/check.log"; exit 1; }
+MEMRA_MODULE_PATH="$tmp/ext" "$tmp/prefix/bin/memra" bench scale --vs extmod host --reps 3 --m 2 --quiet \
+    >"$tmp/race.log" 2>&1 || { cat "$tmp/race.log"; exit 1; }
+grep -q "^race scale: extmod vs host" "$tmp/race.log" || { cat "$tmp/race.log"; exit 1; }
+grep -q "^geometric mean of extmod ms / host ms" "$tmp/race.log" || { cat "$tmp/race.log"; exit 1; }
+cat "$tmp/race.log"
 if command -v pkg-config >/dev/null 2>&1; then
   pc=$(PKG_CONFIG_PATH=$(ls -d "$tmp/prefix"/lib*/pkgconfig) pkg-config --cflags --libs memra)
   echo "$pc" | grep -- "-lmemra" >/dev/null || { echo "pkg-config: $pc"; exit 1; }

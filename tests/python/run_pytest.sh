@@ -4,7 +4,7 @@
 # Exit 77 (skipped) only when pytest or numpy is missing, or, for the gpu case,
 # when torch has no CUDA device.
 py=$1 lib=$2 src=$3 which=${4:-all} sanitized=${5:-OFF}
-"$py" -c "import pytest, numpy" 2>/dev/null || { echo "skipped: $py lacks pytest or numpy (pip install pytest numpy)"; exit 77; }
+"$py" -c "import pytest, numpy" 2>/dev/null || { echo "SKIP: $py lacks pytest or numpy (the optional packages of the full suite: python3 -m pip install -r tests/requirements.txt)"; exit 77; }
 export MEMRA_LIBRARY="$lib"
 if [ "$sanitized" = ON ]; then
     # An ASan-built libmemra loads into Python only with the ASan runtime first;
@@ -16,7 +16,7 @@ fi
 cd "$src" || exit 1
 if [ "$which" = gpu ]; then
     "$py" -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)" 2>/dev/null ||
-        { echo "skipped: torch with CUDA is not available"; exit 77; }
+        { echo "SKIP: torch with CUDA is not available"; exit 77; }
     exec "$py" -m pytest -q -rs -p no:cacheprovider python/tests/test_gpu.py
 fi
 exec "$py" -m pytest -q -rs -p no:cacheprovider python/tests

@@ -54,6 +54,9 @@ help)
             run 0 $cmd $h
             [ -s "$tmp/err" ] && { cat "$tmp/err"; fail "memra $cmd $h wrote to stderr (the runtime was opened?)"; }
             grep -q '^usage: memra' "$tmp/out" || fail "memra $cmd $h: no usage on stdout"
+            # help speaks the user's words: no project-internal references
+            grep -Eiq "issue [0-9]+|\bslab\b|\brecords\b" "$tmp/out" &&
+                fail "memra $cmd $h: internal words in the help: $(grep -Eio "issue [0-9]+|\bslab\b|\brecords\b" "$tmp/out" | head -3 | tr '\n' ' ')"
         done
         cp "$tmp/out" "$tmp/want"
         # shellcheck disable=SC2086
@@ -180,6 +183,17 @@ EOF2
     # Errors found after the runtime is open still exit 2 and name what is wrong.
     run 2 check --module=nosuch
     grep -q "nosuch" "$tmp/err" || fail "check --module=nosuch: the message does not name it"
+    grep -q "no module of that name was found" "$tmp/err" || fail "check --module=nosuch: not 'no module of that name'"
+    # a module that is present but refused says so, with the reason
+    refused=$("$memra" info --json 2>/dev/null | python3 -c 'import json,sys; print(next((m["name"] for m in json.load(sys.stdin)["modules"] if not m["loaded"] and "/" not in m["name"]), ""))')
+    if [ -n "$refused" ]; then
+        run 2 check --module "$refused"
+        grep -q "module $refused: the module was found (.*) but refused: " "$tmp/err" || { cat "$tmp/err"; fail "check --module $refused: not named refused"; }
+    fi
+    run 0 check --device host --op scale --quick
+    grep -q '^memra check: \[1/1\] \[.*\] host host scale' "$tmp/err" || { cat "$tmp/err"; fail "check: progress line on stderr"; }
+    run 0 check --device host --op scale --quick --quiet
+    grep -q '\[1/1\]' "$tmp/err" && fail "check --quiet: progress printed"
     run 2 check --device=999
     grep -q "no device 999" "$tmp/err" || fail "check --device=999"
     run 2 bench --device=999
@@ -202,7 +216,14 @@ json_stdout)
     python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert "devices" in d' "$tmp/out" || fail "info --json -"
     grep -q '^devices:' "$tmp/err" || fail "info --json -: the table is not on stderr"
     run 0 info --json
-    python3 -c 'import json,sys; json.load(open(sys.argv[1]))' "$tmp/out" || fail "info --json: stdout is not JSON"
+    python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["format"]=="memra-info" and d["version"]>=1' "$tmp/out" ||
+        fail "info --json: stdout is not a receipt with format and version"
+    run 0 jit ls --json -
+    python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["format"]=="memra-jit-ls" and d["version"]==1 and "entries" in d' "$tmp/out" ||
+        fail "jit ls --json -: stdout is not the receipt"
+    grep -q 'entries$' "$tmp/err" || fail "jit ls --json -: the table is not on stderr"
+    run 0 jit ls --json="$tmp/jit.json"
+    python3 -c 'import json,sys; assert json.load(open(sys.argv[1]))["format"]=="memra-jit-ls"' "$tmp/jit.json" || fail "jit ls --json=FILE"
     ;;
 json_unwritable)
     mkdir -p "$tmp/dir"
@@ -214,6 +235,53 @@ json_unwritable)
             grep -q 'memra\[' "$tmp/err" && fail "memra $args --json $target: work started before the target was checked"
         done
     done
+    ;;
+compare)
+    # bench --compare OLD.json: per (shape, arm) old and new medians, speed, noise, a verdict
+    run 0 bench --device host --reps 3 --m 2 --json "$tmp/old.json"
+    grep -Eq '^2048->2048 +f16 +[0-9.]+ +\+-[0-9.]+% +[0-9.]+ [kMGT]?FLOP/s' "$tmp/out" || { cat "$tmp/out"; fail "bench row: median, spread, rate"; }
+    grep -q "^memra bench: receipt written to $tmp/old.json" "$tmp/err" || fail "bench --json: where it wrote"
+    run 0 check --device host --op scale --quick --json "$tmp/c.json"
+    grep -q "^memra check: receipt written to $tmp/c.json" "$tmp/err" || fail "check --json: where it wrote"
+    run 0 bench --device host --reps 3 --m 2 --compare "$tmp/old.json" --quiet
+    grep -q '^compared with .*old.json' "$tmp/out" || { cat "$tmp/out"; fail "--compare: no comparison"; }
+    grep -Eq '^2048->2048 +f16 +[0-9.]+ +[0-9.]+ +[0-9.]+x +[0-9.]+% +(faster|slower|within noise)$' "$tmp/out" ||
+        { cat "$tmp/out"; fail "--compare: row"; }
+    grep -q '^32 of 32 arms matched' "$tmp/out" || fail "--compare: not every arm matched"
+    run 0 bench gemm_bf16 --device host --reps 2 --m 2 --json "$tmp/lane.json"
+    run 0 bench gemm_bf16 --device host --reps 2 --m 2 --compare "$tmp/lane.json"
+    grep -q '^4 of 4 arms matched' "$tmp/out" || { cat "$tmp/out"; fail "--compare of a lane"; }
+    echo '{"format":"memra-check","version":2}' >"$tmp/chk.json"
+    run 2 bench $fast --compare "$tmp/chk.json"
+    grep -q 'not a memra-bench receipt (format memra-check)' "$tmp/err" || fail "--compare of a check receipt"
+    echo 'nope' >"$tmp/bad.json"
+    run 2 bench $fast --compare "$tmp/bad.json"
+    grep -q 'not JSON (byte 0' "$tmp/err" || fail "--compare of a non-JSON file"
+    run 2 bench $fast --compare "$tmp/nosuch.json"
+    # every GEMM op can be benched on the host, two modules raced on gemm_bf16 and gemm_kr
+    for op in gemm_f16 gemm_bf16 gemm_fp8 gemm_fp8_blk gemm_q8_0 gemm_q8_0r gemm_kr; do
+        run 0 bench "$op" --device host --reps 1 --m 2 --quiet
+        grep -q "^geometric mean over 4 shapes: [0-9.]* [kMGT]\?FLOP/s (host)" "$tmp/out" || { cat "$tmp/out" "$tmp/err"; fail "bench $op"; }
+    done
+    run 2 bench scale --vs nosuch host --device host
+    grep -q "no module named 'nosuch' was found" "$tmp/err" || { cat "$tmp/err"; fail "bench --vs nosuch: message"; }
+    refused=$("$memra" info --json 2>/dev/null | python3 -c 'import json,sys; print(next((m["name"] for m in json.load(sys.stdin)["modules"] if not m["loaded"] and "/" not in m["name"]), ""))')
+    if [ -n "$refused" ]; then
+        run 2 bench scale --vs "$refused" host --device host
+        grep -q "module '$refused' (.*) was refused: " "$tmp/err" || { cat "$tmp/err"; fail "bench --vs $refused: not named refused"; }
+    fi
+    run 0 bench --op gemm_kr --vs host host --device host --reps 1 --m 2
+    grep -q '^geometric mean of host ms / host ms' "$tmp/out" || fail "bench --op gemm_kr --vs host host"
+    run 0 bench scale --device host --reps 2 --m 2
+    grep -q 'GB/s' "$tmp/out" || { cat "$tmp/out"; fail "bench scale: no GB/s"; }
+    # on a terminal the progress is one line rewritten in place (util-linux script gives a tty)
+    if script -qc true /dev/null >/dev/null 2>&1; then
+        script -qc "'$memra' bench gemm_bf16 --device host --reps 2 --m 2 >/dev/null" /dev/null >"$tmp/tty" 2>&1
+        grep -q 'memra bench: \[8/8\] 6144->2048 rep 2' "$tmp/tty" || { cat -v "$tmp/tty"; fail "tty: no progress"; }
+        [ "$(grep -c 'memra bench: \[' "$tmp/tty")" -eq 1 ] || { cat -v "$tmp/tty"; fail "tty: progress not rewritten in place"; }
+        printf '\033[K' >"$tmp/el"
+        grep -qF "$(cat "$tmp/el")" "$tmp/tty" || fail "tty: the line is not cleared"
+    fi
     ;;
 dev_full)
     [ -c /dev/full ] || { echo "no /dev/full here: skipped"; exit 77; }

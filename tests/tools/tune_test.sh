@@ -14,6 +14,10 @@ export MEMRA_CACHE_DIR="$dir" MEMRA_MODULE_PATH="$mods" MEMRA_ADMISSION_TIMEOUT_
 unset MEMRA_TUNE_FILE MEMRA_PREFER MEMRA_DISABLE MEMRA_TUNE
 "$memra" tune --op gemm_bf16 --m 16 200 --json "$dir/r.json" >"$dir/out" 2>"$dir/err" || { cat "$dir/out" "$dir/err"; fail "memra tune exited $?"; }
 grep -q 'gemm_bf16 m=16 n=128 k=128 (m class 16): 5 arms' "$dir/out" || { cat "$dir/out"; fail "no 5-arm race at m=16"; }
+# one time unit with bench (ms), a spread and a rate beside each median, progress on stderr
+grep -Eq '^  [* ] testslow.reps1 +[0-9]+\.[0-9]{4} ms +\+-[0-9.]+% +[0-9.]+ [kMGT]?FLOP/s' "$dir/out" || { cat "$dir/out"; fail "arm row: ms, spread, rate"; }
+! grep -q ' us ' "$dir/out" || fail "tune prints us"
+grep -q '^memra tune: \[8/8\] gemm_bf16 m=200' "$dir/err" || { cat "$dir/err"; fail "progress lines on stderr"; }
 grep -q 'testslow.reps1' "$dir/out" || fail "variants not raced"
 grep -q 'entries written to' "$dir/out" || fail "nothing written"
 f="$dir/tune/tuning.memra"
@@ -22,7 +26,7 @@ sed -n 2p "$f" | grep -Eq '^sha256	[0-9a-f]{64}$' || fail "checksum line"
 n=$(grep -c '^entry	' "$f")
 [ "$n" -eq 8 ] || fail "want 8 entries (4 shapes x 2 m classes), got $n"
 if command -v python3 >/dev/null 2>&1; then
-    python3 -c "import json,sys; d=json.load(open(sys.argv[1])); assert len(d['results'])==8 and all(len(r['arms'])==5 and all(a['ok'] for a in r['arms']) for r in d['results'])" "$dir/r.json" ||
+    python3 -c "import json,sys; d=json.load(open(sys.argv[1])); assert d['format']=='memra-tune' and d['version']==2; a=d['results'][0]['arms'][0]; assert a['q1_ms'] <= a['median_ms'] <= a['q3_ms']; assert len(d['results'])==8 and all(len(r['arms'])==5 and all(a['ok'] for a in r['arms']) for r in d['results'])" "$dir/r.json" ||
         fail "receipt: want 8 races of 5 arms, every arm checked ok"
 fi
 "$memra" info >"$dir/info" 2>&1 || fail "memra info"
