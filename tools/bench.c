@@ -861,14 +861,6 @@ static memra_status vs_make(bench *b, memra_op op, int64_t m, int64_t n, int64_t
             }
             wsrc = wrec;
             a->gemm.w_format = MEMRA_FORMAT_Q4_K;
-            xbytes = (size_t)memra_q8_1_bytes(m, k);
-            rec = tool_alloc(xbytes, 1);
-            if (rec == NULL) {
-                st = MEMRA_STATUS_OUT_OF_MEMORY;
-                goto out;
-            }
-            ref_quant_q8_1(x, m, k, rec);
-            xsrc = rec;
         } else if (op == MEMRA_OP_gemm_f16) {
             tool_fill_f16_w(&b->rng, (uint16_t *)(void *)wb, nk);
             wbytes = nk * 2;
@@ -885,14 +877,6 @@ static memra_status vs_make(bench *b, memra_op op, int64_t m, int64_t n, int64_t
                 ref_repack_q8_0(wb, n, k, wrec);
                 wsrc = wrec;
             }
-            xbytes = (size_t)memra_q8_1_bytes(m, k);
-            rec = tool_alloc(xbytes, 1);
-            if (rec == NULL) {
-                st = MEMRA_STATUS_OUT_OF_MEMORY;
-                goto out;
-            }
-            ref_quant_q8_1(x, m, k, rec);
-            xsrc = rec;
         } else if (op == MEMRA_OP_accprobe) {
             for (size_t e = 0; e < nk; e++) wb[e] = (uint8_t)(tool_rng_u64(&b->rng) & 0x3F); /* int8 and e4m3 safe */
             rec = tool_alloc(mk, 1);
@@ -905,6 +889,17 @@ static memra_status vs_make(bench *b, memra_op op, int64_t m, int64_t n, int64_t
             xbytes = mk;
         } else {
             tool_fill_e4m3_w(&b->rng, wb, nk);
+        }
+        if (op == MEMRA_OP_gemm_kr || op == MEMRA_OP_gemm_q8_0 || op == MEMRA_OP_gemm_q8_0r) {
+            /* the integer floor's activation: q8_1 records, as quant_q8_1 makes them */
+            xbytes = (size_t)memra_q8_1_bytes(m, k);
+            rec = tool_alloc(xbytes, 1);
+            if (rec == NULL) {
+                st = MEMRA_STATUS_OUT_OF_MEMORY;
+                goto out;
+            }
+            ref_quant_q8_1(x, m, k, rec);
+            xsrc = rec;
         }
         st = tool_upload(b->dev, wsrc, wbytes, &v->buf[0]);
         if (st == MEMRA_STATUS_OK) st = tool_upload(b->dev, xsrc, xbytes, &v->buf[1]);
