@@ -50,7 +50,7 @@ static const char *const k_mma_opts[3] = {"-DFP8BLK_MMA=0", "-DFP8BLK_MMA=1", "-
 const char *memra__fp8blk_variant_name(memra__fp8blk_variant v)
 {
     switch (v) {
-    case MEMRA__FP8BLK_E4M3: return "e4m3 mma.sync (sm_90a)";
+    case MEMRA__FP8BLK_E4M3: return "e4m3 (sm_90a)";
     case MEMRA__FP8BLK_F8F6F4: return "kind::f8f6f4 (sm_120a)";
     case MEMRA__FP8BLK_MX: return "kind::mxf8f6f4 unit scales (sm_120a)";
     }

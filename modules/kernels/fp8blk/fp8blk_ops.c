@@ -19,6 +19,7 @@ typedef struct fp8blk_state {
     CUfunction quant, gemm;
     CUfunction wgmma;        /* sm_90a: the 128 x 128 warpgroup kernel, served instead of gemm; NULL elsewhere */
     const char *wgmma_name;  /* its name (memra_k_fp8blk_wgmma_mb, or _wgmma with MEMRA_FP8BLK_WGMMA=bar) */
+    unsigned wgmma_smem;     /* its dynamic shared memory */
     CUfunction wgmma_wide;   /* sm_90a: the 128 x 256 one (memra_k_fp8blk_wgmma_wide), or NULL */
     int wide_always;         /* MEMRA_FP8BLK_WGMMA=wide: the wide tile at every shape */
     memra__fp8blk_variant variant;
@@ -151,9 +152,10 @@ static void fp8blk_load_wgmma(memra__gpu *q, fp8blk_state *fb, CUmodule m)
         return;
     }
     if (strcmp(mode, "wide") != 0) {
-        fb->wgmma_name = strcmp(mode, "bar") == 0 ? "memra_k_fp8blk_wgmma" : "memra_k_fp8blk_wgmma_mb";
-        fb->wgmma = wgmma_function(q, fb, m, fb->wgmma_name,
-                                   strcmp(mode, "bar") == 0 ? FP8BLK_WG_SMEM_BYTES : FP8BLK_WG_SMEM_BYTES_OF(1));
+        const int bar = strcmp(mode, "bar") == 0;
+        fb->wgmma_name = bar ? "memra_k_fp8blk_wgmma" : "memra_k_fp8blk_wgmma_mb";
+        fb->wgmma_smem = bar ? FP8BLK_WG_SMEM_BYTES : FP8BLK_WG_SMEM_BYTES_OF(1);
+        fb->wgmma = wgmma_function(q, fb, m, fb->wgmma_name, fb->wgmma_smem);
     }
     if (strcmp(mode, "auto") == 0 || strcmp(mode, "wide") == 0)
         fb->wgmma_wide = wgmma_function(q, fb, m, "memra_k_fp8blk_wgmma_wide", FP8BLK_WG_SMEM_BYTES_OF(2));
@@ -183,10 +185,10 @@ static memra_status fp8blk_load_cfg(memra__gpu *q, fp8blk_state *fb, const fp8bl
     fp8blk_load_wgmma(q, fb, m);
     q->host->log(MEMRA_LOG_INFO, q->name, "%s: block-128 FP8 kernels for %s loaded; gemm_fp8_blk variant %s%s from %s",
                  caps->name ? caps->name : "device", q->target, memra__fp8blk_variant_name(fb->variant),
-                 fb->wgmma_wide ? (fb->wide_always ? " (wgmma 128x256)" : " (wgmma 128x128 / 128x256)")
-                 : fb->wgmma    ? (strcmp(fb->wgmma_name, "memra_k_fp8blk_wgmma") == 0 ? " (wgmma 128x128, CTA barriers)"
-                                                                                        : " (wgmma 128x128)")
-                                : "",
+                 fb->wgmma_wide ? (fb->wide_always ? ", wgmma 128x256" : ", wgmma 128x128 / 128x256")
+                 : fb->wgmma    ? (strcmp(fb->wgmma_name, "memra_k_fp8blk_wgmma") == 0 ? ", wgmma 128x128, CTA barriers"
+                                                                                        : ", wgmma 128x128")
+                 : fb->variant == MEMRA__FP8BLK_E4M3 ? ", mma.sync" : "",
                  fb->path);
     return MEMRA_STATUS_OK;
 }
@@ -337,9 +339,7 @@ static memra_status gemm_fp8_blk(memra_call *call, const memra_gemm_args *a, con
     if (fb->wgmma != NULL)
         return memra__gpu_launch_ex(q, fb->wgmma, fb->wgmma_name, (unsigned)((m + FP8BLK_WG_BM - 1) / FP8BLK_WG_BM),
                                     (unsigned)((n + FP8BLK_WG_BN - 1) / FP8BLK_WG_BN), 1, FP8BLK_WG_THREADS,
-                                    strcmp(fb->wgmma_name, "memra_k_fp8blk_wgmma") == 0 ? FP8BLK_WG_SMEM_BYTES
-                                                                                        : FP8BLK_WG_SMEM_BYTES_OF(1),
-                                    call->stream, (void *[]){&w, &grid, &xq, &xs, &y, &m, &n, &k, &ldy, &alpha}, 0);
+                                    fb->wgmma_smem, call->stream, (void *[]){&w, &grid, &xq, &xs, &y, &m, &n, &k, &ldy, &alpha}, 0);
     return memra__gpu_launch_ex(q, fb->gemm, "memra_k_fp8blk_gemm", (unsigned)((m + bm - 1) / bm),
                                 (unsigned)((n + bn - 1) / bn), 1, fb->threads, fb->smem, call->stream,
                                 (void *[]){&w, &grid, &xq, &xs, &y, &m, &n, &k, &ldy, &alpha}, 0);
