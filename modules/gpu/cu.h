@@ -68,6 +68,22 @@ _Static_assert(sizeof(memra__cu_launch_config) == 56 || sizeof(void *) != 8, "CU
 typedef CUresult (*memra__cu_launch_ex_fn)(const memra__cu_launch_config *config, CUfunction f, void **params,
                                           void **extra);
 
+/* cuTensorMapEncodeTiled (CUDA 12.0+, sm_90+, resolved apart: optional) and
+ * the values of cuda.h's enums it is called with here. CUtensorMap is 128
+ * bytes, 64-byte aligned (cuda.h asks 128). */
+typedef struct memra__cu_tensor_map {
+    _Alignas(128) uint64_t opaque[16];
+} memra__cu_tensor_map;
+#define MEMRA__CU_TENSOR_MAP_DATA_TYPE_UINT8 0
+#define MEMRA__CU_TENSOR_MAP_INTERLEAVE_NONE 0
+#define MEMRA__CU_TENSOR_MAP_SWIZZLE_128B 3
+#define MEMRA__CU_TENSOR_MAP_L2_PROMOTION_L2_256B 3
+#define MEMRA__CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE 0 /* out-of-bounds elements read as zeros */
+typedef CUresult (*memra__cu_tensor_map_encode_tiled_fn)(memra__cu_tensor_map *map, int data_type, uint32_t rank,
+                                                        void *global, const uint64_t *dims, const uint64_t *strides,
+                                                        const uint32_t *box, const uint32_t *element_strides,
+                                                        int interleave, int swizzle, int l2_promotion, int oob_fill);
+
 typedef struct memra__cu {
 #define MEMRA__CU_MEMBER(name, ret, params) ret(*name) params;
     MEMRA__CU_LIST(MEMRA__CU_MEMBER)

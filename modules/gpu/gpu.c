@@ -221,6 +221,9 @@ static memra_status gpu_create(const memra_host_services *host, const memra_devi
      * driver that also captures it into CUDA graphs (12.3+) */
     if (!portable && caps->cc >= 90 && caps->driver_version >= 12030)
         *(void **)&gpu->cuLaunchKernelEx = host->driver_proc("cuLaunchKernelEx");
+    /* tensor maps (the bulk tensor copy engine, sm_90+): an optional fp8blk kernel's operands */
+    if (!portable && caps->cc >= 90)
+        *(void **)&gpu->cuTensorMapEncodeTiled = host->driver_proc("cuTensorMapEncodeTiled");
     st = memra__gpu_enter(gpu);
     if (st != MEMRA_STATUS_OK) {
         free(gpu);

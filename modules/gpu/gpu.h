@@ -85,6 +85,7 @@ struct memra__gpu {
     int from_ptx;     /* some image of this context came from PTX (the driver compiled it at load) */
     memra__cu cu;
     memra__cu_launch_ex_fn cuLaunchKernelEx; /* NULL: no programmatic dependent launch (plain launches) */
+    memra__cu_tensor_map_encode_tiled_fn cuTensorMapEncodeTiled; /* NULL: no tensor maps (cc < 9.0, old driver) */
     atomic_int pdl_refused; /* set when the driver refused a dependent launch that a plain one then served */
     int owns_modules;       /* no image loader in the host services: images loaded with cuModuleLoadData here */
     CUmodule owned[MEMRA__GPU_MAX_IMAGES]; /* those images, unloaded at destroy */

@@ -137,8 +137,31 @@ static int fake_set_attribute(void *f, int a, int v)
     return v > 0 ? 0 : 1;
 }
 
+/* cuTensorMapEncodeTiled: refuses what the driver refuses for these maps (rank 2, 128-byte swizzle with a
+ * 128-byte inner box, row strides a multiple of 16, a 16-byte aligned base); g_no_tmap: the entry point is absent */
+static int g_no_tmap, g_tmap_calls;
+static int fake_tmap_encode(void *map, int type, unsigned rank, void *global, const unsigned long long *dims,
+                            const unsigned long long *strides, const unsigned *box, const unsigned *es, int il,
+                            int swz, int l2, int oob)
+{
+    (void)l2, (void)oob, (void)es;
+    g_tmap_calls++;
+    if (map == NULL || ((uintptr_t)map & 63u) != 0 || type != 0 || rank != 2 || il != 0 || swz != 3) return 1;
+    if (((uintptr_t)global & 15u) != 0 || strides[0] % 16 != 0 || box[0] != 128 || box[1] > 256 || dims[0] == 0)
+        return 1;
+    memset(map, 0, 128);
+    return 0;
+}
+
 static void *fake_driver_proc(const char *name)
 {
+    if (strcmp(name, "cuTensorMapEncodeTiled") == 0 && !g_no_tmap) {
+        void *p;
+        int (*fn)(void *, int, unsigned, void *, const unsigned long long *, const unsigned long long *,
+                  const unsigned *, const unsigned *, int, int, int, int) = fake_tmap_encode;
+        memcpy(&p, &fn, sizeof p);
+        return p;
+    }
     static const struct {
         const char *name;
         void (*fn)(void);
@@ -457,6 +480,27 @@ static int case_fp8blk(const char *so)
     ok &= launched("gemm_fp8_blk (MEMRA_FP8BLK_WGMMA=wide)", m.desc->ops->gemm_fp8_blk(&c, &a), 2,
                    (const char *[]){"memra_k_fp8blk_quant", "memra_k_fp8blk_wgmma_wide"}, (const int[]){0, 0});
     ok &= close_mod(&m, 1);
+    /* MEMRA_FP8BLK_WGMMA=tma: the warp-specialised kernel on tensor maps (two encoded per call); without
+     * cuTensorMapEncodeTiled the 128 x 128 mbarrier kernel */
+    g_wgmma_knob = "tma";
+    if (!open_mod(so, 90, &m)) return 0;
+    c = call_of(&m);
+    a = gemm(64, 256, 512);
+    g_tmap_calls = 0;
+    ok &= launched("gemm_fp8_blk (MEMRA_FP8BLK_WGMMA=tma)", m.desc->ops->gemm_fp8_blk(&c, &a), 2,
+                   (const char *[]){"memra_k_fp8blk_quant", "memra_k_fp8blk_wgmma_tma"}, (const int[]){0, 0});
+    if (g_tmap_calls != 2) {
+        printf("  tma: %d tensor maps encoded, want 2  FAIL\n", g_tmap_calls);
+        ok = 0;
+    }
+    ok &= close_mod(&m, 1);
+    g_no_tmap = 1;
+    if (!open_mod(so, 90, &m)) return 0;
+    c = call_of(&m);
+    ok &= launched("gemm_fp8_blk (tma, no tensor maps)", m.desc->ops->gemm_fp8_blk(&c, &a), 2,
+                   (const char *[]){"memra_k_fp8blk_quant", "memra_k_fp8blk_wgmma_mb"}, (const int[]){0, 0});
+    ok &= close_mod(&m, 1);
+    g_no_tmap = 0;
     /* MEMRA_FP8BLK_WGMMA=bar: the warpgroups in step through CTA barriers */
     g_wgmma_knob = "bar";
     if (!open_mod(so, 90, &m)) return 0;

@@ -104,6 +104,7 @@ static void compile_check(memra__jit *jit, const memra_jit_source *s, const char
     CHECK_INT_EQ(wg, strcmp(target, "sm_90a") == 0);
     CHECK_INT_EQ(mb, strcmp(target, "sm_90a") == 0);
     CHECK_INT_EQ(memmem(r.image, r.size, "memra_k_fp8blk_wgmma_wide", 25) != NULL, strcmp(target, "sm_90a") == 0);
+    CHECK_INT_EQ(memmem(r.image, r.size, "memra_k_fp8blk_wgmma_tma", 24) != NULL, strcmp(target, "sm_90a") == 0);
 }
 
 static const memra_jit_source *declared(const mod *m, const memra_device_caps *caps, size_t *n)

@@ -46,6 +46,8 @@
  * 6 stages of the narrow tile, 4 of the wide one (about 197 KB). */
 #define FP8BLK_WG_STAGE_BYTES_OF(nh) ((16384 * (1 + (nh)) + 512 + 1023) / 1024 * 1024)
 #define FP8BLK_WG_STAGES_OF(nh) ((nh) == 1 ? FP8BLK_WG_STAGES : 4)
+/* memra_k_fp8blk_wgmma_tma: a producer warpgroup and two consumer warpgroups */
+#define FP8BLK_TMA_THREADS 384
 #define FP8BLK_WG_SMEM_BYTES_OF(nh) (FP8BLK_WG_STAGES_OF(nh) * FP8BLK_WG_STAGE_BYTES_OF(nh) + 1024 + 128)
 
 #endif

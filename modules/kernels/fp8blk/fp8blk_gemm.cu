@@ -466,9 +466,9 @@ __device__ __forceinline__ void wg_mb_body(const unsigned char *__restrict__ w, 
                                            float *__restrict__ y, int m, int n, int k, long long ldy, float alpha)
 {
     constexpr int S = FP8BLK_WG_STAGES_OF(NH), L = S - 2, SB = FP8BLK_WG_STAGE_BYTES_OF(NH);
-    extern __shared__ __align__(16) unsigned char smem[];
-    const unsigned raw = fb_smem(smem), sbase = (raw + 1023u) & ~1023u;
-    unsigned char *stages = smem + (sbase - raw);
+    extern __shared__ __align__(16) unsigned char wg_smem[]; /* the dynamic shared memory (a template's own name) */
+    const unsigned raw = fb_smem(wg_smem), sbase = (raw + 1023u) & ~1023u;
+    unsigned char *stages = wg_smem + (sbase - raw);
     const unsigned full = sbase + S * SB, empty = full + 8 * S; /* + 8 s each */
     const int lane = threadIdx.x & 31;
     const int r0 = (threadIdx.x >> 7) * 64 + ((threadIdx.x >> 5) & 3) * 16 + (lane >> 2); /* rows r0, r0 + 8 */
@@ -546,5 +546,131 @@ memra_k_fp8blk_wgmma_wide(const unsigned char *__restrict__ w, const float *__re
                           int m, int n, int k, long long ldy, float alpha)
 {
     wg_mb_body<2>(w, grid, xq, xs, y, m, n, k, ldy, alpha);
+}
+
+/* ---- the warp-specialised kernel on the bulk tensor copy engine ------------------
+ *   memra_k_fp8blk_wgmma_tma  what memra_k_fp8blk_wgmma_wide computes (128 x 256
+ *                         tile, the same wgmmas and fold, bit for bit), with
+ *                         three warpgroups: the first (40 registers after
+ *                         setmaxnreg) produces, the other two (232 registers)
+ *                         consume, 64 tokens each. One producer thread issues
+ *                         per stage two cp.async.bulk.tensor copies (A [128 x
+ *                         128], B [256 x 128] e4m3, 128-byte swizzle: the
+ *                         layout the descriptors read) onto the stage's `full`
+ *                         mbarrier with its byte count, and the producer warp's
+ *                         32 lanes copy the 128 activation scales (cp.async,
+ *                         32 arrivals); `full` expects 33 arrivals and the
+ *                         bytes. Consumers arrive on `empty` (256 threads). The
+ *                         consumers issue nothing but wgmmas, waits and the
+ *                         fold. Tensor maps: xq as [m rows x k bytes], w as [n
+ *                         x k], boxes 128 x 128 and 256 x 128, passed by value
+ *                         (__grid_constant__); rows and columns past the edges
+ *                         read as zeros. Needs m, n >= 1 and k % 16 == 0 (row
+ *                         strides a multiple of 16 bytes). Unmeasured: opt-in,
+ *                         MEMRA_FP8BLK_WGMMA=tma. */
+struct __align__(64) memra_tmap {
+    unsigned long long q[16];
+};
+
+__device__ __forceinline__ void tma_load_2d(unsigned dst, const memra_tmap *map, int c0, int c1, unsigned mbar)
+{
+    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], "
+                 "[%4];\n" ::"r"(dst),
+                 "l"(reinterpret_cast<unsigned long long>(map)), "r"(c0), "r"(c1), "r"(mbar)
+                 : "memory");
+}
+__device__ __forceinline__ void mb_arrive_tx(unsigned a, unsigned bytes)
+{
+    asm volatile("{\n.reg .b64 st;\nmbarrier.arrive.expect_tx.shared::cta.b64 st, [%0], %1;\n}\n" ::"r"(a), "r"(bytes)
+                 : "memory");
+}
+
+extern "C" __global__ void __launch_bounds__(FP8BLK_TMA_THREADS, 1)
+memra_k_fp8blk_wgmma_tma(const __grid_constant__ memra_tmap map_x, const __grid_constant__ memra_tmap map_w,
+                         const float *__restrict__ grid, const float *__restrict__ xs, float *__restrict__ y, int m,
+                         int n, int k, long long ldy, float alpha)
+{
+    constexpr int NH = 2, S = FP8BLK_WG_STAGES_OF(NH), SB = FP8BLK_WG_STAGE_BYTES_OF(NH);
+    extern __shared__ __align__(16) unsigned char smem[];
+    const unsigned raw = fb_smem(smem), sbase = (raw + 1023u) & ~1023u;
+    unsigned char *stages = smem + (sbase - raw);
+    const unsigned full = sbase + S * SB, empty = full + 8 * S;
+    const int wg = threadIdx.x >> 7, lane = threadIdx.x & 31;
+    const int i0 = blockIdx.x * FP8BLK_WG_BM, j0 = blockIdx.y * (128 * NH);
+    const int nk = (k + 127) / 128, ngr = (n + 127) / 128;
+    if (threadIdx.x == 0) {
+        for (int s = 0; s < S; s++) {
+            mb_init(full + 8 * s, 33);
+            mb_init(empty + 8 * s, 256);
+        }
+        asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+    }
+    __syncthreads();
+
+    if (wg == 0) {
+        asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n");
+        if (threadIdx.x >= 32) return;
+        for (int b = 0; b < nk; b++) {
+            const int s = b % S;
+            if (b >= S) mb_wait(empty + 8 * s, (unsigned)(b / S - 1) & 1u);
+            const unsigned st = sbase + s * SB;
+            if (lane == 0) {
+                mb_arrive_tx(full + 8 * s, 16384u * (1 + NH));
+                tma_load_2d(st, &map_x, b * 128, i0, full + 8 * s);
+                tma_load_2d(st + 16384, &map_w, b * 128, j0, full + 8 * s);
+            }
+            float *sx = reinterpret_cast<float *>(stages + s * SB + 16384 * (1 + NH));
+#pragma unroll
+            for (int e = 0; e < 4; e++) {
+                const int t = lane + 32 * e, i = i0 + t;
+                fb_cp4(sx + t, i < m ? xs + (long long)b * m + i : xs, i < m ? 4 : 0);
+            }
+            mb_cp_arrive(full + 8 * s);
+        }
+        asm volatile("cp.async.wait_all;\n" ::: "memory");
+        return;
+    }
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n");
+    const int ct = threadIdx.x - 128; /* 0..255: the consumers */
+    const int r0 = (ct >> 7) * 64 + ((ct >> 5) & 3) * 16 + (lane >> 2);
+    const float *grow = grid + (long long)(j0 / 128) * nk;
+    float acc[NH][64], t[64];
+#pragma unroll
+    for (int h = 0; h < NH; h++)
+#pragma unroll
+        for (int i = 0; i < 64; i++) acc[h][i] = 0.0f;
+    const unsigned a_off = (ct >> 7) * 64 * 128;
+    for (int kb = 0; kb < nk; kb++) {
+        const int s = kb % S;
+        mb_wait(full + 8 * s, (unsigned)(kb / S) & 1u);
+        const float *sx = reinterpret_cast<const float *>(stages + s * SB + 16384 * (1 + NH));
+        const float x0 = sx[r0], x1 = sx[r0 + 8];
+        const unsigned a = sbase + s * SB + a_off;
+#pragma unroll
+        for (int h = 0; h < NH; h++) {
+            const float g = (j0 / 128 + h < ngr) ? grow[(long long)h * nk + kb] : 0.0f;
+            const unsigned bb = sbase + s * SB + 16384 * (1 + h);
+            asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+#pragma unroll
+            for (int kk = 0; kk < 4; kk++) wg_mma(t, wg_desc(a + kk * 32), wg_desc(bb + kk * 32), kk);
+            asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+            asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+            wg_fence_regs(t);
+            if (h == NH - 1) mb_arrive(empty + 8 * s);
+            const float f0 = x0 * g, f1 = x1 * g;
+#pragma unroll
+            for (int i = 0; i < 64; i++) acc[h][i] = fmaf((i & 2) ? f1 : f0, t[i], acc[h][i]);
+        }
+    }
+#pragma unroll
+    for (int h = 0; h < NH; h++)
+#pragma unroll
+        for (int j = 0; j < 16; j++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) {
+                const int i = i0 + r0 + 8 * (e >> 1);
+                const int c = j0 + h * 128 + j * 8 + (lane & 3) * 2 + (e & 1);
+                if (i < m && c < n) y[(long long)i * ldy + c] = alpha * acc[h][4 * j + e];
+            }
 }
 #endif

@@ -21,6 +21,7 @@ typedef struct fp8blk_state {
     const char *wgmma_name;  /* its name (memra_k_fp8blk_wgmma_mb, or _wgmma with MEMRA_FP8BLK_WGMMA=bar) */
     unsigned wgmma_smem;     /* its dynamic shared memory */
     CUfunction wgmma_wide;   /* sm_90a: the 128 x 256 one (memra_k_fp8blk_wgmma_wide), or NULL */
+    CUfunction wgmma_tma;    /* MEMRA_FP8BLK_WGMMA=tma: memra_k_fp8blk_wgmma_tma (needs tensor maps), or NULL */
     int wide_always;         /* MEMRA_FP8BLK_WGMMA=wide: the wide tile at every shape */
     memra__fp8blk_variant variant;
     memra__fp8blk_tile tile; /* the tile the loaded gemm kernel was compiled with */
@@ -141,7 +142,7 @@ static CUfunction wgmma_function(memra__gpu *q, const fp8blk_state *fb, CUmodule
 static void fp8blk_load_wgmma(memra__gpu *q, fp8blk_state *fb, CUmodule m)
 {
     const memra_host_services *host = q->host;
-    fb->wgmma = fb->wgmma_wide = NULL;
+    fb->wgmma = fb->wgmma_wide = fb->wgmma_tma = NULL;
     if (fb->variant != MEMRA__FP8BLK_E4M3 || q->caps->cc != 90) return;
     const char *knob = MEMRA_HAS_MEMBER(host, memra_host_services, knob) && host->knob != NULL
                            ? host->knob(q->caps, "MEMRA_FP8BLK_WGMMA")
@@ -150,6 +151,16 @@ static void fp8blk_load_wgmma(memra__gpu *q, fp8blk_state *fb, CUmodule m)
     if (strcmp(mode, "0") == 0) {
         host->log(MEMRA_LOG_INFO, q->name, "gemm_fp8_blk: MEMRA_FP8BLK_WGMMA=0: the mma.sync kernel serves sm_90a");
         return;
+    }
+    if (strcmp(mode, "tma") == 0) {
+        /* opt-in, unmeasured: the warp-specialised kernel on the bulk tensor copy engine; the 128 x 128
+         * mbarrier kernel stays loaded for a call whose tensor maps cannot be encoded */
+        if (q->cuTensorMapEncodeTiled == NULL)
+            host->log(MEMRA_LOG_WARN, q->name, "gemm_fp8_blk: MEMRA_FP8BLK_WGMMA=tma: the driver has no "
+                      "cuTensorMapEncodeTiled; the 128x128 wgmma kernel serves");
+        else
+            fb->wgmma_tma = wgmma_function(q, fb, m, "memra_k_fp8blk_wgmma_tma", FP8BLK_WG_SMEM_BYTES_OF(2));
+        mode = "mb";
     }
     if (strcmp(mode, "wide") != 0) {
         const int bar = strcmp(mode, "bar") == 0;
@@ -185,7 +196,8 @@ static memra_status fp8blk_load_cfg(memra__gpu *q, fp8blk_state *fb, const fp8bl
     fp8blk_load_wgmma(q, fb, m);
     q->host->log(MEMRA_LOG_INFO, q->name, "%s: block-128 FP8 kernels for %s loaded; gemm_fp8_blk variant %s%s from %s",
                  caps->name ? caps->name : "device", q->target, memra__fp8blk_variant_name(fb->variant),
-                 fb->wgmma_wide ? (fb->wide_always ? ", wgmma 128x256" : ", wgmma 128x128 / 128x256")
+                 fb->wgmma_tma  ? ", wgmma 128x256 on tensor maps (unmeasured)"
+                 : fb->wgmma_wide ? (fb->wide_always ? ", wgmma 128x256" : ", wgmma 128x128 / 128x256")
                  : fb->wgmma    ? (strcmp(fb->wgmma_name, "memra_k_fp8blk_wgmma") == 0 ? ", wgmma 128x128, CTA barriers"
                                                                                         : ", wgmma 128x128")
                  : fb->variant == MEMRA__FP8BLK_E4M3 ? ", mma.sync" : "",
@@ -326,6 +338,25 @@ static memra_status gemm_fp8_blk(memra_call *call, const memra_gemm_args *a, con
     memra_dptr w = a->w, grid = a->w_scale_grid, y = memra__gpu_y_base(a);
     long long ldy = a->ldy;
     float alpha = a->alpha;
+    if (fb->wgmma_tma != NULL && q->cuTensorMapEncodeTiled != NULL) {
+        /* xq as [m rows x k bytes], w as [n x k], 128-byte swizzle, boxes 128 x 128 and 256 x 128 */
+        memra__cu_tensor_map mx, mw;
+        const uint64_t dx[2] = {(uint64_t)k, (uint64_t)m}, dw[2] = {(uint64_t)k, (uint64_t)n}, stride[1] = {(uint64_t)k};
+        const uint32_t bx[2] = {128, FP8BLK_WG_BM}, bw[2] = {128, 256}, es[2] = {1, 1};
+        if (q->cuTensorMapEncodeTiled(&mx, MEMRA__CU_TENSOR_MAP_DATA_TYPE_UINT8, 2, (void *)(uintptr_t)xq, dx, stride, bx,
+                                      es, MEMRA__CU_TENSOR_MAP_INTERLEAVE_NONE, MEMRA__CU_TENSOR_MAP_SWIZZLE_128B,
+                                      MEMRA__CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                                      MEMRA__CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == MEMRA__CU_SUCCESS &&
+            q->cuTensorMapEncodeTiled(&mw, MEMRA__CU_TENSOR_MAP_DATA_TYPE_UINT8, 2, (void *)(uintptr_t)w, dw, stride, bw,
+                                      es, MEMRA__CU_TENSOR_MAP_INTERLEAVE_NONE, MEMRA__CU_TENSOR_MAP_SWIZZLE_128B,
+                                      MEMRA__CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                                      MEMRA__CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == MEMRA__CU_SUCCESS)
+            return memra__gpu_launch_ex(q, fb->wgmma_tma, "memra_k_fp8blk_wgmma_tma",
+                                        (unsigned)((m + FP8BLK_WG_BM - 1) / FP8BLK_WG_BM), (unsigned)((n + 255) / 256),
+                                        1, FP8BLK_TMA_THREADS, FP8BLK_WG_SMEM_BYTES_OF(2), call->stream,
+                                        (void *[]){&mx, &mw, &grid, &xs, &y, &m, &n, &k, &ldy, &alpha}, 0);
+        /* an encoding the driver refused: the 128 x 128 kernel below */
+    }
     if (fb->wgmma_wide != NULL) {
         /* the wide tile reads a quarter fewer operand bytes per FLOP, but has half the tiles: taken where
          * they still fill four waves of the SMs (the last wave's idle share then stays under an eighth) */
