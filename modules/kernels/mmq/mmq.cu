@@ -670,12 +670,79 @@ __device__ __forceinline__ void r3_copy_run(unsigned char *S, const unsigned cha
     }
 }
 
+/* ---- the records tile, shared by gemm_q8_0r and gemm_kr -----------------------------
+ * One CTA: 32 MT tokens x 32 NT weight rows, 2 x 4 warps (a warp 16 MT x 8 NT), the
+ * k steps of 128 of its split-k slice (blockIdx.z of gridDim.z), the first `arows` /
+ * `brows` rows existing. Both kernels set it up, zero their accumulators, load B
+ * fragments and write their result through these helpers; they differ in the
+ * weight's load stage and the fold. */
+struct mmq_tile {
+    int lane, wm, wn;     /* the thread in its warp, the warp in the 2 x 4 grid */
+    int i0, j0;           /* the CTA's first token and weight row */
+    int S, z, g0, nk;     /* split-k: slices, this slice, its first step and step count */
+    int arows, brows;     /* the tokens and weight rows of the tile that exist */
+};
+template <int MT, int NT>
+__device__ __forceinline__ mmq_tile mmq_tile_of(int m, int n, int k)
+{
+    mmq_tile t;
+    const int warp = threadIdx.x >> 5;
+    t.lane = threadIdx.x & 31;
+    t.wm = warp & 1;
+    t.wn = warp >> 1;
+    t.i0 = blockIdx.x * 32 * MT;
+    t.j0 = blockIdx.y * 32 * NT;
+    const int G = (k + 127) / 128;
+    t.S = (int)gridDim.z;
+    t.z = (int)blockIdx.z;
+    t.g0 = (int)((long long)G * t.z / t.S);
+    t.nk = (int)((long long)G * (t.z + 1) / t.S) - t.g0;
+    t.arows = min(32 * MT, m - t.i0);
+    t.brows = min(32 * NT, n - t.j0);
+    return t;
+}
+template <int MT, int NT> __device__ __forceinline__ void mmq_zero(float (&acc)[MT][NT][4])
+{
+#pragma unroll
+    for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+        for (int nt = 0; nt < NT; nt++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) acc[mt][nt][e] = 0.0f;
+}
+/* The warp's B fragments of k32 group g: n8 tiles in pairs (ldmatrix x4); an odd
+ * NT takes its last n8 tile with ldmatrix x2 (lanes 0-15's addresses, which the
+ * x4 formula gives rows 0-7 at both k halves). sb: the thread's address at block 0. */
+template <int NT> __device__ __forceinline__ void mmq_load_b(uint32_t (&b)[NT][2], uint32_t sb, int g)
+{
+#pragma unroll
+    for (int np = 0; np < NT / 2; np++) {
+        uint32_t r[4];
+        ldmatrix_x4_at(r, sb + np * 16 * MMQ_ROW + g * 32);
+        b[2 * np][0] = r[0];
+        b[2 * np][1] = r[1];
+        b[2 * np + 1][0] = r[2];
+        b[2 * np + 1][1] = r[3];
+    }
+    if (NT % 2 != 0) ldmatrix_x2_at(b[NT - 1], sb + (NT - 1) * 8 * MMQ_ROW + g * 32);
+}
+/* After the k loop: every copy landed, the dependent launch (split-k sum) released,
+ * the warp's sub-tile written to y (one slice) or to its slice of part. */
+template <int MT, int NT>
+__device__ __forceinline__ void mmq_tile_store(const mmq_tile &t, const float (&acc)[MT][NT][4], float *y, float *part,
+                                               long long ldy, float alpha, int m, int n)
+{
+    cp_async_wait<0>();
+    pdl_trigger(); /* the split-k sum may launch once every CTA is in its epilogue */
+    float *out = t.S == 1 ? y : part + (long long)t.z * m * n;
+    q2_store<MT, NT>(acc, out, t.S == 1 ? ldy : n, t.S == 1 ? alpha : 1.0f, m, n, t.i0 + t.wm * 16 * MT,
+                     t.j0 + t.wn * 8 * NT, t.lane);
+}
+
 /* One 128-deep step of the warp's 16 MT x 8 NT sub-tile out of one stage slot.
  * sa / sb: the thread's ldmatrix addresses in the slot at block 0; ax / bw: its
- * scale rows (token lane/4 of m16 tile 0; weight row 2 (lane%4) of n8 tile 0).
- * B fragments come in pairs of n8 tiles (ldmatrix x4); an odd NT takes its
- * last n8 tile with ldmatrix x2 (lanes 0-15's addresses, which the x4 formula
- * gives rows 0-7 at both k halves). */
+ * scale rows (token lane/4 of m16 tile 0; weight row 2 (lane%4) of n8 tile 0);
+ * B fragments: mmq_load_b. */
 template <int MT, int NT>
 __device__ __forceinline__ void r3_step(float (&acc)[MT][NT][4], uint32_t sa, uint32_t sb, const float *ax,
                                         const float *bw)
@@ -683,16 +750,7 @@ __device__ __forceinline__ void r3_step(float (&acc)[MT][NT][4], uint32_t sa, ui
 #pragma unroll 1
     for (int g = 0; g < 4; g++) {
         uint32_t b[NT][2];
-#pragma unroll
-        for (int np = 0; np < NT / 2; np++) {
-            uint32_t r[4];
-            ldmatrix_x4_at(r, sb + np * 16 * MMQ_ROW + g * 32);
-            b[2 * np][0] = r[0];
-            b[2 * np][1] = r[1];
-            b[2 * np + 1][0] = r[2];
-            b[2 * np + 1][1] = r[3];
-        }
-        if (NT % 2 != 0) ldmatrix_x2_at(b[NT - 1], sb + (NT - 1) * 8 * MMQ_ROW + g * 32);
+        mmq_load_b<NT>(b, sb, g);
         float sw[NT][2], mw[NT][2];
 #pragma unroll
         for (int nt = 0; nt < NT; nt++)
@@ -726,20 +784,13 @@ __device__ __forceinline__ void gemm_q8_0r_body(const unsigned char *__restrict_
 {
     extern __shared__ __align__(16) unsigned char r3_smem[];
     pdl_wait(); /* the q8_1 records (and y's earlier readers) are complete */
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, wm = warp & 1, wn = warp >> 1;
     constexpr int BN = 32 * NT;
-    const int i0 = blockIdx.x * 32 * MT, j0 = blockIdx.y * BN;
-    const int G = (k + 127) / 128, S = (int)gridDim.z, z = (int)blockIdx.z;
-    const int g0 = (int)((long long)G * z / S), nk = (int)((long long)G * (z + 1) / S) - g0;
-    const int arows = min(32 * MT, m - i0), brows = min(BN, n - j0);
+    const mmq_tile t = mmq_tile_of<MT, NT>(m, n, k);
+    const int lane = t.lane, wm = t.wm, wn = t.wn, i0 = t.i0, j0 = t.j0, g0 = t.g0, nk = t.nk;
+    const int arows = t.arows, brows = t.brows;
 
     float acc[MT][NT][4];
-#pragma unroll
-    for (int mt = 0; mt < MT; mt++)
-#pragma unroll
-        for (int nt = 0; nt < NT; nt++)
-#pragma unroll
-            for (int e = 0; e < 4; e++) acc[mt][nt][e] = 0.0f;
+    mmq_zero<MT, NT>(acc);
 
     /* per-thread offsets inside a stage slot */
     const int a_off = (wm * 16 * MT + (lane & 15)) * MMQ_ROW + 16 + (lane >> 4) * 16;
@@ -774,11 +825,7 @@ __device__ __forceinline__ void gemm_q8_0r_body(const unsigned char *__restrict_
         nxt = nxt == R3_STAGES - 1 ? 0 : nxt + 1;
     }
 #undef R3_COPY_STEP
-    cp_async_wait<0>();
-    pdl_trigger(); /* the split-k sum may launch once every CTA is in its epilogue */
-
-    float *out = S == 1 ? y : part + (long long)z * m * n;
-    q2_store<MT, NT>(acc, out, S == 1 ? ldy : n, S == 1 ? alpha : 1.0f, m, n, i0 + wm * 16 * MT, j0 + wn * 8 * NT, lane);
+    mmq_tile_store<MT, NT>(t, acc, y, part, ldy, alpha, m, n);
 }
 
 /* w: Q8_0 records (16-byte aligned), xq: q8_1 records, y as gemm_q8_0; _mt4 / _mt2:
@@ -1069,16 +1116,7 @@ __device__ __forceinline__ void kr_step(float (&acc)[MT][NT][4], uint32_t sa, ui
 #pragma unroll 1
     for (int g = 0; g < 4; g++) {
         uint32_t b[NT][2];
-#pragma unroll
-        for (int np = 0; np < NT / 2; np++) {
-            uint32_t r[4];
-            ldmatrix_x4_at(r, sb + np * 16 * MMQ_ROW + g * 32);
-            b[2 * np][0] = r[0];
-            b[2 * np][1] = r[1];
-            b[2 * np + 1][0] = r[2];
-            b[2 * np + 1][1] = r[3];
-        }
-        if (NT % 2 != 0) ldmatrix_x2_at(b[NT - 1], sb + (NT - 1) * 8 * MMQ_ROW + g * 32);
+        mmq_load_b<NT>(b, sb, g);
         float s0[NT][2], m0[NT][2], s1[NT][2], m1[NT][2];
 #pragma unroll
         for (int nt = 0; nt < NT; nt++)
@@ -1135,20 +1173,13 @@ __device__ __forceinline__ void gemm_kr_body(const unsigned char *__restrict__ w
 {
     extern __shared__ __align__(16) unsigned char kr_smem[];
     pdl_wait(); /* the q8_1 records (and y's earlier readers) are complete */
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, wm = warp & 1, wn = warp >> 1;
     constexpr int BN = 32 * NT;
-    const int i0 = blockIdx.x * 32 * MT, j0 = blockIdx.y * BN;
-    const int G = (k + 127) / 128, S = (int)gridDim.z, z = (int)blockIdx.z;
-    const int g0 = (int)((long long)G * z / S), nk = (int)((long long)G * (z + 1) / S) - g0;
-    const int arows = min(32 * MT, m - i0), brows = min(BN, n - j0);
+    const mmq_tile t = mmq_tile_of<MT, NT>(m, n, k);
+    const int lane = t.lane, wm = t.wm, wn = t.wn, i0 = t.i0, j0 = t.j0, g0 = t.g0, nk = t.nk;
+    const int arows = t.arows, brows = t.brows;
 
     float acc[MT][NT][4];
-#pragma unroll
-    for (int mt = 0; mt < MT; mt++)
-#pragma unroll
-        for (int nt = 0; nt < NT; nt++)
-#pragma unroll
-            for (int e = 0; e < 4; e++) acc[mt][nt][e] = 0.0f;
+    mmq_zero<MT, NT>(acc);
 
     /* per-thread offsets: in an activation slot (a_off, ax_off), in a weight slot (the rest) */
     const int wrow = wn * 8 * NT + (lane & 3) * 2; /* the thread's first weight row of the fold */
@@ -1199,11 +1230,7 @@ __device__ __forceinline__ void gemm_kr_body(const unsigned char *__restrict__ w
         nxt = nxt == R3_STAGES - 1 ? 0 : nxt + 1;
     }
 #undef KR_COPY_A
-    cp_async_wait<0>();
-    pdl_trigger();
-
-    float *out = S == 1 ? y : part + (long long)z * m * n;
-    q2_store<MT, NT>(acc, out, S == 1 ? ldy : n, S == 1 ? alpha : 1.0f, m, n, i0 + wm * 16 * MT, j0 + wn * 8 * NT, lane);
+    mmq_tile_store<MT, NT>(t, acc, y, part, ldy, alpha, m, n);
 }
 
 /* w: the K-packed weight (16-byte aligned), xq: q8_1 records, y / part / grid
