@@ -49,6 +49,7 @@ typedef unsigned short uint16_t;
 #endif
 
 #include "../common/e4m3.cuh"
+#include "../common/tile.cuh"
 
 #ifndef FP8BLK_MMA
 #define FP8BLK_MMA 0
@@ -73,23 +74,17 @@ static_assert(128 % FP8BLK_BN == 0, "FP8BLK_BN must divide 128 (one scale block 
 #define FP8BLK_STAGE_BYTES FP8BLK_STAGE_BYTES_OF(FP8BLK_BM, FP8BLK_BN)
 #define FP8BLK_SMEM_BYTES (2 * FP8BLK_STAGE_BYTES)
 
-__device__ __forceinline__ unsigned fb_smem(const void *p) { return (unsigned)__cvta_generic_to_shared(p); }
-
+/* cp.async, ldmatrix and the B fragments: common/tile.cuh (shared with mmq) */
+__device__ __forceinline__ unsigned fb_smem(const void *p) { return memra_smem_u32(p); }
 __device__ __forceinline__ void fb_cp16(void *dst, const void *src, int src_bytes)
 {
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(fb_smem(dst)), "l"(src), "r"(src_bytes));
+    memra_cp16(memra_smem_u32(dst), src, src_bytes);
 }
 __device__ __forceinline__ void fb_cp4(void *dst, const void *src, int src_bytes)
 {
-    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(fb_smem(dst)), "l"(src), "r"(src_bytes));
+    memra_cp4(memra_smem_u32(dst), src, src_bytes);
 }
-
-__device__ __forceinline__ void fb_ldmatrix_x4(uint32_t r[4], const void *p)
-{
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-                 : "r"(fb_smem(p)));
-}
+__device__ __forceinline__ void fb_ldmatrix_x4(uint32_t r[4], const void *p) { memra_ldmatrix_x4(r, memra_smem_u32(p)); }
 
 /* d += a . b over 32 e4m3 values, f32 accumulation. */
 __device__ __forceinline__ void fb_mma(float d[4], const uint32_t a[4], uint32_t b0, uint32_t b1)

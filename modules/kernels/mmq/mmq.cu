@@ -57,31 +57,27 @@
 #include <stdint.h>
 
 #include "mmq.h"
+#include "../common/tile.cuh"
 
 enum { MMQ_KIND_S8 = 0, MMQ_KIND_FP8 = 1, MMQ_KIND_MX = 2 };
 
 /* ---- primitives ------------------------------------------------------------- */
 
-__device__ __forceinline__ unsigned smem_u32(const void *p) { return (unsigned)__cvta_generic_to_shared(p); }
-
-/* cp.async of `size` (4 or 16) bytes, of which `src_bytes` are read; the rest zero-filled. */
+/* cp.async, ldmatrix and the B fragments: common/tile.cuh (shared with fp8blk) */
+__device__ __forceinline__ unsigned smem_u32(const void *p) { return memra_smem_u32(p); }
+/* cp.async of 16 or 4 bytes, of which `src_bytes` are read; the rest zero-filled. */
 __device__ __forceinline__ void cp_async16(void *dst, const void *src, int src_bytes)
 {
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_u32(dst)), "l"(src), "r"(src_bytes));
+    memra_cp16(memra_smem_u32(dst), src, src_bytes);
 }
 __device__ __forceinline__ void cp_async4(void *dst, const void *src, int src_bytes)
 {
-    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(smem_u32(dst)), "l"(src), "r"(src_bytes));
+    memra_cp4(memra_smem_u32(dst), src, src_bytes);
 }
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
 template <int N> __device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N)); }
 
-__device__ __forceinline__ void ldmatrix_x4(uint32_t r[4], const void *p)
-{
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-                 : "r"(smem_u32(p)));
-}
+__device__ __forceinline__ void ldmatrix_x4(uint32_t r[4], const void *p) { memra_ldmatrix_x4(r, memra_smem_u32(p)); }
 
 /* One m16n8k32 MMA from a fresh accumulator; d[] comes back as f32 bits. */
 template <int KIND> __device__ __forceinline__ void mma_k32(float d[4], const uint32_t a[4], uint32_t b0, uint32_t b1);
@@ -623,18 +619,6 @@ memra_k_repack_q8_0(const unsigned char *__restrict__ src, long long rows, int c
     }
 }
 
-__device__ __forceinline__ void ldmatrix_x4_at(uint32_t r[4], uint32_t addr)
-{
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-                 : "r"(addr));
-}
-
-__device__ __forceinline__ void ldmatrix_x2_at(uint32_t r[2], uint32_t addr)
-{
-    asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0,%1}, [%2];\n" : "=r"(r[0]), "=r"(r[1]) : "r"(addr));
-}
-
 __device__ __forceinline__ void cp_async16_at(uint32_t dst, const void *src)
 {
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(dst), "l"(src));
@@ -710,22 +694,12 @@ template <int MT, int NT> __device__ __forceinline__ void mmq_zero(float (&acc)[
 #pragma unroll
             for (int e = 0; e < 4; e++) acc[mt][nt][e] = 0.0f;
 }
-/* The warp's B fragments of k32 group g: n8 tiles in pairs (ldmatrix x4); an odd
- * NT takes its last n8 tile with ldmatrix x2 (lanes 0-15's addresses, which the
- * x4 formula gives rows 0-7 at both k halves). sb: the thread's address at block 0. */
+/* The warp's B fragments of k32 group g (common/tile.cuh). sb: the thread's address at block 0. */
 template <int NT> __device__ __forceinline__ void mmq_load_b(uint32_t (&b)[NT][2], uint32_t sb, int g)
 {
-#pragma unroll
-    for (int np = 0; np < NT / 2; np++) {
-        uint32_t r[4];
-        ldmatrix_x4_at(r, sb + np * 16 * MMQ_ROW + g * 32);
-        b[2 * np][0] = r[0];
-        b[2 * np][1] = r[1];
-        b[2 * np + 1][0] = r[2];
-        b[2 * np + 1][1] = r[3];
-    }
-    if (NT % 2 != 0) ldmatrix_x2_at(b[NT - 1], sb + (NT - 1) * 8 * MMQ_ROW + g * 32);
+    memra_load_b_frags<NT, MMQ_ROW>(b, sb, g * 32);
 }
+
 /* After the k loop: every copy landed, the dependent launch (split-k sum) released,
  * the warp's sub-tile written to y (one slice) or to its slice of part. */
 template <int MT, int NT>
@@ -762,7 +736,7 @@ __device__ __forceinline__ void r3_step(float (&acc)[MT][NT][4], uint32_t sa, ui
 #pragma unroll
         for (int mt = 0; mt < MT; mt++) {
             uint32_t a[4];
-            ldmatrix_x4_at(a, sa + mt * 16 * MMQ_ROW + g * 32);
+            memra_ldmatrix_x4(a, sa + mt * 16 * MMQ_ROW + g * 32);
             const float sx0 = ax[mt * 16 * (MMQ_ROW / 4) + g], sx1 = ax[(mt * 16 + 8) * (MMQ_ROW / 4) + g];
 #pragma unroll
             for (int nt = 0; nt < NT; nt++) {
@@ -1130,7 +1104,7 @@ __device__ __forceinline__ void kr_step(float (&acc)[MT][NT][4], uint32_t sa, ui
 #pragma unroll
         for (int mt = 0; mt < MT; mt++) {
             uint32_t a[4];
-            ldmatrix_x4_at(a, sa + mt * 16 * MMQ_ROW + g * 32);
+            memra_ldmatrix_x4(a, sa + mt * 16 * MMQ_ROW + g * 32);
             const float sx0 = ax[mt * 16 * (MMQ_ROW / 4) + g], sx1 = ax[(mt * 16 + 8) * (MMQ_ROW / 4) + g];
             if (Q6) {
 #pragma unroll

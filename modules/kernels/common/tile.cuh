@@ -1,0 +1,58 @@
+/* Tile primitives of the tensor-core GEMM families (mmq, fp8blk): shared-memory
+ * addresses, cp.async with zero fill, ldmatrix, and the B fragments of the
+ * m16n8k32 8-bit MMAs (mma.sync s8, e4m3, kind::f8f6f4 share one fragment
+ * layout). Both families' tiles keep operands in 144-byte shared rows (128 data
+ * bytes + 16: a 36-word stride keeps the ldmatrix phases conflict-free).
+ *
+ * A leaf: no includes, valid CUDA C++ under nvcc and NVRTC (fp8blk_gemm.cu is
+ * compiled by both; modules/gpu/embed_source.cmake inlines this file for the
+ * JIT). */
+#ifndef MEMRA_KERNELS_COMMON_TILE_CUH
+#define MEMRA_KERNELS_COMMON_TILE_CUH
+
+__device__ __forceinline__ unsigned memra_smem_u32(const void *p) { return (unsigned)__cvta_generic_to_shared(p); }
+
+/* cp.async of 16 (through L2 only) or 4 bytes to shared address dst, of which
+ * src_bytes are read and the rest zero-filled (0: nothing is read). */
+__device__ __forceinline__ void memra_cp16(unsigned dst, const void *src, int src_bytes)
+{
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes));
+}
+__device__ __forceinline__ void memra_cp4(unsigned dst, const void *src, int src_bytes)
+{
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes));
+}
+
+__device__ __forceinline__ void memra_ldmatrix_x4(unsigned r[4], unsigned addr)
+{
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(addr));
+}
+__device__ __forceinline__ void memra_ldmatrix_x2(unsigned r[2], unsigned addr)
+{
+    asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0,%1}, [%2];\n" : "=r"(r[0]), "=r"(r[1]) : "r"(addr));
+}
+
+/* A warp's B fragments for NT n8 tiles of one k32 group, from rows of ROW bytes:
+ * n8 tiles in pairs (ldmatrix x4); an odd NT takes its last n8 tile with
+ * ldmatrix x2 (lanes 0-15's addresses, which the x4 formula gives rows 0-7 at
+ * both k halves). sb: the thread's address at the warp's first row,
+ * (lane % 8 + (lane / 16) 8) ROW + ((lane / 8) % 2) 16; koff: the group's byte
+ * offset in the row. */
+template <int NT, int ROW>
+__device__ __forceinline__ void memra_load_b_frags(unsigned (&b)[NT][2], unsigned sb, int koff)
+{
+#pragma unroll
+    for (int np = 0; np < NT / 2; np++) {
+        unsigned r[4];
+        memra_ldmatrix_x4(r, sb + np * 16 * ROW + koff);
+        b[2 * np][0] = r[0];
+        b[2 * np][1] = r[1];
+        b[2 * np + 1][0] = r[2];
+        b[2 * np + 1][1] = r[3];
+    }
+    if (NT % 2 != 0) memra_ldmatrix_x2(b[NT - 1], sb + (NT - 1) * 8 * ROW + koff);
+}
+
+#endif
