@@ -29,7 +29,8 @@
 #               --batch 8 (BENCH_BATCH=0: alone only), with receipts
 #   raw         memra-bench-raw: memra's cuBLASLt lanes beside raw cuBLASLt calls
 #   fp8         memra's block-128 FP8 kernels (wgmma and mma.sync) beside cuBLASLt: the steps
-#               fp8check (checks), fp8bench (bench --vs and memra-bench-raw at FP8_M),
+#               fp8check (checks, with the given-scale rows 'xs' / 'amax' counted, forced cuda and
+#               sm120 profiles, an injected run, the given-scale ctests), fp8bench (bench --vs and memra-bench-raw at FP8_M),
 #               fp8ncu (ncu of the quantisers and GEMMs), fp8san (the four sanitizer tools)
 #   kquant      the K-quant floor on packed operands: GPU tests, check gemm_kr (3 profiles),
 #               admission, memcheck (KQ_BENCH=1: memra bench 27b m=512)
@@ -336,7 +337,23 @@ step_fp8check() {
     timeout 200 $M check --device 0 --op $o > "$L/fp8_check_$o.log" 2>&1
     say "check $o (every module): exit $? $(grep -E 'passed, ' "$L/fp8_check_$o.log")"
     grep -E " FAIL" "$L/fp8_check_$o.log" | head -6 >> "$S"
+    # the one-pass quantisers at a given scale (issue 25 item 2): rows 'xs' (static x_scale) and 'amax' (x_amax)
+    say "  $o given scales (xs, amax rows): $(grep -cE ' (xs|amax) .*PASS' "$L/fp8_check_$o.log") PASS," \
+        "$(grep -cE ' (xs|amax) .*FAIL' "$L/fp8_check_$o.log") FAIL, $(grep -cE ' (xs|amax) .*DECLINED' "$L/fp8_check_$o.log") DECLINED"
+    # forced profiles: the portable lanes (cuda) and the sm120 module's refusal on an H200 (sm120)
+    for p in cuda sm120; do
+      MEMRA_ARCH=$p timeout 200 $M check --device 0 --op $o > "$L/fp8_check_${o}_$p.log" 2>&1
+      say "check $o (MEMRA_ARCH=$p): exit $? $(grep -E 'passed, ' "$L/fp8_check_${o}_$p.log")"
+      grep -E " FAIL" "$L/fp8_check_${o}_$p.log" | head -4 >> "$S"
+    done
   done
+  # an injected fault (the first case of each op) must still fail the check
+  MEMRA_CHECK_INJECT_FAULT=1 timeout 200 $M check --device 0 --op gemm_fp8 > "$L/fp8_check_inject.log" 2>&1
+  say "check gemm_fp8 injected: exit $? (must be non-zero) $(grep -E 'passed, ' "$L/fp8_check_inject.log")"
+  # the host and fake-driver tests of the one-pass quantisers
+  ( cd $B && timeout 200 ctest -R 'host_ops.gemm_fp8|core.matmul_host|gpu_runtime|fake_routing|files.gpu_matmul' \
+      --output-on-failure --timeout 100 ) > "$L/fp8_given_ctest.log" 2>&1
+  say "given-scale ctest: exit $? $(grep -E 'tests passed' "$L/fp8_given_ctest.log")"
 }
 step_fp8bench() {
   local mm k
@@ -374,6 +391,12 @@ step_fp8san() {
         --module $mo --quick > "$L/fp8_san_${mo}_$t.log" 2>&1
       say "sanitize $t gemm_fp8_blk $mo: exit $? reports $(san_count $t "$L/fp8_san_${mo}_$t.log") (own, vendor: $(san_classify "$L/fp8_san_${mo}_$t.log"))"
     done
+  done
+  # gemm_fp8's quantisers (the own pass and the one-pass 'xs' / 'amax' rows of --quick)
+  for t in memcheck racecheck initcheck synccheck; do
+    MEMRA_ADMISSION=off timeout 300 compute-sanitizer --tool $t --print-limit 0 $M check --device 0 --op gemm_fp8 \
+      --module sm90 --quick > "$L/fp8_san_sm90_fp8_$t.log" 2>&1
+    say "sanitize $t gemm_fp8 sm90: exit $? reports $(san_count $t "$L/fp8_san_sm90_fp8_$t.log") (own, vendor: $(san_classify "$L/fp8_san_sm90_fp8_$t.log"))"
   done
 }
 
