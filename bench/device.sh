@@ -347,6 +347,10 @@ step_fp8check() {
       grep -E " FAIL" "$L/fp8_check_${o}_$p.log" | head -4 >> "$S"
     done
   done
+  # the quantised activation bit for bit against the host (identity weight), every module, all three scale sources
+  timeout 200 $T fp8given > "$L/fp8_test_mmq_fp8given.log" 2>&1
+  say "test_mmq_ops fp8given (one-pass quantisers vs host, bit for bit): exit $?"
+  grep -E "FAIL" "$L/fp8_test_mmq_fp8given.log" | head -6 >> "$S"
   # an injected fault (the first case of each op) must still fail the check
   MEMRA_CHECK_INJECT_FAULT=1 timeout 200 $M check --device 0 --op gemm_fp8 > "$L/fp8_check_inject.log" 2>&1
   say "check gemm_fp8 injected: exit $? (must be non-zero) $(grep -E 'passed, ' "$L/fp8_check_inject.log")"
