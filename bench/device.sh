@@ -30,7 +30,7 @@
 #   raw         memra-bench-raw: memra's cuBLASLt lanes beside raw cuBLASLt calls
 #   fp8         memra's block-128 FP8 kernels (wgmma and mma.sync) beside cuBLASLt: the steps
 #               fp8check (checks, with the given-scale rows 'xs' / 'amax' counted, forced cuda and
-#               sm120 profiles, an injected run, the given-scale ctests), fp8bench (bench --vs and memra-bench-raw at FP8_M),
+#               sm120 profiles, an injected run, the given-scale ctests), fp8bench (bench --vs and memra-bench-raw at FP8_M, also --given static / amax),
 #               fp8ncu (ncu of the quantisers and GEMMs), fp8san (the four sanitizer tools)
 #   kquant      the K-quant floor on packed operands: GPU tests, check gemm_kr (3 profiles),
 #               admission, memcheck (KQ_BENCH=1: memra bench 27b m=512)
@@ -371,6 +371,12 @@ step_fp8bench() {
     timeout 300 $B/bin/memra-bench-raw --sheet 27b --m $mm --no-dequant --json $R/raw_27b_m${mm}_$TAG.json \
       > "$L/raw_27b_m$mm.txt" 2>&1
     say "memra-bench-raw 27b m=$mm: exit $?"
+    # the one-pass quantisers (issue 25 items 2 and 4): the FP8 lanes at a static x_scale and at producer x_amax
+    for gv in ${FP8_GIVEN:-static amax}; do
+      timeout 300 $B/bin/memra-bench-raw --sheet 27b --m $mm --no-dequant --given $gv \
+        --json $R/raw_27b_m${mm}_given_${gv}_$TAG.json > "$L/raw_27b_m${mm}_given_$gv.txt" 2>&1
+      say "memra-bench-raw 27b m=$mm --given $gv: exit $? $(grep -m2 -iE 'geomean' "$L/raw_27b_m${mm}_given_$gv.txt" | tr '\n' ' ')"
+    done
   done
 }
 step_fp8ncu() {
