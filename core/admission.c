@@ -17,6 +17,10 @@
  *     For gemm_q8_0 / gemm_q8_0r the mass comes from the same weight's f16
  *     decode and the activation's absolute values (a q8 block's codes and
  *     scale cannot be "absolute-valued" in place); the bound is the same.
+ *     gemm_fp8 / gemm_fp8_blk run their 33-row case at a static activation
+ *     scale (memra_gemm_args.x_scale = 0.75 / 448: the one-pass quantisers,
+ *     the values above 0.75 saturating); the mass stays that of the
+ *     unquantised x.
  *     gemm_kr runs Q5_K records on the 4-row case and Q6_K records on the
  *     33-row one (random super-blocks, repacked by memra_kr_repack); its mass
  *     counts the scale and the min term apart (|x| (|s q| + |mn|)), the sum
@@ -653,6 +657,10 @@ int memra__admission_check(memra_runtime *rt, memra__modrec *r)
                 int built = is_gemm((memra_op)op) ? (ci % 2 == 0 ? build_gemm(&g, (memra_op)op, 4, 64, 256, &c)
                                                              : build_gemm(&g, (memra_op)op, 33, 144, 512, &c))
                                                   : build_exact(&g, (memra_op)op, &c);
+                /* the FP8 GEMMs' 33-row case at a static activation scale (x in (-1, 1): values
+                 * above 0.75 saturate): the one-pass quantisers are judged too */
+                if (built && ci % 2 == 1 && (op == MEMRA_OP_gemm_fp8 || op == MEMRA_OP_gemm_fp8_blk))
+                    c.a.gemm.x_scale = 0.75f / 448.0f;
                 if (!built) {
                     memra__acase_free(&c);
                     snprintf(why, sizeof why, "out of memory building the %s case", memra_op_name((memra_op)op));

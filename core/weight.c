@@ -1022,6 +1022,11 @@ memra_status memra_weight_plan_get(const memra_weight *w, memra_device *dev, mem
             p.lane = "none";
             break;
         }
+    if (w->input_scale > 0.0f && (p.ops[0] == MEMRA_OP_gemm_fp8 || p.ops[0] == MEMRA_OP_gemm_fp8_blk)) {
+        const size_t l = strlen(p.why);
+        snprintf(p.why + l, sizeof p.why - l, "; static activation scale %g: one-pass quantiser",
+                 (double)w->input_scale);
+    }
     *out = p;
     return MEMRA_STATUS_OK;
 }

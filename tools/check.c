@@ -39,6 +39,13 @@
  * lands at 5e-5 (f16) to 5e-3 (fp8) and must FAIL: that proves the
  * comparison can fail.
  *
+ * The FP8 GEMMs also get rows with a given activation scale (DESIGN.md,
+ * "Activation scales"; shape suffix " xs": a static x_scale at 60% of the
+ * batch's amax / 448, so its top values saturate; " amax": producer maxima
+ * x_amax at 75% (per tensor) or 75% .. 100% (per row and 128-block) of the
+ * true ones), judged like the rest against a reference quantised at the same
+ * scales (the judged rows' maxima taken with the rows).
+ *
  * Big shapes (m > 32) are judged on 16 sampled rows, always including row 0
  * where the activation's largest value is planted, so the per-batch FP8 scale
  * of the sampled rows equals the full batch's.
