@@ -615,7 +615,8 @@ typedef struct memra_matmul_args {
 memra_status memra_matmul(memra_device *dev, memra_weight *w, memra_dptr x, int32_t m, memra_dptr y,
                           memra_stream_t stream);
 /* args->struct_size must cover every member up to `stream` (0 or smaller:
- * INVALID_ARGUMENT); a non-finite alpha is INVALID_ARGUMENT. */
+ * INVALID_ARGUMENT); members after it are read when it covers them. A
+ * non-finite alpha and an x_amax not 4-byte aligned are INVALID_ARGUMENT. */
 memra_status memra_matmul_ex(memra_device *dev, memra_weight *w, const memra_matmul_args *args);
 /* The weight's static activation scale (memra_weight_desc.input_scale, or the
  * checkpoint's input_scale), 0 when it has none or w is NULL. Thread-safe. */
