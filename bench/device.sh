@@ -29,7 +29,8 @@
 #               --batch 8 (BENCH_BATCH=0: alone only), with receipts
 #   raw         memra-bench-raw: memra's cuBLASLt lanes beside raw cuBLASLt calls
 #   fp8         memra's block-128 FP8 kernels (wgmma and mma.sync) beside cuBLASLt: the steps
-#               fp8check (checks), fp8bench (bench --vs and memra-bench-raw at FP8_M),
+#               fp8check (checks, with the given-scale rows 'xs' / 'amax' counted, forced cuda and
+#               sm120 profiles, an injected run, the given-scale ctests), fp8bench (bench --vs and memra-bench-raw at FP8_M, also --given static / amax),
 #               fp8ncu (ncu of the quantisers and GEMMs), fp8san (the four sanitizer tools)
 #   kquant      the K-quant floor on packed operands: GPU tests, check gemm_kr (3 profiles),
 #               admission, memcheck (KQ_BENCH=1: memra bench 27b m=512)
@@ -336,7 +337,28 @@ step_fp8check() {
     timeout 200 $M check --device 0 --op $o > "$L/fp8_check_$o.log" 2>&1
     say "check $o (every module): exit $? $(grep -E 'passed, ' "$L/fp8_check_$o.log")"
     grep -E " FAIL" "$L/fp8_check_$o.log" | head -6 >> "$S"
+    # the one-pass quantisers at a given scale (issue 25 item 2): rows 'xs' (static x_scale) and 'amax' (x_amax)
+    say "  $o given scales (xs, amax rows): $(grep -cE ' (xs|amax) .*PASS' "$L/fp8_check_$o.log") PASS," \
+        "$(grep -cE ' (xs|amax) .*FAIL' "$L/fp8_check_$o.log") FAIL, $(grep -cE ' (xs|amax) .*DECLINED' "$L/fp8_check_$o.log") DECLINED"
+    # forced profiles (--quick: the given-scale rows are in it): the portable lanes (cuda) and the
+    # sm120 module's refusal on an H200 (sm120); FP8_PROFILES= (empty) skips them
+    for p in ${FP8_PROFILES-cuda sm120}; do
+      MEMRA_ARCH=$p timeout 200 $M check --device 0 --op $o --quick > "$L/fp8_check_${o}_$p.log" 2>&1
+      say "check $o (MEMRA_ARCH=$p): exit $? $(grep -E 'passed, ' "$L/fp8_check_${o}_$p.log")"
+      grep -E " FAIL" "$L/fp8_check_${o}_$p.log" | head -4 >> "$S"
+    done
   done
+  # the quantised activation bit for bit against the host (identity weight), every module, all three scale sources
+  timeout 200 $T fp8given > "$L/fp8_test_mmq_fp8given.log" 2>&1
+  say "test_mmq_ops fp8given (one-pass quantisers vs host, bit for bit): exit $?"
+  grep -E "FAIL" "$L/fp8_test_mmq_fp8given.log" | head -6 >> "$S"
+  # an injected fault (the first case of each op) must still fail the check
+  MEMRA_CHECK_INJECT_FAULT=1 timeout 200 $M check --device 0 --op gemm_fp8 --quick > "$L/fp8_check_inject.log" 2>&1
+  say "check gemm_fp8 injected: exit $? (must be non-zero) $(grep -E 'passed, ' "$L/fp8_check_inject.log")"
+  # the host and fake-driver tests of the one-pass quantisers
+  ( cd $B && timeout 200 ctest -R 'host_ops.gemm_fp8|core.matmul_host|gpu_runtime|fake_routing|files.gpu_matmul' \
+      --output-on-failure --timeout 100 ) > "$L/fp8_given_ctest.log" 2>&1
+  say "given-scale ctest: exit $? $(grep -E 'tests passed' "$L/fp8_given_ctest.log")"
 }
 step_fp8bench() {
   local mm k
@@ -350,6 +372,12 @@ step_fp8bench() {
     timeout 300 $B/bin/memra-bench-raw --sheet 27b --m $mm --no-dequant --json $R/raw_27b_m${mm}_$TAG.json \
       > "$L/raw_27b_m$mm.txt" 2>&1
     say "memra-bench-raw 27b m=$mm: exit $?"
+    # the one-pass quantisers (issue 25 items 2 and 4): the FP8 lanes at a static x_scale and at producer x_amax
+    for gv in ${FP8_GIVEN:-static amax}; do
+      timeout 300 $B/bin/memra-bench-raw --sheet 27b --m $mm --no-dequant --given $gv \
+        --json $R/raw_27b_m${mm}_given_${gv}_$TAG.json > "$L/raw_27b_m${mm}_given_$gv.txt" 2>&1
+      say "memra-bench-raw 27b m=$mm --given $gv: exit $? $(grep -m2 -iE 'geomean' "$L/raw_27b_m${mm}_given_$gv.txt" | tr '\n' ' ')"
+    done
   done
 }
 step_fp8ncu() {
@@ -374,6 +402,12 @@ step_fp8san() {
         --module $mo --quick > "$L/fp8_san_${mo}_$t.log" 2>&1
       say "sanitize $t gemm_fp8_blk $mo: exit $? reports $(san_count $t "$L/fp8_san_${mo}_$t.log") (own, vendor: $(san_classify "$L/fp8_san_${mo}_$t.log"))"
     done
+  done
+  # gemm_fp8's quantisers (the own pass and the one-pass 'xs' / 'amax' rows of --quick)
+  for t in memcheck racecheck initcheck synccheck; do
+    MEMRA_ADMISSION=off timeout 300 compute-sanitizer --tool $t --print-limit 0 $M check --device 0 --op gemm_fp8 \
+      --module sm90 --quick > "$L/fp8_san_sm90_fp8_$t.log" 2>&1
+    say "sanitize $t gemm_fp8 sm90: exit $? reports $(san_count $t "$L/fp8_san_sm90_fp8_$t.log") (own, vendor: $(san_classify "$L/fp8_san_sm90_fp8_$t.log"))"
   done
 }
 

@@ -31,6 +31,14 @@
  * direct caller writes; the epilogue cost is the same). The fp8blk lane pads m
  * to a multiple of 4 and the raw arm does the same.
  *
+ * --given static|amax (issue 25 item 2): the two FP8 lanes take their
+ * activation scale instead of running their own amax pass: `static` a
+ * per-tensor memra_gemm_args.x_scale (the batch's amax / 448, so gemm_fp8
+ * quantises exactly as before; the block raw arm then quantises every block
+ * at that one scale too), `amax` the producer maxima x_amax (the batch's, or
+ * each (row, 128) block's, [ceil(k/128) x m]): the one-pass quantisers, with
+ * the raw arms unchanged. The receipt's "given" names the mode.
+ *
  * Every call is timed alone between two CUDA events (memra_timer_*), all on
  * the legacy default stream; the starting arm rotates every repetition;
  * medians. Before timing, each lane's output is compared with its raw arm's
@@ -459,6 +467,7 @@ typedef struct bench {
     rng r;
     uint64_t seed;
     int64_t m, reps, warmup;
+    int given; /* 0: the lanes' own amax pass; 1: static x_scale; 2: producer x_amax */
     int failed;
     char err[512];
 } bench;
@@ -568,8 +577,11 @@ static void quant_tensor(const float *x, size_t n, uint8_t *q, float *out_sx)
 }
 
 /* Per row per 128 columns, scale of (row i, block j) at s[j * m_pad + i]
- * (cuBLASLt's VEC128_32F, outer dimension fastest); pad rows q = 0, s = 1. */
-static void quant_row128(const float *x, int64_t m, int64_t m_pad, int64_t k, uint8_t *q, float *s)
+ * (cuBLASLt's VEC128_32F, outer dimension fastest); pad rows q = 0, s = 1.
+ * s_static > 0: that scale for every block; bmax: each block's amax at
+ * bmax[j * m + i] (the producer maxima of --given amax). */
+static void quant_row128(const float *x, int64_t m, int64_t m_pad, int64_t k, uint8_t *q, float *s, float s_static,
+                         float *bmax)
 {
     const int64_t kb = (k + 127) / 128;
     for (int64_t i = 0; i < m_pad; i++)
@@ -582,7 +594,8 @@ static void quant_row128(const float *x, int64_t m, int64_t m_pad, int64_t k, ui
             }
             float amax = 0.0f;
             for (int64_t c = c0; c < c1; c++) amax = fmaxf(amax, fabsf(x[i * k + c]));
-            const float sc = amax > 0.0f ? amax / MEMRA_E4M3_MAX : 1.0f;
+            bmax[j * m + i] = amax;
+            const float sc = s_static > 0.0f ? s_static : amax > 0.0f ? amax / MEMRA_E4M3_MAX : 1.0f;
             for (int64_t c = c0; c < c1; c++) q[i * k + c] = memra_e4m3_encode(x[i * k + c] / sc);
             s[j * m_pad + i] = sc;
         }
@@ -602,6 +615,7 @@ static void fill_e4m3(rng *r, uint8_t *w, size_t n)
 
 typedef struct shape_ops {
     memra_buffer *x32, *x16, *w16, *w8, *grid, *grid_pad, *xq, *xq_blk, *xs_blk, *scal, *y_lane, *y_raw, *ws;
+    memra_buffer *amax; /* --given amax: [0] the batch's amax, from byte 256 the blocks' [kb x m] */
     memra_op_args lane[A_COUNT];
     raw_gemm raw[A_COUNT];
     raw_plan plan[A_COUNT];
@@ -610,7 +624,7 @@ typedef struct shape_ops {
 static void shape_ops_free(bench *b, shape_ops *o)
 {
     memra_buffer **bufs[] = {&o->x32, &o->x16, &o->w16, &o->w8, &o->grid, &o->grid_pad, &o->xq,
-                             &o->xq_blk, &o->xs_blk, &o->scal, &o->y_lane, &o->y_raw, &o->ws};
+                             &o->xq_blk, &o->xs_blk, &o->scal, &o->y_lane, &o->y_raw, &o->ws, &o->amax};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) {
         memra_buffer_destroy(*bufs[i]);
         *bufs[i] = NULL;
@@ -626,10 +640,11 @@ static int shape_prepare(bench *b, int64_t k, int64_t n, shape_ops *o)
     float *x = xalloc(mk, sizeof(float)), *grid = xalloc((size_t)(grid_rows * kb), sizeof(float));
     float *grid_pad = xalloc((size_t)(grid_rows * ld_grid), sizeof(float));
     float *xs_blk = xalloc((size_t)(kb * m_pad), sizeof(float));
+    float *amax = xalloc((size_t)(64 + kb * m), sizeof(float)); /* [0] per tensor, [64..] the blocks' */
     uint16_t *x16 = xalloc(mk, sizeof(uint16_t)), *w16 = xalloc(nk, sizeof(uint16_t));
     uint8_t *w8 = xalloc(nk, 1), *xq = xalloc(mk, 1), *xq_blk = xalloc((size_t)(m_pad * k), 1);
     int rc = -1;
-    if (!x || !grid || !grid_pad || !xs_blk || !x16 || !w16 || !w8 || !xq || !xq_blk) {
+    if (!x || !grid || !grid_pad || !xs_blk || !x16 || !w16 || !w8 || !xq || !xq_blk || !amax) {
         snprintf(b->err, sizeof b->err, "out of host memory for %lld->%lld at m=%lld", (long long)k, (long long)n,
                  (long long)m);
         goto done;
@@ -646,13 +661,16 @@ static int shape_prepare(bench *b, int64_t k, int64_t n, shape_ops *o)
     memset(scal, 0, sizeof scal);
     scal[0] = 0.01f;
     quant_tensor(x, mk, xq, &scal[64]);
-    quant_row128(x, m, m_pad, k, xq_blk, xs_blk);
+    quant_row128(x, m, m_pad, k, xq_blk, xs_blk, b->given == 1 ? scal[64] : 0.0f, amax + 64);
+    amax[0] = 0.0f; /* the batch's amax (gemm_fp8's x_amax: its scale is then exactly scal[64]) */
+    for (size_t i = 0; i < mk; i++) amax[0] = fmaxf(amax[0], fabsf(x[i]));
     if (upload(b, x, mk * 4, &o->x32) || upload(b, x16, mk * 2, &o->x16) || upload(b, w16, nk * 2, &o->w16) ||
         upload(b, w8, nk, &o->w8) || upload(b, grid, (size_t)(grid_rows * kb) * 4, &o->grid) ||
         upload(b, grid_pad, (size_t)(grid_rows * ld_grid) * 4, &o->grid_pad) || upload(b, xq, mk, &o->xq) ||
         upload(b, xq_blk, (size_t)(m_pad * k), &o->xq_blk) || upload(b, xs_blk, (size_t)(kb * m_pad) * 4, &o->xs_blk) ||
         upload(b, scal, sizeof scal, &o->scal) || upload(b, NULL, (size_t)(m_pad * n) * 4, &o->y_lane) ||
-        upload(b, NULL, (size_t)(m_pad * n) * 4, &o->y_raw) || upload(b, NULL, RAW_WORKSPACE_BYTES, &o->ws)) {
+        upload(b, NULL, (size_t)(m_pad * n) * 4, &o->y_raw) || upload(b, NULL, RAW_WORKSPACE_BYTES, &o->ws) ||
+        upload(b, amax, (size_t)(64 + kb * m) * 4, &o->amax)) {
         snprintf(b->err, sizeof b->err, "device buffers for %lld->%lld", (long long)k, (long long)n);
         goto done;
     }
@@ -675,6 +693,13 @@ static int shape_prepare(bench *b, int64_t k, int64_t n, shape_ops *o)
     o->lane[A_BLK].gemm.w = memra_buffer_ptr(o->w8);
     o->lane[A_BLK].gemm.w_scale_grid = memra_buffer_ptr(o->grid);
     o->lane[A_BLK].gemm.x = memra_buffer_ptr(o->x32);
+    if (b->given == 1) { /* one static scale: the batch's amax / 448 (the raw arms quantise with it too) */
+        o->lane[A_FP8].gemm.x_scale = scal[64];
+        o->lane[A_BLK].gemm.x_scale = scal[64];
+    } else if (b->given == 2) { /* the producer's maxima */
+        o->lane[A_FP8].gemm.x_amax = memra_buffer_ptr(o->amax);
+        o->lane[A_BLK].gemm.x_amax = memra_buffer_ptr(o->amax) + 256;
+    }
     /* the raw arms */
     const memra_dptr scal_p = memra_buffer_ptr(o->scal);
     o->raw[A_F16_RAW] = (raw_gemm){.lane = LANE_F16, .m = (int32_t)m, .n = (int32_t)n, .k = (int32_t)k,
@@ -711,6 +736,7 @@ done:
     free(w8);
     free(xq);
     free(xq_blk);
+    free(amax);
     return rc;
 }
 
@@ -801,8 +827,9 @@ static void print_verdict(const char *what, double value, double target, int met
 
 static int bench_sheet(bench *b, sheet_res *s)
 {
-    printf("\nsheet %s, m=%lld: median ms, TFLOP/s, speed of lane relative to raw (raw ms / lane ms)\n", s->name,
-           (long long)b->m);
+    printf("\nsheet %s, m=%lld%s: median ms, TFLOP/s, speed of lane relative to raw (raw ms / lane ms)\n", s->name,
+           (long long)b->m,
+           b->given == 1 ? ", FP8 lanes at a static x_scale" : b->given == 2 ? ", FP8 lanes at producer x_amax" : "");
     printf("  %-14s %-11s %10s %9s %9s\n", "in->out", "arm", "median ms", "TFLOP/s", "lane/raw");
     int rc = 0;
     for (size_t i = 0; i < s->n; i++) {
@@ -1003,8 +1030,9 @@ static int write_receipt(bench *b, const char *path, const sheet_res *sheets, in
         fprintf(f, ",\"loaded\":%s}", mi.loaded ? "true" : "false");
         first = 0;
     }
-    fprintf(f, "],\n\"m\":%lld,\"reps\":%lld,\"warmup\":%lld,\"seed\":%llu,\"ratio\":\"raw_ms/lane_ms\",\"sheets\":[",
-            (long long)b->m, (long long)b->reps, (long long)b->warmup, (unsigned long long)b->seed);
+    fprintf(f, "],\n\"m\":%lld,\"reps\":%lld,\"warmup\":%lld,\"seed\":%llu,\"given\":\"%s\",\"ratio\":\"raw_ms/lane_ms\",\"sheets\":[",
+            (long long)b->m, (long long)b->reps, (long long)b->warmup, (unsigned long long)b->seed,
+            b->given == 1 ? "static" : b->given == 2 ? "amax" : "none");
     for (int si = 0; si < nsheets; si++) {
         const sheet_res *s = &sheets[si];
         fprintf(f, "%s\n{\"sheet\":\"%s\",\"shapes\":[", si ? "," : "", s->name);
@@ -1088,19 +1116,21 @@ static int write_receipt(bench *b, const char *path, const sheet_res *sheets, in
 
 static const char k_usage[] =
     "usage: memra-bench-raw [--sheet 27b|1p7b|all] [--m M] [--reps R] [--warmup W] [--json FILE]\n"
-    "                       [--seed S] [--device N] [--no-dequant]\n"
+    "                       [--seed S] [--device N] [--no-dequant] [--given static|amax]\n"
     "  Times the sm90 module's cuBLASLt lanes (gemm_f16 pre-converted and convert in-stream,\n"
     "  gemm_fp8, gemm_fp8_blk) beside the same cuBLASLt matmul called directly on operands\n"
     "  already converted or quantised, interleaved in each repetition; then dequant_f16\n"
     "  (Q8_0, Q4_K, Q6_K, 5120 x 17408) beside a device copy of the same bytes. Prints medians,\n"
     "  TFLOP/s, lane/raw speed ratios and the issue-5 targets (MET / MISSED BY).\n"
+    "  --given: the FP8 lanes quantise in one pass at a static x_scale or producer x_amax\n"
+    "  (issue 25 item 2) instead of their own amax pass.\n"
     "  Defaults: --sheet all, --m 512, --reps 20, --warmup 3, device 0. Exit 77 without a GPU.\n";
 
 int main(int argc, char **argv)
 {
     const char *sheet = "all", *json = NULL;
     int64_t m = 512, reps = 20, warmup = 3, dev_sel = 0, seed = -1;
-    int no_dequant = 0;
+    int no_dequant = 0, given = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const int more = i + 1 < argc;
@@ -1124,6 +1154,10 @@ int main(int argc, char **argv)
             json = argv[++i];
         } else if (strcmp(a, "--no-dequant") == 0) {
             no_dequant = 1;
+        } else if (strcmp(a, "--given") == 0 && more) {
+            const char *g = argv[++i];
+            given = strcmp(g, "static") == 0 ? 1 : strcmp(g, "amax") == 0 ? 2 : strcmp(g, "none") == 0 ? 0 : -1;
+            if (given < 0) goto bad_value;
         } else {
             fprintf(stderr, "memra-bench-raw: unknown or incomplete option '%s'\n%s", a, k_usage);
             return 2;
@@ -1139,6 +1173,7 @@ int main(int argc, char **argv)
     b.m = m;
     b.reps = reps;
     b.warmup = warmup;
+    b.given = given;
     b.seed = seed >= 0 ? (uint64_t)seed : (uint64_t)time(NULL) ^ ((uint64_t)clock() << 20);
     b.r.s = b.seed;
     memra_status st = memra_open(NULL, &b.rt);

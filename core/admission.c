@@ -17,6 +17,11 @@
  *     For gemm_q8_0 / gemm_q8_0r the mass comes from the same weight's f16
  *     decode and the activation's absolute values (a q8 block's codes and
  *     scale cannot be "absolute-valued" in place); the bound is the same.
+ *     gemm_fp8 / gemm_fp8_blk run their 33-row case at a given activation
+ *     scale (the one-pass quantisers): a static x_scale = 0.75 / 448 (values
+ *     above 0.75 saturate), and for gemm_fp8_blk producer maxima x_amax at
+ *     80% of each (row, 128) block's, which win over it; the mass stays that
+ *     of the unquantised x.
  *     gemm_kr runs Q5_K records on the 4-row case and Q6_K records on the
  *     33-row one (random super-blocks, repacked by memra_kr_repack); its mass
  *     counts the scale and the min term apart (|x| (|s q| + |mn|)), the sum
@@ -601,6 +606,30 @@ static memra_status one_case(memra_device *dev, memra_device *host, const memra_
     return st;
 }
 
+/* The FP8 GEMMs' second case at a given scale (x in (-1, 1)): a static
+ * x_scale = 0.75 / 448 (values above 0.75 saturate); gemm_fp8_blk also gets
+ * producer maxima at 80% of each (row, 128) block's, [ceil(k/128) x m] row
+ * fastest, which win over it. 0 when out of memory. */
+static int given_scale_case(acase *c)
+{
+    memra_gemm_args *ga = &c->a.gemm;
+    ga->x_scale = 0.75f / 448.0f;
+    if (c->op != MEMRA_OP_gemm_fp8_blk) return 1;
+    const float *x = NULL;
+    for (int i = 0; i < c->n_in; i++)
+        if (c->in_off[i] == OFF(gemm.x)) x = c->in[i];
+    const int m = ga->m, k = ga->k, kb = (k + 127) / 128;
+    float *a = x ? add_in(c, (size_t)kb * (size_t)m * 4, OFF(gemm.x_amax)) : NULL;
+    if (a == NULL) return 0;
+    for (int i = 0; i < m; i++)
+        for (int b = 0; b < kb; b++) {
+            float bm = 0.0f;
+            for (int e = b * 128; e < k && e < b * 128 + 128; e++) bm = fmaxf(bm, fabsf(x[(size_t)i * k + e]));
+            a[b * m + i] = bm * 0.8f;
+        }
+    return 1;
+}
+
 static int provides(const memra__modrec *r, memra_op op)
 {
     switch (op) {
@@ -653,6 +682,9 @@ int memra__admission_check(memra_runtime *rt, memra__modrec *r)
                 int built = is_gemm((memra_op)op) ? (ci % 2 == 0 ? build_gemm(&g, (memra_op)op, 4, 64, 256, &c)
                                                              : build_gemm(&g, (memra_op)op, 33, 144, 512, &c))
                                                   : build_exact(&g, (memra_op)op, &c);
+                /* the FP8 GEMMs' 33-row case at a given activation scale: the one-pass quantisers */
+                if (built && ci % 2 == 1 && (op == MEMRA_OP_gemm_fp8 || op == MEMRA_OP_gemm_fp8_blk))
+                    built = given_scale_case(&c);
                 if (!built) {
                     memra__acase_free(&c);
                     snprintf(why, sizeof why, "out of memory building the %s case", memra_op_name((memra_op)op));

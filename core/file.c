@@ -2,6 +2,7 @@
  * made over the mapping with no host copy. The format parsers live in
  * file_gguf.c and file_st.c. */
 
+#include <math.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -463,6 +464,33 @@ static memra_status fp8_scale(const memra_file *f, const memra__tensor *w, float
     return MEMRA_STATUS_OK;
 }
 
+/* The static activation scale beside E4M3 weight w, "<base>.input_scale"
+ * (compressed-tensors / ModelOpt): one finite value > 0, or absent (*out 0). */
+static memra_status fp8_input_scale(const memra_file *f, const memra__tensor *w, float *out)
+{
+    char nm[600], sh[96];
+    const size_t n = strlen(w->name);
+    const int bl = (int)(n >= 7 && strcmp(w->name + n - 7, ".weight") == 0 ? n - 7 : n);
+    snprintf(nm, sizeof nm, "%.*s.input_scale", bl, w->name);
+    const memra__tensor *s = find(f, nm, NULL);
+    *out = 0.0f;
+    if (s == NULL) return MEMRA_STATUS_OK;
+    shape_text(s, sh, sizeof sh);
+    if (!scale_type_ok(s))
+        return memra__set_error(MEMRA_STATUS_NOT_SUPPORTED, "%s: %s has type %s (F32, BF16 or F16 wanted)", w->name, nm,
+                                s->type);
+    if (s->elements != 1)
+        return memra__set_error(MEMRA_STATUS_NOT_SUPPORTED,
+                                "%s: %s %s is not one value; memra takes a per-tensor static activation scale", w->name,
+                                nm, sh);
+    const float v = scale_value(s, 0);
+    if (!(v > 0.0f) || !isfinite(v))
+        return memra__set_error(MEMRA_STATUS_NOT_SUPPORTED, "%s: %s = %g is not a finite scale > 0", w->name, nm,
+                                (double)v);
+    *out = v;
+    return MEMRA_STATUS_OK;
+}
+
 memra_status memra_file_weight_create(memra_runtime *rt, const memra_file *f, const char *name, memra_weight **out_w)
 {
     memra__clear_error();
@@ -475,10 +503,11 @@ memra_status memra_file_weight_create(memra_runtime *rt, const memra_file *f, co
     if (t->n_dims != 2)
         return memra__set_error(MEMRA_STATUS_NOT_SUPPORTED, "%s: a weight is 2D; this tensor has %d dimensions", name,
                                 t->n_dims);
-    float scale = 0.0f, *grid = NULL;
+    float scale = 0.0f, *grid = NULL, in_scale = 0.0f;
     size_t grid_count = 0;
     if (t->format == MEMRA_FORMAT_E4M3) {
-        memra_status st = fp8_scale(f, t, &scale, &grid, &grid_count);
+        memra_status st = fp8_input_scale(f, t, &in_scale);
+        if (st == MEMRA_STATUS_OK) st = fp8_scale(f, t, &scale, &grid, &grid_count);
         if (st != MEMRA_STATUS_OK) return st;
     }
     memra_weight_desc d = {.struct_size = sizeof d,
@@ -490,7 +519,8 @@ memra_status memra_file_weight_create(memra_runtime *rt, const memra_file *f, co
                            .scale = scale,
                            .grid = grid,
                            .grid_count = grid_count,
-                           .name = t->name};
+                           .name = t->name,
+                           .input_scale = in_scale};
     atomic_fetch_add(&t->map->refs, 1);
     memra_status st = memra_weight_create_borrowed(rt, &d, mapping_release_cb, t->map, out_w);
     if (st != MEMRA_STATUS_OK) memra__mapping_release(t->map);

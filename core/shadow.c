@@ -497,6 +497,14 @@ static uint64_t x_bytes(memra_op op, const memra_gemm_args *g)
     return mk * 4u;
 }
 
+/* Bytes of the producer's amax an FP8 call reads (memra_gemm_args.x_amax), 0 when none:
+ * copied beside the activation, so the shadow never reads the caller's buffer later. */
+static uint64_t amax_bytes(memra_op op, const memra_gemm_args *g)
+{
+    if (g->x_amax == 0 || (op != MEMRA_OP_gemm_fp8 && op != MEMRA_OP_gemm_fp8_blk)) return 0;
+    return op == MEMRA_OP_gemm_fp8 ? 4u : ((uint64_t)g->k + 127u) / 128u * (uint64_t)g->m * 4u;
+}
+
 /* Judge the finished run (ev_done complete; caller holds gpu_lock). */
 static memra_shadow_state gpu_harvest(memra_device *dev, const memra__snapshot *s, memra_op op, memra__shadow *sh,
                                       char *reason, size_t len)
@@ -602,7 +610,7 @@ static void gpu_end(memra_device *dev, const memra__snapshot *s, memra_op op, co
         return;
     }
     int ok = drv->cuEventRecord(sh->ev_inc1, S) == MEMRA__CUDA_SUCCESS;
-    const uint64_t xb = x_bytes(op, g);
+    const uint64_t xb = x_bytes(op, g), ab = amax_bytes(op, g), xa = (xb + 255u) / 256u * 256u;
     ok = ok && st == MEMRA_STATUS_OK && g->m > 0 && g->n > 0 && g->k > 0 && g->ldy >= g->n && xb > 0;
     int rows[SH_MAX_ROWS], nr = 0;
     if (ok) {
@@ -610,7 +618,7 @@ static void gpu_end(memra_device *dev, const memra__snapshot *s, memra_op op, co
         for (int i = 0; i < nr; i++) rows[i] = nr == g->m ? i : (int)((int64_t)i * (g->m - 1) / (SH_MAX_ROWS - 1));
     }
     const size_t n = ok ? (size_t)g->n : 0, rb = n * sizeof(float);
-    ok = ok && grow(sh, &sh->x_copy, &sh->x_cap, (size_t)xb) &&
+    ok = ok && grow(sh, &sh->x_copy, &sh->x_cap, (size_t)(xa + ab)) &&
          grow(sh, &sh->y_copy, &sh->y_copy_cap, (size_t)nr * rb) && grow(sh, &sh->y_sh, &sh->y_sh_cap, (size_t)g->m * rb);
     if (ok && sh->h_cap < (size_t)nr * n) {
         /* the old pinned rows retired like the device buffers (cuMemFreeHost can synchronise) */
@@ -626,6 +634,7 @@ static void gpu_end(memra_device *dev, const memra__snapshot *s, memra_op op, co
     }
     /* On the caller's stream, after the incumbent: the activation and the rows of its output. */
     ok = ok && dev->cu_memcpy_dtod_async(sh->x_copy, g->x, (size_t)xb, S) == MEMRA__CUDA_SUCCESS;
+    ok = ok && (ab == 0 || dev->cu_memcpy_dtod_async(sh->x_copy + xa, g->x_amax, (size_t)ab, S) == MEMRA__CUDA_SUCCESS);
     for (int i = 0; i < nr && ok; i++)
         ok = dev->cu_memcpy_dtod_async(sh->y_copy + (memra_dptr)i * rb,
                                        g->y + (memra_dptr)(((uint64_t)g->y_row_offset + (uint64_t)rows[i]) *
@@ -649,6 +658,7 @@ static void gpu_end(memra_device *dev, const memra__snapshot *s, memra_op op, co
     memra_op_args a = *args;
     a.stream = (memra_stream_t)SS;
     a.gemm.x = sh->x_copy;
+    a.gemm.x_amax = ab ? sh->x_copy + xa : 0;
     a.gemm.y = sh->y_sh;
     a.gemm.ldy = g->n;
     a.gemm.y_row_offset = 0;

@@ -93,6 +93,7 @@ struct memra_weight {
     float scale;
     float *grid;
     size_t grid_count;
+    float input_scale;   /* static activation scale (E4M3), 0 = none */
     char name[64];
     pthread_mutex_t lock[MEMRA__MAX_DEVICES]; /* lock[d] guards dev[d] */
     weight_dev dev[MEMRA__MAX_DEVICES];
@@ -150,6 +151,12 @@ static memra_status weight_create(memra_runtime *rt, const memra_weight_desc *d,
     } else if (d->grid_count != 0) {
         return MEMRA__FAIL(MEMRA_STATUS_INVALID_ARGUMENT, "%s: grid_count %zu with a NULL grid", nm, d->grid_count);
     }
+    const float in_scale = MEMRA_HAS_MEMBER(d, memra_weight_desc, input_scale) ? d->input_scale : 0.0f;
+    if (!isfinite(in_scale) || in_scale < 0.0f)
+        return MEMRA__FAIL(MEMRA_STATUS_INVALID_ARGUMENT, "%s: input_scale %g is not a finite number >= 0", nm,
+                           (double)in_scale);
+    if (in_scale != 0.0f && d->format != MEMRA_FORMAT_E4M3)
+        return MEMRA__FAIL(MEMRA_STATUS_INVALID_ARGUMENT, "%s: input_scale applies to E4M3 weights only", nm);
     memra_weight *w = calloc(1, sizeof *w);
     if (w == NULL) return MEMRA__FAIL(MEMRA_STATUS_OUT_OF_MEMORY, "%s: out of memory", nm);
     w->data = borrow ? (void *)(uintptr_t)d->data : malloc(d->size);
@@ -171,6 +178,7 @@ static memra_status weight_create(memra_runtime *rt, const memra_weight_desc *d,
     w->size = d->size;
     w->scale = scale;
     w->grid_count = gcount;
+    w->input_scale = in_scale;
     snprintf(w->name, sizeof w->name, "%s", nm);
     for (int i = 0; i < MEMRA__MAX_DEVICES; i++) pthread_mutex_init(&w->lock[i], NULL);
     *out_w = w;
@@ -632,6 +640,17 @@ static memra_status mmq(const mm_call *c, memra_weight *w, weight_dev *wd, memra
 
 static memra_status matmul_steps(const mm_call *c, memra_weight *w, const memra_matmul_args *ma);
 
+/* The FP8 lanes' activation scale (DESIGN.md, "Activation scales"): the
+ * producer's amax, the weight's static scale, or (both 0) the lane's own amax
+ * pass; the lane applies the precedence. Only the e4m3 steps get them. */
+static void fp8_act_scale(memra_gemm_args *g, const memra_weight *w, const memra_matmul_args *ma)
+{
+    g->x_scale = w->input_scale;
+    g->x_amax = MEMRA_HAS_MEMBER(ma, memra_matmul_args, x_amax) ? ma->x_amax : 0;
+}
+
+float memra_weight_input_scale(const memra_weight *w) { return w ? w->input_scale : 0.0f; }
+
 memra_status memra_matmul_ex(memra_device *dev, memra_weight *w, const memra_matmul_args *ma)
 {
     memra__clear_error();
@@ -652,6 +671,8 @@ memra_status memra_matmul_ex(memra_device *dev, memra_weight *w, const memra_mat
     if (!isfinite(ma->alpha))
         return MEMRA__FAIL(MEMRA_STATUS_INVALID_ARGUMENT, "memra_matmul(%s): alpha %g is not finite", w->name,
                            (double)ma->alpha);
+    if (MEMRA_HAS_MEMBER(ma, memra_matmul_args, x_amax) && ma->x_amax % 4 != 0)
+        return MEMRA__FAIL(MEMRA_STATUS_INVALID_ARGUMENT, "memra_matmul(%s): x_amax is not 4-byte aligned", w->name);
     memra_status st = memra_weight_prepare(w, dev);
     if (st != MEMRA_STATUS_OK) return st;
     mm_call c = {.dev = dev, .snap = memra__snapshot_acquire(dev), .stream = dev->is_host ? NULL : ma->stream};
@@ -704,6 +725,7 @@ static memra_status matmul_steps(const mm_call *c, memra_weight *w, const memra_
         }
         g.w = wd->raw;
         g.w_scale = w->scale;
+        fp8_act_scale(&g, w, ma);
         return gemm_step(c, MEMRA_OP_gemm_fp8, &g);
     }
     if (w->format == MEMRA_FORMAT_E4M3) {
@@ -713,7 +735,9 @@ static memra_status matmul_steps(const mm_call *c, memra_weight *w, const memra_
             g.w = wd->raw;
             g.w_scale_grid = wd->grid;
             g.w_scale = 1.0f;
-            st = gemm_step(c, MEMRA_OP_gemm_fp8_blk, &g);
+            memra_gemm_args gb = g;
+            fp8_act_scale(&gb, w, ma);
+            st = gemm_step(c, MEMRA_OP_gemm_fp8_blk, &gb);
             /* No lane (NOT_SUPPORTED) falls to the floor like a decline: prepare
              * builds the slab for exactly that case. */
             if (!floor_falls_back(c, MEMRA_OP_gemm_fp8_blk, st)) return st;
@@ -998,6 +1022,11 @@ memra_status memra_weight_plan_get(const memra_weight *w, memra_device *dev, mem
             p.lane = "none";
             break;
         }
+    if (w->input_scale > 0.0f && (p.ops[0] == MEMRA_OP_gemm_fp8 || p.ops[0] == MEMRA_OP_gemm_fp8_blk)) {
+        const size_t l = strlen(p.why);
+        snprintf(p.why + l, sizeof p.why - l, "; static activation scale %g: one-pass quantiser",
+                 (double)w->input_scale);
+    }
     *out = p;
     return MEMRA_STATUS_OK;
 }

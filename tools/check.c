@@ -39,6 +39,13 @@
  * lands at 5e-5 (f16) to 5e-3 (fp8) and must FAIL: that proves the
  * comparison can fail.
  *
+ * The FP8 GEMMs also get rows with a given activation scale (DESIGN.md,
+ * "Activation scales"; shape suffix " xs": a static x_scale at 60% of the
+ * batch's amax / 448, so its top values saturate; " amax": producer maxima
+ * x_amax at 75% (per tensor) or 75% .. 100% (per row and 128-block) of the
+ * true ones), judged like the rest against a reference quantised at the same
+ * scales (the judged rows' maxima taken with the rows).
+ *
  * Big shapes (m > 32) are judged on 16 sampled rows, always including row 0
  * where the activation's largest value is planted, so the per-batch FP8 scale
  * of the sampled rows equals the full batch's.
@@ -153,15 +160,19 @@ typedef struct gemm_io {
     size_t grid_count;
     float w_scale, alpha;
     int64_t off, ldy;
+    float x_scale;         /* gemm_fp8 / _blk: memra_gemm_args.x_scale */
+    const float *x_amax;   /* memra_gemm_args.x_amax's values (uploaded), NULL: none */
+    size_t x_amax_count;
 } gemm_io;
 
 /* y_out: (off + m + 1) * ldy floats, prefilled with Y_SENTINEL on the device. */
 static memra_status exec_gemm(memra_device *dev, const char *mod, const gemm_io *g, float *y_out, const char **why)
 {
-    memra_buffer *bx = NULL, *bw = NULL, *bg = NULL, *by = NULL;
+    memra_buffer *bx = NULL, *bw = NULL, *bg = NULL, *by = NULL, *ba = NULL;
     const size_t ycount = (size_t)(g->off + g->m + 1) * (size_t)g->ldy;
     memra_status st = tool_upload(dev, g->x, g->x_bytes, &bx);
     if (st == MEMRA_STATUS_OK) st = tool_upload(dev, g->w, g->w_bytes, &bw);
+    if (st == MEMRA_STATUS_OK && g->x_amax) st = tool_upload(dev, g->x_amax, g->x_amax_count * sizeof(float), &ba);
     if (st == MEMRA_STATUS_OK && g->grid) st = tool_upload(dev, g->grid, g->grid_count * sizeof(float), &bg);
     for (size_t e = 0; e < ycount; e++) y_out[e] = Y_SENTINEL;
     if (st == MEMRA_STATUS_OK) st = tool_upload(dev, y_out, ycount * sizeof(float), &by);
@@ -173,7 +184,8 @@ static memra_status exec_gemm(memra_device *dev, const char *mod, const gemm_io 
                                    .w = memra_buffer_ptr(bw), .w_scale_grid = bg ? memra_buffer_ptr(bg) : 0,
                                    .w_scale = g->w_scale, .x = memra_buffer_ptr(bx), .x_is_f16 = g->x_is_f16,
                                    .y = memra_buffer_ptr(by), .ldy = g->ldy, .y_row_offset = g->off,
-                                   .alpha = g->alpha};
+                                   .alpha = g->alpha, .x_scale = g->x_scale,
+                                   .x_amax = ba ? memra_buffer_ptr(ba) : 0};
         st = memra_module_call(dev, mod, g->op, &a);
         if (st == MEMRA_STATUS_DECLINED) *why = a.decline_reason ? a.decline_reason : "(no reason)";
         if (st == MEMRA_STATUS_OK) st = memra_buffer_read(by, 0, y_out, ycount * sizeof(float));
@@ -182,6 +194,7 @@ static memra_status exec_gemm(memra_device *dev, const char *mod, const gemm_io 
     memra_buffer_destroy(bw);
     memra_buffer_destroy(bg);
     memra_buffer_destroy(by);
+    memra_buffer_destroy(ba);
     return st;
 }
 
@@ -526,6 +539,7 @@ static void cache_reference(const checker *c, gemm_data *d, const float *xsub, i
     d->c_f16 = x_is_f16;
     d->c_indep = c->indep;
     d->c_alpha = alpha;
+    d->c_given = d->case_amax != NULL || d->case_xs != d->x_scale;
 }
 
 int check_gemm_reference(checker *c, gemm_data *d, const float *xsub, int64_t nrow, int x_is_f16, float alpha,
@@ -533,8 +547,9 @@ int check_gemm_reference(checker *c, gemm_data *d, const float *xsub, int64_t nr
 {
     const memra_op op = d->op;
     const int64_t n = d->n, k = d->k;
-    if (d->c_ref != NULL && d->c_nrow == nrow && d->c_f16 == x_is_f16 && d->c_indep == c->indep &&
-        d->c_alpha == alpha && memcmp(d->c_x, xsub, (size_t)(nrow * k) * sizeof(float)) == 0) {
+    const int given = d->case_amax != NULL || d->case_xs != d->x_scale; /* a case's own scales: never cached */
+    if (d->c_ref != NULL && !given && !d->c_given && d->c_nrow == nrow && d->c_f16 == x_is_f16 &&
+        d->c_indep == c->indep && d->c_alpha == alpha && memcmp(d->c_x, xsub, (size_t)(nrow * k) * sizeof(float)) == 0) {
         memcpy(ref, d->c_ref, (size_t)(nrow * n) * sizeof(double));
         memcpy(mass, d->c_mass, (size_t)(nrow * n) * sizeof(double));
         return 0;
@@ -552,7 +567,7 @@ int check_gemm_reference(checker *c, gemm_data *d, const float *xsub, int64_t nr
     }
     if (c->indep) {
         ref_gemm rg = {.op = ref_op, .m = nrow, .n = n, .k = k, .x = xsub, .w = d->w, .w_scale = d->w_scale,
-                       .grid = d->grid, .alpha = alpha};
+                       .grid = d->grid, .alpha = alpha, .x_scale = d->case_xs, .x_amax = d->case_amax};
         if (x_is_f16) rg.xh = xs_op;
         if (is_q8(op)) rg.xq = xs_op;
         ref_gemm_run(&rg, ref, mass);
@@ -575,7 +590,10 @@ int check_gemm_reference(checker *c, gemm_data *d, const float *xsub, int64_t nr
     for (size_t e = 0; gabs && e < d->grid_count; e++) gabs[e] = fabsf(d->grid[e]);
     gemm_io h = {.op = ref_op, .m = (int32_t)nrow, .n = (int32_t)n, .k = (int32_t)k, .x = xs_op, .x_bytes = sb,
                  .x_is_f16 = x_is_f16, .w = d->w, .w_bytes = d->w_bytes, .grid = d->grid,
-                 .grid_count = d->grid_count, .w_scale = d->w_scale, .alpha = alpha, .off = 0, .ldy = n};
+                 .grid_count = d->grid_count, .w_scale = d->w_scale, .alpha = alpha, .off = 0, .ldy = n,
+                 .x_scale = d->case_xs, .x_amax = d->case_amax,
+                 .x_amax_count = op == MEMRA_OP_gemm_fp8 ? 1 : (size_t)(((k + 127) / 128) * nrow)};
+    /* the mass: the same scales on |x| (e4m3 is symmetric, so q(|x|) = |q(x)|, saturated ones too) */
     const char *hwhy = NULL;
     memra_status st = exec_gemm(c->host, "host", &h, yr, &hwhy);
     if (st == MEMRA_STATUS_OK) {
@@ -624,7 +642,41 @@ static void flip_sign(memra_op op, uint8_t *w, int64_t rows, int64_t col)
     *q = (uint8_t)(int8_t)(v == -128 ? 127 : -v);
 }
 
-/* variant 0: plain; 1: row offset 2, ldy n+3, alpha 0.75; 2: f16 activation. */
+/* The given activation scales of an FP8 case (DESIGN.md, "Activation
+ * scales"), from the batch's own maxima over rows [0, m): variant 3 a static
+ * scale at 60% of the batch's own amax / 448 (its top values saturate);
+ * variant 4 producer maxima at 75% (per tensor) or 75% .. 100% (each row's
+ * 128-block, [ceil(k/128) x m], row fastest) of the true ones. *amax: NULL, or
+ * malloc'd (*count floats). */
+static void given_scales(checker *c, const gemm_data *d, int64_t m, int variant, float *xs, float **amax,
+                         size_t *count)
+{
+    const int64_t k = d->k, kb = (k + 127) / 128;
+    float t = 0.0f;
+    for (int64_t e = 0; e < m * k; e++) t = fmaxf(t, fabsf(d->x[e]));
+    *xs = variant == 3 ? t / 448.0f * 0.6f : d->x_scale;
+    *amax = NULL;
+    *count = 0;
+    if (variant != 4) return;
+    *count = d->op == MEMRA_OP_gemm_fp8 ? 1 : (size_t)(kb * m);
+    float *a = tool_alloc(*count, sizeof(float));
+    if (a == NULL) return;
+    if (d->op == MEMRA_OP_gemm_fp8) {
+        a[0] = t * 0.75f;
+    } else {
+        for (int64_t i = 0; i < m; i++)
+            for (int64_t b = 0; b < kb; b++) {
+                float bm = 0.0f;
+                for (int64_t e = b * 128; e < k && e < b * 128 + 128; e++) bm = fmaxf(bm, fabsf(d->x[i * k + e]));
+                a[b * m + i] = bm * (float)(0.75 + 0.25 * tool_rng_unit(&c->rng));
+            }
+    }
+    *amax = a;
+}
+
+/* variant 0: plain; 1: row offset 2, ldy n+3, alpha 0.75; 2: f16 activation;
+ * 3: a static activation scale (x_scale); 4: producer maxima (x_amax, over
+ * x_scale) (gemm_fp8 and gemm_fp8_blk). */
 void check_gemm_case(checker *c, gemm_data *d, int64_t m, int variant)
 {
     const memra_op op = d->op;
@@ -634,7 +686,10 @@ void check_gemm_case(checker *c, gemm_data *d, int64_t m, int variant)
     const int64_t off = variant == 1 ? 2 : 0, ldy = variant == 1 ? n + 3 : n;
     const float alpha = variant == 1 ? 0.75f : 1.0f;
     snprintf(r.shape, sizeof r.shape, "%lld %lld %lld%s", (long long)m, (long long)n, (long long)k,
-             variant == 1 ? " off" : variant == 2 ? " x16" : "");
+             variant == 1 ? " off" : variant == 2 ? " x16" : variant == 3 ? " xs" : variant == 4 ? " amax" : "");
+    float xs = d->x_scale, *amax = NULL, *amax_sub = NULL;
+    size_t amax_count = 0;
+    if (variant >= 3) given_scales(c, d, m, variant, &xs, &amax, &amax_count);
     r.band = check_gemm_band(c, op);
     r.injected = take_injection(c, op);
     /* the module's weight operand: gemm_q8_0r reads the records, the rest the bytes */
@@ -652,7 +707,9 @@ void check_gemm_case(checker *c, gemm_data *d, int64_t m, int variant)
     double *mass = tool_alloc((size_t)(nrow * n), sizeof(double));
     float *xsub = tool_alloc((size_t)(nrow * k), sizeof(float));
     int judged = 0;
-    if (xo == NULL || y == NULL || wmod == NULL || rows == NULL || ref == NULL || mass == NULL || xsub == NULL) {
+    if (amax_count) amax_sub = tool_alloc(amax_count, sizeof(float)); /* at most the full one */
+    if (xo == NULL || y == NULL || wmod == NULL || rows == NULL || ref == NULL || mass == NULL || xsub == NULL ||
+        (amax_count && (amax == NULL || amax_sub == NULL))) {
         snprintf(r.note, sizeof r.note, "out of host memory");
         goto done;
     }
@@ -666,11 +723,23 @@ void check_gemm_case(checker *c, gemm_data *d, int64_t m, int variant)
     }
     gemm_io g = {.op = op, .m = (int32_t)m, .n = (int32_t)n, .k = (int32_t)k, .x = xo, .x_bytes = xb,
                  .x_is_f16 = x_is_f16, .w = wmod, .w_bytes = wop_bytes, .grid = d->grid,
-                 .grid_count = d->grid_count, .w_scale = d->w_scale, .alpha = alpha, .off = off, .ldy = ldy};
+                 .grid_count = d->grid_count, .w_scale = d->w_scale, .alpha = alpha, .off = off, .ldy = ldy,
+                 .x_scale = xs, .x_amax = amax, .x_amax_count = amax_count};
     if (!check_run_module_gemm(c, &g, y, &r, "", "module")) goto done;
     check_judged_rows(m, nrow, rows);
     for (int64_t s = 0; s < nrow; s++) memcpy(xsub + s * k, d->x + rows[s] * k, (size_t)k * sizeof(float));
-    if (check_gemm_reference(c, d, xsub, nrow, x_is_f16, alpha, ref, mass, &r) != 0) goto done;
+    if (amax_sub) { /* the judged rows' maxima, in the layout of nrow rows */
+        if (op == MEMRA_OP_gemm_fp8) amax_sub[0] = amax[0];
+        else
+            for (int64_t b = 0; b < (k + 127) / 128; b++)
+                for (int64_t s = 0; s < nrow; s++) amax_sub[b * nrow + s] = amax[b * m + rows[s]];
+    }
+    d->case_xs = xs;
+    d->case_amax = amax_sub;
+    const int rc = check_gemm_reference(c, d, xsub, nrow, x_is_f16, alpha, ref, mass, &r);
+    d->case_xs = d->x_scale;
+    d->case_amax = NULL;
+    if (rc != 0) goto done;
     const uint64_t bad = check_judge_rows(&r, y, off, ldy, rows, nrow, n, ref, mass);
     check_gemm_row_result(&r, bad + (recs && d->wr_differs), check_count_stray(y, off, m, ldy, n), nrow, m,
                     recs ? d->wr_note : NULL);
@@ -686,6 +755,8 @@ done:
     free(ref);
     free(mass);
     free(xsub);
+    free(amax);
+    free(amax_sub);
 }
 
 /* ---- bit-identical ops -------------------------------------------------------- */
@@ -967,6 +1038,8 @@ static void check_gemm_op(checker *c, memra_op op)
                 check_gemm_case(c, &d, 17, 1);
                 if (op == MEMRA_OP_gemm_f16) check_gemm_case(c, &d, 17, 2);
             }
+            if (op == MEMRA_OP_gemm_fp8 || op == MEMRA_OP_gemm_fp8_blk) /* given scales: static, producer amax */
+                for (int v = 3; v <= 4; v++) check_gemm_case(c, &d, s == 0 ? 1 : 17, v);
         }
         check_gemm_data_free(&d);
     }
@@ -983,6 +1056,9 @@ static void check_gemm_op(checker *c, memra_op op)
         if (gemm_data_make(c, op, sh.n, sh.k, c->quick ? 17 : ms[nm - 1], &d) == 0) {
             for (size_t i = 0; i < nm; i++)
                 if (!c->quick || ms[i] == 17) check_gemm_case(c, &d, ms[i], 0);
+            /* the one-pass quantisers on one sheet shape (sampled rows at m = 512) */
+            if ((s == first || s == nsheet - 1) && (op == MEMRA_OP_gemm_fp8 || op == MEMRA_OP_gemm_fp8_blk))
+                for (int v = 3; v <= 4; v++) check_gemm_case(c, &d, c->quick ? 17 : 512, v);
         }
         check_gemm_data_free(&d);
     }

@@ -49,6 +49,13 @@ typedef struct gemm_data {
     float *grid;
     size_t grid_count;
     float w_scale;
+    /* gemm_fp8 / _blk: the static activation scale of every case (a model
+     * weight's input_scale; 0: none), and the given scales of the case being
+     * judged (check_gemm_reference reads them): x_scale, and x_amax for the
+     * judged rows (NULL: none) */
+    float x_scale;
+    float case_xs;
+    const float *case_amax;
     uint8_t *w_abs;   /* |w|, for the mass of the host-module path */
     /* gemm_q8_0r: the module's operand, Q8_0 records of w (memra_q8_0r_bytes) */
     uint8_t *wr;
@@ -65,7 +72,7 @@ typedef struct gemm_data {
     double *c_ref, *c_mass;
     float *c_x;
     int64_t c_nrow;
-    int c_f16, c_indep;
+    int c_f16, c_indep, c_given;
     float c_alpha;
 } gemm_data;
 

@@ -364,6 +364,8 @@ static void shape_case(checker *c, const memra_file *f, const tool_wshape *ws, i
         snprintf(r.note, sizeof r.note, "%s", why);
         check_add_row(c, &r);
     } else {
+        /* the weight's static activation scale applies to the matmul row and to every module row */
+        d.x_scale = d.case_xs = memra_weight_input_scale(w);
         c->module = "-";
         c->indep = dev_is_host;
         matmul_case(c, f, ws->first, w, &d, mods, nmods);

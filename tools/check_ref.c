@@ -338,8 +338,8 @@ void ref_gemm_run(const ref_gemm *g, double *ref, double *mass)
         for (int64_t e = 0; e < m * k; e++) xv[e] = ref_bf16_value(ref_bf16_bits(g->x[e]));
         for (int64_t e = 0; e < m * nkb; e++) xs[e] = 1.0;
     } else if (g->op == MEMRA_OP_gemm_fp8) {
-        const float amax = absmax_f32(g->x, m * k);
-        const float sx = amax == 0.0f ? 1.0f : amax / 448.0f;
+        const float amax = g->x_amax ? g->x_amax[0] : absmax_f32(g->x, m * k);
+        const float sx = !g->x_amax && g->x_scale > 0.0f ? g->x_scale : amax > 0.0f ? amax / 448.0f : 1.0f;
         for (int64_t e = 0; e < m * k; e++) {
             const float v = g->x[e] / sx;
             xv[e] = ref_e4m3_value(ref_e4m3_encode(v));
@@ -350,8 +350,8 @@ void ref_gemm_run(const ref_gemm *g, double *ref, double *mass)
         for (int64_t i = 0; i < m; i++)
             for (int64_t b = 0; b < nkb; b++) {
                 const int64_t c0 = b * 128, len = k - c0 < 128 ? k - c0 : 128;
-                const float amax = absmax_f32(g->x + i * k + c0, len);
-                const float s = amax == 0.0f ? 1.0f : amax / 448.0f;
+                const float amax = g->x_amax ? g->x_amax[b * m + i] : absmax_f32(g->x + i * k + c0, len);
+                const float s = !g->x_amax && g->x_scale > 0.0f ? g->x_scale : amax > 0.0f ? amax / 448.0f : 1.0f;
                 xs[i * nkb + b] = s;
                 for (int64_t c = c0; c < c0 + len; c++) {
                     const float v = g->x[i * k + c] / s;

@@ -52,6 +52,11 @@ typedef struct ref_gemm {
     float w_scale;
     const float *grid;
     float alpha;
+    /* gemm_fp8 / gemm_fp8_blk given activation scales (memra_gemm_args):
+     * x_amax (per tensor one value; block [ceil(k/128) x m]) wins over x_scale
+     * (> 0); both unset: the own amax pass */
+    float x_scale;
+    const float *x_amax;
 } ref_gemm;
 void ref_gemm_run(const ref_gemm *g, double *ref, double *mass);
 

@@ -178,6 +178,14 @@ static int model_ls(const char *path, int text, FILE *jf, int dev_sel)
                     printf("    not a memra weight: %s\n", tool_term_str(memra_last_error(), eb, sizeof eb));
                 }
             } else {
+                const float in_scale = memra_weight_input_scale(w);
+                if (in_scale > 0.0f) {
+                    if (jf) fprintf(jf, ",\"input_scale\":%.9g", (double)in_scale);
+                    if (text)
+                        printf("    static activation scale (input_scale) %.9g: the FP8 lanes quantise in one pass, "
+                               "|x| above %.6g saturates\n",
+                               (double)in_scale, (double)in_scale * 448.0);
+                }
                 if (jf) fprintf(jf, ",\"lanes\":[");
                 int first = 1;
                 for (int d = 0; d < ndev; d++) {

@@ -154,9 +154,11 @@ memra_status memra_file_meta_find(const memra_file *f, const char *key, memra_me
  * convention, from the name minus ".weight":
  *   <base>.weight_scale      one value (shape [], [1] or [1,1]; F32, BF16 or F16) -> per-tensor scale
  *   <base>.weight_scale_inv  [ceil(out/128), ceil(in/128)] (F32, or BF16/F16 widened exactly) -> block-128 grid
- * Any other scale layout (per-row [out] or [out,1], per-column, another grid)
- * is refused with NOT_SUPPORTED naming the layout; an E4M3 weight with no scale
- * tensor is refused likewise. Other statuses as memra_weight_create. */
+ *   <base>.input_scale       one value (F32, BF16 or F16), finite and > 0 -> the weight's static
+ *                            activation scale (memra_weight_desc.input_scale; optional)
+ * Any other scale layout (per-row [out] or [out,1], per-column, another grid,
+ * an input_scale of more than one value) is refused with NOT_SUPPORTED naming
+ * the layout; an E4M3 weight with no scale tensor is refused likewise. Other statuses as memra_weight_create. */
 memra_status memra_file_weight_create(memra_runtime *rt, const memra_file *f, const char *name,
                                       memra_weight **out_w);
 

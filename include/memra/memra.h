@@ -510,6 +510,15 @@ typedef struct memra_weight_desc {
     const float *grid;        /* block-128 grid [ceil(out_f/128) x ceil(in_f/128)] (E4M3); NULL for per-tensor */
     size_t grid_count;        /* number of floats in grid */
     const char *name;         /* for logs; may be NULL */
+    /* ---- appended; read only when struct_size covers it ---- */
+    /* E4M3 only: a static activation scale (the checkpoint's input_scale,
+     * finite, > 0; 0 = none). The FP8 lanes (gemm_fp8, and gemm_fp8_blk for
+     * every (row, 128) block) then quantise x in one pass, q = e4m3(x / s),
+     * with no amax pass: values above 448 s saturate to +-448 s as e4m3 does
+     * (the host reference does the same). A producer amax
+     * (memra_matmul_args.x_amax) wins over it. Lanes that do not quantise to
+     * e4m3 (the MMQ floor's q8_1) do not use it. */
+    float input_scale;
 } memra_weight_desc;
 
 /* Validate and copy. INVALID_ARGUMENT with a message naming the field for
@@ -588,14 +597,30 @@ typedef struct memra_matmul_args {
     int64_t y_row_offset;
     float alpha;           /* 0 is read as 1 */
     memra_stream_t stream;
+    /* ---- appended; read only when struct_size covers it ---- */
+    /* Optional (0: none): the activation's amax on the device, computed by the
+     * engine's previous kernel, in stream order before this call: for a
+     * per-tensor E4M3 weight (gemm_fp8) one f32, max |x| over all m x in_f
+     * values; for a block-128 one (gemm_fp8_blk) f32 [ceil(in_f/128) x m], the
+     * max |x| of row i's columns 128 b .. 128 b + 127 at x_amax[b * m + i]
+     * (row fastest: the layout of the lane's own scales). The lane computes
+     * s = amax > 0 ? amax / 448 : 1 on the device and quantises in one pass; it
+     * wins over the weight's input_scale. An amax below the true one is the
+     * caller's contract: the values above 448 s saturate. Other lanes ignore
+     * it. 4-byte aligned. */
+    memra_dptr x_amax;
 } memra_matmul_args;
 
 /* y = x . W^T through the lane policy (falls through on DECLINED). */
 memra_status memra_matmul(memra_device *dev, memra_weight *w, memra_dptr x, int32_t m, memra_dptr y,
                           memra_stream_t stream);
 /* args->struct_size must cover every member up to `stream` (0 or smaller:
- * INVALID_ARGUMENT); a non-finite alpha is INVALID_ARGUMENT. */
+ * INVALID_ARGUMENT); members after it are read when it covers them. A
+ * non-finite alpha and an x_amax not 4-byte aligned are INVALID_ARGUMENT. */
 memra_status memra_matmul_ex(memra_device *dev, memra_weight *w, const memra_matmul_args *args);
+/* The weight's static activation scale (memra_weight_desc.input_scale, or the
+ * checkpoint's input_scale), 0 when it has none or w is NULL. Thread-safe. */
+float memra_weight_input_scale(const memra_weight *w);
 
 /* ---- the JIT cache --------------------------------------------------------- */
 

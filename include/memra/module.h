@@ -148,6 +148,22 @@ typedef struct memra_gemm_args {
     float alpha;             /* scalar post-scale (1.0f for none) */
     /* ---- appended; check with MEMRA_HAS_MEMBER(args, memra_gemm_args, w_format) ---- */
     int32_t w_format;        /* gemm_kr: the K-quant the records came from (MEMRA_FORMAT_Q4_K, _Q5_K, _Q6_K); else unused */
+    /* ---- appended; check with MEMRA_HAS_MEMBER(args, memra_gemm_args, x_amax) ---- */
+    /* The activation's scale for gemm_fp8 / gemm_fp8_blk without an amax pass
+     * (DESIGN.md, "Activation scales"; other ops ignore both). Precedence:
+     *  x_amax != 0: a producer-supplied amax on the device: gemm_fp8 one f32
+     *    (max |x| over the batch), gemm_fp8_blk f32 [ceil(k/128) x m], the
+     *    maximum of row i's block b at x_amax[b * m + i]; each scale is
+     *    s = amax > 0 ? amax / 448.0f : 1.0f (IEEE division; zero, negative and
+     *    NaN read as 1), the lane's own pass applied to that amax;
+     *  else x_scale > 0: a static scale s (the checkpoint's input_scale),
+     *    per tensor, and for gemm_fp8_blk the scale of every (row, 128) block;
+     *  else (0): the lane's own amax pass.
+     * Then q = e4m3(x / s) in one pass: values above 448 s saturate to +-448 s
+     * (the caller's contract); y as with the lane's own scales. A negative or
+     * non-finite x_scale is INVALID_ARGUMENT. */
+    float x_scale;
+    memra_dptr x_amax;
 } memra_gemm_args;
 
 /* Weight formats (GGML's block formats, OCP e4m3, plain f16/f32). */

@@ -19,8 +19,14 @@
  *                S = sum_k dec(q) * dec(w), evaluated left to right.
  *                Every e4m3 x e4m3 product is a multiple of 2^-18 below 2^18, so
  *                S is EXACT in double for k < 2^17 whatever the order.
+ *                Given scales (memra_gemm_args.x_amax / x_scale, in that order):
+ *                sx = amax > 0 ? amax / 448.0f : 1.0f from the producer's *x_amax,
+ *                else sx = x_scale when > 0; q as above, so |x| above 448 sx
+ *                saturates (e4m3_encode's rule).
  *  gemm_fp8_blk  per row i and 128-column block b (the last may be short):
  *                s[i,b] = amax / 448.0f (1.0f when amax == 0), q = e4m3_encode(x / s).
+ *                Given scales: amax = x_amax[b * m + i] (s as above, 1 unless
+ *                amax > 0), else s[i,b] = x_scale for every block.
  *                y = (float)((double)alpha * T),
  *                T = sum over b in order of ((double)s[i,b] * (double)grid[j/128][b]) * B,
  *                B = sum_{k in b} dec(q) * dec(w) (exact in double).
@@ -230,6 +236,25 @@ static float absmax(const float *x, int64_t n)
     return amax;
 }
 
+/* The scale of an amax, the lanes' rule: NaN, zero and negatives give 1. */
+static float amax_scale(float amax) { return amax > 0.0f ? amax / 448.0f : 1.0f; }
+
+/* The given activation scale of an FP8 GEMM (memra_gemm_args.x_amax, then
+ * x_scale): *amax the producer's maxima (NULL: none), *xs the static scale
+ * (0: none). INVALID_ARGUMENT for a bad x_scale. */
+static memra_status given_scale(memra__host_ctx *ctx, const char *op, const memra_gemm_args *a, const float **amax,
+                                float *xs)
+{
+    *amax = NULL;
+    *xs = 0.0f;
+    if (!MEMRA_HAS_MEMBER(a, memra_gemm_args, x_amax)) return MEMRA_STATUS_OK;
+    if (!isfinite(a->x_scale) || a->x_scale < 0.0f)
+        return FAIL_ARG(ctx, "%s: x_scale = %g must be finite and >= 0", op, (double)a->x_scale);
+    *amax = a->x_amax ? MEMRA__HOST_PTR(const float, a->x_amax) : NULL;
+    *xs = a->x_scale;
+    return MEMRA_STATUS_OK;
+}
+
 memra_status memra__host_gemm_fp8(memra_call *call, const memra_gemm_args *args)
 {
     memra__host_ctx *ctx = memra__host_call_ctx(call);
@@ -237,11 +262,13 @@ memra_status memra__host_gemm_fp8(memra_call *call, const memra_gemm_args *args)
     memra_status st = check_gemm(ctx, "gemm_fp8", args);
     if (st != MEMRA_STATUS_OK || args->m == 0 || args->n == 0) return st;
     const int64_t m = args->m, k = args->k;
+    const float *given = NULL;
+    float xs = 0.0f;
+    if ((st = given_scale(ctx, "gemm_fp8", args, &given, &xs)) != MEMRA_STATUS_OK) return st;
     const float *x = MEMRA__HOST_PTR(const float, args->x);
     float *xv = memra__host_alloc((uint64_t)(m * k), sizeof(float));
     if (xv == NULL) return FAIL_OOM(ctx, "gemm_fp8");
-    const float amax = absmax(x, m * k);
-    const float sx = amax == 0.0f ? 1.0f : amax / 448.0f;
+    const float sx = given ? amax_scale(given[0]) : xs > 0.0f ? xs : amax_scale(absmax(x, m * k));
     for (int64_t e = 0; e < m * k; e++) xv[e] = ctx->e4m3[memra_e4m3_encode(x[e] / sx)];
     fgemm_job jb = {.ctx = ctx, .kind = WKIND_E4M3, .w = MEMRA__HOST_PTR(const void, args->w), .xv = xv,
                     .m = m, .n = args->n, .k = k,
@@ -260,6 +287,9 @@ memra_status memra__host_gemm_fp8_blk(memra_call *call, const memra_gemm_args *a
     if (st != MEMRA_STATUS_OK || args->m == 0 || args->n == 0) return st;
     if (args->k > 0 && args->w_scale_grid == 0) return FAIL_ARG(ctx, "gemm_fp8_blk: w_scale_grid is NULL");
     const int64_t m = args->m, k = args->k, nkb = memra_fp8_grid_cols(k);
+    const float *given = NULL;
+    float gs = 0.0f;
+    if ((st = given_scale(ctx, "gemm_fp8_blk", args, &given, &gs)) != MEMRA_STATUS_OK) return st;
     const float *x = MEMRA__HOST_PTR(const float, args->x);
     float *xv = memra__host_alloc((uint64_t)(m * k), sizeof(float));
     float *xs = memra__host_alloc((uint64_t)(m * nkb), sizeof(float));
@@ -272,8 +302,7 @@ memra_status memra__host_gemm_fp8_blk(memra_call *call, const memra_gemm_args *a
         for (int64_t b = 0; b < nkb; b++) {
             const int64_t c0 = b * 128, len = k - c0 < 128 ? k - c0 : 128;
             const float *xb = x + i * k + c0;
-            const float amax = absmax(xb, len);
-            const float s = amax == 0.0f ? 1.0f : amax / 448.0f;
+            const float s = given ? amax_scale(given[b * m + i]) : gs > 0.0f ? gs : amax_scale(absmax(xb, len));
             xs[i * nkb + b] = s;
             for (int64_t c = 0; c < len; c++) xv[i * k + c0 + c] = ctx->e4m3[memra_e4m3_encode(xb[c] / s)];
         }

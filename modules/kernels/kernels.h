@@ -49,6 +49,7 @@ typedef struct memra__convert_state {
 
 typedef struct memra__fp8_act_state {
     CUfunction amax_partial, quant_e4m3_tensor, quant_e4m3_fused, quant_e4m3_row128, grid_pad;
+    CUfunction quant_e4m3_given, quant_e4m3_row128_given; /* one pass at a given scale (x_amax / x_scale) */
     /* gemm_fp8's per-batch quantiser (MEMRA_FP8_QUANT, read at load):
      * FUSED one cooperative launch of memra_k_quant_e4m3_fused (default),
      * FUSED_NOCAPTURE the same except while the stream is capturing a graph,

@@ -137,6 +137,7 @@ _PROTOS = [
     ("memra_matmul_ex", S.memra_status, [c_void_p, c_void_p, POINTER(S.memra_matmul_args)]),
     ("memra_jit_info_get", S.memra_status, [c_void_p, POINTER(S.memra_jit_info)]),
     ("memra_weight_shape", S.memra_status, [c_void_p, POINTER(c_int64), POINTER(c_int64)]),
+    ("memra_weight_input_scale", c_float, [c_void_p]),
     # file.h
     ("memra_file_open", S.memra_status, [c_char_p, POINTER(c_void_p)]),
     ("memra_file_close", None, [c_void_p]),

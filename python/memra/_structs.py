@@ -77,6 +77,10 @@ class memra_gemm_args(Structure):  # module.h
         ("ldy", c_int64),
         ("y_row_offset", c_int64),
         ("alpha", c_float),
+        ("w_format", c_int32),
+        # appended (module.h): the FP8 lanes' given activation scale
+        ("x_scale", c_float),
+        ("x_amax", memra_dptr),
     ]
 
 
@@ -130,6 +134,7 @@ class memra_weight_desc(Structure):  # memra.h
         ("grid", POINTER(c_float)),
         ("grid_count", c_size_t),
         ("name", c_char_p),
+        ("input_scale", c_float),  # appended: the static activation scale (E4M3)
     ]
 
 
@@ -154,6 +159,7 @@ class memra_matmul_args(Structure):  # memra.h
         ("y_row_offset", c_int64),
         ("alpha", c_float),
         ("stream", memra_stream_t),
+        ("x_amax", memra_dptr),  # appended: the producer's activation amax on the device
     ]
 
 

@@ -57,7 +57,7 @@ def _empty_like(v, shape):
     return np.empty(shape, dtype=np.float32)
 
 
-def matmul(w, x, out=None, stream=None, alpha=1.0, device=None, row_offset=0):
+def matmul(w, x, out=None, stream=None, alpha=1.0, device=None, row_offset=0, x_amax=None):
     """y = alpha * x . W^T through the device's lane policy (memra_matmul_ex).
 
     w: a :class:`memra.Weight` [out_f x in_f]. x: [..., in_f] float32 (or
@@ -70,16 +70,21 @@ def matmul(w, x, out=None, stream=None, alpha=1.0, device=None, row_offset=0):
     torch tensor (the legacy default stream otherwise), an int CUstream or a
     torch.cuda.Stream. The call is stream-ordered on a GPU and returns before
     the result is ready; on the host device it is complete on return.
+    x_amax: None, or the activation's amax computed by the producer, on x's
+    device (float32; an int address, a Buffer, an array or tensor): one value
+    for a per-tensor E4M3 weight, [ceil(in_f/128) x m] (row fastest) for a
+    block-128 one (memra_matmul_args.x_amax); the FP8 lane then quantises in
+    one pass at amax / 448, values above it saturating.
     Returns out. Raises InvalidArgumentError for a wrong dtype, shape, layout
     or device, DeclinedError when every lane declined, and the matching
     memra.Error for a library failure (status, memra_last_error text).
     """
-    dev, args, out = matmul_args(w, x, out, stream, alpha, device, row_offset)
+    dev, args, out = matmul_args(w, x, out, stream, alpha, device, row_offset, x_amax)
     check("memra_matmul_ex", _core.lib.memra_matmul_ex(dev.handle, w.handle, byref(args)))
     return out
 
 
-def matmul_args(w, x, out=None, stream=None, alpha=1.0, device=None, row_offset=0):
+def matmul_args(w, x, out=None, stream=None, alpha=1.0, device=None, row_offset=0, x_amax=None):
     """matmul's checks and argument structure without the call: returns (device,
     memra_matmul_args, out), so a caller (a benchmark arm) can issue
     memra_matmul_ex(device.handle, w.handle, byref(args)) repeatedly with the
@@ -131,8 +136,9 @@ def matmul_args(w, x, out=None, stream=None, alpha=1.0, device=None, row_offset=
         ldy = w.out_f
     if stream is None:
         stream = _default_stream(xv, dev)
+    amax = dptr(x_amax, dev, "x_amax")
     args = S.sized(S.memra_matmul_args, x=xv.ptr, x_is_f16=int(xv.dtype == "float16"), m=m, y=ov.ptr, ldy=ldy,
-                   y_row_offset=row_offset, alpha=float(alpha), stream=_stream_value(stream))
+                   y_row_offset=row_offset, alpha=float(alpha), stream=_stream_value(stream), x_amax=amax)
     return dev, args, out
 
 
@@ -153,8 +159,9 @@ def dptr(obj, device, what="pointer"):
     return v.ptr
 
 
-_GEMM_FIELDS = ("m", "n", "k", "w", "w_scale_grid", "w_scale", "x", "x_is_f16", "y", "ldy", "y_row_offset", "alpha")
-_PTR_FIELDS = ("w", "w_scale_grid", "x", "y", "src", "aux", "dst")
+_GEMM_FIELDS = ("m", "n", "k", "w", "w_scale_grid", "w_scale", "x", "x_is_f16", "y", "ldy", "y_row_offset", "alpha",
+                "w_format", "x_scale", "x_amax")
+_PTR_FIELDS = ("w", "w_scale_grid", "x", "y", "src", "aux", "dst", "x_amax")
 _TOP_FIELDS = ("arm", "format", "src", "aux", "dst", "rows", "cols", "n", "s")
 
 

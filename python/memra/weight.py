@@ -24,7 +24,9 @@ class Weight(_Child):
     out_f * row_bytes(format, in_f) bytes; `format` a name ("f32", "f16",
     "q8_0", "q4_0", "q4_k", "q5_k", "q6_k", "e4m3", any the library knows) or
     its value; `shape` (out_f, in_f); `scale` the per-tensor e4m3 scale;
-    `grid` the block-128 scale grid [ceil(out_f/128) x ceil(in_f/128)] (e4m3).
+    `grid` the block-128 scale grid [ceil(out_f/128) x ceil(in_f/128)] (e4m3);
+    `input_scale` a static activation scale (e4m3; 0 = none: the FP8 lanes
+    then quantise x in one pass at it, values above 448 * input_scale saturate).
     The library validates everything and raises InvalidArgumentError naming
     the field. :meth:`from_array` encodes a float array first.
     :meth:`from_file` makes one over a model file's tensor without a copy.
@@ -32,7 +34,7 @@ class Weight(_Child):
 
     _destroy = "memra_weight_destroy"
 
-    def __init__(self, runtime, data, format, shape, scale=1.0, grid=None, name=None):
+    def __init__(self, runtime, data, format, shape, scale=1.0, grid=None, name=None, input_scale=0.0):
         if not isinstance(runtime, Runtime):
             raise bad("Weight", "the first argument is a memra.Runtime (got %s)" % type(runtime).__name__)
         fid = format_id(format)
@@ -60,7 +62,8 @@ class Weight(_Child):
         self._name = text_arg(name, "name", allow_none=True)
         desc = S.sized(S.memra_weight_desc, format=fid, out_f=out_f, in_f=in_f,
                        data=ctypes.cast(buf, c_void_p) if buf is not None else None, size=mv.nbytes,
-                       scale=float(scale), grid=grid_arr, grid_count=grid_n, name=self._name)
+                       scale=float(scale), grid=grid_arr, grid_count=grid_n, name=self._name,
+                       input_scale=float(input_scale))
         h = c_void_p()
         check("memra_weight_create", _core.lib.memra_weight_create(runtime.handle, byref(desc), byref(h)))
         self.runtime = runtime
@@ -169,6 +172,11 @@ class Weight(_Child):
     def format(self):
         """The format's name ("q8_0", "e4m3", ...)."""
         return format_name(_core.lib.memra_weight_format(self.handle))
+
+    @property
+    def input_scale(self):
+        """The static activation scale (memra_weight_input_scale; 0.0 when none)."""
+        return float(_core.lib.memra_weight_input_scale(self.handle))
 
     out_f = property(lambda self: self.shape[0])
     in_f = property(lambda self: self.shape[1])

@@ -77,6 +77,27 @@ def test_matmul_torch_against_host(grt, gdev, fmt, m):
     assert gpu_hits >= 1  # a GPU module served it, by the ledger
 
 
+@pytest.mark.parametrize("fmt", ["e4m3", "e4m3_blk"])
+def test_matmul_producer_amax_torch(grt, gdev, fmt):
+    """x_amax from a torch kernel on the same stream (the producer's maxima:
+    one value, or [ceil(k/128) x m] row fastest, at 80%: the top values
+    saturate), against the host module with the same maxima."""
+    m, n, k = 64, 512, 1024
+    W = make(grt, fmt, n, k, seed=11 + len(fmt))
+    x = xs(m, k, seed=5).cuda()
+    if fmt == "e4m3":
+        amax = (x.abs().max() * 0.8).reshape(1).contiguous()
+    else:
+        amax = (x.abs().reshape(m, k // 128, 128).amax(dim=2) * 0.8).t().contiguous()  # [k/128 x m]
+    y = memra.matmul(W, x, x_amax=amax)
+    torch.cuda.synchronize()
+    ref = memra.matmul(W, x.cpu().numpy(), x_amax=amax.cpu().numpy())
+    err = rel_fro(y.cpu().numpy(), ref)
+    assert err <= BANDS[fmt], "%s x_amax: rel Frobenius %.3g > %.3g" % (fmt, err, BANDS[fmt])
+    own = memra.matmul(W, x.cpu().numpy())  # the own amax pass differs where the 80% maxima saturate
+    assert rel_fro(own, ref) > BANDS[fmt]
+
+
 def test_streams(grt, gdev):
     n, k, m = 512, 1024, 32
     W = make(grt, "f16", n, k, 3)

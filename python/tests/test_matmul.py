@@ -335,3 +335,33 @@ def test_cuda_array_interface_is_read_and_checked(rt, rng):
     Fake.__cuda_array_interface__ = dict(Fake.__cuda_array_interface__, typestr="<c8")
     with pytest.raises(memra.InvalidArgumentError):
         view(Fake())
+
+
+def test_matmul_e4m3_given_scales(rt, rng):
+    """A static input_scale and a producer x_amax (memra_matmul_args.x_amax): one
+    pass at the given scale, values above 448 s saturating, bit-identical to the
+    contract; x_amax wins over input_scale; a wrong scale is not what ran."""
+    m, k, n = 5, 256, 24
+    w = rand(rng, n, k, lo=0.01, hi=0.5)
+    x = rand(rng, m, k)
+    codes = blocks.e4m3_encode(w / np.float32(0.01))
+    wdec = blocks.e4m3_decode(codes).astype(np.float64)
+    amax = np.float32(np.abs(x).max())
+    xs = np.float32(amax / np.float32(448.0) * np.float32(0.6))
+    W = memra.Weight(rt, codes.tobytes(), "e4m3", (n, k), scale=0.01, input_scale=float(xs))
+    assert W.input_scale == float(xs)
+
+    def ref(sx):
+        q = blocks.e4m3_decode(blocks.e4m3_encode(x / sx)).astype(np.float64)
+        return ((float(np.float32(0.01)) * float(sx)) * (q @ wdec.T)).astype(np.float32)
+
+    y = memra.matmul(W, x)
+    assert np.any(np.abs(x) > np.float32(448.0) * xs)  # some values saturate
+    assert np.array_equal(y, ref(xs)), np.abs(y - ref(xs)).max()
+    assert not np.array_equal(y, ref(amax / np.float32(448.0)))
+    given = np.array([amax * np.float32(0.8)], np.float32)
+    y2 = memra.matmul(W, x, x_amax=given)
+    sx = given[0] / np.float32(448.0)
+    assert np.array_equal(y2, ref(sx)), np.abs(y2 - ref(sx)).max()
+    with pytest.raises(memra.InvalidArgumentError):
+        memra.Weight(rt, codes.tobytes(), "e4m3", (n, k), scale=0.01, input_scale=-1.0)

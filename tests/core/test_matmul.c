@@ -374,6 +374,107 @@ static void test_fp8(memra_runtime *rt, int m, int n, int k, int with_grid, int 
     free(grid);
 }
 
+/* Given activation scales through memra_matmul_ex (DESIGN.md, "Activation
+ * scales"): the weight's input_scale, then the producer's x_amax, which wins;
+ * the reference quantises at those scales (values above 448 s saturate). */
+static void ref_fp8_given(matrix *mx, const uint8_t *w8, const float *grid, float wscale, const float *sc, int gc)
+{
+    const int m = mx->m, n = mx->n, k = mx->k;
+    for (int i = 0; i < m; i++)
+        for (int j = 0; j < n; j++) {
+            double s = 0, a = 0;
+            for (int t = 0; t < k; t++) {
+                const float st = sc[i * gc + t / 128];
+                const double q = memra_e4m3_decode(memra_e4m3_encode(mx->x[(size_t)i * k + t] / st));
+                const double tt = (double)st * (grid ? grid[(j / 128) * gc + t / 128] : wscale) * q *
+                                  memra_e4m3_decode(w8[(size_t)j * k + t]);
+                s += tt;
+                a += fabs(tt);
+            }
+            mx->ref[(size_t)i * n + j] = s;
+            mx->mass[(size_t)i * n + j] = a;
+        }
+}
+
+static void test_fp8_given(memra_runtime *rt, int m, int n, int k, int with_grid)
+{
+    memra_device *host = memra_device_host(rt);
+    uint8_t *w8 = random_e4m3(n, k);
+    const int gr = (int)memra_fp8_grid_rows(n), gc = (int)memra_fp8_grid_cols(k);
+    float *grid = malloc((size_t)gr * gc * sizeof(float));
+    for (int i = 0; i < gr * gc; i++) grid[i] = 0.01f + 0.05f * fabsf(test_rand_f32(&g_rng));
+    const float wscale = with_grid ? 1.0f : 0.37f;
+    matrix mx = new_matrix(m, n, k);
+    float amax = 0.0f;
+    for (int i = 0; i < m * k; i++) amax = fmaxf(amax, fabsf(mx.x[i]));
+    const float xs = amax / 448.0f * 0.55f; /* the top of the batch saturates */
+    memra_weight_desc d = {.struct_size = sizeof d, .format = MEMRA_FORMAT_E4M3, .out_f = n, .in_f = k, .data = w8,
+                           .size = (size_t)n * k, .scale = wscale, .grid = with_grid ? grid : NULL,
+                           .grid_count = with_grid ? (size_t)gr * gc : 0, .name = "fp8 given",
+                           .input_scale = xs};
+    memra_weight *w = make(rt, &d);
+    CHECK(memra_weight_input_scale(w) == xs);
+    const char *op = with_grid ? "gemm_fp8_blk" : "gemm_fp8";
+    const memra_op opn = memra_op_from_name(op);
+    float *sc = malloc((size_t)m * gc * sizeof(float)), *am = malloc((size_t)m * gc * sizeof(float));
+    float *y = malloc((size_t)m * n * sizeof(float));
+    memra_matmul_args a = {.struct_size = sizeof a, .x = (memra_dptr)(uintptr_t)mx.x, .m = m,
+                           .y = (memra_dptr)(uintptr_t)y};
+    char what[64];
+    /* the weight's static scale */
+    uint64_t hits = memra_ledger_hits(host, opn, "host");
+    CHECK_OK(memra_matmul_ex(host, w, &a));
+    CHECK_INT_EQ(memra_ledger_hits(host, opn, "host"), hits + 1);
+    for (int i = 0; i < m * gc; i++) sc[i] = xs;
+    ref_fp8_given(&mx, w8, with_grid ? grid : NULL, wscale, sc, gc);
+    snprintf(what, sizeof what, "%s input_scale", op);
+    compare(what, &mx, y, n, 0);
+    /* the producer's maxima (per tensor: one; block: [gc x m], row fastest) */
+    if (!with_grid) {
+        am[0] = amax * 0.8f;
+        for (int i = 0; i < m * gc; i++) sc[i] = am[0] / 448.0f;
+    } else {
+        for (int i = 0; i < m; i++)
+            for (int b = 0; b < gc; b++) {
+                float bm = 0.0f;
+                for (int t = b * 128; t < k && t < b * 128 + 128; t++) bm = fmaxf(bm, fabsf(mx.x[(size_t)i * k + t]));
+                am[b * m + i] = bm * (0.75f + 0.25f * test_rand_f32(&g_rng));
+                sc[i * gc + b] = am[b * m + i] / 448.0f;
+            }
+    }
+    a.x_amax = (memra_dptr)(uintptr_t)am;
+    CHECK_OK(memra_matmul_ex(host, w, &a));
+    ref_fp8_given(&mx, w8, with_grid ? grid : NULL, wscale, sc, gc);
+    snprintf(what, sizeof what, "%s x_amax", op);
+    compare(what, &mx, y, n, 0);
+    /* an args struct of the first version has no x_amax: the static scale serves */
+    memra_matmul_args old = a;
+    old.struct_size = (uint32_t)(offsetof(memra_matmul_args, stream) + sizeof old.stream);
+    CHECK_OK(memra_matmul_ex(host, w, &old));
+    for (int i = 0; i < m * gc; i++) sc[i] = xs;
+    ref_fp8_given(&mx, w8, with_grid ? grid : NULL, wscale, sc, gc);
+    snprintf(what, sizeof what, "%s v1 args: input_scale", op);
+    compare(what, &mx, y, n, 0);
+    a.x_amax = (memra_dptr)(uintptr_t)am + 2;
+    CHECK_STATUS(memra_matmul_ex(host, w, &a), MEMRA_STATUS_INVALID_ARGUMENT);
+    CHECK_STR_CONTAINS(memra_last_error(), "x_amax");
+    memra_weight_destroy(w);
+    /* the descriptor's checks */
+    memra_weight_desc bad = d;
+    bad.input_scale = -1.0f;
+    CHECK_STATUS(memra_weight_create(rt, &bad, &w), MEMRA_STATUS_INVALID_ARGUMENT);
+    CHECK_STR_CONTAINS(memra_last_error(), "input_scale");
+    bad.input_scale = NAN;
+    CHECK_STATUS(memra_weight_create(rt, &bad, &w), MEMRA_STATUS_INVALID_ARGUMENT);
+    bad = d;
+    bad.struct_size = (uint32_t)offsetof(memra_weight_desc, input_scale); /* older callers: no static scale */
+    CHECK_OK(memra_weight_create(rt, &bad, &w));
+    CHECK(memra_weight_input_scale(w) == 0.0f);
+    memra_weight_destroy(w);
+    free(sc), free(am), free(y), free(grid), free(w8);
+    free_matrix(&mx);
+}
+
 /* Block-128 FP8 on the MMQ floor (gemm_fp8_blk disabled): the host profile
  * builds the Q8_0 slab at prepare, then its records, and frees the slab. The
  * reference is the MMQ product on the slab written from the contract
@@ -779,6 +880,10 @@ static void test_validation(memra_runtime *rt)
     bad.scale = 2.0f;
     CHECK_STATUS(memra_weight_create(rt, &bad, &w), MEMRA_STATUS_INVALID_ARGUMENT);
     CHECK_STR_CONTAINS(memra_last_error(), "E4M3 weights only");
+    bad = d;
+    bad.input_scale = 0.5f;
+    CHECK_STATUS(memra_weight_create(rt, &bad, &w), MEMRA_STATUS_INVALID_ARGUMENT);
+    CHECK_STR_CONTAINS(memra_last_error(), "input_scale applies to E4M3 weights only");
     memra_weight_desc f = {.struct_size = sizeof f, .format = MEMRA_FORMAT_E4M3, .out_f = 2, .in_f = 64,
                            .data = bytes, .size = 128, .grid = grid, .grid_count = 1};
     CHECK_OK(memra_weight_create(rt, &f, &w));
@@ -827,6 +932,10 @@ int main(int argc, char **argv)
         test_fp8(rt, shapes[i][0], shapes[i][1] + 100, shapes[i][2] + 80, 1, 0);
     }
     test_fp8(rt, 4, 130, 256, 1, 1);
+    test_fp8_given(rt, 1, 40, 96, 0);
+    test_fp8_given(rt, 15, 129, 200, 0);
+    test_fp8_given(rt, 1, 40, 96, 1);
+    test_fp8_given(rt, 17, 140, 300, 1);
     test_fp8_slab_records(rt, 5, 130, 160);
     test_fp8_slab_records(rt, 17, 33, 512);
     test_q8_0_records_declined(rt, argv[1]);

@@ -100,7 +100,7 @@ import json, sys
 d = json.load(open(sys.argv[1]))
 assert d["format"] == "memra-bench" and d["version"] == 3 and d["mode"] == "model", d
 m = d["model"]
-assert m["kind"] == "safetensors" and m["projections"] == 3 and m["tensors"] == 5, m
+assert m["kind"] == "safetensors" and m["projections"] == 3 and m["tensors"] == 6, m
 r = m["rss"]
 assert 0 < r["before_open"] <= r["peak"] and r["after_open"] > 0 and r["after_prepare"] > 0, r
 assert m["operand_bytes"] >= m["file_bytes"] - 64 * 256, m

@@ -43,7 +43,17 @@ cat "$tmp/st"
 grep '^model.layers.0.self_attn.q_proj.weight ' "$tmp/st" | grep -q ' q$' || fail "q_proj not class q"
 grep -A1 '^model.layers.0.self_attn.q_proj.weight ' "$tmp/st" | grep -q 'fp8 block-128  *gemm_fp8_blk (host)' ||
     fail "block-128 FP8 lane on host"
-grep -A1 '^model.layers.0.mlp.down_proj.weight ' "$tmp/st" | grep -q 'fp8  *gemm_fp8 (host)' || fail "per-tensor FP8 lane"
+grep -A2 '^model.layers.0.mlp.down_proj.weight ' "$tmp/st" | grep -q 'fp8  *gemm_fp8 (host)' || fail "per-tensor FP8 lane"
+grep -A1 '^model.layers.0.mlp.down_proj.weight ' "$tmp/st" |
+    grep -q 'static activation scale (input_scale) 0.0078125: the FP8 lanes quantise in one pass' ||
+    fail "model ls does not show the input_scale"
+"$memra" model ls "$tmp/model.safetensors" --json >"$tmp/stj" || fail "safetensors --json exit $?"
+python3 - "$tmp/stj" <<'PY' || fail "JSON input_scale"
+import json, sys
+t = {x["name"]: x for x in json.load(open(sys.argv[1]))["tensors"]}
+assert t["model.layers.0.mlp.down_proj.weight"]["input_scale"] == 0.0078125, t["model.layers.0.mlp.down_proj.weight"]
+assert "input_scale" not in t["model.layers.0.self_attn.q_proj.weight"]
+PY
 "$memra" model ls "$tmp/model.safetensors.index.json" >"$tmp/ix" 2>&1 || { cat "$tmp/ix"; fail "index exit"; }
 grep -q 'safetensors index (1 shard)' "$tmp/ix" || fail "index description"
 grep -q '^model.layers.0.mlp.up_proj.weight  *BF16' "$tmp/ix" || fail "index tensor"

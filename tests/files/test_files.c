@@ -137,7 +137,8 @@ static void same_as_bytes(memra_runtime *rt, const memra_file *f, const char *na
     CHECK_INT_EQ(o, out_f);
     CHECK_INT_EQ(i, in_f);
     memra_weight_desc d = {.struct_size = sizeof d, .format = fmt, .out_f = out_f, .in_f = in_f, .data = bytes,
-                           .size = nbytes, .scale = scale, .grid = grid, .grid_count = grid_count, .name = "bytes"};
+                           .size = nbytes, .scale = scale, .grid = grid, .grid_count = grid_count, .name = "bytes",
+                           .input_scale = memra_weight_input_scale(wf)}; /* checked against the file by its callers */
     CHECK_OK(memra_weight_create(rt, &d, &wb));
     float *x = rand_x(in_f);
     float *y1 = run_matmul(rt, wf, out_f, in_f, x), *y2 = run_matmul(rt, wb, out_f, in_f, x);
@@ -347,14 +348,18 @@ static void case_st_types(void)
         grid[e] = memra_f32_from_bf16(grid_bf[e]);
     }
     const uint16_t scale_bf = memra_bf16_from_f32(0.5f);
+    const float in_q = 0.0371f;                             /* input_scale, F32 */
+    const uint16_t in_r = memra_bf16_from_f32(0.0625f);     /* input_scale, BF16 */
     const tw_st_tensor t[] = {
         {"model.a.weight", "F32", 2, {5, 96}, d32, b32},
         {"model.b.weight", "F16", 2, {6, 96}, d16, b16},
         {"model.c.weight", "BF16", 2, {7, 96}, dbf, bbf},
         {"model.q.weight", "F8_E4M3", 2, {9, 160}, d8, b8},
         {"model.q.weight_scale", "F32", 0, {0}, &scale, 4},
+        {"model.q.input_scale", "F32", 0, {0}, &in_q, 4},
         {"model.r.weight", "F8_E4M3", 2, {130, 160}, d8b, b8b},
         {"model.r.weight_scale_inv", "BF16", 2, {2, 2}, grid_bf, sizeof grid_bf},
+        {"model.r.input_scale", "BF16", 1, {1}, &in_r, 2},
         {"model.s.weight", "F8_E4M3", 2, {9, 160}, d8, b8},
         {"model.s.weight_scale", "BF16", 1, {1}, &scale_bf, 2},
         {"model.ids", "I64", 1, {2}, "\1\0\0\0\0\0\0\0\2\0\0\0\0\0\0\0", 16},
@@ -389,6 +394,17 @@ static void case_st_types(void)
     same_as_bytes(rt, f, "model.r.weight", MEMRA_FORMAT_E4M3, 130, 160, d8b, b8b, 0, grid, 4);
     same_as_bytes(rt, f, "model.s.weight", MEMRA_FORMAT_E4M3, 9, 160, d8, b8, 0.5f, NULL, 0);
     memra_weight *w = NULL;
+    /* the static activation scales beside the FP8 weights (none for model.s) */
+    const char *in_names[] = {"model.q.weight", "model.r.weight", "model.s.weight"};
+    const float in_want[] = {in_q, 0.0625f, 0.0f};
+    for (int i = 0; i < 3; i++) {
+        CHECK_OK(memra_file_weight_create(rt, f, in_names[i], &w));
+        if (memra_weight_input_scale(w) != in_want[i])
+            TEST_FAIL_AT("%s: input_scale %g, want %g", in_names[i], (double)memra_weight_input_scale(w),
+                         (double)in_want[i]);
+        memra_weight_destroy(w);
+    }
+    w = NULL;
     CHECK_STATUS(memra_file_weight_create(rt, f, "model.ids", &w), MEMRA_STATUS_NOT_SUPPORTED);
     CHECK_STR_CONTAINS(memra_last_error(), "I64");
     memra_file_close(f);
@@ -1062,8 +1078,38 @@ static void fp8_refused(const char *scale_name, const char *dtype, int nd, uint6
     tw_free(&b);
 }
 
+/* An input_scale beside a per-tensor weight_scale that the reader refuses. */
+static void input_scale_refused(const char *dtype, int nd, uint64_t d0, float v, const char *has)
+{
+    static uint8_t w[130 * 64];
+    for (size_t e = 0; e < sizeof w; e++) w[e] = (uint8_t)(0x30 + e % 16);
+    static float s[64];
+    for (int e = 0; e < 64; e++) s[e] = v;
+    const float ws = 0.25f;
+    tw_st_tensor t[3] = {{"m.weight", "F8_E4M3", 2, {130, 64}, w, sizeof w},
+                         {"m.weight_scale", "F32", 0, {0}, &ws, 4},
+                         {"m.input_scale", dtype, nd, {d0}, s, (size_t)(nd == 0 ? 1 : d0) * 4}};
+    tw_buf b;
+    tw_st_build(t, 3, NULL, &b);
+    memra_file *f;
+    CHECK_OK(memra_file_open_memory("fp8in.safetensors", b.p, b.n, &f));
+    memra_runtime *rt = host_rt();
+    memra_weight *wt = NULL;
+    CHECK_STATUS(memra_file_weight_create(rt, f, "m.weight", &wt), MEMRA_STATUS_NOT_SUPPORTED);
+    CHECK_STR_CONTAINS(memra_last_error(), has);
+    printf("  refused: %s\n", memra_last_error());
+    memra_close(rt);
+    memra_file_close(f);
+    tw_free(&b);
+}
+
 static void case_fp8_scales(void)
 {
+    input_scale_refused("F32", 1, 64, 0.5f, "not one value");
+    input_scale_refused("I32", 0, 0, 0.5f, "I32");
+    input_scale_refused("F32", 0, 0, 0.0f, "not a finite scale > 0");
+    input_scale_refused("F32", 0, 0, -2.0f, "not a finite scale > 0");
+    input_scale_refused("F32", 0, 0, INFINITY, "not a finite scale > 0");
     fp8_refused("m.weight_scale", "F32", 1, 130, 0, "per-row");
     fp8_refused("m.weight_scale", "F32", 2, 130, 1, "per-row");
     fp8_refused("m.weight_scale", "F32", 1, 64, 0, "per-column");
@@ -1347,12 +1393,13 @@ static void case_write(const char *dir)
         memcpy(wb + e, &h, 2);
     }
     static float grid[4] = {0.01f, 0.02f, 0.03f, 0.04f};
-    const float sc = 0.05f;
+    const float sc = 0.05f, in_sc = 0.0078125f; /* 448 x 2^-7 = 3.5: the largest activations (4) saturate */
     const tw_st_tensor st[] = {
         {"model.layers.0.self_attn.q_proj.weight", "F8_E4M3", 2, {256, 256}, w8, sizeof w8},
         {"model.layers.0.self_attn.q_proj.weight_scale_inv", "F32", 2, {2, 2}, grid, sizeof grid},
         {"model.layers.0.mlp.down_proj.weight", "F8_E4M3", 2, {256, 256}, w8, sizeof w8},
         {"model.layers.0.mlp.down_proj.weight_scale", "F32", 0, {0}, &sc, 4},
+        {"model.layers.0.mlp.down_proj.input_scale", "F32", 0, {0}, &in_sc, 4},
         {"model.layers.0.mlp.up_proj.weight", "BF16", 2, {64, 256}, wb, sizeof wb},
     };
     tw_st_build(st, sizeof st / sizeof st[0], "{\"format\":\"pt\"}", &b);

@@ -1,7 +1,8 @@
 /* The host reference module, op by op, against plain f64 computations written
  * here, on fresh random data (never zeros).
  *
- *   test_host_ops <case>   case: desc cvt_f16 gemm_f16 gemm_fp8 gemm_fp8_blk quant_q8_1
+ *   test_host_ops <case>   case: desc cvt_f16 gemm_f16 gemm_fp8 gemm_fp8_blk gemm_fp8_given
+ *                          gemm_fp8_blk_given quant_q8_1
  *                          gemm_q8_0 dequant_f16 fp8_blk_to_q8_0 fp8_nan_count scale
  *                          accprobe repack_q8_0 gemm_q8_0r gemm_kr invalid threads perf
  *
@@ -449,6 +450,207 @@ static void case_gemm_fp8_blk(void)
         compare(what, y, ref, band, m, n, ldy);
         quant_loss(what, y, ldy, x, wv, m, n, k, alpha, 0.1);
         free(x), free(w), free(grid), free(y), free(ref), free(band), free(wv);
+    }
+    fixture_close(&f);
+}
+
+/* ---- given activation scales (DESIGN.md, "Activation scales") ------------------ */
+
+/* Elements of got outside ref's band (no failure): shows that a wrong scale is
+ * caught by the same comparison. */
+static int64_t count_outside(const float *got, int64_t ldg, const double *ref, const double *band, int64_t m, int64_t n)
+{
+    int64_t bad = 0;
+    for (int64_t i = 0; i < m; i++)
+        for (int64_t j = 0; j < n; j++)
+            if (!(fabs(got[i * ldg + j] - ref[i * n + j]) <= band[i * n + j])) bad++;
+    return bad;
+}
+
+/* The per-tensor reference at a given sx (the contract: q = e4m3(x / sx)); the
+ * band as case_gemm_fp8's. Returns how many of the m x k values saturate. */
+static int64_t ref_fp8_at(const float *x, const uint8_t *w, int64_t m, int64_t n, int64_t k, float sx, float w_scale,
+                          float alpha, double *ref, double *band)
+{
+    int64_t sat = 0;
+    for (int64_t e = 0; e < m * k; e++) sat += fabsf(x[e] / sx) > 448.0f;
+    for (int64_t i = 0; i < m; i++)
+        for (int64_t j = 0; j < n; j++) {
+            double sum = 0;
+            for (int64_t c = 0; c < k; c++)
+                sum += (double)memra_e4m3_decode(memra_e4m3_encode(x[i * k + c] / sx)) *
+                       (double)memra_e4m3_decode(w[j * k + c]);
+            ref[i * n + j] = sum * (double)sx * (double)w_scale * (double)alpha;
+            band[i * n + j] = (R24 + 5 * U53) * fabs(ref[i * n + j]);
+        }
+    return sat;
+}
+
+/* gemm_fp8 with a static scale (x_scale) and with a producer amax (x_amax):
+ * one pass at the given scale, values above 448 sx saturating; the amax wins
+ * over x_scale; a wrong scale is outside the band; bad x_scale refused. */
+static void case_gemm_fp8_given(void)
+{
+    fixture f;
+    fixture_open(&f, 3);
+    for (int si = 0; si < NSHAPES; si++) {
+        const shape s = g_shapes[si];
+        const int64_t m = s.m, n = s.n, k = s.k, ldy = n;
+        const float alpha = 0.75f, w_scale = 0.031f;
+        float *x = rand_f32(m * k, 2.5f);
+        uint8_t *w = rand_e4m3(n * k);
+        float *y = y_alloc(m, ldy);
+        double *ref = xmalloc((size_t)(m * n) * sizeof(double)), *band = xmalloc((size_t)(m * n) * sizeof(double));
+        float amax = 0;
+        for (int64_t e = 0; e < m * k; e++) amax = fmaxf(amax, fabsf(x[e]));
+        /* a static scale at 60% of the batch's own: the top values saturate */
+        const float xs = amax / 448.0f * 0.6f;
+        memra_gemm_args a = gemm_args(s, w, x, y, 0, ldy, alpha);
+        a.w_scale = w_scale;
+        a.x_scale = xs;
+        CHECK_OK(f.ops->gemm_fp8(&f.call, &a));
+        int64_t sat = ref_fp8_at(x, w, m, n, k, xs, w_scale, alpha, ref, band);
+        char what[96];
+        snprintf(what, sizeof what, "gemm_fp8 x_scale m=%d n=%d k=%d", s.m, s.n, s.k);
+        if (sat == 0) TEST_FAIL_AT("%s: no value saturates at 60%% of the amax", what);
+        compare(what, y, ref, band, m, n, ldy);
+        printf("  %-28s %lld of %lld values saturated\n", what, (long long)sat, (long long)(m * k));
+        /* the batch's own scale is not what ran */
+        ref_fp8_at(x, w, m, n, k, amax / 448.0f, w_scale, alpha, ref, band);
+        if (count_outside(y, ldy, ref, band, m, n) == 0) TEST_FAIL_AT("%s: matches the own-amax result", what);
+        /* a producer amax (70% of the true one) wins over x_scale */
+        float given = amax * 0.7f;
+        a.x_amax = DP(&given);
+        CHECK_OK(f.ops->gemm_fp8(&f.call, &a));
+        sat = ref_fp8_at(x, w, m, n, k, given / 448.0f, w_scale, alpha, ref, band);
+        snprintf(what, sizeof what, "gemm_fp8 x_amax m=%d n=%d k=%d", s.m, s.n, s.k);
+        if (sat == 0) TEST_FAIL_AT("%s: no value saturates at 70%% of the amax", what);
+        compare(what, y, ref, band, m, n, ldy);
+        ref_fp8_at(x, w, m, n, k, xs, w_scale, alpha, ref, band);
+        if (count_outside(y, ldy, ref, band, m, n) == 0) TEST_FAIL_AT("%s: x_scale won over x_amax", what);
+        /* the producer's exact amax gives the lane's own result bit for bit */
+        float *y2 = y_alloc(m, ldy);
+        memra_gemm_args own = gemm_args(s, w, x, y2, 0, ldy, alpha);
+        own.w_scale = w_scale;
+        CHECK_OK(f.ops->gemm_fp8(&f.call, &own));
+        given = amax;
+        CHECK_OK(f.ops->gemm_fp8(&f.call, &a));
+        if (memcmp(y, y2, (size_t)(m * ldy) * sizeof(float)) != 0)
+            TEST_FAIL_AT("%s: the exact amax differs from the own pass", what);
+        /* amax 0 and NaN read as scale 1 */
+        given = 0.0f;
+        CHECK_OK(f.ops->gemm_fp8(&f.call, &a));
+        ref_fp8_at(x, w, m, n, k, 1.0f, w_scale, alpha, ref, band);
+        compare("gemm_fp8 x_amax = 0", y, ref, band, m, n, ldy);
+        given = NAN;
+        CHECK_OK(f.ops->gemm_fp8(&f.call, &a));
+        compare("gemm_fp8 x_amax = NaN", y, ref, band, m, n, ldy);
+        free(x), free(w), free(y), free(y2), free(ref), free(band);
+    }
+    /* a bad static scale */
+    float x1[96], y1[40];
+    uint8_t w1[40 * 96];
+    memset(x1, 0, sizeof x1), memset(w1, 0x38, sizeof w1);
+    memra_gemm_args a = gemm_args(g_shapes[0], w1, x1, y1, 0, 40, 1.0f);
+    a.w_scale = 1.0f;
+    const float bad[] = {-1.0f, NAN, INFINITY};
+    for (int i = 0; i < 3; i++) {
+        a.x_scale = bad[i];
+        CHECK_STATUS(f.ops->gemm_fp8(&f.call, &a), MEMRA_STATUS_INVALID_ARGUMENT);
+        CHECK_STATUS(f.ops->gemm_fp8_blk(&f.call, &a), MEMRA_STATUS_INVALID_ARGUMENT);
+    }
+    fixture_close(&f);
+}
+
+/* The block reference at given scales sc[i * gc + b]; case_gemm_fp8_blk's band. */
+static int64_t ref_blk_at(const float *x, const uint8_t *w, const float *grid, int64_t m, int64_t n, int64_t k,
+                          const float *sc, float alpha, double *ref, double *band)
+{
+    const int64_t gc = memra_fp8_grid_cols(k);
+    int64_t sat = 0;
+    for (int64_t i = 0; i < m; i++)
+        for (int64_t c = 0; c < k; c++) sat += fabsf(x[i * k + c] / sc[i * gc + c / 128]) > 448.0f;
+    for (int64_t i = 0; i < m; i++)
+        for (int64_t j = 0; j < n; j++) {
+            double t = 0, tabs = 0;
+            for (int64_t b = 0; b < gc; b++) {
+                const int64_t c0 = b * 128, c1 = c0 + 128 < k ? c0 + 128 : k;
+                const float sb = sc[i * gc + b];
+                double bs = 0;
+                for (int64_t c = c0; c < c1; c++)
+                    bs += (double)memra_e4m3_decode(memra_e4m3_encode(x[i * k + c] / sb)) *
+                          (double)memra_e4m3_decode(w[j * k + c]);
+                const double term = bs * (double)grid[(j / 128) * gc + b] * (double)sb;
+                t += term;
+                tabs += fabs(term);
+            }
+            ref[i * n + j] = (double)alpha * t;
+            band[i * n + j] = R24 * fabs(ref[i * n + j]) + 2.0 * ((double)gc + 3.0) * U53 * fabs(alpha) * tabs;
+        }
+    return sat;
+}
+
+/* gemm_fp8_blk with a static per-tensor scale (every block's) and with
+ * producer maxima [ceil(k/128) x m] (row fastest): as case_gemm_fp8_given. */
+static void case_gemm_fp8_blk_given(void)
+{
+    fixture f;
+    fixture_open(&f, 3);
+    for (int si = 0; si < NSHAPES; si++) {
+        const shape s = g_shapes[si];
+        const int64_t m = s.m, n = s.n, k = s.k, ldy = n;
+        const int64_t gr = memra_fp8_grid_rows(n), gc = memra_fp8_grid_cols(k);
+        const float alpha = 1.5f;
+        float *x = rand_f32(m * k, 3.0f);
+        for (int64_t i = 0; i < m; i++)
+            for (int64_t c = 0; c < k; c++) x[i * k + c] *= ldexpf(1.0f, (int)((i + c / 128) % 5) - 2);
+        uint8_t *w = rand_e4m3(n * k);
+        float *grid = xmalloc((size_t)(gr * gc) * sizeof(float));
+        for (int64_t e = 0; e < gr * gc; e++) grid[e] = (1.5f + test_rand_f32(&g_rng)) * 1e-3f;
+        float *y = y_alloc(m, ldy);
+        double *ref = xmalloc((size_t)(m * n) * sizeof(double)), *band = xmalloc((size_t)(m * n) * sizeof(double));
+        float *sc = xmalloc((size_t)(m * gc) * sizeof(float)), *am = xmalloc((size_t)(m * gc) * sizeof(float));
+        float amax = 0;
+        for (int64_t e = 0; e < m * k; e++) amax = fmaxf(amax, fabsf(x[e]));
+        /* one static scale for every block: the batch's amax / 448 at 50%: the
+         * largest blocks saturate, the small ones keep few bits */
+        const float xs = amax / 448.0f * 0.5f;
+        memra_gemm_args a = gemm_args(s, w, x, y, 0, ldy, alpha);
+        a.w_scale_grid = DP(grid);
+        a.x_scale = xs;
+        CHECK_OK(f.ops->gemm_fp8_blk(&f.call, &a));
+        for (int64_t e = 0; e < m * gc; e++) sc[e] = xs;
+        int64_t sat = ref_blk_at(x, w, grid, m, n, k, sc, alpha, ref, band);
+        char what[96];
+        snprintf(what, sizeof what, "gemm_fp8_blk x_scale m=%d n=%d k=%d", s.m, s.n, s.k);
+        if (sat == 0) TEST_FAIL_AT("%s: no value saturates", what);
+        compare(what, y, ref, band, m, n, ldy);
+        printf("  %-28s %lld of %lld values saturated\n", what, (long long)sat, (long long)(m * k));
+        for (int64_t e = 0; e < m * gc; e++) sc[e] = xs * 1.03f;
+        ref_blk_at(x, w, grid, m, n, k, sc, alpha, ref, band);
+        if (count_outside(y, ldy, ref, band, m, n) == 0) TEST_FAIL_AT("%s: a 3%% wrong scale matches", what);
+        /* producer maxima, each at 40% .. 100% of its block's own, at amax[b * m + i] */
+        for (int64_t i = 0; i < m; i++)
+            for (int64_t b = 0; b < gc; b++) {
+                float bm = 0;
+                for (int64_t c = b * 128; c < k && c < b * 128 + 128; c++) bm = fmaxf(bm, fabsf(x[i * k + c]));
+                am[b * m + i] = bm * (0.7f + 0.3f * test_rand_f32(&g_rng));
+                sc[i * gc + b] = am[b * m + i] > 0 ? am[b * m + i] / 448.0f : 1.0f;
+            }
+        a.x_amax = DP(am); /* wins over x_scale */
+        CHECK_OK(f.ops->gemm_fp8_blk(&f.call, &a));
+        sat = ref_blk_at(x, w, grid, m, n, k, sc, alpha, ref, band);
+        snprintf(what, sizeof what, "gemm_fp8_blk x_amax m=%d n=%d k=%d", s.m, s.n, s.k);
+        if (sat == 0) TEST_FAIL_AT("%s: no value saturates", what);
+        compare(what, y, ref, band, m, n, ldy);
+        /* the transposed layout ([m x ceil(k/128)]) is wrong */
+        if (m > 1 && gc > 1) {
+            for (int64_t i = 0; i < m; i++)
+                for (int64_t b = 0; b < gc; b++) sc[i * gc + b] = am[i * gc + b] > 0 ? am[i * gc + b] / 448.0f : 1.0f;
+            ref_blk_at(x, w, grid, m, n, k, sc, alpha, ref, band);
+            if (count_outside(y, ldy, ref, band, m, n) == 0) TEST_FAIL_AT("%s: the row-major layout matches", what);
+        }
+        free(x), free(w), free(grid), free(y), free(ref), free(band), free(sc), free(am);
     }
     fixture_close(&f);
 }
@@ -1184,6 +1386,8 @@ int main(int argc, char **argv)
                  {"gemm_bf16", case_gemm_bf16},
                  {"gemm_fp8", case_gemm_fp8},
                  {"gemm_fp8_blk", case_gemm_fp8_blk},
+                 {"gemm_fp8_given", case_gemm_fp8_given},
+                 {"gemm_fp8_blk_given", case_gemm_fp8_blk_given},
                  {"quant_q8_1", case_quant_q8_1},
                  {"gemm_q8_0", case_gemm_q8_0},
                  {"dequant_f16", case_dequant_f16},

@@ -1,7 +1,10 @@
 /* libFuzzer harness: memra_weight_create + memra_weight_prepare +
  * memra_matmul_ex on the host device, with fuzzed descriptors (format,
  * shape, byte length, scale, grid and its length, struct size) and fuzzed
- * call arguments (m, ldy, row offset, alpha, f16 activations, struct size).
+ * call arguments (m, ldy, row offset, alpha, f16 activations, struct size),
+ * and the given activation scales: the descriptor's input_scale (any float)
+ * and memra_matmul_args.x_amax (a host buffer of the maxima the weight's FP8
+ * lane reads, fuzzed values, or a misaligned pointer that must be refused).
  *
  * The harness keeps the caller's side of every contract the library cannot
  * check, so whatever AddressSanitizer reports is the library's:
@@ -12,12 +15,15 @@
  *    so a member read past the declared size is an overflow;
  *  - x and y are host buffers that cover what m, ldy and the row offset
  *    describe when those are valid (m >= 1, ldy 0 or >= out_f, offset >= 0);
+ *    x_amax, when given, has ceil(in_f/128) x m floats (one for a weight
+ *    without a block-128 grid);
  *    invalid values come with a small buffer and must be refused.
  * After a successful matmul, every y element outside rows [off, off + m) and
  * columns [0, out_f) must still hold its sentinel: the library writes nowhere
  * else. Shapes are kept small enough (weights up to 1 MiB) that one input
  * runs in milliseconds. */
 
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,7 +58,9 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 
 static const int64_t k_dims[] = {0,  1,   2,   31,  32,  33,  64,     96,      127,        128,      129,
                                  160, 256, 257, 384, 512, -1,  1 << 24, (1 << 24) + 1, INT32_MAX, INT64_MAX, INT64_MIN};
-static const uint32_t k_struct_sizes[] = {0, 1, 4, 8, 16, 24, 40, 48, 56, 60, 64, 72, 80, 1024};
+static const uint32_t k_struct_sizes[] = {0,  1,  4,  8,  16, 24, 40, 48, 56, 60, 64, 72, 80, 1024,
+                                          (uint32_t)offsetof(memra_matmul_args, x_amax),
+                                          (uint32_t)offsetof(memra_weight_desc, input_scale)};
 
 static int64_t take_dim(fuzz_in *in)
 {
@@ -94,6 +102,7 @@ typedef struct mm_params {
     int x_is_f16;
     float alpha;
     uint32_t struct_size;
+    int amax_mode;      /* 0: no x_amax; 1: the maxima buffer; 2: it, misaligned by 2 bytes (refused) */
 } mm_params;
 
 static mm_params take_mm(fuzz_in *in)
@@ -109,10 +118,12 @@ static mm_params take_mm(fuzz_in *in)
     p.x_is_f16 = take_u8(in) % 4 == 1;
     p.alpha = take_u8(in) % 2 ? take_f32(in) : 1.0f;
     p.struct_size = take_u8(in) % 3 == 0 ? TAKE_PICK(in, k_struct_sizes) : (uint32_t)sizeof(memra_matmul_args);
+    p.amax_mode = take_u8(in) % 4;
+    if (p.amax_mode == 3) p.amax_mode = 0;
     return p;
 }
 
-static void run_matmul(fuzz_in *in, const mm_params *p, memra_weight *w, int64_t out_f, int64_t in_f)
+static void run_matmul(fuzz_in *in, const mm_params *p, memra_weight *w, int64_t out_f, int64_t in_f, int blk)
 {
     const int32_t m = p->m;
     const int64_t ldy = p->ldy_zero ? 0 : out_f + p->ldy, off = p->off;
@@ -134,19 +145,29 @@ static void run_matmul(fuzz_in *in, const mm_params *p, memra_weight *w, int64_t
     }
     uint8_t *xs = malloc(xbytes);
     float *ys = malloc(ybytes);
-    if (xs == NULL || ys == NULL) goto out;
+    /* the producer's maxima: fuzzed floats (NaN, negatives, zeros read as scale 1) */
+    const size_t na = p->amax_mode && valid ? (blk ? (size_t)((in_f + 127) / 128) * (size_t)m : 1) : 0;
+    float *amax = na ? malloc(na * sizeof(float) + 4) : NULL;
+    if (xs == NULL || ys == NULL || (na && amax == NULL)) goto out;
+    for (size_t i = 0; i < na; i++) amax[i] = take_u8(in) % 4 == 0 ? take_f32(in) : 0.5f + (float)(i % 7);
     for (size_t i = 0; i < xbytes; i++) xs[i] = in->n ? take_u8(in) : (uint8_t)(0x3C + i % 7); /* never all zeros */
     for (size_t i = 0; i < (size_t)ycount; i++) memcpy(&ys[i], &(uint32_t){SENTINEL}, 4);
     if (memra_buffer_write(bx, 0, xs, xbytes) != MEMRA_STATUS_OK || memra_buffer_write(by, 0, ys, ybytes) != MEMRA_STATUS_OK)
         goto out;
 
     memra_matmul_args a = {.struct_size = ssize, .x = memra_buffer_ptr(bx), .x_is_f16 = x_is_f16, .m = m,
-                           .y = memra_buffer_ptr(by), .ldy = ldy, .y_row_offset = off, .alpha = alpha};
+                           .y = memra_buffer_ptr(by), .ldy = ldy, .y_row_offset = off, .alpha = alpha,
+                           .x_amax = amax ? (memra_dptr)(uintptr_t)amax + (p->amax_mode == 2 ? 2u : 0u) : 0};
     memra_matmul_args *pa = exact_struct(&a, sizeof a, ssize);
     if (pa == NULL) goto out;
     const memra_status st = memra_matmul_ex(g_host, w, pa);
+    const int amax_seen = MEMRA_HAS_MEMBER(pa, memra_matmul_args, x_amax) && pa->x_amax != 0;
     free(pa);
     if (st == MEMRA_STATUS_OK) {
+        if (amax_seen && p->amax_mode == 2) {
+            fprintf(stderr, "fuzz_matmul: matmul accepted a misaligned x_amax\n");
+            abort();
+        }
         if (!valid) {
             fprintf(stderr, "fuzz_matmul: matmul accepted m=%d ldy=%lld off=%lld for out_f %lld\n", m, (long long)ldy,
                     (long long)off, (long long)out_f);
@@ -159,6 +180,7 @@ static void run_matmul(fuzz_in *in, const mm_params *p, memra_weight *w, int64_t
 out:
     free(xs);
     free(ys);
+    free(amax);
     memra_buffer_destroy(bx);
     memra_buffer_destroy(by);
 }
@@ -189,6 +211,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     const uint32_t ssize = take_u8(&in) % 3 == 0 ? TAKE_PICK(&in, k_struct_sizes) : (uint32_t)sizeof(memra_weight_desc);
     const int name_null = take_u8(&in) % 2;
     const mm_params mp = take_mm(&in);
+    /* the static activation scale: none, any float, or a plain one */
+    const uint8_t imode = take_u8(&in) % 4;
+    const float in_scale = imode == 1 ? take_f32(&in) : imode == 2 ? 0.03125f : 0.0f;
 
     uint8_t *bytes = malloc(nbytes ? nbytes : 1);
     float *grid = with_grid && !grid_null ? malloc((gcount ? gcount : 1) * sizeof(float)) : NULL;
@@ -199,7 +224,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     memra_weight_desc d = {.struct_size = ssize, .format = format, .out_f = out_f, .in_f = in_f, .data = bytes,
                            .size = (size_t)nbytes, .scale = scale, .grid = grid,
                            .grid_count = with_grid ? gcount : (gmode >> 7 ? 1 : 0),
-                           .name = name_null ? NULL : "fuzz.weight"};
+                           .name = name_null ? NULL : "fuzz.weight", .input_scale = in_scale};
     memra_weight_desc *pd = exact_struct(&d, sizeof d, ssize);
     if (pd == NULL) goto out;
     memra_weight *w = NULL;
@@ -208,7 +233,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (st == MEMRA_STATUS_OK) {
         free(bytes); /* create copied them: the weight must not read the caller's bytes again */
         bytes = NULL;
-        if (memra_weight_prepare(w, g_host) == MEMRA_STATUS_OK) run_matmul(&in, &mp, w, out_f, in_f);
+        if (memra_weight_prepare(w, g_host) == MEMRA_STATUS_OK)
+            run_matmul(&in, &mp, w, out_f, in_f, grid != NULL);
         memra_weight_destroy(w);
     } else if (w != NULL) {
         fprintf(stderr, "fuzz_matmul: memra_weight_create failed but set *out_w\n");

@@ -44,7 +44,9 @@ write(J, "bad_checksum", bytes([0x09]) + entry(cubin, key=key)[:-1] + b"\0")
 # ---- weight_matmul ---------------------------------------------------------
 # format, out_f, in_f, size mode (3 = exact), grid mode, [scale], desc struct
 # size code (1 = full), name (0 = named), m pick, ldy mode, [ldy pick], f16 x
-# code, alpha code (0 = 1), args struct size code (1 = full), then bytes.
+# code, alpha code (0 = 1), args struct size code (1 = full), x_amax mode (0
+# none, 1 the maxima, 2 misaligned), input_scale mode (0 none, 1 a float
+# follows, 2 0.03125), then bytes (the weight's, the grid's, the maxima's, x).
 def dim(n):
     if n % 8 == 0 and n < 512:
         return bytes([n // 8])  # take_dim: a code below 64 is 8 * code
@@ -63,7 +65,8 @@ K_M = [1, 2, 3, 4, 7, 8, 16, 17, 0, -1, -2**31]
 K_LDY = [0, 0, 1, 3, -1, -100, -2**63]
 
 
-def mm(fmt, out_f, in_f, smode=3, scale=None, grid=False, m=2, off=0, ldy=None, f16=False, tail=b""):
+def mm(fmt, out_f, in_f, smode=3, scale=None, grid=False, m=2, off=0, ldy=None, f16=False, tail=b"", amax=0,
+       in_scale=None):
     b = bytes([fmt]) + dim(out_f) + dim(in_f) + bytes([smode, gmode_for(scale, grid)])
     if scale is not None:
         b += struct.pack("<f", scale)
@@ -72,7 +75,9 @@ def mm(fmt, out_f, in_f, smode=3, scale=None, grid=False, m=2, off=0, ldy=None, 
     b += bytes([lmode])
     if ldy is not None:
         b += bytes([K_LDY.index(ldy)])
-    return b + bytes([1 if f16 else 0, 0, 1]) + tail
+    b += bytes([1 if f16 else 0, 0, 1, amax])
+    b += bytes([0]) if in_scale is None else bytes([1]) + struct.pack("<f", in_scale)
+    return b + tail
 
 
 W = "weight_matmul"
@@ -88,6 +93,10 @@ write(W, "q5_k_16x256", mm(Q5_K, 16, 256))
 write(W, "q6_k_8x256_m17", mm(Q6_K, 8, 256, m=17))
 write(W, "e4m3_scale", mm(E4M3, 48, 64, scale=0.25))
 write(W, "e4m3_grid_129x160", mm(E4M3, 129, 160, grid=True, m=1))
+write(W, "e4m3_input_scale", mm(E4M3, 48, 64, scale=0.25, in_scale=0.01))
+write(W, "e4m3_x_amax", mm(E4M3, 48, 64, scale=0.25, amax=1, m=3))
+write(W, "e4m3_grid_x_amax", mm(E4M3, 129, 300, grid=True, amax=1, m=2, in_scale=0.02))
+write(W, "e4m3_x_amax_misaligned", mm(E4M3, 48, 64, scale=0.25, amax=2))
 write(W, "size_one_short", mm(F16, 32, 32, smode=2))
 write(W, "bad_format", mm(9, 32, 32))
 write(W, "ldy_below_out_f", mm(F32, 32, 32, ldy=-1))

@@ -13,8 +13,11 @@
  *   sm120_on_sm90   a forced sm120 profile on cc 9.0: gemm_fp8_blk declines with the sm120 reason
  *   mmq             gemm_q8_0 launches memra_k_gemm_q8_0, accprobe the probe, the tile plan avoids 128 x 128 at 99 KB
  *   fp8blk          gemm_fp8_blk launches the quantiser then the GEMM from the embedded cubin (no JIT service):
- *                   the wgmma kernel on cc 9.0, the mma.sync one with MEMRA_FP8BLK_WGMMA=0 */
+ *                   the wgmma kernel on cc 9.0, the mma.sync one with MEMRA_FP8BLK_WGMMA=0; with a static
+ *                   x_scale or a producer x_amax the one-pass memra_k_fp8blk_quant_given instead (also on
+ *                   sm120), bad ones refused before any launch; sm90 resolves fp8_act's one-pass kernels */
 #include <dlfcn.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -70,13 +73,13 @@ static int fake_unload(void *m)
     return 0;
 }
 /* The handle of a kernel is its name, kept in a static pool. */
-static char g_names[96][48];
+static char g_names[192][48];
 static int g_n_names;
 
 static int fake_get_function(void **f, void *m, const char *name)
 {
     (void)m;
-    if (g_n_names >= 96 || strlen(name) >= sizeof g_names[0]) return 2;
+    if (g_n_names >= 192 || strlen(name) >= sizeof g_names[0]) return 2;
     strcpy(g_names[g_n_names], name);
     *f = g_names[g_n_names++];
     return 0;
@@ -329,6 +332,59 @@ static int launched(const char *what, memra_status st, int n, const char *const 
     return ok;
 }
 
+/* launched(), with the first kernel's name exactly want[0] (launched() matches prefixes). */
+static int launched_exact(const char *what, memra_status st, int n, const char *const *want, const int *pdl)
+{
+    const int first = g_n_launched > 0 && strcmp(g_launched[0], want[0]) == 0;
+    if (!first) printf("  %-28s first launch %s, want exactly %s  FAIL\n", what, g_n_launched ? g_launched[0] : "none", want[0]);
+    return launched(what, st, n, want, pdl) && first;
+}
+
+/* Whether init looked up kernel `name` (the fake's handle pool). */
+static int resolved(const char *name)
+{
+    for (int i = 0; i < g_n_names; i++)
+        if (strcmp(g_names[i], name) == 0) return 1;
+    printf("  kernel %s was never looked up  FAIL\n", name);
+    return 0;
+}
+
+/* gemm_fp8_blk of the block-128 family with the own pass, a static scale, a
+ * producer amax (the one-pass quantiser), and bad given scales. */
+static int fp8blk_given(mod *m, const char *gemm_kernel)
+{
+    int ok = 1;
+    memra_call c = call_of(m);
+    memra_gemm_args a = gemm(64, 256, 512);
+    ok &= launched_exact("gemm_fp8_blk own amax", m->desc->ops->gemm_fp8_blk(&c, &a), 2,
+                         (const char *[]){"memra_k_fp8blk_quant", gemm_kernel}, (const int[]){0, 0});
+    a.x_scale = 0.02f;
+    c = call_of(m);
+    ok &= launched_exact("gemm_fp8_blk x_scale", m->desc->ops->gemm_fp8_blk(&c, &a), 2,
+                         (const char *[]){"memra_k_fp8blk_quant_given", gemm_kernel}, (const int[]){0, 0});
+    a.x_amax = 0x60000000;
+    c = call_of(m);
+    ok &= launched_exact("gemm_fp8_blk x_amax", m->desc->ops->gemm_fp8_blk(&c, &a), 2,
+                         (const char *[]){"memra_k_fp8blk_quant_given", gemm_kernel}, (const int[]){0, 0});
+    a.x_scale = 0.0f;
+    c = call_of(m);
+    ok &= launched_exact("gemm_fp8_blk x_amax only", m->desc->ops->gemm_fp8_blk(&c, &a), 2,
+                         (const char *[]){"memra_k_fp8blk_quant_given", gemm_kernel}, (const int[]){0, 0});
+    a.x_amax = 0x60000002;
+    c = call_of(m);
+    memra_status st = m->desc->ops->gemm_fp8_blk(&c, &a);
+    ok &= st == MEMRA_STATUS_INVALID_ARGUMENT && g_n_launched == 0;
+    printf("  gemm_fp8_blk x_amax misaligned: status %d  %s\n", (int)st, st == MEMRA_STATUS_INVALID_ARGUMENT ? "ok" : "FAIL");
+    a.x_amax = 0;
+    a.x_scale = -1.0f;
+    c = call_of(m);
+    st = m->desc->ops->gemm_fp8_blk(&c, &a);
+    ok &= st == MEMRA_STATUS_INVALID_ARGUMENT && g_n_launched == 0;
+    printf("  gemm_fp8_blk x_scale -1: status %d  %s\n", (int)st, st == MEMRA_STATUS_INVALID_ARGUMENT ? "ok" : "FAIL");
+    g_n_launched = 0;
+    return ok;
+}
+
 static int declined(const char *what, memra_status st, const memra_call *c, const char *reason_part)
 {
     const int ok = st == MEMRA_STATUS_DECLINED && c->decline_reason != NULL && strstr(c->decline_reason, reason_part);
@@ -355,6 +411,17 @@ static int case_sm90(const char *so)
     memra_gemm_args a = gemm(64, 256, 512);
     c = call_of(&m);
     ok &= declined("gemm_f16 (no cuBLASLt)", m.desc->ops->gemm_f16(&c, &a), &c, "cuBLASLt");
+    /* the blas FP8 lanes' one-pass quantisers are loaded (no cuBLASLt here, so no GEMM runs) */
+    ok &= resolved("memra_k_quant_e4m3_given") && resolved("memra_k_quant_e4m3_row128_given");
+    a.x_scale = NAN;
+    c = call_of(&m);
+    memra_status sx = m.desc->ops->gemm_fp8(&c, &a);
+    ok &= sx == MEMRA_STATUS_INVALID_ARGUMENT;
+    printf("  gemm_fp8 x_scale NaN: status %d  %s\n", (int)sx, sx == MEMRA_STATUS_INVALID_ARGUMENT ? "ok" : "FAIL");
+    a.x_scale = 0.5f;
+    c = call_of(&m);
+    ok &= declined("gemm_fp8 x_scale (no cuBLASLt)", m.desc->ops->gemm_fp8(&c, &a), &c, "cuBLASLt");
+    a.x_scale = 0.0f;
     ok &= m.desc->ops->quant_q8_1 == NULL && m.desc->ops->gemm_q8_0r == NULL;
     ok &= close_mod(&m, 4);
     return ok;
@@ -401,10 +468,11 @@ static int case_sm120(const char *so, int cc)
     }
     c = call_of(&m);
     a = gemm(64, 256, 512);
-    if (cc == 120)
+    if (cc == 120) {
         ok &= launched("gemm_fp8_blk", m.desc->ops->gemm_fp8_blk(&c, &a), 2,
                        (const char *[]){"memra_k_fp8blk_quant", "memra_k_fp8blk_gemm"}, (const int[]){0, 0});
-    else
+        ok &= fp8blk_given(&m, "memra_k_fp8blk_gemm");
+    } else
         ok &= declined("gemm_fp8_blk", m.desc->ops->gemm_fp8_blk(&c, &a), &c, "need a cc 12.x device");
     c = call_of(&m);
     ok &= launched("scale", m.desc->ops->scale(&c, 0x1000, 1000, 2.0f), 1, (const char *[]){"memra_k_scale_f32"},
@@ -453,6 +521,7 @@ static int case_fp8blk(const char *so)
     /* cc 9.0: the warpgroup kernel of the sm_90a image serves */
     ok &= launched("gemm_fp8_blk", m.desc->ops->gemm_fp8_blk(&c, &a), 2,
                    (const char *[]){"memra_k_fp8blk_quant", "memra_k_fp8blk_wgmma_mb"}, (const int[]){0, 0});
+    ok &= fp8blk_given(&m, "memra_k_fp8blk_wgmma_mb");
     a.k = 24;
     c = call_of(&m);
     ok &= declined("gemm_fp8_blk k = 24", m.desc->ops->gemm_fp8_blk(&c, &a), &c, "multiple of 16");
@@ -464,6 +533,7 @@ static int case_fp8blk(const char *so)
     a = gemm(64, 256, 512);
     ok &= launched("gemm_fp8_blk (MEMRA_FP8BLK_WGMMA=0)", m.desc->ops->gemm_fp8_blk(&c, &a), 2,
                    (const char *[]){"memra_k_fp8blk_quant", "memra_k_fp8blk_gemm"}, (const int[]){0, 0});
+    ok &= fp8blk_given(&m, "memra_k_fp8blk_gemm");
     ok &= close_mod(&m, 1);
     /* the 128 x 256 tile where it fills four waves of the SMs (here 32 x 48 tiles), and with MEMRA_FP8BLK_WGMMA=wide */
     g_wgmma_knob = NULL;

@@ -77,6 +77,7 @@ static void check_declared(const memra_jit_source *s, int mma)
     CHECK(strstr(s->source, "memra_e4m3_encode") != NULL);      /* e4m3.cuh inlined */
     CHECK(strstr(s->source, "memra_k_fp8blk_gemm") != NULL);    /* the names the loader looks up */
     CHECK(strstr(s->source, "memra_k_fp8blk_quant") != NULL);
+    CHECK(strstr(s->source, "memra_k_fp8blk_quant_given") != NULL);
     snprintf(want, sizeof want, "-DFP8BLK_MMA=%d", mma);
     CHECK(has_option(s, want));
     CHECK(has_option(s, "-std=c++17"));
@@ -97,6 +98,7 @@ static void compile_check(memra__jit *jit, const memra_jit_source *s, const char
     /* the kernels the loader asks cuModuleGetFunction for, unmangled */
     CHECK(memmem(r.image, r.size, "memra_k_fp8blk_gemm", 19) != NULL);
     CHECK(memmem(r.image, r.size, "memra_k_fp8blk_quant", 20) != NULL);
+    CHECK(memmem(r.image, r.size, "memra_k_fp8blk_quant_given", 26) != NULL); /* the one-pass quantiser */
     CHECK(memmem(r.image, r.size, "_Z19memra_k_fp8blk_gemm", 23) == NULL);
     /* the warpgroup kernel: in the sm_90a image (NVRTC defines __CUDA_ARCH_FEAT_SM90_ALL there), nowhere else */
     const int wg = memmem(r.image, r.size, "memra_k_fp8blk_wgmma", 20) != NULL;

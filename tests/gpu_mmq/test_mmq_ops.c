@@ -2,7 +2,10 @@
  * API: memra_module_call(gpu, "mmq" | "fp8blk", ...) and
  * memra_module_call(host, "host", ...) on the same bytes, fresh random data.
  *
- *   test_mmq_ops CASE   quant gemm_q8_0 gemm_q8_0r gemm_kr accprobe fp8blk prefer
+ *   test_mmq_ops CASE   quant gemm_q8_0 gemm_q8_0r gemm_kr accprobe fp8blk fp8given prefer
+ *                       (fp8given: every GPU module's gemm_fp8 / gemm_fp8_blk with the own
+ *                       amax pass, a static x_scale and producer x_amax, against the host
+ *                       bit for bit on an identity weight; see given_case)
  *   test_mmq_ops sweep_kr [q4_k|q5_k|q6_k] [M] [SHAPE]
  *                       gemm_kr at every tile x split (not a test; see the function)
  *   test_mmq_ops bench  gemm_q8_0 (quantiser apart and together) and accprobe
@@ -853,6 +856,118 @@ static int case_fp8blk(void)
     return ok;
 }
 
+/* ---- the one-pass quantisers at a given scale ------------------------------------ */
+
+/* Every module on the device that serves gemm_fp8 / gemm_fp8_blk, against the
+ * host module, on an identity weight (w[j][j] = 1.0, grid 1, w_scale 1), so
+ * y[i][j] = s * dec(q[i][j]): one exact product, scaled once. The quantised
+ * activation is then visible in y, and the lanes must give the host's bits
+ * (at most 1 ulp for a cuBLASLt epilogue that might scale in another order;
+ * one e4m3 code apart is >= 2^-4 relative), for the own amax pass, a static
+ * scale at 60% of the batch's amax / 448 (its top values saturate), and
+ * producer maxima (per tensor 75% of the amax; block: 80% of each (row,
+ * 128) block's, row 0's first block 0 = scale 1, [ceil(k/128) x m] row
+ * fastest). */
+static int given_case(memra_op op, int m, int k, int mode)
+{
+    const int n = k, kb = (k + 127) / 128;
+    float *x = make_x(m, k);
+    uint8_t *w = calloc((size_t)n * k, 1);
+    float *grid = malloc((size_t)kb * kb * sizeof(float)), *amax = malloc((size_t)kb * m * sizeof(float));
+    CHECK(w != NULL && grid != NULL && amax != NULL);
+    for (int j = 0; j < n; j++) w[(size_t)j * k + j] = 0x38; /* 1.0 */
+    for (int e = 0; e < kb * kb; e++) grid[e] = 1.0f;
+    float t = 0.0f;
+    for (int e = 0; e < m * k; e++) t = fmaxf(t, fabsf(x[e]));
+    const float xs = mode == 1 ? t / 448.0f * 0.6f : 0.0f;
+    const int na = op == MEMRA_OP_gemm_fp8 ? 1 : kb * m;
+    if (op == MEMRA_OP_gemm_fp8) {
+        amax[0] = t * 0.75f;
+    } else {
+        for (int i = 0; i < m; i++)
+            for (int b = 0; b < kb; b++) {
+                float bm = 0.0f;
+                for (int c = b * 128; c < k && c < b * 128 + 128; c++) bm = fmaxf(bm, fabsf(x[(size_t)i * k + c]));
+                amax[b * m + i] = i == 0 && b == 0 ? 0.0f : bm * 0.8f;
+            }
+    }
+    const char *mname[] = {"own amax", "x_scale", "x_amax"};
+    memra_buffer *xh = buf(g_host, (size_t)m * k * 4, x), *wh = buf(g_host, (size_t)n * k, w);
+    memra_buffer *gh = buf(g_host, (size_t)kb * kb * 4, grid), *ah = buf(g_host, (size_t)na * 4, amax);
+    memra_buffer *yh = buf(g_host, (size_t)m * n * 4, NULL);
+    memra_gemm_args g = {.struct_size = sizeof g, .m = m, .n = n, .k = k, .ldy = n, .alpha = 1.0f, .w_scale = 1.0f,
+                         .x_scale = xs};
+    g.w = memra_buffer_ptr(wh), g.x = memra_buffer_ptr(xh), g.y = memra_buffer_ptr(yh);
+    g.w_scale_grid = op == MEMRA_OP_gemm_fp8_blk ? memra_buffer_ptr(gh) : 0;
+    g.x_amax = mode == 2 ? memra_buffer_ptr(ah) : 0;
+    CHECK_OK(call_gemm(g_host, "host", op, &g));
+    float *ref = readback(yh, (size_t)m * n * 4);
+    int ok = 1, ran = 0;
+    for (int mi = 0; mi < memra_module_count(g_rt); mi++) {
+        memra_module_info info;
+        CHECK_OK(memra_module_info_get(g_rt, mi, &info));
+        if (!info.loaded || strcmp(info.name, "host") == 0 || !memra_module_provides(g_dev, info.name, op)) continue;
+        memra_buffer *xd = buf(g_dev, (size_t)m * k * 4, x), *wd = buf(g_dev, (size_t)n * k, w);
+        memra_buffer *gd = buf(g_dev, (size_t)kb * kb * 4, grid), *ad = buf(g_dev, (size_t)na * 4, amax);
+        memra_buffer *yd = buf(g_dev, (size_t)m * n * 4, NULL);
+        g.w = memra_buffer_ptr(wd), g.x = memra_buffer_ptr(xd), g.y = memra_buffer_ptr(yd);
+        g.w_scale_grid = op == MEMRA_OP_gemm_fp8_blk ? memra_buffer_ptr(gd) : 0;
+        g.x_amax = mode == 2 ? memra_buffer_ptr(ad) : 0;
+        const memra_status st = call_gemm(g_dev, info.name, op, &g);
+        if (st == MEMRA_STATUS_OK) {
+            CHECK_OK(memra_device_synchronize(g_dev));
+            float *got = readback(yd, (size_t)m * n * 4);
+            uint64_t exact = 0, bad = 0, sat = 0;
+            for (int i = 0; i < m; i++)
+                for (int j = 0; j < n; j++) {
+                    const size_t e = (size_t)i * n + j;
+                    int32_t a, b;
+                    memcpy(&a, &got[e], 4);
+                    memcpy(&b, &ref[e], 4);
+                    /* +0 and -0 are one value (a zero code's sign may fold either way in a sum) */
+                    const int64_t d = got[e] == ref[e] ? 0 : (int64_t)a - (int64_t)b;
+                    exact += d == 0;
+                    if (d > 1 || d < -1) {
+                        if (bad < 5)
+                            printf("    %s %s [%d,%d]: got %.9g, host %.9g (x %.9g)\n", info.name, mname[mode], i, j,
+                                   (double)got[e], (double)ref[e], (double)x[(size_t)i * k + j]);
+                        bad++;
+                    }
+                }
+            for (int e = 0; mode == 1 && e < m * k; e++) sat += fabsf(x[e]) > 448.0f * xs;
+            printf("  %-12s %-9s %-8s m=%-4d k=%-5d: %llu of %d bit-identical, %llu beyond 1 ulp%s  %s\n",
+                   memra_op_name(op), info.name, mname[mode], m, k, (unsigned long long)exact, m * n,
+                   (unsigned long long)bad, mode == 1 ? "" : "", bad ? "FAIL" : "ok");
+            if (mode == 1 && sat == 0) printf("    (no value saturated)\n");
+            ok &= bad == 0;
+            ran++;
+            free(got);
+        } else if (st != MEMRA_STATUS_DECLINED) {
+            printf("  %s %s %s: %s: %s  FAIL\n", memra_op_name(op), info.name, mname[mode], memra_status_str(st),
+                   memra_last_error());
+            ok = 0;
+        }
+        memra_buffer_destroy(xd), memra_buffer_destroy(wd), memra_buffer_destroy(gd), memra_buffer_destroy(ad);
+        memra_buffer_destroy(yd);
+    }
+    if (ran == 0) printf("  %s %s: no GPU module served it\n", memra_op_name(op), mname[mode]);
+    memra_buffer_destroy(xh), memra_buffer_destroy(wh), memra_buffer_destroy(gh), memra_buffer_destroy(ah);
+    memra_buffer_destroy(yh);
+    free(x), free(w), free(grid), free(amax), free(ref);
+    return ok;
+}
+
+static int case_fp8given(void)
+{
+    static const int shapes[][2] = {{33, 384}, {5, 272}, {512, 1024}, {1, 128}};
+    int ok = 1;
+    for (int op = 0; op < 2; op++)
+        for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+            for (int mode = 0; mode < 3; mode++)
+                ok &= given_case(op ? MEMRA_OP_gemm_fp8_blk : MEMRA_OP_gemm_fp8, shapes[s][0], shapes[s][1], mode);
+    return ok;
+}
+
 /* Through the dispatcher with MEMRA_PREFER=gemm_fp8_blk=fp8blk (set by ctest). */
 static int case_prefer(void)
 {
@@ -1239,11 +1354,11 @@ static int case_pdl(int m)
 int main(int argc, char **argv)
 {
     if (argc < 2) {
-        fprintf(stderr, "usage: %s quant|gemm_q8_0|gemm_q8_0r|gemm_kr|accprobe|fp8blk|prefer|bench|sweep|sweep_kr|pdl\n", argv[0]);
+        fprintf(stderr, "usage: %s quant|gemm_q8_0|gemm_q8_0r|gemm_kr|accprobe|fp8blk|fp8given|prefer|bench|sweep|sweep_kr|pdl\n", argv[0]);
         return 2;
     }
     const char *c = argv[1];
-    const int fp8 = strcmp(c, "fp8blk") == 0 || strcmp(c, "prefer") == 0;
+    const int fp8 = strcmp(c, "fp8blk") == 0 || strcmp(c, "prefer") == 0 || strcmp(c, "fp8given") == 0;
     setup(fp8 ? "fp8blk" : "mmq");
     int ok;
     if (strcmp(c, "quant") == 0) ok = case_quant();
@@ -1252,6 +1367,7 @@ int main(int argc, char **argv)
     else if (strcmp(c, "gemm_kr") == 0) ok = case_gemm_kr();
     else if (strcmp(c, "accprobe") == 0) ok = case_accprobe();
     else if (strcmp(c, "fp8blk") == 0) ok = case_fp8blk();
+    else if (strcmp(c, "fp8given") == 0) ok = case_fp8given();
     else if (strcmp(c, "prefer") == 0) ok = case_prefer();
     else if (strcmp(c, "bench") == 0) ok = case_bench();
     else if (strcmp(c, "sweep") == 0) ok = case_sweep(argc > 2 ? atoi(argv[2]) : 0, argc > 3 ? atoi(argv[3]) : -1);

@@ -159,6 +159,23 @@ static memra_status quant_fused(memra__gpu *gpu, memra_call *call, memra_dptr x,
     return MEMRA_STATUS_DECLINED;
 }
 
+/* The given activation scale of an FP8 lane (memra_gemm_args.x_amax, then
+ * x_scale; module.h): 1 when the one-pass quantiser serves, 0 for the own
+ * amax pass, -1 after an error for a bad x_scale or x_amax. */
+static int given_scale(memra__gpu *gpu, const char *op, const memra_gemm_args *a)
+{
+    if (!MEMRA_HAS_MEMBER(a, memra_gemm_args, x_amax)) return 0;
+    if (!isfinite(a->x_scale) || a->x_scale < 0.0f) {
+        bad_arg(gpu, op, "x_scale is negative or not finite");
+        return -1;
+    }
+    if (a->x_amax != 0 && !aligned(a->x_amax, 4)) {
+        bad_arg(gpu, op, "x_amax is not 4-byte aligned");
+        return -1;
+    }
+    return a->x_amax != 0 || a->x_scale > 0.0f;
+}
+
 memra_status memra__gpu_gemm_fp8(memra_call *call, const memra_gemm_args *a)
 {
     memra__gpu *gpu = GPU_OF(call);
@@ -166,6 +183,8 @@ memra_status memra__gpu_gemm_fp8(memra_call *call, const memra_gemm_args *a)
     memra_status st = gemm_check(gpu, "gemm_fp8", a, &ldy);
     if (st != MEMRA_STATUS_OK) return st;
     if (!isfinite(a->w_scale)) return bad_arg(gpu, "gemm_fp8", "w_scale is not finite");
+    const int given = given_scale(gpu, "gemm_fp8", a);
+    if (given < 0) return MEMRA_STATUS_INVALID_ARGUMENT;
     if (gpu->caps->cc < 89) return decline(call, "FP8 GEMM needs cc 8.9+ (cuBLASLt has no e4m3 GEMM below)");
     if (gpu->lt == NULL) return decline(call, "cuBLASLt is not available");
     if (a->k % 16 != 0) return decline(call, "FP8 GEMM needs k to be a multiple of 16");
@@ -187,7 +206,15 @@ memra_status memra__gpu_gemm_fp8(memra_call *call, const memra_gemm_args *a)
     if ((st = scratch(call, gpu, MEMRA__GPU_SLOT_XOP, (uint64_t)n, &g.b)) != MEMRA_STATUS_OK) goto out;
     /* scales[0] = sx * w_scale (read by cuBLASLt), scales[1] = sx; the partial maxima from byte 256 */
     if ((st = scratch(call, gpu, MEMRA__GPU_SLOT_XSCALE, 256 + n_slots * 4, &scales)) != MEMRA_STATUS_OK) goto out;
-    st = quant_fused(gpu, call, x, n, w_scale, scales, g.b);
+    if (given) {
+        /* one pass at the producer's amax or the static scale: no reduction, no barrier */
+        memra_dptr amax = a->x_amax;
+        float xs = a->x_scale;
+        st = LAUNCH(gpu, FA(gpu), quant_e4m3_given, memra__gpu_blocks(gpu, n, 1024), 256, call->stream, &x, &n, &amax,
+                    &xs, &w_scale, &scales, &g.b);
+    } else {
+        st = quant_fused(gpu, call, x, n, w_scale, scales, g.b);
+    }
     if (st == MEMRA_STATUS_DECLINED) {
         memra_dptr partial = scales + 256;
         st = LAUNCH(gpu, FA(gpu), amax_partial, (unsigned)n_partial, 256, call->stream, &x, &n, &partial);
@@ -219,6 +246,8 @@ memra_status memra__gpu_gemm_fp8_blk(memra_call *call, const memra_gemm_args *a)
     memra_status st = gemm_check(gpu, "gemm_fp8_blk", a, &ldy);
     if (st != MEMRA_STATUS_OK) return st;
     if (a->w_scale_grid == 0) return bad_arg(gpu, "gemm_fp8_blk", "null w_scale_grid");
+    const int given = given_scale(gpu, "gemm_fp8_blk", a);
+    if (given < 0) return MEMRA_STATUS_INVALID_ARGUMENT;
     if (gpu->caps->cc != 90 && gpu->caps->cc / 10 != 10)
         return decline(call, "block-scaled FP8 GEMM: cuBLASLt has it on cc 9.0 and 10.x only (the slab + MMQ floor serve it)");
     if (gpu->lt == NULL) return decline(call, "cuBLASLt is not available");
@@ -251,9 +280,14 @@ memra_status memra__gpu_gemm_fp8_blk(memra_call *call, const memra_gemm_args *a)
     /* one warp per MEMRA_ROW128_U (row, k-block) items, 8 warps per block; not grid-stride */
     {
         const int64_t warps = ((int64_t)m_pad * kb + MEMRA_ROW128_U - 1) / MEMRA_ROW128_U;
-        memra_dptr x = a->x;
-        st = LAUNCH(gpu, FA(gpu), quant_e4m3_row128, (unsigned)((warps + 7) / 8), 256, call->stream, &x, &m, &m_pad,
-                    &k, &g.b, &g.b_scale, &m_pad);
+        memra_dptr x = a->x, amax = a->x_amax;
+        float xs = a->x_scale;
+        if (given) /* the producer's maxima [kb x m] or the static scale, one pass */
+            st = LAUNCH(gpu, FA(gpu), quant_e4m3_row128_given, (unsigned)((warps + 7) / 8), 256, call->stream, &x, &m,
+                        &m_pad, &k, &g.b, &g.b_scale, &m_pad, &amax, &xs);
+        else
+            st = LAUNCH(gpu, FA(gpu), quant_e4m3_row128, (unsigned)((warps + 7) / 8), 256, call->stream, &x, &m,
+                        &m_pad, &k, &g.b, &g.b_scale, &m_pad);
         if (st != MEMRA_STATUS_OK) goto out;
     }
     if ((st = memra__lt_matmul(gpu->lt, call, &g)) != MEMRA_STATUS_OK) goto out;

@@ -121,4 +121,55 @@ __device__ __forceinline__ void memra_row128_quant(const float *__restrict__ x, 
     }
 }
 
+/* memra_row128_quant at given scales, one pass with no reduction (DESIGN.md,
+ * "Activation scales"): amax != NULL: the producer's maxima, row r's block b at
+ * amax[b * ld_a + r], s = amax > 0 ? amax / 448 : 1 (IEEE division); else the
+ * static scale s_static for every block. q = e4m3(x / s) as above (values
+ * above 448 s saturate), s stored at s[b * ld_s + r]; rows m .. m_pad - 1 get
+ * q = 0, s = 1. Same preconditions as memra_row128_quant. */
+__device__ __forceinline__ void memra_row128_quant_given(const float *__restrict__ x, int m, int m_pad, int k,
+                                                         unsigned char *__restrict__ q, float *__restrict__ s,
+                                                         long long ld_s, long long item0,
+                                                         const float *__restrict__ amax, long long ld_a,
+                                                         float s_static)
+{
+    const int kb = (k + 127) / 128, lane = threadIdx.x & 31;
+    const long long items = (long long)m_pad * kb;
+    float4 v[MEMRA_ROW128_U];
+    int row[MEMRA_ROW128_U], col[MEMRA_ROW128_U];
+    float sc[MEMRA_ROW128_U];
+#pragma unroll
+    for (int u = 0; u < MEMRA_ROW128_U; u++) {
+        const long long it = item0 + u;
+        row[u] = (int)(it / kb);
+        const int blk = (int)(it - (long long)row[u] * kb);
+        col[u] = blk * 128 + lane * 4;
+        v[u] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+        sc[u] = 1.0f;
+        if (it < items && row[u] < m) {
+            if (col[u] < k) v[u] = __ldcs(reinterpret_cast<const float4 *>(x + (long long)row[u] * k + col[u]));
+            if (amax != nullptr) {
+                const float a = __ldg(amax + (long long)blk * ld_a + row[u]);
+                sc[u] = a > 0.0f ? __fdiv_rn(a, 448.0f) : 1.0f;
+            } else {
+                sc[u] = s_static;
+            }
+        }
+    }
+#pragma unroll
+    for (int u = 0; u < MEMRA_ROW128_U; u++) {
+        const long long it = item0 + u;
+        if (it >= items) continue;
+        const float c = sc[u];
+        const float y = c >= 0x1p-96f && c <= 0x1p96f ? __frcp_rn(c) : 0.0f;
+        if (col[u] < k)
+            *reinterpret_cast<unsigned int *>(q + (long long)row[u] * k + col[u]) =
+                memra_e4m3_encode_sel(memra_div_y(v[u].x, c, y)) |
+                (memra_e4m3_encode_sel(memra_div_y(v[u].y, c, y)) << 8) |
+                (memra_e4m3_encode_sel(memra_div_y(v[u].z, c, y)) << 16) |
+                (memra_e4m3_encode_sel(memra_div_y(v[u].w, c, y)) << 24);
+        if (lane == 0) s[(long long)(col[u] / 128) * ld_s + row[u]] = c;
+    }
+}
+
 #endif

@@ -57,6 +57,17 @@
  *                             scales[blk * ld_s + row], the layout of cuBLASLt's
  *                             VEC128_32F scale (outer dimension fastest). Rows
  *                             m .. m_pad-1 (padding for cuBLASLt) get q = 0, s = 1.
+ * Given scales (memra_gemm_args.x_amax, else x_scale; DESIGN.md, "Activation
+ * scales"), one pass, no reduction and no barrier:
+ *   memra_k_quant_e4m3_given  per batch: sx = amax > 0 ? amax / 448 : 1 from the
+ *                             producer's *amax (one f32 on the device), else the
+ *                             static s_static; block 0 writes scales[0..1] as
+ *                             above, every thread quantises its grid-stride share
+ *                             q = e4m3(x / sx) (memra_div_y: __fdiv_rn's bits;
+ *                             values above 448 sx saturate).
+ *   memra_k_quant_e4m3_row128_given  per row per 128 (memra_row128_quant_given):
+ *                             the producer's maxima at amax[blk * m + row], else
+ *                             s_static for every block; scales as row128's.
  * Weight grid padding for cuBLASLt's BLK128x128_32F (ld a multiple of 4):
  *   memra_k_grid_pad          dst[r * ld_dst + c] = src[r * cols + c], 1.0 in the pad.
  *
@@ -247,6 +258,44 @@ memra_k_quant_e4m3_row128(const float *__restrict__ x, int m, int m_pad, int k, 
 {
     const long long warp = (long long)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
     memra_row128_quant(x, m, m_pad, k, q, scales, ld_s, warp * MEMRA_ROW128_U);
+}
+
+/* ---- one-pass quantisers at a given scale --------------------------------------- */
+
+extern "C" __global__ void __launch_bounds__(256)
+memra_k_quant_e4m3_given(const float *__restrict__ x, long long n, const float *__restrict__ amax, float s_static,
+                         float w_scale, float *__restrict__ scales, unsigned char *__restrict__ q)
+{
+    float sx = s_static;
+    if (amax != nullptr) {
+        const float a = __ldg(amax);
+        sx = a > 0.0f ? __fdiv_rn(a, 448.0f) : 1.0f;
+    }
+    if (blockIdx.x == 0 && threadIdx.x == 0) {
+        scales[0] = __fmul_rn(sx, w_scale);
+        scales[1] = sx;
+    }
+    const float y = sx >= 0x1p-96f && sx <= 0x1p96f ? __frcp_rn(sx) : 0.0f;
+    const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    const long long stride = (long long)gridDim.x * blockDim.x;
+    if (((unsigned long long)x & 15u) == 0 && ((unsigned long long)q & 3u) == 0) {
+        const long long n4 = n / 4;
+        const float4 *x4 = reinterpret_cast<const float4 *>(x);
+        unsigned int *q4 = reinterpret_cast<unsigned int *>(q);
+        for (long long j = i; j < n4; j += stride) q4[j] = memra_pack4_y(__ldcs(x4 + j), sx, y);
+        for (long long j = n4 * 4 + i; j < n; j += stride)
+            q[j] = (unsigned char)memra_e4m3_encode_sel(memra_div_y(x[j], sx, y));
+    } else {
+        for (long long j = i; j < n; j += stride) q[j] = (unsigned char)memra_e4m3_encode_sel(memra_div_y(x[j], sx, y));
+    }
+}
+
+extern "C" __global__ void __launch_bounds__(256)
+memra_k_quant_e4m3_row128_given(const float *__restrict__ x, int m, int m_pad, int k, unsigned char *__restrict__ q,
+                                float *__restrict__ scales, int ld_s, const float *__restrict__ amax, float s_static)
+{
+    const long long warp = (long long)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
+    memra_row128_quant_given(x, m, m_pad, k, q, scales, ld_s, warp * MEMRA_ROW128_U, amax, m, s_static);
 }
 
 extern "C" __global__ void __launch_bounds__(256)

@@ -15,6 +15,8 @@ static const memra__gpu_kernel k_kernels[] = {
     MEMRA__GPU_KERNEL(memra__fp8_act_state, quant_e4m3_fused),
     MEMRA__GPU_KERNEL(memra__fp8_act_state, quant_e4m3_row128),
     MEMRA__GPU_KERNEL(memra__fp8_act_state, grid_pad),
+    MEMRA__GPU_KERNEL(memra__fp8_act_state, quant_e4m3_given),
+    MEMRA__GPU_KERNEL(memra__fp8_act_state, quant_e4m3_row128_given),
 };
 
 

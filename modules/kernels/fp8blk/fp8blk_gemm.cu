@@ -17,6 +17,10 @@
  *                         saturating; e4m3.cuh), bit-identical to the host. s is
  *                         stored at s[blk * m + row] (block-major: a GEMM step reads
  *                         the scales of its 128 rows as one run).
+ *   memra_k_fp8blk_quant_given  the same at given scales, one pass, no reduction
+ *                         (memra_row128_quant_given): the producer's maxima
+ *                         amax[blk * m + row] (s = amax / 448, 1 unless amax > 0)
+ *                         when amax is not NULL, else s_static for every block.
  *   memra_k_fp8blk_gemm   y[row_off + i, j] = alpha * sum_b (s[i,b] * grid[j/128][b]) * B[i,j,b],
  *                         B the 128-deep block product accumulated by the tensor
  *                         cores in f32 (four chained k32 MMAs), folded into the
@@ -116,6 +120,14 @@ memra_k_fp8blk_quant(const float *__restrict__ x, int m, int k, unsigned char *_
 {
     const long long warp = (long long)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
     memra_row128_quant(x, m, m, k, q, s, m, warp * MEMRA_ROW128_U);
+}
+
+extern "C" __global__ void __launch_bounds__(256)
+memra_k_fp8blk_quant_given(const float *__restrict__ x, int m, int k, unsigned char *__restrict__ q,
+                           float *__restrict__ s, const float *__restrict__ amax, float s_static)
+{
+    const long long warp = (long long)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
+    memra_row128_quant_given(x, m, m, k, q, s, m, warp * MEMRA_ROW128_U, amax, m, s_static);
 }
 
 /* ---- the GEMM ------------------------------------------------------------------------ */

@@ -2,6 +2,7 @@
  * JIT when it can serve them, else the embedded cubin, the reason logged) and
  * the op gemm_fp8_blk. fp8blk.h holds the constants this file, fp8blk_jit.c
  * and fp8blk_gemm.cu share; fp8blk_jit.h the JIT sources and the tile knob. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +18,7 @@
 
 typedef struct fp8blk_state {
     CUfunction quant, gemm;
+    CUfunction quant_given;  /* memra_k_fp8blk_quant_given: one pass at x_amax / x_scale */
     CUfunction wgmma;        /* sm_90a: the 128 x 128 warpgroup kernel, served instead of gemm; NULL elsewhere */
     const char *wgmma_name;  /* its name (memra_k_fp8blk_wgmma_mb, or _wgmma with MEMRA_FP8BLK_WGMMA=bar) */
     unsigned wgmma_smem;     /* its dynamic shared memory */
@@ -191,6 +193,7 @@ static memra_status fp8blk_load_cfg(memra__gpu *q, fp8blk_state *fb, const fp8bl
     fb->threads = memra__fp8blk_tile_threads(&fb->tile);
     fb->smem = (unsigned)memra__fp8blk_tile_smem(&fb->tile);
     st = memra__gpu_function(q, m, "memra_k_fp8blk_quant", 0, &fb->quant);
+    if (st == MEMRA_STATUS_OK) st = memra__gpu_function(q, m, "memra_k_fp8blk_quant_given", 0, &fb->quant_given);
     if (st == MEMRA_STATUS_OK) st = memra__gpu_function(q, m, "memra_k_fp8blk_gemm", fb->smem, &fb->gemm);
     if (st != MEMRA_STATUS_OK) return st;
     fp8blk_load_wgmma(q, fb, m);
@@ -252,6 +255,7 @@ static void fp8blk_load_variant(memra__gpu *q, int i, fp8blk_state *fb, char *wh
     fb->smem = (unsigned)smem;
     fb->path = "jit";
     if (memra__gpu_function(q, m, "memra_k_fp8blk_quant", 0, &fb->quant) != MEMRA_STATUS_OK ||
+        memra__gpu_function(q, m, "memra_k_fp8blk_quant_given", 0, &fb->quant_given) != MEMRA_STATUS_OK ||
         memra__gpu_function(q, m, "memra_k_fp8blk_gemm", fb->smem, &fb->gemm) != MEMRA_STATUS_OK) {
         snprintf(why, len, "gemm_fp8_blk: tile %dx%d: the JIT image lacks its kernels", t->bm, t->bn);
         fb->gemm = NULL;
@@ -331,9 +335,23 @@ static memra_status gemm_fp8_blk(memra_call *call, const memra_gemm_args *a, con
     if (st == MEMRA_STATUS_OK) st = q->host->scratch_get(call, MEMRA__MMQ_SLOT_XS, (size_t)(nkb * m * 4 + 256), &xs);
     if (st != MEMRA_STATUS_OK) return st;
     memra_dptr x = a->x;
-    st = memra__gpu_launch_ex(q, fb->quant, "memra_k_fp8blk_quant",
-                              (unsigned)((nkb * m + 8 * MEMRA_ROW128_U - 1) / (8 * MEMRA_ROW128_U)), 1, 1, 256, 0,
-                              call->stream, (void *[]){&x, &m, &k, &xq, &xs}, 0);
+    /* the activation's scales: the producer's maxima ([nkb x m], row fastest), else the static scale, else
+     * the own amax pass (module.h, memra_gemm_args.x_amax) */
+    const int has_given = MEMRA_HAS_MEMBER(a, memra_gemm_args, x_amax);
+    memra_dptr amax = has_given ? a->x_amax : 0;
+    float xsc = has_given ? a->x_scale : 0.0f;
+    if (!isfinite(xsc) || xsc < 0.0f)
+        return q->host->set_error(MEMRA_STATUS_INVALID_ARGUMENT, "%s.gemm_fp8_blk: x_scale %g is negative or not finite",
+                                  q->name, (double)xsc);
+    if (amax != 0 && !memra__gpu_aligned(amax, 4))
+        return q->host->set_error(MEMRA_STATUS_INVALID_ARGUMENT, "%s.gemm_fp8_blk: x_amax is not 4-byte aligned", q->name);
+    const unsigned qgrid = (unsigned)((nkb * m + 8 * MEMRA_ROW128_U - 1) / (8 * MEMRA_ROW128_U));
+    if (amax != 0 || xsc > 0.0f)
+        st = memra__gpu_launch_ex(q, fb->quant_given, "memra_k_fp8blk_quant_given", qgrid, 1, 1, 256, 0, call->stream,
+                                  (void *[]){&x, &m, &k, &xq, &xs, &amax, &xsc}, 0);
+    else
+        st = memra__gpu_launch_ex(q, fb->quant, "memra_k_fp8blk_quant", qgrid, 1, 1, 256, 0, call->stream,
+                                  (void *[]){&x, &m, &k, &xq, &xs}, 0);
     if (st != MEMRA_STATUS_OK) return st;
     memra_dptr w = a->w, grid = a->w_scale_grid, y = memra__gpu_y_base(a);
     long long ldy = a->ldy;
