@@ -34,6 +34,8 @@ tool_tclass tool_tclass_of(const char *name)
         {"ffn_gate", TOOL_TCLASS_GATE},  {"gate_proj", TOOL_TCLASS_GATE}, {"w1", TOOL_TCLASS_GATE},
         {"ffn_up", TOOL_TCLASS_UP},      {"up_proj", TOOL_TCLASS_UP},    {"w3", TOOL_TCLASS_UP},
         {"ffn_down", TOOL_TCLASS_DOWN},  {"down_proj", TOOL_TCLASS_DOWN}, {"w2", TOOL_TCLASS_DOWN},
+        /* GGUF's MoE expert tensors (blk.N.ffn_{gate,up,down}_exps) */
+        {"ffn_gate_exps", TOOL_TCLASS_GATE}, {"ffn_up_exps", TOOL_TCLASS_UP}, {"ffn_down_exps", TOOL_TCLASS_DOWN},
     };
     for (size_t i = 0; i < sizeof k_parts / sizeof k_parts[0]; i++)
         if (has_part(name, k_parts[i].part)) return k_parts[i].c;

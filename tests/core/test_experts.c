@@ -19,6 +19,8 @@
 
 #include "memra/formats.h"
 #include "memra/memra.h"
+#include "memra/file.h"
+#include "files/writer.h"
 #include "test.h"
 
 #define E 6
@@ -410,6 +412,126 @@ static void test_refusals(void)
     memra_close(rt);
 }
 
+/* Run xw and ref (two expert weights over the same bytes) on the same rows: bit for bit. */
+static void same_results(memra_device *dev, memra_weight *xw, memra_weight *ref, int64_t n, int64_t k)
+{
+    int32_t ids[ROWS];
+    uneven_ids(ids, ROWS);
+    float *x = malloc((size_t)ROWS * (size_t)k * sizeof(float));
+    float *y1 = malloc((size_t)ROWS * (size_t)n * sizeof(float)), *y2 = malloc((size_t)ROWS * (size_t)n * sizeof(float));
+    for (int64_t i = 0; i < ROWS * k; i++) x[i] = test_rand_f32(&g_rng);
+    CHECK_OK(memra_matmul_experts(dev, xw, (memra_dptr)(uintptr_t)x, ROWS, (memra_dptr)(uintptr_t)ids,
+                                  (memra_dptr)(uintptr_t)y1, NULL));
+    CHECK_OK(memra_matmul_experts(dev, ref, (memra_dptr)(uintptr_t)x, ROWS, (memra_dptr)(uintptr_t)ids,
+                                  (memra_dptr)(uintptr_t)y2, NULL));
+    if (test_inject_fault()) y1[0] = nextafterf(y1[0], INFINITY);
+    CHECK(memcmp(y1, y2, (size_t)ROWS * (size_t)n * sizeof(float)) == 0);
+    free(x), free(y1), free(y2);
+}
+
+/* Expert groups from files: a GGUF 3D tensor (ne = {in, out, E}) and the
+ * per-expert 2D tensors of a safetensors file (FP8 block-128 with a
+ * weight_scale_inv each), against expert weights made from the same bytes. */
+static void test_file(const char *dir)
+{
+    memra_runtime *rt = open_rt("0", NULL);
+    memra_device *dev = memra_device_host(rt);
+    /* GGUF: Q8_0 [E x 64 x 256], and a run with a hole (experts 0, 1, 3: not grouped) */
+    const int64_t n = 64, k = 256;
+    const size_t each = (size_t)n * memra_format_row_bytes(MEMRA_FORMAT_Q8_0, k);
+    uint8_t *q = malloc(each * E);
+    for (int e = 0; e < E; e++) random_expert(MEMRA_FORMAT_Q8_0, n, k, q + (size_t)e * each);
+    tw_gguf_tensor gt[] = {
+        {.name = "blk.0.ffn_gate_exps.weight", .type = 8, .n_dims = 3, .ne = {(uint64_t)k, (uint64_t)n, E},
+         .data = q, .bytes = each * E, .offset_override = -1},
+        {.name = "blk.0.attn_q.weight", .type = 8, .n_dims = 2, .ne = {(uint64_t)k, (uint64_t)n}, .data = q,
+         .bytes = each, .offset_override = -1},
+    };
+    tw_gguf g = {.tensors = gt, .n_tensors = 2};
+    tw_buf b = {0};
+    tw_gguf_build(&g, &b);
+    char path[4096];
+    if (dir) {
+        snprintf(path, sizeof path, "%s/experts.gguf", dir);
+        tw_save(&b, path);
+    }
+    memra_file *f;
+    CHECK_OK(memra_file_open_memory("experts.gguf", b.p, b.n, &f));
+    CHECK_INT_EQ(memra_file_expert_group_count(f), 1);
+    memra_expert_group_info gi;
+    CHECK_OK(memra_file_expert_group_get(f, 0, &gi));
+    CHECK_STR_EQ(gi.name, "blk.0.ffn_gate_exps.weight");
+    CHECK(gi.from_3d == 1 && gi.n_experts == E && gi.out_f == n && gi.in_f == k && gi.format == MEMRA_FORMAT_Q8_0);
+    CHECK_INT_EQ(gi.bytes, each * E);
+    CHECK_STATUS(memra_file_expert_group_get(f, 1, &gi), MEMRA_STATUS_INVALID_ARGUMENT);
+    memra_weight *fw, *rw;
+    CHECK_STATUS(memra_file_experts_create(rt, f, "blk.0.attn_q.weight", &fw), MEMRA_STATUS_NOT_FOUND);
+    CHECK_OK(memra_file_experts_create(rt, f, "blk.0.ffn_gate_exps.weight", &fw));
+    memra_file_close(f); /* the weight keeps the mapping */
+    memra_experts_desc ed = {.struct_size = sizeof ed, .format = MEMRA_FORMAT_Q8_0, .n_experts = E, .out_f = n,
+                             .in_f = k, .data = q, .size = each * E};
+    CHECK_OK(memra_weight_create_experts(rt, &ed, &rw));
+    CHECK_INT_EQ(memra_weight_experts(fw), E);
+    same_results(dev, fw, rw, n, k);
+    memra_weight_destroy(fw);
+    memra_weight_destroy(rw);
+    tw_free(&b);
+
+    /* safetensors: F8_E4M3 experts with block-128 grids, J = 0 .. E-1 in a shuffled order; a broken run beside */
+    const int64_t fn_ = 160, fk = 384;
+    const size_t fe = (size_t)fn_ * (size_t)fk, gc = (size_t)(memra_fp8_grid_rows(fn_) * memra_fp8_grid_cols(fk));
+    uint8_t *w8 = malloc(fe * E);
+    float *grid = malloc(gc * E * sizeof(float));
+    for (int e = 0; e < E; e++) random_expert(MEMRA_FORMAT_E4M3, fn_, fk, w8 + (size_t)e * fe);
+    for (size_t i = 0; i < gc * E; i++) grid[i] = 0.001f + 0.01f * fabsf(test_rand_f32(&g_rng));
+    tw_st_tensor st[2 * E + 3];
+    char names[2 * E + 3][96];
+    size_t nt = 0;
+    static const int order[E] = {3, 0, 5, 1, 4, 2};
+    for (int i = 0; i < E; i++) {
+        const int e = order[i];
+        snprintf(names[nt], sizeof names[nt], "model.layers.0.mlp.experts.%d.up_proj.weight", e);
+        st[nt] = (tw_st_tensor){.name = names[nt], .dtype = "F8_E4M3", .n_dims = 2,
+                                .shape = {(uint64_t)fn_, (uint64_t)fk}, .data = w8 + (size_t)e * fe, .bytes = fe};
+        nt++;
+        snprintf(names[nt], sizeof names[nt], "model.layers.0.mlp.experts.%d.up_proj.weight_scale_inv", e);
+        st[nt] = (tw_st_tensor){.name = names[nt], .dtype = "F32", .n_dims = 2,
+                                .shape = {(uint64_t)memra_fp8_grid_rows(fn_), (uint64_t)memra_fp8_grid_cols(fk)},
+                                .data = grid + (size_t)e * gc, .bytes = gc * sizeof(float)};
+        nt++;
+    }
+    for (int e = 0; e < 3; e++) { /* experts 0, 1, 3 of down_proj: a hole, so no group */
+        snprintf(names[nt], sizeof names[nt], "model.layers.0.mlp.experts.%d.down_proj.weight", e == 2 ? 3 : e);
+        st[nt] = (tw_st_tensor){.name = names[nt], .dtype = "BF16", .n_dims = 2, .shape = {8, 32}, .data = w8,
+                                .bytes = 8 * 32 * 2};
+        nt++;
+    }
+    tw_st_build(st, nt, NULL, &b);
+    if (dir) {
+        snprintf(path, sizeof path, "%s/experts.safetensors", dir);
+        tw_save(&b, path);
+    }
+    CHECK_OK(memra_file_open_memory("experts.safetensors", b.p, b.n, &f));
+    CHECK_INT_EQ(memra_file_expert_group_count(f), 1);
+    CHECK_OK(memra_file_expert_group_get(f, 0, &gi));
+    CHECK_STR_EQ(gi.name, "model.layers.0.mlp.experts.*.up_proj.weight");
+    CHECK(gi.from_3d == 0 && gi.n_experts == E && gi.out_f == fn_ && gi.in_f == fk && gi.format == MEMRA_FORMAT_E4M3);
+    CHECK_OK(memra_file_experts_create(rt, f, gi.name, &fw));
+    memra_file_close(f);
+    memra_experts_desc fd = {.struct_size = sizeof fd, .format = MEMRA_FORMAT_E4M3, .n_experts = E, .out_f = fn_,
+                             .in_f = fk, .data = w8, .size = fe * E, .grid = grid, .grid_count = gc * E};
+    CHECK_OK(memra_weight_create_experts(rt, &fd, &rw));
+    memra_weight_plan p = {.struct_size = sizeof p};
+    CHECK_OK(memra_weight_plan_get(fw, dev, &p));
+    CHECK_STR_EQ(p.lane, "fp8 block-128");
+    same_results(dev, fw, rw, fn_, fk);
+    memra_weight_destroy(fw);
+    memra_weight_destroy(rw);
+    tw_free(&b);
+    free(q), free(w8), free(grid);
+    memra_close(rt);
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 2) {
@@ -422,6 +544,8 @@ int main(int argc, char **argv)
     else if (strcmp(c, "bad_ids") == 0) test_bad_ids();
     else if (strcmp(c, "refusals") == 0) test_refusals();
     else if (strcmp(c, "fp8blk_floor") == 0) test_fp8blk_floor();
+    else if (strcmp(c, "file") == 0) test_file(NULL);
+    else if (strcmp(c, "write") == 0) test_file(getenv("EXPERTS_DIR")); /* the files, for the tool tests */
     else format_case(c);
     printf("ok\n");
     return 0;
