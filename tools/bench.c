@@ -1405,6 +1405,7 @@ static const char k_bench_usage[] =
     "       memra bench OP [27b|1p7b] [--vs [MODA MODB]] [options above]   (e.g. gemm_fp8_blk)\n"
     "       memra bench --vs MODA MODB --op OP [options above]\n"
     "       memra bench accprobe ...   ('memra bench accprobe --help')\n"
+    "       memra bench moe ...        the MoE sheet: grouped experts vs a per-expert loop ('memra bench moe --help')\n"
     "       memra bench --model FILE [--m M] [--reps R] [--warmup W] [--batch N] [--device N|host] [--json FILE|-]\n"
     "  Arms f16 (Q8_0 + f16 mirror), mmq (Q8_0, no mirror), fp8 (E4M3 per-tensor), fp8blk\n"
     "  (E4M3 + block-128 grid) and q4_0 / q4_k / q5_k / q6_k (that format, no mirror: the\n"
@@ -1724,6 +1725,7 @@ static int bench_all(memra_runtime *rt, const bench_opts *o, FILE *receipt)
 int memra_tool_bench(int argc, char **argv)
 {
     if (argc > 1 && strcmp(argv[1], "accprobe") == 0) return memra_tool_bench_accprobe(argc - 1, argv + 1);
+    if (argc > 1 && strcmp(argv[1], "moe") == 0) return memra_tool_bench_moe(argc - 1, argv + 1);
     const char *sheet = NULL, *json = NULL, *vs_a = NULL, *vs_b = NULL, *model = NULL;
     char vs_buf[128];
     int64_t m = 0, reps = 0, warmup = -1, dev_sel = -1, batch = 1;

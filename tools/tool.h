@@ -9,6 +9,7 @@ int memra_tool_info(int argc, char **argv);
 int memra_tool_check(int argc, char **argv);
 int memra_tool_bench(int argc, char **argv);
 int memra_tool_bench_accprobe(int argc, char **argv);
+int memra_tool_bench_moe(int argc, char **argv);
 int memra_tool_jit(int argc, char **argv);
 int memra_tool_model(int argc, char **argv);
 int memra_tool_tune(int argc, char **argv);

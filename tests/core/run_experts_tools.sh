@@ -24,4 +24,30 @@ assert g["name"] == "model.layers.0.mlp.experts.*.up_proj.weight" and g["n_exper
 assert g["lanes"][0]["lane"] == "fp8 block-128", g["lanes"]
 assert [o["op"] for o in g["lanes"][0]["ops"]] == ["gemm_experts"], g["lanes"]
 PY
+# bench moe: the MoE sheet on the host (dimensions / 8), both routings, a receipt
+MEMRA_F16_BUDGET_MB=0 "$memra" bench moe --device host --reps 1 --json "$tmp/moe.json" >"$tmp/moe" 2>&1 || { cat "$tmp/moe"; fail "bench moe"; }
+cat "$tmp/moe"
+[ "$(grep -c ' bitwise (mmq records)' "$tmp/moe")" -eq 12 ] || fail "bench moe: want 12 rows, bitwise, on mmq records"
+python3 - "$tmp/moe.json" <<'PY' || fail "bench moe receipt"
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["format"] == "memra-bench-moe" and d["complete"] is True, d
+rows = d["rows"]
+assert len(rows) == 12, len(rows)
+assert {(r["sheet"], r["routing"]) for r in rows} == {(s, r) for s in ("qwen3moe", "mixtral") for r in ("uniform", "skewed")}
+for r in rows:
+    assert r["grouped_hits"] > 0 and r["loop_hits"] > 0 and r["elements_differ"] == 0, r
+    assert r["grouped_lane"] == r["loop_lane"] == "mmq records", r
+q = [r for r in rows if r["sheet"] == "qwen3moe" and r["routing"] == "uniform"][0]
+assert q["experts"] == 128 and q["topk"] == 8 and q["rows"] == 128, q
+s = [r for r in rows if r["sheet"] == "mixtral" and r["routing"] == "skewed"][0]
+assert s["most_rows"] >= s["rows"] // 4, s
+PY
+# the same on a fake sm90 device (host-backed), FP8 block-128 weights
+MEMRA_TEST_FAKE_DEVICES=1 "$memra" bench moe --device 0 --reps 1 --sheet mixtral --routing skewed --format fp8blk \
+    >"$tmp/moe2" 2>&1 || { cat "$tmp/moe2"; fail "bench moe on a fake device"; }
+grep -q 'fake device 0 (sm90)' "$tmp/moe2" || { cat "$tmp/moe2"; fail "bench moe: not on the fake device"; }
+[ "$(grep -c ' bitwise (fp8 block-128)' "$tmp/moe2")" -eq 3 ] || { cat "$tmp/moe2"; fail "bench moe fp8blk rows"; }
+"$memra" bench moe --routing sideways >/dev/null 2>&1; [ $? -eq 2 ] || fail "bench moe: a bad --routing exits 2"
+"$memra" bench moe --help >/dev/null 2>&1 || fail "bench moe --help"
 echo PASS
