@@ -50,4 +50,10 @@ grep -q 'fake device 0 (sm90)' "$tmp/moe2" || { cat "$tmp/moe2"; fail "bench moe
 [ "$(grep -c ' bitwise (fp8 block-128)' "$tmp/moe2")" -eq 3 ] || { cat "$tmp/moe2"; fail "bench moe fp8blk rows"; }
 "$memra" bench moe --routing sideways >/dev/null 2>&1; [ $? -eq 2 ] || fail "bench moe: a bad --routing exits 2"
 "$memra" bench moe --help >/dev/null 2>&1 || fail "bench moe --help"
+# memra check's gemm_experts rows (uneven experts, skipped ids), and the injected fault failing
+"$memra" check --device host --op gemm_experts >"$tmp/ck" 2>&1 || { cat "$tmp/ck"; fail "check gemm_experts"; }
+grep -q '^12 passed, 0 failed' "$tmp/ck" || { cat "$tmp/ck"; fail "check gemm_experts: want 12 passed"; }
+MEMRA_CHECK_INJECT_FAULT=1 "$memra" check --device host --op gemm_experts >"$tmp/ck" 2>&1 && fail "check: the injected fault passed"
+grep -q 'gemm_experts .*FAIL (injected fault)' "$tmp/ck" || { cat "$tmp/ck"; fail "check: no injected row"; }
+MEMRA_TEST_FAKE_DEVICES=1 "$memra" check --device 0 --op gemm_experts --quick >"$tmp/ck" 2>&1 || { cat "$tmp/ck"; fail "check on a fake device"; }
 echo PASS
