@@ -32,8 +32,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "memra/file.h"
 #include "memra/formats.h"
 #include "memra/memra.h"
+#include "tools/model_util.h"
 #include "tools/tool.h"
 #include "tools/tool_fmt.h"
 #include "tools/tool_opt.h"
@@ -62,12 +64,15 @@ static const char k_usage[] =
     "  format q8_0, 10 reps on a GPU; on the host dimensions / 8, m 16, 3 reps.\n"
     "  --format: f16 f32 bf16 q8_0 q4_0 q4_k q5_k q6_k fp8 fp8blk (the weights' format; the lane\n"
     "  follows the device's policy and f16 budget, printed per arm)\n"
+    "  --model FILE: the file's expert groups (memra model ls) instead of the sheets, at each m,\n"
+    "  both routings (top-8 for 64 experts or more, else top-2)\n"
     "  --json writes the receipt (memra-bench-moe v1; '-': stdout, the table then on stderr).\n";
 static const struct option k_opts[] = {
     {"m", required_argument, NULL, 'm'},       {"reps", required_argument, NULL, 'r'},
     {"sheet", required_argument, NULL, 'S'},   {"routing", required_argument, NULL, 'R'},
     {"format", required_argument, NULL, 'f'},  {"device", required_argument, NULL, 'd'},
     {"json", required_argument, NULL, 'j'},    {"seed", required_argument, NULL, 's'},
+    {"model", required_argument, NULL, 'F'},
     {"help", no_argument, NULL, 'h'},          {"quiet", no_argument, NULL, TOOL_OPT_QUIET},
     {0, 0, 0, 0}};
 static const tool_cmd k_cmd = {"memra bench moe", k_usage, k_opts};
@@ -157,38 +162,28 @@ static uint64_t all_hits(memra_device *dev, memra_op op)
     return h;
 }
 
-/* One (shape, m, routing) row; returns 0, or 1 on an error. */
-static int moe_row(memra_device *dev, memra_runtime *rt, const moe_shape *s, int div, int64_t m, int skewed,
-                   memra_format fmt, int grid, int64_t reps, tool_rng *rng, FILE *jf, int *first_json)
+/* One (weights, m, routing) row: xw an expert weight of E experts [n x k],
+ * dw its experts as dense weights (the loop's). Returns 0, or 1 on an error. */
+static int moe_run(memra_device *dev, const char *sheet, const char *proj, memra_weight *xw, memra_weight **dw,
+                   int32_t E, int32_t topk, int64_t n, int64_t k, int64_t m, int skewed, int64_t reps, tool_rng *rng,
+                   FILE *jf, int *first_json)
 {
-    const int32_t E = s->experts, topk = s->topk;
-    const int64_t k = s->in_f / div, n = s->out_f / div, rows = m * topk;
+    const int64_t rows = m * topk;
     const int gpu = memra_device_caps_get(dev)->arch != MEMRA_ARCH_HOST;
-    const size_t each = (size_t)n * (size_t)memra_format_row_bytes(fmt, k);
-    const size_t gc = grid ? (size_t)(memra_fp8_grid_rows(n) * memra_fp8_grid_cols(k)) : 0;
     int rc = 0;
-    uint8_t *wb = tool_alloc(each * (size_t)E, 1);
-    float *gr = grid ? tool_alloc(gc * (size_t)E, sizeof(float)) : NULL;
-    float *sc = tool_alloc((size_t)E, sizeof(float));
     float *x = tool_alloc((size_t)(rows * k), sizeof(float)), *xs = tool_alloc((size_t)(rows * k), sizeof(float));
     float *yg = tool_alloc((size_t)(rows * n), sizeof(float)), *yl = tool_alloc((size_t)(rows * n), sizeof(float));
     int32_t *ids = tool_alloc((size_t)rows, sizeof(int32_t));
     int64_t *start = tool_alloc((size_t)E + 1, sizeof(int64_t)), *perm = tool_alloc((size_t)rows, sizeof(int64_t));
-    memra_weight **dw = tool_alloc((size_t)E, sizeof *dw);
     arm_time at[2] = {{tool_alloc((size_t)reps, sizeof(double)), 0}, {tool_alloc((size_t)reps, sizeof(double)), 0}};
-    memra_weight *xw = NULL;
     memra_buffer *bx = NULL, *bxs = NULL, *bi = NULL, *byg = NULL, *byl = NULL;
     memra_timer *timer = NULL;
     memra_status st = MEMRA_STATUS_OK;
-    if (!wb || (grid && !gr) || !sc || !x || !xs || !yg || !yl || !ids || !start || !perm || !dw || !at[0].t ||
-        !at[1].t) {
+    if (!x || !xs || !yg || !yl || !ids || !start || !perm || !at[0].t || !at[1].t) {
         fprintf(stderr, "memra bench moe: out of host memory\n");
         rc = 1;
         goto out;
     }
-    for (int32_t e = 0; e < E; e++) fill_weight(rng, fmt, wb + (size_t)e * each, n, k);
-    if (grid) tool_fill_grid(rng, gr, gc * (size_t)E);
-    for (int32_t e = 0; e < E; e++) sc[e] = (float)(0.01 + 0.02 * tool_rng_unit(rng));
     tool_fill_x(rng, x, (size_t)(rows * k));
     make_routing(rng, skewed, E, topk, m, ids);
     /* the loop's gathered rows */
@@ -210,24 +205,9 @@ static int moe_row(memra_device *dev, memra_runtime *rt, const moe_shape *s, int
         free(fill);
     }
     for (int64_t i = 0; i < rows; i++) memcpy(xs + i * k, x + perm[i] * k, (size_t)k * sizeof(float));
-    const int per_tensor = fmt == MEMRA_FORMAT_E4M3 && !grid;
-    memra_experts_desc ed = {.struct_size = sizeof ed, .format = fmt, .n_experts = E, .out_f = n, .in_f = k,
-                             .data = wb, .size = each * (size_t)E, .scales = per_tensor ? sc : NULL, .grid = gr,
-                             .grid_count = gc * (size_t)E, .name = s->proj};
-    st = memra_weight_create_experts(rt, &ed, &xw);
-    if (st == MEMRA_STATUS_INVALID_ARGUMENT) { /* a shape the format cannot hold (K-quants want in_f % 256) */
-        printf("%s %s %lld->%lld: skipped: %s\n", s->sheet, s->proj, (long long)k, (long long)n, memra_last_error());
-        goto out;
-    }
-    for (int32_t e = 0; e < E && st == MEMRA_STATUS_OK; e++) {
-        memra_weight_desc d = {.struct_size = sizeof d, .format = fmt, .out_f = n, .in_f = k,
-                               .data = wb + (size_t)e * each, .size = each, .scale = per_tensor ? sc[e] : 0.0f,
-                               .grid = gr ? gr + (size_t)e * gc : NULL, .grid_count = gc, .name = s->proj};
-        st = memra_weight_create(rt, &d, &dw[e]);
-    }
     memra_weight_plan pg = {.struct_size = sizeof pg}, pl = {.struct_size = sizeof pl};
     /* the expert weight first: its mirrors are all or none against the budget */
-    if (st == MEMRA_STATUS_OK) st = memra_weight_plan_get(xw, dev, &pg);
+    st = memra_weight_plan_get(xw, dev, &pg);
     const int grouped_ok = st == MEMRA_STATUS_OK && strcmp(pg.lane, "none") != 0;
     if (st == MEMRA_STATUS_OK && grouped_ok) st = memra_weight_prepare(xw, dev);
     for (int32_t e = 0; e < E && st == MEMRA_STATUS_OK; e++) st = memra_weight_prepare(dw[e], dev);
@@ -239,7 +219,7 @@ static int moe_row(memra_device *dev, memra_runtime *rt, const moe_shape *s, int
     if (st == MEMRA_STATUS_OK) st = tool_upload(dev, NULL, (size_t)(rows * n) * sizeof(float), &byl);
     if (st == MEMRA_STATUS_OK) st = memra_timer_create(dev, &timer);
     if (st != MEMRA_STATUS_OK) {
-        fprintf(stderr, "memra bench moe: %s %s: %s: %s\n", s->sheet, s->proj, memra_status_str(st), memra_last_error());
+        fprintf(stderr, "memra bench moe: %s %s: %s: %s\n", sheet, proj, memra_status_str(st), memra_last_error());
         rc = 1;
         goto out;
     }
@@ -269,8 +249,8 @@ static int moe_row(memra_device *dev, memra_runtime *rt, const moe_shape *s, int
         }
     }
     if (st != MEMRA_STATUS_OK) {
-        fprintf(stderr, "memra bench moe: %s %s m=%lld: %s: %s\n", s->sheet, s->proj, (long long)m,
-                memra_status_str(st), memra_last_error());
+        fprintf(stderr, "memra bench moe: %s %s m=%lld: %s: %s\n", sheet, proj, (long long)m, memra_status_str(st),
+                memra_last_error());
         rc = 1;
         goto out;
     }
@@ -296,19 +276,20 @@ static int moe_row(memra_device *dev, memra_runtime *rt, const moe_shape *s, int
     const double flops = 2.0 * (double)rows * (double)n * (double)k;
     at[1].med = tool_median(at[1].t, (size_t)reps);
     at[0].med = grouped_ok ? tool_median(at[0].t, (size_t)reps) : 0;
-    char s0[16] = "-", s1[16], r0[32] = "-", r1[32], name[64];
+    char s0[16] = "-", s1[16], r0[32] = "-", r1[32], name[160];
     if (grouped_ok) tool_spread(at[0].t, (size_t)reps, s0, sizeof s0);
     tool_spread(at[1].t, (size_t)reps, s1, sizeof s1);
     if (grouped_ok) tool_rate(flops / (at[0].med * 1e-3), "FLOP/s", r0, sizeof r0);
     tool_rate(flops / (at[1].med * 1e-3), "FLOP/s", r1, sizeof r1);
-    snprintf(name, sizeof name, "%s %s %lld->%lld", s->sheet, s->proj, (long long)k, (long long)n);
+    snprintf(name, sizeof name, "%s %s %lld->%lld", sheet, proj, (long long)k, (long long)n);
     int active = 0;
     for (int32_t e = 0; e < E; e++) active += start[e + 1] > start[e];
+    const char *lg = grouped_ok ? pg.lane : "-";
     printf("%-30s %6lld %-7s %4d/%-4d %5lld %10.4f %8s %10.4f %8s %8.2fx %14s %14s  %s (%s%s%s)\n", name, (long long)m,
            skewed ? "skewed" : "uniform", active, (int)E, (long long)most, at[0].med, s0, at[1].med, s1,
            grouped_ok ? at[1].med / at[0].med : 0.0, r0, r1,
-           !grouped_ok ? "grouped: no lane" : differ == 0 ? "bitwise" : "differs", grouped_ok ? pg.lane : "-",
-           strcmp(grouped_ok ? pg.lane : "-", pl.lane) ? " / loop " : "", strcmp(grouped_ok ? pg.lane : "-", pl.lane) ? pl.lane : "");
+           !grouped_ok ? "grouped: no lane" : differ == 0 ? "bitwise" : "differs", lg,
+           strcmp(lg, pl.lane) ? " / loop " : "", strcmp(lg, pl.lane) ? pl.lane : "");
     if (grouped_ok && differ) printf("    %zu elements differ, max |diff| / row amax %.3g\n", differ, maxdiff);
     if (!grouped_ok) printf("    grouped arm not run: %s\n", pg.why);
     if (grouped_ok && gh == 0) {
@@ -324,11 +305,15 @@ static int moe_row(memra_device *dev, memra_runtime *rt, const moe_shape *s, int
         rc = 1;
     }
     if (jf) {
-        fprintf(jf, "%s{\"sheet\":\"%s\",\"proj\":\"%s\",\"experts\":%d,\"topk\":%d,\"in_f\":%lld,\"out_f\":%lld,"
+        fprintf(jf, "%s{\"sheet\":", *first_json ? "" : ",");
+        tool_json_str(jf, sheet);
+        fprintf(jf, ",\"proj\":");
+        tool_json_str(jf, proj);
+        fprintf(jf, ",\"experts\":%d,\"topk\":%d,\"in_f\":%lld,\"out_f\":%lld,"
                     "\"m\":%lld,\"rows\":%lld,\"routing\":\"%s\",\"active_experts\":%d,\"most_rows\":%lld,"
                     "\"flops\":%.0f,\"grouped_lane\":",
-                *first_json ? "" : ",", s->sheet, s->proj, (int)E, (int)topk, (long long)k, (long long)n, (long long)m,
-                (long long)rows, skewed ? "skewed" : "uniform", active, (long long)most, flops);
+                (int)E, (int)topk, (long long)k, (long long)n, (long long)m, (long long)rows,
+                skewed ? "skewed" : "uniform", active, (long long)most, flops);
         tool_json_str(jf, grouped_ok ? pg.lane : "none");
         fprintf(jf, ",\"loop_lane\":");
         tool_json_str(jf, pl.lane);
@@ -348,17 +333,123 @@ out:
     memra_timer_destroy(timer);
     memra_buffer_destroy(bx), memra_buffer_destroy(bxs), memra_buffer_destroy(bi);
     memra_buffer_destroy(byg), memra_buffer_destroy(byl);
+    free(x), free(xs), free(yg), free(yl), free(ids), free(start), free(perm);
+    free(at[0].t), free(at[1].t);
+    return rc;
+}
+
+/* One sheet row: random weights of the shape (dimensions / div). */
+static int moe_row(memra_device *dev, memra_runtime *rt, const moe_shape *s, int div, int64_t m, int skewed,
+                   memra_format fmt, int grid, int64_t reps, tool_rng *rng, FILE *jf, int *first_json)
+{
+    const int32_t E = s->experts;
+    const int64_t k = s->in_f / div, n = s->out_f / div;
+    const size_t each = (size_t)n * (size_t)memra_format_row_bytes(fmt, k);
+    const size_t gc = grid ? (size_t)(memra_fp8_grid_rows(n) * memra_fp8_grid_cols(k)) : 0;
+    int rc = 0;
+    uint8_t *wb = tool_alloc(each * (size_t)E, 1);
+    float *gr = grid ? tool_alloc(gc * (size_t)E, sizeof(float)) : NULL;
+    float *sc = tool_alloc((size_t)E, sizeof(float));
+    memra_weight **dw = calloc((size_t)E, sizeof *dw);
+    memra_weight *xw = NULL;
+    if (!wb || (grid && !gr) || !sc || !dw) {
+        fprintf(stderr, "memra bench moe: out of host memory\n");
+        rc = 1;
+        goto out;
+    }
+    for (int32_t e = 0; e < E; e++) fill_weight(rng, fmt, wb + (size_t)e * each, n, k);
+    if (grid) tool_fill_grid(rng, gr, gc * (size_t)E);
+    for (int32_t e = 0; e < E; e++) sc[e] = (float)(0.01 + 0.02 * tool_rng_unit(rng));
+    const int per_tensor = fmt == MEMRA_FORMAT_E4M3 && !grid;
+    memra_experts_desc ed = {.struct_size = sizeof ed, .format = fmt, .n_experts = E, .out_f = n, .in_f = k,
+                             .data = wb, .size = each * (size_t)E, .scales = per_tensor ? sc : NULL, .grid = gr,
+                             .grid_count = gc * (size_t)E, .name = s->proj};
+    memra_status st = memra_weight_create_experts(rt, &ed, &xw);
+    if (st == MEMRA_STATUS_INVALID_ARGUMENT) { /* a shape the format cannot hold (K-quants want in_f % 256) */
+        printf("%s %s %lld->%lld: skipped: %s\n", s->sheet, s->proj, (long long)k, (long long)n, memra_last_error());
+        goto out;
+    }
+    for (int32_t e = 0; e < E && st == MEMRA_STATUS_OK; e++) {
+        memra_weight_desc d = {.struct_size = sizeof d, .format = fmt, .out_f = n, .in_f = k,
+                               .data = wb + (size_t)e * each, .size = each, .scale = per_tensor ? sc[e] : 0.0f,
+                               .grid = gr ? gr + (size_t)e * gc : NULL, .grid_count = gc, .name = s->proj};
+        st = memra_weight_create(rt, &d, &dw[e]);
+    }
+    if (st != MEMRA_STATUS_OK) {
+        fprintf(stderr, "memra bench moe: %s %s: %s: %s\n", s->sheet, s->proj, memra_status_str(st), memra_last_error());
+        rc = 1;
+        goto out;
+    }
+    rc = moe_run(dev, s->sheet, s->proj, xw, dw, E, s->topk, n, k, m, skewed, reps, rng, jf, first_json);
+out:
     memra_weight_destroy(xw);
     for (int32_t e = 0; dw && e < E; e++) memra_weight_destroy(dw[e]);
-    free(wb), free(gr), free(sc), free(x), free(xs), free(yg), free(yl), free(ids), free(start), free(perm), free(dw);
-    free(at[0].t), free(at[1].t);
+    free(wb), free(gr), free(sc), free(dw);
+    return rc;
+}
+
+/* The expert groups of a model file, each through both arms at m tokens,
+ * uniform and skewed routing (memra bench moe --model, memra bench --model).
+ * top-k: 8 for 64 experts or more, else 2 (never more than E). */
+int tool_bench_moe_file(memra_runtime *rt, memra_device *dev, const char *path, int64_t m, int64_t reps,
+                          uint64_t seed, FILE *jf, int *first_json)
+{
+    memra_file *f = NULL;
+    memra_status st = memra_file_open(path, &f);
+    if (st != MEMRA_STATUS_OK) {
+        fprintf(stderr, "memra bench: %s: %s\n", memra_status_str(st), memra_last_error());
+        return 1;
+    }
+    tool_rng rng;
+    tool_rng_seed(&rng, seed);
+    int rc = 0;
+    const size_t ng = memra_file_expert_group_count(f);
+    for (size_t g = 0; g < ng && rc == 0; g++) {
+        memra_expert_group_info gi;
+        memra_file_expert_group_get(f, g, &gi);
+        const int32_t E = gi.n_experts, topk = E >= 64 ? 8 : E >= 2 ? 2 : 1;
+        memra_weight *xw = NULL;
+        memra_weight **dw = calloc((size_t)E, sizeof *dw);
+        st = dw ? memra_file_experts_create(rt, f, gi.name, &xw) : MEMRA_STATUS_OUT_OF_MEMORY;
+        for (int32_t e = 0; e < E && st == MEMRA_STATUS_OK; e++) {
+            if (gi.from_3d) { /* expert e's slice of the 3D tensor, copied */
+                size_t ti;
+                const void *data;
+                size_t bytes;
+                st = memra_file_tensor_find(f, gi.name, &ti);
+                if (st == MEMRA_STATUS_OK) st = memra_file_tensor_data(f, ti, &data, &bytes);
+                const size_t each = bytes / (size_t)E;
+                memra_weight_desc d = {.struct_size = sizeof d, .format = gi.format, .out_f = gi.out_f,
+                                       .in_f = gi.in_f, .data = (const uint8_t *)data + (size_t)e * each,
+                                       .size = each, .name = gi.name};
+                if (st == MEMRA_STATUS_OK) st = memra_weight_create(rt, &d, &dw[e]);
+            } else { /* the file's own tensor of expert e */
+                char name[600];
+                const char *star = strchr(gi.name, '*');
+                snprintf(name, sizeof name, "%.*s%d%s", (int)(star - gi.name), gi.name, (int)e, star + 1);
+                st = memra_file_weight_create(rt, f, name, &dw[e]);
+            }
+        }
+        if (st != MEMRA_STATUS_OK) {
+            fprintf(stderr, "memra bench: %s: %s: %s\n", gi.name, memra_status_str(st), memra_last_error());
+            rc = 1;
+        }
+        char proj[64];
+        snprintf(proj, sizeof proj, "%s", tool_tclass_name(tool_tclass_of(gi.name)));
+        for (int sk = 0; sk < 2 && rc == 0; sk++)
+            rc = moe_run(dev, "model", proj, xw, dw, E, topk, gi.out_f, gi.in_f, m, sk, reps, &rng, jf, first_json);
+        memra_weight_destroy(xw);
+        for (int32_t e = 0; dw && e < E; e++) memra_weight_destroy(dw[e]);
+        free(dw);
+    }
+    memra_file_close(f);
     return rc;
 }
 
 int memra_tool_bench_moe(int argc, char **argv)
 {
     int64_t ms[8], nm = 0, reps = 0, dev_sel = -1;
-    const char *sheet = "all", *json = NULL, *fname = "q8_0";
+    const char *sheet = "all", *json = NULL, *fname = "q8_0", *model = NULL;
     int routing = 3, o, rc = 0, grid = 0; /* routing bits: 1 uniform, 2 skewed */
     memra_format fmt = MEMRA_FORMAT_Q8_0;
     uint64_t seed = tool_clock_seed();
@@ -394,6 +485,7 @@ int memra_tool_bench_moe(int argc, char **argv)
         case 'd': rc = tool_opt_device(&k_cmd, optarg, 0, &dev_sel); break;
         case 'j': json = optarg; break;
         case 's': rc = tool_opt_u64(&k_cmd, "--seed", optarg, &seed); break;
+        case 'F': model = optarg; break;
         default: return 2;
         }
         if (rc != 0) return rc;
@@ -423,18 +515,24 @@ int memra_tool_bench_moe(int argc, char **argv)
     if (reps == 0) reps = gpu ? 10 : 3;
     tool_rng rng;
     tool_rng_seed(&rng, seed);
-    printf("memra bench moe: %s (%s), format %s, reps %lld, seed %llu%s\n", caps->name, caps->profile, fname,
-           (long long)reps, (unsigned long long)seed, gpu ? "" : ", host: dimensions / 8");
+    if (model)
+        printf("memra bench moe: %s (%s), the expert groups of %s, reps %lld, seed %llu\n", caps->name, caps->profile,
+               model, (long long)reps, (unsigned long long)seed);
+    else
+        printf("memra bench moe: %s (%s), format %s, reps %lld, seed %llu%s\n", caps->name, caps->profile, fname,
+               (long long)reps, (unsigned long long)seed, gpu ? "" : ", host: dimensions / 8");
     printf("%-30s %6s %-7s %9s %5s %10s %8s %10s %8s %9s %14s %14s  %s\n", "shape", "m", "routing", "experts",
            "most", "grouped ms", "spread", "loop ms", "spread", "loop/grp", "grouped rate", "loop rate", "agree (lane)");
     if (jf)
         fprintf(jf, "{\"format\":\"memra-bench-moe\",\"version\":1,\"memra\":\"%s\",\"device\":\"%s\",\"cc\":%d,"
                     "\"driver_version\":%d,\"weight_format\":\"%s\",\"reps\":%lld,\"seed\":%llu,\"div\":%d,\"rows\":[",
-                memra_version(), caps->name, caps->cc, memra_driver_version(rt), fname, (long long)reps,
-                (unsigned long long)seed, div);
+                memra_version(), caps->name, caps->cc, memra_driver_version(rt), model ? "model" : fname,
+                (long long)reps, (unsigned long long)seed, model ? 1 : div);
     int first = 1;
     double logsum = 0;
-    for (size_t i = 0; i < sizeof k_shapes / sizeof k_shapes[0] && rc == 0; i++) {
+    for (int64_t mi = 0; model != NULL && mi < nm && rc == 0; mi++)
+        rc = tool_bench_moe_file(rt, dev, model, ms[mi], reps, seed + (uint64_t)mi, jf, &first);
+    for (size_t i = 0; model == NULL && i < sizeof k_shapes / sizeof k_shapes[0] && rc == 0; i++) {
         if (strcmp(sheet, "all") != 0 && strcmp(sheet, k_shapes[i].sheet) != 0) continue;
         for (int64_t mi = 0; mi < nm && rc == 0; mi++)
             for (int sk = 0; sk < 2 && rc == 0; sk++)

@@ -111,3 +111,22 @@ size_t tool_weight_shapes(const memra_file *f, tool_wshape *out, size_t cap)
     }
     return n;
 }
+
+int tool_in_expert_group(const memra_file *f, const char *name)
+{
+    for (size_t g = 0; g < memra_file_expert_group_count(f); g++) {
+        memra_expert_group_info gi;
+        if (memra_file_expert_group_get(f, g, &gi) != MEMRA_STATUS_OK) continue;
+        if (gi.from_3d) {
+            if (strcmp(gi.name, name) == 0) return 1;
+            continue;
+        }
+        const char *star = strchr(gi.name, '*');
+        const size_t pl = (size_t)(star - gi.name), nl = strlen(name), sl = strlen(star + 1);
+        if (nl <= pl + sl || strncmp(name, gi.name, pl) != 0 || strcmp(name + nl - sl, star + 1) != 0) continue;
+        int digits = 1;
+        for (size_t i = pl; i < nl - sl; i++) digits &= name[i] >= '0' && name[i] <= '9';
+        if (digits) return 1;
+    }
+    return 0;
+}

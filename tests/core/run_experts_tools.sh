@@ -56,4 +56,19 @@ grep -q '^12 passed, 0 failed' "$tmp/ck" || { cat "$tmp/ck"; fail "check gemm_ex
 MEMRA_CHECK_INJECT_FAULT=1 "$memra" check --device host --op gemm_experts >"$tmp/ck" 2>&1 && fail "check: the injected fault passed"
 grep -q 'gemm_experts .*FAIL (injected fault)' "$tmp/ck" || { cat "$tmp/ck"; fail "check: no injected row"; }
 MEMRA_TEST_FAKE_DEVICES=1 "$memra" check --device 0 --op gemm_experts --quick >"$tmp/ck" 2>&1 || { cat "$tmp/ck"; fail "check on a fake device"; }
+# check --model and bench --model on the expert groups (uniform and skewed routing)
+for f in experts.gguf experts.safetensors; do
+    "$memra" check --model "$tmp/$f" --device host --json "$tmp/cm.json" >"$tmp/cm" 2>&1 || { cat "$tmp/cm"; fail "check --model $f"; }
+    [ "$(grep -c 'gemm_experts .* PASS: lane .*bit for bit' "$tmp/cm")" -eq 2 ] || { cat "$tmp/cm"; fail "check --model $f: experts rows"; }
+    "$memra" bench --model "$tmp/$f" --device host --reps 1 --json "$tmp/bm.json" >"$tmp/bm" 2>&1 || { cat "$tmp/bm"; fail "bench --model $f"; }
+    python3 - "$tmp/bm.json" <<'PY' || fail "bench --model $f receipt"
+import json, sys
+d = json.load(open(sys.argv[1]))
+ex = d["model"]["experts"]
+assert len(ex) == 2 and {r["routing"] for r in ex} == {"uniform", "skewed"}, ex
+assert all(r["grouped_hits"] > 0 and r["elements_differ"] == 0 for r in ex), ex
+PY
+done
+MEMRA_CHECK_INJECT_FAULT=1 "$memra" check --model "$tmp/experts.gguf" --device host >"$tmp/cm" 2>&1 && fail "check --model: the injected fault passed"
+grep -q 'gemm_experts .*FAIL (injected fault)' "$tmp/cm" || { cat "$tmp/cm"; fail "check --model: no injected experts row"; }
 echo PASS

@@ -500,10 +500,12 @@ static void test_file(const char *dir)
                                 .data = grid + (size_t)e * gc, .bytes = gc * sizeof(float)};
         nt++;
     }
+    uint8_t bf[8 * 32 * 2];
+    random_expert(MEMRA_FORMAT_BF16, 8, 32, bf);
     for (int e = 0; e < 3; e++) { /* experts 0, 1, 3 of down_proj: a hole, so no group */
         snprintf(names[nt], sizeof names[nt], "model.layers.0.mlp.experts.%d.down_proj.weight", e == 2 ? 3 : e);
-        st[nt] = (tw_st_tensor){.name = names[nt], .dtype = "BF16", .n_dims = 2, .shape = {8, 32}, .data = w8,
-                                .bytes = 8 * 32 * 2};
+        st[nt] = (tw_st_tensor){.name = names[nt], .dtype = "BF16", .n_dims = 2, .shape = {8, 32}, .data = bf,
+                                .bytes = sizeof bf};
         nt++;
     }
     tw_st_build(st, nt, NULL, &b);
