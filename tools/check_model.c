@@ -453,6 +453,8 @@ static void group_case(checker *c, const memra_file *f, const memra_expert_group
         fail_note_model(&r, "expert weights", st);
         goto done;
     }
+    for (int i = 0; i < p.n_steps; i++)
+        if (p.ops[i] == MEMRA_OP_gemm_experts && p.modules[i]) snprintf(r.module, sizeof r.module, "%s", p.modules[i]);
     if (strcmp(p.lane, "none") == 0) {
         r.result = "DECLINED";
         snprintf(r.note, sizeof r.note, "no grouped lane on this device: %.150s", p.why);

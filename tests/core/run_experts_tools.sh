@@ -1,8 +1,9 @@
 #!/bin/sh
 # memra model ls / check / bench on expert groups (issue 30), host device.
-# usage: run_experts_tools.sh MEMRA TEST_EXPERTS
+# usage: run_experts_tools.sh MEMRA TEST_EXPERTS [MAKE_LAYER_FILES_PY]
 memra="$1"
 te="$2"
+layer="$3"
 tmp=$(mktemp -d) || exit 1
 trap 'rm -rf "$tmp"' EXIT
 fail() { echo "FAIL: $*"; exit 1; }
@@ -71,4 +72,14 @@ PY
 done
 MEMRA_CHECK_INJECT_FAULT=1 "$memra" check --model "$tmp/experts.gguf" --device host >"$tmp/cm" 2>&1 && fail "check --model: the injected fault passed"
 grep -q 'gemm_experts .*FAIL (injected fault)' "$tmp/cm" || { cat "$tmp/cm"; fail "check --model: no injected experts row"; }
+# bench/make_layer_files.py --moe-only (numpy): a small Qwen3-like MoE layer, 3D GGUF and per-expert FP8
+if [ -n "$layer" ] && python3 -c "import numpy" 2>/dev/null; then
+    python3 "$layer" "$tmp/moelayer" --moe-only --experts 16 --div 4 --types q8_0,q6_k >/dev/null || fail "make_layer_files.py --moe-only"
+    for f in layermoe.q8_0.gguf layermoe.q6_k.gguf layermoe.fp8.safetensors; do
+        MEMRA_F16_BUDGET_MB=0 "$memra" check --model "$tmp/moelayer/$f" --device host >"$tmp/cm" 2>&1 || { cat "$tmp/cm"; fail "check --model $f"; }
+        [ "$(grep -c 'gemm_experts .* PASS' "$tmp/cm")" -eq 6 ] || { cat "$tmp/cm"; fail "check --model $f: 6 experts rows"; }
+    done
+else
+    echo "(make_layer_files.py part skipped: no numpy)"
+fi
 echo PASS
