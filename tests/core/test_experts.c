@@ -12,6 +12,7 @@
  *                                fp8blk_floor budget bad_ids refusals file
  */
 #include <math.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -534,6 +535,86 @@ static void test_file(const char *dir)
     memra_close(rt);
 }
 
+/* Threads: four threads call one expert weight, unprepared, on the host device
+ * at once (the first calls race to prepare it), each result bit for bit the
+ * serial one; a fifth queries and plans meanwhile. */
+typedef struct thr {
+    memra_device *dev;
+    memra_weight *w;
+    const float *x;
+    const int32_t *ids;
+    float *y;
+    int64_t n;
+    memra_status st;
+} thr;
+
+static void *thr_main(void *arg)
+{
+    thr *t = arg;
+    for (int i = 0; i < 8 && t->st == MEMRA_STATUS_OK; i++)
+        t->st = memra_matmul_experts(t->dev, t->w, (memra_dptr)(uintptr_t)t->x, ROWS, (memra_dptr)(uintptr_t)t->ids,
+                                     (memra_dptr)(uintptr_t)t->y, NULL);
+    return NULL;
+}
+
+static void *thr_query(void *arg)
+{
+    thr *t = arg;
+    for (int i = 0; i < 200; i++) {
+        memra_weight_state ws;
+        memra_weight_plan p = {.struct_size = sizeof p};
+        if (memra_weight_query(t->w, t->dev, &ws) != MEMRA_STATUS_OK ||
+            memra_weight_plan_get(t->w, t->dev, &p) != MEMRA_STATUS_OK)
+            t->st = MEMRA_STATUS_INTERNAL;
+        (void)memra_weight_operands(t->w, t->dev);
+    }
+    return NULL;
+}
+
+static void test_threads(void)
+{
+    const int64_t n = 96, k = 256;
+    const size_t each = (size_t)n * memra_format_row_bytes(MEMRA_FORMAT_Q8_0, k);
+    uint8_t *bytes = malloc(each * E);
+    for (int e = 0; e < E; e++) random_expert(MEMRA_FORMAT_Q8_0, n, k, bytes + (size_t)e * each);
+    memra_experts_desc ed = {.struct_size = sizeof ed, .format = MEMRA_FORMAT_Q8_0, .n_experts = E, .out_f = n,
+                             .in_f = k, .data = bytes, .size = each * E};
+    int32_t ids[ROWS];
+    uneven_ids(ids, ROWS);
+    float *x = malloc((size_t)ROWS * (size_t)k * sizeof(float));
+    for (int64_t i = 0; i < ROWS * k; i++) x[i] = test_rand_f32(&g_rng);
+    for (int budget = 0; budget < 2; budget++) {
+        memra_runtime *rt = open_rt(budget ? "64" : "0", NULL);
+        memra_device *dev = memra_device_host(rt);
+        memra_weight *ref, *w;
+        CHECK_OK(memra_weight_create_experts(rt, &ed, &ref));
+        CHECK_OK(memra_weight_create_experts(rt, &ed, &w));
+        float *want = malloc((size_t)ROWS * (size_t)n * sizeof(float));
+        CHECK_OK(memra_matmul_experts(dev, ref, (memra_dptr)(uintptr_t)x, ROWS, (memra_dptr)(uintptr_t)ids,
+                                      (memra_dptr)(uintptr_t)want, NULL));
+        thr t[5];
+        pthread_t tid[5];
+        for (int i = 0; i < 5; i++) {
+            t[i] = (thr){.dev = dev, .w = w, .x = x, .ids = ids, .n = n, .st = MEMRA_STATUS_OK,
+                         .y = malloc((size_t)ROWS * (size_t)n * sizeof(float))};
+            CHECK(pthread_create(&tid[i], NULL, i == 4 ? thr_query : thr_main, &t[i]) == 0);
+        }
+        for (int i = 0; i < 5; i++) pthread_join(tid[i], NULL);
+        for (int i = 0; i < 5; i++) {
+            CHECK_OK(t[i].st);
+            if (i < 4) CHECK(memcmp(t[i].y, want, (size_t)ROWS * (size_t)n * sizeof(float)) == 0);
+            free(t[i].y);
+        }
+        CHECK_INT_EQ(memra_device_f16_used(dev), budget ? 2u * E * (uint64_t)(n * k * 2) : 0);
+        memra_weight_destroy(w);
+        memra_weight_destroy(ref);
+        CHECK_INT_EQ(memra_device_f16_used(dev), 0);
+        free(want);
+        memra_close(rt);
+    }
+    free(x), free(bytes);
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 2) {
@@ -547,6 +628,7 @@ int main(int argc, char **argv)
     else if (strcmp(c, "refusals") == 0) test_refusals();
     else if (strcmp(c, "fp8blk_floor") == 0) test_fp8blk_floor();
     else if (strcmp(c, "file") == 0) test_file(NULL);
+    else if (strcmp(c, "threads") == 0) test_threads();
     else if (strcmp(c, "write") == 0) test_file(getenv("EXPERTS_DIR")); /* the files, for the tool tests */
     else format_case(c);
     printf("ok\n");
