@@ -494,6 +494,11 @@ static void group_case(checker *c, const memra_file *f, const memra_expert_group
         st = memra_matmul_experts(c->dev, xw, memra_buffer_ptr(bx), (int32_t)rows, memra_buffer_ptr(bi),
                                   memra_buffer_ptr(byg), NULL);
     r.hits = memra_ledger_hits(c->dev, MEMRA_OP_gemm_experts, p.modules[p.n_steps - 1] ? p.modules[p.n_steps - 1] : "") - h0;
+    if (st == MEMRA_STATUS_DECLINED) { /* the grouped lane does not take this lane (a GPU module serving some only) */
+        r.result = "DECLINED";
+        snprintf(r.note, sizeof r.note, "%.190s", memra_last_error());
+        goto done;
+    }
     for (int32_t e = 0; e < E && st == MEMRA_STATUS_OK; e++) {
         const int64_t me = start[e + 1] - start[e];
         if (me > 0)

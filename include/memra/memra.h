@@ -629,7 +629,9 @@ memra_status memra_matmul_ex(memra_device *dev, memra_weight *w, const memra_mat
  * row: its output row is left unchanged, on every lane. The call never reads
  * ids on the host and never waits for the device. Served by the op
  * gemm_experts (module.h); a device whose modules lack it answers NOT_SUPPORTED
- * (memra_weight_plan_get says so: lane "none"). */
+ * (memra_weight_plan_get says so: lane "none"), one whose module does not take
+ * the lane DECLINED (on GPUs, so far, only the Q8_0-records floor lane is
+ * served; docs/ARCHITECTURE.md, "Experts"). */
 
 typedef struct memra_experts_desc {
     uint32_t struct_size;

@@ -93,8 +93,7 @@ static void log_sink(int level, const char *component, const char *message, void
 static const char *expect_first(memra_op op, int cc, int native121)
 {
     const int floor = op == MEMRA_OP_quant_q8_1 || op == MEMRA_OP_gemm_q8_0 || op == MEMRA_OP_repack_q8_0 ||
-                      op == MEMRA_OP_gemm_q8_0r || op == MEMRA_OP_gemm_kr;
-    if (op == MEMRA_OP_gemm_experts) return NULL; /* no GPU module serves the grouped op yet (issue 30) */
+                      op == MEMRA_OP_gemm_q8_0r || op == MEMRA_OP_gemm_kr || op == MEMRA_OP_gemm_experts;
     if (cc == 90) return floor || op == MEMRA_OP_accprobe ? "mmq" : "sm90";
     if (cc == 120 || (cc == 121 && native121)) return "sm120";
     return op == MEMRA_OP_accprobe ? NULL : "portable";
@@ -108,9 +107,9 @@ static const char *expect_first(memra_op op, int cc, int native121)
 static const char *expect_first_forced(memra_op op, int cc, int native121)
 {
     const int floor = op == MEMRA_OP_quant_q8_1 || op == MEMRA_OP_gemm_q8_0 || op == MEMRA_OP_repack_q8_0 ||
-                      op == MEMRA_OP_gemm_q8_0r || op == MEMRA_OP_gemm_kr || op == MEMRA_OP_accprobe;
+                      op == MEMRA_OP_gemm_q8_0r || op == MEMRA_OP_gemm_kr || op == MEMRA_OP_gemm_experts ||
+                      op == MEMRA_OP_accprobe;
     const int mmq_images = cc == 90 || cc == 120 || (cc == 121 && native121);
-    if (op == MEMRA_OP_gemm_experts) return NULL; /* no GPU module serves the grouped op yet (issue 30) */
     if (floor && mmq_images) return "mmq";
     return op == MEMRA_OP_accprobe ? NULL : "portable";
 }
@@ -252,7 +251,7 @@ int main(int argc, char **argv)
                    "MEMRA_ARCH=cuda cc %d %s: first module %s, want %s", k_cc[d], memra_op_name((memra_op)op),
                    got ? got : "none", want ? want : "none");
             /* the portable module is in every list of an op it has, mmq's included */
-            if (op != MEMRA_OP_accprobe && op != MEMRA_OP_gemm_experts) {
+            if (op != MEMRA_OP_accprobe) {
                 int has = 0;
                 for (int i = 0; i < n && i < 16; i++) has |= strcmp(names[i], "portable") == 0;
                 EXPECT(has, "MEMRA_ARCH=cuda cc %d %s: portable not in the routing", k_cc[d],
