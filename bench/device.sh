@@ -59,6 +59,18 @@
 #               device, every lane, bit for bit, throughput alone vs both busy, receipt) and
 #               test_multigpu hotadd (fp8blk hot-loaded while both serve), native and with
 #               MEMRA_ARCH=1:cuda
+#   moe         issue 30, mixture-of-experts: ctest -R 'experts|gpu_runtime_mmq|fake_routing'
+#               (the grouped op, readers, tools; the GPU lane on the fake driver), memra check
+#               --device 0 --op gemm_experts (mmq's first GPU lane: gemm_q8_0r on Q8_0 records,
+#               the device-side routing kernel + a plain grouped kernel; other lanes DECLINED),
+#               under the native and the forced cuda profile, compute-sanitizer memcheck and
+#               racecheck of that check, memra bench moe --device 0 at MOE_M (default
+#               "512 4096") for MOE_FORMATS (default "q8_0 fp8blk"), both routings, with
+#               MEMRA_F16_BUDGET_MB=0 (the floor, where the GPU lane is), receipts to $R (the
+#               grouped arm beside a loop of per-expert memra_matmul calls; a lane the GPU does
+#               not serve times the loop alone and says why), then make_layer_files.py
+#               --moe-only (MOE_EXPERTS, default 128) with memra check --model and memra bench
+#               --model on device 0 (budget 0 too)
 #
 # TAG names the receipts (default: the date). Logs and receipts come back as
 # $OUT/logs.tar and $OUT/receipts.tar; $OUT/summary.txt is printed last.
@@ -593,6 +605,52 @@ PY
   done
   rm -rf $d
   say "model: $((SECONDS - t)) s"
+}
+
+step_moe() {
+  local t=$SECONDS d=/tmp/memra-moe mm f n fm
+  ( cd $B && timeout 300 ctest -R 'experts|gpu_runtime_mmq|fake_routing' --output-on-failure --timeout 200 ) \
+    > "$L/moe_ctest.log" 2>&1
+  say "moe ctest: exit $? $(grep -E 'tests passed' "$L/moe_ctest.log")"
+  grep -E "\*\*\*Failed|Failed  " "$L/moe_ctest.log" | head -6 >> "$S"
+  timeout 300 $M check --device 0 --op gemm_experts --json $R/check_experts_$TAG.json > "$L/moe_check.log" 2>&1
+  say "check gemm_experts --device 0: exit $? $(grep -E 'passed, ' "$L/moe_check.log")"
+  grep -E " FAIL|q8_0r E8" "$L/moe_check.log" | head -8 >> "$S"
+  MEMRA_ARCH=cuda timeout 300 $M check --device 0 --op gemm_experts > "$L/moe_check_cuda.log" 2>&1
+  say "check gemm_experts --device 0 (MEMRA_ARCH=cuda): exit $? $(grep -E 'passed, ' "$L/moe_check_cuda.log")"
+  for tool in memcheck racecheck; do
+    MEMRA_ADMISSION=off timeout 400 compute-sanitizer --tool $tool --print-limit 0 --show-backtrace no \
+      $M check --device 0 --op gemm_experts --module mmq --quick > "$L/moe_san_$tool.log" 2>&1
+    say "sanitize $tool check gemm_experts mmq: exit $? reports $(san_count $tool "$L/moe_san_$tool.log")"
+  done
+  timeout 200 $M check --device host --op gemm_experts > "$L/moe_check_host.log" 2>&1
+  say "check gemm_experts --device host: exit $? $(grep -E 'passed, ' "$L/moe_check_host.log")"
+  for fm in ${MOE_FORMATS:-q8_0 fp8blk}; do
+    for mm in ${MOE_M:-512 4096}; do
+      MEMRA_F16_BUDGET_MB=0 timeout 500 $M bench moe --device 0 --m $mm --format $fm \
+        --json $R/bench_moe_${fm}_m${mm}_$TAG.json > "$L/bench_moe_${fm}_m$mm.txt" 2>&1
+      say "memra bench moe $fm m=$mm: exit $?"
+      grep -E "^(qwen3moe|mixtral)|INVALID|FAIL|not run" "$L/bench_moe_${fm}_m$mm.txt" | cut -c1-200 | head -16 >> "$S"
+    done
+  done
+  rm -rf $d
+  if python3 bench/make_layer_files.py $d --moe-only --experts ${MOE_EXPERTS:-128} --types q8_0,q4_k \
+       > "$L/moe_files.log" 2>&1; then
+    for f in $d/layermoe.*; do
+      n=$(basename $f); n=${n#layermoe.}; n=${n%.*}
+      MEMRA_F16_BUDGET_MB=0 timeout 400 $M check --model $f --device 0 --json $R/check_model_moe_${n}_$TAG.json \
+        > "$L/moe_check_model_$n.log" 2>&1
+      say "memra check --model moe $n: exit $? $(grep -E 'passed, ' "$L/moe_check_model_$n.log")"
+      MEMRA_F16_BUDGET_MB=0 timeout 400 $M bench --model $f --device 0 --json $R/bench_model_moe_${n}_$TAG.json \
+        > "$L/moe_bench_model_$n.log" 2>&1
+      say "memra bench --model moe $n: exit $?"
+      grep -E "^model |INVALID" "$L/moe_bench_model_$n.log" | cut -c1-200 | head -8 >> "$S"
+    done
+  else
+    say "moe: make_layer_files.py --moe-only FAILED"; tail -3 "$L/moe_files.log" >> "$S"
+  fi
+  rm -rf $d
+  say "moe: $((SECONDS - t)) s"
 }
 
 # Every GPU test's comparison can fail: with MEMRA_TEST_INJECT_FAULT=1 (tools/judge.h

@@ -11,6 +11,13 @@ random (Q8_0, Q4_0 and BF16 quantised by gguf.quants from Gaussian values; the
 K-quants as random blocks with finite scales). --div divides every dimension
 (for a small local run); the shapes stay multiples of 256.
 
+--moe also writes one Qwen3-30B-A3B-like MoE layer (issue 30): OUTDIR/layermoe.<type>.gguf
+with blk.0.ffn_{gate,up,down}_exps.weight as 3D tensors (GGUF ne = {in_f, out_f, E}),
+and OUTDIR/layermoe.fp8.safetensors with the per-expert 2D tensors
+model.layers.0.mlp.experts.J.{gate,up,down}_proj.weight and their block-128
+weight_scale_inv (E experts, 2048 -> 768 gate/up, 768 -> 2048 down, divided by
+--div; --experts E sets E, default 128), always by the numpy writers.
+
 Without the gguf / safetensors / ml_dtypes packages (the lent GPU machine has
 numpy only), or with --writer numpy, the files are written by the small
 writers below from the format descriptions: GGUF v3 (32-byte alignment) and
@@ -53,6 +60,9 @@ ap.add_argument("out")
 ap.add_argument("--div", type=int, default=1)
 ap.add_argument("--types", default=",".join(GGML))
 ap.add_argument("--no-fp8", action="store_true")
+ap.add_argument("--moe", action="store_true", help="also a Qwen3-30B-A3B-like MoE layer (3D GGUF, per-expert safetensors)")
+ap.add_argument("--experts", type=int, default=128)
+ap.add_argument("--moe-only", action="store_true", help="the MoE layer alone (implies --moe)")
 ap.add_argument("--writer", choices=["auto", "packages", "numpy"], default="auto",
                 help="auto: the gguf/safetensors packages when importable, else the numpy writers")
 a = ap.parse_args()
@@ -145,6 +155,59 @@ def np_write_safetensors(path, tensors):
         for _, _, _, data in tensors:
             f.write(data)
 
+
+# (class, gguf name, hf name, in_f, out_f): a Qwen3-30B-A3B-like MoE layer's experts
+MOE = [("gate", "ffn_gate_exps", "gate_proj", 2048, 768), ("up", "ffn_up_exps", "up_proj", 2048, 768),
+       ("down", "ffn_down_exps", "down_proj", 768, 2048)]
+
+
+def np_write_gguf_nd(path, name, tensors):
+    """GGUF v3 as np_write_gguf, tensors given as (name, type, ne[] in GGUF order, data)."""
+    kv = [("general.architecture", "memra"), ("general.name", name)]
+    head = b"GGUF" + struct.pack("<IQQ", 3, len(tensors), len(kv))
+    for k, v in kv:
+        head += gguf_str(k) + struct.pack("<I", 8) + gguf_str(v)
+    off, blobs = 0, []
+    for tn, tname, ne, data in tensors:
+        head += gguf_str(tn) + struct.pack("<I", len(ne)) + b"".join(struct.pack("<Q", d) for d in ne)
+        head += struct.pack("<IQ", GGML[tname][0], off)
+        pad = (-len(data)) % 32
+        blobs.append(data + b"\0" * pad)
+        off += len(data) + pad
+    head += b"\0" * ((-len(head)) % 32)
+    with open(path, "wb") as f:
+        f.write(head)
+        for b in blobs:
+            f.write(b)
+
+
+if a.moe or a.moe_only:
+    E = a.experts
+    for tname in types:
+        path = os.path.join(a.out, f"layermoe.{tname}.gguf")
+        ts = []
+        for _, gname, _, in_f, out_f in MOE:
+            in_f, out_f = dims(in_f, out_f)
+            data = b"".join(np_tensor(tname, out_f, in_f) for _ in range(E))
+            ts.append((f"blk.0.{gname}.weight", tname, [in_f, out_f, E], data))
+        np_write_gguf_nd(path, f"memra MoE layer ({tname}, {E} experts)", ts)
+        print(path, os.path.getsize(path))
+    if not a.no_fp8:
+        ts = []
+        for _, _, hname, in_f, out_f in MOE:
+            in_f, out_f = dims(in_f, out_f)
+            for j in range(E):
+                codes = rng.integers(0, 256, size=(out_f, in_f), dtype=np.uint8)
+                codes[(codes & 0x7F) == 0x7F] = 0x30
+                grid = rng.uniform(1e-4, 1e-3, size=((out_f + 127) // 128, (in_f + 127) // 128)).astype(np.float32)
+                base = f"model.layers.0.mlp.experts.{j}.{hname}"
+                ts.append((f"{base}.weight", "F8_E4M3", codes.shape, codes.tobytes()))
+                ts.append((f"{base}.weight_scale_inv", "F32", grid.shape, grid.tobytes()))
+        path = os.path.join(a.out, "layermoe.fp8.safetensors")
+        np_write_safetensors(path, ts)
+        print(path, os.path.getsize(path))
+    if a.moe_only:
+        raise SystemExit(0)
 
 if not use_packages:
     for tname in types:

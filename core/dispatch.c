@@ -182,7 +182,7 @@ void memra_ledger_print(const memra_runtime *rt, void *file)
 
 /* One case per op of MEMRA_OP_LIST: an op appended to the list must get its
  * case here (the assert counts them). */
-_Static_assert(MEMRA_OP_COUNT_ == 15, "call_op needs a case for every op of MEMRA_OP_LIST");
+_Static_assert(MEMRA_OP_COUNT_ == 16, "call_op needs a case for every op of MEMRA_OP_LIST");
 
 static memra_status call_op(const memra_op_table *ops, memra_call *call, memra_op op, memra_op_args *a)
 {
@@ -210,6 +210,12 @@ static memra_status call_op(const memra_op_table *ops, memra_call *call, memra_o
     case MEMRA_OP_gemm_q8_0r: return ops->gemm_q8_0r(call, &a->gemm);
     case MEMRA_OP_gemm_bf16: return ops->gemm_bf16(call, &a->gemm);
     case MEMRA_OP_gemm_kr: return ops->gemm_kr(call, &a->gemm);
+    case MEMRA_OP_gemm_experts:
+        if (!MEMRA_HAS_MEMBER(a, memra_op_args, experts))
+            return MEMRA__FAIL(MEMRA_STATUS_INVALID_ARGUMENT, "gemm_experts: args.struct_size %u has no experts member",
+                               a->struct_size);
+        a->experts.struct_size = sizeof a->experts;
+        return ops->gemm_experts(call, &a->gemm, &a->experts);
     default: return MEMRA__FAIL(MEMRA_STATUS_INVALID_ARGUMENT, "op %d out of range", (int)op);
     }
 }

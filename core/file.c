@@ -178,7 +178,7 @@ memra_status memra__file_index_names(memra_file *f)
                                    (unsigned long long)a->info_pos, a->map != b->map ? " of " : "",
                                    a->map != b->map ? a->map->path : "");
     }
-    return MEMRA_STATUS_OK;
+    return memra__file_groups(f);
 }
 
 static int ends_with(const char *s, const char *suffix)
@@ -267,6 +267,7 @@ void memra_file_close(memra_file *f)
     free(f->meta);
     free(f->maps);
     free(f->by_name);
+    memra__file_groups_free(f);
     free(f->path);
     free(f);
 }
@@ -407,6 +408,12 @@ static void shape_text(const memra__tensor *t, char *buf, size_t len)
 /* The FP8 scale of weight w by convention (see file.h). */
 static memra_status fp8_scale(const memra_file *f, const memra__tensor *w, float *scale, float **grid,
                               size_t *grid_count)
+{
+    return memra__file_fp8_scale(f, w, scale, grid, grid_count);
+}
+
+memra_status memra__file_fp8_scale(const memra_file *f, const memra__tensor *w, float *scale, float **grid,
+                                   size_t *grid_count)
 {
     char base[512], nm[600], sh[96];
     const size_t n = strlen(w->name);

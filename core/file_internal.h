@@ -53,7 +53,27 @@ struct memra_file {
     memra__meta *meta;
     size_t n_meta, cap_meta;
     size_t *by_name; /* tensor indices sorted by name */
+    /* ---- expert groups (file_experts.c), made with the name index ---- */
+    struct memra__xgroup *groups;
+    size_t n_groups;
 };
+
+/* An expert group: one 3D tensor [E x out x in], or E 2D tensors named
+ * <prefix>.experts.<J>.<suffix>, J = 0 .. E-1, of one type and shape. */
+typedef struct memra__xgroup {
+    char *name;       /* the 3D tensor's name, or <prefix>.experts.*.<suffix> */
+    int from_3d;
+    int32_t n;        /* experts */
+    size_t *tensors;  /* expert J's tensor index (from_3d: n copies of the one tensor) */
+} memra__xgroup;
+
+/* file_experts.c: (re)build f's expert groups from its tensors; free them. */
+memra_status memra__file_groups(memra_file *f);
+void memra__file_groups_free(memra_file *f);
+/* file.c: the FP8 scale of E4M3 weight w by the conventions of file.h
+ * (*grid malloc'd, NULL for a per-tensor scale). */
+memra_status memra__file_fp8_scale(const memra_file *f, const memra__tensor *w, float *scale, float **grid,
+                                   size_t *grid_count);
 
 /* "<path>: byte <off>: <message>" as INVALID_ARGUMENT (or st). */
 memra_status memra__file_bad(memra_status st, const char *path, uint64_t off, const char *fmt, ...)

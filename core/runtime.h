@@ -282,6 +282,16 @@ void memra__dev_free(memra_device *dev, memra_dptr p);
 memra_status memra__dev_upload(memra_device *dev, memra_dptr dst, const void *src, size_t bytes);
 memra_status memra__dev_download(memra_device *dev, void *dst, memra_dptr src, size_t bytes);
 
+/* weight.c: an expert weight over n_experts borrowed parts (the file readers):
+ * data[e] is expert e's [out_f x in_f] bytes (expert_bytes each), scales n_experts
+ * per-tensor scales or NULL, grid n_experts grids of grid_each floats (copied) or
+ * NULL; release(user) is called once at destroy (also on failure: not called). */
+memra_status memra__weight_create_experts_parts(memra_runtime *rt, memra_format format, int32_t n_experts,
+                                                int64_t out_f, int64_t in_f, const void *const *data,
+                                                size_t expert_bytes, const float *scales, const float *grid,
+                                                size_t grid_each, const char *name, memra_weight_release_fn release,
+                                                void *user, memra_weight **out_w);
+
 /* registry.c */
 memra_status memra__registry_open(memra_runtime *rt);
 void memra__registry_close(memra_runtime *rt);

@@ -80,7 +80,13 @@ typedef struct weight_dev {
     memra_dptr kr;       /* K records (gemm_kr) of a Q4_K / Q5_K / Q6_K weight, 0 when none */
     uint64_t nan_codes;  /* e4m3 NaN codes (E4M3 only) */
     const char *mirror_note; /* why there is no mirror */
+    /* ---- experts (MoE): see "expert weights" at the end of the file ---- */
+    int mirror_mode;     /* an expert's f16 mirror: MIRROR_BUDGET (its own budget check), _RESERVED, _NONE */
+    memra_dptr etab;     /* an expert weight's operand tables on the device (ET_* x n_experts), 0 when none */
+    unsigned etab_ok;    /* bit ET_x: every expert holds that operand */
 } weight_dev;
+
+enum { MIRROR_BUDGET = 0, MIRROR_RESERVED = 1, MIRROR_NONE = 2 };
 
 struct memra_weight {
     memra_runtime *rt;
@@ -97,6 +103,9 @@ struct memra_weight {
     char name[64];
     pthread_mutex_t lock[MEMRA__MAX_DEVICES]; /* lock[d] guards dev[d] */
     weight_dev dev[MEMRA__MAX_DEVICES];
+    int32_t n_experts;      /* 0: a dense weight; else an expert weight of that many experts */
+    memra_weight **experts; /* n_experts dense weights over the experts' bytes (borrowed from this one) */
+    float *expert_scales;   /* E4M3 per-tensor: n_experts scales */
 };
 
 memra_format memra_weight_format(const memra_weight *w) { return w ? w->format : MEMRA_FORMAT_F32; }
@@ -210,6 +219,7 @@ static void weight_dev_free(memra_weight *w, int d)
     memra__dev_free(dev, wd->q8_0);
     memra__dev_free(dev, wd->q8_0r);
     memra__dev_free(dev, wd->kr);
+    memra__dev_free(dev, wd->etab);
     atomic_fetch_sub(&dev->f16_used, wd->f16_bytes);
     memset(wd, 0, sizeof *wd);
 }
@@ -217,6 +227,9 @@ static void weight_dev_free(memra_weight *w, int d)
 void memra_weight_destroy(memra_weight *w)
 {
     if (w == NULL) return;
+    for (int32_t e = 0; e < w->n_experts && w->experts != NULL; e++) memra_weight_destroy(w->experts[e]);
+    free(w->experts);
+    free(w->expert_scales);
     for (int d = 0; d < w->rt->n_devices; d++) weight_dev_free(w, d);
     for (int d = 0; d < MEMRA__MAX_DEVICES; d++) pthread_mutex_destroy(&w->lock[d]);
     if (w->release != NULL) w->release(w->release_user);
@@ -484,9 +497,14 @@ static memra_status prepare_locked(memra_weight *w, memra_device *dev)
         wd->f16 = wd->raw;
         return MEMRA_STATUS_OK;
     }
-    uint64_t used = atomic_fetch_add(&dev->f16_used, mbytes);
-    if (used + mbytes > device_budget(dev) && w->format != MEMRA_FORMAT_F32) {
-        atomic_fetch_sub(&dev->f16_used, mbytes);
+    /* an expert's share is reserved (or refused) for all experts at once by its expert weight */
+    int over = wd->mirror_mode == MIRROR_NONE && w->format != MEMRA_FORMAT_F32;
+    if (wd->mirror_mode == MIRROR_BUDGET) {
+        uint64_t used = atomic_fetch_add(&dev->f16_used, mbytes);
+        over = used + mbytes > device_budget(dev) && w->format != MEMRA_FORMAT_F32;
+        if (over) atomic_fetch_sub(&dev->f16_used, mbytes);
+    }
+    if (over) {
         wd->mirror_note = "f16 mirror over MEMRA_F16_BUDGET_MB";
         if (w->format == MEMRA_FORMAT_Q8_0) {
             /* The MMQ floor serves it: records in place of the raw copy. */
@@ -516,7 +534,7 @@ static memra_status prepare_locked(memra_weight *w, memra_device *dev)
         }
         return MEMRA_STATUS_OK;
     }
-    wd->f16_bytes = mbytes;
+    wd->f16_bytes = wd->mirror_mode == MIRROR_RESERVED ? 0 : mbytes; /* a reserved share is its expert weight's */
     st = memra__dev_alloc(dev, mbytes, &wd->f16);
     if (st != MEMRA_STATUS_OK) goto fail;
     memra_op_args a = {.src = wd->raw, .dst = wd->f16, .rows = w->out_f, .cols = w->in_f, .n = w->out_f * w->in_f,
@@ -534,6 +552,8 @@ fail:
     }
 }
 
+static memra_status experts_prepare_locked(memra_weight *w, memra_device *dev);
+
 memra_status memra_weight_prepare(memra_weight *w, memra_device *dev)
 {
     memra__clear_error();
@@ -542,7 +562,7 @@ memra_status memra_weight_prepare(memra_weight *w, memra_device *dev)
     weight_dev *wd = &w->dev[dev->index];
     if (__atomic_load_n(&wd->ready, __ATOMIC_ACQUIRE)) return MEMRA_STATUS_OK;
     pthread_mutex_lock(&w->lock[dev->index]);
-    memra_status st = prepare_locked(w, dev);
+    memra_status st = w->n_experts > 0 ? experts_prepare_locked(w, dev) : prepare_locked(w, dev);
     if (st == MEMRA_STATUS_OK) __atomic_store_n(&wd->ready, 1, __ATOMIC_RELEASE);
     pthread_mutex_unlock(&w->lock[dev->index]);
     return st;
@@ -660,6 +680,10 @@ memra_status memra_matmul_ex(memra_device *dev, memra_weight *w, const memra_mat
     if (ma->struct_size < offsetof(memra_matmul_args, stream) + sizeof ma->stream)
         return MEMRA__FAIL(MEMRA_STATUS_INVALID_ARGUMENT, "memra_matmul(%s): args.struct_size %u is too small",
                            w->name, ma->struct_size);
+    if (w->n_experts > 0)
+        return MEMRA__FAIL(MEMRA_STATUS_INVALID_ARGUMENT,
+                           "memra_matmul(%s): an expert weight (%d experts) takes memra_matmul_experts", w->name,
+                           (int)w->n_experts);
     if (ma->m <= 0 || ma->x == 0 || ma->y == 0)
         return MEMRA__FAIL(MEMRA_STATUS_INVALID_ARGUMENT, "memra_matmul(%s): m = %d, x = %s, y = %s", w->name, ma->m,
                            ma->x ? "set" : "NULL", ma->y ? "set" : "NULL");
@@ -848,6 +872,16 @@ memra_status memra_weight_query(const memra_weight *w, const memra_device *dev, 
     if (w == NULL || dev == NULL || out == NULL)
         return MEMRA__FAIL(MEMRA_STATUS_INVALID_ARGUMENT, "memra_weight_query: NULL argument");
     if (dev->rt != w->rt) return MEMRA__FAIL(MEMRA_STATUS_INVALID_ARGUMENT, "weight and device of other runtimes");
+    if (w->n_experts > 0) {
+        /* an expert weight: its first expert's operands (every expert holds the same kinds), the NaN codes of all */
+        const int prepared = __atomic_load_n(&w->dev[dev->index].ready, __ATOMIC_ACQUIRE);
+        memra_status st = memra_weight_query(w->experts[0], dev, out);
+        if (st == MEMRA_STATUS_OK) {
+            out->prepared = prepared;
+            if (prepared) out->nan_codes = w->dev[dev->index].nan_codes;
+        }
+        return st;
+    }
     pthread_mutex_t *lock = (pthread_mutex_t *)(uintptr_t)&w->lock[dev->index];
     pthread_mutex_lock(lock);
     const weight_dev *wd = &w->dev[dev->index];
@@ -865,6 +899,9 @@ memra_status memra_weight_query(const memra_weight *w, const memra_device *dev, 
 unsigned memra_weight_operands(const memra_weight *w, const memra_device *dev)
 {
     if (w == NULL || dev == NULL || dev->rt != w->rt) return 0;
+    if (w->n_experts > 0)
+        return __atomic_load_n(&w->dev[dev->index].ready, __ATOMIC_ACQUIRE) ? memra_weight_operands(w->experts[0], dev)
+                                                                            : 0u;
     pthread_mutex_t *lock = (pthread_mutex_t *)(uintptr_t)&w->lock[dev->index];
     pthread_mutex_lock(lock);
     const weight_dev *wd = &w->dev[dev->index];
@@ -898,7 +935,11 @@ static void plan_floor(memra_device *dev, memra_weight_plan *p, int records)
     plan_step(dev, p, records ? MEMRA_OP_gemm_q8_0r : MEMRA_OP_gemm_q8_0);
 }
 
-/* Mirrors prepare_locked and memra_matmul_ex: keep the three in step. */
+static memra_status plan_of(const memra_weight *w, memra_device *dev, memra_weight_plan *out, uint64_t experts);
+
+/* Mirrors prepare_locked and memra_matmul_ex: keep the three in step. An
+ * expert weight's plan is its first expert's with every expert counted (the
+ * mirror budget, the bytes) and the GEMM step served by gemm_experts. */
 memra_status memra_weight_plan_get(const memra_weight *w, memra_device *dev, memra_weight_plan *out)
 {
     memra__clear_error();
@@ -908,11 +949,44 @@ memra_status memra_weight_plan_get(const memra_weight *w, memra_device *dev, mem
         return MEMRA__FAIL(MEMRA_STATUS_INVALID_ARGUMENT, "memra_weight_plan_get: struct_size %u is too small",
                            out->struct_size);
     if (dev->rt != w->rt) return MEMRA__FAIL(MEMRA_STATUS_INVALID_ARGUMENT, "weight and device of other runtimes");
+    if (w->n_experts == 0) return plan_of(w, dev, out, 0);
+    memra_status st = plan_of(w->experts[0], dev, out, (uint64_t)w->n_experts);
+    if (st != MEMRA_STATUS_OK) return st;
+    memra_op lane_op = MEMRA_OP_COUNT_;
+    for (int i = 0; i < out->n_steps; i++) {
+        const memra_op o = out->ops[i];
+        if (o == MEMRA_OP_gemm_f16 || o == MEMRA_OP_gemm_bf16 || o == MEMRA_OP_gemm_fp8 || o == MEMRA_OP_gemm_fp8_blk ||
+            o == MEMRA_OP_gemm_q8_0 || o == MEMRA_OP_gemm_q8_0r || o == MEMRA_OP_gemm_kr) {
+            const char *names[1] = {NULL};
+            lane_op = o;
+            out->ops[i] = MEMRA_OP_gemm_experts;
+            out->modules[i] = memra_routing_get(dev, MEMRA_OP_gemm_experts, names, 1) > 0 ? names[0] : NULL;
+        }
+    }
+    char why[sizeof out->why];
+    int pl = snprintf(why, sizeof why, "%d experts, grouped (gemm_experts on %s's contract): ", (int)w->n_experts,
+                      lane_op == MEMRA_OP_COUNT_ ? "no" : memra_op_name(lane_op));
+    if (pl < 0 || (size_t)pl >= sizeof why) pl = 0;
+    const size_t rest = sizeof why - (size_t)pl - 1, have = strlen(out->why);
+    memcpy(why + pl, out->why, have < rest ? have : rest);
+    why[(size_t)pl + (have < rest ? have : rest)] = '\0';
+    memcpy(out->why, why, sizeof why);
+    if (lane_op == MEMRA_OP_COUNT_) out->lane = "none";
+    for (int i = 0; i < out->n_steps; i++)
+        if (out->modules[i] == NULL) out->lane = "none";
+    return MEMRA_STATUS_OK;
+}
+
+/* The plan of a dense weight; `experts` > 0: for each of that many experts
+ * of this shape (the f16 budget and the bytes counted for all of them). */
+static memra_status plan_of(const memra_weight *w, memra_device *dev, memra_weight_plan *out, uint64_t experts)
+{
+    const uint64_t mult = experts ? experts : 1;
     memra_weight_plan p;
     memset(&p, 0, sizeof p);
     p.struct_size = sizeof p;
     const char *fn = memra_format_name(w->format);
-    const uint64_t mbytes = (uint64_t)w->out_f * (uint64_t)w->in_f * 2u;
+    const uint64_t mbytes = (uint64_t)w->out_f * (uint64_t)w->in_f * 2u * mult;
     p.operand_bytes = w->size + w->grid_count * sizeof(float);
     pthread_mutex_t *lock = (pthread_mutex_t *)(uintptr_t)&w->lock[dev->index];
     pthread_mutex_lock(lock);
@@ -964,7 +1038,7 @@ memra_status memra_weight_plan_get(const memra_weight *w, memra_device *dev, mem
         if (fits) {
             p.lane = "f16 mirror";
             plan_step(dev, &p, MEMRA_OP_gemm_f16);
-            p.operand_bytes += mbytes;
+            p.operand_bytes += mbytes / mult; /* one expert's; multiplied below */
             if (w->format == MEMRA_FORMAT_F32)
                 snprintf(p.why, sizeof p.why, "f32 weights get an f16 mirror (cvt_f16 at prepare, %.1f MB)",
                          (double)mbytes / 1048576.0);
@@ -1027,6 +1101,7 @@ memra_status memra_weight_plan_get(const memra_weight *w, memra_device *dev, mem
         snprintf(p.why + l, sizeof p.why - l, "; static activation scale %g: one-pass quantiser",
                  (double)w->input_scale);
     }
+    if (mult > 1) p.operand_bytes *= mult;
     *out = p;
     return MEMRA_STATUS_OK;
 }
@@ -1080,10 +1155,14 @@ memra_status memra_stream_reserve(memra_device *dev, memra_stream_t stream, memr
     /* A lane's plan (split-k slices, padding) can ask more scratch at a smaller
      * m than at m_max, so the calls run at m_max, at every m up to 256, and
      * above 256 at steps of 1/32 of m (plans change slowly there). */
+    /* expert weights run the grouped call with every row on expert 0 (zero ids: the zeroed x's first bytes) */
     for (int i = 0; i < n_weights && st == MEMRA_STATUS_OK; i++) {
         for (int32_t m = m_max; m >= 1 && st == MEMRA_STATUS_OK;) {
             memra_matmul_args a = {.struct_size = sizeof a, .x = x, .m = m, .y = y, .alpha = 1.0f, .stream = stream};
-            st = memra_matmul_ex(dev, weights[i], &a);
+            memra_matmul_experts_args ea = {.struct_size = sizeof ea, .x = x, .rows = m, .ids = x, .y = y,
+                                            .alpha = 1.0f, .stream = stream};
+            st = weights[i]->n_experts > 0 ? memra_matmul_experts_ex(dev, weights[i], &ea)
+                                           : memra_matmul_ex(dev, weights[i], &a);
             m = m > 256 ? (m - m / 32 > 256 ? m - m / 32 : 256) : m - 1;
         }
     }
@@ -1097,4 +1176,392 @@ memra_status memra_stream_reserve(memra_device *dev, memra_stream_t stream, memr
     memra__dev_free(dev, y);
     memra__device_leave(dev);
     return st;
+}
+
+/* ---- expert weights (MoE) ---------------------------------------------------------
+ *
+ * An expert weight is n_experts dense weights of one format and shape (the
+ * experts, created over slices of its bytes and never handed out), plus, per
+ * device, tables of the experts' operands (one device array of n_experts
+ * pointers per operand kind, ET_*) that gemm_experts reads on the device.
+ * Prepare prepares every expert with the dense policy, with one change: the
+ * f16 mirror is all or none. The experts' mirrors are reserved against the
+ * budget at once (each expert's share counted as its own mirror, released
+ * with it), or, when they do not all fit, no expert gets one, so the experts
+ * always share one lane. The tables are made once at prepare; a call
+ * uploads nothing, reads nothing back and never waits for the device. */
+
+enum { ET_RAW, ET_GRID, ET_F16, ET_Q8_0, ET_Q8_0R, ET_KR, ET_KINDS };
+
+static void experts_release_none(void *user) { (void)user; }
+
+static memra_status experts_create(memra_runtime *rt, memra_format format, int32_t n_experts, int64_t out_f,
+                                   int64_t in_f, const void *const *data, size_t expert_bytes, const float *scales,
+                                   const float *grid, size_t grid_each, const char *name, void *owned,
+                                   memra_weight_release_fn release, void *user, memra_weight **out_w)
+{
+    const char *nm = name ? name : "experts";
+    if (n_experts < 1 || n_experts > (1 << 16))
+        return MEMRA__FAIL(MEMRA_STATUS_INVALID_ARGUMENT, "%s: n_experts %d out of range (1 .. 65536)", nm,
+                           (int)n_experts);
+    memra_weight *w = calloc(1, sizeof *w);
+    memra_weight **ex = calloc((size_t)n_experts, sizeof *ex);
+    float *sc = format == MEMRA_FORMAT_E4M3 && grid == NULL ? calloc((size_t)n_experts, sizeof *sc) : NULL;
+    if (w == NULL || ex == NULL || (format == MEMRA_FORMAT_E4M3 && grid == NULL && sc == NULL)) {
+        free(w), free(ex), free(sc);
+        return MEMRA__FAIL(MEMRA_STATUS_OUT_OF_MEMORY, "%s: out of memory", nm);
+    }
+    memra_status st = MEMRA_STATUS_OK;
+    for (int32_t e = 0; e < n_experts && st == MEMRA_STATUS_OK; e++) {
+        char en[64];
+        snprintf(en, sizeof en, "%.50s[%d]", nm, (int)e);
+        memra_weight_desc d = {.struct_size = sizeof d,
+                               .format = format,
+                               .out_f = out_f,
+                               .in_f = in_f,
+                               .data = data[e],
+                               .size = expert_bytes,
+                               .scale = scales ? scales[e] : 0.0f,
+                               .grid = grid ? grid + (size_t)e * grid_each : NULL,
+                               .grid_count = grid ? grid_each : 0,
+                               .name = en};
+        st = weight_create(rt, &d, 1, experts_release_none, NULL, &ex[e]);
+        if (st != MEMRA_STATUS_OK) {
+            char msg[512];
+            snprintf(msg, sizeof msg, "%s", memra_last_error());
+            st = MEMRA__FAIL(st, "%s: expert %d: %s", nm, (int)e, msg);
+        } else if (sc != NULL) {
+            sc[e] = ex[e]->scale;
+        }
+    }
+    if (st != MEMRA_STATUS_OK) {
+        for (int32_t e = 0; e < n_experts; e++) memra_weight_destroy(ex[e]);
+        free(w), free(ex), free(sc);
+        return st;
+    }
+    w->rt = rt;
+    w->format = format;
+    w->out_f = out_f;
+    w->in_f = in_f;
+    w->data = owned;
+    w->size = expert_bytes * (size_t)n_experts;
+    w->release = owned ? NULL : release;
+    w->release_user = user;
+    w->scale = 1.0f;
+    w->grid_count = grid ? grid_each * (size_t)n_experts : 0;
+    w->n_experts = n_experts;
+    w->experts = ex;
+    w->expert_scales = sc;
+    snprintf(w->name, sizeof w->name, "%s", nm);
+    for (int i = 0; i < MEMRA__MAX_DEVICES; i++) pthread_mutex_init(&w->lock[i], NULL);
+    *out_w = w;
+    return MEMRA_STATUS_OK;
+}
+
+memra_status memra__weight_create_experts_parts(memra_runtime *rt, memra_format format, int32_t n_experts,
+                                                int64_t out_f, int64_t in_f, const void *const *data,
+                                                size_t expert_bytes, const float *scales, const float *grid,
+                                                size_t grid_each, const char *name, memra_weight_release_fn release,
+                                                void *user, memra_weight **out_w)
+{
+    memra__clear_error();
+    if (rt == NULL || data == NULL || out_w == NULL || release == NULL)
+        return MEMRA__FAIL(MEMRA_STATUS_INVALID_ARGUMENT, "expert weight: NULL argument");
+    return experts_create(rt, format, n_experts, out_f, in_f, data, expert_bytes, scales, grid, grid_each, name, NULL,
+                          release, user, out_w);
+}
+
+memra_status memra_weight_create_experts(memra_runtime *rt, const memra_experts_desc *d, memra_weight **out_w)
+{
+    memra__clear_error();
+    if (rt == NULL || d == NULL || out_w == NULL)
+        return MEMRA__FAIL(MEMRA_STATUS_INVALID_ARGUMENT, "memra_weight_create_experts: NULL argument");
+    if (d->struct_size < offsetof(memra_experts_desc, name) + sizeof d->name)
+        return MEMRA__FAIL(MEMRA_STATUS_INVALID_ARGUMENT, "experts: desc.struct_size %u is too small", d->struct_size);
+    const char *nm = d->name ? d->name : "experts";
+    if (d->n_experts < 1 || d->n_experts > (1 << 16))
+        return MEMRA__FAIL(MEMRA_STATUS_INVALID_ARGUMENT, "%s: n_experts %d out of range (1 .. 65536)", nm,
+                           (int)d->n_experts);
+    if (memra_format_block_values(d->format) == 0)
+        return MEMRA__FAIL(MEMRA_STATUS_INVALID_ARGUMENT, "%s: unknown format %d", nm, (int)d->format);
+    if (d->data == NULL) return MEMRA__FAIL(MEMRA_STATUS_INVALID_ARGUMENT, "%s: data is NULL", nm);
+    if (d->out_f <= 0 || d->in_f <= 0 || d->out_f > (1 << 24) || d->in_f > (1 << 24) ||
+        d->in_f % memra_format_block_values(d->format) != 0)
+        return MEMRA__FAIL(MEMRA_STATUS_INVALID_ARGUMENT, "%s: expert shape [%lld x %lld] is not a %s matrix", nm,
+                           (long long)d->out_f, (long long)d->in_f, memra_format_name(d->format));
+    const uint64_t each = (uint64_t)d->out_f * memra_format_row_bytes(d->format, d->in_f);
+    if (d->size != each * (uint64_t)d->n_experts)
+        return MEMRA__FAIL(MEMRA_STATUS_INVALID_ARGUMENT, "%s: %zu bytes given, %d experts of %s [%lld x %lld] need %llu",
+                           nm, d->size, (int)d->n_experts, memra_format_name(d->format), (long long)d->out_f,
+                           (long long)d->in_f, (unsigned long long)(each * (uint64_t)d->n_experts));
+    size_t grid_each = 0;
+    if (d->grid != NULL) {
+        grid_each = (size_t)(memra_fp8_grid_rows(d->out_f) * memra_fp8_grid_cols(d->in_f));
+        if (d->grid_count != grid_each * (size_t)d->n_experts)
+            return MEMRA__FAIL(MEMRA_STATUS_INVALID_ARGUMENT,
+                               "%s: %zu grid floats given; %d experts of [%lld x %lld] need %d x %zu", nm, d->grid_count,
+                               (int)d->n_experts, (long long)d->out_f, (long long)d->in_f, (int)d->n_experts,
+                               grid_each);
+        if (d->scales != NULL)
+            return MEMRA__FAIL(MEMRA_STATUS_INVALID_ARGUMENT,
+                               "%s: per-expert scales with block-128 grids are ambiguous; fold them into the grids", nm);
+    } else if (d->grid_count != 0) {
+        return MEMRA__FAIL(MEMRA_STATUS_INVALID_ARGUMENT, "%s: grid_count %zu with a NULL grid", nm, d->grid_count);
+    }
+    uint8_t *copy = malloc(d->size);
+    const void **parts = malloc((size_t)d->n_experts * sizeof *parts);
+    if (copy == NULL || parts == NULL) {
+        free(copy), free(parts);
+        return MEMRA__FAIL(MEMRA_STATUS_OUT_OF_MEMORY, "%s: out of memory for %zu bytes", nm, d->size);
+    }
+    memcpy(copy, d->data, d->size);
+    for (int32_t e = 0; e < d->n_experts; e++) parts[e] = copy + (size_t)e * each;
+    memra_status st = experts_create(rt, d->format, d->n_experts, d->out_f, d->in_f, parts, (size_t)each, d->scales,
+                                     d->grid, grid_each, d->name, copy, NULL, NULL, out_w);
+    free(parts);
+    if (st != MEMRA_STATUS_OK) free(copy);
+    return st;
+}
+
+int32_t memra_weight_experts(const memra_weight *w) { return w ? w->n_experts : 0; }
+
+/* Operand `kind` of expert weight sub on device d (0 when it has none). */
+static memra_dptr expert_operand(const memra_weight *sub, int d, int kind)
+{
+    const weight_dev *wd = &sub->dev[d];
+    switch (kind) {
+    case ET_RAW: return wd->raw;
+    case ET_GRID: return wd->grid;
+    case ET_F16: return wd->f16;
+    case ET_Q8_0: return sub->format == MEMRA_FORMAT_Q8_0 ? wd->raw : sub->format == MEMRA_FORMAT_E4M3 ? wd->q8_0 : 0;
+    case ET_Q8_0R: return wd->q8_0r;
+    case ET_KR: return wd->kr;
+    default: return 0;
+    }
+}
+
+static size_t etab_bytes(int32_t n) { return (size_t)ET_KINDS * (size_t)n * sizeof(memra_dptr) + (size_t)n * 4u; }
+
+/* Caller holds w->lock[dev->index]; the experts' own locks are taken by their prepare. */
+static memra_status experts_prepare_locked(memra_weight *w, memra_device *dev)
+{
+    const int d = dev->index;
+    weight_dev *wd = &w->dev[d];
+    if (wd->prepared) return MEMRA_STATUS_OK;
+    const int32_t n = w->n_experts;
+    const int quant = w->format == MEMRA_FORMAT_Q8_0 || w->format == MEMRA_FORMAT_Q4_0 || is_kquant(w->format);
+    const uint64_t share = (uint64_t)w->out_f * (uint64_t)w->in_f * 2u, total = share * (uint64_t)n;
+    int mode = MIRROR_BUDGET;
+    if (quant) {
+        const uint64_t used = atomic_fetch_add(&dev->f16_used, total);
+        mode = used + total <= device_budget(dev) ? MIRROR_RESERVED : MIRROR_NONE;
+        if (mode == MIRROR_NONE) atomic_fetch_sub(&dev->f16_used, total);
+    }
+    memra_status st = MEMRA_STATUS_OK;
+    int32_t done = 0;
+    for (; done < n && st == MEMRA_STATUS_OK; done++) {
+        w->experts[done]->dev[d].mirror_mode = mode;
+        st = memra_weight_prepare(w->experts[done], dev);
+    }
+    if (st != MEMRA_STATUS_OK) done--;
+    /* FP8 block-128 with NaN codes in any expert: the whole group rides the floor */
+    int nan = 0;
+    for (int32_t e = 0; e < done; e++) nan |= w->experts[e]->dev[d].nan_codes > 0;
+    if (st == MEMRA_STATUS_OK && nan && w->grid_count > 0 && w->in_f % 32 == 0) {
+        for (int32_t e = 0; e < n && st == MEMRA_STATUS_OK; e++) {
+            memra_weight *sub = w->experts[e];
+            pthread_mutex_lock(&sub->lock[d]);
+            if (sub->dev[d].q8_0 == 0 && sub->dev[d].q8_0r == 0) st = build_fp8_mmq(sub, dev, &sub->dev[d]);
+            pthread_mutex_unlock(&sub->lock[d]);
+        }
+    }
+    memra_dptr *tab = NULL;
+    if (st == MEMRA_STATUS_OK) {
+        tab = calloc(1, etab_bytes(n));
+        if (tab == NULL) st = MEMRA__FAIL(MEMRA_STATUS_OUT_OF_MEMORY, "%s: out of memory for the expert tables", w->name);
+    }
+    if (st == MEMRA_STATUS_OK) {
+        unsigned ok = 0;
+        for (int kind = 0; kind < ET_KINDS; kind++) {
+            int all = 1;
+            for (int32_t e = 0; e < n; e++) {
+                tab[(size_t)kind * (size_t)n + (size_t)e] = expert_operand(w->experts[e], d, kind);
+                all &= tab[(size_t)kind * (size_t)n + (size_t)e] != 0;
+            }
+            if (all) ok |= 1u << kind;
+        }
+        float *sc = (float *)(tab + (size_t)ET_KINDS * (size_t)n);
+        for (int32_t e = 0; e < n; e++) sc[e] = w->experts[e]->scale;
+        st = memra__dev_alloc(dev, etab_bytes(n), &wd->etab);
+        if (st == MEMRA_STATUS_OK) st = memra__dev_upload(dev, wd->etab, tab, etab_bytes(n));
+        if (st == MEMRA_STATUS_OK) {
+            wd->etab_ok = ok;
+            wd->prepared = 1;
+            wd->f16_bytes = mode == MIRROR_RESERVED ? total : 0; /* released with this weight's operands */
+            wd->nan_codes = 0;
+            for (int32_t e = 0; e < n; e++) wd->nan_codes += w->experts[e]->dev[d].nan_codes;
+            wd->mirror_note = w->experts[0]->dev[d].mirror_note;
+        } else {
+            memra__dev_free(dev, wd->etab);
+            wd->etab = 0;
+        }
+    }
+    free(tab);
+    if (st != MEMRA_STATUS_OK) {
+        char msg[1024];
+        snprintf(msg, sizeof msg, "%s", memra_last_error());
+        if (mode == MIRROR_RESERVED) atomic_fetch_sub(&dev->f16_used, total);
+        for (int32_t e = 0; e < n; e++) {
+            pthread_mutex_lock(&w->experts[e]->lock[d]);
+            weight_dev_free(w->experts[e], d);
+            __atomic_store_n(&w->experts[e]->dev[d].ready, 0, __ATOMIC_RELEASE);
+            pthread_mutex_unlock(&w->experts[e]->lock[d]);
+        }
+        return MEMRA__FAIL(st, "preparing %s on %s: %s", w->name, dev->label, msg);
+    }
+    return MEMRA_STATUS_OK;
+}
+
+static memra_status experts_step(const mm_call *c, memra_op lane, const memra_gemm_args *g, memra_dptr ids,
+                                 int32_t n_experts, memra_dptr scales)
+{
+    memra_op_args a = {.struct_size = sizeof a, .gemm = *g, .stream = c->stream};
+    a.experts = (memra_gemm_experts_args){.struct_size = sizeof a.experts, .lane = (int32_t)lane,
+                                          .n_experts = n_experts, .ids = ids, .w_scales = scales};
+    return memra__dispatch_on(c->dev, c->snap, MEMRA_OP_gemm_experts, &a);
+}
+
+/* The q8_1 records of every row (row-local: the same codes as per expert). */
+static memra_status experts_quant(const mm_call *c, memra_gemm_args *g)
+{
+    memra_dptr rec;
+    memra_status st = memra__scratch_get(c->dev, c->stream, "q8_1", (size_t)memra_q8_1_bytes(g->m, g->k), &rec);
+    if (st != MEMRA_STATUS_OK) return st;
+    memra_op_args q = {.struct_size = sizeof q, .src = g->x, .rows = g->m, .cols = g->k, .dst = rec,
+                       .stream = c->stream};
+    st = memra__dispatch_on(c->dev, c->snap, MEMRA_OP_quant_q8_1, &q);
+    if (st == MEMRA_STATUS_OK) g->x = rec;
+    return st;
+}
+
+static memra_status experts_steps(const mm_call *c, memra_weight *w, const memra_matmul_experts_args *a)
+{
+    const weight_dev *wd = &w->dev[c->dev->index];
+    const int32_t n = w->n_experts;
+    const unsigned ok = wd->etab_ok;
+#define ETAB(kind) (wd->etab + (memra_dptr)((size_t)(kind) * (size_t)n * sizeof(memra_dptr)))
+    const memra_dptr scales = wd->etab + (memra_dptr)((size_t)ET_KINDS * (size_t)n * sizeof(memra_dptr));
+    memra_gemm_args g = {.struct_size = sizeof g,
+                         .m = a->rows,
+                         .n = (int32_t)w->out_f,
+                         .k = (int32_t)w->in_f,
+                         .x = a->x,
+                         .x_is_f16 = a->x_is_f16,
+                         .y = a->y,
+                         .ldy = a->ldy ? a->ldy : w->out_f,
+                         .y_row_offset = a->y_row_offset,
+                         .alpha = a->alpha == 0.0f ? 1.0f : a->alpha,
+                         .w_format = (int32_t)w->format};
+    const int mirror = w->format != MEMRA_FORMAT_E4M3 && w->format != MEMRA_FORMAT_BF16 && (ok & (1u << ET_F16));
+    if (a->x_is_f16 && !mirror)
+        return MEMRA__FAIL(MEMRA_STATUS_INVALID_ARGUMENT,
+                           "memra_matmul_experts(%s): an f16 activation needs the f16-mirror lane; these %s experts "
+                           "have none",
+                           w->name, memra_format_name(w->format));
+    memra_status st;
+    if (w->format == MEMRA_FORMAT_BF16) {
+        g.w = ETAB(ET_RAW);
+        return experts_step(c, MEMRA_OP_gemm_bf16, &g, a->ids, n, 0);
+    }
+    if (w->format == MEMRA_FORMAT_E4M3 && w->grid_count == 0) {
+        if (wd->nan_codes > 0) {
+            memra__ledger_core_decline(c->dev, MEMRA_OP_gemm_experts, "core", "an expert has e4m3 NaN codes");
+            return MEMRA__FAIL(MEMRA_STATUS_NOT_SUPPORTED,
+                               "memra_matmul_experts(%s): %llu e4m3 NaN codes; an FP8 lane would read them as NaN",
+                               w->name, (unsigned long long)wd->nan_codes);
+        }
+        g.w = ETAB(ET_RAW);
+        return experts_step(c, MEMRA_OP_gemm_fp8, &g, a->ids, n, scales);
+    }
+    if (w->format == MEMRA_FORMAT_E4M3) {
+        if (wd->nan_codes > 0) {
+            memra__ledger_core_decline(c->dev, MEMRA_OP_gemm_experts, "core", "an expert has e4m3 NaN codes");
+        } else if (c->snap->n_lanes[MEMRA_OP_gemm_fp8_blk] > 0) { /* the dense policy: no block lane, the floor */
+            g.w = ETAB(ET_RAW);
+            g.w_scale_grid = ETAB(ET_GRID);
+            st = experts_step(c, MEMRA_OP_gemm_fp8_blk, &g, a->ids, n, 0);
+            if (!floor_falls_back(c, MEMRA_OP_gemm_experts, st)) return st;
+        }
+        g.w_scale_grid = 0;
+    } else if (mirror) {
+        g.w = ETAB(ET_F16);
+        return experts_step(c, MEMRA_OP_gemm_f16, &g, a->ids, n, 0);
+    }
+    /* the integer floors: the activation quantised once for all rows */
+    const int q8r = (ok & (1u << ET_Q8_0R)) != 0, q8b = (ok & (1u << ET_Q8_0)) != 0, kr = (ok & (1u << ET_KR)) != 0;
+    if (!q8r && !q8b && !kr)
+        return MEMRA__FAIL(MEMRA_STATUS_NOT_SUPPORTED,
+                           "memra_matmul_experts(%s): no grouped lane for %s experts on %s (no f16 mirror within the "
+                           "budget, and no integer floor operand for every expert)",
+                           w->name, memra_format_name(w->format), c->dev->label);
+    st = experts_quant(c, &g);
+    if (st != MEMRA_STATUS_OK) return st;
+    if (kr) {
+        g.w = ETAB(ET_KR);
+        return experts_step(c, MEMRA_OP_gemm_kr, &g, a->ids, n, 0);
+    }
+    if (q8r) {
+        g.w = ETAB(ET_Q8_0R);
+        st = experts_step(c, MEMRA_OP_gemm_q8_0r, &g, a->ids, n, 0);
+        if (!q8b || !floor_falls_back(c, MEMRA_OP_gemm_experts, st)) return st;
+    }
+    g.w = ETAB(ET_Q8_0);
+    return experts_step(c, MEMRA_OP_gemm_q8_0, &g, a->ids, n, 0);
+#undef ETAB
+}
+
+memra_status memra_matmul_experts_ex(memra_device *dev, memra_weight *w, const memra_matmul_experts_args *a)
+{
+    memra__clear_error();
+    if (dev == NULL || w == NULL || a == NULL)
+        return MEMRA__FAIL(MEMRA_STATUS_INVALID_ARGUMENT, "memra_matmul_experts: NULL argument");
+    if (a->struct_size < offsetof(memra_matmul_experts_args, stream) + sizeof a->stream)
+        return MEMRA__FAIL(MEMRA_STATUS_INVALID_ARGUMENT, "memra_matmul_experts(%s): args.struct_size %u is too small",
+                           w->name, a->struct_size);
+    if (w->n_experts == 0)
+        return MEMRA__FAIL(MEMRA_STATUS_INVALID_ARGUMENT,
+                           "memra_matmul_experts(%s): a dense weight; make an expert weight (memra_weight_create_experts)",
+                           w->name);
+    if (a->rows <= 0 || a->x == 0 || a->y == 0 || a->ids == 0)
+        return MEMRA__FAIL(MEMRA_STATUS_INVALID_ARGUMENT, "memra_matmul_experts(%s): rows = %d, x = %s, ids = %s, y = %s",
+                           w->name, a->rows, a->x ? "set" : "NULL", a->ids ? "set" : "NULL", a->y ? "set" : "NULL");
+    if (a->ldy != 0 && a->ldy < w->out_f)
+        return MEMRA__FAIL(MEMRA_STATUS_INVALID_ARGUMENT, "memra_matmul_experts(%s): ldy %lld < out_f %lld", w->name,
+                           (long long)a->ldy, (long long)w->out_f);
+    if (a->y_row_offset < 0)
+        return MEMRA__FAIL(MEMRA_STATUS_INVALID_ARGUMENT, "memra_matmul_experts(%s): negative row offset", w->name);
+    if (!isfinite(a->alpha))
+        return MEMRA__FAIL(MEMRA_STATUS_INVALID_ARGUMENT, "memra_matmul_experts(%s): alpha %g is not finite", w->name,
+                           (double)a->alpha);
+    memra_status st = memra_weight_prepare(w, dev);
+    if (st != MEMRA_STATUS_OK) return st;
+    mm_call c = {.dev = dev, .snap = memra__snapshot_acquire(dev), .stream = dev->is_host ? NULL : a->stream};
+    if (c.snap == NULL) return MEMRA__FAIL(MEMRA_STATUS_INTERNAL, "no routing on %s", dev->label);
+    st = memra__scope_begin(dev, c.stream);
+    if (st == MEMRA_STATUS_OK) {
+        const char *prev = memra__scratch_module_set("core");
+        st = experts_steps(&c, w, a);
+        memra__scratch_module_set(prev);
+        memra__scope_end();
+    }
+    memra__snapshot_release(c.snap);
+    return st;
+}
+
+memra_status memra_matmul_experts(memra_device *dev, memra_weight *w, memra_dptr x, int32_t rows, memra_dptr ids,
+                                  memra_dptr y, memra_stream_t stream)
+{
+    memra_matmul_experts_args a = {.struct_size = sizeof a, .x = x, .rows = rows, .ids = ids, .y = y, .alpha = 1.0f,
+                                   .stream = stream};
+    return memra_matmul_experts_ex(dev, w, &a);
 }

@@ -1218,9 +1218,26 @@ static int bench_model(bench *b, const char *path)
         memra_tensor_info t;
         memra_file_tensor_get(f, idx[i], &t);
         if (tool_not_projection(t.name)) skipped[nskip++] = idx[i];
-        else idx[nkeep++] = idx[i];
+        else if (!tool_in_expert_group(f, t.name)) idx[nkeep++] = idx[i]; /* experts: timed as their groups below */
     }
     nw = nkeep;
+    if (nw == 0 && memra_file_expert_group_count(f) > 0) { /* experts only: their table and receipt rows */
+        char *ex = NULL;
+        size_t exl = 0;
+        FILE *ms = b->json ? open_memstream(&ex, &exl) : NULL;
+        int efirst = 1;
+        printf("model %s: %s, %zu tensors, no 2D projection; its %zu expert groups through memra_matmul_experts:\n",
+               path, memra_file_describe(f), memra_file_tensor_count(f), memra_file_expert_group_count(f));
+        rc = tool_bench_moe_file(b->rt, b->dev, path, b->m, b->reps, tool_rng_u64(&b->rng), ms, &efirst);
+        if (ms) fclose(ms);
+        if (b->json && rc == 0) {
+            fprintf(b->json, "],\"model\":{\"file\":");
+            tool_json_str(b->json, path);
+            fprintf(b->json, ",\"experts\":[%s]}}\n", ex ? ex : "");
+        }
+        free(ex);
+        goto done;
+    }
     if (nw == 0) {
         fprintf(stderr, "memra bench: %s: no 2D weight of a memra format (see 'memra model ls %s')\n", path, path);
         rc = 1;
@@ -1340,7 +1357,17 @@ static int bench_model(bench *b, const char *path)
            (double)mirror_bytes / 1048576.0, (double)rss0 / 1048576.0,
            (double)rss_open / 1048576.0, (double)rss_prep / 1048576.0, (double)rss_end / 1048576.0,
            (double)hwm_end / 1048576.0, (double)file_bytes / 1048576.0);
-    if (b->json) {
+    /* the expert groups (MoE) through memra_matmul_experts beside a per-expert loop */
+    char *ex = NULL;
+    size_t exl = 0;
+    if (rc == 0 && memra_file_expert_group_count(f) > 0) {
+        FILE *ms = b->json ? open_memstream(&ex, &exl) : NULL;
+        int efirst = 1;
+        printf("expert groups (memra_matmul_experts beside a loop of per-expert memra_matmul):\n");
+        rc = tool_bench_moe_file(b->rt, b->dev, path, b->m, b->reps, tool_rng_u64(&b->rng), ms, &efirst);
+        if (ms) fclose(ms);
+    }
+    if (b->json && rc == 0) {
         FILE *j = b->json;
         /* the classes as shape rows (one arm, "matmul"), so a reader of the
          * sheet receipts reads them; the total last */
@@ -1381,7 +1408,7 @@ static int bench_model(bench *b, const char *path)
             tool_json_str(j, tool_not_projection(t.name));
             fprintf(j, "}");
         }
-        fprintf(j, "]");
+        fprintf(j, "],\"experts\":[%s]", ex ? ex : "");
         fprintf(j, ",\"kind\":");
         tool_json_str(j, memra_file_describe(f));
         fprintf(j, ",\"tensors\":%zu,\"projections\":%zu,\"file_bytes\":%llu,\"operand_bytes\":%llu,"
@@ -1391,6 +1418,7 @@ static int bench_model(bench *b, const char *path)
                 (unsigned long long)mirror_bytes, (unsigned long long)rss0, (unsigned long long)rss_open,
                 (unsigned long long)rss_prep, (unsigned long long)rss_end, (unsigned long long)hwm_end);
     }
+    free(ex);
 done:
     if (rc && b->json) fprintf(b->json, "]}\n");
     memra_buffer_destroy(bx);
@@ -1415,6 +1443,7 @@ static const char k_bench_usage[] =
     "       memra bench OP [27b|1p7b] [--vs [MODA MODB]] [options above]   (e.g. gemm_fp8_blk)\n"
     "       memra bench --vs MODA MODB --op OP [options above]\n"
     "       memra bench accprobe ...   ('memra bench accprobe --help')\n"
+    "       memra bench moe ...        the MoE sheet: grouped experts vs a per-expert loop ('memra bench moe --help')\n"
     "       memra bench --model FILE [--m M] [--reps R] [--warmup W] [--batch N] [--device N|host] [--json FILE|-]\n"
     "  Arms f16 (Q8_0 + f16 mirror), mmq (Q8_0, no mirror), fp8 (E4M3 per-tensor), fp8blk\n"
     "  (E4M3 + block-128 grid) and q4_0 / q4_k / q5_k / q6_k (that format, no mirror: the\n"
@@ -1734,6 +1763,7 @@ static int bench_all(memra_runtime *rt, const bench_opts *o, FILE *receipt)
 int memra_tool_bench(int argc, char **argv)
 {
     if (argc > 1 && strcmp(argv[1], "accprobe") == 0) return memra_tool_bench_accprobe(argc - 1, argv + 1);
+    if (argc > 1 && strcmp(argv[1], "moe") == 0) return memra_tool_bench_moe(argc - 1, argv + 1);
     const char *sheet = NULL, *json = NULL, *vs_a = NULL, *vs_b = NULL, *model = NULL;
     char vs_buf[128];
     int64_t m = 0, reps = 0, warmup = -1, dev_sel = -1, batch = 1;

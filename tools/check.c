@@ -1064,6 +1064,154 @@ static void check_gemm_op(checker *c, memra_op op)
     }
 }
 
+/* ---- gemm_experts: the grouped op, expert by expert -------------------------------
+ *
+ * XE experts of fresh random weights (each its own gemm_data), routed
+ * unevenly and unsorted: expert 0 no rows, expert 1 one row, expert 2 most of
+ * them, the others two each, and two rows with ids outside [0, XE) that must
+ * stay unwritten. Every routed row is judged against the dense reference of
+ * its own expert over that expert's rows (check_gemm_reference: the per-batch
+ * FP8 scale is the expert's, as the contract says), in the dense lane's band;
+ * skipped rows, padding and the rows around stay sentinels. */
+#define XE 8
+
+static void check_experts_case(checker *c, memra_op lane, int64_t n, int64_t k, int64_t routed)
+{
+    row r = check_new_row(c, MEMRA_OP_gemm_experts);
+    const int64_t m = routed + 2, off = 1, ldy = n + 2;
+    snprintf(r.shape, sizeof r.shape, "%s E%d %lldx%lldx%lld", memra_op_name(lane) + 5, XE, (long long)m,
+             (long long)n, (long long)k);
+    r.band = check_gemm_band(c, lane);
+    int64_t cnt[XE] = {0, 1, 0};
+    for (int e = 3; e < XE; e++) cnt[e] = 2;
+    cnt[2] = routed - 1 - 2 * (XE - 3);
+    gemm_data d[XE];
+    memset(d, 0, sizeof d);
+    int32_t *ids = tool_alloc((size_t)m, sizeof *ids);
+    int64_t *where = tool_alloc((size_t)m, sizeof *where); /* row of the i-th row of each expert, expert-major */
+    float *xg = tool_alloc((size_t)(m * k), sizeof(float));
+    const size_t ycount = (size_t)(off + m + 1) * (size_t)ldy;
+    float *y = tool_alloc(ycount, sizeof(float));
+    double *ref = tool_alloc((size_t)(cnt[2] * n), sizeof(double)), *mass = tool_alloc((size_t)(cnt[2] * n), sizeof(double));
+    memra_buffer *bw[XE] = {0}, *bg[XE] = {0}, *bt = NULL, *bgt = NULL, *bs = NULL, *bi = NULL, *bx = NULL, *by = NULL;
+    void *xo = NULL;
+    int ok = ids && where && xg && y && ref && mass;
+    for (int e = 0; e < XE && ok; e++) ok = gemm_data_make(c, lane, n, k, cnt[e] > 0 ? cnt[e] : 1, &d[e]) == 0;
+    if (!ok) {
+        snprintf(r.note, sizeof r.note, "out of host memory");
+        goto done;
+    }
+    for (int64_t i = 0, p = 0; i < routed; p++)
+        for (int64_t j = 0; j < cnt[p] && i < routed; j++) ids[i++] = (int32_t)p;
+    ids[routed] = -1, ids[routed + 1] = XE;
+    for (int64_t i = m - 1; i > 0; i--) {
+        const int64_t j = (int64_t)(tool_rng_u64(&c->rng) % (uint64_t)(i + 1));
+        const int32_t t = ids[i];
+        ids[i] = ids[j], ids[j] = t;
+    }
+    {
+        int64_t seen[XE] = {0}, base[XE + 1] = {0};
+        for (int e = 0; e < XE; e++) base[e + 1] = base[e] + cnt[e];
+        for (int64_t i = 0; i < m; i++) {
+            if (ids[i] < 0 || ids[i] >= XE) {
+                for (int64_t j = 0; j < k; j++) xg[i * k + j] = 1.0f;
+                continue;
+            }
+            const int e = ids[i];
+            memcpy(xg + i * k, d[e].x + seen[e] * k, (size_t)k * sizeof(float));
+            where[base[e] + seen[e]++] = i;
+        }
+    }
+    size_t xbytes = 0;
+    xo = check_make_x_operand(&d[0], xg, m, 0, &xbytes);
+    memra_dptr wt[XE], gt[XE];
+    float sc[XE];
+    memra_status st = xo ? MEMRA_STATUS_OK : MEMRA_STATUS_OUT_OF_MEMORY;
+    for (int e = 0; e < XE && st == MEMRA_STATUS_OK; e++) {
+        const int rec = lane == MEMRA_OP_gemm_q8_0r;
+        st = tool_upload(c->dev, rec ? d[e].wr : d[e].w, rec ? d[e].wr_bytes : d[e].w_bytes, &bw[e]);
+        wt[e] = st == MEMRA_STATUS_OK ? memra_buffer_ptr(bw[e]) : 0;
+        gt[e] = 0;
+        sc[e] = d[e].w_scale;
+        if (st == MEMRA_STATUS_OK && d[e].grid) {
+            st = tool_upload(c->dev, d[e].grid, d[e].grid_count * sizeof(float), &bg[e]);
+            if (st == MEMRA_STATUS_OK) gt[e] = memra_buffer_ptr(bg[e]);
+        }
+    }
+    for (size_t e = 0; e < ycount; e++) y[e] = Y_SENTINEL;
+    if (st == MEMRA_STATUS_OK) st = tool_upload(c->dev, wt, sizeof wt, &bt);
+    if (st == MEMRA_STATUS_OK) st = tool_upload(c->dev, gt, sizeof gt, &bgt);
+    if (st == MEMRA_STATUS_OK) st = tool_upload(c->dev, sc, sizeof sc, &bs);
+    if (st == MEMRA_STATUS_OK) st = tool_upload(c->dev, ids, (size_t)m * sizeof *ids, &bi);
+    if (st == MEMRA_STATUS_OK) st = tool_upload(c->dev, xo, xbytes, &bx);
+    if (st == MEMRA_STATUS_OK) st = tool_upload(c->dev, y, ycount * sizeof(float), &by);
+    const uint64_t h0 = memra_ledger_hits(c->dev, MEMRA_OP_gemm_experts, c->module);
+    if (st == MEMRA_STATUS_OK) {
+        memra_op_args a;
+        memset(&a, 0, sizeof a);
+        a.struct_size = sizeof a;
+        a.gemm = (memra_gemm_args){.struct_size = sizeof a.gemm, .m = (int32_t)m, .n = (int32_t)n, .k = (int32_t)k,
+                                   .w = memra_buffer_ptr(bt), .w_scale_grid = lane == MEMRA_OP_gemm_fp8_blk ? memra_buffer_ptr(bgt) : 0,
+                                   .x = memra_buffer_ptr(bx), .y = memra_buffer_ptr(by), .ldy = ldy,
+                                   .y_row_offset = off, .alpha = 1.0f};
+        a.experts = (memra_gemm_experts_args){.struct_size = sizeof a.experts, .lane = (int32_t)lane, .n_experts = XE,
+                                              .ids = memra_buffer_ptr(bi),
+                                              .w_scales = lane == MEMRA_OP_gemm_fp8 ? memra_buffer_ptr(bs) : 0};
+        st = memra_module_call(c->dev, c->module, MEMRA_OP_gemm_experts, &a);
+        if (st == MEMRA_STATUS_DECLINED) {
+            r.result = "DECLINED";
+            snprintf(r.note, sizeof r.note, "%s", a.decline_reason ? a.decline_reason : "(no reason)");
+            goto done;
+        }
+        if (st == MEMRA_STATUS_OK) st = memra_buffer_read(by, 0, y, ycount * sizeof(float));
+    }
+    r.hits = memra_ledger_hits(c->dev, MEMRA_OP_gemm_experts, c->module) - h0;
+    if (st != MEMRA_STATUS_OK) {
+        fail_note(&r, "gemm_experts", st);
+        goto done;
+    }
+    uint64_t bad = 0, stray = 0;
+    int64_t base = 0;
+    for (int e = 0; e < XE; e++) {
+        if (cnt[e] == 0) continue;
+        if (check_gemm_reference(c, &d[e], d[e].x, cnt[e], 0, 1.0f, ref, mass, &r) != 0) goto done;
+        if (e == 2 && take_injection(c, MEMRA_OP_gemm_experts)) {
+            y[(off + where[base]) * ldy] += (float)(0.01 * mass[0]);
+            r.injected = 1;
+        }
+        const double keep = r.err;
+        bad += check_judge_rows(&r, y, off, ldy, where + base, cnt[e], n, ref, mass);
+        if (keep > r.err) r.err = keep;
+        base += cnt[e];
+    }
+    for (int64_t i = 0; i < m; i++)
+        for (int64_t j = 0; j < ldy; j++)
+            stray += (j >= n || ids[i] < 0 || ids[i] >= XE) && y[(off + i) * ldy + j] != Y_SENTINEL;
+    for (int64_t j = 0; j < ldy; j++) stray += (y[j] != Y_SENTINEL) + (y[(off + m) * ldy + j] != Y_SENTINEL);
+    check_gemm_row_result(&r, bad, stray, m, m, "experts 0 / 1 / 2 get 0 / 1 / most rows; 2 rows skipped");
+done:
+    check_add_row(c, &r);
+    for (int e = 0; e < XE; e++) {
+        check_gemm_data_free(&d[e]);
+        memra_buffer_destroy(bw[e]);
+        memra_buffer_destroy(bg[e]);
+    }
+    memra_buffer_destroy(bt), memra_buffer_destroy(bgt), memra_buffer_destroy(bs);
+    memra_buffer_destroy(bi), memra_buffer_destroy(bx), memra_buffer_destroy(by);
+    free(ids), free(where), free(xg), free(y), free(ref), free(mass), free(xo);
+}
+
+static void check_experts_op(checker *c)
+{
+    static const memra_op lanes[] = {MEMRA_OP_gemm_f16,    MEMRA_OP_gemm_bf16, MEMRA_OP_gemm_fp8,
+                                     MEMRA_OP_gemm_fp8_blk, MEMRA_OP_gemm_q8_0, MEMRA_OP_gemm_q8_0r};
+    for (size_t i = 0; i < sizeof lanes / sizeof lanes[0]; i++) {
+        check_experts_case(c, lanes[i], 96, 256, 37);
+        if (!c->quick) check_experts_case(c, lanes[i], 160, 384, 61);
+        if (c->gpu && !c->quick) check_experts_case(c, lanes[i], 2048, 768, 4096);
+    }
+}
+
 static void check_op(checker *c, memra_op op)
 {
     const int q = c->quick, g = c->gpu && !q;
@@ -1078,6 +1226,7 @@ static void check_op(checker *c, memra_op op)
         check_kfloor_op(c, op); /* Q4_0 on the floor */
         break;
     case MEMRA_OP_gemm_kr: check_kfloor_op(c, op); break;
+    case MEMRA_OP_gemm_experts: check_experts_op(c); break;
     case MEMRA_OP_repack_q8_0: /* rows and cols not multiples of 128: padded records, partial row tiles */
         case_repack(c, 1, 32);
         case_repack(c, 130, 160);

@@ -36,6 +36,7 @@
 #include "memra/memra.h"
 #include "tools/check.h"
 #include "tools/check_ref.h"
+#include "tools/judge.h"
 #include "tools/model_util.h"
 #include "tools/tool_opt.h"
 #include "tools/tool_util.h"
@@ -381,6 +382,183 @@ static void shape_case(checker *c, const memra_file *f, const tool_wshape *ws, i
     memra_weight_destroy(w);
 }
 
+/* ---- expert groups: memra_matmul_experts against a loop of memra_matmul ---------
+ *
+ * The group's expert weight (memra_file_experts_create) and its experts as
+ * dense weights (3D: each expert's slice; per-expert tensors: the file's own
+ * tensor), m tokens routed top-k (8 for 64 experts or more, else 2; seeded):
+ * uniform (distinct experts per token) and skewed (half the rows to expert
+ * 0). The grouped call must equal the loop of dense calls over each expert's
+ * gathered rows bit for bit on a device served by the host module (the host
+ * and fake devices); on a GPU the two run different kernels: per element
+ * |grouped - loop| / (sqrt(k) max_j |loop row|) within twice the lane's band
+ * (the live estimate of the mass shadow.c uses, since both sides are
+ * approximations). The injected fault moves one grouped output element. */
+static void fail_note_model(row *r, const char *what, memra_status st)
+{
+    snprintf(r->note, sizeof r->note, "%s: %s: %.150s", what, memra_status_str(st), memra_last_error());
+    r->result = "FAIL";
+}
+
+static double experts_band(memra_op op)
+{
+    switch (op) {
+    case MEMRA_OP_gemm_f16: return JUDGE_BAND_F16;
+    case MEMRA_OP_gemm_bf16: return JUDGE_BAND_BF16;
+    case MEMRA_OP_gemm_q8_0:
+    case MEMRA_OP_gemm_q8_0r: return JUDGE_BAND_Q8_0;
+    case MEMRA_OP_gemm_kr: return 4e-6;
+    default: return JUDGE_BAND_FP8;
+    }
+}
+
+static void group_case(checker *c, const memra_file *f, const memra_expert_group_info *gi, int64_t tokens, int skewed,
+                       FILE *js, int first)
+{
+    row r = check_new_row(c, MEMRA_OP_gemm_experts);
+    const int32_t E = gi->n_experts, topk = E >= 64 ? 8 : E >= 2 ? 2 : 1;
+    const int64_t n = gi->out_f, k = gi->in_f, rows = tokens * topk;
+    snprintf(r.shape, sizeof r.shape, "E%d %s %lldx%lldx%lld", (int)E, skewed ? "skew" : "unif", (long long)rows,
+             (long long)n, (long long)k);
+    memra_weight *xw = NULL, **dw = calloc((size_t)E, sizeof *dw);
+    float *x = tool_alloc((size_t)(rows * k), sizeof(float)), *xs = tool_alloc((size_t)(rows * k), sizeof(float));
+    float *yg = tool_alloc((size_t)(rows * n), sizeof(float)), *yl = tool_alloc((size_t)(rows * n), sizeof(float));
+    int32_t *ids = tool_alloc((size_t)rows, sizeof *ids);
+    int64_t *start = tool_alloc((size_t)E + 1, sizeof *start), *perm = tool_alloc((size_t)rows, sizeof *perm);
+    memra_buffer *bx = NULL, *bxs = NULL, *bi = NULL, *byg = NULL, *byl = NULL;
+    memra_weight_plan p = {.struct_size = sizeof p};
+    memra_status st = MEMRA_STATUS_OK;
+    if (!dw || !x || !xs || !yg || !yl || !ids || !start || !perm) {
+        snprintf(r.note, sizeof r.note, "out of host memory");
+        goto done;
+    }
+    st = memra_file_experts_create(c->rt, f, gi->name, &xw);
+    for (int32_t e = 0; e < E && st == MEMRA_STATUS_OK; e++) {
+        if (gi->from_3d) {
+            size_t ti, bytes;
+            const void *data;
+            st = memra_file_tensor_find(f, gi->name, &ti);
+            if (st == MEMRA_STATUS_OK) st = memra_file_tensor_data(f, ti, &data, &bytes);
+            memra_weight_desc d = {.struct_size = sizeof d, .format = gi->format, .out_f = n, .in_f = k,
+                                   .data = (const uint8_t *)data + (size_t)e * (bytes / (size_t)E),
+                                   .size = bytes / (size_t)E, .name = gi->name};
+            if (st == MEMRA_STATUS_OK) st = memra_weight_create(c->rt, &d, &dw[e]);
+        } else {
+            char name[600];
+            const char *star = strchr(gi->name, '*');
+            snprintf(name, sizeof name, "%.*s%d%s", (int)(star - gi->name), gi->name, (int)e, star + 1);
+            st = memra_file_weight_create(c->rt, f, name, &dw[e]);
+        }
+    }
+    if (st == MEMRA_STATUS_OK) st = memra_weight_plan_get(xw, c->dev, &p);
+    if (st != MEMRA_STATUS_OK) {
+        fail_note_model(&r, "expert weights", st);
+        goto done;
+    }
+    for (int i = 0; i < p.n_steps; i++)
+        if (p.ops[i] == MEMRA_OP_gemm_experts && p.modules[i]) snprintf(r.module, sizeof r.module, "%s", p.modules[i]);
+    if (strcmp(p.lane, "none") == 0) {
+        r.result = "DECLINED";
+        snprintf(r.note, sizeof r.note, "no grouped lane on this device: %.150s", p.why);
+        goto done;
+    }
+    /* routing, the rows and the loop's gathered copy */
+    for (int64_t t = 0; t < tokens; t++)
+        for (int32_t j = 0; j < topk; j++) {
+            int32_t id;
+            int dup;
+            do {
+                id = skewed && (tool_rng_u64(&c->rng) & 1) ? 0 : (int32_t)(tool_rng_u64(&c->rng) % (uint64_t)E);
+                dup = 0;
+                for (int32_t i = 0; i < j && !skewed; i++) dup |= ids[t * topk + i] == id;
+            } while (dup);
+            ids[t * topk + j] = id;
+        }
+    tool_fill_x(&c->rng, x, (size_t)(rows * k));
+    memset(start, 0, ((size_t)E + 1) * sizeof *start);
+    for (int64_t i = 0; i < rows; i++) start[ids[i] + 1]++;
+    for (int32_t e = 0; e < E; e++) start[e + 1] += start[e];
+    {
+        int64_t *fill = tool_alloc((size_t)E, sizeof *fill);
+        if (fill == NULL) goto done;
+        memcpy(fill, start, (size_t)E * sizeof *fill);
+        for (int64_t i = 0; i < rows; i++) perm[fill[ids[i]]++] = i;
+        free(fill);
+    }
+    for (int64_t i = 0; i < rows; i++) memcpy(xs + i * k, x + perm[i] * k, (size_t)k * sizeof(float));
+    st = tool_upload(c->dev, x, (size_t)(rows * k) * sizeof(float), &bx);
+    if (st == MEMRA_STATUS_OK) st = tool_upload(c->dev, xs, (size_t)(rows * k) * sizeof(float), &bxs);
+    if (st == MEMRA_STATUS_OK) st = tool_upload(c->dev, ids, (size_t)rows * sizeof *ids, &bi);
+    if (st == MEMRA_STATUS_OK) st = tool_upload(c->dev, NULL, (size_t)(rows * n) * sizeof(float), &byg);
+    if (st == MEMRA_STATUS_OK) st = tool_upload(c->dev, NULL, (size_t)(rows * n) * sizeof(float), &byl);
+    const uint64_t h0 = memra_ledger_hits(c->dev, MEMRA_OP_gemm_experts, p.modules[p.n_steps - 1] ? p.modules[p.n_steps - 1] : "");
+    if (st == MEMRA_STATUS_OK)
+        st = memra_matmul_experts(c->dev, xw, memra_buffer_ptr(bx), (int32_t)rows, memra_buffer_ptr(bi),
+                                  memra_buffer_ptr(byg), NULL);
+    r.hits = memra_ledger_hits(c->dev, MEMRA_OP_gemm_experts, p.modules[p.n_steps - 1] ? p.modules[p.n_steps - 1] : "") - h0;
+    if (st == MEMRA_STATUS_DECLINED) { /* the grouped lane does not take this lane (a GPU module serving some only) */
+        r.result = "DECLINED";
+        snprintf(r.note, sizeof r.note, "%.190s", memra_last_error());
+        goto done;
+    }
+    for (int32_t e = 0; e < E && st == MEMRA_STATUS_OK; e++) {
+        const int64_t me = start[e + 1] - start[e];
+        if (me > 0)
+            st = memra_matmul(c->dev, dw[e], memra_buffer_ptr(bxs) + (memra_dptr)(start[e] * k * 4), (int32_t)me,
+                              memra_buffer_ptr(byl) + (memra_dptr)(start[e] * n * 4), NULL);
+    }
+    if (st == MEMRA_STATUS_OK) st = memra_buffer_read(byg, 0, yg, (size_t)(rows * n) * sizeof(float));
+    if (st == MEMRA_STATUS_OK) st = memra_buffer_read(byl, 0, yl, (size_t)(rows * n) * sizeof(float));
+    if (st != MEMRA_STATUS_OK) {
+        fail_note_model(&r, "memra_matmul_experts", st);
+        goto done;
+    }
+    memra_weight_plan dp = {.struct_size = sizeof dp};
+    memra_weight_plan_get(dw[0], c->dev, &dp);
+    const int exact = memra_device_caps_get(c->dev)->arch == MEMRA_ARCH_HOST;
+    r.exact = exact;
+    r.band = exact ? 0.0 : 2.0 * experts_band(plan_gemm(&dp));
+    if (c->inject && !c->injected_op[MEMRA_OP_gemm_experts]) {
+        c->injected_op[MEMRA_OP_gemm_experts] = 1;
+        yg[perm[0] * n] += 1e-2f * fabsf(yg[perm[0] * n]) + 1e-3f;
+        r.injected = 1;
+    }
+    uint64_t bad = 0;
+    for (int64_t i = 0; i < rows; i++) {
+        const float *a = yg + perm[i] * n, *b = yl + i * n;
+        double amax = 0;
+        for (int64_t j = 0; j < n; j++) amax = fmax(amax, fabs((double)b[j]));
+        const double mass = sqrt((double)k) * amax + 1e-30;
+        for (int64_t j = 0; j < n; j++) {
+            const double e = fabs((double)a[j] - (double)b[j]) / mass;
+            if (e > r.err || e != e) r.err = e;
+            if (exact ? memcmp(&a[j], &b[j], 4) != 0 : !(e <= r.band)) bad++;
+        }
+    }
+    r.mismatches = bad;
+    r.vs = "loop of memra_matmul";
+    snprintf(r.note, sizeof r.note, "lane '%s'%s", p.lane, exact ? ", bit for bit" : "");
+    if (r.hits == 0) snprintf(r.note, sizeof r.note, "the ledger shows no hit of gemm_experts");
+    r.result = bad == 0 && r.hits > 0 ? "PASS" : "FAIL";
+done:
+    check_add_row(c, &r);
+    fprintf(js, "%s\n{\"device\":", first ? "" : ",");
+    tool_json_str(js, c->devlabel);
+    fprintf(js, ",\"experts\":");
+    tool_json_str(js, gi->name);
+    fprintf(js, ",\"format\":\"%s\",\"n_experts\":%d,\"out_f\":%lld,\"in_f\":%lld,\"rows\":%lld,\"routing\":\"%s\","
+                "\"lane\":",
+            memra_format_name(gi->format), (int)E, (long long)n, (long long)k, (long long)rows,
+            skewed ? "skewed" : "uniform");
+    tool_json_str(js, p.lane ? p.lane : "-");
+    fprintf(js, ",\"op\":\"gemm_experts\"}");
+    memra_buffer_destroy(bx), memra_buffer_destroy(bxs), memra_buffer_destroy(bi);
+    memra_buffer_destroy(byg), memra_buffer_destroy(byl);
+    memra_weight_destroy(xw);
+    for (int32_t e = 0; dw && e < E; e++) memra_weight_destroy(dw[e]);
+    free(dw), free(x), free(xs), free(yg), free(yl), free(ids), free(start), free(perm);
+}
+
 int check_model_run(checker *c, const char *path, int64_t m, int64_t dev_sel, FILE *receipt, const char *json,
                     uint64_t seed)
 {
@@ -404,7 +582,7 @@ int check_model_run(checker *c, const char *path, int64_t m, int64_t dev_sel, FI
         goto done;
     }
     nshape = tool_weight_shapes(f, ws, nw);
-    if (nshape == 0) {
+    if (nshape == 0 && memra_file_expert_group_count(f) == 0) {
         fprintf(stderr, "memra check: %s: no 2D weight of a memra format (see 'memra model ls %s')\n", path, path);
         rc = 1;
         goto done;
@@ -437,6 +615,18 @@ int check_model_run(checker *c, const char *path, int64_t m, int64_t dev_sel, FI
             tool_rng_seed(&c->rng, seed ^ ((uint64_t)(dv + 1) * 0x9E3779B97F4A7C15ull) ^ ((uint64_t)(s + 1) << 40));
             shape_case(c, f, &ws[s], mm, mods, nmods, js, first);
             first = 0;
+        }
+        for (size_t g = 0; g < memra_file_expert_group_count(f); g++) { /* the expert groups */
+            memra_expert_group_info gi;
+            if (memra_file_expert_group_get(f, g, &gi) != MEMRA_STATUS_OK) continue;
+            printf("  %s: %s [%d x %lld x %lld], experts through memra_matmul_experts\n", gi.name,
+                   memra_format_name(gi.format), (int)gi.n_experts, (long long)gi.out_f, (long long)gi.in_f);
+            for (int sk = 0; sk < 2; sk++) {
+                tool_rng_seed(&c->rng, seed ^ ((uint64_t)(dv + 1) * 0x9E3779B97F4A7C15ull) ^ ((uint64_t)(g + 1) << 44) ^
+                                           (uint64_t)sk);
+                group_case(c, f, &gi, mm, sk, js, first);
+                first = 0;
+            }
         }
     }
     fprintf(js, "]}");

@@ -23,8 +23,9 @@ static const char k_model_usage[] =
     "  the lane memra_matmul would take on each device under the current routing and f16 budget\n"
     "  (MEMRA_F16_BUDGET_MB, MEMRA_PREFER, MEMRA_DISABLE apply), with the reason; nothing is\n"
     "  uploaded. The file is checked in full first: a malformed file exits 1 with the byte offset.\n"
-    "  A 3D tensor (MoE experts, [E x out x in]) is listed with a note: memra_matmul takes 2D\n"
-    "  weights and there is no grouped expert op yet.\n"
+    "  Expert groups (MoE: a 3D tensor [E x out x in], or per-expert 2D tensors\n"
+    "  <prefix>.experts.<J>.<suffix>) are listed after the tensors with the lane of the grouped\n"
+    "  call (memra_matmul_experts) on each device.\n"
     "  --json            one JSON object (format memra-model-ls) on stdout instead of the table\n"
     "  --json OUT        the table on stdout and the JSON to OUT ('-': JSON on stdout, table on\n"
     "                    stderr); also --json=OUT\n"
@@ -71,8 +72,8 @@ static const char *no_lane_note(const memra_tensor_info *t, char *buf, size_t le
     if (!t->has_format || tool_is_weight2d(t)) return NULL;
     if (t->n_dims == 3) {
         snprintf(buf, len,
-                 "3D: %lld experts of %lld x %lld (a MoE expert tensor); memra_matmul takes 2D weights and memra "
-                 "has no grouped expert op yet, so no lane",
+                 "3D: %lld experts of %lld x %lld (a MoE expert tensor): an expert group, its lane under \"expert "
+                 "groups\" below (memra_matmul_experts)",
                  (long long)t->shape[0], (long long)t->shape[1], (long long)t->shape[2]);
         return buf;
     }
@@ -80,6 +81,77 @@ static const char *no_lane_note(const memra_tensor_info *t, char *buf, size_t le
     if (t->n_dims == 2) return "a scale tensor of the FP8 weight beside it";
     snprintf(buf, len, "%dD: not a matmul weight", t->n_dims);
     return buf;
+}
+
+/* The expert groups (MoE) with the grouped call's lane on each device. */
+static void ls_groups(const memra_file *f, memra_runtime *rt, int text, FILE *jf, int dev_sel)
+{
+    const size_t ng = memra_file_expert_group_count(f);
+    if (text && ng) printf("\nexpert groups (memra_matmul_experts):\n");
+    for (size_t i = 0; i < ng; i++) {
+        memra_expert_group_info gi;
+        if (memra_file_expert_group_get(f, i, &gi) != MEMRA_STATUS_OK) continue;
+        const char *cls = tool_tclass_name(tool_tclass_of(gi.name));
+        char nb[1024], sh[96];
+        snprintf(sh, sizeof sh, "[%d x %lld x %lld]", (int)gi.n_experts, (long long)gi.out_f, (long long)gi.in_f);
+        if (text)
+            printf("%-48s %-8s %-18s %12llu  experts:%s (%s)\n", tool_term_str(gi.name, nb, sizeof nb), gi.type, sh,
+                   (unsigned long long)gi.bytes, cls, gi.from_3d ? "one 3D tensor" : "per-expert tensors");
+        if (jf) {
+            fprintf(jf, "%s{\"name\":", i ? "," : "");
+            tool_json_str(jf, gi.name);
+            fprintf(jf, ",\"type\":\"%s\",\"format\":\"%s\",\"n_experts\":%d,\"out_f\":%lld,\"in_f\":%lld,"
+                        "\"bytes\":%llu,\"from_3d\":%s,\"class\":\"%s\"",
+                    gi.type, memra_format_name(gi.format), (int)gi.n_experts, (long long)gi.out_f, (long long)gi.in_f,
+                    (unsigned long long)gi.bytes, gi.from_3d ? "true" : "false", cls);
+        }
+        memra_weight *w = NULL;
+        if (memra_file_experts_create(rt, f, gi.name, &w) != MEMRA_STATUS_OK) {
+            char eb[1024];
+            if (text) printf("    not an expert weight: %s\n", tool_term_str(memra_last_error(), eb, sizeof eb));
+            if (jf) {
+                fprintf(jf, ",\"weight_error\":");
+                tool_json_str(jf, memra_last_error());
+                fprintf(jf, "}");
+            }
+            continue;
+        }
+        if (jf) fprintf(jf, ",\"lanes\":[");
+        for (int d = 0, first = 1; d < memra_device_count(rt); d++) {
+            memra_device *dev = memra_device_get(rt, d);
+            const memra_device_caps *c = memra_device_caps_get(dev);
+            if (dev_sel == -2 ? c->arch != MEMRA_ARCH_HOST : dev_sel >= 0 && d != dev_sel) continue;
+            memra_weight_plan p = {.struct_size = sizeof p};
+            if (memra_weight_plan_get(w, dev, &p) != MEMRA_STATUS_OK) continue;
+            char chain[256], label[64];
+            plan_chain(&p, chain, sizeof chain);
+            if (c->arch == MEMRA_ARCH_HOST) snprintf(label, sizeof label, "[%d] host", d);
+            else snprintf(label, sizeof label, "[%d] cuda:%d %s", d, c->ordinal, c->profile);
+            if (text)
+                printf("    %-16s %-22s %s\n    %-16s %-22s device bytes %llu (%.2fx the file's)\n    %-16s %-22s %s\n",
+                       label, p.lane, chain, "", "", (unsigned long long)p.operand_bytes,
+                       gi.bytes ? (double)p.operand_bytes / (double)gi.bytes : 0.0, "", "", p.why);
+            if (jf) {
+                fprintf(jf, "%s{\"device\":", first ? "" : ",");
+                tool_json_str(jf, label);
+                fprintf(jf, ",\"lane\":");
+                tool_json_str(jf, p.lane);
+                fprintf(jf, ",\"ops\":[");
+                for (int s = 0; s < p.n_steps; s++) {
+                    fprintf(jf, "%s{\"op\":\"%s\",\"module\":", s ? "," : "", memra_op_name(p.ops[s]));
+                    if (p.modules[s]) tool_json_str(jf, p.modules[s]);
+                    else fprintf(jf, "null");
+                    fprintf(jf, "}");
+                }
+                fprintf(jf, "],\"operand_bytes\":%llu,\"why\":", (unsigned long long)p.operand_bytes);
+                tool_json_str(jf, p.why);
+                fprintf(jf, "}");
+            }
+            first = 0;
+        }
+        if (jf) fprintf(jf, "]}");
+        memra_weight_destroy(w);
+    }
 }
 
 /* text: the table on stdout; jf: the JSON receipt (NULL: none). */
@@ -229,6 +301,8 @@ static int model_ls(const char *path, int text, FILE *jf, int dev_sel)
         }
         if (jf) fprintf(jf, "}");
     }
+    if (jf) fprintf(jf, "],\"expert_groups\":[");
+    ls_groups(f, rt, text, jf, dev_sel);
     if (jf) fprintf(jf, "],\"devices\":[");
     if (text) printf("\ndevice bytes of the 2D weights' operands, per device:\n");
     for (int d = 0, first = 1; d < ndev && d < 64; d++) {

@@ -34,6 +34,8 @@ tool_tclass tool_tclass_of(const char *name)
         {"ffn_gate", TOOL_TCLASS_GATE},  {"gate_proj", TOOL_TCLASS_GATE}, {"w1", TOOL_TCLASS_GATE},
         {"ffn_up", TOOL_TCLASS_UP},      {"up_proj", TOOL_TCLASS_UP},    {"w3", TOOL_TCLASS_UP},
         {"ffn_down", TOOL_TCLASS_DOWN},  {"down_proj", TOOL_TCLASS_DOWN}, {"w2", TOOL_TCLASS_DOWN},
+        /* GGUF's MoE expert tensors (blk.N.ffn_{gate,up,down}_exps) */
+        {"ffn_gate_exps", TOOL_TCLASS_GATE}, {"ffn_up_exps", TOOL_TCLASS_UP}, {"ffn_down_exps", TOOL_TCLASS_DOWN},
     };
     for (size_t i = 0; i < sizeof k_parts / sizeof k_parts[0]; i++)
         if (has_part(name, k_parts[i].part)) return k_parts[i].c;
@@ -108,4 +110,23 @@ size_t tool_weight_shapes(const memra_file *f, tool_wshape *out, size_t cap)
         n++;
     }
     return n;
+}
+
+int tool_in_expert_group(const memra_file *f, const char *name)
+{
+    for (size_t g = 0; g < memra_file_expert_group_count(f); g++) {
+        memra_expert_group_info gi;
+        if (memra_file_expert_group_get(f, g, &gi) != MEMRA_STATUS_OK) continue;
+        if (gi.from_3d) {
+            if (strcmp(gi.name, name) == 0) return 1;
+            continue;
+        }
+        const char *star = strchr(gi.name, '*');
+        const size_t pl = (size_t)(star - gi.name), nl = strlen(name), sl = strlen(star + 1);
+        if (nl <= pl + sl || strncmp(name, gi.name, pl) != 0 || strcmp(name + nl - sl, star + 1) != 0) continue;
+        int digits = 1;
+        for (size_t i = pl; i < nl - sl; i++) digits &= name[i] >= '0' && name[i] <= '9';
+        if (digits) return 1;
+    }
+    return 0;
 }

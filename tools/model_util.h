@@ -34,6 +34,10 @@ const char *tool_tclass_name(tool_tclass c); /* "q", "k", ..., "other" */
  * last token of a prefill, not on every one. */
 const char *tool_not_projection(const char *name);
 
+/* 1 when tensor `name` is one of the file's expert groups (memra/file.h):
+ * an expert, not a per-token projection. */
+int tool_in_expert_group(const memra_file *f, const char *name);
+
 /* How an E4M3 weight is scaled (from the scale tensor beside it). */
 typedef enum tool_scale_kind { TOOL_SCALE_NONE, TOOL_SCALE_TENSOR, TOOL_SCALE_BLOCK128 } tool_scale_kind;
 tool_scale_kind tool_scale_kind_of(const memra_file *f, const memra_tensor_info *t);

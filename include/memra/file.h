@@ -162,6 +162,39 @@ memra_status memra_file_meta_find(const memra_file *f, const char *key, memra_me
 memra_status memra_file_weight_create(memra_runtime *rt, const memra_file *f, const char *name,
                                       memra_weight **out_w);
 
+/* ---- expert groups (MoE) -------------------------------------------------------
+ * The reader groups expert tensors: a 3D tensor [E x out_f x in_f] of a memra
+ * format (GGUF's blk.N.ffn_{gate,up,down}_exps.weight: ne[] = {in_f, out_f,
+ * E}), and the 2D tensors <prefix>.experts.<J>.<suffix> of a safetensors file
+ * or sharded set (model.layers.N.mlp.experts.J.{gate,up,down}_proj.weight),
+ * grouped as "<prefix>.experts.*.<suffix>" when J runs over exactly 0 .. E-1
+ * with one type and shape (FP8 ones with a weight_scale or weight_scale_inv
+ * per expert). Tensors that do not form such a run stay ungrouped (still
+ * listed as tensors). Groups come in order of their first tensor. */
+typedef struct memra_expert_group_info {
+    const char *name;        /* the 3D tensor's name, or "<prefix>.experts.*.<suffix>" */
+    const char *type;        /* the file's type name */
+    int has_format;          /* always 1 (groups are made of memra formats) */
+    memra_format format;
+    int from_3d;             /* 1: one 3D tensor; 0: per-expert 2D tensors */
+    int32_t n_experts;
+    int64_t out_f, in_f;     /* each expert */
+    uint64_t bytes;          /* all experts' weight bytes (scales not counted) */
+} memra_expert_group_info;
+
+size_t memra_file_expert_group_count(const memra_file *f);
+/* INVALID_ARGUMENT when index is out of range. Strings live until memra_file_close. */
+memra_status memra_file_expert_group_get(const memra_file *f, size_t index, memra_expert_group_info *out);
+/* An expert weight (memra.h, memra_matmul_experts) over group `name`'s bytes
+ * in the mappings, without a host copy (`name` may also be the name of a 3D
+ * tensor). FP8 experts get their scale by the conventions of
+ * memra_file_weight_create, expert by expert; every expert must have the same
+ * kind (all per-tensor or all block-128). NOT_FOUND when no group has that
+ * name; NOT_SUPPORTED for a 3D E4M3 tensor (no scale convention for it) or
+ * mixed scale kinds; otherwise as memra_weight_create_experts. */
+memra_status memra_file_experts_create(memra_runtime *rt, const memra_file *f, const char *name,
+                                       memra_weight **out_w);
+
 #ifdef __cplusplus
 }
 #endif

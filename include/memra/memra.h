@@ -296,6 +296,7 @@ typedef struct memra_op_args {
     const char *decline_reason; /* OUT */
     /* ---- appended; read only when struct_size covers it ---- */
     const char *variant;        /* memra_module_call: a variant name of the module for op (NULL: its default) */
+    memra_gemm_experts_args experts; /* gemm_experts (with gemm); read only when struct_size covers it */
 } memra_op_args;
 
 /* Run one op on a named module, bypassing the routing (checks, benchmarks,
@@ -621,6 +622,86 @@ memra_status memra_matmul_ex(memra_device *dev, memra_weight *w, const memra_mat
 /* The weight's static activation scale (memra_weight_desc.input_scale, or the
  * checkpoint's input_scale), 0 when it has none or w is NULL. Thread-safe. */
 float memra_weight_input_scale(const memra_weight *w);
+
+/* ---- experts: mixture-of-experts prefill ---------------------------------------
+ *
+ *   memra_experts_desc ed = { .struct_size = sizeof ed, .format = MEMRA_FORMAT_Q8_0, .n_experts = 128,
+ *                             .out_f = 768, .in_f = 2048, .data = bytes, .size = nbytes };
+ *   memra_weight *gate;  memra_weight_create_experts(rt, &ed, &gate);
+ *   // the engine expands its top-k routing into rows: row r = (token t, slot j), ids[r] = expert
+ *   memra_matmul_experts(dev, gate, x_rows, rows, ids, y_rows, stream);
+ *
+ * An expert weight is E matrices of one format and shape [out_f x in_f]
+ * (a 3D GGUF tensor ffn_{gate,up,down}_exps, or the per-expert 2D tensors of a
+ * safetensors checkpoint grouped by the reader: memra/file.h). The grouped call
+ * writes y[r] = x[r] . W[ids[r]]^T for each row r: ids are int32 on the device,
+ * rows may come in any order, and any expert may get no rows. What stays the
+ * engine's, as in llama.cpp's MUL_MAT_ID: the routing itself (top-k over the
+ * router's logits), expanding it into rows (a token routed to k experts is k
+ * rows), the gating weights, the activation between gate/up and down, and the
+ * weighted sum over the k rows of a token. memra multiplies only.
+ *
+ * Numbers: each expert's rows get exactly what the dense lane gives them in
+ * memra_matmul on the gathered rows (the same lane for every expert: the
+ * experts' f16 mirrors are made for all experts or for none, against the
+ * device's budget, each counted as one mirror; the integer floor's records per
+ * expert; FP8 per-tensor takes its per-batch activation scale over the rows of
+ * each expert; block-128 FP8 per row and 128 columns as always). Lanes: f16
+ * mirror, bf16, fp8, fp8 block-128 (then its floor when prepare made the
+ * slab), Q8_0 / Q4_0 records, Q8_0 blocks, K records; an expert weight has no
+ * per-call dequantisation fall-back (NOT_SUPPORTED names what is missing).
+ * Ids outside [0, n_experts) (a negative id marks a dropped row) skip their
+ * row: its output row is left unchanged, on every lane. The call never reads
+ * ids on the host and never waits for the device. Served by the op
+ * gemm_experts (module.h); a device whose modules lack it answers NOT_SUPPORTED
+ * (memra_weight_plan_get says so: lane "none"), one whose module does not take
+ * the lane DECLINED (on GPUs, so far, only the Q8_0-records floor lane is
+ * served; docs/ARCHITECTURE.md, "Experts"). */
+
+typedef struct memra_experts_desc {
+    uint32_t struct_size;
+    memra_format format;
+    int32_t n_experts;        /* E, 1 .. 65536 */
+    int64_t out_f, in_f;      /* each expert's [out_f rows x in_f cols] */
+    const void *data;         /* host bytes of expert 0, then 1, ...; copied at create */
+    size_t size;              /* must equal n_experts * out_f * row_bytes(format, in_f) */
+    const float *scales;      /* E4M3 per-tensor: n_experts scales (0 is read as 1); NULL: all 1 */
+    const float *grid;        /* E4M3 block-128: n_experts grids of [ceil(out_f/128) x ceil(in_f/128)], expert-major */
+    size_t grid_count;        /* number of floats in grid */
+    const char *name;         /* for logs; may be NULL */
+} memra_experts_desc;
+
+/* Validate and copy; an expert weight is a memra_weight (destroy, prepare,
+ * query, operands, plan and format work on it; memra_matmul refuses it).
+ * INVALID_ARGUMENT naming the field (and the expert) for every bad case,
+ * OUT_OF_MEMORY. */
+memra_status memra_weight_create_experts(memra_runtime *rt, const memra_experts_desc *desc, memra_weight **out_w);
+/* The number of experts of w; 0 for a dense weight or NULL. */
+int32_t memra_weight_experts(const memra_weight *w);
+
+typedef struct memra_matmul_experts_args {
+    uint32_t struct_size;
+    memra_dptr x;          /* f32 [rows x in_f], or f16 when x_is_f16 (the f16-mirror lane only) */
+    int32_t x_is_f16;
+    int32_t rows;
+    memra_dptr ids;        /* int32 [rows] on the device: the expert of each row */
+    memra_dptr y;          /* f32 [rows x out_f] (row stride ldy) */
+    int64_t ldy;           /* 0 = out_f */
+    int64_t y_row_offset;  /* row r is written at row y_row_offset + r */
+    float alpha;           /* 0 is read as 1 */
+    memra_stream_t stream;
+} memra_matmul_experts_args;
+
+/* y[r] = alpha * x[r] . W[ids[r]]^T for every row r with a valid id (see
+ * above), stream-ordered, no host synchronisation; prepares w on dev first if
+ * needed (that may wait for the device). Thread-safe as memra_matmul.
+ * INVALID_ARGUMENT (NULL x / ids / y, rows <= 0, a dense weight, ldy <
+ * out_f, a negative offset, a non-finite alpha, an f16 x without the mirror
+ * lane, args->struct_size not covering `stream`); NOT_SUPPORTED (no lane on
+ * dev serves these experts, e4m3 NaN codes on the per-tensor FP8 lane). */
+memra_status memra_matmul_experts(memra_device *dev, memra_weight *w, memra_dptr x, int32_t rows, memra_dptr ids,
+                                  memra_dptr y, memra_stream_t stream);
+memra_status memra_matmul_experts_ex(memra_device *dev, memra_weight *w, const memra_matmul_experts_args *args);
 
 /* ---- the JIT cache --------------------------------------------------------- */
 

@@ -166,6 +166,38 @@ typedef struct memra_gemm_args {
     memra_dptr x_amax;
 } memra_gemm_args;
 
+/* The expert-grouped GEMM (gemm_experts, appended; MoE prefill). With g the
+ * memra_gemm_args of the call (g.m = rows) and e this struct:
+ *   for every row r < g.m with 0 <= ids[r] < n_experts:
+ *     y[g.y_row_offset + r, :] = row r of the dense op `lane` run with the
+ *                                weight operand of expert ids[r];
+ *   rows with any other id are skipped: their output row is left unchanged.
+ * The numbers are exactly those of the dense lane run once per expert on the
+ * rows routed to it (gathered in row order): the activation quantisers that
+ * are row-local (f16 / bf16 casts, q8_1, the block-128 FP8 per row and 128
+ * columns) are unaffected by the grouping; gemm_fp8's ONE per-batch scale
+ * amax/448 is taken per expert, over the rows routed to that expert. The
+ * host module defines it so (a loop of its dense ops over gathered rows).
+ *  g.w            device array of n_experts memra_dptr: each expert's operand
+ *                 in the lane's layout (f16 mirror, bf16 / e4m3 bytes, Q8_0
+ *                 blocks, Q8_0 records, K records)
+ *  g.w_scale_grid gemm_fp8_blk: device array of n_experts memra_dptr (each
+ *                 expert's f32 block-128 grid); else 0
+ *  g.w_scale      unused (gemm_fp8: e.w_scales)
+ *  g.x            as the lane reads it for all g.m rows: f32 [m x k] (f16
+ *                 with x_is_f16), or q8_1 records of all m rows
+ *  g.w_format     gemm_kr: the K-quant
+ * ids are int32 on the device; the op never reads them on the host (no host
+ * round trip), so it is stream-ordered and capturable like the dense ops. */
+typedef struct memra_gemm_experts_args {
+    uint32_t struct_size;
+    int32_t lane;            /* the dense op whose contract each expert follows (a memra_op: gemm_f16, gemm_bf16,
+                                gemm_fp8, gemm_fp8_blk, gemm_q8_0, gemm_q8_0r, gemm_kr) */
+    int32_t n_experts;       /* >= 1 */
+    memra_dptr ids;          /* int32 [m]: the expert of each row */
+    memra_dptr w_scales;     /* gemm_fp8: f32 [n_experts] per-tensor weight scales; else 0 */
+} memra_gemm_experts_args;
+
 /* Weight formats (GGML's block formats, OCP e4m3, plain f16/f32). */
 typedef enum memra_format {
     MEMRA_FORMAT_F32 = 0,
@@ -202,7 +234,8 @@ typedef enum memra_accprobe_arm {
     X(repack_q8_0)                                                                  \
     X(gemm_q8_0r)                                                                   \
     X(gemm_bf16)                                                                    \
-    X(gemm_kr)
+    X(gemm_kr)                                                                      \
+    X(gemm_experts)
 
 typedef enum memra_op {
 #define MEMRA__OP_ENUM(name) MEMRA_OP_##name,
@@ -257,6 +290,11 @@ typedef struct memra_op_table {
      * exact (s32 per 32 values, or per 16 for Q6_K), f32 fold; the host
      * module's gemm_kr defines it. */
     memra_status (*gemm_kr)(memra_call *call, const memra_gemm_args *args);
+    /* The expert-grouped GEMM (memra_gemm_experts_args above): each row of
+     * args->x times the operand of its own expert, under the contract of the
+     * dense op experts->lane. A module may serve some lanes and decline the
+     * others. */
+    memra_status (*gemm_experts)(memra_call *call, const memra_gemm_args *args, const memra_gemm_experts_args *experts);
 } memra_op_table;
 
 /* ---- host services -------------------------------------------------------- */

@@ -55,4 +55,8 @@ memra_status memra__host_gemm_bf16(memra_call *call, const memra_gemm_args *args
 memra_status memra__host_gemm_kr(memra_call *call, const memra_gemm_args *args);
 memra_status memra__host_accprobe(memra_call *call, memra_accprobe_arm arm, const memra_gemm_args *args);
 
+/* ops (host_experts.c) */
+memra_status memra__host_gemm_experts(memra_call *call, const memra_gemm_args *args,
+                                      const memra_gemm_experts_args *experts);
+
 #endif

@@ -133,6 +133,7 @@ static const memra_op_table host_ops = {
     .gemm_q8_0r = memra__host_gemm_q8_0r,
     .gemm_bf16 = memra__host_gemm_bf16,
     .gemm_kr = memra__host_gemm_kr,
+    .gemm_experts = memra__host_gemm_experts,
 };
 
 static const memra_module_desc host_desc = {

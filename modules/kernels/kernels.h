@@ -77,6 +77,8 @@ memra_status memra__mmq_repack_q8_0(memra_call *call, memra_dptr src, int64_t ro
 memra_status memra__mmq_gemm_q8_0r(memra_call *call, const memra_gemm_args *args);
 memra_status memra__mmq_gemm_kr(memra_call *call, const memra_gemm_args *args);
 memra_status memra__mmq_accprobe(memra_call *call, memra_accprobe_arm arm, const memra_gemm_args *args);
+memra_status memra__mmq_gemm_experts(memra_call *call, const memra_gemm_args *args,
+                                     const memra_gemm_experts_args *experts);
 memra_status memra__mmq_gemm_fp8_blk(memra_call *call, const memra_gemm_args *args);
 /* gemm_fp8_blk on the kernels of one loaded block-128 family (DECLINED when
  * the context has not loaded it). */

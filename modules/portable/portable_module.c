@@ -76,6 +76,7 @@ static const memra_op_table k_portable_ops = {
     .repack_q8_0 = memra__mmq_repack_q8_0,
     .gemm_q8_0r = memra__mmq_gemm_q8_0r,
     .gemm_kr = memra__mmq_gemm_kr,
+    .gemm_experts = memra__mmq_gemm_experts,
 };
 
 static const memra_module_desc k_portable_desc = {

@@ -123,6 +123,7 @@ static const memra_op_table k_sm120_ops = {
     .repack_q8_0 = memra__mmq_repack_q8_0,
     .gemm_q8_0r = memra__mmq_gemm_q8_0r,
     .gemm_kr = memra__mmq_gemm_kr,
+    .gemm_experts = memra__mmq_gemm_experts,
     .gemm_bf16 = memra__gpu_gemm_bf16,
 };
 

@@ -93,7 +93,7 @@ static void log_sink(int level, const char *component, const char *message, void
 static const char *expect_first(memra_op op, int cc, int native121)
 {
     const int floor = op == MEMRA_OP_quant_q8_1 || op == MEMRA_OP_gemm_q8_0 || op == MEMRA_OP_repack_q8_0 ||
-                      op == MEMRA_OP_gemm_q8_0r || op == MEMRA_OP_gemm_kr;
+                      op == MEMRA_OP_gemm_q8_0r || op == MEMRA_OP_gemm_kr || op == MEMRA_OP_gemm_experts;
     if (cc == 90) return floor || op == MEMRA_OP_accprobe ? "mmq" : "sm90";
     if (cc == 120 || (cc == 121 && native121)) return "sm120";
     return op == MEMRA_OP_accprobe ? NULL : "portable";
@@ -107,7 +107,8 @@ static const char *expect_first(memra_op op, int cc, int native121)
 static const char *expect_first_forced(memra_op op, int cc, int native121)
 {
     const int floor = op == MEMRA_OP_quant_q8_1 || op == MEMRA_OP_gemm_q8_0 || op == MEMRA_OP_repack_q8_0 ||
-                      op == MEMRA_OP_gemm_q8_0r || op == MEMRA_OP_gemm_kr || op == MEMRA_OP_accprobe;
+                      op == MEMRA_OP_gemm_q8_0r || op == MEMRA_OP_gemm_kr || op == MEMRA_OP_gemm_experts ||
+                      op == MEMRA_OP_accprobe;
     const int mmq_images = cc == 90 || cc == 120 || (cc == 121 && native121);
     if (floor && mmq_images) return "mmq";
     return op == MEMRA_OP_accprobe ? NULL : "portable";

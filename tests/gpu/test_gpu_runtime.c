@@ -11,7 +11,8 @@
  *   sm90            init on cc 9.0; cvt_f16, dequant_f16, fp8_nan_count launch their kernels; gemm_f16 declines (no cuBLASLt)
  *   sm120           init on cc 12.0; quant_q8_1 and gemm_q8_0r launch as dependents; gemm_fp8_blk runs mxf8f6f4 kernels
  *   sm120_on_sm90   a forced sm120 profile on cc 9.0: gemm_fp8_blk declines with the sm120 reason
- *   mmq             gemm_q8_0 launches memra_k_gemm_q8_0, accprobe the probe, the tile plan avoids 128 x 128 at 99 KB
+ *   mmq             gemm_q8_0 launches memra_k_gemm_q8_0, accprobe the probe, the tile plan avoids 128 x 128 at 99 KB;
+ *                   gemm_experts the routing kernel then the grouped q8_0r kernel on the worst-case grid
  *   fp8blk          gemm_fp8_blk launches the quantiser then the GEMM from the embedded cubin (no JIT service):
  *                   the wgmma kernel on cc 9.0, the mma.sync one with MEMRA_FP8BLK_WGMMA=0; with a static
  *                   x_scale or a producer x_amax the one-pass memra_k_fp8blk_quant_given instead (also on
@@ -91,11 +92,13 @@ static void record(void *f, int pdl)
         g_launched[g_n_launched++] = (const char *)f;
     }
 }
+static unsigned g_last_gx, g_last_gy, g_last_bx; /* the grid and block of the last plain launch */
 static int fake_launch(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
                        unsigned smem, void *s, void **params, void **extra)
 {
     (void)gx, (void)gy, (void)gz, (void)bx, (void)by, (void)bz, (void)smem, (void)s, (void)params, (void)extra;
     if (gx == 0 || gy == 0 || gz == 0 || bx == 0) return 3;
+    g_last_gx = gx, g_last_gy = gy, g_last_bx = bx;
     record(f, 0);
     return 0;
 }
@@ -507,6 +510,24 @@ static int case_mmq(const char *so)
     c = call_of(&m);
     ok &= launched("repack_q8_0", m.desc->ops->repack_q8_0(&c, 0x1000, 256, 512, 0x2000), 1,
                    (const char *[]){"memra_k_repack_q8_0"}, (const int[]){0});
+    /* gemm_experts (issue 30): the routing kernel then the grouped kernel on a grid of the worst
+     * case, ceil(100 / 16) + 8 experts = 15 row tiles by ceil(300 / 64) = 5 column tiles; no
+     * host read in between (the fake driver has no copies); other lanes declined */
+    memra_gemm_experts_args ex = {.struct_size = sizeof ex, .lane = MEMRA_OP_gemm_q8_0r, .n_experts = 8,
+                                  .ids = 0x60000000};
+    c = call_of(&m);
+    const memra_status xs = m.desc->ops->gemm_experts(&c, &a, &ex);
+    const unsigned gx = g_last_gx, gy = g_last_gy, bx = g_last_bx;
+    ok &= launched("gemm_experts q8_0r", xs, 2, (const char *[]){"memra_k_experts_route", "memra_k_gemm_experts_q8_0r"},
+                   (const int[]){0, 0});
+    printf("  gemm_experts grid %u x %u, block %u  %s\n", gx, gy, bx, gx == 5 && gy == 15 && bx == 256 ? "ok" : "FAIL");
+    ok &= gx == 5 && gy == 15 && bx == 256;
+    ex.lane = MEMRA_OP_gemm_f16;
+    c = call_of(&m);
+    ok &= declined("gemm_experts f16 lane", m.desc->ops->gemm_experts(&c, &a, &ex), &c, "gemm_q8_0r lane");
+    ex.lane = MEMRA_OP_gemm_q8_0r, ex.n_experts = 5000;
+    c = call_of(&m);
+    ok &= declined("gemm_experts 5000 experts", m.desc->ops->gemm_experts(&c, &a, &ex), &c, "4096 experts");
     ok &= close_mod(&m, 1);
     return ok;
 }

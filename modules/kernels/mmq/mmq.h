@@ -13,6 +13,8 @@
 #define MMQ_ROW 144     /* bytes of a record row in shared memory */
 #define MMQ_RAW 140     /* bytes of a raw Q8_0 row tile (4 blocks + up to 2 + 2 bytes) */
 #define MMQ_THREADS 256
+#define MMQ_XE_MAX 4096 /* gemm_experts: experts the routing kernel counts in shared memory */
+#define MMQ_XE_BM 16    /* gemm_experts: rows of a tile (one expert's) */
 #define MMQ_STAGE_BYTES (MMQ_BM * MMQ_ROW + MMQ_BN * MMQ_RAW)
 #define MMQ_SMEM_BYTES (2 * MMQ_STAGE_BYTES + MMQ_BN * MMQ_ROW)
 #define MMQ_PROBE_STAGE_BYTES ((MMQ_BM + MMQ_BN) * MMQ_ROW) /* 2 stages fit in MMQ_SMEM_BYTES */

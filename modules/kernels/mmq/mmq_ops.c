@@ -172,6 +172,7 @@ typedef struct mmq_state {
     mmq_knobs knobs; /* read at load (memra__gpu_knob) */
     int q8r_list;    /* q8r_list_of(this device): which list memra_call.variant indexes */
     CUfunction gemm_kr[MMQ_KR_FORMATS][MEMRA__MMQ_R3_TILES]; /* memra__mmq_kr_tiles[f][i]'s kernel, likewise */
+    CUfunction experts_route, gemm_experts_q8_0r;             /* gemm_experts (issue 30) */
 } mmq_state;
 
 #define MMQ_K(q) ((const mmq_state *)memra__gpu_state((q), &memra__gpu_family_mmq))
@@ -201,6 +202,8 @@ static memra_status mmq_load(memra__gpu *q, void *state)
         st = memra__gpu_function(q, m, probes[a], MMQ_SMEM_BYTES, &s->probe[a]);
     if (st == MEMRA_STATUS_OK) st = memra__gpu_function(q, m, "memra_k_repack_q8_0", 0, &s->repack_q8_0);
     if (st == MEMRA_STATUS_OK) st = memra__gpu_function(q, m, "memra_k_splitk_sum", 0, &s->splitk_sum);
+    if (st == MEMRA_STATUS_OK) st = memra__gpu_function(q, m, "memra_k_experts_route", 0, &s->experts_route);
+    if (st == MEMRA_STATUS_OK) st = memra__gpu_function(q, m, "memra_k_gemm_experts_q8_0r", 0, &s->gemm_experts_q8_0r);
     /* each gemm_q8_0r tile only where its shared memory fits (sm_120's 99 KB
      * takes all but the 128 x 128 one) */
     for (int t = 0; t < MEMRA__MMQ_R3_TILES && st == MEMRA_STATUS_OK; t++)
@@ -576,4 +579,55 @@ memra_status memra__mmq_accprobe(memra_call *call, memra_accprobe_arm arm, const
     float bias = arm == MEMRA_ACCPROBE_S32 ? PROBE_BIAS_S32 : 0.0f;
     return launch(q, MMQ_K(q)->probe[arm], names[arm], (unsigned)((m + 127) / 128), (unsigned)((n + 127) / 128),
                   MMQ_SMEM_BYTES, call->stream, (void *[]){&w, &x, &y, &m, &n, &k, &ldy, &bias});
+}
+
+/* ---- gemm_experts (issue 30) ------------------------------------------------------
+ * The gemm_q8_0r lane only (module.h, memra_gemm_experts_args): the routing
+ * kernel builds offsets, the permutation and the tile table in scratch on the
+ * device, then the grouped kernel runs on a grid sized by the worst case
+ * (ceil(m / MMQ_XE_BM) + E tiles), its CTAs past the table exiting: two
+ * launches of fixed shape for a given m, no host read, capturable. Other
+ * lanes are declined (the core then has no other lane on a GPU). */
+#define MEMRA__MMQ_SLOT_ROUTE "experts.route"
+
+static size_t up16(size_t b) { return (b + 15u) & ~(size_t)15u; }
+
+memra_status memra__mmq_gemm_experts(memra_call *call, const memra_gemm_args *a, const memra_gemm_experts_args *ex)
+{
+    memra__gpu *q = MMQ_OF(call);
+    if (ex == NULL || !MEMRA_HAS_MEMBER(ex, memra_gemm_experts_args, w_scales))
+        return q->host->set_error(MEMRA_STATUS_INVALID_ARGUMENT, "%s.gemm_experts: experts args missing or too small",
+                                  q->name);
+    if (ex->lane != MEMRA_OP_gemm_q8_0r)
+        return decline(call, "gemm_experts: this module serves the gemm_q8_0r lane (Q8_0 records) only");
+    memra_status st = check_gemm(q, "gemm_experts", a);
+    if (st != MEMRA_STATUS_OK) return st;
+    if (ex->n_experts < 1)
+        return q->host->set_error(MEMRA_STATUS_INVALID_ARGUMENT, "%s.gemm_experts: n_experts = %d", q->name,
+                                  (int)ex->n_experts);
+    if (a->k % MEMRA_QK8_0 != 0)
+        return q->host->set_error(MEMRA_STATUS_INVALID_ARGUMENT, "%s.gemm_experts: k = %d is not a multiple of 32",
+                                  q->name, (int)a->k);
+    if (a->m == 0 || a->n == 0) return MEMRA_STATUS_OK;
+    if (ex->ids == 0) return q->host->set_error(MEMRA_STATUS_INVALID_ARGUMENT, "%s.gemm_experts: ids is NULL", q->name);
+    const int32_t E = ex->n_experts, m = a->m, n = a->n, k = a->k;
+    if (E > MMQ_XE_MAX) return decline(call, "gemm_experts: more than 4096 experts (the routing kernel's shared memory)");
+    const int64_t tiles_max = ((int64_t)m + MMQ_XE_BM - 1) / MMQ_XE_BM + E;
+    if (tiles_max > 65535) return decline(call, "gemm_experts: more than 65535 row tiles");
+    if (!aligned(a->x, 16) || !aligned(a->w, 8)) return decline(call, "gemm_experts: needs 16-byte aligned q8_1 records");
+    const size_t b_off = up16(((size_t)E + 1) * 4), b_perm = up16((size_t)m * 4), b_tiles = up16((size_t)tiles_max * 8);
+    memra_dptr p = 0;
+    st = q->host->scratch_get(call, MEMRA__MMQ_SLOT_ROUTE, b_off + b_perm + b_tiles + 16, &p);
+    if (st != MEMRA_STATUS_OK) return st;
+    memra_dptr offsets = p, perm = p + b_off, tiles = perm + b_perm, ntiles = tiles + b_tiles;
+    memra_dptr ids = ex->ids, w = a->w, x = a->x, y = y_base(a);
+    int mm = m, ee = E, nn = n, kk = k;
+    long long ldy = a->ldy;
+    float alpha = a->alpha;
+    st = launch_n(q, MMQ_K(q)->experts_route, "memra_k_experts_route", 1, 1, 1024, 0, call->stream,
+                  (void *[]){&ids, &mm, &ee, &offsets, &perm, &tiles, &ntiles});
+    if (st != MEMRA_STATUS_OK) return st;
+    return launch(q, MMQ_K(q)->gemm_experts_q8_0r, "memra_k_gemm_experts_q8_0r", (unsigned)((n + 63) / 64),
+                  (unsigned)tiles_max, 0, call->stream,
+                  (void *[]){&w, &x, &mm, &nn, &kk, &offsets, &perm, &tiles, &ntiles, &y, &ldy, &alpha});
 }
