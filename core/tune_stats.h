@@ -1,0 +1,22 @@
+/* The tuner's statistics (core/tune_stats.c): a seeded, deterministic
+ * percentile bootstrap of the geometric mean of paired ratios. Plain C, no
+ * runtime state: the race, the verify run and the tests share it. */
+#ifndef MEMRA_CORE_TUNE_STATS_H
+#define MEMRA_CORE_TUNE_STATS_H
+
+#include <stdint.h>
+
+/* The gain of arm b over arm a from n paired repetitions: ratio_r =
+ * a[r] / b[r] (times: > 1 means b is faster). *point is the geometric mean
+ * of the ratios; [*lo, *hi] its 95% percentile-bootstrap interval: `iters`
+ * resamples of the n repetitions with replacement (xorshift64* seeded by
+ * `seed`, so the same input gives the same interval), the 2.5th and 97.5th
+ * percentiles of the resampled geometric means. Returns 0 (outputs untouched)
+ * when n < 2, iters < 100, or a time is not positive and finite. */
+int memra__boot_gain(const double *a, const double *b, int n, int iters, uint64_t seed, double *point, double *lo,
+                     double *hi);
+
+#define MEMRA__BOOT_ITERS 2000
+#define MEMRA__BOOT_SEED 0x6d656d7261747565ull /* "memratue" */
+
+#endif
