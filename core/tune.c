@@ -278,11 +278,10 @@ static void tune_read(memra_runtime *rt)
     }
     if ((size_t)(nl - l1) != strlen(head) || memcmp(l1, head, strlen(head)) != 0) {
         /* An older (or newer) format: treated as absent, rebuilt by the next memra tune. */
+        const char *v = l1 + strlen(TUNE_MAGIC) + 1;
+        const int vl = (int)(nl - v) < 8 ? (int)(nl - v) : 8;
         snprintf(rt->tune_status, sizeof rt->tune_status,
-                 "absent: format version %.8s is not %d (an older file: memra tune rebuilds it)",
-                 l1 + strlen(TUNE_MAGIC) + 1, TUNE_VERSION);
-        char *cr = strchr(rt->tune_status, '\n');
-        if (cr != NULL) *cr = ')', cr[1] = '\0';
+                 "absent: format version %.*s is not %d (an older file: memra tune rebuilds it)", vl, v, TUNE_VERSION);
         memra__log(MEMRA_LOG_INFO, "tune", "tuning file %s: %s", rt->tune_path, rt->tune_status);
         goto out;
     }
