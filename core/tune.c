@@ -755,16 +755,17 @@ memra_status memra_tune_race(memra_device *dev, memra_op op, int32_t m, int32_t 
             r++;
             break;
         }
-        if (res.baseline < 0 || !res.arms[res.baseline].ok) continue;
+        if (res.baseline < 0 || !res.arms[res.baseline].ok || (done - min_reps) % 2 != 0) continue;
         const double *bt = arms[res.baseline].times;
         double p, lo, hi, best = 0.0, best_hw = 1.0;
-        if (!memra__boot_gain(bt, twin, done, MEMRA__BOOT_ITERS, MEMRA__BOOT_SEED, &p, &lo, &hi)) continue;
+        /* a coarser bootstrap (500 resamples) to decide when to stop; the verdict uses the full one */
+        if (!memra__boot_gain(bt, twin, done, 500, MEMRA__BOOT_SEED, &p, &lo, &hi)) continue;
         const double self_hw = half_width(p, lo, hi);
         int any_up = 0;
         for (int i = 0; i < na; i++) {
             if (!res.arms[i].ok || i == res.baseline) continue;
             double gp, gl, gh;
-            if (!memra__boot_gain(bt, arms[i].times, done, MEMRA__BOOT_ITERS, MEMRA__BOOT_SEED, &gp, &gl, &gh)) continue;
+            if (!memra__boot_gain(bt, arms[i].times, done, 500, MEMRA__BOOT_SEED, &gp, &gl, &gh)) continue;
             if (gh > 1.0) any_up = 1;
             if (gp > best) best = gp, best_hw = half_width(gp, gl, gh);
         }

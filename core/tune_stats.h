@@ -8,13 +8,24 @@
 
 /* The gain of arm b over arm a from n paired repetitions: ratio_r =
  * a[r] / b[r] (times: > 1 means b is faster). *point is the geometric mean
- * of the ratios; [*lo, *hi] its 95% percentile-bootstrap interval: `iters`
- * resamples of the n repetitions with replacement (xorshift64* seeded by
- * `seed`, so the same input gives the same interval), the 2.5th and 97.5th
- * percentiles of the resampled geometric means. Returns 0 (outputs untouched)
- * when n < 2, iters < 100, or a time is not positive and finite. */
-int memra__boot_gain(const double *a, const double *b, int n, int iters, uint64_t seed, double *point, double *lo,
-                     double *hi);
+ * of the ratios, trimmed: the `trim` fraction (0 <= trim < 0.5) of the
+ * smallest and of the largest log-ratios left out (0: the plain geometric
+ * mean); [*lo, *hi] its 95% percentile-bootstrap interval: `iters` resamples
+ * of the n repetitions with replacement (xorshift64* seeded by `seed`, so the
+ * same input gives the same interval), the 2.5th and 97.5th percentiles of
+ * the resampled (trimmed) geometric means. Returns 0 (outputs untouched) when
+ * n < 2, iters < 100, trim is out of range, or a time is not positive and
+ * finite. */
+int memra__boot_gain_trim(const double *a, const double *b, int n, double trim, int iters, uint64_t seed,
+                          double *point, double *lo, double *hi);
+/* The tuner's estimator: 20% trimmed (a repetition slowed by something else
+ * on the machine, one side of its pair only, does not move the gain). */
+#define MEMRA__BOOT_TRIM 0.2
+static inline int memra__boot_gain(const double *a, const double *b, int n, int iters, uint64_t seed, double *point,
+                                   double *lo, double *hi)
+{
+    return memra__boot_gain_trim(a, b, n, MEMRA__BOOT_TRIM, iters, seed, point, lo, hi);
+}
 
 #define MEMRA__BOOT_ITERS 2000
 #define MEMRA__BOOT_SEED 0x6d656d7261747565ull /* "memratue" */

@@ -255,7 +255,7 @@ static int verify_entry(memra_runtime *rt, memra_device *dev, const memra_tune_e
             r++;
             break;
         }
-        if (memra__boot_gain(ut, tt, r + 1, MEMRA__BOOT_ITERS, MEMRA__BOOT_SEED, &p, &lo, &hi) &&
+        if (memra__boot_gain(ut, tt, r + 1, 500, MEMRA__BOOT_SEED, &p, &lo, &hi) &&
             (hi / p - 1.0 < kn->target_pct * 1e-2 && 1.0 - lo / p < kn->target_pct * 1e-2)) {
             r++;
             break;

@@ -4,7 +4,8 @@
  * (mean of the logs +- 1.96 standard errors, within 15% of the half-width);
  * over 400 samples of 30 repetitions the interval covers the true gain in
  * 90-99% of them (a 68% or shifted interval fails); the same input gives the
- * same interval; too few repetitions or a bad time is refused. */
+ * same interval; too few repetitions or a bad time is refused; the 20%
+ * trimmed estimate ignores three pairs slowed on one side. */
 #include <math.h>
 
 #include "core/tune_stats.h"
@@ -32,15 +33,15 @@ int main(void)
     double a[400], b[400], p, lo, hi;
     /* constant: the interval is the point */
     for (int r = 0; r < 10; r++) a[r] = 2.0 * (b[r] = 10.0 + r);
-    CHECK(memra__boot_gain(a, b, 10, 2000, 1, &p, &lo, &hi));
+    CHECK(memra__boot_gain_trim(a, b, 10, 0.0, 2000, 1, &p, &lo, &hi));
     CHECK(fabs(p - 2.0) < 1e-12 && fabs(lo - 2.0) < 1e-12 && fabs(hi - 2.0) < 1e-12);
     /* refused */
-    CHECK(!memra__boot_gain(a, b, 1, 2000, 1, &p, &lo, &hi));
-    CHECK(!memra__boot_gain(a, b, 10, 10, 1, &p, &lo, &hi));
+    CHECK(!memra__boot_gain_trim(a, b, 1, 0.0, 2000, 1, &p, &lo, &hi));
+    CHECK(!memra__boot_gain_trim(a, b, 10, 0.0, 10, 1, &p, &lo, &hi));
     b[3] = 0.0;
-    CHECK(!memra__boot_gain(a, b, 10, 2000, 1, &p, &lo, &hi));
+    CHECK(!memra__boot_gain_trim(a, b, 10, 0.0, 2000, 1, &p, &lo, &hi));
     b[3] = NAN;
-    CHECK(!memra__boot_gain(a, b, 10, 2000, 1, &p, &lo, &hi));
+    CHECK(!memra__boot_gain_trim(a, b, 10, 0.0, 2000, 1, &p, &lo, &hi));
 
     /* the known answer: normal theory for the mean of 400 logs */
     sample(a, b, 400, 1.10, 0.05);
@@ -49,7 +50,7 @@ int main(void)
     m /= 400.0;
     for (int r = 0; r < 400; r++) v += (log(a[r] / b[r]) - m) * (log(a[r] / b[r]) - m);
     const double se = sqrt(v / 399.0 / 400.0), half = 1.96 * se;
-    CHECK(memra__boot_gain(a, b, 400, 4000, 7, &p, &lo, &hi));
+    CHECK(memra__boot_gain_trim(a, b, 400, 0.0, 4000, 7, &p, &lo, &hi));
     printf("400 ratios: point %.5f [%.5f, %.5f]; theory %.5f [%.5f, %.5f]\n", p, lo, hi, exp(m), exp(m - half),
            exp(m + half));
     CHECK(fabs(log(p) - m) < 1e-12);
@@ -57,7 +58,7 @@ int main(void)
     CHECK(fabs(log(hi) - (m + half)) < 0.15 * half);
     /* deterministic */
     double p2, lo2, hi2;
-    CHECK(memra__boot_gain(a, b, 400, 4000, 7, &p2, &lo2, &hi2));
+    CHECK(memra__boot_gain_trim(a, b, 400, 0.0, 4000, 7, &p2, &lo2, &hi2));
     CHECK(p2 == p && lo2 == lo && hi2 == hi);
 
     /* coverage of the true gain */
@@ -65,7 +66,7 @@ int main(void)
     const int trials = 400;
     for (int t = 0; t < trials; t++) {
         sample(a, b, 30, 1.05, 0.10);
-        CHECK(memra__boot_gain(a, b, 30, 2000, (uint64_t)t + 1, &p, &lo, &hi));
+        CHECK(memra__boot_gain_trim(a, b, 30, 0.0, 2000, (uint64_t)t + 1, &p, &lo, &hi));
         if (lo <= 1.05 && 1.05 <= hi) cover++;
         else if (hi < 1.05) below++;
     }
@@ -74,6 +75,16 @@ int main(void)
     CHECK(cover >= (int)(0.90 * trials) && cover <= (int)(0.99 * trials));
     /* misses on both sides, roughly alike (a shifted interval misses on one) */
     CHECK(below >= 2 && trials - cover - below >= 2);
+    /* trimmed (the tuner's 20%): three pairs slowed 3x on one side move the plain geomean, not the trimmed one */
+    sample(a, b, 30, 1.05, 0.02);
+    a[2] *= 3.0, a[11] *= 3.0, b[20] *= 3.0;
+    double pt, lt, ht, pp, lp, hp;
+    CHECK(memra__boot_gain(a, b, 30, 2000, 3, &pt, &lt, &ht)); /* the inline: MEMRA__BOOT_TRIM */
+    CHECK(memra__boot_gain_trim(a, b, 30, 0.0, 2000, 3, &pp, &lp, &hp));
+    printf("outliers: trimmed %.4f [%.4f, %.4f], plain %.4f [%.4f, %.4f]\n", pt, lt, ht, pp, lp, hp);
+    CHECK(lt <= 1.05 && 1.05 <= ht && ht / lt < 1.05);
+    CHECK(hp / lp > 2.0 * (ht / lt - 1.0) + 1.0); /* the plain interval is much wider */
+    CHECK(!memra__boot_gain_trim(a, b, 30, 0.5, 2000, 3, &pt, &lt, &ht));
     printf("ok\n");
     return 0;
 }
