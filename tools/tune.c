@@ -45,7 +45,7 @@ static const char k_help[] =
     "  (seeded, deterministic); the noise floor is the widest miss of 1 by the baseline's race\n"
     "  against its twin, at least 3%. A class (op, n, k, m rounded up to a power of two) gets\n"
     "  an entry only when its best arm's interval lies above 1 and its gain reaches the floor;\n"
-    "  otherwise the file records 'no win' for it and routing keeps the scores' pick.\n"
+    "  otherwise the file says 'no win' for it and routing keeps the scores' pick.\n"
     "  Repetitions stop after --min-reps (default 5) once the intervals that decide are\n"
     "  narrower than --target-pct (default 1%), or when --budget-ms per class is spent, or\n"
     "  at --reps (defaults: on a GPU 100 and 1000 ms; on the host 30 and 2000 ms).\n"
@@ -123,7 +123,7 @@ static memra_status verify_weight(memra_runtime *rt, memra_device *dev, memra_op
         d.format = MEMRA_FORMAT_E4M3, d.size = nk;
         if (op == MEMRA_OP_gemm_fp8) d.scale = 0.01f;
         else {
-            const size_t gc = (size_t)((n + 127) / 128) * (size_t)((k + 127) / 128);
+            const size_t gc = (size_t)(memra_fp8_grid_rows(n) * memra_fp8_grid_cols(k));
             grid = tool_alloc(gc, sizeof(float));
             if (grid) tool_fill_grid(&rng, grid, gc);
             d.grid = grid, d.grid_count = gc;
