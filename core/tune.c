@@ -617,6 +617,7 @@ memra_status memra_tune_race(memra_device *dev, memra_op op, int32_t m, int32_t 
     memra_timer *timer = NULL;
     sub_case sub;
     void *sub_got = NULL;
+    double *sub_mass = NULL;
     memset(&sub, 0, sizeof sub);
     memset(&c, 0, sizeof c);
     if (href == NULL || !memra__acase_gemm(((uint64_t)ts.tv_nsec << 16) ^ (uint64_t)ts.tv_sec, op, m, n, k, &c)) {
@@ -644,6 +645,14 @@ memra_status memra_tune_race(memra_device *dev, memra_op op, int32_t m, int32_t 
     else st = memra__acase_run(host, href, &subrun, ref, &dwhy, -1);
     if (subq8) memra__acase_operands_free(&sub.c, &subrun);
     if (st != MEMRA_STATUS_OK) goto done_ops;
+    /* The judge's mass, made once for every arm (16 rows x n x k: on the 27b sheet half a
+     * second each time it is remade). */
+    sub_mass = memra__acase_mass(&sub.c);
+    if (sub_mass == NULL) {
+        st = MEMRA__FAIL(MEMRA_STATUS_OUT_OF_MEMORY, "memra_tune_race: mass");
+        goto done_ops;
+    }
+    sub.c.mass = sub_mass;
     /* Inputs and output on the device, once. */
     memra_op_args a = run.a;
     a.struct_size = sizeof a;
@@ -828,6 +837,7 @@ done_ops:
     memra__dev_free(dev, ob);
     if (q8) memra__acase_operands_free(&c, &run);
 done_case:
+    free(sub_mass);
     free(ref);
     free(got);
     free(sub_got);
