@@ -35,10 +35,9 @@ assert res, "no race"
 variant_race = two_modules = wins = nowins = 0
 for r in res:
     arms = r["arms"]
-    for a in arms:
+    for i, a in enumerate(arms):
         assert a["verdict"], ("no verdict", r["op"], a)
         if a["ok"]:
-            i = arms.index(a)
             want = 3 + r["reps_done"] * (1 + r["batch"]) * (2 if i == r["baseline"] else 1)
             assert a["hits"] == want, ("an ok arm's calls", want, r["op"], a)
             assert a["median_us"] > 0, ("no time", r["op"], a)
