@@ -72,3 +72,10 @@ int memra__boot_gain_trim(const double *a, const double *b, int n, double trim, 
     free(means);
     return ok;
 }
+
+int memra_tune_gain(const double *a, const double *b, int n, int resamples, double *gain, double *lo, double *hi)
+{
+    if (gain == NULL || lo == NULL || hi == NULL) return 0;
+    return memra__boot_gain(a, b, n, resamples > 0 ? (resamples < 100 ? 100 : resamples) : MEMRA__BOOT_ITERS,
+                            MEMRA__BOOT_SEED, gain, lo, hi);
+}

@@ -6,6 +6,8 @@
 
 #include <stdint.h>
 
+#include "memra/memra.h" /* memra_tune_gain, the public face of memra__boot_gain */
+
 /* The gain of arm b over arm a from n paired repetitions: ratio_r =
  * a[r] / b[r] (times: > 1 means b is faster). *point is the geometric mean
  * of the ratios, trimmed: the `trim` fraction (0 <= trim < 0.5) of the

@@ -17,7 +17,6 @@
 #include "tools/tool_opt.h"
 #include "tools/tool_util.h"
 #include "memra/formats.h"
-#include "core/tune_stats.h"
 
 typedef struct shape {
     int32_t out_f, in_f; /* n, k */
@@ -255,14 +254,14 @@ static int verify_entry(memra_runtime *rt, memra_device *dev, const memra_tune_e
             r++;
             break;
         }
-        if (memra__boot_gain(ut, tt, r + 1, 500, MEMRA__BOOT_SEED, &p, &lo, &hi) &&
+        if (memra_tune_gain(ut, tt, r + 1, 500, &p, &lo, &hi) &&
             (hi / p - 1.0 < kn->target_pct * 1e-2 && 1.0 - lo / p < kn->target_pct * 1e-2)) {
             r++;
             break;
         }
     }
     memra_tune_use(rt, 1);
-    if (st == MEMRA_STATUS_OK && memra__boot_gain(ut, tt, r, MEMRA__BOOT_ITERS, MEMRA__BOOT_SEED, &p, &lo, &hi)) {
+    if (st == MEMRA_STATUS_OK && memra_tune_gain(ut, tt, r, 0, &p, &lo, &hi)) {
         verdict = lo <= e->gain_hi && e->gain_lo <= hi;
         printf(", measured %.3fx [%.3f, %.3f] (%d reps x %d): %s\n", p, lo, hi, r, batch,
                verdict ? "agree" : "DISAGREE");

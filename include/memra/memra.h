@@ -407,6 +407,13 @@ typedef struct memra_tune_claim {
  * gain = baseline_us / median_us and a zero-width interval). Same statuses. */
 memra_status memra_tune_record_claim(memra_device *dev, memra_op op, int32_t m, int32_t n, int32_t k,
                                      const memra_tune_claim *claim);
+/* The tuner's statistic, for any paired timings: the gain of b over a from n
+ * repetitions (ratio a[r] / b[r]: > 1 means b is faster), the 20% trimmed
+ * geometric mean of the ratios, and its 95% percentile-bootstrap interval
+ * over the repetitions (`resamples`, 0 = 2000; a fixed seed: the same times
+ * give the same interval). Returns 1, or 0 (outputs untouched) when n < 2 or
+ * a time is not positive and finite. Thread-safe; no runtime needed. */
+int memra_tune_gain(const double *a, const double *b, int n, int resamples, double *gain, double *lo, double *hi);
 /* Route by the table (on = 1, as MEMRA_TUNE unset) or by the scores alone
  * (on = 0, as MEMRA_TUNE=0) from now on, on every device: publishes new
  * routing (calls in flight finish on the old). For `memra tune --verify`,

@@ -85,6 +85,12 @@ int main(void)
     CHECK(lt <= 1.05 && 1.05 <= ht && ht / lt < 1.05);
     CHECK(hp / lp > 2.0 * (ht / lt - 1.0) + 1.0); /* the plain interval is much wider */
     CHECK(!memra__boot_gain_trim(a, b, 30, 0.5, 2000, 3, &pt, &lt, &ht));
+    /* the public face: the tuner's estimator with 2000 resamples and the fixed seed */
+    double pg, lg, hg, pb, lb, hb;
+    CHECK(memra_tune_gain(a, b, 30, 0, &pg, &lg, &hg));
+    CHECK(memra__boot_gain(a, b, 30, MEMRA__BOOT_ITERS, MEMRA__BOOT_SEED, &pb, &lb, &hb));
+    CHECK(pg == pb && lg == lb && hg == hb);
+    CHECK(!memra_tune_gain(a, b, 1, 0, &pg, &lg, &hg));
     printf("ok\n");
     return 0;
 }
