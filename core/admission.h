@@ -23,6 +23,7 @@ typedef struct acase {
     char shape[48];
     int gemm;    /* judged by band (else bytes must be identical) */
     double band; /* the op's band, e = |got - ref| / mass */
+    const double *mass; /* optional: the GEMM's mass, m x n, made once by memra__acase_mass (not owned) */
 } acase;
 #define OFF(member) offsetof(memra_op_args, member)
 
@@ -37,6 +38,10 @@ int memra__acase_operands(memra_device *host, const memra__modrec *href, acase *
 void memra__acase_operands_free(const acase *c, acase *op_case);
 /* 1 when got matches ref within the case's band; otherwise why is written. */
 int memra__acase_judge(const acase *c, const void *got, const void *ref, char *why, size_t len);
+/* A GEMM case's mass (m x n doubles, the caller frees), for judging many
+ * results of one case without remaking it each time (set c->mass); NULL on
+ * failure. */
+double *memra__acase_mass(const acase *c);
 /* Run c once on (dev, r, variant) with fresh buffers; the output is read back
  * into out (c->out_bytes). DECLINED sets *why. */
 memra_status memra__acase_run(memra_device *dev, const memra__modrec *r, const acase *c, void *out, const char **why,

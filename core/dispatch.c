@@ -309,7 +309,7 @@ static memra_status dispatch_lanes(memra_device *dev, memra__snapshot *s, memra_
     const int s_lanes = s->n_lanes[op];
     /* Measured routing first (core/tune.c): the class's tuned lane and variant. */
     const memra__tuned *t = s->n_tuned[op] > 0 ? memra__tune_find(s, op, &args->gemm) : NULL;
-    if (t != NULL && t->lane < s_lanes) {
+    if (t != NULL && t->lane >= 0 && t->lane < s_lanes) { /* lane -1: "no win", the scores */
         memra__lane tl = s->lanes[op][t->lane];
         tl.variant = t->variant;
         st = memra__lane_invoke(dev, &tl, op, args);

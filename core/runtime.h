@@ -80,6 +80,9 @@ typedef struct memra__tune_ent {
     int32_t n, k, mc;    /* the shape class */
     char module[49], modver[64], variant[33];
     double us, base_us;
+    int win;             /* 1: routes the class; 0: "no win", the scores route it */
+    double gain, gain_lo, gain_hi, floor; /* the claim: baseline / winner, its 95% interval, the floor */
+    int reps;
     char state[200];     /* "active" or why ignored (set at each publish) */
     int logged;          /* the ignore reason was logged */
     int from_file;
@@ -88,7 +91,7 @@ typedef struct memra__tune_ent {
 /* A tuned class resolved against one snapshot's lanes. */
 typedef struct memra__tuned {
     int32_t n, k, mc;
-    int lane;    /* index into lanes[op] */
+    int lane;    /* index into lanes[op]; -1: a "no win" class, the scores route it */
     int variant; /* -1 or a variant index */
 } memra__tuned;
 

@@ -3,11 +3,16 @@
  *
  * The file (docs/ARCHITECTURE.md, "Tuning file") is text, one record a line,
  * fields separated by one TAB:
- *   line 1   "memra-tune" TAB format version ("1")
+ *   line 1   "memra-tune" TAB format version ("2")
  *   line 2   "sha256" TAB the lower-case hex SHA-256 of every byte after line 2
- *   then     "entry" TAB device key TAB op TAB n TAB k TAB m class TAB module
- *            TAB module version TAB variant ("-" for the default) TAB median us
- *            TAB baseline us
+ *   then     "entry" or "nowin" TAB device key TAB op TAB n TAB k TAB m class
+ *            TAB module TAB module version TAB variant ("-" for the default)
+ *            TAB median us TAB baseline us TAB gain TAB gain low TAB gain high
+ *            TAB noise floor TAB repetitions
+ * An "entry" routes its class to the module; a "nowin" line records that the
+ * race found no real win there (module: the best arm seen), so the class keeps
+ * the scores' pick and is not served by a neighbour's entry. A version 1 file
+ * (no claims) is treated as absent: memra tune rebuilds it.
  * The device key is "<name> cc<cc> sms<SMs> driver<version> memra<version>":
  * an entry applies only to a device whose key is the same. It is read once at
  * memra_open from MEMRA_TUNE_FILE (absolute) or <cache root>/tune/tuning.memra
@@ -32,9 +37,10 @@
 #include "core/admission.h"
 #include "base/error.h"
 #include "jit/sha256.h"
+#include "core/tune_stats.h"
 
 #define TUNE_MAGIC "memra-tune"
-#define TUNE_VERSION 1
+#define TUNE_VERSION 2
 #define TUNE_MAX_BYTES (1u << 20)
 #define TUNE_MAX_ENTRIES 4096
 
@@ -173,17 +179,18 @@ static int parse_us(const char *s, double *out)
 /* One "entry" line (NUL-terminated, no newline) into e; 0 on any flaw. */
 static int parse_line(char *line, memra__tune_ent *e)
 {
-    char *f[12];
+    char *f[17];
     int n = 0;
-    for (char *p = line; n < 12;) {
+    for (char *p = line; n < 17;) {
         f[n++] = p;
         char *t = strchr(p, '\t');
         if (t == NULL) break;
         *t = '\0';
         p = t + 1;
     }
-    if (n != 11 || strcmp(f[0], "entry") != 0) return 0;
+    if (n != 16 || (strcmp(f[0], "entry") != 0 && strcmp(f[0], "nowin") != 0)) return 0;
     memset(e, 0, sizeof *e);
+    e->win = f[0][0] == 'e';
     e->op = memra_op_from_name(f[2]);
     if (!field_copy(e->key, sizeof e->key, f[1]) || !is_gemm_op(e->op)) return 0;
     if (!parse_i32(f[3], 1, 1 << 24, &e->n) || !parse_i32(f[4], 1, 1 << 24, &e->k) ||
@@ -192,6 +199,9 @@ static int parse_line(char *line, memra__tune_ent *e)
     if (!field_copy(e->module, sizeof e->module, f[6]) || !field_copy(e->modver, sizeof e->modver, f[7])) return 0;
     if (strcmp(f[8], "-") != 0 && !field_copy(e->variant, sizeof e->variant, f[8])) return 0;
     if (!parse_us(f[9], &e->us) || !parse_us(f[10], &e->base_us)) return 0;
+    if (!parse_us(f[11], &e->gain) || !parse_us(f[12], &e->gain_lo) || !parse_us(f[13], &e->gain_hi) ||
+        !parse_us(f[14], &e->floor) || !parse_i32(f[15], 0, 1 << 24, &e->reps))
+        return 0;
     e->from_file = 1;
     e->dev = -1;
     return 1;
@@ -267,7 +277,12 @@ static void tune_read(memra_runtime *rt)
         goto out;
     }
     if ((size_t)(nl - l1) != strlen(head) || memcmp(l1, head, strlen(head)) != 0) {
-        bad = "format version is not 1";
+        /* An older (or newer) format: treated as absent, rebuilt by the next memra tune. */
+        const char *v = l1 + strlen(TUNE_MAGIC) + 1;
+        const int vl = (int)(nl - v) < 8 ? (int)(nl - v) : 8;
+        snprintf(rt->tune_status, sizeof rt->tune_status,
+                 "absent: format version %.*s is not %d (an older file: memra tune rebuilds it)", vl, v, TUNE_VERSION);
+        memra__log(MEMRA_LOG_INFO, "tune", "tuning file %s: %s", rt->tune_path, rt->tune_status);
         goto out;
     }
     char *l2 = nl + 1, *nl2 = memchr(l2, '\n', size - (size_t)(l2 - l1));
@@ -353,6 +368,17 @@ memra_status memra__tune_resolve(memra_runtime *rt, memra_device *dev, memra__sn
         const char *why = NULL;
         char wb[200];
         int lane = -1, variant = -1;
+        if (!e->win) {
+            /* Measured: no arm beat the scores' pick here; the class keeps it (lane -1). */
+            snprintf(e->state, sizeof e->state, "no win: the scores route (best %.48s%s%.32s %.2fx [%.2f, %.2f], floor %.0f%%)",
+                     e->module, e->variant[0] ? "." : "", e->variant, e->gain, e->gain_lo, e->gain_hi, e->floor * 100.0);
+            if (!rt->tune_on) continue;
+            memra__tuned *t = realloc(s->tuned[e->op], (size_t)(s->n_tuned[e->op] + 1) * sizeof *t);
+            if (t == NULL) return MEMRA__FAIL(MEMRA_STATUS_OUT_OF_MEMORY, "tuned routing");
+            s->tuned[e->op] = t;
+            t[s->n_tuned[e->op]++] = (memra__tuned){.n = e->n, .k = e->k, .mc = e->mc, .lane = -1, .variant = -1};
+            continue;
+        }
         for (int l = 0; l < s->n_lanes[e->op]; l++)
             if (strcmp(s->lanes[e->op][l].mod->name, e->module) == 0) lane = l;
         if (!rt->tune_on) why = "MEMRA_TUNE=0";
@@ -492,9 +518,51 @@ static void sub_free(sub_case *s)
 typedef struct arm_run {
     const memra__lane *lane;
     int variant;
-    double *times;
-    int n_times;
+    double *times; /* us per call at each repetition (reps entries) */
 } arm_run;
+
+static double now_ms(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec * 1e3 + (double)t.tv_nsec * 1e-6;
+}
+
+/* One sample of an arm: one untimed warm-up call (its operands in L2 or the
+ * CPU caches, and any lazy set-up paid, as for every arm), then `batch`
+ * calls back to back between two timer marks; *us = the interval / batch. */
+static memra_status sample_arm(memra_device *dev, memra_timer *timer, const memra__lane *l, int variant, memra_op op,
+                               const memra_op_args *a, int batch, memra_status *call_st, uint64_t *hits, double *us)
+{
+    memra__lane lane = *l;
+    lane.variant = variant;
+    const uint64_t h0 = atomic_load(&lane.cell->hits);
+    memra_op_args ca = *a;
+    memra_status cs = memra__lane_invoke(dev, &lane, op, &ca), st = MEMRA_STATUS_OK;
+    double ms = 0.0;
+    if (cs == MEMRA_STATUS_OK) st = memra_timer_start(timer, NULL);
+    for (int b = 0; b < batch && cs == MEMRA_STATUS_OK && st == MEMRA_STATUS_OK; b++) {
+        ca = *a;
+        cs = memra__lane_invoke(dev, &lane, op, &ca);
+    }
+    if (cs == MEMRA_STATUS_OK && st == MEMRA_STATUS_OK) st = memra_timer_stop(timer, NULL);
+    if (cs == MEMRA_STATUS_OK && st == MEMRA_STATUS_OK) st = memra_timer_elapsed_ms(timer, &ms);
+    *hits += atomic_load(&lane.cell->hits) - h0;
+    *call_st = cs;
+    *us = ms * 1e3 / (double)batch;
+    return st;
+}
+
+/* The half-width of an interval relative to its point, the larger side. */
+static double half_width(double p, double lo, double hi)
+{
+    const double u = hi / p - 1.0, d = 1.0 - lo / p;
+    return u > d ? u : d;
+}
+
+#define TUNE_FLOOR_MIN 0.03
+#define TUNE_SAMPLE_US 500.0 /* a sample's batch is sized to take about this long */
+#define TUNE_BATCH_MAX 16
 
 memra_status memra_tune_race(memra_device *dev, memra_op op, int32_t m, int32_t n, int32_t k, int reps,
                              memra_tune_result *out)
@@ -515,9 +583,27 @@ memra_status memra_tune_race(memra_device *dev, memra_op op, int32_t m, int32_t 
     memra_tune_result res;
     memset(&res, 0, sizeof res);
     res.struct_size = sizeof res;
-    res.winner = res.baseline = -1;
+    res.winner = res.baseline = res.chosen = -1;
+    /* The appended IN knobs, read only where the caller's struct covers them. */
+    const int knobs = out->struct_size >= offsetof(memra_tune_result, reps_done);
+    const double budget_ms = knobs && out->budget_ms > 0.0 ? out->budget_ms : 0.0;
+    const double target = (knobs && out->target_pct > 0.0 ? out->target_pct : 1.0) * 1e-2;
+    int min_reps = knobs && out->min_reps > 0 ? out->min_reps : 5;
+    min_reps = min_reps < 3 ? 3 : min_reps;
+    double *const rep_us = knobs ? out->rep_us : NULL;
+    const int rep_cap = knobs && out->rep_us != NULL ? out->rep_cap : 0;
+    if (knobs) {
+        res.budget_ms = out->budget_ms, res.target_pct = out->target_pct, res.min_reps = out->min_reps;
+        res.rep_us = out->rep_us, res.rep_cap = out->rep_cap;
+    }
+    const double t_setup = now_ms();
+    double *twin = calloc((size_t)reps, sizeof *twin);
+    if (twin == NULL) return MEMRA__FAIL(MEMRA_STATUS_OUT_OF_MEMORY, "memra_tune_race");
     memra__snapshot *s = memra__snapshot_acquire(dev);
-    if (s == NULL) return MEMRA__FAIL(MEMRA_STATUS_INTERNAL, "no routing on %s", dev->label);
+    if (s == NULL) {
+        free(twin);
+        return MEMRA__FAIL(MEMRA_STATUS_INTERNAL, "no routing on %s", dev->label);
+    }
     memra_device *host = rt->devices[rt->n_devices - 1];
     memra__modrec *href = memra__host_rec(rt);
     struct timespec ts;
@@ -531,6 +617,7 @@ memra_status memra_tune_race(memra_device *dev, memra_op op, int32_t m, int32_t 
     memra_timer *timer = NULL;
     sub_case sub;
     void *sub_got = NULL;
+    double *sub_mass = NULL;
     memset(&sub, 0, sizeof sub);
     memset(&c, 0, sizeof c);
     if (href == NULL || !memra__acase_gemm(((uint64_t)ts.tv_nsec << 16) ^ (uint64_t)ts.tv_sec, op, m, n, k, &c)) {
@@ -558,6 +645,14 @@ memra_status memra_tune_race(memra_device *dev, memra_op op, int32_t m, int32_t 
     else st = memra__acase_run(host, href, &subrun, ref, &dwhy, -1);
     if (subq8) memra__acase_operands_free(&sub.c, &subrun);
     if (st != MEMRA_STATUS_OK) goto done_ops;
+    /* The judge's mass, made once for every arm (16 rows x n x k: on the 27b sheet half a
+     * second each time it is remade). */
+    sub_mass = memra__acase_mass(&sub.c);
+    if (sub_mass == NULL) {
+        st = MEMRA__FAIL(MEMRA_STATUS_OUT_OF_MEMORY, "memra_tune_race: mass");
+        goto done_ops;
+    }
+    sub.c.mass = sub_mass;
     /* Inputs and output on the device, once. */
     memra_op_args a = run.a;
     a.struct_size = sizeof a;
@@ -615,41 +710,125 @@ memra_status memra_tune_race(memra_device *dev, memra_op op, int32_t m, int32_t 
         }
     }
     memra__clear_error();
-    /* Interleaved rounds, rotating the first arm; each call timed alone. */
-    for (int r = 0; r < reps && st == MEMRA_STATUS_OK; r++)
-        for (int j = 0; j < na && st == MEMRA_STATUS_OK; j++) {
-            int i = (j + r) % na;
+    res.setup_ms = now_ms() - t_setup;
+    /* The baseline: what the scores route to, the first lane whose default passed
+     * (a lane that declines falls through to the next in dispatch as here). */
+    for (int i = 0; i < na && res.baseline < 0; i++)
+        if (res.arms[i].ok && arms[i].variant < 0) res.baseline = i;
+    /* The batch: one call of each ok arm timed alone (after its check), the
+     * fastest sized to about TUNE_SAMPLE_US per sample; the same for all arms. */
+    double t_min = 0.0;
+    for (int i = 0; i < na && st == MEMRA_STATUS_OK; i++) {
+        if (!res.arms[i].ok) continue;
+        memra_status cs;
+        double us = 0.0;
+        st = sample_arm(dev, timer, arms[i].lane, arms[i].variant, op, &a, 1, &cs, &res.arms[i].hits, &us);
+        if (cs != MEMRA_STATUS_OK) {
+            res.arms[i].ok = 0;
+            snprintf(res.arms[i].verdict, sizeof res.arms[i].verdict, "failed while timed: %s", memra_status_str(cs));
+            if (res.baseline == i) res.baseline = -1;
+        } else if (us > 0.0 && (t_min == 0.0 || us < t_min)) t_min = us;
+    }
+    int batch = t_min > 0.0 ? (int)ceil(TUNE_SAMPLE_US / t_min) : 1;
+    batch = batch < 1 ? 1 : batch > TUNE_BATCH_MAX ? TUNE_BATCH_MAX : batch;
+    res.batch = batch;
+    /* The slots of a repetition: every ok arm, and the baseline's twin (slot na). */
+    int slots[MEMRA_TUNE_MAX_ARMS + 1], ns = 0;
+    for (int i = 0; i < na; i++)
+        if (res.arms[i].ok) slots[ns++] = i;
+    if (res.baseline >= 0) slots[ns++] = na;
+    const double t_race = now_ms();
+    snprintf(res.stop, sizeof res.stop, "reps");
+    int r = 0;
+    for (; r < reps && st == MEMRA_STATUS_OK && ns > 1; r++) {
+        for (int j = 0; j < ns && st == MEMRA_STATUS_OK; j++) {
+            const int slot = slots[(j + r) % ns], i = slot == na ? res.baseline : slot;
             if (!res.arms[i].ok) continue;
-            memra__lane lane = *arms[i].lane;
-            lane.variant = arms[i].variant;
-            uint64_t h0 = atomic_load(&lane.cell->hits);
-            memra_op_args ca = a;
-            double ms = 0.0;
-            st = memra_timer_start(timer, NULL);
-            memra_status cs = st == MEMRA_STATUS_OK ? memra__lane_invoke(dev, &lane, op, &ca) : st;
-            if (st == MEMRA_STATUS_OK) st = memra_timer_stop(timer, NULL);
-            if (st == MEMRA_STATUS_OK) st = memra_timer_elapsed_ms(timer, &ms);
-            res.arms[i].hits += atomic_load(&lane.cell->hits) - h0;
+            memra_status cs;
+            double us = 0.0;
+            st = sample_arm(dev, timer, arms[i].lane, arms[i].variant, op, &a, batch, &cs, &res.arms[i].hits, &us);
+            if (st != MEMRA_STATUS_OK) break;
             if (cs != MEMRA_STATUS_OK) {
                 res.arms[i].ok = 0;
                 snprintf(res.arms[i].verdict, sizeof res.arms[i].verdict, "failed while timed: %s",
                          memra_status_str(cs));
                 continue;
             }
-            arms[i].times[arms[i].n_times++] = ms * 1e3;
+            (slot == na ? twin : arms[i].times)[r] = us;
         }
-    for (int i = 0; i < na && st == MEMRA_STATUS_OK; i++) {
+        /* Stop early: after min_reps, when the intervals that decide are narrow, or the budget is spent. */
+        const int done = r + 1;
+        if (done < min_reps || st != MEMRA_STATUS_OK) continue;
+        if (budget_ms > 0.0 && now_ms() - t_race >= budget_ms) {
+            snprintf(res.stop, sizeof res.stop, "budget");
+            r++;
+            break;
+        }
+        if (res.baseline < 0 || !res.arms[res.baseline].ok || (done - min_reps) % 2 != 0) continue;
+        const double *bt = arms[res.baseline].times;
+        double p, lo, hi, best = 0.0, best_hw = 1.0;
+        /* a coarser bootstrap (500 resamples) to decide when to stop; the verdict uses the full one */
+        if (!memra__boot_gain(bt, twin, done, 500, MEMRA__BOOT_SEED, &p, &lo, &hi)) continue;
+        const double self_hw = half_width(p, lo, hi);
+        int any_up = 0;
+        for (int i = 0; i < na; i++) {
+            if (!res.arms[i].ok || i == res.baseline) continue;
+            double gp, gl, gh;
+            if (!memra__boot_gain(bt, arms[i].times, done, 500, MEMRA__BOOT_SEED, &gp, &gl, &gh)) continue;
+            if (gh > 1.0) any_up = 1;
+            if (gp > best) best = gp, best_hw = half_width(gp, gl, gh);
+        }
+        if (self_hw <= target && (!any_up || best_hw <= target)) {
+            snprintf(res.stop, sizeof res.stop, any_up ? "narrow" : "settled: no arm above the baseline");
+            r++;
+            break;
+        }
+    }
+    res.reps_done = r;
+    res.race_ms = now_ms() - t_race;
+    for (int i = 0; i < na; i++) {
         memra_tune_arm *ar = &res.arms[i];
-        if (!ar->ok || arms[i].n_times == 0) continue;
-        qsort(arms[i].times, (size_t)arms[i].n_times, sizeof(double), cmp_double);
-        int h = arms[i].n_times;
-        ar->median_us = h % 2 ? arms[i].times[h / 2] : 0.5 * (arms[i].times[h / 2 - 1] + arms[i].times[h / 2]);
-        res.q1_us[i] = quantile_sorted(arms[i].times, h, 0.25);
-        res.q3_us[i] = quantile_sorted(arms[i].times, h, 0.75);
+        if (!ar->ok || r == 0) continue;
+        double *sorted = malloc((size_t)r * sizeof *sorted);
+        if (sorted == NULL) {
+            st = MEMRA__FAIL(MEMRA_STATUS_OUT_OF_MEMORY, "memra_tune_race");
+            break;
+        }
+        memcpy(sorted, arms[i].times, (size_t)r * sizeof *sorted);
+        qsort(sorted, (size_t)r, sizeof(double), cmp_double);
+        ar->median_us = r % 2 ? sorted[r / 2] : 0.5 * (sorted[r / 2 - 1] + sorted[r / 2]);
+        res.q1_us[i] = quantile_sorted(sorted, r, 0.25);
+        res.q3_us[i] = quantile_sorted(sorted, r, 0.75);
+        free(sorted);
         if (res.winner < 0 || ar->median_us < res.arms[res.winner].median_us) res.winner = i;
     }
-    /* The score routing's pick: the first lane's default (arm 0) when it passed. */
-    if (na > 0 && res.arms[0].ok) res.baseline = 0;
+    /* The verdict: gains over the baseline with their intervals, the floor from its twin. */
+    res.noise_floor = TUNE_FLOOR_MIN;
+    if (res.baseline >= 0 && res.arms[res.baseline].ok && r >= 2) {
+        const double *bt = arms[res.baseline].times;
+        if (memra__boot_gain(bt, twin, r, MEMRA__BOOT_ITERS, MEMRA__BOOT_SEED, &res.self_gain, &res.self_lo,
+                             &res.self_hi)) {
+            const double miss = fmax(res.self_hi - 1.0, 1.0 - res.self_lo);
+            if (miss > res.noise_floor) res.noise_floor = miss;
+        }
+        for (int i = 0; i < na; i++) {
+            if (!res.arms[i].ok) continue;
+            if (!memra__boot_gain(bt, arms[i].times, r, MEMRA__BOOT_ITERS, MEMRA__BOOT_SEED, &res.gain[i],
+                                  &res.gain_lo[i], &res.gain_hi[i]))
+                continue;
+            if (i != res.baseline && res.gain_lo[i] > 1.0 && res.gain[i] >= 1.0 + res.noise_floor &&
+                (res.chosen < 0 || res.gain[i] > res.gain[res.chosen]))
+                res.chosen = i;
+        }
+    }
+    if (rep_us != NULL)
+        for (int q = 0; q < r && q < rep_cap; q++)
+            for (int i = 0; i <= MEMRA_TUNE_MAX_ARMS; i++) {
+                double v = 0.0;
+                if (i < na && res.arms[i].ok) v = arms[i].times[q];
+                else if (i == MEMRA_TUNE_MAX_ARMS && res.baseline >= 0) v = twin[q];
+                rep_us[(size_t)q * (MEMRA_TUNE_MAX_ARMS + 1) + (size_t)i] = v;
+            }
 done_arms:
     for (int i = 0; i < na; i++) free(arms[i].times);
 done_ops:
@@ -658,6 +837,7 @@ done_ops:
     memra__dev_free(dev, ob);
     if (q8) memra__acase_operands_free(&c, &run);
 done_case:
+    free(sub_mass);
     free(ref);
     free(got);
     free(sub_got);
@@ -665,6 +845,7 @@ done_case:
     memra__acase_free(&c);
 done:
     memra__snapshot_release(s);
+    free(twin);
     if (st == MEMRA_STATUS_OK) {
         const uint32_t size = out->struct_size < sizeof res ? out->struct_size : (uint32_t)sizeof res;
         res.struct_size = out->struct_size;
@@ -680,8 +861,25 @@ memra_status memra__registry_republish(memra_runtime *rt); /* registry.c, caller
 memra_status memra_tune_record(memra_device *dev, memra_op op, int32_t m, int32_t n, int32_t k, const char *module,
                                const char *variant, double median_us, double baseline_us)
 {
+    const double g = median_us > 0.0 ? baseline_us / median_us : 0.0;
+    const memra_tune_claim c = {.struct_size = sizeof c, .win = 1, .module = module, .variant = variant,
+                                .median_us = median_us, .baseline_us = baseline_us, .gain = g, .gain_lo = g,
+                                .gain_hi = g};
+    return memra_tune_record_claim(dev, op, m, n, k, &c);
+}
+
+memra_status memra_tune_record_claim(memra_device *dev, memra_op op, int32_t m, int32_t n, int32_t k,
+                                     const memra_tune_claim *claim)
+{
+    if (claim == NULL || claim->struct_size < sizeof *claim)
+        return MEMRA__FAIL(MEMRA_STATUS_INVALID_ARGUMENT, "memra_tune_record: NULL claim or struct_size too small");
+    const char *module = claim->module, *variant = claim->variant;
+    const double median_us = claim->median_us, baseline_us = claim->baseline_us;
     if (dev == NULL || module == NULL || !((int)op >= 0 && op < MEMRA_OP_COUNT_) || !is_gemm_op(op) || m < 1 ||
-        n < 1 || k < 1 || !(median_us >= 0.0) || !(baseline_us >= 0.0))
+        n < 1 || k < 1 || !(median_us >= 0.0) || !(baseline_us >= 0.0) || !(claim->gain >= 0.0) ||
+        !(claim->gain_lo >= 0.0) || !(claim->gain_hi >= 0.0) || !(claim->noise_floor >= 0.0) || claim->reps < 0 ||
+        claim->gain > 1e12 || claim->gain_lo > 1e12 || claim->gain_hi > 1e12 || claim->noise_floor > 1e12 ||
+        median_us > 1e12 || baseline_us > 1e12)
         return MEMRA__FAIL(MEMRA_STATUS_INVALID_ARGUMENT, "memra_tune_record: bad argument");
     memra_runtime *rt = dev->rt;
     memra__snapshot *s = memra__snapshot_acquire(dev);
@@ -710,6 +908,9 @@ memra_status memra_tune_record(memra_device *dev, memra_op op, int32_t m, int32_
         snprintf(e.variant, sizeof e.variant, "%s", variant ? variant : "");
         e.us = median_us;
         e.base_us = baseline_us;
+        e.win = claim->win != 0;
+        e.gain = claim->gain, e.gain_lo = claim->gain_lo, e.gain_hi = claim->gain_hi, e.floor = claim->noise_floor;
+        e.reps = claim->reps;
     }
     memra__snapshot_release(s);
     if (st != MEMRA_STATUS_OK) return st;
@@ -801,9 +1002,11 @@ memra_status memra_tune_save(memra_runtime *rt)
     if (body == NULL || text == NULL) st = MEMRA__FAIL(MEMRA_STATUS_OUT_OF_MEMORY, "memra_tune_save");
     for (int i = 0; st == MEMRA_STATUS_OK && i < rt->n_tune; i++) {
         const memra__tune_ent *e = &rt->tune[i];
-        int w = snprintf(body + len, cap - len, "entry\t%s\t%s\t%d\t%d\t%d\t%s\t%s\t%s\t%.3f\t%.3f\n", e->key,
-                         memra_op_name(e->op), e->n, e->k, e->mc, e->module, e->modver,
-                         e->variant[0] ? e->variant : "-", e->us, e->base_us);
+        int w = snprintf(body + len, cap - len,
+                         "%s\t%s\t%s\t%d\t%d\t%d\t%s\t%s\t%s\t%.3f\t%.3f\t%.4f\t%.4f\t%.4f\t%.4f\t%d\n",
+                         e->win ? "entry" : "nowin", e->key, memra_op_name(e->op), e->n, e->k, e->mc, e->module,
+                         e->modver, e->variant[0] ? e->variant : "-", e->us, e->base_us, e->gain, e->gain_lo,
+                         e->gain_hi, e->floor, e->reps);
         if (w < 0 || (size_t)w >= cap - len) st = MEMRA__FAIL(MEMRA_STATUS_INTERNAL, "memra_tune_save: line too long");
         else len += (size_t)w;
     }
@@ -840,9 +1043,22 @@ memra_status memra_tune_clear(memra_runtime *rt)
 
 int memra_tune_count(const memra_runtime *rt) { return rt ? rt->n_tune : 0; }
 
+memra_status memra_tune_use(memra_runtime *rt, int on)
+{
+    if (rt == NULL) return MEMRA__FAIL(MEMRA_STATUS_INVALID_ARGUMENT, "memra_tune_use: NULL runtime");
+    pthread_mutex_lock(&rt->reg_lock);
+    memra_status st = MEMRA_STATUS_OK;
+    if (rt->tune_on != (on != 0)) {
+        rt->tune_on = on != 0;
+        st = memra__registry_republish(rt);
+    }
+    pthread_mutex_unlock(&rt->reg_lock);
+    return st;
+}
+
 memra_status memra_tune_entry_get(const memra_runtime *rt, int index, memra_tune_entry *out)
 {
-    if (rt == NULL || out == NULL || out->struct_size < sizeof *out)
+    if (rt == NULL || out == NULL || out->struct_size < offsetof(memra_tune_entry, win))
         return MEMRA__FAIL(MEMRA_STATUS_INVALID_ARGUMENT, "memra_tune_entry_get: NULL or struct_size too small");
     if (index < 0 || index >= rt->n_tune)
         return MEMRA__FAIL(MEMRA_STATUS_INVALID_ARGUMENT, "memra_tune_entry_get: index %d out of range", index);
@@ -860,6 +1076,11 @@ memra_status memra_tune_entry_get(const memra_runtime *rt, int index, memra_tune
     out->baseline_us = e->base_us;
     out->state = e->dev < 0 ? "ignored: no device here has this key" : e->state[0] ? e->state : "active";
     out->source = e->from_file ? rt->tune_path : "this process";
+    if (out->struct_size >= sizeof *out) {
+        out->win = e->win;
+        out->gain = e->gain, out->gain_lo = e->gain_lo, out->gain_hi = e->gain_hi, out->noise_floor = e->floor;
+        out->reps = e->reps;
+    }
     return MEMRA_STATUS_OK;
 }
 

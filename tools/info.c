@@ -144,9 +144,11 @@ static void info_text(memra_runtime *rt)
         char dl[16];
         if (te.device >= 0) snprintf(dl, sizeof dl, "[%d]", te.device);
         else snprintf(dl, sizeof dl, "-");
-        printf("  %-4s %-13s n=%-6d k=%-6d m<=%-6d -> %s%s%s  %.2f us (scores' pick %.2f us)  %s  from %s\n", dl,
-               memra_op_name(te.op), te.n, te.k, te.m_class, te.module, te.variant[0] ? "." : "", te.variant,
-               te.median_us, te.baseline_us, te.state, te.source);
+        printf("  %-4s %-13s n=%-6d k=%-6d m<=%-6d -> %s%s%s  %.2f us (scores' pick %.2f us; %.3fx [%.3f, %.3f], "
+               "floor %.1f%%)  %s  from %s\n",
+               dl, memra_op_name(te.op), te.n, te.k, te.m_class, te.module, te.variant[0] ? "." : "", te.variant,
+               te.median_us, te.baseline_us, te.gain, te.gain_lo, te.gain_hi, 100.0 * te.noise_floor, te.state,
+               te.source);
         if (te.device < 0) printf("       key: %s\n", te.device_key);
     }
     for (int d = 0; d < memra_device_count(rt); d++)
@@ -293,7 +295,10 @@ static void info_json(memra_runtime *rt, FILE *f)
         tool_json_str(f, te.module_version);
         fprintf(f, ",\"variant\":");
         tool_json_str(f, te.variant);
-        fprintf(f, ",\"median_us\":%.3f,\"baseline_us\":%.3f,\"state\":", te.median_us, te.baseline_us);
+        fprintf(f, ",\"median_us\":%.3f,\"baseline_us\":%.3f,\"win\":%s,\"gain\":%.4f,\"gain_lo\":%.4f,"
+                   "\"gain_hi\":%.4f,\"noise_floor\":%.4f,\"reps\":%d,\"state\":",
+                te.median_us, te.baseline_us, te.win ? "true" : "false", te.gain, te.gain_lo, te.gain_hi,
+                te.noise_floor, te.reps);
         tool_json_str(f, te.state);
         fprintf(f, ",\"source\":");
         tool_json_str(f, te.source);

@@ -347,16 +347,43 @@ typedef struct memra_tune_result {
     /* ---- appended: filled when struct_size covers them ---- */
     double q1_us[MEMRA_TUNE_MAX_ARMS]; /* the first and third quartile of each arm's timed calls (its spread) */
     double q3_us[MEMRA_TUNE_MAX_ARMS];
+    /* ---- appended (issue 29): the protocol's knobs (IN) and the verdict (OUT) ---- */
+    double budget_ms;      /* IN: stop timing once this much wall time is spent (after min_reps); 0 = none */
+    double target_pct;     /* IN: stop once the verdict's intervals are this narrow (half-width, %); 0 = 1% */
+    int min_reps;          /* IN: repetitions before any stop (at least 3; 0 = 5) */
+    double *rep_us;        /* IN, optional: caller's buffer of reps x (MEMRA_TUNE_MAX_ARMS + 1) doubles: */
+    int rep_cap;           /*   rep_us[r * (MAX_ARMS + 1) + a] = arm a's time at repetition r, column
+                            *   MAX_ARMS the baseline's twin; rep_cap = rows it holds */
+    int reps_done;         /* repetitions timed (<= reps) */
+    int batch;             /* calls per timed sample (back to back, after one untimed warm-up call) */
+    char stop[64];         /* why timing stopped: "narrow", "budget", "reps" */
+    double gain[MEMRA_TUNE_MAX_ARMS];    /* baseline time / arm time: geomean of the paired ratios */
+    double gain_lo[MEMRA_TUNE_MAX_ARMS]; /* its 95% bootstrap interval (0 when not computed) */
+    double gain_hi[MEMRA_TUNE_MAX_ARMS];
+    double self_gain, self_lo, self_hi;  /* the baseline raced against itself (its twin) */
+    double noise_floor;    /* the gain a win must reach: max(3%, the self-race interval's widest miss of 1) */
+    int chosen;            /* the arm whose win is real (interval above 1, gain >= 1 + floor), -1 = no win */
+    double race_ms, setup_ms; /* wall time timing, and making inputs and the host reference */
 } memra_tune_result;
 
 /* Race every admitted module providing `op` on dev, and every variant each
  * lists, at m x n x k (a GEMM op): fresh random inputs, each arm's first call
  * checked against the host module within the op's band before any of its
- * times count, then `reps` rounds of one call per arm in a rotating order
- * (interleaved), each timed alone (CUDA events on a GPU, the monotonic clock
- * on the host); medians. Not thread-safe against concurrent loads of the
- * same module (the race holds its routing snapshot). OK; INVALID_ARGUMENT;
- * NOT_SUPPORTED (not a GEMM op); OUT_OF_MEMORY; a device error. */
+ * times count; then up to `reps` repetitions, each timing every ok arm and a
+ * twin of the baseline in an order rotated every repetition, each sample one
+ * untimed warm-up call of that arm (its operands in L2 / the CPU caches, as
+ * for every arm) then `batch` calls back to back, timed together (CUDA
+ * events on a GPU, the monotonic clock on the host); medians; the gain of
+ * each arm over the baseline as the geomean of the paired per-repetition
+ * ratios with its 95% bootstrap interval (seeded: deterministic for the same
+ * times); the noise floor from the baseline's race against its twin; `chosen`
+ * the best arm whose interval lies above 1 and whose gain reaches the floor.
+ * Timing stops early (after min_reps) when every interval that decides is
+ * narrower than target_pct, or when budget_ms is spent (`stop` says which).
+ * Fields past the caller's struct_size are neither read nor written. Not
+ * thread-safe against concurrent loads of the same module (the race holds its
+ * routing snapshot). OK; INVALID_ARGUMENT; NOT_SUPPORTED (not a GEMM op);
+ * OUT_OF_MEMORY; a device error. */
 memra_status memra_tune_race(memra_device *dev, memra_op op, int32_t m, int32_t n, int32_t k, int reps,
                              memra_tune_result *out);
 /* Put the winner of class (op, n, k, m class of m) into dev's tuning table
@@ -365,6 +392,34 @@ memra_status memra_tune_race(memra_device *dev, memra_op op, int32_t m, int32_t 
  * admitted on dev). */
 memra_status memra_tune_record(memra_device *dev, memra_op op, int32_t m, int32_t n, int32_t k, const char *module,
                                const char *variant, double median_us, double baseline_us);
+/* What a race found for one class, for the table: a win (an entry routing
+ * uses) or "no win" (recorded so the class, and its neighbours' lookups, keep
+ * the scores' pick), with the claim's interval and the floor it was held to. */
+typedef struct memra_tune_claim {
+    uint32_t struct_size;   /* IN: sizeof(memra_tune_claim) */
+    int win;                /* 1: route the class to module/variant; 0: no win, the scores route it */
+    const char *module, *variant; /* the winner (win) or the best arm seen (no win); variant NULL/"" = default */
+    double median_us, baseline_us;
+    double gain, gain_lo, gain_hi; /* baseline / arm, and its 95% interval */
+    double noise_floor;     /* e.g. 0.03 */
+    int reps;               /* repetitions behind the interval */
+} memra_tune_claim;
+/* memra_tune_record with the claim (memra_tune_record is this with win = 1,
+ * gain = baseline_us / median_us and a zero-width interval). Same statuses. */
+memra_status memra_tune_record_claim(memra_device *dev, memra_op op, int32_t m, int32_t n, int32_t k,
+                                     const memra_tune_claim *claim);
+/* The tuner's statistic, for any paired timings: the gain of b over a from n
+ * repetitions (ratio a[r] / b[r]: > 1 means b is faster), the 20% trimmed
+ * geometric mean of the ratios, and its 95% percentile-bootstrap interval
+ * over the repetitions (`resamples`, 0 = 2000; a fixed seed: the same times
+ * give the same interval). Returns 1, or 0 (outputs untouched) when n < 2 or
+ * a time is not positive and finite. Thread-safe; no runtime needed. */
+int memra_tune_gain(const double *a, const double *b, int n, int resamples, double *gain, double *lo, double *hi);
+/* Route by the table (on = 1, as MEMRA_TUNE unset) or by the scores alone
+ * (on = 0, as MEMRA_TUNE=0) from now on, on every device: publishes new
+ * routing (calls in flight finish on the old). For `memra tune --verify`,
+ * which times both routings in one process. OK; INVALID_ARGUMENT. */
+memra_status memra_tune_use(memra_runtime *rt, int on);
 /* Write the table to the tuning file (MEMRA_TUNE_FILE, else
  * <cache root>/tune/tuning.memra; the root is the JIT cache's), atomically
  * (temporary file, fsync, rename) in an owner-only folder; sections of other
@@ -382,8 +437,12 @@ typedef struct memra_tune_entry {
     int32_t n, k, m_class;
     const char *module, *module_version, *variant; /* variant "" = default */
     double median_us, baseline_us;
-    const char *state;        /* "active", or why it is ignored */
+    const char *state;        /* "active", "no win: ...", or why it is ignored */
     const char *source;       /* the file it came from, or "this process" */
+    /* ---- appended (issue 29): filled when struct_size covers them ---- */
+    int win;                  /* 1: an entry routing uses; 0: "no win", the scores route the class */
+    double gain, gain_lo, gain_hi, noise_floor; /* the claim (see memra_tune_claim) */
+    int reps;
 } memra_tune_entry;
 
 /* The table as read at memra_open and changed since, in file order. Strings

@@ -202,8 +202,8 @@ def rows_of(d, path):
                                  shape=shape, arm="accprobe_" + name, op="accprobe", median_ms=med,
                                  tflops=_tflops(s.get("flops"), med), ratio=_ratio(base, med), valid=True))
     elif fmt == "memra-tune":
-        if d.get("version") not in (1, 2):
-            raise ReceiptError("%s: memra-tune version %r is newer than this report reads (1, 2)"
+        if d.get("version") not in (1, 2, 3):  # 3 (issue 29): adds intervals, claims and the verify run
+            raise ReceiptError("%s: memra-tune version %r is newer than this report reads (1, 2, 3)"
                                % (path, d.get("version")))
         common["gpu"] = d.get("device") if isinstance(d.get("device"), str) else common["gpu"]
         for res in d.get("results", []):

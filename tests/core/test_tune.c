@@ -117,7 +117,7 @@ static void rewrite(const char *from, const char *to)
     char hex[65];
     memra__sha256(nb, o, d);
     memra__hex(d, sizeof d, hex);
-    int h = snprintf(out, sizeof out, "memra-tune\t1\nsha256\t%s\n", hex);
+    int h = snprintf(out, sizeof out, "memra-tune\t2\nsha256\t%s\n", hex);
     memcpy(out + h, nb, o);
     spit(g_file, out, (size_t)h + o);
     free(t);
@@ -151,7 +151,9 @@ int main(int argc, char **argv)
         printf("  %s.%s %.1f us hits %llu %s\n", r.arms[i].module, r.arms[i].variant, r.arms[i].median_us,
                (unsigned long long)r.arms[i].hits, r.arms[i].verdict);
         CHECK(r.arms[i].ok);
-        CHECK_INT_EQ(r.arms[i].hits, 4); /* the check + 3 timed */
+        /* the check, the batch-sizing sample (a warm-up and one call), then per repetition a warm-up and the
+         * batch (twice for the baseline: its twin) */
+        CHECK_INT_EQ(r.arms[i].hits, 3 + (uint64_t)r.reps_done * (uint64_t)(1 + r.batch) * (i == r.baseline ? 2 : 1));
         CHECK(r.arms[i].median_us > 0.0);
         /* the spread (appended quartiles) brackets the median */
         CHECK(r.q1_us[i] > 0.0 && r.q1_us[i] <= r.arms[i].median_us && r.arms[i].median_us <= r.q3_us[i]);
@@ -170,8 +172,28 @@ int main(int argc, char **argv)
     }
     CHECK_INT_EQ(r.baseline, 0);
     CHECK(r.winner >= 0);
-    /* 8 repetitions against 1: the default must be slower than reps1. */
+    CHECK_INT_EQ(r.reps_done, 3); /* reps 3 is below the default min_reps 5: every repetition runs */
+    CHECK_STR_EQ(r.stop, "reps");
+    /* 8 repetitions against 1: the default must be slower than reps1; a real win is chosen. */
     CHECK(r.arms[0].median_us > 2.0 * r.arms[2].median_us);
+    CHECK(r.gain[2] > 2.0 && r.gain_lo[2] > 1.0 && r.gain_lo[2] <= r.gain[2] && r.gain[2] <= r.gain_hi[2]);
+    CHECK(r.noise_floor >= 0.03);
+    CHECK(r.chosen >= 0 && r.chosen != r.baseline && r.gain_lo[r.chosen] > 1.0);
+    CHECK(r.self_gain > 0.0 && r.self_lo <= r.self_gain && r.self_gain <= r.self_hi);
+    {
+        /* the appended knobs: a budget stops after min_reps; rep_us gets every repetition's times */
+        double *rep = calloc(40 * (MEMRA_TUNE_MAX_ARMS + 1), sizeof *rep);
+        memra_tune_result rb = {.struct_size = sizeof rb, .budget_ms = 1.0, .min_reps = 4, .rep_us = rep, .rep_cap = 40};
+        CHECK_OK(memra_tune_race(host, MEMRA_OP_gemm_bf16, 16, 64, 64, 40, &rb));
+        CHECK_INT_EQ(rb.reps_done, 4);
+        CHECK_STR_EQ(rb.stop, "budget");
+        for (int q = 0; q < 4; q++) {
+            for (int i = 0; i < rb.n_arms; i++) CHECK(rep[q * (MEMRA_TUNE_MAX_ARMS + 1) + i] > 0.0);
+            CHECK(rep[q * (MEMRA_TUNE_MAX_ARMS + 1) + MEMRA_TUNE_MAX_ARMS] > 0.0); /* the twin */
+        }
+        CHECK(rep[4 * (MEMRA_TUNE_MAX_ARMS + 1)] == 0.0); /* past reps_done: untouched */
+        free(rep);
+    }
     CHECK_STATUS(memra_tune_race(host, MEMRA_OP_scale, 16, 64, 64, 3, &r), MEMRA_STATUS_NOT_SUPPORTED);
     CHECK_STATUS(memra_tune_race(host, MEMRA_OP_gemm_bf16, 16, 64, 60, 3, &r), MEMRA_STATUS_INVALID_ARGUMENT);
 
@@ -219,6 +241,28 @@ int main(int argc, char **argv)
     matmul_once(rt, 130, 64, 64); /* class 256: testslow.reps1 */
     matmul_once(rt, 16, 64, 128); /* (n, k) never tuned: the scores, testslow */
     CHECK_INT_EQ(hits(rt, "testslow") - s0, 2);
+    {
+        /* A "no win" class keeps the scores' pick and is not served by a neighbour's entry. */
+        memra_tune_claim nw = {.struct_size = sizeof nw, .win = 0, .module = "testgemm", .median_us = 10.0,
+                               .baseline_us = 10.1, .gain = 1.01, .gain_lo = 0.98, .gain_hi = 1.04,
+                               .noise_floor = 0.03, .reps = 20};
+        CHECK_OK(memra_tune_record_claim(host, MEMRA_OP_gemm_bf16, 64, 64, 64, &nw));
+        CHECK_STR_CONTAINS(entry_state(rt, 64, 64, 64), "no win: the scores route");
+        s0 = hits(rt, "testslow"), g0 = hits(rt, "testgemm");
+        matmul_once(rt, 40, 64, 64); /* class 64: no win, the scores (testslow), not class 16's testgemm */
+        CHECK_INT_EQ(hits(rt, "testslow") - s0, 1);
+        CHECK_INT_EQ(hits(rt, "testgemm") - g0, 0);
+        /* memra_tune_use(0): the scores everywhere; (1): the table again */
+        CHECK_OK(memra_tune_use(rt, 0));
+        matmul_once(rt, 16, 64, 64);
+        CHECK_INT_EQ(hits(rt, "testslow") - s0, 2);
+        CHECK_OK(memra_tune_use(rt, 1));
+        matmul_once(rt, 16, 64, 64);
+        CHECK_INT_EQ(hits(rt, "testgemm") - g0, 1);
+        memra_tune_claim bad = nw;
+        bad.struct_size = 8;
+        CHECK_STATUS(memra_tune_record_claim(host, MEMRA_OP_gemm_bf16, 64, 64, 64, &bad), MEMRA_STATUS_INVALID_ARGUMENT);
+    }
     /* A preference wins over measurements. */
     CHECK_OK(memra_routing_configure(rt, "gemm_bf16=host", NULL));
     g0 = hits(rt, "testgemm");
@@ -232,11 +276,23 @@ int main(int argc, char **argv)
     CHECK(stat(g_file, &st) == 0 && (st.st_mode & 0777) == 0600);
     memra_close(rt);
     rt = open_rt(NULL);
-    CHECK_STR_EQ(memra_tune_file_status(rt), "read 2 entries");
+    CHECK_STR_EQ(memra_tune_file_status(rt), "read 3 entries");
     CHECK_STR_EQ(entry_state(rt, 64, 64, 16), "active");
     memra_tune_entry e = {.struct_size = sizeof e};
     CHECK_OK(memra_tune_entry_get(rt, 1, &e));
     CHECK_STR_EQ(e.source, g_file);
+    CHECK_INT_EQ(e.win, 1);
+    {
+        memra_tune_entry nw = {.struct_size = sizeof nw};
+        CHECK_OK(memra_tune_entry_get(rt, 2, &nw));
+        CHECK_INT_EQ(nw.win, 0); /* the "no win" record read back with its claim */
+        CHECK(fabs(nw.gain - 1.01) < 1e-9 && fabs(nw.gain_lo - 0.98) < 1e-9 && fabs(nw.noise_floor - 0.03) < 1e-9);
+        CHECK_INT_EQ(nw.reps, 20);
+        /* a caller built before the claim was appended */
+        memra_tune_entry old = {.struct_size = (uint32_t)offsetof(memra_tune_entry, win), .win = 7};
+        CHECK_OK(memra_tune_entry_get(rt, 2, &old));
+        CHECK_INT_EQ(old.win, 7);
+    }
     CHECK_STR_EQ(e.variant, "reps1");
     CHECK_STR_EQ(e.module_version, "1.0.0-test");
     g0 = hits(rt, "testgemm");
@@ -277,10 +333,21 @@ int main(int argc, char **argv)
     CHECK_STR_CONTAINS(memra_tune_file_status(rt), "checksum mismatch");
     CHECK_INT_EQ(memra_tune_count(rt), 0);
     memra_close(rt);
-    spit(g_file, "memra-tune\t2\nsha256\t00\n", 23);
-    rt = open_rt(NULL);
-    CHECK_STR_CONTAINS(memra_tune_file_status(rt), "format version");
-    memra_close(rt);
+    {
+        /* A version 1 file (the format before claims), checksum and all valid: treated as absent. */
+        const char *v1body = "entry\thost cc0 sms2 driver0 memra0.1.0\tgemm_bf16\t64\t64\t16\ttestgemm\t1.0.0-test\t-"
+                             "\t10.000\t20.000\n";
+        uint8_t d[MEMRA__SHA256_BYTES];
+        char hex[65], v1[1024];
+        memra__sha256(v1body, strlen(v1body), d);
+        memra__hex(d, sizeof d, hex);
+        int h = snprintf(v1, sizeof v1, "memra-tune\t1\nsha256\t%s\n%s", hex, v1body);
+        spit(g_file, v1, (size_t)h);
+        rt = open_rt(NULL);
+        CHECK_STR_CONTAINS(memra_tune_file_status(rt), "absent: format version 1 is not 2");
+        CHECK_INT_EQ(memra_tune_count(rt), 0);
+        memra_close(rt);
+    }
     spit(g_file, "not a tuning file\n", 18);
     rt = open_rt(NULL);
     CHECK_STR_CONTAINS(memra_tune_file_status(rt), "magic");
@@ -301,7 +368,7 @@ int main(int argc, char **argv)
     unlink(g_file);
     spit(g_file, good, len);
     rt = open_rt(NULL);
-    CHECK_INT_EQ(memra_tune_count(rt), 2);
+    CHECK_INT_EQ(memra_tune_count(rt), 3); /* two entries and the "no win" */
     /* --clear: nothing in memory, no file. */
     CHECK_OK(memra_tune_clear(rt));
     CHECK_INT_EQ(memra_tune_count(rt), 0);

@@ -9,6 +9,8 @@
  *   GEMM_WRONG "testwrong": correct for m < 8; for m >= 8 it drops the last 32
  *              columns of k (a wrong-on-some-shapes kernel), score 50
  *   GEMM_FAIL  "testfail": every gemm_bf16 returns MODULE_ERROR, score 50
+ *   GEMM_TWIN  "testtwin": testgemm's code, with a variant "same" that runs the
+ *              very same code (a race of identical arms), score 60
  * Every build counts its calls in flight. Its destructor (run by dlclose)
  * reports that count to the test program through the hook
  * memra_testhook_closed(name, in_flight) when the program exports one
@@ -44,6 +46,8 @@ static int score(const memra_device_caps *caps)
     if (caps->arch != MEMRA_ARCH_HOST) return 0;
 #if defined(GEMM_GOOD)
     return 30;
+#elif defined(GEMM_TWIN)
+    return 60;
 #elif defined(GEMM_SLOW)
     return 40;
 #else
@@ -86,6 +90,16 @@ static float bf16_value(uint16_t h)
     memcpy(&f, &u, 4);
     return f;
 }
+
+#if defined(GEMM_TWIN)
+static const memra_variant k_variants[] = {{.name = "same", .knobs = "MEMRA_TESTTWIN_SAME=1"}};
+static const memra_variant *variants(const memra_device_caps *caps, memra_op op, size_t *n)
+{
+    (void)caps;
+    *n = op == MEMRA_OP_gemm_bf16 ? 1 : 0;
+    return op == MEMRA_OP_gemm_bf16 ? k_variants : NULL;
+}
+#endif
 
 #if defined(GEMM_SLOW)
 static const memra_variant k_variants[] = {
@@ -145,7 +159,7 @@ static const memra_module_desc k_desc = {
     .init = init,
     .fini = fini,
     .ops = &k_ops,
-#if defined(GEMM_SLOW)
+#if defined(GEMM_SLOW) || defined(GEMM_TWIN)
     .variants = variants,
 #endif
 };
