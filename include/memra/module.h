@@ -187,6 +187,10 @@ typedef struct memra_gemm_args {
  *  g.x            as the lane reads it for all g.m rows: f32 [m x k] (f16
  *                 with x_is_f16), or q8_1 records of all m rows
  *  g.w_format     gemm_kr: the K-quant
+ *  g.x_amax       ignored (a producer's maxima are laid out for the batch's
+ *                 rows, not an expert's gathered ones): each expert's FP8
+ *                 call takes its own amax pass; g.x_scale, a static
+ *                 per-tensor scale, applies to every expert
  * ids are int32 on the device; the op never reads them on the host (no host
  * round trip), so it is stream-ordered and capturable like the dense ops. */
 typedef struct memra_gemm_experts_args {

@@ -138,6 +138,10 @@ memra_status memra__host_gemm_experts(memra_call *call, const memra_gemm_args *a
         g.ldy = n;
         g.y_row_offset = 0;
         if (!MEMRA_HAS_MEMBER(args, memra_gemm_args, w_format)) g.w_format = 0;
+        /* a producer's maxima are laid out for the whole batch's rows, not this expert's gathered ones:
+         * each expert's dense call takes its own amax pass (a static x_scale, per tensor, still applies) */
+        g.x_amax = 0;
+        if (!MEMRA_HAS_MEMBER(args, memra_gemm_args, x_scale)) g.x_scale = 0.0f;
         st = fn(call, &g);
         for (int64_t i = 0; i < me && st == MEMRA_STATUS_OK; i++)
             memcpy(y + (args->y_row_offset + rows[i]) * args->ldy, yg + i * n, (size_t)n * sizeof(float));

@@ -615,6 +615,43 @@ static void test_threads(void)
     free(x), free(bytes);
 }
 
+/* A producer's maxima given to the grouped op are ignored (each expert takes its own
+ * amax pass over its gathered rows): gemm_fp8_blk by name, once with x_amax holding
+ * maxima far from x's, once without; the two outputs are bit-identical and not zero. */
+static void test_x_amax_ignored(void)
+{
+    enum { NE = 2, M = 6, N = 128, K = 256 };
+    memra_runtime *rt = open_rt("0", NULL);
+    memra_device *dev = memra_device_get(rt, memra_device_count(rt) - 1);
+    static uint8_t wb[NE][N * K];
+    static float grid[NE][1 * 2], x[M * K], y0[M * N], y1[M * N], amax[2 * M];
+    for (int e = 0; e < NE; e++) {
+        random_expert(MEMRA_FORMAT_E4M3, N, K, wb[e]);
+        grid[e][0] = 0.01f * (float)(e + 1), grid[e][1] = 0.02f;
+    }
+    for (int i = 0; i < M * K; i++) x[i] = 4.0f * test_rand_f32(&g_rng);
+    for (int i = 0; i < 2 * M; i++) amax[i] = 0.001f; /* far below |x|: every value would saturate */
+    const int32_t ids[M] = {1, 0, 1, 1, 0, 1};
+    memra_dptr wp[NE] = {(memra_dptr)(uintptr_t)wb[0], (memra_dptr)(uintptr_t)wb[1]};
+    memra_dptr gp[NE] = {(memra_dptr)(uintptr_t)grid[0], (memra_dptr)(uintptr_t)grid[1]};
+    for (int pass = 0; pass < 2; pass++) {
+        memra_op_args oa = {.struct_size = sizeof oa};
+        oa.gemm = (memra_gemm_args){.struct_size = sizeof oa.gemm, .m = M, .n = N, .k = K,
+                                    .x = (memra_dptr)(uintptr_t)x, .y = (memra_dptr)(uintptr_t)(pass ? y1 : y0),
+                                    .ldy = N, .alpha = 1.0f, .w = (memra_dptr)(uintptr_t)wp,
+                                    .w_scale_grid = (memra_dptr)(uintptr_t)gp, .w_format = MEMRA_FORMAT_E4M3};
+        oa.gemm.x_amax = pass ? (memra_dptr)(uintptr_t)amax : 0;
+        oa.experts = (memra_gemm_experts_args){.struct_size = sizeof oa.experts, .lane = MEMRA_OP_gemm_fp8_blk,
+                                               .n_experts = NE, .ids = (memra_dptr)(uintptr_t)ids};
+        CHECK_OK(memra_module_call(dev, "host", MEMRA_OP_gemm_experts, &oa));
+    }
+    int nonzero = 0;
+    for (int i = 0; i < M * N; i++) nonzero += y0[i] != 0.0f;
+    CHECK(nonzero > M * N / 2);
+    CHECK(memcmp(y0, y1, sizeof y0) == 0);
+    memra_close(rt);
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 2) {
@@ -629,6 +666,7 @@ int main(int argc, char **argv)
     else if (strcmp(c, "fp8blk_floor") == 0) test_fp8blk_floor();
     else if (strcmp(c, "file") == 0) test_file(NULL);
     else if (strcmp(c, "threads") == 0) test_threads();
+    else if (strcmp(c, "x_amax_ignored") == 0) test_x_amax_ignored();
     else if (strcmp(c, "write") == 0) test_file(getenv("EXPERTS_DIR")); /* the files, for the tool tests */
     else format_case(c);
     printf("ok\n");
