@@ -273,7 +273,9 @@ compare)
     run 0 bench --op gemm_kr --vs host host --device host --reps 1 --m 2
     grep -q '^geometric mean of host ms / host ms' "$tmp/out" || fail "bench --op gemm_kr --vs host host"
     run 0 bench scale --device host --reps 2 --m 2
-    grep -q 'GB/s' "$tmp/out" || { cat "$tmp/out"; fail "bench scale: no GB/s"; }
+    # a byte rate, scaled by magnitude (GB/s here; MB/s on a slow build such as ThreadSanitizer's), never FLOP/s
+    grep -qE '[0-9.]+ [KMGT]?B/s' "$tmp/out" || { cat "$tmp/out"; fail "bench scale: no byte rate"; }
+    ! grep -q 'FLOP/s' "$tmp/out" || { cat "$tmp/out"; fail "bench scale: a FLOP rate for a non-GEMM lane"; }
     # on a terminal the progress is one line rewritten in place (util-linux script gives a tty)
     if script -qc true /dev/null >/dev/null 2>&1; then
         script -qc "'$memra' bench gemm_bf16 --device host --reps 2 --m 2 >/dev/null" /dev/null >"$tmp/tty" 2>&1
