@@ -472,10 +472,19 @@ step_pdl() {
 }
 
 step_ncu() {
+  # where the integer floor's time goes (issue 26): speed of light, pipes, occupancy and the
+  # per-reason warp stalls of the first gemm_q8_0r launches (m = 4096, 5120->12288) and of the
+  # first gemm_kr (Q4_K) launches; sm__inst_executed_pipe_* counts the fold (FMA) against the MMA
+  local st=smsp__average_warps_issue_stalled
+  local mets=$st"_long_scoreboard_per_issue_active.ratio,"$st"_short_scoreboard_per_issue_active.ratio,"$st"_barrier_per_issue_active.ratio,"$st"_math_pipe_throttle_per_issue_active.ratio,"$st"_mio_throttle_per_issue_active.ratio,"$st"_wait_per_issue_active.ratio,"$st"_not_selected_per_issue_active.ratio,"$st"_dispatch_stall_per_issue_active.ratio,"$st"_lg_throttle_per_issue_active.ratio,"$st"_no_instruction_per_issue_active.ratio,"$st"_selected_per_issue_active.ratio,sm__inst_executed_pipe_fma.sum,sm__inst_executed_pipe_alu.sum,sm__inst_executed_pipe_uniform.sum,sm__inst_executed_pipe_lsu.sum,sm__inst_executed.sum,smsp__inst_executed_op_ldsm.sum,l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum"
   timeout 200 ncu --clock-control none --section SpeedOfLight --section Occupancy --section ComputeWorkloadAnalysis \
-    --section MemoryWorkloadAnalysis --section WarpStateStats --section SchedulerStats \
-    -k regex:memra_k_gemm_q8_0r -c 3 $T sweep 4096 0 > "$L/ncu.txt" 2>&1
-  say "ncu: exit $?"
+    --section MemoryWorkloadAnalysis --section WarpStateStats --section SchedulerStats --metrics "$mets" \
+    -k regex:memra_k_gemm_q8_0r -c 2 $T sweep 4096 0 > "$L/ncu.txt" 2>&1
+  say "ncu gemm_q8_0r: exit $?"
+  timeout 200 ncu --clock-control none --section SpeedOfLight --section Occupancy --section ComputeWorkloadAnalysis \
+    --section WarpStateStats --metrics "$mets" \
+    -k regex:memra_k_gemm_kr -c 2 $T sweep_kr q4_k 4096 0 > "$L/ncu_kr.txt" 2>&1
+  say "ncu gemm_kr q4_k: exit $?"
 }
 
 step_python() {
