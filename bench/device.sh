@@ -477,13 +477,14 @@ step_ncu() {
   # first gemm_kr (Q4_K) launches; sm__inst_executed_pipe_* counts the fold (FMA) against the MMA
   local st=smsp__average_warps_issue_stalled
   local mets=$st"_long_scoreboard_per_issue_active.ratio,"$st"_short_scoreboard_per_issue_active.ratio,"$st"_barrier_per_issue_active.ratio,"$st"_math_pipe_throttle_per_issue_active.ratio,"$st"_mio_throttle_per_issue_active.ratio,"$st"_wait_per_issue_active.ratio,"$st"_not_selected_per_issue_active.ratio,"$st"_dispatch_stall_per_issue_active.ratio,"$st"_lg_throttle_per_issue_active.ratio,"$st"_no_instruction_per_issue_active.ratio,"$st"_selected_per_issue_active.ratio,sm__inst_executed_pipe_fma.sum,sm__inst_executed_pipe_alu.sum,sm__inst_executed_pipe_uniform.sum,sm__inst_executed_pipe_lsu.sum,sm__inst_executed.sum,smsp__inst_executed_op_ldsm.sum,l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum"
-  timeout 200 ncu --clock-control none --section SpeedOfLight --section Occupancy --section ComputeWorkloadAnalysis \
+  # MEMRA_ADMISSION=off and --launch-skip: the admission self-check's and the warm-up's small launches are not the shape
+  MEMRA_ADMISSION=off timeout 200 ncu --clock-control none --section SpeedOfLight --section Occupancy --section ComputeWorkloadAnalysis \
     --section MemoryWorkloadAnalysis --section WarpStateStats --section SchedulerStats --metrics "$mets" \
-    -k regex:memra_k_gemm_q8_0r -c 2 $T sweep 4096 0 > "$L/ncu.txt" 2>&1
+    -k regex:memra_k_gemm_q8_0r --launch-skip 2 -c 2 $T sweep 4096 0 > "$L/ncu.txt" 2>&1
   say "ncu gemm_q8_0r: exit $?"
-  timeout 200 ncu --clock-control none --section SpeedOfLight --section Occupancy --section ComputeWorkloadAnalysis \
+  MEMRA_ADMISSION=off timeout 200 ncu --clock-control none --section SpeedOfLight --section Occupancy --section ComputeWorkloadAnalysis \
     --section WarpStateStats --metrics "$mets" \
-    -k regex:memra_k_gemm_kr -c 2 $T sweep_kr q4_k 4096 0 > "$L/ncu_kr.txt" 2>&1
+    -k regex:memra_k_gemm_kr --launch-skip 2 -c 2 $T sweep_kr q4_k 4096 0 > "$L/ncu_kr.txt" 2>&1
   say "ncu gemm_kr q4_k: exit $?"
 }
 
@@ -497,6 +498,12 @@ step_python() {
       --json $R/race_gemm_f16_27b_m512_$TAG.json --plot $R/race_gemm_f16_27b_m512_$TAG.png > "$L/race.txt" 2>&1
     say "race.py gemm_f16: exit $?"
     tail -12 "$L/race.txt" >> "$S"
+    # issue 28 item 3: the host cost of a call through the wrapper, the bound args and the torch op
+    for fm in q8_0 f16; do
+      MEMRA_LIBRARY=$B/lib/libmemra.so PYTHONPATH=$PWD/python PYTHONUNBUFFERED=1 timeout 120 python3 bench/torch_op_overhead.py \
+        --format $fm --json $R/torch_op_${fm}_m16_256x256_$TAG.json > "$L/torch_op_$fm.txt" 2>&1
+      say "torch_op_overhead $fm: exit $?"; tail -8 "$L/torch_op_$fm.txt" >> "$S"
+    done
   else
     say "python: no python/tests in this tree"
   fi
@@ -736,9 +743,13 @@ trim_logs() {
 [ $# -eq 0 ] && set -- build ctest check
 for s in "$@"; do
   if ! declare -F "step_$s" > /dev/null; then echo "device.sh: unknown step '$s'"; exit 2; fi
+  # DEADLINE (seconds from the start): steps that would begin past it are skipped, so that a
+  # call ends inside the device's per-command limit with its logs and receipts
+  if [ -n "${DEADLINE:-}" ] && [ $((SECONDS - t0)) -ge "$DEADLINE" ]; then say "$s: skipped (DEADLINE ${DEADLINE} s)"; continue; fi
   "step_$s" || { [ "$s" = build ] && break; }
   trim_logs
   tar -C $L -cf "$OUT/logs.tar" . 2>/dev/null   # after every step: a cut-off run still returns its logs
+  tar -C $R -cf "$OUT/receipts.tar" . 2>/dev/null
 done
 say "total: $((SECONDS - t0)) s"
 trim_logs
