@@ -11,7 +11,7 @@
  *                             equals the eager call of its routing bit for bit (the
  *                             routing is read on the device at replay)
  *   test_gpu_experts bm32 | bm64 | bm128
- *                             run with the grouped tile forced (MEMRA_MMQ_BM): 32, 64
+ *                             run with the grouped tile forced (MEMRA_MMQ_XE_BM): 32, 64
  *                             or 128 gathered rows per tile (expert 2's rows span many
  *                             tiles; 128 is not loaded on sm_120, which takes 64)
  *   test_gpu_experts skew     half the rows to one expert, the rest uniform
@@ -61,7 +61,7 @@ static struct {
 typedef struct xcase {
     const char *name;
     memra_format format;
-    const char *bm; /* MEMRA_MMQ_BM, NULL: the launcher's choice */
+    const char *bm; /* MEMRA_MMQ_XE_BM, NULL: the launcher's choice */
     int skew;       /* routing 0 sends half the rows to one expert */
     int graph;
     const char *lane; /* the plan's lane on the GPU */
@@ -204,7 +204,7 @@ int main(int argc, char **argv)
     }
     g_rng = test_seed();
     char bm[32];
-    snprintf(bm, sizeof bm, "MEMRA_MMQ_BM=%s", xc->bm ? xc->bm : "");
+    snprintf(bm, sizeof bm, "MEMRA_MMQ_XE_BM=%s", xc->bm ? xc->bm : "");
     const char *settings[] = {"MEMRA_F16_BUDGET_MB=0", "MEMRA_MMQ_SPLIT=1", xc->bm ? bm : NULL, NULL};
     memra_options o = {.struct_size = sizeof o, .settings = settings};
     memra_runtime *rt;

@@ -13,7 +13,8 @@
  *   sm120_on_sm90   a forced sm120 profile on cc 9.0: gemm_fp8_blk declines with the sm120 reason
  *   mmq             gemm_q8_0 launches memra_k_gemm_q8_0, accprobe the probe, the tile plan avoids 128 x 128 at 99 KB;
  *                   gemm_experts the routing kernel then the grouped tile (q8_0r, kr per K-quant; its token
- *                   height from m / E, 128 rows not on sm_120) as a dependent on the worst-case grid
+ *                   height from m / E, 128 rows not on sm_120, MEMRA_MMQ_XE_BM forcing it) as a
+ *                   dependent on the worst-case grid
  *   fp8blk          gemm_fp8_blk launches the quantiser then the GEMM from the embedded cubin (no JIT service):
  *                   the wgmma kernel on cc 9.0, the mma.sync one with MEMRA_FP8BLK_WGMMA=0; with a static
  *                   x_scale or a producer x_amax the one-pass memra_k_fp8blk_quant_given instead (also on
@@ -228,10 +229,12 @@ static memra_status fake_scratch_get(memra_call *call, const char *name, size_t 
     return MEMRA_STATUS_OK;
 }
 static const char *g_wgmma_knob; /* MEMRA_FP8BLK_WGMMA as the module sees it (NULL: unset) */
+static const char *g_xe_bm_knob; /* MEMRA_MMQ_XE_BM likewise (read at init) */
 static const char *fake_knob(const memra_device_caps *caps, const char *name)
 {
     (void)caps;
     if (strcmp(name, "MEMRA_FP8BLK_WGMMA") == 0) return g_wgmma_knob;
+    if (strcmp(name, "MEMRA_MMQ_XE_BM") == 0) return g_xe_bm_knob;
     return NULL; /* every other knob at its default */
 }
 static void *fake_library_open(const char *which)
@@ -564,6 +567,12 @@ static int case_mmq(const char *so)
     ok &= experts_launch(&m, MEMRA_OP_gemm_q8_0r, 0, 1024, 8, "memra_k_experts_q8_0r_mt2", 3, 16 + 8);
     ok &= experts_launch(&m, MEMRA_OP_gemm_kr, MEMRA_FORMAT_Q6_K, 1024, 8, "memra_k_experts_kr_q6_k_mt2", 3, 16 + 8);
     ok &= experts_launch(&m, MEMRA_OP_gemm_kr, MEMRA_FORMAT_Q4_K, 100, 8, "memra_k_experts_kr_q4_k_mt1", 3, 4 + 8);
+    ok &= close_mod(&m, 1);
+    /* MEMRA_MMQ_XE_BM=32 forces the 32-row tile where the mean would take 128 */
+    g_xe_bm_knob = "32";
+    if (!open_mod(so, 90, &m)) return 0;
+    ok &= experts_launch(&m, MEMRA_OP_gemm_q8_0r, 0, 1024, 8, "memra_k_experts_q8_0r_mt1", 3, 32 + 8);
+    g_xe_bm_knob = NULL;
     ok &= close_mod(&m, 1);
     return ok;
 }

@@ -194,6 +194,7 @@ typedef struct mmq_state {
     CUfunction gemm_kr[MMQ_KR_FORMATS][MEMRA__MMQ_R3_TILES]; /* memra__mmq_kr_tiles[f][i]'s kernel, likewise */
     CUfunction experts_route;                                 /* gemm_experts (issue 30): the routing kernel */
     CUfunction experts[1 + MMQ_KR_FORMATS][MMQ_XE_TILES];     /* and the grouped tiles (memra__mmq_xe_tiles), NULL where they do not fit */
+    int xe_bm;                                                /* MEMRA_MMQ_XE_BM (0: from the rows per expert) */
 } mmq_state;
 
 #define MMQ_K(q) ((const mmq_state *)memra__gpu_state((q), &memra__gpu_family_mmq))
@@ -250,6 +251,8 @@ static memra_status mmq_load(memra__gpu *q, void *state)
         s->knobs.bm = bm ? atoi(bm) : 0;
         s->knobs.bn = bn ? atoi(bn) : 0;
         s->knobs.split = split ? atoi(split) : 0;
+        const char *xe_bm = memra__gpu_knob(q, "MEMRA_MMQ_XE_BM");
+        s->xe_bm = xe_bm ? atoi(xe_bm) : 0;
     }
     pthread_once(&k_lists_once, lists_build);
     s->q8r_list = q8r_list_of(caps, q->portable);
@@ -625,7 +628,9 @@ memra_status memra__mmq_accprobe(memra_call *call, memra_accprobe_arm arm, const
  * shapes, E = 8, top-2); >= 48: 64; else 32 (Qwen3-MoE-like, E = 128, top-8:
  * ~32 rows each, three CTAs per SM). Only tiles loaded on the device (their
  * shared memory fits) are candidates: the largest loaded one not above the
- * choice. MEMRA_MMQ_BM=32|64|128 forces it (sweeps, tests). Skewed routing
+ * choice. MEMRA_MMQ_XE_BM=32|64|128 forces it (sweeps, tests; the dense
+ * lanes' MEMRA_MMQ_BM does not apply). The thresholds are a first guess, not
+ * fitted on a GPU (no GPU in the session that wrote them). Skewed routing
  * changes only how the table's tiles fall on experts, never the launch. Other
  * lanes are declined (the core then has no other lane on a GPU). */
 #define MEMRA__MMQ_SLOT_ROUTE "experts.route"
@@ -633,10 +638,10 @@ memra_status memra__mmq_accprobe(memra_call *call, memra_accprobe_arm arm, const
 static size_t up16(size_t b) { return (b + 15u) & ~(size_t)15u; }
 
 /* The grouped tile for m rows over E experts among `fns` (memra__mmq_xe_tiles
- * order), -1 when none is loaded. */
-static int xe_tile_pick(const mmq_knobs *kn, const CUfunction *fns, int64_t m, int64_t E)
+ * order), f: MEMRA_MMQ_XE_BM; -1 when none is loaded. */
+static int xe_tile_pick(int f, const CUfunction *fns, int64_t m, int64_t E)
 {
-    int want = kn->bm == 32 || kn->bm == 64 || kn->bm == 128 ? kn->bm : m >= 96 * E ? 128 : m >= 48 * E ? 64 : 32;
+    const int want = f == 32 || f == 64 || f == 128 ? f : m >= 96 * E ? 128 : m >= 48 * E ? 64 : 32;
     int best = -1;
     for (int t = 0; t < MMQ_XE_TILES; t++)
         if (fns[t] != NULL && (best < 0 || memra__mmq_xe_tiles[0][t].bm <= want)) best = t;
@@ -678,7 +683,7 @@ memra_status memra__mmq_gemm_experts(memra_call *call, const memra_gemm_args *a,
     if (E > MMQ_XE_MAX) return decline(call, "gemm_experts: more than 4096 experts (the routing kernel's shared memory)");
     const mmq_knobs kn = call_knobs(call, q, MEMRA_OP_gemm_experts);
     const CUfunction *fns = MMQ_K(q)->experts[lane];
-    const int tile = xe_tile_pick(&kn, fns, m, E);
+    const int tile = xe_tile_pick(MMQ_K(q)->xe_bm, fns, m, E);
     if (tile < 0) return decline(call, "gemm_experts: no grouped tile fits the device's shared memory");
     const memra__mmq_r3_tile *tl = &memra__mmq_xe_tiles[lane][tile];
     int bm = tl->bm;
