@@ -59,6 +59,8 @@
     X(MMQ_BN, "MEMRA_MMQ_BN", "mmq modules", UINT, "0..1024", "0 (chosen per shape)", "gemm_q8_0r tile cols forced") \
     X(MMQ_SPLIT, "MEMRA_MMQ_SPLIT", "mmq modules", UINT, "0..4096", "0 (chosen per shape)",                       \
       "gemm_q8_0r split-k forced")                                                                                \
+    X(MMQ_XE_BM, "MEMRA_MMQ_XE_BM", "mmq modules", UINT, "0..1024", "0 (from rows per expert)",                  \
+      "gemm_experts grouped tile rows forced (32|64|128)")                                                        \
     X(SM120_FP8BLK, "MEMRA_SM120_FP8BLK", "sm120", ENUM, "mxf8f6f4|f8f6f4", "mxf8f6f4",                          \
       "sm120 gemm_fp8_blk kernel")                                                                                \
     X(CHECK_INJECT_FAULT, "MEMRA_CHECK_INJECT_FAULT", "memra check", STR, "", "", "test hook of memra check")     \

@@ -12,7 +12,9 @@
  *   sm120           init on cc 12.0; quant_q8_1 and gemm_q8_0r launch as dependents; gemm_fp8_blk runs mxf8f6f4 kernels
  *   sm120_on_sm90   a forced sm120 profile on cc 9.0: gemm_fp8_blk declines with the sm120 reason
  *   mmq             gemm_q8_0 launches memra_k_gemm_q8_0, accprobe the probe, the tile plan avoids 128 x 128 at 99 KB;
- *                   gemm_experts the routing kernel then the grouped q8_0r kernel on the worst-case grid
+ *                   gemm_experts the routing kernel then the grouped tile (q8_0r, kr per K-quant; its token
+ *                   height from m / E, 128 rows not on sm_120, MEMRA_MMQ_XE_BM forcing it) as a
+ *                   dependent on the worst-case grid
  *   fp8blk          gemm_fp8_blk launches the quantiser then the GEMM from the embedded cubin (no JIT service):
  *                   the wgmma kernel on cc 9.0, the mma.sync one with MEMRA_FP8BLK_WGMMA=0; with a static
  *                   x_scale or a producer x_amax the one-pass memra_k_fp8blk_quant_given instead (also on
@@ -92,7 +94,7 @@ static void record(void *f, int pdl)
         g_launched[g_n_launched++] = (const char *)f;
     }
 }
-static unsigned g_last_gx, g_last_gy, g_last_bx; /* the grid and block of the last plain launch */
+static unsigned g_last_gx, g_last_gy, g_last_bx; /* the grid and block of the last launch */
 static int fake_launch(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
                        unsigned smem, void *s, void **params, void **extra)
 {
@@ -117,6 +119,7 @@ static int fake_launch_ex(const fake_launch_config *c, void *f, void **params, v
 {
     (void)params, (void)extra;
     if (c->grid[0] == 0 || c->num_attrs != 1) return 3;
+    g_last_gx = c->grid[0], g_last_gy = c->grid[1], g_last_bx = c->block[0];
     record(f, 1);
     return 0;
 }
@@ -226,10 +229,12 @@ static memra_status fake_scratch_get(memra_call *call, const char *name, size_t 
     return MEMRA_STATUS_OK;
 }
 static const char *g_wgmma_knob; /* MEMRA_FP8BLK_WGMMA as the module sees it (NULL: unset) */
+static const char *g_xe_bm_knob; /* MEMRA_MMQ_XE_BM likewise (read at init) */
 static const char *fake_knob(const memra_device_caps *caps, const char *name)
 {
     (void)caps;
     if (strcmp(name, "MEMRA_FP8BLK_WGMMA") == 0) return g_wgmma_knob;
+    if (strcmp(name, "MEMRA_MMQ_XE_BM") == 0) return g_xe_bm_knob;
     return NULL; /* every other knob at its default */
 }
 static void *fake_library_open(const char *which)
@@ -485,6 +490,25 @@ static int case_sm120(const char *so, int cc)
     return ok;
 }
 
+/* gemm_experts of m rows over E experts, n = 300, k = 256, on `lane` (w_format for gemm_kr):
+ * the routing kernel (plain) then `kernel` as a dependent launch on a gx x gy grid of 256 threads. */
+static int experts_launch(mod *m, memra_op lane, memra_format f, int rows, int E, const char *kernel, unsigned gx,
+                          unsigned gy)
+{
+    memra_call c = call_of(m);
+    memra_gemm_args a = gemm(rows, 300, 256);
+    a.w_format = (int32_t)f;
+    memra_gemm_experts_args ex = {.struct_size = sizeof ex, .lane = (int32_t)lane, .n_experts = E, .ids = 0x60000000};
+    const memra_status st = m->desc->ops->gemm_experts(&c, &a, &ex);
+    const unsigned lx = g_last_gx, ly = g_last_gy, lb = g_last_bx;
+    char what[64];
+    snprintf(what, sizeof what, "gemm_experts m %d E %d", rows, E);
+    int ok = launched(what, st, 2, (const char *[]){"memra_k_experts_route", kernel}, (const int[]){0, 1});
+    const int grid = lx == gx && ly == gy && lb == 256;
+    printf("    %s: grid %u x %u, block %u (want %u x %u, 256)  %s\n", kernel, lx, ly, lb, gx, gy, grid ? "ok" : "FAIL");
+    return ok && grid;
+}
+
 static int case_mmq(const char *so)
 {
     mod m;
@@ -510,24 +534,45 @@ static int case_mmq(const char *so)
     c = call_of(&m);
     ok &= launched("repack_q8_0", m.desc->ops->repack_q8_0(&c, 0x1000, 256, 512, 0x2000), 1,
                    (const char *[]){"memra_k_repack_q8_0"}, (const int[]){0});
-    /* gemm_experts (issue 30): the routing kernel then the grouped kernel on a grid of the worst
-     * case, ceil(100 / 16) + 8 experts = 15 row tiles by ceil(300 / 64) = 5 column tiles; no
-     * host read in between (the fake driver has no copies); other lanes declined */
-    memra_gemm_experts_args ex = {.struct_size = sizeof ex, .lane = MEMRA_OP_gemm_q8_0r, .n_experts = 8,
+    /* gemm_experts (issue 30): the routing kernel then the grouped tile kernel (a dependent
+     * launch) on a grid of the worst case, ceil(n / 128) column tiles by ceil(m / bm) + E row
+     * tiles, bm from the mean rows per expert (m / E: 12.5 -> 32, 64 -> 64, 128 -> 128); no
+     * host read in between (the fake driver has no copies); K-quant experts on their own
+     * kernels; other lanes declined */
+    ok &= experts_launch(&m, MEMRA_OP_gemm_q8_0r, 0, 100, 8, "memra_k_experts_q8_0r_mt1", 3, 4 + 8);
+    ok &= experts_launch(&m, MEMRA_OP_gemm_q8_0r, 0, 512, 8, "memra_k_experts_q8_0r_mt2", 3, 8 + 8);
+    ok &= experts_launch(&m, MEMRA_OP_gemm_q8_0r, 0, 1024, 8, "memra_k_experts_q8_0r_mt4", 3, 8 + 8);
+    ok &= experts_launch(&m, MEMRA_OP_gemm_kr, MEMRA_FORMAT_Q4_K, 4096, 128, "memra_k_experts_kr_q4_k_mt1", 3, 128 + 128);
+    ok &= experts_launch(&m, MEMRA_OP_gemm_kr, MEMRA_FORMAT_Q5_K, 512, 8, "memra_k_experts_kr_q5_k_mt2", 3, 8 + 8);
+    ok &= experts_launch(&m, MEMRA_OP_gemm_kr, MEMRA_FORMAT_Q6_K, 1024, 8, "memra_k_experts_kr_q6_k_mt4", 3, 8 + 8);
+    memra_gemm_experts_args ex = {.struct_size = sizeof ex, .lane = MEMRA_OP_gemm_f16, .n_experts = 8,
                                   .ids = 0x60000000};
     c = call_of(&m);
-    const memra_status xs = m.desc->ops->gemm_experts(&c, &a, &ex);
-    const unsigned gx = g_last_gx, gy = g_last_gy, bx = g_last_bx;
-    ok &= launched("gemm_experts q8_0r", xs, 2, (const char *[]){"memra_k_experts_route", "memra_k_gemm_experts_q8_0r"},
-                   (const int[]){0, 0});
-    printf("  gemm_experts grid %u x %u, block %u  %s\n", gx, gy, bx, gx == 5 && gy == 15 && bx == 256 ? "ok" : "FAIL");
-    ok &= gx == 5 && gy == 15 && bx == 256;
-    ex.lane = MEMRA_OP_gemm_f16;
-    c = call_of(&m);
-    ok &= declined("gemm_experts f16 lane", m.desc->ops->gemm_experts(&c, &a, &ex), &c, "gemm_q8_0r lane");
+    ok &= declined("gemm_experts f16 lane", m.desc->ops->gemm_experts(&c, &a, &ex), &c, "gemm_q8_0r and gemm_kr lanes");
     ex.lane = MEMRA_OP_gemm_q8_0r, ex.n_experts = 5000;
     c = call_of(&m);
     ok &= declined("gemm_experts 5000 experts", m.desc->ops->gemm_experts(&c, &a, &ex), &c, "4096 experts");
+    ex.lane = MEMRA_OP_gemm_kr, ex.n_experts = 8;
+    c = call_of(&m);
+    {
+        const memra_status ks = m.desc->ops->gemm_experts(&c, &a, &ex); /* no K-quant w_format */
+        printf("  gemm_experts gemm_kr without a K-quant w_format: status %d  %s\n", (int)ks,
+               ks == MEMRA_STATUS_INVALID_ARGUMENT && g_n_launched == 0 ? "ok" : "FAIL");
+        ok &= ks == MEMRA_STATUS_INVALID_ARGUMENT && g_n_launched == 0;
+        g_n_launched = 0;
+    }
+    ok &= close_mod(&m, 1);
+    /* sm_120's 99 KB: the 128-row grouped tiles do not load, a mean of 128 rows takes 64 */
+    if (!open_mod(so, 120, &m)) return 0;
+    ok &= experts_launch(&m, MEMRA_OP_gemm_q8_0r, 0, 1024, 8, "memra_k_experts_q8_0r_mt2", 3, 16 + 8);
+    ok &= experts_launch(&m, MEMRA_OP_gemm_kr, MEMRA_FORMAT_Q6_K, 1024, 8, "memra_k_experts_kr_q6_k_mt2", 3, 16 + 8);
+    ok &= experts_launch(&m, MEMRA_OP_gemm_kr, MEMRA_FORMAT_Q4_K, 100, 8, "memra_k_experts_kr_q4_k_mt1", 3, 4 + 8);
+    ok &= close_mod(&m, 1);
+    /* MEMRA_MMQ_XE_BM=32 forces the 32-row tile where the mean would take 128 */
+    g_xe_bm_knob = "32";
+    if (!open_mod(so, 90, &m)) return 0;
+    ok &= experts_launch(&m, MEMRA_OP_gemm_q8_0r, 0, 1024, 8, "memra_k_experts_q8_0r_mt1", 3, 32 + 8);
+    g_xe_bm_knob = NULL;
     ok &= close_mod(&m, 1);
     return ok;
 }

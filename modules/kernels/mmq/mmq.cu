@@ -12,6 +12,11 @@
  *                        K-packed codes and scales (the GGUF's bytes, widened to
  *                        int8 in the load stage): gemm_q8_0r's tile with the min
  *                        term or the per-16 scales in the fold; see "gemm_kr" below.
+ *   memra_k_experts_route, memra_k_experts_q8_0r_mt1 / _mt2 / _mt4, memra_k_experts_kr_<format>_mt1 / _mt2 / _mt4
+ *                        gemm_experts (MoE): the device-side routing (offsets,
+ *                        permutation, tile table) and the grouped GEMMs on the
+ *                        records tile, rows gathered per expert from the table;
+ *                        see "gemm_experts on the records tile" at the end.
  *   memra_k_quant_q8_1   f32 [m x k] -> 144-byte records (f32 d[4], int8 qs[128]),
  *                        record (kb, t) at kb * m + t, k padded to a multiple of
  *                        512 with zeros. One warp per 8 consecutive records and
@@ -1318,7 +1323,7 @@ memra_k_probe_mx(const unsigned char *__restrict__ w, const unsigned char *__res
     probe_body<MMQ_KIND_MX>(w, x, y, m, n, k, ldy, bias);
 }
 
-/* ---- gemm_experts on Q8_0 records (issue 30, the first GPU lane) ---------------------
+/* ---- gemm_experts on the records tile (issue 30) ----------------------------------------
  *
  * memra_k_experts_route  one block of 1024 threads, E <= MMQ_XE_MAX experts:
  *   the rows of each expert counted from ids (ids outside [0, E) skipped) in
@@ -1326,26 +1331,37 @@ memra_k_probe_mx(const unsigned char *__restrict__ w, const unsigned char *__res
  *   perm[offsets[e] ..] = the rows of expert e (in no fixed order: a row's
  *   output depends on that row and its expert alone, so the order changes no
  *   bit), and the tile table, tile t = (tiles[2t] = expert, tiles[2t + 1] =
- *   its first sorted row) for tiles of MMQ_XE_BM rows, their count in *ntiles.
- *   Everything stays on the device: no count is read on the host.
- * memra_k_gemm_experts_q8_0r  grid (ceil(n / 64), the worst-case tile count
- *   ceil(m / MMQ_XE_BM) + E), 256 threads: a CTA past *ntiles exits at once;
- *   else 64 columns x MMQ_XE_BM rows of tile t, thread (tx = tid % 64, ty =
- *   tid / 64) column j = 64 bx + tx and rows 4 ty .. 4 ty + 3 of the tile.
- *   Per 128-value step g in order: the expert's weight record (g, j) (wtab[e],
- *   record g * n + j, module.h's Q8_0 records) and each row's q8_1 record
- *   (g, perm[s]) of the all-rows quantisation (record g * m + row); per
- *   32-block the exact int32 dot I (dp4a), acc = fma(dw * dx, I, acc), blocks
- *   in k order: gemm_q8_0r's contract (the host's sum is in double; the f32
- *   fold is the dense kernels', within JUDGE_BAND_Q8_0). y[row] = alpha * acc.
- *   A plain kernel: no tensor cores, no shared-memory staging yet; correctness
- *   and the device-side routing first, speed next. */
+ *   its first sorted row) for tiles of `bm` rows (the grouped kernel's token
+ *   height), experts in order, an expert of c rows taking ceil(c / bm) tiles;
+ *   their count in *ntiles. Everything stays on the device: no count is read
+ *   on the host. It triggers its dependent (the grouped kernel) at once, whose
+ *   CTAs then wait in griddepcontrol.wait for the table.
+ *
+ * memra_k_experts_q8_0r_mt1 / _mt2 / _mt4, memra_k_experts_kr_<format>_mt1 / _mt2 / _mt4
+ *   the grouped GEMMs: gemm_q8_0r's and gemm_kr's tile (32 MT tokens x 128
+ *   weight rows, 2 x 4 warps, R3_STAGES cp.async stages, r3_step / kr_step:
+ *   the same MMAs and the same fold in the same k order, so each output is
+ *   bit for bit the dense lane's unsplit result on the expert's rows) where
+ *   the CTA's rows come from the tile table instead of blockIdx.x: grid
+ *   (ceil(n / 128), the worst-case tile count ceil(m / bm) + E), CTA
+ *   (x, t) with t >= *ntiles exits at once; else tile t = (e, s0): its rows
+ *   are the gathered rows perm[s0 .. s0 + 32 MT) of expert e (those at or past
+ *   offsets[e + 1] zero-filled: scale 0, exact zeros, never stored), put in
+ *   shared memory once; each k step copies their q8_1 records (g, perm[s])
+ *   by index (record g m + row of the all-rows quantisation, nine 16-byte
+ *   cp.async each) and the weight's records (g, j0 ..) of expert e from
+ *   wtab[e] exactly as the dense kernels do; the outputs are scattered to
+ *   y[perm[s]]. No split-k (each output written once, by one CTA). MT is the
+ *   launcher's choice from the mean rows per expert (mmq_ops.c). Shared
+ *   memory: the dense tiles' (R3_SMEM_BYTES(MT, 4), KR_SMEM_BYTES(F, MT, 4))
+ *   + 4 * 32 MT bytes of row indices. */
 extern "C" __global__ void __launch_bounds__(1024)
-memra_k_experts_route(const int *__restrict__ ids, int m, int E, int *__restrict__ offsets, int *__restrict__ perm,
-                      int *__restrict__ tiles, int *__restrict__ ntiles)
+memra_k_experts_route(const int *__restrict__ ids, int m, int E, int bm, int *__restrict__ offsets,
+                      int *__restrict__ perm, int *__restrict__ tiles, int *__restrict__ ntiles)
 {
     __shared__ int cnt[MMQ_XE_MAX];
     __shared__ int fill[MMQ_XE_MAX];
+    pdl_trigger();
     for (int e = threadIdx.x; e < E; e += blockDim.x) cnt[e] = 0;
     __syncthreads();
     for (int r = threadIdx.x; r < m; r += blockDim.x) {
@@ -1358,7 +1374,7 @@ memra_k_experts_route(const int *__restrict__ ids, int m, int E, int *__restrict
         for (int e = 0; e < E; e++) {
             offsets[e] = off;
             fill[e] = off;
-            for (int r0 = 0; r0 < cnt[e]; r0 += MMQ_XE_BM) {
+            for (int r0 = 0; r0 < cnt[e]; r0 += bm) {
                 tiles[2 * t] = e;
                 tiles[2 * t + 1] = off + r0;
                 t++;
@@ -1375,52 +1391,221 @@ memra_k_experts_route(const int *__restrict__ ids, int m, int E, int *__restrict
     }
 }
 
-extern "C" __global__ void __launch_bounds__(256)
-memra_k_gemm_experts_q8_0r(const unsigned long long *__restrict__ wtab, const unsigned char *__restrict__ x, int m,
-                           int n, int k, const int *__restrict__ offsets, const int *__restrict__ perm,
-                           const int *__restrict__ tiles, const int *__restrict__ ntiles, float *__restrict__ y,
-                           long long ldy, float alpha)
+/* A grouped CTA's tile: expert e, its first sorted row s0, the rows that exist
+ * (rows <= BM), its first weight row j0 and the weight rows that exist. */
+struct xe_tile {
+    int e, s0, rows, j0, brows;
+};
+
+/* The CTA's tile from the table (call after pdl_wait): false (for the whole
+ * CTA) past *ntiles; else rs[i] = perm[s0 + i] for the rows that exist,
+ * visible to every thread. */
+template <int BM, int BN>
+__device__ __forceinline__ bool xe_tile_of(xe_tile &t, int *rs, const int *__restrict__ offsets,
+                                           const int *__restrict__ perm, const int *__restrict__ tiles,
+                                           const int *__restrict__ ntiles, int n)
 {
-    const int t = blockIdx.y;
-    if (t >= *ntiles) return;
-    const int tx = threadIdx.x & 63, ty = threadIdx.x >> 6;
-    const int j = blockIdx.x * 64 + tx;
-    if (j >= n) return;
-    const int e = tiles[2 * t], r0 = tiles[2 * t + 1];
-    const int r1 = min(r0 + MMQ_XE_BM, offsets[e + 1]);
-    const unsigned char *w = (const unsigned char *)(size_t)wtab[e];
-    int rows[4];
-    for (int i = 0; i < 4; i++) {
-        const int s = r0 + 4 * ty + i;
-        rows[i] = s < r1 ? perm[s] : -1;
-    }
-    float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-    const int G = (k + 127) / 128;
-    for (int g = 0; g < G; g++) {
-        const unsigned char *wr = w + ((long long)g * n + j) * 144;
-        const float4 dw = *(const float4 *)wr;
-        int4 wq[8];
-        for (int v = 0; v < 8; v++) wq[v] = ((const int4 *)(wr + 16))[v];
-        for (int i = 0; i < 4; i++) {
-            if (rows[i] < 0) continue;
-            const unsigned char *xr = x + ((long long)g * m + rows[i]) * 144;
-            const float4 dx = *(const float4 *)xr;
-            const float dwv[4] = {dw.x, dw.y, dw.z, dw.w}, dxv[4] = {dx.x, dx.y, dx.z, dx.w};
-            for (int b = 0; b < 4; b++) {
-                const int4 x0 = ((const int4 *)(xr + 16))[2 * b], x1 = ((const int4 *)(xr + 16))[2 * b + 1];
-                const int4 w0 = wq[2 * b], w1 = wq[2 * b + 1];
-                int I = __dp4a(w0.x, x0.x, 0);
-                I = __dp4a(w0.y, x0.y, I);
-                I = __dp4a(w0.z, x0.z, I);
-                I = __dp4a(w0.w, x0.w, I);
-                I = __dp4a(w1.x, x1.x, I);
-                I = __dp4a(w1.y, x1.y, I);
-                I = __dp4a(w1.z, x1.z, I);
-                I = __dp4a(w1.w, x1.w, I);
-                acc[i] = fmaf(__fmul_rn(dwv[b], dxv[b]), (float)I, acc[i]);
-            }
+    const int ti = (int)blockIdx.y;
+    if (ti >= *ntiles) return false;
+    t.e = tiles[2 * ti];
+    t.s0 = tiles[2 * ti + 1];
+    t.rows = min(BM, offsets[t.e + 1] - t.s0);
+    t.j0 = (int)blockIdx.x * BN;
+    t.brows = min(BN, n - t.j0);
+    if ((int)threadIdx.x < BM) rs[threadIdx.x] = (int)threadIdx.x < t.rows ? perm[t.s0 + threadIdx.x] : 0;
+    __syncthreads();
+    return true;
+}
+
+/* The q8_1 records of step g (gm = g m) of the tile's rows rs[0 .. rows) into
+ * slot S (shared address), record i at 144 i; rows past `rows` zero-filled. */
+template <int SLOTS>
+__device__ __forceinline__ void xe_copy_rows(uint32_t S, const unsigned char *__restrict__ xq, long long gm,
+                                             const int *rs, int rows)
+{
+    constexpr int CH = SLOTS * 9;
+#pragma unroll
+    for (int e = 0; e < (CH + MMQ_THREADS - 1) / MMQ_THREADS; e++) {
+        const int idx = (int)threadIdx.x + e * MMQ_THREADS;
+        if (CH % MMQ_THREADS == 0 || idx < CH) {
+            const int r = idx / 9, c = idx - r * 9;
+            const bool ok = r < rows;
+            memra_cp16(S + idx * 16, ok ? xq + (gm + rs[r]) * MMQ_ROW + c * 16 : xq, ok ? 16 : 0);
         }
     }
-    for (int i = 0; i < 4; i++)
-        if (rows[i] >= 0) y[(long long)rows[i] * ldy + j] = __fmul_rn(alpha, acc[i]);
 }
+
+/* After the k loop: the warp's 16 MT x 8 NT outputs scattered to y[rs[i]]. */
+template <int MT, int NT>
+__device__ __forceinline__ void xe_store(const float (&acc)[MT][NT][4], float *__restrict__ y, long long ldy,
+                                         float alpha, int n, const xe_tile &t, const int *rs, int wm, int wn, int lane)
+{
+    cp_async_wait<0>();
+    pdl_trigger();
+#pragma unroll
+    for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+        for (int h = 0; h < 2; h++) {
+            const int i = wm * 16 * MT + mt * 16 + (lane >> 2) + 8 * h;
+            if (i >= t.rows) continue;
+            float *yr = y + (long long)rs[i] * ldy;
+#pragma unroll
+            for (int nt = 0; nt < NT; nt++)
+#pragma unroll
+                for (int c = 0; c < 2; c++) {
+                    const int j = t.j0 + wn * 8 * NT + nt * 8 + (lane & 3) * 2 + c;
+                    if (j < n) yr[j] = alpha * acc[mt][nt][2 * h + c];
+                }
+        }
+}
+
+/* gemm_q8_0r_body with the rows of a tile-table tile (see above). */
+template <int MT, int NT>
+__device__ __forceinline__ void experts_q8_0r_body(const unsigned long long *__restrict__ wtab,
+                                                   const unsigned char *__restrict__ xq, int m, int n, int k,
+                                                   const int *__restrict__ offsets, const int *__restrict__ perm,
+                                                   const int *__restrict__ tiles, const int *__restrict__ ntiles,
+                                                   float *__restrict__ y, long long ldy, float alpha)
+{
+    extern __shared__ __align__(16) unsigned char xe_smem[];
+    __shared__ int rs[32 * MT];
+    pdl_wait(); /* the tile table (and the q8_1 records before it) complete */
+    constexpr int BN = 32 * NT;
+    xe_tile t;
+    if (!xe_tile_of<32 * MT, BN>(t, rs, offsets, perm, tiles, ntiles, n)) return;
+    const unsigned char *const wr = reinterpret_cast<const unsigned char *>(static_cast<uintptr_t>(wtab[t.e]));
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, wm = warp & 1, wn = warp >> 1;
+    const int nk = (k + 127) / 128;
+
+    float acc[MT][NT][4];
+    mmq_zero<MT, NT>(acc);
+    const int a_off = (wm * 16 * MT + (lane & 15)) * MMQ_ROW + 16 + (lane >> 4) * 16;
+    const int b_off = R3_A_BYTES(MT) + (wn * 8 * NT + (lane & 7) + (lane >> 4) * 8) * MMQ_ROW + 16 + ((lane >> 3) & 1) * 16;
+    const int ax_off = (wm * 16 * MT + (lane >> 2)) * MMQ_ROW;
+    const int bw_off = R3_A_BYTES(MT) + (wn * 8 * NT + (lane & 3) * 2) * MMQ_ROW;
+    const uint32_t base = smem_u32(xe_smem);
+#define XE_COPY_STEP(so, g)                                                                                 \
+    do {                                                                                                    \
+        xe_copy_rows<32 * MT>(base + (so), xq, (long long)(g) * m, rs, t.rows);                             \
+        r3_copy_run<BN>(xe_smem + (so) + R3_A_BYTES(MT), wr + ((long long)(g) * n + t.j0) * MMQ_ROW, t.brows); \
+    } while (0)
+#pragma unroll
+    for (int s = 0; s < R3_STAGES - 1; s++) {
+        if (s < nk) XE_COPY_STEP(s * R3_STAGE_BYTES(MT, NT), s);
+        cp_async_commit();
+    }
+    int cur = 0, nxt = R3_STAGES - 1;
+    for (int kt = 0; kt < nk; kt++) {
+        cp_async_wait<R3_STAGES - 2>();
+        __syncthreads(); /* step kt landed for every thread; every warp is past step kt-1 */
+        if (kt + R3_STAGES - 1 < nk) XE_COPY_STEP(nxt * R3_STAGE_BYTES(MT, NT), kt + R3_STAGES - 1);
+        cp_async_commit();
+        const int so = cur * R3_STAGE_BYTES(MT, NT);
+        r3_step<MT, NT>(acc, base + so + a_off, base + so + b_off, reinterpret_cast<const float *>(xe_smem + so + ax_off),
+                        reinterpret_cast<const float *>(xe_smem + so + bw_off));
+        cur = cur == R3_STAGES - 1 ? 0 : cur + 1;
+        nxt = nxt == R3_STAGES - 1 ? 0 : nxt + 1;
+    }
+#undef XE_COPY_STEP
+    xe_store<MT, NT>(acc, y, ldy, alpha, n, t, rs, wm, wn, lane);
+}
+
+/* gemm_kr_body with the rows of a tile-table tile (see above). */
+template <int MT, int NT, int F>
+__device__ __forceinline__ void experts_kr_body(const unsigned long long *__restrict__ wtab,
+                                                const unsigned char *__restrict__ xq, int m, int n, int k,
+                                                const int *__restrict__ offsets, const int *__restrict__ perm,
+                                                const int *__restrict__ tiles, const int *__restrict__ ntiles,
+                                                float *__restrict__ y, long long ldy, float alpha)
+{
+    extern __shared__ __align__(16) unsigned char xe_smem[];
+    __shared__ int rs[32 * MT];
+    pdl_wait(); /* the tile table (and the q8_1 records before it) complete */
+    constexpr int BN = 32 * NT;
+    xe_tile t;
+    if (!xe_tile_of<32 * MT, BN>(t, rs, offsets, perm, tiles, ntiles, n)) return;
+    const unsigned char *const w = reinterpret_cast<const unsigned char *>(static_cast<uintptr_t>(wtab[t.e]));
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, wm = warp & 1, wn = warp >> 1;
+    const int nk = (k + 127) / 128, j0 = t.j0, brows = t.brows;
+
+    float acc[MT][NT][4];
+    mmq_zero<MT, NT>(acc);
+    const int wrow = wn * 8 * NT + (lane & 3) * 2;
+    const int a_off = (wm * 16 * MT + (lane & 15)) * MMQ_ROW + 16 + (lane >> 4) * 16;
+    const int b_off = (wn * 8 * NT + (lane & 7) + (lane >> 4) * 8) * MMQ_ROW + 16 + ((lane >> 3) & 1) * 16;
+    const int ax_off = (wm * 16 * MT + (lane >> 2)) * MMQ_ROW;
+    const int bw_off = wrow * MMQ_ROW;
+    const int sd_off = KR_W_ROWS(NT) + wrow * 16;
+    const uint32_t base = smem_u32(xe_smem);
+    unsigned char *const P = xe_smem + KR_P_OFF(MT, NT);
+
+    /* gemm_kr_body's groups and waits, in the same order */
+#define XE_COPY_A(slot, g) xe_copy_rows<32 * MT>(base + KR_A_OFF(NT) + (slot) * R3_A_BYTES(MT), xq, (long long)(g) * m, rs, t.rows)
+    if (nk > 0) {
+        XE_COPY_A(0, 0);
+        kr_copy_p<F, BN>(smem_u32(P), w, n, k, 0, j0, brows);
+    }
+    cp_async_commit();
+    if (nk > 1) XE_COPY_A(1, 1);
+    cp_async_commit();
+    if (nk > 0) {
+        cp_async_wait<1>();
+        kr_widen<F, BN>(P, xe_smem, 0, n, k, j0);
+    }
+    int cur = 0, nxt = R3_STAGES - 1;
+    for (int kt = 0; kt < nk; kt++) {
+        cp_async_wait<1>();
+        __syncthreads();
+        const bool more = kt + 1 < nk;
+        if (more) kr_copy_p<F, BN>(smem_u32(P), w, n, k, kt + 1, j0, brows);
+        cp_async_commit();
+        if (kt + R3_STAGES - 1 < nk) XE_COPY_A(nxt, kt + R3_STAGES - 1);
+        cp_async_commit();
+        const int wo = (kt & 1) * KR_W_SLOT(NT), ao = KR_A_OFF(NT) + cur * R3_A_BYTES(MT);
+        kr_step<MT, NT, F == KR_Q6_K>(acc, base + ao + a_off, base + wo + b_off,
+                                      reinterpret_cast<const float *>(xe_smem + ao + ax_off),
+                                      reinterpret_cast<const float *>(xe_smem + wo + bw_off),
+                                      reinterpret_cast<const float *>(xe_smem + wo + sd_off));
+        if (more) {
+            cp_async_wait<1>();
+            kr_widen<F, BN>(P, xe_smem + ((kt + 1) & 1) * KR_W_SLOT(NT), kt + 1, n, k, j0);
+        }
+        cur = cur == R3_STAGES - 1 ? 0 : cur + 1;
+        nxt = nxt == R3_STAGES - 1 ? 0 : nxt + 1;
+    }
+#undef XE_COPY_A
+    xe_store<MT, NT>(acc, y, ldy, alpha, n, t, rs, wm, wn, lane);
+}
+
+/* wtab: device array of E pointers to each expert's operand (Q8_0 records /
+ * K-packed, each 16-byte aligned), xq: q8_1 records of all m rows, offsets /
+ * perm / tiles / ntiles: memra_k_experts_route's output for bm = 32 MT, y:
+ * the output base (row offset applied); dynamic shared memory
+ * R3_SMEM_BYTES(MT, 4) / KR_SMEM_BYTES(F, MT, 4). */
+#define XE_ENTRY(NAME, BODY, MINB)                                                                                   \
+    extern "C" __global__ void __launch_bounds__(MMQ_THREADS, MINB)                                                 \
+        NAME(const unsigned long long *__restrict__ wtab, const unsigned char *__restrict__ xq, int m, int n, int k, \
+             const int *__restrict__ offsets, const int *__restrict__ perm, const int *__restrict__ tiles,          \
+             const int *__restrict__ ntiles, float *__restrict__ y, long long ldy, float alpha)                     \
+    {                                                                                                                \
+        BODY(wtab, xq, m, n, k, offsets, perm, tiles, ntiles, y, ldy, alpha);                                        \
+    }
+XE_ENTRY(memra_k_experts_q8_0r_mt1, (experts_q8_0r_body<1, 4>), 3)
+XE_ENTRY(memra_k_experts_q8_0r_mt2, (experts_q8_0r_body<2, 4>), 2)
+XE_ENTRY(memra_k_experts_q8_0r_mt4, (experts_q8_0r_body<4, 4>), 2)
+XE_ENTRY(memra_k_experts_kr_q4_k_mt1, (experts_kr_body<1, 4, KR_Q4_K>), 3)
+XE_ENTRY(memra_k_experts_kr_q4_k_mt2, (experts_kr_body<2, 4, KR_Q4_K>), 2)
+XE_ENTRY(memra_k_experts_kr_q4_k_mt4, (experts_kr_body<4, 4, KR_Q4_K>), 2)
+XE_ENTRY(memra_k_experts_kr_q5_k_mt1, (experts_kr_body<1, 4, KR_Q5_K>), 3)
+XE_ENTRY(memra_k_experts_kr_q5_k_mt2, (experts_kr_body<2, 4, KR_Q5_K>), 2)
+XE_ENTRY(memra_k_experts_kr_q5_k_mt4, (experts_kr_body<4, 4, KR_Q5_K>), 2)
+XE_ENTRY(memra_k_experts_kr_q6_k_mt1, (experts_kr_body<1, 4, KR_Q6_K>), 3)
+XE_ENTRY(memra_k_experts_kr_q6_k_mt2, (experts_kr_body<2, 4, KR_Q6_K>), 2)
+XE_ENTRY(memra_k_experts_kr_q6_k_mt4, (experts_kr_body<4, 4, KR_Q6_K>), 2)
+#undef XE_ENTRY
+
+/* The _mt1 tiles run three CTAs to an sm_90 SM (3 x (69120 + 128 + 1 KB)
+ * within 228 KB); _mt2 fits sm_120's 99 KB for both lanes. */
+static_assert(R3_SMEM_BYTES(1, 4) == 69120 && KR_SMEM_BYTES(KR_Q6_K, 1, 4) == 69120 &&
+                  3 * (69120 + 128 + 1024) <= 233472 && KR_SMEM_BYTES(KR_Q6_K, 2, 4) + 256 <= MMQ_SM120_SMEM,
+              "the grouped tiles' shared memory");

@@ -14,7 +14,6 @@
 #define MMQ_RAW 140     /* bytes of a raw Q8_0 row tile (4 blocks + up to 2 + 2 bytes) */
 #define MMQ_THREADS 256
 #define MMQ_XE_MAX 4096 /* gemm_experts: experts the routing kernel counts in shared memory */
-#define MMQ_XE_BM 16    /* gemm_experts: rows of a tile (one expert's) */
 #define MMQ_STAGE_BYTES (MMQ_BM * MMQ_ROW + MMQ_BN * MMQ_RAW)
 #define MMQ_SMEM_BYTES (2 * MMQ_STAGE_BYTES + MMQ_BN * MMQ_ROW)
 #define MMQ_PROBE_STAGE_BYTES ((MMQ_BM + MMQ_BN) * MMQ_ROW) /* 2 stages fit in MMQ_SMEM_BYTES */
@@ -44,6 +43,11 @@
  * 1 Q5_K, 2 Q6_K. */
 #define KR_HB(F) ((F) == 1 ? 16 : (F) == 2 ? 32 : 0)
 #define KR_SMEM_BYTES(F, MT, NT) (2 * 32 * (NT) * 160 + R3_STAGES * 32 * (MT) * MMQ_ROW + 32 * (NT) * (80 + KR_HB(F)))
+
+/* gemm_experts: the grouped tiles are gemm_q8_0r's and gemm_kr's at NT = 4
+ * (128 weight rows) and MT = 1, 2, 4 (32, 64, 128 gathered rows):
+ * R3_SMEM_BYTES(MT, 4) and KR_SMEM_BYTES(F, MT, 4) of dynamic shared memory. */
+#define MMQ_XE_TILES 3
 
 /* The dynamic shared memory per block of an sm_120 (RTX 5090) GPU, 99 KB:
  * every tile the sm120 module may pick fits it (static_asserts in mmq.cu and

@@ -1,7 +1,7 @@
 /* The MMQ family (mmq.cu): argument checks (the host reference's, so both
  * sides refuse the same calls), declines for the cases the kernels do not
  * take, plans, scratch, and launches on call->stream. Ops quant_q8_1,
- * repack_q8_0, gemm_q8_0r, gemm_q8_0, gemm_kr, accprobe. mmq.h holds the constants
+ * repack_q8_0, gemm_q8_0r, gemm_q8_0, gemm_kr, accprobe, gemm_experts. mmq.h holds the constants
  * this file and mmq.cu share; mmq.cu, the kernels and their preconditions. */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -165,6 +165,26 @@ _Static_assert(KR_SMEM_BYTES(2, 2, 4) <= MMQ_SM120_SMEM && KR_SMEM_BYTES(2, 4, 3
                    KR_SMEM_BYTES(0, 4, 3) <= MMQ_SM120_SMEM,
                "gemm_kr: every tile but 128 x 128 fits sm_120 (Q6_K's are the largest)");
 
+/* The grouped tiles of gemm_experts (mmq.cu "gemm_experts on the records
+ * tile"): lane 0 gemm_q8_0r, lanes 1..3 gemm_kr on Q4_K, Q5_K, Q6_K; tiles of
+ * 32, 64, 128 gathered rows x 128 weight rows. */
+#define MMQ_XE_KR(F, NAME)                                                                     \
+    {{"memra_k_experts_kr_" NAME "_mt1", 32, 128, KR_SMEM_BYTES(F, 1, 4)},                     \
+     {"memra_k_experts_kr_" NAME "_mt2", 64, 128, KR_SMEM_BYTES(F, 2, 4)},                     \
+     {"memra_k_experts_kr_" NAME "_mt4", 128, 128, KR_SMEM_BYTES(F, 4, 4)}}
+static const memra__mmq_r3_tile memra__mmq_xe_tiles[1 + MMQ_KR_FORMATS][MMQ_XE_TILES] = {
+    {{"memra_k_experts_q8_0r_mt1", 32, 128, R3_SMEM_BYTES(1, 4)},
+     {"memra_k_experts_q8_0r_mt2", 64, 128, R3_SMEM_BYTES(2, 4)},
+     {"memra_k_experts_q8_0r_mt4", 128, 128, R3_SMEM_BYTES(4, 4)}},
+    MMQ_XE_KR(0, "q4_k"),
+    MMQ_XE_KR(1, "q5_k"),
+    MMQ_XE_KR(2, "q6_k"),
+};
+#undef MMQ_XE_KR
+/* sm_120 (99 KB, + 512 bytes of static row indices) loads every grouped tile but the 128-row ones */
+_Static_assert(R3_SMEM_BYTES(2, 4) + 256 <= MMQ_SM120_SMEM && KR_SMEM_BYTES(2, 2, 4) + 256 <= MMQ_SM120_SMEM,
+               "gemm_experts: the 32- and 64-row tiles fit sm_120");
+
 typedef struct mmq_state {
     CUfunction quant_q8_1, gemm_q8_0, probe[3];
     CUfunction repack_q8_0, splitk_sum;
@@ -172,7 +192,9 @@ typedef struct mmq_state {
     mmq_knobs knobs; /* read at load (memra__gpu_knob) */
     int q8r_list;    /* q8r_list_of(this device): which list memra_call.variant indexes */
     CUfunction gemm_kr[MMQ_KR_FORMATS][MEMRA__MMQ_R3_TILES]; /* memra__mmq_kr_tiles[f][i]'s kernel, likewise */
-    CUfunction experts_route, gemm_experts_q8_0r;             /* gemm_experts (issue 30) */
+    CUfunction experts_route;                                 /* gemm_experts (issue 30): the routing kernel */
+    CUfunction experts[1 + MMQ_KR_FORMATS][MMQ_XE_TILES];     /* and the grouped tiles (memra__mmq_xe_tiles), NULL where they do not fit */
+    int xe_bm;                                                /* MEMRA_MMQ_XE_BM (0: from the rows per expert) */
 } mmq_state;
 
 #define MMQ_K(q) ((const mmq_state *)memra__gpu_state((q), &memra__gpu_family_mmq))
@@ -203,7 +225,11 @@ static memra_status mmq_load(memra__gpu *q, void *state)
     if (st == MEMRA_STATUS_OK) st = memra__gpu_function(q, m, "memra_k_repack_q8_0", 0, &s->repack_q8_0);
     if (st == MEMRA_STATUS_OK) st = memra__gpu_function(q, m, "memra_k_splitk_sum", 0, &s->splitk_sum);
     if (st == MEMRA_STATUS_OK) st = memra__gpu_function(q, m, "memra_k_experts_route", 0, &s->experts_route);
-    if (st == MEMRA_STATUS_OK) st = memra__gpu_function(q, m, "memra_k_gemm_experts_q8_0r", 0, &s->gemm_experts_q8_0r);
+    for (int l = 0; l < 1 + MMQ_KR_FORMATS && st == MEMRA_STATUS_OK; l++)
+        for (int t = 0; t < MMQ_XE_TILES && st == MEMRA_STATUS_OK; t++)
+            if (caps->smem_per_block_optin == 0 || caps->smem_per_block_optin >= memra__mmq_xe_tiles[l][t].smem)
+                st = memra__gpu_function(q, m, memra__mmq_xe_tiles[l][t].kernel, memra__mmq_xe_tiles[l][t].smem,
+                                         &s->experts[l][t]);
     /* each gemm_q8_0r tile only where its shared memory fits (sm_120's 99 KB
      * takes all but the 128 x 128 one) */
     for (int t = 0; t < MEMRA__MMQ_R3_TILES && st == MEMRA_STATUS_OK; t++)
@@ -225,6 +251,8 @@ static memra_status mmq_load(memra__gpu *q, void *state)
         s->knobs.bm = bm ? atoi(bm) : 0;
         s->knobs.bn = bn ? atoi(bn) : 0;
         s->knobs.split = split ? atoi(split) : 0;
+        const char *xe_bm = memra__gpu_knob(q, "MEMRA_MMQ_XE_BM");
+        s->xe_bm = xe_bm ? atoi(xe_bm) : 0;
     }
     pthread_once(&k_lists_once, lists_build);
     s->q8r_list = q8r_list_of(caps, q->portable);
@@ -582,15 +610,43 @@ memra_status memra__mmq_accprobe(memra_call *call, memra_accprobe_arm arm, const
 }
 
 /* ---- gemm_experts (issue 30) ------------------------------------------------------
- * The gemm_q8_0r lane only (module.h, memra_gemm_experts_args): the routing
- * kernel builds offsets, the permutation and the tile table in scratch on the
- * device, then the grouped kernel runs on a grid sized by the worst case
- * (ceil(m / MMQ_XE_BM) + E tiles), its CTAs past the table exiting: two
- * launches of fixed shape for a given m, no host read, capturable. Other
+ * The integer floor's lanes (module.h, memra_gemm_experts_args): gemm_q8_0r
+ * (Q8_0 records; Q4_0 experts arrive as the records of their exact Q8_0
+ * conversion) and gemm_kr (Q4_K / Q5_K / Q6_K K-packed). Two launches of
+ * fixed shape for a given m, no host read, capturable: the routing kernel
+ * builds offsets, the permutation and the tile table in scratch on the
+ * device for tiles of bm rows, then the grouped tile kernel, a programmatic
+ * dependent, runs on a grid sized by the worst case (ceil(n / 128) x
+ * ceil(m / bm) + E tiles), its CTAs past the table exiting.
+ *
+ * The scheduler's one host-side choice is bm (the tile's token height: 32, 64
+ * or 128), from what the host knows without reading ids: the mean rows per
+ * expert m / E. A tile of bm rows wastes at most bm - 1 rows per expert; an
+ * expert of hundreds of rows takes many tiles (ceil(c / bm)), each a CTA per
+ * 128 weight rows, so a large expert fills the machine like a dense GEMM.
+ * Mean >= 96: 128 rows (the dense floor's 128 x 128 tile: Mixtral-like
+ * shapes, E = 8, top-2); >= 48: 64; else 32 (Qwen3-MoE-like, E = 128, top-8:
+ * ~32 rows each, three CTAs per SM). Only tiles loaded on the device (their
+ * shared memory fits) are candidates: the largest loaded one not above the
+ * choice. MEMRA_MMQ_XE_BM=32|64|128 forces it (sweeps, tests; the dense
+ * lanes' MEMRA_MMQ_BM does not apply). The thresholds are a first guess, not
+ * fitted on a GPU (no GPU in the session that wrote them). Skewed routing
+ * changes only how the table's tiles fall on experts, never the launch. Other
  * lanes are declined (the core then has no other lane on a GPU). */
 #define MEMRA__MMQ_SLOT_ROUTE "experts.route"
 
 static size_t up16(size_t b) { return (b + 15u) & ~(size_t)15u; }
+
+/* The grouped tile for m rows over E experts among `fns` (memra__mmq_xe_tiles
+ * order), f: MEMRA_MMQ_XE_BM; -1 when none is loaded. */
+static int xe_tile_pick(int f, const CUfunction *fns, int64_t m, int64_t E)
+{
+    const int want = f == 32 || f == 64 || f == 128 ? f : m >= 96 * E ? 128 : m >= 48 * E ? 64 : 32;
+    int best = -1;
+    for (int t = 0; t < MMQ_XE_TILES; t++)
+        if (fns[t] != NULL && (best < 0 || memra__mmq_xe_tiles[0][t].bm <= want)) best = t;
+    return best;
+}
 
 memra_status memra__mmq_gemm_experts(memra_call *call, const memra_gemm_args *a, const memra_gemm_experts_args *ex)
 {
@@ -598,23 +654,45 @@ memra_status memra__mmq_gemm_experts(memra_call *call, const memra_gemm_args *a,
     if (ex == NULL || !MEMRA_HAS_MEMBER(ex, memra_gemm_experts_args, w_scales))
         return q->host->set_error(MEMRA_STATUS_INVALID_ARGUMENT, "%s.gemm_experts: experts args missing or too small",
                                   q->name);
-    if (ex->lane != MEMRA_OP_gemm_q8_0r)
-        return decline(call, "gemm_experts: this module serves the gemm_q8_0r lane (Q8_0 records) only");
+    if (ex->lane != MEMRA_OP_gemm_q8_0r && ex->lane != MEMRA_OP_gemm_kr)
+        return decline(call, "gemm_experts: this module serves the gemm_q8_0r and gemm_kr lanes (the integer floor) only");
     memra_status st = check_gemm(q, "gemm_experts", a);
     if (st != MEMRA_STATUS_OK) return st;
     if (ex->n_experts < 1)
         return q->host->set_error(MEMRA_STATUS_INVALID_ARGUMENT, "%s.gemm_experts: n_experts = %d", q->name,
                                   (int)ex->n_experts);
-    if (a->k % MEMRA_QK8_0 != 0)
+    int lane = 0; /* memra__mmq_xe_tiles' lane index */
+    if (ex->lane == MEMRA_OP_gemm_kr) {
+        const int32_t f = MEMRA_HAS_MEMBER(a, memra_gemm_args, w_format) ? a->w_format : -1;
+        if (f != MEMRA_FORMAT_Q4_K && f != MEMRA_FORMAT_Q5_K && f != MEMRA_FORMAT_Q6_K)
+            return q->host->set_error(MEMRA_STATUS_INVALID_ARGUMENT,
+                                      "%s.gemm_experts: lane gemm_kr, w_format %d is not Q4_K, Q5_K or Q6_K", q->name,
+                                      (int)f);
+        if (a->k % MEMRA_QK_K != 0)
+            return q->host->set_error(MEMRA_STATUS_INVALID_ARGUMENT,
+                                      "%s.gemm_experts: lane gemm_kr, k = %d is not a multiple of 256", q->name,
+                                      (int)a->k);
+        lane = f == MEMRA_FORMAT_Q4_K ? 1 : f == MEMRA_FORMAT_Q5_K ? 2 : 3;
+    } else if (a->k % MEMRA_QK8_0 != 0) {
         return q->host->set_error(MEMRA_STATUS_INVALID_ARGUMENT, "%s.gemm_experts: k = %d is not a multiple of 32",
                                   q->name, (int)a->k);
+    }
     if (a->m == 0 || a->n == 0) return MEMRA_STATUS_OK;
     if (ex->ids == 0) return q->host->set_error(MEMRA_STATUS_INVALID_ARGUMENT, "%s.gemm_experts: ids is NULL", q->name);
     const int32_t E = ex->n_experts, m = a->m, n = a->n, k = a->k;
     if (E > MMQ_XE_MAX) return decline(call, "gemm_experts: more than 4096 experts (the routing kernel's shared memory)");
-    const int64_t tiles_max = ((int64_t)m + MMQ_XE_BM - 1) / MMQ_XE_BM + E;
+    const mmq_knobs kn = call_knobs(call, q, MEMRA_OP_gemm_experts);
+    const CUfunction *fns = MMQ_K(q)->experts[lane];
+    const int tile = xe_tile_pick(MMQ_K(q)->xe_bm, fns, m, E);
+    if (tile < 0) return decline(call, "gemm_experts: no grouped tile fits the device's shared memory");
+    const memra__mmq_r3_tile *tl = &memra__mmq_xe_tiles[lane][tile];
+    int bm = tl->bm;
+    const int64_t tiles_max = ((int64_t)m + bm - 1) / bm + E;
     if (tiles_max > 65535) return decline(call, "gemm_experts: more than 65535 row tiles");
-    if (!aligned(a->x, 16) || !aligned(a->w, 8)) return decline(call, "gemm_experts: needs 16-byte aligned q8_1 records");
+    /* each expert's operand must be 16-byte aligned too (cp.async): the
+     * core's tables and memra check's are; the table itself is read as 8-byte words */
+    if (!aligned(a->x, 16) || !aligned(a->w, 8))
+        return decline(call, "gemm_experts: needs 16-byte aligned q8_1 records and an 8-byte aligned expert table");
     const size_t b_off = up16(((size_t)E + 1) * 4), b_perm = up16((size_t)m * 4), b_tiles = up16((size_t)tiles_max * 8);
     memra_dptr p = 0;
     st = q->host->scratch_get(call, MEMRA__MMQ_SLOT_ROUTE, b_off + b_perm + b_tiles + 16, &p);
@@ -625,9 +703,9 @@ memra_status memra__mmq_gemm_experts(memra_call *call, const memra_gemm_args *a,
     long long ldy = a->ldy;
     float alpha = a->alpha;
     st = launch_n(q, MMQ_K(q)->experts_route, "memra_k_experts_route", 1, 1, 1024, 0, call->stream,
-                  (void *[]){&ids, &mm, &ee, &offsets, &perm, &tiles, &ntiles});
+                  (void *[]){&ids, &mm, &ee, &bm, &offsets, &perm, &tiles, &ntiles});
     if (st != MEMRA_STATUS_OK) return st;
-    return launch(q, MMQ_K(q)->gemm_experts_q8_0r, "memra_k_gemm_experts_q8_0r", (unsigned)((n + 63) / 64),
-                  (unsigned)tiles_max, 0, call->stream,
-                  (void *[]){&w, &x, &mm, &nn, &kk, &offsets, &perm, &tiles, &ntiles, &y, &ldy, &alpha});
+    return launch_pdl_k(q, &kn, fns[tile], tl->kernel, (unsigned)((n + 127) / 128), (unsigned)tiles_max, 1,
+                        MMQ_THREADS, tl->smem, call->stream,
+                        (void *[]){&w, &x, &mm, &nn, &kk, &offsets, &perm, &tiles, &ntiles, &y, &ldy, &alpha});
 }
