@@ -66,7 +66,8 @@
 #   moe         issue 30, mixture-of-experts: ctest -R 'experts|gpu_runtime_mmq|fake_routing'
 #               (the grouped op, readers, tools; the GPU lane on the fake driver), memra check
 #               --device 0 --op gemm_experts (mmq's first GPU lane: gemm_q8_0r on Q8_0 records,
-#               the device-side routing kernel + a plain grouped kernel; other lanes DECLINED),
+#               the device-side routing kernel + the grouped tensor-core tiles of gemm_q8_0r and
+#               gemm_kr; other lanes DECLINED),
 #               under the native and the forced cuda profile, compute-sanitizer memcheck and
 #               racecheck of that check, memra bench moe --device 0 at MOE_M (default
 #               "512 4096") for MOE_FORMATS (default "q8_0 fp8blk"), both routings, with
@@ -375,6 +376,16 @@ step_fp8check() {
   ( cd $B && timeout 200 ctest -R 'host_ops.gemm_fp8|core.matmul_host|gpu_runtime|fake_routing|files.gpu_matmul' \
       --output-on-failure --timeout 100 ) > "$L/fp8_given_ctest.log" 2>&1
   say "given-scale ctest: exit $? $(grep -E 'tests passed' "$L/fp8_given_ctest.log")"
+}
+# the one-pass and own-amax quantisers bit for bit against the host, and the fp8blk GEMMs in
+# their band: the quick correctness half of fp8check, for a call with little time
+step_fp8quick() {
+  timeout 200 $T fp8given > "$L/fp8_test_mmq_fp8given.log" 2>&1
+  say "test_mmq_ops fp8given (quantisers vs host, bit for bit): exit $?"
+  grep -E "FAIL" "$L/fp8_test_mmq_fp8given.log" | head -6 >> "$S"
+  timeout 200 $T fp8blk > "$L/fp8_test_mmq_fp8blk.log" 2>&1
+  say "test_mmq_ops fp8blk: exit $?"
+  grep -E "FAIL" "$L/fp8_test_mmq_fp8blk.log" | head -4 >> "$S"
 }
 step_fp8bench() {
   local mm k

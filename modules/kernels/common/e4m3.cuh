@@ -65,8 +65,10 @@ __device__ __forceinline__ unsigned int memra_e4m3_encode_sel(float f)
     const unsigned int a = u & 0x7FFFFFFFu;
     /* normal e4m3 (2^-6 <= |f| <= 448): round the f32 mantissa to 3 bits, ties to even */
     const unsigned int nrm = ((a + 0x7FFFFu + ((a >> 20) & 1u)) >> 20) - (120u << 3);
-    /* e4m3 denormal (|f| < 2^-6): m * 2^-9, a * 512 exact, round half to even */
-    const unsigned int den = __float2uint_rn(__uint_as_float(a) * 512.0f);
+    /* e4m3 denormal (|f| < 2^-6): m * 2^-9 with m = rint(|f| * 512), half to even. |f| * 512 < 8,
+     * so one FFMA adding 2^23 rounds it to an integer (the f32 ulp there is 1) and the low bits
+     * are m: a full-rate FFMA and IADD instead of the quarter-rate F2I */
+    const unsigned int den = __float_as_uint(__fmaf_rn(__uint_as_float(a), 512.0f, 8388608.0f)) - 0x4B000000u;
     unsigned int c = a < 0x3C800000u ? den : nrm;
     c = a > 0x43E00000u ? 0x7Eu : c;
     c = a > 0x7F800000u ? 0x7Fu : c;
@@ -84,6 +86,28 @@ __device__ __forceinline__ unsigned int memra_e4m3_encode_sel(float f)
 #ifndef MEMRA_ROW128_U
 #define MEMRA_ROW128_U 4 /* = kernels.h, which the launchers read */
 #endif
+/* The rows and first columns of a warp's MEMRA_ROW128_U items item0, item0 + 1, ...
+ * (item r * kb + b): one division per warp, then a step per item (kb may be smaller
+ * than the item count, hence the loop), in 32 bits while the item index fits. */
+__device__ __forceinline__ void memra_row128_items(long long item0, int kb, int lane, int row[MEMRA_ROW128_U],
+                                                   int col[MEMRA_ROW128_U])
+{
+    int r, b;
+    if (item0 < 0x7FFFFFFFLL) {
+        r = (int)((unsigned)item0 / (unsigned)kb);
+        b = (int)((unsigned)item0 - (unsigned)r * (unsigned)kb);
+    } else {
+        r = (int)(item0 / kb);
+        b = (int)(item0 - (long long)r * kb);
+    }
+#pragma unroll
+    for (int u = 0; u < MEMRA_ROW128_U; u++) {
+        row[u] = r;
+        col[u] = b * 128 + lane * 4;
+        for (b++; b >= kb; b -= kb) r++;
+    }
+}
+
 __device__ __forceinline__ void memra_row128_quant(const float *__restrict__ x, int m, int m_pad, int k,
                                                    unsigned char *__restrict__ q, float *__restrict__ s, long long ld_s,
                                                    long long item0)
@@ -92,12 +116,10 @@ __device__ __forceinline__ void memra_row128_quant(const float *__restrict__ x, 
     const long long items = (long long)m_pad * kb;
     float4 v[MEMRA_ROW128_U];
     int row[MEMRA_ROW128_U], col[MEMRA_ROW128_U];
+    memra_row128_items(item0, kb, lane, row, col);
 #pragma unroll
     for (int u = 0; u < MEMRA_ROW128_U; u++) {
         const long long it = item0 + u;
-        row[u] = (int)(it / kb);
-        const int blk = (int)(it - (long long)row[u] * kb);
-        col[u] = blk * 128 + lane * 4;
         v[u] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
         if (it < items && row[u] < m && col[u] < k)
             v[u] = __ldcs(reinterpret_cast<const float4 *>(x + (long long)row[u] * k + col[u]));
@@ -109,7 +131,7 @@ __device__ __forceinline__ void memra_row128_quant(const float *__restrict__ x, 
 #pragma unroll
         for (int o = 16; o > 0; o >>= 1) a = fmaxf(a, __shfl_xor_sync(0xFFFFFFFFu, a, o));
         if (it >= items) continue; /* the whole warp agrees: `it` is per warp */
-        const float sc = a > 0.0f ? __fdiv_rn(a, 448.0f) : 1.0f;
+        const float sc = a > 0.0f ? memra_div_y(a, 448.0f, 0x1.24924ap-9f /* __frcp_rn(448) */) : 1.0f;
         const float y = sc >= 0x1p-96f && sc <= 0x1p96f ? __frcp_rn(sc) : 0.0f;
         if (col[u] < k)
             *reinterpret_cast<unsigned int *>(q + (long long)row[u] * k + col[u]) =
@@ -138,19 +160,18 @@ __device__ __forceinline__ void memra_row128_quant_given(const float *__restrict
     float4 v[MEMRA_ROW128_U];
     int row[MEMRA_ROW128_U], col[MEMRA_ROW128_U];
     float sc[MEMRA_ROW128_U];
+    memra_row128_items(item0, kb, lane, row, col);
 #pragma unroll
     for (int u = 0; u < MEMRA_ROW128_U; u++) {
         const long long it = item0 + u;
-        row[u] = (int)(it / kb);
-        const int blk = (int)(it - (long long)row[u] * kb);
-        col[u] = blk * 128 + lane * 4;
+        const int blk = col[u] / 128;
         v[u] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
         sc[u] = 1.0f;
         if (it < items && row[u] < m) {
             if (col[u] < k) v[u] = __ldcs(reinterpret_cast<const float4 *>(x + (long long)row[u] * k + col[u]));
             if (amax != nullptr) {
                 const float a = __ldg(amax + (long long)blk * ld_a + row[u]);
-                sc[u] = a > 0.0f ? __fdiv_rn(a, 448.0f) : 1.0f;
+                sc[u] = a > 0.0f ? memra_div_y(a, 448.0f, 0x1.24924ap-9f /* __frcp_rn(448) */) : 1.0f;
             } else {
                 sc[u] = s_static;
             }
