@@ -647,6 +647,15 @@ step_moe() {
   timeout 300 $M check --device 0 --op gemm_experts --json $R/check_experts_$TAG.json > "$L/moe_check.log" 2>&1
   say "check gemm_experts --device 0: exit $? $(grep -E 'passed, ' "$L/moe_check.log")"
   grep -E " FAIL|q8_0r E8" "$L/moe_check.log" | head -8 >> "$S"
+  if [ "${MOE_QUICK:-0}" = 1 ]; then   # a short call: the tests, the check and the bench only
+    for fm in ${MOE_FORMATS:-q8_0}; do for mm in ${MOE_M:-512}; do
+      MEMRA_F16_BUDGET_MB=0 timeout 200 $M bench moe --device 0 --m $mm --format $fm \
+        --json $R/bench_moe_${fm}_m${mm}_$TAG.json > "$L/bench_moe_${fm}_m$mm.txt" 2>&1
+      say "memra bench moe $fm m=$mm: exit $?"
+      grep -E "^(qwen3moe|mixtral)|INVALID|FAIL|not run" "$L/bench_moe_${fm}_m$mm.txt" | cut -c1-200 | head -16 >> "$S"
+    done; done
+    say "moe (quick): $((SECONDS - t)) s"; return 0
+  fi
   MEMRA_ARCH=cuda timeout 300 $M check --device 0 --op gemm_experts > "$L/moe_check_cuda.log" 2>&1
   say "check gemm_experts --device 0 (MEMRA_ARCH=cuda): exit $? $(grep -E 'passed, ' "$L/moe_check_cuda.log")"
   for tool in memcheck racecheck; do
