@@ -340,7 +340,7 @@ step_raw() {
 step_fp8() { step_fp8check && step_fp8bench && step_fp8ncu && step_fp8san; }
 step_fp8check() {
   local k
-  for k in ${FP8_KERNELS:-auto mb wide bar tma 0}; do
+  for k in ${FP8_KERNELS:-auto mbwide mb 0}; do
     MEMRA_FP8BLK_WGMMA=$k MEMRA_LOG=info timeout 200 $M check --device 0 --op gemm_fp8_blk --module fp8blk \
       > "$L/fp8_check_wgmma_$k.log" 2>&1
     say "check gemm_fp8_blk fp8blk (MEMRA_FP8BLK_WGMMA=$k): exit $? $(grep -E 'passed, ' "$L/fp8_check_wgmma_$k.log")"
@@ -390,7 +390,7 @@ step_fp8quick() {
 step_fp8bench() {
   local mm k
   for mm in ${FP8_M:-512 4096}; do
-    for k in ${FP8_KERNELS:-auto mb wide bar tma 0}; do
+    for k in ${FP8_KERNELS:-auto mbwide mb 0}; do
       MEMRA_FP8BLK_WGMMA=$k timeout 300 $M bench gemm_fp8_blk --vs sm90 fp8blk --sheet 27b --m $mm \
         --json $R/fp8blk_vs_sm90_m${mm}_wgmma${k}_$TAG.json > "$L/fp8blk_vs_sm90_m${mm}_wgmma$k.txt" 2>&1
       say "bench gemm_fp8_blk --vs sm90 fp8blk m=$mm WGMMA=$k: exit $? $(grep -m1 -iE 'geomean|geometric' "$L/fp8blk_vs_sm90_m${mm}_wgmma$k.txt")"

@@ -993,12 +993,12 @@ static const char *lane_variant(const char *module, memra_op op)
     if (strcmp(module, "fp8blk") == 0) {
         /* the kernel the fp8blk module runs on cc 9.0 follows MEMRA_FP8BLK_WGMMA (fp8blk_ops.c) */
         const char *v = g_bench_rt ? memra_config_value(g_bench_rt, "MEMRA_FP8BLK_WGMMA") : NULL;
-        if (v == NULL || v[0] == '\0' || strcmp(v, "auto") == 0)
-            return "memra fp8blk, wgmma 128x128 / 128x256 by shape (sm_90a)";
+        if (v == NULL || v[0] == '\0' || strcmp(v, "auto") == 0 || strcmp(v, "tma") == 0)
+            return "memra fp8blk, wgmma 128x256 on tensor maps, warp-specialised (sm_90a)";
+        if (strcmp(v, "mbwide") == 0) return "memra fp8blk, wgmma 128x128 / 128x256 by shape (sm_90a)";
         if (strcmp(v, "mb") == 0) return "memra fp8blk, wgmma 128x128 (sm_90a)";
         if (strcmp(v, "wide") == 0) return "memra fp8blk, wgmma 128x256 (sm_90a)";
         if (strcmp(v, "bar") == 0) return "memra fp8blk, wgmma 128x128, CTA barriers (sm_90a)";
-        if (strcmp(v, "tma") == 0) return "memra fp8blk, wgmma 128x256 on tensor maps, warp-specialised (sm_90a)";
         return "memra fp8blk_gemm, e4m3 mma.sync (sm_90a: f16 HMMA)";
     }
     if (strcmp(module, "sm90") == 0) return "cuBLASLt block-scaled FP8 (VEC128 x BLK128x128)";

@@ -584,10 +584,10 @@ static int case_fp8blk(const char *so)
     int ok = 1;
     memra_call c = call_of(&m);
     memra_gemm_args a = gemm(64, 256, 512);
-    /* cc 9.0: the warpgroup kernel of the sm_90a image serves */
+    /* cc 9.0: the warp-specialised warpgroup kernel on tensor maps of the sm_90a image serves */
     ok &= launched("gemm_fp8_blk", m.desc->ops->gemm_fp8_blk(&c, &a), 2,
-                   (const char *[]){"memra_k_fp8blk_quant", "memra_k_fp8blk_wgmma_mb"}, (const int[]){0, 0});
-    ok &= fp8blk_given(&m, "memra_k_fp8blk_wgmma_mb");
+                   (const char *[]){"memra_k_fp8blk_quant", "memra_k_fp8blk_wgmma_tma"}, (const int[]){0, 0});
+    ok &= fp8blk_given(&m, "memra_k_fp8blk_wgmma_tma");
     a.k = 24;
     c = call_of(&m);
     ok &= declined("gemm_fp8_blk k = 24", m.desc->ops->gemm_fp8_blk(&c, &a), &c, "multiple of 16");
@@ -601,14 +601,29 @@ static int case_fp8blk(const char *so)
                    (const char *[]){"memra_k_fp8blk_quant", "memra_k_fp8blk_gemm"}, (const int[]){0, 0});
     ok &= fp8blk_given(&m, "memra_k_fp8blk_gemm");
     ok &= close_mod(&m, 1);
-    /* the 128 x 256 tile where it fills four waves of the SMs (here 32 x 48 tiles), and with MEMRA_FP8BLK_WGMMA=wide */
-    g_wgmma_knob = NULL;
+    /* MEMRA_FP8BLK_WGMMA=mbwide: the 128 x 256 tile where it fills four waves of the SMs (here 32 x 48
+     * tiles), else 128 x 128; and with MEMRA_FP8BLK_WGMMA=wide at every shape */
+    g_wgmma_knob = "mbwide";
     if (!open_mod(so, 90, &m)) return 0;
     c = call_of(&m);
     a = gemm(4096, 12288, 5120);
-    ok &= launched("gemm_fp8_blk 4096 x 12288", m.desc->ops->gemm_fp8_blk(&c, &a), 2,
+    ok &= launched("gemm_fp8_blk 4096 x 12288 (mbwide)", m.desc->ops->gemm_fp8_blk(&c, &a), 2,
+                   (const char *[]){"memra_k_fp8blk_quant", "memra_k_fp8blk_wgmma_wide"}, (const int[]){0, 0});
+    c = call_of(&m);
+    a = gemm(64, 256, 512);
+    ok &= launched("gemm_fp8_blk 64 x 256 (mbwide)", m.desc->ops->gemm_fp8_blk(&c, &a), 2,
+                   (const char *[]){"memra_k_fp8blk_quant", "memra_k_fp8blk_wgmma_mb"}, (const int[]){0, 0});
+    ok &= close_mod(&m, 1);
+    /* the default without the driver's tensor-map encoder: the mbwide choice */
+    g_wgmma_knob = NULL;
+    g_no_tmap = 1;
+    if (!open_mod(so, 90, &m)) return 0;
+    c = call_of(&m);
+    a = gemm(4096, 12288, 5120);
+    ok &= launched("gemm_fp8_blk 4096 x 12288 (no tensor maps)", m.desc->ops->gemm_fp8_blk(&c, &a), 2,
                    (const char *[]){"memra_k_fp8blk_quant", "memra_k_fp8blk_wgmma_wide"}, (const int[]){0, 0});
     ok &= close_mod(&m, 1);
+    g_no_tmap = 0;
     g_wgmma_knob = "wide";
     if (!open_mod(so, 90, &m)) return 0;
     c = call_of(&m);

@@ -136,11 +136,15 @@ static CUfunction wgmma_function(memra__gpu *q, const fp8blk_state *fb, CUmodule
 }
 
 /* The warpgroup kernels of an sm_90a image (the e4m3 variant on cc 9.0), by
- * MEMRA_FP8BLK_WGMMA: auto (the default: the 128 x 256 tile where it fills at
- * least four waves of the SMs, else 128 x 128, both with mbarriers), mb (128 x
- * 128 always), wide (128 x 256 always), bar (128 x 128, the warpgroups in step
- * through CTA barriers), 0 (none: the mma.sync kernel, the sm_120 design, serves).
- * Absent from other images (sm_89, sm_120a), which is not an error. */
+ * MEMRA_FP8BLK_WGMMA: auto (the default: the warp-specialised 128 x 256 kernel on
+ * tensor maps where the driver encodes them, 0.77x / 0.83x of cuBLASLt's block
+ * lane at m = 512 / 4096 on the H200, run p; the 128 x 128 mbarrier kernel for a
+ * call whose maps cannot be encoded), tma (the same), mbwide (the 128 x 256 tile
+ * where it fills at least four waves of the SMs, else 128 x 128, both with
+ * mbarriers and per-thread cp.async: the default before run p, 0.61x), mb
+ * (128 x 128 always), wide (128 x 256 always), bar (128 x 128, the warpgroups in
+ * step through CTA barriers), 0 (none: the mma.sync kernel, the sm_120 design,
+ * serves). Absent from other images (sm_89, sm_120a), which is not an error. */
 static void fp8blk_load_wgmma(memra__gpu *q, fp8blk_state *fb, CUmodule m)
 {
     const memra_host_services *host = q->host;
@@ -154,15 +158,16 @@ static void fp8blk_load_wgmma(memra__gpu *q, fp8blk_state *fb, CUmodule m)
         host->log(MEMRA_LOG_INFO, q->name, "gemm_fp8_blk: MEMRA_FP8BLK_WGMMA=0: the mma.sync kernel serves sm_90a");
         return;
     }
-    if (strcmp(mode, "tma") == 0) {
-        /* opt-in, unmeasured: the warp-specialised kernel on the bulk tensor copy engine; the 128 x 128
-         * mbarrier kernel stays loaded for a call whose tensor maps cannot be encoded */
+    if (strcmp(mode, "auto") == 0 || strcmp(mode, "tma") == 0) {
+        /* the warp-specialised kernel on the bulk tensor copy engine; the 128 x 128 mbarrier kernel stays
+         * loaded for a call whose tensor maps cannot be encoded (a row stride not a multiple of 16 bytes) */
         if (q->cuTensorMapEncodeTiled == NULL)
-            host->log(MEMRA_LOG_WARN, q->name, "gemm_fp8_blk: MEMRA_FP8BLK_WGMMA=tma: the driver has no "
-                      "cuTensorMapEncodeTiled; the 128x128 wgmma kernel serves");
+            host->log(strcmp(mode, "tma") == 0 ? MEMRA_LOG_WARN : MEMRA_LOG_INFO, q->name,
+                      "gemm_fp8_blk: the driver has no cuTensorMapEncodeTiled; the 128x128 / 128x256 wgmma "
+                      "kernels on cp.async serve");
         else
             fb->wgmma_tma = wgmma_function(q, fb, m, "memra_k_fp8blk_wgmma_tma", FP8BLK_WG_SMEM_BYTES_OF(2));
-        mode = "mb";
+        mode = fb->wgmma_tma != NULL ? "mb" : "mbwide";
     }
     if (strcmp(mode, "wide") != 0) {
         const int bar = strcmp(mode, "bar") == 0;
@@ -170,7 +175,7 @@ static void fp8blk_load_wgmma(memra__gpu *q, fp8blk_state *fb, CUmodule m)
         fb->wgmma_smem = bar ? FP8BLK_WG_SMEM_BYTES : FP8BLK_WG_SMEM_BYTES_OF(1);
         fb->wgmma = wgmma_function(q, fb, m, fb->wgmma_name, fb->wgmma_smem);
     }
-    if (strcmp(mode, "auto") == 0 || strcmp(mode, "wide") == 0)
+    if (strcmp(mode, "mbwide") == 0 || strcmp(mode, "wide") == 0)
         fb->wgmma_wide = wgmma_function(q, fb, m, "memra_k_fp8blk_wgmma_wide", FP8BLK_WG_SMEM_BYTES_OF(2));
     fb->wide_always = strcmp(mode, "wide") == 0;
 }
@@ -199,7 +204,7 @@ static memra_status fp8blk_load_cfg(memra__gpu *q, fp8blk_state *fb, const fp8bl
     fp8blk_load_wgmma(q, fb, m);
     q->host->log(MEMRA_LOG_INFO, q->name, "%s: block-128 FP8 kernels for %s loaded; gemm_fp8_blk variant %s%s from %s",
                  caps->name ? caps->name : "device", q->target, memra__fp8blk_variant_name(fb->variant),
-                 fb->wgmma_tma  ? ", wgmma 128x256 on tensor maps (unmeasured)"
+                 fb->wgmma_tma  ? ", wgmma 128x256 on tensor maps, warp-specialised"
                  : fb->wgmma_wide ? (fb->wide_always ? ", wgmma 128x256" : ", wgmma 128x128 / 128x256")
                  : fb->wgmma    ? (strcmp(fb->wgmma_name, "memra_k_fp8blk_wgmma") == 0 ? ", wgmma 128x128, CTA barriers"
                                                                                         : ", wgmma 128x128")
