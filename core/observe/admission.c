@@ -45,8 +45,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "core/admission.h"
-#include "core/trial.h"
+#include "core/observe/admission.h"
+#include "core/load/trial.h"
 #include "base/error.h"
 #include "memra/formats.h"
 

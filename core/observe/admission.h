@@ -1,10 +1,10 @@
-/* The admission self-check (core/admission.c): a module loaded at run time
+/* The admission self-check (core/observe/admission.c): a module loaded at run time
  * runs each op it provides, on each device where it was admitted, against the
  * host module before any routing snapshot publishes it. */
 #ifndef MEMRA_CORE_ADMISSION_H
 #define MEMRA_CORE_ADMISSION_H
 
-#include "core/runtime.h"
+#include "core/state/runtime.h"
 
 /* One case of an op: up to four inputs placed at member offsets of
  * memra_op_args, one output (with its initial bytes) placed likewise. Shared

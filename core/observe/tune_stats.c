@@ -1,4 +1,4 @@
-/* The percentile bootstrap of a paired gain (core/tune_stats.h).
+/* The percentile bootstrap of a paired gain (core/observe/tune_stats.h).
  *
  * Why the geometric mean of paired ratios: each repetition times every arm
  * once, close together, so a slow repetition (clocks, a neighbour on the
@@ -7,7 +7,7 @@
  * something else on the machine slowed one side only. Why the bootstrap: the ratios of a
  * GPU race are not normal (a few slow outliers), and a percentile interval of
  * resampled repetitions needs no assumption about their shape. */
-#include "core/tune_stats.h"
+#include "core/observe/tune_stats.h"
 
 #include <math.h>
 #include <stdlib.h>

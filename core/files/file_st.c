@@ -15,8 +15,8 @@
 #include <string.h>
 
 #include "base/error.h"
-#include "core/file_internal.h"
-#include "core/json.h"
+#include "core/files/file_internal.h"
+#include "core/files/json.h"
 
 #define ST_HEADER_MAX (100u << 20) /* bytes of JSON accepted (the reference reader's limit) */
 #define ST_JSON_DEPTH 16

@@ -5,7 +5,7 @@
 #include <unistd.h>
 
 #include "base/error.h"
-#include "core/runtime.h"
+#include "core/state/runtime.h"
 #include "jit/jit.h"
 
 const char *memra_version(void) { return MEMRA_VERSION_STRING; }

@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "base/error.h"
-#include "core/runtime.h"
+#include "core/state/runtime.h"
 
 static const char *const k_op_names[] = {
 #define MEMRA__OP_NAME(name) #name,

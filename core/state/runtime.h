@@ -46,7 +46,7 @@ typedef struct memra__modrec {
     int admitted[MEMRA__MAX_DEVICES];
     char *device_note[MEMRA__MAX_DEVICES]; /* why not admitted on that device */
     struct memra_runtime *rt;
-    /* the admission self-check (core/admission.c) */
+    /* the admission self-check (core/observe/admission.c) */
     int adm_state;       /* memra_admission_state */
     double adm_ms;       /* its cost */
     int adm_cases;
@@ -117,7 +117,7 @@ typedef struct memra__snapshot {
     memra__lane shadow[MEMRA_OP_COUNT_]; /* .mod NULL when no shadow; the module is in mods (referenced) */
 } memra__snapshot;
 
-/* Scratch (core/scratch.c): a named block of an arena. */
+/* Scratch (core/device/scratch.c): a named block of an arena. */
 typedef struct memra__scratch_block {
     char key[96]; /* "module/name" */
     memra_dptr ptr;
@@ -149,7 +149,7 @@ typedef struct memra__loaded_image {
     CUmodule module;
 } memra__loaded_image;
 
-/* A shadow of the incumbent for one op on one device (core/shadow.c). The
+/* A shadow of the incumbent for one op on one device (core/observe/shadow.c). The
  * record lives as long as the device; `active` and the names change under
  * the runtime's reg_lock, the counters are atomic, the times under `lock`. */
 typedef struct memra__shadow {
@@ -166,7 +166,7 @@ typedef struct memra__shadow {
     char incumbent[49];
     char reason[300];
     int corrupt;                /* MEMRA_SHADOW_TEST_CORRUPT: the test hook perturbs the shadow's result */
-    /* The GPU side-stream path (core/shadow.c): everything below is guarded by
+    /* The GPU side-stream path (core/observe/shadow.c): everything below is guarded by
      * gpu_lock, taken by trylock on the live path (a sampled call that finds
      * it held skips) and by lock in start / stop / unload / close. */
     pthread_mutex_t gpu_lock;

@@ -3,7 +3,7 @@
 #include <time.h>
 
 #include "base/error.h"
-#include "core/runtime.h"
+#include "core/state/runtime.h"
 
 struct memra_timer {
     memra_device *dev;

@@ -16,7 +16,7 @@
 #include <string.h>
 
 #include "base/error.h"
-#include "core/file_internal.h"
+#include "core/files/file_internal.h"
 
 enum { GT_U8, GT_I8, GT_U16, GT_I16, GT_U32, GT_I32, GT_F32, GT_BOOL, GT_STRING, GT_ARRAY, GT_U64, GT_I64, GT_F64 };
 static const char *const k_vt_name[] = {"u8", "i8", "u16", "i16", "u32", "i32", "f32", "bool", "string", "array", "u64",

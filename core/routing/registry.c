@@ -12,9 +12,9 @@
 #include <unistd.h>
 
 #include "base/error.h"
-#include "core/admission.h"
-#include "core/runtime.h"
-#include "core/trial.h"
+#include "core/observe/admission.h"
+#include "core/state/runtime.h"
+#include "core/load/trial.h"
 #include "base/trust.h"
 #include "modules/host/host_module.h"
 
@@ -456,7 +456,7 @@ static memra__modrec *load_file(memra_runtime *rt, const char *path, int trial, 
     return r;
 }
 
-/* The helper's load (core/trial.c): the file is the parent's checked
+/* The helper's load (core/load/trial.c): the file is the parent's checked
  * descriptor, no trial. Caller holds reg_lock. */
 memra__modrec *memra__registry_load_fd(memra_runtime *rt, int fd, const char *shown, int hot);
 memra__modrec *memra__registry_load_fd(memra_runtime *rt, int fd, const char *shown, int hot)

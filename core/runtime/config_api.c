@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "base/error.h"
-#include "core/runtime.h"
+#include "core/state/runtime.h"
 
 static const char *const k_source_names[] = {"default", "environment", "option"};
 

@@ -61,7 +61,7 @@
 #include <string.h>
 
 #include "base/error.h"
-#include "core/runtime.h"
+#include "core/state/runtime.h"
 #include "memra/formats.h"
 
 /* Atomic accesses to the operand pointers matmul reads without the lock. */

@@ -1,4 +1,4 @@
-/* The tuner's statistics (core/tune_stats.c): a seeded, deterministic
+/* The tuner's statistics (core/observe/tune_stats.c): a seeded, deterministic
  * percentile bootstrap of the geometric mean of paired ratios. Plain C, no
  * runtime state: the race, the verify run and the tests share it. */
 #ifndef MEMRA_CORE_TUNE_STATS_H

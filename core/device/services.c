@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "base/error.h"
-#include "core/runtime.h"
+#include "core/state/runtime.h"
 #include "base/trust.h"
 #include "jit/jit.h"
 

@@ -1,6 +1,6 @@
 /* Strict JSON: see json.h. Recursive descent over the bytes with an explicit
  * depth limit; every read is bounds-checked against len. */
-#include "core/json.h"
+#include "core/files/json.h"
 
 #include <errno.h>
 #include <math.h>

@@ -1,4 +1,4 @@
-/* memra-trial: the helper program of a contained trial load (core/trial.c).
+/* memra-trial: the helper program of a contained trial load (core/load/trial.c).
  *
  * Started by libmemra with posix_spawn, never by a user:
  *   fd 3  the module file, opened and checked by the parent

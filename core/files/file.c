@@ -16,7 +16,7 @@
 #include <unistd.h>
 
 #include "base/error.h"
-#include "core/file_internal.h"
+#include "core/files/file_internal.h"
 #include "memra/formats.h"
 
 memra_status memra__file_bad(memra_status st, const char *path, uint64_t off, const char *fmt, ...)

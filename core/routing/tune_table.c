@@ -34,10 +34,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "core/admission.h"
+#include "core/observe/admission.h"
 #include "base/error.h"
 #include "jit/sha256.h"
-#include "core/tune_stats.h"
+#include "core/observe/tune_stats.h"
 
 #define TUNE_MAGIC "memra-tune"
 #define TUNE_VERSION 2

@@ -37,7 +37,7 @@
 #include <time.h>
 
 #include "base/error.h"
-#include "core/runtime.h"
+#include "core/state/runtime.h"
 
 static double now_us(void)
 {

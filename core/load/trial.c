@@ -1,5 +1,5 @@
 /* Contained trial loads: before a module is dlopen'ed into this process, the
- * memra-trial helper (core/trial_helper.c) runs its whole start.
+ * memra-trial helper (core/load/trial_helper.c) runs its whole start.
  *
  * Phase 1, in the helper alone: load the same descriptor (constructors run),
  * call the entry point and score on every device's capabilities. Phase 2,
@@ -33,7 +33,7 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
-#include "core/trial.h"
+#include "core/load/trial.h"
 
 #include "base/config.h"
 
@@ -53,7 +53,7 @@
 #include <unistd.h>
 
 #include "base/error.h"
-#include "core/runtime.h"
+#include "core/state/runtime.h"
 #include "base/trust.h"
 
 #define TRIAL_TIMEOUT_S 5

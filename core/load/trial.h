@@ -1,4 +1,4 @@
-/* Contained trial loads (core/trial.c): a module's whole start (constructors,
+/* Contained trial loads (core/load/trial.c): a module's whole start (constructors,
  * entry point, score, init on each device it scores for, and the admission
  * self-check's cases) runs first in the memra-trial helper process.
  * Thread-safe. */

@@ -5,8 +5,8 @@
 #include <string.h>
 
 #include "base/error.h"
-#include "core/file_internal.h"
-#include "core/runtime.h"
+#include "core/files/file_internal.h"
+#include "core/state/runtime.h"
 #include "memra/formats.h"
 
 void memra__file_groups_free(memra_file *f)
