@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "base/error.h"
-#include "core/state/runtime.h"
+#include "core/device/device.h"
 
 struct memra_buffer {
     memra_device *dev;

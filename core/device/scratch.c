@@ -35,7 +35,7 @@
 #include <string.h>
 
 #include "base/error.h"
-#include "core/state/runtime.h"
+#include "core/device/device.h"
 
 #define SCOPE_MAX 8
 #define CU_EVENT_DISABLE_TIMING 2

@@ -3,7 +3,7 @@
 #include <time.h>
 
 #include "base/error.h"
-#include "core/state/runtime.h"
+#include "core/device/device.h"
 
 struct memra_timer {
     memra_device *dev;

@@ -6,7 +6,7 @@
 
 #include "base/error.h"
 #include "core/files/file_internal.h"
-#include "core/state/runtime.h"
+#include "core/weights/weights.h"
 #include "memra/formats.h"
 
 void memra__file_groups_free(memra_file *f)

@@ -53,7 +53,7 @@
 #include <unistd.h>
 
 #include "base/error.h"
-#include "core/state/runtime.h"
+#include "core/device/device.h"
 #include "base/trust.h"
 
 #define TRIAL_TIMEOUT_S 5
@@ -64,9 +64,6 @@ enum { FINAL_NONE, FINAL_DONE, FINAL_ERROR, FINAL_QUARANTINED, FINAL_NORUNTIME }
 
 extern char **environ;
 
-static int g_child_fd = -1; /* the report pipe, inside the helper only */
-
-int memra__trial_child_active(void) { return g_child_fd >= 0; }
 
 int memra__trial_enabled(const memra_runtime *rt)
 {
@@ -78,7 +75,7 @@ int memra__trial_enabled(const memra_runtime *rt)
 static int lib_dir(char *buf, size_t len)
 {
     Dl_info info;
-    if (dladdr((void *)(uintptr_t)&memra_open, &info) == 0 || info.dli_fname == NULL) return 0;
+    if (dladdr((void *)(uintptr_t)&memra__trial_helper_path, &info) == 0 || info.dli_fname == NULL) return 0;
     char real[PATH_MAX];
     if (realpath(info.dli_fname, real) == NULL) return 0;
     int n = snprintf(buf, len, "%s", real);
@@ -504,77 +501,4 @@ void memra__trial_wait(memra__trial *ts, int n)
             }
         }
     }
-}
-
-/* ---- inside the helper ------------------------------------------------------------ */
-
-static void child_say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void child_say(const char *fmt, ...)
-{
-    if (g_child_fd < 0) return;
-    char buf[1000];
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(buf, sizeof buf - 1, fmt, ap);
-    va_end(ap);
-    if (n < 0) return;
-    if ((size_t)n > sizeof buf - 2) n = (int)sizeof buf - 2;
-    for (int i = 0; i < n; i++)
-        if (buf[i] == '\n') buf[i] = ' ';
-    buf[n++] = '\n';
-    const char *p = buf;
-    while (n > 0) {
-        ssize_t w = write(g_child_fd, p, (size_t)n);
-        if (w < 0 && errno == EINTR) continue;
-        if (w <= 0) return;
-        p += w;
-        n -= (int)w;
-    }
-}
-
-void memra__trial_stage(const char *fmt, ...)
-{
-    if (g_child_fd < 0) return;
-    char buf[160];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(buf, sizeof buf, fmt, ap);
-    va_end(ap);
-    child_say("stage %s", buf);
-}
-
-void memra__trial_name(const char *name)
-{
-    if (g_child_fd >= 0) child_say("name %.48s", name);
-}
-
-memra__modrec *memra__registry_load_fd(memra_runtime *rt, int fd, const char *shown, int hot);
-
-int memra__trial_child(int module_fd, int report_fd, int hot, int n_devices, int no_cuda)
-{
-    g_child_fd = report_fd;
-    memra__trial_stage("runtime");
-    memra_options o = {.struct_size = sizeof o, .no_cuda = no_cuda, .no_default_modules = 1};
-    memra_runtime *rt = NULL;
-    if (memra_open(&o, &rt) != MEMRA_STATUS_OK) {
-        child_say("noruntime memra_open failed in the helper: %s", memra_last_error());
-        return 0;
-    }
-    if (rt->n_devices != n_devices) {
-        child_say("noruntime the helper sees %d devices, the process %d", rt->n_devices, n_devices);
-        return 0;
-    }
-    char real[PATH_MAX], proc[40];
-    snprintf(proc, sizeof proc, "/proc/self/fd/%d", module_fd);
-    ssize_t l = readlink(proc, real, sizeof real - 1);
-    real[l > 0 ? l : 0] = '\0';
-    pthread_mutex_lock(&rt->reg_lock);
-    memra__modrec *r = memra__registry_load_fd(rt, module_fd, real[0] ? real : "(trial)", hot);
-    if (r == NULL) child_say("error out of memory");
-    else if (r->loaded) child_say("done");
-    else if (r->adm_state == MEMRA__ADM_QUARANTINED) child_say("quarantined %s", r->reason);
-    else child_say("error %s", r->reason);
-    pthread_mutex_unlock(&rt->reg_lock);
-    /* no memra_close: fini is not the trial's business; the helper _exits */
-    return 0;
 }

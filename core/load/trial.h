@@ -53,26 +53,12 @@ void memra__trial_start(memra_runtime *rt, int module_fd, int hot, memra__trial 
  * self-check (quarantined), or the helper is missing or unsafe. */
 void memra__trial_wait(memra__trial *t, int n);
 
-/* ---- inside the helper (the memra-trial process) ---- */
-
-/* Stage lines of the helper's runtime ("init on host", "self-check scale case
- * 1 on host"): written to the report pipe inside a trial, a no-op elsewhere. */
-void memra__trial_stage(const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 1, 2)))
-#endif
-    ;
-/* The module's name, once its descriptor is read (inside a trial). */
-void memra__trial_name(const char *name);
-/* 1 inside the helper once memra__trial_child runs. */
-int memra__trial_child_active(void);
-
-/* The helper's second phase, called by memra-trial through libmemra loaded
- * from its descriptor (exported by name in libmemra.map, in no public
- * header): open a runtime like the parent's (its configuration came in the
- * environment), load the module from module_fd without a trial, and report
- * the outcome on report_fd ("done", "error ...", "quarantined ...", or
- * "noruntime ..." when no runtime like the parent's could be made). */
-int memra__trial_child(int module_fd, int report_fd, int hot, int n_devices, int no_cuda);
+/* Inside the helper: the stage lines and the module's name go through the
+ * report channel (core/device/trial_report.c, declared in core/device/device.h);
+ * the second phase is memra__trial_child (core/runtime/trial_child.c): it opens
+ * a runtime like the parent's (its configuration came in the environment),
+ * loads the module from module_fd without a trial, and reports the outcome
+ * ("done", "error ...", "quarantined ...", or "noruntime ..." when no runtime
+ * like the parent's could be made). */
 
 #endif

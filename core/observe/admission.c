@@ -46,7 +46,9 @@
 #include <time.h>
 
 #include "core/observe/admission.h"
-#include "core/load/trial.h"
+#include "core/device/device.h"
+#include "core/routing/routing.h"
+#include "core/routing/verdict.h"
 #include "base/error.h"
 #include "memra/formats.h"
 
@@ -657,17 +659,13 @@ static uint64_t seed_counter;
 
 int memra__admission_check(memra_runtime *rt, memra__modrec *r)
 {
-    r->adm_state = MEMRA__ADM_PASSED;
-    r->adm_ms = 0.0;
-    r->adm_cases = 0;
-    r->adm_note[0] = '\0';
     memra__modrec *href = memra__host_rec(rt);
     memra_device *host = rt->n_devices > 0 ? rt->devices[rt->n_devices - 1] : NULL;
     if (href == NULL || host == NULL || !host->is_host || !href->admitted[host->index]) {
-        snprintf(r->adm_note, sizeof r->adm_note, "no host reference: not checked");
-        r->adm_state = MEMRA__ADM_OFF;
+        memra__verdict_admission(r, MEMRA__ADM_OFF, 0.0, 0, "no host reference: not checked");
         return 1;
     }
+    int cases = 0;
     const char *lim = memra__config_lookup(&rt->cfg, "MEMRA_ADMISSION_TIMEOUT_MS");
     const double limit_ms = lim != NULL ? strtod(lim, NULL) : 2000.0;
     struct timespec ts;
@@ -707,7 +705,7 @@ int memra__admission_check(memra_runtime *rt, memra__modrec *r)
                 memra__trial_stage("self-check %s case %d on %s", memra_op_name((memra_op)op), ci + 1, dev->label);
                 memra_status st = one_case(dev, host, r, href, &c, variant, why, sizeof why);
                 memra__acase_free(&c);
-                r->adm_cases++;
+                cases++;
                 if (st == MEMRA_STATUS_DECLINED) n_declined++;
                 else if (st != MEMRA_STATUS_OK) ok = 0;
                 if (ok && now_ms() - t0 > limit_ms) {
@@ -722,16 +720,16 @@ int memra__admission_check(memra_runtime *rt, memra__modrec *r)
                                        dl ? "; " : "", memra_op_name((memra_op)op), dev->label);
         }
     }
-    r->adm_ms = now_ms() - t0;
+    const double ms = now_ms() - t0;
     if (!ok) {
-        r->adm_state = MEMRA__ADM_QUARANTINED;
-        snprintf(r->adm_note, sizeof r->adm_note, "%s", why);
+        memra__verdict_admission(r, MEMRA__ADM_QUARANTINED, ms, cases, why);
         memra__log(MEMRA_LOG_WARN, "registry", "module %s quarantined by the admission self-check (%.1f ms): %s",
-                   r->name, r->adm_ms, why);
+                   r->name, ms, why);
         return 0;
     }
-    snprintf(r->adm_note, sizeof r->adm_note, "%d cases passed in %.1f ms%s%s", r->adm_cases, r->adm_ms,
-             declined[0] ? "; " : "", declined);
+    char note[sizeof r->adm_note];
+    snprintf(note, sizeof note, "%d cases passed in %.1f ms%s%s", cases, ms, declined[0] ? "; " : "", declined);
+    memra__verdict_admission(r, MEMRA__ADM_PASSED, ms, cases, note);
     memra__log(MEMRA_LOG_INFO, "registry", "module %s passed the admission self-check: %s", r->name, r->adm_note);
     return 1;
 }

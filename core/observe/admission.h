@@ -8,7 +8,7 @@
 
 /* One case of an op: up to four inputs placed at member offsets of
  * memra_op_args, one output (with its initial bytes) placed likewise. Shared
- * by the self-check and memra_tune_race (core/tune.c). */
+ * by the self-check and memra_tune_race (core/observe/tune_race.c). */
 #define MEMRA__ACASE_MAX_IN 4
 typedef struct acase {
     memra_op op;
@@ -51,7 +51,8 @@ memra__modrec *memra__host_rec(memra_runtime *rt);
 
 /* Check r (admitted, not yet published; caller holds reg_lock). Returns 1
  * when it passed (or could not be checked: r->adm_state says which), 0 when
- * it is quarantined; r->adm_* hold the state, the note and the cost. */
+ * it is quarantined; the verdict (state, note, cost) reaches r through
+ * memra__verdict_admission (core/routing/verdict.h). */
 int memra__admission_check(memra_runtime *rt, memra__modrec *r);
 
 /* Check the variant lists r declares (names [a-z0-9_.-]{1,32}, unique per

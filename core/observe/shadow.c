@@ -37,7 +37,10 @@
 #include <time.h>
 
 #include "base/error.h"
-#include "core/state/runtime.h"
+#include "core/device/device.h"
+#include "core/observe/shadow.h"
+#include "core/routing/routing.h"
+#include "core/routing/verdict.h"
 
 static double now_us(void)
 {
@@ -72,20 +75,6 @@ static unsigned knob_u(memra_runtime *rt, const char *name, unsigned def)
     return v != NULL ? (unsigned)strtoul(v, NULL, 10) : def;
 }
 
-memra_status memra__registry_republish(memra_runtime *rt);
-
-/* Append "op=module" to a routing list (rt->prefer or rt->disable). */
-static memra_status list_append(char **list, memra_op op, const char *module)
-{
-    size_t l = *list ? strlen(*list) : 0;
-    char *n = malloc(l + strlen(module) + 40);
-    if (n == NULL) return MEMRA__FAIL(MEMRA_STATUS_OUT_OF_MEMORY, "shadow");
-    snprintf(n, l + strlen(module) + 40, "%s%s%s=%s", l ? *list : "", l ? "," : "", memra_op_name(op), module);
-    free(*list);
-    *list = n;
-    return MEMRA_STATUS_OK;
-}
-
 static void gpu_release(memra_device *dev, memra__shadow *sh, int wait);
 static memra_status gpu_resolve(memra_device *dev);
 
@@ -97,8 +86,8 @@ static memra_status finish(memra_device *dev, memra_op op, memra_shadow_state st
     memra__shadow *sh = &dev->shadow[op];
     if (!sh->active) return MEMRA_STATUS_OK;
     memra_status st = MEMRA_STATUS_OK;
-    if (state == MEMRA_SHADOW_PROMOTED) st = list_append(&rt->prefer, op, sh->module);
-    else if (state == MEMRA_SHADOW_ROLLED_BACK) st = list_append(&rt->disable, op, sh->module);
+    if (state == MEMRA_SHADOW_PROMOTED) st = memra__verdict_promote(rt, op, sh->module);
+    else if (state == MEMRA_SHADOW_ROLLED_BACK) st = memra__verdict_rollback(rt, op, sh->module);
     if (st != MEMRA_STATUS_OK) return st;
     pthread_mutex_lock(&sh->lock);
     atomic_store(&sh->active, 0);
@@ -110,7 +99,7 @@ static memra_status finish(memra_device *dev, memra_op op, memra_shadow_state st
                state == MEMRA_SHADOW_PROMOTED ? "promoted" : state == MEMRA_SHADOW_ROLLED_BACK ? "rolled back" : "stopped",
                reason);
     if (!dev->is_host) gpu_release(dev, sh, wait);
-    return memra__registry_republish(rt);
+    return memra__verdict_publish(rt);
 }
 
 memra_status memra_shadow_start(memra_device *dev, memra_op op, const char *module, const char *variant)
@@ -157,7 +146,7 @@ memra_status memra_shadow_start(memra_device *dev, memra_op op, const char *modu
         sh->state = MEMRA_SHADOW_WATCHING;
         atomic_store(&sh->active, 1);
         pthread_mutex_unlock(&sh->lock);
-        st = memra__registry_republish(rt);
+        st = memra__verdict_publish(rt);
         if (st != MEMRA_STATUS_OK) atomic_store(&sh->active, 0);
         memra__snapshot *ns = memra__snapshot_acquire(dev);
         pthread_mutex_lock(&sh->lock);
@@ -258,7 +247,7 @@ static int gpu_begin(memra_device *dev, const memra__snapshot *s, memra__shadow 
 static void gpu_end(memra_device *dev, const memra__snapshot *s, memra_op op, const memra_op_args *args,
                     memra_status st);
 
-int memra__shadow_begin(memra_device *dev, const memra__snapshot *s, memra_op op, const memra_op_args *args,
+static int shadow_begin(memra_device *dev, const memra__snapshot *s, memra_op op, const memra_op_args *args,
                         double *t0)
 {
     memra__shadow *sh = &dev->shadow[op];
@@ -276,7 +265,7 @@ int memra__shadow_begin(memra_device *dev, const memra__snapshot *s, memra_op op
     return 1;
 }
 
-void memra__shadow_end(memra_device *dev, const memra__snapshot *s, memra_op op, const memra_op_args *args,
+static void shadow_end(memra_device *dev, const memra__snapshot *s, memra_op op, const memra_op_args *args,
                        memra_status st, double t0)
 {
     memra__shadow *sh = &dev->shadow[op];
@@ -693,3 +682,5 @@ static void gpu_end(memra_device *dev, const memra__snapshot *s, memra_op op, co
     pthread_mutex_unlock(&sh->gpu_lock);
     gpu_verdict(dev, op, verdict, reason);
 }
+
+const memra__dispatch_observer memra__shadow_observer = {.begin = shadow_begin, .end = shadow_end};

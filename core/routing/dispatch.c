@@ -1,4 +1,5 @@
-/* Dispatch: op names, the ledger, one lane invocation, and direct module calls. */
+/* Dispatch: one lane invocation, the fall-through over a snapshot's lanes,
+ * and direct module calls. Op names are ops.c's, the ledger ledger.c's. */
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -6,177 +7,8 @@
 #include <string.h>
 
 #include "base/error.h"
-#include "core/state/runtime.h"
-
-static const char *const k_op_names[] = {
-#define MEMRA__OP_NAME(name) #name,
-    MEMRA_OP_LIST(MEMRA__OP_NAME)
-#undef MEMRA__OP_NAME
-};
-
-const char *memra_op_name(memra_op op)
-{
-    return ((int)op >= 0 && op < MEMRA_OP_COUNT_) ? k_op_names[op] : "unknown";
-}
-
-memra_op memra_op_from_name(const char *name)
-{
-    for (int i = 0; name != NULL && i < MEMRA_OP_COUNT_; i++)
-        if (strcmp(k_op_names[i], name) == 0) return (memra_op)i;
-    return MEMRA_OP_COUNT_;
-}
-
-/* ---- ledger ---------------------------------------------------------------- */
-
-memra__ledger_cell *memra__ledger_cell_get(memra_device *dev, memra_op op, const char *module)
-{
-    pthread_mutex_lock(&dev->ledger_lock);
-    memra__ledger_cell *c = dev->cells, *last = NULL;
-    for (; c != NULL; last = c, c = c->next)
-        if (c->op == op && strcmp(c->module, module) == 0) break;
-    if (c == NULL) {
-        c = calloc(1, sizeof *c);
-        if (c != NULL) {
-            c->op = op;
-            snprintf(c->module, sizeof c->module, "%s", module);
-            /* Append, so the ledger prints in first-seen order. */
-            if (last) last->next = c;
-            else dev->cells = c;
-        }
-    }
-    pthread_mutex_unlock(&dev->ledger_lock);
-    return c;
-}
-
-static void ledger_decline(memra_device *dev, memra__ledger_cell *c, const char *reason)
-{
-    if (reason == NULL || reason[0] == '\0') reason = "(no reason given)";
-    pthread_mutex_lock(&dev->ledger_lock);
-    int i;
-    for (i = 0; i < c->n_reasons; i++)
-        if (strncmp(c->reasons[i], reason, sizeof c->reasons[i] - 1) == 0) break;
-    if (i == c->n_reasons) {
-        if (c->n_reasons < MEMRA__MAX_REASONS) {
-            snprintf(c->reasons[c->n_reasons], sizeof c->reasons[0], "%s", reason);
-            c->n_reasons++;
-        } else {
-            i = MEMRA__MAX_REASONS - 1; /* the last slot collects the overflow */
-            snprintf(c->reasons[i], sizeof c->reasons[0], "%s", "(other reasons)");
-        }
-    }
-    atomic_fetch_add(&c->reason_count[i], 1);
-    pthread_mutex_unlock(&dev->ledger_lock);
-}
-
-/* A decline recorded by the core itself (e.g. the weight's NaN verdict). */
-void memra__ledger_core_decline(memra_device *dev, memra_op op, const char *module, const char *reason)
-{
-    memra__ledger_cell *c = memra__ledger_cell_get(dev, op, module);
-    if (c == NULL) return;
-    atomic_fetch_add(&c->entries, 1);
-    ledger_decline(dev, c, reason);
-}
-
-typedef struct ledger_copy {
-    memra_ledger_row row;
-    char module[64];
-    char reason[96];
-} ledger_copy;
-
-void memra_ledger_visit(const memra_runtime *rt, void (*fn)(const memra_ledger_row *row, void *user), void *user)
-{
-    if (rt == NULL || fn == NULL) {
-        MEMRA__FAIL(MEMRA_STATUS_INVALID_ARGUMENT, "memra_ledger_visit: %s is NULL", rt == NULL ? "rt" : "fn");
-        return;
-    }
-    for (int d = 0; d < rt->n_devices; d++) {
-        memra_device *dev = rt->devices[d];
-        /* Copy under the lock, call back after it: a callback may call memra. */
-        size_t n = 0, cap = 0;
-        ledger_copy *rows = NULL;
-        pthread_mutex_lock(&dev->ledger_lock);
-        for (memra__ledger_cell *c = dev->cells; c != NULL; c = c->next) {
-            uint64_t entries = atomic_load(&c->entries);
-            if (entries == 0) continue;
-            for (int i = -1; i < c->n_reasons; i++) {
-                if (n == cap) {
-                    cap = cap ? cap * 2 : 32;
-                    ledger_copy *nr = realloc(rows, cap * sizeof *nr);
-                    if (nr == NULL) break;
-                    rows = nr;
-                }
-                if (n == cap) break;
-                ledger_copy *r = &rows[n++];
-                memset(r, 0, sizeof *r);
-                snprintf(r->module, sizeof r->module, "%s", c->module);
-                r->row = (memra_ledger_row){.device = dev->label,
-                                            .op = memra_op_name(c->op),
-                                            .entries = entries,
-                                            .hits = atomic_load(&c->hits),
-                                            .errors = atomic_load(&c->errors)};
-                if (i >= 0) {
-                    snprintf(r->reason, sizeof r->reason, "%s", c->reasons[i]);
-                    r->row.declines = atomic_load(&c->reason_count[i]);
-                }
-            }
-        }
-        pthread_mutex_unlock(&dev->ledger_lock);
-        for (size_t i = 0; i < n; i++) {
-            rows[i].row.module = rows[i].module;
-            rows[i].row.reason = rows[i].reason[0] ? rows[i].reason : NULL;
-            fn(&rows[i].row, user);
-        }
-        free(rows);
-    }
-}
-
-uint64_t memra_ledger_hits(const memra_device *dev, memra_op op, const char *module)
-{
-    if (dev == NULL || module == NULL) return 0;
-    memra_device *d = (memra_device *)(uintptr_t)dev;
-    uint64_t hits = 0;
-    pthread_mutex_lock(&d->ledger_lock);
-    for (memra__ledger_cell *c = d->cells; c != NULL; c = c->next)
-        if (c->op == op && strcmp(c->module, module) == 0) hits = atomic_load(&c->hits);
-    pthread_mutex_unlock(&d->ledger_lock);
-    return hits;
-}
-
-void memra_ledger_reset(memra_runtime *rt)
-{
-    if (rt == NULL) return;
-    for (int d = 0; d < rt->n_devices; d++) {
-        memra_device *dev = rt->devices[d];
-        pthread_mutex_lock(&dev->ledger_lock);
-        for (memra__ledger_cell *c = dev->cells; c != NULL; c = c->next) {
-            atomic_store(&c->entries, 0);
-            atomic_store(&c->hits, 0);
-            atomic_store(&c->errors, 0);
-            for (int i = 0; i < MEMRA__MAX_REASONS; i++) atomic_store(&c->reason_count[i], 0);
-            c->n_reasons = 0;
-        }
-        pthread_mutex_unlock(&dev->ledger_lock);
-    }
-}
-
-static void print_row(const memra_ledger_row *r, void *user)
-{
-    FILE *f = user;
-    if (r->reason == NULL)
-        fprintf(f, "  %-14s %-16s %-14s %10llu %10llu %8llu\n", r->device, r->op, r->module,
-                (unsigned long long)r->entries, (unsigned long long)r->hits, (unsigned long long)r->errors);
-    else
-        fprintf(f, "  %-14s %-16s %-14s   declined %llu: %s\n", "", "", "", (unsigned long long)r->declines,
-                r->reason);
-}
-
-void memra_ledger_print(const memra_runtime *rt, void *file)
-{
-    FILE *f = file ? (FILE *)file : stderr;
-    fprintf(f, "memra dispatch ledger\n  %-14s %-16s %-14s %10s %10s %8s\n", "device", "op", "module", "entries",
-            "hits", "errors");
-    memra_ledger_visit(rt, print_row, f);
-}
+#include "core/device/device.h"
+#include "core/routing/routing.h"
 
 /* ---- invoking one lane -------------------------------------------------------- */
 
@@ -270,7 +102,7 @@ memra_status memra__lane_invoke(memra_device *dev, const memra__lane *lane, memr
     if (st == MEMRA_STATUS_OK) {
         atomic_fetch_add(&lane->cell->hits, 1);
     } else if (st == MEMRA_STATUS_DECLINED) {
-        ledger_decline(dev, lane->cell, args->decline_reason);
+        memra__ledger_decline(dev, lane->cell, args->decline_reason);
         MEMRA__DEBUG("dispatch", "%s on %s declined %s: %s", lane->mod->name, dev->label, memra_op_name(op),
                      args->decline_reason);
     } else {
@@ -296,9 +128,12 @@ static memra_status dispatch_lanes(memra_device *dev, memra__snapshot *s, memra_
 memra_status memra__dispatch_on(memra_device *dev, memra__snapshot *s, memra_op op, memra_op_args *args)
 {
     double t0 = 0.0;
-    if (s->shadow[op].mod == NULL || !memra__shadow_begin(dev, s, op, args, &t0)) return dispatch_lanes(dev, s, op, args);
+    /* The observer (shadow A/B, core/observe/) is set at memra_open: routing calls up only through it. */
+    const memra__dispatch_observer *obs = dev->rt->observer;
+    if (s->shadow[op].mod == NULL || obs == NULL || !obs->begin(dev, s, op, args, &t0))
+        return dispatch_lanes(dev, s, op, args);
     memra_status st = dispatch_lanes(dev, s, op, args);
-    memra__shadow_end(dev, s, op, args, st, t0);
+    obs->end(dev, s, op, args, st, t0);
     return st;
 }
 
@@ -307,7 +142,7 @@ static memra_status dispatch_lanes(memra_device *dev, memra__snapshot *s, memra_
     memra_status st = MEMRA_STATUS_NOT_SUPPORTED;
     char last_reason[128] = "no module provides it";
     const int s_lanes = s->n_lanes[op];
-    /* Measured routing first (core/tune.c): the class's tuned lane and variant. */
+    /* Measured routing first (core/routing/tune_table.c): the class's tuned lane and variant. */
     const memra__tuned *t = s->n_tuned[op] > 0 ? memra__tune_find(s, op, &args->gemm) : NULL;
     if (t != NULL && t->lane >= 0 && t->lane < s_lanes) { /* lane -1: "no win", the scores */
         memra__lane tl = s->lanes[op][t->lane];
@@ -332,19 +167,6 @@ static memra_status dispatch_lanes(memra_device *dev, memra__snapshot *s, memra_
     return st;
 }
 
-static void *op_fn_of(const memra_op_table *ops, memra_op op)
-{
-    switch (op) {
-#define MEMRA__OP_FN(name)                                                          \
-    case MEMRA_OP_##name:                                                           \
-        return (void *)(uintptr_t)ops->name;
-        MEMRA_OP_LIST(MEMRA__OP_FN)
-#undef MEMRA__OP_FN
-    default:
-        return NULL;
-    }
-}
-
 memra_status memra_module_call(memra_device *dev, const char *module, memra_op op, memra_op_args *args)
 {
     memra__clear_error();
@@ -361,7 +183,7 @@ memra_status memra_module_call(memra_device *dev, const char *module, memra_op o
     if (lane == NULL && s != NULL) {
         /* Admitted but routed away from this op (disabled for it): still callable by name. */
         memra__modrec *r = memra__find_admitted(s, module);
-        if (r != NULL && op_fn_of(&r->ops, op) != NULL) {
+        if (r != NULL && memra__op_fn(&r->ops, op) != NULL) {
             fallback = (memra__lane){.mod = r, .ctx = r->ctx[dev->index], .score = r->score[dev->index],
                                      .cell = memra__ledger_cell_get(dev, op, module), .variant = -1};
             if (fallback.cell != NULL) lane = &fallback;

@@ -1,10 +1,11 @@
 /* The effective configuration through the public API (memra_config_*), and
- * the warnings about prefer/disable entries naming modules not loaded. */
+ * the warnings about prefer/disable entries naming modules not loaded are
+ * core/routing/prefer.c's. */
 #include <stdio.h>
 #include <string.h>
 
 #include "base/error.h"
-#include "core/state/runtime.h"
+#include "core/routing/routing.h"
 
 static const char *const k_source_names[] = {"default", "environment", "option"};
 
@@ -59,46 +60,4 @@ int memra_config_warning_count(const memra_runtime *rt) { return rt ? rt->cfg.n_
 const char *memra_config_warning(const memra_runtime *rt, int index)
 {
     return (rt && index >= 0 && index < rt->cfg.n_warn) ? rt->cfg.warn[index] : NULL;
-}
-
-/* ---- prefer / disable naming modules that are not loaded -------------------- */
-
-static int module_loaded(const memra_runtime *rt, const char *name)
-{
-    for (int i = 0; i < rt->n_mods; i++)
-        if (rt->mods[i]->loaded && rt->mods[i]->name != NULL && strcmp(rt->mods[i]->name, name) == 0) return 1;
-    return 0;
-}
-
-static void warn_list(memra_runtime *rt, const char *var, const char *list, int record)
-{
-    for (const char *p = list; p != NULL && *p;) {
-        const char *e = strchr(p, ',');
-        size_t l = e ? (size_t)(e - p) : strlen(p);
-        char tok[160];
-        if (l > 0 && l < sizeof tok) {
-            memcpy(tok, p, l);
-            tok[l] = '\0';
-            char *eq = strchr(tok, '=');
-            const char *mod = eq ? eq + 1 : tok;
-            if (!module_loaded(rt, mod) && (eq != NULL || memra_op_from_name(tok) == MEMRA_OP_COUNT_)) {
-                if (record)
-                    memra__config_warn(&rt->cfg, "%s: '%s' names module '%s', which is not loaded: the entry has no "
-                                                 "effect until it is", var, tok, mod);
-                else
-                    memra__log(MEMRA_LOG_WARN, "config", "%s: '%s' names module '%s', which is not loaded", var, tok,
-                               mod);
-            }
-        }
-        p += l;
-        if (*p == ',') p++;
-    }
-}
-
-/* Called with the registry's lock held or before the runtime is shared;
- * `record`: keep the warning for memra info (only at memra_open). */
-void memra__routing_warn_unknown(memra_runtime *rt, const char *prefer, const char *disable, int record)
-{
-    warn_list(rt, "prefer (MEMRA_PREFER)", prefer, record);
-    warn_list(rt, "disable (MEMRA_DISABLE)", disable, record);
 }

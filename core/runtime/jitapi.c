@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "base/error.h"
-#include "core/state/runtime.h"
+#include "core/routing/routing.h"
 #include "jit/jit.h"
 
 memra_status memra_jit_info_get(memra_runtime *rt, memra_jit_info *out)

@@ -5,7 +5,10 @@
 #include <unistd.h>
 
 #include "base/error.h"
-#include "core/state/runtime.h"
+#include "core/device/device.h"
+#include "core/load/load.h"
+#include "core/observe/shadow.h"
+#include "core/routing/routing.h"
 #include "jit/jit.h"
 
 const char *memra_version(void) { return MEMRA_VERSION_STRING; }
@@ -285,6 +288,7 @@ memra_status memra_open(const memra_options *opts, memra_runtime **out_rt)
     memra_runtime *rt = calloc(1, sizeof *rt);
     if (rt == NULL) return MEMRA__FAIL(MEMRA_STATUS_OUT_OF_MEMORY, "memra_open: out of memory");
     pthread_mutex_init(&rt->reg_lock, NULL);
+    rt->observer = &memra__shadow_observer; /* routing reaches shadow A/B through it */
     rt->opts.struct_size = sizeof rt->opts;
     if (opts != NULL) memcpy(&rt->opts, opts, opts->struct_size < sizeof rt->opts ? opts->struct_size : sizeof rt->opts);
     memra_status st = memra__config_parse(&rt->cfg, opts);
@@ -352,7 +356,7 @@ memra_status memra_open(const memra_options *opts, memra_runtime **out_rt)
     }
 
     memra__tune_open(rt);
-    st = memra__registry_open(rt);
+    st = memra__load_open(rt);
     if (st != MEMRA_STATUS_OK) goto fail;
     memra__routing_warn_unknown(rt, rt->prefer, rt->disable, 1);
     *out_rt = rt;
@@ -436,18 +440,6 @@ memra_device *memra_device_host(const memra_runtime *rt)
 int memra_device_profile_forced(const memra_device *dev) { return dev ? dev->forced : 0; }
 
 const memra_device_caps *memra_device_caps_get(const memra_device *dev) { return dev ? &dev->caps : NULL; }
-
-memra_status memra_device_synchronize(memra_device *dev)
-{
-    if (dev == NULL) return MEMRA__FAIL(MEMRA_STATUS_INVALID_ARGUMENT, "memra_device_synchronize: NULL device");
-    if (dev->is_host) return MEMRA_STATUS_OK;
-    memra_status st = memra__device_enter(dev);
-    if (st != MEMRA_STATUS_OK) return st;
-    CUresult r = memra__driver_get()->cuCtxSynchronize();
-    memra__device_leave(dev);
-    if (r != MEMRA__CUDA_SUCCESS) return MEMRA__CU_FAIL(memra__driver_get(), r, "cuCtxSynchronize");
-    return MEMRA_STATUS_OK;
-}
 
 int memra_device_unserved_count(const memra_runtime *rt) { return rt == NULL ? 0 : rt->n_unserved; }
 

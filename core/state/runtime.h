@@ -1,5 +1,7 @@
 /* Private layout of the runtime, devices, modules, routing snapshots and the
- * ledger. Nothing here is part of the public ABI. */
+ * ledger: the data every room of core/ shares, and no functions (each room
+ * declares its own in its header: core/device/device.h, core/routing/routing.h,
+ * ...). Nothing here is part of the public ABI. */
 #ifndef MEMRA_CORE_RUNTIME_H
 #define MEMRA_CORE_RUNTIME_H
 
@@ -46,7 +48,7 @@ typedef struct memra__modrec {
     int admitted[MEMRA__MAX_DEVICES];
     char *device_note[MEMRA__MAX_DEVICES]; /* why not admitted on that device */
     struct memra_runtime *rt;
-    /* the admission self-check (core/observe/admission.c) */
+    /* the admission self-check's verdict (core/observe/admission.c, through core/routing/verdict.h) */
     int adm_state;       /* memra_admission_state */
     double adm_ms;       /* its cost */
     int adm_cases;
@@ -72,7 +74,7 @@ typedef struct memra__ledger_cell {
     int n_reasons; /* guarded by the device's ledger lock */
 } memra__ledger_cell;
 
-/* One entry of the tuning table (core/tune.c), guarded by reg_lock. */
+/* One entry of the tuning table (core/routing/tune_table.c), guarded by reg_lock. */
 typedef struct memra__tune_ent {
     char key[200];       /* the device key: name, cc, SMs, driver, memra version */
     int dev;             /* index of this runtime's device with that key, -1 when none */
@@ -190,6 +192,18 @@ typedef struct memra__shadow {
     int p_row[8];
 } memra__shadow;
 
+/* The observer of live calls: dispatch calls it around a call whose snapshot
+ * has a shadow lane for the op (core/observe/shadow.c provides it; memra_open
+ * sets rt->observer, so routing (core/routing/dispatch.c) never names the
+ * room above it). begin decides
+ * whether this call is sampled (returns 1 and starts the incumbent's clock);
+ * end runs the shadow and judges it. */
+typedef struct memra__dispatch_observer {
+    int (*begin)(memra_device *dev, const memra__snapshot *s, memra_op op, const memra_op_args *args, double *t0);
+    void (*end)(memra_device *dev, const memra__snapshot *s, memra_op op, const memra_op_args *args, memra_status st,
+                double t0);
+} memra__dispatch_observer;
+
 struct memra_device {
     memra_device_caps caps; /* first: modules get &caps, the core maps it back */
     struct memra_runtime *rt;
@@ -255,113 +269,13 @@ struct memra_runtime {
     memra__modrec **mods;
     struct memra__name *names; /* interned module names (reg_lock), freed at close */
     uint64_t generation;
-    /* the tuning table (core/tune.c; reg_lock) */
+    const memra__dispatch_observer *observer; /* shadow A/B, set by memra_open (dispatch calls it) */
+    /* the tuning table (core/routing/tune_table.c; reg_lock) */
     memra__tune_ent *tune;
     int n_tune, cap_tune;
     int tune_on;               /* MEMRA_TUNE */
     char tune_path[4096];      /* "" when there is no usable location */
     char tune_status[512];
 };
-
-/* services.c */
-const memra_host_services *memra__host_services(void);
-memra_device *memra__device_from_caps(const memra_device_caps *caps);
-void *memra__library_open(const char *which);
-memra_status memra__device_image_load(memra_device *dev, const char *name, const void *image, size_t size,
-                                      CUmodule *out);
-void memra__device_images_unload(memra_device *dev);
-void memra__device_scratch_free(memra_device *dev);
-/* Push/pop the device's context around driver calls (no-op on host). */
-memra_status memra__device_enter(memra_device *dev);
-void memra__device_leave(memra_device *dev);
-/* The process-wide driver table, opened once; ->lib is NULL when absent and
- * memra__driver_why() says why. */
-const memra__driver *memra__driver_get(void);
-const char *memra__driver_why(void);
-
-/* buffer.c: raw allocations used by weights */
-memra_status memra__dev_alloc(memra_device *dev, size_t bytes, memra_dptr *out);
-void memra__dev_free(memra_device *dev, memra_dptr p);
-memra_status memra__dev_upload(memra_device *dev, memra_dptr dst, const void *src, size_t bytes);
-memra_status memra__dev_download(memra_device *dev, void *dst, memra_dptr src, size_t bytes);
-
-/* weight.c: an expert weight over n_experts borrowed parts (the file readers):
- * data[e] is expert e's [out_f x in_f] bytes (expert_bytes each), scales n_experts
- * per-tensor scales or NULL, grid n_experts grids of grid_each floats (copied) or
- * NULL; release(user) is called once at destroy (also on failure: not called). */
-memra_status memra__weight_create_experts_parts(memra_runtime *rt, memra_format format, int32_t n_experts,
-                                                int64_t out_f, int64_t in_f, const void *const *data,
-                                                size_t expert_bytes, const float *scales, const float *grid,
-                                                size_t grid_each, const char *name, memra_weight_release_fn release,
-                                                void *user, memra_weight **out_w);
-
-/* registry.c */
-memra_status memra__registry_open(memra_runtime *rt);
-void memra__registry_close(memra_runtime *rt);
-memra__snapshot *memra__snapshot_acquire(memra_device *dev);
-void memra__snapshot_release(memra__snapshot *snap);
-memra__modrec *memra__find_admitted(memra__snapshot *snap, const char *name);
-/* The variants r lists for op on dev (NULL / 0 when none). */
-const memra_variant *memra__variants(const memra__modrec *r, const memra_device *dev, memra_op op, size_t *n);
-/* The index of variant `name` of r for op on dev, -1 when there is none. */
-int memra__variant_index(const memra__modrec *r, const memra_device *dev, memra_op op, const char *name);
-
-/* dispatch.c */
-memra__ledger_cell *memra__ledger_cell_get(memra_device *dev, memra_op op, const char *module);
-memra_status memra__lane_invoke(memra_device *dev, const memra__lane *lane, memra_op op, memra_op_args *args);
-/* One op on a lane with the call's scope and context but no ledger counting
- * (lane->cell may be NULL): the admission self-check and shadow runs. */
-memra_status memra__lane_run(memra_device *dev, const memra__lane *lane, memra_op op, memra_op_args *args);
-memra_status memra__dispatch(memra_device *dev, memra_op op, memra_op_args *args);
-void memra__ledger_core_decline(memra_device *dev, memra_op op, const char *module, const char *reason);
-memra_status memra__routing_validate(const char *prefer, const char *disable);
-/* config.c: warn about prefer/disable entries naming a module that is not loaded. */
-void memra__routing_warn_unknown(memra_runtime *rt, const char *prefer, const char *disable, int record);
-
-/* scratch.c. A scope brackets one call on (dev, stream) on this thread;
- * scratch asked inside it comes from one arena held until the scope ends. */
-void memra__scratch_device_init(memra_device *dev);
-memra_status memra__scope_begin(memra_device *dev, memra_stream_t stream);
-/* The stream of this thread's innermost scope on dev (NULL when none). */
-memra_stream_t memra__scope_stream(const memra_device *dev);
-void memra__scope_end(void);
-/* The module whose op runs now on this thread (names scratch "module/name"); returns the previous one. */
-const char *memra__scratch_module_set(const char *module);
-memra_status memra__scratch_get(memra_device *dev, memra_stream_t stream, const char *name, size_t bytes,
-                                memra_dptr *out);
-/* The same, zero-filled when new, grown or last handed out unzeroed (host
- * services' scratch_get_zeroed). */
-memra_status memra__scratch_get_zeroed(memra_device *dev, memra_stream_t stream, const char *name, size_t bytes,
-                                       memra_dptr *out);
-/* Give `stream` an arena of its own (memra_stream_reserve). */
-memra_status memra__stream_pin(memra_device *dev, memra_stream_t stream);
-
-/* shadow.c */
-/* Around a dispatch: begin decides whether this call is sampled (returns 1
- * and starts the incumbent's clock); end runs the shadow and judges it. */
-int memra__shadow_begin(memra_device *dev, const memra__snapshot *s, memra_op op, const memra_op_args *args,
-                        double *t0);
-/* Free the GPU side of every shadow on dev whose module is `module` (NULL:
- * all), after its stream drains: memra_module_unload and device close. */
-void memra__shadow_release_module(memra_device *dev, const char *module);
-/* Stop every active shadow of `module` on dev (memra_module_unload, before it
- * publishes; caller holds reg_lock): sampling ends and a run in flight is
- * waited for, so none of the module's kernels is queued once it is gone. */
-void memra__shadow_module_gone(memra_device *dev, const char *module);
-void memra__shadow_end(memra_device *dev, const memra__snapshot *s, memra_op op, const memra_op_args *args,
-                       memra_status st, double t0);
-
-/* tune.c */
-void memra__tune_open(memra_runtime *rt);   /* read the file (before the registry publishes) */
-void memra__tune_close(memra_runtime *rt);
-/* Resolve the table into s->tuned for dev (caller holds reg_lock, inside snapshot_build). */
-memra_status memra__tune_resolve(memra_runtime *rt, memra_device *dev, memra__snapshot *s);
-/* The tuned lane for a GEMM call, NULL when routing goes by scores. */
-const memra__tuned *memra__tune_find(const memra__snapshot *s, memra_op op, const memra_gemm_args *g);
-/* The device key of dev ("NVIDIA H200 cc90 sms132 driver13000 memra0.1.0"). */
-void memra__tune_key(const memra_device *dev, char *out, size_t len);
-
-/* dispatch.c: dispatch on a snapshot the caller holds (one per memra_matmul). */
-memra_status memra__dispatch_on(memra_device *dev, memra__snapshot *snap, memra_op op, memra_op_args *args);
 
 #endif

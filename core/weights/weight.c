@@ -61,7 +61,9 @@
 #include <string.h>
 
 #include "base/error.h"
-#include "core/state/runtime.h"
+#include "core/device/device.h"
+#include "core/routing/routing.h"
+#include "core/weights/weights.h"
 #include "memra/formats.h"
 
 /* Atomic accesses to the operand pointers matmul reads without the lock. */
