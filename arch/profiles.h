@@ -12,7 +12,7 @@ typedef struct memra__profile {
     const char *name;          /* "sm90" ... */
     uint64_t caps;             /* MEMRA_CAP_* */
     /* Lane policy knobs. */
-    uint64_t f16_budget_mb;    /* f16 mirror budget of the host device, and of a GPU whose free memory the driver cannot say (a GPU's default is derived at open: core/runtime.c) */
+    uint64_t f16_budget_mb;    /* f16 mirror budget of the host device, and of a GPU whose free memory the driver cannot say (a GPU's default is derived at open: core/runtime/runtime.c) */
     int fp8_blk_slab;          /* build the Q8_0 slab for block-128 FP8 weights (MMQ fallback) */
 } memra__profile;
 

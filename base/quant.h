@@ -1,5 +1,5 @@
 /* The block formats' shared rules, used by the core's encoders and decoders
- * (core/formats.c) and by the host reference module (modules/host), so both
+ * (core/weights/formats.c) and by the host reference module (modules/host), so both
  * round and unpack alike. Not exported (memra__ names). Pure functions:
  * thread-safe, no status. */
 #ifndef MEMRA_BASE_QUANT_H

@@ -1,5 +1,5 @@
 /* memra check's independent f64 reference (see check_ref.h). Nothing here
- * calls the host module or core/formats.c: conversions, quantisers and the
+ * calls the host module or core/weights/formats.c: conversions, quantisers and the
  * GGML block decoders are written again from their specifications, so a bug
  * shared by the host module and this file would have to be made twice. */
 #include "tools/check_ref.h"

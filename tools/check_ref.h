@@ -1,7 +1,7 @@
 /* memra check's own reference: a plain f64 computation of every checked op,
  * written from the op contracts in DESIGN.md ("Operations") and the host
  * module's header comments, sharing no code with the host module or with
- * core/formats.c (its own f16 and e4m3 conversions, its own quantisers and
+ * core/weights/formats.c (its own f16 and e4m3 conversions, its own quantisers and
  * block decoders). The host module on the host device is judged against it. */
 #ifndef MEMRA_TOOLS_CHECK_REF_H
 #define MEMRA_TOOLS_CHECK_REF_H

@@ -455,7 +455,7 @@ memra_status memra_tune_entry_get(const memra_runtime *rt, int index, memra_tune
 const char *memra_tune_file(const memra_runtime *rt);
 const char *memra_tune_file_status(const memra_runtime *rt);
 
-/* ---- shadow A/B (core/shadow.c) ------------------------------------------------ */
+/* ---- shadow A/B (core/observe/shadow.c) ------------------------------------------------ */
 
 /* A module (loaded and admitted on dev) becomes the shadow of the incumbent
  * for a GEMM op: it no longer serves that op; one call in MEMRA_SHADOW_RATE

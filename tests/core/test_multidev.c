@@ -1,5 +1,5 @@
 /* Several devices in one process, without GPUs: MEMRA_TEST_FAKE_DEVICES=2 gives
- * two host-backed stand-ins for CUDA ordinals 0 and 1 (core/runtime.c), each
+ * two host-backed stand-ins for CUDA ordinals 0 and 1 (core/runtime/runtime.c), each
  * with its own profile, registry admission, snapshots, scratch pool, ledger
  * and weight operands; the real memra_open, registry and weight code run.
  *

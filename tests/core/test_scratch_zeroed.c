@@ -1,4 +1,4 @@
-/* host->scratch_get_zeroed (core/scratch.c): a block that is new, grown, or was
+/* host->scratch_get_zeroed (core/device/scratch.c): a block that is new, grown, or was
  * last handed out by plain scratch_get starts zero-filled; otherwise it keeps
  * what the module's last call on it left. The test module testzeroed reads its
  * block "ctr" into y and increments every word (see tests/modules/testmod.c),

@@ -1,4 +1,4 @@
-/* The tuner's bootstrap (core/tune_stats.c) on synthetic samples with a known
+/* The tuner's bootstrap (core/observe/tune_stats.c) on synthetic samples with a known
  * answer: constant ratios give a zero-width interval at the ratio; for 400
  * lognormal ratios the interval's ends sit where the normal theory puts them
  * (mean of the logs +- 1.96 standard errors, within 15% of the half-width);
@@ -8,7 +8,7 @@
  * trimmed estimate ignores three pairs slowed on one side. */
 #include <math.h>
 
-#include "core/tune_stats.h"
+#include "core/observe/tune_stats.h"
 #include "test.h"
 
 static uint64_t g_s = 0x853c49e6748fea9bull;

@@ -1,4 +1,4 @@
-/* gpu: shadow A/B on a GPU (core/shadow.c, the side-stream path). One GEMM op
+/* gpu: shadow A/B on a GPU (core/observe/shadow.c, the side-stream path). One GEMM op
  * that two admitted GPU modules provide on the device (the first of
  * gemm_q8_0r, gemm_q8_0, gemm_f16, gemm_fp8_blk with two lanes, or the op
  * named by argv[2]: on an H200, gemm_fp8_blk: sm90's cuBLASLt lane and the
