@@ -53,6 +53,21 @@ __device__ __forceinline__ float memra_div_y(float x, float s, float y)
     return __fdiv_rn(x, s);
 }
 
+/* memra_div_y of four values at one scale: the same quotients, with the
+ * reciprocal sequence's range test taken once for the four (a lane's float4)
+ * instead of once per value; any of them outside it sends all four through
+ * memra_div_y. */
+__device__ __forceinline__ float4 memra_div4_y(float4 v, float s, float y)
+{
+    const float4 q = make_float4(__fmul_rn(v.x, y), __fmul_rn(v.y, y), __fmul_rn(v.z, y), __fmul_rn(v.w, y));
+    const float mx = fminf(fminf(fabsf(v.x), fabsf(v.y)), fminf(fabsf(v.z), fabsf(v.w)));
+    const float mq = fminf(fminf(fabsf(q.x), fabsf(q.y)), fminf(fabsf(q.z), fabsf(q.w)));
+    if (fminf(mx, mq) >= 0x1p-96f)
+        return make_float4(__fmaf_rn(__fmaf_rn(-q.x, s, v.x), y, q.x), __fmaf_rn(__fmaf_rn(-q.y, s, v.y), y, q.y),
+                           __fmaf_rn(__fmaf_rn(-q.z, s, v.z), y, q.z), __fmaf_rn(__fmaf_rn(-q.w, s, v.w), y, q.w));
+    return make_float4(memra_div_y(v.x, s, y), memra_div_y(v.y, s, y), memra_div_y(v.z, s, y), memra_div_y(v.w, s, y));
+}
+
 /* memra_e4m3_encode (e4m3.cuh) without branches: the same code for every f32
  * (checked on the CPU against it for all 2^32 bit patterns). Normal range: the
  * mantissa rounded to 3 bits by adding 0x7FFFF plus the kept lsb (ties to
@@ -74,6 +89,33 @@ __device__ __forceinline__ unsigned int memra_e4m3_encode_sel(float f)
     c = a > 0x7F800000u ? 0x7Fu : c;
     return sign | c;
 }
+
+/* Four f32 values (already divided by their scale) as four e4m3 codes, a in the
+ * low byte: the code memra_e4m3_encode_sel gives for each. From sm_89 the
+ * hardware conversion cvt.rn.satfinite.e4m3x2.f32 (two values per instruction:
+ * round to nearest even, e4m3 denormals, saturation to +-448 for finite values
+ * and infinities, as the encoder) does it; a NaN among the four (caught by
+ * their sum, which is also NaN for inf - inf) takes the encoder for all four,
+ * since the encoder keeps a NaN's sign and the conversion need not. Checked
+ * against memra_e4m3_encode for all 2^32 f32 patterns on the device by
+ * test_e4m3_hw. MEMRA_E4M3_SOFT forces the encoder. */
+__device__ __forceinline__ unsigned int memra_e4m3_pack4(float a, float b, float c, float d)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890 && !defined(MEMRA_E4M3_SOFT)
+    if (!isnan((a + b) + (c + d))) {
+        unsigned short lo, hi;
+        asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(lo) : "f"(b), "f"(a)); /* b high, a low */
+        asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(hi) : "f"(d), "f"(c));
+        return (unsigned int)lo | ((unsigned int)hi << 16);
+    }
+#endif
+    return memra_e4m3_encode_sel(a) | (memra_e4m3_encode_sel(b) << 8) | (memra_e4m3_encode_sel(c) << 16) |
+           (memra_e4m3_encode_sel(d) << 24);
+}
+
+__device__ __forceinline__ unsigned int memra_e4m3_pack4f(float4 v) { return memra_e4m3_pack4(v.x, v.y, v.z, v.w); }
+
+#ifndef MEMRA_E4M3_ENCODERS_ONLY /* (the host test of the encoders includes the part above alone) */
 
 /* The per-row-per-128 activation quantiser of both block-128 lanes, one warp
  * per MEMRA_ROW128_U consecutive (row, 128-column block) items (items in row
@@ -135,10 +177,7 @@ __device__ __forceinline__ void memra_row128_quant(const float *__restrict__ x, 
         const float y = sc >= 0x1p-96f && sc <= 0x1p96f ? __frcp_rn(sc) : 0.0f;
         if (col[u] < k)
             *reinterpret_cast<unsigned int *>(q + (long long)row[u] * k + col[u]) =
-                memra_e4m3_encode_sel(memra_div_y(v[u].x, sc, y)) |
-                (memra_e4m3_encode_sel(memra_div_y(v[u].y, sc, y)) << 8) |
-                (memra_e4m3_encode_sel(memra_div_y(v[u].z, sc, y)) << 16) |
-                (memra_e4m3_encode_sel(memra_div_y(v[u].w, sc, y)) << 24);
+                memra_e4m3_pack4f(memra_div4_y(v[u], sc, y));
         if (lane == 0) s[(long long)(col[u] / 128) * ld_s + row[u]] = sc;
     }
 }
@@ -185,12 +224,11 @@ __device__ __forceinline__ void memra_row128_quant_given(const float *__restrict
         const float y = c >= 0x1p-96f && c <= 0x1p96f ? __frcp_rn(c) : 0.0f;
         if (col[u] < k)
             *reinterpret_cast<unsigned int *>(q + (long long)row[u] * k + col[u]) =
-                memra_e4m3_encode_sel(memra_div_y(v[u].x, c, y)) |
-                (memra_e4m3_encode_sel(memra_div_y(v[u].y, c, y)) << 8) |
-                (memra_e4m3_encode_sel(memra_div_y(v[u].z, c, y)) << 16) |
-                (memra_e4m3_encode_sel(memra_div_y(v[u].w, c, y)) << 24);
+                memra_e4m3_pack4f(memra_div4_y(v[u], c, y));
         if (lane == 0) s[(long long)(col[u] / 128) * ld_s + row[u]] = c;
     }
 }
+
+#endif /* MEMRA_E4M3_ENCODERS_ONLY */
 
 #endif

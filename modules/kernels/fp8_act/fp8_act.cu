@@ -185,9 +185,7 @@ __device__ __forceinline__ void memra_grid_barrier(unsigned int *bar)
 
 __device__ __forceinline__ unsigned int memra_pack4_y(float4 v, float s, float y)
 {
-    return memra_e4m3_encode_sel(memra_div_y(v.x, s, y)) | (memra_e4m3_encode_sel(memra_div_y(v.y, s, y)) << 8) |
-           (memra_e4m3_encode_sel(memra_div_y(v.z, s, y)) << 16) |
-           (memra_e4m3_encode_sel(memra_div_y(v.w, s, y)) << 24);
+    return memra_e4m3_pack4f(memra_div4_y(v, s, y));
 }
 
 __device__ __forceinline__ float memra_amax4(float m, float4 v)
