@@ -380,6 +380,8 @@ step_fp8check() {
 # the one-pass and own-amax quantisers bit for bit against the host, and the fp8blk GEMMs in
 # their band: the quick correctness half of fp8check, for a call with little time
 step_fp8quick() {
+  timeout 120 $B/bin/test_e4m3_hw modules/kernels/common/e4m3.cuh > "$L/e4m3_hw.log" 2>&1
+  say "test_e4m3_hw (the hardware e4m3 conversion, all 2^32 patterns): exit $? $(grep -m1 'patterns' "$L/e4m3_hw.log")"
   timeout 200 $T fp8given > "$L/fp8_test_mmq_fp8given.log" 2>&1
   say "test_mmq_ops fp8given (quantisers vs host, bit for bit): exit $?"
   grep -E "FAIL" "$L/fp8_test_mmq_fp8given.log" | head -6 >> "$S"

@@ -867,11 +867,15 @@ static int case_fp8blk(void)
  * scale at 60% of the batch's amax / 448 (its top values saturate), and
  * producer maxima (per tensor 75% of the amax; block: 80% of each (row,
  * 128) block's, row 0's first block 0 = scale 1, [ceil(k/128) x m] row
- * fastest). */
+ * fastest); and a static scale so far below the values (mode 3) that their quotient
+ * overflows f32. */
 static int given_case(memra_op op, int m, int k, int mode)
 {
     const int n = k, kb = (k + 127) / 128;
     float *x = make_x(m, k);
+    /* mode 3: a static scale of 2^-96 under values near 2^40, so x / s overflows f32 (the quotient the
+     * reciprocal sequence would turn into inf - inf = NaN): every such value must saturate as the host's */
+    for (int e = 0; mode == 3 && e < m * k; e++) x[e] *= 0x1p40f;
     uint8_t *w = calloc((size_t)n * k, 1);
     float *grid = malloc((size_t)kb * kb * sizeof(float)), *amax = malloc((size_t)kb * m * sizeof(float));
     CHECK(w != NULL && grid != NULL && amax != NULL);
@@ -879,7 +883,7 @@ static int given_case(memra_op op, int m, int k, int mode)
     for (int e = 0; e < kb * kb; e++) grid[e] = 1.0f;
     float t = 0.0f;
     for (int e = 0; e < m * k; e++) t = fmaxf(t, fabsf(x[e]));
-    const float xs = mode == 1 ? t / 448.0f * 0.6f : 0.0f;
+    const float xs = mode == 1 ? t / 448.0f * 0.6f : mode == 3 ? 0x1p-96f : 0.0f;
     const int na = op == MEMRA_OP_gemm_fp8 ? 1 : kb * m;
     if (op == MEMRA_OP_gemm_fp8) {
         amax[0] = t * 0.75f;
@@ -891,7 +895,7 @@ static int given_case(memra_op op, int m, int k, int mode)
                 amax[b * m + i] = i == 0 && b == 0 ? 0.0f : bm * 0.8f;
             }
     }
-    const char *mname[] = {"own amax", "x_scale", "x_amax"};
+    const char *mname[] = {"own amax", "x_scale", "x_amax", "x_sc ovf"};
     memra_buffer *xh = buf(g_host, (size_t)m * k * 4, x), *wh = buf(g_host, (size_t)n * k, w);
     memra_buffer *gh = buf(g_host, (size_t)kb * kb * 4, grid), *ah = buf(g_host, (size_t)na * 4, amax);
     memra_buffer *yh = buf(g_host, (size_t)m * n * 4, NULL);
@@ -963,7 +967,7 @@ static int case_fp8given(void)
     int ok = 1;
     for (int op = 0; op < 2; op++)
         for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
-            for (int mode = 0; mode < 3; mode++)
+            for (int mode = 0; mode < 4; mode++)
                 ok &= given_case(op ? MEMRA_OP_gemm_fp8_blk : MEMRA_OP_gemm_fp8, shapes[s][0], shapes[s][1], mode);
     return ok;
 }

@@ -45,11 +45,14 @@ __device__ __forceinline__ unsigned int memra_e4m3_encode(float f)
 }
 
 /* x / s, bit-identical to __fdiv_rn(x, s), given y = __frcp_rn(s) for
- * 2^-96 <= s <= 2^96 and y = 0 otherwise (see the header). */
+ * 2^-96 <= s <= 2^96 and y = 0 otherwise (see the header). The correction
+ * runs while x and the first quotient x y lie in [2^-96, 2^96]; outside it
+ * (tiny values, and a quotient that overflows, which a static scale far below
+ * |x| gives: inf - inf would make a NaN of it) the division itself. */
 __device__ __forceinline__ float memra_div_y(float x, float s, float y)
 {
     const float q0 = __fmul_rn(x, y);
-    if (fabsf(x) >= 0x1p-96f && fabsf(q0) >= 0x1p-96f) return __fmaf_rn(__fmaf_rn(-q0, s, x), y, q0);
+    if (fabsf(x) >= 0x1p-96f && fabsf(q0) >= 0x1p-96f && fabsf(q0) <= 0x1p96f) return __fmaf_rn(__fmaf_rn(-q0, s, x), y, q0);
     return __fdiv_rn(x, s);
 }
 
@@ -62,7 +65,8 @@ __device__ __forceinline__ float4 memra_div4_y(float4 v, float s, float y)
     const float4 q = make_float4(__fmul_rn(v.x, y), __fmul_rn(v.y, y), __fmul_rn(v.z, y), __fmul_rn(v.w, y));
     const float mx = fminf(fminf(fabsf(v.x), fabsf(v.y)), fminf(fabsf(v.z), fabsf(v.w)));
     const float mq = fminf(fminf(fabsf(q.x), fabsf(q.y)), fminf(fabsf(q.z), fabsf(q.w)));
-    if (fminf(mx, mq) >= 0x1p-96f)
+    const float bq = fmaxf(fmaxf(fabsf(q.x), fabsf(q.y)), fmaxf(fabsf(q.z), fabsf(q.w)));
+    if (fminf(mx, mq) >= 0x1p-96f && bq <= 0x1p96f)
         return make_float4(__fmaf_rn(__fmaf_rn(-q.x, s, v.x), y, q.x), __fmaf_rn(__fmaf_rn(-q.y, s, v.y), y, q.y),
                            __fmaf_rn(__fmaf_rn(-q.z, s, v.z), y, q.z), __fmaf_rn(__fmaf_rn(-q.w, s, v.w), y, q.w));
     return make_float4(memra_div_y(v.x, s, y), memra_div_y(v.y, s, y), memra_div_y(v.z, s, y), memra_div_y(v.w, s, y));
