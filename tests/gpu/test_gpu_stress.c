@@ -234,6 +234,7 @@ static int case_streams(void)
             for (int r = 0; r < REPS; r++) CHECK_OK(memra_buffer_create(g_dev, (size_t)k_m[l] * OUT_F * 4, &jb->y[l][r]));
         }
     }
+    printf("stage: streams: inputs and outputs allocated\n");
     /* Serial: each call alone on stream 0, waited for. */
     for (int j = 0; j < JOBS; j++)
         for (int l = 0; l < L_N; l++) {
@@ -249,10 +250,13 @@ static int case_streams(void)
                 CHECK_OK(memra_buffer_write(g_job[j].y[l][r], 0, junk, (size_t)k_m[l] * OUT_F * 4));
                 free(junk);
             }
+    printf("stage: streams: serial reference done\n");
     pthread_t th[JOBS];
     for (int j = 0; j < JOBS; j++) CHECK_INT_EQ(pthread_create(&th[j], NULL, stream_worker, &g_job[j]), 0);
     for (int j = 0; j < JOBS; j++) pthread_join(th[j], NULL);
+    printf("stage: streams: %d threads joined\n", JOBS);
     CHECK_OK(memra_device_synchronize(g_dev));
+    printf("stage: streams: device synchronised, comparing\n");
     int ok = atomic_load(&g_bad) == 0, checked = 0;
     for (int j = 0; j < JOBS; j++)
         for (int l = 0; l < L_N; l++)
@@ -406,6 +410,7 @@ int main(int argc, char **argv)
     for (int s = 0; s < STREAMS; s++) CU_CHECK(cu.cuStreamCreate(&g_stream[s], 1 /* CU_STREAM_NON_BLOCKING */));
     printf("device: %s, %d streams\n", memra_device_caps_get(g_dev)->name, STREAMS);
     make_weights();
+    printf("stage: weights prepared (%d lanes)\n", L_N);
     int ok = 1;
     if (strcmp(c, "all") == 0 || strcmp(c, "streams") == 0) ok &= case_streams();
     if (strcmp(c, "all") == 0 || strcmp(c, "graphs") == 0) ok &= case_graphs();
