@@ -87,14 +87,16 @@ static int fake_get_function(void **f, void *m, const char *name)
     *f = g_names[g_n_names++];
     return 0;
 }
+static unsigned g_last_gx, g_last_gy, g_last_bx; /* the grid and block of the last launch */
+static unsigned g_grid_y[16];                     /* each launch's grid.y */
 static void record(void *f, int pdl)
 {
     if (g_n_launched < 16) {
         g_pdl[g_n_launched] = pdl;
+        g_grid_y[g_n_launched] = g_last_gy;
         g_launched[g_n_launched++] = (const char *)f;
     }
 }
-static unsigned g_last_gx, g_last_gy, g_last_bx; /* the grid and block of the last launch */
 static int fake_launch(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
                        unsigned smem, void *s, void **params, void **extra)
 {
@@ -492,20 +494,27 @@ static int case_sm120(const char *so, int cc)
 
 /* gemm_experts of m rows over E experts, n = 300, k = 256, on `lane` (w_format for gemm_kr):
  * the routing kernel (plain) then `kernel` as a dependent launch on a gx x gy grid of 256 threads. */
+/* gemm_experts' launches: the routing kernel, the grouped tile `kernel` on gx x gy, and where
+ * `kernel2` is not NULL the remainder tile on gx x gy2 (both dependent launches). */
 static int experts_launch(mod *m, memra_op lane, memra_format f, int rows, int E, const char *kernel, unsigned gx,
-                          unsigned gy)
+                          unsigned gy, const char *kernel2, unsigned gy2)
 {
     memra_call c = call_of(m);
     memra_gemm_args a = gemm(rows, 300, 256);
     a.w_format = (int32_t)f;
     memra_gemm_experts_args ex = {.struct_size = sizeof ex, .lane = (int32_t)lane, .n_experts = E, .ids = 0x60000000};
     const memra_status st = m->desc->ops->gemm_experts(&c, &a, &ex);
-    const unsigned lx = g_last_gx, ly = g_last_gy, lb = g_last_bx;
+    const unsigned lx = g_last_gx, ly1 = g_grid_y[1], ly2 = g_grid_y[2], lb = g_last_bx;
     char what[64];
     snprintf(what, sizeof what, "gemm_experts m %d E %d", rows, E);
-    int ok = launched(what, st, 2, (const char *[]){"memra_k_experts_route", kernel}, (const int[]){0, 1});
-    const int grid = lx == gx && ly == gy && lb == 256;
-    printf("    %s: grid %u x %u, block %u (want %u x %u, 256)  %s\n", kernel, lx, ly, lb, gx, gy, grid ? "ok" : "FAIL");
+    int ok = launched(what, st, kernel2 ? 3 : 2, (const char *[]){"memra_k_experts_route", kernel, kernel2 ? kernel2 : ""},
+                      (const int[]){0, 1, 1});
+    const int grid = lx == gx && ly1 == gy && (!kernel2 || ly2 == gy2) && lb == 256;
+    printf("    %s: grid %u x %u", kernel, lx, ly1);
+    if (kernel2) printf(", %s: grid %u x %u", kernel2, lx, ly2);
+    printf(", block %u (want %u x %u", lb, gx, gy);
+    if (kernel2) printf(", %u x %u", gx, gy2);
+    printf(", 256)  %s\n", grid ? "ok" : "FAIL");
     return ok && grid;
 }
 
@@ -539,12 +548,12 @@ static int case_mmq(const char *so)
      * tiles, bm from the mean rows per expert (m / E: 12.5 -> 32, 64 -> 64, 128 -> 128); no
      * host read in between (the fake driver has no copies); K-quant experts on their own
      * kernels; other lanes declined */
-    ok &= experts_launch(&m, MEMRA_OP_gemm_q8_0r, 0, 100, 8, "memra_k_experts_q8_0r_mt1", 3, 4 + 8);
-    ok &= experts_launch(&m, MEMRA_OP_gemm_q8_0r, 0, 512, 8, "memra_k_experts_q8_0r_mt2", 3, 8 + 8);
-    ok &= experts_launch(&m, MEMRA_OP_gemm_q8_0r, 0, 1024, 8, "memra_k_experts_q8_0r_mt4", 3, 8 + 8);
-    ok &= experts_launch(&m, MEMRA_OP_gemm_kr, MEMRA_FORMAT_Q4_K, 4096, 128, "memra_k_experts_kr_q4_k_mt1", 3, 128 + 128);
-    ok &= experts_launch(&m, MEMRA_OP_gemm_kr, MEMRA_FORMAT_Q5_K, 512, 8, "memra_k_experts_kr_q5_k_mt2", 3, 8 + 8);
-    ok &= experts_launch(&m, MEMRA_OP_gemm_kr, MEMRA_FORMAT_Q6_K, 1024, 8, "memra_k_experts_kr_q6_k_mt4", 3, 8 + 8);
+    ok &= experts_launch(&m, MEMRA_OP_gemm_q8_0r, 0, 100, 8, "memra_k_experts_q8_0r_mt1", 3, 4 + 8, NULL, 0);
+    ok &= experts_launch(&m, MEMRA_OP_gemm_q8_0r, 0, 512, 8, "memra_k_experts_q8_0r_mt2", 3, 8, "memra_k_experts_q8_0r_mt1", 16);
+    ok &= experts_launch(&m, MEMRA_OP_gemm_q8_0r, 0, 1024, 8, "memra_k_experts_q8_0r_mt4", 3, 8, "memra_k_experts_q8_0r_mt1", 32);
+    ok &= experts_launch(&m, MEMRA_OP_gemm_kr, MEMRA_FORMAT_Q4_K, 4096, 128, "memra_k_experts_kr_q4_k_mt1", 3, 128 + 128, NULL, 0);
+    ok &= experts_launch(&m, MEMRA_OP_gemm_kr, MEMRA_FORMAT_Q5_K, 512, 8, "memra_k_experts_kr_q5_k_mt2", 3, 8, "memra_k_experts_kr_q5_k_mt1", 16);
+    ok &= experts_launch(&m, MEMRA_OP_gemm_kr, MEMRA_FORMAT_Q6_K, 1024, 8, "memra_k_experts_kr_q6_k_mt4", 3, 8, "memra_k_experts_kr_q6_k_mt1", 32);
     memra_gemm_experts_args ex = {.struct_size = sizeof ex, .lane = MEMRA_OP_gemm_f16, .n_experts = 8,
                                   .ids = 0x60000000};
     c = call_of(&m);
@@ -564,14 +573,14 @@ static int case_mmq(const char *so)
     ok &= close_mod(&m, 1);
     /* sm_120's 99 KB: the 128-row grouped tiles do not load, a mean of 128 rows takes 64 */
     if (!open_mod(so, 120, &m)) return 0;
-    ok &= experts_launch(&m, MEMRA_OP_gemm_q8_0r, 0, 1024, 8, "memra_k_experts_q8_0r_mt2", 3, 16 + 8);
-    ok &= experts_launch(&m, MEMRA_OP_gemm_kr, MEMRA_FORMAT_Q6_K, 1024, 8, "memra_k_experts_kr_q6_k_mt2", 3, 16 + 8);
-    ok &= experts_launch(&m, MEMRA_OP_gemm_kr, MEMRA_FORMAT_Q4_K, 100, 8, "memra_k_experts_kr_q4_k_mt1", 3, 4 + 8);
+    ok &= experts_launch(&m, MEMRA_OP_gemm_q8_0r, 0, 1024, 8, "memra_k_experts_q8_0r_mt2", 3, 16, "memra_k_experts_q8_0r_mt1", 16);
+    ok &= experts_launch(&m, MEMRA_OP_gemm_kr, MEMRA_FORMAT_Q6_K, 1024, 8, "memra_k_experts_kr_q6_k_mt2", 3, 16, "memra_k_experts_kr_q6_k_mt1", 16);
+    ok &= experts_launch(&m, MEMRA_OP_gemm_kr, MEMRA_FORMAT_Q4_K, 100, 8, "memra_k_experts_kr_q4_k_mt1", 3, 4 + 8, NULL, 0);
     ok &= close_mod(&m, 1);
     /* MEMRA_MMQ_XE_BM=32 forces the 32-row tile where the mean would take 128 */
     g_xe_bm_knob = "32";
     if (!open_mod(so, 90, &m)) return 0;
-    ok &= experts_launch(&m, MEMRA_OP_gemm_q8_0r, 0, 1024, 8, "memra_k_experts_q8_0r_mt1", 3, 32 + 8);
+    ok &= experts_launch(&m, MEMRA_OP_gemm_q8_0r, 0, 1024, 8, "memra_k_experts_q8_0r_mt1", 3, 32 + 8, NULL, 0);
     g_xe_bm_knob = NULL;
     ok &= close_mod(&m, 1);
     return ok;

@@ -628,7 +628,10 @@ memra_status memra__mmq_accprobe(memra_call *call, memra_accprobe_arm arm, const
  * shapes, E = 8, top-2); >= 48: 64; else 32 (Qwen3-MoE-like, E = 128, top-8:
  * ~32 rows each, three CTAs per SM). Only tiles loaded on the device (their
  * shared memory fits) are candidates: the largest loaded one not above the
- * choice. MEMRA_MMQ_XE_BM=32|64|128 forces it (sweeps, tests; the dense
+ * choice. Above the smallest loaded tile, an expert's rows past its last full
+ * tile go to a second table and a third launch of the smallest tile (32 rows),
+ * so that a tile of 128 wastes at most 31 rows per expert. MEMRA_MMQ_XE_BM=32|64|128
+ * forces one height and one table (sweeps, tests; the dense
  * lanes' MEMRA_MMQ_BM does not apply). The thresholds are a first guess, not
  * fitted on a GPU (no GPU in the session that wrote them). Skewed routing
  * changes only how the table's tiles fall on experts, never the launch. Other
@@ -687,25 +690,46 @@ memra_status memra__mmq_gemm_experts(memra_call *call, const memra_gemm_args *a,
     if (tile < 0) return decline(call, "gemm_experts: no grouped tile fits the device's shared memory");
     const memra__mmq_r3_tile *tl = &memra__mmq_xe_tiles[lane][tile];
     int bm = tl->bm;
-    const int64_t tiles_max = ((int64_t)m + bm - 1) / bm + E;
-    if (tiles_max > 65535) return decline(call, "gemm_experts: more than 65535 row tiles");
+    /* the remainder tile: an expert's rows past its last full tile of bm go to the smallest loaded
+     * tile (second table, second launch), unless MEMRA_MMQ_XE_BM forces one height */
+    int small = -1, bm2 = 0;
+    for (int t = 0; MMQ_K(q)->xe_bm == 0 && t < MMQ_XE_TILES; t++)
+        if (fns[t] != NULL && memra__mmq_xe_tiles[lane][t].bm < bm &&
+            (small < 0 || memra__mmq_xe_tiles[lane][t].bm < memra__mmq_xe_tiles[lane][small].bm))
+            small = t;
+    if (small >= 0) bm2 = memra__mmq_xe_tiles[lane][small].bm;
+    const int64_t tiles_max = bm2 ? (int64_t)m / bm : ((int64_t)m + bm - 1) / bm + E;
+    const int64_t tiles2_full = (int64_t)E * ((bm - 1 + bm2 - 1) / (bm2 ? bm2 : 1));
+    const int64_t tiles2_max = !bm2 ? 0 : tiles2_full < ((int64_t)m + bm2 - 1) / bm2 + E ? tiles2_full
+                                                                                       : ((int64_t)m + bm2 - 1) / bm2 + E;
+    if (tiles_max > 65535 || tiles2_max > 65535) return decline(call, "gemm_experts: more than 65535 row tiles");
     /* each expert's operand must be 16-byte aligned too (cp.async): the
      * core's tables and memra check's are; the table itself is read as 8-byte words */
     if (!aligned(a->x, 16) || !aligned(a->w, 8))
         return decline(call, "gemm_experts: needs 16-byte aligned q8_1 records and an 8-byte aligned expert table");
     const size_t b_off = up16(((size_t)E + 1) * 4), b_perm = up16((size_t)m * 4), b_tiles = up16((size_t)tiles_max * 8);
+    const size_t b_tiles2 = up16((size_t)tiles2_max * 8);
     memra_dptr p = 0;
-    st = q->host->scratch_get(call, MEMRA__MMQ_SLOT_ROUTE, b_off + b_perm + b_tiles + 16, &p);
+    st = q->host->scratch_get(call, MEMRA__MMQ_SLOT_ROUTE, b_off + b_perm + b_tiles + b_tiles2 + 32, &p);
     if (st != MEMRA_STATUS_OK) return st;
-    memra_dptr offsets = p, perm = p + b_off, tiles = perm + b_perm, ntiles = tiles + b_tiles;
+    memra_dptr offsets = p, perm = p + b_off, tiles = perm + b_perm, tiles2 = tiles + b_tiles;
+    memra_dptr ntiles = tiles2 + b_tiles2, ntiles2 = ntiles + 16;
     memra_dptr ids = ex->ids, w = a->w, x = a->x, y = y_base(a);
     int mm = m, ee = E, nn = n, kk = k;
     long long ldy = a->ldy;
     float alpha = a->alpha;
     st = launch_n(q, MMQ_K(q)->experts_route, "memra_k_experts_route", 1, 1, 1024, 0, call->stream,
-                  (void *[]){&ids, &mm, &ee, &bm, &offsets, &perm, &tiles, &ntiles});
+                  (void *[]){&ids, &mm, &ee, &bm, &offsets, &perm, &tiles, &ntiles, &bm2, &tiles2, &ntiles2});
     if (st != MEMRA_STATUS_OK) return st;
-    return launch_pdl_k(q, &kn, fns[tile], tl->kernel, (unsigned)((n + 127) / 128), (unsigned)tiles_max, 1,
-                        MMQ_THREADS, tl->smem, call->stream,
-                        (void *[]){&w, &x, &mm, &nn, &kk, &offsets, &perm, &tiles, &ntiles, &y, &ldy, &alpha});
+    if (tiles_max > 0) /* (with a remainder table and m < bm there is no full tile) */
+        st = launch_pdl_k(q, &kn, fns[tile], tl->kernel, (unsigned)((n + 127) / 128), (unsigned)tiles_max, 1,
+                          MMQ_THREADS, tl->smem, call->stream,
+                          (void *[]){&w, &x, &mm, &nn, &kk, &offsets, &perm, &tiles, &ntiles, &y, &ldy, &alpha});
+    if (st != MEMRA_STATUS_OK || !bm2) return st;
+    /* the remainders write other rows of y than the full tiles; a dependent of the full tiles'
+     * launch, whose griddepcontrol.wait orders it after that grid and so after the routing */
+    const memra__mmq_r3_tile *t2 = &memra__mmq_xe_tiles[lane][small];
+    return launch_pdl_k(q, &kn, fns[small], t2->kernel, (unsigned)((n + 127) / 128), (unsigned)tiles2_max, 1,
+                        MMQ_THREADS, t2->smem, call->stream,
+                        (void *[]){&w, &x, &mm, &nn, &kk, &offsets, &perm, &tiles2, &ntiles2, &y, &ldy, &alpha});
 }
