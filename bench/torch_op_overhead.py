@@ -189,7 +189,7 @@ def main():
     receipt = {
         "format": "memra-bench", "version": 3, "mode": "python", "memra": memra.version(), "commit": commit(),
         "host": socket.gethostname(), "timestamp": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "device": {"name": gpu_name, "profile": dev.profile, "cc": dev.cc},
+        "device": {"name": gpu_name, "profile": dev.profile, "cc": dev.cc}, "driver_version": rt.driver_version,
         "sheet": "torch-op-overhead", "m": a.m, "batch": a.calls, "reps": a.batches,
         "clocks": {"timer": "perf_counter (host wall time per call, synchronized per batch)"},
         "shapes": [{"shape": "%d->%d" % (a.k, a.n), "in_f": a.k, "out_f": a.n, "m": a.m, "flops": flops,

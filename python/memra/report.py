@@ -192,6 +192,23 @@ def rows_of(d, path):
                                      op=a.get("op") or "-", median_ms=med, tflops=_tflops(s.get("flops"), med),
                                      ratio=_ratio(raw.get("median_ms"), med) if raw else None, valid=True,
                                      spread=_spread(a, med)))
+    elif fmt == "memra-bench-moe":
+        # memra bench moe (issue 30): per (sheet, projection, routing) the grouped call and the loop of
+        # per-expert calls; ratio = loop time / grouped time for the grouped row (the loop is the baseline)
+        if d.get("version") != 1:
+            raise ReceiptError("%s: memra-bench-moe version %r is newer than this report reads (1)" % (path, d.get("version")))
+        if d.get("complete") is False:
+            raise ReceiptError("%s: an incomplete memra-bench-moe receipt" % path)
+        for r in d.get("rows", []):
+            shape = "%s %s %s->%s %s" % (r.get("sheet", "-"), r.get("proj", "-"), r.get("in_f"), r.get("out_f"),
+                                         r.get("routing", "-"))
+            for arm, key in (("grouped", "grouped"), ("loop", "loop")):
+                med = r.get(key + "_ms")
+                a = {"times_ms": r.get(key + "_times_ms") or []}
+                rows.append(dict(common, sheet="moe %s" % d.get("weight_format", "-"), m=r.get("m"), shape=shape,
+                                 arm="%s (%s)" % (arm, r.get(key + "_lane", "-")), op="gemm_experts" if arm == "grouped"
+                                 else "loop", median_ms=med, tflops=_tflops(r.get("flops"), med),
+                                 ratio=_ratio(r.get("loop_ms"), med), valid=True, spread=_spread(a, med)))
     elif fmt == "memra-bench-accprobe":
         for s in d.get("shapes", []):
             shape = "%s->%s" % (s.get("in_f"), s.get("out_f"))
@@ -224,7 +241,7 @@ def rows_of(d, path):
                                  valid=bool(a.get("ok", True)), spread=_spread(a, med)))
     else:
         raise ReceiptError("%s: format %r is not a receipt this report reads (memra-bench, memra-bench-raw, "
-                           "memra-bench-accprobe, memra-tune)" % (path, fmt))
+                           "memra-bench-accprobe, memra-bench-moe, memra-tune)" % (path, fmt))
     return rows
 
 

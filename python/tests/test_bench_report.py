@@ -126,7 +126,9 @@ def test_report_reads_every_committed_receipt():
         assert rows, p
         d = json.load(open(p))
         for r in rows:
-            assert r["gpu"] == "NVIDIA H200" and r["driver"] == "13.0" and r["memra"] == "0.1.0"
+            assert r["gpu"] == "NVIDIA H200" and r["memra"] == "0.1.0"
+            # (the first torch-op receipts, run p2, were written before the script recorded the driver)
+            assert r["driver"] == "13.0" or (d.get("mode") == "python" and "driver_version" not in d), (p, r["driver"])
             if d.get("version", 1) == 1:
                 assert r["commit"] == "-" and r["machine"] == "-"  # version 1 has neither
             else:
