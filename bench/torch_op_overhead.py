@@ -2,7 +2,7 @@
 """The host cost per call of memra's torch paths at tiny shapes, where the host is the bound.
 
     python3 bench/torch_op_overhead.py [--m 16] [--n 256] [--k 256] [--format q8_0] [--calls 2000]
-                                       [--batches 15] [--json FILE] [--device 0]
+                                       [--batches 15] [--json FILE] [--device 0] [--host] [--stub]
 
 On a GPU (torch CUDA tensors, torch's current stream), one weight [n x k] and
 one activation [m x k], the arms are timed interleaved (the starting arm
@@ -16,6 +16,8 @@ issue rate is what is measured). Medians and quartiles over the batches.
   fast       memra.torch_op.matmul(w, x, out=y): the eager path of the op's module
   op_out     torch.ops.memra.matmul_out(x, wid, y, 1.0): the custom op through torch's dispatcher
   op         torch.ops.memra.matmul(x, wid, n): the functional op (allocates y)
+  op_noop    a custom op of matmul_out's schema whose Python kernel does nothing: the
+             dispatcher's own cost, the floor under op_out and op
   matmul     memra.matmul(w, x, out=y): the general wrapper (every check each call)
   torch_mm   torch.mm(x, wt, out=y): a tiny f32 GEMM of the same shape, for scale
 
@@ -24,6 +26,11 @@ Before timing, every memra arm's result is compared with the bound call's
 a CUDA graph capture of torch.ops.memra.matmul_out are run and checked; the
 receipt (memra-bench version 3, mode "python", baseline "bound") records them
 and the target: each op path at most 3 us per call above "bound".
+
+--host runs it on CPU tensors and the host device (the figures include the host
+GEMM). --stub then swaps memra_matmul_ex, after the checks, for a C function
+that returns at once (built with the C compiler, $CC or cc): every arm's
+figure is its Python and torch cost alone, which is what the target is about.
 """
 
 import argparse
@@ -67,6 +74,21 @@ def commit():
         return "unknown"
 
 
+def stub_matmul_ex():
+    """A C function of memra_matmul_ex's signature that returns 0 at once, as a ctypes function."""
+    import ctypes
+    import tempfile
+    d = tempfile.mkdtemp(prefix="memra-stub-")
+    src, so = os.path.join(d, "stub.c"), os.path.join(d, "stub.so")
+    with open(src, "w") as f:
+        f.write("int memra_bench_stub(void *d, void *w, void *a) { (void)d; (void)w; (void)a; return 0; }\n")
+    subprocess.run([os.environ.get("CC", "cc"), "-O2", "-shared", "-fPIC", "-o", so, src], check=True, timeout=120)
+    fn = ctypes.CDLL(so).memra_bench_stub
+    fn.restype = ctypes.c_int
+    fn.argtypes = (ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p)
+    return fn
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--m", type=int, default=16)
@@ -79,6 +101,8 @@ def main():
     ap.add_argument("--json", default=None, help="write the receipt here ('-': stdout)")
     ap.add_argument("--host", action="store_true",
                     help="a dry run on CPU tensors and the host device (no CUDA graph; the figures mean nothing)")
+    ap.add_argument("--stub", action="store_true",
+                    help="time the arms with memra_matmul_ex replaced by a C no-op (the host cost around the call)")
     a = ap.parse_args()
     cuda = not a.host
     if cuda and not torch.cuda.is_available():
@@ -109,11 +133,17 @@ def main():
     def bound():
         fn(dh, wh, pa)
 
+    probe = torch.library.Library("memra_bench", "DEF")  # the dispatcher's floor: matmul_out's schema, no work
+    probe.define("noop(Tensor x, int weight, Tensor(a!) out, float alpha=1.0) -> ()")
+    for key in ("CPU", "CUDA"):
+        probe.impl("noop", lambda x, weight, out, alpha=1.0: None, key)
+
     arms = {
         "bound": bound,
         "fast": lambda: mt.matmul(w, x, out=y),
         "op_out": lambda: torch.ops.memra.matmul_out(x, wid, y, 1.0),
         "op": lambda: torch.ops.memra.matmul(x, wid, a.n),
+        "op_noop": lambda: torch.ops.memra_bench.noop(x, wid, y, 1.0),
         "matmul": lambda: memra.matmul(w, x, out=y),
         "torch_mm": lambda: torch.mm(x, wkn, out=y),
     }
@@ -154,6 +184,10 @@ def main():
     except Exception as e:
         checks["cuda_graph"] = "failed: %s: %s" % (type(e).__name__, str(e)[:300])
 
+    if a.stub:
+        fn = stub_matmul_ex()
+        memra._core.lib.memra_matmul_ex = fn  # memra.matmul's entry point
+        mt._matmul_ex = fn                    # the op kernels'
     names = list(arms)
     per = {n: [] for n in names}
     for f in arms.values():  # warm-up
@@ -175,6 +209,8 @@ def main():
     over = {n: med[n] - med["bound"] for n in names if n != "bound"}
     ok = {n: over[n] <= TARGET_US for n in ("fast", "op_out", "op")}
     gpu_name = torch.cuda.get_device_name(a.device) if cuda else "host (dry run)"
+    if a.stub:
+        gpu_name += ", memra_matmul_ex stubbed"
     print("memra torch op overhead on %s (torch %s, memra %s): %d x %d x %d %s, %d calls x %d batches"
           % (gpu_name, torch.__version__, memra.version(), a.m, a.n, a.k, a.format,
              a.calls, a.batches))

@@ -2,7 +2,7 @@
 
     import torch, memra, memra.torch_op as mt       # importing memra.torch_op registers the ops
     w = memra.Weight.from_array(rt, a, "q8_0")       # prepared for the device x lives on
-    y = mt.matmul(w, x)                              # eager: the bound fast path; compiled: the op
+    y = mt.matmul(w, x)                              # eager: the kernel without the dispatcher; compiled: the op
     mt.matmul(w, x, out=y)                           # into a preallocated output (no allocation)
     f = torch.compile(lambda x: mt.matmul(w, x), fullgraph=True)
 
@@ -17,31 +17,48 @@ CUDA kernel runs on torch's current stream, so it is captured into a CUDA
 graph like any torch kernel (reserve the capture stream's scratch first:
 ``Device.reserve_stream``, README "Threads, streams and scratch").
 
-The per-call cost: the first call for a (weight, device) goes through
-:func:`memra.calls.matmul_args` (every check) and keeps the argument
-structure; later calls only check x's dtype, contiguity and width, write the
-two pointers, the row count and the stream into that structure and call
-memra_matmul_ex through ctypes. :func:`matmul` in eager mode takes that path
-directly (no dispatcher); under torch.compile it emits the op.
-bench/torch_op_overhead.py measures the host time per call of each path
-beside the bound-arguments C call and a tiny torch.mm.
+The per-call cost: the first call of a signature (weight, device, x's shape
+and dtype, out's shape and dtype, alpha, calling thread) goes through
+:func:`memra.calls.matmul_args` (every check: dtype, size, layout, device,
+writability, each error naming the argument; alpha 0 is refused, as
+memra.matmul does) and keeps the argument structure it built under that
+signature. A later call with the same signature checks what the signature
+cannot vouch for (both tensors' contiguity, out's device, the weight neither
+closed nor collected), writes the two pointers and torch's current stream
+into the kept structure and calls memra_matmul_ex through ctypes; any other
+call takes the checked path again. The thread is in the signature because
+ctypes lets go of the GIL during the call: two threads never share a
+structure. :func:`matmul` in eager mode calls the kernels directly (no
+dispatcher); under torch.compile it emits the op. bench/torch_op_overhead.py
+measures the host time per call of each path beside the bound-arguments C
+call, a no-op custom op (the dispatcher's own cost) and a tiny torch.mm.
 
 Importing this module imports torch; ``import memra`` alone never does.
 """
 
 import ctypes
 import weakref
+from threading import get_ident as _thread
 
 import torch
 
 from . import _core
-from . import _structs as S
 from ._core import bad
 
 __all__ = ["matmul", "weight_id", "registered", "Linear"]
 
 _WEIGHTS = {}  # weight id -> weakref to the memra.Weight
-_BOUND = {}    # (weight id, torch device index, -1 = CPU) -> _Bound
+# The argument structures the kernels reuse, one per call signature seen, each
+# made by memra.calls.matmul_args (every check) when that signature first came:
+#   _OUTS: (weight id, x's device index [-1 = CPU], x.shape, x.dtype, out.shape, out.dtype, alpha, thread)
+#          -> (memra_matmul_args, its byref, device index, device handle, weight handle, weakref to the weight)
+#   _NEWS: (weight id, x's device index, x.shape, x.dtype, out_f, alpha, thread) -> the same + (y's shape,
+#          x is float32)
+# What a key cannot vouch for is checked on every call: contiguity, out's
+# device, and that the weight is still alive (not closed, not collected).
+_OUTS = {}
+_NEWS = {}
+_CACHE_MAX = 256  # signatures kept per table (a serving loop sees one per batch size)
 
 
 def weight_id(w):
@@ -54,8 +71,9 @@ def weight_id(w):
     old = _WEIGHTS.get(h)
     if old is None or old() is not w:
         # a new weight at an address an earlier (destroyed) one had: forget what was bound to that one
-        for key in [k for k in _BOUND if k[0] == h]:
-            del _BOUND[key]
+        for table in (_OUTS, _NEWS):
+            for key in [k for k in table if k[0] == h]:
+                del table[key]
     _WEIGHTS[h] = weakref.ref(w)
     w._memra_tid = h  # what matmul reads while torch.compile traces it
     return h
@@ -73,74 +91,109 @@ def _weight(wid):
 
 
 _get_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+_matmul_ex = None  # memra_matmul_ex, declared by _declare_matmul_ex when the first signature is kept
 
 
-def _current_stream(index):
-    if _get_stream is not None:
-        return _get_stream(index) or None
-    return torch.cuda.current_stream(index).cuda_stream or None
+def _declare_matmul_ex():
+    """memra_matmul_ex as its own function object, its argument structure a void *:
+    the kernels pass a byref kept beside each structure, so a call converts two
+    ints and nothing else. Made on first use: importing this module loads no library."""
+    global _matmul_ex
+    if _matmul_ex is None:
+        lib = _core.load()
+        fn = lib._FuncPtr(("memra_matmul_ex", lib))
+        fn.restype = ctypes.c_int
+        fn.argtypes = (ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p)
+        _matmul_ex = fn
 
 
-class _Bound:
-    """One (weight, device)'s memra_matmul_args, reused call after call."""
-
-    __slots__ = ("wref", "dev_h", "w_h", "args", "pargs", "in_f", "out_f", "fn", "index", "cuda")
-
-    def __init__(self, w, x, out):
-        from .calls import matmul_args
-        dev, args, _ = matmul_args(w, x, out=out)  # every check, once
-        self.wref = weakref.ref(w)  # the cache never keeps a weight (and its device memory) alive
-        self.dev_h = dev.handle
-        self.w_h = w.handle
-        self.args = args
-        self.pargs = ctypes.pointer(args)
-        self.in_f, self.out_f = w.in_f, w.out_f
-        self.fn = _core.lib.memra_matmul_ex
-        self.index = x.get_device()
-        self.cuda = self.index >= 0
+def _not_tensor(what, t):
+    return bad("memra::matmul", "%s must be a torch tensor (got %s; memra.matmul takes numpy arrays)"
+               % (what, type(t).__name__))
 
 
-def _bound(wid, x, out):
-    key = (wid, x.get_device())
-    b = _BOUND.get(key)
-    if b is None or getattr(b.wref(), "_h", None) != wid:  # unbound, or its weight was destroyed since
-        b = _Bound(_weight(wid), x, out)
-        _BOUND[key] = b
-    return b
+def _slow(wid, x, out, out_f, alpha):
+    """Every check (memra.calls.matmul_args, and the op's own: out holds exactly
+    x's rows), then the call; the argument structure is kept under the call's
+    signature so the next call like it takes the kernels' short path.
+    out None: the functional op (allocates y [..., out_f]). Returns y."""
+    from .calls import matmul_args
+    w = _weight(wid)
+    if not isinstance(x, torch.Tensor):
+        raise _not_tensor("x", x)
+    if out is not None and not isinstance(out, torch.Tensor):
+        raise _not_tensor("out", out)
+    if out is None and out_f != w.out_f:
+        raise bad("memra::matmul", "out_f is %d but the weight has out_f %d" % (out_f, w.out_f))
+    if x.dtype is not _F32 and x.dtype is not _F16:
+        raise bad("memra::matmul", "x must be float32 (or float16), got %s" % x.dtype)
+    if not x.is_contiguous():
+        raise bad("memra::matmul", "x must be contiguous (strides %s for shape %s)"
+                  % (tuple(x.stride()), tuple(x.shape)))
+    if out is not None:
+        if out.get_device() != x.get_device():
+            raise bad("memra::matmul", "out is on %s but x is on %s" % (out.device, x.device))
+        if not out.is_contiguous() or out.dim() < 1 or out.numel() * w.in_f != x.numel() * w.out_f:
+            raise bad("memra::matmul", "out must be a contiguous float32 [..., %d] tensor matching x's rows, got "
+                                       "%s %s (strides %s)" % (w.out_f, out.dtype, tuple(out.shape),
+                                                              tuple(out.stride())))
+    dev, args, y = matmul_args(w, x, out=out, alpha=alpha)  # dtype, size, layout, device, writability; errors name it
+    _declare_matmul_ex()
+    i = x.get_device()
+    ref = ctypes.byref(args)
+    entry = (args, ref, i, dev.handle, w.handle, weakref.ref(w))  # a weakref: the cache keeps no weight alive
+    table = _OUTS if out is not None else _NEWS
+    if len(table) >= _CACHE_MAX:
+        table.clear()
+    if out is not None:
+        table[(wid, i, x.shape, x.dtype, out.shape, out.dtype, alpha, _thread())] = entry
+    else:
+        table[(wid, i, x.shape, x.dtype, out_f, alpha, _thread())] = entry + (tuple(y.shape), x.dtype is _F32)
+    st = _matmul_ex(entry[3], entry[4], ref)
+    if st != 0:
+        raise _core.fail("memra_matmul_ex", st)
+    return y
 
 
 _F32, _F16 = torch.float32, torch.float16
-
-
-def _run(wid, x, out, alpha):
-    """The kernel of both ops: x [..., in_f] -> out [..., out_f] (float32, contiguous)."""
-    b = _bound(wid, x, out)
-    if (x.dtype is not _F32 and x.dtype is not _F16) or not x.is_contiguous() or x.shape[-1] != b.in_f:
-        raise bad("memra::matmul", "x must be a contiguous float32 (or float16) [..., %d] tensor, got %s %s"
-                  % (b.in_f, x.dtype, tuple(x.shape)))
-    if out.dtype is not _F32 or not out.is_contiguous() or out.numel() * b.in_f != x.numel() * b.out_f:
-        raise bad("memra::matmul", "out must be a contiguous float32 [..., %d] tensor matching x's rows, got %s %s"
-                  % (b.out_f, out.dtype, tuple(out.shape)))
-    a = b.args
-    a.x = x.data_ptr()
-    a.y = out.data_ptr()
-    a.m = x.numel() // b.in_f
-    a.x_is_f16 = x.dtype is _F16
-    a.alpha = alpha
-    a.stream = _current_stream(b.index) if b.cuda else None
-    st = b.fn(b.dev_h, b.w_h, b.pargs)
-    if st != 0:
-        raise _core.fail("memra_matmul_ex", st)
-
-
-def _matmul_kernel(x, weight, out_f, alpha=1.0):
-    out = torch.empty(tuple(x.shape[:-1]) + (out_f,), dtype=_F32, device=x.device)
-    _run(weight, x, out, alpha)
-    return out
+_Tensor = torch.Tensor
 
 
 def _matmul_out_kernel(x, weight, out, alpha=1.0):
-    _run(weight, x, out, alpha)
+    """matmul_out's CPU and CUDA kernel: out [..., out_f] = alpha * x [..., in_f] . W^T."""
+    e = _OUTS.get((weight, x.get_device(), x.shape, x.dtype, out.shape, out.dtype, alpha, _thread()))
+    if e is not None:
+        a, ref, i, dh, wh, wref = e
+        w = wref()
+        if out.get_device() == i and x.is_contiguous() and out.is_contiguous() and w is not None and w._h == weight:
+            a.x = x.data_ptr()
+            a.y = out.data_ptr()
+            if i >= 0:
+                a.stream = _get_stream(i)
+            st = _matmul_ex(dh, wh, ref)
+            if st:
+                raise _core.fail("memra_matmul_ex", st)
+            return
+    _slow(weight, x, out, -1, alpha)
+
+
+def _matmul_kernel(x, weight, out_f, alpha=1.0):
+    """matmul's CPU and CUDA kernel: a new float32 [..., out_f] = alpha * x [..., in_f] . W^T."""
+    e = _NEWS.get((weight, x.get_device(), x.shape, x.dtype, out_f, alpha, _thread()))
+    if e is not None:
+        a, ref, i, dh, wh, wref, ys, f32 = e
+        w = wref()
+        if x.is_contiguous() and w is not None and w._h == weight:
+            y = x.new_empty(ys) if f32 else x.new_empty(ys, dtype=_F32)  # on x's device
+            a.x = x.data_ptr()
+            a.y = y.data_ptr()
+            if i >= 0:
+                a.stream = _get_stream(i)
+            st = _matmul_ex(dh, wh, ref)
+            if st:
+                raise _core.fail("memra_matmul_ex", st)
+            return y
+    return _slow(weight, x, None, out_f, alpha)
 
 
 _LIB = torch.library.Library("memra", "DEF")
@@ -168,10 +221,11 @@ _compiling = getattr(getattr(torch, "compiler", None), "is_compiling", None) or 
 
 def matmul(w, x, out=None, alpha=1.0):
     """y = alpha * x . W^T for a torch tensor x (CUDA: on torch's current
-    stream; CPU: the host device). Eager: the bound fast path; under
-    torch.compile: ``torch.ops.memra.matmul`` / ``matmul_out`` (the weight must
-    be registered first: weight_id(w), an eager call, or a :class:`Linear`).
-    Returns out."""
+    stream; CPU: the host device). Eager: the ops' kernels called directly (no
+    dispatcher); a tensor subclass (a Parameter, a fake tensor) goes through
+    the op. Under torch.compile: ``torch.ops.memra.matmul`` / ``matmul_out``
+    (the weight must be registered first: weight_id(w), an eager call, or a
+    :class:`Linear`). Returns out."""
     if _compiling():
         # set by weight_id (a Linear, or an eager call, made it): a trace cannot register
         wid = getattr(w, "_memra_tid", None)
@@ -185,14 +239,25 @@ def matmul(w, x, out=None, alpha=1.0):
     if wid is None or wid != w._h:
         wid = weight_id(w)
     if out is None:
-        out = torch.empty(tuple(x.shape[:-1]) + (w.out_f,), dtype=_F32, device=x.device)
-    _run(wid, x, out, alpha)
+        if type(x) is _Tensor:
+            return _matmul_kernel(x, wid, w.shape[0], alpha)
+        if not isinstance(x, _Tensor):
+            raise _not_tensor("x", x)
+        return torch.ops.memra.matmul(x, wid, w.out_f, alpha)  # a subclass (a Parameter, a fake tensor): the op
+    if type(x) is _Tensor and type(out) is _Tensor:
+        _matmul_out_kernel(x, wid, out, alpha)
+        return out
+    for what, t in (("x", x), ("out", out)):
+        if not isinstance(t, _Tensor):
+            raise _not_tensor(what, t)
+    torch.ops.memra.matmul_out(x, wid, out, alpha)
     return out
 
 
 class Linear(torch.nn.Module):
     """A projection y = x . W^T served by memra: forward is ``torch.ops.memra.matmul``
-    (so torch.compile(fullgraph=True) and CUDA graphs see one op). Keeps `w` alive."""
+    (so torch.compile(fullgraph=True) and CUDA graphs see one op; in eager mode a plain
+    tensor goes to the op's kernel without the dispatcher). Keeps `w` alive."""
 
     def __init__(self, w, alpha=1.0):
         super().__init__()
@@ -202,7 +267,9 @@ class Linear(torch.nn.Module):
         self.alpha = float(alpha)
 
     def forward(self, x):
-        return torch.ops.memra.matmul(x, self.wid, self.out_features, self.alpha)
+        if not _compiling() and type(x) is _Tensor:
+            return _matmul_kernel(x, self.wid, self.out_features, self.alpha)
+        return torch.ops.memra.matmul(x, self.wid, self.out_features, self.alpha)  # traced, a subclass, an fx proxy
 
     def extra_repr(self):
         return "in_features=%d, out_features=%d, memra=%r" % (self.in_features, self.out_features, self.weight_memra)

@@ -100,8 +100,9 @@ def test_compile_fullgraph_traces_the_op(lin, rng):
 
 
 def test_overhead_benchmark_dry_run(tmp_path):
-    """bench/torch_op_overhead.py --host: every arm agrees with the bound call, the compiled graph is
-    checked, and the receipt is one the report reads (the figures themselves are the H200's to give)."""
+    """bench/torch_op_overhead.py --host --stub: every arm agrees with the bound call (checked before
+    the stub goes in), the compiled graph is checked, and the receipt is one the report reads (the
+    figures themselves are the H200's to give)."""
     import json
     import os
     import subprocess
@@ -109,16 +110,17 @@ def test_overhead_benchmark_dry_run(tmp_path):
     from conftest import REPO
     out = tmp_path / "tov.json"
     r = subprocess.run([sys.executable, os.path.join(REPO, "bench", "torch_op_overhead.py"), "--host", "--calls", "20",
-                        "--batches", "3", "--n", "64", "--k", "64", "--json", str(out)],
+                        "--batches", "3", "--n", "64", "--k", "64", "--stub", "--json", str(out)],
                        capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stdout + r.stderr
     d = json.load(open(out))
     c = d["torch_op"]["checks"]
     assert all(c[k] is True for k in c if k != "cuda_graph"), c
-    assert {a["arm"] for a in d["shapes"][0]["arms"]} == {"bound", "fast", "op_out", "op", "matmul", "torch_mm"}
+    assert {a["arm"] for a in d["shapes"][0]["arms"]} == {"bound", "fast", "op_out", "op", "op_noop", "matmul",
+                                                           "torch_mm"}
     from memra import report
     rows = report.load(str(out))
-    assert len(rows) == 6 and [x for x in rows if x["arm"] == "bound"][0]["ratio"] == 1.0
+    assert len(rows) == 7 and [x for x in rows if x["arm"] == "bound"][0]["ratio"] == 1.0
 
 
 def test_a_destroyed_weight_is_not_called(rt, rng):
@@ -132,3 +134,111 @@ def test_a_destroyed_weight_is_not_called(rt, rng):
     with pytest.raises(memra.InvalidArgumentError) as e:
         torch.ops.memra.matmul(x, wid, 16)
     assert "no live memra.Weight" in str(e.value)
+
+
+def test_a_kept_signature_still_checks_layout_and_liveness(lin, rng):
+    """The second call of a signature takes the short path: it must still refuse a non-contiguous
+    tensor of the same shape, a closed weight, and alpha = 0, and give the checked path's errors."""
+    wid = mt.weight_id(lin)
+    x = torch.from_numpy(rng.uniform(-2, 2, (3, 64)).astype(np.float32))
+    ref = memra.matmul(lin, x.numpy())
+    out = torch.empty(3, 48)
+    for _ in range(2):  # the first call keeps the signature, the second uses it
+        torch.ops.memra.matmul_out(x, wid, out)
+        assert np.array_equal(out.numpy(), ref)
+        assert np.array_equal(torch.ops.memra.matmul(x, wid, 48).numpy(), ref)
+    xt = torch.zeros(64, 3).t()  # shape (3, 64) like x, not contiguous
+    with pytest.raises(memra.InvalidArgumentError) as e:
+        torch.ops.memra.matmul_out(xt, wid, out)
+    assert "contiguous" in str(e.value)
+    with pytest.raises(memra.InvalidArgumentError):
+        torch.ops.memra.matmul(xt, wid, 48)
+    with pytest.raises(memra.InvalidArgumentError):
+        torch.ops.memra.matmul_out(x, wid, torch.empty(48, 3).t())  # out not contiguous
+    with pytest.raises(memra.InvalidArgumentError) as e:
+        torch.ops.memra.matmul_out(x, wid, out, 0.0)
+    assert "alpha" in str(e.value)
+    with pytest.raises(memra.InvalidArgumentError) as e:
+        torch.ops.memra.matmul(x, wid, 47)  # out_f is the weight's
+    assert "out_f" in str(e.value)
+    with pytest.raises(memra.InvalidArgumentError) as e:
+        torch.ops.memra.matmul_out(x, wid, torch.empty(3, 48, dtype=torch.float64))
+    assert "float32" in str(e.value)
+    with pytest.raises(memra.InvalidArgumentError):
+        torch.ops.memra.matmul_out(x, wid, torch.empty(1, 3, 48))  # same elements, not x's rows
+    lin.close()
+    with pytest.raises(memra.InvalidArgumentError) as e:
+        torch.ops.memra.matmul_out(x, wid, out)
+    assert "no live memra.Weight" in str(e.value)
+    with pytest.raises(memra.InvalidArgumentError):
+        mt.matmul(lin, x, out=out)
+
+
+def test_eager_path_takes_tensors_only_and_subclasses_through_the_op(lin, rng):
+    x = rng.uniform(-2, 2, (2, 64)).astype(np.float32)
+    ref = memra.matmul(lin, x)
+    with pytest.raises(memra.InvalidArgumentError) as e:
+        mt.matmul(lin, x)  # a numpy array: memra.matmul's job
+    assert "x must be a torch tensor" in str(e.value)
+    with pytest.raises(memra.InvalidArgumentError) as e:
+        mt.matmul(lin, torch.from_numpy(x), out=np.empty((2, 48), np.float32))
+    assert "out must be a torch tensor" in str(e.value)
+    p = torch.nn.Parameter(torch.from_numpy(x), requires_grad=False)
+    assert np.array_equal(mt.matmul(lin, p).numpy(), ref)
+    y = torch.empty(2, 48)
+    assert mt.matmul(lin, p, out=y) is y and np.array_equal(y.numpy(), ref)
+    # float16 activations: their own signature, bit for bit memra.matmul's
+    x16 = torch.from_numpy(x).half()
+    ref16 = memra.matmul(lin, x16.numpy())
+    for _ in range(2):
+        assert np.array_equal(mt.matmul(lin, x16).numpy(), ref16)
+        mt.matmul(lin, x16, out=y)
+        assert np.array_equal(y.numpy(), ref16)
+
+
+def test_two_weights_of_one_shape_keep_their_own_arguments(rt, rng):
+    ws = [memra.Weight.from_array(rt, rng.uniform(-0.5, 0.5, (16, 32)).astype(np.float32), "f32") for _ in range(2)]
+    x = torch.from_numpy(rng.uniform(-2, 2, (4, 32)).astype(np.float32))
+    refs = [memra.matmul(w, x.numpy()) for w in ws]
+    for _ in range(2):
+        for w, ref in zip(ws, refs):
+            assert np.array_equal(mt.matmul(w, x).numpy(), ref)
+            assert np.array_equal(torch.ops.memra.matmul(x, mt.weight_id(w), 16).numpy(), ref)
+
+
+def test_linear_eager_and_fx(lin, rng):
+    """Linear: eager calls the kernel, an fx trace records the op (not a Python call into it)."""
+    x = torch.from_numpy(rng.uniform(-2, 2, (3, 64)).astype(np.float32))
+    ref = memra.matmul(lin, x.numpy())
+    mod = mt.Linear(lin)
+    for _ in range(2):
+        assert np.array_equal(mod(x).numpy(), ref)
+    gm = torch.fx.symbolic_trace(mod)
+    assert any(n.target is torch.ops.memra.matmul for n in gm.graph.nodes if n.op == "call_function")
+    assert np.array_equal(gm(x).numpy(), ref)
+
+
+def test_threads_do_not_share_an_argument_structure(lin, rng):
+    """ctypes lets go of the GIL during memra_matmul_ex: two threads calling with one signature
+    each keep their own structure, so neither reads the other's pointers."""
+    import threading
+    wid = mt.weight_id(lin)
+    xs = [torch.from_numpy(rng.uniform(-2, 2, (4, 64)).astype(np.float32)) for _ in range(2)]
+    refs = [memra.matmul(lin, x.numpy()) for x in xs]
+    bad_calls = []
+
+    def work(j):
+        out = torch.empty(4, 48)
+        for _ in range(300):
+            torch.ops.memra.matmul_out(xs[j], wid, out)
+            if not np.array_equal(out.numpy(), refs[j]):
+                bad_calls.append(j)
+            if not np.array_equal(mt.matmul(lin, xs[j]).numpy(), refs[j]):
+                bad_calls.append(j)
+
+    ts = [threading.Thread(target=work, args=(j,)) for j in range(2)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    assert not bad_calls
