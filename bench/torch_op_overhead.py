@@ -3,6 +3,7 @@
 
     python3 bench/torch_op_overhead.py [--m 16] [--n 256] [--k 256] [--format q8_0] [--calls 2000]
                                        [--batches 15] [--json FILE] [--device 0] [--host] [--stub]
+                                       [--clock wall|thread]
 
 On a GPU (torch CUDA tensors, torch's current stream), one weight [n x k] and
 one activation [m x k], the arms are timed interleaved (the starting arm
@@ -31,6 +32,8 @@ and the target: each op path at most 3 us per call above "bound".
 GEMM). --stub then swaps memra_matmul_ex, after the checks, for a C function
 that returns at once (built with the C compiler, $CC or cc): every arm's
 figure is its Python and torch cost alone, which is what the target is about.
+--clock thread times with this thread's CPU time instead of the wall clock:
+steady on a machine busy with other work (a CPU-only --host --stub run).
 """
 
 import argparse
@@ -101,6 +104,9 @@ def main():
     ap.add_argument("--json", default=None, help="write the receipt here ('-': stdout)")
     ap.add_argument("--host", action="store_true",
                     help="a dry run on CPU tensors and the host device (no CUDA graph; the figures mean nothing)")
+    ap.add_argument("--clock", choices=("wall", "thread"), default="wall",
+                    help="wall: perf_counter (the GPU figure); thread: this thread's CPU time, steady on a loaded "
+                         "machine (a CPU-only --host --stub run; it misses time spent waiting on the GPU)")
     ap.add_argument("--stub", action="store_true",
                     help="time the arms with memra_matmul_ex replaced by a C no-op (the host cost around the call)")
     a = ap.parse_args()
@@ -188,6 +194,7 @@ def main():
         fn = stub_matmul_ex()
         memra._core.lib.memra_matmul_ex = fn  # memra.matmul's entry point
         mt._matmul_ex = fn                    # the op kernels'
+    clock = time.perf_counter if a.clock == "wall" else time.thread_time
     names = list(arms)
     per = {n: [] for n in names}
     for f in arms.values():  # warm-up
@@ -199,11 +206,11 @@ def main():
             name = names[(b + i) % len(names)]
             f = arms[name]
             sync()
-            t0 = time.perf_counter()
+            t0 = clock()
             for _ in range(a.calls):
                 f()
             sync()
-            per[name].append((time.perf_counter() - t0) / a.calls * 1e6)
+            per[name].append((clock() - t0) / a.calls * 1e6)
     med = {n: statistics.median(v) for n, v in per.items()}
     q = {n: quartiles(v) for n, v in per.items()}
     over = {n: med[n] - med["bound"] for n in names if n != "bound"}
@@ -227,7 +234,8 @@ def main():
         "host": socket.gethostname(), "timestamp": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "device": {"name": gpu_name, "profile": dev.profile, "cc": dev.cc}, "driver_version": rt.driver_version,
         "sheet": "torch-op-overhead", "m": a.m, "batch": a.calls, "reps": a.batches,
-        "clocks": {"timer": "perf_counter (host wall time per call, synchronized per batch)"},
+        "clocks": {"timer": "perf_counter (host wall time per call, synchronized per batch)" if a.clock == "wall" else
+                   "thread_time (this thread's CPU time per call: --clock thread)"},
         "shapes": [{"shape": "%d->%d" % (a.k, a.n), "in_f": a.k, "out_f": a.n, "m": a.m, "flops": flops,
                     "baseline": "bound",
                     "arms": [{"arm": n, "median_ms": med[n] * 1e-3, "q1_ms": q[n][0] * 1e-3, "q3_ms": q[n][1] * 1e-3,

@@ -110,7 +110,7 @@ def test_overhead_benchmark_dry_run(tmp_path):
     from conftest import REPO
     out = tmp_path / "tov.json"
     r = subprocess.run([sys.executable, os.path.join(REPO, "bench", "torch_op_overhead.py"), "--host", "--calls", "20",
-                        "--batches", "3", "--n", "64", "--k", "64", "--stub", "--json", str(out)],
+                        "--batches", "3", "--n", "64", "--k", "64", "--stub", "--clock", "thread", "--json", str(out)],
                        capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stdout + r.stderr
     d = json.load(open(out))
