@@ -11,7 +11,9 @@
  * cubin as the fallback; see modules/kernels/fp8blk/fp8blk_jit.h for
  * MEMRA_FP8BLK_JIT and MEMRA_FP8BLK_TILE. It lists three tile variants
  * (bm64_bn128, bm128_bn64, bm64_bn64), compiled by the JIT at init too (a
- * variant the JIT cannot serve declines). A descriptor: the fp8blk family
+ * variant the JIT cannot serve declines). It also serves gemm_experts with
+ * lane gemm_fp8_blk (mixture-of-experts prefill on the grouped warpgroup tile,
+ * fp8blk_ops.c), declining every other lane. A descriptor: the fp8blk family
  * (with its tiles) on the GPU runtime. */
 #include <string.h>
 
@@ -61,6 +63,7 @@ static const memra_variant *fp8blk_variants(const memra_device_caps *caps, memra
 static const memra_op_table k_fp8blk_ops = {
     .struct_size = sizeof(memra_op_table),
     .gemm_fp8_blk = memra__mmq_gemm_fp8_blk_tiles,
+    .gemm_experts = memra__fp8blk_gemm_experts, /* lane gemm_fp8_blk only (issue 30) */
 };
 
 static const memra_module_desc k_fp8blk_desc = {

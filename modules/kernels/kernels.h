@@ -11,7 +11,8 @@
  *   blas          (cuBLASLt; needs convert and fp8_act listed before it)
  *                                       gemm_f16, gemm_bf16, gemm_fp8, gemm_fp8_blk
  *   mmq           mmq                   quant_q8_1, repack_q8_0, gemm_q8_0r, gemm_q8_0, gemm_kr, accprobe
- *   fp8blk        fp8blk | fp8blk_mx    gemm_fp8_blk (JIT first, embedded cubin as fall-back)
+ *   fp8blk        fp8blk | fp8blk_mx    gemm_fp8_blk (JIT first, embedded cubin as fall-back),
+ *                                       gemm_experts (lane gemm_fp8_blk, sm_90a)
  *
  * fp8blk comes in three descriptors: memra__gpu_family_fp8blk (e4m3 mma.sync
  * on cc < 10.0, kind::f8f6f4 above), memra__gpu_family_fp8blk_mx
@@ -87,6 +88,11 @@ memra_status memra__mmq_gemm_fp8_blk(memra_call *call, const memra_gemm_args *ar
  * could not build it), -1 the default kernels. */
 memra_status memra__mmq_gemm_fp8_blk_tiles(memra_call *call, const memra_gemm_args *args);
 memra_status memra__mmq_gemm_fp8_blk_of(memra_call *call, const memra_gemm_args *args, const memra__gpu_family *family);
+/* gemm_experts with lane gemm_fp8_blk on the block-128 family's grouped
+ * warpgroup tile (fp8blk_ops.c; cc 9.0 only: DECLINED elsewhere, and for
+ * every other lane). */
+memra_status memra__fp8blk_gemm_experts(memra_call *call, const memra_gemm_args *args,
+                                        const memra_gemm_experts_args *experts);
 /* The MMQ family's variants (memra_module_desc.variants) for gemm_q8_0 and
  * gemm_q8_0r on caps (portable: a module made by memra__gpu_create_portable,
  * which never launches dependents: no "nopdl"); NULL / 0 for other ops.

@@ -18,12 +18,20 @@
  *   test_gpu_experts q4_0 | q4_k | q5_k | q6_k
  *                             run on Q4_0 experts (the records of their Q8_0
  *                             conversion) and on K-quant experts (gemm_kr's tile)
+ *   test_gpu_experts fp8blk | fp8blk_graph | fp8blk_skew
+ *                             block-128 FP8 experts (e4m3 and a grid each) on the
+ *                             fp8blk module's grouped warpgroup tile (lane
+ *                             gemm_fp8_blk: memra_k_fp8blk_experts_wgmma, cc 9.0;
+ *                             MEMRA_PREFER=gemm_fp8_blk=fp8blk so that the dense
+ *                             lane compared with is fp8blk's own); eager, captured,
+ *                             skewed. Skips (77) on a GPU that is not cc 9.0.
  * Every case judges each routed row twice: against the host device within
- * 2 x JUDGE_BAND_Q8_0 per element (e = |gpu - host| / (sqrt(k) max_j |host row|),
- * the live estimate of the mass, as shadow A/B uses), and bit for bit against
- * the dense GPU lane (memra_matmul, MEMRA_MMQ_SPLIT=1) of its own expert on that
- * expert's gathered rows: the grouped tile runs the dense tile's MMAs and fold
- * in the same order, so any difference is a gathering or scattering bug.
+ * 2 x the lane's band per element (JUDGE_BAND_Q8_0, JUDGE_BAND_FP8 for the block-128
+ * FP8 lane; e = |gpu - host| / (sqrt(k) max_j |host row|), the live estimate of
+ * the mass, as shadow A/B uses), and bit for bit against the dense GPU lane
+ * (memra_matmul, MEMRA_MMQ_SPLIT=1) of its own expert on that expert's gathered
+ * rows: the grouped tile runs the dense tile's MMAs and fold in the same order,
+ * so any difference is a gathering or scattering bug.
  * n = 200 (a partial weight-row tile), k = 544 for Q8_0 / Q4_0 (a partial last
  * 128-step), 768 for the K-quants. Exits 77 without a CUDA device. */
 #include <math.h>
@@ -64,20 +72,24 @@ typedef struct xcase {
     const char *bm; /* MEMRA_MMQ_XE_BM, NULL: the launcher's choice */
     int skew;       /* routing 0 sends half the rows to one expert */
     int graph;
-    const char *lane; /* the plan's lane on the GPU */
+    const char *lane;   /* the plan's lane on the GPU */
+    const char *module; /* the module whose gemm_experts must serve; NULL: the routing's first */
 } xcase;
 
 static const xcase k_cases[] = {
-    {"run", MEMRA_FORMAT_Q8_0, NULL, 0, 0, "mmq records"},
-    {"graph", MEMRA_FORMAT_Q8_0, NULL, 0, 1, "mmq records"},
-    {"bm32", MEMRA_FORMAT_Q8_0, "32", 0, 0, "mmq records"},
-    {"bm64", MEMRA_FORMAT_Q8_0, "64", 0, 0, "mmq records"},
-    {"bm128", MEMRA_FORMAT_Q8_0, "128", 0, 0, "mmq records"},
-    {"skew", MEMRA_FORMAT_Q8_0, NULL, 1, 0, "mmq records"},
-    {"q4_0", MEMRA_FORMAT_Q4_0, NULL, 0, 0, "mmq records (Q4_0 as Q8_0)"},
-    {"q4_k", MEMRA_FORMAT_Q4_K, NULL, 0, 0, "mmq K records"},
-    {"q5_k", MEMRA_FORMAT_Q5_K, NULL, 0, 0, "mmq K records"},
-    {"q6_k", MEMRA_FORMAT_Q6_K, NULL, 0, 0, "mmq K records"},
+    {"run", MEMRA_FORMAT_Q8_0, NULL, 0, 0, "mmq records", NULL},
+    {"graph", MEMRA_FORMAT_Q8_0, NULL, 0, 1, "mmq records", NULL},
+    {"bm32", MEMRA_FORMAT_Q8_0, "32", 0, 0, "mmq records", NULL},
+    {"bm64", MEMRA_FORMAT_Q8_0, "64", 0, 0, "mmq records", NULL},
+    {"bm128", MEMRA_FORMAT_Q8_0, "128", 0, 0, "mmq records", NULL},
+    {"skew", MEMRA_FORMAT_Q8_0, NULL, 1, 0, "mmq records", NULL},
+    {"q4_0", MEMRA_FORMAT_Q4_0, NULL, 0, 0, "mmq records (Q4_0 as Q8_0)", NULL},
+    {"q4_k", MEMRA_FORMAT_Q4_K, NULL, 0, 0, "mmq K records", NULL},
+    {"q5_k", MEMRA_FORMAT_Q5_K, NULL, 0, 0, "mmq K records", NULL},
+    {"q6_k", MEMRA_FORMAT_Q6_K, NULL, 0, 0, "mmq K records", NULL},
+    {"fp8blk", MEMRA_FORMAT_E4M3, NULL, 0, 0, "fp8 block-128", "fp8blk"},
+    {"fp8blk_graph", MEMRA_FORMAT_E4M3, NULL, 0, 1, "fp8 block-128", "fp8blk"},
+    {"fp8blk_skew", MEMRA_FORMAT_E4M3, NULL, 1, 0, "fp8 block-128", "fp8blk"},
 };
 
 static uint64_t g_rng;
@@ -86,6 +98,15 @@ static uint64_t g_rng;
  * random codes with small positive f16 scales (as tests/core/test_experts.c). */
 static void fill_weight(memra_format f, uint8_t *out, size_t bytes)
 {
+    if (f == MEMRA_FORMAT_E4M3) { /* any code but NaN (0x7F / 0xFF) and the zeros */
+        for (size_t i = 0; i < bytes; i++) {
+            uint8_t c;
+            do c = (uint8_t)test_rand_u64(&g_rng);
+            while ((c & 0x7F) == 0x7F || (c & 0x7F) == 0);
+            out[i] = c;
+        }
+        return;
+    }
     if (f == MEMRA_FORMAT_Q8_0) {
         for (size_t b = 0; b < bytes / MEMRA_Q8_0_BYTES; b++) {
             float v[32];
@@ -132,7 +153,7 @@ static void routing(int32_t *ids, int variant, int skew)
 }
 
 /* Compare y (GPU) with ref (host) over the routed rows; skipped rows must be SENT. */
-static int judge_rows(const char *what, const float *y, const float *ref, const int32_t *ids, int k)
+static int judge_rows(const char *what, const float *y, const float *ref, const int32_t *ids, int k, double band)
 {
     size_t bad = 0;
     double worst = 0;
@@ -149,12 +170,12 @@ static int judge_rows(const char *what, const float *y, const float *ref, const 
             }
             const double e = fabs((double)g - (double)ref[r * N + j]) / mass;
             if (!(e <= worst)) worst = e;
-            if (!(e <= 2 * JUDGE_BAND_Q8_0) && bad++ < 10)
+            if (!(e <= 2 * band) && bad++ < 10)
                 fprintf(stderr, "  %s: row %d (expert %d) col %d: gpu %.9g host %.9g (e %.3g)\n", what, r, ids[r], j,
                         (double)g, (double)ref[r * N + j], e);
         }
     }
-    printf("%s: max e %.3g (band %.3g), %zu bad\n", what, worst, 2 * JUDGE_BAND_Q8_0, bad);
+    printf("%s: max e %.3g (band %.3g), %zu bad\n", what, worst, 2 * band, bad);
     return bad == 0;
 }
 
@@ -205,7 +226,9 @@ int main(int argc, char **argv)
     g_rng = test_seed();
     char bm[32];
     snprintf(bm, sizeof bm, "MEMRA_MMQ_XE_BM=%s", xc->bm ? xc->bm : "");
-    const char *settings[] = {"MEMRA_F16_BUDGET_MB=0", "MEMRA_MMQ_SPLIT=1", xc->bm ? bm : NULL, NULL};
+    const int fp8 = xc->format == MEMRA_FORMAT_E4M3;
+    const char *settings[] = {"MEMRA_F16_BUDGET_MB=0", "MEMRA_MMQ_SPLIT=1",
+                              fp8 ? "MEMRA_PREFER=gemm_fp8_blk=fp8blk" : xc->bm ? bm : NULL, NULL};
     memra_options o = {.struct_size = sizeof o, .settings = settings};
     memra_runtime *rt;
     CHECK_OK(memra_open(&o, &rt));
@@ -218,19 +241,29 @@ int main(int argc, char **argv)
         TEST_SKIP("no CUDA device");
     }
     printf("device: %s (%s), case %s\n", memra_device_caps_get(dev)->name, memra_device_caps_get(dev)->profile, name);
+    if (fp8 && memra_device_caps_get(dev)->cc != 90) {
+        memra_close(rt);
+        TEST_SKIP("the grouped block-128 FP8 lane is sm_90a's (cc 9.0)");
+    }
     const memra_format f = xc->format;
-    const int K = f == MEMRA_FORMAT_Q8_0 || f == MEMRA_FORMAT_Q4_0 ? 544 : 768;
+    const int K = f == MEMRA_FORMAT_Q8_0 || f == MEMRA_FORMAT_Q4_0 || fp8 ? 544 : 768;
     const size_t each = (size_t)N * memra_format_row_bytes(f, K);
+    /* block-128 FP8: a grid per expert, [ceil(N / 128) x ceil(K / 128)] (2 x 5: a partial last block each way) */
+    const size_t gc = fp8 ? (size_t)(memra_fp8_grid_rows(N) * memra_fp8_grid_cols(K)) : 0;
     uint8_t *wb = malloc(each * E);
-    CHECK(wb != NULL);
+    float *grid = fp8 ? malloc(gc * E * sizeof(float)) : NULL;
+    CHECK(wb != NULL && (!fp8 || grid != NULL));
     fill_weight(f, wb, each * E);
+    for (size_t i = 0; i < gc * E; i++) grid[i] = 0.001f + 0.01f * fabsf(test_rand_f32(&g_rng));
     memra_experts_desc ed = {.struct_size = sizeof ed, .format = f, .n_experts = E, .out_f = N,
-                             .in_f = K, .data = wb, .size = each * E, .name = "gpu experts"};
+                             .in_f = K, .data = wb, .size = each * E, .grid = grid, .grid_count = gc * E,
+                             .name = "gpu experts"};
     memra_weight *w, *we[E];
     CHECK_OK(memra_weight_create_experts(rt, &ed, &w));
     for (int e = 0; e < E; e++) {
         memra_weight_desc wd = {.struct_size = sizeof wd, .format = f, .out_f = N, .in_f = K,
-                                .data = wb + (size_t)e * each, .size = each, .name = "dense expert"};
+                                .data = wb + (size_t)e * each, .size = each, .grid = fp8 ? grid + (size_t)e * gc : NULL,
+                                .grid_count = gc, .name = "dense expert"};
         CHECK_OK(memra_weight_create(rt, &wd, &we[e]));
     }
     memra_weight_plan p = {.struct_size = sizeof p};
@@ -265,9 +298,12 @@ int main(int argc, char **argv)
         const char *names[4];
         const int nl = memra_routing_get(dev, MEMRA_OP_gemm_experts, names, 4);
         CHECK(nl > 0);
-        CHECK(memra_ledger_hits(dev, MEMRA_OP_gemm_experts, names[0]) == 1);
+        const char *served = xc->module ? xc->module : names[0];
+        printf("gemm_experts served by %s: %llu hit(s)\n", served,
+               (unsigned long long)memra_ledger_hits(dev, MEMRA_OP_gemm_experts, served));
+        CHECK(memra_ledger_hits(dev, MEMRA_OP_gemm_experts, served) == 1);
         if (test_inject_fault()) eager[v][5 * N] += 1.0f;
-        ok &= judge_rows(what, eager[v], ref, ids[v], K);
+        ok &= judge_rows(what, eager[v], ref, ids[v], K, fp8 ? JUDGE_BAND_FP8 : JUDGE_BAND_Q8_0);
         ok &= dense_same(what, dev, we, x, K, eager[v], ids[v]);
     }
     if (xc->graph) {
@@ -308,7 +344,7 @@ int main(int argc, char **argv)
     memra_buffer_destroy(bx), memra_buffer_destroy(bi), memra_buffer_destroy(by);
     for (int e = 0; e < E; e++) memra_weight_destroy(we[e]);
     memra_weight_destroy(w);
-    free(wb), free(x), free(ref), free(y), free(eager[0]), free(eager[1]);
+    free(wb), free(grid), free(x), free(ref), free(y), free(eager[0]), free(eager[1]);
     memra_close(rt);
     printf("%s\n", ok ? "ok" : "FAIL");
     return ok ? 0 : 1;

@@ -89,11 +89,14 @@ static int fake_get_function(void **f, void *m, const char *name)
 }
 static unsigned g_last_gx, g_last_gy, g_last_bx; /* the grid and block of the last launch */
 static unsigned g_grid_y[16];                     /* each launch's grid.y */
+static unsigned g_grid_x[16], g_block_x[16];      /* and its grid.x and block */
 static void record(void *f, int pdl)
 {
     if (g_n_launched < 16) {
         g_pdl[g_n_launched] = pdl;
         g_grid_y[g_n_launched] = g_last_gy;
+        g_grid_x[g_n_launched] = g_last_gx;
+        g_block_x[g_n_launched] = g_last_bx;
         g_launched[g_n_launched++] = (const char *)f;
     }
 }
@@ -586,6 +589,94 @@ static int case_mmq(const char *so)
     return ok;
 }
 
+/* gemm_experts with lane gemm_fp8_blk on the fp8blk module: m rows over E experts, n = 300,
+ * k = 256 (2 blocks of 128), x_scale xsc: the routing kernel (1 x 1024), the quantiser in expert
+ * order `quant` on ceil(2 m / 32) blocks of 256, the grouped tile on 3 x gy (gy = min(m,
+ * ceil(m / 128) + E), the worst-case tile count), 256 threads; all plain launches. */
+static int fp8blk_experts_launch(mod *m, int rows, int E, float xsc, const char *quant, unsigned gy)
+{
+    memra_call c = call_of(m);
+    memra_gemm_args a = gemm(rows, 300, 256);
+    a.x_scale = xsc;
+    memra_gemm_experts_args ex = {.struct_size = sizeof ex, .lane = MEMRA_OP_gemm_fp8_blk, .n_experts = E,
+                                  .ids = 0x60000000};
+    const memra_status st = m->desc->ops->gemm_experts(&c, &a, &ex);
+    const unsigned qx = (unsigned)((2 * rows + 31) / 32);
+    const int grid = g_n_launched == 3 && g_grid_x[0] == 1 && g_grid_y[0] == 1 && g_block_x[0] == 1024 &&
+                     g_grid_x[1] == qx && g_grid_y[1] == 1 && g_block_x[1] == 256 && g_grid_x[2] == 3 &&
+                     g_grid_y[2] == gy && g_block_x[2] == 256;
+    if (g_n_launched == 3)
+        printf("    grids: route %u x %u (%u), quant %u x %u (%u), grouped %u x %u (%u); want 1 x 1 (1024), %u x 1 "
+               "(256), 3 x %u (256)  %s\n",
+               g_grid_x[0], g_grid_y[0], g_block_x[0], g_grid_x[1], g_grid_y[1], g_block_x[1], g_grid_x[2], g_grid_y[2],
+               g_block_x[2], qx, gy, grid ? "ok" : "FAIL");
+    char what[64];
+    snprintf(what, sizeof what, "gemm_experts fp8_blk m %d E %d", rows, E);
+    return launched_exact(what, st, 3,
+                          (const char *[]){"memra_k_fp8blk_experts_route", quant, "memra_k_fp8blk_experts_wgmma"},
+                          (const int[]){0, 0, 0}) &&
+           grid;
+}
+
+/* A gemm_experts call that must fail with `want` and launch nothing. */
+static int fp8blk_experts_refused(mod *m, const char *what, memra_gemm_args a, memra_gemm_experts_args ex,
+                                  memra_status want)
+{
+    memra_call c = call_of(m);
+    const memra_status st = m->desc->ops->gemm_experts(&c, &a, &ex);
+    const int ok = st == want && g_n_launched == 0;
+    printf("  %-28s status %d (want %d), %d launches  %s\n", what, (int)st, (int)want, g_n_launched, ok ? "ok" : "FAIL");
+    g_n_launched = 0;
+    return ok;
+}
+
+/* gemm_experts on the fp8blk module (issue 30): picks, grids, declines and refusals. */
+static int fp8blk_experts(mod *m)
+{
+    int ok = 1;
+    ok &= resolved("memra_k_fp8blk_experts_route") && resolved("memra_k_fp8blk_quant_sorted") &&
+          resolved("memra_k_fp8blk_quant_sorted_given") && resolved("memra_k_fp8blk_experts_wgmma");
+    ok &= fp8blk_experts_launch(m, 300, 8, 0.0f, "memra_k_fp8blk_quant_sorted", 3 + 8);
+    ok &= fp8blk_experts_launch(m, 5, 8, 0.0f, "memra_k_fp8blk_quant_sorted", 5); /* never more tiles than rows */
+    ok &= fp8blk_experts_launch(m, 4096, 128, 0.02f, "memra_k_fp8blk_quant_sorted_given", 32 + 128);
+    memra_gemm_args a = gemm(300, 300, 256);
+    a.x_amax = 0x60000000; /* ignored (module.h): the own pass */
+    memra_gemm_experts_args ex = {.struct_size = sizeof ex, .lane = MEMRA_OP_gemm_fp8_blk, .n_experts = 8,
+                                  .ids = 0x70000000};
+    memra_call c = call_of(m);
+    ok &= launched_exact("gemm_experts x_amax ignored", m->desc->ops->gemm_experts(&c, &a, &ex), 3,
+                         (const char *[]){"memra_k_fp8blk_experts_route", "memra_k_fp8blk_quant_sorted",
+                                          "memra_k_fp8blk_experts_wgmma"},
+                         (const int[]){0, 0, 0});
+    a.x_amax = 0;
+    ex.lane = MEMRA_OP_gemm_q8_0r;
+    c = call_of(m);
+    ok &= declined("gemm_experts q8_0r lane", m->desc->ops->gemm_experts(&c, &a, &ex), &c, "gemm_fp8_blk lane only");
+    ex.lane = MEMRA_OP_gemm_fp8_blk, ex.n_experts = 5000;
+    c = call_of(m);
+    ok &= declined("gemm_experts 5000 experts", m->desc->ops->gemm_experts(&c, &a, &ex), &c, "4096 experts");
+    ex.n_experts = 8;
+    memra_gemm_args b = a;
+    b.k = 24;
+    c = call_of(m);
+    ok &= declined("gemm_experts k = 24", m->desc->ops->gemm_experts(&c, &b, &ex), &c, "multiple of 16");
+    b = a, b.x = 0x30000008;
+    c = call_of(m);
+    ok &= declined("gemm_experts x misaligned", m->desc->ops->gemm_experts(&c, &b, &ex), &c, "aligned");
+    b = a, b.w_scale_grid = 0;
+    ok &= fp8blk_experts_refused(m, "gemm_experts no grid table", b, ex, MEMRA_STATUS_INVALID_ARGUMENT);
+    b = a, b.x_scale = -1.0f;
+    ok &= fp8blk_experts_refused(m, "gemm_experts x_scale -1", b, ex, MEMRA_STATUS_INVALID_ARGUMENT);
+    memra_gemm_experts_args bx = ex;
+    bx.ids = 0;
+    ok &= fp8blk_experts_refused(m, "gemm_experts ids NULL", a, bx, MEMRA_STATUS_INVALID_ARGUMENT);
+    bx = ex, bx.n_experts = 0;
+    ok &= fp8blk_experts_refused(m, "gemm_experts 0 experts", a, bx, MEMRA_STATUS_INVALID_ARGUMENT);
+    b = a, b.m = 0;
+    ok &= fp8blk_experts_refused(m, "gemm_experts m = 0", b, ex, MEMRA_STATUS_OK);
+    return ok;
+}
+
 static int case_fp8blk(const char *so)
 {
     mod m;
@@ -597,6 +688,7 @@ static int case_fp8blk(const char *so)
     ok &= launched("gemm_fp8_blk", m.desc->ops->gemm_fp8_blk(&c, &a), 2,
                    (const char *[]){"memra_k_fp8blk_quant", "memra_k_fp8blk_wgmma_tma"}, (const int[]){0, 0});
     ok &= fp8blk_given(&m, "memra_k_fp8blk_wgmma_tma");
+    ok &= fp8blk_experts(&m);
     a.k = 24;
     c = call_of(&m);
     ok &= declined("gemm_fp8_blk k = 24", m.desc->ops->gemm_fp8_blk(&c, &a), &c, "multiple of 16");
@@ -609,6 +701,13 @@ static int case_fp8blk(const char *so)
     ok &= launched("gemm_fp8_blk (MEMRA_FP8BLK_WGMMA=0)", m.desc->ops->gemm_fp8_blk(&c, &a), 2,
                    (const char *[]){"memra_k_fp8blk_quant", "memra_k_fp8blk_gemm"}, (const int[]){0, 0});
     ok &= fp8blk_given(&m, "memra_k_fp8blk_gemm");
+    {   /* the grouped tile is a warpgroup kernel: with the mma.sync kernel serving, gemm_experts declines */
+        memra_gemm_args ga = gemm(300, 300, 256);
+        memra_gemm_experts_args ex = {.struct_size = sizeof ex, .lane = MEMRA_OP_gemm_fp8_blk, .n_experts = 8,
+                                      .ids = 0x60000000};
+        c = call_of(&m);
+        ok &= declined("gemm_experts (WGMMA=0)", m.desc->ops->gemm_experts(&c, &ga, &ex), &c, "warpgroup kernels");
+    }
     ok &= close_mod(&m, 1);
     /* MEMRA_FP8BLK_WGMMA=mbwide: the 128 x 256 tile where it fills four waves of the SMs (here 32 x 48
      * tiles), else 128 x 128; and with MEMRA_FP8BLK_WGMMA=wide at every shape */
@@ -639,6 +738,7 @@ static int case_fp8blk(const char *so)
     a = gemm(64, 256, 512);
     ok &= launched("gemm_fp8_blk (MEMRA_FP8BLK_WGMMA=wide)", m.desc->ops->gemm_fp8_blk(&c, &a), 2,
                    (const char *[]){"memra_k_fp8blk_quant", "memra_k_fp8blk_wgmma_wide"}, (const int[]){0, 0});
+    ok &= fp8blk_experts_launch(&m, 300, 8, 0.0f, "memra_k_fp8blk_quant_sorted", 3 + 8); /* any warpgroup mode */
     ok &= close_mod(&m, 1);
     /* MEMRA_FP8BLK_WGMMA=tma: the warp-specialised kernel on tensor maps (two encoded per call); without
      * cuTensorMapEncodeTiled the 128 x 128 mbarrier kernel */

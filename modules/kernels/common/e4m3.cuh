@@ -154,9 +154,15 @@ __device__ __forceinline__ void memra_row128_items(long long item0, int kb, int 
     }
 }
 
-__device__ __forceinline__ void memra_row128_quant(const float *__restrict__ x, int m, int m_pad, int k,
-                                                   unsigned char *__restrict__ q, float *__restrict__ s, long long ld_s,
-                                                   long long item0)
+/* memra_row128_quant with the source rows gathered: row r of q and s (r < m)
+ * quantises x row src[r] (src == nullptr: row r itself, which is what
+ * memra_row128_quant passes, so its code is unchanged). The same arithmetic
+ * on the same values: bit for bit what memra_row128_quant writes for that x
+ * row, at row r. gemm_experts (fp8blk) writes its activation in expert order
+ * this way. */
+__device__ __forceinline__ void memra_row128_quant_rows(const float *__restrict__ x, const int *__restrict__ src,
+                                                        int m, int m_pad, int k, unsigned char *__restrict__ q,
+                                                        float *__restrict__ s, long long ld_s, long long item0)
 {
     const int kb = (k + 127) / 128, lane = threadIdx.x & 31;
     const long long items = (long long)m_pad * kb;
@@ -167,8 +173,10 @@ __device__ __forceinline__ void memra_row128_quant(const float *__restrict__ x, 
     for (int u = 0; u < MEMRA_ROW128_U; u++) {
         const long long it = item0 + u;
         v[u] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-        if (it < items && row[u] < m && col[u] < k)
-            v[u] = __ldcs(reinterpret_cast<const float4 *>(x + (long long)row[u] * k + col[u]));
+        if (it < items && row[u] < m && col[u] < k) {
+            const long long xr = src != nullptr ? (long long)__ldg(src + row[u]) : (long long)row[u];
+            v[u] = __ldcs(reinterpret_cast<const float4 *>(x + xr * k + col[u]));
+        }
     }
 #pragma unroll
     for (int u = 0; u < MEMRA_ROW128_U; u++) {
@@ -186,17 +194,21 @@ __device__ __forceinline__ void memra_row128_quant(const float *__restrict__ x, 
     }
 }
 
-/* memra_row128_quant at given scales, one pass with no reduction (DESIGN.md,
- * "Activation scales"): amax != NULL: the producer's maxima, row r's block b at
- * amax[b * ld_a + r], s = amax > 0 ? amax / 448 : 1 (IEEE division); else the
- * static scale s_static for every block. q = e4m3(x / s) as above (values
- * above 448 s saturate), s stored at s[b * ld_s + r]; rows m .. m_pad - 1 get
- * q = 0, s = 1. Same preconditions as memra_row128_quant. */
-__device__ __forceinline__ void memra_row128_quant_given(const float *__restrict__ x, int m, int m_pad, int k,
-                                                         unsigned char *__restrict__ q, float *__restrict__ s,
-                                                         long long ld_s, long long item0,
-                                                         const float *__restrict__ amax, long long ld_a,
-                                                         float s_static)
+__device__ __forceinline__ void memra_row128_quant(const float *__restrict__ x, int m, int m_pad, int k,
+                                                   unsigned char *__restrict__ q, float *__restrict__ s, long long ld_s,
+                                                   long long item0)
+{
+    memra_row128_quant_rows(x, nullptr, m, m_pad, k, q, s, ld_s, item0);
+}
+
+/* memra_row128_quant_given with the source rows gathered (src as in
+ * memra_row128_quant_rows; amax, when given, is read at the output row r). */
+__device__ __forceinline__ void memra_row128_quant_given_rows(const float *__restrict__ x,
+                                                              const int *__restrict__ src, int m, int m_pad, int k,
+                                                              unsigned char *__restrict__ q, float *__restrict__ s,
+                                                              long long ld_s, long long item0,
+                                                              const float *__restrict__ amax, long long ld_a,
+                                                              float s_static)
 {
     const int kb = (k + 127) / 128, lane = threadIdx.x & 31;
     const long long items = (long long)m_pad * kb;
@@ -211,7 +223,10 @@ __device__ __forceinline__ void memra_row128_quant_given(const float *__restrict
         v[u] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
         sc[u] = 1.0f;
         if (it < items && row[u] < m) {
-            if (col[u] < k) v[u] = __ldcs(reinterpret_cast<const float4 *>(x + (long long)row[u] * k + col[u]));
+            if (col[u] < k) {
+                const long long xr = src != nullptr ? (long long)__ldg(src + row[u]) : (long long)row[u];
+                v[u] = __ldcs(reinterpret_cast<const float4 *>(x + xr * k + col[u]));
+            }
             if (amax != nullptr) {
                 const float a = __ldg(amax + (long long)blk * ld_a + row[u]);
                 sc[u] = a > 0.0f ? memra_div_y(a, 448.0f, 0x1.24924ap-9f /* __frcp_rn(448) */) : 1.0f;
@@ -231,6 +246,21 @@ __device__ __forceinline__ void memra_row128_quant_given(const float *__restrict
                 memra_e4m3_pack4f(memra_div4_y(v[u], c, y));
         if (lane == 0) s[(long long)(col[u] / 128) * ld_s + row[u]] = c;
     }
+}
+
+/* memra_row128_quant at given scales, one pass with no reduction (DESIGN.md,
+ * "Activation scales"): amax != NULL: the producer's maxima, row r's block b at
+ * amax[b * ld_a + r], s = amax > 0 ? amax / 448 : 1 (IEEE division); else the
+ * static scale s_static for every block. q = e4m3(x / s) as above (values
+ * above 448 s saturate), s stored at s[b * ld_s + r]; rows m .. m_pad - 1 get
+ * q = 0, s = 1. Same preconditions as memra_row128_quant. */
+__device__ __forceinline__ void memra_row128_quant_given(const float *__restrict__ x, int m, int m_pad, int k,
+                                                         unsigned char *__restrict__ q, float *__restrict__ s,
+                                                         long long ld_s, long long item0,
+                                                         const float *__restrict__ amax, long long ld_a,
+                                                         float s_static)
+{
+    memra_row128_quant_given_rows(x, nullptr, m, m_pad, k, q, s, ld_s, item0, amax, ld_a, s_static);
 }
 
 #endif /* MEMRA_E4M3_ENCODERS_ONLY */

@@ -50,4 +50,8 @@
 #define FP8BLK_TMA_THREADS 384
 #define FP8BLK_WG_SMEM_BYTES_OF(nh) (FP8BLK_WG_STAGES_OF(nh) * FP8BLK_WG_STAGE_BYTES_OF(nh) + 1024 + 128)
 
+/* gemm_experts (memra_k_fp8blk_experts_route): at most this many experts (the
+ * routing kernel's counts in shared memory) */
+#define FP8BLK_XE_MAX 4096
+
 #endif

@@ -25,6 +25,12 @@
  *                         B the 128-deep block product accumulated by the tensor
  *                         cores in f32 (four chained k32 MMAs), folded into the
  *                         running f32 result once per block (never per 32).
+ *   memra_k_fp8blk_wgmma*  the sm_90a warpgroup kernels (below).
+ *   memra_k_fp8blk_experts_route, memra_k_fp8blk_quant_sorted(_given),
+ *   memra_k_fp8blk_experts_wgmma
+ *                         gemm_experts, lane gemm_fp8_blk (MoE prefill): the
+ *                         routing, the activation in expert order, the grouped
+ *                         warpgroup tile (see "gemm_experts" below).
  *
  * The tile (macros, so a tuning run can compile others through the JIT; the
  * defaults are what the embedded cubins use): FP8BLK_BM tokens x FP8BLK_BN
@@ -128,6 +134,79 @@ memra_k_fp8blk_quant_given(const float *__restrict__ x, int m, int k, unsigned c
 {
     const long long warp = (long long)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
     memra_row128_quant_given(x, m, m, k, q, s, m, warp * MEMRA_ROW128_U, amax, m, s_static);
+}
+
+/* ---- gemm_experts: the routing and the activation in expert order (issue 30) ---------
+ *   memra_k_fp8blk_experts_route  one block of 1024 threads, E <= FP8BLK_XE_MAX: the
+ *                         rows of each expert counted from ids (ids outside [0, E)
+ *                         skipped) in shared memory, their exclusive scan
+ *                         offsets[0 .. E], the permutation perm[offsets[e] ..] = the
+ *                         rows of expert e (in no fixed order: a row's output
+ *                         depends on that row and its expert alone) and the tile
+ *                         table of 128-row tiles, tile t = (tiles[2t] = expert,
+ *                         tiles[2t + 1] = its first sorted row), an expert of c
+ *                         rows taking ceil(c / 128), experts in order; the count in
+ *                         *ntiles. Nothing is read on the host.
+ *   memra_k_fp8blk_quant_sorted / _sorted_given  memra_k_fp8blk_quant /
+ *                         _quant_given (a static scale only: a producer's maxima
+ *                         are the batch's rows', module.h) with the rows in expert
+ *                         order: sorted row s of q (and its scales at s[b * m + s])
+ *                         is x row perm[s], for s < offsets[E] (rows past it, the
+ *                         skipped ids', are not written and never read), bit for
+ *                         bit the dense quantiser's codes of that row
+ *                         (memra_row128_quant_rows). Grid sized for all m rows. */
+extern "C" __global__ void __launch_bounds__(1024)
+memra_k_fp8blk_experts_route(const int *__restrict__ ids, int m, int E, int *__restrict__ offsets,
+                             int *__restrict__ perm, int *__restrict__ tiles, int *__restrict__ ntiles)
+{
+    __shared__ int cnt[FP8BLK_XE_MAX];
+    __shared__ int fill[FP8BLK_XE_MAX];
+    for (int e = threadIdx.x; e < E; e += blockDim.x) cnt[e] = 0;
+    __syncthreads();
+    for (int r = threadIdx.x; r < m; r += blockDim.x) {
+        const int e = ids[r];
+        if (e >= 0 && e < E) atomicAdd(&cnt[e], 1);
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        int off = 0, t = 0;
+        for (int e = 0; e < E; e++) {
+            offsets[e] = off;
+            fill[e] = off;
+            for (int r0 = 0; r0 < cnt[e]; r0 += FP8BLK_WG_BM) {
+                tiles[2 * t] = e;
+                tiles[2 * t + 1] = off + r0;
+                t++;
+            }
+            off += cnt[e];
+        }
+        offsets[E] = off;
+        *ntiles = t;
+    }
+    __syncthreads();
+    for (int r = threadIdx.x; r < m; r += blockDim.x) {
+        const int e = ids[r];
+        if (e >= 0 && e < E) perm[atomicAdd(&fill[e], 1)] = r;
+    }
+}
+
+extern "C" __global__ void __launch_bounds__(256)
+memra_k_fp8blk_quant_sorted(const float *__restrict__ x, const int *__restrict__ perm, const int *__restrict__ offsets,
+                            int E, int m, int k, unsigned char *__restrict__ q, float *__restrict__ s)
+{
+    const long long warp = (long long)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
+    const int routed = offsets[E];
+    memra_row128_quant_rows(x, perm, routed, routed, k, q, s, m, warp * MEMRA_ROW128_U);
+}
+
+extern "C" __global__ void __launch_bounds__(256)
+memra_k_fp8blk_quant_sorted_given(const float *__restrict__ x, const int *__restrict__ perm,
+                                  const int *__restrict__ offsets, int E, int m, int k, unsigned char *__restrict__ q,
+                                  float *__restrict__ s, float s_static)
+{
+    const long long warp = (long long)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
+    const int routed = offsets[E];
+    memra_row128_quant_given_rows(x, perm, routed, routed, k, q, s, m, warp * MEMRA_ROW128_U, nullptr, 0, s_static);
 }
 
 /* ---- the GEMM ------------------------------------------------------------------------ */
@@ -307,10 +386,12 @@ __device__ __forceinline__ void wg_fence_regs(float d[64])
 }
 
 /* One stage: A [128 x 128] at st, B [128 nh x 128] at st + 16384, the 128 activation
- * scales after B; every row 128 bytes in the swizzled layout. */
+ * scales after B; every row 128 bytes in the swizzled layout. A's rows i0 .. m - 1
+ * exist (the rest zero-filled), the scales of block kb at xs + kb * ms (ms = m for a
+ * dense call; the grouped kernel's m is its expert's end, ms all rows). */
 template <int NH>
 __device__ __forceinline__ void wg_load_n(unsigned char *st, const unsigned char *xq, const unsigned char *w,
-                                          const float *xs, int m, int n, int k, int i0, int j0, int kb)
+                                          const float *xs, int m, int n, int k, int i0, int j0, int kb, int ms)
 {
     unsigned char *A = st, *B = st + 16384;
     float *sx = reinterpret_cast<float *>(st + 16384 * (1 + NH));
@@ -333,13 +414,13 @@ __device__ __forceinline__ void wg_load_n(unsigned char *st, const unsigned char
     }
     if (threadIdx.x < FP8BLK_WG_BM) {
         const int i = i0 + threadIdx.x;
-        fb_cp4(sx + threadIdx.x, i < m ? xs + (long long)kb * m + i : xs, i < m ? 4 : 0);
+        fb_cp4(sx + threadIdx.x, i < m ? xs + (long long)kb * ms + i : xs, i < m ? 4 : 0);
     }
 }
 __device__ __forceinline__ void wg_load(unsigned char *st, const unsigned char *xq, const unsigned char *w,
                                         const float *xs, int m, int n, int k, int i0, int j0, int kb)
 {
-    wg_load_n<1>(st, xq, w, xs, m, n, k, i0, j0, kb);
+    wg_load_n<1>(st, xq, w, xs, m, n, k, i0, j0, kb, m);
 }
 
 /* One k step: wait for block kb's stage, refill the stage of block kb - 2 with
@@ -467,10 +548,16 @@ __device__ __forceinline__ void mb_wait(unsigned a, unsigned parity)
  * (memra_k_fp8blk_wgmma_wide), each warpgroup's 64 x 256 as two 64 x 128 halves in
  * turn through the one block accumulator (two weight scale blocks: one grid value
  * per half), a quarter less operand traffic from L2 per FLOP than 128 x 128. */
+/* The tile at rows i0 .. (rows below m exist) and weight rows j0 ..; the activation
+ * scales of block kb at xs + kb * ms. perm == nullptr: output row i0 + i is y's row
+ * i0 + i (the dense kernels, ms = m); else y's row perm[i0 + i] (gemm_experts: i0
+ * an expert's first sorted row of the tile, m its end). The same loads, wgmmas
+ * and fold either way. */
 template <int NH>
-__device__ __forceinline__ void wg_mb_body(const unsigned char *__restrict__ w, const float *__restrict__ grid,
+__device__ __forceinline__ void wg_mb_tile(const unsigned char *__restrict__ w, const float *__restrict__ grid,
                                            const unsigned char *__restrict__ xq, const float *__restrict__ xs,
-                                           float *__restrict__ y, int m, int n, int k, long long ldy, float alpha)
+                                           float *__restrict__ y, int m, int n, int k, long long ldy, float alpha,
+                                           int i0, int j0, int ms, const int *__restrict__ perm)
 {
     constexpr int S = FP8BLK_WG_STAGES_OF(NH), L = S - 2, SB = FP8BLK_WG_STAGE_BYTES_OF(NH);
     extern __shared__ __align__(16) unsigned char wg_smem[]; /* the dynamic shared memory (a template's own name) */
@@ -479,7 +566,6 @@ __device__ __forceinline__ void wg_mb_body(const unsigned char *__restrict__ w, 
     const unsigned full = sbase + S * SB, empty = full + 8 * S; /* + 8 s each */
     const int lane = threadIdx.x & 31;
     const int r0 = (threadIdx.x >> 7) * 64 + ((threadIdx.x >> 5) & 3) * 16 + (lane >> 2); /* rows r0, r0 + 8 */
-    const int i0 = blockIdx.x * FP8BLK_WG_BM, j0 = blockIdx.y * (128 * NH);
     const int nk = (k + 127) / 128, ngr = (n + 127) / 128;
     const float *grow = grid + (long long)(j0 / 128) * nk;
     if (threadIdx.x == 0)
@@ -492,7 +578,7 @@ __device__ __forceinline__ void wg_mb_body(const unsigned char *__restrict__ w, 
     auto produce = [&](int b) {
         const int s = b % S;
         if (b >= S) mb_wait(empty + 8 * s, (unsigned)(b / S - 1) & 1u);
-        wg_load_n<NH>(stages + s * SB, xq, w, xs, m, n, k, i0, j0, b);
+        wg_load_n<NH>(stages + s * SB, xq, w, xs, m, n, k, i0, j0, b, ms);
         mb_cp_arrive(full + 8 * s);
     };
     float acc[NH][64], t[64];
@@ -527,6 +613,11 @@ __device__ __forceinline__ void wg_mb_body(const unsigned char *__restrict__ w, 
             for (int i = 0; i < 64; i++) acc[h][i] = fmaf((i & 2) ? f1 : f0, t[i], acc[h][i]);
         }
     }
+    long long yr[2] = {0, 0}; /* gemm_experts: y's rows of this thread's two rows */
+    if (perm != nullptr) {
+        yr[0] = i0 + r0 < m ? (long long)perm[i0 + r0] : 0;
+        yr[1] = i0 + r0 + 8 < m ? (long long)perm[i0 + r0 + 8] : 0;
+    }
 #pragma unroll
     for (int h = 0; h < NH; h++)
 #pragma unroll
@@ -535,8 +626,17 @@ __device__ __forceinline__ void wg_mb_body(const unsigned char *__restrict__ w, 
             for (int e = 0; e < 4; e++) {
                 const int i = i0 + r0 + 8 * (e >> 1);
                 const int c = j0 + h * 128 + j * 8 + (lane & 3) * 2 + (e & 1);
-                if (i < m && c < n) y[(long long)i * ldy + c] = alpha * acc[h][4 * j + e];
+                if (i < m && c < n) y[(perm != nullptr ? yr[e >> 1] : (long long)i) * ldy + c] = alpha * acc[h][4 * j + e];
             }
+}
+
+template <int NH>
+__device__ __forceinline__ void wg_mb_body(const unsigned char *__restrict__ w, const float *__restrict__ grid,
+                                           const unsigned char *__restrict__ xq, const float *__restrict__ xs,
+                                           float *__restrict__ y, int m, int n, int k, long long ldy, float alpha)
+{
+    wg_mb_tile<NH>(w, grid, xq, xs, y, m, n, k, ldy, alpha, blockIdx.x * FP8BLK_WG_BM, blockIdx.y * (128 * NH), m,
+                   nullptr);
 }
 
 extern "C" __global__ void __launch_bounds__(FP8BLK_WG_THREADS, 1)
@@ -553,6 +653,36 @@ memra_k_fp8blk_wgmma_wide(const unsigned char *__restrict__ w, const float *__re
                           int m, int n, int k, long long ldy, float alpha)
 {
     wg_mb_body<2>(w, grid, xq, xs, y, m, n, k, ldy, alpha);
+}
+
+/* ---- gemm_experts on the 128 x 128 mbarrier tile ------------------------------------
+ *   memra_k_fp8blk_experts_wgmma  memra_k_fp8blk_wgmma_mb's tile (wg_mb_tile<1>: the
+ *                         same loads, wgmmas and fold) on the rows of a tile-table
+ *                         tile: grid (ceil(n / 128), the worst-case tile count),
+ *                         CTA (x, t) with t >= *ntiles exits at once; else tile t =
+ *                         (e, s0): sorted rows s0 .. min(s0 + 128, offsets[e + 1])
+ *                         of xq / xs (memra_k_fp8blk_quant_sorted's; scales at
+ *                         xs[b * m + s]), those past the expert's end zero-filled
+ *                         and never stored, times expert e's weight wtab[e] and
+ *                         grid gtab[e] (the core's tables, module.h: each 16-byte
+ *                         aligned), weight rows 128 x .. ; output row s goes to
+ *                         y[perm[s]]. Every output is written once, by one CTA,
+ *                         and is bit for bit the dense lane's for that expert's
+ *                         rows (the same fold per row and 128 columns; a row's
+ *                         wgmma result depends on that row alone). */
+extern "C" __global__ void __launch_bounds__(FP8BLK_WG_THREADS, 1)
+memra_k_fp8blk_experts_wgmma(const unsigned long long *__restrict__ wtab, const unsigned long long *__restrict__ gtab,
+                             const unsigned char *__restrict__ xq, const float *__restrict__ xs,
+                             const int *__restrict__ offsets, const int *__restrict__ perm,
+                             const int *__restrict__ tiles, const int *__restrict__ ntiles, float *__restrict__ y,
+                             int m, int n, int k, long long ldy, float alpha)
+{
+    const int t = (int)blockIdx.y;
+    if (t >= *ntiles) return; /* the whole CTA, before any barrier */
+    const int e = tiles[2 * t], s0 = tiles[2 * t + 1], end = offsets[e + 1];
+    const unsigned char *w = reinterpret_cast<const unsigned char *>(wtab[e]);
+    const float *grid = reinterpret_cast<const float *>(gtab[e]);
+    wg_mb_tile<1>(w, grid, xq, xs, y, end, n, k, ldy, alpha, s0, (int)blockIdx.x * FP8BLK_WG_BN, m, perm);
 }
 
 /* ---- the warp-specialised kernel on the bulk tensor copy engine ------------------

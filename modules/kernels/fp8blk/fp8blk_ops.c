@@ -1,6 +1,6 @@
 /* The block-128 FP8 family (fp8blk_gemm.cu): its load (the kernels from the
- * JIT when it can serve them, else the embedded cubin, the reason logged) and
- * the op gemm_fp8_blk. fp8blk.h holds the constants this file, fp8blk_jit.c
+ * JIT when it can serve them, else the embedded cubin, the reason logged), the
+ * op gemm_fp8_blk and, on cc 9.0, gemm_experts with lane gemm_fp8_blk. fp8blk.h holds the constants this file, fp8blk_jit.c
  * and fp8blk_gemm.cu share; fp8blk_jit.h the JIT sources and the tile knob. */
 #include <math.h>
 #include <stdio.h>
@@ -15,6 +15,7 @@
 /* Named scratch (host->scratch_get: per call and stream). */
 #define MEMRA__MMQ_SLOT_XQ "fp8blk.xq" /* gemm_fp8_blk: e4m3 activation */
 #define MEMRA__MMQ_SLOT_XS "fp8blk.xs" /* gemm_fp8_blk: activation scales */
+#define MEMRA__FP8BLK_SLOT_ROUTE "fp8blk.experts.route" /* gemm_experts: offsets, permutation, tile table */
 
 typedef struct fp8blk_state {
     CUfunction quant, gemm;
@@ -25,6 +26,9 @@ typedef struct fp8blk_state {
     CUfunction wgmma_wide;   /* sm_90a: the 128 x 256 one (memra_k_fp8blk_wgmma_wide), or NULL */
     CUfunction wgmma_tma;    /* MEMRA_FP8BLK_WGMMA=tma: memra_k_fp8blk_wgmma_tma (needs tensor maps), or NULL */
     int wide_always;         /* MEMRA_FP8BLK_WGMMA=wide: the wide tile at every shape */
+    /* gemm_experts (sm_90a, where a warpgroup kernel serves gemm_fp8_blk): the routing kernel, the
+     * quantisers in expert order and the grouped 128 x 128 tile; NULL elsewhere (the op declines) */
+    CUfunction xe_route, xe_quant, xe_quant_given, xe_gemm;
     memra__fp8blk_variant variant;
     memra__fp8blk_tile tile; /* the tile the loaded gemm kernel was compiled with */
     unsigned threads;
@@ -178,6 +182,20 @@ static void fp8blk_load_wgmma(memra__gpu *q, fp8blk_state *fb, CUmodule m)
     if (strcmp(mode, "mbwide") == 0 || strcmp(mode, "wide") == 0)
         fb->wgmma_wide = wgmma_function(q, fb, m, "memra_k_fp8blk_wgmma_wide", FP8BLK_WG_SMEM_BYTES_OF(2));
     fb->wide_always = strcmp(mode, "wide") == 0;
+    /* gemm_experts: its grouped tile is memra_k_fp8blk_wgmma_mb's, bit for bit what every warpgroup
+     * kernel computes, so it serves wherever one of them serves gemm_fp8_blk (not with
+     * MEMRA_FP8BLK_WGMMA=0, whose mma.sync kernel rounds differently) */
+    if (fb->wgmma != NULL || fb->wgmma_wide != NULL || fb->wgmma_tma != NULL) {
+        if (q->cu.cuModuleGetFunction(&fb->xe_route, m, "memra_k_fp8blk_experts_route") != MEMRA__CU_SUCCESS ||
+            q->cu.cuModuleGetFunction(&fb->xe_quant, m, "memra_k_fp8blk_quant_sorted") != MEMRA__CU_SUCCESS ||
+            q->cu.cuModuleGetFunction(&fb->xe_quant_given, m, "memra_k_fp8blk_quant_sorted_given") != MEMRA__CU_SUCCESS) {
+            host->log(MEMRA_LOG_INFO, q->name, "gemm_experts: the %s image has no grouped kernels", fb->path);
+            fb->xe_route = fb->xe_quant = fb->xe_quant_given = NULL;
+        }
+        fb->xe_gemm = wgmma_function(q, fb, m, "memra_k_fp8blk_experts_wgmma", FP8BLK_WG_SMEM_BYTES_OF(1));
+        if (fb->xe_route == NULL || fb->xe_quant == NULL || fb->xe_quant_given == NULL)
+            fb->xe_gemm = NULL;
+    }
 }
 
 static memra_status fp8blk_load_cfg(memra__gpu *q, fp8blk_state *fb, const fp8blk_config *cfg)
@@ -397,4 +415,99 @@ static memra_status gemm_fp8_blk(memra_call *call, const memra_gemm_args *a, con
     return memra__gpu_launch_ex(q, fb->gemm, "memra_k_fp8blk_gemm", (unsigned)((m + bm - 1) / bm),
                                 (unsigned)((n + bn - 1) / bn), 1, fb->threads, fb->smem, call->stream,
                                 (void *[]){&w, &grid, &xq, &xs, &y, &m, &n, &k, &ldy, &alpha}, 0);
+}
+
+/* ---- gemm_experts (issue 30) --------------------------------------------------------
+ * Lane gemm_fp8_blk (module.h, memra_gemm_experts_args: a->w and a->w_scale_grid
+ * are device tables of E pointers, each expert's e4m3 [n x k] and its f32
+ * block-128 grid), on cc 9.0 where a warpgroup kernel serves gemm_fp8_blk. Three
+ * launches of fixed shape for a given m, no host read, capturable:
+ *   memra_k_fp8blk_experts_route       (1 x 1024) offsets, the permutation and the
+ *                                      table of 128-row tiles, in scratch;
+ *   memra_k_fp8blk_quant_sorted(_given) the activation quantised per row per 128
+ *                                      columns in expert order (sorted row s = x row
+ *                                      perm[s]: each expert's rows contiguous), grid
+ *                                      sized for all m rows; _given with a static
+ *                                      x_scale (x_amax is ignored: module.h);
+ *   memra_k_fp8blk_experts_wgmma       the grouped 128 x 128 tile on (ceil(n / 128),
+ *                                      tiles_max), tiles_max = min(m, ceil(m / 128) + E)
+ *                                      (each expert of c rows takes ceil(c / 128) <=
+ *                                      c / 128 + 1 tiles, every tile holds a row), CTAs
+ *                                      past the table's count exiting; outputs
+ *                                      scattered to y[perm[s]].
+ * Plain stream-ordered launches (no programmatic dependents yet). One token height
+ * (128, wgmma's two m64 warpgroups): an expert's last tile wastes up to 127 rows,
+ * which for ~32-row experts (Qwen3-like, E 128 top-8) is three quarters of the work;
+ * a 64-row (one warpgroup) remainder tile is not written yet. Each output equals the
+ * dense gemm_fp8_blk lane's (any of its warpgroup kernels) for the expert's rows,
+ * bit for bit. Each expert's operand must be 16-byte aligned (the core's tables and
+ * memra check's are). */
+memra_status memra__fp8blk_gemm_experts(memra_call *call, const memra_gemm_args *a, const memra_gemm_experts_args *ex)
+{
+    memra__gpu *q = MMQ_OF(call);
+    const fp8blk_state *fb = fb_state(q);
+    if (ex == NULL || !MEMRA_HAS_MEMBER(ex, memra_gemm_experts_args, w_scales))
+        return q->host->set_error(MEMRA_STATUS_INVALID_ARGUMENT, "%s.gemm_experts: experts args missing or too small",
+                                  q->name);
+    if (ex->lane != MEMRA_OP_gemm_fp8_blk)
+        return memra__gpu_decline(call, "gemm_experts: this module serves the gemm_fp8_blk lane only");
+    if (fb == NULL || fb->xe_gemm == NULL)
+        return memra__gpu_decline(call, "gemm_experts: the grouped block-128 kernel needs sm_90a's warpgroup kernels "
+                                        "(cc 9.0, MEMRA_FP8BLK_WGMMA not 0)");
+    memra_status st = memra__gpu_check_gemm(q, "gemm_experts", a);
+    if (st != MEMRA_STATUS_OK) return st;
+    if (ex->n_experts < 1)
+        return q->host->set_error(MEMRA_STATUS_INVALID_ARGUMENT, "%s.gemm_experts: n_experts = %d", q->name,
+                                  (int)ex->n_experts);
+    if (a->m == 0 || a->n == 0) return MEMRA_STATUS_OK;
+    if (ex->ids == 0) return q->host->set_error(MEMRA_STATUS_INVALID_ARGUMENT, "%s.gemm_experts: ids is NULL", q->name);
+    if (a->k > 0 && a->w_scale_grid == 0)
+        return q->host->set_error(MEMRA_STATUS_INVALID_ARGUMENT, "%s.gemm_experts: w_scale_grid (the grids' table) is NULL",
+                                  q->name);
+    const int has_given = MEMRA_HAS_MEMBER(a, memra_gemm_args, x_amax);
+    float xsc = has_given ? a->x_scale : 0.0f;
+    if (!isfinite(xsc) || xsc < 0.0f)
+        return q->host->set_error(MEMRA_STATUS_INVALID_ARGUMENT, "%s.gemm_experts: x_scale %g is negative or not finite",
+                                  q->name, (double)xsc);
+    if (a->k == 0) return memra__gpu_decline(call, "gemm_experts: k = 0 (nothing to accumulate)");
+    if (a->k % 16 != 0) return memra__gpu_decline(call, "gemm_experts: in_f not a multiple of 16");
+    if (a->x_is_f16) return memra__gpu_decline(call, "gemm_experts: the block-128 lane reads an f32 activation");
+    if (!memra__gpu_aligned(a->x, 16) || !memra__gpu_aligned(a->w, 8) || !memra__gpu_aligned(a->w_scale_grid, 8))
+        return memra__gpu_decline(call, "gemm_experts: needs a 16-byte aligned x and 8-byte aligned expert tables");
+    const int32_t E = ex->n_experts;
+    if (E > FP8BLK_XE_MAX) return memra__gpu_decline(call, "gemm_experts: more than 4096 experts (the routing kernel's shared memory)");
+    int m = a->m, n = a->n, k = a->k, ee = E;
+    const int64_t nkb = ((int64_t)k + 127) / 128;
+    int64_t tiles_max = ((int64_t)m + FP8BLK_WG_BM - 1) / FP8BLK_WG_BM + E;
+    if (tiles_max > m) tiles_max = m;
+    if (tiles_max > 65535) return memra__gpu_decline(call, "gemm_experts: more than 65535 row tiles");
+    const size_t b_off = ((size_t)E + 1) * 4, b_perm = (size_t)m * 4, b_tiles = (size_t)tiles_max * 8;
+    const size_t o_perm = (b_off + 15) / 16 * 16, o_tiles = o_perm + (b_perm + 15) / 16 * 16;
+    const size_t o_n = o_tiles + (b_tiles + 15) / 16 * 16;
+    memra_dptr xq = 0, xs = 0, p = 0;
+    st = q->host->scratch_get(call, MEMRA__MMQ_SLOT_XQ, (size_t)((int64_t)m * k + 256), &xq);
+    if (st == MEMRA_STATUS_OK) st = q->host->scratch_get(call, MEMRA__MMQ_SLOT_XS, (size_t)(nkb * m * 4 + 256), &xs);
+    if (st == MEMRA_STATUS_OK) st = q->host->scratch_get(call, MEMRA__FP8BLK_SLOT_ROUTE, o_n + 16, &p);
+    if (st != MEMRA_STATUS_OK) return st;
+    memra_dptr offsets = p, perm = p + o_perm, tiles = p + o_tiles, ntiles = p + o_n;
+    memra_dptr ids = ex->ids, x = a->x, w = a->w, grid = a->w_scale_grid, y = memra__gpu_y_base(a);
+    long long ldy = a->ldy;
+    float alpha = a->alpha;
+    st = memra__gpu_launch_ex(q, fb->xe_route, "memra_k_fp8blk_experts_route", 1, 1, 1, 1024, 0, call->stream,
+                              (void *[]){&ids, &m, &ee, &offsets, &perm, &tiles, &ntiles}, 0);
+    if (st != MEMRA_STATUS_OK) return st;
+    const unsigned qgrid = (unsigned)((nkb * m + 8 * MEMRA_ROW128_U - 1) / (8 * MEMRA_ROW128_U));
+    if (xsc > 0.0f)
+        st = memra__gpu_launch_ex(q, fb->xe_quant_given, "memra_k_fp8blk_quant_sorted_given", qgrid, 1, 1, 256, 0,
+                                  call->stream, (void *[]){&x, &perm, &offsets, &ee, &m, &k, &xq, &xs, &xsc}, 0);
+    else
+        st = memra__gpu_launch_ex(q, fb->xe_quant, "memra_k_fp8blk_quant_sorted", qgrid, 1, 1, 256, 0, call->stream,
+                                  (void *[]){&x, &perm, &offsets, &ee, &m, &k, &xq, &xs}, 0);
+    if (st != MEMRA_STATUS_OK) return st;
+    return memra__gpu_launch_ex(q, fb->xe_gemm, "memra_k_fp8blk_experts_wgmma",
+                                (unsigned)((n + FP8BLK_WG_BN - 1) / FP8BLK_WG_BN), (unsigned)tiles_max, 1,
+                                FP8BLK_WG_THREADS, FP8BLK_WG_SMEM_BYTES_OF(1), call->stream,
+                                (void *[]){&w, &grid, &xq, &xs, &offsets, &perm, &tiles, &ntiles, &y, &m, &n, &k, &ldy,
+                                           &alpha},
+                                0);
 }
