@@ -591,9 +591,11 @@ static int case_mmq(const char *so)
 
 /* gemm_experts with lane gemm_fp8_blk on the fp8blk module: m rows over E experts, n = 300,
  * k = 256 (2 blocks of 128), x_scale xsc: the routing kernel (1 x 1024), the quantiser in expert
- * order `quant` on ceil(2 m / 32) blocks of 256, the grouped tile on 3 x gy (gy = min(m,
- * ceil(m / 128) + E), the worst-case tile count), 256 threads; all plain launches. */
-static int fp8blk_experts_launch(mod *m, int rows, int E, float xsc, const char *quant, unsigned gy)
+ * order `quant` on ceil(2 m / 32) blocks of 256, the 128-row grouped tile on 3 x gy (256 threads;
+ * gy = 0: not launched, no 128-row tile can exist) and the 64-row remainder tile on 3 x gy2 (128
+ * threads), gy and gy2 the worst-case tile counts (min(ceil(m / 128) + E, m / 65) and min(E, m));
+ * all plain launches. */
+static int fp8blk_experts_launch(mod *m, int rows, int E, float xsc, const char *quant, unsigned gy, unsigned gy2)
 {
     memra_call c = call_of(m);
     memra_gemm_args a = gemm(rows, 300, 256);
@@ -602,20 +604,27 @@ static int fp8blk_experts_launch(mod *m, int rows, int E, float xsc, const char 
                                   .ids = 0x60000000};
     const memra_status st = m->desc->ops->gemm_experts(&c, &a, &ex);
     const unsigned qx = (unsigned)((2 * rows + 31) / 32);
-    const int grid = g_n_launched == 3 && g_grid_x[0] == 1 && g_grid_y[0] == 1 && g_block_x[0] == 1024 &&
-                     g_grid_x[1] == qx && g_grid_y[1] == 1 && g_block_x[1] == 256 && g_grid_x[2] == 3 &&
-                     g_grid_y[2] == gy && g_block_x[2] == 256;
-    if (g_n_launched == 3)
-        printf("    grids: route %u x %u (%u), quant %u x %u (%u), grouped %u x %u (%u); want 1 x 1 (1024), %u x 1 "
-               "(256), 3 x %u (256)  %s\n",
-               g_grid_x[0], g_grid_y[0], g_block_x[0], g_grid_x[1], g_grid_y[1], g_block_x[1], g_grid_x[2], g_grid_y[2],
-               g_block_x[2], qx, gy, grid ? "ok" : "FAIL");
+    const int nl = gy ? 4 : 3, l64 = nl - 1;
+    int grid = g_n_launched == nl && g_grid_x[0] == 1 && g_grid_y[0] == 1 && g_block_x[0] == 1024 &&
+               g_grid_x[1] == qx && g_grid_y[1] == 1 && g_block_x[1] == 256 && g_grid_x[l64] == 3 &&
+               g_grid_y[l64] == gy2 && g_block_x[l64] == 128;
+    if (gy) grid &= g_grid_x[2] == 3 && g_grid_y[2] == gy && g_block_x[2] == 256;
+    if (g_n_launched == nl) {
+        printf("    grids: route %u x %u (%u), quant %u x %u (%u)", g_grid_x[0], g_grid_y[0], g_block_x[0], g_grid_x[1],
+               g_grid_y[1], g_block_x[1]);
+        for (int i = 2; i < nl; i++) printf(", grouped %u x %u (%u)", g_grid_x[i], g_grid_y[i], g_block_x[i]);
+        printf("; want 1 x 1 (1024), %u x 1 (256)", qx);
+        if (gy) printf(", 3 x %u (256)", gy);
+        printf(", 3 x %u (128)  %s\n", gy2, grid ? "ok" : "FAIL");
+    }
     char what[64];
     snprintf(what, sizeof what, "gemm_experts fp8_blk m %d E %d", rows, E);
-    return launched_exact(what, st, 3,
-                          (const char *[]){"memra_k_fp8blk_experts_route", quant, "memra_k_fp8blk_experts_wgmma"},
-                          (const int[]){0, 0, 0}) &&
-           grid;
+    const char *want[4] = {"memra_k_fp8blk_experts_route", quant, "memra_k_fp8blk_experts_wgmma",
+                           "memra_k_fp8blk_experts_wgmma64"};
+    if (!gy) want[2] = want[3];
+    const int exact64 = g_n_launched == nl && strcmp(g_launched[l64], "memra_k_fp8blk_experts_wgmma64") == 0 &&
+                        (!gy || strcmp(g_launched[2], "memra_k_fp8blk_experts_wgmma") == 0);
+    return launched_exact(what, st, nl, want, (const int[]){0, 0, 0, 0}) && grid && exact64;
 }
 
 /* A gemm_experts call that must fail with `want` and launch nothing. */
@@ -635,19 +644,21 @@ static int fp8blk_experts(mod *m)
 {
     int ok = 1;
     ok &= resolved("memra_k_fp8blk_experts_route") && resolved("memra_k_fp8blk_quant_sorted") &&
-          resolved("memra_k_fp8blk_quant_sorted_given") && resolved("memra_k_fp8blk_experts_wgmma");
-    ok &= fp8blk_experts_launch(m, 300, 8, 0.0f, "memra_k_fp8blk_quant_sorted", 3 + 8);
-    ok &= fp8blk_experts_launch(m, 5, 8, 0.0f, "memra_k_fp8blk_quant_sorted", 5); /* never more tiles than rows */
-    ok &= fp8blk_experts_launch(m, 4096, 128, 0.02f, "memra_k_fp8blk_quant_sorted_given", 32 + 128);
+          resolved("memra_k_fp8blk_quant_sorted_given") && resolved("memra_k_fp8blk_experts_wgmma") &&
+          resolved("memra_k_fp8blk_experts_wgmma64");
+    ok &= fp8blk_experts_launch(m, 300, 8, 0.0f, "memra_k_fp8blk_quant_sorted", 300 / 65, 8);
+    ok &= fp8blk_experts_launch(m, 5, 8, 0.0f, "memra_k_fp8blk_quant_sorted", 0, 5); /* no 128-row tile */
+    ok &= fp8blk_experts_launch(m, 4096, 128, 0.02f, "memra_k_fp8blk_quant_sorted_given", 4096 / 65, 128);
+    ok &= fp8blk_experts_launch(m, 100000, 8, 0.0f, "memra_k_fp8blk_quant_sorted", 782 + 8, 8);
     memra_gemm_args a = gemm(300, 300, 256);
     a.x_amax = 0x60000000; /* ignored (module.h): the own pass */
     memra_gemm_experts_args ex = {.struct_size = sizeof ex, .lane = MEMRA_OP_gemm_fp8_blk, .n_experts = 8,
                                   .ids = 0x70000000};
     memra_call c = call_of(m);
-    ok &= launched_exact("gemm_experts x_amax ignored", m->desc->ops->gemm_experts(&c, &a, &ex), 3,
+    ok &= launched_exact("gemm_experts x_amax ignored", m->desc->ops->gemm_experts(&c, &a, &ex), 4,
                          (const char *[]){"memra_k_fp8blk_experts_route", "memra_k_fp8blk_quant_sorted",
-                                          "memra_k_fp8blk_experts_wgmma"},
-                         (const int[]){0, 0, 0});
+                                          "memra_k_fp8blk_experts_wgmma", "memra_k_fp8blk_experts_wgmma64"},
+                         (const int[]){0, 0, 0, 0});
     a.x_amax = 0;
     ex.lane = MEMRA_OP_gemm_q8_0r;
     c = call_of(m);
@@ -738,7 +749,7 @@ static int case_fp8blk(const char *so)
     a = gemm(64, 256, 512);
     ok &= launched("gemm_fp8_blk (MEMRA_FP8BLK_WGMMA=wide)", m.desc->ops->gemm_fp8_blk(&c, &a), 2,
                    (const char *[]){"memra_k_fp8blk_quant", "memra_k_fp8blk_wgmma_wide"}, (const int[]){0, 0});
-    ok &= fp8blk_experts_launch(&m, 300, 8, 0.0f, "memra_k_fp8blk_quant_sorted", 3 + 8); /* any warpgroup mode */
+    ok &= fp8blk_experts_launch(&m, 300, 8, 0.0f, "memra_k_fp8blk_quant_sorted", 300 / 65, 8); /* any warpgroup mode */
     ok &= close_mod(&m, 1);
     /* MEMRA_FP8BLK_WGMMA=tma: the warp-specialised kernel on tensor maps (two encoded per call); without
      * cuTensorMapEncodeTiled the 128 x 128 mbarrier kernel */

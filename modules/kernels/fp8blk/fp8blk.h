@@ -53,5 +53,12 @@
 /* gemm_experts (memra_k_fp8blk_experts_route): at most this many experts (the
  * routing kernel's counts in shared memory) */
 #define FP8BLK_XE_MAX 4096
+/* gemm_experts' remainder tile (memra_k_fp8blk_experts_wgmma64): 64 rows x 128, one
+ * warpgroup, a stage of A [64 x 128] at 0, B [128 x 128] at 8192, then 64 scales,
+ * 1024-aligned; 4 stages (about 101 KB: two CTAs to an SM) */
+#define FP8BLK_XE64_THREADS 128
+#define FP8BLK_XE64_STAGES 4
+#define FP8BLK_XE64_STAGE_BYTES ((8192 + 16384 + 256 + 1023) / 1024 * 1024)
+#define FP8BLK_XE64_SMEM_BYTES (FP8BLK_XE64_STAGES * FP8BLK_XE64_STAGE_BYTES + 1024 + 128)
 
 #endif

@@ -27,10 +27,11 @@
  *                         running f32 result once per block (never per 32).
  *   memra_k_fp8blk_wgmma*  the sm_90a warpgroup kernels (below).
  *   memra_k_fp8blk_experts_route, memra_k_fp8blk_quant_sorted(_given),
- *   memra_k_fp8blk_experts_wgmma
+ *   memra_k_fp8blk_experts_wgmma, memra_k_fp8blk_experts_wgmma64
  *                         gemm_experts, lane gemm_fp8_blk (MoE prefill): the
  *                         routing, the activation in expert order, the grouped
- *                         warpgroup tile (see "gemm_experts" below).
+ *                         warpgroup tiles of 128 and 64 rows (see "gemm_experts"
+ *                         below).
  *
  * The tile (macros, so a tuning run can compile others through the JIT; the
  * defaults are what the embedded cubins use): FP8BLK_BM tokens x FP8BLK_BN
@@ -146,7 +147,10 @@ memra_k_fp8blk_quant_given(const float *__restrict__ x, int m, int k, unsigned c
  *                         table of 128-row tiles, tile t = (tiles[2t] = expert,
  *                         tiles[2t + 1] = its first sorted row), an expert of c
  *                         rows taking ceil(c / 128), experts in order; the count in
- *                         *ntiles. Nothing is read on the host.
+ *                         *ntiles. With tiles2 (the 64-row kernel loaded) an expert
+ *                         whose last 1 .. 64 rows would half-fill a 128-row tile
+ *                         gets floor(c / 128) tiles there and one of 64 rows in
+ *                         tiles2 (*ntiles2). Nothing is read on the host.
  *   memra_k_fp8blk_quant_sorted / _sorted_given  memra_k_fp8blk_quant /
  *                         _quant_given (a static scale only: a producer's maxima
  *                         are the batch's rows', module.h) with the rows in expert
@@ -157,7 +161,8 @@ memra_k_fp8blk_quant_given(const float *__restrict__ x, int m, int k, unsigned c
  *                         (memra_row128_quant_rows). Grid sized for all m rows. */
 extern "C" __global__ void __launch_bounds__(1024)
 memra_k_fp8blk_experts_route(const int *__restrict__ ids, int m, int E, int *__restrict__ offsets,
-                             int *__restrict__ perm, int *__restrict__ tiles, int *__restrict__ ntiles)
+                             int *__restrict__ perm, int *__restrict__ tiles, int *__restrict__ ntiles,
+                             int *__restrict__ tiles2, int *__restrict__ ntiles2)
 {
     __shared__ int cnt[FP8BLK_XE_MAX];
     __shared__ int fill[FP8BLK_XE_MAX];
@@ -169,19 +174,29 @@ memra_k_fp8blk_experts_route(const int *__restrict__ ids, int m, int E, int *__r
     }
     __syncthreads();
     if (threadIdx.x == 0) {
-        int off = 0, t = 0;
+        /* tiles2 != NULL: a remainder of 1 .. 64 rows past an expert's 128-row tiles takes a 64-row tile
+         * of the second table instead (a tile then wastes at most 63 rows, not 127) */
+        int off = 0, t = 0, t2 = 0;
         for (int e = 0; e < E; e++) {
             offsets[e] = off;
             fill[e] = off;
-            for (int r0 = 0; r0 < cnt[e]; r0 += FP8BLK_WG_BM) {
+            const int rem = cnt[e] % FP8BLK_WG_BM;
+            const int full = tiles2 != nullptr && rem > 0 && rem <= 64 ? cnt[e] - rem : cnt[e];
+            for (int r0 = 0; r0 < full; r0 += FP8BLK_WG_BM) {
                 tiles[2 * t] = e;
                 tiles[2 * t + 1] = off + r0;
                 t++;
+            }
+            if (full < cnt[e]) {
+                tiles2[2 * t2] = e;
+                tiles2[2 * t2 + 1] = off + full;
+                t2++;
             }
             off += cnt[e];
         }
         offsets[E] = off;
         *ntiles = t;
+        if (tiles2 != nullptr) *ntiles2 = t2;
     }
     __syncthreads();
     for (int r = threadIdx.x; r < m; r += blockDim.x) {
@@ -389,30 +404,31 @@ __device__ __forceinline__ void wg_fence_regs(float d[64])
  * scales after B; every row 128 bytes in the swizzled layout. A's rows i0 .. m - 1
  * exist (the rest zero-filled), the scales of block kb at xs + kb * ms (ms = m for a
  * dense call; the grouped kernel's m is its expert's end, ms all rows). */
-template <int NH>
+template <int NH, int BM = 128>
 __device__ __forceinline__ void wg_load_n(unsigned char *st, const unsigned char *xq, const unsigned char *w,
                                           const float *xs, int m, int n, int k, int i0, int j0, int kb, int ms)
 {
-    unsigned char *A = st, *B = st + 16384;
-    float *sx = reinterpret_cast<float *>(st + 16384 * (1 + NH));
+    constexpr int T = 2 * BM, AB = BM * 128; /* BM = 64: one warpgroup, A [64 x 128], B at 8192 */
+    unsigned char *A = st, *B = st + AB;
+    float *sx = reinterpret_cast<float *>(st + (AB + 16384 * NH));
     const long long col0 = (long long)kb * 128;
 #pragma unroll
     for (int it = 0; it < 4; it++) {
-        const int idx = threadIdx.x + it * FP8BLK_WG_THREADS;
+        const int idx = threadIdx.x + it * T;
         const int r = idx >> 3, c = idx & 7;
         const long long col = col0 + c * 16;
         const int oka = i0 + r < m && col < k;
         fb_cp16(A + r * 128 + ((c ^ (r & 7)) << 4), oka ? xq + (long long)(i0 + r) * k + col : xq, oka ? 16 : 0);
     }
 #pragma unroll
-    for (int it = 0; it < 4 * NH; it++) {
-        const int idx = threadIdx.x + it * FP8BLK_WG_THREADS;
+    for (int it = 0; it < 1024 * NH / T; it++) {
+        const int idx = threadIdx.x + it * T;
         const int r = idx >> 3, c = idx & 7;
         const long long col = col0 + c * 16;
         const int okb = j0 + r < n && col < k;
         fb_cp16(B + r * 128 + ((c ^ (r & 7)) << 4), okb ? w + (long long)(j0 + r) * k + col : w, okb ? 16 : 0);
     }
-    if (threadIdx.x < FP8BLK_WG_BM) {
+    if (threadIdx.x < BM) {
         const int i = i0 + threadIdx.x;
         fb_cp4(sx + threadIdx.x, i < m ? xs + (long long)kb * ms + i : xs, i < m ? 4 : 0);
     }
@@ -553,13 +569,17 @@ __device__ __forceinline__ void mb_wait(unsigned a, unsigned parity)
  * i0 + i (the dense kernels, ms = m); else y's row perm[i0 + i] (gemm_experts: i0
  * an expert's first sorted row of the tile, m its end). The same loads, wgmmas
  * and fold either way. */
-template <int NH>
+template <int NH, int BM = 128>
 __device__ __forceinline__ void wg_mb_tile(const unsigned char *__restrict__ w, const float *__restrict__ grid,
                                            const unsigned char *__restrict__ xq, const float *__restrict__ xs,
                                            float *__restrict__ y, int m, int n, int k, long long ldy, float alpha,
                                            int i0, int j0, int ms, const int *__restrict__ perm)
 {
-    constexpr int S = FP8BLK_WG_STAGES_OF(NH), L = S - 2, SB = FP8BLK_WG_STAGE_BYTES_OF(NH);
+    /* BM = 64 (gemm_experts' remainder tile): one warpgroup, A [64 x 128] then B, FP8BLK_XE64_STAGES stages */
+    constexpr int T = 2 * BM, AB = BM * 128;
+    constexpr int S = BM == 128 ? FP8BLK_WG_STAGES_OF(NH) : FP8BLK_XE64_STAGES, L = S - 2;
+    constexpr int SB = BM == 128 ? FP8BLK_WG_STAGE_BYTES_OF(NH) : FP8BLK_XE64_STAGE_BYTES;
+    static_assert(BM == 128 || (BM == 64 && NH == 1), "wg_mb_tile: 128 rows, or 64 rows by 128");
     extern __shared__ __align__(16) unsigned char wg_smem[]; /* the dynamic shared memory (a template's own name) */
     const unsigned raw = fb_smem(wg_smem), sbase = (raw + 1023u) & ~1023u;
     unsigned char *stages = wg_smem + (sbase - raw);
@@ -570,15 +590,15 @@ __device__ __forceinline__ void wg_mb_tile(const unsigned char *__restrict__ w, 
     const float *grow = grid + (long long)(j0 / 128) * nk;
     if (threadIdx.x == 0)
         for (int s = 0; s < S; s++) {
-            mb_init(full + 8 * s, FP8BLK_WG_THREADS);
-            mb_init(empty + 8 * s, FP8BLK_WG_THREADS);
+            mb_init(full + 8 * s, T);
+            mb_init(empty + 8 * s, T);
         }
     __syncthreads();
 
     auto produce = [&](int b) {
         const int s = b % S;
         if (b >= S) mb_wait(empty + 8 * s, (unsigned)(b / S - 1) & 1u);
-        wg_load_n<NH>(stages + s * SB, xq, w, xs, m, n, k, i0, j0, b, ms);
+        wg_load_n<NH, BM>(stages + s * SB, xq, w, xs, m, n, k, i0, j0, b, ms);
         mb_cp_arrive(full + 8 * s);
     };
     float acc[NH][64], t[64];
@@ -593,14 +613,14 @@ __device__ __forceinline__ void wg_mb_tile(const unsigned char *__restrict__ w, 
         const int s = kb % S;
         mb_wait(full + 8 * s, (unsigned)(kb / S) & 1u);
         asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
-        const float *sx = reinterpret_cast<const float *>(stages + s * SB + 16384 * (1 + NH));
+        const float *sx = reinterpret_cast<const float *>(stages + s * SB + (AB + 16384 * NH));
         const float x0 = sx[r0], x1 = sx[r0 + 8];
         const unsigned a = sbase + s * SB + a_off;
 #pragma unroll
         for (int h = 0; h < NH; h++) {
             /* a half past the last scale block of rows has no grid value: its rows are all past n */
             const float g = (j0 / 128 + h < ngr) ? grow[(long long)h * nk + kb] : 0.0f;
-            const unsigned bb = sbase + s * SB + 16384 * (1 + h);
+            const unsigned bb = sbase + s * SB + (AB + 16384 * h);
             asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
 #pragma unroll
             for (int kk = 0; kk < 4; kk++) wg_mma(t, wg_desc(a + kk * 32), wg_desc(bb + kk * 32), kk);
@@ -683,6 +703,27 @@ memra_k_fp8blk_experts_wgmma(const unsigned long long *__restrict__ wtab, const 
     const unsigned char *w = reinterpret_cast<const unsigned char *>(wtab[e]);
     const float *grid = reinterpret_cast<const float *>(gtab[e]);
     wg_mb_tile<1>(w, grid, xq, xs, y, end, n, k, ldy, alpha, s0, (int)blockIdx.x * FP8BLK_WG_BN, m, perm);
+}
+
+/*   memra_k_fp8blk_experts_wgmma64  the same on a 64-row tile: one warpgroup (128
+ *                         threads, wg_mb_tile<1, 64>: A [64 x 128] then B in a
+ *                         stage, FP8BLK_XE64_STAGES stages, two CTAs to an SM),
+ *                         the wgmmas and fold of warpgroup 0 of the 128-row tile,
+ *                         for the second table (tiles2 / ntiles2: an expert's
+ *                         remainder of at most 64 rows past its 128-row tiles). */
+extern "C" __global__ void __launch_bounds__(FP8BLK_XE64_THREADS, 2)
+memra_k_fp8blk_experts_wgmma64(const unsigned long long *__restrict__ wtab, const unsigned long long *__restrict__ gtab,
+                               const unsigned char *__restrict__ xq, const float *__restrict__ xs,
+                               const int *__restrict__ offsets, const int *__restrict__ perm,
+                               const int *__restrict__ tiles, const int *__restrict__ ntiles, float *__restrict__ y,
+                               int m, int n, int k, long long ldy, float alpha)
+{
+    const int t = (int)blockIdx.y;
+    if (t >= *ntiles) return;
+    const int e = tiles[2 * t], s0 = tiles[2 * t + 1], end = offsets[e + 1];
+    const unsigned char *w = reinterpret_cast<const unsigned char *>(wtab[e]);
+    const float *grid = reinterpret_cast<const float *>(gtab[e]);
+    wg_mb_tile<1, 64>(w, grid, xq, xs, y, end, n, k, ldy, alpha, s0, (int)blockIdx.x * FP8BLK_WG_BN, m, perm);
 }
 
 /* ---- the warp-specialised kernel on the bulk tensor copy engine ------------------

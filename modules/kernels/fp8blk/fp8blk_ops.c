@@ -29,6 +29,7 @@ typedef struct fp8blk_state {
     /* gemm_experts (sm_90a, where a warpgroup kernel serves gemm_fp8_blk): the routing kernel, the
      * quantisers in expert order and the grouped 128 x 128 tile; NULL elsewhere (the op declines) */
     CUfunction xe_route, xe_quant, xe_quant_given, xe_gemm;
+    CUfunction xe_gemm64; /* the 64-row remainder tile, or NULL: one table of 128-row tiles */
     memra__fp8blk_variant variant;
     memra__fp8blk_tile tile; /* the tile the loaded gemm kernel was compiled with */
     unsigned threads;
@@ -193,6 +194,7 @@ static void fp8blk_load_wgmma(memra__gpu *q, fp8blk_state *fb, CUmodule m)
             fb->xe_route = fb->xe_quant = fb->xe_quant_given = NULL;
         }
         fb->xe_gemm = wgmma_function(q, fb, m, "memra_k_fp8blk_experts_wgmma", FP8BLK_WG_SMEM_BYTES_OF(1));
+        fb->xe_gemm64 = wgmma_function(q, fb, m, "memra_k_fp8blk_experts_wgmma64", FP8BLK_XE64_SMEM_BYTES);
         if (fb->xe_route == NULL || fb->xe_quant == NULL || fb->xe_quant_given == NULL)
             fb->xe_gemm = NULL;
     }
@@ -421,27 +423,35 @@ static memra_status gemm_fp8_blk(memra_call *call, const memra_gemm_args *a, con
  * Lane gemm_fp8_blk (module.h, memra_gemm_experts_args: a->w and a->w_scale_grid
  * are device tables of E pointers, each expert's e4m3 [n x k] and its f32
  * block-128 grid), on cc 9.0 where a warpgroup kernel serves gemm_fp8_blk. Three
- * launches of fixed shape for a given m, no host read, capturable:
- *   memra_k_fp8blk_experts_route       (1 x 1024) offsets, the permutation and the
- *                                      table of 128-row tiles, in scratch;
+ * or four launches of fixed shape for a given m, no host read, capturable:
+ *   memra_k_fp8blk_experts_route       (1 x 1024) offsets, the permutation, the
+ *                                      table of 128-row tiles and the table of 64-row
+ *                                      remainder tiles, in scratch;
  *   memra_k_fp8blk_quant_sorted(_given) the activation quantised per row per 128
  *                                      columns in expert order (sorted row s = x row
  *                                      perm[s]: each expert's rows contiguous), grid
  *                                      sized for all m rows; _given with a static
  *                                      x_scale (x_amax is ignored: module.h);
  *   memra_k_fp8blk_experts_wgmma       the grouped 128 x 128 tile on (ceil(n / 128),
- *                                      tiles_max), tiles_max = min(m, ceil(m / 128) + E)
- *                                      (each expert of c rows takes ceil(c / 128) <=
- *                                      c / 128 + 1 tiles, every tile holds a row), CTAs
- *                                      past the table's count exiting; outputs
- *                                      scattered to y[perm[s]].
- * Plain stream-ordered launches (no programmatic dependents yet). One token height
- * (128, wgmma's two m64 warpgroups): an expert's last tile wastes up to 127 rows,
- * which for ~32-row experts (Qwen3-like, E 128 top-8) is three quarters of the work;
- * a 64-row (one warpgroup) remainder tile is not written yet. Each output equals the
- * dense gemm_fp8_blk lane's (any of its warpgroup kernels) for the expert's rows,
- * bit for bit. Each expert's operand must be 16-byte aligned (the core's tables and
- * memra check's are). */
+ *                                      tiles_max), CTAs past the table's count exiting;
+ *                                      outputs scattered to y[perm[s]];
+ *   memra_k_fp8blk_experts_wgmma64     the 64 x 128 tile (one warpgroup, two CTAs an SM)
+ *                                      on (ceil(n / 128), tiles2_max) for the second
+ *                                      table: an expert whose rows past its 128-row
+ *                                      tiles number 1 .. 64 takes one 64-row tile for
+ *                                      them, so a tile wastes at most 63 rows, not 127
+ *                                      (Qwen3-like routing, E 128 top-8, ~32 rows an
+ *                                      expert, ran three-quarters-empty 128-row tiles).
+ * Grids by the worst case: with the second table every 128-row tile holds more than
+ * 64 rows, tiles_max = min(ceil(m / 128) + E, floor(m / 65)), tiles2_max = min(E, m);
+ * without it (the 64-row kernel not loaded) tiles_max = min(ceil(m / 128) + E, m) (an
+ * expert of c rows takes ceil(c / 128) <= c / 128 + 1 tiles, each holds a row). A
+ * launch whose worst case is 0 tiles is skipped (m < 65: no 128-row tile). The two
+ * grouped launches write different rows of y. Plain stream-ordered launches (no
+ * programmatic dependents yet). Each output equals the dense gemm_fp8_blk lane's (any
+ * of its warpgroup kernels) for the expert's rows, bit for bit: both tiles run
+ * wg_mb_tile's per-row wgmmas and fold. Each expert's operand must be 16-byte aligned
+ * (the core's tables and memra check's are). */
 memra_status memra__fp8blk_gemm_experts(memra_call *call, const memra_gemm_args *a, const memra_gemm_experts_args *ex)
 {
     memra__gpu *q = MMQ_OF(call);
@@ -478,23 +488,28 @@ memra_status memra__fp8blk_gemm_experts(memra_call *call, const memra_gemm_args 
     if (E > FP8BLK_XE_MAX) return memra__gpu_decline(call, "gemm_experts: more than 4096 experts (the routing kernel's shared memory)");
     int m = a->m, n = a->n, k = a->k, ee = E;
     const int64_t nkb = ((int64_t)k + 127) / 128;
+    const int two = fb->xe_gemm64 != NULL;
     int64_t tiles_max = ((int64_t)m + FP8BLK_WG_BM - 1) / FP8BLK_WG_BM + E;
-    if (tiles_max > m) tiles_max = m;
-    if (tiles_max > 65535) return memra__gpu_decline(call, "gemm_experts: more than 65535 row tiles");
+    const int64_t tiles_cap = two ? (int64_t)m / 65 : (int64_t)m;
+    if (tiles_max > tiles_cap) tiles_max = tiles_cap;
+    const int64_t tiles2_max = !two ? 0 : E < m ? E : m;
+    if (tiles_max > 65535 || tiles2_max > 65535) return memra__gpu_decline(call, "gemm_experts: more than 65535 row tiles");
     const size_t b_off = ((size_t)E + 1) * 4, b_perm = (size_t)m * 4, b_tiles = (size_t)tiles_max * 8;
+    const size_t b_tiles2 = (size_t)tiles2_max * 8;
     const size_t o_perm = (b_off + 15) / 16 * 16, o_tiles = o_perm + (b_perm + 15) / 16 * 16;
-    const size_t o_n = o_tiles + (b_tiles + 15) / 16 * 16;
+    const size_t o_tiles2 = o_tiles + (b_tiles + 15) / 16 * 16, o_n = o_tiles2 + (b_tiles2 + 15) / 16 * 16;
     memra_dptr xq = 0, xs = 0, p = 0;
     st = q->host->scratch_get(call, MEMRA__MMQ_SLOT_XQ, (size_t)((int64_t)m * k + 256), &xq);
     if (st == MEMRA_STATUS_OK) st = q->host->scratch_get(call, MEMRA__MMQ_SLOT_XS, (size_t)(nkb * m * 4 + 256), &xs);
-    if (st == MEMRA_STATUS_OK) st = q->host->scratch_get(call, MEMRA__FP8BLK_SLOT_ROUTE, o_n + 16, &p);
+    if (st == MEMRA_STATUS_OK) st = q->host->scratch_get(call, MEMRA__FP8BLK_SLOT_ROUTE, o_n + 32, &p);
     if (st != MEMRA_STATUS_OK) return st;
     memra_dptr offsets = p, perm = p + o_perm, tiles = p + o_tiles, ntiles = p + o_n;
+    memra_dptr tiles2 = two ? p + o_tiles2 : 0, ntiles2 = two ? p + o_n + 16 : 0;
     memra_dptr ids = ex->ids, x = a->x, w = a->w, grid = a->w_scale_grid, y = memra__gpu_y_base(a);
     long long ldy = a->ldy;
     float alpha = a->alpha;
     st = memra__gpu_launch_ex(q, fb->xe_route, "memra_k_fp8blk_experts_route", 1, 1, 1, 1024, 0, call->stream,
-                              (void *[]){&ids, &m, &ee, &offsets, &perm, &tiles, &ntiles}, 0);
+                              (void *[]){&ids, &m, &ee, &offsets, &perm, &tiles, &ntiles, &tiles2, &ntiles2}, 0);
     if (st != MEMRA_STATUS_OK) return st;
     const unsigned qgrid = (unsigned)((nkb * m + 8 * MEMRA_ROW128_U - 1) / (8 * MEMRA_ROW128_U));
     if (xsc > 0.0f)
@@ -504,10 +519,17 @@ memra_status memra__fp8blk_gemm_experts(memra_call *call, const memra_gemm_args 
         st = memra__gpu_launch_ex(q, fb->xe_quant, "memra_k_fp8blk_quant_sorted", qgrid, 1, 1, 256, 0, call->stream,
                                   (void *[]){&x, &perm, &offsets, &ee, &m, &k, &xq, &xs}, 0);
     if (st != MEMRA_STATUS_OK) return st;
-    return memra__gpu_launch_ex(q, fb->xe_gemm, "memra_k_fp8blk_experts_wgmma",
-                                (unsigned)((n + FP8BLK_WG_BN - 1) / FP8BLK_WG_BN), (unsigned)tiles_max, 1,
-                                FP8BLK_WG_THREADS, FP8BLK_WG_SMEM_BYTES_OF(1), call->stream,
-                                (void *[]){&w, &grid, &xq, &xs, &offsets, &perm, &tiles, &ntiles, &y, &m, &n, &k, &ldy,
+    const unsigned nx = (unsigned)((n + FP8BLK_WG_BN - 1) / FP8BLK_WG_BN);
+    if (tiles_max > 0)
+        st = memra__gpu_launch_ex(q, fb->xe_gemm, "memra_k_fp8blk_experts_wgmma", nx, (unsigned)tiles_max, 1,
+                                  FP8BLK_WG_THREADS, FP8BLK_WG_SMEM_BYTES_OF(1), call->stream,
+                                  (void *[]){&w, &grid, &xq, &xs, &offsets, &perm, &tiles, &ntiles, &y, &m, &n, &k, &ldy,
+                                             &alpha},
+                                  0);
+    if (st != MEMRA_STATUS_OK || !two) return st;
+    return memra__gpu_launch_ex(q, fb->xe_gemm64, "memra_k_fp8blk_experts_wgmma64", nx, (unsigned)tiles2_max, 1,
+                                FP8BLK_XE64_THREADS, FP8BLK_XE64_SMEM_BYTES, call->stream,
+                                (void *[]){&w, &grid, &xq, &xs, &offsets, &perm, &tiles2, &ntiles2, &y, &m, &n, &k, &ldy,
                                            &alpha},
                                 0);
 }
