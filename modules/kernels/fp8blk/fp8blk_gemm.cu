@@ -49,8 +49,8 @@
  *
  * The file is also compiled at run time by NVRTC (fp8blk_jit.c): the build
  * embeds its text with its quoted includes inlined (modules/gpu/embed_source.cmake),
- * so it may include nothing but "fp8blk.h", "../common/e4m3.cuh" and, outside
- * NVRTC, <stdint.h>.
+ * so it may include nothing but "fp8blk.h", the "../common/" headers (e4m3.cuh,
+ * route.cuh, tile.cuh: self-contained) and, outside NVRTC, <stdint.h>.
  */
 #ifdef __CUDACC_RTC__
 typedef unsigned int uint32_t;   /* NVRTC has no <stdint.h> without include folders */
@@ -60,6 +60,7 @@ typedef unsigned short uint16_t;
 #endif
 
 #include "../common/e4m3.cuh"
+#include "../common/route.cuh"
 #include "../common/tile.cuh"
 
 #ifndef FP8BLK_MMA
@@ -166,43 +167,10 @@ memra_k_fp8blk_experts_route(const int *__restrict__ ids, int m, int E, int *__r
 {
     __shared__ int cnt[FP8BLK_XE_MAX];
     __shared__ int fill[FP8BLK_XE_MAX];
-    for (int e = threadIdx.x; e < E; e += blockDim.x) cnt[e] = 0;
-    __syncthreads();
-    for (int r = threadIdx.x; r < m; r += blockDim.x) {
-        const int e = ids[r];
-        if (e >= 0 && e < E) atomicAdd(&cnt[e], 1);
-    }
-    __syncthreads();
-    if (threadIdx.x == 0) {
-        /* tiles2 != NULL: a remainder of 1 .. 64 rows past an expert's 128-row tiles takes a 64-row tile
-         * of the second table instead (a tile then wastes at most 63 rows, not 127) */
-        int off = 0, t = 0, t2 = 0;
-        for (int e = 0; e < E; e++) {
-            offsets[e] = off;
-            fill[e] = off;
-            const int rem = cnt[e] % FP8BLK_WG_BM;
-            const int full = tiles2 != nullptr && rem > 0 && rem <= 64 ? cnt[e] - rem : cnt[e];
-            for (int r0 = 0; r0 < full; r0 += FP8BLK_WG_BM) {
-                tiles[2 * t] = e;
-                tiles[2 * t + 1] = off + r0;
-                t++;
-            }
-            if (full < cnt[e]) {
-                tiles2[2 * t2] = e;
-                tiles2[2 * t2 + 1] = off + full;
-                t2++;
-            }
-            off += cnt[e];
-        }
-        offsets[E] = off;
-        *ntiles = t;
-        if (tiles2 != nullptr) *ntiles2 = t2;
-    }
-    __syncthreads();
-    for (int r = threadIdx.x; r < m; r += blockDim.x) {
-        const int e = ids[r];
-        if (e >= 0 && e < E) perm[atomicAdd(&fill[e], 1)] = r;
-    }
+    /* tiles2 != NULL: a remainder of 1 .. 64 rows past an expert's 128-row tiles takes a 64-row tile
+     * of the second table instead (a tile then wastes at most 63 rows, not 127); common/route.cuh */
+    memra_route_experts(ids, m, E, FP8BLK_WG_BM, tiles2 != nullptr ? 64 : 0, 64, offsets, perm, tiles, ntiles, tiles2,
+                        ntiles2, cnt, fill);
 }
 
 extern "C" __global__ void __launch_bounds__(256)

@@ -62,6 +62,7 @@
 #include <stdint.h>
 
 #include "mmq.h"
+#include "../common/route.cuh"
 #include "../common/tile.cuh"
 
 enum { MMQ_KIND_S8 = 0, MMQ_KIND_FP8 = 1, MMQ_KIND_MX = 2 };
@@ -1368,42 +1369,8 @@ memra_k_experts_route(const int *__restrict__ ids, int m, int E, int bm, int *__
     __shared__ int cnt[MMQ_XE_MAX];
     __shared__ int fill[MMQ_XE_MAX];
     pdl_trigger();
-    for (int e = threadIdx.x; e < E; e += blockDim.x) cnt[e] = 0;
-    __syncthreads();
-    for (int r = threadIdx.x; r < m; r += blockDim.x) {
-        const int e = ids[r];
-        if (e >= 0 && e < E) atomicAdd(&cnt[e], 1);
-    }
-    __syncthreads();
-    if (threadIdx.x == 0) {
-        /* bm2 > 0: table 1 takes each expert's full tiles of bm rows and table 2 its remainder in
-         * tiles of bm2 rows (a 128-row tile then wastes at most bm2 - 1 rows per expert, not 127) */
-        int off = 0, t = 0, t2 = 0;
-        for (int e = 0; e < E; e++) {
-            offsets[e] = off;
-            fill[e] = off;
-            const int full = bm2 > 0 ? cnt[e] / bm * bm : cnt[e];
-            for (int r0 = 0; r0 < full; r0 += bm) {
-                tiles[2 * t] = e;
-                tiles[2 * t + 1] = off + r0;
-                t++;
-            }
-            for (int r0 = full; bm2 > 0 && r0 < cnt[e]; r0 += bm2) {
-                tiles2[2 * t2] = e;
-                tiles2[2 * t2 + 1] = off + r0;
-                t2++;
-            }
-            off += cnt[e];
-        }
-        offsets[E] = off;
-        *ntiles = t;
-        if (bm2 > 0) *ntiles2 = t2;
-    }
-    __syncthreads();
-    for (int r = threadIdx.x; r < m; r += blockDim.x) {
-        const int e = ids[r];
-        if (e >= 0 && e < E) perm[atomicAdd(&fill[e], 1)] = r;
-    }
+    /* every remainder to the bm2-row tile (common/route.cuh) */
+    memra_route_experts(ids, m, E, bm, bm2, bm - 1, offsets, perm, tiles, ntiles, tiles2, ntiles2, cnt, fill);
 }
 
 /* A grouped CTA's tile: expert e, its first sorted row s0, the rows that exist
