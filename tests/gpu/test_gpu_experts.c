@@ -44,22 +44,8 @@
 #include "memra/memra.h"
 #include "test.h"
 #include "tools/judge.h"
-#include "gpu/cu_test.h"
+#include "gpu/cu_streams.h"
 
-typedef int CUresult;
-typedef void *CUstream, *CUgraph, *CUgraphExec, *CUcontext;
-static struct {
-    CUresult (*cuCtxSetCurrent)(CUcontext);
-    CUresult (*cuStreamCreate)(CUstream *, unsigned);
-    CUresult (*cuStreamDestroy_v2)(CUstream);
-    CUresult (*cuStreamSynchronize)(CUstream);
-    CUresult (*cuStreamBeginCapture_v2)(CUstream, int);
-    CUresult (*cuStreamEndCapture)(CUstream, CUgraph *);
-    CUresult (*cuGraphInstantiateWithFlags)(CUgraphExec *, CUgraph, unsigned long long);
-    CUresult (*cuGraphLaunch)(CUgraphExec, CUstream);
-    CUresult (*cuGraphExecDestroy)(CUgraphExec);
-    CUresult (*cuGraphDestroy)(CUgraph);
-} cu;
 
 #define E 16
 #define N 200
@@ -307,12 +293,7 @@ int main(int argc, char **argv)
         ok &= dense_same(what, dev, we, x, K, eager[v], ids[v]);
     }
     if (xc->graph) {
-        void *h = cu_test_open();
-#define SYM(sym) CU_TEST_SYM(h, cu, sym)
-        SYM(cuCtxSetCurrent) SYM(cuStreamCreate) SYM(cuStreamDestroy_v2) SYM(cuStreamSynchronize)
-        SYM(cuStreamBeginCapture_v2) SYM(cuStreamEndCapture) SYM(cuGraphInstantiateWithFlags) SYM(cuGraphLaunch)
-        SYM(cuGraphExecDestroy) SYM(cuGraphDestroy)
-#undef SYM
+        cu_streams_open();
         CU_CHECK(cu.cuCtxSetCurrent((CUcontext)memra_device_caps_get(dev)->cu_context));
         CUstream s;
         CU_CHECK(cu.cuStreamCreate(&s, 1 /* non-blocking */));

@@ -30,22 +30,8 @@
 #include "memra/formats.h"
 #include "memra/memra.h"
 #include "test.h"
-#include "gpu/cu_test.h"
+#include "gpu/cu_streams.h"
 
-typedef int CUresult;
-typedef void *CUstream, *CUgraph, *CUgraphExec, *CUcontext;
-static struct {
-    CUresult (*cuCtxSetCurrent)(CUcontext);
-    CUresult (*cuStreamCreate)(CUstream *, unsigned);
-    CUresult (*cuStreamDestroy_v2)(CUstream);
-    CUresult (*cuStreamSynchronize)(CUstream);
-    CUresult (*cuStreamBeginCapture_v2)(CUstream, int);
-    CUresult (*cuStreamEndCapture)(CUstream, CUgraph *);
-    CUresult (*cuGraphInstantiateWithFlags)(CUgraphExec *, CUgraph, unsigned long long);
-    CUresult (*cuGraphLaunch)(CUgraphExec, CUstream);
-    CUresult (*cuGraphExecDestroy)(CUgraphExec);
-    CUresult (*cuGraphDestroy)(CUgraph);
-} cu;
 
 #define M 64
 #define N 512
@@ -59,16 +45,6 @@ static const char *g_inc, *g_sh; /* interned by memra_routing_get: live until me
 static memra_weight *g_w;
 static memra_buffer *g_x, *g_y;
 static CUstream g_stream;
-
-static void cu_open(void)
-{
-    void *h = cu_test_open();
-#define SYM(name) CU_TEST_SYM(h, cu, name)
-    SYM(cuCtxSetCurrent) SYM(cuStreamCreate) SYM(cuStreamDestroy_v2) SYM(cuStreamSynchronize) SYM(cuStreamBeginCapture_v2)
-    SYM(cuStreamEndCapture) SYM(cuGraphInstantiateWithFlags) SYM(cuGraphLaunch) SYM(cuGraphExecDestroy)
-    SYM(cuGraphDestroy)
-#undef SYM
-}
 
 static void print_row(const memra_ledger_row *r, void *user)
 {
@@ -194,7 +170,7 @@ static int setup(const char *want_op)
         return 0;
     }
     printf("op %s: incumbent %s, shadow %s\n", memra_op_name(g_op), g_inc, g_sh);
-    cu_open();
+    cu_streams_open();
     /* a stream belongs to the context current on the thread: the device's (memra's primary context) */
     CU_CHECK(cu.cuCtxSetCurrent((CUcontext)memra_device_caps_get(g_gpu)->cu_context));
     CU_CHECK(cu.cuStreamCreate(&g_stream, 1 /* non-blocking */));

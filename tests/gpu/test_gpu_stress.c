@@ -28,32 +28,8 @@
 #include "memra/memra.h"
 #include "test.h"
 #include "tools/judge.h"
-#include "gpu/cu_test.h"
+#include "gpu/cu_streams.h"
 
-typedef int CUresult;
-typedef void *CUstream, *CUgraph, *CUgraphExec, *CUcontext;
-static struct {
-    CUresult (*cuCtxSetCurrent)(CUcontext);
-    CUresult (*cuStreamCreate)(CUstream *, unsigned);
-    CUresult (*cuStreamDestroy_v2)(CUstream);
-    CUresult (*cuStreamSynchronize)(CUstream);
-    CUresult (*cuStreamBeginCapture_v2)(CUstream, int);
-    CUresult (*cuStreamEndCapture)(CUstream, CUgraph *);
-    CUresult (*cuGraphInstantiateWithFlags)(CUgraphExec *, CUgraph, unsigned long long);
-    CUresult (*cuGraphLaunch)(CUgraphExec, CUstream);
-    CUresult (*cuGraphExecDestroy)(CUgraphExec);
-    CUresult (*cuGraphDestroy)(CUgraph);
-} cu;
-
-static void cu_open(void)
-{
-    void *h = cu_test_open();
-#define SYM(name) CU_TEST_SYM(h, cu, name)
-    SYM(cuCtxSetCurrent) SYM(cuStreamCreate) SYM(cuStreamDestroy_v2) SYM(cuStreamSynchronize)
-    SYM(cuStreamBeginCapture_v2) SYM(cuStreamEndCapture) SYM(cuGraphInstantiateWithFlags) SYM(cuGraphLaunch)
-    SYM(cuGraphExecDestroy) SYM(cuGraphDestroy)
-#undef SYM
-}
 
 #define STREAMS 4
 #define PER_STREAM 2
@@ -405,7 +381,7 @@ int main(int argc, char **argv)
         memra_close(g_rt);
         TEST_SKIP("no CUDA device");
     }
-    cu_open();
+    cu_streams_open();
     CU_CHECK(cu.cuCtxSetCurrent((CUcontext)memra_device_caps_get(g_dev)->cu_context));
     for (int s = 0; s < STREAMS; s++) CU_CHECK(cu.cuStreamCreate(&g_stream[s], 1 /* CU_STREAM_NON_BLOCKING */));
     printf("device: %s, %d streams\n", memra_device_caps_get(g_dev)->name, STREAMS);
