@@ -72,6 +72,8 @@
       "test hook: every new scratch block zero-filled (sanitizer evidence runs)")                                  \
     X(TEST_FAKE_DEVICES, "MEMRA_TEST_FAKE_DEVICES", "tests", UINT, "0..8", "0",                                   \
       "test hook: N host-backed stand-ins for CUDA devices (ordinals 0..N-1), no driver used")                   \
+    X(TEST_STRESS_LANES, "MEMRA_TEST_STRESS_LANES", "tests", STR, "", "",                                       \
+      "test_gpu_stress's lanes, a comma list of f16, f16pre, fp8, fp8blk, mmq (default all)")                     \
     X(LIBRARY, "MEMRA_LIBRARY", "python", STR, "", "", "the libmemra the python package loads (not read here)")
 
 typedef enum memra__knob {

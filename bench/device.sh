@@ -24,7 +24,9 @@
 #               when it found hazards) and, without hazards, the test's own; hazards filed by
 #               kernel (memra's own vs vendor: cuBLASLt's nvjet/xmma); RACE_TIMEOUT (default
 #               540 s), RACE_DISABLE (a MEMRA_DISABLE value, e.g. the cuBLASLt module, to run
-#               memra's own kernels alone), RACE_CASE (default streams)
+#               memra's own kernels alone), RACE_ARCH (a MEMRA_ARCH profile), RACE_LANES
+#               (the stress test's lanes: fp8blk,mmq with RACE_DISABLE=sm90 runs memra's own
+#               kernels and no cuBLASLt one), RACE_CASE (default streams)
 #   bench       memra bench 27b at BENCH_M (default "512 4096"), each call alone and
 #               --batch 8 (BENCH_BATCH=0: alone only), with receipts
 #   raw         memra-bench-raw: memra's cuBLASLt lanes beside raw cuBLASLt calls
@@ -91,6 +93,18 @@ M=$B/bin/memra T=$B/bin/test_mmq_ops
 export MEMRA_CACHE_DIR=/tmp/memra-jit-cache
 t0=$SECONDS
 say() { echo "$*" >> "$S"; }
+# Tracking of the bulk (TMA) copies and of wgmma operands by memcheck and initcheck, where this
+# compute-sanitizer has the options: without them a TMA store is invisible to initcheck, and every
+# read of cuBLASLt's TMA-written output (memra's row copy after the sm90 block lane) was reported
+# as uninitialised in run q2 (227104 reports in memra_k_copy_rows_f32)
+SAN_TMA=""
+if command -v compute-sanitizer > /dev/null 2>&1; then
+  san_help=$(compute-sanitizer --help 2>&1)
+  for o in check-bulk-copy check-warpgroup-mma; do
+    grep -q -- "--$o" <<< "$san_help" && SAN_TMA="$SAN_TMA --$o yes"
+  done
+fi
+san_x() { case $1 in memcheck|initcheck) echo $SAN_TMA ;; esac; }
 
 step_build() {
   local t=$SECONDS
@@ -158,6 +172,12 @@ san_classify() {
     open && kern == "" && / at / { take($0) }
     END { flush(); s = ""; for (k in vk) s = s " " k; print n + 0, o + 0, s }' "$1"
 }
+# san_classify's three fields in words: "N reports: memra's own O; vendor kernels: ..."
+san_said() {
+  local n o v
+  read -r n o v < <(san_classify "$1")
+  echo "$n reports: memra's own $o${v:+; vendor kernels: $v}"
+}
 # One sanitizer process: tool profile op module -> a log and one table line.
 # op "admission" (module "all") is memra info with the admission self-check on:
 # every module's ops at small shapes, as memra_open runs them. Every other cell runs
@@ -177,7 +197,7 @@ san_one() {
     env+=("MEMRA_ADMISSION=off")
     cmd=("$M" check --device 0 --op "$op" --module "$mod" ${SAN_QUICK:+--quick})
   fi
-  env "${env[@]}" timeout ${SAN_TIMEOUT:-300} compute-sanitizer --tool "$tool" "${extra[@]}" --print-limit 0 \
+  env "${env[@]}" timeout ${SAN_TIMEOUT:-300} compute-sanitizer --tool "$tool" $(san_x "$tool") "${extra[@]}" --print-limit 0 \
     --show-backtrace no "${cmd[@]}" > "$log" 2>&1
   local rc=$? n own vendor="" pass recs
   n=$(san_count "$tool" "$log"); own=$n
@@ -201,7 +221,7 @@ san_one() {
     # go, memra's kernels read what another writer put there after the fill (the check
     # compares every element with the host), a writer the tool does not track
     if [ "$tool" = initcheck ] && [ "$own" != 0 ]; then
-      env "${env[@]}" MEMRA_TEST_SCRATCH_ZERO=1 timeout ${SAN_TIMEOUT:-300} compute-sanitizer --tool initcheck \
+      env "${env[@]}" MEMRA_TEST_SCRATCH_ZERO=1 timeout ${SAN_TIMEOUT:-300} compute-sanitizer --tool initcheck $(san_x initcheck) \
         --print-limit 0 --show-backtrace no "${cmd[@]}" > "$log.zero" 2>&1
       local zrc=$? zrecs zown zv
       read -r zrecs zown zv < <(san_classify "$log.zero")
@@ -271,7 +291,7 @@ step_stress() {
     for tool in memcheck racecheck; do
       local ex=() lg="$L/gpu_stress_san_$tool.log"
       [ $tool = racecheck ] && ex=(--racecheck-report hazard)
-      MEMRA_ADMISSION=off timeout 400 compute-sanitizer --tool $tool "${ex[@]}" --print-limit 0 --show-backtrace no \
+      MEMRA_ADMISSION=off timeout 400 compute-sanitizer --tool $tool $(san_x $tool) "${ex[@]}" --print-limit 0 --show-backtrace no \
         $B/bin/test_gpu_stress streams > "$lg" 2>&1
       local rc=$? n recs own vendor
       n=$(san_count $tool "$lg")
@@ -292,13 +312,18 @@ step_racecheck() {
   local tl="$L/racecheck_${c}_tool.log" ol="$L/racecheck_${c}_test.log" t=$SECONDS
   local env=(MEMRA_ADMISSION=off)
   [ -n "${RACE_DISABLE:-}" ] && env+=(MEMRA_DISABLE="$RACE_DISABLE")
+  # RACE_ARCH: a forced profile (the portable one still runs its f16 and FP8 GEMMs on cuBLASLt)
+  [ -n "${RACE_ARCH:-}" ] && env+=(MEMRA_ARCH="$RACE_ARCH")
+  # RACE_LANES: the stress test's lanes (MEMRA_TEST_STRESS_LANES), e.g. RACE_DISABLE=sm90
+  # RACE_LANES=fp8blk,mmq: memra's own GEMM kernels with no cuBLASLt kernel in the process
+  [ -n "${RACE_LANES:-}" ] && env+=(MEMRA_TEST_STRESS_LANES="$RACE_LANES")
   # RACE_EXCLUDE: kernels racecheck leaves alone (compute-sanitizer's --kernel-name-exclude, e.g.
   # kns=nvjet for cuBLASLt's, whose mbarrier pipelines it reports as hazards by the ten thousand)
   local ex_args=()
   [ -n "${RACE_EXCLUDE:-}" ] && ex_args=(--kernel-name-exclude "$RACE_EXCLUDE")
   # the main process only (--target-processes application-only): memra's trial helpers, spawned
   # processes, would otherwise run instrumented too, slow enough to meet their own time limit
-  env "${env[@]}" timeout -k 10 ${RACE_TIMEOUT:-540} compute-sanitizer --tool racecheck --racecheck-report hazard \
+  env "${env[@]}" timeout -k 10 ${RACE_TIMEOUT:-540} compute-sanitizer --tool racecheck $(san_x racecheck) --racecheck-report hazard \
     --target-processes application-only "${ex_args[@]}" \
     --print-limit 0 --show-backtrace no --error-exitcode "$ex" --log-file "$tl" \
     $B/bin/test_gpu_stress "$c" > "$ol" 2>&1
@@ -312,7 +337,7 @@ step_racecheck() {
     77) why="the test skipped (no CUDA device)" ;;
     *) why="the test's own exit status (no hazard reported by the tool)" ;;
   esac
-  say "racecheck test_gpu_stress $c${RACE_DISABLE:+ (MEMRA_DISABLE=$RACE_DISABLE)}: exit $rc: $why; $((SECONDS - t)) s;" \
+  say "racecheck test_gpu_stress $c${RACE_DISABLE:+ (MEMRA_DISABLE=$RACE_DISABLE)}${RACE_ARCH:+ (MEMRA_ARCH=$RACE_ARCH)}${RACE_LANES:+ (lanes $RACE_LANES)}: exit $rc: $why; $((SECONDS - t)) s;" \
       "${n:-no summary} hazards, $recs reports: memra's own $own${vendor:+, vendor kernels:$vendor}"
   say "  the test's own output ($ol), last lines:"; tail -5 "$ol" | sed 's/^/    /' >> "$S"
   { echo "--- reports per kernel:"
@@ -434,16 +459,16 @@ step_fp8san() {
   local t mo
   for mo in ${FP8_SAN_MODULES:-fp8blk sm90}; do
     for t in memcheck racecheck initcheck synccheck; do
-      MEMRA_ADMISSION=off timeout 300 compute-sanitizer --tool $t --print-limit 0 $M check --device 0 --op gemm_fp8_blk \
+      MEMRA_ADMISSION=off timeout 300 compute-sanitizer --tool $t $(san_x $t) --print-limit 0 $M check --device 0 --op gemm_fp8_blk \
         --module $mo --quick > "$L/fp8_san_${mo}_$t.log" 2>&1
-      say "sanitize $t gemm_fp8_blk $mo: exit $? reports $(san_count $t "$L/fp8_san_${mo}_$t.log") (own, vendor: $(san_classify "$L/fp8_san_${mo}_$t.log"))"
+      say "sanitize $t gemm_fp8_blk $mo: exit $? reports $(san_count $t "$L/fp8_san_${mo}_$t.log") ($(san_said "$L/fp8_san_${mo}_$t.log"))"
     done
   done
   # gemm_fp8's quantisers (the own pass and the one-pass 'xs' / 'amax' rows of --quick)
   for t in memcheck racecheck initcheck synccheck; do
-    MEMRA_ADMISSION=off timeout 300 compute-sanitizer --tool $t --print-limit 0 $M check --device 0 --op gemm_fp8 \
+    MEMRA_ADMISSION=off timeout 300 compute-sanitizer --tool $t $(san_x $t) --print-limit 0 $M check --device 0 --op gemm_fp8 \
       --module sm90 --quick > "$L/fp8_san_sm90_fp8_$t.log" 2>&1
-    say "sanitize $t gemm_fp8 sm90: exit $? reports $(san_count $t "$L/fp8_san_sm90_fp8_$t.log") (own, vendor: $(san_classify "$L/fp8_san_sm90_fp8_$t.log"))"
+    say "sanitize $t gemm_fp8 sm90: exit $? reports $(san_count $t "$L/fp8_san_sm90_fp8_$t.log") ($(san_said "$L/fp8_san_sm90_fp8_$t.log"))"
   done
 }
 
@@ -464,7 +489,7 @@ step_kquant() {
   done
   timeout 100 $M info > "$L/kq_info.txt" 2>&1
   say "info: $(grep -ciE 'quarantin' "$L/kq_info.txt") quarantine lines; $(grep -iE 'bytes per 256' "$L/kq_info.txt" | head -1 | cut -c1-150)"
-  MEMRA_ADMISSION=off timeout 200 compute-sanitizer --tool memcheck --print-limit 0 $T gemm_kr > "$L/kq_san_memcheck.log" 2>&1
+  MEMRA_ADMISSION=off timeout 200 compute-sanitizer --tool memcheck $(san_x memcheck) --print-limit 0 $T gemm_kr > "$L/kq_san_memcheck.log" 2>&1
   say "sanitize memcheck test_mmq_ops gemm_kr: exit $? reports $(san_count memcheck "$L/kq_san_memcheck.log")"
   if [ "${KQ_BENCH:-0}" = 1 ]; then
     timeout 200 $M bench 27b --m 512 --json $R/bench_27b_m512_$TAG.json > "$L/kq_bench_27b_m512.txt" 2>&1
@@ -586,15 +611,18 @@ step_tune() {
   for mm in ${TUNE_M:-512}; do
     local files=()
     for i in $(seq 1 ${TUNE_RUNS:-2}); do
-      for side in untuned tuned; do
+      # the order alternates per pair: the first process of a pair met a colder machine in run q3
+      # (tuned/untuned 0.96 on arms with no entry at all); files stay in (untuned, tuned) pairs
+      local order="untuned tuned"; [ $((i % 2)) = 0 ] && order="tuned untuned"
+      for side in $order; do
         f=$R/tune_ab_27b_m${mm}_${side}_$i.json
         if [ $side = untuned ]; then
           MEMRA_TUNE=0 MEMRA_TUNE_FILE=$tf timeout 120 $M bench 27b --m $mm --reps 10 --json $f > "$L/tune_ab_m${mm}_${side}_$i.txt" 2>&1
         else
           MEMRA_TUNE_FILE=$tf timeout 120 $M bench 27b --m $mm --reps 10 --json $f > "$L/tune_ab_m${mm}_${side}_$i.txt" 2>&1
         fi
-        files+=("$f")
       done
+      files+=("$R/tune_ab_27b_m${mm}_untuned_$i.json" "$R/tune_ab_27b_m${mm}_tuned_$i.json")
     done
     # ab_compare's "before" is the untuned run, "after" the tuned one
     python3 bench/ab_compare.py "${files[@]}" > "$L/tune_ab_m$mm.txt" 2>&1
@@ -668,7 +696,7 @@ step_moe() {
   MEMRA_ARCH=cuda timeout 300 $M check --device 0 --op gemm_experts > "$L/moe_check_cuda.log" 2>&1
   say "check gemm_experts --device 0 (MEMRA_ARCH=cuda): exit $? $(grep -E 'passed, ' "$L/moe_check_cuda.log")"
   for tool in memcheck racecheck; do
-    MEMRA_ADMISSION=off timeout 400 compute-sanitizer --tool $tool --print-limit 0 --show-backtrace no \
+    MEMRA_ADMISSION=off timeout 400 compute-sanitizer --tool $tool $(san_x $tool) --print-limit 0 --show-backtrace no \
       $M check --device 0 --op gemm_experts --module mmq --quick > "$L/moe_san_$tool.log" 2>&1
     say "sanitize $tool check gemm_experts mmq: exit $? reports $(san_count $tool "$L/moe_san_$tool.log")"
   done

@@ -172,6 +172,45 @@ static uint64_t op_hits(memra_device *dev, memra_op op)
     return h;
 }
 
+/* Whether a memra_matmul of op's weight format runs op on dev: a small weight, one call,
+ * the ledger. An op no memra_matmul reaches here (gemm_q8_0 where the floor's records
+ * are served: a Q8_0 weight then runs gemm_q8_0r) would only get entries routing never
+ * consults. Returns 1 reached, 0 not (*ran names the op that ran, or why), -1 unknown. */
+static int op_reached(memra_runtime *rt, memra_device *dev, memra_op op, const char **ran)
+{
+    enum { PN = 512, PK = 512, PM = 64 };
+    memra_weight *w = NULL;
+    memra_buffer *xb = NULL, *yb = NULL;
+    *ran = NULL;
+    if (verify_weight(rt, dev, op, PN, PK, &w, ran) != MEMRA_STATUS_OK) return -1;
+    float *x = tool_alloc((size_t)PM * PK, sizeof(float));
+    memra_status st = x ? MEMRA_STATUS_OK : MEMRA_STATUS_OUT_OF_MEMORY;
+    if (st == MEMRA_STATUS_OK) {
+        tool_rng rng;
+        tool_rng_seed(&rng, 0x9e37ull);
+        tool_fill_x(&rng, x, (size_t)PM * PK);
+        st = tool_upload(dev, x, (size_t)PM * PK * sizeof(float), &xb);
+    }
+    if (st == MEMRA_STATUS_OK) st = tool_upload(dev, NULL, (size_t)PM * PN * sizeof(float), &yb);
+    uint64_t before[MEMRA_OP_COUNT_] = {0};
+    for (int o = 0; o < MEMRA_OP_COUNT_; o++) before[o] = op_hits(dev, (memra_op)o);
+    if (st == MEMRA_STATUS_OK) st = memra_matmul(dev, w, memra_buffer_ptr(xb), PM, memra_buffer_ptr(yb), NULL);
+    if (st == MEMRA_STATUS_OK) st = memra_device_synchronize(dev);
+    int verdict = -1;
+    if (st == MEMRA_STATUS_OK) {
+        verdict = op_hits(dev, op) > before[op];
+        for (int o = 0; o < MEMRA_OP_COUNT_ && !verdict; o++)
+            if (op_hits(dev, (memra_op)o) > before[o]) *ran = memra_op_name((memra_op)o);
+        if (!verdict && *ran == NULL) *ran = "no op's ledger moved";
+    } else
+        *ran = memra_last_error();
+    memra_buffer_destroy(xb);
+    memra_buffer_destroy(yb);
+    memra_weight_destroy(w);
+    free(x);
+    return verdict;
+}
+
 typedef struct mm_side {
     memra_device *dev;
     memra_weight *w;
@@ -491,6 +530,22 @@ int memra_tool_tune(int argc, char **argv)
                        nl > 0 ? lanes[0] : "?");
                 continue;
             }
+            const char *ran = NULL;
+            const int reached = op_reached(rt, dev, (memra_op)op, &ran);
+            if (reached == 0 && only == MEMRA_OP_COUNT_) {
+                for (int i = 0; i < nsh * n_m; i++) pg.done++;
+                printf("\n%s: not raced: memra_matmul of its weight format runs %s on this device, so routing "
+                       "would never consult its entries (--op %s races it anyway)\n",
+                       memra_op_name((memra_op)op), ran, memra_op_name((memra_op)op));
+                continue;
+            }
+            if (reached == 0)
+                printf("\n%s: raced as asked, but memra_matmul of its weight format runs %s on this device: its "
+                       "entries serve memra_module_call callers only and cannot be verified\n",
+                       memra_op_name((memra_op)op), ran);
+            else if (reached < 0)
+                printf("\n%s: could not tell whether memra_matmul reaches it (%s): raced\n",
+                       memra_op_name((memra_op)op), ran ? ran : "?");
         }
         for (int si = 0; si < nsh; si++)
             for (int mi = 0; mi < n_m; mi++) {

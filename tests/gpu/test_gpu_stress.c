@@ -13,6 +13,8 @@
  *             graphs are replayed twice with fresh inputs, and every output must
  *             equal the same calls made directly (not captured) afterwards.
  * The ledger must show a GPU module serving each lane. Exits 77 without a GPU.
+ * MEMRA_TEST_STRESS_LANES=fp8blk,mmq (a comma list of f16, f16pre, fp8, fp8blk, mmq) runs
+ * those lanes only: with MEMRA_DISABLE=sm90, memra's own kernels alone (racecheck).
  * Comparisons are tools/judge.h's judge_bytes; MEMRA_TEST_INJECT_FAULT=1
  * flips a bit of the first value of every comparison: both cases must FAIL.
  * Racecheck/memcheck: run under compute-sanitizer (see docs/ARCHITECTURE.md). */
@@ -42,6 +44,10 @@ enum { L_F16, L_F16_PRE, L_FP8, L_FP8_BLK, L_MMQ, L_N };
 static const char *const k_lane[L_N] = {"f16 mirror", "f16 pre-converted", "fp8", "fp8 block-128", "mmq floor"};
 static const char *const k_op[L_N] = {"gemm_f16", "gemm_f16", "gemm_fp8", "gemm_fp8_blk", "gemm_q8_0r"};
 static const int k_m[L_N] = {77, 64, 130, 33, 96}; /* unaligned and aligned, each lane its own */
+/* MEMRA_TEST_STRESS_LANES: a comma list of these names runs those lanes only (default: all),
+ * e.g. "fp8blk,mmq" for memra's own kernels alone under racecheck, with no cuBLASLt kernel */
+static const char *const k_lane_key[L_N] = {"f16", "f16pre", "fp8", "fp8blk", "mmq"};
+static int g_on[L_N];
 #define M_MAX 130
 
 static memra_runtime *g_rt;
@@ -123,6 +129,25 @@ static int same(const char *what, int j, int lane, const float *got, const float
     return diff == 0;
 }
 
+/* The lanes to run (MEMRA_TEST_STRESS_LANES); an unknown name is an error. */
+static void pick_lanes(void)
+{
+    const char *v = getenv("MEMRA_TEST_STRESS_LANES");
+    for (int l = 0; l < L_N; l++) g_on[l] = v == NULL || *v == '\0';
+    if (v == NULL || *v == '\0') return;
+    char buf[128];
+    snprintf(buf, sizeof buf, "%s", v);
+    for (char *save = NULL, *t = strtok_r(buf, ",", &save); t != NULL; t = strtok_r(NULL, ",", &save)) {
+        int l = 0;
+        while (l < L_N && strcmp(t, k_lane_key[l]) != 0) l++;
+        if (l == L_N) {
+            fprintf(stderr, "MEMRA_TEST_STRESS_LANES: unknown lane '%s' (f16, f16pre, fp8, fp8blk, mmq)\n", t);
+            exit(1);
+        }
+        g_on[l] = 1;
+    }
+}
+
 static void make_weights(void)
 {
     const size_t nb = (size_t)OUT_F * (IN_F / 32);
@@ -133,21 +158,25 @@ static void make_weights(void)
     free(v);
     memra_weight_desc d = {.struct_size = sizeof d, .format = MEMRA_FORMAT_Q8_0, .out_f = OUT_F, .in_f = IN_F,
                            .data = q8, .size = nb * MEMRA_Q8_0_BYTES, .name = "stress.q8_0 mirror"};
-    CHECK_OK(memra_weight_create(g_rt, &d, &g_w[L_F16]));
-    CHECK_OK(memra_weight_prepare(g_w[L_F16], g_dev));
+    if (g_on[L_F16] || g_on[L_F16_PRE]) {
+        CHECK_OK(memra_weight_create(g_rt, &d, &g_w[L_F16]));
+        CHECK_OK(memra_weight_prepare(g_w[L_F16], g_dev));
+        memra_weight_state ws;
+        CHECK_OK(memra_weight_query(g_w[L_F16], g_dev, &ws));
+        CHECK(ws.has_f16_mirror);
+    }
     g_w[L_F16_PRE] = g_w[L_F16];
     /* The floor's weight: another Q8_0 weight prepared with no mirror budget. */
     const uint64_t budget = memra_device_f16_budget_get(g_dev);
     CHECK_OK(memra_device_f16_budget_set(g_dev, 0));
     d.name = "stress.q8_0 floor";
-    CHECK_OK(memra_weight_create(g_rt, &d, &g_w[L_MMQ]));
-    CHECK_OK(memra_weight_prepare(g_w[L_MMQ], g_dev));
+    if (g_on[L_MMQ]) {
+        CHECK_OK(memra_weight_create(g_rt, &d, &g_w[L_MMQ]));
+        CHECK_OK(memra_weight_prepare(g_w[L_MMQ], g_dev));
+        CHECK(memra_weight_operands(g_w[L_MMQ], g_dev) & MEMRA_OPERAND_Q8_0_RECORDS);
+    }
     CHECK_OK(memra_device_f16_budget_set(g_dev, budget));
     free(q8);
-    memra_weight_state ws;
-    CHECK_OK(memra_weight_query(g_w[L_F16], g_dev, &ws));
-    CHECK(ws.has_f16_mirror);
-    CHECK(memra_weight_operands(g_w[L_MMQ], g_dev) & MEMRA_OPERAND_Q8_0_RECORDS);
 
     uint8_t *e = malloc((size_t)OUT_F * IN_F);
     CHECK(e != NULL);
@@ -173,8 +202,10 @@ static void make_weights(void)
             f.name = "stress.e4m3 block-128";
         }
         const int lane = pass == 0 ? L_FP8 : L_FP8_BLK;
-        CHECK_OK(memra_weight_create(g_rt, &f, &g_w[lane]));
-        CHECK_OK(memra_weight_prepare(g_w[lane], g_dev));
+        if (g_on[lane]) {
+            CHECK_OK(memra_weight_create(g_rt, &f, &g_w[lane]));
+            CHECK_OK(memra_weight_prepare(g_w[lane], g_dev));
+        }
         free(grid);
     }
     free(e);
@@ -190,6 +221,7 @@ static void *stream_worker(void *arg)
     for (int r = 0; r < REPS; r++)
         for (int l = 0; l < L_N; l++) {
             const int lane = (l + j + r) % L_N; /* the lanes in a different order per job */
+            if (!g_on[lane]) continue;
             memra_status st = enqueue(lane, jb->x[lane], jb->y[lane][r], g_stream[jb->s]);
             if (st != MEMRA_STATUS_OK) {
                 fprintf(stderr, "job %d rep %d %s: %s: %s\n", j, r, k_lane[lane], memra_status_str(st),
@@ -206,6 +238,7 @@ static int case_streams(void)
         job *jb = &g_job[j];
         jb->s = j % STREAMS;
         for (int l = 0; l < L_N; l++) {
+            if (!g_on[l]) continue;
             jb->x[l] = x_buffer(l);
             for (int r = 0; r < REPS; r++) CHECK_OK(memra_buffer_create(g_dev, (size_t)k_m[l] * OUT_F * 4, &jb->y[l][r]));
         }
@@ -214,18 +247,21 @@ static int case_streams(void)
     /* Serial: each call alone on stream 0, waited for. */
     for (int j = 0; j < JOBS; j++)
         for (int l = 0; l < L_N; l++) {
+            if (!g_on[l]) continue;
             CHECK_OK(enqueue(l, g_job[j].x[l], g_job[j].y[l][0], g_stream[0]));
             CU_CHECK(cu.cuStreamSynchronize(g_stream[0]));
             g_job[j].ref[l] = download(g_job[j].y[l][0], (size_t)k_m[l] * OUT_F * 4);
         }
     for (int j = 0; j < JOBS; j++)
-        for (int l = 0; l < L_N; l++)
+        for (int l = 0; l < L_N; l++) {
+            if (!g_on[l]) continue;
             for (int r = 0; r < REPS; r++) {
                 /* poison every output so a call that wrote nothing fails */
                 float *junk = rand_f32((size_t)k_m[l] * OUT_F, 1e30f);
                 CHECK_OK(memra_buffer_write(g_job[j].y[l][r], 0, junk, (size_t)k_m[l] * OUT_F * 4));
                 free(junk);
             }
+        }
     printf("stage: streams: serial reference done\n");
     pthread_t th[JOBS];
     for (int j = 0; j < JOBS; j++) CHECK_INT_EQ(pthread_create(&th[j], NULL, stream_worker, &g_job[j]), 0);
@@ -235,7 +271,8 @@ static int case_streams(void)
     printf("stage: streams: device synchronised, comparing\n");
     int ok = atomic_load(&g_bad) == 0, checked = 0;
     for (int j = 0; j < JOBS; j++)
-        for (int l = 0; l < L_N; l++)
+        for (int l = 0; l < L_N; l++) {
+            if (!g_on[l]) continue;
             for (int r = 0; r < REPS; r++) {
                 float *got = download(g_job[j].y[l][r], (size_t)k_m[l] * OUT_F * 4);
                 char what[48];
@@ -244,6 +281,7 @@ static int case_streams(void)
                 free(got);
                 checked++;
             }
+        }
     printf("streams: %d streams x %d threads, %d outputs compared bit for bit with serial: %s\n", STREAMS, PER_STREAM,
            checked, ok ? "ok" : "FAIL");
     return ok;
@@ -267,6 +305,7 @@ static void *capture_worker(void *arg)
     pthread_barrier_wait(&g_bar);
     CU_CHECK(cu.cuStreamBeginCapture_v2(g_stream[c->s], 1 /* CU_STREAM_CAPTURE_MODE_THREAD_LOCAL */));
     for (int l = 0; l < L_N && !c->failed; l++) {
+        if (!g_on[l]) continue;
         memra_status st = enqueue(l, c->x[l], c->y[l], g_stream[c->s]);
         if (st != MEMRA_STATUS_OK) {
             fprintf(stderr, "capture on stream %d, %s: %s: %s\n", c->s, k_lane[l], memra_status_str(st),
@@ -291,8 +330,13 @@ static int case_graphs(void)
     for (int i = 0; i < 2; i++) {
         cap_job *c = &g_cap[i];
         c->s = i + 1; /* streams 1 and 2 */
-        CHECK_OK(memra_stream_reserve(g_dev, g_stream[c->s], g_w, L_N, M_MAX));
+        memra_weight *ws[L_N];
+        int nw = 0;
+        for (int l = 0; l < L_N; l++)
+            if (g_on[l]) ws[nw++] = g_w[l];
+        CHECK_OK(memra_stream_reserve(g_dev, g_stream[c->s], ws, nw, M_MAX));
         for (int l = 0; l < L_N; l++) {
+            if (!g_on[l]) continue;
             c->x[l] = x_buffer(l);
             CHECK_OK(memra_buffer_create(g_dev, (size_t)k_m[l] * OUT_F * 4, &c->y[l]));
             CHECK_OK(memra_buffer_create(g_dev, (size_t)k_m[l] * OUT_F * 4, &c->y_direct[l]));
@@ -303,7 +347,9 @@ static int case_graphs(void)
     CUstream fresh;
     CU_CHECK(cu.cuStreamCreate(&fresh, 1));
     CU_CHECK(cu.cuStreamBeginCapture_v2(fresh, 1));
-    memra_status st = enqueue(L_FP8, g_cap[0].x[L_FP8], g_cap[0].y[L_FP8], fresh);
+    int first = 0;
+    while (!g_on[first]) first++;
+    memra_status st = enqueue(first, g_cap[0].x[first], g_cap[0].y[first], fresh);
     CUgraph gbad = NULL;
     cu.cuStreamEndCapture(fresh, &gbad);
     if (gbad) cu.cuGraphDestroy(gbad);
@@ -324,6 +370,7 @@ static int case_graphs(void)
     for (int rep = 0; rep < 2; rep++) {
         for (int i = 0; i < 2; i++)
             for (int l = 0; l < L_N; l++) {
+                if (!g_on[l]) continue;
                 /* fresh inputs, written in place (the graph holds the addresses) */
                 memra_buffer *nx = x_buffer(l);
                 const size_t bytes = memra_buffer_size(nx);
@@ -337,6 +384,7 @@ static int case_graphs(void)
         for (int i = 0; i < 2; i++) CU_CHECK(cu.cuStreamSynchronize(g_stream[g_cap[i].s]));
         for (int i = 0; i < 2; i++)
             for (int l = 0; l < L_N; l++) {
+                if (!g_on[l]) continue;
                 CHECK_OK(enqueue(l, g_cap[i].x[l], g_cap[i].y_direct[l], g_stream[0]));
                 CU_CHECK(cu.cuStreamSynchronize(g_stream[0]));
                 float *got = download(g_cap[i].y[l], (size_t)k_m[l] * OUT_F * 4);
@@ -349,7 +397,9 @@ static int case_graphs(void)
             }
     }
     for (int i = 0; i < 2; i++) CU_CHECK(cu.cuGraphExecDestroy(g_cap[i].exec));
-    printf("graphs: 2 streams captured at once, 2 replays with fresh inputs x %d lanes: %s\n", L_N, ok ? "ok" : "FAIL");
+    int lanes = 0;
+    for (int l = 0; l < L_N; l++) lanes += g_on[l];
+    printf("graphs: 2 streams captured at once, 2 replays with fresh inputs x %d lanes: %s\n", lanes, ok ? "ok" : "FAIL");
     return ok;
 }
 
@@ -385,14 +435,18 @@ int main(int argc, char **argv)
     CU_CHECK(cu.cuCtxSetCurrent((CUcontext)memra_device_caps_get(g_dev)->cu_context));
     for (int s = 0; s < STREAMS; s++) CU_CHECK(cu.cuStreamCreate(&g_stream[s], 1 /* CU_STREAM_NON_BLOCKING */));
     printf("device: %s, %d streams\n", memra_device_caps_get(g_dev)->name, STREAMS);
+    pick_lanes();
     make_weights();
-    printf("stage: weights prepared (%d lanes)\n", L_N);
+    int lanes = 0;
+    for (int l = 0; l < L_N; l++) lanes += g_on[l];
+    printf("stage: weights prepared (%d of %d lanes)\n", lanes, L_N);
     int ok = 1;
     if (strcmp(c, "all") == 0 || strcmp(c, "streams") == 0) ok &= case_streams();
     if (strcmp(c, "all") == 0 || strcmp(c, "graphs") == 0) ok &= case_graphs();
     gpu_hits h = {{0}};
     memra_ledger_visit(g_rt, count_hits, &h);
     for (int l = 0; l < L_N; l++) {
+        if (!g_on[l]) continue;
         printf("  %-18s %-13s GPU hits %llu\n", k_lane[l], k_op[l], (unsigned long long)h.hits[l]);
         if (h.hits[l] == 0) {
             fprintf(stderr, "no GPU module served %s\n", k_op[l]);
@@ -402,12 +456,14 @@ int main(int argc, char **argv)
     memra_ledger_print(g_rt, stdout);
     for (int j = 0; j < JOBS; j++)
         for (int l = 0; l < L_N; l++) {
+            if (!g_on[l]) continue;
             memra_buffer_destroy(g_job[j].x[l]);
             for (int r = 0; r < REPS; r++) memra_buffer_destroy(g_job[j].y[l][r]);
             free(g_job[j].ref[l]);
         }
     for (int i = 0; i < 2; i++)
         for (int l = 0; l < L_N; l++) {
+            if (!g_on[l]) continue;
             memra_buffer_destroy(g_cap[i].x[l]);
             memra_buffer_destroy(g_cap[i].y[l]);
             memra_buffer_destroy(g_cap[i].y_direct[l]);
