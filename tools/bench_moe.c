@@ -17,7 +17,10 @@
  *    expert with rows, one memra_matmul on a dense weight of that expert's bytes
  *    over its rows, which the loop is handed already gathered (the gather and
  *    scatter, and knowing the counts on the host, are not timed: the
- *    competitor's best case).
+ *    competitor's best case);
+ *  - dense: the same lane's dense throughput for the same FLOPs (the issue's
+ *    0.85x target on long expert rows): one memra_matmul of expert 0's dense
+ *    weight over all the rows.
  * Routing (seeded): uniform: each token picks top-k distinct experts
  * uniformly; skewed: each row goes to expert 0 with probability 1/2, else to a
  * uniform other expert (synthetic: a token may meet an expert twice).
@@ -175,11 +178,13 @@ static int moe_run(memra_device *dev, const char *sheet, const char *proj, memra
     float *yg = tool_alloc((size_t)(rows * n), sizeof(float)), *yl = tool_alloc((size_t)(rows * n), sizeof(float));
     int32_t *ids = tool_alloc((size_t)rows, sizeof(int32_t));
     int64_t *start = tool_alloc((size_t)E + 1, sizeof(int64_t)), *perm = tool_alloc((size_t)rows, sizeof(int64_t));
-    arm_time at[2] = {{tool_alloc((size_t)reps, sizeof(double)), 0}, {tool_alloc((size_t)reps, sizeof(double)), 0}};
-    memra_buffer *bx = NULL, *bxs = NULL, *bi = NULL, *byg = NULL, *byl = NULL;
+    arm_time at[3] = {{tool_alloc((size_t)reps, sizeof(double)), 0},
+                      {tool_alloc((size_t)reps, sizeof(double)), 0},
+                      {tool_alloc((size_t)reps, sizeof(double)), 0}};
+    memra_buffer *bx = NULL, *bxs = NULL, *bi = NULL, *byg = NULL, *byl = NULL, *byd = NULL;
     memra_timer *timer = NULL;
     memra_status st = MEMRA_STATUS_OK;
-    if (!x || !xs || !yg || !yl || !ids || !start || !perm || !at[0].t || !at[1].t) {
+    if (!x || !xs || !yg || !yl || !ids || !start || !perm || !at[0].t || !at[1].t || !at[2].t) {
         fprintf(stderr, "memra bench moe: out of host memory\n");
         rc = 1;
         goto out;
@@ -217,6 +222,7 @@ static int moe_run(memra_device *dev, const char *sheet, const char *proj, memra
     if (st == MEMRA_STATUS_OK) st = tool_upload(dev, ids, (size_t)rows * sizeof(int32_t), &bi);
     if (st == MEMRA_STATUS_OK) st = tool_upload(dev, NULL, (size_t)(rows * n) * sizeof(float), &byg);
     if (st == MEMRA_STATUS_OK) st = tool_upload(dev, NULL, (size_t)(rows * n) * sizeof(float), &byl);
+    if (st == MEMRA_STATUS_OK) st = tool_upload(dev, NULL, (size_t)(rows * n) * sizeof(float), &byd);
     if (st == MEMRA_STATUS_OK) st = memra_timer_create(dev, &timer);
     if (st != MEMRA_STATUS_OK) {
         fprintf(stderr, "memra bench moe: %s %s: %s: %s\n", sheet, proj, memra_status_str(st), memra_last_error());
@@ -224,7 +230,7 @@ static int moe_run(memra_device *dev, const char *sheet, const char *proj, memra
         goto out;
     }
     const memra_dptr X = memra_buffer_ptr(bx), XS = memra_buffer_ptr(bxs), I = memra_buffer_ptr(bi);
-    const memra_dptr YG = memra_buffer_ptr(byg), YL = memra_buffer_ptr(byl);
+    const memra_dptr YG = memra_buffer_ptr(byg), YL = memra_buffer_ptr(byl), YD = memra_buffer_ptr(byd);
     char gwhy[256] = "";
     if (grouped_ok) { /* a lane the plan names may still decline the call (a GPU module serving some lanes only) */
         const memra_status gs = memra_matmul_experts(dev, xw, X, (int32_t)rows, I, YG, NULL);
@@ -238,13 +244,15 @@ static int moe_run(memra_device *dev, const char *sheet, const char *proj, memra
     const memra_op dense_op = lane_gemm(&pl);
     const uint64_t g0 = all_hits(dev, MEMRA_OP_gemm_experts), l0 = dense_op < MEMRA_OP_COUNT_ ? all_hits(dev, dense_op) : 0;
     for (int64_t r = -2; r < reps && st == MEMRA_STATUS_OK; r++) {
-        for (int i = 0; i < 2 && st == MEMRA_STATUS_OK; i++) {
-            const int arm = (int)(((r < 0 ? 0 : r) + i) % 2); /* 0 grouped, 1 loop */
+        for (int i = 0; i < 3 && st == MEMRA_STATUS_OK; i++) {
+            const int arm = (int)(((r < 0 ? 0 : r) + i) % 3); /* 0 grouped, 1 loop, 2 dense */
             if (arm == 0 && !grouped_ok) continue;
             double ms = 0;
             st = memra_timer_start(timer, NULL);
             if (arm == 0 && st == MEMRA_STATUS_OK) {
                 st = memra_matmul_experts(dev, xw, X, (int32_t)rows, I, YG, NULL);
+            } else if (arm == 2 && st == MEMRA_STATUS_OK) {
+                st = memra_matmul(dev, dw[0], XS, (int32_t)rows, YD, NULL);
             } else {
                 for (int32_t e = 0; e < E && st == MEMRA_STATUS_OK; e++) {
                     const int64_t me = start[e + 1] - start[e];
@@ -285,19 +293,22 @@ static int moe_run(memra_device *dev, const char *sheet, const char *proj, memra
     }
     const double flops = 2.0 * (double)rows * (double)n * (double)k;
     at[1].med = tool_median(at[1].t, (size_t)reps);
+    at[2].med = tool_median(at[2].t, (size_t)reps);
     at[0].med = grouped_ok ? tool_median(at[0].t, (size_t)reps) : 0;
-    char s0[16] = "-", s1[16], r0[32] = "-", r1[32], name[160];
+    char s0[16] = "-", s1[16], s2[16], r0[32] = "-", r1[32], name[160];
     if (grouped_ok) tool_spread(at[0].t, (size_t)reps, s0, sizeof s0);
     tool_spread(at[1].t, (size_t)reps, s1, sizeof s1);
+    tool_spread(at[2].t, (size_t)reps, s2, sizeof s2);
     if (grouped_ok) tool_rate(flops / (at[0].med * 1e-3), "FLOP/s", r0, sizeof r0);
     tool_rate(flops / (at[1].med * 1e-3), "FLOP/s", r1, sizeof r1);
     snprintf(name, sizeof name, "%s %s %lld->%lld", sheet, proj, (long long)k, (long long)n);
     int active = 0;
     for (int32_t e = 0; e < E; e++) active += start[e + 1] > start[e];
     const char *lg = grouped_ok ? pg.lane : "-";
-    printf("%-30s %6lld %-7s %4d/%-4d %5lld %10.4f %8s %10.4f %8s %8.2fx %14s %14s  %s (%s%s%s)\n", name, (long long)m,
-           skewed ? "skewed" : "uniform", active, (int)E, (long long)most, at[0].med, s0, at[1].med, s1,
-           grouped_ok ? at[1].med / at[0].med : 0.0, r0, r1,
+    printf("%-30s %6lld %-7s %4d/%-4d %5lld %10.4f %8s %10.4f %8s %8.2fx %14s %14s %9.4f %8s %7.2fx  %s (%s%s%s)\n",
+           name, (long long)m, skewed ? "skewed" : "uniform", active, (int)E, (long long)most, at[0].med, s0, at[1].med,
+           s1, grouped_ok ? at[1].med / at[0].med : 0.0, r0, r1, at[2].med, s2,
+           grouped_ok ? at[2].med / at[0].med : 0.0,
            !grouped_ok ? "grouped: no lane" : differ == 0 ? "bitwise" : "differs", lg,
            strcmp(lg, pl.lane) ? " / loop " : "", strcmp(lg, pl.lane) ? pl.lane : "");
     if (grouped_ok && differ) printf("    %zu elements differ, max |diff| / row amax %.3g\n", differ, maxdiff);
@@ -328,11 +339,11 @@ static int moe_run(memra_device *dev, const char *sheet, const char *proj, memra
         fprintf(jf, ",\"loop_lane\":");
         tool_json_str(jf, pl.lane);
         fprintf(jf, ",\"grouped_ms\":%.6g,\"loop_ms\":%.6g,\"speedup\":%.6g,\"grouped_hits\":%llu,\"loop_hits\":%llu,"
-                    "\"elements_differ\":%zu,\"max_diff\":%.6g",
+                    "\"elements_differ\":%zu,\"max_diff\":%.6g,\"dense_ms\":%.6g,\"of_dense\":%.6g",
                 at[0].med, at[1].med, grouped_ok ? at[1].med / at[0].med : 0.0, (unsigned long long)gh,
-                (unsigned long long)lh, differ, maxdiff);
-        for (int a = 0; a < 2; a++) {
-            fprintf(jf, ",\"%s_times_ms\":[", a ? "loop" : "grouped");
+                (unsigned long long)lh, differ, maxdiff, at[2].med, grouped_ok ? at[2].med / at[0].med : 0.0);
+        for (int a = 0; a < 3; a++) {
+            fprintf(jf, ",\"%s_times_ms\":[", a == 2 ? "dense" : a ? "loop" : "grouped");
             for (int64_t r = 0; r < reps && (a || grouped_ok); r++) fprintf(jf, "%s%.6g", r ? "," : "", at[a].t[r]);
             fprintf(jf, "]");
         }
@@ -342,9 +353,9 @@ static int moe_run(memra_device *dev, const char *sheet, const char *proj, memra
 out:
     memra_timer_destroy(timer);
     memra_buffer_destroy(bx), memra_buffer_destroy(bxs), memra_buffer_destroy(bi);
-    memra_buffer_destroy(byg), memra_buffer_destroy(byl);
+    memra_buffer_destroy(byg), memra_buffer_destroy(byl), memra_buffer_destroy(byd);
     free(x), free(xs), free(yg), free(yl), free(ids), free(start), free(perm);
-    free(at[0].t), free(at[1].t);
+    free(at[0].t), free(at[1].t), free(at[2].t);
     return rc;
 }
 
@@ -531,10 +542,11 @@ int memra_tool_bench_moe(int argc, char **argv)
     else
         printf("memra bench moe: %s (%s), format %s, reps %lld, seed %llu%s\n", caps->name, caps->profile, fname,
                (long long)reps, (unsigned long long)seed, gpu ? "" : ", host: dimensions / 8");
-    printf("%-30s %6s %-7s %9s %5s %10s %8s %10s %8s %9s %14s %14s  %s\n", "shape", "m", "routing", "experts",
-           "most", "grouped ms", "spread", "loop ms", "spread", "loop/grp", "grouped rate", "loop rate", "agree (lane)");
+    printf("%-30s %6s %-7s %9s %5s %10s %8s %10s %8s %9s %14s %14s %9s %8s %8s  %s\n", "shape", "m", "routing",
+           "experts", "most", "grouped ms", "spread", "loop ms", "spread", "loop/grp", "grouped rate", "loop rate",
+           "dense ms", "spread", "of dense", "agree (lane)");
     if (jf)
-        fprintf(jf, "{\"format\":\"memra-bench-moe\",\"version\":1,\"memra\":\"%s\",\"device\":\"%s\",\"cc\":%d,"
+        fprintf(jf, "{\"format\":\"memra-bench-moe\",\"version\":2,\"memra\":\"%s\",\"device\":\"%s\",\"cc\":%d,"
                     "\"driver_version\":%d,\"weight_format\":\"%s\",\"reps\":%lld,\"seed\":%llu,\"div\":%d,\"rows\":[",
                 memra_version(), caps->name, caps->cc, memra_driver_version(rt), model ? "model" : fname,
                 (long long)reps, (unsigned long long)seed, model ? 1 : div);

@@ -194,20 +194,23 @@ def rows_of(d, path):
                                      spread=_spread(a, med)))
     elif fmt == "memra-bench-moe":
         # memra bench moe (issue 30): per (sheet, projection, routing) the grouped call and the loop of
-        # per-expert calls; ratio = loop time / grouped time for the grouped row (the loop is the baseline)
-        if d.get("version") != 1:
-            raise ReceiptError("%s: memra-bench-moe version %r is newer than this report reads (1)" % (path, d.get("version")))
+        # per-expert calls; ratio = loop time / grouped time for the grouped row (the loop is the baseline);
+        # version 2 adds the dense arm (the same lane over all rows: the same FLOPs in one GEMM)
+        if d.get("version") not in (1, 2):
+            raise ReceiptError("%s: memra-bench-moe version %r is newer than this report reads (1, 2)" % (path, d.get("version")))
         if d.get("complete") is False:
             raise ReceiptError("%s: an incomplete memra-bench-moe receipt" % path)
         for r in d.get("rows", []):
             shape = "%s %s %s->%s %s" % (r.get("sheet", "-"), r.get("proj", "-"), r.get("in_f"), r.get("out_f"),
                                          r.get("routing", "-"))
-            for arm, key in (("grouped", "grouped"), ("loop", "loop")):
+            for arm, key in (("grouped", "grouped"), ("loop", "loop"), ("dense", "dense")):
                 med = r.get(key + "_ms")
+                if med is None:
+                    continue  # a version 1 receipt has no dense arm
                 a = {"times_ms": r.get(key + "_times_ms") or []}
                 rows.append(dict(common, sheet="moe %s" % d.get("weight_format", "-"), m=r.get("m"), shape=shape,
-                                 arm="%s (%s)" % (arm, r.get(key + "_lane", "-")), op="gemm_experts" if arm == "grouped"
-                                 else "loop", median_ms=med, tflops=_tflops(r.get("flops"), med),
+                                 arm="%s (%s)" % (arm, r.get(key + "_lane", r.get("loop_lane", "-"))),
+                                 op="gemm_experts" if arm == "grouped" else arm, median_ms=med, tflops=_tflops(r.get("flops"), med),
                                  ratio=_ratio(r.get("loop_ms"), med), valid=True, spread=_spread(a, med)))
     elif fmt == "memra-bench-accprobe":
         for s in d.get("shapes", []):
