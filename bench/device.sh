@@ -629,10 +629,10 @@ step_tune() {
     say "tune ab m=$mm: exit $?"
     grep "^AB " "$L/tune_ab_m$mm.txt" | sed 's#time after/before#time tuned/untuned#' >> "$S"
   done
-  for c in promote rollback capture; do
+  for c in promote rollback capture auto; do
     timeout 120 $B/bin/test_gpu_shadow $c > "$L/shadow_$c.log" 2>&1
     say "test_gpu_shadow $c: exit $?"
-    grep -E "^(op |after|promoted|rolled|routing|shadow runs|the automatic|  ledger)" "$L/shadow_$c.log" >> "$S"
+    grep -E "^(op |after|promoted|rolled|routing|shadow runs|the automatic|  ledger|blocked stream|not promoted|at the cap|serving|host time|FAIL)" "$L/shadow_$c.log" >> "$S"
   done
   timeout 200 sh tests/gpu/tune_gpu.sh $M /tmp > "$L/tune_gpu.log" 2>&1
   say "tune_gpu.sh (tiny sheet): exit $?; $(grep -E '^races' "$L/tune_gpu.log")"
