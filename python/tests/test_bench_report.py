@@ -149,6 +149,27 @@ def test_report_reads_every_committed_receipt():
             assert row["ratio"] == pytest.approx(s0["ratios"]["fp8"], rel=1e-3)
 
 
+def test_report_reads_a_version_2_raw_receipt(tmp_path):
+    """memra-bench-raw version 2 (issue 25): a per-shape quant_bound and more verdicts, the same arms."""
+    src = os.path.join(RECEIPTS, "h200-2026-12-02-q", "raw_27b_m512_h200-2026-12-02-q6.json")
+    d = json.load(open(src))
+    assert d["version"] == 1
+    d["version"] = 2
+    for sh in d["sheets"]:
+        for s in sh["shapes"]:
+            s["quant_bound"] = {"op": "gemm_fp8", "bytes_read": 1, "bytes_written": 1, "bytes": 2, "copy_bytes": 1,
+                                "copy_times_ms": [0.01], "copy_ms": 0.01, "cost_ms": 0.012, "x_bound": 1.2,
+                                "best_ratio": 0.9}
+        sh["quant_bound"] = {"max_x_bound": 1.2, "geomean_best_ratio": 0.9}
+        sh["verdicts"].append({"target": "fp8_quant", "measure": "max_x_bound", "value": 1.2, "threshold": 1.25,
+                               "bound": "at_most", "issue": 25, "met": True, "missed_by_pct": 0})
+    out = tmp_path / "raw_v2.json"
+    out.write_text(json.dumps(d))
+    rows, rows1 = report.load(str(out)), report.load(src)
+    assert rows and len(rows) == len(rows1)
+    assert {r["arm"] for r in rows} == {r["arm"] for r in rows1} and "copy" not in {r["arm"] for r in rows}
+
+
 def test_report_reads_the_c_programs_receipt(build_dir, tmp_path):
     exe = os.path.join(build_dir, "bin", "memra")
     if not os.path.exists(exe):
