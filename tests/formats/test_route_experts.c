@@ -5,8 +5,9 @@
  * cover each expert's sorted rows exactly once, every tile inside its expert,
  * table 1's tiles bm rows apart and full where a remainder table takes the
  * rest, table 2's tiles bm2 rows apart and only on remainders up to rem_max.
- * Both policies the modules use (mmq: bm 64 / 128 with every remainder in
- * 32-row tiles; fp8blk: 128 with remainders up to 64 in one 64-row tile) and
+ * The policies the modules use (mmq: bm 64 / 128 with a remainder of up to
+ * 32 rows in one 32-row tile, and run q1's every-remainder-in-32-row-tiles;
+ * fp8blk: 128 with remainders up to 64 in one 64-row tile) and
  * the single table (bm2 = 0), on uniform, skewed and empty routings with ids
  * outside [0, E) among them. */
 #include <stdint.h>
@@ -96,6 +97,10 @@ static int check_one(const int *ids, int m, int E, int bm, int bm2, int rem_max,
         for (int s = s0; s < end; s++) cover[s]++;
     }
     for (int s = 0; s < routed && ok; s++) EXPECT(cover[s] == 1);
+    /* the launchers' grids: table 1 within ceil(m / bm) + E tiles, table 2 within
+     * E ceil(rem_max / bm2) (mmq_ops.c sizes its grids so) */
+    EXPECT(nt <= (m + bm - 1) / bm + E);
+    if (bm2) EXPECT(nt2 <= E * ((rem_max + bm2 - 1) / bm2));
     if (!bm2) {
         int tiles_want = 0;
         for (int e = 0; e < E; e++) tiles_want += (want[e] + bm - 1) / bm;
@@ -108,7 +113,10 @@ static int check_one(const int *ids, int m, int E, int bm, int bm2, int rem_max,
 
 int main(void)
 {
-    static const int pol[][3] = {{32, 0, 0}, {128, 0, 0}, {64, 32, 63}, {128, 32, 127}, {128, 64, 64}};
+    /* mmq now: {64 | 128, 32, 32} (a remainder above 32 keeps its full tile); {.., 32, bm - 1}: every
+     * remainder in 32-row tiles (run q1's policy); fp8blk: {128, 64, 64} */
+    static const int pol[][3] = {{32, 0, 0},     {128, 0, 0},     {64, 32, 32}, {128, 32, 32},
+                                 {64, 32, 63},   {128, 32, 127},  {128, 64, 64}};
     static const int shapes[][2] = {{512 * 8, 128}, {512 * 2, 8}, {4096 * 2, 8}, {100, 8}, {1, 3}, {0, 4}, {777, 1}};
     int ok = 1, runs = 0;
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)

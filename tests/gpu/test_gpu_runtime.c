@@ -548,15 +548,16 @@ static int case_mmq(const char *so)
                    (const char *[]){"memra_k_repack_q8_0"}, (const int[]){0});
     /* gemm_experts (issue 30): the routing kernel then the grouped tile kernel (a dependent
      * launch) on a grid of the worst case, ceil(n / 128) column tiles by ceil(m / bm) + E row
-     * tiles, bm from the mean rows per expert (m / E: 12.5 -> 32, 64 -> 64, 128 -> 128); no
+     * tiles, bm from the mean rows per expert (m / E: 12.5 -> 32, 64 -> 64, 128 -> 128), and above
+     * 32 rows the remainder tile (32 rows) on min(E, m) row tiles, one per expert at most; no
      * host read in between (the fake driver has no copies); K-quant experts on their own
      * kernels; other lanes declined */
     ok &= experts_launch(&m, MEMRA_OP_gemm_q8_0r, 0, 100, 8, "memra_k_experts_q8_0r_mt1", 3, 4 + 8, NULL, 0);
-    ok &= experts_launch(&m, MEMRA_OP_gemm_q8_0r, 0, 512, 8, "memra_k_experts_q8_0r_mt2", 3, 8, "memra_k_experts_q8_0r_mt1", 16);
-    ok &= experts_launch(&m, MEMRA_OP_gemm_q8_0r, 0, 1024, 8, "memra_k_experts_q8_0r_mt4", 3, 8, "memra_k_experts_q8_0r_mt1", 32);
+    ok &= experts_launch(&m, MEMRA_OP_gemm_q8_0r, 0, 512, 8, "memra_k_experts_q8_0r_mt2", 3, 16, "memra_k_experts_q8_0r_mt1", 8);
+    ok &= experts_launch(&m, MEMRA_OP_gemm_q8_0r, 0, 1024, 8, "memra_k_experts_q8_0r_mt4", 3, 16, "memra_k_experts_q8_0r_mt1", 8);
     ok &= experts_launch(&m, MEMRA_OP_gemm_kr, MEMRA_FORMAT_Q4_K, 4096, 128, "memra_k_experts_kr_q4_k_mt1", 3, 128 + 128, NULL, 0);
-    ok &= experts_launch(&m, MEMRA_OP_gemm_kr, MEMRA_FORMAT_Q5_K, 512, 8, "memra_k_experts_kr_q5_k_mt2", 3, 8, "memra_k_experts_kr_q5_k_mt1", 16);
-    ok &= experts_launch(&m, MEMRA_OP_gemm_kr, MEMRA_FORMAT_Q6_K, 1024, 8, "memra_k_experts_kr_q6_k_mt4", 3, 8, "memra_k_experts_kr_q6_k_mt1", 32);
+    ok &= experts_launch(&m, MEMRA_OP_gemm_kr, MEMRA_FORMAT_Q5_K, 512, 8, "memra_k_experts_kr_q5_k_mt2", 3, 16, "memra_k_experts_kr_q5_k_mt1", 8);
+    ok &= experts_launch(&m, MEMRA_OP_gemm_kr, MEMRA_FORMAT_Q6_K, 1024, 8, "memra_k_experts_kr_q6_k_mt4", 3, 16, "memra_k_experts_kr_q6_k_mt1", 8);
     memra_gemm_experts_args ex = {.struct_size = sizeof ex, .lane = MEMRA_OP_gemm_f16, .n_experts = 8,
                                   .ids = 0x60000000};
     c = call_of(&m);
@@ -576,8 +577,8 @@ static int case_mmq(const char *so)
     ok &= close_mod(&m, 1);
     /* sm_120's 99 KB: the 128-row grouped tiles do not load, a mean of 128 rows takes 64 */
     if (!open_mod(so, 120, &m)) return 0;
-    ok &= experts_launch(&m, MEMRA_OP_gemm_q8_0r, 0, 1024, 8, "memra_k_experts_q8_0r_mt2", 3, 16, "memra_k_experts_q8_0r_mt1", 16);
-    ok &= experts_launch(&m, MEMRA_OP_gemm_kr, MEMRA_FORMAT_Q6_K, 1024, 8, "memra_k_experts_kr_q6_k_mt2", 3, 16, "memra_k_experts_kr_q6_k_mt1", 16);
+    ok &= experts_launch(&m, MEMRA_OP_gemm_q8_0r, 0, 1024, 8, "memra_k_experts_q8_0r_mt2", 3, 16 + 8, "memra_k_experts_q8_0r_mt1", 8);
+    ok &= experts_launch(&m, MEMRA_OP_gemm_kr, MEMRA_FORMAT_Q6_K, 1024, 8, "memra_k_experts_kr_q6_k_mt2", 3, 16 + 8, "memra_k_experts_kr_q6_k_mt1", 8);
     ok &= experts_launch(&m, MEMRA_OP_gemm_kr, MEMRA_FORMAT_Q4_K, 100, 8, "memra_k_experts_kr_q4_k_mt1", 3, 4 + 8, NULL, 0);
     ok &= close_mod(&m, 1);
     /* MEMRA_MMQ_XE_BM=32 forces the 32-row tile where the mean would take 128 */

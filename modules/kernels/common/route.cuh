@@ -12,8 +12,9 @@
  * 1. With bm2 > 0 (tiles2 and ntiles2 not NULL), a remainder r = c mod bm of 1
  * .. rem_max rows takes ceil(r / bm2) tiles of bm2 rows in table 2 (*ntiles2)
  * and table 1 only the floor(c / bm) full tiles; a remainder above rem_max keeps
- * its tile of bm rows in table 1. mmq runs its 32-row tile on every remainder
- * (rem_max = bm - 1); fp8blk its 64-row one on remainders up to 64.
+ * its tile of bm rows in table 1. mmq runs one 32-row tile on a remainder of
+ * up to 32 rows (rem_max = bm2 = 32); fp8blk its 64-row one on remainders up
+ * to 64.
  *
  * cnt and fill: shared arrays of at least E ints. Called by every thread of the
  * block (it synchronises the block). */

@@ -1369,8 +1369,10 @@ memra_k_experts_route(const int *__restrict__ ids, int m, int E, int bm, int *__
     __shared__ int cnt[MMQ_XE_MAX];
     __shared__ int fill[MMQ_XE_MAX];
     pdl_trigger();
-    /* every remainder to the bm2-row tile (common/route.cuh) */
-    memra_route_experts(ids, m, E, bm, bm2, bm - 1, offsets, perm, tiles, ntiles, tiles2, ntiles2, cnt, fill);
+    /* a remainder of up to bm2 rows to one bm2-row tile, a larger one keeps a full tile
+     * (common/route.cuh): run q1 put every remainder in 32-row tiles, and an expert of
+     * 120 rows then ran four of them in a launch after the full tiles' */
+    memra_route_experts(ids, m, E, bm, bm2, bm2, offsets, perm, tiles, ntiles, tiles2, ntiles2, cnt, fill);
 }
 
 /* A grouped CTA's tile: expert e, its first sorted row s0, the rows that exist

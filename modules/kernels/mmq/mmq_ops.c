@@ -629,8 +629,13 @@ memra_status memra__mmq_accprobe(memra_call *call, memra_accprobe_arm arm, const
  * ~32 rows each, three CTAs per SM). Only tiles loaded on the device (their
  * shared memory fits) are candidates: the largest loaded one not above the
  * choice. Above the smallest loaded tile, an expert's rows past its last full
- * tile go to a second table and a third launch of the smallest tile (32 rows),
- * so that a tile of 128 wastes at most 31 rows per expert. MEMRA_MMQ_XE_BM=32|64|128
+ * tile, when they are at most the smallest tile's height (32 rows), go to one
+ * tile of it in a second table and a third launch; a larger remainder keeps a
+ * full tile. (Run q1 sent every remainder to 32-row tiles: an expert of 120
+ * rows then ran four of them after the full tiles' wave, each streaming its
+ * whole k, and mixtral down at m = 512 took 0.84 ms against 0.70 ms with
+ * half-empty full tiles. This rule is a guess between the two, to be measured
+ * against MEMRA_MMQ_XE_BM=128, the single table.) MEMRA_MMQ_XE_BM=32|64|128
  * forces one height and one table (sweeps, tests; the dense
  * lanes' MEMRA_MMQ_BM does not apply). The thresholds are a first guess, not
  * fitted on a GPU (no GPU in the session that wrote them). Skewed routing
@@ -698,10 +703,10 @@ memra_status memra__mmq_gemm_experts(memra_call *call, const memra_gemm_args *a,
             (small < 0 || memra__mmq_xe_tiles[lane][t].bm < memra__mmq_xe_tiles[lane][small].bm))
             small = t;
     if (small >= 0) bm2 = memra__mmq_xe_tiles[lane][small].bm;
-    const int64_t tiles_max = bm2 ? (int64_t)m / bm : ((int64_t)m + bm - 1) / bm + E;
-    const int64_t tiles2_full = (int64_t)E * ((bm - 1 + bm2 - 1) / (bm2 ? bm2 : 1));
-    const int64_t tiles2_max = !bm2 ? 0 : tiles2_full < ((int64_t)m + bm2 - 1) / bm2 + E ? tiles2_full
-                                                                                       : ((int64_t)m + bm2 - 1) / bm2 + E;
+    /* table 1: ceil(c / bm) tiles per expert at most (a remainder above bm2 keeps its full
+     * tile); table 2: one tile per expert at most, of at least one row */
+    const int64_t tiles_max = ((int64_t)m + bm - 1) / bm + E;
+    const int64_t tiles2_max = !bm2 ? 0 : (int64_t)E < (int64_t)m ? (int64_t)E : (int64_t)m;
     if (tiles_max > 65535 || tiles2_max > 65535) return decline(call, "gemm_experts: more than 65535 row tiles");
     /* each expert's operand must be 16-byte aligned too (cp.async): the
      * core's tables and memra check's are; the table itself is read as 8-byte words */
@@ -721,7 +726,7 @@ memra_status memra__mmq_gemm_experts(memra_call *call, const memra_gemm_args *a,
     st = launch_n(q, MMQ_K(q)->experts_route, "memra_k_experts_route", 1, 1, 1024, 0, call->stream,
                   (void *[]){&ids, &mm, &ee, &bm, &offsets, &perm, &tiles, &ntiles, &bm2, &tiles2, &ntiles2});
     if (st != MEMRA_STATUS_OK) return st;
-    if (tiles_max > 0) /* (with a remainder table and m < bm there is no full tile) */
+    if (tiles_max > 0)
         st = launch_pdl_k(q, &kn, fns[tile], tl->kernel, (unsigned)((n + 127) / 128), (unsigned)tiles_max, 1,
                           MMQ_THREADS, tl->smem, call->stream,
                           (void *[]){&w, &x, &mm, &nn, &kk, &offsets, &perm, &tiles, &ntiles, &y, &ldy, &alpha});
