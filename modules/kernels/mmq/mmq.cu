@@ -723,9 +723,9 @@ __device__ __forceinline__ void mmq_tile_store(const mmq_tile &t, const float (&
  * sa / sb: the thread's ldmatrix addresses in the slot at block 0; ax / bw: its
  * scale rows (token lane/4 of m16 tile 0; weight row 2 (lane%4) of n8 tile 0);
  * B fragments: mmq_load_b. */
-template <int MT, int NT>
+template <int MT, int NT, bool LIVE = false>
 __device__ __forceinline__ void r3_step(float (&acc)[MT][NT][4], uint32_t sa, uint32_t sb, const float *ax,
-                                        const float *bw)
+                                        const float *bw, int mt_live = MT)
 {
 #pragma unroll 1
     for (int g = 0; g < 4; g++) {
@@ -741,6 +741,7 @@ __device__ __forceinline__ void r3_step(float (&acc)[MT][NT][4], uint32_t sa, ui
             }
 #pragma unroll
         for (int mt = 0; mt < MT; mt++) {
+            if (LIVE && mt >= mt_live) break; /* (a grouped tile's m16 tiles past its rows) */
             uint32_t a[4];
             memra_ldmatrix_x4(a, sa + mt * 16 * MMQ_ROW + g * 32);
             const float sx0 = ax[mt * 16 * (MMQ_ROW / 4) + g], sx1 = ax[(mt * 16 + 8) * (MMQ_ROW / 4) + g];
@@ -1089,9 +1090,9 @@ __device__ __forceinline__ void mma_k16_s8(float d[4], uint32_t a0, uint32_t a1,
 
 /* One 128-deep step of the warp's 16 MT x 8 NT sub-tile (r3_step's
  * addressing); sd: the scale side table at the thread's first weight row. */
-template <int MT, int NT, bool Q6>
+template <int MT, int NT, bool Q6, bool LIVE = false>
 __device__ __forceinline__ void kr_step(float (&acc)[MT][NT][4], uint32_t sa, uint32_t sb, const float *ax,
-                                        const float *bw, const float *sd)
+                                        const float *bw, const float *sd, int mt_live = MT)
 {
 #pragma unroll 1
     for (int g = 0; g < 4; g++) {
@@ -1109,6 +1110,7 @@ __device__ __forceinline__ void kr_step(float (&acc)[MT][NT][4], uint32_t sa, ui
             }
 #pragma unroll
         for (int mt = 0; mt < MT; mt++) {
+            if (LIVE && mt >= mt_live) break; /* (a grouped tile's m16 tiles past its rows) */
             uint32_t a[4];
             memra_ldmatrix_x4(a, sa + mt * 16 * MMQ_ROW + g * 32);
             const float sx0 = ax[mt * 16 * (MMQ_ROW / 4) + g], sx1 = ax[(mt * 16 + 8) * (MMQ_ROW / 4) + g];
@@ -1357,7 +1359,11 @@ memra_k_probe_mx(const unsigned char *__restrict__ w, const unsigned char *__res
  *   by index (record g m + row of the all-rows quantisation, nine 16-byte
  *   cp.async each) and the weight's records (g, j0 ..) of expert e from
  *   wtab[e] exactly as the dense kernels do; the outputs are scattered to
- *   y[perm[s]]. No split-k (each output written once, by one CTA). MT is the
+ *   y[perm[s]]. A warp whose m16 tiles lie past the tile's rows skips their
+ *   MMAs and folds (r3_step / kr_step with LIVE: the bound mt_live; the dense
+ *   kernels compile without it, their SASS unchanged), so a short remainder
+ *   tile costs its copies rather than a full tile's MMAs.
+ *   No split-k (each output written once, by one CTA). MT is the
  *   launcher's choice from the mean rows per expert (mmq_ops.c). Shared
  *   memory: the dense tiles' (R3_SMEM_BYTES(MT, 4), KR_SMEM_BYTES(F, MT, 4))
  *   + 4 * 32 MT bytes of row indices. */
@@ -1460,6 +1466,9 @@ __device__ __forceinline__ void experts_q8_0r_body(const unsigned long long *__r
     const unsigned char *const wr = reinterpret_cast<const unsigned char *>(static_cast<uintptr_t>(wtab[t.e]));
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, wm = warp & 1, wn = warp >> 1;
     const int nk = (k + 127) / 128;
+    /* the warp's m16 tiles that hold rows of the tile: the others skip their MMAs and folds
+     * (their accumulators stay 0 and are never stored), so a short tile costs its copies */
+    const int mt_live = min(MT, max(0, (t.rows - wm * 16 * MT + 15) / 16));
 
     float acc[MT][NT][4];
     mmq_zero<MT, NT>(acc);
@@ -1485,8 +1494,10 @@ __device__ __forceinline__ void experts_q8_0r_body(const unsigned long long *__r
         if (kt + R3_STAGES - 1 < nk) XE_COPY_STEP(nxt * R3_STAGE_BYTES(MT, NT), kt + R3_STAGES - 1);
         cp_async_commit();
         const int so = cur * R3_STAGE_BYTES(MT, NT);
-        r3_step<MT, NT>(acc, base + so + a_off, base + so + b_off, reinterpret_cast<const float *>(xe_smem + so + ax_off),
-                        reinterpret_cast<const float *>(xe_smem + so + bw_off));
+        if (mt_live > 0)
+            r3_step<MT, NT, true>(acc, base + so + a_off, base + so + b_off,
+                                  reinterpret_cast<const float *>(xe_smem + so + ax_off),
+                                  reinterpret_cast<const float *>(xe_smem + so + bw_off), mt_live);
         cur = cur == R3_STAGES - 1 ? 0 : cur + 1;
         nxt = nxt == R3_STAGES - 1 ? 0 : nxt + 1;
     }
@@ -1511,6 +1522,7 @@ __device__ __forceinline__ void experts_kr_body(const unsigned long long *__rest
     const unsigned char *const w = reinterpret_cast<const unsigned char *>(static_cast<uintptr_t>(wtab[t.e]));
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, wm = warp & 1, wn = warp >> 1;
     const int nk = (k + 127) / 128, j0 = t.j0, brows = t.brows;
+    const int mt_live = min(MT, max(0, (t.rows - wm * 16 * MT + 15) / 16)); /* (as experts_q8_0r_body) */
 
     float acc[MT][NT][4];
     mmq_zero<MT, NT>(acc);
@@ -1546,10 +1558,11 @@ __device__ __forceinline__ void experts_kr_body(const unsigned long long *__rest
         if (kt + R3_STAGES - 1 < nk) XE_COPY_A(nxt, kt + R3_STAGES - 1);
         cp_async_commit();
         const int wo = (kt & 1) * KR_W_SLOT(NT), ao = KR_A_OFF(NT) + cur * R3_A_BYTES(MT);
-        kr_step<MT, NT, F == KR_Q6_K>(acc, base + ao + a_off, base + wo + b_off,
-                                      reinterpret_cast<const float *>(xe_smem + ao + ax_off),
-                                      reinterpret_cast<const float *>(xe_smem + wo + bw_off),
-                                      reinterpret_cast<const float *>(xe_smem + wo + sd_off));
+        if (mt_live > 0)
+            kr_step<MT, NT, F == KR_Q6_K, true>(acc, base + ao + a_off, base + wo + b_off,
+                                                reinterpret_cast<const float *>(xe_smem + ao + ax_off),
+                                                reinterpret_cast<const float *>(xe_smem + wo + bw_off),
+                                                reinterpret_cast<const float *>(xe_smem + wo + sd_off), mt_live);
         if (more) {
             cp_async_wait<1>();
             kr_widen<F, BN>(P, xe_smem + ((kt + 1) & 1) * KR_W_SLOT(NT), kt + 1, n, k, j0);
