@@ -61,6 +61,8 @@
       "gemm_q8_0r split-k forced")                                                                                \
     X(MMQ_XE_BM, "MEMRA_MMQ_XE_BM", "mmq modules", UINT, "0..1024", "0 (from rows per expert)",                  \
       "gemm_experts grouped tile rows forced (32|64|128)")                                                        \
+    X(MMQ_XE_SPLIT, "MEMRA_MMQ_XE_SPLIT", "mmq modules", UINT, "0..16", "0 (chosen per call)",                  \
+      "gemm_experts grouped split-k slices forced")                                                               \
     X(SM120_FP8BLK, "MEMRA_SM120_FP8BLK", "sm120", ENUM, "mxf8f6f4|f8f6f4", "mxf8f6f4",                          \
       "sm120 gemm_fp8_blk kernel")                                                                                \
     X(CHECK_INJECT_FAULT, "MEMRA_CHECK_INJECT_FAULT", "memra check", STR, "", "", "test hook of memra check")     \

@@ -18,6 +18,10 @@
  *   test_gpu_experts q4_0 | q4_k | q5_k | q6_k
  *                             run on Q4_0 experts (the records of their Q8_0
  *                             conversion) and on K-quant experts (gemm_kr's tile)
+ *   test_gpu_experts split | split_q6_k
+ *                             Q8_0 (uniform) and Q6_K (skewed) with the grouped tiles on
+ *                             3 k slices (MEMRA_MMQ_XE_SPLIT=3, the dense lane compared
+ *                             with on 3 too: MEMRA_MMQ_SPLIT=3) and the grouped split-k sum
  *   test_gpu_experts fp8blk | fp8blk_graph | fp8blk_skew
  *                             block-128 FP8 experts (e4m3 and a grid each) on the
  *                             fp8blk module's grouped warpgroup tile (lane
@@ -60,22 +64,25 @@ typedef struct xcase {
     int graph;
     const char *lane;   /* the plan's lane on the GPU */
     const char *module; /* the module whose gemm_experts must serve; NULL: the routing's first */
+    int split;          /* MEMRA_MMQ_XE_SPLIT and the dense MEMRA_MMQ_SPLIT (0: 1 for the dense lane, unforced) */
 } xcase;
 
 static const xcase k_cases[] = {
-    {"run", MEMRA_FORMAT_Q8_0, NULL, 0, 0, "mmq records", NULL},
-    {"graph", MEMRA_FORMAT_Q8_0, NULL, 0, 1, "mmq records", NULL},
-    {"bm32", MEMRA_FORMAT_Q8_0, "32", 0, 0, "mmq records", NULL},
-    {"bm64", MEMRA_FORMAT_Q8_0, "64", 0, 0, "mmq records", NULL},
-    {"bm128", MEMRA_FORMAT_Q8_0, "128", 0, 0, "mmq records", NULL},
-    {"skew", MEMRA_FORMAT_Q8_0, NULL, 1, 0, "mmq records", NULL},
-    {"q4_0", MEMRA_FORMAT_Q4_0, NULL, 0, 0, "mmq records (Q4_0 as Q8_0)", NULL},
-    {"q4_k", MEMRA_FORMAT_Q4_K, NULL, 0, 0, "mmq K records", NULL},
-    {"q5_k", MEMRA_FORMAT_Q5_K, NULL, 0, 0, "mmq K records", NULL},
-    {"q6_k", MEMRA_FORMAT_Q6_K, NULL, 0, 0, "mmq K records", NULL},
-    {"fp8blk", MEMRA_FORMAT_E4M3, NULL, 0, 0, "fp8 block-128", "fp8blk"},
-    {"fp8blk_graph", MEMRA_FORMAT_E4M3, NULL, 0, 1, "fp8 block-128", "fp8blk"},
-    {"fp8blk_skew", MEMRA_FORMAT_E4M3, NULL, 1, 0, "fp8 block-128", "fp8blk"},
+    {"run", MEMRA_FORMAT_Q8_0, NULL, 0, 0, "mmq records", NULL, 0},
+    {"graph", MEMRA_FORMAT_Q8_0, NULL, 0, 1, "mmq records", NULL, 0},
+    {"bm32", MEMRA_FORMAT_Q8_0, "32", 0, 0, "mmq records", NULL, 0},
+    {"bm64", MEMRA_FORMAT_Q8_0, "64", 0, 0, "mmq records", NULL, 0},
+    {"bm128", MEMRA_FORMAT_Q8_0, "128", 0, 0, "mmq records", NULL, 0},
+    {"skew", MEMRA_FORMAT_Q8_0, NULL, 1, 0, "mmq records", NULL, 0},
+    {"q4_0", MEMRA_FORMAT_Q4_0, NULL, 0, 0, "mmq records (Q4_0 as Q8_0)", NULL, 0},
+    {"q4_k", MEMRA_FORMAT_Q4_K, NULL, 0, 0, "mmq K records", NULL, 0},
+    {"q5_k", MEMRA_FORMAT_Q5_K, NULL, 0, 0, "mmq K records", NULL, 0},
+    {"q6_k", MEMRA_FORMAT_Q6_K, NULL, 0, 0, "mmq K records", NULL, 0},
+    {"fp8blk", MEMRA_FORMAT_E4M3, NULL, 0, 0, "fp8 block-128", "fp8blk", 0},
+    {"fp8blk_graph", MEMRA_FORMAT_E4M3, NULL, 0, 1, "fp8 block-128", "fp8blk", 0},
+    {"fp8blk_skew", MEMRA_FORMAT_E4M3, NULL, 1, 0, "fp8 block-128", "fp8blk", 0},
+    {"split", MEMRA_FORMAT_Q8_0, NULL, 0, 0, "mmq records", NULL, 3},
+    {"split_q6_k", MEMRA_FORMAT_Q6_K, NULL, 1, 0, "mmq K records", NULL, 3},
 };
 
 static uint64_t g_rng;
@@ -213,7 +220,12 @@ int main(int argc, char **argv)
     char bm[32];
     snprintf(bm, sizeof bm, "MEMRA_MMQ_XE_BM=%s", xc->bm ? xc->bm : "");
     const int fp8 = xc->format == MEMRA_FORMAT_E4M3;
-    const char *settings[] = {"MEMRA_F16_BUDGET_MB=0", "MEMRA_MMQ_SPLIT=1",
+    /* split: the grouped tiles and the dense lane on the same k slices, so their sums agree bit
+     * for bit (the same slice bounds, the same slice-order sum) */
+    char dsplit[40], xsplit[40];
+    snprintf(dsplit, sizeof dsplit, "MEMRA_MMQ_SPLIT=%d", xc->split ? xc->split : 1);
+    snprintf(xsplit, sizeof xsplit, "MEMRA_MMQ_XE_SPLIT=%d", xc->split);
+    const char *settings[] = {"MEMRA_F16_BUDGET_MB=0", dsplit, xc->split ? xsplit : "MEMRA_MMQ_XE_SPLIT=0",
                               fp8 ? "MEMRA_PREFER=gemm_fp8_blk=fp8blk" : xc->bm ? bm : NULL, NULL};
     memra_options o = {.struct_size = sizeof o, .settings = settings};
     memra_runtime *rt;

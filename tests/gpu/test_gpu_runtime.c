@@ -87,14 +87,15 @@ static int fake_get_function(void **f, void *m, const char *name)
     *f = g_names[g_n_names++];
     return 0;
 }
-static unsigned g_last_gx, g_last_gy, g_last_bx; /* the grid and block of the last launch */
-static unsigned g_grid_y[16];                     /* each launch's grid.y */
+static unsigned g_last_gx, g_last_gy, g_last_gz, g_last_bx; /* the grid and block of the last launch */
+static unsigned g_grid_y[16], g_grid_z[16];                  /* each launch's grid.y and grid.z */
 static unsigned g_grid_x[16], g_block_x[16];      /* and its grid.x and block */
 static void record(void *f, int pdl)
 {
     if (g_n_launched < 16) {
         g_pdl[g_n_launched] = pdl;
         g_grid_y[g_n_launched] = g_last_gy;
+        g_grid_z[g_n_launched] = g_last_gz;
         g_grid_x[g_n_launched] = g_last_gx;
         g_block_x[g_n_launched] = g_last_bx;
         g_launched[g_n_launched++] = (const char *)f;
@@ -105,7 +106,7 @@ static int fake_launch(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned 
 {
     (void)gx, (void)gy, (void)gz, (void)bx, (void)by, (void)bz, (void)smem, (void)s, (void)params, (void)extra;
     if (gx == 0 || gy == 0 || gz == 0 || bx == 0) return 3;
-    g_last_gx = gx, g_last_gy = gy, g_last_bx = bx;
+    g_last_gx = gx, g_last_gy = gy, g_last_gz = gz, g_last_bx = bx;
     record(f, 0);
     return 0;
 }
@@ -124,7 +125,7 @@ static int fake_launch_ex(const fake_launch_config *c, void *f, void **params, v
 {
     (void)params, (void)extra;
     if (c->grid[0] == 0 || c->num_attrs != 1) return 3;
-    g_last_gx = c->grid[0], g_last_gy = c->grid[1], g_last_bx = c->block[0];
+    g_last_gx = c->grid[0], g_last_gy = c->grid[1], g_last_gz = c->grid[2], g_last_bx = c->block[0];
     record(f, 1);
     return 0;
 }
@@ -235,11 +236,13 @@ static memra_status fake_scratch_get(memra_call *call, const char *name, size_t 
 }
 static const char *g_wgmma_knob; /* MEMRA_FP8BLK_WGMMA as the module sees it (NULL: unset) */
 static const char *g_xe_bm_knob; /* MEMRA_MMQ_XE_BM likewise (read at init) */
+static const char *g_xe_split_knob; /* MEMRA_MMQ_XE_SPLIT likewise */
 static const char *fake_knob(const memra_device_caps *caps, const char *name)
 {
     (void)caps;
     if (strcmp(name, "MEMRA_FP8BLK_WGMMA") == 0) return g_wgmma_knob;
     if (strcmp(name, "MEMRA_MMQ_XE_BM") == 0) return g_xe_bm_knob;
+    if (strcmp(name, "MEMRA_MMQ_XE_SPLIT") == 0) return g_xe_split_knob;
     return NULL; /* every other knob at its default */
 }
 static void *fake_library_open(const char *which)
@@ -586,6 +589,28 @@ static int case_mmq(const char *so)
     if (!open_mod(so, 90, &m)) return 0;
     ok &= experts_launch(&m, MEMRA_OP_gemm_q8_0r, 0, 1024, 8, "memra_k_experts_q8_0r_mt1", 3, 32 + 8, NULL, 0);
     g_xe_bm_knob = NULL;
+    ok &= close_mod(&m, 1);
+    /* MEMRA_MMQ_XE_SPLIT=3: both tile launches on 3 k slices (grid.z), then the split-k sum over
+     * the routed rows (a dependent launch); unforced at k = 256 nothing splits (above: grid.z 1) */
+    g_xe_split_knob = "3";
+    if (!open_mod(so, 90, &m)) return 0;
+    {
+        memra_call c2 = call_of(&m);
+        memra_gemm_args a2 = gemm(1024, 300, 4096);
+        memra_gemm_experts_args ex2 = {.struct_size = sizeof ex2, .lane = MEMRA_OP_gemm_q8_0r, .n_experts = 8,
+                                       .ids = 0x60000000};
+        const memra_status st2 = m.desc->ops->gemm_experts(&c2, &a2, &ex2);
+        const unsigned z1 = g_grid_z[1], z2 = g_grid_z[2], y3 = g_grid_y[3];
+        int k_ok = launched("gemm_experts split 3", st2, 4,
+                            (const char *[]){"memra_k_experts_route", "memra_k_experts_q8_0r_mt4",
+                                             "memra_k_experts_q8_0r_mt1", "memra_k_experts_splitk_sum"},
+                            (const int[]){0, 1, 1, 1});
+        const int zs = z1 == 3 && z2 == 3 && y3 == 1024;
+        printf("    grid.z %u and %u (want 3 and 3), the sum over %u rows (want 1024)  %s\n", z1, z2, y3,
+               zs ? "ok" : "FAIL");
+        ok &= k_ok && zs;
+    }
+    g_xe_split_knob = NULL;
     ok &= close_mod(&m, 1);
     return ok;
 }

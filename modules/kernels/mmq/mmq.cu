@@ -1428,25 +1428,39 @@ __device__ __forceinline__ void xe_copy_rows(uint32_t S, const unsigned char *__
 /* After the k loop: the warp's 16 MT x 8 NT outputs scattered to y[rs[i]]. */
 template <int MT, int NT>
 __device__ __forceinline__ void xe_store(const float (&acc)[MT][NT][4], float *__restrict__ y, long long ldy,
-                                         float alpha, int n, const xe_tile &t, const int *rs, int wm, int wn, int lane)
+                                         float alpha, int n, const xe_tile &t, const int *rs, int wm, int wn, int lane,
+                                         float *__restrict__ part, int m)
 {
     cp_async_wait<0>();
     pdl_trigger();
+    /* split-k: slice z's raw sums to part[z][row][j] (memra_k_experts_splitk_sum adds them) */
+    const bool split = gridDim.z > 1;
+    float *const pz = split ? part + (long long)blockIdx.z * m * n : nullptr;
 #pragma unroll
     for (int mt = 0; mt < MT; mt++)
 #pragma unroll
         for (int h = 0; h < 2; h++) {
             const int i = wm * 16 * MT + mt * 16 + (lane >> 2) + 8 * h;
             if (i >= t.rows) continue;
-            float *yr = y + (long long)rs[i] * ldy;
+            float *yr = split ? pz + (long long)rs[i] * n : y + (long long)rs[i] * ldy;
+            const float a = split ? 1.0f : alpha;
 #pragma unroll
             for (int nt = 0; nt < NT; nt++)
 #pragma unroll
                 for (int c = 0; c < 2; c++) {
                     const int j = t.j0 + wn * 8 * NT + nt * 8 + (lane & 3) * 2 + c;
-                    if (j < n) yr[j] = alpha * acc[mt][nt][2 * h + c];
+                    if (j < n) yr[j] = split ? acc[mt][nt][2 * h + c] : a * acc[mt][nt][2 * h + c];
                 }
         }
+}
+
+/* The k steps of a grouped CTA: slice blockIdx.z of gridDim.z (steps G z / S .. G (z + 1) / S - 1,
+ * the dense kernels' split), *g0 its first. */
+__device__ __forceinline__ int xe_slice(int k, int *g0)
+{
+    const int G = (k + 127) / 128, S = (int)gridDim.z, z = (int)blockIdx.z;
+    *g0 = (int)((long long)G * z / S);
+    return (int)((long long)G * (z + 1) / S) - *g0;
 }
 
 /* gemm_q8_0r_body with the rows of a tile-table tile (see above). */
@@ -1455,7 +1469,8 @@ __device__ __forceinline__ void experts_q8_0r_body(const unsigned long long *__r
                                                    const unsigned char *__restrict__ xq, int m, int n, int k,
                                                    const int *__restrict__ offsets, const int *__restrict__ perm,
                                                    const int *__restrict__ tiles, const int *__restrict__ ntiles,
-                                                   float *__restrict__ y, long long ldy, float alpha)
+                                                   float *__restrict__ y, long long ldy, float alpha,
+                                                   float *__restrict__ part)
 {
     extern __shared__ __align__(16) unsigned char xe_smem[];
     __shared__ int rs[32 * MT];
@@ -1465,7 +1480,8 @@ __device__ __forceinline__ void experts_q8_0r_body(const unsigned long long *__r
     if (!xe_tile_of<32 * MT, BN>(t, rs, offsets, perm, tiles, ntiles, n)) return;
     const unsigned char *const wr = reinterpret_cast<const unsigned char *>(static_cast<uintptr_t>(wtab[t.e]));
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, wm = warp & 1, wn = warp >> 1;
-    const int nk = (k + 127) / 128;
+    int g0;
+    const int nk = xe_slice(k, &g0);
     /* the warp's m16 tiles that hold rows of the tile: the others skip their MMAs and folds
      * (their accumulators stay 0 and are never stored), so a short tile costs its copies */
     const int mt_live = min(MT, max(0, (t.rows - wm * 16 * MT + 15) / 16));
@@ -1484,14 +1500,14 @@ __device__ __forceinline__ void experts_q8_0r_body(const unsigned long long *__r
     } while (0)
 #pragma unroll
     for (int s = 0; s < R3_STAGES - 1; s++) {
-        if (s < nk) XE_COPY_STEP(s * R3_STAGE_BYTES(MT, NT), s);
+        if (s < nk) XE_COPY_STEP(s * R3_STAGE_BYTES(MT, NT), g0 + s);
         cp_async_commit();
     }
     int cur = 0, nxt = R3_STAGES - 1;
     for (int kt = 0; kt < nk; kt++) {
         cp_async_wait<R3_STAGES - 2>();
         __syncthreads(); /* step kt landed for every thread; every warp is past step kt-1 */
-        if (kt + R3_STAGES - 1 < nk) XE_COPY_STEP(nxt * R3_STAGE_BYTES(MT, NT), kt + R3_STAGES - 1);
+        if (kt + R3_STAGES - 1 < nk) XE_COPY_STEP(nxt * R3_STAGE_BYTES(MT, NT), g0 + kt + R3_STAGES - 1);
         cp_async_commit();
         const int so = cur * R3_STAGE_BYTES(MT, NT);
         if (mt_live > 0)
@@ -1502,7 +1518,7 @@ __device__ __forceinline__ void experts_q8_0r_body(const unsigned long long *__r
         nxt = nxt == R3_STAGES - 1 ? 0 : nxt + 1;
     }
 #undef XE_COPY_STEP
-    xe_store<MT, NT>(acc, y, ldy, alpha, n, t, rs, wm, wn, lane);
+    xe_store<MT, NT>(acc, y, ldy, alpha, n, t, rs, wm, wn, lane, part, m);
 }
 
 /* gemm_kr_body with the rows of a tile-table tile (see above). */
@@ -1511,7 +1527,8 @@ __device__ __forceinline__ void experts_kr_body(const unsigned long long *__rest
                                                 const unsigned char *__restrict__ xq, int m, int n, int k,
                                                 const int *__restrict__ offsets, const int *__restrict__ perm,
                                                 const int *__restrict__ tiles, const int *__restrict__ ntiles,
-                                                float *__restrict__ y, long long ldy, float alpha)
+                                                float *__restrict__ y, long long ldy, float alpha,
+                                                float *__restrict__ part)
 {
     extern __shared__ __align__(16) unsigned char xe_smem[];
     __shared__ int rs[32 * MT];
@@ -1521,7 +1538,9 @@ __device__ __forceinline__ void experts_kr_body(const unsigned long long *__rest
     if (!xe_tile_of<32 * MT, BN>(t, rs, offsets, perm, tiles, ntiles, n)) return;
     const unsigned char *const w = reinterpret_cast<const unsigned char *>(static_cast<uintptr_t>(wtab[t.e]));
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, wm = warp & 1, wn = warp >> 1;
-    const int nk = (k + 127) / 128, j0 = t.j0, brows = t.brows;
+    const int j0 = t.j0, brows = t.brows;
+    int g0;
+    const int nk = xe_slice(k, &g0); /* the steps g0 .. g0 + nk - 1 (local kt, absolute g0 + kt) */
     const int mt_live = min(MT, max(0, (t.rows - wm * 16 * MT + 15) / 16)); /* (as experts_q8_0r_body) */
 
     float acc[MT][NT][4];
@@ -1538,24 +1557,24 @@ __device__ __forceinline__ void experts_kr_body(const unsigned long long *__rest
     /* gemm_kr_body's groups and waits, in the same order */
 #define XE_COPY_A(slot, g) xe_copy_rows<32 * MT>(base + KR_A_OFF(NT) + (slot) * R3_A_BYTES(MT), xq, (long long)(g) * m, rs, t.rows)
     if (nk > 0) {
-        XE_COPY_A(0, 0);
-        kr_copy_p<F, BN>(smem_u32(P), w, n, k, 0, j0, brows);
+        XE_COPY_A(0, g0);
+        kr_copy_p<F, BN>(smem_u32(P), w, n, k, g0, j0, brows);
     }
     cp_async_commit();
-    if (nk > 1) XE_COPY_A(1, 1);
+    if (nk > 1) XE_COPY_A(1, g0 + 1);
     cp_async_commit();
     if (nk > 0) {
         cp_async_wait<1>();
-        kr_widen<F, BN>(P, xe_smem, 0, n, k, j0);
+        kr_widen<F, BN>(P, xe_smem, g0, n, k, j0);
     }
     int cur = 0, nxt = R3_STAGES - 1;
     for (int kt = 0; kt < nk; kt++) {
         cp_async_wait<1>();
         __syncthreads();
         const bool more = kt + 1 < nk;
-        if (more) kr_copy_p<F, BN>(smem_u32(P), w, n, k, kt + 1, j0, brows);
+        if (more) kr_copy_p<F, BN>(smem_u32(P), w, n, k, g0 + kt + 1, j0, brows);
         cp_async_commit();
-        if (kt + R3_STAGES - 1 < nk) XE_COPY_A(nxt, kt + R3_STAGES - 1);
+        if (kt + R3_STAGES - 1 < nk) XE_COPY_A(nxt, g0 + kt + R3_STAGES - 1);
         cp_async_commit();
         const int wo = (kt & 1) * KR_W_SLOT(NT), ao = KR_A_OFF(NT) + cur * R3_A_BYTES(MT);
         if (mt_live > 0)
@@ -1565,13 +1584,13 @@ __device__ __forceinline__ void experts_kr_body(const unsigned long long *__rest
                                                 reinterpret_cast<const float *>(xe_smem + wo + sd_off), mt_live);
         if (more) {
             cp_async_wait<1>();
-            kr_widen<F, BN>(P, xe_smem + ((kt + 1) & 1) * KR_W_SLOT(NT), kt + 1, n, k, j0);
+            kr_widen<F, BN>(P, xe_smem + ((kt + 1) & 1) * KR_W_SLOT(NT), g0 + kt + 1, n, k, j0);
         }
         cur = cur == R3_STAGES - 1 ? 0 : cur + 1;
         nxt = nxt == R3_STAGES - 1 ? 0 : nxt + 1;
     }
 #undef XE_COPY_A
-    xe_store<MT, NT>(acc, y, ldy, alpha, n, t, rs, wm, wn, lane);
+    xe_store<MT, NT>(acc, y, ldy, alpha, n, t, rs, wm, wn, lane, part, m);
 }
 
 /* wtab: device array of E pointers to each expert's operand (Q8_0 records /
@@ -1583,9 +1602,10 @@ __device__ __forceinline__ void experts_kr_body(const unsigned long long *__rest
     extern "C" __global__ void __launch_bounds__(MMQ_THREADS, MINB)                                                 \
         NAME(const unsigned long long *__restrict__ wtab, const unsigned char *__restrict__ xq, int m, int n, int k, \
              const int *__restrict__ offsets, const int *__restrict__ perm, const int *__restrict__ tiles,          \
-             const int *__restrict__ ntiles, float *__restrict__ y, long long ldy, float alpha)                     \
+             const int *__restrict__ ntiles, float *__restrict__ y, long long ldy, float alpha,                    \
+             float *__restrict__ part)                                                                               \
     {                                                                                                                \
-        BODY(wtab, xq, m, n, k, offsets, perm, tiles, ntiles, y, ldy, alpha);                                        \
+        BODY(wtab, xq, m, n, k, offsets, perm, tiles, ntiles, y, ldy, alpha, part);                                  \
     }
 XE_ENTRY(memra_k_experts_q8_0r_mt1, (experts_q8_0r_body<1, 4>), 3)
 XE_ENTRY(memra_k_experts_q8_0r_mt2, (experts_q8_0r_body<2, 4>), 2)
@@ -1600,6 +1620,28 @@ XE_ENTRY(memra_k_experts_kr_q6_k_mt1, (experts_kr_body<1, 4, KR_Q6_K>), 3)
 XE_ENTRY(memra_k_experts_kr_q6_k_mt2, (experts_kr_body<2, 4, KR_Q6_K>), 2)
 XE_ENTRY(memra_k_experts_kr_q6_k_mt4, (experts_kr_body<4, 4, KR_Q6_K>), 2)
 #undef XE_ENTRY
+
+/* The grouped split-k sum: y[perm[p], j] = alpha * (part[0][perm[p]][j] + .. + part[S-1][perm[p]][j])
+ * for the routed rows p < offsets[E] (the order of memra_k_splitk_sum, so the sum is the dense
+ * lane's split-k sum with the same S bit for bit; rows whose id is outside [0, E) are not
+ * touched, as unsplit). Grid (ceil(n / 256), rows), 256 threads. */
+extern "C" __global__ void __launch_bounds__(256)
+memra_k_experts_splitk_sum(const float *__restrict__ part, int S, int m, int n, const int *__restrict__ perm,
+                           const int *__restrict__ offsets, int E, float *__restrict__ y, long long ldy, float alpha)
+{
+    pdl_wait();
+    const int routed = offsets[E];
+    const long long plane = (long long)m * n;
+    for (int p = blockIdx.y; p < routed; p += gridDim.y) {
+        const long long row = perm[p];
+        for (int j = blockIdx.x * blockDim.x + threadIdx.x; j < n; j += gridDim.x * blockDim.x) {
+            const float *q = part + row * n + j;
+            float s = q[0];
+            for (int z = 1; z < S; z++) s += q[z * plane];
+            y[row * ldy + j] = alpha * s;
+        }
+    }
+}
 
 /* The _mt1 tiles run three CTAs to an sm_90 SM (3 x (69120 + 128 + 1 KB)
  * within 228 KB); _mt2 fits sm_120's 99 KB for both lanes. */

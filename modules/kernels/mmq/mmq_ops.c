@@ -193,8 +193,10 @@ typedef struct mmq_state {
     int q8r_list;    /* q8r_list_of(this device): which list memra_call.variant indexes */
     CUfunction gemm_kr[MMQ_KR_FORMATS][MEMRA__MMQ_R3_TILES]; /* memra__mmq_kr_tiles[f][i]'s kernel, likewise */
     CUfunction experts_route;                                 /* gemm_experts (issue 30): the routing kernel */
+    CUfunction experts_splitk_sum;                            /* and its split-k sum over the routed rows */
     CUfunction experts[1 + MMQ_KR_FORMATS][MMQ_XE_TILES];     /* and the grouped tiles (memra__mmq_xe_tiles), NULL where they do not fit */
     int xe_bm;                                                /* MEMRA_MMQ_XE_BM (0: from the rows per expert) */
+    int xe_split;                                             /* MEMRA_MMQ_XE_SPLIT (0: chosen per call) */
 } mmq_state;
 
 #define MMQ_K(q) ((const mmq_state *)memra__gpu_state((q), &memra__gpu_family_mmq))
@@ -225,6 +227,8 @@ static memra_status mmq_load(memra__gpu *q, void *state)
     if (st == MEMRA_STATUS_OK) st = memra__gpu_function(q, m, "memra_k_repack_q8_0", 0, &s->repack_q8_0);
     if (st == MEMRA_STATUS_OK) st = memra__gpu_function(q, m, "memra_k_splitk_sum", 0, &s->splitk_sum);
     if (st == MEMRA_STATUS_OK) st = memra__gpu_function(q, m, "memra_k_experts_route", 0, &s->experts_route);
+    if (st == MEMRA_STATUS_OK)
+        st = memra__gpu_function(q, m, "memra_k_experts_splitk_sum", 0, &s->experts_splitk_sum);
     for (int l = 0; l < 1 + MMQ_KR_FORMATS && st == MEMRA_STATUS_OK; l++)
         for (int t = 0; t < MMQ_XE_TILES && st == MEMRA_STATUS_OK; t++)
             if (caps->smem_per_block_optin == 0 || caps->smem_per_block_optin >= memra__mmq_xe_tiles[l][t].smem)
@@ -253,6 +257,8 @@ static memra_status mmq_load(memra__gpu *q, void *state)
         s->knobs.split = split ? atoi(split) : 0;
         const char *xe_bm = memra__gpu_knob(q, "MEMRA_MMQ_XE_BM");
         s->xe_bm = xe_bm ? atoi(xe_bm) : 0;
+        const char *xe_split = memra__gpu_knob(q, "MEMRA_MMQ_XE_SPLIT");
+        s->xe_split = xe_split ? atoi(xe_split) : 0;
     }
     pthread_once(&k_lists_once, lists_build);
     s->q8r_list = q8r_list_of(caps, q->portable);
@@ -642,6 +648,30 @@ memra_status memra__mmq_accprobe(memra_call *call, memra_accprobe_arm arm, const
  * changes only how the table's tiles fall on experts, never the launch. Other
  * lanes are declined (the core then has no other lane on a GPU). */
 #define MEMRA__MMQ_SLOT_ROUTE "experts.route"
+#define MEMRA__MMQ_SLOT_XE_PART "experts.splitk" /* the grouped split-k partial sums */
+
+/* Split-k of the grouped tiles: S slices of the k steps (the dense kernels' split: slice z
+ * takes steps G z / S .. G (z + 1) / S - 1), each writing its raw sums to part[z][row][j],
+ * memra_k_experts_splitk_sum adding them in slice order over the routed rows. For long k
+ * with few tiles (mixtral down, k = 14336, n = 4096, about 128 rows an expert: 8 experts x
+ * 32 column tiles fill one wave, and the remainder tiles' launch a second wave of all of k;
+ * run q1: 0.84 ms against 0.67 ms for the loop of dense calls, which split k). S: the
+ * smallest of 1 .. 4 whose slices of the first launch's estimated tiles (ceil(m / bm) x
+ * ceil(n / 128), the rows as if in full tiles) reach two CTAs per slot (2 per SM, 3 for the
+ * 32-row tile), keeping 16 steps a slice and the partial sums within Q8R_PART_MAX.
+ * MEMRA_MMQ_XE_SPLIT=1..16 forces it (at most G). A guess, not fitted on a GPU. */
+static int xe_split_pick(const memra__gpu *q, int forced, int64_t m, int64_t n, int64_t k, int bm)
+{
+    const int64_t G = (k + 127) / 128;
+    if (forced > 0) return (int)(forced < G ? forced : G > 0 ? G : 1);
+    const int64_t sms = q->caps->sm_count > 0 ? q->caps->sm_count : 16;
+    const int64_t slots = sms * (bm <= 32 ? 3 : 2);
+    const int64_t ctas = (m + bm - 1) / bm * ((n + 127) / 128);
+    int S = 1;
+    while (S < 4 && ctas * S < 2 * slots && G / (S + 1) >= 16 && (double)(S + 1) * (double)m * (double)n * 4.0 <= Q8R_PART_MAX)
+        S++;
+    return S;
+}
 
 static size_t up16(size_t b) { return (b + 15u) & ~(size_t)15u; }
 
@@ -719,22 +749,40 @@ memra_status memra__mmq_gemm_experts(memra_call *call, const memra_gemm_args *a,
     if (st != MEMRA_STATUS_OK) return st;
     memra_dptr offsets = p, perm = p + b_off, tiles = perm + b_perm, tiles2 = tiles + b_tiles;
     memra_dptr ntiles = tiles2 + b_tiles2, ntiles2 = ntiles + 16;
-    memra_dptr ids = ex->ids, w = a->w, x = a->x, y = y_base(a);
+    memra_dptr ids = ex->ids, w = a->w, x = a->x, y = y_base(a), part = 0;
     int mm = m, ee = E, nn = n, kk = k;
     long long ldy = a->ldy;
     float alpha = a->alpha;
+    int S = xe_split_pick(q, MMQ_K(q)->xe_split, m, n, k, bm);
+    if (S > 1) {
+        const memra_status sst =
+            q->host->scratch_get(call, MEMRA__MMQ_SLOT_XE_PART, (size_t)S * (size_t)m * (size_t)n * 4u, &part);
+        /* in a graph capture without reserved scratch: the error, never a different summation order */
+        if (sst == MEMRA_STATUS_NOT_SUPPORTED) return sst;
+        if (sst != MEMRA_STATUS_OK) {
+            q->host->log(MEMRA_LOG_DEBUG, q->name, "gemm_experts: no scratch for %d split-k slices, running unsplit", S);
+            S = 1, part = 0;
+        }
+    }
     st = launch_n(q, MMQ_K(q)->experts_route, "memra_k_experts_route", 1, 1, 1024, 0, call->stream,
                   (void *[]){&ids, &mm, &ee, &bm, &offsets, &perm, &tiles, &ntiles, &bm2, &tiles2, &ntiles2});
     if (st != MEMRA_STATUS_OK) return st;
     if (tiles_max > 0)
-        st = launch_pdl_k(q, &kn, fns[tile], tl->kernel, (unsigned)((n + 127) / 128), (unsigned)tiles_max, 1,
+        st = launch_pdl_k(q, &kn, fns[tile], tl->kernel, (unsigned)((n + 127) / 128), (unsigned)tiles_max, (unsigned)S,
                           MMQ_THREADS, tl->smem, call->stream,
-                          (void *[]){&w, &x, &mm, &nn, &kk, &offsets, &perm, &tiles, &ntiles, &y, &ldy, &alpha});
-    if (st != MEMRA_STATUS_OK || !bm2) return st;
+                          (void *[]){&w, &x, &mm, &nn, &kk, &offsets, &perm, &tiles, &ntiles, &y, &ldy, &alpha, &part});
+    if (st == MEMRA_STATUS_OK && bm2) {
     /* the remainders write other rows of y than the full tiles; a dependent of the full tiles'
      * launch, whose griddepcontrol.wait orders it after that grid and so after the routing */
-    const memra__mmq_r3_tile *t2 = &memra__mmq_xe_tiles[lane][small];
-    return launch_pdl_k(q, &kn, fns[small], t2->kernel, (unsigned)((n + 127) / 128), (unsigned)tiles2_max, 1,
-                        MMQ_THREADS, t2->smem, call->stream,
-                        (void *[]){&w, &x, &mm, &nn, &kk, &offsets, &perm, &tiles2, &ntiles2, &y, &ldy, &alpha});
+        const memra__mmq_r3_tile *t2 = &memra__mmq_xe_tiles[lane][small];
+        st = launch_pdl_k(q, &kn, fns[small], t2->kernel, (unsigned)((n + 127) / 128), (unsigned)tiles2_max, (unsigned)S,
+                          MMQ_THREADS, t2->smem, call->stream,
+                          (void *[]){&w, &x, &mm, &nn, &kk, &offsets, &perm, &tiles2, &ntiles2, &y, &ldy, &alpha, &part});
+    }
+    if (st != MEMRA_STATUS_OK || S == 1) return st;
+    /* the slices' sum over the routed rows, a dependent of the last tile launch (which waited for
+     * the one before it) */
+    const unsigned gx = (unsigned)((n + 255) / 256), gy = (unsigned)(m < 65535 ? m : 65535);
+    return launch_pdl_k(q, &kn, MMQ_K(q)->experts_splitk_sum, "memra_k_experts_splitk_sum", gx, gy, 1, 256, 0,
+                        call->stream, (void *[]){&part, &S, &mm, &nn, &perm, &offsets, &ee, &y, &ldy, &alpha});
 }
