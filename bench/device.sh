@@ -65,6 +65,8 @@
 #               device, every lane, bit for bit, throughput alone vs both busy, receipt) and
 #               test_multigpu hotadd (fp8blk hot-loaded while both serve), native and with
 #               MEMRA_ARCH=1:cuda
+#   moesweep    the grouped floor's launch choices on the Mixtral-like rows (MEMRA_MMQ_XE_BM x
+#               MEMRA_MMQ_XE_SPLIT, see step_moesweep), then the forced split's check and memcheck
 #   moe         issue 30, mixture-of-experts: ctest -R 'experts|gpu_runtime_mmq|fake_routing'
 #               (the grouped op, readers, tools; the GPU lane on the fake driver), memra check
 #               --device 0 --op gemm_experts (mmq's first GPU lane: gemm_q8_0r on Q8_0 records,
@@ -728,6 +730,32 @@ step_moe() {
   fi
   rm -rf $d
   say "moe: $((SECONDS - t)) s"
+}
+
+# The grouped floor's launch choices on the Mixtral-like rows (issue 30's 0.85x of dense): memra
+# bench moe --sheet mixtral at MOE_M (default 512), uniform routing, budget 0, for each
+# MEMRA_MMQ_XE_BM (MOE_SWEEP_BM, default "0 128": the two-table default and the single table)
+# x MEMRA_MMQ_XE_SPLIT (MOE_SWEEP_SPLIT, default "0 1 2 3"), MOE_SWEEP_FORMATS (default q8_0);
+# one line per row: grouped ms, loop ms, dense ms, "of dense"; then the forced split's check
+# (memra check --op gemm_experts with MEMRA_MMQ_XE_SPLIT=3) and its memcheck
+step_moesweep() {
+  local t=$SECONDS fm mm bm sp f
+  for fm in ${MOE_SWEEP_FORMATS:-q8_0}; do for mm in ${MOE_M:-512}; do
+    for bm in ${MOE_SWEEP_BM:-0 128}; do for sp in ${MOE_SWEEP_SPLIT:-0 1 2 3}; do
+      f="$L/moesweep_${fm}_m${mm}_bm${bm}_s${sp}.txt"
+      MEMRA_F16_BUDGET_MB=0 MEMRA_MMQ_XE_BM=$bm MEMRA_MMQ_XE_SPLIT=$sp timeout 200 $M bench moe --device 0 \
+        --sheet mixtral --routing uniform --m $mm --format $fm --json $R/moesweep_${fm}_m${mm}_bm${bm}_s${sp}_$TAG.json \
+        > "$f" 2>&1
+      say "moesweep $fm m=$mm XE_BM=$bm XE_SPLIT=$sp: exit $?"
+      grep -E "^mixtral" "$f" | awk '{print "  " $1, $2, $3, "grouped", $8, "loop", $10, "dense", $17, "of dense", $19}' >> "$S"
+    done; done
+  done; done
+  MEMRA_MMQ_XE_SPLIT=3 timeout 200 $M check --device 0 --op gemm_experts > "$L/moesweep_check_split3.log" 2>&1
+  say "check gemm_experts MEMRA_MMQ_XE_SPLIT=3: exit $? $(grep -E 'passed, ' "$L/moesweep_check_split3.log")"
+  MEMRA_ADMISSION=off MEMRA_MMQ_XE_SPLIT=3 timeout 300 compute-sanitizer --tool memcheck $(san_x memcheck) --print-limit 0 \
+    --show-backtrace no $M check --device 0 --op gemm_experts --module mmq --quick > "$L/moesweep_san_split3.log" 2>&1
+  say "sanitize memcheck check gemm_experts mmq (split 3): exit $? reports $(san_count memcheck "$L/moesweep_san_split3.log")"
+  say "moesweep: $((SECONDS - t)) s"
 }
 
 # Every GPU test's comparison can fail: with MEMRA_TEST_INJECT_FAULT=1 (tools/judge.h
