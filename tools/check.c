@@ -1210,6 +1210,7 @@ static void check_experts_op(checker *c)
         if (!c->quick) check_experts_case(c, lanes[i], 160, 384, 61);
         if (c->gpu && !c->quick) check_experts_case(c, lanes[i], 2048, 768, 4096);
     }
+    check_kr_experts(c); /* lane gemm_kr (check_kr.c) */
 }
 
 static void check_op(checker *c, memra_op op)

@@ -121,6 +121,8 @@ void check_gemm_row_result(row *r, uint64_t bad, uint64_t stray, int64_t nrow, i
 /* The floor rows of the 4- to 6-bit formats (check_kr.c): op gemm_kr (Q4_K,
  * Q5_K, Q6_K on K records) or gemm_q8_0r (Q4_0 as Q8_0 records). */
 void check_kfloor_op(checker *c, memra_op op);
+/* gemm_experts rows on the K-quant floor (lane gemm_kr, Q4_K / Q5_K / Q6_K experts). */
+void check_kr_experts(checker *c);
 /* memra check --model's rows of a weight whose lane is gemm_kr: the
  * memra_matmul row (w prepared on c->dev) and one row per module providing
  * gemm_kr, on the file's own blocks [n x k] of format f at m rows. */

@@ -392,3 +392,163 @@ void check_kr_model(checker *c, memra_format f, const uint8_t *blocks, int64_t n
     free(kc.wide);
     free(x);
 }
+
+/* ---- gemm_experts on the K-quant floor (lane gemm_kr) ------------------------------
+ *
+ * check_experts_case (check.c) for K-packed experts: XE_K experts of fresh random
+ * blocks of format f (each repacked as the core does), routed unevenly and
+ * unsorted (expert 0 no rows, 1 one row, 2 most, the others two each; two rows
+ * with ids outside [0, XE_K) that must stay sentinels), x quantised once for all
+ * rows by the host's quant_q8_1 (per row, so a row's codes do not depend on the
+ * others). Every routed row is judged against its own expert's dense gemm_kr
+ * (the host module on the host device; on the host module itself GGML's decoded
+ * weight in f64) over that expert's rows, in gemm_kr's band. */
+#define XE_K 8
+
+static void kr_experts_case(checker *c, memra_format f, int64_t n, int64_t k, int64_t routed)
+{
+    row r = check_new_row(c, MEMRA_OP_gemm_experts);
+    const int64_t m = routed + 2, off = 1, ldy = n + 2;
+    snprintf(r.shape, sizeof r.shape, "kr %s E%d %lldx%lldx%lld", memra_format_name(f), XE_K, (long long)m,
+             (long long)n, (long long)k);
+    r.band = c->indep ? JUDGE_BAND_HOST : judge_band_fold(2 * (k / 32), 16);
+    int64_t cnt[XE_K] = {0, 1, 0};
+    for (int e = 3; e < XE_K; e++) cnt[e] = 2;
+    cnt[2] = routed - 1 - 2 * (XE_K - 3);
+    kr_case kc[XE_K];
+    memset(kc, 0, sizeof kc);
+    const size_t bb = (size_t)memra_format_row_bytes(f, k) * (size_t)n;
+    const size_t ycount = (size_t)((off + m + 1) * ldy);
+    int32_t *ids = tool_alloc((size_t)m, sizeof *ids);
+    int64_t *where = tool_alloc((size_t)m, sizeof *where); /* the rows of each expert, expert-major */
+    float *x = tool_alloc((size_t)(m * k), sizeof(float)), *y = tool_alloc(ycount, sizeof(float));
+    float *xsub = tool_alloc((size_t)(cnt[2] * k), sizeof(float));
+    float *ysub = tool_alloc((size_t)((off + cnt[2] + 1) * ldy), sizeof(float));
+    double *ref = tool_alloc((size_t)(cnt[2] * n), sizeof(double)), *mass = tool_alloc((size_t)(cnt[2] * n), sizeof(double));
+    memra_buffer *bw[XE_K] = {0}, *bt = NULL, *bi = NULL, *bx = NULL, *by = NULL;
+    uint8_t *xr = NULL, *xsr = NULL;
+    size_t xb = 0, xsb = 0;
+    int ok = ids && where && x && y && xsub && ysub && ref && mass;
+    for (int e = 0; e < XE_K && ok; e++) {
+        kc[e] = (kr_case){.format = f, .op = MEMRA_OP_gemm_kr, .n = n, .k = k,
+                          .rec_bytes = (size_t)memra_kr_bytes(f, n, k)};
+        kc[e].blocks = tool_alloc(bb, 1);
+        kc[e].rec = tool_alloc(kc[e].rec_bytes, 1);
+        kc[e].wide = tool_alloc((size_t)memra_kr_wide_bytes(n, k), 1);
+        ok = kc[e].blocks && kc[e].rec && kc[e].wide;
+        if (ok) {
+            tool_fill_blocks_w(&c->rng, f, kc[e].blocks, n, k);
+            ok = memra_kr_repack(f, kc[e].blocks, n, k, kc[e].rec) == 0 && memra_kr_widen(f, kc[e].rec, n, k, kc[e].wide) == 0;
+        }
+    }
+    if (!ok) {
+        snprintf(r.note, sizeof r.note, "out of host memory, or K-packing of %s refused", memra_format_name(f));
+        goto done;
+    }
+    for (int64_t i = 0, p = 0; i < routed; p++)
+        for (int64_t j = 0; j < cnt[p] && i < routed; j++) ids[i++] = (int32_t)p;
+    ids[routed] = -1, ids[routed + 1] = XE_K;
+    for (int64_t i = m - 1; i > 0; i--) {
+        const int64_t j = (int64_t)(tool_rng_u64(&c->rng) % (uint64_t)(i + 1));
+        const int32_t t = ids[i];
+        ids[i] = ids[j], ids[j] = t;
+    }
+    int64_t base[XE_K + 1] = {0};
+    {
+        int64_t seen[XE_K] = {0};
+        for (int e = 0; e < XE_K; e++) base[e + 1] = base[e] + cnt[e];
+        for (int64_t i = 0; i < m; i++)
+            if (ids[i] >= 0 && ids[i] < XE_K) where[base[ids[i]] + seen[ids[i]]++] = i;
+    }
+    tool_fill_x(&c->rng, x, (size_t)(m * k));
+    x[0] = 4.0f;
+    xr = quantise(c, x, m, k, &xb);
+    memra_status st = xr ? MEMRA_STATUS_OK : MEMRA_STATUS_OUT_OF_MEMORY;
+    memra_dptr wt[XE_K];
+    for (int e = 0; e < XE_K && st == MEMRA_STATUS_OK; e++) {
+        st = tool_upload(c->dev, kc[e].rec, kc[e].rec_bytes, &bw[e]);
+        wt[e] = st == MEMRA_STATUS_OK ? memra_buffer_ptr(bw[e]) : 0;
+    }
+    for (size_t e = 0; e < ycount; e++) y[e] = CHECK_Y_SENTINEL;
+    if (st == MEMRA_STATUS_OK) st = tool_upload(c->dev, wt, sizeof wt, &bt);
+    if (st == MEMRA_STATUS_OK) st = tool_upload(c->dev, ids, (size_t)m * sizeof *ids, &bi);
+    if (st == MEMRA_STATUS_OK) st = tool_upload(c->dev, xr, xb, &bx);
+    if (st == MEMRA_STATUS_OK) st = tool_upload(c->dev, y, ycount * sizeof(float), &by);
+    const uint64_t h0 = memra_ledger_hits(c->dev, MEMRA_OP_gemm_experts, c->module);
+    if (st == MEMRA_STATUS_OK) {
+        memra_op_args a;
+        memset(&a, 0, sizeof a);
+        a.struct_size = sizeof a;
+        a.gemm = (memra_gemm_args){.struct_size = sizeof a.gemm, .m = (int32_t)m, .n = (int32_t)n, .k = (int32_t)k,
+                                   .w = memra_buffer_ptr(bt), .x = memra_buffer_ptr(bx), .y = memra_buffer_ptr(by),
+                                   .ldy = ldy, .y_row_offset = off, .alpha = 1.0f, .w_format = (int32_t)f};
+        a.experts = (memra_gemm_experts_args){.struct_size = sizeof a.experts, .lane = MEMRA_OP_gemm_kr,
+                                              .n_experts = XE_K, .ids = memra_buffer_ptr(bi)};
+        st = memra_module_call(c->dev, c->module, MEMRA_OP_gemm_experts, &a);
+        if (st == MEMRA_STATUS_DECLINED) {
+            r.result = "DECLINED";
+            snprintf(r.note, sizeof r.note, "%s", a.decline_reason ? a.decline_reason : "(no reason)");
+            goto done;
+        }
+        if (st == MEMRA_STATUS_OK) st = memra_buffer_read(by, 0, y, ycount * sizeof(float));
+    }
+    r.hits = memra_ledger_hits(c->dev, MEMRA_OP_gemm_experts, c->module) - h0;
+    if (st != MEMRA_STATUS_OK) {
+        snprintf(r.note, sizeof r.note, "gemm_experts: %s: %.120s", memra_status_str(st), memra_last_error());
+        goto done;
+    }
+    uint64_t bad = 0, stray = 0;
+    for (int e = 0; e < XE_K; e++) {
+        if (cnt[e] == 0) continue;
+        for (int64_t s = 0; s < cnt[e]; s++) memcpy(xsub + s * k, x + where[base[e] + s] * k, (size_t)k * sizeof(float));
+        free(xsr);
+        xsr = quantise(c, xsub, cnt[e], k, &xsb); /* per-row quantisation: the same codes as the rows of xr */
+        if (xsr == NULL) {
+            snprintf(r.note, sizeof r.note, "the host quantiser failed");
+            goto done;
+        }
+        kr_mass(&kc[e], xsr, cnt[e], mass);
+        if (c->indep) {
+            kr_indep(&kc[e], xsr, cnt[e], ref);
+        } else {
+            const char *hwhy = NULL;
+            st = run_gemm(c->host, "host", &kc[e], kc[e].rec, xsr, xsb, cnt[e], off, ldy, ysub, &hwhy);
+            if (st != MEMRA_STATUS_OK) {
+                snprintf(r.note, sizeof r.note, "host reference: %s: %.120s", memra_status_str(st), memra_last_error());
+                goto done;
+            }
+            for (int64_t s = 0; s < cnt[e]; s++)
+                for (int64_t j = 0; j < n; j++) ref[s * n + j] = ysub[(off + s) * ldy + j];
+        }
+        if (e == 2 && c->inject && !c->injected_op[MEMRA_OP_gemm_experts]) {
+            c->injected_op[MEMRA_OP_gemm_experts] = r.injected = 1;
+            y[(off + where[base[e]]) * ldy] += (float)(0.01 * mass[0]);
+        }
+        const double keep = r.err;
+        bad += check_judge_rows(&r, y, off, ldy, where + base[e], cnt[e], n, ref, mass);
+        if (keep > r.err) r.err = keep;
+    }
+    for (int64_t i = 0; i < m; i++)
+        for (int64_t j = 0; j < ldy; j++)
+            stray += (j >= n || ids[i] < 0 || ids[i] >= XE_K) && y[(off + i) * ldy + j] != CHECK_Y_SENTINEL;
+    for (int64_t j = 0; j < ldy; j++) stray += (y[j] != CHECK_Y_SENTINEL) + (y[(off + m) * ldy + j] != CHECK_Y_SENTINEL);
+    check_gemm_row_result(&r, bad, stray, m, m, "experts 0 / 1 / 2 get 0 / 1 / most rows; 2 rows skipped");
+done:
+    check_add_row(c, &r);
+    for (int e = 0; e < XE_K; e++) {
+        free(kc[e].blocks), free(kc[e].rec), free(kc[e].wide);
+        memra_buffer_destroy(bw[e]);
+    }
+    memra_buffer_destroy(bt), memra_buffer_destroy(bi), memra_buffer_destroy(bx), memra_buffer_destroy(by);
+    free(ids), free(where), free(x), free(y), free(xsub), free(ysub), free(ref), free(mass), free(xr), free(xsr);
+}
+
+void check_kr_experts(checker *c)
+{
+    static const memra_format kq[] = {MEMRA_FORMAT_Q4_K, MEMRA_FORMAT_Q5_K, MEMRA_FORMAT_Q6_K};
+    for (size_t f = 0; f < sizeof kq / sizeof kq[0]; f++) {
+        kr_experts_case(c, kq[f], 96, 512, 37);
+        if (!c->quick) kr_experts_case(c, kq[f], 160, 768, 61);
+        if (c->gpu && !c->quick) kr_experts_case(c, kq[f], 512, 768, 1024);
+    }
+}
