@@ -65,6 +65,8 @@
 #               device, every lane, bit for bit, throughput alone vs both busy, receipt) and
 #               test_multigpu hotadd (fp8blk hot-loaded while both serve), native and with
 #               MEMRA_ARCH=1:cuda
+#   moesan      the four sanitizer tools over gemm_experts (mmq check with a forced split,
+#               test_gpu_experts fp8blk and split_q6_k), each in its own process
 #   moesweep    the grouped floor's launch choices on the Mixtral-like rows (MEMRA_MMQ_XE_BM x
 #               MEMRA_MMQ_XE_SPLIT, see step_moesweep), then the forced split's check and memcheck
 #   moe         issue 30, mixture-of-experts: ctest -R 'experts|gpu_runtime_mmq|fake_routing'
@@ -756,6 +758,28 @@ step_moesweep() {
     --show-backtrace no $M check --device 0 --op gemm_experts --module mmq --quick > "$L/moesweep_san_split3.log" 2>&1
   say "sanitize memcheck check gemm_experts mmq (split 3): exit $? reports $(san_count memcheck "$L/moesweep_san_split3.log")"
   say "moesweep: $((SECONDS - t)) s"
+}
+
+# Issue 30's "four tools clean on the new kernels": memcheck, racecheck, initcheck and synccheck
+# over memra check --op gemm_experts --module mmq --quick (the grouped floor, its routing kernel
+# and, with MOESAN_SPLIT, default 3, the grouped split-k), test_gpu_experts fp8blk (the fp8blk
+# grouped lane and its remainder tiles) and test_gpu_experts split_q6_k; each in its own process
+step_moesan() {
+  local t=$SECONDS tool tgt lg
+  for tool in ${MOESAN_TOOLS:-memcheck racecheck initcheck synccheck}; do
+    for tgt in check fp8blk split_q6_k; do
+      lg="$L/moesan_${tool}_$tgt.log"
+      if [ $tgt = check ]; then
+        MEMRA_ADMISSION=off MEMRA_MMQ_XE_SPLIT=${MOESAN_SPLIT:-3} timeout 300 compute-sanitizer --tool $tool $(san_x $tool) \
+          --print-limit 0 --show-backtrace no $M check --device 0 --op gemm_experts --module mmq --quick > "$lg" 2>&1
+      else
+        MEMRA_ADMISSION=off timeout 300 compute-sanitizer --tool $tool $(san_x $tool) --print-limit 0 --show-backtrace no \
+          $B/bin/test_gpu_experts $tgt > "$lg" 2>&1
+      fi
+      say "moesan $tool $tgt: exit $? reports $(san_count $tool "$lg") ($(san_said "$lg"))"
+    done
+  done
+  say "moesan: $((SECONDS - t)) s"
 }
 
 # Every GPU test's comparison can fail: with MEMRA_TEST_INJECT_FAULT=1 (tools/judge.h
