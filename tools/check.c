@@ -1073,7 +1073,53 @@ static void check_gemm_op(checker *c, memra_op op)
  * its own expert over that expert's rows (check_gemm_reference: the per-batch
  * FP8 scale is the expert's, as the contract says), in the dense lane's band;
  * skipped rows, padding and the rows around stay sentinels. */
-#define XE 8
+#define XE CHECK_XE
+
+void check_experts_route(checker *c, int64_t routed, int64_t *cnt, int32_t *ids, int64_t *where, int64_t *base)
+{
+    const int64_t m = routed + 2;
+    cnt[0] = 0, cnt[1] = 1;
+    for (int e = 3; e < XE; e++) cnt[e] = 2;
+    cnt[2] = routed - 1 - 2 * (XE - 3);
+    for (int64_t i = 0, p = 0; i < routed; p++)
+        for (int64_t j = 0; j < cnt[p] && i < routed; j++) ids[i++] = (int32_t)p;
+    ids[routed] = -1, ids[routed + 1] = XE;
+    for (int64_t i = m - 1; i > 0; i--) {
+        const int64_t j = (int64_t)(tool_rng_u64(&c->rng) % (uint64_t)(i + 1));
+        const int32_t t = ids[i];
+        ids[i] = ids[j], ids[j] = t;
+    }
+    int64_t seen[XE] = {0};
+    base[0] = 0;
+    for (int e = 0; e < XE; e++) base[e + 1] = base[e] + cnt[e];
+    for (int64_t i = 0; i < m; i++)
+        if (ids[i] >= 0 && ids[i] < XE) where[base[ids[i]] + seen[ids[i]]++] = i;
+}
+
+memra_status check_experts_call(checker *c, row *r, memra_op_args *a, memra_buffer *by, float *y, size_t ycount)
+{
+    const uint64_t h0 = memra_ledger_hits(c->dev, MEMRA_OP_gemm_experts, c->module);
+    memra_status st = memra_module_call(c->dev, c->module, MEMRA_OP_gemm_experts, a);
+    r->hits = memra_ledger_hits(c->dev, MEMRA_OP_gemm_experts, c->module) - h0;
+    if (st == MEMRA_STATUS_DECLINED) {
+        r->result = "DECLINED";
+        snprintf(r->note, sizeof r->note, "%s", a->decline_reason ? a->decline_reason : "(no reason)");
+        return st;
+    }
+    if (st == MEMRA_STATUS_OK) st = memra_buffer_read(by, 0, y, ycount * sizeof(float));
+    if (st != MEMRA_STATUS_OK) fail_note(r, "gemm_experts", st);
+    return st;
+}
+
+uint64_t check_experts_stray(const float *y, int64_t off, int64_t m, int64_t ldy, int64_t n, const int32_t *ids)
+{
+    uint64_t stray = 0;
+    for (int64_t i = 0; i < m; i++)
+        for (int64_t j = 0; j < ldy; j++)
+            stray += (j >= n || ids[i] < 0 || ids[i] >= XE) && y[(off + i) * ldy + j] != Y_SENTINEL;
+    for (int64_t j = 0; j < ldy; j++) stray += (y[j] != Y_SENTINEL) + (y[(off + m) * ldy + j] != Y_SENTINEL);
+    return stray;
+}
 
 static void check_experts_case(checker *c, memra_op lane, int64_t n, int64_t k, int64_t routed)
 {
@@ -1082,9 +1128,8 @@ static void check_experts_case(checker *c, memra_op lane, int64_t n, int64_t k, 
     snprintf(r.shape, sizeof r.shape, "%s E%d %lldx%lldx%lld", memra_op_name(lane) + 5, XE, (long long)m,
              (long long)n, (long long)k);
     r.band = check_gemm_band(c, lane);
-    int64_t cnt[XE] = {0, 1, 0};
-    for (int e = 3; e < XE; e++) cnt[e] = 2;
-    cnt[2] = routed - 1 - 2 * (XE - 3);
+    int64_t cnt[XE], ebase[XE + 1];
+    cnt[2] = routed - 1 - 2 * (XE - 3); /* (check_experts_route's, for the sizes below) */
     gemm_data d[XE];
     memset(d, 0, sizeof d);
     int32_t *ids = tool_alloc((size_t)m, sizeof *ids);
@@ -1096,32 +1141,18 @@ static void check_experts_case(checker *c, memra_op lane, int64_t n, int64_t k, 
     memra_buffer *bw[XE] = {0}, *bg[XE] = {0}, *bt = NULL, *bgt = NULL, *bs = NULL, *bi = NULL, *bx = NULL, *by = NULL;
     void *xo = NULL;
     int ok = ids && where && xg && y && ref && mass;
+    if (ok) check_experts_route(c, routed, cnt, ids, where, ebase);
     for (int e = 0; e < XE && ok; e++) ok = gemm_data_make(c, lane, n, k, cnt[e] > 0 ? cnt[e] : 1, &d[e]) == 0;
     if (!ok) {
         snprintf(r.note, sizeof r.note, "out of host memory");
         goto done;
     }
-    for (int64_t i = 0, p = 0; i < routed; p++)
-        for (int64_t j = 0; j < cnt[p] && i < routed; j++) ids[i++] = (int32_t)p;
-    ids[routed] = -1, ids[routed + 1] = XE;
-    for (int64_t i = m - 1; i > 0; i--) {
-        const int64_t j = (int64_t)(tool_rng_u64(&c->rng) % (uint64_t)(i + 1));
-        const int32_t t = ids[i];
-        ids[i] = ids[j], ids[j] = t;
-    }
-    {
-        int64_t seen[XE] = {0}, base[XE + 1] = {0};
-        for (int e = 0; e < XE; e++) base[e + 1] = base[e] + cnt[e];
-        for (int64_t i = 0; i < m; i++) {
-            if (ids[i] < 0 || ids[i] >= XE) {
-                for (int64_t j = 0; j < k; j++) xg[i * k + j] = 1.0f;
-                continue;
-            }
-            const int e = ids[i];
-            memcpy(xg + i * k, d[e].x + seen[e] * k, (size_t)k * sizeof(float));
-            where[base[e] + seen[e]++] = i;
-        }
-    }
+    for (int64_t i = 0; i < m; i++)
+        if (ids[i] < 0 || ids[i] >= XE)
+            for (int64_t j = 0; j < k; j++) xg[i * k + j] = 1.0f;
+    for (int e = 0; e < XE; e++) /* expert e's s-th row is its data's row s */
+        for (int64_t s2 = 0; s2 < cnt[e]; s2++)
+            memcpy(xg + where[ebase[e] + s2] * k, d[e].x + s2 * k, (size_t)k * sizeof(float));
     size_t xbytes = 0;
     xo = check_make_x_operand(&d[0], xg, m, 0, &xbytes);
     memra_dptr wt[XE], gt[XE];
@@ -1145,32 +1176,22 @@ static void check_experts_case(checker *c, memra_op lane, int64_t n, int64_t k, 
     if (st == MEMRA_STATUS_OK) st = tool_upload(c->dev, ids, (size_t)m * sizeof *ids, &bi);
     if (st == MEMRA_STATUS_OK) st = tool_upload(c->dev, xo, xbytes, &bx);
     if (st == MEMRA_STATUS_OK) st = tool_upload(c->dev, y, ycount * sizeof(float), &by);
-    const uint64_t h0 = memra_ledger_hits(c->dev, MEMRA_OP_gemm_experts, c->module);
-    if (st == MEMRA_STATUS_OK) {
-        memra_op_args a;
-        memset(&a, 0, sizeof a);
-        a.struct_size = sizeof a;
-        a.gemm = (memra_gemm_args){.struct_size = sizeof a.gemm, .m = (int32_t)m, .n = (int32_t)n, .k = (int32_t)k,
-                                   .w = memra_buffer_ptr(bt), .w_scale_grid = lane == MEMRA_OP_gemm_fp8_blk ? memra_buffer_ptr(bgt) : 0,
-                                   .x = memra_buffer_ptr(bx), .y = memra_buffer_ptr(by), .ldy = ldy,
-                                   .y_row_offset = off, .alpha = 1.0f};
-        a.experts = (memra_gemm_experts_args){.struct_size = sizeof a.experts, .lane = (int32_t)lane, .n_experts = XE,
-                                              .ids = memra_buffer_ptr(bi),
-                                              .w_scales = lane == MEMRA_OP_gemm_fp8 ? memra_buffer_ptr(bs) : 0};
-        st = memra_module_call(c->dev, c->module, MEMRA_OP_gemm_experts, &a);
-        if (st == MEMRA_STATUS_DECLINED) {
-            r.result = "DECLINED";
-            snprintf(r.note, sizeof r.note, "%s", a.decline_reason ? a.decline_reason : "(no reason)");
-            goto done;
-        }
-        if (st == MEMRA_STATUS_OK) st = memra_buffer_read(by, 0, y, ycount * sizeof(float));
-    }
-    r.hits = memra_ledger_hits(c->dev, MEMRA_OP_gemm_experts, c->module) - h0;
     if (st != MEMRA_STATUS_OK) {
         fail_note(&r, "gemm_experts", st);
         goto done;
     }
-    uint64_t bad = 0, stray = 0;
+    memra_op_args a;
+    memset(&a, 0, sizeof a);
+    a.struct_size = sizeof a;
+    a.gemm = (memra_gemm_args){.struct_size = sizeof a.gemm, .m = (int32_t)m, .n = (int32_t)n, .k = (int32_t)k,
+                               .w = memra_buffer_ptr(bt), .w_scale_grid = lane == MEMRA_OP_gemm_fp8_blk ? memra_buffer_ptr(bgt) : 0,
+                               .x = memra_buffer_ptr(bx), .y = memra_buffer_ptr(by), .ldy = ldy,
+                               .y_row_offset = off, .alpha = 1.0f};
+    a.experts = (memra_gemm_experts_args){.struct_size = sizeof a.experts, .lane = (int32_t)lane, .n_experts = XE,
+                                          .ids = memra_buffer_ptr(bi),
+                                          .w_scales = lane == MEMRA_OP_gemm_fp8 ? memra_buffer_ptr(bs) : 0};
+    if (check_experts_call(c, &r, &a, by, y, ycount) != MEMRA_STATUS_OK) goto done;
+    uint64_t bad = 0;
     int64_t base = 0;
     for (int e = 0; e < XE; e++) {
         if (cnt[e] == 0) continue;
@@ -1184,11 +1205,8 @@ static void check_experts_case(checker *c, memra_op lane, int64_t n, int64_t k, 
         if (keep > r.err) r.err = keep;
         base += cnt[e];
     }
-    for (int64_t i = 0; i < m; i++)
-        for (int64_t j = 0; j < ldy; j++)
-            stray += (j >= n || ids[i] < 0 || ids[i] >= XE) && y[(off + i) * ldy + j] != Y_SENTINEL;
-    for (int64_t j = 0; j < ldy; j++) stray += (y[j] != Y_SENTINEL) + (y[(off + m) * ldy + j] != Y_SENTINEL);
-    check_gemm_row_result(&r, bad, stray, m, m, "experts 0 / 1 / 2 get 0 / 1 / most rows; 2 rows skipped");
+    check_gemm_row_result(&r, bad, check_experts_stray(y, off, m, ldy, n, ids), m, m,
+                          "experts 0 / 1 / 2 get 0 / 1 / most rows; 2 rows skipped");
 done:
     check_add_row(c, &r);
     for (int e = 0; e < XE; e++) {

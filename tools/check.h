@@ -121,7 +121,19 @@ void check_gemm_row_result(row *r, uint64_t bad, uint64_t stray, int64_t nrow, i
 /* The floor rows of the 4- to 6-bit formats (check_kr.c): op gemm_kr (Q4_K,
  * Q5_K, Q6_K on K records) or gemm_q8_0r (Q4_0 as Q8_0 records). */
 void check_kfloor_op(checker *c, memra_op op);
-/* gemm_experts rows on the K-quant floor (lane gemm_kr, Q4_K / Q5_K / Q6_K experts). */
+/* The gemm_experts rows' shared parts (check.c): CHECK_XE experts routed unevenly and
+ * unsorted, expert 0 no rows, 1 one, 2 most, the others two each, then two rows with ids
+ * outside [0, CHECK_XE) (-1 and CHECK_XE); m = routed + 2 rows, shuffled (c->rng). Fills
+ * cnt[CHECK_XE], ids[m], where[routed] (the rows of each expert, expert-major, ascending) and
+ * base[CHECK_XE + 1] (where's expert offsets). */
+#define CHECK_XE 8
+void check_experts_route(checker *c, int64_t routed, int64_t *cnt, int32_t *ids, int64_t *where, int64_t *base);
+/* c->module's gemm_experts with a, the row's hits, y read back from by (ycount floats); a
+ * decline or a failure noted in r (non-OK returned). */
+memra_status check_experts_call(checker *c, row *r, memra_op_args *a, memra_buffer *by, float *y, size_t ycount);
+/* Values written where they must not be: the skipped rows, the columns past n, the rows around. */
+uint64_t check_experts_stray(const float *y, int64_t off, int64_t m, int64_t ldy, int64_t n, const int32_t *ids);
+/* gemm_experts rows on the K-quant floor (lane gemm_kr, Q4_K / Q5_K / Q6_K experts; check_kr.c). */
 void check_kr_experts(checker *c);
 /* memra check --model's rows of a weight whose lane is gemm_kr: the
  * memra_matmul row (w prepared on c->dev) and one row per module providing

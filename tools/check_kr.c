@@ -403,7 +403,7 @@ void check_kr_model(checker *c, memra_format f, const uint8_t *blocks, int64_t n
  * others). Every routed row is judged against its own expert's dense gemm_kr
  * (the host module on the host device; on the host module itself GGML's decoded
  * weight in f64) over that expert's rows, in gemm_kr's band. */
-#define XE_K 8
+#define XE_K CHECK_XE
 
 static void kr_experts_case(checker *c, memra_format f, int64_t n, int64_t k, int64_t routed)
 {
@@ -412,9 +412,8 @@ static void kr_experts_case(checker *c, memra_format f, int64_t n, int64_t k, in
     snprintf(r.shape, sizeof r.shape, "kr %s E%d %lldx%lldx%lld", memra_format_name(f), XE_K, (long long)m,
              (long long)n, (long long)k);
     r.band = c->indep ? JUDGE_BAND_HOST : judge_band_fold(2 * (k / 32), 16);
-    int64_t cnt[XE_K] = {0, 1, 0};
-    for (int e = 3; e < XE_K; e++) cnt[e] = 2;
-    cnt[2] = routed - 1 - 2 * (XE_K - 3);
+    int64_t cnt[XE_K], base[XE_K + 1];
+    cnt[2] = routed - 1 - 2 * (XE_K - 3); /* (check_experts_route's, for the sizes below) */
     kr_case kc[XE_K];
     memset(kc, 0, sizeof kc);
     const size_t bb = (size_t)memra_format_row_bytes(f, k) * (size_t)n;
@@ -445,21 +444,7 @@ static void kr_experts_case(checker *c, memra_format f, int64_t n, int64_t k, in
         snprintf(r.note, sizeof r.note, "out of host memory, or K-packing of %s refused", memra_format_name(f));
         goto done;
     }
-    for (int64_t i = 0, p = 0; i < routed; p++)
-        for (int64_t j = 0; j < cnt[p] && i < routed; j++) ids[i++] = (int32_t)p;
-    ids[routed] = -1, ids[routed + 1] = XE_K;
-    for (int64_t i = m - 1; i > 0; i--) {
-        const int64_t j = (int64_t)(tool_rng_u64(&c->rng) % (uint64_t)(i + 1));
-        const int32_t t = ids[i];
-        ids[i] = ids[j], ids[j] = t;
-    }
-    int64_t base[XE_K + 1] = {0};
-    {
-        int64_t seen[XE_K] = {0};
-        for (int e = 0; e < XE_K; e++) base[e + 1] = base[e] + cnt[e];
-        for (int64_t i = 0; i < m; i++)
-            if (ids[i] >= 0 && ids[i] < XE_K) where[base[ids[i]] + seen[ids[i]]++] = i;
-    }
+    check_experts_route(c, routed, cnt, ids, where, base);
     tool_fill_x(&c->rng, x, (size_t)(m * k));
     x[0] = 4.0f;
     xr = quantise(c, x, m, k, &xb);
@@ -474,30 +459,20 @@ static void kr_experts_case(checker *c, memra_format f, int64_t n, int64_t k, in
     if (st == MEMRA_STATUS_OK) st = tool_upload(c->dev, ids, (size_t)m * sizeof *ids, &bi);
     if (st == MEMRA_STATUS_OK) st = tool_upload(c->dev, xr, xb, &bx);
     if (st == MEMRA_STATUS_OK) st = tool_upload(c->dev, y, ycount * sizeof(float), &by);
-    const uint64_t h0 = memra_ledger_hits(c->dev, MEMRA_OP_gemm_experts, c->module);
-    if (st == MEMRA_STATUS_OK) {
-        memra_op_args a;
-        memset(&a, 0, sizeof a);
-        a.struct_size = sizeof a;
-        a.gemm = (memra_gemm_args){.struct_size = sizeof a.gemm, .m = (int32_t)m, .n = (int32_t)n, .k = (int32_t)k,
-                                   .w = memra_buffer_ptr(bt), .x = memra_buffer_ptr(bx), .y = memra_buffer_ptr(by),
-                                   .ldy = ldy, .y_row_offset = off, .alpha = 1.0f, .w_format = (int32_t)f};
-        a.experts = (memra_gemm_experts_args){.struct_size = sizeof a.experts, .lane = MEMRA_OP_gemm_kr,
-                                              .n_experts = XE_K, .ids = memra_buffer_ptr(bi)};
-        st = memra_module_call(c->dev, c->module, MEMRA_OP_gemm_experts, &a);
-        if (st == MEMRA_STATUS_DECLINED) {
-            r.result = "DECLINED";
-            snprintf(r.note, sizeof r.note, "%s", a.decline_reason ? a.decline_reason : "(no reason)");
-            goto done;
-        }
-        if (st == MEMRA_STATUS_OK) st = memra_buffer_read(by, 0, y, ycount * sizeof(float));
-    }
-    r.hits = memra_ledger_hits(c->dev, MEMRA_OP_gemm_experts, c->module) - h0;
     if (st != MEMRA_STATUS_OK) {
-        snprintf(r.note, sizeof r.note, "gemm_experts: %s: %.120s", memra_status_str(st), memra_last_error());
+        snprintf(r.note, sizeof r.note, "gemm_experts inputs: %s: %.120s", memra_status_str(st), memra_last_error());
         goto done;
     }
-    uint64_t bad = 0, stray = 0;
+    memra_op_args a;
+    memset(&a, 0, sizeof a);
+    a.struct_size = sizeof a;
+    a.gemm = (memra_gemm_args){.struct_size = sizeof a.gemm, .m = (int32_t)m, .n = (int32_t)n, .k = (int32_t)k,
+                               .w = memra_buffer_ptr(bt), .x = memra_buffer_ptr(bx), .y = memra_buffer_ptr(by),
+                               .ldy = ldy, .y_row_offset = off, .alpha = 1.0f, .w_format = (int32_t)f};
+    a.experts = (memra_gemm_experts_args){.struct_size = sizeof a.experts, .lane = MEMRA_OP_gemm_kr,
+                                          .n_experts = XE_K, .ids = memra_buffer_ptr(bi)};
+    if (check_experts_call(c, &r, &a, by, y, ycount) != MEMRA_STATUS_OK) goto done;
+    uint64_t bad = 0;
     for (int e = 0; e < XE_K; e++) {
         if (cnt[e] == 0) continue;
         for (int64_t s = 0; s < cnt[e]; s++) memcpy(xsub + s * k, x + where[base[e] + s] * k, (size_t)k * sizeof(float));
@@ -528,11 +503,8 @@ static void kr_experts_case(checker *c, memra_format f, int64_t n, int64_t k, in
         bad += check_judge_rows(&r, y, off, ldy, where + base[e], cnt[e], n, ref, mass);
         if (keep > r.err) r.err = keep;
     }
-    for (int64_t i = 0; i < m; i++)
-        for (int64_t j = 0; j < ldy; j++)
-            stray += (j >= n || ids[i] < 0 || ids[i] >= XE_K) && y[(off + i) * ldy + j] != CHECK_Y_SENTINEL;
-    for (int64_t j = 0; j < ldy; j++) stray += (y[j] != CHECK_Y_SENTINEL) + (y[(off + m) * ldy + j] != CHECK_Y_SENTINEL);
-    check_gemm_row_result(&r, bad, stray, m, m, "experts 0 / 1 / 2 get 0 / 1 / most rows; 2 rows skipped");
+    check_gemm_row_result(&r, bad, check_experts_stray(y, off, m, ldy, n, ids), m, m,
+                          "experts 0 / 1 / 2 get 0 / 1 / most rows; 2 rows skipped");
 done:
     check_add_row(c, &r);
     for (int e = 0; e < XE_K; e++) {
