@@ -758,6 +758,29 @@ __device__ __forceinline__ void r3_step(float (&acc)[MT][NT][4], uint32_t sa, ui
     }
 }
 
+/* The records tile's k loop, shared by gemm_q8_0r_body and experts_q8_0r_body: steps
+ * g0 .. g0 + nk - 1 through R3_STAGES cp.async stages; COPY(so, g) fills the stage slot at
+ * shared offset so with step g's operands (the caller's row source), STEP(so) runs the MMAs and
+ * folds on the slot at so. A macro rather than a function taking a lambda: with the lambda the
+ * dense kernels' SASS changed (one more instruction in the hot loop); expanded, it is the same. */
+#define R3_KLOOP(MT, NT, g0, nk, COPY, STEP)                                                                \
+    do {                                                                                                    \
+        _Pragma("unroll") for (int s_ = 0; s_ < R3_STAGES - 1; s_++) {                                      \
+            if (s_ < (nk)) COPY(s_ * R3_STAGE_BYTES(MT, NT), (g0) + s_);                                    \
+            cp_async_commit();                                                                              \
+        }                                                                                                   \
+        int cur_ = 0, nxt_ = R3_STAGES - 1;                                                                 \
+        for (int kt_ = 0; kt_ < (nk); kt_++) {                                                              \
+            cp_async_wait<R3_STAGES - 2>();                                                                 \
+            __syncthreads(); /* step kt landed for every thread; every warp is past step kt-1 */           \
+            if (kt_ + R3_STAGES - 1 < (nk)) COPY(nxt_ * R3_STAGE_BYTES(MT, NT), (g0) + kt_ + R3_STAGES - 1); \
+            cp_async_commit();                                                                              \
+            STEP(cur_ * R3_STAGE_BYTES(MT, NT));                                                            \
+            cur_ = cur_ == R3_STAGES - 1 ? 0 : cur_ + 1;                                                    \
+            nxt_ = nxt_ == R3_STAGES - 1 ? 0 : nxt_ + 1;                                                    \
+        }                                                                                                   \
+    } while (0)
+
 template <int MT, int NT>
 __device__ __forceinline__ void gemm_q8_0r_body(const unsigned char *__restrict__ wr, const unsigned char *__restrict__ xq,
                                                 float *__restrict__ y, int m, int n, int k, long long ldy, float alpha,
@@ -783,28 +806,17 @@ __device__ __forceinline__ void gemm_q8_0r_body(const unsigned char *__restrict_
     /* the sources of step g are recomputed from the kernel parameters at each
      * copy: nothing 64-bit stays live across the k loop (the tile needs the
      * registers) */
-#define R3_COPY_STEP(slot, g)                                                                               \
+#define R3_COPY_STEP(so, g)                                                                                 \
     do {                                                                                                    \
-        r3_copy_run<32 * MT>((slot), xq + ((long long)(g) * m + i0) * MMQ_ROW, arows);                      \
-        r3_copy_run<BN>((slot) + R3_A_BYTES(MT), wr + ((long long)(g) * n + j0) * MMQ_ROW, brows);          \
+        r3_copy_run<32 * MT>(r3_smem + (so), xq + ((long long)(g) * m + i0) * MMQ_ROW, arows);              \
+        r3_copy_run<BN>(r3_smem + (so) + R3_A_BYTES(MT), wr + ((long long)(g) * n + j0) * MMQ_ROW, brows);  \
     } while (0)
-#pragma unroll
-    for (int s = 0; s < R3_STAGES - 1; s++) {
-        if (s < nk) R3_COPY_STEP(r3_smem + s * R3_STAGE_BYTES(MT, NT), g0 + s);
-        cp_async_commit();
-    }
-    int cur = 0, nxt = R3_STAGES - 1;
-    for (int kt = 0; kt < nk; kt++) {
-        cp_async_wait<R3_STAGES - 2>();
-        __syncthreads(); /* step kt landed for every thread; every warp is past step kt-1 */
-        if (kt + R3_STAGES - 1 < nk) R3_COPY_STEP(r3_smem + nxt * R3_STAGE_BYTES(MT, NT), g0 + kt + R3_STAGES - 1);
-        cp_async_commit();
-        const int so = cur * R3_STAGE_BYTES(MT, NT);
-        r3_step<MT, NT>(acc, base + so + a_off, base + so + b_off, reinterpret_cast<const float *>(r3_smem + so + ax_off),
-                    reinterpret_cast<const float *>(r3_smem + so + bw_off));
-        cur = cur == R3_STAGES - 1 ? 0 : cur + 1;
-        nxt = nxt == R3_STAGES - 1 ? 0 : nxt + 1;
-    }
+#define R3_STEP(so)                                                                                         \
+    r3_step<MT, NT>(acc, base + (so) + a_off, base + (so) + b_off,                                          \
+                    reinterpret_cast<const float *>(r3_smem + (so) + ax_off),                               \
+                    reinterpret_cast<const float *>(r3_smem + (so) + bw_off))
+    R3_KLOOP(MT, NT, g0, nk, R3_COPY_STEP, R3_STEP);
+#undef R3_STEP
 #undef R3_COPY_STEP
     mmq_tile_store<MT, NT>(t, acc, y, part, ldy, alpha, m, n);
 }
@@ -1148,6 +1160,45 @@ __device__ __forceinline__ void kr_step(float (&acc)[MT][NT][4], uint32_t sa, ui
     }
 }
 
+/* gemm_kr's k loop, shared by gemm_kr_body and experts_kr_body (R3_KLOOP's reasons for a
+ * macro): the packed weight of step g0 + kt + 1 copied to P during step kt's MMAs and widened
+ * into the other weight slot after them; the activation in R3_STAGES stages. COPY_A(slot, g)
+ * copies step g's activation into A slot `slot`, STEP(ao, wo) runs the MMAs and folds on the A
+ * slot at ao and the weight slot at wo; w, n, k, j0, brows, P from the caller's scope. */
+#define KR_KLOOP(MT, NT, F, g0, nk, SMEM, COPY_A, STEP)                                                     \
+    do {                                                                                                    \
+        if ((nk) > 0) {                                                                                     \
+            COPY_A(0, (g0));                                                                                \
+            kr_copy_p<F, BN>(smem_u32(P), w, n, k, (g0), j0, brows);                                        \
+        }                                                                                                   \
+        cp_async_commit();                                                                                  \
+        if ((nk) > 1) COPY_A(1, (g0) + 1);                                                                  \
+        cp_async_commit();                                                                                  \
+        if ((nk) > 0) {                                                                                     \
+            cp_async_wait<1>();                                                                             \
+            kr_widen<F, BN>(P, (SMEM), (g0), n, k, j0); /* step 0's weights into slot 0 */                  \
+        }                                                                                                   \
+        int cur_ = 0, nxt_ = R3_STAGES - 1;                                                                 \
+        for (int kt_ = 0; kt_ < (nk); kt_++) {                                                              \
+            cp_async_wait<1>();                                                                             \
+            /* step kt's activations landed for every thread and its weights are                           \
+             * widened; every warp is past step kt-1 (its slots are free) */                               \
+            __syncthreads();                                                                                \
+            const bool more_ = kt_ + 1 < (nk);                                                              \
+            if (more_) kr_copy_p<F, BN>(smem_u32(P), w, n, k, (g0) + kt_ + 1, j0, brows); /* during the MMAs */ \
+            cp_async_commit();                                                                              \
+            if (kt_ + R3_STAGES - 1 < (nk)) COPY_A(nxt_, (g0) + kt_ + R3_STAGES - 1);                       \
+            cp_async_commit();                                                                              \
+            STEP(KR_A_OFF(NT) + cur_ * R3_A_BYTES(MT), (kt_ & 1) * KR_W_SLOT(NT));                          \
+            if (more_) {                                                                                    \
+                cp_async_wait<1>(); /* this thread's P(kt+1) copies landed (A(kt+2) may still fly) */       \
+                kr_widen<F, BN>(P, (SMEM) + ((kt_ + 1) & 1) * KR_W_SLOT(NT), (g0) + kt_ + 1, n, k, j0);     \
+            }                                                                                               \
+            cur_ = cur_ == R3_STAGES - 1 ? 0 : cur_ + 1;                                                    \
+            nxt_ = nxt_ == R3_STAGES - 1 ? 0 : nxt_ + 1;                                                    \
+        }                                                                                                   \
+    } while (0)
+
 template <int MT, int NT, int F>
 __device__ __forceinline__ void gemm_kr_body(const unsigned char *__restrict__ w, const unsigned char *__restrict__ xq,
                                              float *__restrict__ y, int m, int n, int k, long long ldy, float alpha,
@@ -1177,40 +1228,13 @@ __device__ __forceinline__ void gemm_kr_body(const unsigned char *__restrict__ w
      * there is no such step). The widening of step s waits for its own P(s) copies with
      * cp_async_wait<1> (only the A copy committed after it may still be in flight). */
 #define KR_COPY_A(slot, g) r3_copy_run<32 * MT>(A0 + (slot) * R3_A_BYTES(MT), xq + ((long long)(g) * m + i0) * MMQ_ROW, arows)
-    if (nk > 0) {
-        KR_COPY_A(0, g0);
-        kr_copy_p<F, BN>(smem_u32(P), w, n, k, g0, j0, brows);
-    }
-    cp_async_commit();
-    if (nk > 1) KR_COPY_A(1, g0 + 1);
-    cp_async_commit();
-    if (nk > 0) {
-        cp_async_wait<1>();
-        kr_widen<F, BN>(P, kr_smem, g0, n, k, j0); /* step 0's weights into slot 0 */
-    }
-    int cur = 0, nxt = R3_STAGES - 1;
-    for (int kt = 0; kt < nk; kt++) {
-        cp_async_wait<1>();
-        /* step kt's activations landed for every thread and its weights are
-         * widened; every warp is past step kt-1 (its slots are free) */
-        __syncthreads();
-        const bool more = kt + 1 < nk;
-        if (more) kr_copy_p<F, BN>(smem_u32(P), w, n, k, g0 + kt + 1, j0, brows); /* in flight during the MMAs */
-        cp_async_commit();
-        if (kt + R3_STAGES - 1 < nk) KR_COPY_A(nxt, g0 + kt + R3_STAGES - 1);
-        cp_async_commit();
-        const int wo = (kt & 1) * KR_W_SLOT(NT), ao = KR_A_OFF(NT) + cur * R3_A_BYTES(MT);
-        kr_step<MT, NT, F == KR_Q6_K>(acc, base + ao + a_off, base + wo + b_off,
-                                      reinterpret_cast<const float *>(kr_smem + ao + ax_off),
-                                      reinterpret_cast<const float *>(kr_smem + wo + bw_off),
-                                      reinterpret_cast<const float *>(kr_smem + wo + sd_off));
-        if (more) {
-            cp_async_wait<1>(); /* this thread's P(kt+1) copies landed (A(kt+2) may still fly) */
-            kr_widen<F, BN>(P, kr_smem + ((kt + 1) & 1) * KR_W_SLOT(NT), g0 + kt + 1, n, k, j0);
-        }
-        cur = cur == R3_STAGES - 1 ? 0 : cur + 1;
-        nxt = nxt == R3_STAGES - 1 ? 0 : nxt + 1;
-    }
+#define KR_STEP(ao, wo)                                                                                     \
+    kr_step<MT, NT, F == KR_Q6_K>(acc, base + (ao) + a_off, base + (wo) + b_off,                            \
+                                  reinterpret_cast<const float *>(kr_smem + (ao) + ax_off),                 \
+                                  reinterpret_cast<const float *>(kr_smem + (wo) + bw_off),                 \
+                                  reinterpret_cast<const float *>(kr_smem + (wo) + sd_off))
+    KR_KLOOP(MT, NT, F, g0, nk, kr_smem, KR_COPY_A, KR_STEP);
+#undef KR_STEP
 #undef KR_COPY_A
     mmq_tile_store<MT, NT>(t, acc, y, part, ldy, alpha, m, n);
 }
@@ -1498,25 +1522,13 @@ __device__ __forceinline__ void experts_q8_0r_body(const unsigned long long *__r
         xe_copy_rows<32 * MT>(base + (so), xq, (long long)(g) * m, rs, t.rows);                             \
         r3_copy_run<BN>(xe_smem + (so) + R3_A_BYTES(MT), wr + ((long long)(g) * n + t.j0) * MMQ_ROW, t.brows); \
     } while (0)
-#pragma unroll
-    for (int s = 0; s < R3_STAGES - 1; s++) {
-        if (s < nk) XE_COPY_STEP(s * R3_STAGE_BYTES(MT, NT), g0 + s);
-        cp_async_commit();
-    }
-    int cur = 0, nxt = R3_STAGES - 1;
-    for (int kt = 0; kt < nk; kt++) {
-        cp_async_wait<R3_STAGES - 2>();
-        __syncthreads(); /* step kt landed for every thread; every warp is past step kt-1 */
-        if (kt + R3_STAGES - 1 < nk) XE_COPY_STEP(nxt * R3_STAGE_BYTES(MT, NT), g0 + kt + R3_STAGES - 1);
-        cp_async_commit();
-        const int so = cur * R3_STAGE_BYTES(MT, NT);
-        if (mt_live > 0)
-            r3_step<MT, NT, true>(acc, base + so + a_off, base + so + b_off,
-                                  reinterpret_cast<const float *>(xe_smem + so + ax_off),
-                                  reinterpret_cast<const float *>(xe_smem + so + bw_off), mt_live);
-        cur = cur == R3_STAGES - 1 ? 0 : cur + 1;
-        nxt = nxt == R3_STAGES - 1 ? 0 : nxt + 1;
-    }
+#define XE_STEP(so)                                                                                         \
+    if (mt_live > 0)                                                                                        \
+    r3_step<MT, NT, true>(acc, base + (so) + a_off, base + (so) + b_off,                                    \
+                          reinterpret_cast<const float *>(xe_smem + (so) + ax_off),                         \
+                          reinterpret_cast<const float *>(xe_smem + (so) + bw_off), mt_live)
+    R3_KLOOP(MT, NT, g0, nk, XE_COPY_STEP, XE_STEP);
+#undef XE_STEP
 #undef XE_COPY_STEP
     xe_store<MT, NT>(acc, y, ldy, alpha, n, t, rs, wm, wn, lane, part, m);
 }
@@ -1556,39 +1568,14 @@ __device__ __forceinline__ void experts_kr_body(const unsigned long long *__rest
 
     /* gemm_kr_body's groups and waits, in the same order */
 #define XE_COPY_A(slot, g) xe_copy_rows<32 * MT>(base + KR_A_OFF(NT) + (slot) * R3_A_BYTES(MT), xq, (long long)(g) * m, rs, t.rows)
-    if (nk > 0) {
-        XE_COPY_A(0, g0);
-        kr_copy_p<F, BN>(smem_u32(P), w, n, k, g0, j0, brows);
-    }
-    cp_async_commit();
-    if (nk > 1) XE_COPY_A(1, g0 + 1);
-    cp_async_commit();
-    if (nk > 0) {
-        cp_async_wait<1>();
-        kr_widen<F, BN>(P, xe_smem, g0, n, k, j0);
-    }
-    int cur = 0, nxt = R3_STAGES - 1;
-    for (int kt = 0; kt < nk; kt++) {
-        cp_async_wait<1>();
-        __syncthreads();
-        const bool more = kt + 1 < nk;
-        if (more) kr_copy_p<F, BN>(smem_u32(P), w, n, k, g0 + kt + 1, j0, brows);
-        cp_async_commit();
-        if (kt + R3_STAGES - 1 < nk) XE_COPY_A(nxt, g0 + kt + R3_STAGES - 1);
-        cp_async_commit();
-        const int wo = (kt & 1) * KR_W_SLOT(NT), ao = KR_A_OFF(NT) + cur * R3_A_BYTES(MT);
-        if (mt_live > 0)
-            kr_step<MT, NT, F == KR_Q6_K, true>(acc, base + ao + a_off, base + wo + b_off,
-                                                reinterpret_cast<const float *>(xe_smem + ao + ax_off),
-                                                reinterpret_cast<const float *>(xe_smem + wo + bw_off),
-                                                reinterpret_cast<const float *>(xe_smem + wo + sd_off), mt_live);
-        if (more) {
-            cp_async_wait<1>();
-            kr_widen<F, BN>(P, xe_smem + ((kt + 1) & 1) * KR_W_SLOT(NT), g0 + kt + 1, n, k, j0);
-        }
-        cur = cur == R3_STAGES - 1 ? 0 : cur + 1;
-        nxt = nxt == R3_STAGES - 1 ? 0 : nxt + 1;
-    }
+#define XE_STEP(ao, wo)                                                                                     \
+    if (mt_live > 0)                                                                                        \
+    kr_step<MT, NT, F == KR_Q6_K, true>(acc, base + (ao) + a_off, base + (wo) + b_off,                      \
+                                        reinterpret_cast<const float *>(xe_smem + (ao) + ax_off),           \
+                                        reinterpret_cast<const float *>(xe_smem + (wo) + bw_off),           \
+                                        reinterpret_cast<const float *>(xe_smem + (wo) + sd_off), mt_live)
+    KR_KLOOP(MT, NT, F, g0, nk, xe_smem, XE_COPY_A, XE_STEP);
+#undef XE_STEP
 #undef XE_COPY_A
     xe_store<MT, NT>(acc, y, ldy, alpha, n, t, rs, wm, wn, lane, part, m);
 }
