@@ -23,6 +23,7 @@
 #include "memra/file.h"
 #include "files/writer.h"
 #include "test.h"
+#include "test_blocks.h"
 
 #define E 6
 #define ROWS 37
@@ -75,22 +76,8 @@ static void random_expert(memra_format f, int64_t n, int64_t k, uint8_t *out)
             out[i] = c;
         }
         return;
-    default: { /* Q4_0 and the K-quants: random codes, small positive f16 scales */
-        for (size_t i = 0; i < bytes; i++) out[i] = (uint8_t)test_rand_u64(&g_rng);
-        const size_t bb = (size_t)memra_format_block_bytes(f), nb = bytes / bb;
-        for (size_t b = 0; b < nb; b++) {
-            uint8_t *p = out + b * bb;
-            const uint16_t dd = memra_f16_from_f32(0.01f + 0.01f * fabsf(test_rand_f32(&g_rng)));
-            const uint16_t dm = memra_f16_from_f32(0.005f * fabsf(test_rand_f32(&g_rng)));
-            if (f == MEMRA_FORMAT_Q6_K) {
-                p[208] = (uint8_t)dd, p[209] = (uint8_t)(dd >> 8);
-            } else if (f == MEMRA_FORMAT_Q4_0) {
-                p[0] = (uint8_t)dd, p[1] = (uint8_t)(dd >> 8);
-            } else {
-                p[0] = (uint8_t)dd, p[1] = (uint8_t)(dd >> 8), p[2] = (uint8_t)dm, p[3] = (uint8_t)(dm >> 8);
-            }
-        }
-    }
+    default: /* Q4_0 and the K-quants: random codes, small positive f16 scales */
+        test_fill_quant_blocks(&g_rng, f, out, bytes);
     }
 }
 

@@ -47,6 +47,7 @@
 #include "memra/formats.h"
 #include "memra/memra.h"
 #include "test.h"
+#include "test_blocks.h"
 #include "tools/judge.h"
 #include "gpu/cu_streams.h"
 
@@ -88,7 +89,7 @@ static const xcase k_cases[] = {
 static uint64_t g_rng;
 
 /* Expert bytes of format f: Q8_0 from random values; Q4_0 and the K-quants
- * random codes with small positive f16 scales (as tests/core/test_experts.c). */
+ * random codes with small positive f16 scales (test_blocks.h, as tests/core/test_experts.c). */
 static void fill_weight(memra_format f, uint8_t *out, size_t bytes)
 {
     if (f == MEMRA_FORMAT_E4M3) { /* any code but NaN (0x7F / 0xFF) and the zeros */
@@ -108,20 +109,7 @@ static void fill_weight(memra_format f, uint8_t *out, size_t bytes)
         }
         return;
     }
-    for (size_t i = 0; i < bytes; i++) out[i] = (uint8_t)test_rand_u64(&g_rng);
-    const size_t bb = (size_t)memra_format_block_bytes(f), nb = bytes / bb;
-    for (size_t b = 0; b < nb; b++) {
-        uint8_t *p = out + b * bb;
-        const uint16_t dd = memra_f16_from_f32(0.01f + 0.01f * fabsf(test_rand_f32(&g_rng)));
-        const uint16_t dm = memra_f16_from_f32(0.005f * fabsf(test_rand_f32(&g_rng)));
-        if (f == MEMRA_FORMAT_Q6_K) {
-            p[208] = (uint8_t)dd, p[209] = (uint8_t)(dd >> 8);
-        } else if (f == MEMRA_FORMAT_Q4_0) {
-            p[0] = (uint8_t)dd, p[1] = (uint8_t)(dd >> 8);
-        } else {
-            p[0] = (uint8_t)dd, p[1] = (uint8_t)(dd >> 8), p[2] = (uint8_t)dm, p[3] = (uint8_t)(dm >> 8);
-        }
-    }
+    test_fill_quant_blocks(&g_rng, f, out, bytes);
 }
 
 /* variant 0: uneven (expert 0 none, 1 one row, 2 most) or, with skew, half the
