@@ -643,6 +643,24 @@ memra_k_fp8blk_wgmma_wide(const unsigned char *__restrict__ w, const float *__re
     wg_mb_body<2>(w, grid, xq, xs, y, m, n, k, ldy, alpha);
 }
 
+/* wg_experts_tile<BM>: the CTA's tile-table tile (blockIdx.y; past *ntiles the whole CTA
+ * returns, before any barrier) through wg_mb_tile<1, BM> on its expert's weight and grid. */
+template <int BM>
+__device__ __forceinline__ void wg_experts_tile(const unsigned long long *__restrict__ wtab,
+                                                const unsigned long long *__restrict__ gtab,
+                                                const unsigned char *__restrict__ xq, const float *__restrict__ xs,
+                                                const int *__restrict__ offsets, const int *__restrict__ perm,
+                                                const int *__restrict__ tiles, const int *__restrict__ ntiles,
+                                                float *__restrict__ y, int m, int n, int k, long long ldy, float alpha)
+{
+    const int t = (int)blockIdx.y;
+    if (t >= *ntiles) return;
+    const int e = tiles[2 * t], s0 = tiles[2 * t + 1], end = offsets[e + 1];
+    const unsigned char *w = reinterpret_cast<const unsigned char *>(wtab[e]);
+    const float *grid = reinterpret_cast<const float *>(gtab[e]);
+    wg_mb_tile<1, BM>(w, grid, xq, xs, y, end, n, k, ldy, alpha, s0, (int)blockIdx.x * FP8BLK_WG_BN, m, perm);
+}
+
 /* ---- gemm_experts on the 128 x 128 mbarrier tile ------------------------------------
  *   memra_k_fp8blk_experts_wgmma  memra_k_fp8blk_wgmma_mb's tile (wg_mb_tile<1>: the
  *                         same loads, wgmmas and fold) on the rows of a tile-table
@@ -665,12 +683,7 @@ memra_k_fp8blk_experts_wgmma(const unsigned long long *__restrict__ wtab, const 
                              const int *__restrict__ tiles, const int *__restrict__ ntiles, float *__restrict__ y,
                              int m, int n, int k, long long ldy, float alpha)
 {
-    const int t = (int)blockIdx.y;
-    if (t >= *ntiles) return; /* the whole CTA, before any barrier */
-    const int e = tiles[2 * t], s0 = tiles[2 * t + 1], end = offsets[e + 1];
-    const unsigned char *w = reinterpret_cast<const unsigned char *>(wtab[e]);
-    const float *grid = reinterpret_cast<const float *>(gtab[e]);
-    wg_mb_tile<1>(w, grid, xq, xs, y, end, n, k, ldy, alpha, s0, (int)blockIdx.x * FP8BLK_WG_BN, m, perm);
+    wg_experts_tile<128>(wtab, gtab, xq, xs, offsets, perm, tiles, ntiles, y, m, n, k, ldy, alpha);
 }
 
 /*   memra_k_fp8blk_experts_wgmma64  the same on a 64-row tile: one warpgroup (128
@@ -686,12 +699,7 @@ memra_k_fp8blk_experts_wgmma64(const unsigned long long *__restrict__ wtab, cons
                                const int *__restrict__ tiles, const int *__restrict__ ntiles, float *__restrict__ y,
                                int m, int n, int k, long long ldy, float alpha)
 {
-    const int t = (int)blockIdx.y;
-    if (t >= *ntiles) return;
-    const int e = tiles[2 * t], s0 = tiles[2 * t + 1], end = offsets[e + 1];
-    const unsigned char *w = reinterpret_cast<const unsigned char *>(wtab[e]);
-    const float *grid = reinterpret_cast<const float *>(gtab[e]);
-    wg_mb_tile<1, 64>(w, grid, xq, xs, y, end, n, k, ldy, alpha, s0, (int)blockIdx.x * FP8BLK_WG_BN, m, perm);
+    wg_experts_tile<64>(wtab, gtab, xq, xs, offsets, perm, tiles, ntiles, y, m, n, k, ldy, alpha);
 }
 
 /* ---- the warp-specialised kernel on the bulk tensor copy engine ------------------
