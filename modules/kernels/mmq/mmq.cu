@@ -1487,6 +1487,31 @@ __device__ __forceinline__ int xe_slice(int k, int *g0)
     return (int)((long long)G * (z + 1) / S) - *g0;
 }
 
+/* A grouped CTA's start, shared by experts_q8_0r_body and experts_kr_body: its tile (false for
+ * the whole CTA past *ntiles), its expert's operand, the warp's place, its k slice and the
+ * warp's m16 tiles that hold rows of the tile (the others skip their MMAs and folds: their
+ * accumulators stay 0 and are never stored, so a short tile costs its copies). */
+struct xe_cta {
+    xe_tile t;
+    const unsigned char *w;
+    int lane, wm, wn, g0, nk, mt_live;
+};
+template <int MT, int NT>
+__device__ __forceinline__ bool xe_begin(xe_cta &c, int *rs, const unsigned long long *__restrict__ wtab, int n, int k,
+                                         const int *__restrict__ offsets, const int *__restrict__ perm,
+                                         const int *__restrict__ tiles, const int *__restrict__ ntiles)
+{
+    pdl_wait(); /* the tile table (and the q8_1 records before it) complete */
+    if (!xe_tile_of<32 * MT, 32 * NT>(c.t, rs, offsets, perm, tiles, ntiles, n)) return false;
+    c.w = reinterpret_cast<const unsigned char *>(static_cast<uintptr_t>(wtab[c.t.e]));
+    c.lane = threadIdx.x & 31;
+    const int warp = threadIdx.x >> 5;
+    c.wm = warp & 1, c.wn = warp >> 1;
+    c.nk = xe_slice(k, &c.g0);
+    c.mt_live = min(MT, max(0, (c.t.rows - c.wm * 16 * MT + 15) / 16));
+    return true;
+}
+
 /* gemm_q8_0r_body with the rows of a tile-table tile (see above). */
 template <int MT, int NT>
 __device__ __forceinline__ void experts_q8_0r_body(const unsigned long long *__restrict__ wtab,
@@ -1498,17 +1523,12 @@ __device__ __forceinline__ void experts_q8_0r_body(const unsigned long long *__r
 {
     extern __shared__ __align__(16) unsigned char xe_smem[];
     __shared__ int rs[32 * MT];
-    pdl_wait(); /* the tile table (and the q8_1 records before it) complete */
     constexpr int BN = 32 * NT;
-    xe_tile t;
-    if (!xe_tile_of<32 * MT, BN>(t, rs, offsets, perm, tiles, ntiles, n)) return;
-    const unsigned char *const wr = reinterpret_cast<const unsigned char *>(static_cast<uintptr_t>(wtab[t.e]));
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, wm = warp & 1, wn = warp >> 1;
-    int g0;
-    const int nk = xe_slice(k, &g0);
-    /* the warp's m16 tiles that hold rows of the tile: the others skip their MMAs and folds
-     * (their accumulators stay 0 and are never stored), so a short tile costs its copies */
-    const int mt_live = min(MT, max(0, (t.rows - wm * 16 * MT + 15) / 16));
+    xe_cta c;
+    if (!xe_begin<MT, NT>(c, rs, wtab, n, k, offsets, perm, tiles, ntiles)) return;
+    const xe_tile &t = c.t;
+    const unsigned char *const wr = c.w;
+    const int lane = c.lane, wm = c.wm, wn = c.wn, g0 = c.g0, nk = c.nk, mt_live = c.mt_live;
 
     float acc[MT][NT][4];
     mmq_zero<MT, NT>(acc);
@@ -1544,16 +1564,13 @@ __device__ __forceinline__ void experts_kr_body(const unsigned long long *__rest
 {
     extern __shared__ __align__(16) unsigned char xe_smem[];
     __shared__ int rs[32 * MT];
-    pdl_wait(); /* the tile table (and the q8_1 records before it) complete */
     constexpr int BN = 32 * NT;
-    xe_tile t;
-    if (!xe_tile_of<32 * MT, BN>(t, rs, offsets, perm, tiles, ntiles, n)) return;
-    const unsigned char *const w = reinterpret_cast<const unsigned char *>(static_cast<uintptr_t>(wtab[t.e]));
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, wm = warp & 1, wn = warp >> 1;
-    const int j0 = t.j0, brows = t.brows;
-    int g0;
-    const int nk = xe_slice(k, &g0); /* the steps g0 .. g0 + nk - 1 (local kt, absolute g0 + kt) */
-    const int mt_live = min(MT, max(0, (t.rows - wm * 16 * MT + 15) / 16)); /* (as experts_q8_0r_body) */
+    xe_cta c;
+    if (!xe_begin<MT, NT>(c, rs, wtab, n, k, offsets, perm, tiles, ntiles)) return;
+    const xe_tile &t = c.t;
+    const unsigned char *const w = c.w;
+    const int lane = c.lane, wm = c.wm, wn = c.wn, mt_live = c.mt_live, j0 = t.j0, brows = t.brows;
+    const int g0 = c.g0, nk = c.nk; /* the steps g0 .. g0 + nk - 1 (local kt, absolute g0 + kt) */
 
     float acc[MT][NT][4];
     mmq_zero<MT, NT>(acc);
