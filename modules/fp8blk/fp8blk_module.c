@@ -13,8 +13,10 @@
  * (bm64_bn128, bm128_bn64, bm64_bn64), compiled by the JIT at init too (a
  * variant the JIT cannot serve declines). It also serves gemm_experts with
  * lane gemm_fp8_blk (mixture-of-experts prefill on the grouped warpgroup tile,
- * fp8blk_ops.c), declining every other lane. A descriptor: the fp8blk family
- * (with its tiles) on the GPU runtime. */
+ * fp8blk_ops.c), declining every other lane, and the load-time kernels of a
+ * block-128 weight (fp8_nan_count, fp8_blk_to_q8_0: the fp8_weight family), so
+ * it serves such weights with the sm90 module disabled. A descriptor: the
+ * fp8_weight and fp8blk families (with its tiles) on the GPU runtime. */
 #include <string.h>
 
 #include "kernels/kernels.h"
@@ -30,9 +32,9 @@ static int fp8blk_score(const memra_device_caps *caps)
 
 static memra_status fp8blk_init(const memra_host_services *host, const memra_device_caps *caps, void **out_ctx)
 {
-    static const memra__gpu_family *const families[] = {&memra__gpu_family_fp8blk_tiles};
+    static const memra__gpu_family *const families[] = {&memra__gpu_family_fp8_weight, &memra__gpu_family_fp8blk_tiles};
     memra__gpu *q = NULL;
-    memra_status st = memra__gpu_create(host, caps, FP8BLK_NAME, families, 1, &q);
+    memra_status st = memra__gpu_create(host, caps, FP8BLK_NAME, families, sizeof families / sizeof families[0], &q);
     if (st == MEMRA_STATUS_OK) *out_ctx = q;
     return st;
 }
@@ -64,6 +66,11 @@ static const memra_op_table k_fp8blk_ops = {
     .struct_size = sizeof(memra_op_table),
     .gemm_fp8_blk = memra__mmq_gemm_fp8_blk_tiles,
     .gemm_experts = memra__fp8blk_gemm_experts, /* lane gemm_fp8_blk only (issue 30) */
+    /* The load-time kernels a block-128 weight needs (its NaN census, the Q8_0
+     * copy of the floor), so that the module serves such a weight on its own
+     * when the sm90 module is disabled or refused (MEMRA_DISABLE=sm90). */
+    .fp8_nan_count = memra__gpu_fp8_nan_count,
+    .fp8_blk_to_q8_0 = memra__gpu_fp8_blk_to_q8_0,
 };
 
 static const memra_module_desc k_fp8blk_desc = {

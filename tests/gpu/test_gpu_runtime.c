@@ -18,7 +18,8 @@
  *   fp8blk          gemm_fp8_blk launches the quantiser then the GEMM from the embedded cubin (no JIT service):
  *                   the wgmma kernel on cc 9.0, the mma.sync one with MEMRA_FP8BLK_WGMMA=0; with a static
  *                   x_scale or a producer x_amax the one-pass memra_k_fp8blk_quant_given instead (also on
- *                   sm120), bad ones refused before any launch; sm90 resolves fp8_act's one-pass kernels */
+ *                   sm120), bad ones refused before any launch; fp8_nan_count from its own fp8_weight image;
+ *                   sm90 resolves fp8_act's one-pass kernels */
 #include <dlfcn.h>
 #include <math.h>
 #include <stdarg.h>
@@ -729,7 +730,12 @@ static int case_fp8blk(const char *so)
     a.k = 24;
     c = call_of(&m);
     ok &= declined("gemm_fp8_blk k = 24", m.desc->ops->gemm_fp8_blk(&c, &a), &c, "multiple of 16");
-    ok &= close_mod(&m, 1);
+    /* a block-128 weight's load-time kernel from this module's own fp8_weight image, so that it
+     * serves such weights with the sm90 module disabled */
+    c = call_of(&m);
+    ok &= launched("fp8_nan_count (fp8blk)", m.desc->ops->fp8_nan_count(&c, 0x1000, 1 << 20, 0x2000), 1,
+                   (const char *[]){"memra_k_fp8_nan_count"}, (const int[]){0});
+    ok &= close_mod(&m, 2); /* fp8_weight, fp8blk */
     /* MEMRA_FP8BLK_WGMMA=0: the mma.sync kernel (the sm_120 design) serves cc 9.0 */
     g_wgmma_knob = "0";
     if (!open_mod(so, 90, &m)) return 0;
@@ -745,7 +751,7 @@ static int case_fp8blk(const char *so)
         c = call_of(&m);
         ok &= declined("gemm_experts (WGMMA=0)", m.desc->ops->gemm_experts(&c, &ga, &ex), &c, "warpgroup kernels");
     }
-    ok &= close_mod(&m, 1);
+    ok &= close_mod(&m, 2);
     /* MEMRA_FP8BLK_WGMMA=mbwide: the 128 x 256 tile where it fills four waves of the SMs (here 32 x 48
      * tiles), else 128 x 128; and with MEMRA_FP8BLK_WGMMA=wide at every shape */
     g_wgmma_knob = "mbwide";
@@ -758,7 +764,7 @@ static int case_fp8blk(const char *so)
     a = gemm(64, 256, 512);
     ok &= launched("gemm_fp8_blk 64 x 256 (mbwide)", m.desc->ops->gemm_fp8_blk(&c, &a), 2,
                    (const char *[]){"memra_k_fp8blk_quant", "memra_k_fp8blk_wgmma_mb"}, (const int[]){0, 0});
-    ok &= close_mod(&m, 1);
+    ok &= close_mod(&m, 2);
     /* the default without the driver's tensor-map encoder: the mbwide choice */
     g_wgmma_knob = NULL;
     g_no_tmap = 1;
@@ -767,7 +773,7 @@ static int case_fp8blk(const char *so)
     a = gemm(4096, 12288, 5120);
     ok &= launched("gemm_fp8_blk 4096 x 12288 (no tensor maps)", m.desc->ops->gemm_fp8_blk(&c, &a), 2,
                    (const char *[]){"memra_k_fp8blk_quant", "memra_k_fp8blk_wgmma_wide"}, (const int[]){0, 0});
-    ok &= close_mod(&m, 1);
+    ok &= close_mod(&m, 2);
     g_no_tmap = 0;
     g_wgmma_knob = "wide";
     if (!open_mod(so, 90, &m)) return 0;
@@ -776,7 +782,7 @@ static int case_fp8blk(const char *so)
     ok &= launched("gemm_fp8_blk (MEMRA_FP8BLK_WGMMA=wide)", m.desc->ops->gemm_fp8_blk(&c, &a), 2,
                    (const char *[]){"memra_k_fp8blk_quant", "memra_k_fp8blk_wgmma_wide"}, (const int[]){0, 0});
     ok &= fp8blk_experts_launch(&m, 300, 8, 0.0f, "memra_k_fp8blk_quant_sorted", 300 / 65, 8); /* any warpgroup mode */
-    ok &= close_mod(&m, 1);
+    ok &= close_mod(&m, 2);
     /* MEMRA_FP8BLK_WGMMA=tma: the warp-specialised kernel on tensor maps (two encoded per call); without
      * cuTensorMapEncodeTiled the 128 x 128 mbarrier kernel */
     g_wgmma_knob = "tma";
@@ -790,13 +796,13 @@ static int case_fp8blk(const char *so)
         printf("  tma: %d tensor maps encoded, want 2  FAIL\n", g_tmap_calls);
         ok = 0;
     }
-    ok &= close_mod(&m, 1);
+    ok &= close_mod(&m, 2);
     g_no_tmap = 1;
     if (!open_mod(so, 90, &m)) return 0;
     c = call_of(&m);
     ok &= launched("gemm_fp8_blk (tma, no tensor maps)", m.desc->ops->gemm_fp8_blk(&c, &a), 2,
                    (const char *[]){"memra_k_fp8blk_quant", "memra_k_fp8blk_wgmma_mb"}, (const int[]){0, 0});
-    ok &= close_mod(&m, 1);
+    ok &= close_mod(&m, 2);
     g_no_tmap = 0;
     /* MEMRA_FP8BLK_WGMMA=bar: the warpgroups in step through CTA barriers */
     g_wgmma_knob = "bar";
@@ -804,7 +810,7 @@ static int case_fp8blk(const char *so)
     c = call_of(&m);
     ok &= launched("gemm_fp8_blk (MEMRA_FP8BLK_WGMMA=bar)", m.desc->ops->gemm_fp8_blk(&c, &a), 2,
                    (const char *[]){"memra_k_fp8blk_quant", "memra_k_fp8blk_wgmma"}, (const int[]){0, 0});
-    ok &= close_mod(&m, 1);
+    ok &= close_mod(&m, 2);
     g_wgmma_knob = NULL;
     return ok;
 }
