@@ -76,7 +76,7 @@
 #               gemm_kr; other lanes DECLINED),
 #               under the native and the forced cuda profile, compute-sanitizer memcheck and
 #               racecheck of that check, memra bench moe --device 0 at MOE_M (default
-#               "512 4096") for MOE_FORMATS (default "q8_0 fp8blk"), both routings, with
+#               "512 4096") for MOE_FORMATS (default "q8_0 fp8blk"; fp8blk_own: fp8blk with gemm_fp8_blk preferred on the fp8blk module, so the loop and dense arms run memra's own kernel), both routings, with
 #               MEMRA_F16_BUDGET_MB=0 (the floor, where the GPU lane is), receipts to $R (the
 #               grouped arm beside a loop of per-expert memra_matmul calls; a lane the GPU does
 #               not serve times the loop alone and says why), then make_layer_files.py
@@ -560,7 +560,7 @@ step_python() {
 
 # Before/after a change: the trees in .before/ and, when present, .mid/ (carried
 # ignored; e.g. `git archive COMMIT | tar -x -C .before`) are built beside this one,
-# then `memra bench 27b` runs from every build in turn (before, mid, after), AB_RUNS
+# then `memra bench 27b` runs from every build in turn (the order rotating per round), AB_RUNS
 # times each per m (AB_M, default "512 4096"); bench/ab_compare.py takes the medians
 # per (shape, arm) for each pair (mid against before: issue 15's layout alone; after
 # against mid: everything since; after against before: the whole).
@@ -580,7 +580,13 @@ step_ab() {
   for mm in ${AB_M:-512 4096}; do
     local fb=() fm=() fa=()
     for i in $(seq 1 ${AB_RUNS:-3}); do
-      for side in $sides; do
+      # the order rotates per round (round i starts at side i-1): run r4 ran before, mid, after in
+      # every round and every later side came out faster on the cuBLASLt arms (0.87-0.93), while
+      # one tree's own two runs differed by up to 1.16x there: the first process of a round meets
+      # a colder machine; with AB_RUNS a multiple of the side count each side is first equally often
+      local -a sl=($sides); local nside=${#sl[@]} o order=""
+      for o in $(seq 0 $((nside - 1))); do order="$order ${sl[$(( (o + i - 1) % nside ))]}"; done
+      for side in $order; do
         local bin=$M
         [ $side != after ] && bin=/tmp/memra-$side/bin/memra
         local f=$R/ab_27b_m${mm}_${side}_$i.json
@@ -599,6 +605,14 @@ step_ab() {
       python3 bench/ab_compare.py $(pairs fm fa) > "$L/ab_m${mm}_after_mid.txt" 2>&1
       say "ab m=$mm after against mid: exit $?"
       grep "^AB " "$L/ab_m${mm}_after_mid.txt" >> "$S"
+    fi
+    # the noise: one tree against itself (its first run against each later one)
+    if [ ${#fa[@]} -ge 2 ]; then
+      local self=() j
+      for j in $(seq 1 $((${#fa[@]} - 1))); do self+=("${fa[0]}" "${fa[$j]}"); done
+      python3 bench/ab_compare.py "${self[@]}" > "$L/ab_m${mm}_after_self.txt" 2>&1
+      say "ab m=$mm after against itself (the noise): exit $?"
+      grep "^AB " "$L/ab_m${mm}_after_self.txt" >> "$S"
     fi
   done
 }
@@ -679,6 +693,16 @@ PY
   say "model: $((SECONDS - t)) s"
 }
 
+# One `memra bench moe` at budget 0: moe_bench FORMAT M TIMEOUT. FORMAT fp8blk_own is fp8blk with
+# gemm_fp8_blk preferred on the fp8blk module, so that the loop and dense arms run memra's own
+# block kernel (the grouped call's family) rather than the sm90 module's cuBLASLt lane
+moe_bench() {
+  local fm=$1 mm=$2 env=(MEMRA_F16_BUDGET_MB=0) f=$1
+  [ "$fm" = fp8blk_own ] && env+=(MEMRA_PREFER=gemm_fp8_blk=fp8blk) && f=fp8blk
+  env "${env[@]}" timeout $3 $M bench moe --device 0 --m $mm --format $f \
+    --json $R/bench_moe_${fm}_m${mm}_$TAG.json > "$L/bench_moe_${fm}_m$mm.txt" 2>&1
+}
+
 step_moe() {
   local t=$SECONDS d=/tmp/memra-moe mm f n fm
   ( cd $B && timeout 300 ctest -R 'experts|gpu_runtime_mmq|fake_routing' --output-on-failure --timeout 200 ) \
@@ -690,8 +714,7 @@ step_moe() {
   grep -E " FAIL|q8_0r E8" "$L/moe_check.log" | head -8 >> "$S"
   if [ "${MOE_QUICK:-0}" = 1 ]; then   # a short call: the tests, the check and the bench only
     for fm in ${MOE_FORMATS:-q8_0}; do for mm in ${MOE_M:-512}; do
-      MEMRA_F16_BUDGET_MB=0 timeout 200 $M bench moe --device 0 --m $mm --format $fm \
-        --json $R/bench_moe_${fm}_m${mm}_$TAG.json > "$L/bench_moe_${fm}_m$mm.txt" 2>&1
+      moe_bench $fm $mm 200
       say "memra bench moe $fm m=$mm: exit $?"
       grep -E "^(qwen3moe|mixtral)|INVALID|FAIL|not run" "$L/bench_moe_${fm}_m$mm.txt" | cut -c1-200 | head -16 >> "$S"
     done; done
@@ -708,8 +731,7 @@ step_moe() {
   say "check gemm_experts --device host: exit $? $(grep -E 'passed, ' "$L/moe_check_host.log")"
   for fm in ${MOE_FORMATS:-q8_0 fp8blk}; do
     for mm in ${MOE_M:-512 4096}; do
-      MEMRA_F16_BUDGET_MB=0 timeout 500 $M bench moe --device 0 --m $mm --format $fm \
-        --json $R/bench_moe_${fm}_m${mm}_$TAG.json > "$L/bench_moe_${fm}_m$mm.txt" 2>&1
+      moe_bench $fm $mm 500
       say "memra bench moe $fm m=$mm: exit $?"
       grep -E "^(qwen3moe|mixtral)|INVALID|FAIL|not run" "$L/bench_moe_${fm}_m$mm.txt" | cut -c1-200 | head -16 >> "$S"
     done
