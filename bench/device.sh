@@ -67,6 +67,8 @@
 #               MEMRA_ARCH=1:cuda
 #   moesan      the four sanitizer tools over gemm_experts (mmq check with a forced split,
 #               test_gpu_experts fp8blk and split_q6_k), each in its own process
+#   fp8xe       the fp8blk grouped lane's 128 x 256 tile (MEMRA_FP8BLK_XE_WIDE 0 / 1): bench moe with the
+#               fp8blk module preferred, the GPU tests, the check and the four tools (see step_fp8xe)
 #   moesweep    the grouped floor's launch choices on the Mixtral-like rows (MEMRA_MMQ_XE_BM x
 #               MEMRA_MMQ_XE_SPLIT, see step_moesweep), then the forced split's check and memcheck
 #   moe         issue 30, mixture-of-experts: ctest -R 'experts|gpu_runtime_mmq|fake_routing'
@@ -765,7 +767,7 @@ step_moe() {
 step_moesweep() {
   local t=$SECONDS fm mm bm sp f
   for fm in ${MOE_SWEEP_FORMATS:-q8_0}; do for mm in ${MOE_M:-512}; do
-    for bm in ${MOE_SWEEP_BM:-0 128}; do for sp in ${MOE_SWEEP_SPLIT:-0 1 2 3}; do
+    for bm in ${MOE_SWEEP_BM:-0 32 64 128}; do for sp in ${MOE_SWEEP_SPLIT:-0 1 2 3}; do
       f="$L/moesweep_${fm}_m${mm}_bm${bm}_s${sp}.txt"
       MEMRA_F16_BUDGET_MB=0 MEMRA_MMQ_XE_BM=$bm MEMRA_MMQ_XE_SPLIT=$sp timeout 200 $M bench moe --device 0 \
         --sheet mixtral --routing uniform --m $mm --format $fm --json $R/moesweep_${fm}_m${mm}_bm${bm}_s${sp}_$TAG.json \
@@ -780,6 +782,36 @@ step_moesweep() {
     --show-backtrace no $M check --device 0 --op gemm_experts --module mmq --quick > "$L/moesweep_san_split3.log" 2>&1
   say "sanitize memcheck check gemm_experts mmq (split 3): exit $? reports $(san_count memcheck "$L/moesweep_san_split3.log")"
   say "moesweep: $((SECONDS - t)) s"
+}
+
+# The fp8blk grouped lane's 128 x 256 tile (MEMRA_FP8BLK_XE_WIDE, opt-in until this step has run):
+# with the knob at 0 and at 1, memra bench moe fp8blk with the fp8blk module preferred (the loop and
+# dense arms on memra's own kernel, so "of dense" compares one kernel family) on both sheets and
+# routings at FP8XE_M (default 512); then with the knob at 1: test_gpu_experts fp8blk and
+# fp8blk_skew (bit for bit against the dense lane), memra check --op gemm_experts --module fp8blk,
+# and the four sanitizer tools over test_gpu_experts fp8blk, each in its own process
+step_fp8xe() {
+  local t=$SECONDS wd mm f c tool lg
+  for mm in ${FP8XE_M:-512}; do for wd in 0 1; do
+    f="$L/fp8xe_m${mm}_wide$wd.txt"
+    MEMRA_F16_BUDGET_MB=0 MEMRA_PREFER=gemm_fp8_blk=fp8blk MEMRA_FP8BLK_XE_WIDE=$wd timeout 300 $M bench moe --device 0 \
+      --m $mm --format fp8blk --json $R/fp8xe_m${mm}_wide${wd}_$TAG.json > "$f" 2>&1
+    say "fp8xe bench moe fp8blk (own dense) m=$mm XE_WIDE=$wd: exit $?"
+    grep -E "^(qwen3moe|mixtral)|INVALID" "$f" | awk '{print "  " $1, $2, $3, $5, "grouped", $8, "loop", $10, "dense", $17, "of dense", $19}' >> "$S"
+  done; done
+  for c in fp8blk fp8blk_skew; do
+    MEMRA_FP8BLK_XE_WIDE=1 timeout 200 $B/bin/test_gpu_experts $c > "$L/fp8xe_test_$c.log" 2>&1
+    say "test_gpu_experts $c (XE_WIDE=1): exit $?"
+  done
+  MEMRA_FP8BLK_XE_WIDE=1 timeout 200 $M check --device 0 --op gemm_experts --module fp8blk > "$L/fp8xe_check.log" 2>&1
+  say "check gemm_experts fp8blk (XE_WIDE=1): exit $? $(grep -E 'passed, ' "$L/fp8xe_check.log")"
+  for tool in ${FP8XE_TOOLS:-memcheck racecheck initcheck synccheck}; do
+    lg="$L/fp8xe_san_$tool.log"
+    MEMRA_ADMISSION=off MEMRA_FP8BLK_XE_WIDE=1 timeout 300 compute-sanitizer --tool $tool $(san_x $tool) --print-limit 0 \
+      --show-backtrace no $B/bin/test_gpu_experts fp8blk > "$lg" 2>&1
+    say "fp8xe $tool test_gpu_experts fp8blk (XE_WIDE=1): exit $? reports $(san_count $tool "$lg") ($(san_said "$lg"))"
+  done
+  say "fp8xe: $((SECONDS - t)) s"
 }
 
 # Issue 30's "four tools clean on the new kernels": memcheck, racecheck, initcheck and synccheck

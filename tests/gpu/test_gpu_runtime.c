@@ -238,12 +238,14 @@ static memra_status fake_scratch_get(memra_call *call, const char *name, size_t 
 static const char *g_wgmma_knob; /* MEMRA_FP8BLK_WGMMA as the module sees it (NULL: unset) */
 static const char *g_xe_bm_knob; /* MEMRA_MMQ_XE_BM likewise (read at init) */
 static const char *g_xe_split_knob; /* MEMRA_MMQ_XE_SPLIT likewise */
+static const char *g_xe_wide_knob;  /* MEMRA_FP8BLK_XE_WIDE likewise */
 static const char *fake_knob(const memra_device_caps *caps, const char *name)
 {
     (void)caps;
     if (strcmp(name, "MEMRA_FP8BLK_WGMMA") == 0) return g_wgmma_knob;
     if (strcmp(name, "MEMRA_MMQ_XE_BM") == 0) return g_xe_bm_knob;
     if (strcmp(name, "MEMRA_MMQ_XE_SPLIT") == 0) return g_xe_split_knob;
+    if (strcmp(name, "MEMRA_FP8BLK_XE_WIDE") == 0) return g_xe_wide_knob;
     return NULL; /* every other knob at its default */
 }
 static void *fake_library_open(const char *which)
@@ -654,6 +656,27 @@ static int fp8blk_experts_launch(mod *m, int rows, int E, float xsc, const char 
     return launched_exact(what, st, nl, want, (const int[]){0, 0, 0, 0}) && grid && exact64;
 }
 
+/* MEMRA_FP8BLK_XE_WIDE=1: the 128-row tiles on the 128 x 256 kernel, ceil(n / 256) = 2 columns
+ * of them for n = 300, the 64-row remainder tile as
+ * before on 3 columns; m = 300 rows over 8 experts. */
+static int fp8blk_experts_wide(mod *m)
+{
+    memra_call c = call_of(m);
+    memra_gemm_args a = gemm(300, 300, 256);
+    memra_gemm_experts_args ex = {.struct_size = sizeof ex, .lane = MEMRA_OP_gemm_fp8_blk, .n_experts = 8,
+                                  .ids = 0x60000000};
+    const memra_status st = m->desc->ops->gemm_experts(&c, &a, &ex);
+    const int grid = g_n_launched == 4 && g_grid_x[2] == 2 && g_grid_y[2] == 300 / 65 && g_block_x[2] == 256 &&
+                     g_grid_x[3] == 3 && g_grid_y[3] == 8 && g_block_x[3] == 128;
+    printf("    grids (wide): grouped %u x %u (%u), %u x %u (%u); want 2 x %d (256), 3 x 8 (128)  %s\n", g_grid_x[2],
+           g_grid_y[2], g_block_x[2], g_grid_x[3], g_grid_y[3], g_block_x[3], 300 / 65, grid ? "ok" : "FAIL");
+    return launched_exact("gemm_experts fp8_blk wide", st, 4,
+                          (const char *[]){"memra_k_fp8blk_experts_route", "memra_k_fp8blk_quant_sorted",
+                                           "memra_k_fp8blk_experts_wgmma_wide", "memra_k_fp8blk_experts_wgmma64"},
+                          (const int[]){0, 0, 0, 0}) &&
+           grid;
+}
+
 /* A gemm_experts call that must fail with `want` and launch nothing. */
 static int fp8blk_experts_refused(mod *m, const char *what, memra_gemm_args a, memra_gemm_experts_args ex,
                                   memra_status want)
@@ -736,6 +759,11 @@ static int case_fp8blk(const char *so)
     ok &= launched("fp8_nan_count (fp8blk)", m.desc->ops->fp8_nan_count(&c, 0x1000, 1 << 20, 0x2000), 1,
                    (const char *[]){"memra_k_fp8_nan_count"}, (const int[]){0});
     ok &= close_mod(&m, 2); /* fp8_weight, fp8blk */
+    g_xe_wide_knob = "1";
+    if (!open_mod(so, 90, &m)) return 0;
+    ok &= fp8blk_experts_wide(&m);
+    ok &= close_mod(&m, 2);
+    g_xe_wide_knob = NULL;
     /* MEMRA_FP8BLK_WGMMA=0: the mma.sync kernel (the sm_120 design) serves cc 9.0 */
     g_wgmma_knob = "0";
     if (!open_mod(so, 90, &m)) return 0;

@@ -643,9 +643,10 @@ memra_k_fp8blk_wgmma_wide(const unsigned char *__restrict__ w, const float *__re
     wg_mb_body<2>(w, grid, xq, xs, y, m, n, k, ldy, alpha);
 }
 
-/* wg_experts_tile<BM>: the CTA's tile-table tile (blockIdx.y; past *ntiles the whole CTA
- * returns, before any barrier) through wg_mb_tile<1, BM> on its expert's weight and grid. */
-template <int BM>
+/* wg_experts_tile<BM, NH>: the CTA's tile-table tile (blockIdx.y; past *ntiles the whole CTA
+ * returns, before any barrier) through wg_mb_tile<NH, BM> on its expert's weight and grid,
+ * weight rows (128 NH) blockIdx.x .. */
+template <int BM, int NH = 1>
 __device__ __forceinline__ void wg_experts_tile(const unsigned long long *__restrict__ wtab,
                                                 const unsigned long long *__restrict__ gtab,
                                                 const unsigned char *__restrict__ xq, const float *__restrict__ xs,
@@ -658,7 +659,7 @@ __device__ __forceinline__ void wg_experts_tile(const unsigned long long *__rest
     const int e = tiles[2 * t], s0 = tiles[2 * t + 1], end = offsets[e + 1];
     const unsigned char *w = reinterpret_cast<const unsigned char *>(wtab[e]);
     const float *grid = reinterpret_cast<const float *>(gtab[e]);
-    wg_mb_tile<1, BM>(w, grid, xq, xs, y, end, n, k, ldy, alpha, s0, (int)blockIdx.x * FP8BLK_WG_BN, m, perm);
+    wg_mb_tile<NH, BM>(w, grid, xq, xs, y, end, n, k, ldy, alpha, s0, (int)blockIdx.x * (128 * NH), m, perm);
 }
 
 /* ---- gemm_experts on the 128 x 128 mbarrier tile ------------------------------------
@@ -684,6 +685,24 @@ memra_k_fp8blk_experts_wgmma(const unsigned long long *__restrict__ wtab, const 
                              int m, int n, int k, long long ldy, float alpha)
 {
     wg_experts_tile<128>(wtab, gtab, xq, xs, offsets, perm, tiles, ntiles, y, m, n, k, ldy, alpha);
+}
+
+/*   memra_k_fp8blk_experts_wgmma_wide  the same tile table on memra_k_fp8blk_wgmma_wide's
+ *                         128 x 256 tile (wg_mb_tile<2>: each warpgroup's 64 x 256 as two
+ *                         64 x 128 halves, the same wgmmas and fold per half, so bit for
+ *                         bit the 128 x 128 tile's outputs), grid (ceil(n / 256), the
+ *                         worst-case tile count): a quarter fewer operand bytes per FLOP
+ *                         on long expert rows. Opt-in (MEMRA_FP8BLK_XE_WIDE=1) until
+ *                         measured. */
+extern "C" __global__ void __launch_bounds__(FP8BLK_WG_THREADS, 1)
+memra_k_fp8blk_experts_wgmma_wide(const unsigned long long *__restrict__ wtab,
+                                  const unsigned long long *__restrict__ gtab, const unsigned char *__restrict__ xq,
+                                  const float *__restrict__ xs, const int *__restrict__ offsets,
+                                  const int *__restrict__ perm, const int *__restrict__ tiles,
+                                  const int *__restrict__ ntiles, float *__restrict__ y, int m, int n, int k,
+                                  long long ldy, float alpha)
+{
+    wg_experts_tile<128, 2>(wtab, gtab, xq, xs, offsets, perm, tiles, ntiles, y, m, n, k, ldy, alpha);
 }
 
 /*   memra_k_fp8blk_experts_wgmma64  the same on a 64-row tile: one warpgroup (128

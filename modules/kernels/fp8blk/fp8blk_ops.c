@@ -30,6 +30,7 @@ typedef struct fp8blk_state {
      * quantisers in expert order and the grouped 128 x 128 tile; NULL elsewhere (the op declines) */
     CUfunction xe_route, xe_quant, xe_quant_given, xe_gemm;
     CUfunction xe_gemm64; /* the 64-row remainder tile, or NULL: one table of 128-row tiles */
+    CUfunction xe_wide;   /* MEMRA_FP8BLK_XE_WIDE=1: the 128-row tiles on 128 x 256 (experts_wgmma_wide), or NULL */
     memra__fp8blk_variant variant;
     memra__fp8blk_tile tile; /* the tile the loaded gemm kernel was compiled with */
     unsigned threads;
@@ -195,8 +196,11 @@ static void fp8blk_load_wgmma(memra__gpu *q, fp8blk_state *fb, CUmodule m)
         }
         fb->xe_gemm = wgmma_function(q, fb, m, "memra_k_fp8blk_experts_wgmma", FP8BLK_WG_SMEM_BYTES_OF(1));
         fb->xe_gemm64 = wgmma_function(q, fb, m, "memra_k_fp8blk_experts_wgmma64", FP8BLK_XE64_SMEM_BYTES);
+        const char *xw = memra__gpu_knob(q, "MEMRA_FP8BLK_XE_WIDE");
+        if (xw != NULL && strcmp(xw, "1") == 0)
+            fb->xe_wide = wgmma_function(q, fb, m, "memra_k_fp8blk_experts_wgmma_wide", FP8BLK_WG_SMEM_BYTES_OF(2));
         if (fb->xe_route == NULL || fb->xe_quant == NULL || fb->xe_quant_given == NULL)
-            fb->xe_gemm = NULL;
+            fb->xe_gemm = fb->xe_wide = NULL;
     }
 }
 
@@ -435,6 +439,8 @@ static memra_status gemm_fp8_blk(memra_call *call, const memra_gemm_args *a, con
  *   memra_k_fp8blk_experts_wgmma       the grouped 128 x 128 tile on (ceil(n / 128),
  *                                      tiles_max), CTAs past the table's count exiting;
  *                                      outputs scattered to y[perm[s]];
+ *                                      (MEMRA_FP8BLK_XE_WIDE=1: memra_k_fp8blk_experts_wgmma_wide,
+ *                                      the same table on 128 x 256, ceil(n / 256) columns);
  *   memra_k_fp8blk_experts_wgmma64     the 64 x 128 tile (one warpgroup, two CTAs an SM)
  *                                      on (ceil(n / 128), tiles2_max) for the second
  *                                      table: an expert whose rows past its 128-row
@@ -520,9 +526,13 @@ memra_status memra__fp8blk_gemm_experts(memra_call *call, const memra_gemm_args 
                                   (void *[]){&x, &perm, &offsets, &ee, &m, &k, &xq, &xs}, 0);
     if (st != MEMRA_STATUS_OK) return st;
     const unsigned nx = (unsigned)((n + FP8BLK_WG_BN - 1) / FP8BLK_WG_BN);
+    const int wide = fb->xe_wide != NULL;
     if (tiles_max > 0)
-        st = memra__gpu_launch_ex(q, fb->xe_gemm, "memra_k_fp8blk_experts_wgmma", nx, (unsigned)tiles_max, 1,
-                                  FP8BLK_WG_THREADS, FP8BLK_WG_SMEM_BYTES_OF(1), call->stream,
+        st = memra__gpu_launch_ex(q, wide ? fb->xe_wide : fb->xe_gemm,
+                                  wide ? "memra_k_fp8blk_experts_wgmma_wide" : "memra_k_fp8blk_experts_wgmma",
+                                  wide ? (unsigned)((n + 2 * FP8BLK_WG_BN - 1) / (2 * FP8BLK_WG_BN)) : nx,
+                                  (unsigned)tiles_max, 1, FP8BLK_WG_THREADS,
+                                  wide ? FP8BLK_WG_SMEM_BYTES_OF(2) : FP8BLK_WG_SMEM_BYTES_OF(1), call->stream,
                                   (void *[]){&w, &grid, &xq, &xs, &offsets, &perm, &tiles, &ntiles, &y, &m, &n, &k, &ldy,
                                              &alpha},
                                   0);
