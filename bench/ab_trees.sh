@@ -13,6 +13,7 @@ cd "$(git rev-parse --show-toplevel)"
 tree() { # tree COMMIT DIR
   rm -rf "$2" && mkdir "$2"
   git archive "$1" -- . ':(exclude)bench/logs' ':(exclude)bench/receipts' | tar -x -C "$2"
+  git rev-parse --short "$1" > "$2/.memra-commit"   # the build's commit (tools/CMakeLists.txt reads it)
   echo "$2: $(git rev-parse --short "$1"), $(du -sh "$2" | cut -f1)"
 }
 tree "$1" .before

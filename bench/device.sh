@@ -465,6 +465,12 @@ step_fp8san() {
   local t mo
   for mo in ${FP8_SAN_MODULES:-fp8blk sm90}; do
     for t in memcheck racecheck initcheck synccheck; do
+      # the sm90 block lane's initcheck ran into its 300 s limit twice (runs q2, r3) with the same
+      # 227104 reports of memra's row copy reading cuBLASLt's TMA-stored output: FP8_SAN_SM90_INIT=1 to run it
+      if [ $mo = sm90 ] && [ $t = initcheck ] && [ "${FP8_SAN_SM90_INIT:-0}" != 1 ]; then
+        say "sanitize initcheck gemm_fp8_blk sm90: skipped (FP8_SAN_SM90_INIT=1 runs it; runs q2, r3: 300 s limit, 227104 reads of cuBLASLt's TMA-stored output)"
+        continue
+      fi
       MEMRA_ADMISSION=off timeout 300 compute-sanitizer --tool $t $(san_x $t) --print-limit 0 $M check --device 0 --op gemm_fp8_blk \
         --module $mo --quick > "$L/fp8_san_${mo}_$t.log" 2>&1
       say "sanitize $t gemm_fp8_blk $mo: exit $? reports $(san_count $t "$L/fp8_san_${mo}_$t.log") ($(san_said "$L/fp8_san_${mo}_$t.log"))"
@@ -574,8 +580,11 @@ step_ab() {
   for side in $sides; do
     [ $side = after ] && continue
     local BB=/tmp/memra-$side
+    # GIT_EXECUTABLE=/bin/false: a tree older than the .memra-commit reader would take the enclosing
+    # checkout's HEAD for its own commit (run r4's before and mid receipts named it); this way it
+    # says "unknown", or the .memra-commit bench/ab_trees.sh wrote
     if ! { cmake -S .$side -B $BB -G Ninja -DCMAKE_BUILD_TYPE=Release -DMEMRA_GPU_MODULES=ON -DMEMRA_WERROR=OFF \
-             -DBUILD_TESTING=OFF && cmake --build $BB -j16; } > "$L/build_$side.log" 2>&1; then
+             -DBUILD_TESTING=OFF -DGIT_EXECUTABLE=/bin/false && cmake --build $BB -j16; } > "$L/build_$side.log" 2>&1; then
       tail -20 "$L/build_$side.log"; say "ab: the $side build FAILED"; return 1
     fi
   done

@@ -34,6 +34,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "memra/file.h"
 #include "memra/formats.h"
@@ -69,7 +70,7 @@ static const char k_usage[] =
     "  follows the device's policy and f16 budget, printed per arm)\n"
     "  --model FILE: the file's expert groups (memra model ls) instead of the sheets, at each m,\n"
     "  both routings (top-8 for 64 experts or more, else top-2)\n"
-    "  --json writes the receipt (memra-bench-moe v1; '-': stdout, the table then on stderr).\n";
+    "  --json writes the receipt (memra-bench-moe v3; '-': stdout, the table then on stderr).\n";
 static const struct option k_opts[] = {
     {"m", required_argument, NULL, 'm'},       {"reps", required_argument, NULL, 'r'},
     {"sheet", required_argument, NULL, 'S'},   {"routing", required_argument, NULL, 'R'},
@@ -545,11 +546,21 @@ int memra_tool_bench_moe(int argc, char **argv)
     printf("%-30s %6s %-7s %9s %5s %10s %8s %10s %8s %9s %14s %14s %9s %8s %8s  %s\n", "shape", "m", "routing",
            "experts", "most", "grouped ms", "spread", "loop ms", "spread", "loop/grp", "grouped rate", "loop rate",
            "dense ms", "spread", "of dense", "agree (lane)");
-    if (jf)
-        fprintf(jf, "{\"format\":\"memra-bench-moe\",\"version\":2,\"memra\":\"%s\",\"device\":\"%s\",\"cc\":%d,"
+    if (jf) {
+        /* version 3 adds timestamp, commit and host (as memra-bench's version 2 has them) */
+        char ts[32], host[256] = "unknown";
+        tool_utc_timestamp(ts, sizeof ts);
+        if (gethostname(host, sizeof host) != 0) snprintf(host, sizeof host, "unknown");
+        host[sizeof host - 1] = '\0';
+        fprintf(jf, "{\"format\":\"memra-bench-moe\",\"version\":3,\"timestamp\":\"%s\",\"commit\":", ts);
+        tool_json_str(jf, MEMRA_GIT_COMMIT);
+        fprintf(jf, ",\"host\":");
+        tool_json_str(jf, host);
+        fprintf(jf, ",\"memra\":\"%s\",\"device\":\"%s\",\"cc\":%d,"
                     "\"driver_version\":%d,\"weight_format\":\"%s\",\"reps\":%lld,\"seed\":%llu,\"div\":%d,\"rows\":[",
                 memra_version(), caps->name, caps->cc, memra_driver_version(rt), model ? "model" : fname,
                 (long long)reps, (unsigned long long)seed, model ? 1 : div);
+    }
     int first = 1;
     double logsum = 0;
     for (int64_t mi = 0; model != NULL && mi < nm && rc == 0; mi++)

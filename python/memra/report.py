@@ -195,9 +195,10 @@ def rows_of(d, path):
     elif fmt == "memra-bench-moe":
         # memra bench moe (issue 30): per (sheet, projection, routing) the grouped call and the loop of
         # per-expert calls; ratio = loop time / grouped time for the grouped row (the loop is the baseline);
-        # version 2 adds the dense arm (the same lane over all rows: the same FLOPs in one GEMM)
-        if d.get("version") not in (1, 2):
-            raise ReceiptError("%s: memra-bench-moe version %r is newer than this report reads (1, 2)" % (path, d.get("version")))
+        # version 2 adds the dense arm (the same lane over all rows: the same FLOPs in one GEMM), version 3
+        # timestamp, commit and host
+        if d.get("version") not in (1, 2, 3):
+            raise ReceiptError("%s: memra-bench-moe version %r is newer than this report reads (1, 2, 3)" % (path, d.get("version")))
         if d.get("complete") is False:
             raise ReceiptError("%s: an incomplete memra-bench-moe receipt" % path)
         for r in d.get("rows", []):

@@ -129,8 +129,10 @@ def test_report_reads_every_committed_receipt():
             assert r["gpu"] == "NVIDIA H200" and r["memra"] == "0.1.0"
             # (the first torch-op receipts, run p2, were written before the script recorded the driver)
             assert r["driver"] == "13.0" or (d.get("mode") == "python" and "driver_version" not in d), (p, r["driver"])
-            if d.get("version", 1) == 1:
-                assert r["commit"] == "-" and r["machine"] == "-"  # version 1 has neither
+            # commit and host from memra-bench version 2 and memra-bench-moe version 3 on
+            first = 3 if d["format"] == "memra-bench-moe" else 2
+            if d.get("version", 1) < first:
+                assert r["commit"] == "-" and r["machine"] == "-"  # earlier versions have neither
             else:
                 assert r["commit"] not in ("-", "") and r["machine"] not in ("-", "")
             if r["median_ms"]:
