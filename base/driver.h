@@ -26,6 +26,26 @@ typedef uint64_t CUdeviceptr;
 typedef int CUdevice_attribute;
 typedef int CUjit_option;
 
+/* cuMemcpy2DAsync's argument (the driver API's CUDA_MEMCPY2D, its v2 layout: sizes as
+ * size_t; memory types 1 host, 2 device). The array members stay NULL here. */
+typedef struct memra__cu_memcpy2d {
+    size_t src_x_bytes, src_y;
+    int src_type;
+    const void *src_host;
+    CUdeviceptr src_device;
+    void *src_array;
+    size_t src_pitch;
+    size_t dst_x_bytes, dst_y;
+    int dst_type;
+    void *dst_host;
+    CUdeviceptr dst_device;
+    void *dst_array;
+    size_t dst_pitch;
+    size_t width_bytes, height;
+} memra__cu_memcpy2d;
+#define MEMRA__CU_MEMORYTYPE_HOST 1
+#define MEMRA__CU_MEMORYTYPE_DEVICE 2
+
 #define MEMRA__CUDA_SUCCESS 0
 #define MEMRA__CUDA_ERROR_NO_DEVICE 100
 #define MEMRA__CUDA_ERROR_STUB_LIBRARY 34

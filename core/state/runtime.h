@@ -237,6 +237,7 @@ struct memra_device {
     CUresult (*cu_memcpy_dtod_async)(CUdeviceptr dst, CUdeviceptr src, size_t bytes, CUstream s);
     CUresult (*cu_mem_alloc_host)(void **p, size_t bytes);
     CUresult (*cu_mem_free_host)(void *p);
+    CUresult (*cu_memcpy_2d_async)(const memra__cu_memcpy2d *p, CUstream s); /* optional: NULL, row by row */
 
     pthread_mutex_t image_lock;
     memra__loaded_image *images;

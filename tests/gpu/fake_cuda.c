@@ -113,9 +113,11 @@ static CUresult f_cuMemGetInfo(size_t *fr, size_t *t)
     *fr = g_mem[d] / 8 * 7;
     return OK;
 }
+static atomic_int g_copies; /* every memcpy entry point's calls (a 2D copy counts once) */
 static CUresult f_cuMemcpy(uint64_t dst, uint64_t src, size_t b)
 {
     memmove((void *)(uintptr_t)dst, (const void *)(uintptr_t)src, b);
+    atomic_fetch_add(&g_copies, 1);
     return OK;
 }
 static CUresult f_cuMemcpyHtoD(uint64_t dst, const void *src, size_t b) { return f_cuMemcpy(dst, (uint64_t)(uintptr_t)src, b); }
@@ -123,6 +125,31 @@ static CUresult f_cuMemcpyDtoH(void *dst, uint64_t src, size_t b) { return f_cuM
 static CUresult f_cuMemcpyHtoDAsync(uint64_t dst, const void *src, size_t b, void *s) { (void)s; return f_cuMemcpyHtoD(dst, src, b); }
 static CUresult f_cuMemcpyDtoHAsync(void *dst, uint64_t src, size_t b, void *s) { (void)s; return f_cuMemcpyDtoH(dst, src, b); }
 static CUresult f_cuMemcpyDtoDAsync(uint64_t dst, uint64_t src, size_t b, void *s) { (void)s; return f_cuMemcpy(dst, src, b); }
+/* cuMemcpy2DAsync (CUDA_MEMCPY2D's v2 layout; host and device memory are both host memory here) */
+typedef struct fake_memcpy2d {
+    size_t sx, sy;
+    int st;
+    const void *sh;
+    uint64_t sd;
+    void *sa;
+    size_t sp, dx, dy;
+    int dt;
+    void *dh;
+    uint64_t dd;
+    void *da;
+    size_t dp, w, h;
+} fake_memcpy2d;
+static CUresult f_cuMemcpy2DAsync(const fake_memcpy2d *c, void *s)
+{
+    (void)s;
+    if (c == NULL || c->sp < c->w || c->dp < c->w || c->sa != NULL || c->da != NULL) return ERR_INVALID_VALUE;
+    const char *src = c->st == 1 ? (const char *)c->sh : (const char *)(uintptr_t)c->sd;
+    char *dst = c->dt == 1 ? (char *)c->dh : (char *)(uintptr_t)c->dd;
+    for (size_t r = 0; r < c->h; r++)
+        memmove(dst + (c->dy + r) * c->dp + c->dx, src + (c->sy + r) * c->sp + c->sx, c->w);
+    atomic_fetch_add(&g_copies, 1);
+    return OK;
+}
 static CUresult f_cuMemAllocHost(void **p, size_t b)
 {
     *p = calloc(1, b ? b : 1);
@@ -162,13 +189,15 @@ static const entry k_entries[] = {
     E(cuDeviceGetName), E(cuDeviceGetAttribute), E(cuDeviceTotalMem), E(cuDevicePrimaryCtxRetain),
     E(cuDevicePrimaryCtxRelease), E(cuCtxPushCurrent), E(cuCtxPopCurrent), E(cuCtxSetCurrent), E(cuCtxGetCurrent),
     E(cuMemAlloc), E(cuMemFree), E(cuMemGetInfo), E(cuMemcpyHtoD), E(cuMemcpyDtoH), E(cuMemcpyHtoDAsync),
-    E(cuMemcpyDtoHAsync), E(cuMemcpyDtoDAsync), E(cuMemAllocHost), E(cuMemFreeHost), E(cuMemsetD8Async), E(cuMemsetD32Async), E(cuStreamCreate), E(cuEventCreate),
+    E(cuMemcpyDtoHAsync), E(cuMemcpyDtoDAsync), E(cuMemcpy2DAsync), E(cuMemAllocHost), E(cuMemFreeHost), E(cuMemsetD8Async), E(cuMemsetD32Async), E(cuStreamCreate), E(cuEventCreate),
     E(cuStreamIsCapturing), E(cuEventElapsedTime), E(cuModuleLoadData), E(cuModuleUnload), E(cuModuleGetFunction),
     {"cuMemcpyDtoD", (void (*)(void))f_cuMemcpy}, {"cuOccupancyMaxActiveBlocksPerMultiprocessor", (void (*)(void))f_cuOccupancy},
 };
 
 int memra_fake_cuda_modules_loaded(void);
 int memra_fake_cuda_modules_loaded(void) { return atomic_load(&g_modules); }
+int memra_fake_cuda_copies(void);
+int memra_fake_cuda_copies(void) { return atomic_load(&g_copies); }
 
 CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int version, uint64_t flags, int *status);
 CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int version, uint64_t flags, int *status)

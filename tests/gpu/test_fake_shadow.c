@@ -17,8 +17,18 @@
  *             the unload; the run waited for and its GPU side freed), then no
  *             more samples; a stop after it finds no shadow (NOT_FOUND).
  *   close     memra_close with a run pending (freed there; ASan's leak check).
+ *   rows      the judged rows and the copies: y holds 7.0 in row 2 only, the fake's
+ *             kernels write nothing, so the shadow's output is all zeros; with M = 20
+ *             the rows judged are 0, 2, .., 14 (stride (M - 1) / 7 = 2), so the first
+ *             judged sample must roll back naming y[2, 0] with the incumbent's 7 (a
+ *             copy at any other stride would carry zeros and agree); and a sampled
+ *             call enqueues 4 copies (the activation, the incumbent's rows in one
+ *             strided copy, their read-back and the shadow's strided read-back): the
+ *             one sample of the 4 calls (the second sampled call judges it and rolls
+ *             back) makes 4, where copying row by row made 25.
  * The numerics of a real run are tests/gpu/test_gpu_shadow.c's (label gpu).
- *   test_fake_shadow FAKE_CUDA_SO agree|rollback|unload|close */
+ *   test_fake_shadow FAKE_CUDA_SO agree|rollback|unload|close|rows */
+#include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -92,7 +102,7 @@ static void close_fake(void)
 int main(int argc, char **argv)
 {
     if (argc < 3) {
-        fprintf(stderr, "usage: test_fake_shadow FAKE_CUDA_SO agree|rollback|unload|close\n");
+        fprintf(stderr, "usage: test_fake_shadow FAKE_CUDA_SO agree|rollback|unload|close|rows\n");
         return 2;
     }
     const char *c = argv[2];
@@ -140,6 +150,29 @@ int main(int argc, char **argv)
         const char *names[4];
         const int n = memra_routing_get(g_dev, op, names, 4);
         for (int l = 0; l < n; l++) CHECK(strcmp(names[l], "mmq") != 0);
+    } else if (strcmp(c, "rows") == 0) {
+        void *fake = dlopen(argv[1], RTLD_NOW | RTLD_NOLOAD); /* the driver memra opened */
+        int (*copies)(void) = NULL;
+        if (fake != NULL) *(void **)&copies = dlsym(fake, "memra_fake_cuda_copies");
+        CHECK(copies != NULL);
+        float *y = calloc((size_t)M * N, sizeof *y);
+        CHECK(y != NULL);
+        for (int j = 0; j < N; j++) y[2 * N + j] = 7.0f;
+        CHECK_OK(memra_buffer_write(g_y, 0, y, (size_t)M * N * sizeof *y));
+        free(y);
+        const int c0 = copies();
+        int calls = 0;
+        while (calls < 40 && info().state == MEMRA_SHADOW_WATCHING) call(), calls++;
+        memra_shadow_info i = info();
+        const int nc = copies() - c0;
+        printf("rolled back after %d calls, %d copies\n", calls, nc);
+        CHECK_INT_EQ(i.state, MEMRA_SHADOW_ROLLED_BACK);
+        CHECK_INT_EQ(calls, 4);
+        CHECK_STR_CONTAINS(i.reason, "y[2,0]");
+        CHECK_STR_CONTAINS(i.reason, "incumbent 7,");
+        CHECK_INT_EQ(i.samples, 1);
+        CHECK_INT_EQ(nc, 4);
+        dlclose(fake);
     } else if (strcmp(c, "unload") == 0) {
         call(), call(); /* a run pending */
         CHECK(info().samples == 1);
