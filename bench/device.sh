@@ -543,6 +543,21 @@ step_ncu() {
     --section WarpStateStats --metrics "$mets" \
     -k regex:memra_k_gemm_kr --launch-skip 2 -c 2 $T sweep_kr q4_k 4096 0 > "$L/ncu_kr.txt" 2>&1
   say "ncu gemm_kr q4_k: exit $?"
+  # the grouped floor against the dense one on the Mixtral-like gate rows (issue 30's 0.73x of dense),
+  # m = 512 tokens, top-2 of 8 (1024 rows), the same sections and stalls (NCU_MOE=0 skips it): the
+  # grouped tile's launches of the first timed rounds, and the dense arm's gemm_q8_0r (the ninth
+  # gemm_q8_0r launch: the first round runs grouped, the loop's 8 per-expert calls, then dense)
+  if [ "${NCU_MOE:-1}" = 1 ]; then
+    local side k skip
+    for side in grouped dense; do
+      k=memra_k_experts_q8_0r skip=1; [ $side = dense ] && k=memra_k_gemm_q8_0r skip=8
+      MEMRA_ADMISSION=off MEMRA_F16_BUDGET_MB=0 timeout 200 ncu --clock-control none --section SpeedOfLight \
+        --section Occupancy --section MemoryWorkloadAnalysis --section WarpStateStats --metrics "$mets" \
+        -k regex:$k --launch-skip $skip -c 1 $M bench moe --device 0 --sheet mixtral --routing uniform --m 512 \
+        --format q8_0 --reps 1 > "$L/ncu_moe_$side.txt" 2>&1
+      say "ncu bench moe q8_0 mixtral gate ($side): exit $?"
+    done
+  fi
 }
 
 step_python() {
