@@ -70,7 +70,8 @@
 #   fp8xe       the fp8blk grouped lane's 128 x 256 tile (MEMRA_FP8BLK_XE_WIDE 0 / 1): bench moe with the
 #               fp8blk module preferred, the GPU tests, the check and the four tools (see step_fp8xe)
 #   moesweep    the grouped floor's launch choices on the Mixtral-like rows (MEMRA_MMQ_XE_BM x
-#               MEMRA_MMQ_XE_SPLIT, see step_moesweep), then the forced split's check and memcheck
+#               MEMRA_MMQ_XE_SPLIT, then MEMRA_MMQ_XE_MERGE 1 / 0 alternately, see step_moesweep), the
+#               merged launch's GPU tests, check and sanitizers, then the forced split's check and memcheck
 #   moe         issue 30, mixture-of-experts: ctest -R 'experts|gpu_runtime_mmq|fake_routing'
 #               (the grouped op, readers, tools; the GPU lane on the fake driver), memra check
 #               --device 0 --op gemm_experts (mmq's first GPU lane: gemm_q8_0r on Q8_0 records,
@@ -800,6 +801,28 @@ step_moesweep() {
       grep -E "^mixtral" "$f" | awk '{print "  " $1, $2, $3, "grouped", $8, "loop", $10, "dense", $17, "of dense", $19}' >> "$S"
     done; done
   done; done
+  # the full and remainder tiles in one launch (MEMRA_MMQ_XE_MERGE, opt-in until measured): merged and
+  # two-launch alternately, twice, on the Mixtral-like rows; then the GPU tests (bit for bit against
+  # the dense lane), the check and memcheck / racecheck with it on
+  local mg i c
+  for i in 1 2; do for mg in 1 0; do
+    f="$L/moesweep_${fm:-q8_0}_merge${mg}_$i.txt"
+    MEMRA_F16_BUDGET_MB=0 MEMRA_MMQ_XE_MERGE=$mg timeout 200 $M bench moe --device 0 --sheet mixtral --routing both \
+      --m ${MOE_M:-512} --format q8_0 --json $R/moesweep_q8_0_merge${mg}_${i}_$TAG.json > "$f" 2>&1
+    say "moesweep q8_0 XE_MERGE=$mg (round $i): exit $?"
+    grep -E "^mixtral" "$f" | awk '{print "  " $1, $2, $3, $5, "grouped", $8, "loop", $10, "dense", $17, "of dense", $19}' >> "$S"
+  done; done
+  for c in run skew q4_k q6_k split split_q6_k; do
+    MEMRA_MMQ_XE_MERGE=1 timeout 200 $B/bin/test_gpu_experts $c > "$L/moesweep_merge_test_$c.log" 2>&1
+    say "test_gpu_experts $c (XE_MERGE=1): exit $?"
+  done
+  MEMRA_MMQ_XE_MERGE=1 timeout 200 $M check --device 0 --op gemm_experts > "$L/moesweep_check_merge.log" 2>&1
+  say "check gemm_experts MEMRA_MMQ_XE_MERGE=1: exit $? $(grep -E 'passed, ' "$L/moesweep_check_merge.log")"
+  for c in memcheck racecheck; do
+    MEMRA_ADMISSION=off MEMRA_MMQ_XE_MERGE=1 timeout 300 compute-sanitizer --tool $c $(san_x $c) --print-limit 0 \
+      --show-backtrace no $B/bin/test_gpu_experts skew > "$L/moesweep_san_merge_$c.log" 2>&1
+    say "sanitize $c test_gpu_experts skew (XE_MERGE=1): exit $? reports $(san_count $c "$L/moesweep_san_merge_$c.log")"
+  done
   MEMRA_MMQ_XE_SPLIT=3 timeout 200 $M check --device 0 --op gemm_experts > "$L/moesweep_check_split3.log" 2>&1
   say "check gemm_experts MEMRA_MMQ_XE_SPLIT=3: exit $? $(grep -E 'passed, ' "$L/moesweep_check_split3.log")"
   MEMRA_ADMISSION=off MEMRA_MMQ_XE_SPLIT=3 timeout 300 compute-sanitizer --tool memcheck $(san_x memcheck) --print-limit 0 \

@@ -239,6 +239,7 @@ static const char *g_wgmma_knob; /* MEMRA_FP8BLK_WGMMA as the module sees it (NU
 static const char *g_xe_bm_knob; /* MEMRA_MMQ_XE_BM likewise (read at init) */
 static const char *g_xe_split_knob; /* MEMRA_MMQ_XE_SPLIT likewise */
 static const char *g_xe_wide_knob;  /* MEMRA_FP8BLK_XE_WIDE likewise */
+static const char *g_xe_merge_knob; /* MEMRA_MMQ_XE_MERGE likewise */
 static const char *fake_knob(const memra_device_caps *caps, const char *name)
 {
     (void)caps;
@@ -246,6 +247,7 @@ static const char *fake_knob(const memra_device_caps *caps, const char *name)
     if (strcmp(name, "MEMRA_MMQ_XE_BM") == 0) return g_xe_bm_knob;
     if (strcmp(name, "MEMRA_MMQ_XE_SPLIT") == 0) return g_xe_split_knob;
     if (strcmp(name, "MEMRA_FP8BLK_XE_WIDE") == 0) return g_xe_wide_knob;
+    if (strcmp(name, "MEMRA_MMQ_XE_MERGE") == 0) return g_xe_merge_knob;
     return NULL; /* every other knob at its default */
 }
 static void *fake_library_open(const char *which)
@@ -614,6 +616,18 @@ static int case_mmq(const char *so)
         ok &= k_ok && zs;
     }
     g_xe_split_knob = NULL;
+    ok &= close_mod(&m, 1);
+    /* MEMRA_MMQ_XE_MERGE=1: the full and the remainder tiles in one grid, the full tiles' worst
+     * case first (rows 0 .. 15) and the remainders' after it (16 .. 23), one dependent launch
+     * after the routing; where no remainder table exists (a mean of 12.5 rows: 32-row tiles
+     * only) the single table as before */
+    g_xe_merge_knob = "1";
+    if (!open_mod(so, 90, &m)) return 0;
+    ok &= experts_launch(&m, MEMRA_OP_gemm_q8_0r, 0, 1024, 8, "memra_k_experts_q8_0r_mt4r1", 3, 16 + 8, NULL, 0);
+    ok &= experts_launch(&m, MEMRA_OP_gemm_q8_0r, 0, 512, 8, "memra_k_experts_q8_0r_mt2r1", 3, 16 + 8, NULL, 0);
+    ok &= experts_launch(&m, MEMRA_OP_gemm_kr, MEMRA_FORMAT_Q6_K, 1024, 8, "memra_k_experts_kr_q6_k_mt4r1", 3, 16 + 8, NULL, 0);
+    ok &= experts_launch(&m, MEMRA_OP_gemm_q8_0r, 0, 100, 8, "memra_k_experts_q8_0r_mt1", 3, 4 + 8, NULL, 0);
+    g_xe_merge_knob = NULL;
     ok &= close_mod(&m, 1);
     return ok;
 }

@@ -1417,9 +1417,8 @@ struct xe_tile {
 template <int BM, int BN>
 __device__ __forceinline__ bool xe_tile_of(xe_tile &t, int *rs, const int *__restrict__ offsets,
                                            const int *__restrict__ perm, const int *__restrict__ tiles,
-                                           const int *__restrict__ ntiles, int n)
+                                           const int *__restrict__ ntiles, int n, int ti)
 {
-    const int ti = (int)blockIdx.y;
     if (ti >= *ntiles) return false;
     t.e = tiles[2 * ti];
     t.s0 = tiles[2 * ti + 1];
@@ -1499,10 +1498,10 @@ struct xe_cta {
 template <int MT, int NT>
 __device__ __forceinline__ bool xe_begin(xe_cta &c, int *rs, const unsigned long long *__restrict__ wtab, int n, int k,
                                          const int *__restrict__ offsets, const int *__restrict__ perm,
-                                         const int *__restrict__ tiles, const int *__restrict__ ntiles)
+                                         const int *__restrict__ tiles, const int *__restrict__ ntiles, int ti)
 {
     pdl_wait(); /* the tile table (and the q8_1 records before it) complete */
-    if (!xe_tile_of<32 * MT, 32 * NT>(c.t, rs, offsets, perm, tiles, ntiles, n)) return false;
+    if (!xe_tile_of<32 * MT, 32 * NT>(c.t, rs, offsets, perm, tiles, ntiles, n, ti)) return false;
     c.w = reinterpret_cast<const unsigned char *>(static_cast<uintptr_t>(wtab[c.t.e]));
     c.lane = threadIdx.x & 31;
     const int warp = threadIdx.x >> 5;
@@ -1519,13 +1518,13 @@ __device__ __forceinline__ void experts_q8_0r_body(const unsigned long long *__r
                                                    const int *__restrict__ offsets, const int *__restrict__ perm,
                                                    const int *__restrict__ tiles, const int *__restrict__ ntiles,
                                                    float *__restrict__ y, long long ldy, float alpha,
-                                                   float *__restrict__ part)
+                                                   float *__restrict__ part, int ti)
 {
     extern __shared__ __align__(16) unsigned char xe_smem[];
     __shared__ int rs[32 * MT];
     constexpr int BN = 32 * NT;
     xe_cta c;
-    if (!xe_begin<MT, NT>(c, rs, wtab, n, k, offsets, perm, tiles, ntiles)) return;
+    if (!xe_begin<MT, NT>(c, rs, wtab, n, k, offsets, perm, tiles, ntiles, ti)) return;
     const xe_tile &t = c.t;
     const unsigned char *const wr = c.w;
     const int lane = c.lane, wm = c.wm, wn = c.wn, g0 = c.g0, nk = c.nk, mt_live = c.mt_live;
@@ -1560,13 +1559,13 @@ __device__ __forceinline__ void experts_kr_body(const unsigned long long *__rest
                                                 const int *__restrict__ offsets, const int *__restrict__ perm,
                                                 const int *__restrict__ tiles, const int *__restrict__ ntiles,
                                                 float *__restrict__ y, long long ldy, float alpha,
-                                                float *__restrict__ part)
+                                                float *__restrict__ part, int ti)
 {
     extern __shared__ __align__(16) unsigned char xe_smem[];
     __shared__ int rs[32 * MT];
     constexpr int BN = 32 * NT;
     xe_cta c;
-    if (!xe_begin<MT, NT>(c, rs, wtab, n, k, offsets, perm, tiles, ntiles)) return;
+    if (!xe_begin<MT, NT>(c, rs, wtab, n, k, offsets, perm, tiles, ntiles, ti)) return;
     const xe_tile &t = c.t;
     const unsigned char *const w = c.w;
     const int lane = c.lane, wm = c.wm, wn = c.wn, mt_live = c.mt_live, j0 = t.j0, brows = t.brows;
@@ -1609,7 +1608,7 @@ __device__ __forceinline__ void experts_kr_body(const unsigned long long *__rest
              const int *__restrict__ ntiles, float *__restrict__ y, long long ldy, float alpha,                    \
              float *__restrict__ part)                                                                               \
     {                                                                                                                \
-        BODY(wtab, xq, m, n, k, offsets, perm, tiles, ntiles, y, ldy, alpha, part);                                  \
+        BODY(wtab, xq, m, n, k, offsets, perm, tiles, ntiles, y, ldy, alpha, part, (int)blockIdx.y);                 \
     }
 XE_ENTRY(memra_k_experts_q8_0r_mt1, (experts_q8_0r_body<1, 4>), 3)
 XE_ENTRY(memra_k_experts_q8_0r_mt2, (experts_q8_0r_body<2, 4>), 2)
@@ -1624,6 +1623,35 @@ XE_ENTRY(memra_k_experts_kr_q6_k_mt1, (experts_kr_body<1, 4, KR_Q6_K>), 3)
 XE_ENTRY(memra_k_experts_kr_q6_k_mt2, (experts_kr_body<2, 4, KR_Q6_K>), 2)
 XE_ENTRY(memra_k_experts_kr_q6_k_mt4, (experts_kr_body<4, 4, KR_Q6_K>), 2)
 #undef XE_ENTRY
+
+/* The two tables in one launch (MEMRA_MMQ_XE_MERGE=1): grid.y = y1 + the second table's
+ * worst case; CTA rows y < y1 run table 1's tile t = y on the BODY tile, the rest table 2's
+ * tile y - y1 on the BODY2 (remainder) tile, so the remainder tiles fill the SMs the full
+ * tiles' last wave leaves idle instead of waiting for that grid (the two-launch path orders
+ * the second after the first). The same bodies, loads, folds and stores: every output is
+ * the two-launch path's bit for bit. Dynamic shared memory: table 1's tile's (the larger). */
+#define XE_ENTRY2(NAME, BODY, BODY2)                                                                                 \
+    extern "C" __global__ void __launch_bounds__(MMQ_THREADS, 2)                                                     \
+        NAME(const unsigned long long *__restrict__ wtab, const unsigned char *__restrict__ xq, int m, int n, int k, \
+             const int *__restrict__ offsets, const int *__restrict__ perm, const int *__restrict__ tiles,          \
+             const int *__restrict__ ntiles, float *__restrict__ y, long long ldy, float alpha,                    \
+             float *__restrict__ part, const int *__restrict__ tiles2, const int *__restrict__ ntiles2, int y1)     \
+    {                                                                                                                \
+        const int ty = (int)blockIdx.y;                                                                              \
+        if (ty < y1)                                                                                                 \
+            BODY(wtab, xq, m, n, k, offsets, perm, tiles, ntiles, y, ldy, alpha, part, ty);                          \
+        else                                                                                                         \
+            BODY2(wtab, xq, m, n, k, offsets, perm, tiles2, ntiles2, y, ldy, alpha, part, ty - y1);                  \
+    }
+XE_ENTRY2(memra_k_experts_q8_0r_mt4r1, (experts_q8_0r_body<4, 4>), (experts_q8_0r_body<1, 4>))
+XE_ENTRY2(memra_k_experts_q8_0r_mt2r1, (experts_q8_0r_body<2, 4>), (experts_q8_0r_body<1, 4>))
+XE_ENTRY2(memra_k_experts_kr_q4_k_mt4r1, (experts_kr_body<4, 4, KR_Q4_K>), (experts_kr_body<1, 4, KR_Q4_K>))
+XE_ENTRY2(memra_k_experts_kr_q4_k_mt2r1, (experts_kr_body<2, 4, KR_Q4_K>), (experts_kr_body<1, 4, KR_Q4_K>))
+XE_ENTRY2(memra_k_experts_kr_q5_k_mt4r1, (experts_kr_body<4, 4, KR_Q5_K>), (experts_kr_body<1, 4, KR_Q5_K>))
+XE_ENTRY2(memra_k_experts_kr_q5_k_mt2r1, (experts_kr_body<2, 4, KR_Q5_K>), (experts_kr_body<1, 4, KR_Q5_K>))
+XE_ENTRY2(memra_k_experts_kr_q6_k_mt4r1, (experts_kr_body<4, 4, KR_Q6_K>), (experts_kr_body<1, 4, KR_Q6_K>))
+XE_ENTRY2(memra_k_experts_kr_q6_k_mt2r1, (experts_kr_body<2, 4, KR_Q6_K>), (experts_kr_body<1, 4, KR_Q6_K>))
+#undef XE_ENTRY2
 
 /* The grouped split-k sum: y[perm[p], j] = alpha * (part[0][perm[p]][j] + .. + part[S-1][perm[p]][j])
  * for the routed rows p < offsets[E] (the order of memra_k_splitk_sum, so the sum is the dense

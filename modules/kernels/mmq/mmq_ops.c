@@ -181,6 +181,13 @@ static const memra__mmq_r3_tile memra__mmq_xe_tiles[1 + MMQ_KR_FORMATS][MMQ_XE_T
     MMQ_XE_KR(2, "q6_k"),
 };
 #undef MMQ_XE_KR
+/* The merged launches' kernels (MEMRA_MMQ_XE_MERGE=1), by lane and main tile: a 64- or
+ * 128-row main tile with its remainders on 32 rows (mmq.cu, XE_ENTRY2). */
+#define MMQ_XE_MERGED(P) {NULL, P "_mt2r1", P "_mt4r1"}
+static const char *const memra__mmq_xe_merged[1 + MMQ_KR_FORMATS][MMQ_XE_TILES] = {
+    MMQ_XE_MERGED("memra_k_experts_q8_0r"), MMQ_XE_MERGED("memra_k_experts_kr_q4_k"),
+    MMQ_XE_MERGED("memra_k_experts_kr_q5_k"), MMQ_XE_MERGED("memra_k_experts_kr_q6_k")};
+#undef MMQ_XE_MERGED
 /* sm_120 (99 KB, + 512 bytes of static row indices) loads every grouped tile but the 128-row ones */
 _Static_assert(R3_SMEM_BYTES(2, 4) + 256 <= MMQ_SM120_SMEM && KR_SMEM_BYTES(2, 2, 4) + 256 <= MMQ_SM120_SMEM,
                "gemm_experts: the 32- and 64-row tiles fit sm_120");
@@ -197,6 +204,9 @@ typedef struct mmq_state {
     CUfunction experts[1 + MMQ_KR_FORMATS][MMQ_XE_TILES];     /* and the grouped tiles (memra__mmq_xe_tiles), NULL where they do not fit */
     int xe_bm;                                                /* MEMRA_MMQ_XE_BM (0: from the rows per expert) */
     int xe_split;                                             /* MEMRA_MMQ_XE_SPLIT (0: chosen per call) */
+    /* MEMRA_MMQ_XE_MERGE=1: both tables in one launch, [lane][main tile] (the _mt2r1 / _mt4r1
+     * kernels: a main tile of 64 or 128 rows, remainders on 32), else NULL */
+    CUfunction experts_merged[1 + MMQ_KR_FORMATS][MMQ_XE_TILES];
 } mmq_state;
 
 #define MMQ_K(q) ((const mmq_state *)memra__gpu_state((q), &memra__gpu_family_mmq))
@@ -259,6 +269,13 @@ static memra_status mmq_load(memra__gpu *q, void *state)
         s->xe_bm = xe_bm ? atoi(xe_bm) : 0;
         const char *xe_split = memra__gpu_knob(q, "MEMRA_MMQ_XE_SPLIT");
         s->xe_split = xe_split ? atoi(xe_split) : 0;
+        const char *xe_merge = memra__gpu_knob(q, "MEMRA_MMQ_XE_MERGE");
+        for (int l = 0; xe_merge != NULL && strcmp(xe_merge, "1") == 0 && l < 1 + MMQ_KR_FORMATS; l++)
+            for (int t = 1; t < MMQ_XE_TILES && st == MEMRA_STATUS_OK; t++) {
+                if (s->experts[l][t] == NULL || s->experts[l][0] == NULL) continue; /* both tiles must fit */
+                st = memra__gpu_function(q, m, memra__mmq_xe_merged[l][t], memra__mmq_xe_tiles[l][t].smem,
+                                         &s->experts_merged[l][t]);
+            }
     }
     pthread_once(&k_lists_once, lists_build);
     s->q8r_list = q8r_list_of(caps, q->portable);
@@ -767,11 +784,21 @@ memra_status memra__mmq_gemm_experts(memra_call *call, const memra_gemm_args *a,
     st = launch_n(q, MMQ_K(q)->experts_route, "memra_k_experts_route", 1, 1, 1024, 0, call->stream,
                   (void *[]){&ids, &mm, &ee, &bm, &offsets, &perm, &tiles, &ntiles, &bm2, &tiles2, &ntiles2});
     if (st != MEMRA_STATUS_OK) return st;
-    if (tiles_max > 0)
+    const CUfunction merged = bm2 ? MMQ_K(q)->experts_merged[lane][tile] : NULL;
+    if (merged != NULL) {
+        /* MEMRA_MMQ_XE_MERGE=1: both tables in one grid, rows y >= tiles_max the remainder tiles */
+        int y1 = (int)tiles_max;
+        st = launch_pdl_k(q, &kn, merged, memra__mmq_xe_merged[lane][tile], (unsigned)((n + 127) / 128),
+                          (unsigned)(tiles_max + tiles2_max),
+                          (unsigned)S, MMQ_THREADS, tl->smem, call->stream,
+                          (void *[]){&w, &x, &mm, &nn, &kk, &offsets, &perm, &tiles, &ntiles, &y, &ldy, &alpha, &part,
+                                     &tiles2, &ntiles2, &y1});
+    } else if (tiles_max > 0) {
         st = launch_pdl_k(q, &kn, fns[tile], tl->kernel, (unsigned)((n + 127) / 128), (unsigned)tiles_max, (unsigned)S,
                           MMQ_THREADS, tl->smem, call->stream,
                           (void *[]){&w, &x, &mm, &nn, &kk, &offsets, &perm, &tiles, &ntiles, &y, &ldy, &alpha, &part});
-    if (st == MEMRA_STATUS_OK && bm2) {
+    }
+    if (st == MEMRA_STATUS_OK && bm2 && merged == NULL) {
     /* the remainders write other rows of y than the full tiles; a dependent of the full tiles'
      * launch, whose griddepcontrol.wait orders it after that grid and so after the routing */
         const memra__mmq_r3_tile *t2 = &memra__mmq_xe_tiles[lane][small];
