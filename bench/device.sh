@@ -115,11 +115,17 @@ san_x() { case $1 in memcheck|initcheck) echo $SAN_TMA ;; esac; }
 
 step_build() {
   local t=$SECONDS
-  if ! { cmake -S . -B $B -G Ninja -DCMAKE_BUILD_TYPE=Release -DMEMRA_GPU_MODULES=ON -DMEMRA_WERROR=OFF -DBUILD_TESTING=ON &&
+  # DEVICE_COMMIT (the caller's `git rev-parse --short HEAD`, written into the command): the commit
+  # the receipts name; the device's copy of the tree carries a .git whose HEAD need not be the
+  # tree's (run r4's receipts named 8bba7a4 for a tree at 65b1c18)
+  # (always passed, empty when unset: MEMRA_COMMIT is a cache variable of the kept build folder)
+  local cm=(-DMEMRA_COMMIT="${DEVICE_COMMIT:-}")
+  if ! { cmake -S . -B $B -G Ninja -DCMAKE_BUILD_TYPE=Release -DMEMRA_GPU_MODULES=ON -DMEMRA_WERROR=OFF -DBUILD_TESTING=ON \
+           "${cm[@]}" &&
          cmake --build $B -j16; } > "$L/build.log" 2>&1; then
     tail -40 "$L/build.log"; say "build: FAILED"; return 1
   fi
-  say "build: $((SECONDS - t)) s, $(grep -c 'warning:' "$L/build.log") compiler warnings (this gcc; -Werror is CI's)"
+  say "build: $((SECONDS - t)) s, $(grep -c 'warning:' "$L/build.log") compiler warnings (this gcc; -Werror is CI's), commit $(grep -m1 -oE 'MEMRA_GIT_COMMIT="[^"]*"' $B/tools/CMakeFiles/memra_tool.dir/flags.make 2>/dev/null | cut -d'"' -f2)"
 }
 
 step_info() {
