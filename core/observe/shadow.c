@@ -483,7 +483,8 @@ static int grow(memra__shadow *sh, memra_dptr *p, size_t *cap, size_t need)
 /* Copy `rows` rows of `width` bytes, `src_pitch` apart from device address src, to dst_pitch
  * apart at device address dst (to_host 0) or host pointer dst_host (to_host 1), on stream s:
  * one cuMemcpy2DAsync where the driver has it and the pitch is one it takes, else row by row
- * (a sampled call used to enqueue 24 copies, 156 us of host time on the H200 in run r3). */
+ * (a sampled call used to enqueue 25 copies: the activation, 8 rows and 16 read-backs, 156 us
+ * of host time on the H200 in run r3). */
 static int copy_rows(memra_device *dev, int to_host, memra_dptr dst, size_t dst_pitch, void *dst_host, memra_dptr src,
                      size_t src_pitch, size_t width, int rows, CUstream s)
 {

@@ -271,10 +271,14 @@ static memra_status mmq_load(memra__gpu *q, void *state)
         s->xe_split = xe_split ? atoi(xe_split) : 0;
         const char *xe_merge = memra__gpu_knob(q, "MEMRA_MMQ_XE_MERGE");
         for (int l = 0; xe_merge != NULL && strcmp(xe_merge, "1") == 0 && l < 1 + MMQ_KR_FORMATS; l++)
-            for (int t = 1; t < MMQ_XE_TILES && st == MEMRA_STATUS_OK; t++) {
+            for (int t = 1; t < MMQ_XE_TILES; t++) {
                 if (s->experts[l][t] == NULL || s->experts[l][0] == NULL) continue; /* both tiles must fit */
-                st = memra__gpu_function(q, m, memra__mmq_xe_merged[l][t], memra__mmq_xe_tiles[l][t].smem,
-                                         &s->experts_merged[l][t]);
+                if (memra__gpu_function(q, m, memra__mmq_xe_merged[l][t], memra__mmq_xe_tiles[l][t].smem,
+                                        &s->experts_merged[l][t]) != MEMRA_STATUS_OK) {
+                    s->experts_merged[l][t] = NULL; /* the two launches then, as without the knob */
+                    q->host->log(MEMRA_LOG_WARN, q->name, "gemm_experts: MEMRA_MMQ_XE_MERGE=1 but %s did not load",
+                                 memra__mmq_xe_merged[l][t]);
+                }
             }
     }
     pthread_once(&k_lists_once, lists_build);
