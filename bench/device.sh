@@ -726,6 +726,13 @@ PY
   say "model: $((SECONDS - t)) s"
 }
 
+# The summary lines of a `memra bench moe` table: moe_rows FILE SHEET_REGEX (sheet, projection,
+# shape, routing, the grouped / loop / dense medians and "of dense"); INVALID lines as they are
+moe_rows() {
+  grep -E "^($2) " "$1" | awk '{print "  " $1, $2, $3, $5, "grouped", $8, "loop", $10, "dense", $17, "of dense", $19}' >> "$S"
+  grep -E "INVALID" "$1" >> "$S"
+}
+
 # One `memra bench moe` at budget 0: moe_bench FORMAT M TIMEOUT. FORMAT fp8blk_own is fp8blk with
 # gemm_fp8_blk preferred on the fp8blk module, so that the loop and dense arms run memra's own
 # block kernel (the grouped call's family) rather than the sm90 module's cuBLASLt lane
@@ -804,7 +811,7 @@ step_moesweep() {
         --sheet mixtral --routing uniform --m $mm --format $fm --json $R/moesweep_${fm}_m${mm}_bm${bm}_s${sp}_$TAG.json \
         > "$f" 2>&1
       say "moesweep $fm m=$mm XE_BM=$bm XE_SPLIT=$sp: exit $?"
-      grep -E "^mixtral" "$f" | awk '{print "  " $1, $2, $3, "grouped", $8, "loop", $10, "dense", $17, "of dense", $19}' >> "$S"
+      moe_rows "$f" mixtral
     done; done
   done; done
   # the full and remainder tiles in one launch (MEMRA_MMQ_XE_MERGE, opt-in until measured): merged and
@@ -816,7 +823,7 @@ step_moesweep() {
     MEMRA_F16_BUDGET_MB=0 MEMRA_MMQ_XE_MERGE=$mg timeout 200 $M bench moe --device 0 --sheet mixtral --routing both \
       --m ${MOE_M:-512} --format q8_0 --json $R/moesweep_q8_0_merge${mg}_${i}_$TAG.json > "$f" 2>&1
     say "moesweep q8_0 XE_MERGE=$mg (round $i): exit $?"
-    grep -E "^mixtral" "$f" | awk '{print "  " $1, $2, $3, $5, "grouped", $8, "loop", $10, "dense", $17, "of dense", $19}' >> "$S"
+    moe_rows "$f" mixtral
   done; done
   for c in run skew q4_k q6_k split split_q6_k; do
     MEMRA_MMQ_XE_MERGE=1 timeout 200 $B/bin/test_gpu_experts $c > "$L/moesweep_merge_test_$c.log" 2>&1
@@ -850,7 +857,7 @@ step_fp8xe() {
     MEMRA_F16_BUDGET_MB=0 MEMRA_PREFER=gemm_fp8_blk=fp8blk MEMRA_FP8BLK_XE_WIDE=$wd timeout 300 $M bench moe --device 0 \
       --m $mm --format fp8blk --json $R/fp8xe_m${mm}_wide${wd}_$TAG.json > "$f" 2>&1
     say "fp8xe bench moe fp8blk (own dense) m=$mm XE_WIDE=$wd: exit $?"
-    grep -E "^(qwen3moe|mixtral)|INVALID" "$f" | awk '{print "  " $1, $2, $3, $5, "grouped", $8, "loop", $10, "dense", $17, "of dense", $19}' >> "$S"
+    moe_rows "$f" 'qwen3moe|mixtral'
   done; done
   for c in fp8blk fp8blk_skew; do
     MEMRA_FP8BLK_XE_WIDE=1 timeout 200 $B/bin/test_gpu_experts $c > "$L/fp8xe_test_$c.log" 2>&1

@@ -216,10 +216,9 @@ static void json_header(bench *b, const char *mode)
     const memra_device_caps *caps = memra_device_caps_get(b->dev);
     memra_device_clocks clk = {0, 0};
     memra_device_clocks_get(b->dev, &clk);
-    char ts[32], host[256] = "unknown";
+    char ts[32], host[256];
     tool_utc_timestamp(ts, sizeof ts);
-    if (gethostname(host, sizeof host) != 0) snprintf(host, sizeof host, "unknown");
-    host[sizeof host - 1] = '\0';
+    tool_host_name(host, sizeof host);
     /* version 2 adds commit, host and clocks, version 3 mode "model" and its "model"
      * section, version 4 "per_device" (--device all; bench/README.md); earlier keys unchanged */
     fprintf(f, "{\"format\":\"memra-bench\",\"version\":%d,\"timestamp\":\"%s\",\"memra\":", b->version, ts);

@@ -34,7 +34,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "memra/file.h"
 #include "memra/formats.h"
@@ -548,10 +547,9 @@ int memra_tool_bench_moe(int argc, char **argv)
            "dense ms", "spread", "of dense", "agree (lane)");
     if (jf) {
         /* version 3 adds timestamp, commit and host (as memra-bench's version 2 has them) */
-        char ts[32], host[256] = "unknown";
+        char ts[32], host[256];
         tool_utc_timestamp(ts, sizeof ts);
-        if (gethostname(host, sizeof host) != 0) snprintf(host, sizeof host, "unknown");
-        host[sizeof host - 1] = '\0';
+        tool_host_name(host, sizeof host);
         fprintf(jf, "{\"format\":\"memra-bench-moe\",\"version\":3,\"timestamp\":\"%s\",\"commit\":", ts);
         tool_json_str(jf, MEMRA_GIT_COMMIT);
         fprintf(jf, ",\"host\":");

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "memra/formats.h"
 
@@ -188,6 +189,13 @@ void tool_utc_timestamp(char *buf, size_t len)
     struct tm tmv;
     gmtime_r(&now, &tmv);
     strftime(buf, len, "%Y-%m-%dT%H:%M:%SZ", &tmv);
+}
+
+void tool_host_name(char *buf, size_t len)
+{
+    if (len == 0) return;
+    if (gethostname(buf, len) != 0) snprintf(buf, len, "unknown");
+    buf[len - 1] = '\0';
 }
 
 static int cmp_double(const void *a, const void *b)

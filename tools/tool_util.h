@@ -47,6 +47,8 @@ void tool_json_str(FILE *f, const char *s);
 const char *tool_term_str(const char *s, char *buf, size_t len);
 /* The current UTC time as "YYYY-MM-DDTHH:MM:SSZ" into buf (at least 21 bytes). */
 void tool_utc_timestamp(char *buf, size_t len);
+/* This machine's host name into buf (receipts' "host"), "unknown" where it has none. */
+void tool_host_name(char *buf, size_t len);
 /* Median of n doubles (sorts a copy); 0 when n == 0. */
 double tool_median(const double *v, size_t n);
 /* malloc that prints and returns NULL on failure; n * size checked. */

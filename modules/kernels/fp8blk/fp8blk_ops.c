@@ -526,13 +526,12 @@ memra_status memra__fp8blk_gemm_experts(memra_call *call, const memra_gemm_args 
                                   (void *[]){&x, &perm, &offsets, &ee, &m, &k, &xq, &xs}, 0);
     if (st != MEMRA_STATUS_OK) return st;
     const unsigned nx = (unsigned)((n + FP8BLK_WG_BN - 1) / FP8BLK_WG_BN);
-    const int wide = fb->xe_wide != NULL;
+    const int nh = fb->xe_wide != NULL ? 2 : 1; /* the 128-row tiles' width in 128-column halves */
     if (tiles_max > 0)
-        st = memra__gpu_launch_ex(q, wide ? fb->xe_wide : fb->xe_gemm,
-                                  wide ? "memra_k_fp8blk_experts_wgmma_wide" : "memra_k_fp8blk_experts_wgmma",
-                                  wide ? (unsigned)((n + 2 * FP8BLK_WG_BN - 1) / (2 * FP8BLK_WG_BN)) : nx,
-                                  (unsigned)tiles_max, 1, FP8BLK_WG_THREADS,
-                                  wide ? FP8BLK_WG_SMEM_BYTES_OF(2) : FP8BLK_WG_SMEM_BYTES_OF(1), call->stream,
+        st = memra__gpu_launch_ex(q, nh == 2 ? fb->xe_wide : fb->xe_gemm,
+                                  nh == 2 ? "memra_k_fp8blk_experts_wgmma_wide" : "memra_k_fp8blk_experts_wgmma",
+                                  (unsigned)((n + nh * FP8BLK_WG_BN - 1) / (nh * FP8BLK_WG_BN)), (unsigned)tiles_max, 1,
+                                  FP8BLK_WG_THREADS, FP8BLK_WG_SMEM_BYTES_OF(nh), call->stream,
                                   (void *[]){&w, &grid, &xq, &xs, &offsets, &perm, &tiles, &ntiles, &y, &m, &n, &k, &ldy,
                                              &alpha},
                                   0);
