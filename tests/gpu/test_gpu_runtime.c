@@ -617,15 +617,15 @@ static int case_mmq(const char *so)
     }
     g_xe_split_knob = NULL;
     ok &= close_mod(&m, 1);
-    /* MEMRA_MMQ_XE_MERGE=1: the full and the remainder tiles in one grid, the full tiles' worst
-     * case first (rows 0 .. 15) and the remainders' after it (16 .. 23), one dependent launch
-     * after the routing; where no remainder table exists (a mean of 12.5 rows: 32-row tiles
-     * only) the single table as before */
+    /* MEMRA_MMQ_XE_MERGE=1: the full and the remainder tiles in one grid, the tiles on grid.x
+     * (the full tiles' worst case first, x 0 .. 15, the remainders' after it, 16 .. 23) and the
+     * 3 column blocks on grid.y, one dependent launch after the routing; where no remainder
+     * table exists (a mean of 12.5 rows: 32-row tiles only) the single table as before */
     g_xe_merge_knob = "1";
     if (!open_mod(so, 90, &m)) return 0;
-    ok &= experts_launch(&m, MEMRA_OP_gemm_q8_0r, 0, 1024, 8, "memra_k_experts_q8_0r_mt4r1", 3, 16 + 8, NULL, 0);
-    ok &= experts_launch(&m, MEMRA_OP_gemm_q8_0r, 0, 512, 8, "memra_k_experts_q8_0r_mt2r1", 3, 16 + 8, NULL, 0);
-    ok &= experts_launch(&m, MEMRA_OP_gemm_kr, MEMRA_FORMAT_Q6_K, 1024, 8, "memra_k_experts_kr_q6_k_mt4r1", 3, 16 + 8, NULL, 0);
+    ok &= experts_launch(&m, MEMRA_OP_gemm_q8_0r, 0, 1024, 8, "memra_k_experts_q8_0r_mt4r1", 16 + 8, 3, NULL, 0);
+    ok &= experts_launch(&m, MEMRA_OP_gemm_q8_0r, 0, 512, 8, "memra_k_experts_q8_0r_mt2r1", 16 + 8, 3, NULL, 0);
+    ok &= experts_launch(&m, MEMRA_OP_gemm_kr, MEMRA_FORMAT_Q6_K, 1024, 8, "memra_k_experts_kr_q6_k_mt4r1", 16 + 8, 3, NULL, 0);
     ok &= experts_launch(&m, MEMRA_OP_gemm_q8_0r, 0, 100, 8, "memra_k_experts_q8_0r_mt1", 3, 4 + 8, NULL, 0);
     g_xe_merge_knob = NULL;
     ok &= close_mod(&m, 1);

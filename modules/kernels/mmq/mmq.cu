@@ -1417,13 +1417,13 @@ struct xe_tile {
 template <int BM, int BN>
 __device__ __forceinline__ bool xe_tile_of(xe_tile &t, int *rs, const int *__restrict__ offsets,
                                            const int *__restrict__ perm, const int *__restrict__ tiles,
-                                           const int *__restrict__ ntiles, int n, int ti)
+                                           const int *__restrict__ ntiles, int n, int ti, int nb)
 {
     if (ti >= *ntiles) return false;
     t.e = tiles[2 * ti];
     t.s0 = tiles[2 * ti + 1];
     t.rows = min(BM, offsets[t.e + 1] - t.s0);
-    t.j0 = (int)blockIdx.x * BN;
+    t.j0 = nb * BN;
     t.brows = min(BN, n - t.j0);
     if ((int)threadIdx.x < BM) rs[threadIdx.x] = (int)threadIdx.x < t.rows ? perm[t.s0 + threadIdx.x] : 0;
     __syncthreads();
@@ -1498,10 +1498,10 @@ struct xe_cta {
 template <int MT, int NT>
 __device__ __forceinline__ bool xe_begin(xe_cta &c, int *rs, const unsigned long long *__restrict__ wtab, int n, int k,
                                          const int *__restrict__ offsets, const int *__restrict__ perm,
-                                         const int *__restrict__ tiles, const int *__restrict__ ntiles, int ti)
+                                         const int *__restrict__ tiles, const int *__restrict__ ntiles, int ti, int nb)
 {
     pdl_wait(); /* the tile table (and the q8_1 records before it) complete */
-    if (!xe_tile_of<32 * MT, 32 * NT>(c.t, rs, offsets, perm, tiles, ntiles, n, ti)) return false;
+    if (!xe_tile_of<32 * MT, 32 * NT>(c.t, rs, offsets, perm, tiles, ntiles, n, ti, nb)) return false;
     c.w = reinterpret_cast<const unsigned char *>(static_cast<uintptr_t>(wtab[c.t.e]));
     c.lane = threadIdx.x & 31;
     const int warp = threadIdx.x >> 5;
@@ -1518,13 +1518,13 @@ __device__ __forceinline__ void experts_q8_0r_body(const unsigned long long *__r
                                                    const int *__restrict__ offsets, const int *__restrict__ perm,
                                                    const int *__restrict__ tiles, const int *__restrict__ ntiles,
                                                    float *__restrict__ y, long long ldy, float alpha,
-                                                   float *__restrict__ part, int ti)
+                                                   float *__restrict__ part, int ti, int nb)
 {
     extern __shared__ __align__(16) unsigned char xe_smem[];
     __shared__ int rs[32 * MT];
     constexpr int BN = 32 * NT;
     xe_cta c;
-    if (!xe_begin<MT, NT>(c, rs, wtab, n, k, offsets, perm, tiles, ntiles, ti)) return;
+    if (!xe_begin<MT, NT>(c, rs, wtab, n, k, offsets, perm, tiles, ntiles, ti, nb)) return;
     const xe_tile &t = c.t;
     const unsigned char *const wr = c.w;
     const int lane = c.lane, wm = c.wm, wn = c.wn, g0 = c.g0, nk = c.nk, mt_live = c.mt_live;
@@ -1559,13 +1559,13 @@ __device__ __forceinline__ void experts_kr_body(const unsigned long long *__rest
                                                 const int *__restrict__ offsets, const int *__restrict__ perm,
                                                 const int *__restrict__ tiles, const int *__restrict__ ntiles,
                                                 float *__restrict__ y, long long ldy, float alpha,
-                                                float *__restrict__ part, int ti)
+                                                float *__restrict__ part, int ti, int nb)
 {
     extern __shared__ __align__(16) unsigned char xe_smem[];
     __shared__ int rs[32 * MT];
     constexpr int BN = 32 * NT;
     xe_cta c;
-    if (!xe_begin<MT, NT>(c, rs, wtab, n, k, offsets, perm, tiles, ntiles, ti)) return;
+    if (!xe_begin<MT, NT>(c, rs, wtab, n, k, offsets, perm, tiles, ntiles, ti, nb)) return;
     const xe_tile &t = c.t;
     const unsigned char *const w = c.w;
     const int lane = c.lane, wm = c.wm, wn = c.wn, mt_live = c.mt_live, j0 = t.j0, brows = t.brows;
@@ -1608,7 +1608,8 @@ __device__ __forceinline__ void experts_kr_body(const unsigned long long *__rest
              const int *__restrict__ ntiles, float *__restrict__ y, long long ldy, float alpha,                    \
              float *__restrict__ part)                                                                               \
     {                                                                                                                \
-        BODY(wtab, xq, m, n, k, offsets, perm, tiles, ntiles, y, ldy, alpha, part, (int)blockIdx.y);                 \
+        BODY(wtab, xq, m, n, k, offsets, perm, tiles, ntiles, y, ldy, alpha, part, (int)blockIdx.y,                  \
+             (int)blockIdx.x);                                                                                       \
     }
 XE_ENTRY(memra_k_experts_q8_0r_mt1, (experts_q8_0r_body<1, 4>), 3)
 XE_ENTRY(memra_k_experts_q8_0r_mt2, (experts_q8_0r_body<2, 4>), 2)
@@ -1624,12 +1625,17 @@ XE_ENTRY(memra_k_experts_kr_q6_k_mt2, (experts_kr_body<2, 4, KR_Q6_K>), 2)
 XE_ENTRY(memra_k_experts_kr_q6_k_mt4, (experts_kr_body<4, 4, KR_Q6_K>), 2)
 #undef XE_ENTRY
 
-/* The two tables in one launch (MEMRA_MMQ_XE_MERGE=1): grid.y = y1 + the second table's
- * worst case; CTA rows y < y1 run table 1's tile t = y on the BODY tile, the rest table 2's
- * tile y - y1 on the BODY2 (remainder) tile, so the remainder tiles fill the SMs the full
- * tiles' last wave leaves idle instead of waiting for that grid (the two-launch path orders
- * the second after the first). The same bodies, loads, folds and stores: every output is
- * the two-launch path's bit for bit. Dynamic shared memory: table 1's tile's (the larger). */
+/* The two tables in one launch (MEMRA_MMQ_XE_MERGE=1), the tiles on grid.x and the weight's
+ * 128-row blocks on grid.y (the other way round from the one-table kernels): grid.x = y1 +
+ * the second table's worst case; CTAs x < y1 run table 1's tile t = x on the BODY tile, the
+ * rest table 2's tile x - y1 on the BODY2 (remainder) tile. CTAs are handed out x fastest, so
+ * a column's remainder tiles start a few CTAs after its full tiles, beside the full tile of
+ * their own expert on the same 128 weight rows: that weight block is streamed from DRAM once,
+ * the second reader finding it in L2. (Run s4, ncu: the separate remainder launch of mixtral
+ * gate at m = 512 read about 200 MB at 3.35 TB/s, 60 us of the lane's ~540, every byte one
+ * the full tiles had read before.) The remainder tiles also fill the SMs the full tiles' last
+ * wave leaves idle. The same bodies, loads, folds and stores: every output is the two-launch
+ * path's bit for bit. Dynamic shared memory: table 1's tile's (the larger). */
 #define XE_ENTRY2(NAME, BODY, BODY2)                                                                                 \
     extern "C" __global__ void __launch_bounds__(MMQ_THREADS, 2)                                                     \
         NAME(const unsigned long long *__restrict__ wtab, const unsigned char *__restrict__ xq, int m, int n, int k, \
@@ -1637,11 +1643,11 @@ XE_ENTRY(memra_k_experts_kr_q6_k_mt4, (experts_kr_body<4, 4, KR_Q6_K>), 2)
              const int *__restrict__ ntiles, float *__restrict__ y, long long ldy, float alpha,                    \
              float *__restrict__ part, const int *__restrict__ tiles2, const int *__restrict__ ntiles2, int y1)     \
     {                                                                                                                \
-        const int ty = (int)blockIdx.y;                                                                              \
+        const int ty = (int)blockIdx.x, nb = (int)blockIdx.y;                                                        \
         if (ty < y1)                                                                                                 \
-            BODY(wtab, xq, m, n, k, offsets, perm, tiles, ntiles, y, ldy, alpha, part, ty);                          \
+            BODY(wtab, xq, m, n, k, offsets, perm, tiles, ntiles, y, ldy, alpha, part, ty, nb);                      \
         else                                                                                                         \
-            BODY2(wtab, xq, m, n, k, offsets, perm, tiles2, ntiles2, y, ldy, alpha, part, ty - y1);                  \
+            BODY2(wtab, xq, m, n, k, offsets, perm, tiles2, ntiles2, y, ldy, alpha, part, ty - y1, nb);              \
     }
 XE_ENTRY2(memra_k_experts_q8_0r_mt4r1, (experts_q8_0r_body<4, 4>), (experts_q8_0r_body<1, 4>))
 XE_ENTRY2(memra_k_experts_q8_0r_mt2r1, (experts_q8_0r_body<2, 4>), (experts_q8_0r_body<1, 4>))

@@ -788,13 +788,14 @@ memra_status memra__mmq_gemm_experts(memra_call *call, const memra_gemm_args *a,
     st = launch_n(q, MMQ_K(q)->experts_route, "memra_k_experts_route", 1, 1, 1024, 0, call->stream,
                   (void *[]){&ids, &mm, &ee, &bm, &offsets, &perm, &tiles, &ntiles, &bm2, &tiles2, &ntiles2});
     if (st != MEMRA_STATUS_OK) return st;
-    const CUfunction merged = bm2 ? MMQ_K(q)->experts_merged[lane][tile] : NULL;
+    /* the merged grid has the weight's 128-row blocks on grid.y (at most 65535) */
+    const CUfunction merged = bm2 && (n + 127) / 128 <= 65535 ? MMQ_K(q)->experts_merged[lane][tile] : NULL;
     if (merged != NULL) {
-        /* MEMRA_MMQ_XE_MERGE=1: both tables in one grid, rows y >= tiles_max the remainder tiles */
+        /* MEMRA_MMQ_XE_MERGE=1: both tables in one grid, tiles on x (x >= tiles_max the
+         * remainder tiles), the weight's column blocks on y */
         int y1 = (int)tiles_max;
-        st = launch_pdl_k(q, &kn, merged, memra__mmq_xe_merged[lane][tile], (unsigned)((n + 127) / 128),
-                          (unsigned)(tiles_max + tiles2_max),
-                          (unsigned)S, MMQ_THREADS, tl->smem, call->stream,
+        st = launch_pdl_k(q, &kn, merged, memra__mmq_xe_merged[lane][tile], (unsigned)(tiles_max + tiles2_max),
+                          (unsigned)((n + 127) / 128), (unsigned)S, MMQ_THREADS, tl->smem, call->stream,
                           (void *[]){&w, &x, &mm, &nn, &kk, &offsets, &perm, &tiles, &ntiles, &y, &ldy, &alpha, &part,
                                      &tiles2, &ntiles2, &y1});
     } else if (tiles_max > 0) {
