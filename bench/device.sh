@@ -113,6 +113,13 @@ if command -v compute-sanitizer > /dev/null 2>&1; then
 fi
 san_x() { case $1 in memcheck|initcheck) echo $SAN_TMA ;; esac; }
 
+# the commit the build's receipts name: the define as the generator wrote it (Ninja's build.ninja
+# escapes the quotes, Makefiles' flags.make does not; run s's build lines read only the latter)
+build_commit() {
+  cat $B/build.ninja $B/tools/CMakeFiles/memra_tool.dir/flags.make 2>/dev/null |
+    grep -m1 -oE 'MEMRA_GIT_COMMIT=\\?"[0-9a-z]+' | grep -oE '[0-9a-z]+$'
+}
+
 step_build() {
   local t=$SECONDS
   # DEVICE_COMMIT (the caller's `git rev-parse --short HEAD`, written into the command): the commit
@@ -125,7 +132,7 @@ step_build() {
          cmake --build $B -j16; } > "$L/build.log" 2>&1; then
     tail -40 "$L/build.log"; say "build: FAILED"; return 1
   fi
-  say "build: $((SECONDS - t)) s, $(grep -c 'warning:' "$L/build.log") compiler warnings (this gcc; -Werror is CI's), commit $(grep -m1 -oE 'MEMRA_GIT_COMMIT="[^"]*"' $B/tools/CMakeFiles/memra_tool.dir/flags.make 2>/dev/null | cut -d'"' -f2)"
+  say "build: $((SECONDS - t)) s, $(grep -c 'warning:' "$L/build.log") compiler warnings (this gcc; -Werror is CI's), commit $(build_commit)"
 }
 
 step_info() {
