@@ -55,7 +55,9 @@
     X(FP8BLK_WGMMA, "MEMRA_FP8BLK_WGMMA", "mmq modules", ENUM, "auto|tma|mbwide|mb|wide|bar|0", "auto",             \
       "fp8blk's sm_90a kernel: TMA warp-specialised (cp.async where no tensor maps), the same, cp.async tile by shape, 128x128, 128x256, CTA barriers, 0: mma.sync") \
     X(FP8BLK_XE_WIDE, "MEMRA_FP8BLK_XE_WIDE", "mmq modules", BOOL, "", "0",                                      \
-      "1: fp8blk's gemm_experts on 128x256 tiles (unmeasured)")                                                   \
+      "1: fp8blk's gemm_experts on 128x256 tiles (run s3: no faster)")                                            \
+    X(FP8BLK_XE_ONE, "MEMRA_FP8BLK_XE_ONE", "mmq modules", ENUM, "0|1|all", "0",                                 \
+      "1: fp8blk's gemm_experts on one tile-major table where experts average 128+ rows (unmeasured); all: always") \
     X(MMQ_PDL, "MEMRA_MMQ_PDL", "mmq modules", BOOL, "", "1", "0: no programmatic dependent launches")            \
     X(MMQ_BM, "MEMRA_MMQ_BM", "mmq modules", UINT, "0..1024", "0 (chosen per shape)", "MMQ tile rows forced")     \
     X(MMQ_BN, "MEMRA_MMQ_BN", "mmq modules", UINT, "0..1024", "0 (chosen per shape)", "gemm_q8_0r tile cols forced") \

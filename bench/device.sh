@@ -67,8 +67,9 @@
 #               MEMRA_ARCH=1:cuda
 #   moesan      the four sanitizer tools over gemm_experts (mmq check with a forced split,
 #               test_gpu_experts fp8blk and split_q6_k), each in its own process
-#   fp8xe       the fp8blk grouped lane's 128 x 256 tile (MEMRA_FP8BLK_XE_WIDE 0 / 1): bench moe with the
-#               fp8blk module preferred, the GPU tests, the check and the four tools (see step_fp8xe)
+#   fp8xe       the fp8blk grouped lane's launch choices (the two tables against MEMRA_FP8BLK_XE_ONE=1's
+#               one tile-major table): bench moe with the fp8blk module preferred, the GPU tests,
+#               the check and the four tools (see step_fp8xe)
 #   moesweep    the grouped floor's launch choices on the Mixtral-like rows (MEMRA_MMQ_XE_BM x
 #               MEMRA_MMQ_XE_SPLIT, then MEMRA_MMQ_XE_MERGE 1 / 0 alternately, see step_moesweep), the
 #               merged launch's GPU tests, check and sanitizers, then the forced split's check and memcheck
@@ -851,32 +852,40 @@ step_moesweep() {
   say "moesweep: $((SECONDS - t)) s"
 }
 
-# The fp8blk grouped lane's 128 x 256 tile (MEMRA_FP8BLK_XE_WIDE, opt-in until this step has run):
-# with the knob at 0 and at 1, memra bench moe fp8blk with the fp8blk module preferred (the loop and
-# dense arms on memra's own kernel, so "of dense" compares one kernel family) on both sheets and
-# routings at FP8XE_M (default 512); then with the knob at 1: test_gpu_experts fp8blk and
-# fp8blk_skew (bit for bit against the dense lane), memra check --op gemm_experts --module fp8blk,
-# and the four sanitizer tools over test_gpu_experts fp8blk, each in its own process
+# The fp8blk grouped lane's launch choices, with the fp8blk module preferred (the loop and dense
+# arms on memra's own kernel, so "of dense" compares one kernel family), memra bench moe fp8blk on
+# both sheets and routings at FP8XE_M (default 512), FP8XE_ROUNDS rounds (default 2) of the arms
+# FP8XE_ARMS (default "base one": the two tables, then MEMRA_FP8BLK_XE_ONE=1, the one-table
+# tile-major kernel where the experts average 128 rows; "wide": MEMRA_FP8BLK_XE_WIDE=1, judged in
+# run s3: no faster), the order rotated each round; then with MEMRA_FP8BLK_XE_ONE=all:
+# test_gpu_experts fp8blk_one and fp8blk_one_skew (bit for bit against the dense lane), memra
+# check --op gemm_experts --module fp8blk, and the four sanitizer tools over test_gpu_experts
+# fp8blk_one, each in its own process
+fp8xe_env() { case $1 in one) echo MEMRA_FP8BLK_XE_ONE=1 ;; wide) echo MEMRA_FP8BLK_XE_WIDE=1 ;; *) echo MEMRA_FP8BLK_XE_ONE=0 ;; esac; }
 step_fp8xe() {
-  local t=$SECONDS wd mm f c tool lg
-  for mm in ${FP8XE_M:-512}; do for wd in 0 1; do
-    f="$L/fp8xe_m${mm}_wide$wd.txt"
-    MEMRA_F16_BUDGET_MB=0 MEMRA_PREFER=gemm_fp8_blk=fp8blk MEMRA_FP8BLK_XE_WIDE=$wd timeout 300 $M bench moe --device 0 \
-      --m $mm --format fp8blk --json $R/fp8xe_m${mm}_wide${wd}_$TAG.json > "$f" 2>&1
-    say "fp8xe bench moe fp8blk (own dense) m=$mm XE_WIDE=$wd: exit $?"
-    moe_rows "$f" 'qwen3moe|mixtral'
+  local t=$SECONDS mm f c tool lg r arm arms
+  read -ra arms <<< "${FP8XE_ARMS:-base one}"
+  for mm in ${FP8XE_M:-512}; do for ((r = 1; r <= ${FP8XE_ROUNDS:-2}; r++)); do
+    for ((i = 0; i < ${#arms[@]}; i++)); do
+      arm=${arms[$(((i + r - 1) % ${#arms[@]}))]}
+      f="$L/fp8xe_m${mm}_${arm}_$r.txt"
+      env MEMRA_F16_BUDGET_MB=0 MEMRA_PREFER=gemm_fp8_blk=fp8blk $(fp8xe_env $arm) timeout 300 $M bench moe --device 0 \
+        --m $mm --format fp8blk --json $R/fp8xe_m${mm}_${arm}_${r}_$TAG.json > "$f" 2>&1
+      say "fp8xe bench moe fp8blk (own dense) m=$mm $arm (round $r): exit $?"
+      moe_rows "$f" 'mixtral'
+    done
   done; done
-  for c in fp8blk fp8blk_skew; do
-    MEMRA_FP8BLK_XE_WIDE=1 timeout 200 $B/bin/test_gpu_experts $c > "$L/fp8xe_test_$c.log" 2>&1
-    say "test_gpu_experts $c (XE_WIDE=1): exit $?"
+  for c in fp8blk_one fp8blk_one_skew; do
+    timeout 200 $B/bin/test_gpu_experts $c > "$L/fp8xe_test_$c.log" 2>&1
+    say "test_gpu_experts $c: exit $?"
   done
-  MEMRA_FP8BLK_XE_WIDE=1 timeout 200 $M check --device 0 --op gemm_experts --module fp8blk > "$L/fp8xe_check.log" 2>&1
-  say "check gemm_experts fp8blk (XE_WIDE=1): exit $? $(grep -E 'passed, ' "$L/fp8xe_check.log")"
+  MEMRA_FP8BLK_XE_ONE=all timeout 200 $M check --device 0 --op gemm_experts --module fp8blk > "$L/fp8xe_check.log" 2>&1
+  say "check gemm_experts fp8blk (XE_ONE=all): exit $? $(grep -E 'passed, ' "$L/fp8xe_check.log")"
   for tool in ${FP8XE_TOOLS:-memcheck racecheck initcheck synccheck}; do
     lg="$L/fp8xe_san_$tool.log"
-    MEMRA_ADMISSION=off MEMRA_FP8BLK_XE_WIDE=1 timeout 300 compute-sanitizer --tool $tool $(san_x $tool) --print-limit 0 \
-      --show-backtrace no $B/bin/test_gpu_experts fp8blk > "$lg" 2>&1
-    say "fp8xe $tool test_gpu_experts fp8blk (XE_WIDE=1): exit $? reports $(san_count $tool "$lg") ($(san_said "$lg"))"
+    MEMRA_ADMISSION=off timeout 300 compute-sanitizer --tool $tool $(san_x $tool) --print-limit 0 \
+      --show-backtrace no $B/bin/test_gpu_experts fp8blk_one > "$lg" 2>&1
+    say "fp8xe $tool test_gpu_experts fp8blk_one: exit $? reports $(san_count $tool "$lg") ($(san_said "$lg"))"
   done
   say "fp8xe: $((SECONDS - t)) s"
 }

@@ -29,6 +29,11 @@
  *                             MEMRA_PREFER=gemm_fp8_blk=fp8blk so that the dense
  *                             lane compared with is fp8blk's own); eager, captured,
  *                             skewed. Skips (77) on a GPU that is not cc 9.0.
+ *   test_gpu_experts fp8blk_one | fp8blk_one_skew
+ *                             the same on the one-table tile-major kernel
+ *                             (MEMRA_FP8BLK_XE_ONE=all: memra_k_fp8blk_experts_wgmma_t,
+ *                             an expert's remainder rows on a 128-row tile whose
+ *                             second warpgroup may have none).
  * Every case judges each routed row twice: against the host device within
  * 2 x the lane's band per element (JUDGE_BAND_Q8_0, JUDGE_BAND_FP8 for the block-128
  * FP8 lane; e = |gpu - host| / (sqrt(k) max_j |host row|), the live estimate of
@@ -82,6 +87,8 @@ static const xcase k_cases[] = {
     {"fp8blk", MEMRA_FORMAT_E4M3, NULL, 0, 0, "fp8 block-128", "fp8blk", 0},
     {"fp8blk_graph", MEMRA_FORMAT_E4M3, NULL, 0, 1, "fp8 block-128", "fp8blk", 0},
     {"fp8blk_skew", MEMRA_FORMAT_E4M3, NULL, 1, 0, "fp8 block-128", "fp8blk", 0},
+    {"fp8blk_one", MEMRA_FORMAT_E4M3, NULL, 0, 0, "fp8 block-128", "fp8blk", 0},
+    {"fp8blk_one_skew", MEMRA_FORMAT_E4M3, NULL, 1, 0, "fp8 block-128", "fp8blk", 0},
     {"split", MEMRA_FORMAT_Q8_0, NULL, 0, 0, "mmq records", NULL, 3},
     {"split_q6_k", MEMRA_FORMAT_Q6_K, NULL, 1, 0, "mmq K records", NULL, 3},
 };
@@ -213,8 +220,10 @@ int main(int argc, char **argv)
     char dsplit[40], xsplit[40];
     snprintf(dsplit, sizeof dsplit, "MEMRA_MMQ_SPLIT=%d", xc->split ? xc->split : 1);
     snprintf(xsplit, sizeof xsplit, "MEMRA_MMQ_XE_SPLIT=%d", xc->split);
+    const int one = strncmp(xc->name, "fp8blk_one", 10) == 0; /* the one-table tile-major kernel */
     const char *settings[] = {"MEMRA_F16_BUDGET_MB=0", dsplit, xc->split ? xsplit : "MEMRA_MMQ_XE_SPLIT=0",
-                              fp8 ? "MEMRA_PREFER=gemm_fp8_blk=fp8blk" : xc->bm ? bm : NULL, NULL};
+                              fp8 ? "MEMRA_PREFER=gemm_fp8_blk=fp8blk" : xc->bm ? bm : NULL,
+                              one ? "MEMRA_FP8BLK_XE_ONE=all" : NULL, NULL};
     memra_options o = {.struct_size = sizeof o, .settings = settings};
     memra_runtime *rt;
     CHECK_OK(memra_open(&o, &rt));

@@ -239,6 +239,7 @@ static const char *g_wgmma_knob; /* MEMRA_FP8BLK_WGMMA as the module sees it (NU
 static const char *g_xe_bm_knob; /* MEMRA_MMQ_XE_BM likewise (read at init) */
 static const char *g_xe_split_knob; /* MEMRA_MMQ_XE_SPLIT likewise */
 static const char *g_xe_wide_knob;  /* MEMRA_FP8BLK_XE_WIDE likewise */
+static const char *g_xe_one_knob;   /* MEMRA_FP8BLK_XE_ONE likewise */
 static const char *g_xe_merge_knob; /* MEMRA_MMQ_XE_MERGE likewise */
 static const char *fake_knob(const memra_device_caps *caps, const char *name)
 {
@@ -247,6 +248,7 @@ static const char *fake_knob(const memra_device_caps *caps, const char *name)
     if (strcmp(name, "MEMRA_MMQ_XE_BM") == 0) return g_xe_bm_knob;
     if (strcmp(name, "MEMRA_MMQ_XE_SPLIT") == 0) return g_xe_split_knob;
     if (strcmp(name, "MEMRA_FP8BLK_XE_WIDE") == 0) return g_xe_wide_knob;
+    if (strcmp(name, "MEMRA_FP8BLK_XE_ONE") == 0) return g_xe_one_knob;
     if (strcmp(name, "MEMRA_MMQ_XE_MERGE") == 0) return g_xe_merge_knob;
     return NULL; /* every other knob at its default */
 }
@@ -691,6 +693,28 @@ static int fp8blk_experts_wide(mod *m)
            grid;
 }
 
+/* MEMRA_FP8BLK_XE_ONE=1: where the experts average 128 rows or more (m = 1024 over 8) one table
+ * of 128-row tiles on the tile-major kernel, grid (ceil(m / 128) + E = 16 tiles, ceil(n / 128) = 3
+ * columns), no 64-row launch; below that (m = 300 over 8) the two tables as without it. */
+static int fp8blk_experts_one(mod *m)
+{
+    memra_call c = call_of(m);
+    memra_gemm_args a = gemm(1024, 300, 256);
+    memra_gemm_experts_args ex = {.struct_size = sizeof ex, .lane = MEMRA_OP_gemm_fp8_blk, .n_experts = 8,
+                                  .ids = 0x60000000};
+    const memra_status st = m->desc->ops->gemm_experts(&c, &a, &ex);
+    const int grid = g_n_launched == 3 && g_grid_x[2] == 16 && g_grid_y[2] == 3 && g_block_x[2] == 256;
+    printf("    grids (one table): grouped %u x %u (%u); want 16 x 3 (256)  %s\n", g_grid_x[2], g_grid_y[2],
+           g_block_x[2], grid ? "ok" : "FAIL");
+    int ok = launched_exact("gemm_experts fp8_blk one table", st, 3,
+                            (const char *[]){"memra_k_fp8blk_experts_route", "memra_k_fp8blk_quant_sorted",
+                                             "memra_k_fp8blk_experts_wgmma_t"},
+                            (const int[]){0, 0, 0}) &&
+             grid;
+    ok &= fp8blk_experts_launch(m, 300, 8, 0.0f, "memra_k_fp8blk_quant_sorted", 300 / 65, 8);
+    return ok;
+}
+
 /* A gemm_experts call that must fail with `want` and launch nothing. */
 static int fp8blk_experts_refused(mod *m, const char *what, memra_gemm_args a, memra_gemm_experts_args ex,
                                   memra_status want)
@@ -778,6 +802,11 @@ static int case_fp8blk(const char *so)
     ok &= fp8blk_experts_wide(&m);
     ok &= close_mod(&m, 2);
     g_xe_wide_knob = NULL;
+    g_xe_one_knob = "1";
+    if (!open_mod(so, 90, &m)) return 0;
+    ok &= fp8blk_experts_one(&m);
+    ok &= close_mod(&m, 2);
+    g_xe_one_knob = NULL;
     /* MEMRA_FP8BLK_WGMMA=0: the mma.sync kernel (the sm_120 design) serves cc 9.0 */
     g_wgmma_knob = "0";
     if (!open_mod(so, 90, &m)) return 0;

@@ -27,7 +27,7 @@
  *                         running f32 result once per block (never per 32).
  *   memra_k_fp8blk_wgmma*  the sm_90a warpgroup kernels (below).
  *   memra_k_fp8blk_experts_route, memra_k_fp8blk_quant_sorted(_given),
- *   memra_k_fp8blk_experts_wgmma, memra_k_fp8blk_experts_wgmma64
+ *   memra_k_fp8blk_experts_wgmma, memra_k_fp8blk_experts_wgmma64, memra_k_fp8blk_experts_wgmma_t
  *                         gemm_experts, lane gemm_fp8_blk (MoE prefill): the
  *                         routing, the activation in expert order, the grouped
  *                         warpgroup tiles of 128 and 64 rows (see "gemm_experts"
@@ -536,8 +536,10 @@ __device__ __forceinline__ void mb_wait(unsigned a, unsigned parity)
  * scales of block kb at xs + kb * ms. perm == nullptr: output row i0 + i is y's row
  * i0 + i (the dense kernels, ms = m); else y's row perm[i0 + i] (gemm_experts: i0
  * an expert's first sorted row of the tile, m its end). The same loads, wgmmas
- * and fold either way. */
-template <int NH, int BM = 128>
+ * and fold either way. LIVE (gemm_experts' one-table tiles): a warpgroup whose 64 rows all lie
+ * at or past m skips its wgmmas and folds (its accumulators stay 0 and are never stored) but
+ * still arrives on the stages' barriers; without LIVE the code is the dense kernels'. */
+template <int NH, int BM = 128, bool LIVE = false>
 __device__ __forceinline__ void wg_mb_tile(const unsigned char *__restrict__ w, const float *__restrict__ grid,
                                            const unsigned char *__restrict__ xq, const float *__restrict__ xs,
                                            float *__restrict__ y, int m, int n, int k, long long ldy, float alpha,
@@ -576,6 +578,7 @@ __device__ __forceinline__ void wg_mb_tile(const unsigned char *__restrict__ w, 
         for (int i = 0; i < 64; i++) acc[h][i] = 0.0f;
     for (int b = 0; b < L && b < nk; b++) produce(b);
     const unsigned a_off = (threadIdx.x >> 7) * 64 * 128;
+    const bool live = !LIVE || i0 + (int)(threadIdx.x >> 7) * 64 < m; /* uniform in a warpgroup */
     for (int kb = 0; kb < nk; kb++) {
         if (kb + L < nk) produce(kb + L);
         const int s = kb % S;
@@ -589,16 +592,20 @@ __device__ __forceinline__ void wg_mb_tile(const unsigned char *__restrict__ w, 
             /* a half past the last scale block of rows has no grid value: its rows are all past n */
             const float g = (j0 / 128 + h < ngr) ? grow[(long long)h * nk + kb] : 0.0f;
             const unsigned bb = sbase + s * SB + (AB + 16384 * h);
-            asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+            if (live) {
+                asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
 #pragma unroll
-            for (int kk = 0; kk < 4; kk++) wg_mma(t, wg_desc(a + kk * 32), wg_desc(bb + kk * 32), kk);
-            asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
-            asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
-            wg_fence_regs(t);
+                for (int kk = 0; kk < 4; kk++) wg_mma(t, wg_desc(a + kk * 32), wg_desc(bb + kk * 32), kk);
+                asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+                asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+                wg_fence_regs(t);
+            }
             if (h == NH - 1) mb_arrive(empty + 8 * s); /* every thread: its own reads of the stage are done */
-            const float f0 = x0 * g, f1 = x1 * g;
+            if (live) {
+                const float f0 = x0 * g, f1 = x1 * g;
 #pragma unroll
-            for (int i = 0; i < 64; i++) acc[h][i] = fmaf((i & 2) ? f1 : f0, t[i], acc[h][i]);
+                for (int i = 0; i < 64; i++) acc[h][i] = fmaf((i & 2) ? f1 : f0, t[i], acc[h][i]);
+            }
         }
     }
     long long yr[2] = {0, 0}; /* gemm_experts: y's rows of this thread's two rows */
@@ -645,8 +652,9 @@ memra_k_fp8blk_wgmma_wide(const unsigned char *__restrict__ w, const float *__re
 
 /* wg_experts_tile<BM, NH>: the CTA's tile-table tile (blockIdx.y; past *ntiles the whole CTA
  * returns, before any barrier) through wg_mb_tile<NH, BM> on its expert's weight and grid,
- * weight rows (128 NH) blockIdx.x .. */
-template <int BM, int NH = 1>
+ * weight rows (128 NH) blockIdx.x .. ; TMAJOR: the tile blockIdx.x, the weight rows blockIdx.y,
+ * and a warpgroup without rows skips its wgmmas (wg_mb_tile's LIVE). */
+template <int BM, int NH = 1, bool TMAJOR = false>
 __device__ __forceinline__ void wg_experts_tile(const unsigned long long *__restrict__ wtab,
                                                 const unsigned long long *__restrict__ gtab,
                                                 const unsigned char *__restrict__ xq, const float *__restrict__ xs,
@@ -654,12 +662,12 @@ __device__ __forceinline__ void wg_experts_tile(const unsigned long long *__rest
                                                 const int *__restrict__ tiles, const int *__restrict__ ntiles,
                                                 float *__restrict__ y, int m, int n, int k, long long ldy, float alpha)
 {
-    const int t = (int)blockIdx.y;
+    const int t = TMAJOR ? (int)blockIdx.x : (int)blockIdx.y, col = TMAJOR ? (int)blockIdx.y : (int)blockIdx.x;
     if (t >= *ntiles) return;
     const int e = tiles[2 * t], s0 = tiles[2 * t + 1], end = offsets[e + 1];
     const unsigned char *w = reinterpret_cast<const unsigned char *>(wtab[e]);
     const float *grid = reinterpret_cast<const float *>(gtab[e]);
-    wg_mb_tile<NH, BM>(w, grid, xq, xs, y, end, n, k, ldy, alpha, s0, (int)blockIdx.x * (128 * NH), m, perm);
+    wg_mb_tile<NH, BM, TMAJOR>(w, grid, xq, xs, y, end, n, k, ldy, alpha, s0, col * (128 * NH), m, perm);
 }
 
 /* ---- gemm_experts on the 128 x 128 mbarrier tile ------------------------------------
@@ -685,6 +693,25 @@ memra_k_fp8blk_experts_wgmma(const unsigned long long *__restrict__ wtab, const 
                              int m, int n, int k, long long ldy, float alpha)
 {
     wg_experts_tile<128>(wtab, gtab, xq, xs, offsets, perm, tiles, ntiles, y, m, n, k, ldy, alpha);
+}
+
+/*   memra_k_fp8blk_experts_wgmma_t  the same tile on one table of 128-row tiles (an expert of c
+ *                         rows: ceil(c / 128) of them, no 64-row remainder launch), tile-major:
+ *                         grid (the worst-case tile count, ceil(n / 128)). CTAs are handed out
+ *                         x fastest, so an expert's tiles on the same 128 weight rows run side
+ *                         by side and the weight block streams from DRAM once, the second tile
+ *                         finding it in L2 (the two-table path's 64-row launch re-reads from
+ *                         DRAM the weights the 128-row launch read before it). A remainder
+ *                         tile's warpgroup without rows skips its wgmmas. Bit for bit the
+ *                         other tiles' outputs. Opt-in (MEMRA_FP8BLK_XE_ONE=1) until measured. */
+extern "C" __global__ void __launch_bounds__(FP8BLK_WG_THREADS, 1)
+memra_k_fp8blk_experts_wgmma_t(const unsigned long long *__restrict__ wtab, const unsigned long long *__restrict__ gtab,
+                               const unsigned char *__restrict__ xq, const float *__restrict__ xs,
+                               const int *__restrict__ offsets, const int *__restrict__ perm,
+                               const int *__restrict__ tiles, const int *__restrict__ ntiles, float *__restrict__ y,
+                               int m, int n, int k, long long ldy, float alpha)
+{
+    wg_experts_tile<128, 1, true>(wtab, gtab, xq, xs, offsets, perm, tiles, ntiles, y, m, n, k, ldy, alpha);
 }
 
 /*   memra_k_fp8blk_experts_wgmma_wide  the same tile table on memra_k_fp8blk_wgmma_wide's

@@ -31,6 +31,8 @@ typedef struct fp8blk_state {
     CUfunction xe_route, xe_quant, xe_quant_given, xe_gemm;
     CUfunction xe_gemm64; /* the 64-row remainder tile, or NULL: one table of 128-row tiles */
     CUfunction xe_wide;   /* MEMRA_FP8BLK_XE_WIDE=1: the 128-row tiles on 128 x 256 (experts_wgmma_wide), or NULL */
+    CUfunction xe_one;    /* MEMRA_FP8BLK_XE_ONE=1|all: one table of 128-row tiles, tile-major (experts_wgmma_t), or NULL */
+    int xe_one_all;       /* MEMRA_FP8BLK_XE_ONE=all: that table at every mean (tests), not only from 128 rows */
     memra__fp8blk_variant variant;
     memra__fp8blk_tile tile; /* the tile the loaded gemm kernel was compiled with */
     unsigned threads;
@@ -199,8 +201,13 @@ static void fp8blk_load_wgmma(memra__gpu *q, fp8blk_state *fb, CUmodule m)
         const char *xw = memra__gpu_knob(q, "MEMRA_FP8BLK_XE_WIDE");
         if (xw != NULL && strcmp(xw, "1") == 0)
             fb->xe_wide = wgmma_function(q, fb, m, "memra_k_fp8blk_experts_wgmma_wide", FP8BLK_WG_SMEM_BYTES_OF(2));
+        const char *xo = memra__gpu_knob(q, "MEMRA_FP8BLK_XE_ONE");
+        if (xo != NULL && (strcmp(xo, "1") == 0 || strcmp(xo, "all") == 0)) {
+            fb->xe_one = wgmma_function(q, fb, m, "memra_k_fp8blk_experts_wgmma_t", FP8BLK_WG_SMEM_BYTES_OF(1));
+            fb->xe_one_all = strcmp(xo, "all") == 0;
+        }
         if (fb->xe_route == NULL || fb->xe_quant == NULL || fb->xe_quant_given == NULL)
-            fb->xe_gemm = fb->xe_wide = NULL;
+            fb->xe_gemm = fb->xe_wide = fb->xe_one = NULL;
     }
 }
 
@@ -440,7 +447,12 @@ static memra_status gemm_fp8_blk(memra_call *call, const memra_gemm_args *a, con
  *                                      tiles_max), CTAs past the table's count exiting;
  *                                      outputs scattered to y[perm[s]];
  *                                      (MEMRA_FP8BLK_XE_WIDE=1: memra_k_fp8blk_experts_wgmma_wide,
- *                                      the same table on 128 x 256, ceil(n / 256) columns);
+ *                                      the same table on 128 x 256, ceil(n / 256) columns;
+ *                                      MEMRA_FP8BLK_XE_ONE=1 (all: at any mean), where the mean expert has at
+ *                                      least 128 rows: memra_k_fp8blk_experts_wgmma_t on one
+ *                                      table of 128-row tiles, tile-major (ceil(n / 128) on
+ *                                      grid.y), an expert's tiles side by side on the same
+ *                                      weight rows, no remainder launch);
  *   memra_k_fp8blk_experts_wgmma64     the 64 x 128 tile (one warpgroup, two CTAs an SM)
  *                                      on (ceil(n / 128), tiles2_max) for the second
  *                                      table: an expert whose rows past its 128-row
@@ -494,7 +506,12 @@ memra_status memra__fp8blk_gemm_experts(memra_call *call, const memra_gemm_args 
     if (E > FP8BLK_XE_MAX) return memra__gpu_decline(call, "gemm_experts: more than 4096 experts (the routing kernel's shared memory)");
     int m = a->m, n = a->n, k = a->k, ee = E;
     const int64_t nkb = ((int64_t)k + 127) / 128;
-    const int two = fb->xe_gemm64 != NULL;
+    /* the one-table tile-major launch where the mean expert fills a 128-row tile (Mixtral-like rows:
+     * each expert's weight then streams once, its remainder tile reading it from L2); below that
+     * (Qwen3-like, ~32 rows an expert) the 64-row remainder tiles' two CTAs an SM do better */
+    const int one = fb->xe_one != NULL && (fb->xe_one_all || (int64_t)a->m >= 128 * (int64_t)E) &&
+                    ((int64_t)a->n + 127) / 128 <= 65535;
+    const int two = !one && fb->xe_gemm64 != NULL;
     int64_t tiles_max = ((int64_t)m + FP8BLK_WG_BM - 1) / FP8BLK_WG_BM + E;
     const int64_t tiles_cap = two ? (int64_t)m / 65 : (int64_t)m;
     if (tiles_max > tiles_cap) tiles_max = tiles_cap;
@@ -526,6 +543,13 @@ memra_status memra__fp8blk_gemm_experts(memra_call *call, const memra_gemm_args 
                                   (void *[]){&x, &perm, &offsets, &ee, &m, &k, &xq, &xs}, 0);
     if (st != MEMRA_STATUS_OK) return st;
     const unsigned nx = (unsigned)((n + FP8BLK_WG_BN - 1) / FP8BLK_WG_BN);
+    if (one)
+        return tiles_max <= 0 ? MEMRA_STATUS_OK
+                              : memra__gpu_launch_ex(q, fb->xe_one, "memra_k_fp8blk_experts_wgmma_t", (unsigned)tiles_max,
+                                                     nx, 1, FP8BLK_WG_THREADS, FP8BLK_WG_SMEM_BYTES_OF(1), call->stream,
+                                                     (void *[]){&w, &grid, &xq, &xs, &offsets, &perm, &tiles, &ntiles,
+                                                                &y, &m, &n, &k, &ldy, &alpha},
+                                                     0);
     const int nh = fb->xe_wide != NULL ? 2 : 1; /* the 128-row tiles' width in 128-column halves */
     if (tiles_max > 0)
         st = memra__gpu_launch_ex(q, nh == 2 ? fb->xe_wide : fb->xe_gemm,
