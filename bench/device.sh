@@ -806,14 +806,15 @@ step_moe() {
 
 # The grouped floor's launch choices on the Mixtral-like rows (issue 30's 0.85x of dense): memra
 # bench moe --sheet mixtral at MOE_M (default 512), uniform routing, budget 0, for each
-# MEMRA_MMQ_XE_BM (MOE_SWEEP_BM, default "0 128": the two-table default and the single table)
-# x MEMRA_MMQ_XE_SPLIT (MOE_SWEEP_SPLIT, default "0 1 2 3"), MOE_SWEEP_FORMATS (default q8_0);
+# MEMRA_MMQ_XE_BM (MOE_SWEEP_BM, default "0 32 64 128": 0 the launcher's rule) x MEMRA_MMQ_XE_SPLIT
+# (MOE_SWEEP_SPLIT, default "0 1 2 3"; either set empty skips the sweep: run s2 judged it),
+# MOE_SWEEP_FORMATS (default q8_0);
 # one line per row: grouped ms, loop ms, dense ms, "of dense"; then the forced split's check
 # (memra check --op gemm_experts with MEMRA_MMQ_XE_SPLIT=3) and its memcheck
 step_moesweep() {
   local t=$SECONDS fm mm bm sp f
   for fm in ${MOE_SWEEP_FORMATS:-q8_0}; do for mm in ${MOE_M:-512}; do
-    for bm in ${MOE_SWEEP_BM:-0 32 64 128}; do for sp in ${MOE_SWEEP_SPLIT:-0 1 2 3}; do
+    for bm in ${MOE_SWEEP_BM-0 32 64 128}; do for sp in ${MOE_SWEEP_SPLIT-0 1 2 3}; do
       f="$L/moesweep_${fm}_m${mm}_bm${bm}_s${sp}.txt"
       MEMRA_F16_BUDGET_MB=0 MEMRA_MMQ_XE_BM=$bm MEMRA_MMQ_XE_SPLIT=$sp timeout 200 $M bench moe --device 0 \
         --sheet mixtral --routing uniform --m $mm --format $fm --json $R/moesweep_${fm}_m${mm}_bm${bm}_s${sp}_$TAG.json \
@@ -822,16 +823,20 @@ step_moesweep() {
       moe_rows "$f" mixtral
     done; done
   done; done
-  # the full and remainder tiles in one launch (MEMRA_MMQ_XE_MERGE, opt-in until measured): merged and
-  # two-launch alternately, twice, on the Mixtral-like rows; then the GPU tests (bit for bit against
-  # the dense lane), the check and memcheck / racecheck with it on
-  local mg i c
-  for i in 1 2; do for mg in 1 0; do
-    f="$L/moesweep_${fm:-q8_0}_merge${mg}_$i.txt"
-    MEMRA_F16_BUDGET_MB=0 MEMRA_MMQ_XE_MERGE=$mg timeout 200 $M bench moe --device 0 --sheet mixtral --routing both \
-      --m ${MOE_M:-512} --format q8_0 --json $R/moesweep_q8_0_merge${mg}_${i}_$TAG.json > "$f" 2>&1
-    say "moesweep q8_0 XE_MERGE=$mg (round $i): exit $?"
-    moe_rows "$f" mixtral
+  # the full and remainder tiles in one tile-major launch (MEMRA_MMQ_XE_MERGE, opt-in until measured):
+  # merged and two-launch alternately (the order rotated), MOE_MERGE_ROUNDS rounds (default 2) at each
+  # of MOE_M, formats MOE_MERGE_FORMATS (default q8_0), on the Mixtral-like rows; then the GPU tests
+  # (bit for bit against the dense lane), the check and memcheck / racecheck with it on
+  local mg i c j
+  for fm in ${MOE_MERGE_FORMATS:-q8_0}; do for mm in ${MOE_M:-512}; do
+    for ((i = 1; i <= ${MOE_MERGE_ROUNDS:-2}; i++)); do for j in 0 1; do
+      mg=$(((i + j) % 2))
+      f="$L/moesweep_${fm}_m${mm}_merge${mg}_$i.txt"
+      MEMRA_F16_BUDGET_MB=0 MEMRA_MMQ_XE_MERGE=$mg timeout 200 $M bench moe --device 0 --sheet mixtral --routing both \
+        --m $mm --format $fm --json $R/moesweep_${fm}_m${mm}_merge${mg}_${i}_$TAG.json > "$f" 2>&1
+      say "moesweep $fm m=$mm XE_MERGE=$mg (round $i): exit $?"
+      moe_rows "$f" mixtral
+    done; done
   done; done
   for c in run skew q4_k q6_k split split_q6_k; do
     MEMRA_MMQ_XE_MERGE=1 timeout 200 $B/bin/test_gpu_experts $c > "$L/moesweep_merge_test_$c.log" 2>&1

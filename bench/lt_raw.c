@@ -1111,8 +1111,15 @@ static int write_receipt(bench *b, const char *path, const sheet_res *sheets, in
     memra_device_clocks_get(b->dev, &clk);
     char ts[32];
     tool_utc_timestamp(ts, sizeof ts);
-    fprintf(f, "{\"format\":\"memra-bench-raw\",\"version\":2,\"timestamp\":\"%s\",\"complete\":%s,\"memra\":", ts,
+    /* version 3: the build's commit and this machine's name, as memra bench's receipts carry */
+    char host[256];
+    tool_host_name(host, sizeof host);
+    fprintf(f, "{\"format\":\"memra-bench-raw\",\"version\":3,\"timestamp\":\"%s\",\"complete\":%s,\"commit\":", ts,
             rc == 0 ? "true" : "false");
+    tool_json_str(f, MEMRA_GIT_COMMIT);
+    fprintf(f, ",\"host\":");
+    tool_json_str(f, host);
+    fprintf(f, ",\"memra\":");
     tool_json_str(f, memra_version());
     fprintf(f, ",\n\"device\":{\"name\":");
     tool_json_str(f, b->caps->name);

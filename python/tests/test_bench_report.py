@@ -129,8 +129,8 @@ def test_report_reads_every_committed_receipt():
             assert r["gpu"] == "NVIDIA H200" and r["memra"] == "0.1.0"
             # (the first torch-op receipts, run p2, were written before the script recorded the driver)
             assert r["driver"] == "13.0" or (d.get("mode") == "python" and "driver_version" not in d), (p, r["driver"])
-            # commit and host from memra-bench version 2 and memra-bench-moe version 3 on
-            first = 3 if d["format"] == "memra-bench-moe" else 2
+            # commit and host from memra-bench version 2, memra-bench-moe and memra-bench-raw version 3 on
+            first = 3 if d["format"] in ("memra-bench-moe", "memra-bench-raw") else 2
             if d.get("version", 1) < first:
                 assert r["commit"] == "-" and r["machine"] == "-"  # earlier versions have neither
             else:
