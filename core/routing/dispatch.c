@@ -125,6 +125,17 @@ memra_status memra__dispatch(memra_device *dev, memra_op op, memra_op_args *args
 
 static memra_status dispatch_lanes(memra_device *dev, memra__snapshot *s, memra_op op, memra_op_args *args);
 
+int memra__dispatch_taken(memra_device *dev, memra_op op, memra_op_args *args)
+{
+    memra__snapshot *s = memra__snapshot_acquire(dev);
+    if (s == NULL) return 0;
+    int taken = 0;
+    for (int i = 0; i < s->n_lanes[op] && !taken; i++)
+        taken = memra__lane_run(dev, &s->lanes[op][i], op, args) == MEMRA_STATUS_OK;
+    memra__snapshot_release(s);
+    return taken;
+}
+
 memra_status memra__dispatch_on(memra_device *dev, memra__snapshot *s, memra_op op, memra_op_args *args)
 {
     double t0 = 0.0;

@@ -88,7 +88,8 @@ typedef struct weight_dev {
     unsigned etab_ok;    /* bit ET_x: every expert holds that operand */
 } weight_dev;
 
-enum { MIRROR_BUDGET = 0, MIRROR_RESERVED = 1, MIRROR_NONE = 2 };
+/* MIRROR_NO_LANE: an expert of a device routing no grouped f16 lane (experts_f16_routed) */
+enum { MIRROR_BUDGET = 0, MIRROR_RESERVED = 1, MIRROR_NONE = 2, MIRROR_NO_LANE = 3 };
 
 struct memra_weight {
     memra_runtime *rt;
@@ -500,14 +501,15 @@ static memra_status prepare_locked(memra_weight *w, memra_device *dev)
         return MEMRA_STATUS_OK;
     }
     /* an expert's share is reserved (or refused) for all experts at once by its expert weight */
-    int over = wd->mirror_mode == MIRROR_NONE && w->format != MEMRA_FORMAT_F32;
+    const int nolane = wd->mirror_mode == MIRROR_NO_LANE;
+    int over = (wd->mirror_mode == MIRROR_NONE || nolane) && w->format != MEMRA_FORMAT_F32;
     if (wd->mirror_mode == MIRROR_BUDGET) {
         uint64_t used = atomic_fetch_add(&dev->f16_used, mbytes);
         over = used + mbytes > device_budget(dev) && w->format != MEMRA_FORMAT_F32;
         if (over) atomic_fetch_sub(&dev->f16_used, mbytes);
     }
     if (over) {
-        wd->mirror_note = "f16 mirror over MEMRA_F16_BUDGET_MB";
+        wd->mirror_note = nolane ? "no f16 mirror: no grouped f16 lane on this device" : "f16 mirror over MEMRA_F16_BUDGET_MB";
         if (w->format == MEMRA_FORMAT_Q8_0) {
             /* The MMQ floor serves it: records in place of the raw copy. */
             st = replace_with_records(w, dev, wd, &wd->raw);
@@ -517,8 +519,10 @@ static memra_status prepare_locked(memra_weight *w, memra_device *dev)
             /* The MMQ floor serves it from Q8_0 records of the exact conversion. */
             st = q4_0_records(w, dev, wd);
             if (st == MEMRA_STATUS_OK)
-                wd->mirror_note = "f16 mirror over MEMRA_F16_BUDGET_MB; Q4_0 on the MMQ floor as Q8_0 records "
-                                  "(exact: d kept, q - 8 as int8; 144 B per 128 values, Q4_0's 72)";
+                wd->mirror_note = nolane ? "no f16 mirror: no grouped f16 lane on this device; Q4_0 on the MMQ floor as "
+                                           "Q8_0 records (exact: d kept, q - 8 as int8; 144 B per 128 values, Q4_0's 72)"
+                                         : "f16 mirror over MEMRA_F16_BUDGET_MB; Q4_0 on the MMQ floor as Q8_0 records "
+                                           "(exact: d kept, q - 8 as int8; 144 B per 128 values, Q4_0's 72)";
             else if (st != MEMRA_STATUS_DECLINED) goto fail;
         }
         if (is_kquant(w->format)) {
@@ -528,8 +532,11 @@ static memra_status prepare_locked(memra_weight *w, memra_device *dev)
                 /* the records replace the raw copy (made again only for the last fall-back) */
                 memra__dev_free(dev, wd->raw);
                 wd->raw = 0;
-                wd->mirror_note = "f16 mirror over MEMRA_F16_BUDGET_MB; on the MMQ floor as K records "
-                                  "(the GGUF codes and scales K-packed: the GGUF's bytes, widened in the kernel)";
+                wd->mirror_note = nolane ? "no f16 mirror: no grouped f16 lane on this device; on the MMQ floor as K "
+                                           "records (the GGUF codes and scales K-packed: the GGUF's bytes, widened in "
+                                           "the kernel)"
+                                         : "f16 mirror over MEMRA_F16_BUDGET_MB; on the MMQ floor as K records "
+                                           "(the GGUF codes and scales K-packed: the GGUF's bytes, widened in the kernel)";
             } else if (st != MEMRA_STATUS_DECLINED) {
                 goto fail;
             }
@@ -938,6 +945,7 @@ static void plan_floor(memra_device *dev, memra_weight_plan *p, int records)
 }
 
 static memra_status plan_of(const memra_weight *w, memra_device *dev, memra_weight_plan *out, uint64_t experts);
+static int experts_f16_routed(const memra_weight *w, int32_t n_experts, memra_device *dev);
 
 /* Mirrors prepare_locked and memra_matmul_ex: keep the three in step. An
  * expert weight's plan is its first expert's with every expert counted (the
@@ -994,7 +1002,7 @@ static memra_status plan_of(const memra_weight *w, memra_device *dev, memra_weig
     pthread_mutex_lock(lock);
     const weight_dev *wd = &w->dev[dev->index];
     const int prepared = wd->prepared;
-    const int has_mirror = wd->f16 != 0;
+    const int has_mirror = wd->f16 != 0, no_lane = wd->mirror_mode == MIRROR_NO_LANE;
     pthread_mutex_unlock(lock);
     const uint64_t budget = device_budget(dev), used = atomic_load(&dev->f16_used);
     const int records = records_wanted(dev);
@@ -1036,7 +1044,9 @@ static memra_status plan_of(const memra_weight *w, memra_device *dev, memra_weig
         }
         break;
     default: {
-        const int fits = w->format == MEMRA_FORMAT_F32 || (prepared ? has_mirror : used + mbytes <= budget);
+        /* experts of a quantised format on a device routing no grouped f16 lane: the floor (experts_f16_routed) */
+        const int nolane = experts && w->format != MEMRA_FORMAT_F32 && (prepared ? no_lane : !experts_f16_routed(w, (int32_t)experts, dev));
+        const int fits = w->format == MEMRA_FORMAT_F32 || (!nolane && (prepared ? has_mirror : used + mbytes <= budget));
         if (fits) {
             p.lane = "f16 mirror";
             plan_step(dev, &p, MEMRA_OP_gemm_f16);
@@ -1085,6 +1095,18 @@ static memra_status plan_of(const memra_weight *w, memra_device *dev, memra_weig
                      "the f16 mirror (%.1f MB) is over the budget (%.0f MB, %.1f MB used) and %s has no integer floor "
                      "here: dequant_f16 into scratch on every call",
                      (double)mbytes / 1048576.0, (double)budget / 1048576.0, (double)used / 1048576.0, fn);
+        }
+        if (nolane) { /* the cause is the lane, not the budget: the floor's part of the reason kept */
+            const char *rest = strstr(p.why, " used)");
+            rest = rest ? rest + 6 + (rest[6] == ':') + (rest[6] != '\0') : p.why;
+            static const char pre[] = "no grouped f16 lane on this device (no module serves gemm_experts on the f16 "
+                                      "mirror), so no mirror: ";
+            char why[sizeof p.why];
+            const size_t lp = sizeof pre - 1, lr = strlen(rest), keep = lr < sizeof why - 1 - lp ? lr : sizeof why - 1 - lp;
+            memcpy(why, pre, lp);
+            memcpy(why + lp, rest, keep);
+            why[lp + keep] = '\0';
+            memcpy(p.why, why, sizeof p.why);
         }
         break;
     }
@@ -1344,6 +1366,25 @@ static memra_dptr expert_operand(const memra_weight *sub, int d, int kind)
 
 static size_t etab_bytes(int32_t n) { return (size_t)ET_KINDS * (size_t)n * sizeof(memra_dptr) + (size_t)n * 4u; }
 
+/* Whether dev routes gemm_experts on the f16-mirror lane for w's shape: a call of no rows (nothing
+ * read or launched) that a lane takes rather than declines. On a GPU no module of this build
+ * takes it (the grouped lanes are the integer floor and FP8 block-128), so quantised experts
+ * reserve no mirror there: the mirror would leave them no lane at all (their calls went to a
+ * grouped f16 step nothing served: NOT_SUPPORTED under the default budget) and hold the mirror's
+ * bytes, 2 in_f out_f a expert, for nothing. Asked at prepare: a module added later that serves
+ * the lane takes these experts once they are prepared again. */
+static int experts_f16_routed(const memra_weight *w, int32_t n_experts, memra_device *dev)
+{
+    const memra_dptr any = 16; /* never read: no rows */
+    memra_op_args a = {.struct_size = sizeof a};
+    a.gemm = (memra_gemm_args){.struct_size = sizeof a.gemm, .m = 0, .n = (int32_t)w->out_f, .k = (int32_t)w->in_f,
+                               .x = any, .w = any, .y = any, .ldy = w->out_f, .alpha = 1.0f,
+                               .w_format = (int32_t)w->format};
+    a.experts = (memra_gemm_experts_args){.struct_size = sizeof a.experts, .lane = MEMRA_OP_gemm_f16,
+                                          .n_experts = n_experts, .ids = any};
+    return memra__dispatch_taken(dev, MEMRA_OP_gemm_experts, &a);
+}
+
 /* Caller holds w->lock[dev->index]; the experts' own locks are taken by their prepare. */
 static memra_status experts_prepare_locked(memra_weight *w, memra_device *dev)
 {
@@ -1354,7 +1395,12 @@ static memra_status experts_prepare_locked(memra_weight *w, memra_device *dev)
     const int quant = w->format == MEMRA_FORMAT_Q8_0 || w->format == MEMRA_FORMAT_Q4_0 || is_kquant(w->format);
     const uint64_t share = (uint64_t)w->out_f * (uint64_t)w->in_f * 2u, total = share * (uint64_t)n;
     int mode = MIRROR_BUDGET;
-    if (quant) {
+    if (quant && !experts_f16_routed(w, n, dev)) {
+        mode = MIRROR_NO_LANE;
+        memra__log(MEMRA_LOG_DEBUG, "weight", "%s on %s: no f16 mirror for its %d experts (no module routes "
+                                               "gemm_experts on the f16 lane here): the integer floor",
+                   w->name, dev->label, (int)n);
+    } else if (quant) {
         const uint64_t used = atomic_fetch_add(&dev->f16_used, total);
         mode = used + total <= device_budget(dev) ? MIRROR_RESERVED : MIRROR_NONE;
         if (mode == MIRROR_NONE) atomic_fetch_sub(&dev->f16_used, total);

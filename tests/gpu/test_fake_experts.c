@@ -1,0 +1,139 @@
+/* gpu-build: an expert weight's lane on a GPU under the default f16 budget, on the fake CUDA
+ * driver (fake_cuda.c: memory and copies work, kernels run nothing) with one device of cc 9.0.
+ * No GPU module serves gemm_experts on the f16-mirror lane, so quantised experts must reserve no
+ * mirror there and take the integer floor: before, they reserved 2 in_f out_f bytes an expert of
+ * the budget and every memra_matmul_experts failed (a grouped f16 step nothing served). Asserts,
+ * for Q8_0 and Q4_K experts with the budget left at its default (half the fake card's free
+ * memory, far above the experts' mirrors):
+ *   - after prepare the device's mirror bytes used are still 0 and the operands are the
+ *     floor's (Q8_0 records / K records), with the reason in the plan;
+ *   - the plan's GEMM step is gemm_experts on an integer-floor lane, not f16;
+ *   - memra_matmul_experts returns OK and the ledger shows one gemm_experts hit by mmq and no
+ *     decline counted by the prepare's question (memra__dispatch_taken counts nothing);
+ *   - on the host device the same experts keep the f16 lane where its budget allows.
+ *   test_fake_experts FAKE_CUDA_SO */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "memra/formats.h"
+#include "memra/memra.h"
+#include "test.h"
+#include "test_blocks.h"
+
+#define E 4
+#define N 256
+#define ROWS 40
+
+typedef struct {
+    uint64_t declines;
+} decl_sum;
+
+static void count_declines(const memra_ledger_row *r, void *user)
+{
+    if (r->reason != NULL && strcmp(r->op, "gemm_experts") == 0) ((decl_sum *)user)->declines += r->declines;
+}
+
+static int one_format(memra_runtime *rt, memra_device *dev, memra_format f, int K)
+{
+    uint64_t rng = test_seed();
+    const size_t each = (size_t)N * memra_format_row_bytes(f, K);
+    uint8_t *wb = malloc(each * E);
+    CHECK(wb != NULL);
+    if (f == MEMRA_FORMAT_Q8_0) {
+        for (size_t b = 0; b < each * E / MEMRA_Q8_0_BYTES; b++) {
+            float v[32];
+            for (int i = 0; i < 32; i++) v[i] = test_rand_f32(&rng) * 0.5f;
+            memra_q8_0_encode(v, wb + b * MEMRA_Q8_0_BYTES);
+        }
+    } else {
+        test_fill_quant_blocks(&rng, f, wb, each * E);
+    }
+    memra_experts_desc ed = {.struct_size = sizeof ed, .format = f, .n_experts = E, .out_f = N, .in_f = K,
+                             .data = wb, .size = each * E, .name = "fake experts"};
+    memra_weight *w;
+    CHECK_OK(memra_weight_create_experts(rt, &ed, &w));
+    free(wb);
+    const unsigned long long budget = (unsigned long long)memra_device_f16_budget_get(dev);
+    CHECK_OK(memra_weight_prepare(w, dev));
+    const unsigned long long used = (unsigned long long)memra_device_f16_used(dev);
+    const unsigned ops = memra_weight_operands(w, dev);
+    const unsigned want_op = f == MEMRA_FORMAT_Q8_0 ? MEMRA_OPERAND_Q8_0_RECORDS : MEMRA_OPERAND_K_RECORDS;
+    memra_weight_plan p = {.struct_size = sizeof p};
+    CHECK_OK(memra_weight_plan_get(w, dev, &p));
+    printf("%s experts on %s (budget %llu MB, the mirrors would take %llu MB): mirror bytes used %llu, "
+           "operands 0x%x, plan %s: %s\n",
+           memra_format_name(f), memra_device_caps_get(dev)->name, budget,
+           (unsigned long long)E * N * (unsigned long long)K * 2ull >> 20, used, ops, p.lane, p.why);
+    int ok = 1;
+    ok &= used == 0;
+    ok &= (ops & want_op) != 0 && (ops & MEMRA_OPERAND_F16_MIRROR) == 0;
+    ok &= strstr(p.lane, "f16") == NULL && strstr(p.why, "no grouped f16 lane") != NULL;
+
+    memra_buffer *bx, *bi, *by;
+    CHECK_OK(memra_buffer_create(dev, (size_t)ROWS * K * sizeof(float), &bx));
+    CHECK_OK(memra_buffer_create(dev, (size_t)ROWS * sizeof(int32_t), &bi));
+    CHECK_OK(memra_buffer_create(dev, (size_t)ROWS * N * sizeof(float), &by));
+    int32_t ids[ROWS];
+    for (int r = 0; r < ROWS; r++) ids[r] = (int32_t)(test_rand_u64(&rng) % E);
+    CHECK_OK(memra_buffer_write(bi, 0, ids, sizeof ids));
+    decl_sum before = {0};
+    memra_ledger_visit(rt, count_declines, &before);
+    memra_ledger_reset(rt);
+    const memra_status st =
+        memra_matmul_experts(dev, w, memra_buffer_ptr(bx), ROWS, memra_buffer_ptr(bi), memra_buffer_ptr(by), NULL);
+    const unsigned long long hits = (unsigned long long)memra_ledger_hits(dev, MEMRA_OP_gemm_experts, "mmq");
+    printf("  memra_matmul_experts: status %d (%s), gemm_experts hits by mmq %llu, declines counted by the prepare %llu\n",
+           (int)st, st == MEMRA_STATUS_OK ? "ok" : memra_last_error(), hits, (unsigned long long)before.declines);
+    ok &= st == MEMRA_STATUS_OK && hits == 1 && before.declines == 0;
+    memra_buffer_destroy(bx);
+    memra_buffer_destroy(bi);
+    memra_buffer_destroy(by);
+
+    /* the host serves the grouped f16 lane: its mirror policy is unchanged */
+    memra_device *host = memra_device_host(rt);
+    CHECK_OK(memra_device_f16_budget_set(host, 1024));
+    CHECK_OK(memra_weight_prepare(w, host));
+    memra_weight_plan hp = {.struct_size = sizeof hp};
+    CHECK_OK(memra_weight_plan_get(w, host, &hp));
+    printf("  on the host (budget 1024 MB): mirror bytes used %llu, plan %s\n",
+           (unsigned long long)memra_device_f16_used(host), hp.lane);
+    ok &= memra_device_f16_used(host) == (uint64_t)E * N * (uint64_t)K * 2u && strstr(hp.lane, "f16") != NULL;
+    memra_weight_destroy(w);
+    printf("  %s\n", ok ? "ok" : "FAIL");
+    return ok;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        fprintf(stderr, "usage: test_fake_experts FAKE_CUDA_SO\n");
+        return 2;
+    }
+    setenv("MEMRA_CUDA_DRIVER", argv[1], 1);
+    setenv("MEMRA_FAKE_CUDA_CC", "90", 1);
+    setenv("MEMRA_CUBLASLT_LIBRARY", "/nonexistent/libcublasLt.so", 1);
+    setenv("MEMRA_NVRTC_LIBRARY", "/nonexistent/libnvrtc.so", 1);
+    setenv("MEMRA_JIT_CACHE", "0", 1);
+    setenv("MEMRA_ADMISSION", "off", 1); /* the fake runs no kernel: a self-check could only fail */
+    setenv("MEMRA_TUNE", "0", 1);
+    memra_runtime *rt;
+    CHECK_OK(memra_open(NULL, &rt));
+    memra_device *dev = NULL;
+    for (int i = 0; i < memra_device_count(rt) && dev == NULL; i++)
+        if (memra_device_caps_get(memra_device_get(rt, i))->cc == 90) dev = memra_device_get(rt, i);
+    if (dev == NULL) {
+        printf("driver: %s\n", memra_driver_status(rt));
+        memra_close(rt);
+        TEST_SKIP("no fake cc 9.0 device");
+    }
+    const char *names[4];
+    if (memra_routing_get(dev, MEMRA_OP_gemm_experts, names, 4) < 1 || strcmp(names[0], "mmq") != 0) {
+        memra_close(rt);
+        TEST_SKIP("gemm_experts on the fake cc 9.0 device is not mmq's (no sm_90a images?)");
+    }
+    int ok = one_format(rt, dev, MEMRA_FORMAT_Q8_0, 512);
+    ok &= one_format(rt, dev, MEMRA_FORMAT_Q4_K, 512);
+    memra_close(rt);
+    return ok ? 0 : 1;
+}
