@@ -29,6 +29,8 @@
  *                             MEMRA_PREFER=gemm_fp8_blk=fp8blk so that the dense
  *                             lane compared with is fp8blk's own); eager, captured,
  *                             skewed. Skips (77) on a GPU that is not cc 9.0.
+ *   test_gpu_experts budget    "run" under the default f16 budget: the experts take the
+ *                             floor (no GPU lane serves grouped f16), not mirrors
  *   test_gpu_experts fp8blk_one | fp8blk_one_skew
  *                             the same on the one-table tile-major kernel
  *                             (MEMRA_FP8BLK_XE_ONE=all: memra_k_fp8blk_experts_wgmma_t,
@@ -75,6 +77,7 @@ typedef struct xcase {
 
 static const xcase k_cases[] = {
     {"run", MEMRA_FORMAT_Q8_0, NULL, 0, 0, "mmq records", NULL, 0},
+    {"budget", MEMRA_FORMAT_Q8_0, NULL, 0, 0, "mmq records", NULL, 0},
     {"graph", MEMRA_FORMAT_Q8_0, NULL, 0, 1, "mmq records", NULL, 0},
     {"bm32", MEMRA_FORMAT_Q8_0, "32", 0, 0, "mmq records", NULL, 0},
     {"bm64", MEMRA_FORMAT_Q8_0, "64", 0, 0, "mmq records", NULL, 0},
@@ -221,7 +224,8 @@ int main(int argc, char **argv)
     snprintf(dsplit, sizeof dsplit, "MEMRA_MMQ_SPLIT=%d", xc->split ? xc->split : 1);
     snprintf(xsplit, sizeof xsplit, "MEMRA_MMQ_XE_SPLIT=%d", xc->split);
     const int one = strncmp(xc->name, "fp8blk_one", 10) == 0; /* the one-table tile-major kernel */
-    const char *settings[] = {"MEMRA_F16_BUDGET_MB=0", dsplit, xc->split ? xsplit : "MEMRA_MMQ_XE_SPLIT=0",
+    /* budget: the default f16 budget (no GPU lane serves grouped f16, so the floor all the same) */
+    const char *settings[] = {strcmp(xc->name, "budget") == 0 ? "MEMRA_LOG=warn" : "MEMRA_F16_BUDGET_MB=0", dsplit, xc->split ? xsplit : "MEMRA_MMQ_XE_SPLIT=0",
                               fp8 ? "MEMRA_PREFER=gemm_fp8_blk=fp8blk" : xc->bm ? bm : NULL,
                               one ? "MEMRA_FP8BLK_XE_ONE=all" : NULL, NULL};
     memra_options o = {.struct_size = sizeof o, .settings = settings};
