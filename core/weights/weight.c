@@ -91,6 +91,15 @@ typedef struct weight_dev {
 /* MIRROR_NO_LANE: an expert of a device routing no grouped f16 lane (experts_f16_routed) */
 enum { MIRROR_BUDGET = 0, MIRROR_RESERVED = 1, MIRROR_NONE = 2, MIRROR_NO_LANE = 3 };
 
+/* A quantised weight's note without a mirror: why none (the budget, or no grouped f16 lane),
+ * then its floor. */
+#define NOTE_OVER "f16 mirror over MEMRA_F16_BUDGET_MB"
+#define NOTE_NO_LANE "no f16 mirror: no grouped f16 lane on this device"
+#define NOTE_Q4_0                                                                                                     \
+    "Q4_0 on the MMQ floor as Q8_0 records (exact: d kept, q - 8 as int8; 144 B per 128 values, Q4_0's 72)"
+#define NOTE_KR                                                                                                       \
+    "on the MMQ floor as K records (the GGUF codes and scales K-packed: the GGUF's bytes, widened in the kernel)"
+
 struct memra_weight {
     memra_runtime *rt;
     memra_format format;
@@ -509,7 +518,7 @@ static memra_status prepare_locked(memra_weight *w, memra_device *dev)
         if (over) atomic_fetch_sub(&dev->f16_used, mbytes);
     }
     if (over) {
-        wd->mirror_note = nolane ? "no f16 mirror: no grouped f16 lane on this device" : "f16 mirror over MEMRA_F16_BUDGET_MB";
+        wd->mirror_note = nolane ? NOTE_NO_LANE : NOTE_OVER;
         if (w->format == MEMRA_FORMAT_Q8_0) {
             /* The MMQ floor serves it: records in place of the raw copy. */
             st = replace_with_records(w, dev, wd, &wd->raw);
@@ -519,10 +528,7 @@ static memra_status prepare_locked(memra_weight *w, memra_device *dev)
             /* The MMQ floor serves it from Q8_0 records of the exact conversion. */
             st = q4_0_records(w, dev, wd);
             if (st == MEMRA_STATUS_OK)
-                wd->mirror_note = nolane ? "no f16 mirror: no grouped f16 lane on this device; Q4_0 on the MMQ floor as "
-                                           "Q8_0 records (exact: d kept, q - 8 as int8; 144 B per 128 values, Q4_0's 72)"
-                                         : "f16 mirror over MEMRA_F16_BUDGET_MB; Q4_0 on the MMQ floor as Q8_0 records "
-                                           "(exact: d kept, q - 8 as int8; 144 B per 128 values, Q4_0's 72)";
+                wd->mirror_note = nolane ? NOTE_NO_LANE "; " NOTE_Q4_0 : NOTE_OVER "; " NOTE_Q4_0;
             else if (st != MEMRA_STATUS_DECLINED) goto fail;
         }
         if (is_kquant(w->format)) {
@@ -532,11 +538,7 @@ static memra_status prepare_locked(memra_weight *w, memra_device *dev)
                 /* the records replace the raw copy (made again only for the last fall-back) */
                 memra__dev_free(dev, wd->raw);
                 wd->raw = 0;
-                wd->mirror_note = nolane ? "no f16 mirror: no grouped f16 lane on this device; on the MMQ floor as K "
-                                           "records (the GGUF codes and scales K-packed: the GGUF's bytes, widened in "
-                                           "the kernel)"
-                                         : "f16 mirror over MEMRA_F16_BUDGET_MB; on the MMQ floor as K records "
-                                           "(the GGUF codes and scales K-packed: the GGUF's bytes, widened in the kernel)";
+                wd->mirror_note = nolane ? NOTE_NO_LANE "; " NOTE_KR : NOTE_OVER "; " NOTE_KR;
             } else if (st != MEMRA_STATUS_DECLINED) {
                 goto fail;
             }
@@ -1045,8 +1047,10 @@ static memra_status plan_of(const memra_weight *w, memra_device *dev, memra_weig
         break;
     default: {
         /* experts of a quantised format on a device routing no grouped f16 lane: the floor (experts_f16_routed) */
-        const int nolane = experts && w->format != MEMRA_FORMAT_F32 && (prepared ? no_lane : !experts_f16_routed(w, (int32_t)experts, dev));
-        const int fits = w->format == MEMRA_FORMAT_F32 || (!nolane && (prepared ? has_mirror : used + mbytes <= budget));
+        const int nolane = experts && w->format != MEMRA_FORMAT_F32 &&
+                           (prepared ? no_lane : !experts_f16_routed(w, (int32_t)experts, dev));
+        const int fits =
+            w->format == MEMRA_FORMAT_F32 || (!nolane && (prepared ? has_mirror : used + mbytes <= budget));
         if (fits) {
             p.lane = "f16 mirror";
             plan_step(dev, &p, MEMRA_OP_gemm_f16);
@@ -1102,7 +1106,8 @@ static memra_status plan_of(const memra_weight *w, memra_device *dev, memra_weig
             static const char pre[] = "no grouped f16 lane on this device (no module serves gemm_experts on the f16 "
                                       "mirror), so no mirror: ";
             char why[sizeof p.why];
-            const size_t lp = sizeof pre - 1, lr = strlen(rest), keep = lr < sizeof why - 1 - lp ? lr : sizeof why - 1 - lp;
+            const size_t lp = sizeof pre - 1, room = sizeof why - 1 - lp, lr = strlen(rest);
+            const size_t keep = lr < room ? lr : room;
             memcpy(why, pre, lp);
             memcpy(why + lp, rest, keep);
             why[lp + keep] = '\0';
