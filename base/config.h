@@ -58,6 +58,8 @@
       "1: fp8blk's gemm_experts on 128x256 tiles (run s3: no faster)")                                            \
     X(FP8BLK_XE_ONE, "MEMRA_FP8BLK_XE_ONE", "mmq modules", ENUM, "0|1|all", "0",                                 \
       "1: fp8blk's gemm_experts on one tile-major table where experts average 128+ rows (unmeasured); all: always") \
+    X(FP8BLK_XE_PT, "MEMRA_FP8BLK_XE_PT", "mmq modules", BOOL, "", "0",                                          \
+      "1: fp8blk serves gemm_experts on per-tensor e4m3 experts (lane gemm_fp8; not yet run on a GPU)")          \
     X(MMQ_PDL, "MEMRA_MMQ_PDL", "mmq modules", BOOL, "", "1", "0: no programmatic dependent launches")            \
     X(MMQ_BM, "MEMRA_MMQ_BM", "mmq modules", UINT, "0..1024", "0 (chosen per shape)", "MMQ tile rows forced")     \
     X(MMQ_BN, "MEMRA_MMQ_BN", "mmq modules", UINT, "0..1024", "0 (chosen per shape)", "gemm_q8_0r tile cols forced") \

@@ -862,10 +862,11 @@ step_moesweep() {
 # both sheets and routings at FP8XE_M (default 512), FP8XE_ROUNDS rounds (default 2) of the arms
 # FP8XE_ARMS (default "base one": the two tables, then MEMRA_FP8BLK_XE_ONE=1, the one-table
 # tile-major kernel where the experts average 128 rows; "wide": MEMRA_FP8BLK_XE_WIDE=1, judged in
-# run s3: no faster), the order rotated each round; then with MEMRA_FP8BLK_XE_ONE=all:
-# test_gpu_experts fp8blk_one and fp8blk_one_skew (bit for bit against the dense lane), memra
-# check --op gemm_experts --module fp8blk, and the four sanitizer tools over test_gpu_experts
-# fp8blk_one, each in its own process
+# run s3: no faster), the order rotated each round; then test_gpu_experts fp8blk_one and
+# fp8blk_one_skew (MEMRA_FP8BLK_XE_ONE=all; bit for bit against the dense lane), fp8pt and
+# fp8pt_skew (MEMRA_FP8BLK_XE_PT=1, per-tensor experts; against the host), memra check --op
+# gemm_experts --module fp8blk with both, and the four sanitizer tools over test_gpu_experts
+# fp8blk_one and fp8pt, each in its own process
 fp8xe_env() { case $1 in one) echo MEMRA_FP8BLK_XE_ONE=1 ;; wide) echo MEMRA_FP8BLK_XE_WIDE=1 ;; *) echo MEMRA_FP8BLK_XE_ONE=0 ;; esac; }
 step_fp8xe() {
   local t=$SECONDS mm f c tool lg r arm arms
@@ -880,18 +881,20 @@ step_fp8xe() {
       moe_rows "$f" 'mixtral'
     done
   done; done
-  for c in fp8blk_one fp8blk_one_skew; do
+  # (each case sets its own knob: fp8blk_one MEMRA_FP8BLK_XE_ONE=all, fp8pt MEMRA_FP8BLK_XE_PT=1)
+  for c in fp8blk_one fp8blk_one_skew fp8pt fp8pt_skew; do
     timeout 200 $B/bin/test_gpu_experts $c > "$L/fp8xe_test_$c.log" 2>&1
     say "test_gpu_experts $c: exit $?"
   done
-  MEMRA_FP8BLK_XE_ONE=all timeout 200 $M check --device 0 --op gemm_experts --module fp8blk > "$L/fp8xe_check.log" 2>&1
-  say "check gemm_experts fp8blk (XE_ONE=all): exit $? $(grep -E 'passed, ' "$L/fp8xe_check.log")"
-  for tool in ${FP8XE_TOOLS:-memcheck racecheck initcheck synccheck}; do
-    lg="$L/fp8xe_san_$tool.log"
+  MEMRA_FP8BLK_XE_ONE=all MEMRA_FP8BLK_XE_PT=1 timeout 200 $M check --device 0 --op gemm_experts --module fp8blk \
+    > "$L/fp8xe_check.log" 2>&1
+  say "check gemm_experts fp8blk (XE_ONE=all XE_PT=1): exit $? $(grep -E 'passed, ' "$L/fp8xe_check.log")"
+  for tool in ${FP8XE_TOOLS:-memcheck racecheck initcheck synccheck}; do for c in fp8blk_one fp8pt; do
+    lg="$L/fp8xe_san_${tool}_$c.log"
     MEMRA_ADMISSION=off timeout 300 compute-sanitizer --tool $tool $(san_x $tool) --print-limit 0 \
-      --show-backtrace no $B/bin/test_gpu_experts fp8blk_one > "$lg" 2>&1
-    say "fp8xe $tool test_gpu_experts fp8blk_one: exit $? reports $(san_count $tool "$lg") ($(san_said "$lg"))"
-  done
+      --show-backtrace no $B/bin/test_gpu_experts $c > "$lg" 2>&1
+    say "fp8xe $tool test_gpu_experts $c: exit $? reports $(san_count $tool "$lg") ($(san_said "$lg"))"
+  done; done
   say "fp8xe: $((SECONDS - t)) s"
 }
 

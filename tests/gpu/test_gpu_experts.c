@@ -31,6 +31,12 @@
  *                             skewed. Skips (77) on a GPU that is not cc 9.0.
  *   test_gpu_experts budget    "run" under the default f16 budget: the experts take the
  *                             floor (no GPU lane serves grouped f16), not mirrors
+ *   test_gpu_experts fp8pt | fp8pt_skew
+ *                             per-tensor e4m3 experts (a scale each) on the fp8blk module's
+ *                             lane gemm_fp8 (MEMRA_FP8BLK_XE_PT=1: each expert's amax, the
+ *                             per-tensor tile): judged against the host only (the dense
+ *                             per-tensor lane is cuBLASLt's, which sums all of k before
+ *                             scaling, so no bit-for-bit comparison)
  *   test_gpu_experts fp8blk_one | fp8blk_one_skew
  *                             the same on the one-table tile-major kernel
  *                             (MEMRA_FP8BLK_XE_ONE=all: memra_k_fp8blk_experts_wgmma_t,
@@ -92,6 +98,8 @@ static const xcase k_cases[] = {
     {"fp8blk_skew", MEMRA_FORMAT_E4M3, NULL, 1, 0, "fp8 block-128", "fp8blk", 0},
     {"fp8blk_one", MEMRA_FORMAT_E4M3, NULL, 0, 0, "fp8 block-128", "fp8blk", 0},
     {"fp8blk_one_skew", MEMRA_FORMAT_E4M3, NULL, 1, 0, "fp8 block-128", "fp8blk", 0},
+    {"fp8pt", MEMRA_FORMAT_E4M3, NULL, 0, 0, "fp8", "fp8blk", 0},
+    {"fp8pt_skew", MEMRA_FORMAT_E4M3, NULL, 1, 0, "fp8", "fp8blk", 0},
     {"split", MEMRA_FORMAT_Q8_0, NULL, 0, 0, "mmq records", NULL, 3},
     {"split_q6_k", MEMRA_FORMAT_Q6_K, NULL, 1, 0, "mmq K records", NULL, 3},
 };
@@ -224,10 +232,11 @@ int main(int argc, char **argv)
     snprintf(dsplit, sizeof dsplit, "MEMRA_MMQ_SPLIT=%d", xc->split ? xc->split : 1);
     snprintf(xsplit, sizeof xsplit, "MEMRA_MMQ_XE_SPLIT=%d", xc->split);
     const int one = strncmp(xc->name, "fp8blk_one", 10) == 0; /* the one-table tile-major kernel */
+    const int pt = strncmp(xc->name, "fp8pt", 5) == 0;         /* per-tensor e4m3 experts */
     /* budget: the default f16 budget (no GPU lane serves grouped f16, so the floor all the same) */
     const char *settings[] = {strcmp(xc->name, "budget") == 0 ? "MEMRA_LOG=warn" : "MEMRA_F16_BUDGET_MB=0", dsplit, xc->split ? xsplit : "MEMRA_MMQ_XE_SPLIT=0",
                               fp8 ? "MEMRA_PREFER=gemm_fp8_blk=fp8blk" : xc->bm ? bm : NULL,
-                              one ? "MEMRA_FP8BLK_XE_ONE=all" : NULL, NULL};
+                              one ? "MEMRA_FP8BLK_XE_ONE=all" : pt ? "MEMRA_FP8BLK_XE_PT=1" : NULL, NULL};
     memra_options o = {.struct_size = sizeof o, .settings = settings};
     memra_runtime *rt;
     CHECK_OK(memra_open(&o, &rt));
@@ -248,20 +257,22 @@ int main(int argc, char **argv)
     const int K = f == MEMRA_FORMAT_Q8_0 || f == MEMRA_FORMAT_Q4_0 || fp8 ? 544 : 768;
     const size_t each = (size_t)N * memra_format_row_bytes(f, K);
     /* block-128 FP8: a grid per expert, [ceil(N / 128) x ceil(K / 128)] (2 x 5: a partial last block each way) */
-    const size_t gc = fp8 ? (size_t)(memra_fp8_grid_rows(N) * memra_fp8_grid_cols(K)) : 0;
+    const size_t gc = fp8 && !pt ? (size_t)(memra_fp8_grid_rows(N) * memra_fp8_grid_cols(K)) : 0;
     uint8_t *wb = malloc(each * E);
-    float *grid = fp8 ? malloc(gc * E * sizeof(float)) : NULL;
-    CHECK(wb != NULL && (!fp8 || grid != NULL));
+    float *grid = gc ? malloc(gc * E * sizeof(float)) : NULL, scales[E];
+    CHECK(wb != NULL && (!gc || grid != NULL));
     fill_weight(f, wb, each * E);
     for (size_t i = 0; i < gc * E; i++) grid[i] = 0.001f + 0.01f * fabsf(test_rand_f32(&g_rng));
+    for (int e = 0; e < E; e++) scales[e] = 0.001f + 0.01f * fabsf(test_rand_f32(&g_rng)); /* per-tensor */
     memra_experts_desc ed = {.struct_size = sizeof ed, .format = f, .n_experts = E, .out_f = N,
-                             .in_f = K, .data = wb, .size = each * E, .grid = grid, .grid_count = gc * E,
-                             .name = "gpu experts"};
+                             .in_f = K, .data = wb, .size = each * E, .scales = pt ? scales : NULL, .grid = grid,
+                             .grid_count = gc * E, .name = "gpu experts"};
     memra_weight *w, *we[E];
     CHECK_OK(memra_weight_create_experts(rt, &ed, &w));
     for (int e = 0; e < E; e++) {
         memra_weight_desc wd = {.struct_size = sizeof wd, .format = f, .out_f = N, .in_f = K,
-                                .data = wb + (size_t)e * each, .size = each, .grid = fp8 ? grid + (size_t)e * gc : NULL,
+                                .data = wb + (size_t)e * each, .size = each, .scale = pt ? scales[e] : 0.0f,
+                                .grid = gc ? grid + (size_t)e * gc : NULL,
                                 .grid_count = gc, .name = "dense expert"};
         CHECK_OK(memra_weight_create(rt, &wd, &we[e]));
     }
@@ -303,7 +314,7 @@ int main(int argc, char **argv)
         CHECK(memra_ledger_hits(dev, MEMRA_OP_gemm_experts, served) == 1);
         if (test_inject_fault()) eager[v][5 * N] += 1.0f;
         ok &= judge_rows(what, eager[v], ref, ids[v], K, fp8 ? JUDGE_BAND_FP8 : JUDGE_BAND_Q8_0);
-        ok &= dense_same(what, dev, we, x, K, eager[v], ids[v]);
+        if (!pt) ok &= dense_same(what, dev, we, x, K, eager[v], ids[v]);
     }
     if (xc->graph) {
         cu_streams_open();

@@ -240,6 +240,7 @@ static const char *g_xe_bm_knob; /* MEMRA_MMQ_XE_BM likewise (read at init) */
 static const char *g_xe_split_knob; /* MEMRA_MMQ_XE_SPLIT likewise */
 static const char *g_xe_wide_knob;  /* MEMRA_FP8BLK_XE_WIDE likewise */
 static const char *g_xe_one_knob;   /* MEMRA_FP8BLK_XE_ONE likewise */
+static const char *g_xe_pt_knob;    /* MEMRA_FP8BLK_XE_PT likewise */
 static const char *g_xe_merge_knob; /* MEMRA_MMQ_XE_MERGE likewise */
 static const char *fake_knob(const memra_device_caps *caps, const char *name)
 {
@@ -249,6 +250,7 @@ static const char *fake_knob(const memra_device_caps *caps, const char *name)
     if (strcmp(name, "MEMRA_MMQ_XE_SPLIT") == 0) return g_xe_split_knob;
     if (strcmp(name, "MEMRA_FP8BLK_XE_WIDE") == 0) return g_xe_wide_knob;
     if (strcmp(name, "MEMRA_FP8BLK_XE_ONE") == 0) return g_xe_one_knob;
+    if (strcmp(name, "MEMRA_FP8BLK_XE_PT") == 0) return g_xe_pt_knob;
     if (strcmp(name, "MEMRA_MMQ_XE_MERGE") == 0) return g_xe_merge_knob;
     return NULL; /* every other knob at its default */
 }
@@ -715,6 +717,45 @@ static int fp8blk_experts_one(mod *m)
     return ok;
 }
 
+/* MEMRA_FP8BLK_XE_PT=1, lane gemm_fp8 (per-tensor e4m3 experts), m = 300 over 8: the routing,
+ * the experts' maxima (8 rows a block: 38 blocks), their expansion to rows (2 blocks of 256), the
+ * quantiser at those maxima, the per-tensor tile on one tile-major table (min(ceil(300 / 128) + 8,
+ * 300) = 11 tiles x 3 columns); with a static x_scale the given quantiser instead of the three;
+ * without w_scales INVALID_ARGUMENT. Without the knob (pt_on 0) the lane declines by name. */
+static int fp8blk_experts_refused(mod *m, const char *what, memra_gemm_args a, memra_gemm_experts_args ex,
+                                  memra_status want);
+static int fp8blk_experts_pt(mod *m, int pt_on)
+{
+    memra_call c = call_of(m);
+    memra_gemm_args a = gemm(300, 300, 256);
+    memra_gemm_experts_args ex = {.struct_size = sizeof ex, .lane = MEMRA_OP_gemm_fp8, .n_experts = 8,
+                                  .ids = 0x60000000, .w_scales = 0x68000000};
+    if (!pt_on) return declined("gemm_experts fp8 lane (no knob)", m->desc->ops->gemm_experts(&c, &a, &ex), &c,
+                                "MEMRA_FP8BLK_XE_PT=1");
+    memra_status st = m->desc->ops->gemm_experts(&c, &a, &ex);
+    int grid = g_n_launched == 5 && g_grid_x[1] == 38 && g_block_x[1] == 256 && g_grid_x[2] == 2 &&
+               g_grid_x[4] == 11 && g_grid_y[4] == 3 && g_block_x[4] == 256;
+    printf("    grids (per-tensor): amax %u (%u), expand %u, grouped %u x %u (%u); want 38 (256), 2, 11 x 3 (256)  %s\n",
+           g_grid_x[1], g_block_x[1], g_grid_x[2], g_grid_x[4], g_grid_y[4], g_block_x[4], grid ? "ok" : "FAIL");
+    int ok = launched_exact("gemm_experts fp8 lane", st, 5,
+                            (const char *[]){"memra_k_fp8blk_experts_route", "memra_k_fp8blk_experts_amax",
+                                             "memra_k_fp8blk_experts_expand", "memra_k_fp8blk_quant_sorted_amax",
+                                             "memra_k_fp8blk_experts_wgmma_pt"},
+                            (const int[]){0, 0, 0, 0, 0}) &&
+             grid;
+    c = call_of(m);
+    a.x_scale = 0.02f;
+    st = m->desc->ops->gemm_experts(&c, &a, &ex);
+    ok &= launched_exact("gemm_experts fp8 lane, static x_scale", st, 3,
+                         (const char *[]){"memra_k_fp8blk_experts_route", "memra_k_fp8blk_quant_sorted_given",
+                                          "memra_k_fp8blk_experts_wgmma_pt"},
+                         (const int[]){0, 0, 0});
+    a.x_scale = 0.0f;
+    ex.w_scales = 0;
+    ok &= fp8blk_experts_refused(m, "gemm_experts fp8, no w_scales", a, ex, MEMRA_STATUS_INVALID_ARGUMENT);
+    return ok;
+}
+
 /* A gemm_experts call that must fail with `want` and launch nothing. */
 static int fp8blk_experts_refused(mod *m, const char *what, memra_gemm_args a, memra_gemm_experts_args ex,
                                   memra_status want)
@@ -750,7 +791,7 @@ static int fp8blk_experts(mod *m)
     a.x_amax = 0;
     ex.lane = MEMRA_OP_gemm_q8_0r;
     c = call_of(m);
-    ok &= declined("gemm_experts q8_0r lane", m->desc->ops->gemm_experts(&c, &a, &ex), &c, "gemm_fp8_blk lane only");
+    ok &= declined("gemm_experts q8_0r lane", m->desc->ops->gemm_experts(&c, &a, &ex), &c, "gemm_fp8_blk and gemm_fp8 lanes only");
     ex.lane = MEMRA_OP_gemm_fp8_blk, ex.n_experts = 5000;
     c = call_of(m);
     ok &= declined("gemm_experts 5000 experts", m->desc->ops->gemm_experts(&c, &a, &ex), &c, "4096 experts");
@@ -788,6 +829,7 @@ static int case_fp8blk(const char *so)
                    (const char *[]){"memra_k_fp8blk_quant", "memra_k_fp8blk_wgmma_tma"}, (const int[]){0, 0});
     ok &= fp8blk_given(&m, "memra_k_fp8blk_wgmma_tma");
     ok &= fp8blk_experts(&m);
+    ok &= fp8blk_experts_pt(&m, 0); /* lane gemm_fp8 declines without MEMRA_FP8BLK_XE_PT=1 */
     a.k = 24;
     c = call_of(&m);
     ok &= declined("gemm_fp8_blk k = 24", m.desc->ops->gemm_fp8_blk(&c, &a), &c, "multiple of 16");
@@ -807,6 +849,11 @@ static int case_fp8blk(const char *so)
     ok &= fp8blk_experts_one(&m);
     ok &= close_mod(&m, 2);
     g_xe_one_knob = NULL;
+    g_xe_pt_knob = "1";
+    if (!open_mod(so, 90, &m)) return 0;
+    ok &= fp8blk_experts_pt(&m, 1);
+    ok &= close_mod(&m, 2);
+    g_xe_pt_knob = NULL;
     /* MEMRA_FP8BLK_WGMMA=0: the mma.sync kernel (the sm_120 design) serves cc 9.0 */
     g_wgmma_knob = "0";
     if (!open_mod(so, 90, &m)) return 0;

@@ -27,7 +27,8 @@
  *                         running f32 result once per block (never per 32).
  *   memra_k_fp8blk_wgmma*  the sm_90a warpgroup kernels (below).
  *   memra_k_fp8blk_experts_route, memra_k_fp8blk_quant_sorted(_given),
- *   memra_k_fp8blk_experts_wgmma, memra_k_fp8blk_experts_wgmma64, memra_k_fp8blk_experts_wgmma_t
+ *   memra_k_fp8blk_experts_wgmma, memra_k_fp8blk_experts_wgmma64, memra_k_fp8blk_experts_wgmma_t,
+ *   memra_k_fp8blk_experts_amax, _expand, memra_k_fp8blk_quant_sorted_amax, memra_k_fp8blk_experts_wgmma_pt
  *                         gemm_experts, lane gemm_fp8_blk (MoE prefill): the
  *                         routing, the activation in expert order, the grouped
  *                         warpgroup tiles of 128 and 64 rows (see "gemm_experts"
@@ -190,6 +191,55 @@ memra_k_fp8blk_quant_sorted_given(const float *__restrict__ x, const int *__rest
     const long long warp = (long long)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
     const int routed = offsets[E];
     memra_row128_quant_given_rows(x, perm, routed, routed, k, q, s, m, warp * MEMRA_ROW128_U, nullptr, 0, s_static);
+}
+
+/*   memra_k_fp8blk_experts_amax / _expand / memra_k_fp8blk_quant_sorted_amax  gemm_experts on
+ *                         lane gemm_fp8 (per-tensor e4m3 experts, MEMRA_FP8BLK_XE_PT=1): each
+ *                         expert's per-batch scale is the amax of its own rows (module.h, the
+ *                         host's contract). _amax: a warp a routed row s < offsets[E], the max
+ *                         |x| of x row perm[s] into am[ids[perm[s]]] by an integer atomicMax
+ *                         (a non-negative float's bits order as its value; am zeroed before);
+ *                         _expand: ar[s] = am[ids[perm[s]]] for every routed row; then the
+ *                         quantiser at given maxima with one value a row (ld_a = 0): sorted row
+ *                         s's codes e4m3(x / sc), sc = ar[s] > 0 ? ar[s] / 448 : 1 (IEEE
+ *                         division), the host's per-tensor codes of that expert's batch, sc
+ *                         stored for every 128-column block of the row. */
+extern "C" __global__ void __launch_bounds__(256)
+memra_k_fp8blk_experts_amax(const float *__restrict__ x, const int *__restrict__ ids, const int *__restrict__ perm,
+                            const int *__restrict__ offsets, int E, int k, unsigned int *__restrict__ am)
+{
+    const int routed = offsets[E], lane = threadIdx.x & 31;
+    for (long long s = (long long)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5); s < routed;
+         s += (long long)gridDim.x * (blockDim.x >> 5)) {
+        const int r = perm[s];
+        const float *xr = x + (long long)r * k;
+        float a = 0.0f;
+        for (int c = lane; c < k; c += 32) a = fmaxf(a, fabsf(xr[c]));
+#pragma unroll
+        for (int o = 16; o > 0; o >>= 1) a = fmaxf(a, __shfl_xor_sync(0xFFFFFFFFu, a, o));
+        if (lane == 0) atomicMax(am + ids[r], __float_as_uint(a));
+    }
+}
+
+extern "C" __global__ void __launch_bounds__(256)
+memra_k_fp8blk_experts_expand(const int *__restrict__ ids, const int *__restrict__ perm,
+                              const int *__restrict__ offsets, int E, const float *__restrict__ am,
+                              float *__restrict__ ar)
+{
+    const int routed = offsets[E];
+    for (long long s = (long long)blockIdx.x * blockDim.x + threadIdx.x; s < routed;
+         s += (long long)gridDim.x * blockDim.x)
+        ar[s] = am[ids[perm[s]]];
+}
+
+extern "C" __global__ void __launch_bounds__(256)
+memra_k_fp8blk_quant_sorted_amax(const float *__restrict__ x, const int *__restrict__ perm,
+                                 const int *__restrict__ offsets, int E, int m, int k, unsigned char *__restrict__ q,
+                                 float *__restrict__ s, const float *__restrict__ ar)
+{
+    const long long warp = (long long)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
+    const int routed = offsets[E];
+    memra_row128_quant_given_rows(x, perm, routed, routed, k, q, s, m, warp * MEMRA_ROW128_U, ar, 0, 0.0f);
 }
 
 /* ---- the GEMM ------------------------------------------------------------------------ */
@@ -538,8 +588,10 @@ __device__ __forceinline__ void mb_wait(unsigned a, unsigned parity)
  * an expert's first sorted row of the tile, m its end). The same loads, wgmmas
  * and fold either way. LIVE (gemm_experts' one-table tiles): a warpgroup whose 64 rows all lie
  * at or past m skips its wgmmas and folds (its accumulators stay 0 and are never stored) but
- * still arrives on the stages' barriers; without LIVE the code is the dense kernels'. */
-template <int NH, int BM = 128, bool LIVE = false>
+ * still arrives on the stages' barriers; without LIVE the code is the dense kernels'. PT
+ * (gemm_experts' per-tensor lane): grid points at the expert's one weight scale, the same for
+ * every block. */
+template <int NH, int BM = 128, bool LIVE = false, bool PT = false>
 __device__ __forceinline__ void wg_mb_tile(const unsigned char *__restrict__ w, const float *__restrict__ grid,
                                            const unsigned char *__restrict__ xq, const float *__restrict__ xs,
                                            float *__restrict__ y, int m, int n, int k, long long ldy, float alpha,
@@ -590,7 +642,7 @@ __device__ __forceinline__ void wg_mb_tile(const unsigned char *__restrict__ w, 
 #pragma unroll
         for (int h = 0; h < NH; h++) {
             /* a half past the last scale block of rows has no grid value: its rows are all past n */
-            const float g = (j0 / 128 + h < ngr) ? grow[(long long)h * nk + kb] : 0.0f;
+            const float g = PT ? grid[0] : (j0 / 128 + h < ngr) ? grow[(long long)h * nk + kb] : 0.0f;
             const unsigned bb = sbase + s * SB + (AB + 16384 * h);
             if (live) {
                 asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
@@ -654,7 +706,7 @@ memra_k_fp8blk_wgmma_wide(const unsigned char *__restrict__ w, const float *__re
  * returns, before any barrier) through wg_mb_tile<NH, BM> on its expert's weight and grid,
  * weight rows (128 NH) blockIdx.x .. ; TMAJOR: the tile blockIdx.x, the weight rows blockIdx.y,
  * and a warpgroup without rows skips its wgmmas (wg_mb_tile's LIVE). */
-template <int BM, int NH = 1, bool TMAJOR = false>
+template <int BM, int NH = 1, bool TMAJOR = false, bool PT = false>
 __device__ __forceinline__ void wg_experts_tile(const unsigned long long *__restrict__ wtab,
                                                 const unsigned long long *__restrict__ gtab,
                                                 const unsigned char *__restrict__ xq, const float *__restrict__ xs,
@@ -666,8 +718,9 @@ __device__ __forceinline__ void wg_experts_tile(const unsigned long long *__rest
     if (t >= *ntiles) return;
     const int e = tiles[2 * t], s0 = tiles[2 * t + 1], end = offsets[e + 1];
     const unsigned char *w = reinterpret_cast<const unsigned char *>(wtab[e]);
-    const float *grid = reinterpret_cast<const float *>(gtab[e]);
-    wg_mb_tile<NH, BM, TMAJOR>(w, grid, xq, xs, y, end, n, k, ldy, alpha, s0, col * (128 * NH), m, perm);
+    /* PT: gtab is the experts' per-tensor weight scales (E floats), expert e's at gtab's float e */
+    const float *grid = PT ? reinterpret_cast<const float *>(gtab) + e : reinterpret_cast<const float *>(gtab[e]);
+    wg_mb_tile<NH, BM, TMAJOR, PT>(w, grid, xq, xs, y, end, n, k, ldy, alpha, s0, col * (128 * NH), m, perm);
 }
 
 /* ---- gemm_experts on the 128 x 128 mbarrier tile ------------------------------------
@@ -712,6 +765,24 @@ memra_k_fp8blk_experts_wgmma_t(const unsigned long long *__restrict__ wtab, cons
                                int m, int n, int k, long long ldy, float alpha)
 {
     wg_experts_tile<128, 1, true>(wtab, gtab, xq, xs, offsets, perm, tiles, ntiles, y, m, n, k, ldy, alpha);
+}
+
+/*   memra_k_fp8blk_experts_wgmma_pt  memra_k_fp8blk_experts_wgmma_t for per-tensor e4m3 experts
+ *                         (lane gemm_fp8): gtab is the E per-tensor weight scales (floats), the
+ *                         fold's weight factor expert e's scale at every block; the activation
+ *                         from memra_k_fp8blk_quant_sorted_amax (one scale a row, its expert's)
+ *                         or _sorted_given (a static scale). Within the lane's band of the
+ *                         host's per-tensor reference, not bit for bit the dense gemm_fp8 lane
+ *                         (cuBLASLt sums all of k before scaling; this tile folds per 128). */
+extern "C" __global__ void __launch_bounds__(FP8BLK_WG_THREADS, 1)
+memra_k_fp8blk_experts_wgmma_pt(const unsigned long long *__restrict__ wtab, const float *__restrict__ wsc,
+                                const unsigned char *__restrict__ xq, const float *__restrict__ xs,
+                                const int *__restrict__ offsets, const int *__restrict__ perm,
+                                const int *__restrict__ tiles, const int *__restrict__ ntiles, float *__restrict__ y,
+                                int m, int n, int k, long long ldy, float alpha)
+{
+    wg_experts_tile<128, 1, true, true>(wtab, reinterpret_cast<const unsigned long long *>(wsc), xq, xs, offsets, perm,
+                                        tiles, ntiles, y, m, n, k, ldy, alpha);
 }
 
 /*   memra_k_fp8blk_experts_wgmma_wide  the same tile table on memra_k_fp8blk_wgmma_wide's

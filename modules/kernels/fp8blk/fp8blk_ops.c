@@ -16,6 +16,7 @@
 #define MEMRA__MMQ_SLOT_XQ "fp8blk.xq" /* gemm_fp8_blk: e4m3 activation */
 #define MEMRA__MMQ_SLOT_XS "fp8blk.xs" /* gemm_fp8_blk: activation scales */
 #define MEMRA__FP8BLK_SLOT_ROUTE "fp8blk.experts.route" /* gemm_experts: offsets, permutation, tile table */
+#define MEMRA__FP8BLK_SLOT_AMAX "fp8blk.experts.amax"   /* gemm_experts lane gemm_fp8: per-expert and per-row maxima */
 
 typedef struct fp8blk_state {
     CUfunction quant, gemm;
@@ -33,6 +34,10 @@ typedef struct fp8blk_state {
     CUfunction xe_wide;   /* MEMRA_FP8BLK_XE_WIDE=1: the 128-row tiles on 128 x 256 (experts_wgmma_wide), or NULL */
     CUfunction xe_one;    /* MEMRA_FP8BLK_XE_ONE=1|all: one table of 128-row tiles, tile-major (experts_wgmma_t), or NULL */
     int xe_one_all;       /* MEMRA_FP8BLK_XE_ONE=all: that table at every mean (tests), not only from 128 rows */
+    /* MEMRA_FP8BLK_XE_PT=1: lane gemm_fp8 (per-tensor e4m3 experts): the per-expert amax, its
+     * expansion to rows, the quantiser at those maxima and the tile-major per-tensor tile; NULL
+     * otherwise (the lane declines) */
+    CUfunction xe_pt_amax, xe_pt_expand, xe_pt_quant, xe_pt;
     memra__fp8blk_variant variant;
     memra__fp8blk_tile tile; /* the tile the loaded gemm kernel was compiled with */
     unsigned threads;
@@ -206,8 +211,16 @@ static void fp8blk_load_wgmma(memra__gpu *q, fp8blk_state *fb, CUmodule m)
             fb->xe_one = wgmma_function(q, fb, m, "memra_k_fp8blk_experts_wgmma_t", FP8BLK_WG_SMEM_BYTES_OF(1));
             fb->xe_one_all = strcmp(xo, "all") == 0;
         }
+        const char *xp = memra__gpu_knob(q, "MEMRA_FP8BLK_XE_PT");
+        if (xp != NULL && strcmp(xp, "1") == 0) {
+            fb->xe_pt = wgmma_function(q, fb, m, "memra_k_fp8blk_experts_wgmma_pt", FP8BLK_WG_SMEM_BYTES_OF(1));
+            if (q->cu.cuModuleGetFunction(&fb->xe_pt_amax, m, "memra_k_fp8blk_experts_amax") != MEMRA__CU_SUCCESS ||
+                q->cu.cuModuleGetFunction(&fb->xe_pt_expand, m, "memra_k_fp8blk_experts_expand") != MEMRA__CU_SUCCESS ||
+                q->cu.cuModuleGetFunction(&fb->xe_pt_quant, m, "memra_k_fp8blk_quant_sorted_amax") != MEMRA__CU_SUCCESS)
+                fb->xe_pt = NULL;
+        }
         if (fb->xe_route == NULL || fb->xe_quant == NULL || fb->xe_quant_given == NULL)
-            fb->xe_gemm = fb->xe_wide = fb->xe_one = NULL;
+            fb->xe_gemm = fb->xe_wide = fb->xe_one = fb->xe_pt = NULL;
     }
 }
 
@@ -470,6 +483,33 @@ static memra_status gemm_fp8_blk(memra_call *call, const memra_gemm_args *a, con
  * of its warpgroup kernels) for the expert's rows, bit for bit: both tiles run
  * wg_mb_tile's per-row wgmmas and fold. Each expert's operand must be 16-byte aligned
  * (the core's tables and memra check's are). */
+/* Lane gemm_fp8's activation in expert order at each expert's own amax (the host's per-batch
+ * scale of that expert's rows): the maxima zeroed, memra_k_fp8blk_experts_amax into them,
+ * _expand to one value a sorted row, then the quantiser at those maxima. */
+static memra_status fp8blk_experts_pt_quant(memra__gpu *q, const fp8blk_state *fb, memra_call *call, memra_dptr x,
+                                            memra_dptr ids, memra_dptr perm, memra_dptr offsets, int E, int m, int k,
+                                            memra_dptr xq, memra_dptr xs, unsigned qgrid)
+{
+    memra_dptr am = 0;
+    const size_t b_am = ((size_t)E * 4 + 15) / 16 * 16;
+    memra_status st = q->host->scratch_get(call, MEMRA__FP8BLK_SLOT_AMAX, b_am + (size_t)m * 4 + 16, &am);
+    if (st != MEMRA_STATUS_OK) return st;
+    memra_dptr ar = am + b_am;
+    const CUresult rz = q->cu.cuMemsetD32Async(am, 0, (size_t)E, (CUstream)call->stream);
+    if (rz != MEMRA__CU_SUCCESS) return memra__cu_fail(q->host, &q->cu, q->name, rz, "cuMemsetD32Async (expert maxima)");
+    const unsigned rows_blocks = (unsigned)((m + 7) / 8 < 4096 ? (m + 7) / 8 : 4096); /* a warp a row, 8 a block */
+    const unsigned exp_blocks = (unsigned)((m + 255) / 256 < 4096 ? (m + 255) / 256 : 4096);
+    st = memra__gpu_launch_ex(q, fb->xe_pt_amax, "memra_k_fp8blk_experts_amax", rows_blocks, 1, 1, 256, 0, call->stream,
+                              (void *[]){&x, &ids, &perm, &offsets, &E, &k, &am}, 0);
+    if (st == MEMRA_STATUS_OK)
+        st = memra__gpu_launch_ex(q, fb->xe_pt_expand, "memra_k_fp8blk_experts_expand", exp_blocks, 1, 1, 256, 0,
+                                  call->stream, (void *[]){&ids, &perm, &offsets, &E, &am, &ar}, 0);
+    if (st == MEMRA_STATUS_OK)
+        st = memra__gpu_launch_ex(q, fb->xe_pt_quant, "memra_k_fp8blk_quant_sorted_amax", qgrid, 1, 1, 256, 0,
+                                  call->stream, (void *[]){&x, &perm, &offsets, &E, &m, &k, &xq, &xs, &ar}, 0);
+    return st;
+}
+
 memra_status memra__fp8blk_gemm_experts(memra_call *call, const memra_gemm_args *a, const memra_gemm_experts_args *ex)
 {
     memra__gpu *q = MMQ_OF(call);
@@ -477,8 +517,11 @@ memra_status memra__fp8blk_gemm_experts(memra_call *call, const memra_gemm_args 
     if (ex == NULL || !MEMRA_HAS_MEMBER(ex, memra_gemm_experts_args, w_scales))
         return q->host->set_error(MEMRA_STATUS_INVALID_ARGUMENT, "%s.gemm_experts: experts args missing or too small",
                                   q->name);
-    if (ex->lane != MEMRA_OP_gemm_fp8_blk)
-        return memra__gpu_decline(call, "gemm_experts: this module serves the gemm_fp8_blk lane only");
+    const int pt = ex->lane == MEMRA_OP_gemm_fp8; /* per-tensor e4m3 experts */
+    if (pt && (fb == NULL || fb->xe_pt == NULL))
+        return memra__gpu_decline(call, "gemm_experts: lane gemm_fp8 needs MEMRA_FP8BLK_XE_PT=1 (not yet run on a GPU)");
+    if (ex->lane != MEMRA_OP_gemm_fp8_blk && !pt)
+        return memra__gpu_decline(call, "gemm_experts: this module serves the gemm_fp8_blk and gemm_fp8 lanes only");
     if (fb == NULL || fb->xe_gemm == NULL)
         return memra__gpu_decline(call, "gemm_experts: the grouped block-128 kernel needs sm_90a's warpgroup kernels "
                                         "(cc 9.0, MEMRA_FP8BLK_WGMMA not 0)");
@@ -489,9 +532,12 @@ memra_status memra__fp8blk_gemm_experts(memra_call *call, const memra_gemm_args 
                                   (int)ex->n_experts);
     if (a->m == 0 || a->n == 0) return MEMRA_STATUS_OK;
     if (ex->ids == 0) return q->host->set_error(MEMRA_STATUS_INVALID_ARGUMENT, "%s.gemm_experts: ids is NULL", q->name);
-    if (a->k > 0 && a->w_scale_grid == 0)
+    if (a->k > 0 && !pt && a->w_scale_grid == 0)
         return q->host->set_error(MEMRA_STATUS_INVALID_ARGUMENT, "%s.gemm_experts: w_scale_grid (the grids' table) is NULL",
                                   q->name);
+    if (pt && ex->w_scales == 0)
+        return q->host->set_error(MEMRA_STATUS_INVALID_ARGUMENT,
+                                  "%s.gemm_experts: lane gemm_fp8 needs w_scales (the experts' weight scales)", q->name);
     const int has_given = MEMRA_HAS_MEMBER(a, memra_gemm_args, x_amax);
     float xsc = has_given ? a->x_scale : 0.0f;
     if (!isfinite(xsc) || xsc < 0.0f)
@@ -509,8 +555,10 @@ memra_status memra__fp8blk_gemm_experts(memra_call *call, const memra_gemm_args 
     /* the one-table tile-major launch where the mean expert fills a 128-row tile (Mixtral-like rows:
      * each expert's weight then streams once, its remainder tile reading it from L2); below that
      * (Qwen3-like, ~32 rows an expert) the 64-row remainder tiles' two CTAs an SM do better */
-    const int one = fb->xe_one != NULL && (fb->xe_one_all || (int64_t)a->m >= 128 * (int64_t)E) &&
-                    ((int64_t)a->n + 127) / 128 <= 65535;
+    const int one = pt || (fb->xe_one != NULL && (fb->xe_one_all || (int64_t)a->m >= 128 * (int64_t)E) &&
+                           ((int64_t)a->n + 127) / 128 <= 65535);
+    if (pt && ((int64_t)a->n + 127) / 128 > 65535)
+        return memra__gpu_decline(call, "gemm_experts: lane gemm_fp8: more than 65535 column blocks");
     const int two = !one && fb->xe_gemm64 != NULL;
     int64_t tiles_max = ((int64_t)m + FP8BLK_WG_BM - 1) / FP8BLK_WG_BM + E;
     const int64_t tiles_cap = two ? (int64_t)m / 65 : (int64_t)m;
@@ -538,15 +586,21 @@ memra_status memra__fp8blk_gemm_experts(memra_call *call, const memra_gemm_args 
     if (xsc > 0.0f)
         st = memra__gpu_launch_ex(q, fb->xe_quant_given, "memra_k_fp8blk_quant_sorted_given", qgrid, 1, 1, 256, 0,
                                   call->stream, (void *[]){&x, &perm, &offsets, &ee, &m, &k, &xq, &xs, &xsc}, 0);
+    else if (pt)
+        st = fp8blk_experts_pt_quant(q, fb, call, x, ids, perm, offsets, ee, m, k, xq, xs, qgrid);
     else
         st = memra__gpu_launch_ex(q, fb->xe_quant, "memra_k_fp8blk_quant_sorted", qgrid, 1, 1, 256, 0, call->stream,
                                   (void *[]){&x, &perm, &offsets, &ee, &m, &k, &xq, &xs}, 0);
     if (st != MEMRA_STATUS_OK) return st;
     const unsigned nx = (unsigned)((n + FP8BLK_WG_BN - 1) / FP8BLK_WG_BN);
+    if (pt) /* the weights' per-tensor scales where the block lane's grids go */
+        grid = ex->w_scales;
     if (one)
         return tiles_max <= 0 ? MEMRA_STATUS_OK
-                              : memra__gpu_launch_ex(q, fb->xe_one, "memra_k_fp8blk_experts_wgmma_t", (unsigned)tiles_max,
-                                                     nx, 1, FP8BLK_WG_THREADS, FP8BLK_WG_SMEM_BYTES_OF(1), call->stream,
+                              : memra__gpu_launch_ex(q, pt ? fb->xe_pt : fb->xe_one,
+                                                     pt ? "memra_k_fp8blk_experts_wgmma_pt" : "memra_k_fp8blk_experts_wgmma_t",
+                                                     (unsigned)tiles_max, nx, 1, FP8BLK_WG_THREADS,
+                                                     FP8BLK_WG_SMEM_BYTES_OF(1), call->stream,
                                                      (void *[]){&w, &grid, &xq, &xs, &offsets, &perm, &tiles, &ntiles,
                                                                 &y, &m, &n, &k, &ldy, &alpha},
                                                      0);
