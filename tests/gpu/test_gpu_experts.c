@@ -31,6 +31,10 @@
  *                             skewed. Skips (77) on a GPU that is not cc 9.0.
  *   test_gpu_experts budget    "run" under the default f16 budget: the experts take the
  *                             floor (no GPU lane serves grouped f16), not mirrors
+ *   test_gpu_experts f16 | bf16
+ *                             f16 (uneven routing) and bf16 (skewed) experts on the mmq
+ *                             family's 16-bit grouped tile (MEMRA_MMQ_XE_F16=1), judged
+ *                             against the host only (the dense lanes are cuBLASLt's)
  *   test_gpu_experts fp8pt | fp8pt_skew
  *                             per-tensor e4m3 experts (a scale each) on the fp8blk module's
  *                             lane gemm_fp8 (MEMRA_FP8BLK_XE_PT=1: each expert's amax, the
@@ -98,6 +102,8 @@ static const xcase k_cases[] = {
     {"fp8blk_skew", MEMRA_FORMAT_E4M3, NULL, 1, 0, "fp8 block-128", "fp8blk", 0},
     {"fp8blk_one", MEMRA_FORMAT_E4M3, NULL, 0, 0, "fp8 block-128", "fp8blk", 0},
     {"fp8blk_one_skew", MEMRA_FORMAT_E4M3, NULL, 1, 0, "fp8 block-128", "fp8blk", 0},
+    {"f16", MEMRA_FORMAT_F16, NULL, 0, 0, "f16", NULL, 0},
+    {"bf16", MEMRA_FORMAT_BF16, NULL, 1, 0, "bf16", NULL, 0},
     {"fp8pt", MEMRA_FORMAT_E4M3, NULL, 0, 0, "fp8", "fp8blk", 0},
     {"fp8pt_skew", MEMRA_FORMAT_E4M3, NULL, 1, 0, "fp8", "fp8blk", 0},
     {"split", MEMRA_FORMAT_Q8_0, NULL, 0, 0, "mmq records", NULL, 3},
@@ -116,6 +122,14 @@ static void fill_weight(memra_format f, uint8_t *out, size_t bytes)
             do c = (uint8_t)test_rand_u64(&g_rng);
             while ((c & 0x7F) == 0x7F || (c & 0x7F) == 0);
             out[i] = c;
+        }
+        return;
+    }
+    if (f == MEMRA_FORMAT_F16 || f == MEMRA_FORMAT_BF16) { /* values in [-0.5, 0.5], never all zero */
+        for (size_t i = 0; i < bytes / 2; i++) {
+            const float v = test_rand_f32(&g_rng) * 0.5f;
+            const uint16_t h = f == MEMRA_FORMAT_F16 ? memra_f16_from_f32(v) : memra_bf16_from_f32(v);
+            out[2 * i] = (uint8_t)h, out[2 * i + 1] = (uint8_t)(h >> 8);
         }
         return;
     }
@@ -233,10 +247,13 @@ int main(int argc, char **argv)
     snprintf(xsplit, sizeof xsplit, "MEMRA_MMQ_XE_SPLIT=%d", xc->split);
     const int one = strncmp(xc->name, "fp8blk_one", 10) == 0; /* the one-table tile-major kernel */
     const int pt = strncmp(xc->name, "fp8pt", 5) == 0;         /* per-tensor e4m3 experts */
+    const int h16 = xc->format == MEMRA_FORMAT_F16 || xc->format == MEMRA_FORMAT_BF16; /* the 16-bit tile */
     /* budget: the default f16 budget (no GPU lane serves grouped f16, so the floor all the same) */
-    const char *settings[] = {strcmp(xc->name, "budget") == 0 ? "MEMRA_LOG=warn" : "MEMRA_F16_BUDGET_MB=0", dsplit, xc->split ? xsplit : "MEMRA_MMQ_XE_SPLIT=0",
+    const char *settings[] = {strcmp(xc->name, "budget") == 0 ? "MEMRA_LOG=warn" : "MEMRA_F16_BUDGET_MB=0", dsplit,
+                              xc->split ? xsplit : "MEMRA_MMQ_XE_SPLIT=0",
                               fp8 ? "MEMRA_PREFER=gemm_fp8_blk=fp8blk" : xc->bm ? bm : NULL,
                               one ? "MEMRA_FP8BLK_XE_ONE=all" : pt ? "MEMRA_FP8BLK_XE_PT=1" : NULL, NULL};
+    if (h16) settings[3] = "MEMRA_MMQ_XE_F16=1";
     memra_options o = {.struct_size = sizeof o, .settings = settings};
     memra_runtime *rt;
     CHECK_OK(memra_open(&o, &rt));
@@ -313,8 +330,11 @@ int main(int argc, char **argv)
                (unsigned long long)memra_ledger_hits(dev, MEMRA_OP_gemm_experts, served));
         CHECK(memra_ledger_hits(dev, MEMRA_OP_gemm_experts, served) == 1);
         if (test_inject_fault()) eager[v][5 * N] += 1.0f;
-        ok &= judge_rows(what, eager[v], ref, ids[v], K, fp8 ? JUDGE_BAND_FP8 : JUDGE_BAND_Q8_0);
-        if (!pt) ok &= dense_same(what, dev, we, x, K, eager[v], ids[v]);
+        ok &= judge_rows(what, eager[v], ref, ids[v], K,
+                         fp8 ? JUDGE_BAND_FP8 : xc->format == MEMRA_FORMAT_F16 ? JUDGE_BAND_F16
+                         : xc->format == MEMRA_FORMAT_BF16                    ? JUDGE_BAND_BF16
+                                                                              : JUDGE_BAND_Q8_0);
+        if (!pt && !h16) ok &= dense_same(what, dev, we, x, K, eager[v], ids[v]);
     }
     if (xc->graph) {
         cu_streams_open();

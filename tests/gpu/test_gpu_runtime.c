@@ -77,13 +77,13 @@ static int fake_unload(void *m)
     return 0;
 }
 /* The handle of a kernel is its name, kept in a static pool. */
-static char g_names[192][48];
+static char g_names[384][48];
 static int g_n_names;
 
 static int fake_get_function(void **f, void *m, const char *name)
 {
     (void)m;
-    if (g_n_names >= 192 || strlen(name) >= sizeof g_names[0]) return 2;
+    if (g_n_names >= 384 || strlen(name) >= sizeof g_names[0]) return 2;
     strcpy(g_names[g_n_names], name);
     *f = g_names[g_n_names++];
     return 0;
@@ -241,6 +241,7 @@ static const char *g_xe_split_knob; /* MEMRA_MMQ_XE_SPLIT likewise */
 static const char *g_xe_wide_knob;  /* MEMRA_FP8BLK_XE_WIDE likewise */
 static const char *g_xe_one_knob;   /* MEMRA_FP8BLK_XE_ONE likewise */
 static const char *g_xe_pt_knob;    /* MEMRA_FP8BLK_XE_PT likewise */
+static const char *g_xe_f16_knob;   /* MEMRA_MMQ_XE_F16 likewise */
 static const char *g_xe_merge_knob; /* MEMRA_MMQ_XE_MERGE likewise */
 static const char *fake_knob(const memra_device_caps *caps, const char *name)
 {
@@ -251,6 +252,7 @@ static const char *fake_knob(const memra_device_caps *caps, const char *name)
     if (strcmp(name, "MEMRA_FP8BLK_XE_WIDE") == 0) return g_xe_wide_knob;
     if (strcmp(name, "MEMRA_FP8BLK_XE_ONE") == 0) return g_xe_one_knob;
     if (strcmp(name, "MEMRA_FP8BLK_XE_PT") == 0) return g_xe_pt_knob;
+    if (strcmp(name, "MEMRA_MMQ_XE_F16") == 0) return g_xe_f16_knob;
     if (strcmp(name, "MEMRA_MMQ_XE_MERGE") == 0) return g_xe_merge_knob;
     return NULL; /* every other knob at its default */
 }
@@ -533,6 +535,56 @@ static int experts_launch(mod *m, memra_op lane, memra_format f, int rows, int E
     return ok && grid;
 }
 
+/* MEMRA_MMQ_XE_F16=1: gemm_experts on lane f16 / bf16 (n = 300, k = 256): the routing (one
+ * table), the activation's conversion (cvt16_f16 / _bf16, or copy16 for an f16 x) on
+ * ceil(m k / 4 / 256) blocks, then the tile-major 16-bit tile of the grouped floor's height
+ * (m / E: 128 -> 128 rows, 12.5 -> 32) on (ceil(m / bm) + E, 3); bf16 with an f16 x refused. */
+static int h16_launch(mod *m, memra_op lane, int x16, int rows, int E, const char *cvt, const char *tile, unsigned gx)
+{
+    memra_call c = call_of(m);
+    memra_gemm_args a = gemm(rows, 300, 256);
+    a.x_is_f16 = x16;
+    memra_gemm_experts_args ex = {.struct_size = sizeof ex, .lane = (int32_t)lane, .n_experts = E, .ids = 0x60000000};
+    const memra_status st = m->desc->ops->gemm_experts(&c, &a, &ex);
+    const unsigned qx = (unsigned)(((long long)rows * 64 + 255) / 256);
+    const int grid = g_n_launched == 3 && g_grid_x[1] == qx && g_block_x[1] == 256 && g_grid_x[2] == gx &&
+                     g_grid_y[2] == 3 && g_block_x[2] == 256;
+    printf("    %s: cvt %u (%u), tile %u x %u (%u); want %u (256), %u x 3 (256)  %s\n", tile, g_grid_x[1], g_block_x[1],
+           g_grid_x[2], g_grid_y[2], g_block_x[2], qx, gx, grid ? "ok" : "FAIL");
+    char what[64];
+    snprintf(what, sizeof what, "gemm_experts %s m %d E %d", lane == MEMRA_OP_gemm_bf16 ? "bf16" : "f16", rows, E);
+    return launched_exact(what, st, 3, (const char *[]){"memra_k_experts_route", cvt, tile}, (const int[]){0, 0, 0}) &&
+           grid;
+}
+
+static int h16_cases(const char *so)
+{
+    mod m;
+    g_xe_f16_knob = "1";
+    if (!open_mod(so, 90, &m)) return 0;
+    int ok = h16_launch(&m, MEMRA_OP_gemm_f16, 0, 1024, 8, "memra_k_experts_cvt16_f16", "memra_k_experts_h16_f16_mt4", 16);
+    ok &= h16_launch(&m, MEMRA_OP_gemm_f16, 1, 1024, 8, "memra_k_experts_copy16", "memra_k_experts_h16_f16_mt4", 16);
+    ok &= h16_launch(&m, MEMRA_OP_gemm_bf16, 0, 100, 8, "memra_k_experts_cvt16_bf16", "memra_k_experts_h16_bf16_mt1",
+                     4 + 8);
+    ok &= h16_launch(&m, MEMRA_OP_gemm_bf16, 0, 512, 8, "memra_k_experts_cvt16_bf16", "memra_k_experts_h16_bf16_mt2",
+                     8 + 8);
+    {
+        memra_call c = call_of(&m);
+        memra_gemm_args a = gemm(64, 300, 256);
+        a.x_is_f16 = 1;
+        memra_gemm_experts_args ex = {.struct_size = sizeof ex, .lane = MEMRA_OP_gemm_bf16, .n_experts = 8,
+                                      .ids = 0x60000000};
+        const memra_status st = m.desc->ops->gemm_experts(&c, &a, &ex);
+        const int r = st == MEMRA_STATUS_INVALID_ARGUMENT && g_n_launched == 0;
+        printf("  gemm_experts bf16 with an f16 x: status %d, %d launches  %s\n", (int)st, g_n_launched, r ? "ok" : "FAIL");
+        ok &= r;
+        g_n_launched = 0;
+    }
+    ok &= close_mod(&m, 1);
+    g_xe_f16_knob = NULL;
+    return ok;
+}
+
 static int case_mmq(const char *so)
 {
     mod m;
@@ -573,7 +625,10 @@ static int case_mmq(const char *so)
     memra_gemm_experts_args ex = {.struct_size = sizeof ex, .lane = MEMRA_OP_gemm_f16, .n_experts = 8,
                                   .ids = 0x60000000};
     c = call_of(&m);
-    ok &= declined("gemm_experts f16 lane", m.desc->ops->gemm_experts(&c, &a, &ex), &c, "gemm_q8_0r and gemm_kr lanes");
+    ok &= declined("gemm_experts f16 lane", m.desc->ops->gemm_experts(&c, &a, &ex), &c, "MEMRA_MMQ_XE_F16=1");
+    ex.lane = MEMRA_OP_gemm_fp8;
+    c = call_of(&m);
+    ok &= declined("gemm_experts fp8 lane", m.desc->ops->gemm_experts(&c, &a, &ex), &c, "gemm_q8_0r and gemm_kr lanes");
     ex.lane = MEMRA_OP_gemm_q8_0r, ex.n_experts = 5000;
     c = call_of(&m);
     ok &= declined("gemm_experts 5000 experts", m.desc->ops->gemm_experts(&c, &a, &ex), &c, "4096 experts");
@@ -943,7 +998,7 @@ int main(int argc, char **argv)
     int ok = strcmp(c, "sm90") == 0            ? case_sm90(argv[2])
              : strcmp(c, "sm120") == 0         ? case_sm120(argv[3], 120)
              : strcmp(c, "sm120_on_sm90") == 0 ? case_sm120(argv[3], 90)
-             : strcmp(c, "mmq") == 0           ? case_mmq(argv[4])
+             : strcmp(c, "mmq") == 0           ? case_mmq(argv[4]) && h16_cases(argv[4])
              : strcmp(c, "fp8blk") == 0        ? case_fp8blk(argv[5])
                                                : -1;
     if (ok < 0) {

@@ -1686,3 +1686,181 @@ memra_k_experts_splitk_sum(const float *__restrict__ part, int S, int m, int n, 
 static_assert(R3_SMEM_BYTES(1, 4) == 69120 && KR_SMEM_BYTES(KR_Q6_K, 1, 4) == 69120 &&
                   3 * (69120 + 128 + 1024) <= 233472 && KR_SMEM_BYTES(KR_Q6_K, 2, 4) + 256 <= MMQ_SM120_SMEM,
               "the grouped tiles' shared memory");
+
+/* ---- gemm_experts on the f16 / bf16 lanes (MEMRA_MMQ_XE_F16=1; issue 30) -----------------
+ * memra_k_experts_cvt16_f16 / _bf16 / _copy16
+ *   the activation in expert order as 16-bit values: sorted row s < offsets[E] of a16 is x row
+ *   perm[s] rounded to f16 (cvt.rn, the host's memra_f16_from_f32) or bf16 (cvt.rn.bf16), or
+ *   copied where x is already f16; 4 values a thread and step (k % 8 == 0), rows past
+ *   offsets[E] never written or read.
+ * memra_k_experts_h16_<f16|bf16>_mt1 / _mt2 / _mt4
+ *   the grouped tile of 32 MT sorted rows x 128 weight rows, 2 x 4 warps (a warp 16 MT rows x
+ *   32 columns), k in steps of 32 through H16_STAGES cp.async stages (A and B rows of 64 bytes
+ *   at an 80-byte pitch), two m16n8k16 MMAs a step with f32 accumulation (the byte layout of
+ *   the int8 tiles' fragments, so the same ldmatrix addressing), no fold: y[perm[s], j] =
+ *   alpha * sum. Grid (the worst-case tile count, ceil(n / 128)), tile-major like the merged
+ *   floor; tile t = (e, s0) from memra_k_experts_route's one table (bm = 32 MT); rows past
+ *   the expert's end and weight rows past n zero-filled, never stored. Within the lane's
+ *   band of the host's reference, not bit for bit cuBLASLt's dense lane (another sum order). */
+#define H16_STAGES 4
+#define H16_PITCH 80 /* bytes a 32-value row takes in shared memory (64 + 16: no bank conflicts for ldmatrix) */
+#define H16_SMEM(MT) (H16_STAGES * (32 * (MT) + 128) * H16_PITCH)
+
+template <int MODE> /* 0: f32 to f16, 1: f32 to bf16, 2: f16 copied */
+__device__ __forceinline__ void experts_cvt16(const void *__restrict__ x, const int *__restrict__ perm,
+                                              const int *__restrict__ offsets, int E, int k,
+                                              unsigned short *__restrict__ a16)
+{
+    const long long routed = offsets[E], q = k / 4, total = routed * q;
+    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < total;
+         i += (long long)gridDim.x * blockDim.x) {
+        const long long s = i / q, c = (i - s * q) * 4, src = (long long)perm[s] * k + c;
+        unsigned short h[4];
+        if (MODE == 2) {
+            const uint2 v = *reinterpret_cast<const uint2 *>(static_cast<const unsigned short *>(x) + src);
+            h[0] = (unsigned short)v.x, h[1] = (unsigned short)(v.x >> 16);
+            h[2] = (unsigned short)v.y, h[3] = (unsigned short)(v.y >> 16);
+        } else {
+            const float4 v = *reinterpret_cast<const float4 *>(static_cast<const float *>(x) + src);
+            const float f[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+            for (int u = 0; u < 4; u++) {
+                if (MODE == 0)
+                    asm("cvt.rn.f16.f32 %0, %1;\n" : "=h"(h[u]) : "f"(f[u]));
+                else
+                    asm("cvt.rn.bf16.f32 %0, %1;\n" : "=h"(h[u]) : "f"(f[u]));
+            }
+        }
+        *reinterpret_cast<uint2 *>(a16 + s * k + c) =
+            make_uint2((unsigned)h[0] | ((unsigned)h[1] << 16), (unsigned)h[2] | ((unsigned)h[3] << 16));
+    }
+}
+#define CVT16_ENTRY(NAME, MODE)                                                                                      \
+    extern "C" __global__ void __launch_bounds__(256)                                                                \
+        NAME(const void *__restrict__ x, const int *__restrict__ perm, const int *__restrict__ offsets, int E, int k, \
+             unsigned short *__restrict__ a16)                                                                       \
+    {                                                                                                                \
+        experts_cvt16<MODE>(x, perm, offsets, E, k, a16);                                                            \
+    }
+CVT16_ENTRY(memra_k_experts_cvt16_f16, 0)
+CVT16_ENTRY(memra_k_experts_cvt16_bf16, 1)
+CVT16_ENTRY(memra_k_experts_copy16, 2)
+#undef CVT16_ENTRY
+
+template <bool BF>
+__device__ __forceinline__ void mma_h16(float (&d)[4], const uint32_t a[4], uint32_t b0, uint32_t b1)
+{
+    if (BF)
+        asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+                     "{%0,%1,%2,%3};\n"
+                     : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+    else
+        asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+                     "{%0,%1,%2,%3};\n"
+                     : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+template <int MT, bool BF>
+__device__ __forceinline__ void experts_h16_body(const unsigned long long *__restrict__ wtab,
+                                                 const unsigned short *__restrict__ a16, int n, int k,
+                                                 const int *__restrict__ offsets, const int *__restrict__ perm,
+                                                 const int *__restrict__ tiles, const int *__restrict__ ntiles,
+                                                 float *__restrict__ y, long long ldy, float alpha)
+{
+    extern __shared__ __align__(16) unsigned char h16_smem[];
+    constexpr int BM = 32 * MT, ROWS = BM + 128, STAGE = ROWS * H16_PITCH;
+    const int ti = (int)blockIdx.x;
+    if (ti >= *ntiles) return;
+    const int e = tiles[2 * ti], s0 = tiles[2 * ti + 1], rows = min(BM, offsets[e + 1] - s0);
+    const int j0 = (int)blockIdx.y * 128, brows = min(128, n - j0);
+    const unsigned short *w = reinterpret_cast<const unsigned short *>(static_cast<uintptr_t>(wtab[e]));
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, wm = warp & 1, wn = warp >> 1;
+    const int nk = (k + 31) / 32;
+    const uint32_t base = smem_u32(h16_smem);
+    /* a stage: rows 0 .. BM - 1 the tile's activation rows, then 128 weight rows; 4 chunks of 16 bytes a row */
+    auto copy = [&](int slot, int kt) {
+        for (int idx = threadIdx.x; idx < ROWS * 4; idx += MMQ_THREADS) {
+            const int r = idx >> 2, c = idx & 3;
+            const long long col = (long long)kt * 32 + c * 8;
+            const bool isw = r >= BM, ok = col < k && (isw ? r - BM < brows : r < rows);
+            const unsigned short *src = isw ? w + (long long)(j0 + r - BM) * k + col : a16 + (long long)(s0 + r) * k + col;
+            memra_cp16(base + slot * STAGE + r * H16_PITCH + c * 16, ok ? src : a16, ok ? 16 : 0);
+        }
+    };
+    float acc[MT][4][4];
+#pragma unroll
+    for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+        for (int nt = 0; nt < 4; nt++)
+#pragma unroll
+            for (int i = 0; i < 4; i++) acc[mt][nt][i] = 0.0f;
+    const int mt_live = min(MT, max(0, (rows - wm * 16 * MT + 15) / 16)); /* the warp's m16 tiles that hold rows */
+#pragma unroll
+    for (int s = 0; s < H16_STAGES - 1; s++) {
+        if (s < nk) copy(s, s);
+        cp_async_commit();
+    }
+    for (int kt = 0; kt < nk; kt++) {
+        cp_async_wait<H16_STAGES - 2>();
+        __syncthreads(); /* step kt landed for every thread; every warp is past step kt - 1 */
+        if (kt + H16_STAGES - 1 < nk) copy((kt + H16_STAGES - 1) % H16_STAGES, kt + H16_STAGES - 1);
+        cp_async_commit();
+        const uint32_t sa = base + (kt % H16_STAGES) * STAGE, sb = sa + BM * H16_PITCH;
+#pragma unroll
+        for (int kk = 0; kk < 2; kk++) {
+            uint32_t b[4][2];
+#pragma unroll
+            for (int np = 0; np < 2; np++) {
+                uint32_t r[4];
+                memra_ldmatrix_x4(r, sb + (wn * 32 + np * 16 + (lane & 7) + (lane >> 4) * 8) * H16_PITCH + kk * 32 +
+                                         ((lane >> 3) & 1) * 16);
+                b[2 * np][0] = r[0], b[2 * np][1] = r[1], b[2 * np + 1][0] = r[2], b[2 * np + 1][1] = r[3];
+            }
+#pragma unroll
+            for (int mt = 0; mt < MT; mt++) {
+                if (mt >= mt_live) break;
+                uint32_t a[4];
+                memra_ldmatrix_x4(a, sa + (wm * 16 * MT + mt * 16 + (lane & 15)) * H16_PITCH + kk * 32 + (lane >> 4) * 16);
+#pragma unroll
+                for (int nt = 0; nt < 4; nt++) mma_h16<BF>(acc[mt][nt], a, b[nt][0], b[nt][1]);
+            }
+        }
+    }
+    cp_async_wait<0>();
+#pragma unroll
+    for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+        for (int h = 0; h < 2; h++) {
+            const int i = wm * 16 * MT + mt * 16 + (lane >> 2) + 8 * h;
+            if (i >= rows) continue;
+            float *yr = y + (long long)perm[s0 + i] * ldy;
+#pragma unroll
+            for (int nt = 0; nt < 4; nt++)
+#pragma unroll
+                for (int c = 0; c < 2; c++) {
+                    const int j = j0 + wn * 32 + nt * 8 + (lane & 3) * 2 + c;
+                    if (j < n) yr[j] = alpha * acc[mt][nt][2 * h + c];
+                }
+        }
+}
+
+/* wtab: E pointers to each expert's f16 (or bf16) [n x k] (16-byte aligned), a16: the sorted
+ * activation (memra_k_experts_cvt16_*), offsets / perm / tiles / ntiles: memra_k_experts_route's
+ * one table for bm = 32 MT; dynamic shared memory H16_SMEM(MT). */
+#define H16_ENTRY(NAME, MT, BF)                                                                                      \
+    extern "C" __global__ void __launch_bounds__(MMQ_THREADS, 2)                                                     \
+        NAME(const unsigned long long *__restrict__ wtab, const unsigned short *__restrict__ a16, int n, int k,     \
+             const int *__restrict__ offsets, const int *__restrict__ perm, const int *__restrict__ tiles,          \
+             const int *__restrict__ ntiles, float *__restrict__ y, long long ldy, float alpha)                    \
+    {                                                                                                                \
+        experts_h16_body<MT, BF>(wtab, a16, n, k, offsets, perm, tiles, ntiles, y, ldy, alpha);                     \
+    }
+H16_ENTRY(memra_k_experts_h16_f16_mt1, 1, false)
+H16_ENTRY(memra_k_experts_h16_f16_mt2, 2, false)
+H16_ENTRY(memra_k_experts_h16_f16_mt4, 4, false)
+H16_ENTRY(memra_k_experts_h16_bf16_mt1, 1, true)
+H16_ENTRY(memra_k_experts_h16_bf16_mt2, 2, true)
+H16_ENTRY(memra_k_experts_h16_bf16_mt4, 4, true)
+#undef H16_ENTRY

@@ -207,6 +207,10 @@ typedef struct mmq_state {
     /* MEMRA_MMQ_XE_MERGE=1: both tables in one launch, [lane][main tile] (the _mt2r1 / _mt4r1
      * kernels: a main tile of 64 or 128 rows, remainders on 32), else NULL */
     CUfunction experts_merged[1 + MMQ_KR_FORMATS][MMQ_XE_TILES];
+    /* MEMRA_MMQ_XE_F16=1: the f16 / bf16 lanes of gemm_experts, [bf16][tile] (the 32, 64 and
+     * 128-row tiles, memra_k_experts_h16_*) and the activation's conversions (f16, bf16, f16
+     * copied), else NULL (the lanes decline) */
+    CUfunction experts_h16[2][MMQ_XE_TILES], experts_cvt16[3];
 } mmq_state;
 
 #define MMQ_K(q) ((const mmq_state *)memra__gpu_state((q), &memra__gpu_family_mmq))
@@ -280,6 +284,30 @@ static memra_status mmq_load(memra__gpu *q, void *state)
                                  memra__mmq_xe_merged[l][t]);
                 }
             }
+    }
+    {
+        const char *xe_f16 = memra__gpu_knob(q, "MEMRA_MMQ_XE_F16");
+        if (xe_f16 != NULL && strcmp(xe_f16, "1") == 0) {
+            static const char *const h16[2][MMQ_XE_TILES] = {
+                {"memra_k_experts_h16_f16_mt1", "memra_k_experts_h16_f16_mt2", "memra_k_experts_h16_f16_mt4"},
+                {"memra_k_experts_h16_bf16_mt1", "memra_k_experts_h16_bf16_mt2", "memra_k_experts_h16_bf16_mt4"}};
+            static const char *const cvt[3] = {"memra_k_experts_cvt16_f16", "memra_k_experts_cvt16_bf16",
+                                               "memra_k_experts_copy16"};
+            int okc = 1;
+            for (int c = 0; c < 3; c++)
+                okc &= memra__gpu_function(q, m, cvt[c], 0, &s->experts_cvt16[c]) == MEMRA_STATUS_OK;
+            for (int b = 0; b < 2 && okc; b++)
+                for (int t = 0; t < MMQ_XE_TILES; t++) {
+                    const unsigned smem = (unsigned)(4 * (32 * (1 << t) + 128) * 80); /* mmq.cu's H16_SMEM */
+                    if ((caps->smem_per_block_optin == 0 || caps->smem_per_block_optin >= smem) &&
+                        memra__gpu_function(q, m, h16[b][t], smem, &s->experts_h16[b][t]) != MEMRA_STATUS_OK)
+                        s->experts_h16[b][t] = NULL;
+                }
+            if (!okc) {
+                memset(s->experts_h16, 0, sizeof s->experts_h16);
+                q->host->log(MEMRA_LOG_WARN, q->name, "gemm_experts: MEMRA_MMQ_XE_F16=1 but the conversions did not load");
+            }
+        }
     }
     pthread_once(&k_lists_once, lists_build);
     s->q8r_list = q8r_list_of(caps, q->portable);
@@ -670,6 +698,7 @@ memra_status memra__mmq_accprobe(memra_call *call, memra_accprobe_arm arm, const
  * lanes are declined (the core then has no other lane on a GPU). */
 #define MEMRA__MMQ_SLOT_ROUTE "experts.route"
 #define MEMRA__MMQ_SLOT_XE_PART "experts.splitk" /* the grouped split-k partial sums */
+#define MEMRA__MMQ_SLOT_XE_A16 "experts.a16"      /* the f16 / bf16 lanes: the activation in expert order */
 
 /* Split-k of the grouped tiles: S slices of the k steps (the dense kernels' split: slice z
  * takes steps G z / S .. G (z + 1) / S - 1), each writing its raw sums to part[z][row][j],
@@ -707,14 +736,81 @@ static int xe_tile_pick(int f, const CUfunction *fns, int64_t m, int64_t E)
     return best;
 }
 
+/* gemm_experts on the f16 / bf16 lanes (MEMRA_MMQ_XE_F16=1, not yet run on a GPU): the routing's
+ * one table for tiles of bm rows (the grouped floor's pick from the mean rows per expert), the
+ * activation rounded to 16 bits in expert order (memra_k_experts_cvt16_*: the host's rounding),
+ * then the tile-major 16-bit tile (mmq.cu "gemm_experts on the f16 / bf16 lanes"). a->w: E
+ * pointers to each expert's f16 (bf16) [n x k]. Plain stream-ordered launches, no host read. */
+static memra_status h16_experts(memra_call *call, const memra_gemm_args *a, const memra_gemm_experts_args *ex)
+{
+    memra__gpu *q = MMQ_OF(call);
+    const int bf = ex->lane == MEMRA_OP_gemm_bf16;
+    const CUfunction *fns = MMQ_K(q)->experts_h16[bf];
+    if (fns[0] == NULL && fns[1] == NULL && fns[2] == NULL)
+        return decline(call, "gemm_experts: the f16 and bf16 lanes need MEMRA_MMQ_XE_F16=1 (not yet run on a GPU)");
+    memra_status st = check_gemm(q, "gemm_experts", a);
+    if (st != MEMRA_STATUS_OK) return st;
+    if (ex->n_experts < 1)
+        return q->host->set_error(MEMRA_STATUS_INVALID_ARGUMENT, "%s.gemm_experts: n_experts = %d", q->name,
+                                  (int)ex->n_experts);
+    if (bf && a->x_is_f16)
+        return q->host->set_error(MEMRA_STATUS_INVALID_ARGUMENT,
+                                  "%s.gemm_experts: lane gemm_bf16 reads an f32 activation (x_is_f16 is for gemm_f16)",
+                                  q->name);
+    if (a->m == 0 || a->n == 0) return MEMRA_STATUS_OK;
+    if (ex->ids == 0) return q->host->set_error(MEMRA_STATUS_INVALID_ARGUMENT, "%s.gemm_experts: ids is NULL", q->name);
+    if (a->k % 8 != 0) return decline(call, "gemm_experts: the f16 / bf16 tile needs in_f a multiple of 8");
+    if (!aligned(a->x, 16) || !aligned(a->w, 8))
+        return decline(call, "gemm_experts: needs a 16-byte aligned x and an 8-byte aligned expert table");
+    const int32_t E = ex->n_experts;
+    if (E > MMQ_XE_MAX) return decline(call, "gemm_experts: more than 4096 experts (the routing kernel's shared memory)");
+    const int tile = xe_tile_pick(MMQ_K(q)->xe_bm, fns, a->m, E);
+    if (tile < 0) return decline(call, "gemm_experts: no 16-bit grouped tile fits the device's shared memory");
+    int bm = memra__mmq_xe_tiles[0][tile].bm, bm2 = 0;
+    const int64_t tiles_max = ((int64_t)a->m + bm - 1) / bm + E;
+    if (tiles_max > 0x7fffffff || ((int64_t)a->n + 127) / 128 > 65535)
+        return decline(call, "gemm_experts: the grid's limits (row tiles or column blocks)");
+    const size_t b_off = up16(((size_t)E + 1) * 4), b_perm = up16((size_t)a->m * 4), b_tiles = up16((size_t)tiles_max * 8);
+    memra_dptr p = 0, a16 = 0;
+    st = q->host->scratch_get(call, MEMRA__MMQ_SLOT_ROUTE, b_off + b_perm + b_tiles + 8 + 32, &p);
+    if (st == MEMRA_STATUS_OK)
+        st = q->host->scratch_get(call, MEMRA__MMQ_SLOT_XE_A16, (size_t)a->m * (size_t)a->k * 2u + 16u, &a16);
+    if (st != MEMRA_STATUS_OK) return st;
+    memra_dptr offsets = p, perm = p + b_off, tiles = perm + b_perm, ntiles = tiles + b_tiles, tiles2 = ntiles + 16,
+               ntiles2 = ntiles + 8;
+    memra_dptr ids = ex->ids, w = a->w, x = a->x, y = y_base(a);
+    int mm = a->m, ee = E, nn = a->n, kk = a->k;
+    long long ldy = a->ldy;
+    float alpha = a->alpha;
+    st = launch_n(q, MMQ_K(q)->experts_route, "memra_k_experts_route", 1, 1, 1024, 0, call->stream,
+                  (void *[]){&ids, &mm, &ee, &bm, &offsets, &perm, &tiles, &ntiles, &bm2, &tiles2, &ntiles2});
+    if (st != MEMRA_STATUS_OK) return st;
+    static const char *const cvt_names[3] = {"memra_k_experts_cvt16_f16", "memra_k_experts_cvt16_bf16",
+                                             "memra_k_experts_copy16"};
+    const int c = bf ? 1 : a->x_is_f16 ? 2 : 0;
+    const int64_t items = (int64_t)a->m * (a->k / 4);
+    const unsigned gx = (unsigned)((items + 255) / 256 < 8192 ? (items + 255) / 256 : 8192);
+    st = launch_n(q, MMQ_K(q)->experts_cvt16[c], cvt_names[c], gx, 1, 256, 0, call->stream,
+                  (void *[]){&x, &perm, &offsets, &ee, &kk, &a16});
+    if (st != MEMRA_STATUS_OK) return st;
+    static const char *const h16_names[2][MMQ_XE_TILES] = {
+        {"memra_k_experts_h16_f16_mt1", "memra_k_experts_h16_f16_mt2", "memra_k_experts_h16_f16_mt4"},
+        {"memra_k_experts_h16_bf16_mt1", "memra_k_experts_h16_bf16_mt2", "memra_k_experts_h16_bf16_mt4"}};
+    const unsigned smem = (unsigned)(4 * (bm + 128) * 80); /* mmq.cu's H16_SMEM */
+    return launch_n(q, fns[tile], h16_names[bf][tile], (unsigned)tiles_max, (unsigned)((a->n + 127) / 128), MMQ_THREADS,
+                    smem, call->stream, (void *[]){&w, &a16, &nn, &kk, &offsets, &perm, &tiles, &ntiles, &y, &ldy, &alpha});
+}
+
 memra_status memra__mmq_gemm_experts(memra_call *call, const memra_gemm_args *a, const memra_gemm_experts_args *ex)
 {
     memra__gpu *q = MMQ_OF(call);
     if (ex == NULL || !MEMRA_HAS_MEMBER(ex, memra_gemm_experts_args, w_scales))
         return q->host->set_error(MEMRA_STATUS_INVALID_ARGUMENT, "%s.gemm_experts: experts args missing or too small",
                                   q->name);
+    if (ex->lane == MEMRA_OP_gemm_f16 || ex->lane == MEMRA_OP_gemm_bf16) return h16_experts(call, a, ex);
     if (ex->lane != MEMRA_OP_gemm_q8_0r && ex->lane != MEMRA_OP_gemm_kr)
-        return decline(call, "gemm_experts: this module serves the gemm_q8_0r and gemm_kr lanes (the integer floor) only");
+        return decline(call, "gemm_experts: this module serves the gemm_q8_0r and gemm_kr lanes (the integer floor) "
+                             "and, with MEMRA_MMQ_XE_F16=1, gemm_f16 and gemm_bf16 only");
     memra_status st = check_gemm(q, "gemm_experts", a);
     if (st != MEMRA_STATUS_OK) return st;
     if (ex->n_experts < 1)
