@@ -67,6 +67,8 @@
 #               MEMRA_ARCH=1:cuda
 #   moesan      the four sanitizer tools over gemm_experts (mmq check with a forced split,
 #               test_gpu_experts fp8blk and split_q6_k), each in its own process
+#   xe16        the opt-in grouped lanes not yet run on a GPU: f16 / bf16 (MEMRA_MMQ_XE_F16=1) and
+#               per-tensor fp8 (MEMRA_FP8BLK_XE_PT=1): tests, check, bench moe, four tools (step_xe16)
 #   fp8xe       the fp8blk grouped lane's launch choices (the two tables against MEMRA_FP8BLK_XE_ONE=1's
 #               one tile-major table): bench moe with the fp8blk module preferred, the GPU tests,
 #               the check and the four tools (see step_fp8xe)
@@ -855,6 +857,36 @@ step_moesweep() {
     --show-backtrace no $M check --device 0 --op gemm_experts --module mmq --quick > "$L/moesweep_san_split3.log" 2>&1
   say "sanitize memcheck check gemm_experts mmq (split 3): exit $? reports $(san_count memcheck "$L/moesweep_san_split3.log")"
   say "moesweep: $((SECONDS - t)) s"
+}
+
+# The opt-in grouped lanes never run on a GPU before (issue 30): the 16-bit lanes (MEMRA_MMQ_XE_F16=1,
+# f16 and bf16 experts) and the per-tensor FP8 lane (MEMRA_FP8BLK_XE_PT=1): test_gpu_experts f16,
+# bf16, fp8pt, fp8pt_skew (against the host; each sets its own knob), memra check --op gemm_experts
+# with both knobs, memra bench moe --format f16 / bf16 / fp8 at XE16_M (default 512) with both knobs
+# (the grouped call against its loop and the dense lane), and the four tools over test_gpu_experts
+# f16 and fp8pt, each in its own process
+step_xe16() {
+  local t=$SECONDS c fm mm tool lg f
+  for c in f16 bf16 fp8pt fp8pt_skew; do
+    timeout 200 $B/bin/test_gpu_experts $c > "$L/xe16_test_$c.log" 2>&1
+    say "test_gpu_experts $c: exit $?"
+  done
+  MEMRA_MMQ_XE_F16=1 MEMRA_FP8BLK_XE_PT=1 timeout 300 $M check --device 0 --op gemm_experts > "$L/xe16_check.log" 2>&1
+  say "check gemm_experts (XE_F16=1 XE_PT=1): exit $? $(grep -E 'passed, ' "$L/xe16_check.log")"
+  for mm in ${XE16_M:-512}; do for fm in f16 bf16 fp8; do
+    f="$L/xe16_bench_moe_${fm}_m$mm.txt"
+    MEMRA_MMQ_XE_F16=1 MEMRA_FP8BLK_XE_PT=1 timeout 300 $M bench moe --device 0 --m $mm --format $fm \
+      --json $R/xe16_bench_moe_${fm}_m${mm}_$TAG.json > "$f" 2>&1
+    say "xe16 bench moe $fm m=$mm: exit $?"
+    moe_rows "$f" 'qwen3moe|mixtral'
+  done; done
+  for tool in ${XE16_TOOLS:-memcheck racecheck initcheck synccheck}; do for c in f16 fp8pt; do
+    lg="$L/xe16_san_${tool}_$c.log"
+    MEMRA_ADMISSION=off timeout 300 compute-sanitizer --tool $tool $(san_x $tool) --print-limit 0 \
+      --show-backtrace no $B/bin/test_gpu_experts $c > "$lg" 2>&1
+    say "xe16 $tool test_gpu_experts $c: exit $? reports $(san_count $tool "$lg") ($(san_said "$lg"))"
+  done; done
+  say "xe16: $((SECONDS - t)) s"
 }
 
 # The fp8blk grouped lane's launch choices, with the fp8blk module preferred (the loop and dense
