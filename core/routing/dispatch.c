@@ -125,15 +125,15 @@ memra_status memra__dispatch(memra_device *dev, memra_op op, memra_op_args *args
 
 static memra_status dispatch_lanes(memra_device *dev, memra__snapshot *s, memra_op op, memra_op_args *args);
 
-int memra__dispatch_taken(memra_device *dev, memra_op op, memra_op_args *args)
+const char *memra__dispatch_taken(memra_device *dev, memra_op op, memra_op_args *args)
 {
     memra__snapshot *s = memra__snapshot_acquire(dev);
-    if (s == NULL) return 0;
-    int taken = 0;
-    for (int i = 0; i < s->n_lanes[op] && !taken; i++)
-        taken = memra__lane_run(dev, &s->lanes[op][i], op, args) == MEMRA_STATUS_OK;
+    if (s == NULL) return NULL;
+    const char *taker = NULL;
+    for (int i = 0; i < s->n_lanes[op] && taker == NULL; i++)
+        if (memra__lane_run(dev, &s->lanes[op][i], op, args) == MEMRA_STATUS_OK) taker = s->lanes[op][i].mod->name;
     memra__snapshot_release(s);
-    return taken;
+    return taker;
 }
 
 memra_status memra__dispatch_on(memra_device *dev, memra__snapshot *s, memra_op op, memra_op_args *args)
@@ -148,10 +148,24 @@ memra_status memra__dispatch_on(memra_device *dev, memra__snapshot *s, memra_op 
     return st;
 }
 
+#define DECLINES_MAX 384 /* bytes of a dispatch's list of decline reasons */
+
+/* Append "module: reason" to the declines' list buf[DECLINES_MAX] (at rl; "; " between), as much as fits. */
+static size_t reason_add(char *buf, size_t rl, const char *module, const char *reason)
+{
+    const size_t cap = DECLINES_MAX;
+    if (rl >= cap - 1) return rl;
+    const int n = snprintf(buf + rl, cap - rl, "%s%s: %s", rl ? "; " : "", module, reason ? reason : "(no reason given)");
+    return n < 0 ? rl : rl + (size_t)n < cap ? rl + (size_t)n : cap - 1;
+}
+
 static memra_status dispatch_lanes(memra_device *dev, memra__snapshot *s, memra_op op, memra_op_args *args)
 {
     memra_status st = MEMRA_STATUS_NOT_SUPPORTED;
-    char last_reason[128] = "no module provides it";
+    /* every declining lane's reason, in order ("mmq: ...; fp8blk: ..."): a module serving some lanes
+     * of an op only says which of its knobs or shapes would take the call */
+    char reasons[DECLINES_MAX] = "";
+    size_t rl = 0;
     const int s_lanes = s->n_lanes[op];
     /* Measured routing first (core/routing/tune_table.c): the class's tuned lane and variant. */
     const memra__tuned *t = s->n_tuned[op] > 0 ? memra__tune_find(s, op, &args->gemm) : NULL;
@@ -160,20 +174,20 @@ static memra_status dispatch_lanes(memra_device *dev, memra__snapshot *s, memra_
         tl.variant = t->variant;
         st = memra__lane_invoke(dev, &tl, op, args);
         if (st != MEMRA_STATUS_DECLINED) return st;
-        snprintf(last_reason, sizeof last_reason, "%s: %s", tl.mod->name, args->decline_reason);
+        rl = reason_add(reasons, rl, tl.mod->name, args->decline_reason);
     }
     for (int i = 0; i < s_lanes; i++) {
         st = memra__lane_invoke(dev, &s->lanes[op][i], op, args);
         if (st != MEMRA_STATUS_DECLINED) break;
-        snprintf(last_reason, sizeof last_reason, "%s: %s", s->lanes[op][i].mod->name, args->decline_reason);
+        rl = reason_add(reasons, rl, s->lanes[op][i].mod->name, args->decline_reason);
     }
     if (st == MEMRA_STATUS_NOT_SUPPORTED && s_lanes == 0)
         return MEMRA__FAIL(MEMRA_STATUS_NOT_SUPPORTED, "%s on %s: no module provides it", memra_op_name(op),
                            dev->label);
     if (st == MEMRA_STATUS_DECLINED) {
         args->decline_reason = NULL;
-        return MEMRA__FAIL(MEMRA_STATUS_DECLINED, "%s on %s: no lane took it (last: %s)", memra_op_name(op),
-                           dev->label, last_reason);
+        return MEMRA__FAIL(MEMRA_STATUS_DECLINED, "%s on %s: no lane took it (%s)", memra_op_name(op), dev->label,
+                           reasons);
     }
     return st;
 }

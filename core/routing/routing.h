@@ -73,9 +73,10 @@ memra_status memra__lane_run(memra_device *dev, const memra__lane *lane, memra_o
 memra_status memra__dispatch(memra_device *dev, memra_op op, memra_op_args *args);
 /* Dispatch on a snapshot the caller holds (one per memra_matmul). */
 memra_status memra__dispatch_on(memra_device *dev, memra__snapshot *snap, memra_op op, memra_op_args *args);
-/* Whether a lane of op on dev takes args (returns OK) rather than declining: each lane run
- * once, without ledger counting (a question, not a call); for args that launch nothing. */
-int memra__dispatch_taken(memra_device *dev, memra_op op, memra_op_args *args);
+/* The module of the first lane of op on dev that takes args (returns OK) rather than declining,
+ * NULL when none: each lane run once, without ledger counting (a question, not a call); for
+ * args that launch nothing. The name lives as long as the module is loaded. */
+const char *memra__dispatch_taken(memra_device *dev, memra_op op, memra_op_args *args);
 
 /* The observer of live calls (memra__dispatch_observer, core/state/runtime.h):
  * dispatch calls rt->observer around a call whose snapshot has a shadow lane

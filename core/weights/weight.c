@@ -948,6 +948,7 @@ static void plan_floor(memra_device *dev, memra_weight_plan *p, int records)
 
 static memra_status plan_of(const memra_weight *w, memra_device *dev, memra_weight_plan *out, uint64_t experts);
 static int experts_f16_routed(const memra_weight *w, int32_t n_experts, memra_device *dev);
+static const char *experts_lane_taker(const memra_weight *w, int32_t n_experts, memra_device *dev, memra_op lane);
 
 /* Mirrors prepare_locked and memra_matmul_ex: keep the three in step. An
  * expert weight's plan is its first expert's with every expert counted (the
@@ -969,10 +970,11 @@ memra_status memra_weight_plan_get(const memra_weight *w, memra_device *dev, mem
         const memra_op o = out->ops[i];
         if (o == MEMRA_OP_gemm_f16 || o == MEMRA_OP_gemm_bf16 || o == MEMRA_OP_gemm_fp8 || o == MEMRA_OP_gemm_fp8_blk ||
             o == MEMRA_OP_gemm_q8_0 || o == MEMRA_OP_gemm_q8_0r || o == MEMRA_OP_gemm_kr) {
-            const char *names[1] = {NULL};
             lane_op = o;
             out->ops[i] = MEMRA_OP_gemm_experts;
-            out->modules[i] = memra_routing_get(dev, MEMRA_OP_gemm_experts, names, 1) > 0 ? names[0] : NULL;
+            /* the module that takes the grouped call on this lane (a no-row question), not merely the
+             * routing's first: a GPU module may serve some lanes of gemm_experts only */
+            out->modules[i] = experts_lane_taker(w->experts[0], w->n_experts, dev, o);
         }
     }
     char why[sizeof out->why];
@@ -985,7 +987,14 @@ memra_status memra_weight_plan_get(const memra_weight *w, memra_device *dev, mem
     memcpy(out->why, why, sizeof why);
     if (lane_op == MEMRA_OP_COUNT_) out->lane = "none";
     for (int i = 0; i < out->n_steps; i++)
-        if (out->modules[i] == NULL) out->lane = "none";
+        if (out->modules[i] == NULL && out->ops[i] == MEMRA_OP_gemm_experts) {
+            const size_t l = strlen(out->why);
+            snprintf(out->why + l, sizeof out->why - l, "; no module takes gemm_experts on %s on this device",
+                     memra_op_name(lane_op));
+            out->lane = "none";
+        } else if (out->modules[i] == NULL) {
+            out->lane = "none";
+        }
     return MEMRA_STATUS_OK;
 }
 
@@ -1378,16 +1387,21 @@ static size_t etab_bytes(int32_t n) { return (size_t)ET_KINDS * (size_t)n * size
  * grouped f16 step nothing served: NOT_SUPPORTED under the default budget) and hold the mirror's
  * bytes, 2 in_f out_f a expert, for nothing. Asked at prepare: a module added later that serves
  * the lane takes these experts once they are prepared again. */
-static int experts_f16_routed(const memra_weight *w, int32_t n_experts, memra_device *dev)
+static const char *experts_lane_taker(const memra_weight *w, int32_t n_experts, memra_device *dev, memra_op lane)
 {
     const memra_dptr any = 16; /* never read: no rows */
     memra_op_args a = {.struct_size = sizeof a};
     a.gemm = (memra_gemm_args){.struct_size = sizeof a.gemm, .m = 0, .n = (int32_t)w->out_f, .k = (int32_t)w->in_f,
                                .x = any, .w = any, .y = any, .ldy = w->out_f, .alpha = 1.0f,
-                               .w_format = (int32_t)w->format};
-    a.experts = (memra_gemm_experts_args){.struct_size = sizeof a.experts, .lane = MEMRA_OP_gemm_f16,
-                                          .n_experts = n_experts, .ids = any};
+                               .w_format = (int32_t)w->format, .w_scale_grid = any};
+    a.experts = (memra_gemm_experts_args){.struct_size = sizeof a.experts, .lane = (int32_t)lane,
+                                          .n_experts = n_experts, .ids = any, .w_scales = any};
     return memra__dispatch_taken(dev, MEMRA_OP_gemm_experts, &a);
+}
+
+static int experts_f16_routed(const memra_weight *w, int32_t n_experts, memra_device *dev)
+{
+    return experts_lane_taker(w, n_experts, dev, MEMRA_OP_gemm_f16) != NULL;
 }
 
 /* Caller holds w->lock[dev->index]; the experts' own locks are taken by their prepare. */

@@ -10,7 +10,9 @@
  *   - the plan's GEMM step is gemm_experts on an integer-floor lane, not f16;
  *   - memra_matmul_experts returns OK and the ledger shows one gemm_experts hit by mmq and no
  *     decline counted by the prepare's question (memra__dispatch_taken counts nothing);
- *   - on the host device the same experts keep the f16 lane where its budget allows.
+ *   - on the host device the same experts keep the f16 lane where its budget allows;
+ *   - f16 experts (no floor) get the plan "none", its reason naming the lane no module takes,
+ *     and a failed call whose message names it.
  *   test_fake_experts FAKE_CUDA_SO */
 #include <stdio.h>
 #include <stdlib.h>
@@ -104,6 +106,42 @@ static int one_format(memra_runtime *rt, memra_device *dev, memra_format f, int 
     return ok;
 }
 
+/* f16 experts on the GPU without MEMRA_MMQ_XE_F16: no module takes the grouped f16 lane, so the
+ * plan says "none" with that reason (not merely the routing's first module), and the call fails
+ * with a status and a message naming the lane, launching nothing. */
+static int f16_no_lane(memra_runtime *rt, memra_device *dev)
+{
+    uint16_t *wb = malloc((size_t)E * N * 64 * 2);
+    CHECK(wb != NULL);
+    uint64_t rng = test_seed();
+    for (size_t i = 0; i < (size_t)E * N * 64; i++) wb[i] = memra_f16_from_f32(test_rand_f32(&rng));
+    memra_experts_desc ed = {.struct_size = sizeof ed, .format = MEMRA_FORMAT_F16, .n_experts = E, .out_f = N,
+                             .in_f = 64, .data = wb, .size = (size_t)E * N * 64 * 2, .name = "fake f16 experts"};
+    memra_weight *w;
+    CHECK_OK(memra_weight_create_experts(rt, &ed, &w));
+    free(wb);
+    memra_weight_plan p = {.struct_size = sizeof p};
+    CHECK_OK(memra_weight_plan_get(w, dev, &p));
+    CHECK_OK(memra_weight_prepare(w, dev));
+    memra_buffer *bx, *bi, *by;
+    CHECK_OK(memra_buffer_create(dev, (size_t)ROWS * 64 * sizeof(float), &bx));
+    CHECK_OK(memra_buffer_create(dev, (size_t)ROWS * sizeof(int32_t), &bi));
+    CHECK_OK(memra_buffer_create(dev, (size_t)ROWS * N * sizeof(float), &by));
+    const memra_status st =
+        memra_matmul_experts(dev, w, memra_buffer_ptr(bx), ROWS, memra_buffer_ptr(bi), memra_buffer_ptr(by), NULL);
+    const char *msg = memra_last_error();
+    printf("f16 experts on %s: plan %s: %s\n  memra_matmul_experts: status %d: %s\n",
+           memra_device_caps_get(dev)->name, p.lane, p.why, (int)st, msg);
+    const int ok = strcmp(p.lane, "none") == 0 && strstr(p.why, "no module takes gemm_experts on gemm_f16") != NULL &&
+                   st != MEMRA_STATUS_OK && strstr(msg, "gemm_experts") != NULL && strstr(msg, "MEMRA_MMQ_XE_F16") != NULL;
+    memra_buffer_destroy(bx);
+    memra_buffer_destroy(bi);
+    memra_buffer_destroy(by);
+    memra_weight_destroy(w);
+    printf("  %s\n", ok ? "ok" : "FAIL");
+    return ok;
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2) {
@@ -134,6 +172,7 @@ int main(int argc, char **argv)
     }
     int ok = one_format(rt, dev, MEMRA_FORMAT_Q8_0, 512);
     ok &= one_format(rt, dev, MEMRA_FORMAT_Q4_K, 512);
+    ok &= f16_no_lane(rt, dev);
     memra_close(rt);
     return ok ? 0 : 1;
 }
