@@ -846,17 +846,23 @@ step_moesweep() {
   done
   MEMRA_MMQ_XE_MERGE=1 timeout 200 $M check --device 0 --op gemm_experts > "$L/moesweep_check_merge.log" 2>&1
   say "check gemm_experts MEMRA_MMQ_XE_MERGE=1: exit $? $(grep -E 'passed, ' "$L/moesweep_check_merge.log")"
-  for c in memcheck racecheck; do
-    MEMRA_ADMISSION=off MEMRA_MMQ_XE_MERGE=1 timeout 300 compute-sanitizer --tool $c $(san_x $c) --print-limit 0 \
-      --show-backtrace no $B/bin/test_gpu_experts skew > "$L/moesweep_san_merge_$c.log" 2>&1
-    say "sanitize $c test_gpu_experts skew (XE_MERGE=1): exit $? reports $(san_count $c "$L/moesweep_san_merge_$c.log")"
-  done
+  for c in memcheck racecheck; do MEMRA_MMQ_XE_MERGE=1 san_experts moesweep_san_merge $c skew; done
   MEMRA_MMQ_XE_SPLIT=3 timeout 200 $M check --device 0 --op gemm_experts > "$L/moesweep_check_split3.log" 2>&1
   say "check gemm_experts MEMRA_MMQ_XE_SPLIT=3: exit $? $(grep -E 'passed, ' "$L/moesweep_check_split3.log")"
   MEMRA_ADMISSION=off MEMRA_MMQ_XE_SPLIT=3 timeout 300 compute-sanitizer --tool memcheck $(san_x memcheck) --print-limit 0 \
     --show-backtrace no $M check --device 0 --op gemm_experts --module mmq --quick > "$L/moesweep_san_split3.log" 2>&1
   say "sanitize memcheck check gemm_experts mmq (split 3): exit $? reports $(san_count memcheck "$L/moesweep_san_split3.log")"
   say "moesweep: $((SECONDS - t)) s"
+}
+
+# One case of test_gpu_experts under one compute-sanitizer tool, its own process and log
+# ($L/<name>_<tool>_<case>.log), the line "<name> <tool> test_gpu_experts <case>: exit, reports";
+# settings for the case come from the caller's environment (VAR=1 san_experts ...)
+san_experts() {
+  local name=$1 tool=$2 c=$3 lg="$L/$1_$2_$3.log"
+  MEMRA_ADMISSION=off timeout 300 compute-sanitizer --tool $tool $(san_x $tool) --print-limit 0 --show-backtrace no \
+    $B/bin/test_gpu_experts $c > "$lg" 2>&1
+  say "$name $tool test_gpu_experts $c: exit $? reports $(san_count $tool "$lg") ($(san_said "$lg"))"
 }
 
 # The opt-in grouped lanes never run on a GPU before (issue 30): the 16-bit lanes (MEMRA_MMQ_XE_F16=1,
@@ -881,10 +887,7 @@ step_xe16() {
     moe_rows "$f" 'qwen3moe|mixtral'
   done; done
   for tool in ${XE16_TOOLS:-memcheck racecheck initcheck synccheck}; do for c in f16 fp8pt; do
-    lg="$L/xe16_san_${tool}_$c.log"
-    MEMRA_ADMISSION=off timeout 300 compute-sanitizer --tool $tool $(san_x $tool) --print-limit 0 \
-      --show-backtrace no $B/bin/test_gpu_experts $c > "$lg" 2>&1
-    say "xe16 $tool test_gpu_experts $c: exit $? reports $(san_count $tool "$lg") ($(san_said "$lg"))"
+    san_experts xe16_san $tool $c
   done; done
   say "xe16: $((SECONDS - t)) s"
 }
@@ -895,10 +898,9 @@ step_xe16() {
 # FP8XE_ARMS (default "base one": the two tables, then MEMRA_FP8BLK_XE_ONE=1, the one-table
 # tile-major kernel where the experts average 128 rows; "wide": MEMRA_FP8BLK_XE_WIDE=1, judged in
 # run s3: no faster), the order rotated each round; then test_gpu_experts fp8blk_one and
-# fp8blk_one_skew (MEMRA_FP8BLK_XE_ONE=all; bit for bit against the dense lane), fp8pt and
-# fp8pt_skew (MEMRA_FP8BLK_XE_PT=1, per-tensor experts; against the host), memra check --op
-# gemm_experts --module fp8blk with both, and the four sanitizer tools over test_gpu_experts
-# fp8blk_one and fp8pt, each in its own process
+# fp8blk_one_skew (MEMRA_FP8BLK_XE_ONE=all; bit for bit against the dense lane), memra check --op
+# gemm_experts --module fp8blk with it, and the four sanitizer tools over test_gpu_experts
+# fp8blk_one, each in its own process (the per-tensor lane: step_xe16)
 fp8xe_env() { case $1 in one) echo MEMRA_FP8BLK_XE_ONE=1 ;; wide) echo MEMRA_FP8BLK_XE_WIDE=1 ;; *) echo MEMRA_FP8BLK_XE_ONE=0 ;; esac; }
 step_fp8xe() {
   local t=$SECONDS mm f c tool lg r arm arms
@@ -913,20 +915,14 @@ step_fp8xe() {
       moe_rows "$f" 'mixtral'
     done
   done; done
-  # (each case sets its own knob: fp8blk_one MEMRA_FP8BLK_XE_ONE=all, fp8pt MEMRA_FP8BLK_XE_PT=1)
-  for c in fp8blk_one fp8blk_one_skew fp8pt fp8pt_skew; do
+  # (the cases set their own knob, MEMRA_FP8BLK_XE_ONE=all; the per-tensor lane's are step_xe16's)
+  for c in fp8blk_one fp8blk_one_skew; do
     timeout 200 $B/bin/test_gpu_experts $c > "$L/fp8xe_test_$c.log" 2>&1
     say "test_gpu_experts $c: exit $?"
   done
-  MEMRA_FP8BLK_XE_ONE=all MEMRA_FP8BLK_XE_PT=1 timeout 200 $M check --device 0 --op gemm_experts --module fp8blk \
-    > "$L/fp8xe_check.log" 2>&1
-  say "check gemm_experts fp8blk (XE_ONE=all XE_PT=1): exit $? $(grep -E 'passed, ' "$L/fp8xe_check.log")"
-  for tool in ${FP8XE_TOOLS:-memcheck racecheck initcheck synccheck}; do for c in fp8blk_one fp8pt; do
-    lg="$L/fp8xe_san_${tool}_$c.log"
-    MEMRA_ADMISSION=off timeout 300 compute-sanitizer --tool $tool $(san_x $tool) --print-limit 0 \
-      --show-backtrace no $B/bin/test_gpu_experts $c > "$lg" 2>&1
-    say "fp8xe $tool test_gpu_experts $c: exit $? reports $(san_count $tool "$lg") ($(san_said "$lg"))"
-  done; done
+  MEMRA_FP8BLK_XE_ONE=all timeout 200 $M check --device 0 --op gemm_experts --module fp8blk > "$L/fp8xe_check.log" 2>&1
+  say "check gemm_experts fp8blk (XE_ONE=all): exit $? $(grep -E 'passed, ' "$L/fp8xe_check.log")"
+  for tool in ${FP8XE_TOOLS:-memcheck racecheck initcheck synccheck}; do san_experts fp8xe_san $tool fp8blk_one; done
   say "fp8xe: $((SECONDS - t)) s"
 }
 
@@ -942,11 +938,10 @@ step_moesan() {
       if [ $tgt = check ]; then
         MEMRA_ADMISSION=off MEMRA_MMQ_XE_SPLIT=${MOESAN_SPLIT:-3} timeout 300 compute-sanitizer --tool $tool $(san_x $tool) \
           --print-limit 0 --show-backtrace no $M check --device 0 --op gemm_experts --module mmq --quick > "$lg" 2>&1
+        say "moesan $tool $tgt: exit $? reports $(san_count $tool "$lg") ($(san_said "$lg"))"
       else
-        MEMRA_ADMISSION=off timeout 300 compute-sanitizer --tool $tool $(san_x $tool) --print-limit 0 --show-backtrace no \
-          $B/bin/test_gpu_experts $tgt > "$lg" 2>&1
+        san_experts moesan $tool $tgt
       fi
-      say "moesan $tool $tgt: exit $? reports $(san_count $tool "$lg") ($(san_said "$lg"))"
     done
   done
   say "moesan: $((SECONDS - t)) s"

@@ -21,6 +21,7 @@
 #include "memra/formats.h"
 #include "memra/memra.h"
 #include "test.h"
+#include "fake_env.h"
 #include "test_blocks.h"
 
 #define E 4
@@ -148,13 +149,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: test_fake_experts FAKE_CUDA_SO\n");
         return 2;
     }
-    setenv("MEMRA_CUDA_DRIVER", argv[1], 1);
-    setenv("MEMRA_FAKE_CUDA_CC", "90", 1);
-    setenv("MEMRA_CUBLASLT_LIBRARY", "/nonexistent/libcublasLt.so", 1);
-    setenv("MEMRA_NVRTC_LIBRARY", "/nonexistent/libnvrtc.so", 1);
-    setenv("MEMRA_JIT_CACHE", "0", 1);
-    setenv("MEMRA_ADMISSION", "off", 1); /* the fake runs no kernel: a self-check could only fail */
-    setenv("MEMRA_TUNE", "0", 1);
+    fake_env_set(argv[1], "90");
     memra_runtime *rt;
     CHECK_OK(memra_open(NULL, &rt));
     memra_device *dev = NULL;

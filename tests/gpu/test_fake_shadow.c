@@ -36,6 +36,7 @@
 #include "memra/formats.h"
 #include "memra/memra.h"
 #include "test.h"
+#include "fake_env.h"
 
 #define M 20
 #define N 256
@@ -106,13 +107,7 @@ int main(int argc, char **argv)
         return 2;
     }
     const char *c = argv[2];
-    setenv("MEMRA_CUDA_DRIVER", argv[1], 1);
-    setenv("MEMRA_FAKE_CUDA_CC", "120", 1);
-    setenv("MEMRA_CUBLASLT_LIBRARY", "/nonexistent/libcublasLt.so", 1);
-    setenv("MEMRA_NVRTC_LIBRARY", "/nonexistent/libnvrtc.so", 1);
-    setenv("MEMRA_JIT_CACHE", "0", 1);
-    setenv("MEMRA_ADMISSION", "off", 1); /* the fake runs no kernel: a self-check could only fail */
-    setenv("MEMRA_TUNE", "0", 1);
+    fake_env_set(argv[1], "120");
     setenv("MEMRA_SHADOW_RATE", "2", 1);
     setenv("MEMRA_SHADOW_AGREE", "5", 1);
     setenv("MEMRA_SHADOW_MARGIN_PCT", "0", 1);

@@ -1770,12 +1770,13 @@ __device__ __forceinline__ void experts_h16_body(const unsigned long long *__res
                                                  float *__restrict__ y, long long ldy, float alpha)
 {
     extern __shared__ __align__(16) unsigned char h16_smem[];
+    __shared__ int rs[32 * MT];
     constexpr int BM = 32 * MT, ROWS = BM + 128, STAGE = ROWS * H16_PITCH;
-    const int ti = (int)blockIdx.x;
-    if (ti >= *ntiles) return;
-    const int e = tiles[2 * ti], s0 = tiles[2 * ti + 1], rows = min(BM, offsets[e + 1] - s0);
-    const int j0 = (int)blockIdx.y * 128, brows = min(128, n - j0);
-    const unsigned short *w = reinterpret_cast<const unsigned short *>(static_cast<uintptr_t>(wtab[e]));
+    /* the grouped floor's tile lookup (tile blockIdx.x, column block blockIdx.y) and, below, its scatter */
+    xe_tile t;
+    if (!xe_tile_of<BM, 128>(t, rs, offsets, perm, tiles, ntiles, n, (int)blockIdx.x, (int)blockIdx.y)) return;
+    const int s0 = t.s0, rows = t.rows, j0 = t.j0, brows = t.brows;
+    const unsigned short *w = reinterpret_cast<const unsigned short *>(static_cast<uintptr_t>(wtab[t.e]));
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, wm = warp & 1, wn = warp >> 1;
     const int nk = (k + 31) / 32;
     const uint32_t base = smem_u32(h16_smem);
@@ -1790,12 +1791,7 @@ __device__ __forceinline__ void experts_h16_body(const unsigned long long *__res
         }
     };
     float acc[MT][4][4];
-#pragma unroll
-    for (int mt = 0; mt < MT; mt++)
-#pragma unroll
-        for (int nt = 0; nt < 4; nt++)
-#pragma unroll
-            for (int i = 0; i < 4; i++) acc[mt][nt][i] = 0.0f;
+    mmq_zero<MT, 4>(acc);
     const int mt_live = min(MT, max(0, (rows - wm * 16 * MT + 15) / 16)); /* the warp's m16 tiles that hold rows */
 #pragma unroll
     for (int s = 0; s < H16_STAGES - 1; s++) {
@@ -1828,22 +1824,7 @@ __device__ __forceinline__ void experts_h16_body(const unsigned long long *__res
             }
         }
     }
-    cp_async_wait<0>();
-#pragma unroll
-    for (int mt = 0; mt < MT; mt++)
-#pragma unroll
-        for (int h = 0; h < 2; h++) {
-            const int i = wm * 16 * MT + mt * 16 + (lane >> 2) + 8 * h;
-            if (i >= rows) continue;
-            float *yr = y + (long long)perm[s0 + i] * ldy;
-#pragma unroll
-            for (int nt = 0; nt < 4; nt++)
-#pragma unroll
-                for (int c = 0; c < 2; c++) {
-                    const int j = j0 + wn * 32 + nt * 8 + (lane & 3) * 2 + c;
-                    if (j < n) yr[j] = alpha * acc[mt][nt][2 * h + c];
-                }
-        }
+    xe_store<MT, 4>(acc, y, ldy, alpha, n, t, rs, wm, wn, lane, nullptr, 0); /* unsplit: y[perm[s]] = alpha acc */
 }
 
 /* wtab: E pointers to each expert's f16 (or bf16) [n x k] (16-byte aligned), a16: the sorted
