@@ -39,6 +39,8 @@
     X(F16_BUDGET_MB, "MEMRA_F16_BUDGET_MB", "core", UINT, "0..1099511627776", "(profile)",                        \
       "MB of f16 mirrors per device; also memra_device_f16_budget_set")                                           \
     X(Q8_0_RECORDS, "MEMRA_Q8_0_RECORDS", "core", BOOL, "", "1", "0: the MMQ floor keeps Q8_0 blocks (no records)") \
+    X(XE_MIRROR, "MEMRA_XE_MIRROR", "core", BOOL, "", "0",                                                        \
+      "1: quantised experts on a GPU take f16 mirrors within the budget (run t2: slower than the floor)")         \
     X(HOST_THREADS, "MEMRA_HOST_THREADS", "core", UINT, "1..256", "(CPUs online)", "threads of the host device")   \
     X(STATS, "MEMRA_STATS", "core", BOOL, "", "0", "1: print the dispatch ledger at memra_close")                  \
     X(CUDA_DRIVER, "MEMRA_CUDA_DRIVER", "core", STR, "", "libcuda.so.1", "CUDA driver library to open")            \
@@ -58,8 +60,8 @@
       "1: fp8blk's gemm_experts on 128x256 tiles (run s3: no faster)")                                            \
     X(FP8BLK_XE_ONE, "MEMRA_FP8BLK_XE_ONE", "mmq modules", ENUM, "0|1|all", "0",                                 \
       "1: fp8blk's gemm_experts on one tile-major table where experts average 128+ rows (unmeasured); all: always") \
-    X(FP8BLK_XE_PT, "MEMRA_FP8BLK_XE_PT", "mmq modules", BOOL, "", "0",                                          \
-      "1: fp8blk serves gemm_experts on per-tensor e4m3 experts (lane gemm_fp8; not yet run on a GPU)")          \
+    X(FP8BLK_XE_PT, "MEMRA_FP8BLK_XE_PT", "mmq modules", BOOL, "", "1",                                          \
+      "0: fp8blk does not serve gemm_experts on per-tensor e4m3 experts (lane gemm_fp8)")                         \
     X(MMQ_PDL, "MEMRA_MMQ_PDL", "mmq modules", BOOL, "", "1", "0: no programmatic dependent launches")            \
     X(MMQ_BM, "MEMRA_MMQ_BM", "mmq modules", UINT, "0..1024", "0 (chosen per shape)", "MMQ tile rows forced")     \
     X(MMQ_BN, "MEMRA_MMQ_BN", "mmq modules", UINT, "0..1024", "0 (chosen per shape)", "gemm_q8_0r tile cols forced") \
@@ -71,8 +73,10 @@
       "gemm_experts grouped split-k slices forced")                                                               \
     X(MMQ_XE_MERGE, "MEMRA_MMQ_XE_MERGE", "mmq modules", BOOL, "", "0",                                          \
       "1: gemm_experts' full and remainder tiles in one tile-major launch (run s2, first order: +3%)")            \
-    X(MMQ_XE_F16, "MEMRA_MMQ_XE_F16", "mmq modules", BOOL, "", "0",                                              \
-      "1: the mmq family serves gemm_experts on the f16 and bf16 lanes (not yet run on a GPU)")                   \
+    X(MMQ_XE_F16, "MEMRA_MMQ_XE_F16", "mmq modules", BOOL, "", "1",                                              \
+      "0: the mmq family does not serve gemm_experts on the f16 and bf16 lanes")                                  \
+    X(MMQ_XE_H16, "MEMRA_MMQ_XE_H16", "mmq modules", ENUM, "0|n8|k64|n8k64", "0",                             \
+      "the 16-bit grouped tile: 128 columns and 32 values a stage, 256 columns, 64 values a stage, both (run u)") \
     X(SM120_FP8BLK, "MEMRA_SM120_FP8BLK", "sm120", ENUM, "mxf8f6f4|f8f6f4", "mxf8f6f4",                          \
       "sm120 gemm_fp8_blk kernel")                                                                                \
     X(CHECK_INJECT_FAULT, "MEMRA_CHECK_INJECT_FAULT", "memra check", STR, "", "", "test hook of memra check")     \
@@ -113,7 +117,7 @@ typedef struct memra__config {
     /* parsed */
     int log_level;
     int64_t f16_budget_mb; /* -1: the profile's */
-    int q8_0_records, host_threads, stats, allow_unsafe;
+    int q8_0_records, host_threads, stats, allow_unsafe, xe_mirror;
 } memra__config;
 
 /* MEMRA_ARCH's value for CUDA ordinal `ordinal`: the profile name (into buf)

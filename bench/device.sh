@@ -67,8 +67,10 @@
 #               MEMRA_ARCH=1:cuda
 #   moesan      the four sanitizer tools over gemm_experts (mmq check with a forced split,
 #               test_gpu_experts fp8blk and split_q6_k), each in its own process
-#   xe16        the opt-in grouped lanes not yet run on a GPU: f16 / bf16 (MEMRA_MMQ_XE_F16=1) and
-#               per-tensor fp8 (MEMRA_FP8BLK_XE_PT=1): tests, check, bench moe, four tools (step_xe16)
+#   xe16        the grouped lanes first run in run t2: f16 / bf16 (MEMRA_MMQ_XE_F16) and per-tensor fp8
+#               (MEMRA_FP8BLK_XE_PT): tests, check, bench moe, four tools (step_xe16)
+#   h16sweep    the 16-bit grouped tile's variants (MEMRA_MMQ_XE_H16, MEMRA_MMQ_XE_BM=64): tests, memcheck,
+#               bench moe f16 rotated, ncu of the f16 and fp8blk grouped tiles (see step_h16sweep)
 #   fp8xe       the fp8blk grouped lane's launch choices (the two tables against MEMRA_FP8BLK_XE_ONE=1's
 #               one tile-major table): bench moe with the fp8blk module preferred, the GPU tests,
 #               the check and the four tools (see step_fp8xe)
@@ -890,6 +892,50 @@ step_xe16() {
     san_experts xe16_san $tool $c
   done; done
   say "xe16: $((SECONDS - t)) s"
+}
+
+# The 16-bit grouped tile's variants (MEMRA_MMQ_XE_H16: 0 the default, n8 256 columns, k64 64 values
+# a stage, n8k64 both; H16_VARS) and MEMRA_MMQ_XE_BM=64 on the default tile (arm "bm64"): first each
+# variant's test_gpu_experts H16_TESTS (default f16 bf16; against the host) and memcheck of f16, then memra bench moe
+# --format f16 at H16_M (default 512) on both sheets, H16_ROUNDS rounds (default 2), the order
+# rotated each round; then (H16_NCU=1, the default) ncu of the default 128-row f16 tile and of the
+# fp8blk grouped tile on the Mixtral-like gate rows at m = 512 (speed of light, occupancy, memory,
+# warp stalls), the first timed launch of each
+h16_env() { case $1 in bm64) echo MEMRA_MMQ_XE_BM=64 ;; *) echo MEMRA_MMQ_XE_H16=$1 ;; esac; }
+step_h16sweep() {
+  local t=$SECONDS v c mm r i arm arms f
+  read -ra arms <<< "${H16_VARS:-0 n8 k64 n8k64 bm64}"
+  for v in "${arms[@]}"; do
+    for c in ${H16_TESTS:-f16 bf16}; do
+      env $(h16_env $v) timeout 200 $B/bin/test_gpu_experts $c > "$L/h16_test_${v}_$c.log" 2>&1
+      say "test_gpu_experts $c ($(h16_env $v)): exit $?"
+    done
+    ( export $(h16_env $v); san_experts h16_san_$v memcheck f16 )
+  done
+  for mm in ${H16_M:-512}; do for ((r = 1; r <= ${H16_ROUNDS:-2}; r++)); do
+    for ((i = 0; i < ${#arms[@]}; i++)); do
+      arm=${arms[$(((i + r - 1) % ${#arms[@]}))]}
+      f="$L/h16_bench_m${mm}_${arm}_$r.txt"
+      env $(h16_env $arm) timeout 300 $M bench moe --device 0 --m $mm --format f16 \
+        --json $R/h16_bench_m${mm}_${arm}_${r}_$TAG.json > "$f" 2>&1
+      say "h16 bench moe f16 m=$mm $(h16_env $arm) (round $r): exit $?"
+      moe_rows "$f" 'qwen3moe|mixtral'
+    done
+  done; done
+  if [ "${H16_NCU:-1}" = 1 ]; then
+    local fm k
+    for fm in f16 fp8blk; do
+      k=memra_k_experts_h16_f16_mt4; [ $fm = fp8blk ] && k=memra_k_fp8blk_experts_wgmma
+      MEMRA_ADMISSION=off MEMRA_F16_BUDGET_MB=0 timeout 200 ncu --clock-control none --section SpeedOfLight \
+        --section Occupancy --section MemoryWorkloadAnalysis --section WarpStateStats --section LaunchStats \
+        -k regex:$k --launch-skip 1 -c 1 $M bench moe --device 0 --sheet mixtral --routing uniform --m 512 \
+        --format $fm --reps 1 > "$L/h16_ncu_$fm.txt" 2>&1
+      say "ncu bench moe $fm mixtral gate (grouped, $k): exit $?"
+      grep -E "^  [a-z_0-9]+\(|Duration|Compute \(SM\) Throughput|DRAM Throughput|Memory Throughput|Achieved Occupancy|Registers Per|Block Limit" \
+        "$L/h16_ncu_$fm.txt" | head -14 >> "$S"
+    done
+  fi
+  say "h16sweep: $((SECONDS - t)) s"
 }
 
 # The fp8blk grouped lane's launch choices, with the fp8blk module preferred (the loop and dense

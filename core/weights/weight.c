@@ -88,13 +88,14 @@ typedef struct weight_dev {
     unsigned etab_ok;    /* bit ET_x: every expert holds that operand */
 } weight_dev;
 
-/* MIRROR_NO_LANE: an expert of a device routing no grouped f16 lane (experts_f16_routed) */
+/* MIRROR_NO_LANE: an expert without a mirror whatever the budget (experts_floor_first, or a
+ * device routing no grouped f16 lane: experts_f16_routed) */
 enum { MIRROR_BUDGET = 0, MIRROR_RESERVED = 1, MIRROR_NONE = 2, MIRROR_NO_LANE = 3 };
 
-/* A quantised weight's note without a mirror: why none (the budget, or no grouped f16 lane),
+/* A quantised weight's note without a mirror: why none (the budget, or an expert's grouped floor),
  * then its floor. */
 #define NOTE_OVER "f16 mirror over MEMRA_F16_BUDGET_MB"
-#define NOTE_NO_LANE "no f16 mirror: no grouped f16 lane on this device"
+#define NOTE_NO_LANE "no f16 mirror: an expert on the grouped floor"
 #define NOTE_Q4_0                                                                                                     \
     "Q4_0 on the MMQ floor as Q8_0 records (exact: d kept, q - 8 as int8; 144 B per 128 values, Q4_0's 72)"
 #define NOTE_KR                                                                                                       \
@@ -948,6 +949,7 @@ static void plan_floor(memra_device *dev, memra_weight_plan *p, int records)
 
 static memra_status plan_of(const memra_weight *w, memra_device *dev, memra_weight_plan *out, uint64_t experts);
 static int experts_f16_routed(const memra_weight *w, int32_t n_experts, memra_device *dev);
+static int experts_floor_first(const memra_device *dev);
 static const char *experts_lane_taker(const memra_weight *w, int32_t n_experts, memra_device *dev, memra_op lane);
 
 /* Mirrors prepare_locked and memra_matmul_ex: keep the three in step. An
@@ -1055,9 +1057,11 @@ static memra_status plan_of(const memra_weight *w, memra_device *dev, memra_weig
         }
         break;
     default: {
-        /* experts of a quantised format on a device routing no grouped f16 lane: the floor (experts_f16_routed) */
+        /* experts of a quantised format on a GPU (experts_floor_first) or on a device routing no
+         * grouped f16 lane (experts_f16_routed): the floor */
+        const int floor_first = experts_floor_first(dev);
         const int nolane = experts && w->format != MEMRA_FORMAT_F32 &&
-                           (prepared ? no_lane : !experts_f16_routed(w, (int32_t)experts, dev));
+                           (prepared ? no_lane : floor_first || !experts_f16_routed(w, (int32_t)experts, dev));
         const int fits =
             w->format == MEMRA_FORMAT_F32 || (!nolane && (prepared ? has_mirror : used + mbytes <= budget));
         if (fits) {
@@ -1112,10 +1116,12 @@ static memra_status plan_of(const memra_weight *w, memra_device *dev, memra_weig
         if (nolane) { /* the cause is the lane, not the budget: the floor's part of the reason kept */
             const char *rest = strstr(p.why, " used)");
             rest = rest ? rest + 6 + (rest[6] == ':') + (rest[6] != '\0') : p.why;
-            static const char pre[] = "no grouped f16 lane on this device (no module serves gemm_experts on the f16 "
-                                      "mirror), so no mirror: ";
+            const char *pre = floor_first ? "quantised experts ride the grouped integer floor on a GPU "
+                                            "(MEMRA_XE_MIRROR=1 mirrors them), so no mirror: "
+                                          : "no grouped f16 lane on this device (no module serves gemm_experts on "
+                                            "the f16 mirror), so no mirror: ";
             char why[sizeof p.why];
-            const size_t lp = sizeof pre - 1, room = sizeof why - 1 - lp, lr = strlen(rest);
+            const size_t lp = strlen(pre), room = sizeof why - 1 - lp, lr = strlen(rest);
             const size_t keep = lr < room ? lr : room;
             memcpy(why, pre, lp);
             memcpy(why + lp, rest, keep);
@@ -1381,12 +1387,11 @@ static memra_dptr expert_operand(const memra_weight *sub, int d, int kind)
 static size_t etab_bytes(int32_t n) { return (size_t)ET_KINDS * (size_t)n * sizeof(memra_dptr) + (size_t)n * 4u; }
 
 /* Whether dev routes gemm_experts on the f16-mirror lane for w's shape: a call of no rows (nothing
- * read or launched) that a lane takes rather than declines. On a GPU no module of this build
- * takes it (the grouped lanes are the integer floor and FP8 block-128), so quantised experts
- * reserve no mirror there: the mirror would leave them no lane at all (their calls went to a
- * grouped f16 step nothing served: NOT_SUPPORTED under the default budget) and hold the mirror's
- * bytes, 2 in_f out_f a expert, for nothing. Asked at prepare: a module added later that serves
- * the lane takes these experts once they are prepared again. */
+ * read or launched) that a lane takes rather than declines. Where none does, quantised experts
+ * reserve no mirror: it would leave them no lane at all (their calls went to a grouped f16 step
+ * nothing served: NOT_SUPPORTED under the default budget) and hold the mirror's bytes, 2 in_f
+ * out_f a expert, for nothing. Asked at prepare: a module added later that serves the lane takes
+ * these experts once they are prepared again. */
 static const char *experts_lane_taker(const memra_weight *w, int32_t n_experts, memra_device *dev, memra_op lane)
 {
     const memra_dptr any = 16; /* never read: no rows */
@@ -1404,6 +1409,12 @@ static int experts_f16_routed(const memra_weight *w, int32_t n_experts, memra_de
     return experts_lane_taker(w, n_experts, dev, MEMRA_OP_gemm_f16) != NULL;
 }
 
+/* On a GPU quantised experts ride the grouped integer floor unless MEMRA_XE_MIRROR=1: the mmq
+ * family's grouped f16 tile serves mirrors, but on the H200 (run t2, m = 512) it took 0.25 ms at
+ * the Qwen3-30B-A3B-like gate rows where the Q8_0 floor takes 0.15, and 0.81 ms at the
+ * Mixtral-like gate rows against 0.58, while a mirror doubles a Q8_0 expert's bytes. */
+static int experts_floor_first(const memra_device *dev) { return !dev->is_host && !dev->rt->cfg.xe_mirror; }
+
 /* Caller holds w->lock[dev->index]; the experts' own locks are taken by their prepare. */
 static memra_status experts_prepare_locked(memra_weight *w, memra_device *dev)
 {
@@ -1414,11 +1425,13 @@ static memra_status experts_prepare_locked(memra_weight *w, memra_device *dev)
     const int quant = w->format == MEMRA_FORMAT_Q8_0 || w->format == MEMRA_FORMAT_Q4_0 || is_kquant(w->format);
     const uint64_t share = (uint64_t)w->out_f * (uint64_t)w->in_f * 2u, total = share * (uint64_t)n;
     int mode = MIRROR_BUDGET;
-    if (quant && !experts_f16_routed(w, n, dev)) {
+    const int floor_first = experts_floor_first(dev);
+    if (quant && (floor_first || !experts_f16_routed(w, n, dev))) {
         mode = MIRROR_NO_LANE;
-        memra__log(MEMRA_LOG_DEBUG, "weight", "%s on %s: no f16 mirror for its %d experts (no module routes "
-                                               "gemm_experts on the f16 lane here): the integer floor",
-                   w->name, dev->label, (int)n);
+        memra__log(MEMRA_LOG_DEBUG, "weight", "%s on %s: no f16 mirror for its %d experts (%s): the integer floor",
+                   w->name, dev->label, (int)n,
+                   floor_first ? "quantised experts ride the floor on a GPU; MEMRA_XE_MIRROR=1 mirrors them"
+                               : "no module routes gemm_experts on the f16 lane here");
     } else if (quant) {
         const uint64_t used = atomic_fetch_add(&dev->f16_used, total);
         mode = used + total <= device_budget(dev) ? MIRROR_RESERVED : MIRROR_NONE;

@@ -1,18 +1,21 @@
 /* gpu-build: an expert weight's lane on a GPU under the default f16 budget, on the fake CUDA
  * driver (fake_cuda.c: memory and copies work, kernels run nothing) with one device of cc 9.0.
- * No GPU module serves gemm_experts on the f16-mirror lane, so quantised experts must reserve no
- * mirror there and take the integer floor: before, they reserved 2 in_f out_f bytes an expert of
- * the budget and every memra_matmul_experts failed (a grouped f16 step nothing served). Asserts,
- * for Q8_0 and Q4_K experts with the budget left at its default (half the fake card's free
- * memory, far above the experts' mirrors):
+ * On a GPU quantised experts ride the grouped integer floor (the mmq family's grouped f16 tile
+ * is slower there, run t2) unless MEMRA_XE_MIRROR=1; where no module serves the grouped f16
+ * lane a mirror would leave them no lane at all (before, every memra_matmul_experts failed under
+ * the default budget). Asserts, for Q8_0 and Q4_K experts with the budget left at its default
+ * (half the fake card's free memory, far above the experts' mirrors):
  *   - after prepare the device's mirror bytes used are still 0 and the operands are the
  *     floor's (Q8_0 records / K records), with the reason in the plan;
  *   - the plan's GEMM step is gemm_experts on an integer-floor lane, not f16;
  *   - memra_matmul_experts returns OK and the ledger shows one gemm_experts hit by mmq and no
  *     decline counted by the prepare's question (memra__dispatch_taken counts nothing);
  *   - on the host device the same experts keep the f16 lane where its budget allows;
- *   - f16 experts (no floor) get the plan "none", its reason naming the lane no module takes,
- *     and a failed call whose message names it.
+ *   - with MEMRA_XE_MIRROR=1 (Q8_0) the experts reserve their E mirrors and the call is mmq's
+ *     grouped f16 tile (one hit);
+ *   - f16 experts are served by mmq's 16-bit grouped lane (one hit); with MEMRA_MMQ_XE_F16=0
+ *     they get the plan "none", its reason naming the lane no module takes, and a failed call
+ *     whose message names it.
  *   test_fake_experts FAKE_CUDA_SO */
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,7 +40,7 @@ static void count_declines(const memra_ledger_row *r, void *user)
     if (r->reason != NULL && strcmp(r->op, "gemm_experts") == 0) ((decl_sum *)user)->declines += r->declines;
 }
 
-static int one_format(memra_runtime *rt, memra_device *dev, memra_format f, int K)
+static int one_format(memra_runtime *rt, memra_device *dev, memra_format f, int K, int mirror)
 {
     uint64_t rng = test_seed();
     const size_t each = (size_t)N * memra_format_row_bytes(f, K);
@@ -69,9 +72,14 @@ static int one_format(memra_runtime *rt, memra_device *dev, memra_format f, int 
            memra_format_name(f), memra_device_caps_get(dev)->name, budget,
            (unsigned long long)E * N * (unsigned long long)K * 2ull >> 20, used, ops, p.lane, p.why);
     int ok = 1;
-    ok &= used == 0;
-    ok &= (ops & want_op) != 0 && (ops & MEMRA_OPERAND_F16_MIRROR) == 0;
-    ok &= strstr(p.lane, "f16") == NULL && strstr(p.why, "no grouped f16 lane") != NULL;
+    if (mirror) {
+        ok &= used == (uint64_t)E * N * (uint64_t)K * 2u;
+        ok &= (ops & MEMRA_OPERAND_F16_MIRROR) != 0 && strstr(p.lane, "f16") != NULL;
+    } else {
+        ok &= used == 0;
+        ok &= (ops & want_op) != 0 && (ops & MEMRA_OPERAND_F16_MIRROR) == 0;
+        ok &= strstr(p.lane, "f16") == NULL && strstr(p.why, "ride the grouped integer floor") != NULL;
+    }
 
     memra_buffer *bx, *bi, *by;
     CHECK_OK(memra_buffer_create(dev, (size_t)ROWS * K * sizeof(float), &bx));
@@ -92,6 +100,11 @@ static int one_format(memra_runtime *rt, memra_device *dev, memra_format f, int 
     memra_buffer_destroy(bx);
     memra_buffer_destroy(bi);
     memra_buffer_destroy(by);
+    if (mirror) {
+        memra_weight_destroy(w);
+        printf("  %s\n", ok ? "ok" : "FAIL");
+        return ok;
+    }
 
     /* the host serves the grouped f16 lane: its mirror policy is unchanged */
     memra_device *host = memra_device_host(rt);
@@ -107,10 +120,11 @@ static int one_format(memra_runtime *rt, memra_device *dev, memra_format f, int 
     return ok;
 }
 
-/* f16 experts on the GPU without MEMRA_MMQ_XE_F16: no module takes the grouped f16 lane, so the
- * plan says "none" with that reason (not merely the routing's first module), and the call fails
- * with a status and a message naming the lane, launching nothing. */
-static int f16_no_lane(memra_runtime *rt, memra_device *dev)
+/* f16 experts on the GPU: mmq's 16-bit grouped lane serves them (served 1: the plan names mmq,
+ * the call returns OK with one mmq hit); with MEMRA_MMQ_XE_F16=0 (served 0) no module takes the
+ * grouped f16 lane, so the plan says "none" with that reason (not merely the routing's first
+ * module), and the call fails with a status and a message naming the lane, launching nothing. */
+static int f16_experts(memra_runtime *rt, memra_device *dev, int served)
 {
     uint16_t *wb = malloc((size_t)E * N * 64 * 2);
     CHECK(wb != NULL);
@@ -128,13 +142,18 @@ static int f16_no_lane(memra_runtime *rt, memra_device *dev)
     CHECK_OK(memra_buffer_create(dev, (size_t)ROWS * 64 * sizeof(float), &bx));
     CHECK_OK(memra_buffer_create(dev, (size_t)ROWS * sizeof(int32_t), &bi));
     CHECK_OK(memra_buffer_create(dev, (size_t)ROWS * N * sizeof(float), &by));
+    memra_ledger_reset(rt);
     const memra_status st =
         memra_matmul_experts(dev, w, memra_buffer_ptr(bx), ROWS, memra_buffer_ptr(bi), memra_buffer_ptr(by), NULL);
-    const char *msg = memra_last_error();
-    printf("f16 experts on %s: plan %s: %s\n  memra_matmul_experts: status %d: %s\n",
-           memra_device_caps_get(dev)->name, p.lane, p.why, (int)st, msg);
-    const int ok = strcmp(p.lane, "none") == 0 && strstr(p.why, "no module takes gemm_experts on gemm_f16") != NULL &&
-                   st != MEMRA_STATUS_OK && strstr(msg, "gemm_experts") != NULL && strstr(msg, "MEMRA_MMQ_XE_F16") != NULL;
+    const char *msg = st == MEMRA_STATUS_OK ? "ok" : memra_last_error();
+    const unsigned long long hits = (unsigned long long)memra_ledger_hits(dev, MEMRA_OP_gemm_experts, "mmq");
+    printf("f16 experts on %s (MEMRA_MMQ_XE_F16 %s): plan %s: %s\n  memra_matmul_experts: status %d: %s, mmq hits %llu\n",
+           memra_device_caps_get(dev)->name, served ? "default" : "0", p.lane, p.why, (int)st, msg, hits);
+    const int ok = served ? strcmp(p.lane, "none") != 0 && st == MEMRA_STATUS_OK && hits == 1
+                          : strcmp(p.lane, "none") == 0 &&
+                                strstr(p.why, "no module takes gemm_experts on gemm_f16") != NULL &&
+                                st != MEMRA_STATUS_OK && strstr(msg, "gemm_experts") != NULL &&
+                                strstr(msg, "MEMRA_MMQ_XE_F16") != NULL;
     memra_buffer_destroy(bx);
     memra_buffer_destroy(bi);
     memra_buffer_destroy(by);
@@ -150,24 +169,36 @@ int main(int argc, char **argv)
         return 2;
     }
     fake_env_set(argv[1], "90");
-    memra_runtime *rt;
-    CHECK_OK(memra_open(NULL, &rt));
-    memra_device *dev = NULL;
-    for (int i = 0; i < memra_device_count(rt) && dev == NULL; i++)
-        if (memra_device_caps_get(memra_device_get(rt, i))->cc == 90) dev = memra_device_get(rt, i);
-    if (dev == NULL) {
-        printf("driver: %s\n", memra_driver_status(rt));
+    /* the defaults, then MEMRA_XE_MIRROR=1, then MEMRA_MMQ_XE_F16=0, each its own runtime */
+    static const char *const sets[3][2] = {{NULL, NULL}, {"MEMRA_XE_MIRROR=1", NULL}, {"MEMRA_MMQ_XE_F16=0", NULL}};
+    int ok = 1;
+    for (int r = 0; r < 3; r++) {
+        memra_options o = {.struct_size = sizeof o, .settings = sets[r]};
+        memra_runtime *rt;
+        CHECK_OK(memra_open(&o, &rt));
+        memra_device *dev = NULL;
+        for (int i = 0; i < memra_device_count(rt) && dev == NULL; i++)
+            if (memra_device_caps_get(memra_device_get(rt, i))->cc == 90) dev = memra_device_get(rt, i);
+        if (dev == NULL) {
+            printf("driver: %s\n", memra_driver_status(rt));
+            memra_close(rt);
+            TEST_SKIP("no fake cc 9.0 device");
+        }
+        const char *names[4];
+        if (memra_routing_get(dev, MEMRA_OP_gemm_experts, names, 4) < 1 || strcmp(names[0], "mmq") != 0) {
+            memra_close(rt);
+            TEST_SKIP("gemm_experts on the fake cc 9.0 device is not mmq's (no sm_90a images?)");
+        }
+        if (r == 0) {
+            ok &= one_format(rt, dev, MEMRA_FORMAT_Q8_0, 512, 0);
+            ok &= one_format(rt, dev, MEMRA_FORMAT_Q4_K, 512, 0);
+            ok &= f16_experts(rt, dev, 1);
+        } else if (r == 1) {
+            ok &= one_format(rt, dev, MEMRA_FORMAT_Q8_0, 512, 1);
+        } else {
+            ok &= f16_experts(rt, dev, 0);
+        }
         memra_close(rt);
-        TEST_SKIP("no fake cc 9.0 device");
     }
-    const char *names[4];
-    if (memra_routing_get(dev, MEMRA_OP_gemm_experts, names, 4) < 1 || strcmp(names[0], "mmq") != 0) {
-        memra_close(rt);
-        TEST_SKIP("gemm_experts on the fake cc 9.0 device is not mmq's (no sm_90a images?)");
-    }
-    int ok = one_format(rt, dev, MEMRA_FORMAT_Q8_0, 512);
-    ok &= one_format(rt, dev, MEMRA_FORMAT_Q4_K, 512);
-    ok &= f16_no_lane(rt, dev);
-    memra_close(rt);
     return ok ? 0 : 1;
 }

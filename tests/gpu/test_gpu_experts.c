@@ -30,14 +30,14 @@
  *                             lane compared with is fp8blk's own); eager, captured,
  *                             skewed. Skips (77) on a GPU that is not cc 9.0.
  *   test_gpu_experts budget    "run" under the default f16 budget: the experts take the
- *                             floor (no GPU lane serves grouped f16), not mirrors
+ *                             floor (quantised experts on a GPU: MEMRA_XE_MIRROR=0), not mirrors
  *   test_gpu_experts f16 | bf16
  *                             f16 (uneven routing) and bf16 (skewed) experts on the mmq
- *                             family's 16-bit grouped tile (MEMRA_MMQ_XE_F16=1), judged
+ *                             family's 16-bit grouped tile (MEMRA_MMQ_XE_F16, on), judged
  *                             against the host only (the dense lanes are cuBLASLt's)
  *   test_gpu_experts fp8pt | fp8pt_skew
  *                             per-tensor e4m3 experts (a scale each) on the fp8blk module's
- *                             lane gemm_fp8 (MEMRA_FP8BLK_XE_PT=1: each expert's amax, the
+ *                             lane gemm_fp8 (MEMRA_FP8BLK_XE_PT, on: each expert's amax, the
  *                             per-tensor tile): judged against the host only (the dense
  *                             per-tensor lane is cuBLASLt's, which sums all of k before
  *                             scaling, so no bit-for-bit comparison)
@@ -248,7 +248,7 @@ int main(int argc, char **argv)
     const int one = strncmp(xc->name, "fp8blk_one", 10) == 0; /* the one-table tile-major kernel */
     const int pt = strncmp(xc->name, "fp8pt", 5) == 0;         /* per-tensor e4m3 experts */
     const int h16 = xc->format == MEMRA_FORMAT_F16 || xc->format == MEMRA_FORMAT_BF16; /* the 16-bit tile */
-    /* budget: the default f16 budget (no GPU lane serves grouped f16, so the floor all the same) */
+    /* budget: the default f16 budget (quantised experts ride the floor on a GPU all the same) */
     const char *settings[] = {strcmp(xc->name, "budget") == 0 ? "MEMRA_LOG=warn" : "MEMRA_F16_BUDGET_MB=0", dsplit,
                               xc->split ? xsplit : "MEMRA_MMQ_XE_SPLIT=0",
                               fp8 ? "MEMRA_PREFER=gemm_fp8_blk=fp8blk" : xc->bm ? bm : NULL,

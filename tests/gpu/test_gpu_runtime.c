@@ -243,6 +243,7 @@ static const char *g_xe_one_knob;   /* MEMRA_FP8BLK_XE_ONE likewise */
 static const char *g_xe_pt_knob;    /* MEMRA_FP8BLK_XE_PT likewise */
 static const char *g_xe_f16_knob;   /* MEMRA_MMQ_XE_F16 likewise */
 static const char *g_xe_merge_knob; /* MEMRA_MMQ_XE_MERGE likewise */
+static const char *g_xe_h16_knob;   /* MEMRA_MMQ_XE_H16 likewise */
 static const char *fake_knob(const memra_device_caps *caps, const char *name)
 {
     (void)caps;
@@ -254,6 +255,7 @@ static const char *fake_knob(const memra_device_caps *caps, const char *name)
     if (strcmp(name, "MEMRA_FP8BLK_XE_PT") == 0) return g_xe_pt_knob;
     if (strcmp(name, "MEMRA_MMQ_XE_F16") == 0) return g_xe_f16_knob;
     if (strcmp(name, "MEMRA_MMQ_XE_MERGE") == 0) return g_xe_merge_knob;
+    if (strcmp(name, "MEMRA_MMQ_XE_H16") == 0) return g_xe_h16_knob;
     return NULL; /* every other knob at its default */
 }
 static void *fake_library_open(const char *which)
@@ -535,11 +537,13 @@ static int experts_launch(mod *m, memra_op lane, memra_format f, int rows, int E
     return ok && grid;
 }
 
-/* MEMRA_MMQ_XE_F16=1: gemm_experts on lane f16 / bf16 (n = 300, k = 256): the routing (one
+/* gemm_experts on lane f16 / bf16 (on by default; MEMRA_MMQ_XE_F16=0 declines them, case_mmq) (n = 300, k = 256): the routing (one
  * table), the activation's conversion (cvt16_f16 / _bf16, or copy16 for an f16 x) on
  * ceil(m k / 4 / 256) blocks, then the tile-major 16-bit tile of the grouped floor's height
- * (m / E: 128 -> 128 rows, 12.5 -> 32) on (ceil(m / bm) + E, 3); bf16 with an f16 x refused. */
-static int h16_launch(mod *m, memra_op lane, int x16, int rows, int E, const char *cvt, const char *tile, unsigned gx)
+ * (m / E: 128 -> 128 rows, 12.5 -> 32) on (ceil(m / bm) + E, ceil(300 / BN)): 3 column blocks of
+ * 128, 2 of 256 for MEMRA_MMQ_XE_H16=n8's 128-row tile; bf16 with an f16 x refused. */
+static int h16_launch_y(mod *m, memra_op lane, int x16, int rows, int E, const char *cvt, const char *tile, unsigned gx,
+                        unsigned gy)
 {
     memra_call c = call_of(m);
     memra_gemm_args a = gemm(rows, 300, 256);
@@ -548,19 +552,23 @@ static int h16_launch(mod *m, memra_op lane, int x16, int rows, int E, const cha
     const memra_status st = m->desc->ops->gemm_experts(&c, &a, &ex);
     const unsigned qx = (unsigned)(((long long)rows * 64 + 255) / 256);
     const int grid = g_n_launched == 3 && g_grid_x[1] == qx && g_block_x[1] == 256 && g_grid_x[2] == gx &&
-                     g_grid_y[2] == 3 && g_block_x[2] == 256;
-    printf("    %s: cvt %u (%u), tile %u x %u (%u); want %u (256), %u x 3 (256)  %s\n", tile, g_grid_x[1], g_block_x[1],
-           g_grid_x[2], g_grid_y[2], g_block_x[2], qx, gx, grid ? "ok" : "FAIL");
+                     g_grid_y[2] == gy && g_block_x[2] == 256;
+    printf("    %s: cvt %u (%u), tile %u x %u (%u); want %u (256), %u x %u (256)  %s\n", tile, g_grid_x[1], g_block_x[1],
+           g_grid_x[2], g_grid_y[2], g_block_x[2], qx, gx, gy, grid ? "ok" : "FAIL");
     char what[64];
     snprintf(what, sizeof what, "gemm_experts %s m %d E %d", lane == MEMRA_OP_gemm_bf16 ? "bf16" : "f16", rows, E);
     return launched_exact(what, st, 3, (const char *[]){"memra_k_experts_route", cvt, tile}, (const int[]){0, 0, 0}) &&
            grid;
 }
+static int h16_launch(mod *m, memra_op lane, int x16, int rows, int E, const char *cvt, const char *tile, unsigned gx)
+{
+    return h16_launch_y(m, lane, x16, rows, E, cvt, tile, gx, 3);
+}
 
 static int h16_cases(const char *so)
 {
     mod m;
-    g_xe_f16_knob = "1";
+    g_xe_f16_knob = NULL; /* the default: on */
     if (!open_mod(so, 90, &m)) return 0;
     int ok = h16_launch(&m, MEMRA_OP_gemm_f16, 0, 1024, 8, "memra_k_experts_cvt16_f16", "memra_k_experts_h16_f16_mt4", 16);
     ok &= h16_launch(&m, MEMRA_OP_gemm_f16, 1, 1024, 8, "memra_k_experts_copy16", "memra_k_experts_h16_f16_mt4", 16);
@@ -581,14 +589,31 @@ static int h16_cases(const char *so)
         g_n_launched = 0;
     }
     ok &= close_mod(&m, 1);
-    g_xe_f16_knob = NULL;
+    /* the sweep's variants: 256 columns on the 64- and 128-row tiles, the 32-row tile as it is;
+     * 64 values a stage on every tile */
+    g_xe_h16_knob = "n8";
+    if (!open_mod(so, 90, &m)) return 0;
+    ok &= h16_launch_y(&m, MEMRA_OP_gemm_f16, 0, 1024, 8, "memra_k_experts_cvt16_f16", "memra_k_experts_h16_f16_mt4_n8",
+                       16, 2);
+    ok &= h16_launch(&m, MEMRA_OP_gemm_bf16, 0, 100, 8, "memra_k_experts_cvt16_bf16", "memra_k_experts_h16_bf16_mt1",
+                     4 + 8);
+    ok &= close_mod(&m, 1);
+    g_xe_h16_knob = "k64";
+    if (!open_mod(so, 90, &m)) return 0;
+    ok &= h16_launch(&m, MEMRA_OP_gemm_bf16, 0, 512, 8, "memra_k_experts_cvt16_bf16", "memra_k_experts_h16_bf16_mt2_k64",
+                     8 + 8);
+    ok &= close_mod(&m, 1);
+    g_xe_h16_knob = NULL;
     return ok;
 }
 
 static int case_mmq(const char *so)
 {
     mod m;
-    if (!open_mod(so, 90, &m)) return 0;
+    g_xe_f16_knob = "0"; /* the 16-bit lanes off: declined by name below (h16_cases: on) */
+    const int opened = open_mod(so, 90, &m);
+    g_xe_f16_knob = NULL;
+    if (!opened) return 0;
     int ok = 1;
     memra_call c = call_of(&m);
     memra_gemm_args a = gemm(100, 300, 256);
@@ -625,7 +650,7 @@ static int case_mmq(const char *so)
     memra_gemm_experts_args ex = {.struct_size = sizeof ex, .lane = MEMRA_OP_gemm_f16, .n_experts = 8,
                                   .ids = 0x60000000};
     c = call_of(&m);
-    ok &= declined("gemm_experts f16 lane", m.desc->ops->gemm_experts(&c, &a, &ex), &c, "MEMRA_MMQ_XE_F16=1");
+    ok &= declined("gemm_experts f16 lane", m.desc->ops->gemm_experts(&c, &a, &ex), &c, "MEMRA_MMQ_XE_F16=0");
     ex.lane = MEMRA_OP_gemm_fp8;
     c = call_of(&m);
     ok &= declined("gemm_experts fp8 lane", m.desc->ops->gemm_experts(&c, &a, &ex), &c, "gemm_q8_0r and gemm_kr lanes");
@@ -776,7 +801,7 @@ static int fp8blk_experts_one(mod *m)
  * the experts' maxima (8 rows a block: 38 blocks), their expansion to rows (2 blocks of 256), the
  * quantiser at those maxima, the per-tensor tile on one tile-major table (min(ceil(300 / 128) + 8,
  * 300) = 11 tiles x 3 columns); with a static x_scale the given quantiser instead of the three;
- * without w_scales INVALID_ARGUMENT. Without the knob (pt_on 0) the lane declines by name. */
+ * without w_scales INVALID_ARGUMENT. With MEMRA_FP8BLK_XE_PT=0 (pt_on 0) the lane declines by name. */
 static int fp8blk_experts_refused(mod *m, const char *what, memra_gemm_args a, memra_gemm_experts_args ex,
                                   memra_status want);
 static int fp8blk_experts_pt(mod *m, int pt_on)
@@ -786,7 +811,7 @@ static int fp8blk_experts_pt(mod *m, int pt_on)
     memra_gemm_experts_args ex = {.struct_size = sizeof ex, .lane = MEMRA_OP_gemm_fp8, .n_experts = 8,
                                   .ids = 0x60000000, .w_scales = 0x68000000};
     if (!pt_on) return declined("gemm_experts fp8 lane (no knob)", m->desc->ops->gemm_experts(&c, &a, &ex), &c,
-                                "MEMRA_FP8BLK_XE_PT=1");
+                                "MEMRA_FP8BLK_XE_PT=0");
     memra_status st = m->desc->ops->gemm_experts(&c, &a, &ex);
     int grid = g_n_launched == 5 && g_grid_x[1] == 38 && g_block_x[1] == 256 && g_grid_x[2] == 2 &&
                g_grid_x[4] == 11 && g_grid_y[4] == 3 && g_block_x[4] == 256;
@@ -875,7 +900,10 @@ static int fp8blk_experts(mod *m)
 static int case_fp8blk(const char *so)
 {
     mod m;
-    if (!open_mod(so, 90, &m)) return 0;
+    g_xe_pt_knob = "0"; /* lane gemm_fp8 off in this instance: declined by name below */
+    const int opened = open_mod(so, 90, &m);
+    g_xe_pt_knob = NULL;
+    if (!opened) return 0;
     int ok = 1;
     memra_call c = call_of(&m);
     memra_gemm_args a = gemm(64, 256, 512);
@@ -884,7 +912,7 @@ static int case_fp8blk(const char *so)
                    (const char *[]){"memra_k_fp8blk_quant", "memra_k_fp8blk_wgmma_tma"}, (const int[]){0, 0});
     ok &= fp8blk_given(&m, "memra_k_fp8blk_wgmma_tma");
     ok &= fp8blk_experts(&m);
-    ok &= fp8blk_experts_pt(&m, 0); /* lane gemm_fp8 declines without MEMRA_FP8BLK_XE_PT=1 */
+    ok &= fp8blk_experts_pt(&m, 0); /* lane gemm_fp8 declines with MEMRA_FP8BLK_XE_PT=0 (set below) */
     a.k = 24;
     c = call_of(&m);
     ok &= declined("gemm_fp8_blk k = 24", m.desc->ops->gemm_fp8_blk(&c, &a), &c, "multiple of 16");
@@ -904,11 +932,10 @@ static int case_fp8blk(const char *so)
     ok &= fp8blk_experts_one(&m);
     ok &= close_mod(&m, 2);
     g_xe_one_knob = NULL;
-    g_xe_pt_knob = "1";
+    g_xe_pt_knob = NULL; /* the default: on */
     if (!open_mod(so, 90, &m)) return 0;
     ok &= fp8blk_experts_pt(&m, 1);
     ok &= close_mod(&m, 2);
-    g_xe_pt_knob = NULL;
     /* MEMRA_FP8BLK_WGMMA=0: the mma.sync kernel (the sm_120 design) serves cc 9.0 */
     g_wgmma_knob = "0";
     if (!open_mod(so, 90, &m)) return 0;

@@ -34,9 +34,9 @@ typedef struct fp8blk_state {
     CUfunction xe_wide;   /* MEMRA_FP8BLK_XE_WIDE=1: the 128-row tiles on 128 x 256 (experts_wgmma_wide), or NULL */
     CUfunction xe_one;    /* MEMRA_FP8BLK_XE_ONE=1|all: one table of 128-row tiles, tile-major (experts_wgmma_t), or NULL */
     int xe_one_all;       /* MEMRA_FP8BLK_XE_ONE=all: that table at every mean (tests), not only from 128 rows */
-    /* MEMRA_FP8BLK_XE_PT=1: lane gemm_fp8 (per-tensor e4m3 experts): the per-expert amax, its
-     * expansion to rows, the quantiser at those maxima and the tile-major per-tensor tile; NULL
-     * otherwise (the lane declines) */
+    /* lane gemm_fp8 (per-tensor e4m3 experts; off with MEMRA_FP8BLK_XE_PT=0): the per-expert
+     * amax, its expansion to rows, the quantiser at those maxima and the tile-major per-tensor
+     * tile; NULL otherwise (the lane declines) */
     CUfunction xe_pt_amax, xe_pt_expand, xe_pt_quant, xe_pt;
     memra__fp8blk_variant variant;
     memra__fp8blk_tile tile; /* the tile the loaded gemm kernel was compiled with */
@@ -212,7 +212,7 @@ static void fp8blk_load_wgmma(memra__gpu *q, fp8blk_state *fb, CUmodule m)
             fb->xe_one_all = strcmp(xo, "all") == 0;
         }
         const char *xp = memra__gpu_knob(q, "MEMRA_FP8BLK_XE_PT");
-        if (xp != NULL && strcmp(xp, "1") == 0) {
+        if (xp == NULL || strcmp(xp, "0") != 0) { /* on unless MEMRA_FP8BLK_XE_PT=0 */
             fb->xe_pt = wgmma_function(q, fb, m, "memra_k_fp8blk_experts_wgmma_pt", FP8BLK_WG_SMEM_BYTES_OF(1));
             if (q->cu.cuModuleGetFunction(&fb->xe_pt_amax, m, "memra_k_fp8blk_experts_amax") != MEMRA__CU_SUCCESS ||
                 q->cu.cuModuleGetFunction(&fb->xe_pt_expand, m, "memra_k_fp8blk_experts_expand") != MEMRA__CU_SUCCESS ||
@@ -519,7 +519,7 @@ memra_status memra__fp8blk_gemm_experts(memra_call *call, const memra_gemm_args 
                                   q->name);
     const int pt = ex->lane == MEMRA_OP_gemm_fp8; /* per-tensor e4m3 experts */
     if (pt && (fb == NULL || fb->xe_pt == NULL))
-        return memra__gpu_decline(call, "gemm_experts: lane gemm_fp8 needs MEMRA_FP8BLK_XE_PT=1 (not yet run on a GPU)");
+        return memra__gpu_decline(call, "gemm_experts: lane gemm_fp8 is off (MEMRA_FP8BLK_XE_PT=0) or did not load");
     if (ex->lane != MEMRA_OP_gemm_fp8_blk && !pt)
         return memra__gpu_decline(call, "gemm_experts: this module serves the gemm_fp8_blk and gemm_fp8 lanes only");
     if (fb == NULL || fb->xe_gemm == NULL)

@@ -1687,24 +1687,27 @@ static_assert(R3_SMEM_BYTES(1, 4) == 69120 && KR_SMEM_BYTES(KR_Q6_K, 1, 4) == 69
                   3 * (69120 + 128 + 1024) <= 233472 && KR_SMEM_BYTES(KR_Q6_K, 2, 4) + 256 <= MMQ_SM120_SMEM,
               "the grouped tiles' shared memory");
 
-/* ---- gemm_experts on the f16 / bf16 lanes (MEMRA_MMQ_XE_F16=1; issue 30) -----------------
+/* ---- gemm_experts on the f16 / bf16 lanes (on unless MEMRA_MMQ_XE_F16=0; issue 30) -------
  * memra_k_experts_cvt16_f16 / _bf16 / _copy16
  *   the activation in expert order as 16-bit values: sorted row s < offsets[E] of a16 is x row
  *   perm[s] rounded to f16 (cvt.rn, the host's memra_f16_from_f32) or bf16 (cvt.rn.bf16), or
  *   copied where x is already f16; 4 values a thread and step (k % 8 == 0), rows past
  *   offsets[E] never written or read.
- * memra_k_experts_h16_<f16|bf16>_mt1 / _mt2 / _mt4
- *   the grouped tile of 32 MT sorted rows x 128 weight rows, 2 x 4 warps (a warp 16 MT rows x
- *   32 columns), k in steps of 32 through H16_STAGES cp.async stages (A and B rows of 64 bytes
- *   at an 80-byte pitch), two m16n8k16 MMAs a step with f32 accumulation (the byte layout of
- *   the int8 tiles' fragments, so the same ldmatrix addressing), no fold: y[perm[s], j] =
- *   alpha * sum. Grid (the worst-case tile count, ceil(n / 128)), tile-major like the merged
+ * memra_k_experts_h16_<f16|bf16>_mt1 / _mt2 / _mt4 (and the variants _n8, _k64, _n8k64)
+ *   the grouped tile of 32 MT sorted rows x 32 NT weight rows (NT 4; 8 in _n8), 2 x 4 warps (a
+ *   warp 16 MT rows x 8 NT columns), k in steps of BK = 32 (64 in _k64) through 4 (3) cp.async
+ *   stages (A and B rows of 2 BK bytes at a pitch of 2 BK + 16), BK / 16 m16n8k16 MMAs a step
+ *   with f32 accumulation (the byte layout of the int8 tiles' fragments, so the same ldmatrix
+ *   addressing), no fold: y[perm[s], j] = alpha * sum. Grid (the worst-case tile count,
+ *   ceil(n / BN)), tile-major like the merged
  *   floor; tile t = (e, s0) from memra_k_experts_route's one table (bm = 32 MT); rows past
  *   the expert's end and weight rows past n zero-filled, never stored. Within the lane's
  *   band of the host's reference, not bit for bit cuBLASLt's dense lane (another sum order). */
-#define H16_STAGES 4
-#define H16_PITCH 80 /* bytes a 32-value row takes in shared memory (64 + 16: no bank conflicts for ldmatrix) */
-#define H16_SMEM(MT) (H16_STAGES * (32 * (MT) + 128) * H16_PITCH)
+/* the tile's shape: MT m16 tiles a warp (BM = 32 MT rows), NT n8 tiles a warp (BN = 32 NT
+ * weight rows), BK values of k a stage (32 or 64: rows of 2 BK bytes at a pitch of 2 BK + 16, no
+ * bank conflicts for ldmatrix), ST stages */
+#define H16_PITCH(BK) (2 * (BK) + 16)
+#define H16_SMEM(MT, NT, BK, ST) ((ST) * (32 * (MT) + 32 * (NT)) * H16_PITCH(BK))
 
 template <int MODE> /* 0: f32 to f16, 1: f32 to bf16, 2: f16 copied */
 __device__ __forceinline__ void experts_cvt16(const void *__restrict__ x, const int *__restrict__ perm,
@@ -1762,7 +1765,7 @@ __device__ __forceinline__ void mma_h16(float (&d)[4], const uint32_t a[4], uint
                      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
-template <int MT, bool BF>
+template <int MT, int NT, int BK, int ST, bool BF>
 __device__ __forceinline__ void experts_h16_body(const unsigned long long *__restrict__ wtab,
                                                  const unsigned short *__restrict__ a16, int n, int k,
                                                  const int *__restrict__ offsets, const int *__restrict__ perm,
@@ -1771,46 +1774,51 @@ __device__ __forceinline__ void experts_h16_body(const unsigned long long *__res
 {
     extern __shared__ __align__(16) unsigned char h16_smem[];
     __shared__ int rs[32 * MT];
-    constexpr int BM = 32 * MT, ROWS = BM + 128, STAGE = ROWS * H16_PITCH;
+    constexpr int BM = 32 * MT, BN = 32 * NT, ROWS = BM + BN, PITCH = H16_PITCH(BK), CH = BK / 8,
+                  STAGE = ROWS * PITCH;
+    static_assert(BK == 32 || BK == 64, "a stage of 32 or 64 values");
     /* the grouped floor's tile lookup (tile blockIdx.x, column block blockIdx.y) and, below, its scatter */
     xe_tile t;
-    if (!xe_tile_of<BM, 128>(t, rs, offsets, perm, tiles, ntiles, n, (int)blockIdx.x, (int)blockIdx.y)) return;
+    if (!xe_tile_of<BM, BN>(t, rs, offsets, perm, tiles, ntiles, n, (int)blockIdx.x, (int)blockIdx.y)) return;
     const int s0 = t.s0, rows = t.rows, j0 = t.j0, brows = t.brows;
     const unsigned short *w = reinterpret_cast<const unsigned short *>(static_cast<uintptr_t>(wtab[t.e]));
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, wm = warp & 1, wn = warp >> 1;
-    const int nk = (k + 31) / 32;
+    const int nk = (k + BK - 1) / BK;
     const uint32_t base = smem_u32(h16_smem);
-    /* a stage: rows 0 .. BM - 1 the tile's activation rows, then 128 weight rows; 4 chunks of 16 bytes a row */
+    /* a stage: rows 0 .. BM - 1 the tile's activation rows, then BN weight rows; CH chunks of 16 bytes a row */
     auto copy = [&](int slot, int kt) {
-        for (int idx = threadIdx.x; idx < ROWS * 4; idx += MMQ_THREADS) {
-            const int r = idx >> 2, c = idx & 3;
-            const long long col = (long long)kt * 32 + c * 8;
+#pragma unroll
+        for (int e = 0; e < (ROWS * CH + MMQ_THREADS - 1) / MMQ_THREADS; e++) {
+            const int idx = (int)threadIdx.x + e * MMQ_THREADS;
+            if ((ROWS * CH) % MMQ_THREADS != 0 && idx >= ROWS * CH) break;
+            const int r = idx / CH, c = idx % CH;
+            const long long col = (long long)kt * BK + c * 8;
             const bool isw = r >= BM, ok = col < k && (isw ? r - BM < brows : r < rows);
             const unsigned short *src = isw ? w + (long long)(j0 + r - BM) * k + col : a16 + (long long)(s0 + r) * k + col;
-            memra_cp16(base + slot * STAGE + r * H16_PITCH + c * 16, ok ? src : a16, ok ? 16 : 0);
+            memra_cp16(base + slot * STAGE + r * PITCH + c * 16, ok ? src : a16, ok ? 16 : 0);
         }
     };
-    float acc[MT][4][4];
-    mmq_zero<MT, 4>(acc);
+    float acc[MT][NT][4];
+    mmq_zero<MT, NT>(acc);
     const int mt_live = min(MT, max(0, (rows - wm * 16 * MT + 15) / 16)); /* the warp's m16 tiles that hold rows */
 #pragma unroll
-    for (int s = 0; s < H16_STAGES - 1; s++) {
+    for (int s = 0; s < ST - 1; s++) {
         if (s < nk) copy(s, s);
         cp_async_commit();
     }
     for (int kt = 0; kt < nk; kt++) {
-        cp_async_wait<H16_STAGES - 2>();
+        cp_async_wait<ST - 2>();
         __syncthreads(); /* step kt landed for every thread; every warp is past step kt - 1 */
-        if (kt + H16_STAGES - 1 < nk) copy((kt + H16_STAGES - 1) % H16_STAGES, kt + H16_STAGES - 1);
+        if (kt + ST - 1 < nk) copy((kt + ST - 1) % ST, kt + ST - 1);
         cp_async_commit();
-        const uint32_t sa = base + (kt % H16_STAGES) * STAGE, sb = sa + BM * H16_PITCH;
+        const uint32_t sa = base + (kt % ST) * STAGE, sb = sa + BM * PITCH;
 #pragma unroll
-        for (int kk = 0; kk < 2; kk++) {
-            uint32_t b[4][2];
+        for (int kk = 0; kk < BK / 16; kk++) {
+            uint32_t b[NT][2];
 #pragma unroll
-            for (int np = 0; np < 2; np++) {
+            for (int np = 0; np < NT / 2; np++) {
                 uint32_t r[4];
-                memra_ldmatrix_x4(r, sb + (wn * 32 + np * 16 + (lane & 7) + (lane >> 4) * 8) * H16_PITCH + kk * 32 +
+                memra_ldmatrix_x4(r, sb + (wn * 8 * NT + np * 16 + (lane & 7) + (lane >> 4) * 8) * PITCH + kk * 32 +
                                          ((lane >> 3) & 1) * 16);
                 b[2 * np][0] = r[0], b[2 * np][1] = r[1], b[2 * np + 1][0] = r[2], b[2 * np + 1][1] = r[3];
             }
@@ -1818,30 +1826,42 @@ __device__ __forceinline__ void experts_h16_body(const unsigned long long *__res
             for (int mt = 0; mt < MT; mt++) {
                 if (mt >= mt_live) break;
                 uint32_t a[4];
-                memra_ldmatrix_x4(a, sa + (wm * 16 * MT + mt * 16 + (lane & 15)) * H16_PITCH + kk * 32 + (lane >> 4) * 16);
+                memra_ldmatrix_x4(a, sa + (wm * 16 * MT + mt * 16 + (lane & 15)) * PITCH + kk * 32 + (lane >> 4) * 16);
 #pragma unroll
-                for (int nt = 0; nt < 4; nt++) mma_h16<BF>(acc[mt][nt], a, b[nt][0], b[nt][1]);
+                for (int nt = 0; nt < NT; nt++) mma_h16<BF>(acc[mt][nt], a, b[nt][0], b[nt][1]);
             }
         }
     }
-    xe_store<MT, 4>(acc, y, ldy, alpha, n, t, rs, wm, wn, lane, nullptr, 0); /* unsplit: y[perm[s]] = alpha acc */
+    xe_store<MT, NT>(acc, y, ldy, alpha, n, t, rs, wm, wn, lane, nullptr, 0); /* unsplit: y[perm[s]] = alpha acc */
 }
 
 /* wtab: E pointers to each expert's f16 (or bf16) [n x k] (16-byte aligned), a16: the sorted
  * activation (memra_k_experts_cvt16_*), offsets / perm / tiles / ntiles: memra_k_experts_route's
- * one table for bm = 32 MT; dynamic shared memory H16_SMEM(MT). */
-#define H16_ENTRY(NAME, MT, BF)                                                                                      \
-    extern "C" __global__ void __launch_bounds__(MMQ_THREADS, 2)                                                     \
+ * one table for bm = 32 MT; dynamic shared memory H16_SMEM(MT, NT, BK, ST). The _mt<MT> tiles
+ * (NT 4, BK 32, 4 stages) are the default; the _n8 (128 x 256), _k64 (64 values a stage, 3
+ * stages) and _n8k64 tiles are MEMRA_MMQ_XE_H16's variants, for the sweep (run u). */
+#define H16_ENTRY(NAME, MT, NT, BK, ST, MINB, BF)                                                                    \
+    extern "C" __global__ void __launch_bounds__(MMQ_THREADS, MINB)                                                  \
         NAME(const unsigned long long *__restrict__ wtab, const unsigned short *__restrict__ a16, int n, int k,     \
              const int *__restrict__ offsets, const int *__restrict__ perm, const int *__restrict__ tiles,          \
              const int *__restrict__ ntiles, float *__restrict__ y, long long ldy, float alpha)                    \
     {                                                                                                                \
-        experts_h16_body<MT, BF>(wtab, a16, n, k, offsets, perm, tiles, ntiles, y, ldy, alpha);                     \
+        experts_h16_body<MT, NT, BK, ST, BF>(wtab, a16, n, k, offsets, perm, tiles, ntiles, y, ldy, alpha);         \
     }
-H16_ENTRY(memra_k_experts_h16_f16_mt1, 1, false)
-H16_ENTRY(memra_k_experts_h16_f16_mt2, 2, false)
-H16_ENTRY(memra_k_experts_h16_f16_mt4, 4, false)
-H16_ENTRY(memra_k_experts_h16_bf16_mt1, 1, true)
-H16_ENTRY(memra_k_experts_h16_bf16_mt2, 2, true)
-H16_ENTRY(memra_k_experts_h16_bf16_mt4, 4, true)
+#define H16_ENTRIES(L, BF)                                                                                           \
+    H16_ENTRY(memra_k_experts_h16_##L##_mt1, 1, 4, 32, 4, 2, BF)                                                     \
+    H16_ENTRY(memra_k_experts_h16_##L##_mt2, 2, 4, 32, 4, 2, BF)                                                     \
+    H16_ENTRY(memra_k_experts_h16_##L##_mt4, 4, 4, 32, 4, 2, BF)                                                     \
+    H16_ENTRY(memra_k_experts_h16_##L##_mt2_n8, 2, 8, 32, 4, 1, BF)                                                  \
+    H16_ENTRY(memra_k_experts_h16_##L##_mt4_n8, 4, 8, 32, 4, 1, BF)                                                  \
+    H16_ENTRY(memra_k_experts_h16_##L##_mt1_k64, 1, 4, 64, 3, 2, BF)                                                 \
+    H16_ENTRY(memra_k_experts_h16_##L##_mt2_k64, 2, 4, 64, 3, 2, BF)                                                 \
+    H16_ENTRY(memra_k_experts_h16_##L##_mt4_k64, 4, 4, 64, 3, 2, BF)                                                 \
+    H16_ENTRY(memra_k_experts_h16_##L##_mt4_n8k64, 4, 8, 64, 3, 1, BF)
+H16_ENTRIES(f16, false)
+H16_ENTRIES(bf16, true)
+#undef H16_ENTRIES
 #undef H16_ENTRY
+static_assert(H16_SMEM(1, 4, 32, 4) == 4 * (32 + 128) * 80 && H16_SMEM(4, 4, 64, 3) == 110592 &&
+                  H16_SMEM(4, 8, 64, 3) == 165888 && H16_SMEM(4, 8, 32, 4) == 122880,
+              "the 16-bit tiles' shared memory (mmq_ops.c's h16_tiles)");

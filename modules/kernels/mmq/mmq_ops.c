@@ -207,11 +207,33 @@ typedef struct mmq_state {
     /* MEMRA_MMQ_XE_MERGE=1: both tables in one launch, [lane][main tile] (the _mt2r1 / _mt4r1
      * kernels: a main tile of 64 or 128 rows, remainders on 32), else NULL */
     CUfunction experts_merged[1 + MMQ_KR_FORMATS][MMQ_XE_TILES];
-    /* MEMRA_MMQ_XE_F16=1: the f16 / bf16 lanes of gemm_experts, [bf16][tile] (the 32, 64 and
-     * 128-row tiles, memra_k_experts_h16_*) and the activation's conversions (f16, bf16, f16
-     * copied), else NULL (the lanes decline) */
+    /* the f16 / bf16 lanes of gemm_experts (off with MEMRA_MMQ_XE_F16=0), [bf16][tile] (the 32,
+     * 64 and 128-row tiles, memra_k_experts_h16_*) and the activation's conversions (f16, bf16,
+     * f16 copied), else NULL (the lanes decline) */
     CUfunction experts_h16[2][MMQ_XE_TILES], experts_cvt16[3];
+    int h16_var; /* MEMRA_MMQ_XE_H16: the row of h16_tiles loaded */
 } mmq_state;
+
+/* The 16-bit grouped tiles (mmq.cu "gemm_experts on the f16 / bf16 lanes"), [variant][tile of
+ * 32 / 64 / 128 rows]: MEMRA_MMQ_XE_H16 = 0 (the default: 128 columns, 32 values a stage, 4
+ * stages), n8 (256 columns where the tile has 64 or 128 rows), k64 (64 values a stage, 3
+ * stages), n8k64 (both on the 128-row tile); smem = mmq.cu's H16_SMEM(MT, NT, BK, ST). */
+typedef struct {
+    const char *kernel[2]; /* f16, bf16 */
+    int bn;
+    unsigned smem;
+} h16_tile;
+#define H16_T(S, MT, NT, BK, ST)                                                                                      \
+    {{"memra_k_experts_h16_f16_mt" #MT S, "memra_k_experts_h16_bf16_mt" #MT S}, 32 * (NT),                        \
+     (unsigned)((ST) * (32 * (MT) + 32 * (NT)) * (2 * (BK) + 16))}
+static const h16_tile h16_tiles[4][MMQ_XE_TILES] = {
+    {H16_T("", 1, 4, 32, 4), H16_T("", 2, 4, 32, 4), H16_T("", 4, 4, 32, 4)},
+    {H16_T("", 1, 4, 32, 4), H16_T("_n8", 2, 8, 32, 4), H16_T("_n8", 4, 8, 32, 4)},
+    {H16_T("_k64", 1, 4, 64, 3), H16_T("_k64", 2, 4, 64, 3), H16_T("_k64", 4, 4, 64, 3)},
+    {H16_T("_k64", 1, 4, 64, 3), H16_T("_k64", 2, 4, 64, 3), H16_T("_n8k64", 4, 8, 64, 3)},
+};
+#undef H16_T
+static const char *const h16_var_names[4] = {"0", "n8", "k64", "n8k64"};
 
 #define MMQ_K(q) ((const mmq_state *)memra__gpu_state((q), &memra__gpu_family_mmq))
 
@@ -287,10 +309,12 @@ static memra_status mmq_load(memra__gpu *q, void *state)
     }
     {
         const char *xe_f16 = memra__gpu_knob(q, "MEMRA_MMQ_XE_F16");
-        if (xe_f16 != NULL && strcmp(xe_f16, "1") == 0) {
-            static const char *const h16[2][MMQ_XE_TILES] = {
-                {"memra_k_experts_h16_f16_mt1", "memra_k_experts_h16_f16_mt2", "memra_k_experts_h16_f16_mt4"},
-                {"memra_k_experts_h16_bf16_mt1", "memra_k_experts_h16_bf16_mt2", "memra_k_experts_h16_bf16_mt4"}};
+        if (xe_f16 == NULL || strcmp(xe_f16, "0") != 0) { /* on unless MEMRA_MMQ_XE_F16=0 */
+            const char *xv = memra__gpu_knob(q, "MEMRA_MMQ_XE_H16");
+            s->h16_var = 0;
+            for (int v = 1; v < 4 && xv != NULL; v++)
+                if (strcmp(xv, h16_var_names[v]) == 0) s->h16_var = v;
+            const h16_tile *ht = h16_tiles[s->h16_var];
             static const char *const cvt[3] = {"memra_k_experts_cvt16_f16", "memra_k_experts_cvt16_bf16",
                                                "memra_k_experts_copy16"};
             int okc = 1;
@@ -298,14 +322,14 @@ static memra_status mmq_load(memra__gpu *q, void *state)
                 okc &= memra__gpu_function(q, m, cvt[c], 0, &s->experts_cvt16[c]) == MEMRA_STATUS_OK;
             for (int b = 0; b < 2 && okc; b++)
                 for (int t = 0; t < MMQ_XE_TILES; t++) {
-                    const unsigned smem = (unsigned)(4 * (32 * (1 << t) + 128) * 80); /* mmq.cu's H16_SMEM */
+                    const unsigned smem = ht[t].smem;
                     if ((caps->smem_per_block_optin == 0 || caps->smem_per_block_optin >= smem) &&
-                        memra__gpu_function(q, m, h16[b][t], smem, &s->experts_h16[b][t]) != MEMRA_STATUS_OK)
+                        memra__gpu_function(q, m, ht[t].kernel[b], smem, &s->experts_h16[b][t]) != MEMRA_STATUS_OK)
                         s->experts_h16[b][t] = NULL;
                 }
             if (!okc) {
                 memset(s->experts_h16, 0, sizeof s->experts_h16);
-                q->host->log(MEMRA_LOG_WARN, q->name, "gemm_experts: MEMRA_MMQ_XE_F16=1 but the conversions did not load");
+                q->host->log(MEMRA_LOG_WARN, q->name, "gemm_experts: the 16-bit lanes' conversions did not load");
             }
         }
     }
@@ -736,7 +760,7 @@ static int xe_tile_pick(int f, const CUfunction *fns, int64_t m, int64_t E)
     return best;
 }
 
-/* gemm_experts on the f16 / bf16 lanes (MEMRA_MMQ_XE_F16=1, not yet run on a GPU): the routing's
+/* gemm_experts on the f16 / bf16 lanes (off with MEMRA_MMQ_XE_F16=0; run t2): the routing's
  * one table for tiles of bm rows (the grouped floor's pick from the mean rows per expert), the
  * activation rounded to 16 bits in expert order (memra_k_experts_cvt16_*: the host's rounding),
  * then the tile-major 16-bit tile (mmq.cu "gemm_experts on the f16 / bf16 lanes"). a->w: E
@@ -747,7 +771,7 @@ static memra_status h16_experts(memra_call *call, const memra_gemm_args *a, cons
     const int bf = ex->lane == MEMRA_OP_gemm_bf16;
     const CUfunction *fns = MMQ_K(q)->experts_h16[bf];
     if (fns[0] == NULL && fns[1] == NULL && fns[2] == NULL)
-        return decline(call, "gemm_experts: the f16 and bf16 lanes need MEMRA_MMQ_XE_F16=1 (not yet run on a GPU)");
+        return decline(call, "gemm_experts: the f16 and bf16 lanes are off (MEMRA_MMQ_XE_F16=0) or did not load");
     memra_status st = check_gemm(q, "gemm_experts", a);
     if (st != MEMRA_STATUS_OK) return st;
     if (ex->n_experts < 1)
@@ -768,7 +792,8 @@ static memra_status h16_experts(memra_call *call, const memra_gemm_args *a, cons
     if (tile < 0) return decline(call, "gemm_experts: no 16-bit grouped tile fits the device's shared memory");
     int bm = memra__mmq_xe_tiles[0][tile].bm, bm2 = 0;
     const int64_t tiles_max = ((int64_t)a->m + bm - 1) / bm + E;
-    if (tiles_max > 0x7fffffff || ((int64_t)a->n + 127) / 128 > 65535)
+    const h16_tile *ht = &h16_tiles[MMQ_K(q)->h16_var][tile];
+    if (tiles_max > 0x7fffffff || ((int64_t)a->n + ht->bn - 1) / ht->bn > 65535)
         return decline(call, "gemm_experts: the grid's limits (row tiles or column blocks)");
     const size_t b_off = up16(((size_t)E + 1) * 4), b_perm = up16((size_t)a->m * 4), b_tiles = up16((size_t)tiles_max * 8);
     memra_dptr p = 0, a16 = 0;
@@ -793,12 +818,8 @@ static memra_status h16_experts(memra_call *call, const memra_gemm_args *a, cons
     st = launch_n(q, MMQ_K(q)->experts_cvt16[c], cvt_names[c], gx, 1, 256, 0, call->stream,
                   (void *[]){&x, &perm, &offsets, &ee, &kk, &a16});
     if (st != MEMRA_STATUS_OK) return st;
-    static const char *const h16_names[2][MMQ_XE_TILES] = {
-        {"memra_k_experts_h16_f16_mt1", "memra_k_experts_h16_f16_mt2", "memra_k_experts_h16_f16_mt4"},
-        {"memra_k_experts_h16_bf16_mt1", "memra_k_experts_h16_bf16_mt2", "memra_k_experts_h16_bf16_mt4"}};
-    const unsigned smem = (unsigned)(4 * (bm + 128) * 80); /* mmq.cu's H16_SMEM */
-    return launch_n(q, fns[tile], h16_names[bf][tile], (unsigned)tiles_max, (unsigned)((a->n + 127) / 128), MMQ_THREADS,
-                    smem, call->stream, (void *[]){&w, &a16, &nn, &kk, &offsets, &perm, &tiles, &ntiles, &y, &ldy, &alpha});
+    return launch_n(q, fns[tile], ht->kernel[bf], (unsigned)tiles_max, (unsigned)((a->n + ht->bn - 1) / ht->bn),
+                    MMQ_THREADS, ht->smem, call->stream, (void *[]){&w, &a16, &nn, &kk, &offsets, &perm, &tiles, &ntiles, &y, &ldy, &alpha});
 }
 
 memra_status memra__mmq_gemm_experts(memra_call *call, const memra_gemm_args *a, const memra_gemm_experts_args *ex)
@@ -810,7 +831,7 @@ memra_status memra__mmq_gemm_experts(memra_call *call, const memra_gemm_args *a,
     if (ex->lane == MEMRA_OP_gemm_f16 || ex->lane == MEMRA_OP_gemm_bf16) return h16_experts(call, a, ex);
     if (ex->lane != MEMRA_OP_gemm_q8_0r && ex->lane != MEMRA_OP_gemm_kr)
         return decline(call, "gemm_experts: this module serves the gemm_q8_0r and gemm_kr lanes (the integer floor) "
-                             "and, with MEMRA_MMQ_XE_F16=1, gemm_f16 and gemm_bf16 only");
+                             "and gemm_f16 and gemm_bf16 only");
     memra_status st = check_gemm(q, "gemm_experts", a);
     if (st != MEMRA_STATUS_OK) return st;
     if (ex->n_experts < 1)
