@@ -75,8 +75,8 @@
       "1: gemm_experts' full and remainder tiles in one tile-major launch (run s2, first order: +3%)")            \
     X(MMQ_XE_F16, "MEMRA_MMQ_XE_F16", "mmq modules", BOOL, "", "1",                                              \
       "0: the mmq family does not serve gemm_experts on the f16 and bf16 lanes")                                  \
-    X(MMQ_XE_H16, "MEMRA_MMQ_XE_H16", "mmq modules", ENUM, "0|n8|k64|n8k64", "0",                             \
-      "the 16-bit grouped tile: 128 columns and 32 values a stage, 256 columns, 64 values a stage, both (run u)") \
+    X(MMQ_XE_H16, "MEMRA_MMQ_XE_H16", "mmq modules", ENUM, "k64|k32|n8|n8k64", "k64",                         \
+      "the 16-bit grouped tile: 64 values a stage, 32, 32 on 256 columns, 64 on 256 columns (run t3)")          \
     X(SM120_FP8BLK, "MEMRA_SM120_FP8BLK", "sm120", ENUM, "mxf8f6f4|f8f6f4", "mxf8f6f4",                          \
       "sm120 gemm_fp8_blk kernel")                                                                                \
     X(CHECK_INJECT_FAULT, "MEMRA_CHECK_INJECT_FAULT", "memra check", STR, "", "", "test hook of memra check")     \

@@ -894,8 +894,8 @@ step_xe16() {
   say "xe16: $((SECONDS - t)) s"
 }
 
-# The 16-bit grouped tile's variants (MEMRA_MMQ_XE_H16: 0 the default, n8 256 columns, k64 64 values
-# a stage, n8k64 both; H16_VARS) and MEMRA_MMQ_XE_BM=64 on the default tile (arm "bm64"): first each
+# The 16-bit grouped tile's variants (MEMRA_MMQ_XE_H16: k64 the default, k32 run t2's tile, n8 256
+# columns, n8k64 both; H16_VARS) and MEMRA_MMQ_XE_BM=64 on the default tile (arm "bm64"): first each
 # variant's test_gpu_experts H16_TESTS (default f16 bf16; against the host) and memcheck of f16, then memra bench moe
 # --format f16 at H16_M (default 512) on both sheets, H16_ROUNDS rounds (default 2), the order
 # rotated each round; then (H16_NCU=1, the default) ncu of the default 128-row f16 tile and of the
@@ -904,7 +904,7 @@ step_xe16() {
 h16_env() { case $1 in bm64) echo MEMRA_MMQ_XE_BM=64 ;; *) echo MEMRA_MMQ_XE_H16=$1 ;; esac; }
 step_h16sweep() {
   local t=$SECONDS v c mm r i arm arms f
-  read -ra arms <<< "${H16_VARS:-0 n8 k64 n8k64 bm64}"
+  read -ra arms <<< "${H16_VARS:-k64 k32 n8 n8k64 bm64}"
   for v in "${arms[@]}"; do
     for c in ${H16_TESTS:-f16 bf16}; do
       env $(h16_env $v) timeout 200 $B/bin/test_gpu_experts $c > "$L/h16_test_${v}_$c.log" 2>&1

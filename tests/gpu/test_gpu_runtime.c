@@ -570,11 +570,11 @@ static int h16_cases(const char *so)
     mod m;
     g_xe_f16_knob = NULL; /* the default: on */
     if (!open_mod(so, 90, &m)) return 0;
-    int ok = h16_launch(&m, MEMRA_OP_gemm_f16, 0, 1024, 8, "memra_k_experts_cvt16_f16", "memra_k_experts_h16_f16_mt4", 16);
-    ok &= h16_launch(&m, MEMRA_OP_gemm_f16, 1, 1024, 8, "memra_k_experts_copy16", "memra_k_experts_h16_f16_mt4", 16);
-    ok &= h16_launch(&m, MEMRA_OP_gemm_bf16, 0, 100, 8, "memra_k_experts_cvt16_bf16", "memra_k_experts_h16_bf16_mt1",
+    int ok = h16_launch(&m, MEMRA_OP_gemm_f16, 0, 1024, 8, "memra_k_experts_cvt16_f16", "memra_k_experts_h16_f16_mt4_k64", 16);
+    ok &= h16_launch(&m, MEMRA_OP_gemm_f16, 1, 1024, 8, "memra_k_experts_copy16", "memra_k_experts_h16_f16_mt4_k64", 16);
+    ok &= h16_launch(&m, MEMRA_OP_gemm_bf16, 0, 100, 8, "memra_k_experts_cvt16_bf16", "memra_k_experts_h16_bf16_mt1_k64",
                      4 + 8);
-    ok &= h16_launch(&m, MEMRA_OP_gemm_bf16, 0, 512, 8, "memra_k_experts_cvt16_bf16", "memra_k_experts_h16_bf16_mt2",
+    ok &= h16_launch(&m, MEMRA_OP_gemm_bf16, 0, 512, 8, "memra_k_experts_cvt16_bf16", "memra_k_experts_h16_bf16_mt2_k64",
                      8 + 8);
     {
         memra_call c = call_of(&m);
@@ -589,8 +589,8 @@ static int h16_cases(const char *so)
         g_n_launched = 0;
     }
     ok &= close_mod(&m, 1);
-    /* the sweep's variants: 256 columns on the 64- and 128-row tiles, the 32-row tile as it is;
-     * 64 values a stage on every tile */
+    /* the sweep's variants: 256 columns on the 64- and 128-row tiles, the 32-row tile as it is
+     * (32 values a stage); 32 values a stage on every tile */
     g_xe_h16_knob = "n8";
     if (!open_mod(so, 90, &m)) return 0;
     ok &= h16_launch_y(&m, MEMRA_OP_gemm_f16, 0, 1024, 8, "memra_k_experts_cvt16_f16", "memra_k_experts_h16_f16_mt4_n8",
@@ -598,9 +598,9 @@ static int h16_cases(const char *so)
     ok &= h16_launch(&m, MEMRA_OP_gemm_bf16, 0, 100, 8, "memra_k_experts_cvt16_bf16", "memra_k_experts_h16_bf16_mt1",
                      4 + 8);
     ok &= close_mod(&m, 1);
-    g_xe_h16_knob = "k64";
+    g_xe_h16_knob = "k32";
     if (!open_mod(so, 90, &m)) return 0;
-    ok &= h16_launch(&m, MEMRA_OP_gemm_bf16, 0, 512, 8, "memra_k_experts_cvt16_bf16", "memra_k_experts_h16_bf16_mt2_k64",
+    ok &= h16_launch(&m, MEMRA_OP_gemm_bf16, 0, 512, 8, "memra_k_experts_cvt16_bf16", "memra_k_experts_h16_bf16_mt2",
                      8 + 8);
     ok &= close_mod(&m, 1);
     g_xe_h16_knob = NULL;

@@ -1837,9 +1837,9 @@ __device__ __forceinline__ void experts_h16_body(const unsigned long long *__res
 
 /* wtab: E pointers to each expert's f16 (or bf16) [n x k] (16-byte aligned), a16: the sorted
  * activation (memra_k_experts_cvt16_*), offsets / perm / tiles / ntiles: memra_k_experts_route's
- * one table for bm = 32 MT; dynamic shared memory H16_SMEM(MT, NT, BK, ST). The _mt<MT> tiles
- * (NT 4, BK 32, 4 stages) are the default; the _n8 (128 x 256), _k64 (64 values a stage, 3
- * stages) and _n8k64 tiles are MEMRA_MMQ_XE_H16's variants, for the sweep (run u). */
+ * one table for bm = 32 MT; dynamic shared memory H16_SMEM(MT, NT, BK, ST). The _k64 tiles (NT 4,
+ * 64 values a stage, 3 stages) are the default since run t3; the _mt<MT> (32 values a stage, 4
+ * stages), _n8 (256 columns) and _n8k64 tiles are MEMRA_MMQ_XE_H16's other variants. */
 #define H16_ENTRY(NAME, MT, NT, BK, ST, MINB, BF)                                                                    \
     extern "C" __global__ void __launch_bounds__(MMQ_THREADS, MINB)                                                  \
         NAME(const unsigned long long *__restrict__ wtab, const unsigned short *__restrict__ a16, int n, int k,     \

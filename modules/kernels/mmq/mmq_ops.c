@@ -215,9 +215,12 @@ typedef struct mmq_state {
 } mmq_state;
 
 /* The 16-bit grouped tiles (mmq.cu "gemm_experts on the f16 / bf16 lanes"), [variant][tile of
- * 32 / 64 / 128 rows]: MEMRA_MMQ_XE_H16 = 0 (the default: 128 columns, 32 values a stage, 4
- * stages), n8 (256 columns where the tile has 64 or 128 rows), k64 (64 values a stage, 3
- * stages), n8k64 (both on the 128-row tile); smem = mmq.cu's H16_SMEM(MT, NT, BK, ST). */
+ * 32 / 64 / 128 rows]: MEMRA_MMQ_XE_H16 = k64 (the default since run t3: 128 columns, 64 values
+ * a stage, 3 stages), k32 (32 values a stage, 4 stages: run t2's tile), n8 (k32 with 256 columns
+ * where the tile has 64 or 128 rows), n8k64 (k64 with 256 columns on the 128-row tile); smem =
+ * mmq.cu's H16_SMEM(MT, NT, BK, ST). Run t3 (f16, m = 512): k64 0.21 ms on the Qwen3-like rows
+ * and 0.62 / 0.75 ms on the Mixtral-like gate / down rows, k32 0.25 and 0.75 / 1.03, n8 0.25 and
+ * 0.86 / 1.19, n8k64 0.21 and 0.66 / 0.96. */
 typedef struct {
     const char *kernel[2]; /* f16, bf16 */
     int bn;
@@ -227,13 +230,13 @@ typedef struct {
     {{"memra_k_experts_h16_f16_mt" #MT S, "memra_k_experts_h16_bf16_mt" #MT S}, 32 * (NT),                        \
      (unsigned)((ST) * (32 * (MT) + 32 * (NT)) * (2 * (BK) + 16))}
 static const h16_tile h16_tiles[4][MMQ_XE_TILES] = {
+    {H16_T("_k64", 1, 4, 64, 3), H16_T("_k64", 2, 4, 64, 3), H16_T("_k64", 4, 4, 64, 3)},
     {H16_T("", 1, 4, 32, 4), H16_T("", 2, 4, 32, 4), H16_T("", 4, 4, 32, 4)},
     {H16_T("", 1, 4, 32, 4), H16_T("_n8", 2, 8, 32, 4), H16_T("_n8", 4, 8, 32, 4)},
-    {H16_T("_k64", 1, 4, 64, 3), H16_T("_k64", 2, 4, 64, 3), H16_T("_k64", 4, 4, 64, 3)},
     {H16_T("_k64", 1, 4, 64, 3), H16_T("_k64", 2, 4, 64, 3), H16_T("_n8k64", 4, 8, 64, 3)},
 };
 #undef H16_T
-static const char *const h16_var_names[4] = {"0", "n8", "k64", "n8k64"};
+static const char *const h16_var_names[4] = {"k64", "k32", "n8", "n8k64"};
 
 #define MMQ_K(q) ((const mmq_state *)memra__gpu_state((q), &memra__gpu_family_mmq))
 
