@@ -950,6 +950,7 @@ static void plan_floor(memra_device *dev, memra_weight_plan *p, int records)
 static memra_status plan_of(const memra_weight *w, memra_device *dev, memra_weight_plan *out, uint64_t experts);
 static int experts_f16_routed(const memra_weight *w, int32_t n_experts, memra_device *dev);
 static int experts_floor_first(const memra_device *dev);
+static int experts_no_mirror(const memra_weight *w, int32_t n_experts, memra_device *dev);
 static const char *experts_lane_taker(const memra_weight *w, int32_t n_experts, memra_device *dev, memra_op lane);
 
 /* Mirrors prepare_locked and memra_matmul_ex: keep the three in step. An
@@ -1061,7 +1062,7 @@ static memra_status plan_of(const memra_weight *w, memra_device *dev, memra_weig
          * grouped f16 lane (experts_f16_routed): the floor */
         const int floor_first = experts_floor_first(dev);
         const int nolane = experts && w->format != MEMRA_FORMAT_F32 &&
-                           (prepared ? no_lane : floor_first || !experts_f16_routed(w, (int32_t)experts, dev));
+                           (prepared ? no_lane : experts_no_mirror(w, (int32_t)experts, dev));
         const int fits =
             w->format == MEMRA_FORMAT_F32 || (!nolane && (prepared ? has_mirror : used + mbytes <= budget));
         if (fits) {
@@ -1415,6 +1416,12 @@ static int experts_f16_routed(const memra_weight *w, int32_t n_experts, memra_de
  * Mixtral-like gate rows against 0.58, while a mirror doubles a Q8_0 expert's bytes. */
 static int experts_floor_first(const memra_device *dev) { return !dev->is_host && !dev->rt->cfg.xe_mirror; }
 
+/* Quantised experts that reserve no mirror whatever the budget: the prepare's and the plan's one rule */
+static int experts_no_mirror(const memra_weight *w, int32_t n_experts, memra_device *dev)
+{
+    return experts_floor_first(dev) || !experts_f16_routed(w, n_experts, dev);
+}
+
 /* Caller holds w->lock[dev->index]; the experts' own locks are taken by their prepare. */
 static memra_status experts_prepare_locked(memra_weight *w, memra_device *dev)
 {
@@ -1426,7 +1433,7 @@ static memra_status experts_prepare_locked(memra_weight *w, memra_device *dev)
     const uint64_t share = (uint64_t)w->out_f * (uint64_t)w->in_f * 2u, total = share * (uint64_t)n;
     int mode = MIRROR_BUDGET;
     const int floor_first = experts_floor_first(dev);
-    if (quant && (floor_first || !experts_f16_routed(w, n, dev))) {
+    if (quant && experts_no_mirror(w, n, dev)) {
         mode = MIRROR_NO_LANE;
         memra__log(MEMRA_LOG_DEBUG, "weight", "%s on %s: no f16 mirror for its %d experts (%s): the integer floor",
                    w->name, dev->label, (int)n,

@@ -1693,14 +1693,13 @@ static_assert(R3_SMEM_BYTES(1, 4) == 69120 && KR_SMEM_BYTES(KR_Q6_K, 1, 4) == 69
  *   perm[s] rounded to f16 (cvt.rn, the host's memra_f16_from_f32) or bf16 (cvt.rn.bf16), or
  *   copied where x is already f16; 4 values a thread and step (k % 8 == 0), rows past
  *   offsets[E] never written or read.
- * memra_k_experts_h16_<f16|bf16>_mt1 / _mt2 / _mt4 (and the variants _n8, _k64, _n8k64)
+ * memra_k_experts_h16_<f16|bf16>_mt1 / _mt2 / _mt4 with _k64 (the default), without (k32), _n8, _n8k64
  *   the grouped tile of 32 MT sorted rows x 32 NT weight rows (NT 4; 8 in _n8), 2 x 4 warps (a
  *   warp 16 MT rows x 8 NT columns), k in steps of BK = 32 (64 in _k64) through 4 (3) cp.async
  *   stages (A and B rows of 2 BK bytes at a pitch of 2 BK + 16), BK / 16 m16n8k16 MMAs a step
  *   with f32 accumulation (the byte layout of the int8 tiles' fragments, so the same ldmatrix
  *   addressing), no fold: y[perm[s], j] = alpha * sum. Grid (the worst-case tile count,
- *   ceil(n / BN)), tile-major like the merged
- *   floor; tile t = (e, s0) from memra_k_experts_route's one table (bm = 32 MT); rows past
+ *   ceil(n / BN)), tile-major like the merged floor; tile t = (e, s0) from memra_k_experts_route's one table (bm = 32 MT); rows past
  *   the expert's end and weight rows past n zero-filled, never stored. Within the lane's
  *   band of the host's reference, not bit for bit cuBLASLt's dense lane (another sum order). */
 /* the tile's shape: MT m16 tiles a warp (BM = 32 MT rows), NT n8 tiles a warp (BN = 32 NT
