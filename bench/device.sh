@@ -65,6 +65,9 @@
 #               device, every lane, bit for bit, throughput alone vs both busy, receipt) and
 #               test_multigpu hotadd (fp8blk hot-loaded while both serve), native and with
 #               MEMRA_ARCH=1:cuda
+#   xencu       ncu of every launch of bench moe's first rounds on the Mixtral-like gate rows at
+#               m = 512 (grouped, per-expert loop, dense) for q8_0 and fp8blk (own dense kernel):
+#               one summary line a launch (see step_xencu)
 #   moesan      the four sanitizer tools over gemm_experts (mmq check with a forced split,
 #               test_gpu_experts fp8blk and split_q6_k), each in its own process
 #   xe16        the grouped lanes first run in run t2: f16 / bf16 (MEMRA_MMQ_XE_F16) and per-tensor fp8
@@ -547,12 +550,46 @@ step_pdl() {
   done
 }
 
+NCU_ST=smsp__average_warps_issue_stalled
+NCU_METS=$NCU_ST"_long_scoreboard_per_issue_active.ratio,"$NCU_ST"_short_scoreboard_per_issue_active.ratio,"$NCU_ST"_barrier_per_issue_active.ratio,"$NCU_ST"_math_pipe_throttle_per_issue_active.ratio,"$NCU_ST"_mio_throttle_per_issue_active.ratio,"$NCU_ST"_wait_per_issue_active.ratio,"$NCU_ST"_not_selected_per_issue_active.ratio,"$NCU_ST"_dispatch_stall_per_issue_active.ratio,"$NCU_ST"_lg_throttle_per_issue_active.ratio,"$NCU_ST"_no_instruction_per_issue_active.ratio,"$NCU_ST"_selected_per_issue_active.ratio,sm__inst_executed_pipe_fma.sum,sm__inst_executed_pipe_alu.sum,sm__inst_executed_pipe_uniform.sum,sm__inst_executed_pipe_lsu.sum,sm__inst_executed.sum,smsp__inst_executed_op_ldsm.sum,l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum"
+
+# The grouped tiles against the dense kernel of the same lane on the Mixtral-like gate rows at
+# m = 512 (issue 30's 0.85x of dense): ncu of every launch of the first XENCU_C (default 20)
+# matching kernels of memra bench moe (two warm-up rounds: grouped, the loop's 8 per-expert calls,
+# dense), for q8_0 (the floor: experts_q8_0r_mt4 full tiles and gemm_q8_0r) and for fp8blk with
+# its own dense kernel preferred (experts_wgmma and the wgmma kernels); one summary line a launch
+# (kernel, grid, duration, DRAM and L2, occupancy, the leading stalls) in the summary
+step_xencu() {
+  local t=$SECONDS fm k pre f
+  for fm in ${XENCU_FORMATS:-q8_0 fp8blk}; do
+    k='experts_q8_0r_mt4$|gemm_q8_0r'; pre=""
+    [ $fm = fp8blk ] && k='fp8blk_experts_wgmma|fp8blk_wgmma' pre=MEMRA_PREFER=gemm_fp8_blk=fp8blk
+    f="$L/xencu_$fm.txt"
+    env MEMRA_ADMISSION=off MEMRA_F16_BUDGET_MB=0 $pre timeout 300 ncu --clock-control none --section SpeedOfLight \
+      --section Occupancy --section MemoryWorkloadAnalysis --section WarpStateStats --metrics "$NCU_METS" \
+      -k regex:"$k" -c ${XENCU_C:-20} $M bench moe --device 0 --sheet mixtral --routing uniform --m 512 \
+      --format $fm --reps 1 > "$f" 2>&1
+    say "xencu $fm: exit $?"
+    awk '/^  [a-z_0-9]+ \(.*Context/ { if (n) print line; n++; line = substr($0, 3, index($0, ", Context") - 3) }
+         / Duration / { line = line sprintf(" %s us", $NF) }
+         /DRAM Throughput/ && !d[n]++ { line = line sprintf(" dram %s%%", $NF) }
+         /L2 Hit Rate/ { line = line sprintf(" L2hit %s%%", $NF) }
+         /Achieved Occupancy/ { line = line sprintf(" occ %s%%", $NF) }
+         /stalled_long_scoreboard_per/ { line = line sprintf(" lsb %s", $NF) }
+         /stalled_barrier_per/ { line = line sprintf(" bar %s", $NF) }
+         /stalled_wait_per/ { line = line sprintf(" wait %s", $NF) }
+         /stalled_math_pipe_throttle_per/ { line = line sprintf(" math %s", $NF) }
+         /stalled_dispatch_stall_per/ { line = line sprintf(" disp %s", $NF) }
+         END { if (n) print line }' "$f" | cut -c1-230 >> "$S"
+  done
+  say "xencu: $((SECONDS - t)) s"
+}
+
 step_ncu() {
   # where the integer floor's time goes (issue 26): speed of light, pipes, occupancy and the
   # per-reason warp stalls of the first gemm_q8_0r launches (m = 4096, 5120->12288) and of the
   # first gemm_kr (Q4_K) launches; sm__inst_executed_pipe_* counts the fold (FMA) against the MMA
-  local st=smsp__average_warps_issue_stalled
-  local mets=$st"_long_scoreboard_per_issue_active.ratio,"$st"_short_scoreboard_per_issue_active.ratio,"$st"_barrier_per_issue_active.ratio,"$st"_math_pipe_throttle_per_issue_active.ratio,"$st"_mio_throttle_per_issue_active.ratio,"$st"_wait_per_issue_active.ratio,"$st"_not_selected_per_issue_active.ratio,"$st"_dispatch_stall_per_issue_active.ratio,"$st"_lg_throttle_per_issue_active.ratio,"$st"_no_instruction_per_issue_active.ratio,"$st"_selected_per_issue_active.ratio,sm__inst_executed_pipe_fma.sum,sm__inst_executed_pipe_alu.sum,sm__inst_executed_pipe_uniform.sum,sm__inst_executed_pipe_lsu.sum,sm__inst_executed.sum,smsp__inst_executed_op_ldsm.sum,l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum"
+  local mets=$NCU_METS
   # MEMRA_ADMISSION=off and --launch-skip: the admission self-check's and the warm-up's small launches are not the shape
   MEMRA_ADMISSION=off timeout 200 ncu --clock-control none --section SpeedOfLight --section Occupancy --section ComputeWorkloadAnalysis \
     --section MemoryWorkloadAnalysis --section WarpStateStats --section SchedulerStats --metrics "$mets" \
@@ -580,8 +617,12 @@ step_ncu() {
 }
 
 step_python() {
+  if [ -d python/tests ] && [ "${PY_OVERHEAD_ONLY:-0}" = 1 ]; then
+    PYTHON_PYTEST=0
+  fi
   if [ -d python/tests ]; then
     # The whole suite (host and device 0) as ctest runs it, then the race example's receipt and plot.
+    if [ "${PYTHON_PYTEST:-1}" = 1 ]; then
     PYTHONUNBUFFERED=1 timeout 300 sh tests/python/run_pytest.sh python3 $B/lib/libmemra.so "$PWD" > "$L/pytest_gpu.log" 2>&1
     say "pytest (host + device 0): exit $? $(tail -1 "$L/pytest_gpu.log")"
     grep -E "^(FAILED|ERROR)" "$L/pytest_gpu.log" | head -8 >> "$S"
@@ -589,12 +630,18 @@ step_python() {
       --json $R/race_gemm_f16_27b_m512_$TAG.json --plot $R/race_gemm_f16_27b_m512_$TAG.png > "$L/race.txt" 2>&1
     say "race.py gemm_f16: exit $?"
     tail -12 "$L/race.txt" >> "$S"
+    fi
     # issue 28 item 3: the host cost of a call through the wrapper, the bound args and the torch op
     for fm in q8_0 f16; do
       MEMRA_LIBRARY=$B/lib/libmemra.so PYTHONPATH=$PWD/python PYTHONUNBUFFERED=1 timeout 120 python3 bench/torch_op_overhead.py \
         --format $fm --json $R/torch_op_${fm}_m16_256x256_$TAG.json > "$L/torch_op_$fm.txt" 2>&1
-      say "torch_op_overhead $fm: exit $?"; tail -8 "$L/torch_op_$fm.txt" >> "$S"
+      say "torch_op_overhead $fm: exit $?"; tail -10 "$L/torch_op_$fm.txt" | head -9 >> "$S"
     done
+    # the same with memra_matmul_ex stubbed (after the checks): the Python and torch cost alone on
+    # this machine's CPU, the C call's own cost and its noise taken out
+    MEMRA_LIBRARY=$B/lib/libmemra.so PYTHONPATH=$PWD/python PYTHONUNBUFFERED=1 timeout 120 python3 bench/torch_op_overhead.py \
+      --stub --format q8_0 --json $R/torch_op_stub_q8_0_m16_256x256_$TAG.json > "$L/torch_op_stub.txt" 2>&1
+    say "torch_op_overhead --stub q8_0: exit $?"; tail -10 "$L/torch_op_stub.txt" | head -9 >> "$S"
   else
     say "python: no python/tests in this tree"
   fi

@@ -213,7 +213,12 @@ def main():
             per[name].append((clock() - t0) / a.calls * 1e6)
     med = {n: statistics.median(v) for n, v in per.items()}
     q = {n: quartiles(v) for n, v in per.items()}
-    over = {n: med[n] - med["bound"] for n in names if n != "bound"}
+    # the figure judged: per batch, the arm's time less the bound call's in the same batch (the
+    # arms of a batch run back to back, so a drift of the machine between batches cancels), the
+    # median over the batches, with its quartiles
+    paired = {n: [t - u for t, u in zip(per[n], per["bound"])] for n in names if n != "bound"}
+    over = {n: statistics.median(v) for n, v in paired.items()}
+    over_q = {n: quartiles(v) for n, v in paired.items()}
     ok = {n: over[n] <= TARGET_US for n in ("fast", "op_out", "op")}
     gpu_name = torch.cuda.get_device_name(a.device) if cuda else "host (dry run)"
     if a.stub:
@@ -221,12 +226,14 @@ def main():
     print("memra torch op overhead on %s (torch %s, memra %s): %d x %d x %d %s, %d calls x %d batches"
           % (gpu_name, torch.__version__, memra.version(), a.m, a.n, a.k, a.format,
              a.calls, a.batches))
-    print("%-10s %12s %10s %14s  %s" % ("arm", "us / call", "spread", "vs bound us", "note"))
+    print("%-10s %12s %10s %14s %17s  %s" % ("arm", "us / call", "spread", "vs bound us", "(quartiles)", "note"))
     for n in names:
         sp = 50.0 * (q[n][1] - q[n][0]) / med[n] if med[n] else 0.0
         note = "" if n == "bound" else ("target <= %.0f us: %s" % (TARGET_US, "met" if ok[n] else "NOT met")
                                         if n in ok else "")
-        print("%-10s %12.2f %9s%% %+14.2f  %s" % (n, med[n], "+-%.1f" % sp, med[n] - med["bound"], note))
+        ov, oq = (0.0, (0.0, 0.0)) if n == "bound" else (over[n], over_q[n])
+        print("%-10s %12.2f %9s%% %+14.2f %17s  %s" % (n, med[n], "+-%.1f" % sp, ov, "[%+.2f, %+.2f]" % oq, note))
+    print("vs bound: the median over the batches of (arm - bound) within each batch")
     print("checks: " + ", ".join("%s=%s" % kv for kv in checks.items()))
     flops = 2.0 * a.m * a.n * a.k
     receipt = {
@@ -241,7 +248,9 @@ def main():
                     "arms": [{"arm": n, "median_ms": med[n] * 1e-3, "q1_ms": q[n][0] * 1e-3, "q3_ms": q[n][1] * 1e-3,
                               "times_ms": [t * 1e-3 for t in per[n]], "valid": True} for n in names]}],
         "torch_op": {"torch": torch.__version__, "format": a.format, "target_us_over_bound": TARGET_US,
-                     "over_bound_us": over, "target_met": ok, "checks": checks},
+                     "over_bound_us": over,
+                     "over_bound_quartiles_us": over_q, "over_bound_rule": "median over batches of the arm's time "
+                     "less the bound call's in the same batch", "target_met": ok, "checks": checks},
     }
     if a.json:
         text = json.dumps(receipt, indent=1) + "\n"

@@ -347,15 +347,15 @@ def _source(r):
 def plot(rows, path):
     """One figure per sheet: TFLOP/s per shape, a bar per (machine or run, arm).
     Writes `path` for one sheet, else <stem>-<sheet><ext> per sheet; returns the files."""
+    ext = os.path.splitext(path)[1].lower()  # the name first: a wrong one is wrong with or without matplotlib
+    if ext not in (".png", ".svg", ".pdf"):
+        raise RuntimeError("--plot %s: the file name must end in .png, .svg or .pdf" % path)
     try:
         import matplotlib
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
         raise RuntimeError("--plot needs matplotlib: pip install ./python[plot] (or pip install matplotlib)") from None
-    ext = os.path.splitext(path)[1].lower()
-    if ext not in (".png", ".svg", ".pdf"):
-        raise RuntimeError("--plot %s: the file name must end in .png, .svg or .pdf" % path)
     groups = sheets([r for r in rows if r.get("tflops")])
     if not groups:
         raise RuntimeError("--plot: no row has a rate to plot")

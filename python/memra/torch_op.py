@@ -48,16 +48,17 @@ from ._core import bad
 __all__ = ["matmul", "weight_id", "registered", "Linear"]
 
 _WEIGHTS = {}  # weight id -> weakref to the memra.Weight
-# The argument structures the kernels reuse, one per call signature seen, each
-# made by memra.calls.matmul_args (every check) when that signature first came:
-#   _OUTS: (weight id, x's device index [-1 = CPU], x.shape, x.dtype, out.shape, out.dtype, alpha, thread)
-#          -> (memra_matmul_args, its byref, device index, device handle, weight handle, weakref to the weight)
-#   _NEWS: (weight id, x's device index, x.shape, x.dtype, out_f, alpha, thread) -> the same + (y's shape,
-#          x is float32)
-# What a key cannot vouch for is checked on every call: contiguity, out's
-# device, and that the weight is still alive (not closed, not collected).
-_OUTS = {}
-_NEWS = {}
+# The argument structures the kernels reuse, one per call signature seen, each made by
+# memra.calls.matmul_args (every check) when that signature first came, kept on the
+# weight itself (so a weight's tables go with it, and a new weight at a destroyed one's
+# address starts with none):
+#   w._memra_outs: (x.shape, out.shape, x.dtype, out.dtype, x's device index [-1 = CPU], alpha, thread)
+#                  -> (memra_matmul_args, its byref, device index, device handle, weight handle)
+#   w._memra_news: (x.shape, x.dtype, x's device index, out_f, alpha, thread) -> the same + (y's shape,
+#                  x is float32)
+# What a key cannot vouch for is checked on every call: contiguity, out's device, and that
+# the weight is not destroyed (a destroyed weight's handle is None; its runtime's close
+# destroys it too).
 _CACHE_MAX = 256  # signatures kept per table (a serving loop sees one per batch size)
 
 
@@ -70,11 +71,9 @@ def weight_id(w):
     h = int(w.handle)
     old = _WEIGHTS.get(h)
     if old is None or old() is not w:
-        # a new weight at an address an earlier (destroyed) one had: forget what was bound to that one
-        for table in (_OUTS, _NEWS):
-            for key in [k for k in table if k[0] == h]:
-                del table[key]
-    _WEIGHTS[h] = weakref.ref(w)
+        _WEIGHTS[h] = weakref.ref(w)
+    if getattr(w, "_memra_outs", None) is None:
+        w._memra_outs, w._memra_news = {}, {}
     w._memra_tid = h  # what matmul reads while torch.compile traces it
     return h
 
@@ -141,14 +140,15 @@ def _slow(wid, x, out, out_f, alpha):
     _declare_matmul_ex()
     i = x.get_device()
     ref = ctypes.byref(args)
-    entry = (args, ref, i, dev.handle, w.handle, weakref.ref(w))  # a weakref: the cache keeps no weight alive
-    table = _OUTS if out is not None else _NEWS
+    entry = (args, ref, i, dev.handle, w.handle)
+    weight_id(w)  # the weight's tables (a weight the op met first, by its id, has them already)
+    table = w._memra_outs if out is not None else w._memra_news
     if len(table) >= _CACHE_MAX:
         table.clear()
     if out is not None:
-        table[(wid, i, x.shape, x.dtype, out.shape, out.dtype, alpha, _thread())] = entry
+        table[(x.shape, out.shape, x.dtype, out.dtype, i, alpha, _thread())] = entry
     else:
-        table[(wid, i, x.shape, x.dtype, out_f, alpha, _thread())] = entry + (tuple(y.shape), x.dtype is _F32)
+        table[(x.shape, x.dtype, i, out_f, alpha, _thread())] = entry + (tuple(y.shape), x.dtype is _F32)
     st = _matmul_ex(entry[3], entry[4], ref)
     if st != 0:
         raise _core.fail("memra_matmul_ex", st)
@@ -159,41 +159,61 @@ _F32, _F16 = torch.float32, torch.float16
 _Tensor = torch.Tensor
 
 
+def _out_fast(w, x, out, alpha):
+    """out = alpha * x . W^T through the argument structure kept for this call's
+    signature; False (nothing done) when there is none or what the key cannot
+    vouch for does not hold: the caller then takes _slow."""
+    e = w._memra_outs.get((x.shape, out.shape, x.dtype, out.dtype, x.get_device(), alpha, _thread()))
+    if e is None or w._h is None:
+        return False
+    a, ref, i, dh, wh = e
+    if out.get_device() != i or not x.is_contiguous() or not out.is_contiguous():
+        return False
+    a.x = x.data_ptr()
+    a.y = out.data_ptr()
+    if i >= 0:
+        a.stream = _get_stream(i)
+    st = _matmul_ex(dh, wh, ref)
+    if st:
+        raise _core.fail("memra_matmul_ex", st)
+    return True
+
+
+def _new_fast(w, x, out_f, alpha):
+    """A new float32 [..., out_f] = alpha * x . W^T through the kept structure, or None (take _slow)."""
+    e = w._memra_news.get((x.shape, x.dtype, x.get_device(), out_f, alpha, _thread()))
+    if e is None or w._h is None or not x.is_contiguous():
+        return None
+    a, ref, i, dh, wh, ys, f32 = e
+    y = x.new_empty(ys) if f32 else x.new_empty(ys, dtype=_F32)  # on x's device
+    a.x = x.data_ptr()
+    a.y = y.data_ptr()
+    if i >= 0:
+        a.stream = _get_stream(i)
+    st = _matmul_ex(dh, wh, ref)
+    if st:
+        raise _core.fail("memra_matmul_ex", st)
+    return y
+
+
+def _op_weight(wid):
+    """The live weight an op's id names, or None (then _slow names what is wrong)."""
+    ref = _WEIGHTS.get(wid)
+    return ref() if ref is not None else None
+
+
 def _matmul_out_kernel(x, weight, out, alpha=1.0):
     """matmul_out's CPU and CUDA kernel: out [..., out_f] = alpha * x [..., in_f] . W^T."""
-    e = _OUTS.get((weight, x.get_device(), x.shape, x.dtype, out.shape, out.dtype, alpha, _thread()))
-    if e is not None:
-        a, ref, i, dh, wh, wref = e
-        w = wref()
-        if out.get_device() == i and x.is_contiguous() and out.is_contiguous() and w is not None and w._h == weight:
-            a.x = x.data_ptr()
-            a.y = out.data_ptr()
-            if i >= 0:
-                a.stream = _get_stream(i)
-            st = _matmul_ex(dh, wh, ref)
-            if st:
-                raise _core.fail("memra_matmul_ex", st)
-            return
-    _slow(weight, x, out, -1, alpha)
+    w = _op_weight(weight)
+    if w is None or not _out_fast(w, x, out, alpha):
+        _slow(weight, x, out, -1, alpha)
 
 
 def _matmul_kernel(x, weight, out_f, alpha=1.0):
     """matmul's CPU and CUDA kernel: a new float32 [..., out_f] = alpha * x [..., in_f] . W^T."""
-    e = _NEWS.get((weight, x.get_device(), x.shape, x.dtype, out_f, alpha, _thread()))
-    if e is not None:
-        a, ref, i, dh, wh, wref, ys, f32 = e
-        w = wref()
-        if x.is_contiguous() and w is not None and w._h == weight:
-            y = x.new_empty(ys) if f32 else x.new_empty(ys, dtype=_F32)  # on x's device
-            a.x = x.data_ptr()
-            a.y = y.data_ptr()
-            if i >= 0:
-                a.stream = _get_stream(i)
-            st = _matmul_ex(dh, wh, ref)
-            if st:
-                raise _core.fail("memra_matmul_ex", st)
-            return y
-    return _slow(weight, x, None, out_f, alpha)
+    w = _op_weight(weight)
+    y = _new_fast(w, x, out_f, alpha) if w is not None else None
+    return y if y is not None else _slow(weight, x, None, out_f, alpha)
 
 
 _LIB = torch.library.Library("memra", "DEF")
@@ -217,6 +237,10 @@ def _matmul_out_fake(x, weight, out, alpha=1.0):
 
 
 _compiling = getattr(getattr(torch, "compiler", None), "is_compiling", None) or (lambda: False)
+# Dynamo's own flag (False in eager, constant True while Dynamo traces): half the cost of
+# is_compiling, so the eager fast path asks it first; is_compiling (also true under a
+# non-Dynamo export, whose tensors are fake and so take the op anyway) guards the rest.
+_dynamo_compiling = getattr(getattr(torch, "compiler", None), "is_dynamo_compiling", None) or _compiling
 
 
 def matmul(w, x, out=None, alpha=1.0):
@@ -226,6 +250,28 @@ def matmul(w, x, out=None, alpha=1.0):
     the op. Under torch.compile: ``torch.ops.memra.matmul`` / ``matmul_out``
     (the weight must be registered first: weight_id(w), an eager call, or a
     :class:`Linear`). Returns out."""
+    if not _dynamo_compiling() and type(x) is _Tensor:
+        # the eager path of a signature seen before (_out_fast inlined: a Python call costs
+        # a tenth of the whole path; test_torch_op's fast_path cases pin it to _out_fast's checks)
+        if type(out) is _Tensor:
+            t = getattr(w, "_memra_outs", None)
+            if t is not None:
+                e = t.get((x.shape, out.shape, x.dtype, out.dtype, x.get_device(), alpha, _thread()))
+                if e is not None and w._h is not None:
+                    a, ref, i, dh, wh = e
+                    if out.get_device() == i and x.is_contiguous() and out.is_contiguous():
+                        a.x = x.data_ptr()
+                        a.y = out.data_ptr()
+                        if i >= 0:
+                            a.stream = _get_stream(i)
+                        st = _matmul_ex(dh, wh, ref)
+                        if st:
+                            raise _core.fail("memra_matmul_ex", st)
+                        return out
+        elif out is None and getattr(w, "_memra_news", None) is not None:
+            y = _new_fast(w, x, w.shape[0], alpha)
+            if y is not None:
+                return y
     if _compiling():
         # set by weight_id (a Linear, or an eager call, made it): a trace cannot register
         wid = getattr(w, "_memra_tid", None)
@@ -240,12 +286,12 @@ def matmul(w, x, out=None, alpha=1.0):
         wid = weight_id(w)
     if out is None:
         if type(x) is _Tensor:
-            return _matmul_kernel(x, wid, w.shape[0], alpha)
+            return _slow(wid, x, None, w.out_f, alpha)
         if not isinstance(x, _Tensor):
             raise _not_tensor("x", x)
         return torch.ops.memra.matmul(x, wid, w.out_f, alpha)  # a subclass (a Parameter, a fake tensor): the op
     if type(x) is _Tensor and type(out) is _Tensor:
-        _matmul_out_kernel(x, wid, out, alpha)
+        _slow(wid, x, out, -1, alpha)
         return out
     for what, t in (("x", x), ("out", out)):
         if not isinstance(t, _Tensor):
@@ -268,7 +314,8 @@ class Linear(torch.nn.Module):
 
     def forward(self, x):
         if not _compiling() and type(x) is _Tensor:
-            return _matmul_kernel(x, self.wid, self.out_features, self.alpha)
+            y = _new_fast(self.weight_memra, x, self.out_features, self.alpha)
+            return y if y is not None else _slow(self.wid, x, None, self.out_features, self.alpha)
         return torch.ops.memra.matmul(x, self.wid, self.out_features, self.alpha)  # traced, a subclass, an fx proxy
 
     def extra_repr(self):
