@@ -73,6 +73,8 @@
       "gemm_experts grouped split-k slices forced")                                                               \
     X(MMQ_XE_MERGE, "MEMRA_MMQ_XE_MERGE", "mmq modules", BOOL, "", "0",                                          \
       "1: gemm_experts' full and remainder tiles in one tile-major launch (run s2, first order: +3%)")            \
+    X(MMQ_XE_OVERLAP, "MEMRA_MMQ_XE_OVERLAP", "mmq modules", BOOL, "", "0",                                      \
+      "1: gemm_experts' remainder launch starts beside the full tiles' last wave (programmatic launch)")          \
     X(MMQ_XE_F16, "MEMRA_MMQ_XE_F16", "mmq modules", BOOL, "", "1",                                              \
       "0: the mmq family does not serve gemm_experts on the f16 and bf16 lanes")                                  \
     X(MMQ_XE_H16, "MEMRA_MMQ_XE_H16", "mmq modules", ENUM, "k64|k32|n8|n8k64", "k64",                         \

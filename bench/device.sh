@@ -68,6 +68,8 @@
 #   xencu       ncu of every launch of bench moe's first rounds on the Mixtral-like gate rows at
 #               m = 512 (grouped, per-expert loop, dense) for q8_0 and fp8blk (own dense kernel):
 #               one summary line a launch (see step_xencu)
+#   xeovl       MEMRA_MMQ_XE_OVERLAP=1 (the remainder launch beside the full tiles' last wave) against
+#               the plain launches: bench moe mixtral rotated, the GPU tests, check, sanitizers
 #   moesan      the four sanitizer tools over gemm_experts (mmq check with a forced split,
 #               test_gpu_experts fp8blk and split_q6_k), each in its own process
 #   xe16        the grouped lanes first run in run t2: f16 / bf16 (MEMRA_MMQ_XE_F16) and per-tensor fp8
@@ -912,6 +914,36 @@ san_experts() {
   MEMRA_ADMISSION=off timeout 300 compute-sanitizer --tool $tool $(san_x $tool) --print-limit 0 --show-backtrace no \
     $B/bin/test_gpu_experts $c > "$lg" 2>&1
   say "$name $tool test_gpu_experts $c: exit $? reports $(san_count $tool "$lg") ($(san_said "$lg"))"
+}
+
+# The grouped floor's remainder launch beside the full tiles' last wave (MEMRA_MMQ_XE_OVERLAP=1)
+# against the two plain launches: memra bench moe --sheet mixtral at each of XEOVL_M (default
+# 512) for XEOVL_FORMATS (default q8_0), XEOVL_ROUNDS rounds (default 2), the order alternating;
+# then with the knob: test_gpu_experts XEOVL_TESTS (against the host, bit for bit the dense lane),
+# memra check --op gemm_experts --module mmq, and XEOVL_TOOLS (default memcheck racecheck
+# synccheck) over test_gpu_experts run, each in its own process
+step_xeovl() {
+  local t=$SECONDS mm fm r i arm f c tool arms=(base ovl)
+  for mm in ${XEOVL_M:-512}; do for fm in ${XEOVL_FORMATS:-q8_0}; do
+    for ((r = 1; r <= ${XEOVL_ROUNDS:-2}; r++)); do for ((i = 0; i < 2; i++)); do
+      arm=${arms[$(((i + r - 1) % 2))]}
+      f="$L/xeovl_${fm}_m${mm}_${arm}_$r.txt"
+      MEMRA_F16_BUDGET_MB=0 MEMRA_MMQ_XE_OVERLAP=$([ $arm = ovl ] && echo 1 || echo 0) timeout 300 $M bench moe \
+        --device 0 --sheet mixtral --m $mm --format $fm --json $R/xeovl_${fm}_m${mm}_${arm}_${r}_$TAG.json > "$f" 2>&1
+      say "xeovl bench moe $fm m=$mm $arm (round $r): exit $?"
+      moe_rows "$f" 'mixtral'
+    done; done
+  done; done
+  for c in ${XEOVL_TESTS:-run skew graph q4_k q6_k bm64}; do
+    MEMRA_MMQ_XE_OVERLAP=1 timeout 200 $B/bin/test_gpu_experts $c > "$L/xeovl_test_$c.log" 2>&1
+    say "test_gpu_experts $c (XE_OVERLAP=1): exit $?"
+  done
+  MEMRA_MMQ_XE_OVERLAP=1 timeout 200 $M check --device 0 --op gemm_experts --module mmq > "$L/xeovl_check.log" 2>&1
+  say "check gemm_experts mmq (XE_OVERLAP=1): exit $? $(grep -E 'passed, ' "$L/xeovl_check.log")"
+  for tool in ${XEOVL_TOOLS:-memcheck racecheck synccheck}; do
+    ( export MEMRA_MMQ_XE_OVERLAP=1; san_experts xeovl_san $tool run )
+  done
+  say "xeovl: $((SECONDS - t)) s"
 }
 
 # The opt-in grouped lanes never run on a GPU before (issue 30): the 16-bit lanes (MEMRA_MMQ_XE_F16=1,

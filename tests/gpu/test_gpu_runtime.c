@@ -77,13 +77,13 @@ static int fake_unload(void *m)
     return 0;
 }
 /* The handle of a kernel is its name, kept in a static pool. */
-static char g_names[384][48];
+static char g_names[1024][48]; /* every name init looked up, over every module opened: the handles point here */
 static int g_n_names;
 
 static int fake_get_function(void **f, void *m, const char *name)
 {
     (void)m;
-    if (g_n_names >= 384 || strlen(name) >= sizeof g_names[0]) return 2;
+    if (g_n_names >= 1024 || strlen(name) >= sizeof g_names[0]) return 2;
     strcpy(g_names[g_n_names], name);
     *f = g_names[g_n_names++];
     return 0;
@@ -243,6 +243,7 @@ static const char *g_xe_one_knob;   /* MEMRA_FP8BLK_XE_ONE likewise */
 static const char *g_xe_pt_knob;    /* MEMRA_FP8BLK_XE_PT likewise */
 static const char *g_xe_f16_knob;   /* MEMRA_MMQ_XE_F16 likewise */
 static const char *g_xe_merge_knob; /* MEMRA_MMQ_XE_MERGE likewise */
+static const char *g_xe_ovl_knob;   /* MEMRA_MMQ_XE_OVERLAP likewise */
 static const char *g_xe_h16_knob;   /* MEMRA_MMQ_XE_H16 likewise */
 static const char *fake_knob(const memra_device_caps *caps, const char *name)
 {
@@ -255,6 +256,7 @@ static const char *fake_knob(const memra_device_caps *caps, const char *name)
     if (strcmp(name, "MEMRA_FP8BLK_XE_PT") == 0) return g_xe_pt_knob;
     if (strcmp(name, "MEMRA_MMQ_XE_F16") == 0) return g_xe_f16_knob;
     if (strcmp(name, "MEMRA_MMQ_XE_MERGE") == 0) return g_xe_merge_knob;
+    if (strcmp(name, "MEMRA_MMQ_XE_OVERLAP") == 0) return g_xe_ovl_knob;
     if (strcmp(name, "MEMRA_MMQ_XE_H16") == 0) return g_xe_h16_knob;
     return NULL; /* every other knob at its default */
 }
@@ -712,6 +714,20 @@ static int case_mmq(const char *so)
     ok &= experts_launch(&m, MEMRA_OP_gemm_kr, MEMRA_FORMAT_Q6_K, 1024, 8, "memra_k_experts_kr_q6_k_mt4r1", 16 + 8, 3, NULL, 0);
     ok &= experts_launch(&m, MEMRA_OP_gemm_q8_0r, 0, 100, 8, "memra_k_experts_q8_0r_mt1", 3, 4 + 8, NULL, 0);
     g_xe_merge_knob = NULL;
+    ok &= close_mod(&m, 1);
+    /* MEMRA_MMQ_XE_OVERLAP=1: the same two launches on the _o1 full tile (it lets the remainder
+     * launch start early) and the _o2 remainder tile (it waits at its end); one table alone (a
+     * mean of 12.5 rows) and a split launch keep the plain kernels */
+    g_xe_ovl_knob = "1";
+    if (!open_mod(so, 90, &m)) return 0;
+    ok &= experts_launch(&m, MEMRA_OP_gemm_q8_0r, 0, 1024, 8, "memra_k_experts_q8_0r_mt4_o1", 3, 16,
+                         "memra_k_experts_q8_0r_mt1_o2", 8);
+    ok &= experts_launch(&m, MEMRA_OP_gemm_q8_0r, 0, 512, 8, "memra_k_experts_q8_0r_mt2_o1", 3, 16,
+                         "memra_k_experts_q8_0r_mt1_o2", 8);
+    ok &= experts_launch(&m, MEMRA_OP_gemm_kr, MEMRA_FORMAT_Q5_K, 1024, 8, "memra_k_experts_kr_q5_k_mt4_o1", 3, 16,
+                         "memra_k_experts_kr_q5_k_mt1_o2", 8);
+    ok &= experts_launch(&m, MEMRA_OP_gemm_q8_0r, 0, 100, 8, "memra_k_experts_q8_0r_mt1", 3, 4 + 8, NULL, 0);
+    g_xe_ovl_knob = NULL;
     ok &= close_mod(&m, 1);
     return ok;
 }

@@ -1486,6 +1486,18 @@ __device__ __forceinline__ int xe_slice(int k, int *g0)
     return (int)((long long)G * (z + 1) / S) - *g0;
 }
 
+/* The remainder launch beside the full tiles' last wave (MEMRA_MMQ_XE_OVERLAP=1): the full
+ * tiles' grid (XE_OVL_MAIN) lets its programmatic dependent launch as soon as each of its CTAs
+ * has its tile (after its griddepcontrol.wait: the routing and, before it, the q8_1 records are
+ * complete), not in its epilogue; the remainder grid (XE_OVL_REM), launched then, reads the
+ * tables and records without waiting (they were complete before any full-tile CTA passed its
+ * wait) and waits for the full tiles' grid at its end, every CTA, so that it completes after it:
+ * the launch after the remainders (the next op, the split-k sum) waits for the remainders only.
+ * The two grids write different rows of y. XE_OVL_NONE: both wait at their start (the default). */
+#define XE_OVL_NONE 0
+#define XE_OVL_MAIN 1
+#define XE_OVL_REM 2
+
 /* A grouped CTA's start, shared by experts_q8_0r_body and experts_kr_body: its tile (false for
  * the whole CTA past *ntiles), its expert's operand, the warp's place, its k slice and the
  * warp's m16 tiles that hold rows of the tile (the others skip their MMAs and folds: their
@@ -1495,13 +1507,17 @@ struct xe_cta {
     const unsigned char *w;
     int lane, wm, wn, g0, nk, mt_live;
 };
-template <int MT, int NT>
+template <int MT, int NT, int OVL>
 __device__ __forceinline__ bool xe_begin(xe_cta &c, int *rs, const unsigned long long *__restrict__ wtab, int n, int k,
                                          const int *__restrict__ offsets, const int *__restrict__ perm,
                                          const int *__restrict__ tiles, const int *__restrict__ ntiles, int ti, int nb)
 {
-    pdl_wait(); /* the tile table (and the q8_1 records before it) complete */
-    if (!xe_tile_of<32 * MT, 32 * NT>(c.t, rs, offsets, perm, tiles, ntiles, n, ti, nb)) return false;
+    if (OVL != XE_OVL_REM) pdl_wait(); /* the tile table (and the q8_1 records before it) complete */
+    if (!xe_tile_of<32 * MT, 32 * NT>(c.t, rs, offsets, perm, tiles, ntiles, n, ti, nb)) {
+        if (OVL == XE_OVL_REM) pdl_wait(); /* even a CTA with no tile: the grid ends after the full tiles' */
+        return false;
+    }
+    if (OVL == XE_OVL_MAIN) pdl_trigger(); /* the remainder launch may start on the SMs this grid leaves idle */
     c.w = reinterpret_cast<const unsigned char *>(static_cast<uintptr_t>(wtab[c.t.e]));
     c.lane = threadIdx.x & 31;
     const int warp = threadIdx.x >> 5;
@@ -1512,7 +1528,7 @@ __device__ __forceinline__ bool xe_begin(xe_cta &c, int *rs, const unsigned long
 }
 
 /* gemm_q8_0r_body with the rows of a tile-table tile (see above). */
-template <int MT, int NT>
+template <int MT, int NT, int OVL = XE_OVL_NONE>
 __device__ __forceinline__ void experts_q8_0r_body(const unsigned long long *__restrict__ wtab,
                                                    const unsigned char *__restrict__ xq, int m, int n, int k,
                                                    const int *__restrict__ offsets, const int *__restrict__ perm,
@@ -1524,7 +1540,7 @@ __device__ __forceinline__ void experts_q8_0r_body(const unsigned long long *__r
     __shared__ int rs[32 * MT];
     constexpr int BN = 32 * NT;
     xe_cta c;
-    if (!xe_begin<MT, NT>(c, rs, wtab, n, k, offsets, perm, tiles, ntiles, ti, nb)) return;
+    if (!xe_begin<MT, NT, OVL>(c, rs, wtab, n, k, offsets, perm, tiles, ntiles, ti, nb)) return;
     const xe_tile &t = c.t;
     const unsigned char *const wr = c.w;
     const int lane = c.lane, wm = c.wm, wn = c.wn, g0 = c.g0, nk = c.nk, mt_live = c.mt_live;
@@ -1542,18 +1558,23 @@ __device__ __forceinline__ void experts_q8_0r_body(const unsigned long long *__r
         r3_copy_run<BN>(xe_smem + (so) + R3_A_BYTES(MT), wr + ((long long)(g) * n + t.j0) * MMQ_ROW, t.brows); \
     } while (0)
 #define XE_STEP(so)                                                                                         \
-    if (mt_live > 0)                                                                                        \
-    r3_step<MT, NT, true>(acc, base + (so) + a_off, base + (so) + b_off,                                    \
-                          reinterpret_cast<const float *>(xe_smem + (so) + ax_off),                         \
-                          reinterpret_cast<const float *>(xe_smem + (so) + bw_off), mt_live)
+    if (mt_live == MT)                                                                                      \
+        r3_step<MT, NT>(acc, base + (so) + a_off, base + (so) + b_off,                                      \
+                        reinterpret_cast<const float *>(xe_smem + (so) + ax_off),                           \
+                        reinterpret_cast<const float *>(xe_smem + (so) + bw_off));                          \
+    else if (mt_live > 0)                                                                                   \
+        r3_step<MT, NT, true>(acc, base + (so) + a_off, base + (so) + b_off,                                \
+                              reinterpret_cast<const float *>(xe_smem + (so) + ax_off),                     \
+                              reinterpret_cast<const float *>(xe_smem + (so) + bw_off), mt_live)
     R3_KLOOP(MT, NT, g0, nk, XE_COPY_STEP, XE_STEP);
 #undef XE_STEP
 #undef XE_COPY_STEP
     xe_store<MT, NT>(acc, y, ldy, alpha, n, t, rs, wm, wn, lane, part, m);
+    if (OVL == XE_OVL_REM) pdl_wait();
 }
 
 /* gemm_kr_body with the rows of a tile-table tile (see above). */
-template <int MT, int NT, int F>
+template <int MT, int NT, int F, int OVL = XE_OVL_NONE>
 __device__ __forceinline__ void experts_kr_body(const unsigned long long *__restrict__ wtab,
                                                 const unsigned char *__restrict__ xq, int m, int n, int k,
                                                 const int *__restrict__ offsets, const int *__restrict__ perm,
@@ -1565,7 +1586,7 @@ __device__ __forceinline__ void experts_kr_body(const unsigned long long *__rest
     __shared__ int rs[32 * MT];
     constexpr int BN = 32 * NT;
     xe_cta c;
-    if (!xe_begin<MT, NT>(c, rs, wtab, n, k, offsets, perm, tiles, ntiles, ti, nb)) return;
+    if (!xe_begin<MT, NT, OVL>(c, rs, wtab, n, k, offsets, perm, tiles, ntiles, ti, nb)) return;
     const xe_tile &t = c.t;
     const unsigned char *const w = c.w;
     const int lane = c.lane, wm = c.wm, wn = c.wn, mt_live = c.mt_live, j0 = t.j0, brows = t.brows;
@@ -1585,15 +1606,21 @@ __device__ __forceinline__ void experts_kr_body(const unsigned long long *__rest
     /* gemm_kr_body's groups and waits, in the same order */
 #define XE_COPY_A(slot, g) xe_copy_rows<32 * MT>(base + KR_A_OFF(NT) + (slot) * R3_A_BYTES(MT), xq, (long long)(g) * m, rs, t.rows)
 #define XE_STEP(ao, wo)                                                                                     \
-    if (mt_live > 0)                                                                                        \
-    kr_step<MT, NT, F == KR_Q6_K, true>(acc, base + (ao) + a_off, base + (wo) + b_off,                      \
-                                        reinterpret_cast<const float *>(xe_smem + (ao) + ax_off),           \
-                                        reinterpret_cast<const float *>(xe_smem + (wo) + bw_off),           \
-                                        reinterpret_cast<const float *>(xe_smem + (wo) + sd_off), mt_live)
+    if (mt_live == MT)                                                                                      \
+        kr_step<MT, NT, F == KR_Q6_K>(acc, base + (ao) + a_off, base + (wo) + b_off,                        \
+                                      reinterpret_cast<const float *>(xe_smem + (ao) + ax_off),             \
+                                      reinterpret_cast<const float *>(xe_smem + (wo) + bw_off),             \
+                                      reinterpret_cast<const float *>(xe_smem + (wo) + sd_off));            \
+    else if (mt_live > 0)                                                                                   \
+        kr_step<MT, NT, F == KR_Q6_K, true>(acc, base + (ao) + a_off, base + (wo) + b_off,                  \
+                                            reinterpret_cast<const float *>(xe_smem + (ao) + ax_off),       \
+                                            reinterpret_cast<const float *>(xe_smem + (wo) + bw_off),       \
+                                            reinterpret_cast<const float *>(xe_smem + (wo) + sd_off), mt_live)
     KR_KLOOP(MT, NT, F, g0, nk, xe_smem, XE_COPY_A, XE_STEP);
 #undef XE_STEP
 #undef XE_COPY_A
     xe_store<MT, NT>(acc, y, ldy, alpha, n, t, rs, wm, wn, lane, part, m);
+    if (OVL == XE_OVL_REM) pdl_wait();
 }
 
 /* wtab: device array of E pointers to each expert's operand (Q8_0 records /
@@ -1623,6 +1650,19 @@ XE_ENTRY(memra_k_experts_kr_q5_k_mt4, (experts_kr_body<4, 4, KR_Q5_K>), 2)
 XE_ENTRY(memra_k_experts_kr_q6_k_mt1, (experts_kr_body<1, 4, KR_Q6_K>), 3)
 XE_ENTRY(memra_k_experts_kr_q6_k_mt2, (experts_kr_body<2, 4, KR_Q6_K>), 2)
 XE_ENTRY(memra_k_experts_kr_q6_k_mt4, (experts_kr_body<4, 4, KR_Q6_K>), 2)
+/* MEMRA_MMQ_XE_OVERLAP=1's pairs (see XE_OVL_MAIN): the 64- and 128-row full tiles, the 32-row remainders */
+XE_ENTRY(memra_k_experts_q8_0r_mt2_o1, (experts_q8_0r_body<2, 4, XE_OVL_MAIN>), 2)
+XE_ENTRY(memra_k_experts_q8_0r_mt4_o1, (experts_q8_0r_body<4, 4, XE_OVL_MAIN>), 2)
+XE_ENTRY(memra_k_experts_q8_0r_mt1_o2, (experts_q8_0r_body<1, 4, XE_OVL_REM>), 3)
+XE_ENTRY(memra_k_experts_kr_q4_k_mt2_o1, (experts_kr_body<2, 4, KR_Q4_K, XE_OVL_MAIN>), 2)
+XE_ENTRY(memra_k_experts_kr_q4_k_mt4_o1, (experts_kr_body<4, 4, KR_Q4_K, XE_OVL_MAIN>), 2)
+XE_ENTRY(memra_k_experts_kr_q4_k_mt1_o2, (experts_kr_body<1, 4, KR_Q4_K, XE_OVL_REM>), 3)
+XE_ENTRY(memra_k_experts_kr_q5_k_mt2_o1, (experts_kr_body<2, 4, KR_Q5_K, XE_OVL_MAIN>), 2)
+XE_ENTRY(memra_k_experts_kr_q5_k_mt4_o1, (experts_kr_body<4, 4, KR_Q5_K, XE_OVL_MAIN>), 2)
+XE_ENTRY(memra_k_experts_kr_q5_k_mt1_o2, (experts_kr_body<1, 4, KR_Q5_K, XE_OVL_REM>), 3)
+XE_ENTRY(memra_k_experts_kr_q6_k_mt2_o1, (experts_kr_body<2, 4, KR_Q6_K, XE_OVL_MAIN>), 2)
+XE_ENTRY(memra_k_experts_kr_q6_k_mt4_o1, (experts_kr_body<4, 4, KR_Q6_K, XE_OVL_MAIN>), 2)
+XE_ENTRY(memra_k_experts_kr_q6_k_mt1_o2, (experts_kr_body<1, 4, KR_Q6_K, XE_OVL_REM>), 3)
 #undef XE_ENTRY
 
 /* The two tables in one launch (MEMRA_MMQ_XE_MERGE=1), the tiles on grid.x and the weight's

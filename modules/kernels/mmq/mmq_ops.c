@@ -188,6 +188,14 @@ static const char *const memra__mmq_xe_merged[1 + MMQ_KR_FORMATS][MMQ_XE_TILES] 
     MMQ_XE_MERGED("memra_k_experts_q8_0r"), MMQ_XE_MERGED("memra_k_experts_kr_q4_k"),
     MMQ_XE_MERGED("memra_k_experts_kr_q5_k"), MMQ_XE_MERGED("memra_k_experts_kr_q6_k")};
 #undef MMQ_XE_MERGED
+/* MEMRA_MMQ_XE_OVERLAP=1's kernels (mmq.cu XE_OVL_MAIN), by lane and tile: the 64- and 128-row
+ * full tiles that let the remainder launch start beside their last wave, and the 32-row
+ * remainder tile that waits for them at its end instead of its start */
+#define MMQ_XE_OVL(P) {P "_mt1_o2", P "_mt2_o1", P "_mt4_o1"}
+static const char *const memra__mmq_xe_ovl[1 + MMQ_KR_FORMATS][MMQ_XE_TILES] = {
+    MMQ_XE_OVL("memra_k_experts_q8_0r"), MMQ_XE_OVL("memra_k_experts_kr_q4_k"), MMQ_XE_OVL("memra_k_experts_kr_q5_k"),
+    MMQ_XE_OVL("memra_k_experts_kr_q6_k")};
+#undef MMQ_XE_OVL
 /* sm_120 (99 KB, + 512 bytes of static row indices) loads every grouped tile but the 128-row ones */
 _Static_assert(R3_SMEM_BYTES(2, 4) + 256 <= MMQ_SM120_SMEM && KR_SMEM_BYTES(2, 2, 4) + 256 <= MMQ_SM120_SMEM,
                "gemm_experts: the 32- and 64-row tiles fit sm_120");
@@ -207,6 +215,8 @@ typedef struct mmq_state {
     /* MEMRA_MMQ_XE_MERGE=1: both tables in one launch, [lane][main tile] (the _mt2r1 / _mt4r1
      * kernels: a main tile of 64 or 128 rows, remainders on 32), else NULL */
     CUfunction experts_merged[1 + MMQ_KR_FORMATS][MMQ_XE_TILES];
+    /* MEMRA_MMQ_XE_OVERLAP=1: memra__mmq_xe_ovl's kernels, [lane][tile], else NULL */
+    CUfunction experts_ovl[1 + MMQ_KR_FORMATS][MMQ_XE_TILES];
     /* the f16 / bf16 lanes of gemm_experts (off with MEMRA_MMQ_XE_F16=0), [bf16][tile] (the 32,
      * 64 and 128-row tiles, memra_k_experts_h16_*) and the activation's conversions (f16, bf16,
      * f16 copied), else NULL (the lanes decline) */
@@ -307,6 +317,19 @@ static memra_status mmq_load(memra__gpu *q, void *state)
                     s->experts_merged[l][t] = NULL; /* the two launches then, as without the knob */
                     q->host->log(MEMRA_LOG_WARN, q->name, "gemm_experts: MEMRA_MMQ_XE_MERGE=1 but %s did not load",
                                  memra__mmq_xe_merged[l][t]);
+                }
+            }
+    }
+    {
+        const char *xe_ovl = memra__gpu_knob(q, "MEMRA_MMQ_XE_OVERLAP");
+        for (int l = 0; xe_ovl != NULL && strcmp(xe_ovl, "1") == 0 && l < 1 + MMQ_KR_FORMATS; l++)
+            for (int t = 0; t < MMQ_XE_TILES; t++) {
+                if (s->experts[l][t] == NULL) continue; /* where the plain tile fits */
+                if (memra__gpu_function(q, m, memra__mmq_xe_ovl[l][t], memra__mmq_xe_tiles[l][t].smem,
+                                        &s->experts_ovl[l][t]) != MEMRA_STATUS_OK) {
+                    s->experts_ovl[l][t] = NULL; /* the plain pair then */
+                    q->host->log(MEMRA_LOG_WARN, q->name, "gemm_experts: MEMRA_MMQ_XE_OVERLAP=1 but %s did not load",
+                                 memra__mmq_xe_ovl[l][t]);
                 }
             }
     }
@@ -918,17 +941,27 @@ memra_status memra__mmq_gemm_experts(memra_call *call, const memra_gemm_args *a,
                           (unsigned)((n + 127) / 128), (unsigned)S, MMQ_THREADS, tl->smem, call->stream,
                           (void *[]){&w, &x, &mm, &nn, &kk, &offsets, &perm, &tiles, &ntiles, &y, &ldy, &alpha, &part,
                                      &tiles2, &ntiles2, &y1});
-    } else if (tiles_max > 0) {
-        st = launch_pdl_k(q, &kn, fns[tile], tl->kernel, (unsigned)((n + 127) / 128), (unsigned)tiles_max, (unsigned)S,
-                          MMQ_THREADS, tl->smem, call->stream,
+    }
+    /* MEMRA_MMQ_XE_OVERLAP=1 (unsplit, with a remainder launch, both kernels loaded, PDL on): the
+     * remainder grid starts beside the full tiles' last wave (mmq.cu XE_OVL_MAIN); its CTAs
+     * need the full tiles' grid to have started every CTA, which only a programmatic launch
+     * of both lets happen early (without PDL they run one after the other, as plain) */
+    const CUfunction *ovl = MMQ_K(q)->experts_ovl[lane];
+    const int overlap = merged == NULL && tiles_max > 0 && bm2 && S == 1 && !kn.pdl_off && ovl[tile] != NULL && ovl[small] != NULL;
+    if (merged == NULL && tiles_max > 0) {
+        st = launch_pdl_k(q, &kn, overlap ? ovl[tile] : fns[tile], overlap ? memra__mmq_xe_ovl[lane][tile] : tl->kernel,
+                          (unsigned)((n + 127) / 128), (unsigned)tiles_max, (unsigned)S, MMQ_THREADS, tl->smem,
+                          call->stream,
                           (void *[]){&w, &x, &mm, &nn, &kk, &offsets, &perm, &tiles, &ntiles, &y, &ldy, &alpha, &part});
     }
     if (st == MEMRA_STATUS_OK && bm2 && merged == NULL) {
     /* the remainders write other rows of y than the full tiles; a dependent of the full tiles'
-     * launch, whose griddepcontrol.wait orders it after that grid and so after the routing */
+     * launch, whose griddepcontrol.wait orders it after that grid and so after the routing
+     * (overlapped: it waits at its end, so it still completes after the full tiles) */
         const memra__mmq_r3_tile *t2 = &memra__mmq_xe_tiles[lane][small];
-        st = launch_pdl_k(q, &kn, fns[small], t2->kernel, (unsigned)((n + 127) / 128), (unsigned)tiles2_max, (unsigned)S,
-                          MMQ_THREADS, t2->smem, call->stream,
+        st = launch_pdl_k(q, &kn, overlap ? ovl[small] : fns[small], overlap ? memra__mmq_xe_ovl[lane][small] : t2->kernel,
+                          (unsigned)((n + 127) / 128), (unsigned)tiles2_max, (unsigned)S, MMQ_THREADS, t2->smem,
+                          call->stream,
                           (void *[]){&w, &x, &mm, &nn, &kk, &offsets, &perm, &tiles2, &ntiles2, &y, &ldy, &alpha, &part});
     }
     if (st != MEMRA_STATUS_OK || S == 1) return st;
