@@ -1430,36 +1430,22 @@ __device__ __forceinline__ bool xe_tile_of(xe_tile &t, int *rs, const int *__res
     return true;
 }
 
-/* The q8_1 records of step g of the tile's rows rs[0 .. rows) into slot S (shared address),
- * record i at 144 i; rows past `rows` zero-filled. Each thread copies chunks of one row, the
- * same row at every step (xe_row_of: row t % SLOTS, chunks t / SLOTS, + 256 / SLOTS, .. of its
- * nine), so the row's source, rs[row] (or 0), is read once before the k loop and a step costs
- * one address and the thread's few cp.async at immediate offsets (run u2: the per-chunk index
- * arithmetic, a division by 9 and a shared read per chunk, held the grouped 128-row tile at
- * 457 us against the dense tile's 399, its fixed-latency waits twice the dense tile's). */
-struct xe_row {
-    int src; /* rs[row], or 0 for a row past the tile's */
-    int ok;  /* the row exists */
-};
-template <int SLOTS>
-__device__ __forceinline__ xe_row xe_row_of(const int *rs, int rows)
-{
-    const int r = (int)threadIdx.x % SLOTS;
-    return xe_row{r < rows ? rs[r] : 0, r < rows};
-}
+/* The q8_1 records of step g (gm = g m) of the tile's rows rs[0 .. rows) into
+ * slot S (shared address), record i at 144 i; rows past `rows` zero-filled. */
 template <int SLOTS>
 __device__ __forceinline__ void xe_copy_rows(uint32_t S, const unsigned char *__restrict__ xq, long long gm,
-                                             const xe_row &rw)
+                                             const int *rs, int rows)
 {
-    static_assert(MMQ_THREADS % SLOTS == 0 && MMQ_THREADS / SLOTS <= 9, "whole threads a row, at most nine");
-    constexpr int TPR = MMQ_THREADS / SLOTS; /* threads a row */
-    const int r = (int)threadIdx.x % SLOTS, c0 = (int)threadIdx.x / SLOTS;
-    const uint32_t d = S + r * MMQ_ROW + c0 * 16;
-    const unsigned char *src = rw.ok ? xq + (gm + rw.src) * MMQ_ROW + c0 * 16 : xq;
-    const int bytes = rw.ok ? 16 : 0;
+    constexpr int CH = SLOTS * 9;
 #pragma unroll
-    for (int j = 0; j < (9 + TPR - 1) / TPR; j++)
-        if (j * TPR + c0 < 9) memra_cp16(d + j * TPR * 16, rw.ok ? src + j * TPR * 16 : xq, bytes);
+    for (int e = 0; e < (CH + MMQ_THREADS - 1) / MMQ_THREADS; e++) {
+        const int idx = (int)threadIdx.x + e * MMQ_THREADS;
+        if (CH % MMQ_THREADS == 0 || idx < CH) {
+            const int r = idx / 9, c = idx - r * 9;
+            const bool ok = r < rows;
+            memra_cp16(S + idx * 16, ok ? xq + (gm + rs[r]) * MMQ_ROW + c * 16 : xq, ok ? 16 : 0);
+        }
+    }
 }
 
 /* After the k loop: the warp's 16 MT x 8 NT outputs scattered to y[rs[i]]. */
@@ -1566,10 +1552,9 @@ __device__ __forceinline__ void experts_q8_0r_body(const unsigned long long *__r
     const int ax_off = (wm * 16 * MT + (lane >> 2)) * MMQ_ROW;
     const int bw_off = R3_A_BYTES(MT) + (wn * 8 * NT + (lane & 3) * 2) * MMQ_ROW;
     const uint32_t base = smem_u32(xe_smem);
-    const xe_row rw = xe_row_of<32 * MT>(rs, t.rows);
 #define XE_COPY_STEP(so, g)                                                                                 \
     do {                                                                                                    \
-        xe_copy_rows<32 * MT>(base + (so), xq, (long long)(g) * m, rw);                                     \
+        xe_copy_rows<32 * MT>(base + (so), xq, (long long)(g) * m, rs, t.rows);                             \
         r3_copy_run<BN>(xe_smem + (so) + R3_A_BYTES(MT), wr + ((long long)(g) * n + t.j0) * MMQ_ROW, t.brows); \
     } while (0)
 #define XE_STEP(so)                                                                                         \
@@ -1619,8 +1604,7 @@ __device__ __forceinline__ void experts_kr_body(const unsigned long long *__rest
     unsigned char *const P = xe_smem + KR_P_OFF(MT, NT);
 
     /* gemm_kr_body's groups and waits, in the same order */
-    const xe_row rw = xe_row_of<32 * MT>(rs, t.rows);
-#define XE_COPY_A(slot, g) xe_copy_rows<32 * MT>(base + KR_A_OFF(NT) + (slot) * R3_A_BYTES(MT), xq, (long long)(g) * m, rw)
+#define XE_COPY_A(slot, g) xe_copy_rows<32 * MT>(base + KR_A_OFF(NT) + (slot) * R3_A_BYTES(MT), xq, (long long)(g) * m, rs, t.rows)
 #define XE_STEP(ao, wo)                                                                                     \
     if (mt_live == MT)                                                                                      \
         kr_step<MT, NT, F == KR_Q6_K>(acc, base + (ao) + a_off, base + (wo) + b_off,                        \
