@@ -916,32 +916,36 @@ san_experts() {
   say "$name $tool test_gpu_experts $c: exit $? reports $(san_count $tool "$lg") ($(san_said "$lg"))"
 }
 
-# The grouped floor's remainder launch beside the full tiles' last wave (MEMRA_MMQ_XE_OVERLAP=1)
-# against the two plain launches: memra bench moe --sheet mixtral at each of XEOVL_M (default
+# The grouped floor's remainder launch beside the full tiles' last wave (MEMRA_MMQ_XE_OVERLAP=1;
+# XEOVL_KNOB names another BOOL knob to judge the same way, e.g. MEMRA_MMQ_XE_SORT: the records
+# gathered into expert order first, or MEMRA_FP8BLK_XE_TMA with XEOVL_FORMATS=fp8blk_own (the
+# dense and loop arms on fp8blk's own kernel), XEOVL_MODULE=fp8blk, XEOVL_TESTS="fp8blk
+# fp8blk_skew fp8blk_graph" and XEOVL_SAN_CASE=fp8blk) against the two plain launches: memra bench moe --sheet mixtral at each of XEOVL_M (default
 # 512) for XEOVL_FORMATS (default q8_0), XEOVL_ROUNDS rounds (default 2), the order alternating;
 # then with the knob: test_gpu_experts XEOVL_TESTS (against the host, bit for bit the dense lane),
 # memra check --op gemm_experts --module mmq, and XEOVL_TOOLS (default memcheck racecheck
 # synccheck) over test_gpu_experts run, each in its own process
 step_xeovl() {
-  local t=$SECONDS mm fm r i arm f c tool arms=(base ovl)
+  local t=$SECONDS mm fm r i arm f c tool arms=(base ovl) kn=${XEOVL_KNOB:-MEMRA_MMQ_XE_OVERLAP}
   for mm in ${XEOVL_M:-512}; do for fm in ${XEOVL_FORMATS:-q8_0}; do
     for ((r = 1; r <= ${XEOVL_ROUNDS:-2}; r++)); do for ((i = 0; i < 2; i++)); do
       arm=${arms[$(((i + r - 1) % 2))]}
       f="$L/xeovl_${fm}_m${mm}_${arm}_$r.txt"
-      MEMRA_F16_BUDGET_MB=0 MEMRA_MMQ_XE_OVERLAP=$([ $arm = ovl ] && echo 1 || echo 0) timeout 300 $M bench moe \
-        --device 0 --sheet mixtral --m $mm --format $fm --json $R/xeovl_${fm}_m${mm}_${arm}_${r}_$TAG.json > "$f" 2>&1
+      env MEMRA_F16_BUDGET_MB=0 $([ $fm = fp8blk_own ] && echo MEMRA_PREFER=gemm_fp8_blk=fp8blk) \
+        $kn=$([ $arm = ovl ] && echo 1 || echo 0) timeout 300 $M bench moe \
+        --device 0 --sheet mixtral --m $mm --format ${fm%_own} --json $R/xeovl_${fm}_m${mm}_${arm}_${r}_$TAG.json > "$f" 2>&1
       say "xeovl bench moe $fm m=$mm $arm (round $r): exit $?"
       moe_rows "$f" 'mixtral'
     done; done
   done; done
   for c in ${XEOVL_TESTS:-run skew graph q4_k q6_k bm64}; do
-    MEMRA_MMQ_XE_OVERLAP=1 timeout 200 $B/bin/test_gpu_experts $c > "$L/xeovl_test_$c.log" 2>&1
-    say "test_gpu_experts $c (XE_OVERLAP=1): exit $?"
+    env $kn=1 timeout 200 $B/bin/test_gpu_experts $c > "$L/xeovl_test_$c.log" 2>&1
+    say "test_gpu_experts $c ($kn=1): exit $?"
   done
-  MEMRA_MMQ_XE_OVERLAP=1 timeout 200 $M check --device 0 --op gemm_experts --module mmq > "$L/xeovl_check.log" 2>&1
-  say "check gemm_experts mmq (XE_OVERLAP=1): exit $? $(grep -E 'passed, ' "$L/xeovl_check.log")"
+  env $kn=1 timeout 200 $M check --device 0 --op gemm_experts --module ${XEOVL_MODULE:-mmq} > "$L/xeovl_check.log" 2>&1
+  say "check gemm_experts ${XEOVL_MODULE:-mmq} ($kn=1): exit $? $(grep -E 'passed, ' "$L/xeovl_check.log")"
   for tool in ${XEOVL_TOOLS:-memcheck racecheck synccheck}; do
-    ( export MEMRA_MMQ_XE_OVERLAP=1; san_experts xeovl_san $tool run )
+    ( export $kn=1; san_experts xeovl_san $tool ${XEOVL_SAN_CASE:-run} )
   done
   say "xeovl: $((SECONDS - t)) s"
 }

@@ -244,6 +244,7 @@ static const char *g_xe_pt_knob;    /* MEMRA_FP8BLK_XE_PT likewise */
 static const char *g_xe_f16_knob;   /* MEMRA_MMQ_XE_F16 likewise */
 static const char *g_xe_merge_knob; /* MEMRA_MMQ_XE_MERGE likewise */
 static const char *g_xe_ovl_knob;   /* MEMRA_MMQ_XE_OVERLAP likewise */
+static const char *g_xe_sort_knob;  /* MEMRA_MMQ_XE_SORT likewise */
 static const char *g_xe_h16_knob;   /* MEMRA_MMQ_XE_H16 likewise */
 static const char *fake_knob(const memra_device_caps *caps, const char *name)
 {
@@ -257,6 +258,7 @@ static const char *fake_knob(const memra_device_caps *caps, const char *name)
     if (strcmp(name, "MEMRA_MMQ_XE_F16") == 0) return g_xe_f16_knob;
     if (strcmp(name, "MEMRA_MMQ_XE_MERGE") == 0) return g_xe_merge_knob;
     if (strcmp(name, "MEMRA_MMQ_XE_OVERLAP") == 0) return g_xe_ovl_knob;
+    if (strcmp(name, "MEMRA_MMQ_XE_SORT") == 0) return g_xe_sort_knob;
     if (strcmp(name, "MEMRA_MMQ_XE_H16") == 0) return g_xe_h16_knob;
     return NULL; /* every other knob at its default */
 }
@@ -727,6 +729,39 @@ static int case_mmq(const char *so)
     ok &= experts_launch(&m, MEMRA_OP_gemm_kr, MEMRA_FORMAT_Q5_K, 1024, 8, "memra_k_experts_kr_q5_k_mt4_o1", 3, 16,
                          "memra_k_experts_kr_q5_k_mt1_o2", 8);
     ok &= experts_launch(&m, MEMRA_OP_gemm_q8_0r, 0, 100, 8, "memra_k_experts_q8_0r_mt1", 3, 4 + 8, NULL, 0);
+    g_xe_ovl_knob = NULL;
+    ok &= close_mod(&m, 1);
+    /* MEMRA_MMQ_XE_SORT=1: the routing, the records' gather into expert order (a plain launch on
+     * ceil(9 m / 256) x 2 steps of 128, 256 threads), then the _s tiles, the remainders after
+     * them (dependent launches); one table alone the same; with the overlap knob too, the sort wins */
+    g_xe_sort_knob = "1";
+    g_xe_ovl_knob = "1";
+    if (!open_mod(so, 90, &m)) return 0;
+    {
+        const char *want[2][4] = {
+            {"memra_k_experts_route", "memra_k_experts_gather_q8_1", "memra_k_experts_q8_0r_mt4_s",
+             "memra_k_experts_q8_0r_mt1_s"},
+            {"memra_k_experts_route", "memra_k_experts_gather_q8_1", "memra_k_experts_kr_q6_k_mt1_s", NULL}};
+        const int rows[2] = {1024, 100};
+        const memra_op lanes[2] = {MEMRA_OP_gemm_q8_0r, MEMRA_OP_gemm_kr};
+        const memra_format fmts[2] = {0, MEMRA_FORMAT_Q6_K};
+        for (int i = 0; i < 2; i++) {
+            memra_call c2 = call_of(&m);
+            memra_gemm_args a2 = gemm(rows[i], 300, 256);
+            a2.w_format = (int32_t)fmts[i];
+            memra_gemm_experts_args ex2 = {.struct_size = sizeof ex2, .lane = (int32_t)lanes[i], .n_experts = 8,
+                                           .ids = 0x60000000};
+            const memra_status st2 = m.desc->ops->gemm_experts(&c2, &a2, &ex2);
+            const int nl = want[i][3] ? 4 : 3;
+            int k_ok = launched("gemm_experts sorted", st2, nl, want[i], (const int[]){0, 0, 1, 1});
+            const unsigned gx = (unsigned)((9 * rows[i] + 255) / 256);
+            const int gg = g_grid_x[1] == gx && g_grid_y[1] == 2 && g_block_x[1] == 256;
+            printf("    gather grid %u x %u (%u), want %u x 2 (256)  %s\n", g_grid_x[1], g_grid_y[1], g_block_x[1], gx,
+                   gg ? "ok" : "FAIL");
+            ok &= k_ok && gg;
+        }
+    }
+    g_xe_sort_knob = NULL;
     g_xe_ovl_knob = NULL;
     ok &= close_mod(&m, 1);
     return ok;

@@ -944,4 +944,149 @@ memra_k_fp8blk_wgmma_tma(const __grid_constant__ memra_tmap map_x, const __grid_
                 if (i < m && c < n) y[(long long)i * ldy + c] = alpha * acc[h][4 * j + e];
             }
 }
+
+/* ---- gemm_experts on the warp-specialised tensor-map tile (MEMRA_FP8BLK_XE_TMA=1) ----------
+ *   memra_k_fp8blk_experts_maps  one tensor map per expert's weight, in global memory: the
+ *                         host's template (expert-shaped [n x k] e4m3, box 256 x 128, 128-byte
+ *                         swizzle: the dense TMA kernel's map_w) copied to shared memory, its
+ *                         global address replaced by wtab[e] (tensormap.replace), then copied to
+ *                         maps[e] with the tensor-map proxy's release (tensormap.cp_fenceproxy).
+ *                         One warp an expert, grid ceil(E / 4) x 128 threads; a plain launch.
+ *   memra_k_fp8blk_experts_tma   memra_k_fp8blk_wgmma_tma's tile (a producer warp on the bulk
+ *                         tensor copies, two consumer warpgroups on 128 x 256 per CTA, the same
+ *                         wgmmas and fold) on one table of 128-row tiles, tile-major: grid (the
+ *                         worst-case tile count, ceil(n / 256)); CTA (t, col) past *ntiles exits.
+ *                         Tile t = (e, s0): sorted rows s0 .. s0 + 127 of xq through map_x (rows
+ *                         past m zero-filled by the copy engine; rows past the expert's end are
+ *                         other experts' and never stored: a row's result depends on that row
+ *                         alone), expert e's weight through maps[e] (acquired by the producer
+ *                         before its first copy) and its grid gtab[e]; output row s to
+ *                         y[perm[s]] for s < offsets[e + 1]. A consumer warpgroup whose 64 rows
+ *                         all lie past the end skips its wgmmas (it still frees the stages). Bit
+ *                         for bit the other grouped tiles' outputs (the same per-row wgmmas and
+ *                         fold). Opt-in until measured on a GPU. */
+extern "C" __global__ void __launch_bounds__(128)
+memra_k_fp8blk_experts_maps(const __grid_constant__ memra_tmap tmpl, const unsigned long long *__restrict__ wtab, int E,
+                            memra_tmap *__restrict__ maps)
+{
+    __shared__ __align__(128) memra_tmap sm[4];
+    const int wp = threadIdx.x >> 5, lane = threadIdx.x & 31, e = blockIdx.x * 4 + wp;
+    if (e >= E) return; /* a whole warp: the copy below is warp-wide */
+    if (lane < 16) sm[wp].q[lane] = tmpl.q[lane];
+    __syncwarp();
+    const unsigned sa = fb_smem(&sm[wp]);
+    if (lane == 0)
+        asm volatile("tensormap.replace.tile.global_address.shared::cta.b1024.b64 [%0], %1;\n" ::"r"(sa), "l"(wtab[e])
+                     : "memory");
+    __syncwarp();
+    asm volatile("tensormap.cp_fenceproxy.global.shared::cta.tensormap::generic.release.gpu.sync.aligned [%0], [%1], "
+                 "128;\n" ::"l"(reinterpret_cast<unsigned long long>(&maps[e])),
+                 "r"(sa)
+                 : "memory");
+}
+
+extern "C" __global__ void __launch_bounds__(FP8BLK_TMA_THREADS, 1)
+memra_k_fp8blk_experts_tma(const __grid_constant__ memra_tmap map_x, const memra_tmap *__restrict__ maps,
+                           const unsigned long long *__restrict__ gtab, const float *__restrict__ xs,
+                           const int *__restrict__ offsets, const int *__restrict__ perm,
+                           const int *__restrict__ tiles, const int *__restrict__ ntiles, float *__restrict__ y, int m,
+                           int n, int k, long long ldy, float alpha)
+{
+    constexpr int NH = 2, S = FP8BLK_WG_STAGES_OF(NH), SB = FP8BLK_WG_STAGE_BYTES_OF(NH);
+    const int ti = (int)blockIdx.x;
+    if (ti >= *ntiles) return; /* the whole CTA, before any barrier */
+    const int e = tiles[2 * ti], s0 = tiles[2 * ti + 1], end = offsets[e + 1];
+    const memra_tmap *map_w = maps + e;
+    extern __shared__ __align__(16) unsigned char smem[];
+    const unsigned raw = fb_smem(smem), sbase = (raw + 1023u) & ~1023u;
+    unsigned char *stages = smem + (sbase - raw);
+    const unsigned full = sbase + S * SB, empty = full + 8 * S;
+    const int wg = threadIdx.x >> 7, lane = threadIdx.x & 31;
+    const int j0 = blockIdx.y * (128 * NH);
+    const int nk = (k + 127) / 128, ngr = (n + 127) / 128;
+    if (threadIdx.x == 0) {
+        for (int s = 0; s < S; s++) {
+            mb_init(full + 8 * s, 33);
+            mb_init(empty + 8 * s, 256);
+        }
+        asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+    }
+    __syncthreads();
+
+    if (wg == 0) {
+        asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n");
+        if (threadIdx.x >= 32) return;
+        if (lane == 0) /* maps[e] was written through the tensor-map proxy's release (experts_maps) */
+            asm volatile("fence.proxy.tensormap::generic.acquire.gpu [%0], 128;\n" ::"l"(
+                             reinterpret_cast<unsigned long long>(map_w))
+                         : "memory");
+        for (int b = 0; b < nk; b++) {
+            const int s = b % S;
+            if (b >= S) mb_wait(empty + 8 * s, (unsigned)(b / S - 1) & 1u);
+            const unsigned st = sbase + s * SB;
+            if (lane == 0) {
+                mb_arrive_tx(full + 8 * s, 16384u * (1 + NH));
+                tma_load_2d(st, &map_x, b * 128, s0, full + 8 * s);
+                tma_load_2d(st + 16384, map_w, b * 128, j0, full + 8 * s);
+            }
+            float *sx = reinterpret_cast<float *>(stages + s * SB + 16384 * (1 + NH));
+#pragma unroll
+            for (int q = 0; q < 4; q++) {
+                const int t = lane + 32 * q, i = s0 + t;
+                fb_cp4(sx + t, i < m ? xs + (long long)b * m + i : xs, i < m ? 4 : 0);
+            }
+            mb_cp_arrive(full + 8 * s);
+        }
+        asm volatile("cp.async.wait_all;\n" ::: "memory");
+        return;
+    }
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n");
+    const int ct = threadIdx.x - 128; /* 0..255: the consumers */
+    const int r0 = (ct >> 7) * 64 + ((ct >> 5) & 3) * 16 + (lane >> 2);
+    const bool live = s0 + (ct >> 7) * 64 < end; /* the warpgroup's 64 rows hold one of the expert's */
+    const float *grow = reinterpret_cast<const float *>(gtab[e]) + (long long)(j0 / 128) * nk;
+    float acc[NH][64], t[64];
+#pragma unroll
+    for (int h = 0; h < NH; h++)
+#pragma unroll
+        for (int i = 0; i < 64; i++) acc[h][i] = 0.0f;
+    const unsigned a_off = (ct >> 7) * 64 * 128;
+    for (int kb = 0; kb < nk; kb++) {
+        const int s = kb % S;
+        mb_wait(full + 8 * s, (unsigned)(kb / S) & 1u);
+        if (!live) { /* nothing to compute: free the stage */
+            mb_arrive(empty + 8 * s);
+            continue;
+        }
+        const float *sx = reinterpret_cast<const float *>(stages + s * SB + 16384 * (1 + NH));
+        const float x0 = sx[r0], x1 = sx[r0 + 8];
+        const unsigned a = sbase + s * SB + a_off;
+#pragma unroll
+        for (int h = 0; h < NH; h++) {
+            const float g = (j0 / 128 + h < ngr) ? grow[(long long)h * nk + kb] : 0.0f;
+            const unsigned bb = sbase + s * SB + 16384 * (1 + h);
+            asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+#pragma unroll
+            for (int kk = 0; kk < 4; kk++) wg_mma(t, wg_desc(a + kk * 32), wg_desc(bb + kk * 32), kk);
+            asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+            asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+            wg_fence_regs(t);
+            if (h == NH - 1) mb_arrive(empty + 8 * s);
+            const float f0 = x0 * g, f1 = x1 * g;
+#pragma unroll
+            for (int i = 0; i < 64; i++) acc[h][i] = fmaf((i & 2) ? f1 : f0, t[i], acc[h][i]);
+        }
+    }
+    if (!live) return;
+#pragma unroll
+    for (int h = 0; h < NH; h++)
+#pragma unroll
+        for (int j = 0; j < 16; j++)
+#pragma unroll
+            for (int q = 0; q < 4; q++) {
+                const int i = s0 + r0 + 8 * (q >> 1);
+                const int c = j0 + h * 128 + j * 8 + (lane & 3) * 2 + (q & 1);
+                if (i < end && c < n) y[(long long)perm[i] * ldy + c] = alpha * acc[h][4 * j + q];
+            }
+}
 #endif

@@ -17,6 +17,7 @@
 #define MEMRA__MMQ_SLOT_XS "fp8blk.xs" /* gemm_fp8_blk: activation scales */
 #define MEMRA__FP8BLK_SLOT_ROUTE "fp8blk.experts.route" /* gemm_experts: offsets, permutation, tile table */
 #define MEMRA__FP8BLK_SLOT_AMAX "fp8blk.experts.amax"   /* gemm_experts lane gemm_fp8: per-expert and per-row maxima */
+#define MEMRA__FP8BLK_SLOT_MAPS "fp8blk.experts.maps"   /* MEMRA_FP8BLK_XE_TMA=1: a tensor map per expert's weight */
 
 typedef struct fp8blk_state {
     CUfunction quant, gemm;
@@ -34,6 +35,9 @@ typedef struct fp8blk_state {
     CUfunction xe_wide;   /* MEMRA_FP8BLK_XE_WIDE=1: the 128-row tiles on 128 x 256 (experts_wgmma_wide), or NULL */
     CUfunction xe_one;    /* MEMRA_FP8BLK_XE_ONE=1|all: one table of 128-row tiles, tile-major (experts_wgmma_t), or NULL */
     int xe_one_all;       /* MEMRA_FP8BLK_XE_ONE=all: that table at every mean (tests), not only from 128 rows */
+    /* MEMRA_FP8BLK_XE_TMA=1 (where the driver encodes tensor maps): the experts' weight maps
+     * (experts_maps) and the warp-specialised grouped tile on them (experts_tma), or NULL */
+    CUfunction xe_maps, xe_tma;
     /* lane gemm_fp8 (per-tensor e4m3 experts; off with MEMRA_FP8BLK_XE_PT=0): the per-expert
      * amax, its expansion to rows, the quantiser at those maxima and the tile-major per-tensor
      * tile; NULL otherwise (the lane declines) */
@@ -211,6 +215,13 @@ static void fp8blk_load_wgmma(memra__gpu *q, fp8blk_state *fb, CUmodule m)
             fb->xe_one = wgmma_function(q, fb, m, "memra_k_fp8blk_experts_wgmma_t", FP8BLK_WG_SMEM_BYTES_OF(1));
             fb->xe_one_all = strcmp(xo, "all") == 0;
         }
+        const char *xt = memra__gpu_knob(q, "MEMRA_FP8BLK_XE_TMA");
+        if (xt != NULL && strcmp(xt, "1") == 0 && q->cuTensorMapEncodeTiled != NULL) {
+            fb->xe_tma = wgmma_function(q, fb, m, "memra_k_fp8blk_experts_tma", FP8BLK_WG_SMEM_BYTES_OF(2));
+            if (fb->xe_tma != NULL && q->cu.cuModuleGetFunction(&fb->xe_maps, m, "memra_k_fp8blk_experts_maps") !=
+                                          MEMRA__CU_SUCCESS)
+                fb->xe_tma = fb->xe_maps = NULL;
+        }
         const char *xp = memra__gpu_knob(q, "MEMRA_FP8BLK_XE_PT");
         if (xp == NULL || strcmp(xp, "0") != 0) { /* on unless MEMRA_FP8BLK_XE_PT=0 */
             fb->xe_pt = wgmma_function(q, fb, m, "memra_k_fp8blk_experts_wgmma_pt", FP8BLK_WG_SMEM_BYTES_OF(1));
@@ -220,7 +231,7 @@ static void fp8blk_load_wgmma(memra__gpu *q, fp8blk_state *fb, CUmodule m)
                 fb->xe_pt = NULL;
         }
         if (fb->xe_route == NULL || fb->xe_quant == NULL || fb->xe_quant_given == NULL)
-            fb->xe_gemm = fb->xe_wide = fb->xe_one = fb->xe_pt = NULL;
+            fb->xe_gemm = fb->xe_wide = fb->xe_one = fb->xe_pt = fb->xe_tma = NULL;
     }
 }
 
@@ -555,8 +566,11 @@ memra_status memra__fp8blk_gemm_experts(memra_call *call, const memra_gemm_args 
     /* the one-table tile-major launch where the mean expert fills a 128-row tile (Mixtral-like rows:
      * each expert's weight then streams once, its remainder tile reading it from L2); below that
      * (Qwen3-like, ~32 rows an expert) the 64-row remainder tiles' two CTAs an SM do better */
-    const int one = pt || (fb->xe_one != NULL && (fb->xe_one_all || (int64_t)a->m >= 128 * (int64_t)E) &&
-                           ((int64_t)a->n + 127) / 128 <= 65535);
+    /* MEMRA_FP8BLK_XE_TMA=1: one table of 128-row tiles on the tensor-map tile (its maps encoded here) */
+    const int tma = !pt && fb->xe_tma != NULL && ((int64_t)a->n + 255) / 256 <= 65535;
+    const int one = pt || tma ||
+                    (fb->xe_one != NULL && (fb->xe_one_all || (int64_t)a->m >= 128 * (int64_t)E) &&
+                     ((int64_t)a->n + 127) / 128 <= 65535);
     if (pt && ((int64_t)a->n + 127) / 128 > 65535)
         return memra__gpu_decline(call, "gemm_experts: lane gemm_fp8: more than 65535 column blocks");
     const int two = !one && fb->xe_gemm64 != NULL;
@@ -595,7 +609,37 @@ memra_status memra__fp8blk_gemm_experts(memra_call *call, const memra_gemm_args 
     const unsigned nx = (unsigned)((n + FP8BLK_WG_BN - 1) / FP8BLK_WG_BN);
     if (pt) /* the weights' per-tensor scales where the block lane's grids go */
         grid = ex->w_scales;
-    if (one)
+    if (tma && tiles_max > 0) {
+        /* xq (expert order) as [m rows x k bytes] with the dense TMA kernel's box and swizzle; the
+         * weights' template the same over an expert's [n x k] (any aligned address: each expert's
+         * is put in by experts_maps), box 256 x 128 */
+        memra__cu_tensor_map mx, mt;
+        const uint64_t dx[2] = {(uint64_t)k, (uint64_t)m}, dw[2] = {(uint64_t)k, (uint64_t)n}, stride[1] = {(uint64_t)k};
+        const uint32_t bx[2] = {128, FP8BLK_WG_BM}, bw[2] = {128, 256}, es[2] = {1, 1};
+        memra_dptr maps = 0;
+        if (q->host->scratch_get(call, MEMRA__FP8BLK_SLOT_MAPS, (size_t)E * 128 + 128, &maps) == MEMRA_STATUS_OK &&
+            q->cuTensorMapEncodeTiled(&mx, MEMRA__CU_TENSOR_MAP_DATA_TYPE_UINT8, 2, (void *)(uintptr_t)xq, dx, stride, bx,
+                                      es, MEMRA__CU_TENSOR_MAP_INTERLEAVE_NONE, MEMRA__CU_TENSOR_MAP_SWIZZLE_128B,
+                                      MEMRA__CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                                      MEMRA__CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == MEMRA__CU_SUCCESS &&
+            q->cuTensorMapEncodeTiled(&mt, MEMRA__CU_TENSOR_MAP_DATA_TYPE_UINT8, 2, (void *)(uintptr_t)xq, dw, stride, bw,
+                                      es, MEMRA__CU_TENSOR_MAP_INTERLEAVE_NONE, MEMRA__CU_TENSOR_MAP_SWIZZLE_128B,
+                                      MEMRA__CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                                      MEMRA__CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == MEMRA__CU_SUCCESS) {
+            maps = (maps + 127) / 128 * 128;
+            st = memra__gpu_launch_ex(q, fb->xe_maps, "memra_k_fp8blk_experts_maps", (unsigned)((E + 3) / 4), 1, 1, 128,
+                                      0, call->stream, (void *[]){&mt, &w, &ee, &maps}, 0);
+            if (st != MEMRA_STATUS_OK) return st;
+            return memra__gpu_launch_ex(q, fb->xe_tma, "memra_k_fp8blk_experts_tma", (unsigned)tiles_max,
+                                        (unsigned)((n + 255) / 256), 1, FP8BLK_TMA_THREADS, FP8BLK_WG_SMEM_BYTES_OF(2),
+                                        call->stream,
+                                        (void *[]){&mx, &maps, &grid, &xs, &offsets, &perm, &tiles, &ntiles, &y, &m, &n,
+                                                   &k, &ldy, &alpha},
+                                        0);
+        }
+        /* no scratch or a refused encoding: the table (one, of 128-row tiles) on the cp.async tile below */
+    }
+    if (one && !tma)
         return tiles_max <= 0 ? MEMRA_STATUS_OK
                               : memra__gpu_launch_ex(q, pt ? fb->xe_pt : fb->xe_one,
                                                      pt ? "memra_k_fp8blk_experts_wgmma_pt" : "memra_k_fp8blk_experts_wgmma_t",

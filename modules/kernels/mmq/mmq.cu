@@ -1405,6 +1405,24 @@ memra_k_experts_route(const int *__restrict__ ids, int m, int E, int bm, int *__
     memra_route_experts(ids, m, E, bm, bm2, bm2, offsets, perm, tiles, ntiles, tiles2, ntiles2, cnt, fill);
 }
 
+/* MEMRA_MMQ_XE_SORT=1: the q8_1 records of the routed rows in expert order, xs[g][s] = xq[g][perm[s]]
+ * for s < offsets[E] (144-byte records, step-major as the quantiser wrote them: record (g, row) at
+ * (g m + row) 144), so that every grouped tile copies its rows as one contiguous run, the dense
+ * tile's copy (run u2: the gathered copy's per-chunk index arithmetic held the 128-row grouped
+ * tile at 457 us against the dense tile's 399 on the same CTAs). One thread a 16-byte chunk:
+ * grid (ceil(9 m / 256), G steps), 256 threads; a plain launch after the routing. */
+extern "C" __global__ void __launch_bounds__(256)
+memra_k_experts_gather_q8_1(const unsigned char *__restrict__ xq, const int *__restrict__ perm,
+                            const int *__restrict__ offsets, int E, int m, unsigned char *__restrict__ xs)
+{
+    const long long idx = (long long)blockIdx.x * 256 + threadIdx.x;
+    const int s = (int)(idx / 9), c = (int)(idx - (long long)s * 9);
+    if (s >= offsets[E]) return; /* past the routed rows (also past m: offsets[E] <= m) */
+    const long long gm = (long long)blockIdx.y * m;
+    const uint4 v = *reinterpret_cast<const uint4 *>(xq + (gm + perm[s]) * MMQ_ROW + c * 16);
+    *reinterpret_cast<uint4 *>(xs + (gm + s) * MMQ_ROW + c * 16) = v;
+}
+
 /* A grouped CTA's tile: expert e, its first sorted row s0, the rows that exist
  * (rows <= BM), its first weight row j0 and the weight rows that exist. */
 struct xe_tile {
@@ -1528,7 +1546,7 @@ __device__ __forceinline__ bool xe_begin(xe_cta &c, int *rs, const unsigned long
 }
 
 /* gemm_q8_0r_body with the rows of a tile-table tile (see above). */
-template <int MT, int NT, int OVL = XE_OVL_NONE>
+template <int MT, int NT, int OVL = XE_OVL_NONE, bool SORTED = false>
 __device__ __forceinline__ void experts_q8_0r_body(const unsigned long long *__restrict__ wtab,
                                                    const unsigned char *__restrict__ xq, int m, int n, int k,
                                                    const int *__restrict__ offsets, const int *__restrict__ perm,
@@ -1554,7 +1572,10 @@ __device__ __forceinline__ void experts_q8_0r_body(const unsigned long long *__r
     const uint32_t base = smem_u32(xe_smem);
 #define XE_COPY_STEP(so, g)                                                                                 \
     do {                                                                                                    \
-        xe_copy_rows<32 * MT>(base + (so), xq, (long long)(g) * m, rs, t.rows);                             \
+        if (SORTED) /* xq: the records in expert order (memra_k_experts_gather_q8_1), the tile's rows a run */ \
+            r3_copy_run<32 * MT>(xe_smem + (so), xq + ((long long)(g) * m + t.s0) * MMQ_ROW, t.rows);       \
+        else                                                                                                \
+            xe_copy_rows<32 * MT>(base + (so), xq, (long long)(g) * m, rs, t.rows);                         \
         r3_copy_run<BN>(xe_smem + (so) + R3_A_BYTES(MT), wr + ((long long)(g) * n + t.j0) * MMQ_ROW, t.brows); \
     } while (0)
 #define XE_STEP(so)                                                                                         \
@@ -1574,7 +1595,7 @@ __device__ __forceinline__ void experts_q8_0r_body(const unsigned long long *__r
 }
 
 /* gemm_kr_body with the rows of a tile-table tile (see above). */
-template <int MT, int NT, int F, int OVL = XE_OVL_NONE>
+template <int MT, int NT, int F, int OVL = XE_OVL_NONE, bool SORTED = false>
 __device__ __forceinline__ void experts_kr_body(const unsigned long long *__restrict__ wtab,
                                                 const unsigned char *__restrict__ xq, int m, int n, int k,
                                                 const int *__restrict__ offsets, const int *__restrict__ perm,
@@ -1604,7 +1625,15 @@ __device__ __forceinline__ void experts_kr_body(const unsigned long long *__rest
     unsigned char *const P = xe_smem + KR_P_OFF(MT, NT);
 
     /* gemm_kr_body's groups and waits, in the same order */
-#define XE_COPY_A(slot, g) xe_copy_rows<32 * MT>(base + KR_A_OFF(NT) + (slot) * R3_A_BYTES(MT), xq, (long long)(g) * m, rs, t.rows)
+#define XE_COPY_A(slot, g)                                                                                  \
+    do {                                                                                                    \
+        if (SORTED) /* as experts_q8_0r_body's */                                                           \
+            r3_copy_run<32 * MT>(xe_smem + KR_A_OFF(NT) + (slot) * R3_A_BYTES(MT),                          \
+                                 xq + ((long long)(g) * m + t.s0) * MMQ_ROW, t.rows);                       \
+        else                                                                                                \
+            xe_copy_rows<32 * MT>(base + KR_A_OFF(NT) + (slot) * R3_A_BYTES(MT), xq, (long long)(g) * m, rs, \
+                                  t.rows);                                                                  \
+    } while (0)
 #define XE_STEP(ao, wo)                                                                                     \
     if (mt_live == MT)                                                                                      \
         kr_step<MT, NT, F == KR_Q6_K>(acc, base + (ao) + a_off, base + (wo) + b_off,                        \
@@ -1663,6 +1692,19 @@ XE_ENTRY(memra_k_experts_kr_q5_k_mt1_o2, (experts_kr_body<1, 4, KR_Q5_K, XE_OVL_
 XE_ENTRY(memra_k_experts_kr_q6_k_mt2_o1, (experts_kr_body<2, 4, KR_Q6_K, XE_OVL_MAIN>), 2)
 XE_ENTRY(memra_k_experts_kr_q6_k_mt4_o1, (experts_kr_body<4, 4, KR_Q6_K, XE_OVL_MAIN>), 2)
 XE_ENTRY(memra_k_experts_kr_q6_k_mt1_o2, (experts_kr_body<1, 4, KR_Q6_K, XE_OVL_REM>), 3)
+/* MEMRA_MMQ_XE_SORT=1's tiles: the same on the records in expert order */
+XE_ENTRY(memra_k_experts_q8_0r_mt1_s, (experts_q8_0r_body<1, 4, XE_OVL_NONE, true>), 3)
+XE_ENTRY(memra_k_experts_q8_0r_mt2_s, (experts_q8_0r_body<2, 4, XE_OVL_NONE, true>), 2)
+XE_ENTRY(memra_k_experts_q8_0r_mt4_s, (experts_q8_0r_body<4, 4, XE_OVL_NONE, true>), 2)
+XE_ENTRY(memra_k_experts_kr_q4_k_mt1_s, (experts_kr_body<1, 4, KR_Q4_K, XE_OVL_NONE, true>), 3)
+XE_ENTRY(memra_k_experts_kr_q4_k_mt2_s, (experts_kr_body<2, 4, KR_Q4_K, XE_OVL_NONE, true>), 2)
+XE_ENTRY(memra_k_experts_kr_q4_k_mt4_s, (experts_kr_body<4, 4, KR_Q4_K, XE_OVL_NONE, true>), 2)
+XE_ENTRY(memra_k_experts_kr_q5_k_mt1_s, (experts_kr_body<1, 4, KR_Q5_K, XE_OVL_NONE, true>), 3)
+XE_ENTRY(memra_k_experts_kr_q5_k_mt2_s, (experts_kr_body<2, 4, KR_Q5_K, XE_OVL_NONE, true>), 2)
+XE_ENTRY(memra_k_experts_kr_q5_k_mt4_s, (experts_kr_body<4, 4, KR_Q5_K, XE_OVL_NONE, true>), 2)
+XE_ENTRY(memra_k_experts_kr_q6_k_mt1_s, (experts_kr_body<1, 4, KR_Q6_K, XE_OVL_NONE, true>), 3)
+XE_ENTRY(memra_k_experts_kr_q6_k_mt2_s, (experts_kr_body<2, 4, KR_Q6_K, XE_OVL_NONE, true>), 2)
+XE_ENTRY(memra_k_experts_kr_q6_k_mt4_s, (experts_kr_body<4, 4, KR_Q6_K, XE_OVL_NONE, true>), 2)
 #undef XE_ENTRY
 
 /* The two tables in one launch (MEMRA_MMQ_XE_MERGE=1), the tiles on grid.x and the weight's

@@ -196,6 +196,13 @@ static const char *const memra__mmq_xe_ovl[1 + MMQ_KR_FORMATS][MMQ_XE_TILES] = {
     MMQ_XE_OVL("memra_k_experts_q8_0r"), MMQ_XE_OVL("memra_k_experts_kr_q4_k"), MMQ_XE_OVL("memra_k_experts_kr_q5_k"),
     MMQ_XE_OVL("memra_k_experts_kr_q6_k")};
 #undef MMQ_XE_OVL
+/* MEMRA_MMQ_XE_SORT=1's tiles (mmq.cu memra_k_experts_gather_q8_1): the same heights on the q8_1
+ * records gathered into expert order first, each tile's rows one contiguous run */
+#define MMQ_XE_SORTED(P) {P "_mt1_s", P "_mt2_s", P "_mt4_s"}
+static const char *const memra__mmq_xe_sorted[1 + MMQ_KR_FORMATS][MMQ_XE_TILES] = {
+    MMQ_XE_SORTED("memra_k_experts_q8_0r"), MMQ_XE_SORTED("memra_k_experts_kr_q4_k"),
+    MMQ_XE_SORTED("memra_k_experts_kr_q5_k"), MMQ_XE_SORTED("memra_k_experts_kr_q6_k")};
+#undef MMQ_XE_SORTED
 /* sm_120 (99 KB, + 512 bytes of static row indices) loads every grouped tile but the 128-row ones */
 _Static_assert(R3_SMEM_BYTES(2, 4) + 256 <= MMQ_SM120_SMEM && KR_SMEM_BYTES(2, 2, 4) + 256 <= MMQ_SM120_SMEM,
                "gemm_experts: the 32- and 64-row tiles fit sm_120");
@@ -217,6 +224,9 @@ typedef struct mmq_state {
     CUfunction experts_merged[1 + MMQ_KR_FORMATS][MMQ_XE_TILES];
     /* MEMRA_MMQ_XE_OVERLAP=1: memra__mmq_xe_ovl's kernels, [lane][tile], else NULL */
     CUfunction experts_ovl[1 + MMQ_KR_FORMATS][MMQ_XE_TILES];
+    /* MEMRA_MMQ_XE_SORT=1: the records' gather into expert order and memra__mmq_xe_sorted's
+     * tiles, [lane][tile], else NULL */
+    CUfunction experts_gather, experts_sorted[1 + MMQ_KR_FORMATS][MMQ_XE_TILES];
     /* the f16 / bf16 lanes of gemm_experts (off with MEMRA_MMQ_XE_F16=0), [bf16][tile] (the 32,
      * 64 and 128-row tiles, memra_k_experts_h16_*) and the activation's conversions (f16, bf16,
      * f16 copied), else NULL (the lanes decline) */
@@ -332,6 +342,21 @@ static memra_status mmq_load(memra__gpu *q, void *state)
                                  memra__mmq_xe_ovl[l][t]);
                 }
             }
+    }
+    {
+        const char *xe_sort = memra__gpu_knob(q, "MEMRA_MMQ_XE_SORT");
+        if (xe_sort != NULL && strcmp(xe_sort, "1") == 0 &&
+            memra__gpu_function(q, m, "memra_k_experts_gather_q8_1", 0, &s->experts_gather) == MEMRA_STATUS_OK) {
+            for (int l = 0; l < 1 + MMQ_KR_FORMATS; l++)
+                for (int t = 0; t < MMQ_XE_TILES; t++)
+                    if (s->experts[l][t] != NULL &&
+                        memra__gpu_function(q, m, memra__mmq_xe_sorted[l][t], memra__mmq_xe_tiles[l][t].smem,
+                                            &s->experts_sorted[l][t]) != MEMRA_STATUS_OK)
+                        s->experts_sorted[l][t] = NULL;
+        } else if (xe_sort != NULL && strcmp(xe_sort, "1") == 0) {
+            s->experts_gather = NULL;
+            q->host->log(MEMRA_LOG_WARN, q->name, "gemm_experts: MEMRA_MMQ_XE_SORT=1 but the gather kernel did not load");
+        }
     }
     {
         const char *xe_f16 = memra__gpu_knob(q, "MEMRA_MMQ_XE_F16");
@@ -749,6 +774,7 @@ memra_status memra__mmq_accprobe(memra_call *call, memra_accprobe_arm arm, const
 #define MEMRA__MMQ_SLOT_ROUTE "experts.route"
 #define MEMRA__MMQ_SLOT_XE_PART "experts.splitk" /* the grouped split-k partial sums */
 #define MEMRA__MMQ_SLOT_XE_A16 "experts.a16"      /* the f16 / bf16 lanes: the activation in expert order */
+#define MEMRA__MMQ_SLOT_XE_XS "experts.xs"        /* MEMRA_MMQ_XE_SORT=1: the q8_1 records in expert order */
 
 /* Split-k of the grouped tiles: S slices of the k steps (the dense kernels' split: slice z
  * takes steps G z / S .. G (z + 1) / S - 1), each writing its raw sums to part[z][row][j],
@@ -942,14 +968,37 @@ memra_status memra__mmq_gemm_experts(memra_call *call, const memra_gemm_args *a,
                           (void *[]){&w, &x, &mm, &nn, &kk, &offsets, &perm, &tiles, &ntiles, &y, &ldy, &alpha, &part,
                                      &tiles2, &ntiles2, &y1});
     }
+    /* MEMRA_MMQ_XE_SORT=1 (not merged, the tiles loaded): the records gathered into expert order
+     * (a plain launch after the routing, into scratch), then the _s tiles copy each tile's rows
+     * as one run; the same operands in the same order, so the outputs are the gathered tiles'
+     * bit for bit. Where the scratch is not to be had (a capture without it reserved) the
+     * gathered copy serves, with the same result. */
+    const CUfunction *srt = MMQ_K(q)->experts_sorted[lane];
+    const int64_t G = ((int64_t)k + 127) / 128;
+    int sorted = merged == NULL && MMQ_K(q)->experts_gather != NULL && srt[tile] != NULL &&
+                 (!bm2 || srt[small] != NULL) && G <= 65535 && (9 * (int64_t)m + 255) / 256 <= 0x7FFFFFFF;
+    if (st == MEMRA_STATUS_OK && sorted) {
+        memra_dptr xs = 0;
+        if (q->host->scratch_get(call, MEMRA__MMQ_SLOT_XE_XS, (size_t)(G * m * MMQ_ROW) + 256, &xs) != MEMRA_STATUS_OK) {
+            q->host->log(MEMRA_LOG_DEBUG, q->name, "gemm_experts: no scratch for the sorted records, gathering per tile");
+            sorted = 0;
+        } else {
+            st = launch_n(q, MMQ_K(q)->experts_gather, "memra_k_experts_gather_q8_1", (unsigned)((9 * (int64_t)m + 255) / 256),
+                          (unsigned)G, 256, 0, call->stream, (void *[]){&x, &perm, &offsets, &ee, &mm, &xs});
+            x = xs;
+        }
+    }
+    if (sorted) fns = srt;
     /* MEMRA_MMQ_XE_OVERLAP=1 (unsplit, with a remainder launch, both kernels loaded, PDL on): the
      * remainder grid starts beside the full tiles' last wave (mmq.cu XE_OVL_MAIN); its CTAs
      * need the full tiles' grid to have started every CTA, which only a programmatic launch
      * of both lets happen early (without PDL they run one after the other, as plain) */
     const CUfunction *ovl = MMQ_K(q)->experts_ovl[lane];
-    const int overlap = merged == NULL && tiles_max > 0 && bm2 && S == 1 && !kn.pdl_off && ovl[tile] != NULL && ovl[small] != NULL;
-    if (merged == NULL && tiles_max > 0) {
-        st = launch_pdl_k(q, &kn, overlap ? ovl[tile] : fns[tile], overlap ? memra__mmq_xe_ovl[lane][tile] : tl->kernel,
+    const int overlap = !sorted && merged == NULL && tiles_max > 0 && bm2 && S == 1 && !kn.pdl_off && ovl[tile] != NULL &&
+                        ovl[small] != NULL;
+    if (st == MEMRA_STATUS_OK && merged == NULL && tiles_max > 0) {
+        st = launch_pdl_k(q, &kn, overlap ? ovl[tile] : fns[tile],
+                          overlap ? memra__mmq_xe_ovl[lane][tile] : sorted ? memra__mmq_xe_sorted[lane][tile] : tl->kernel,
                           (unsigned)((n + 127) / 128), (unsigned)tiles_max, (unsigned)S, MMQ_THREADS, tl->smem,
                           call->stream,
                           (void *[]){&w, &x, &mm, &nn, &kk, &offsets, &perm, &tiles, &ntiles, &y, &ldy, &alpha, &part});
@@ -959,7 +1008,8 @@ memra_status memra__mmq_gemm_experts(memra_call *call, const memra_gemm_args *a,
      * launch, whose griddepcontrol.wait orders it after that grid and so after the routing
      * (overlapped: it waits at its end, so it still completes after the full tiles) */
         const memra__mmq_r3_tile *t2 = &memra__mmq_xe_tiles[lane][small];
-        st = launch_pdl_k(q, &kn, overlap ? ovl[small] : fns[small], overlap ? memra__mmq_xe_ovl[lane][small] : t2->kernel,
+        st = launch_pdl_k(q, &kn, overlap ? ovl[small] : fns[small],
+                          overlap ? memra__mmq_xe_ovl[lane][small] : sorted ? memra__mmq_xe_sorted[lane][small] : t2->kernel,
                           (unsigned)((n + 127) / 128), (unsigned)tiles2_max, (unsigned)S, MMQ_THREADS, t2->smem,
                           call->stream,
                           (void *[]){&w, &x, &mm, &nn, &kk, &offsets, &perm, &tiles2, &ntiles2, &y, &ldy, &alpha, &part});
