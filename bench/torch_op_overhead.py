@@ -221,11 +221,9 @@ def main():
     over_q = {n: quartiles(v) for n, v in paired.items()}
     ok = {n: over[n] <= TARGET_US for n in ("fast", "op_out", "op")}
     gpu_name = torch.cuda.get_device_name(a.device) if cuda else "host (dry run)"
-    if a.stub:
-        gpu_name += ", memra_matmul_ex stubbed"
-    print("memra torch op overhead on %s (torch %s, memra %s): %d x %d x %d %s, %d calls x %d batches"
-          % (gpu_name, torch.__version__, memra.version(), a.m, a.n, a.k, a.format,
-             a.calls, a.batches))
+    print("memra torch op overhead on %s%s (torch %s, memra %s): %d x %d x %d %s, %d calls x %d batches"
+          % (gpu_name, ", memra_matmul_ex stubbed" if a.stub else "", torch.__version__, memra.version(), a.m, a.n,
+             a.k, a.format, a.calls, a.batches))
     print("%-10s %12s %10s %14s %17s  %s" % ("arm", "us / call", "spread", "vs bound us", "(quartiles)", "note"))
     for n in names:
         sp = 50.0 * (q[n][1] - q[n][0]) / med[n] if med[n] else 0.0
@@ -248,6 +246,7 @@ def main():
                     "arms": [{"arm": n, "median_ms": med[n] * 1e-3, "q1_ms": q[n][0] * 1e-3, "q3_ms": q[n][1] * 1e-3,
                               "times_ms": [t * 1e-3 for t in per[n]], "valid": True} for n in names]}],
         "torch_op": {"torch": torch.__version__, "format": a.format, "target_us_over_bound": TARGET_US,
+                     "stubbed": bool(a.stub),
                      "over_bound_us": over,
                      "over_bound_quartiles_us": over_q, "over_bound_rule": "median over batches of the arm's time "
                      "less the bound call's in the same batch", "target_met": ok, "checks": checks},
