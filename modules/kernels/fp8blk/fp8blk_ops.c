@@ -231,7 +231,7 @@ static void fp8blk_load_wgmma(memra__gpu *q, fp8blk_state *fb, CUmodule m)
                 fb->xe_pt = NULL;
         }
         if (fb->xe_route == NULL || fb->xe_quant == NULL || fb->xe_quant_given == NULL)
-            fb->xe_gemm = fb->xe_wide = fb->xe_one = fb->xe_pt = fb->xe_tma = NULL;
+            fb->xe_gemm = fb->xe_wide = fb->xe_one = fb->xe_pt = fb->xe_tma = fb->xe_maps = NULL;
     }
 }
 
@@ -637,7 +637,8 @@ memra_status memra__fp8blk_gemm_experts(memra_call *call, const memra_gemm_args 
                                                    &k, &ldy, &alpha},
                                         0);
         }
-        /* no scratch or a refused encoding: the table (one, of 128-row tiles) on the cp.async tile below */
+        /* no scratch or a refused encoding: the table (one, of 128-row tiles, built with two == 0) on
+         * the 128-row cp.async tile below (xe_wide / xe_gemm, CTAs past the count exiting) */
     }
     if (one && !tma)
         return tiles_max <= 0 ? MEMRA_STATUS_OK

@@ -976,7 +976,7 @@ memra_status memra__mmq_gemm_experts(memra_call *call, const memra_gemm_args *a,
     const CUfunction *srt = MMQ_K(q)->experts_sorted[lane];
     const int64_t G = ((int64_t)k + 127) / 128;
     int sorted = merged == NULL && MMQ_K(q)->experts_gather != NULL && srt[tile] != NULL &&
-                 (!bm2 || srt[small] != NULL) && G <= 65535 && (9 * (int64_t)m + 255) / 256 <= 0x7FFFFFFF;
+                 (!bm2 || srt[small] != NULL) && G <= 65535;
     if (st == MEMRA_STATUS_OK && sorted) {
         memra_dptr xs = 0;
         if (q->host->scratch_get(call, MEMRA__MMQ_SLOT_XE_XS, (size_t)(G * m * MMQ_ROW) + 256, &xs) != MEMRA_STATUS_OK) {
