@@ -362,6 +362,21 @@ memra_status memra__mmq_gemm_fp8_blk_of(memra_call *call, const memra_gemm_args 
     return gemm_fp8_blk(call, a, memra__gpu_state(MMQ_OF(call), family));
 }
 
+
+/* A tensor map over an e4m3 matrix of `rows` rows of k bytes at addr, as the tensor-map tiles
+ * read it: box 128 bytes x box_rows rows, 128-byte swizzle, rows past the end zero-filled.
+ * 1 when the driver encoded it. */
+static int fp8blk_tmap(const memra__gpu *q, memra__cu_tensor_map *map, memra_dptr addr, int64_t rows, int64_t k,
+                       uint32_t box_rows)
+{
+    const uint64_t dims[2] = {(uint64_t)k, (uint64_t)rows}, stride[1] = {(uint64_t)k};
+    const uint32_t box[2] = {128, box_rows}, es[2] = {1, 1};
+    return q->cuTensorMapEncodeTiled(map, MEMRA__CU_TENSOR_MAP_DATA_TYPE_UINT8, 2, (void *)(uintptr_t)addr, dims, stride,
+                                     box, es, MEMRA__CU_TENSOR_MAP_INTERLEAVE_NONE, MEMRA__CU_TENSOR_MAP_SWIZZLE_128B,
+                                     MEMRA__CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                                     MEMRA__CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == MEMRA__CU_SUCCESS;
+}
+
 memra_status memra__mmq_gemm_fp8_blk_tiles(memra_call *call, const memra_gemm_args *a)
 {
     const fp8blk_tiles_state *ts = memra__gpu_state(MMQ_OF(call), &memra__gpu_family_fp8blk_tiles);
@@ -419,16 +434,7 @@ static memra_status gemm_fp8_blk(memra_call *call, const memra_gemm_args *a, con
     if (fb->wgmma_tma != NULL && q->cuTensorMapEncodeTiled != NULL) {
         /* xq as [m rows x k bytes], w as [n x k], 128-byte swizzle, boxes 128 x 128 and 256 x 128 */
         memra__cu_tensor_map mx, mw;
-        const uint64_t dx[2] = {(uint64_t)k, (uint64_t)m}, dw[2] = {(uint64_t)k, (uint64_t)n}, stride[1] = {(uint64_t)k};
-        const uint32_t bx[2] = {128, FP8BLK_WG_BM}, bw[2] = {128, 256}, es[2] = {1, 1};
-        if (q->cuTensorMapEncodeTiled(&mx, MEMRA__CU_TENSOR_MAP_DATA_TYPE_UINT8, 2, (void *)(uintptr_t)xq, dx, stride, bx,
-                                      es, MEMRA__CU_TENSOR_MAP_INTERLEAVE_NONE, MEMRA__CU_TENSOR_MAP_SWIZZLE_128B,
-                                      MEMRA__CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-                                      MEMRA__CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == MEMRA__CU_SUCCESS &&
-            q->cuTensorMapEncodeTiled(&mw, MEMRA__CU_TENSOR_MAP_DATA_TYPE_UINT8, 2, (void *)(uintptr_t)w, dw, stride, bw,
-                                      es, MEMRA__CU_TENSOR_MAP_INTERLEAVE_NONE, MEMRA__CU_TENSOR_MAP_SWIZZLE_128B,
-                                      MEMRA__CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-                                      MEMRA__CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == MEMRA__CU_SUCCESS)
+        if (fp8blk_tmap(q, &mx, xq, m, k, FP8BLK_WG_BM) && fp8blk_tmap(q, &mw, w, n, k, 256))
             return memra__gpu_launch_ex(q, fb->wgmma_tma, "memra_k_fp8blk_wgmma_tma",
                                         (unsigned)((m + FP8BLK_WG_BM - 1) / FP8BLK_WG_BM), (unsigned)((n + 255) / 256),
                                         1, FP8BLK_TMA_THREADS, FP8BLK_WG_SMEM_BYTES_OF(2), call->stream,
@@ -614,18 +620,9 @@ memra_status memra__fp8blk_gemm_experts(memra_call *call, const memra_gemm_args 
          * weights' template the same over an expert's [n x k] (any aligned address: each expert's
          * is put in by experts_maps), box 256 x 128 */
         memra__cu_tensor_map mx, mt;
-        const uint64_t dx[2] = {(uint64_t)k, (uint64_t)m}, dw[2] = {(uint64_t)k, (uint64_t)n}, stride[1] = {(uint64_t)k};
-        const uint32_t bx[2] = {128, FP8BLK_WG_BM}, bw[2] = {128, 256}, es[2] = {1, 1};
         memra_dptr maps = 0;
         if (q->host->scratch_get(call, MEMRA__FP8BLK_SLOT_MAPS, (size_t)E * 128 + 128, &maps) == MEMRA_STATUS_OK &&
-            q->cuTensorMapEncodeTiled(&mx, MEMRA__CU_TENSOR_MAP_DATA_TYPE_UINT8, 2, (void *)(uintptr_t)xq, dx, stride, bx,
-                                      es, MEMRA__CU_TENSOR_MAP_INTERLEAVE_NONE, MEMRA__CU_TENSOR_MAP_SWIZZLE_128B,
-                                      MEMRA__CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-                                      MEMRA__CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == MEMRA__CU_SUCCESS &&
-            q->cuTensorMapEncodeTiled(&mt, MEMRA__CU_TENSOR_MAP_DATA_TYPE_UINT8, 2, (void *)(uintptr_t)xq, dw, stride, bw,
-                                      es, MEMRA__CU_TENSOR_MAP_INTERLEAVE_NONE, MEMRA__CU_TENSOR_MAP_SWIZZLE_128B,
-                                      MEMRA__CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-                                      MEMRA__CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == MEMRA__CU_SUCCESS) {
+            fp8blk_tmap(q, &mx, xq, m, k, FP8BLK_WG_BM) && fp8blk_tmap(q, &mt, xq, n, k, 256)) {
             maps = (maps + 127) / 128 * 128;
             st = memra__gpu_launch_ex(q, fb->xe_maps, "memra_k_fp8blk_experts_maps", (unsigned)((E + 3) / 4), 1, 1, 128,
                                       0, call->stream, (void *[]){&mt, &w, &ee, &maps}, 0);
