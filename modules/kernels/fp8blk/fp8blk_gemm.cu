@@ -856,6 +856,78 @@ __device__ __forceinline__ void mb_arrive_tx(unsigned a, unsigned bytes)
                  : "memory");
 }
 
+/* The tensor-map tile's two roles, shared by memra_k_fp8blk_wgmma_tma and
+ * memra_k_fp8blk_experts_tma. tma_produce: the producer warp's loop (lane 0 issues stage b's
+ * two bulk copies, x rows r0 .. r0 + 127 and weight rows j0 .. j0 + 128 NH, every lane
+ * copies four of the 128 rows' scales xs[b m + r0 + t], zero past m). tma_consume: a consumer
+ * warpgroup's loop into acc (ct 0 .. 255, the consumer thread; grow the weight grid's rows of
+ * the tile, nk blocks each); a warpgroup that is not `live` computes nothing but frees every
+ * stage as the live ones do. */
+template <int NH, int S, int SB>
+__device__ __forceinline__ void tma_produce(const memra_tmap *map_x, const memra_tmap *map_w, const float *__restrict__ xs,
+                                            int r0, int j0, int m, int nk, unsigned sbase, unsigned char *stages,
+                                            unsigned full, unsigned empty, int lane)
+{
+    for (int b = 0; b < nk; b++) {
+        const int s = b % S;
+        if (b >= S) mb_wait(empty + 8 * s, (unsigned)(b / S - 1) & 1u);
+        const unsigned st = sbase + s * SB;
+        if (lane == 0) {
+            mb_arrive_tx(full + 8 * s, 16384u * (1 + NH));
+            tma_load_2d(st, map_x, b * 128, r0, full + 8 * s);
+            tma_load_2d(st + 16384, map_w, b * 128, j0, full + 8 * s);
+        }
+        float *sx = reinterpret_cast<float *>(stages + s * SB + 16384 * (1 + NH));
+#pragma unroll
+        for (int e = 0; e < 4; e++) {
+            const int t = lane + 32 * e, i = r0 + t;
+            fb_cp4(sx + t, i < m ? xs + (long long)b * m + i : xs, i < m ? 4 : 0);
+        }
+        mb_cp_arrive(full + 8 * s);
+    }
+    asm volatile("cp.async.wait_all;\n" ::: "memory");
+}
+
+template <int NH, int S, int SB>
+__device__ __forceinline__ void tma_consume(float (&acc)[NH][64], const float *__restrict__ grow, int nk, int ngr, int j0,
+                                            unsigned sbase, const unsigned char *stages, unsigned full, unsigned empty,
+                                            int ct, int lane, bool live)
+{
+    const int r0 = (ct >> 7) * 64 + ((ct >> 5) & 3) * 16 + (lane >> 2);
+    float t[64];
+#pragma unroll
+    for (int h = 0; h < NH; h++)
+#pragma unroll
+        for (int i = 0; i < 64; i++) acc[h][i] = 0.0f;
+    const unsigned a_off = (ct >> 7) * 64 * 128;
+    for (int kb = 0; kb < nk; kb++) {
+        const int s = kb % S;
+        mb_wait(full + 8 * s, (unsigned)(kb / S) & 1u);
+        if (!live) { /* nothing to compute: free the stage */
+            mb_arrive(empty + 8 * s);
+            continue;
+        }
+        const float *sx = reinterpret_cast<const float *>(stages + s * SB + 16384 * (1 + NH));
+        const float x0 = sx[r0], x1 = sx[r0 + 8];
+        const unsigned a = sbase + s * SB + a_off;
+#pragma unroll
+        for (int h = 0; h < NH; h++) {
+            const float g = (j0 / 128 + h < ngr) ? grow[(long long)h * nk + kb] : 0.0f;
+            const unsigned bb = sbase + s * SB + 16384 * (1 + h);
+            asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+#pragma unroll
+            for (int kk = 0; kk < 4; kk++) wg_mma(t, wg_desc(a + kk * 32), wg_desc(bb + kk * 32), kk);
+            asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+            asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+            wg_fence_regs(t);
+            if (h == NH - 1) mb_arrive(empty + 8 * s);
+            const float f0 = x0 * g, f1 = x1 * g;
+#pragma unroll
+            for (int i = 0; i < 64; i++) acc[h][i] = fmaf((i & 2) ? f1 : f0, t[i], acc[h][i]);
+        }
+    }
+}
+
 extern "C" __global__ void __launch_bounds__(FP8BLK_TMA_THREADS, 1)
 memra_k_fp8blk_wgmma_tma(const __grid_constant__ memra_tmap map_x, const __grid_constant__ memra_tmap map_w,
                          const float *__restrict__ grid, const float *__restrict__ xs, float *__restrict__ y, int m,
@@ -881,58 +953,14 @@ memra_k_fp8blk_wgmma_tma(const __grid_constant__ memra_tmap map_x, const __grid_
     if (wg == 0) {
         asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n");
         if (threadIdx.x >= 32) return;
-        for (int b = 0; b < nk; b++) {
-            const int s = b % S;
-            if (b >= S) mb_wait(empty + 8 * s, (unsigned)(b / S - 1) & 1u);
-            const unsigned st = sbase + s * SB;
-            if (lane == 0) {
-                mb_arrive_tx(full + 8 * s, 16384u * (1 + NH));
-                tma_load_2d(st, &map_x, b * 128, i0, full + 8 * s);
-                tma_load_2d(st + 16384, &map_w, b * 128, j0, full + 8 * s);
-            }
-            float *sx = reinterpret_cast<float *>(stages + s * SB + 16384 * (1 + NH));
-#pragma unroll
-            for (int e = 0; e < 4; e++) {
-                const int t = lane + 32 * e, i = i0 + t;
-                fb_cp4(sx + t, i < m ? xs + (long long)b * m + i : xs, i < m ? 4 : 0);
-            }
-            mb_cp_arrive(full + 8 * s);
-        }
-        asm volatile("cp.async.wait_all;\n" ::: "memory");
+        tma_produce<NH, S, SB>(&map_x, &map_w, xs, i0, j0, m, nk, sbase, stages, full, empty, lane);
         return;
     }
     asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n");
     const int ct = threadIdx.x - 128; /* 0..255: the consumers */
     const int r0 = (ct >> 7) * 64 + ((ct >> 5) & 3) * 16 + (lane >> 2);
-    const float *grow = grid + (long long)(j0 / 128) * nk;
-    float acc[NH][64], t[64];
-#pragma unroll
-    for (int h = 0; h < NH; h++)
-#pragma unroll
-        for (int i = 0; i < 64; i++) acc[h][i] = 0.0f;
-    const unsigned a_off = (ct >> 7) * 64 * 128;
-    for (int kb = 0; kb < nk; kb++) {
-        const int s = kb % S;
-        mb_wait(full + 8 * s, (unsigned)(kb / S) & 1u);
-        const float *sx = reinterpret_cast<const float *>(stages + s * SB + 16384 * (1 + NH));
-        const float x0 = sx[r0], x1 = sx[r0 + 8];
-        const unsigned a = sbase + s * SB + a_off;
-#pragma unroll
-        for (int h = 0; h < NH; h++) {
-            const float g = (j0 / 128 + h < ngr) ? grow[(long long)h * nk + kb] : 0.0f;
-            const unsigned bb = sbase + s * SB + 16384 * (1 + h);
-            asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
-#pragma unroll
-            for (int kk = 0; kk < 4; kk++) wg_mma(t, wg_desc(a + kk * 32), wg_desc(bb + kk * 32), kk);
-            asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
-            asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
-            wg_fence_regs(t);
-            if (h == NH - 1) mb_arrive(empty + 8 * s);
-            const float f0 = x0 * g, f1 = x1 * g;
-#pragma unroll
-            for (int i = 0; i < 64; i++) acc[h][i] = fmaf((i & 2) ? f1 : f0, t[i], acc[h][i]);
-        }
-    }
+    float acc[NH][64];
+    tma_consume<NH, S, SB>(acc, grid + (long long)(j0 / 128) * nk, nk, ngr, j0, sbase, stages, full, empty, ct, lane, true);
 #pragma unroll
     for (int h = 0; h < NH; h++)
 #pragma unroll
@@ -1020,63 +1048,16 @@ memra_k_fp8blk_experts_tma(const __grid_constant__ memra_tmap map_x, const memra
             asm volatile("fence.proxy.tensormap::generic.acquire.gpu [%0], 128;\n" ::"l"(
                              reinterpret_cast<unsigned long long>(map_w))
                          : "memory");
-        for (int b = 0; b < nk; b++) {
-            const int s = b % S;
-            if (b >= S) mb_wait(empty + 8 * s, (unsigned)(b / S - 1) & 1u);
-            const unsigned st = sbase + s * SB;
-            if (lane == 0) {
-                mb_arrive_tx(full + 8 * s, 16384u * (1 + NH));
-                tma_load_2d(st, &map_x, b * 128, s0, full + 8 * s);
-                tma_load_2d(st + 16384, map_w, b * 128, j0, full + 8 * s);
-            }
-            float *sx = reinterpret_cast<float *>(stages + s * SB + 16384 * (1 + NH));
-#pragma unroll
-            for (int q = 0; q < 4; q++) {
-                const int t = lane + 32 * q, i = s0 + t;
-                fb_cp4(sx + t, i < m ? xs + (long long)b * m + i : xs, i < m ? 4 : 0);
-            }
-            mb_cp_arrive(full + 8 * s);
-        }
-        asm volatile("cp.async.wait_all;\n" ::: "memory");
+        tma_produce<NH, S, SB>(&map_x, map_w, xs, s0, j0, m, nk, sbase, stages, full, empty, lane);
         return;
     }
     asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n");
     const int ct = threadIdx.x - 128; /* 0..255: the consumers */
     const int r0 = (ct >> 7) * 64 + ((ct >> 5) & 3) * 16 + (lane >> 2);
     const bool live = s0 + (ct >> 7) * 64 < end; /* the warpgroup's 64 rows hold one of the expert's */
-    const float *grow = reinterpret_cast<const float *>(gtab[e]) + (long long)(j0 / 128) * nk;
-    float acc[NH][64], t[64];
-#pragma unroll
-    for (int h = 0; h < NH; h++)
-#pragma unroll
-        for (int i = 0; i < 64; i++) acc[h][i] = 0.0f;
-    const unsigned a_off = (ct >> 7) * 64 * 128;
-    for (int kb = 0; kb < nk; kb++) {
-        const int s = kb % S;
-        mb_wait(full + 8 * s, (unsigned)(kb / S) & 1u);
-        if (!live) { /* nothing to compute: free the stage */
-            mb_arrive(empty + 8 * s);
-            continue;
-        }
-        const float *sx = reinterpret_cast<const float *>(stages + s * SB + 16384 * (1 + NH));
-        const float x0 = sx[r0], x1 = sx[r0 + 8];
-        const unsigned a = sbase + s * SB + a_off;
-#pragma unroll
-        for (int h = 0; h < NH; h++) {
-            const float g = (j0 / 128 + h < ngr) ? grow[(long long)h * nk + kb] : 0.0f;
-            const unsigned bb = sbase + s * SB + 16384 * (1 + h);
-            asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
-#pragma unroll
-            for (int kk = 0; kk < 4; kk++) wg_mma(t, wg_desc(a + kk * 32), wg_desc(bb + kk * 32), kk);
-            asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
-            asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
-            wg_fence_regs(t);
-            if (h == NH - 1) mb_arrive(empty + 8 * s);
-            const float f0 = x0 * g, f1 = x1 * g;
-#pragma unroll
-            for (int i = 0; i < 64; i++) acc[h][i] = fmaf((i & 2) ? f1 : f0, t[i], acc[h][i]);
-        }
-    }
+    float acc[NH][64];
+    tma_consume<NH, S, SB>(acc, reinterpret_cast<const float *>(gtab[e]) + (long long)(j0 / 128) * nk, nk, ngr, j0,
+                           sbase, stages, full, empty, ct, lane, live);
     if (!live) return;
 #pragma unroll
     for (int h = 0; h < NH; h++)
