@@ -101,7 +101,7 @@
 set -u
 OUT=${OUT:-/tmp/memra-out}
 mkdir -p "$OUT"
-L=/tmp/memra-logs R=/tmp/memra-receipts B=${B:-/tmp/memra-build}
+L=${L:-/tmp/memra-logs} R=${R:-/tmp/memra-receipts} B=${B:-/tmp/memra-build}
 mkdir -p $L $R
 S=$OUT/summary.txt
 : > "$S"
