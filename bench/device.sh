@@ -954,8 +954,8 @@ step_xeovl() {
 # f16 and bf16 experts) and the per-tensor FP8 lane (MEMRA_FP8BLK_XE_PT=1): test_gpu_experts f16,
 # bf16, fp8pt, fp8pt_skew (against the host; each sets its own knob), memra check --op gemm_experts
 # with both knobs, memra bench moe --format f16 / bf16 / fp8 at XE16_M (default 512) with both knobs
-# (the grouped call against its loop and the dense lane), and the four tools over test_gpu_experts
-# f16 and fp8pt, each in its own process
+# (the grouped call against its loop and the dense lane; XE16_BENCH=0 skips it), and the four tools
+# (XE16_TOOLS) over test_gpu_experts f16 and fp8pt, each in its own process
 step_xe16() {
   local t=$SECONDS c fm mm tool lg f
   for c in f16 bf16 fp8pt fp8pt_skew; do
@@ -964,7 +964,7 @@ step_xe16() {
   done
   MEMRA_MMQ_XE_F16=1 MEMRA_FP8BLK_XE_PT=1 timeout 300 $M check --device 0 --op gemm_experts > "$L/xe16_check.log" 2>&1
   say "check gemm_experts (XE_F16=1 XE_PT=1): exit $? $(grep -E 'passed, ' "$L/xe16_check.log")"
-  for mm in ${XE16_M:-512}; do for fm in f16 bf16 fp8; do
+  [ "${XE16_BENCH:-1}" = 1 ] && for mm in ${XE16_M:-512}; do for fm in f16 bf16 fp8; do
     f="$L/xe16_bench_moe_${fm}_m$mm.txt"
     MEMRA_MMQ_XE_F16=1 MEMRA_FP8BLK_XE_PT=1 timeout 300 $M bench moe --device 0 --m $mm --format $fm \
       --json $R/xe16_bench_moe_${fm}_m${mm}_$TAG.json > "$f" 2>&1

@@ -246,6 +246,8 @@ static const char *g_xe_merge_knob; /* MEMRA_MMQ_XE_MERGE likewise */
 static const char *g_xe_ovl_knob;   /* MEMRA_MMQ_XE_OVERLAP likewise */
 static const char *g_xe_sort_knob;  /* MEMRA_MMQ_XE_SORT likewise */
 static const char *g_xe_h16_knob;   /* MEMRA_MMQ_XE_H16 likewise */
+static const char *g_xe_tma_knob;   /* MEMRA_FP8BLK_XE_TMA likewise */
+static const char *g_xe_n128_knob;  /* MEMRA_FP8BLK_XE_N128 likewise */
 static const char *fake_knob(const memra_device_caps *caps, const char *name)
 {
     (void)caps;
@@ -260,6 +262,8 @@ static const char *fake_knob(const memra_device_caps *caps, const char *name)
     if (strcmp(name, "MEMRA_MMQ_XE_OVERLAP") == 0) return g_xe_ovl_knob;
     if (strcmp(name, "MEMRA_MMQ_XE_SORT") == 0) return g_xe_sort_knob;
     if (strcmp(name, "MEMRA_MMQ_XE_H16") == 0) return g_xe_h16_knob;
+    if (strcmp(name, "MEMRA_FP8BLK_XE_TMA") == 0) return g_xe_tma_knob;
+    if (strcmp(name, "MEMRA_FP8BLK_XE_N128") == 0) return g_xe_n128_knob;
     return NULL; /* every other knob at its default */
 }
 static void *fake_library_open(const char *which)
@@ -614,6 +618,9 @@ static int h16_cases(const char *so)
 static int case_mmq(const char *so)
 {
     mod m;
+    /* the records' gather into expert order is the default; off here, so that the grouped cases
+     * below see the gathering tiles they name (the sorted ones at the end) */
+    g_xe_sort_knob = "0";
     g_xe_f16_knob = "0"; /* the 16-bit lanes off: declined by name below (h16_cases: on) */
     const int opened = open_mod(so, 90, &m);
     g_xe_f16_knob = NULL;
@@ -731,10 +738,11 @@ static int case_mmq(const char *so)
     ok &= experts_launch(&m, MEMRA_OP_gemm_q8_0r, 0, 100, 8, "memra_k_experts_q8_0r_mt1", 3, 4 + 8, NULL, 0);
     g_xe_ovl_knob = NULL;
     ok &= close_mod(&m, 1);
-    /* MEMRA_MMQ_XE_SORT=1: the routing, the records' gather into expert order (a plain launch on
-     * ceil(9 m / 256) x 2 steps of 128, 256 threads), then the _s tiles, the remainders after
-     * them (dependent launches); one table alone the same; with the overlap knob too, the sort wins */
-    g_xe_sort_knob = "1";
+    /* the default (MEMRA_MMQ_XE_SORT unset): the routing, the records' gather into expert order (a
+     * plain launch on ceil(9 m / 256) x 2 steps of 128, 256 threads), then the _s tiles, the
+     * remainders after them (dependent launches); one table alone the same; with the overlap knob
+     * too, the sort wins */
+    g_xe_sort_knob = NULL;
     g_xe_ovl_knob = "1";
     if (!open_mod(so, 90, &m)) return 0;
     {
@@ -948,9 +956,39 @@ static int fp8blk_experts(mod *m)
     return ok;
 }
 
+/* The default grouped block-128 launch (MEMRA_FP8BLK_XE_TMA unset): the routing, the quantiser
+ * in expert order, the experts' weight maps (a warp an expert: ceil(8 / 4) = 2 blocks of 128) and
+ * the tensor-map tile on one table of min(ceil(300 / 128) + 8, 300) = 11 tiles x ceil(300 / 256) = 2
+ * column tiles (384 threads; 128 columns wide with MEMRA_FP8BLK_XE_N128=1: 3), two maps encoded */
+static int fp8blk_experts_tma(mod *m, int n128)
+{
+    memra_call c = call_of(m);
+    memra_gemm_args a = gemm(300, 300, 256);
+    memra_gemm_experts_args ex = {.struct_size = sizeof ex, .lane = MEMRA_OP_gemm_fp8_blk, .n_experts = 8,
+                                  .ids = 0x60000000};
+    g_tmap_calls = 0;
+    const memra_status st = m->desc->ops->gemm_experts(&c, &a, &ex);
+    const unsigned cols = n128 ? 3 : 2;
+    const int grid = g_n_launched == 4 && g_grid_x[2] == 2 && g_block_x[2] == 128 && g_grid_x[3] == 11 &&
+                     g_grid_y[3] == cols && g_block_x[3] == 384 && g_tmap_calls == 2;
+    printf("    grids (tensor maps%s): maps %u (%u), grouped %u x %u (%u), %d maps encoded; want 2 (128), 11 x %u "
+           "(384), 2  %s\n",
+           n128 ? ", 128 wide" : "", g_grid_x[2], g_block_x[2], g_grid_x[3], g_grid_y[3], g_block_x[3], g_tmap_calls,
+           cols, grid ? "ok" : "FAIL");
+    return launched_exact(n128 ? "gemm_experts fp8_blk tma n128" : "gemm_experts fp8_blk tma", st, 4,
+                          (const char *[]){"memra_k_fp8blk_experts_route", "memra_k_fp8blk_quant_sorted",
+                                           "memra_k_fp8blk_experts_maps",
+                                           n128 ? "memra_k_fp8blk_experts_tma_n128" : "memra_k_fp8blk_experts_tma"},
+                          (const int[]){0, 0, 0, 0}) &&
+           grid;
+}
+
 static int case_fp8blk(const char *so)
 {
     mod m;
+    /* the tensor-map grouped tile is the default; off here, so that the cases below see the
+     * cp.async tiles they name (its own case at the end) */
+    g_xe_tma_knob = "0";
     g_xe_pt_knob = "0"; /* lane gemm_fp8 off in this instance: declined by name below */
     const int opened = open_mod(so, 90, &m);
     g_xe_pt_knob = NULL;
@@ -1063,6 +1101,19 @@ static int case_fp8blk(const char *so)
                    (const char *[]){"memra_k_fp8blk_quant", "memra_k_fp8blk_wgmma"}, (const int[]){0, 0});
     ok &= close_mod(&m, 2);
     g_wgmma_knob = NULL;
+    g_xe_tma_knob = NULL; /* the default: the tensor-map tile */
+    for (int n128 = 0; n128 < 2; n128++) {
+        g_xe_n128_knob = n128 ? "1" : NULL;
+        if (!open_mod(so, 90, &m)) return 0;
+        ok &= fp8blk_experts_tma(&m, n128);
+        ok &= close_mod(&m, 2);
+    }
+    g_xe_n128_knob = NULL;
+    g_no_tmap = 1; /* without the encoder: the cp.async tiles */
+    if (!open_mod(so, 90, &m)) return 0;
+    ok &= fp8blk_experts_launch(&m, 300, 8, 0.0f, "memra_k_fp8blk_quant_sorted", 300 / 65, 8);
+    ok &= close_mod(&m, 2);
+    g_no_tmap = 0;
     return ok;
 }
 

@@ -157,10 +157,13 @@ memra_k_fp8blk_quant_given(const float *__restrict__ x, int m, int k, unsigned c
  *                         _quant_given (a static scale only: a producer's maxima
  *                         are the batch's rows', module.h) with the rows in expert
  *                         order: sorted row s of q (and its scales at s[b * m + s])
- *                         is x row perm[s], for s < offsets[E] (rows past it, the
- *                         skipped ids', are not written and never read), bit for
- *                         bit the dense quantiser's codes of that row
- *                         (memra_row128_quant_rows). Grid sized for all m rows. */
+ *                         is x row perm[s], for s < offsets[E], bit for bit the
+ *                         dense quantiser's codes of that row
+ *                         (memra_row128_quant_rows); rows offsets[E] .. m - 1 (as
+ *                         many as the skipped ids) get zero codes and scale 1: the
+ *                         tensor-map tile's copies read a whole 128-row tile, its
+ *                         rows past the last expert's end included (run v2's
+ *                         initcheck: 414 reads of them). Grid sized for all m rows. */
 extern "C" __global__ void __launch_bounds__(1024)
 memra_k_fp8blk_experts_route(const int *__restrict__ ids, int m, int E, int *__restrict__ offsets,
                              int *__restrict__ perm, int *__restrict__ tiles, int *__restrict__ ntiles,
@@ -180,7 +183,7 @@ memra_k_fp8blk_quant_sorted(const float *__restrict__ x, const int *__restrict__
 {
     const long long warp = (long long)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
     const int routed = offsets[E];
-    memra_row128_quant_rows(x, perm, routed, routed, k, q, s, m, warp * MEMRA_ROW128_U);
+    memra_row128_quant_rows(x, perm, routed, m, k, q, s, m, warp * MEMRA_ROW128_U);
 }
 
 extern "C" __global__ void __launch_bounds__(256)
@@ -190,7 +193,7 @@ memra_k_fp8blk_quant_sorted_given(const float *__restrict__ x, const int *__rest
 {
     const long long warp = (long long)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
     const int routed = offsets[E];
-    memra_row128_quant_given_rows(x, perm, routed, routed, k, q, s, m, warp * MEMRA_ROW128_U, nullptr, 0, s_static);
+    memra_row128_quant_given_rows(x, perm, routed, m, k, q, s, m, warp * MEMRA_ROW128_U, nullptr, 0, s_static);
 }
 
 /*   memra_k_fp8blk_experts_amax / _expand / memra_k_fp8blk_quant_sorted_amax  gemm_experts on
@@ -973,12 +976,12 @@ memra_k_fp8blk_wgmma_tma(const __grid_constant__ memra_tmap map_x, const __grid_
             }
 }
 
-/* ---- gemm_experts on the warp-specialised tensor-map tile (MEMRA_FP8BLK_XE_TMA=1) ----------
+/* ---- gemm_experts on the warp-specialised tensor-map tile (the default; MEMRA_FP8BLK_XE_TMA=0: off)
  *   memra_k_fp8blk_experts_maps  one tensor map per expert's weight, in global memory: the
  *                         host's template (expert-shaped [n x k] e4m3, box 256 x 128, 128-byte
- *                         swizzle: the dense TMA kernel's map_w) copied to shared memory, its
- *                         global address replaced by wtab[e] (tensormap.replace), then copied to
- *                         maps[e] with the tensor-map proxy's release (tensormap.cp_fenceproxy).
+ *                         swizzle: the dense TMA kernel's map_w) stored to maps[e], its global
+ *                         address replaced in place by wtab[e] (tensormap.replace on global),
+ *                         then the tensor-map proxy's release fence.
  *                         One warp an expert, grid ceil(E / 4) x 128 threads; a plain launch.
  *   memra_k_fp8blk_experts_tma   memra_k_fp8blk_wgmma_tma's tile (a producer warp on the bulk
  *                         tensor copies, two consumer warpgroups on 128 x 256 per CTA, the same
@@ -992,42 +995,47 @@ memra_k_fp8blk_wgmma_tma(const __grid_constant__ memra_tmap map_x, const __grid_
  *                         y[perm[s]] for s < offsets[e + 1]. A consumer warpgroup whose 64 rows
  *                         all lie past the end skips its wgmmas (it still frees the stages). Bit
  *                         for bit the other grouped tiles' outputs (the same per-row wgmmas and
- *                         fold). Opt-in until measured on a GPU. */
+ *                         fold). The default (run v1: 0.70-0.76 of the dense call on the Mixtral
+ *                         gate/up rows at m = 512, the cp.async tiles 0.53-0.54); MEMRA_FP8BLK_XE_TMA=0
+ *                         keeps the cp.async tiles. */
 extern "C" __global__ void __launch_bounds__(128)
 memra_k_fp8blk_experts_maps(const __grid_constant__ memra_tmap tmpl, const unsigned long long *__restrict__ wtab, int E,
                             memra_tmap *__restrict__ maps)
 {
-    __shared__ __align__(128) memra_tmap sm[4];
     const int wp = threadIdx.x >> 5, lane = threadIdx.x & 31, e = blockIdx.x * 4 + wp;
-    if (e >= E) return; /* a whole warp: the copy below is warp-wide */
-    if (lane < 16) sm[wp].q[lane] = tmpl.q[lane];
+    if (e >= E) return;
+    /* plain stores, then the address field replaced in place: every byte of maps[e] is written by
+     * the generic proxy, which compute-sanitizer's initcheck tracks (run v2: the copy out of shared
+     * memory with tensormap.cp_fenceproxy left maps[e] uninitialised to the tool, 414 reports on
+     * its own writes and on the bulk copies that read the maps) */
+    if (lane < 16) maps[e].q[lane] = tmpl.q[lane];
     __syncwarp();
-    const unsigned sa = fb_smem(&sm[wp]);
     if (lane == 0)
-        asm volatile("tensormap.replace.tile.global_address.shared::cta.b1024.b64 [%0], %1;\n" ::"r"(sa), "l"(wtab[e])
+        asm volatile("tensormap.replace.tile.global_address.global.b1024.b64 [%0], %1;\n" ::"l"(
+                         reinterpret_cast<unsigned long long>(&maps[e])),
+                     "l"(wtab[e])
                      : "memory");
     __syncwarp();
-    asm volatile("tensormap.cp_fenceproxy.global.shared::cta.tensormap::generic.release.gpu.sync.aligned [%0], [%1], "
-                 "128;\n" ::"l"(reinterpret_cast<unsigned long long>(&maps[e])),
-                 "r"(sa)
-                 : "memory");
+    /* the warp's generic writes made visible to the tensor-map proxy; the consumer acquires */
+    asm volatile("fence.proxy.tensormap::generic.release.gpu;\n" ::: "memory");
 }
 
-extern "C" __global__ void __launch_bounds__(FP8BLK_TMA_THREADS, 1)
-memra_k_fp8blk_experts_tma(const __grid_constant__ memra_tmap map_x, const memra_tmap *__restrict__ maps,
-                           const unsigned long long *__restrict__ gtab, const float *__restrict__ xs,
-                           const int *__restrict__ offsets, const int *__restrict__ perm,
-                           const int *__restrict__ tiles, const int *__restrict__ ntiles, float *__restrict__ y, int m,
-                           int n, int k, long long ldy, float alpha)
+template <int NH>
+__device__ __forceinline__ void experts_tma_body(const memra_tmap &map_x, const memra_tmap *__restrict__ maps,
+                                                 const unsigned long long *__restrict__ gtab,
+                                                 const float *__restrict__ xs, const int *__restrict__ offsets,
+                                                 const int *__restrict__ perm, const int *__restrict__ tiles,
+                                                 const int *__restrict__ ntiles, float *__restrict__ y, int m, int n,
+                                                 int k, long long ldy, float alpha)
 {
-    constexpr int NH = 2, S = FP8BLK_WG_STAGES_OF(NH), SB = FP8BLK_WG_STAGE_BYTES_OF(NH);
+    constexpr int S = FP8BLK_WG_STAGES_OF(NH), SB = FP8BLK_WG_STAGE_BYTES_OF(NH);
     const int ti = (int)blockIdx.x;
     if (ti >= *ntiles) return; /* the whole CTA, before any barrier */
     const int e = tiles[2 * ti], s0 = tiles[2 * ti + 1], end = offsets[e + 1];
     const memra_tmap *map_w = maps + e;
-    extern __shared__ __align__(16) unsigned char smem[];
-    const unsigned raw = fb_smem(smem), sbase = (raw + 1023u) & ~1023u;
-    unsigned char *stages = smem + (sbase - raw);
+    extern __shared__ __align__(16) unsigned char xt_smem[];
+    const unsigned raw = fb_smem(xt_smem), sbase = (raw + 1023u) & ~1023u;
+    unsigned char *stages = xt_smem + (sbase - raw);
     const unsigned full = sbase + S * SB, empty = full + 8 * S;
     const int wg = threadIdx.x >> 7, lane = threadIdx.x & 31;
     const int j0 = blockIdx.y * (128 * NH);
@@ -1070,4 +1078,20 @@ memra_k_fp8blk_experts_tma(const __grid_constant__ memra_tmap map_x, const memra
                 if (i < end && c < n) y[(long long)perm[i] * ldy + c] = alpha * acc[h][4 * j + q];
             }
 }
+
+/* the weight's column tiles 256 wide (NH = 2, the dense kernel's) or 128 (NH = 1,
+ * MEMRA_FP8BLK_XE_N128=1: twice the CTAs of half the work, for shapes whose 256-wide grid
+ * leaves a last wave mostly empty, e.g. the Mixtral-like down rows at m = 512) */
+#define XE_TMA_ENTRY(NAME, NH)                                                                                     \
+    extern "C" __global__ void __launch_bounds__(FP8BLK_TMA_THREADS, 1)                                            \
+        NAME(const __grid_constant__ memra_tmap map_x, const memra_tmap *__restrict__ maps,                         \
+             const unsigned long long *__restrict__ gtab, const float *__restrict__ xs,                             \
+             const int *__restrict__ offsets, const int *__restrict__ perm, const int *__restrict__ tiles,          \
+             const int *__restrict__ ntiles, float *__restrict__ y, int m, int n, int k, long long ldy, float alpha) \
+    {                                                                                                              \
+        experts_tma_body<NH>(map_x, maps, gtab, xs, offsets, perm, tiles, ntiles, y, m, n, k, ldy, alpha);         \
+    }
+XE_TMA_ENTRY(memra_k_fp8blk_experts_tma, 2)
+XE_TMA_ENTRY(memra_k_fp8blk_experts_tma_n128, 1)
+#undef XE_TMA_ENTRY
 #endif

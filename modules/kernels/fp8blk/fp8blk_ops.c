@@ -38,6 +38,7 @@ typedef struct fp8blk_state {
     /* MEMRA_FP8BLK_XE_TMA=1 (where the driver encodes tensor maps): the experts' weight maps
      * (experts_maps) and the warp-specialised grouped tile on them (experts_tma), or NULL */
     CUfunction xe_maps, xe_tma;
+    int xe_tma_nh; /* its tile's column halves: 2 (256 columns) or 1 (128: MEMRA_FP8BLK_XE_N128=1) */
     /* lane gemm_fp8 (per-tensor e4m3 experts; off with MEMRA_FP8BLK_XE_PT=0): the per-expert
      * amax, its expansion to rows, the quantiser at those maxima and the tile-major per-tensor
      * tile; NULL otherwise (the lane declines) */
@@ -216,8 +217,13 @@ static void fp8blk_load_wgmma(memra__gpu *q, fp8blk_state *fb, CUmodule m)
             fb->xe_one_all = strcmp(xo, "all") == 0;
         }
         const char *xt = memra__gpu_knob(q, "MEMRA_FP8BLK_XE_TMA");
-        if (xt != NULL && strcmp(xt, "1") == 0 && q->cuTensorMapEncodeTiled != NULL) {
-            fb->xe_tma = wgmma_function(q, fb, m, "memra_k_fp8blk_experts_tma", FP8BLK_WG_SMEM_BYTES_OF(2));
+        if ((xt == NULL || strcmp(xt, "0") != 0) && q->cuTensorMapEncodeTiled != NULL) { /* on unless =0 */
+            const char *xn = memra__gpu_knob(q, "MEMRA_FP8BLK_XE_N128");
+            fb->xe_tma_nh = xn != NULL && strcmp(xn, "1") == 0 ? 1 : 2;
+            fb->xe_tma = fb->xe_tma_nh == 1 ? wgmma_function(q, fb, m, "memra_k_fp8blk_experts_tma_n128",
+                                                             FP8BLK_WG_SMEM_BYTES_OF(1))
+                                            : wgmma_function(q, fb, m, "memra_k_fp8blk_experts_tma",
+                                                             FP8BLK_WG_SMEM_BYTES_OF(2));
             if (fb->xe_tma != NULL && q->cu.cuModuleGetFunction(&fb->xe_maps, m, "memra_k_fp8blk_experts_maps") !=
                                           MEMRA__CU_SUCCESS)
                 fb->xe_tma = fb->xe_maps = NULL;
@@ -573,7 +579,7 @@ memra_status memra__fp8blk_gemm_experts(memra_call *call, const memra_gemm_args 
      * each expert's weight then streams once, its remainder tile reading it from L2); below that
      * (Qwen3-like, ~32 rows an expert) the 64-row remainder tiles' two CTAs an SM do better */
     /* MEMRA_FP8BLK_XE_TMA=1: one table of 128-row tiles on the tensor-map tile (its maps encoded here) */
-    const int tma = !pt && fb->xe_tma != NULL && ((int64_t)a->n + 255) / 256 <= 65535;
+    const int tma = !pt && fb->xe_tma != NULL && ((int64_t)a->n + 127) / 128 <= 65535;
     const int one = pt || tma ||
                     (fb->xe_one != NULL && (fb->xe_one_all || (int64_t)a->m >= 128 * (int64_t)E) &&
                      ((int64_t)a->n + 127) / 128 <= 65535);
@@ -618,17 +624,20 @@ memra_status memra__fp8blk_gemm_experts(memra_call *call, const memra_gemm_args 
     if (tma && tiles_max > 0) {
         /* xq (expert order) as [m rows x k bytes] with the dense TMA kernel's box and swizzle; the
          * weights' template the same over an expert's [n x k] (any aligned address: each expert's
-         * is put in by experts_maps), box 256 x 128 */
+         * is put in by experts_maps), box 128 nh rows x 128 */
         memra__cu_tensor_map mx, mt;
         memra_dptr maps = 0;
+        const int nh = fb->xe_tma_nh;
         if (q->host->scratch_get(call, MEMRA__FP8BLK_SLOT_MAPS, (size_t)E * 128 + 128, &maps) == MEMRA_STATUS_OK &&
-            fp8blk_tmap(q, &mx, xq, m, k, FP8BLK_WG_BM) && fp8blk_tmap(q, &mt, xq, n, k, 256)) {
+            fp8blk_tmap(q, &mx, xq, m, k, FP8BLK_WG_BM) && fp8blk_tmap(q, &mt, xq, n, k, 128u * (uint32_t)nh)) {
             maps = (maps + 127) / 128 * 128;
             st = memra__gpu_launch_ex(q, fb->xe_maps, "memra_k_fp8blk_experts_maps", (unsigned)((E + 3) / 4), 1, 1, 128,
                                       0, call->stream, (void *[]){&mt, &w, &ee, &maps}, 0);
             if (st != MEMRA_STATUS_OK) return st;
-            return memra__gpu_launch_ex(q, fb->xe_tma, "memra_k_fp8blk_experts_tma", (unsigned)tiles_max,
-                                        (unsigned)((n + 255) / 256), 1, FP8BLK_TMA_THREADS, FP8BLK_WG_SMEM_BYTES_OF(2),
+            const char *kname = nh == 1 ? "memra_k_fp8blk_experts_tma_n128" : "memra_k_fp8blk_experts_tma";
+            const unsigned cols = (unsigned)((n + 128 * nh - 1) / (128 * nh));
+            const unsigned smem = nh == 1 ? FP8BLK_WG_SMEM_BYTES_OF(1) : FP8BLK_WG_SMEM_BYTES_OF(2);
+            return memra__gpu_launch_ex(q, fb->xe_tma, kname, (unsigned)tiles_max, cols, 1, FP8BLK_TMA_THREADS, smem,
                                         call->stream,
                                         (void *[]){&mx, &maps, &grid, &xs, &offsets, &perm, &tiles, &ntiles, &y, &m, &n,
                                                    &k, &ldy, &alpha},
