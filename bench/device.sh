@@ -70,6 +70,7 @@
 #               one summary line a launch (see step_xencu)
 #   xeovl       MEMRA_MMQ_XE_OVERLAP=1 (the remainder launch beside the full tiles' last wave) against
 #               the plain launches: bench moe mixtral rotated, the GPU tests, check, sanitizers
+#   xesan       the four sanitizer tools (XESAN_TOOLS) over test_gpu_experts XESAN_CASES (default run fp8blk)
 #   moesan      the four sanitizer tools over gemm_experts (mmq check with a forced split,
 #               test_gpu_experts fp8blk and split_q6_k), each in its own process
 #   xe16        the grouped lanes first run in run t2: f16 / bf16 (MEMRA_MMQ_XE_F16) and per-tensor fp8
@@ -1059,6 +1060,17 @@ step_fp8xe() {
 # over memra check --op gemm_experts --module mmq --quick (the grouped floor, its routing kernel
 # and, with MOESAN_SPLIT, default 3, the grouped split-k), test_gpu_experts fp8blk (the fp8blk
 # grouped lane and its remainder tiles) and test_gpu_experts split_q6_k; each in its own process
+# The sanitizer tools (XESAN_TOOLS, default all four) over test_gpu_experts cases (XESAN_CASES,
+# default "run fp8blk": the grouped floor and the block-128 lane at their defaults), each in its
+# own process
+step_xesan() {
+  local t=$SECONDS tool c
+  for tool in ${XESAN_TOOLS:-memcheck racecheck initcheck synccheck}; do for c in ${XESAN_CASES:-run fp8blk}; do
+    san_experts xesan $tool $c
+  done; done
+  say "xesan: $((SECONDS - t)) s"
+}
+
 step_moesan() {
   local t=$SECONDS tool tgt lg
   for tool in ${MOESAN_TOOLS:-memcheck racecheck initcheck synccheck}; do
