@@ -29,6 +29,9 @@
 #               kernels and no cuBLASLt one), RACE_CASE (default streams)
 #   bench       memra bench 27b at BENCH_M (default "512 4096"), each call alone and
 #               --batch 8 (BENCH_BATCH=0: alone only), with receipts
+#   knobab      memra bench 27b with a knob 0 / 1 alternately (KNOBAB_KNOB, default MEMRA_MMQ_R3_UNROLL;
+#               KNOBAB_M, KNOBAB_ROUNDS, KNOBAB_ARM: the arm whose rows the summary keeps, default mmq;
+#               KNOBAB_ENV: more settings for both arms, e.g. MEMRA_MMQ_BM=64 to time the 64-token tiles)
 #   raw         memra-bench-raw: memra's cuBLASLt lanes beside raw cuBLASLt calls
 #   fp8         memra's block-128 FP8 kernels (wgmma and mma.sync) beside cuBLASLt: the steps
 #               fp8check (checks, with the given-scale rows 'xs' / 'amax' counted, forced cuda and
@@ -386,6 +389,21 @@ step_bench() {
       > "$L/bench_27b_m${mm}_batch8.txt" 2>&1
     say "memra bench 27b m=$mm --batch 8: exit $?"
   done
+}
+
+# A knob's A/B on the 27b sheet: memra bench 27b at KNOBAB_M (default 512) with KNOBAB_KNOB (default
+# MEMRA_MMQ_R3_UNROLL) 0 and 1, KNOBAB_ROUNDS rounds (default 2), the order alternating; the rows of
+# the arm KNOBAB_ARM (default mmq) in the summary, receipts to $R
+step_knobab() {
+  local t=$SECONDS mm r i v f kn=${KNOBAB_KNOB:-MEMRA_MMQ_R3_UNROLL}
+  for mm in ${KNOBAB_M:-512}; do for ((r = 1; r <= ${KNOBAB_ROUNDS:-2}; r++)); do for ((i = 0; i < 2; i++)); do
+    v=$(((i + r - 1) % 2))
+    f="$L/knobab_m${mm}_${v}_$r.txt"
+    env ${KNOBAB_ENV:-} $kn=$v timeout 200 $M bench 27b --m $mm --json $R/knobab_27b_m${mm}_${kn}_${v}_${r}_$TAG.json > "$f" 2>&1
+    say "knobab bench 27b m=$mm $kn=$v (round $r): exit $?"
+    awk -v a="${KNOBAB_ARM:-mmq}" '$1 ~ /->/ {s = $1} $1 == a || $2 == a {print "  " s, $0}' "$f" | grep -v split >> "$S"
+  done; done; done
+  say "knobab: $((SECONDS - t)) s"
 }
 
 step_raw() {

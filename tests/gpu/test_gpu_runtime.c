@@ -248,6 +248,7 @@ static const char *g_xe_sort_knob;  /* MEMRA_MMQ_XE_SORT likewise */
 static const char *g_xe_h16_knob;   /* MEMRA_MMQ_XE_H16 likewise */
 static const char *g_xe_tma_knob;   /* MEMRA_FP8BLK_XE_TMA likewise */
 static const char *g_xe_n128_knob;  /* MEMRA_FP8BLK_XE_N128 likewise */
+static const char *g_r3_unroll_knob; /* MEMRA_MMQ_R3_UNROLL likewise */
 static const char *fake_knob(const memra_device_caps *caps, const char *name)
 {
     (void)caps;
@@ -264,6 +265,7 @@ static const char *fake_knob(const memra_device_caps *caps, const char *name)
     if (strcmp(name, "MEMRA_MMQ_XE_H16") == 0) return g_xe_h16_knob;
     if (strcmp(name, "MEMRA_FP8BLK_XE_TMA") == 0) return g_xe_tma_knob;
     if (strcmp(name, "MEMRA_FP8BLK_XE_N128") == 0) return g_xe_n128_knob;
+    if (strcmp(name, "MEMRA_MMQ_R3_UNROLL") == 0) return g_r3_unroll_knob;
     return NULL; /* every other knob at its default */
 }
 static void *fake_library_open(const char *which)
@@ -772,6 +774,26 @@ static int case_mmq(const char *so)
     g_xe_sort_knob = NULL;
     g_xe_ovl_knob = NULL;
     ok &= close_mod(&m, 1);
+    /* gemm_q8_0r on 64 tokens takes a 64-token tile: the rolled one by default, the unrolled one
+     * (_u) with MEMRA_MMQ_R3_UNROLL=1 */
+    for (int un = 0; un < 2; un++) {
+        g_r3_unroll_knob = un ? "1" : NULL;
+        if (!open_mod(so, 90, &m)) return 0;
+        memra_call c2 = call_of(&m);
+        memra_gemm_args a2 = gemm(64, 300, 256);
+        const memra_status st2 = m.desc->ops->gemm_q8_0r(&c2, &a2);
+        const char *got = g_n_launched > 0 ? g_launched[0] : "";
+        const size_t len = strlen(got);
+        const int u = len > 0 && got[len - 1] == 'u';
+        ok &= launched(un ? "gemm_q8_0r (R3_UNROLL=1)" : "gemm_q8_0r (64 tokens)", st2, 1,
+                       (const char *[]){"memra_k_gemm_q8_0r_mt2"}, (const int[]){1});
+        if (u != un) {
+            printf("  gemm_q8_0r 64 tokens: %s, want the %s tile  FAIL\n", got, un ? "unrolled" : "rolled");
+            ok = 0;
+        }
+        ok &= close_mod(&m, 1);
+    }
+    g_r3_unroll_knob = NULL;
     return ok;
 }
 

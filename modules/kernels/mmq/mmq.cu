@@ -723,11 +723,13 @@ __device__ __forceinline__ void mmq_tile_store(const mmq_tile &t, const float (&
  * sa / sb: the thread's ldmatrix addresses in the slot at block 0; ax / bw: its
  * scale rows (token lane/4 of m16 tile 0; weight row 2 (lane%4) of n8 tile 0);
  * B fragments: mmq_load_b. */
-template <int MT, int NT, bool LIVE = false>
+template <int MT, int NT, bool LIVE = false, int UG = 1>
 __device__ __forceinline__ void r3_step(float (&acc)[MT][NT][4], uint32_t sa, uint32_t sb, const float *ax,
                                         const float *bw, int mt_live = MT)
 {
-#pragma unroll 1
+    /* UG: the k32 groups unrolled (1: rolled, the default; 4: the _u entry points, 64-token tiles
+     * only: the 128-token tile then spills 416 bytes) */
+#pragma unroll UG
     for (int g = 0; g < 4; g++) {
         uint32_t b[NT][2];
         mmq_load_b<NT>(b, sb, g);
@@ -781,7 +783,7 @@ __device__ __forceinline__ void r3_step(float (&acc)[MT][NT][4], uint32_t sa, ui
         }                                                                                                   \
     } while (0)
 
-template <int MT, int NT>
+template <int MT, int NT, int UG = 1>
 __device__ __forceinline__ void gemm_q8_0r_body(const unsigned char *__restrict__ wr, const unsigned char *__restrict__ xq,
                                                 float *__restrict__ y, int m, int n, int k, long long ldy, float alpha,
                                                 float *__restrict__ part)
@@ -812,9 +814,9 @@ __device__ __forceinline__ void gemm_q8_0r_body(const unsigned char *__restrict_
         r3_copy_run<BN>(r3_smem + (so) + R3_A_BYTES(MT), wr + ((long long)(g) * n + j0) * MMQ_ROW, brows);  \
     } while (0)
 #define R3_STEP(so)                                                                                         \
-    r3_step<MT, NT>(acc, base + (so) + a_off, base + (so) + b_off,                                          \
-                    reinterpret_cast<const float *>(r3_smem + (so) + ax_off),                               \
-                    reinterpret_cast<const float *>(r3_smem + (so) + bw_off))
+    r3_step<MT, NT, false, UG>(acc, base + (so) + a_off, base + (so) + b_off,                               \
+                               reinterpret_cast<const float *>(r3_smem + (so) + ax_off),                    \
+                               reinterpret_cast<const float *>(r3_smem + (so) + bw_off))
     R3_KLOOP(MT, NT, g0, nk, R3_COPY_STEP, R3_STEP);
 #undef R3_STEP
 #undef R3_COPY_STEP
@@ -827,17 +829,22 @@ __device__ __forceinline__ void gemm_q8_0r_body(const unsigned char *__restrict_
  * allocation); gridDim.y = ceil(n / rows), gridDim.z: split-k slices, part: f32
  * [gridDim.z x m x n] when gridDim.z > 1. Dynamic shared memory
  * R3_SMEM_BYTES(MT, NT). */
-#define R3_ENTRY(NAME, MT, NT)                                                                                        \
+#define R3_ENTRY(NAME, MT, NT, UG)                                                                                    \
     extern "C" __global__ void __launch_bounds__(MMQ_THREADS, 2)                                                     \
         NAME(const unsigned char *__restrict__ w, const unsigned char *__restrict__ xq, float *__restrict__ y, int m, \
              int n, int k, long long ldy, float alpha, float *__restrict__ part)                                      \
     {                                                                                                                 \
-        gemm_q8_0r_body<MT, NT>(w, xq, y, m, n, k, ldy, alpha, part);                                                 \
+        gemm_q8_0r_body<MT, NT, UG>(w, xq, y, m, n, k, ldy, alpha, part);                                             \
     }
-R3_ENTRY(memra_k_gemm_q8_0r_mt4, 4, 4)
-R3_ENTRY(memra_k_gemm_q8_0r_mt2, 2, 4)
-R3_ENTRY(memra_k_gemm_q8_0r_mt4n3, 4, 3)
-R3_ENTRY(memra_k_gemm_q8_0r_mt2n3, 2, 3)
+R3_ENTRY(memra_k_gemm_q8_0r_mt4, 4, 4, 1)
+R3_ENTRY(memra_k_gemm_q8_0r_mt2, 2, 4, 1)
+R3_ENTRY(memra_k_gemm_q8_0r_mt4n3, 4, 3, 1)
+R3_ENTRY(memra_k_gemm_q8_0r_mt2n3, 2, 3, 1)
+/* MEMRA_MMQ_R3_UNROLL=1: the 64-token tiles with the k32 groups unrolled (the same FFMAs on each
+ * accumulator in the same order: outputs bit for bit the rolled tiles'; ptxas sm_90a: 644 -> 564
+ * instructions a step of 128 in the step loop's SASS, 12 bytes of spill) */
+R3_ENTRY(memra_k_gemm_q8_0r_mt2u, 2, 4, 4)
+R3_ENTRY(memra_k_gemm_q8_0r_mt2n3u, 2, 3, 4)
 #undef R3_ENTRY
 
 /* y[i, j] = alpha * (part[0][i][j] + part[1][i][j] + ... + part[S-1][i][j]),

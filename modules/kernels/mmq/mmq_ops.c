@@ -34,6 +34,14 @@ static const memra__mmq_r3_tile memra__mmq_r3_tiles[MEMRA__MMQ_R3_TILES] = {
     {"memra_k_gemm_q8_0r_mt4n3", 128, 96, R3_SMEM_BYTES(4, 3)},
     {"memra_k_gemm_q8_0r_mt2n3", 64, 96, R3_SMEM_BYTES(2, 3)},
 };
+/* MEMRA_MMQ_R3_UNROLL=1: the same tiles, the 64-token ones with their k32 groups unrolled (mmq.cu,
+ * the _u entry points; bit for bit the rolled tiles' outputs) */
+static const memra__mmq_r3_tile memra__mmq_r3_tiles_u[MEMRA__MMQ_R3_TILES] = {
+    {"memra_k_gemm_q8_0r_mt4", 128, 128, R3_SMEM_BYTES(4, 4)},
+    {"memra_k_gemm_q8_0r_mt2u", 64, 128, R3_SMEM_BYTES(2, 4)},
+    {"memra_k_gemm_q8_0r_mt4n3", 128, 96, R3_SMEM_BYTES(4, 3)},
+    {"memra_k_gemm_q8_0r_mt2n3u", 64, 96, R3_SMEM_BYTES(2, 3)},
+};
 
 /* The knobs a gemm plan reads: MEMRA_MMQ_BM / BN / SPLIT (0: chosen per
  * shape) and MEMRA_MMQ_PDL=0 (pdl_off). */
@@ -210,7 +218,8 @@ _Static_assert(R3_SMEM_BYTES(2, 4) + 256 <= MMQ_SM120_SMEM && KR_SMEM_BYTES(2, 2
 typedef struct mmq_state {
     CUfunction quant_q8_1, gemm_q8_0, probe[3];
     CUfunction repack_q8_0, splitk_sum;
-    CUfunction gemm_q8_0r[MEMRA__MMQ_R3_TILES]; /* memra__mmq_r3_tiles[i]'s kernel, NULL where its shared memory does not fit */
+    CUfunction gemm_q8_0r[MEMRA__MMQ_R3_TILES]; /* r3_tiles[i]'s kernel, NULL where its shared memory does not fit */
+    const memra__mmq_r3_tile *r3_tiles;         /* memra__mmq_r3_tiles, or _u with MEMRA_MMQ_R3_UNROLL=1 */
     mmq_knobs knobs; /* read at load (memra__gpu_knob) */
     int q8r_list;    /* q8r_list_of(this device): which list memra_call.variant indexes */
     CUfunction gemm_kr[MMQ_KR_FORMATS][MEMRA__MMQ_R3_TILES]; /* memra__mmq_kr_tiles[f][i]'s kernel, likewise */
@@ -295,10 +304,13 @@ static memra_status mmq_load(memra__gpu *q, void *state)
                                          &s->experts[l][t]);
     /* each gemm_q8_0r tile only where its shared memory fits (sm_120's 99 KB
      * takes all but the 128 x 128 one) */
+    {
+        const char *un = memra__gpu_knob(q, "MEMRA_MMQ_R3_UNROLL");
+        s->r3_tiles = un != NULL && strcmp(un, "1") == 0 ? memra__mmq_r3_tiles_u : memra__mmq_r3_tiles;
+    }
     for (int t = 0; t < MEMRA__MMQ_R3_TILES && st == MEMRA_STATUS_OK; t++)
-        if (caps->smem_per_block_optin == 0 || caps->smem_per_block_optin >= memra__mmq_r3_tiles[t].smem)
-            st = memra__gpu_function(q, m, memra__mmq_r3_tiles[t].kernel, memra__mmq_r3_tiles[t].smem,
-                                     &s->gemm_q8_0r[t]);
+        if (caps->smem_per_block_optin == 0 || caps->smem_per_block_optin >= s->r3_tiles[t].smem)
+            st = memra__gpu_function(q, m, s->r3_tiles[t].kernel, s->r3_tiles[t].smem, &s->gemm_q8_0r[t]);
     for (int f = 0; f < MMQ_KR_FORMATS && st == MEMRA_STATUS_OK; f++)
         for (int t = 0; t < MEMRA__MMQ_R3_TILES && st == MEMRA_STATUS_OK; t++)
             if (caps->smem_per_block_optin == 0 || caps->smem_per_block_optin >= memra__mmq_kr_tiles[f][t].smem)
@@ -689,7 +701,7 @@ memra_status memra__mmq_gemm_q8_0r(memra_call *call, const memra_gemm_args *a)
     if (a->m == 0 || a->n == 0) return MEMRA_STATUS_OK;
     if (!aligned(a->w, 16) || !aligned(a->x, 16))
         return decline(call, "gemm_q8_0r: needs 16-byte aligned weight records and q8_1 records");
-    return run_tiles(q, call, a, MEMRA_OP_gemm_q8_0r, memra__mmq_r3_tiles, MMQ_K(q)->gemm_q8_0r, "gemm_q8_0r");
+    return run_tiles(q, call, a, MEMRA_OP_gemm_q8_0r, MMQ_K(q)->r3_tiles, MMQ_K(q)->gemm_q8_0r, "gemm_q8_0r");
 }
 
 memra_status memra__mmq_gemm_kr(memra_call *call, const memra_gemm_args *a)
