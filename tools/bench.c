@@ -220,13 +220,15 @@ static void json_header(bench *b, const char *mode)
     tool_utc_timestamp(ts, sizeof ts);
     tool_host_name(host, sizeof host);
     /* version 2 adds commit, host and clocks, version 3 mode "model" and its "model"
-     * section, version 4 "per_device" (--device all; bench/README.md); earlier keys unchanged */
+     * section, version 4 "per_device" (--device all; bench/README.md); earlier keys unchanged.
+     * "settings" (the knobs away from their defaults) is in every version written since run v */
     fprintf(f, "{\"format\":\"memra-bench\",\"version\":%d,\"timestamp\":\"%s\",\"memra\":", b->version, ts);
     tool_json_str(f, memra_version());
     fprintf(f, ",\"commit\":");
     tool_json_str(f, MEMRA_GIT_COMMIT);
     fprintf(f, ",\"host\":");
     tool_json_str(f, host);
+    tool_json_settings(f, b->rt);
     fprintf(f, ",\"clocks\":{\"sm_khz\":%d,\"mem_khz\":%d,\"source\":\"%s\",\"timer\":\"%s\"}", clk.sm_khz,
             clk.mem_khz, caps->ordinal >= 0 ? "driver attribute (maximum clock)" : "none (host)",
             caps->ordinal >= 0 ? "cuda-events" : "monotonic");

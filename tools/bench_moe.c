@@ -554,6 +554,7 @@ int memra_tool_bench_moe(int argc, char **argv)
         tool_json_str(jf, MEMRA_GIT_COMMIT);
         fprintf(jf, ",\"host\":");
         tool_json_str(jf, host);
+        tool_json_settings(jf, rt); /* the knobs away from their defaults (since run v, any version) */
         fprintf(jf, ",\"memra\":\"%s\",\"device\":\"%s\",\"cc\":%d,"
                     "\"driver_version\":%d,\"weight_format\":\"%s\",\"reps\":%lld,\"seed\":%llu,\"div\":%d,\"rows\":[",
                 memra_version(), caps->name, caps->cc, memra_driver_version(rt), model ? "model" : fname,

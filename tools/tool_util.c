@@ -134,6 +134,25 @@ static int utf8_len(const unsigned char *s)
 
 /* Always a valid JSON string: control characters and DEL as \u00XX, a byte
  * that is not valid UTF-8 as U+FFFD. */
+void tool_json_settings(FILE *f, const memra_runtime *rt)
+{
+    fputs(",\"settings\":{", f);
+    for (int i = 0, first = 1; rt != NULL && i < memra_config_count(rt); i++) {
+        memra_config_entry e;
+        if (memra_config_entry_get(rt, i, &e) != MEMRA_STATUS_OK || !e.known || strcmp(e.source, "default") == 0)
+            continue;
+        fputs(first ? "" : ",", f);
+        tool_json_str(f, e.name);
+        fputs(":{\"value\":", f);
+        tool_json_str(f, e.value);
+        fputs(",\"source\":", f);
+        tool_json_str(f, e.source);
+        fputc('}', f);
+        first = 0;
+    }
+    fputc('}', f);
+}
+
 void tool_json_str(FILE *f, const char *s)
 {
     fputc('"', f);

@@ -42,6 +42,9 @@ int tool_parse_u64(const char *s, uint64_t *out);
 
 /* A JSON string literal with escapes. */
 void tool_json_str(FILE *f, const char *s);
+/* A receipt's "settings" member: `,"settings":{...}`, every knob of rt set away from its default
+ * (name: {"value", "source"}), so that a receipt says which arm of an A/B it timed; {} when none. */
+void tool_json_settings(FILE *f, const memra_runtime *rt);
 /* s made safe for a terminal into buf: control characters (C0, DEL, C1) and
  * bytes that are not valid UTF-8 written as \xNN; returns buf. */
 const char *tool_term_str(const char *s, char *buf, size_t len);

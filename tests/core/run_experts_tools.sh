@@ -33,6 +33,8 @@ python3 - "$tmp/moe.json" <<'PY' || fail "bench moe receipt"
 import json, sys
 d = json.load(open(sys.argv[1]))
 assert d["format"] == "memra-bench-moe" and d["complete"] is True, d
+# the knobs away from their defaults: the budget this run set, as the environment gave it
+assert d["settings"].get("MEMRA_F16_BUDGET_MB") == {"value": "0", "source": "environment"}, d["settings"]
 rows = d["rows"]
 assert len(rows) == 12, len(rows)
 assert {(r["sheet"], r["routing"]) for r in rows} == {(s, r) for s in ("qwen3moe", "mixtral") for r in ("uniform", "skewed")}

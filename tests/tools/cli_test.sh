@@ -119,6 +119,10 @@ opt_value)
     run 0 bench --device=host --reps=1 --m=2 --warmup=0 --batch=1 --seed=3 --sheet=1p7b --json="$tmp/b.json"
     python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["m"]==2 and d["reps"]==1 and d["sheet"]=="1p7b"' \
         "$tmp/b.json" || fail "bench --opt=value receipt"
+    # the receipt's settings: the knobs away from their defaults, each with its source
+    python3 -c 'import json,sys; s=json.load(open(sys.argv[1]))["settings"]; assert isinstance(s, dict) and all(
+        v["source"] in ("environment", "option") and isinstance(v["value"], str) for v in s.values()), s' \
+        "$tmp/b.json" || fail "bench receipt settings"
     run 0 bench gemm_f16 --device=host --reps=1 --m=3 --json="$tmp/l.json"
     python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["mode"]=="lane" and d["m"]==3' "$tmp/l.json" ||
         fail "bench OP --opt=value"
