@@ -64,6 +64,8 @@
       "0: fp8blk gemm_experts on the cp.async tiles, not the tensor-map tile (run v1: 0.53 -> 0.76 of dense)") \
     X(FP8BLK_XE_N128, "MEMRA_FP8BLK_XE_N128", "mmq modules", BOOL, "", "0",                                      \
       "1: the tensor-map grouped tile 128 columns wide (twice the CTAs of half the work), not 256")             \
+    X(FP8BLK_XE_TMA64, "MEMRA_FP8BLK_XE_TMA64", "mmq modules", BOOL, "", "0",                                    \
+      "1: beside the tensor-map grouped tile, the experts' last 1..64 rows on the 64-row tile (unmeasured)")     \
     X(FP8BLK_XE_PT, "MEMRA_FP8BLK_XE_PT", "mmq modules", BOOL, "", "1",                                          \
       "0: fp8blk does not serve gemm_experts on per-tensor e4m3 experts (lane gemm_fp8)")                         \
     X(MMQ_PDL, "MEMRA_MMQ_PDL", "mmq modules", BOOL, "", "1", "0: no programmatic dependent launches")            \

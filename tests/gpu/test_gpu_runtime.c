@@ -249,6 +249,7 @@ static const char *g_xe_h16_knob;   /* MEMRA_MMQ_XE_H16 likewise */
 static const char *g_xe_tma_knob;   /* MEMRA_FP8BLK_XE_TMA likewise */
 static const char *g_xe_n128_knob;  /* MEMRA_FP8BLK_XE_N128 likewise */
 static const char *g_r3_unroll_knob; /* MEMRA_MMQ_R3_UNROLL likewise */
+static const char *g_xe_tma64_knob; /* MEMRA_FP8BLK_XE_TMA64 likewise */
 static const char *fake_knob(const memra_device_caps *caps, const char *name)
 {
     (void)caps;
@@ -266,6 +267,7 @@ static const char *fake_knob(const memra_device_caps *caps, const char *name)
     if (strcmp(name, "MEMRA_FP8BLK_XE_TMA") == 0) return g_xe_tma_knob;
     if (strcmp(name, "MEMRA_FP8BLK_XE_N128") == 0) return g_xe_n128_knob;
     if (strcmp(name, "MEMRA_MMQ_R3_UNROLL") == 0) return g_r3_unroll_knob;
+    if (strcmp(name, "MEMRA_FP8BLK_XE_TMA64") == 0) return g_xe_tma64_knob;
     return NULL; /* every other knob at its default */
 }
 static void *fake_library_open(const char *which)
@@ -1131,6 +1133,30 @@ static int case_fp8blk(const char *so)
         ok &= close_mod(&m, 2);
     }
     g_xe_n128_knob = NULL;
+    /* MEMRA_FP8BLK_XE_TMA64=1: the two tables, the 128-row one on the tensor-map tile (min(ceil(300 /
+     * 128) + 8, 300 / 65) = 4 tiles x 2 columns of 256), the 64-row remainders on the cp.async tile
+     * (ceil(300 / 128) = 3 columns x min(8, 300) = 8 tiles, 128 threads) */
+    g_xe_tma64_knob = "1";
+    if (!open_mod(so, 90, &m)) return 0;
+    {
+        memra_call c2 = call_of(&m);
+        memra_gemm_args a2 = gemm(300, 300, 256);
+        memra_gemm_experts_args ex2 = {.struct_size = sizeof ex2, .lane = MEMRA_OP_gemm_fp8_blk, .n_experts = 8,
+                                       .ids = 0x60000000};
+        const memra_status st2 = m.desc->ops->gemm_experts(&c2, &a2, &ex2);
+        const int grid = g_n_launched == 5 && g_grid_x[3] == 4 && g_grid_y[3] == 2 && g_block_x[3] == 384 &&
+                         g_grid_x[4] == 3 && g_grid_y[4] == 8 && g_block_x[4] == 128;
+        printf("    grids (tensor maps + 64-row table): %u x %u (%u), %u x %u (%u); want 4 x 2 (384), 3 x 8 (128)  %s\n",
+               g_grid_x[3], g_grid_y[3], g_block_x[3], g_grid_x[4], g_grid_y[4], g_block_x[4], grid ? "ok" : "FAIL");
+        ok &= launched_exact("gemm_experts fp8_blk tma64", st2, 5,
+                             (const char *[]){"memra_k_fp8blk_experts_route", "memra_k_fp8blk_quant_sorted",
+                                              "memra_k_fp8blk_experts_maps", "memra_k_fp8blk_experts_tma",
+                                              "memra_k_fp8blk_experts_wgmma64"},
+                             (const int[]){0, 0, 0, 0, 0}) &&
+              grid;
+    }
+    ok &= close_mod(&m, 2);
+    g_xe_tma64_knob = NULL;
     g_no_tmap = 1; /* without the encoder: the cp.async tiles */
     if (!open_mod(so, 90, &m)) return 0;
     ok &= fp8blk_experts_launch(&m, 300, 8, 0.0f, "memra_k_fp8blk_quant_sorted", 300 / 65, 8);

@@ -39,6 +39,7 @@ typedef struct fp8blk_state {
      * (experts_maps) and the warp-specialised grouped tile on them (experts_tma), or NULL */
     CUfunction xe_maps, xe_tma;
     int xe_tma_nh; /* its tile's column halves: 2 (256 columns) or 1 (128: MEMRA_FP8BLK_XE_N128=1) */
+    int xe_tma64;  /* MEMRA_FP8BLK_XE_TMA64=1: the 64-row remainder table beside it (experts_wgmma64) */
     /* lane gemm_fp8 (per-tensor e4m3 experts; off with MEMRA_FP8BLK_XE_PT=0): the per-expert
      * amax, its expansion to rows, the quantiser at those maxima and the tile-major per-tensor
      * tile; NULL otherwise (the lane declines) */
@@ -219,6 +220,8 @@ static void fp8blk_load_wgmma(memra__gpu *q, fp8blk_state *fb, CUmodule m)
         const char *xt = memra__gpu_knob(q, "MEMRA_FP8BLK_XE_TMA");
         if ((xt == NULL || strcmp(xt, "0") != 0) && q->cuTensorMapEncodeTiled != NULL) { /* on unless =0 */
             const char *xn = memra__gpu_knob(q, "MEMRA_FP8BLK_XE_N128");
+            const char *x64 = memra__gpu_knob(q, "MEMRA_FP8BLK_XE_TMA64");
+            fb->xe_tma64 = x64 != NULL && strcmp(x64, "1") == 0;
             fb->xe_tma_nh = xn != NULL && strcmp(xn, "1") == 0 ? 1 : 2;
             fb->xe_tma = fb->xe_tma_nh == 1 ? wgmma_function(q, fb, m, "memra_k_fp8blk_experts_tma_n128",
                                                              FP8BLK_WG_SMEM_BYTES_OF(1))
@@ -580,7 +583,11 @@ memra_status memra__fp8blk_gemm_experts(memra_call *call, const memra_gemm_args 
      * (Qwen3-like, ~32 rows an expert) the 64-row remainder tiles' two CTAs an SM do better */
     /* MEMRA_FP8BLK_XE_TMA=1: one table of 128-row tiles on the tensor-map tile (its maps encoded here) */
     const int tma = !pt && fb->xe_tma != NULL && ((int64_t)a->n + 127) / 128 <= 65535;
-    const int one = pt || tma ||
+    /* MEMRA_FP8BLK_XE_TMA64=1: the two tables, the 128-row one on the tensor-map tile and the
+     * experts' last 1 .. 64 rows on the 64-row cp.async tile (two CTAs an SM), instead of one
+     * table whose second, nearly empty 128-row tiles add a wave (run v: the Mixtral rows at m = 512) */
+    const int tma64 = tma && fb->xe_tma64 && fb->xe_gemm64 != NULL;
+    const int one = pt || (tma && !tma64) ||
                     (fb->xe_one != NULL && (fb->xe_one_all || (int64_t)a->m >= 128 * (int64_t)E) &&
                      ((int64_t)a->n + 127) / 128 <= 65535);
     if (pt && ((int64_t)a->n + 127) / 128 > 65535)
@@ -637,14 +644,21 @@ memra_status memra__fp8blk_gemm_experts(memra_call *call, const memra_gemm_args 
             const char *kname = nh == 1 ? "memra_k_fp8blk_experts_tma_n128" : "memra_k_fp8blk_experts_tma";
             const unsigned cols = (unsigned)((n + 128 * nh - 1) / (128 * nh));
             const unsigned smem = nh == 1 ? FP8BLK_WG_SMEM_BYTES_OF(1) : FP8BLK_WG_SMEM_BYTES_OF(2);
-            return memra__gpu_launch_ex(q, fb->xe_tma, kname, (unsigned)tiles_max, cols, 1, FP8BLK_TMA_THREADS, smem,
-                                        call->stream,
-                                        (void *[]){&mx, &maps, &grid, &xs, &offsets, &perm, &tiles, &ntiles, &y, &m, &n,
+            st = memra__gpu_launch_ex(q, fb->xe_tma, kname, (unsigned)tiles_max, cols, 1, FP8BLK_TMA_THREADS, smem,
+                                      call->stream,
+                                      (void *[]){&mx, &maps, &grid, &xs, &offsets, &perm, &tiles, &ntiles, &y, &m, &n,
+                                                 &k, &ldy, &alpha},
+                                      0);
+            if (st != MEMRA_STATUS_OK || !two) return st;
+            return memra__gpu_launch_ex(q, fb->xe_gemm64, "memra_k_fp8blk_experts_wgmma64", nx, (unsigned)tiles2_max, 1,
+                                        FP8BLK_XE64_THREADS, FP8BLK_XE64_SMEM_BYTES, call->stream,
+                                        (void *[]){&w, &grid, &xq, &xs, &offsets, &perm, &tiles2, &ntiles2, &y, &m, &n,
                                                    &k, &ldy, &alpha},
                                         0);
         }
-        /* no scratch or a refused encoding: the table (one, of 128-row tiles, built with two == 0) on
-         * the 128-row cp.async tile below (xe_wide / xe_gemm, CTAs past the count exiting) */
+        /* no scratch or a refused encoding: the table(s) on the cp.async tiles below (one table of
+         * 128-row tiles built with two == 0 on xe_wide / xe_gemm, CTAs past the count exiting; with
+         * MEMRA_FP8BLK_XE_TMA64=1 the two tables as without the tensor-map tile) */
     }
     if (one && !tma)
         return tiles_max <= 0 ? MEMRA_STATUS_OK
