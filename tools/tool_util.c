@@ -132,8 +132,6 @@ static int utf8_len(const unsigned char *s)
     return n;
 }
 
-/* Always a valid JSON string: control characters and DEL as \u00XX, a byte
- * that is not valid UTF-8 as U+FFFD. */
 void tool_json_settings(FILE *f, const memra_runtime *rt)
 {
     fputs(",\"settings\":{", f);
@@ -153,6 +151,8 @@ void tool_json_settings(FILE *f, const memra_runtime *rt)
     fputc('}', f);
 }
 
+/* Always a valid JSON string: control characters and DEL as \u00XX, a byte
+ * that is not valid UTF-8 as U+FFFD. */
 void tool_json_str(FILE *f, const char *s)
 {
     fputc('"', f);

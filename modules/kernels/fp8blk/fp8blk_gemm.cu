@@ -1012,7 +1012,7 @@ memra_k_fp8blk_experts_maps(const __grid_constant__ memra_tmap tmpl, const unsig
     __syncwarp();
     if (lane == 0)
         asm volatile("tensormap.replace.tile.global_address.global.b1024.b64 [%0], %1;\n" ::"l"(
-                         reinterpret_cast<unsigned long long>(&maps[e])),
+                         (unsigned long long)__cvta_generic_to_global(&maps[e])),
                      "l"(wtab[e])
                      : "memory");
     __syncwarp();

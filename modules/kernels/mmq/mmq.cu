@@ -842,7 +842,7 @@ R3_ENTRY(memra_k_gemm_q8_0r_mt4n3, 4, 3, 1)
 R3_ENTRY(memra_k_gemm_q8_0r_mt2n3, 2, 3, 1)
 /* MEMRA_MMQ_R3_UNROLL=1: the 64-token tiles with the k32 groups unrolled (the same FFMAs on each
  * accumulator in the same order: outputs bit for bit the rolled tiles'; ptxas sm_90a: 644 -> 564
- * instructions a step of 128 in the step loop's SASS, 12 bytes of spill) */
+ * instructions a step of 128 in the step loop's SASS, 12 / 16 bytes of spill) */
 R3_ENTRY(memra_k_gemm_q8_0r_mt2u, 2, 4, 4)
 R3_ENTRY(memra_k_gemm_q8_0r_mt2n3u, 2, 3, 4)
 #undef R3_ENTRY
