@@ -837,16 +837,22 @@ static int fp8blk_experts_launch(mod *m, int rows, int E, float xsc, const char 
     return launched_exact(what, st, nl, want, (const int[]){0, 0, 0, 0}) && grid && exact64;
 }
 
+/* One gemm_experts call on lane gemm_fp8_blk: rows x 300 x 256 over 8 experts (ids on the device). */
+static memra_status fp8blk_experts_call(mod *m, int rows)
+{
+    memra_call c = call_of(m);
+    memra_gemm_args a = gemm(rows, 300, 256);
+    memra_gemm_experts_args ex = {.struct_size = sizeof ex, .lane = MEMRA_OP_gemm_fp8_blk, .n_experts = 8,
+                                  .ids = 0x60000000};
+    return m->desc->ops->gemm_experts(&c, &a, &ex);
+}
+
 /* MEMRA_FP8BLK_XE_WIDE=1: the 128-row tiles on the 128 x 256 kernel, ceil(n / 256) = 2 columns
  * of them for n = 300, the 64-row remainder tile as
  * before on 3 columns; m = 300 rows over 8 experts. */
 static int fp8blk_experts_wide(mod *m)
 {
-    memra_call c = call_of(m);
-    memra_gemm_args a = gemm(300, 300, 256);
-    memra_gemm_experts_args ex = {.struct_size = sizeof ex, .lane = MEMRA_OP_gemm_fp8_blk, .n_experts = 8,
-                                  .ids = 0x60000000};
-    const memra_status st = m->desc->ops->gemm_experts(&c, &a, &ex);
+    const memra_status st = fp8blk_experts_call(m, 300);
     const int grid = g_n_launched == 4 && g_grid_x[2] == 2 && g_grid_y[2] == 300 / 65 && g_block_x[2] == 256 &&
                      g_grid_x[3] == 3 && g_grid_y[3] == 8 && g_block_x[3] == 128;
     printf("    grids (wide): grouped %u x %u (%u), %u x %u (%u); want 2 x %d (256), 3 x 8 (128)  %s\n", g_grid_x[2],
@@ -863,11 +869,7 @@ static int fp8blk_experts_wide(mod *m)
  * columns), no 64-row launch; below that (m = 300 over 8) the two tables as without it. */
 static int fp8blk_experts_one(mod *m)
 {
-    memra_call c = call_of(m);
-    memra_gemm_args a = gemm(1024, 300, 256);
-    memra_gemm_experts_args ex = {.struct_size = sizeof ex, .lane = MEMRA_OP_gemm_fp8_blk, .n_experts = 8,
-                                  .ids = 0x60000000};
-    const memra_status st = m->desc->ops->gemm_experts(&c, &a, &ex);
+    const memra_status st = fp8blk_experts_call(m, 1024);
     const int grid = g_n_launched == 3 && g_grid_x[2] == 16 && g_grid_y[2] == 3 && g_block_x[2] == 256;
     printf("    grids (one table): grouped %u x %u (%u); want 16 x 3 (256)  %s\n", g_grid_x[2], g_grid_y[2],
            g_block_x[2], grid ? "ok" : "FAIL");
@@ -986,12 +988,8 @@ static int fp8blk_experts(mod *m)
  * column tiles (384 threads; 128 columns wide with MEMRA_FP8BLK_XE_N128=1: 3), two maps encoded */
 static int fp8blk_experts_tma(mod *m, int n128)
 {
-    memra_call c = call_of(m);
-    memra_gemm_args a = gemm(300, 300, 256);
-    memra_gemm_experts_args ex = {.struct_size = sizeof ex, .lane = MEMRA_OP_gemm_fp8_blk, .n_experts = 8,
-                                  .ids = 0x60000000};
     g_tmap_calls = 0;
-    const memra_status st = m->desc->ops->gemm_experts(&c, &a, &ex);
+    const memra_status st = fp8blk_experts_call(m, 300);
     const unsigned cols = n128 ? 3 : 2;
     const int grid = g_n_launched == 4 && g_grid_x[2] == 2 && g_block_x[2] == 128 && g_grid_x[3] == 11 &&
                      g_grid_y[3] == cols && g_block_x[3] == 384 && g_tmap_calls == 2;
@@ -1004,6 +1002,24 @@ static int fp8blk_experts_tma(mod *m, int n128)
                                            "memra_k_fp8blk_experts_maps",
                                            n128 ? "memra_k_fp8blk_experts_tma_n128" : "memra_k_fp8blk_experts_tma"},
                           (const int[]){0, 0, 0, 0}) &&
+           grid;
+}
+
+/* MEMRA_FP8BLK_XE_TMA64=1: the two tables, the 128-row one on the tensor-map tile (min(ceil(300 /
+ * 128) + 8, 300 / 65) = 4 tiles x 2 columns of 256), the 64-row remainders on the cp.async tile
+ * (ceil(300 / 128) = 3 columns x min(8, 300) = 8 tiles, 128 threads) */
+static int fp8blk_experts_tma64(mod *m)
+{
+    const memra_status st = fp8blk_experts_call(m, 300);
+    const int grid = g_n_launched == 5 && g_grid_x[3] == 4 && g_grid_y[3] == 2 && g_block_x[3] == 384 &&
+                     g_grid_x[4] == 3 && g_grid_y[4] == 8 && g_block_x[4] == 128;
+    printf("    grids (tensor maps + 64-row table): %u x %u (%u), %u x %u (%u); want 4 x 2 (384), 3 x 8 (128)  %s\n",
+           g_grid_x[3], g_grid_y[3], g_block_x[3], g_grid_x[4], g_grid_y[4], g_block_x[4], grid ? "ok" : "FAIL");
+    return launched_exact("gemm_experts fp8_blk tma64", st, 5,
+                          (const char *[]){"memra_k_fp8blk_experts_route", "memra_k_fp8blk_quant_sorted",
+                                           "memra_k_fp8blk_experts_maps", "memra_k_fp8blk_experts_tma",
+                                           "memra_k_fp8blk_experts_wgmma64"},
+                          (const int[]){0, 0, 0, 0, 0}) &&
            grid;
 }
 
@@ -1133,28 +1149,10 @@ static int case_fp8blk(const char *so)
         ok &= close_mod(&m, 2);
     }
     g_xe_n128_knob = NULL;
-    /* MEMRA_FP8BLK_XE_TMA64=1: the two tables, the 128-row one on the tensor-map tile (min(ceil(300 /
-     * 128) + 8, 300 / 65) = 4 tiles x 2 columns of 256), the 64-row remainders on the cp.async tile
-     * (ceil(300 / 128) = 3 columns x min(8, 300) = 8 tiles, 128 threads) */
+    /* MEMRA_FP8BLK_XE_TMA64=1: fp8blk_experts_tma64 */
     g_xe_tma64_knob = "1";
     if (!open_mod(so, 90, &m)) return 0;
-    {
-        memra_call c2 = call_of(&m);
-        memra_gemm_args a2 = gemm(300, 300, 256);
-        memra_gemm_experts_args ex2 = {.struct_size = sizeof ex2, .lane = MEMRA_OP_gemm_fp8_blk, .n_experts = 8,
-                                       .ids = 0x60000000};
-        const memra_status st2 = m.desc->ops->gemm_experts(&c2, &a2, &ex2);
-        const int grid = g_n_launched == 5 && g_grid_x[3] == 4 && g_grid_y[3] == 2 && g_block_x[3] == 384 &&
-                         g_grid_x[4] == 3 && g_grid_y[4] == 8 && g_block_x[4] == 128;
-        printf("    grids (tensor maps + 64-row table): %u x %u (%u), %u x %u (%u); want 4 x 2 (384), 3 x 8 (128)  %s\n",
-               g_grid_x[3], g_grid_y[3], g_block_x[3], g_grid_x[4], g_grid_y[4], g_block_x[4], grid ? "ok" : "FAIL");
-        ok &= launched_exact("gemm_experts fp8_blk tma64", st2, 5,
-                             (const char *[]){"memra_k_fp8blk_experts_route", "memra_k_fp8blk_quant_sorted",
-                                              "memra_k_fp8blk_experts_maps", "memra_k_fp8blk_experts_tma",
-                                              "memra_k_fp8blk_experts_wgmma64"},
-                             (const int[]){0, 0, 0, 0, 0}) &&
-              grid;
-    }
+    ok &= fp8blk_experts_tma64(&m);
     ok &= close_mod(&m, 2);
     g_xe_tma64_knob = NULL;
     g_no_tmap = 1; /* without the encoder: the cp.async tiles */
