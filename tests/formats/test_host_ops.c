@@ -339,7 +339,11 @@ static void case_gemm_bf16(void)
                     sabs += fabs(p);
                 }
                 ref[i * n + j] = (double)alpha * sum;
-                band[i * n + j] = R24 * fabs(ref[i * n + j]) + 1.01 * (2.0 * (double)k + 2.0) * U53 * fabs(alpha) * sabs;
+                /* + 2^-150: row 0's outputs can cancel into f32's subnormals, where the result's rounding
+                 * is absolute, half the subnormal step 2^-149, not R24 of its value (seed 1451311777:
+                 * -2.78e-41 off by 7.0e-46 against a relative band of 2.9e-48) */
+                band[i * n + j] = R24 * fabs(ref[i * n + j]) + 1.01 * (2.0 * (double)k + 2.0) * U53 * fabs(alpha) * sabs +
+                                  0x1p-150;
             }
         if (s.k > 0 && s.m > 0) /* row 0 of W is tiny: its outputs must not be zero */
             for (int64_t i = 0; i < m; i++) CHECK(y[(off + i) * ldy] != 0.0f || ref[i * n] == 0.0);
