@@ -74,6 +74,8 @@
 #   xeovl       MEMRA_MMQ_XE_OVERLAP=1 (the remainder launch beside the full tiles' last wave) against
 #               the plain launches: bench moe mixtral rotated, the GPU tests, check, sanitizers
 #   xesan       the four sanitizer tools (XESAN_TOOLS) over test_gpu_experts XESAN_CASES (default run fp8blk)
+#   xestress    gemm_experts (Q8_0 floor and block-128 FP8) from threads and streams in test_gpu_stress,
+#               an injected fault, memcheck (see step_xestress)
 #   moesan      the four sanitizer tools over gemm_experts (mmq check with a forced split,
 #               test_gpu_experts fp8blk and split_q6_k), each in its own process
 #   xe16        the grouped lanes first run in run t2: f16 / bf16 (MEMRA_MMQ_XE_F16) and per-tensor fp8
@@ -879,7 +881,8 @@ step_moe() {
 # The grouped floor's launch choices on the Mixtral-like rows (issue 30's 0.85x of dense): memra
 # bench moe --sheet mixtral at MOE_M (default 512), uniform routing, budget 0, for each
 # MEMRA_MMQ_XE_BM (MOE_SWEEP_BM, default "0 32 64 128": 0 the launcher's rule) x MEMRA_MMQ_XE_SPLIT
-# (MOE_SWEEP_SPLIT, default "0 1 2 3"; either set empty skips the sweep: run s2 judged it),
+# (MOE_SWEEP_SPLIT, default "0 1 2 3"; either set empty skips the sweep: run s2 judged it;
+# MOE_SWEEP_TAIL=0 stops after the sweep),
 # MOE_SWEEP_FORMATS (default q8_0);
 # one line per row: grouped ms, loop ms, dense ms, "of dense"; then the forced split's check
 # (memra check --op gemm_experts with MEMRA_MMQ_XE_SPLIT=3) and its memcheck
@@ -900,6 +903,8 @@ step_moesweep() {
   # of MOE_M, formats MOE_MERGE_FORMATS (default q8_0), on the Mixtral-like rows; then the GPU tests
   # (bit for bit against the dense lane), the check and memcheck / racecheck with it on
   local mg i c j
+  # MOE_SWEEP_TAIL=0: the sweep alone (no merge rounds, tests, checks or sanitizers after it)
+  [ "${MOE_SWEEP_TAIL:-1}" = 0 ] && { say "moesweep: $((SECONDS - t)) s"; return 0; }
   for fm in ${MOE_MERGE_FORMATS:-q8_0}; do for mm in ${MOE_M:-512}; do
     for ((i = 1; i <= ${MOE_MERGE_ROUNDS:-2}; i++)); do for j in 0 1; do
       mg=$(((i + j) % 2))
@@ -923,6 +928,29 @@ step_moesweep() {
     --show-backtrace no $M check --device 0 --op gemm_experts --module mmq --quick > "$L/moesweep_san_split3.log" 2>&1
   say "sanitize memcheck check gemm_experts mmq (split 3): exit $? reports $(san_count memcheck "$L/moesweep_san_split3.log")"
   say "moesweep: $((SECONDS - t)) s"
+}
+
+# The grouped experts call under threads and streams (test_gpu_stress's lanes xe and xefp8blk beside
+# the dense lanes): streams and graphs with every lane, the grouped lanes alone with an injected
+# fault (must fail), and memcheck over the grouped lanes' streams case (XESTRESS_TOOLS, default
+# memcheck), each in its own process
+step_xestress() {
+  local t=$SECONDS c tool lg
+  for c in streams graphs; do
+    timeout 300 $B/bin/test_gpu_stress $c > "$L/xestress_$c.log" 2>&1
+    say "test_gpu_stress $c (every lane, the grouped ones included): exit $?"
+    grep -E "^(streams|graphs):|GPU hits|FAIL|differ|no GPU module" "$L/xestress_$c.log" | head -12 >> "$S"
+  done
+  MEMRA_TEST_STRESS_LANES=xe,xefp8blk MEMRA_TEST_INJECT_FAULT=1 timeout 300 $B/bin/test_gpu_stress streams \
+    > "$L/xestress_inject.log" 2>&1
+  say "test_gpu_stress streams, lanes xe,xefp8blk, injected fault: exit $? (must be non-zero)"
+  for tool in ${XESTRESS_TOOLS:-memcheck}; do
+    lg="$L/xestress_san_$tool.log"
+    MEMRA_TEST_STRESS_LANES=xe,xefp8blk MEMRA_ADMISSION=off timeout 400 compute-sanitizer --tool $tool $(san_x $tool) \
+      --print-limit 0 --show-backtrace no $B/bin/test_gpu_stress streams > "$lg" 2>&1
+    say "xestress $tool test_gpu_stress streams (xe,xefp8blk): exit $? reports $(san_count $tool "$lg") ($(san_said "$lg"))"
+  done
+  say "xestress: $((SECONDS - t)) s"
 }
 
 # One case of test_gpu_experts under one compute-sanitizer tool, its own process and log

@@ -4,7 +4,12 @@
  *             and outputs, every lane: f16 mirror (gemm_f16 on an f32
  *             activation), f16 pre-converted (x_is_f16), FP8 per-tensor
  *             (gemm_fp8), FP8 block-128 (gemm_fp8_blk), the MMQ floor
- *             (quant_q8_1 + gemm_q8_0r on a Q8_0 weight without a mirror);
+ *             (quant_q8_1 + gemm_q8_0r on a Q8_0 weight without a mirror), and
+ *             the grouped experts call (memra_matmul_experts, op gemm_experts) on
+ *             Q8_0 experts (the floor's grouped tiles on the q8_1 records sorted
+ *             into expert order, per-call scratch from each stream's arena) and,
+ *             on cc 9.0, on block-128 FP8 experts (fp8blk's tensor-map tile and
+ *             its per-call expert maps), each job with its own routing;
  *             REPS calls of each lane per job, all queued without a wait, two
  *             threads on each stream. Every output must equal, bit for bit, the
  *             same call made alone on one stream before the threads start.
@@ -13,7 +18,7 @@
  *             graphs are replayed twice with fresh inputs, and every output must
  *             equal the same calls made directly (not captured) afterwards.
  * The ledger must show a GPU module serving each lane. Exits 77 without a GPU.
- * MEMRA_TEST_STRESS_LANES=fp8blk,mmq (a comma list of f16, f16pre, fp8, fp8blk, mmq) runs
+ * MEMRA_TEST_STRESS_LANES=fp8blk,mmq (a comma list of f16, f16pre, fp8, fp8blk, mmq, xe, xefp8blk) runs
  * those lanes only: with MEMRA_DISABLE=sm90, memra's own kernels alone (racecheck).
  * Comparisons are tools/judge.h's judge_bytes; MEMRA_TEST_INJECT_FAULT=1
  * flips a bit of the first value of every comparison: both cases must FAIL.
@@ -40,15 +45,20 @@
 #define OUT_F 1024
 #define IN_F 2048
 
-enum { L_F16, L_F16_PRE, L_FP8, L_FP8_BLK, L_MMQ, L_N };
-static const char *const k_lane[L_N] = {"f16 mirror", "f16 pre-converted", "fp8", "fp8 block-128", "mmq floor"};
-static const char *const k_op[L_N] = {"gemm_f16", "gemm_f16", "gemm_fp8", "gemm_fp8_blk", "gemm_q8_0r"};
-static const int k_m[L_N] = {77, 64, 130, 33, 96}; /* unaligned and aligned, each lane its own */
+enum { L_F16, L_F16_PRE, L_FP8, L_FP8_BLK, L_MMQ, L_XE, L_XE_FP8BLK, L_N };
+static const char *const k_lane[L_N] = {"f16 mirror", "f16 pre-converted", "fp8", "fp8 block-128", "mmq floor",
+                                        "experts q8_0", "experts fp8 blk"};
+static const char *const k_op[L_N] = {"gemm_f16", "gemm_f16", "gemm_fp8", "gemm_fp8_blk", "gemm_q8_0r",
+                                      "gemm_experts", "gemm_experts"};
+/* unaligned and aligned, each lane its own; the grouped lanes' rows over XE_E experts */
+static const int k_m[L_N] = {77, 64, 130, 33, 96, 200, 150};
+#define XE_E 8
+static int is_xe(int lane) { return lane == L_XE || lane == L_XE_FP8BLK; }
 /* MEMRA_TEST_STRESS_LANES: a comma list of these names runs those lanes only (default: all),
  * e.g. "fp8blk,mmq" for memra's own kernels alone under racecheck, with no cuBLASLt kernel */
-static const char *const k_lane_key[L_N] = {"f16", "f16pre", "fp8", "fp8blk", "mmq"};
+static const char *const k_lane_key[L_N] = {"f16", "f16pre", "fp8", "fp8blk", "mmq", "xe", "xefp8blk"};
 static int g_on[L_N];
-#define M_MAX 130
+#define M_MAX 200
 
 static memra_runtime *g_rt;
 static memra_device *g_dev;
@@ -60,6 +70,7 @@ static atomic_int g_bad;
 typedef struct job {
     int s;                          /* stream index */
     memra_buffer *x[L_N];           /* f32 [m x IN_F], f16 for L_F16_PRE */
+    memra_buffer *ids[L_N];         /* the grouped lanes: int32 [m], this job's routing */
     memra_buffer *y[L_N][REPS];     /* f32 [m x OUT_F] */
     float *ref[L_N];                /* serial result */
 } job;
@@ -107,8 +118,25 @@ static memra_buffer *x_buffer(int lane)
     return b;
 }
 
-static memra_status enqueue(int lane, memra_buffer *x, memra_buffer *y, CUstream s)
+/* A routing of m rows over XE_E experts, every row routed, uneven: about a third of the rows to one
+ * expert (a different one per call of this), the rest uniform; expert XE_E - 1 gets none unless drawn
+ * for the large share (test_gpu_experts covers skipped ids: here every row's output is compared) */
+static memra_buffer *ids_buffer(int lane)
 {
+    int32_t ids[M_MAX];
+    const int big = (int)(test_rand_u64(&g_rng) % XE_E);
+    for (int r = 0; r < k_m[lane]; r++) {
+        const int32_t u = (int32_t)(test_rand_u64(&g_rng) % (XE_E - 1));
+        ids[r] = r % 3 == 0 ? big : u;
+    }
+    return upload(ids, (size_t)k_m[lane] * sizeof(int32_t));
+}
+
+static memra_status enqueue(int lane, memra_buffer *x, memra_buffer *ids, memra_buffer *y, CUstream s)
+{
+    if (is_xe(lane))
+        return memra_matmul_experts(g_dev, g_w[lane], memra_buffer_ptr(x), k_m[lane], memra_buffer_ptr(ids),
+                                    memra_buffer_ptr(y), s);
     memra_matmul_args a = {.struct_size = sizeof a, .x = memra_buffer_ptr(x), .x_is_f16 = lane == L_F16_PRE,
                            .m = k_m[lane], .y = memra_buffer_ptr(y), .alpha = 1.0f, .stream = s};
     return memra_matmul_ex(g_dev, g_w[lane], &a);
@@ -141,7 +169,7 @@ static void pick_lanes(void)
         int l = 0;
         while (l < L_N && strcmp(t, k_lane_key[l]) != 0) l++;
         if (l == L_N) {
-            fprintf(stderr, "MEMRA_TEST_STRESS_LANES: unknown lane '%s' (f16, f16pre, fp8, fp8blk, mmq)\n", t);
+            fprintf(stderr, "MEMRA_TEST_STRESS_LANES: unknown lane '%s' (f16, f16pre, fp8, fp8blk, mmq, xe, xefp8blk)\n", t);
             exit(1);
         }
         g_on[l] = 1;
@@ -174,6 +202,24 @@ static void make_weights(void)
         CHECK_OK(memra_weight_create(g_rt, &d, &g_w[L_MMQ]));
         CHECK_OK(memra_weight_prepare(g_w[L_MMQ], g_dev));
         CHECK(memra_weight_operands(g_w[L_MMQ], g_dev) & MEMRA_OPERAND_Q8_0_RECORDS);
+    }
+    /* Q8_0 experts: XE_E experts of [OUT_F x IN_F], prepared with no mirror budget too (quantised
+     * experts take the floor on a GPU) */
+    if (g_on[L_XE]) {
+        const size_t each = nb * MEMRA_Q8_0_BYTES;
+        uint8_t *xq = malloc(each * XE_E);
+        CHECK(xq != NULL);
+        for (int e = 0; e < XE_E; e++) {
+            float *ve = rand_f32(nb * 32, 0.5f);
+            for (size_t b = 0; b < nb; b++) memra_q8_0_encode(ve + b * 32, xq + e * each + b * MEMRA_Q8_0_BYTES);
+            free(ve);
+        }
+        memra_experts_desc ed = {.struct_size = sizeof ed, .format = MEMRA_FORMAT_Q8_0, .n_experts = XE_E,
+                                 .out_f = OUT_F, .in_f = IN_F, .data = xq, .size = each * XE_E,
+                                 .name = "stress.experts q8_0"};
+        CHECK_OK(memra_weight_create_experts(g_rt, &ed, &g_w[L_XE]));
+        CHECK_OK(memra_weight_prepare(g_w[L_XE], g_dev));
+        free(xq);
     }
     CHECK_OK(memra_device_f16_budget_set(g_dev, budget));
     free(q8);
@@ -209,6 +255,27 @@ static void make_weights(void)
         free(grid);
     }
     free(e);
+    /* block-128 FP8 experts: e4m3 codes and a grid per expert */
+    if (g_on[L_XE_FP8BLK]) {
+        const size_t each = (size_t)OUT_F * IN_F, gc = (size_t)(memra_fp8_grid_rows(OUT_F) * memra_fp8_grid_cols(IN_F));
+        uint8_t *codes = malloc(each * XE_E);
+        float *grid = malloc(gc * XE_E * sizeof(float));
+        CHECK(codes != NULL && grid != NULL);
+        for (size_t i = 0; i < each * XE_E; i++) {
+            uint8_t c;
+            do c = (uint8_t)test_rand_u64(&g_rng);
+            while (memra_e4m3_is_nan(c) || (c & 0x7F) == 0);
+            codes[i] = c;
+        }
+        for (size_t i = 0; i < gc * XE_E; i++) grid[i] = 0.004f + 0.001f * (float)(test_rand_u64(&g_rng) % 8);
+        memra_experts_desc ed = {.struct_size = sizeof ed, .format = MEMRA_FORMAT_E4M3, .n_experts = XE_E,
+                                 .out_f = OUT_F, .in_f = IN_F, .data = codes, .size = each * XE_E, .grid = grid,
+                                 .grid_count = gc * XE_E, .name = "stress.experts e4m3 block-128"};
+        CHECK_OK(memra_weight_create_experts(g_rt, &ed, &g_w[L_XE_FP8BLK]));
+        CHECK_OK(memra_weight_prepare(g_w[L_XE_FP8BLK], g_dev));
+        free(codes);
+        free(grid);
+    }
 }
 
 /* ---- streams x threads ------------------------------------------------------ */
@@ -222,7 +289,7 @@ static void *stream_worker(void *arg)
         for (int l = 0; l < L_N; l++) {
             const int lane = (l + j + r) % L_N; /* the lanes in a different order per job */
             if (!g_on[lane]) continue;
-            memra_status st = enqueue(lane, jb->x[lane], jb->y[lane][r], g_stream[jb->s]);
+            memra_status st = enqueue(lane, jb->x[lane], jb->ids[lane], jb->y[lane][r], g_stream[jb->s]);
             if (st != MEMRA_STATUS_OK) {
                 fprintf(stderr, "job %d rep %d %s: %s: %s\n", j, r, k_lane[lane], memra_status_str(st),
                         memra_last_error());
@@ -240,6 +307,7 @@ static int case_streams(void)
         for (int l = 0; l < L_N; l++) {
             if (!g_on[l]) continue;
             jb->x[l] = x_buffer(l);
+            jb->ids[l] = is_xe(l) ? ids_buffer(l) : NULL;
             for (int r = 0; r < REPS; r++) CHECK_OK(memra_buffer_create(g_dev, (size_t)k_m[l] * OUT_F * 4, &jb->y[l][r]));
         }
     }
@@ -248,7 +316,7 @@ static int case_streams(void)
     for (int j = 0; j < JOBS; j++)
         for (int l = 0; l < L_N; l++) {
             if (!g_on[l]) continue;
-            CHECK_OK(enqueue(l, g_job[j].x[l], g_job[j].y[l][0], g_stream[0]));
+            CHECK_OK(enqueue(l, g_job[j].x[l], g_job[j].ids[l], g_job[j].y[l][0], g_stream[0]));
             CU_CHECK(cu.cuStreamSynchronize(g_stream[0]));
             g_job[j].ref[l] = download(g_job[j].y[l][0], (size_t)k_m[l] * OUT_F * 4);
         }
@@ -291,7 +359,7 @@ static int case_streams(void)
 
 typedef struct cap_job {
     int s;
-    memra_buffer *x[L_N], *y[L_N], *y_direct[L_N];
+    memra_buffer *x[L_N], *ids[L_N], *y[L_N], *y_direct[L_N];
     CUgraphExec exec;
     int failed;
 } cap_job;
@@ -306,7 +374,7 @@ static void *capture_worker(void *arg)
     CU_CHECK(cu.cuStreamBeginCapture_v2(g_stream[c->s], 1 /* CU_STREAM_CAPTURE_MODE_THREAD_LOCAL */));
     for (int l = 0; l < L_N && !c->failed; l++) {
         if (!g_on[l]) continue;
-        memra_status st = enqueue(l, c->x[l], c->y[l], g_stream[c->s]);
+        memra_status st = enqueue(l, c->x[l], c->ids[l], c->y[l], g_stream[c->s]);
         if (st != MEMRA_STATUS_OK) {
             fprintf(stderr, "capture on stream %d, %s: %s: %s\n", c->s, k_lane[l], memra_status_str(st),
                     memra_last_error());
@@ -338,6 +406,7 @@ static int case_graphs(void)
         for (int l = 0; l < L_N; l++) {
             if (!g_on[l]) continue;
             c->x[l] = x_buffer(l);
+            c->ids[l] = is_xe(l) ? ids_buffer(l) : NULL;
             CHECK_OK(memra_buffer_create(g_dev, (size_t)k_m[l] * OUT_F * 4, &c->y[l]));
             CHECK_OK(memra_buffer_create(g_dev, (size_t)k_m[l] * OUT_F * 4, &c->y_direct[l]));
         }
@@ -349,7 +418,7 @@ static int case_graphs(void)
     CU_CHECK(cu.cuStreamBeginCapture_v2(fresh, 1));
     int first = 0;
     while (!g_on[first]) first++;
-    memra_status st = enqueue(first, g_cap[0].x[first], g_cap[0].y[first], fresh);
+    memra_status st = enqueue(first, g_cap[0].x[first], g_cap[0].ids[first], g_cap[0].y[first], fresh);
     CUgraph gbad = NULL;
     cu.cuStreamEndCapture(fresh, &gbad);
     if (gbad) cu.cuGraphDestroy(gbad);
@@ -385,7 +454,7 @@ static int case_graphs(void)
         for (int i = 0; i < 2; i++)
             for (int l = 0; l < L_N; l++) {
                 if (!g_on[l]) continue;
-                CHECK_OK(enqueue(l, g_cap[i].x[l], g_cap[i].y_direct[l], g_stream[0]));
+                CHECK_OK(enqueue(l, g_cap[i].x[l], g_cap[i].ids[l], g_cap[i].y_direct[l], g_stream[0]));
                 CU_CHECK(cu.cuStreamSynchronize(g_stream[0]));
                 float *got = download(g_cap[i].y[l], (size_t)k_m[l] * OUT_F * 4);
                 float *want = download(g_cap[i].y_direct[l], (size_t)k_m[l] * OUT_F * 4);
@@ -411,8 +480,11 @@ static void count_hits(const memra_ledger_row *r, void *user)
 {
     gpu_hits *h = user;
     if (r->reason != NULL || strcmp(r->device, "host") == 0 || strcmp(r->module, "host") == 0) return;
+    const int fp8blk = strcmp(r->module, "fp8blk") == 0; /* the grouped lanes by the module that served them */
     for (int l = 0; l < L_N; l++)
-        if (strcmp(r->op, k_op[l]) == 0 || (l == L_MMQ && strcmp(r->op, "gemm_q8_0") == 0)) h->hits[l] += r->hits;
+        if ((strcmp(r->op, k_op[l]) == 0 && (!is_xe(l) || fp8blk == (l == L_XE_FP8BLK))) ||
+            (l == L_MMQ && strcmp(r->op, "gemm_q8_0") == 0))
+            h->hits[l] += r->hits;
 }
 
 int main(int argc, char **argv)
@@ -436,6 +508,10 @@ int main(int argc, char **argv)
     for (int s = 0; s < STREAMS; s++) CU_CHECK(cu.cuStreamCreate(&g_stream[s], 1 /* CU_STREAM_NON_BLOCKING */));
     printf("device: %s, %d streams\n", memra_device_caps_get(g_dev)->name, STREAMS);
     pick_lanes();
+    if (g_on[L_XE_FP8BLK] && memra_device_caps_get(g_dev)->cc != 90) {
+        printf("the grouped block-128 FP8 lane is sm_90a's (cc 9.0): lane '%s' left out\n", k_lane[L_XE_FP8BLK]);
+        g_on[L_XE_FP8BLK] = 0;
+    }
     make_weights();
     int lanes = 0;
     for (int l = 0; l < L_N; l++) lanes += g_on[l];
@@ -458,6 +534,7 @@ int main(int argc, char **argv)
         for (int l = 0; l < L_N; l++) {
             if (!g_on[l]) continue;
             memra_buffer_destroy(g_job[j].x[l]);
+            if (g_job[j].ids[l]) memra_buffer_destroy(g_job[j].ids[l]);
             for (int r = 0; r < REPS; r++) memra_buffer_destroy(g_job[j].y[l][r]);
             free(g_job[j].ref[l]);
         }
@@ -465,6 +542,7 @@ int main(int argc, char **argv)
         for (int l = 0; l < L_N; l++) {
             if (!g_on[l]) continue;
             memra_buffer_destroy(g_cap[i].x[l]);
+            if (g_cap[i].ids[l]) memra_buffer_destroy(g_cap[i].ids[l]);
             memra_buffer_destroy(g_cap[i].y[l]);
             memra_buffer_destroy(g_cap[i].y_direct[l]);
         }
