@@ -74,7 +74,9 @@
     X(MMQ_SPLIT, "MEMRA_MMQ_SPLIT", "mmq modules", UINT, "0..4096", "0 (chosen per shape)",                       \
       "gemm_q8_0r split-k forced")                                                                                \
     X(MMQ_R3_UNROLL, "MEMRA_MMQ_R3_UNROLL", "mmq modules", BOOL, "", "0",                                        \
-      "1: gemm_q8_0r's 64-token tiles with their k32 groups unrolled (12% fewer instructions a step; unmeasured)") \
+      "1: gemm_q8_0r's 64-token tiles with their k32 groups unrolled (12% fewer instructions, 1-8% slower: run w1)") \
+    X(MMQ_KR_TC, "MEMRA_MMQ_KR_TC", "mmq modules", BOOL, "", "0",                                                \
+      "1: gemm_kr's Q4_K / Q5_K min term on TF32 MMAs once a step (5-7% fewer instructions; unmeasured)")      \
     X(MMQ_XE_BM, "MEMRA_MMQ_XE_BM", "mmq modules", UINT, "0..1024", "0 (from rows per expert)",                  \
       "gemm_experts grouped tile rows forced (32|64|128)")                                                        \
     X(MMQ_XE_SPLIT, "MEMRA_MMQ_XE_SPLIT", "mmq modules", UINT, "0..16", "0 (chosen per call)",                  \

@@ -30,7 +30,7 @@
 #   bench       memra bench 27b at BENCH_M (default "512 4096"), each call alone and
 #               --batch 8 (BENCH_BATCH=0: alone only), with receipts
 #   knobab      memra bench 27b with a knob 0 / 1 alternately (KNOBAB_KNOB, default MEMRA_MMQ_R3_UNROLL;
-#               KNOBAB_M, KNOBAB_ROUNDS, KNOBAB_ARM: the arm whose rows the summary keeps, default mmq;
+#               KNOBAB_M, KNOBAB_ROUNDS, KNOBAB_ARM: the arms whose rows the summary keeps, an ERE, default mmq;
 #               KNOBAB_ENV: more settings for both arms, e.g. MEMRA_MMQ_BM=64 to time the 64-token tiles)
 #   raw         memra-bench-raw: memra's cuBLASLt lanes beside raw cuBLASLt calls
 #   fp8         memra's block-128 FP8 kernels (wgmma and mma.sync) beside cuBLASLt: the steps
@@ -74,6 +74,8 @@
 #   xeovl       MEMRA_MMQ_XE_OVERLAP=1 (the remainder launch beside the full tiles' last wave) against
 #               the plain launches: bench moe mixtral rotated, the GPU tests, check, sanitizers
 #   xesan       the four sanitizer tools (XESAN_TOOLS) over test_gpu_experts XESAN_CASES (default run fp8blk)
+#   krtc        MEMRA_MMQ_KR_TC=1 (gemm_kr's min term on TF32 MMAs): tests, checks, admission, four tools,
+#               knobab on the q4_k / q5_k rows (see step_krtc)
 #   xestress    gemm_experts (Q8_0 floor and block-128 FP8) from threads and streams in test_gpu_stress,
 #               an injected fault, memcheck (see step_xestress)
 #   moesan      the four sanitizer tools over gemm_experts (mmq check with a forced split,
@@ -403,7 +405,7 @@ step_knobab() {
     f="$L/knobab_m${mm}_${v}_$r.txt"
     env ${KNOBAB_ENV:-} $kn=$v timeout 200 $M bench 27b --m $mm --json $R/knobab_27b_m${mm}_${kn}_${v}_${r}_$TAG.json > "$f" 2>&1
     say "knobab bench 27b m=$mm $kn=$v (round $r): exit $?"
-    awk -v a="${KNOBAB_ARM:-mmq}" '$1 ~ /->/ {s = $1} $1 == a || $2 == a {print "  " s, $0}' "$f" | grep -v split >> "$S"
+    awk -v a="^(${KNOBAB_ARM:-mmq})\$" '$1 ~ /->/ {s = $1} $1 ~ a || $2 ~ a {print "  " s, $0}' "$f" | grep -v split >> "$S"
   done; done; done
   say "knobab: $((SECONDS - t)) s"
 }
@@ -951,6 +953,34 @@ step_xestress() {
     say "xestress $tool test_gpu_stress streams (xe,xefp8blk): exit $? reports $(san_count $tool "$lg") ($(san_said "$lg"))"
   done
   say "xestress: $((SECONDS - t)) s"
+}
+
+# MEMRA_MMQ_KR_TC=1's first GPU run (issue 26: gemm_kr's Q4_K / Q5_K min term on TF32 MMAs): test_mmq_ops
+# gemm_kr (every tile x split against the host, judge_band_kr), memra check --op gemm_kr under the native,
+# forced sm120 and forced cuda profiles, memra info (admission: no quarantine), the four sanitizer tools
+# over the check (--quick, each in its own process), then knobab on the 27b sheet (KRTC_M, default 512;
+# KRTC_ROUNDS, default 2) with the q4_k and q5_k rows in the summary
+step_krtc() {
+  local t=$SECONDS p tool lg
+  MEMRA_MMQ_KR_TC=1 timeout 300 $T gemm_kr > "$L/krtc_test_gemm_kr.log" 2>&1
+  say "test_mmq_ops gemm_kr (MEMRA_MMQ_KR_TC=1): exit $?"
+  grep -E "FAIL" "$L/krtc_test_gemm_kr.log" | head -6 >> "$S"
+  for p in native sm120 cuda; do
+    env MEMRA_MMQ_KR_TC=1 $([ $p != native ] && echo MEMRA_ARCH=$p) timeout 200 $M check --device 0 --op gemm_kr \
+      > "$L/krtc_check_$p.log" 2>&1
+    say "check gemm_kr (MEMRA_MMQ_KR_TC=1, $p): exit $? $(grep -E 'passed, ' "$L/krtc_check_$p.log")"
+    grep -E " FAIL" "$L/krtc_check_$p.log" | head -4 >> "$S"
+  done
+  MEMRA_MMQ_KR_TC=1 timeout 100 $M info > "$L/krtc_info.log" 2>&1
+  say "memra info (MEMRA_MMQ_KR_TC=1): exit $? $(grep -ciE 'quarantin' "$L/krtc_info.log") lines naming a quarantine"
+  for tool in memcheck racecheck initcheck synccheck; do
+    lg="$L/krtc_san_$tool.log"
+    MEMRA_MMQ_KR_TC=1 MEMRA_ADMISSION=off timeout 300 compute-sanitizer --tool $tool $(san_x $tool) --print-limit 0 \
+      --show-backtrace no $M check --device 0 --op gemm_kr --module mmq --quick > "$lg" 2>&1
+    say "krtc $tool check gemm_kr mmq: exit $? reports $(san_count $tool "$lg") ($(san_said "$lg"))"
+  done
+  KNOBAB_KNOB=MEMRA_MMQ_KR_TC KNOBAB_ARM='q4_k|q5_k' KNOBAB_M=${KRTC_M:-512} KNOBAB_ROUNDS=${KRTC_ROUNDS:-2} step_knobab
+  say "krtc: $((SECONDS - t)) s"
 }
 
 # One case of test_gpu_experts under one compute-sanitizer tool, its own process and log

@@ -106,6 +106,8 @@ double judge_band_fold(int64_t nb, int extra)
     return n * u / (1.0 - n * u) + u;
 }
 
+double judge_band_kr(int64_t k) { return judge_band_fold(2 * (k / 32), 36); }
+
 void judge_abs_f32(float *x, size_t n)
 {
     for (size_t e = 0; e < n; e++) x[e] = fabsf(x[e]);

@@ -57,8 +57,18 @@
  *      16 split-k roundings and the final one: gamma(2 nb + 18) + u
  *      (4.4e-5 at k = 17408, 3.4e-6 at k = 768). The min term cannot hide in
  *      the normaliser: a dropped min moves an element by mn |S dx|, ~1/3 of its
- *      mass for random codes. memra check, test_mmq_ops gemm_kr and the
- *      admission case (4e-6 at k <= 512) use it; the host module against
+ *      mass for random codes. MEMRA_MMQ_KR_TC=1 (Q4_K / Q5_K, mmq.cu kr_step TC)
+ *      moves the min term out of the per-32 fold: per 128-step D = sum_b t_b m_b
+ *      (t_b = fl(dx S), m_b the 6-bit mins) from two TF32 MMAs on t split as
+ *      hi + lo (|t - hi - lo| <= u |t|), the products exact, each MMA's f32
+ *      additions taken at <= 2u of the running magnitude (truncation): the hi
+ *      MMA's 4 adds <= 8u, the lo MMA's 5 <= 10u, so |dD| <= 19u sum |t m|;
+ *      then acc -= dmin D, one add a step. Bound: gamma(nb + nb/4 + 18) + 19u
+ *      over the same normaliser, above gamma(2 nb + 18) only for nb < 26.
+ *      judge_band_kr(k) = judge_band_fold(2 nb, 36) covers both folds at every
+ *      k (nb = 8: 54u against 47u; 16: 70u against 57u). memra check,
+ *      test_mmq_ops gemm_kr and the admission case (4e-6 at k <= 512: the
+ *      TC fold's bound there is 58u = 3.5e-6) use it; the host module against
  *      GGML's decoded weight in double is JUDGE_BAND_HOST (the decoder rounds
  *      each value once: <= u of that value's term).
  *  JUDGE_BAND_FP8  5e-4 gemm_fp8, gemm_fp8_blk (GPU, cuBLASLt). Both sides
@@ -154,6 +164,8 @@ double judge_rel_fro(const judge *j);
 
 /* gamma(nb + 2 + extra) + u, u = 2^-24: the f32 fold bound above. */
 double judge_band_fold(int64_t nb, int extra);
+/* gemm_kr's band at depth k (both folds, above): judge_band_fold(2 k/32, 36). */
+double judge_band_kr(int64_t k);
 
 /* |operand| in place, for the mass through the host module. */
 void judge_abs_f32(float *x, size_t n);

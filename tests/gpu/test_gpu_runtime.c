@@ -250,6 +250,7 @@ static const char *g_xe_tma_knob;   /* MEMRA_FP8BLK_XE_TMA likewise */
 static const char *g_xe_n128_knob;  /* MEMRA_FP8BLK_XE_N128 likewise */
 static const char *g_r3_unroll_knob; /* MEMRA_MMQ_R3_UNROLL likewise */
 static const char *g_xe_tma64_knob; /* MEMRA_FP8BLK_XE_TMA64 likewise */
+static const char *g_kr_tc_knob;    /* MEMRA_MMQ_KR_TC likewise */
 static const char *fake_knob(const memra_device_caps *caps, const char *name)
 {
     (void)caps;
@@ -268,6 +269,7 @@ static const char *fake_knob(const memra_device_caps *caps, const char *name)
     if (strcmp(name, "MEMRA_FP8BLK_XE_N128") == 0) return g_xe_n128_knob;
     if (strcmp(name, "MEMRA_MMQ_R3_UNROLL") == 0) return g_r3_unroll_knob;
     if (strcmp(name, "MEMRA_FP8BLK_XE_TMA64") == 0) return g_xe_tma64_knob;
+    if (strcmp(name, "MEMRA_MMQ_KR_TC") == 0) return g_kr_tc_knob;
     return NULL; /* every other knob at its default */
 }
 static void *fake_library_open(const char *which)
@@ -796,6 +798,30 @@ static int case_mmq(const char *so)
         ok &= close_mod(&m, 1);
     }
     g_r3_unroll_knob = NULL;
+    /* gemm_kr: Q4_K and Q5_K on the _t tiles (the min term on TF32 MMAs) with MEMRA_MMQ_KR_TC=1,
+     * the plain ones without; Q6_K (no min term) on its plain tiles either way (kq, kq_tile above) */
+    for (int tc = 0; tc < 2; tc++) {
+        g_kr_tc_knob = tc ? "1" : NULL;
+        if (!open_mod(so, 90, &m)) return 0;
+        for (int f = 0; f < 3; f++) {
+            memra_call c2 = call_of(&m);
+            memra_gemm_args a2 = gemm(512, 300, 256);
+            a2.w_format = (int32_t)kq[f];
+            const memra_status st2 = m.desc->ops->gemm_kr(&c2, &a2);
+            const char *got = g_n_launched > 0 ? g_launched[0] : "";
+            const size_t len = strlen(got);
+            const int t = len > 0 && got[len - 1] == 't';
+            char what[48];
+            snprintf(what, sizeof what, "gemm_kr %s (KR_TC=%d)", f == 0 ? "q4_k" : f == 1 ? "q5_k" : "q6_k", tc);
+            ok &= launched(what, st2, 1, &kq_tile[f], (const int[]){-1});
+            if (t != (tc && f < 2)) {
+                printf("  %s: %s, want the %s tile  FAIL\n", what, got, tc && f < 2 ? "_t" : "plain");
+                ok = 0;
+            }
+        }
+        ok &= close_mod(&m, 1);
+    }
+    g_kr_tc_knob = NULL;
     return ok;
 }
 

@@ -46,7 +46,7 @@
  *                sides (per 32, or per 16 for Q6_K); the fold adds two terms
  *                per 32-block (scale and min, or the two 16-value halves),
  *                each with one rounding, and split-k up to 16 more: band
- *                judge_band_fold(2 nb, 16), normalised by
+ *                judge_band_kr(k) (judge_band_fold(2 nb, 36): the TC fold too), normalised by
  *                sum_k |dx xq| (|s q| + |mn|) (Q6_K / Q4_0: |s q|), which
  *                bounds the sum of the fold's absolute terms. At the
  *                launcher's choice and forced tiles / split counts, m in
@@ -530,7 +530,7 @@ static int kr_judge(const char *what, const float *got, const float *ref, const 
                     int64_t ldy, int64_t yrows)
 {
     judge jd;
-    judge_init(&jd, what, judge_band_fold(2 * (k / 32), 16), stdout);
+    judge_init(&jd, what, judge_band_kr(k), stdout);
     jd.inject = test_inject_fault();
     for (int i = 0; i < m; i++)
         for (int c = 0; c < n; c++) {

@@ -1037,7 +1037,7 @@ __device__ __forceinline__ float kr_s8f(uint32_t x, int b) { return (float)(sign
 /* The thread's own packed bytes of step g (in P, landed) widened into weight
  * slot W: int8 codes into the 144-byte rows, f32 s[0..3] at the row's head and
  * s[4..7] in its 16-byte side row, formed as memra_kr_record forms them. */
-template <int F, int BN>
+template <int F, int BN, bool TC = false>
 __device__ __forceinline__ void kr_widen(const unsigned char *P, unsigned char *W, int g, int n, int k, int j0)
 {
     constexpr int HB = KR_HB(F);
@@ -1086,7 +1086,10 @@ __device__ __forceinline__ void kr_widen(const unsigned char *P, unsigned char *
             const uint32_t vs = h1 ? (hd.w & 0x0F0F0F0Fu) | ((hd.y >> 2) & 0x30303030u) : hd.y & 0x3F3F3F3Fu;
             const uint32_t vm = h1 ? ((hd.w >> 4) & 0x0F0F0F0Fu) | ((hd.z >> 2) & 0x30303030u) : hd.z & 0x3F3F3F3Fu;
             s0 = make_float4(d * kr_u8f(vs, 0), d * kr_u8f(vs, 1), d * kr_u8f(vs, 2), d * kr_u8f(vs, 3));
-            s1 = make_float4(dmin * kr_u8f(vm, 0), dmin * kr_u8f(vm, 1), dmin * kr_u8f(vm, 2), dmin * kr_u8f(vm, 3));
+            if (TC) /* the tensor-core min term (kr_step TC): the 6-bit mins as bytes, then dmin */
+                s1 = make_float4(__uint_as_float(vm), dmin, 0.0f, 0.0f);
+            else
+                s1 = make_float4(dmin * kr_u8f(vm, 0), dmin * kr_u8f(vm, 1), dmin * kr_u8f(vm, 2), dmin * kr_u8f(vm, 3));
         }
         *reinterpret_cast<float4 *>(W + tid * MMQ_ROW) = s0;
         *reinterpret_cast<float4 *>(W + KR_W_ROWS(BN / 32) + tid * 16) = s1;
@@ -1107,12 +1110,40 @@ __device__ __forceinline__ void mma_k16_s8(float d[4], uint32_t a0, uint32_t a1,
     d[3] = __int_as_float(r3);
 }
 
-/* One 128-deep step of the warp's 16 MT x 8 NT sub-tile (r3_step's
- * addressing); sd: the scale side table at the thread's first weight row. */
-template <int MT, int NT, bool Q6, bool LIVE = false>
-__device__ __forceinline__ void kr_step(float (&acc)[MT][NT][4], uint32_t sa, uint32_t sb, const float *ax,
-                                        const float *bw, const float *sd, int mt_live = MT)
+/* Finite x rounded to TF32 (the nearest, ties away from zero; cvt.rna.tf32.f32's result for a
+ * finite x), as the b32 an m16n8k4 .tf32 operand reads: half a TF32 unit added to the magnitude
+ * bits (a carry moves into the exponent as it should), the 13 bits below TF32's cleared. Two
+ * instructions where sm_90's cvt.rna.tf32 takes four (its infinity test): t = fl(S sx) here is
+ * always finite. */
+__device__ __forceinline__ uint32_t tf32_rna(float x) { return (__float_as_uint(x) + 0x1000u) & 0xFFFFE000u; }
+
+/* D = A (16 x 4, TF32) x B (4 x 8, TF32) + C in f32: a0 row lane/4, a1 row lane/4 + 8, both column
+ * lane%4; b0 row (k) lane%4, column lane/4; C / D as every m16n8 fragment here. */
+__device__ __forceinline__ void mma_tf32_k4(float (&d)[4], uint32_t a0, uint32_t a1, uint32_t b0, const float (&c)[4])
 {
+    asm("mma.sync.aligned.m16n8k4.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5}, {%6}, {%7,%8,%9,%10};\n"
+        : "=f"(d[0]), "=f"(d[1]), "=f"(d[2]), "=f"(d[3])
+        : "r"(a0), "r"(a1), "r"(b0), "f"(c[0]), "f"(c[1]), "f"(c[2]), "f"(c[3]));
+}
+
+/* One 128-deep step of the warp's 16 MT x 8 NT sub-tile (r3_step's
+ * addressing); sd: the scale side table at the thread's first weight row.
+ * TC (fold "min" only; MEMRA_MMQ_KR_TC=1, the _t entry points): the min term leaves the
+ * per-32 fold. Each thread keeps t = fl(S sx) of its own 32-block of the step (lane % 4) for its
+ * two token rows, and after the four blocks the step's sum over them, sum_b t_b m_b (m_b the
+ * 6-bit mins, exact in TF32), comes from two m16n8k4 TF32 MMAs, t split as hi = rna(t) and
+ * lo = rna(t - hi) (|t - hi - lo| <= 2^-24 |t|; the products are exact in f32), then one FFMA
+ * acc -= dmin D per element and step: 1/4 FFMA per element and 32-block instead of 1. sm: the
+ * side rows at the thread's B row (weight row lane / 4 of n8 tile 0), whose first word holds the
+ * step's four mins as bytes and the second dmin (kr_widen TC). */
+template <int MT, int NT, bool Q6, bool LIVE = false, bool TC = false>
+__device__ __forceinline__ void kr_step(float (&acc)[MT][NT][4], uint32_t sa, uint32_t sb, const float *ax,
+                                        const float *bw, const float *sd, int mt_live = MT,
+                                        const unsigned char *sm = nullptr)
+{
+    static_assert(!(TC && Q6), "the tensor-core min term is fold min's (Q4_K, Q5_K)");
+    float ta[MT][2]; /* TC: t of block lane % 4, rows lane / 4 and lane / 4 + 8 of each m16 tile */
+    const int kb_own = threadIdx.x & 3;
 #pragma unroll 1
     for (int g = 0; g < 4; g++) {
         uint32_t b[NT][2];
@@ -1124,8 +1155,10 @@ __device__ __forceinline__ void kr_step(float (&acc)[MT][NT][4], uint32_t sa, ui
             for (int c = 0; c < 2; c++) {
                 s0[nt][c] = bw[(nt * 8 + c) * (MMQ_ROW / 4) + g];
                 m0[nt][c] = s0[nt][c] * -MMQ_MAGIC;
-                s1[nt][c] = sd[(nt * 8 + c) * 4 + g];
-                m1[nt][c] = Q6 ? s1[nt][c] * -MMQ_MAGIC : -s1[nt][c];
+                if (!TC) {
+                    s1[nt][c] = sd[(nt * 8 + c) * 4 + g];
+                    m1[nt][c] = Q6 ? s1[nt][c] * -MMQ_MAGIC : -s1[nt][c];
+                }
             }
 #pragma unroll
         for (int mt = 0; mt < MT; mt++) {
@@ -1151,6 +1184,7 @@ __device__ __forceinline__ void kr_step(float (&acc)[MT][NT][4], uint32_t sa, ui
                 float sum[4];
                 mma_k32<MMQ_KIND_S8>(sum, a, 0x01010101u, 0x01010101u);
                 const float t0 = (sum[0] - MMQ_MAGIC) * sx0, t1 = (sum[2] - MMQ_MAGIC) * sx1;
+                if (TC && g == kb_own) ta[mt][0] = t0, ta[mt][1] = t1;
 #pragma unroll
                 for (int nt = 0; nt < NT; nt++) {
                     float d[4];
@@ -1159,9 +1193,38 @@ __device__ __forceinline__ void kr_step(float (&acc)[MT][NT][4], uint32_t sa, ui
                     for (int e = 0; e < 4; e++) {
                         const int c = e & 1;
                         float r = fmaf(e < 2 ? sx0 : sx1, fmaf(d[e], s0[nt][c], m0[nt][c]), acc[mt][nt][e]);
-                        acc[mt][nt][e] = fmaf(e < 2 ? t0 : t1, m1[nt][c], r);
+                        acc[mt][nt][e] = TC ? r : fmaf(e < 2 ? t0 : t1, m1[nt][c], r);
                     }
                 }
+            }
+        }
+    }
+    if (TC) {
+        uint32_t hi[MT][2], lo[MT][2];
+#pragma unroll
+        for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+            for (int r = 0; r < 2; r++) {
+                if (LIVE && mt >= mt_live) ta[mt][r] = 0.0f; /* (never stored: rows past the tile's) */
+                hi[mt][r] = tf32_rna(ta[mt][r]);
+                lo[mt][r] = tf32_rna(ta[mt][r] - __uint_as_float(hi[mt][r]));
+            }
+#pragma unroll
+        for (int nt = 0; nt < NT; nt++) {
+            const uint32_t mw = *reinterpret_cast<const uint32_t *>(sm + nt * 8 * 16);
+            const uint32_t bm = __float_as_uint((float)((mw >> (8 * kb_own)) & 0x3Fu)); /* exact in TF32 */
+            const float dm0 = sd[(nt * 8) * 4 + 1], dm1 = sd[(nt * 8 + 1) * 4 + 1];
+#pragma unroll
+            for (int mt = 0; mt < MT; mt++) {
+                if (LIVE && mt >= mt_live) break;
+                const float z[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+                float dh[4], d[4];
+                mma_tf32_k4(dh, hi[mt][0], hi[mt][1], bm, z);
+                mma_tf32_k4(d, lo[mt][0], lo[mt][1], bm, dh);
+                acc[mt][nt][0] = fmaf(-dm0, d[0], acc[mt][nt][0]);
+                acc[mt][nt][1] = fmaf(-dm1, d[1], acc[mt][nt][1]);
+                acc[mt][nt][2] = fmaf(-dm0, d[2], acc[mt][nt][2]);
+                acc[mt][nt][3] = fmaf(-dm1, d[3], acc[mt][nt][3]);
             }
         }
     }
@@ -1171,7 +1234,8 @@ __device__ __forceinline__ void kr_step(float (&acc)[MT][NT][4], uint32_t sa, ui
  * macro): the packed weight of step g0 + kt + 1 copied to P during step kt's MMAs and widened
  * into the other weight slot after them; the activation in R3_STAGES stages. COPY_A(slot, g)
  * copies step g's activation into A slot `slot`, STEP(ao, wo) runs the MMAs and folds on the A
- * slot at ao and the weight slot at wo; w, n, k, j0, brows, P from the caller's scope. */
+ * slot at ao and the weight slot at wo; w, n, k, j0, brows, P and kr_tc (the widening for kr_step's
+ * TC fold) from the caller's scope. */
 #define KR_KLOOP(MT, NT, F, g0, nk, SMEM, COPY_A, STEP)                                                     \
     do {                                                                                                    \
         if ((nk) > 0) {                                                                                     \
@@ -1183,7 +1247,7 @@ __device__ __forceinline__ void kr_step(float (&acc)[MT][NT][4], uint32_t sa, ui
         cp_async_commit();                                                                                  \
         if ((nk) > 0) {                                                                                     \
             cp_async_wait<1>();                                                                             \
-            kr_widen<F, BN>(P, (SMEM), (g0), n, k, j0); /* step 0's weights into slot 0 */                  \
+            kr_widen<F, BN, kr_tc>(P, (SMEM), (g0), n, k, j0); /* step 0's weights into slot 0 */                  \
         }                                                                                                   \
         int cur_ = 0, nxt_ = R3_STAGES - 1;                                                                 \
         for (int kt_ = 0; kt_ < (nk); kt_++) {                                                              \
@@ -1199,14 +1263,14 @@ __device__ __forceinline__ void kr_step(float (&acc)[MT][NT][4], uint32_t sa, ui
             STEP(KR_A_OFF(NT) + cur_ * R3_A_BYTES(MT), (kt_ & 1) * KR_W_SLOT(NT));                          \
             if (more_) {                                                                                    \
                 cp_async_wait<1>(); /* this thread's P(kt+1) copies landed (A(kt+2) may still fly) */       \
-                kr_widen<F, BN>(P, (SMEM) + ((kt_ + 1) & 1) * KR_W_SLOT(NT), (g0) + kt_ + 1, n, k, j0);     \
+                kr_widen<F, BN, kr_tc>(P, (SMEM) + ((kt_ + 1) & 1) * KR_W_SLOT(NT), (g0) + kt_ + 1, n, k, j0); \
             }                                                                                               \
             cur_ = cur_ == R3_STAGES - 1 ? 0 : cur_ + 1;                                                    \
             nxt_ = nxt_ == R3_STAGES - 1 ? 0 : nxt_ + 1;                                                    \
         }                                                                                                   \
     } while (0)
 
-template <int MT, int NT, int F>
+template <int MT, int NT, int F, bool TC = false>
 __device__ __forceinline__ void gemm_kr_body(const unsigned char *__restrict__ w, const unsigned char *__restrict__ xq,
                                              float *__restrict__ y, int m, int n, int k, long long ldy, float alpha,
                                              float *__restrict__ part)
@@ -1228,18 +1292,21 @@ __device__ __forceinline__ void gemm_kr_body(const unsigned char *__restrict__ w
     const int ax_off = (wm * 16 * MT + (lane >> 2)) * MMQ_ROW;
     const int bw_off = wrow * MMQ_ROW;
     const int sd_off = KR_W_ROWS(NT) + wrow * 16;
+    const int sm_off = KR_W_ROWS(NT) + (wn * 8 * NT + (lane >> 2)) * 16; /* TC: the B row's side row */
     const uint32_t base = smem_u32(kr_smem);
     unsigned char *const A0 = kr_smem + KR_A_OFF(NT), *const P = kr_smem + KR_P_OFF(MT, NT);
+    constexpr bool kr_tc = TC;
 
     /* Groups, in commit order: [A(0) P(0)] [A(1)], then per step kt [P(kt+1)] [A(kt+2)] (empty where
      * there is no such step). The widening of step s waits for its own P(s) copies with
      * cp_async_wait<1> (only the A copy committed after it may still be in flight). */
 #define KR_COPY_A(slot, g) r3_copy_run<32 * MT>(A0 + (slot) * R3_A_BYTES(MT), xq + ((long long)(g) * m + i0) * MMQ_ROW, arows)
 #define KR_STEP(ao, wo)                                                                                     \
-    kr_step<MT, NT, F == KR_Q6_K>(acc, base + (ao) + a_off, base + (wo) + b_off,                            \
-                                  reinterpret_cast<const float *>(kr_smem + (ao) + ax_off),                 \
-                                  reinterpret_cast<const float *>(kr_smem + (wo) + bw_off),                 \
-                                  reinterpret_cast<const float *>(kr_smem + (wo) + sd_off))
+    kr_step<MT, NT, F == KR_Q6_K, false, TC>(acc, base + (ao) + a_off, base + (wo) + b_off,                 \
+                                             reinterpret_cast<const float *>(kr_smem + (ao) + ax_off),      \
+                                             reinterpret_cast<const float *>(kr_smem + (wo) + bw_off),      \
+                                             reinterpret_cast<const float *>(kr_smem + (wo) + sd_off), MT,  \
+                                             kr_smem + (wo) + sm_off)
     KR_KLOOP(MT, NT, F, g0, nk, kr_smem, KR_COPY_A, KR_STEP);
 #undef KR_STEP
 #undef KR_COPY_A
@@ -1248,25 +1315,34 @@ __device__ __forceinline__ void gemm_kr_body(const unsigned char *__restrict__ w
 
 /* w: the K-packed weight (16-byte aligned), xq: q8_1 records, y / part / grid
  * as gemm_q8_0r's entries; dynamic shared memory KR_SMEM_BYTES(MT, NT). */
-#define KR_ENTRY(NAME, MT, NT, F)                                                                                     \
+#define KR_ENTRY(NAME, MT, NT, F, TC)                                                                                 \
     extern "C" __global__ void __launch_bounds__(MMQ_THREADS, 2)                                                     \
         NAME(const unsigned char *__restrict__ w, const unsigned char *__restrict__ xq, float *__restrict__ y, int m, \
              int n, int k, long long ldy, float alpha, float *__restrict__ part)                                      \
     {                                                                                                                 \
-        gemm_kr_body<MT, NT, F>(w, xq, y, m, n, k, ldy, alpha, part);                                                 \
+        gemm_kr_body<MT, NT, F, TC>(w, xq, y, m, n, k, ldy, alpha, part);                                             \
     }
-KR_ENTRY(memra_k_gemm_kr_q4_k_mt4, 4, 4, KR_Q4_K)
-KR_ENTRY(memra_k_gemm_kr_q4_k_mt2, 2, 4, KR_Q4_K)
-KR_ENTRY(memra_k_gemm_kr_q4_k_mt4n3, 4, 3, KR_Q4_K)
-KR_ENTRY(memra_k_gemm_kr_q4_k_mt2n3, 2, 3, KR_Q4_K)
-KR_ENTRY(memra_k_gemm_kr_q5_k_mt4, 4, 4, KR_Q5_K)
-KR_ENTRY(memra_k_gemm_kr_q5_k_mt2, 2, 4, KR_Q5_K)
-KR_ENTRY(memra_k_gemm_kr_q5_k_mt4n3, 4, 3, KR_Q5_K)
-KR_ENTRY(memra_k_gemm_kr_q5_k_mt2n3, 2, 3, KR_Q5_K)
-KR_ENTRY(memra_k_gemm_kr_q6_k_mt4, 4, 4, KR_Q6_K)
-KR_ENTRY(memra_k_gemm_kr_q6_k_mt2, 2, 4, KR_Q6_K)
-KR_ENTRY(memra_k_gemm_kr_q6_k_mt4n3, 4, 3, KR_Q6_K)
-KR_ENTRY(memra_k_gemm_kr_q6_k_mt2n3, 2, 3, KR_Q6_K)
+KR_ENTRY(memra_k_gemm_kr_q4_k_mt4, 4, 4, KR_Q4_K, false)
+KR_ENTRY(memra_k_gemm_kr_q4_k_mt2, 2, 4, KR_Q4_K, false)
+KR_ENTRY(memra_k_gemm_kr_q4_k_mt4n3, 4, 3, KR_Q4_K, false)
+KR_ENTRY(memra_k_gemm_kr_q4_k_mt2n3, 2, 3, KR_Q4_K, false)
+KR_ENTRY(memra_k_gemm_kr_q5_k_mt4, 4, 4, KR_Q5_K, false)
+KR_ENTRY(memra_k_gemm_kr_q5_k_mt2, 2, 4, KR_Q5_K, false)
+KR_ENTRY(memra_k_gemm_kr_q5_k_mt4n3, 4, 3, KR_Q5_K, false)
+KR_ENTRY(memra_k_gemm_kr_q5_k_mt2n3, 2, 3, KR_Q5_K, false)
+KR_ENTRY(memra_k_gemm_kr_q6_k_mt4, 4, 4, KR_Q6_K, false)
+KR_ENTRY(memra_k_gemm_kr_q6_k_mt2, 2, 4, KR_Q6_K, false)
+KR_ENTRY(memra_k_gemm_kr_q6_k_mt4n3, 4, 3, KR_Q6_K, false)
+KR_ENTRY(memra_k_gemm_kr_q6_k_mt2n3, 2, 3, KR_Q6_K, false)
+/* MEMRA_MMQ_KR_TC=1: Q4_K and Q5_K with the min term on TF32 MMAs (kr_step TC; opt-in until timed) */
+KR_ENTRY(memra_k_gemm_kr_q4_k_mt4t, 4, 4, KR_Q4_K, true)
+KR_ENTRY(memra_k_gemm_kr_q4_k_mt2t, 2, 4, KR_Q4_K, true)
+KR_ENTRY(memra_k_gemm_kr_q4_k_mt4n3t, 4, 3, KR_Q4_K, true)
+KR_ENTRY(memra_k_gemm_kr_q4_k_mt2n3t, 2, 3, KR_Q4_K, true)
+KR_ENTRY(memra_k_gemm_kr_q5_k_mt4t, 4, 4, KR_Q5_K, true)
+KR_ENTRY(memra_k_gemm_kr_q5_k_mt2t, 2, 4, KR_Q5_K, true)
+KR_ENTRY(memra_k_gemm_kr_q5_k_mt4n3t, 4, 3, KR_Q5_K, true)
+KR_ENTRY(memra_k_gemm_kr_q5_k_mt2n3t, 2, 3, KR_Q5_K, true)
 #undef KR_ENTRY
 
 static_assert(KR_SMEM_BYTES(KR_Q4_K, 4, 4) == 106496 && KR_SMEM_BYTES(KR_Q5_K, 4, 4) == 108544 &&
@@ -1630,6 +1706,7 @@ __device__ __forceinline__ void experts_kr_body(const unsigned long long *__rest
     const int sd_off = KR_W_ROWS(NT) + wrow * 16;
     const uint32_t base = smem_u32(xe_smem);
     unsigned char *const P = xe_smem + KR_P_OFF(MT, NT);
+    constexpr bool kr_tc = false; /* the per-32 min term (KR_KLOOP's widening) */
 
     /* gemm_kr_body's groups and waits, in the same order */
 #define XE_COPY_A(slot, g)                                                                                  \

@@ -159,6 +159,18 @@ static const memra__mmq_r3_tile memra__mmq_kr_tiles[MMQ_KR_FORMATS][MEMRA__MMQ_R
     MMQ_KR_TILES(2, "q6_k"),
 };
 #undef MMQ_KR_TILES
+/* MEMRA_MMQ_KR_TC=1 (opt-in until timed): Q4_K and Q5_K on the same tiles with the min term on
+ * TF32 MMAs once a step (mmq.cu kr_step TC, the _t entry points); Q6_K has no min term */
+#define MMQ_KR_TILES_TC(F, NAME)                                                               \
+    {{"memra_k_gemm_kr_" NAME "_mt4t", 128, 128, KR_SMEM_BYTES(F, 4, 4)},                      \
+     {"memra_k_gemm_kr_" NAME "_mt2t", 64, 128, KR_SMEM_BYTES(F, 2, 4)},                       \
+     {"memra_k_gemm_kr_" NAME "_mt4n3t", 128, 96, KR_SMEM_BYTES(F, 4, 3)},                     \
+     {"memra_k_gemm_kr_" NAME "_mt2n3t", 64, 96, KR_SMEM_BYTES(F, 2, 3)}}
+static const memra__mmq_r3_tile memra__mmq_kr_tiles_tc[2][MEMRA__MMQ_R3_TILES] = {
+    MMQ_KR_TILES_TC(0, "q4_k"),
+    MMQ_KR_TILES_TC(1, "q5_k"),
+};
+#undef MMQ_KR_TILES_TC
 
 /* Issue 26 item 5: the tiles an sm_120 GPU (99 KB of shared memory per
  * block) can load and pick are every one but 128 x 128, for both record
@@ -222,7 +234,8 @@ typedef struct mmq_state {
     const memra__mmq_r3_tile *r3_tiles;         /* memra__mmq_r3_tiles, or _u with MEMRA_MMQ_R3_UNROLL=1 */
     mmq_knobs knobs; /* read at load (memra__gpu_knob) */
     int q8r_list;    /* q8r_list_of(this device): which list memra_call.variant indexes */
-    CUfunction gemm_kr[MMQ_KR_FORMATS][MEMRA__MMQ_R3_TILES]; /* memra__mmq_kr_tiles[f][i]'s kernel, likewise */
+    CUfunction gemm_kr[MMQ_KR_FORMATS][MEMRA__MMQ_R3_TILES]; /* kr_tiles[f][i]'s kernel, likewise */
+    const memra__mmq_r3_tile *kr_tiles[MMQ_KR_FORMATS];       /* memra__mmq_kr_tiles[f], or _tc with MEMRA_MMQ_KR_TC=1 */
     CUfunction experts_route;                                 /* gemm_experts (issue 30): the routing kernel */
     CUfunction experts_splitk_sum;                            /* and its split-k sum over the routed rows */
     CUfunction experts[1 + MMQ_KR_FORMATS][MMQ_XE_TILES];     /* and the grouped tiles (memra__mmq_xe_tiles), NULL where they do not fit */
@@ -311,11 +324,16 @@ static memra_status mmq_load(memra__gpu *q, void *state)
     for (int t = 0; t < MEMRA__MMQ_R3_TILES && st == MEMRA_STATUS_OK; t++)
         if (caps->smem_per_block_optin == 0 || caps->smem_per_block_optin >= s->r3_tiles[t].smem)
             st = memra__gpu_function(q, m, s->r3_tiles[t].kernel, s->r3_tiles[t].smem, &s->gemm_q8_0r[t]);
+    {
+        const char *tc = memra__gpu_knob(q, "MEMRA_MMQ_KR_TC");
+        const int tc_on = tc != NULL && strcmp(tc, "1") == 0;
+        for (int f = 0; f < MMQ_KR_FORMATS; f++)
+            s->kr_tiles[f] = tc_on && f < 2 ? memra__mmq_kr_tiles_tc[f] : memra__mmq_kr_tiles[f];
+    }
     for (int f = 0; f < MMQ_KR_FORMATS && st == MEMRA_STATUS_OK; f++)
         for (int t = 0; t < MEMRA__MMQ_R3_TILES && st == MEMRA_STATUS_OK; t++)
-            if (caps->smem_per_block_optin == 0 || caps->smem_per_block_optin >= memra__mmq_kr_tiles[f][t].smem)
-                st = memra__gpu_function(q, m, memra__mmq_kr_tiles[f][t].kernel, memra__mmq_kr_tiles[f][t].smem,
-                                         &s->gemm_kr[f][t]);
+            if (caps->smem_per_block_optin == 0 || caps->smem_per_block_optin >= s->kr_tiles[f][t].smem)
+                st = memra__gpu_function(q, m, s->kr_tiles[f][t].kernel, s->kr_tiles[f][t].smem, &s->gemm_kr[f][t]);
     if (st != MEMRA_STATUS_OK) return st;
     {
         /* Knobs, read once here (never per call). */
@@ -724,7 +742,7 @@ memra_status memra__mmq_gemm_kr(memra_call *call, const memra_gemm_args *a)
     if (!aligned(a->w, 16) || !aligned(a->x, 16))
         return decline(call, "gemm_kr: needs a 16-byte aligned K-packed weight and q8_1 records");
     const int fi = f == MEMRA_FORMAT_Q4_K ? 0 : f == MEMRA_FORMAT_Q5_K ? 1 : 2;
-    return run_tiles(q, call, a, MEMRA_OP_gemm_kr, memra__mmq_kr_tiles[fi], MMQ_K(q)->gemm_kr[fi], "gemm_kr");
+    return run_tiles(q, call, a, MEMRA_OP_gemm_kr, MMQ_K(q)->kr_tiles[fi], MMQ_K(q)->gemm_kr[fi], "gemm_kr");
 }
 
 /* ---- accprobe -------------------------------------------------------------------- */
