@@ -52,7 +52,7 @@
  *
  * gemm_kr (Q4_K / Q5_K / Q6_K on K records) and gemm_q8_0r on a Q4_0
  * weight's records have their rows in check_kr.c (its header: reference,
- * mass, band judge_band_kr(k) = judge_band_fold(2 k/32, 36) for gemm_kr).
+ * mass, band judge_band_kr(k, tc) for gemm_kr: judge_band_fold(2 k/32, 16), 36 for Q4_K / Q5_K).
  *
  * `memra check --model FILE` (check_model.c) runs the same GEMM cases,
  * reference and bands on a model file's own bytes (tools/check.h).

@@ -106,7 +106,7 @@ double judge_band_fold(int64_t nb, int extra)
     return n * u / (1.0 - n * u) + u;
 }
 
-double judge_band_kr(int64_t k) { return judge_band_fold(2 * (k / 32), 36); }
+double judge_band_kr(int64_t k, int tc) { return judge_band_fold(2 * (k / 32), tc ? 36 : 16); }
 
 void judge_abs_f32(float *x, size_t n)
 {

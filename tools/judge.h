@@ -60,15 +60,18 @@
  *      mass for random codes. MEMRA_MMQ_KR_TC=1 (Q4_K / Q5_K, mmq.cu kr_step TC)
  *      moves the min term out of the per-32 fold: per 128-step D = sum_b t_b m_b
  *      (t_b = fl(dx S), m_b the 6-bit mins) from two TF32 MMAs on t split as
- *      hi + lo (|t - hi - lo| <= u |t|), the products exact, each MMA's f32
+ *      hi + lo (|t - hi - lo| <= 2u |t|: lo's rounding can lose its last bit
+ *      against t's, e.g. t = 0x3f800801), the products exact, each MMA's f32
  *      additions taken at <= 2u of the running magnitude (truncation): the hi
- *      MMA's 4 adds <= 8u, the lo MMA's 5 <= 10u, so |dD| <= 19u sum |t m|;
- *      then acc -= dmin D, one add a step. Bound: gamma(nb + nb/4 + 18) + 19u
- *      over the same normaliser, above gamma(2 nb + 18) only for nb < 26.
- *      judge_band_kr(k) = judge_band_fold(2 nb, 36) covers both folds at every
- *      k (nb = 8: 54u against 47u; 16: 70u against 57u). memra check,
- *      test_mmq_ops gemm_kr and the admission case (4e-6 at k <= 512: the
- *      TC fold's bound there is 58u = 3.5e-6) use it; the host module against
+ *      MMA's 4 adds <= 8u, the lo MMA's 5 <= 10u, so |dD| <= 20u sum |t m|;
+ *      then acc -= dmin D, one add a step. Bound: gamma(nb + nb/4 + 18) + 20u
+ *      over the same normaliser, above gamma(2 nb + 18) only for nb < 27.
+ *      judge_band_kr(k, 1) = judge_band_fold(2 nb, 36) covers both folds at
+ *      every k (nb = 8: 54u against 48u; 16: 70u against 58u); Q6_K and the
+ *      grouped tiles, which never run the TC fold, keep judge_band_fold(2 nb,
+ *      16) (judge_band_kr(k, 0)). memra check, test_mmq_ops gemm_kr and the
+ *      admission case (4e-6 at k <= 512: the TC fold's bound there is 59u =
+ *      3.5e-6) use it; the host module against
  *      GGML's decoded weight in double is JUDGE_BAND_HOST (the decoder rounds
  *      each value once: <= u of that value's term).
  *  JUDGE_BAND_FP8  5e-4 gemm_fp8, gemm_fp8_blk (GPU, cuBLASLt). Both sides
@@ -164,8 +167,10 @@ double judge_rel_fro(const judge *j);
 
 /* gamma(nb + 2 + extra) + u, u = 2^-24: the f32 fold bound above. */
 double judge_band_fold(int64_t nb, int extra);
-/* gemm_kr's band at depth k (both folds, above): judge_band_fold(2 k/32, 36). */
-double judge_band_kr(int64_t k);
+/* gemm_kr's band at depth k: judge_band_fold(2 k/32, 36) where the TC fold may run (tc: Q4_K / Q5_K
+ * on the dense tiles, above), else the per-32 fold's judge_band_fold(2 k/32, 16) (Q6_K, the grouped
+ * tiles). */
+double judge_band_kr(int64_t k, int tc);
 
 /* |operand| in place, for the mass through the host module. */
 void judge_abs_f32(float *x, size_t n);

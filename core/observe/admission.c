@@ -28,7 +28,7 @@
  *     the fold rounds against, and its band is 4e-6: judge_band_fold with
  *     2 k/32 terms (scale and min, or the two 16-value halves) plus 16
  *     split-k roundings at k = 512 is 50 u = 3e-6, and MEMRA_MMQ_KR_TC's
- *     fold (the min term on TF32 MMAs) 58 u = 3.5e-6 (tools/judge.h).
+ *     fold (the min term on TF32 MMAs) 59 u = 3.5e-6 (tools/judge.h).
  *   bit-identical ops (cvt_f16, scale, quant_q8_1, dequant_f16 of Q8_0,
  *     fp8_blk_to_q8_0, repack_q8_0, fp8_nan_count): every output byte equal.
  *   accprobe is an instrument (time only) and is not judged.

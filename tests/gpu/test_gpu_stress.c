@@ -219,6 +219,9 @@ static void make_weights(void)
                                  .name = "stress.experts q8_0"};
         CHECK_OK(memra_weight_create_experts(g_rt, &ed, &g_w[L_XE]));
         CHECK_OK(memra_weight_prepare(g_w[L_XE], g_dev));
+        memra_weight_plan p = {.struct_size = sizeof p};
+        CHECK_OK(memra_weight_plan_get(g_w[L_XE], g_dev, &p));
+        CHECK_STR_EQ(p.lane, "mmq records"); /* the floor's grouped tiles, no mirror */
         free(xq);
     }
     CHECK_OK(memra_device_f16_budget_set(g_dev, budget));
@@ -273,6 +276,9 @@ static void make_weights(void)
                                  .grid_count = gc * XE_E, .name = "stress.experts e4m3 block-128"};
         CHECK_OK(memra_weight_create_experts(g_rt, &ed, &g_w[L_XE_FP8BLK]));
         CHECK_OK(memra_weight_prepare(g_w[L_XE_FP8BLK], g_dev));
+        memra_weight_plan p = {.struct_size = sizeof p};
+        CHECK_OK(memra_weight_plan_get(g_w[L_XE_FP8BLK], g_dev, &p));
+        CHECK_STR_EQ(p.lane, "fp8 block-128");
         free(codes);
         free(grid);
     }

@@ -46,7 +46,8 @@
  *                sides (per 32, or per 16 for Q6_K); the fold adds two terms
  *                per 32-block (scale and min, or the two 16-value halves),
  *                each with one rounding, and split-k up to 16 more: band
- *                judge_band_kr(k) (judge_band_fold(2 nb, 36): the TC fold too), normalised by
+ *                judge_band_kr(k, tc) (judge_band_fold(2 nb, 16); 36 for Q4_K /
+ *                Q5_K, whose tiles may run the TC fold), normalised by
  *                sum_k |dx xq| (|s q| + |mn|) (Q6_K / Q4_0: |s q|), which
  *                bounds the sum of the fold's absolute terms. At the
  *                launcher's choice and forced tiles / split counts, m in
@@ -527,10 +528,10 @@ static void kr_mass_all(memra_format f, const uint8_t *rec, const uint8_t *q, in
 }
 
 static int kr_judge(const char *what, const float *got, const float *ref, const double *mass, int m, int n, int k,
-                    int64_t ldy, int64_t yrows)
+                    int64_t ldy, int64_t yrows, memra_format f)
 {
     judge jd;
-    judge_init(&jd, what, judge_band_kr(k), stdout);
+    judge_init(&jd, what, judge_band_kr(k, f != MEMRA_FORMAT_Q6_K), stdout);
     jd.inject = test_inject_fault();
     for (int i = 0; i < m; i++)
         for (int c = 0; c < n; c++) {
@@ -587,7 +588,7 @@ static int kr_case(memra_format f, int m, int n, int k)
         char what[80];
         snprintf(what, sizeof what, "%s %sx%s split=%s", memra_format_name(f), cfg[c].bm ? cfg[c].bm : "auto",
                  cfg[c].bn ? cfg[c].bn : "auto", cfg[c].split ? cfg[c].split : "auto");
-        ok &= kr_judge(what, got, ref, mass, m, n, k, ldy, yrows);
+        ok &= kr_judge(what, got, ref, mass, m, n, k, ldy, yrows, f);
         free(got);
     }
     mmq_knobs(NULL, NULL, NULL, NULL);
@@ -656,7 +657,7 @@ static int kr_matmul_case(memra_format f, int m, int n, int k)
     kr_mass_all(f, rec, q, m, n, k, mass);
     char what[80];
     snprintf(what, sizeof what, "memra_matmul %s budget 0", memra_format_name(f));
-    ok &= kr_judge(what, got, ref, mass, m, n, k, ldy, yrows);
+    ok &= kr_judge(what, got, ref, mass, m, n, k, ldy, yrows, f);
     printf("    %s: lane '%s', %s by %s, no dequant_f16: %s\n", memra_format_name(f), plan.lane, memra_op_name(op),
            mod, served ? "yes" : "NO  FAIL");
     ok &= served;

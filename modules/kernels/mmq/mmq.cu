@@ -1132,7 +1132,7 @@ __device__ __forceinline__ void mma_tf32_k4(float (&d)[4], uint32_t a0, uint32_t
  * per-32 fold. Each thread keeps t = fl(S sx) of its own 32-block of the step (lane % 4) for its
  * two token rows, and after the four blocks the step's sum over them, sum_b t_b m_b (m_b the
  * 6-bit mins, exact in TF32), comes from two m16n8k4 TF32 MMAs, t split as hi = rna(t) and
- * lo = rna(t - hi) (|t - hi - lo| <= 2^-24 |t|; the products are exact in f32), then one FFMA
+ * lo = rna(t - hi) (|t - hi - lo| <= 2^-23 |t|; the products are exact in f32), then one FFMA
  * acc -= dmin D per element and step: 1/4 FFMA per element and 32-block instead of 1. sm: the
  * side rows at the thread's B row (weight row lane / 4 of n8 tile 0), whose first word holds the
  * step's four mins as bytes and the second dmin (kr_widen TC). */
