@@ -980,6 +980,15 @@ step_krtc() {
     say "krtc $tool check gemm_kr mmq: exit $? reports $(san_count $tool "$lg") ($(san_said "$lg"))"
   done
   KNOBAB_KNOB=MEMRA_MMQ_KR_TC KNOBAB_ARM='q4_k|q5_k' KNOBAB_M=${KRTC_M:-512} KNOBAB_ROUNDS=${KRTC_ROUNDS:-2} step_knobab
+  # where each fold's time goes (KRTC_NCU=0 skips): step_ncu's sections and stalls over the first Q4_K
+  # launches of test_mmq_ops sweep_kr at m = 4096, plain and TC
+  local v
+  [ "${KRTC_NCU:-1}" = 1 ] && for v in 0 1; do
+    MEMRA_MMQ_KR_TC=$v MEMRA_ADMISSION=off timeout 200 ncu --clock-control none --section SpeedOfLight --section Occupancy \
+      --section ComputeWorkloadAnalysis --section WarpStateStats --section SchedulerStats --metrics "$NCU_METS" \
+      -k regex:memra_k_gemm_kr --launch-skip 2 -c 2 $T sweep_kr q4_k 4096 0 > "$L/krtc_ncu_tc$v.txt" 2>&1
+    say "ncu gemm_kr q4_k (MEMRA_MMQ_KR_TC=$v): exit $? $(grep -m2 -oE 'memra_k_gemm_kr_q4_k_[a-z0-9]+' "$L/krtc_ncu_tc$v.txt" | sort -u | tr '\n' ' ')"
+  done
   say "krtc: $((SECONDS - t)) s"
 }
 
