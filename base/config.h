@@ -65,7 +65,9 @@
     X(FP8BLK_XE_N128, "MEMRA_FP8BLK_XE_N128", "mmq modules", BOOL, "", "0",                                      \
       "1: the tensor-map grouped tile 128 columns wide (twice the CTAs of half the work), not 256")             \
     X(FP8BLK_XE_TMA64, "MEMRA_FP8BLK_XE_TMA64", "mmq modules", BOOL, "", "0",                                    \
-      "1: beside the tensor-map grouped tile, the experts' last 1..64 rows on the 64-row tile (unmeasured)")     \
+      "1: beside the tensor-map grouped tile, the experts' last 1..64 rows on the 64-row tile (run w1: loses)") \
+    X(FP8BLK_XE_SPLIT, "MEMRA_FP8BLK_XE_SPLIT", "mmq modules", UINT, "0..16", "0 (no split)",                     \
+      "fp8blk gemm_experts: the tensor-map tile's k blocks in N slices, summed after (2..16; unmeasured)")   \
     X(FP8BLK_XE_PT, "MEMRA_FP8BLK_XE_PT", "mmq modules", BOOL, "", "1",                                          \
       "0: fp8blk does not serve gemm_experts on per-tensor e4m3 experts (lane gemm_fp8)")                         \
     X(MMQ_PDL, "MEMRA_MMQ_PDL", "mmq modules", BOOL, "", "1", "0: no programmatic dependent launches")            \

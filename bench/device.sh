@@ -1006,7 +1006,8 @@ san_experts() {
 # XEOVL_KNOB names another BOOL knob to judge the same way, e.g. MEMRA_MMQ_XE_SORT: the records
 # gathered into expert order first, or MEMRA_FP8BLK_XE_TMA with XEOVL_FORMATS=fp8blk_own (the
 # dense and loop arms on fp8blk's own kernel), XEOVL_MODULE=fp8blk, XEOVL_TESTS="fp8blk
-# fp8blk_skew fp8blk_graph" and XEOVL_SAN_CASE=fp8blk) against the two plain launches: memra bench moe --sheet mixtral at each of XEOVL_M (default
+# fp8blk_skew fp8blk_graph" and XEOVL_SAN_CASE=fp8blk; XEOVL_ON / XEOVL_OFF the knob's two values, default
+# 1 / 0, e.g. XEOVL_KNOB=MEMRA_FP8BLK_XE_SPLIT XEOVL_ON=2) against the two plain launches: memra bench moe --sheet mixtral at each of XEOVL_M (default
 # 512) for XEOVL_FORMATS (default q8_0), XEOVL_ROUNDS rounds (default 2), the order alternating;
 # then with the knob: test_gpu_experts XEOVL_TESTS (against the host, bit for bit the dense lane),
 # memra check --op gemm_experts --module mmq, and XEOVL_TOOLS (default memcheck racecheck
@@ -1018,20 +1019,20 @@ step_xeovl() {
       arm=${arms[$(((i + r - 1) % 2))]}
       f="$L/xeovl_${fm}_m${mm}_${arm}_$r.txt"
       env MEMRA_F16_BUDGET_MB=0 $([ $fm = fp8blk_own ] && echo MEMRA_PREFER=gemm_fp8_blk=fp8blk) \
-        $kn=$([ $arm = ovl ] && echo 1 || echo 0) timeout 300 $M bench moe \
+        $kn=$([ $arm = ovl ] && echo ${XEOVL_ON:-1} || echo ${XEOVL_OFF:-0}) timeout 300 $M bench moe \
         --device 0 --sheet mixtral --m $mm --format ${fm%_own} --json $R/xeovl_${fm}_m${mm}_${arm}_${r}_$TAG.json > "$f" 2>&1
       say "xeovl bench moe $fm m=$mm $arm (round $r): exit $?"
       moe_rows "$f" 'mixtral'
     done; done
   done; done
   for c in ${XEOVL_TESTS:-run skew graph q4_k q6_k bm64}; do
-    env $kn=1 timeout 200 $B/bin/test_gpu_experts $c > "$L/xeovl_test_$c.log" 2>&1
-    say "test_gpu_experts $c ($kn=1): exit $?"
+    env $kn=${XEOVL_ON:-1} timeout 200 $B/bin/test_gpu_experts $c > "$L/xeovl_test_$c.log" 2>&1
+    say "test_gpu_experts $c ($kn=${XEOVL_ON:-1}): exit $?"
   done
-  env $kn=1 timeout 200 $M check --device 0 --op gemm_experts --module ${XEOVL_MODULE:-mmq} > "$L/xeovl_check.log" 2>&1
-  say "check gemm_experts ${XEOVL_MODULE:-mmq} ($kn=1): exit $? $(grep -E 'passed, ' "$L/xeovl_check.log")"
+  env $kn=${XEOVL_ON:-1} timeout 200 $M check --device 0 --op gemm_experts --module ${XEOVL_MODULE:-mmq} > "$L/xeovl_check.log" 2>&1
+  say "check gemm_experts ${XEOVL_MODULE:-mmq} ($kn=${XEOVL_ON:-1}): exit $? $(grep -E 'passed, ' "$L/xeovl_check.log")"
   for tool in ${XEOVL_TOOLS:-memcheck racecheck synccheck}; do
-    ( export $kn=1; san_experts xeovl_san $tool ${XEOVL_SAN_CASE:-run} )
+    ( export $kn=${XEOVL_ON:-1}; san_experts xeovl_san $tool ${XEOVL_SAN_CASE:-run} )
   done
   say "xeovl: $((SECONDS - t)) s"
 }

@@ -42,6 +42,11 @@
  *                             per-tensor tile): judged against the host only (the dense
  *                             per-tensor lane is cuBLASLt's, which sums all of k before
  *                             scaling, so no bit-for-bit comparison)
+ *   test_gpu_experts fp8blk_split
+ *                             fp8blk on the tensor-map tile with its k blocks in 2 slices
+ *                             (MEMRA_FP8BLK_XE_SPLIT=2: 2 + 3 of k = 544's 5 blocks) and the
+ *                             slices' sum; judged against the host only (the dense lane does not
+ *                             split, so no bit-for-bit comparison)
  *   test_gpu_experts fp8blk_one | fp8blk_one_skew
  *                             the same on the one-table tile-major kernel
  *                             (MEMRA_FP8BLK_XE_ONE=all: memra_k_fp8blk_experts_wgmma_t,
@@ -101,6 +106,7 @@ static const xcase k_cases[] = {
     {"fp8blk", MEMRA_FORMAT_E4M3, NULL, 0, 0, "fp8 block-128", "fp8blk", 0},
     {"fp8blk_graph", MEMRA_FORMAT_E4M3, NULL, 0, 1, "fp8 block-128", "fp8blk", 0},
     {"fp8blk_skew", MEMRA_FORMAT_E4M3, NULL, 1, 0, "fp8 block-128", "fp8blk", 0},
+    {"fp8blk_split", MEMRA_FORMAT_E4M3, NULL, 0, 0, "fp8 block-128", "fp8blk", 2},
     {"fp8blk_one", MEMRA_FORMAT_E4M3, NULL, 0, 0, "fp8 block-128", "fp8blk", 0},
     {"fp8blk_one_skew", MEMRA_FORMAT_E4M3, NULL, 1, 0, "fp8 block-128", "fp8blk", 0},
     {"f16", MEMRA_FORMAT_F16, NULL, 0, 0, "f16", NULL, 0},
@@ -246,10 +252,13 @@ int main(int argc, char **argv)
     char dsplit[40], xsplit[40];
     snprintf(dsplit, sizeof dsplit, "MEMRA_MMQ_SPLIT=%d", xc->split ? xc->split : 1);
     snprintf(xsplit, sizeof xsplit, "MEMRA_MMQ_XE_SPLIT=%d", xc->split);
+    const int fsplit = fp8 && xc->split > 0; /* fp8blk_split: MEMRA_FP8BLK_XE_SPLIT, not the floor's */
+    if (fsplit) snprintf(xsplit, sizeof xsplit, "MEMRA_FP8BLK_XE_SPLIT=%d", xc->split);
     const int one = strncmp(xc->name, "fp8blk_one", 10) == 0; /* the one-table tile-major kernel */
     const int pt = strncmp(xc->name, "fp8pt", 5) == 0;         /* per-tensor e4m3 experts */
     const int h16 = xc->format == MEMRA_FORMAT_F16 || xc->format == MEMRA_FORMAT_BF16; /* the 16-bit tile */
     /* budget: the default f16 budget (quantised experts ride the floor on a GPU all the same) */
+    if (fsplit) snprintf(dsplit, sizeof dsplit, "MEMRA_MMQ_SPLIT=1");
     const char *settings[] = {strcmp(xc->name, "budget") == 0 ? "MEMRA_LOG=warn" : "MEMRA_F16_BUDGET_MB=0", dsplit,
                               xc->split ? xsplit : "MEMRA_MMQ_XE_SPLIT=0",
                               fp8 ? "MEMRA_PREFER=gemm_fp8_blk=fp8blk" : xc->bm ? bm : NULL,
@@ -347,7 +356,7 @@ int main(int argc, char **argv)
                          fp8 ? JUDGE_BAND_FP8 : xc->format == MEMRA_FORMAT_F16 ? JUDGE_BAND_F16
                          : xc->format == MEMRA_FORMAT_BF16                    ? JUDGE_BAND_BF16
                                                                               : JUDGE_BAND_Q8_0);
-        if (!pt && !h16) ok &= dense_same(what, dev, we, x, K, eager[v], ids[v]);
+        if (!pt && !h16 && !fsplit) ok &= dense_same(what, dev, we, x, K, eager[v], ids[v]);
     }
     if (xc->graph) {
         cu_streams_open();

@@ -251,6 +251,7 @@ static const char *g_xe_n128_knob;  /* MEMRA_FP8BLK_XE_N128 likewise */
 static const char *g_r3_unroll_knob; /* MEMRA_MMQ_R3_UNROLL likewise */
 static const char *g_xe_tma64_knob; /* MEMRA_FP8BLK_XE_TMA64 likewise */
 static const char *g_kr_tc_knob;    /* MEMRA_MMQ_KR_TC likewise */
+static const char *g_fxe_split_knob; /* MEMRA_FP8BLK_XE_SPLIT likewise */
 static const char *fake_knob(const memra_device_caps *caps, const char *name)
 {
     (void)caps;
@@ -270,6 +271,7 @@ static const char *fake_knob(const memra_device_caps *caps, const char *name)
     if (strcmp(name, "MEMRA_MMQ_R3_UNROLL") == 0) return g_r3_unroll_knob;
     if (strcmp(name, "MEMRA_FP8BLK_XE_TMA64") == 0) return g_xe_tma64_knob;
     if (strcmp(name, "MEMRA_MMQ_KR_TC") == 0) return g_kr_tc_knob;
+    if (strcmp(name, "MEMRA_FP8BLK_XE_SPLIT") == 0) return g_fxe_split_knob;
     return NULL; /* every other knob at its default */
 }
 static void *fake_library_open(const char *which)
@@ -1049,6 +1051,35 @@ static int fp8blk_experts_tma64(mod *m)
            grid;
 }
 
+/* MEMRA_FP8BLK_XE_SPLIT=N: the tensor-map tile's split entry point on min(N, ceil(256 / 128) = 2) k slices (grid.z),
+ * then memra_k_fp8blk_experts_sum over ceil(300 / 256) = 2 x min(300, 1024) = 300 blocks of 256;
+ * with MEMRA_FP8BLK_XE_TMA64=1 (two tables) no split */
+static int fp8blk_experts_split(mod *m, int tma64)
+{
+    const memra_status st = fp8blk_experts_call(m, 300);
+    if (tma64) {
+        const int z1 = g_n_launched == 5 && g_grid_z[3] == 1;
+        printf("    split with the 64-row table: grouped grid.z %u, want 1  %s\n", g_grid_z[3], z1 ? "ok" : "FAIL");
+        return launched_exact("gemm_experts fp8_blk tma64 (XE_SPLIT set)", st, 5,
+                              (const char *[]){"memra_k_fp8blk_experts_route", "memra_k_fp8blk_quant_sorted",
+                                               "memra_k_fp8blk_experts_maps", "memra_k_fp8blk_experts_tma",
+                                               "memra_k_fp8blk_experts_wgmma64"},
+                              (const int[]){0, 0, 0, 0, 0}) &&
+               z1;
+    }
+    const int grid = g_n_launched == 5 && g_grid_x[3] == 11 && g_grid_y[3] == 2 && g_grid_z[3] == 2 &&
+                     g_block_x[3] == 384 && g_grid_x[4] == 2 && g_grid_y[4] == 300 && g_block_x[4] == 256;
+    printf("    grids (split): grouped %u x %u x %u (%u), sum %u x %u (%u); want 11 x 2 x 2 (384), 2 x 300 (256)  %s\n",
+           g_grid_x[3], g_grid_y[3], g_grid_z[3], g_block_x[3], g_grid_x[4], g_grid_y[4], g_block_x[4],
+           grid ? "ok" : "FAIL");
+    return launched_exact("gemm_experts fp8_blk tma split", st, 5,
+                          (const char *[]){"memra_k_fp8blk_experts_route", "memra_k_fp8blk_quant_sorted",
+                                           "memra_k_fp8blk_experts_maps", "memra_k_fp8blk_experts_tma_split",
+                                           "memra_k_fp8blk_experts_sum"},
+                          (const int[]){0, 0, 0, 0, 0}) &&
+           grid;
+}
+
 static int case_fp8blk(const char *so)
 {
     mod m;
@@ -1180,6 +1211,17 @@ static int case_fp8blk(const char *so)
     if (!open_mod(so, 90, &m)) return 0;
     ok &= fp8blk_experts_tma64(&m);
     ok &= close_mod(&m, 2);
+    g_xe_tma64_knob = NULL;
+    /* MEMRA_FP8BLK_XE_SPLIT: 2, 5 (clamped to the 2 k blocks), and with the 64-row table (no split) */
+    static const char *const splits[3] = {"2", "5", "2"};
+    for (int i = 0; i < 3; i++) {
+        g_fxe_split_knob = splits[i];
+        g_xe_tma64_knob = i == 2 ? "1" : NULL;
+        if (!open_mod(so, 90, &m)) return 0;
+        ok &= fp8blk_experts_split(&m, i == 2);
+        ok &= close_mod(&m, 2);
+    }
+    g_fxe_split_knob = NULL;
     g_xe_tma64_knob = NULL;
     g_no_tmap = 1; /* without the encoder: the cp.async tiles */
     if (!open_mod(so, 90, &m)) return 0;

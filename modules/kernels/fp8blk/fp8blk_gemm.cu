@@ -860,31 +860,32 @@ __device__ __forceinline__ void mb_arrive_tx(unsigned a, unsigned bytes)
 }
 
 /* The tensor-map tile's two roles, shared by memra_k_fp8blk_wgmma_tma and
- * memra_k_fp8blk_experts_tma. tma_produce: the producer warp's loop (lane 0 issues stage b's
- * two bulk copies, x rows r0 .. r0 + 127 and weight rows j0 .. j0 + 128 NH, every lane
- * copies four of the 128 rows' scales xs[b m + r0 + t], zero past m). tma_consume: a consumer
- * warpgroup's loop into acc (ct 0 .. 255, the consumer thread; grow the weight grid's rows of
- * the tile, nk blocks each); a warpgroup that is not `live` computes nothing but frees every
- * stage as the live ones do. */
+ * memra_k_fp8blk_experts_tma. tma_produce: the producer warp's loop over the k blocks kb0 ..
+ * kb0 + nk - 1 (lane 0 issues stage b's two bulk copies, x rows r0 .. r0 + 127 and weight rows
+ * j0 .. j0 + 128 NH, every lane copies four of the 128 rows' scales xs[kb m + r0 + t], zero
+ * past m). tma_consume: a consumer warpgroup's loop into acc over those nk blocks (ct 0 .. 255,
+ * the consumer thread; grow the weight grid's row of the tile at the slice's first block, gs
+ * blocks a grid row); a warpgroup that is not `live` computes nothing but frees every stage as
+ * the live ones do. */
 template <int NH, int S, int SB>
 __device__ __forceinline__ void tma_produce(const memra_tmap *map_x, const memra_tmap *map_w, const float *__restrict__ xs,
-                                            int r0, int j0, int m, int nk, unsigned sbase, unsigned char *stages,
-                                            unsigned full, unsigned empty, int lane)
+                                            int r0, int j0, int m, int nk, int kb0, unsigned sbase,
+                                            unsigned char *stages, unsigned full, unsigned empty, int lane)
 {
     for (int b = 0; b < nk; b++) {
-        const int s = b % S;
+        const int s = b % S, kb = kb0 + b;
         if (b >= S) mb_wait(empty + 8 * s, (unsigned)(b / S - 1) & 1u);
         const unsigned st = sbase + s * SB;
         if (lane == 0) {
             mb_arrive_tx(full + 8 * s, 16384u * (1 + NH));
-            tma_load_2d(st, map_x, b * 128, r0, full + 8 * s);
-            tma_load_2d(st + 16384, map_w, b * 128, j0, full + 8 * s);
+            tma_load_2d(st, map_x, kb * 128, r0, full + 8 * s);
+            tma_load_2d(st + 16384, map_w, kb * 128, j0, full + 8 * s);
         }
         float *sx = reinterpret_cast<float *>(stages + s * SB + 16384 * (1 + NH));
 #pragma unroll
         for (int e = 0; e < 4; e++) {
             const int t = lane + 32 * e, i = r0 + t;
-            fb_cp4(sx + t, i < m ? xs + (long long)b * m + i : xs, i < m ? 4 : 0);
+            fb_cp4(sx + t, i < m ? xs + (long long)kb * m + i : xs, i < m ? 4 : 0);
         }
         mb_cp_arrive(full + 8 * s);
     }
@@ -892,9 +893,9 @@ __device__ __forceinline__ void tma_produce(const memra_tmap *map_x, const memra
 }
 
 template <int NH, int S, int SB>
-__device__ __forceinline__ void tma_consume(float (&acc)[NH][64], const float *__restrict__ grow, int nk, int ngr, int j0,
-                                            unsigned sbase, const unsigned char *stages, unsigned full, unsigned empty,
-                                            int ct, int lane, bool live)
+__device__ __forceinline__ void tma_consume(float (&acc)[NH][64], const float *__restrict__ grow, int nk, int gs, int ngr,
+                                            int j0, unsigned sbase, const unsigned char *stages, unsigned full,
+                                            unsigned empty, int ct, int lane, bool live)
 {
     const int r0 = (ct >> 7) * 64 + ((ct >> 5) & 3) * 16 + (lane >> 2);
     float t[64];
@@ -915,7 +916,7 @@ __device__ __forceinline__ void tma_consume(float (&acc)[NH][64], const float *_
         const unsigned a = sbase + s * SB + a_off;
 #pragma unroll
         for (int h = 0; h < NH; h++) {
-            const float g = (j0 / 128 + h < ngr) ? grow[(long long)h * nk + kb] : 0.0f;
+            const float g = (j0 / 128 + h < ngr) ? grow[(long long)h * gs + kb] : 0.0f;
             const unsigned bb = sbase + s * SB + 16384 * (1 + h);
             asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
 #pragma unroll
@@ -956,14 +957,15 @@ memra_k_fp8blk_wgmma_tma(const __grid_constant__ memra_tmap map_x, const __grid_
     if (wg == 0) {
         asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n");
         if (threadIdx.x >= 32) return;
-        tma_produce<NH, S, SB>(&map_x, &map_w, xs, i0, j0, m, nk, sbase, stages, full, empty, lane);
+        tma_produce<NH, S, SB>(&map_x, &map_w, xs, i0, j0, m, nk, 0, sbase, stages, full, empty, lane);
         return;
     }
     asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n");
     const int ct = threadIdx.x - 128; /* 0..255: the consumers */
     const int r0 = (ct >> 7) * 64 + ((ct >> 5) & 3) * 16 + (lane >> 2);
     float acc[NH][64];
-    tma_consume<NH, S, SB>(acc, grid + (long long)(j0 / 128) * nk, nk, ngr, j0, sbase, stages, full, empty, ct, lane, true);
+    tma_consume<NH, S, SB>(acc, grid + (long long)(j0 / 128) * nk, nk, nk, ngr, j0, sbase, stages, full, empty, ct, lane,
+                           true);
 #pragma unroll
     for (int h = 0; h < NH; h++)
 #pragma unroll
@@ -997,7 +999,14 @@ memra_k_fp8blk_wgmma_tma(const __grid_constant__ memra_tmap map_x, const __grid_
  *                         for bit the other grouped tiles' outputs (the same per-row wgmmas and
  *                         fold). The default (run v1: 0.70-0.76 of the dense call on the Mixtral
  *                         gate/up rows at m = 512, the cp.async tiles 0.53-0.54); MEMRA_FP8BLK_XE_TMA=0
- *                         keeps the cp.async tiles. */
+ *                         keeps the cp.async tiles. memra_k_fp8blk_experts_tma_split
+ *                         (MEMRA_FP8BLK_XE_SPLIT=S, opt-in; the 256-wide tile): gridDim.z = S, CTA z
+ *                         takes the k blocks nk z / S .. nk (z + 1) / S - 1 and writes its raw sums to
+ *                         part[z][s][c] (s the sorted row) for memra_k_fp8blk_experts_sum; the
+ *                         unsplit entry points are compiled without it (their SASS unchanged).
+ *   memra_k_fp8blk_experts_sum   y[perm[s]][c] = alpha (part[0][s][c] + ... + part[S-1][s][c]), the
+ *                         slices added in order, for the routed rows s < offsets[E]: rows over
+ *                         blockIdx.y (stride gridDim.y), columns over the threads. */
 extern "C" __global__ void __launch_bounds__(128)
 memra_k_fp8blk_experts_maps(const __grid_constant__ memra_tmap tmpl, const unsigned long long *__restrict__ wtab, int E,
                             memra_tmap *__restrict__ maps)
@@ -1020,13 +1029,13 @@ memra_k_fp8blk_experts_maps(const __grid_constant__ memra_tmap tmpl, const unsig
     asm volatile("fence.proxy.tensormap::generic.release.gpu;\n" ::: "memory");
 }
 
-template <int NH>
+template <int NH, bool SPLIT>
 __device__ __forceinline__ void experts_tma_body(const memra_tmap &map_x, const memra_tmap *__restrict__ maps,
                                                  const unsigned long long *__restrict__ gtab,
                                                  const float *__restrict__ xs, const int *__restrict__ offsets,
                                                  const int *__restrict__ perm, const int *__restrict__ tiles,
                                                  const int *__restrict__ ntiles, float *__restrict__ y, int m, int n,
-                                                 int k, long long ldy, float alpha)
+                                                 int k, long long ldy, float alpha, float *__restrict__ part)
 {
     constexpr int S = FP8BLK_WG_STAGES_OF(NH), SB = FP8BLK_WG_STAGE_BYTES_OF(NH);
     const int ti = (int)blockIdx.x;
@@ -1039,7 +1048,9 @@ __device__ __forceinline__ void experts_tma_body(const memra_tmap &map_x, const 
     const unsigned full = sbase + S * SB, empty = full + 8 * S;
     const int wg = threadIdx.x >> 7, lane = threadIdx.x & 31;
     const int j0 = blockIdx.y * (128 * NH);
-    const int nk = (k + 127) / 128, ngr = (n + 127) / 128;
+    const int nkt = (k + 127) / 128, ngr = (n + 127) / 128;
+    const int slices = SPLIT ? (int)gridDim.z : 1, z = SPLIT ? (int)blockIdx.z : 0; /* split-k: this CTA's k blocks */
+    const int kb0 = (int)((long long)nkt * z / slices), nk = (int)((long long)nkt * (z + 1) / slices) - kb0;
     if (threadIdx.x == 0) {
         for (int s = 0; s < S; s++) {
             mb_init(full + 8 * s, 33);
@@ -1056,7 +1067,7 @@ __device__ __forceinline__ void experts_tma_body(const memra_tmap &map_x, const 
             asm volatile("fence.proxy.tensormap::generic.acquire.gpu [%0], 128;\n" ::"l"(
                              reinterpret_cast<unsigned long long>(map_w))
                          : "memory");
-        tma_produce<NH, S, SB>(&map_x, map_w, xs, s0, j0, m, nk, sbase, stages, full, empty, lane);
+        tma_produce<NH, S, SB>(&map_x, map_w, xs, s0, j0, m, nk, kb0, sbase, stages, full, empty, lane);
         return;
     }
     asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n");
@@ -1064,9 +1075,10 @@ __device__ __forceinline__ void experts_tma_body(const memra_tmap &map_x, const 
     const int r0 = (ct >> 7) * 64 + ((ct >> 5) & 3) * 16 + (lane >> 2);
     const bool live = s0 + (ct >> 7) * 64 < end; /* the warpgroup's 64 rows hold one of the expert's */
     float acc[NH][64];
-    tma_consume<NH, S, SB>(acc, reinterpret_cast<const float *>(gtab[e]) + (long long)(j0 / 128) * nk, nk, ngr, j0,
-                           sbase, stages, full, empty, ct, lane, live);
+    tma_consume<NH, S, SB>(acc, reinterpret_cast<const float *>(gtab[e]) + (long long)(j0 / 128) * nkt + kb0, nk, nkt,
+                           ngr, j0, sbase, stages, full, empty, ct, lane, live);
     if (!live) return;
+    float *const pz = part + (long long)z * m * n; /* (slices > 1 only) */
 #pragma unroll
     for (int h = 0; h < NH; h++)
 #pragma unroll
@@ -1075,23 +1087,48 @@ __device__ __forceinline__ void experts_tma_body(const memra_tmap &map_x, const 
             for (int q = 0; q < 4; q++) {
                 const int i = s0 + r0 + 8 * (q >> 1);
                 const int c = j0 + h * 128 + j * 8 + (lane & 3) * 2 + (q & 1);
-                if (i < end && c < n) y[(long long)perm[i] * ldy + c] = alpha * acc[h][4 * j + q];
+                if (i < end && c < n) {
+                    if (!SPLIT)
+                        y[(long long)perm[i] * ldy + c] = alpha * acc[h][4 * j + q];
+                    else
+                        pz[(long long)i * n + c] = acc[h][4 * j + q];
+                }
             }
+}
+
+extern "C" __global__ void __launch_bounds__(256)
+memra_k_fp8blk_experts_sum(const float *__restrict__ part, int S, int m, int n, const int *__restrict__ offsets, int E,
+                           const int *__restrict__ perm, float *__restrict__ y, long long ldy, float alpha)
+{
+    const int rows = offsets[E];
+    const long long plane = (long long)m * n;
+    for (int s = blockIdx.y; s < rows; s += gridDim.y) {
+        const float *p = part + (long long)s * n;
+        float *o = y + (long long)perm[s] * ldy;
+        for (int c = blockIdx.x * blockDim.x + threadIdx.x; c < n; c += gridDim.x * blockDim.x) {
+            float v = p[c];
+            for (int z = 1; z < S; z++) v += p[z * plane + c];
+            o[c] = alpha * v;
+        }
+    }
 }
 
 /* the weight's column tiles 256 wide (NH = 2, the dense kernel's) or 128 (NH = 1,
  * MEMRA_FP8BLK_XE_N128=1: twice the CTAs of half the work, for shapes whose 256-wide grid
  * leaves a last wave mostly empty, e.g. the Mixtral-like down rows at m = 512) */
-#define XE_TMA_ENTRY(NAME, NH)                                                                                     \
+#define XE_TMA_ENTRY(NAME, NH, SPLIT)                                                                              \
     extern "C" __global__ void __launch_bounds__(FP8BLK_TMA_THREADS, 1)                                            \
         NAME(const __grid_constant__ memra_tmap map_x, const memra_tmap *__restrict__ maps,                         \
              const unsigned long long *__restrict__ gtab, const float *__restrict__ xs,                             \
              const int *__restrict__ offsets, const int *__restrict__ perm, const int *__restrict__ tiles,          \
-             const int *__restrict__ ntiles, float *__restrict__ y, int m, int n, int k, long long ldy, float alpha) \
+             const int *__restrict__ ntiles, float *__restrict__ y, int m, int n, int k, long long ldy, float alpha, \
+             float *__restrict__ part)                                                                              \
     {                                                                                                              \
-        experts_tma_body<NH>(map_x, maps, gtab, xs, offsets, perm, tiles, ntiles, y, m, n, k, ldy, alpha);         \
+        experts_tma_body<NH, SPLIT>(map_x, maps, gtab, xs, offsets, perm, tiles, ntiles, y, m, n, k, ldy, alpha, part); \
     }
-XE_TMA_ENTRY(memra_k_fp8blk_experts_tma, 2)
-XE_TMA_ENTRY(memra_k_fp8blk_experts_tma_n128, 1)
+XE_TMA_ENTRY(memra_k_fp8blk_experts_tma, 2, false)
+XE_TMA_ENTRY(memra_k_fp8blk_experts_tma_n128, 1, false)
+/* MEMRA_FP8BLK_XE_SPLIT=S (opt-in): the 256-wide tile on gridDim.z = S k slices, into part */
+XE_TMA_ENTRY(memra_k_fp8blk_experts_tma_split, 2, true)
 #undef XE_TMA_ENTRY
 #endif

@@ -18,6 +18,7 @@
 #define MEMRA__FP8BLK_SLOT_ROUTE "fp8blk.experts.route" /* gemm_experts: offsets, permutation, tile table */
 #define MEMRA__FP8BLK_SLOT_AMAX "fp8blk.experts.amax"   /* gemm_experts lane gemm_fp8: per-expert and per-row maxima */
 #define MEMRA__FP8BLK_SLOT_MAPS "fp8blk.experts.maps"   /* MEMRA_FP8BLK_XE_TMA=1: a tensor map per expert's weight */
+#define MEMRA__FP8BLK_SLOT_PART "fp8blk.experts.splitk" /* MEMRA_FP8BLK_XE_SPLIT: the slices' partial sums */
 
 typedef struct fp8blk_state {
     CUfunction quant, gemm;
@@ -40,6 +41,8 @@ typedef struct fp8blk_state {
     CUfunction xe_maps, xe_tma;
     int xe_tma_nh; /* its tile's column halves: 2 (256 columns) or 1 (128: MEMRA_FP8BLK_XE_N128=1) */
     int xe_tma64;  /* MEMRA_FP8BLK_XE_TMA64=1: the 64-row remainder table beside it (experts_wgmma64) */
+    int xe_split;  /* MEMRA_FP8BLK_XE_SPLIT=S (2..16, opt-in): its k blocks in S slices (xe_tma_split), */
+    CUfunction xe_tma_split, xe_sum; /* summed by xe_sum; NULL: unsplit */
     /* lane gemm_fp8 (per-tensor e4m3 experts; off with MEMRA_FP8BLK_XE_PT=0): the per-expert
      * amax, its expansion to rows, the quantiser at those maxima and the tile-major per-tensor
      * tile; NULL otherwise (the lane declines) */
@@ -230,6 +233,14 @@ static void fp8blk_load_wgmma(memra__gpu *q, fp8blk_state *fb, CUmodule m)
             if (fb->xe_tma != NULL && q->cu.cuModuleGetFunction(&fb->xe_maps, m, "memra_k_fp8blk_experts_maps") !=
                                           MEMRA__CU_SUCCESS)
                 fb->xe_tma = fb->xe_maps = NULL;
+            const char *xs = memra__gpu_knob(q, "MEMRA_FP8BLK_XE_SPLIT");
+            fb->xe_split = xs != NULL ? atoi(xs) : 0;
+            if (fb->xe_tma != NULL && fb->xe_tma_nh == 2 && fb->xe_split > 1) {
+                fb->xe_tma_split = wgmma_function(q, fb, m, "memra_k_fp8blk_experts_tma_split", FP8BLK_WG_SMEM_BYTES_OF(2));
+                if (fb->xe_tma_split == NULL ||
+                    q->cu.cuModuleGetFunction(&fb->xe_sum, m, "memra_k_fp8blk_experts_sum") != MEMRA__CU_SUCCESS)
+                    fb->xe_tma_split = fb->xe_sum = NULL; /* unsplit then */
+            }
         }
         const char *xp = memra__gpu_knob(q, "MEMRA_FP8BLK_XE_PT");
         if (xp == NULL || strcmp(xp, "0") != 0) { /* on unless MEMRA_FP8BLK_XE_PT=0 */
@@ -240,7 +251,7 @@ static void fp8blk_load_wgmma(memra__gpu *q, fp8blk_state *fb, CUmodule m)
                 fb->xe_pt = NULL;
         }
         if (fb->xe_route == NULL || fb->xe_quant == NULL || fb->xe_quant_given == NULL)
-            fb->xe_gemm = fb->xe_wide = fb->xe_one = fb->xe_pt = fb->xe_tma = fb->xe_maps = NULL;
+            fb->xe_gemm = fb->xe_wide = fb->xe_one = fb->xe_pt = fb->xe_tma = fb->xe_maps = fb->xe_tma_split = fb->xe_sum = NULL;
     }
 }
 
@@ -644,11 +655,27 @@ memra_status memra__fp8blk_gemm_experts(memra_call *call, const memra_gemm_args 
             const char *kname = nh == 1 ? "memra_k_fp8blk_experts_tma_n128" : "memra_k_fp8blk_experts_tma";
             const unsigned cols = (unsigned)((n + 128 * nh - 1) / (128 * nh));
             const unsigned smem = nh == 1 ? FP8BLK_WG_SMEM_BYTES_OF(1) : FP8BLK_WG_SMEM_BYTES_OF(2);
-            st = memra__gpu_launch_ex(q, fb->xe_tma, kname, (unsigned)tiles_max, cols, 1, FP8BLK_TMA_THREADS, smem,
-                                      call->stream,
+            /* MEMRA_FP8BLK_XE_SPLIT=S (opt-in, one table only): the k blocks in S slices, each CTA's raw
+             * sums to part, memra_k_fp8blk_experts_sum adding them in slice order into y (a split in
+             * the table's last wave for the long-k rows; not yet timed). No scratch (a capture without
+             * a reservation for it): unsplit */
+            int ks = !two && fb->xe_tma_split != NULL && fb->xe_split > 1 ? fb->xe_split : 1;
+            if (ks > nkb) ks = (int)nkb;
+            memra_dptr part = 0;
+            if (ks > 1 && q->host->scratch_get(call, MEMRA__FP8BLK_SLOT_PART, (size_t)ks * (size_t)m * (size_t)n * 4 + 256,
+                                               &part) != MEMRA_STATUS_OK)
+                ks = 1;
+            st = memra__gpu_launch_ex(q, ks > 1 ? fb->xe_tma_split : fb->xe_tma,
+                                      ks > 1 ? "memra_k_fp8blk_experts_tma_split" : kname, (unsigned)tiles_max, cols,
+                                      (unsigned)ks, FP8BLK_TMA_THREADS, smem, call->stream,
                                       (void *[]){&mx, &maps, &grid, &xs, &offsets, &perm, &tiles, &ntiles, &y, &m, &n,
-                                                 &k, &ldy, &alpha},
+                                                 &k, &ldy, &alpha, &part},
                                       0);
+            if (st == MEMRA_STATUS_OK && ks > 1) {
+                const unsigned sx = (unsigned)((n + 255) / 256), sy = (unsigned)(m < 1024 ? m : 1024);
+                st = memra__gpu_launch_ex(q, fb->xe_sum, "memra_k_fp8blk_experts_sum", sx, sy, 1, 256, 0, call->stream,
+                                          (void *[]){&part, &ks, &m, &n, &offsets, &ee, &perm, &y, &ldy, &alpha}, 0);
+            }
             if (st != MEMRA_STATUS_OK || !two) return st;
             return memra__gpu_launch_ex(q, fb->xe_gemm64, "memra_k_fp8blk_experts_wgmma64", nx, (unsigned)tiles2_max, 1,
                                         FP8BLK_XE64_THREADS, FP8BLK_XE64_SMEM_BYTES, call->stream,
