@@ -88,7 +88,8 @@ typedef struct xcase {
     int graph;
     const char *lane;   /* the plan's lane on the GPU */
     const char *module; /* the module whose gemm_experts must serve; NULL: the routing's first */
-    int split;          /* MEMRA_MMQ_XE_SPLIT and the dense MEMRA_MMQ_SPLIT (0: 1 for the dense lane, unforced) */
+    int split;          /* MEMRA_MMQ_XE_SPLIT and the dense MEMRA_MMQ_SPLIT (0: 1 for the dense lane, unforced);
+                         * fp8blk_split: MEMRA_FP8BLK_XE_SPLIT (the floor's split then at its default) */
 } xcase;
 
 static const xcase k_cases[] = {

@@ -19,6 +19,7 @@
 #define MEMRA__FP8BLK_SLOT_AMAX "fp8blk.experts.amax"   /* gemm_experts lane gemm_fp8: per-expert and per-row maxima */
 #define MEMRA__FP8BLK_SLOT_MAPS "fp8blk.experts.maps"   /* MEMRA_FP8BLK_XE_TMA=1: a tensor map per expert's weight */
 #define MEMRA__FP8BLK_SLOT_PART "fp8blk.experts.splitk" /* MEMRA_FP8BLK_XE_SPLIT: the slices' partial sums */
+#define FP8BLK_XE_PART_MAX (1024.0 * 1024.0 * 1024.0) /* their bytes at most (S lowered to fit) */
 
 typedef struct fp8blk_state {
     CUfunction quant, gemm;
@@ -41,8 +42,8 @@ typedef struct fp8blk_state {
     CUfunction xe_maps, xe_tma;
     int xe_tma_nh; /* its tile's column halves: 2 (256 columns) or 1 (128: MEMRA_FP8BLK_XE_N128=1) */
     int xe_tma64;  /* MEMRA_FP8BLK_XE_TMA64=1: the 64-row remainder table beside it (experts_wgmma64) */
-    int xe_split;  /* MEMRA_FP8BLK_XE_SPLIT=S (2..16, opt-in): its k blocks in S slices (xe_tma_split), */
-    CUfunction xe_tma_split, xe_sum; /* summed by xe_sum; NULL: unsplit */
+    int xe_split;  /* MEMRA_FP8BLK_XE_SPLIT=S (2..16, opt-in): its k blocks in S slices */
+    CUfunction xe_tma_split, xe_sum; /* the split tile and the slices' sum; NULL: unsplit */
     /* lane gemm_fp8 (per-tensor e4m3 experts; off with MEMRA_FP8BLK_XE_PT=0): the per-expert
      * amax, its expansion to rows, the quantiser at those maxima and the tile-major per-tensor
      * tile; NULL otherwise (the lane declines) */
@@ -661,6 +662,7 @@ memra_status memra__fp8blk_gemm_experts(memra_call *call, const memra_gemm_args 
              * a reservation for it): unsplit */
             int ks = !two && fb->xe_tma_split != NULL && fb->xe_split > 1 ? fb->xe_split : 1;
             if (ks > nkb) ks = (int)nkb;
+            while (ks > 1 && (double)ks * (double)m * (double)n * 4.0 > FP8BLK_XE_PART_MAX) ks--; /* the scratch's cap */
             memra_dptr part = 0;
             if (ks > 1 && q->host->scratch_get(call, MEMRA__FP8BLK_SLOT_PART, (size_t)ks * (size_t)m * (size_t)n * 4 + 256,
                                                &part) != MEMRA_STATUS_OK)
