@@ -1007,7 +1007,8 @@ san_experts() {
 # gathered into expert order first, or MEMRA_FP8BLK_XE_TMA with XEOVL_FORMATS=fp8blk_own (the
 # dense and loop arms on fp8blk's own kernel), XEOVL_MODULE=fp8blk, XEOVL_TESTS="fp8blk
 # fp8blk_skew fp8blk_graph" and XEOVL_SAN_CASE=fp8blk; XEOVL_ON / XEOVL_OFF the knob's two values, default
-# 1 / 0, e.g. XEOVL_KNOB=MEMRA_FP8BLK_XE_SPLIT XEOVL_ON=2) against the two plain launches: memra bench moe --sheet mixtral at each of XEOVL_M (default
+# 1 / 0, e.g. XEOVL_KNOB=MEMRA_FP8BLK_XE_SPLIT XEOVL_ON=2; XEOVL_PROOF_K an ERE of the kernel the knob
+# should launch, shown by ncu) against the two plain launches: memra bench moe --sheet mixtral at each of XEOVL_M (default
 # 512) for XEOVL_FORMATS (default q8_0), XEOVL_ROUNDS rounds (default 2), the order alternating;
 # then with the knob: test_gpu_experts XEOVL_TESTS (against the host, bit for bit the dense lane),
 # memra check --op gemm_experts --module mmq, and XEOVL_TOOLS (default memcheck racecheck
@@ -1029,6 +1030,14 @@ step_xeovl() {
     env $kn=${XEOVL_ON:-1} timeout 200 $B/bin/test_gpu_experts $c > "$L/xeovl_test_$c.log" 2>&1
     say "test_gpu_experts $c ($kn=${XEOVL_ON:-1}): exit $?"
   done
+  # XEOVL_PROOF_K (a kernel-name ERE, e.g. experts_tma_split): ncu lists the first test case's launches with
+  # the knob on and the summary counts those the ERE matches (the ledger names modules, not kernels)
+  if [ -n "${XEOVL_PROOF_K:-}" ]; then
+    set -- ${XEOVL_TESTS:-run}
+    env $kn=${XEOVL_ON:-1} MEMRA_ADMISSION=off timeout 200 ncu --metrics gpu__time_duration.sum -c 40 \
+      $B/bin/test_gpu_experts $1 > "$L/xeovl_proof.log" 2>&1
+    say "ncu test_gpu_experts $1 ($kn=${XEOVL_ON:-1}): exit $?, $(grep -cE "$XEOVL_PROOF_K" "$L/xeovl_proof.log") lines naming $XEOVL_PROOF_K"
+  fi
   env $kn=${XEOVL_ON:-1} timeout 200 $M check --device 0 --op gemm_experts --module ${XEOVL_MODULE:-mmq} > "$L/xeovl_check.log" 2>&1
   say "check gemm_experts ${XEOVL_MODULE:-mmq} ($kn=${XEOVL_ON:-1}): exit $? $(grep -E 'passed, ' "$L/xeovl_check.log")"
   for tool in ${XEOVL_TOOLS:-memcheck racecheck synccheck}; do
