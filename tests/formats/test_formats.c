@@ -1,6 +1,6 @@
 /* Known-answer tests of the block formats, f16 and e4m3 (include/memra/formats.h).
  *
- *   test_formats <case>     case: table f16 e4m3 q8_0 q4_0 q4_k q5_k q6_k kpacked
+ *   test_formats <case>     case: table f16 e4m3 q8_0 q4_0 q4_k q5_k q6_k kpacked kr_tc
  *
  * Expected values come from the layout written down here value by value (an
  * index -> byte/bit mapping independent of the decoder's loops), from literal
@@ -15,6 +15,7 @@
 
 #include "memra/formats.h"
 #include "test.h"
+#include "tools/judge.h"
 
 static uint32_t bits_of(float f)
 {
@@ -820,10 +821,137 @@ static void case_kpacked(void)
     }
 }
 
+
+/* ---- gemm_kr's TC fold (MEMRA_MMQ_KR_TC, mmq.cu kr_step TC) against its band ----------- */
+
+/* mmq.cu tf32_rna, transcribed: a finite f32 rounded to TF32 (nearest, ties away). */
+static float kt_tf32_rna(float x)
+{
+    uint32_t b;
+    memcpy(&b, &x, 4);
+    b = (b + 0x1000u) & 0xFFFFE000u;
+    float r;
+    memcpy(&r, &b, 4);
+    return r;
+}
+
+/* The same rounding from its definition: the multiple of TF32's unit nearest |x| (ties up in
+ * magnitude), the unit 2^(e - 10) for |x| in [2^e, 2^(e+1)), 2^-136 below the normals. */
+static float kt_tf32_ref(float x)
+{
+    if (x == 0.0f) return x;
+    int e;
+    frexp(fabs((double)x), &e); /* |x| in [2^(e-1), 2^e) */
+    const double unit = ldexp(1.0, (e - 1 < -126 ? -126 : e - 1) - 10);
+    const double r = floor(fabs((double)x) / unit + 0.5) * unit;
+    return (float)(x < 0 ? -r : r);
+}
+
+/* f32 addition as a tensor core's accumulator is modelled here: the exact sum of an f32 and an
+ * exact product, then rounded toward zero (the pessimistic side of its truncation) */
+static float kt_add_rz(float acc, double prod)
+{
+    const double v = (double)acc + prod;
+    float f = (float)v;
+    if (fabs((double)f) > fabs(v)) f = nextafterf(f, 0.0f);
+    return f;
+}
+
+/* One output element of gemm_kr's fold "min" over k values, both ways the kernel folds: per
+ * 32-block (acc = fma(sx, fl(s I), acc), then fma(t, -mn, acc), t = fl(S sx)) and the TC fold
+ * (the min term once a step of 4 blocks: D from hi and lo TF32 halves of t against the 6-bit
+ * mins, the accumulator truncating, then fma(-dmin, D, acc)); each against the double sum of the
+ * same operands, normalised by sum |dx xq| (|s q| + |mn|), within judge_band_kr(k, tc). Random
+ * codes (0..15), activations (-127..127), scales and mins of an f16 d / dmin each super-block, and
+ * block scales sx over six decades; also the rounding helper against its definition and the
+ * hi / lo split's bound |t - hi - lo| <= 2u |t|. */
+static void case_kr_tc(void)
+{
+    uint64_t st = test_seed();
+    /* the rounding: random finite values (normals and subnormals, both signs), the carry into the
+     * exponent, ties */
+    static const uint32_t edge[] = {0x3f800fffu, 0x3f801000u, 0x3f802000u, 0x3fffffffu, 0x7f7fffffu & 0xfffff000u,
+                                    0x00000001u, 0x00001000u, 0x007fffffu, 0x80801000u, 0x3f800801u};
+    for (int i = 0; i < 200000 + (int)(sizeof edge / sizeof edge[0]); i++) {
+        uint32_t b = i < (int)(sizeof edge / sizeof edge[0]) ? edge[i] : (uint32_t)test_rand_u64(&st);
+        if ((b & 0x7f800000u) == 0x7f800000u) b &= 0xbfffffffu; /* finite */
+        float x;
+        memcpy(&x, &b, 4);
+        const float hi = kt_tf32_rna(x), ref = kt_tf32_ref(x);
+        if (bits_of(hi) != bits_of(ref) && !(hi == 0.0f && ref == 0.0f))
+            TEST_FAIL_AT("tf32_rna(%a) = %a, the definition gives %a", (double)x, (double)hi, (double)ref);
+        const float lo = kt_tf32_rna(x - hi);
+        CHECK((double)x - (double)hi == (double)(x - hi)); /* t - hi exact */
+        /* the relative bound wherever t - hi stays normal (t's f32 unit 2^(e-23) >= 2^-126: |t| >= 2^-103);
+         * below, as t = fl(S sx) itself, every fold's error is absolute (2^-137 here) */
+        if (fabs((double)x) >= ldexp(1.0, -103) && fabs((double)x - (double)hi - (double)lo) > ldexp(fabs((double)x), -23))
+            TEST_FAIL_AT("t = %a: |t - hi - lo| = %a above 2u |t|", (double)x, fabs((double)x - (double)hi - (double)lo));
+    }
+    static const int ks[] = {256, 768, 2816, 17408};
+    const float magic = 12582912.0f; /* mmq.cu MMQ_MAGIC: 1.5 2^23 */
+    double worst[2] = {0, 0};
+    for (size_t kc = 0; kc < sizeof ks / sizeof ks[0]; kc++) {
+        const int k = ks[kc], nb = k / 32;
+        for (int trial = 0; trial < 300; trial++) {
+            float acc[2] = {0.0f, 0.0f};
+            double ref = 0.0, norm = 0.0;
+            float dmin = 0.0f, d = 0.0f, tb[4];
+            int m6b[4];
+            for (int b = 0; b < nb; b++) {
+                if (b % 8 == 0) { /* a super-block's d and dmin: finite f16, either sign */
+                    d = memra_f32_from_f16((uint16_t)(test_rand_u64(&st) & 0xFBFF));
+                    dmin = memra_f32_from_f16((uint16_t)(test_rand_u64(&st) & 0xFBFF));
+                }
+                const int sc6 = (int)(test_rand_u64(&st) % 64), m6 = (int)(test_rand_u64(&st) % 64);
+                const float s = d * (float)sc6, mn = dmin * (float)m6; /* exact: 11 + 6 bits */
+                const float sx = (float)ldexp(1.0 + (double)(test_rand_u64(&st) % 1000) / 1000.0,
+                                              -(int)(test_rand_u64(&st) % 20));
+                int64_t I = 0, S = 0;
+                double absx = 0, absxq = 0;
+                for (int c = 0; c < 32; c++) {
+                    const int q = (int)(test_rand_u64(&st) % 16), xq = (int)(test_rand_u64(&st) % 255) - 127;
+                    I += (int64_t)q * xq;
+                    S += xq;
+                    absx += fabs((double)xq) * fabs((double)s * q);
+                    absxq += fabs((double)xq);
+                }
+                ref += (double)sx * ((double)s * (double)I - (double)mn * (double)S);
+                norm += (double)sx * (absx + absxq * fabs((double)mn));
+                /* the main term, as fma(d, s, -M s) on D = M + I then fma(sx, ., acc) */
+                const float D = magic + (float)I;
+                const float v = fmaf(D, s, magic * -s);
+                const float t = ((magic + (float)S) - magic) * sx;
+                acc[0] = fmaf(t, -mn, fmaf(sx, v, acc[0]));
+                acc[1] = fmaf(sx, v, acc[1]);
+                tb[b % 4] = t, m6b[b % 4] = m6;
+                if (b % 4 == 3) { /* the step's min term on the TF32 MMAs */
+                    float dh = 0.0f;
+                    for (int j = 0; j < 4; j++) dh = kt_add_rz(dh, (double)kt_tf32_rna(tb[j]) * m6b[j]);
+                    float dd = dh;
+                    for (int j = 0; j < 4; j++) {
+                        const float hi = kt_tf32_rna(tb[j]);
+                        dd = kt_add_rz(dd, (double)kt_tf32_rna(tb[j] - hi) * m6b[j]);
+                    }
+                    acc[1] = fmaf(-dmin, dd, acc[1]);
+                }
+            }
+            for (int tc = 0; tc < 2; tc++) {
+                const double e = fabs((double)acc[tc] - ref) / (norm + 1e-300), band = judge_band_kr(k, tc);
+                if (e > worst[tc]) worst[tc] = e;
+                if (!(e <= band))
+                    TEST_FAIL_AT("k = %d trial %d, %s fold: e %.3g above the band %.3g (acc %.9g, ref %.9g)", k,
+                                 trial, tc ? "TC" : "per-32", e, band, (double)acc[tc], ref);
+            }
+        }
+    }
+    printf("  gemm_kr fold min, emulated: worst e per-32 %.3g, TC %.3g (bands at k = 256: %.3g / %.3g)\n", worst[0],
+           worst[1], judge_band_kr(256, 0), judge_band_kr(256, 1));
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 2) {
-        fprintf(stderr, "usage: %s table|f16|e4m3|q8_0|q4_0|q4_k|q5_k|q6_k|kpacked\n", argv[0]);
+        fprintf(stderr, "usage: %s table|f16|e4m3|q8_0|q4_0|q4_k|q5_k|q6_k|kpacked|kr_tc\n", argv[0]);
         return 2;
     }
     static const struct {
@@ -831,7 +959,7 @@ int main(int argc, char **argv)
         void (*fn)(void);
     } cases[] = {{"table", case_table}, {"f16", case_f16}, {"bf16", case_bf16},   {"e4m3", case_e4m3}, {"q8_0", case_q8_0},
                  {"q4_0", case_q4_0},   {"q4_k", case_q4_k}, {"q5_k", case_q5_k}, {"q6_k", case_q6_k},
-                 {"kpacked", case_kpacked}};
+                 {"kpacked", case_kpacked}, {"kr_tc", case_kr_tc}};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         if (strcmp(argv[1], cases[i].name) == 0) {
             cases[i].fn();
