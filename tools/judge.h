@@ -61,7 +61,9 @@
  *      moves the min term out of the per-32 fold: per 128-step D = sum_b t_b m_b
  *      (t_b = fl(dx S), m_b the 6-bit mins) from two TF32 MMAs on t split as
  *      hi + lo (|t - hi - lo| <= 2u |t|: lo's rounding can lose its last bit
- *      against t's, e.g. t = 0x3f800801), the products exact, each MMA's f32
+ *      against t's, e.g. t = 0x3f800801; for |t| >= 2^-103, where t - hi is
+ *      normal: below, as for t = fl(S dx) itself in either fold, the error is
+ *      absolute), the products exact, each MMA's f32
  *      additions taken at <= 2u of the running magnitude (truncation): the hi
  *      MMA's 4 adds <= 8u, the lo MMA's 5 <= 10u, so |dD| <= 20u sum |t m|;
  *      then acc -= dmin D, one add a step. Bound: gamma(nb + nb/4 + 18) + 20u
@@ -69,7 +71,9 @@
  *      judge_band_kr(k, 1) = judge_band_fold(2 nb, 36) covers both folds at
  *      every k (nb = 8: 54u against 48u; 16: 70u against 58u); Q6_K and the
  *      grouped tiles, which never run the TC fold, keep judge_band_fold(2 nb,
- *      16) (judge_band_kr(k, 0)). memra check, test_mmq_ops gemm_kr and the
+ *      16) (judge_band_kr(k, 0)). test_formats kr_tc emulates both folds on
+ *      the host (the accumulator truncating) against these bands. memra
+ *      check, test_mmq_ops gemm_kr and the
  *      admission case (4e-6 at k <= 512: the TC fold's bound there is 59u =
  *      3.5e-6) use it; the host module against
  *      GGML's decoded weight in double is JUDGE_BAND_HOST (the decoder rounds
