@@ -226,10 +226,16 @@ static memra_status fake_set_error(memra_status st, const char *fmt, ...)
     va_end(ap);
     return st;
 }
-/* Named scratch: a distinct fake address per name (never dereferenced). */
+/* Named scratch: a distinct fake address per name (never dereferenced); the slot named
+ * g_scratch_refuse (NULL: none) is refused as a capture without a reservation refuses it. */
+static const char *g_scratch_refuse;
 static memra_status fake_scratch_get(memra_call *call, const char *name, size_t bytes, memra_dptr *out)
 {
     (void)call, (void)bytes;
+    if (g_scratch_refuse != NULL && strcmp(name, g_scratch_refuse) == 0) {
+        *out = 0;
+        return MEMRA_STATUS_NOT_SUPPORTED;
+    }
     memra_dptr h = 1;
     for (const char *p = name; *p; p++) h = h * 31u + (unsigned char)*p;
     *out = (memra_dptr)0x10000000u * (1 + h % 4096u);
@@ -1216,6 +1222,14 @@ static int case_fp8blk(const char *so)
         ok &= fp8blk_experts_split(&m, i == 2);
         ok &= close_mod(&m, 2);
     }
+    /* the split's scratch refused (a capture without a reservation for it): the call runs unsplit */
+    g_xe_tma64_knob = NULL;
+    g_fxe_split_knob = "2";
+    g_scratch_refuse = "fp8blk.experts.splitk";
+    if (!open_mod(so, 90, &m)) return 0;
+    ok &= fp8blk_experts_tma(&m, 0);
+    ok &= close_mod(&m, 2);
+    g_scratch_refuse = NULL;
     g_fxe_split_knob = NULL;
     g_xe_tma64_knob = NULL;
     g_no_tmap = 1; /* without the encoder: the cp.async tiles */
