@@ -956,7 +956,8 @@ step_xestress() {
 }
 
 # MEMRA_MMQ_KR_TC=1's first GPU run (issue 26: gemm_kr's Q4_K / Q5_K min term on TF32 MMAs): test_mmq_ops
-# gemm_kr (every tile x split against the host, judge_band_kr), memra check --op gemm_kr under the native,
+# gemm_kr (every tile x split against the host, judge_band_kr), test_gpu_experts q4_k / q5_k / q6_k and the
+# gemm_experts check (the sorted grouped tiles on the same fold), memra check --op gemm_kr under the native,
 # forced sm120 and forced cuda profiles, memra info (admission: no quarantine), the four sanitizer tools
 # over the check (--quick, each in its own process), then knobab on the 27b sheet (KRTC_M, default 512;
 # KRTC_ROUNDS, default 2) with the q4_k and q5_k rows in the summary
@@ -971,6 +972,13 @@ step_krtc() {
     say "check gemm_kr (MEMRA_MMQ_KR_TC=1, $p): exit $? $(grep -E 'passed, ' "$L/krtc_check_$p.log")"
     grep -E " FAIL" "$L/krtc_check_$p.log" | head -4 >> "$S"
   done
+  # the grouped K-quant tiles on the same fold (the sorted _st tiles): bit for bit the dense _t tiles, and the check
+  for c in q4_k q5_k q6_k; do
+    MEMRA_MMQ_KR_TC=1 timeout 200 $B/bin/test_gpu_experts $c > "$L/krtc_experts_$c.log" 2>&1
+    say "test_gpu_experts $c (MEMRA_MMQ_KR_TC=1): exit $?"
+  done
+  MEMRA_MMQ_KR_TC=1 timeout 200 $M check --device 0 --op gemm_experts --module mmq > "$L/krtc_check_experts.log" 2>&1
+  say "check gemm_experts mmq (MEMRA_MMQ_KR_TC=1): exit $? $(grep -E 'passed, ' "$L/krtc_check_experts.log")"
   MEMRA_MMQ_KR_TC=1 timeout 100 $M info > "$L/krtc_info.log" 2>&1
   say "memra info (MEMRA_MMQ_KR_TC=1): exit $? $(grep -ciE 'quarantin' "$L/krtc_info.log") lines naming a quarantine"
   for tool in memcheck racecheck initcheck synccheck; do

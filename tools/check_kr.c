@@ -17,8 +17,8 @@
  * The mass of an element is sum over k of |dx xq| (|s q| + |mn|) for Q4_K /
  * Q5_K (the scale and the min term are two terms of the fold, so the bound is
  * on their sum, not on |s q - mn|), |dx xq| |s q| for Q6_K and Q4_0.
- * Band of gemm_kr: judge_band_kr(k, tc) (judge_band_fold(2 k/32, 16); 36 for Q4_K / Q5_K, whose dense
- * tiles may run MEMRA_MMQ_KR_TC's fold) (two terms per 32-block, up to
+ * Band of gemm_kr: judge_band_kr(k, tc) (judge_band_fold(2 k/32, 16); 36 for Q4_K / Q5_K, whose
+ * dense and sorted grouped tiles may run MEMRA_MMQ_KR_TC's fold) (two terms per 32-block, up to
  * 16 split-k roundings; tools/judge.h); gemm_q8_0r (Q4_0): its own band.
  * Shapes: n = 200 (off the 128- and 96-row tiles), k = 768 (K: three
  * super-blocks, off the quantiser's 512) / 800 (Q4_0: off the 128-value step),
@@ -413,7 +413,7 @@ static void kr_experts_case(checker *c, memra_format f, int64_t n, int64_t k, in
     const int64_t m = routed + 2, off = 1, ldy = n + 2;
     snprintf(r.shape, sizeof r.shape, "kr %s E%d %lldx%lldx%lld", memra_format_name(f), XE_K, (long long)m,
              (long long)n, (long long)k);
-    r.band = c->indep ? JUDGE_BAND_HOST : judge_band_kr(k, 0); /* the grouped tiles: the per-32 fold */
+    r.band = c->indep ? JUDGE_BAND_HOST : judge_band_kr(k, f != MEMRA_FORMAT_Q6_K); /* (MEMRA_MMQ_KR_TC: the TC fold) */
     int64_t cnt[XE_K], base[XE_K + 1];
     cnt[2] = routed - 1 - 2 * (XE_K - 3); /* (check_experts_route's, for the sizes below) */
     kr_case kc[XE_K];

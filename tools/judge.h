@@ -69,9 +69,9 @@
  *      then acc -= dmin D, one add a step. Bound: gamma(nb + nb/4 + 18) + 20u
  *      over the same normaliser, above gamma(2 nb + 18) only for nb < 27.
  *      judge_band_kr(k, 1) = judge_band_fold(2 nb, 36) covers both folds at
- *      every k (nb = 8: 54u against 48u; 16: 70u against 58u); Q6_K and the
- *      grouped tiles, which never run the TC fold, keep judge_band_fold(2 nb,
- *      16) (judge_band_kr(k, 0)). test_formats kr_tc emulates both folds on
+ *      every k (nb = 8: 54u against 48u; 16: 70u against 58u); Q6_K, which
+ *      never runs the TC fold, keeps judge_band_fold(2 nb, 16)
+ *      (judge_band_kr(k, 0)). test_formats kr_tc emulates both folds on
  *      the host (the accumulator truncating) against these bands. memra
  *      check, test_mmq_ops gemm_kr and the
  *      admission case (4e-6 at k <= 512: the TC fold's bound there is 59u =

@@ -826,6 +826,25 @@ static int case_mmq(const char *so)
                 printf("  %s: %s, want the %s tile  FAIL\n", what, got, tc && f < 2 ? "_t" : "plain");
                 ok = 0;
             }
+            /* gemm_experts (sorted records, 512 rows over 8 experts: the 64-row tile) takes the same fold */
+            memra_call c3 = call_of(&m);
+            memra_gemm_args a3 = gemm(512, 300, 256);
+            a3.w_format = (int32_t)kq[f];
+            memra_gemm_experts_args x3 = {.struct_size = sizeof x3, .lane = MEMRA_OP_gemm_kr, .n_experts = 8,
+                                          .ids = 0x60000000};
+            const memra_status st3 = m.desc->ops->gemm_experts(&c3, &a3, &x3);
+            char want[64];
+            snprintf(want, sizeof want, "%s2_s%s", kq_tile[f] + strlen("memra_k_gemm_kr_"), tc && f < 2 ? "t" : "");
+            int found = 0;
+            for (int i = 0; i < g_n_launched; i++) {
+                const size_t gl = strlen(g_launched[i]), wl = strlen(want);
+                found |= gl >= wl && strcmp(g_launched[i] + gl - wl, want) == 0 &&
+                         strncmp(g_launched[i], "memra_k_experts_kr_", 19) == 0;
+            }
+            printf("  gemm_experts %s: status %d, a launch ending in %s  %s\n", what + 8, (int)st3, want,
+                   st3 == MEMRA_STATUS_OK && found ? "ok" : "FAIL");
+            ok &= st3 == MEMRA_STATUS_OK && found;
+            g_n_launched = 0;
         }
         ok &= close_mod(&m, 1);
     }

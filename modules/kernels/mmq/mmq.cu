@@ -1678,7 +1678,7 @@ __device__ __forceinline__ void experts_q8_0r_body(const unsigned long long *__r
 }
 
 /* gemm_kr_body with the rows of a tile-table tile (see above). */
-template <int MT, int NT, int F, int OVL = XE_OVL_NONE, bool SORTED = false>
+template <int MT, int NT, int F, int OVL = XE_OVL_NONE, bool SORTED = false, bool TC = false>
 __device__ __forceinline__ void experts_kr_body(const unsigned long long *__restrict__ wtab,
                                                 const unsigned char *__restrict__ xq, int m, int n, int k,
                                                 const int *__restrict__ offsets, const int *__restrict__ perm,
@@ -1704,9 +1704,10 @@ __device__ __forceinline__ void experts_kr_body(const unsigned long long *__rest
     const int ax_off = (wm * 16 * MT + (lane >> 2)) * MMQ_ROW;
     const int bw_off = wrow * MMQ_ROW;
     const int sd_off = KR_W_ROWS(NT) + wrow * 16;
+    const int sm_off = KR_W_ROWS(NT) + (wn * 8 * NT + (lane >> 2)) * 16; /* TC: the B row's side row */
     const uint32_t base = smem_u32(xe_smem);
     unsigned char *const P = xe_smem + KR_P_OFF(MT, NT);
-    constexpr bool kr_tc = false; /* the per-32 min term (KR_KLOOP's widening) */
+    constexpr bool kr_tc = TC; /* gemm_kr_body's TC fold (the _st tiles) or the per-32 min term */
 
     /* gemm_kr_body's groups and waits, in the same order */
 #define XE_COPY_A(slot, g)                                                                                  \
@@ -1720,15 +1721,17 @@ __device__ __forceinline__ void experts_kr_body(const unsigned long long *__rest
     } while (0)
 #define XE_STEP(ao, wo)                                                                                     \
     if (mt_live == MT)                                                                                      \
-        kr_step<MT, NT, F == KR_Q6_K>(acc, base + (ao) + a_off, base + (wo) + b_off,                        \
-                                      reinterpret_cast<const float *>(xe_smem + (ao) + ax_off),             \
-                                      reinterpret_cast<const float *>(xe_smem + (wo) + bw_off),             \
-                                      reinterpret_cast<const float *>(xe_smem + (wo) + sd_off));            \
+        kr_step<MT, NT, F == KR_Q6_K, false, TC>(acc, base + (ao) + a_off, base + (wo) + b_off,             \
+                                                 reinterpret_cast<const float *>(xe_smem + (ao) + ax_off),  \
+                                                 reinterpret_cast<const float *>(xe_smem + (wo) + bw_off),  \
+                                                 reinterpret_cast<const float *>(xe_smem + (wo) + sd_off),  \
+                                                 MT, xe_smem + (wo) + sm_off);                              \
     else if (mt_live > 0)                                                                                   \
-        kr_step<MT, NT, F == KR_Q6_K, true>(acc, base + (ao) + a_off, base + (wo) + b_off,                  \
-                                            reinterpret_cast<const float *>(xe_smem + (ao) + ax_off),       \
-                                            reinterpret_cast<const float *>(xe_smem + (wo) + bw_off),       \
-                                            reinterpret_cast<const float *>(xe_smem + (wo) + sd_off), mt_live)
+        kr_step<MT, NT, F == KR_Q6_K, true, TC>(acc, base + (ao) + a_off, base + (wo) + b_off,              \
+                                                reinterpret_cast<const float *>(xe_smem + (ao) + ax_off),   \
+                                                reinterpret_cast<const float *>(xe_smem + (wo) + bw_off),   \
+                                                reinterpret_cast<const float *>(xe_smem + (wo) + sd_off),   \
+                                                mt_live, xe_smem + (wo) + sm_off)
     KR_KLOOP(MT, NT, F, g0, nk, xe_smem, XE_COPY_A, XE_STEP);
 #undef XE_STEP
 #undef XE_COPY_A
@@ -1789,6 +1792,14 @@ XE_ENTRY(memra_k_experts_kr_q5_k_mt4_s, (experts_kr_body<4, 4, KR_Q5_K, XE_OVL_N
 XE_ENTRY(memra_k_experts_kr_q6_k_mt1_s, (experts_kr_body<1, 4, KR_Q6_K, XE_OVL_NONE, true>), 3)
 XE_ENTRY(memra_k_experts_kr_q6_k_mt2_s, (experts_kr_body<2, 4, KR_Q6_K, XE_OVL_NONE, true>), 2)
 XE_ENTRY(memra_k_experts_kr_q6_k_mt4_s, (experts_kr_body<4, 4, KR_Q6_K, XE_OVL_NONE, true>), 2)
+/* MEMRA_MMQ_KR_TC=1: the sorted Q4_K / Q5_K tiles with the min term on TF32 MMAs (kr_step TC), bit for bit
+ * the dense _t tiles' outputs on the same rows */
+XE_ENTRY(memra_k_experts_kr_q4_k_mt1_st, (experts_kr_body<1, 4, KR_Q4_K, XE_OVL_NONE, true, true>), 3)
+XE_ENTRY(memra_k_experts_kr_q4_k_mt2_st, (experts_kr_body<2, 4, KR_Q4_K, XE_OVL_NONE, true, true>), 2)
+XE_ENTRY(memra_k_experts_kr_q4_k_mt4_st, (experts_kr_body<4, 4, KR_Q4_K, XE_OVL_NONE, true, true>), 2)
+XE_ENTRY(memra_k_experts_kr_q5_k_mt1_st, (experts_kr_body<1, 4, KR_Q5_K, XE_OVL_NONE, true, true>), 3)
+XE_ENTRY(memra_k_experts_kr_q5_k_mt2_st, (experts_kr_body<2, 4, KR_Q5_K, XE_OVL_NONE, true, true>), 2)
+XE_ENTRY(memra_k_experts_kr_q5_k_mt4_st, (experts_kr_body<4, 4, KR_Q5_K, XE_OVL_NONE, true, true>), 2)
 #undef XE_ENTRY
 
 /* The two tables in one launch (MEMRA_MMQ_XE_MERGE=1), the tiles on grid.x and the weight's

@@ -223,6 +223,10 @@ static const char *const memra__mmq_xe_sorted[1 + MMQ_KR_FORMATS][MMQ_XE_TILES] 
     MMQ_XE_SORTED("memra_k_experts_q8_0r"), MMQ_XE_SORTED("memra_k_experts_kr_q4_k"),
     MMQ_XE_SORTED("memra_k_experts_kr_q5_k"), MMQ_XE_SORTED("memra_k_experts_kr_q6_k")};
 #undef MMQ_XE_SORTED
+/* MEMRA_MMQ_KR_TC=1: the sorted Q4_K / Q5_K tiles with the TF32 min term (mmq.cu, the _st entries), [lane - 1] */
+static const char *const memra__mmq_xe_sorted_tc[2][MMQ_XE_TILES] = {
+    {"memra_k_experts_kr_q4_k_mt1_st", "memra_k_experts_kr_q4_k_mt2_st", "memra_k_experts_kr_q4_k_mt4_st"},
+    {"memra_k_experts_kr_q5_k_mt1_st", "memra_k_experts_kr_q5_k_mt2_st", "memra_k_experts_kr_q5_k_mt4_st"}};
 /* sm_120 (99 KB, + 512 bytes of static row indices) loads every grouped tile but the 128-row ones */
 _Static_assert(R3_SMEM_BYTES(2, 4) + 256 <= MMQ_SM120_SMEM && KR_SMEM_BYTES(2, 2, 4) + 256 <= MMQ_SM120_SMEM,
                "gemm_experts: the 32- and 64-row tiles fit sm_120");
@@ -249,6 +253,7 @@ typedef struct mmq_state {
     /* MEMRA_MMQ_XE_SORT=1: the records' gather into expert order and memra__mmq_xe_sorted's
      * tiles, [lane][tile], else NULL */
     CUfunction experts_gather, experts_sorted[1 + MMQ_KR_FORMATS][MMQ_XE_TILES];
+    const char *const *sorted_names[1 + MMQ_KR_FORMATS]; /* their names: memra__mmq_xe_sorted[l], or _tc (KR_TC) */
     /* the f16 / bf16 lanes of gemm_experts (off with MEMRA_MMQ_XE_F16=0), [bf16][tile] (the 32,
      * 64 and 128-row tiles, memra_k_experts_h16_*) and the activation's conversions (f16, bf16,
      * f16 copied), else NULL (the lanes decline) */
@@ -376,12 +381,17 @@ static memra_status mmq_load(memra__gpu *q, void *state)
     {
         const char *xe_sort = memra__gpu_knob(q, "MEMRA_MMQ_XE_SORT");
         const int sort_on = xe_sort == NULL || strcmp(xe_sort, "0") != 0; /* on unless MEMRA_MMQ_XE_SORT=0 */
+        /* with MEMRA_MMQ_KR_TC=1 the K-quant lanes with a min term take the TC fold here too (the
+         * dense _t tiles' fold: grouped and dense outputs stay bit for bit the same) */
+        const int tc_on = s->kr_tiles[0] == memra__mmq_kr_tiles_tc[0];
+        for (int l = 0; l < 1 + MMQ_KR_FORMATS; l++)
+            s->sorted_names[l] = tc_on && (l == 1 || l == 2) ? memra__mmq_xe_sorted_tc[l - 1] : memra__mmq_xe_sorted[l];
         if (sort_on &&
             memra__gpu_function(q, m, "memra_k_experts_gather_q8_1", 0, &s->experts_gather) == MEMRA_STATUS_OK) {
             for (int l = 0; l < 1 + MMQ_KR_FORMATS; l++)
                 for (int t = 0; t < MMQ_XE_TILES; t++)
                     if (s->experts[l][t] != NULL &&
-                        memra__gpu_function(q, m, memra__mmq_xe_sorted[l][t], memra__mmq_xe_tiles[l][t].smem,
+                        memra__gpu_function(q, m, s->sorted_names[l][t], memra__mmq_xe_tiles[l][t].smem,
                                             &s->experts_sorted[l][t]) != MEMRA_STATUS_OK)
                         s->experts_sorted[l][t] = NULL;
         } else if (sort_on) {
@@ -1031,7 +1041,7 @@ memra_status memra__mmq_gemm_experts(memra_call *call, const memra_gemm_args *a,
                         ovl[small] != NULL;
     if (st == MEMRA_STATUS_OK && merged == NULL && tiles_max > 0) {
         st = launch_pdl_k(q, &kn, overlap ? ovl[tile] : fns[tile],
-                          overlap ? memra__mmq_xe_ovl[lane][tile] : sorted ? memra__mmq_xe_sorted[lane][tile] : tl->kernel,
+                          overlap ? memra__mmq_xe_ovl[lane][tile] : sorted ? MMQ_K(q)->sorted_names[lane][tile] : tl->kernel,
                           (unsigned)((n + 127) / 128), (unsigned)tiles_max, (unsigned)S, MMQ_THREADS, tl->smem,
                           call->stream,
                           (void *[]){&w, &x, &mm, &nn, &kk, &offsets, &perm, &tiles, &ntiles, &y, &ldy, &alpha, &part});
@@ -1042,7 +1052,7 @@ memra_status memra__mmq_gemm_experts(memra_call *call, const memra_gemm_args *a,
      * (overlapped: it waits at its end, so it still completes after the full tiles) */
         const memra__mmq_r3_tile *t2 = &memra__mmq_xe_tiles[lane][small];
         st = launch_pdl_k(q, &kn, overlap ? ovl[small] : fns[small],
-                          overlap ? memra__mmq_xe_ovl[lane][small] : sorted ? memra__mmq_xe_sorted[lane][small] : t2->kernel,
+                          overlap ? memra__mmq_xe_ovl[lane][small] : sorted ? MMQ_K(q)->sorted_names[lane][small] : t2->kernel,
                           (unsigned)((n + 127) / 128), (unsigned)tiles2_max, (unsigned)S, MMQ_THREADS, t2->smem,
                           call->stream,
                           (void *[]){&w, &x, &mm, &nn, &kk, &offsets, &perm, &tiles2, &ntiles2, &y, &ldy, &alpha, &part});
