@@ -1035,6 +1035,16 @@ static int fp8blk_experts(mod *m)
     return ok;
 }
 
+/* The tensor-map grouped launch's kernels, exactly: the routing, the quantiser in expert order, the
+ * experts' maps, then `tile` and, where not NULL, `after` (none with PDL) */
+static int fp8blk_tma_launched(const char *what, memra_status st, const char *tile, const char *after)
+{
+    return launched_exact(what, st, after ? 5 : 4,
+                          (const char *[]){"memra_k_fp8blk_experts_route", "memra_k_fp8blk_quant_sorted",
+                                           "memra_k_fp8blk_experts_maps", tile, after},
+                          (const int[]){0, 0, 0, 0, 0});
+}
+
 /* The default grouped block-128 launch (MEMRA_FP8BLK_XE_TMA unset): the routing, the quantiser
  * in expert order, the experts' weight maps (a warp an expert: ceil(8 / 4) = 2 blocks of 128) and
  * the tensor-map tile on one table of min(ceil(300 / 128) + 8, 300) = 11 tiles x ceil(300 / 256) = 2
@@ -1050,11 +1060,8 @@ static int fp8blk_experts_tma(mod *m, int n128)
            "(384), 2  %s\n",
            n128 ? ", 128 wide" : "", g_grid_x[2], g_block_x[2], g_grid_x[3], g_grid_y[3], g_block_x[3], g_tmap_calls,
            cols, grid ? "ok" : "FAIL");
-    return launched_exact(n128 ? "gemm_experts fp8_blk tma n128" : "gemm_experts fp8_blk tma", st, 4,
-                          (const char *[]){"memra_k_fp8blk_experts_route", "memra_k_fp8blk_quant_sorted",
-                                           "memra_k_fp8blk_experts_maps",
-                                           n128 ? "memra_k_fp8blk_experts_tma_n128" : "memra_k_fp8blk_experts_tma"},
-                          (const int[]){0, 0, 0, 0}) &&
+    return fp8blk_tma_launched(n128 ? "gemm_experts fp8_blk tma n128" : "gemm_experts fp8_blk tma", st,
+                               n128 ? "memra_k_fp8blk_experts_tma_n128" : "memra_k_fp8blk_experts_tma", NULL) &&
            grid;
 }
 
@@ -1068,11 +1075,8 @@ static int fp8blk_experts_tma64(mod *m)
                      g_grid_x[4] == 3 && g_grid_y[4] == 8 && g_block_x[4] == 128;
     printf("    grids (tensor maps + 64-row table): %u x %u (%u), %u x %u (%u); want 4 x 2 (384), 3 x 8 (128)  %s\n",
            g_grid_x[3], g_grid_y[3], g_block_x[3], g_grid_x[4], g_grid_y[4], g_block_x[4], grid ? "ok" : "FAIL");
-    return launched_exact("gemm_experts fp8_blk tma64", st, 5,
-                          (const char *[]){"memra_k_fp8blk_experts_route", "memra_k_fp8blk_quant_sorted",
-                                           "memra_k_fp8blk_experts_maps", "memra_k_fp8blk_experts_tma",
-                                           "memra_k_fp8blk_experts_wgmma64"},
-                          (const int[]){0, 0, 0, 0, 0}) &&
+    return fp8blk_tma_launched("gemm_experts fp8_blk tma64", st, "memra_k_fp8blk_experts_tma",
+                               "memra_k_fp8blk_experts_wgmma64") &&
            grid;
 }
 
@@ -1092,11 +1096,8 @@ static int fp8blk_experts_split(mod *m, int tma64)
     printf("    grids (split): grouped %u x %u x %u (%u), sum %u x %u (%u); want 11 x 2 x 2 (384), 2 x 300 (256)  %s\n",
            g_grid_x[3], g_grid_y[3], g_grid_z[3], g_block_x[3], g_grid_x[4], g_grid_y[4], g_block_x[4],
            grid ? "ok" : "FAIL");
-    return launched_exact("gemm_experts fp8_blk tma split", st, 5,
-                          (const char *[]){"memra_k_fp8blk_experts_route", "memra_k_fp8blk_quant_sorted",
-                                           "memra_k_fp8blk_experts_maps", "memra_k_fp8blk_experts_tma_split",
-                                           "memra_k_fp8blk_experts_sum"},
-                          (const int[]){0, 0, 0, 0, 0}) &&
+    return fp8blk_tma_launched("gemm_experts fp8_blk tma split", st, "memra_k_fp8blk_experts_tma_split",
+                               "memra_k_fp8blk_experts_sum") &&
            grid;
 }
 
