@@ -67,7 +67,9 @@
     X(FP8BLK_XE_TMA64, "MEMRA_FP8BLK_XE_TMA64", "mmq modules", BOOL, "", "0",                                    \
       "1: beside the tensor-map grouped tile, the experts' last 1..64 rows on the 64-row tile (run w1: loses)") \
     X(FP8BLK_XE_SPLIT, "MEMRA_FP8BLK_XE_SPLIT", "mmq modules", UINT, "0..16", "0 (no split)",                     \
-      "fp8blk gemm_experts: the tensor-map tile's k blocks in N slices, summed after (2..16; unmeasured)")   \
+      "fp8blk gemm_experts: the tensor-map tile's k blocks in N slices, summed after (2..16; run x2: loses)")   \
+    X(FP8BLK_XE_PF, "MEMRA_FP8BLK_XE_PF", "mmq modules", ENUM, "0|4|8", "0",                                      \
+      "fp8blk gemm_experts: the tensor-map tile prefetches the weight 4 or 8 k blocks ahead into L2 (unmeasured)") \
     X(FP8BLK_XE_PT, "MEMRA_FP8BLK_XE_PT", "mmq modules", BOOL, "", "1",                                          \
       "0: fp8blk does not serve gemm_experts on per-tensor e4m3 experts (lane gemm_fp8)")                         \
     X(MMQ_PDL, "MEMRA_MMQ_PDL", "mmq modules", BOOL, "", "1", "0: no programmatic dependent launches")            \
@@ -77,8 +79,8 @@
       "gemm_q8_0r split-k forced")                                                                                \
     X(MMQ_R3_UNROLL, "MEMRA_MMQ_R3_UNROLL", "mmq modules", BOOL, "", "0",                                        \
       "1: gemm_q8_0r's 64-token tiles with their k32 groups unrolled (12% fewer instructions, 1-8% slower: run w1)") \
-    X(MMQ_KR_TC, "MEMRA_MMQ_KR_TC", "mmq modules", BOOL, "", "0",                                                \
-      "1: gemm_kr's Q4_K / Q5_K min term on TF32 MMAs once a step (5-7% fewer instructions; unmeasured)")      \
+    X(MMQ_KR_TC, "MEMRA_MMQ_KR_TC", "mmq modules", ENUM, "0|q4_k|1", "q4_k",                                  \
+      "gemm_kr's min term on TF32 MMAs once a step: q4_k Q4_K only (run x1: 3-7% faster), 1 Q4_K and Q5_K (Q5_K 2-4% slower), 0 neither") \
     X(MMQ_XE_BM, "MEMRA_MMQ_XE_BM", "mmq modules", UINT, "0..1024", "0 (from rows per expert)",                  \
       "gemm_experts grouped tile rows forced (32|64|128)")                                                        \
     X(MMQ_XE_SPLIT, "MEMRA_MMQ_XE_SPLIT", "mmq modules", UINT, "0..16", "0 (chosen per call)",                  \

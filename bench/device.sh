@@ -76,6 +76,9 @@
 #   xesan       the four sanitizer tools (XESAN_TOOLS) over test_gpu_experts XESAN_CASES (default run fp8blk)
 #   krtc        MEMRA_MMQ_KR_TC=1 (gemm_kr's min term on TF32 MMAs): tests, checks, admission, four tools,
 #               knobab on the q4_k / q5_k rows (see step_krtc)
+#   xepf        MEMRA_FP8BLK_XE_PF (the fp8blk grouped tile's L2 prefetch of the weight) 0 / 4 / 8: bench
+#               moe at m = 512, tests, check, ncu (DRAM rate of the grouped launches), four tools
+#               (see step_xepf)
 #   xestress    gemm_experts (Q8_0 floor and block-128 FP8) from threads and streams in test_gpu_stress,
 #               an injected fault, memcheck (see step_xestress)
 #   moesan      the four sanitizer tools over gemm_experts (mmq check with a forced split,
@@ -1035,7 +1038,9 @@ step_xeovl() {
     done; done
   done; done
   for c in ${XEOVL_TESTS:-run skew graph q4_k q6_k bm64}; do
-    env $kn=${XEOVL_ON:-1} timeout 200 $B/bin/test_gpu_experts $c > "$L/xeovl_test_$c.log" 2>&1
+    # MEMRA_MMQ_KR_TC=0: the opt-in gathered / merged / overlapping grouped tiles keep the per-32
+    # min-term fold, which the dense Q4_K lane (compared with bit for bit) takes only then
+    env MEMRA_MMQ_KR_TC=0 $kn=${XEOVL_ON:-1} timeout 200 $B/bin/test_gpu_experts $c > "$L/xeovl_test_$c.log" 2>&1
     say "test_gpu_experts $c ($kn=${XEOVL_ON:-1}): exit $?"
   done
   # XEOVL_PROOF_K (a kernel-name ERE, e.g. experts_tma_split): ncu lists the first test case's launches with
@@ -1052,6 +1057,51 @@ step_xeovl() {
     ( export $kn=${XEOVL_ON:-1}; san_experts xeovl_san $tool ${XEOVL_SAN_CASE:-run} )
   done
   say "xeovl: $((SECONDS - t)) s"
+}
+
+# MEMRA_FP8BLK_XE_PF (issue 30, the m = 512 down rows' weight streams): memra bench moe --sheet
+# mixtral, fp8blk_own, at XEPF_M (default 512) with the knob at each of XEPF_VALUES (default
+# "0 4 8"), XEPF_ROUNDS rounds (default 2), the order rotating; then with each nonzero value:
+# test_gpu_experts fp8blk fp8blk_skew fp8blk_graph (bit for bit the dense lane) and check
+# --op gemm_experts --module fp8blk; ncu of the grouped launches (the first XEPF_NCU_C, default 9,
+# of memra_k_fp8blk_experts_tma*: name, grid, time, DRAM rate, L2 hit rate) at each value; the
+# four tools over test_gpu_experts fp8blk at the first nonzero value, memcheck at the others
+step_xepf() {
+  local t=$SECONDS mm r i v f c tool first="" vals=(${XEPF_VALUES:-0 4 8})
+  local nv=${#vals[@]}
+  for mm in ${XEPF_M:-512}; do for ((r = 1; r <= ${XEPF_ROUNDS:-2}; r++)); do for ((i = 0; i < nv; i++)); do
+    v=${vals[$(((i + r - 1) % nv))]}
+    f="$L/xepf_m${mm}_pf${v}_$r.txt"
+    env MEMRA_F16_BUDGET_MB=0 MEMRA_PREFER=gemm_fp8_blk=fp8blk MEMRA_FP8BLK_XE_PF=$v timeout 300 $M bench moe \
+      --device 0 --sheet mixtral --m $mm --format fp8blk --json $R/xepf_m${mm}_pf${v}_${r}_$TAG.json > "$f" 2>&1
+    say "xepf bench moe fp8blk_own m=$mm MEMRA_FP8BLK_XE_PF=$v (round $r): exit $?"
+    moe_rows "$f" 'mixtral'
+  done; done; done
+  for v in "${vals[@]}"; do
+    f="$L/xepf_ncu_pf$v.txt"
+    env MEMRA_ADMISSION=off MEMRA_F16_BUDGET_MB=0 MEMRA_PREFER=gemm_fp8_blk=fp8blk MEMRA_FP8BLK_XE_PF=$v timeout 200 \
+      ncu --clock-control none --section SpeedOfLight --section MemoryWorkloadAnalysis --section Occupancy \
+      -k regex:fp8blk_experts_tma -c ${XEPF_NCU_C:-9} $M bench moe --device 0 --sheet mixtral --routing uniform \
+      --m ${XEPF_NCU_M:-512} --format fp8blk --reps 1 > "$f" 2>&1
+    say "xepf ncu MEMRA_FP8BLK_XE_PF=$v: exit $?"
+    awk '/^  [a-z_0-9]+ \(.*Context/ { if (n) print line; n++; line = substr($0, 3, index($0, ", Context") - 3) }
+         / Duration / { line = line sprintf(" %s %s", $NF, $(NF-1)) }
+         /DRAM Throughput/ && !d[n]++ { line = line sprintf(" dram %s%%", $NF) }
+         /L2 Hit Rate/ { line = line sprintf(" L2hit %s%%", $NF) }
+         END { if (n) print line }' "$f" | cut -c1-200 >> "$S"
+    [ "$v" = 0 ] && continue
+    for c in fp8blk fp8blk_skew fp8blk_graph; do
+      MEMRA_FP8BLK_XE_PF=$v timeout 200 $B/bin/test_gpu_experts $c > "$L/xepf_test_${c}_pf$v.log" 2>&1
+      say "test_gpu_experts $c (MEMRA_FP8BLK_XE_PF=$v): exit $?"
+    done
+    MEMRA_FP8BLK_XE_PF=$v timeout 200 $M check --device 0 --op gemm_experts --module fp8blk > "$L/xepf_check_pf$v.log" 2>&1
+    say "check gemm_experts fp8blk (MEMRA_FP8BLK_XE_PF=$v): exit $? $(grep -E 'passed, ' "$L/xepf_check_pf$v.log")"
+    for tool in $([ -z "$first" ] && echo memcheck racecheck initcheck synccheck || echo memcheck); do
+      ( export MEMRA_FP8BLK_XE_PF=$v; san_experts xepf_san_pf$v $tool fp8blk )
+    done
+    first=$v
+  done
+  say "xepf: $((SECONDS - t)) s"
 }
 
 # The opt-in grouped lanes never run on a GPU before (issue 30): the 16-bit lanes (MEMRA_MMQ_XE_F16=1,

@@ -258,6 +258,7 @@ static const char *g_r3_unroll_knob; /* MEMRA_MMQ_R3_UNROLL likewise */
 static const char *g_xe_tma64_knob; /* MEMRA_FP8BLK_XE_TMA64 likewise */
 static const char *g_kr_tc_knob;    /* MEMRA_MMQ_KR_TC likewise */
 static const char *g_fxe_split_knob; /* MEMRA_FP8BLK_XE_SPLIT likewise */
+static const char *g_fxe_pf_knob;    /* MEMRA_FP8BLK_XE_PF likewise */
 static const char *fake_knob(const memra_device_caps *caps, const char *name)
 {
     (void)caps;
@@ -278,6 +279,7 @@ static const char *fake_knob(const memra_device_caps *caps, const char *name)
     if (strcmp(name, "MEMRA_FP8BLK_XE_TMA64") == 0) return g_xe_tma64_knob;
     if (strcmp(name, "MEMRA_MMQ_KR_TC") == 0) return g_kr_tc_knob;
     if (strcmp(name, "MEMRA_FP8BLK_XE_SPLIT") == 0) return g_fxe_split_knob;
+    if (strcmp(name, "MEMRA_FP8BLK_XE_PF") == 0) return g_fxe_pf_knob;
     return NULL; /* every other knob at its default */
 }
 static void *fake_library_open(const char *which)
@@ -806,10 +808,13 @@ static int case_mmq(const char *so)
         ok &= close_mod(&m, 1);
     }
     g_r3_unroll_knob = NULL;
-    /* gemm_kr: Q4_K and Q5_K on the _t tiles (the min term on TF32 MMAs) with MEMRA_MMQ_KR_TC=1,
-     * the plain ones without; Q6_K (no min term) on its plain tiles either way (kq, kq_tile above) */
-    for (int tc = 0; tc < 2; tc++) {
-        g_kr_tc_knob = tc ? "1" : NULL;
+    /* gemm_kr: the _t tiles (the min term on TF32 MMAs) for Q4_K by default (knob unset), for Q4_K
+     * and Q5_K with MEMRA_MMQ_KR_TC=1, for neither with =0; Q6_K (no min term) on its plain tiles
+     * always (kq, kq_tile above). tcs[v]: the setting, then its formats on _t as bits */
+    static const char *const tcs[3] = {"0", NULL, "1"};
+    for (int v = 0; v < 3; v++) {
+        g_kr_tc_knob = tcs[v];
+        const int tcbits = v == 0 ? 0 : v == 1 ? 1 : 3;
         if (!open_mod(so, 90, &m)) return 0;
         for (int f = 0; f < 3; f++) {
             memra_call c2 = call_of(&m);
@@ -820,10 +825,12 @@ static int case_mmq(const char *so)
             const size_t len = strlen(got);
             const int t = len > 0 && got[len - 1] == 't';
             char what[48];
-            snprintf(what, sizeof what, "gemm_kr %s (KR_TC=%d)", f == 0 ? "q4_k" : f == 1 ? "q5_k" : "q6_k", tc);
+            const int tc = tcbits >> f & 1;
+            snprintf(what, sizeof what, "gemm_kr %s (KR_TC=%s)", f == 0 ? "q4_k" : f == 1 ? "q5_k" : "q6_k",
+                     tcs[v] ? tcs[v] : "unset");
             ok &= launched(what, st2, 1, &kq_tile[f], (const int[]){-1});
-            if (t != (tc && f < 2)) {
-                printf("  %s: %s, want the %s tile  FAIL\n", what, got, tc && f < 2 ? "_t" : "plain");
+            if (t != tc) {
+                printf("  %s: %s, want the %s tile  FAIL\n", what, got, tc ? "_t" : "plain");
                 ok = 0;
             }
             /* gemm_experts (sorted records, 512 rows over 8 experts: the 64-row tile) takes the same fold */
@@ -834,7 +841,7 @@ static int case_mmq(const char *so)
                                           .ids = 0x60000000};
             const memra_status st3 = m.desc->ops->gemm_experts(&c3, &a3, &x3);
             char want[64];
-            snprintf(want, sizeof want, "%s2_s%s", kq_tile[f] + strlen("memra_k_gemm_kr_"), tc && f < 2 ? "t" : "");
+            snprintf(want, sizeof want, "%s2_s%s", kq_tile[f] + strlen("memra_k_gemm_kr_"), tc ? "t" : "");
             int found = 0;
             for (int i = 0; i < g_n_launched; i++) {
                 const size_t gl = strlen(g_launched[i]), wl = strlen(want);
@@ -1101,6 +1108,23 @@ static int fp8blk_experts_split(mod *m, int tma64)
            grid;
 }
 
+/* MEMRA_FP8BLK_XE_PF=4|8: the tensor-map tile's prefetching entry point on fp8blk_experts_tma's grid
+ * (11 x 2, 384 threads, one table); any other distance keeps the plain tile, and a split wins over it */
+static int fp8blk_experts_pf(mod *m, const char *pf, int split)
+{
+    if (split) return fp8blk_experts_split(m, 0);
+    if (strcmp(pf, "4") != 0 && strcmp(pf, "8") != 0) return fp8blk_experts_tma(m, 0);
+    const memra_status st = fp8blk_experts_call(m, 300);
+    const int grid = g_n_launched == 4 && g_grid_x[3] == 11 && g_grid_y[3] == 2 && g_grid_z[3] == 1 &&
+                     g_block_x[3] == 384;
+    printf("    grids (prefetch %s): grouped %u x %u x %u (%u); want 11 x 2 x 1 (384)  %s\n", pf, g_grid_x[3],
+           g_grid_y[3], g_grid_z[3], g_block_x[3], grid ? "ok" : "FAIL");
+    return fp8blk_tma_launched("gemm_experts fp8_blk tma prefetch", st,
+                               strcmp(pf, "4") == 0 ? "memra_k_fp8blk_experts_tma_pf4" : "memra_k_fp8blk_experts_tma_pf8",
+                               NULL) &&
+           grid;
+}
+
 static int case_fp8blk(const char *so)
 {
     mod m;
@@ -1252,6 +1276,17 @@ static int case_fp8blk(const char *so)
     g_scratch_refuse = NULL;
     g_fxe_split_knob = NULL;
     g_xe_tma64_knob = NULL;
+    /* MEMRA_FP8BLK_XE_PF: 4 and 8 take the prefetching tile, 3 the plain one, 4 with a split of 2 the split */
+    static const char *const pfs[4] = {"4", "8", "3", "4"};
+    for (int i = 0; i < 4; i++) {
+        g_fxe_pf_knob = pfs[i];
+        g_fxe_split_knob = i == 3 ? "2" : NULL;
+        if (!open_mod(so, 90, &m)) return 0;
+        ok &= fp8blk_experts_pf(&m, pfs[i], i == 3);
+        ok &= close_mod(&m, 2);
+    }
+    g_fxe_pf_knob = NULL;
+    g_fxe_split_knob = NULL;
     g_no_tmap = 1; /* without the encoder: the cp.async tiles */
     if (!open_mod(so, 90, &m)) return 0;
     ok &= fp8blk_experts_launch(&m, 300, 8, 0.0f, "memra_k_fp8blk_quant_sorted", 300 / 65, 8);

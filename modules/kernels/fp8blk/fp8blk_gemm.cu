@@ -867,13 +867,25 @@ __device__ __forceinline__ void mb_arrive_tx(unsigned a, unsigned bytes)
  * the consumer thread; grow the weight grid's row of the tile at the slice's first block, gs
  * blocks a grid row); a warpgroup that is not `live` computes nothing but frees every stage as
  * the live ones do. */
-template <int NH, int S, int SB>
+__device__ __forceinline__ void tma_prefetch_2d(const memra_tmap *map, int c0, int c1)
+{
+    asm volatile("cp.async.bulk.prefetch.tensor.2d.L2.global.tile [%0, {%1, %2}];\n" ::"l"(
+                     reinterpret_cast<unsigned long long>(map)),
+                 "r"(c0), "r"(c1)
+                 : "memory");
+}
+
+template <int NH, int S, int SB, int PF = 0>
 __device__ __forceinline__ void tma_produce(const memra_tmap *map_x, const memra_tmap *map_w, const float *__restrict__ xs,
                                             int r0, int j0, int m, int nk, int kb0, unsigned sbase,
                                             unsigned char *stages, unsigned full, unsigned empty, int lane)
 {
     for (int b = 0; b < nk; b++) {
         const int s = b % S, kb = kb0 + b;
+        /* PF > 0 (memra_k_fp8blk_experts_tma_pf*): the weight box PF blocks ahead of this one into
+         * L2 before waiting for a free stage, so the weight streams keep more requests in flight
+         * than the S stages of shared memory hold */
+        if (PF > 0 && lane == 0 && b + PF < nk) tma_prefetch_2d(map_w, (kb + PF) * 128, j0);
         if (b >= S) mb_wait(empty + 8 * s, (unsigned)(b / S - 1) & 1u);
         const unsigned st = sbase + s * SB;
         if (lane == 0) {
@@ -1004,6 +1016,11 @@ memra_k_fp8blk_wgmma_tma(const __grid_constant__ memra_tmap map_x, const __grid_
  *                         takes the k blocks nk z / S .. nk (z + 1) / S - 1 and writes its raw sums to
  *                         part[z][s][c] (s the sorted row) for memra_k_fp8blk_experts_sum; the
  *                         unsplit entry points are compiled without it (their SASS unchanged).
+ *                         memra_k_fp8blk_experts_tma_pf4 / _pf8 (MEMRA_FP8BLK_XE_PF=4|8, opt-in;
+ *                         the 256-wide tile): the producer also prefetches into L2 the weight
+ *                         box 4 / 8 k blocks ahead of the one it copies (cp.async.bulk.prefetch),
+ *                         for the m = 512 down rows whose weight streams run at a third of DRAM's
+ *                         rate with the 4 stages of shared memory in flight; outputs unchanged.
  *   memra_k_fp8blk_experts_sum   y[perm[s]][c] = alpha (part[0][s][c] + ... + part[S-1][s][c]), the
  *                         slices added in order, for the routed rows s < offsets[E]: rows over
  *                         blockIdx.y (stride gridDim.y), columns over the threads. */
@@ -1029,7 +1046,7 @@ memra_k_fp8blk_experts_maps(const __grid_constant__ memra_tmap tmpl, const unsig
     asm volatile("fence.proxy.tensormap::generic.release.gpu;\n" ::: "memory");
 }
 
-template <int NH, bool SPLIT>
+template <int NH, bool SPLIT, int PF = 0>
 __device__ __forceinline__ void experts_tma_body(const memra_tmap &map_x, const memra_tmap *__restrict__ maps,
                                                  const unsigned long long *__restrict__ gtab,
                                                  const float *__restrict__ xs, const int *__restrict__ offsets,
@@ -1067,7 +1084,7 @@ __device__ __forceinline__ void experts_tma_body(const memra_tmap &map_x, const 
             asm volatile("fence.proxy.tensormap::generic.acquire.gpu [%0], 128;\n" ::"l"(
                              reinterpret_cast<unsigned long long>(map_w))
                          : "memory");
-        tma_produce<NH, S, SB>(&map_x, map_w, xs, s0, j0, m, nk, kb0, sbase, stages, full, empty, lane);
+        tma_produce<NH, S, SB, PF>(&map_x, map_w, xs, s0, j0, m, nk, kb0, sbase, stages, full, empty, lane);
         return;
     }
     asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n");
@@ -1116,7 +1133,7 @@ memra_k_fp8blk_experts_sum(const float *__restrict__ part, int S, int m, int n, 
 /* the weight's column tiles 256 wide (NH = 2, the dense kernel's) or 128 (NH = 1,
  * MEMRA_FP8BLK_XE_N128=1: twice the CTAs of half the work, for shapes whose 256-wide grid
  * leaves a last wave mostly empty, e.g. the Mixtral-like down rows at m = 512) */
-#define XE_TMA_ENTRY(NAME, NH, SPLIT)                                                                              \
+#define XE_TMA_ENTRY(NAME, NH, SPLIT, PF)                                                                            \
     extern "C" __global__ void __launch_bounds__(FP8BLK_TMA_THREADS, 1)                                            \
         NAME(const __grid_constant__ memra_tmap map_x, const memra_tmap *__restrict__ maps,                         \
              const unsigned long long *__restrict__ gtab, const float *__restrict__ xs,                             \
@@ -1124,11 +1141,14 @@ memra_k_fp8blk_experts_sum(const float *__restrict__ part, int S, int m, int n, 
              const int *__restrict__ ntiles, float *__restrict__ y, int m, int n, int k, long long ldy, float alpha, \
              float *__restrict__ part)                                                                              \
     {                                                                                                              \
-        experts_tma_body<NH, SPLIT>(map_x, maps, gtab, xs, offsets, perm, tiles, ntiles, y, m, n, k, ldy, alpha, part); \
+        experts_tma_body<NH, SPLIT, PF>(map_x, maps, gtab, xs, offsets, perm, tiles, ntiles, y, m, n, k, ldy, alpha, part); \
     }
-XE_TMA_ENTRY(memra_k_fp8blk_experts_tma, 2, false)
-XE_TMA_ENTRY(memra_k_fp8blk_experts_tma_n128, 1, false)
+XE_TMA_ENTRY(memra_k_fp8blk_experts_tma, 2, false, 0)
+XE_TMA_ENTRY(memra_k_fp8blk_experts_tma_n128, 1, false, 0)
 /* MEMRA_FP8BLK_XE_SPLIT=S (opt-in): the 256-wide tile on gridDim.z = S k slices, into part */
-XE_TMA_ENTRY(memra_k_fp8blk_experts_tma_split, 2, true)
+XE_TMA_ENTRY(memra_k_fp8blk_experts_tma_split, 2, true, 0)
+/* MEMRA_FP8BLK_XE_PF=4|8 (opt-in): the 256-wide tile with the weight's L2 prefetch PF blocks ahead */
+XE_TMA_ENTRY(memra_k_fp8blk_experts_tma_pf4, 2, false, 4)
+XE_TMA_ENTRY(memra_k_fp8blk_experts_tma_pf8, 2, false, 8)
 #undef XE_TMA_ENTRY
 #endif

@@ -44,6 +44,8 @@ typedef struct fp8blk_state {
     int xe_tma64;  /* MEMRA_FP8BLK_XE_TMA64=1: the 64-row remainder table beside it (experts_wgmma64) */
     int xe_split;  /* MEMRA_FP8BLK_XE_SPLIT=S (2..16, opt-in): its k blocks in S slices */
     CUfunction xe_tma_split, xe_sum; /* the split tile and the slices' sum; NULL: unsplit */
+    int xe_pf;              /* MEMRA_FP8BLK_XE_PF=4|8 (opt-in): the weight's L2 prefetch distance, 0: none */
+    CUfunction xe_tma_pf;   /* experts_tma_pf<xe_pf> (the 256-wide tile), or NULL */
     /* lane gemm_fp8 (per-tensor e4m3 experts; off with MEMRA_FP8BLK_XE_PT=0): the per-expert
      * amax, its expansion to rows, the quantiser at those maxima and the tile-major per-tensor
      * tile; NULL otherwise (the lane declines) */
@@ -242,6 +244,16 @@ static void fp8blk_load_wgmma(memra__gpu *q, fp8blk_state *fb, CUmodule m)
                     q->cu.cuModuleGetFunction(&fb->xe_sum, m, "memra_k_fp8blk_experts_sum") != MEMRA__CU_SUCCESS)
                     fb->xe_tma_split = fb->xe_sum = NULL; /* unsplit then */
             }
+            const char *xf = memra__gpu_knob(q, "MEMRA_FP8BLK_XE_PF");
+            fb->xe_pf = xf != NULL ? atoi(xf) : 0;
+            if (fb->xe_tma != NULL && fb->xe_tma_nh == 2 && (fb->xe_pf == 4 || fb->xe_pf == 8)) {
+                fb->xe_tma_pf = wgmma_function(q, fb, m, fb->xe_pf == 4 ? "memra_k_fp8blk_experts_tma_pf4"
+                                                                          : "memra_k_fp8blk_experts_tma_pf8",
+                                               FP8BLK_WG_SMEM_BYTES_OF(2));
+                if (fb->xe_tma_pf == NULL)
+                    q->host->log(MEMRA_LOG_WARN, q->name, "gemm_experts: MEMRA_FP8BLK_XE_PF=%d but its tile did not load",
+                                 fb->xe_pf);
+            }
         }
         const char *xp = memra__gpu_knob(q, "MEMRA_FP8BLK_XE_PT");
         if (xp == NULL || strcmp(xp, "0") != 0) { /* on unless MEMRA_FP8BLK_XE_PT=0 */
@@ -252,7 +264,8 @@ static void fp8blk_load_wgmma(memra__gpu *q, fp8blk_state *fb, CUmodule m)
                 fb->xe_pt = NULL;
         }
         if (fb->xe_route == NULL || fb->xe_quant == NULL || fb->xe_quant_given == NULL)
-            fb->xe_gemm = fb->xe_wide = fb->xe_one = fb->xe_pt = fb->xe_tma = fb->xe_maps = fb->xe_tma_split = fb->xe_sum = NULL;
+            fb->xe_gemm = fb->xe_wide = fb->xe_one = fb->xe_pt = fb->xe_tma = fb->xe_maps = fb->xe_tma_split = fb->xe_sum =
+                fb->xe_tma_pf = NULL;
     }
 }
 
@@ -667,8 +680,16 @@ memra_status memra__fp8blk_gemm_experts(memra_call *call, const memra_gemm_args 
             if (ks > 1 && q->host->scratch_get(call, MEMRA__FP8BLK_SLOT_PART, (size_t)ks * (size_t)m * (size_t)n * 4 + 256,
                                                &part) != MEMRA_STATUS_OK)
                 ks = 1;
-            st = memra__gpu_launch_ex(q, ks > 1 ? fb->xe_tma_split : fb->xe_tma,
-                                      ks > 1 ? "memra_k_fp8blk_experts_tma_split" : kname, (unsigned)tiles_max, cols,
+            /* MEMRA_FP8BLK_XE_PF (opt-in, unsplit): the same tile with the weight's L2 prefetch */
+            CUfunction fn = fb->xe_tma;
+            if (ks > 1) {
+                fn = fb->xe_tma_split;
+                kname = "memra_k_fp8blk_experts_tma_split";
+            } else if (fb->xe_tma_pf != NULL) {
+                fn = fb->xe_tma_pf;
+                kname = fb->xe_pf == 4 ? "memra_k_fp8blk_experts_tma_pf4" : "memra_k_fp8blk_experts_tma_pf8";
+            }
+            st = memra__gpu_launch_ex(q, fn, kname, (unsigned)tiles_max, cols,
                                       (unsigned)ks, FP8BLK_TMA_THREADS, smem, call->stream,
                                       (void *[]){&mx, &maps, &grid, &xs, &offsets, &perm, &tiles, &ntiles, &y, &m, &n,
                                                  &k, &ldy, &alpha, &part},

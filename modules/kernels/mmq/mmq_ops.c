@@ -240,7 +240,7 @@ typedef struct mmq_state {
     int q8r_list;    /* q8r_list_of(this device): which list memra_call.variant indexes */
     CUfunction gemm_kr[MMQ_KR_FORMATS][MEMRA__MMQ_R3_TILES]; /* kr_tiles[f][i]'s kernel, likewise */
     const memra__mmq_r3_tile *kr_tiles[MMQ_KR_FORMATS];       /* memra__mmq_kr_tiles[f], or _tc with MEMRA_MMQ_KR_TC=1 */
-    int kr_tc;                                                /* MEMRA_MMQ_KR_TC=1 (read at load) */
+    int kr_tc; /* the K-quant formats (bit f of memra__mmq_kr_tiles) on the TC fold: MEMRA_MMQ_KR_TC (read at load) */
     CUfunction experts_route;                                 /* gemm_experts (issue 30): the routing kernel */
     CUfunction experts_splitk_sum;                            /* and its split-k sum over the routed rows */
     CUfunction experts[1 + MMQ_KR_FORMATS][MMQ_XE_TILES];     /* and the grouped tiles (memra__mmq_xe_tiles), NULL where they do not fit */
@@ -332,9 +332,11 @@ static memra_status mmq_load(memra__gpu *q, void *state)
             st = memra__gpu_function(q, m, s->r3_tiles[t].kernel, s->r3_tiles[t].smem, &s->gemm_q8_0r[t]);
     {
         const char *tc = memra__gpu_knob(q, "MEMRA_MMQ_KR_TC");
-        s->kr_tc = tc != NULL && strcmp(tc, "1") == 0;
+        /* Q4_K by default (run x1: 3-7% faster on the 27b sheet); Q5_K only with MEMRA_MMQ_KR_TC=1
+         * (run x1: 2-4% slower); MEMRA_MMQ_KR_TC=0: neither */
+        s->kr_tc = tc == NULL || strcmp(tc, "q4_k") == 0 ? 1 : strcmp(tc, "1") == 0 ? 3 : 0;
         for (int f = 0; f < MMQ_KR_FORMATS; f++)
-            s->kr_tiles[f] = s->kr_tc && f < 2 ? memra__mmq_kr_tiles_tc[f] : memra__mmq_kr_tiles[f];
+            s->kr_tiles[f] = f < 2 && (s->kr_tc >> f & 1) ? memra__mmq_kr_tiles_tc[f] : memra__mmq_kr_tiles[f];
     }
     for (int f = 0; f < MMQ_KR_FORMATS && st == MEMRA_STATUS_OK; f++)
         for (int t = 0; t < MEMRA__MMQ_R3_TILES && st == MEMRA_STATUS_OK; t++)
@@ -385,7 +387,8 @@ static memra_status mmq_load(memra__gpu *q, void *state)
         /* with MEMRA_MMQ_KR_TC=1 the K-quant lanes with a min term take the TC fold here too (the
          * dense _t tiles' fold: grouped and dense outputs stay bit for bit the same) */
         for (int l = 0; l < 1 + MMQ_KR_FORMATS; l++)
-            s->sorted_names[l] = s->kr_tc && (l == 1 || l == 2) ? memra__mmq_xe_sorted_tc[l - 1] : memra__mmq_xe_sorted[l];
+            s->sorted_names[l] = (l == 1 || l == 2) && (s->kr_tc >> (l - 1) & 1) ? memra__mmq_xe_sorted_tc[l - 1]
+                                                                                  : memra__mmq_xe_sorted[l];
         if (sort_on &&
             memra__gpu_function(q, m, "memra_k_experts_gather_q8_1", 0, &s->experts_gather) == MEMRA_STATUS_OK) {
             for (int l = 0; l < 1 + MMQ_KR_FORMATS; l++)
