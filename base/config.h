@@ -69,7 +69,9 @@
     X(FP8BLK_XE_SPLIT, "MEMRA_FP8BLK_XE_SPLIT", "mmq modules", UINT, "0..16", "0 (no split)",                     \
       "fp8blk gemm_experts: the tensor-map tile's k blocks in N slices, summed after (2..16; run x2: loses)")   \
     X(FP8BLK_XE_PF, "MEMRA_FP8BLK_XE_PF", "mmq modules", ENUM, "0|4|8", "0",                                      \
-      "fp8blk gemm_experts: the tensor-map tile prefetches the weight 4 or 8 k blocks ahead into L2 (unmeasured)") \
+      "fp8blk gemm_experts: the tensor-map tile prefetches the weight 4 or 8 k blocks ahead into L2 (run x3: loses)") \
+    X(FP8BLK_XE_GS, "MEMRA_FP8BLK_XE_GS", "mmq modules", BOOL, "", "0",                                          \
+      "1: fp8blk gemm_experts' tensor-map tile takes the weight grid's scales through its stages (unmeasured)")  \
     X(FP8BLK_XE_PT, "MEMRA_FP8BLK_XE_PT", "mmq modules", BOOL, "", "1",                                          \
       "0: fp8blk does not serve gemm_experts on per-tensor e4m3 experts (lane gemm_fp8)")                         \
     X(MMQ_PDL, "MEMRA_MMQ_PDL", "mmq modules", BOOL, "", "1", "0: no programmatic dependent launches")            \

@@ -143,6 +143,7 @@ build_commit() {
 
 step_build() {
   local t=$SECONDS
+  # BUILD_TARGETS (optional): only those targets, e.g. "memra_tool memra_fp8blk test_gpu_experts".
   # DEVICE_COMMIT (the caller's `git rev-parse --short HEAD`, written into the command): the commit
   # the receipts name; the device's copy of the tree carries a .git whose HEAD need not be the
   # tree's (run r4's receipts named 8bba7a4 for a tree at 65b1c18)
@@ -150,7 +151,7 @@ step_build() {
   local cm=(-DMEMRA_COMMIT="${DEVICE_COMMIT:-}")
   if ! { cmake -S . -B $B -G Ninja -DCMAKE_BUILD_TYPE=Release -DMEMRA_GPU_MODULES=ON -DMEMRA_WERROR=OFF -DBUILD_TESTING=ON \
            "${cm[@]}" &&
-         cmake --build $B -j16; } > "$L/build.log" 2>&1; then
+         cmake --build $B -j16 ${BUILD_TARGETS:+--target $BUILD_TARGETS}; } > "$L/build.log" 2>&1; then
     tail -40 "$L/build.log"; say "build: FAILED"; return 1
   fi
   say "build: $((SECONDS - t)) s, $(grep -c 'warning:' "$L/build.log") compiler warnings (this gcc; -Werror is CI's), commit $(build_commit)"

@@ -259,6 +259,7 @@ static const char *g_xe_tma64_knob; /* MEMRA_FP8BLK_XE_TMA64 likewise */
 static const char *g_kr_tc_knob;    /* MEMRA_MMQ_KR_TC likewise */
 static const char *g_fxe_split_knob; /* MEMRA_FP8BLK_XE_SPLIT likewise */
 static const char *g_fxe_pf_knob;    /* MEMRA_FP8BLK_XE_PF likewise */
+static const char *g_fxe_gs_knob;    /* MEMRA_FP8BLK_XE_GS likewise */
 static const char *fake_knob(const memra_device_caps *caps, const char *name)
 {
     (void)caps;
@@ -280,6 +281,7 @@ static const char *fake_knob(const memra_device_caps *caps, const char *name)
     if (strcmp(name, "MEMRA_MMQ_KR_TC") == 0) return g_kr_tc_knob;
     if (strcmp(name, "MEMRA_FP8BLK_XE_SPLIT") == 0) return g_fxe_split_knob;
     if (strcmp(name, "MEMRA_FP8BLK_XE_PF") == 0) return g_fxe_pf_knob;
+    if (strcmp(name, "MEMRA_FP8BLK_XE_GS") == 0) return g_fxe_gs_knob;
     return NULL; /* every other knob at its default */
 }
 static void *fake_library_open(const char *which)
@@ -1109,18 +1111,22 @@ static int fp8blk_experts_split(mod *m, int tma64)
 }
 
 /* MEMRA_FP8BLK_XE_PF=4|8: the tensor-map tile's prefetching entry point on fp8blk_experts_tma's grid
- * (11 x 2, 384 threads, one table); any other distance keeps the plain tile, and a split wins over it */
+ * (11 x 2, 384 threads, one table); any other distance keeps the plain tile, and a split wins over it.
+ * pf "gs": MEMRA_FP8BLK_XE_GS=1's entry point on the same grid */
 static int fp8blk_experts_pf(mod *m, const char *pf, int split)
 {
     if (split) return fp8blk_experts_split(m, 0);
-    if (strcmp(pf, "4") != 0 && strcmp(pf, "8") != 0) return fp8blk_experts_tma(m, 0);
+    const int gs = strcmp(pf, "gs") == 0;
+    if (!gs && strcmp(pf, "4") != 0 && strcmp(pf, "8") != 0) return fp8blk_experts_tma(m, 0);
     const memra_status st = fp8blk_experts_call(m, 300);
     const int grid = g_n_launched == 4 && g_grid_x[3] == 11 && g_grid_y[3] == 2 && g_grid_z[3] == 1 &&
                      g_block_x[3] == 384;
     printf("    grids (prefetch %s): grouped %u x %u x %u (%u); want 11 x 2 x 1 (384)  %s\n", pf, g_grid_x[3],
            g_grid_y[3], g_grid_z[3], g_block_x[3], grid ? "ok" : "FAIL");
     return fp8blk_tma_launched("gemm_experts fp8_blk tma prefetch", st,
-                               strcmp(pf, "4") == 0 ? "memra_k_fp8blk_experts_tma_pf4" : "memra_k_fp8blk_experts_tma_pf8",
+                               gs                     ? "memra_k_fp8blk_experts_tma_gs"
+                               : strcmp(pf, "4") == 0 ? "memra_k_fp8blk_experts_tma_pf4"
+                                                      : "memra_k_fp8blk_experts_tma_pf8",
                                NULL) &&
            grid;
 }
@@ -1287,6 +1293,12 @@ static int case_fp8blk(const char *so)
     }
     g_fxe_pf_knob = NULL;
     g_fxe_split_knob = NULL;
+    /* MEMRA_FP8BLK_XE_GS=1: the tile with the grid's scales through the stages */
+    g_fxe_gs_knob = "1";
+    if (!open_mod(so, 90, &m)) return 0;
+    ok &= fp8blk_experts_pf(&m, "gs", 0);
+    ok &= close_mod(&m, 2);
+    g_fxe_gs_knob = NULL;
     g_no_tmap = 1; /* without the encoder: the cp.async tiles */
     if (!open_mod(so, 90, &m)) return 0;
     ok &= fp8blk_experts_launch(&m, 300, 8, 0.0f, "memra_k_fp8blk_quant_sorted", 300 / 65, 8);

@@ -875,10 +875,11 @@ __device__ __forceinline__ void tma_prefetch_2d(const memra_tmap *map, int c0, i
                  : "memory");
 }
 
-template <int NH, int S, int SB, int PF = 0>
+template <int NH, int S, int SB, int PF = 0, bool GS = false>
 __device__ __forceinline__ void tma_produce(const memra_tmap *map_x, const memra_tmap *map_w, const float *__restrict__ xs,
                                             int r0, int j0, int m, int nk, int kb0, unsigned sbase,
-                                            unsigned char *stages, unsigned full, unsigned empty, int lane)
+                                            unsigned char *stages, unsigned full, unsigned empty, int lane,
+                                            const float *__restrict__ grow = nullptr, int gs = 0, int ngr = 0)
 {
     for (int b = 0; b < nk; b++) {
         const int s = b % S, kb = kb0 + b;
@@ -899,12 +900,16 @@ __device__ __forceinline__ void tma_produce(const memra_tmap *map_x, const memra
             const int t = lane + 32 * e, i = r0 + t;
             fb_cp4(sx + t, i < m ? xs + (long long)kb * m + i : xs, i < m ? 4 : 0);
         }
+        if (GS && lane < NH) { /* the weight grid's scale of half `lane` after the x scales (0 past n) */
+            const bool ok = j0 / 128 + lane < ngr;
+            fb_cp4(sx + 128 + lane, ok ? grow + (long long)lane * gs + b : grow, ok ? 4 : 0);
+        }
         mb_cp_arrive(full + 8 * s);
     }
     asm volatile("cp.async.wait_all;\n" ::: "memory");
 }
 
-template <int NH, int S, int SB>
+template <int NH, int S, int SB, bool GS = false>
 __device__ __forceinline__ void tma_consume(float (&acc)[NH][64], const float *__restrict__ grow, int nk, int gs, int ngr,
                                             int j0, unsigned sbase, const unsigned char *stages, unsigned full,
                                             unsigned empty, int ct, int lane, bool live)
@@ -928,7 +933,7 @@ __device__ __forceinline__ void tma_consume(float (&acc)[NH][64], const float *_
         const unsigned a = sbase + s * SB + a_off;
 #pragma unroll
         for (int h = 0; h < NH; h++) {
-            const float g = (j0 / 128 + h < ngr) ? grow[(long long)h * gs + kb] : 0.0f;
+            const float g = GS ? sx[128 + h] : (j0 / 128 + h < ngr) ? grow[(long long)h * gs + kb] : 0.0f;
             const unsigned bb = sbase + s * SB + 16384 * (1 + h);
             asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
 #pragma unroll
@@ -1046,7 +1051,7 @@ memra_k_fp8blk_experts_maps(const __grid_constant__ memra_tmap tmpl, const unsig
     asm volatile("fence.proxy.tensormap::generic.release.gpu;\n" ::: "memory");
 }
 
-template <int NH, bool SPLIT, int PF = 0>
+template <int NH, bool SPLIT, int PF = 0, bool GS = false>
 __device__ __forceinline__ void experts_tma_body(const memra_tmap &map_x, const memra_tmap *__restrict__ maps,
                                                  const unsigned long long *__restrict__ gtab,
                                                  const float *__restrict__ xs, const int *__restrict__ offsets,
@@ -1055,6 +1060,7 @@ __device__ __forceinline__ void experts_tma_body(const memra_tmap &map_x, const 
                                                  int k, long long ldy, float alpha, float *__restrict__ part)
 {
     constexpr int S = FP8BLK_WG_STAGES_OF(NH), SB = FP8BLK_WG_STAGE_BYTES_OF(NH);
+    static_assert(!GS || 16384 * (1 + NH) + 512 + 4 * NH <= SB, "the grid's scales fit the stage's tail");
     const int ti = (int)blockIdx.x;
     if (ti >= *ntiles) return; /* the whole CTA, before any barrier */
     const int e = tiles[2 * ti], s0 = tiles[2 * ti + 1], end = offsets[e + 1];
@@ -1084,7 +1090,9 @@ __device__ __forceinline__ void experts_tma_body(const memra_tmap &map_x, const 
             asm volatile("fence.proxy.tensormap::generic.acquire.gpu [%0], 128;\n" ::"l"(
                              reinterpret_cast<unsigned long long>(map_w))
                          : "memory");
-        tma_produce<NH, S, SB, PF>(&map_x, map_w, xs, s0, j0, m, nk, kb0, sbase, stages, full, empty, lane);
+        tma_produce<NH, S, SB, PF, GS>(&map_x, map_w, xs, s0, j0, m, nk, kb0, sbase, stages, full, empty, lane,
+                                       reinterpret_cast<const float *>(gtab[e]) + (long long)(j0 / 128) * nkt + kb0,
+                                       nkt, ngr);
         return;
     }
     asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n");
@@ -1092,7 +1100,7 @@ __device__ __forceinline__ void experts_tma_body(const memra_tmap &map_x, const 
     const int r0 = (ct >> 7) * 64 + ((ct >> 5) & 3) * 16 + (lane >> 2);
     const bool live = s0 + (ct >> 7) * 64 < end; /* the warpgroup's 64 rows hold one of the expert's */
     float acc[NH][64];
-    tma_consume<NH, S, SB>(acc, reinterpret_cast<const float *>(gtab[e]) + (long long)(j0 / 128) * nkt + kb0, nk, nkt,
+    tma_consume<NH, S, SB, GS>(acc, reinterpret_cast<const float *>(gtab[e]) + (long long)(j0 / 128) * nkt + kb0, nk, nkt,
                            ngr, j0, sbase, stages, full, empty, ct, lane, live);
     if (!live) return;
     float *const pz = part + (long long)z * m * n; /* (slices > 1 only) */
@@ -1133,7 +1141,7 @@ memra_k_fp8blk_experts_sum(const float *__restrict__ part, int S, int m, int n, 
 /* the weight's column tiles 256 wide (NH = 2, the dense kernel's) or 128 (NH = 1,
  * MEMRA_FP8BLK_XE_N128=1: twice the CTAs of half the work, for shapes whose 256-wide grid
  * leaves a last wave mostly empty, e.g. the Mixtral-like down rows at m = 512) */
-#define XE_TMA_ENTRY(NAME, NH, SPLIT, PF)                                                                            \
+#define XE_TMA_ENTRY(NAME, NH, SPLIT, PF, GS)                                                                            \
     extern "C" __global__ void __launch_bounds__(FP8BLK_TMA_THREADS, 1)                                            \
         NAME(const __grid_constant__ memra_tmap map_x, const memra_tmap *__restrict__ maps,                         \
              const unsigned long long *__restrict__ gtab, const float *__restrict__ xs,                             \
@@ -1141,14 +1149,17 @@ memra_k_fp8blk_experts_sum(const float *__restrict__ part, int S, int m, int n, 
              const int *__restrict__ ntiles, float *__restrict__ y, int m, int n, int k, long long ldy, float alpha, \
              float *__restrict__ part)                                                                              \
     {                                                                                                              \
-        experts_tma_body<NH, SPLIT, PF>(map_x, maps, gtab, xs, offsets, perm, tiles, ntiles, y, m, n, k, ldy, alpha, part); \
+        experts_tma_body<NH, SPLIT, PF, GS>(map_x, maps, gtab, xs, offsets, perm, tiles, ntiles, y, m, n, k, ldy, alpha, part); \
     }
-XE_TMA_ENTRY(memra_k_fp8blk_experts_tma, 2, false, 0)
-XE_TMA_ENTRY(memra_k_fp8blk_experts_tma_n128, 1, false, 0)
+XE_TMA_ENTRY(memra_k_fp8blk_experts_tma, 2, false, 0, false)
+XE_TMA_ENTRY(memra_k_fp8blk_experts_tma_n128, 1, false, 0, false)
 /* MEMRA_FP8BLK_XE_SPLIT=S (opt-in): the 256-wide tile on gridDim.z = S k slices, into part */
-XE_TMA_ENTRY(memra_k_fp8blk_experts_tma_split, 2, true, 0)
-/* MEMRA_FP8BLK_XE_PF=4|8 (opt-in): the 256-wide tile with the weight's L2 prefetch PF blocks ahead */
-XE_TMA_ENTRY(memra_k_fp8blk_experts_tma_pf4, 2, false, 4)
-XE_TMA_ENTRY(memra_k_fp8blk_experts_tma_pf8, 2, false, 8)
+XE_TMA_ENTRY(memra_k_fp8blk_experts_tma_split, 2, true, 0, false)
+/* MEMRA_FP8BLK_XE_PF=4|8 (opt-in; run x3: loses): the 256-wide tile with the weight's L2 prefetch PF blocks ahead */
+XE_TMA_ENTRY(memra_k_fp8blk_experts_tma_pf4, 2, false, 4, false)
+XE_TMA_ENTRY(memra_k_fp8blk_experts_tma_pf8, 2, false, 8, false)
+/* MEMRA_FP8BLK_XE_GS=1 (opt-in): the 256-wide tile with the weight grid's scales copied into each
+ * stage by the producer (after the x scales), so the consumers' fold reads no global memory */
+XE_TMA_ENTRY(memra_k_fp8blk_experts_tma_gs, 2, false, 0, true)
 #undef XE_TMA_ENTRY
 #endif

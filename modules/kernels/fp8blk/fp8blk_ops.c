@@ -46,6 +46,7 @@ typedef struct fp8blk_state {
     CUfunction xe_tma_split, xe_sum; /* the split tile and the slices' sum; NULL: unsplit */
     int xe_pf;              /* MEMRA_FP8BLK_XE_PF=4|8 (opt-in): the weight's L2 prefetch distance, 0: none */
     CUfunction xe_tma_pf;   /* experts_tma_pf<xe_pf> (the 256-wide tile), or NULL */
+    CUfunction xe_tma_gs;   /* MEMRA_FP8BLK_XE_GS=1 (opt-in): experts_tma_gs (grid scales in the stages), or NULL */
     /* lane gemm_fp8 (per-tensor e4m3 experts; off with MEMRA_FP8BLK_XE_PT=0): the per-expert
      * amax, its expansion to rows, the quantiser at those maxima and the tile-major per-tensor
      * tile; NULL otherwise (the lane declines) */
@@ -254,6 +255,12 @@ static void fp8blk_load_wgmma(memra__gpu *q, fp8blk_state *fb, CUmodule m)
                     q->host->log(MEMRA_LOG_WARN, q->name, "gemm_experts: MEMRA_FP8BLK_XE_PF=%d but its tile did not load",
                                  fb->xe_pf);
             }
+            const char *xg = memra__gpu_knob(q, "MEMRA_FP8BLK_XE_GS");
+            if (fb->xe_tma != NULL && fb->xe_tma_nh == 2 && xg != NULL && strcmp(xg, "1") == 0) {
+                fb->xe_tma_gs = wgmma_function(q, fb, m, "memra_k_fp8blk_experts_tma_gs", FP8BLK_WG_SMEM_BYTES_OF(2));
+                if (fb->xe_tma_gs == NULL)
+                    q->host->log(MEMRA_LOG_WARN, q->name, "gemm_experts: MEMRA_FP8BLK_XE_GS=1 but its tile did not load");
+            }
         }
         const char *xp = memra__gpu_knob(q, "MEMRA_FP8BLK_XE_PT");
         if (xp == NULL || strcmp(xp, "0") != 0) { /* on unless MEMRA_FP8BLK_XE_PT=0 */
@@ -265,7 +272,7 @@ static void fp8blk_load_wgmma(memra__gpu *q, fp8blk_state *fb, CUmodule m)
         }
         if (fb->xe_route == NULL || fb->xe_quant == NULL || fb->xe_quant_given == NULL)
             fb->xe_gemm = fb->xe_wide = fb->xe_one = fb->xe_pt = fb->xe_tma = fb->xe_maps = fb->xe_tma_split = fb->xe_sum =
-                fb->xe_tma_pf = NULL;
+                fb->xe_tma_pf = fb->xe_tma_gs = NULL;
     }
 }
 
@@ -688,6 +695,9 @@ memra_status memra__fp8blk_gemm_experts(memra_call *call, const memra_gemm_args 
             } else if (fb->xe_tma_pf != NULL) {
                 fn = fb->xe_tma_pf;
                 kname = fb->xe_pf == 4 ? "memra_k_fp8blk_experts_tma_pf4" : "memra_k_fp8blk_experts_tma_pf8";
+            } else if (fb->xe_tma_gs != NULL) { /* MEMRA_FP8BLK_XE_GS=1 (opt-in): the grid's scales via the stages */
+                fn = fb->xe_tma_gs;
+                kname = "memra_k_fp8blk_experts_tma_gs";
             }
             st = memra__gpu_launch_ex(q, fn, kname, (unsigned)tiles_max, cols,
                                       (unsigned)ks, FP8BLK_TMA_THREADS, smem, call->stream,
