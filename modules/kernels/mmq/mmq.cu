@@ -1128,7 +1128,7 @@ __device__ __forceinline__ void mma_tf32_k4(float (&d)[4], uint32_t a0, uint32_t
 
 /* One 128-deep step of the warp's 16 MT x 8 NT sub-tile (r3_step's
  * addressing); sd: the scale side table at the thread's first weight row.
- * TC (fold "min" only; MEMRA_MMQ_KR_TC=1, the _t entry points): the min term leaves the
+ * TC (fold "min" only; MEMRA_MMQ_KR_TC, the _t entry points: Q4_K by default, Q5_K with =1): the min term leaves the
  * per-32 fold. Each thread keeps t = fl(S sx) of its own 32-block of the step (lane % 4) for its
  * two token rows, and after the four blocks the step's sum over them, sum_b t_b m_b (m_b the
  * 6-bit mins, exact in TF32), comes from two m16n8k4 TF32 MMAs, t split as hi = rna(t) and
@@ -1334,7 +1334,7 @@ KR_ENTRY(memra_k_gemm_kr_q6_k_mt4, 4, 4, KR_Q6_K, false)
 KR_ENTRY(memra_k_gemm_kr_q6_k_mt2, 2, 4, KR_Q6_K, false)
 KR_ENTRY(memra_k_gemm_kr_q6_k_mt4n3, 4, 3, KR_Q6_K, false)
 KR_ENTRY(memra_k_gemm_kr_q6_k_mt2n3, 2, 3, KR_Q6_K, false)
-/* MEMRA_MMQ_KR_TC=1: Q4_K and Q5_K with the min term on TF32 MMAs (kr_step TC; opt-in until timed) */
+/* MEMRA_MMQ_KR_TC: Q4_K (by default) and Q5_K (with =1) with the min term on TF32 MMAs (kr_step TC) */
 KR_ENTRY(memra_k_gemm_kr_q4_k_mt4t, 4, 4, KR_Q4_K, true)
 KR_ENTRY(memra_k_gemm_kr_q4_k_mt2t, 2, 4, KR_Q4_K, true)
 KR_ENTRY(memra_k_gemm_kr_q4_k_mt4n3t, 4, 3, KR_Q4_K, true)
@@ -1792,7 +1792,7 @@ XE_ENTRY(memra_k_experts_kr_q5_k_mt4_s, (experts_kr_body<4, 4, KR_Q5_K, XE_OVL_N
 XE_ENTRY(memra_k_experts_kr_q6_k_mt1_s, (experts_kr_body<1, 4, KR_Q6_K, XE_OVL_NONE, true>), 3)
 XE_ENTRY(memra_k_experts_kr_q6_k_mt2_s, (experts_kr_body<2, 4, KR_Q6_K, XE_OVL_NONE, true>), 2)
 XE_ENTRY(memra_k_experts_kr_q6_k_mt4_s, (experts_kr_body<4, 4, KR_Q6_K, XE_OVL_NONE, true>), 2)
-/* MEMRA_MMQ_KR_TC=1: the sorted Q4_K / Q5_K tiles with the min term on TF32 MMAs (kr_step TC), bit for bit
+/* MEMRA_MMQ_KR_TC: the sorted Q4_K / Q5_K tiles with the min term on TF32 MMAs (kr_step TC), bit for bit
  * the dense _t tiles' outputs on the same rows */
 XE_ENTRY(memra_k_experts_kr_q4_k_mt1_st, (experts_kr_body<1, 4, KR_Q4_K, XE_OVL_NONE, true, true>), 3)
 XE_ENTRY(memra_k_experts_kr_q4_k_mt2_st, (experts_kr_body<2, 4, KR_Q4_K, XE_OVL_NONE, true, true>), 2)

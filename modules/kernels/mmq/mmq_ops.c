@@ -159,7 +159,7 @@ static const memra__mmq_r3_tile memra__mmq_kr_tiles[MMQ_KR_FORMATS][MEMRA__MMQ_R
     MMQ_KR_TILES(2, "q6_k"),
 };
 #undef MMQ_KR_TILES
-/* MEMRA_MMQ_KR_TC=1 (opt-in until timed): Q4_K and Q5_K on the same tiles with the min term on
+/* MEMRA_MMQ_KR_TC (Q4_K by default, Q5_K with =1; run x1): Q4_K / Q5_K on the same tiles with the min term on
  * TF32 MMAs once a step (mmq.cu kr_step TC, the _t entry points); Q6_K has no min term */
 #define MMQ_KR_TILES_TC(F, NAME)                                                               \
     {{"memra_k_gemm_kr_" NAME "_mt4t", 128, 128, KR_SMEM_BYTES(F, 4, 4)},                      \
@@ -223,7 +223,7 @@ static const char *const memra__mmq_xe_sorted[1 + MMQ_KR_FORMATS][MMQ_XE_TILES] 
     MMQ_XE_SORTED("memra_k_experts_q8_0r"), MMQ_XE_SORTED("memra_k_experts_kr_q4_k"),
     MMQ_XE_SORTED("memra_k_experts_kr_q5_k"), MMQ_XE_SORTED("memra_k_experts_kr_q6_k")};
 #undef MMQ_XE_SORTED
-/* MEMRA_MMQ_KR_TC=1: the sorted Q4_K / Q5_K tiles with the TF32 min term (mmq.cu, the _st entries), [lane - 1] */
+/* MEMRA_MMQ_KR_TC: the sorted Q4_K / Q5_K tiles with the TF32 min term (mmq.cu, the _st entries), [lane - 1] */
 static const char *const memra__mmq_xe_sorted_tc[2][MMQ_XE_TILES] = {
     {"memra_k_experts_kr_q4_k_mt1_st", "memra_k_experts_kr_q4_k_mt2_st", "memra_k_experts_kr_q4_k_mt4_st"},
     {"memra_k_experts_kr_q5_k_mt1_st", "memra_k_experts_kr_q5_k_mt2_st", "memra_k_experts_kr_q5_k_mt4_st"}};
@@ -239,7 +239,7 @@ typedef struct mmq_state {
     mmq_knobs knobs; /* read at load (memra__gpu_knob) */
     int q8r_list;    /* q8r_list_of(this device): which list memra_call.variant indexes */
     CUfunction gemm_kr[MMQ_KR_FORMATS][MEMRA__MMQ_R3_TILES]; /* kr_tiles[f][i]'s kernel, likewise */
-    const memra__mmq_r3_tile *kr_tiles[MMQ_KR_FORMATS];       /* memra__mmq_kr_tiles[f], or _tc with MEMRA_MMQ_KR_TC=1 */
+    const memra__mmq_r3_tile *kr_tiles[MMQ_KR_FORMATS];       /* memra__mmq_kr_tiles[f], or _tc (bit f of kr_tc) */
     int kr_tc; /* the K-quant formats (bit f of memra__mmq_kr_tiles) on the TC fold: MEMRA_MMQ_KR_TC (read at load) */
     CUfunction experts_route;                                 /* gemm_experts (issue 30): the routing kernel */
     CUfunction experts_splitk_sum;                            /* and its split-k sum over the routed rows */
@@ -384,7 +384,7 @@ static memra_status mmq_load(memra__gpu *q, void *state)
     {
         const char *xe_sort = memra__gpu_knob(q, "MEMRA_MMQ_XE_SORT");
         const int sort_on = xe_sort == NULL || strcmp(xe_sort, "0") != 0; /* on unless MEMRA_MMQ_XE_SORT=0 */
-        /* with MEMRA_MMQ_KR_TC=1 the K-quant lanes with a min term take the TC fold here too (the
+        /* the K-quant lanes on the TC fold (kr_tc) take it here too (the
          * dense _t tiles' fold: grouped and dense outputs stay bit for bit the same) */
         for (int l = 0; l < 1 + MMQ_KR_FORMATS; l++)
             s->sorted_names[l] = (l == 1 || l == 2) && (s->kr_tc >> (l - 1) & 1) ? memra__mmq_xe_sorted_tc[l - 1]
