@@ -71,7 +71,9 @@
     X(FP8BLK_XE_PF, "MEMRA_FP8BLK_XE_PF", "mmq modules", ENUM, "0|4|8", "0",                                      \
       "fp8blk gemm_experts: the tensor-map tile prefetches the weight 4 or 8 k blocks ahead into L2 (run x3: loses)") \
     X(FP8BLK_XE_GS, "MEMRA_FP8BLK_XE_GS", "mmq modules", BOOL, "", "0",                                          \
-      "1: fp8blk gemm_experts' tensor-map tile takes the weight grid's scales through its stages (unmeasured)")  \
+      "1: fp8blk gemm_experts' tensor-map tile takes the weight grid's scales through its stages (unmeasured; PF wins)") \
+    X(FP8BLK_XE_PIPE, "MEMRA_FP8BLK_XE_PIPE", "mmq modules", BOOL, "", "0",                                      \
+      "1: fp8blk gemm_experts on the 128-wide tensor-map tile whose fold overlaps the next block's wgmmas (unmeasured)") \
     X(FP8BLK_XE_PT, "MEMRA_FP8BLK_XE_PT", "mmq modules", BOOL, "", "1",                                          \
       "0: fp8blk does not serve gemm_experts on per-tensor e4m3 experts (lane gemm_fp8)")                         \
     X(MMQ_PDL, "MEMRA_MMQ_PDL", "mmq modules", BOOL, "", "1", "0: no programmatic dependent launches")            \

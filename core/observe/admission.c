@@ -22,8 +22,10 @@
  *     above 0.75 saturate), and for gemm_fp8_blk producer maxima x_amax at
  *     80% of each (row, 128) block's, which win over it; the mass stays that
  *     of the unquantised x.
- *     gemm_kr runs Q5_K records on the 4-row case and Q6_K records on the
- *     33-row one (random super-blocks, repacked by memra_kr_repack); its mass
+ *     gemm_kr runs Q5_K records on the 4-row case, Q6_K records on the
+ *     33-row one and Q4_K records on a third, 17-row case (n 96, k 512: the
+ *     mmq module's default TF32 min-term fold) (random super-blocks, repacked
+ *     by memra_kr_repack); its mass
  *     counts the scale and the min term apart (|x| (|s q| + |mn|)), the sum
  *     the fold rounds against, and its band is 4e-6: judge_band_fold with
  *     2 k/32 terms (scale and min, or the two 16-value halves) plus 16
@@ -249,7 +251,9 @@ static int build_gemm(rng *g, memra_op op, int m, int n, int k, acase *c)
         break;
     }
     case MEMRA_OP_gemm_kr: {
-        ga->w_format = m == 4 ? MEMRA_FORMAT_Q5_K : MEMRA_FORMAT_Q6_K;
+        /* the 4-row case Q5_K, the 33-row one Q6_K, the 17-row one Q4_K (the mmq module's default
+         * TF32 min-term fold, MEMRA_MMQ_KR_TC) */
+        ga->w_format = m == 4 ? MEMRA_FORMAT_Q5_K : m == 17 ? MEMRA_FORMAT_Q4_K : MEMRA_FORMAT_Q6_K;
         uint8_t *w = add_in(c, memra_kr_bytes((memra_format)ga->w_format, n, k), OFF(gemm.w));
         if (w == NULL || !fill_kr(g, (memra_format)ga->w_format, w, n, k)) return 0;
         c->band = BAND_KR;
@@ -686,13 +690,14 @@ int memra__admission_check(memra_runtime *rt, memra__modrec *r)
             if (!provides(r, (memra_op)op) || op == MEMRA_OP_accprobe || op == MEMRA_OP_gemm_experts) continue;
             size_t nv = 0;
             memra__variants(r, dev, (memra_op)op, &nv);
-            const int per = is_gemm((memra_op)op) ? 2 : 1;
+            const int per = op == MEMRA_OP_gemm_kr ? 3 : is_gemm((memra_op)op) ? 2 : 1;
             int n_cases = per * (1 + (int)nv), n_declined = 0;
             for (int ci = 0; ci < n_cases && ok; ci++) {
                 const int variant = ci / per - 1; /* the default first, then each variant */
                 acase c;
-                int built = is_gemm((memra_op)op) ? (ci % 2 == 0 ? build_gemm(&g, (memra_op)op, 4, 64, 256, &c)
-                                                             : build_gemm(&g, (memra_op)op, 33, 144, 512, &c))
+                int built = is_gemm((memra_op)op) ? (ci % per == 0   ? build_gemm(&g, (memra_op)op, 4, 64, 256, &c)
+                                                     : ci % per == 1 ? build_gemm(&g, (memra_op)op, 33, 144, 512, &c)
+                                                                     : build_gemm(&g, (memra_op)op, 17, 96, 512, &c))
                                                   : build_exact(&g, (memra_op)op, &c);
                 /* the FP8 GEMMs' 33-row case at a given activation scale: the one-pass quantisers */
                 if (built && ci % 2 == 1 && (op == MEMRA_OP_gemm_fp8 || op == MEMRA_OP_gemm_fp8_blk))

@@ -254,6 +254,7 @@ static const char *g_xe_sort_knob;  /* MEMRA_MMQ_XE_SORT likewise */
 static const char *g_xe_h16_knob;   /* MEMRA_MMQ_XE_H16 likewise */
 static const char *g_xe_tma_knob;   /* MEMRA_FP8BLK_XE_TMA likewise */
 static const char *g_xe_n128_knob;  /* MEMRA_FP8BLK_XE_N128 likewise */
+static const char *g_fxe_pipe_knob; /* MEMRA_FP8BLK_XE_PIPE likewise */
 static const char *g_r3_unroll_knob; /* MEMRA_MMQ_R3_UNROLL likewise */
 static const char *g_xe_tma64_knob; /* MEMRA_FP8BLK_XE_TMA64 likewise */
 static const char *g_kr_tc_knob;    /* MEMRA_MMQ_KR_TC likewise */
@@ -276,6 +277,7 @@ static const char *fake_knob(const memra_device_caps *caps, const char *name)
     if (strcmp(name, "MEMRA_MMQ_XE_H16") == 0) return g_xe_h16_knob;
     if (strcmp(name, "MEMRA_FP8BLK_XE_TMA") == 0) return g_xe_tma_knob;
     if (strcmp(name, "MEMRA_FP8BLK_XE_N128") == 0) return g_xe_n128_knob;
+    if (strcmp(name, "MEMRA_FP8BLK_XE_PIPE") == 0) return g_fxe_pipe_knob;
     if (strcmp(name, "MEMRA_MMQ_R3_UNROLL") == 0) return g_r3_unroll_knob;
     if (strcmp(name, "MEMRA_FP8BLK_XE_TMA64") == 0) return g_xe_tma64_knob;
     if (strcmp(name, "MEMRA_MMQ_KR_TC") == 0) return g_kr_tc_knob;
@@ -511,7 +513,10 @@ static int case_sm120(const char *so, int cc)
         a.w_format = (int32_t)kr[f].f;
         c = call_of(&m);
         st = m.desc->ops->gemm_kr(&c, &a);
-        const int big = g_n_launched > 0 && strcmp(g_launched[0], kr[f].big) == 0;
+        /* the 128 x 128 tile on either fold (Q4_K's default _t entry point ends in "t") */
+        const size_t bl = strlen(kr[f].big);
+        const int big = g_n_launched > 0 && strncmp(g_launched[0], kr[f].big, bl) == 0 &&
+                        (g_launched[0][bl] == '\0' || strcmp(g_launched[0] + bl, "t") == 0);
         char what[40];
         snprintf(what, sizeof what, "gemm_kr %s", kr[f].name);
         ok &= launched(what, st, g_n_launched >= 1 ? g_n_launched : 1,
@@ -813,10 +818,11 @@ static int case_mmq(const char *so)
     /* gemm_kr: the _t tiles (the min term on TF32 MMAs) for Q4_K by default (knob unset), for Q4_K
      * and Q5_K with MEMRA_MMQ_KR_TC=1, for neither with =0; Q6_K (no min term) on its plain tiles
      * always (kq, kq_tile above). tcs[v]: the setting, then its formats on _t as bits */
-    static const char *const tcs[3] = {"0", NULL, "1"};
-    for (int v = 0; v < 3; v++) {
+    static const char *const tcs[4] = {"0", NULL, "q4_k", "1"};
+    static const int tcbits_of[4] = {0, 1, 1, 3};
+    for (int v = 0; v < 4; v++) {
         g_kr_tc_knob = tcs[v];
-        const int tcbits = v == 0 ? 0 : v == 1 ? 1 : 3;
+        const int tcbits = tcbits_of[v];
         if (!open_mod(so, 90, &m)) return 0;
         for (int f = 0; f < 3; f++) {
             memra_call c2 = call_of(&m);
@@ -1048,7 +1054,10 @@ static int fp8blk_experts(mod *m)
  * experts' maps, then `tile` and, where not NULL, `after` (none with PDL) */
 static int fp8blk_tma_launched(const char *what, memra_status st, const char *tile, const char *after)
 {
-    return launched_exact(what, st, after ? 5 : 4,
+    /* the tile exactly (launched() matches prefixes: experts_tma would pass for experts_tma_pf4) */
+    const int exact = g_n_launched > 3 && strcmp(g_launched[3], tile) == 0;
+    if (!exact) printf("  %-28s tile launch %s, want exactly %s  FAIL\n", what, g_n_launched > 3 ? g_launched[3] : "none", tile);
+    return exact && launched_exact(what, st, after ? 5 : 4,
                           (const char *[]){"memra_k_fp8blk_experts_route", "memra_k_fp8blk_quant_sorted",
                                            "memra_k_fp8blk_experts_maps", tile, after},
                           (const int[]){0, 0, 0, 0, 0});
@@ -1063,14 +1072,20 @@ static int fp8blk_experts_tma(mod *m, int n128)
     g_tmap_calls = 0;
     const memra_status st = fp8blk_experts_call(m, 300);
     const unsigned cols = n128 ? 3 : 2;
+    const int pipe = n128 == 2; /* MEMRA_FP8BLK_XE_PIPE=1: the 128-wide tile's pipelined entry point */
     const int grid = g_n_launched == 4 && g_grid_x[2] == 2 && g_block_x[2] == 128 && g_grid_x[3] == 11 &&
                      g_grid_y[3] == cols && g_block_x[3] == 384 && g_tmap_calls == 2;
     printf("    grids (tensor maps%s): maps %u (%u), grouped %u x %u (%u), %d maps encoded; want 2 (128), 11 x %u "
            "(384), 2  %s\n",
            n128 ? ", 128 wide" : "", g_grid_x[2], g_block_x[2], g_grid_x[3], g_grid_y[3], g_block_x[3], g_tmap_calls,
            cols, grid ? "ok" : "FAIL");
-    return fp8blk_tma_launched(n128 ? "gemm_experts fp8_blk tma n128" : "gemm_experts fp8_blk tma", st,
-                               n128 ? "memra_k_fp8blk_experts_tma_n128" : "memra_k_fp8blk_experts_tma", NULL) &&
+    return fp8blk_tma_launched(pipe ? "gemm_experts fp8_blk tma pipe" : n128 ? "gemm_experts fp8_blk tma n128"
+                                                                          : "gemm_experts fp8_blk tma",
+                               st,
+                               pipe   ? "memra_k_fp8blk_experts_tma_n128p"
+                               : n128 ? "memra_k_fp8blk_experts_tma_n128"
+                                      : "memra_k_fp8blk_experts_tma",
+                               NULL) &&
            grid;
 }
 
@@ -1250,13 +1265,16 @@ static int case_fp8blk(const char *so)
     ok &= close_mod(&m, 2);
     g_wgmma_knob = NULL;
     g_xe_tma_knob = NULL; /* the default: the tensor-map tile */
-    for (int n128 = 0; n128 < 2; n128++) {
-        g_xe_n128_knob = n128 ? "1" : NULL;
+    /* n128: 0 the default, 1 MEMRA_FP8BLK_XE_N128=1, 2 MEMRA_FP8BLK_XE_PIPE=1 (128 wide, pipelined) */
+    for (int n128 = 0; n128 < 3; n128++) {
+        g_xe_n128_knob = n128 == 1 ? "1" : NULL;
+        g_fxe_pipe_knob = n128 == 2 ? "1" : NULL;
         if (!open_mod(so, 90, &m)) return 0;
         ok &= fp8blk_experts_tma(&m, n128);
         ok &= close_mod(&m, 2);
     }
     g_xe_n128_knob = NULL;
+    g_fxe_pipe_knob = NULL;
     /* MEMRA_FP8BLK_XE_TMA64=1: fp8blk_experts_tma64 */
     g_xe_tma64_knob = "1";
     if (!open_mod(so, 90, &m)) return 0;

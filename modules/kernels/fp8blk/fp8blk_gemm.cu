@@ -949,6 +949,74 @@ __device__ __forceinline__ void tma_consume(float (&acc)[NH][64], const float *_
     }
 }
 
+/* tma_consume with the fold off the wgmmas' critical path (NH = 1 only: 64 + 2 x 64 accumulator
+ * registers): once block q's wgmmas are done (wgmma.wait_group 0) and its scales read (its stage
+ * then freed), block q + 1's are issued into the other temporary and run during block q's fold
+ * (memra_k_fp8blk_wgmma's order; with wait_group 1 after the next issue ptxas serialises the
+ * wgmmas, C7514). No wgmma sits in a
+ * branch (ptxas serialises every wgmma of a kernel that has one in a divergent path): the blocks
+ * run in pairs, and past the last block the issue repeats block nk - 1 (its stage is never
+ * refilled: the producer is done) into a temporary that is folded with factor 0 and frees
+ * nothing. The same wgmmas and the same fold in the same order as tma_consume<1> for the real
+ * blocks (acc + 0 t = acc for the finite t of e4m3 products): outputs bit for bit equal. */
+template <int S, int SB>
+__device__ __forceinline__ void tma_pipe_issue(float (&t)[64], int kb, unsigned sbase, unsigned a_off, unsigned full)
+{
+    const int s = kb % S;
+    mb_wait(full + 8 * s, (unsigned)(kb / S) & 1u);
+    const unsigned a = sbase + s * SB + a_off, bb = sbase + s * SB + 16384;
+    asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+#pragma unroll
+    for (int kk = 0; kk < 4; kk++) wg_mma(t, wg_desc(a + kk * 32), wg_desc(bb + kk * 32), kk);
+    asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+}
+
+template <int S, int SB, bool GS>
+__device__ __forceinline__ void tma_pipe_step(float (&acc)[64], float (&tc)[64], float (&tn)[64],
+                                              const float *__restrict__ grow, bool gv, int nk, int q, int r0,
+                                              unsigned sbase, const unsigned char *stages, unsigned a_off,
+                                              unsigned full, unsigned empty)
+{
+    const int last = nk - 1, kb = q < last ? q : last;
+    asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory"); /* block q's are done */
+    wg_fence_regs(tc);
+    const int s = kb % S;
+    const float *sx = reinterpret_cast<const float *>(stages + s * SB + 16384 * 2);
+    const float g = q < nk ? (GS ? sx[128] : gv ? grow[kb] : 0.0f) : 0.0f;
+    const float f0 = sx[r0] * g, f1 = sx[r0 + 8] * g;
+    if (q < nk) mb_arrive(empty + 8 * s); /* block q's operands and scales are read */
+    tma_pipe_issue<S, SB>(tn, q + 1 < last ? q + 1 : last, sbase, a_off, full); /* runs during the fold */
+#pragma unroll
+    for (int i = 0; i < 64; i++) acc[i] = fmaf((i & 2) ? f1 : f0, tc[i], acc[i]);
+}
+
+template <int S, int SB, bool GS = false>
+__device__ __forceinline__ void tma_consume_pipe(float (&acc)[1][64], const float *__restrict__ grow, int nk, int ngr,
+                                                 int j0, unsigned sbase, const unsigned char *stages, unsigned full,
+                                                 unsigned empty, int ct, int lane, bool live)
+{
+    const int r0 = (ct >> 7) * 64 + ((ct >> 5) & 3) * 16 + (lane >> 2);
+#pragma unroll
+    for (int i = 0; i < 64; i++) acc[0][i] = 0.0f;
+    if (!live || nk <= 0) { /* nothing to compute: free every stage as the live warpgroup does */
+        for (int kb = 0; kb < nk; kb++) {
+            mb_wait(full + 8 * (kb % S), (unsigned)(kb / S) & 1u);
+            mb_arrive(empty + 8 * (kb % S));
+        }
+        return;
+    }
+    const unsigned a_off = (ct >> 7) * 64 * 128;
+    const bool gv = j0 / 128 < ngr;
+    float t0[64], t1[64];
+    tma_pipe_issue<S, SB>(t0, 0, sbase, a_off, full);
+    for (int q = 0; q < nk; q += 2) {
+        tma_pipe_step<S, SB, GS>(acc[0], t0, t1, grow, gv, nk, q, r0, sbase, stages, a_off, full, empty);
+        tma_pipe_step<S, SB, GS>(acc[0], t1, t0, grow, gv, nk, q + 1, r0, sbase, stages, a_off, full, empty);
+    }
+    asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory"); /* the repeated block's, unread */
+    wg_fence_regs(t0);
+}
+
 extern "C" __global__ void __launch_bounds__(FP8BLK_TMA_THREADS, 1)
 memra_k_fp8blk_wgmma_tma(const __grid_constant__ memra_tmap map_x, const __grid_constant__ memra_tmap map_w,
                          const float *__restrict__ grid, const float *__restrict__ xs, float *__restrict__ y, int m,
@@ -1051,7 +1119,7 @@ memra_k_fp8blk_experts_maps(const __grid_constant__ memra_tmap tmpl, const unsig
     asm volatile("fence.proxy.tensormap::generic.release.gpu;\n" ::: "memory");
 }
 
-template <int NH, bool SPLIT, int PF = 0, bool GS = false>
+template <int NH, bool SPLIT, int PF = 0, bool GS = false, bool PIPE = false>
 __device__ __forceinline__ void experts_tma_body(const memra_tmap &map_x, const memra_tmap *__restrict__ maps,
                                                  const unsigned long long *__restrict__ gtab,
                                                  const float *__restrict__ xs, const int *__restrict__ offsets,
@@ -1100,8 +1168,13 @@ __device__ __forceinline__ void experts_tma_body(const memra_tmap &map_x, const 
     const int r0 = (ct >> 7) * 64 + ((ct >> 5) & 3) * 16 + (lane >> 2);
     const bool live = s0 + (ct >> 7) * 64 < end; /* the warpgroup's 64 rows hold one of the expert's */
     float acc[NH][64];
-    tma_consume<NH, S, SB, GS>(acc, reinterpret_cast<const float *>(gtab[e]) + (long long)(j0 / 128) * nkt + kb0, nk, nkt,
-                           ngr, j0, sbase, stages, full, empty, ct, lane, live);
+    const float *const grow = reinterpret_cast<const float *>(gtab[e]) + (long long)(j0 / 128) * nkt + kb0;
+    if constexpr (PIPE) {
+        static_assert(NH == 1, "the pipelined consumer holds two 64-register temporaries: 128 columns only");
+        tma_consume_pipe<S, SB, GS>(acc, grow, nk, ngr, j0, sbase, stages, full, empty, ct, lane, live);
+    } else {
+        tma_consume<NH, S, SB, GS>(acc, grow, nk, nkt, ngr, j0, sbase, stages, full, empty, ct, lane, live);
+    }
     if (!live) return;
     float *const pz = part + (long long)z * m * n; /* (slices > 1 only) */
 #pragma unroll
@@ -1141,7 +1214,7 @@ memra_k_fp8blk_experts_sum(const float *__restrict__ part, int S, int m, int n, 
 /* the weight's column tiles 256 wide (NH = 2, the dense kernel's) or 128 (NH = 1,
  * MEMRA_FP8BLK_XE_N128=1: twice the CTAs of half the work, for shapes whose 256-wide grid
  * leaves a last wave mostly empty, e.g. the Mixtral-like down rows at m = 512) */
-#define XE_TMA_ENTRY(NAME, NH, SPLIT, PF, GS)                                                                            \
+#define XE_TMA_ENTRY(NAME, NH, SPLIT, PF, GS, PIPE)                                                                            \
     extern "C" __global__ void __launch_bounds__(FP8BLK_TMA_THREADS, 1)                                            \
         NAME(const __grid_constant__ memra_tmap map_x, const memra_tmap *__restrict__ maps,                         \
              const unsigned long long *__restrict__ gtab, const float *__restrict__ xs,                             \
@@ -1149,17 +1222,21 @@ memra_k_fp8blk_experts_sum(const float *__restrict__ part, int S, int m, int n, 
              const int *__restrict__ ntiles, float *__restrict__ y, int m, int n, int k, long long ldy, float alpha, \
              float *__restrict__ part)                                                                              \
     {                                                                                                              \
-        experts_tma_body<NH, SPLIT, PF, GS>(map_x, maps, gtab, xs, offsets, perm, tiles, ntiles, y, m, n, k, ldy, alpha, part); \
+        experts_tma_body<NH, SPLIT, PF, GS, PIPE>(map_x, maps, gtab, xs, offsets, perm, tiles, ntiles, y, m, n, k, ldy, alpha, part); \
     }
-XE_TMA_ENTRY(memra_k_fp8blk_experts_tma, 2, false, 0, false)
-XE_TMA_ENTRY(memra_k_fp8blk_experts_tma_n128, 1, false, 0, false)
+XE_TMA_ENTRY(memra_k_fp8blk_experts_tma, 2, false, 0, false, false)
+XE_TMA_ENTRY(memra_k_fp8blk_experts_tma_n128, 1, false, 0, false, false)
 /* MEMRA_FP8BLK_XE_SPLIT=S (opt-in): the 256-wide tile on gridDim.z = S k slices, into part */
-XE_TMA_ENTRY(memra_k_fp8blk_experts_tma_split, 2, true, 0, false)
+XE_TMA_ENTRY(memra_k_fp8blk_experts_tma_split, 2, true, 0, false, false)
 /* MEMRA_FP8BLK_XE_PF=4|8 (opt-in; run x3: loses): the 256-wide tile with the weight's L2 prefetch PF blocks ahead */
-XE_TMA_ENTRY(memra_k_fp8blk_experts_tma_pf4, 2, false, 4, false)
-XE_TMA_ENTRY(memra_k_fp8blk_experts_tma_pf8, 2, false, 8, false)
+XE_TMA_ENTRY(memra_k_fp8blk_experts_tma_pf4, 2, false, 4, false, false)
+XE_TMA_ENTRY(memra_k_fp8blk_experts_tma_pf8, 2, false, 8, false, false)
 /* MEMRA_FP8BLK_XE_GS=1 (opt-in): the 256-wide tile with the weight grid's scales copied into each
  * stage by the producer (after the x scales), so the consumers' fold reads no global memory */
-XE_TMA_ENTRY(memra_k_fp8blk_experts_tma_gs, 2, false, 0, true)
+XE_TMA_ENTRY(memra_k_fp8blk_experts_tma_gs, 2, false, 0, true, false)
+/* MEMRA_FP8BLK_XE_PIPE=1 (opt-in): the 128-wide tile (6 stages) with the pipelined consumer
+ * (tma_consume_pipe: block kb + 1's wgmmas run during block kb's fold), the grid's scales through
+ * the stages */
+XE_TMA_ENTRY(memra_k_fp8blk_experts_tma_n128p, 1, false, 0, true, true)
 #undef XE_TMA_ENTRY
 #endif

@@ -40,7 +40,8 @@ typedef struct fp8blk_state {
     /* MEMRA_FP8BLK_XE_TMA=1 (where the driver encodes tensor maps): the experts' weight maps
      * (experts_maps) and the warp-specialised grouped tile on them (experts_tma), or NULL */
     CUfunction xe_maps, xe_tma;
-    int xe_tma_nh; /* its tile's column halves: 2 (256 columns) or 1 (128: MEMRA_FP8BLK_XE_N128=1) */
+    int xe_tma_nh; /* its tile's column halves: 2 (256 columns) or 1 (128: MEMRA_FP8BLK_XE_N128=1 or _PIPE=1) */
+    int xe_pipe;   /* MEMRA_FP8BLK_XE_PIPE=1 (opt-in): the 128-wide tile with the pipelined consumer (_n128p) */
     int xe_tma64;  /* MEMRA_FP8BLK_XE_TMA64=1: the 64-row remainder table beside it (experts_wgmma64) */
     int xe_split;  /* MEMRA_FP8BLK_XE_SPLIT=S (2..16, opt-in): its k blocks in S slices */
     CUfunction xe_tma_split, xe_sum; /* the split tile and the slices' sum; NULL: unsplit */
@@ -229,8 +230,12 @@ static void fp8blk_load_wgmma(memra__gpu *q, fp8blk_state *fb, CUmodule m)
             const char *xn = memra__gpu_knob(q, "MEMRA_FP8BLK_XE_N128");
             const char *x64 = memra__gpu_knob(q, "MEMRA_FP8BLK_XE_TMA64");
             fb->xe_tma64 = x64 != NULL && strcmp(x64, "1") == 0;
-            fb->xe_tma_nh = xn != NULL && strcmp(xn, "1") == 0 ? 1 : 2;
-            fb->xe_tma = fb->xe_tma_nh == 1 ? wgmma_function(q, fb, m, "memra_k_fp8blk_experts_tma_n128",
+            const char *xpp = memra__gpu_knob(q, "MEMRA_FP8BLK_XE_PIPE");
+            fb->xe_pipe = xpp != NULL && strcmp(xpp, "1") == 0;
+            fb->xe_tma_nh = fb->xe_pipe || (xn != NULL && strcmp(xn, "1") == 0) ? 1 : 2;
+            fb->xe_tma = fb->xe_tma_nh == 1 ? wgmma_function(q, fb, m,
+                                                             fb->xe_pipe ? "memra_k_fp8blk_experts_tma_n128p"
+                                                                         : "memra_k_fp8blk_experts_tma_n128",
                                                              FP8BLK_WG_SMEM_BYTES_OF(1))
                                             : wgmma_function(q, fb, m, "memra_k_fp8blk_experts_tma",
                                                              FP8BLK_WG_SMEM_BYTES_OF(2));
@@ -256,6 +261,8 @@ static void fp8blk_load_wgmma(memra__gpu *q, fp8blk_state *fb, CUmodule m)
                                  fb->xe_pf);
             }
             const char *xg = memra__gpu_knob(q, "MEMRA_FP8BLK_XE_GS");
+            if (fb->xe_tma_pf != NULL && xg != NULL && strcmp(xg, "1") == 0)
+                q->host->log(MEMRA_LOG_WARN, q->name, "gemm_experts: MEMRA_FP8BLK_XE_PF wins over MEMRA_FP8BLK_XE_GS");
             if (fb->xe_tma != NULL && fb->xe_tma_nh == 2 && xg != NULL && strcmp(xg, "1") == 0) {
                 fb->xe_tma_gs = wgmma_function(q, fb, m, "memra_k_fp8blk_experts_tma_gs", FP8BLK_WG_SMEM_BYTES_OF(2));
                 if (fb->xe_tma_gs == NULL)
@@ -673,7 +680,9 @@ memra_status memra__fp8blk_gemm_experts(memra_call *call, const memra_gemm_args 
             st = memra__gpu_launch_ex(q, fb->xe_maps, "memra_k_fp8blk_experts_maps", (unsigned)((E + 3) / 4), 1, 1, 128,
                                       0, call->stream, (void *[]){&mt, &w, &ee, &maps}, 0);
             if (st != MEMRA_STATUS_OK) return st;
-            const char *kname = nh == 1 ? "memra_k_fp8blk_experts_tma_n128" : "memra_k_fp8blk_experts_tma";
+            const char *kname = nh == 2        ? "memra_k_fp8blk_experts_tma"
+                                : fb->xe_pipe ? "memra_k_fp8blk_experts_tma_n128p"
+                                              : "memra_k_fp8blk_experts_tma_n128";
             const unsigned cols = (unsigned)((n + 128 * nh - 1) / (128 * nh));
             const unsigned smem = nh == 1 ? FP8BLK_WG_SMEM_BYTES_OF(1) : FP8BLK_WG_SMEM_BYTES_OF(2);
             /* MEMRA_FP8BLK_XE_SPLIT=S (opt-in, one table only): the k blocks in S slices, each CTA's raw

@@ -1018,7 +1018,8 @@ memra_status memra__mmq_gemm_experts(memra_call *call, const memra_gemm_args *a,
      * (a plain launch after the routing, into scratch), then the _s tiles copy each tile's rows
      * as one run; the same operands in the same order, so the outputs are the gathered tiles'
      * bit for bit. Where the scratch is not to be had (a capture without it reserved) the
-     * gathered copy serves, with the same result. */
+     * gathered copy serves, with the same result, except for the formats on the TC fold (Q4_K by
+     * default, MEMRA_MMQ_KR_TC): the gathered tiles keep the per-32 min term, within the band. */
     const CUfunction *srt = MMQ_K(q)->experts_sorted[lane];
     const int64_t G = ((int64_t)k + 127) / 128;
     int sorted = merged == NULL && MMQ_K(q)->experts_gather != NULL && srt[tile] != NULL &&
