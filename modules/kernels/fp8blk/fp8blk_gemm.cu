@@ -317,16 +317,10 @@ memra_k_fp8blk_gemm(const unsigned char *__restrict__ w, const float *__restrict
 #pragma unroll
             for (int mt = 0; mt < FP8BLK_MT; mt++)
                 fb_ldmatrix_x4(a[mt], As + (wm * FP8BLK_WTM + mt * 16 + (lane & 15)) * FP8BLK_ROW + kk * 32 + (lane >> 4) * 16);
-#pragma unroll
-            for (int np = 0; np < FP8BLK_NT / 2; np++) {
-                uint32_t r[4];
-                fb_ldmatrix_x4(r, Bs + (wn * FP8BLK_WTN + np * 16 + (lane & 7) + (lane >> 4) * 8) * FP8BLK_ROW + kk * 32 +
-                                      ((lane >> 3) & 1) * 16);
-                b[2 * np][0] = r[0];
-                b[2 * np][1] = r[1];
-                b[2 * np + 1][0] = r[2];
-                b[2 * np + 1][1] = r[3];
-            }
+            /* B: common/tile.cuh's fragments (mmq's r3_step / kr_step load theirs with it) */
+            memra_load_b_frags<FP8BLK_NT, FP8BLK_ROW>(
+                b, memra_smem_u32(Bs + (wn * FP8BLK_WTN + (lane & 7) + (lane >> 4) * 8) * FP8BLK_ROW + ((lane >> 3) & 1) * 16),
+                kk * 32);
 #pragma unroll
             for (int mt = 0; mt < FP8BLK_MT; mt++)
 #pragma unroll
