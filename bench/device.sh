@@ -79,6 +79,9 @@
 #   xepf        MEMRA_FP8BLK_XE_PF (the fp8blk grouped tile's L2 prefetch of the weight) 0 / 4 / 8: bench
 #               moe at m = 512, tests, check, ncu (DRAM rate of the grouped launches), four tools
 #               (see step_xepf)
+#   xearms      fp8blk grouped tile variants side by side (XEARMS: name:VAR=VALUE:kernel-ERE ...): bench moe
+#               rotations, ncu of each arm's grouped launches, tests / check / tools on XEARMS_TEST
+#               (see step_xearms)
 #   xestress    gemm_experts (Q8_0 floor and block-128 FP8) from threads and streams in test_gpu_stress,
 #               an injected fault, memcheck (see step_xestress)
 #   moesan      the four sanitizer tools over gemm_experts (mmq check with a forced split,
@@ -1103,6 +1106,62 @@ step_xepf() {
     first=$v
   done
   say "xepf: $((SECONDS - t)) s"
+}
+
+# fp8blk's grouped tile variants against each other in one call (issue 30): XEARMS, a list of
+# name:VAR=VALUE:ERE (the arm's knob and the kernel name its launches must match; default: base
+# MEMRA_FP8BLK_XE_PF=0 on experts_tma$, gs MEMRA_FP8BLK_XE_GS=1 on experts_tma_gs, pipe
+# MEMRA_FP8BLK_XE_PIPE=1 on experts_tma_n128p, n128 MEMRA_FP8BLK_XE_N128=1 on experts_tma_n128$).
+# memra bench moe --sheet mixtral, fp8blk_own, at each M:ROUNDS of XEARMS_M (default "512:2 4096:1"),
+# the arms' order rotating each round; ncu of each arm's grouped launches at m = 512 (uniform, the
+# first 9 launches matching the arm's ERE: name, grid, time, DRAM, L2 hit; the count proves the
+# kernel ran); then for each arm of XEARMS_TEST (default "gs pipe"): test_gpu_experts fp8blk,
+# fp8blk_skew, fp8blk_graph (bit for bit the dense lane), check --op gemm_experts --module fp8blk,
+# and XEARMS_TOOLS (default the four) over test_gpu_experts fp8blk, each in its own process
+step_xearms() {
+  local t=$SECONDS spec mr mm rr r i a f c tool name kv ere
+  local arms=(${XEARMS:-base:MEMRA_FP8BLK_XE_PF=0:experts_tma\$ gs:MEMRA_FP8BLK_XE_GS=1:experts_tma_gs pipe:MEMRA_FP8BLK_XE_PIPE=1:experts_tma_n128p n128:MEMRA_FP8BLK_XE_N128=1:experts_tma_n128\$})
+  local na=${#arms[@]}
+  for mr in ${XEARMS_M:-512:2 4096:1}; do
+    mm=${mr%%:*} rr=${mr##*:}
+    for ((r = 1; r <= rr; r++)); do for ((i = 0; i < na; i++)); do
+      spec=${arms[$(((i + r - 1) % na))]} name=${spec%%:*} kv=${spec#*:}; kv=${kv%%:*}
+      f="$L/xearms_m${mm}_${name}_$r.txt"
+      env MEMRA_F16_BUDGET_MB=0 MEMRA_PREFER=gemm_fp8_blk=fp8blk $kv timeout 300 $M bench moe --device 0 \
+        --sheet mixtral --m $mm --format fp8blk --json $R/xearms_m${mm}_${name}_${r}_$TAG.json > "$f" 2>&1
+      say "xearms bench moe fp8blk_own m=$mm $name ($kv, round $r): exit $?"
+      moe_rows "$f" 'mixtral'
+    done; done
+  done
+  for spec in "${arms[@]}"; do
+    name=${spec%%:*} kv=${spec#*:}; ere=${kv#*:}; kv=${kv%%:*}
+    f="$L/xearms_ncu_$name.txt"
+    env MEMRA_ADMISSION=off MEMRA_F16_BUDGET_MB=0 MEMRA_PREFER=gemm_fp8_blk=fp8blk $kv timeout 200 \
+      ncu --clock-control none --section SpeedOfLight --section MemoryWorkloadAnalysis \
+      -k regex:"$ere" -c 9 $M bench moe --device 0 --sheet mixtral --routing uniform --m 512 --format fp8blk \
+      --reps 1 > "$f" 2>&1
+    say "xearms ncu $name ($kv): exit $?, $(grep -cE '^  memra_k_fp8blk_experts_tma' "$f") grouped launches profiled"
+    awk '/^  [a-z_0-9]+ \(.*Context/ { if (n) print line; n++; line = substr($0, 3, index($0, ", Context") - 3) }
+         / Duration / { line = line sprintf(" %s %s", $NF, $(NF-1)) }
+         /DRAM Throughput/ && !d[n]++ { line = line sprintf(" dram %s%%", $NF) }
+         /L2 Hit Rate/ { line = line sprintf(" L2hit %s%%", $NF) }
+         END { if (n) print line }' "$f" | cut -c1-200 >> "$S"
+  done
+  for name in ${XEARMS_TEST:-gs pipe}; do
+    kv=""
+    for spec in "${arms[@]}"; do [ "${spec%%:*}" = "$name" ] && { kv=${spec#*:}; kv=${kv%%:*}; }; done
+    [ -z "$kv" ] && { say "xearms: no arm named $name"; continue; }
+    for c in fp8blk fp8blk_skew fp8blk_graph; do
+      env $kv timeout 200 $B/bin/test_gpu_experts $c > "$L/xearms_test_${c}_$name.log" 2>&1
+      say "test_gpu_experts $c ($kv): exit $?"
+    done
+    env $kv timeout 200 $M check --device 0 --op gemm_experts --module fp8blk > "$L/xearms_check_$name.log" 2>&1
+    say "check gemm_experts fp8blk ($kv): exit $? $(grep -E 'passed, ' "$L/xearms_check_$name.log")"
+    for tool in ${XEARMS_TOOLS:-memcheck racecheck initcheck synccheck}; do
+      ( export $kv; san_experts xearms_san_$name $tool fp8blk )
+    done
+  done
+  say "xearms: $((SECONDS - t)) s"
 }
 
 # The opt-in grouped lanes never run on a GPU before (issue 30): the 16-bit lanes (MEMRA_MMQ_XE_F16=1,
