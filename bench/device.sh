@@ -82,6 +82,8 @@
 #   xearms      fp8blk grouped tile variants side by side (XEARMS: name:VAR=VALUE:kernel-ERE ...): bench moe
 #               rotations, ncu of each arm's grouped launches, tests / check / tools on XEARMS_TEST
 #               (see step_xearms)
+#   bulk        MEMRA_MMQ_BULK=1 (gemm_q8_0r's stages by the bulk copy engine): tests, checks, admission,
+#               four tools, knobab on the q8_0 / q4_0 rows (see step_bulk)
 #   xestress    gemm_experts (Q8_0 floor and block-128 FP8) from threads and streams in test_gpu_stress,
 #               an injected fault, memcheck (see step_xestress)
 #   moesan      the four sanitizer tools over gemm_experts (mmq check with a forced split,
@@ -960,6 +962,41 @@ step_xestress() {
     say "xestress $tool test_gpu_stress streams (xe,xefp8blk): exit $? reports $(san_count $tool "$lg") ($(san_said "$lg"))"
   done
   say "xestress: $((SECONDS - t)) s"
+}
+
+# MEMRA_MMQ_BULK=1 (issue 26: gemm_q8_0r's tiles with their record runs brought by the bulk copy
+# engine, the _b entry points): test_mmq_ops gemm_q8_0r, memra check --op gemm_q8_0r under the
+# native and forced sm120 profiles (the cuda profile's PTX has no _b tiles: the knob then keeps
+# the cp.async ones), memra info (admission), the four tools over the check (--quick, each in its
+# own process), knobab on the 27b sheet at BULK_M (default "512 4096"; BULK_ROUNDS, default 2)
+# with the q8_0 and q4_0 rows in the summary, and ncu naming the kernel (BULK_NCU=0 skips)
+step_bulk() {
+  local t=$SECONDS p tool lg v
+  MEMRA_MMQ_BULK=1 timeout 300 $T gemm_q8_0r > "$L/bulk_test_gemm_q8_0r.log" 2>&1
+  say "test_mmq_ops gemm_q8_0r (MEMRA_MMQ_BULK=1): exit $?"
+  grep -E "FAIL" "$L/bulk_test_gemm_q8_0r.log" | head -6 >> "$S"
+  for p in native sm120; do
+    env MEMRA_MMQ_BULK=1 $([ $p != native ] && echo MEMRA_ARCH=$p) timeout 200 $M check --device 0 --op gemm_q8_0r \
+      > "$L/bulk_check_$p.log" 2>&1
+    say "check gemm_q8_0r (MEMRA_MMQ_BULK=1, $p): exit $? $(grep -E 'passed, ' "$L/bulk_check_$p.log")"
+    grep -E " FAIL" "$L/bulk_check_$p.log" | head -4 >> "$S"
+  done
+  MEMRA_MMQ_BULK=1 timeout 100 $M info > "$L/bulk_info.log" 2>&1
+  say "memra info (MEMRA_MMQ_BULK=1): exit $? $(grep -ciE 'quarantin' "$L/bulk_info.log") lines naming a quarantine"
+  for tool in memcheck racecheck initcheck synccheck; do
+    lg="$L/bulk_san_$tool.log"
+    MEMRA_MMQ_BULK=1 MEMRA_ADMISSION=off timeout 300 compute-sanitizer --tool $tool $(san_x $tool) --print-limit 0 \
+      --show-backtrace no $M check --device 0 --op gemm_q8_0r --module mmq --quick > "$lg" 2>&1
+    say "bulk $tool check gemm_q8_0r mmq: exit $? reports $(san_count $tool "$lg") ($(san_said "$lg"))"
+  done
+  KNOBAB_KNOB=MEMRA_MMQ_BULK KNOBAB_ARM='mmq|q4_0' KNOBAB_M="${BULK_M:-512 4096}" KNOBAB_ROUNDS=${BULK_ROUNDS:-2} step_knobab
+  [ "${BULK_NCU:-1}" = 1 ] && for v in 0 1; do
+    MEMRA_MMQ_BULK=$v MEMRA_ADMISSION=off timeout 200 ncu --clock-control none --section SpeedOfLight --section Occupancy \
+      --section WarpStateStats --metrics "$NCU_METS" -k regex:memra_k_gemm_q8_0r --launch-skip 2 -c 2 $T sweep 4096 0 \
+      > "$L/bulk_ncu_$v.txt" 2>&1
+    say "ncu gemm_q8_0r (MEMRA_MMQ_BULK=$v): exit $? $(grep -m2 -oE 'memra_k_gemm_q8_0r_[a-z0-9]+' "$L/bulk_ncu_$v.txt" | sort -u | tr '\n' ' ')"
+  done
+  say "bulk: $((SECONDS - t)) s"
 }
 
 # MEMRA_MMQ_KR_TC=1's first GPU run (issue 26: gemm_kr's Q4_K / Q5_K min term on TF32 MMAs): test_mmq_ops

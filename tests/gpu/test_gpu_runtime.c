@@ -256,6 +256,7 @@ static const char *g_xe_tma_knob;   /* MEMRA_FP8BLK_XE_TMA likewise */
 static const char *g_xe_n128_knob;  /* MEMRA_FP8BLK_XE_N128 likewise */
 static const char *g_fxe_pipe_knob; /* MEMRA_FP8BLK_XE_PIPE likewise */
 static const char *g_r3_unroll_knob; /* MEMRA_MMQ_R3_UNROLL likewise */
+static const char *g_mmq_bulk_knob;  /* MEMRA_MMQ_BULK likewise */
 static const char *g_xe_tma64_knob; /* MEMRA_FP8BLK_XE_TMA64 likewise */
 static const char *g_kr_tc_knob;    /* MEMRA_MMQ_KR_TC likewise */
 static const char *g_fxe_split_knob; /* MEMRA_FP8BLK_XE_SPLIT likewise */
@@ -279,6 +280,7 @@ static const char *fake_knob(const memra_device_caps *caps, const char *name)
     if (strcmp(name, "MEMRA_FP8BLK_XE_N128") == 0) return g_xe_n128_knob;
     if (strcmp(name, "MEMRA_FP8BLK_XE_PIPE") == 0) return g_fxe_pipe_knob;
     if (strcmp(name, "MEMRA_MMQ_R3_UNROLL") == 0) return g_r3_unroll_knob;
+    if (strcmp(name, "MEMRA_MMQ_BULK") == 0) return g_mmq_bulk_knob;
     if (strcmp(name, "MEMRA_FP8BLK_XE_TMA64") == 0) return g_xe_tma64_knob;
     if (strcmp(name, "MEMRA_MMQ_KR_TC") == 0) return g_kr_tc_knob;
     if (strcmp(name, "MEMRA_FP8BLK_XE_SPLIT") == 0) return g_fxe_split_knob;
@@ -815,6 +817,29 @@ static int case_mmq(const char *so)
         ok &= close_mod(&m, 1);
     }
     g_r3_unroll_knob = NULL;
+    /* MEMRA_MMQ_BULK=1: the bulk-copy tiles (_b) on cc 9.0 and 12.0 (the images this test module
+     * carries; below cc 9.0 the knob keeps the cp.async tiles), the 64-token call on each, exactly
+     * one launch of a _b tile */
+    static const struct { int cc, b; } bulk[] = {{90, 1}, {120, 1}};
+    g_mmq_bulk_knob = "1";
+    for (size_t i = 0; i < sizeof bulk / sizeof bulk[0]; i++) {
+        if (!open_mod(so, bulk[i].cc, &m)) return 0;
+        memra_call c2 = call_of(&m);
+        memra_gemm_args a2 = gemm(64, 300, 256);
+        const memra_status st2 = m.desc->ops->gemm_q8_0r(&c2, &a2);
+        /* a 64-token tile (mt2 or mt2n3), the _b one exactly where the knob applies */
+        const char *got = g_n_launched > 0 ? g_launched[0] : "";
+        const int b = (strcmp(got, "memra_k_gemm_q8_0r_mt2b") == 0 || strcmp(got, "memra_k_gemm_q8_0r_mt2n3b") == 0),
+                  plain = (strcmp(got, "memra_k_gemm_q8_0r_mt2") == 0 || strcmp(got, "memra_k_gemm_q8_0r_mt2n3") == 0);
+        char what[48];
+        snprintf(what, sizeof what, "gemm_q8_0r BULK=1 cc %d", bulk[i].cc);
+        if (!(bulk[i].b ? b : plain))
+            printf("  %s: %s, want the %s tile  FAIL\n", what, got, bulk[i].b ? "bulk-copy (_b)" : "cp.async");
+        ok &= launched(what, st2, 1, (const char *[]){"memra_k_gemm_q8_0r_mt2"}, (const int[]){-1}) &&
+              (bulk[i].b ? b : plain);
+        ok &= close_mod(&m, 1);
+    }
+    g_mmq_bulk_knob = NULL;
     /* gemm_kr: the _t tiles (the min term on TF32 MMAs) for Q4_K by default (knob unset), for Q4_K
      * and Q5_K with MEMRA_MMQ_KR_TC=1, for neither with =0; Q6_K (no min term) on its plain tiles
      * always (kq, kq_tile above). tcs[v]: the setting, then its formats on _t as bits */

@@ -55,4 +55,35 @@ __device__ __forceinline__ void memra_load_b_frags(unsigned (&b)[NT][2], unsigne
     if (NT % 2 != 0) memra_ldmatrix_x2(b[NT - 1], sb + (NT - 1) * 8 * ROW + koff);
 }
 
+/* mbarriers in shared memory and the bulk copy engine (sm_90 and up: the callers compile
+ * them only there). memra_mb_wait spins on try_wait of the phase with `parity`;
+ * memra_bulk_g2s copies `bytes` (a multiple of 16, both addresses 16-byte aligned) from
+ * global src to shared dst and counts them on the mbarrier at mbar, whose phase the caller
+ * armed with memra_mb_arrive_tx. */
+__device__ __forceinline__ void memra_mb_init(unsigned a, unsigned count)
+{
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(a), "r"(count) : "memory");
+}
+__device__ __forceinline__ void memra_mb_arrive_tx(unsigned a, unsigned bytes)
+{
+    asm volatile("{\n.reg .b64 st;\nmbarrier.arrive.expect_tx.shared::cta.b64 st, [%0], %1;\n}\n" ::"r"(a), "r"(bytes)
+                 : "memory");
+}
+__device__ __forceinline__ void memra_mb_wait(unsigned a, unsigned parity)
+{
+    unsigned done;
+    do {
+        asm volatile("{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}\n"
+                     : "=r"(done)
+                     : "r"(a), "r"(parity)
+                     : "memory");
+    } while (!done);
+}
+__device__ __forceinline__ void memra_bulk_g2s(unsigned dst, const void *src, unsigned bytes, unsigned mbar)
+{
+    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(dst),
+                 "l"(src), "r"(bytes), "r"(mbar)
+                 : "memory");
+}
+
 #endif

@@ -847,6 +847,85 @@ R3_ENTRY(memra_k_gemm_q8_0r_mt2u, 2, 4, 4)
 R3_ENTRY(memra_k_gemm_q8_0r_mt2n3u, 2, 3, 4)
 #undef R3_ENTRY
 
+#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 900
+/* MEMRA_MMQ_BULK=1 (opt-in, cc 9.0 and up: the _b entry points exist only in the sm_90a and
+ * sm_120a images): gemm_q8_0r_body's tile and step with each stage's operands brought by
+ * the bulk copy engine, two copies a step issued by thread 0 (the tile's `arows` token
+ * records and `brows` weight records are contiguous runs of 144-byte rows in global memory:
+ * one cp.async.bulk each, counted on the slot's mbarrier), instead of 18 or 36 LDGSTS a
+ * thread with their address arithmetic. Rows past arows / brows are never copied: the
+ * stages are zeroed once at the start (generic stores, then the async proxy's fence), so
+ * they read as the cp.async tile's zero fill. The same MMAs and folds on the same operands:
+ * outputs bit for bit gemm_q8_0r_body's. Dynamic shared memory R3B_SMEM_BYTES(MT, NT): the
+ * stages, then R3_STAGES mbarriers. */
+template <int MT, int NT>
+__device__ __forceinline__ void gemm_q8_0r_bulk_body(const unsigned char *__restrict__ wr,
+                                                     const unsigned char *__restrict__ xq, float *__restrict__ y, int m,
+                                                     int n, int k, long long ldy, float alpha, float *__restrict__ part)
+{
+    extern __shared__ __align__(16) unsigned char r3_smem[];
+    const mmq_tile t = mmq_tile_of<MT, NT>(m, n, k);
+    const int lane = t.lane, wm = t.wm, wn = t.wn, i0 = t.i0, j0 = t.j0, g0 = t.g0, nk = t.nk;
+    const uint32_t base = smem_u32(r3_smem), full = base + R3_SMEM_BYTES(MT, NT);
+    /* before the dependency wait: nothing here reads what an earlier kernel writes */
+    for (int i = threadIdx.x; i < R3_SMEM_BYTES(MT, NT) / 16; i += MMQ_THREADS)
+        reinterpret_cast<uint4 *>(r3_smem)[i] = make_uint4(0u, 0u, 0u, 0u);
+    if (threadIdx.x == 0) {
+        for (int s = 0; s < R3_STAGES; s++) memra_mb_init(full + 8 * s, 1);
+        asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+    }
+    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); /* the zeros before the copies' writes */
+    __syncthreads();
+    pdl_wait(); /* the q8_1 records (and y's earlier readers) are complete */
+
+    float acc[MT][NT][4];
+    mmq_zero<MT, NT>(acc);
+    const int a_off = (wm * 16 * MT + (lane & 15)) * MMQ_ROW + 16 + (lane >> 4) * 16;
+    const int b_off = R3_A_BYTES(MT) + (wn * 8 * NT + (lane & 7) + (lane >> 4) * 8) * MMQ_ROW + 16 + ((lane >> 3) & 1) * 16;
+    const int ax_off = (wm * 16 * MT + (lane >> 2)) * MMQ_ROW;
+    const int bw_off = R3_A_BYTES(MT) + (wn * 8 * NT + (lane & 3) * 2) * MMQ_ROW;
+    const unsigned abytes = (unsigned)t.arows * MMQ_ROW, bbytes = (unsigned)t.brows * MMQ_ROW;
+
+    /* thread 0: step g's two runs into the slot at so, armed on the slot's mbarrier */
+#define R3B_COPY(slot, g)                                                                                          \
+    do {                                                                                                           \
+        const unsigned so_ = base + (slot) * R3_STAGE_BYTES(MT, NT), mb_ = full + 8 * (slot);                      \
+        memra_mb_arrive_tx(mb_, abytes + bbytes);                                                                  \
+        memra_bulk_g2s(so_, xq + ((long long)(g) * m + i0) * MMQ_ROW, abytes, mb_);                               \
+        memra_bulk_g2s(so_ + R3_A_BYTES(MT), wr + ((long long)(g) * n + j0) * MMQ_ROW, bbytes, mb_);             \
+    } while (0)
+    if (threadIdx.x == 0)
+        for (int s = 0; s < R3_STAGES - 1 && s < nk; s++) R3B_COPY(s, g0 + s);
+    int cur = 0, nxt = R3_STAGES - 1;
+    for (int kt = 0; kt < nk; kt++) {
+        memra_mb_wait(full + 8 * cur, (unsigned)(kt / R3_STAGES) & 1u); /* step kt's runs landed */
+        __syncthreads(); /* every warp is past step kt - 1: its slot (nxt) is free */
+        if (threadIdx.x == 0 && kt + R3_STAGES - 1 < nk) R3B_COPY(nxt, g0 + kt + R3_STAGES - 1);
+        const uint32_t so = cur * R3_STAGE_BYTES(MT, NT);
+        r3_step<MT, NT, false, 1>(acc, base + so + a_off, base + so + b_off,
+                                  reinterpret_cast<const float *>(r3_smem + so + ax_off),
+                                  reinterpret_cast<const float *>(r3_smem + so + bw_off));
+        cur = cur == R3_STAGES - 1 ? 0 : cur + 1;
+        nxt = nxt == R3_STAGES - 1 ? 0 : nxt + 1;
+    }
+#undef R3B_COPY
+    mmq_tile_store<MT, NT>(t, acc, y, part, ldy, alpha, m, n);
+}
+
+#define R3B_ENTRY(NAME, MT, NT)                                                                                       \
+    extern "C" __global__ void __launch_bounds__(MMQ_THREADS, 2)                                                     \
+        NAME(const unsigned char *__restrict__ w, const unsigned char *__restrict__ xq, float *__restrict__ y, int m, \
+             int n, int k, long long ldy, float alpha, float *__restrict__ part)                                      \
+    {                                                                                                                 \
+        gemm_q8_0r_bulk_body<MT, NT>(w, xq, y, m, n, k, ldy, alpha, part);                                            \
+    }
+R3B_ENTRY(memra_k_gemm_q8_0r_mt4b, 4, 4)
+R3B_ENTRY(memra_k_gemm_q8_0r_mt2b, 2, 4)
+R3B_ENTRY(memra_k_gemm_q8_0r_mt4n3b, 4, 3)
+R3B_ENTRY(memra_k_gemm_q8_0r_mt2n3b, 2, 3)
+#undef R3B_ENTRY
+#endif
+
 /* y[i, j] = alpha * (part[0][i][j] + part[1][i][j] + ... + part[S-1][i][j]),
  * the slices added in order. Rows blockIdx.y, blockIdx.y + gridDim.y, ...;
  * columns over blockIdx.x and the threads: 4 per thread where n % 4 == 0 (the

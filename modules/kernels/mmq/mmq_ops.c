@@ -43,6 +43,16 @@ static const memra__mmq_r3_tile memra__mmq_r3_tiles_u[MEMRA__MMQ_R3_TILES] = {
     {"memra_k_gemm_q8_0r_mt2n3u", 64, 96, R3_SMEM_BYTES(2, 3)},
 };
 
+/* MEMRA_MMQ_BULK=1 (opt-in, cc 9.0 and up): the same tiles with each stage's two record runs
+ * brought by the bulk copy engine (mmq.cu, the _b entry points; bit for bit the cp.async tiles'
+ * outputs; ptxas sm_90a: 1001 -> 853 instructions a step at 128 x 128, 644 -> 522 at 64 x 128) */
+static const memra__mmq_r3_tile memra__mmq_r3_tiles_b[MEMRA__MMQ_R3_TILES] = {
+    {"memra_k_gemm_q8_0r_mt4b", 128, 128, R3B_SMEM_BYTES(4, 4)},
+    {"memra_k_gemm_q8_0r_mt2b", 64, 128, R3B_SMEM_BYTES(2, 4)},
+    {"memra_k_gemm_q8_0r_mt4n3b", 128, 96, R3B_SMEM_BYTES(4, 3)},
+    {"memra_k_gemm_q8_0r_mt2n3b", 64, 96, R3B_SMEM_BYTES(2, 3)},
+};
+
 /* The knobs a gemm plan reads: MEMRA_MMQ_BM / BN / SPLIT (0: chosen per
  * shape) and MEMRA_MMQ_PDL=0 (pdl_off). */
 typedef struct mmq_knobs {
@@ -235,7 +245,7 @@ typedef struct mmq_state {
     CUfunction quant_q8_1, gemm_q8_0, probe[3];
     CUfunction repack_q8_0, splitk_sum;
     CUfunction gemm_q8_0r[MEMRA__MMQ_R3_TILES]; /* r3_tiles[i]'s kernel, NULL where its shared memory does not fit */
-    const memra__mmq_r3_tile *r3_tiles;         /* memra__mmq_r3_tiles, or _u with MEMRA_MMQ_R3_UNROLL=1 */
+    const memra__mmq_r3_tile *r3_tiles; /* memra__mmq_r3_tiles, _u with MEMRA_MMQ_R3_UNROLL=1, _b with MEMRA_MMQ_BULK=1 */
     mmq_knobs knobs; /* read at load (memra__gpu_knob) */
     int q8r_list;    /* q8r_list_of(this device): which list memra_call.variant indexes */
     CUfunction gemm_kr[MMQ_KR_FORMATS][MEMRA__MMQ_R3_TILES]; /* kr_tiles[f][i]'s kernel, likewise */
@@ -326,6 +336,22 @@ static memra_status mmq_load(memra__gpu *q, void *state)
     {
         const char *un = memra__gpu_knob(q, "MEMRA_MMQ_R3_UNROLL");
         s->r3_tiles = un != NULL && strcmp(un, "1") == 0 ? memra__mmq_r3_tiles_u : memra__mmq_r3_tiles;
+        /* MEMRA_MMQ_BULK=1 (opt-in, cc 9.0+): the bulk-copy tiles where all that fit load, else these */
+        const char *bk = memra__gpu_knob(q, "MEMRA_MMQ_BULK");
+        if (bk != NULL && strcmp(bk, "1") == 0) {
+            int got = caps->cc >= 90;
+            for (int t = 0; got && t < MEMRA__MMQ_R3_TILES; t++)
+                if (caps->smem_per_block_optin == 0 || caps->smem_per_block_optin >= memra__mmq_r3_tiles_b[t].smem)
+                    got = memra__gpu_function(q, m, memra__mmq_r3_tiles_b[t].kernel, memra__mmq_r3_tiles_b[t].smem,
+                                              &s->gemm_q8_0r[t]) == MEMRA_STATUS_OK;
+            if (got)
+                s->r3_tiles = memra__mmq_r3_tiles_b;
+            else {
+                for (int t = 0; t < MEMRA__MMQ_R3_TILES; t++) s->gemm_q8_0r[t] = NULL;
+                q->host->log(MEMRA_LOG_WARN, q->name, "MEMRA_MMQ_BULK=1: the bulk-copy tiles need cc 9.0+ and this "
+                                                      "image's _b kernels; the cp.async tiles serve");
+            }
+        }
     }
     for (int t = 0; t < MEMRA__MMQ_R3_TILES && st == MEMRA_STATUS_OK; t++)
         if (caps->smem_per_block_optin == 0 || caps->smem_per_block_optin >= s->r3_tiles[t].smem)
