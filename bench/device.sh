@@ -84,6 +84,8 @@
 #               (see step_xearms)
 #   bulk        MEMRA_MMQ_BULK=1 (gemm_q8_0r's stages by the bulk copy engine): tests, checks, admission,
 #               four tools, knobab on the q8_0 / q4_0 rows (see step_bulk)
+#   bulkxe      MEMRA_MMQ_BULK=1 on the sorted grouped Q8_0 tiles: tests, check, four tools, bench moe A/B
+#               (see step_bulkxe)
 #   xestress    gemm_experts (Q8_0 floor and block-128 FP8) from threads and streams in test_gpu_stress,
 #               an injected fault, memcheck (see step_xestress)
 #   moesan      the four sanitizer tools over gemm_experts (mmq check with a forced split,
@@ -997,6 +999,33 @@ step_bulk() {
     say "ncu gemm_q8_0r (MEMRA_MMQ_BULK=$v): exit $? $(grep -m2 -oE 'memra_k_gemm_q8_0r_[a-z0-9]+' "$L/bulk_ncu_$v.txt" | sort -u | tr '\n' ' ')"
   done
   say "bulk: $((SECONDS - t)) s"
+}
+
+# MEMRA_MMQ_BULK=1 on the grouped floor (the sorted Q8_0 tiles' _sb entry points): test_gpu_experts
+# run, skew, graph (against the host and bit for bit the dense lane, itself on the _b tiles), check
+# --op gemm_experts --module mmq, the four tools over test_gpu_experts run (each in its own
+# process), then memra bench moe --sheet mixtral --format q8_0 at BULKXE_M (default 512) with the
+# knob 0 / 1, BULKXE_ROUNDS rounds (default 2), the order alternating
+step_bulkxe() {
+  local t=$SECONDS c tool mm r i v f
+  for c in run skew graph; do
+    MEMRA_MMQ_BULK=1 timeout 200 $B/bin/test_gpu_experts $c > "$L/bulkxe_test_$c.log" 2>&1
+    say "test_gpu_experts $c (MEMRA_MMQ_BULK=1): exit $?"
+  done
+  MEMRA_MMQ_BULK=1 timeout 200 $M check --device 0 --op gemm_experts --module mmq > "$L/bulkxe_check.log" 2>&1
+  say "check gemm_experts mmq (MEMRA_MMQ_BULK=1): exit $? $(grep -E 'passed, ' "$L/bulkxe_check.log")"
+  for tool in memcheck racecheck initcheck synccheck; do
+    ( export MEMRA_MMQ_BULK=1; san_experts bulkxe_san $tool run )
+  done
+  for mm in ${BULKXE_M:-512}; do for ((r = 1; r <= ${BULKXE_ROUNDS:-2}; r++)); do for ((i = 0; i < 2; i++)); do
+    v=$(((i + r - 1) % 2))
+    f="$L/bulkxe_m${mm}_${v}_$r.txt"
+    MEMRA_F16_BUDGET_MB=0 MEMRA_MMQ_BULK=$v timeout 300 $M bench moe --device 0 --sheet mixtral --m $mm --format q8_0 \
+      --json $R/bulkxe_m${mm}_${v}_${r}_$TAG.json > "$f" 2>&1
+    say "bulkxe bench moe q8_0 m=$mm MEMRA_MMQ_BULK=$v (round $r): exit $?"
+    moe_rows "$f" 'mixtral'
+  done; done; done
+  say "bulkxe: $((SECONDS - t)) s"
 }
 
 # MEMRA_MMQ_KR_TC=1's first GPU run (issue 26: gemm_kr's Q4_K / Q5_K min term on TF32 MMAs): test_mmq_ops

@@ -837,6 +837,20 @@ static int case_mmq(const char *so)
             printf("  %s: %s, want the %s tile  FAIL\n", what, got, bulk[i].b ? "bulk-copy (_b)" : "cp.async");
         ok &= launched(what, st2, 1, (const char *[]){"memra_k_gemm_q8_0r_mt2"}, (const int[]){-1}) &&
               (bulk[i].b ? b : plain);
+        /* gemm_experts on Q8_0 (1024 rows over 8 experts): the sorted tiles' _sb entry points, exactly */
+        memra_call c3 = call_of(&m);
+        memra_gemm_args a3 = gemm(1024, 300, 256);
+        memra_gemm_experts_args ex3 = {.struct_size = sizeof ex3, .lane = MEMRA_OP_gemm_q8_0r, .n_experts = 8,
+                                       .ids = 0x60000000};
+        const memra_status st3 = m.desc->ops->gemm_experts(&c3, &a3, &ex3);
+        const char *main_tile = bulk[i].cc == 120 ? "memra_k_experts_q8_0r_mt2_sb" : "memra_k_experts_q8_0r_mt4_sb";
+        const int xb = g_n_launched == 4 && strcmp(g_launched[2], main_tile) == 0 &&
+                       strcmp(g_launched[3], "memra_k_experts_q8_0r_mt1_sb") == 0;
+        printf("  gemm_experts q8_0 BULK=1 cc %d: %d launches, %s, %s; want %s, memra_k_experts_q8_0r_mt1_sb  %s\n",
+               bulk[i].cc, g_n_launched, g_n_launched > 2 ? g_launched[2] : "-", g_n_launched > 3 ? g_launched[3] : "-",
+               main_tile, st3 == MEMRA_STATUS_OK && xb ? "ok" : "FAIL");
+        ok &= st3 == MEMRA_STATUS_OK && xb;
+        g_n_launched = 0;
         ok &= close_mod(&m, 1);
     }
     g_mmq_bulk_knob = NULL;

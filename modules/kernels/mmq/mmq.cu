@@ -847,35 +847,67 @@ R3_ENTRY(memra_k_gemm_q8_0r_mt2u, 2, 4, 4)
 R3_ENTRY(memra_k_gemm_q8_0r_mt2n3u, 2, 3, 4)
 #undef R3_ENTRY
 
+/* MEMRA_MMQ_BULK=1 (opt-in, cc 9.0 and up): the records tile's stages brought by the bulk copy
+ * engine. A step's token records and weight records are each one contiguous run of 144-byte
+ * rows in global memory (the dense tile's and the sorted grouped tile's), so thread 0 arms the
+ * slot's mbarrier with their byte count and issues two cp.async.bulk copies, and every thread
+ * waits on the mbarrier where the cp.async tile waits for its own copies; the per-thread LDGSTS
+ * and their address arithmetic leave the step. Rows past the tile's `arows` / `brows` are never
+ * copied: R3B_SETUP zeroes the stages once (generic stores, then the async proxy's fence, before
+ * any copy), so they read as the cp.async tile's zero fill, and the outputs are its bit for bit.
+ * The mbarriers are static shared memory (BAR: R3_STAGES of them), so the tiles' dynamic sizes
+ * are the cp.async tiles'. Compiled for cc 9.0 and up only (the _b / _sb entry points). */
+#define R3B_SETUP(SMEM, BYTES, BAR)                                                                          \
+    do {                                                                                                    \
+        for (int i_ = threadIdx.x; i_ < (BYTES) / 16; i_ += MMQ_THREADS)                                    \
+            reinterpret_cast<uint4 *>(SMEM)[i_] = make_uint4(0u, 0u, 0u, 0u);                               \
+        if (threadIdx.x == 0) {                                                                             \
+            for (int s_ = 0; s_ < R3_STAGES; s_++) memra_mb_init((BAR) + 8 * s_, 1);                        \
+            asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");                            \
+        }                                                                                                   \
+        asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); /* the zeros before the copies */    \
+        __syncthreads();                                                                                    \
+    } while (0)
+/* R3_KLOOP on the bulk copies: BASE the stages' shared address, BAR the mbarriers', SRC_A(g) /
+ * SRC_B(g) step g's token / weight run, ABYTES / BBYTES their lengths, STEP(so) as R3_KLOOP's. A
+ * slot is refilled after the barrier that follows every warp's last read of it. */
+#define R3B_ISSUE(MT, NT, BASE, BAR, slot, g, SRC_A, SRC_B, ABYTES, BBYTES)                                 \
+    do {                                                                                                    \
+        const unsigned so_ = (BASE) + (slot) * R3_STAGE_BYTES(MT, NT), mb_ = (BAR) + 8 * (slot);             \
+        memra_mb_arrive_tx(mb_, (ABYTES) + (BBYTES));                                                       \
+        memra_bulk_g2s(so_, SRC_A(g), (ABYTES), mb_);                                                       \
+        memra_bulk_g2s(so_ + R3_A_BYTES(MT), SRC_B(g), (BBYTES), mb_);                                      \
+    } while (0)
+#define R3B_KLOOP(MT, NT, g0, nk, BASE, BAR, SRC_A, SRC_B, ABYTES, BBYTES, STEP)                            \
+    do {                                                                                                    \
+        if (threadIdx.x == 0)                                                                               \
+            for (int s_ = 0; s_ < R3_STAGES - 1 && s_ < (nk); s_++)                                         \
+                R3B_ISSUE(MT, NT, BASE, BAR, s_, (g0) + s_, SRC_A, SRC_B, ABYTES, BBYTES);                   \
+        int cur_ = 0, nxt_ = R3_STAGES - 1;                                                                 \
+        for (int kt_ = 0; kt_ < (nk); kt_++) {                                                              \
+            memra_mb_wait((BAR) + 8 * cur_, (unsigned)(kt_ / R3_STAGES) & 1u); /* step kt's runs landed */  \
+            __syncthreads(); /* every warp is past step kt - 1: its slot (nxt) is free */                  \
+            if (threadIdx.x == 0 && kt_ + R3_STAGES - 1 < (nk))                                             \
+                R3B_ISSUE(MT, NT, BASE, BAR, nxt_, (g0) + kt_ + R3_STAGES - 1, SRC_A, SRC_B, ABYTES, BBYTES); \
+            STEP(cur_ * R3_STAGE_BYTES(MT, NT));                                                            \
+            cur_ = cur_ == R3_STAGES - 1 ? 0 : cur_ + 1;                                                    \
+            nxt_ = nxt_ == R3_STAGES - 1 ? 0 : nxt_ + 1;                                                    \
+        }                                                                                                   \
+    } while (0)
+
 #if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 900
-/* MEMRA_MMQ_BULK=1 (opt-in, cc 9.0 and up: the _b entry points exist only in the sm_90a and
- * sm_120a images): gemm_q8_0r_body's tile and step with each stage's operands brought by
- * the bulk copy engine, two copies a step issued by thread 0 (the tile's `arows` token
- * records and `brows` weight records are contiguous runs of 144-byte rows in global memory:
- * one cp.async.bulk each, counted on the slot's mbarrier), instead of 18 or 36 LDGSTS a
- * thread with their address arithmetic. Rows past arows / brows are never copied: the
- * stages are zeroed once at the start (generic stores, then the async proxy's fence), so
- * they read as the cp.async tile's zero fill. The same MMAs and folds on the same operands:
- * outputs bit for bit gemm_q8_0r_body's. Dynamic shared memory R3B_SMEM_BYTES(MT, NT): the
- * stages, then R3_STAGES mbarriers. */
+/* gemm_q8_0r_body on the bulk copies (the _b entry points). */
 template <int MT, int NT>
 __device__ __forceinline__ void gemm_q8_0r_bulk_body(const unsigned char *__restrict__ wr,
                                                      const unsigned char *__restrict__ xq, float *__restrict__ y, int m,
                                                      int n, int k, long long ldy, float alpha, float *__restrict__ part)
 {
     extern __shared__ __align__(16) unsigned char r3_smem[];
+    __shared__ __align__(8) unsigned long long r3b_bar[R3_STAGES];
     const mmq_tile t = mmq_tile_of<MT, NT>(m, n, k);
     const int lane = t.lane, wm = t.wm, wn = t.wn, i0 = t.i0, j0 = t.j0, g0 = t.g0, nk = t.nk;
-    const uint32_t base = smem_u32(r3_smem), full = base + R3_SMEM_BYTES(MT, NT);
-    /* before the dependency wait: nothing here reads what an earlier kernel writes */
-    for (int i = threadIdx.x; i < R3_SMEM_BYTES(MT, NT) / 16; i += MMQ_THREADS)
-        reinterpret_cast<uint4 *>(r3_smem)[i] = make_uint4(0u, 0u, 0u, 0u);
-    if (threadIdx.x == 0) {
-        for (int s = 0; s < R3_STAGES; s++) memra_mb_init(full + 8 * s, 1);
-        asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
-    }
-    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); /* the zeros before the copies' writes */
-    __syncthreads();
+    const uint32_t base = smem_u32(r3_smem), bar = smem_u32(r3b_bar);
+    R3B_SETUP(r3_smem, R3_SMEM_BYTES(MT, NT), bar); /* before the dependency wait: no global read */
     pdl_wait(); /* the q8_1 records (and y's earlier readers) are complete */
 
     float acc[MT][NT][4];
@@ -885,30 +917,16 @@ __device__ __forceinline__ void gemm_q8_0r_bulk_body(const unsigned char *__rest
     const int ax_off = (wm * 16 * MT + (lane >> 2)) * MMQ_ROW;
     const int bw_off = R3_A_BYTES(MT) + (wn * 8 * NT + (lane & 3) * 2) * MMQ_ROW;
     const unsigned abytes = (unsigned)t.arows * MMQ_ROW, bbytes = (unsigned)t.brows * MMQ_ROW;
-
-    /* thread 0: step g's two runs into the slot at so, armed on the slot's mbarrier */
-#define R3B_COPY(slot, g)                                                                                          \
-    do {                                                                                                           \
-        const unsigned so_ = base + (slot) * R3_STAGE_BYTES(MT, NT), mb_ = full + 8 * (slot);                      \
-        memra_mb_arrive_tx(mb_, abytes + bbytes);                                                                  \
-        memra_bulk_g2s(so_, xq + ((long long)(g) * m + i0) * MMQ_ROW, abytes, mb_);                               \
-        memra_bulk_g2s(so_ + R3_A_BYTES(MT), wr + ((long long)(g) * n + j0) * MMQ_ROW, bbytes, mb_);             \
-    } while (0)
-    if (threadIdx.x == 0)
-        for (int s = 0; s < R3_STAGES - 1 && s < nk; s++) R3B_COPY(s, g0 + s);
-    int cur = 0, nxt = R3_STAGES - 1;
-    for (int kt = 0; kt < nk; kt++) {
-        memra_mb_wait(full + 8 * cur, (unsigned)(kt / R3_STAGES) & 1u); /* step kt's runs landed */
-        __syncthreads(); /* every warp is past step kt - 1: its slot (nxt) is free */
-        if (threadIdx.x == 0 && kt + R3_STAGES - 1 < nk) R3B_COPY(nxt, g0 + kt + R3_STAGES - 1);
-        const uint32_t so = cur * R3_STAGE_BYTES(MT, NT);
-        r3_step<MT, NT, false, 1>(acc, base + so + a_off, base + so + b_off,
-                                  reinterpret_cast<const float *>(r3_smem + so + ax_off),
-                                  reinterpret_cast<const float *>(r3_smem + so + bw_off));
-        cur = cur == R3_STAGES - 1 ? 0 : cur + 1;
-        nxt = nxt == R3_STAGES - 1 ? 0 : nxt + 1;
-    }
-#undef R3B_COPY
+#define R3B_SRC_A(g) (xq + ((long long)(g) * m + i0) * MMQ_ROW)
+#define R3B_SRC_B(g) (wr + ((long long)(g) * n + j0) * MMQ_ROW)
+#define R3B_STEP(so)                                                                                        \
+    r3_step<MT, NT, false, 1>(acc, base + (so) + a_off, base + (so) + b_off,                                \
+                              reinterpret_cast<const float *>(r3_smem + (so) + ax_off),                     \
+                              reinterpret_cast<const float *>(r3_smem + (so) + bw_off))
+    R3B_KLOOP(MT, NT, g0, nk, base, bar, R3B_SRC_A, R3B_SRC_B, abytes, bbytes, R3B_STEP);
+#undef R3B_STEP
+#undef R3B_SRC_B
+#undef R3B_SRC_A
     mmq_tile_store<MT, NT>(t, acc, y, part, ldy, alpha, m, n);
 }
 
@@ -1708,7 +1726,7 @@ __device__ __forceinline__ bool xe_begin(xe_cta &c, int *rs, const unsigned long
 }
 
 /* gemm_q8_0r_body with the rows of a tile-table tile (see above). */
-template <int MT, int NT, int OVL = XE_OVL_NONE, bool SORTED = false>
+template <int MT, int NT, int OVL = XE_OVL_NONE, bool SORTED = false, bool BULK = false>
 __device__ __forceinline__ void experts_q8_0r_body(const unsigned long long *__restrict__ wtab,
                                                    const unsigned char *__restrict__ xq, int m, int n, int k,
                                                    const int *__restrict__ offsets, const int *__restrict__ perm,
@@ -1749,7 +1767,20 @@ __device__ __forceinline__ void experts_q8_0r_body(const unsigned long long *__r
         r3_step<MT, NT, true>(acc, base + (so) + a_off, base + (so) + b_off,                                \
                               reinterpret_cast<const float *>(xe_smem + (so) + ax_off),                     \
                               reinterpret_cast<const float *>(xe_smem + (so) + bw_off), mt_live)
-    R3_KLOOP(MT, NT, g0, nk, XE_COPY_STEP, XE_STEP);
+    if constexpr (BULK) { /* MEMRA_MMQ_BULK=1: the sorted tile's two runs by the bulk copy engine (R3B_KLOOP) */
+        static_assert(SORTED && OVL == XE_OVL_NONE, "the bulk copies need the tile's rows as one run");
+        __shared__ __align__(8) unsigned long long xeb_bar[R3_STAGES];
+        const uint32_t bar = smem_u32(xeb_bar);
+        R3B_SETUP(xe_smem, R3_SMEM_BYTES(MT, NT), bar);
+        const unsigned abytes = (unsigned)t.rows * MMQ_ROW, bbytes = (unsigned)t.brows * MMQ_ROW;
+#define XEB_SRC_A(g) (xq + ((long long)(g) * m + t.s0) * MMQ_ROW)
+#define XEB_SRC_B(g) (wr + ((long long)(g) * n + t.j0) * MMQ_ROW)
+        R3B_KLOOP(MT, NT, g0, nk, base, bar, XEB_SRC_A, XEB_SRC_B, abytes, bbytes, XE_STEP);
+#undef XEB_SRC_B
+#undef XEB_SRC_A
+    } else {
+        R3_KLOOP(MT, NT, g0, nk, XE_COPY_STEP, XE_STEP);
+    }
 #undef XE_STEP
 #undef XE_COPY_STEP
     xe_store<MT, NT>(acc, y, ldy, alpha, n, t, rs, wm, wn, lane, part, m);
@@ -1862,6 +1893,12 @@ XE_ENTRY(memra_k_experts_kr_q6_k_mt1_o2, (experts_kr_body<1, 4, KR_Q6_K, XE_OVL_
 XE_ENTRY(memra_k_experts_q8_0r_mt1_s, (experts_q8_0r_body<1, 4, XE_OVL_NONE, true>), 3)
 XE_ENTRY(memra_k_experts_q8_0r_mt2_s, (experts_q8_0r_body<2, 4, XE_OVL_NONE, true>), 2)
 XE_ENTRY(memra_k_experts_q8_0r_mt4_s, (experts_q8_0r_body<4, 4, XE_OVL_NONE, true>), 2)
+#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 900
+/* MEMRA_MMQ_BULK=1 (cc 9.0+): the sorted Q8_0 tiles on the bulk copies (R3B_KLOOP), bit for bit the _s tiles */
+XE_ENTRY(memra_k_experts_q8_0r_mt1_sb, (experts_q8_0r_body<1, 4, XE_OVL_NONE, true, true>), 3)
+XE_ENTRY(memra_k_experts_q8_0r_mt2_sb, (experts_q8_0r_body<2, 4, XE_OVL_NONE, true, true>), 2)
+XE_ENTRY(memra_k_experts_q8_0r_mt4_sb, (experts_q8_0r_body<4, 4, XE_OVL_NONE, true, true>), 2)
+#endif
 XE_ENTRY(memra_k_experts_kr_q4_k_mt1_s, (experts_kr_body<1, 4, KR_Q4_K, XE_OVL_NONE, true>), 3)
 XE_ENTRY(memra_k_experts_kr_q4_k_mt2_s, (experts_kr_body<2, 4, KR_Q4_K, XE_OVL_NONE, true>), 2)
 XE_ENTRY(memra_k_experts_kr_q4_k_mt4_s, (experts_kr_body<4, 4, KR_Q4_K, XE_OVL_NONE, true>), 2)

@@ -35,8 +35,6 @@
 #define R3_A_BYTES(MT) (32 * (MT) * MMQ_ROW)
 #define R3_STAGE_BYTES(MT, NT) (R3_A_BYTES(MT) + 32 * (NT) * MMQ_ROW)
 #define R3_SMEM_BYTES(MT, NT) (R3_STAGES * R3_STAGE_BYTES(MT, NT))
-/* the bulk-copy tiles (MEMRA_MMQ_BULK=1): the stages, then R3_STAGES 8-byte mbarriers */
-#define R3B_SMEM_BYTES(MT, NT) (R3_SMEM_BYTES(MT, NT) + 8 * R3_STAGES)
 
 /* gemm_kr: gemm_q8_0r's tile on the K-packed weight: two weight slots
  * widened to 160 bytes per 128 values (144 in the row table, 16 in a side

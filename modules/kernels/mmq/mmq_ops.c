@@ -47,10 +47,10 @@ static const memra__mmq_r3_tile memra__mmq_r3_tiles_u[MEMRA__MMQ_R3_TILES] = {
  * brought by the bulk copy engine (mmq.cu, the _b entry points; bit for bit the cp.async tiles'
  * outputs; ptxas sm_90a: 1001 -> 853 instructions a step at 128 x 128, 644 -> 522 at 64 x 128) */
 static const memra__mmq_r3_tile memra__mmq_r3_tiles_b[MEMRA__MMQ_R3_TILES] = {
-    {"memra_k_gemm_q8_0r_mt4b", 128, 128, R3B_SMEM_BYTES(4, 4)},
-    {"memra_k_gemm_q8_0r_mt2b", 64, 128, R3B_SMEM_BYTES(2, 4)},
-    {"memra_k_gemm_q8_0r_mt4n3b", 128, 96, R3B_SMEM_BYTES(4, 3)},
-    {"memra_k_gemm_q8_0r_mt2n3b", 64, 96, R3B_SMEM_BYTES(2, 3)},
+    {"memra_k_gemm_q8_0r_mt4b", 128, 128, R3_SMEM_BYTES(4, 4)},
+    {"memra_k_gemm_q8_0r_mt2b", 64, 128, R3_SMEM_BYTES(2, 4)},
+    {"memra_k_gemm_q8_0r_mt4n3b", 128, 96, R3_SMEM_BYTES(4, 3)},
+    {"memra_k_gemm_q8_0r_mt2n3b", 64, 96, R3_SMEM_BYTES(2, 3)},
 };
 
 /* The knobs a gemm plan reads: MEMRA_MMQ_BM / BN / SPLIT (0: chosen per
@@ -233,6 +233,9 @@ static const char *const memra__mmq_xe_sorted[1 + MMQ_KR_FORMATS][MMQ_XE_TILES] 
     MMQ_XE_SORTED("memra_k_experts_q8_0r"), MMQ_XE_SORTED("memra_k_experts_kr_q4_k"),
     MMQ_XE_SORTED("memra_k_experts_kr_q5_k"), MMQ_XE_SORTED("memra_k_experts_kr_q6_k")};
 #undef MMQ_XE_SORTED
+/* MEMRA_MMQ_BULK=1: the sorted Q8_0 tiles on the bulk copies (mmq.cu, the _sb entries, cc 9.0+) */
+static const char *const memra__mmq_xe_sorted_b[MMQ_XE_TILES] = {
+    "memra_k_experts_q8_0r_mt1_sb", "memra_k_experts_q8_0r_mt2_sb", "memra_k_experts_q8_0r_mt4_sb"};
 /* MEMRA_MMQ_KR_TC: the sorted Q4_K / Q5_K tiles with the TF32 min term (mmq.cu, the _st entries), [lane - 1] */
 static const char *const memra__mmq_xe_sorted_tc[2][MMQ_XE_TILES] = {
     {"memra_k_experts_kr_q4_k_mt1_st", "memra_k_experts_kr_q4_k_mt2_st", "memra_k_experts_kr_q4_k_mt4_st"},
@@ -250,6 +253,7 @@ typedef struct mmq_state {
     int q8r_list;    /* q8r_list_of(this device): which list memra_call.variant indexes */
     CUfunction gemm_kr[MMQ_KR_FORMATS][MEMRA__MMQ_R3_TILES]; /* kr_tiles[f][i]'s kernel, likewise */
     const memra__mmq_r3_tile *kr_tiles[MMQ_KR_FORMATS];       /* memra__mmq_kr_tiles[f], or _tc (bit f of kr_tc) */
+    int bulk;  /* MEMRA_MMQ_BULK=1 took: gemm_q8_0r's _b tiles and the sorted Q8_0 grouped _sb tiles */
     int kr_tc; /* the K-quant formats (bit f of memra__mmq_kr_tiles) on the TC fold: MEMRA_MMQ_KR_TC (read at load) */
     CUfunction experts_route;                                 /* gemm_experts (issue 30): the routing kernel */
     CUfunction experts_splitk_sum;                            /* and its split-k sum over the routed rows */
@@ -344,8 +348,10 @@ static memra_status mmq_load(memra__gpu *q, void *state)
                 if (caps->smem_per_block_optin == 0 || caps->smem_per_block_optin >= memra__mmq_r3_tiles_b[t].smem)
                     got = memra__gpu_function(q, m, memra__mmq_r3_tiles_b[t].kernel, memra__mmq_r3_tiles_b[t].smem,
                                               &s->gemm_q8_0r[t]) == MEMRA_STATUS_OK;
-            if (got)
+            if (got) {
                 s->r3_tiles = memra__mmq_r3_tiles_b;
+                s->bulk = 1;
+            }
             else {
                 for (int t = 0; t < MEMRA__MMQ_R3_TILES; t++) s->gemm_q8_0r[t] = NULL;
                 q->host->log(MEMRA_LOG_WARN, q->name, "MEMRA_MMQ_BULK=1: the bulk-copy tiles need cc 9.0+ and this "
@@ -415,6 +421,7 @@ static memra_status mmq_load(memra__gpu *q, void *state)
         for (int l = 0; l < 1 + MMQ_KR_FORMATS; l++)
             s->sorted_names[l] = (l == 1 || l == 2) && (s->kr_tc >> (l - 1) & 1) ? memra__mmq_xe_sorted_tc[l - 1]
                                                                                   : memra__mmq_xe_sorted[l];
+        if (s->bulk) s->sorted_names[0] = memra__mmq_xe_sorted_b; /* MEMRA_MMQ_BULK=1: Q8_0 on the bulk copies */
         if (sort_on &&
             memra__gpu_function(q, m, "memra_k_experts_gather_q8_1", 0, &s->experts_gather) == MEMRA_STATUS_OK) {
             for (int l = 0; l < 1 + MMQ_KR_FORMATS; l++)
@@ -423,6 +430,17 @@ static memra_status mmq_load(memra__gpu *q, void *state)
                         memra__gpu_function(q, m, s->sorted_names[l][t], memra__mmq_xe_tiles[l][t].smem,
                                             &s->experts_sorted[l][t]) != MEMRA_STATUS_OK)
                         s->experts_sorted[l][t] = NULL;
+            int sb_missing = 0;
+            for (int t = 0; s->bulk && t < MMQ_XE_TILES; t++)
+                sb_missing |= s->experts[0][t] != NULL && s->experts_sorted[0][t] == NULL;
+            if (sb_missing) { /* an _sb tile did not load: the _s ones */
+                s->sorted_names[0] = memra__mmq_xe_sorted[0];
+                for (int t = 0; t < MMQ_XE_TILES; t++)
+                    if (s->experts[0][t] != NULL &&
+                        memra__gpu_function(q, m, s->sorted_names[0][t], memra__mmq_xe_tiles[0][t].smem,
+                                            &s->experts_sorted[0][t]) != MEMRA_STATUS_OK)
+                        s->experts_sorted[0][t] = NULL;
+            }
         } else if (sort_on) {
             s->experts_gather = NULL;
             q->host->log(MEMRA_LOG_WARN, q->name,
