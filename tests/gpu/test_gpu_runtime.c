@@ -77,12 +77,19 @@ static int fake_unload(void *m)
     return 0;
 }
 /* The handle of a kernel is its name, kept in a static pool. */
-static char g_names[1024][48]; /* every name init looked up, over every module opened: the handles point here */
+static char g_names[1024][48]; /* every name init looked up (each once), over every module opened: the handles point here */
 static int g_n_names;
 
+static const char *g_missing_kernel; /* a name containing it is not in the image (CUDA_ERROR_NOT_FOUND) */
 static int fake_get_function(void **f, void *m, const char *name)
 {
     (void)m;
+    if (g_missing_kernel != NULL && strstr(name, g_missing_kernel) != NULL) return 500;
+    for (int i = 0; i < g_n_names; i++) /* one handle a name: the pool holds each name once */
+        if (strcmp(g_names[i], name) == 0) {
+            *f = g_names[i];
+            return 0;
+        }
     if (g_n_names >= 1024 || strlen(name) >= sizeof g_names[0]) return 2;
     strcpy(g_names[g_n_names], name);
     *f = g_names[g_n_names++];
@@ -851,6 +858,33 @@ static int case_mmq(const char *so)
                main_tile, st3 == MEMRA_STATUS_OK && xb ? "ok" : "FAIL");
         ok &= st3 == MEMRA_STATUS_OK && xb;
         g_n_launched = 0;
+        ok &= close_mod(&m, 1);
+    }
+    /* an image without the _sb tiles: the dense call on _b, the grouped one on _s; without a _b
+     * tile (the 96-wide one missing): the cp.async tiles, the grouped call on _s too */
+    static const char *const missing[2] = {"_sb", "n3b"};
+    for (int i = 0; i < 2; i++) {
+        g_missing_kernel = missing[i];
+        if (!open_mod(so, 90, &m)) return 0;
+        memra_call c2 = call_of(&m);
+        memra_gemm_args a2 = gemm(64, 300, 256);
+        const memra_status st2 = m.desc->ops->gemm_q8_0r(&c2, &a2);
+        const char *got = g_n_launched > 0 ? g_launched[0] : "";
+        const int gb = got[0] != '\0' && got[strlen(got) - 1] == 'b';
+        g_n_launched = 0;
+        memra_call c3 = call_of(&m);
+        memra_gemm_args a3 = gemm(1024, 300, 256);
+        memra_gemm_experts_args ex3 = {.struct_size = sizeof ex3, .lane = MEMRA_OP_gemm_q8_0r, .n_experts = 8,
+                                       .ids = 0x60000000};
+        const memra_status st3 = m.desc->ops->gemm_experts(&c3, &a3, &ex3);
+        const int xs = g_n_launched == 4 && strcmp(g_launched[2], "memra_k_experts_q8_0r_mt4_s") == 0 &&
+                       strcmp(g_launched[3], "memra_k_experts_q8_0r_mt1_s") == 0;
+        const int good = st2 == MEMRA_STATUS_OK && st3 == MEMRA_STATUS_OK && gb == (i == 0) && xs;
+        printf("  BULK=1, image without \"%s\": gemm_q8_0r on %s, gemm_experts on %s  %s\n", missing[i], got,
+               g_n_launched > 2 ? g_launched[2] : "-", good ? "ok" : "FAIL");
+        ok &= good;
+        g_n_launched = 0;
+        g_missing_kernel = NULL;
         ok &= close_mod(&m, 1);
     }
     g_mmq_bulk_knob = NULL;

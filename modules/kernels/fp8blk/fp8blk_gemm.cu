@@ -950,9 +950,9 @@ __device__ __forceinline__ void tma_consume(float (&acc)[NH][64], const float *_
  * wgmmas, C7514). No wgmma sits in a
  * branch (ptxas serialises every wgmma of a kernel that has one in a divergent path): the blocks
  * run in pairs, and past the last block the issue repeats block nk - 1 (its stage is never
- * refilled: the producer is done) into a temporary that is folded with factor 0 and frees
- * nothing. The same wgmmas and the same fold in the same order as tma_consume<1> for the real
- * blocks (acc + 0 t = acc for the finite t of e4m3 products): outputs bit for bit equal. */
+ * refilled: the producer is done) into a temporary that is never folded and frees nothing. The
+ * same wgmmas and the same fold in the same order as tma_consume<1> for the real blocks:
+ * outputs bit for bit equal. */
 template <int S, int SB>
 __device__ __forceinline__ void tma_pipe_issue(float (&t)[64], int kb, unsigned sbase, unsigned a_off, unsigned full)
 {
@@ -976,12 +976,13 @@ __device__ __forceinline__ void tma_pipe_step(float (&acc)[64], float (&tc)[64],
     wg_fence_regs(tc);
     const int s = kb % S;
     const float *sx = reinterpret_cast<const float *>(stages + s * SB + 16384 * 2);
-    const float g = q < nk ? (GS ? sx[128] : gv ? grow[kb] : 0.0f) : 0.0f;
+    const float g = GS ? sx[128] : gv ? grow[kb] : 0.0f;
     const float f0 = sx[r0] * g, f1 = sx[r0 + 8] * g;
     if (q < nk) mb_arrive(empty + 8 * s); /* block q's operands and scales are read */
     tma_pipe_issue<S, SB>(tn, q + 1 < last ? q + 1 : last, sbase, a_off, full); /* runs during the fold */
+    if (q < nk) /* a repeated block past the last is never folded (no wgmma in this branch) */
 #pragma unroll
-    for (int i = 0; i < 64; i++) acc[i] = fmaf((i & 2) ? f1 : f0, tc[i], acc[i]);
+        for (int i = 0; i < 64; i++) acc[i] = fmaf((i & 2) ? f1 : f0, tc[i], acc[i]);
 }
 
 template <int S, int SB, bool GS = false>

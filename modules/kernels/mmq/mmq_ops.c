@@ -343,17 +343,18 @@ static memra_status mmq_load(memra__gpu *q, void *state)
         /* MEMRA_MMQ_BULK=1 (opt-in, cc 9.0+): the bulk-copy tiles where all that fit load, else these */
         const char *bk = memra__gpu_knob(q, "MEMRA_MMQ_BULK");
         if (bk != NULL && strcmp(bk, "1") == 0) {
+            /* probed with the driver alone (a miss is not an error: the PTX images have no _b tiles);
+             * the loop below loads the table chosen */
+            CUfunction probe = NULL;
             int got = caps->cc >= 90;
             for (int t = 0; got && t < MEMRA__MMQ_R3_TILES; t++)
-                if (caps->smem_per_block_optin == 0 || caps->smem_per_block_optin >= memra__mmq_r3_tiles_b[t].smem)
-                    got = memra__gpu_function(q, m, memra__mmq_r3_tiles_b[t].kernel, memra__mmq_r3_tiles_b[t].smem,
-                                              &s->gemm_q8_0r[t]) == MEMRA_STATUS_OK;
+                got = q->cu.cuModuleGetFunction(&probe, m, memra__mmq_r3_tiles_b[t].kernel) == MEMRA__CU_SUCCESS;
             if (got) {
+                if (s->r3_tiles == memra__mmq_r3_tiles_u)
+                    q->host->log(MEMRA_LOG_WARN, q->name, "MEMRA_MMQ_BULK=1 wins over MEMRA_MMQ_R3_UNROLL=1");
                 s->r3_tiles = memra__mmq_r3_tiles_b;
                 s->bulk = 1;
-            }
-            else {
-                for (int t = 0; t < MEMRA__MMQ_R3_TILES; t++) s->gemm_q8_0r[t] = NULL;
+            } else {
                 q->host->log(MEMRA_LOG_WARN, q->name, "MEMRA_MMQ_BULK=1: the bulk-copy tiles need cc 9.0+ and this "
                                                       "image's _b kernels; the cp.async tiles serve");
             }
@@ -421,7 +422,13 @@ static memra_status mmq_load(memra__gpu *q, void *state)
         for (int l = 0; l < 1 + MMQ_KR_FORMATS; l++)
             s->sorted_names[l] = (l == 1 || l == 2) && (s->kr_tc >> (l - 1) & 1) ? memra__mmq_xe_sorted_tc[l - 1]
                                                                                   : memra__mmq_xe_sorted[l];
-        if (s->bulk) s->sorted_names[0] = memra__mmq_xe_sorted_b; /* MEMRA_MMQ_BULK=1: Q8_0 on the bulk copies */
+        if (s->bulk) { /* MEMRA_MMQ_BULK=1: Q8_0 on the bulk copies, where the image has every _sb tile */
+            CUfunction probe = NULL;
+            int all = 1;
+            for (int t = 0; t < MMQ_XE_TILES; t++)
+                all &= q->cu.cuModuleGetFunction(&probe, m, memra__mmq_xe_sorted_b[t]) == MEMRA__CU_SUCCESS;
+            if (all) s->sorted_names[0] = memra__mmq_xe_sorted_b;
+        }
         if (sort_on &&
             memra__gpu_function(q, m, "memra_k_experts_gather_q8_1", 0, &s->experts_gather) == MEMRA_STATUS_OK) {
             for (int l = 0; l < 1 + MMQ_KR_FORMATS; l++)
@@ -430,17 +437,6 @@ static memra_status mmq_load(memra__gpu *q, void *state)
                         memra__gpu_function(q, m, s->sorted_names[l][t], memra__mmq_xe_tiles[l][t].smem,
                                             &s->experts_sorted[l][t]) != MEMRA_STATUS_OK)
                         s->experts_sorted[l][t] = NULL;
-            int sb_missing = 0;
-            for (int t = 0; s->bulk && t < MMQ_XE_TILES; t++)
-                sb_missing |= s->experts[0][t] != NULL && s->experts_sorted[0][t] == NULL;
-            if (sb_missing) { /* an _sb tile did not load: the _s ones */
-                s->sorted_names[0] = memra__mmq_xe_sorted[0];
-                for (int t = 0; t < MMQ_XE_TILES; t++)
-                    if (s->experts[0][t] != NULL &&
-                        memra__gpu_function(q, m, s->sorted_names[0][t], memra__mmq_xe_tiles[0][t].smem,
-                                            &s->experts_sorted[0][t]) != MEMRA_STATUS_OK)
-                        s->experts_sorted[0][t] = NULL;
-            }
         } else if (sort_on) {
             s->experts_gather = NULL;
             q->host->log(MEMRA_LOG_WARN, q->name,
