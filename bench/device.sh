@@ -970,7 +970,7 @@ step_xestress() {
 # engine, the _b entry points): test_mmq_ops gemm_q8_0r, memra check --op gemm_q8_0r under the
 # native and forced sm120 profiles (the cuda profile's PTX has no _b tiles: the knob then keeps
 # the cp.async ones), memra info (admission), the four tools over the check (--quick, each in its
-# own process), knobab on the 27b sheet at BULK_M (default "512 4096"; BULK_ROUNDS, default 2)
+# own process), knobab on the 27b sheet at each M:ROUNDS of BULK_M (default "512:2 4096:1")
 # with the q8_0 and q4_0 rows in the summary, and ncu naming the kernel (BULK_NCU=0 skips)
 step_bulk() {
   local t=$SECONDS p tool lg v
@@ -991,7 +991,10 @@ step_bulk() {
       --show-backtrace no $M check --device 0 --op gemm_q8_0r --module mmq --quick > "$lg" 2>&1
     say "bulk $tool check gemm_q8_0r mmq: exit $? reports $(san_count $tool "$lg") ($(san_said "$lg"))"
   done
-  KNOBAB_KNOB=MEMRA_MMQ_BULK KNOBAB_ARM='mmq|q4_0' KNOBAB_M="${BULK_M:-512 4096}" KNOBAB_ROUNDS=${BULK_ROUNDS:-2} step_knobab
+  local mr
+  for mr in ${BULK_M:-512:2 4096:1}; do
+    KNOBAB_KNOB=MEMRA_MMQ_BULK KNOBAB_ARM='mmq|q4_0' KNOBAB_M=${mr%%:*} KNOBAB_ROUNDS=${mr##*:} step_knobab
+  done
   [ "${BULK_NCU:-1}" = 1 ] && for v in 0 1; do
     MEMRA_MMQ_BULK=$v MEMRA_ADMISSION=off timeout 200 ncu --clock-control none --section SpeedOfLight --section Occupancy \
       --section WarpStateStats --metrics "$NCU_METS" -k regex:memra_k_gemm_q8_0r --launch-skip 2 -c 2 $T sweep 4096 0 \
