@@ -966,6 +966,23 @@ step_xestress() {
   say "xestress: $((SECONDS - t)) s"
 }
 
+# A knob's admission and tools over one op's check (krtc, bulk): knob_info KV NAME runs memra info
+# with KV set (admission: lines naming a quarantine); knob_tools KV NAME OP runs the four tools over
+# memra check --op OP --module mmq --quick with KV set, each in its own process
+knob_info() {
+  env $1 timeout 100 $M info > "$L/$2_info.log" 2>&1
+  say "memra info ($1): exit $? $(grep -ciE 'quarantin' "$L/$2_info.log") lines naming a quarantine"
+}
+knob_tools() {
+  local tool lg
+  for tool in memcheck racecheck initcheck synccheck; do
+    lg="$L/$2_san_$tool.log"
+    env $1 MEMRA_ADMISSION=off timeout 300 compute-sanitizer --tool $tool $(san_x $tool) --print-limit 0 \
+      --show-backtrace no $M check --device 0 --op $3 --module mmq --quick > "$lg" 2>&1
+    say "$2 $tool check $3 mmq: exit $? reports $(san_count $tool "$lg") ($(san_said "$lg"))"
+  done
+}
+
 # MEMRA_MMQ_BULK=1 (issue 26: gemm_q8_0r's tiles with their record runs brought by the bulk copy
 # engine, the _b entry points): test_mmq_ops gemm_q8_0r, memra check --op gemm_q8_0r under the
 # native and forced sm120 profiles (the cuda profile's PTX has no _b tiles: the knob then keeps
@@ -973,7 +990,7 @@ step_xestress() {
 # own process), knobab on the 27b sheet at each M:ROUNDS of BULK_M (default "512:2 4096:1")
 # with the q8_0 and q4_0 rows in the summary, and ncu naming the kernel (BULK_NCU=0 skips)
 step_bulk() {
-  local t=$SECONDS p tool lg v
+  local t=$SECONDS p v
   MEMRA_MMQ_BULK=1 timeout 300 $T gemm_q8_0r > "$L/bulk_test_gemm_q8_0r.log" 2>&1
   say "test_mmq_ops gemm_q8_0r (MEMRA_MMQ_BULK=1): exit $?"
   grep -E "FAIL" "$L/bulk_test_gemm_q8_0r.log" | head -6 >> "$S"
@@ -983,14 +1000,8 @@ step_bulk() {
     say "check gemm_q8_0r (MEMRA_MMQ_BULK=1, $p): exit $? $(grep -E 'passed, ' "$L/bulk_check_$p.log")"
     grep -E " FAIL" "$L/bulk_check_$p.log" | head -4 >> "$S"
   done
-  MEMRA_MMQ_BULK=1 timeout 100 $M info > "$L/bulk_info.log" 2>&1
-  say "memra info (MEMRA_MMQ_BULK=1): exit $? $(grep -ciE 'quarantin' "$L/bulk_info.log") lines naming a quarantine"
-  for tool in memcheck racecheck initcheck synccheck; do
-    lg="$L/bulk_san_$tool.log"
-    MEMRA_MMQ_BULK=1 MEMRA_ADMISSION=off timeout 300 compute-sanitizer --tool $tool $(san_x $tool) --print-limit 0 \
-      --show-backtrace no $M check --device 0 --op gemm_q8_0r --module mmq --quick > "$lg" 2>&1
-    say "bulk $tool check gemm_q8_0r mmq: exit $? reports $(san_count $tool "$lg") ($(san_said "$lg"))"
-  done
+  knob_info MEMRA_MMQ_BULK=1 bulk
+  knob_tools MEMRA_MMQ_BULK=1 bulk gemm_q8_0r
   local mr
   for mr in ${BULK_M:-512:2 4096:1}; do
     KNOBAB_KNOB=MEMRA_MMQ_BULK KNOBAB_ARM='mmq|q4_0' KNOBAB_M=${mr%%:*} KNOBAB_ROUNDS=${mr##*:} step_knobab
@@ -1038,7 +1049,7 @@ step_bulkxe() {
 # over the check (--quick, each in its own process), then knobab on the 27b sheet (KRTC_M, default 512;
 # KRTC_ROUNDS, default 2) with the q4_k and q5_k rows in the summary
 step_krtc() {
-  local t=$SECONDS p tool lg
+  local t=$SECONDS p
   MEMRA_MMQ_KR_TC=1 timeout 300 $T gemm_kr > "$L/krtc_test_gemm_kr.log" 2>&1
   say "test_mmq_ops gemm_kr (MEMRA_MMQ_KR_TC=1): exit $?"
   grep -E "FAIL" "$L/krtc_test_gemm_kr.log" | head -6 >> "$S"
@@ -1055,14 +1066,8 @@ step_krtc() {
   done
   MEMRA_MMQ_KR_TC=1 timeout 200 $M check --device 0 --op gemm_experts --module mmq > "$L/krtc_check_experts.log" 2>&1
   say "check gemm_experts mmq (MEMRA_MMQ_KR_TC=1): exit $? $(grep -E 'passed, ' "$L/krtc_check_experts.log")"
-  MEMRA_MMQ_KR_TC=1 timeout 100 $M info > "$L/krtc_info.log" 2>&1
-  say "memra info (MEMRA_MMQ_KR_TC=1): exit $? $(grep -ciE 'quarantin' "$L/krtc_info.log") lines naming a quarantine"
-  for tool in memcheck racecheck initcheck synccheck; do
-    lg="$L/krtc_san_$tool.log"
-    MEMRA_MMQ_KR_TC=1 MEMRA_ADMISSION=off timeout 300 compute-sanitizer --tool $tool $(san_x $tool) --print-limit 0 \
-      --show-backtrace no $M check --device 0 --op gemm_kr --module mmq --quick > "$lg" 2>&1
-    say "krtc $tool check gemm_kr mmq: exit $? reports $(san_count $tool "$lg") ($(san_said "$lg"))"
-  done
+  knob_info MEMRA_MMQ_KR_TC=1 krtc
+  knob_tools MEMRA_MMQ_KR_TC=1 krtc gemm_kr
   KNOBAB_KNOB=MEMRA_MMQ_KR_TC KNOBAB_ARM='q4_k|q5_k' KNOBAB_M=${KRTC_M:-512} KNOBAB_ROUNDS=${KRTC_ROUNDS:-2} step_knobab
   # where each fold's time goes (KRTC_NCU=0 skips): step_ncu's sections and stalls over the first Q4_K
   # launches of test_mmq_ops sweep_kr at m = 4096, plain and TC

@@ -551,28 +551,15 @@ memra_k_fp8blk_wgmma(const unsigned char *__restrict__ w, const float *__restric
  *                         run. Parities: block b uses stage b % S for the (b / S)-th
  *                         time; its `full` wait takes parity (b / S) & 1, and the
  *                         refill with block b waits on `empty` for use b / S - 1. */
-__device__ __forceinline__ void mb_init(unsigned a, unsigned count)
-{
-    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(a), "r"(count) : "memory");
-}
 __device__ __forceinline__ void mb_arrive(unsigned a)
 {
     asm volatile("{\n.reg .b64 st;\nmbarrier.arrive.shared::cta.b64 st, [%0];\n}\n" ::"r"(a) : "memory");
 }
+/* (mbarrier init / try_wait / arrive.expect_tx: common/tile.cuh's memra_mb_*) */
 /* an arrival once every cp.async this thread issued so far has landed */
 __device__ __forceinline__ void mb_cp_arrive(unsigned a)
 {
     asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(a) : "memory");
-}
-__device__ __forceinline__ void mb_wait(unsigned a, unsigned parity)
-{
-    unsigned done;
-    do {
-        asm volatile("{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}\n"
-                     : "=r"(done)
-                     : "r"(a), "r"(parity)
-                     : "memory");
-    } while (!done);
 }
 
 /* NH = 1: the 128 x 128 tile (memra_k_fp8blk_wgmma_mb); NH = 2: 128 x 256
@@ -609,14 +596,14 @@ __device__ __forceinline__ void wg_mb_tile(const unsigned char *__restrict__ w, 
     const float *grow = grid + (long long)(j0 / 128) * nk;
     if (threadIdx.x == 0)
         for (int s = 0; s < S; s++) {
-            mb_init(full + 8 * s, T);
-            mb_init(empty + 8 * s, T);
+            memra_mb_init(full + 8 * s, T);
+            memra_mb_init(empty + 8 * s, T);
         }
     __syncthreads();
 
     auto produce = [&](int b) {
         const int s = b % S;
-        if (b >= S) mb_wait(empty + 8 * s, (unsigned)(b / S - 1) & 1u);
+        if (b >= S) memra_mb_wait(empty + 8 * s, (unsigned)(b / S - 1) & 1u);
         wg_load_n<NH, BM>(stages + s * SB, xq, w, xs, m, n, k, i0, j0, b, ms);
         mb_cp_arrive(full + 8 * s);
     };
@@ -631,7 +618,7 @@ __device__ __forceinline__ void wg_mb_tile(const unsigned char *__restrict__ w, 
     for (int kb = 0; kb < nk; kb++) {
         if (kb + L < nk) produce(kb + L);
         const int s = kb % S;
-        mb_wait(full + 8 * s, (unsigned)(kb / S) & 1u);
+        memra_mb_wait(full + 8 * s, (unsigned)(kb / S) & 1u);
         asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
         const float *sx = reinterpret_cast<const float *>(stages + s * SB + (AB + 16384 * NH));
         const float x0 = sx[r0], x1 = sx[r0 + 8];
@@ -847,11 +834,6 @@ __device__ __forceinline__ void tma_load_2d(unsigned dst, const memra_tmap *map,
                  "l"(reinterpret_cast<unsigned long long>(map)), "r"(c0), "r"(c1), "r"(mbar)
                  : "memory");
 }
-__device__ __forceinline__ void mb_arrive_tx(unsigned a, unsigned bytes)
-{
-    asm volatile("{\n.reg .b64 st;\nmbarrier.arrive.expect_tx.shared::cta.b64 st, [%0], %1;\n}\n" ::"r"(a), "r"(bytes)
-                 : "memory");
-}
 
 /* The tensor-map tile's two roles, shared by memra_k_fp8blk_wgmma_tma and
  * memra_k_fp8blk_experts_tma. tma_produce: the producer warp's loop over the k blocks kb0 ..
@@ -881,10 +863,10 @@ __device__ __forceinline__ void tma_produce(const memra_tmap *map_x, const memra
          * L2 before waiting for a free stage, so the weight streams keep more requests in flight
          * than the S stages of shared memory hold */
         if (PF > 0 && lane == 0 && b + PF < nk) tma_prefetch_2d(map_w, (kb + PF) * 128, j0);
-        if (b >= S) mb_wait(empty + 8 * s, (unsigned)(b / S - 1) & 1u);
+        if (b >= S) memra_mb_wait(empty + 8 * s, (unsigned)(b / S - 1) & 1u);
         const unsigned st = sbase + s * SB;
         if (lane == 0) {
-            mb_arrive_tx(full + 8 * s, 16384u * (1 + NH));
+            memra_mb_arrive_tx(full + 8 * s, 16384u * (1 + NH));
             tma_load_2d(st, map_x, kb * 128, r0, full + 8 * s);
             tma_load_2d(st + 16384, map_w, kb * 128, j0, full + 8 * s);
         }
@@ -917,7 +899,7 @@ __device__ __forceinline__ void tma_consume(float (&acc)[NH][64], const float *_
     const unsigned a_off = (ct >> 7) * 64 * 128;
     for (int kb = 0; kb < nk; kb++) {
         const int s = kb % S;
-        mb_wait(full + 8 * s, (unsigned)(kb / S) & 1u);
+        memra_mb_wait(full + 8 * s, (unsigned)(kb / S) & 1u);
         if (!live) { /* nothing to compute: free the stage */
             mb_arrive(empty + 8 * s);
             continue;
@@ -957,7 +939,7 @@ template <int S, int SB>
 __device__ __forceinline__ void tma_pipe_issue(float (&t)[64], int kb, unsigned sbase, unsigned a_off, unsigned full)
 {
     const int s = kb % S;
-    mb_wait(full + 8 * s, (unsigned)(kb / S) & 1u);
+    memra_mb_wait(full + 8 * s, (unsigned)(kb / S) & 1u);
     const unsigned a = sbase + s * SB + a_off, bb = sbase + s * SB + 16384;
     asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
 #pragma unroll
@@ -995,7 +977,7 @@ __device__ __forceinline__ void tma_consume_pipe(float (&acc)[1][64], const floa
     for (int i = 0; i < 64; i++) acc[0][i] = 0.0f;
     if (!live || nk <= 0) { /* nothing to compute: free every stage as the live warpgroup does */
         for (int kb = 0; kb < nk; kb++) {
-            mb_wait(full + 8 * (kb % S), (unsigned)(kb / S) & 1u);
+            memra_mb_wait(full + 8 * (kb % S), (unsigned)(kb / S) & 1u);
             mb_arrive(empty + 8 * (kb % S));
         }
         return;
@@ -1027,8 +1009,8 @@ memra_k_fp8blk_wgmma_tma(const __grid_constant__ memra_tmap map_x, const __grid_
     const int nk = (k + 127) / 128, ngr = (n + 127) / 128;
     if (threadIdx.x == 0) {
         for (int s = 0; s < S; s++) {
-            mb_init(full + 8 * s, 33);
-            mb_init(empty + 8 * s, 256);
+            memra_mb_init(full + 8 * s, 33);
+            memra_mb_init(empty + 8 * s, 256);
         }
         asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
     }
@@ -1139,8 +1121,8 @@ __device__ __forceinline__ void experts_tma_body(const memra_tmap &map_x, const 
     const int kb0 = (int)((long long)nkt * z / slices), nk = (int)((long long)nkt * (z + 1) / slices) - kb0;
     if (threadIdx.x == 0) {
         for (int s = 0; s < S; s++) {
-            mb_init(full + 8 * s, 33);
-            mb_init(empty + 8 * s, 256);
+            memra_mb_init(full + 8 * s, 33);
+            memra_mb_init(empty + 8 * s, 256);
         }
         asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
     }

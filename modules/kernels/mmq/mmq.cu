@@ -783,70 +783,6 @@ __device__ __forceinline__ void r3_step(float (&acc)[MT][NT][4], uint32_t sa, ui
         }                                                                                                   \
     } while (0)
 
-template <int MT, int NT, int UG = 1>
-__device__ __forceinline__ void gemm_q8_0r_body(const unsigned char *__restrict__ wr, const unsigned char *__restrict__ xq,
-                                                float *__restrict__ y, int m, int n, int k, long long ldy, float alpha,
-                                                float *__restrict__ part)
-{
-    extern __shared__ __align__(16) unsigned char r3_smem[];
-    pdl_wait(); /* the q8_1 records (and y's earlier readers) are complete */
-    constexpr int BN = 32 * NT;
-    const mmq_tile t = mmq_tile_of<MT, NT>(m, n, k);
-    const int lane = t.lane, wm = t.wm, wn = t.wn, i0 = t.i0, j0 = t.j0, g0 = t.g0, nk = t.nk;
-    const int arows = t.arows, brows = t.brows;
-
-    float acc[MT][NT][4];
-    mmq_zero<MT, NT>(acc);
-
-    /* per-thread offsets inside a stage slot */
-    const int a_off = (wm * 16 * MT + (lane & 15)) * MMQ_ROW + 16 + (lane >> 4) * 16;
-    const int b_off = R3_A_BYTES(MT) + (wn * 8 * NT + (lane & 7) + (lane >> 4) * 8) * MMQ_ROW + 16 + ((lane >> 3) & 1) * 16;
-    const int ax_off = (wm * 16 * MT + (lane >> 2)) * MMQ_ROW;
-    const int bw_off = R3_A_BYTES(MT) + (wn * 8 * NT + (lane & 3) * 2) * MMQ_ROW;
-    const uint32_t base = smem_u32(r3_smem);
-
-    /* the sources of step g are recomputed from the kernel parameters at each
-     * copy: nothing 64-bit stays live across the k loop (the tile needs the
-     * registers) */
-#define R3_COPY_STEP(so, g)                                                                                 \
-    do {                                                                                                    \
-        r3_copy_run<32 * MT>(r3_smem + (so), xq + ((long long)(g) * m + i0) * MMQ_ROW, arows);              \
-        r3_copy_run<BN>(r3_smem + (so) + R3_A_BYTES(MT), wr + ((long long)(g) * n + j0) * MMQ_ROW, brows);  \
-    } while (0)
-#define R3_STEP(so)                                                                                         \
-    r3_step<MT, NT, false, UG>(acc, base + (so) + a_off, base + (so) + b_off,                               \
-                               reinterpret_cast<const float *>(r3_smem + (so) + ax_off),                    \
-                               reinterpret_cast<const float *>(r3_smem + (so) + bw_off))
-    R3_KLOOP(MT, NT, g0, nk, R3_COPY_STEP, R3_STEP);
-#undef R3_STEP
-#undef R3_COPY_STEP
-    mmq_tile_store<MT, NT>(t, acc, y, part, ldy, alpha, m, n);
-}
-
-/* w: Q8_0 records (16-byte aligned), xq: q8_1 records, y as gemm_q8_0; _mt4 / _mt2:
- * 128 / 64 tokens per CTA, 128 weight rows; _mt4n3 / _mt2n3: the same with 96
- * weight rows (one entry point each, so each gets its own register
- * allocation); gridDim.y = ceil(n / rows), gridDim.z: split-k slices, part: f32
- * [gridDim.z x m x n] when gridDim.z > 1. Dynamic shared memory
- * R3_SMEM_BYTES(MT, NT). */
-#define R3_ENTRY(NAME, MT, NT, UG)                                                                                    \
-    extern "C" __global__ void __launch_bounds__(MMQ_THREADS, 2)                                                     \
-        NAME(const unsigned char *__restrict__ w, const unsigned char *__restrict__ xq, float *__restrict__ y, int m, \
-             int n, int k, long long ldy, float alpha, float *__restrict__ part)                                      \
-    {                                                                                                                 \
-        gemm_q8_0r_body<MT, NT, UG>(w, xq, y, m, n, k, ldy, alpha, part);                                             \
-    }
-R3_ENTRY(memra_k_gemm_q8_0r_mt4, 4, 4, 1)
-R3_ENTRY(memra_k_gemm_q8_0r_mt2, 2, 4, 1)
-R3_ENTRY(memra_k_gemm_q8_0r_mt4n3, 4, 3, 1)
-R3_ENTRY(memra_k_gemm_q8_0r_mt2n3, 2, 3, 1)
-/* MEMRA_MMQ_R3_UNROLL=1: the 64-token tiles with the k32 groups unrolled (the same FFMAs on each
- * accumulator in the same order: outputs bit for bit the rolled tiles'; ptxas sm_90a: 644 -> 564
- * instructions a step of 128 in the step loop's SASS, 12 / 16 bytes of spill) */
-R3_ENTRY(memra_k_gemm_q8_0r_mt2u, 2, 4, 4)
-R3_ENTRY(memra_k_gemm_q8_0r_mt2n3u, 2, 3, 4)
-#undef R3_ENTRY
-
 /* MEMRA_MMQ_BULK=1 (opt-in, cc 9.0 and up): the records tile's stages brought by the bulk copy
  * engine. A step's token records and weight records are each one contiguous run of 144-byte
  * rows in global memory (the dense tile's and the sorted grouped tile's), so thread 0 arms the
@@ -895,47 +831,91 @@ R3_ENTRY(memra_k_gemm_q8_0r_mt2n3u, 2, 3, 4)
         }                                                                                                   \
     } while (0)
 
-#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 900
-/* gemm_q8_0r_body on the bulk copies (the _b entry points). */
-template <int MT, int NT>
-__device__ __forceinline__ void gemm_q8_0r_bulk_body(const unsigned char *__restrict__ wr,
-                                                     const unsigned char *__restrict__ xq, float *__restrict__ y, int m,
-                                                     int n, int k, long long ldy, float alpha, float *__restrict__ part)
+template <int MT, int NT, int UG = 1, bool BULK = false>
+__device__ __forceinline__ void gemm_q8_0r_body(const unsigned char *__restrict__ wr, const unsigned char *__restrict__ xq,
+                                                float *__restrict__ y, int m, int n, int k, long long ldy, float alpha,
+                                                float *__restrict__ part)
 {
     extern __shared__ __align__(16) unsigned char r3_smem[];
-    __shared__ __align__(8) unsigned long long r3b_bar[R3_STAGES];
+    if constexpr (!BULK) pdl_wait(); /* the q8_1 records (and y's earlier readers) are complete */
+    constexpr int BN = 32 * NT;
     const mmq_tile t = mmq_tile_of<MT, NT>(m, n, k);
     const int lane = t.lane, wm = t.wm, wn = t.wn, i0 = t.i0, j0 = t.j0, g0 = t.g0, nk = t.nk;
-    const uint32_t base = smem_u32(r3_smem), bar = smem_u32(r3b_bar);
-    R3B_SETUP(r3_smem, R3_SMEM_BYTES(MT, NT), bar); /* before the dependency wait: no global read */
-    pdl_wait(); /* the q8_1 records (and y's earlier readers) are complete */
+    const int arows = t.arows, brows = t.brows;
 
     float acc[MT][NT][4];
     mmq_zero<MT, NT>(acc);
+
+    /* per-thread offsets inside a stage slot */
     const int a_off = (wm * 16 * MT + (lane & 15)) * MMQ_ROW + 16 + (lane >> 4) * 16;
     const int b_off = R3_A_BYTES(MT) + (wn * 8 * NT + (lane & 7) + (lane >> 4) * 8) * MMQ_ROW + 16 + ((lane >> 3) & 1) * 16;
     const int ax_off = (wm * 16 * MT + (lane >> 2)) * MMQ_ROW;
     const int bw_off = R3_A_BYTES(MT) + (wn * 8 * NT + (lane & 3) * 2) * MMQ_ROW;
-    const unsigned abytes = (unsigned)t.arows * MMQ_ROW, bbytes = (unsigned)t.brows * MMQ_ROW;
+    const uint32_t base = smem_u32(r3_smem);
+
+    /* the sources of step g are recomputed from the kernel parameters at each
+     * copy: nothing 64-bit stays live across the k loop (the tile needs the
+     * registers) */
+#define R3_COPY_STEP(so, g)                                                                                 \
+    do {                                                                                                    \
+        r3_copy_run<32 * MT>(r3_smem + (so), xq + ((long long)(g) * m + i0) * MMQ_ROW, arows);              \
+        r3_copy_run<BN>(r3_smem + (so) + R3_A_BYTES(MT), wr + ((long long)(g) * n + j0) * MMQ_ROW, brows);  \
+    } while (0)
+#define R3_STEP(so)                                                                                         \
+    r3_step<MT, NT, false, UG>(acc, base + (so) + a_off, base + (so) + b_off,                               \
+                               reinterpret_cast<const float *>(r3_smem + (so) + ax_off),                    \
+                               reinterpret_cast<const float *>(r3_smem + (so) + bw_off))
+    if constexpr (BULK) { /* MEMRA_MMQ_BULK=1 (the _b entry points): the two runs by the bulk copy engine */
+        __shared__ __align__(8) unsigned long long r3b_bar[R3_STAGES];
+        const uint32_t bar = smem_u32(r3b_bar);
+        R3B_SETUP(r3_smem, R3_SMEM_BYTES(MT, NT), bar); /* only shared memory before the dependency wait */
+        pdl_wait();
+        const unsigned abytes = (unsigned)arows * MMQ_ROW, bbytes = (unsigned)brows * MMQ_ROW;
 #define R3B_SRC_A(g) (xq + ((long long)(g) * m + i0) * MMQ_ROW)
 #define R3B_SRC_B(g) (wr + ((long long)(g) * n + j0) * MMQ_ROW)
-#define R3B_STEP(so)                                                                                        \
-    r3_step<MT, NT, false, 1>(acc, base + (so) + a_off, base + (so) + b_off,                                \
-                              reinterpret_cast<const float *>(r3_smem + (so) + ax_off),                     \
-                              reinterpret_cast<const float *>(r3_smem + (so) + bw_off))
-    R3B_KLOOP(MT, NT, g0, nk, base, bar, R3B_SRC_A, R3B_SRC_B, abytes, bbytes, R3B_STEP);
-#undef R3B_STEP
+        R3B_KLOOP(MT, NT, g0, nk, base, bar, R3B_SRC_A, R3B_SRC_B, abytes, bbytes, R3_STEP);
 #undef R3B_SRC_B
 #undef R3B_SRC_A
+    } else {
+        R3_KLOOP(MT, NT, g0, nk, R3_COPY_STEP, R3_STEP);
+    }
+#undef R3_STEP
+#undef R3_COPY_STEP
     mmq_tile_store<MT, NT>(t, acc, y, part, ldy, alpha, m, n);
 }
 
+/* w: Q8_0 records (16-byte aligned), xq: q8_1 records, y as gemm_q8_0; _mt4 / _mt2:
+ * 128 / 64 tokens per CTA, 128 weight rows; _mt4n3 / _mt2n3: the same with 96
+ * weight rows (one entry point each, so each gets its own register
+ * allocation); gridDim.y = ceil(n / rows), gridDim.z: split-k slices, part: f32
+ * [gridDim.z x m x n] when gridDim.z > 1. Dynamic shared memory
+ * R3_SMEM_BYTES(MT, NT). */
+#define R3_ENTRY(NAME, MT, NT, UG)                                                                                    \
+    extern "C" __global__ void __launch_bounds__(MMQ_THREADS, 2)                                                     \
+        NAME(const unsigned char *__restrict__ w, const unsigned char *__restrict__ xq, float *__restrict__ y, int m, \
+             int n, int k, long long ldy, float alpha, float *__restrict__ part)                                      \
+    {                                                                                                                 \
+        gemm_q8_0r_body<MT, NT, UG>(w, xq, y, m, n, k, ldy, alpha, part);                                             \
+    }
+R3_ENTRY(memra_k_gemm_q8_0r_mt4, 4, 4, 1)
+R3_ENTRY(memra_k_gemm_q8_0r_mt2, 2, 4, 1)
+R3_ENTRY(memra_k_gemm_q8_0r_mt4n3, 4, 3, 1)
+R3_ENTRY(memra_k_gemm_q8_0r_mt2n3, 2, 3, 1)
+/* MEMRA_MMQ_R3_UNROLL=1: the 64-token tiles with the k32 groups unrolled (the same FFMAs on each
+ * accumulator in the same order: outputs bit for bit the rolled tiles'; ptxas sm_90a: 644 -> 564
+ * instructions a step of 128 in the step loop's SASS, 12 / 16 bytes of spill) */
+R3_ENTRY(memra_k_gemm_q8_0r_mt2u, 2, 4, 4)
+R3_ENTRY(memra_k_gemm_q8_0r_mt2n3u, 2, 3, 4)
+#undef R3_ENTRY
+
+#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 900
+/* MEMRA_MMQ_BULK=1 (cc 9.0+): the same tiles on the bulk copies (R3B_KLOOP), bit for bit theirs */
 #define R3B_ENTRY(NAME, MT, NT)                                                                                       \
     extern "C" __global__ void __launch_bounds__(MMQ_THREADS, 2)                                                     \
         NAME(const unsigned char *__restrict__ w, const unsigned char *__restrict__ xq, float *__restrict__ y, int m, \
              int n, int k, long long ldy, float alpha, float *__restrict__ part)                                      \
     {                                                                                                                 \
-        gemm_q8_0r_bulk_body<MT, NT>(w, xq, y, m, n, k, ldy, alpha, part);                                            \
+        gemm_q8_0r_body<MT, NT, 1, true>(w, xq, y, m, n, k, ldy, alpha, part);                                        \
     }
 R3B_ENTRY(memra_k_gemm_q8_0r_mt4b, 4, 4)
 R3B_ENTRY(memra_k_gemm_q8_0r_mt2b, 2, 4)
@@ -943,6 +923,7 @@ R3B_ENTRY(memra_k_gemm_q8_0r_mt4n3b, 4, 3)
 R3B_ENTRY(memra_k_gemm_q8_0r_mt2n3b, 2, 3)
 #undef R3B_ENTRY
 #endif
+
 
 /* y[i, j] = alpha * (part[0][i][j] + part[1][i][j] + ... + part[S-1][i][j]),
  * the slices added in order. Rows blockIdx.y, blockIdx.y + gridDim.y, ...;
