@@ -62,18 +62,20 @@
       "1: fp8blk's gemm_experts on one tile-major table where experts average 128+ rows (unmeasured); all: always") \
     X(FP8BLK_XE_TMA, "MEMRA_FP8BLK_XE_TMA", "mmq modules", BOOL, "", "1",                                        \
       "0: fp8blk gemm_experts on the cp.async tiles, not the tensor-map tile (run v1: 0.53 -> 0.76 of dense)") \
-    X(FP8BLK_XE_N128, "MEMRA_FP8BLK_XE_N128", "mmq modules", BOOL, "", "0",                                      \
-      "1: the tensor-map grouped tile 128 columns wide (twice the CTAs of half the work), not 256")             \
+    X(FP8BLK_XE_N128, "MEMRA_FP8BLK_XE_N128", "mmq modules", ENUM, "auto|0|1", "auto",                           \
+      "the tensor-map grouped tile 128 columns wide: auto where the 256-wide grid is under 4 CTAs an SM (run y1), 1 always, 0 never") \
     X(FP8BLK_XE_TMA64, "MEMRA_FP8BLK_XE_TMA64", "mmq modules", BOOL, "", "0",                                    \
       "1: beside the tensor-map grouped tile, the experts' last 1..64 rows on the 64-row tile (run w1: loses)") \
     X(FP8BLK_XE_SPLIT, "MEMRA_FP8BLK_XE_SPLIT", "mmq modules", UINT, "0..16", "0 (no split)",                     \
       "fp8blk gemm_experts: the tensor-map tile's k blocks in N slices, summed after (2..16; run x2: loses)")   \
     X(FP8BLK_XE_PF, "MEMRA_FP8BLK_XE_PF", "mmq modules", ENUM, "0|4|8", "0",                                      \
       "fp8blk gemm_experts: the tensor-map tile prefetches the weight 4 or 8 k blocks ahead into L2 (run x3: loses)") \
-    X(FP8BLK_XE_GS, "MEMRA_FP8BLK_XE_GS", "mmq modules", BOOL, "", "0",                                          \
-      "1: fp8blk gemm_experts' tensor-map tile takes the weight grid's scales through its stages (unmeasured; PF wins)") \
+    X(FP8BLK_XE_GS, "MEMRA_FP8BLK_XE_GS", "mmq modules", BOOL, "", "1",                                          \
+      "0: fp8blk gemm_experts' 256-wide tensor-map tile reads the weight grid's scales itself, not through its stages (run y1: 3% slower)") \
     X(FP8BLK_XE_PIPE, "MEMRA_FP8BLK_XE_PIPE", "mmq modules", BOOL, "", "0",                                      \
-      "1: fp8blk gemm_experts on the 128-wide tensor-map tile whose fold overlaps the next block's wgmmas (unmeasured)") \
+      "1: fp8blk gemm_experts on the 128-wide tensor-map tile whose fold overlaps the next block's wgmmas (run y1: loses)") \
+    X(FP8BLK_XE_PERSIST, "MEMRA_FP8BLK_XE_PERSIST", "mmq modules", BOOL, "", "0",                                \
+      "1: fp8blk gemm_experts on persistent tensor-map tiles (a CTA an SM walks the tiles; unmeasured)")          \
     X(FP8BLK_XE_PT, "MEMRA_FP8BLK_XE_PT", "mmq modules", BOOL, "", "1",                                          \
       "0: fp8blk does not serve gemm_experts on per-tensor e4m3 experts (lane gemm_fp8)")                         \
     X(MMQ_PDL, "MEMRA_MMQ_PDL", "mmq modules", BOOL, "", "1", "0: no programmatic dependent launches")            \
@@ -83,8 +85,8 @@
       "gemm_q8_0r split-k forced")                                                                                \
     X(MMQ_R3_UNROLL, "MEMRA_MMQ_R3_UNROLL", "mmq modules", BOOL, "", "0",                                        \
       "1: gemm_q8_0r's 64-token tiles with their k32 groups unrolled (12% fewer instructions, 1-8% slower: run w1)") \
-    X(MMQ_BULK, "MEMRA_MMQ_BULK", "mmq modules", BOOL, "", "0",                                                  \
-      "1: gemm_q8_0r's and the sorted grouped Q8_0 tiles' stages by the bulk copy engine (cc 9.0+; 15-38% fewer instructions a step; unmeasured)") \
+    X(MMQ_BULK, "MEMRA_MMQ_BULK", "mmq modules", BOOL, "", "1 (cc 9.0+)",                                        \
+      "0: gemm_q8_0r's and the sorted grouped Q8_0 tiles' stages by cp.async, not the bulk copy engine (run y2: 5-14% slower)") \
     X(MMQ_KR_TC, "MEMRA_MMQ_KR_TC", "mmq modules", ENUM, "0|q4_k|1", "q4_k",                                  \
       "gemm_kr's min term on TF32 MMAs once a step: q4_k Q4_K only (run x1: 3-7% faster), 1 Q4_K and Q5_K (Q5_K 2-4% slower), 0 neither") \
     X(MMQ_XE_BM, "MEMRA_MMQ_XE_BM", "mmq modules", UINT, "0..1024", "0 (from rows per expert)",                  \

@@ -1183,18 +1183,22 @@ step_xepf() {
 }
 
 # fp8blk's grouped tile variants against each other in one call (issue 30): XEARMS, a list of
-# name:VAR=VALUE:ERE (the arm's knob and the kernel name its launches must match; default: base
-# MEMRA_FP8BLK_XE_PF=0 on experts_tma$, gs MEMRA_FP8BLK_XE_GS=1 on experts_tma_gs, pipe
-# MEMRA_FP8BLK_XE_PIPE=1 on experts_tma_n128p, n128 MEMRA_FP8BLK_XE_N128=1 on experts_tma_n128$).
+# name:VAR=VALUE:ERE (the arm's knob and the kernel name its launches must match; default, since
+# run y made GS and the per-call width the defaults: auto MEMRA_FP8BLK_XE_N128=auto on
+# experts_tma_(gs|n128)$ against gs256 MEMRA_FP8BLK_XE_N128=0 on experts_tma_gs and persist
+# MEMRA_FP8BLK_XE_PERSIST=1 on experts_tma_(gsp|n128gp)$; run y1's arms were
+# base:MEMRA_FP8BLK_XE_PF=0:experts_tma$ gs:MEMRA_FP8BLK_XE_GS=1:experts_tma_gs
+# pipe:MEMRA_FP8BLK_XE_PIPE=1:experts_tma_n128p n128:MEMRA_FP8BLK_XE_N128=1:experts_tma_n128$ under the
+# old defaults).
 # memra bench moe --sheet mixtral, fp8blk_own, at each M:ROUNDS of XEARMS_M (default "512:2 4096:1"),
 # the arms' order rotating each round; ncu of each arm's grouped launches at m = 512 (uniform, the
 # first 9 launches matching the arm's ERE: name, grid, time, DRAM, L2 hit; the count proves the
-# kernel ran); then for each arm of XEARMS_TEST (default "gs pipe"): test_gpu_experts fp8blk,
+# kernel ran); then for each arm of XEARMS_TEST (default "auto persist"): test_gpu_experts fp8blk,
 # fp8blk_skew, fp8blk_graph (bit for bit the dense lane), check --op gemm_experts --module fp8blk,
 # and XEARMS_TOOLS (default the four) over test_gpu_experts fp8blk, each in its own process
 step_xearms() {
   local t=$SECONDS spec mr mm rr r i a f c tool name kv ere
-  local arms=(${XEARMS:-base:MEMRA_FP8BLK_XE_PF=0:experts_tma\$ gs:MEMRA_FP8BLK_XE_GS=1:experts_tma_gs pipe:MEMRA_FP8BLK_XE_PIPE=1:experts_tma_n128p n128:MEMRA_FP8BLK_XE_N128=1:experts_tma_n128\$})
+  local arms=(${XEARMS:-auto:MEMRA_FP8BLK_XE_N128=auto:experts_tma_\(gs\|n128\)\$ gs256:MEMRA_FP8BLK_XE_N128=0:experts_tma_gs\$ persist:MEMRA_FP8BLK_XE_PERSIST=1:experts_tma_\(gsp\|n128gp\)\$})
   local na=${#arms[@]}
   for mr in ${XEARMS_M:-512:2 4096:1}; do
     mm=${mr%%:*} rr=${mr##*:}
@@ -1221,7 +1225,7 @@ step_xearms() {
          /L2 Hit Rate/ { line = line sprintf(" L2hit %s%%", $NF) }
          END { if (n) print line }' "$f" | cut -c1-200 >> "$S"
   done
-  for name in ${XEARMS_TEST:-gs pipe}; do
+  for name in ${XEARMS_TEST:-auto persist}; do
     kv=""
     for spec in "${arms[@]}"; do [ "${spec%%:*}" = "$name" ] && { kv=${spec#*:}; kv=${kv%%:*}; }; done
     [ -z "$kv" ] && { say "xearms: no arm named $name"; continue; }

@@ -14,10 +14,12 @@
  *           quant_q8_1 + gemm_q8_0r on Q4_0's exact Q8_0 records, or
  *           quant_q8_1 + gemm_kr on the K records prepare made; valid only
  *           when the ledger shows that GEMM and no dequant_f16 (the per-call
- *           fall-back would be a different lane). On the 27b sheet at m = 512
- *           each of these rows also prints GGML's MUL_MAT figure for the type
- *           and shape as the issue text gives it (not measured in this run:
- *           GGML cannot be built on the device, which has no network).
+ *           fall-back would be a different lane). On a GPU, 27b sheet at
+ *           m = 512 or 4096, these rows and the mmq (Q8_0) row also print
+ *           GGML's MUL_MAT time for the type and shape as issue 26's text
+ *           gives it, the ratio, and a geometric mean of the ratios (not
+ *           measured in this run: GGML cannot be built on the device, which
+ *           has no network).
  * Inside each repetition every arm runs once, the starting arm rotating, so
  * drift (clocks, heat) falls on all arms alike; medians per arm and shape;
  * ratios to the first arm; geometric means over the sheet. The mmq arm's
@@ -61,16 +63,25 @@ static const shape k_1p7b[] = {{2048, 2048}, {2048, 1024}, {2048, 6144}, {6144, 
 
 enum { ARM_F16, ARM_MMQ, ARM_FP8, ARM_FP8BLK, ARM_Q4_0, ARM_Q4_K, ARM_Q5_K, ARM_Q6_K, ARM_COUNT };
 static const char *const k_arm_name[ARM_COUNT] = {"f16", "mmq", "fp8", "fp8blk", "q4_0", "q4_k", "q5_k", "q6_k"};
-/* The K-quant floor arms' formats (ARM_Q4_0 ..), and GGML's CUDA MUL_MAT on
- * the H200 at m = 512 on the 27b sheet in TFLOP/s, per shape in k_27b order,
- * as issue 16's text gives them (not measured by memra). */
+/* The K-quant floor arms' formats (ARM_Q4_0 ..) */
 #define ARM_KFIRST ARM_Q4_0
 static const memra_format k_arm_format[4] = {MEMRA_FORMAT_Q4_0, MEMRA_FORMAT_Q4_K, MEMRA_FORMAT_Q5_K,
                                              MEMRA_FORMAT_Q6_K};
-static const double k_ggml_issue_27b_m512[4][6] = {{188, 77, 160, 186, 183, 161},
-                                                   {170, 95, 145, 169, 163, 142},
-                                                   {165, 89, 137, 164, 152, 132},
-                                                   {137, 80, 119, 136, 131, 114}};
+/* GGML's CUDA MUL_MAT on the H200 (ggml d99724f2, f32 activations), microseconds per call on the
+ * 27b sheet in k_27b order, as issue 26's text gives them (not measured by memra):
+ * [m = 512, m = 4096][the mmq arm's Q8_0, then Q4_0, Q4_K, Q5_K, Q6_K][shape] */
+static const double k_ggml_27b_us[2][5][6] = {
+    {{330.1, 45.6, 183.3, 465.1, 491.1, 153.5},
+     {326.5, 48.8, 192.4, 465.5, 485.6, 161.6},
+     {363.3, 52.1, 217.8, 516.3, 550.5, 181.8},
+     {375.7, 52.4, 226.7, 540.5, 573.9, 192.4},
+     {448.8, 63.5, 263.2, 651.3, 680.0, 222.6}},
+    {{2578.7, 250.8, 1342.0, 3530.7, 3669.4, 1100.5},
+     {2479.5, 247.6, 1292.8, 3399.3, 3543.2, 1066.9},
+     {2790.0, 275.9, 1474.6, 3819.5, 4023.3, 1196.2},
+     {2904.4, 280.4, 1525.7, 3958.2, 4162.7, 1244.2},
+     {3597.8, 334.9, 1827.0, 4937.1, 5014.4, 1532.0}}};
+
 /* The GEMM each arm is for; the mmq arm takes gemm_q8_0r (records) or, where
  * the weight has none, gemm_q8_0 (Q8_0 blocks): see arm_judge. */
 static const memra_op k_arm_op[ARM_COUNT] = {MEMRA_OP_gemm_f16,   MEMRA_OP_gemm_q8_0r, MEMRA_OP_gemm_fp8,
@@ -123,6 +134,15 @@ typedef struct bench {
     int failed;
     int version; /* of the receipt: 2, or 3 under --device all */
 } bench;
+
+/* GGML's quoted microseconds for arm a at shape s of a run, or 0 where none is quoted (host
+ * runs, other sheets or m, the f16 and FP8 arms) */
+static double ggml_quoted_us(const bench *b, int a, size_t s)
+{
+    if (!b->gpu || b->sheet != k_27b || s >= 6 || (b->m != 512 && b->m != 4096)) return 0.0;
+    const int row = a == ARM_MMQ ? 0 : a >= ARM_KFIRST ? 1 + a - ARM_KFIRST : -1;
+    return row < 0 ? 0.0 : k_ggml_27b_us[b->m == 4096][row][s];
+}
 
 static void snap(const bench *b, ledger_snap *s)
 {
@@ -550,10 +570,12 @@ static int bench_arms(bench *b)
     memset(all_served, 0, sizeof all_served);
     if (logsum == NULL) return 1;
     int invalid[ARM_COUNT] = {0};
-    if (b->gpu && b->sheet == k_27b && b->m == 512)
-        printf("GGML figures quoted, not measured in this run: GGML's CUDA MUL_MAT on the H200 at "
-               "m = 512, quoted beside each q4_0 / q4_k / q5_k / q6_k arm; GGML cannot be built on the device (no "
-               "network), so no GGML arm runs here\n");
+    double ggml_logsum[ARM_COUNT] = {0};
+    const int ggml_run = ggml_quoted_us(b, ARM_MMQ, 0) > 0.0;
+    if (ggml_run)
+        printf("GGML figures quoted, not measured in this run: GGML's CUDA MUL_MAT on the H200 (ggml d99724f2, "
+               "us per call), quoted beside the mmq (Q8_0) and q4_0 / q4_k / q5_k / q6_k arms; GGML cannot be "
+               "built on the device (no network), so no GGML arm runs here\n");
     printf("%-14s %-8s %10s %8s %15s %8s  %s\n", "shape", "arm", "median ms", "spread", "rate", "vs f16", "note");
     tool_progress pg;
     tool_progress_begin(&pg, "memra bench", b->nshapes * (size_t)(b->reps + b->warmup));
@@ -668,16 +690,16 @@ static int bench_arms(bench *b)
         }
         char name[32];
         snprintf(name, sizeof name, "%lld->%lld", (long long)k, (long long)n);
-        /* GGML's figure beside a K-quant arm: 27b sheet, m = 512, GPU only */
-        const int ggml = b->gpu && b->sheet == k_27b && m == 512 && s < 6;
         for (int a = 0; a < ARM_COUNT; a++) {
             const double ratio = ar[ARM_F16].median / ar[a].median;
             logsum[a] += log(ratio);
             char gg[96] = "";
-            if (ggml && a >= ARM_KFIRST) {
-                const double gt = k_ggml_issue_27b_m512[a - ARM_KFIRST][s];
-                snprintf(gg, sizeof gg, "%sGGML %.0f TFLOP/s (quoted): %.2fx", ar[a].note[0] ? "; " : "", gt,
-                         flops / (ar[a].median * 1e-3) / 1e12 / gt);
+            /* GGML's figure beside the integer floor's arms: 27b sheet, m = 512 or 4096, GPU only */
+            const double gus = ggml_quoted_us(b, a, s);
+            if (gus > 0.0) {
+                ggml_logsum[a] += log(gus / (ar[a].median * 1e3));
+                snprintf(gg, sizeof gg, "%sGGML %.1f us (quoted): %.2fx", ar[a].note[0] ? "; " : "", gus,
+                         gus / (ar[a].median * 1e3));
             }
             char rate[32], spread[16];
             cmp_add(name, k_arm_name[a], ar[a].t, b->reps);
@@ -707,9 +729,8 @@ static int bench_arms(bench *b)
                         ar[a].median, flops / (ar[a].median * 1e-3), ar[ARM_F16].median / ar[a].median,
                         ar[a].valid ? "true" : "false");
                 tool_json_str(f, ar[a].note);
-                if (ggml && a >= ARM_KFIRST)
-                    fprintf(f, ",\"ggml_issue_text_flops_per_s\":%.6g",
-                            k_ggml_issue_27b_m512[a - ARM_KFIRST][s] * 1e12);
+                if (ggml_quoted_us(b, a, s) > 0.0)
+                    fprintf(f, ",\"ggml_issue_text_us\":%.6g", ggml_quoted_us(b, a, s));
                 fprintf(f, ",\"served\":[");
                 print_served(b, &ar[a], a, f, 1);
                 fprintf(f, "]}");
@@ -741,6 +762,11 @@ static int bench_arms(bench *b)
     tool_progress_end(&pg);
     printf("geometric mean over %zu shapes (speed relative to f16):", b->nshapes);
     for (int a = 0; a < ARM_COUNT; a++) printf(" %s %.3fx", k_arm_name[a], exp(logsum[a] / (double)b->nshapes));
+    if (ggml_run) {
+        printf("\ngeometric mean over %zu shapes (speed relative to GGML's quoted figures):", b->nshapes);
+        for (int a = 0; a < ARM_COUNT; a++)
+            if (ggml_quoted_us(b, a, 0) > 0.0) printf(" %s %.3fx", k_arm_name[a], exp(ggml_logsum[a] / (double)b->nshapes));
+    }
     printf("\nserved (from the ledger):\n");
     int rc = 0;
     for (int a = 0; a < ARM_COUNT; a++) {
@@ -756,7 +782,18 @@ static int bench_arms(bench *b)
         fprintf(b->json, "],\"geomean_ratio_to_f16\":{");
         for (int a = 0; a < ARM_COUNT; a++)
             fprintf(b->json, "%s\"%s\":%.6g", a ? "," : "", k_arm_name[a], exp(logsum[a] / (double)b->nshapes));
-        fprintf(b->json, "},\"invalid_arms\":[");
+        fprintf(b->json, "}");
+        if (ggml_run) {
+            fprintf(b->json, ",\"geomean_ratio_to_ggml_quoted\":{");
+            for (int a = 0, first = 1; a < ARM_COUNT; a++)
+                if (ggml_quoted_us(b, a, 0) > 0.0) {
+                    fprintf(b->json, "%s\"%s\":%.6g", first ? "" : ",", k_arm_name[a],
+                            exp(ggml_logsum[a] / (double)b->nshapes));
+                    first = 0;
+                }
+            fprintf(b->json, "}");
+        }
+        fprintf(b->json, ",\"invalid_arms\":[");
         for (int a = 0, first = 1; a < ARM_COUNT; a++)
             if (invalid[a]) {
                 fprintf(b->json, "%s\"%s\"", first ? "" : ",", k_arm_name[a]);
@@ -1451,8 +1488,9 @@ static const char k_bench_usage[] =
     "  integer floor only; valid when no dequant_f16 ran) through memra_matmul, interleaved in\n"
     "  each repetition; medians, FLOP/s, ratios to f16 and their geometric mean; the ledger\n"
     "  says which module served.\n"
-    "  On a GPU, 27b at m = 512, the K-quant rows quote GGML's published CUDA MUL_MAT figures\n"
-    "  for the H200 beside them (quoted, not measured in this run).\n"
+    "  On a GPU, 27b at m = 512 or 4096, the mmq (Q8_0), q4_0 and K-quant rows quote GGML's CUDA\n"
+    "  MUL_MAT times on the H200 (ggml d99724f2) beside them, with the ratio and its geometric\n"
+    "  mean (quoted, not measured in this run).\n"
     "  The mmq arm counts when gemm_q8_0r (the Q8_0 weight repacked for the integer kernel) or\n"
     "  gemm_q8_0 (the Q8_0 blocks as stored) served it, and says which. The 'mmq split' line\n"
     "  times the activation quantiser (quant_q8_1) and both GEMMs apart, interleaved, with their\n"

@@ -269,6 +269,7 @@ static const char *g_kr_tc_knob;    /* MEMRA_MMQ_KR_TC likewise */
 static const char *g_fxe_split_knob; /* MEMRA_FP8BLK_XE_SPLIT likewise */
 static const char *g_fxe_pf_knob;    /* MEMRA_FP8BLK_XE_PF likewise */
 static const char *g_fxe_gs_knob;    /* MEMRA_FP8BLK_XE_GS likewise */
+static const char *g_fxe_persist_knob; /* MEMRA_FP8BLK_XE_PERSIST likewise */
 static const char *fake_knob(const memra_device_caps *caps, const char *name)
 {
     (void)caps;
@@ -293,6 +294,7 @@ static const char *fake_knob(const memra_device_caps *caps, const char *name)
     if (strcmp(name, "MEMRA_FP8BLK_XE_SPLIT") == 0) return g_fxe_split_knob;
     if (strcmp(name, "MEMRA_FP8BLK_XE_PF") == 0) return g_fxe_pf_knob;
     if (strcmp(name, "MEMRA_FP8BLK_XE_GS") == 0) return g_fxe_gs_knob;
+    if (strcmp(name, "MEMRA_FP8BLK_XE_PERSIST") == 0) return g_fxe_persist_knob;
     return NULL; /* every other knob at its default */
 }
 static void *fake_library_open(const char *which)
@@ -779,8 +781,8 @@ static int case_mmq(const char *so)
     if (!open_mod(so, 90, &m)) return 0;
     {
         const char *want[2][4] = {
-            {"memra_k_experts_route", "memra_k_experts_gather_q8_1", "memra_k_experts_q8_0r_mt4_s",
-             "memra_k_experts_q8_0r_mt1_s"},
+            {"memra_k_experts_route", "memra_k_experts_gather_q8_1", "memra_k_experts_q8_0r_mt4_sb",
+             "memra_k_experts_q8_0r_mt1_sb"}, /* cc 9.0: the bulk-copy sorted tiles by default */
             {"memra_k_experts_route", "memra_k_experts_gather_q8_1", "memra_k_experts_kr_q6_k_mt1_s", NULL}};
         const int rows[2] = {1024, 100};
         const memra_op lanes[2] = {MEMRA_OP_gemm_q8_0r, MEMRA_OP_gemm_kr};
@@ -804,8 +806,8 @@ static int case_mmq(const char *so)
     g_xe_sort_knob = NULL;
     g_xe_ovl_knob = NULL;
     ok &= close_mod(&m, 1);
-    /* gemm_q8_0r on 64 tokens takes a 64-token tile: the rolled one by default, the unrolled one
-     * (_u) with MEMRA_MMQ_R3_UNROLL=1 */
+    /* gemm_q8_0r on 64 tokens takes a 64-token tile: a rolled one by default (on cc 9.0 the
+     * bulk-copy _b one), the unrolled one (_u) with MEMRA_MMQ_R3_UNROLL=1 and MEMRA_MMQ_BULK unset */
     for (int un = 0; un < 2; un++) {
         g_r3_unroll_knob = un ? "1" : NULL;
         if (!open_mod(so, 90, &m)) return 0;
@@ -824,12 +826,16 @@ static int case_mmq(const char *so)
         ok &= close_mod(&m, 1);
     }
     g_r3_unroll_knob = NULL;
-    /* MEMRA_MMQ_BULK=1: the bulk-copy tiles (_b) on cc 9.0 and 12.0 (the images this test module
-     * carries; below cc 9.0 the knob keeps the cp.async tiles), the 64-token call on each, exactly
-     * one launch of a _b tile */
-    static const struct { int cc, b; } bulk[] = {{90, 1}, {120, 1}};
-    g_mmq_bulk_knob = "1";
+    /* the bulk-copy tiles (_b) on cc 9.0 and 12.0 (the images this test module carries) by default
+     * and with MEMRA_MMQ_BULK=1, the cp.async ones with =0: the 64-token call on each, exactly one
+     * launch of the tile, and the grouped Q8_0 call on the matching sorted tiles */
+    static const struct {
+        int cc;
+        const char *knob;
+        int b;
+    } bulk[] = {{90, NULL, 1}, {120, NULL, 1}, {90, "1", 1}, {120, "1", 1}, {90, "0", 0}, {120, "0", 0}};
     for (size_t i = 0; i < sizeof bulk / sizeof bulk[0]; i++) {
+        g_mmq_bulk_knob = bulk[i].knob;
         if (!open_mod(so, bulk[i].cc, &m)) return 0;
         memra_call c2 = call_of(&m);
         memra_gemm_args a2 = gemm(64, 300, 256);
@@ -839,7 +845,7 @@ static int case_mmq(const char *so)
         const int b = (strcmp(got, "memra_k_gemm_q8_0r_mt2b") == 0 || strcmp(got, "memra_k_gemm_q8_0r_mt2n3b") == 0),
                   plain = (strcmp(got, "memra_k_gemm_q8_0r_mt2") == 0 || strcmp(got, "memra_k_gemm_q8_0r_mt2n3") == 0);
         char what[48];
-        snprintf(what, sizeof what, "gemm_q8_0r BULK=1 cc %d", bulk[i].cc);
+        snprintf(what, sizeof what, "gemm_q8_0r BULK=%s cc %d", bulk[i].knob ? bulk[i].knob : "unset", bulk[i].cc);
         if (!(bulk[i].b ? b : plain))
             printf("  %s: %s, want the %s tile  FAIL\n", what, got, bulk[i].b ? "bulk-copy (_b)" : "cp.async");
         ok &= launched(what, st2, 1, (const char *[]){"memra_k_gemm_q8_0r_mt2"}, (const int[]){-1}) &&
@@ -850,12 +856,13 @@ static int case_mmq(const char *so)
         memra_gemm_experts_args ex3 = {.struct_size = sizeof ex3, .lane = MEMRA_OP_gemm_q8_0r, .n_experts = 8,
                                        .ids = 0x60000000};
         const memra_status st3 = m.desc->ops->gemm_experts(&c3, &a3, &ex3);
-        const char *main_tile = bulk[i].cc == 120 ? "memra_k_experts_q8_0r_mt2_sb" : "memra_k_experts_q8_0r_mt4_sb";
-        const int xb = g_n_launched == 4 && strcmp(g_launched[2], main_tile) == 0 &&
-                       strcmp(g_launched[3], "memra_k_experts_q8_0r_mt1_sb") == 0;
-        printf("  gemm_experts q8_0 BULK=1 cc %d: %d launches, %s, %s; want %s, memra_k_experts_q8_0r_mt1_sb  %s\n",
-               bulk[i].cc, g_n_launched, g_n_launched > 2 ? g_launched[2] : "-", g_n_launched > 3 ? g_launched[3] : "-",
-               main_tile, st3 == MEMRA_STATUS_OK && xb ? "ok" : "FAIL");
+        const char *main_tile = bulk[i].cc == 120 ? (bulk[i].b ? "memra_k_experts_q8_0r_mt2_sb" : "memra_k_experts_q8_0r_mt2_s")
+                                                  : (bulk[i].b ? "memra_k_experts_q8_0r_mt4_sb" : "memra_k_experts_q8_0r_mt4_s");
+        const char *rem_tile = bulk[i].b ? "memra_k_experts_q8_0r_mt1_sb" : "memra_k_experts_q8_0r_mt1_s";
+        const int xb = g_n_launched == 4 && strcmp(g_launched[2], main_tile) == 0 && strcmp(g_launched[3], rem_tile) == 0;
+        printf("  gemm_experts q8_0 %s: %d launches, %s, %s; want %s, %s  %s\n", what, g_n_launched,
+               g_n_launched > 2 ? g_launched[2] : "-", g_n_launched > 3 ? g_launched[3] : "-", main_tile, rem_tile,
+               st3 == MEMRA_STATUS_OK && xb ? "ok" : "FAIL");
         ok &= st3 == MEMRA_STATUS_OK && xb;
         g_n_launched = 0;
         ok &= close_mod(&m, 1);
@@ -863,6 +870,7 @@ static int case_mmq(const char *so)
     /* an image without the _sb tiles: the dense call on _b, the grouped one on _s; without a _b
      * tile (the 96-wide one missing): the cp.async tiles, the grouped call on _s too */
     static const char *const missing[2] = {"_sb", "n3b"};
+    g_mmq_bulk_knob = "1";
     for (int i = 0; i < 2; i++) {
         g_missing_kernel = missing[i];
         if (!open_mod(so, 90, &m)) return 0;
@@ -1136,30 +1144,43 @@ static int fp8blk_tma_launched(const char *what, memra_status st, const char *ti
                           (const int[]){0, 0, 0, 0, 0});
 }
 
-/* The default grouped block-128 launch (MEMRA_FP8BLK_XE_TMA unset): the routing, the quantiser
+/* The tensor-map grouped block-128 launch (MEMRA_FP8BLK_XE_TMA unset): the routing, the quantiser
  * in expert order, the experts' weight maps (a warp an expert: ceil(8 / 4) = 2 blocks of 128) and
- * the tensor-map tile on one table of min(ceil(300 / 128) + 8, 300) = 11 tiles x ceil(300 / 256) = 2
- * column tiles (384 threads; 128 columns wide with MEMRA_FP8BLK_XE_N128=1: 3), two maps encoded */
-static int fp8blk_experts_tma(mod *m, int n128)
+ * `tile` on one table of min(ceil(rows / 128) + 8, rows) row tiles (11 for 300 rows, 321 for
+ * 40000) x ceil(300 / 256) = 2 column tiles, or ceil(300 / 128) = 3 for the 128-wide tiles
+ * (_n128, _n128p), 384 threads, two maps encoded. By default (MEMRA_FP8BLK_XE_N128 and _GS unset)
+ * 300 rows take _n128 (11 x 2 = 22 CTAs of 256 columns: under 4 x 132 SMs) and 40000 rows _gs
+ * (321 x 2 = 642) */
+static int fp8blk_experts_tma(mod *m, int rows, const char *tile)
 {
     g_tmap_calls = 0;
-    const memra_status st = fp8blk_experts_call(m, 300);
-    const unsigned cols = n128 ? 3 : 2;
-    const int pipe = n128 == 2; /* MEMRA_FP8BLK_XE_PIPE=1: the 128-wide tile's pipelined entry point */
-    const int grid = g_n_launched == 4 && g_grid_x[2] == 2 && g_block_x[2] == 128 && g_grid_x[3] == 11 &&
+    const memra_status st = fp8blk_experts_call(m, rows);
+    const unsigned cols = strstr(tile, "_n128") != NULL ? 3 : 2;
+    const unsigned tiles = (unsigned)((rows + 127) / 128 + 8 < rows ? (rows + 127) / 128 + 8 : rows);
+    const int grid = g_n_launched == 4 && g_grid_x[2] == 2 && g_block_x[2] == 128 && g_grid_x[3] == tiles &&
                      g_grid_y[3] == cols && g_block_x[3] == 384 && g_tmap_calls == 2;
-    printf("    grids (tensor maps%s): maps %u (%u), grouped %u x %u (%u), %d maps encoded; want 2 (128), 11 x %u "
-           "(384), 2  %s\n",
-           n128 ? ", 128 wide" : "", g_grid_x[2], g_block_x[2], g_grid_x[3], g_grid_y[3], g_block_x[3], g_tmap_calls,
-           cols, grid ? "ok" : "FAIL");
-    return fp8blk_tma_launched(pipe ? "gemm_experts fp8_blk tma pipe" : n128 ? "gemm_experts fp8_blk tma n128"
-                                                                          : "gemm_experts fp8_blk tma",
-                               st,
-                               pipe   ? "memra_k_fp8blk_experts_tma_n128p"
-                               : n128 ? "memra_k_fp8blk_experts_tma_n128"
-                                      : "memra_k_fp8blk_experts_tma",
-                               NULL) &&
-           grid;
+    printf("    grids (tensor maps, %d rows): maps %u (%u), grouped %u x %u (%u), %d maps encoded; want 2 (128), "
+           "%u x %u (384), 2  %s\n",
+           rows, g_grid_x[2], g_block_x[2], g_grid_x[3], g_grid_y[3], g_block_x[3], g_tmap_calls, tiles, cols,
+           grid ? "ok" : "FAIL");
+    char what[64];
+    snprintf(what, sizeof what, "gemm_experts fp8_blk tma %d rows", rows);
+    return fp8blk_tma_launched(what, st, tile, NULL) && grid;
+}
+
+/* MEMRA_FP8BLK_XE_PERSIST=1: the persistent tile `tile` on gx CTAs (min(row tiles x column tiles,
+ * 132 SMs)), grid.y 1, after the same routing, quantiser and maps launches */
+static int fp8blk_experts_persist(mod *m, int rows, const char *tile, unsigned gx)
+{
+    g_tmap_calls = 0;
+    const memra_status st = fp8blk_experts_call(m, rows);
+    const int grid = g_n_launched == 4 && g_grid_x[3] == gx && g_grid_y[3] == 1 && g_grid_z[3] == 1 &&
+                     g_block_x[3] == 384 && g_tmap_calls == 2;
+    printf("    grids (persistent, %d rows): grouped %u x %u x %u (%u), %d maps encoded; want %u x 1 x 1 (384), 2  %s\n",
+           rows, g_grid_x[3], g_grid_y[3], g_grid_z[3], g_block_x[3], g_tmap_calls, gx, grid ? "ok" : "FAIL");
+    char what[64];
+    snprintf(what, sizeof what, "gemm_experts fp8_blk persist %d rows", rows);
+    return fp8blk_tma_launched(what, st, tile, NULL) && grid;
 }
 
 /* MEMRA_FP8BLK_XE_TMA64=1: the two tables, the 128-row one on the tensor-map tile (min(ceil(300 /
@@ -1172,7 +1193,7 @@ static int fp8blk_experts_tma64(mod *m)
                      g_grid_x[4] == 3 && g_grid_y[4] == 8 && g_block_x[4] == 128;
     printf("    grids (tensor maps + 64-row table): %u x %u (%u), %u x %u (%u); want 4 x 2 (384), 3 x 8 (128)  %s\n",
            g_grid_x[3], g_grid_y[3], g_block_x[3], g_grid_x[4], g_grid_y[4], g_block_x[4], grid ? "ok" : "FAIL");
-    return fp8blk_tma_launched("gemm_experts fp8_blk tma64", st, "memra_k_fp8blk_experts_tma",
+    return fp8blk_tma_launched("gemm_experts fp8_blk tma64", st, "memra_k_fp8blk_experts_tma_gs",
                                "memra_k_fp8blk_experts_wgmma64") &&
            grid;
 }
@@ -1205,7 +1226,8 @@ static int fp8blk_experts_pf(mod *m, const char *pf, int split)
 {
     if (split) return fp8blk_experts_split(m, 0);
     const int gs = strcmp(pf, "gs") == 0;
-    if (!gs && strcmp(pf, "4") != 0 && strcmp(pf, "8") != 0) return fp8blk_experts_tma(m, 0);
+    if (!gs && strcmp(pf, "4") != 0 && strcmp(pf, "8") != 0) /* no prefetch tile: the default choice */
+        return fp8blk_experts_tma(m, 300, "memra_k_fp8blk_experts_tma_n128");
     const memra_status st = fp8blk_experts_call(m, 300);
     const int grid = g_n_launched == 4 && g_grid_x[3] == 11 && g_grid_y[3] == 2 && g_grid_z[3] == 1 &&
                      g_block_x[3] == 384;
@@ -1338,16 +1360,69 @@ static int case_fp8blk(const char *so)
     ok &= close_mod(&m, 2);
     g_wgmma_knob = NULL;
     g_xe_tma_knob = NULL; /* the default: the tensor-map tile */
-    /* n128: 0 the default, 1 MEMRA_FP8BLK_XE_N128=1, 2 MEMRA_FP8BLK_XE_PIPE=1 (128 wide, pipelined) */
-    for (int n128 = 0; n128 < 3; n128++) {
-        g_xe_n128_knob = n128 == 1 ? "1" : NULL;
-        g_fxe_pipe_knob = n128 == 2 ? "1" : NULL;
+    /* the width and scale path per setting, at 300 rows (a 22-CTA grid of 256-wide tiles) and at
+     * 40000 (642 CTAs): the default 128 wide below 4 x 132 CTAs and the grid scales' tile above;
+     * N128=1 128 wide at both; N128=0 256 wide at both; N128=0 GS=0 the plain 256-wide tile;
+     * PIPE=1 the pipelined 128-wide tile; an unknown N128 value is auto */
+    static const struct {
+        const char *n128, *gs, *pipe, *tile300, *tile40000;
+    } widths[] = {
+        {NULL, NULL, NULL, "memra_k_fp8blk_experts_tma_n128", "memra_k_fp8blk_experts_tma_gs"},
+        {"auto", NULL, NULL, "memra_k_fp8blk_experts_tma_n128", "memra_k_fp8blk_experts_tma_gs"},
+        {"1", NULL, NULL, "memra_k_fp8blk_experts_tma_n128", "memra_k_fp8blk_experts_tma_n128"},
+        {"0", NULL, NULL, "memra_k_fp8blk_experts_tma_gs", "memra_k_fp8blk_experts_tma_gs"},
+        {"0", "0", NULL, "memra_k_fp8blk_experts_tma", "memra_k_fp8blk_experts_tma"},
+        {NULL, "0", NULL, "memra_k_fp8blk_experts_tma_n128", "memra_k_fp8blk_experts_tma"},
+        {NULL, NULL, "1", "memra_k_fp8blk_experts_tma_n128p", "memra_k_fp8blk_experts_tma_n128p"},
+    };
+    for (size_t i = 0; i < sizeof widths / sizeof widths[0]; i++) {
+        g_xe_n128_knob = widths[i].n128;
+        g_fxe_gs_knob = widths[i].gs;
+        g_fxe_pipe_knob = widths[i].pipe;
+        printf("  N128=%s GS=%s PIPE=%s\n", widths[i].n128 ? widths[i].n128 : "unset",
+               widths[i].gs ? widths[i].gs : "unset", widths[i].pipe ? widths[i].pipe : "unset");
         if (!open_mod(so, 90, &m)) return 0;
-        ok &= fp8blk_experts_tma(&m, n128);
+        ok &= fp8blk_experts_tma(&m, 300, widths[i].tile300);
+        ok &= fp8blk_experts_tma(&m, 40000, widths[i].tile40000);
         ok &= close_mod(&m, 2);
     }
     g_xe_n128_knob = NULL;
+    g_fxe_gs_knob = NULL;
     g_fxe_pipe_knob = NULL;
+    /* MEMRA_FP8BLK_XE_PERSIST=1 with N128 unset (both widths, chosen per call as above), =1 and =0;
+     * with PIPE=1 the pipelined tile (no persistent form) */
+    static const struct {
+        const char *n128, *pipe, *tile300, *tile40000;
+        unsigned gx300, gx40000;
+    } pers[] = {
+        {NULL, NULL, "memra_k_fp8blk_experts_tma_n128gp", "memra_k_fp8blk_experts_tma_gsp", 33, 132},
+        {"1", NULL, "memra_k_fp8blk_experts_tma_n128gp", "memra_k_fp8blk_experts_tma_n128gp", 33, 132},
+        {"0", NULL, "memra_k_fp8blk_experts_tma_gsp", "memra_k_fp8blk_experts_tma_gsp", 22, 132},
+    };
+    g_fxe_persist_knob = "1";
+    for (size_t i = 0; i < sizeof pers / sizeof pers[0]; i++) {
+        g_xe_n128_knob = pers[i].n128;
+        printf("  PERSIST=1 N128=%s\n", pers[i].n128 ? pers[i].n128 : "unset");
+        if (!open_mod(so, 90, &m)) return 0;
+        ok &= fp8blk_experts_persist(&m, 300, pers[i].tile300, pers[i].gx300);
+        ok &= fp8blk_experts_persist(&m, 40000, pers[i].tile40000, pers[i].gx40000);
+        ok &= close_mod(&m, 2);
+    }
+    g_xe_n128_knob = NULL;
+    g_fxe_pipe_knob = "1";
+    if (!open_mod(so, 90, &m)) return 0;
+    ok &= fp8blk_experts_tma(&m, 300, "memra_k_fp8blk_experts_tma_n128p");
+    ok &= close_mod(&m, 2);
+    g_fxe_pipe_knob = NULL;
+    /* an image without the persistent tiles: the one-tile-a-CTA ones, a warning */
+    g_missing_kernel = "gsp";
+    g_xe_n128_knob = "0";
+    if (!open_mod(so, 90, &m)) return 0;
+    ok &= fp8blk_experts_tma(&m, 300, "memra_k_fp8blk_experts_tma_gs");
+    ok &= close_mod(&m, 2);
+    g_missing_kernel = NULL;
+    g_xe_n128_knob = NULL;
+    g_fxe_persist_knob = NULL;
     /* MEMRA_FP8BLK_XE_TMA64=1: fp8blk_experts_tma64 */
     g_xe_tma64_knob = "1";
     if (!open_mod(so, 90, &m)) return 0;
@@ -1368,7 +1443,7 @@ static int case_fp8blk(const char *so)
     g_fxe_split_knob = "2";
     g_scratch_refuse = "fp8blk.experts.splitk";
     if (!open_mod(so, 90, &m)) return 0;
-    ok &= fp8blk_experts_tma(&m, 0);
+    ok &= fp8blk_experts_tma(&m, 300, "memra_k_fp8blk_experts_tma_gs"); /* the split asked: 256 wide kept */
     ok &= close_mod(&m, 2);
     g_scratch_refuse = NULL;
     g_fxe_split_knob = NULL;
@@ -1384,12 +1459,15 @@ static int case_fp8blk(const char *so)
     }
     g_fxe_pf_knob = NULL;
     g_fxe_split_knob = NULL;
-    /* MEMRA_FP8BLK_XE_GS=1: the tile with the grid's scales through the stages */
+    /* MEMRA_FP8BLK_XE_GS=1 with the 256-wide tile kept (N128=0): the tile with the grid's scales
+     * through the stages on the 300-row call */
     g_fxe_gs_knob = "1";
+    g_xe_n128_knob = "0";
     if (!open_mod(so, 90, &m)) return 0;
     ok &= fp8blk_experts_pf(&m, "gs", 0);
     ok &= close_mod(&m, 2);
     g_fxe_gs_knob = NULL;
+    g_xe_n128_knob = NULL;
     g_no_tmap = 1; /* without the encoder: the cp.async tiles */
     if (!open_mod(so, 90, &m)) return 0;
     ok &= fp8blk_experts_launch(&m, 300, 8, 0.0f, "memra_k_fp8blk_quant_sorted", 300 / 65, 8);

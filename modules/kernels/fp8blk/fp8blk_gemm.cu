@@ -842,7 +842,9 @@ __device__ __forceinline__ void tma_load_2d(unsigned dst, const memra_tmap *map,
  * past m). tma_consume: a consumer warpgroup's loop into acc over those nk blocks (ct 0 .. 255,
  * the consumer thread; grow the weight grid's row of the tile at the slice's first block, gs
  * blocks a grid row); a warpgroup that is not `live` computes nothing but frees every stage as
- * the live ones do. */
+ * the live ones do. it0: the ring's position at the first block (the blocks the CTA's earlier
+ * tiles put through the S stages: 0 but in the persistent kernel), so stage and phase carry on
+ * across tiles. */
 __device__ __forceinline__ void tma_prefetch_2d(const memra_tmap *map, int c0, int c1)
 {
     asm volatile("cp.async.bulk.prefetch.tensor.2d.L2.global.tile [%0, {%1, %2}];\n" ::"l"(
@@ -851,19 +853,20 @@ __device__ __forceinline__ void tma_prefetch_2d(const memra_tmap *map, int c0, i
                  : "memory");
 }
 
-template <int NH, int S, int SB, int PF = 0, bool GS = false>
+template <int NH, int S, int SB, int PF = 0, bool GS = false, bool WAIT = true>
 __device__ __forceinline__ void tma_produce(const memra_tmap *map_x, const memra_tmap *map_w, const float *__restrict__ xs,
                                             int r0, int j0, int m, int nk, int kb0, unsigned sbase,
                                             unsigned char *stages, unsigned full, unsigned empty, int lane,
-                                            const float *__restrict__ grow = nullptr, int gs = 0, int ngr = 0)
+                                            const float *__restrict__ grow = nullptr, int gs = 0, int ngr = 0,
+                                            int it0 = 0)
 {
     for (int b = 0; b < nk; b++) {
-        const int s = b % S, kb = kb0 + b;
+        const int s = (it0 + b) % S, kb = kb0 + b;
         /* PF > 0 (memra_k_fp8blk_experts_tma_pf*): the weight box PF blocks ahead of this one into
          * L2 before waiting for a free stage, so the weight streams keep more requests in flight
          * than the S stages of shared memory hold */
         if (PF > 0 && lane == 0 && b + PF < nk) tma_prefetch_2d(map_w, (kb + PF) * 128, j0);
-        if (b >= S) memra_mb_wait(empty + 8 * s, (unsigned)(b / S - 1) & 1u);
+        if (it0 + b >= S) memra_mb_wait(empty + 8 * s, (unsigned)((it0 + b) / S - 1) & 1u);
         const unsigned st = sbase + s * SB;
         if (lane == 0) {
             memra_mb_arrive_tx(full + 8 * s, 16384u * (1 + NH));
@@ -882,13 +885,14 @@ __device__ __forceinline__ void tma_produce(const memra_tmap *map_x, const memra
         }
         mb_cp_arrive(full + 8 * s);
     }
-    asm volatile("cp.async.wait_all;\n" ::: "memory");
+    if (WAIT) /* the persistent kernel waits once, after its last tile (the full barriers count these copies) */
+        asm volatile("cp.async.wait_all;\n" ::: "memory");
 }
 
 template <int NH, int S, int SB, bool GS = false>
 __device__ __forceinline__ void tma_consume(float (&acc)[NH][64], const float *__restrict__ grow, int nk, int gs, int ngr,
                                             int j0, unsigned sbase, const unsigned char *stages, unsigned full,
-                                            unsigned empty, int ct, int lane, bool live)
+                                            unsigned empty, int ct, int lane, bool live, int it0 = 0)
 {
     const int r0 = (ct >> 7) * 64 + ((ct >> 5) & 3) * 16 + (lane >> 2);
     float t[64];
@@ -898,8 +902,8 @@ __device__ __forceinline__ void tma_consume(float (&acc)[NH][64], const float *_
         for (int i = 0; i < 64; i++) acc[h][i] = 0.0f;
     const unsigned a_off = (ct >> 7) * 64 * 128;
     for (int kb = 0; kb < nk; kb++) {
-        const int s = kb % S;
-        memra_mb_wait(full + 8 * s, (unsigned)(kb / S) & 1u);
+        const int s = (it0 + kb) % S;
+        memra_mb_wait(full + 8 * s, (unsigned)((it0 + kb) / S) & 1u);
         if (!live) { /* nothing to compute: free the stage */
             mb_arrive(empty + 8 * s);
             continue;
@@ -994,6 +998,35 @@ __device__ __forceinline__ void tma_consume_pipe(float (&acc)[1][64], const floa
     wg_fence_regs(t0);
 }
 
+/* The tensor-map tiles' shared memory, carved and set up once a CTA: the S stages from the first
+ * 1024-byte boundary, then S full and S empty mbarriers (full: lane 0's expect_tx and the producer
+ * warp's 32 cp.async arrivals; empty: the 256 consumer threads), initialised by thread 0 before a
+ * CTA barrier */
+struct tma_ring {
+    unsigned sbase, full, empty;
+    unsigned char *stages;
+};
+
+template <int S, int SB>
+__device__ __forceinline__ tma_ring tma_ring_setup(unsigned char *smem)
+{
+    tma_ring r;
+    const unsigned raw = fb_smem(smem);
+    r.sbase = (raw + 1023u) & ~1023u;
+    r.stages = smem + (r.sbase - raw);
+    r.full = r.sbase + S * SB;
+    r.empty = r.full + 8 * S;
+    if (threadIdx.x == 0) {
+        for (int s = 0; s < S; s++) {
+            memra_mb_init(r.full + 8 * s, 33);
+            memra_mb_init(r.empty + 8 * s, 256);
+        }
+        asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+    }
+    __syncthreads();
+    return r;
+}
+
 extern "C" __global__ void __launch_bounds__(FP8BLK_TMA_THREADS, 1)
 memra_k_fp8blk_wgmma_tma(const __grid_constant__ memra_tmap map_x, const __grid_constant__ memra_tmap map_w,
                          const float *__restrict__ grid, const float *__restrict__ xs, float *__restrict__ y, int m,
@@ -1001,20 +1034,12 @@ memra_k_fp8blk_wgmma_tma(const __grid_constant__ memra_tmap map_x, const __grid_
 {
     constexpr int NH = 2, S = FP8BLK_WG_STAGES_OF(NH), SB = FP8BLK_WG_STAGE_BYTES_OF(NH);
     extern __shared__ __align__(16) unsigned char smem[];
-    const unsigned raw = fb_smem(smem), sbase = (raw + 1023u) & ~1023u;
-    unsigned char *stages = smem + (sbase - raw);
-    const unsigned full = sbase + S * SB, empty = full + 8 * S;
     const int wg = threadIdx.x >> 7, lane = threadIdx.x & 31;
     const int i0 = blockIdx.x * FP8BLK_WG_BM, j0 = blockIdx.y * (128 * NH);
     const int nk = (k + 127) / 128, ngr = (n + 127) / 128;
-    if (threadIdx.x == 0) {
-        for (int s = 0; s < S; s++) {
-            memra_mb_init(full + 8 * s, 33);
-            memra_mb_init(empty + 8 * s, 256);
-        }
-        asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
-    }
-    __syncthreads();
+    const tma_ring ring = tma_ring_setup<S, SB>(smem);
+    const unsigned sbase = ring.sbase, full = ring.full, empty = ring.empty;
+    unsigned char *const stages = ring.stages;
 
     if (wg == 0) {
         asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n");
@@ -1096,6 +1121,31 @@ memra_k_fp8blk_experts_maps(const __grid_constant__ memra_tmap tmpl, const unsig
     asm volatile("fence.proxy.tensormap::generic.release.gpu;\n" ::: "memory");
 }
 
+/* A grouped tensor-map tile's stores: the consumer thread's rows i0 and i0 + 8 (sorted), of the
+ * expert's rows below end, columns j0 .. j0 + 128 NH below n, to y[perm[i]] times alpha, or raw to
+ * the split's slice pz (by sorted row) */
+template <int NH, bool SPLIT>
+__device__ __forceinline__ void xe_tma_store(const float (&acc)[NH][64], float *__restrict__ y, float *__restrict__ pz,
+                                             const int *__restrict__ perm, int i0, int end, int j0, int n,
+                                             long long ldy, float alpha, int lane)
+{
+#pragma unroll
+    for (int h = 0; h < NH; h++)
+#pragma unroll
+        for (int j = 0; j < 16; j++)
+#pragma unroll
+            for (int q = 0; q < 4; q++) {
+                const int i = i0 + 8 * (q >> 1);
+                const int c = j0 + h * 128 + j * 8 + (lane & 3) * 2 + (q & 1);
+                if (i < end && c < n) {
+                    if (!SPLIT)
+                        y[(long long)perm[i] * ldy + c] = alpha * acc[h][4 * j + q];
+                    else
+                        pz[(long long)i * n + c] = acc[h][4 * j + q];
+                }
+            }
+}
+
 template <int NH, bool SPLIT, int PF = 0, bool GS = false, bool PIPE = false>
 __device__ __forceinline__ void experts_tma_body(const memra_tmap &map_x, const memra_tmap *__restrict__ maps,
                                                  const unsigned long long *__restrict__ gtab,
@@ -1111,22 +1161,14 @@ __device__ __forceinline__ void experts_tma_body(const memra_tmap &map_x, const 
     const int e = tiles[2 * ti], s0 = tiles[2 * ti + 1], end = offsets[e + 1];
     const memra_tmap *map_w = maps + e;
     extern __shared__ __align__(16) unsigned char xt_smem[];
-    const unsigned raw = fb_smem(xt_smem), sbase = (raw + 1023u) & ~1023u;
-    unsigned char *stages = xt_smem + (sbase - raw);
-    const unsigned full = sbase + S * SB, empty = full + 8 * S;
     const int wg = threadIdx.x >> 7, lane = threadIdx.x & 31;
     const int j0 = blockIdx.y * (128 * NH);
     const int nkt = (k + 127) / 128, ngr = (n + 127) / 128;
     const int slices = SPLIT ? (int)gridDim.z : 1, z = SPLIT ? (int)blockIdx.z : 0; /* split-k: this CTA's k blocks */
     const int kb0 = (int)((long long)nkt * z / slices), nk = (int)((long long)nkt * (z + 1) / slices) - kb0;
-    if (threadIdx.x == 0) {
-        for (int s = 0; s < S; s++) {
-            memra_mb_init(full + 8 * s, 33);
-            memra_mb_init(empty + 8 * s, 256);
-        }
-        asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
-    }
-    __syncthreads();
+    const tma_ring ring = tma_ring_setup<S, SB>(xt_smem);
+    const unsigned sbase = ring.sbase, full = ring.full, empty = ring.empty;
+    unsigned char *const stages = ring.stages;
 
     if (wg == 0) {
         asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n");
@@ -1153,22 +1195,91 @@ __device__ __forceinline__ void experts_tma_body(const memra_tmap &map_x, const 
         tma_consume<NH, S, SB, GS>(acc, grow, nk, nkt, ngr, j0, sbase, stages, full, empty, ct, lane, live);
     }
     if (!live) return;
-    float *const pz = part + (long long)z * m * n; /* (slices > 1 only) */
-#pragma unroll
-    for (int h = 0; h < NH; h++)
-#pragma unroll
-        for (int j = 0; j < 16; j++)
-#pragma unroll
-            for (int q = 0; q < 4; q++) {
-                const int i = s0 + r0 + 8 * (q >> 1);
-                const int c = j0 + h * 128 + j * 8 + (lane & 3) * 2 + (q & 1);
-                if (i < end && c < n) {
-                    if (!SPLIT)
-                        y[(long long)perm[i] * ldy + c] = alpha * acc[h][4 * j + q];
-                    else
-                        pz[(long long)i * n + c] = acc[h][4 * j + q];
-                }
-            }
+    xe_tma_store<NH, SPLIT>(acc, y, part + (long long)z * m * n, perm, s0 + r0, end, j0, n, ldy, alpha, lane);
+}
+
+/* The ring position after a tile of nk blocks from position it, kept below 3 S: stage ((it + b)
+ * mod S) and phase ((it + b) / S odd) depend on the position mod 2 S alone, and a position past the
+ * first lap stays past it (it >= S), so a CTA's long walk never overflows it */
+__device__ __forceinline__ int xe_ring_next(int it, int nk, int S)
+{
+    const long long p = (long long)it + nk;
+    return p < 3LL * S ? (int)p : S + (int)((p - S) % (2LL * S));
+}
+
+/* The persistent form of experts_tma_body (unsplit, no prefetch; MEMRA_FP8BLK_XE_PERSIST=1):
+ * gridDim.x CTAs (one an SM at most) walk the nt x cols tiles, tile t = col nt + ti for t =
+ * blockIdx.x, blockIdx.x + gridDim.x, ... (the expert's row tiles of one column side by side, as
+ * the one-tile-a-CTA grid orders them). Producer and consumers walk the same tiles in the same
+ * order, and `it`, the ring's position, carries stage and phase from tile to tile, so the producer
+ * warp runs on into the next tile's stages while the consumers fold and store the last one: a
+ * tile's first loads and its stores no longer leave the SM's tensor cores idle, and the barriers
+ * are set up once per CTA, not once per tile. The same wgmmas and fold as experts_tma_body
+ * (outputs bit for bit). */
+template <int NH, bool GS>
+__device__ __forceinline__ void experts_tma_persist(const memra_tmap &map_x, const memra_tmap *__restrict__ maps,
+                                                    const unsigned long long *__restrict__ gtab,
+                                                    const float *__restrict__ xs, const int *__restrict__ offsets,
+                                                    const int *__restrict__ perm, const int *__restrict__ tiles,
+                                                    const int *__restrict__ ntiles, float *__restrict__ y, int m,
+                                                    int n, int k, long long ldy, float alpha)
+{
+    constexpr int S = FP8BLK_WG_STAGES_OF(NH), SB = FP8BLK_WG_STAGE_BYTES_OF(NH);
+    static_assert(!GS || 16384 * (1 + NH) + 512 + 4 * NH <= SB, "the grid's scales fit the stage's tail");
+    const int nt = *ntiles;
+    const long long total = (long long)nt * ((n + 128 * NH - 1) / (128 * NH));
+    if ((long long)blockIdx.x >= total) return; /* the whole CTA, before any barrier */
+    extern __shared__ __align__(16) unsigned char xt_smem[];
+    const int wg = threadIdx.x >> 7, lane = threadIdx.x & 31;
+    const int nkt = (k + 127) / 128, ngr = (n + 127) / 128;
+    const tma_ring ring = tma_ring_setup<S, SB>(xt_smem);
+    const unsigned sbase = ring.sbase, full = ring.full, empty = ring.empty;
+    unsigned char *const stages = ring.stages;
+
+    if (wg == 0) {
+        asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n");
+        if (threadIdx.x >= 32) return;
+        int it = 0;
+        for (long long t = blockIdx.x; t < total; t += gridDim.x, it = xe_ring_next(it, nkt, S)) {
+            const int ti = (int)(t % nt), j0 = (int)(t / nt) * (128 * NH), e = tiles[2 * ti], s0 = tiles[2 * ti + 1];
+            const memra_tmap *map_w = maps + e;
+            if (lane == 0) /* maps[e] was written through the tensor-map proxy's release (experts_maps) */
+                asm volatile("fence.proxy.tensormap::generic.acquire.gpu [%0], 128;\n" ::"l"(
+                                 reinterpret_cast<unsigned long long>(map_w))
+                             : "memory");
+            tma_produce<NH, S, SB, 0, GS, false>(&map_x, map_w, xs, s0, j0, m, nkt, 0, sbase, stages, full, empty,
+                                                 lane,
+                                                 reinterpret_cast<const float *>(gtab[e]) + (long long)(j0 / 128) * nkt,
+                                                 nkt, ngr, it);
+        }
+        asm volatile("cp.async.wait_all;\n" ::: "memory");
+        return;
+    }
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n");
+    const int ct = threadIdx.x - 128; /* 0..255: the consumers */
+    const int r0 = (ct >> 7) * 64 + ((ct >> 5) & 3) * 16 + (lane >> 2);
+    float acc[NH][64];
+    int it = 0;
+    long long t = blockIdx.x;
+    int ti = (int)(t % nt), e = tiles[2 * ti], s0 = tiles[2 * ti + 1], end = offsets[e + 1];
+    while (true) {
+        const int j0 = (int)(t / nt) * (128 * NH);
+        const bool live = s0 + (ct >> 7) * 64 < end;
+        const float *const grow = reinterpret_cast<const float *>(gtab[e]) + (long long)(j0 / 128) * nkt;
+        tma_consume<NH, S, SB, GS>(acc, grow, nkt, nkt, ngr, j0, sbase, stages, full, empty, ct, lane, live, it);
+        /* the next tile's expert and rows read before this tile's stores, off the path between tiles */
+        const int s_now = s0, end_now = end;
+        t += gridDim.x;
+        it = xe_ring_next(it, nkt, S);
+        if (t < total) {
+            ti = (int)(t % nt);
+            e = tiles[2 * ti];
+            s0 = tiles[2 * ti + 1];
+            end = offsets[e + 1];
+        }
+        if (live) xe_tma_store<NH, false>(acc, y, nullptr, perm, s_now + r0, end_now, j0, n, ldy, alpha, lane);
+        if (t >= total) break;
+    }
 }
 
 extern "C" __global__ void __launch_bounds__(256)
@@ -1188,9 +1299,9 @@ memra_k_fp8blk_experts_sum(const float *__restrict__ part, int S, int m, int n, 
     }
 }
 
-/* the weight's column tiles 256 wide (NH = 2, the dense kernel's) or 128 (NH = 1,
- * MEMRA_FP8BLK_XE_N128=1: twice the CTAs of half the work, for shapes whose 256-wide grid
- * leaves a last wave mostly empty, e.g. the Mixtral-like down rows at m = 512) */
+/* the weight's column tiles 256 wide (NH = 2, the dense kernel's) or 128 (NH = 1: twice the CTAs
+ * of half the work, chosen per call where the 256-wide grid is under four CTAs an SM, e.g. the
+ * Mixtral-like down rows at m = 512, run y1: 7% faster there; MEMRA_FP8BLK_XE_N128=1 always) */
 #define XE_TMA_ENTRY(NAME, NH, SPLIT, PF, GS, PIPE)                                                                            \
     extern "C" __global__ void __launch_bounds__(FP8BLK_TMA_THREADS, 1)                                            \
         NAME(const __grid_constant__ memra_tmap map_x, const memra_tmap *__restrict__ maps,                         \
@@ -1208,12 +1319,29 @@ XE_TMA_ENTRY(memra_k_fp8blk_experts_tma_split, 2, true, 0, false, false)
 /* MEMRA_FP8BLK_XE_PF=4|8 (opt-in; run x3: loses): the 256-wide tile with the weight's L2 prefetch PF blocks ahead */
 XE_TMA_ENTRY(memra_k_fp8blk_experts_tma_pf4, 2, false, 4, false, false)
 XE_TMA_ENTRY(memra_k_fp8blk_experts_tma_pf8, 2, false, 8, false, false)
-/* MEMRA_FP8BLK_XE_GS=1 (opt-in): the 256-wide tile with the weight grid's scales copied into each
- * stage by the producer (after the x scales), so the consumers' fold reads no global memory */
+/* the default 256-wide tile (MEMRA_FP8BLK_XE_GS=0: the one above): the weight grid's scales copied
+ * into each stage by the producer (after the x scales), so the consumers' fold reads no global
+ * memory (run y1: 3% shorter launches) */
 XE_TMA_ENTRY(memra_k_fp8blk_experts_tma_gs, 2, false, 0, true, false)
-/* MEMRA_FP8BLK_XE_PIPE=1 (opt-in): the 128-wide tile (6 stages) with the pipelined consumer
+/* MEMRA_FP8BLK_XE_PIPE=1 (opt-in; run y1: loses, 0.63-0.68 of dense at m = 512, 0.67-0.73 at 4096): the 128-wide tile (6 stages) with the pipelined consumer
  * (tma_consume_pipe: block kb + 1's wgmmas run during block kb's fold), the grid's scales through
  * the stages */
 XE_TMA_ENTRY(memra_k_fp8blk_experts_tma_n128p, 1, false, 0, true, true)
 #undef XE_TMA_ENTRY
+/* MEMRA_FP8BLK_XE_PERSIST=1 (opt-in): the persistent tiles, 256 wide (_gsp) and 128 wide (_n128gp),
+ * both with the grid's scales through the stages; the same arguments (part unused) */
+#define XE_TMA_PENTRY(NAME, NH)                                                                                   \
+    extern "C" __global__ void __launch_bounds__(FP8BLK_TMA_THREADS, 1)                                            \
+        NAME(const __grid_constant__ memra_tmap map_x, const memra_tmap *__restrict__ maps,                         \
+             const unsigned long long *__restrict__ gtab, const float *__restrict__ xs,                             \
+             const int *__restrict__ offsets, const int *__restrict__ perm, const int *__restrict__ tiles,          \
+             const int *__restrict__ ntiles, float *__restrict__ y, int m, int n, int k, long long ldy, float alpha, \
+             float *__restrict__ part)                                                                              \
+    {                                                                                                              \
+        (void)part;                                                                                                \
+        experts_tma_persist<NH, true>(map_x, maps, gtab, xs, offsets, perm, tiles, ntiles, y, m, n, k, ldy, alpha); \
+    }
+XE_TMA_PENTRY(memra_k_fp8blk_experts_tma_gsp, 2)
+XE_TMA_PENTRY(memra_k_fp8blk_experts_tma_n128gp, 1)
+#undef XE_TMA_PENTRY
 #endif

@@ -41,13 +41,19 @@ typedef struct fp8blk_state {
      * (experts_maps) and the warp-specialised grouped tile on them (experts_tma), or NULL */
     CUfunction xe_maps, xe_tma;
     int xe_tma_nh; /* its tile's column halves: 2 (256 columns) or 1 (128: MEMRA_FP8BLK_XE_N128=1 or _PIPE=1) */
+    /* MEMRA_FP8BLK_XE_N128=auto (the default): beside the 256-wide tile, the 128-wide one
+     * (experts_tma_n128) for calls whose 256-wide grid is under four CTAs an SM; NULL otherwise */
+    CUfunction xe_tma128;
+    /* MEMRA_FP8BLK_XE_PERSIST=1 (opt-in): the persistent tiles, [0] 128 wide (experts_tma_n128gp),
+     * [1] 256 wide (experts_tma_gsp), taking the place of the one-tile-a-CTA ones of that width */
+    CUfunction xe_tma_p[2];
     int xe_pipe;   /* MEMRA_FP8BLK_XE_PIPE=1 (opt-in): the 128-wide tile with the pipelined consumer (_n128p) */
     int xe_tma64;  /* MEMRA_FP8BLK_XE_TMA64=1: the 64-row remainder table beside it (experts_wgmma64) */
     int xe_split;  /* MEMRA_FP8BLK_XE_SPLIT=S (2..16, opt-in): its k blocks in S slices */
     CUfunction xe_tma_split, xe_sum; /* the split tile and the slices' sum; NULL: unsplit */
     int xe_pf;              /* MEMRA_FP8BLK_XE_PF=4|8 (opt-in): the weight's L2 prefetch distance, 0: none */
     CUfunction xe_tma_pf;   /* experts_tma_pf<xe_pf> (the 256-wide tile), or NULL */
-    CUfunction xe_tma_gs;   /* MEMRA_FP8BLK_XE_GS=1 (opt-in): experts_tma_gs (grid scales in the stages), or NULL */
+    CUfunction xe_tma_gs;   /* experts_tma_gs (grid scales in the stages; off with MEMRA_FP8BLK_XE_GS=0), or NULL */
     /* lane gemm_fp8 (per-tensor e4m3 experts; off with MEMRA_FP8BLK_XE_PT=0): the per-expert
      * amax, its expansion to rows, the quantiser at those maxima and the tile-major per-tensor
      * tile; NULL otherwise (the lane declines) */
@@ -233,6 +239,10 @@ static void fp8blk_load_wgmma(memra__gpu *q, fp8blk_state *fb, CUmodule m)
             const char *xpp = memra__gpu_knob(q, "MEMRA_FP8BLK_XE_PIPE");
             fb->xe_pipe = xpp != NULL && strcmp(xpp, "1") == 0;
             fb->xe_tma_nh = fb->xe_pipe || (xn != NULL && strcmp(xn, "1") == 0) ? 1 : 2;
+            /* auto (unset or any value but 0 / 1): both widths, chosen per call (run y1: the
+             * 128-wide tile 7% faster on the Mixtral down rows at m = 512, a 256-CTA grid of
+             * 256-wide tiles; 13-17% slower where that grid has 896 or more) */
+            const int n128_auto = fb->xe_tma_nh == 2 && (xn == NULL || (strcmp(xn, "0") != 0 && strcmp(xn, "1") != 0));
             fb->xe_tma = fb->xe_tma_nh == 1 ? wgmma_function(q, fb, m,
                                                              fb->xe_pipe ? "memra_k_fp8blk_experts_tma_n128p"
                                                                          : "memra_k_fp8blk_experts_tma_n128",
@@ -242,6 +252,27 @@ static void fp8blk_load_wgmma(memra__gpu *q, fp8blk_state *fb, CUmodule m)
             if (fb->xe_tma != NULL && q->cu.cuModuleGetFunction(&fb->xe_maps, m, "memra_k_fp8blk_experts_maps") !=
                                           MEMRA__CU_SUCCESS)
                 fb->xe_tma = fb->xe_maps = NULL;
+            if (fb->xe_tma != NULL && n128_auto)
+                fb->xe_tma128 = wgmma_function(q, fb, m, "memra_k_fp8blk_experts_tma_n128", FP8BLK_WG_SMEM_BYTES_OF(1));
+            /* MEMRA_FP8BLK_XE_PERSIST=1 (opt-in): the persistent tiles of the widths in use (both
+             * with the grid's scales through the stages, whatever MEMRA_FP8BLK_XE_GS says) */
+            const char *xq = memra__gpu_knob(q, "MEMRA_FP8BLK_XE_PERSIST");
+            if (fb->xe_tma != NULL && xq != NULL && strcmp(xq, "1") == 0) {
+                if (fb->xe_pipe)
+                    q->host->log(MEMRA_LOG_WARN, q->name,
+                                 "gemm_experts: MEMRA_FP8BLK_XE_PIPE wins over MEMRA_FP8BLK_XE_PERSIST (no persistent form)");
+                const int want128 = !fb->xe_pipe && (fb->xe_tma_nh == 1 || fb->xe_tma128 != NULL);
+                const int want256 = !fb->xe_pipe && fb->xe_tma_nh == 2;
+                if (want128)
+                    fb->xe_tma_p[0] = wgmma_function(q, fb, m, "memra_k_fp8blk_experts_tma_n128gp",
+                                                     FP8BLK_WG_SMEM_BYTES_OF(1));
+                if (want256)
+                    fb->xe_tma_p[1] = wgmma_function(q, fb, m, "memra_k_fp8blk_experts_tma_gsp", FP8BLK_WG_SMEM_BYTES_OF(2));
+                if ((want128 && fb->xe_tma_p[0] == NULL) || (want256 && fb->xe_tma_p[1] == NULL))
+                    q->host->log(MEMRA_LOG_WARN, q->name,
+                                 "gemm_experts: MEMRA_FP8BLK_XE_PERSIST=1 but a persistent tile did not load (the "
+                                 "one-tile-a-CTA tile of that width serves)");
+            }
             const char *xs = memra__gpu_knob(q, "MEMRA_FP8BLK_XE_SPLIT");
             fb->xe_split = xs != NULL ? atoi(xs) : 0;
             if (fb->xe_tma != NULL && fb->xe_tma_nh == 2 && fb->xe_split > 1) {
@@ -260,12 +291,19 @@ static void fp8blk_load_wgmma(memra__gpu *q, fp8blk_state *fb, CUmodule m)
                     q->host->log(MEMRA_LOG_WARN, q->name, "gemm_experts: MEMRA_FP8BLK_XE_PF=%d but its tile did not load",
                                  fb->xe_pf);
             }
+            /* the 256-wide tile with the grid's scales through its stages: on unless
+             * MEMRA_FP8BLK_XE_GS=0 (run y1: 3% shorter launches, gate / up 0.68-0.78 of dense at
+             * m = 512 against 0.68-0.75) */
             const char *xg = memra__gpu_knob(q, "MEMRA_FP8BLK_XE_GS");
-            if (fb->xe_tma_pf != NULL && xg != NULL && strcmp(xg, "1") == 0)
+            const int gs_asked = xg != NULL && strcmp(xg, "1") == 0;
+            if (fb->xe_tma_pf != NULL && gs_asked)
                 q->host->log(MEMRA_LOG_WARN, q->name, "gemm_experts: MEMRA_FP8BLK_XE_PF wins over MEMRA_FP8BLK_XE_GS");
-            if (fb->xe_tma != NULL && fb->xe_tma_nh == 2 && xg != NULL && strcmp(xg, "1") == 0) {
+            if ((fb->xe_tma_pf != NULL || fb->xe_tma_split != NULL) && (fb->xe_tma_p[0] != NULL || fb->xe_tma_p[1] != NULL))
+                q->host->log(MEMRA_LOG_WARN, q->name,
+                             "gemm_experts: MEMRA_FP8BLK_XE_PF / _SPLIT win over MEMRA_FP8BLK_XE_PERSIST");
+            if (fb->xe_tma != NULL && fb->xe_tma_nh == 2 && (xg == NULL || strcmp(xg, "0") != 0)) {
                 fb->xe_tma_gs = wgmma_function(q, fb, m, "memra_k_fp8blk_experts_tma_gs", FP8BLK_WG_SMEM_BYTES_OF(2));
-                if (fb->xe_tma_gs == NULL)
+                if (fb->xe_tma_gs == NULL && gs_asked)
                     q->host->log(MEMRA_LOG_WARN, q->name, "gemm_experts: MEMRA_FP8BLK_XE_GS=1 but its tile did not load");
             }
         }
@@ -279,7 +317,7 @@ static void fp8blk_load_wgmma(memra__gpu *q, fp8blk_state *fb, CUmodule m)
         }
         if (fb->xe_route == NULL || fb->xe_quant == NULL || fb->xe_quant_given == NULL)
             fb->xe_gemm = fb->xe_wide = fb->xe_one = fb->xe_pt = fb->xe_tma = fb->xe_maps = fb->xe_tma_split = fb->xe_sum =
-                fb->xe_tma_pf = fb->xe_tma_gs = NULL;
+                fb->xe_tma_pf = fb->xe_tma_gs = fb->xe_tma128 = fb->xe_tma_p[0] = fb->xe_tma_p[1] = NULL;
     }
 }
 
@@ -673,7 +711,13 @@ memra_status memra__fp8blk_gemm_experts(memra_call *call, const memra_gemm_args 
          * is put in by experts_maps), box 128 nh rows x 128 */
         memra__cu_tensor_map mx, mt;
         memra_dptr maps = 0;
-        const int nh = fb->xe_tma_nh;
+        /* the 128-wide tile where the 256-wide grid (tiles_max row tiles, an upper bound, times its
+         * column tiles) is under four CTAs an SM, unless an opt-in split, prefetch or 64-row table
+         * (MEMRA_FP8BLK_XE_TMA64=1) was asked for: those keep the width they were measured at */
+        const int64_t sms = q->caps->sm_count > 0 ? q->caps->sm_count : 16; /* unknown: as the other modules guess */
+        const int narrow = !two && fb->xe_tma_nh == 2 && fb->xe_tma128 != NULL && fb->xe_tma_split == NULL &&
+                           fb->xe_tma_pf == NULL && tiles_max * (((int64_t)n + 255) / 256) < 4 * sms;
+        const int nh = narrow ? 1 : fb->xe_tma_nh;
         if (q->host->scratch_get(call, MEMRA__FP8BLK_SLOT_MAPS, (size_t)E * 128 + 128, &maps) == MEMRA_STATUS_OK &&
             fp8blk_tmap(q, &mx, xq, m, k, FP8BLK_WG_BM) && fp8blk_tmap(q, &mt, xq, n, k, 128u * (uint32_t)nh)) {
             maps = (maps + 127) / 128 * 128;
@@ -689,7 +733,7 @@ memra_status memra__fp8blk_gemm_experts(memra_call *call, const memra_gemm_args 
              * sums to part, memra_k_fp8blk_experts_sum adding them in slice order into y (a split in
              * the table's last wave for the long-k rows; not yet timed). No scratch (a capture without
              * a reservation for it): unsplit */
-            int ks = !two && fb->xe_tma_split != NULL && fb->xe_split > 1 ? fb->xe_split : 1;
+            int ks = !two && !narrow && fb->xe_tma_split != NULL && fb->xe_split > 1 ? fb->xe_split : 1;
             if (ks > nkb) ks = (int)nkb;
             while (ks > 1 && (double)ks * (double)m * (double)n * 4.0 > FP8BLK_XE_PART_MAX) ks--; /* the scratch's cap */
             memra_dptr part = 0;
@@ -697,19 +741,26 @@ memra_status memra__fp8blk_gemm_experts(memra_call *call, const memra_gemm_args 
                                                &part) != MEMRA_STATUS_OK)
                 ks = 1;
             /* MEMRA_FP8BLK_XE_PF (opt-in, unsplit): the same tile with the weight's L2 prefetch */
-            CUfunction fn = fb->xe_tma;
-            if (ks > 1) {
+            CUfunction fn = narrow ? fb->xe_tma128 : fb->xe_tma;
+            unsigned gx = (unsigned)tiles_max, gy = cols;
+            if (ks > 1) { /* never with narrow (ks is 1 there; a split or prefetch tile keeps the width) */
                 fn = fb->xe_tma_split;
                 kname = "memra_k_fp8blk_experts_tma_split";
             } else if (fb->xe_tma_pf != NULL) {
                 fn = fb->xe_tma_pf;
                 kname = fb->xe_pf == 4 ? "memra_k_fp8blk_experts_tma_pf4" : "memra_k_fp8blk_experts_tma_pf8";
-            } else if (fb->xe_tma_gs != NULL) { /* MEMRA_FP8BLK_XE_GS=1 (opt-in): the grid's scales via the stages */
+            } else if (fb->xe_tma_p[nh - 1] != NULL) {
+                /* MEMRA_FP8BLK_XE_PERSIST=1: a CTA an SM (at most one a tile) walking the tiles */
+                fn = fb->xe_tma_p[nh - 1];
+                kname = nh == 2 ? "memra_k_fp8blk_experts_tma_gsp" : "memra_k_fp8blk_experts_tma_n128gp";
+                const int64_t all = tiles_max * (int64_t)cols;
+                gx = (unsigned)(all < sms ? all : sms);
+                gy = 1;
+            } else if (!narrow && fb->xe_tma_gs != NULL) { /* the default: the grid's scales via the stages */
                 fn = fb->xe_tma_gs;
                 kname = "memra_k_fp8blk_experts_tma_gs";
             }
-            st = memra__gpu_launch_ex(q, fn, kname, (unsigned)tiles_max, cols,
-                                      (unsigned)ks, FP8BLK_TMA_THREADS, smem, call->stream,
+            st = memra__gpu_launch_ex(q, fn, kname, gx, gy, (unsigned)ks, FP8BLK_TMA_THREADS, smem, call->stream,
                                       (void *[]){&mx, &maps, &grid, &xs, &offsets, &perm, &tiles, &ntiles, &y, &m, &n,
                                                  &k, &ldy, &alpha, &part},
                                       0);

@@ -783,7 +783,7 @@ __device__ __forceinline__ void r3_step(float (&acc)[MT][NT][4], uint32_t sa, ui
         }                                                                                                   \
     } while (0)
 
-/* MEMRA_MMQ_BULK=1 (opt-in, cc 9.0 and up): the records tile's stages brought by the bulk copy
+/* cc 9.0 and up (the default there; MEMRA_MMQ_BULK=0 turns it off): the records tile's stages brought by the bulk copy
  * engine. A step's token records and weight records are each one contiguous run of 144-byte
  * rows in global memory (the dense tile's and the sorted grouped tile's), so thread 0 arms the
  * slot's mbarrier with their byte count and issues two cp.async.bulk copies, and every thread
@@ -865,7 +865,7 @@ __device__ __forceinline__ void gemm_q8_0r_body(const unsigned char *__restrict_
     r3_step<MT, NT, false, UG>(acc, base + (so) + a_off, base + (so) + b_off,                               \
                                reinterpret_cast<const float *>(r3_smem + (so) + ax_off),                    \
                                reinterpret_cast<const float *>(r3_smem + (so) + bw_off))
-    if constexpr (BULK) { /* MEMRA_MMQ_BULK=1 (the _b entry points): the two runs by the bulk copy engine */
+    if constexpr (BULK) { /* the _b entry points: the two runs by the bulk copy engine */
         __shared__ __align__(8) unsigned long long r3b_bar[R3_STAGES];
         const uint32_t bar = smem_u32(r3b_bar);
         R3B_SETUP(r3_smem, R3_SMEM_BYTES(MT, NT), bar); /* only shared memory before the dependency wait */
@@ -909,7 +909,7 @@ R3_ENTRY(memra_k_gemm_q8_0r_mt2n3u, 2, 3, 4)
 #undef R3_ENTRY
 
 #if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 900
-/* MEMRA_MMQ_BULK=1 (cc 9.0+): the same tiles on the bulk copies (R3B_KLOOP), bit for bit theirs */
+/* cc 9.0+ (unless MEMRA_MMQ_BULK=0): the same tiles on the bulk copies (R3B_KLOOP), bit for bit theirs */
 #define R3B_ENTRY(NAME, MT, NT)                                                                                       \
     extern "C" __global__ void __launch_bounds__(MMQ_THREADS, 2)                                                     \
         NAME(const unsigned char *__restrict__ w, const unsigned char *__restrict__ xq, float *__restrict__ y, int m, \
@@ -1748,7 +1748,7 @@ __device__ __forceinline__ void experts_q8_0r_body(const unsigned long long *__r
         r3_step<MT, NT, true>(acc, base + (so) + a_off, base + (so) + b_off,                                \
                               reinterpret_cast<const float *>(xe_smem + (so) + ax_off),                     \
                               reinterpret_cast<const float *>(xe_smem + (so) + bw_off), mt_live)
-    if constexpr (BULK) { /* MEMRA_MMQ_BULK=1: the sorted tile's two runs by the bulk copy engine (R3B_KLOOP) */
+    if constexpr (BULK) { /* the sorted tile's two runs by the bulk copy engine (R3B_KLOOP) */
         static_assert(SORTED && OVL == XE_OVL_NONE, "the bulk copies need the tile's rows as one run");
         __shared__ __align__(8) unsigned long long xeb_bar[R3_STAGES];
         const uint32_t bar = smem_u32(xeb_bar);
@@ -1875,7 +1875,7 @@ XE_ENTRY(memra_k_experts_q8_0r_mt1_s, (experts_q8_0r_body<1, 4, XE_OVL_NONE, tru
 XE_ENTRY(memra_k_experts_q8_0r_mt2_s, (experts_q8_0r_body<2, 4, XE_OVL_NONE, true>), 2)
 XE_ENTRY(memra_k_experts_q8_0r_mt4_s, (experts_q8_0r_body<4, 4, XE_OVL_NONE, true>), 2)
 #if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 900
-/* MEMRA_MMQ_BULK=1 (cc 9.0+): the sorted Q8_0 tiles on the bulk copies (R3B_KLOOP), bit for bit the _s tiles */
+/* cc 9.0+ (unless MEMRA_MMQ_BULK=0): the sorted Q8_0 tiles on the bulk copies (R3B_KLOOP), bit for bit the _s tiles */
 XE_ENTRY(memra_k_experts_q8_0r_mt1_sb, (experts_q8_0r_body<1, 4, XE_OVL_NONE, true, true>), 3)
 XE_ENTRY(memra_k_experts_q8_0r_mt2_sb, (experts_q8_0r_body<2, 4, XE_OVL_NONE, true, true>), 2)
 XE_ENTRY(memra_k_experts_q8_0r_mt4_sb, (experts_q8_0r_body<4, 4, XE_OVL_NONE, true, true>), 2)

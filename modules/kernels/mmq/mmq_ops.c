@@ -43,7 +43,7 @@ static const memra__mmq_r3_tile memra__mmq_r3_tiles_u[MEMRA__MMQ_R3_TILES] = {
     {"memra_k_gemm_q8_0r_mt2n3u", 64, 96, R3_SMEM_BYTES(2, 3)},
 };
 
-/* MEMRA_MMQ_BULK=1 (opt-in, cc 9.0 and up): the same tiles with each stage's two record runs
+/* cc 9.0 and up (off with MEMRA_MMQ_BULK=0): the same tiles with each stage's two record runs
  * brought by the bulk copy engine (mmq.cu, the _b entry points; bit for bit the cp.async tiles'
  * outputs; ptxas sm_90a: 1001 -> 853 instructions a step at 128 x 128, 644 -> 522 at 64 x 128) */
 static const memra__mmq_r3_tile memra__mmq_r3_tiles_b[MEMRA__MMQ_R3_TILES] = {
@@ -233,7 +233,7 @@ static const char *const memra__mmq_xe_sorted[1 + MMQ_KR_FORMATS][MMQ_XE_TILES] 
     MMQ_XE_SORTED("memra_k_experts_q8_0r"), MMQ_XE_SORTED("memra_k_experts_kr_q4_k"),
     MMQ_XE_SORTED("memra_k_experts_kr_q5_k"), MMQ_XE_SORTED("memra_k_experts_kr_q6_k")};
 #undef MMQ_XE_SORTED
-/* MEMRA_MMQ_BULK=1: the sorted Q8_0 tiles on the bulk copies (mmq.cu, the _sb entries, cc 9.0+) */
+/* with the bulk-copy tiles: the sorted Q8_0 tiles on the bulk copies (mmq.cu, the _sb entries, cc 9.0+) */
 static const char *const memra__mmq_xe_sorted_b[MMQ_XE_TILES] = {
     "memra_k_experts_q8_0r_mt1_sb", "memra_k_experts_q8_0r_mt2_sb", "memra_k_experts_q8_0r_mt4_sb"};
 /* MEMRA_MMQ_KR_TC: the sorted Q4_K / Q5_K tiles with the TF32 min term (mmq.cu, the _st entries), [lane - 1] */
@@ -248,12 +248,12 @@ typedef struct mmq_state {
     CUfunction quant_q8_1, gemm_q8_0, probe[3];
     CUfunction repack_q8_0, splitk_sum;
     CUfunction gemm_q8_0r[MEMRA__MMQ_R3_TILES]; /* r3_tiles[i]'s kernel, NULL where its shared memory does not fit */
-    const memra__mmq_r3_tile *r3_tiles; /* memra__mmq_r3_tiles, _u with MEMRA_MMQ_R3_UNROLL=1, _b with MEMRA_MMQ_BULK=1 */
+    const memra__mmq_r3_tile *r3_tiles; /* memra__mmq_r3_tiles, _u with MEMRA_MMQ_R3_UNROLL=1, _b on cc 9.0+ (MEMRA_MMQ_BULK) */
     mmq_knobs knobs; /* read at load (memra__gpu_knob) */
     int q8r_list;    /* q8r_list_of(this device): which list memra_call.variant indexes */
     CUfunction gemm_kr[MMQ_KR_FORMATS][MEMRA__MMQ_R3_TILES]; /* kr_tiles[f][i]'s kernel, likewise */
     const memra__mmq_r3_tile *kr_tiles[MMQ_KR_FORMATS];       /* memra__mmq_kr_tiles[f], or _tc (bit f of kr_tc) */
-    int bulk;  /* MEMRA_MMQ_BULK=1 took: gemm_q8_0r's _b tiles and the sorted Q8_0 grouped _sb tiles */
+    int bulk;  /* the bulk-copy tiles took (cc 9.0+ unless MEMRA_MMQ_BULK=0): gemm_q8_0r's _b, the sorted Q8_0 _sb */
     int kr_tc; /* the K-quant formats (bit f of memra__mmq_kr_tiles) on the TC fold: MEMRA_MMQ_KR_TC (read at load) */
     CUfunction experts_route;                                 /* gemm_experts (issue 30): the routing kernel */
     CUfunction experts_splitk_sum;                            /* and its split-k sum over the routed rows */
@@ -340,9 +340,12 @@ static memra_status mmq_load(memra__gpu *q, void *state)
     {
         const char *un = memra__gpu_knob(q, "MEMRA_MMQ_R3_UNROLL");
         s->r3_tiles = un != NULL && strcmp(un, "1") == 0 ? memra__mmq_r3_tiles_u : memra__mmq_r3_tiles;
-        /* MEMRA_MMQ_BULK=1 (opt-in, cc 9.0+): the bulk-copy tiles where all that fit load, else these */
+        /* the bulk-copy tiles on cc 9.0+ where all of them load, else these: on unless
+         * MEMRA_MMQ_BULK=0 (run y2: 12-14% faster at m = 512, 5-7% at 4096 on the 27b sheet), and
+         * not where MEMRA_MMQ_R3_UNROLL=1 alone asks for the unrolled tiles */
         const char *bk = memra__gpu_knob(q, "MEMRA_MMQ_BULK");
-        if (bk != NULL && strcmp(bk, "1") == 0) {
+        const int bulk_asked = bk != NULL && strcmp(bk, "1") == 0;
+        if (bulk_asked || ((bk == NULL || strcmp(bk, "0") != 0) && s->r3_tiles != memra__mmq_r3_tiles_u)) {
             /* probed with the driver alone (a miss is not an error: the PTX images have no _b tiles);
              * the loop below loads the table chosen */
             CUfunction probe = NULL;
@@ -354,7 +357,7 @@ static memra_status mmq_load(memra__gpu *q, void *state)
                     q->host->log(MEMRA_LOG_WARN, q->name, "MEMRA_MMQ_BULK=1 wins over MEMRA_MMQ_R3_UNROLL=1");
                 s->r3_tiles = memra__mmq_r3_tiles_b;
                 s->bulk = 1;
-            } else {
+            } else if (bulk_asked) {
                 q->host->log(MEMRA_LOG_WARN, q->name, "MEMRA_MMQ_BULK=1: the bulk-copy tiles need cc 9.0+ and this "
                                                       "image's _b kernels; the cp.async tiles serve");
             }
@@ -422,7 +425,7 @@ static memra_status mmq_load(memra__gpu *q, void *state)
         for (int l = 0; l < 1 + MMQ_KR_FORMATS; l++)
             s->sorted_names[l] = (l == 1 || l == 2) && (s->kr_tc >> (l - 1) & 1) ? memra__mmq_xe_sorted_tc[l - 1]
                                                                                   : memra__mmq_xe_sorted[l];
-        if (s->bulk) { /* MEMRA_MMQ_BULK=1: Q8_0 on the bulk copies, where the image has every _sb tile */
+        if (s->bulk) { /* Q8_0 on the bulk copies, where the image has every _sb tile */
             CUfunction probe = NULL;
             int all = 1;
             for (int t = 0; t < MMQ_XE_TILES; t++)
