@@ -59,7 +59,7 @@
     X(FP8BLK_XE_WIDE, "MEMRA_FP8BLK_XE_WIDE", "mmq modules", BOOL, "", "0",                                      \
       "1: fp8blk's gemm_experts on 128x256 tiles (run s3: no faster)")                                            \
     X(FP8BLK_XE_ONE, "MEMRA_FP8BLK_XE_ONE", "mmq modules", ENUM, "0|1|all", "0",                                 \
-      "1: fp8blk's gemm_experts on one tile-major table where experts average 128+ rows (unmeasured); all: always") \
+      "1: fp8blk's gemm_experts on one tile-major table where experts average 128+ rows (run t2: 5-10% slower); all: always") \
     X(FP8BLK_XE_TMA, "MEMRA_FP8BLK_XE_TMA", "mmq modules", BOOL, "", "1",                                        \
       "0: fp8blk gemm_experts on the cp.async tiles, not the tensor-map tile (run v1: 0.53 -> 0.76 of dense)") \
     X(FP8BLK_XE_N128, "MEMRA_FP8BLK_XE_N128", "mmq modules", ENUM, "auto|0|1", "auto",                           \

@@ -1190,10 +1190,13 @@ step_xepf() {
 # base:MEMRA_FP8BLK_XE_PF=0:experts_tma$ gs:MEMRA_FP8BLK_XE_GS=1:experts_tma_gs
 # pipe:MEMRA_FP8BLK_XE_PIPE=1:experts_tma_n128p n128:MEMRA_FP8BLK_XE_N128=1:experts_tma_n128$ under the
 # old defaults).
-# memra bench moe --sheet mixtral, fp8blk_own, at each M:ROUNDS of XEARMS_M (default "512:2 4096:1"),
+# memra bench moe --sheet XEARMS_SHEET (default mixtral; qwen3moe or all), fp8blk_own, at each M:ROUNDS of
+# XEARMS_M (default "512:2 4096:1"),
 # the arms' order rotating each round; ncu of each arm's grouped launches at m = 512 (uniform, the
 # first 9 launches matching the arm's ERE: name, grid, time, DRAM, L2 hit; the count proves the
-# kernel ran); then for each arm of XEARMS_TEST (default "auto persist"): test_gpu_experts fp8blk,
+# kernel ran; XEARMS_NCU=0 skips it); then for each arm of XEARMS_TEST (default "auto persist persist256"; empty: none;
+# persist256 is XEARMS_EXTRA's, arms that are tested but not timed; VAR=VALUE,VAR=VALUE sets several knobs;
+# `check`'s 4098-row case walks several tiles a persistent CTA): test_gpu_experts fp8blk,
 # fp8blk_skew, fp8blk_graph (bit for bit the dense lane), check --op gemm_experts --module fp8blk,
 # and XEARMS_TOOLS (default the four) over test_gpu_experts fp8blk, each in its own process
 step_xearms() {
@@ -1203,16 +1206,17 @@ step_xearms() {
   for mr in ${XEARMS_M:-512:2 4096:1}; do
     mm=${mr%%:*} rr=${mr##*:}
     for ((r = 1; r <= rr; r++)); do for ((i = 0; i < na; i++)); do
-      spec=${arms[$(((i + r - 1) % na))]} name=${spec%%:*} kv=${spec#*:}; kv=${kv%%:*}
+      spec=${arms[$(((i + r - 1) % na))]} name=${spec%%:*} kv=${spec#*:}; kv=${kv%%:*}; kv=${kv//,/ }
       f="$L/xearms_m${mm}_${name}_$r.txt"
       env MEMRA_F16_BUDGET_MB=0 MEMRA_PREFER=gemm_fp8_blk=fp8blk $kv timeout 300 $M bench moe --device 0 \
-        --sheet mixtral --m $mm --format fp8blk --json $R/xearms_m${mm}_${name}_${r}_$TAG.json > "$f" 2>&1
-      say "xearms bench moe fp8blk_own m=$mm $name ($kv, round $r): exit $?"
-      moe_rows "$f" 'mixtral'
+        --sheet ${XEARMS_SHEET:-mixtral} --m $mm --format fp8blk --json $R/xearms_m${mm}_${name}_${r}_$TAG.json > "$f" 2>&1
+      say "xearms bench moe fp8blk_own ${XEARMS_SHEET:-mixtral} m=$mm $name ($kv, round $r): exit $?"
+      moe_rows "$f" 'mixtral|qwen3moe'
     done; done
   done
   for spec in "${arms[@]}"; do
-    name=${spec%%:*} kv=${spec#*:}; ere=${kv#*:}; kv=${kv%%:*}
+    [ "${XEARMS_NCU:-1}" = 1 ] || break
+    name=${spec%%:*} kv=${spec#*:}; ere=${kv#*:}; kv=${kv%%:*}; kv=${kv//,/ }
     f="$L/xearms_ncu_$name.txt"
     env MEMRA_ADMISSION=off MEMRA_F16_BUDGET_MB=0 MEMRA_PREFER=gemm_fp8_blk=fp8blk $kv timeout 200 \
       ncu --clock-control none --section SpeedOfLight --section MemoryWorkloadAnalysis \
@@ -1225,9 +1229,11 @@ step_xearms() {
          /L2 Hit Rate/ { line = line sprintf(" L2hit %s%%", $NF) }
          END { if (n) print line }' "$f" | cut -c1-200 >> "$S"
   done
-  for name in ${XEARMS_TEST:-auto persist}; do
+  local extra=(${XEARMS_EXTRA:-persist256:MEMRA_FP8BLK_XE_PERSIST=1,MEMRA_FP8BLK_XE_N128=0:experts_tma_gsp\$})
+  for name in ${XEARMS_TEST-auto persist persist256}; do
     kv=""
-    for spec in "${arms[@]}"; do [ "${spec%%:*}" = "$name" ] && { kv=${spec#*:}; kv=${kv%%:*}; }; done
+    for spec in "${arms[@]}" "${extra[@]}"; do [ "${spec%%:*}" = "$name" ] && { kv=${spec#*:}; kv=${kv%%:*}; }; done
+    kv=${kv//,/ }
     [ -z "$kv" ] && { say "xearms: no arm named $name"; continue; }
     for c in fp8blk fp8blk_skew fp8blk_graph; do
       env $kv timeout 200 $B/bin/test_gpu_experts $c > "$L/xearms_test_${c}_$name.log" 2>&1
