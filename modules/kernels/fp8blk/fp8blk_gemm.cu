@@ -1123,12 +1123,36 @@ memra_k_fp8blk_experts_maps(const __grid_constant__ memra_tmap tmpl, const unsig
 
 /* A grouped tensor-map tile's stores: the consumer thread's rows i0 and i0 + 8 (sorted), of the
  * expert's rows below end, columns j0 .. j0 + 128 NH below n, to y[perm[i]] times alpha, or raw to
- * the split's slice pz (by sorted row) */
-template <int NH, bool SPLIT>
+ * the split's slice pz (by sorted row). V2 (the persistent tiles, where y and ldy keep every even
+ * column 8-byte aligned): a thread's two adjacent columns as one 8-byte store, so a warp's store
+ * fills whole 32-byte sectors with half the instructions (the same values) */
+template <int NH, bool SPLIT, bool V2 = false>
 __device__ __forceinline__ void xe_tma_store(const float (&acc)[NH][64], float *__restrict__ y, float *__restrict__ pz,
                                              const int *__restrict__ perm, int i0, int end, int j0, int n,
                                              long long ldy, float alpha, int lane)
 {
+    if constexpr (V2) {
+        static_assert(!SPLIT, "the vector stores are y's");
+        const long long y0 = i0 < end ? (long long)perm[i0] * ldy : 0;
+        const long long y1 = i0 + 8 < end ? (long long)perm[i0 + 8] * ldy : 0;
+#pragma unroll
+        for (int h = 0; h < NH; h++)
+#pragma unroll
+            for (int j = 0; j < 16; j++)
+#pragma unroll
+                for (int r = 0; r < 2; r++) {
+                    const int c = j0 + h * 128 + j * 8 + (lane & 3) * 2;
+                    if (i0 + 8 * r < end && c < n) {
+                        float *const o = y + (r ? y1 : y0) + c;
+                        const float v0 = alpha * acc[h][4 * j + 2 * r], v1 = alpha * acc[h][4 * j + 2 * r + 1];
+                        if (c + 1 < n)
+                            *reinterpret_cast<float2 *>(o) = make_float2(v0, v1);
+                        else
+                            o[0] = v0;
+                    }
+                }
+        return;
+    }
 #pragma unroll
     for (int h = 0; h < NH; h++)
 #pragma unroll
@@ -1259,6 +1283,8 @@ __device__ __forceinline__ void experts_tma_persist(const memra_tmap &map_x, con
     const int ct = threadIdx.x - 128; /* 0..255: the consumers */
     const int r0 = (ct >> 7) * 64 + ((ct >> 5) & 3) * 16 + (lane >> 2);
     float acc[NH][64];
+    /* every even column of y 8-byte aligned: the stores two columns at a time */
+    const bool v2 = (ldy & 1) == 0 && (reinterpret_cast<unsigned long long>(y) & 7) == 0;
     int it = 0;
     long long t = blockIdx.x;
     int ti = (int)(t % nt), e = tiles[2 * ti], s0 = tiles[2 * ti + 1], end = offsets[e + 1];
@@ -1277,7 +1303,10 @@ __device__ __forceinline__ void experts_tma_persist(const memra_tmap &map_x, con
             s0 = tiles[2 * ti + 1];
             end = offsets[e + 1];
         }
-        if (live) xe_tma_store<NH, false>(acc, y, nullptr, perm, s_now + r0, end_now, j0, n, ldy, alpha, lane);
+        if (live && v2)
+            xe_tma_store<NH, false, true>(acc, y, nullptr, perm, s_now + r0, end_now, j0, n, ldy, alpha, lane);
+        else if (live)
+            xe_tma_store<NH, false>(acc, y, nullptr, perm, s_now + r0, end_now, j0, n, ldy, alpha, lane);
         if (t >= total) break;
     }
 }
