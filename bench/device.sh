@@ -1015,6 +1015,20 @@ step_bulk() {
   say "bulk: $((SECONDS - t)) s"
 }
 
+# test_gpu_experts CASE... and memra check --op gemm_experts --module MODULE under the knob setting KV
+# (VAR=VALUE, several space-separated): knob_experts KV PREFIX MODULE CASE...; logs
+# $L/PREFIX_test_CASE.log and $L/PREFIX_check.log
+knob_experts() {
+  local kv=$1 pre=$2 mod=$3 c
+  shift 3
+  for c in "$@"; do
+    env $kv timeout 200 $B/bin/test_gpu_experts $c > "$L/${pre}_test_$c.log" 2>&1
+    say "test_gpu_experts $c ($kv): exit $?"
+  done
+  env $kv timeout 200 $M check --device 0 --op gemm_experts --module $mod > "$L/${pre}_check.log" 2>&1
+  say "check gemm_experts $mod ($kv): exit $? $(grep -E 'passed, ' "$L/${pre}_check.log")"
+}
+
 # MEMRA_MMQ_BULK=1 on the grouped floor (the sorted Q8_0 tiles' _sb entry points): test_gpu_experts
 # run, skew, graph (against the host and bit for bit the dense lane, itself on the _b tiles), check
 # --op gemm_experts --module mmq, the four tools over test_gpu_experts run (each in its own
@@ -1022,12 +1036,7 @@ step_bulk() {
 # knob 0 / 1, BULKXE_ROUNDS rounds (default 2), the order alternating
 step_bulkxe() {
   local t=$SECONDS c tool mm r i v f
-  for c in run skew graph; do
-    MEMRA_MMQ_BULK=1 timeout 200 $B/bin/test_gpu_experts $c > "$L/bulkxe_test_$c.log" 2>&1
-    say "test_gpu_experts $c (MEMRA_MMQ_BULK=1): exit $?"
-  done
-  MEMRA_MMQ_BULK=1 timeout 200 $M check --device 0 --op gemm_experts --module mmq > "$L/bulkxe_check.log" 2>&1
-  say "check gemm_experts mmq (MEMRA_MMQ_BULK=1): exit $? $(grep -E 'passed, ' "$L/bulkxe_check.log")"
+  knob_experts MEMRA_MMQ_BULK=1 bulkxe mmq run skew graph
   for tool in memcheck racecheck initcheck synccheck; do
     ( export MEMRA_MMQ_BULK=1; san_experts bulkxe_san $tool run )
   done
@@ -1060,12 +1069,7 @@ step_krtc() {
     grep -E " FAIL" "$L/krtc_check_$p.log" | head -4 >> "$S"
   done
   # the grouped K-quant tiles on the same fold (the sorted _st tiles): bit for bit the dense _t tiles, and the check
-  for c in q4_k q5_k q6_k; do
-    MEMRA_MMQ_KR_TC=1 timeout 200 $B/bin/test_gpu_experts $c > "$L/krtc_experts_$c.log" 2>&1
-    say "test_gpu_experts $c (MEMRA_MMQ_KR_TC=1): exit $?"
-  done
-  MEMRA_MMQ_KR_TC=1 timeout 200 $M check --device 0 --op gemm_experts --module mmq > "$L/krtc_check_experts.log" 2>&1
-  say "check gemm_experts mmq (MEMRA_MMQ_KR_TC=1): exit $? $(grep -E 'passed, ' "$L/krtc_check_experts.log")"
+  knob_experts MEMRA_MMQ_KR_TC=1 krtc_experts mmq q4_k q5_k q6_k
   knob_info MEMRA_MMQ_KR_TC=1 krtc
   knob_tools MEMRA_MMQ_KR_TC=1 krtc gemm_kr
   KNOBAB_KNOB=MEMRA_MMQ_KR_TC KNOBAB_ARM='q4_k|q5_k' KNOBAB_M=${KRTC_M:-512} KNOBAB_ROUNDS=${KRTC_ROUNDS:-2} step_knobab
@@ -1168,12 +1172,7 @@ step_xepf() {
          /L2 Hit Rate/ { line = line sprintf(" L2hit %s%%", $NF) }
          END { if (n) print line }' "$f" | cut -c1-200 >> "$S"
     [ "$v" = 0 ] && continue
-    for c in fp8blk fp8blk_skew fp8blk_graph; do
-      MEMRA_FP8BLK_XE_PF=$v timeout 200 $B/bin/test_gpu_experts $c > "$L/xepf_test_${c}_pf$v.log" 2>&1
-      say "test_gpu_experts $c (MEMRA_FP8BLK_XE_PF=$v): exit $?"
-    done
-    MEMRA_FP8BLK_XE_PF=$v timeout 200 $M check --device 0 --op gemm_experts --module fp8blk > "$L/xepf_check_pf$v.log" 2>&1
-    say "check gemm_experts fp8blk (MEMRA_FP8BLK_XE_PF=$v): exit $? $(grep -E 'passed, ' "$L/xepf_check_pf$v.log")"
+    knob_experts MEMRA_FP8BLK_XE_PF=$v xepf_pf$v fp8blk fp8blk fp8blk_skew fp8blk_graph
     for tool in $([ -z "$first" ] && echo memcheck racecheck initcheck synccheck || echo memcheck); do
       ( export MEMRA_FP8BLK_XE_PF=$v; san_experts xepf_san_pf$v $tool fp8blk )
     done
@@ -1235,12 +1234,7 @@ step_xearms() {
     for spec in "${arms[@]}" "${extra[@]}"; do [ "${spec%%:*}" = "$name" ] && { kv=${spec#*:}; kv=${kv%%:*}; }; done
     kv=${kv//,/ }
     [ -z "$kv" ] && { say "xearms: no arm named $name"; continue; }
-    for c in fp8blk fp8blk_skew fp8blk_graph; do
-      env $kv timeout 200 $B/bin/test_gpu_experts $c > "$L/xearms_test_${c}_$name.log" 2>&1
-      say "test_gpu_experts $c ($kv): exit $?"
-    done
-    env $kv timeout 200 $M check --device 0 --op gemm_experts --module fp8blk > "$L/xearms_check_$name.log" 2>&1
-    say "check gemm_experts fp8blk ($kv): exit $? $(grep -E 'passed, ' "$L/xearms_check_$name.log")"
+    knob_experts "$kv" xearms_$name fp8blk fp8blk fp8blk_skew fp8blk_graph
     for tool in ${XEARMS_TOOLS:-memcheck racecheck initcheck synccheck}; do
       ( export $kv; san_experts xearms_san_$name $tool fp8blk )
     done

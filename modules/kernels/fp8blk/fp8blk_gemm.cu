@@ -1037,9 +1037,7 @@ memra_k_fp8blk_wgmma_tma(const __grid_constant__ memra_tmap map_x, const __grid_
     const int wg = threadIdx.x >> 7, lane = threadIdx.x & 31;
     const int i0 = blockIdx.x * FP8BLK_WG_BM, j0 = blockIdx.y * (128 * NH);
     const int nk = (k + 127) / 128, ngr = (n + 127) / 128;
-    const tma_ring ring = tma_ring_setup<S, SB>(smem);
-    const unsigned sbase = ring.sbase, full = ring.full, empty = ring.empty;
-    unsigned char *const stages = ring.stages;
+    const auto [sbase, full, empty, stages] = tma_ring_setup<S, SB>(smem);
 
     if (wg == 0) {
         asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n");
@@ -1151,23 +1149,23 @@ __device__ __forceinline__ void xe_tma_store(const float (&acc)[NH][64], float *
                             o[0] = v0;
                     }
                 }
-        return;
-    }
+    } else {
 #pragma unroll
-    for (int h = 0; h < NH; h++)
+        for (int h = 0; h < NH; h++)
 #pragma unroll
-        for (int j = 0; j < 16; j++)
+            for (int j = 0; j < 16; j++)
 #pragma unroll
-            for (int q = 0; q < 4; q++) {
-                const int i = i0 + 8 * (q >> 1);
-                const int c = j0 + h * 128 + j * 8 + (lane & 3) * 2 + (q & 1);
-                if (i < end && c < n) {
-                    if (!SPLIT)
-                        y[(long long)perm[i] * ldy + c] = alpha * acc[h][4 * j + q];
-                    else
-                        pz[(long long)i * n + c] = acc[h][4 * j + q];
+                for (int q = 0; q < 4; q++) {
+                    const int i = i0 + 8 * (q >> 1);
+                    const int c = j0 + h * 128 + j * 8 + (lane & 3) * 2 + (q & 1);
+                    if (i < end && c < n) {
+                        if (!SPLIT)
+                            y[(long long)perm[i] * ldy + c] = alpha * acc[h][4 * j + q];
+                        else
+                            pz[(long long)i * n + c] = acc[h][4 * j + q];
+                    }
                 }
-            }
+    }
 }
 
 template <int NH, bool SPLIT, int PF = 0, bool GS = false, bool PIPE = false>
@@ -1190,9 +1188,7 @@ __device__ __forceinline__ void experts_tma_body(const memra_tmap &map_x, const 
     const int nkt = (k + 127) / 128, ngr = (n + 127) / 128;
     const int slices = SPLIT ? (int)gridDim.z : 1, z = SPLIT ? (int)blockIdx.z : 0; /* split-k: this CTA's k blocks */
     const int kb0 = (int)((long long)nkt * z / slices), nk = (int)((long long)nkt * (z + 1) / slices) - kb0;
-    const tma_ring ring = tma_ring_setup<S, SB>(xt_smem);
-    const unsigned sbase = ring.sbase, full = ring.full, empty = ring.empty;
-    unsigned char *const stages = ring.stages;
+    const auto [sbase, full, empty, stages] = tma_ring_setup<S, SB>(xt_smem);
 
     if (wg == 0) {
         asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n");
@@ -1256,9 +1252,7 @@ __device__ __forceinline__ void experts_tma_persist(const memra_tmap &map_x, con
     extern __shared__ __align__(16) unsigned char xt_smem[];
     const int wg = threadIdx.x >> 7, lane = threadIdx.x & 31;
     const int nkt = (k + 127) / 128, ngr = (n + 127) / 128;
-    const tma_ring ring = tma_ring_setup<S, SB>(xt_smem);
-    const unsigned sbase = ring.sbase, full = ring.full, empty = ring.empty;
-    unsigned char *const stages = ring.stages;
+    const auto [sbase, full, empty, stages] = tma_ring_setup<S, SB>(xt_smem);
 
     if (wg == 0) {
         asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n");
