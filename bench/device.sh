@@ -1183,24 +1183,27 @@ step_xepf() {
 
 # fp8blk's grouped tile variants against each other in one call (issue 30): XEARMS, a list of
 # name:VAR=VALUE:ERE (the arm's knob and the kernel name its launches must match; default, since
-# run y made GS and the per-call width the defaults: auto MEMRA_FP8BLK_XE_N128=auto on
-# experts_tma_(gs|n128)$ against gs256 MEMRA_FP8BLK_XE_N128=0 on experts_tma_gs and persist
-# MEMRA_FP8BLK_XE_PERSIST=1 on experts_tma_(gsp|n128gp)$; run y1's arms were
+# run z made the persistent tiles the default: auto MEMRA_FP8BLK_XE_N128=auto on
+# experts_tma_(gsp|n128gp)$ against p256 MEMRA_FP8BLK_XE_N128=0 on experts_tma_gsp$ and p128
+# MEMRA_FP8BLK_XE_N128=1 on experts_tma_n128gp$ (the width rule under persistence); run z1's were
+# auto MEMRA_FP8BLK_XE_N128=auto on experts_tma_(gs|n128)$, gs256 MEMRA_FP8BLK_XE_N128=0 on
+# experts_tma_gs$ and persist MEMRA_FP8BLK_XE_PERSIST=1 on experts_tma_(gsp|n128gp)$ under run y's
+# defaults; run y1's arms were
 # base:MEMRA_FP8BLK_XE_PF=0:experts_tma$ gs:MEMRA_FP8BLK_XE_GS=1:experts_tma_gs
 # pipe:MEMRA_FP8BLK_XE_PIPE=1:experts_tma_n128p n128:MEMRA_FP8BLK_XE_N128=1:experts_tma_n128$ under the
 # old defaults).
 # memra bench moe --sheet XEARMS_SHEET (default mixtral; qwen3moe or all), fp8blk_own, at each M:ROUNDS of
-# XEARMS_M (default "512:2 4096:1"),
+# XEARMS_M (default "512:2 4096:1"; space-separated),
 # the arms' order rotating each round; ncu of each arm's grouped launches at m = 512 (uniform, the
 # first 9 launches matching the arm's ERE: name, grid, time, DRAM, L2 hit; the count proves the
-# kernel ran; XEARMS_NCU=0 skips it); then for each arm of XEARMS_TEST (default "auto persist persist256"; empty: none;
-# persist256 is XEARMS_EXTRA's, arms that are tested but not timed; VAR=VALUE,VAR=VALUE sets several knobs;
+# kernel ran; XEARMS_NCU=0 skips it); then for each arm of XEARMS_TEST (default "auto p256 tile"; empty: none;
+# tile is XEARMS_EXTRA's, arms that are tested but not timed; VAR=VALUE,VAR=VALUE sets several knobs;
 # `check`'s 4098-row case walks several tiles a persistent CTA): test_gpu_experts fp8blk,
 # fp8blk_skew, fp8blk_graph (bit for bit the dense lane), check --op gemm_experts --module fp8blk,
 # and XEARMS_TOOLS (default the four) over test_gpu_experts fp8blk, each in its own process
 step_xearms() {
   local t=$SECONDS spec mr mm rr r i a f c tool name kv ere
-  local arms=(${XEARMS:-auto:MEMRA_FP8BLK_XE_N128=auto:experts_tma_\(gs\|n128\)\$ gs256:MEMRA_FP8BLK_XE_N128=0:experts_tma_gs\$ persist:MEMRA_FP8BLK_XE_PERSIST=1:experts_tma_\(gsp\|n128gp\)\$})
+  local arms=(${XEARMS:-auto:MEMRA_FP8BLK_XE_N128=auto:experts_tma_\(gsp\|n128gp\)\$ p256:MEMRA_FP8BLK_XE_N128=0:experts_tma_gsp\$ p128:MEMRA_FP8BLK_XE_N128=1:experts_tma_n128gp\$})
   local na=${#arms[@]}
   for mr in ${XEARMS_M:-512:2 4096:1}; do
     mm=${mr%%:*} rr=${mr##*:}
@@ -1228,8 +1231,8 @@ step_xearms() {
          /L2 Hit Rate/ { line = line sprintf(" L2hit %s%%", $NF) }
          END { if (n) print line }' "$f" | cut -c1-200 >> "$S"
   done
-  local extra=(${XEARMS_EXTRA:-persist256:MEMRA_FP8BLK_XE_PERSIST=1,MEMRA_FP8BLK_XE_N128=0:experts_tma_gsp\$})
-  for name in ${XEARMS_TEST-auto persist persist256}; do
+  local extra=(${XEARMS_EXTRA:-tile:MEMRA_FP8BLK_XE_PERSIST=0:experts_tma_\(gs\|n128\)\$})
+  for name in ${XEARMS_TEST-auto p256 tile}; do
     kv=""
     for spec in "${arms[@]}" "${extra[@]}"; do [ "${spec%%:*}" = "$name" ] && { kv=${spec#*:}; kv=${kv%%:*}; }; done
     kv=${kv//,/ }

@@ -1360,6 +1360,7 @@ static int case_fp8blk(const char *so)
     ok &= close_mod(&m, 2);
     g_wgmma_knob = NULL;
     g_xe_tma_knob = NULL; /* the default: the tensor-map tile */
+    g_fxe_persist_knob = "0"; /* the one-tile-a-CTA tiles; the persistent ones below */
     /* the width and scale path per setting, at 300 rows (a 22-CTA grid of 256-wide tiles) and at
      * 40000 (642 CTAs): the default 128 wide below 4 x 132 CTAs and the grid scales' tile above;
      * N128=1 128 wide at both; N128=0 256 wide at both; N128=0 GS=0 the plain 256-wide tile;
@@ -1389,8 +1390,9 @@ static int case_fp8blk(const char *so)
     g_xe_n128_knob = NULL;
     g_fxe_gs_knob = NULL;
     g_fxe_pipe_knob = NULL;
-    /* MEMRA_FP8BLK_XE_PERSIST=1 with N128 unset (both widths, chosen per call as above), =1 and =0;
-     * with PIPE=1 the pipelined tile (no persistent form) */
+    /* MEMRA_FP8BLK_XE_PERSIST unset (the default), =1 and an unknown value (on unless 0), each with
+     * N128 unset (both widths, chosen per call as above), =1 and =0; with PIPE=1 the pipelined tile
+     * (no persistent form) */
     static const struct {
         const char *n128, *pipe, *tile300, *tile40000;
         unsigned gx300, gx40000;
@@ -1399,30 +1401,39 @@ static int case_fp8blk(const char *so)
         {"1", NULL, "memra_k_fp8blk_experts_tma_n128gp", "memra_k_fp8blk_experts_tma_n128gp", 33, 132},
         {"0", NULL, "memra_k_fp8blk_experts_tma_gsp", "memra_k_fp8blk_experts_tma_gsp", 22, 132},
     };
-    g_fxe_persist_knob = "1";
-    for (size_t i = 0; i < sizeof pers / sizeof pers[0]; i++) {
-        g_xe_n128_knob = pers[i].n128;
-        printf("  PERSIST=1 N128=%s\n", pers[i].n128 ? pers[i].n128 : "unset");
-        if (!open_mod(so, 90, &m)) return 0;
-        ok &= fp8blk_experts_persist(&m, 300, pers[i].tile300, pers[i].gx300);
-        ok &= fp8blk_experts_persist(&m, 40000, pers[i].tile40000, pers[i].gx40000);
-        ok &= close_mod(&m, 2);
+    static const char *const persist_knobs[3] = {NULL, "1", "yes"};
+    for (int p = 0; p < 3; p++) {
+        g_fxe_persist_knob = persist_knobs[p];
+        for (size_t i = 0; i < sizeof pers / sizeof pers[0]; i++) {
+            g_xe_n128_knob = pers[i].n128;
+            printf("  PERSIST=%s N128=%s\n", persist_knobs[p] ? persist_knobs[p] : "unset",
+                   pers[i].n128 ? pers[i].n128 : "unset");
+            if (!open_mod(so, 90, &m)) return 0;
+            ok &= fp8blk_experts_persist(&m, 300, pers[i].tile300, pers[i].gx300);
+            ok &= fp8blk_experts_persist(&m, 40000, pers[i].tile40000, pers[i].gx40000);
+            ok &= close_mod(&m, 2);
+        }
     }
+    g_fxe_persist_knob = "1";
     g_xe_n128_knob = NULL;
     g_fxe_pipe_knob = "1";
     if (!open_mod(so, 90, &m)) return 0;
     ok &= fp8blk_experts_tma(&m, 300, "memra_k_fp8blk_experts_tma_n128p");
     ok &= close_mod(&m, 2);
     g_fxe_pipe_knob = NULL;
-    /* an image without the persistent tiles: the one-tile-a-CTA ones, a warning */
+    /* an image without the persistent tiles: the one-tile-a-CTA ones (a warning where =1 was asked),
+     * by default and with =1 */
     g_missing_kernel = "gsp";
     g_xe_n128_knob = "0";
-    if (!open_mod(so, 90, &m)) return 0;
-    ok &= fp8blk_experts_tma(&m, 300, "memra_k_fp8blk_experts_tma_gs");
-    ok &= close_mod(&m, 2);
+    for (int p = 0; p < 2; p++) {
+        g_fxe_persist_knob = p == 0 ? NULL : "1";
+        if (!open_mod(so, 90, &m)) return 0;
+        ok &= fp8blk_experts_tma(&m, 300, "memra_k_fp8blk_experts_tma_gs");
+        ok &= close_mod(&m, 2);
+    }
     g_missing_kernel = NULL;
     g_xe_n128_knob = NULL;
-    g_fxe_persist_knob = NULL;
+    g_fxe_persist_knob = "0"; /* the cases below are on the one-tile-a-CTA tiles */
     /* MEMRA_FP8BLK_XE_TMA64=1: fp8blk_experts_tma64 */
     g_xe_tma64_knob = "1";
     if (!open_mod(so, 90, &m)) return 0;
@@ -1473,6 +1484,7 @@ static int case_fp8blk(const char *so)
     ok &= fp8blk_experts_launch(&m, 300, 8, 0.0f, "memra_k_fp8blk_quant_sorted", 300 / 65, 8);
     ok &= close_mod(&m, 2);
     g_no_tmap = 0;
+    g_fxe_persist_knob = NULL;
     return ok;
 }
 

@@ -44,7 +44,7 @@ typedef struct fp8blk_state {
     /* MEMRA_FP8BLK_XE_N128=auto (the default): beside the 256-wide tile, the 128-wide one
      * (experts_tma_n128) for calls whose 256-wide grid is under four CTAs an SM; NULL otherwise */
     CUfunction xe_tma128;
-    /* MEMRA_FP8BLK_XE_PERSIST=1 (opt-in): the persistent tiles, [0] 128 wide (experts_tma_n128gp),
+    /* the persistent tiles (off with MEMRA_FP8BLK_XE_PERSIST=0), [0] 128 wide (experts_tma_n128gp),
      * [1] 256 wide (experts_tma_gsp), taking the place of the one-tile-a-CTA ones of that width */
     CUfunction xe_tma_p[2];
     int xe_pipe;   /* MEMRA_FP8BLK_XE_PIPE=1 (opt-in): the 128-wide tile with the pipelined consumer (_n128p) */
@@ -254,11 +254,14 @@ static void fp8blk_load_wgmma(memra__gpu *q, fp8blk_state *fb, CUmodule m)
                 fb->xe_tma = fb->xe_maps = NULL;
             if (fb->xe_tma != NULL && n128_auto)
                 fb->xe_tma128 = wgmma_function(q, fb, m, "memra_k_fp8blk_experts_tma_n128", FP8BLK_WG_SMEM_BYTES_OF(1));
-            /* MEMRA_FP8BLK_XE_PERSIST=1 (opt-in): the persistent tiles of the widths in use (both
-             * with the grid's scales through the stages, whatever MEMRA_FP8BLK_XE_GS says) */
+            /* the persistent tiles of the widths in use (both with the grid's scales through the
+             * stages, whatever MEMRA_FP8BLK_XE_GS says): on unless MEMRA_FP8BLK_XE_PERSIST=0 (run
+             * z1: gate / up 1.01-1.04 of dense at m = 4096 against 0.88-0.90, 0.75-0.86 at 512
+             * against 0.73-0.78; down 0.85 / 0.55-0.57 against 0.82-0.83 / 0.52-0.56) */
             const char *xq = memra__gpu_knob(q, "MEMRA_FP8BLK_XE_PERSIST");
-            if (fb->xe_tma != NULL && xq != NULL && strcmp(xq, "1") == 0) {
-                if (fb->xe_pipe)
+            const int persist_asked = xq != NULL && strcmp(xq, "1") == 0;
+            if (fb->xe_tma != NULL && (xq == NULL || strcmp(xq, "0") != 0)) {
+                if (fb->xe_pipe && persist_asked)
                     q->host->log(MEMRA_LOG_WARN, q->name,
                                  "gemm_experts: MEMRA_FP8BLK_XE_PIPE wins over MEMRA_FP8BLK_XE_PERSIST (no persistent form)");
                 const int want128 = !fb->xe_pipe && (fb->xe_tma_nh == 1 || fb->xe_tma128 != NULL);
@@ -268,7 +271,7 @@ static void fp8blk_load_wgmma(memra__gpu *q, fp8blk_state *fb, CUmodule m)
                                                      FP8BLK_WG_SMEM_BYTES_OF(1));
                 if (want256)
                     fb->xe_tma_p[1] = wgmma_function(q, fb, m, "memra_k_fp8blk_experts_tma_gsp", FP8BLK_WG_SMEM_BYTES_OF(2));
-                if ((want128 && fb->xe_tma_p[0] == NULL) || (want256 && fb->xe_tma_p[1] == NULL))
+                if (persist_asked && ((want128 && fb->xe_tma_p[0] == NULL) || (want256 && fb->xe_tma_p[1] == NULL)))
                     q->host->log(MEMRA_LOG_WARN, q->name,
                                  "gemm_experts: MEMRA_FP8BLK_XE_PERSIST=1 but a persistent tile did not load (the "
                                  "one-tile-a-CTA tile of that width serves)");
@@ -298,7 +301,8 @@ static void fp8blk_load_wgmma(memra__gpu *q, fp8blk_state *fb, CUmodule m)
             const int gs_asked = xg != NULL && strcmp(xg, "1") == 0;
             if (fb->xe_tma_pf != NULL && gs_asked)
                 q->host->log(MEMRA_LOG_WARN, q->name, "gemm_experts: MEMRA_FP8BLK_XE_PF wins over MEMRA_FP8BLK_XE_GS");
-            if ((fb->xe_tma_pf != NULL || fb->xe_tma_split != NULL) && (fb->xe_tma_p[0] != NULL || fb->xe_tma_p[1] != NULL))
+            if ((fb->xe_tma_pf != NULL || fb->xe_tma_split != NULL) && persist_asked &&
+                (fb->xe_tma_p[0] != NULL || fb->xe_tma_p[1] != NULL))
                 q->host->log(MEMRA_LOG_WARN, q->name,
                              "gemm_experts: MEMRA_FP8BLK_XE_PF / _SPLIT win over MEMRA_FP8BLK_XE_PERSIST");
             if (fb->xe_tma != NULL && fb->xe_tma_nh == 2 && (xg == NULL || strcmp(xg, "0") != 0)) {
@@ -750,13 +754,13 @@ memra_status memra__fp8blk_gemm_experts(memra_call *call, const memra_gemm_args 
                 fn = fb->xe_tma_pf;
                 kname = fb->xe_pf == 4 ? "memra_k_fp8blk_experts_tma_pf4" : "memra_k_fp8blk_experts_tma_pf8";
             } else if (fb->xe_tma_p[nh - 1] != NULL) {
-                /* MEMRA_FP8BLK_XE_PERSIST=1: a CTA an SM (at most one a tile) walking the tiles */
+                /* the default (off with MEMRA_FP8BLK_XE_PERSIST=0): a CTA an SM (at most one a tile) walking the tiles */
                 fn = fb->xe_tma_p[nh - 1];
                 kname = nh == 2 ? "memra_k_fp8blk_experts_tma_gsp" : "memra_k_fp8blk_experts_tma_n128gp";
                 const int64_t all = tiles_max * (int64_t)cols;
                 gx = (unsigned)(all < sms ? all : sms);
                 gy = 1;
-            } else if (!narrow && fb->xe_tma_gs != NULL) { /* the default: the grid's scales via the stages */
+            } else if (!narrow && fb->xe_tma_gs != NULL) { /* MEMRA_FP8BLK_XE_PERSIST=0: the grid's scales via the stages */
                 fn = fb->xe_tma_gs;
                 kname = "memra_k_fp8blk_experts_tma_gs";
             }
