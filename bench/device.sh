@@ -1184,8 +1184,9 @@ step_xepf() {
 # fp8blk's grouped tile variants against each other in one call (issue 30): XEARMS, a list of
 # name:VAR=VALUE:ERE (the arm's knob and the kernel name its launches must match; default, since
 # run z made the persistent tiles the default: auto MEMRA_FP8BLK_XE_N128=auto on
-# experts_tma_(gsp|n128gp)$ against p256 MEMRA_FP8BLK_XE_N128=0 on experts_tma_gsp$ and p128
-# MEMRA_FP8BLK_XE_N128=1 on experts_tma_n128gp$ (the width rule under persistence); run z1's were
+# experts_tma_(gsp|n128gp)$ against l2a MEMRA_FP8BLK_XE_L2=1 on experts_tma_(gsph1|n128gph1)$ and
+# l2b MEMRA_FP8BLK_XE_L2=2 on experts_tma_(gsph2|n128gph2)$ (the L2 eviction priorities) and p256
+# MEMRA_FP8BLK_XE_N128=0 on experts_tma_gsp$ (the width rule under persistence); run z1's were
 # auto MEMRA_FP8BLK_XE_N128=auto on experts_tma_(gs|n128)$, gs256 MEMRA_FP8BLK_XE_N128=0 on
 # experts_tma_gs$ and persist MEMRA_FP8BLK_XE_PERSIST=1 on experts_tma_(gsp|n128gp)$ under run y's
 # defaults; run y1's arms were
@@ -1196,14 +1197,15 @@ step_xepf() {
 # XEARMS_M (default "512:2 4096:1"; space-separated),
 # the arms' order rotating each round; ncu of each arm's grouped launches at m = 512 (uniform, the
 # first 9 launches matching the arm's ERE: name, grid, time, DRAM, L2 hit; the count proves the
-# kernel ran; XEARMS_NCU=0 skips it); then for each arm of XEARMS_TEST (default "auto p256 tile"; empty: none;
-# tile is XEARMS_EXTRA's, arms that are tested but not timed; VAR=VALUE,VAR=VALUE sets several knobs;
+# kernel ran; XEARMS_NCU=0 skips it); then for each arm of XEARMS_TEST (default "l2a l2b"; empty: none;
+# XEARMS_EXTRA's arms, tile (MEMRA_FP8BLK_XE_PERSIST=0) and p128 (MEMRA_FP8BLK_XE_N128=1), are tested but
+# not timed unless named in XEARMS; VAR=VALUE,VAR=VALUE sets several knobs;
 # `check`'s 4098-row case walks several tiles a persistent CTA): test_gpu_experts fp8blk,
 # fp8blk_skew, fp8blk_graph (bit for bit the dense lane), check --op gemm_experts --module fp8blk,
 # and XEARMS_TOOLS (default the four) over test_gpu_experts fp8blk, each in its own process
 step_xearms() {
   local t=$SECONDS spec mr mm rr r i a f c tool name kv ere
-  local arms=(${XEARMS:-auto:MEMRA_FP8BLK_XE_N128=auto:experts_tma_\(gsp\|n128gp\)\$ p256:MEMRA_FP8BLK_XE_N128=0:experts_tma_gsp\$ p128:MEMRA_FP8BLK_XE_N128=1:experts_tma_n128gp\$})
+  local arms=(${XEARMS:-auto:MEMRA_FP8BLK_XE_N128=auto:experts_tma_\(gsp\|n128gp\)\$ l2a:MEMRA_FP8BLK_XE_L2=1:experts_tma_\(gsph1\|n128gph1\)\$ l2b:MEMRA_FP8BLK_XE_L2=2:experts_tma_\(gsph2\|n128gph2\)\$ p256:MEMRA_FP8BLK_XE_N128=0:experts_tma_gsp\$})
   local na=${#arms[@]}
   for mr in ${XEARMS_M:-512:2 4096:1}; do
     mm=${mr%%:*} rr=${mr##*:}
@@ -1231,8 +1233,8 @@ step_xearms() {
          /L2 Hit Rate/ { line = line sprintf(" L2hit %s%%", $NF) }
          END { if (n) print line }' "$f" | cut -c1-200 >> "$S"
   done
-  local extra=(${XEARMS_EXTRA:-tile:MEMRA_FP8BLK_XE_PERSIST=0:experts_tma_\(gs\|n128\)\$})
-  for name in ${XEARMS_TEST-auto p256 tile}; do
+  local extra=(${XEARMS_EXTRA:-tile:MEMRA_FP8BLK_XE_PERSIST=0:experts_tma_\(gs\|n128\)\$ p128:MEMRA_FP8BLK_XE_N128=1:experts_tma_n128gp\$})
+  for name in ${XEARMS_TEST-l2a l2b}; do
     kv=""
     for spec in "${arms[@]}" "${extra[@]}"; do [ "${spec%%:*}" = "$name" ] && { kv=${spec#*:}; kv=${kv%%:*}; }; done
     kv=${kv//,/ }

@@ -270,6 +270,7 @@ static const char *g_fxe_split_knob; /* MEMRA_FP8BLK_XE_SPLIT likewise */
 static const char *g_fxe_pf_knob;    /* MEMRA_FP8BLK_XE_PF likewise */
 static const char *g_fxe_gs_knob;    /* MEMRA_FP8BLK_XE_GS likewise */
 static const char *g_fxe_persist_knob; /* MEMRA_FP8BLK_XE_PERSIST likewise */
+static const char *g_fxe_l2_knob;      /* MEMRA_FP8BLK_XE_L2 likewise */
 static const char *fake_knob(const memra_device_caps *caps, const char *name)
 {
     (void)caps;
@@ -295,6 +296,7 @@ static const char *fake_knob(const memra_device_caps *caps, const char *name)
     if (strcmp(name, "MEMRA_FP8BLK_XE_PF") == 0) return g_fxe_pf_knob;
     if (strcmp(name, "MEMRA_FP8BLK_XE_GS") == 0) return g_fxe_gs_knob;
     if (strcmp(name, "MEMRA_FP8BLK_XE_PERSIST") == 0) return g_fxe_persist_knob;
+    if (strcmp(name, "MEMRA_FP8BLK_XE_L2") == 0) return g_fxe_l2_knob;
     return NULL; /* every other knob at its default */
 }
 static void *fake_library_open(const char *which)
@@ -1421,6 +1423,37 @@ static int case_fp8blk(const char *so)
     ok &= fp8blk_experts_tma(&m, 300, "memra_k_fp8blk_experts_tma_n128p");
     ok &= close_mod(&m, 2);
     g_fxe_pipe_knob = NULL;
+    /* MEMRA_FP8BLK_XE_L2=1 / 2: the hinted persistent tiles of each width; 3 (not a setting) the plain
+     * ones; an image without the hinted tiles the plain ones; with PERSIST=0 the one-tile-a-CTA tiles */
+    static const struct {
+        const char *l2, *persist, *missing, *tile300, *tile40000;
+        unsigned gx300;
+    } l2s[] = {
+        {"1", NULL, NULL, "memra_k_fp8blk_experts_tma_n128gph1", "memra_k_fp8blk_experts_tma_gsph1", 33},
+        {"2", NULL, NULL, "memra_k_fp8blk_experts_tma_n128gph2", "memra_k_fp8blk_experts_tma_gsph2", 33},
+        {"3", NULL, NULL, "memra_k_fp8blk_experts_tma_n128gp", "memra_k_fp8blk_experts_tma_gsp", 33},
+        {"1", NULL, "gph1", "memra_k_fp8blk_experts_tma_n128gp", "memra_k_fp8blk_experts_tma_gsph1", 33},
+        {"2", "0", NULL, "memra_k_fp8blk_experts_tma_n128", "memra_k_fp8blk_experts_tma_gs", 0},
+    };
+    for (size_t i = 0; i < sizeof l2s / sizeof l2s[0]; i++) {
+        g_fxe_l2_knob = l2s[i].l2;
+        g_fxe_persist_knob = l2s[i].persist;
+        g_missing_kernel = l2s[i].missing;
+        printf("  L2=%s PERSIST=%s%s%s\n", l2s[i].l2, l2s[i].persist ? l2s[i].persist : "unset",
+               l2s[i].missing ? ", image without " : "", l2s[i].missing ? l2s[i].missing : "");
+        if (!open_mod(so, 90, &m)) return 0;
+        if (l2s[i].gx300 != 0) {
+            ok &= fp8blk_experts_persist(&m, 300, l2s[i].tile300, l2s[i].gx300);
+            ok &= fp8blk_experts_persist(&m, 40000, l2s[i].tile40000, 132);
+        } else {
+            ok &= fp8blk_experts_tma(&m, 300, l2s[i].tile300);
+            ok &= fp8blk_experts_tma(&m, 40000, l2s[i].tile40000);
+        }
+        ok &= close_mod(&m, 2);
+    }
+    g_fxe_l2_knob = NULL;
+    g_missing_kernel = NULL;
+    g_fxe_persist_knob = "1";
     /* an image without the persistent tiles: the one-tile-a-CTA ones (a warning where =1 was asked),
      * by default and with =1 */
     g_missing_kernel = "gsp";

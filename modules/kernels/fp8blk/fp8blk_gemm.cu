@@ -834,6 +834,26 @@ __device__ __forceinline__ void tma_load_2d(unsigned dst, const memra_tmap *map,
                  "l"(reinterpret_cast<unsigned long long>(map)), "r"(c0), "r"(c1), "r"(mbar)
                  : "memory");
 }
+/* tma_load_2d with an L2 eviction priority (`policy` from l2_policy) */
+__device__ __forceinline__ void tma_load_2d_hint(unsigned dst, const memra_tmap *map, int c0, int c1, unsigned mbar,
+                                                 unsigned long long policy)
+{
+    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint [%0], "
+                 "[%1, {%2, %3}], [%4], %5;\n" ::"r"(dst),
+                 "l"(reinterpret_cast<unsigned long long>(map)), "r"(c0), "r"(c1), "r"(mbar), "l"(policy)
+                 : "memory");
+}
+/* An L2 eviction policy for every line an access with it touches: LAST true evict_last (kept while
+ * lines of other priorities can go), false evict_first (the first to go) */
+template <bool LAST> __device__ __forceinline__ unsigned long long l2_policy()
+{
+    unsigned long long p;
+    if (LAST)
+        asm volatile("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;\n" : "=l"(p));
+    else
+        asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;\n" : "=l"(p));
+    return p;
+}
 
 /* The tensor-map tile's two roles, shared by memra_k_fp8blk_wgmma_tma and
  * memra_k_fp8blk_experts_tma. tma_produce: the producer warp's loop over the k blocks kb0 ..
@@ -853,13 +873,16 @@ __device__ __forceinline__ void tma_prefetch_2d(const memra_tmap *map, int c0, i
                  : "memory");
 }
 
-template <int NH, int S, int SB, int PF = 0, bool GS = false, bool WAIT = true>
+template <int NH, int S, int SB, int PF = 0, bool GS = false, bool WAIT = true, int L2 = 0>
 __device__ __forceinline__ void tma_produce(const memra_tmap *map_x, const memra_tmap *map_w, const float *__restrict__ xs,
                                             int r0, int j0, int m, int nk, int kb0, unsigned sbase,
                                             unsigned char *stages, unsigned full, unsigned empty, int lane,
                                             const float *__restrict__ grow = nullptr, int gs = 0, int ngr = 0,
                                             int it0 = 0)
 {
+    /* L2 (the persistent grouped tiles' MEMRA_FP8BLK_XE_L2): 0 no hint; 1 the x rows evict_last and
+     * the weight evict_first; 2 the x rows evict_last, the weight without a hint */
+    const unsigned long long px = L2 != 0 ? l2_policy<true>() : 0ull, pw = L2 == 1 ? l2_policy<false>() : 0ull;
     for (int b = 0; b < nk; b++) {
         const int s = (it0 + b) % S, kb = kb0 + b;
         /* PF > 0 (memra_k_fp8blk_experts_tma_pf*): the weight box PF blocks ahead of this one into
@@ -870,8 +893,14 @@ __device__ __forceinline__ void tma_produce(const memra_tmap *map_x, const memra
         const unsigned st = sbase + s * SB;
         if (lane == 0) {
             memra_mb_arrive_tx(full + 8 * s, 16384u * (1 + NH));
-            tma_load_2d(st, map_x, kb * 128, r0, full + 8 * s);
-            tma_load_2d(st + 16384, map_w, kb * 128, j0, full + 8 * s);
+            if (L2 != 0)
+                tma_load_2d_hint(st, map_x, kb * 128, r0, full + 8 * s, px);
+            else
+                tma_load_2d(st, map_x, kb * 128, r0, full + 8 * s);
+            if (L2 == 1)
+                tma_load_2d_hint(st + 16384, map_w, kb * 128, j0, full + 8 * s, pw);
+            else
+                tma_load_2d(st + 16384, map_w, kb * 128, j0, full + 8 * s);
         }
         float *sx = reinterpret_cast<float *>(stages + s * SB + 16384 * (1 + NH));
 #pragma unroll
@@ -1236,7 +1265,7 @@ __device__ __forceinline__ int xe_ring_next(int it, int nk, int S)
  * tile's first loads and its stores no longer leave the SM's tensor cores idle, and the barriers
  * are set up once per CTA, not once per tile. The same wgmmas and fold as experts_tma_body
  * (outputs bit for bit). */
-template <int NH, bool GS>
+template <int NH, bool GS, int L2 = 0>
 __device__ __forceinline__ void experts_tma_persist(const memra_tmap &map_x, const memra_tmap *__restrict__ maps,
                                                     const unsigned long long *__restrict__ gtab,
                                                     const float *__restrict__ xs, const int *__restrict__ offsets,
@@ -1265,7 +1294,7 @@ __device__ __forceinline__ void experts_tma_persist(const memra_tmap &map_x, con
                 asm volatile("fence.proxy.tensormap::generic.acquire.gpu [%0], 128;\n" ::"l"(
                                  reinterpret_cast<unsigned long long>(map_w))
                              : "memory");
-            tma_produce<NH, S, SB, 0, GS, false>(&map_x, map_w, xs, s0, j0, m, nkt, 0, sbase, stages, full, empty,
+            tma_produce<NH, S, SB, 0, GS, false, L2>(&map_x, map_w, xs, s0, j0, m, nkt, 0, sbase, stages, full, empty,
                                                  lane,
                                                  reinterpret_cast<const float *>(gtab[e]) + (long long)(j0 / 128) * nkt,
                                                  nkt, ngr, it);
@@ -1351,9 +1380,11 @@ XE_TMA_ENTRY(memra_k_fp8blk_experts_tma_gs, 2, false, 0, true, false)
  * the stages */
 XE_TMA_ENTRY(memra_k_fp8blk_experts_tma_n128p, 1, false, 0, true, true)
 #undef XE_TMA_ENTRY
-/* MEMRA_FP8BLK_XE_PERSIST=1 (opt-in): the persistent tiles, 256 wide (_gsp) and 128 wide (_n128gp),
- * both with the grid's scales through the stages; the same arguments (part unused) */
-#define XE_TMA_PENTRY(NAME, NH)                                                                                   \
+/* the persistent tiles (the default; MEMRA_FP8BLK_XE_PERSIST=0 off), 256 wide (_gsp) and 128 wide
+ * (_n128gp), both with the grid's scales through the stages; the same arguments (part unused).
+ * MEMRA_FP8BLK_XE_L2=1|2 (opt-in): the same tiles with L2 eviction priorities on their copies
+ * (_gsph1 / _n128gph1: the x rows evict_last, the weight evict_first; _h2: the x rows evict_last) */
+#define XE_TMA_PENTRY(NAME, NH, L2)                                                                               \
     extern "C" __global__ void __launch_bounds__(FP8BLK_TMA_THREADS, 1)                                            \
         NAME(const __grid_constant__ memra_tmap map_x, const memra_tmap *__restrict__ maps,                         \
              const unsigned long long *__restrict__ gtab, const float *__restrict__ xs,                             \
@@ -1362,9 +1393,13 @@ XE_TMA_ENTRY(memra_k_fp8blk_experts_tma_n128p, 1, false, 0, true, true)
              float *__restrict__ part)                                                                              \
     {                                                                                                              \
         (void)part;                                                                                                \
-        experts_tma_persist<NH, true>(map_x, maps, gtab, xs, offsets, perm, tiles, ntiles, y, m, n, k, ldy, alpha); \
+        experts_tma_persist<NH, true, L2>(map_x, maps, gtab, xs, offsets, perm, tiles, ntiles, y, m, n, k, ldy, alpha); \
     }
-XE_TMA_PENTRY(memra_k_fp8blk_experts_tma_gsp, 2)
-XE_TMA_PENTRY(memra_k_fp8blk_experts_tma_n128gp, 1)
+XE_TMA_PENTRY(memra_k_fp8blk_experts_tma_gsp, 2, 0)
+XE_TMA_PENTRY(memra_k_fp8blk_experts_tma_n128gp, 1, 0)
+XE_TMA_PENTRY(memra_k_fp8blk_experts_tma_gsph1, 2, 1)
+XE_TMA_PENTRY(memra_k_fp8blk_experts_tma_n128gph1, 1, 1)
+XE_TMA_PENTRY(memra_k_fp8blk_experts_tma_gsph2, 2, 2)
+XE_TMA_PENTRY(memra_k_fp8blk_experts_tma_n128gph2, 1, 2)
 #undef XE_TMA_PENTRY
 #endif

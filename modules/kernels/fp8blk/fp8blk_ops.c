@@ -47,6 +47,9 @@ typedef struct fp8blk_state {
     /* the persistent tiles (off with MEMRA_FP8BLK_XE_PERSIST=0), [0] 128 wide (experts_tma_n128gp),
      * [1] 256 wide (experts_tma_gsp), taking the place of the one-tile-a-CTA ones of that width */
     CUfunction xe_tma_p[2];
+    /* MEMRA_FP8BLK_XE_L2=1|2 (opt-in): the persistent tiles' L2 eviction priorities (xe_l2, 0: none);
+     * xe_tma_p_l2[h]: xe_tma_p[h] is the hinted form (_gsph<xe_l2> / _n128gph<xe_l2>) */
+    int xe_l2, xe_tma_p_l2[2];
     int xe_pipe;   /* MEMRA_FP8BLK_XE_PIPE=1 (opt-in): the 128-wide tile with the pipelined consumer (_n128p) */
     int xe_tma64;  /* MEMRA_FP8BLK_XE_TMA64=1: the 64-row remainder table beside it (experts_wgmma64) */
     int xe_split;  /* MEMRA_FP8BLK_XE_SPLIT=S (2..16, opt-in): its k blocks in S slices */
@@ -266,16 +269,38 @@ static void fp8blk_load_wgmma(memra__gpu *q, fp8blk_state *fb, CUmodule m)
                                  "gemm_experts: MEMRA_FP8BLK_XE_PIPE wins over MEMRA_FP8BLK_XE_PERSIST (no persistent form)");
                 const int want128 = !fb->xe_pipe && (fb->xe_tma_nh == 1 || fb->xe_tma128 != NULL);
                 const int want256 = !fb->xe_pipe && fb->xe_tma_nh == 2;
-                if (want128)
-                    fb->xe_tma_p[0] = wgmma_function(q, fb, m, "memra_k_fp8blk_experts_tma_n128gp",
-                                                     FP8BLK_WG_SMEM_BYTES_OF(1));
-                if (want256)
-                    fb->xe_tma_p[1] = wgmma_function(q, fb, m, "memra_k_fp8blk_experts_tma_gsp", FP8BLK_WG_SMEM_BYTES_OF(2));
+                /* MEMRA_FP8BLK_XE_L2=1|2 (opt-in): the persistent tiles with L2 eviction priorities
+                 * on their copies (1: the x rows evict_last, the weight evict_first; 2: the x rows
+                 * evict_last); the plain ones where that image lacks them (a warning) */
+                const char *xl = memra__gpu_knob(q, "MEMRA_FP8BLK_XE_L2");
+                fb->xe_l2 = xl != NULL && (strcmp(xl, "1") == 0 || strcmp(xl, "2") == 0) ? xl[0] - '0' : 0;
+                for (int h = 0; h < 2; h++) {
+                    if (!(h == 0 ? want128 : want256)) continue;
+                    const char *base = h == 0 ? "memra_k_fp8blk_experts_tma_n128gp" : "memra_k_fp8blk_experts_tma_gsp";
+                    const size_t smem = FP8BLK_WG_SMEM_BYTES_OF(h + 1);
+                    if (fb->xe_l2 != 0) {
+                        char name[64];
+                        snprintf(name, sizeof name, "%sh%d", base, fb->xe_l2);
+                        fb->xe_tma_p[h] = wgmma_function(q, fb, m, name, smem);
+                        if (fb->xe_tma_p[h] == NULL)
+                            q->host->log(MEMRA_LOG_WARN, q->name,
+                                         "gemm_experts: MEMRA_FP8BLK_XE_L2=%d but %s did not load (the tile without "
+                                         "hints serves)",
+                                         fb->xe_l2, name);
+                    }
+                    if (fb->xe_tma_p[h] == NULL) fb->xe_tma_p[h] = wgmma_function(q, fb, m, base, smem);
+                    else fb->xe_tma_p_l2[h] = 1;
+                }
                 if (persist_asked && ((want128 && fb->xe_tma_p[0] == NULL) || (want256 && fb->xe_tma_p[1] == NULL)))
                     q->host->log(MEMRA_LOG_WARN, q->name,
                                  "gemm_experts: MEMRA_FP8BLK_XE_PERSIST=1 but a persistent tile did not load (the "
                                  "one-tile-a-CTA tile of that width serves)");
             }
+            const char *xl2 = memra__gpu_knob(q, "MEMRA_FP8BLK_XE_L2");
+            if (fb->xe_tma != NULL && xl2 != NULL && strcmp(xl2, "0") != 0 && fb->xe_tma_p[0] == NULL &&
+                fb->xe_tma_p[1] == NULL)
+                q->host->log(MEMRA_LOG_WARN, q->name,
+                             "gemm_experts: MEMRA_FP8BLK_XE_L2 applies to the persistent tiles only, which are off here");
             const char *xs = memra__gpu_knob(q, "MEMRA_FP8BLK_XE_SPLIT");
             fb->xe_split = xs != NULL ? atoi(xs) : 0;
             if (fb->xe_tma != NULL && fb->xe_tma_nh == 2 && fb->xe_split > 1) {
@@ -756,7 +781,12 @@ memra_status memra__fp8blk_gemm_experts(memra_call *call, const memra_gemm_args 
             } else if (fb->xe_tma_p[nh - 1] != NULL) {
                 /* the default (off with MEMRA_FP8BLK_XE_PERSIST=0): a CTA an SM (at most one a tile) walking the tiles */
                 fn = fb->xe_tma_p[nh - 1];
-                kname = nh == 2 ? "memra_k_fp8blk_experts_tma_gsp" : "memra_k_fp8blk_experts_tma_n128gp";
+                static const char *const pnames[2][3] = {
+                    {"memra_k_fp8blk_experts_tma_n128gp", "memra_k_fp8blk_experts_tma_n128gph1",
+                     "memra_k_fp8blk_experts_tma_n128gph2"},
+                    {"memra_k_fp8blk_experts_tma_gsp", "memra_k_fp8blk_experts_tma_gsph1",
+                     "memra_k_fp8blk_experts_tma_gsph2"}};
+                kname = pnames[nh - 1][fb->xe_tma_p_l2[nh - 1] ? fb->xe_l2 : 0];
                 const int64_t all = tiles_max * (int64_t)cols;
                 gx = (unsigned)(all < sms ? all : sms);
                 gy = 1;
