@@ -78,6 +78,8 @@
       "0: fp8blk gemm_experts on one-tile-a-CTA tensor-map tiles, not persistent ones (runs z1, z6: up to 38% slower)") \
     X(FP8BLK_XE_L2, "MEMRA_FP8BLK_XE_L2", "mmq modules", ENUM, "0|1|2", "0",                                      \
       "fp8blk gemm_experts' persistent tiles with L2 eviction priorities: 1 x rows kept, weight first out; 2 x rows kept (unmeasured)") \
+    X(FP8BLK_XE_TALL, "MEMRA_FP8BLK_XE_TALL", "mmq modules", BOOL, "", "0",                                      \
+      "1: fp8blk gemm_experts on 256-row persistent tiles 128 wide (an expert of up to 256 rows one tile a column; unmeasured)") \
     X(FP8BLK_XE_PT, "MEMRA_FP8BLK_XE_PT", "mmq modules", BOOL, "", "1",                                          \
       "0: fp8blk does not serve gemm_experts on per-tensor e4m3 experts (lane gemm_fp8)")                         \
     X(MMQ_PDL, "MEMRA_MMQ_PDL", "mmq modules", BOOL, "", "1", "0: no programmatic dependent launches")            \

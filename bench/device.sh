@@ -1185,8 +1185,9 @@ step_xepf() {
 # name:VAR=VALUE:ERE (the arm's knob and the kernel name its launches must match; default, since
 # run z made the persistent tiles the default: auto MEMRA_FP8BLK_XE_N128=auto on
 # experts_tma_(gsp|n128gp)$ against l2a MEMRA_FP8BLK_XE_L2=1 on experts_tma_(gsph1|n128gph1)$ and
-# l2b MEMRA_FP8BLK_XE_L2=2 on experts_tma_(gsph2|n128gph2)$ (the L2 eviction priorities) and p256
-# MEMRA_FP8BLK_XE_N128=0 on experts_tma_gsp$ (the width rule under persistence); run z1's were
+# l2b MEMRA_FP8BLK_XE_L2=2 on experts_tma_(gsph2|n128gph2)$ (the L2 eviction priorities), tall
+# MEMRA_FP8BLK_XE_TALL=1 on experts_tma_tall$ (256-row tiles) and p256 MEMRA_FP8BLK_XE_N128=0 on
+# experts_tma_gsp$ (the width rule under persistence); run z1's were
 # auto MEMRA_FP8BLK_XE_N128=auto on experts_tma_(gs|n128)$, gs256 MEMRA_FP8BLK_XE_N128=0 on
 # experts_tma_gs$ and persist MEMRA_FP8BLK_XE_PERSIST=1 on experts_tma_(gsp|n128gp)$ under run y's
 # defaults; run y1's arms were
@@ -1194,10 +1195,10 @@ step_xepf() {
 # pipe:MEMRA_FP8BLK_XE_PIPE=1:experts_tma_n128p n128:MEMRA_FP8BLK_XE_N128=1:experts_tma_n128$ under the
 # old defaults).
 # memra bench moe --sheet XEARMS_SHEET (default mixtral; qwen3moe or all), fp8blk_own, at each M:ROUNDS of
-# XEARMS_M (default "512:2 4096:1"; space-separated),
+# XEARMS_M (default "512:2 4096:1"; space-separated; empty: no bench),
 # the arms' order rotating each round; ncu of each arm's grouped launches at m = 512 (uniform, the
 # first 9 launches matching the arm's ERE: name, grid, time, DRAM, L2 hit; the count proves the
-# kernel ran; XEARMS_NCU=0 skips it); then for each arm of XEARMS_TEST (default "l2a l2b"; empty: none;
+# kernel ran; XEARMS_NCU=0 skips it); then for each arm of XEARMS_TEST (default "tall l2a l2b"; empty: none;
 # XEARMS_EXTRA's arms, tile (MEMRA_FP8BLK_XE_PERSIST=0) and p128 (MEMRA_FP8BLK_XE_N128=1), are tested but
 # not timed unless named in XEARMS; VAR=VALUE,VAR=VALUE sets several knobs;
 # `check`'s 4098-row case walks several tiles a persistent CTA): test_gpu_experts fp8blk,
@@ -1205,9 +1206,9 @@ step_xepf() {
 # and XEARMS_TOOLS (default the four) over test_gpu_experts fp8blk, each in its own process
 step_xearms() {
   local t=$SECONDS spec mr mm rr r i a f c tool name kv ere
-  local arms=(${XEARMS:-auto:MEMRA_FP8BLK_XE_N128=auto:experts_tma_\(gsp\|n128gp\)\$ l2a:MEMRA_FP8BLK_XE_L2=1:experts_tma_\(gsph1\|n128gph1\)\$ l2b:MEMRA_FP8BLK_XE_L2=2:experts_tma_\(gsph2\|n128gph2\)\$ p256:MEMRA_FP8BLK_XE_N128=0:experts_tma_gsp\$})
+  local arms=(${XEARMS:-auto:MEMRA_FP8BLK_XE_N128=auto:experts_tma_\(gsp\|n128gp\)\$ l2a:MEMRA_FP8BLK_XE_L2=1:experts_tma_\(gsph1\|n128gph1\)\$ l2b:MEMRA_FP8BLK_XE_L2=2:experts_tma_\(gsph2\|n128gph2\)\$ tall:MEMRA_FP8BLK_XE_TALL=1:experts_tma_tall\$ p256:MEMRA_FP8BLK_XE_N128=0:experts_tma_gsp\$})
   local na=${#arms[@]}
-  for mr in ${XEARMS_M:-512:2 4096:1}; do
+  for mr in ${XEARMS_M-512:2 4096:1}; do
     mm=${mr%%:*} rr=${mr##*:}
     for ((r = 1; r <= rr; r++)); do for ((i = 0; i < na; i++)); do
       spec=${arms[$(((i + r - 1) % na))]} name=${spec%%:*} kv=${spec#*:}; kv=${kv%%:*}; kv=${kv//,/ }
@@ -1234,7 +1235,7 @@ step_xearms() {
          END { if (n) print line }' "$f" | cut -c1-200 >> "$S"
   done
   local extra=(${XEARMS_EXTRA:-tile:MEMRA_FP8BLK_XE_PERSIST=0:experts_tma_\(gs\|n128\)\$ p128:MEMRA_FP8BLK_XE_N128=1:experts_tma_n128gp\$})
-  for name in ${XEARMS_TEST-l2a l2b}; do
+  for name in ${XEARMS_TEST-tall l2a l2b}; do
     kv=""
     for spec in "${arms[@]}" "${extra[@]}"; do [ "${spec%%:*}" = "$name" ] && { kv=${spec#*:}; kv=${kv%%:*}; }; done
     kv=${kv//,/ }

@@ -163,11 +163,13 @@ static int fake_set_attribute(void *f, int a, int v)
 /* cuTensorMapEncodeTiled: refuses what the driver refuses for these maps (rank 2, 128-byte swizzle with a
  * 128-byte inner box, row strides a multiple of 16, a 16-byte aligned base); g_no_tmap: the entry point is absent */
 static int g_no_tmap, g_tmap_calls;
+static unsigned g_tmap_box[4]; /* the box rows of the first four maps encoded since g_tmap_calls was reset */
 static int fake_tmap_encode(void *map, int type, unsigned rank, void *global, const unsigned long long *dims,
                             const unsigned long long *strides, const unsigned *box, const unsigned *es, int il,
                             int swz, int l2, int oob)
 {
     (void)l2, (void)oob, (void)es;
+    if (g_tmap_calls < 4) g_tmap_box[g_tmap_calls] = box[1];
     g_tmap_calls++;
     if (map == NULL || ((uintptr_t)map & 63u) != 0 || type != 0 || rank != 2 || il != 0 || swz != 3) return 1;
     if (((uintptr_t)global & 15u) != 0 || strides[0] % 16 != 0 || box[0] != 128 || box[1] > 256 || dims[0] == 0)
@@ -271,6 +273,7 @@ static const char *g_fxe_pf_knob;    /* MEMRA_FP8BLK_XE_PF likewise */
 static const char *g_fxe_gs_knob;    /* MEMRA_FP8BLK_XE_GS likewise */
 static const char *g_fxe_persist_knob; /* MEMRA_FP8BLK_XE_PERSIST likewise */
 static const char *g_fxe_l2_knob;      /* MEMRA_FP8BLK_XE_L2 likewise */
+static const char *g_fxe_tall_knob;    /* MEMRA_FP8BLK_XE_TALL likewise */
 static const char *fake_knob(const memra_device_caps *caps, const char *name)
 {
     (void)caps;
@@ -297,6 +300,7 @@ static const char *fake_knob(const memra_device_caps *caps, const char *name)
     if (strcmp(name, "MEMRA_FP8BLK_XE_GS") == 0) return g_fxe_gs_knob;
     if (strcmp(name, "MEMRA_FP8BLK_XE_PERSIST") == 0) return g_fxe_persist_knob;
     if (strcmp(name, "MEMRA_FP8BLK_XE_L2") == 0) return g_fxe_l2_knob;
+    if (strcmp(name, "MEMRA_FP8BLK_XE_TALL") == 0) return g_fxe_tall_knob;
     return NULL; /* every other knob at its default */
 }
 static void *fake_library_open(const char *which)
@@ -1185,6 +1189,33 @@ static int fp8blk_experts_persist(mod *m, int rows, const char *tile, unsigned g
     return fp8blk_tma_launched(what, st, tile, NULL) && grid;
 }
 
+/* MEMRA_FP8BLK_XE_TALL=1: the routing into 256-row tiles, the quantiser, the maps (x's box 256
+ * rows, the weights' 128; encoded twice: checked before the routing, then for the launch) and the
+ * 256 x 128 persistent tile on min((ceil(rows / 256) + 8) x ceil(300 / 128), 132) CTAs: 300 rows
+ * (2 + 8) x 3 = 30, 40000 rows (157 + 8) x 3 = 495 -> 132 */
+static int fp8blk_experts_tall(mod *m, int rows, unsigned gx)
+{
+    g_tmap_calls = 0;
+    memset(g_tmap_box, 0, sizeof g_tmap_box);
+    const memra_status st = fp8blk_experts_call(m, rows);
+    const int grid = g_n_launched == 4 && g_grid_x[3] == gx && g_grid_y[3] == 1 && g_grid_z[3] == 1 &&
+                     g_block_x[3] == 384 && g_tmap_calls == 4 && g_tmap_box[0] == 256 && g_tmap_box[1] == 128 &&
+                     g_tmap_box[2] == 256 && g_tmap_box[3] == 128;
+    printf("    grids (tall, %d rows): grouped %u x %u x %u (%u), %d maps encoded, boxes %u / %u / %u / %u rows; want "
+           "%u x 1 x 1 (384), 4, 256 / 128 / 256 / 128  %s\n",
+           rows, g_grid_x[3], g_grid_y[3], g_grid_z[3], g_block_x[3], g_tmap_calls, g_tmap_box[0], g_tmap_box[1],
+           g_tmap_box[2], g_tmap_box[3], gx, grid ? "ok" : "FAIL");
+    char what[64];
+    snprintf(what, sizeof what, "gemm_experts fp8_blk tall %d rows", rows);
+    /* the tile exactly (launched() matches prefixes and clears the record) */
+    const int exact = g_n_launched > 3 && strcmp(g_launched[3], "memra_k_fp8blk_experts_tma_tall") == 0;
+    return launched_exact(what, st, 4,
+                          (const char *[]){"memra_k_fp8blk_experts_route_tall", "memra_k_fp8blk_quant_sorted",
+                                           "memra_k_fp8blk_experts_maps", "memra_k_fp8blk_experts_tma_tall"},
+                          (const int[]){0, 0, 0, 0}) &&
+           exact && grid;
+}
+
 /* MEMRA_FP8BLK_XE_TMA64=1: the two tables, the 128-row one on the tensor-map tile (min(ceil(300 /
  * 128) + 8, 300 / 65) = 4 tiles x 2 columns of 256), the 64-row remainders on the cp.async tile
  * (ceil(300 / 128) = 3 columns x min(8, 300) = 8 tiles, 128 threads) */
@@ -1453,6 +1484,41 @@ static int case_fp8blk(const char *so)
     }
     g_fxe_l2_knob = NULL;
     g_missing_kernel = NULL;
+    /* MEMRA_FP8BLK_XE_TALL=1: the tall tile at both sizes, whatever the width, persistence or L2
+     * setting; a split asked for wins (its own tile); an image without the tall tile: the default's
+     * 128-row tiles */
+    g_fxe_tall_knob = "1";
+    static const char *const tall_n128[3] = {NULL, "1", "0"};
+    for (int i = 0; i < 3; i++) {
+        g_xe_n128_knob = tall_n128[i];
+        g_fxe_persist_knob = i == 2 ? "0" : NULL;
+        g_fxe_l2_knob = i == 1 ? "1" : NULL;
+        printf("  TALL=1 N128=%s PERSIST=%s L2=%s\n", tall_n128[i] ? tall_n128[i] : "unset", i == 2 ? "0" : "unset",
+               i == 1 ? "1" : "unset");
+        if (!open_mod(so, 90, &m)) return 0;
+        ok &= fp8blk_experts_tall(&m, 300, 30);
+        ok &= fp8blk_experts_tall(&m, 40000, 132);
+        ok &= close_mod(&m, 2);
+    }
+    g_xe_n128_knob = NULL;
+    g_fxe_persist_knob = NULL;
+    g_fxe_l2_knob = NULL;
+    g_missing_kernel = "_tall";
+    if (!open_mod(so, 90, &m)) return 0;
+    ok &= fp8blk_experts_persist(&m, 300, "memra_k_fp8blk_experts_tma_n128gp", 33);
+    ok &= close_mod(&m, 2);
+    g_missing_kernel = NULL;
+    /* the maps' scratch refused (a capture without a reservation for it): the 128-row routing and the
+     * cp.async tile, never the 256-row table (the fallback reads 128-row tiles) */
+    g_scratch_refuse = "fp8blk.experts.maps";
+    if (!open_mod(so, 90, &m)) return 0;
+    ok &= launched_exact("gemm_experts fp8_blk tall, no maps", fp8blk_experts_call(&m, 300), 3,
+                         (const char *[]){"memra_k_fp8blk_experts_route", "memra_k_fp8blk_quant_sorted",
+                                          "memra_k_fp8blk_experts_wgmma"},
+                         (const int[]){0, 0, 0});
+    ok &= close_mod(&m, 2);
+    g_scratch_refuse = NULL;
+    g_fxe_tall_knob = NULL;
     g_fxe_persist_knob = "1";
     /* an image without the persistent tiles: the one-tile-a-CTA ones (a warning where =1 was asked),
      * by default and with =1 */

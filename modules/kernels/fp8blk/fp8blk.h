@@ -46,6 +46,12 @@
  * 6 stages of the narrow tile, 4 of the wide one (about 197 KB). */
 #define FP8BLK_WG_STAGE_BYTES_OF(nh) ((16384 * (1 + (nh)) + 512 + 1023) / 1024 * 1024)
 #define FP8BLK_WG_STAGES_OF(nh) ((nh) == 1 ? FP8BLK_WG_STAGES : 4)
+/* memra_k_fp8blk_experts_tma_tall (MEMRA_FP8BLK_XE_TALL=1): 256 x rows and 128 weight rows a
+ * stage, then 256 activation scales and the weight grid's scale, 1024-aligned; 4 stages (about
+ * 201 KB) */
+#define FP8BLK_WG_TALL_STAGE_BYTES ((3 * 16384 + 1024 + 16 + 1023) / 1024 * 1024)
+#define FP8BLK_WG_TALL_STAGES 4
+#define FP8BLK_WG_TALL_SMEM_BYTES (FP8BLK_WG_TALL_STAGES * FP8BLK_WG_TALL_STAGE_BYTES + 1024 + 128)
 /* memra_k_fp8blk_wgmma_tma: a producer warpgroup and two consumer warpgroups */
 #define FP8BLK_TMA_THREADS 384
 #define FP8BLK_WG_SMEM_BYTES_OF(nh) (FP8BLK_WG_STAGES_OF(nh) * FP8BLK_WG_STAGE_BYTES_OF(nh) + 1024 + 128)

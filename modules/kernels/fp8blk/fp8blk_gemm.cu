@@ -177,6 +177,19 @@ memra_k_fp8blk_experts_route(const int *__restrict__ ids, int m, int E, int *__r
                         ntiles2, cnt, fill);
 }
 
+/* MEMRA_FP8BLK_XE_TALL=1: the routing with a table of 256-row tiles (experts_tma_tall's) */
+extern "C" __global__ void __launch_bounds__(1024)
+memra_k_fp8blk_experts_route_tall(const int *__restrict__ ids, int m, int E, int *__restrict__ offsets,
+                                  int *__restrict__ perm, int *__restrict__ tiles, int *__restrict__ ntiles,
+                                  int *__restrict__ tiles2, int *__restrict__ ntiles2)
+{
+    __shared__ int cnt[FP8BLK_XE_MAX];
+    __shared__ int fill[FP8BLK_XE_MAX];
+    (void)tiles2;
+    (void)ntiles2;
+    memra_route_experts(ids, m, E, 256, 0, 0, offsets, perm, tiles, ntiles, nullptr, nullptr, cnt, fill);
+}
+
 extern "C" __global__ void __launch_bounds__(256)
 memra_k_fp8blk_quant_sorted(const float *__restrict__ x, const int *__restrict__ perm, const int *__restrict__ offsets,
                             int E, int m, int k, unsigned char *__restrict__ q, float *__restrict__ s)
@@ -415,6 +428,18 @@ __device__ __forceinline__ void wg_fence_regs(float d[64])
     for (int i = 0; i < 64; i++) asm volatile("" : "+f"(d[i])::"memory");
 }
 
+/* t = A [64 x 128 at a] . B [128 x 128 at bb]^T: four k32 wgmmas (the first overwriting t),
+ * committed and waited for, t's registers ordered after the wait */
+__device__ __forceinline__ void wg_block(float (&t)[64], unsigned a, unsigned bb)
+{
+    asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+#pragma unroll
+    for (int kk = 0; kk < 4; kk++) wg_mma(t, wg_desc(a + kk * 32), wg_desc(bb + kk * 32), kk);
+    asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+    asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+    wg_fence_regs(t);
+}
+
 /* One stage: A [128 x 128] at st, B [128 nh x 128] at st + 16384, the 128 activation
  * scales after B; every row 128 bytes in the swizzled layout. A's rows i0 .. m - 1
  * exist (the rest zero-filled), the scales of block kb at xs + kb * ms (ms = m for a
@@ -629,12 +654,7 @@ __device__ __forceinline__ void wg_mb_tile(const unsigned char *__restrict__ w, 
             const float g = PT ? grid[0] : (j0 / 128 + h < ngr) ? grow[(long long)h * nk + kb] : 0.0f;
             const unsigned bb = sbase + s * SB + (AB + 16384 * h);
             if (live) {
-                asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
-#pragma unroll
-                for (int kk = 0; kk < 4; kk++) wg_mma(t, wg_desc(a + kk * 32), wg_desc(bb + kk * 32), kk);
-                asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
-                asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
-                wg_fence_regs(t);
+                wg_block(t, a, bb);
             }
             if (h == NH - 1) mb_arrive(empty + 8 * s); /* every thread: its own reads of the stage are done */
             if (live) {
@@ -944,12 +964,7 @@ __device__ __forceinline__ void tma_consume(float (&acc)[NH][64], const float *_
         for (int h = 0; h < NH; h++) {
             const float g = GS ? sx[128 + h] : (j0 / 128 + h < ngr) ? grow[(long long)h * gs + kb] : 0.0f;
             const unsigned bb = sbase + s * SB + 16384 * (1 + h);
-            asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
-#pragma unroll
-            for (int kk = 0; kk < 4; kk++) wg_mma(t, wg_desc(a + kk * 32), wg_desc(bb + kk * 32), kk);
-            asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
-            asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
-            wg_fence_regs(t);
+            wg_block(t, a, bb);
             if (h == NH - 1) mb_arrive(empty + 8 * s);
             const float f0 = x0 * g, f1 = x1 * g;
 #pragma unroll
@@ -1025,6 +1040,14 @@ __device__ __forceinline__ void tma_consume_pipe(float (&acc)[1][64], const floa
     }
     asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory"); /* the repeated block's, unread */
     wg_fence_regs(t0);
+}
+
+/* maps[e] was written through the tensor-map proxy's release (experts_maps): acquired before the
+ * first copy through it */
+__device__ __forceinline__ void xe_map_acquire(const memra_tmap *map_w)
+{
+    asm volatile("fence.proxy.tensormap::generic.acquire.gpu [%0], 128;\n" ::"l"(reinterpret_cast<unsigned long long>(map_w))
+                 : "memory");
 }
 
 /* The tensor-map tiles' shared memory, carved and set up once a CTA: the S stages from the first
@@ -1222,10 +1245,7 @@ __device__ __forceinline__ void experts_tma_body(const memra_tmap &map_x, const 
     if (wg == 0) {
         asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n");
         if (threadIdx.x >= 32) return;
-        if (lane == 0) /* maps[e] was written through the tensor-map proxy's release (experts_maps) */
-            asm volatile("fence.proxy.tensormap::generic.acquire.gpu [%0], 128;\n" ::"l"(
-                             reinterpret_cast<unsigned long long>(map_w))
-                         : "memory");
+        if (lane == 0) xe_map_acquire(map_w);
         tma_produce<NH, S, SB, PF, GS>(&map_x, map_w, xs, s0, j0, m, nk, kb0, sbase, stages, full, empty, lane,
                                        reinterpret_cast<const float *>(gtab[e]) + (long long)(j0 / 128) * nkt + kb0,
                                        nkt, ngr);
@@ -1290,10 +1310,7 @@ __device__ __forceinline__ void experts_tma_persist(const memra_tmap &map_x, con
         for (long long t = blockIdx.x; t < total; t += gridDim.x, it = xe_ring_next(it, nkt, S)) {
             const int ti = (int)(t % nt), j0 = (int)(t / nt) * (128 * NH), e = tiles[2 * ti], s0 = tiles[2 * ti + 1];
             const memra_tmap *map_w = maps + e;
-            if (lane == 0) /* maps[e] was written through the tensor-map proxy's release (experts_maps) */
-                asm volatile("fence.proxy.tensormap::generic.acquire.gpu [%0], 128;\n" ::"l"(
-                                 reinterpret_cast<unsigned long long>(map_w))
-                             : "memory");
+            if (lane == 0) xe_map_acquire(map_w);
             tma_produce<NH, S, SB, 0, GS, false, L2>(&map_x, map_w, xs, s0, j0, m, nkt, 0, sbase, stages, full, empty,
                                                  lane,
                                                  reinterpret_cast<const float *>(gtab[e]) + (long long)(j0 / 128) * nkt,
@@ -1330,6 +1347,157 @@ __device__ __forceinline__ void experts_tma_persist(const memra_tmap &map_x, con
             xe_tma_store<NH, false, true>(acc, y, nullptr, perm, s_now + r0, end_now, j0, n, ldy, alpha, lane);
         else if (live)
             xe_tma_store<NH, false>(acc, y, nullptr, perm, s_now + r0, end_now, j0, n, ldy, alpha, lane);
+        if (t >= total) break;
+    }
+}
+
+/* MEMRA_FP8BLK_XE_TALL=1 (opt-in): the persistent tile 256 rows tall and 128 wide
+ * (experts_tma_tall) on a table of 256-row tiles (memra_k_fp8blk_experts_route_tall). An expert
+ * of 129-256 rows (the Mixtral-like rows at m = 512: ~128 a expert) is one tile a column, so its
+ * weight strip is read once, where the 128-row tiles give it a second tile that reads the strip
+ * again (from DRAM once the two CTAs drift apart). A stage: the 256 x rows [256 x 128] (one
+ * 256-row box: blocks of 128 rows at 0 and 16384), the weight [128 x 128] at 32768, the 256 x
+ * scales at 49152, the weight grid's scale after them. Consumer warpgroup w takes rows w 64 ..
+ * w 64 + 63 of each 128-row block rb (acc[rb]: the 64 x 128 accumulators of block rb, the
+ * registers of the 128 x 256 tile's two column halves), the same wgmmas and fold per row as the
+ * other grouped tiles (outputs bit for bit). NRB: the warpgroup's blocks holding rows of the
+ * expert (0, 1 or 2: rows fill the blocks in order), a template so that no wgmma sits under a
+ * per-block condition. */
+template <int S, int SB>
+__device__ __forceinline__ void tma_produce_tall(const memra_tmap *map_x, const memra_tmap *map_w,
+                                                 const float *__restrict__ xs, int r0, int j0, int m, int nk,
+                                                 unsigned sbase, unsigned char *stages, unsigned full, unsigned empty,
+                                                 int lane, const float *__restrict__ grow, int ngr, int it0)
+{
+    for (int b = 0; b < nk; b++) {
+        const int s = (it0 + b) % S;
+        if (it0 + b >= S) memra_mb_wait(empty + 8 * s, (unsigned)((it0 + b) / S - 1) & 1u);
+        const unsigned st = sbase + s * SB;
+        if (lane == 0) {
+            memra_mb_arrive_tx(full + 8 * s, 3u * 16384u);
+            tma_load_2d(st, map_x, b * 128, r0, full + 8 * s);
+            tma_load_2d(st + 32768, map_w, b * 128, j0, full + 8 * s);
+        }
+        float *sx = reinterpret_cast<float *>(stages + s * SB + 49152);
+#pragma unroll
+        for (int e = 0; e < 8; e++) {
+            const int t = lane + 32 * e, i = r0 + t;
+            fb_cp4(sx + t, i < m ? xs + (long long)b * m + i : xs, i < m ? 4 : 0);
+        }
+        if (lane == 0) { /* the weight grid's scale of the column block (0 past n) */
+            const bool ok = j0 / 128 < ngr;
+            fb_cp4(sx + 256, ok ? grow + b : grow, ok ? 4 : 0);
+        }
+        mb_cp_arrive(full + 8 * s);
+    }
+}
+
+template <int NRB, int S, int SB>
+__device__ __forceinline__ void tma_consume_tall(float (&acc)[2][1][64], int nk, unsigned sbase,
+                                                 const unsigned char *stages, unsigned full, unsigned empty, int ct,
+                                                 int lane, int it0)
+{
+    const int r0 = (ct >> 7) * 64 + ((ct >> 5) & 3) * 16 + (lane >> 2);
+    float t[64];
+#pragma unroll
+    for (int rb = 0; rb < 2; rb++)
+#pragma unroll
+        for (int i = 0; i < 64; i++) acc[rb][0][i] = 0.0f;
+    const unsigned a_off = (ct >> 7) * 64 * 128;
+    for (int kb = 0; kb < nk; kb++) {
+        const int s = (it0 + kb) % S;
+        memra_mb_wait(full + 8 * s, (unsigned)((it0 + kb) / S) & 1u);
+        if (NRB == 0) { /* nothing to compute: free the stage */
+            mb_arrive(empty + 8 * s);
+            continue;
+        }
+        const float *sx = reinterpret_cast<const float *>(stages + s * SB + 49152);
+        const float g = sx[256];
+        const unsigned bb = sbase + s * SB + 32768;
+#pragma unroll
+        for (int rb = 0; rb < NRB; rb++) {
+            const float x0 = sx[rb * 128 + r0], x1 = sx[rb * 128 + r0 + 8];
+            const unsigned a = sbase + s * SB + rb * 16384 + a_off;
+            wg_block(t, a, bb);
+            if (rb == NRB - 1) mb_arrive(empty + 8 * s);
+            const float f0 = x0 * g, f1 = x1 * g;
+#pragma unroll
+            for (int i = 0; i < 64; i++) acc[rb][0][i] = fmaf((i & 2) ? f1 : f0, t[i], acc[rb][0][i]);
+        }
+    }
+}
+
+/* The tall tile's persistent walk: experts_tma_persist's (tile t = col nt + ti, the ring's
+ * position carried across tiles, the next tile's expert read before the stores) on the 256-row
+ * table, columns 128 wide */
+__device__ __forceinline__ void experts_tma_persist_tall(const memra_tmap &map_x, const memra_tmap *__restrict__ maps,
+                                                         const unsigned long long *__restrict__ gtab,
+                                                         const float *__restrict__ xs, const int *__restrict__ offsets,
+                                                         const int *__restrict__ perm, const int *__restrict__ tiles,
+                                                         const int *__restrict__ ntiles, float *__restrict__ y, int m,
+                                                         int n, int k, long long ldy, float alpha)
+{
+    constexpr int S = FP8BLK_WG_TALL_STAGES, SB = FP8BLK_WG_TALL_STAGE_BYTES;
+    static_assert(49152 + 1024 + 4 <= SB, "the tall stage holds its operands and scales");
+    const int nt = *ntiles;
+    const long long total = (long long)nt * ((n + 127) / 128);
+    if ((long long)blockIdx.x >= total) return; /* the whole CTA, before any barrier */
+    extern __shared__ __align__(16) unsigned char xt_smem[];
+    const int wg = threadIdx.x >> 7, lane = threadIdx.x & 31;
+    const int nkt = (k + 127) / 128, ngr = (n + 127) / 128;
+    const auto [sbase, full, empty, stages] = tma_ring_setup<S, SB>(xt_smem);
+
+    if (wg == 0) {
+        asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n");
+        if (threadIdx.x >= 32) return;
+        int it = 0;
+        for (long long t = blockIdx.x; t < total; t += gridDim.x, it = xe_ring_next(it, nkt, S)) {
+            const int ti = (int)(t % nt), j0 = (int)(t / nt) * 128, e = tiles[2 * ti], s0 = tiles[2 * ti + 1];
+            const memra_tmap *map_w = maps + e;
+            if (lane == 0) xe_map_acquire(map_w);
+            tma_produce_tall<S, SB>(&map_x, map_w, xs, s0, j0, m, nkt, sbase, stages, full, empty, lane,
+                                    reinterpret_cast<const float *>(gtab[e]) + (long long)(j0 / 128) * nkt, ngr, it);
+        }
+        asm volatile("cp.async.wait_all;\n" ::: "memory");
+        return;
+    }
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n");
+    const int ct = threadIdx.x - 128; /* 0..255: the consumers */
+    const int r0 = (ct >> 7) * 64 + ((ct >> 5) & 3) * 16 + (lane >> 2);
+    float acc[2][1][64];
+    const bool v2 = (ldy & 1) == 0 && (reinterpret_cast<unsigned long long>(y) & 7) == 0;
+    int it = 0;
+    long long t = blockIdx.x;
+    int ti = (int)(t % nt), e = tiles[2 * ti], s0 = tiles[2 * ti + 1], end = offsets[e + 1];
+    while (true) {
+        const int j0 = (int)(t / nt) * 128;
+        /* the warpgroup's blocks with rows: block rb holds rows s0 + rb 128 + wg' 64 .. (wg' = ct / 128) */
+        const int nrb = s0 + 128 + (ct >> 7) * 64 < end ? 2 : s0 + (ct >> 7) * 64 < end ? 1 : 0;
+        if (nrb == 2)
+            tma_consume_tall<2, S, SB>(acc, nkt, sbase, stages, full, empty, ct, lane, it);
+        else if (nrb == 1)
+            tma_consume_tall<1, S, SB>(acc, nkt, sbase, stages, full, empty, ct, lane, it);
+        else
+            tma_consume_tall<0, S, SB>(acc, nkt, sbase, stages, full, empty, ct, lane, it);
+        const int s_now = s0, end_now = end;
+        t += gridDim.x;
+        it = xe_ring_next(it, nkt, S);
+        if (t < total) {
+            ti = (int)(t % nt);
+            e = tiles[2 * ti];
+            s0 = tiles[2 * ti + 1];
+            end = offsets[e + 1];
+        }
+#pragma unroll
+        for (int rb = 0; rb < 2; rb++) {
+            if (rb >= nrb) break;
+            if (v2)
+                xe_tma_store<1, false, true>(acc[rb], y, nullptr, perm, s_now + rb * 128 + r0, end_now, j0, n, ldy,
+                                             alpha, lane);
+            else
+                xe_tma_store<1, false>(acc[rb], y, nullptr, perm, s_now + rb * 128 + r0, end_now, j0, n, ldy, alpha,
+                                       lane);
+        }
         if (t >= total) break;
     }
 }
@@ -1402,4 +1570,16 @@ XE_TMA_PENTRY(memra_k_fp8blk_experts_tma_n128gph1, 1, 1)
 XE_TMA_PENTRY(memra_k_fp8blk_experts_tma_gsph2, 2, 2)
 XE_TMA_PENTRY(memra_k_fp8blk_experts_tma_n128gph2, 1, 2)
 #undef XE_TMA_PENTRY
+/* MEMRA_FP8BLK_XE_TALL=1 (opt-in): the 256 x 128 persistent tile on the 256-row table (map_x's
+ * box 256 rows, the weights' 128); the same arguments (part unused) */
+extern "C" __global__ void __launch_bounds__(FP8BLK_TMA_THREADS, 1)
+memra_k_fp8blk_experts_tma_tall(const __grid_constant__ memra_tmap map_x, const memra_tmap *__restrict__ maps,
+                                const unsigned long long *__restrict__ gtab, const float *__restrict__ xs,
+                                const int *__restrict__ offsets, const int *__restrict__ perm,
+                                const int *__restrict__ tiles, const int *__restrict__ ntiles, float *__restrict__ y,
+                                int m, int n, int k, long long ldy, float alpha, float *__restrict__ part)
+{
+    (void)part;
+    experts_tma_persist_tall(map_x, maps, gtab, xs, offsets, perm, tiles, ntiles, y, m, n, k, ldy, alpha);
+}
 #endif

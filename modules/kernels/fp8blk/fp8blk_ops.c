@@ -50,6 +50,9 @@ typedef struct fp8blk_state {
     /* MEMRA_FP8BLK_XE_L2=1|2 (opt-in): the persistent tiles' L2 eviction priorities (xe_l2, 0: none);
      * xe_tma_p_l2[h]: xe_tma_p[h] is the hinted form (_gsph<xe_l2> / _n128gph<xe_l2>) */
     int xe_l2, xe_tma_p_l2[2];
+    /* MEMRA_FP8BLK_XE_TALL=1 (opt-in): the 256 x 128 persistent tile (experts_tma_tall) and the
+     * routing into 256-row tiles it reads (experts_route_tall), or NULL */
+    CUfunction xe_tall, xe_route_tall;
     int xe_pipe;   /* MEMRA_FP8BLK_XE_PIPE=1 (opt-in): the 128-wide tile with the pipelined consumer (_n128p) */
     int xe_tma64;  /* MEMRA_FP8BLK_XE_TMA64=1: the 64-row remainder table beside it (experts_wgmma64) */
     int xe_split;  /* MEMRA_FP8BLK_XE_SPLIT=S (2..16, opt-in): its k blocks in S slices */
@@ -296,6 +299,18 @@ static void fp8blk_load_wgmma(memra__gpu *q, fp8blk_state *fb, CUmodule m)
                                  "gemm_experts: MEMRA_FP8BLK_XE_PERSIST=1 but a persistent tile did not load (the "
                                  "one-tile-a-CTA tile of that width serves)");
             }
+            const char *xtall = memra__gpu_knob(q, "MEMRA_FP8BLK_XE_TALL");
+            if (fb->xe_tma != NULL && xtall != NULL && strcmp(xtall, "1") == 0) {
+                fb->xe_tall = wgmma_function(q, fb, m, "memra_k_fp8blk_experts_tma_tall", FP8BLK_WG_TALL_SMEM_BYTES);
+                if (fb->xe_tall != NULL && q->cu.cuModuleGetFunction(&fb->xe_route_tall, m,
+                                                                      "memra_k_fp8blk_experts_route_tall") !=
+                                               MEMRA__CU_SUCCESS)
+                    fb->xe_tall = fb->xe_route_tall = NULL;
+                if (fb->xe_tall == NULL)
+                    q->host->log(MEMRA_LOG_WARN, q->name,
+                                 "gemm_experts: MEMRA_FP8BLK_XE_TALL=1 but the 256-row tile did not load (the "
+                                 "128-row tiles serve)");
+            }
             const char *xl2 = memra__gpu_knob(q, "MEMRA_FP8BLK_XE_L2");
             if (fb->xe_tma != NULL && xl2 != NULL && strcmp(xl2, "0") != 0 && fb->xe_tma_p[0] == NULL &&
                 fb->xe_tma_p[1] == NULL)
@@ -346,7 +361,8 @@ static void fp8blk_load_wgmma(memra__gpu *q, fp8blk_state *fb, CUmodule m)
         }
         if (fb->xe_route == NULL || fb->xe_quant == NULL || fb->xe_quant_given == NULL)
             fb->xe_gemm = fb->xe_wide = fb->xe_one = fb->xe_pt = fb->xe_tma = fb->xe_maps = fb->xe_tma_split = fb->xe_sum =
-                fb->xe_tma_pf = fb->xe_tma_gs = fb->xe_tma128 = fb->xe_tma_p[0] = fb->xe_tma_p[1] = NULL;
+                fb->xe_tma_pf = fb->xe_tma_gs = fb->xe_tma128 = fb->xe_tma_p[0] = fb->xe_tma_p[1] = fb->xe_tall =
+                    fb->xe_route_tall = NULL;
     }
 }
 
@@ -699,7 +715,12 @@ memra_status memra__fp8blk_gemm_experts(memra_call *call, const memra_gemm_args 
     if (pt && ((int64_t)a->n + 127) / 128 > 65535)
         return memra__gpu_decline(call, "gemm_experts: lane gemm_fp8: more than 65535 column blocks");
     const int two = !one && fb->xe_gemm64 != NULL;
+    /* MEMRA_FP8BLK_XE_TALL=1 (opt-in): one table of 256-row tiles on the 256 x 128 persistent tile,
+     * unless an opt-in split or prefetch was asked for (those keep their tile) */
+    int tall = tma && !tma64 && fb->xe_tall != NULL && fb->xe_tma_split == NULL && fb->xe_tma_pf == NULL;
+    /* the tables' buffers and the fallbacks below keep the 128-row tiles' bound; the tall grid its own */
     int64_t tiles_max = ((int64_t)m + FP8BLK_WG_BM - 1) / FP8BLK_WG_BM + E;
+    const int64_t tiles_tall = ((int64_t)m + 255) / 256 + E < m ? ((int64_t)m + 255) / 256 + E : m;
     const int64_t tiles_cap = two ? (int64_t)m / 65 : (int64_t)m;
     if (tiles_max > tiles_cap) tiles_max = tiles_cap;
     const int64_t tiles2_max = !two ? 0 : E < m ? E : m;
@@ -715,10 +736,21 @@ memra_status memra__fp8blk_gemm_experts(memra_call *call, const memra_gemm_args 
     if (st != MEMRA_STATUS_OK) return st;
     memra_dptr offsets = p, perm = p + o_perm, tiles = p + o_tiles, ntiles = p + o_n;
     memra_dptr tiles2 = two ? p + o_tiles2 : 0, ntiles2 = two ? p + o_n + 16 : 0;
+    if (tall && tiles_max > 0) {
+        /* the 256-row table only where the tall tile will run: its maps' scratch and encodings (the
+         * same as below) checked first, since the cp.async fallbacks read 128-row tables */
+        memra_dptr mp = 0;
+        memra__cu_tensor_map t1, t2;
+        if (q->host->scratch_get(call, MEMRA__FP8BLK_SLOT_MAPS, (size_t)E * 128 + 128, &mp) != MEMRA_STATUS_OK ||
+            !fp8blk_tmap(q, &t1, xq, m, k, 256u) || !fp8blk_tmap(q, &t2, xq, n, k, 128u))
+            tall = 0;
+    }
     memra_dptr ids = ex->ids, x = a->x, w = a->w, grid = a->w_scale_grid, y = memra__gpu_y_base(a);
     long long ldy = a->ldy;
     float alpha = a->alpha;
-    st = memra__gpu_launch_ex(q, fb->xe_route, "memra_k_fp8blk_experts_route", 1, 1, 1, 1024, 0, call->stream,
+    st = memra__gpu_launch_ex(q, tall ? fb->xe_route_tall : fb->xe_route,
+                              tall ? "memra_k_fp8blk_experts_route_tall" : "memra_k_fp8blk_experts_route", 1, 1, 1, 1024,
+                              0, call->stream,
                               (void *[]){&ids, &m, &ee, &offsets, &perm, &tiles, &ntiles, &tiles2, &ntiles2}, 0);
     if (st != MEMRA_STATUS_OK) return st;
     const unsigned qgrid = (unsigned)((nkb * m + 8 * MEMRA_ROW128_U - 1) / (8 * MEMRA_ROW128_U));
@@ -744,11 +776,12 @@ memra_status memra__fp8blk_gemm_experts(memra_call *call, const memra_gemm_args 
          * column tiles) is under four CTAs an SM, unless an opt-in split, prefetch or 64-row table
          * (MEMRA_FP8BLK_XE_TMA64=1) was asked for: those keep the width they were measured at */
         const int64_t sms = q->caps->sm_count > 0 ? q->caps->sm_count : 16; /* unknown: as the other modules guess */
-        const int narrow = !two && fb->xe_tma_nh == 2 && fb->xe_tma128 != NULL && fb->xe_tma_split == NULL &&
+        const int narrow = !two && !tall && fb->xe_tma_nh == 2 && fb->xe_tma128 != NULL && fb->xe_tma_split == NULL &&
                            fb->xe_tma_pf == NULL && tiles_max * (((int64_t)n + 255) / 256) < 4 * sms;
-        const int nh = narrow ? 1 : fb->xe_tma_nh;
+        const int nh = narrow || tall ? 1 : fb->xe_tma_nh;
         if (q->host->scratch_get(call, MEMRA__FP8BLK_SLOT_MAPS, (size_t)E * 128 + 128, &maps) == MEMRA_STATUS_OK &&
-            fp8blk_tmap(q, &mx, xq, m, k, FP8BLK_WG_BM) && fp8blk_tmap(q, &mt, xq, n, k, 128u * (uint32_t)nh)) {
+            fp8blk_tmap(q, &mx, xq, m, k, tall ? 256u : FP8BLK_WG_BM) &&
+            fp8blk_tmap(q, &mt, xq, n, k, 128u * (uint32_t)nh)) {
             maps = (maps + 127) / 128 * 128;
             st = memra__gpu_launch_ex(q, fb->xe_maps, "memra_k_fp8blk_experts_maps", (unsigned)((E + 3) / 4), 1, 1, 128,
                                       0, call->stream, (void *[]){&mt, &w, &ee, &maps}, 0);
@@ -757,7 +790,9 @@ memra_status memra__fp8blk_gemm_experts(memra_call *call, const memra_gemm_args 
                                 : fb->xe_pipe ? "memra_k_fp8blk_experts_tma_n128p"
                                               : "memra_k_fp8blk_experts_tma_n128";
             const unsigned cols = (unsigned)((n + 128 * nh - 1) / (128 * nh));
-            const unsigned smem = nh == 1 ? FP8BLK_WG_SMEM_BYTES_OF(1) : FP8BLK_WG_SMEM_BYTES_OF(2);
+            const unsigned smem = tall      ? FP8BLK_WG_TALL_SMEM_BYTES
+                                  : nh == 1 ? FP8BLK_WG_SMEM_BYTES_OF(1)
+                                            : FP8BLK_WG_SMEM_BYTES_OF(2);
             /* MEMRA_FP8BLK_XE_SPLIT=S (opt-in, one table only): the k blocks in S slices, each CTA's raw
              * sums to part, memra_k_fp8blk_experts_sum adding them in slice order into y (a split in
              * the table's last wave for the long-k rows; not yet timed). No scratch (a capture without
@@ -778,6 +813,13 @@ memra_status memra__fp8blk_gemm_experts(memra_call *call, const memra_gemm_args 
             } else if (fb->xe_tma_pf != NULL) {
                 fn = fb->xe_tma_pf;
                 kname = fb->xe_pf == 4 ? "memra_k_fp8blk_experts_tma_pf4" : "memra_k_fp8blk_experts_tma_pf8";
+            } else if (tall) {
+                /* MEMRA_FP8BLK_XE_TALL=1: the 256 x 128 persistent tile, a CTA an SM */
+                fn = fb->xe_tall;
+                kname = "memra_k_fp8blk_experts_tma_tall";
+                const int64_t all = tiles_tall * (int64_t)cols;
+                gx = (unsigned)(all < sms ? all : sms);
+                gy = 1;
             } else if (fb->xe_tma_p[nh - 1] != NULL) {
                 /* the default (off with MEMRA_FP8BLK_XE_PERSIST=0): a CTA an SM (at most one a tile) walking the tiles */
                 fn = fb->xe_tma_p[nh - 1];
@@ -812,7 +854,8 @@ memra_status memra__fp8blk_gemm_experts(memra_call *call, const memra_gemm_args 
         }
         /* no scratch or a refused encoding: the table(s) on the cp.async tiles below (one table of
          * 128-row tiles built with two == 0 on xe_wide / xe_gemm, CTAs past the count exiting; with
-         * MEMRA_FP8BLK_XE_TMA64=1 the two tables as without the tensor-map tile) */
+         * MEMRA_FP8BLK_XE_TMA64=1 the two tables as without the tensor-map tile; never with the
+         * tall tile's 256-row table: its maps were checked before the routing) */
     }
     if (one && !tma)
         return tiles_max <= 0 ? MEMRA_STATUS_OK
