@@ -1276,81 +1276,6 @@ __device__ __forceinline__ int xe_ring_next(int it, int nk, int S)
     return p < 3LL * S ? (int)p : S + (int)((p - S) % (2LL * S));
 }
 
-/* The persistent form of experts_tma_body (unsplit, no prefetch; MEMRA_FP8BLK_XE_PERSIST=1):
- * gridDim.x CTAs (one an SM at most) walk the nt x cols tiles, tile t = col nt + ti for t =
- * blockIdx.x, blockIdx.x + gridDim.x, ... (the expert's row tiles of one column side by side, as
- * the one-tile-a-CTA grid orders them). Producer and consumers walk the same tiles in the same
- * order, and `it`, the ring's position, carries stage and phase from tile to tile, so the producer
- * warp runs on into the next tile's stages while the consumers fold and store the last one: a
- * tile's first loads and its stores no longer leave the SM's tensor cores idle, and the barriers
- * are set up once per CTA, not once per tile. The same wgmmas and fold as experts_tma_body
- * (outputs bit for bit). */
-template <int NH, bool GS, int L2 = 0>
-__device__ __forceinline__ void experts_tma_persist(const memra_tmap &map_x, const memra_tmap *__restrict__ maps,
-                                                    const unsigned long long *__restrict__ gtab,
-                                                    const float *__restrict__ xs, const int *__restrict__ offsets,
-                                                    const int *__restrict__ perm, const int *__restrict__ tiles,
-                                                    const int *__restrict__ ntiles, float *__restrict__ y, int m,
-                                                    int n, int k, long long ldy, float alpha)
-{
-    constexpr int S = FP8BLK_WG_STAGES_OF(NH), SB = FP8BLK_WG_STAGE_BYTES_OF(NH);
-    static_assert(!GS || 16384 * (1 + NH) + 512 + 4 * NH <= SB, "the grid's scales fit the stage's tail");
-    const int nt = *ntiles;
-    const long long total = (long long)nt * ((n + 128 * NH - 1) / (128 * NH));
-    if ((long long)blockIdx.x >= total) return; /* the whole CTA, before any barrier */
-    extern __shared__ __align__(16) unsigned char xt_smem[];
-    const int wg = threadIdx.x >> 7, lane = threadIdx.x & 31;
-    const int nkt = (k + 127) / 128, ngr = (n + 127) / 128;
-    const auto [sbase, full, empty, stages] = tma_ring_setup<S, SB>(xt_smem);
-
-    if (wg == 0) {
-        asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n");
-        if (threadIdx.x >= 32) return;
-        int it = 0;
-        for (long long t = blockIdx.x; t < total; t += gridDim.x, it = xe_ring_next(it, nkt, S)) {
-            const int ti = (int)(t % nt), j0 = (int)(t / nt) * (128 * NH), e = tiles[2 * ti], s0 = tiles[2 * ti + 1];
-            const memra_tmap *map_w = maps + e;
-            if (lane == 0) xe_map_acquire(map_w);
-            tma_produce<NH, S, SB, 0, GS, false, L2>(&map_x, map_w, xs, s0, j0, m, nkt, 0, sbase, stages, full, empty,
-                                                 lane,
-                                                 reinterpret_cast<const float *>(gtab[e]) + (long long)(j0 / 128) * nkt,
-                                                 nkt, ngr, it);
-        }
-        asm volatile("cp.async.wait_all;\n" ::: "memory");
-        return;
-    }
-    asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n");
-    const int ct = threadIdx.x - 128; /* 0..255: the consumers */
-    const int r0 = (ct >> 7) * 64 + ((ct >> 5) & 3) * 16 + (lane >> 2);
-    float acc[NH][64];
-    /* every even column of y 8-byte aligned: the stores two columns at a time */
-    const bool v2 = (ldy & 1) == 0 && (reinterpret_cast<unsigned long long>(y) & 7) == 0;
-    int it = 0;
-    long long t = blockIdx.x;
-    int ti = (int)(t % nt), e = tiles[2 * ti], s0 = tiles[2 * ti + 1], end = offsets[e + 1];
-    while (true) {
-        const int j0 = (int)(t / nt) * (128 * NH);
-        const bool live = s0 + (ct >> 7) * 64 < end;
-        const float *const grow = reinterpret_cast<const float *>(gtab[e]) + (long long)(j0 / 128) * nkt;
-        tma_consume<NH, S, SB, GS>(acc, grow, nkt, nkt, ngr, j0, sbase, stages, full, empty, ct, lane, live, it);
-        /* the next tile's expert and rows read before this tile's stores, off the path between tiles */
-        const int s_now = s0, end_now = end;
-        t += gridDim.x;
-        it = xe_ring_next(it, nkt, S);
-        if (t < total) {
-            ti = (int)(t % nt);
-            e = tiles[2 * ti];
-            s0 = tiles[2 * ti + 1];
-            end = offsets[e + 1];
-        }
-        if (live && v2)
-            xe_tma_store<NH, false, true>(acc, y, nullptr, perm, s_now + r0, end_now, j0, n, ldy, alpha, lane);
-        else if (live)
-            xe_tma_store<NH, false>(acc, y, nullptr, perm, s_now + r0, end_now, j0, n, ldy, alpha, lane);
-        if (t >= total) break;
-    }
-}
-
 /* MEMRA_FP8BLK_XE_TALL=1 (opt-in): the persistent tile 256 rows tall and 128 wide
  * (experts_tma_tall) on a table of 256-row tiles (memra_k_fp8blk_experts_route_tall). An expert
  * of 129-256 rows (the Mixtral-like rows at m = 512: ~128 a expert) is one tile a column, so its
@@ -1427,20 +1352,31 @@ __device__ __forceinline__ void tma_consume_tall(float (&acc)[2][1][64], int nk,
     }
 }
 
-/* The tall tile's persistent walk: experts_tma_persist's (tile t = col nt + ti, the ring's
- * position carried across tiles, the next tile's expert read before the stores) on the 256-row
- * table, columns 128 wide */
-__device__ __forceinline__ void experts_tma_persist_tall(const memra_tmap &map_x, const memra_tmap *__restrict__ maps,
-                                                         const unsigned long long *__restrict__ gtab,
-                                                         const float *__restrict__ xs, const int *__restrict__ offsets,
-                                                         const int *__restrict__ perm, const int *__restrict__ tiles,
-                                                         const int *__restrict__ ntiles, float *__restrict__ y, int m,
-                                                         int n, int k, long long ldy, float alpha)
+/* The persistent form of experts_tma_body (unsplit, no prefetch; MEMRA_FP8BLK_XE_PERSIST=1):
+ * gridDim.x CTAs (one an SM at most) walk the nt x cols tiles, tile t = col nt + ti for t =
+ * blockIdx.x, blockIdx.x + gridDim.x, ... (the expert's row tiles of one column side by side, as
+ * the one-tile-a-CTA grid orders them). Producer and consumers walk the same tiles in the same
+ * order, and `it`, the ring's position, carries stage and phase from tile to tile, so the producer
+ * warp runs on into the next tile's stages while the consumers fold and store the last one: a
+ * tile's first loads and its stores no longer leave the SM's tensor cores idle, and the barriers
+ * are set up once per CTA, not once per tile. The same wgmmas and fold as experts_tma_body
+ * (outputs bit for bit). */
+template <int NH, bool GS, int L2 = 0, bool TALL = false>
+__device__ __forceinline__ void experts_tma_persist(const memra_tmap &map_x, const memra_tmap *__restrict__ maps,
+                                                    const unsigned long long *__restrict__ gtab,
+                                                    const float *__restrict__ xs, const int *__restrict__ offsets,
+                                                    const int *__restrict__ perm, const int *__restrict__ tiles,
+                                                    const int *__restrict__ ntiles, float *__restrict__ y, int m,
+                                                    int n, int k, long long ldy, float alpha)
 {
-    constexpr int S = FP8BLK_WG_TALL_STAGES, SB = FP8BLK_WG_TALL_STAGE_BYTES;
-    static_assert(49152 + 1024 + 4 <= SB, "the tall stage holds its operands and scales");
+    static_assert(!TALL || (NH == 1 && GS && L2 == 0), "the tall tile: 128 wide, the grid's scale through its stages");
+    constexpr int S = TALL ? FP8BLK_WG_TALL_STAGES : FP8BLK_WG_STAGES_OF(NH);
+    constexpr int SB = TALL ? FP8BLK_WG_TALL_STAGE_BYTES : FP8BLK_WG_STAGE_BYTES_OF(NH);
+    static_assert(TALL ? 49152 + 1024 + 4 <= SB : !GS || 16384 * (1 + NH) + 512 + 4 * NH <= SB,
+                  "the stage holds its operands and scales");
+    constexpr int RB = TALL ? 2 : 1, NHA = TALL ? 1 : NH; /* row blocks of 128, column halves a block */
     const int nt = *ntiles;
-    const long long total = (long long)nt * ((n + 127) / 128);
+    const long long total = (long long)nt * ((n + 128 * NH - 1) / (128 * NH));
     if ((long long)blockIdx.x >= total) return; /* the whole CTA, before any barrier */
     extern __shared__ __align__(16) unsigned char xt_smem[];
     const int wg = threadIdx.x >> 7, lane = threadIdx.x & 31;
@@ -1452,11 +1388,16 @@ __device__ __forceinline__ void experts_tma_persist_tall(const memra_tmap &map_x
         if (threadIdx.x >= 32) return;
         int it = 0;
         for (long long t = blockIdx.x; t < total; t += gridDim.x, it = xe_ring_next(it, nkt, S)) {
-            const int ti = (int)(t % nt), j0 = (int)(t / nt) * 128, e = tiles[2 * ti], s0 = tiles[2 * ti + 1];
+            const int ti = (int)(t % nt), j0 = (int)(t / nt) * (128 * NH), e = tiles[2 * ti], s0 = tiles[2 * ti + 1];
             const memra_tmap *map_w = maps + e;
             if (lane == 0) xe_map_acquire(map_w);
-            tma_produce_tall<S, SB>(&map_x, map_w, xs, s0, j0, m, nkt, sbase, stages, full, empty, lane,
-                                    reinterpret_cast<const float *>(gtab[e]) + (long long)(j0 / 128) * nkt, ngr, it);
+            const float *const grow = reinterpret_cast<const float *>(gtab[e]) + (long long)(j0 / 128) * nkt;
+            if constexpr (TALL)
+                tma_produce_tall<S, SB>(&map_x, map_w, xs, s0, j0, m, nkt, sbase, stages, full, empty, lane, grow, ngr,
+                                        it);
+            else
+                tma_produce<NH, S, SB, 0, GS, false, L2>(&map_x, map_w, xs, s0, j0, m, nkt, 0, sbase, stages, full,
+                                                         empty, lane, grow, nkt, ngr, it);
         }
         asm volatile("cp.async.wait_all;\n" ::: "memory");
         return;
@@ -1464,21 +1405,29 @@ __device__ __forceinline__ void experts_tma_persist_tall(const memra_tmap &map_x
     asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n");
     const int ct = threadIdx.x - 128; /* 0..255: the consumers */
     const int r0 = (ct >> 7) * 64 + ((ct >> 5) & 3) * 16 + (lane >> 2);
-    float acc[2][1][64];
+    float acc[RB][NHA][64];
+    /* every even column of y 8-byte aligned: the stores two columns at a time */
     const bool v2 = (ldy & 1) == 0 && (reinterpret_cast<unsigned long long>(y) & 7) == 0;
     int it = 0;
     long long t = blockIdx.x;
     int ti = (int)(t % nt), e = tiles[2 * ti], s0 = tiles[2 * ti + 1], end = offsets[e + 1];
     while (true) {
-        const int j0 = (int)(t / nt) * 128;
-        /* the warpgroup's blocks with rows: block rb holds rows s0 + rb 128 + wg' 64 .. (wg' = ct / 128) */
-        const int nrb = s0 + 128 + (ct >> 7) * 64 < end ? 2 : s0 + (ct >> 7) * 64 < end ? 1 : 0;
-        if (nrb == 2)
-            tma_consume_tall<2, S, SB>(acc, nkt, sbase, stages, full, empty, ct, lane, it);
-        else if (nrb == 1)
-            tma_consume_tall<1, S, SB>(acc, nkt, sbase, stages, full, empty, ct, lane, it);
-        else
-            tma_consume_tall<0, S, SB>(acc, nkt, sbase, stages, full, empty, ct, lane, it);
+        const int j0 = (int)(t / nt) * (128 * NH);
+        /* the warpgroup's 128-row blocks holding rows of the expert (rows fill them in order) */
+        const int nrb = TALL && s0 + 128 + (ct >> 7) * 64 < end ? 2 : s0 + (ct >> 7) * 64 < end ? 1 : 0;
+        if constexpr (TALL) {
+            if (nrb == 2)
+                tma_consume_tall<2, S, SB>(acc, nkt, sbase, stages, full, empty, ct, lane, it);
+            else if (nrb == 1)
+                tma_consume_tall<1, S, SB>(acc, nkt, sbase, stages, full, empty, ct, lane, it);
+            else
+                tma_consume_tall<0, S, SB>(acc, nkt, sbase, stages, full, empty, ct, lane, it);
+        } else {
+            const float *const grow = reinterpret_cast<const float *>(gtab[e]) + (long long)(j0 / 128) * nkt;
+            tma_consume<NH, S, SB, GS>(acc[0], grow, nkt, nkt, ngr, j0, sbase, stages, full, empty, ct, lane, nrb > 0,
+                                       it);
+        }
+        /* the next tile's expert and rows read before this tile's stores, off the path between tiles */
         const int s_now = s0, end_now = end;
         t += gridDim.x;
         it = xe_ring_next(it, nkt, S);
@@ -1489,14 +1438,13 @@ __device__ __forceinline__ void experts_tma_persist_tall(const memra_tmap &map_x
             end = offsets[e + 1];
         }
 #pragma unroll
-        for (int rb = 0; rb < 2; rb++) {
-            if (rb >= nrb) break;
-            if (v2)
-                xe_tma_store<1, false, true>(acc[rb], y, nullptr, perm, s_now + rb * 128 + r0, end_now, j0, n, ldy,
-                                             alpha, lane);
-            else
-                xe_tma_store<1, false>(acc[rb], y, nullptr, perm, s_now + rb * 128 + r0, end_now, j0, n, ldy, alpha,
-                                       lane);
+        for (int rb = 0; rb < RB; rb++) {
+            if (rb < nrb && v2)
+                xe_tma_store<NHA, false, true>(acc[rb], y, nullptr, perm, s_now + rb * 128 + r0, end_now, j0, n, ldy,
+                                               alpha, lane);
+            else if (rb < nrb)
+                xe_tma_store<NHA, false>(acc[rb], y, nullptr, perm, s_now + rb * 128 + r0, end_now, j0, n, ldy, alpha,
+                                         lane);
         }
         if (t >= total) break;
     }
@@ -1580,6 +1528,6 @@ memra_k_fp8blk_experts_tma_tall(const __grid_constant__ memra_tmap map_x, const 
                                 int m, int n, int k, long long ldy, float alpha, float *__restrict__ part)
 {
     (void)part;
-    experts_tma_persist_tall(map_x, maps, gtab, xs, offsets, perm, tiles, ntiles, y, m, n, k, ldy, alpha);
+    experts_tma_persist<1, true, 0, true>(map_x, maps, gtab, xs, offsets, perm, tiles, ntiles, y, m, n, k, ldy, alpha);
 }
 #endif
