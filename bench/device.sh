@@ -43,6 +43,8 @@
 #   sweep       test_mmq_ops sweep (every gemm_q8_0r tile x split)
 #   pdl         test_mmq_ops pdl at m = 512 and 4096
 #   ncu         ncu summary of the first gemm_q8_0r launches
+#   ncusrc      ncu's per-SASS-instruction warp stall samples of one gemm_q8_0r and one gemm_kr (Q4_K)
+#               launch (m = 4096, 5120->12288): the source page as CSV (see step_ncusrc)
 #   python      pytest of the python package on device 0 (torch tensors), when present
 #   inject      every GPU test and memra check with an injected fault: each must fail
 #   ab          memra bench 27b from .before/'s build and this one, alternately (see step_ab)
@@ -650,6 +652,25 @@ step_ncu() {
       say "ncu bench moe q8_0 mixtral gate ($side): exit $?"
     done
   fi
+}
+
+# Where in the k loop the floor's issue slots and stalls go (issue 26): ncu's SourceCounters
+# (PC sampling: stall reasons per SASS instruction) on the third matching launch of each
+# (test_mmq_ops sweep / sweep_kr q4_k at m = 4096, 5120->12288: the auto plan's), saved as a
+# report, then its source page printed as CSV (one row per SASS instruction, its samples by
+# reason): ncusrc_<name>.csv, read offline against cuobjdump's SASS of the same kernel
+step_ncusrc() {
+  local t=$SECONDS spec name re args
+  for spec in "q8_0r|memra_k_gemm_q8_0r|sweep 4096 0" "kr|memra_k_gemm_kr|sweep_kr q4_k 4096 0"; do
+    IFS='|' read -r name re args <<< "$spec"
+    MEMRA_ADMISSION=off timeout 240 ncu --clock-control none --section SourceCounters --section WarpStateStats \
+      -k regex:$re --launch-skip 2 -c 1 -f -o "$L/ncusrc_$name" $T $args > "$L/ncusrc_$name.txt" 2>&1
+    say "ncusrc $name: exit $?"
+    timeout 120 ncu --import "$L/ncusrc_$name.ncu-rep" --page source --print-source sass --csv \
+      > "$L/ncusrc_$name.csv" 2>> "$L/ncusrc_$name.txt"
+    say "ncusrc $name source page: exit $?, $(wc -l < "$L/ncusrc_$name.csv") lines"
+  done
+  say "ncusrc: $((SECONDS - t)) s"
 }
 
 step_python() {
