@@ -577,7 +577,10 @@ step_accprobe() {
 }
 
 step_sweep() {
-  timeout 600 $T sweep ${SWEEP_M:-} > "$L/sweep.log" 2>&1; say "sweep: exit $?"
+  # line-buffered so that a sweep cut by its timeout (SWEEP_TIMEOUT, default 420 s: every arm
+  # change reloads the mmq module, which dominates the sweep's time) keeps the shapes it finished
+  timeout ${SWEEP_TIMEOUT:-420} stdbuf -oL $T sweep ${SWEEP_M:-} ${SWEEP_SHAPE:-} > "$L/sweep.log" 2>&1
+  say "sweep: exit $?"
   grep -E "^SWEEP " "$L/sweep.log" >> "$S"
 }
 

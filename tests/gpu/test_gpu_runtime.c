@@ -678,6 +678,24 @@ static int case_mmq(const char *so)
         c = call_of(&m);
         ok &= launched(kq_tile[f], m.desc->ops->gemm_kr(&c, &kr), 1, &kq_tile[f], (const int[]){-1});
     }
+    /* the H200 plan at m = 4096 (run b2's refit of the 128 x 96 step): 128 x 96 at 5120->12288,
+     * 128 x 128 at 17408->5120; gemm_kr (Q4_K on its TF32 fold by default) keeps the unrefitted step: 128 x 128 at 5120->12288 */
+    static const struct { int n, k; const char *tile; } plan[] = {
+        {12288, 5120, "memra_k_gemm_q8_0r_mt4n3b"}, {17408, 5120, "memra_k_gemm_q8_0r_mt4n3b"},
+        {5120, 17408, "memra_k_gemm_q8_0r_mt4b"}, {5120, 6144, "memra_k_gemm_q8_0r_mt4b"}};
+    for (size_t i = 0; i < sizeof plan / sizeof plan[0]; i++) {
+        memra_gemm_args p = gemm(4096, plan[i].n, plan[i].k);
+        c = call_of(&m);
+        ok &= launched_exact("gemm_q8_0r plan m=4096", m.desc->ops->gemm_q8_0r(&c, &p), 1, &plan[i].tile,
+                             (const int[]){-1});
+    }
+    {
+        memra_gemm_args p = gemm(4096, 12288, 5120);
+        p.w_format = (int32_t)MEMRA_FORMAT_Q4_K;
+        c = call_of(&m);
+        ok &= launched_exact("gemm_kr plan m=4096", m.desc->ops->gemm_kr(&c, &p), 1,
+                             (const char *[]){"memra_k_gemm_kr_q4_k_mt4t"}, (const int[]){-1});
+    }
     c = call_of(&m);
     ok &= launched("accprobe s32", m.desc->ops->accprobe(&c, MEMRA_ACCPROBE_S32, &a), 1,
                    (const char *[]){"memra_k_probe_s32"}, (const int[]){0});

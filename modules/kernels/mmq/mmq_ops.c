@@ -644,10 +644,13 @@ memra_status memra__mmq_repack_q8_0(memra_call *call, memra_dptr src, int64_t ro
  * weight tile's with the tokens); split-k adds its partial sums' traffic,
  * (S + 1) m n floats, at BYTES bytes per step. The constants are fitted to a
  * sweep of every tile x split (4 x 6 arms) on the H200 at the 27b sheet, m = 512
- * and 4096 (`test_mmq_ops sweep`, bench/RESULTS.md run G), where the model picks
- * the fastest arm on all 12 shapes. The fit is tight for the 128 x 96 step
- * (0.750 to 0.766 keeps every pick; at 0.75 a 128 x 96 and a 128 x 128 plan of
- * m = 4096 tie), loose for the rest. MEMRA_MMQ_BM=128|64,
+ * and 4096 (`test_mmq_ops sweep`, bench/RESULTS.md run G), where the model picked
+ * the fastest arm on all 12 shapes. The 128 x 96 step is refitted for the bulk-copy
+ * tiles (run b2, m = 4096: 128 x 96 is 3.8% and 1.7% faster than 128 x 128 at
+ * 5120->12288 and 5120->17408, 0.5% and 1.1% slower at 6144->5120 and 17408->5120):
+ * 0.715 to 0.735 picks the faster of the two on all five shapes run b2 timed and
+ * leaves the m = 512 picks as they were; 0.725 is the middle. gemm_kr keeps run G's
+ * 0.76 (STEP_KR) until a sweep_kr measures its tiles. MEMRA_MMQ_BM=128|64,
  * MEMRA_MMQ_BN=128|96 and MEMRA_MMQ_SPLIT=1..16 force the choice (sweeps,
  * tests). tile = -1: no tile can take the shape. */
 typedef struct q8r_plan {
@@ -663,11 +666,13 @@ typedef struct q8r_plan {
  * (no such GPU has been lent); the 128 x 128 tiles never load there (99 KB of
  * shared memory per block), so its step cost is unused. */
 typedef struct mmq_plan_consts {
-    double fill, lone, bytes;         /* FILL, LONE, BYTES of the model above */
-    double step[MEMRA__MMQ_R3_TILES]; /* STEP per tile, memra__mmq_r3_tiles order */
+    double fill, lone, bytes;            /* FILL, LONE, BYTES of the model above */
+    double step[MEMRA__MMQ_R3_TILES];    /* STEP per tile of gemm_q8_0r, memra__mmq_r3_tiles order */
+    double step_kr[MEMRA__MMQ_R3_TILES]; /* STEP per tile of gemm_kr (run G's q8_0r fit, not refitted) */
 } mmq_plan_consts;
-static const mmq_plan_consts k_plan_h200 = {1.0, 0.59, 5.0e6, {1.0, 0.6, 0.76, 0.41}};
-static const mmq_plan_consts k_plan_sm120 = {1.0, 0.59, 5.0e6, {1.0, 0.6, 0.76, 0.41}}; /* untested on sm_120 */
+static const mmq_plan_consts k_plan_h200 = {1.0, 0.59, 5.0e6, {1.0, 0.6, 0.725, 0.41}, {1.0, 0.6, 0.76, 0.41}};
+static const mmq_plan_consts k_plan_sm120 = {1.0, 0.59, 5.0e6, {1.0, 0.6, 0.76, 0.41},
+                                             {1.0, 0.6, 0.76, 0.41}}; /* untested on sm_120 */
 
 static const mmq_plan_consts *plan_consts(const memra__gpu *q)
 {
@@ -676,7 +681,7 @@ static const mmq_plan_consts *plan_consts(const memra__gpu *q)
 
 /* plan_tiles(q, memra__mmq_r3_tiles, gemm_q8_0r's kernels, ...) is that plan;
  * the same model serves gemm_kr's tiles (their own shared-memory sizes decide
- * which run two to an SM); the step costs are gemm_q8_0r's fit, not refitted
+ * which run two to an SM) with step_kr, run G's gemm_q8_0r fit, not refitted
  * for the K folds (a K step does 1 + 1/NT (min) or 2 (q6) MMAs per q8_0r MMA). */
 static q8r_plan plan_tiles(const memra__gpu *q, const mmq_knobs *kn, const memra__mmq_r3_tile *tiles,
                            const CUfunction *fns, const char *op, int m, int n, int k)
@@ -689,6 +694,7 @@ static q8r_plan plan_tiles(const memra__gpu *q, const mmq_knobs *kn, const memra
     const int64_t G = ((int64_t)k + 127) / 128;
     const size_t optin = q->caps->smem_per_block_optin;
     const mmq_plan_consts *pc = plan_consts(q);
+    const double *step = strcmp(op, "gemm_kr") == 0 ? pc->step_kr : pc->step;
     q8r_plan best = {-1, 1}, any = {-1, 1};
     double best_cost = -1.0;
     for (int t = 0; t < MEMRA__MMQ_R3_TILES; t++) {
@@ -708,7 +714,7 @@ static q8r_plan plan_tiles(const memra__gpu *q, const mmq_knobs *kn, const memra
             const int64_t per_sm = (ctas * s + sms - 1) / sms;
             const double steps = (double)((G + s - 1) / s) + pc->fill;
             const double rounds = two ? (double)(per_sm / 2) + (double)(per_sm % 2) * pc->lone : (double)per_sm * pc->lone;
-            double cost = rounds * steps * pc->step[t];
+            double cost = rounds * steps * step[t];
             if (s > 1) cost += (double)(s + 1) * (double)m * (double)n * 4.0 / pc->bytes;
             if (best_cost < 0.0 || cost < best_cost) best = (q8r_plan){t, s}, best_cost = cost;
         }
