@@ -714,6 +714,8 @@ step_python() {
 # per (shape, arm) for each pair (mid against before: issue 15's layout alone; after
 # against mid: everything since; after against before: the whole).
 step_ab() {
+  # AB_TARGETS (optional): build only those targets of .before / .mid (e.g. "memra_tool memra_mmq"
+  # with BUILD_TARGETS the same for this tree), to fit three builds and the benches in one call
   if [ ! -d .before ]; then say "ab: no .before tree"; return 0; fi
   local sides="before" side
   [ -d .mid ] && sides="$sides mid"
@@ -725,7 +727,7 @@ step_ab() {
     # checkout's HEAD for its own commit (run r4's before and mid receipts named it); this way it
     # says "unknown", or the .memra-commit bench/ab_trees.sh wrote
     if ! { cmake -S .$side -B $BB -G Ninja -DCMAKE_BUILD_TYPE=Release -DMEMRA_GPU_MODULES=ON -DMEMRA_WERROR=OFF \
-             -DBUILD_TESTING=OFF -DGIT_EXECUTABLE=/bin/false && cmake --build $BB -j16; } > "$L/build_$side.log" 2>&1; then
+             -DBUILD_TESTING=OFF -DGIT_EXECUTABLE=/bin/false && cmake --build $BB -j16 ${AB_TARGETS:+--target $AB_TARGETS}; } > "$L/build_$side.log" 2>&1; then
       tail -20 "$L/build_$side.log"; say "ab: the $side build FAILED"; return 1
     fi
   done
