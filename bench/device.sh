@@ -84,6 +84,8 @@
 #   xearms      fp8blk grouped tile variants side by side (XEARMS: name:VAR=VALUE:kernel-ERE ...): bench moe
 #               rotations, ncu of each arm's grouped launches, tests / check / tools on XEARMS_TEST
 #               (see step_xearms)
+#   one         MEMRA_MMQ_ONE=1 (the floor's dense tiles at one CTA per SM): tests, checks, four tools,
+#               knobab on the floor's rows (see step_one)
 #   bulk        MEMRA_MMQ_BULK=1 (gemm_q8_0r's stages by the bulk copy engine): tests, checks, admission,
 #               four tools, knobab on the q8_0 / q4_0 rows (see step_bulk)
 #   bulkxe      MEMRA_MMQ_BULK=1 on the sorted grouped Q8_0 tiles: tests, check, four tools, bench moe A/B
@@ -1109,6 +1111,38 @@ step_krtc() {
     say "ncu gemm_kr q4_k (MEMRA_MMQ_KR_TC=$v): exit $? $(grep -m2 -oE 'memra_k_gemm_kr_q4_k_[a-z0-9]+' "$L/krtc_ncu_tc$v.txt" | sort -u | tr '\n' ' ')"
   done
   say "krtc: $((SECONDS - t)) s"
+}
+
+# MEMRA_MMQ_ONE=1 (issue 26: the floor's dense tiles at one CTA per SM, the _bo / _to / _o entry
+# points): test_mmq_ops gemm_q8_0r and gemm_kr, memra check of both under the native and forced
+# sm120 profiles, memra info, the four tools over each op's check, then knobab on the floor's rows
+# at ONE_M (default "4096 512"), ONE_ROUNDS rounds (default 2), and (ONE_SWEEP=1) sweep_kr q4_k
+# and sweep at m = 4096, 5120->12288, under the knob
+step_one() {
+  local t=$SECONDS p op
+  for op in gemm_q8_0r gemm_kr; do
+    MEMRA_MMQ_ONE=1 timeout 300 $T $op > "$L/one_test_$op.log" 2>&1
+    say "test_mmq_ops $op (MEMRA_MMQ_ONE=1): exit $? $(grep -m3 -oE 'memra_k_gemm_(q8_0r|kr)_[a-z0-9_]+o\b' "$L/one_test_$op.log" | sort -u | tr '\n' ' ')"
+    grep -E "FAIL" "$L/one_test_$op.log" | head -6 >> "$S"
+    for p in native sm120; do
+      env MEMRA_MMQ_ONE=1 $([ $p != native ] && echo MEMRA_ARCH=$p) timeout 200 $M check --device 0 --op $op \
+        > "$L/one_check_${op}_$p.log" 2>&1
+      say "check $op (MEMRA_MMQ_ONE=1, $p): exit $? $(grep -E 'passed, ' "$L/one_check_${op}_$p.log")"
+      grep -E " FAIL" "$L/one_check_${op}_$p.log" | head -4 >> "$S"
+    done
+  done
+  knob_info MEMRA_MMQ_ONE=1 one
+  knob_tools MEMRA_MMQ_ONE=1 one gemm_q8_0r
+  knob_tools MEMRA_MMQ_ONE=1 one_kr gemm_kr
+  KNOBAB_KNOB=MEMRA_MMQ_ONE KNOBAB_ARM='mmq|q8_0|q4_0|q4_k|q5_k|q6_k' KNOBAB_M=${ONE_M:-4096 512} \
+    KNOBAB_ROUNDS=${ONE_ROUNDS:-2} step_knobab
+  if [ "${ONE_SWEEP:-0}" = 1 ]; then
+    MEMRA_MMQ_ONE=1 timeout 200 stdbuf -oL $T sweep_kr q4_k 4096 0 > "$L/one_sweep_kr.log" 2>&1
+    say "sweep_kr q4_k 4096 0 (MEMRA_MMQ_ONE=1): exit $?"; grep -E "^KSWEEP " "$L/one_sweep_kr.log" >> "$S"
+    MEMRA_MMQ_ONE=1 timeout 200 stdbuf -oL $T sweep 4096 0 > "$L/one_sweep.log" 2>&1
+    say "sweep 4096 0 (MEMRA_MMQ_ONE=1): exit $?"; grep -E "^SWEEP " "$L/one_sweep.log" >> "$S"
+  fi
+  say "one: $((SECONDS - t)) s"
 }
 
 # One case of test_gpu_experts under one compute-sanitizer tool, its own process and log

@@ -268,6 +268,7 @@ static const char *g_r3_unroll_knob; /* MEMRA_MMQ_R3_UNROLL likewise */
 static const char *g_mmq_bulk_knob;  /* MEMRA_MMQ_BULK likewise */
 static const char *g_xe_tma64_knob; /* MEMRA_FP8BLK_XE_TMA64 likewise */
 static const char *g_kr_tc_knob;    /* MEMRA_MMQ_KR_TC likewise */
+static const char *g_mmq_one_knob;  /* MEMRA_MMQ_ONE likewise */
 static const char *g_fxe_split_knob; /* MEMRA_FP8BLK_XE_SPLIT likewise */
 static const char *g_fxe_pf_knob;    /* MEMRA_FP8BLK_XE_PF likewise */
 static const char *g_fxe_gs_knob;    /* MEMRA_FP8BLK_XE_GS likewise */
@@ -295,6 +296,7 @@ static const char *fake_knob(const memra_device_caps *caps, const char *name)
     if (strcmp(name, "MEMRA_MMQ_BULK") == 0) return g_mmq_bulk_knob;
     if (strcmp(name, "MEMRA_FP8BLK_XE_TMA64") == 0) return g_xe_tma64_knob;
     if (strcmp(name, "MEMRA_MMQ_KR_TC") == 0) return g_kr_tc_knob;
+    if (strcmp(name, "MEMRA_MMQ_ONE") == 0) return g_mmq_one_knob;
     if (strcmp(name, "MEMRA_FP8BLK_XE_SPLIT") == 0) return g_fxe_split_knob;
     if (strcmp(name, "MEMRA_FP8BLK_XE_PF") == 0) return g_fxe_pf_knob;
     if (strcmp(name, "MEMRA_FP8BLK_XE_GS") == 0) return g_fxe_gs_knob;
@@ -969,6 +971,43 @@ static int case_mmq(const char *so)
         ok &= close_mod(&m, 1);
     }
     g_kr_tc_knob = NULL;
+    /* MEMRA_MMQ_ONE=1: the one-CTA builds, gemm_q8_0r's _bo on cc 9.0 and 12.0 (beside the bulk
+     * tiles), gemm_kr's _to (Q4_K TC) and _o (Q5_K, Q6_K per-32) at their default folds; Q5_K on
+     * the TC fold (KR_TC=1) and the cp.async tiles (BULK=0) keep their two-CTA kernels; unset:
+     * no one-CTA kernel anywhere. want: the suffix each call's tile name must end in */
+    static const struct {
+        int cc;
+        const char *one, *tc, *bulk, *want[4]; /* gemm_q8_0r, gemm_kr q4_k, q5_k, q6_k */
+    } ones[] = {{90, "1", NULL, NULL, {"bo", "to", "o", "o"}},      {120, "1", NULL, NULL, {"bo", "to", "o", "o"}},
+                {90, "1", "1", NULL, {"bo", "to", "t", "o"}},       {90, "1", NULL, "0", {"", "to", "o", "o"}},
+                {90, NULL, NULL, NULL, {"b", "t", "", ""}},         {90, "0", NULL, NULL, {"b", "t", "", ""}}};
+    for (size_t i = 0; i < sizeof ones / sizeof ones[0]; i++) {
+        g_mmq_one_knob = ones[i].one, g_kr_tc_knob = ones[i].tc, g_mmq_bulk_knob = ones[i].bulk;
+        if (!open_mod(so, ones[i].cc, &m)) return 0;
+        for (int f = -1; f < 3; f++) {
+            memra_call c2 = call_of(&m);
+            memra_gemm_args a2 = gemm(4096, 12288, 5120);
+            if (f >= 0) a2.w_format = (int32_t)kq[f];
+            const memra_status st2 = f < 0 ? m.desc->ops->gemm_q8_0r(&c2, &a2) : m.desc->ops->gemm_kr(&c2, &a2);
+            const char *got = g_n_launched > 0 ? g_launched[0] : "";
+            char stem[64];
+            snprintf(stem, sizeof stem, "%s", f < 0 ? "memra_k_gemm_q8_0r_mt" : kq_tile[f]);
+            /* the tile's name: stem, a tile shape (4, 2, 4n3, 2n3), then exactly the suffix */
+            const char *rest = strncmp(got, stem, strlen(stem)) == 0 ? got + strlen(stem) : NULL;
+            if (rest != NULL) rest += strspn(rest, "24n3");
+            const int good = st2 == MEMRA_STATUS_OK && g_n_launched == 1 && rest != NULL &&
+                             strcmp(rest, ones[i].want[f + 1]) == 0;
+            printf("  ONE=%s KR_TC=%s BULK=%s cc %d %s: %s, want a tile ending \"%s\"  %s\n",
+                   ones[i].one ? ones[i].one : "unset", ones[i].tc ? ones[i].tc : "unset",
+                   ones[i].bulk ? ones[i].bulk : "unset", ones[i].cc,
+                   f < 0 ? "gemm_q8_0r" : f == 0 ? "gemm_kr q4_k" : f == 1 ? "gemm_kr q5_k" : "gemm_kr q6_k", got,
+                   ones[i].want[f + 1], good ? "ok" : "FAIL");
+            ok &= good;
+            g_n_launched = 0;
+        }
+        ok &= close_mod(&m, 1);
+    }
+    g_mmq_one_knob = NULL, g_kr_tc_knob = NULL, g_mmq_bulk_knob = NULL;
     return ok;
 }
 

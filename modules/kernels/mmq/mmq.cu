@@ -910,17 +910,24 @@ R3_ENTRY(memra_k_gemm_q8_0r_mt2n3u, 2, 3, 4)
 
 #if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 900
 /* cc 9.0+ (unless MEMRA_MMQ_BULK=0): the same tiles on the bulk copies (R3B_KLOOP), bit for bit theirs */
-#define R3B_ENTRY(NAME, MT, NT)                                                                                       \
-    extern "C" __global__ void __launch_bounds__(MMQ_THREADS, 2)                                                     \
+#define R3B_ENTRY(NAME, MT, NT, MINB)                                                                                 \
+    extern "C" __global__ void __launch_bounds__(MMQ_THREADS, MINB)                                                  \
         NAME(const unsigned char *__restrict__ w, const unsigned char *__restrict__ xq, float *__restrict__ y, int m, \
              int n, int k, long long ldy, float alpha, float *__restrict__ part)                                      \
     {                                                                                                                 \
         gemm_q8_0r_body<MT, NT, 1, true>(w, xq, y, m, n, k, ldy, alpha, part);                                        \
     }
-R3B_ENTRY(memra_k_gemm_q8_0r_mt4b, 4, 4)
-R3B_ENTRY(memra_k_gemm_q8_0r_mt2b, 2, 4)
-R3B_ENTRY(memra_k_gemm_q8_0r_mt4n3b, 4, 3)
-R3B_ENTRY(memra_k_gemm_q8_0r_mt2n3b, 2, 3)
+R3B_ENTRY(memra_k_gemm_q8_0r_mt4b, 4, 4, 2)
+R3B_ENTRY(memra_k_gemm_q8_0r_mt2b, 2, 4, 2)
+R3B_ENTRY(memra_k_gemm_q8_0r_mt4n3b, 4, 3, 2)
+R3B_ENTRY(memra_k_gemm_q8_0r_mt2n3b, 2, 3, 2)
+/* MEMRA_MMQ_ONE=1: the same at one CTA per SM, the register file's whole share (the two-CTA
+ * bound caps a thread at 128 registers: ptxas spills 10 loads / 5 stores a step at 128 x 128; one
+ * CTA takes 154 and none) */
+R3B_ENTRY(memra_k_gemm_q8_0r_mt4bo, 4, 4, 1)
+R3B_ENTRY(memra_k_gemm_q8_0r_mt2bo, 2, 4, 1)
+R3B_ENTRY(memra_k_gemm_q8_0r_mt4n3bo, 4, 3, 1)
+R3B_ENTRY(memra_k_gemm_q8_0r_mt2n3bo, 2, 3, 1)
 #undef R3B_ENTRY
 #endif
 
@@ -1393,34 +1400,50 @@ __device__ __forceinline__ void gemm_kr_body(const unsigned char *__restrict__ w
 
 /* w: the K-packed weight (16-byte aligned), xq: q8_1 records, y / part / grid
  * as gemm_q8_0r's entries; dynamic shared memory KR_SMEM_BYTES(MT, NT). */
-#define KR_ENTRY(NAME, MT, NT, F, TC)                                                                                 \
-    extern "C" __global__ void __launch_bounds__(MMQ_THREADS, 2)                                                     \
+#define KR_ENTRY(NAME, MT, NT, F, TC, MINB)                                                                           \
+    extern "C" __global__ void __launch_bounds__(MMQ_THREADS, MINB)                                                  \
         NAME(const unsigned char *__restrict__ w, const unsigned char *__restrict__ xq, float *__restrict__ y, int m, \
              int n, int k, long long ldy, float alpha, float *__restrict__ part)                                      \
     {                                                                                                                 \
         gemm_kr_body<MT, NT, F, TC>(w, xq, y, m, n, k, ldy, alpha, part);                                             \
     }
-KR_ENTRY(memra_k_gemm_kr_q4_k_mt4, 4, 4, KR_Q4_K, false)
-KR_ENTRY(memra_k_gemm_kr_q4_k_mt2, 2, 4, KR_Q4_K, false)
-KR_ENTRY(memra_k_gemm_kr_q4_k_mt4n3, 4, 3, KR_Q4_K, false)
-KR_ENTRY(memra_k_gemm_kr_q4_k_mt2n3, 2, 3, KR_Q4_K, false)
-KR_ENTRY(memra_k_gemm_kr_q5_k_mt4, 4, 4, KR_Q5_K, false)
-KR_ENTRY(memra_k_gemm_kr_q5_k_mt2, 2, 4, KR_Q5_K, false)
-KR_ENTRY(memra_k_gemm_kr_q5_k_mt4n3, 4, 3, KR_Q5_K, false)
-KR_ENTRY(memra_k_gemm_kr_q5_k_mt2n3, 2, 3, KR_Q5_K, false)
-KR_ENTRY(memra_k_gemm_kr_q6_k_mt4, 4, 4, KR_Q6_K, false)
-KR_ENTRY(memra_k_gemm_kr_q6_k_mt2, 2, 4, KR_Q6_K, false)
-KR_ENTRY(memra_k_gemm_kr_q6_k_mt4n3, 4, 3, KR_Q6_K, false)
-KR_ENTRY(memra_k_gemm_kr_q6_k_mt2n3, 2, 3, KR_Q6_K, false)
+KR_ENTRY(memra_k_gemm_kr_q4_k_mt4, 4, 4, KR_Q4_K, false, 2)
+KR_ENTRY(memra_k_gemm_kr_q4_k_mt2, 2, 4, KR_Q4_K, false, 2)
+KR_ENTRY(memra_k_gemm_kr_q4_k_mt4n3, 4, 3, KR_Q4_K, false, 2)
+KR_ENTRY(memra_k_gemm_kr_q4_k_mt2n3, 2, 3, KR_Q4_K, false, 2)
+KR_ENTRY(memra_k_gemm_kr_q5_k_mt4, 4, 4, KR_Q5_K, false, 2)
+KR_ENTRY(memra_k_gemm_kr_q5_k_mt2, 2, 4, KR_Q5_K, false, 2)
+KR_ENTRY(memra_k_gemm_kr_q5_k_mt4n3, 4, 3, KR_Q5_K, false, 2)
+KR_ENTRY(memra_k_gemm_kr_q5_k_mt2n3, 2, 3, KR_Q5_K, false, 2)
+KR_ENTRY(memra_k_gemm_kr_q6_k_mt4, 4, 4, KR_Q6_K, false, 2)
+KR_ENTRY(memra_k_gemm_kr_q6_k_mt2, 2, 4, KR_Q6_K, false, 2)
+KR_ENTRY(memra_k_gemm_kr_q6_k_mt4n3, 4, 3, KR_Q6_K, false, 2)
+KR_ENTRY(memra_k_gemm_kr_q6_k_mt2n3, 2, 3, KR_Q6_K, false, 2)
 /* MEMRA_MMQ_KR_TC: Q4_K (by default) and Q5_K (with =1) with the min term on TF32 MMAs (kr_step TC) */
-KR_ENTRY(memra_k_gemm_kr_q4_k_mt4t, 4, 4, KR_Q4_K, true)
-KR_ENTRY(memra_k_gemm_kr_q4_k_mt2t, 2, 4, KR_Q4_K, true)
-KR_ENTRY(memra_k_gemm_kr_q4_k_mt4n3t, 4, 3, KR_Q4_K, true)
-KR_ENTRY(memra_k_gemm_kr_q4_k_mt2n3t, 2, 3, KR_Q4_K, true)
-KR_ENTRY(memra_k_gemm_kr_q5_k_mt4t, 4, 4, KR_Q5_K, true)
-KR_ENTRY(memra_k_gemm_kr_q5_k_mt2t, 2, 4, KR_Q5_K, true)
-KR_ENTRY(memra_k_gemm_kr_q5_k_mt4n3t, 4, 3, KR_Q5_K, true)
-KR_ENTRY(memra_k_gemm_kr_q5_k_mt2n3t, 2, 3, KR_Q5_K, true)
+KR_ENTRY(memra_k_gemm_kr_q4_k_mt4t, 4, 4, KR_Q4_K, true, 2)
+KR_ENTRY(memra_k_gemm_kr_q4_k_mt2t, 2, 4, KR_Q4_K, true, 2)
+KR_ENTRY(memra_k_gemm_kr_q4_k_mt4n3t, 4, 3, KR_Q4_K, true, 2)
+KR_ENTRY(memra_k_gemm_kr_q4_k_mt2n3t, 2, 3, KR_Q4_K, true, 2)
+KR_ENTRY(memra_k_gemm_kr_q5_k_mt4t, 4, 4, KR_Q5_K, true, 2)
+KR_ENTRY(memra_k_gemm_kr_q5_k_mt2t, 2, 4, KR_Q5_K, true, 2)
+KR_ENTRY(memra_k_gemm_kr_q5_k_mt4n3t, 4, 3, KR_Q5_K, true, 2)
+KR_ENTRY(memra_k_gemm_kr_q5_k_mt2n3t, 2, 3, KR_Q5_K, true, 2)
+/* MEMRA_MMQ_ONE=1: each format's default fold (Q4_K TC, Q5_K and Q6_K per-32) at one CTA per SM:
+ * the two-CTA bound's 128 registers serialise the n8 loop's MMAs on one register quad with a NOP
+ * before each fold (Q4_K TC: 733 instructions a step, 28 bytes spilled); one CTA: 184 registers,
+ * 658 instructions, no NOP, no spill (bench/RESULTS.md, sixteenth session) */
+KR_ENTRY(memra_k_gemm_kr_q4_k_mt4to, 4, 4, KR_Q4_K, true, 1)
+KR_ENTRY(memra_k_gemm_kr_q4_k_mt2to, 2, 4, KR_Q4_K, true, 1)
+KR_ENTRY(memra_k_gemm_kr_q4_k_mt4n3to, 4, 3, KR_Q4_K, true, 1)
+KR_ENTRY(memra_k_gemm_kr_q4_k_mt2n3to, 2, 3, KR_Q4_K, true, 1)
+KR_ENTRY(memra_k_gemm_kr_q5_k_mt4o, 4, 4, KR_Q5_K, false, 1)
+KR_ENTRY(memra_k_gemm_kr_q5_k_mt2o, 2, 4, KR_Q5_K, false, 1)
+KR_ENTRY(memra_k_gemm_kr_q5_k_mt4n3o, 4, 3, KR_Q5_K, false, 1)
+KR_ENTRY(memra_k_gemm_kr_q5_k_mt2n3o, 2, 3, KR_Q5_K, false, 1)
+KR_ENTRY(memra_k_gemm_kr_q6_k_mt4o, 4, 4, KR_Q6_K, false, 1)
+KR_ENTRY(memra_k_gemm_kr_q6_k_mt2o, 2, 4, KR_Q6_K, false, 1)
+KR_ENTRY(memra_k_gemm_kr_q6_k_mt4n3o, 4, 3, KR_Q6_K, false, 1)
+KR_ENTRY(memra_k_gemm_kr_q6_k_mt2n3o, 2, 3, KR_Q6_K, false, 1)
 #undef KR_ENTRY
 
 static_assert(KR_SMEM_BYTES(KR_Q4_K, 4, 4) == 106496 && KR_SMEM_BYTES(KR_Q5_K, 4, 4) == 108544 &&

@@ -26,31 +26,39 @@ typedef struct memra__mmq_r3_tile {
     const char *kernel;
     int bm, bn;
     unsigned smem;
+    int one; /* built for one CTA per SM (__launch_bounds__(256, 1)): never shares its SM */
 } memra__mmq_r3_tile;
 
 static const memra__mmq_r3_tile memra__mmq_r3_tiles[MEMRA__MMQ_R3_TILES] = {
-    {"memra_k_gemm_q8_0r_mt4", 128, 128, R3_SMEM_BYTES(4, 4)},
-    {"memra_k_gemm_q8_0r_mt2", 64, 128, R3_SMEM_BYTES(2, 4)},
-    {"memra_k_gemm_q8_0r_mt4n3", 128, 96, R3_SMEM_BYTES(4, 3)},
-    {"memra_k_gemm_q8_0r_mt2n3", 64, 96, R3_SMEM_BYTES(2, 3)},
+    {"memra_k_gemm_q8_0r_mt4", 128, 128, R3_SMEM_BYTES(4, 4), 0},
+    {"memra_k_gemm_q8_0r_mt2", 64, 128, R3_SMEM_BYTES(2, 4), 0},
+    {"memra_k_gemm_q8_0r_mt4n3", 128, 96, R3_SMEM_BYTES(4, 3), 0},
+    {"memra_k_gemm_q8_0r_mt2n3", 64, 96, R3_SMEM_BYTES(2, 3), 0},
 };
 /* MEMRA_MMQ_R3_UNROLL=1: the same tiles, the 64-token ones with their k32 groups unrolled (mmq.cu,
  * the _u entry points; bit for bit the rolled tiles' outputs) */
 static const memra__mmq_r3_tile memra__mmq_r3_tiles_u[MEMRA__MMQ_R3_TILES] = {
-    {"memra_k_gemm_q8_0r_mt4", 128, 128, R3_SMEM_BYTES(4, 4)},
-    {"memra_k_gemm_q8_0r_mt2u", 64, 128, R3_SMEM_BYTES(2, 4)},
-    {"memra_k_gemm_q8_0r_mt4n3", 128, 96, R3_SMEM_BYTES(4, 3)},
-    {"memra_k_gemm_q8_0r_mt2n3u", 64, 96, R3_SMEM_BYTES(2, 3)},
+    {"memra_k_gemm_q8_0r_mt4", 128, 128, R3_SMEM_BYTES(4, 4), 0},
+    {"memra_k_gemm_q8_0r_mt2u", 64, 128, R3_SMEM_BYTES(2, 4), 0},
+    {"memra_k_gemm_q8_0r_mt4n3", 128, 96, R3_SMEM_BYTES(4, 3), 0},
+    {"memra_k_gemm_q8_0r_mt2n3u", 64, 96, R3_SMEM_BYTES(2, 3), 0},
 };
 
 /* cc 9.0 and up (off with MEMRA_MMQ_BULK=0): the same tiles with each stage's two record runs
  * brought by the bulk copy engine (mmq.cu, the _b entry points; bit for bit the cp.async tiles'
  * outputs; ptxas sm_90a: 1001 -> 853 instructions a step at 128 x 128, 644 -> 522 at 64 x 128) */
 static const memra__mmq_r3_tile memra__mmq_r3_tiles_b[MEMRA__MMQ_R3_TILES] = {
-    {"memra_k_gemm_q8_0r_mt4b", 128, 128, R3_SMEM_BYTES(4, 4)},
-    {"memra_k_gemm_q8_0r_mt2b", 64, 128, R3_SMEM_BYTES(2, 4)},
-    {"memra_k_gemm_q8_0r_mt4n3b", 128, 96, R3_SMEM_BYTES(4, 3)},
-    {"memra_k_gemm_q8_0r_mt2n3b", 64, 96, R3_SMEM_BYTES(2, 3)},
+    {"memra_k_gemm_q8_0r_mt4b", 128, 128, R3_SMEM_BYTES(4, 4), 0},
+    {"memra_k_gemm_q8_0r_mt2b", 64, 128, R3_SMEM_BYTES(2, 4), 0},
+    {"memra_k_gemm_q8_0r_mt4n3b", 128, 96, R3_SMEM_BYTES(4, 3), 0},
+    {"memra_k_gemm_q8_0r_mt2n3b", 64, 96, R3_SMEM_BYTES(2, 3), 0},
+};
+/* MEMRA_MMQ_ONE=1 (with the bulk tiles): the same at one CTA per SM (mmq.cu _bo) */
+static const memra__mmq_r3_tile memra__mmq_r3_tiles_bo[MEMRA__MMQ_R3_TILES] = {
+    {"memra_k_gemm_q8_0r_mt4bo", 128, 128, R3_SMEM_BYTES(4, 4), 1},
+    {"memra_k_gemm_q8_0r_mt2bo", 64, 128, R3_SMEM_BYTES(2, 4), 1},
+    {"memra_k_gemm_q8_0r_mt4n3bo", 128, 96, R3_SMEM_BYTES(4, 3), 1},
+    {"memra_k_gemm_q8_0r_mt2n3bo", 64, 96, R3_SMEM_BYTES(2, 3), 1},
 };
 
 /* The knobs a gemm plan reads: MEMRA_MMQ_BM / BN / SPLIT (0: chosen per
@@ -159,10 +167,10 @@ const memra_variant *memra__mmq_variants(const memra_device_caps *caps, memra_op
  * KR_SMEM_BYTES each. */
 #define MMQ_KR_FORMATS 3
 #define MMQ_KR_TILES(F, NAME)                                                                  \
-    {{"memra_k_gemm_kr_" NAME "_mt4", 128, 128, KR_SMEM_BYTES(F, 4, 4)},                       \
-     {"memra_k_gemm_kr_" NAME "_mt2", 64, 128, KR_SMEM_BYTES(F, 2, 4)},                        \
-     {"memra_k_gemm_kr_" NAME "_mt4n3", 128, 96, KR_SMEM_BYTES(F, 4, 3)},                      \
-     {"memra_k_gemm_kr_" NAME "_mt2n3", 64, 96, KR_SMEM_BYTES(F, 2, 3)}}
+    {{"memra_k_gemm_kr_" NAME "_mt4", 128, 128, KR_SMEM_BYTES(F, 4, 4), 0},                       \
+     {"memra_k_gemm_kr_" NAME "_mt2", 64, 128, KR_SMEM_BYTES(F, 2, 4), 0},                        \
+     {"memra_k_gemm_kr_" NAME "_mt4n3", 128, 96, KR_SMEM_BYTES(F, 4, 3), 0},                      \
+     {"memra_k_gemm_kr_" NAME "_mt2n3", 64, 96, KR_SMEM_BYTES(F, 2, 3), 0}}
 static const memra__mmq_r3_tile memra__mmq_kr_tiles[MMQ_KR_FORMATS][MEMRA__MMQ_R3_TILES] = {
     MMQ_KR_TILES(0, "q4_k"),
     MMQ_KR_TILES(1, "q5_k"),
@@ -172,15 +180,28 @@ static const memra__mmq_r3_tile memra__mmq_kr_tiles[MMQ_KR_FORMATS][MEMRA__MMQ_R
 /* MEMRA_MMQ_KR_TC (Q4_K by default, Q5_K with =1; run x1): Q4_K / Q5_K on the same tiles with the min term on
  * TF32 MMAs once a step (mmq.cu kr_step TC, the _t entry points); Q6_K has no min term */
 #define MMQ_KR_TILES_TC(F, NAME)                                                               \
-    {{"memra_k_gemm_kr_" NAME "_mt4t", 128, 128, KR_SMEM_BYTES(F, 4, 4)},                      \
-     {"memra_k_gemm_kr_" NAME "_mt2t", 64, 128, KR_SMEM_BYTES(F, 2, 4)},                       \
-     {"memra_k_gemm_kr_" NAME "_mt4n3t", 128, 96, KR_SMEM_BYTES(F, 4, 3)},                     \
-     {"memra_k_gemm_kr_" NAME "_mt2n3t", 64, 96, KR_SMEM_BYTES(F, 2, 3)}}
+    {{"memra_k_gemm_kr_" NAME "_mt4t", 128, 128, KR_SMEM_BYTES(F, 4, 4), 0},                      \
+     {"memra_k_gemm_kr_" NAME "_mt2t", 64, 128, KR_SMEM_BYTES(F, 2, 4), 0},                       \
+     {"memra_k_gemm_kr_" NAME "_mt4n3t", 128, 96, KR_SMEM_BYTES(F, 4, 3), 0},                     \
+     {"memra_k_gemm_kr_" NAME "_mt2n3t", 64, 96, KR_SMEM_BYTES(F, 2, 3), 0}}
 static const memra__mmq_r3_tile memra__mmq_kr_tiles_tc[2][MEMRA__MMQ_R3_TILES] = {
     MMQ_KR_TILES_TC(0, "q4_k"),
     MMQ_KR_TILES_TC(1, "q5_k"),
 };
 #undef MMQ_KR_TILES_TC
+/* MEMRA_MMQ_ONE=1: each format at its default fold (Q4_K TC, Q5_K, Q6_K) at one CTA per SM
+ * (mmq.cu _to / _o); a format on the other fold keeps its two-CTA tiles */
+#define MMQ_KR_TILES_ONE(F, NAME, SFX)                                                                \
+    {{"memra_k_gemm_kr_" NAME "_mt4" SFX, 128, 128, KR_SMEM_BYTES(F, 4, 4), 1},                      \
+     {"memra_k_gemm_kr_" NAME "_mt2" SFX, 64, 128, KR_SMEM_BYTES(F, 2, 4), 1},                       \
+     {"memra_k_gemm_kr_" NAME "_mt4n3" SFX, 128, 96, KR_SMEM_BYTES(F, 4, 3), 1},                     \
+     {"memra_k_gemm_kr_" NAME "_mt2n3" SFX, 64, 96, KR_SMEM_BYTES(F, 2, 3), 1}}
+static const memra__mmq_r3_tile memra__mmq_kr_tiles_one[MMQ_KR_FORMATS][MEMRA__MMQ_R3_TILES] = {
+    MMQ_KR_TILES_ONE(0, "q4_k", "to"),
+    MMQ_KR_TILES_ONE(1, "q5_k", "o"),
+    MMQ_KR_TILES_ONE(2, "q6_k", "o"),
+};
+#undef MMQ_KR_TILES_ONE
 
 /* Issue 26 item 5: the tiles an sm_120 GPU (99 KB of shared memory per
  * block) can load and pick are every one but 128 x 128, for both record
@@ -199,13 +220,13 @@ _Static_assert(KR_SMEM_BYTES(2, 2, 4) <= MMQ_SM120_SMEM && KR_SMEM_BYTES(2, 4, 3
  * tile"): lane 0 gemm_q8_0r, lanes 1..3 gemm_kr on Q4_K, Q5_K, Q6_K; tiles of
  * 32, 64, 128 gathered rows x 128 weight rows. */
 #define MMQ_XE_KR(F, NAME)                                                                     \
-    {{"memra_k_experts_kr_" NAME "_mt1", 32, 128, KR_SMEM_BYTES(F, 1, 4)},                     \
-     {"memra_k_experts_kr_" NAME "_mt2", 64, 128, KR_SMEM_BYTES(F, 2, 4)},                     \
-     {"memra_k_experts_kr_" NAME "_mt4", 128, 128, KR_SMEM_BYTES(F, 4, 4)}}
+    {{"memra_k_experts_kr_" NAME "_mt1", 32, 128, KR_SMEM_BYTES(F, 1, 4), 0},                     \
+     {"memra_k_experts_kr_" NAME "_mt2", 64, 128, KR_SMEM_BYTES(F, 2, 4), 0},                     \
+     {"memra_k_experts_kr_" NAME "_mt4", 128, 128, KR_SMEM_BYTES(F, 4, 4), 0}}
 static const memra__mmq_r3_tile memra__mmq_xe_tiles[1 + MMQ_KR_FORMATS][MMQ_XE_TILES] = {
-    {{"memra_k_experts_q8_0r_mt1", 32, 128, R3_SMEM_BYTES(1, 4)},
-     {"memra_k_experts_q8_0r_mt2", 64, 128, R3_SMEM_BYTES(2, 4)},
-     {"memra_k_experts_q8_0r_mt4", 128, 128, R3_SMEM_BYTES(4, 4)}},
+    {{"memra_k_experts_q8_0r_mt1", 32, 128, R3_SMEM_BYTES(1, 4), 0},
+     {"memra_k_experts_q8_0r_mt2", 64, 128, R3_SMEM_BYTES(2, 4), 0},
+     {"memra_k_experts_q8_0r_mt4", 128, 128, R3_SMEM_BYTES(4, 4), 0}},
     MMQ_XE_KR(0, "q4_k"),
     MMQ_XE_KR(1, "q5_k"),
     MMQ_XE_KR(2, "q6_k"),
@@ -363,6 +384,21 @@ static memra_status mmq_load(memra__gpu *q, void *state)
             }
         }
     }
+    /* MEMRA_MMQ_ONE=1: the floor's tiles at one CTA per SM (an experiment, off by default: the
+     * two-CTA bound's 128 registers spill and serialise the MMAs; one CTA halves the warps); the
+     * images' _bo / _to / _o kernels, probed like the bulk ones (an older image lacks them) */
+    const char *one = memra__gpu_knob(q, "MEMRA_MMQ_ONE");
+    const int one_asked = one != NULL && strcmp(one, "1") == 0;
+    if (one_asked) {
+        CUfunction probe = NULL;
+        int got = s->bulk;
+        for (int t = 0; got && t < MEMRA__MMQ_R3_TILES; t++)
+            got = q->cu.cuModuleGetFunction(&probe, m, memra__mmq_r3_tiles_bo[t].kernel) == MEMRA__CU_SUCCESS;
+        if (got) s->r3_tiles = memra__mmq_r3_tiles_bo;
+        else
+            q->host->log(MEMRA_LOG_WARN, q->name, "MEMRA_MMQ_ONE=1: gemm_q8_0r's one-CTA tiles need the bulk-copy "
+                                                  "tiles (cc 9.0+) and this image's _bo kernels; the two-CTA tiles serve");
+    }
     for (int t = 0; t < MEMRA__MMQ_R3_TILES && st == MEMRA_STATUS_OK; t++)
         if (caps->smem_per_block_optin == 0 || caps->smem_per_block_optin >= s->r3_tiles[t].smem)
             st = memra__gpu_function(q, m, s->r3_tiles[t].kernel, s->r3_tiles[t].smem, &s->gemm_q8_0r[t]);
@@ -371,8 +407,16 @@ static memra_status mmq_load(memra__gpu *q, void *state)
         /* Q4_K by default (run x1: 3-7% faster on the 27b sheet); Q5_K only with MEMRA_MMQ_KR_TC=1
          * (run x1: 2-4% slower); MEMRA_MMQ_KR_TC=0: neither */
         s->kr_tc = tc == NULL || strcmp(tc, "q4_k") == 0 ? 1 : strcmp(tc, "1") == 0 ? 3 : 0;
-        for (int f = 0; f < MMQ_KR_FORMATS; f++)
+        for (int f = 0; f < MMQ_KR_FORMATS; f++) {
             s->kr_tiles[f] = f < 2 && (s->kr_tc >> f & 1) ? memra__mmq_kr_tiles_tc[f] : memra__mmq_kr_tiles[f];
+            /* the one-CTA kernels exist for each format's default fold only (Q4_K TC, Q5_K per-32) */
+            const int dflt = f == 0 ? (s->kr_tc & 1) != 0 : f == 1 ? (s->kr_tc & 2) == 0 : 1;
+            CUfunction probe = NULL;
+            int got = one_asked && dflt;
+            for (int t = 0; got && t < MEMRA__MMQ_R3_TILES; t++)
+                got = q->cu.cuModuleGetFunction(&probe, m, memra__mmq_kr_tiles_one[f][t].kernel) == MEMRA__CU_SUCCESS;
+            if (got) s->kr_tiles[f] = memra__mmq_kr_tiles_one[f];
+        }
     }
     for (int f = 0; f < MMQ_KR_FORMATS && st == MEMRA_STATUS_OK; f++)
         for (int t = 0; t < MEMRA__MMQ_R3_TILES && st == MEMRA_STATUS_OK; t++)
@@ -705,7 +749,7 @@ static q8r_plan plan_tiles(const memra__gpu *q, const mmq_knobs *kn, const memra
         if ((fb != 0 && fb != tl->bm) || (fn != 0 && fn != tl->bn)) continue;
         /* two CTAs per SM: 2 (smem + 1 KB reserved) within the SM's shared
          * memory, which is the per-block opt-in limit + 1 KB */
-        const int two = optin == 0 || optin >= 2 * (size_t)tl->smem + 1024;
+        const int two = !tl->one && (optin == 0 || optin >= 2 * (size_t)tl->smem + 1024);
         const int64_t ctas = ((int64_t)m + tl->bm - 1) / tl->bm * ty;
         for (int s = 1; s <= 16; s++) {
             if (fs > 0 ? s != fs : (s > 1 && G / s < 4)) continue;
