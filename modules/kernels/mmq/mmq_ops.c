@@ -330,6 +330,16 @@ static unsigned blocks(const memra__gpu *q, int64_t items, int64_t per_block) { 
 static memra_status check_gemm(memra__gpu *q, const char *op, const memra_gemm_args *a) { return memra__gpu_check_gemm(q, op, a); }
 static memra_dptr y_base(const memra_gemm_args *a) { return memra__gpu_y_base(a); }
 
+/* Whether image m holds every kernel of a tile table (asked of the driver alone: a miss is not an
+ * error, an older or PTX image may lack a variant's entry points). */
+static int tiles_present(const memra__gpu *q, CUmodule m, const memra__mmq_r3_tile *tiles)
+{
+    CUfunction probe = NULL;
+    for (int t = 0; t < MEMRA__MMQ_R3_TILES; t++)
+        if (q->cu.cuModuleGetFunction(&probe, m, tiles[t].kernel) != MEMRA__CU_SUCCESS) return 0;
+    return 1;
+}
+
 static memra_status mmq_load(memra__gpu *q, void *state)
 {
     mmq_state *s = state;
@@ -369,11 +379,7 @@ static memra_status mmq_load(memra__gpu *q, void *state)
         if (bulk_asked || ((bk == NULL || strcmp(bk, "0") != 0) && s->r3_tiles != memra__mmq_r3_tiles_u)) {
             /* probed with the driver alone (a miss is not an error: the PTX images have no _b tiles);
              * the loop below loads the table chosen */
-            CUfunction probe = NULL;
-            int got = caps->cc >= 90;
-            for (int t = 0; got && t < MEMRA__MMQ_R3_TILES; t++)
-                got = q->cu.cuModuleGetFunction(&probe, m, memra__mmq_r3_tiles_b[t].kernel) == MEMRA__CU_SUCCESS;
-            if (got) {
+            if (caps->cc >= 90 && tiles_present(q, m, memra__mmq_r3_tiles_b)) {
                 if (s->r3_tiles == memra__mmq_r3_tiles_u)
                     q->host->log(MEMRA_LOG_WARN, q->name, "MEMRA_MMQ_BULK=1 wins over MEMRA_MMQ_R3_UNROLL=1");
                 s->r3_tiles = memra__mmq_r3_tiles_b;
@@ -390,11 +396,7 @@ static memra_status mmq_load(memra__gpu *q, void *state)
     const char *one = memra__gpu_knob(q, "MEMRA_MMQ_ONE");
     const int one_asked = one != NULL && strcmp(one, "1") == 0;
     if (one_asked) {
-        CUfunction probe = NULL;
-        int got = s->bulk;
-        for (int t = 0; got && t < MEMRA__MMQ_R3_TILES; t++)
-            got = q->cu.cuModuleGetFunction(&probe, m, memra__mmq_r3_tiles_bo[t].kernel) == MEMRA__CU_SUCCESS;
-        if (got) s->r3_tiles = memra__mmq_r3_tiles_bo;
+        if (s->bulk && tiles_present(q, m, memra__mmq_r3_tiles_bo)) s->r3_tiles = memra__mmq_r3_tiles_bo;
         else
             q->host->log(MEMRA_LOG_WARN, q->name, "MEMRA_MMQ_ONE=1: gemm_q8_0r's one-CTA tiles need the bulk-copy "
                                                   "tiles (cc 9.0+) and this image's _bo kernels; the two-CTA tiles serve");
@@ -411,11 +413,7 @@ static memra_status mmq_load(memra__gpu *q, void *state)
             s->kr_tiles[f] = f < 2 && (s->kr_tc >> f & 1) ? memra__mmq_kr_tiles_tc[f] : memra__mmq_kr_tiles[f];
             /* the one-CTA kernels exist for each format's default fold only (Q4_K TC, Q5_K per-32) */
             const int dflt = f == 0 ? (s->kr_tc & 1) != 0 : f == 1 ? (s->kr_tc & 2) == 0 : 1;
-            CUfunction probe = NULL;
-            int got = one_asked && dflt;
-            for (int t = 0; got && t < MEMRA__MMQ_R3_TILES; t++)
-                got = q->cu.cuModuleGetFunction(&probe, m, memra__mmq_kr_tiles_one[f][t].kernel) == MEMRA__CU_SUCCESS;
-            if (got) s->kr_tiles[f] = memra__mmq_kr_tiles_one[f];
+            if (one_asked && dflt && tiles_present(q, m, memra__mmq_kr_tiles_one[f])) s->kr_tiles[f] = memra__mmq_kr_tiles_one[f];
         }
     }
     for (int f = 0; f < MMQ_KR_FORMATS && st == MEMRA_STATUS_OK; f++)
