@@ -84,8 +84,8 @@
 #   xearms      fp8blk grouped tile variants side by side (XEARMS: name:VAR=VALUE:kernel-ERE ...): bench moe
 #               rotations, ncu of each arm's grouped launches, tests / check / tools on XEARMS_TEST
 #               (see step_xearms)
-#   one         MEMRA_MMQ_ONE=1 (the floor's dense tiles at one CTA per SM): tests, checks, four tools,
-#               knobab on the floor's rows (see step_one)
+#   one         MEMRA_MMQ_ONE=1 (the floor's dense tiles at one CTA per SM): tests, checks, knobab on
+#               the floor's rows, four tools (ONE_PARTS, default "tests tools ab"; see step_one)
 #   bulk        MEMRA_MMQ_BULK=1 (gemm_q8_0r's stages by the bulk copy engine): tests, checks, admission,
 #               four tools, knobab on the q8_0 / q4_0 rows (see step_bulk)
 #   bulkxe      MEMRA_MMQ_BULK=1 on the sorted grouped Q8_0 tiles: tests, check, four tools, bench moe A/B
@@ -1119,8 +1119,8 @@ step_krtc() {
 # at ONE_M (default "4096 512"), ONE_ROUNDS rounds (default 2), and (ONE_SWEEP=1) sweep_kr q4_k
 # and sweep at m = 4096, 5120->12288, under the knob
 step_one() {
-  local t=$SECONDS p op
-  for op in gemm_q8_0r gemm_kr; do
+  local t=$SECONDS p op parts=" ${ONE_PARTS:-tests tools ab} "
+  [[ $parts == *" tests "* ]] && for op in gemm_q8_0r gemm_kr; do
     MEMRA_MMQ_ONE=1 timeout 300 $T $op > "$L/one_test_$op.log" 2>&1
     say "test_mmq_ops $op (MEMRA_MMQ_ONE=1): exit $? $(grep -m3 -oE 'memra_k_gemm_(q8_0r|kr)_[a-z0-9_]+o\b' "$L/one_test_$op.log" | sort -u | tr '\n' ' ')"
     grep -E "FAIL" "$L/one_test_$op.log" | head -6 >> "$S"
@@ -1131,11 +1131,13 @@ step_one() {
       grep -E " FAIL" "$L/one_check_${op}_$p.log" | head -4 >> "$S"
     done
   done
-  knob_info MEMRA_MMQ_ONE=1 one
-  knob_tools MEMRA_MMQ_ONE=1 one gemm_q8_0r
-  knob_tools MEMRA_MMQ_ONE=1 one_kr gemm_kr
-  KNOBAB_KNOB=MEMRA_MMQ_ONE KNOBAB_ARM='mmq|q8_0|q4_0|q4_k|q5_k|q6_k' KNOBAB_M=${ONE_M:-4096 512} \
+  [[ $parts == *" tests "* ]] && knob_info MEMRA_MMQ_ONE=1 one
+  [[ $parts == *" ab "* ]] && KNOBAB_KNOB=MEMRA_MMQ_ONE KNOBAB_ARM='mmq|q8_0|q4_0|q4_k|q5_k|q6_k' KNOBAB_M=${ONE_M:-4096 512} \
     KNOBAB_ROUNDS=${ONE_ROUNDS:-2} step_knobab
+  if [[ $parts == *" tools "* ]]; then
+    knob_tools MEMRA_MMQ_ONE=1 one gemm_q8_0r
+    knob_tools MEMRA_MMQ_ONE=1 one_kr gemm_kr
+  fi
   if [ "${ONE_SWEEP:-0}" = 1 ]; then
     MEMRA_MMQ_ONE=1 timeout 200 stdbuf -oL $T sweep_kr q4_k 4096 0 > "$L/one_sweep_kr.log" 2>&1
     say "sweep_kr q4_k 4096 0 (MEMRA_MMQ_ONE=1): exit $?"; grep -E "^KSWEEP " "$L/one_sweep_kr.log" >> "$S"
