@@ -91,8 +91,8 @@
       "1: gemm_q8_0r's 64-token tiles with their k32 groups unrolled (12% fewer instructions, 1-8% slower: run w1)") \
     X(MMQ_BULK, "MEMRA_MMQ_BULK", "mmq modules", BOOL, "", "1 (cc 9.0+)",                                        \
       "0: gemm_q8_0r's and the sorted grouped Q8_0 tiles' stages by cp.async, not the bulk copy engine (run y2: 5-14% slower)") \
-    X(MMQ_ONE, "MEMRA_MMQ_ONE", "mmq modules", BOOL, "", "0",                                                   \
-      "1: gemm_q8_0r's bulk-copy tiles and gemm_kr's (each format's default fold) at one CTA per SM, no spills (an experiment)") \
+    X(MMQ_ONE, "MEMRA_MMQ_ONE", "mmq modules", ENUM, "0|q6_k|1", "q6_k",                                       \
+      "the floor's dense tiles at one CTA per SM, no spills: q6_k Q6_K only (run c1: 5% faster at m = 4096), 1 every format (Q8_0 / Q4_0 3-4% slower), 0 none") \
     X(MMQ_KR_TC, "MEMRA_MMQ_KR_TC", "mmq modules", ENUM, "0|q4_k|1", "q4_k",                                  \
       "gemm_kr's min term on TF32 MMAs once a step: q4_k Q4_K only (run x1: 3-7% faster), 1 Q4_K and Q5_K (Q5_K 2-4% slower), 0 neither") \
     X(MMQ_XE_BM, "MEMRA_MMQ_XE_BM", "mmq modules", UINT, "0..1024", "0 (from rows per expert)",                  \

@@ -973,14 +973,15 @@ static int case_mmq(const char *so)
     g_kr_tc_knob = NULL;
     /* MEMRA_MMQ_ONE=1: the one-CTA builds, gemm_q8_0r's _bo on cc 9.0 and 12.0 (beside the bulk
      * tiles), gemm_kr's _to (Q4_K TC) and _o (Q5_K, Q6_K per-32) at their default folds; Q5_K on
-     * the TC fold (KR_TC=1) and the cp.async tiles (BULK=0) keep their two-CTA kernels; unset:
-     * no one-CTA kernel anywhere. want: the suffix each call's tile name must end in */
+     * the TC fold (KR_TC=1) and the cp.async tiles (BULK=0) keep their two-CTA kernels; unset and
+     * q6_k: Q6_K alone at one CTA; 0: no one-CTA kernel anywhere. want: the suffix each call's tile name must end in */
     static const struct {
         int cc;
         const char *one, *tc, *bulk, *want[4]; /* gemm_q8_0r, gemm_kr q4_k, q5_k, q6_k */
     } ones[] = {{90, "1", NULL, NULL, {"bo", "to", "o", "o"}},      {120, "1", NULL, NULL, {"bo", "to", "o", "o"}},
                 {90, "1", "1", NULL, {"bo", "to", "t", "o"}},       {90, "1", NULL, "0", {"", "to", "o", "o"}},
-                {90, NULL, NULL, NULL, {"b", "t", "", ""}},         {90, "0", NULL, NULL, {"b", "t", "", ""}}};
+                {90, NULL, NULL, NULL, {"b", "t", "", "o"}},        {90, "q6_k", NULL, NULL, {"b", "t", "", "o"}},
+                {120, NULL, NULL, NULL, {"b", "t", "", "o"}},       {90, "0", NULL, NULL, {"b", "t", "", ""}}};
     for (size_t i = 0; i < sizeof ones / sizeof ones[0]; i++) {
         g_mmq_one_knob = ones[i].one, g_kr_tc_knob = ones[i].tc, g_mmq_bulk_knob = ones[i].bulk;
         if (!open_mod(so, ones[i].cc, &m)) return 0;

@@ -189,8 +189,8 @@ static const memra__mmq_r3_tile memra__mmq_kr_tiles_tc[2][MEMRA__MMQ_R3_TILES] =
     MMQ_KR_TILES_TC(1, "q5_k"),
 };
 #undef MMQ_KR_TILES_TC
-/* MEMRA_MMQ_ONE=1: each format at its default fold (Q4_K TC, Q5_K, Q6_K) at one CTA per SM
- * (mmq.cu _to / _o); a format on the other fold keeps its two-CTA tiles */
+/* MEMRA_MMQ_ONE (Q6_K by default, =1 all): each format at its default fold (Q4_K TC, Q5_K,
+ * Q6_K) at one CTA per SM (mmq.cu _to / _o); a format on the other fold keeps its two-CTA tiles */
 #define MMQ_KR_TILES_ONE(F, NAME, SFX)                                                                \
     {{"memra_k_gemm_kr_" NAME "_mt4" SFX, 128, 128, KR_SMEM_BYTES(F, 4, 4), 1},                      \
      {"memra_k_gemm_kr_" NAME "_mt2" SFX, 64, 128, KR_SMEM_BYTES(F, 2, 4), 1},                       \
@@ -390,11 +390,14 @@ static memra_status mmq_load(memra__gpu *q, void *state)
             }
         }
     }
-    /* MEMRA_MMQ_ONE=1: the floor's tiles at one CTA per SM (an experiment, off by default: the
-     * two-CTA bound's 128 registers spill and serialise the MMAs; one CTA halves the warps); the
-     * images' _bo / _to / _o kernels, probed like the bulk ones (an older image lacks them) */
+    /* MEMRA_MMQ_ONE: the floor's tiles at one CTA per SM (the two-CTA bound's 128 registers spill
+     * and serialise the MMAs; one CTA halves the warps). Default q6_k: Q6_K's (250 registers at
+     * one CTA) only, run c1: Q6_K 5% faster at m = 4096 and level at 512, every other format 1-7%
+     * slower; 1: every format; 0: none. The images' _bo / _to / _o kernels, probed like the bulk
+     * ones (an older image lacks them: the two-CTA tiles serve) */
     const char *one = memra__gpu_knob(q, "MEMRA_MMQ_ONE");
     const int one_asked = one != NULL && strcmp(one, "1") == 0;
+    const int one_q6 = one_asked || one == NULL || strcmp(one, "q6_k") == 0;
     if (one_asked) {
         if (s->bulk && tiles_present(q, m, memra__mmq_r3_tiles_bo)) s->r3_tiles = memra__mmq_r3_tiles_bo;
         else
@@ -413,7 +416,7 @@ static memra_status mmq_load(memra__gpu *q, void *state)
             s->kr_tiles[f] = f < 2 && (s->kr_tc >> f & 1) ? memra__mmq_kr_tiles_tc[f] : memra__mmq_kr_tiles[f];
             /* the one-CTA kernels exist for each format's default fold only (Q4_K TC, Q5_K per-32) */
             const int dflt = f == 0 ? (s->kr_tc & 1) != 0 : f == 1 ? (s->kr_tc & 2) == 0 : 1;
-            if (one_asked && dflt && tiles_present(q, m, memra__mmq_kr_tiles_one[f])) s->kr_tiles[f] = memra__mmq_kr_tiles_one[f];
+            if ((one_asked || (f == 2 && one_q6)) && dflt && tiles_present(q, m, memra__mmq_kr_tiles_one[f])) s->kr_tiles[f] = memra__mmq_kr_tiles_one[f];
         }
     }
     for (int f = 0; f < MMQ_KR_FORMATS && st == MEMRA_STATUS_OK; f++)
