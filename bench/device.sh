@@ -41,6 +41,7 @@
 #               admission, memcheck (KQ_BENCH=1: memra bench 27b m=512)
 #   accprobe    memra bench accprobe (wide, mid)
 #   sweep       test_mmq_ops sweep (every gemm_q8_0r tile x split)
+#   sweepkr     test_mmq_ops sweep_kr (every gemm_kr tile x split) for SWEEPKR_FMT at SWEEPKR (M:SHAPES)
 #   pdl         test_mmq_ops pdl at m = 512 and 4096
 #   ncu         ncu summary of the first gemm_q8_0r launches
 #   ncusrc      ncu's per-SASS-instruction warp stall samples of one gemm_q8_0r and one gemm_kr (Q4_K)
@@ -584,6 +585,21 @@ step_sweep() {
   timeout ${SWEEP_TIMEOUT:-420} stdbuf -oL $T sweep ${SWEEP_M:-} ${SWEEP_SHAPE:-} > "$L/sweep.log" 2>&1
   say "sweep: exit $?"
   grep -E "^SWEEP " "$L/sweep.log" >> "$S"
+}
+
+# test_mmq_ops sweep_kr (every gemm_kr tile x split against the plan's pick) for each format of
+# SWEEPKR_FMT (default q6_k), each M:SHAPES of SWEEPKR (default "4096:0,2,4": the 27b sheet's
+# shapes by index, -1 all), one process a shape under SWEEPKR_TIMEOUT (default 150 s), line-buffered
+step_sweepkr() {
+  local f spec mm sh
+  for f in ${SWEEPKR_FMT:-q6_k}; do for spec in ${SWEEPKR:-4096:0,2,4}; do
+    mm=${spec%%:*}
+    for sh in $(echo "${spec#*:}" | tr ',' ' '); do
+      timeout ${SWEEPKR_TIMEOUT:-150} stdbuf -oL $T sweep_kr $f $mm $sh > "$L/sweepkr_${f}_m${mm}_$sh.log" 2>&1
+      say "sweep_kr $f $mm $sh: exit $?"
+      grep -E "^KSWEEP " "$L/sweepkr_${f}_m${mm}_$sh.log" >> "$S"
+    done
+  done; done
 }
 
 step_pdl() {
