@@ -1428,7 +1428,8 @@ KR_ENTRY(memra_k_gemm_kr_q5_k_mt4t, 4, 4, KR_Q5_K, true, 2)
 KR_ENTRY(memra_k_gemm_kr_q5_k_mt2t, 2, 4, KR_Q5_K, true, 2)
 KR_ENTRY(memra_k_gemm_kr_q5_k_mt4n3t, 4, 3, KR_Q5_K, true, 2)
 KR_ENTRY(memra_k_gemm_kr_q5_k_mt2n3t, 2, 3, KR_Q5_K, true, 2)
-/* MEMRA_MMQ_ONE=1: each format's default fold (Q4_K TC, Q5_K and Q6_K per-32) at one CTA per SM:
+/* MEMRA_MMQ_ONE (Q6_K by default, =1 every format; run c1: only Q6_K gains): each format's default
+ * fold (Q4_K TC, Q5_K and Q6_K per-32) at one CTA per SM:
  * the two-CTA bound's 128 registers serialise the n8 loop's MMAs on one register quad with a NOP
  * before each fold (Q4_K TC: 733 instructions a step, 28 bytes spilled); one CTA: 184 registers,
  * 658 instructions, no NOP, no spill (bench/RESULTS.md, sixteenth session) */
