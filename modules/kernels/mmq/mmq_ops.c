@@ -397,7 +397,7 @@ static memra_status mmq_load(memra__gpu *q, void *state)
      * ones (an older image lacks them: the two-CTA tiles serve) */
     const char *one = memra__gpu_knob(q, "MEMRA_MMQ_ONE");
     const int one_asked = one != NULL && strcmp(one, "1") == 0;
-    const int one_q6 = one_asked || one == NULL || strcmp(one, "q6_k") == 0;
+    const int one_q6 = one_asked || one == NULL || strcmp(one, "q6_k") == 0; /* Q6_K's default */
     if (one_asked) {
         if (s->bulk && tiles_present(q, m, memra__mmq_r3_tiles_bo)) s->r3_tiles = memra__mmq_r3_tiles_bo;
         else
@@ -416,7 +416,8 @@ static memra_status mmq_load(memra__gpu *q, void *state)
             s->kr_tiles[f] = f < 2 && (s->kr_tc >> f & 1) ? memra__mmq_kr_tiles_tc[f] : memra__mmq_kr_tiles[f];
             /* the one-CTA kernels exist for each format's default fold only (Q4_K TC, Q5_K per-32) */
             const int dflt = f == 0 ? (s->kr_tc & 1) != 0 : f == 1 ? (s->kr_tc & 2) == 0 : 1;
-            if ((one_asked || (f == 2 && one_q6)) && dflt && tiles_present(q, m, memra__mmq_kr_tiles_one[f])) s->kr_tiles[f] = memra__mmq_kr_tiles_one[f];
+            const int one_f = f == 2 ? one_q6 : one_asked; /* f 2: Q6_K */
+            if (one_f && dflt && tiles_present(q, m, memra__mmq_kr_tiles_one[f])) s->kr_tiles[f] = memra__mmq_kr_tiles_one[f];
         }
     }
     for (int f = 0; f < MMQ_KR_FORMATS && st == MEMRA_STATUS_OK; f++)
