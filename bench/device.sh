@@ -85,6 +85,9 @@
 #   xearms      fp8blk grouped tile variants side by side (XEARMS: name:VAR=VALUE:kernel-ERE ...): bench moe
 #               rotations, ncu of each arm's grouped launches, tests / check / tools on XEARMS_TEST
 #               (see step_xearms)
+#   krsums      MEMRA_MMQ_KR_SUMS (Q4_K / Q5_K's min term from the q8_1 sum plane, the default): tests,
+#               checks (three profiles), four tools, knobab 0 / 1 on the q4_k / q5_k rows (KRSUMS_PARTS,
+#               default "tests tools ab"; see step_krsums)
 #   one         MEMRA_MMQ_ONE=1 (the floor's dense tiles at one CTA per SM): tests, checks, knobab on
 #               the floor's rows, four tools (ONE_PARTS, default "tests tools ab"; see step_one)
 #   bulk        MEMRA_MMQ_BULK=1 (gemm_q8_0r's stages by the bulk copy engine): tests, checks, admission,
@@ -1127,6 +1130,44 @@ step_krtc() {
     say "ncu gemm_kr q4_k (MEMRA_MMQ_KR_TC=$v): exit $? $(grep -m2 -oE 'memra_k_gemm_kr_q4_k_[a-z0-9]+' "$L/krtc_ncu_tc$v.txt" | sort -u | tr '\n' ' ')"
   done
   say "krtc: $((SECONDS - t)) s"
+}
+
+# MEMRA_MMQ_KR_SUMS (issue 26: gemm_kr's Q4_K / Q5_K tiles read the min term's t = fl(S d) from the
+# q8_1 records' sum plane, the _tx / _x entry points, on by default): test_mmq_ops quant (the plane bit
+# for bit against the host) and gemm_kr (default, and with the knob 0), memra check of quant_q8_1,
+# gemm_kr and gemm_experts under the native, sm120 and cuda profiles, memra info, the four tools over
+# the gemm_kr and quant_q8_1 checks, then knobab 0 / 1 on the 27b sheet at KRSUMS_M (default
+# "4096 512"), KRSUMS_ROUNDS rounds (default 2), the q4_k and q5_k rows in the summary
+step_krsums() {
+  local t=$SECONDS p op v parts=" ${KRSUMS_PARTS:-tests tools ab} "
+  if [[ $parts == *" tests "* ]]; then
+    for op in quant gemm_kr; do
+      timeout 300 $T $op > "$L/krsums_test_$op.log" 2>&1
+      say "test_mmq_ops $op: exit $? $(grep -oE 'memra_k_gemm_kr_q[45]_k_[a-z0-9]+' "$L/krsums_test_$op.log" | sort -u | head -8 | tr '\n' ' ')"
+      grep -E "FAIL" "$L/krsums_test_$op.log" | head -6 >> "$S"
+    done
+    MEMRA_MMQ_KR_SUMS=0 timeout 300 $T gemm_kr > "$L/krsums_test_gemm_kr_0.log" 2>&1
+    say "test_mmq_ops gemm_kr (MEMRA_MMQ_KR_SUMS=0): exit $?"
+    for p in native sm120 cuda; do for op in quant_q8_1 gemm_kr gemm_experts; do
+      env $([ $p != native ] && echo MEMRA_ARCH=$p) timeout 200 $M check --device 0 --op $op > "$L/krsums_check_${op}_$p.log" 2>&1
+      say "check $op ($p): exit $? $(grep -E 'passed, ' "$L/krsums_check_${op}_$p.log")"
+      grep -E " FAIL" "$L/krsums_check_${op}_$p.log" | head -4 >> "$S"
+    done; done
+    knob_info MEMRA_MMQ_KR_SUMS=1 krsums
+    # which kernels the check's gemm_kr calls launched (the _tx / _x names prove the plane's tiles ran)
+    for v in 1 0; do
+      MEMRA_MMQ_KR_SUMS=$v MEMRA_ADMISSION=off timeout 200 ncu --clock-control none --metrics gpu__time_duration.sum \
+        -k regex:memra_k_gemm_kr -c 12 $M check --device 0 --op gemm_kr --module mmq --quick > "$L/krsums_ncu_$v.txt" 2>&1
+      say "ncu names (MEMRA_MMQ_KR_SUMS=$v): exit $? $(grep -oE 'memra_k_gemm_kr_q[456]_k_[a-z0-9]+' "$L/krsums_ncu_$v.txt" | sort -u | tr '\n' ' ')"
+    done
+  fi
+  if [[ $parts == *" tools "* ]]; then
+    knob_tools MEMRA_MMQ_KR_SUMS=1 krsums gemm_kr
+    knob_tools MEMRA_MMQ_KR_SUMS=1 krsums_q quant_q8_1
+  fi
+  [[ $parts == *" ab "* ]] && KNOBAB_KNOB=MEMRA_MMQ_KR_SUMS KNOBAB_ARM='q4_k|q5_k' KNOBAB_M=${KRSUMS_M:-4096 512} \
+    KNOBAB_ROUNDS=${KRSUMS_ROUNDS:-2} step_knobab
+  say "krsums: $((SECONDS - t)) s"
 }
 
 # MEMRA_MMQ_ONE=1 (issue 26: the floor's dense tiles at one CTA per SM, the _bo / _to / _o entry

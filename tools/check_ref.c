@@ -120,6 +120,7 @@ void ref_quant_q8_1(const float *x, int64_t m, int64_t k, uint8_t *out)
     for (int64_t kb = 0; kb < nkb; kb++)
         for (int64_t t = 0; t < m; t++) {
             uint8_t *rec = out + (size_t)(kb * m + t) * 144u;
+            uint8_t *sums = out + (size_t)memra_q8_1_plane(m, k) + (size_t)(kb * m + t) * 16u;
             for (int g = 0; g < 4; g++) {
                 float v[32];
                 for (int l = 0; l < 32; l++) {
@@ -130,6 +131,10 @@ void ref_quant_q8_1(const float *x, int64_t m, int64_t k, uint8_t *out)
                 const float d = quant32(v, q);
                 memcpy(rec + 4 * g, &d, sizeof d);
                 memcpy(rec + 16 + 32 * g, q, 32);
+                int32_t sum = 0; /* the sum plane: fl(S d), +0 for S = 0 */
+                for (int l = 0; l < 32; l++) sum += q[l];
+                const float ts = sum != 0 ? (float)sum * d : 0.0f;
+                memcpy(sums + 4 * g, &ts, sizeof ts);
             }
         }
 }

@@ -31,6 +31,7 @@ extern "C" {
 #define MEMRA_Q5_K_BYTES 176 /* f16 d, f16 dmin, scales[12], qh[32], qs[128] */
 #define MEMRA_Q6_K_BYTES 210 /* ql[128], qh[64], int8 scales[16], f16 d */
 #define MEMRA_Q8_1_RECORD_BYTES 144 /* f32 d[4], int8 qs[128] */
+#define MEMRA_Q8_1_SUM_BYTES 16     /* the sum plane's entry per record: f32 t[4] */
 #define MEMRA_E4M3_MAX 448.0f
 #define MEMRA_FP8_BLOCK 128
 

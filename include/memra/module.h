@@ -434,14 +434,27 @@ _Static_assert(offsetof(memra_host_services, abi_version) == 0, "abi_version fir
 #endif
 
 /* Bytes of q8_1 records for an [m x k] activation: k is padded to a multiple
- * of 512 (4 records of 128); record (kb, t) lives at index kb * m + t. */
+ * of 512 (4 records of 128); record (kb, t) lives at index kb * m + t. After
+ * the R * m records (R = records per row) comes the sum plane, at byte
+ * memra_q8_1_plane(m, k): entry (kb, t) at index kb * m + t, 16 bytes, f32
+ * t[4] with t[b] = fl(S_b d_b) (S_b the exact sum of block b's 32 codes, d_b
+ * its scale; +0 where S_b = 0). quant_q8_1 writes both; gemm_kr's Q4_K / Q5_K
+ * tiles read t for the min term instead of summing the codes themselves. */
 static inline uint64_t memra_q8_1_bytes(int64_t m, int64_t k)
 {
     /* 0 for a negative size or one whose byte count does not fit 64 bits. */
     if (m < 0 || k < 0) return 0;
     uint64_t recs = ((uint64_t)k + 511u) / 512u * 4u;
-    if (m != 0 && recs > UINT64_MAX / 144u / (uint64_t)m) return 0;
-    return recs * (uint64_t)m * 144u;
+    if (m != 0 && recs > UINT64_MAX / 160u / (uint64_t)m) return 0;
+    return recs * (uint64_t)m * 160u;
+}
+
+/* The byte offset of the sum plane in memra_q8_1_bytes(m, k) bytes of q8_1
+ * records (0 where memra_q8_1_bytes is 0). */
+static inline uint64_t memra_q8_1_plane(int64_t m, int64_t k)
+{
+    const uint64_t bytes = memra_q8_1_bytes(m, k);
+    return bytes / 160u * 144u;
 }
 
 /* Bytes of the Q8_0 record layout of a [rows x cols] Q8_0 weight (cols a

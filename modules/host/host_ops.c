@@ -1,7 +1,7 @@
 /* Host reference: the element-wise and conversion ops.
  *
  *  cvt_f16          dst[i] = f16_rne(src[i])                      (memra_f16_from_f32)
- *  quant_q8_1       f32 [m x k] -> 144-byte records (f32 d[4], int8 qs[128]); k padded
+ *  quant_q8_1       f32 [m x k] -> 144-byte records (f32 d[4], int8 qs[128]) and their sum plane; k padded
  *                   with zeros to a multiple of 512; record (kb, t) at kb * m + t.
  *                   Per 32 values: amax = max |x| (f32, NaN ignored), d = amax / 127.0f,
  *                   id = d != 0 ? 1.0f / d : 0.0f, q = roundf(x * id) (ties away from
@@ -53,9 +53,11 @@ memra_status memra__host_quant_q8_1(memra_call *call, memra_dptr x, int32_t m, i
     const float *xs = MEMRA__HOST_PTR(const float, x);
     uint8_t *out = MEMRA__HOST_PTR(uint8_t, dst);
     const int64_t nkb = ((int64_t)k + 511) / 512 * 4; /* records of 128 per token */
+    uint8_t *const plane = out + memra_q8_1_plane(m, k);
     for (int64_t kb = 0; kb < nkb; kb++) {
         for (int64_t t = 0; t < m; t++) {
             uint8_t *rec = out + (uint64_t)(kb * m + t) * MEMRA_Q8_1_RECORD_BYTES;
+            uint8_t *sums = plane + (uint64_t)(kb * m + t) * MEMRA_Q8_1_SUM_BYTES;
             const float *row = xs + t * (int64_t)k;
             for (int g = 0; g < 4; g++) {
                 float v[32];
@@ -70,7 +72,14 @@ memra_status memra__host_quant_q8_1(memra_call *call, memra_dptr x, int32_t m, i
                 const float id = d != 0.0f ? 1.0f / d : 0.0f;
                 memcpy(rec + 4 * g, &d, sizeof d);
                 int8_t *qs = (int8_t *)(rec + 16 + 32 * g);
-                for (int l = 0; l < 32; l++) qs[l] = memra__round_i8(v[l] * id, 127.0f);
+                int32_t sum = 0;
+                for (int l = 0; l < 32; l++) {
+                    qs[l] = memra__round_i8(v[l] * id, 127.0f);
+                    sum += qs[l];
+                }
+                /* the plane's t = fl(S d), +0 for S = 0 (also where d is not finite) */
+                const float ts = sum != 0 ? (float)sum * d : 0.0f;
+                memcpy(sums + 4 * g, &ts, sizeof ts);
             }
         }
     }

@@ -63,7 +63,7 @@ def _nbytes(v):
 
 
 def _q8_1_bytes(m, k):
-    return ((k + 511) // 512 * 4) * m * 144
+    return ((k + 511) // 512 * 4) * m * 160  # 144-byte records, then the 16-byte sum plane
 
 
 def _recs_bytes(rows, cols, rec):

@@ -152,7 +152,7 @@ int main(void)
     CHECK_INT_EQ(memra_q8_1_bytes(INT64_MAX, 512), 0);
     CHECK_INT_EQ(memra_q8_1_bytes(4, INT64_MAX), 0);
     CHECK_INT_EQ(memra_q8_1_bytes(-1, 512), 0);
-    CHECK_INT_EQ(memra_q8_1_bytes(4, 512), 4 * 4 * 144);
+    CHECK_INT_EQ(memra_q8_1_bytes(4, 512), 4 * 4 * 160);
     CHECK_INT_EQ(memra_q8_0r_bytes(INT64_MAX, 128), 0);
     CHECK_INT_EQ(memra_q8_0r_bytes(4, INT64_MAX), 0);
     CHECK_INT_EQ(memra_q8_0r_bytes(4, 256), 2 * 4 * 144);

@@ -76,8 +76,9 @@ static void case_table(void)
     CHECK_INT_EQ(memra_format_row_bytes(MEMRA_FORMAT_E4M3, 7), 7);
     CHECK_INT_EQ(memra_fp8_grid_rows(129), 2);
     CHECK_INT_EQ(memra_fp8_grid_cols(128), 1);
-    CHECK_INT_EQ(memra_q8_1_bytes(3, 100), 4 * 3 * 144);
-    CHECK_INT_EQ(memra_q8_1_bytes(2, 513), 8 * 2 * 144);
+    CHECK_INT_EQ(memra_q8_1_bytes(3, 100), 4 * 3 * 160);
+    CHECK_INT_EQ(memra_q8_1_plane(3, 100), 4 * 3 * 144);
+    CHECK_INT_EQ(memra_q8_1_bytes(2, 513), 8 * 2 * 160);
 }
 
 /* ---- f16 ------------------------------------------------------------------ */

@@ -660,7 +660,9 @@ static void case_gemm_fp8_blk_given(void)
 }
 
 /* The q8_1 quantiser written from the contract: records (kb, t) at kb*m + t,
- * k zero-padded to 512, per 32: d = amax / 127, q = roundf(x / d) via 1/d. */
+ * k zero-padded to 512, per 32: d = amax / 127, q = roundf(x / d) via 1/d;
+ * then the sum plane, entry (kb, t) at kb*m + t: f32 t = S d per 32 (S the
+ * codes' sum; +0 for S = 0). */
 static uint8_t *ref_q8_1(const float *x, int64_t m, int64_t k)
 {
     const uint64_t bytes = memra_q8_1_bytes(m, k);
@@ -678,7 +680,13 @@ static uint8_t *ref_q8_1(const float *x, int64_t m, int64_t k)
                 }
                 float d = amax / 127.0f, id = d != 0 ? 1.0f / d : 0.0f;
                 memcpy(rec + 4 * g, &d, 4);
-                for (int l = 0; l < 32; l++) rec[16 + 32 * g + l] = (uint8_t)(int8_t)roundf(v[l] * id);
+                int sum = 0;
+                for (int l = 0; l < 32; l++) {
+                    rec[16 + 32 * g + l] = (uint8_t)(int8_t)roundf(v[l] * id);
+                    sum += (int8_t)rec[16 + 32 * g + l];
+                }
+                const float ts = sum != 0 ? (float)sum * d : 0.0f;
+                memcpy(r + memra_q8_1_plane(m, k) + (kb * m + t) * 16 + 4 * g, &ts, 4);
             }
         }
     return r;
@@ -700,9 +708,11 @@ static void case_quant_q8_1(void)
             uint8_t *want = ref_q8_1(x, m, k);
             for (uint64_t e = 0; e < bytes; e++)
                 if (got[e] != want[e])
-                    TEST_FAIL_AT("quant_q8_1 m=%lld k=%lld: byte %llu (record %llu, offset %llu) = 0x%02x, want 0x%02x",
+                    TEST_FAIL_AT("quant_q8_1 m=%lld k=%lld: byte %llu (record %llu, offset %llu; the sum plane from record "
+                                 "%llu on) = 0x%02x, want 0x%02x",
                                  (long long)m, (long long)k, (unsigned long long)e, (unsigned long long)(e / 144),
-                                 (unsigned long long)(e % 144), got[e], want[e]);
+                                 (unsigned long long)(e % 144), (unsigned long long)(memra_q8_1_plane(m, k) / 144),
+                                 got[e], want[e]);
             for (int e = 0; e < 16; e++) CHECK_INT_EQ(got[bytes + (uint64_t)e], 0xA5); /* nothing past the end */
             /* and the records mean what they say: |d q - x| <= d/2 (+ a few ulp of 127) */
             for (int64_t t = 0; t < m; t++)

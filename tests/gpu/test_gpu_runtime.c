@@ -269,6 +269,7 @@ static const char *g_mmq_bulk_knob;  /* MEMRA_MMQ_BULK likewise */
 static const char *g_xe_tma64_knob; /* MEMRA_FP8BLK_XE_TMA64 likewise */
 static const char *g_kr_tc_knob;    /* MEMRA_MMQ_KR_TC likewise */
 static const char *g_mmq_one_knob;  /* MEMRA_MMQ_ONE likewise */
+static const char *g_kr_sums_knob;  /* MEMRA_MMQ_KR_SUMS likewise */
 static const char *g_fxe_split_knob; /* MEMRA_FP8BLK_XE_SPLIT likewise */
 static const char *g_fxe_pf_knob;    /* MEMRA_FP8BLK_XE_PF likewise */
 static const char *g_fxe_gs_knob;    /* MEMRA_FP8BLK_XE_GS likewise */
@@ -297,6 +298,7 @@ static const char *fake_knob(const memra_device_caps *caps, const char *name)
     if (strcmp(name, "MEMRA_FP8BLK_XE_TMA64") == 0) return g_xe_tma64_knob;
     if (strcmp(name, "MEMRA_MMQ_KR_TC") == 0) return g_kr_tc_knob;
     if (strcmp(name, "MEMRA_MMQ_ONE") == 0) return g_mmq_one_knob;
+    if (strcmp(name, "MEMRA_MMQ_KR_SUMS") == 0) return g_kr_sums_knob;
     if (strcmp(name, "MEMRA_FP8BLK_XE_SPLIT") == 0) return g_fxe_split_knob;
     if (strcmp(name, "MEMRA_FP8BLK_XE_PF") == 0) return g_fxe_pf_knob;
     if (strcmp(name, "MEMRA_FP8BLK_XE_GS") == 0) return g_fxe_gs_knob;
@@ -535,7 +537,7 @@ static int case_sm120(const char *so, int cc)
         /* the 128 x 128 tile on either fold (Q4_K's default _t entry point ends in "t") */
         const size_t bl = strlen(kr[f].big);
         const int big = g_n_launched > 0 && strncmp(g_launched[0], kr[f].big, bl) == 0 &&
-                        (g_launched[0][bl] == '\0' || strcmp(g_launched[0] + bl, "t") == 0);
+                        strspn(g_launched[0] + bl, "tox") == strlen(g_launched[0] + bl); /* "", t, tx, x, o, to */
         char what[40];
         snprintf(what, sizeof what, "gemm_kr %s", kr[f].name);
         ok &= launched(what, st, g_n_launched >= 1 ? g_n_launched : 1,
@@ -681,7 +683,7 @@ static int case_mmq(const char *so)
         ok &= launched(kq_tile[f], m.desc->ops->gemm_kr(&c, &kr), 1, &kq_tile[f], (const int[]){-1});
     }
     /* the H200 plan at m = 4096 (run b2's refit of the 128 x 96 step): 128 x 96 at 5120->12288,
-     * 128 x 128 at 17408->5120; gemm_kr (Q4_K on its TF32 fold by default) keeps the unrefitted step: 128 x 128 at 5120->12288 */
+     * 128 x 128 at 17408->5120; gemm_kr (Q4_K on its TF32 fold and the sum plane by default) keeps the unrefitted step: 128 x 128 at 5120->12288 */
     static const struct { int n, k; const char *tile; } plan[] = {
         {12288, 5120, "memra_k_gemm_q8_0r_mt4n3b"}, {17408, 5120, "memra_k_gemm_q8_0r_mt4n3b"},
         {5120, 17408, "memra_k_gemm_q8_0r_mt4b"}, {5120, 6144, "memra_k_gemm_q8_0r_mt4b"}};
@@ -696,7 +698,7 @@ static int case_mmq(const char *so)
         p.w_format = (int32_t)MEMRA_FORMAT_Q4_K;
         c = call_of(&m);
         ok &= launched_exact("gemm_kr plan m=4096", m.desc->ops->gemm_kr(&c, &p), 1,
-                             (const char *[]){"memra_k_gemm_kr_q4_k_mt4t"}, (const int[]){-1});
+                             (const char *[]){"memra_k_gemm_kr_q4_k_mt4tx"}, (const int[]){-1});
     }
     c = call_of(&m);
     ok &= launched("accprobe s32", m.desc->ops->accprobe(&c, MEMRA_ACCPROBE_S32, &a), 1,
@@ -937,7 +939,8 @@ static int case_mmq(const char *so)
             a2.w_format = (int32_t)kq[f];
             const memra_status st2 = m.desc->ops->gemm_kr(&c2, &a2);
             const char *got = g_n_launched > 0 ? g_launched[0] : "";
-            const size_t len = strlen(got);
+            size_t len = strlen(got);
+            if (len > 0 && got[len - 1] == 'x') len--; /* the sum-plane tiles (MEMRA_MMQ_KR_SUMS): _tx, _x */
             const int t = len > 0 && got[len - 1] == 't';
             char what[48];
             const int tc = tcbits >> f & 1;
@@ -974,16 +977,21 @@ static int case_mmq(const char *so)
     /* MEMRA_MMQ_ONE=1: the one-CTA builds, gemm_q8_0r's _bo on cc 9.0 and 12.0 (beside the bulk
      * tiles), gemm_kr's _to (Q4_K TC) and _o (Q5_K, Q6_K per-32) at their default folds; Q5_K on
      * the TC fold (KR_TC=1) and the cp.async tiles (BULK=0) keep their two-CTA kernels; unset and
-     * q6_k: Q6_K alone at one CTA; 0: no one-CTA kernel anywhere. want: the suffix each call's tile name must end in */
+     * q6_k: Q6_K alone at one CTA; 0: no one-CTA kernel anywhere. MEMRA_MMQ_KR_SUMS (unset: on) puts
+     * Q4_K's and Q5_K's two-CTA default-fold tiles on the sum plane (_tx, _x); 0 keeps the MMA sums.
+     * want: the suffix each call's tile name must end in */
     static const struct {
         int cc;
-        const char *one, *tc, *bulk, *want[4]; /* gemm_q8_0r, gemm_kr q4_k, q5_k, q6_k */
-    } ones[] = {{90, "1", NULL, NULL, {"bo", "to", "o", "o"}},      {120, "1", NULL, NULL, {"bo", "to", "o", "o"}},
-                {90, "1", "1", NULL, {"bo", "to", "t", "o"}},       {90, "1", NULL, "0", {"", "to", "o", "o"}},
-                {90, NULL, NULL, NULL, {"b", "t", "", "o"}},        {90, "q6_k", NULL, NULL, {"b", "t", "", "o"}},
-                {120, NULL, NULL, NULL, {"b", "t", "", "o"}},       {90, "0", NULL, NULL, {"b", "t", "", ""}}};
+        const char *one, *tc, *bulk, *sums, *want[4]; /* gemm_q8_0r, gemm_kr q4_k, q5_k, q6_k */
+    } ones[] = {{90, "1", NULL, NULL, NULL, {"bo", "to", "o", "o"}},   {120, "1", NULL, NULL, NULL, {"bo", "to", "o", "o"}},
+                {90, "1", "1", NULL, NULL, {"bo", "to", "t", "o"}},    {90, "1", NULL, "0", NULL, {"", "to", "o", "o"}},
+                {90, NULL, NULL, NULL, NULL, {"b", "tx", "x", "o"}},   {90, "q6_k", NULL, NULL, NULL, {"b", "tx", "x", "o"}},
+                {120, NULL, NULL, NULL, NULL, {"b", "tx", "x", "o"}},  {90, "0", NULL, NULL, NULL, {"b", "tx", "x", ""}},
+                {90, NULL, NULL, NULL, "0", {"b", "t", "", "o"}},      {90, NULL, "1", NULL, "1", {"b", "tx", "t", "o"}},
+                {90, NULL, "0", NULL, NULL, {"b", "", "x", "o"}}};
     for (size_t i = 0; i < sizeof ones / sizeof ones[0]; i++) {
         g_mmq_one_knob = ones[i].one, g_kr_tc_knob = ones[i].tc, g_mmq_bulk_knob = ones[i].bulk;
+        g_kr_sums_knob = ones[i].sums;
         if (!open_mod(so, ones[i].cc, &m)) return 0;
         for (int f = -1; f < 3; f++) {
             memra_call c2 = call_of(&m);
@@ -998,9 +1006,9 @@ static int case_mmq(const char *so)
             if (rest != NULL) rest += strspn(rest, "24n3");
             const int good = st2 == MEMRA_STATUS_OK && g_n_launched == 1 && rest != NULL &&
                              strcmp(rest, ones[i].want[f + 1]) == 0;
-            printf("  ONE=%s KR_TC=%s BULK=%s cc %d %s: %s, want a tile ending \"%s\"  %s\n",
+            printf("  ONE=%s KR_TC=%s BULK=%s KR_SUMS=%s cc %d %s: %s, want a tile ending \"%s\"  %s\n",
                    ones[i].one ? ones[i].one : "unset", ones[i].tc ? ones[i].tc : "unset",
-                   ones[i].bulk ? ones[i].bulk : "unset", ones[i].cc,
+                   ones[i].bulk ? ones[i].bulk : "unset", ones[i].sums ? ones[i].sums : "unset", ones[i].cc,
                    f < 0 ? "gemm_q8_0r" : f == 0 ? "gemm_kr q4_k" : f == 1 ? "gemm_kr q5_k" : "gemm_kr q6_k", got,
                    ones[i].want[f + 1], good ? "ok" : "FAIL");
             ok &= good;
@@ -1008,7 +1016,7 @@ static int case_mmq(const char *so)
         }
         ok &= close_mod(&m, 1);
     }
-    g_mmq_one_knob = NULL, g_kr_tc_knob = NULL, g_mmq_bulk_knob = NULL;
+    g_mmq_one_knob = NULL, g_kr_tc_knob = NULL, g_mmq_bulk_knob = NULL, g_kr_sums_knob = NULL;
     return ok;
 }
 

@@ -17,7 +17,7 @@
  *                        permutation, tile table) and the grouped GEMMs on the
  *                        records tile, rows gathered per expert from the table;
  *                        see "gemm_experts on the records tile" at the end.
- *   memra_k_quant_q8_1   f32 [m x k] -> 144-byte records (f32 d[4], int8 qs[128]),
+ *   memra_k_quant_q8_1   f32 [m x k] -> 144-byte records (f32 d[4], int8 qs[128]) and the sum plane,
  *                        record (kb, t) at kb * m + t, k padded to a multiple of
  *                        512 with zeros. One warp per 8 consecutive records and
  *                        pass (loads first, coalesced), one lane per 32-value
@@ -234,11 +234,16 @@ memra_k_quant_q8_1(const float *__restrict__ x, int m, int k, unsigned char *__r
         const float d = __fdiv_rn(a, 127.0f);
         const float id = d != 0.0f ? __fdiv_rn(1.0f, d) : 0.0f;
         unsigned q[8];
+        int sum = 0;
 #pragma unroll
         for (int w = 0; w < 8; w++) {
             q[w] = 0;
 #pragma unroll
-            for (int e = 0; e < 4; e++) q[w] |= ((unsigned)q8_round(__fmul_rn(b[4 * w + e], id)) & 0xFFu) << (8 * e);
+            for (int e = 0; e < 4; e++) {
+                const int c = q8_round(__fmul_rn(b[4 * w + e], id));
+                sum += c;
+                q[w] |= ((unsigned)c & 0xFFu) << (8 * e);
+            }
         }
         const long long rec = rec0 + (lane >> 2);
         if (rec < total) {
@@ -246,6 +251,9 @@ memra_k_quant_q8_1(const float *__restrict__ x, int m, int k, unsigned char *__r
             *reinterpret_cast<uint4 *>(r + 16 + (lane & 3) * 32) = make_uint4(q[0], q[1], q[2], q[3]);
             *reinterpret_cast<uint4 *>(r + 32 + (lane & 3) * 32) = make_uint4(q[4], q[5], q[6], q[7]);
             *reinterpret_cast<float *>(r + 4 * (lane & 3)) = d;
+            /* the sum plane (memra_q8_1_plane): t = fl(S d), +0 for S = 0 */
+            *reinterpret_cast<float *>(dst + total * 144 + rec * 16 + 4 * (lane & 3)) =
+                sum != 0 ? __fmul_rn((float)sum, d) : 0.0f;
         }
     }
 }
@@ -1001,12 +1009,14 @@ static_assert(R3_SMEM_BYTES(4, 4) == 110592 && R3_SMEM_BYTES(2, 4) == 82944 && R
  *  - fold "min" (value = s_b q - mn_b): per output element and 32-block
  *        acc = fma(sx, fma(D, s, -M s), acc)   (gemm_q8_0r's two FFMAs)
  *        acc = fma(t, -mn, acc)                one FFMA for the min term,
- *    t = sx * S the token's block sum with its scale, S = sum xq (exact). S
- *    comes from one more m16n8k32 MMA per (m16 tile, block) with B = all
- *    ones (the A fragment the warp already holds; D's rows are the tile's
- *    token rows, every column the same sum), so it costs 1/NT of the MMAs
- *    and no shared memory, and needs no change to quant_q8_1's records:
- *    t = (D1 - M) * sx, two instructions per (m16 tile, block, row pair).
+ *    t = sx * S the token's block sum with its scale, S = sum xq (exact). The
+ *    _x tiles (MEMRA_MMQ_KR_SUMS, the default) read t from the records' sum
+ *    plane (quant_q8_1 writes fl(S d) there, bit for bit this t), copied per
+ *    activation stage beside the records (16 bytes a row, KR_XT_BYTES), one
+ *    LDS per (m16 tile, block, row). The others (and the grouped tiles) form
+ *    S from one more m16n8k32 MMA per (m16 tile, block) with B = all ones
+ *    (the A fragment the warp already holds; D's rows are the tile's token
+ *    rows, every column the same sum): 1/NT more MMAs, t = (D1 - M) * sx.
  *  - fold "q6" (value = s_h q, one scale per 16 values): the k32 fragments
  *    split into their two k16 halves (a0 a1 b0 / a2 a3 b1: the m16n8k16
  *    operand layouts), two m16n8k16 MMAs give the exact I_lo, I_hi, and
@@ -1032,6 +1042,22 @@ static_assert(R3_SMEM_BYTES(4, 4) == 110592 && R3_SMEM_BYTES(2, 4) == 82944 && R
 #define KR_W_SLOT(NT) (32 * (NT) * (MMQ_ROW + 16)) /* + its 16-byte side rows */
 #define KR_A_OFF(NT) (2 * KR_W_SLOT(NT))           /* then the activation slots, then the packed slot */
 #define KR_P_OFF(MT, NT) (KR_A_OFF(NT) + R3_STAGES * R3_A_BYTES(MT))
+#define KR_T_OFF(F, MT, NT) (KR_P_OFF(MT, NT) + 32 * (NT) * (80 + KR_HB(F))) /* the sum-plane slots */
+
+/* The sum-plane entries of SLOTS activation rows (16 bytes each, contiguous
+ * in the plane) into S, of which the first `rows` exist (the rest zero-filled:
+ * t = 0, as the zero-filled records' sums). */
+template <int SLOTS>
+__device__ __forceinline__ void kr_copy_t(unsigned char *S, const unsigned char *src, int rows)
+{
+    static_assert(SLOTS <= MMQ_THREADS, "one entry per thread");
+    const int tid = threadIdx.x;
+    if (tid < SLOTS) {
+        const bool ok = tid < rows;
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_u32(S) + tid * 16),
+                     "l"(ok ? src + tid * 16 : src), "r"(ok ? 16 : 0));
+    }
+}
 
 enum { KR_Q4_K = 0, KR_Q5_K = 1, KR_Q6_K = 2 };
 
@@ -1221,14 +1247,17 @@ __device__ __forceinline__ void mma_tf32_k4(float (&d)[4], uint32_t a0, uint32_t
  * acc -= dmin D per element and step: 1/4 FFMA per element and 32-block instead of 1. sm: the
  * side rows at the thread's B row (weight row lane / 4 of n8 tile 0), whose first word holds the
  * step's four mins as bytes and the second dmin (kr_widen TC). */
-template <int MT, int NT, bool Q6, bool LIVE = false, bool TC = false>
+template <int MT, int NT, bool Q6, bool LIVE = false, bool TC = false, bool XS = false>
 __device__ __forceinline__ void kr_step(float (&acc)[MT][NT][4], uint32_t sa, uint32_t sb, const float *ax,
                                         const float *bw, const float *sd, int mt_live = MT,
-                                        const unsigned char *sm = nullptr)
+                                        const unsigned char *sm = nullptr, const float *at = nullptr)
 {
-    static_assert(!(TC && Q6), "the tensor-core min term is fold min's (Q4_K, Q5_K)");
+    static_assert(!(TC && Q6) && !(XS && Q6), "the min term is fold min's (Q4_K, Q5_K)");
     float ta[MT][2]; /* TC: t of block lane % 4, rows lane / 4 and lane / 4 + 8 of each m16 tile */
     const int kb_own = threadIdx.x & 3;
+    if (TC && XS) /* XS: at = the sum-plane slot at the thread's token row lane / 4, 4 floats a row */
+#pragma unroll
+        for (int mt = 0; mt < MT; mt++) ta[mt][0] = at[mt * 64 + kb_own], ta[mt][1] = at[mt * 64 + 32 + kb_own];
 #pragma unroll 1
     for (int g = 0; g < 4; g++) {
         uint32_t b[NT][2];
@@ -1266,10 +1295,15 @@ __device__ __forceinline__ void kr_step(float (&acc)[MT][NT][4], uint32_t sa, ui
                     }
                 }
             } else {
-                float sum[4];
-                mma_k32<MMQ_KIND_S8>(sum, a, 0x01010101u, 0x01010101u);
-                const float t0 = (sum[0] - MMQ_MAGIC) * sx0, t1 = (sum[2] - MMQ_MAGIC) * sx1;
-                if (TC && g == kb_own) ta[mt][0] = t0, ta[mt][1] = t1;
+                float t0 = 0.0f, t1 = 0.0f;
+                if (XS) {
+                    if (!TC) t0 = at[mt * 64 + g], t1 = at[mt * 64 + 32 + g];
+                } else {
+                    float sum[4];
+                    mma_k32<MMQ_KIND_S8>(sum, a, 0x01010101u, 0x01010101u);
+                    t0 = (sum[0] - MMQ_MAGIC) * sx0, t1 = (sum[2] - MMQ_MAGIC) * sx1;
+                    if (TC && g == kb_own) ta[mt][0] = t0, ta[mt][1] = t1;
+                }
 #pragma unroll
                 for (int nt = 0; nt < NT; nt++) {
                     float d[4];
@@ -1355,7 +1389,7 @@ __device__ __forceinline__ void kr_step(float (&acc)[MT][NT][4], uint32_t sa, ui
         }                                                                                                   \
     } while (0)
 
-template <int MT, int NT, int F, bool TC = false>
+template <int MT, int NT, int F, bool TC = false, bool XS = false>
 __device__ __forceinline__ void gemm_kr_body(const unsigned char *__restrict__ w, const unsigned char *__restrict__ xq,
                                              float *__restrict__ y, int m, int n, int k, long long ldy, float alpha,
                                              float *__restrict__ part)
@@ -1378,85 +1412,111 @@ __device__ __forceinline__ void gemm_kr_body(const unsigned char *__restrict__ w
     const int bw_off = wrow * MMQ_ROW;
     const int sd_off = KR_W_ROWS(NT) + wrow * 16;
     const int sm_off = KR_W_ROWS(NT) + (wn * 8 * NT + (lane >> 2)) * 16; /* TC: the B row's side row */
+    const int at_off = KR_T_OFF(F, MT, NT) + (wm * 16 * MT + (lane >> 2)) * 16; /* XS: the token row's t */
     const uint32_t base = smem_u32(kr_smem);
     unsigned char *const A0 = kr_smem + KR_A_OFF(NT), *const P = kr_smem + KR_P_OFF(MT, NT);
     constexpr bool kr_tc = TC;
+    /* XS: the records' sum plane (memra_q8_1_plane: after the R m records, R = k padded to 512 over 128) */
+    const unsigned char *const xt = xq + (long long)((k + 511) / 512 * 4) * m * MMQ_ROW;
 
     /* Groups, in commit order: [A(0) P(0)] [A(1)], then per step kt [P(kt+1)] [A(kt+2)] (empty where
      * there is no such step). The widening of step s waits for its own P(s) copies with
      * cp_async_wait<1> (only the A copy committed after it may still be in flight). */
-#define KR_COPY_A(slot, g) r3_copy_run<32 * MT>(A0 + (slot) * R3_A_BYTES(MT), xq + ((long long)(g) * m + i0) * MMQ_ROW, arows)
+#define KR_COPY_A(slot, g)                                                                                  \
+    do {                                                                                                    \
+        r3_copy_run<32 * MT>(A0 + (slot) * R3_A_BYTES(MT), xq + ((long long)(g) * m + i0) * MMQ_ROW, arows); \
+        if (XS)                                                                                             \
+            kr_copy_t<32 * MT>(kr_smem + KR_T_OFF(F, MT, NT) + (slot) * 32 * MT * 16,                      \
+                               xt + ((long long)(g) * m + i0) * 16, arows);                                 \
+    } while (0)
+    /* the sum-plane slot of A slot (ao - KR_A_OFF) / R3_A_BYTES */
+#define KR_AT(ao) (kr_smem + at_off + ((ao) - KR_A_OFF(NT)) / R3_A_BYTES(MT) * (32 * MT * 16))
 #define KR_STEP(ao, wo)                                                                                     \
-    kr_step<MT, NT, F == KR_Q6_K, false, TC>(acc, base + (ao) + a_off, base + (wo) + b_off,                 \
-                                             reinterpret_cast<const float *>(kr_smem + (ao) + ax_off),      \
-                                             reinterpret_cast<const float *>(kr_smem + (wo) + bw_off),      \
-                                             reinterpret_cast<const float *>(kr_smem + (wo) + sd_off), MT,  \
-                                             kr_smem + (wo) + sm_off)
+    kr_step<MT, NT, F == KR_Q6_K, false, TC, XS>(acc, base + (ao) + a_off, base + (wo) + b_off,             \
+                                                 reinterpret_cast<const float *>(kr_smem + (ao) + ax_off),  \
+                                                 reinterpret_cast<const float *>(kr_smem + (wo) + bw_off),  \
+                                                 reinterpret_cast<const float *>(kr_smem + (wo) + sd_off),  \
+                                                 MT, kr_smem + (wo) + sm_off,                               \
+                                                 reinterpret_cast<const float *>(KR_AT(ao)))
     KR_KLOOP(MT, NT, F, g0, nk, kr_smem, KR_COPY_A, KR_STEP);
 #undef KR_STEP
+#undef KR_AT
 #undef KR_COPY_A
     mmq_tile_store<MT, NT>(t, acc, y, part, ldy, alpha, m, n);
 }
 
 /* w: the K-packed weight (16-byte aligned), xq: q8_1 records, y / part / grid
  * as gemm_q8_0r's entries; dynamic shared memory KR_SMEM_BYTES(MT, NT). */
-#define KR_ENTRY(NAME, MT, NT, F, TC, MINB)                                                                           \
+#define KR_ENTRY(NAME, MT, NT, F, TC, MINB, XS)                                                                        \
     extern "C" __global__ void __launch_bounds__(MMQ_THREADS, MINB)                                                  \
         NAME(const unsigned char *__restrict__ w, const unsigned char *__restrict__ xq, float *__restrict__ y, int m, \
              int n, int k, long long ldy, float alpha, float *__restrict__ part)                                      \
     {                                                                                                                 \
-        gemm_kr_body<MT, NT, F, TC>(w, xq, y, m, n, k, ldy, alpha, part);                                             \
+        gemm_kr_body<MT, NT, F, TC, XS>(w, xq, y, m, n, k, ldy, alpha, part);                                         \
     }
-KR_ENTRY(memra_k_gemm_kr_q4_k_mt4, 4, 4, KR_Q4_K, false, 2)
-KR_ENTRY(memra_k_gemm_kr_q4_k_mt2, 2, 4, KR_Q4_K, false, 2)
-KR_ENTRY(memra_k_gemm_kr_q4_k_mt4n3, 4, 3, KR_Q4_K, false, 2)
-KR_ENTRY(memra_k_gemm_kr_q4_k_mt2n3, 2, 3, KR_Q4_K, false, 2)
-KR_ENTRY(memra_k_gemm_kr_q5_k_mt4, 4, 4, KR_Q5_K, false, 2)
-KR_ENTRY(memra_k_gemm_kr_q5_k_mt2, 2, 4, KR_Q5_K, false, 2)
-KR_ENTRY(memra_k_gemm_kr_q5_k_mt4n3, 4, 3, KR_Q5_K, false, 2)
-KR_ENTRY(memra_k_gemm_kr_q5_k_mt2n3, 2, 3, KR_Q5_K, false, 2)
-KR_ENTRY(memra_k_gemm_kr_q6_k_mt4, 4, 4, KR_Q6_K, false, 2)
-KR_ENTRY(memra_k_gemm_kr_q6_k_mt2, 2, 4, KR_Q6_K, false, 2)
-KR_ENTRY(memra_k_gemm_kr_q6_k_mt4n3, 4, 3, KR_Q6_K, false, 2)
-KR_ENTRY(memra_k_gemm_kr_q6_k_mt2n3, 2, 3, KR_Q6_K, false, 2)
+KR_ENTRY(memra_k_gemm_kr_q4_k_mt4, 4, 4, KR_Q4_K, false, 2, false)
+KR_ENTRY(memra_k_gemm_kr_q4_k_mt2, 2, 4, KR_Q4_K, false, 2, false)
+KR_ENTRY(memra_k_gemm_kr_q4_k_mt4n3, 4, 3, KR_Q4_K, false, 2, false)
+KR_ENTRY(memra_k_gemm_kr_q4_k_mt2n3, 2, 3, KR_Q4_K, false, 2, false)
+KR_ENTRY(memra_k_gemm_kr_q5_k_mt4, 4, 4, KR_Q5_K, false, 2, false)
+KR_ENTRY(memra_k_gemm_kr_q5_k_mt2, 2, 4, KR_Q5_K, false, 2, false)
+KR_ENTRY(memra_k_gemm_kr_q5_k_mt4n3, 4, 3, KR_Q5_K, false, 2, false)
+KR_ENTRY(memra_k_gemm_kr_q5_k_mt2n3, 2, 3, KR_Q5_K, false, 2, false)
+KR_ENTRY(memra_k_gemm_kr_q6_k_mt4, 4, 4, KR_Q6_K, false, 2, false)
+KR_ENTRY(memra_k_gemm_kr_q6_k_mt2, 2, 4, KR_Q6_K, false, 2, false)
+KR_ENTRY(memra_k_gemm_kr_q6_k_mt4n3, 4, 3, KR_Q6_K, false, 2, false)
+KR_ENTRY(memra_k_gemm_kr_q6_k_mt2n3, 2, 3, KR_Q6_K, false, 2, false)
 /* MEMRA_MMQ_KR_TC: Q4_K (by default) and Q5_K (with =1) with the min term on TF32 MMAs (kr_step TC) */
-KR_ENTRY(memra_k_gemm_kr_q4_k_mt4t, 4, 4, KR_Q4_K, true, 2)
-KR_ENTRY(memra_k_gemm_kr_q4_k_mt2t, 2, 4, KR_Q4_K, true, 2)
-KR_ENTRY(memra_k_gemm_kr_q4_k_mt4n3t, 4, 3, KR_Q4_K, true, 2)
-KR_ENTRY(memra_k_gemm_kr_q4_k_mt2n3t, 2, 3, KR_Q4_K, true, 2)
-KR_ENTRY(memra_k_gemm_kr_q5_k_mt4t, 4, 4, KR_Q5_K, true, 2)
-KR_ENTRY(memra_k_gemm_kr_q5_k_mt2t, 2, 4, KR_Q5_K, true, 2)
-KR_ENTRY(memra_k_gemm_kr_q5_k_mt4n3t, 4, 3, KR_Q5_K, true, 2)
-KR_ENTRY(memra_k_gemm_kr_q5_k_mt2n3t, 2, 3, KR_Q5_K, true, 2)
+KR_ENTRY(memra_k_gemm_kr_q4_k_mt4t, 4, 4, KR_Q4_K, true, 2, false)
+KR_ENTRY(memra_k_gemm_kr_q4_k_mt2t, 2, 4, KR_Q4_K, true, 2, false)
+KR_ENTRY(memra_k_gemm_kr_q4_k_mt4n3t, 4, 3, KR_Q4_K, true, 2, false)
+KR_ENTRY(memra_k_gemm_kr_q4_k_mt2n3t, 2, 3, KR_Q4_K, true, 2, false)
+KR_ENTRY(memra_k_gemm_kr_q5_k_mt4t, 4, 4, KR_Q5_K, true, 2, false)
+KR_ENTRY(memra_k_gemm_kr_q5_k_mt2t, 2, 4, KR_Q5_K, true, 2, false)
+KR_ENTRY(memra_k_gemm_kr_q5_k_mt4n3t, 4, 3, KR_Q5_K, true, 2, false)
+KR_ENTRY(memra_k_gemm_kr_q5_k_mt2n3t, 2, 3, KR_Q5_K, true, 2, false)
 /* MEMRA_MMQ_ONE (Q6_K by default, =1 every format; run c1: only Q6_K gains): each format's default
  * fold (Q4_K TC, Q5_K and Q6_K per-32) at one CTA per SM:
  * the two-CTA bound's 128 registers serialise the n8 loop's MMAs on one register quad with a NOP
  * before each fold (Q4_K TC: 733 instructions a step, 28 bytes spilled); one CTA: 184 registers,
  * 658 instructions, no NOP, no spill (bench/RESULTS.md, sixteenth session) */
-KR_ENTRY(memra_k_gemm_kr_q4_k_mt4to, 4, 4, KR_Q4_K, true, 1)
-KR_ENTRY(memra_k_gemm_kr_q4_k_mt2to, 2, 4, KR_Q4_K, true, 1)
-KR_ENTRY(memra_k_gemm_kr_q4_k_mt4n3to, 4, 3, KR_Q4_K, true, 1)
-KR_ENTRY(memra_k_gemm_kr_q4_k_mt2n3to, 2, 3, KR_Q4_K, true, 1)
-KR_ENTRY(memra_k_gemm_kr_q5_k_mt4o, 4, 4, KR_Q5_K, false, 1)
-KR_ENTRY(memra_k_gemm_kr_q5_k_mt2o, 2, 4, KR_Q5_K, false, 1)
-KR_ENTRY(memra_k_gemm_kr_q5_k_mt4n3o, 4, 3, KR_Q5_K, false, 1)
-KR_ENTRY(memra_k_gemm_kr_q5_k_mt2n3o, 2, 3, KR_Q5_K, false, 1)
-KR_ENTRY(memra_k_gemm_kr_q6_k_mt4o, 4, 4, KR_Q6_K, false, 1)
-KR_ENTRY(memra_k_gemm_kr_q6_k_mt2o, 2, 4, KR_Q6_K, false, 1)
-KR_ENTRY(memra_k_gemm_kr_q6_k_mt4n3o, 4, 3, KR_Q6_K, false, 1)
-KR_ENTRY(memra_k_gemm_kr_q6_k_mt2n3o, 2, 3, KR_Q6_K, false, 1)
+KR_ENTRY(memra_k_gemm_kr_q4_k_mt4to, 4, 4, KR_Q4_K, true, 1, false)
+KR_ENTRY(memra_k_gemm_kr_q4_k_mt2to, 2, 4, KR_Q4_K, true, 1, false)
+KR_ENTRY(memra_k_gemm_kr_q4_k_mt4n3to, 4, 3, KR_Q4_K, true, 1, false)
+KR_ENTRY(memra_k_gemm_kr_q4_k_mt2n3to, 2, 3, KR_Q4_K, true, 1, false)
+KR_ENTRY(memra_k_gemm_kr_q5_k_mt4o, 4, 4, KR_Q5_K, false, 1, false)
+KR_ENTRY(memra_k_gemm_kr_q5_k_mt2o, 2, 4, KR_Q5_K, false, 1, false)
+KR_ENTRY(memra_k_gemm_kr_q5_k_mt4n3o, 4, 3, KR_Q5_K, false, 1, false)
+KR_ENTRY(memra_k_gemm_kr_q5_k_mt2n3o, 2, 3, KR_Q5_K, false, 1, false)
+KR_ENTRY(memra_k_gemm_kr_q6_k_mt4o, 4, 4, KR_Q6_K, false, 1, false)
+KR_ENTRY(memra_k_gemm_kr_q6_k_mt2o, 2, 4, KR_Q6_K, false, 1, false)
+KR_ENTRY(memra_k_gemm_kr_q6_k_mt4n3o, 4, 3, KR_Q6_K, false, 1, false)
+KR_ENTRY(memra_k_gemm_kr_q6_k_mt2n3o, 2, 3, KR_Q6_K, false, 1, false)
+/* MEMRA_MMQ_KR_SUMS (the default): each format's default two-CTA tiles (Q4_K TC, Q5_K per-32) with
+ * the min term's t read from the records' sum plane, not summed by an all-ones MMA (kr_step XS) */
+KR_ENTRY(memra_k_gemm_kr_q4_k_mt4tx, 4, 4, KR_Q4_K, true, 2, true)
+KR_ENTRY(memra_k_gemm_kr_q4_k_mt2tx, 2, 4, KR_Q4_K, true, 2, true)
+KR_ENTRY(memra_k_gemm_kr_q4_k_mt4n3tx, 4, 3, KR_Q4_K, true, 2, true)
+KR_ENTRY(memra_k_gemm_kr_q4_k_mt2n3tx, 2, 3, KR_Q4_K, true, 2, true)
+KR_ENTRY(memra_k_gemm_kr_q5_k_mt4x, 4, 4, KR_Q5_K, false, 2, true)
+KR_ENTRY(memra_k_gemm_kr_q5_k_mt2x, 2, 4, KR_Q5_K, false, 2, true)
+KR_ENTRY(memra_k_gemm_kr_q5_k_mt4n3x, 4, 3, KR_Q5_K, false, 2, true)
+KR_ENTRY(memra_k_gemm_kr_q5_k_mt2n3x, 2, 3, KR_Q5_K, false, 2, true)
 #undef KR_ENTRY
 
-static_assert(KR_SMEM_BYTES(KR_Q4_K, 4, 4) == 106496 && KR_SMEM_BYTES(KR_Q5_K, 4, 4) == 108544 &&
+static_assert(KR_SMEM_BYTES(KR_Q4_K, 4, 4) == 112640 && KR_SMEM_BYTES(KR_Q5_K, 4, 4) == 114688 &&
                   KR_SMEM_BYTES(KR_Q6_K, 4, 4) == 110592 && KR_SMEM_BYTES(KR_Q6_K, 2, 3) == 69120 &&
                   KR_P_OFF(4, 4) + 32 * 4 * (80 + KR_HB(KR_Q6_K)) == KR_SMEM_BYTES(KR_Q6_K, 4, 4) &&
-                  KR_P_OFF(2, 3) + 32 * 3 * (80 + KR_HB(KR_Q4_K)) == KR_SMEM_BYTES(KR_Q4_K, 2, 3),
+                  KR_T_OFF(KR_Q4_K, 2, 3) + KR_XT_BYTES(KR_Q4_K, 2) == KR_SMEM_BYTES(KR_Q4_K, 2, 3) &&
+                  KR_T_OFF(KR_Q5_K, 4, 4) + KR_XT_BYTES(KR_Q5_K, 4) == KR_SMEM_BYTES(KR_Q5_K, 4, 4),
               "mmq.h's KR_SMEM_BYTES is this layout");
 /* Issue 26 item 5: every gemm_kr tile but 128 x 128 fits sm_120's 99 KB per
  * block (mmq_ops.c loads a tile only where it fits, and asserts its sm_120
  * list); two CTAs of every tile fit an sm_90 SM (227 KB + 1 KB each). */
 static_assert(KR_SMEM_BYTES(KR_Q6_K, 2, 4) <= MMQ_SM120_SMEM && KR_SMEM_BYTES(KR_Q6_K, 4, 3) <= MMQ_SM120_SMEM &&
-                  KR_SMEM_BYTES(KR_Q6_K, 2, 3) <= MMQ_SM120_SMEM && 2 * (KR_SMEM_BYTES(KR_Q6_K, 4, 4) + 1024) <= 233472,
+                  KR_SMEM_BYTES(KR_Q6_K, 2, 3) <= MMQ_SM120_SMEM && KR_SMEM_BYTES(KR_Q5_K, 4, 3) <= MMQ_SM120_SMEM &&
+                  KR_SMEM_BYTES(KR_Q5_K, 2, 4) <= MMQ_SM120_SMEM && 2 * (KR_SMEM_BYTES(KR_Q6_K, 4, 4) + 1024) <= 233472 &&
+                  2 * (KR_SMEM_BYTES(KR_Q5_K, 4, 4) + 1024) <= 233472,
               "the gemm_kr tiles' shared memory");
 
 /* ---- the accumulator probe --------------------------------------------------------- */

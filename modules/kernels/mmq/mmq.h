@@ -42,7 +42,11 @@
  * and step: 64 of nibbles, KR_HB(F) of high bits, a 16-byte head). F: 0 Q4_K,
  * 1 Q5_K, 2 Q6_K. */
 #define KR_HB(F) ((F) == 1 ? 16 : (F) == 2 ? 32 : 0)
-#define KR_SMEM_BYTES(F, MT, NT) (2 * 32 * (NT) * 160 + R3_STAGES * 32 * (MT) * MMQ_ROW + 32 * (NT) * (80 + KR_HB(F)))
+/* Q4_K / Q5_K: then R3_STAGES slots of the activation rows' 16-byte sum-plane
+ * entries (memra_q8_1_plane; read by the _x tiles, MEMRA_MMQ_KR_SUMS) */
+#define KR_XT_BYTES(F, MT) ((F) == 2 ? 0 : R3_STAGES * 32 * (MT) * 16)
+#define KR_SMEM_BYTES(F, MT, NT) \
+    (2 * 32 * (NT) * 160 + R3_STAGES * 32 * (MT) * MMQ_ROW + 32 * (NT) * (80 + KR_HB(F)) + KR_XT_BYTES(F, MT))
 
 /* gemm_experts: the grouped tiles are gemm_q8_0r's and gemm_kr's at NT = 4
  * (128 weight rows) and MT = 1, 2, 4 (32, 64, 128 gathered rows):

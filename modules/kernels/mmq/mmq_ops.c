@@ -202,6 +202,19 @@ static const memra__mmq_r3_tile memra__mmq_kr_tiles_one[MMQ_KR_FORMATS][MEMRA__M
     MMQ_KR_TILES_ONE(2, "q6_k", "o"),
 };
 #undef MMQ_KR_TILES_ONE
+/* MEMRA_MMQ_KR_SUMS (default 1): Q4_K (TC fold) and Q5_K (per-32) on their default two-CTA tiles
+ * reading the min term's t from the q8_1 records' sum plane (mmq.cu kr_step XS, the _tx / _x
+ * entry points), not from an all-ones MMA per (m16 tile, block) */
+#define MMQ_KR_TILES_X(F, NAME, SFX)                                                                  \
+    {{"memra_k_gemm_kr_" NAME "_mt4" SFX, 128, 128, KR_SMEM_BYTES(F, 4, 4), 0},                      \
+     {"memra_k_gemm_kr_" NAME "_mt2" SFX, 64, 128, KR_SMEM_BYTES(F, 2, 4), 0},                       \
+     {"memra_k_gemm_kr_" NAME "_mt4n3" SFX, 128, 96, KR_SMEM_BYTES(F, 4, 3), 0},                     \
+     {"memra_k_gemm_kr_" NAME "_mt2n3" SFX, 64, 96, KR_SMEM_BYTES(F, 2, 3), 0}}
+static const memra__mmq_r3_tile memra__mmq_kr_tiles_x[2][MEMRA__MMQ_R3_TILES] = {
+    MMQ_KR_TILES_X(0, "q4_k", "tx"),
+    MMQ_KR_TILES_X(1, "q5_k", "x"),
+};
+#undef MMQ_KR_TILES_X
 
 /* Issue 26 item 5: the tiles an sm_120 GPU (99 KB of shared memory per
  * block) can load and pick are every one but 128 x 128, for both record
@@ -412,11 +425,16 @@ static memra_status mmq_load(memra__gpu *q, void *state)
         /* Q4_K by default (run x1: 3-7% faster on the 27b sheet); Q5_K only with MEMRA_MMQ_KR_TC=1
          * (run x1: 2-4% slower); MEMRA_MMQ_KR_TC=0: neither */
         s->kr_tc = tc == NULL || strcmp(tc, "q4_k") == 0 ? 1 : strcmp(tc, "1") == 0 ? 3 : 0;
+        /* MEMRA_MMQ_KR_SUMS: the min term's t from the records' sum plane (default), 0: by an MMA */
+        const char *xs = memra__gpu_knob(q, "MEMRA_MMQ_KR_SUMS");
+        const int sums = xs == NULL || strcmp(xs, "0") != 0;
         for (int f = 0; f < MMQ_KR_FORMATS; f++) {
             s->kr_tiles[f] = f < 2 && (s->kr_tc >> f & 1) ? memra__mmq_kr_tiles_tc[f] : memra__mmq_kr_tiles[f];
-            /* the one-CTA kernels exist for each format's default fold only (Q4_K TC, Q5_K per-32) */
+            /* the one-CTA and sum-plane kernels exist for each format's default fold only (Q4_K TC,
+             * Q5_K per-32); one CTA (no sum plane) wins where both are asked */
             const int dflt = f == 0 ? (s->kr_tc & 1) != 0 : f == 1 ? (s->kr_tc & 2) == 0 : 1;
             const int one_f = f == 2 ? one_q6 : one_asked; /* f 2: Q6_K */
+            if (sums && f < 2 && dflt && tiles_present(q, m, memra__mmq_kr_tiles_x[f])) s->kr_tiles[f] = memra__mmq_kr_tiles_x[f];
             if (one_f && dflt && tiles_present(q, m, memra__mmq_kr_tiles_one[f])) s->kr_tiles[f] = memra__mmq_kr_tiles_one[f];
         }
     }
