@@ -88,6 +88,8 @@
 #   krsums      MEMRA_MMQ_KR_SUMS (Q4_K / Q5_K's min term from the q8_1 sum plane, the default): tests,
 #               checks (three profiles), four tools, knobab 0 / 1 on the q4_k / q5_k rows (KRSUMS_PARTS,
 #               default "tests tools ab"; see step_krsums)
+#   krsumsxe    MEMRA_MMQ_KR_SUMS on the sorted grouped K-quant tiles: tests, checks, bench moe A/B
+#               (see step_krsumsxe)
 #   one         MEMRA_MMQ_ONE=1 (the floor's dense tiles at one CTA per SM): tests, checks, knobab on
 #               the floor's rows, four tools (ONE_PARTS, default "tests tools ab"; see step_one)
 #   bulk        MEMRA_MMQ_BULK=1 (gemm_q8_0r's stages by the bulk copy engine): tests, checks, admission,
@@ -1168,6 +1170,34 @@ step_krsums() {
   [[ $parts == *" ab "* ]] && KNOBAB_KNOB=MEMRA_MMQ_KR_SUMS KNOBAB_ARM='q4_k|q5_k' KNOBAB_M=${KRSUMS_M:-4096 512} \
     KNOBAB_ROUNDS=${KRSUMS_ROUNDS:-2} step_knobab
   say "krsums: $((SECONDS - t)) s"
+}
+
+# MEMRA_MMQ_KR_SUMS on the grouped floor (issue 30: the sorted Q4_K / Q5_K tiles _stx / _sx read the sum
+# plane the gather brings along): test_gpu_experts q4_k q5_k q6_k (against the host and bit for bit the
+# dense lane) and check --op gemm_experts under the native, sm120 and cuda profiles, then bench moe
+# --sheet mixtral (KRSXE_SHEET) uniform at KRSXE_M (default "4096 512") for q4_k and q5_k, the knob 0 / 1
+# alternating (KRSXE_ROUNDS, default 1), MEMRA_F16_BUDGET_MB=0 (the floor), grouped rows in the summary;
+# KRSXE_TOOLS=1 adds the four tools over check gemm_experts --module mmq --quick
+step_krsumsxe() {
+  local t=$SECONDS p fm mm r i v f
+  knob_experts MEMRA_MMQ_KR_SUMS=1 krsxe mmq q4_k q5_k q6_k
+  for p in sm120 cuda; do
+    MEMRA_ARCH=$p timeout 200 $M check --device 0 --op gemm_experts > "$L/krsxe_check_$p.log" 2>&1
+    say "check gemm_experts ($p): exit $? $(grep -E 'passed, ' "$L/krsxe_check_$p.log")"
+    grep -E " FAIL" "$L/krsxe_check_$p.log" | head -4 >> "$S"
+  done
+  for mm in ${KRSXE_M:-4096 512}; do for fm in q4_k q5_k; do
+    for ((r = 1; r <= ${KRSXE_ROUNDS:-1}; r++)); do for ((i = 0; i < 2; i++)); do
+      v=$(((i + r - 1) % 2))
+      f="$L/krsxe_moe_${fm}_m${mm}_${v}_$r.txt"
+      MEMRA_F16_BUDGET_MB=0 MEMRA_MMQ_KR_SUMS=$v timeout 200 $M bench moe --device 0 --sheet ${KRSXE_SHEET:-mixtral} \
+        --routing uniform --m $mm --format $fm --json $R/krsxe_moe_${fm}_m${mm}_${v}_${r}_$TAG.json > "$f" 2>&1
+      say "bench moe $fm m=$mm MEMRA_MMQ_KR_SUMS=$v (round $r): exit $?"
+      grep -E "gate|up|down" "$f" | head -6 >> "$S"
+    done; done
+  done; done
+  [ "${KRSXE_TOOLS:-0}" = 1 ] && knob_tools MEMRA_MMQ_KR_SUMS=1 krsxe gemm_experts
+  say "krsumsxe: $((SECONDS - t)) s"
 }
 
 # MEMRA_MMQ_ONE=1 (issue 26: the floor's dense tiles at one CTA per SM, the _bo / _to / _o entry

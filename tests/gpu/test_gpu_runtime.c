@@ -959,7 +959,9 @@ static int case_mmq(const char *so)
                                           .ids = 0x60000000};
             const memra_status st3 = m.desc->ops->gemm_experts(&c3, &a3, &x3);
             char want[64];
-            snprintf(want, sizeof want, "%s2_s%s", kq_tile[f] + strlen("memra_k_gemm_kr_"), tc ? "t" : "");
+            /* and the sum plane (MEMRA_MMQ_KR_SUMS unset: on) at each format's default fold: Q4_K TC, Q5_K per-32 */
+            const int xs = f == 0 ? tc : f == 1 ? !tc : 0;
+            snprintf(want, sizeof want, "%s2_s%s%s", kq_tile[f] + strlen("memra_k_gemm_kr_"), tc ? "t" : "", xs ? "x" : "");
             int found = 0;
             for (int i = 0; i < g_n_launched; i++) {
                 const size_t gl = strlen(g_launched[i]), wl = strlen(want);

@@ -1658,12 +1658,20 @@ memra_k_experts_route(const int *__restrict__ ids, int m, int E, int bm, int *__
  * grid (ceil(9 m / 256), G steps), 256 threads; a plain launch after the routing. */
 extern "C" __global__ void __launch_bounds__(256)
 memra_k_experts_gather_q8_1(const unsigned char *__restrict__ xq, const int *__restrict__ perm,
-                            const int *__restrict__ offsets, int E, int m, unsigned char *__restrict__ xs)
+                            const int *__restrict__ offsets, int E, int m, unsigned char *__restrict__ xs, int ch,
+                            long long plane)
 {
+    /* ch 9: the records' nine chunks a row; 10: and the row's sum-plane entry (the _sx / _stx
+     * tiles read it), at byte `plane` of both xq and xs (memra_q8_1_plane: xs is as large as xq) */
     const long long idx = (long long)blockIdx.x * 256 + threadIdx.x;
-    const int s = (int)(idx / 9), c = (int)(idx - (long long)s * 9);
+    const int s = (int)(idx / ch), c = (int)(idx - (long long)s * ch);
     if (s >= offsets[E]) return; /* past the routed rows (also past m: offsets[E] <= m) */
     const long long gm = (long long)blockIdx.y * m;
+    if (c == 9) {
+        *reinterpret_cast<uint4 *>(xs + plane + (gm + s) * 16) =
+            *reinterpret_cast<const uint4 *>(xq + plane + (gm + perm[s]) * 16);
+        return;
+    }
     const uint4 v = *reinterpret_cast<const uint4 *>(xq + (gm + perm[s]) * MMQ_ROW + c * 16);
     *reinterpret_cast<uint4 *>(xs + (gm + s) * MMQ_ROW + c * 16) = v;
 }
@@ -1853,7 +1861,7 @@ __device__ __forceinline__ void experts_q8_0r_body(const unsigned long long *__r
 }
 
 /* gemm_kr_body with the rows of a tile-table tile (see above). */
-template <int MT, int NT, int F, int OVL = XE_OVL_NONE, bool SORTED = false, bool TC = false>
+template <int MT, int NT, int F, int OVL = XE_OVL_NONE, bool SORTED = false, bool TC = false, bool XS = false>
 __device__ __forceinline__ void experts_kr_body(const unsigned long long *__restrict__ wtab,
                                                 const unsigned char *__restrict__ xq, int m, int n, int k,
                                                 const int *__restrict__ offsets, const int *__restrict__ perm,
@@ -1880,9 +1888,13 @@ __device__ __forceinline__ void experts_kr_body(const unsigned long long *__rest
     const int bw_off = wrow * MMQ_ROW;
     const int sd_off = KR_W_ROWS(NT) + wrow * 16;
     const int sm_off = KR_W_ROWS(NT) + (wn * 8 * NT + (lane >> 2)) * 16; /* TC: the B row's side row */
+    const int at_off = KR_T_OFF(F, MT, NT) + (wm * 16 * MT + (lane >> 2)) * 16; /* XS: the token row's t */
     const uint32_t base = smem_u32(xe_smem);
     unsigned char *const P = xe_smem + KR_P_OFF(MT, NT);
     constexpr bool kr_tc = TC; /* gemm_kr_body's TC fold (the _st tiles) or the per-32 min term */
+    static_assert(!XS || SORTED, "the sum plane's entries are copied as the sorted tile's run");
+    /* XS: the sum plane of the sorted records (the gather's, at gemm_kr_body's offset) */
+    const unsigned char *const xt = xq + (long long)((k + 511) / 512 * 4) * m * MMQ_ROW;
 
     /* gemm_kr_body's groups and waits, in the same order */
 #define XE_COPY_A(slot, g)                                                                                  \
@@ -1893,22 +1905,28 @@ __device__ __forceinline__ void experts_kr_body(const unsigned long long *__rest
         else                                                                                                \
             xe_copy_rows<32 * MT>(base + KR_A_OFF(NT) + (slot) * R3_A_BYTES(MT), xq, (long long)(g) * m, rs, \
                                   t.rows);                                                                  \
+        if (XS)                                                                                             \
+            kr_copy_t<32 * MT>(xe_smem + KR_T_OFF(F, MT, NT) + (slot) * 32 * MT * 16,                      \
+                               xt + ((long long)(g) * m + t.s0) * 16, t.rows);                              \
     } while (0)
+#define XE_AT(ao)                                                                                           \
+    reinterpret_cast<const float *>(xe_smem + at_off + ((ao) - KR_A_OFF(NT)) / R3_A_BYTES(MT) * (32 * MT * 16))
 #define XE_STEP(ao, wo)                                                                                     \
     if (mt_live == MT)                                                                                      \
-        kr_step<MT, NT, F == KR_Q6_K, false, TC>(acc, base + (ao) + a_off, base + (wo) + b_off,             \
-                                                 reinterpret_cast<const float *>(xe_smem + (ao) + ax_off),  \
-                                                 reinterpret_cast<const float *>(xe_smem + (wo) + bw_off),  \
-                                                 reinterpret_cast<const float *>(xe_smem + (wo) + sd_off),  \
-                                                 MT, xe_smem + (wo) + sm_off);                              \
+        kr_step<MT, NT, F == KR_Q6_K, false, TC, XS>(acc, base + (ao) + a_off, base + (wo) + b_off,         \
+                                                     reinterpret_cast<const float *>(xe_smem + (ao) + ax_off), \
+                                                     reinterpret_cast<const float *>(xe_smem + (wo) + bw_off), \
+                                                     reinterpret_cast<const float *>(xe_smem + (wo) + sd_off), \
+                                                     MT, xe_smem + (wo) + sm_off, XE_AT(ao));               \
     else if (mt_live > 0)                                                                                   \
-        kr_step<MT, NT, F == KR_Q6_K, true, TC>(acc, base + (ao) + a_off, base + (wo) + b_off,              \
-                                                reinterpret_cast<const float *>(xe_smem + (ao) + ax_off),   \
-                                                reinterpret_cast<const float *>(xe_smem + (wo) + bw_off),   \
-                                                reinterpret_cast<const float *>(xe_smem + (wo) + sd_off),   \
-                                                mt_live, xe_smem + (wo) + sm_off)
+        kr_step<MT, NT, F == KR_Q6_K, true, TC, XS>(acc, base + (ao) + a_off, base + (wo) + b_off,          \
+                                                    reinterpret_cast<const float *>(xe_smem + (ao) + ax_off), \
+                                                    reinterpret_cast<const float *>(xe_smem + (wo) + bw_off), \
+                                                    reinterpret_cast<const float *>(xe_smem + (wo) + sd_off), \
+                                                    mt_live, xe_smem + (wo) + sm_off, XE_AT(ao))
     KR_KLOOP(MT, NT, F, g0, nk, xe_smem, XE_COPY_A, XE_STEP);
 #undef XE_STEP
+#undef XE_AT
 #undef XE_COPY_A
     xe_store<MT, NT>(acc, y, ldy, alpha, n, t, rs, wm, wn, lane, part, m);
     if (OVL == XE_OVL_REM) pdl_wait();
@@ -1981,6 +1999,14 @@ XE_ENTRY(memra_k_experts_kr_q4_k_mt4_st, (experts_kr_body<4, 4, KR_Q4_K, XE_OVL_
 XE_ENTRY(memra_k_experts_kr_q5_k_mt1_st, (experts_kr_body<1, 4, KR_Q5_K, XE_OVL_NONE, true, true>), 3)
 XE_ENTRY(memra_k_experts_kr_q5_k_mt2_st, (experts_kr_body<2, 4, KR_Q5_K, XE_OVL_NONE, true, true>), 2)
 XE_ENTRY(memra_k_experts_kr_q5_k_mt4_st, (experts_kr_body<4, 4, KR_Q5_K, XE_OVL_NONE, true, true>), 2)
+/* MEMRA_MMQ_KR_SUMS (the default): the sorted tiles of each format's default fold (Q4_K TC, Q5_K per-32)
+ * reading t from the sum plane the gather brought along, as the dense _tx / _x tiles do */
+XE_ENTRY(memra_k_experts_kr_q4_k_mt1_stx, (experts_kr_body<1, 4, KR_Q4_K, XE_OVL_NONE, true, true, true>), 3)
+XE_ENTRY(memra_k_experts_kr_q4_k_mt2_stx, (experts_kr_body<2, 4, KR_Q4_K, XE_OVL_NONE, true, true, true>), 2)
+XE_ENTRY(memra_k_experts_kr_q4_k_mt4_stx, (experts_kr_body<4, 4, KR_Q4_K, XE_OVL_NONE, true, true, true>), 2)
+XE_ENTRY(memra_k_experts_kr_q5_k_mt1_sx, (experts_kr_body<1, 4, KR_Q5_K, XE_OVL_NONE, true, false, true>), 3)
+XE_ENTRY(memra_k_experts_kr_q5_k_mt2_sx, (experts_kr_body<2, 4, KR_Q5_K, XE_OVL_NONE, true, false, true>), 2)
+XE_ENTRY(memra_k_experts_kr_q5_k_mt4_sx, (experts_kr_body<4, 4, KR_Q5_K, XE_OVL_NONE, true, false, true>), 2)
 #undef XE_ENTRY
 
 /* The two tables in one launch (MEMRA_MMQ_XE_MERGE=1), the tiles on grid.x and the weight's

@@ -274,6 +274,11 @@ static const char *const memra__mmq_xe_sorted_b[MMQ_XE_TILES] = {
 static const char *const memra__mmq_xe_sorted_tc[2][MMQ_XE_TILES] = {
     {"memra_k_experts_kr_q4_k_mt1_st", "memra_k_experts_kr_q4_k_mt2_st", "memra_k_experts_kr_q4_k_mt4_st"},
     {"memra_k_experts_kr_q5_k_mt1_st", "memra_k_experts_kr_q5_k_mt2_st", "memra_k_experts_kr_q5_k_mt4_st"}};
+/* MEMRA_MMQ_KR_SUMS: the sorted tiles of Q4_K (TC fold) and Q5_K (per-32) reading the min term's t from
+ * the sum plane the gather brings along (mmq.cu, the _stx / _sx entries), [lane - 1] */
+static const char *const memra__mmq_xe_sorted_x[2][MMQ_XE_TILES] = {
+    {"memra_k_experts_kr_q4_k_mt1_stx", "memra_k_experts_kr_q4_k_mt2_stx", "memra_k_experts_kr_q4_k_mt4_stx"},
+    {"memra_k_experts_kr_q5_k_mt1_sx", "memra_k_experts_kr_q5_k_mt2_sx", "memra_k_experts_kr_q5_k_mt4_sx"}};
 /* sm_120 (99 KB, + 512 bytes of static row indices) loads every grouped tile but the 128-row ones */
 _Static_assert(R3_SMEM_BYTES(2, 4) + 256 <= MMQ_SM120_SMEM && KR_SMEM_BYTES(2, 2, 4) + 256 <= MMQ_SM120_SMEM,
                "gemm_experts: the 32- and 64-row tiles fit sm_120");
@@ -289,6 +294,7 @@ typedef struct mmq_state {
     const memra__mmq_r3_tile *kr_tiles[MMQ_KR_FORMATS];       /* memra__mmq_kr_tiles[f], or _tc (bit f of kr_tc) */
     int bulk;  /* the bulk-copy tiles took (cc 9.0+ unless MEMRA_MMQ_BULK=0): gemm_q8_0r's _b, the sorted Q8_0 _sb */
     int kr_tc; /* the K-quant formats (bit f of memra__mmq_kr_tiles) on the TC fold: MEMRA_MMQ_KR_TC (read at load) */
+    int kr_sums; /* MEMRA_MMQ_KR_SUMS (read at load): the default folds' tiles read the q8_1 sum plane */
     CUfunction experts_route;                                 /* gemm_experts (issue 30): the routing kernel */
     CUfunction experts_splitk_sum;                            /* and its split-k sum over the routed rows */
     CUfunction experts[1 + MMQ_KR_FORMATS][MMQ_XE_TILES];     /* and the grouped tiles (memra__mmq_xe_tiles), NULL where they do not fit */
@@ -302,6 +308,7 @@ typedef struct mmq_state {
     /* MEMRA_MMQ_XE_SORT=1: the records' gather into expert order and memra__mmq_xe_sorted's
      * tiles, [lane][tile], else NULL */
     CUfunction experts_gather, experts_sorted[1 + MMQ_KR_FORMATS][MMQ_XE_TILES];
+    int sorted_xs[1 + MMQ_KR_FORMATS]; /* the lane's sorted tiles read the sum plane (the gather copies it) */
     const char *const *sorted_names[1 + MMQ_KR_FORMATS]; /* their names: memra__mmq_xe_sorted[l], or _tc (KR_TC) */
     /* the f16 / bf16 lanes of gemm_experts (off with MEMRA_MMQ_XE_F16=0), [bf16][tile] (the 32,
      * 64 and 128-row tiles, memra_k_experts_h16_*) and the activation's conversions (f16, bf16,
@@ -428,6 +435,7 @@ static memra_status mmq_load(memra__gpu *q, void *state)
         /* MEMRA_MMQ_KR_SUMS: the min term's t from the records' sum plane (default), 0: by an MMA */
         const char *xs = memra__gpu_knob(q, "MEMRA_MMQ_KR_SUMS");
         const int sums = xs == NULL || strcmp(xs, "0") != 0;
+        s->kr_sums = sums;
         for (int f = 0; f < MMQ_KR_FORMATS; f++) {
             s->kr_tiles[f] = f < 2 && (s->kr_tc >> f & 1) ? memra__mmq_kr_tiles_tc[f] : memra__mmq_kr_tiles[f];
             /* the one-CTA and sum-plane kernels exist for each format's default fold only (Q4_K TC,
@@ -486,9 +494,20 @@ static memra_status mmq_load(memra__gpu *q, void *state)
         const int sort_on = xe_sort == NULL || strcmp(xe_sort, "0") != 0; /* on unless MEMRA_MMQ_XE_SORT=0 */
         /* the K-quant lanes on the TC fold (kr_tc) take it here too (the
          * dense _t tiles' fold: grouped and dense outputs stay bit for bit the same) */
-        for (int l = 0; l < 1 + MMQ_KR_FORMATS; l++)
+        for (int l = 0; l < 1 + MMQ_KR_FORMATS; l++) {
             s->sorted_names[l] = (l == 1 || l == 2) && (s->kr_tc >> (l - 1) & 1) ? memra__mmq_xe_sorted_tc[l - 1]
                                                                                   : memra__mmq_xe_sorted[l];
+            /* MEMRA_MMQ_KR_SUMS, as the dense tiles: each format's default fold on the sum plane */
+            const int dflt = l == 1 ? (s->kr_tc & 1) != 0 : l == 2 ? (s->kr_tc & 2) == 0 : 0;
+            s->sorted_xs[l] = 0;
+            if (s->kr_sums && dflt) {
+                int all = 1;
+                CUfunction probe = NULL;
+                for (int t = 0; t < MMQ_XE_TILES; t++)
+                    all &= q->cu.cuModuleGetFunction(&probe, m, memra__mmq_xe_sorted_x[l - 1][t]) == MEMRA__CU_SUCCESS;
+                if (all) s->sorted_names[l] = memra__mmq_xe_sorted_x[l - 1], s->sorted_xs[l] = 1;
+            }
+        }
         if (s->bulk) { /* Q8_0 on the bulk copies, where the image has every _sb tile */
             CUfunction probe = NULL;
             int all = 1;
@@ -1139,12 +1158,15 @@ memra_status memra__mmq_gemm_experts(memra_call *call, const memra_gemm_args *a,
                  (!bm2 || srt[small] != NULL) && G <= 65535;
     if (st == MEMRA_STATUS_OK && sorted) {
         memra_dptr xs = 0;
-        if (q->host->scratch_get(call, MEMRA__MMQ_SLOT_XE_XS, (size_t)(G * m * MMQ_ROW) + 256, &xs) != MEMRA_STATUS_OK) {
+        /* as large as the records (memra_q8_1_bytes): the sum plane at the same offset as in x */
+        if (q->host->scratch_get(call, MEMRA__MMQ_SLOT_XE_XS, (size_t)memra_q8_1_bytes(m, k) + 256, &xs) != MEMRA_STATUS_OK) {
             q->host->log(MEMRA_LOG_DEBUG, q->name, "gemm_experts: no scratch for the sorted records, gathering per tile");
             sorted = 0;
         } else {
-            st = launch_n(q, MMQ_K(q)->experts_gather, "memra_k_experts_gather_q8_1", (unsigned)((9 * (int64_t)m + 255) / 256),
-                          (unsigned)G, 256, 0, call->stream, (void *[]){&x, &perm, &offsets, &ee, &mm, &xs});
+            int ch = MMQ_K(q)->sorted_xs[lane] ? 10 : 9; /* the records' 9 chunks a row, and its plane entry */
+            long long plane = (long long)memra_q8_1_plane(m, k);
+            st = launch_n(q, MMQ_K(q)->experts_gather, "memra_k_experts_gather_q8_1", (unsigned)((ch * (int64_t)m + 255) / 256),
+                          (unsigned)G, 256, 0, call->stream, (void *[]){&x, &perm, &offsets, &ee, &mm, &xs, &ch, &plane});
             x = xs;
         }
     }
