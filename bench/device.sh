@@ -1172,6 +1172,20 @@ step_krsums() {
   say "krsums: $((SECONDS - t)) s"
 }
 
+# Q5_K's two folds on the sum plane (MEMRA_MMQ_KR_TC=1: the _tx tiles; 0: the per-32 _x tiles): test_mmq_ops
+# gemm_kr and check --op gemm_kr with the knob 1, then knobab MEMRA_MMQ_KR_TC 0 / 1 on the q5_k rows at
+# KRTC5_M (default "4096 512"), one round
+step_krtc5() {
+  local t=$SECONDS
+  MEMRA_MMQ_KR_TC=1 timeout 300 $T gemm_kr > "$L/krtc5_test_gemm_kr.log" 2>&1
+  say "test_mmq_ops gemm_kr (MEMRA_MMQ_KR_TC=1): exit $?"
+  grep -E "FAIL" "$L/krtc5_test_gemm_kr.log" | head -6 >> "$S"
+  MEMRA_MMQ_KR_TC=1 timeout 200 $M check --device 0 --op gemm_kr > "$L/krtc5_check.log" 2>&1
+  say "check gemm_kr (MEMRA_MMQ_KR_TC=1): exit $? $(grep -E 'passed, ' "$L/krtc5_check.log")"
+  KNOBAB_KNOB=MEMRA_MMQ_KR_TC KNOBAB_ARM='q5_k' KNOBAB_M=${KRTC5_M:-4096 512} KNOBAB_ROUNDS=${KRTC5_ROUNDS:-1} step_knobab
+  say "krtc5: $((SECONDS - t)) s"
+}
+
 # MEMRA_MMQ_KR_SUMS on the grouped floor (issue 30: the sorted Q4_K / Q5_K tiles _stx / _sx read the sum
 # plane the gather brings along): test_gpu_experts q4_k q5_k q6_k (against the host and bit for bit the
 # dense lane) and check --op gemm_experts under the native, sm120 and cuda profiles, then bench moe

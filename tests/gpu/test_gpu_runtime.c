@@ -980,16 +980,16 @@ static int case_mmq(const char *so)
      * tiles), gemm_kr's _to (Q4_K TC) and _o (Q5_K, Q6_K per-32) at their default folds; Q5_K on
      * the TC fold (KR_TC=1) and the cp.async tiles (BULK=0) keep their two-CTA kernels; unset and
      * q6_k: Q6_K alone at one CTA; 0: no one-CTA kernel anywhere. MEMRA_MMQ_KR_SUMS (unset: on) puts
-     * Q4_K's and Q5_K's two-CTA default-fold tiles on the sum plane (_tx, _x); 0 keeps the MMA sums.
+     * Q4_K's (TC fold) and Q5_K's (either fold) two-CTA tiles on the sum plane (_tx, _x); 0 keeps the MMA sums.
      * want: the suffix each call's tile name must end in */
     static const struct {
         int cc;
         const char *one, *tc, *bulk, *sums, *want[4]; /* gemm_q8_0r, gemm_kr q4_k, q5_k, q6_k */
     } ones[] = {{90, "1", NULL, NULL, NULL, {"bo", "to", "o", "o"}},   {120, "1", NULL, NULL, NULL, {"bo", "to", "o", "o"}},
-                {90, "1", "1", NULL, NULL, {"bo", "to", "t", "o"}},    {90, "1", NULL, "0", NULL, {"", "to", "o", "o"}},
+                {90, "1", "1", NULL, NULL, {"bo", "to", "tx", "o"}},    {90, "1", NULL, "0", NULL, {"", "to", "o", "o"}},
                 {90, NULL, NULL, NULL, NULL, {"b", "tx", "x", "o"}},   {90, "q6_k", NULL, NULL, NULL, {"b", "tx", "x", "o"}},
                 {120, NULL, NULL, NULL, NULL, {"b", "tx", "x", "o"}},  {90, "0", NULL, NULL, NULL, {"b", "tx", "x", ""}},
-                {90, NULL, NULL, NULL, "0", {"b", "t", "", "o"}},      {90, NULL, "1", NULL, "1", {"b", "tx", "t", "o"}},
+                {90, NULL, NULL, NULL, "0", {"b", "t", "", "o"}},      {90, NULL, "1", NULL, "1", {"b", "tx", "tx", "o"}},
                 {90, NULL, "0", NULL, NULL, {"b", "", "x", "o"}}};
     for (size_t i = 0; i < sizeof ones / sizeof ones[0]; i++) {
         g_mmq_one_knob = ones[i].one, g_kr_tc_knob = ones[i].tc, g_mmq_bulk_knob = ones[i].bulk;

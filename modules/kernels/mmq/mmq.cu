@@ -1502,6 +1502,11 @@ KR_ENTRY(memra_k_gemm_kr_q5_k_mt4x, 4, 4, KR_Q5_K, false, 2, true)
 KR_ENTRY(memra_k_gemm_kr_q5_k_mt2x, 2, 4, KR_Q5_K, false, 2, true)
 KR_ENTRY(memra_k_gemm_kr_q5_k_mt4n3x, 4, 3, KR_Q5_K, false, 2, true)
 KR_ENTRY(memra_k_gemm_kr_q5_k_mt2n3x, 2, 3, KR_Q5_K, false, 2, true)
+/* and Q5_K on the TF32 fold (MEMRA_MMQ_KR_TC=1) on the sum plane */
+KR_ENTRY(memra_k_gemm_kr_q5_k_mt4tx, 4, 4, KR_Q5_K, true, 2, true)
+KR_ENTRY(memra_k_gemm_kr_q5_k_mt2tx, 2, 4, KR_Q5_K, true, 2, true)
+KR_ENTRY(memra_k_gemm_kr_q5_k_mt4n3tx, 4, 3, KR_Q5_K, true, 2, true)
+KR_ENTRY(memra_k_gemm_kr_q5_k_mt2n3tx, 2, 3, KR_Q5_K, true, 2, true)
 #undef KR_ENTRY
 
 static_assert(KR_SMEM_BYTES(KR_Q4_K, 4, 4) == 112640 && KR_SMEM_BYTES(KR_Q5_K, 4, 4) == 114688 &&

@@ -214,6 +214,8 @@ static const memra__mmq_r3_tile memra__mmq_kr_tiles_x[2][MEMRA__MMQ_R3_TILES] = 
     MMQ_KR_TILES_X(0, "q4_k", "tx"),
     MMQ_KR_TILES_X(1, "q5_k", "x"),
 };
+/* and Q5_K on the TC fold (MEMRA_MMQ_KR_TC=1) on the sum plane (_tx) */
+static const memra__mmq_r3_tile memra__mmq_kr_tiles_x5t[MEMRA__MMQ_R3_TILES] = MMQ_KR_TILES_X(1, "q5_k", "tx");
 #undef MMQ_KR_TILES_X
 
 /* Issue 26 item 5: the tiles an sm_120 GPU (99 KB of shared memory per
@@ -438,11 +440,15 @@ static memra_status mmq_load(memra__gpu *q, void *state)
         s->kr_sums = sums;
         for (int f = 0; f < MMQ_KR_FORMATS; f++) {
             s->kr_tiles[f] = f < 2 && (s->kr_tc >> f & 1) ? memra__mmq_kr_tiles_tc[f] : memra__mmq_kr_tiles[f];
-            /* the one-CTA and sum-plane kernels exist for each format's default fold only (Q4_K TC,
-             * Q5_K per-32); one CTA (no sum plane) wins where both are asked */
+            /* the one-CTA kernels exist for each format's default fold only (Q4_K TC, Q5_K
+             * per-32); one CTA (no sum plane) wins where both are asked */
             const int dflt = f == 0 ? (s->kr_tc & 1) != 0 : f == 1 ? (s->kr_tc & 2) == 0 : 1;
             const int one_f = f == 2 ? one_q6 : one_asked; /* f 2: Q6_K */
-            if (sums && f < 2 && dflt && tiles_present(q, m, memra__mmq_kr_tiles_x[f])) s->kr_tiles[f] = memra__mmq_kr_tiles_x[f];
+            /* the sum plane: Q4_K on the TC fold, Q5_K on either (Q4_K's per-32 fold keeps the MMA sums) */
+            const int tcf = f < 2 && (s->kr_tc >> f & 1);
+            const memra__mmq_r3_tile *xt = f == 0 ? (tcf ? memra__mmq_kr_tiles_x[0] : NULL)
+                                           : f == 1 ? (tcf ? memra__mmq_kr_tiles_x5t : memra__mmq_kr_tiles_x[1]) : NULL;
+            if (sums && xt != NULL && tiles_present(q, m, xt)) s->kr_tiles[f] = xt;
             if (one_f && dflt && tiles_present(q, m, memra__mmq_kr_tiles_one[f])) s->kr_tiles[f] = memra__mmq_kr_tiles_one[f];
         }
     }
