@@ -93,8 +93,8 @@
       "0: gemm_q8_0r's and the sorted grouped Q8_0 tiles' stages by cp.async, not the bulk copy engine (run y2: 5-14% slower)") \
     X(MMQ_ONE, "MEMRA_MMQ_ONE", "mmq modules", ENUM, "0|q6_k|1", "q6_k",                                       \
       "the floor's dense tiles at one CTA per SM, no spills: q6_k Q6_K only (run c1: 5% faster at m = 4096), 1 every format (Q8_0 / Q4_0 3-4% slower), 0 none") \
-    X(MMQ_KR_TC, "MEMRA_MMQ_KR_TC", "mmq modules", ENUM, "0|q4_k|1", "q4_k",                                  \
-      "gemm_kr's min term on TF32 MMAs once a step: q4_k Q4_K only (run x1: 3-7% faster), 1 Q4_K and Q5_K (Q5_K 2-4% slower), 0 neither") \
+    X(MMQ_KR_TC, "MEMRA_MMQ_KR_TC", "mmq modules", ENUM, "0|q4_k|1", "1",                                     \
+      "gemm_kr's min term on TF32 MMAs once a step: 1 Q4_K and Q5_K (run d3, on the sum plane: Q5_K 2-4% faster), q4_k Q4_K only, 0 neither") \
     X(MMQ_KR_SUMS, "MEMRA_MMQ_KR_SUMS", "mmq modules", BOOL, "", "1",                                          \
       "0: gemm_kr's Q4_K / Q5_K min term sums the activation's codes by an MMA in the tile, not from the q8_1 records' sum plane") \
     X(MMQ_XE_BM, "MEMRA_MMQ_XE_BM", "mmq modules", UINT, "0..1024", "0 (from rows per expert)",                  \

@@ -1188,18 +1188,20 @@ step_krtc5() {
 
 # MEMRA_MMQ_KR_SUMS on the grouped floor (issue 30: the sorted Q4_K / Q5_K tiles _stx / _sx read the sum
 # plane the gather brings along): test_gpu_experts q4_k q5_k q6_k (against the host and bit for bit the
-# dense lane) and check --op gemm_experts under the native, sm120 and cuda profiles, then bench moe
+# dense lane) and check --op gemm_experts under the native profile, then under the sm120 and cuda
+# profiles check of each op in KRSXE_OPS (default gemm_experts), then bench moe
 # --sheet mixtral (KRSXE_SHEET) uniform at KRSXE_M (default "4096 512") for q4_k and q5_k, the knob 0 / 1
 # alternating (KRSXE_ROUNDS, default 1), MEMRA_F16_BUDGET_MB=0 (the floor), grouped rows in the summary;
 # KRSXE_TOOLS=1 adds the four tools over check gemm_experts --module mmq --quick
 step_krsumsxe() {
   local t=$SECONDS p fm mm r i v f
   knob_experts MEMRA_MMQ_KR_SUMS=1 krsxe mmq q4_k q5_k q6_k
-  for p in sm120 cuda; do
-    MEMRA_ARCH=$p timeout 200 $M check --device 0 --op gemm_experts > "$L/krsxe_check_$p.log" 2>&1
-    say "check gemm_experts ($p): exit $? $(grep -E 'passed, ' "$L/krsxe_check_$p.log")"
-    grep -E " FAIL" "$L/krsxe_check_$p.log" | head -4 >> "$S"
-  done
+  local op
+  for p in sm120 cuda; do for op in ${KRSXE_OPS:-gemm_experts}; do
+    MEMRA_ARCH=$p timeout 200 $M check --device 0 --op $op > "$L/krsxe_check_${op}_$p.log" 2>&1
+    say "check $op ($p): exit $? $(grep -E 'passed, ' "$L/krsxe_check_${op}_$p.log")"
+    grep -E " FAIL" "$L/krsxe_check_${op}_$p.log" | head -4 >> "$S"
+  done; done
   for mm in ${KRSXE_M:-4096 512}; do for fm in q4_k q5_k; do
     for ((r = 1; r <= ${KRSXE_ROUNDS:-1}; r++)); do for ((i = 0; i < 2; i++)); do
       v=$(((i + r - 1) % 2))

@@ -102,10 +102,21 @@ static int adopt_descriptor(memra__modrec *r, const memra_module_desc *d)
     }
     memcpy(&r->ops, ops, ops->struct_size < sizeof r->ops ? ops->struct_size : sizeof r->ops);
     r->ops.struct_size = sizeof r->ops;
+    const int old_quant = r->ops.quant_q8_1 != NULL && r->desc.q8_1_sums == 0;
+    if (old_quant) {
+        /* records without the sum plane would feed a gemm_kr that reads it: not routed */
+        r->ops.quant_q8_1 = NULL;
+        memra__log(MEMRA_LOG_WARN, "registry",
+                   "module %s: its quant_q8_1 does not declare the q8_1 records' sum plane (descriptor member "
+                   "q8_1_sums): that op is not used",
+                   r->name);
+    }
     int provided = 0;
     for (int op = 0; op < MEMRA_OP_COUNT_; op++) provided += memra__op_fn(&r->ops, (memra_op)op) != NULL;
     if (provided == 0) {
-        memra__rec_refuse(r, "op table provides no op (every member is NULL)");
+        memra__rec_refuse(r, old_quant ? "op table provides no usable op (its quant_q8_1 does not declare the "
+                                         "q8_1 records' sum plane, q8_1_sums)"
+                                       : "op table provides no op (every member is NULL)");
         return 0;
     }
     return 1;

@@ -422,6 +422,12 @@ typedef struct memra_module_desc {
      * 0: no variants). Pure; called at load and by memra tune, never per call.
      * The array lives as long as the module is loaded. */
     const memra_variant *(*variants)(const memra_device_caps *caps, memra_op op, size_t *out_count);
+    /* Nonzero: this module's quant_q8_1 writes the records' sum plane
+     * (memra_q8_1_bytes, memra_q8_1_plane), which gemm_kr may read. A module
+     * built before the plane existed reads 0 here; the core then drops its
+     * quant_q8_1 at load (logged), so records without a plane never reach a
+     * GEMM that reads one. */
+    uint32_t q8_1_sums;
 } memra_module_desc;
 
 typedef const memra_module_desc *(*memra_module_entry_fn)(void);

@@ -146,6 +146,7 @@ static const memra_module_desc host_desc = {
     .fini = host_fini,
     .ops = &host_ops,
     .jit_sources = NULL,
+    .q8_1_sums = 1, /* quant_q8_1 writes the sum plane */
 };
 
 const memra_module_desc *memra__host_module_entry(void) { return &host_desc; }

@@ -56,6 +56,7 @@ static const memra_module_desc k_mmq_desc = {
     .fini = mmq_fini,
     .ops = &k_mmq_ops,
     .variants = mmq_variants,
+    .q8_1_sums = 1, /* quant_q8_1 writes the sum plane */
 };
 
 MEMRA_MODULE_EXPORT const memra_module_desc *memra_module_entry(void);

@@ -89,6 +89,7 @@ static const memra_module_desc k_portable_desc = {
     .fini = portable_fini,
     .ops = &k_portable_ops,
     .variants = portable_variants,
+    .q8_1_sums = 1, /* quant_q8_1 (mmq.cu) writes the sum plane */
 };
 
 MEMRA_MODULE_EXPORT const memra_module_desc *memra_module_entry(void);

@@ -138,6 +138,7 @@ static const memra_module_desc k_sm120_desc = {
     .ops = &k_sm120_ops,
     .jit_sources = sm120_jit_sources,
     .variants = sm120_variants,
+    .q8_1_sums = 1, /* quant_q8_1 (mmq.cu) writes the sum plane */
 };
 
 MEMRA_MODULE_EXPORT const memra_module_desc *memra_module_entry(void);

@@ -916,9 +916,33 @@ static void test_validation(memra_runtime *rt)
     memra_weight_destroy(NULL);
 }
 
+/* A module whose quant_q8_1 predates the records' sum plane (testqnosums: its descriptor ends
+ * before q8_1_sums): it loads (its scale op is usable), but its quant_q8_1 is dropped, so the
+ * routing, memra_module_provides and a direct memra_module_call never reach it, and the K-quant
+ * floor still quantises on the host module, whose records carry the plane. */
+static void test_quant_without_sums(memra_runtime *rt, const char *testqnosums)
+{
+    memra_device *host = memra_device_host(rt);
+    CHECK_OK(memra_module_load(rt, testqnosums));
+    CHECK(memra_module_provides(host, "testqnosums", MEMRA_OP_scale));
+    CHECK(!memra_module_provides(host, "testqnosums", MEMRA_OP_quant_q8_1));
+    const char *names[4];
+    const int n = memra_routing_get(host, MEMRA_OP_quant_q8_1, names, 4);
+    CHECK_INT_EQ(n, 1);
+    if (n == 1) CHECK_STR_EQ(names[0], "host");
+    float x[64];
+    for (int i = 0; i < 64; i++) x[i] = test_rand_f32(&g_rng) + 2.0f;
+    uint8_t rec[640];
+    memra_op_args a = {.struct_size = sizeof a, .src = (memra_dptr)(uintptr_t)x, .dst = (memra_dptr)(uintptr_t)rec,
+                       .rows = 1, .cols = 64};
+    CHECK(memra_module_call(host, "testqnosums", MEMRA_OP_quant_q8_1, &a) != MEMRA_STATUS_OK);
+    test_kquant_floor(rt, MEMRA_FORMAT_Q4_K, 17, 33, 768);
+    CHECK_OK(memra_module_unload(rt, "testqnosums"));
+}
+
 int main(int argc, char **argv)
 {
-    if (argc < 3) TEST_FAIL_AT("usage: test_matmul <path of testq8r.so> <path of testkrns.so>");
+    if (argc < 4) TEST_FAIL_AT("usage: test_matmul <path of testq8r.so> <path of testkrns.so> <path of testqnosums.so>");
     g_rng = test_seed();
     memra_options o = {.struct_size = sizeof o, .no_cuda = 1, .no_default_modules = 1};
     memra_runtime *rt;
@@ -945,6 +969,7 @@ int main(int argc, char **argv)
         test_kquant_floor(rt, kq[f], 17, 33, 768);
     }
     test_kquant_lane_not_supported(rt, argv[2]);
+    test_quant_without_sums(rt, argv[3]);
     memra_close(rt);
     return 0;
 }

@@ -924,11 +924,11 @@ static int case_mmq(const char *so)
         ok &= close_mod(&m, 1);
     }
     g_mmq_bulk_knob = NULL;
-    /* gemm_kr: the _t tiles (the min term on TF32 MMAs) for Q4_K by default (knob unset), for Q4_K
-     * and Q5_K with MEMRA_MMQ_KR_TC=1, for neither with =0; Q6_K (no min term) on its plain tiles
+    /* gemm_kr: the _t tiles (the min term on TF32 MMAs) for Q4_K and Q5_K by default (knob unset) and
+     * with MEMRA_MMQ_KR_TC=1, for Q4_K alone with q4_k, for neither with =0; Q6_K (no min term) on its plain tiles
      * always (kq, kq_tile above). tcs[v]: the setting, then its formats on _t as bits */
     static const char *const tcs[4] = {"0", NULL, "q4_k", "1"};
-    static const int tcbits_of[4] = {0, 1, 1, 3};
+    static const int tcbits_of[4] = {0, 3, 1, 3}; /* unset: both (run d3) */
     for (int v = 0; v < 4; v++) {
         g_kr_tc_knob = tcs[v];
         const int tcbits = tcbits_of[v];
@@ -960,7 +960,7 @@ static int case_mmq(const char *so)
             const memra_status st3 = m.desc->ops->gemm_experts(&c3, &a3, &x3);
             char want[64];
             /* and the sum plane (MEMRA_MMQ_KR_SUMS unset: on) at each format's default fold: Q4_K TC, Q5_K per-32 */
-            const int xs = f == 0 ? tc : f == 1 ? !tc : 0;
+            const int xs = f == 0 ? tc : f == 1; /* Q4_K's TC fold, Q5_K's either */
             snprintf(want, sizeof want, "%s2_s%s%s", kq_tile[f] + strlen("memra_k_gemm_kr_"), tc ? "t" : "", xs ? "x" : "");
             int found = 0;
             for (int i = 0; i < g_n_launched; i++) {
@@ -985,12 +985,13 @@ static int case_mmq(const char *so)
     static const struct {
         int cc;
         const char *one, *tc, *bulk, *sums, *want[4]; /* gemm_q8_0r, gemm_kr q4_k, q5_k, q6_k */
-    } ones[] = {{90, "1", NULL, NULL, NULL, {"bo", "to", "o", "o"}},   {120, "1", NULL, NULL, NULL, {"bo", "to", "o", "o"}},
-                {90, "1", "1", NULL, NULL, {"bo", "to", "tx", "o"}},    {90, "1", NULL, "0", NULL, {"", "to", "o", "o"}},
-                {90, NULL, NULL, NULL, NULL, {"b", "tx", "x", "o"}},   {90, "q6_k", NULL, NULL, NULL, {"b", "tx", "x", "o"}},
-                {120, NULL, NULL, NULL, NULL, {"b", "tx", "x", "o"}},  {90, "0", NULL, NULL, NULL, {"b", "tx", "x", ""}},
-                {90, NULL, NULL, NULL, "0", {"b", "t", "", "o"}},      {90, NULL, "1", NULL, "1", {"b", "tx", "tx", "o"}},
-                {90, NULL, "0", NULL, NULL, {"b", "", "x", "o"}}};
+    } ones[] = {{90, "1", NULL, NULL, NULL, {"bo", "to", "tx", "o"}},     {120, "1", NULL, NULL, NULL, {"bo", "to", "tx", "o"}},
+                {90, "1", "q4_k", NULL, NULL, {"bo", "to", "o", "o"}},     {90, "1", "q4_k", "0", NULL, {"", "to", "o", "o"}},
+                {90, NULL, NULL, NULL, NULL, {"b", "tx", "tx", "o"}},     {90, "q6_k", NULL, NULL, NULL, {"b", "tx", "tx", "o"}},
+                {120, NULL, NULL, NULL, NULL, {"b", "tx", "tx", "o"}},    {90, "0", NULL, NULL, NULL, {"b", "tx", "tx", ""}},
+                {90, NULL, NULL, NULL, "0", {"b", "t", "t", "o"}},        {90, NULL, "1", NULL, "1", {"b", "tx", "tx", "o"}},
+                {90, NULL, "0", NULL, NULL, {"b", "", "x", "o"}},         {90, NULL, "q4_k", NULL, NULL, {"b", "tx", "x", "o"}},
+                {90, NULL, "q4_k", NULL, "0", {"b", "t", "", "o"}}};
     for (size_t i = 0; i < sizeof ones / sizeof ones[0]; i++) {
         g_mmq_one_knob = ones[i].one, g_kr_tc_knob = ones[i].tc, g_mmq_bulk_knob = ones[i].bulk;
         g_kr_sums_knob = ones[i].sums;

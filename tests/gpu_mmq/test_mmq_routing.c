@@ -119,6 +119,9 @@ int main(int argc, char **argv)
     CHECK(provides(g_desc[M_SM120], MEMRA_OP_gemm_q8_0));
     CHECK(provides(g_desc[M_SM120], MEMRA_OP_quant_q8_1));
     CHECK(provides(g_desc[M_FP8BLK], MEMRA_OP_gemm_fp8_blk));
+    /* every quant_q8_1 here writes the records' sum plane and says so (else the core drops the op) */
+    for (int i = 0; i < M_COUNT; i++)
+        if (provides(g_desc[i], MEMRA_OP_quant_q8_1)) CHECK(g_desc[i]->q8_1_sums != 0);
 
     static const memra_op ops[] = {MEMRA_OP_gemm_fp8_blk, MEMRA_OP_gemm_q8_0, MEMRA_OP_quant_q8_1, MEMRA_OP_gemm_fp8,
                                    MEMRA_OP_gemm_f16};

@@ -262,6 +262,17 @@ static memra_status op_decline_f16(memra_call *call, const memra_gemm_args *args
     return MEMRA_STATUS_DECLINED;
 }
 static const memra_op_table k_ops = {.struct_size = sizeof(memra_op_table), .gemm_f16 = op_decline_f16};
+#elif defined(QNOSUMS)
+/* A quant_q8_1 from before the records' sum plane (the descriptor ends before q8_1_sums): the
+ * core must drop it at load, so this never runs. */
+static memra_status op_quant_old(memra_call *call, memra_dptr x, int32_t m, int32_t k, memra_dptr dst)
+{
+    (void)x, (void)m, (void)k, (void)dst;
+    ctx *c = call->module_ctx;
+    return c->host->set_error(MEMRA_STATUS_INTERNAL, "testqnosums: a quant_q8_1 without the sum plane ran");
+}
+static const memra_op_table k_ops = {.struct_size = sizeof(memra_op_table), .scale = op_scale,
+                                     .quant_q8_1 = op_quant_old};
 #elif defined(ALLNULL)
 static const memra_op_table k_ops = {.struct_size = sizeof(memra_op_table)};
 #else
@@ -278,6 +289,8 @@ static const memra_module_desc k_desc = {
 #endif
 #if defined(BADSIZE)
     .struct_size = sizeof(memra_module_desc) + 64,
+#elif defined(QNOSUMS)
+    .struct_size = offsetof(memra_module_desc, q8_1_sums), /* as built before the member */
 #else
     .struct_size = sizeof(memra_module_desc),
 #endif

@@ -1239,7 +1239,7 @@ __device__ __forceinline__ void mma_tf32_k4(float (&d)[4], uint32_t a0, uint32_t
 
 /* One 128-deep step of the warp's 16 MT x 8 NT sub-tile (r3_step's
  * addressing); sd: the scale side table at the thread's first weight row.
- * TC (fold "min" only; MEMRA_MMQ_KR_TC, the _t entry points: Q4_K by default, Q5_K with =1): the min term leaves the
+ * TC (fold "min" only; MEMRA_MMQ_KR_TC, the _t entry points: Q4_K and Q5_K by default, Q4_K alone with q4_k): the min term leaves the
  * per-32 fold. Each thread keeps t = fl(S sx) of its own 32-block of the step (lane % 4) for its
  * two token rows, and after the four blocks the step's sum over them, sum_b t_b m_b (m_b the
  * 6-bit mins, exact in TF32), comes from two m16n8k4 TF32 MMAs, t split as hi = rna(t) and
@@ -1466,7 +1466,7 @@ KR_ENTRY(memra_k_gemm_kr_q6_k_mt4, 4, 4, KR_Q6_K, false, 2, false)
 KR_ENTRY(memra_k_gemm_kr_q6_k_mt2, 2, 4, KR_Q6_K, false, 2, false)
 KR_ENTRY(memra_k_gemm_kr_q6_k_mt4n3, 4, 3, KR_Q6_K, false, 2, false)
 KR_ENTRY(memra_k_gemm_kr_q6_k_mt2n3, 2, 3, KR_Q6_K, false, 2, false)
-/* MEMRA_MMQ_KR_TC: Q4_K (by default) and Q5_K (with =1) with the min term on TF32 MMAs (kr_step TC) */
+/* MEMRA_MMQ_KR_TC: Q4_K and Q5_K (both by default since run d3) with the min term on TF32 MMAs (kr_step TC) */
 KR_ENTRY(memra_k_gemm_kr_q4_k_mt4t, 4, 4, KR_Q4_K, true, 2, false)
 KR_ENTRY(memra_k_gemm_kr_q4_k_mt2t, 2, 4, KR_Q4_K, true, 2, false)
 KR_ENTRY(memra_k_gemm_kr_q4_k_mt4n3t, 4, 3, KR_Q4_K, true, 2, false)
@@ -1502,7 +1502,7 @@ KR_ENTRY(memra_k_gemm_kr_q5_k_mt4x, 4, 4, KR_Q5_K, false, 2, true)
 KR_ENTRY(memra_k_gemm_kr_q5_k_mt2x, 2, 4, KR_Q5_K, false, 2, true)
 KR_ENTRY(memra_k_gemm_kr_q5_k_mt4n3x, 4, 3, KR_Q5_K, false, 2, true)
 KR_ENTRY(memra_k_gemm_kr_q5_k_mt2n3x, 2, 3, KR_Q5_K, false, 2, true)
-/* and Q5_K on the TF32 fold (MEMRA_MMQ_KR_TC=1) on the sum plane */
+/* and Q5_K on the TF32 fold (its default since run d3, MEMRA_MMQ_KR_TC) on the sum plane */
 KR_ENTRY(memra_k_gemm_kr_q5_k_mt4tx, 4, 4, KR_Q5_K, true, 2, true)
 KR_ENTRY(memra_k_gemm_kr_q5_k_mt2tx, 2, 4, KR_Q5_K, true, 2, true)
 KR_ENTRY(memra_k_gemm_kr_q5_k_mt4n3tx, 4, 3, KR_Q5_K, true, 2, true)
@@ -2012,6 +2012,9 @@ XE_ENTRY(memra_k_experts_kr_q4_k_mt4_stx, (experts_kr_body<4, 4, KR_Q4_K, XE_OVL
 XE_ENTRY(memra_k_experts_kr_q5_k_mt1_sx, (experts_kr_body<1, 4, KR_Q5_K, XE_OVL_NONE, true, false, true>), 3)
 XE_ENTRY(memra_k_experts_kr_q5_k_mt2_sx, (experts_kr_body<2, 4, KR_Q5_K, XE_OVL_NONE, true, false, true>), 2)
 XE_ENTRY(memra_k_experts_kr_q5_k_mt4_sx, (experts_kr_body<4, 4, KR_Q5_K, XE_OVL_NONE, true, false, true>), 2)
+XE_ENTRY(memra_k_experts_kr_q5_k_mt1_stx, (experts_kr_body<1, 4, KR_Q5_K, XE_OVL_NONE, true, true, true>), 3)
+XE_ENTRY(memra_k_experts_kr_q5_k_mt2_stx, (experts_kr_body<2, 4, KR_Q5_K, XE_OVL_NONE, true, true, true>), 2)
+XE_ENTRY(memra_k_experts_kr_q5_k_mt4_stx, (experts_kr_body<4, 4, KR_Q5_K, XE_OVL_NONE, true, true, true>), 2)
 #undef XE_ENTRY
 
 /* The two tables in one launch (MEMRA_MMQ_XE_MERGE=1), the tiles on grid.x and the weight's

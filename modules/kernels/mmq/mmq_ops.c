@@ -177,7 +177,7 @@ static const memra__mmq_r3_tile memra__mmq_kr_tiles[MMQ_KR_FORMATS][MEMRA__MMQ_R
     MMQ_KR_TILES(2, "q6_k"),
 };
 #undef MMQ_KR_TILES
-/* MEMRA_MMQ_KR_TC (Q4_K by default, Q5_K with =1; run x1): Q4_K / Q5_K on the same tiles with the min term on
+/* MEMRA_MMQ_KR_TC (Q4_K and Q5_K by default since run d3; q4_k Q4_K alone; run x1): Q4_K / Q5_K on the same tiles with the min term on
  * TF32 MMAs once a step (mmq.cu kr_step TC, the _t entry points); Q6_K has no min term */
 #define MMQ_KR_TILES_TC(F, NAME)                                                               \
     {{"memra_k_gemm_kr_" NAME "_mt4t", 128, 128, KR_SMEM_BYTES(F, 4, 4), 0},                      \
@@ -214,7 +214,7 @@ static const memra__mmq_r3_tile memra__mmq_kr_tiles_x[2][MEMRA__MMQ_R3_TILES] = 
     MMQ_KR_TILES_X(0, "q4_k", "tx"),
     MMQ_KR_TILES_X(1, "q5_k", "x"),
 };
-/* and Q5_K on the TC fold (MEMRA_MMQ_KR_TC=1) on the sum plane (_tx) */
+/* and Q5_K on the TC fold (its default since run d3, MEMRA_MMQ_KR_TC) on the sum plane (_tx) */
 static const memra__mmq_r3_tile memra__mmq_kr_tiles_x5t[MEMRA__MMQ_R3_TILES] = MMQ_KR_TILES_X(1, "q5_k", "tx");
 #undef MMQ_KR_TILES_X
 
@@ -276,11 +276,13 @@ static const char *const memra__mmq_xe_sorted_b[MMQ_XE_TILES] = {
 static const char *const memra__mmq_xe_sorted_tc[2][MMQ_XE_TILES] = {
     {"memra_k_experts_kr_q4_k_mt1_st", "memra_k_experts_kr_q4_k_mt2_st", "memra_k_experts_kr_q4_k_mt4_st"},
     {"memra_k_experts_kr_q5_k_mt1_st", "memra_k_experts_kr_q5_k_mt2_st", "memra_k_experts_kr_q5_k_mt4_st"}};
-/* MEMRA_MMQ_KR_SUMS: the sorted tiles of Q4_K (TC fold) and Q5_K (per-32) reading the min term's t from
- * the sum plane the gather brings along (mmq.cu, the _stx / _sx entries), [lane - 1] */
-static const char *const memra__mmq_xe_sorted_x[2][MMQ_XE_TILES] = {
-    {"memra_k_experts_kr_q4_k_mt1_stx", "memra_k_experts_kr_q4_k_mt2_stx", "memra_k_experts_kr_q4_k_mt4_stx"},
-    {"memra_k_experts_kr_q5_k_mt1_sx", "memra_k_experts_kr_q5_k_mt2_sx", "memra_k_experts_kr_q5_k_mt4_sx"}};
+/* MEMRA_MMQ_KR_SUMS: the sorted tiles of Q4_K (TC fold) and Q5_K (either fold) reading the min term's t
+ * from the sum plane the gather brings along (mmq.cu, the _stx / _sx entries), [lane - 1][TC fold] */
+static const char *const memra__mmq_xe_sorted_x[2][2][MMQ_XE_TILES] = {
+    {{NULL, NULL, NULL},
+     {"memra_k_experts_kr_q4_k_mt1_stx", "memra_k_experts_kr_q4_k_mt2_stx", "memra_k_experts_kr_q4_k_mt4_stx"}},
+    {{"memra_k_experts_kr_q5_k_mt1_sx", "memra_k_experts_kr_q5_k_mt2_sx", "memra_k_experts_kr_q5_k_mt4_sx"},
+     {"memra_k_experts_kr_q5_k_mt1_stx", "memra_k_experts_kr_q5_k_mt2_stx", "memra_k_experts_kr_q5_k_mt4_stx"}}};
 /* sm_120 (99 KB, + 512 bytes of static row indices) loads every grouped tile but the 128-row ones */
 _Static_assert(R3_SMEM_BYTES(2, 4) + 256 <= MMQ_SM120_SMEM && KR_SMEM_BYTES(2, 2, 4) + 256 <= MMQ_SM120_SMEM,
                "gemm_experts: the 32- and 64-row tiles fit sm_120");
@@ -431,9 +433,10 @@ static memra_status mmq_load(memra__gpu *q, void *state)
             st = memra__gpu_function(q, m, s->r3_tiles[t].kernel, s->r3_tiles[t].smem, &s->gemm_q8_0r[t]);
     {
         const char *tc = memra__gpu_knob(q, "MEMRA_MMQ_KR_TC");
-        /* Q4_K by default (run x1: 3-7% faster on the 27b sheet); Q5_K only with MEMRA_MMQ_KR_TC=1
-         * (run x1: 2-4% slower); MEMRA_MMQ_KR_TC=0: neither */
-        s->kr_tc = tc == NULL || strcmp(tc, "q4_k") == 0 ? 1 : strcmp(tc, "1") == 0 ? 3 : 0;
+        /* Q4_K and Q5_K by default (run x1: Q4_K 3-7% faster on the 27b sheet; run d3, both on the
+         * sum plane: Q5_K 2-4% faster, where with the MMA sums it was 2-4% slower); q4_k: Q4_K only;
+         * MEMRA_MMQ_KR_TC=0: neither */
+        s->kr_tc = tc == NULL || strcmp(tc, "1") == 0 ? 3 : strcmp(tc, "q4_k") == 0 ? 1 : 0;
         /* MEMRA_MMQ_KR_SUMS: the min term's t from the records' sum plane (default), 0: by an MMA */
         const char *xs = memra__gpu_knob(q, "MEMRA_MMQ_KR_SUMS");
         const int sums = xs == NULL || strcmp(xs, "0") != 0;
@@ -503,15 +506,15 @@ static memra_status mmq_load(memra__gpu *q, void *state)
         for (int l = 0; l < 1 + MMQ_KR_FORMATS; l++) {
             s->sorted_names[l] = (l == 1 || l == 2) && (s->kr_tc >> (l - 1) & 1) ? memra__mmq_xe_sorted_tc[l - 1]
                                                                                   : memra__mmq_xe_sorted[l];
-            /* MEMRA_MMQ_KR_SUMS, as the dense tiles: each format's default fold on the sum plane */
-            const int dflt = l == 1 ? (s->kr_tc & 1) != 0 : l == 2 ? (s->kr_tc & 2) == 0 : 0;
+            /* MEMRA_MMQ_KR_SUMS, as the dense tiles: Q4_K's TC fold and Q5_K's two on the sum plane */
+            const char *const *xn = l == 1 || l == 2 ? memra__mmq_xe_sorted_x[l - 1][s->kr_tc >> (l - 1) & 1] : NULL;
             s->sorted_xs[l] = 0;
-            if (s->kr_sums && dflt) {
+            if (s->kr_sums && xn != NULL && xn[0] != NULL) {
                 int all = 1;
                 CUfunction probe = NULL;
                 for (int t = 0; t < MMQ_XE_TILES; t++)
-                    all &= q->cu.cuModuleGetFunction(&probe, m, memra__mmq_xe_sorted_x[l - 1][t]) == MEMRA__CU_SUCCESS;
-                if (all) s->sorted_names[l] = memra__mmq_xe_sorted_x[l - 1], s->sorted_xs[l] = 1;
+                    all &= q->cu.cuModuleGetFunction(&probe, m, xn[t]) == MEMRA__CU_SUCCESS;
+                if (all) s->sorted_names[l] = xn, s->sorted_xs[l] = 1;
             }
         }
         if (s->bulk) { /* Q8_0 on the bulk copies, where the image has every _sb tile */
@@ -1156,7 +1159,7 @@ memra_status memra__mmq_gemm_experts(memra_call *call, const memra_gemm_args *a,
      * (a plain launch after the routing, into scratch), then the _s tiles copy each tile's rows
      * as one run; the same operands in the same order, so the outputs are the gathered tiles'
      * bit for bit. Where the scratch is not to be had (a capture without it reserved) the
-     * gathered copy serves, with the same result, except for the formats on the TC fold (Q4_K by
+     * gathered copy serves, with the same result, except for the formats on the TC fold (Q4_K and Q5_K by
      * default, MEMRA_MMQ_KR_TC): the gathered tiles keep the per-32 min term, within the band. */
     const CUfunction *srt = MMQ_K(q)->experts_sorted[lane];
     const int64_t G = ((int64_t)k + 127) / 128;
