@@ -88,6 +88,8 @@
 #   krsums      MEMRA_MMQ_KR_SUMS (Q4_K / Q5_K's min term from the q8_1 sum plane, the default): tests,
 #               checks (three profiles), four tools, knobab 0 / 1 on the q4_k / q5_k rows (KRSUMS_PARTS,
 #               default "tests tools ab"; see step_krsums)
+#   krbulk      MEMRA_MMQ_KR_BULK=1 (gemm_kr's _tx tiles on the bulk copies): tests, check, ncu names,
+#               four tools, knobab on the q4_k / q5_k rows (see step_krbulk)
 #   krsumsxe    MEMRA_MMQ_KR_SUMS on the sorted grouped K-quant tiles: tests, checks, bench moe A/B
 #               (see step_krsumsxe)
 #   one         MEMRA_MMQ_ONE=1 (the floor's dense tiles at one CTA per SM): tests, checks, knobab on
@@ -1170,6 +1172,28 @@ step_krsums() {
   [[ $parts == *" ab "* ]] && KNOBAB_KNOB=MEMRA_MMQ_KR_SUMS KNOBAB_ARM='q4_k|q5_k' KNOBAB_M=${KRSUMS_M:-4096 512} \
     KNOBAB_ROUNDS=${KRSUMS_ROUNDS:-2} step_knobab
   say "krsums: $((SECONDS - t)) s"
+}
+
+# MEMRA_MMQ_KR_BULK=1's first GPU run (issue 26: gemm_kr's Q4_K / Q5_K _tx tiles with their stages brought
+# by the bulk copy engine, the _txb entry points): test_mmq_ops gemm_kr (every tile x split against the
+# host), memra check --op gemm_kr (native), memra info (admission), ncu naming the kernels, the four tools
+# over the check (KRBULK_TOOLS, default 1), then knobab 0 / 1 on the q4_k and q5_k rows at KRBULK_M
+# (default "4096 512"), KRBULK_ROUNDS rounds (default 1)
+step_krbulk() {
+  local t=$SECONDS
+  MEMRA_MMQ_KR_BULK=1 timeout 300 $T gemm_kr > "$L/krbulk_test_gemm_kr.log" 2>&1
+  say "test_mmq_ops gemm_kr (MEMRA_MMQ_KR_BULK=1): exit $?"
+  grep -E "FAIL" "$L/krbulk_test_gemm_kr.log" | head -6 >> "$S"
+  MEMRA_MMQ_KR_BULK=1 timeout 200 $M check --device 0 --op gemm_kr > "$L/krbulk_check.log" 2>&1
+  say "check gemm_kr (MEMRA_MMQ_KR_BULK=1): exit $? $(grep -E 'passed, ' "$L/krbulk_check.log")"
+  grep -E " FAIL" "$L/krbulk_check.log" | head -4 >> "$S"
+  knob_info MEMRA_MMQ_KR_BULK=1 krbulk
+  MEMRA_MMQ_KR_BULK=1 MEMRA_ADMISSION=off timeout 200 ncu --clock-control none --metrics gpu__time_duration.sum \
+    -k regex:memra_k_gemm_kr -c 12 $M check --device 0 --op gemm_kr --module mmq --quick > "$L/krbulk_ncu.txt" 2>&1
+  say "ncu names (MEMRA_MMQ_KR_BULK=1): exit $? $(grep -oE 'memra_k_gemm_kr_q[456]_k_[a-z0-9]+' "$L/krbulk_ncu.txt" | sort -u | tr '\n' ' ')"
+  [ "${KRBULK_TOOLS:-1}" = 1 ] && knob_tools MEMRA_MMQ_KR_BULK=1 krbulk gemm_kr
+  KNOBAB_KNOB=MEMRA_MMQ_KR_BULK KNOBAB_ARM='q4_k|q5_k' KNOBAB_M=${KRBULK_M:-4096 512} KNOBAB_ROUNDS=${KRBULK_ROUNDS:-1} step_knobab
+  say "krbulk: $((SECONDS - t)) s"
 }
 
 # Q5_K's two folds on the sum plane (MEMRA_MMQ_KR_TC=1: the _tx tiles; 0: the per-32 _x tiles): test_mmq_ops

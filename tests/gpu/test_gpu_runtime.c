@@ -270,6 +270,7 @@ static const char *g_xe_tma64_knob; /* MEMRA_FP8BLK_XE_TMA64 likewise */
 static const char *g_kr_tc_knob;    /* MEMRA_MMQ_KR_TC likewise */
 static const char *g_mmq_one_knob;  /* MEMRA_MMQ_ONE likewise */
 static const char *g_kr_sums_knob;  /* MEMRA_MMQ_KR_SUMS likewise */
+static const char *g_kr_bulk_knob;  /* MEMRA_MMQ_KR_BULK likewise */
 static const char *g_fxe_split_knob; /* MEMRA_FP8BLK_XE_SPLIT likewise */
 static const char *g_fxe_pf_knob;    /* MEMRA_FP8BLK_XE_PF likewise */
 static const char *g_fxe_gs_knob;    /* MEMRA_FP8BLK_XE_GS likewise */
@@ -299,6 +300,7 @@ static const char *fake_knob(const memra_device_caps *caps, const char *name)
     if (strcmp(name, "MEMRA_MMQ_KR_TC") == 0) return g_kr_tc_knob;
     if (strcmp(name, "MEMRA_MMQ_ONE") == 0) return g_mmq_one_knob;
     if (strcmp(name, "MEMRA_MMQ_KR_SUMS") == 0) return g_kr_sums_knob;
+    if (strcmp(name, "MEMRA_MMQ_KR_BULK") == 0) return g_kr_bulk_knob;
     if (strcmp(name, "MEMRA_FP8BLK_XE_SPLIT") == 0) return g_fxe_split_knob;
     if (strcmp(name, "MEMRA_FP8BLK_XE_PF") == 0) return g_fxe_pf_knob;
     if (strcmp(name, "MEMRA_FP8BLK_XE_GS") == 0) return g_fxe_gs_knob;
@@ -995,6 +997,7 @@ static int case_mmq(const char *so)
     for (size_t i = 0; i < sizeof ones / sizeof ones[0]; i++) {
         g_mmq_one_knob = ones[i].one, g_kr_tc_knob = ones[i].tc, g_mmq_bulk_knob = ones[i].bulk;
         g_kr_sums_knob = ones[i].sums;
+        g_kr_bulk_knob = NULL;
         if (!open_mod(so, ones[i].cc, &m)) return 0;
         for (int f = -1; f < 3; f++) {
             memra_call c2 = call_of(&m);
@@ -1020,6 +1023,37 @@ static int case_mmq(const char *so)
         ok &= close_mod(&m, 1);
     }
     g_mmq_one_knob = NULL, g_kr_tc_knob = NULL, g_mmq_bulk_knob = NULL, g_kr_sums_knob = NULL;
+    /* MEMRA_MMQ_KR_BULK=1: the TF32-fold sum-plane tiles on the bulk copies (_txb) on cc 9.0 only
+     * (Q4_K, Q5_K; Q6_K keeps its one-CTA tiles); with the sum plane off, or on cc 12.0, the _tx / _t
+     * tiles serve. want: gemm_kr q4_k, q5_k, q6_k */
+    static const struct {
+        int cc;
+        const char *sums, *tc, *want[3];
+    } kbs[] = {{90, NULL, NULL, {"txb", "txb", "o"}},
+               {120, NULL, NULL, {"tx", "tx", "o"}},
+               {90, "0", NULL, {"t", "t", "o"}},
+               {90, NULL, "q4_k", {"txb", "x", "o"}}};
+    for (size_t i = 0; i < sizeof kbs / sizeof kbs[0]; i++) {
+        g_kr_bulk_knob = "1", g_kr_sums_knob = kbs[i].sums, g_kr_tc_knob = kbs[i].tc;
+        if (!open_mod(so, kbs[i].cc, &m)) return 0;
+        for (int f = 0; f < 3; f++) {
+            memra_call c2 = call_of(&m);
+            memra_gemm_args a2 = gemm(4096, 12288, 5120);
+            a2.w_format = (int32_t)kq[f];
+            const memra_status st2 = m.desc->ops->gemm_kr(&c2, &a2);
+            const char *got = g_n_launched > 0 ? g_launched[0] : "";
+            const char *rest = strncmp(got, kq_tile[f], strlen(kq_tile[f])) == 0 ? got + strlen(kq_tile[f]) : NULL;
+            if (rest != NULL) rest += strspn(rest, "24n3");
+            const int good = st2 == MEMRA_STATUS_OK && g_n_launched == 1 && rest != NULL && strcmp(rest, kbs[i].want[f]) == 0;
+            printf("  KR_BULK=1 KR_SUMS=%s KR_TC=%s cc %d gemm_kr %s: %s, want a tile ending \"%s\"  %s\n",
+                   kbs[i].sums ? kbs[i].sums : "unset", kbs[i].tc ? kbs[i].tc : "unset", kbs[i].cc,
+                   f == 0 ? "q4_k" : f == 1 ? "q5_k" : "q6_k", got, kbs[i].want[f], good ? "ok" : "FAIL");
+            ok &= good;
+            g_n_launched = 0;
+        }
+        ok &= close_mod(&m, 1);
+    }
+    g_kr_bulk_knob = NULL, g_kr_sums_knob = NULL, g_kr_tc_knob = NULL;
     return ok;
 }
 

@@ -1509,6 +1509,127 @@ KR_ENTRY(memra_k_gemm_kr_q5_k_mt4n3tx, 4, 3, KR_Q5_K, true, 2, true)
 KR_ENTRY(memra_k_gemm_kr_q5_k_mt2n3tx, 2, 3, KR_Q5_K, true, 2, true)
 #undef KR_ENTRY
 
+#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 900
+/* MEMRA_MMQ_KR_BULK=1 (cc 9.x; the launcher keeps them off sm_120, whose 99 KB Q5_K's 128 x 96 tile
+ * fills without the mbarriers): the sum-plane tiles of Q4_K and Q5_K on the TF32 fold (the _tx
+ * tiles) with every stage brought by the bulk copy engine, as gemm_q8_0r's _b tiles: per step one
+ * thread issues the activation's two runs (the 32 MT records, their sum-plane entries) on the
+ * slot's mbarrier and the packed weight's runs (nibbles, Q5_K's high bits, the super-block
+ * heads: each a contiguous run of the tile's rows in its plane, laid out in P exactly as
+ * kr_copy_p lays them) on P's own mbarrier, in place of every thread's cp.async chunks and their
+ * address arithmetic (about 14 LDGSTS and 80 integer instructions a thread and step in the _tx
+ * tile's SASS). The widening, MMAs and fold are the _tx tile's: outputs bit for bit its. Rows
+ * past the tile's stay the zeros written once at the start (the copies never touch them). */
+template <int MT, int NT, int F>
+__device__ __forceinline__ void gemm_krb_body(const unsigned char *__restrict__ w, const unsigned char *__restrict__ xq,
+                                              float *__restrict__ y, int m, int n, int k, long long ldy, float alpha,
+                                              float *__restrict__ part)
+{
+    static_assert(F != KR_Q6_K, "Q6_K's d plane is not a run of 16-byte multiples");
+    extern __shared__ __align__(16) unsigned char kr_smem[];
+    __shared__ __align__(8) unsigned long long krb_bar[R3_STAGES + 1]; /* the A slots', then P's */
+    constexpr int BN = 32 * NT, HB = KR_HB(F);
+    const mmq_tile t = mmq_tile_of<MT, NT>(m, n, k);
+    const int lane = t.lane, wm = t.wm, wn = t.wn, i0 = t.i0, j0 = t.j0, g0 = t.g0, nk = t.nk;
+    const int arows = t.arows, brows = t.brows;
+    const uint32_t bar = smem_u32(krb_bar), pbar = bar + 8 * R3_STAGES;
+    for (int i = threadIdx.x; i < KR_SMEM_BYTES(F, MT, NT) / 16; i += MMQ_THREADS)
+        reinterpret_cast<uint4 *>(kr_smem)[i] = make_uint4(0u, 0u, 0u, 0u);
+    if (threadIdx.x == 0) {
+        for (int s_ = 0; s_ <= R3_STAGES; s_++) memra_mb_init(bar + 8 * s_, 1);
+        asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+    }
+    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); /* the zeros before the copies */
+    __syncthreads();
+    pdl_wait(); /* only shared memory before it: the q8_1 records (and y's earlier readers) are complete */
+
+    float acc[MT][NT][4];
+    mmq_zero<MT, NT>(acc);
+    const int wrow = wn * 8 * NT + (lane & 3) * 2;
+    const int a_off = (wm * 16 * MT + (lane & 15)) * MMQ_ROW + 16 + (lane >> 4) * 16;
+    const int b_off = (wn * 8 * NT + (lane & 7) + (lane >> 4) * 8) * MMQ_ROW + 16 + ((lane >> 3) & 1) * 16;
+    const int ax_off = (wm * 16 * MT + (lane >> 2)) * MMQ_ROW;
+    const int bw_off = wrow * MMQ_ROW;
+    const int sd_off = KR_W_ROWS(NT) + wrow * 16;
+    const int sm_off = KR_W_ROWS(NT) + (wn * 8 * NT + (lane >> 2)) * 16;
+    const int at_off = KR_T_OFF(F, MT, NT) + (wm * 16 * MT + (lane >> 2)) * 16;
+    const uint32_t base = smem_u32(kr_smem);
+    unsigned char *const P = kr_smem + KR_P_OFF(MT, NT);
+    const long long G = k / 128;
+    const unsigned char *const xt = xq + (long long)((k + 511) / 512 * 4) * m * MMQ_ROW;
+    const unsigned abytes = (unsigned)arows * MMQ_ROW, tbytes = (unsigned)arows * 16;
+    const unsigned pbytes = (unsigned)brows * 64, hbytes = (unsigned)brows * HB, sbytes = (unsigned)brows * 16;
+#define KRB_ISSUE_A(slot, g)                                                                                \
+    do {                                                                                                    \
+        const unsigned mb_ = bar + 8 * (slot);                                                              \
+        memra_mb_arrive_tx(mb_, abytes + tbytes);                                                           \
+        memra_bulk_g2s(base + KR_A_OFF(NT) + (slot) * R3_A_BYTES(MT), xq + ((long long)(g) * m + i0) * MMQ_ROW, \
+                       abytes, mb_);                                                                        \
+        memra_bulk_g2s(base + KR_T_OFF(F, MT, NT) + (slot) * 32 * MT * 16, xt + ((long long)(g) * m + i0) * 16, \
+                       tbytes, mb_);                                                                        \
+    } while (0)
+#define KRB_ISSUE_P(g)                                                                                      \
+    do {                                                                                                    \
+        const long long rec_ = (long long)(g) * n + j0;                                                     \
+        memra_mb_arrive_tx(pbar, pbytes + hbytes + sbytes);                                                 \
+        memra_bulk_g2s(base + KR_P_OFF(MT, NT), w + rec_ * 64, pbytes, pbar);                               \
+        if (HB != 0) memra_bulk_g2s(base + KR_P_OFF(MT, NT) + BN * 64, w + G * n * 64 + rec_ * HB, hbytes, pbar); \
+        memra_bulk_g2s(base + KR_P_OFF(MT, NT) + BN * (64 + HB),                                            \
+                       w + G * n * (64 + HB) + ((long long)((g) >> 1) * n + j0) * 16, sbytes, pbar);        \
+    } while (0)
+    if (threadIdx.x == 0) {
+        KRB_ISSUE_A(0, g0);
+        KRB_ISSUE_P(g0);
+        if (nk > 1) KRB_ISSUE_A(1, g0 + 1);
+    }
+    memra_mb_wait(pbar, 0u);
+    kr_widen<F, BN, true>(P, kr_smem, g0, n, k, j0); /* step 0's weights into slot 0 */
+    int cur = 0, nxt = R3_STAGES - 1;
+    for (int kt = 0; kt < nk; kt++) {
+        memra_mb_wait(bar + 8 * cur, (unsigned)(kt / R3_STAGES) & 1u); /* step kt's activation runs landed */
+        /* step kt's weights widened by every thread, P read by all, every warp past step kt - 1 */
+        __syncthreads();
+        const bool more = kt + 1 < nk;
+        if (threadIdx.x == 0) {
+            if (more) KRB_ISSUE_P(g0 + kt + 1);
+            if (kt + R3_STAGES - 1 < nk) KRB_ISSUE_A(nxt, g0 + kt + R3_STAGES - 1);
+        }
+        const int ao = KR_A_OFF(NT) + cur * R3_A_BYTES(MT), wo = (kt & 1) * KR_W_SLOT(NT);
+        kr_step<MT, NT, false, false, true, true>(acc, base + ao + a_off, base + wo + b_off,
+                                                  reinterpret_cast<const float *>(kr_smem + ao + ax_off),
+                                                  reinterpret_cast<const float *>(kr_smem + wo + bw_off),
+                                                  reinterpret_cast<const float *>(kr_smem + wo + sd_off), MT,
+                                                  kr_smem + wo + sm_off,
+                                                  reinterpret_cast<const float *>(kr_smem + at_off + cur * 32 * MT * 16));
+        if (more) {
+            memra_mb_wait(pbar, (unsigned)(kt + 1) & 1u); /* P(kt + 1) landed */
+            kr_widen<F, BN, true>(P, kr_smem + ((kt + 1) & 1) * KR_W_SLOT(NT), g0 + kt + 1, n, k, j0);
+        }
+        cur = cur == R3_STAGES - 1 ? 0 : cur + 1;
+        nxt = nxt == R3_STAGES - 1 ? 0 : nxt + 1;
+    }
+#undef KRB_ISSUE_P
+#undef KRB_ISSUE_A
+    mmq_tile_store<MT, NT>(t, acc, y, part, ldy, alpha, m, n);
+}
+#define KRB_ENTRY(NAME, MT, NT, F)                                                                                    \
+    extern "C" __global__ void __launch_bounds__(MMQ_THREADS, 2)                                                     \
+        NAME(const unsigned char *__restrict__ w, const unsigned char *__restrict__ xq, float *__restrict__ y, int m, \
+             int n, int k, long long ldy, float alpha, float *__restrict__ part)                                      \
+    {                                                                                                                 \
+        gemm_krb_body<MT, NT, F>(w, xq, y, m, n, k, ldy, alpha, part);                                                \
+    }
+KRB_ENTRY(memra_k_gemm_kr_q4_k_mt4txb, 4, 4, KR_Q4_K)
+KRB_ENTRY(memra_k_gemm_kr_q4_k_mt2txb, 2, 4, KR_Q4_K)
+KRB_ENTRY(memra_k_gemm_kr_q4_k_mt4n3txb, 4, 3, KR_Q4_K)
+KRB_ENTRY(memra_k_gemm_kr_q4_k_mt2n3txb, 2, 3, KR_Q4_K)
+KRB_ENTRY(memra_k_gemm_kr_q5_k_mt4txb, 4, 4, KR_Q5_K)
+KRB_ENTRY(memra_k_gemm_kr_q5_k_mt2txb, 2, 4, KR_Q5_K)
+KRB_ENTRY(memra_k_gemm_kr_q5_k_mt4n3txb, 4, 3, KR_Q5_K)
+KRB_ENTRY(memra_k_gemm_kr_q5_k_mt2n3txb, 2, 3, KR_Q5_K)
+#undef KRB_ENTRY
+#endif
+
 static_assert(KR_SMEM_BYTES(KR_Q4_K, 4, 4) == 112640 && KR_SMEM_BYTES(KR_Q5_K, 4, 4) == 114688 &&
                   KR_SMEM_BYTES(KR_Q6_K, 4, 4) == 110592 && KR_SMEM_BYTES(KR_Q6_K, 2, 3) == 69120 &&
                   KR_P_OFF(4, 4) + 32 * 4 * (80 + KR_HB(KR_Q6_K)) == KR_SMEM_BYTES(KR_Q6_K, 4, 4) &&

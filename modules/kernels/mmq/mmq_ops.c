@@ -216,6 +216,12 @@ static const memra__mmq_r3_tile memra__mmq_kr_tiles_x[2][MEMRA__MMQ_R3_TILES] = 
 };
 /* and Q5_K on the TC fold (its default since run d3, MEMRA_MMQ_KR_TC) on the sum plane (_tx) */
 static const memra__mmq_r3_tile memra__mmq_kr_tiles_x5t[MEMRA__MMQ_R3_TILES] = MMQ_KR_TILES_X(1, "q5_k", "tx");
+/* MEMRA_MMQ_KR_BULK=1 (cc 9.0+): the _tx tiles with their stages brought by the bulk copy engine (mmq.cu
+ * gemm_krb_body, the _txb entry points) */
+static const memra__mmq_r3_tile memra__mmq_kr_tiles_xb[2][MEMRA__MMQ_R3_TILES] = {
+    MMQ_KR_TILES_X(0, "q4_k", "txb"),
+    MMQ_KR_TILES_X(1, "q5_k", "txb"),
+};
 #undef MMQ_KR_TILES_X
 
 /* Issue 26 item 5: the tiles an sm_120 GPU (99 KB of shared memory per
@@ -441,6 +447,9 @@ static memra_status mmq_load(memra__gpu *q, void *state)
         const char *xs = memra__gpu_knob(q, "MEMRA_MMQ_KR_SUMS");
         const int sums = xs == NULL || strcmp(xs, "0") != 0;
         s->kr_sums = sums;
+        /* MEMRA_MMQ_KR_BULK=1: the TF32-fold sum-plane tiles on the bulk copies (cc 9.0+, opt-in until timed) */
+        const char *kb = memra__gpu_knob(q, "MEMRA_MMQ_KR_BULK");
+        const int kr_bulk = kb != NULL && strcmp(kb, "1") == 0;
         for (int f = 0; f < MMQ_KR_FORMATS; f++) {
             s->kr_tiles[f] = f < 2 && (s->kr_tc >> f & 1) ? memra__mmq_kr_tiles_tc[f] : memra__mmq_kr_tiles[f];
             /* the one-CTA kernels exist for each format's default fold only (Q4_K TC, Q5_K
@@ -452,6 +461,15 @@ static memra_status mmq_load(memra__gpu *q, void *state)
             const memra__mmq_r3_tile *xt = f == 0 ? (tcf ? memra__mmq_kr_tiles_x[0] : NULL)
                                            : f == 1 ? (tcf ? memra__mmq_kr_tiles_x5t : memra__mmq_kr_tiles_x[1]) : NULL;
             if (sums && xt != NULL && tiles_present(q, m, xt)) s->kr_tiles[f] = xt;
+            if (kr_bulk && sums && tcf) {
+                /* cc 9.x only: on sm_120 Q5_K's 128 x 96 tile takes all 99 KB, leaving no room for the
+                 * bulk tiles' static mbarriers */
+                if (caps->cc / 10 == 9 && tiles_present(q, m, memra__mmq_kr_tiles_xb[f]))
+                    s->kr_tiles[f] = memra__mmq_kr_tiles_xb[f];
+                else
+                    q->host->log(MEMRA_LOG_WARN, q->name, "MEMRA_MMQ_KR_BULK=1: gemm_kr's bulk-copy tiles need cc 9.x "
+                                                          "and this image's _txb kernels; the cp.async tiles serve");
+            }
             if (one_f && dflt && tiles_present(q, m, memra__mmq_kr_tiles_one[f])) s->kr_tiles[f] = memra__mmq_kr_tiles_one[f];
         }
     }
