@@ -1577,13 +1577,17 @@ __device__ __forceinline__ void gemm_krb_body(const unsigned char *__restrict__ 
         memra_bulk_g2s(base + KR_P_OFF(MT, NT) + BN * (64 + HB),                                            \
                        w + G * n * (64 + HB) + ((long long)((g) >> 1) * n + j0) * 16, sbytes, pbar);        \
     } while (0)
-    if (threadIdx.x == 0) {
+    /* (a forced split may leave a slice no step: it then issues nothing, so that no copy is in
+     * flight when the CTA exits) */
+    if (threadIdx.x == 0 && nk > 0) {
         KRB_ISSUE_A(0, g0);
         KRB_ISSUE_P(g0);
         if (nk > 1) KRB_ISSUE_A(1, g0 + 1);
     }
-    memra_mb_wait(pbar, 0u);
-    kr_widen<F, BN, true>(P, kr_smem, g0, n, k, j0); /* step 0's weights into slot 0 */
+    if (nk > 0) {
+        memra_mb_wait(pbar, 0u);
+        kr_widen<F, BN, true>(P, kr_smem, g0, n, k, j0); /* step 0's weights into slot 0 */
+    }
     int cur = 0, nxt = R3_STAGES - 1;
     for (int kt = 0; kt < nk; kt++) {
         memra_mb_wait(bar + 8 * cur, (unsigned)(kt / R3_STAGES) & 1u); /* step kt's activation runs landed */
