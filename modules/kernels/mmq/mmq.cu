@@ -1010,13 +1010,15 @@ static_assert(R3_SMEM_BYTES(4, 4) == 110592 && R3_SMEM_BYTES(2, 4) == 82944 && R
  *        acc = fma(sx, fma(D, s, -M s), acc)   (gemm_q8_0r's two FFMAs)
  *        acc = fma(t, -mn, acc)                one FFMA for the min term,
  *    t = sx * S the token's block sum with its scale, S = sum xq (exact). The
- *    _x tiles (MEMRA_MMQ_KR_SUMS, the default) read t from the records' sum
- *    plane (quant_q8_1 writes fl(S d) there, bit for bit this t), copied per
- *    activation stage beside the records (16 bytes a row, KR_XT_BYTES), one
- *    LDS per (m16 tile, block, row). The others (and the grouped tiles) form
- *    S from one more m16n8k32 MMA per (m16 tile, block) with B = all ones
- *    (the A fragment the warp already holds; D's rows are the tile's token
- *    rows, every column the same sum): 1/NT more MMAs, t = (D1 - M) * sx.
+ *    _x / _tx tiles and the sorted grouped _sx / _stx ones (MEMRA_MMQ_KR_SUMS,
+ *    the default) read t from the records' sum plane (quant_q8_1 writes
+ *    fl(S d) there, bit for bit this t), copied per activation stage beside
+ *    the records (16 bytes a row, KR_XT_BYTES), one LDS per (m16 tile, block,
+ *    row). The others (Q4_K's per-32 fold, the one-CTA tiles, the gathered,
+ *    overlap and merged grouped tiles) form S from one more m16n8k32 MMA per
+ *    (m16 tile, block) with B = all ones (the A fragment the warp already
+ *    holds; D's rows are the tile's token rows, every column the same sum):
+ *    1/NT more MMAs, t = (D1 - M) * sx.
  *  - fold "q6" (value = s_h q, one scale per 16 values): the k32 fragments
  *    split into their two k16 halves (a0 a1 b0 / a2 a3 b1: the m16n8k16
  *    operand layouts), two m16n8k16 MMAs give the exact I_lo, I_hi, and
@@ -1475,8 +1477,9 @@ KR_ENTRY(memra_k_gemm_kr_q5_k_mt4t, 4, 4, KR_Q5_K, true, 2, false)
 KR_ENTRY(memra_k_gemm_kr_q5_k_mt2t, 2, 4, KR_Q5_K, true, 2, false)
 KR_ENTRY(memra_k_gemm_kr_q5_k_mt4n3t, 4, 3, KR_Q5_K, true, 2, false)
 KR_ENTRY(memra_k_gemm_kr_q5_k_mt2n3t, 2, 3, KR_Q5_K, true, 2, false)
-/* MEMRA_MMQ_ONE (Q6_K by default, =1 every format; run c1: only Q6_K gains): each format's default
- * fold (Q4_K TC, Q5_K and Q6_K per-32) at one CTA per SM:
+/* MEMRA_MMQ_ONE (Q6_K by default, =1 every format; run c1: only Q6_K gains): Q4_K's TC fold and
+ * the per-32 folds of Q5_K (its default before run d3: with MEMRA_MMQ_KR_TC=q4_k or 0) and Q6_K at
+ * one CTA per SM, on the MMA sums:
  * the two-CTA bound's 128 registers serialise the n8 loop's MMAs on one register quad with a NOP
  * before each fold (Q4_K TC: 733 instructions a step, 28 bytes spilled); one CTA: 184 registers,
  * 658 instructions, no NOP, no spill (bench/RESULTS.md, sixteenth session) */
