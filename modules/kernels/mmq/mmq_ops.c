@@ -202,7 +202,7 @@ static const memra__mmq_r3_tile memra__mmq_kr_tiles_one[MMQ_KR_FORMATS][MEMRA__M
     MMQ_KR_TILES_ONE(2, "q6_k", "o"),
 };
 #undef MMQ_KR_TILES_ONE
-/* MEMRA_MMQ_KR_SUMS (default 1): Q4_K (TC fold) and Q5_K (per-32) on their default two-CTA tiles
+/* MEMRA_MMQ_KR_SUMS (default 1): Q4_K (TC fold) and Q5_K (per-32 here, TC below) on two-CTA tiles
  * reading the min term's t from the q8_1 records' sum plane (mmq.cu kr_step XS, the _tx / _x
  * entry points), not from an all-ones MMA per (m16 tile, block) */
 #define MMQ_KR_TILES_X(F, NAME, SFX)                                                                  \
@@ -216,7 +216,7 @@ static const memra__mmq_r3_tile memra__mmq_kr_tiles_x[2][MEMRA__MMQ_R3_TILES] = 
 };
 /* and Q5_K on the TC fold (its default since run d3, MEMRA_MMQ_KR_TC) on the sum plane (_tx) */
 static const memra__mmq_r3_tile memra__mmq_kr_tiles_x5t[MEMRA__MMQ_R3_TILES] = MMQ_KR_TILES_X(1, "q5_k", "tx");
-/* MEMRA_MMQ_KR_BULK=1 (cc 9.0+): the _tx tiles with their stages brought by the bulk copy engine (mmq.cu
+/* MEMRA_MMQ_KR_BULK=1 (cc 9.x): the _tx tiles with their stages brought by the bulk copy engine (mmq.cu
  * gemm_krb_body, the _txb entry points) */
 static const memra__mmq_r3_tile memra__mmq_kr_tiles_xb[2][MEMRA__MMQ_R3_TILES] = {
     MMQ_KR_TILES_X(0, "q4_k", "txb"),
@@ -447,13 +447,13 @@ static memra_status mmq_load(memra__gpu *q, void *state)
         const char *xs = memra__gpu_knob(q, "MEMRA_MMQ_KR_SUMS");
         const int sums = xs == NULL || strcmp(xs, "0") != 0;
         s->kr_sums = sums;
-        /* MEMRA_MMQ_KR_BULK=1: the TF32-fold sum-plane tiles on the bulk copies (cc 9.0+, opt-in until timed) */
+        /* MEMRA_MMQ_KR_BULK=1: the TF32-fold sum-plane tiles on the bulk copies (cc 9.x, opt-in until timed) */
         const char *kb = memra__gpu_knob(q, "MEMRA_MMQ_KR_BULK");
         const int kr_bulk = kb != NULL && strcmp(kb, "1") == 0;
         for (int f = 0; f < MMQ_KR_FORMATS; f++) {
             s->kr_tiles[f] = f < 2 && (s->kr_tc >> f & 1) ? memra__mmq_kr_tiles_tc[f] : memra__mmq_kr_tiles[f];
-            /* the one-CTA kernels exist for each format's default fold only (Q4_K TC, Q5_K
-             * per-32); one CTA (no sum plane) wins where both are asked */
+            /* the one-CTA kernels exist for Q4_K's TC fold and Q5_K's / Q6_K's per-32 fold only;
+             * one CTA (no sum plane) wins where both are asked */
             const int dflt = f == 0 ? (s->kr_tc & 1) != 0 : f == 1 ? (s->kr_tc & 2) == 0 : 1;
             const int one_f = f == 2 ? one_q6 : one_asked; /* f 2: Q6_K */
             /* the sum plane: Q4_K on the TC fold, Q5_K on either (Q4_K's per-32 fold keeps the MMA sums) */
