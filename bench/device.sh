@@ -1024,6 +1024,23 @@ knob_info() {
   env $1 timeout 100 $M info > "$L/$2_info.log" 2>&1
   say "memra info ($1): exit $? $(grep -ciE 'quarantin' "$L/$2_info.log") lines naming a quarantine"
 }
+# knob_kr_tests KV NAME: test_mmq_ops gemm_kr (every tile x split against the host) and memra check
+# --op gemm_kr (native) with KV set; knob_kr_names KV NAME: which gemm_kr kernels the check's --quick
+# calls launch under KV (ncu; the names prove a variant ran)
+knob_kr_tests() {
+  env $1 timeout 300 $T gemm_kr > "$L/$2_test_gemm_kr.log" 2>&1
+  say "test_mmq_ops gemm_kr ($1): exit $?"
+  grep -E "FAIL" "$L/$2_test_gemm_kr.log" | head -6 >> "$S"
+  env $1 timeout 200 $M check --device 0 --op gemm_kr > "$L/$2_check.log" 2>&1
+  say "check gemm_kr ($1): exit $? $(grep -E 'passed, ' "$L/$2_check.log")"
+  grep -E " FAIL" "$L/$2_check.log" | head -4 >> "$S"
+}
+knob_kr_names() {
+  env $1 MEMRA_ADMISSION=off timeout 200 ncu --clock-control none --metrics gpu__time_duration.sum \
+    -k regex:memra_k_gemm_kr -c 12 $M check --device 0 --op gemm_kr --module mmq --quick > "$L/$2_ncu.txt" 2>&1
+  say "ncu names ($1): exit $? $(grep -oE 'memra_k_gemm_kr_q[456]_k_[a-z0-9]+' "$L/$2_ncu.txt" | sort -u | tr '\n' ' ')"
+}
+
 knob_tools() {
   local tool lg
   for tool in memcheck racecheck initcheck synccheck; do
@@ -1159,11 +1176,7 @@ step_krsums() {
     done; done
     knob_info MEMRA_MMQ_KR_SUMS=1 krsums
     # which kernels the check's gemm_kr calls launched (the _tx / _x names prove the plane's tiles ran)
-    for v in 1 0; do
-      MEMRA_MMQ_KR_SUMS=$v MEMRA_ADMISSION=off timeout 200 ncu --clock-control none --metrics gpu__time_duration.sum \
-        -k regex:memra_k_gemm_kr -c 12 $M check --device 0 --op gemm_kr --module mmq --quick > "$L/krsums_ncu_$v.txt" 2>&1
-      say "ncu names (MEMRA_MMQ_KR_SUMS=$v): exit $? $(grep -oE 'memra_k_gemm_kr_q[456]_k_[a-z0-9]+' "$L/krsums_ncu_$v.txt" | sort -u | tr '\n' ' ')"
-    done
+    for v in 1 0; do knob_kr_names MEMRA_MMQ_KR_SUMS=$v krsums_$v; done
   fi
   if [[ $parts == *" tools "* ]]; then
     knob_tools MEMRA_MMQ_KR_SUMS=1 krsums gemm_kr
@@ -1181,16 +1194,9 @@ step_krsums() {
 # (default "4096 512"), KRBULK_ROUNDS rounds (default 1)
 step_krbulk() {
   local t=$SECONDS
-  MEMRA_MMQ_KR_BULK=1 timeout 300 $T gemm_kr > "$L/krbulk_test_gemm_kr.log" 2>&1
-  say "test_mmq_ops gemm_kr (MEMRA_MMQ_KR_BULK=1): exit $?"
-  grep -E "FAIL" "$L/krbulk_test_gemm_kr.log" | head -6 >> "$S"
-  MEMRA_MMQ_KR_BULK=1 timeout 200 $M check --device 0 --op gemm_kr > "$L/krbulk_check.log" 2>&1
-  say "check gemm_kr (MEMRA_MMQ_KR_BULK=1): exit $? $(grep -E 'passed, ' "$L/krbulk_check.log")"
-  grep -E " FAIL" "$L/krbulk_check.log" | head -4 >> "$S"
+  knob_kr_tests MEMRA_MMQ_KR_BULK=1 krbulk
   knob_info MEMRA_MMQ_KR_BULK=1 krbulk
-  MEMRA_MMQ_KR_BULK=1 MEMRA_ADMISSION=off timeout 200 ncu --clock-control none --metrics gpu__time_duration.sum \
-    -k regex:memra_k_gemm_kr -c 12 $M check --device 0 --op gemm_kr --module mmq --quick > "$L/krbulk_ncu.txt" 2>&1
-  say "ncu names (MEMRA_MMQ_KR_BULK=1): exit $? $(grep -oE 'memra_k_gemm_kr_q[456]_k_[a-z0-9]+' "$L/krbulk_ncu.txt" | sort -u | tr '\n' ' ')"
+  knob_kr_names MEMRA_MMQ_KR_BULK=1 krbulk
   [ "${KRBULK_TOOLS:-1}" = 1 ] && knob_tools MEMRA_MMQ_KR_BULK=1 krbulk gemm_kr
   KNOBAB_KNOB=MEMRA_MMQ_KR_BULK KNOBAB_ARM='q4_k|q5_k' KNOBAB_M=${KRBULK_M:-4096 512} KNOBAB_ROUNDS=${KRBULK_ROUNDS:-1} step_knobab
   say "krbulk: $((SECONDS - t)) s"
@@ -1201,11 +1207,7 @@ step_krbulk() {
 # KRTC5_M (default "4096 512"), one round
 step_krtc5() {
   local t=$SECONDS
-  MEMRA_MMQ_KR_TC=1 timeout 300 $T gemm_kr > "$L/krtc5_test_gemm_kr.log" 2>&1
-  say "test_mmq_ops gemm_kr (MEMRA_MMQ_KR_TC=1): exit $?"
-  grep -E "FAIL" "$L/krtc5_test_gemm_kr.log" | head -6 >> "$S"
-  MEMRA_MMQ_KR_TC=1 timeout 200 $M check --device 0 --op gemm_kr > "$L/krtc5_check.log" 2>&1
-  say "check gemm_kr (MEMRA_MMQ_KR_TC=1): exit $? $(grep -E 'passed, ' "$L/krtc5_check.log")"
+  knob_kr_tests MEMRA_MMQ_KR_TC=1 krtc5
   KNOBAB_KNOB=MEMRA_MMQ_KR_TC KNOBAB_ARM='q5_k' KNOBAB_M=${KRTC5_M:-4096 512} KNOBAB_ROUNDS=${KRTC5_ROUNDS:-1} step_knobab
   say "krtc5: $((SECONDS - t)) s"
 }

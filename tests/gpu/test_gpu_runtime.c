@@ -983,21 +983,26 @@ static int case_mmq(const char *so)
      * the TC fold (KR_TC=1) and the cp.async tiles (BULK=0) keep their two-CTA kernels; unset and
      * q6_k: Q6_K alone at one CTA; 0: no one-CTA kernel anywhere. MEMRA_MMQ_KR_SUMS (unset: on) puts
      * Q4_K's (TC fold) and Q5_K's (either fold) two-CTA tiles on the sum plane (_tx, _x); 0 keeps the MMA sums.
+     * MEMRA_MMQ_KR_BULK=1 puts the TF32-fold sum-plane tiles on the bulk copies (_txb) on cc 9.0 only;
+     * with the sum plane off, or on cc 12.0, the _tx / _t tiles serve.
      * want: the suffix each call's tile name must end in */
     static const struct {
         int cc;
-        const char *one, *tc, *bulk, *sums, *want[4]; /* gemm_q8_0r, gemm_kr q4_k, q5_k, q6_k */
-    } ones[] = {{90, "1", NULL, NULL, NULL, {"bo", "to", "tx", "o"}},     {120, "1", NULL, NULL, NULL, {"bo", "to", "tx", "o"}},
-                {90, "1", "q4_k", NULL, NULL, {"bo", "to", "o", "o"}},     {90, "1", "q4_k", "0", NULL, {"", "to", "o", "o"}},
-                {90, NULL, NULL, NULL, NULL, {"b", "tx", "tx", "o"}},     {90, "q6_k", NULL, NULL, NULL, {"b", "tx", "tx", "o"}},
-                {120, NULL, NULL, NULL, NULL, {"b", "tx", "tx", "o"}},    {90, "0", NULL, NULL, NULL, {"b", "tx", "tx", ""}},
-                {90, NULL, NULL, NULL, "0", {"b", "t", "t", "o"}},        {90, NULL, "1", NULL, "1", {"b", "tx", "tx", "o"}},
-                {90, NULL, "0", NULL, NULL, {"b", "", "x", "o"}},         {90, NULL, "q4_k", NULL, NULL, {"b", "tx", "x", "o"}},
-                {90, NULL, "q4_k", NULL, "0", {"b", "t", "", "o"}}};
+        const char *one, *tc, *bulk, *sums, *krb, *want[4]; /* gemm_q8_0r, gemm_kr q4_k, q5_k, q6_k */
+    } ones[] = {{90, "1", NULL, NULL, NULL, NULL, {"bo", "to", "tx", "o"}},     {120, "1", NULL, NULL, NULL, NULL, {"bo", "to", "tx", "o"}},
+                {90, "1", "q4_k", NULL, NULL, NULL, {"bo", "to", "o", "o"}},     {90, "1", "q4_k", "0", NULL, NULL, {"", "to", "o", "o"}},
+                {90, NULL, NULL, NULL, NULL, NULL, {"b", "tx", "tx", "o"}},     {90, "q6_k", NULL, NULL, NULL, NULL, {"b", "tx", "tx", "o"}},
+                {120, NULL, NULL, NULL, NULL, NULL, {"b", "tx", "tx", "o"}},    {90, "0", NULL, NULL, NULL, NULL, {"b", "tx", "tx", ""}},
+                {90, NULL, NULL, NULL, "0", NULL, {"b", "t", "t", "o"}},        {90, NULL, "1", NULL, "1", NULL, {"b", "tx", "tx", "o"}},
+                {90, NULL, "0", NULL, NULL, NULL, {"b", "", "x", "o"}},         {90, NULL, "q4_k", NULL, NULL, NULL, {"b", "tx", "x", "o"}},
+                {90, NULL, "q4_k", NULL, "0", NULL, {"b", "t", "", "o"}},
+                {90, NULL, NULL, NULL, NULL, "1", {"b", "txb", "txb", "o"}},
+                {120, NULL, NULL, NULL, NULL, "1", {"b", "tx", "tx", "o"}},
+                {90, NULL, NULL, NULL, "0", "1", {"b", "t", "t", "o"}},
+                {90, NULL, "q4_k", NULL, NULL, "1", {"b", "txb", "x", "o"}}};
     for (size_t i = 0; i < sizeof ones / sizeof ones[0]; i++) {
         g_mmq_one_knob = ones[i].one, g_kr_tc_knob = ones[i].tc, g_mmq_bulk_knob = ones[i].bulk;
-        g_kr_sums_knob = ones[i].sums;
-        g_kr_bulk_knob = NULL;
+        g_kr_sums_knob = ones[i].sums, g_kr_bulk_knob = ones[i].krb;
         if (!open_mod(so, ones[i].cc, &m)) return 0;
         for (int f = -1; f < 3; f++) {
             memra_call c2 = call_of(&m);
@@ -1012,9 +1017,10 @@ static int case_mmq(const char *so)
             if (rest != NULL) rest += strspn(rest, "24n3");
             const int good = st2 == MEMRA_STATUS_OK && g_n_launched == 1 && rest != NULL &&
                              strcmp(rest, ones[i].want[f + 1]) == 0;
-            printf("  ONE=%s KR_TC=%s BULK=%s KR_SUMS=%s cc %d %s: %s, want a tile ending \"%s\"  %s\n",
+            printf("  ONE=%s KR_TC=%s BULK=%s KR_SUMS=%s KR_BULK=%s cc %d %s: %s, want a tile ending \"%s\"  %s\n",
                    ones[i].one ? ones[i].one : "unset", ones[i].tc ? ones[i].tc : "unset",
-                   ones[i].bulk ? ones[i].bulk : "unset", ones[i].sums ? ones[i].sums : "unset", ones[i].cc,
+                   ones[i].bulk ? ones[i].bulk : "unset", ones[i].sums ? ones[i].sums : "unset",
+                   ones[i].krb ? ones[i].krb : "unset", ones[i].cc,
                    f < 0 ? "gemm_q8_0r" : f == 0 ? "gemm_kr q4_k" : f == 1 ? "gemm_kr q5_k" : "gemm_kr q6_k", got,
                    ones[i].want[f + 1], good ? "ok" : "FAIL");
             ok &= good;
@@ -1022,38 +1028,7 @@ static int case_mmq(const char *so)
         }
         ok &= close_mod(&m, 1);
     }
-    g_mmq_one_knob = NULL, g_kr_tc_knob = NULL, g_mmq_bulk_knob = NULL, g_kr_sums_knob = NULL;
-    /* MEMRA_MMQ_KR_BULK=1: the TF32-fold sum-plane tiles on the bulk copies (_txb) on cc 9.0 only
-     * (Q4_K, Q5_K; Q6_K keeps its one-CTA tiles); with the sum plane off, or on cc 12.0, the _tx / _t
-     * tiles serve. want: gemm_kr q4_k, q5_k, q6_k */
-    static const struct {
-        int cc;
-        const char *sums, *tc, *want[3];
-    } kbs[] = {{90, NULL, NULL, {"txb", "txb", "o"}},
-               {120, NULL, NULL, {"tx", "tx", "o"}},
-               {90, "0", NULL, {"t", "t", "o"}},
-               {90, NULL, "q4_k", {"txb", "x", "o"}}};
-    for (size_t i = 0; i < sizeof kbs / sizeof kbs[0]; i++) {
-        g_kr_bulk_knob = "1", g_kr_sums_knob = kbs[i].sums, g_kr_tc_knob = kbs[i].tc;
-        if (!open_mod(so, kbs[i].cc, &m)) return 0;
-        for (int f = 0; f < 3; f++) {
-            memra_call c2 = call_of(&m);
-            memra_gemm_args a2 = gemm(4096, 12288, 5120);
-            a2.w_format = (int32_t)kq[f];
-            const memra_status st2 = m.desc->ops->gemm_kr(&c2, &a2);
-            const char *got = g_n_launched > 0 ? g_launched[0] : "";
-            const char *rest = strncmp(got, kq_tile[f], strlen(kq_tile[f])) == 0 ? got + strlen(kq_tile[f]) : NULL;
-            if (rest != NULL) rest += strspn(rest, "24n3");
-            const int good = st2 == MEMRA_STATUS_OK && g_n_launched == 1 && rest != NULL && strcmp(rest, kbs[i].want[f]) == 0;
-            printf("  KR_BULK=1 KR_SUMS=%s KR_TC=%s cc %d gemm_kr %s: %s, want a tile ending \"%s\"  %s\n",
-                   kbs[i].sums ? kbs[i].sums : "unset", kbs[i].tc ? kbs[i].tc : "unset", kbs[i].cc,
-                   f == 0 ? "q4_k" : f == 1 ? "q5_k" : "q6_k", got, kbs[i].want[f], good ? "ok" : "FAIL");
-            ok &= good;
-            g_n_launched = 0;
-        }
-        ok &= close_mod(&m, 1);
-    }
-    g_kr_bulk_knob = NULL, g_kr_sums_knob = NULL, g_kr_tc_knob = NULL;
+    g_mmq_one_knob = NULL, g_kr_tc_knob = NULL, g_mmq_bulk_knob = NULL, g_kr_sums_knob = NULL, g_kr_bulk_knob = NULL;
     return ok;
 }
 
