@@ -100,6 +100,7 @@
 #               (see step_bulkxe)
 #   xestress    gemm_experts (Q8_0 floor and block-128 FP8) from threads and streams in test_gpu_stress,
 #               an injected fault, memcheck (see step_xestress)
+#   xetools     the four tools over check gemm_experts (mmq, --quick) under the defaults
 #   moesan      the four sanitizer tools over gemm_experts (mmq check with a forced split,
 #               test_gpu_experts fp8blk and split_q6_k), each in its own process
 #   xe16        the grouped lanes first run in run t2: f16 / bf16 (MEMRA_MMQ_XE_F16) and per-tensor fp8
@@ -1557,6 +1558,14 @@ step_xesan() {
     san_experts xesan $tool $c
   done; done
   say "xesan: $((SECONDS - t)) s"
+}
+
+# the four tools over memra check --op gemm_experts --module mmq --quick under the defaults (each
+# tool in its own process): the sorted grouped tiles the plan picks unforced (_stx / _sx / _st ...)
+step_xetools() {
+  local t=$SECONDS
+  knob_tools MEMRA_MMQ_KR_SUMS=1 xetools gemm_experts
+  say "xetools: $((SECONDS - t)) s"
 }
 
 step_moesan() {
