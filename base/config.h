@@ -97,8 +97,8 @@
       "gemm_kr's min term on TF32 MMAs once a step: 1 Q4_K and Q5_K (run d3, on the sum plane: Q5_K 2-4% faster), q4_k Q4_K only, 0 neither") \
     X(MMQ_KR_SUMS, "MEMRA_MMQ_KR_SUMS", "mmq modules", BOOL, "", "1",                                          \
       "0: gemm_kr's Q4_K / Q5_K min term sums the activation's codes by an MMA in the tile, not from the q8_1 records' sum plane") \
-    X(MMQ_KR_BULK, "MEMRA_MMQ_KR_BULK", "mmq modules", BOOL, "", "0",                                          \
-      "1: gemm_kr's Q4_K / Q5_K sum-plane tiles on the TF32 fold take their stages by the bulk copy engine (cc 9.x; untimed)") \
+    X(MMQ_KR_BULK, "MEMRA_MMQ_KR_BULK", "mmq modules", BOOL, "", "1",                                          \
+      "0: gemm_kr's Q4_K / Q5_K sum-plane tiles take their stages by cp.async, not the bulk copy engine (cc 9.x; runs e1 / e2: bulk 3-10% faster)") \
     X(MMQ_XE_BM, "MEMRA_MMQ_XE_BM", "mmq modules", UINT, "0..1024", "0 (from rows per expert)",                  \
       "gemm_experts grouped tile rows forced (32|64|128)")                                                        \
     X(MMQ_XE_SPLIT, "MEMRA_MMQ_XE_SPLIT", "mmq modules", UINT, "0..16", "0 (chosen per call)",                  \

@@ -1219,10 +1219,16 @@ step_krtc5() {
 # profiles check of each op in KRSXE_OPS (default gemm_experts), then bench moe
 # --sheet mixtral (KRSXE_SHEET) uniform at KRSXE_M (default "4096 512") for q4_k and q5_k, the knob 0 / 1
 # alternating (KRSXE_ROUNDS, default 1), MEMRA_F16_BUDGET_MB=0 (the floor), grouped rows in the summary;
-# KRSXE_TOOLS=1 adds the four tools over check gemm_experts --module mmq --quick
+# KRSXE_TOOLS=1 adds the four tools over check gemm_experts --module mmq --quick; KRSXE_KNOB (default
+# MEMRA_MMQ_KR_SUMS) the knob set 1 for the tests and alternated 0 / 1 in the bench (MEMRA_MMQ_KR_BULK: the
+# sorted _stxb tiles against _stx)
 step_krsumsxe() {
-  local t=$SECONDS p fm mm r i v f
-  knob_experts MEMRA_MMQ_KR_SUMS=1 krsxe mmq q4_k q5_k q6_k
+  local t=$SECONDS p fm mm r i v f kn=${KRSXE_KNOB:-MEMRA_MMQ_KR_SUMS}
+  knob_experts $kn=1 krsxe mmq q4_k q5_k q6_k
+  # which grouped K-quant kernels the check's --quick calls launch under the knob (ncu; the names prove it)
+  env $kn=1 MEMRA_ADMISSION=off timeout 200 ncu --clock-control none --metrics gpu__time_duration.sum \
+    -k regex:memra_k_experts_kr -c 24 $M check --device 0 --op gemm_experts --module mmq --quick > "$L/krsxe_ncu.txt" 2>&1
+  say "ncu names ($kn=1): exit $? $(grep -oE 'memra_k_experts_kr_q[456]_k_[a-z0-9_]+' "$L/krsxe_ncu.txt" | sort -u | tr '\n' ' ')"
   local op
   for p in sm120 cuda; do for op in ${KRSXE_OPS:-gemm_experts}; do
     MEMRA_ARCH=$p timeout 200 $M check --device 0 --op $op > "$L/krsxe_check_${op}_$p.log" 2>&1
@@ -1233,13 +1239,13 @@ step_krsumsxe() {
     for ((r = 1; r <= ${KRSXE_ROUNDS:-1}; r++)); do for ((i = 0; i < 2; i++)); do
       v=$(((i + r - 1) % 2))
       f="$L/krsxe_moe_${fm}_m${mm}_${v}_$r.txt"
-      MEMRA_F16_BUDGET_MB=0 MEMRA_MMQ_KR_SUMS=$v timeout 200 $M bench moe --device 0 --sheet ${KRSXE_SHEET:-mixtral} \
+      MEMRA_F16_BUDGET_MB=0 $kn=$v timeout 200 $M bench moe --device 0 --sheet ${KRSXE_SHEET:-mixtral} \
         --routing uniform --m $mm --format $fm --json $R/krsxe_moe_${fm}_m${mm}_${v}_${r}_$TAG.json > "$f" 2>&1
-      say "bench moe $fm m=$mm MEMRA_MMQ_KR_SUMS=$v (round $r): exit $?"
+      say "bench moe $fm m=$mm $kn=$v (round $r): exit $?"
       grep -E "gate|up|down" "$f" | head -6 >> "$S"
     done; done
   done; done
-  [ "${KRSXE_TOOLS:-0}" = 1 ] && knob_tools MEMRA_MMQ_KR_SUMS=1 krsxe gemm_experts
+  [ "${KRSXE_TOOLS:-0}" = 1 ] && knob_tools $kn=1 krsxe gemm_experts
   say "krsumsxe: $((SECONDS - t)) s"
 }
 

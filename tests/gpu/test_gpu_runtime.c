@@ -700,7 +700,7 @@ static int case_mmq(const char *so)
         p.w_format = (int32_t)MEMRA_FORMAT_Q4_K;
         c = call_of(&m);
         ok &= launched_exact("gemm_kr plan m=4096", m.desc->ops->gemm_kr(&c, &p), 1,
-                             (const char *[]){"memra_k_gemm_kr_q4_k_mt4tx"}, (const int[]){-1});
+                             (const char *[]){"memra_k_gemm_kr_q4_k_mt4txb"}, (const int[]){-1});
     }
     c = call_of(&m);
     ok &= launched("accprobe s32", m.desc->ops->accprobe(&c, MEMRA_ACCPROBE_S32, &a), 1,
@@ -942,6 +942,7 @@ static int case_mmq(const char *so)
             const memra_status st2 = m.desc->ops->gemm_kr(&c2, &a2);
             const char *got = g_n_launched > 0 ? g_launched[0] : "";
             size_t len = strlen(got);
+            if (len > 1 && strcmp(got + len - 2, "xb") == 0) len--; /* the bulk-copy ones (MEMRA_MMQ_KR_BULK): _txb */
             if (len > 0 && got[len - 1] == 'x') len--; /* the sum-plane tiles (MEMRA_MMQ_KR_SUMS): _tx, _x */
             const int t = len > 0 && got[len - 1] == 't';
             char what[48];
@@ -963,7 +964,9 @@ static int case_mmq(const char *so)
             char want[64];
             /* and the sum plane (MEMRA_MMQ_KR_SUMS unset: on) at each format's default fold: Q4_K TC, Q5_K per-32 */
             const int xs = f == 0 ? tc : f == 1; /* Q4_K's TC fold, Q5_K's either */
-            snprintf(want, sizeof want, "%s2_s%s%s", kq_tile[f] + strlen("memra_k_gemm_kr_"), tc ? "t" : "", xs ? "x" : "");
+            /* and on cc 9.0 the bulk copies (MEMRA_MMQ_KR_BULK unset: on) where the fold is TC and t from the plane */
+            snprintf(want, sizeof want, "%s2_s%s%s%s", kq_tile[f] + strlen("memra_k_gemm_kr_"), tc ? "t" : "", xs ? "x" : "",
+                     tc && xs ? "b" : "");
             int found = 0;
             for (int i = 0; i < g_n_launched; i++) {
                 const size_t gl = strlen(g_launched[i]), wl = strlen(want);
@@ -978,28 +981,60 @@ static int case_mmq(const char *so)
         ok &= close_mod(&m, 1);
     }
     g_kr_tc_knob = NULL;
+    /* the sorted grouped K-quant tiles follow MEMRA_MMQ_KR_BULK as the dense ones: _stxb on cc 9.0 by
+     * default; _stx with the knob 0, on cc 12.0, or where the image lacks one of the _stxb tiles */
+    static const struct {
+        int cc;
+        const char *krb, *missing, *want;
+    } xb[] = {{90, NULL, NULL, "_mt2_stxb"}, {90, "1", NULL, "_mt2_stxb"},          {90, "0", NULL, "_mt2_stx"},
+              {120, NULL, NULL, "_mt2_stx"}, {90, NULL, "q5_k_mt4_stxb", "_mt2_stx"}};
+    for (size_t i = 0; i < sizeof xb / sizeof xb[0]; i++) {
+        g_kr_bulk_knob = xb[i].krb, g_missing_kernel = xb[i].missing;
+        if (!open_mod(so, xb[i].cc, &m)) return 0;
+        memra_call c3 = call_of(&m);
+        memra_gemm_args a3 = gemm(512, 300, 256);
+        a3.w_format = (int32_t)MEMRA_FORMAT_Q5_K;
+        memra_gemm_experts_args x3 = {.struct_size = sizeof x3, .lane = MEMRA_OP_gemm_kr, .n_experts = 8,
+                                      .ids = 0x60000000};
+        const memra_status st3 = m.desc->ops->gemm_experts(&c3, &a3, &x3);
+        int found = 0;
+        for (int j = 0; j < g_n_launched; j++) {
+            const size_t gl = strlen(g_launched[j]), wl = strlen(xb[i].want);
+            found |= gl >= wl && strcmp(g_launched[j] + gl - wl, xb[i].want) == 0 &&
+                     strncmp(g_launched[j], "memra_k_experts_kr_q5_k", 23) == 0;
+        }
+        printf("  gemm_experts q5_k KR_BULK=%s cc %d%s%s: status %d, a launch ending in %s  %s\n",
+               xb[i].krb ? xb[i].krb : "unset", xb[i].cc, xb[i].missing ? ", image without " : "",
+               xb[i].missing ? xb[i].missing : "", (int)st3, xb[i].want, st3 == MEMRA_STATUS_OK && found ? "ok" : "FAIL");
+        ok &= st3 == MEMRA_STATUS_OK && found;
+        g_n_launched = 0;
+        ok &= close_mod(&m, 1);
+    }
+    g_kr_bulk_knob = NULL, g_missing_kernel = NULL;
     /* MEMRA_MMQ_ONE=1: the one-CTA builds, gemm_q8_0r's _bo on cc 9.0 and 12.0 (beside the bulk
      * tiles), gemm_kr's _to (Q4_K TC) and _o (Q5_K, Q6_K per-32) at their default folds; Q5_K on
      * the TC fold (KR_TC=1) and the cp.async tiles (BULK=0) keep their two-CTA kernels; unset and
      * q6_k: Q6_K alone at one CTA; 0: no one-CTA kernel anywhere. MEMRA_MMQ_KR_SUMS (unset: on) puts
      * Q4_K's (TC fold) and Q5_K's (either fold) two-CTA tiles on the sum plane (_tx, _x); 0 keeps the MMA sums.
-     * MEMRA_MMQ_KR_BULK=1 puts the TF32-fold sum-plane tiles on the bulk copies (_txb) on cc 9.0 only;
-     * with the sum plane off, or on cc 12.0, the _tx / _t tiles serve.
+     * MEMRA_MMQ_KR_BULK (unset: on) puts the TF32-fold sum-plane tiles on the bulk copies (_txb) on cc 9.0
+     * only; with it 0, with the sum plane off, or on cc 12.0, the _tx / _t tiles serve.
      * want: the suffix each call's tile name must end in */
     static const struct {
         int cc;
         const char *one, *tc, *bulk, *sums, *krb, *want[4]; /* gemm_q8_0r, gemm_kr q4_k, q5_k, q6_k */
-    } ones[] = {{90, "1", NULL, NULL, NULL, NULL, {"bo", "to", "tx", "o"}},     {120, "1", NULL, NULL, NULL, NULL, {"bo", "to", "tx", "o"}},
+    } ones[] = {{90, "1", NULL, NULL, NULL, NULL, {"bo", "to", "txb", "o"}},    {120, "1", NULL, NULL, NULL, NULL, {"bo", "to", "tx", "o"}},
                 {90, "1", "q4_k", NULL, NULL, NULL, {"bo", "to", "o", "o"}},     {90, "1", "q4_k", "0", NULL, NULL, {"", "to", "o", "o"}},
-                {90, NULL, NULL, NULL, NULL, NULL, {"b", "tx", "tx", "o"}},     {90, "q6_k", NULL, NULL, NULL, NULL, {"b", "tx", "tx", "o"}},
-                {120, NULL, NULL, NULL, NULL, NULL, {"b", "tx", "tx", "o"}},    {90, "0", NULL, NULL, NULL, NULL, {"b", "tx", "tx", ""}},
-                {90, NULL, NULL, NULL, "0", NULL, {"b", "t", "t", "o"}},        {90, NULL, "1", NULL, "1", NULL, {"b", "tx", "tx", "o"}},
-                {90, NULL, "0", NULL, NULL, NULL, {"b", "", "x", "o"}},         {90, NULL, "q4_k", NULL, NULL, NULL, {"b", "tx", "x", "o"}},
+                {90, NULL, NULL, NULL, NULL, NULL, {"b", "txb", "txb", "o"}},   {90, "q6_k", NULL, NULL, NULL, NULL, {"b", "txb", "txb", "o"}},
+                {120, NULL, NULL, NULL, NULL, NULL, {"b", "tx", "tx", "o"}},    {90, "0", NULL, NULL, NULL, NULL, {"b", "txb", "txb", ""}},
+                {90, NULL, NULL, NULL, "0", NULL, {"b", "t", "t", "o"}},        {90, NULL, "1", NULL, "1", NULL, {"b", "txb", "txb", "o"}},
+                {90, NULL, "0", NULL, NULL, NULL, {"b", "", "x", "o"}},         {90, NULL, "q4_k", NULL, NULL, NULL, {"b", "txb", "x", "o"}},
                 {90, NULL, "q4_k", NULL, "0", NULL, {"b", "t", "", "o"}},
                 {90, NULL, NULL, NULL, NULL, "1", {"b", "txb", "txb", "o"}},
+                {90, NULL, NULL, NULL, NULL, "0", {"b", "tx", "tx", "o"}},
                 {120, NULL, NULL, NULL, NULL, "1", {"b", "tx", "tx", "o"}},
                 {90, NULL, NULL, NULL, "0", "1", {"b", "t", "t", "o"}},
-                {90, NULL, "q4_k", NULL, NULL, "1", {"b", "txb", "x", "o"}}};
+                {90, NULL, "q4_k", NULL, NULL, "1", {"b", "txb", "x", "o"}},
+                {90, NULL, "q4_k", NULL, NULL, "0", {"b", "tx", "x", "o"}}};
     for (size_t i = 0; i < sizeof ones / sizeof ones[0]; i++) {
         g_mmq_one_knob = ones[i].one, g_kr_tc_knob = ones[i].tc, g_mmq_bulk_knob = ones[i].bulk;
         g_kr_sums_knob = ones[i].sums, g_kr_bulk_knob = ones[i].krb;

@@ -1512,9 +1512,83 @@ KR_ENTRY(memra_k_gemm_kr_q5_k_mt4n3tx, 4, 3, KR_Q5_K, true, 2, true)
 KR_ENTRY(memra_k_gemm_kr_q5_k_mt2n3tx, 2, 3, KR_Q5_K, true, 2, true)
 #undef KR_ENTRY
 
+/* gemm_krb_body's setup and k loop, shared with experts_kr_body's bulk tiles (R3B_KLOOP's reasons
+ * for a macro). KRB_SETUP zeroes the tile's BYTES of shared memory (rows past a run's are never
+ * copied: they stay the zeros, as the cp.async tiles' zero fill) and initialises the R3_STAGES + 1
+ * mbarriers at BAR (the A slots', then P's). KRB_KLOOP: thread 0 issues step g's activation runs
+ * SRC_A(g) (ABYTES) and SRC_T(g) (TBYTES, the sum-plane entries) on the slot's mbarrier and the
+ * packed weight's runs (nibbles, high bits, heads of the tile's brows rows) on P's; every thread
+ * waits on them and widens; STEP(ao, wo, ts) runs the MMAs and folds on the A slot at ao, the
+ * weight slot at wo and the sum-plane slot at ts. w, n, k, j0, brows, P from the caller's scope. */
+#define KRB_SETUP(SMEM, BYTES, BAR)                                                                          \
+    do {                                                                                                    \
+        for (int i_ = threadIdx.x; i_ < (BYTES) / 16; i_ += MMQ_THREADS)                                    \
+            reinterpret_cast<uint4 *>(SMEM)[i_] = make_uint4(0u, 0u, 0u, 0u);                               \
+        if (threadIdx.x == 0) {                                                                             \
+            for (int s_ = 0; s_ <= R3_STAGES; s_++) memra_mb_init((BAR) + 8 * s_, 1);                       \
+            asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");                            \
+        }                                                                                                   \
+        asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); /* the zeros before the copies */    \
+        __syncthreads();                                                                                    \
+    } while (0)
+#define KRB_KLOOP(MT, NT, F, g0, nk, SMEM, BASE, BAR, SRC_A, SRC_T, ABYTES, TBYTES, STEP)                    \
+    do {                                                                                                    \
+        constexpr int HB_ = KR_HB(F);                                                                       \
+        const uint32_t pbar_ = (BAR) + 8 * R3_STAGES;                                                       \
+        const long long G_ = k / 128;                                                                       \
+        const unsigned pbytes_ = (unsigned)brows * 64, hbytes_ = (unsigned)brows * HB_;                     \
+        const unsigned sbytes_ = (unsigned)brows * 16;                                                      \
+        /* (a forced split may leave a slice no step: it then issues nothing, so that no copy is in        \
+         * flight when the CTA exits) */                                                                    \
+        if (threadIdx.x == 0 && (nk) > 0) {                                                                 \
+            KRB_ISSUE_A(MT, NT, F, BASE, BAR, 0, (g0), SRC_A, SRC_T, ABYTES, TBYTES);                       \
+            KRB_ISSUE_P(MT, NT, HB_, BASE, pbar_, (g0));                                                    \
+            if ((nk) > 1) KRB_ISSUE_A(MT, NT, F, BASE, BAR, 1, (g0) + 1, SRC_A, SRC_T, ABYTES, TBYTES);     \
+        }                                                                                                   \
+        if ((nk) > 0) {                                                                                     \
+            memra_mb_wait(pbar_, 0u);                                                                       \
+            kr_widen<F, BN, true>(P, (SMEM), (g0), n, k, j0); /* step 0's weights into slot 0 */            \
+        }                                                                                                   \
+        int cur_ = 0, nxt_ = R3_STAGES - 1;                                                                 \
+        for (int kt_ = 0; kt_ < (nk); kt_++) {                                                              \
+            memra_mb_wait((BAR) + 8 * cur_, (unsigned)(kt_ / R3_STAGES) & 1u); /* step kt's runs landed */  \
+            /* step kt's weights widened by every thread, P read by all, every warp past step kt - 1 */    \
+            __syncthreads();                                                                                \
+            const bool more_ = kt_ + 1 < (nk);                                                              \
+            if (threadIdx.x == 0) {                                                                         \
+                if (more_) KRB_ISSUE_P(MT, NT, HB_, BASE, pbar_, (g0) + kt_ + 1);                           \
+                if (kt_ + R3_STAGES - 1 < (nk))                                                             \
+                    KRB_ISSUE_A(MT, NT, F, BASE, BAR, nxt_, (g0) + kt_ + R3_STAGES - 1, SRC_A, SRC_T, ABYTES, TBYTES); \
+            }                                                                                               \
+            STEP(KR_A_OFF(NT) + cur_ * R3_A_BYTES(MT), (kt_ & 1) * KR_W_SLOT(NT), cur_ * 32 * MT * 16);     \
+            if (more_) {                                                                                    \
+                memra_mb_wait(pbar_, (unsigned)(kt_ + 1) & 1u); /* P(kt + 1) landed */                      \
+                kr_widen<F, BN, true>(P, (SMEM) + ((kt_ + 1) & 1) * KR_W_SLOT(NT), (g0) + kt_ + 1, n, k, j0); \
+            }                                                                                               \
+            cur_ = cur_ == R3_STAGES - 1 ? 0 : cur_ + 1;                                                    \
+            nxt_ = nxt_ == R3_STAGES - 1 ? 0 : nxt_ + 1;                                                    \
+        }                                                                                                   \
+    } while (0)
+#define KRB_ISSUE_A(MT, NT, F, BASE, BAR, slot, g, SRC_A, SRC_T, ABYTES, TBYTES)                            \
+    do {                                                                                                    \
+        const unsigned mb_ = (BAR) + 8 * (slot);                                                            \
+        memra_mb_arrive_tx(mb_, (ABYTES) + (TBYTES));                                                       \
+        memra_bulk_g2s((BASE) + KR_A_OFF(NT) + (slot) * R3_A_BYTES(MT), SRC_A(g), (ABYTES), mb_);           \
+        memra_bulk_g2s((BASE) + KR_T_OFF(F, MT, NT) + (slot) * 32 * MT * 16, SRC_T(g), (TBYTES), mb_);      \
+    } while (0)
+#define KRB_ISSUE_P(MT, NT, HB, BASE, PBAR, g)                                                              \
+    do {                                                                                                    \
+        const long long rec_ = (long long)(g) * n + j0;                                                     \
+        memra_mb_arrive_tx((PBAR), pbytes_ + hbytes_ + sbytes_);                                            \
+        memra_bulk_g2s((BASE) + KR_P_OFF(MT, NT), w + rec_ * 64, pbytes_, (PBAR));                          \
+        if (HB != 0) memra_bulk_g2s((BASE) + KR_P_OFF(MT, NT) + BN * 64, w + G_ * n * 64 + rec_ * HB, hbytes_, (PBAR)); \
+        memra_bulk_g2s((BASE) + KR_P_OFF(MT, NT) + BN * (64 + HB),                                          \
+                       w + G_ * n * (64 + HB) + ((long long)((g) >> 1) * n + j0) * 16, sbytes_, (PBAR));    \
+    } while (0)
+
 #if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 900
-/* MEMRA_MMQ_KR_BULK=1 (cc 9.x; the launcher keeps them off sm_120, whose 99 KB Q5_K's 128 x 96 tile
- * fills without the mbarriers): the sum-plane tiles of Q4_K and Q5_K on the TF32 fold (the _tx
+/* MEMRA_MMQ_KR_BULK (the default since runs e1 / e2; cc 9.x: the launcher keeps them off sm_120,
+ * whose 99 KB Q5_K's 128 x 96 tile fills without the mbarriers): the sum-plane tiles of Q4_K and Q5_K on the TF32 fold (the _tx
  * tiles) with every stage brought by the bulk copy engine, as gemm_q8_0r's _b tiles: per step one
  * thread issues the activation's two runs (the 32 MT records, their sum-plane entries) on the
  * slot's mbarrier and the packed weight's runs (nibbles, Q5_K's high bits, the super-block
@@ -1531,19 +1605,12 @@ __device__ __forceinline__ void gemm_krb_body(const unsigned char *__restrict__ 
     static_assert(F != KR_Q6_K, "Q6_K's d plane is not a run of 16-byte multiples");
     extern __shared__ __align__(16) unsigned char kr_smem[];
     __shared__ __align__(8) unsigned long long krb_bar[R3_STAGES + 1]; /* the A slots', then P's */
-    constexpr int BN = 32 * NT, HB = KR_HB(F);
+    constexpr int BN = 32 * NT;
     const mmq_tile t = mmq_tile_of<MT, NT>(m, n, k);
     const int lane = t.lane, wm = t.wm, wn = t.wn, i0 = t.i0, j0 = t.j0, g0 = t.g0, nk = t.nk;
     const int arows = t.arows, brows = t.brows;
-    const uint32_t bar = smem_u32(krb_bar), pbar = bar + 8 * R3_STAGES;
-    for (int i = threadIdx.x; i < KR_SMEM_BYTES(F, MT, NT) / 16; i += MMQ_THREADS)
-        reinterpret_cast<uint4 *>(kr_smem)[i] = make_uint4(0u, 0u, 0u, 0u);
-    if (threadIdx.x == 0) {
-        for (int s_ = 0; s_ <= R3_STAGES; s_++) memra_mb_init(bar + 8 * s_, 1);
-        asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
-    }
-    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); /* the zeros before the copies */
-    __syncthreads();
+    const uint32_t bar = smem_u32(krb_bar);
+    KRB_SETUP(kr_smem, KR_SMEM_BYTES(F, MT, NT), bar);
     pdl_wait(); /* only shared memory before it: the q8_1 records (and y's earlier readers) are complete */
 
     float acc[MT][NT][4];
@@ -1558,65 +1625,21 @@ __device__ __forceinline__ void gemm_krb_body(const unsigned char *__restrict__ 
     const int at_off = KR_T_OFF(F, MT, NT) + (wm * 16 * MT + (lane >> 2)) * 16;
     const uint32_t base = smem_u32(kr_smem);
     unsigned char *const P = kr_smem + KR_P_OFF(MT, NT);
-    const long long G = k / 128;
     const unsigned char *const xt = xq + (long long)((k + 511) / 512 * 4) * m * MMQ_ROW;
     const unsigned abytes = (unsigned)arows * MMQ_ROW, tbytes = (unsigned)arows * 16;
-    const unsigned pbytes = (unsigned)brows * 64, hbytes = (unsigned)brows * HB, sbytes = (unsigned)brows * 16;
-#define KRB_ISSUE_A(slot, g)                                                                                \
-    do {                                                                                                    \
-        const unsigned mb_ = bar + 8 * (slot);                                                              \
-        memra_mb_arrive_tx(mb_, abytes + tbytes);                                                           \
-        memra_bulk_g2s(base + KR_A_OFF(NT) + (slot) * R3_A_BYTES(MT), xq + ((long long)(g) * m + i0) * MMQ_ROW, \
-                       abytes, mb_);                                                                        \
-        memra_bulk_g2s(base + KR_T_OFF(F, MT, NT) + (slot) * 32 * MT * 16, xt + ((long long)(g) * m + i0) * 16, \
-                       tbytes, mb_);                                                                        \
-    } while (0)
-#define KRB_ISSUE_P(g)                                                                                      \
-    do {                                                                                                    \
-        const long long rec_ = (long long)(g) * n + j0;                                                     \
-        memra_mb_arrive_tx(pbar, pbytes + hbytes + sbytes);                                                 \
-        memra_bulk_g2s(base + KR_P_OFF(MT, NT), w + rec_ * 64, pbytes, pbar);                               \
-        if (HB != 0) memra_bulk_g2s(base + KR_P_OFF(MT, NT) + BN * 64, w + G * n * 64 + rec_ * HB, hbytes, pbar); \
-        memra_bulk_g2s(base + KR_P_OFF(MT, NT) + BN * (64 + HB),                                            \
-                       w + G * n * (64 + HB) + ((long long)((g) >> 1) * n + j0) * 16, sbytes, pbar);        \
-    } while (0)
-    /* (a forced split may leave a slice no step: it then issues nothing, so that no copy is in
-     * flight when the CTA exits) */
-    if (threadIdx.x == 0 && nk > 0) {
-        KRB_ISSUE_A(0, g0);
-        KRB_ISSUE_P(g0);
-        if (nk > 1) KRB_ISSUE_A(1, g0 + 1);
-    }
-    if (nk > 0) {
-        memra_mb_wait(pbar, 0u);
-        kr_widen<F, BN, true>(P, kr_smem, g0, n, k, j0); /* step 0's weights into slot 0 */
-    }
-    int cur = 0, nxt = R3_STAGES - 1;
-    for (int kt = 0; kt < nk; kt++) {
-        memra_mb_wait(bar + 8 * cur, (unsigned)(kt / R3_STAGES) & 1u); /* step kt's activation runs landed */
-        /* step kt's weights widened by every thread, P read by all, every warp past step kt - 1 */
-        __syncthreads();
-        const bool more = kt + 1 < nk;
-        if (threadIdx.x == 0) {
-            if (more) KRB_ISSUE_P(g0 + kt + 1);
-            if (kt + R3_STAGES - 1 < nk) KRB_ISSUE_A(nxt, g0 + kt + R3_STAGES - 1);
-        }
-        const int ao = KR_A_OFF(NT) + cur * R3_A_BYTES(MT), wo = (kt & 1) * KR_W_SLOT(NT);
-        kr_step<MT, NT, false, false, true, true>(acc, base + ao + a_off, base + wo + b_off,
-                                                  reinterpret_cast<const float *>(kr_smem + ao + ax_off),
-                                                  reinterpret_cast<const float *>(kr_smem + wo + bw_off),
-                                                  reinterpret_cast<const float *>(kr_smem + wo + sd_off), MT,
-                                                  kr_smem + wo + sm_off,
-                                                  reinterpret_cast<const float *>(kr_smem + at_off + cur * 32 * MT * 16));
-        if (more) {
-            memra_mb_wait(pbar, (unsigned)(kt + 1) & 1u); /* P(kt + 1) landed */
-            kr_widen<F, BN, true>(P, kr_smem + ((kt + 1) & 1) * KR_W_SLOT(NT), g0 + kt + 1, n, k, j0);
-        }
-        cur = cur == R3_STAGES - 1 ? 0 : cur + 1;
-        nxt = nxt == R3_STAGES - 1 ? 0 : nxt + 1;
-    }
-#undef KRB_ISSUE_P
-#undef KRB_ISSUE_A
+#define KRB_SRC_A(g) (xq + ((long long)(g) * m + i0) * MMQ_ROW)
+#define KRB_SRC_T(g) (xt + ((long long)(g) * m + i0) * 16)
+#define KRB_STEP(ao, wo, ts)                                                                                \
+    kr_step<MT, NT, false, false, true, true>(acc, base + (ao) + a_off, base + (wo) + b_off,                \
+                                              reinterpret_cast<const float *>(kr_smem + (ao) + ax_off),     \
+                                              reinterpret_cast<const float *>(kr_smem + (wo) + bw_off),     \
+                                              reinterpret_cast<const float *>(kr_smem + (wo) + sd_off), MT, \
+                                              kr_smem + (wo) + sm_off,                                      \
+                                              reinterpret_cast<const float *>(kr_smem + at_off + (ts)))
+    KRB_KLOOP(MT, NT, F, g0, nk, kr_smem, base, bar, KRB_SRC_A, KRB_SRC_T, abytes, tbytes, KRB_STEP);
+#undef KRB_STEP
+#undef KRB_SRC_T
+#undef KRB_SRC_A
     mmq_tile_store<MT, NT>(t, acc, y, part, ldy, alpha, m, n);
 }
 #define KRB_ENTRY(NAME, MT, NT, F)                                                                                    \
@@ -1994,7 +2017,8 @@ __device__ __forceinline__ void experts_q8_0r_body(const unsigned long long *__r
 }
 
 /* gemm_kr_body with the rows of a tile-table tile (see above). */
-template <int MT, int NT, int F, int OVL = XE_OVL_NONE, bool SORTED = false, bool TC = false, bool XS = false>
+template <int MT, int NT, int F, int OVL = XE_OVL_NONE, bool SORTED = false, bool TC = false, bool XS = false,
+          bool BULK = false>
 __device__ __forceinline__ void experts_kr_body(const unsigned long long *__restrict__ wtab,
                                                 const unsigned char *__restrict__ xq, int m, int n, int k,
                                                 const int *__restrict__ offsets, const int *__restrict__ perm,
@@ -2057,7 +2081,23 @@ __device__ __forceinline__ void experts_kr_body(const unsigned long long *__rest
                                                     reinterpret_cast<const float *>(xe_smem + (wo) + bw_off), \
                                                     reinterpret_cast<const float *>(xe_smem + (wo) + sd_off), \
                                                     mt_live, xe_smem + (wo) + sm_off, XE_AT(ao))
-    KR_KLOOP(MT, NT, F, g0, nk, xe_smem, XE_COPY_A, XE_STEP);
+    if constexpr (BULK) { /* the sorted tile's runs by the bulk copy engine (KRB_KLOOP, gemm_krb_body's) */
+        static_assert(SORTED && TC && XS && OVL == XE_OVL_NONE && F != KR_Q6_K,
+                      "the bulk copies need the tile's rows as one run and the TF32 fold's widening");
+        __shared__ __align__(8) unsigned long long xeb_bar[R3_STAGES + 1];
+        const uint32_t bar = smem_u32(xeb_bar);
+        KRB_SETUP(xe_smem, KR_SMEM_BYTES(F, MT, NT), bar);
+        const unsigned abytes = (unsigned)t.rows * MMQ_ROW, tbytes = (unsigned)t.rows * 16;
+#define XEB_SRC_A(g) (xq + ((long long)(g) * m + t.s0) * MMQ_ROW)
+#define XEB_SRC_T(g) (xt + ((long long)(g) * m + t.s0) * 16)
+#define XEB_STEP(ao, wo, ts) XE_STEP(ao, wo)
+        KRB_KLOOP(MT, NT, F, g0, nk, xe_smem, base, bar, XEB_SRC_A, XEB_SRC_T, abytes, tbytes, XEB_STEP);
+#undef XEB_STEP
+#undef XEB_SRC_T
+#undef XEB_SRC_A
+    } else {
+        KR_KLOOP(MT, NT, F, g0, nk, xe_smem, XE_COPY_A, XE_STEP);
+    }
 #undef XE_STEP
 #undef XE_AT
 #undef XE_COPY_A
@@ -2143,6 +2183,16 @@ XE_ENTRY(memra_k_experts_kr_q5_k_mt4_sx, (experts_kr_body<4, 4, KR_Q5_K, XE_OVL_
 XE_ENTRY(memra_k_experts_kr_q5_k_mt1_stx, (experts_kr_body<1, 4, KR_Q5_K, XE_OVL_NONE, true, true, true>), 3)
 XE_ENTRY(memra_k_experts_kr_q5_k_mt2_stx, (experts_kr_body<2, 4, KR_Q5_K, XE_OVL_NONE, true, true, true>), 2)
 XE_ENTRY(memra_k_experts_kr_q5_k_mt4_stx, (experts_kr_body<4, 4, KR_Q5_K, XE_OVL_NONE, true, true, true>), 2)
+#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 900
+/* MEMRA_MMQ_KR_BULK (default; cc 9.x as the dense _txb tiles): the _stx tiles with their runs by the bulk
+ * copy engine (the records', the sum plane's, the expert's packed planes), bit for bit the _stx tiles */
+XE_ENTRY(memra_k_experts_kr_q4_k_mt1_stxb, (experts_kr_body<1, 4, KR_Q4_K, XE_OVL_NONE, true, true, true, true>), 3)
+XE_ENTRY(memra_k_experts_kr_q4_k_mt2_stxb, (experts_kr_body<2, 4, KR_Q4_K, XE_OVL_NONE, true, true, true, true>), 2)
+XE_ENTRY(memra_k_experts_kr_q4_k_mt4_stxb, (experts_kr_body<4, 4, KR_Q4_K, XE_OVL_NONE, true, true, true, true>), 2)
+XE_ENTRY(memra_k_experts_kr_q5_k_mt1_stxb, (experts_kr_body<1, 4, KR_Q5_K, XE_OVL_NONE, true, true, true, true>), 3)
+XE_ENTRY(memra_k_experts_kr_q5_k_mt2_stxb, (experts_kr_body<2, 4, KR_Q5_K, XE_OVL_NONE, true, true, true, true>), 2)
+XE_ENTRY(memra_k_experts_kr_q5_k_mt4_stxb, (experts_kr_body<4, 4, KR_Q5_K, XE_OVL_NONE, true, true, true, true>), 2)
+#endif
 #undef XE_ENTRY
 
 /* The two tables in one launch (MEMRA_MMQ_XE_MERGE=1), the tiles on grid.x and the weight's

@@ -216,8 +216,8 @@ static const memra__mmq_r3_tile memra__mmq_kr_tiles_x[2][MEMRA__MMQ_R3_TILES] = 
 };
 /* and Q5_K on the TC fold (its default since run d3, MEMRA_MMQ_KR_TC) on the sum plane (_tx) */
 static const memra__mmq_r3_tile memra__mmq_kr_tiles_x5t[MEMRA__MMQ_R3_TILES] = MMQ_KR_TILES_X(1, "q5_k", "tx");
-/* MEMRA_MMQ_KR_BULK=1 (cc 9.x): the _tx tiles with their stages brought by the bulk copy engine (mmq.cu
- * gemm_krb_body, the _txb entry points) */
+/* MEMRA_MMQ_KR_BULK (default 1, cc 9.x): the _tx tiles with their stages brought by the bulk copy engine
+ * (mmq.cu gemm_krb_body, the _txb entry points) */
 static const memra__mmq_r3_tile memra__mmq_kr_tiles_xb[2][MEMRA__MMQ_R3_TILES] = {
     MMQ_KR_TILES_X(0, "q4_k", "txb"),
     MMQ_KR_TILES_X(1, "q5_k", "txb"),
@@ -289,6 +289,11 @@ static const char *const memra__mmq_xe_sorted_x[2][2][MMQ_XE_TILES] = {
      {"memra_k_experts_kr_q4_k_mt1_stx", "memra_k_experts_kr_q4_k_mt2_stx", "memra_k_experts_kr_q4_k_mt4_stx"}},
     {{"memra_k_experts_kr_q5_k_mt1_sx", "memra_k_experts_kr_q5_k_mt2_sx", "memra_k_experts_kr_q5_k_mt4_sx"},
      {"memra_k_experts_kr_q5_k_mt1_stx", "memra_k_experts_kr_q5_k_mt2_stx", "memra_k_experts_kr_q5_k_mt4_stx"}}};
+/* MEMRA_MMQ_KR_BULK (default, cc 9.x as the dense _txb tiles): the _stx tiles on the bulk copies (mmq.cu,
+ * the _stxb entries), [lane - 1] */
+static const char *const memra__mmq_xe_sorted_xb[2][MMQ_XE_TILES] = {
+    {"memra_k_experts_kr_q4_k_mt1_stxb", "memra_k_experts_kr_q4_k_mt2_stxb", "memra_k_experts_kr_q4_k_mt4_stxb"},
+    {"memra_k_experts_kr_q5_k_mt1_stxb", "memra_k_experts_kr_q5_k_mt2_stxb", "memra_k_experts_kr_q5_k_mt4_stxb"}};
 /* sm_120 (99 KB, + 512 bytes of static row indices) loads every grouped tile but the 128-row ones */
 _Static_assert(R3_SMEM_BYTES(2, 4) + 256 <= MMQ_SM120_SMEM && KR_SMEM_BYTES(2, 2, 4) + 256 <= MMQ_SM120_SMEM,
                "gemm_experts: the 32- and 64-row tiles fit sm_120");
@@ -305,6 +310,7 @@ typedef struct mmq_state {
     int bulk;  /* the bulk-copy tiles took (cc 9.0+ unless MEMRA_MMQ_BULK=0): gemm_q8_0r's _b, the sorted Q8_0 _sb */
     int kr_tc; /* the K-quant formats (bit f of memra__mmq_kr_tiles) on the TC fold: MEMRA_MMQ_KR_TC (read at load) */
     int kr_sums; /* MEMRA_MMQ_KR_SUMS (read at load): the default folds' tiles read the q8_1 sum plane */
+    int kr_bulk; /* MEMRA_MMQ_KR_BULK on a cc 9.x GPU (read at load): the sum-plane TC tiles on the bulk copies */
     CUfunction experts_route;                                 /* gemm_experts (issue 30): the routing kernel */
     CUfunction experts_splitk_sum;                            /* and its split-k sum over the routed rows */
     CUfunction experts[1 + MMQ_KR_FORMATS][MMQ_XE_TILES];     /* and the grouped tiles (memra__mmq_xe_tiles), NULL where they do not fit */
@@ -447,9 +453,13 @@ static memra_status mmq_load(memra__gpu *q, void *state)
         const char *xs = memra__gpu_knob(q, "MEMRA_MMQ_KR_SUMS");
         const int sums = xs == NULL || strcmp(xs, "0") != 0;
         s->kr_sums = sums;
-        /* MEMRA_MMQ_KR_BULK=1: the TF32-fold sum-plane tiles on the bulk copies (cc 9.x, opt-in until timed) */
+        /* MEMRA_MMQ_KR_BULK: the TF32-fold sum-plane tiles on the bulk copies, cc 9.x, by default (runs
+         * e1 / e2, three rounds: Q4_K 5% faster at m = 4096 and 512, Q5_K 3% / 10%); 0: the cp.async
+         * tiles. Elsewhere the cp.async tiles serve, with a warning only where 1 was asked. */
         const char *kb = memra__gpu_knob(q, "MEMRA_MMQ_KR_BULK");
-        const int kr_bulk = kb != NULL && strcmp(kb, "1") == 0;
+        const int kr_bulk_asked = kb != NULL && strcmp(kb, "1") == 0;
+        const int kr_bulk = kb == NULL || kr_bulk_asked;
+        s->kr_bulk = kr_bulk && caps->cc / 10 == 9;
         for (int f = 0; f < MMQ_KR_FORMATS; f++) {
             s->kr_tiles[f] = f < 2 && (s->kr_tc >> f & 1) ? memra__mmq_kr_tiles_tc[f] : memra__mmq_kr_tiles[f];
             /* the one-CTA kernels exist for Q4_K's TC fold and Q5_K's / Q6_K's per-32 fold only;
@@ -466,7 +476,7 @@ static memra_status mmq_load(memra__gpu *q, void *state)
                  * bulk tiles' static mbarriers */
                 if (caps->cc / 10 == 9 && tiles_present(q, m, memra__mmq_kr_tiles_xb[f]))
                     s->kr_tiles[f] = memra__mmq_kr_tiles_xb[f];
-                else
+                else if (kr_bulk_asked)
                     q->host->log(MEMRA_LOG_WARN, q->name, "MEMRA_MMQ_KR_BULK=1: gemm_kr's bulk-copy tiles need cc 9.x "
                                                           "and this image's _txb kernels; the cp.async tiles serve");
             }
@@ -533,6 +543,11 @@ static memra_status mmq_load(memra__gpu *q, void *state)
                 for (int t = 0; t < MMQ_XE_TILES; t++)
                     all &= q->cu.cuModuleGetFunction(&probe, m, xn[t]) == MEMRA__CU_SUCCESS;
                 if (all) s->sorted_names[l] = xn, s->sorted_xs[l] = 1;
+                /* and on the bulk copies with the dense tiles (TC fold, cc 9.x), where the image has them all */
+                const char *const *xb = memra__mmq_xe_sorted_xb[l - 1];
+                for (int t = 0; all && s->kr_bulk && (s->kr_tc >> (l - 1) & 1) && t < MMQ_XE_TILES; t++)
+                    if (q->cu.cuModuleGetFunction(&probe, m, xb[t]) != MEMRA__CU_SUCCESS) all = 0;
+                if (all && s->kr_bulk && (s->kr_tc >> (l - 1) & 1)) s->sorted_names[l] = xb;
             }
         }
         if (s->bulk) { /* Q8_0 on the bulk copies, where the image has every _sb tile */
