@@ -2090,29 +2090,9 @@ __device__ __forceinline__ void experts_kr_body(const unsigned long long *__rest
         const unsigned abytes = (unsigned)t.rows * MMQ_ROW, tbytes = (unsigned)t.rows * 16;
 #define XEB_SRC_A(g) (xq + ((long long)(g) * m + t.s0) * MMQ_ROW)
 #define XEB_SRC_T(g) (xt + ((long long)(g) * m + t.s0) * 16)
-        /* the full tiles' loop apart from the short one's (mt_live < MT: the expert's last tile), so that
-         * the k loop of a full tile holds one kr_step, as gemm_krb_body's */
-#define XEB_FULL(ao, wo, ts)                                                                                \
-    kr_step<MT, NT, F == KR_Q6_K, false, TC, XS>(acc, base + (ao) + a_off, base + (wo) + b_off,             \
-                                                 reinterpret_cast<const float *>(xe_smem + (ao) + ax_off),  \
-                                                 reinterpret_cast<const float *>(xe_smem + (wo) + bw_off),  \
-                                                 reinterpret_cast<const float *>(xe_smem + (wo) + sd_off),  \
-                                                 MT, xe_smem + (wo) + sm_off,                               \
-                                                 reinterpret_cast<const float *>(xe_smem + at_off + (ts)))
-#define XEB_SHORT(ao, wo, ts)                                                                               \
-    if (mt_live > 0)                                                                                        \
-    kr_step<MT, NT, F == KR_Q6_K, true, TC, XS>(acc, base + (ao) + a_off, base + (wo) + b_off,              \
-                                                reinterpret_cast<const float *>(xe_smem + (ao) + ax_off),   \
-                                                reinterpret_cast<const float *>(xe_smem + (wo) + bw_off),   \
-                                                reinterpret_cast<const float *>(xe_smem + (wo) + sd_off),   \
-                                                mt_live, xe_smem + (wo) + sm_off,                           \
-                                                reinterpret_cast<const float *>(xe_smem + at_off + (ts)))
-        if (mt_live == MT)
-            KRB_KLOOP(MT, NT, F, g0, nk, xe_smem, base, bar, XEB_SRC_A, XEB_SRC_T, abytes, tbytes, XEB_FULL);
-        else
-            KRB_KLOOP(MT, NT, F, g0, nk, xe_smem, base, bar, XEB_SRC_A, XEB_SRC_T, abytes, tbytes, XEB_SHORT);
-#undef XEB_SHORT
-#undef XEB_FULL
+#define XEB_STEP(ao, wo, ts) XE_STEP(ao, wo)
+        KRB_KLOOP(MT, NT, F, g0, nk, xe_smem, base, bar, XEB_SRC_A, XEB_SRC_T, abytes, tbytes, XEB_STEP);
+#undef XEB_STEP
 #undef XEB_SRC_T
 #undef XEB_SRC_A
     } else {
