@@ -1239,7 +1239,7 @@ step_krsumsxe() {
     for ((r = 1; r <= ${KRSXE_ROUNDS:-1}; r++)); do for ((i = 0; i < 2; i++)); do
       v=$(((i + r - 1) % 2))
       f="$L/krsxe_moe_${fm}_m${mm}_${v}_$r.txt"
-      MEMRA_F16_BUDGET_MB=0 $kn=$v timeout 200 $M bench moe --device 0 --sheet ${KRSXE_SHEET:-mixtral} \
+      env MEMRA_F16_BUDGET_MB=0 $kn=$v timeout 200 $M bench moe --device 0 --sheet ${KRSXE_SHEET:-mixtral} \
         --routing uniform --m $mm --format $fm --json $R/krsxe_moe_${fm}_m${mm}_${v}_${r}_$TAG.json > "$f" 2>&1
       say "bench moe $fm m=$mm $kn=$v (round $r): exit $?"
       grep -E "gate|up|down" "$f" | head -6 >> "$S"
