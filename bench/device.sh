@@ -90,6 +90,8 @@
 #               default "tests tools ab"; see step_krsums)
 #   krbulk      MEMRA_MMQ_KR_BULK=1 (gemm_kr's _tx tiles on the bulk copies): tests, check, ncu names,
 #               four tools, knobab on the q4_k / q5_k rows (see step_krbulk)
+#   kr6bulk     MEMRA_MMQ_KR6_BULK=1 (Q6_K's one-CTA tiles on the bulk copies): tests, check, ncu names,
+#               four tools, knobab on the q6_k rows (see step_kr6bulk)
 #   krsumsxe    MEMRA_MMQ_KR_SUMS on the sorted grouped K-quant tiles: tests, checks, bench moe A/B
 #               (see step_krsumsxe)
 #   one         MEMRA_MMQ_ONE=1 (the floor's dense tiles at one CTA per SM): tests, checks, knobab on
@@ -1201,6 +1203,22 @@ step_krbulk() {
   [ "${KRBULK_TOOLS:-1}" = 1 ] && knob_tools MEMRA_MMQ_KR_BULK=1 krbulk gemm_kr
   KNOBAB_KNOB=MEMRA_MMQ_KR_BULK KNOBAB_ARM='q4_k|q5_k' KNOBAB_M=${KRBULK_M:-4096 512} KNOBAB_ROUNDS=${KRBULK_ROUNDS:-1} step_knobab
   say "krbulk: $((SECONDS - t)) s"
+}
+
+# MEMRA_MMQ_KR6_BULK=1's first GPU run (issue 26: Q6_K's one-CTA tiles with their stages by the bulk copy
+# engine and d through the D window, the _ob entry points): test_mmq_ops gemm_kr (every tile x split
+# against the host; shapes 17 x 333 x 768 and 4096 x 100 x 1280 end the D plane off a 16-byte unit: the
+# window's plain-load tail), check --op gemm_kr (native), memra info, ncu names, the four tools over the
+# check (KR6BULK_TOOLS, default 1), then knobab 0 / 1 on the q6_k rows at KR6BULK_M (default "4096 512"),
+# KR6BULK_ROUNDS rounds (default 1)
+step_kr6bulk() {
+  local t=$SECONDS
+  knob_kr_tests MEMRA_MMQ_KR6_BULK=1 kr6bulk
+  knob_info MEMRA_MMQ_KR6_BULK=1 kr6bulk
+  knob_kr_names MEMRA_MMQ_KR6_BULK=1 kr6bulk
+  [ "${KR6BULK_TOOLS:-1}" = 1 ] && knob_tools MEMRA_MMQ_KR6_BULK=1 kr6bulk gemm_kr
+  KNOBAB_KNOB=MEMRA_MMQ_KR6_BULK KNOBAB_ARM='q6_k' KNOBAB_M=${KR6BULK_M:-4096 512} KNOBAB_ROUNDS=${KR6BULK_ROUNDS:-1} step_knobab
+  say "kr6bulk: $((SECONDS - t)) s"
 }
 
 # Q5_K's two folds on the sum plane (MEMRA_MMQ_KR_TC=1: the _tx tiles; 0: the per-32 _x tiles): test_mmq_ops

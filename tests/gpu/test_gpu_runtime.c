@@ -271,6 +271,7 @@ static const char *g_kr_tc_knob;    /* MEMRA_MMQ_KR_TC likewise */
 static const char *g_mmq_one_knob;  /* MEMRA_MMQ_ONE likewise */
 static const char *g_kr_sums_knob;  /* MEMRA_MMQ_KR_SUMS likewise */
 static const char *g_kr_bulk_knob;  /* MEMRA_MMQ_KR_BULK likewise */
+static const char *g_kr6_bulk_knob; /* MEMRA_MMQ_KR6_BULK likewise */
 static const char *g_fxe_split_knob; /* MEMRA_FP8BLK_XE_SPLIT likewise */
 static const char *g_fxe_pf_knob;    /* MEMRA_FP8BLK_XE_PF likewise */
 static const char *g_fxe_gs_knob;    /* MEMRA_FP8BLK_XE_GS likewise */
@@ -301,6 +302,7 @@ static const char *fake_knob(const memra_device_caps *caps, const char *name)
     if (strcmp(name, "MEMRA_MMQ_ONE") == 0) return g_mmq_one_knob;
     if (strcmp(name, "MEMRA_MMQ_KR_SUMS") == 0) return g_kr_sums_knob;
     if (strcmp(name, "MEMRA_MMQ_KR_BULK") == 0) return g_kr_bulk_knob;
+    if (strcmp(name, "MEMRA_MMQ_KR6_BULK") == 0) return g_kr6_bulk_knob;
     if (strcmp(name, "MEMRA_FP8BLK_XE_SPLIT") == 0) return g_fxe_split_knob;
     if (strcmp(name, "MEMRA_FP8BLK_XE_PF") == 0) return g_fxe_pf_knob;
     if (strcmp(name, "MEMRA_FP8BLK_XE_GS") == 0) return g_fxe_gs_knob;
@@ -1011,6 +1013,35 @@ static int case_mmq(const char *so)
         ok &= close_mod(&m, 1);
     }
     g_kr_bulk_knob = NULL, g_missing_kernel = NULL;
+    /* MEMRA_MMQ_KR6_BULK=1: Q6_K's one-CTA tiles on the bulk copies (_ob) on cc 9.0, where its tiles are the
+     * one-CTA ones (MEMRA_MMQ_ONE unset, q6_k or 1) and the image has every _ob tile; else the tiles it had */
+    static const struct {
+        int cc;
+        const char *one, *kr6, *missing, *want; /* want: the suffix after the tile shape */
+    } q6b[] = {{90, NULL, "1", NULL, "ob"},  {90, "1", "1", NULL, "ob"},          {90, "q6_k", "1", NULL, "ob"},
+               {90, NULL, NULL, NULL, "o"},  {90, NULL, "0", NULL, "o"},          {90, "0", "1", NULL, ""},
+               {120, NULL, "1", NULL, "o"},  {90, NULL, "1", "q6_k_mt2n3ob", "o"}};
+    for (size_t i = 0; i < sizeof q6b / sizeof q6b[0]; i++) {
+        g_mmq_one_knob = q6b[i].one, g_kr6_bulk_knob = q6b[i].kr6, g_missing_kernel = q6b[i].missing;
+        if (!open_mod(so, q6b[i].cc, &m)) return 0;
+        memra_call c2 = call_of(&m);
+        memra_gemm_args a2 = gemm(4096, 12288, 5120);
+        a2.w_format = (int32_t)MEMRA_FORMAT_Q6_K;
+        const memra_status st2 = m.desc->ops->gemm_kr(&c2, &a2);
+        const char *got = g_n_launched > 0 ? g_launched[0] : "";
+        const char *stem = "memra_k_gemm_kr_q6_k_mt";
+        const char *rest = strncmp(got, stem, strlen(stem)) == 0 ? got + strlen(stem) : NULL;
+        if (rest != NULL) rest += strspn(rest, "24n3");
+        const int good = st2 == MEMRA_STATUS_OK && g_n_launched == 1 && rest != NULL && strcmp(rest, q6b[i].want) == 0;
+        printf("  ONE=%s KR6_BULK=%s cc %d%s%s gemm_kr q6_k: %s, want a tile ending \"%s\"  %s\n",
+               q6b[i].one ? q6b[i].one : "unset", q6b[i].kr6 ? q6b[i].kr6 : "unset", q6b[i].cc,
+               q6b[i].missing ? ", image without " : "", q6b[i].missing ? q6b[i].missing : "", got, q6b[i].want,
+               good ? "ok" : "FAIL");
+        ok &= good;
+        g_n_launched = 0;
+        ok &= close_mod(&m, 1);
+    }
+    g_mmq_one_knob = NULL, g_kr6_bulk_knob = NULL, g_missing_kernel = NULL;
     /* MEMRA_MMQ_ONE=1: the one-CTA builds, gemm_q8_0r's _bo on cc 9.0 and 12.0 (beside the bulk
      * tiles), gemm_kr's _to (Q4_K TC) and _o (Q5_K, Q6_K per-32) at their default folds; Q5_K on
      * the TC fold (KR_TC=1) and the cp.async tiles (BULK=0) keep their two-CTA kernels; unset and

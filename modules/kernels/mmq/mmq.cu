@@ -1150,7 +1150,7 @@ __device__ __forceinline__ float kr_s8f(uint32_t x, int b) { return (float)(sign
 /* The thread's own packed bytes of step g (in P, landed) widened into weight
  * slot W: int8 codes into the 144-byte rows, f32 s[0..3] at the row's head and
  * s[4..7] in its 16-byte side row, formed as memra_kr_record forms them. */
-template <int F, int BN, bool TC = false>
+template <int F, int BN, bool TC = false, bool B6 = false>
 __device__ __forceinline__ void kr_widen(const unsigned char *P, unsigned char *W, int g, int n, int k, int j0)
 {
     constexpr int HB = KR_HB(F);
@@ -1182,10 +1182,18 @@ __device__ __forceinline__ void kr_widen(const unsigned char *P, unsigned char *
         float4 s0, s1;
         if (F == KR_Q6_K) {
             /* s[b] = d sc[8h + 2b], s[4 + b] = d sc[8h + 2b + 1] */
-            const uint2 sc = *reinterpret_cast<const uint2 *>(ph);
-            const uint32_t dw = *reinterpret_cast<const uint32_t *>(ph + 8);
-            const long long ent = (long long)(g >> 1) * n + j0 + tid;
-            const float d = __half2float(__ushort_as_half((unsigned short)((ent & 1) ? dw >> 16 : dw & 0xFFFFu)));
+            float d;
+            uint2 sc;
+            if (B6) { /* the bulk tiles: the whole 16-byte S entry, and d from the D window after P */
+                sc = *reinterpret_cast<const uint2 *>(ph + 8 * (g & 1));
+                const long long ent0 = (long long)(g >> 1) * n + j0;
+                d = __half2float(*reinterpret_cast<const __half *>(P + BN * (80 + HB) + 2 * ((int)(ent0 & 7) + tid)));
+            } else {
+                sc = *reinterpret_cast<const uint2 *>(ph);
+                const uint32_t dw = *reinterpret_cast<const uint32_t *>(ph + 8);
+                const long long ent = (long long)(g >> 1) * n + j0 + tid;
+                d = __half2float(__ushort_as_half((unsigned short)((ent & 1) ? dw >> 16 : dw & 0xFFFFu)));
+            }
             const uint32_t ev = __byte_perm(sc.x, sc.y, 0x6420), od = __byte_perm(sc.x, sc.y, 0x7531);
             s0 = make_float4(d * kr_s8f(ev, 0), d * kr_s8f(ev, 1), d * kr_s8f(ev, 2), d * kr_s8f(ev, 3));
             s1 = make_float4(d * kr_s8f(od, 0), d * kr_s8f(od, 1), d * kr_s8f(od, 2), d * kr_s8f(od, 3));
@@ -1512,6 +1520,30 @@ KR_ENTRY(memra_k_gemm_kr_q5_k_mt4n3tx, 4, 3, KR_Q5_K, true, 2, true)
 KR_ENTRY(memra_k_gemm_kr_q5_k_mt2n3tx, 2, 3, KR_Q5_K, true, 2, true)
 #undef KR_ENTRY
 
+/* Q6_K's bulk tiles: the D plane's f16 d of the tile's rows (entries e0 .. e0 + rows - 1, e0 =
+ * (g / 2) n + j0) go to the window at DW (shared) from entry e0 & ~7, the 16-byte boundary at or
+ * below: entry e0 + r lands at DW + 2 ((e0 & 7) + r). The bulk copy takes whole 16-byte units and
+ * may not pass the plane's end, so the units up to the last whole one of the plane are copied
+ * (returned: their bytes, for the mbarrier's count) and the tile's entries past it (only in the
+ * plane's last unit, when the entry count is not a multiple of 8) are stored by this thread from
+ * plain loads, before its arrival on the mbarrier publishes them. Thread 0 only. */
+template <int NT>
+__device__ __forceinline__ unsigned krb_d_window(uint32_t DW, const unsigned char *__restrict__ w, int n, int k, int g,
+                                                 int j0, int rows)
+{
+    const long long G = k / 128, total = (long long)(k / 256) * n;
+    const unsigned char *const D = w + G * n * 96 + total * 16; /* Q6_K: 64 + 32 bytes a record, then S */
+    const long long e0 = (long long)(g >> 1) * n + j0, a0 = e0 & ~7LL, e1 = e0 + rows;
+    const long long lim = total & ~7LL; /* entries below it lie in whole 16-byte units of the plane */
+    const long long b1 = min((e1 + 7) & ~7LL, lim);
+#pragma unroll 1
+    for (long long e = max(a0, lim); e < e1; e++) { /* the plane's last partial unit */
+        const unsigned short v = *reinterpret_cast<const unsigned short *>(D + e * 2);
+        asm volatile("st.shared.u16 [%0], %1;\n" ::"r"(DW + (uint32_t)(e - a0) * 2), "h"(v) : "memory");
+    }
+    return b1 > a0 ? (unsigned)(b1 - a0) * 2 : 0u;
+}
+
 /* gemm_krb_body's setup and k loop, shared with experts_kr_body's bulk tiles (R3B_KLOOP's reasons
  * for a macro). KRB_SETUP zeroes the tile's BYTES of shared memory (rows past a run's are never
  * copied: they stay the zeros, as the cp.async tiles' zero fill) and initialises the R3_STAGES + 1
@@ -1547,7 +1579,7 @@ KR_ENTRY(memra_k_gemm_kr_q5_k_mt2n3tx, 2, 3, KR_Q5_K, true, 2, true)
         }                                                                                                   \
         if ((nk) > 0) {                                                                                     \
             memra_mb_wait(pbar_, 0u);                                                                       \
-            kr_widen<F, BN, true>(P, (SMEM), (g0), n, k, j0); /* step 0's weights into slot 0 */            \
+            kr_widen<F, BN, F != KR_Q6_K, F == KR_Q6_K>(P, (SMEM), (g0), n, k, j0); /* step 0 into slot 0 */ \
         }                                                                                                   \
         int cur_ = 0, nxt_ = R3_STAGES - 1;                                                                 \
         for (int kt_ = 0; kt_ < (nk); kt_++) {                                                              \
@@ -1563,7 +1595,8 @@ KR_ENTRY(memra_k_gemm_kr_q5_k_mt2n3tx, 2, 3, KR_Q5_K, true, 2, true)
             STEP(KR_A_OFF(NT) + cur_ * R3_A_BYTES(MT), (kt_ & 1) * KR_W_SLOT(NT), cur_ * 32 * MT * 16);     \
             if (more_) {                                                                                    \
                 memra_mb_wait(pbar_, (unsigned)(kt_ + 1) & 1u); /* P(kt + 1) landed */                      \
-                kr_widen<F, BN, true>(P, (SMEM) + ((kt_ + 1) & 1) * KR_W_SLOT(NT), (g0) + kt_ + 1, n, k, j0); \
+                kr_widen<F, BN, F != KR_Q6_K, F == KR_Q6_K>(P, (SMEM) + ((kt_ + 1) & 1) * KR_W_SLOT(NT),          \
+                                                          (g0) + kt_ + 1, n, k, j0);                        \
             }                                                                                               \
             cur_ = cur_ == R3_STAGES - 1 ? 0 : cur_ + 1;                                                    \
             nxt_ = nxt_ == R3_STAGES - 1 ? 0 : nxt_ + 1;                                                    \
@@ -1574,16 +1607,24 @@ KR_ENTRY(memra_k_gemm_kr_q5_k_mt2n3tx, 2, 3, KR_Q5_K, true, 2, true)
         const unsigned mb_ = (BAR) + 8 * (slot);                                                            \
         memra_mb_arrive_tx(mb_, (ABYTES) + (TBYTES));                                                       \
         memra_bulk_g2s((BASE) + KR_A_OFF(NT) + (slot) * R3_A_BYTES(MT), SRC_A(g), (ABYTES), mb_);           \
-        memra_bulk_g2s((BASE) + KR_T_OFF(F, MT, NT) + (slot) * 32 * MT * 16, SRC_T(g), (TBYTES), mb_);      \
+        if ((TBYTES) != 0) /* the sum-plane entries (Q6_K reads none) */                                    \
+            memra_bulk_g2s((BASE) + KR_T_OFF(F, MT, NT) + (slot) * 32 * MT * 16, SRC_T(g), (TBYTES), mb_);  \
     } while (0)
 #define KRB_ISSUE_P(MT, NT, HB, BASE, PBAR, g)                                                              \
     do {                                                                                                    \
         const long long rec_ = (long long)(g) * n + j0;                                                     \
-        memra_mb_arrive_tx((PBAR), pbytes_ + hbytes_ + sbytes_);                                            \
+        unsigned dbytes_ = 0;                                                                               \
+        if (HB == 32) dbytes_ = krb_d_window<NT>((BASE) + KR_P_OFF(MT, NT) + BN * (80 + HB), w, n, k, (g), j0, brows); \
+        memra_mb_arrive_tx((PBAR), pbytes_ + hbytes_ + sbytes_ + dbytes_);                                  \
         memra_bulk_g2s((BASE) + KR_P_OFF(MT, NT), w + rec_ * 64, pbytes_, (PBAR));                          \
         if (HB != 0) memra_bulk_g2s((BASE) + KR_P_OFF(MT, NT) + BN * 64, w + G_ * n * 64 + rec_ * HB, hbytes_, (PBAR)); \
         memra_bulk_g2s((BASE) + KR_P_OFF(MT, NT) + BN * (64 + HB),                                          \
                        w + G_ * n * (64 + HB) + ((long long)((g) >> 1) * n + j0) * 16, sbytes_, (PBAR));    \
+        if (dbytes_ != 0)                                                                                   \
+            memra_bulk_g2s((BASE) + KR_P_OFF(MT, NT) + BN * (80 + HB),                                      \
+                           w + G_ * n * (64 + HB) + (long long)(k / 256) * n * 16 +                         \
+                               ((((long long)((g) >> 1) * n + j0) & ~7LL) * 2),                             \
+                           dbytes_, (PBAR));                                                                \
     } while (0)
 
 #if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 900
@@ -1602,7 +1643,7 @@ __device__ __forceinline__ void gemm_krb_body(const unsigned char *__restrict__ 
                                               float *__restrict__ y, int m, int n, int k, long long ldy, float alpha,
                                               float *__restrict__ part)
 {
-    static_assert(F != KR_Q6_K, "Q6_K's d plane is not a run of 16-byte multiples");
+    constexpr bool Q6 = F == KR_Q6_K; /* fold "q6", no sum plane, the D window after P (KR6B_SMEM_BYTES) */
     extern __shared__ __align__(16) unsigned char kr_smem[];
     __shared__ __align__(8) unsigned long long krb_bar[R3_STAGES + 1]; /* the A slots', then P's */
     constexpr int BN = 32 * NT;
@@ -1610,7 +1651,7 @@ __device__ __forceinline__ void gemm_krb_body(const unsigned char *__restrict__ 
     const int lane = t.lane, wm = t.wm, wn = t.wn, i0 = t.i0, j0 = t.j0, g0 = t.g0, nk = t.nk;
     const int arows = t.arows, brows = t.brows;
     const uint32_t bar = smem_u32(krb_bar);
-    KRB_SETUP(kr_smem, KR_SMEM_BYTES(F, MT, NT), bar);
+    KRB_SETUP(kr_smem, Q6 ? KR6B_SMEM_BYTES(MT, NT) : KR_SMEM_BYTES(F, MT, NT), bar);
     pdl_wait(); /* only shared memory before it: the q8_1 records (and y's earlier readers) are complete */
 
     float acc[MT][NT][4];
@@ -1626,11 +1667,11 @@ __device__ __forceinline__ void gemm_krb_body(const unsigned char *__restrict__ 
     const uint32_t base = smem_u32(kr_smem);
     unsigned char *const P = kr_smem + KR_P_OFF(MT, NT);
     const unsigned char *const xt = xq + (long long)((k + 511) / 512 * 4) * m * MMQ_ROW;
-    const unsigned abytes = (unsigned)arows * MMQ_ROW, tbytes = (unsigned)arows * 16;
+    const unsigned abytes = (unsigned)arows * MMQ_ROW, tbytes = Q6 ? 0u : (unsigned)arows * 16;
 #define KRB_SRC_A(g) (xq + ((long long)(g) * m + i0) * MMQ_ROW)
 #define KRB_SRC_T(g) (xt + ((long long)(g) * m + i0) * 16)
 #define KRB_STEP(ao, wo, ts)                                                                                \
-    kr_step<MT, NT, false, false, true, true>(acc, base + (ao) + a_off, base + (wo) + b_off,                \
+    kr_step<MT, NT, Q6, false, !Q6, !Q6>(acc, base + (ao) + a_off, base + (wo) + b_off,                     \
                                               reinterpret_cast<const float *>(kr_smem + (ao) + ax_off),     \
                                               reinterpret_cast<const float *>(kr_smem + (wo) + bw_off),     \
                                               reinterpret_cast<const float *>(kr_smem + (wo) + sd_off), MT, \
@@ -1658,6 +1699,22 @@ KRB_ENTRY(memra_k_gemm_kr_q5_k_mt2txb, 2, 4, KR_Q5_K)
 KRB_ENTRY(memra_k_gemm_kr_q5_k_mt4n3txb, 4, 3, KR_Q5_K)
 KRB_ENTRY(memra_k_gemm_kr_q5_k_mt2n3txb, 2, 3, KR_Q5_K)
 #undef KRB_ENTRY
+/* MEMRA_MMQ_KR6_BULK=1 (opt-in until timed; cc 9.x): Q6_K's one-CTA tiles (the _o ones, its default)
+ * on the bulk copies: nibbles, top bits and the whole 16-byte S entries as runs, d through the D
+ * window (krb_d_window); the widening reads the half's 8 scales at 8 (g % 2) of the entry. Bit for
+ * bit the _o tiles' outputs. */
+#define KRB6_ENTRY(NAME, MT, NT)                                                                                      \
+    extern "C" __global__ void __launch_bounds__(MMQ_THREADS, 1)                                                     \
+        NAME(const unsigned char *__restrict__ w, const unsigned char *__restrict__ xq, float *__restrict__ y, int m, \
+             int n, int k, long long ldy, float alpha, float *__restrict__ part)                                      \
+    {                                                                                                                 \
+        gemm_krb_body<MT, NT, KR_Q6_K>(w, xq, y, m, n, k, ldy, alpha, part);                                          \
+    }
+KRB6_ENTRY(memra_k_gemm_kr_q6_k_mt4ob, 4, 4)
+KRB6_ENTRY(memra_k_gemm_kr_q6_k_mt2ob, 2, 4)
+KRB6_ENTRY(memra_k_gemm_kr_q6_k_mt4n3ob, 4, 3)
+KRB6_ENTRY(memra_k_gemm_kr_q6_k_mt2n3ob, 2, 3)
+#undef KRB6_ENTRY
 #endif
 
 static_assert(KR_SMEM_BYTES(KR_Q4_K, 4, 4) == 112640 && KR_SMEM_BYTES(KR_Q5_K, 4, 4) == 114688 &&

@@ -47,6 +47,10 @@
 #define KR_XT_BYTES(F, MT) ((F) == 2 ? 0 : R3_STAGES * 32 * (MT) * 16)
 #define KR_SMEM_BYTES(F, MT, NT) \
     (2 * 32 * (NT) * 160 + R3_STAGES * 32 * (MT) * MMQ_ROW + 32 * (NT) * (80 + KR_HB(F)) + KR_XT_BYTES(F, MT))
+/* Q6_K's bulk-copy tiles (MEMRA_MMQ_KR6_BULK, the _ob entry points): then a window of the D plane,
+ * the tile's f16 d entries from the 16-byte boundary at or below its first (2 bytes a row + 16) */
+#define KR6B_D_BYTES(NT) (32 * (NT) * 2 + 16)
+#define KR6B_SMEM_BYTES(MT, NT) (KR_SMEM_BYTES(2, MT, NT) + KR6B_D_BYTES(NT))
 
 /* gemm_experts: the grouped tiles are gemm_q8_0r's and gemm_kr's at NT = 4
  * (128 weight rows) and MT = 1, 2, 4 (32, 64, 128 gathered rows):

@@ -202,6 +202,13 @@ static const memra__mmq_r3_tile memra__mmq_kr_tiles_one[MMQ_KR_FORMATS][MEMRA__M
     MMQ_KR_TILES_ONE(2, "q6_k", "o"),
 };
 #undef MMQ_KR_TILES_ONE
+/* MEMRA_MMQ_KR6_BULK=1 (opt-in until timed; cc 9.x): Q6_K's one-CTA tiles on the bulk copies (mmq.cu
+ * gemm_krb_body, the _ob entry points), with the D window after P */
+static const memra__mmq_r3_tile memra__mmq_kr_tiles_ob6[MEMRA__MMQ_R3_TILES] = {
+    {"memra_k_gemm_kr_q6_k_mt4ob", 128, 128, KR6B_SMEM_BYTES(4, 4), 1},
+    {"memra_k_gemm_kr_q6_k_mt2ob", 64, 128, KR6B_SMEM_BYTES(2, 4), 1},
+    {"memra_k_gemm_kr_q6_k_mt4n3ob", 128, 96, KR6B_SMEM_BYTES(4, 3), 1},
+    {"memra_k_gemm_kr_q6_k_mt2n3ob", 64, 96, KR6B_SMEM_BYTES(2, 3), 1}};
 /* MEMRA_MMQ_KR_SUMS (default 1): Q4_K (TC fold) and Q5_K (per-32 here, TC below) on two-CTA tiles
  * reading the min term's t from the q8_1 records' sum plane (mmq.cu kr_step XS, the _tx / _x
  * entry points), not from an all-ones MMA per (m16 tile, block) */
@@ -460,6 +467,9 @@ static memra_status mmq_load(memra__gpu *q, void *state)
         const int kr_bulk_asked = kb != NULL && strcmp(kb, "1") == 0;
         const int kr_bulk = kb == NULL || kr_bulk_asked;
         s->kr_bulk = kr_bulk && caps->cc / 10 == 9;
+        /* MEMRA_MMQ_KR6_BULK=1: Q6_K's one-CTA tiles on the bulk copies (opt-in until timed) */
+        const char *kb6 = memra__gpu_knob(q, "MEMRA_MMQ_KR6_BULK");
+        const int kr6_bulk = kb6 != NULL && strcmp(kb6, "1") == 0;
         for (int f = 0; f < MMQ_KR_FORMATS; f++) {
             s->kr_tiles[f] = f < 2 && (s->kr_tc >> f & 1) ? memra__mmq_kr_tiles_tc[f] : memra__mmq_kr_tiles[f];
             /* the one-CTA kernels exist for Q4_K's TC fold and Q5_K's / Q6_K's per-32 fold only;
@@ -481,6 +491,15 @@ static memra_status mmq_load(memra__gpu *q, void *state)
                                                           "and this image's _txb kernels; the cp.async tiles serve");
             }
             if (one_f && dflt && tiles_present(q, m, memra__mmq_kr_tiles_one[f])) s->kr_tiles[f] = memra__mmq_kr_tiles_one[f];
+            if (f == 2 && kr6_bulk) {
+                if (caps->cc / 10 == 9 && s->kr_tiles[2] == memra__mmq_kr_tiles_one[2] &&
+                    tiles_present(q, m, memra__mmq_kr_tiles_ob6))
+                    s->kr_tiles[2] = memra__mmq_kr_tiles_ob6;
+                else
+                    q->host->log(MEMRA_LOG_WARN, q->name, "MEMRA_MMQ_KR6_BULK=1: Q6_K's bulk-copy tiles need cc 9.x, its "
+                                                          "one-CTA tiles (MEMRA_MMQ_ONE not 0) and this image's _ob "
+                                                          "kernels; the cp.async tiles serve");
+            }
         }
     }
     for (int f = 0; f < MMQ_KR_FORMATS && st == MEMRA_STATUS_OK; f++)
