@@ -272,6 +272,7 @@ static const char *g_mmq_one_knob;  /* MEMRA_MMQ_ONE likewise */
 static const char *g_kr_sums_knob;  /* MEMRA_MMQ_KR_SUMS likewise */
 static const char *g_kr_bulk_knob;  /* MEMRA_MMQ_KR_BULK likewise */
 static const char *g_kr6_bulk_knob; /* MEMRA_MMQ_KR6_BULK likewise */
+static const char *g_xe_loop2_knob; /* MEMRA_MMQ_XE_LOOP2 likewise */
 static const char *g_fxe_split_knob; /* MEMRA_FP8BLK_XE_SPLIT likewise */
 static const char *g_fxe_pf_knob;    /* MEMRA_FP8BLK_XE_PF likewise */
 static const char *g_fxe_gs_knob;    /* MEMRA_FP8BLK_XE_GS likewise */
@@ -303,6 +304,7 @@ static const char *fake_knob(const memra_device_caps *caps, const char *name)
     if (strcmp(name, "MEMRA_MMQ_KR_SUMS") == 0) return g_kr_sums_knob;
     if (strcmp(name, "MEMRA_MMQ_KR_BULK") == 0) return g_kr_bulk_knob;
     if (strcmp(name, "MEMRA_MMQ_KR6_BULK") == 0) return g_kr6_bulk_knob;
+    if (strcmp(name, "MEMRA_MMQ_XE_LOOP2") == 0) return g_xe_loop2_knob;
     if (strcmp(name, "MEMRA_FP8BLK_XE_SPLIT") == 0) return g_fxe_split_knob;
     if (strcmp(name, "MEMRA_FP8BLK_XE_PF") == 0) return g_fxe_pf_knob;
     if (strcmp(name, "MEMRA_FP8BLK_XE_GS") == 0) return g_fxe_gs_knob;
@@ -984,14 +986,18 @@ static int case_mmq(const char *so)
     }
     g_kr_tc_knob = NULL;
     /* the sorted grouped K-quant tiles follow MEMRA_MMQ_KR_BULK as the dense ones: _stxb on cc 9.0 by
-     * default; _stx with the knob 0, on cc 12.0, or where the image lacks one of the _stxb tiles */
+     * default; _stx with the knob 0, on cc 12.0, or where the image lacks one of the _stxb tiles.
+     * MEMRA_MMQ_XE_LOOP2=1 takes _stxb2 where _stxb would serve and the image has every _stxb2 tile */
     static const struct {
         int cc;
-        const char *krb, *missing, *want;
-    } xb[] = {{90, NULL, NULL, "_mt2_stxb"}, {90, "1", NULL, "_mt2_stxb"},          {90, "0", NULL, "_mt2_stx"},
-              {120, NULL, NULL, "_mt2_stx"}, {90, NULL, "q5_k_mt4_stxb", "_mt2_stx"}};
+        const char *krb, *missing, *want, *loop2;
+    } xb[] = {{90, NULL, NULL, "_mt2_stxb", NULL},         {90, "1", NULL, "_mt2_stxb", NULL},
+              {90, "0", NULL, "_mt2_stx", NULL},           {120, NULL, NULL, "_mt2_stx", NULL},
+              {90, NULL, "q5_k_mt4_stxb", "_mt2_stx", NULL}, {90, NULL, NULL, "_mt2_stxb2", "1"},
+              {90, NULL, NULL, "_mt2_stxb", "0"},          {90, "0", NULL, "_mt2_stx", "1"},
+              {120, NULL, NULL, "_mt2_stx", "1"},          {90, NULL, "q5_k_mt1_stxb2", "_mt2_stxb", "1"}};
     for (size_t i = 0; i < sizeof xb / sizeof xb[0]; i++) {
-        g_kr_bulk_knob = xb[i].krb, g_missing_kernel = xb[i].missing;
+        g_kr_bulk_knob = xb[i].krb, g_missing_kernel = xb[i].missing, g_xe_loop2_knob = xb[i].loop2;
         if (!open_mod(so, xb[i].cc, &m)) return 0;
         memra_call c3 = call_of(&m);
         memra_gemm_args a3 = gemm(512, 300, 256);
@@ -1005,14 +1011,15 @@ static int case_mmq(const char *so)
             found |= gl >= wl && strcmp(g_launched[j] + gl - wl, xb[i].want) == 0 &&
                      strncmp(g_launched[j], "memra_k_experts_kr_q5_k", 23) == 0;
         }
-        printf("  gemm_experts q5_k KR_BULK=%s cc %d%s%s: status %d, a launch ending in %s  %s\n",
-               xb[i].krb ? xb[i].krb : "unset", xb[i].cc, xb[i].missing ? ", image without " : "",
+        printf("  gemm_experts q5_k KR_BULK=%s XE_LOOP2=%s cc %d%s%s: status %d, a launch ending in %s  %s\n",
+               xb[i].krb ? xb[i].krb : "unset", xb[i].loop2 ? xb[i].loop2 : "unset", xb[i].cc,
+               xb[i].missing ? ", image without " : "",
                xb[i].missing ? xb[i].missing : "", (int)st3, xb[i].want, st3 == MEMRA_STATUS_OK && found ? "ok" : "FAIL");
         ok &= st3 == MEMRA_STATUS_OK && found;
         g_n_launched = 0;
         ok &= close_mod(&m, 1);
     }
-    g_kr_bulk_knob = NULL, g_missing_kernel = NULL;
+    g_kr_bulk_knob = NULL, g_missing_kernel = NULL, g_xe_loop2_knob = NULL;
     /* MEMRA_MMQ_KR6_BULK=1: Q6_K's one-CTA tiles on the bulk copies (_ob) on cc 9.0, where its tiles are the
      * one-CTA ones (MEMRA_MMQ_ONE unset, q6_k or 1) and the image has every _ob tile; else the tiles it had */
     static const struct {

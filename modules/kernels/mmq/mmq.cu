@@ -2075,7 +2075,7 @@ __device__ __forceinline__ void experts_q8_0r_body(const unsigned long long *__r
 
 /* gemm_kr_body with the rows of a tile-table tile (see above). */
 template <int MT, int NT, int F, int OVL = XE_OVL_NONE, bool SORTED = false, bool TC = false, bool XS = false,
-          bool BULK = false>
+          bool BULK = false, bool LOOP2 = false>
 __device__ __forceinline__ void experts_kr_body(const unsigned long long *__restrict__ wtab,
                                                 const unsigned char *__restrict__ xq, int m, int n, int k,
                                                 const int *__restrict__ offsets, const int *__restrict__ perm,
@@ -2148,7 +2148,26 @@ __device__ __forceinline__ void experts_kr_body(const unsigned long long *__rest
 #define XEB_SRC_A(g) (xq + ((long long)(g) * m + t.s0) * MMQ_ROW)
 #define XEB_SRC_T(g) (xt + ((long long)(g) * m + t.s0) * 16)
 #define XEB_STEP(ao, wo, ts) XE_STEP(ao, wo)
-        KRB_KLOOP(MT, NT, F, g0, nk, xe_smem, base, bar, XEB_SRC_A, XEB_SRC_T, abytes, tbytes, XEB_STEP);
+        if constexpr (LOOP2) {
+            /* MEMRA_MMQ_XE_LOOP2=1: a full tile (every warp's m16 tiles live: t.rows, the same for the
+             * whole CTA) runs a k loop with the one full kr_step in it, as the dense tile's; a short
+             * tile the loop above. The branch is uniform over the CTA, so every warp meets the same
+             * barriers in the same loop. */
+#define XEB_FULL(ao, wo, ts)                                                                                \
+    kr_step<MT, NT, F == KR_Q6_K, false, TC, XS>(acc, base + (ao) + a_off, base + (wo) + b_off,             \
+                                                 reinterpret_cast<const float *>(xe_smem + (ao) + ax_off),  \
+                                                 reinterpret_cast<const float *>(xe_smem + (wo) + bw_off),  \
+                                                 reinterpret_cast<const float *>(xe_smem + (wo) + sd_off),  \
+                                                 MT, xe_smem + (wo) + sm_off,                               \
+                                                 reinterpret_cast<const float *>(xe_smem + at_off + (ts)))
+            if (t.rows == 32 * MT)
+                KRB_KLOOP(MT, NT, F, g0, nk, xe_smem, base, bar, XEB_SRC_A, XEB_SRC_T, abytes, tbytes, XEB_FULL);
+            else
+                KRB_KLOOP(MT, NT, F, g0, nk, xe_smem, base, bar, XEB_SRC_A, XEB_SRC_T, abytes, tbytes, XEB_STEP);
+#undef XEB_FULL
+        } else {
+            KRB_KLOOP(MT, NT, F, g0, nk, xe_smem, base, bar, XEB_SRC_A, XEB_SRC_T, abytes, tbytes, XEB_STEP);
+        }
 #undef XEB_STEP
 #undef XEB_SRC_T
 #undef XEB_SRC_A
@@ -2249,6 +2268,14 @@ XE_ENTRY(memra_k_experts_kr_q4_k_mt4_stxb, (experts_kr_body<4, 4, KR_Q4_K, XE_OV
 XE_ENTRY(memra_k_experts_kr_q5_k_mt1_stxb, (experts_kr_body<1, 4, KR_Q5_K, XE_OVL_NONE, true, true, true, true>), 3)
 XE_ENTRY(memra_k_experts_kr_q5_k_mt2_stxb, (experts_kr_body<2, 4, KR_Q5_K, XE_OVL_NONE, true, true, true, true>), 2)
 XE_ENTRY(memra_k_experts_kr_q5_k_mt4_stxb, (experts_kr_body<4, 4, KR_Q5_K, XE_OVL_NONE, true, true, true, true>), 2)
+/* MEMRA_MMQ_XE_LOOP2=1 (opt-in until timed): the same with a full tile's k loop apart from a short tile's
+ * (one kr_step in it) */
+XE_ENTRY(memra_k_experts_kr_q4_k_mt1_stxb2, (experts_kr_body<1, 4, KR_Q4_K, XE_OVL_NONE, true, true, true, true, true>), 3)
+XE_ENTRY(memra_k_experts_kr_q4_k_mt2_stxb2, (experts_kr_body<2, 4, KR_Q4_K, XE_OVL_NONE, true, true, true, true, true>), 2)
+XE_ENTRY(memra_k_experts_kr_q4_k_mt4_stxb2, (experts_kr_body<4, 4, KR_Q4_K, XE_OVL_NONE, true, true, true, true, true>), 2)
+XE_ENTRY(memra_k_experts_kr_q5_k_mt1_stxb2, (experts_kr_body<1, 4, KR_Q5_K, XE_OVL_NONE, true, true, true, true, true>), 3)
+XE_ENTRY(memra_k_experts_kr_q5_k_mt2_stxb2, (experts_kr_body<2, 4, KR_Q5_K, XE_OVL_NONE, true, true, true, true, true>), 2)
+XE_ENTRY(memra_k_experts_kr_q5_k_mt4_stxb2, (experts_kr_body<4, 4, KR_Q5_K, XE_OVL_NONE, true, true, true, true, true>), 2)
 #endif
 #undef XE_ENTRY
 

@@ -301,6 +301,10 @@ static const char *const memra__mmq_xe_sorted_x[2][2][MMQ_XE_TILES] = {
 static const char *const memra__mmq_xe_sorted_xb[2][MMQ_XE_TILES] = {
     {"memra_k_experts_kr_q4_k_mt1_stxb", "memra_k_experts_kr_q4_k_mt2_stxb", "memra_k_experts_kr_q4_k_mt4_stxb"},
     {"memra_k_experts_kr_q5_k_mt1_stxb", "memra_k_experts_kr_q5_k_mt2_stxb", "memra_k_experts_kr_q5_k_mt4_stxb"}};
+/* MEMRA_MMQ_XE_LOOP2=1 (opt-in until timed): the _stxb tiles with a full tile's k loop apart (mmq.cu, _stxb2) */
+static const char *const memra__mmq_xe_sorted_xb2[2][MMQ_XE_TILES] = {
+    {"memra_k_experts_kr_q4_k_mt1_stxb2", "memra_k_experts_kr_q4_k_mt2_stxb2", "memra_k_experts_kr_q4_k_mt4_stxb2"},
+    {"memra_k_experts_kr_q5_k_mt1_stxb2", "memra_k_experts_kr_q5_k_mt2_stxb2", "memra_k_experts_kr_q5_k_mt4_stxb2"}};
 /* sm_120 (99 KB, + 512 bytes of static row indices) loads every grouped tile but the 128-row ones */
 _Static_assert(R3_SMEM_BYTES(2, 4) + 256 <= MMQ_SM120_SMEM && KR_SMEM_BYTES(2, 2, 4) + 256 <= MMQ_SM120_SMEM,
                "gemm_experts: the 32- and 64-row tiles fit sm_120");
@@ -548,6 +552,8 @@ static memra_status mmq_load(memra__gpu *q, void *state)
     {
         const char *xe_sort = memra__gpu_knob(q, "MEMRA_MMQ_XE_SORT");
         const int sort_on = xe_sort == NULL || strcmp(xe_sort, "0") != 0; /* on unless MEMRA_MMQ_XE_SORT=0 */
+        const char *xe_loop2 = memra__gpu_knob(q, "MEMRA_MMQ_XE_LOOP2");
+        const int loop2 = xe_loop2 != NULL && strcmp(xe_loop2, "1") == 0;
         /* the K-quant lanes on the TC fold (kr_tc) take it here too (the
          * dense _t tiles' fold: grouped and dense outputs stay bit for bit the same) */
         for (int l = 0; l < 1 + MMQ_KR_FORMATS; l++) {
@@ -567,6 +573,16 @@ static memra_status mmq_load(memra__gpu *q, void *state)
                 for (int t = 0; all && s->kr_bulk && (s->kr_tc >> (l - 1) & 1) && t < MMQ_XE_TILES; t++)
                     if (q->cu.cuModuleGetFunction(&probe, m, xb[t]) != MEMRA__CU_SUCCESS) all = 0;
                 if (all && s->kr_bulk && (s->kr_tc >> (l - 1) & 1)) s->sorted_names[l] = xb;
+                /* MEMRA_MMQ_XE_LOOP2=1: their full tiles' k loop apart, where the image has them all */
+                const char *const *x2 = memra__mmq_xe_sorted_xb2[l - 1];
+                int all2 = all && s->kr_bulk && (s->kr_tc >> (l - 1) & 1) && loop2;
+                for (int t = 0; all2 && t < MMQ_XE_TILES; t++)
+                    if (q->cu.cuModuleGetFunction(&probe, m, x2[t]) != MEMRA__CU_SUCCESS) all2 = 0;
+                if (all2) s->sorted_names[l] = x2;
+                else if (loop2 && l == 1)
+                    q->host->log(MEMRA_LOG_WARN, q->name, "MEMRA_MMQ_XE_LOOP2=1: the _stxb2 tiles need the bulk-copy sorted "
+                                                          "tiles (cc 9.x, MEMRA_MMQ_KR_BULK, the TC fold) and this image's "
+                                                          "_stxb2 kernels; the _stxb / _stx tiles serve");
             }
         }
         if (s->bulk) { /* Q8_0 on the bulk copies, where the image has every _sb tile */
