@@ -1536,10 +1536,14 @@ __device__ __forceinline__ unsigned krb_d_window(uint32_t DW, const unsigned cha
     const long long e0 = (long long)(g >> 1) * n + j0, a0 = e0 & ~7LL, e1 = e0 + rows;
     const long long lim = total & ~7LL; /* entries below it lie in whole 16-byte units of the plane */
     const long long b1 = min((e1 + 7) & ~7LL, lim);
+    if (max(a0, lim) < e1) {
 #pragma unroll 1
-    for (long long e = max(a0, lim); e < e1; e++) { /* the plane's last partial unit */
-        const unsigned short v = *reinterpret_cast<const unsigned short *>(D + e * 2);
-        asm volatile("st.shared.u16 [%0], %1;\n" ::"r"(DW + (uint32_t)(e - a0) * 2), "h"(v) : "memory");
+        for (long long e = max(a0, lim); e < e1; e++) { /* the plane's last partial unit */
+            const unsigned short v = *reinterpret_cast<const unsigned short *>(D + e * 2);
+            asm volatile("st.shared.u16 [%0], %1;\n" ::"r"(DW + (uint32_t)(e - a0) * 2), "h"(v) : "memory");
+        }
+        /* these generic-proxy stores before any later bulk copy (async proxy) into the window */
+        asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
     }
     return b1 > a0 ? (unsigned)(b1 - a0) * 2 : 0u;
 }
