@@ -1196,13 +1196,19 @@ step_krsums() {
 # over the check (KRBULK_TOOLS, default 1), then knobab 0 / 1 on the q4_k and q5_k rows at KRBULK_M
 # (default "4096 512"), KRBULK_ROUNDS rounds (default 1)
 step_krbulk() {
+  knob_kr_run MEMRA_MMQ_KR_BULK krbulk 'q4_k|q5_k' "${KRBULK_TOOLS:-1}" "${KRBULK_M:-4096 512}" "${KRBULK_ROUNDS:-1}"
+}
+# knob_kr_run KNOB NAME ARM TOOLS M ROUNDS: a gemm_kr knob's first GPU run with KNOB=1: knob_kr_tests, memra
+# info, the kernels' names, the four tools over check gemm_kr (TOOLS 1), then knobab KNOB 0 / 1 on the ARM
+# rows at each of M, ROUNDS rounds
+knob_kr_run() {
   local t=$SECONDS
-  knob_kr_tests MEMRA_MMQ_KR_BULK=1 krbulk
-  knob_info MEMRA_MMQ_KR_BULK=1 krbulk
-  knob_kr_names MEMRA_MMQ_KR_BULK=1 krbulk
-  [ "${KRBULK_TOOLS:-1}" = 1 ] && knob_tools MEMRA_MMQ_KR_BULK=1 krbulk gemm_kr
-  KNOBAB_KNOB=MEMRA_MMQ_KR_BULK KNOBAB_ARM='q4_k|q5_k' KNOBAB_M=${KRBULK_M:-4096 512} KNOBAB_ROUNDS=${KRBULK_ROUNDS:-1} step_knobab
-  say "krbulk: $((SECONDS - t)) s"
+  knob_kr_tests $1=1 $2
+  knob_info $1=1 $2
+  knob_kr_names $1=1 $2
+  [ "$4" = 1 ] && knob_tools $1=1 $2 gemm_kr
+  KNOBAB_KNOB=$1 KNOBAB_ARM=$3 KNOBAB_M=$5 KNOBAB_ROUNDS=$6 step_knobab
+  say "$2: $((SECONDS - t)) s"
 }
 
 # MEMRA_MMQ_KR6_BULK=1's first GPU run (issue 26: Q6_K's one-CTA tiles with their stages by the bulk copy
@@ -1212,13 +1218,7 @@ step_krbulk() {
 # check (KR6BULK_TOOLS, default 1), then knobab 0 / 1 on the q6_k rows at KR6BULK_M (default "4096 512"),
 # KR6BULK_ROUNDS rounds (default 1)
 step_kr6bulk() {
-  local t=$SECONDS
-  knob_kr_tests MEMRA_MMQ_KR6_BULK=1 kr6bulk
-  knob_info MEMRA_MMQ_KR6_BULK=1 kr6bulk
-  knob_kr_names MEMRA_MMQ_KR6_BULK=1 kr6bulk
-  [ "${KR6BULK_TOOLS:-1}" = 1 ] && knob_tools MEMRA_MMQ_KR6_BULK=1 kr6bulk gemm_kr
-  KNOBAB_KNOB=MEMRA_MMQ_KR6_BULK KNOBAB_ARM='q6_k' KNOBAB_M=${KR6BULK_M:-4096 512} KNOBAB_ROUNDS=${KR6BULK_ROUNDS:-1} step_knobab
-  say "kr6bulk: $((SECONDS - t)) s"
+  knob_kr_run MEMRA_MMQ_KR6_BULK kr6bulk q6_k "${KR6BULK_TOOLS:-1}" "${KR6BULK_M:-4096 512}" "${KR6BULK_ROUNDS:-1}"
 }
 
 # Q5_K's two folds on the sum plane (MEMRA_MMQ_KR_TC=1: the _tx tiles; 0: the per-32 _x tiles): test_mmq_ops

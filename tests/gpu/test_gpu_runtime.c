@@ -402,6 +402,26 @@ static memra_gemm_args gemm(int m, int n, int k)
     return a;
 }
 
+/* Some launch since the last reset is named prefix...suffix. */
+static int launch_ending(const char *prefix, const char *suffix)
+{
+    int found = 0;
+    for (int i = 0; i < g_n_launched; i++) {
+        const size_t gl = strlen(g_launched[i]), wl = strlen(suffix);
+        found |= gl >= wl && strcmp(g_launched[i] + gl - wl, suffix) == 0 &&
+                 strncmp(g_launched[i], prefix, strlen(prefix)) == 0;
+    }
+    return found;
+}
+
+/* A tile's name is stem, a tile shape (4, 2, 4n3, 2n3), then a suffix: the suffix, or NULL where got
+ * does not start with stem. */
+static const char *tile_suffix(const char *got, const char *stem)
+{
+    const char *rest = strncmp(got, stem, strlen(stem)) == 0 ? got + strlen(stem) : NULL;
+    return rest != NULL ? rest + strspn(rest, "24n3") : NULL;
+}
+
 /* The op ran (OK) and launched exactly `n` kernels named want[0..n), pdl[i] as given (-1: either). */
 static int launched(const char *what, memra_status st, int n, const char *const *want, const int *pdl)
 {
@@ -971,12 +991,7 @@ static int case_mmq(const char *so)
             /* and on cc 9.0 the bulk copies (MEMRA_MMQ_KR_BULK unset: on) where the fold is TC and t from the plane */
             snprintf(want, sizeof want, "%s2_s%s%s%s", kq_tile[f] + strlen("memra_k_gemm_kr_"), tc ? "t" : "", xs ? "x" : "",
                      tc && xs ? "b" : "");
-            int found = 0;
-            for (int i = 0; i < g_n_launched; i++) {
-                const size_t gl = strlen(g_launched[i]), wl = strlen(want);
-                found |= gl >= wl && strcmp(g_launched[i] + gl - wl, want) == 0 &&
-                         strncmp(g_launched[i], "memra_k_experts_kr_", 19) == 0;
-            }
+            const int found = launch_ending("memra_k_experts_kr_", want);
             printf("  gemm_experts %s: status %d, a launch ending in %s  %s\n", what + 8, (int)st3, want,
                    st3 == MEMRA_STATUS_OK && found ? "ok" : "FAIL");
             ok &= st3 == MEMRA_STATUS_OK && found;
@@ -1005,12 +1020,7 @@ static int case_mmq(const char *so)
         memra_gemm_experts_args x3 = {.struct_size = sizeof x3, .lane = MEMRA_OP_gemm_kr, .n_experts = 8,
                                       .ids = 0x60000000};
         const memra_status st3 = m.desc->ops->gemm_experts(&c3, &a3, &x3);
-        int found = 0;
-        for (int j = 0; j < g_n_launched; j++) {
-            const size_t gl = strlen(g_launched[j]), wl = strlen(xb[i].want);
-            found |= gl >= wl && strcmp(g_launched[j] + gl - wl, xb[i].want) == 0 &&
-                     strncmp(g_launched[j], "memra_k_experts_kr_q5_k", 23) == 0;
-        }
+        const int found = launch_ending("memra_k_experts_kr_q5_k", xb[i].want);
         printf("  gemm_experts q5_k KR_BULK=%s XE_LOOP2=%s cc %d%s%s: status %d, a launch ending in %s  %s\n",
                xb[i].krb ? xb[i].krb : "unset", xb[i].loop2 ? xb[i].loop2 : "unset", xb[i].cc,
                xb[i].missing ? ", image without " : "",
@@ -1036,9 +1046,7 @@ static int case_mmq(const char *so)
         a2.w_format = (int32_t)MEMRA_FORMAT_Q6_K;
         const memra_status st2 = m.desc->ops->gemm_kr(&c2, &a2);
         const char *got = g_n_launched > 0 ? g_launched[0] : "";
-        const char *stem = "memra_k_gemm_kr_q6_k_mt";
-        const char *rest = strncmp(got, stem, strlen(stem)) == 0 ? got + strlen(stem) : NULL;
-        if (rest != NULL) rest += strspn(rest, "24n3");
+        const char *rest = tile_suffix(got, "memra_k_gemm_kr_q6_k_mt");
         const int good = st2 == MEMRA_STATUS_OK && g_n_launched == 1 && rest != NULL && strcmp(rest, q6b[i].want) == 0;
         printf("  ONE=%s KR6_BULK=%s cc %d%s%s gemm_kr q6_k: %s, want a tile ending \"%s\"  %s\n",
                q6b[i].one ? q6b[i].one : "unset", q6b[i].kr6 ? q6b[i].kr6 : "unset", q6b[i].cc,
@@ -1085,9 +1093,7 @@ static int case_mmq(const char *so)
             const char *got = g_n_launched > 0 ? g_launched[0] : "";
             char stem[64];
             snprintf(stem, sizeof stem, "%s", f < 0 ? "memra_k_gemm_q8_0r_mt" : kq_tile[f]);
-            /* the tile's name: stem, a tile shape (4, 2, 4n3, 2n3), then exactly the suffix */
-            const char *rest = strncmp(got, stem, strlen(stem)) == 0 ? got + strlen(stem) : NULL;
-            if (rest != NULL) rest += strspn(rest, "24n3");
+            const char *rest = tile_suffix(got, stem); /* then exactly the suffix */
             const int good = st2 == MEMRA_STATUS_OK && g_n_launched == 1 && rest != NULL &&
                              strcmp(rest, ones[i].want[f + 1]) == 0;
             printf("  ONE=%s KR_TC=%s BULK=%s KR_SUMS=%s KR_BULK=%s cc %d %s: %s, want a tile ending \"%s\"  %s\n",

@@ -1687,38 +1687,30 @@ __device__ __forceinline__ void gemm_krb_body(const unsigned char *__restrict__ 
 #undef KRB_SRC_A
     mmq_tile_store<MT, NT>(t, acc, y, part, ldy, alpha, m, n);
 }
-#define KRB_ENTRY(NAME, MT, NT, F)                                                                                    \
-    extern "C" __global__ void __launch_bounds__(MMQ_THREADS, 2)                                                     \
+#define KRB_ENTRY(NAME, MT, NT, F, MINB)                                                                              \
+    extern "C" __global__ void __launch_bounds__(MMQ_THREADS, MINB)                                                  \
         NAME(const unsigned char *__restrict__ w, const unsigned char *__restrict__ xq, float *__restrict__ y, int m, \
              int n, int k, long long ldy, float alpha, float *__restrict__ part)                                      \
     {                                                                                                                 \
         gemm_krb_body<MT, NT, F>(w, xq, y, m, n, k, ldy, alpha, part);                                                \
     }
-KRB_ENTRY(memra_k_gemm_kr_q4_k_mt4txb, 4, 4, KR_Q4_K)
-KRB_ENTRY(memra_k_gemm_kr_q4_k_mt2txb, 2, 4, KR_Q4_K)
-KRB_ENTRY(memra_k_gemm_kr_q4_k_mt4n3txb, 4, 3, KR_Q4_K)
-KRB_ENTRY(memra_k_gemm_kr_q4_k_mt2n3txb, 2, 3, KR_Q4_K)
-KRB_ENTRY(memra_k_gemm_kr_q5_k_mt4txb, 4, 4, KR_Q5_K)
-KRB_ENTRY(memra_k_gemm_kr_q5_k_mt2txb, 2, 4, KR_Q5_K)
-KRB_ENTRY(memra_k_gemm_kr_q5_k_mt4n3txb, 4, 3, KR_Q5_K)
-KRB_ENTRY(memra_k_gemm_kr_q5_k_mt2n3txb, 2, 3, KR_Q5_K)
-#undef KRB_ENTRY
+KRB_ENTRY(memra_k_gemm_kr_q4_k_mt4txb, 4, 4, KR_Q4_K, 2)
+KRB_ENTRY(memra_k_gemm_kr_q4_k_mt2txb, 2, 4, KR_Q4_K, 2)
+KRB_ENTRY(memra_k_gemm_kr_q4_k_mt4n3txb, 4, 3, KR_Q4_K, 2)
+KRB_ENTRY(memra_k_gemm_kr_q4_k_mt2n3txb, 2, 3, KR_Q4_K, 2)
+KRB_ENTRY(memra_k_gemm_kr_q5_k_mt4txb, 4, 4, KR_Q5_K, 2)
+KRB_ENTRY(memra_k_gemm_kr_q5_k_mt2txb, 2, 4, KR_Q5_K, 2)
+KRB_ENTRY(memra_k_gemm_kr_q5_k_mt4n3txb, 4, 3, KR_Q5_K, 2)
+KRB_ENTRY(memra_k_gemm_kr_q5_k_mt2n3txb, 2, 3, KR_Q5_K, 2)
 /* MEMRA_MMQ_KR6_BULK=1 (opt-in until timed; cc 9.x): Q6_K's one-CTA tiles (the _o ones, its default)
  * on the bulk copies: nibbles, top bits and the whole 16-byte S entries as runs, d through the D
  * window (krb_d_window); the widening reads the half's 8 scales at 8 (g % 2) of the entry. Bit for
  * bit the _o tiles' outputs. */
-#define KRB6_ENTRY(NAME, MT, NT)                                                                                      \
-    extern "C" __global__ void __launch_bounds__(MMQ_THREADS, 1)                                                     \
-        NAME(const unsigned char *__restrict__ w, const unsigned char *__restrict__ xq, float *__restrict__ y, int m, \
-             int n, int k, long long ldy, float alpha, float *__restrict__ part)                                      \
-    {                                                                                                                 \
-        gemm_krb_body<MT, NT, KR_Q6_K>(w, xq, y, m, n, k, ldy, alpha, part);                                          \
-    }
-KRB6_ENTRY(memra_k_gemm_kr_q6_k_mt4ob, 4, 4)
-KRB6_ENTRY(memra_k_gemm_kr_q6_k_mt2ob, 2, 4)
-KRB6_ENTRY(memra_k_gemm_kr_q6_k_mt4n3ob, 4, 3)
-KRB6_ENTRY(memra_k_gemm_kr_q6_k_mt2n3ob, 2, 3)
-#undef KRB6_ENTRY
+KRB_ENTRY(memra_k_gemm_kr_q6_k_mt4ob, 4, 4, KR_Q6_K, 1)
+KRB_ENTRY(memra_k_gemm_kr_q6_k_mt2ob, 2, 4, KR_Q6_K, 1)
+KRB_ENTRY(memra_k_gemm_kr_q6_k_mt4n3ob, 4, 3, KR_Q6_K, 1)
+KRB_ENTRY(memra_k_gemm_kr_q6_k_mt2n3ob, 2, 3, KR_Q6_K, 1)
+#undef KRB_ENTRY
 #endif
 
 static_assert(KR_SMEM_BYTES(KR_Q4_K, 4, 4) == 112640 && KR_SMEM_BYTES(KR_Q5_K, 4, 4) == 114688 &&
