@@ -145,11 +145,13 @@ memra_status memra_shadow_start(memra_device *dev, memra_op op, const char *modu
         sh->inc_us = sh->sh_us = 0.0;
         sh->incumbent[0] = sh->reason[0] = '\0';
         sh->state = MEMRA_SHADOW_WATCHING;
+        atomic_store(&sh->gen0, UINT64_MAX); /* no sample until the routing that carries its lane is out */
         atomic_store(&sh->active, 1);
         pthread_mutex_unlock(&sh->lock);
         st = memra__verdict_publish(rt);
         if (st != MEMRA_STATUS_OK) atomic_store(&sh->active, 0);
         memra__snapshot *ns = memra__snapshot_acquire(dev);
+        if (ns != NULL) atomic_store(&sh->gen0, ns->generation);
         pthread_mutex_lock(&sh->lock);
         if (ns != NULL && ns->n_lanes[op] > 0) snprintf(sh->incumbent, sizeof sh->incumbent, "%s", ns->lanes[op][0].mod->name);
         pthread_mutex_unlock(&sh->lock);
@@ -253,6 +255,9 @@ static int shadow_begin(memra_device *dev, const memra__snapshot *s, memra_op op
 {
     memra__shadow *sh = &dev->shadow[op];
     if (!atomic_load(&sh->active)) return 0;
+    /* a call routed by a snapshot from before this shadow started: its shadow lane is not this shadow's
+     * (it may be the previous shadow's module, whose result would be judged as this one's) */
+    if (s->generation < atomic_load(&sh->gen0)) return 0;
     uint64_t c = atomic_fetch_add(&sh->calls, 1) + 1;
     const int rate = atomic_load(&sh->rate);
     if (rate > 1 && c % (uint64_t)rate != 0) return 0;
@@ -280,6 +285,9 @@ static void shadow_end(memra_device *dev, const memra__snapshot *s, memra_op op,
     char reason[300] = "";
     float *buf = NULL;
     if (st != MEMRA_STATUS_OK || g->m <= 0 || g->n <= 0 || g->ldy < g->n) goto out; /* nothing to compare */
+    /* a sample begun under the previous shadow (this call's snapshot predates the current one's start):
+     * its lane is that shadow's module, and no verdict of it may end the current shadow */
+    if (s->generation < atomic_load(&sh->gen0)) goto out;
     const size_t elems = (size_t)g->m * (size_t)g->ldy;
     buf = malloc(elems * sizeof *buf);
     if (buf == NULL) goto out;

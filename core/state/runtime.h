@@ -163,6 +163,10 @@ typedef struct memra__shadow {
     int need, margin_pct, auto_promote;
     atomic_uint_fast64_t calls, samples, agreements, mismatches, skipped;
     atomic_int busy;            /* a shadow run is in flight: the next sample is skipped */
+    /* the device's first routing generation whose snapshot carries this shadow's lane (UINT64_MAX until
+     * memra_shadow_start has published it): a call on an older snapshot, whose shadow lane may be the
+     * previous shadow's module, is never a sample of this one */
+    atomic_uint_fast64_t gen0;
     double inc_us, sh_us;       /* sums over agreeing samples */
     int state;                  /* memra_shadow_state */
     char incumbent[49];
