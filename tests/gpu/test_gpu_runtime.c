@@ -1030,14 +1030,15 @@ static int case_mmq(const char *so)
         ok &= close_mod(&m, 1);
     }
     g_kr_bulk_knob = NULL, g_missing_kernel = NULL, g_xe_loop2_knob = NULL;
-    /* MEMRA_MMQ_KR6_BULK=1: Q6_K's one-CTA tiles on the bulk copies (_ob) on cc 9.0, where its tiles are the
-     * one-CTA ones (MEMRA_MMQ_ONE unset, q6_k or 1) and the image has every _ob tile; else the tiles it had */
+    /* MEMRA_MMQ_KR6_BULK (unset: on): Q6_K's one-CTA tiles on the bulk copies (_ob) on cc 9.0, where its tiles
+     * are the one-CTA ones (MEMRA_MMQ_ONE unset, q6_k or 1) and the image has every _ob tile; else the tiles it had */
     static const struct {
         int cc;
         const char *one, *kr6, *missing, *want; /* want: the suffix after the tile shape */
     } q6b[] = {{90, NULL, "1", NULL, "ob"},  {90, "1", "1", NULL, "ob"},          {90, "q6_k", "1", NULL, "ob"},
-               {90, NULL, NULL, NULL, "o"},  {90, NULL, "0", NULL, "o"},          {90, "0", "1", NULL, ""},
-               {120, NULL, "1", NULL, "o"},  {90, NULL, "1", "q6_k_mt2n3ob", "o"}};
+               {90, NULL, NULL, NULL, "ob"}, {90, NULL, "0", NULL, "o"},          {90, "0", "1", NULL, ""},
+               {90, "0", NULL, NULL, ""},    {120, NULL, "1", NULL, "o"},         {120, NULL, NULL, NULL, "o"},
+               {90, NULL, "1", "q6_k_mt2n3ob", "o"}, {90, NULL, NULL, "q6_k_mt4ob", "o"}};
     for (size_t i = 0; i < sizeof q6b / sizeof q6b[0]; i++) {
         g_mmq_one_knob = q6b[i].one, g_kr6_bulk_knob = q6b[i].kr6, g_missing_kernel = q6b[i].missing;
         if (!open_mod(so, q6b[i].cc, &m)) return 0;
@@ -1063,24 +1064,25 @@ static int case_mmq(const char *so)
      * q6_k: Q6_K alone at one CTA; 0: no one-CTA kernel anywhere. MEMRA_MMQ_KR_SUMS (unset: on) puts
      * Q4_K's (TC fold) and Q5_K's (either fold) two-CTA tiles on the sum plane (_tx, _x); 0 keeps the MMA sums.
      * MEMRA_MMQ_KR_BULK (unset: on) puts the TF32-fold sum-plane tiles on the bulk copies (_txb) on cc 9.0
-     * only; with it 0, with the sum plane off, or on cc 12.0, the _tx / _t tiles serve.
+     * only; with it 0, with the sum plane off, or on cc 12.0, the _tx / _t tiles serve. MEMRA_MMQ_KR6_BULK
+     * (unset: on) puts Q6_K's one-CTA tiles on them (_ob) on cc 9.0.
      * want: the suffix each call's tile name must end in */
     static const struct {
         int cc;
         const char *one, *tc, *bulk, *sums, *krb, *want[4]; /* gemm_q8_0r, gemm_kr q4_k, q5_k, q6_k */
-    } ones[] = {{90, "1", NULL, NULL, NULL, NULL, {"bo", "to", "txb", "o"}},    {120, "1", NULL, NULL, NULL, NULL, {"bo", "to", "tx", "o"}},
-                {90, "1", "q4_k", NULL, NULL, NULL, {"bo", "to", "o", "o"}},     {90, "1", "q4_k", "0", NULL, NULL, {"", "to", "o", "o"}},
-                {90, NULL, NULL, NULL, NULL, NULL, {"b", "txb", "txb", "o"}},   {90, "q6_k", NULL, NULL, NULL, NULL, {"b", "txb", "txb", "o"}},
+    } ones[] = {{90, "1", NULL, NULL, NULL, NULL, {"bo", "to", "txb", "ob"}},    {120, "1", NULL, NULL, NULL, NULL, {"bo", "to", "tx", "o"}},
+                {90, "1", "q4_k", NULL, NULL, NULL, {"bo", "to", "o", "ob"}},     {90, "1", "q4_k", "0", NULL, NULL, {"", "to", "o", "ob"}},
+                {90, NULL, NULL, NULL, NULL, NULL, {"b", "txb", "txb", "ob"}},   {90, "q6_k", NULL, NULL, NULL, NULL, {"b", "txb", "txb", "ob"}},
                 {120, NULL, NULL, NULL, NULL, NULL, {"b", "tx", "tx", "o"}},    {90, "0", NULL, NULL, NULL, NULL, {"b", "txb", "txb", ""}},
-                {90, NULL, NULL, NULL, "0", NULL, {"b", "t", "t", "o"}},        {90, NULL, "1", NULL, "1", NULL, {"b", "txb", "txb", "o"}},
-                {90, NULL, "0", NULL, NULL, NULL, {"b", "", "x", "o"}},         {90, NULL, "q4_k", NULL, NULL, NULL, {"b", "txb", "x", "o"}},
-                {90, NULL, "q4_k", NULL, "0", NULL, {"b", "t", "", "o"}},
-                {90, NULL, NULL, NULL, NULL, "1", {"b", "txb", "txb", "o"}},
-                {90, NULL, NULL, NULL, NULL, "0", {"b", "tx", "tx", "o"}},
+                {90, NULL, NULL, NULL, "0", NULL, {"b", "t", "t", "ob"}},        {90, NULL, "1", NULL, "1", NULL, {"b", "txb", "txb", "ob"}},
+                {90, NULL, "0", NULL, NULL, NULL, {"b", "", "x", "ob"}},         {90, NULL, "q4_k", NULL, NULL, NULL, {"b", "txb", "x", "ob"}},
+                {90, NULL, "q4_k", NULL, "0", NULL, {"b", "t", "", "ob"}},
+                {90, NULL, NULL, NULL, NULL, "1", {"b", "txb", "txb", "ob"}},
+                {90, NULL, NULL, NULL, NULL, "0", {"b", "tx", "tx", "ob"}},
                 {120, NULL, NULL, NULL, NULL, "1", {"b", "tx", "tx", "o"}},
-                {90, NULL, NULL, NULL, "0", "1", {"b", "t", "t", "o"}},
-                {90, NULL, "q4_k", NULL, NULL, "1", {"b", "txb", "x", "o"}},
-                {90, NULL, "q4_k", NULL, NULL, "0", {"b", "tx", "x", "o"}}};
+                {90, NULL, NULL, NULL, "0", "1", {"b", "t", "t", "ob"}},
+                {90, NULL, "q4_k", NULL, NULL, "1", {"b", "txb", "x", "ob"}},
+                {90, NULL, "q4_k", NULL, NULL, "0", {"b", "tx", "x", "ob"}}};
     for (size_t i = 0; i < sizeof ones / sizeof ones[0]; i++) {
         g_mmq_one_knob = ones[i].one, g_kr_tc_knob = ones[i].tc, g_mmq_bulk_knob = ones[i].bulk;
         g_kr_sums_knob = ones[i].sums, g_kr_bulk_knob = ones[i].krb;

@@ -1702,7 +1702,7 @@ KRB_ENTRY(memra_k_gemm_kr_q5_k_mt4txb, 4, 4, KR_Q5_K, 2)
 KRB_ENTRY(memra_k_gemm_kr_q5_k_mt2txb, 2, 4, KR_Q5_K, 2)
 KRB_ENTRY(memra_k_gemm_kr_q5_k_mt4n3txb, 4, 3, KR_Q5_K, 2)
 KRB_ENTRY(memra_k_gemm_kr_q5_k_mt2n3txb, 2, 3, KR_Q5_K, 2)
-/* MEMRA_MMQ_KR6_BULK=1 (opt-in until timed; cc 9.x): Q6_K's one-CTA tiles (the _o ones, its default)
+/* MEMRA_MMQ_KR6_BULK (default since run f1; cc 9.x): Q6_K's one-CTA tiles (the _o ones, its default before)
  * on the bulk copies: nibbles, top bits and the whole 16-byte S entries as runs, d through the D
  * window (krb_d_window); the widening reads the half's 8 scales at 8 (g % 2) of the entry. Bit for
  * bit the _o tiles' outputs. */
