@@ -57,7 +57,7 @@
  *      16 split-k roundings and the final one: gamma(2 nb + 18) + u
  *      (4.4e-5 at k = 17408, 3.4e-6 at k = 768). The min term cannot hide in
  *      the normaliser: a dropped min moves an element by mn |S dx|, ~1/3 of its
- *      mass for random codes. MEMRA_MMQ_KR_TC=1 (Q4_K / Q5_K, mmq.cu kr_step TC)
+ *      mass for random codes. MEMRA_MMQ_KR_TC=1 (Q4_K / Q5_K, mmq.cu mmq_step TC)
  *      moves the min term out of the per-32 fold: per 128-step D = sum_b t_b m_b
  *      (t_b = fl(dx S), m_b the 6-bit mins) from two TF32 MMAs on t split as
  *      hi + lo (|t - hi - lo| <= 2u |t|: lo's rounding can lose its last bit

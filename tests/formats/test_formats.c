@@ -823,7 +823,7 @@ static void case_kpacked(void)
 }
 
 
-/* ---- gemm_kr's TC fold (MEMRA_MMQ_KR_TC, mmq.cu kr_step TC) against its band ----------- */
+/* ---- gemm_kr's TC fold (MEMRA_MMQ_KR_TC, mmq.cu mmq_step TC) against its band ----------- */
 
 /* mmq.cu tf32_rna, transcribed: a finite f32 rounded to TF32 (nearest, ties away). */
 static float kt_tf32_rna(float x)

@@ -330,7 +330,7 @@ memra_k_fp8blk_gemm(const unsigned char *__restrict__ w, const float *__restrict
 #pragma unroll
             for (int mt = 0; mt < FP8BLK_MT; mt++)
                 fb_ldmatrix_x4(a[mt], As + (wm * FP8BLK_WTM + mt * 16 + (lane & 15)) * FP8BLK_ROW + kk * 32 + (lane >> 4) * 16);
-            /* B: common/tile.cuh's fragments (mmq's r3_step / kr_step load theirs with it) */
+            /* B: common/tile.cuh's fragments (mmq's mmq_step loads its own with it) */
             memra_load_b_frags<FP8BLK_NT, FP8BLK_ROW>(
                 b, memra_smem_u32(Bs + (wn * FP8BLK_WTN + (lane & 7) + (lane >> 4) * 8) * FP8BLK_ROW + ((lane >> 3) & 1) * 16),
                 kk * 32);

@@ -66,6 +66,7 @@
 #include "../common/tile.cuh"
 
 enum { MMQ_KIND_S8 = 0, MMQ_KIND_FP8 = 1, MMQ_KIND_MX = 2 };
+enum { MMQ_FOLD_Q8 = 0, MMQ_FOLD_MIN = 1, MMQ_FOLD_Q6 = 2 }; /* mmq_step's folds */
 
 /* ---- primitives ------------------------------------------------------------- */
 
@@ -727,27 +728,84 @@ __device__ __forceinline__ void mmq_tile_store(const mmq_tile &t, const float (&
                      t.j0 + t.wn * 8 * NT, t.lane);
 }
 
-/* One 128-deep step of the warp's 16 MT x 8 NT sub-tile out of one stage slot.
- * sa / sb: the thread's ldmatrix addresses in the slot at block 0; ax / bw: its
- * scale rows (token lane/4 of m16 tile 0; weight row 2 (lane%4) of n8 tile 0);
- * B fragments: mmq_load_b. */
-template <int MT, int NT, bool LIVE = false, int UG = 1>
-__device__ __forceinline__ void r3_step(float (&acc)[MT][NT][4], uint32_t sa, uint32_t sb, const float *ax,
-                                        const float *bw, int mt_live = MT)
+/* D = A (k16) x B (k16) + magic: the s32 sum of 16 products read as f32 bits. */
+__device__ __forceinline__ void mma_k16_s8(float d[4], uint32_t a0, uint32_t a1, uint32_t b0)
 {
-    /* UG: the k32 groups unrolled (1: rolled, the default; 4: the _u entry points, 64-token tiles
-     * only: the 128-token tile then spills 416 bytes) */
+    int r0, r1, r2, r3;
+    const int c = (int)MMQ_MAGIC_BITS;
+    asm("mma.sync.aligned.m16n8k16.row.col.s32.s8.s8.s32 {%0,%1,%2,%3}, {%4,%5}, {%6}, {%7,%7,%7,%7};\n"
+        : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3)
+        : "r"(a0), "r"(a1), "r"(b0), "r"(c));
+    d[0] = __int_as_float(r0);
+    d[1] = __int_as_float(r1);
+    d[2] = __int_as_float(r2);
+    d[3] = __int_as_float(r3);
+}
+
+/* Finite x rounded to TF32 (the nearest, ties away from zero; cvt.rna.tf32.f32's result for a
+ * finite x), as the b32 an m16n8k4 .tf32 operand reads: half a TF32 unit added to the magnitude
+ * bits (a carry moves into the exponent as it should), the 13 bits below TF32's cleared. Two
+ * instructions where sm_90's cvt.rna.tf32 takes four (its infinity test): t = fl(S sx) here is
+ * always finite. */
+__device__ __forceinline__ uint32_t tf32_rna(float x) { return (__float_as_uint(x) + 0x1000u) & 0xFFFFE000u; }
+
+/* D = A (16 x 4, TF32) x B (4 x 8, TF32) + C in f32: a0 row lane/4, a1 row lane/4 + 8, both column
+ * lane%4; b0 row (k) lane%4, column lane/4; C / D as every m16n8 fragment here. */
+__device__ __forceinline__ void mma_tf32_k4(float (&d)[4], uint32_t a0, uint32_t a1, uint32_t b0, const float (&c)[4])
+{
+    asm("mma.sync.aligned.m16n8k4.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5}, {%6}, {%7,%8,%9,%10};\n"
+        : "=f"(d[0]), "=f"(d[1]), "=f"(d[2]), "=f"(d[3])
+        : "r"(a0), "r"(a1), "r"(b0), "f"(c[0]), "f"(c[1]), "f"(c[2]), "f"(c[3]));
+}
+
+/* One 128-deep step of the warp's 16 MT x 8 NT sub-tile out of one stage slot, for every record
+ * kind (issue 26 item 4: one step, one fold per kind; the k loops around it differ only in how a
+ * stage arrives). sa / sb: the thread's ldmatrix addresses in the slot at block 0 (mmq_frag_of);
+ * ax / bw: its scale rows (token lane/4 of m16 tile 0; weight row 2 (lane%4) of n8 tile 0);
+ * B fragments: mmq_load_b. FOLD:
+ *  MMQ_FOLD_Q8   Q8_0 records (gemm_q8_0r, the grouped q8_0r tiles): acc = fma(sx, fma(D, s, -M s), acc)
+ *  MMQ_FOLD_MIN  Q4_K / Q5_K (gemm_kr fold "min"): the same, then the min term (below)
+ *  MMQ_FOLD_Q6   Q6_K (gemm_kr fold "q6"): two k16 halves with their own scales
+ * sd: the K-quant side rows at the thread's first weight row (not read by fold q8). LIVE: a grouped
+ * tile's m16 tiles past mt_live are skipped. UG (fold q8 only): the k32 groups unrolled (1:
+ * rolled, the default; 4: the _u entry points, 64-token tiles only: the 128-token tile then spills
+ * 416 bytes).
+ * TC (fold "min" only; MEMRA_MMQ_KR_TC, the _t entry points: Q4_K and Q5_K by default, Q4_K alone with q4_k): the min term leaves the
+ * per-32 fold. Each thread keeps t = fl(S sx) of its own 32-block of the step (lane % 4) for its
+ * two token rows, and after the four blocks the step's sum over them, sum_b t_b m_b (m_b the
+ * 6-bit mins, exact in TF32), comes from two m16n8k4 TF32 MMAs, t split as hi = rna(t) and
+ * lo = rna(t - hi) (|t - hi - lo| <= 2^-23 |t|; the products are exact in f32), then one FFMA
+ * acc -= dmin D per element and step: 1/4 FFMA per element and 32-block instead of 1. sm: the
+ * side rows at the thread's B row (weight row lane / 4 of n8 tile 0), whose first word holds the
+ * step's four mins as bytes and the second dmin (kr_widen TC). */
+template <int MT, int NT, int FOLD, bool LIVE = false, bool TC = false, bool XS = false, int UG = 1>
+__device__ __forceinline__ void mmq_step(float (&acc)[MT][NT][4], uint32_t sa, uint32_t sb, const float *ax,
+                                         const float *bw, const float *sd = nullptr, int mt_live = MT,
+                                         const unsigned char *sm = nullptr, const float *at = nullptr)
+{
+    constexpr bool Q6 = FOLD == MMQ_FOLD_Q6, MIN = FOLD == MMQ_FOLD_MIN;
+    static_assert(!(TC && !MIN) && !(XS && !MIN), "the min term is fold min's (Q4_K, Q5_K)");
+    static_assert(UG == 1 || FOLD == MMQ_FOLD_Q8, "the k32 groups unrolled: fold q8 only");
+    float ta[MT][2]; /* TC: t of block lane % 4, rows lane / 4 and lane / 4 + 8 of each m16 tile */
+    const int kb_own = threadIdx.x & 3;
+    if (TC && XS) /* XS: at = the sum-plane slot at the thread's token row lane / 4, 4 floats a row */
+#pragma unroll
+        for (int mt = 0; mt < MT; mt++) ta[mt][0] = at[mt * 64 + kb_own], ta[mt][1] = at[mt * 64 + 32 + kb_own];
 #pragma unroll UG
     for (int g = 0; g < 4; g++) {
         uint32_t b[NT][2];
         mmq_load_b<NT>(b, sb, g);
-        float sw[NT][2], mw[NT][2];
+        float s0[NT][2], m0[NT][2], s1[NT][2], m1[NT][2];
 #pragma unroll
         for (int nt = 0; nt < NT; nt++)
 #pragma unroll
             for (int c = 0; c < 2; c++) {
-                sw[nt][c] = bw[(nt * 8 + c) * (MMQ_ROW / 4) + g];
-                mw[nt][c] = sw[nt][c] * -MMQ_MAGIC;
+                s0[nt][c] = bw[(nt * 8 + c) * (MMQ_ROW / 4) + g];
+                m0[nt][c] = s0[nt][c] * -MMQ_MAGIC;
+                if (!TC && FOLD != MMQ_FOLD_Q8) {
+                    s1[nt][c] = sd[(nt * 8 + c) * 4 + g];
+                    m1[nt][c] = Q6 ? s1[nt][c] * -MMQ_MAGIC : -s1[nt][c];
+                }
             }
 #pragma unroll
         for (int mt = 0; mt < MT; mt++) {
@@ -755,14 +813,80 @@ __device__ __forceinline__ void r3_step(float (&acc)[MT][NT][4], uint32_t sa, ui
             uint32_t a[4];
             memra_ldmatrix_x4(a, sa + mt * 16 * MMQ_ROW + g * 32);
             const float sx0 = ax[mt * 16 * (MMQ_ROW / 4) + g], sx1 = ax[(mt * 16 + 8) * (MMQ_ROW / 4) + g];
+            if (Q6) {
 #pragma unroll
-            for (int nt = 0; nt < NT; nt++) {
-                float d[4];
-                mma_k32<MMQ_KIND_S8>(d, a, b[nt][0], b[nt][1]);
-                acc[mt][nt][0] = fmaf(sx0, fmaf(d[0], sw[nt][0], mw[nt][0]), acc[mt][nt][0]);
-                acc[mt][nt][1] = fmaf(sx0, fmaf(d[1], sw[nt][1], mw[nt][1]), acc[mt][nt][1]);
-                acc[mt][nt][2] = fmaf(sx1, fmaf(d[2], sw[nt][0], mw[nt][0]), acc[mt][nt][2]);
-                acc[mt][nt][3] = fmaf(sx1, fmaf(d[3], sw[nt][1], mw[nt][1]), acc[mt][nt][3]);
+                for (int nt = 0; nt < NT; nt++) {
+                    float lo[4], hi[4];
+                    mma_k16_s8(lo, a[0], a[1], b[nt][0]);
+                    mma_k16_s8(hi, a[2], a[3], b[nt][1]);
+#pragma unroll
+                    for (int e = 0; e < 4; e++) {
+                        const int c = e & 1;
+                        const float u = fmaf(hi[e], s1[nt][c], m1[nt][c]);
+                        const float v = fmaf(lo[e] - MMQ_MAGIC, s0[nt][c], u);
+                        acc[mt][nt][e] = fmaf(e < 2 ? sx0 : sx1, v, acc[mt][nt][e]);
+                    }
+                }
+            } else if (FOLD == MMQ_FOLD_Q8) {
+#pragma unroll
+                for (int nt = 0; nt < NT; nt++) {
+                    float d[4];
+                    mma_k32<MMQ_KIND_S8>(d, a, b[nt][0], b[nt][1]);
+                    acc[mt][nt][0] = fmaf(sx0, fmaf(d[0], s0[nt][0], m0[nt][0]), acc[mt][nt][0]);
+                    acc[mt][nt][1] = fmaf(sx0, fmaf(d[1], s0[nt][1], m0[nt][1]), acc[mt][nt][1]);
+                    acc[mt][nt][2] = fmaf(sx1, fmaf(d[2], s0[nt][0], m0[nt][0]), acc[mt][nt][2]);
+                    acc[mt][nt][3] = fmaf(sx1, fmaf(d[3], s0[nt][1], m0[nt][1]), acc[mt][nt][3]);
+                }
+            } else {
+                float t0 = 0.0f, t1 = 0.0f;
+                if (XS) {
+                    if (!TC) t0 = at[mt * 64 + g], t1 = at[mt * 64 + 32 + g];
+                } else {
+                    float sum[4];
+                    mma_k32<MMQ_KIND_S8>(sum, a, 0x01010101u, 0x01010101u);
+                    t0 = (sum[0] - MMQ_MAGIC) * sx0, t1 = (sum[2] - MMQ_MAGIC) * sx1;
+                    if (TC && g == kb_own) ta[mt][0] = t0, ta[mt][1] = t1;
+                }
+#pragma unroll
+                for (int nt = 0; nt < NT; nt++) {
+                    float d[4];
+                    mma_k32<MMQ_KIND_S8>(d, a, b[nt][0], b[nt][1]);
+#pragma unroll
+                    for (int e = 0; e < 4; e++) {
+                        const int c = e & 1;
+                        float r = fmaf(e < 2 ? sx0 : sx1, fmaf(d[e], s0[nt][c], m0[nt][c]), acc[mt][nt][e]);
+                        acc[mt][nt][e] = TC ? r : fmaf(e < 2 ? t0 : t1, m1[nt][c], r);
+                    }
+                }
+            }
+        }
+    }
+    if (TC) {
+        uint32_t hi[MT][2], lo[MT][2];
+#pragma unroll
+        for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+            for (int r = 0; r < 2; r++) {
+                if (LIVE && mt >= mt_live) ta[mt][r] = 0.0f; /* (never stored: rows past the tile's) */
+                hi[mt][r] = tf32_rna(ta[mt][r]);
+                lo[mt][r] = tf32_rna(ta[mt][r] - __uint_as_float(hi[mt][r]));
+            }
+#pragma unroll
+        for (int nt = 0; nt < NT; nt++) {
+            const uint32_t mw = *reinterpret_cast<const uint32_t *>(sm + nt * 8 * 16);
+            const uint32_t bm = __float_as_uint((float)((mw >> (8 * kb_own)) & 0x3Fu)); /* exact in TF32 */
+            const float dm0 = sd[(nt * 8) * 4 + 1], dm1 = sd[(nt * 8 + 1) * 4 + 1];
+#pragma unroll
+            for (int mt = 0; mt < MT; mt++) {
+                if (LIVE && mt >= mt_live) break;
+                const float z[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+                float dh[4], d[4];
+                mma_tf32_k4(dh, hi[mt][0], hi[mt][1], bm, z);
+                mma_tf32_k4(d, lo[mt][0], lo[mt][1], bm, dh);
+                acc[mt][nt][0] = fmaf(-dm0, d[0], acc[mt][nt][0]);
+                acc[mt][nt][1] = fmaf(-dm1, d[1], acc[mt][nt][1]);
+                acc[mt][nt][2] = fmaf(-dm0, d[2], acc[mt][nt][2]);
+                acc[mt][nt][3] = fmaf(-dm1, d[3], acc[mt][nt][3]);
             }
         }
     }
@@ -870,9 +994,9 @@ __device__ __forceinline__ void gemm_q8_0r_body(const unsigned char *__restrict_
         r3_copy_run<BN>(r3_smem + (so) + R3_A_BYTES(MT), wr + ((long long)(g) * n + j0) * MMQ_ROW, brows);  \
     } while (0)
 #define R3_STEP(so)                                                                                         \
-    r3_step<MT, NT, false, UG>(acc, base + (so) + a_off, base + (so) + b_off,                               \
-                               reinterpret_cast<const float *>(r3_smem + (so) + ax_off),                    \
-                               reinterpret_cast<const float *>(r3_smem + (so) + bw_off))
+    mmq_step<MT, NT, MMQ_FOLD_Q8, false, false, false, UG>(acc, base + (so) + a_off, base + (so) + b_off,    \
+                                                           reinterpret_cast<const float *>(r3_smem + (so) + ax_off), \
+                                                           reinterpret_cast<const float *>(r3_smem + (so) + bw_off))
     if constexpr (BULK) { /* the _b entry points: the two runs by the bulk copy engine */
         __shared__ __align__(8) unsigned long long r3b_bar[R3_STAGES];
         const uint32_t bar = smem_u32(r3b_bar);
@@ -1062,6 +1186,7 @@ __device__ __forceinline__ void kr_copy_t(unsigned char *S, const unsigned char 
 }
 
 enum { KR_Q4_K = 0, KR_Q5_K = 1, KR_Q6_K = 2 };
+#define KR_FOLD(F) ((F) == KR_Q6_K ? MMQ_FOLD_Q6 : MMQ_FOLD_MIN) /* a K-quant's fold in mmq_step */
 
 /* cp.async of N (4, 8 or 16) bytes of which src_bytes are read, the rest zero-filled. */
 template <int N> __device__ __forceinline__ void cp_async_n(uint32_t dst, const void *src, int src_bytes)
@@ -1207,7 +1332,7 @@ __device__ __forceinline__ void kr_widen(const unsigned char *P, unsigned char *
             const uint32_t vs = h1 ? (hd.w & 0x0F0F0F0Fu) | ((hd.y >> 2) & 0x30303030u) : hd.y & 0x3F3F3F3Fu;
             const uint32_t vm = h1 ? ((hd.w >> 4) & 0x0F0F0F0Fu) | ((hd.z >> 2) & 0x30303030u) : hd.z & 0x3F3F3F3Fu;
             s0 = make_float4(d * kr_u8f(vs, 0), d * kr_u8f(vs, 1), d * kr_u8f(vs, 2), d * kr_u8f(vs, 3));
-            if (TC) /* the tensor-core min term (kr_step TC): the 6-bit mins as bytes, then dmin */
+            if (TC) /* the tensor-core min term (mmq_step TC): the 6-bit mins as bytes, then dmin */
                 s1 = make_float4(__uint_as_float(vm), dmin, 0.0f, 0.0f);
             else
                 s1 = make_float4(dmin * kr_u8f(vm, 0), dmin * kr_u8f(vm, 1), dmin * kr_u8f(vm, 2), dmin * kr_u8f(vm, 3));
@@ -1217,153 +1342,11 @@ __device__ __forceinline__ void kr_widen(const unsigned char *P, unsigned char *
     }
 }
 
-/* D = A (k16) x B (k16) + magic: the s32 sum of 16 products read as f32 bits. */
-__device__ __forceinline__ void mma_k16_s8(float d[4], uint32_t a0, uint32_t a1, uint32_t b0)
-{
-    int r0, r1, r2, r3;
-    const int c = (int)MMQ_MAGIC_BITS;
-    asm("mma.sync.aligned.m16n8k16.row.col.s32.s8.s8.s32 {%0,%1,%2,%3}, {%4,%5}, {%6}, {%7,%7,%7,%7};\n"
-        : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3)
-        : "r"(a0), "r"(a1), "r"(b0), "r"(c));
-    d[0] = __int_as_float(r0);
-    d[1] = __int_as_float(r1);
-    d[2] = __int_as_float(r2);
-    d[3] = __int_as_float(r3);
-}
-
-/* Finite x rounded to TF32 (the nearest, ties away from zero; cvt.rna.tf32.f32's result for a
- * finite x), as the b32 an m16n8k4 .tf32 operand reads: half a TF32 unit added to the magnitude
- * bits (a carry moves into the exponent as it should), the 13 bits below TF32's cleared. Two
- * instructions where sm_90's cvt.rna.tf32 takes four (its infinity test): t = fl(S sx) here is
- * always finite. */
-__device__ __forceinline__ uint32_t tf32_rna(float x) { return (__float_as_uint(x) + 0x1000u) & 0xFFFFE000u; }
-
-/* D = A (16 x 4, TF32) x B (4 x 8, TF32) + C in f32: a0 row lane/4, a1 row lane/4 + 8, both column
- * lane%4; b0 row (k) lane%4, column lane/4; C / D as every m16n8 fragment here. */
-__device__ __forceinline__ void mma_tf32_k4(float (&d)[4], uint32_t a0, uint32_t a1, uint32_t b0, const float (&c)[4])
-{
-    asm("mma.sync.aligned.m16n8k4.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5}, {%6}, {%7,%8,%9,%10};\n"
-        : "=f"(d[0]), "=f"(d[1]), "=f"(d[2]), "=f"(d[3])
-        : "r"(a0), "r"(a1), "r"(b0), "f"(c[0]), "f"(c[1]), "f"(c[2]), "f"(c[3]));
-}
-
-/* One 128-deep step of the warp's 16 MT x 8 NT sub-tile (r3_step's
- * addressing); sd: the scale side table at the thread's first weight row.
- * TC (fold "min" only; MEMRA_MMQ_KR_TC, the _t entry points: Q4_K and Q5_K by default, Q4_K alone with q4_k): the min term leaves the
- * per-32 fold. Each thread keeps t = fl(S sx) of its own 32-block of the step (lane % 4) for its
- * two token rows, and after the four blocks the step's sum over them, sum_b t_b m_b (m_b the
- * 6-bit mins, exact in TF32), comes from two m16n8k4 TF32 MMAs, t split as hi = rna(t) and
- * lo = rna(t - hi) (|t - hi - lo| <= 2^-23 |t|; the products are exact in f32), then one FFMA
- * acc -= dmin D per element and step: 1/4 FFMA per element and 32-block instead of 1. sm: the
- * side rows at the thread's B row (weight row lane / 4 of n8 tile 0), whose first word holds the
- * step's four mins as bytes and the second dmin (kr_widen TC). */
-template <int MT, int NT, bool Q6, bool LIVE = false, bool TC = false, bool XS = false>
-__device__ __forceinline__ void kr_step(float (&acc)[MT][NT][4], uint32_t sa, uint32_t sb, const float *ax,
-                                        const float *bw, const float *sd, int mt_live = MT,
-                                        const unsigned char *sm = nullptr, const float *at = nullptr)
-{
-    static_assert(!(TC && Q6) && !(XS && Q6), "the min term is fold min's (Q4_K, Q5_K)");
-    float ta[MT][2]; /* TC: t of block lane % 4, rows lane / 4 and lane / 4 + 8 of each m16 tile */
-    const int kb_own = threadIdx.x & 3;
-    if (TC && XS) /* XS: at = the sum-plane slot at the thread's token row lane / 4, 4 floats a row */
-#pragma unroll
-        for (int mt = 0; mt < MT; mt++) ta[mt][0] = at[mt * 64 + kb_own], ta[mt][1] = at[mt * 64 + 32 + kb_own];
-#pragma unroll 1
-    for (int g = 0; g < 4; g++) {
-        uint32_t b[NT][2];
-        mmq_load_b<NT>(b, sb, g);
-        float s0[NT][2], m0[NT][2], s1[NT][2], m1[NT][2];
-#pragma unroll
-        for (int nt = 0; nt < NT; nt++)
-#pragma unroll
-            for (int c = 0; c < 2; c++) {
-                s0[nt][c] = bw[(nt * 8 + c) * (MMQ_ROW / 4) + g];
-                m0[nt][c] = s0[nt][c] * -MMQ_MAGIC;
-                if (!TC) {
-                    s1[nt][c] = sd[(nt * 8 + c) * 4 + g];
-                    m1[nt][c] = Q6 ? s1[nt][c] * -MMQ_MAGIC : -s1[nt][c];
-                }
-            }
-#pragma unroll
-        for (int mt = 0; mt < MT; mt++) {
-            if (LIVE && mt >= mt_live) break; /* (a grouped tile's m16 tiles past its rows) */
-            uint32_t a[4];
-            memra_ldmatrix_x4(a, sa + mt * 16 * MMQ_ROW + g * 32);
-            const float sx0 = ax[mt * 16 * (MMQ_ROW / 4) + g], sx1 = ax[(mt * 16 + 8) * (MMQ_ROW / 4) + g];
-            if (Q6) {
-#pragma unroll
-                for (int nt = 0; nt < NT; nt++) {
-                    float lo[4], hi[4];
-                    mma_k16_s8(lo, a[0], a[1], b[nt][0]);
-                    mma_k16_s8(hi, a[2], a[3], b[nt][1]);
-#pragma unroll
-                    for (int e = 0; e < 4; e++) {
-                        const int c = e & 1;
-                        const float u = fmaf(hi[e], s1[nt][c], m1[nt][c]);
-                        const float v = fmaf(lo[e] - MMQ_MAGIC, s0[nt][c], u);
-                        acc[mt][nt][e] = fmaf(e < 2 ? sx0 : sx1, v, acc[mt][nt][e]);
-                    }
-                }
-            } else {
-                float t0 = 0.0f, t1 = 0.0f;
-                if (XS) {
-                    if (!TC) t0 = at[mt * 64 + g], t1 = at[mt * 64 + 32 + g];
-                } else {
-                    float sum[4];
-                    mma_k32<MMQ_KIND_S8>(sum, a, 0x01010101u, 0x01010101u);
-                    t0 = (sum[0] - MMQ_MAGIC) * sx0, t1 = (sum[2] - MMQ_MAGIC) * sx1;
-                    if (TC && g == kb_own) ta[mt][0] = t0, ta[mt][1] = t1;
-                }
-#pragma unroll
-                for (int nt = 0; nt < NT; nt++) {
-                    float d[4];
-                    mma_k32<MMQ_KIND_S8>(d, a, b[nt][0], b[nt][1]);
-#pragma unroll
-                    for (int e = 0; e < 4; e++) {
-                        const int c = e & 1;
-                        float r = fmaf(e < 2 ? sx0 : sx1, fmaf(d[e], s0[nt][c], m0[nt][c]), acc[mt][nt][e]);
-                        acc[mt][nt][e] = TC ? r : fmaf(e < 2 ? t0 : t1, m1[nt][c], r);
-                    }
-                }
-            }
-        }
-    }
-    if (TC) {
-        uint32_t hi[MT][2], lo[MT][2];
-#pragma unroll
-        for (int mt = 0; mt < MT; mt++)
-#pragma unroll
-            for (int r = 0; r < 2; r++) {
-                if (LIVE && mt >= mt_live) ta[mt][r] = 0.0f; /* (never stored: rows past the tile's) */
-                hi[mt][r] = tf32_rna(ta[mt][r]);
-                lo[mt][r] = tf32_rna(ta[mt][r] - __uint_as_float(hi[mt][r]));
-            }
-#pragma unroll
-        for (int nt = 0; nt < NT; nt++) {
-            const uint32_t mw = *reinterpret_cast<const uint32_t *>(sm + nt * 8 * 16);
-            const uint32_t bm = __float_as_uint((float)((mw >> (8 * kb_own)) & 0x3Fu)); /* exact in TF32 */
-            const float dm0 = sd[(nt * 8) * 4 + 1], dm1 = sd[(nt * 8 + 1) * 4 + 1];
-#pragma unroll
-            for (int mt = 0; mt < MT; mt++) {
-                if (LIVE && mt >= mt_live) break;
-                const float z[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-                float dh[4], d[4];
-                mma_tf32_k4(dh, hi[mt][0], hi[mt][1], bm, z);
-                mma_tf32_k4(d, lo[mt][0], lo[mt][1], bm, dh);
-                acc[mt][nt][0] = fmaf(-dm0, d[0], acc[mt][nt][0]);
-                acc[mt][nt][1] = fmaf(-dm1, d[1], acc[mt][nt][1]);
-                acc[mt][nt][2] = fmaf(-dm0, d[2], acc[mt][nt][2]);
-                acc[mt][nt][3] = fmaf(-dm1, d[3], acc[mt][nt][3]);
-            }
-        }
-    }
-}
-
 /* gemm_kr's k loop, shared by gemm_kr_body and experts_kr_body (R3_KLOOP's reasons for a
  * macro): the packed weight of step g0 + kt + 1 copied to P during step kt's MMAs and widened
  * into the other weight slot after them; the activation in R3_STAGES stages. COPY_A(slot, g)
  * copies step g's activation into A slot `slot`, STEP(ao, wo) runs the MMAs and folds on the A
- * slot at ao and the weight slot at wo; w, n, k, j0, brows, P and kr_tc (the widening for kr_step's
+ * slot at ao and the weight slot at wo; w, n, k, j0, brows, P and kr_tc (the widening for mmq_step's
  * TC fold) from the caller's scope. */
 #define KR_KLOOP(MT, NT, F, g0, nk, SMEM, COPY_A, STEP)                                                     \
     do {                                                                                                    \
@@ -1442,7 +1425,7 @@ __device__ __forceinline__ void gemm_kr_body(const unsigned char *__restrict__ w
     /* the sum-plane slot of A slot (ao - KR_A_OFF) / R3_A_BYTES */
 #define KR_AT(ao) (kr_smem + at_off + ((ao) - KR_A_OFF(NT)) / R3_A_BYTES(MT) * (32 * MT * 16))
 #define KR_STEP(ao, wo)                                                                                     \
-    kr_step<MT, NT, F == KR_Q6_K, false, TC, XS>(acc, base + (ao) + a_off, base + (wo) + b_off,             \
+    mmq_step<MT, NT, KR_FOLD(F), false, TC, XS>(acc, base + (ao) + a_off, base + (wo) + b_off,             \
                                                  reinterpret_cast<const float *>(kr_smem + (ao) + ax_off),  \
                                                  reinterpret_cast<const float *>(kr_smem + (wo) + bw_off),  \
                                                  reinterpret_cast<const float *>(kr_smem + (wo) + sd_off),  \
@@ -1476,7 +1459,7 @@ KR_ENTRY(memra_k_gemm_kr_q6_k_mt4, 4, 4, KR_Q6_K, false, 2, false)
 KR_ENTRY(memra_k_gemm_kr_q6_k_mt2, 2, 4, KR_Q6_K, false, 2, false)
 KR_ENTRY(memra_k_gemm_kr_q6_k_mt4n3, 4, 3, KR_Q6_K, false, 2, false)
 KR_ENTRY(memra_k_gemm_kr_q6_k_mt2n3, 2, 3, KR_Q6_K, false, 2, false)
-/* MEMRA_MMQ_KR_TC: Q4_K and Q5_K (both by default since run d3) with the min term on TF32 MMAs (kr_step TC) */
+/* MEMRA_MMQ_KR_TC: Q4_K and Q5_K (both by default since run d3) with the min term on TF32 MMAs (mmq_step TC) */
 KR_ENTRY(memra_k_gemm_kr_q4_k_mt4t, 4, 4, KR_Q4_K, true, 2, false)
 KR_ENTRY(memra_k_gemm_kr_q4_k_mt2t, 2, 4, KR_Q4_K, true, 2, false)
 KR_ENTRY(memra_k_gemm_kr_q4_k_mt4n3t, 4, 3, KR_Q4_K, true, 2, false)
@@ -1504,7 +1487,7 @@ KR_ENTRY(memra_k_gemm_kr_q6_k_mt2o, 2, 4, KR_Q6_K, false, 1, false)
 KR_ENTRY(memra_k_gemm_kr_q6_k_mt4n3o, 4, 3, KR_Q6_K, false, 1, false)
 KR_ENTRY(memra_k_gemm_kr_q6_k_mt2n3o, 2, 3, KR_Q6_K, false, 1, false)
 /* MEMRA_MMQ_KR_SUMS (the default): each format's default two-CTA tiles (Q4_K TC, Q5_K per-32) with
- * the min term's t read from the records' sum plane, not summed by an all-ones MMA (kr_step XS) */
+ * the min term's t read from the records' sum plane, not summed by an all-ones MMA (mmq_step XS) */
 KR_ENTRY(memra_k_gemm_kr_q4_k_mt4tx, 4, 4, KR_Q4_K, true, 2, true)
 KR_ENTRY(memra_k_gemm_kr_q4_k_mt2tx, 2, 4, KR_Q4_K, true, 2, true)
 KR_ENTRY(memra_k_gemm_kr_q4_k_mt4n3tx, 4, 3, KR_Q4_K, true, 2, true)
@@ -1675,7 +1658,7 @@ __device__ __forceinline__ void gemm_krb_body(const unsigned char *__restrict__ 
 #define KRB_SRC_A(g) (xq + ((long long)(g) * m + i0) * MMQ_ROW)
 #define KRB_SRC_T(g) (xt + ((long long)(g) * m + i0) * 16)
 #define KRB_STEP(ao, wo, ts)                                                                                \
-    kr_step<MT, NT, Q6, false, !Q6, !Q6>(acc, base + (ao) + a_off, base + (wo) + b_off,                     \
+    mmq_step<MT, NT, KR_FOLD(F), false, !Q6, !Q6>(acc, base + (ao) + a_off, base + (wo) + b_off,                     \
                                               reinterpret_cast<const float *>(kr_smem + (ao) + ax_off),     \
                                               reinterpret_cast<const float *>(kr_smem + (wo) + bw_off),     \
                                               reinterpret_cast<const float *>(kr_smem + (wo) + sd_off), MT, \
@@ -1825,7 +1808,7 @@ memra_k_probe_mx(const unsigned char *__restrict__ w, const unsigned char *__res
  *
  * memra_k_experts_q8_0r_mt1 / _mt2 / _mt4, memra_k_experts_kr_<format>_mt1 / _mt2 / _mt4
  *   the grouped GEMMs: gemm_q8_0r's and gemm_kr's tile (32 MT tokens x 128
- *   weight rows, 2 x 4 warps, R3_STAGES cp.async stages, r3_step / kr_step:
+ *   weight rows, 2 x 4 warps, R3_STAGES cp.async stages, mmq_step:
  *   the same MMAs and the same fold in the same k order, so each output is
  *   bit for bit the dense lane's unsplit result on the expert's rows) where
  *   the CTA's rows come from the tile table instead of blockIdx.x: grid
@@ -1838,7 +1821,7 @@ memra_k_probe_mx(const unsigned char *__restrict__ w, const unsigned char *__res
  *   cp.async each) and the weight's records (g, j0 ..) of expert e from
  *   wtab[e] exactly as the dense kernels do; the outputs are scattered to
  *   y[perm[s]]. A warp whose m16 tiles lie past the tile's rows skips their
- *   MMAs and folds (r3_step / kr_step with LIVE: the bound mt_live; the dense
+ *   MMAs and folds (mmq_step with LIVE: the bound mt_live; the dense
  *   kernels compile without it, their SASS unchanged), so a short remainder
  *   tile costs its copies rather than a full tile's MMAs.
  *   No split-k (each output written once, by one CTA). MT is the
@@ -2042,13 +2025,13 @@ __device__ __forceinline__ void experts_q8_0r_body(const unsigned long long *__r
     } while (0)
 #define XE_STEP(so)                                                                                         \
     if (mt_live == MT)                                                                                      \
-        r3_step<MT, NT>(acc, base + (so) + a_off, base + (so) + b_off,                                      \
-                        reinterpret_cast<const float *>(xe_smem + (so) + ax_off),                           \
-                        reinterpret_cast<const float *>(xe_smem + (so) + bw_off));                          \
+        mmq_step<MT, NT, MMQ_FOLD_Q8>(acc, base + (so) + a_off, base + (so) + b_off,                        \
+                                      reinterpret_cast<const float *>(xe_smem + (so) + ax_off),             \
+                                      reinterpret_cast<const float *>(xe_smem + (so) + bw_off));            \
     else if (mt_live > 0)                                                                                   \
-        r3_step<MT, NT, true>(acc, base + (so) + a_off, base + (so) + b_off,                                \
-                              reinterpret_cast<const float *>(xe_smem + (so) + ax_off),                     \
-                              reinterpret_cast<const float *>(xe_smem + (so) + bw_off), mt_live)
+        mmq_step<MT, NT, MMQ_FOLD_Q8, true>(acc, base + (so) + a_off, base + (so) + b_off,                  \
+                                            reinterpret_cast<const float *>(xe_smem + (so) + ax_off),       \
+                                            reinterpret_cast<const float *>(xe_smem + (so) + bw_off), nullptr, mt_live)
     if constexpr (BULK) { /* the sorted tile's two runs by the bulk copy engine (R3B_KLOOP) */
         static_assert(SORTED && OVL == XE_OVL_NONE, "the bulk copies need the tile's rows as one run");
         __shared__ __align__(8) unsigned long long xeb_bar[R3_STAGES];
@@ -2123,13 +2106,13 @@ __device__ __forceinline__ void experts_kr_body(const unsigned long long *__rest
     reinterpret_cast<const float *>(xe_smem + at_off + ((ao) - KR_A_OFF(NT)) / R3_A_BYTES(MT) * (32 * MT * 16))
 #define XE_STEP(ao, wo)                                                                                     \
     if (mt_live == MT)                                                                                      \
-        kr_step<MT, NT, F == KR_Q6_K, false, TC, XS>(acc, base + (ao) + a_off, base + (wo) + b_off,         \
+        mmq_step<MT, NT, KR_FOLD(F), false, TC, XS>(acc, base + (ao) + a_off, base + (wo) + b_off,         \
                                                      reinterpret_cast<const float *>(xe_smem + (ao) + ax_off), \
                                                      reinterpret_cast<const float *>(xe_smem + (wo) + bw_off), \
                                                      reinterpret_cast<const float *>(xe_smem + (wo) + sd_off), \
                                                      MT, xe_smem + (wo) + sm_off, XE_AT(ao));               \
     else if (mt_live > 0)                                                                                   \
-        kr_step<MT, NT, F == KR_Q6_K, true, TC, XS>(acc, base + (ao) + a_off, base + (wo) + b_off,          \
+        mmq_step<MT, NT, KR_FOLD(F), true, TC, XS>(acc, base + (ao) + a_off, base + (wo) + b_off,          \
                                                     reinterpret_cast<const float *>(xe_smem + (ao) + ax_off), \
                                                     reinterpret_cast<const float *>(xe_smem + (wo) + bw_off), \
                                                     reinterpret_cast<const float *>(xe_smem + (wo) + sd_off), \
@@ -2146,11 +2129,11 @@ __device__ __forceinline__ void experts_kr_body(const unsigned long long *__rest
 #define XEB_STEP(ao, wo, ts) XE_STEP(ao, wo)
         if constexpr (LOOP2) {
             /* MEMRA_MMQ_XE_LOOP2=1: a full tile (every warp's m16 tiles live: t.rows, the same for the
-             * whole CTA) runs a k loop with the one full kr_step in it, as the dense tile's; a short
+             * whole CTA) runs a k loop with the one full mmq_step in it, as the dense tile's; a short
              * tile the loop above. The branch is uniform over the CTA, so every warp meets the same
              * barriers in the same loop. */
 #define XEB_FULL(ao, wo, ts)                                                                                \
-    kr_step<MT, NT, F == KR_Q6_K, false, TC, XS>(acc, base + (ao) + a_off, base + (wo) + b_off,             \
+    mmq_step<MT, NT, KR_FOLD(F), false, TC, XS>(acc, base + (ao) + a_off, base + (wo) + b_off,             \
                                                  reinterpret_cast<const float *>(xe_smem + (ao) + ax_off),  \
                                                  reinterpret_cast<const float *>(xe_smem + (wo) + bw_off),  \
                                                  reinterpret_cast<const float *>(xe_smem + (wo) + sd_off),  \
@@ -2236,7 +2219,7 @@ XE_ENTRY(memra_k_experts_kr_q5_k_mt4_s, (experts_kr_body<4, 4, KR_Q5_K, XE_OVL_N
 XE_ENTRY(memra_k_experts_kr_q6_k_mt1_s, (experts_kr_body<1, 4, KR_Q6_K, XE_OVL_NONE, true>), 3)
 XE_ENTRY(memra_k_experts_kr_q6_k_mt2_s, (experts_kr_body<2, 4, KR_Q6_K, XE_OVL_NONE, true>), 2)
 XE_ENTRY(memra_k_experts_kr_q6_k_mt4_s, (experts_kr_body<4, 4, KR_Q6_K, XE_OVL_NONE, true>), 2)
-/* MEMRA_MMQ_KR_TC: the sorted Q4_K / Q5_K tiles with the min term on TF32 MMAs (kr_step TC), bit for bit
+/* MEMRA_MMQ_KR_TC: the sorted Q4_K / Q5_K tiles with the min term on TF32 MMAs (mmq_step TC), bit for bit
  * the dense _t tiles' outputs on the same rows */
 XE_ENTRY(memra_k_experts_kr_q4_k_mt1_st, (experts_kr_body<1, 4, KR_Q4_K, XE_OVL_NONE, true, true>), 3)
 XE_ENTRY(memra_k_experts_kr_q4_k_mt2_st, (experts_kr_body<2, 4, KR_Q4_K, XE_OVL_NONE, true, true>), 2)
@@ -2265,7 +2248,7 @@ XE_ENTRY(memra_k_experts_kr_q5_k_mt1_stxb, (experts_kr_body<1, 4, KR_Q5_K, XE_OV
 XE_ENTRY(memra_k_experts_kr_q5_k_mt2_stxb, (experts_kr_body<2, 4, KR_Q5_K, XE_OVL_NONE, true, true, true, true>), 2)
 XE_ENTRY(memra_k_experts_kr_q5_k_mt4_stxb, (experts_kr_body<4, 4, KR_Q5_K, XE_OVL_NONE, true, true, true, true>), 2)
 /* MEMRA_MMQ_XE_LOOP2=1 (opt-in until timed): the same with a full tile's k loop apart from a short tile's
- * (one kr_step in it) */
+ * (one mmq_step in it) */
 XE_ENTRY(memra_k_experts_kr_q4_k_mt1_stxb2, (experts_kr_body<1, 4, KR_Q4_K, XE_OVL_NONE, true, true, true, true, true>), 3)
 XE_ENTRY(memra_k_experts_kr_q4_k_mt2_stxb2, (experts_kr_body<2, 4, KR_Q4_K, XE_OVL_NONE, true, true, true, true, true>), 2)
 XE_ENTRY(memra_k_experts_kr_q4_k_mt4_stxb2, (experts_kr_body<4, 4, KR_Q4_K, XE_OVL_NONE, true, true, true, true, true>), 2)

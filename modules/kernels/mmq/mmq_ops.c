@@ -178,7 +178,7 @@ static const memra__mmq_r3_tile memra__mmq_kr_tiles[MMQ_KR_FORMATS][MEMRA__MMQ_R
 };
 #undef MMQ_KR_TILES
 /* MEMRA_MMQ_KR_TC (Q4_K and Q5_K by default since run d3; q4_k Q4_K alone; run x1): Q4_K / Q5_K on the same tiles with the min term on
- * TF32 MMAs once a step (mmq.cu kr_step TC, the _t entry points); Q6_K has no min term */
+ * TF32 MMAs once a step (mmq.cu mmq_step TC, the _t entry points); Q6_K has no min term */
 #define MMQ_KR_TILES_TC(F, NAME)                                                               \
     {{"memra_k_gemm_kr_" NAME "_mt4t", 128, 128, KR_SMEM_BYTES(F, 4, 4), 0},                      \
      {"memra_k_gemm_kr_" NAME "_mt2t", 64, 128, KR_SMEM_BYTES(F, 2, 4), 0},                       \
@@ -210,7 +210,7 @@ static const memra__mmq_r3_tile memra__mmq_kr_tiles_ob6[MEMRA__MMQ_R3_TILES] = {
     {"memra_k_gemm_kr_q6_k_mt4n3ob", 128, 96, KR6B_SMEM_BYTES(4, 3), 1},
     {"memra_k_gemm_kr_q6_k_mt2n3ob", 64, 96, KR6B_SMEM_BYTES(2, 3), 1}};
 /* MEMRA_MMQ_KR_SUMS (default 1): Q4_K (TC fold) and Q5_K (per-32 here, TC below) on two-CTA tiles
- * reading the min term's t from the q8_1 records' sum plane (mmq.cu kr_step XS, the _tx / _x
+ * reading the min term's t from the q8_1 records' sum plane (mmq.cu mmq_step XS, the _tx / _x
  * entry points), not from an all-ones MMA per (m16 tile, block) */
 #define MMQ_KR_TILES_X(F, NAME, SFX)                                                                  \
     {{"memra_k_gemm_kr_" NAME "_mt4" SFX, 128, 128, KR_SMEM_BYTES(F, 4, 4), 0},                      \
