@@ -34,6 +34,19 @@ __device__ __forceinline__ void memra_ldmatrix_x2(unsigned r[2], unsigned addr)
     asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0,%1}, [%2];\n" : "=r"(r[0]), "=r"(r[1]) : "r"(addr));
 }
 
+/* The thread's ldmatrix offsets (bytes, rows ROW bytes apart) for the m16n8k32 8-bit MMAs'
+ * operands, at the warp's first row row0 and byte koff of the row: A, m16 x k32 (ldmatrix x4:
+ * rows lane % 16, k halves lane / 16), and B, n8 tiles in pairs (memra_load_b_frags' sb: rows
+ * lane % 8 + 8 (lane / 16), k halves (lane / 8) % 2). */
+template <int ROW> __device__ __forceinline__ int memra_a_frag_off(int row0, int lane, int koff)
+{
+    return (row0 + (lane & 15)) * ROW + koff + (lane >> 4) * 16;
+}
+template <int ROW> __device__ __forceinline__ int memra_b_frag_off(int row0, int lane, int koff)
+{
+    return (row0 + (lane & 7) + (lane >> 4) * 8) * ROW + koff + ((lane >> 3) & 1) * 16;
+}
+
 /* A warp's B fragments for NT n8 tiles of one k32 group, from rows of ROW bytes:
  * n8 tiles in pairs (ldmatrix x4); an odd NT takes its last n8 tile with
  * ldmatrix x2 (lanes 0-15's addresses, which the x4 formula gives rows 0-7 at

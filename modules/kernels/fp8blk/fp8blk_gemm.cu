@@ -329,10 +329,10 @@ memra_k_fp8blk_gemm(const unsigned char *__restrict__ w, const float *__restrict
             uint32_t a[FP8BLK_MT][4], b[FP8BLK_NT][2];
 #pragma unroll
             for (int mt = 0; mt < FP8BLK_MT; mt++)
-                fb_ldmatrix_x4(a[mt], As + (wm * FP8BLK_WTM + mt * 16 + (lane & 15)) * FP8BLK_ROW + kk * 32 + (lane >> 4) * 16);
+                fb_ldmatrix_x4(a[mt], As + memra_a_frag_off<FP8BLK_ROW>(wm * FP8BLK_WTM + mt * 16, lane, kk * 32));
             /* B: common/tile.cuh's fragments (mmq's mmq_step loads its own with it) */
             memra_load_b_frags<FP8BLK_NT, FP8BLK_ROW>(
-                b, memra_smem_u32(Bs + (wn * FP8BLK_WTN + (lane & 7) + (lane >> 4) * 8) * FP8BLK_ROW + ((lane >> 3) & 1) * 16),
+                b, memra_smem_u32(Bs + memra_b_frag_off<FP8BLK_ROW>(wn * FP8BLK_WTN, lane, 0)),
                 kk * 32);
 #pragma unroll
             for (int mt = 0; mt < FP8BLK_MT; mt++)

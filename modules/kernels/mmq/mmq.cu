@@ -291,7 +291,7 @@ __device__ __forceinline__ void tile_step(float acc[4][4][4], const unsigned cha
 #pragma unroll
         for (int mt = 0; mt < 4; mt++) {
             uint32_t a[4];
-            ldmatrix_x4(a, As + (wm * 64 + mt * 16 + (lane & 15)) * MMQ_ROW + 16 + g * 32 + (lane >> 4) * 16);
+            ldmatrix_x4(a, As + memra_a_frag_off<MMQ_ROW>(wm * 64 + mt * 16, lane, 16 + g * 32));
             const int row = wm * 64 + mt * 16 + (lane >> 2);
             const float sx0 = Af[row * (MMQ_ROW / 4) + g], sx1 = Af[(row + 8) * (MMQ_ROW / 4) + g];
 #pragma unroll
@@ -488,7 +488,7 @@ __device__ __forceinline__ void q2_step(float acc[MT][4][4], const unsigned char
 #pragma unroll
         for (int mt = 0; mt < MT; mt++) {
             uint32_t a[4];
-            ldmatrix_x4(a, As + (wm * 16 * MT + mt * 16 + (lane & 15)) * MMQ_ROW + 16 + g * 32 + (lane >> 4) * 16);
+            ldmatrix_x4(a, As + memra_a_frag_off<MMQ_ROW>(wm * 16 * MT + mt * 16, lane, 16 + g * 32));
             const int row = wm * 16 * MT + mt * 16 + (lane >> 2);
             const float sx0 = Af[row * (MMQ_ROW / 4) + g], sx1 = Af[(row + 8) * (MMQ_ROW / 4) + g];
 #pragma unroll
@@ -760,7 +760,7 @@ __device__ __forceinline__ void mma_tf32_k4(float (&d)[4], uint32_t a0, uint32_t
 
 /* One 128-deep step of the warp's 16 MT x 8 NT sub-tile out of one stage slot, for every record
  * kind (issue 26 item 4: one step, one fold per kind; the k loops around it differ only in how a
- * stage arrives). sa / sb: the thread's ldmatrix addresses in the slot at block 0 (mmq_frag_of);
+ * stage arrives). sa / sb: the thread's ldmatrix addresses in the slot at block 0;
  * ax / bw: its scale rows (token lane/4 of m16 tile 0; weight row 2 (lane%4) of n8 tile 0);
  * B fragments: mmq_load_b. FOLD:
  *  MMQ_FOLD_Q8   Q8_0 records (gemm_q8_0r, the grouped q8_0r tiles): acc = fma(sx, fma(D, s, -M s), acc)
@@ -2458,7 +2458,7 @@ __device__ __forceinline__ void experts_h16_body(const unsigned long long *__res
             for (int mt = 0; mt < MT; mt++) {
                 if (mt >= mt_live) break;
                 uint32_t a[4];
-                memra_ldmatrix_x4(a, sa + (wm * 16 * MT + mt * 16 + (lane & 15)) * PITCH + kk * 32 + (lane >> 4) * 16);
+                memra_ldmatrix_x4(a, sa + memra_a_frag_off<PITCH>(wm * 16 * MT + mt * 16, lane, kk * 32));
 #pragma unroll
                 for (int nt = 0; nt < NT; nt++) mma_h16<BF>(acc[mt][nt], a, b[nt][0], b[nt][1]);
             }
