@@ -925,12 +925,16 @@ __device__ __forceinline__ void mmq_step(float (&acc)[MT][NT][4], uint32_t sa, u
  * any copy), so they read as the cp.async tile's zero fill, and the outputs are its bit for bit.
  * The mbarriers are static shared memory (BAR: R3_STAGES of them), so the tiles' dynamic sizes
  * are the cp.async tiles'. Compiled for cc 9.0 and up only (the _b / _sb entry points). */
-#define R3B_SETUP(SMEM, BYTES, BAR)                                                                          \
+#define R3B_SETUP(SMEM, BYTES, BAR) MMQ_BULK_SETUP(SMEM, BYTES, BAR, R3_STAGES)
+/* The bulk tiles' setup (the records tiles' R3B_SETUP, the K-quant tiles' KRB_SETUP): BYTES of
+ * shared memory at SMEM zeroed, NBAR mbarriers at BAR initialised for one arrival each, then the
+ * async proxy's fence (the zeros before any copy) and a barrier. */
+#define MMQ_BULK_SETUP(SMEM, BYTES, BAR, NBAR)                                                              \
     do {                                                                                                    \
         for (int i_ = threadIdx.x; i_ < (BYTES) / 16; i_ += MMQ_THREADS)                                    \
             reinterpret_cast<uint4 *>(SMEM)[i_] = make_uint4(0u, 0u, 0u, 0u);                               \
         if (threadIdx.x == 0) {                                                                             \
-            for (int s_ = 0; s_ < R3_STAGES; s_++) memra_mb_init((BAR) + 8 * s_, 1);                        \
+            for (int s_ = 0; s_ < (NBAR); s_++) memra_mb_init((BAR) + 8 * s_, 1);                           \
             asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");                            \
         }                                                                                                   \
         asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); /* the zeros before the copies */    \
@@ -1539,17 +1543,7 @@ __device__ __forceinline__ unsigned krb_d_window(uint32_t DW, const unsigned cha
  * packed weight's runs (nibbles, high bits, heads of the tile's brows rows) on P's; every thread
  * waits on them and widens; STEP(ao, wo, ts) runs the MMAs and folds on the A slot at ao, the
  * weight slot at wo and the sum-plane slot at ts. w, n, k, j0, brows, P from the caller's scope. */
-#define KRB_SETUP(SMEM, BYTES, BAR)                                                                          \
-    do {                                                                                                    \
-        for (int i_ = threadIdx.x; i_ < (BYTES) / 16; i_ += MMQ_THREADS)                                    \
-            reinterpret_cast<uint4 *>(SMEM)[i_] = make_uint4(0u, 0u, 0u, 0u);                               \
-        if (threadIdx.x == 0) {                                                                             \
-            for (int s_ = 0; s_ <= R3_STAGES; s_++) memra_mb_init((BAR) + 8 * s_, 1);                       \
-            asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");                            \
-        }                                                                                                   \
-        asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); /* the zeros before the copies */    \
-        __syncthreads();                                                                                    \
-    } while (0)
+#define KRB_SETUP(SMEM, BYTES, BAR) MMQ_BULK_SETUP(SMEM, BYTES, BAR, R3_STAGES + 1)
 #define KRB_KLOOP(MT, NT, F, g0, nk, SMEM, BASE, BAR, SRC_A, SRC_T, ABYTES, TBYTES, STEP)                    \
     do {                                                                                                    \
         constexpr int HB_ = KR_HB(F);                                                                       \
