@@ -709,6 +709,18 @@ template <int MT, int NT> __device__ __forceinline__ void mmq_zero(float (&acc)[
 #pragma unroll
             for (int e = 0; e < 4; e++) acc[mt][nt][e] = 0.0f;
 }
+/* The thread's offsets in a stage slot, for every records tile (a macro: the bodies' own code,
+ * their PTX unchanged; a helper returning a struct compiled to another instruction order): a_off /
+ * b_off its ldmatrix addresses at byte 16 of the rows (past the four f32 scales; common/tile.cuh's
+ * layouts), ax_off its token scale row (lane / 4 of m16 tile 0), bw_off its weight scale row
+ * (BW_ROW: 2 (lane % 4) of n8 tile 0); B_BASE where the weight rows start. lane, wm, wn, MT and NT from
+ * the caller's scope. */
+#define MMQ_SLOT_OFFSETS(B_BASE, BW_ROW)                                                                    \
+    const int a_off = (wm * 16 * MT + (lane & 15)) * MMQ_ROW + 16 + (lane >> 4) * 16;                      \
+    const int b_off = (B_BASE) + (wn * 8 * NT + (lane & 7) + (lane >> 4) * 8) * MMQ_ROW + 16 + ((lane >> 3) & 1) * 16; \
+    const int ax_off = (wm * 16 * MT + (lane >> 2)) * MMQ_ROW;                                              \
+    const int bw_off = (B_BASE) + (BW_ROW) * MMQ_ROW
+
 /* The warp's B fragments of k32 group g (common/tile.cuh). sb: the thread's address at block 0. */
 template <int NT> __device__ __forceinline__ void mmq_load_b(uint32_t (&b)[NT][2], uint32_t sb, int g)
 {
@@ -983,10 +995,7 @@ __device__ __forceinline__ void gemm_q8_0r_body(const unsigned char *__restrict_
     mmq_zero<MT, NT>(acc);
 
     /* per-thread offsets inside a stage slot */
-    const int a_off = (wm * 16 * MT + (lane & 15)) * MMQ_ROW + 16 + (lane >> 4) * 16;
-    const int b_off = R3_A_BYTES(MT) + (wn * 8 * NT + (lane & 7) + (lane >> 4) * 8) * MMQ_ROW + 16 + ((lane >> 3) & 1) * 16;
-    const int ax_off = (wm * 16 * MT + (lane >> 2)) * MMQ_ROW;
-    const int bw_off = R3_A_BYTES(MT) + (wn * 8 * NT + (lane & 3) * 2) * MMQ_ROW;
+    MMQ_SLOT_OFFSETS(R3_A_BYTES(MT), wn * 8 * NT + (lane & 3) * 2); /* the weight rows after the tokens' */
     const uint32_t base = smem_u32(r3_smem);
 
     /* the sources of step g are recomputed from the kernel parameters at each
@@ -1403,10 +1412,7 @@ __device__ __forceinline__ void gemm_kr_body(const unsigned char *__restrict__ w
 
     /* per-thread offsets: in an activation slot (a_off, ax_off), in a weight slot (the rest) */
     const int wrow = wn * 8 * NT + (lane & 3) * 2; /* the thread's first weight row of the fold */
-    const int a_off = (wm * 16 * MT + (lane & 15)) * MMQ_ROW + 16 + (lane >> 4) * 16;
-    const int b_off = (wn * 8 * NT + (lane & 7) + (lane >> 4) * 8) * MMQ_ROW + 16 + ((lane >> 3) & 1) * 16;
-    const int ax_off = (wm * 16 * MT + (lane >> 2)) * MMQ_ROW;
-    const int bw_off = wrow * MMQ_ROW;
+    MMQ_SLOT_OFFSETS(0, wrow); /* the weight slots apart from the tokens' */
     const int sd_off = KR_W_ROWS(NT) + wrow * 16;
     const int sm_off = KR_W_ROWS(NT) + (wn * 8 * NT + (lane >> 2)) * 16; /* TC: the B row's side row */
     const int at_off = KR_T_OFF(F, MT, NT) + (wm * 16 * MT + (lane >> 2)) * 16; /* XS: the token row's t */
@@ -1638,10 +1644,7 @@ __device__ __forceinline__ void gemm_krb_body(const unsigned char *__restrict__ 
     float acc[MT][NT][4];
     mmq_zero<MT, NT>(acc);
     const int wrow = wn * 8 * NT + (lane & 3) * 2;
-    const int a_off = (wm * 16 * MT + (lane & 15)) * MMQ_ROW + 16 + (lane >> 4) * 16;
-    const int b_off = (wn * 8 * NT + (lane & 7) + (lane >> 4) * 8) * MMQ_ROW + 16 + ((lane >> 3) & 1) * 16;
-    const int ax_off = (wm * 16 * MT + (lane >> 2)) * MMQ_ROW;
-    const int bw_off = wrow * MMQ_ROW;
+    MMQ_SLOT_OFFSETS(0, wrow); /* the weight slots apart from the tokens' */
     const int sd_off = KR_W_ROWS(NT) + wrow * 16;
     const int sm_off = KR_W_ROWS(NT) + (wn * 8 * NT + (lane >> 2)) * 16;
     const int at_off = KR_T_OFF(F, MT, NT) + (wm * 16 * MT + (lane >> 2)) * 16;
@@ -2004,10 +2007,7 @@ __device__ __forceinline__ void experts_q8_0r_body(const unsigned long long *__r
 
     float acc[MT][NT][4];
     mmq_zero<MT, NT>(acc);
-    const int a_off = (wm * 16 * MT + (lane & 15)) * MMQ_ROW + 16 + (lane >> 4) * 16;
-    const int b_off = R3_A_BYTES(MT) + (wn * 8 * NT + (lane & 7) + (lane >> 4) * 8) * MMQ_ROW + 16 + ((lane >> 3) & 1) * 16;
-    const int ax_off = (wm * 16 * MT + (lane >> 2)) * MMQ_ROW;
-    const int bw_off = R3_A_BYTES(MT) + (wn * 8 * NT + (lane & 3) * 2) * MMQ_ROW;
+    MMQ_SLOT_OFFSETS(R3_A_BYTES(MT), wn * 8 * NT + (lane & 3) * 2); /* the weight rows after the tokens' */
     const uint32_t base = smem_u32(xe_smem);
 #define XE_COPY_STEP(so, g)                                                                                 \
     do {                                                                                                    \
@@ -2069,10 +2069,7 @@ __device__ __forceinline__ void experts_kr_body(const unsigned long long *__rest
     float acc[MT][NT][4];
     mmq_zero<MT, NT>(acc);
     const int wrow = wn * 8 * NT + (lane & 3) * 2;
-    const int a_off = (wm * 16 * MT + (lane & 15)) * MMQ_ROW + 16 + (lane >> 4) * 16;
-    const int b_off = (wn * 8 * NT + (lane & 7) + (lane >> 4) * 8) * MMQ_ROW + 16 + ((lane >> 3) & 1) * 16;
-    const int ax_off = (wm * 16 * MT + (lane >> 2)) * MMQ_ROW;
-    const int bw_off = wrow * MMQ_ROW;
+    MMQ_SLOT_OFFSETS(0, wrow); /* the weight slots apart from the tokens' */
     const int sd_off = KR_W_ROWS(NT) + wrow * 16;
     const int sm_off = KR_W_ROWS(NT) + (wn * 8 * NT + (lane >> 2)) * 16; /* TC: the B row's side row */
     const int at_off = KR_T_OFF(F, MT, NT) + (wm * 16 * MT + (lane >> 2)) * 16; /* XS: the token row's t */
