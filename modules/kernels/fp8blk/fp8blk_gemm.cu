@@ -591,6 +591,31 @@ __device__ __forceinline__ void mb_cp_arrive(unsigned a)
  * (memra_k_fp8blk_wgmma_wide), each warpgroup's 64 x 256 as two 64 x 128 halves in
  * turn through the one block accumulator (two weight scale blocks: one grid value
  * per half), a quarter less operand traffic from L2 per FLOP than 128 x 128. */
+/* The wgmma tiles' epilogue: the thread's two rows i and i + 8 (those below m) of NH 128-column
+ * accumulator halves (the m64nNk32 fragment: column 8 j + 2 (lane % 4) + e % 2, row + 8 (e / 2)),
+ * columns from j0 (those below n), scaled by alpha into y; perm (gemm_experts): y's row of each
+ * tile row, else the row itself. */
+template <int NH>
+__device__ __forceinline__ void wg_store(const float (&acc)[NH][64], float *__restrict__ y, long long ldy, float alpha,
+                                         int m, int n, int i, int j0, int lane, const int *__restrict__ perm = nullptr)
+{
+    long long yr[2] = {0, 0}; /* gemm_experts: y's rows of this thread's two rows */
+    if (perm != nullptr) {
+        yr[0] = i < m ? (long long)perm[i] : 0;
+        yr[1] = i + 8 < m ? (long long)perm[i + 8] : 0;
+    }
+#pragma unroll
+    for (int h = 0; h < NH; h++)
+#pragma unroll
+        for (int j = 0; j < 16; j++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) {
+                const int r = i + 8 * (e >> 1);
+                const int c = j0 + h * 128 + j * 8 + (lane & 3) * 2 + (e & 1);
+                if (r < m && c < n) y[(perm != nullptr ? yr[e >> 1] : (long long)r) * ldy + c] = alpha * acc[h][4 * j + e];
+            }
+}
+
 /* The tile at rows i0 .. (rows below m exist) and weight rows j0 ..; the activation
  * scales of block kb at xs + kb * ms. perm == nullptr: output row i0 + i is y's row
  * i0 + i (the dense kernels, ms = m); else y's row perm[i0 + i] (gemm_experts: i0
@@ -664,21 +689,7 @@ __device__ __forceinline__ void wg_mb_tile(const unsigned char *__restrict__ w, 
             }
         }
     }
-    long long yr[2] = {0, 0}; /* gemm_experts: y's rows of this thread's two rows */
-    if (perm != nullptr) {
-        yr[0] = i0 + r0 < m ? (long long)perm[i0 + r0] : 0;
-        yr[1] = i0 + r0 + 8 < m ? (long long)perm[i0 + r0 + 8] : 0;
-    }
-#pragma unroll
-    for (int h = 0; h < NH; h++)
-#pragma unroll
-        for (int j = 0; j < 16; j++)
-#pragma unroll
-            for (int e = 0; e < 4; e++) {
-                const int i = i0 + r0 + 8 * (e >> 1);
-                const int c = j0 + h * 128 + j * 8 + (lane & 3) * 2 + (e & 1);
-                if (i < m && c < n) y[(perm != nullptr ? yr[e >> 1] : (long long)i) * ldy + c] = alpha * acc[h][4 * j + e];
-            }
+    wg_store<NH>(acc, y, ldy, alpha, m, n, i0 + r0, j0, lane, perm);
 }
 
 template <int NH>
@@ -1103,16 +1114,7 @@ memra_k_fp8blk_wgmma_tma(const __grid_constant__ memra_tmap map_x, const __grid_
     float acc[NH][64];
     tma_consume<NH, S, SB>(acc, grid + (long long)(j0 / 128) * nk, nk, nk, ngr, j0, sbase, stages, full, empty, ct, lane,
                            true);
-#pragma unroll
-    for (int h = 0; h < NH; h++)
-#pragma unroll
-        for (int j = 0; j < 16; j++)
-#pragma unroll
-            for (int e = 0; e < 4; e++) {
-                const int i = i0 + r0 + 8 * (e >> 1);
-                const int c = j0 + h * 128 + j * 8 + (lane & 3) * 2 + (e & 1);
-                if (i < m && c < n) y[(long long)i * ldy + c] = alpha * acc[h][4 * j + e];
-            }
+    wg_store<NH>(acc, y, ldy, alpha, m, n, i0 + r0, j0, lane);
 }
 
 /* ---- gemm_experts on the warp-specialised tensor-map tile (the default; MEMRA_FP8BLK_XE_TMA=0: off)
