@@ -771,8 +771,9 @@ __device__ __forceinline__ void mma_tf32_k4(float (&d)[4], uint32_t a0, uint32_t
 }
 
 /* One 128-deep step of the warp's 16 MT x 8 NT sub-tile out of one stage slot, for every record
- * kind (issue 26 item 4: one step, one fold per kind; the k loops around it differ only in how a
- * stage arrives). sa / sb: the thread's ldmatrix addresses in the slot at block 0;
+ * kind (issue 26 item 4: one step, one fold per kind; the k loops around it differ in how a stage
+ * arrives and, for the K-quants, in its widening). sa / sb: the thread's ldmatrix addresses in the
+ * slot at block 0 (MMQ_SLOT_OFFSETS);
  * ax / bw: its scale rows (token lane/4 of m16 tile 0; weight row 2 (lane%4) of n8 tile 0);
  * B fragments: mmq_load_b. FOLD:
  *  MMQ_FOLD_Q8   Q8_0 records (gemm_q8_0r, the grouped q8_0r tiles): acc = fma(sx, fma(D, s, -M s), acc)
