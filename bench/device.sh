@@ -94,6 +94,8 @@
 #               four tools, knobab on the q6_k rows (see step_kr6bulk)
 #   krsumsxe    MEMRA_MMQ_KR_SUMS on the sorted grouped K-quant tiles: tests, checks, bench moe A/B
 #               (see step_krsumsxe)
+#   xetall      MEMRA_MMQ_XE_TALL=1 (the 160 x 96 interleaved grouped tiles): tests, check, ncu names,
+#               four tools, bench moe A/B on the Mixtral rows (see step_xetall)
 #   one         MEMRA_MMQ_ONE=1 (the floor's dense tiles at one CTA per SM): tests, checks, knobab on
 #               the floor's rows, four tools (ONE_PARTS, default "tests tools ab"; see step_one)
 #   bulk        MEMRA_MMQ_BULK=1 (gemm_q8_0r's stages by the bulk copy engine): tests, checks, admission,
@@ -1265,6 +1267,39 @@ step_krsumsxe() {
   done; done
   [ "${KRSXE_TOOLS:-0}" = 1 ] && knob_tools $kn=1 krsxe gemm_experts
   say "krsumsxe: $((SECONDS - t)) s"
+}
+
+# MEMRA_MMQ_XE_TALL=1's first GPU run (issue 30: the 160 x 96 grouped tiles with interleaved warp rows,
+# memra_k_experts_q8_0r_mt5n3_sbi / memra_k_experts_kr_q4_k_mt5n3_stxbi): test_gpu_experts tall,
+# tall_q4_k (2 experts, 150 rows each / 298 to one: the tall tiles, against the host and bit for bit the
+# dense lane), run and q4_k (16 experts: the usual tiles under the knob), check gemm_experts, ncu naming
+# the grouped kernels of the tall cases, the four tools over them (XETALL_TOOLS, default 1), then bench
+# moe --sheet mixtral uniform for q8_0 and q4_k at XETALL_M (default "512 4096") with the knob 0 / 1
+# alternating, XETALL_ROUNDS rounds (default 2), MEMRA_F16_BUDGET_MB=0 (the floor)
+step_xetall() {
+  local t=$SECONDS fm mm r i v f tool c
+  knob_experts MEMRA_MMQ_XE_TALL=1 xetall mmq tall tall_q4_k run q4_k
+  for c in tall tall_q4_k; do
+    env MEMRA_MMQ_XE_TALL=1 MEMRA_ADMISSION=off timeout 200 ncu --clock-control none --metrics gpu__time_duration.sum \
+      -k regex:memra_k_experts -c 24 $B/bin/test_gpu_experts $c > "$L/xetall_ncu_$c.txt" 2>&1
+    say "ncu names ($c): exit $? $(grep -oE 'memra_k_experts_[a-z0-9_]+' "$L/xetall_ncu_$c.txt" | sort -u | tr '\n' ' ')"
+  done
+  if [ "${XETALL_TOOLS:-1}" = 1 ]; then
+    for tool in memcheck racecheck initcheck synccheck; do for c in tall tall_q4_k; do
+      ( export MEMRA_MMQ_XE_TALL=1; san_experts xetall_san $tool $c )
+    done; done
+  fi
+  for mm in ${XETALL_M:-512 4096}; do for fm in q8_0 q4_k; do
+    for ((r = 1; r <= ${XETALL_ROUNDS:-2}; r++)); do for ((i = 0; i < 2; i++)); do
+      v=$(((i + r - 1) % 2))
+      f="$L/xetall_moe_${fm}_m${mm}_${v}_$r.txt"
+      env MEMRA_F16_BUDGET_MB=0 MEMRA_MMQ_XE_TALL=$v timeout 200 $M bench moe --device 0 --sheet mixtral \
+        --routing uniform --m $mm --format $fm --json $R/xetall_moe_${fm}_m${mm}_${v}_${r}_$TAG.json > "$f" 2>&1
+      say "bench moe $fm m=$mm MEMRA_MMQ_XE_TALL=$v (round $r): exit $?"
+      grep -E "gate|up|down" "$f" | head -6 >> "$S"
+    done; done
+  done; done
+  say "xetall: $((SECONDS - t)) s"
 }
 
 # MEMRA_MMQ_ONE=1 (issue 26: the floor's dense tiles at one CTA per SM, the _bo / _to / _o entry

@@ -18,6 +18,11 @@
  *   test_gpu_experts q4_0 | q4_k | q5_k | q6_k
  *                             run on Q4_0 experts (the records of their Q8_0
  *                             conversion) and on K-quant experts (gemm_kr's tile)
+ *   test_gpu_experts tall | tall_q4_k
+ *                             Q8_0 / Q4_K over 2 experts (150 rows each: uniform; 298 to one:
+ *                             uneven) with MEMRA_MMQ_XE_TALL=1: on cc 9.0 the 160 x 96 interleaved
+ *                             tiles (an expert of 298 rows two of them, the second short); elsewhere
+ *                             the knob warns and the usual tiles serve
  *   test_gpu_experts split | split_q6_k
  *                             Q8_0 (uniform) and Q6_K (skewed) with the grouped tiles on
  *                             3 k slices (MEMRA_MMQ_XE_SPLIT=3, the dense lane compared
@@ -90,33 +95,38 @@ typedef struct xcase {
     const char *module; /* the module whose gemm_experts must serve; NULL: the routing's first */
     int split;          /* MEMRA_MMQ_XE_SPLIT and the dense MEMRA_MMQ_SPLIT (0: 1 for the dense lane, unforced);
                          * fp8blk_split: MEMRA_FP8BLK_XE_SPLIT (the floor's split then at its default) */
+    int ne;             /* experts (0: E) */
 } xcase;
 
 static const xcase k_cases[] = {
-    {"run", MEMRA_FORMAT_Q8_0, NULL, 0, 0, "mmq records", NULL, 0},
-    {"budget", MEMRA_FORMAT_Q8_0, NULL, 0, 0, "mmq records", NULL, 0},
-    {"graph", MEMRA_FORMAT_Q8_0, NULL, 0, 1, "mmq records", NULL, 0},
-    {"bm32", MEMRA_FORMAT_Q8_0, "32", 0, 0, "mmq records", NULL, 0},
-    {"bm64", MEMRA_FORMAT_Q8_0, "64", 0, 0, "mmq records", NULL, 0},
-    {"bm128", MEMRA_FORMAT_Q8_0, "128", 0, 0, "mmq records", NULL, 0},
-    {"skew", MEMRA_FORMAT_Q8_0, NULL, 1, 0, "mmq records", NULL, 0},
-    {"q4_0", MEMRA_FORMAT_Q4_0, NULL, 0, 0, "mmq records (Q4_0 as Q8_0)", NULL, 0},
-    {"q4_k", MEMRA_FORMAT_Q4_K, NULL, 0, 0, "mmq K records", NULL, 0},
-    {"q5_k", MEMRA_FORMAT_Q5_K, NULL, 0, 0, "mmq K records", NULL, 0},
-    {"q6_k", MEMRA_FORMAT_Q6_K, NULL, 0, 0, "mmq K records", NULL, 0},
-    {"fp8blk", MEMRA_FORMAT_E4M3, NULL, 0, 0, "fp8 block-128", "fp8blk", 0},
-    {"fp8blk_graph", MEMRA_FORMAT_E4M3, NULL, 0, 1, "fp8 block-128", "fp8blk", 0},
-    {"fp8blk_skew", MEMRA_FORMAT_E4M3, NULL, 1, 0, "fp8 block-128", "fp8blk", 0},
-    {"fp8blk_split", MEMRA_FORMAT_E4M3, NULL, 0, 0, "fp8 block-128", "fp8blk", 2},
-    {"fp8blk_one", MEMRA_FORMAT_E4M3, NULL, 0, 0, "fp8 block-128", "fp8blk", 0},
-    {"fp8blk_one_skew", MEMRA_FORMAT_E4M3, NULL, 1, 0, "fp8 block-128", "fp8blk", 0},
-    {"f16", MEMRA_FORMAT_F16, NULL, 0, 0, "f16", NULL, 0},
-    {"bf16", MEMRA_FORMAT_BF16, NULL, 1, 0, "bf16", NULL, 0},
-    {"fp8pt", MEMRA_FORMAT_E4M3, NULL, 0, 0, "fp8", "fp8blk", 0},
-    {"fp8pt_skew", MEMRA_FORMAT_E4M3, NULL, 1, 0, "fp8", "fp8blk", 0},
-    {"split", MEMRA_FORMAT_Q8_0, NULL, 0, 0, "mmq records", NULL, 3},
-    {"split_q6_k", MEMRA_FORMAT_Q6_K, NULL, 1, 0, "mmq K records", NULL, 3},
+    {"run", MEMRA_FORMAT_Q8_0, NULL, 0, 0, "mmq records", NULL, 0, 0},
+    {"budget", MEMRA_FORMAT_Q8_0, NULL, 0, 0, "mmq records", NULL, 0, 0},
+    {"graph", MEMRA_FORMAT_Q8_0, NULL, 0, 1, "mmq records", NULL, 0, 0},
+    {"bm32", MEMRA_FORMAT_Q8_0, "32", 0, 0, "mmq records", NULL, 0, 0},
+    {"bm64", MEMRA_FORMAT_Q8_0, "64", 0, 0, "mmq records", NULL, 0, 0},
+    {"bm128", MEMRA_FORMAT_Q8_0, "128", 0, 0, "mmq records", NULL, 0, 0},
+    {"skew", MEMRA_FORMAT_Q8_0, NULL, 1, 0, "mmq records", NULL, 0, 0},
+    {"q4_0", MEMRA_FORMAT_Q4_0, NULL, 0, 0, "mmq records (Q4_0 as Q8_0)", NULL, 0, 0},
+    {"q4_k", MEMRA_FORMAT_Q4_K, NULL, 0, 0, "mmq K records", NULL, 0, 0},
+    {"q5_k", MEMRA_FORMAT_Q5_K, NULL, 0, 0, "mmq K records", NULL, 0, 0},
+    {"q6_k", MEMRA_FORMAT_Q6_K, NULL, 0, 0, "mmq K records", NULL, 0, 0},
+    {"fp8blk", MEMRA_FORMAT_E4M3, NULL, 0, 0, "fp8 block-128", "fp8blk", 0, 0},
+    {"fp8blk_graph", MEMRA_FORMAT_E4M3, NULL, 0, 1, "fp8 block-128", "fp8blk", 0, 0},
+    {"fp8blk_skew", MEMRA_FORMAT_E4M3, NULL, 1, 0, "fp8 block-128", "fp8blk", 0, 0},
+    {"fp8blk_split", MEMRA_FORMAT_E4M3, NULL, 0, 0, "fp8 block-128", "fp8blk", 2, 0},
+    {"fp8blk_one", MEMRA_FORMAT_E4M3, NULL, 0, 0, "fp8 block-128", "fp8blk", 0, 0},
+    {"fp8blk_one_skew", MEMRA_FORMAT_E4M3, NULL, 1, 0, "fp8 block-128", "fp8blk", 0, 0},
+    {"f16", MEMRA_FORMAT_F16, NULL, 0, 0, "f16", NULL, 0, 0},
+    {"bf16", MEMRA_FORMAT_BF16, NULL, 1, 0, "bf16", NULL, 0, 0},
+    {"fp8pt", MEMRA_FORMAT_E4M3, NULL, 0, 0, "fp8", "fp8blk", 0, 0},
+    {"fp8pt_skew", MEMRA_FORMAT_E4M3, NULL, 1, 0, "fp8", "fp8blk", 0, 0},
+    {"split", MEMRA_FORMAT_Q8_0, NULL, 0, 0, "mmq records", NULL, 3, 0},
+    {"split_q6_k", MEMRA_FORMAT_Q6_K, NULL, 1, 0, "mmq K records", NULL, 3, 0},
+    {"tall", MEMRA_FORMAT_Q8_0, NULL, 0, 0, "mmq records", NULL, 0, 2},
+    {"tall_q4_k", MEMRA_FORMAT_Q4_K, NULL, 0, 0, "mmq K records", NULL, 0, 2},
 };
+
+static int g_ne = E; /* the case's experts (tall: 2, 150 rows an expert) */
 
 static uint64_t g_rng;
 
@@ -153,23 +163,27 @@ static void fill_weight(memra_format f, uint8_t *out, size_t bytes)
 }
 
 /* variant 0: uneven (expert 0 none, 1 one row, 2 most) or, with skew, half the
- * rows to expert 5 and the rest uniform; variant 1: uniform. Two rows skipped. */
+ * rows to expert 5 and the rest uniform; variant 1: uniform. Two rows skipped.
+ * With 2 experts (the tall cases) variant 0 sends every row to expert 1 (298 rows:
+ * two 160-row tiles, the second short). */
 static void routing(int32_t *ids, int variant, int skew)
 {
-    for (int r = 0; r < ROWS; r++) ids[r] = variant ? (int32_t)(test_rand_u64(&g_rng) % E) : 2;
+    const int ne = g_ne;
+    for (int r = 0; r < ROWS; r++) ids[r] = variant ? (int32_t)(test_rand_u64(&g_rng) % ne) : ne < 6 ? 1 : 2;
     if (!variant && skew) {
-        for (int r = 0; r < ROWS; r++) ids[r] = r % 2 ? 5 : (int32_t)(test_rand_u64(&g_rng) % E);
-    } else if (!variant) {
+        CHECK(ne >= 6);
+        for (int r = 0; r < ROWS; r++) ids[r] = r % 2 ? 5 : (int32_t)(test_rand_u64(&g_rng) % ne);
+    } else if (!variant && ne >= 6) {
         ids[3] = 1;
-        for (int r = 0; r < 60; r++) ids[10 + 4 * r] = 3 + r % (E - 3);
+        for (int r = 0; r < 60; r++) ids[10 + 4 * r] = 3 + r % (ne - 3);
     }
-    ids[7] = -1, ids[ROWS - 1] = E; /* skipped */
+    ids[7] = -1, ids[ROWS - 1] = ne; /* skipped */
     if (variant) ids[0] = 0;
     if (!variant && !skew) {
         int cnt[E] = {0};
         for (int r = 0; r < ROWS; r++)
-            if (ids[r] >= 0 && ids[r] < E) cnt[ids[r]]++;
-        CHECK(cnt[0] == 0 && cnt[1] == 1 && cnt[2] > ROWS / 2);
+            if (ids[r] >= 0 && ids[r] < ne) cnt[ids[r]]++;
+        CHECK(ne < 6 ? cnt[0] == 0 && cnt[1] == ROWS - 2 : cnt[0] == 0 && cnt[1] == 1 && cnt[2] > ROWS / 2);
     }
 }
 
@@ -179,7 +193,7 @@ static int judge_rows(const char *what, const float *y, const float *ref, const 
     size_t bad = 0;
     double worst = 0;
     for (int r = 0; r < ROWS; r++) {
-        const int skip = ids[r] < 0 || ids[r] >= E;
+        const int skip = ids[r] < 0 || ids[r] >= g_ne;
         double amax = 0;
         for (int j = 0; j < N; j++) amax = fmax(amax, fabs((double)ref[r * N + j]));
         const double mass = sqrt((double)k) * amax + 1e-30;
@@ -213,7 +227,7 @@ static int dense_same(const char *what, memra_device *dev, memra_weight *const *
     CHECK_OK(memra_buffer_create(dev, (size_t)ROWS * N * sizeof(float), &by));
     size_t diff = 0;
     int experts = 0;
-    for (int e = 0; e < E; e++) {
+    for (int e = 0; e < g_ne; e++) {
         int c = 0;
         for (int r = 0; r < ROWS; r++)
             if (ids[r] == e) memcpy(xg + (size_t)c * k, x + (size_t)r * k, (size_t)k * sizeof(float)), where[c++] = r;
@@ -245,6 +259,8 @@ int main(int argc, char **argv)
         return 2;
     }
     g_rng = test_seed();
+    g_ne = xc->ne ? xc->ne : E;
+    const int tall = strncmp(xc->name, "tall", 4) == 0; /* MEMRA_MMQ_XE_TALL=1: the 160 x 96 tiles (cc 9.0) */
     char bm[32];
     snprintf(bm, sizeof bm, "MEMRA_MMQ_XE_BM=%s", xc->bm ? xc->bm : "");
     const int fp8 = xc->format == MEMRA_FORMAT_E4M3;
@@ -263,7 +279,8 @@ int main(int argc, char **argv)
     const char *settings[] = {strcmp(xc->name, "budget") == 0 ? "MEMRA_LOG=warn" : "MEMRA_F16_BUDGET_MB=0", dsplit,
                               xc->split ? xsplit : "MEMRA_MMQ_XE_SPLIT=0",
                               fp8 ? "MEMRA_PREFER=gemm_fp8_blk=fp8blk" : xc->bm ? bm : NULL,
-                              one ? "MEMRA_FP8BLK_XE_ONE=all" : pt ? "MEMRA_FP8BLK_XE_PT=1" : NULL, NULL};
+                              one ? "MEMRA_FP8BLK_XE_ONE=all" : pt ? "MEMRA_FP8BLK_XE_PT=1" : tall ? "MEMRA_MMQ_XE_TALL=1" : NULL,
+                              NULL};
     if (h16) settings[3] = "MEMRA_MMQ_XE_F16=1";
     memra_options o = {.struct_size = sizeof o, .settings = settings};
     memra_runtime *rt;
@@ -286,18 +303,18 @@ int main(int argc, char **argv)
     const size_t each = (size_t)N * memra_format_row_bytes(f, K);
     /* block-128 FP8: a grid per expert, [ceil(N / 128) x ceil(K / 128)] (2 x 5: a partial last block each way) */
     const size_t gc = fp8 && !pt ? (size_t)(memra_fp8_grid_rows(N) * memra_fp8_grid_cols(K)) : 0;
-    uint8_t *wb = malloc(each * E);
-    float *grid = gc ? malloc(gc * E * sizeof(float)) : NULL, scales[E];
+    uint8_t *wb = malloc(each * g_ne);
+    float *grid = gc ? malloc(gc * g_ne * sizeof(float)) : NULL, scales[E];
     CHECK(wb != NULL && (!gc || grid != NULL));
-    fill_weight(f, wb, each * E);
-    for (size_t i = 0; i < gc * E; i++) grid[i] = 0.001f + 0.01f * fabsf(test_rand_f32(&g_rng));
-    for (int e = 0; e < E; e++) scales[e] = 0.001f + 0.01f * fabsf(test_rand_f32(&g_rng)); /* per-tensor */
-    memra_experts_desc ed = {.struct_size = sizeof ed, .format = f, .n_experts = E, .out_f = N,
-                             .in_f = K, .data = wb, .size = each * E, .scales = pt ? scales : NULL, .grid = grid,
-                             .grid_count = gc * E, .name = "gpu experts"};
+    fill_weight(f, wb, each * g_ne);
+    for (size_t i = 0; i < gc * g_ne; i++) grid[i] = 0.001f + 0.01f * fabsf(test_rand_f32(&g_rng));
+    for (int e = 0; e < g_ne; e++) scales[e] = 0.001f + 0.01f * fabsf(test_rand_f32(&g_rng)); /* per-tensor */
+    memra_experts_desc ed = {.struct_size = sizeof ed, .format = f, .n_experts = g_ne, .out_f = N,
+                             .in_f = K, .data = wb, .size = each * g_ne, .scales = pt ? scales : NULL, .grid = grid,
+                             .grid_count = gc * g_ne, .name = "gpu experts"};
     memra_weight *w, *we[E];
     CHECK_OK(memra_weight_create_experts(rt, &ed, &w));
-    for (int e = 0; e < E; e++) {
+    for (int e = 0; e < g_ne; e++) {
         memra_weight_desc wd = {.struct_size = sizeof wd, .format = f, .out_f = N, .in_f = K,
                                 .data = wb + (size_t)e * each, .size = each, .scale = pt ? scales[e] : 0.0f,
                                 .grid = gc ? grid + (size_t)e * gc : NULL,
@@ -390,7 +407,7 @@ int main(int argc, char **argv)
         CU_CHECK(cu.cuStreamDestroy_v2(s));
     }
     memra_buffer_destroy(bx), memra_buffer_destroy(bi), memra_buffer_destroy(by);
-    for (int e = 0; e < E; e++) memra_weight_destroy(we[e]);
+    for (int e = 0; e < g_ne; e++) memra_weight_destroy(we[e]);
     memra_weight_destroy(w);
     free(wb), free(grid), free(x), free(ref), free(y), free(eager[0]), free(eager[1]);
     memra_close(rt);

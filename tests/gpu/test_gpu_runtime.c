@@ -273,6 +273,7 @@ static const char *g_kr_sums_knob;  /* MEMRA_MMQ_KR_SUMS likewise */
 static const char *g_kr_bulk_knob;  /* MEMRA_MMQ_KR_BULK likewise */
 static const char *g_kr6_bulk_knob; /* MEMRA_MMQ_KR6_BULK likewise */
 static const char *g_xe_loop2_knob; /* MEMRA_MMQ_XE_LOOP2 likewise */
+static const char *g_xe_tall_knob;  /* MEMRA_MMQ_XE_TALL likewise */
 static const char *g_fxe_split_knob; /* MEMRA_FP8BLK_XE_SPLIT likewise */
 static const char *g_fxe_pf_knob;    /* MEMRA_FP8BLK_XE_PF likewise */
 static const char *g_fxe_gs_knob;    /* MEMRA_FP8BLK_XE_GS likewise */
@@ -305,6 +306,7 @@ static const char *fake_knob(const memra_device_caps *caps, const char *name)
     if (strcmp(name, "MEMRA_MMQ_KR_BULK") == 0) return g_kr_bulk_knob;
     if (strcmp(name, "MEMRA_MMQ_KR6_BULK") == 0) return g_kr6_bulk_knob;
     if (strcmp(name, "MEMRA_MMQ_XE_LOOP2") == 0) return g_xe_loop2_knob;
+    if (strcmp(name, "MEMRA_MMQ_XE_TALL") == 0) return g_xe_tall_knob;
     if (strcmp(name, "MEMRA_FP8BLK_XE_SPLIT") == 0) return g_fxe_split_knob;
     if (strcmp(name, "MEMRA_FP8BLK_XE_PF") == 0) return g_fxe_pf_knob;
     if (strcmp(name, "MEMRA_FP8BLK_XE_GS") == 0) return g_fxe_gs_knob;
@@ -1030,6 +1032,59 @@ static int case_mmq(const char *so)
         ok &= close_mod(&m, 1);
     }
     g_kr_bulk_knob = NULL, g_missing_kernel = NULL, g_xe_loop2_knob = NULL;
+    /* MEMRA_MMQ_XE_TALL=1: on cc 9.0, beside the sorted bulk tiles (Q8_0 _sb, Q4_K _stxb), rows at
+     * 96-160 an expert (here 1024 over 8: 128) take one 160 x 96 interleaved tile each: grid
+     * ceil(300 / 96) = 4 column blocks x ceil(1024 / 160) + 8 = 15 row tiles, then the 32-row remainder
+     * launch on 3 x 8; above 160 an expert (2048 over 8), Q5_K, the knob unset, cc 12.0 or an image
+     * without the tile: no tall tile (the 128-row tiles, or the 64-row ones on cc 12.0) */
+    static const struct {
+        int cc;
+        const char *knob, *missing;
+        memra_format f; /* 0: Q8_0 (gemm_q8_0r) */
+        int rows;
+        const char *want; /* the tall tile, or NULL: none launched */
+        unsigned gx, gy;
+    } tall[] = {{90, "1", NULL, 0, 1024, "memra_k_experts_q8_0r_mt5n3_sbi", 4, 15},
+                {90, "1", NULL, MEMRA_FORMAT_Q4_K, 1024, "memra_k_experts_kr_q4_k_mt5n3_stxbi", 4, 15},
+                {90, "1", NULL, 0, 2048, NULL, 0, 0},
+                {90, NULL, NULL, 0, 1024, NULL, 0, 0},
+                {90, "0", NULL, MEMRA_FORMAT_Q4_K, 1024, NULL, 0, 0},
+                {90, "1", NULL, MEMRA_FORMAT_Q5_K, 1024, NULL, 0, 0},
+                {120, "1", NULL, 0, 1024, NULL, 0, 0},
+                {90, "1", "q8_0r_mt5n3_sbi", 0, 1024, NULL, 0, 0}};
+    for (size_t i = 0; i < sizeof tall / sizeof tall[0]; i++) {
+        g_xe_tall_knob = tall[i].knob, g_missing_kernel = tall[i].missing;
+        if (!open_mod(so, tall[i].cc, &m)) return 0;
+        memra_call c4 = call_of(&m);
+        memra_gemm_args a4 = gemm(tall[i].rows, 300, 256);
+        a4.w_format = (int32_t)tall[i].f;
+        memra_gemm_experts_args x4 = {.struct_size = sizeof x4,
+                                      .lane = tall[i].f ? MEMRA_OP_gemm_kr : MEMRA_OP_gemm_q8_0r,
+                                      .n_experts = 8,
+                                      .ids = 0x60000000};
+        const memra_status st4 = m.desc->ops->gemm_experts(&c4, &a4, &x4);
+        int at = -1, any = 0; /* the tall tile's launch, and whether any launch is a tall tile */
+        for (int j = 0; j < g_n_launched; j++) {
+            if (strstr(g_launched[j], "_mt5n3_") != NULL) any = 1;
+            if (tall[i].want != NULL && strcmp(g_launched[j], tall[i].want) == 0) at = j;
+        }
+        /* then the remainder (the 32-row sorted tile) on the 128-row tiles' 3 column blocks */
+        const int rem = at >= 0 && at + 1 < g_n_launched && strstr(g_launched[at + 1], "_mt1_s") != NULL &&
+                        g_grid_x[at + 1] == 3;
+        const int good = st4 == MEMRA_STATUS_OK &&
+                         (tall[i].want == NULL ? !any
+                                               : at >= 0 && g_grid_x[at] == tall[i].gx && g_grid_y[at] == tall[i].gy && rem);
+        printf("  gemm_experts %s m %d E 8 XE_TALL=%s cc %d%s%s: status %d, %s", tall[i].f ? "q4/5_k" : "q8_0",
+               tall[i].rows, tall[i].knob ? tall[i].knob : "unset", tall[i].cc, tall[i].missing ? ", image without " : "",
+               tall[i].missing ? tall[i].missing : "", (int)st4, tall[i].want ? tall[i].want : "no tall tile");
+        if (at >= 0) printf(" on %u x %u (want %u x %u, then the remainder: %s)", g_grid_x[at], g_grid_y[at], tall[i].gx,
+                            tall[i].gy, rem ? "yes" : "no");
+        printf("  %s\n", good ? "ok" : "FAIL");
+        ok &= good;
+        g_n_launched = 0;
+        ok &= close_mod(&m, 1);
+    }
+    g_xe_tall_knob = NULL, g_missing_kernel = NULL;
     /* MEMRA_MMQ_KR6_BULK (unset: on): Q6_K's one-CTA tiles on the bulk copies (_ob) on cc 9.0, where its tiles
      * are the one-CTA ones (MEMRA_MMQ_ONE unset, q6_k or 1) and the image has every _ob tile; else the tiles it had */
     static const struct {

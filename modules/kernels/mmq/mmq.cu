@@ -713,12 +713,13 @@ template <int MT, int NT> __device__ __forceinline__ void mmq_zero(float (&acc)[
  * their PTX unchanged; a helper returning a struct compiled to another instruction order): a_off /
  * b_off its ldmatrix addresses at byte 16 of the rows (past the four f32 scales; common/tile.cuh's
  * layouts), ax_off its token scale row (lane / 4 of m16 tile 0), bw_off its weight scale row
- * (BW_ROW: 2 (lane % 4) of n8 tile 0); B_BASE where the weight rows start. lane, wm, wn, MT and NT from
+ * (BW_ROW: 2 (lane % 4) of n8 tile 0); B_BASE where the weight rows start, WROW0 the warp's first
+ * token row (wm 16 MT; the interleaved grouped tiles wm 16). lane, wm, wn, MT and NT from
  * the caller's scope. */
-#define MMQ_SLOT_OFFSETS(B_BASE, BW_ROW)                                                                    \
-    const int a_off = (wm * 16 * MT + (lane & 15)) * MMQ_ROW + 16 + (lane >> 4) * 16;                      \
+#define MMQ_SLOT_OFFSETS(B_BASE, BW_ROW, WROW0)                                                             \
+    const int a_off = ((WROW0) + (lane & 15)) * MMQ_ROW + 16 + (lane >> 4) * 16;                           \
     const int b_off = (B_BASE) + (wn * 8 * NT + (lane & 7) + (lane >> 4) * 8) * MMQ_ROW + 16 + ((lane >> 3) & 1) * 16; \
-    const int ax_off = (wm * 16 * MT + (lane >> 2)) * MMQ_ROW;                                              \
+    const int ax_off = ((WROW0) + (lane >> 2)) * MMQ_ROW;                                                   \
     const int bw_off = (B_BASE) + (BW_ROW) * MMQ_ROW
 
 /* The warp's B fragments of k32 group g (common/tile.cuh). sb: the thread's address at block 0. */
@@ -791,7 +792,7 @@ __device__ __forceinline__ void mma_tf32_k4(float (&d)[4], uint32_t a0, uint32_t
  * acc -= dmin D per element and step: 1/4 FFMA per element and 32-block instead of 1. sm: the
  * side rows at the thread's B row (weight row lane / 4 of n8 tile 0), whose first word holds the
  * step's four mins as bytes and the second dmin (kr_widen TC). */
-template <int MT, int NT, int FOLD, bool LIVE = false, bool TC = false, bool XS = false, int UG = 1>
+template <int MT, int NT, int FOLD, bool LIVE = false, bool TC = false, bool XS = false, int UG = 1, bool ILV = false>
 __device__ __forceinline__ void mmq_step(float (&acc)[MT][NT][4], uint32_t sa, uint32_t sb, const float *ax,
                                          const float *bw, const float *sd = nullptr, int mt_live = MT,
                                          const unsigned char *sm = nullptr, const float *at = nullptr)
@@ -799,11 +800,12 @@ __device__ __forceinline__ void mmq_step(float (&acc)[MT][NT][4], uint32_t sa, u
     constexpr bool Q6 = FOLD == MMQ_FOLD_Q6, MIN = FOLD == MMQ_FOLD_MIN;
     static_assert(!(TC && !MIN) && !(XS && !MIN), "the min term is fold min's (Q4_K, Q5_K)");
     static_assert(UG == 1 || FOLD == MMQ_FOLD_Q8, "the k32 groups unrolled: fold q8 only");
+    constexpr int MS = ILV ? 32 : 16; /* rows from one of the warp's m16 tiles to its next (ILV: interleaved) */
     float ta[MT][2]; /* TC: t of block lane % 4, rows lane / 4 and lane / 4 + 8 of each m16 tile */
     const int kb_own = threadIdx.x & 3;
     if (TC && XS) /* XS: at = the sum-plane slot at the thread's token row lane / 4, 4 floats a row */
 #pragma unroll
-        for (int mt = 0; mt < MT; mt++) ta[mt][0] = at[mt * 64 + kb_own], ta[mt][1] = at[mt * 64 + 32 + kb_own];
+        for (int mt = 0; mt < MT; mt++) ta[mt][0] = at[mt * MS * 4 + kb_own], ta[mt][1] = at[mt * MS * 4 + 32 + kb_own];
 #pragma unroll UG
     for (int g = 0; g < 4; g++) {
         uint32_t b[NT][2];
@@ -824,8 +826,8 @@ __device__ __forceinline__ void mmq_step(float (&acc)[MT][NT][4], uint32_t sa, u
         for (int mt = 0; mt < MT; mt++) {
             if (LIVE && mt >= mt_live) break; /* (a grouped tile's m16 tiles past its rows) */
             uint32_t a[4];
-            memra_ldmatrix_x4(a, sa + mt * 16 * MMQ_ROW + g * 32);
-            const float sx0 = ax[mt * 16 * (MMQ_ROW / 4) + g], sx1 = ax[(mt * 16 + 8) * (MMQ_ROW / 4) + g];
+            memra_ldmatrix_x4(a, sa + mt * MS * MMQ_ROW + g * 32);
+            const float sx0 = ax[mt * MS * (MMQ_ROW / 4) + g], sx1 = ax[(mt * MS + 8) * (MMQ_ROW / 4) + g];
             if (Q6) {
 #pragma unroll
                 for (int nt = 0; nt < NT; nt++) {
@@ -853,7 +855,7 @@ __device__ __forceinline__ void mmq_step(float (&acc)[MT][NT][4], uint32_t sa, u
             } else {
                 float t0 = 0.0f, t1 = 0.0f;
                 if (XS) {
-                    if (!TC) t0 = at[mt * 64 + g], t1 = at[mt * 64 + 32 + g];
+                    if (!TC) t0 = at[mt * MS * 4 + g], t1 = at[mt * MS * 4 + 32 + g];
                 } else {
                     float sum[4];
                     mma_k32<MMQ_KIND_S8>(sum, a, 0x01010101u, 0x01010101u);
@@ -996,7 +998,7 @@ __device__ __forceinline__ void gemm_q8_0r_body(const unsigned char *__restrict_
     mmq_zero<MT, NT>(acc);
 
     /* per-thread offsets inside a stage slot */
-    MMQ_SLOT_OFFSETS(R3_A_BYTES(MT), wn * 8 * NT + (lane & 3) * 2); /* the weight rows after the tokens' */
+    MMQ_SLOT_OFFSETS(R3_A_BYTES(MT), wn * 8 * NT + (lane & 3) * 2, wm * 16 * MT); /* the weight rows after the tokens' */
     const uint32_t base = smem_u32(r3_smem);
 
     /* the sources of step g are recomputed from the kernel parameters at each
@@ -1413,7 +1415,7 @@ __device__ __forceinline__ void gemm_kr_body(const unsigned char *__restrict__ w
 
     /* per-thread offsets: in an activation slot (a_off, ax_off), in a weight slot (the rest) */
     const int wrow = wn * 8 * NT + (lane & 3) * 2; /* the thread's first weight row of the fold */
-    MMQ_SLOT_OFFSETS(0, wrow); /* the weight slots apart from the tokens' */
+    MMQ_SLOT_OFFSETS(0, wrow, wm * 16 * MT); /* the weight slots apart from the tokens' */
     const int sd_off = KR_W_ROWS(NT) + wrow * 16;
     const int sm_off = KR_W_ROWS(NT) + (wn * 8 * NT + (lane >> 2)) * 16; /* TC: the B row's side row */
     const int at_off = KR_T_OFF(F, MT, NT) + (wm * 16 * MT + (lane >> 2)) * 16; /* XS: the token row's t */
@@ -1645,7 +1647,7 @@ __device__ __forceinline__ void gemm_krb_body(const unsigned char *__restrict__ 
     float acc[MT][NT][4];
     mmq_zero<MT, NT>(acc);
     const int wrow = wn * 8 * NT + (lane & 3) * 2;
-    MMQ_SLOT_OFFSETS(0, wrow); /* the weight slots apart from the tokens' */
+    MMQ_SLOT_OFFSETS(0, wrow, wm * 16 * MT); /* the weight slots apart from the tokens' */
     const int sd_off = KR_W_ROWS(NT) + wrow * 16;
     const int sm_off = KR_W_ROWS(NT) + (wn * 8 * NT + (lane >> 2)) * 16;
     const int at_off = KR_T_OFF(F, MT, NT) + (wm * 16 * MT + (lane >> 2)) * 16;
@@ -1874,8 +1876,8 @@ struct xe_tile {
 
 /* The CTA's tile from the table (call after pdl_wait): false (for the whole
  * CTA) past *ntiles; else rs[i] = perm[s0 + i] for the rows that exist,
- * visible to every thread. */
-template <int BM, int BN>
+ * visible to every thread (NORS: no rs, the caller reads perm itself). */
+template <int BM, int BN, bool NORS = false>
 __device__ __forceinline__ bool xe_tile_of(xe_tile &t, int *rs, const int *__restrict__ offsets,
                                            const int *__restrict__ perm, const int *__restrict__ tiles,
                                            const int *__restrict__ ntiles, int n, int ti, int nb)
@@ -1886,6 +1888,7 @@ __device__ __forceinline__ bool xe_tile_of(xe_tile &t, int *rs, const int *__res
     t.rows = min(BM, offsets[t.e + 1] - t.s0);
     t.j0 = nb * BN;
     t.brows = min(BN, n - t.j0);
+    if (NORS) return true; /* (every thread read the same table entries: no barrier needed) */
     if ((int)threadIdx.x < BM) rs[threadIdx.x] = (int)threadIdx.x < t.rows ? perm[t.s0 + threadIdx.x] : 0;
     __syncthreads();
     return true;
@@ -1909,11 +1912,13 @@ __device__ __forceinline__ void xe_copy_rows(uint32_t S, const unsigned char *__
     }
 }
 
-/* After the k loop: the warp's 16 MT x 8 NT outputs scattered to y[rs[i]]. */
-template <int MT, int NT>
+/* After the k loop: the warp's 16 MT x 8 NT outputs scattered to y[rs[i]]. ILV (the interleaved
+ * tiles): the warp's m16 tile mt is the tile's 2 mt + wm, and a row's y row perm[s0 + i] is read
+ * here (no rs). */
+template <int MT, int NT, bool ILV = false>
 __device__ __forceinline__ void xe_store(const float (&acc)[MT][NT][4], float *__restrict__ y, long long ldy,
                                          float alpha, int n, const xe_tile &t, const int *rs, int wm, int wn, int lane,
-                                         float *__restrict__ part, int m)
+                                         float *__restrict__ part, int m, const int *__restrict__ perm = nullptr)
 {
     cp_async_wait<0>();
     pdl_trigger();
@@ -1924,9 +1929,15 @@ __device__ __forceinline__ void xe_store(const float (&acc)[MT][NT][4], float *_
     for (int mt = 0; mt < MT; mt++)
 #pragma unroll
         for (int h = 0; h < 2; h++) {
-            const int i = wm * 16 * MT + mt * 16 + (lane >> 2) + 8 * h;
+            const int i = (ILV ? mt * 32 + wm * 16 : wm * 16 * MT + mt * 16) + (lane >> 2) + 8 * h;
             if (i >= t.rows) continue;
-            float *yr = split ? pz + (long long)rs[i] * n : y + (long long)rs[i] * ldy;
+            float *yr;
+            if constexpr (ILV) {
+                const long long r = perm[t.s0 + i];
+                yr = split ? pz + r * n : y + r * ldy;
+            } else {
+                yr = split ? pz + (long long)rs[i] * n : y + (long long)rs[i] * ldy;
+            }
             const float a = split ? 1.0f : alpha;
 #pragma unroll
             for (int nt = 0; nt < NT; nt++)
@@ -1968,13 +1979,13 @@ struct xe_cta {
     const unsigned char *w;
     int lane, wm, wn, g0, nk, mt_live;
 };
-template <int MT, int NT, int OVL>
+template <int MT, int NT, int OVL, bool ILV = false>
 __device__ __forceinline__ bool xe_begin(xe_cta &c, int *rs, const unsigned long long *__restrict__ wtab, int n, int k,
                                          const int *__restrict__ offsets, const int *__restrict__ perm,
                                          const int *__restrict__ tiles, const int *__restrict__ ntiles, int ti, int nb)
 {
     if (OVL != XE_OVL_REM) pdl_wait(); /* the tile table (and the q8_1 records before it) complete */
-    if (!xe_tile_of<32 * MT, 32 * NT>(c.t, rs, offsets, perm, tiles, ntiles, n, ti, nb)) {
+    if (!xe_tile_of<32 * MT, 32 * NT, ILV>(c.t, rs, offsets, perm, tiles, ntiles, n, ti, nb)) {
         if (OVL == XE_OVL_REM) pdl_wait(); /* even a CTA with no tile: the grid ends after the full tiles' */
         return false;
     }
@@ -1984,12 +1995,13 @@ __device__ __forceinline__ bool xe_begin(xe_cta &c, int *rs, const unsigned long
     const int warp = threadIdx.x >> 5;
     c.wm = warp & 1, c.wn = warp >> 1;
     c.nk = xe_slice(k, &c.g0);
-    c.mt_live = min(MT, max(0, (c.t.rows - c.wm * 16 * MT + 15) / 16));
+    /* ILV: the warp's m16 tiles are the tile's wm, wm + 2, ...: those below rows */
+    c.mt_live = ILV ? min(MT, max(0, (c.t.rows - c.wm * 16 + 31) / 32)) : min(MT, max(0, (c.t.rows - c.wm * 16 * MT + 15) / 16));
     return true;
 }
 
 /* gemm_q8_0r_body with the rows of a tile-table tile (see above). */
-template <int MT, int NT, int OVL = XE_OVL_NONE, bool SORTED = false, bool BULK = false>
+template <int MT, int NT, int OVL = XE_OVL_NONE, bool SORTED = false, bool BULK = false, bool ILV = false>
 __device__ __forceinline__ void experts_q8_0r_body(const unsigned long long *__restrict__ wtab,
                                                    const unsigned char *__restrict__ xq, int m, int n, int k,
                                                    const int *__restrict__ offsets, const int *__restrict__ perm,
@@ -1998,17 +2010,18 @@ __device__ __forceinline__ void experts_q8_0r_body(const unsigned long long *__r
                                                    float *__restrict__ part, int ti, int nb)
 {
     extern __shared__ __align__(16) unsigned char xe_smem[];
-    __shared__ int rs[32 * MT];
+    __shared__ int rs[ILV ? 1 : 32 * MT]; /* ILV: the epilogue reads perm itself */
     constexpr int BN = 32 * NT;
+    static_assert(!ILV || SORTED, "the interleaved tiles copy their rows as one run");
     xe_cta c;
-    if (!xe_begin<MT, NT, OVL>(c, rs, wtab, n, k, offsets, perm, tiles, ntiles, ti, nb)) return;
+    if (!xe_begin<MT, NT, OVL, ILV>(c, rs, wtab, n, k, offsets, perm, tiles, ntiles, ti, nb)) return;
     const xe_tile &t = c.t;
     const unsigned char *const wr = c.w;
     const int lane = c.lane, wm = c.wm, wn = c.wn, g0 = c.g0, nk = c.nk, mt_live = c.mt_live;
 
     float acc[MT][NT][4];
     mmq_zero<MT, NT>(acc);
-    MMQ_SLOT_OFFSETS(R3_A_BYTES(MT), wn * 8 * NT + (lane & 3) * 2); /* the weight rows after the tokens' */
+    MMQ_SLOT_OFFSETS(R3_A_BYTES(MT), wn * 8 * NT + (lane & 3) * 2, ILV ? wm * 16 : wm * 16 * MT);
     const uint32_t base = smem_u32(xe_smem);
 #define XE_COPY_STEP(so, g)                                                                                 \
     do {                                                                                                    \
@@ -2020,11 +2033,11 @@ __device__ __forceinline__ void experts_q8_0r_body(const unsigned long long *__r
     } while (0)
 #define XE_STEP(so)                                                                                         \
     if (mt_live == MT)                                                                                      \
-        mmq_step<MT, NT, MMQ_FOLD_Q8>(acc, base + (so) + a_off, base + (so) + b_off,                        \
+        mmq_step<MT, NT, MMQ_FOLD_Q8, false, false, false, 1, ILV>(acc, base + (so) + a_off, base + (so) + b_off, \
                                       reinterpret_cast<const float *>(xe_smem + (so) + ax_off),             \
                                       reinterpret_cast<const float *>(xe_smem + (so) + bw_off));            \
     else if (mt_live > 0)                                                                                   \
-        mmq_step<MT, NT, MMQ_FOLD_Q8, true>(acc, base + (so) + a_off, base + (so) + b_off,                  \
+        mmq_step<MT, NT, MMQ_FOLD_Q8, true, false, false, 1, ILV>(acc, base + (so) + a_off, base + (so) + b_off, \
                                             reinterpret_cast<const float *>(xe_smem + (so) + ax_off),       \
                                             reinterpret_cast<const float *>(xe_smem + (so) + bw_off), nullptr, mt_live)
     if constexpr (BULK) { /* the sorted tile's two runs by the bulk copy engine (R3B_KLOOP) */
@@ -2043,13 +2056,13 @@ __device__ __forceinline__ void experts_q8_0r_body(const unsigned long long *__r
     }
 #undef XE_STEP
 #undef XE_COPY_STEP
-    xe_store<MT, NT>(acc, y, ldy, alpha, n, t, rs, wm, wn, lane, part, m);
+    xe_store<MT, NT, ILV>(acc, y, ldy, alpha, n, t, rs, wm, wn, lane, part, m, perm);
     if (OVL == XE_OVL_REM) pdl_wait();
 }
 
 /* gemm_kr_body with the rows of a tile-table tile (see above). */
 template <int MT, int NT, int F, int OVL = XE_OVL_NONE, bool SORTED = false, bool TC = false, bool XS = false,
-          bool BULK = false, bool LOOP2 = false>
+          bool BULK = false, bool LOOP2 = false, bool ILV = false>
 __device__ __forceinline__ void experts_kr_body(const unsigned long long *__restrict__ wtab,
                                                 const unsigned char *__restrict__ xq, int m, int n, int k,
                                                 const int *__restrict__ offsets, const int *__restrict__ perm,
@@ -2058,10 +2071,11 @@ __device__ __forceinline__ void experts_kr_body(const unsigned long long *__rest
                                                 float *__restrict__ part, int ti, int nb)
 {
     extern __shared__ __align__(16) unsigned char xe_smem[];
-    __shared__ int rs[32 * MT];
+    __shared__ int rs[ILV ? 1 : 32 * MT]; /* ILV: the epilogue reads perm itself */
     constexpr int BN = 32 * NT;
+    static_assert(!ILV || SORTED, "the interleaved tiles copy their rows as one run");
     xe_cta c;
-    if (!xe_begin<MT, NT, OVL>(c, rs, wtab, n, k, offsets, perm, tiles, ntiles, ti, nb)) return;
+    if (!xe_begin<MT, NT, OVL, ILV>(c, rs, wtab, n, k, offsets, perm, tiles, ntiles, ti, nb)) return;
     const xe_tile &t = c.t;
     const unsigned char *const w = c.w;
     const int lane = c.lane, wm = c.wm, wn = c.wn, mt_live = c.mt_live, j0 = t.j0, brows = t.brows;
@@ -2070,10 +2084,10 @@ __device__ __forceinline__ void experts_kr_body(const unsigned long long *__rest
     float acc[MT][NT][4];
     mmq_zero<MT, NT>(acc);
     const int wrow = wn * 8 * NT + (lane & 3) * 2;
-    MMQ_SLOT_OFFSETS(0, wrow); /* the weight slots apart from the tokens' */
+    MMQ_SLOT_OFFSETS(0, wrow, ILV ? wm * 16 : wm * 16 * MT); /* the weight slots apart from the tokens' */
     const int sd_off = KR_W_ROWS(NT) + wrow * 16;
     const int sm_off = KR_W_ROWS(NT) + (wn * 8 * NT + (lane >> 2)) * 16; /* TC: the B row's side row */
-    const int at_off = KR_T_OFF(F, MT, NT) + (wm * 16 * MT + (lane >> 2)) * 16; /* XS: the token row's t */
+    const int at_off = KR_T_OFF(F, MT, NT) + ((ILV ? wm * 16 : wm * 16 * MT) + (lane >> 2)) * 16; /* XS: the token row's t */
     const uint32_t base = smem_u32(xe_smem);
     unsigned char *const P = xe_smem + KR_P_OFF(MT, NT);
     constexpr bool kr_tc = TC; /* gemm_kr_body's TC fold (the _st tiles) or the per-32 min term */
@@ -2098,13 +2112,13 @@ __device__ __forceinline__ void experts_kr_body(const unsigned long long *__rest
     reinterpret_cast<const float *>(xe_smem + at_off + ((ao) - KR_A_OFF(NT)) / R3_A_BYTES(MT) * (32 * MT * 16))
 #define XE_STEP(ao, wo)                                                                                     \
     if (mt_live == MT)                                                                                      \
-        mmq_step<MT, NT, KR_FOLD(F), false, TC, XS>(acc, base + (ao) + a_off, base + (wo) + b_off,         \
+        mmq_step<MT, NT, KR_FOLD(F), false, TC, XS, 1, ILV>(acc, base + (ao) + a_off, base + (wo) + b_off, \
                                                      reinterpret_cast<const float *>(xe_smem + (ao) + ax_off), \
                                                      reinterpret_cast<const float *>(xe_smem + (wo) + bw_off), \
                                                      reinterpret_cast<const float *>(xe_smem + (wo) + sd_off), \
                                                      MT, xe_smem + (wo) + sm_off, XE_AT(ao));               \
     else if (mt_live > 0)                                                                                   \
-        mmq_step<MT, NT, KR_FOLD(F), true, TC, XS>(acc, base + (ao) + a_off, base + (wo) + b_off,          \
+        mmq_step<MT, NT, KR_FOLD(F), true, TC, XS, 1, ILV>(acc, base + (ao) + a_off, base + (wo) + b_off,  \
                                                     reinterpret_cast<const float *>(xe_smem + (ao) + ax_off), \
                                                     reinterpret_cast<const float *>(xe_smem + (wo) + bw_off), \
                                                     reinterpret_cast<const float *>(xe_smem + (wo) + sd_off), \
@@ -2125,7 +2139,7 @@ __device__ __forceinline__ void experts_kr_body(const unsigned long long *__rest
              * tile the loop above. The branch is uniform over the CTA, so every warp meets the same
              * barriers in the same loop. */
 #define XEB_FULL(ao, wo, ts)                                                                                \
-    mmq_step<MT, NT, KR_FOLD(F), false, TC, XS>(acc, base + (ao) + a_off, base + (wo) + b_off,             \
+    mmq_step<MT, NT, KR_FOLD(F), false, TC, XS, 1, ILV>(acc, base + (ao) + a_off, base + (wo) + b_off,     \
                                                  reinterpret_cast<const float *>(xe_smem + (ao) + ax_off),  \
                                                  reinterpret_cast<const float *>(xe_smem + (wo) + bw_off),  \
                                                  reinterpret_cast<const float *>(xe_smem + (wo) + sd_off),  \
@@ -2148,7 +2162,7 @@ __device__ __forceinline__ void experts_kr_body(const unsigned long long *__rest
 #undef XE_STEP
 #undef XE_AT
 #undef XE_COPY_A
-    xe_store<MT, NT>(acc, y, ldy, alpha, n, t, rs, wm, wn, lane, part, m);
+    xe_store<MT, NT, ILV>(acc, y, ldy, alpha, n, t, rs, wm, wn, lane, part, m, perm);
     if (OVL == XE_OVL_REM) pdl_wait();
 }
 
@@ -2201,6 +2215,13 @@ XE_ENTRY(memra_k_experts_q8_0r_mt4_s, (experts_q8_0r_body<4, 4, XE_OVL_NONE, tru
 XE_ENTRY(memra_k_experts_q8_0r_mt1_sb, (experts_q8_0r_body<1, 4, XE_OVL_NONE, true, true>), 3)
 XE_ENTRY(memra_k_experts_q8_0r_mt2_sb, (experts_q8_0r_body<2, 4, XE_OVL_NONE, true, true>), 2)
 XE_ENTRY(memra_k_experts_q8_0r_mt4_sb, (experts_q8_0r_body<4, 4, XE_OVL_NONE, true, true>), 2)
+/* MEMRA_MMQ_XE_TALL=1 (opt-in, untimed; issue 30): one 160-row tile an expert of up to 160 rows, 96
+ * weight rows (MT 5, NT 3), its warps' m16 tiles interleaved (warp row wm takes the tile's m16 tiles
+ * wm, wm + 2, ...), so that an expert of 128 rows costs 4 m16 tiles a warp as in the 128-row tile,
+ * one of 160 rows 5, and the 1-32 rows past 128 need no 32-row tile of their own that streams the
+ * expert's weight again (Mixtral-like rows at m = 512: about half the experts). ptxas sm_90a: 128
+ * registers, 16 / 40 bytes of spill stores / loads (the 128 x 128 _sb tile 44 / 84). */
+XE_ENTRY(memra_k_experts_q8_0r_mt5n3_sbi, (experts_q8_0r_body<5, 3, XE_OVL_NONE, true, true, true>), 2)
 #endif
 XE_ENTRY(memra_k_experts_kr_q4_k_mt1_s, (experts_kr_body<1, 4, KR_Q4_K, XE_OVL_NONE, true>), 3)
 XE_ENTRY(memra_k_experts_kr_q4_k_mt2_s, (experts_kr_body<2, 4, KR_Q4_K, XE_OVL_NONE, true>), 2)
@@ -2236,6 +2257,10 @@ XE_ENTRY(memra_k_experts_kr_q5_k_mt4_stx, (experts_kr_body<4, 4, KR_Q5_K, XE_OVL
 XE_ENTRY(memra_k_experts_kr_q4_k_mt1_stxb, (experts_kr_body<1, 4, KR_Q4_K, XE_OVL_NONE, true, true, true, true>), 3)
 XE_ENTRY(memra_k_experts_kr_q4_k_mt2_stxb, (experts_kr_body<2, 4, KR_Q4_K, XE_OVL_NONE, true, true, true, true>), 2)
 XE_ENTRY(memra_k_experts_kr_q4_k_mt4_stxb, (experts_kr_body<4, 4, KR_Q4_K, XE_OVL_NONE, true, true, true, true>), 2)
+/* MEMRA_MMQ_XE_TALL=1 (opt-in, untimed): Q4_K's 160 x 96 interleaved tile (as the Q8_0 _sbi above); its
+ * KR_SMEM_BYTES(Q4_K, 5, 3) = 115200 bytes and the mbarriers leave two CTAs an SM (no rs: the
+ * epilogue reads perm). ptxas sm_90a: 128 registers, 40 / 72 bytes of spill (the 128 x 128 _stxb 32 / 64). */
+XE_ENTRY(memra_k_experts_kr_q4_k_mt5n3_stxbi, (experts_kr_body<5, 3, KR_Q4_K, XE_OVL_NONE, true, true, true, true, false, true>), 2)
 XE_ENTRY(memra_k_experts_kr_q5_k_mt1_stxb, (experts_kr_body<1, 4, KR_Q5_K, XE_OVL_NONE, true, true, true, true>), 3)
 XE_ENTRY(memra_k_experts_kr_q5_k_mt2_stxb, (experts_kr_body<2, 4, KR_Q5_K, XE_OVL_NONE, true, true, true, true>), 2)
 XE_ENTRY(memra_k_experts_kr_q5_k_mt4_stxb, (experts_kr_body<4, 4, KR_Q5_K, XE_OVL_NONE, true, true, true, true>), 2)

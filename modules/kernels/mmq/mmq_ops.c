@@ -285,6 +285,13 @@ static const char *const memra__mmq_xe_sorted[1 + MMQ_KR_FORMATS][MMQ_XE_TILES] 
 /* with the bulk-copy tiles: the sorted Q8_0 tiles on the bulk copies (mmq.cu, the _sb entries, cc 9.0+) */
 static const char *const memra__mmq_xe_sorted_b[MMQ_XE_TILES] = {
     "memra_k_experts_q8_0r_mt1_sb", "memra_k_experts_q8_0r_mt2_sb", "memra_k_experts_q8_0r_mt4_sb"};
+/* MEMRA_MMQ_XE_TALL=1 (opt-in, untimed; cc 9.x, with the sorted bulk tiles): one 160 x 96 tile with its
+ * warps' m16 tiles interleaved (mmq.cu, the _sbi / _stxbi entries), [lane] for Q8_0 and Q4_K. Where the
+ * mean rows per expert would pick the 128-row tile and is at most 160, an expert of up to 160 rows takes
+ * one such tile instead of a 128-row one plus a 32-row remainder that streams its weight again. */
+static const memra__mmq_r3_tile memra__mmq_xe_tall[2] = {
+    {"memra_k_experts_q8_0r_mt5n3_sbi", 160, 96, R3_SMEM_BYTES(5, 3), 0},
+    {"memra_k_experts_kr_q4_k_mt5n3_stxbi", 160, 96, KR_SMEM_BYTES(0, 5, 3), 0}};
 /* MEMRA_MMQ_KR_TC: the sorted Q4_K / Q5_K tiles with the TF32 min term (mmq.cu, the _st entries), [lane - 1] */
 static const char *const memra__mmq_xe_sorted_tc[2][MMQ_XE_TILES] = {
     {"memra_k_experts_kr_q4_k_mt1_st", "memra_k_experts_kr_q4_k_mt2_st", "memra_k_experts_kr_q4_k_mt4_st"},
@@ -335,6 +342,7 @@ typedef struct mmq_state {
     /* MEMRA_MMQ_XE_SORT=1: the records' gather into expert order and memra__mmq_xe_sorted's
      * tiles, [lane][tile], else NULL */
     CUfunction experts_gather, experts_sorted[1 + MMQ_KR_FORMATS][MMQ_XE_TILES];
+    CUfunction experts_tall[2]; /* MEMRA_MMQ_XE_TALL=1: memra__mmq_xe_tall's kernels (Q8_0, Q4_K), else NULL */
     int sorted_xs[1 + MMQ_KR_FORMATS]; /* the lane's sorted tiles read the sum plane (the gather copies it) */
     const char *const *sorted_names[1 + MMQ_KR_FORMATS]; /* their names: memra__mmq_xe_sorted[l], or _tc (KR_TC) */
     /* the f16 / bf16 lanes of gemm_experts (off with MEMRA_MMQ_XE_F16=0), [bf16][tile] (the 32,
@@ -607,6 +615,23 @@ static memra_status mmq_load(memra__gpu *q, void *state)
             s->experts_gather = NULL;
             q->host->log(MEMRA_LOG_WARN, q->name,
                          "gemm_experts: the records' gather kernel did not load: the grouped tiles gather their rows");
+        }
+        /* MEMRA_MMQ_XE_TALL=1: the 160 x 96 tiles, each beside its lane's sorted bulk tiles (Q8_0 _sb,
+         * Q4_K _stxb: cc 9.x, the defaults there) and the gather */
+        const char *xe_tall = memra__gpu_knob(q, "MEMRA_MMQ_XE_TALL");
+        for (int l = 0; l < 2; l++) {
+            s->experts_tall[l] = NULL;
+            if (xe_tall == NULL || strcmp(xe_tall, "1") != 0) continue;
+            const int base_ok = s->experts_gather != NULL && s->experts_sorted[l][0] != NULL &&
+                                s->sorted_names[l] == (l == 0 ? memra__mmq_xe_sorted_b : memra__mmq_xe_sorted_xb[0]);
+            if (!base_ok || memra__gpu_function(q, m, memra__mmq_xe_tall[l].kernel, memra__mmq_xe_tall[l].smem,
+                                                &s->experts_tall[l]) != MEMRA_STATUS_OK) {
+                s->experts_tall[l] = NULL;
+                q->host->log(MEMRA_LOG_WARN, q->name,
+                             "MEMRA_MMQ_XE_TALL=1: %s needs cc 9.x, the sorted bulk-copy tiles (%s) and this image's "
+                             "kernel; the 128-row tiles serve",
+                             memra__mmq_xe_tall[l].kernel, l == 0 ? "_sb" : "_stxb");
+            }
         }
     }
     {
@@ -1043,13 +1068,13 @@ memra_status memra__mmq_accprobe(memra_call *call, memra_accprobe_arm arm, const
  * ceil(n / 128), the rows as if in full tiles) reach two CTAs per slot (2 per SM, 3 for the
  * 32-row tile), keeping 16 steps a slice and the partial sums within Q8R_PART_MAX.
  * MEMRA_MMQ_XE_SPLIT=1..16 forces it (at most G). A guess, not fitted on a GPU. */
-static int xe_split_pick(const memra__gpu *q, int forced, int64_t m, int64_t n, int64_t k, int bm)
+static int xe_split_pick(const memra__gpu *q, int forced, int64_t m, int64_t n, int64_t k, int bm, int bn)
 {
     const int64_t G = (k + 127) / 128;
     if (forced > 0) return (int)(forced < G ? forced : G > 0 ? G : 1);
     const int64_t sms = q->caps->sm_count > 0 ? q->caps->sm_count : 16;
     const int64_t slots = sms * (bm <= 32 ? 3 : 2);
-    const int64_t ctas = (m + bm - 1) / bm * ((n + 127) / 128);
+    const int64_t ctas = (m + bm - 1) / bm * ((n + bn - 1) / bn);
     int S = 1;
     while (S < 4 && ctas * S < 2 * slots && G / (S + 1) >= 16 && (double)(S + 1) * (double)m * (double)n * 4.0 <= Q8R_PART_MAX)
         S++;
@@ -1180,6 +1205,19 @@ memra_status memra__mmq_gemm_experts(memra_call *call, const memra_gemm_args *a,
             (small < 0 || memra__mmq_xe_tiles[lane][t].bm < memra__mmq_xe_tiles[lane][small].bm))
             small = t;
     if (small >= 0) bm2 = memra__mmq_xe_tiles[lane][small].bm;
+    /* MEMRA_MMQ_XE_TALL=1: where the mean rows per expert pick the 128-row tile and are at most 160,
+     * the 160 x 96 interleaved tile on the sorted records (their scratch taken here, before the
+     * routing builds a 160-row table; without it the 128-row tiles serve); remainders past 160 rows
+     * still go to the 32-row tile */
+    const memra__mmq_r3_tile *tall = NULL;
+    if (lane < 2 && MMQ_K(q)->experts_tall[lane] != NULL && MMQ_K(q)->xe_bm == 0 && tl->bm == 128 && small >= 0 &&
+        (int64_t)m <= (int64_t)160 * E && MMQ_K(q)->experts_merged[lane][tile] == NULL &&
+        MMQ_K(q)->experts_sorted[lane][tile] != NULL && MMQ_K(q)->experts_sorted[lane][small] != NULL &&
+        ((int64_t)k + 127) / 128 <= 65535 && ((int64_t)n + 95) / 96 <= 65535) {
+        memra_dptr xs0 = 0;
+        if (q->host->scratch_get(call, MEMRA__MMQ_SLOT_XE_XS, (size_t)memra_q8_1_bytes(m, k) + 256, &xs0) == MEMRA_STATUS_OK)
+            tall = &memra__mmq_xe_tall[lane], tl = tall, bm = tall->bm;
+    }
     /* table 1: ceil(c / bm) tiles per expert at most (a remainder above bm2 keeps its full
      * tile); table 2: one tile per expert at most, of at least one row */
     const int64_t tiles_max = ((int64_t)m + bm - 1) / bm + E;
@@ -1200,7 +1238,7 @@ memra_status memra__mmq_gemm_experts(memra_call *call, const memra_gemm_args *a,
     int mm = m, ee = E, nn = n, kk = k;
     long long ldy = a->ldy;
     float alpha = a->alpha;
-    int S = xe_split_pick(q, MMQ_K(q)->xe_split, m, n, k, bm);
+    int S = xe_split_pick(q, MMQ_K(q)->xe_split, m, n, k, bm, tl->bn);
     if (S > 1) {
         const memra_status sst =
             q->host->scratch_get(call, MEMRA__MMQ_SLOT_XE_PART, (size_t)S * (size_t)m * (size_t)n * 4u, &part);
@@ -1258,10 +1296,16 @@ memra_status memra__mmq_gemm_experts(memra_call *call, const memra_gemm_args *a,
     const CUfunction *ovl = MMQ_K(q)->experts_ovl[lane];
     const int overlap = !sorted && merged == NULL && tiles_max > 0 && bm2 && S == 1 && !kn.pdl_off && ovl[tile] != NULL &&
                         ovl[small] != NULL;
+    if (tall != NULL && !sorted) /* (the scratch was had above, every other condition checked there) */
+        return q->host->set_error(MEMRA_STATUS_INTERNAL, "%s.gemm_experts: MEMRA_MMQ_XE_TALL's tile without the sorted records",
+                                  q->name);
     if (st == MEMRA_STATUS_OK && merged == NULL && tiles_max > 0) {
-        st = launch_pdl_k(q, &kn, overlap ? ovl[tile] : fns[tile],
-                          overlap ? memra__mmq_xe_ovl[lane][tile] : sorted ? MMQ_K(q)->sorted_names[lane][tile] : tl->kernel,
-                          (unsigned)((n + 127) / 128), (unsigned)tiles_max, (unsigned)S, MMQ_THREADS, tl->smem,
+        st = launch_pdl_k(q, &kn, tall ? MMQ_K(q)->experts_tall[lane] : overlap ? ovl[tile] : fns[tile],
+                          tall      ? tall->kernel
+                          : overlap ? memra__mmq_xe_ovl[lane][tile]
+                          : sorted  ? MMQ_K(q)->sorted_names[lane][tile]
+                                    : tl->kernel,
+                          (unsigned)((n + tl->bn - 1) / tl->bn), (unsigned)tiles_max, (unsigned)S, MMQ_THREADS, tl->smem,
                           call->stream,
                           (void *[]){&w, &x, &mm, &nn, &kk, &offsets, &perm, &tiles, &ntiles, &y, &ldy, &alpha, &part});
     }
