@@ -19,10 +19,10 @@
  *                             run on Q4_0 experts (the records of their Q8_0
  *                             conversion) and on K-quant experts (gemm_kr's tile)
  *   test_gpu_experts tall | tall_q4_k
- *                             Q8_0 / Q4_K over 2 experts (150 rows each: uniform; 298 to one:
+ *                             Q8_0 / Q4_K over 2 experts (150 rows each: uniform; 169 and 129:
  *                             uneven) with MEMRA_MMQ_XE_TALL=1: on cc 9.0 the 160 x 96 interleaved
- *                             tiles (an expert of 298 rows two of them, the second short); elsewhere
- *                             the knob warns and the usual tiles serve
+ *                             tiles (169 rows: one of them and a 32-row remainder tile of 9);
+ *                             elsewhere the knob warns and the usual tiles serve
  *   test_gpu_experts split | split_q6_k
  *                             Q8_0 (uniform) and Q6_K (skewed) with the grouped tiles on
  *                             3 k slices (MEMRA_MMQ_XE_SPLIT=3, the dense lane compared
@@ -164,12 +164,13 @@ static void fill_weight(memra_format f, uint8_t *out, size_t bytes)
 
 /* variant 0: uneven (expert 0 none, 1 one row, 2 most) or, with skew, half the
  * rows to expert 5 and the rest uniform; variant 1: uniform. Two rows skipped.
- * With 2 experts (the tall cases) variant 0 sends every row to expert 1 (298 rows:
- * two 160-row tiles, the second short). */
+ * With 2 experts (the tall cases) variant 0 sends rows 0-169 to expert 1 (169 routed:
+ * a 160-row tile, then a 32-row remainder tile of 9) and the rest to expert 0 (129: one
+ * 160-row tile with its second warp row's last m16 tile short). */
 static void routing(int32_t *ids, int variant, int skew)
 {
     const int ne = g_ne;
-    for (int r = 0; r < ROWS; r++) ids[r] = variant ? (int32_t)(test_rand_u64(&g_rng) % ne) : ne < 6 ? 1 : 2;
+    for (int r = 0; r < ROWS; r++) ids[r] = variant ? (int32_t)(test_rand_u64(&g_rng) % ne) : ne < 6 ? (r < 170) : 2;
     if (!variant && skew) {
         CHECK(ne >= 6);
         for (int r = 0; r < ROWS; r++) ids[r] = r % 2 ? 5 : (int32_t)(test_rand_u64(&g_rng) % ne);
@@ -183,7 +184,7 @@ static void routing(int32_t *ids, int variant, int skew)
         int cnt[E] = {0};
         for (int r = 0; r < ROWS; r++)
             if (ids[r] >= 0 && ids[r] < ne) cnt[ids[r]]++;
-        CHECK(ne < 6 ? cnt[0] == 0 && cnt[1] == ROWS - 2 : cnt[0] == 0 && cnt[1] == 1 && cnt[2] > ROWS / 2);
+        CHECK(ne < 6 ? cnt[1] == 169 && cnt[0] == ROWS - 171 : cnt[0] == 0 && cnt[1] == 1 && cnt[2] > ROWS / 2);
     }
 }
 

@@ -2261,6 +2261,10 @@ XE_ENTRY(memra_k_experts_kr_q4_k_mt4_stxb, (experts_kr_body<4, 4, KR_Q4_K, XE_OV
  * KR_SMEM_BYTES(Q4_K, 5, 3) = 115200 bytes and the mbarriers leave two CTAs an SM (no rs: the
  * epilogue reads perm). ptxas sm_90a: 128 registers, 40 / 72 bytes of spill (the 128 x 128 _stxb 32 / 64). */
 XE_ENTRY(memra_k_experts_kr_q4_k_mt5n3_stxbi, (experts_kr_body<5, 3, KR_Q4_K, XE_OVL_NONE, true, true, true, true, false, true>), 2)
+/* two of each tall tile an sm_90 SM (233472 bytes, 1 KB reserved a CTA; the static mbarriers and rs[1]
+ * taken as 128 bytes): Q4_K's margin is under 1 KB */
+static_assert(2 * (KR_SMEM_BYTES(KR_Q4_K, 5, 3) + 128 + 1024) <= 233472 && 2 * (R3_SMEM_BYTES(5, 3) + 128 + 1024) <= 233472,
+              "the tall grouped tiles run two CTAs an SM");
 XE_ENTRY(memra_k_experts_kr_q5_k_mt1_stxb, (experts_kr_body<1, 4, KR_Q5_K, XE_OVL_NONE, true, true, true, true>), 3)
 XE_ENTRY(memra_k_experts_kr_q5_k_mt2_stxb, (experts_kr_body<2, 4, KR_Q5_K, XE_OVL_NONE, true, true, true, true>), 2)
 XE_ENTRY(memra_k_experts_kr_q5_k_mt4_stxb, (experts_kr_body<4, 4, KR_Q5_K, XE_OVL_NONE, true, true, true, true>), 2)

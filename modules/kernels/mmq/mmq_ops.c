@@ -622,7 +622,9 @@ static memra_status mmq_load(memra__gpu *q, void *state)
         for (int l = 0; l < 2; l++) {
             s->experts_tall[l] = NULL;
             if (xe_tall == NULL || strcmp(xe_tall, "1") != 0) continue;
-            const int base_ok = s->experts_gather != NULL && s->experts_sorted[l][0] != NULL &&
+            const int base_ok = caps->cc / 10 == 9 &&
+                                (caps->smem_per_block_optin == 0 || caps->smem_per_block_optin >= memra__mmq_xe_tall[l].smem) &&
+                                s->experts_gather != NULL && s->experts_sorted[l][0] != NULL &&
                                 s->sorted_names[l] == (l == 0 ? memra__mmq_xe_sorted_b : memra__mmq_xe_sorted_xb[0]);
             if (!base_ok || memra__gpu_function(q, m, memra__mmq_xe_tall[l].kernel, memra__mmq_xe_tall[l].smem,
                                                 &s->experts_tall[l]) != MEMRA_STATUS_OK) {
@@ -1065,7 +1067,7 @@ memra_status memra__mmq_accprobe(memra_call *call, memra_accprobe_arm arm, const
  * 32 column tiles fill one wave, and the remainder tiles' launch a second wave of all of k;
  * run q1: 0.84 ms against 0.67 ms for the loop of dense calls, which split k). S: the
  * smallest of 1 .. 4 whose slices of the first launch's estimated tiles (ceil(m / bm) x
- * ceil(n / 128), the rows as if in full tiles) reach two CTAs per slot (2 per SM, 3 for the
+ * ceil(n / bn), the rows as if in full tiles) reach two CTAs per slot (2 per SM, 3 for the
  * 32-row tile), keeping 16 steps a slice and the partial sums within Q8R_PART_MAX.
  * MEMRA_MMQ_XE_SPLIT=1..16 forces it (at most G). A guess, not fitted on a GPU. */
 static int xe_split_pick(const memra__gpu *q, int forced, int64_t m, int64_t n, int64_t k, int bm, int bn)
