@@ -1273,9 +1273,9 @@ step_krsumsxe() {
 # memra_k_experts_q8_0r_mt5n3_sbi / memra_k_experts_kr_q4_k_mt5n3_stxbi): test_gpu_experts tall,
 # tall_q4_k (2 experts, 150 rows each / 298 to one: the tall tiles, against the host and bit for bit the
 # dense lane), run and q4_k (16 experts: the usual tiles under the knob), check gemm_experts, ncu naming
-# the grouped kernels of the tall cases, the four tools over them (XETALL_TOOLS, default 1), then bench
-# moe --sheet mixtral uniform for q8_0 and q4_k at XETALL_M (default "512 4096") with the knob 0 / 1
-# alternating, XETALL_ROUNDS rounds (default 2), MEMRA_F16_BUDGET_MB=0 (the floor)
+# the grouped kernels of the tall cases, bench moe --sheet mixtral uniform for q8_0 and q4_k at XETALL_M
+# (default "512 4096") with the knob 0 / 1 alternating, XETALL_ROUNDS rounds (default 2),
+# MEMRA_F16_BUDGET_MB=0 (the floor), then the four tools over the tall cases (XETALL_TOOLS, default 1)
 step_xetall() {
   local t=$SECONDS fm mm r i v f tool c
   knob_experts MEMRA_MMQ_XE_TALL=1 xetall mmq tall tall_q4_k run q4_k
@@ -1284,11 +1284,6 @@ step_xetall() {
       -k regex:memra_k_experts -c 24 $B/bin/test_gpu_experts $c > "$L/xetall_ncu_$c.txt" 2>&1
     say "ncu names ($c): exit $? $(grep -oE 'memra_k_experts_[a-z0-9_]+' "$L/xetall_ncu_$c.txt" | sort -u | tr '\n' ' ')"
   done
-  if [ "${XETALL_TOOLS:-1}" = 1 ]; then
-    for tool in memcheck racecheck initcheck synccheck; do for c in tall tall_q4_k; do
-      ( export MEMRA_MMQ_XE_TALL=1; san_experts xetall_san $tool $c )
-    done; done
-  fi
   for mm in ${XETALL_M:-512 4096}; do for fm in q8_0 q4_k; do
     for ((r = 1; r <= ${XETALL_ROUNDS:-2}; r++)); do for ((i = 0; i < 2; i++)); do
       v=$(((i + r - 1) % 2))
@@ -1299,6 +1294,12 @@ step_xetall() {
       grep -E "gate|up|down" "$f" | head -6 >> "$S"
     done; done
   done; done
+  # last: what a cut-off call loses
+  if [ "${XETALL_TOOLS:-1}" = 1 ]; then
+    for tool in memcheck racecheck initcheck synccheck; do for c in tall tall_q4_k; do
+      ( export MEMRA_MMQ_XE_TALL=1; san_experts xetall_san $tool $c )
+    done; done
+  fi
   say "xetall: $((SECONDS - t)) s"
 }
 
