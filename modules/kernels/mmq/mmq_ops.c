@@ -394,6 +394,14 @@ static int tiles_present(const memra__gpu *q, CUmodule m, const memra__mmq_r3_ti
         if (q->cu.cuModuleGetFunction(&probe, m, tiles[t].kernel) != MEMRA__CU_SUCCESS) return 0;
     return 1;
 }
+/* and a grouped table's MMQ_XE_TILES kernel names */
+static int names_present(const memra__gpu *q, CUmodule m, const char *const *names)
+{
+    CUfunction probe = NULL;
+    for (int t = 0; t < MMQ_XE_TILES; t++)
+        if (q->cu.cuModuleGetFunction(&probe, m, names[t]) != MEMRA__CU_SUCCESS) return 0;
+    return 1;
+}
 
 static memra_status mmq_load(memra__gpu *q, void *state)
 {
@@ -574,35 +582,23 @@ static memra_status mmq_load(memra__gpu *q, void *state)
             const char *const *xn = l == 1 || l == 2 ? memra__mmq_xe_sorted_x[l - 1][s->kr_tc >> (l - 1) & 1] : NULL;
             s->sorted_xs[l] = 0;
             if (s->kr_sums && xn != NULL && xn[0] != NULL) {
-                int all = 1;
-                CUfunction probe = NULL;
-                for (int t = 0; t < MMQ_XE_TILES; t++)
-                    all &= q->cu.cuModuleGetFunction(&probe, m, xn[t]) == MEMRA__CU_SUCCESS;
-                if (all) s->sorted_names[l] = xn, s->sorted_xs[l] = 1;
+                const int xs_ok = names_present(q, m, xn);
+                if (xs_ok) s->sorted_names[l] = xn, s->sorted_xs[l] = 1;
                 /* and on the bulk copies with the dense tiles (TC fold, cc 9.x), where the image has them all */
-                const char *const *xb = memra__mmq_xe_sorted_xb[l - 1];
-                for (int t = 0; all && s->kr_bulk && (s->kr_tc >> (l - 1) & 1) && t < MMQ_XE_TILES; t++)
-                    if (q->cu.cuModuleGetFunction(&probe, m, xb[t]) != MEMRA__CU_SUCCESS) all = 0;
-                if (all && s->kr_bulk && (s->kr_tc >> (l - 1) & 1)) s->sorted_names[l] = xb;
+                const int xb_ok = xs_ok && s->kr_bulk && (s->kr_tc >> (l - 1) & 1) &&
+                                  names_present(q, m, memra__mmq_xe_sorted_xb[l - 1]);
+                if (xb_ok) s->sorted_names[l] = memra__mmq_xe_sorted_xb[l - 1];
                 /* MEMRA_MMQ_XE_LOOP2=1: their full tiles' k loop apart, where the image has them all */
-                const char *const *x2 = memra__mmq_xe_sorted_xb2[l - 1];
-                int all2 = all && s->kr_bulk && (s->kr_tc >> (l - 1) & 1) && loop2;
-                for (int t = 0; all2 && t < MMQ_XE_TILES; t++)
-                    if (q->cu.cuModuleGetFunction(&probe, m, x2[t]) != MEMRA__CU_SUCCESS) all2 = 0;
-                if (all2) s->sorted_names[l] = x2;
+                if (xb_ok && loop2 && names_present(q, m, memra__mmq_xe_sorted_xb2[l - 1]))
+                    s->sorted_names[l] = memra__mmq_xe_sorted_xb2[l - 1];
                 else if (loop2 && l == 1)
                     q->host->log(MEMRA_LOG_WARN, q->name, "MEMRA_MMQ_XE_LOOP2=1: the _stxb2 tiles need the bulk-copy sorted "
                                                           "tiles (cc 9.x, MEMRA_MMQ_KR_BULK, the TC fold) and this image's "
                                                           "_stxb2 kernels; the _stxb / _stx tiles serve");
             }
         }
-        if (s->bulk) { /* Q8_0 on the bulk copies, where the image has every _sb tile */
-            CUfunction probe = NULL;
-            int all = 1;
-            for (int t = 0; t < MMQ_XE_TILES; t++)
-                all &= q->cu.cuModuleGetFunction(&probe, m, memra__mmq_xe_sorted_b[t]) == MEMRA__CU_SUCCESS;
-            if (all) s->sorted_names[0] = memra__mmq_xe_sorted_b;
-        }
+        /* Q8_0 on the bulk copies, where the image has every _sb tile */
+        if (s->bulk && names_present(q, m, memra__mmq_xe_sorted_b)) s->sorted_names[0] = memra__mmq_xe_sorted_b;
         if (sort_on &&
             memra__gpu_function(q, m, "memra_k_experts_gather_q8_1", 0, &s->experts_gather) == MEMRA_STATUS_OK) {
             for (int l = 0; l < 1 + MMQ_KR_FORMATS; l++)
