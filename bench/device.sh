@@ -92,6 +92,8 @@
 #               four tools, knobab on the q4_k / q5_k rows (see step_krbulk)
 #   kr6bulk     MEMRA_MMQ_KR6_BULK=1 (Q6_K's one-CTA tiles on the bulk copies): tests, check, ncu names,
 #               four tools, knobab on the q6_k rows (see step_kr6bulk)
+#   wg          MEMRA_MMQ_WG=all (gemm_q8_0r on the warpgroup MMA): tests (bit for bit the records tile),
+#               check, ncu names, knobab on the mmq / q4_0 rows, four tools (see step_wg)
 #   krsumsxe    MEMRA_MMQ_KR_SUMS on the sorted grouped K-quant tiles: tests, checks, bench moe A/B
 #               (see step_krsumsxe)
 #   xetall      MEMRA_MMQ_XE_TALL=1 (the 160 x 96 interleaved grouped tiles): tests, check, ncu names,
@@ -431,7 +433,9 @@ step_knobab() {
   for mm in ${KNOBAB_M:-512}; do for ((r = 1; r <= ${KNOBAB_ROUNDS:-2}; r++)); do for ((i = 0; i < 2; i++)); do
     v=$(((i + r - 1) % 2))
     f="$L/knobab_m${mm}_${v}_$r.txt"
-    env ${KNOBAB_ENV:-} $kn=$v timeout 200 $M bench 27b --m $mm --json $R/knobab_27b_m${mm}_${kn}_${v}_${r}_$TAG.json > "$f" 2>&1
+    # the knob's "on" value: KNOBAB_ON (default 1); receipts and logs are named 0 / 1 either way
+    env ${KNOBAB_ENV:-} $kn=$([ $v = 1 ] && echo "${KNOBAB_ON:-1}" || echo 0) timeout 200 $M bench 27b --m $mm \
+      --json $R/knobab_27b_m${mm}_${kn}_${v}_${r}_$TAG.json > "$f" 2>&1
     say "knobab bench 27b m=$mm $kn=$v (round $r): exit $?"
     awk -v a="^(${KNOBAB_ARM:-mmq})\$" '$1 ~ /->/ {s = $1} $1 ~ a || $2 ~ a {print "  " s, $0}' "$f" | grep -v split >> "$S"
   done; done; done
@@ -1221,6 +1225,33 @@ knob_kr_run() {
 # KR6BULK_ROUNDS rounds (default 1)
 step_kr6bulk() {
   knob_kr_run MEMRA_MMQ_KR6_BULK kr6bulk q6_k "${KR6BULK_TOOLS:-1}" "${KR6BULK_M:-4096 512}" "${KR6BULK_ROUNDS:-1}"
+}
+
+# MEMRA_MMQ_WG's first GPU run (issue 26: gemm_q8_0r's 128 x 128 tile on the warpgroup MMA, fed by tensor
+# maps, memra_k_gemm_q8_0r_wg): test_mmq_ops gemm_q8_0r with MEMRA_MMQ_WG=all (every forced tile x split then
+# runs it against the host, and on cc 9.x each case compares it bit for bit with the records tile), the same
+# for Q4_0 (test_mmq_ops gemm_kr: its records go through gemm_q8_0r), check --op gemm_q8_0r, memra info, ncu
+# names (the kernel must show), knobab MEMRA_MMQ_WG 0 / WG_VALUE (default all) on the mmq and q4_0 rows at
+# WG_M (default "4096 512"), WG_ROUNDS rounds (default 1), then the four tools over the check (WG_TOOLS,
+# default 1: last, so a call cut at its limit keeps the rest)
+step_wg() {
+  local t=$SECONDS v=${WG_VALUE:-all}
+  env MEMRA_MMQ_WG=$v timeout 300 $T gemm_q8_0r > "$L/wg_test_gemm_q8_0r.log" 2>&1
+  say "test_mmq_ops gemm_q8_0r (MEMRA_MMQ_WG=$v): exit $? $(grep -c 'differ from the records tile  ok' "$L/wg_test_gemm_q8_0r.log") bit-for-bit cases ok"
+  grep -E "FAIL" "$L/wg_test_gemm_q8_0r.log" | head -6 >> "$S"
+  env MEMRA_MMQ_WG=$v timeout 300 $T gemm_kr > "$L/wg_test_gemm_kr.log" 2>&1
+  say "test_mmq_ops gemm_kr (Q4_0 on gemm_q8_0r, MEMRA_MMQ_WG=$v): exit $?"
+  grep -E "FAIL" "$L/wg_test_gemm_kr.log" | head -6 >> "$S"
+  env MEMRA_MMQ_WG=$v timeout 200 $M check --device 0 --op gemm_q8_0r > "$L/wg_check.log" 2>&1
+  say "check gemm_q8_0r (MEMRA_MMQ_WG=$v): exit $? $(grep -E 'passed, ' "$L/wg_check.log")"
+  grep -E " FAIL" "$L/wg_check.log" | head -4 >> "$S"
+  knob_info MEMRA_MMQ_WG=$v wg
+  env MEMRA_MMQ_WG=$v MEMRA_ADMISSION=off timeout 200 ncu --clock-control none --metrics gpu__time_duration.sum \
+    -k regex:memra_k_gemm_q8_0r -c 12 $M check --device 0 --op gemm_q8_0r --module mmq --quick > "$L/wg_ncu.txt" 2>&1
+  say "ncu names (MEMRA_MMQ_WG=$v): exit $? $(grep -oE 'memra_k_gemm_q8_0r_[a-z0-9]+' "$L/wg_ncu.txt" | sort -u | tr '\n' ' ')"
+  KNOBAB_KNOB=MEMRA_MMQ_WG KNOBAB_ON=$v KNOBAB_ARM='mmq q4_0' KNOBAB_M=${WG_M:-4096 512} KNOBAB_ROUNDS=${WG_ROUNDS:-1} step_knobab
+  [ "${WG_TOOLS:-1}" = 1 ] && knob_tools MEMRA_MMQ_WG=$v wg gemm_q8_0r
+  say "wg: $((SECONDS - t)) s"
 }
 
 # Q5_K's two folds on the sum plane (MEMRA_MMQ_KR_TC=1: the _tx tiles; 0: the per-32 _x tiles): test_mmq_ops

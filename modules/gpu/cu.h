@@ -76,6 +76,7 @@ typedef struct memra__cu_tensor_map {
 } memra__cu_tensor_map;
 #define MEMRA__CU_TENSOR_MAP_DATA_TYPE_UINT8 0
 #define MEMRA__CU_TENSOR_MAP_INTERLEAVE_NONE 0
+#define MEMRA__CU_TENSOR_MAP_SWIZZLE_NONE 0
 #define MEMRA__CU_TENSOR_MAP_SWIZZLE_128B 3
 #define MEMRA__CU_TENSOR_MAP_L2_PROMOTION_L2_256B 3
 #define MEMRA__CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE 0 /* out-of-bounds elements read as zeros */

@@ -160,8 +160,9 @@ static int fake_set_attribute(void *f, int a, int v)
     return v > 0 ? 0 : 1;
 }
 
-/* cuTensorMapEncodeTiled: refuses what the driver refuses for these maps (rank 2, 128-byte swizzle with a
- * 128-byte inner box, row strides a multiple of 16, a 16-byte aligned base); g_no_tmap: the entry point is absent */
+/* cuTensorMapEncodeTiled: refuses what the driver refuses for these maps (rank 2 or 3, 128-byte swizzle with a
+ * 128-byte inner box or no swizzle with an inner box of a multiple of 16 bytes, strides a multiple of 16 and the
+ * first at least a row, a 16-byte aligned base); g_no_tmap: the entry point is absent */
 static int g_no_tmap, g_tmap_calls;
 static unsigned g_tmap_box[4]; /* the box rows of the first four maps encoded since g_tmap_calls was reset */
 static int fake_tmap_encode(void *map, int type, unsigned rank, void *global, const unsigned long long *dims,
@@ -171,9 +172,15 @@ static int fake_tmap_encode(void *map, int type, unsigned rank, void *global, co
     (void)l2, (void)oob, (void)es;
     if (g_tmap_calls < 4) g_tmap_box[g_tmap_calls] = box[1];
     g_tmap_calls++;
-    if (map == NULL || ((uintptr_t)map & 63u) != 0 || type != 0 || rank != 2 || il != 0 || swz != 3) return 1;
-    if (((uintptr_t)global & 15u) != 0 || strides[0] % 16 != 0 || box[0] != 128 || box[1] > 256 || dims[0] == 0)
+    if (map == NULL || ((uintptr_t)map & 63u) != 0 || type != 0 || (rank != 2 && rank != 3) || il != 0 ||
+        (swz != 3 && swz != 0))
         return 1;
+    if (((uintptr_t)global & 15u) != 0 || (swz == 3 ? box[0] != 128 : box[0] % 16 != 0 || box[0] > 256) ||
+        box[1] > 256 || dims[0] == 0 || strides[0] < dims[0])
+        return 1;
+    for (unsigned d = 0; d + 1 < rank; d++)
+        if (strides[d] % 16 != 0) return 1;
+    if (rank == 3 && (box[2] == 0 || box[2] > 256)) return 1;
     memset(map, 0, 128);
     return 0;
 }
@@ -272,6 +279,7 @@ static const char *g_mmq_one_knob;  /* MEMRA_MMQ_ONE likewise */
 static const char *g_kr_sums_knob;  /* MEMRA_MMQ_KR_SUMS likewise */
 static const char *g_kr_bulk_knob;  /* MEMRA_MMQ_KR_BULK likewise */
 static const char *g_kr6_bulk_knob; /* MEMRA_MMQ_KR6_BULK likewise */
+static const char *g_mmq_wg_knob;   /* MEMRA_MMQ_WG likewise */
 static const char *g_xe_loop2_knob; /* MEMRA_MMQ_XE_LOOP2 likewise */
 static const char *g_xe_tall_knob;  /* MEMRA_MMQ_XE_TALL likewise */
 static const char *g_fxe_split_knob; /* MEMRA_FP8BLK_XE_SPLIT likewise */
@@ -305,6 +313,7 @@ static const char *fake_knob(const memra_device_caps *caps, const char *name)
     if (strcmp(name, "MEMRA_MMQ_KR_SUMS") == 0) return g_kr_sums_knob;
     if (strcmp(name, "MEMRA_MMQ_KR_BULK") == 0) return g_kr_bulk_knob;
     if (strcmp(name, "MEMRA_MMQ_KR6_BULK") == 0) return g_kr6_bulk_knob;
+    if (strcmp(name, "MEMRA_MMQ_WG") == 0) return g_mmq_wg_knob;
     if (strcmp(name, "MEMRA_MMQ_XE_LOOP2") == 0) return g_xe_loop2_knob;
     if (strcmp(name, "MEMRA_MMQ_XE_TALL") == 0) return g_xe_tall_knob;
     if (strcmp(name, "MEMRA_FP8BLK_XE_SPLIT") == 0) return g_fxe_split_knob;
@@ -1113,6 +1122,43 @@ static int case_mmq(const char *so)
         ok &= close_mod(&m, 1);
     }
     g_mmq_one_knob = NULL, g_kr6_bulk_knob = NULL, g_missing_kernel = NULL;
+    /* MEMRA_MMQ_WG (unset: off): gemm_q8_0r's warpgroup tile (128 x 128, 384 threads, four rank-3 tensor
+     * maps) where the plan picks a 128-token tile (=1: m = 4096, 5120 -> 12288 picks 128 x 96, so the grid is
+     * ceil(n / 128) = 96 wide) or any tile (=all: m = 512, 5120 -> 1024 picks a 64-token tile, split kept);
+     * not on cc 12.0, not without the kernel or the driver's tensor maps, not at m = 512 with =1 */
+    static const struct {
+        int cc, no_tmap;
+        const char *knob, *missing;
+        int m, n;
+        int wg; /* 1: the warpgroup tile launched */
+    } wgc[] = {{90, 0, "1", NULL, 4096, 12288, 1},   {90, 0, NULL, NULL, 4096, 12288, 0},
+               {90, 0, "0", NULL, 4096, 12288, 0},   {120, 0, "1", NULL, 4096, 12288, 0},
+               {90, 0, "1", "q8_0r_wg", 4096, 12288, 0}, {90, 1, "1", NULL, 4096, 12288, 0},
+               {90, 0, "1", NULL, 512, 1024, 0},     {90, 0, "all", NULL, 512, 1024, 1}};
+    for (size_t i = 0; i < sizeof wgc / sizeof wgc[0]; i++) {
+        g_mmq_wg_knob = wgc[i].knob, g_missing_kernel = wgc[i].missing, g_no_tmap = wgc[i].no_tmap;
+        if (!open_mod(so, wgc[i].cc, &m)) return 0;
+        memra_call c2 = call_of(&m);
+        memra_gemm_args a2 = gemm(wgc[i].m, wgc[i].n, 5120);
+        g_tmap_calls = 0;
+        const memra_status st2 = m.desc->ops->gemm_q8_0r(&c2, &a2);
+        const char *got = g_n_launched > 0 ? g_launched[0] : "";
+        const int is_wg = strcmp(got, "memra_k_gemm_q8_0r_wg") == 0;
+        const unsigned want_gx = (unsigned)(wgc[i].m + 127) / 128, want_gy = (unsigned)(wgc[i].n + 127) / 128;
+        /* the split the plan chose: a sum launch after a split tile */
+        const int shape_ok = !is_wg || (g_grid_x[0] == want_gx && g_grid_y[0] == want_gy && g_block_x[0] == 384 &&
+                                        g_tmap_calls == 4 && g_tmap_box[0] == 128 && g_tmap_box[3] == 128 &&
+                                        (g_grid_z[0] == 1) == (g_n_launched == 1));
+        const int good = st2 == MEMRA_STATUS_OK && g_n_launched >= 1 && is_wg == wgc[i].wg && shape_ok;
+        printf("  WG=%s cc %d%s%s%s gemm_q8_0r %d x %d x 5120: %s on %u x %u x %u (%u threads), %d maps  %s\n",
+               wgc[i].knob ? wgc[i].knob : "unset", wgc[i].cc, wgc[i].missing ? ", image without " : "",
+               wgc[i].missing ? wgc[i].missing : "", wgc[i].no_tmap ? ", no tensor maps" : "", wgc[i].m, wgc[i].n, got,
+               g_grid_x[0], g_grid_y[0], g_grid_z[0], g_block_x[0], g_tmap_calls, good ? "ok" : "FAIL");
+        ok &= good;
+        g_n_launched = 0;
+        ok &= close_mod(&m, 1);
+    }
+    g_mmq_wg_knob = NULL, g_missing_kernel = NULL, g_no_tmap = 0;
     /* MEMRA_MMQ_ONE=1: the one-CTA builds, gemm_q8_0r's _bo on cc 9.0 and 12.0 (beside the bulk
      * tiles), gemm_kr's _to (Q4_K TC) and _o (Q5_K, Q6_K per-32) at their default folds; Q5_K on
      * the TC fold (KR_TC=1) and the cp.async tiles (BULK=0) keep their two-CTA kernels; unset and

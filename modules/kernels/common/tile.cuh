@@ -99,4 +99,31 @@ __device__ __forceinline__ void memra_bulk_g2s(unsigned dst, const void *src, un
                  : "memory");
 }
 
+/* Tensor maps and warpgroup MMAs (sm_90a: the callers compile these only where
+ * __CUDA_ARCH_FEAT_SM90_ALL is set). memra_tmap: a CUtensorMap passed by value
+ * (__grid_constant__), 64-byte aligned. memra_wg_desc: a wgmma shared-memory
+ * descriptor for a K-major operand in the 128-byte swizzled layout (rows of 128
+ * bytes, 8-row groups 1024 bytes apart: the stride offset; leading offset unused,
+ * 1; base offset 0: every tile starts 1024-byte aligned, and a k32 step of an
+ * 8-bit operand adds 32 bytes to the start, which the swizzle, applied to the
+ * address bits, takes as its chunk 2 kk). memra_tma_load_3d: the box at
+ * coordinates (c0, c1, c2) of *map into shared dst, its bytes counted on the
+ * mbarrier at mbar. */
+struct __align__(64) memra_tmap {
+    unsigned long long q[16];
+};
+__device__ __forceinline__ unsigned long long memra_wg_desc(unsigned addr)
+{
+    return (unsigned long long)((addr & 0x3FFFFu) >> 4) | (1ull << 16) | ((unsigned long long)(1024 >> 4) << 32) |
+           (1ull << 62);
+}
+__device__ __forceinline__ void memra_tma_load_3d(unsigned dst, const memra_tmap *map, int c0, int c1, int c2,
+                                                  unsigned mbar)
+{
+    asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4}], "
+                 "[%5];\n" ::"r"(dst),
+                 "l"(reinterpret_cast<unsigned long long>(map)), "r"(c0), "r"(c1), "r"(c2), "r"(mbar)
+                 : "memory");
+}
+
 #endif

@@ -395,16 +395,6 @@ memra_k_fp8blk_gemm(const unsigned char *__restrict__ w, const float *__restrict
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
 #define FP8BLK_HAS_WGMMA 1
 
-/* A wgmma shared-memory descriptor: K-major, 128-byte swizzle, 8-row groups
- * 1024 bytes apart (stride offset), leading offset unused (1), base offset 0
- * (every tile starts 1024-byte aligned; a k32 step adds 32 bytes to the start,
- * which the swizzle, applied to the address bits, takes as chunk 2 kk). */
-__device__ __forceinline__ unsigned long long wg_desc(unsigned addr)
-{
-    return (unsigned long long)((addr & 0x3FFFFu) >> 4) | (1ull << 16) | ((unsigned long long)(1024 >> 4) << 32) |
-           (1ull << 62);
-}
-
 /* d (+)= A[64 x 32] . B[128 x 32]^T, e4m3 in, f32 out; scale_d 0 overwrites d. */
 __device__ __forceinline__ void wg_mma(float d[64], unsigned long long da, unsigned long long db, int scale_d)
 {
@@ -434,7 +424,7 @@ __device__ __forceinline__ void wg_block(float (&t)[64], unsigned a, unsigned bb
 {
     asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
 #pragma unroll
-    for (int kk = 0; kk < 4; kk++) wg_mma(t, wg_desc(a + kk * 32), wg_desc(bb + kk * 32), kk);
+    for (int kk = 0; kk < 4; kk++) wg_mma(t, memra_wg_desc(a + kk * 32), memra_wg_desc(bb + kk * 32), kk);
     asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
     asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
     wg_fence_regs(t);
@@ -506,7 +496,7 @@ __device__ __forceinline__ void wg_step(unsigned char *stages, unsigned sbase, c
     wg_fence_regs(prev);
     asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
 #pragma unroll
-    for (int kk = 0; kk < 4; kk++) wg_mma(cur, wg_desc(a + kk * 32), wg_desc(b + kk * 32), kk);
+    for (int kk = 0; kk < 4; kk++) wg_mma(cur, memra_wg_desc(a + kk * 32), memra_wg_desc(b + kk * 32), kk);
     asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
     if (kb > 0) {
 #pragma unroll
@@ -854,9 +844,7 @@ memra_k_fp8blk_experts_wgmma64(const unsigned long long *__restrict__ wtab, cons
  *                         read as zeros. Needs m, n >= 1 and k % 16 == 0 (row
  *                         strides a multiple of 16 bytes). Unmeasured: opt-in,
  *                         MEMRA_FP8BLK_WGMMA=tma. */
-struct __align__(64) memra_tmap {
-    unsigned long long q[16];
-};
+/* (memra_tmap: common/tile.cuh) */
 
 __device__ __forceinline__ void tma_load_2d(unsigned dst, const memra_tmap *map, int c0, int c1, unsigned mbar)
 {
@@ -1002,7 +990,7 @@ __device__ __forceinline__ void tma_pipe_issue(float (&t)[64], int kb, unsigned 
     const unsigned a = sbase + s * SB + a_off, bb = sbase + s * SB + 16384;
     asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
 #pragma unroll
-    for (int kk = 0; kk < 4; kk++) wg_mma(t, wg_desc(a + kk * 32), wg_desc(bb + kk * 32), kk);
+    for (int kk = 0; kk < 4; kk++) wg_mma(t, memra_wg_desc(a + kk * 32), memra_wg_desc(bb + kk * 32), kk);
     asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
 }
 

@@ -7,6 +7,10 @@
  *   memra_k_repack_q8_0, memra_k_gemm_q8_0r_mt4 / _mt2 / _mt4n3 / _mt2n3, memra_k_splitk_sum
  *                        the floor on Q8_0 records (the weight repacked at load):
  *                        see "repack_q8_0 and gemm_q8_0r" below. The default path.
+ *   memra_k_gemm_q8_0r_wg
+ *                        sm_90a only, MEMRA_MMQ_WG (opt-in): gemm_q8_0r's 128 x 128 tile on
+ *                        the warpgroup MMA, fed by tensor copies; bit for bit the records
+ *                        tiles; see "gemm_q8_0r on the warpgroup MMA".
  *   memra_k_gemm_kr_q4_k_* / _q5_k_* / _q6_k_*
  *                        the floor for K-quant weights (Q4_K, Q5_K, Q6_K) on their
  *                        K-packed codes and scales (the GGUF's bytes, widened to
@@ -1077,6 +1081,193 @@ R3B_ENTRY(memra_k_gemm_q8_0r_mt2bo, 2, 4, 1)
 R3B_ENTRY(memra_k_gemm_q8_0r_mt4n3bo, 4, 3, 1)
 R3B_ENTRY(memra_k_gemm_q8_0r_mt2n3bo, 2, 3, 1)
 #undef R3B_ENTRY
+#endif
+
+#if !defined(__CUDA_ARCH__) || defined(__CUDA_ARCH_FEAT_SM90_ALL)
+/* ---- gemm_q8_0r on the warpgroup MMA (sm_90a; MEMRA_MMQ_WG=1, opt-in, untimed) -----------
+ *   memra_k_gemm_q8_0r_wg  the 128 x 128 records tile's work (128 tokens x 128 weight rows a CTA,
+ *                       split-k over gridDim.z as mmq_tile_of) with the MMAs on wgmma: the s8
+ *                       products leave the issue stream (no IMMA, no ldmatrix), so the warps
+ *                       issue the fold alone while the tensor cores run the next k32 group.
+ *                       384 threads: warpgroup 0 produces (thread 0; 40 registers after
+ *                       setmaxnreg), warpgroups 1 and 2 consume (232 registers), 64 weight rows
+ *                       each: the weight is wgmma's A (M side), the tokens its B (N = 128), so a
+ *                       thread's fragment holds two weight rows (two scales per group) and 32
+ *                       tokens. One stage per 128-deep k step, R3W_STAGES deep: four tensor
+ *                       copies (cp.async.bulk.tensor.3d over the records as [G steps][rows][144
+ *                       bytes]): the weight's and the tokens' 128 code bytes of each row into the
+ *                       128-byte swizzled K-major layout (memra_wg_desc), and each row's 16-byte
+ *                       head (its four f32 block scales) into [row][4] floats; rows past n or m
+ *                       arrive as zeros (the copy engine's fill), as the cp.async tiles zero-fill.
+ *                       Per k32 group q a consumer issues wgmma m64n128k32 into one of two s32
+ *                       temporaries seeded with MMQ_MAGIC_BITS (the mma.sync tiles' C), so the
+ *                       result read as f32 is 1.5 x 2^23 + I; after wait_group 0 for group q it
+ *                       issues group q + 1 into the other temporary and folds group q:
+ *                       acc = fma(sx, fma(D, s, -M s), acc), sx the token's scale and s the
+ *                       weight row's, groups in ascending order: the mma.sync tiles' FFMAs on
+ *                       the same operands in the same order, so the outputs are theirs bit for
+ *                       bit. No wgmma sits in a branch (ptxas would serialise them all): past
+ *                       the last group the issue repeats it into a temporary never folded.
+ *                       Shared memory R3W_SMEM_BYTES (1 CTA an SM); mbarriers static: `full`
+ *                       (the producer's expect_tx) and `empty` (256 consumer arrivals after a
+ *                       step's last fold). Launch: grid (ceil(m / 128), ceil(n / 128), S), four
+ *                       tensor maps from the host (mmq_ops.c r3w_maps). */
+__device__ __forceinline__ void r3w_mma(uint32_t (&d)[64], unsigned long long da, unsigned long long db)
+{
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n128k32.s32.s8.s8 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, %64, %65, p;\n}\n"
+        : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3]), "+r"(d[4]), "+r"(d[5]), "+r"(d[6]), "+r"(d[7]),
+          "+r"(d[8]), "+r"(d[9]), "+r"(d[10]), "+r"(d[11]), "+r"(d[12]), "+r"(d[13]), "+r"(d[14]), "+r"(d[15]),
+          "+r"(d[16]), "+r"(d[17]), "+r"(d[18]), "+r"(d[19]), "+r"(d[20]), "+r"(d[21]), "+r"(d[22]), "+r"(d[23]),
+          "+r"(d[24]), "+r"(d[25]), "+r"(d[26]), "+r"(d[27]), "+r"(d[28]), "+r"(d[29]), "+r"(d[30]), "+r"(d[31]),
+          "+r"(d[32]), "+r"(d[33]), "+r"(d[34]), "+r"(d[35]), "+r"(d[36]), "+r"(d[37]), "+r"(d[38]), "+r"(d[39]),
+          "+r"(d[40]), "+r"(d[41]), "+r"(d[42]), "+r"(d[43]), "+r"(d[44]), "+r"(d[45]), "+r"(d[46]), "+r"(d[47]),
+          "+r"(d[48]), "+r"(d[49]), "+r"(d[50]), "+r"(d[51]), "+r"(d[52]), "+r"(d[53]), "+r"(d[54]), "+r"(d[55]),
+          "+r"(d[56]), "+r"(d[57]), "+r"(d[58]), "+r"(d[59]), "+r"(d[60]), "+r"(d[61]), "+r"(d[62]), "+r"(d[63])
+        : "l"(da), "l"(db), "r"(1));
+}
+
+/* t seeded with MMQ_MAGIC_BITS, each register its own definition (a copy of one shared register
+ * would let the compiler pass that register itself as an accumulator, then read it for the other
+ * seeds while the wgmma runs: ptxas serialises every wgmma then, C7514) */
+__device__ __forceinline__ void r3w_seed(uint32_t (&t)[64])
+{
+#pragma unroll
+    for (int i = 0; i < 64; i++) asm volatile("mov.b32 %0, 0x4B400000;\n" : "=r"(t[i]));
+}
+
+/* orders t's registers after the asm statements before it (a wait) */
+__device__ __forceinline__ void r3w_fence_regs(uint32_t (&t)[64])
+{
+#pragma unroll
+    for (int i = 0; i < 64; i++) asm volatile("" : "+r"(t[i])::"memory");
+}
+
+/* Group G of a step whose stage is at st / sp: its products (in tc) waited for, the next group
+ * issued into tn (slice kk_n of the stage at st_n, `full` phase ph_n waited for first when kk_n
+ * is 0: the next step's first group, or past the last step the last step's again, never folded),
+ * group G folded into acc and tc re-seeded; the stage freed after its fourth group. r: the
+ * thread's weight row in the tile, cq its first token column (2 (lane % 4)). */
+template <int G>
+__device__ __forceinline__ void r3w_step(float (&acc)[64], uint32_t (&tc)[64], uint32_t (&tn)[64],
+                                         const unsigned char *sp, unsigned st_n, unsigned full_n, unsigned ph_n,
+                                         unsigned empty_s, unsigned a_off, int r, int cq)
+{
+    constexpr int KK_N = (G + 1) & 3;
+    asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+    r3w_fence_regs(tc);
+    if (KK_N == 0) memra_mb_wait(full_n, ph_n);
+    asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+    r3w_mma(tn, memra_wg_desc(st_n + a_off + KK_N * 32), memra_wg_desc(st_n + 16384 + KK_N * 32));
+    asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); /* runs during the fold */
+    const float *hw = reinterpret_cast<const float *>(sp + 32768);
+    const float *hx = reinterpret_cast<const float *>(sp + 32768 + 2048);
+    const float s0 = hw[r * 4 + G], s1 = hw[(r + 8) * 4 + G];
+    const float m0 = s0 * -MMQ_MAGIC, m1 = s1 * -MMQ_MAGIC;
+#pragma unroll
+    for (int j = 0; j < 16; j++) {
+        const float x0 = hx[(8 * j + cq) * 4 + G], x1 = hx[(8 * j + cq + 1) * 4 + G];
+        acc[4 * j + 0] = fmaf(x0, fmaf(__int_as_float((int)tc[4 * j + 0]), s0, m0), acc[4 * j + 0]);
+        acc[4 * j + 1] = fmaf(x1, fmaf(__int_as_float((int)tc[4 * j + 1]), s0, m0), acc[4 * j + 1]);
+        acc[4 * j + 2] = fmaf(x0, fmaf(__int_as_float((int)tc[4 * j + 2]), s1, m1), acc[4 * j + 2]);
+        acc[4 * j + 3] = fmaf(x1, fmaf(__int_as_float((int)tc[4 * j + 3]), s1, m1), acc[4 * j + 3]);
+    }
+    r3w_seed(tc);
+    if (G == 3) asm volatile("{\n.reg .b64 st;\nmbarrier.arrive.shared::cta.b64 st, [%0];\n}\n" ::"r"(empty_s) : "memory");
+}
+
+/* The consumer's outputs: token i0 + 8 j + cq + (e % 2), weight row j0 + r + 8 (e / 2) of acc[4 j + e]
+ * (the m64nNk32 fragment, transposed into y), scaled by f; S slices: part[z] as mmq_tile_store */
+__device__ __forceinline__ void r3w_store(const float (&acc)[64], float *__restrict__ y, float *__restrict__ part,
+                                          long long ldy, float alpha, int m, int n, int i0, int jr, int cq)
+{
+    const int S = (int)gridDim.z;
+    float *out = S == 1 ? y : part + (long long)blockIdx.z * m * n;
+    const long long ld = S == 1 ? ldy : n;
+    const float f = S == 1 ? alpha : 1.0f;
+#pragma unroll
+    for (int j = 0; j < 16; j++)
+#pragma unroll
+        for (int e = 0; e < 4; e++) {
+            const int i = i0 + 8 * j + cq + (e & 1), c = jr + 8 * (e >> 1);
+            if (i < m && c < n) out[(long long)i * ld + c] = f * acc[4 * j + e];
+        }
+}
+
+extern "C" __global__ void __launch_bounds__(R3W_THREADS, 1)
+memra_k_gemm_q8_0r_wg(const __grid_constant__ memra_tmap map_w, const __grid_constant__ memra_tmap map_wh,
+                      const __grid_constant__ memra_tmap map_x, const __grid_constant__ memra_tmap map_xh,
+                      float *__restrict__ y, int m, int n, int k, long long ldy, float alpha, float *__restrict__ part)
+{
+    constexpr int S = R3W_STAGES;
+    static_assert((S & (S - 1)) == 0 && S >= 2, "the ring's stage index is b & (S - 1)");
+    extern __shared__ __align__(16) unsigned char r3w_smem[];
+    __shared__ __align__(8) unsigned long long r3w_bar[2 * S];
+    const unsigned raw = memra_smem_u32(r3w_smem), sbase = (raw + 1023u) & ~1023u;
+    const unsigned char *stages = r3w_smem + (sbase - raw);
+    const unsigned full = memra_smem_u32(r3w_bar), empty = full + 8 * S;
+    if (threadIdx.x == 0) {
+        for (int s = 0; s < S; s++) {
+            memra_mb_init(full + 8 * s, 1);
+            memra_mb_init(empty + 8 * s, 256);
+        }
+        asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+    }
+    __syncthreads();
+    pdl_wait(); /* the q8_1 records (and y's earlier readers) are complete */
+    const int i0 = blockIdx.x * 128, j0 = blockIdx.y * 128;
+    const int G = (k + 127) / 128, SL = (int)gridDim.z, z = (int)blockIdx.z;
+    const int g0 = (int)((long long)G * z / SL), nk = (int)((long long)G * (z + 1) / SL) - g0;
+    const int wg = threadIdx.x >> 7, lane = threadIdx.x & 31;
+    if (wg == 0) {
+        asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n");
+        if (threadIdx.x == 0)
+            for (int b = 0; b < nk; b++) {
+                const int s = b % S;
+                if (b >= S) memra_mb_wait(empty + 8 * s, (unsigned)(b / S - 1) & 1u);
+                const unsigned st = sbase + s * R3W_STAGE_BYTES, fb = full + 8 * s;
+                memra_mb_arrive_tx(fb, R3W_STAGE_BYTES);
+                memra_tma_load_3d(st, &map_w, 16, j0, g0 + b, fb);
+                memra_tma_load_3d(st + 16384, &map_x, 16, i0, g0 + b, fb);
+                memra_tma_load_3d(st + 32768, &map_wh, 0, j0, g0 + b, fb);
+                memra_tma_load_3d(st + 32768 + 2048, &map_xh, 0, i0, g0 + b, fb);
+            }
+        return;
+    }
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n");
+    const int ct = threadIdx.x - 128, w = ct >> 7;
+    const int r = w * 64 + ((ct >> 5) & 3) * 16 + (lane >> 2), cq = 2 * (lane & 3);
+    float acc[64];
+#pragma unroll
+    for (int i = 0; i < 64; i++) acc[i] = 0.0f;
+    if (nk <= 0) { /* a slice without steps (never planned): its zeros, no MMA */
+        pdl_trigger();
+        r3w_store(acc, y, part, ldy, alpha, m, n, i0, j0 + r, cq);
+        return;
+    }
+    const unsigned a_off = (unsigned)w * 64 * 128;
+    uint32_t t0[64], t1[64];
+    r3w_seed(t0);
+    r3w_seed(t1);
+    memra_mb_wait(full, 0u);
+    asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+    r3w_mma(t0, memra_wg_desc(sbase + a_off), memra_wg_desc(sbase + 16384));
+    asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+    for (int b = 0; b < nk; b++) {
+        const int s = b & (S - 1), bn = b + 1 < nk ? b + 1 : nk - 1, sn = bn & (S - 1);
+        const unsigned st = sbase + s * R3W_STAGE_BYTES, st_n = sbase + sn * R3W_STAGE_BYTES;
+        const unsigned char *sp = stages + s * R3W_STAGE_BYTES;
+        const unsigned ph_n = (unsigned)(bn / S) & 1u, full_n = full + 8 * sn, empty_s = empty + 8 * s;
+        r3w_step<0>(acc, t0, t1, sp, st, 0u, 0u, empty_s, a_off, r, cq);
+        r3w_step<1>(acc, t1, t0, sp, st, 0u, 0u, empty_s, a_off, r, cq);
+        r3w_step<2>(acc, t0, t1, sp, st, 0u, 0u, empty_s, a_off, r, cq);
+        r3w_step<3>(acc, t1, t0, sp, st_n, full_n, ph_n, empty_s, a_off, r, cq);
+    }
+    asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory"); /* the repeated group's, never read */
+    r3w_fence_regs(t0);
+    pdl_trigger();
+    r3w_store(acc, y, part, ldy, alpha, m, n, i0, j0 + r, cq);
+}
 #endif
 
 

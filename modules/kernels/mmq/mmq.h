@@ -36,6 +36,14 @@
 #define R3_STAGE_BYTES(MT, NT) (R3_A_BYTES(MT) + 32 * (NT) * MMQ_ROW)
 #define R3_SMEM_BYTES(MT, NT) (R3_STAGES * R3_STAGE_BYTES(MT, NT))
 
+/* gemm_q8_0r's warpgroup tile (sm_90a, MEMRA_MMQ_WG; mmq.cu memra_k_gemm_q8_0r_wg): 128 tokens x
+ * 128 weight rows a CTA, a producer and two consumer warpgroups; a stage holds both operands'
+ * code bytes (128 rows of 128, swizzled) and their 16-byte record heads, 1024-byte aligned. */
+#define R3W_THREADS 384
+#define R3W_STAGES 4
+#define R3W_STAGE_BYTES (2 * 16384 + 2 * 2048)
+#define R3W_SMEM_BYTES (R3W_STAGES * R3W_STAGE_BYTES + 1024)
+
 /* gemm_kr: gemm_q8_0r's tile on the K-packed weight: two weight slots
  * widened to 160 bytes per 128 values (144 in the row table, 16 in a side
  * table), R3_STAGES activation slots, and one slot of packed bytes (per row

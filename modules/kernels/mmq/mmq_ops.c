@@ -350,6 +350,11 @@ typedef struct mmq_state {
      * f16 copied), else NULL (the lanes decline) */
     CUfunction experts_h16[2][MMQ_XE_TILES], experts_cvt16[3];
     int h16_var; /* MEMRA_MMQ_XE_H16: the row of h16_tiles loaded */
+    /* MEMRA_MMQ_WG (cc 9.x, opt-in until timed): gemm_q8_0r on the warpgroup MMA (mmq.cu
+     * memra_k_gemm_q8_0r_wg, 128 x 128, fed by tensor maps), else NULL; wg_all: every call takes it
+     * (=all), else the calls whose planned tile has 128 tokens (=1) */
+    CUfunction gemm_q8_0r_wg;
+    int wg_all;
 } mmq_state;
 
 /* The 16-bit grouped tiles (mmq.cu "gemm_experts on the f16 / bf16 lanes"), [variant][tile of
@@ -470,6 +475,26 @@ static memra_status mmq_load(memra__gpu *q, void *state)
     for (int t = 0; t < MEMRA__MMQ_R3_TILES && st == MEMRA_STATUS_OK; t++)
         if (caps->smem_per_block_optin == 0 || caps->smem_per_block_optin >= s->r3_tiles[t].smem)
             st = memra__gpu_function(q, m, s->r3_tiles[t].kernel, s->r3_tiles[t].smem, &s->gemm_q8_0r[t]);
+    /* MEMRA_MMQ_WG=1: the plan's 128 x 128 gemm_q8_0r tile runs on the warpgroup MMA, where the GPU is
+     * cc 9.x, the driver encodes tensor maps and the image has the kernel (sm_90a SASS only) */
+    s->gemm_q8_0r_wg = NULL;
+    {
+        const char *wg = memra__gpu_knob(q, "MEMRA_MMQ_WG");
+        s->wg_all = wg != NULL && strcmp(wg, "all") == 0;
+        if (st == MEMRA_STATUS_OK && wg != NULL && (strcmp(wg, "1") == 0 || s->wg_all)) {
+            CUfunction probe = NULL;
+            const int ok = caps->cc / 10 == 9 && q->cuTensorMapEncodeTiled != NULL && !q->from_ptx &&
+                           (caps->smem_per_block_optin == 0 || caps->smem_per_block_optin >= R3W_SMEM_BYTES) &&
+                           q->cu.cuModuleGetFunction(&probe, m, "memra_k_gemm_q8_0r_wg") == MEMRA__CU_SUCCESS;
+            if (!ok || memra__gpu_function(q, m, "memra_k_gemm_q8_0r_wg", R3W_SMEM_BYTES, &s->gemm_q8_0r_wg) !=
+                           MEMRA_STATUS_OK) {
+                s->gemm_q8_0r_wg = NULL;
+                q->host->log(MEMRA_LOG_WARN, q->name,
+                             "MEMRA_MMQ_WG=%s: the warpgroup gemm_q8_0r tile needs cc 9.x, the driver's tensor maps "
+                             "and this image's memra_k_gemm_q8_0r_wg; the records tiles serve", wg);
+            }
+        }
+    }
     {
         const char *tc = memra__gpu_knob(q, "MEMRA_MMQ_KR_TC");
         /* Q4_K and Q5_K by default (run x1: Q4_K 3-7% faster on the 27b sheet; run d3, both on the
@@ -914,6 +939,29 @@ static q8r_plan plan_tiles(const memra__gpu *q, const mmq_knobs *kn, const memra
     return best;
 }
 
+/* The four tensor maps of memra_k_gemm_q8_0r_wg (mmq.cu): the weight's and the tokens' records as
+ * [G steps][rows][144 bytes] (G = ceil(k / 128); record (g, row) at (g rows + row) 144, the layout
+ * of repack_q8_0 and quant_q8_1), each as its rows' 128 code bytes (box 128 x 128 rows x 1 step,
+ * 128-byte swizzle: the wgmma operand layout) and their 16-byte heads (box 16 x 128 x 1, no
+ * swizzle); rows past n or m read as zeros. 1 when the driver encoded all four. */
+static int r3w_maps(const memra__gpu *q, memra__cu_tensor_map maps[4], memra_dptr w, memra_dptr x, int m, int n, int k)
+{
+    const uint64_t steps = ((uint64_t)k + 127) / 128;
+    for (int i = 0; i < 4; i++) {
+        const uint64_t rows = (uint64_t)(i < 2 ? n : m);
+        const uint64_t dims[3] = {MMQ_ROW, rows, steps}, stride[2] = {MMQ_ROW, rows * MMQ_ROW};
+        const uint32_t box[3] = {(i & 1) ? 16u : 128u, 128u, 1u}, es[3] = {1, 1, 1};
+        if (q->cuTensorMapEncodeTiled(&maps[i], MEMRA__CU_TENSOR_MAP_DATA_TYPE_UINT8, 3,
+                                      (void *)(uintptr_t)(i < 2 ? w : x), dims, stride, box, es,
+                                      MEMRA__CU_TENSOR_MAP_INTERLEAVE_NONE,
+                                      (i & 1) ? MEMRA__CU_TENSOR_MAP_SWIZZLE_NONE : MEMRA__CU_TENSOR_MAP_SWIZZLE_128B,
+                                      MEMRA__CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                                      MEMRA__CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) != MEMRA__CU_SUCCESS)
+            return 0;
+    }
+    return 1;
+}
+
 /* Plan, scratch and launch of one records GEMM (gemm_q8_0r, gemm_kr) on
  * `tiles` / `fns`; the arguments are checked by the caller. */
 static memra_status run_tiles(memra__gpu *q, memra_call *call, const memra_gemm_args *a, memra_op op_id,
@@ -944,9 +992,18 @@ static memra_status run_tiles(memra__gpu *q, memra_call *call, const memra_gemm_
      * stream (in memra_matmul: the quantiser, then the tile; both trigger early,
      * mmq.cu). */
     const memra__mmq_r3_tile *tl = &tiles[p.tile];
-    st = launch_pdl_k(q, &kn, fns[p.tile], tl->kernel, (unsigned)((m + tl->bm - 1) / tl->bm),
-                      (unsigned)((n + tl->bn - 1) / tl->bn), (unsigned)p.split, MMQ_THREADS, tl->smem, call->stream,
-                      (void *[]){&w, &x, &y, &m, &n, &k, &ldy, &alpha, &part});
+    memra__cu_tensor_map maps[4];
+    /* MEMRA_MMQ_WG: the warpgroup tile in place of a 128-token pick (either width), or of every pick
+     * (=all), with the plan's split */
+    if (op_id == MEMRA_OP_gemm_q8_0r && MMQ_K(q)->gemm_q8_0r_wg != NULL && (tl->bm == 128 || MMQ_K(q)->wg_all) &&
+        r3w_maps(q, maps, w, x, m, n, k))
+        st = launch_pdl_k(q, &kn, MMQ_K(q)->gemm_q8_0r_wg, "memra_k_gemm_q8_0r_wg", (unsigned)((m + 127) / 128),
+                          (unsigned)((n + 127) / 128), (unsigned)p.split, R3W_THREADS, R3W_SMEM_BYTES, call->stream,
+                          (void *[]){&maps[0], &maps[1], &maps[2], &maps[3], &y, &m, &n, &k, &ldy, &alpha, &part});
+    else
+        st = launch_pdl_k(q, &kn, fns[p.tile], tl->kernel, (unsigned)((m + tl->bm - 1) / tl->bm),
+                          (unsigned)((n + tl->bn - 1) / tl->bn), (unsigned)p.split, MMQ_THREADS, tl->smem,
+                          call->stream, (void *[]){&w, &x, &y, &m, &n, &k, &ldy, &alpha, &part});
     if (st != MEMRA_STATUS_OK || p.split == 1) return st;
     int s = p.split;
     /* a thread per 4 columns where rows of n floats are 16-byte aligned (n % 4 == 0), else per column */
