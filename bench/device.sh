@@ -93,7 +93,8 @@
 #   kr6bulk     MEMRA_MMQ_KR6_BULK=1 (Q6_K's one-CTA tiles on the bulk copies): tests, check, ncu names,
 #               four tools, knobab on the q6_k rows (see step_kr6bulk)
 #   wg          MEMRA_MMQ_WG=all (gemm_q8_0r on the warpgroup MMA): tests (bit for bit the records tile),
-#               check, ncu names, knobab on the mmq / q4_0 rows, four tools (see step_wg)
+#               check, ncu names, knobab on the mmq / q4_0 rows (see step_wg); wgtr: knobab of
+#               MEMRA_MMQ_WG_TR; wgtools: the four tools over both warpgroup kernels
 #   krsumsxe    MEMRA_MMQ_KR_SUMS on the sorted grouped K-quant tiles: tests, checks, bench moe A/B
 #               (see step_krsumsxe)
 #   xetall      MEMRA_MMQ_XE_TALL=1 (the 160 x 96 interleaved grouped tiles): tests, check, ncu names,
@@ -1233,7 +1234,7 @@ step_kr6bulk() {
 # for Q4_0 (test_mmq_ops gemm_kr: its records go through gemm_q8_0r), check --op gemm_q8_0r, memra info, ncu
 # names (the kernel must show), knobab MEMRA_MMQ_WG 0 / WG_VALUE (default all) on the mmq and q4_0 rows at
 # WG_M (default "4096 512"), WG_ROUNDS rounds (default 1), then the four tools over the check (WG_TOOLS,
-# default 1: last, so a call cut at its limit keeps the rest)
+# default 0 here: step wgtools runs them for both kernels)
 step_wg() {
   local t=$SECONDS v=${WG_VALUE:-all}
   env MEMRA_MMQ_WG=$v timeout 300 $T gemm_q8_0r > "$L/wg_test_gemm_q8_0r.log" 2>&1
@@ -1249,9 +1250,24 @@ step_wg() {
   env MEMRA_MMQ_WG=$v MEMRA_ADMISSION=off timeout 200 ncu --clock-control none --metrics gpu__time_duration.sum \
     -k regex:memra_k_gemm_q8_0r -c 12 $M check --device 0 --op gemm_q8_0r --module mmq --quick > "$L/wg_ncu.txt" 2>&1
   say "ncu names (MEMRA_MMQ_WG=$v): exit $? $(grep -oE 'memra_k_gemm_q8_0r_[a-z0-9]+' "$L/wg_ncu.txt" | sort -u | tr '\n' ' ')"
+  env MEMRA_MMQ_WG=$v MEMRA_MMQ_WG_TR=1 MEMRA_ADMISSION=off timeout 200 ncu --clock-control none \
+    --metrics gpu__time_duration.sum -k regex:memra_k_gemm_q8_0r -c 12 $M check --device 0 --op gemm_q8_0r --module mmq \
+    --quick > "$L/wg_ncu_tr.txt" 2>&1
+  say "ncu names (MEMRA_MMQ_WG=$v MEMRA_MMQ_WG_TR=1): exit $? $(grep -oE 'memra_k_gemm_q8_0r_[a-z0-9]+' "$L/wg_ncu_tr.txt" | sort -u | tr '\n' ' ')"
   KNOBAB_KNOB=MEMRA_MMQ_WG KNOBAB_ON=$v KNOBAB_ARM='mmq q4_0' KNOBAB_M=${WG_M:-4096 512} KNOBAB_ROUNDS=${WG_ROUNDS:-1} step_knobab
-  [ "${WG_TOOLS:-1}" = 1 ] && knob_tools MEMRA_MMQ_WG=$v wg gemm_q8_0r
+  [ "${WG_TOOLS:-0}" = 1 ] && step_wgtools
   say "wg: $((SECONDS - t)) s"
+}
+# the transposed token scales (MEMRA_MMQ_WG_TR 0 / 1 under MEMRA_MMQ_WG=all): knobab on the mmq / q4_0 rows at
+# WG_M, WG_ROUNDS rounds
+step_wgtr() {
+  KNOBAB_ENV="MEMRA_MMQ_WG=${WG_VALUE:-all}" KNOBAB_KNOB=MEMRA_MMQ_WG_TR KNOBAB_ARM='mmq q4_0' KNOBAB_M=${WG_M:-4096 512} \
+    KNOBAB_ROUNDS=${WG_ROUNDS:-1} step_knobab
+}
+# the four tools over check --op gemm_q8_0r --quick on both warpgroup kernels (_wg, _wgt), each its own process
+step_wgtools() {
+  knob_tools "MEMRA_MMQ_WG=${WG_VALUE:-all}" wg gemm_q8_0r
+  knob_tools "MEMRA_MMQ_WG=${WG_VALUE:-all} MEMRA_MMQ_WG_TR=1" wgt gemm_q8_0r
 }
 
 # Q5_K's two folds on the sum plane (MEMRA_MMQ_KR_TC=1: the _tx tiles; 0: the per-32 _x tiles): test_mmq_ops

@@ -1148,7 +1148,7 @@ __device__ __forceinline__ void r3w_fence_regs(uint32_t (&t)[64])
  * is 0: the next step's first group, or past the last step the last step's again, never folded),
  * group G folded into acc and tc re-seeded; the stage freed after its fourth group. r: the
  * thread's weight row in the tile, cq its first token column (2 (lane % 4)). */
-template <int G>
+template <int G, bool TR>
 __device__ __forceinline__ void r3w_step(float (&acc)[64], uint32_t (&tc)[64], uint32_t (&tn)[64],
                                          const unsigned char *sp, unsigned st_n, unsigned full_n, unsigned ph_n,
                                          unsigned empty_s, unsigned a_off, int r, int cq)
@@ -1157,16 +1157,24 @@ __device__ __forceinline__ void r3w_step(float (&acc)[64], uint32_t (&tc)[64], u
     asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
     r3w_fence_regs(tc);
     if (KK_N == 0) memra_mb_wait(full_n, ph_n);
+    if (TR && KK_N == 0) memra_mb_wait(full_n + 16 * R3W_STAGES, ph_n); /* the step's `ready`: its token scales transposed */
     asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
     r3w_mma(tn, memra_wg_desc(st_n + a_off + KK_N * 32), memra_wg_desc(st_n + 16384 + KK_N * 32));
     asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); /* runs during the fold */
     const float *hw = reinterpret_cast<const float *>(sp + 32768);
     const float *hx = reinterpret_cast<const float *>(sp + 32768 + 2048);
+    const float *xt = reinterpret_cast<const float *>(sp + 32768 + 4096) + G * 128; /* TR: [group][token] */
     const float s0 = hw[r * 4 + G], s1 = hw[(r + 8) * 4 + G];
     const float m0 = s0 * -MMQ_MAGIC, m1 = s1 * -MMQ_MAGIC;
 #pragma unroll
     for (int j = 0; j < 16; j++) {
-        const float x0 = hx[(8 * j + cq) * 4 + G], x1 = hx[(8 * j + cq + 1) * 4 + G];
+        float x0, x1;
+        if (TR) {
+            const float2 xx = *reinterpret_cast<const float2 *>(xt + 8 * j + cq);
+            x0 = xx.x, x1 = xx.y;
+        } else {
+            x0 = hx[(8 * j + cq) * 4 + G], x1 = hx[(8 * j + cq + 1) * 4 + G];
+        }
         acc[4 * j + 0] = fmaf(x0, fmaf(__int_as_float((int)tc[4 * j + 0]), s0, m0), acc[4 * j + 0]);
         acc[4 * j + 1] = fmaf(x1, fmaf(__int_as_float((int)tc[4 * j + 1]), s0, m0), acc[4 * j + 1]);
         acc[4 * j + 2] = fmaf(x0, fmaf(__int_as_float((int)tc[4 * j + 2]), s1, m1), acc[4 * j + 2]);
@@ -1194,22 +1202,27 @@ __device__ __forceinline__ void r3w_store(const float (&acc)[64], float *__restr
         }
 }
 
-extern "C" __global__ void __launch_bounds__(R3W_THREADS, 1)
-memra_k_gemm_q8_0r_wg(const __grid_constant__ memra_tmap map_w, const __grid_constant__ memra_tmap map_wh,
-                      const __grid_constant__ memra_tmap map_x, const __grid_constant__ memra_tmap map_xh,
-                      float *__restrict__ y, int m, int n, int k, long long ldy, float alpha, float *__restrict__ part)
+/* TR (the _wgt entry point): the producer warp also transposes each stage's token scales into
+ * [group][token] (after `full`, behind the next stage's copies; `ready`: its 32 lanes' arrivals), so
+ * a consumer reads two tokens' scales with one 8-byte load: 16 loads a group where [token][group]
+ * takes 32 */
+template <bool TR>
+__device__ __forceinline__ void r3w_body(const memra_tmap *map_w, const memra_tmap *map_wh, const memra_tmap *map_x,
+                                         const memra_tmap *map_xh, float *__restrict__ y, int m, int n, int k,
+                                         long long ldy, float alpha, float *__restrict__ part)
 {
-    constexpr int S = R3W_STAGES;
+    constexpr int S = R3W_STAGES, SB = R3W_STAGE_BYTES_OF(TR);
     static_assert((S & (S - 1)) == 0 && S >= 2, "the ring's stage index is b & (S - 1)");
     extern __shared__ __align__(16) unsigned char r3w_smem[];
-    __shared__ __align__(8) unsigned long long r3w_bar[2 * S];
+    __shared__ __align__(8) unsigned long long r3w_bar[3 * S];
     const unsigned raw = memra_smem_u32(r3w_smem), sbase = (raw + 1023u) & ~1023u;
-    const unsigned char *stages = r3w_smem + (sbase - raw);
-    const unsigned full = memra_smem_u32(r3w_bar), empty = full + 8 * S;
+    unsigned char *stages = r3w_smem + (sbase - raw);
+    const unsigned full = memra_smem_u32(r3w_bar), empty = full + 8 * S, ready = full + 16 * S;
     if (threadIdx.x == 0) {
         for (int s = 0; s < S; s++) {
             memra_mb_init(full + 8 * s, 1);
             memra_mb_init(empty + 8 * s, 256);
+            memra_mb_init(ready + 8 * s, 32);
         }
         asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
     }
@@ -1221,17 +1234,32 @@ memra_k_gemm_q8_0r_wg(const __grid_constant__ memra_tmap map_w, const __grid_con
     const int wg = threadIdx.x >> 7, lane = threadIdx.x & 31;
     if (wg == 0) {
         asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n");
-        if (threadIdx.x == 0)
-            for (int b = 0; b < nk; b++) {
-                const int s = b % S;
+        if (threadIdx.x >= (TR ? 32 : 1)) return;
+        for (int b = 0; b < nk + (TR ? 1 : 0); b++) {
+            if (b < nk && lane == 0) {
+                const int s = b & (S - 1);
                 if (b >= S) memra_mb_wait(empty + 8 * s, (unsigned)(b / S - 1) & 1u);
-                const unsigned st = sbase + s * R3W_STAGE_BYTES, fb = full + 8 * s;
+                const unsigned st = sbase + s * SB, fb = full + 8 * s;
                 memra_mb_arrive_tx(fb, R3W_STAGE_BYTES);
-                memra_tma_load_3d(st, &map_w, 16, j0, g0 + b, fb);
-                memra_tma_load_3d(st + 16384, &map_x, 16, i0, g0 + b, fb);
-                memra_tma_load_3d(st + 32768, &map_wh, 0, j0, g0 + b, fb);
-                memra_tma_load_3d(st + 32768 + 2048, &map_xh, 0, i0, g0 + b, fb);
+                memra_tma_load_3d(st, map_w, 16, j0, g0 + b, fb);
+                memra_tma_load_3d(st + 16384, map_x, 16, i0, g0 + b, fb);
+                memra_tma_load_3d(st + 32768, map_wh, 0, j0, g0 + b, fb);
+                memra_tma_load_3d(st + 32768 + 2048, map_xh, 0, i0, g0 + b, fb);
             }
+            if (TR && b >= 1) { /* block b - 1's token scales, lane l tokens 4 l .. 4 l + 3 */
+                const int bt = b - 1, s = bt & (S - 1);
+                memra_mb_wait(full + 8 * s, (unsigned)(bt / S) & 1u);
+                const float4 *hx = reinterpret_cast<const float4 *>(stages + s * SB + 32768 + 2048) + 4 * lane;
+                float4 *xt = reinterpret_cast<float4 *>(stages + s * SB + 32768 + 4096) + lane;
+                const float4 v0 = hx[0], v1 = hx[1], v2 = hx[2], v3 = hx[3];
+                xt[0] = make_float4(v0.x, v1.x, v2.x, v3.x);
+                xt[32] = make_float4(v0.y, v1.y, v2.y, v3.y);
+                xt[64] = make_float4(v0.z, v1.z, v2.z, v3.z);
+                xt[96] = make_float4(v0.w, v1.w, v2.w, v3.w);
+                asm volatile("{\n.reg .b64 st;\nmbarrier.arrive.shared::cta.b64 st, [%0];\n}\n" ::"r"(ready + 8 * s)
+                             : "memory");
+            }
+        }
         return;
     }
     asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n");
@@ -1250,24 +1278,37 @@ memra_k_gemm_q8_0r_wg(const __grid_constant__ memra_tmap map_w, const __grid_con
     r3w_seed(t0);
     r3w_seed(t1);
     memra_mb_wait(full, 0u);
+    if (TR) memra_mb_wait(ready, 0u);
     asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
     r3w_mma(t0, memra_wg_desc(sbase + a_off), memra_wg_desc(sbase + 16384));
     asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
     for (int b = 0; b < nk; b++) {
         const int s = b & (S - 1), bn = b + 1 < nk ? b + 1 : nk - 1, sn = bn & (S - 1);
-        const unsigned st = sbase + s * R3W_STAGE_BYTES, st_n = sbase + sn * R3W_STAGE_BYTES;
-        const unsigned char *sp = stages + s * R3W_STAGE_BYTES;
+        const unsigned st = sbase + s * SB, st_n = sbase + sn * SB;
+        const unsigned char *sp = stages + s * SB;
         const unsigned ph_n = (unsigned)(bn / S) & 1u, full_n = full + 8 * sn, empty_s = empty + 8 * s;
-        r3w_step<0>(acc, t0, t1, sp, st, 0u, 0u, empty_s, a_off, r, cq);
-        r3w_step<1>(acc, t1, t0, sp, st, 0u, 0u, empty_s, a_off, r, cq);
-        r3w_step<2>(acc, t0, t1, sp, st, 0u, 0u, empty_s, a_off, r, cq);
-        r3w_step<3>(acc, t1, t0, sp, st_n, full_n, ph_n, empty_s, a_off, r, cq);
+        r3w_step<0, TR>(acc, t0, t1, sp, st, 0u, 0u, empty_s, a_off, r, cq);
+        r3w_step<1, TR>(acc, t1, t0, sp, st, 0u, 0u, empty_s, a_off, r, cq);
+        r3w_step<2, TR>(acc, t0, t1, sp, st, 0u, 0u, empty_s, a_off, r, cq);
+        r3w_step<3, TR>(acc, t1, t0, sp, st_n, full_n, ph_n, empty_s, a_off, r, cq);
     }
     asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory"); /* the repeated group's, never read */
     r3w_fence_regs(t0);
     pdl_trigger();
     r3w_store(acc, y, part, ldy, alpha, m, n, i0, j0 + r, cq);
 }
+
+#define R3W_ENTRY(NAME, TR)                                                                                          \
+    extern "C" __global__ void __launch_bounds__(R3W_THREADS, 1)                                                     \
+        NAME(const __grid_constant__ memra_tmap map_w, const __grid_constant__ memra_tmap map_wh,                     \
+             const __grid_constant__ memra_tmap map_x, const __grid_constant__ memra_tmap map_xh, float *__restrict__ y, \
+             int m, int n, int k, long long ldy, float alpha, float *__restrict__ part)                               \
+    {                                                                                                                 \
+        r3w_body<TR>(&map_w, &map_wh, &map_x, &map_xh, y, m, n, k, ldy, alpha, part);                                 \
+    }
+R3W_ENTRY(memra_k_gemm_q8_0r_wg, false)
+R3W_ENTRY(memra_k_gemm_q8_0r_wgt, true) /* MEMRA_MMQ_WG_TR=1 */
+#undef R3W_ENTRY
 #endif
 
 

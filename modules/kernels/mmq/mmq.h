@@ -41,8 +41,11 @@
  * code bytes (128 rows of 128, swizzled) and their 16-byte record heads, 1024-byte aligned. */
 #define R3W_THREADS 384
 #define R3W_STAGES 4
-#define R3W_STAGE_BYTES (2 * 16384 + 2 * 2048)
-#define R3W_SMEM_BYTES (R3W_STAGES * R3W_STAGE_BYTES + 1024)
+#define R3W_STAGE_BYTES (2 * 16384 + 2 * 2048) /* what the four copies of a stage bring */
+/* TR (the _wgt tile): then the token scales transposed, [4 groups][128 tokens] */
+#define R3W_STAGE_BYTES_OF(TR) (R3W_STAGE_BYTES + ((TR) ? 2048 : 0))
+#define R3W_SMEM_BYTES_OF(TR) (R3W_STAGES * R3W_STAGE_BYTES_OF(TR) + 1024)
+#define R3W_SMEM_BYTES R3W_SMEM_BYTES_OF(0)
 
 /* gemm_kr: gemm_q8_0r's tile on the K-packed weight: two weight slots
  * widened to 160 bytes per 128 values (144 in the row table, 16 in a side

@@ -355,6 +355,8 @@ typedef struct mmq_state {
      * (=all), else the calls whose planned tile has 128 tokens (=1) */
     CUfunction gemm_q8_0r_wg;
     int wg_all;
+    const char *wg_name; /* its kernel: _wg, or _wgt with MEMRA_MMQ_WG_TR=1 (token scales transposed) */
+    unsigned wg_smem;
 } mmq_state;
 
 /* The 16-bit grouped tiles (mmq.cu "gemm_experts on the f16 / bf16 lanes"), [variant][tile of
@@ -482,16 +484,19 @@ static memra_status mmq_load(memra__gpu *q, void *state)
         const char *wg = memra__gpu_knob(q, "MEMRA_MMQ_WG");
         s->wg_all = wg != NULL && strcmp(wg, "all") == 0;
         if (st == MEMRA_STATUS_OK && wg != NULL && (strcmp(wg, "1") == 0 || s->wg_all)) {
+            const char *tr = memra__gpu_knob(q, "MEMRA_MMQ_WG_TR");
+            const int t = tr != NULL && strcmp(tr, "1") == 0;
+            s->wg_name = t ? "memra_k_gemm_q8_0r_wgt" : "memra_k_gemm_q8_0r_wg";
+            s->wg_smem = R3W_SMEM_BYTES_OF(t);
             CUfunction probe = NULL;
             const int ok = caps->cc / 10 == 9 && q->cuTensorMapEncodeTiled != NULL && !q->from_ptx &&
-                           (caps->smem_per_block_optin == 0 || caps->smem_per_block_optin >= R3W_SMEM_BYTES) &&
-                           q->cu.cuModuleGetFunction(&probe, m, "memra_k_gemm_q8_0r_wg") == MEMRA__CU_SUCCESS;
-            if (!ok || memra__gpu_function(q, m, "memra_k_gemm_q8_0r_wg", R3W_SMEM_BYTES, &s->gemm_q8_0r_wg) !=
-                           MEMRA_STATUS_OK) {
+                           (caps->smem_per_block_optin == 0 || caps->smem_per_block_optin >= s->wg_smem) &&
+                           q->cu.cuModuleGetFunction(&probe, m, s->wg_name) == MEMRA__CU_SUCCESS;
+            if (!ok || memra__gpu_function(q, m, s->wg_name, s->wg_smem, &s->gemm_q8_0r_wg) != MEMRA_STATUS_OK) {
                 s->gemm_q8_0r_wg = NULL;
                 q->host->log(MEMRA_LOG_WARN, q->name,
                              "MEMRA_MMQ_WG=%s: the warpgroup gemm_q8_0r tile needs cc 9.x, the driver's tensor maps "
-                             "and this image's memra_k_gemm_q8_0r_wg; the records tiles serve", wg);
+                             "and this image's %s; the records tiles serve", wg, s->wg_name);
             }
         }
     }
@@ -997,8 +1002,8 @@ static memra_status run_tiles(memra__gpu *q, memra_call *call, const memra_gemm_
      * (=all), with the plan's split */
     if (op_id == MEMRA_OP_gemm_q8_0r && MMQ_K(q)->gemm_q8_0r_wg != NULL && (tl->bm == 128 || MMQ_K(q)->wg_all) &&
         r3w_maps(q, maps, w, x, m, n, k))
-        st = launch_pdl_k(q, &kn, MMQ_K(q)->gemm_q8_0r_wg, "memra_k_gemm_q8_0r_wg", (unsigned)((m + 127) / 128),
-                          (unsigned)((n + 127) / 128), (unsigned)p.split, R3W_THREADS, R3W_SMEM_BYTES, call->stream,
+        st = launch_pdl_k(q, &kn, MMQ_K(q)->gemm_q8_0r_wg, MMQ_K(q)->wg_name, (unsigned)((m + 127) / 128),
+                          (unsigned)((n + 127) / 128), (unsigned)p.split, R3W_THREADS, MMQ_K(q)->wg_smem, call->stream,
                           (void *[]){&maps[0], &maps[1], &maps[2], &maps[3], &y, &m, &n, &k, &ldy, &alpha, &part});
     else
         st = launch_pdl_k(q, &kn, fns[p.tile], tl->kernel, (unsigned)((m + tl->bm - 1) / tl->bm),
