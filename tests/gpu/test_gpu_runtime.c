@@ -1126,7 +1126,8 @@ static int case_mmq(const char *so)
     g_mmq_one_knob = NULL, g_kr6_bulk_knob = NULL, g_missing_kernel = NULL;
     /* MEMRA_MMQ_WG (unset: off): gemm_q8_0r's warpgroup tile (128 x 128, 384 threads, four rank-3 tensor
      * maps) where the plan picks a 128-token tile (=1: m = 4096, 5120 -> 12288 picks 128 x 96, so the grid is
-     * ceil(n / 128) = 96 wide) or any tile (=all: m = 512, 5120 -> 1024 picks a 64-token tile, split kept);
+     * ceil(n / 128) = 96 wide) or any tile (=all: m = 512, 5120 -> 1024 picks a 64-token tile; the split then
+     * fills one wave of one CTA an SM: 132 SMs / 32 tiles = 4 slices of 10 steps);
      * not on cc 12.0, not without the kernel or the driver's tensor maps, not at m = 512 with =1 */
     static const struct {
         int cc, no_tmap;
@@ -1153,7 +1154,8 @@ static int case_mmq(const char *so)
         /* the split the plan chose: a sum launch after a split tile */
         const int shape_ok = !is_wg || (g_grid_x[0] == want_gx && g_grid_y[0] == want_gy && g_block_x[0] == 384 &&
                                         g_tmap_calls == 4 && g_tmap_box[0] == 128 && g_tmap_box[3] == 128 &&
-                                        (g_grid_z[0] == 1) == (g_n_launched == 1));
+                                        (g_grid_z[0] == 1) == (g_n_launched == 1) &&
+                                        (wgc[i].m != 512 || g_grid_z[0] == 4));
         const int good = st2 == MEMRA_STATUS_OK && g_n_launched >= 1 && is_wg == wgc[i].wg && shape_ok;
         printf("  WG=%s WG_TR=%s cc %d%s%s%s gemm_q8_0r %d x %d x 5120: %s on %u x %u x %u (%u threads), %d maps  %s\n",
                wgc[i].knob ? wgc[i].knob : "unset", wgc[i].tr ? wgc[i].tr : "unset", wgc[i].cc, wgc[i].missing ? ", image without " : "",
