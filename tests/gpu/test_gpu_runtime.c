@@ -28,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../../modules/kernels/mmq/mmq.h" /* the warpgroup tile's shared memory (R3W_SMEM_BYTES_OF) */
 #include "memra/module.h"
 #include "test.h"
 
@@ -95,9 +96,9 @@ static int fake_get_function(void **f, void *m, const char *name)
     *f = g_names[g_n_names++];
     return 0;
 }
-static unsigned g_last_gx, g_last_gy, g_last_gz, g_last_bx; /* the grid and block of the last launch */
+static unsigned g_last_gx, g_last_gy, g_last_gz, g_last_bx, g_last_smem; /* the last launch's grid, block, smem */
 static unsigned g_grid_y[16], g_grid_z[16];                  /* each launch's grid.y and grid.z */
-static unsigned g_grid_x[16], g_block_x[16];      /* and its grid.x and block */
+static unsigned g_grid_x[16], g_block_x[16], g_smem[16];     /* and its grid.x, block and dynamic smem */
 static void record(void *f, int pdl)
 {
     if (g_n_launched < 16) {
@@ -106,6 +107,7 @@ static void record(void *f, int pdl)
         g_grid_z[g_n_launched] = g_last_gz;
         g_grid_x[g_n_launched] = g_last_gx;
         g_block_x[g_n_launched] = g_last_bx;
+        g_smem[g_n_launched] = g_last_smem;
         g_launched[g_n_launched++] = (const char *)f;
     }
 }
@@ -114,7 +116,7 @@ static int fake_launch(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned 
 {
     (void)gx, (void)gy, (void)gz, (void)bx, (void)by, (void)bz, (void)smem, (void)s, (void)params, (void)extra;
     if (gx == 0 || gy == 0 || gz == 0 || bx == 0) return 3;
-    g_last_gx = gx, g_last_gy = gy, g_last_gz = gz, g_last_bx = bx;
+    g_last_gx = gx, g_last_gy = gy, g_last_gz = gz, g_last_bx = bx, g_last_smem = smem;
     record(f, 0);
     return 0;
 }
@@ -134,6 +136,7 @@ static int fake_launch_ex(const fake_launch_config *c, void *f, void **params, v
     (void)params, (void)extra;
     if (c->grid[0] == 0 || c->num_attrs != 1) return 3;
     g_last_gx = c->grid[0], g_last_gy = c->grid[1], g_last_gz = c->grid[2], g_last_bx = c->block[0];
+    g_last_smem = c->smem;
     record(f, 1);
     return 0;
 }
@@ -165,12 +168,17 @@ static int fake_set_attribute(void *f, int a, int v)
  * first at least a row, a 16-byte aligned base); g_no_tmap: the entry point is absent */
 static int g_no_tmap, g_tmap_calls;
 static unsigned g_tmap_box[4]; /* the box rows of the first four maps encoded since g_tmap_calls was reset */
+static unsigned g_tmap_box0[4], g_tmap_rank[4]; /* and their inner box sizes (bytes) and ranks */
+static int g_tmap_swz[4];                       /* and their swizzles */
 static int fake_tmap_encode(void *map, int type, unsigned rank, void *global, const unsigned long long *dims,
                             const unsigned long long *strides, const unsigned *box, const unsigned *es, int il,
                             int swz, int l2, int oob)
 {
     (void)l2, (void)oob, (void)es;
-    if (g_tmap_calls < 4) g_tmap_box[g_tmap_calls] = box[1];
+    if (g_tmap_calls < 4) {
+        g_tmap_box[g_tmap_calls] = box[1];
+        g_tmap_box0[g_tmap_calls] = box[0], g_tmap_rank[g_tmap_calls] = rank, g_tmap_swz[g_tmap_calls] = swz;
+    }
     g_tmap_calls++;
     if (map == NULL || ((uintptr_t)map & 63u) != 0 || type != 0 || (rank != 2 && rank != 3) || il != 0 ||
         (swz != 3 && swz != 0))
@@ -1152,8 +1160,15 @@ static int case_mmq(const char *so)
         const int is_wg = strcmp(got, "memra_k_gemm_q8_0r_wg") == 0 ? 1 : strcmp(got, "memra_k_gemm_q8_0r_wgt") == 0 ? 2 : 0;
         const unsigned want_gx = (unsigned)(wgc[i].m + 127) / 128, want_gy = (unsigned)(wgc[i].n + 127) / 128;
         /* the split the plan chose: a sum launch after a split tile */
+        /* the maps in the kernel's order: weight codes (128-byte rows, swizzled), weight heads (16 bytes, plain),
+         * token codes, token heads; rank 3, 128 rows a box; dynamic smem the kernel's (mmq.h) */
+        int maps_ok = g_tmap_calls == 4;
+        for (int j = 0; j < 4 && maps_ok; j++)
+            maps_ok = g_tmap_rank[j] == 3 && g_tmap_box[j] == 128 && g_tmap_box0[j] == ((j & 1) ? 16u : 128u) &&
+                      g_tmap_swz[j] == ((j & 1) ? 0 : 3);
+        const unsigned want_smem = (unsigned)(is_wg == 2 ? R3W_SMEM_BYTES_OF(1) : R3W_SMEM_BYTES_OF(0));
         const int shape_ok = !is_wg || (g_grid_x[0] == want_gx && g_grid_y[0] == want_gy && g_block_x[0] == 384 &&
-                                        g_tmap_calls == 4 && g_tmap_box[0] == 128 && g_tmap_box[3] == 128 &&
+                                        maps_ok && g_smem[0] == want_smem &&
                                         (g_grid_z[0] == 1) == (g_n_launched == 1) &&
                                         (wgc[i].m != 512 || g_grid_z[0] == 4));
         const int good = st2 == MEMRA_STATUS_OK && g_n_launched >= 1 && is_wg == wgc[i].wg && shape_ok;

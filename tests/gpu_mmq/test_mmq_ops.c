@@ -378,11 +378,11 @@ static int records_case(int m, int n, int k, float alpha, const uint8_t *w, cons
         free(got);
     }
     /* cc 9.x: the warpgroup tiles (MEMRA_MMQ_WG=all, mmq.cu memra_k_gemm_q8_0r_wg, and with MEMRA_MMQ_WG_TR=1
-     * _wgt) bit for bit the records tiles' outputs at the same tile choice and split (the same FFMAs on the
-     * same products, in order) */
+     * _wgt) bit for bit the records tiles' outputs at the same split (the same FFMAs on the same products, in
+     * order; the split forced: in place of a 64-token pick =all chooses its own) */
     if (memra_device_caps_get(g_dev)->cc / 10 == 9) {
-        static const struct { const char *bm, *bn, *split; } wc[] = {{NULL, NULL, NULL}, {"128", "128", "3"},
-                                                                    {"64", "96", "2"}, {"128", "128", "16"}};
+        static const struct { const char *bm, *bn, *split; } wc[] = {
+            {"128", "128", "1"}, {"128", "128", "3"}, {"64", "96", "2"}, {"128", "128", "16"}};
         for (size_t c = 0; c < sizeof wc / sizeof wc[0]; c++) {
             float *out[3];
             for (int v = 0; v < 3; v++) {

@@ -1213,6 +1213,9 @@ __device__ __forceinline__ void r3w_body(const memra_tmap *map_w, const memra_tm
 {
     constexpr int S = R3W_STAGES, SB = R3W_STAGE_BYTES_OF(TR);
     static_assert((S & (S - 1)) == 0 && S >= 2, "the ring's stage index is b & (S - 1)");
+    /* TR: producer iteration b waits for stage b's `empty` (released after `ready` of b - S) before its
+     * lanes arrive on `ready` of b - 1: a cycle unless b - S < b - 1 */
+    static_assert(!TR || S >= 3, "the transposing producer needs three stages");
     extern __shared__ __align__(16) unsigned char r3w_smem[];
     __shared__ __align__(8) unsigned long long r3w_bar[3 * S];
     const unsigned raw = memra_smem_u32(r3w_smem), sbase = (raw + 1023u) & ~1023u;

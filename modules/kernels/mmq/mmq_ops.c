@@ -985,14 +985,18 @@ static memra_status run_tiles(memra__gpu *q, memra_call *call, const memra_gemm_
     float alpha = a->alpha;
     /* MEMRA_MMQ_WG: the warpgroup tile in place of a 128-token pick (either width, the plan's split), or
      * with =all of every pick: in place of a 64-token one its split (unless MEMRA_MMQ_SPLIT forces one)
-     * fills one wave of its one CTA an SM, each slice four steps or more */
+     * fills one wave of its one CTA an SM, each slice four steps or more, 16 slices at most (the bands
+     * of test_mmq_ops and memra check allow 16 more roundings) */
     const memra__mmq_r3_tile *tl = &tiles[p.tile];
-    const int wg = op_id == MEMRA_OP_gemm_q8_0r && MMQ_K(q)->gemm_q8_0r_wg != NULL && (tl->bm == 128 || MMQ_K(q)->wg_all);
+    memra__cu_tensor_map maps[4]; /* its tensor maps: a refused encoding leaves the plan as it was */
+    const int wg = op_id == MEMRA_OP_gemm_q8_0r && MMQ_K(q)->gemm_q8_0r_wg != NULL &&
+                   (tl->bm == 128 || MMQ_K(q)->wg_all) && r3w_maps(q, maps, w, x, m, n, k);
     if (wg && tl->bm != 128 && kn.split <= 0) {
         const int64_t ctas = (int64_t)((m + 127) / 128) * ((n + 127) / 128), steps = ((int64_t)k + 127) / 128;
         const int64_t sms = q->caps->sm_count > 0 ? q->caps->sm_count : 16;
         int64_t sp = sms / ctas;
         if (sp > steps / 4) sp = steps / 4;
+        if (sp > 16) sp = 16;
         p.split = sp < 1 ? 1 : (int)sp;
     }
     const memra_status sst =
@@ -1008,8 +1012,7 @@ static memra_status run_tiles(memra__gpu *q, memra_call *call, const memra_gemm_
     /* Both kernels are programmatic dependents of the kernel before them in the
      * stream (in memra_matmul: the quantiser, then the tile; both trigger early,
      * mmq.cu). */
-    memra__cu_tensor_map maps[4];
-    if (wg && r3w_maps(q, maps, w, x, m, n, k))
+    if (wg)
         st = launch_pdl_k(q, &kn, MMQ_K(q)->gemm_q8_0r_wg, MMQ_K(q)->wg_name, (unsigned)((m + 127) / 128),
                           (unsigned)((n + 127) / 128), (unsigned)p.split, R3W_THREADS, MMQ_K(q)->wg_smem, call->stream,
                           (void *[]){&maps[0], &maps[1], &maps[2], &maps[3], &y, &m, &n, &k, &ldy, &alpha, &part});
