@@ -94,7 +94,8 @@
 #               four tools, knobab on the q6_k rows (see step_kr6bulk)
 #   wg          MEMRA_MMQ_WG=all (gemm_q8_0r on the warpgroup MMA): tests (bit for bit the records tile),
 #               check, ncu names, knobab on the mmq / q4_0 rows (see step_wg); wgtr: knobab of
-#               MEMRA_MMQ_WG_TR; wgtools: the four tools over both warpgroup kernels
+#               MEMRA_MMQ_WG_TR; wgncu: ncu of _wg, _wgt and the records tile at m = 4096;
+#               wgtools: the four tools over both warpgroup kernels
 #   krsumsxe    MEMRA_MMQ_KR_SUMS on the sorted grouped K-quant tiles: tests, checks, bench moe A/B
 #               (see step_krsumsxe)
 #   xetall      MEMRA_MMQ_XE_TALL=1 (the 160 x 96 interleaved grouped tiles): tests, check, ncu names,
@@ -1263,6 +1264,21 @@ step_wg() {
 step_wgtr() {
   KNOBAB_ENV="MEMRA_MMQ_WG=${WG_VALUE:-all}" KNOBAB_KNOB=MEMRA_MMQ_WG_TR KNOBAB_ARM='mmq q4_0' KNOBAB_M=${WG_M:-4096 512} \
     KNOBAB_ROUNDS=${WG_ROUNDS:-1} step_knobab
+}
+# where the warpgroup tile's time goes (issue 26): ncu's speed of light, warp states and scheduler of the third
+# matching launch of test_mmq_ops sweep 4096 0 (5120->12288, the auto arm first) for _wg and _wgt, beside the
+# records tile's (_mt4n3b / _mt4b: the same sweep without the knob), NCU_METS added
+step_wgncu() {
+  local v
+  for v in 0 wg wgt; do
+    env MEMRA_MMQ_WG=$([ $v = 0 ] && echo 0 || echo all) MEMRA_MMQ_WG_TR=$([ $v = wgt ] && echo 1 || echo 0) \
+      MEMRA_ADMISSION=off timeout 200 ncu --clock-control none --section SpeedOfLight --section WarpStateStats \
+      --section SchedulerStats --section ComputeWorkloadAnalysis --section Occupancy --metrics "$NCU_METS" \
+      -k regex:memra_k_gemm_q8_0r --launch-skip 2 -c 1 $T sweep 4096 0 > "$L/wgncu_$v.txt" 2>&1
+    say "ncu gemm_q8_0r ($v): exit $? $(grep -oE 'memra_k_gemm_q8_0r_[a-z0-9]+' "$L/wgncu_$v.txt" | sort -u | tr '\n' ' ')"
+    grep -iE "duration|issue slots busy|no eligible|stalled_.*ratio|registers per thread" "$L/wgncu_$v.txt" \
+      | head -18 >> "$S"
+  done
 }
 # the four tools over check --op gemm_q8_0r --quick on both warpgroup kernels (_wg, _wgt), each its own process
 step_wgtools() {
