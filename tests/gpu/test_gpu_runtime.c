@@ -1134,8 +1134,8 @@ static int case_mmq(const char *so)
     g_mmq_one_knob = NULL, g_kr6_bulk_knob = NULL, g_missing_kernel = NULL;
     /* MEMRA_MMQ_WG (unset: off): gemm_q8_0r's warpgroup tile (128 x 128, 384 threads, four rank-3 tensor
      * maps) where the plan picks a 128-token tile (=1: m = 4096, 5120 -> 12288 picks 128 x 96, so the grid is
-     * ceil(n / 128) = 96 wide) or any tile (=all: m = 512, 5120 -> 1024 picks a 64-token tile; the split then
-     * fills one wave of one CTA an SM: 132 SMs / 32 tiles = 4 slices of 10 steps);
+     * ceil(n / 128) = 96 wide) or any tile (=all: m = 512, 5120 -> 1024 picks a 64-token tile); the split is
+     * the plan's on the warpgroup tile alone at one CTA an SM (32 tiles on 132 SMs: 4 slices of 10 steps);
      * not on cc 12.0, not without the kernel or the driver's tensor maps, not at m = 512 with =1 */
     static const struct {
         int cc, no_tmap;

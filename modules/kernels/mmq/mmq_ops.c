@@ -983,21 +983,22 @@ static memra_status run_tiles(memra__gpu *q, memra_call *call, const memra_gemm_
     int m = a->m, n = a->n, k = a->k;
     long long ldy = a->ldy;
     float alpha = a->alpha;
-    /* MEMRA_MMQ_WG: the warpgroup tile in place of a 128-token pick (either width, the plan's split), or
-     * with =all of every pick: in place of a 64-token one its split (unless MEMRA_MMQ_SPLIT forces one)
-     * fills one wave of its one CTA an SM, each slice four steps or more, 16 slices at most (the bands
-     * of test_mmq_ops and memra check allow 16 more roundings) */
+    /* MEMRA_MMQ_WG: the warpgroup tile in place of a 128-token pick (either width), or with =all of every
+     * pick, its split from the same plan on a table of that tile alone (one CTA an SM; MEMRA_MMQ_SPLIT
+     * still forces one, MEMRA_MMQ_BM / BN do not apply to it) */
     const memra__mmq_r3_tile *tl = &tiles[p.tile];
     memra__cu_tensor_map maps[4]; /* its tensor maps: a refused encoding leaves the plan as it was */
     const int wg = op_id == MEMRA_OP_gemm_q8_0r && MMQ_K(q)->gemm_q8_0r_wg != NULL &&
                    (tl->bm == 128 || MMQ_K(q)->wg_all) && r3w_maps(q, maps, w, x, m, n, k);
-    if (wg && tl->bm != 128 && kn.split <= 0) {
-        const int64_t ctas = (int64_t)((m + 127) / 128) * ((n + 127) / 128), steps = ((int64_t)k + 127) / 128;
-        const int64_t sms = q->caps->sm_count > 0 ? q->caps->sm_count : 16;
-        int64_t sp = sms / ctas;
-        if (sp > steps / 4) sp = steps / 4;
-        if (sp > 16) sp = 16;
-        p.split = sp < 1 ? 1 : (int)sp;
+    if (wg) {
+        const memra__mmq_r3_tile wt[MEMRA__MMQ_R3_TILES] = {
+            {MMQ_K(q)->wg_name, 128, 128, MMQ_K(q)->wg_smem, 1}, {NULL, 128, 128, 0, 1}, {NULL, 128, 128, 0, 1},
+            {NULL, 128, 128, 0, 1}};
+        const CUfunction wf[MEMRA__MMQ_R3_TILES] = {MMQ_K(q)->gemm_q8_0r_wg, NULL, NULL, NULL};
+        mmq_knobs wk = kn;
+        wk.bm = wk.bn = 0;
+        const q8r_plan wp = plan_tiles(q, &wk, wt, wf, op, m, n, k);
+        p.split = wp.split;
     }
     const memra_status sst =
         p.split > 1 ? q->host->scratch_get(call, MEMRA__MMQ_SLOT_PART, (size_t)p.split * (size_t)m * (size_t)n * 4u, &part)
