@@ -94,8 +94,8 @@
 #               four tools, knobab on the q6_k rows (see step_kr6bulk)
 #   wg          MEMRA_MMQ_WG=all (gemm_q8_0r on the warpgroup MMA): tests (bit for bit the records tile),
 #               check, ncu names, knobab on the mmq / q4_0 rows (see step_wg); wgtr: knobab of
-#               MEMRA_MMQ_WG_TR; wgncu: ncu of _wg, _wgt and the records tile at m = 4096;
-#               wgtools: the four tools over both warpgroup kernels
+#               MEMRA_MMQ_WG_TR and MEMRA_MMQ_WG_PERSIST; wgncu: ncu of _wg, _wgt, _wgp and the
+#               records tile at m = 4096; wgtools: the four tools over the three warpgroup kernels
 #   krsumsxe    MEMRA_MMQ_KR_SUMS on the sorted grouped K-quant tiles: tests, checks, bench moe A/B
 #               (see step_krsumsxe)
 #   xetall      MEMRA_MMQ_XE_TALL=1 (the 160 x 96 interleaved grouped tiles): tests, check, ncu names,
@@ -1259,19 +1259,29 @@ step_wg() {
   [ "${WG_TOOLS:-0}" = 1 ] && step_wgtools
   say "wg: $((SECONDS - t)) s"
 }
-# the transposed token scales (MEMRA_MMQ_WG_TR 0 / 1 under MEMRA_MMQ_WG=all): knobab on the mmq / q4_0 rows at
-# WG_M, WG_ROUNDS rounds
+# the transposed token scales (MEMRA_MMQ_WG_TR 0 / 1 under MEMRA_MMQ_WG=all), then the persistent tiles
+# (MEMRA_MMQ_WG_PERSIST 0 / 1 under MEMRA_MMQ_WG=all MEMRA_MMQ_WG_TR=1): knobab on the mmq / q4_0 rows at WG_M,
+# WG_ROUNDS rounds; WGTR_PARTS (default "tr per") picks the two
 step_wgtr() {
-  KNOBAB_ENV="MEMRA_MMQ_WG=${WG_VALUE:-all}" KNOBAB_KNOB=MEMRA_MMQ_WG_TR KNOBAB_ARM='mmq q4_0' KNOBAB_M=${WG_M:-4096 512} \
-    KNOBAB_ROUNDS=${WG_ROUNDS:-1} step_knobab
+  local part
+  for part in ${WGTR_PARTS:-tr per}; do
+    if [ $part = tr ]; then
+      KNOBAB_ENV="MEMRA_MMQ_WG=${WG_VALUE:-all}" KNOBAB_KNOB=MEMRA_MMQ_WG_TR KNOBAB_ARM='mmq q4_0' \
+        KNOBAB_M=${WG_M:-4096 512} KNOBAB_ROUNDS=${WG_ROUNDS:-1} step_knobab
+    else
+      KNOBAB_ENV="MEMRA_MMQ_WG=${WG_VALUE:-all} MEMRA_MMQ_WG_TR=1" KNOBAB_KNOB=MEMRA_MMQ_WG_PERSIST \
+        KNOBAB_ARM='mmq q4_0' KNOBAB_M=${WG_M:-4096 512} KNOBAB_ROUNDS=${WG_ROUNDS:-1} step_knobab
+    fi
+  done
 }
 # where the warpgroup tile's time goes (issue 26): ncu's speed of light, warp states and scheduler of the third
 # matching launch of test_mmq_ops sweep 4096 0 (5120->12288, the auto arm first) for _wg and _wgt, beside the
 # records tile's (_mt4n3b / _mt4b: the same sweep without the knob), NCU_METS added
 step_wgncu() {
   local v
-  for v in 0 wg wgt; do
+  for v in 0 wg wgt wgp; do
     env MEMRA_MMQ_WG=$([ $v = 0 ] && echo 0 || echo all) MEMRA_MMQ_WG_TR=$([ $v = wgt ] && echo 1 || echo 0) \
+      MEMRA_MMQ_WG_PERSIST=$([ $v = wgp ] && echo 1 || echo 0) \
       MEMRA_ADMISSION=off timeout 200 ncu --clock-control none --section SpeedOfLight --section WarpStateStats \
       --section SchedulerStats --section ComputeWorkloadAnalysis --section Occupancy --metrics "$NCU_METS" \
       -k regex:memra_k_gemm_q8_0r --launch-skip 2 -c 1 $T sweep 4096 0 > "$L/wgncu_$v.txt" 2>&1
@@ -1284,6 +1294,7 @@ step_wgncu() {
 step_wgtools() {
   knob_tools "MEMRA_MMQ_WG=${WG_VALUE:-all}" wg gemm_q8_0r
   knob_tools "MEMRA_MMQ_WG=${WG_VALUE:-all} MEMRA_MMQ_WG_TR=1" wgt gemm_q8_0r
+  knob_tools "MEMRA_MMQ_WG=${WG_VALUE:-all} MEMRA_MMQ_WG_PERSIST=1" wgp gemm_q8_0r
 }
 
 # Q5_K's two folds on the sum plane (MEMRA_MMQ_KR_TC=1: the _tx tiles; 0: the per-32 _x tiles): test_mmq_ops

@@ -289,6 +289,7 @@ static const char *g_kr_bulk_knob;  /* MEMRA_MMQ_KR_BULK likewise */
 static const char *g_kr6_bulk_knob; /* MEMRA_MMQ_KR6_BULK likewise */
 static const char *g_mmq_wg_knob;   /* MEMRA_MMQ_WG likewise */
 static const char *g_mmq_wg_tr_knob; /* MEMRA_MMQ_WG_TR likewise */
+static const char *g_mmq_wg_per_knob; /* MEMRA_MMQ_WG_PERSIST likewise */
 static const char *g_xe_loop2_knob; /* MEMRA_MMQ_XE_LOOP2 likewise */
 static const char *g_xe_tall_knob;  /* MEMRA_MMQ_XE_TALL likewise */
 static const char *g_fxe_split_knob; /* MEMRA_FP8BLK_XE_SPLIT likewise */
@@ -324,6 +325,7 @@ static const char *fake_knob(const memra_device_caps *caps, const char *name)
     if (strcmp(name, "MEMRA_MMQ_KR6_BULK") == 0) return g_kr6_bulk_knob;
     if (strcmp(name, "MEMRA_MMQ_WG") == 0) return g_mmq_wg_knob;
     if (strcmp(name, "MEMRA_MMQ_WG_TR") == 0) return g_mmq_wg_tr_knob;
+    if (strcmp(name, "MEMRA_MMQ_WG_PERSIST") == 0) return g_mmq_wg_per_knob;
     if (strcmp(name, "MEMRA_MMQ_XE_LOOP2") == 0) return g_xe_loop2_knob;
     if (strcmp(name, "MEMRA_MMQ_XE_TALL") == 0) return g_xe_tall_knob;
     if (strcmp(name, "MEMRA_FP8BLK_XE_SPLIT") == 0) return g_fxe_split_knob;
@@ -1139,26 +1141,33 @@ static int case_mmq(const char *so)
      * not on cc 12.0, not without the kernel or the driver's tensor maps, not at m = 512 with =1 */
     static const struct {
         int cc, no_tmap;
-        const char *knob, *missing, *tr;
+        const char *knob, *missing, *tr, *per;
         int m, n;
-        int wg; /* 1: memra_k_gemm_q8_0r_wg launched, 2: _wgt (MEMRA_MMQ_WG_TR=1) */
-    } wgc[] = {{90, 0, "1", NULL, NULL, 4096, 12288, 1},       {90, 0, NULL, NULL, NULL, 4096, 12288, 0},
-               {90, 0, "0", NULL, NULL, 4096, 12288, 0},       {120, 0, "1", NULL, NULL, 4096, 12288, 0},
-               {90, 0, "1", "q8_0r_wg", NULL, 4096, 12288, 0}, {90, 1, "1", NULL, NULL, 4096, 12288, 0},
-               {90, 0, "1", NULL, NULL, 512, 1024, 0},         {90, 0, "all", NULL, NULL, 512, 1024, 1},
-               {90, 0, "all", NULL, "1", 512, 1024, 2},        {90, 0, "1", "q8_0r_wgt", "1", 4096, 12288, 0},
-               {90, 0, NULL, NULL, "1", 4096, 12288, 0}};
+        int wg; /* 1: memra_k_gemm_q8_0r_wg launched, 2: _wgt (MEMRA_MMQ_WG_TR=1), 3: _wgp (MEMRA_MMQ_WG_PERSIST=1) */
+    } wgc[] = {{90, 0, "1", NULL, NULL, NULL, 4096, 12288, 1},       {90, 0, NULL, NULL, NULL, NULL, 4096, 12288, 0},
+               {90, 0, "0", NULL, NULL, NULL, 4096, 12288, 0},       {120, 0, "1", NULL, NULL, NULL, 4096, 12288, 0},
+               {90, 0, "1", "q8_0r_wg", NULL, NULL, 4096, 12288, 0}, {90, 1, "1", NULL, NULL, NULL, 4096, 12288, 0},
+               {90, 0, "1", NULL, NULL, NULL, 512, 1024, 0},         {90, 0, "all", NULL, NULL, NULL, 512, 1024, 1},
+               {90, 0, "all", NULL, "1", NULL, 512, 1024, 2},        {90, 0, "1", "q8_0r_wgt", "1", NULL, 4096, 12288, 0},
+               {90, 0, NULL, NULL, "1", NULL, 4096, 12288, 0},       {90, 0, "1", NULL, NULL, "1", 4096, 12288, 3},
+               {90, 0, "all", NULL, NULL, "1", 512, 1024, 3},        {90, 0, "1", "q8_0r_wgp", NULL, "1", 4096, 12288, 2},
+               {90, 0, NULL, NULL, NULL, "1", 4096, 12288, 0}};
     for (size_t i = 0; i < sizeof wgc / sizeof wgc[0]; i++) {
         g_mmq_wg_knob = wgc[i].knob, g_missing_kernel = wgc[i].missing, g_no_tmap = wgc[i].no_tmap;
-        g_mmq_wg_tr_knob = wgc[i].tr;
+        g_mmq_wg_tr_knob = wgc[i].tr, g_mmq_wg_per_knob = wgc[i].per;
         if (!open_mod(so, wgc[i].cc, &m)) return 0;
         memra_call c2 = call_of(&m);
         memra_gemm_args a2 = gemm(wgc[i].m, wgc[i].n, 5120);
         g_tmap_calls = 0;
         const memra_status st2 = m.desc->ops->gemm_q8_0r(&c2, &a2);
         const char *got = g_n_launched > 0 ? g_launched[0] : "";
-        const int is_wg = strcmp(got, "memra_k_gemm_q8_0r_wg") == 0 ? 1 : strcmp(got, "memra_k_gemm_q8_0r_wgt") == 0 ? 2 : 0;
-        const unsigned want_gx = (unsigned)(wgc[i].m + 127) / 128, want_gy = (unsigned)(wgc[i].n + 127) / 128;
+        const int is_wg = strcmp(got, "memra_k_gemm_q8_0r_wg") == 0    ? 1
+                          : strcmp(got, "memra_k_gemm_q8_0r_wgt") == 0 ? 2
+                          : strcmp(got, "memra_k_gemm_q8_0r_wgp") == 0 ? 3
+                                                                       : 0;
+        /* the persistent tiles: a 1-D grid of min(tiles x slices, 132 SMs) (m = 512: 32 tiles x 4 slices) */
+        const unsigned want_gx = is_wg == 3 ? (wgc[i].m == 512 ? 128u : 132u) : (unsigned)(wgc[i].m + 127) / 128;
+        const unsigned want_gy = is_wg == 3 ? 1u : (unsigned)(wgc[i].n + 127) / 128;
         /* the split the plan chose: a sum launch after a split tile */
         /* the maps in the kernel's order: weight codes (128-byte rows, swizzled), weight heads (16 bytes, plain),
          * token codes, token heads; rank 3, 128 rows a box; dynamic smem the kernel's (mmq.h) */
@@ -1166,21 +1175,24 @@ static int case_mmq(const char *so)
         for (int j = 0; j < 4 && maps_ok; j++)
             maps_ok = g_tmap_rank[j] == 3 && g_tmap_box[j] == 128 && g_tmap_box0[j] == ((j & 1) ? 16u : 128u) &&
                       g_tmap_swz[j] == ((j & 1) ? 0 : 3);
-        const unsigned want_smem = (unsigned)(is_wg == 2 ? R3W_SMEM_BYTES_OF(1) : R3W_SMEM_BYTES_OF(0));
+        const unsigned want_smem = (unsigned)(is_wg >= 2 ? R3W_SMEM_BYTES_OF(1) : R3W_SMEM_BYTES_OF(0));
         const int shape_ok = !is_wg || (g_grid_x[0] == want_gx && g_grid_y[0] == want_gy && g_block_x[0] == 384 &&
                                         maps_ok && g_smem[0] == want_smem &&
-                                        (g_grid_z[0] == 1) == (g_n_launched == 1) &&
-                                        (wgc[i].m != 512 || g_grid_z[0] == 4));
+                                        (is_wg == 3 ? g_grid_z[0] == 1 && (g_n_launched == 1) == (wgc[i].m != 512)
+                                                    : (g_grid_z[0] == 1) == (g_n_launched == 1) &&
+                                                          (wgc[i].m != 512 || g_grid_z[0] == 4)));
         const int good = st2 == MEMRA_STATUS_OK && g_n_launched >= 1 && is_wg == wgc[i].wg && shape_ok;
-        printf("  WG=%s WG_TR=%s cc %d%s%s%s gemm_q8_0r %d x %d x 5120: %s on %u x %u x %u (%u threads), %d maps  %s\n",
-               wgc[i].knob ? wgc[i].knob : "unset", wgc[i].tr ? wgc[i].tr : "unset", wgc[i].cc, wgc[i].missing ? ", image without " : "",
+        printf("  WG=%s WG_TR=%s WG_PERSIST=%s cc %d%s%s%s gemm_q8_0r %d x %d x 5120: %s on %u x %u x %u (%u threads), "
+               "%d maps  %s\n",
+               wgc[i].knob ? wgc[i].knob : "unset", wgc[i].tr ? wgc[i].tr : "unset", wgc[i].per ? wgc[i].per : "unset",
+               wgc[i].cc, wgc[i].missing ? ", image without " : "",
                wgc[i].missing ? wgc[i].missing : "", wgc[i].no_tmap ? ", no tensor maps" : "", wgc[i].m, wgc[i].n, got,
                g_grid_x[0], g_grid_y[0], g_grid_z[0], g_block_x[0], g_tmap_calls, good ? "ok" : "FAIL");
         ok &= good;
         g_n_launched = 0;
         ok &= close_mod(&m, 1);
     }
-    g_mmq_wg_knob = NULL, g_mmq_wg_tr_knob = NULL, g_missing_kernel = NULL, g_no_tmap = 0;
+    g_mmq_wg_knob = NULL, g_mmq_wg_tr_knob = NULL, g_mmq_wg_per_knob = NULL, g_missing_kernel = NULL, g_no_tmap = 0;
     /* MEMRA_MMQ_ONE=1: the one-CTA builds, gemm_q8_0r's _bo on cc 9.0 and 12.0 (beside the bulk
      * tiles), gemm_kr's _to (Q4_K TC) and _o (Q5_K, Q6_K per-32) at their default folds; Q5_K on
      * the TC fold (KR_TC=1) and the cp.async tiles (BULK=0) keep their two-CTA kernels; unset and

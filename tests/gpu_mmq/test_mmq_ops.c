@@ -131,21 +131,22 @@ static void setup(const char *module)
 /* The mmq module reads its knobs (MEMRA_MMQ_BM/BN/SPLIT/PDL) at init: set them
  * through memra_config_set and load the module again, only when they change.
  * NULL: the knob's default. */
-/* MEMRA_MMQ_WG / MEMRA_MMQ_WG_TR for the next mmq_knobs (NULL: the environment's) */
-static const char *g_wg, *g_wg_tr;
+/* MEMRA_MMQ_WG / _WG_TR / _WG_PERSIST for the next mmq_knobs (NULL: the environment's) */
+static const char *g_wg, *g_wg_tr, *g_wg_per;
 static void mmq_knobs(const char *bm, const char *bn, const char *split, const char *pdl)
 {
-    static const char *cur[6];
+    static const char *cur[7];
     static int known;
-    const char *want[6] = {bm, bn, split, pdl, g_wg != NULL ? g_wg : getenv("MEMRA_MMQ_WG"),
-                           g_wg_tr != NULL ? g_wg_tr : getenv("MEMRA_MMQ_WG_TR")};
+    const char *want[7] = {bm, bn, split, pdl, g_wg != NULL ? g_wg : getenv("MEMRA_MMQ_WG"),
+                           g_wg_tr != NULL ? g_wg_tr : getenv("MEMRA_MMQ_WG_TR"),
+                           g_wg_per != NULL ? g_wg_per : getenv("MEMRA_MMQ_WG_PERSIST")};
     int same = known;
-    for (int i = 0; i < 6 && same; i++)
+    for (int i = 0; i < 7 && same; i++)
         same = (cur[i] == NULL && want[i] == NULL) || (cur[i] && want[i] && strcmp(cur[i], want[i]) == 0);
     if (same) return;
-    static const char *const names[6] = {"MEMRA_MMQ_BM", "MEMRA_MMQ_BN", "MEMRA_MMQ_SPLIT", "MEMRA_MMQ_PDL",
-                                         "MEMRA_MMQ_WG", "MEMRA_MMQ_WG_TR"};
-    for (int i = 0; i < 6; i++) CHECK_OK(memra_config_set(g_rt, names[i], want[i]));
+    static const char *const names[7] = {"MEMRA_MMQ_BM", "MEMRA_MMQ_BN", "MEMRA_MMQ_SPLIT", "MEMRA_MMQ_PDL",
+                                         "MEMRA_MMQ_WG", "MEMRA_MMQ_WG_TR", "MEMRA_MMQ_WG_PERSIST"};
+    for (int i = 0; i < 7; i++) CHECK_OK(memra_config_set(g_rt, names[i], want[i]));
     char path[4096] = "";
     for (int i = 0; i < memra_module_count(g_rt); i++) {
         memra_module_info mi;
@@ -156,7 +157,7 @@ static void mmq_knobs(const char *bm, const char *bn, const char *split, const c
     CHECK_OK(memra_module_unload(g_rt, "mmq"));
     CHECK_OK(memra_module_load(g_rt, path));
     CHECK(memra_module_score(g_dev, "mmq") > 0);
-    for (int i = 0; i < 6; i++) cur[i] = want[i];
+    for (int i = 0; i < 7; i++) cur[i] = want[i];
     known = 1;
 }
 
@@ -384,10 +385,11 @@ static int records_case(int m, int n, int k, float alpha, const uint8_t *w, cons
         static const struct { const char *bm, *bn, *split; } wc[] = {
             {"128", "128", "1"}, {"128", "128", "3"}, {"64", "96", "2"}, {"128", "128", "16"}};
         for (size_t c = 0; c < sizeof wc / sizeof wc[0]; c++) {
-            float *out[3];
-            for (int v = 0; v < 3; v++) {
+            float *out[4];
+            for (int v = 0; v < 4; v++) { /* records, _wg, _wgt, _wgp (persistent; _wgt where a slice is empty) */
                 g_wg = v ? "all" : "0";
                 g_wg_tr = v == 2 ? "1" : "0";
+                g_wg_per = v == 3 ? "1" : "0";
                 mmq_knobs(wc[c].bm, wc[c].bn, wc[c].split, NULL);
                 CHECK_OK(memra_buffer_write(yd, 0, sent, (size_t)(yrows * ldy) * 4));
                 memra_gemm_args g = {.struct_size = sizeof g, .m = m, .n = n, .k = k, .ldy = ldy,
@@ -397,21 +399,21 @@ static int records_case(int m, int n, int k, float alpha, const uint8_t *w, cons
                 CHECK_OK(memra_device_synchronize(g_dev));
                 out[v] = readback(yd, (size_t)(yrows * ldy) * 4);
             }
-            g_wg = NULL, g_wg_tr = NULL;
-            for (int v = 1; v < 3; v++) {
+            g_wg = NULL, g_wg_tr = NULL, g_wg_per = NULL;
+            for (int v = 1; v < 4; v++) {
                 judge jw;
                 judge_init(&jw, "gemm_q8_0r warpgroup tile vs records tile (element = float)", 0.0, stdout);
                 jw.inject = test_inject_fault();
                 const uint64_t d = judge_bytes(&jw, (const uint8_t *)out[v], (const uint8_t *)out[0],
                                                (size_t)(yrows * ldy) * 4, 4);
-                printf("    gemm_q8_0r WG=all WG_TR=%d %sx%s split=%s: %llu of %lld floats differ from the records "
+                printf("    gemm_q8_0r WG=all %s %sx%s split=%s: %llu of %lld floats differ from the records "
                        "tile  %s\n",
-                       v - 1, wc[c].bm ? wc[c].bm : "auto", wc[c].bn ? wc[c].bn : "auto",
+                       v == 1 ? "_wg" : v == 2 ? "_wgt" : "_wgp", wc[c].bm ? wc[c].bm : "auto", wc[c].bn ? wc[c].bn : "auto",
                        wc[c].split ? wc[c].split : "auto", (unsigned long long)d, (long long)(yrows * ldy),
                        d ? "FAIL" : "ok");
                 ok &= d == 0;
             }
-            free(out[0]), free(out[1]), free(out[2]);
+            free(out[0]), free(out[1]), free(out[2]), free(out[3]);
         }
     }
     mmq_knobs(NULL, NULL, NULL, NULL);

@@ -1184,15 +1184,34 @@ __device__ __forceinline__ void r3w_step(float (&acc)[64], uint32_t (&tc)[64], u
     if (G == 3) asm volatile("{\n.reg .b64 st;\nmbarrier.arrive.shared::cta.b64 st, [%0];\n}\n" ::"r"(empty_s) : "memory");
 }
 
-/* The consumer's outputs: token i0 + 8 j + cq + (e % 2), weight row j0 + r + 8 (e / 2) of acc[4 j + e]
- * (the m64nNk32 fragment, transposed into y), scaled by f; S slices: part[z] as mmq_tile_store */
-__device__ __forceinline__ void r3w_store(const float (&acc)[64], float *__restrict__ y, float *__restrict__ part,
-                                          long long ldy, float alpha, int m, int n, int i0, int jr, int cq)
+/* TR: ring step it's token scales ([token][group] after the copies) rewritten as [group][token] by the
+ * producer warp (lane l tokens 4 l .. 4 l + 3) once the step's copies landed, then its 32 arrivals on
+ * the stage's `ready` */
+template <int S, int SB>
+__device__ __forceinline__ void r3w_transpose(unsigned char *stages, unsigned full, unsigned ready, int it, int lane)
 {
-    const int S = (int)gridDim.z;
-    float *out = S == 1 ? y : part + (long long)blockIdx.z * m * n;
-    const long long ld = S == 1 ? ldy : n;
-    const float f = S == 1 ? alpha : 1.0f;
+    const int s = it & (S - 1);
+    memra_mb_wait(full + 8 * s, (unsigned)(it / S) & 1u);
+    const float4 *hx = reinterpret_cast<const float4 *>(stages + s * SB + 32768 + 2048) + 4 * lane;
+    float4 *xt = reinterpret_cast<float4 *>(stages + s * SB + 32768 + 4096) + lane;
+    const float4 v0 = hx[0], v1 = hx[1], v2 = hx[2], v3 = hx[3];
+    xt[0] = make_float4(v0.x, v1.x, v2.x, v3.x);
+    xt[32] = make_float4(v0.y, v1.y, v2.y, v3.y);
+    xt[64] = make_float4(v0.z, v1.z, v2.z, v3.z);
+    xt[96] = make_float4(v0.w, v1.w, v2.w, v3.w);
+    asm volatile("{\n.reg .b64 st;\nmbarrier.arrive.shared::cta.b64 st, [%0];\n}\n" ::"r"(ready + 8 * s) : "memory");
+}
+
+/* The consumer's outputs: token i0 + 8 j + cq + (e % 2), weight row j0 + r + 8 (e / 2) of acc[4 j + e]
+ * (the m64nNk32 fragment, transposed into y), scaled by f; SL slices: slice z's into part[z] as
+ * mmq_tile_store */
+__device__ __forceinline__ void r3w_store(const float (&acc)[64], float *__restrict__ y, float *__restrict__ part,
+                                          long long ldy, float alpha, int m, int n, int i0, int jr, int cq, int SL,
+                                          int z)
+{
+    float *out = SL == 1 ? y : part + (long long)z * m * n;
+    const long long ld = SL == 1 ? ldy : n;
+    const float f = SL == 1 ? alpha : 1.0f;
 #pragma unroll
     for (int j = 0; j < 16; j++)
 #pragma unroll
@@ -1202,19 +1221,45 @@ __device__ __forceinline__ void r3w_store(const float (&acc)[64], float *__restr
         }
 }
 
-/* TR (the _wgt entry point): the producer warp also transposes each stage's token scales into
+/* A CTA's tiles: the one of its block index (P false: grid (ceil(m / 128), ceil(n / 128), SL)), or
+ * (P: the persistent _wgp tiles, a 1-D grid of at most one CTA an SM) tiles blockIdx.x, + gridDim.x,
+ * ... of the ntx x nty x SL tile space (tokens fastest, then weight rows, then slices), whose slices
+ * all have steps (the host's condition). The ring position `it` (steps through the stages so far)
+ * runs on across a CTA's tiles on both sides. */
+struct r3w_tile {
+    int i0, j0, g0, nk, z;
+};
+template <bool P>
+__device__ __forceinline__ r3w_tile r3w_tile_of(int t, int ntx, int nty, int G, int SL)
+{
+    int tx, ty, z;
+    if (P) {
+        tx = t % ntx, ty = (t / ntx) % nty, z = t / (ntx * nty);
+    } else {
+        tx = (int)blockIdx.x, ty = (int)blockIdx.y, z = (int)blockIdx.z;
+    }
+    r3w_tile r;
+    r.i0 = tx * 128, r.j0 = ty * 128, r.z = z;
+    r.g0 = (int)((long long)G * z / SL);
+    r.nk = (int)((long long)G * (z + 1) / SL) - r.g0;
+    return r;
+}
+
+/* TR (the _wgt / _wgp entry points): the producer warp also transposes each stage's token scales into
  * [group][token] (after `full`, behind the next stage's copies; `ready`: its 32 lanes' arrivals), so
  * a consumer reads two tokens' scales with one 8-byte load: 16 loads a group where [token][group]
- * takes 32 */
-template <bool TR>
+ * takes 32. P: persistent (see r3w_tile_of); a consumer issues the next tile's first group before
+ * folding its tile's last, so that group's MMAs and the next tile's copies run during its epilogue.
+ * sl: the slices (P; else gridDim.z). */
+template <bool TR, bool P>
 __device__ __forceinline__ void r3w_body(const memra_tmap *map_w, const memra_tmap *map_wh, const memra_tmap *map_x,
                                          const memra_tmap *map_xh, float *__restrict__ y, int m, int n, int k,
-                                         long long ldy, float alpha, float *__restrict__ part)
+                                         long long ldy, float alpha, float *__restrict__ part, int sl)
 {
     constexpr int S = R3W_STAGES, SB = R3W_STAGE_BYTES_OF(TR);
-    static_assert((S & (S - 1)) == 0 && S >= 2, "the ring's stage index is b & (S - 1)");
-    /* TR: producer iteration b waits for stage b's `empty` (released after `ready` of b - S) before its
-     * lanes arrive on `ready` of b - 1: a cycle unless b - S < b - 1 */
+    static_assert((S & (S - 1)) == 0 && S >= 2, "the ring's stage index is it & (S - 1)");
+    /* TR: producer step it waits for stage it's `empty` (released after `ready` of it - S) before its
+     * lanes arrive on `ready` of it - 1: a cycle unless it - S < it - 1 */
     static_assert(!TR || S >= 3, "the transposing producer needs three stages");
     extern __shared__ __align__(16) unsigned char r3w_smem[];
     __shared__ __align__(8) unsigned long long r3w_bar[3 * S];
@@ -1231,74 +1276,84 @@ __device__ __forceinline__ void r3w_body(const memra_tmap *map_w, const memra_tm
     }
     __syncthreads();
     pdl_wait(); /* the q8_1 records (and y's earlier readers) are complete */
-    const int i0 = blockIdx.x * 128, j0 = blockIdx.y * 128;
-    const int G = (k + 127) / 128, SL = (int)gridDim.z, z = (int)blockIdx.z;
-    const int g0 = (int)((long long)G * z / SL), nk = (int)((long long)G * (z + 1) / SL) - g0;
+    const int G = (k + 127) / 128, SL = P ? sl : (int)gridDim.z;
+    const int ntx = (m + 127) / 128, nty = (n + 127) / 128, nt = P ? ntx * nty * SL : 1;
+    const int t0_ = P ? (int)blockIdx.x : 0, dt = P ? (int)gridDim.x : 1;
     const int wg = threadIdx.x >> 7, lane = threadIdx.x & 31;
     if (wg == 0) {
         asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n");
         if (threadIdx.x >= (TR ? 32 : 1)) return;
-        for (int b = 0; b < nk + (TR ? 1 : 0); b++) {
-            if (b < nk && lane == 0) {
-                const int s = b & (S - 1);
-                if (b >= S) memra_mb_wait(empty + 8 * s, (unsigned)(b / S - 1) & 1u);
-                const unsigned st = sbase + s * SB, fb = full + 8 * s;
-                memra_mb_arrive_tx(fb, R3W_STAGE_BYTES);
-                memra_tma_load_3d(st, map_w, 16, j0, g0 + b, fb);
-                memra_tma_load_3d(st + 16384, map_x, 16, i0, g0 + b, fb);
-                memra_tma_load_3d(st + 32768, map_wh, 0, j0, g0 + b, fb);
-                memra_tma_load_3d(st + 32768 + 2048, map_xh, 0, i0, g0 + b, fb);
-            }
-            if (TR && b >= 1) { /* block b - 1's token scales, lane l tokens 4 l .. 4 l + 3 */
-                const int bt = b - 1, s = bt & (S - 1);
-                memra_mb_wait(full + 8 * s, (unsigned)(bt / S) & 1u);
-                const float4 *hx = reinterpret_cast<const float4 *>(stages + s * SB + 32768 + 2048) + 4 * lane;
-                float4 *xt = reinterpret_cast<float4 *>(stages + s * SB + 32768 + 4096) + lane;
-                const float4 v0 = hx[0], v1 = hx[1], v2 = hx[2], v3 = hx[3];
-                xt[0] = make_float4(v0.x, v1.x, v2.x, v3.x);
-                xt[32] = make_float4(v0.y, v1.y, v2.y, v3.y);
-                xt[64] = make_float4(v0.z, v1.z, v2.z, v3.z);
-                xt[96] = make_float4(v0.w, v1.w, v2.w, v3.w);
-                asm volatile("{\n.reg .b64 st;\nmbarrier.arrive.shared::cta.b64 st, [%0];\n}\n" ::"r"(ready + 8 * s)
-                             : "memory");
+        int it = 0;
+        for (int t = t0_; t < nt; t += dt) {
+            const r3w_tile tl = r3w_tile_of<P>(t, ntx, nty, G, SL);
+            for (int b = 0; b < tl.nk; b++, it++) {
+                if (lane == 0) {
+                    const int s = it & (S - 1);
+                    if (it >= S) memra_mb_wait(empty + 8 * s, (unsigned)(it / S - 1) & 1u);
+                    const unsigned st = sbase + s * SB, fb = full + 8 * s;
+                    memra_mb_arrive_tx(fb, R3W_STAGE_BYTES);
+                    memra_tma_load_3d(st, map_w, 16, tl.j0, tl.g0 + b, fb);
+                    memra_tma_load_3d(st + 16384, map_x, 16, tl.i0, tl.g0 + b, fb);
+                    memra_tma_load_3d(st + 32768, map_wh, 0, tl.j0, tl.g0 + b, fb);
+                    memra_tma_load_3d(st + 32768 + 2048, map_xh, 0, tl.i0, tl.g0 + b, fb);
+                }
+                if (TR && it >= 1) r3w_transpose<S, SB>(stages, full, ready, it - 1, lane);
             }
         }
+        if (TR && it >= 1) r3w_transpose<S, SB>(stages, full, ready, it - 1, lane);
         return;
     }
     asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n");
     const int ct = threadIdx.x - 128, w = ct >> 7;
     const int r = w * 64 + ((ct >> 5) & 3) * 16 + (lane >> 2), cq = 2 * (lane & 3);
-    float acc[64];
-#pragma unroll
-    for (int i = 0; i < 64; i++) acc[i] = 0.0f;
-    if (nk <= 0) { /* a slice without steps (never planned): its zeros, no MMA */
-        pdl_trigger();
-        r3w_store(acc, y, part, ldy, alpha, m, n, i0, j0 + r, cq);
-        return;
-    }
     const unsigned a_off = (unsigned)w * 64 * 128;
     uint32_t t0[64], t1[64];
-    r3w_seed(t0);
     r3w_seed(t1);
-    memra_mb_wait(full, 0u);
-    if (TR) memra_mb_wait(ready, 0u);
-    asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
-    r3w_mma(t0, memra_wg_desc(sbase + a_off), memra_wg_desc(sbase + 16384));
-    asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
-    for (int b = 0; b < nk; b++) {
-        const int s = b & (S - 1), bn = b + 1 < nk ? b + 1 : nk - 1, sn = bn & (S - 1);
-        const unsigned st = sbase + s * SB, st_n = sbase + sn * SB;
-        const unsigned char *sp = stages + s * SB;
-        const unsigned ph_n = (unsigned)(bn / S) & 1u, full_n = full + 8 * sn, empty_s = empty + 8 * s;
-        r3w_step<0, TR>(acc, t0, t1, sp, st, 0u, 0u, empty_s, a_off, r, cq);
-        r3w_step<1, TR>(acc, t1, t0, sp, st, 0u, 0u, empty_s, a_off, r, cq);
-        r3w_step<2, TR>(acc, t0, t1, sp, st, 0u, 0u, empty_s, a_off, r, cq);
-        r3w_step<3, TR>(acc, t1, t0, sp, st_n, full_n, ph_n, empty_s, a_off, r, cq);
+    int it = 0;
+    bool inflight = false; /* t0 holds the tile's first group, issued during the last tile's last fold */
+    for (int t = t0_; t < nt; t += dt) {
+        const r3w_tile tl = r3w_tile_of<P>(t, ntx, nty, G, SL);
+        float acc[64];
+#pragma unroll
+        for (int i = 0; i < 64; i++) acc[i] = 0.0f;
+        if (tl.nk <= 0) { /* a slice without steps (never planned; never on the persistent tiles): its zeros */
+            pdl_trigger();
+            r3w_store(acc, y, part, ldy, alpha, m, n, tl.i0, tl.j0 + r, cq, SL, tl.z);
+            continue;
+        }
+        if (!inflight) {
+            r3w_seed(t0);
+            const unsigned f0 = full + 8 * (it & (S - 1)), p0 = (unsigned)(it / S) & 1u;
+            memra_mb_wait(f0, p0);
+            if (TR) memra_mb_wait(f0 + 16 * S, p0);
+            asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+            r3w_mma(t0, memra_wg_desc(sbase + (it & (S - 1)) * SB + a_off),
+                    memra_wg_desc(sbase + (it & (S - 1)) * SB + 16384));
+            asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+        }
+        /* after the tile's last step: the next tile's first (P, where there is one), else that step again
+         * (never folded; no copy follows it into the stage: the CTA's last) */
+        const bool more = P && t + dt < nt;
+        for (int b = 0; b < tl.nk; b++) {
+            const int ic = it + b, in = b + 1 < tl.nk || more ? ic + 1 : ic;
+            const int s = ic & (S - 1), sn = in & (S - 1);
+            const unsigned st = sbase + s * SB, st_n = sbase + sn * SB;
+            const unsigned char *sp = stages + s * SB;
+            const unsigned ph_n = (unsigned)(in / S) & 1u, full_n = full + 8 * sn, empty_s = empty + 8 * s;
+            r3w_step<0, TR>(acc, t0, t1, sp, st, 0u, 0u, empty_s, a_off, r, cq);
+            r3w_step<1, TR>(acc, t1, t0, sp, st, 0u, 0u, empty_s, a_off, r, cq);
+            r3w_step<2, TR>(acc, t0, t1, sp, st, 0u, 0u, empty_s, a_off, r, cq);
+            r3w_step<3, TR>(acc, t1, t0, sp, st_n, full_n, ph_n, empty_s, a_off, r, cq);
+        }
+        it += tl.nk;
+        inflight = more;
+        if (!more) {
+            asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory"); /* the repeated group's, never read */
+            r3w_fence_regs(t0);
+        }
+        pdl_trigger();
+        r3w_store(acc, y, part, ldy, alpha, m, n, tl.i0, tl.j0 + r, cq, SL, tl.z);
     }
-    asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory"); /* the repeated group's, never read */
-    r3w_fence_regs(t0);
-    pdl_trigger();
-    r3w_store(acc, y, part, ldy, alpha, m, n, i0, j0 + r, cq);
 }
 
 #define R3W_ENTRY(NAME, TR)                                                                                          \
@@ -1307,10 +1362,19 @@ __device__ __forceinline__ void r3w_body(const memra_tmap *map_w, const memra_tm
              const __grid_constant__ memra_tmap map_x, const __grid_constant__ memra_tmap map_xh, float *__restrict__ y, \
              int m, int n, int k, long long ldy, float alpha, float *__restrict__ part)                               \
     {                                                                                                                 \
-        r3w_body<TR>(&map_w, &map_wh, &map_x, &map_xh, y, m, n, k, ldy, alpha, part);                                 \
+        r3w_body<TR, false>(&map_w, &map_wh, &map_x, &map_xh, y, m, n, k, ldy, alpha, part, 1);                       \
     }
 R3W_ENTRY(memra_k_gemm_q8_0r_wg, false)
 R3W_ENTRY(memra_k_gemm_q8_0r_wgt, true) /* MEMRA_MMQ_WG_TR=1 */
+/* MEMRA_MMQ_WG_PERSIST=1 (with the token scales transposed): the persistent tiles, sl slices, a 1-D grid */
+extern "C" __global__ void __launch_bounds__(R3W_THREADS, 1)
+memra_k_gemm_q8_0r_wgp(const __grid_constant__ memra_tmap map_w, const __grid_constant__ memra_tmap map_wh,
+                       const __grid_constant__ memra_tmap map_x, const __grid_constant__ memra_tmap map_xh,
+                       float *__restrict__ y, int m, int n, int k, long long ldy, float alpha, float *__restrict__ part,
+                       int sl)
+{
+    r3w_body<true, true>(&map_w, &map_wh, &map_x, &map_xh, y, m, n, k, ldy, alpha, part, sl);
+}
 #undef R3W_ENTRY
 #endif
 

@@ -357,6 +357,8 @@ typedef struct mmq_state {
     int wg_all;
     const char *wg_name; /* its kernel: _wg, or _wgt with MEMRA_MMQ_WG_TR=1 (token scales transposed) */
     unsigned wg_smem;
+    /* MEMRA_MMQ_WG_PERSIST=1 (implies WG_TR): the persistent _wgp, where every slice has steps, else NULL */
+    CUfunction gemm_q8_0r_wgp;
 } mmq_state;
 
 /* The 16-bit grouped tiles (mmq.cu "gemm_experts on the f16 / bf16 lanes"), [variant][tile of
@@ -483,9 +485,11 @@ static memra_status mmq_load(memra__gpu *q, void *state)
     {
         const char *wg = memra__gpu_knob(q, "MEMRA_MMQ_WG");
         s->wg_all = wg != NULL && strcmp(wg, "all") == 0;
+        s->gemm_q8_0r_wgp = NULL;
         if (st == MEMRA_STATUS_OK && wg != NULL && (strcmp(wg, "1") == 0 || s->wg_all)) {
-            const char *tr = memra__gpu_knob(q, "MEMRA_MMQ_WG_TR");
-            const int t = tr != NULL && strcmp(tr, "1") == 0;
+            const char *tr = memra__gpu_knob(q, "MEMRA_MMQ_WG_TR"), *pe = memra__gpu_knob(q, "MEMRA_MMQ_WG_PERSIST");
+            const int per = pe != NULL && strcmp(pe, "1") == 0;
+            const int t = per || (tr != NULL && strcmp(tr, "1") == 0);
             s->wg_name = t ? "memra_k_gemm_q8_0r_wgt" : "memra_k_gemm_q8_0r_wg";
             s->wg_smem = R3W_SMEM_BYTES_OF(t);
             CUfunction probe = NULL;
@@ -497,6 +501,16 @@ static memra_status mmq_load(memra__gpu *q, void *state)
                 q->host->log(MEMRA_LOG_WARN, q->name,
                              "MEMRA_MMQ_WG=%s: the warpgroup gemm_q8_0r tile needs cc 9.x, the driver's tensor maps "
                              "and this image's %s; the records tiles serve", wg, s->wg_name);
+            } else if (per) {
+                CUfunction pp = NULL;
+                if (q->cu.cuModuleGetFunction(&pp, m, "memra_k_gemm_q8_0r_wgp") != MEMRA__CU_SUCCESS ||
+                    memra__gpu_function(q, m, "memra_k_gemm_q8_0r_wgp", s->wg_smem, &s->gemm_q8_0r_wgp) !=
+                        MEMRA_STATUS_OK) {
+                    s->gemm_q8_0r_wgp = NULL;
+                    q->host->log(MEMRA_LOG_WARN, q->name,
+                                 "MEMRA_MMQ_WG_PERSIST=1: this image has no memra_k_gemm_q8_0r_wgp; %s serves",
+                                 s->wg_name);
+                }
             }
         }
     }
@@ -1013,7 +1027,15 @@ static memra_status run_tiles(memra__gpu *q, memra_call *call, const memra_gemm_
     /* Both kernels are programmatic dependents of the kernel before them in the
      * stream (in memra_matmul: the quantiser, then the tile; both trigger early,
      * mmq.cu). */
-    if (wg)
+    /* the persistent tiles where every slice has steps: a 1-D grid of at most one CTA an SM */
+    const int64_t wtiles = (int64_t)((m + 127) / 128) * ((n + 127) / 128) * p.split;
+    const int64_t wsms = q->caps->sm_count > 0 ? q->caps->sm_count : 16;
+    if (wg && MMQ_K(q)->gemm_q8_0r_wgp != NULL && p.split <= (k + 127) / 128 && wtiles <= INT32_MAX) {
+        int sl = p.split;
+        st = launch_pdl_k(q, &kn, MMQ_K(q)->gemm_q8_0r_wgp, "memra_k_gemm_q8_0r_wgp",
+                          (unsigned)(wtiles < wsms ? wtiles : wsms), 1, 1, R3W_THREADS, MMQ_K(q)->wg_smem, call->stream,
+                          (void *[]){&maps[0], &maps[1], &maps[2], &maps[3], &y, &m, &n, &k, &ldy, &alpha, &part, &sl});
+    } else if (wg)
         st = launch_pdl_k(q, &kn, MMQ_K(q)->gemm_q8_0r_wg, MMQ_K(q)->wg_name, (unsigned)((m + 127) / 128),
                           (unsigned)((n + 127) / 128), (unsigned)p.split, R3W_THREADS, MMQ_K(q)->wg_smem, call->stream,
                           (void *[]){&maps[0], &maps[1], &maps[2], &maps[3], &y, &m, &n, &k, &ldy, &alpha, &part});
