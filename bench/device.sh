@@ -1238,6 +1238,17 @@ step_kr6bulk() {
 # default 0 here: step wgtools runs them for both kernels)
 step_wg() {
   local t=$SECONDS v=${WG_VALUE:-all}
+  # WG_PARTS (default "tests ab"): "ab" alone runs the knobab only
+  case " ${WG_PARTS:-tests ab} " in *" tests "*) step_wg_tests $v ;; esac
+  case " ${WG_PARTS:-tests ab} " in *" ab "*)
+    KNOBAB_KNOB=MEMRA_MMQ_WG KNOBAB_ON=$v KNOBAB_ARM='mmq q4_0' KNOBAB_M=${WG_M:-4096 512} KNOBAB_ROUNDS=${WG_ROUNDS:-1} \
+      step_knobab ;;
+  esac
+  [ "${WG_TOOLS:-0}" = 1 ] && step_wgtools
+  say "wg: $((SECONDS - t)) s"
+}
+step_wg_tests() {
+  local v=$1
   env MEMRA_MMQ_WG=$v timeout 300 $T gemm_q8_0r > "$L/wg_test_gemm_q8_0r.log" 2>&1
   say "test_mmq_ops gemm_q8_0r (MEMRA_MMQ_WG=$v): exit $? $(grep -c 'differ from the records tile  ok' "$L/wg_test_gemm_q8_0r.log") bit-for-bit cases ok"
   grep -E "FAIL" "$L/wg_test_gemm_q8_0r.log" | head -6 >> "$S"
@@ -1255,9 +1266,10 @@ step_wg() {
     --metrics gpu__time_duration.sum -k regex:memra_k_gemm_q8_0r -c 12 $M check --device 0 --op gemm_q8_0r --module mmq \
     --quick > "$L/wg_ncu_tr.txt" 2>&1
   say "ncu names (MEMRA_MMQ_WG=$v MEMRA_MMQ_WG_TR=1): exit $? $(grep -oE 'memra_k_gemm_q8_0r_[a-z0-9]+' "$L/wg_ncu_tr.txt" | sort -u | tr '\n' ' ')"
-  KNOBAB_KNOB=MEMRA_MMQ_WG KNOBAB_ON=$v KNOBAB_ARM='mmq q4_0' KNOBAB_M=${WG_M:-4096 512} KNOBAB_ROUNDS=${WG_ROUNDS:-1} step_knobab
-  [ "${WG_TOOLS:-0}" = 1 ] && step_wgtools
-  say "wg: $((SECONDS - t)) s"
+  env MEMRA_MMQ_WG=$v MEMRA_MMQ_WG_PERSIST=1 MEMRA_ADMISSION=off timeout 200 ncu --clock-control none \
+    --metrics gpu__time_duration.sum -k regex:memra_k_gemm_q8_0r -c 12 $M check --device 0 --op gemm_q8_0r --module mmq \
+    --quick > "$L/wg_ncu_per.txt" 2>&1
+  say "ncu names (MEMRA_MMQ_WG=$v MEMRA_MMQ_WG_PERSIST=1): exit $? $(grep -oE 'memra_k_gemm_q8_0r_[a-z0-9]+' "$L/wg_ncu_per.txt" | sort -u | tr '\n' ' ')"
 }
 # the transposed token scales (MEMRA_MMQ_WG_TR 0 / 1 under MEMRA_MMQ_WG=all), then the persistent tiles
 # (MEMRA_MMQ_WG_PERSIST 0 / 1 under MEMRA_MMQ_WG=all MEMRA_MMQ_WG_TR=1): knobab on the mmq / q4_0 rows at WG_M,
