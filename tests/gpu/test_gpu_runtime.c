@@ -1151,7 +1151,7 @@ static int case_mmq(const char *so)
                {90, 0, "all", NULL, "1", NULL, 512, 1024, 2},        {90, 0, "1", "q8_0r_wgt", "1", NULL, 4096, 12288, 0},
                {90, 0, NULL, NULL, "1", NULL, 4096, 12288, 0},       {90, 0, "1", NULL, NULL, "1", 4096, 12288, 3},
                {90, 0, "all", NULL, NULL, "1", 512, 1024, 3},        {90, 0, "1", "q8_0r_wgp", NULL, "1", 4096, 12288, 2},
-               {90, 0, NULL, NULL, NULL, "1", 4096, 12288, 0}};
+               {90, 0, NULL, NULL, NULL, "1", 4096, 12288, 0},       {90, 0, "1", NULL, NULL, "8", 4096, 12288, 3}};
     for (size_t i = 0; i < sizeof wgc / sizeof wgc[0]; i++) {
         g_mmq_wg_knob = wgc[i].knob, g_missing_kernel = wgc[i].missing, g_no_tmap = wgc[i].no_tmap;
         g_mmq_wg_tr_knob = wgc[i].tr, g_mmq_wg_per_knob = wgc[i].per;
@@ -1166,7 +1166,8 @@ static int case_mmq(const char *so)
                           : strcmp(got, "memra_k_gemm_q8_0r_wgp") == 0 ? 3
                                                                        : 0;
         /* the persistent tiles: a 1-D grid of min(tiles x slices, 132 SMs) (m = 512: 32 tiles x 4 slices) */
-        const unsigned want_gx = is_wg == 3 ? (wgc[i].m == 512 ? 128u : 132u) : (unsigned)(wgc[i].m + 127) / 128;
+        const unsigned want_gx = is_wg == 3 ? (wgc[i].per[0] == '8' ? 8u : wgc[i].m == 512 ? 128u : 132u)
+                                            : (unsigned)(wgc[i].m + 127) / 128;
         const unsigned want_gy = is_wg == 3 ? 1u : (unsigned)(wgc[i].n + 127) / 128;
         /* the split the plan chose: a sum launch after a split tile */
         /* the maps in the kernel's order: weight codes (128-byte rows, swizzled), weight heads (16 bytes, plain),

@@ -399,11 +399,14 @@ static int records_case(int m, int n, int k, float alpha, const uint8_t *w, cons
         static const struct { const char *bm, *bn, *split; } wc[] = {
             {"128", "128", "1"}, {"128", "128", "3"}, {"64", "96", "2"}, {"128", "128", "16"}};
         for (size_t c = 0; c < sizeof wc / sizeof wc[0]; c++) {
-            float *out[4];
-            for (int v = 0; v < 4; v++) { /* records, _wg, _wgt, _wgp (persistent; _wgt where a slice is empty) */
+            /* records, _wg, _wgt, _wgp (persistent; _wgt where the split exceeds the steps), _wgp on at most 8
+             * CTAs (each then takes several tiles: the ring and the next tile's first group across tiles) */
+            static const char *const vname[5] = {"records", "_wg", "_wgt", "_wgp", "_wgp on 8 CTAs"};
+            float *out[5];
+            for (int v = 0; v < 5; v++) {
                 g_wg = v ? "all" : "0";
                 g_wg_tr = v == 2 ? "1" : "0";
-                g_wg_per = v == 3 ? "1" : "0";
+                g_wg_per = v == 3 ? "1" : v == 4 ? "8" : "0";
                 const int refused = g_wg_refused;
                 mmq_knobs(wc[c].bm, wc[c].bn, wc[c].split, NULL);
                 if (g_wg_refused != refused) {
@@ -419,7 +422,7 @@ static int records_case(int m, int n, int k, float alpha, const uint8_t *w, cons
                 out[v] = readback(yd, (size_t)(yrows * ldy) * 4);
             }
             g_wg = NULL, g_wg_tr = NULL, g_wg_per = NULL;
-            for (int v = 1; v < 4; v++) {
+            for (int v = 1; v < 5; v++) {
                 judge jw;
                 judge_init(&jw, "gemm_q8_0r warpgroup tile vs records tile (element = float)", 0.0, stdout);
                 jw.inject = test_inject_fault();
@@ -427,12 +430,12 @@ static int records_case(int m, int n, int k, float alpha, const uint8_t *w, cons
                                                (size_t)(yrows * ldy) * 4, 4);
                 printf("    gemm_q8_0r WG=all %s %sx%s split=%s: %llu of %lld floats differ from the records "
                        "tile  %s\n",
-                       v == 1 ? "_wg" : v == 2 ? "_wgt" : "_wgp", wc[c].bm ? wc[c].bm : "auto", wc[c].bn ? wc[c].bn : "auto",
+                       vname[v], wc[c].bm ? wc[c].bm : "auto", wc[c].bn ? wc[c].bn : "auto",
                        wc[c].split ? wc[c].split : "auto", (unsigned long long)d, (long long)(yrows * ldy),
                        d ? "FAIL" : "ok");
                 ok &= d == 0;
             }
-            free(out[0]), free(out[1]), free(out[2]), free(out[3]);
+            for (int v = 0; v < 5; v++) free(out[v]);
         }
     }
     mmq_knobs(NULL, NULL, NULL, NULL);

@@ -1223,9 +1223,10 @@ __device__ __forceinline__ void r3w_store(const float (&acc)[64], float *__restr
 
 /* A CTA's tiles: the one of its block index (P false: grid (ceil(m / 128), ceil(n / 128), SL)), or
  * (P: the persistent _wgp tiles, a 1-D grid of at most one CTA an SM) tiles blockIdx.x, + gridDim.x,
- * ... of the ntx x nty x SL tile space (tokens fastest, then weight rows, then slices), whose slices
- * all have steps (the host's condition). The ring position `it` (steps through the stages so far)
- * runs on across a CTA's tiles on both sides. */
+ * ... of the ntx x nty x SL tile space (tokens fastest, then weight rows, then slices; the host takes
+ * it where every slice has steps, but a tile without them stores zeros and issues nothing here too).
+ * The ring position `it` (steps through the stages so far) runs on across a CTA's tiles on both
+ * sides. */
 struct r3w_tile {
     int i0, j0, g0, nk, z;
 };
@@ -1308,6 +1309,7 @@ __device__ __forceinline__ void r3w_body(const memra_tmap *map_w, const memra_tm
     const int r = w * 64 + ((ct >> 5) & 3) * 16 + (lane >> 2), cq = 2 * (lane & 3);
     const unsigned a_off = (unsigned)w * 64 * 128;
     uint32_t t0[64], t1[64];
+    r3w_seed(t0); /* (once: t0 is seeded again only by folds; a tile not in flight is the CTA's first with steps) */
     r3w_seed(t1);
     int it = 0;
     bool inflight = false; /* t0 holds the tile's first group, issued during the last tile's last fold */
@@ -1322,7 +1324,6 @@ __device__ __forceinline__ void r3w_body(const memra_tmap *map_w, const memra_tm
             continue;
         }
         if (!inflight) {
-            r3w_seed(t0);
             const unsigned f0 = full + 8 * (it & (S - 1)), p0 = (unsigned)(it / S) & 1u;
             memra_mb_wait(f0, p0);
             if (TR) memra_mb_wait(f0 + 16 * S, p0);
@@ -1331,11 +1332,16 @@ __device__ __forceinline__ void r3w_body(const memra_tmap *map_w, const memra_tm
                     memra_wg_desc(sbase + (it & (S - 1)) * SB + 16384));
             asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
         }
-        /* after the tile's last step: the next tile's first (P, where there is one), else that step again
-         * (never folded; no copy follows it into the stage: the CTA's last) */
-        const bool more = P && t + dt < nt;
+        /* after the tile's last step: the first step of the CTA's next tile with steps (P, where there is one),
+         * else that last step again (never folded; no copy follows it into the stage: the CTA's last) */
+        bool more = P && t + dt < nt;
+        if (P && SL > G) { /* (slices without steps: never launched so; a later tile with steps, if any) */
+            more = false;
+            for (int t2 = t + dt; t2 < nt && !more; t2 += dt) more = r3w_tile_of<P>(t2, ntx, nty, G, SL).nk > 0;
+        }
+        const int in_max = it + tl.nk - (more ? 0 : 1); /* the last ring step the tile's issues may reach */
         for (int b = 0; b < tl.nk; b++) {
-            const int ic = it + b, in = b + 1 < tl.nk || more ? ic + 1 : ic;
+            const int ic = it + b, in = ic + 1 < in_max ? ic + 1 : in_max;
             const int s = ic & (S - 1), sn = in & (S - 1);
             const unsigned st = sbase + s * SB, st_n = sbase + sn * SB;
             const unsigned char *sp = stages + s * SB;
@@ -1346,7 +1352,7 @@ __device__ __forceinline__ void r3w_body(const memra_tmap *map_w, const memra_tm
             r3w_step<3, TR>(acc, t1, t0, sp, st_n, full_n, ph_n, empty_s, a_off, r, cq);
         }
         it += tl.nk;
-        inflight = more;
+        inflight = more; /* (tiles without steps between keep it: they issue nothing) */
         if (!more) {
             asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory"); /* the repeated group's, never read */
             r3w_fence_regs(t0);

@@ -357,8 +357,10 @@ typedef struct mmq_state {
     int wg_all;
     const char *wg_name; /* its kernel: _wg, or _wgt with MEMRA_MMQ_WG_TR=1 (token scales transposed) */
     unsigned wg_smem;
-    /* MEMRA_MMQ_WG_PERSIST=1 (implies WG_TR): the persistent _wgp, where every slice has steps, else NULL */
+    /* MEMRA_MMQ_WG_PERSIST=1 (implies WG_TR): the persistent _wgp, where every slice has steps, else NULL;
+     * =N >= 2: at most N CTAs (a test's way to give each CTA several tiles), wgp_cap N, else 0 */
     CUfunction gemm_q8_0r_wgp;
+    int wgp_cap;
 } mmq_state;
 
 /* The 16-bit grouped tiles (mmq.cu "gemm_experts on the f16 / bf16 lanes"), [variant][tile of
@@ -488,7 +490,10 @@ static memra_status mmq_load(memra__gpu *q, void *state)
         s->gemm_q8_0r_wgp = NULL;
         if (st == MEMRA_STATUS_OK && wg != NULL && (strcmp(wg, "1") == 0 || s->wg_all)) {
             const char *tr = memra__gpu_knob(q, "MEMRA_MMQ_WG_TR"), *pe = memra__gpu_knob(q, "MEMRA_MMQ_WG_PERSIST");
-            const int per = pe != NULL && strcmp(pe, "1") == 0;
+            char *pend = NULL;
+            const long pv = pe != NULL ? strtol(pe, &pend, 10) : 0;
+            const int per = pe != NULL && pend != pe && *pend == '\0' && pv >= 1 && pv <= 4096;
+            s->wgp_cap = per && pv >= 2 ? (int)pv : 0;
             const int t = per || (tr != NULL && strcmp(tr, "1") == 0);
             s->wg_name = t ? "memra_k_gemm_q8_0r_wgt" : "memra_k_gemm_q8_0r_wg";
             s->wg_smem = R3W_SMEM_BYTES_OF(t);
@@ -1029,7 +1034,8 @@ static memra_status run_tiles(memra__gpu *q, memra_call *call, const memra_gemm_
      * mmq.cu). */
     /* the persistent tiles where every slice has steps: a 1-D grid of at most one CTA an SM */
     const int64_t wtiles = (int64_t)((m + 127) / 128) * ((n + 127) / 128) * p.split;
-    const int64_t wsms = q->caps->sm_count > 0 ? q->caps->sm_count : 16;
+    int64_t wsms = q->caps->sm_count > 0 ? q->caps->sm_count : 16;
+    if (MMQ_K(q)->wgp_cap > 0 && MMQ_K(q)->wgp_cap < wsms) wsms = MMQ_K(q)->wgp_cap;
     if (wg && MMQ_K(q)->gemm_q8_0r_wgp != NULL && p.split <= (k + 127) / 128 && wtiles <= INT32_MAX) {
         int sl = p.split;
         st = launch_pdl_k(q, &kn, MMQ_K(q)->gemm_q8_0r_wgp, "memra_k_gemm_q8_0r_wgp",
