@@ -1106,6 +1106,27 @@ static int case_mmq(const char *so)
         ok &= close_mod(&m, 1);
     }
     g_xe_tall_knob = NULL, g_missing_kernel = NULL;
+    /* with MEMRA_MMQ_XE_LOOP2=1 too (Q4_K's sorted tiles then _stxb2): the Q4_K tall tile still serves */
+    {
+        g_xe_tall_knob = "1", g_xe_loop2_knob = "1";
+        if (!open_mod(so, 90, &m)) return 0;
+        memra_call c4 = call_of(&m);
+        memra_gemm_args a4 = gemm(1024, 300, 256);
+        a4.w_format = (int32_t)MEMRA_FORMAT_Q4_K;
+        memra_gemm_experts_args x4 = {.struct_size = sizeof x4, .lane = MEMRA_OP_gemm_kr, .n_experts = 8,
+                                      .ids = 0x60000000};
+        const memra_status st4 = m.desc->ops->gemm_experts(&c4, &a4, &x4);
+        int at = -1;
+        for (int j = 0; j < g_n_launched; j++)
+            if (strcmp(g_launched[j], "memra_k_experts_kr_q4_k_mt5n3_stxbi") == 0) at = j;
+        const int good = st4 == MEMRA_STATUS_OK && at >= 0 && g_grid_x[at] == 4 && g_grid_y[at] == 15;
+        printf("  gemm_experts q4_k m 1024 E 8 XE_TALL=1 XE_LOOP2=1 cc 90: status %d, tall tile %s  %s\n", (int)st4,
+               at >= 0 ? "launched" : "not launched", good ? "ok" : "FAIL");
+        ok &= good;
+        g_n_launched = 0;
+        ok &= close_mod(&m, 1);
+        g_xe_tall_knob = NULL, g_xe_loop2_knob = NULL;
+    }
     /* MEMRA_MMQ_KR6_BULK (unset: on): Q6_K's one-CTA tiles on the bulk copies (_ob) on cc 9.0, where its tiles
      * are the one-CTA ones (MEMRA_MMQ_ONE unset, q6_k or 1) and the image has every _ob tile; else the tiles it had */
     static const struct {

@@ -662,7 +662,7 @@ static memra_status mmq_load(memra__gpu *q, void *state)
                          "gemm_experts: the records' gather kernel did not load: the grouped tiles gather their rows");
         }
         /* MEMRA_MMQ_XE_TALL=1: the 160 x 96 tiles, each beside its lane's sorted bulk tiles (Q8_0 _sb,
-         * Q4_K _stxb: cc 9.x, the defaults there) and the gather */
+         * Q4_K _stxb or, with MEMRA_MMQ_XE_LOOP2=1, _stxb2: cc 9.x, the defaults there) and the gather */
         const char *xe_tall = memra__gpu_knob(q, "MEMRA_MMQ_XE_TALL");
         for (int l = 0; l < 2; l++) {
             s->experts_tall[l] = NULL;
@@ -670,7 +670,9 @@ static memra_status mmq_load(memra__gpu *q, void *state)
             const int base_ok = caps->cc / 10 == 9 &&
                                 (caps->smem_per_block_optin == 0 || caps->smem_per_block_optin >= memra__mmq_xe_tall[l].smem) &&
                                 s->experts_gather != NULL && s->experts_sorted[l][0] != NULL &&
-                                s->sorted_names[l] == (l == 0 ? memra__mmq_xe_sorted_b : memra__mmq_xe_sorted_xb[0]);
+                                (l == 0 ? s->sorted_names[l] == memra__mmq_xe_sorted_b
+                                        : s->sorted_names[l] == memra__mmq_xe_sorted_xb[0] ||
+                                              s->sorted_names[l] == memra__mmq_xe_sorted_xb2[0]);
             if (!base_ok || memra__gpu_function(q, m, memra__mmq_xe_tall[l].kernel, memra__mmq_xe_tall[l].smem,
                                                 &s->experts_tall[l]) != MEMRA_STATUS_OK) {
                 s->experts_tall[l] = NULL;
