@@ -1357,15 +1357,15 @@ step_krsumsxe() {
 
 # MEMRA_MMQ_XE_TALL=1's first GPU run (issue 30: the 160 x 96 grouped tiles with interleaved warp rows,
 # memra_k_experts_q8_0r_mt5n3_sbi / memra_k_experts_kr_q4_k_mt5n3_stxbi): test_gpu_experts tall,
-# tall_q4_k (2 experts, 150 rows each / 298 to one: the tall tiles, against the host and bit for bit the
-# dense lane), run and q4_k (16 experts: the usual tiles under the knob), check gemm_experts, ncu naming
+# tall_q4_k (2 experts, 150 rows each / 169 and 129), tall4, tall4_q4_k (4 experts, 75 each / 199, 60, 10, 29:
+# the tall tiles, against the host and bit for bit the dense lane, failing where the tiles were refused), run and q4_k (16 experts: the usual tiles under the knob), check gemm_experts, ncu naming
 # the grouped kernels of the tall cases, bench moe --sheet mixtral uniform for q8_0 and q4_k at XETALL_M
 # (default "512 4096") with the knob 0 / 1 alternating, XETALL_ROUNDS rounds (default 2),
 # MEMRA_F16_BUDGET_MB=0 (the floor), then the four tools over the tall cases (XETALL_TOOLS, default 1)
 step_xetall() {
   local t=$SECONDS fm mm r i v f tool c
-  knob_experts MEMRA_MMQ_XE_TALL=1 xetall mmq tall tall_q4_k run q4_k
-  for c in tall tall_q4_k; do
+  knob_experts MEMRA_MMQ_XE_TALL=1 xetall mmq tall tall_q4_k tall4 tall4_q4_k run q4_k
+  for c in tall tall_q4_k tall4; do
     env MEMRA_MMQ_XE_TALL=1 MEMRA_ADMISSION=off timeout 200 ncu --clock-control none --metrics gpu__time_duration.sum \
       -k regex:memra_k_experts -c 24 $B/bin/test_gpu_experts $c > "$L/xetall_ncu_$c.txt" 2>&1
     say "ncu names ($c): exit $? $(grep -oE 'memra_k_experts_[a-z0-9_]+' "$L/xetall_ncu_$c.txt" | sort -u | tr '\n' ' ')"

@@ -18,11 +18,13 @@
  *   test_gpu_experts q4_0 | q4_k | q5_k | q6_k
  *                             run on Q4_0 experts (the records of their Q8_0
  *                             conversion) and on K-quant experts (gemm_kr's tile)
- *   test_gpu_experts tall | tall_q4_k
+ *   test_gpu_experts tall | tall_q4_k | tall4 | tall4_q4_k
  *                             Q8_0 / Q4_K over 2 experts (150 rows each: uniform; 169 and 129:
- *                             uneven) with MEMRA_MMQ_XE_TALL=1: on cc 9.0 the 160 x 96 interleaved
- *                             tiles (169 rows: one of them and a 32-row remainder tile of 9);
- *                             elsewhere the knob warns and the usual tiles serve
+ *                             uneven) or 4 (75 each; 199, 60, 10, 29) with MEMRA_MMQ_XE_TALL=1:
+ *                             on cc 9.0 the 160 x 96 interleaved tiles (169 rows: one of them and
+ *                             a 32-row remainder tile of 9; 199: two of them), failing there if
+ *                             the module refused them (a log sink); elsewhere the knob warns and
+ *                             the usual tiles serve
  *   test_gpu_experts split | split_q6_k
  *                             Q8_0 (uniform) and Q6_K (skewed) with the grouped tiles on
  *                             3 k slices (MEMRA_MMQ_XE_SPLIT=3, the dense lane compared
@@ -124,6 +126,8 @@ static const xcase k_cases[] = {
     {"split_q6_k", MEMRA_FORMAT_Q6_K, NULL, 1, 0, "mmq K records", NULL, 3, 0},
     {"tall", MEMRA_FORMAT_Q8_0, NULL, 0, 0, "mmq records", NULL, 0, 2},
     {"tall_q4_k", MEMRA_FORMAT_Q4_K, NULL, 0, 0, "mmq K records", NULL, 0, 2},
+    {"tall4", MEMRA_FORMAT_Q8_0, NULL, 0, 0, "mmq records", NULL, 0, 4},
+    {"tall4_q4_k", MEMRA_FORMAT_Q4_K, NULL, 0, 0, "mmq K records", NULL, 0, 4},
 };
 
 static int g_ne = E; /* the case's experts (tall: 2, 150 rows an expert) */
@@ -164,13 +168,20 @@ static void fill_weight(memra_format f, uint8_t *out, size_t bytes)
 
 /* variant 0: uneven (expert 0 none, 1 one row, 2 most) or, with skew, half the
  * rows to expert 5 and the rest uniform; variant 1: uniform. Two rows skipped.
- * With 2 experts (the tall cases) variant 0 sends rows 0-169 to expert 1 (169 routed:
+ * With 2 experts (tall, tall_q4_k) variant 0 sends rows 0-169 to expert 1 (169 routed:
  * a 160-row tile, then a 32-row remainder tile of 9) and the rest to expert 0 (129: one
- * 160-row tile with its second warp row's last m16 tile short). */
+ * 160-row tile whose first warp row's last m16 tile holds one row, the second's fifth
+ * skipped). With 4 (tall4, tall4_q4_k): expert 1 rows 0-199 (199: a 160-row tile, then a
+ * second of 39), 3 rows 200-259 (60: one tall tile under 96 rows), 0 rows 260-269 (10: one
+ * tall tile whose second warp row has nothing), 2 rows 270-298 (29). */
 static void routing(int32_t *ids, int variant, int skew)
 {
     const int ne = g_ne;
-    for (int r = 0; r < ROWS; r++) ids[r] = variant ? (int32_t)(test_rand_u64(&g_rng) % ne) : ne < 6 ? (r < 170) : 2;
+    for (int r = 0; r < ROWS; r++)
+        ids[r] = variant    ? (int32_t)(test_rand_u64(&g_rng) % ne)
+                 : ne == 4 ? (r < 200 ? 1 : r < 260 ? 3 : r < 270 ? 0 : 2)
+                 : ne < 6  ? (r < 170)
+                           : 2;
     if (!variant && skew) {
         CHECK(ne >= 6);
         for (int r = 0; r < ROWS; r++) ids[r] = r % 2 ? 5 : (int32_t)(test_rand_u64(&g_rng) % ne);
@@ -184,8 +195,21 @@ static void routing(int32_t *ids, int variant, int skew)
         int cnt[E] = {0};
         for (int r = 0; r < ROWS; r++)
             if (ids[r] >= 0 && ids[r] < ne) cnt[ids[r]]++;
-        CHECK(ne < 6 ? cnt[1] == 169 && cnt[0] == ROWS - 171 : cnt[0] == 0 && cnt[1] == 1 && cnt[2] > ROWS / 2);
+        CHECK(ne == 4  ? cnt[1] == 199 && cnt[3] == 60 && cnt[0] == 10 && cnt[2] == 29
+              : ne < 6 ? cnt[1] == 169 && cnt[0] == ROWS - 171
+                       : cnt[0] == 0 && cnt[1] == 1 && cnt[2] > ROWS / 2);
     }
+}
+
+/* Log lines as the default sink writes them, counting those that say the tall tiles were refused (the
+ * tall cases must not pass on cc 9.x by comparing the 128-row tiles with the dense lane) */
+static int g_tall_refused;
+static void log_sink(int level, const char *component, const char *message, void *user)
+{
+    (void)user;
+    static const char *const names[4] = {"error", "warn", "info", "debug"};
+    fprintf(stderr, "memra[%s] %s: %s\n", level >= 0 && level < 4 ? names[level] : "?", component, message);
+    if (level == 1 && strstr(message, "MEMRA_MMQ_XE_TALL") != NULL) g_tall_refused++; /* 1: MEMRA_LOG_WARN */
 }
 
 /* Compare y (GPU) with ref (host) over the routed rows; skipped rows must be SENT. */
@@ -283,7 +307,7 @@ int main(int argc, char **argv)
                               one ? "MEMRA_FP8BLK_XE_ONE=all" : pt ? "MEMRA_FP8BLK_XE_PT=1" : tall ? "MEMRA_MMQ_XE_TALL=1" : NULL,
                               NULL};
     if (h16) settings[3] = "MEMRA_MMQ_XE_F16=1";
-    memra_options o = {.struct_size = sizeof o, .settings = settings};
+    memra_options o = {.struct_size = sizeof o, .settings = settings, .log_fn = log_sink};
     memra_runtime *rt;
     CHECK_OK(memra_open(&o, &rt));
     memra_device *dev = NULL, *host = memra_device_host(rt);
@@ -295,6 +319,7 @@ int main(int argc, char **argv)
         TEST_SKIP("no CUDA device");
     }
     printf("device: %s (%s), case %s\n", memra_device_caps_get(dev)->name, memra_device_caps_get(dev)->profile, name);
+    const int tall_cc9 = tall && memra_device_caps_get(dev)->cc / 10 == 9; /* checked after the calls */
     if (fp8 && memra_device_caps_get(dev)->cc != 90) {
         memra_close(rt);
         TEST_SKIP("the grouped block-128 FP8 lane is sm_90a's (cc 9.0)");
@@ -412,6 +437,11 @@ int main(int argc, char **argv)
     memra_weight_destroy(w);
     free(wb), free(grid), free(x), free(ref), free(y), free(eager[0]), free(eager[1]);
     memra_close(rt);
+    /* the tall cases on cc 9.x: the module loaded its tall tiles (no refusal logged) */
+    if (tall_cc9 && g_tall_refused != 0) {
+        printf("MEMRA_MMQ_XE_TALL=1 was refused on this cc 9.x GPU: the tall tiles did not run  FAIL\n");
+        ok = 0;
+    }
     printf("%s\n", ok ? "ok" : "FAIL");
     return ok ? 0 : 1;
 }
