@@ -77,6 +77,22 @@ static inline int test_inject_fault(void)
     return s != NULL && strcmp(s, "1") == 0;
 }
 
+/* A memra_options.log_fn writing lines as the default sink does ("memra[level] component: message" on
+ * stderr) and counting, in the test_log_count that `user` points to, the warnings (level 1) whose
+ * message holds `watch`: a test that asks a module for an opt-in kernel fails where the module says
+ * it refused it, rather than passing on the kernel it fell back to. */
+typedef struct test_log_count {
+    const char *watch;
+    int n;
+} test_log_count;
+static inline void test_log_sink(int level, const char *component, const char *message, void *user)
+{
+    static const char *const names[4] = {"error", "warn", "info", "debug"};
+    fprintf(stderr, "memra[%s] %s: %s\n", level >= 0 && level < 4 ? names[level] : "?", component, message);
+    test_log_count *c = (test_log_count *)user;
+    if (level == 1 && c != NULL && c->watch != NULL && strstr(message, c->watch) != NULL) c->n++;
+}
+
 /* Fresh random numbers: xorshift64* seeded from the clock unless MEMRA_TEST_SEED
  * is set; the seed is printed so a failure can be replayed. */
 static inline uint64_t test_seed(void)

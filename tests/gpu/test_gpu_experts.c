@@ -201,16 +201,9 @@ static void routing(int32_t *ids, int variant, int skew)
     }
 }
 
-/* Log lines as the default sink writes them, counting those that say the tall tiles were refused (the
- * tall cases must not pass on cc 9.x by comparing the 128-row tiles with the dense lane) */
-static int g_tall_refused;
-static void log_sink(int level, const char *component, const char *message, void *user)
-{
-    (void)user;
-    static const char *const names[4] = {"error", "warn", "info", "debug"};
-    fprintf(stderr, "memra[%s] %s: %s\n", level >= 0 && level < 4 ? names[level] : "?", component, message);
-    if (level == 1 && strstr(message, "MEMRA_MMQ_XE_TALL") != NULL) g_tall_refused++; /* 1: MEMRA_LOG_WARN */
-}
+/* MEMRA_MMQ_XE_TALL refusals logged (the tall cases must not pass on cc 9.x by comparing the 128-row
+ * tiles with the dense lane) */
+static test_log_count g_tall_log = {"MEMRA_MMQ_XE_TALL", 0};
 
 /* Compare y (GPU) with ref (host) over the routed rows; skipped rows must be SENT. */
 static int judge_rows(const char *what, const float *y, const float *ref, const int32_t *ids, int k, double band)
@@ -307,7 +300,7 @@ int main(int argc, char **argv)
                               one ? "MEMRA_FP8BLK_XE_ONE=all" : pt ? "MEMRA_FP8BLK_XE_PT=1" : tall ? "MEMRA_MMQ_XE_TALL=1" : NULL,
                               NULL};
     if (h16) settings[3] = "MEMRA_MMQ_XE_F16=1";
-    memra_options o = {.struct_size = sizeof o, .settings = settings, .log_fn = log_sink};
+    memra_options o = {.struct_size = sizeof o, .settings = settings, .log_fn = test_log_sink, .log_user = &g_tall_log};
     memra_runtime *rt;
     CHECK_OK(memra_open(&o, &rt));
     memra_device *dev = NULL, *host = memra_device_host(rt);
@@ -438,7 +431,7 @@ int main(int argc, char **argv)
     free(wb), free(grid), free(x), free(ref), free(y), free(eager[0]), free(eager[1]);
     memra_close(rt);
     /* the tall cases on cc 9.x: the module loaded its tall tiles (no refusal logged) */
-    if (tall_cc9 && g_tall_refused != 0) {
+    if (tall_cc9 && g_tall_log.n != 0) {
         printf("MEMRA_MMQ_XE_TALL=1 was refused on this cc 9.x GPU: the tall tiles did not run  FAIL\n");
         ok = 0;
     }

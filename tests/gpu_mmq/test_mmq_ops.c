@@ -115,21 +115,13 @@ static float nz(void) /* nonzero, either sign, in (0.05, 1) */
     return (rnd() & 1) ? -v : v;
 }
 
-/* Log lines as the default sink writes them, counting those that say a MEMRA_MMQ_WG kernel did not load
- * (the bit-for-bit comparison of the warpgroup tiles must not pass by comparing the records tile with
- * itself) */
-static int g_wg_refused;
-static void log_sink(int level, const char *component, const char *message, void *user)
-{
-    (void)user;
-    static const char *const names[4] = {"error", "warn", "info", "debug"};
-    fprintf(stderr, "memra[%s] %s: %s\n", level >= 0 && level < 4 ? names[level] : "?", component, message);
-    if (level == MEMRA_LOG_WARN && strstr(message, "MEMRA_MMQ_WG") != NULL) g_wg_refused++;
-}
+/* MEMRA_MMQ_WG refusals logged (the warpgroup bit-for-bit cases must not pass by comparing the records
+ * tile with itself) */
+static test_log_count g_wg_log = {"MEMRA_MMQ_WG", 0};
 
 static void setup(const char *module)
 {
-    memra_options o = {.struct_size = sizeof o, .log_fn = log_sink};
+    memra_options o = {.struct_size = sizeof o, .log_fn = test_log_sink, .log_user = &g_wg_log};
     CHECK_OK(memra_open(&o, &g_rt));
     g_host = memra_device_host(g_rt);
     for (int i = 0; i < memra_device_count(g_rt) && g_dev == NULL; i++) {
@@ -407,9 +399,9 @@ static int records_case(int m, int n, int k, float alpha, const uint8_t *w, cons
                 g_wg = v ? "all" : "0";
                 g_wg_tr = v == 2 ? "1" : "0";
                 g_wg_per = v == 3 ? "1" : v == 4 ? "8" : "0";
-                const int refused = g_wg_refused;
+                const int refused = g_wg_log.n;
                 mmq_knobs(wc[c].bm, wc[c].bn, wc[c].split, NULL);
-                if (g_wg_refused != refused) {
+                if (g_wg_log.n != refused) {
                     printf("    gemm_q8_0r WG=all variant %d: the module loaded without its warpgroup kernel  FAIL\n", v);
                     ok = 0;
                 }
