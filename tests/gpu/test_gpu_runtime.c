@@ -1065,16 +1065,18 @@ static int case_mmq(const char *so)
         int rows;
         const char *want; /* the tall tile, or NULL: none launched */
         unsigned gx, gy;
-    } tall[] = {{90, "1", NULL, 0, 1024, "memra_k_experts_q8_0r_mt5n3_sbi", 4, 15},
-                {90, "1", NULL, MEMRA_FORMAT_Q4_K, 1024, "memra_k_experts_kr_q4_k_mt5n3_stxbi", 4, 15},
-                {90, "1", NULL, 0, 2048, NULL, 0, 0},
-                {90, NULL, NULL, 0, 1024, NULL, 0, 0},
-                {90, "0", NULL, MEMRA_FORMAT_Q4_K, 1024, NULL, 0, 0},
-                {90, "1", NULL, MEMRA_FORMAT_Q5_K, 1024, NULL, 0, 0},
-                {120, "1", NULL, 0, 1024, NULL, 0, 0},
-                {90, "1", "q8_0r_mt5n3_sbi", 0, 1024, NULL, 0, 0}};
+        const char *loop2; /* MEMRA_MMQ_XE_LOOP2 (Q4_K's sorted tiles then _stxb2: the tall tile still serves) */
+    } tall[] = {{90, "1", NULL, 0, 1024, "memra_k_experts_q8_0r_mt5n3_sbi", 4, 15, NULL},
+                {90, "1", NULL, MEMRA_FORMAT_Q4_K, 1024, "memra_k_experts_kr_q4_k_mt5n3_stxbi", 4, 15, NULL},
+                {90, "1", NULL, 0, 2048, NULL, 0, 0, NULL},
+                {90, NULL, NULL, 0, 1024, NULL, 0, 0, NULL},
+                {90, "0", NULL, MEMRA_FORMAT_Q4_K, 1024, NULL, 0, 0, NULL},
+                {90, "1", NULL, MEMRA_FORMAT_Q5_K, 1024, NULL, 0, 0, NULL},
+                {120, "1", NULL, 0, 1024, NULL, 0, 0, NULL},
+                {90, "1", "q8_0r_mt5n3_sbi", 0, 1024, NULL, 0, 0, NULL},
+                {90, "1", NULL, MEMRA_FORMAT_Q4_K, 1024, "memra_k_experts_kr_q4_k_mt5n3_stxbi", 4, 15, "1"}};
     for (size_t i = 0; i < sizeof tall / sizeof tall[0]; i++) {
-        g_xe_tall_knob = tall[i].knob, g_missing_kernel = tall[i].missing;
+        g_xe_tall_knob = tall[i].knob, g_missing_kernel = tall[i].missing, g_xe_loop2_knob = tall[i].loop2;
         if (!open_mod(so, tall[i].cc, &m)) return 0;
         memra_call c4 = call_of(&m);
         memra_gemm_args a4 = gemm(tall[i].rows, 300, 256);
@@ -1095,8 +1097,8 @@ static int case_mmq(const char *so)
         const int good = st4 == MEMRA_STATUS_OK &&
                          (tall[i].want == NULL ? !any
                                                : at >= 0 && g_grid_x[at] == tall[i].gx && g_grid_y[at] == tall[i].gy && rem);
-        printf("  gemm_experts %s m %d E 8 XE_TALL=%s cc %d%s%s: status %d, %s", tall[i].f ? "q4/5_k" : "q8_0",
-               tall[i].rows, tall[i].knob ? tall[i].knob : "unset", tall[i].cc, tall[i].missing ? ", image without " : "",
+        printf("  gemm_experts %s m %d E 8 XE_TALL=%s%s cc %d%s%s: status %d, %s", tall[i].f ? "q4/5_k" : "q8_0",
+               tall[i].rows, tall[i].knob ? tall[i].knob : "unset", tall[i].loop2 ? " XE_LOOP2=1" : "", tall[i].cc, tall[i].missing ? ", image without " : "",
                tall[i].missing ? tall[i].missing : "", (int)st4, tall[i].want ? tall[i].want : "no tall tile");
         if (at >= 0) printf(" on %u x %u (want %u x %u, then the remainder: %s)", g_grid_x[at], g_grid_y[at], tall[i].gx,
                             tall[i].gy, rem ? "yes" : "no");
@@ -1105,28 +1107,7 @@ static int case_mmq(const char *so)
         g_n_launched = 0;
         ok &= close_mod(&m, 1);
     }
-    g_xe_tall_knob = NULL, g_missing_kernel = NULL;
-    /* with MEMRA_MMQ_XE_LOOP2=1 too (Q4_K's sorted tiles then _stxb2): the Q4_K tall tile still serves */
-    {
-        g_xe_tall_knob = "1", g_xe_loop2_knob = "1";
-        if (!open_mod(so, 90, &m)) return 0;
-        memra_call c4 = call_of(&m);
-        memra_gemm_args a4 = gemm(1024, 300, 256);
-        a4.w_format = (int32_t)MEMRA_FORMAT_Q4_K;
-        memra_gemm_experts_args x4 = {.struct_size = sizeof x4, .lane = MEMRA_OP_gemm_kr, .n_experts = 8,
-                                      .ids = 0x60000000};
-        const memra_status st4 = m.desc->ops->gemm_experts(&c4, &a4, &x4);
-        int at = -1;
-        for (int j = 0; j < g_n_launched; j++)
-            if (strcmp(g_launched[j], "memra_k_experts_kr_q4_k_mt5n3_stxbi") == 0) at = j;
-        const int good = st4 == MEMRA_STATUS_OK && at >= 0 && g_grid_x[at] == 4 && g_grid_y[at] == 15;
-        printf("  gemm_experts q4_k m 1024 E 8 XE_TALL=1 XE_LOOP2=1 cc 90: status %d, tall tile %s  %s\n", (int)st4,
-               at >= 0 ? "launched" : "not launched", good ? "ok" : "FAIL");
-        ok &= good;
-        g_n_launched = 0;
-        ok &= close_mod(&m, 1);
-        g_xe_tall_knob = NULL, g_xe_loop2_knob = NULL;
-    }
+    g_xe_tall_knob = NULL, g_missing_kernel = NULL, g_xe_loop2_knob = NULL;
     /* MEMRA_MMQ_KR6_BULK (unset: on): Q6_K's one-CTA tiles on the bulk copies (_ob) on cc 9.0, where its tiles
      * are the one-CTA ones (MEMRA_MMQ_ONE unset, q6_k or 1) and the image has every _ob tile; else the tiles it had */
     static const struct {
