@@ -1106,12 +1106,17 @@ R3B_ENTRY(memra_k_gemm_q8_0r_mt2n3bo, 2, 3, 1)
  *                       acc = fma(sx, fma(D, s, -M s), acc), sx the token's scale and s the
  *                       weight row's, groups in ascending order: the mma.sync tiles' FFMAs on
  *                       the same operands in the same order, so the outputs are theirs bit for
- *                       bit. No wgmma sits in a branch (ptxas would serialise them all): past
- *                       the last group the issue repeats it into a temporary never folded.
- *                       Shared memory R3W_SMEM_BYTES (1 CTA an SM); mbarriers static: `full`
- *                       (the producer's expect_tx) and `empty` (256 consumer arrivals after a
- *                       step's last fold). Launch: grid (ceil(m / 128), ceil(n / 128), S), four
- *                       tensor maps from the host (mmq_ops.c r3w_maps). */
+ *                       bit. The step loop's wgmmas sit in no branch (ptxas would serialise them
+ *                       all; ptxas -v shows no C7514): past the last group the issue repeats the
+ *                       last step's first group into a temporary never folded.
+ *                       Shared memory R3W_SMEM_BYTES_OF(TR) (1 CTA an SM); mbarriers static:
+ *                       `full` (the producer's expect_tx), `empty` (256 consumer arrivals after a
+ *                       step's last fold) and `ready` (TR: the transposing warp's 32). Launch:
+ *                       grid (ceil(m / 128), ceil(n / 128), S), four tensor maps from the host
+ *                       (mmq_ops.c r3w_maps).
+ *   memra_k_gemm_q8_0r_wgt  the same with the token scales transposed (MEMRA_MMQ_WG_TR=1; r3w_body TR)
+ *   memra_k_gemm_q8_0r_wgp  the same persistent (MEMRA_MMQ_WG_PERSIST; r3w_body P): a 1-D grid, sl
+ *                       slices passed as a parameter (see r3w_tile_of). */
 __device__ __forceinline__ void r3w_mma(uint32_t (&d)[64], unsigned long long da, unsigned long long db)
 {
     asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
