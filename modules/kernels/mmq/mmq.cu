@@ -1154,9 +1154,10 @@ __device__ __forceinline__ void r3w_fence_regs(uint32_t (&t)[64])
  * group G folded into acc and tc re-seeded; the stage freed after its fourth group. r: the
  * thread's weight row in the tile, cq its first token column (2 (lane % 4)). */
 template <int G, bool TR>
-__device__ __forceinline__ void r3w_step(float (&acc)[64], uint32_t (&tc)[64], uint32_t (&tn)[64],
-                                         const unsigned char *sp, unsigned st_n, unsigned full_n, unsigned ph_n,
-                                         unsigned empty_s, unsigned a_off, int r, int cq)
+__device__ __forceinline__ void r3w_step(float (&acc)[64], uint32_t (&tc)[64], uint32_t (&tn)[64], float (&sc)[2],
+                                         const unsigned char *sp, const unsigned char *sp_n, unsigned st_n,
+                                         unsigned full_n, unsigned ph_n, unsigned empty_s, unsigned a_off, int r,
+                                         int cq)
 {
     constexpr int KK_N = (G + 1) & 3;
     asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
@@ -1166,10 +1167,9 @@ __device__ __forceinline__ void r3w_step(float (&acc)[64], uint32_t (&tc)[64], u
     asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
     r3w_mma(tn, memra_wg_desc(st_n + a_off + KK_N * 32), memra_wg_desc(st_n + 16384 + KK_N * 32));
     asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); /* runs during the fold */
-    const float *hw = reinterpret_cast<const float *>(sp + 32768);
     const float *hx = reinterpret_cast<const float *>(sp + 32768 + 2048);
     const float *xt = reinterpret_cast<const float *>(sp + 32768 + 4096) + G * 128; /* TR: [group][token] */
-    const float s0 = hw[r * 4 + G], s1 = hw[(r + 8) * 4 + G];
+    const float s0 = sc[0], s1 = sc[1]; /* loaded by the group before (their latency off the group's start) */
     const float m0 = s0 * -MMQ_MAGIC, m1 = s1 * -MMQ_MAGIC;
 #pragma unroll
     for (int j = 0; j < 16; j++) {
@@ -1185,6 +1185,10 @@ __device__ __forceinline__ void r3w_step(float (&acc)[64], uint32_t (&tc)[64], u
         acc[4 * j + 2] = fmaf(x0, fmaf(__int_as_float((int)tc[4 * j + 2]), s1, m1), acc[4 * j + 2]);
         acc[4 * j + 3] = fmaf(x1, fmaf(__int_as_float((int)tc[4 * j + 3]), s1, m1), acc[4 * j + 3]);
     }
+    /* the next group's weight scales (sp_n: this step's stage, or after the fourth group the next issue's,
+     * whose `full` was waited for above) */
+    const float *hn = reinterpret_cast<const float *>(sp_n + 32768);
+    sc[0] = hn[r * 4 + KK_N], sc[1] = hn[(r + 8) * 4 + KK_N];
     r3w_seed(tc);
     if (G == 3) asm volatile("{\n.reg .b64 st;\nmbarrier.arrive.shared::cta.b64 st, [%0];\n}\n" ::"r"(empty_s) : "memory");
 }
@@ -1316,6 +1320,7 @@ __device__ __forceinline__ void r3w_body(const memra_tmap *map_w, const memra_tm
     uint32_t t0[64], t1[64];
     r3w_seed(t0); /* (once: t0 is seeded again only by folds; a tile not in flight is the CTA's first with steps) */
     r3w_seed(t1);
+    float sc[2]; /* the weight scales of the group about to be folded (each step loads the next one's) */
     int it = 0;
     bool inflight = false; /* t0 holds the tile's first group, issued during the last tile's last fold */
     for (int t = t0_; t < nt; t += dt) {
@@ -1336,6 +1341,8 @@ __device__ __forceinline__ void r3w_body(const memra_tmap *map_w, const memra_tm
             r3w_mma(t0, memra_wg_desc(sbase + (it & (S - 1)) * SB + a_off),
                     memra_wg_desc(sbase + (it & (S - 1)) * SB + 16384));
             asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+            const float *h0 = reinterpret_cast<const float *>(stages + (it & (S - 1)) * SB + 32768);
+            sc[0] = h0[r * 4], sc[1] = h0[(r + 8) * 4];
         }
         /* after the tile's last step: the first step of the CTA's next tile with steps (P, where there is one),
          * else that last step again (never folded; no copy follows it into the stage: the CTA's last) */
@@ -1349,12 +1356,12 @@ __device__ __forceinline__ void r3w_body(const memra_tmap *map_w, const memra_tm
             const int ic = it + b, in = ic + 1 < in_max ? ic + 1 : in_max;
             const int s = ic & (S - 1), sn = in & (S - 1);
             const unsigned st = sbase + s * SB, st_n = sbase + sn * SB;
-            const unsigned char *sp = stages + s * SB;
+            const unsigned char *sp = stages + s * SB, *sp_n = stages + sn * SB;
             const unsigned ph_n = (unsigned)(in / S) & 1u, full_n = full + 8 * sn, empty_s = empty + 8 * s;
-            r3w_step<0, TR>(acc, t0, t1, sp, st, 0u, 0u, empty_s, a_off, r, cq);
-            r3w_step<1, TR>(acc, t1, t0, sp, st, 0u, 0u, empty_s, a_off, r, cq);
-            r3w_step<2, TR>(acc, t0, t1, sp, st, 0u, 0u, empty_s, a_off, r, cq);
-            r3w_step<3, TR>(acc, t1, t0, sp, st_n, full_n, ph_n, empty_s, a_off, r, cq);
+            r3w_step<0, TR>(acc, t0, t1, sc, sp, sp, st, 0u, 0u, empty_s, a_off, r, cq);
+            r3w_step<1, TR>(acc, t1, t0, sc, sp, sp, st, 0u, 0u, empty_s, a_off, r, cq);
+            r3w_step<2, TR>(acc, t0, t1, sc, sp, sp, st, 0u, 0u, empty_s, a_off, r, cq);
+            r3w_step<3, TR>(acc, t1, t0, sc, sp, sp_n, st_n, full_n, ph_n, empty_s, a_off, r, cq);
         }
         it += tl.nk;
         inflight = more; /* (tiles without steps between keep it: they issue nothing) */
