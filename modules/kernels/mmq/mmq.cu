@@ -1292,7 +1292,9 @@ __device__ __forceinline__ void r3w_body(const memra_tmap *map_w, const memra_tm
     const int wg = threadIdx.x >> 7, lane = threadIdx.x & 31;
     if (wg == 0) {
         asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n");
-        if (threadIdx.x >= (TR ? 32 : 1)) return;
+        /* the whole warp stays, converged each step (run g1: with thread 0 alone in its warp the _wg
+         * producer hung, while _wgt / _wgp, whose whole warp loops, passed) */
+        if (threadIdx.x >= 32) return;
         int it = 0;
         for (int t = t0_; t < nt; t += dt) {
             const r3w_tile tl = r3w_tile_of<P>(t, ntx, nty, G, SL);
@@ -1308,6 +1310,7 @@ __device__ __forceinline__ void r3w_body(const memra_tmap *map_w, const memra_tm
                     memra_tma_load_3d(st + 32768 + 2048, map_xh, 0, tl.i0, tl.g0 + b, fb);
                 }
                 if (TR && it >= 1) r3w_transpose<S, SB>(stages, full, ready, it - 1, lane);
+                if (!TR) __syncwarp();
             }
         }
         if (TR && it >= 1) r3w_transpose<S, SB>(stages, full, ready, it - 1, lane);
