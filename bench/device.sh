@@ -1250,6 +1250,10 @@ step_wg() {
 }
 step_wg_tests() {
   local v=$1 rc arm hung=0 a=0 hung1=0
+  # the first memra process after a build fills the caches (runs g1, g2: the first smoke, whichever kernel,
+  # ran past 40 s); a warm-up first
+  timeout 200 $M check --device 0 --op gemm_q8_0r --module mmq --quick > "$L/wg_warmup.log" 2>&1
+  say "warm-up check gemm_q8_0r --quick (records tiles): exit $? $(grep -E 'passed, ' "$L/wg_warmup.log")"
   # first a short smoke of each kernel (they have never run): a hang costs 40 s, not the tests' 300, and
   # stops the step (the tests run every kernel)
   for arm in "MEMRA_MMQ_WG_TR=0" "MEMRA_MMQ_WG_TR=1" "MEMRA_MMQ_WG_PERSIST=8"; do
