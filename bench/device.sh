@@ -1325,10 +1325,15 @@ step_wgncu() {
   done
 }
 # the four tools over check --op gemm_q8_0r --quick on both warpgroup kernels (_wg, _wgt), each its own process
-step_wgtools() {
-  knob_tools "MEMRA_MMQ_WG=${WG_VALUE:-all}" wg gemm_q8_0r
-  knob_tools "MEMRA_MMQ_WG=${WG_VALUE:-all} MEMRA_MMQ_WG_TR=1" wgt gemm_q8_0r
-  knob_tools "MEMRA_MMQ_WG=${WG_VALUE:-all} MEMRA_MMQ_WG_PERSIST=1" wgp gemm_q8_0r
+step_wgtools() { # WGTOOLS_ARMS (default "wg wgt wgp") picks the kernels
+  local a
+  for a in ${WGTOOLS_ARMS:-wg wgt wgp}; do
+    case $a in
+      wg) knob_tools "MEMRA_MMQ_WG=${WG_VALUE:-all}" wg gemm_q8_0r ;;
+      wgt) knob_tools "MEMRA_MMQ_WG=${WG_VALUE:-all} MEMRA_MMQ_WG_TR=1" wgt gemm_q8_0r ;;
+      wgp) knob_tools "MEMRA_MMQ_WG=${WG_VALUE:-all} MEMRA_MMQ_WG_PERSIST=1" wgp gemm_q8_0r ;;
+    esac
+  done
 }
 
 # Q5_K's two folds on the sum plane (MEMRA_MMQ_KR_TC=1: the _tx tiles; 0: the per-32 _x tiles): test_mmq_ops
