@@ -414,6 +414,17 @@ static int names_present(const memra__gpu *q, CUmodule m, const char *const *nam
     return 1;
 }
 
+/* An opt-in kernel of image m: its function (smem dynamic bytes) where the image has it, asked of the
+ * driver first (a miss is not an error); 1 when loaded. */
+static int load_optional(memra__gpu *q, CUmodule m, const char *name, unsigned smem, CUfunction *out)
+{
+    CUfunction probe = NULL;
+    *out = NULL;
+    if (q->cu.cuModuleGetFunction(&probe, m, name) != MEMRA__CU_SUCCESS) return 0;
+    if (memra__gpu_function(q, m, name, smem, out) != MEMRA_STATUS_OK) *out = NULL;
+    return *out != NULL;
+}
+
 static memra_status mmq_load(memra__gpu *q, void *state)
 {
     mmq_state *s = state;
@@ -497,25 +508,16 @@ static memra_status mmq_load(memra__gpu *q, void *state)
             const int t = per || (tr != NULL && strcmp(tr, "1") == 0);
             s->wg_name = t ? "memra_k_gemm_q8_0r_wgt" : "memra_k_gemm_q8_0r_wg";
             s->wg_smem = R3W_SMEM_BYTES_OF(t);
-            CUfunction probe = NULL;
             const int ok = caps->cc / 10 == 9 && q->cuTensorMapEncodeTiled != NULL && !q->from_ptx &&
-                           (caps->smem_per_block_optin == 0 || caps->smem_per_block_optin >= s->wg_smem) &&
-                           q->cu.cuModuleGetFunction(&probe, m, s->wg_name) == MEMRA__CU_SUCCESS;
-            if (!ok || memra__gpu_function(q, m, s->wg_name, s->wg_smem, &s->gemm_q8_0r_wg) != MEMRA_STATUS_OK) {
+                           (caps->smem_per_block_optin == 0 || caps->smem_per_block_optin >= s->wg_smem);
+            if (!ok || !load_optional(q, m, s->wg_name, s->wg_smem, &s->gemm_q8_0r_wg)) {
                 s->gemm_q8_0r_wg = NULL;
                 q->host->log(MEMRA_LOG_WARN, q->name,
                              "MEMRA_MMQ_WG=%s: the warpgroup gemm_q8_0r tile needs cc 9.x, the driver's tensor maps "
                              "and this image's %s; the records tiles serve", wg, s->wg_name);
-            } else if (per) {
-                CUfunction pp = NULL;
-                if (q->cu.cuModuleGetFunction(&pp, m, "memra_k_gemm_q8_0r_wgp") != MEMRA__CU_SUCCESS ||
-                    memra__gpu_function(q, m, "memra_k_gemm_q8_0r_wgp", s->wg_smem, &s->gemm_q8_0r_wgp) !=
-                        MEMRA_STATUS_OK) {
-                    s->gemm_q8_0r_wgp = NULL;
-                    q->host->log(MEMRA_LOG_WARN, q->name,
-                                 "MEMRA_MMQ_WG_PERSIST=1: this image has no memra_k_gemm_q8_0r_wgp; %s serves",
-                                 s->wg_name);
-                }
+            } else if (per && !load_optional(q, m, "memra_k_gemm_q8_0r_wgp", s->wg_smem, &s->gemm_q8_0r_wgp)) {
+                q->host->log(MEMRA_LOG_WARN, q->name,
+                             "MEMRA_MMQ_WG_PERSIST=1: this image has no memra_k_gemm_q8_0r_wgp; %s serves", s->wg_name);
             }
         }
     }
