@@ -102,11 +102,11 @@
     X(MMQ_KR6_BULK, "MEMRA_MMQ_KR6_BULK", "mmq modules", BOOL, "", "1",                                        \
       "0: gemm_kr's Q6_K one-CTA tiles take their stages by cp.async, not the bulk copy engine (cc 9.x; run f1: bulk 3.7% faster at m = 4096, even at 512)") \
     X(MMQ_WG, "MEMRA_MMQ_WG", "mmq modules", ENUM, "0|1|all", "0",                                             \
-      "gemm_q8_0r on the warpgroup MMA (cc 9.x, tensor maps; untimed): 1 where the plan picks a 128-token tile, all always") \
+      "gemm_q8_0r on the warpgroup MMA (cc 9.x, tensor maps; run g4: level with the records tile with WG_TR=1): 1 where the plan picks a 128-token tile, all always") \
     X(MMQ_WG_TR, "MEMRA_MMQ_WG_TR", "mmq modules", BOOL, "", "0",                                              \
-      "1: MEMRA_MMQ_WG's tile with the token scales transposed by its producer warp (16 fewer loads a k32 group; untimed)") \
+      "1: MEMRA_MMQ_WG's tile with the token scales transposed by its producer warp (16 fewer loads a k32 group; run g4: 5% faster than without)") \
     X(MMQ_WG_PERSIST, "MEMRA_MMQ_WG_PERSIST", "mmq modules", UINT, "0..4096", "0",                              \
-      "1: MEMRA_MMQ_WG's tile persistent (one CTA an SM loops over the tiles; token scales transposed; untimed); N >= 2: at most N CTAs") \
+      "1: MEMRA_MMQ_WG's tile persistent (one CTA an SM loops over the tiles; token scales transposed; run g4: 6-10% slower); N >= 2: at most N CTAs") \
     X(MMQ_XE_LOOP2, "MEMRA_MMQ_XE_LOOP2", "mmq modules", BOOL, "", "0",                                        \
       "1: gemm_experts' bulk-copy K-quant tiles run a full tile's k loop apart from a short tile's (_stxb2; untimed)") \
     X(MMQ_XE_TALL, "MEMRA_MMQ_XE_TALL", "mmq modules", BOOL, "", "0",                                          \
