@@ -138,6 +138,8 @@
       "test hook: N host-backed stand-ins for CUDA devices (ordinals 0..N-1), no driver used")                   \
     X(TEST_STRESS_LANES, "MEMRA_TEST_STRESS_LANES", "tests", STR, "", "",                                       \
       "test_gpu_stress's lanes, a comma list of f16, f16pre, fp8, fp8blk, mmq (default all)")                     \
+    X(FUZZ_SECONDS, "MEMRA_FUZZ_SECONDS", "tests", STR, "", "",                                                 \
+      "seconds each libFuzzer target fuzzes in ctest (tests/fuzz/run_fuzzer.sh; not read by the library)")       \
     X(LIBRARY, "MEMRA_LIBRARY", "python", STR, "", "", "the libmemra the python package loads (not read here)")
 
 typedef enum memra__knob {

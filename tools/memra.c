@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "memra/memra.h"
 #include "tools/tool.h"
@@ -82,6 +83,10 @@ int main(int argc, char **argv)
         fputs(k_usage, stderr);
         return 2;
     }
+    /* A file or pipe gets a buffer that holds a whole report, so a failed write surfaces in the
+     * explicit flush (tool_stdout_flush) with its errno, not inside a printf that later calls
+     * overwrite. */
+    if (!isatty(STDOUT_FILENO)) setvbuf(stdout, NULL, _IOFBF, (size_t)1 << 16);
     const char *cmd = argv[1];
     int rc;
     if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0) {
