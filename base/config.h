@@ -107,6 +107,8 @@
       "1: MEMRA_MMQ_WG's tile with the token scales transposed by its producer warp (16 fewer loads a k32 group; run g4: 5% faster than without)") \
     X(MMQ_WG_PERSIST, "MEMRA_MMQ_WG_PERSIST", "mmq modules", UINT, "0..4096", "0",                              \
       "1: MEMRA_MMQ_WG's tile persistent (one CTA an SM loops over the tiles; token scales transposed; run g4: 6-10% slower); N >= 2: at most N CTAs") \
+    X(MMQ_WG_SEED, "MEMRA_MMQ_WG_SEED", "mmq modules", BOOL, "", "0",                                          \
+      "1: MEMRA_MMQ_WG's tile seeds each k32 group's accumulators by a u8 MMA, no seed MOVs (token scales transposed; 181 instructions a group where WG_TR has 238; untimed)") \
     X(MMQ_XE_LOOP2, "MEMRA_MMQ_XE_LOOP2", "mmq modules", BOOL, "", "0",                                        \
       "1: gemm_experts' bulk-copy K-quant tiles run a full tile's k loop apart from a short tile's (_stxb2; untimed)") \
     X(MMQ_XE_TALL, "MEMRA_MMQ_XE_TALL", "mmq modules", BOOL, "", "0",                                          \

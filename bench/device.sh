@@ -95,7 +95,9 @@
 #   wg          MEMRA_MMQ_WG=all (gemm_q8_0r on the warpgroup MMA): tests (bit for bit the records tile),
 #               check, ncu names, knobab on the mmq / q4_0 rows (see step_wg); wgtr: knobab of
 #               MEMRA_MMQ_WG_TR and MEMRA_MMQ_WG_PERSIST; wgncu: ncu of _wg, _wgt, _wgp and the
-#               records tile at m = 4096; wgtools: the four tools over the three warpgroup kernels
+#               records tile at m = 4096 (WGNCU_ARMS, also wgs); wgtools: the four tools over the
+#               warpgroup kernels (WGTOOLS_ARMS); wgs: MEMRA_MMQ_WG_SEED=1 (the tile seeded by a u8 MMA):
+#               smokes, tests, check, ncu names, knobab against _wgt and the records tiles, four tools
 #   krsumsxe    MEMRA_MMQ_KR_SUMS on the sorted grouped K-quant tiles: tests, checks, bench moe A/B
 #               (see step_krsumsxe)
 #   xetall      MEMRA_MMQ_XE_TALL=1 (the 160 x 96 interleaved grouped tiles): tests, check, ncu names,
@@ -1313,9 +1315,9 @@ step_wgtr() {
 # records tile's (_mt4n3b / _mt4b: the same sweep without the knob), NCU_METS added
 step_wgncu() {
   local v
-  for v in 0 wg wgt wgp; do
+  for v in ${WGNCU_ARMS:-0 wg wgt wgp}; do
     env MEMRA_MMQ_WG=$([ $v = 0 ] && echo 0 || echo all) MEMRA_MMQ_WG_TR=$([ $v = wgt ] && echo 1 || echo 0) \
-      MEMRA_MMQ_WG_PERSIST=$([ $v = wgp ] && echo 1 || echo 0) \
+      MEMRA_MMQ_WG_PERSIST=$([ $v = wgp ] && echo 1 || echo 0) MEMRA_MMQ_WG_SEED=$([ $v = wgs ] && echo 1 || echo 0) \
       MEMRA_ADMISSION=off timeout 200 ncu --clock-control none --section SpeedOfLight --section WarpStateStats \
       --section SchedulerStats --section ComputeWorkloadAnalysis --section Occupancy --metrics "$NCU_METS" \
       -k regex:memra_k_gemm_q8_0r --launch-skip 2 -c 1 $T sweep 4096 0 > "$L/wgncu_$v.txt" 2>&1
@@ -1324,11 +1326,58 @@ step_wgncu() {
       | head -18 >> "$S"
   done
 }
+# MEMRA_MMQ_WG_SEED's first GPU run (issue 26: the warpgroup tile seeded by a u8 MMA, _wgs / _wgps, 181
+# instructions a k32 group where _wgt has 238): a warm-up, 40 s smokes of _wgs and _wgps, test_mmq_ops
+# gemm_q8_0r (on cc 9.x every case compares records, _wg, _wgt, _wgp and the three seeded arms bit for bit,
+# and a wide-scale case), check --op gemm_q8_0r under the knob, ncu names, then knobab MEMRA_MMQ_WG_SEED
+# 0 / 1 under MEMRA_MMQ_WG=all MEMRA_MMQ_WG_TR=1 (_wgt against _wgs) and MEMRA_MMQ_WG 0 / all under
+# MEMRA_MMQ_WG_SEED=1 (the records tiles against _wgs) on the mmq / q4_0 rows at WG_M (default "4096 512"),
+# WG_ROUNDS rounds (default 1); WGS_PARTS (default "tests ab tools") picks the parts (tools: the four
+# tools over _wgs and _wgps)
+step_wgs() {
+  local t=$SECONDS rc a=0 arm hung=0
+  case " ${WGS_PARTS:-tests ab tools} " in *" tests "*)
+    timeout 200 $M check --device 0 --op gemm_q8_0r --module mmq --quick > "$L/wgs_warmup.log" 2>&1
+    say "warm-up check gemm_q8_0r --quick (records tiles): exit $? $(grep -E 'passed, ' "$L/wgs_warmup.log")"
+    for arm in "MEMRA_MMQ_WG_PERSIST=0" "MEMRA_MMQ_WG_PERSIST=8"; do
+      a=$((a + 1))
+      env MEMRA_MMQ_WG=all MEMRA_MMQ_WG_SEED=1 $arm timeout 40 $M check --device 0 --op gemm_q8_0r --module mmq \
+        --quick > "$L/wgs_smoke_$a.log" 2>&1
+      rc=$?
+      say "smoke check gemm_q8_0r --quick (MEMRA_MMQ_WG=all MEMRA_MMQ_WG_SEED=1 $arm): exit $rc $(grep -E 'passed, ' "$L/wgs_smoke_$a.log")"
+      grep -E " FAIL" "$L/wgs_smoke_$a.log" | head -4 >> "$S"
+      { [ $rc = 124 ] || [ $rc = 137 ]; } && hung=1
+    done
+    [ $hung = 1 ] && { say "wgs: a smoke check hung: the rest is skipped"; return 1; }
+    env MEMRA_MMQ_WG=all timeout 400 $T gemm_q8_0r > "$L/wgs_test_gemm_q8_0r.log" 2>&1
+    say "test_mmq_ops gemm_q8_0r: exit $? $(grep -c 'differ from the records tile  ok' "$L/wgs_test_gemm_q8_0r.log") bit-for-bit cases ok, $(grep -c '_wgps\? .*differ from the records tile  ok' "$L/wgs_test_gemm_q8_0r.log") of them seeded"
+    grep -E "FAIL" "$L/wgs_test_gemm_q8_0r.log" | head -6 >> "$S"
+    env MEMRA_MMQ_WG=all MEMRA_MMQ_WG_SEED=1 timeout 200 $M check --device 0 --op gemm_q8_0r > "$L/wgs_check.log" 2>&1
+    say "check gemm_q8_0r (MEMRA_MMQ_WG=all MEMRA_MMQ_WG_SEED=1): exit $? $(grep -E 'passed, ' "$L/wgs_check.log")"
+    grep -E " FAIL" "$L/wgs_check.log" | head -4 >> "$S"
+    for arm in "MEMRA_MMQ_WG_PERSIST=0" "MEMRA_MMQ_WG_PERSIST=1"; do
+      env MEMRA_MMQ_WG=all MEMRA_MMQ_WG_SEED=1 $arm MEMRA_ADMISSION=off timeout 200 ncu --clock-control none \
+        --metrics gpu__time_duration.sum -k regex:memra_k_gemm_q8_0r -c 12 $M check --device 0 --op gemm_q8_0r \
+        --module mmq --quick > "$L/wgs_ncu_$arm.txt" 2>&1
+      say "ncu names (MEMRA_MMQ_WG=all MEMRA_MMQ_WG_SEED=1 $arm): exit $? $(grep -oE 'memra_k_gemm_q8_0r_[a-z0-9]+' "$L/wgs_ncu_$arm.txt" | sort -u | tr '\n' ' ')"
+    done ;;
+  esac
+  case " ${WGS_PARTS:-tests ab tools} " in *" ab "*)
+    KNOBAB_ENV="MEMRA_MMQ_WG=all MEMRA_MMQ_WG_TR=1" KNOBAB_KNOB=MEMRA_MMQ_WG_SEED KNOBAB_ARM='mmq|q4_0' \
+      KNOBAB_M=${WG_M:-4096 512} KNOBAB_ROUNDS=${WG_ROUNDS:-1} step_knobab
+    KNOBAB_ENV="MEMRA_MMQ_WG_SEED=1" KNOBAB_KNOB=MEMRA_MMQ_WG KNOBAB_ON=all KNOBAB_ARM='mmq|q4_0' \
+      KNOBAB_M=${WG_M:-4096 512} KNOBAB_ROUNDS=${WG_ROUNDS:-1} step_knobab ;;
+  esac
+  case " ${WGS_PARTS:-tests ab tools} " in *" tools "*) WGTOOLS_ARMS="wgs wgps" step_wgtools ;; esac
+  say "wgs: $((SECONDS - t)) s"
+}
 # the four tools over check --op gemm_q8_0r --quick on both warpgroup kernels (_wg, _wgt), each its own process
-step_wgtools() { # WGTOOLS_ARMS (default "wg wgt wgp") picks the kernels
+step_wgtools() { # WGTOOLS_ARMS (default "wg wgt wgp"; also wgs, wgps) picks the kernels
   local a
   for a in ${WGTOOLS_ARMS:-wg wgt wgp}; do
     case $a in
+      wgs) knob_tools "MEMRA_MMQ_WG=${WG_VALUE:-all} MEMRA_MMQ_WG_SEED=1" wgs gemm_q8_0r ;;
+      wgps) knob_tools "MEMRA_MMQ_WG=${WG_VALUE:-all} MEMRA_MMQ_WG_SEED=1 MEMRA_MMQ_WG_PERSIST=1" wgps gemm_q8_0r ;;
       wg) knob_tools "MEMRA_MMQ_WG=${WG_VALUE:-all}" wg gemm_q8_0r ;;
       wgt) knob_tools "MEMRA_MMQ_WG=${WG_VALUE:-all} MEMRA_MMQ_WG_TR=1" wgt gemm_q8_0r ;;
       wgp) knob_tools "MEMRA_MMQ_WG=${WG_VALUE:-all} MEMRA_MMQ_WG_PERSIST=1" wgp gemm_q8_0r ;;

@@ -290,6 +290,7 @@ static const char *g_kr6_bulk_knob; /* MEMRA_MMQ_KR6_BULK likewise */
 static const char *g_mmq_wg_knob;   /* MEMRA_MMQ_WG likewise */
 static const char *g_mmq_wg_tr_knob; /* MEMRA_MMQ_WG_TR likewise */
 static const char *g_mmq_wg_per_knob; /* MEMRA_MMQ_WG_PERSIST likewise */
+static const char *g_mmq_wg_sd_knob;  /* MEMRA_MMQ_WG_SEED likewise */
 static const char *g_xe_loop2_knob; /* MEMRA_MMQ_XE_LOOP2 likewise */
 static const char *g_xe_tall_knob;  /* MEMRA_MMQ_XE_TALL likewise */
 static const char *g_fxe_split_knob; /* MEMRA_FP8BLK_XE_SPLIT likewise */
@@ -326,6 +327,7 @@ static const char *fake_knob(const memra_device_caps *caps, const char *name)
     if (strcmp(name, "MEMRA_MMQ_WG") == 0) return g_mmq_wg_knob;
     if (strcmp(name, "MEMRA_MMQ_WG_TR") == 0) return g_mmq_wg_tr_knob;
     if (strcmp(name, "MEMRA_MMQ_WG_PERSIST") == 0) return g_mmq_wg_per_knob;
+    if (strcmp(name, "MEMRA_MMQ_WG_SEED") == 0) return g_mmq_wg_sd_knob;
     if (strcmp(name, "MEMRA_MMQ_XE_LOOP2") == 0) return g_xe_loop2_knob;
     if (strcmp(name, "MEMRA_MMQ_XE_TALL") == 0) return g_xe_tall_knob;
     if (strcmp(name, "MEMRA_FP8BLK_XE_SPLIT") == 0) return g_fxe_split_knob;
@@ -1140,23 +1142,32 @@ static int case_mmq(const char *so)
      * maps) where the plan picks a 128-token tile (=1: m = 4096, 5120 -> 12288 picks 128 x 96, so the grid is
      * ceil(n / 128) = 96 wide) or any tile (=all: m = 512, 5120 -> 1024 picks a 64-token tile); the split is
      * the plan's on the warpgroup tile alone at one CTA an SM (32 tiles on 132 SMs: 4 slices of 10 steps);
-     * not on cc 12.0, not without the kernel or the driver's tensor maps, not at m = 512 with =1 */
+     * not on cc 12.0, not without the kernel or the driver's tensor maps, not at m = 512 with =1;
+     * MEMRA_MMQ_WG_SEED=1 (the sd cases, appended): _wgs, or _wgps with PERSIST, their smem 4 KB more */
     static const struct {
         int cc, no_tmap;
         const char *knob, *missing, *tr, *per;
         int m, n;
-        int wg; /* 1: memra_k_gemm_q8_0r_wg launched, 2: _wgt (MEMRA_MMQ_WG_TR=1), 3: _wgp (MEMRA_MMQ_WG_PERSIST=1) */
-    } wgc[] = {{90, 0, "1", NULL, NULL, NULL, 4096, 12288, 1},       {90, 0, NULL, NULL, NULL, NULL, 4096, 12288, 0},
-               {90, 0, "0", NULL, NULL, NULL, 4096, 12288, 0},       {120, 0, "1", NULL, NULL, NULL, 4096, 12288, 0},
-               {90, 0, "1", "q8_0r_wg", NULL, NULL, 4096, 12288, 0}, {90, 1, "1", NULL, NULL, NULL, 4096, 12288, 0},
-               {90, 0, "1", NULL, NULL, NULL, 512, 1024, 0},         {90, 0, "all", NULL, NULL, NULL, 512, 1024, 1},
-               {90, 0, "all", NULL, "1", NULL, 512, 1024, 2},        {90, 0, "1", "q8_0r_wgt", "1", NULL, 4096, 12288, 0},
-               {90, 0, NULL, NULL, "1", NULL, 4096, 12288, 0},       {90, 0, "1", NULL, NULL, "1", 4096, 12288, 3},
-               {90, 0, "all", NULL, NULL, "1", 512, 1024, 3},        {90, 0, "1", "q8_0r_wgp", NULL, "1", 4096, 12288, 2},
-               {90, 0, NULL, NULL, NULL, "1", 4096, 12288, 0},       {90, 0, "1", NULL, NULL, "8", 4096, 12288, 3}};
+        int wg; /* 1: memra_k_gemm_q8_0r_wg launched, 2: _wgt (MEMRA_MMQ_WG_TR=1), 3: _wgp (MEMRA_MMQ_WG_PERSIST=1),
+                 * 4: _wgs (MEMRA_MMQ_WG_SEED=1), 5: _wgps (both) */
+        const char *sd;
+    } wgc[] = {{90, 0, "1", NULL, NULL, NULL, 4096, 12288, 1, NULL},       {90, 0, NULL, NULL, NULL, NULL, 4096, 12288, 0, NULL},
+               {90, 0, "0", NULL, NULL, NULL, 4096, 12288, 0, NULL},       {120, 0, "1", NULL, NULL, NULL, 4096, 12288, 0, NULL},
+               {90, 0, "1", "q8_0r_wg", NULL, NULL, 4096, 12288, 0, NULL}, {90, 1, "1", NULL, NULL, NULL, 4096, 12288, 0, NULL},
+               {90, 0, "1", NULL, NULL, NULL, 512, 1024, 0, NULL},         {90, 0, "all", NULL, NULL, NULL, 512, 1024, 1, NULL},
+               {90, 0, "all", NULL, "1", NULL, 512, 1024, 2, NULL},        {90, 0, "1", "q8_0r_wgt", "1", NULL, 4096, 12288, 0, NULL},
+               {90, 0, NULL, NULL, "1", NULL, 4096, 12288, 0, NULL},       {90, 0, "1", NULL, NULL, "1", 4096, 12288, 3, NULL},
+               {90, 0, "all", NULL, NULL, "1", 512, 1024, 3, NULL},        {90, 0, "1", "q8_0r_wgp", NULL, "1", 4096, 12288, 2, NULL},
+               {90, 0, NULL, NULL, NULL, "1", 4096, 12288, 0, NULL},       {90, 0, "1", NULL, NULL, "8", 4096, 12288, 3, NULL},
+               {90, 0, "1", NULL, NULL, NULL, 4096, 12288, 4, "1"},  {90, 0, "all", NULL, NULL, NULL, 512, 1024, 4, "1"},
+               {90, 0, "1", NULL, "0", NULL, 4096, 12288, 4, "1"},   {90, 0, "1", NULL, NULL, "1", 4096, 12288, 5, "1"},
+               {90, 0, "1", NULL, NULL, "8", 4096, 12288, 5, "1"},   {90, 0, "all", NULL, NULL, "1", 512, 1024, 5, "1"},
+               {90, 0, "1", NULL, NULL, NULL, 4096, 12288, 1, "0"},  {90, 0, NULL, NULL, NULL, NULL, 4096, 12288, 0, "1"},
+               {120, 0, "1", NULL, NULL, NULL, 4096, 12288, 0, "1"}, {90, 0, "1", "q8_0r_wgs", NULL, NULL, 4096, 12288, 0, "1"},
+               {90, 0, "1", "q8_0r_wgps", NULL, "1", 4096, 12288, 4, "1"}, {90, 1, "1", NULL, NULL, NULL, 4096, 12288, 0, "1"}};
     for (size_t i = 0; i < sizeof wgc / sizeof wgc[0]; i++) {
         g_mmq_wg_knob = wgc[i].knob, g_missing_kernel = wgc[i].missing, g_no_tmap = wgc[i].no_tmap;
-        g_mmq_wg_tr_knob = wgc[i].tr, g_mmq_wg_per_knob = wgc[i].per;
+        g_mmq_wg_tr_knob = wgc[i].tr, g_mmq_wg_per_knob = wgc[i].per, g_mmq_wg_sd_knob = wgc[i].sd;
         if (!open_mod(so, wgc[i].cc, &m)) return 0;
         memra_call c2 = call_of(&m);
         memra_gemm_args a2 = gemm(wgc[i].m, wgc[i].n, 5120);
@@ -1166,11 +1177,14 @@ static int case_mmq(const char *so)
         const int is_wg = strcmp(got, "memra_k_gemm_q8_0r_wg") == 0    ? 1
                           : strcmp(got, "memra_k_gemm_q8_0r_wgt") == 0 ? 2
                           : strcmp(got, "memra_k_gemm_q8_0r_wgp") == 0 ? 3
-                                                                       : 0;
+                          : strcmp(got, "memra_k_gemm_q8_0r_wgs") == 0 ? 4
+                          : strcmp(got, "memra_k_gemm_q8_0r_wgps") == 0 ? 5
+                                                                        : 0;
+        const int per = is_wg == 3 || is_wg == 5;
         /* the persistent tiles: a 1-D grid of min(tiles x slices, 132 SMs) (m = 512: 32 tiles x 4 slices) */
-        const unsigned want_gx = is_wg == 3 ? (wgc[i].per[0] == '8' ? 8u : wgc[i].m == 512 ? 128u : 132u)
-                                            : (unsigned)(wgc[i].m + 127) / 128;
-        const unsigned want_gy = is_wg == 3 ? 1u : (unsigned)(wgc[i].n + 127) / 128;
+        const unsigned want_gx = per ? (wgc[i].per[0] == '8' ? 8u : wgc[i].m == 512 ? 128u : 132u)
+                                     : (unsigned)(wgc[i].m + 127) / 128;
+        const unsigned want_gy = per ? 1u : (unsigned)(wgc[i].n + 127) / 128;
         /* the split the plan chose: a sum launch after a split tile */
         /* the maps in the kernel's order: weight codes (128-byte rows, swizzled), weight heads (16 bytes, plain),
          * token codes, token heads; rank 3, 128 rows a box; dynamic smem the kernel's (mmq.h) */
@@ -1178,16 +1192,19 @@ static int case_mmq(const char *so)
         for (int j = 0; j < 4 && maps_ok; j++)
             maps_ok = g_tmap_rank[j] == 3 && g_tmap_box[j] == 128 && g_tmap_box0[j] == ((j & 1) ? 16u : 128u) &&
                       g_tmap_swz[j] == ((j & 1) ? 0 : 3);
-        const unsigned want_smem = (unsigned)(is_wg >= 2 ? R3W_SMEM_BYTES_OF(1) : R3W_SMEM_BYTES_OF(0));
+        const unsigned want_smem = (unsigned)(is_wg >= 4   ? R3W_SMEM_BYTES_SD(1)
+                                              : is_wg >= 2 ? R3W_SMEM_BYTES_OF(1)
+                                                           : R3W_SMEM_BYTES_OF(0));
         const int shape_ok = !is_wg || (g_grid_x[0] == want_gx && g_grid_y[0] == want_gy && g_block_x[0] == 384 &&
                                         maps_ok && g_smem[0] == want_smem &&
-                                        (is_wg == 3 ? g_grid_z[0] == 1 && (g_n_launched == 1) == (wgc[i].m != 512)
+                                        (per ? g_grid_z[0] == 1 && (g_n_launched == 1) == (wgc[i].m != 512)
                                                     : (g_grid_z[0] == 1) == (g_n_launched == 1) &&
                                                           (wgc[i].m != 512 || g_grid_z[0] == 4)));
         const int good = st2 == MEMRA_STATUS_OK && g_n_launched >= 1 && is_wg == wgc[i].wg && shape_ok;
-        printf("  WG=%s WG_TR=%s WG_PERSIST=%s cc %d%s%s%s gemm_q8_0r %d x %d x 5120: %s on %u x %u x %u (%u threads), "
-               "%d maps  %s\n",
+        printf("  WG=%s WG_TR=%s WG_PERSIST=%s WG_SEED=%s cc %d%s%s%s gemm_q8_0r %d x %d x 5120: %s on %u x %u x %u "
+               "(%u threads), %d maps  %s\n",
                wgc[i].knob ? wgc[i].knob : "unset", wgc[i].tr ? wgc[i].tr : "unset", wgc[i].per ? wgc[i].per : "unset",
+               wgc[i].sd ? wgc[i].sd : "unset",
                wgc[i].cc, wgc[i].missing ? ", image without " : "",
                wgc[i].missing ? wgc[i].missing : "", wgc[i].no_tmap ? ", no tensor maps" : "", wgc[i].m, wgc[i].n, got,
                g_grid_x[0], g_grid_y[0], g_grid_z[0], g_block_x[0], g_tmap_calls, good ? "ok" : "FAIL");
@@ -1195,7 +1212,8 @@ static int case_mmq(const char *so)
         g_n_launched = 0;
         ok &= close_mod(&m, 1);
     }
-    g_mmq_wg_knob = NULL, g_mmq_wg_tr_knob = NULL, g_mmq_wg_per_knob = NULL, g_missing_kernel = NULL, g_no_tmap = 0;
+    g_mmq_wg_knob = NULL, g_mmq_wg_tr_knob = NULL, g_mmq_wg_per_knob = NULL, g_mmq_wg_sd_knob = NULL;
+    g_missing_kernel = NULL, g_no_tmap = 0;
     /* MEMRA_MMQ_ONE=1: the one-CTA builds, gemm_q8_0r's _bo on cc 9.0 and 12.0 (beside the bulk
      * tiles), gemm_kr's _to (Q4_K TC) and _o (Q5_K, Q6_K per-32) at their default folds; Q5_K on
      * the TC fold (KR_TC=1) and the cp.async tiles (BULK=0) keep their two-CTA kernels; unset and

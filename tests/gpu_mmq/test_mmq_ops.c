@@ -137,22 +137,24 @@ static void setup(const char *module)
 /* The mmq module reads its knobs (MEMRA_MMQ_BM/BN/SPLIT/PDL) at init: set them
  * through memra_config_set and load the module again, only when they change.
  * NULL: the knob's default. */
-/* MEMRA_MMQ_WG / _WG_TR / _WG_PERSIST for the next mmq_knobs (NULL: the environment's) */
-static const char *g_wg, *g_wg_tr, *g_wg_per;
+/* MEMRA_MMQ_WG / _WG_TR / _WG_PERSIST / _WG_SEED for the next mmq_knobs (NULL: the environment's) */
+static const char *g_wg, *g_wg_tr, *g_wg_per, *g_wg_sd;
 static void mmq_knobs(const char *bm, const char *bn, const char *split, const char *pdl)
 {
-    static const char *cur[7];
+    static const char *cur[8];
     static int known;
-    const char *want[7] = {bm, bn, split, pdl, g_wg != NULL ? g_wg : getenv("MEMRA_MMQ_WG"),
+    const char *want[8] = {bm, bn, split, pdl, g_wg != NULL ? g_wg : getenv("MEMRA_MMQ_WG"),
                            g_wg_tr != NULL ? g_wg_tr : getenv("MEMRA_MMQ_WG_TR"),
-                           g_wg_per != NULL ? g_wg_per : getenv("MEMRA_MMQ_WG_PERSIST")};
+                           g_wg_per != NULL ? g_wg_per : getenv("MEMRA_MMQ_WG_PERSIST"),
+                           g_wg_sd != NULL ? g_wg_sd : getenv("MEMRA_MMQ_WG_SEED")};
     int same = known;
-    for (int i = 0; i < 7 && same; i++)
+    for (int i = 0; i < 8 && same; i++)
         same = (cur[i] == NULL && want[i] == NULL) || (cur[i] && want[i] && strcmp(cur[i], want[i]) == 0);
     if (same) return;
-    static const char *const names[7] = {"MEMRA_MMQ_BM", "MEMRA_MMQ_BN", "MEMRA_MMQ_SPLIT", "MEMRA_MMQ_PDL",
-                                         "MEMRA_MMQ_WG", "MEMRA_MMQ_WG_TR", "MEMRA_MMQ_WG_PERSIST"};
-    for (int i = 0; i < 7; i++) CHECK_OK(memra_config_set(g_rt, names[i], want[i]));
+    static const char *const names[8] = {"MEMRA_MMQ_BM", "MEMRA_MMQ_BN", "MEMRA_MMQ_SPLIT", "MEMRA_MMQ_PDL",
+                                         "MEMRA_MMQ_WG", "MEMRA_MMQ_WG_TR", "MEMRA_MMQ_WG_PERSIST",
+                                         "MEMRA_MMQ_WG_SEED"};
+    for (int i = 0; i < 8; i++) CHECK_OK(memra_config_set(g_rt, names[i], want[i]));
     char path[4096] = "";
     for (int i = 0; i < memra_module_count(g_rt); i++) {
         memra_module_info mi;
@@ -163,7 +165,7 @@ static void mmq_knobs(const char *bm, const char *bn, const char *split, const c
     CHECK_OK(memra_module_unload(g_rt, "mmq"));
     CHECK_OK(memra_module_load(g_rt, path));
     CHECK(memra_module_score(g_dev, "mmq") > 0);
-    for (int i = 0; i < 7; i++) cur[i] = want[i];
+    for (int i = 0; i < 8; i++) cur[i] = want[i];
     known = 1;
 }
 
@@ -260,6 +262,9 @@ static int case_quant(void)
 
 /* ---- gemm_q8_0 -------------------------------------------------------------------- */
 
+/* g_wide: rows of magnitude 2^-16 .. 2^22, so the f16 block scales run from subnormal (2^-23) to 2^15
+ * (the seeded warpgroup tiles scale them by 2^111 and 2^-19: exact over the f16 range, checked here) */
+static int g_wide;
 static uint8_t *make_q8_0(int n, int k)
 {
     const size_t nb = (size_t)k / 32;
@@ -267,7 +272,7 @@ static uint8_t *make_q8_0(int n, int k)
     CHECK(w != NULL);
     float v[32];
     for (int j = 0; j < n; j++) {
-        const float mag = ldexpf(1.0f, (int)(rnd() % 9) - 4);
+        const float mag = g_wide ? ldexpf(1.0f, (int)(rnd() % 39) - 16) : ldexpf(1.0f, (int)(rnd() % 9) - 4);
         for (size_t b = 0; b < nb; b++) {
             for (int l = 0; l < 32; l++) v[l] = mag * nz();
             memra_q8_0_encode(v, w + ((size_t)j * nb + b) * MEMRA_Q8_0_BYTES);
@@ -392,13 +397,18 @@ static int records_case(int m, int n, int k, float alpha, const uint8_t *w, cons
             {"128", "128", "1"}, {"128", "128", "3"}, {"64", "96", "2"}, {"128", "128", "16"}};
         for (size_t c = 0; c < sizeof wc / sizeof wc[0]; c++) {
             /* records, _wg, _wgt, _wgp (persistent; _wgt where the split exceeds the steps), _wgp on at most 8
-             * CTAs (each then takes several tiles: the ring and the next tile's first group across tiles) */
-            static const char *const vname[5] = {"records", "_wg", "_wgt", "_wgp", "_wgp on 8 CTAs"};
-            float *out[5];
-            for (int v = 0; v < 5; v++) {
+             * CTAs (each then takes several tiles: the ring and the next tile's first group across tiles), and
+             * the three seeded by the tensor cores (MEMRA_MMQ_WG_SEED=1: their sums 2^-38 of the others', the
+             * power of two exact, so bit for bit too) */
+            enum { NV = 8 };
+            static const char *const vname[NV] = {"records", "_wg", "_wgt", "_wgp", "_wgp on 8 CTAs",
+                                                  "_wgs", "_wgps", "_wgps on 8 CTAs"};
+            float *out[NV];
+            for (int v = 0; v < NV; v++) {
                 g_wg = v ? "all" : "0";
                 g_wg_tr = v == 2 ? "1" : "0";
-                g_wg_per = v == 3 ? "1" : v == 4 ? "8" : "0";
+                g_wg_per = v == 3 || v == 6 ? "1" : v == 4 || v == 7 ? "8" : "0";
+                g_wg_sd = v >= 5 ? "1" : "0";
                 const int refused = g_wg_log.n;
                 mmq_knobs(wc[c].bm, wc[c].bn, wc[c].split, NULL);
                 if (g_wg_log.n != refused) {
@@ -413,8 +423,8 @@ static int records_case(int m, int n, int k, float alpha, const uint8_t *w, cons
                 CHECK_OK(memra_device_synchronize(g_dev));
                 out[v] = readback(yd, (size_t)(yrows * ldy) * 4);
             }
-            g_wg = NULL, g_wg_tr = NULL, g_wg_per = NULL;
-            for (int v = 1; v < 5; v++) {
+            g_wg = NULL, g_wg_tr = NULL, g_wg_per = NULL, g_wg_sd = NULL;
+            for (int v = 1; v < NV; v++) {
                 judge jw;
                 judge_init(&jw, "gemm_q8_0r warpgroup tile vs records tile (element = float)", 0.0, stdout);
                 jw.inject = test_inject_fault();
@@ -427,7 +437,7 @@ static int records_case(int m, int n, int k, float alpha, const uint8_t *w, cons
                        d ? "FAIL" : "ok");
                 ok &= d == 0;
             }
-            for (int v = 0; v < 5; v++) free(out[v]);
+            for (int v = 0; v < NV; v++) free(out[v]);
         }
     }
     mmq_knobs(NULL, NULL, NULL, NULL);
@@ -484,6 +494,9 @@ static int case_gemm_q8_0(void)
     ok &= gemm_q8_case(17, 130, 4128, -2.0f);
     ok &= gemm_q8_case(512, 1000, 2080, 1.0f);
     ok &= gemm_q8_case(4096, 200, 1312, 1.0f);
+    g_wide = 1;
+    ok &= gemm_q8_case(300, 520, 1312, 1.0f);
+    g_wide = 0;
     return ok;
 }
 

@@ -7,7 +7,7 @@
  *   memra_k_repack_q8_0, memra_k_gemm_q8_0r_mt4 / _mt2 / _mt4n3 / _mt2n3, memra_k_splitk_sum
  *                        the floor on Q8_0 records (the weight repacked at load):
  *                        see "repack_q8_0 and gemm_q8_0r" below. The default path.
- *   memra_k_gemm_q8_0r_wg
+ *   memra_k_gemm_q8_0r_wg / _wgt / _wgp / _wgs / _wgps
  *                        sm_90a only, MEMRA_MMQ_WG (opt-in): gemm_q8_0r's 128 x 128 tile on
  *                        the warpgroup MMA, fed by tensor copies; bit for bit the records
  *                        tiles; see "gemm_q8_0r on the warpgroup MMA".
@@ -1116,7 +1116,10 @@ R3B_ENTRY(memra_k_gemm_q8_0r_mt2n3bo, 2, 3, 1)
  *                       (mmq_ops.c r3w_maps).
  *   memra_k_gemm_q8_0r_wgt  the same with the token scales transposed (MEMRA_MMQ_WG_TR=1; r3w_body TR)
  *   memra_k_gemm_q8_0r_wgp  the same persistent (MEMRA_MMQ_WG_PERSIST; r3w_body P): a 1-D grid, sl
- *                       slices passed as a parameter (see r3w_tile_of). */
+ *                       slices passed as a parameter (see r3w_tile_of).
+ *   memra_k_gemm_q8_0r_wgs, _wgps  _wgt and _wgp with the temporaries seeded by the tensor cores
+ *                       (MEMRA_MMQ_WG_SEED=1; r3w_body SD): see r3w_mma_seed and r3w_sd_inner. Shared
+ *                       memory R3W_SMEM_BYTES_SD(1). */
 __device__ __forceinline__ void r3w_mma(uint32_t (&d)[64], unsigned long long da, unsigned long long db)
 {
     asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
@@ -1148,16 +1151,57 @@ __device__ __forceinline__ void r3w_fence_regs(uint32_t (&t)[64])
     for (int i = 0; i < 64; i++) asm volatile("" : "+r"(t[i])::"memory");
 }
 
+/* SD: the seed by the tensor cores. A u8 x u8 wgmma with D not read (scale-d false) of a constant A
+ * (every byte 0x80 = 128, in registers) and a constant B (the 4 KB block of 0x80 bytes past the
+ * stages, db) writes 32 x 128 x 128 = 2^19 into every accumulator; the group's s8 wgmma then adds
+ * its products I, |I| <= 32 x 127 x 127 < 2^19, so the register holds 2^19 + I in [8160, 2^20): as
+ * an f32 bit pattern a subnormal, exactly (2^19 + I) x 2^-149. No register is seeded by an
+ * instruction of the warp (the 64 MOVs a group of r3w_seed). */
+__device__ __forceinline__ void r3w_mma_seed(uint32_t (&d)[64], unsigned long long db)
+{
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, 0, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n128k32.s32.u8.u8 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, {%64, %65, %66, %67}, %68, p;\n}\n"
+        : "=r"(d[0]), "=r"(d[1]), "=r"(d[2]), "=r"(d[3]), "=r"(d[4]), "=r"(d[5]), "=r"(d[6]), "=r"(d[7]),
+          "=r"(d[8]), "=r"(d[9]), "=r"(d[10]), "=r"(d[11]), "=r"(d[12]), "=r"(d[13]), "=r"(d[14]), "=r"(d[15]),
+          "=r"(d[16]), "=r"(d[17]), "=r"(d[18]), "=r"(d[19]), "=r"(d[20]), "=r"(d[21]), "=r"(d[22]), "=r"(d[23]),
+          "=r"(d[24]), "=r"(d[25]), "=r"(d[26]), "=r"(d[27]), "=r"(d[28]), "=r"(d[29]), "=r"(d[30]), "=r"(d[31]),
+          "=r"(d[32]), "=r"(d[33]), "=r"(d[34]), "=r"(d[35]), "=r"(d[36]), "=r"(d[37]), "=r"(d[38]), "=r"(d[39]),
+          "=r"(d[40]), "=r"(d[41]), "=r"(d[42]), "=r"(d[43]), "=r"(d[44]), "=r"(d[45]), "=r"(d[46]), "=r"(d[47]),
+          "=r"(d[48]), "=r"(d[49]), "=r"(d[50]), "=r"(d[51]), "=r"(d[52]), "=r"(d[53]), "=r"(d[54]), "=r"(d[55]),
+          "=r"(d[56]), "=r"(d[57]), "=r"(d[58]), "=r"(d[59]), "=r"(d[60]), "=r"(d[61]), "=r"(d[62]), "=r"(d[63])
+        : "r"(0x80808080u), "r"(0x80808080u), "r"(0x80808080u), "r"(0x80808080u), "l"(db));
+}
+
+/* The seed block's descriptor: no swizzle, core matrices (8 rows of 16 bytes) 128 bytes apart along K
+ * and 256 apart along N, so n128 x k32 spans exactly the 4 KB */
+__device__ __forceinline__ unsigned long long r3w_seed_desc(unsigned addr)
+{
+    return (unsigned long long)((addr & 0x3FFFFu) >> 4) | ((unsigned long long)(128 >> 4) << 16) |
+           ((unsigned long long)(256 >> 4) << 32);
+}
+
+/* SD's fold of one accumulator: D = 2^19 + I read as f32 is (2^19 + I) 2^-149; with s2 = s 2^111 and
+ * ms = -s 2^-19 (both exact: s is an f16's value, |s| < 2^16) one rounding gives s I 2^-38, the
+ * records tiles' fma(D, s, -M s) scaled by 2^-38 (normal: |s I| >= 2^-24). fma.rn.f32 keeps the
+ * subnormal operand whatever the build's ftz setting. */
+__device__ __forceinline__ float r3w_sd_inner(uint32_t d, float s2, float ms)
+{
+    float r;
+    asm("fma.rn.f32 %0, %1, %2, %3;\n" : "=f"(r) : "f"(__int_as_float((int)d)), "f"(s2), "f"(ms));
+    return r;
+}
+
 /* Group G of a step whose stage is at st / sp: its products (in tc) waited for, the next group
  * issued into tn (slice kk_n of the stage at st_n, `full` phase ph_n waited for first when kk_n
  * is 0: the next step's first group, or past the last step the last step's again, never folded),
- * group G folded into acc and tc re-seeded; the stage freed after its fourth group. r: the
+ * group G folded into acc and tc re-seeded (SD: seeded by the u8 wgmma issued before the s8 one, dseed
+ * the seed block's descriptor); the stage freed after its fourth group. r: the
  * thread's weight row in the tile, cq its first token column (2 (lane % 4)). */
-template <int G, bool TR>
+template <int G, bool TR, bool SD>
 __device__ __forceinline__ void r3w_step(float (&acc)[64], uint32_t (&tc)[64], uint32_t (&tn)[64], float (&sc)[2],
                                          const unsigned char *sp, const unsigned char *sp_n, unsigned st_n,
                                          unsigned full_n, unsigned ph_n, unsigned empty_s, unsigned a_off, int r,
-                                         int cq)
+                                         int cq, unsigned long long dseed)
 {
     constexpr int KK_N = (G + 1) & 3;
     asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
@@ -1165,12 +1209,14 @@ __device__ __forceinline__ void r3w_step(float (&acc)[64], uint32_t (&tc)[64], u
     if (KK_N == 0) memra_mb_wait(full_n, ph_n);
     if (TR && KK_N == 0) memra_mb_wait(full_n + 16 * R3W_STAGES, ph_n); /* the step's `ready`: its token scales transposed */
     asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+    if (SD) r3w_mma_seed(tn, dseed);
     r3w_mma(tn, memra_wg_desc(st_n + a_off + KK_N * 32), memra_wg_desc(st_n + 16384 + KK_N * 32));
     asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); /* runs during the fold */
     const float *hx = reinterpret_cast<const float *>(sp + 32768 + 2048);
     const float *xt = reinterpret_cast<const float *>(sp + 32768 + 4096) + G * 128; /* TR: [group][token] */
     const float s0 = sc[0], s1 = sc[1]; /* loaded by the group before (their latency off the group's start) */
-    const float m0 = s0 * -MMQ_MAGIC, m1 = s1 * -MMQ_MAGIC;
+    const float m0 = SD ? s0 * -0x1p-19f : s0 * -MMQ_MAGIC, m1 = SD ? s1 * -0x1p-19f : s1 * -MMQ_MAGIC;
+    const float s0d = s0 * 0x1p111f, s1d = s1 * 0x1p111f; /* (SD) */
 #pragma unroll
     for (int j = 0; j < 16; j++) {
         float x0, x1;
@@ -1180,16 +1226,23 @@ __device__ __forceinline__ void r3w_step(float (&acc)[64], uint32_t (&tc)[64], u
         } else {
             x0 = hx[(8 * j + cq) * 4 + G], x1 = hx[(8 * j + cq + 1) * 4 + G];
         }
-        acc[4 * j + 0] = fmaf(x0, fmaf(__int_as_float((int)tc[4 * j + 0]), s0, m0), acc[4 * j + 0]);
-        acc[4 * j + 1] = fmaf(x1, fmaf(__int_as_float((int)tc[4 * j + 1]), s0, m0), acc[4 * j + 1]);
-        acc[4 * j + 2] = fmaf(x0, fmaf(__int_as_float((int)tc[4 * j + 2]), s1, m1), acc[4 * j + 2]);
-        acc[4 * j + 3] = fmaf(x1, fmaf(__int_as_float((int)tc[4 * j + 3]), s1, m1), acc[4 * j + 3]);
+        if (SD) {
+            acc[4 * j + 0] = fmaf(x0, r3w_sd_inner(tc[4 * j + 0], s0d, m0), acc[4 * j + 0]);
+            acc[4 * j + 1] = fmaf(x1, r3w_sd_inner(tc[4 * j + 1], s0d, m0), acc[4 * j + 1]);
+            acc[4 * j + 2] = fmaf(x0, r3w_sd_inner(tc[4 * j + 2], s1d, m1), acc[4 * j + 2]);
+            acc[4 * j + 3] = fmaf(x1, r3w_sd_inner(tc[4 * j + 3], s1d, m1), acc[4 * j + 3]);
+        } else {
+            acc[4 * j + 0] = fmaf(x0, fmaf(__int_as_float((int)tc[4 * j + 0]), s0, m0), acc[4 * j + 0]);
+            acc[4 * j + 1] = fmaf(x1, fmaf(__int_as_float((int)tc[4 * j + 1]), s0, m0), acc[4 * j + 1]);
+            acc[4 * j + 2] = fmaf(x0, fmaf(__int_as_float((int)tc[4 * j + 2]), s1, m1), acc[4 * j + 2]);
+            acc[4 * j + 3] = fmaf(x1, fmaf(__int_as_float((int)tc[4 * j + 3]), s1, m1), acc[4 * j + 3]);
+        }
     }
     /* the next group's weight scales (sp_n: this step's stage, or after the fourth group the next issue's,
      * whose `full` was waited for above) */
     const float *hn = reinterpret_cast<const float *>(sp_n + 32768);
     sc[0] = hn[r * 4 + KK_N], sc[1] = hn[(r + 8) * 4 + KK_N];
-    r3w_seed(tc);
+    if (!SD) r3w_seed(tc);
     if (G == 3) asm volatile("{\n.reg .b64 st;\nmbarrier.arrive.shared::cta.b64 st, [%0];\n}\n" ::"r"(empty_s) : "memory");
 }
 
@@ -1214,6 +1267,7 @@ __device__ __forceinline__ void r3w_transpose(unsigned char *stages, unsigned fu
 /* The consumer's outputs: token i0 + 8 j + cq + (e % 2), weight row j0 + r + 8 (e / 2) of acc[4 j + e]
  * (the m64nNk32 fragment, transposed into y), scaled by f; SL slices: slice z's into part[z] as
  * mmq_tile_store */
+template <bool SD>
 __device__ __forceinline__ void r3w_store(const float (&acc)[64], float *__restrict__ y, float *__restrict__ part,
                                           long long ldy, float alpha, int m, int n, int i0, int jr, int cq, int SL,
                                           int z)
@@ -1226,7 +1280,8 @@ __device__ __forceinline__ void r3w_store(const float (&acc)[64], float *__restr
 #pragma unroll
         for (int e = 0; e < 4; e++) {
             const int i = i0 + 8 * j + cq + (e & 1), c = jr + 8 * (e >> 1);
-            if (i < m && c < n) out[(long long)i * ld + c] = f * acc[4 * j + e];
+            /* SD: the sums are 2^-38 of the records tiles', the power of two exact both ways */
+            if (i < m && c < n) out[(long long)i * ld + c] = f * (SD ? acc[4 * j + e] * 0x1p38f : acc[4 * j + e]);
         }
 }
 
@@ -1261,7 +1316,7 @@ __device__ __forceinline__ r3w_tile r3w_tile_of(int t, int ntx, int nty, int G, 
  * takes 32. P: persistent (see r3w_tile_of); a consumer issues the next tile's first group before
  * folding its tile's last, so that group's MMAs and the next tile's copies run during its epilogue.
  * sl: the slices (P; else gridDim.z). */
-template <bool TR, bool P>
+template <bool TR, bool P, bool SD>
 __device__ __forceinline__ void r3w_body(const memra_tmap *map_w, const memra_tmap *map_wh, const memra_tmap *map_x,
                                          const memra_tmap *map_xh, float *__restrict__ y, int m, int n, int k,
                                          long long ldy, float alpha, float *__restrict__ part, int sl)
@@ -1321,8 +1376,16 @@ __device__ __forceinline__ void r3w_body(const memra_tmap *map_w, const memra_tm
     const int r = w * 64 + ((ct >> 5) & 3) * 16 + (lane >> 2), cq = 2 * (lane & 3);
     const unsigned a_off = (unsigned)w * 64 * 128;
     uint32_t t0[64], t1[64];
-    r3w_seed(t0); /* (once: t0 is seeded again only by folds; a tile not in flight is the CTA's first with steps) */
-    r3w_seed(t1);
+    unsigned long long dseed = 0;
+    if (SD) { /* the seed block: the 256 consumer threads 16 bytes each, then visible to the async proxy */
+        const unsigned seed = sbase + S * SB;
+        *reinterpret_cast<uint4 *>(stages + S * SB + 16 * ct) = make_uint4(0x80808080u, 0x80808080u, 0x80808080u, 0x80808080u);
+        asm volatile("fence.proxy.async.shared::cta;\nbar.sync 1, 256;\n" ::: "memory");
+        dseed = r3w_seed_desc(seed);
+    } else {
+        r3w_seed(t0); /* (once: t0 is seeded again only by folds; a tile not in flight is the CTA's first with steps) */
+        r3w_seed(t1);
+    }
     float sc[2]; /* the weight scales of the group about to be folded (each step loads the next one's) */
     int it = 0;
     bool inflight = false; /* t0 holds the tile's first group, issued during the last tile's last fold */
@@ -1333,7 +1396,7 @@ __device__ __forceinline__ void r3w_body(const memra_tmap *map_w, const memra_tm
         for (int i = 0; i < 64; i++) acc[i] = 0.0f;
         if (tl.nk <= 0) { /* a slice without steps (never planned; never on the persistent tiles): its zeros */
             pdl_trigger();
-            r3w_store(acc, y, part, ldy, alpha, m, n, tl.i0, tl.j0 + r, cq, SL, tl.z);
+            r3w_store<false>(acc, y, part, ldy, alpha, m, n, tl.i0, tl.j0 + r, cq, SL, tl.z);
             continue;
         }
         if (!inflight) {
@@ -1341,6 +1404,7 @@ __device__ __forceinline__ void r3w_body(const memra_tmap *map_w, const memra_tm
             memra_mb_wait(f0, p0);
             if (TR) memra_mb_wait(f0 + 16 * S, p0);
             asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+            if (SD) r3w_mma_seed(t0, dseed);
             r3w_mma(t0, memra_wg_desc(sbase + (it & (S - 1)) * SB + a_off),
                     memra_wg_desc(sbase + (it & (S - 1)) * SB + 16384));
             asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
@@ -1361,10 +1425,10 @@ __device__ __forceinline__ void r3w_body(const memra_tmap *map_w, const memra_tm
             const unsigned st = sbase + s * SB, st_n = sbase + sn * SB;
             const unsigned char *sp = stages + s * SB, *sp_n = stages + sn * SB;
             const unsigned ph_n = (unsigned)(in / S) & 1u, full_n = full + 8 * sn, empty_s = empty + 8 * s;
-            r3w_step<0, TR>(acc, t0, t1, sc, sp, sp, st, 0u, 0u, empty_s, a_off, r, cq);
-            r3w_step<1, TR>(acc, t1, t0, sc, sp, sp, st, 0u, 0u, empty_s, a_off, r, cq);
-            r3w_step<2, TR>(acc, t0, t1, sc, sp, sp, st, 0u, 0u, empty_s, a_off, r, cq);
-            r3w_step<3, TR>(acc, t1, t0, sc, sp, sp_n, st_n, full_n, ph_n, empty_s, a_off, r, cq);
+            r3w_step<0, TR, SD>(acc, t0, t1, sc, sp, sp, st, 0u, 0u, empty_s, a_off, r, cq, dseed);
+            r3w_step<1, TR, SD>(acc, t1, t0, sc, sp, sp, st, 0u, 0u, empty_s, a_off, r, cq, dseed);
+            r3w_step<2, TR, SD>(acc, t0, t1, sc, sp, sp, st, 0u, 0u, empty_s, a_off, r, cq, dseed);
+            r3w_step<3, TR, SD>(acc, t1, t0, sc, sp, sp_n, st_n, full_n, ph_n, empty_s, a_off, r, cq, dseed);
         }
         it += tl.nk;
         inflight = more; /* (tiles without steps between keep it: they issue nothing) */
@@ -1373,20 +1437,21 @@ __device__ __forceinline__ void r3w_body(const memra_tmap *map_w, const memra_tm
             r3w_fence_regs(t0);
         }
         pdl_trigger();
-        r3w_store(acc, y, part, ldy, alpha, m, n, tl.i0, tl.j0 + r, cq, SL, tl.z);
+        r3w_store<SD>(acc, y, part, ldy, alpha, m, n, tl.i0, tl.j0 + r, cq, SL, tl.z);
     }
 }
 
-#define R3W_ENTRY(NAME, TR)                                                                                          \
+#define R3W_ENTRY(NAME, TR, SD)                                                                                      \
     extern "C" __global__ void __launch_bounds__(R3W_THREADS, 1)                                                     \
         NAME(const __grid_constant__ memra_tmap map_w, const __grid_constant__ memra_tmap map_wh,                     \
              const __grid_constant__ memra_tmap map_x, const __grid_constant__ memra_tmap map_xh, float *__restrict__ y, \
              int m, int n, int k, long long ldy, float alpha, float *__restrict__ part)                               \
     {                                                                                                                 \
-        r3w_body<TR, false>(&map_w, &map_wh, &map_x, &map_xh, y, m, n, k, ldy, alpha, part, 1);                       \
+        r3w_body<TR, false, SD>(&map_w, &map_wh, &map_x, &map_xh, y, m, n, k, ldy, alpha, part, 1);                   \
     }
-R3W_ENTRY(memra_k_gemm_q8_0r_wg, false)
-R3W_ENTRY(memra_k_gemm_q8_0r_wgt, true) /* MEMRA_MMQ_WG_TR=1 */
+R3W_ENTRY(memra_k_gemm_q8_0r_wg, false, false)
+R3W_ENTRY(memra_k_gemm_q8_0r_wgt, true, false) /* MEMRA_MMQ_WG_TR=1 */
+R3W_ENTRY(memra_k_gemm_q8_0r_wgs, true, true)  /* MEMRA_MMQ_WG_SEED=1: seeded by the tensor cores */
 /* MEMRA_MMQ_WG_PERSIST=1 (with the token scales transposed): the persistent tiles, sl slices, a 1-D grid */
 extern "C" __global__ void __launch_bounds__(R3W_THREADS, 1)
 memra_k_gemm_q8_0r_wgp(const __grid_constant__ memra_tmap map_w, const __grid_constant__ memra_tmap map_wh,
@@ -1394,7 +1459,16 @@ memra_k_gemm_q8_0r_wgp(const __grid_constant__ memra_tmap map_w, const __grid_co
                        float *__restrict__ y, int m, int n, int k, long long ldy, float alpha, float *__restrict__ part,
                        int sl)
 {
-    r3w_body<true, true>(&map_w, &map_wh, &map_x, &map_xh, y, m, n, k, ldy, alpha, part, sl);
+    r3w_body<true, true, false>(&map_w, &map_wh, &map_x, &map_xh, y, m, n, k, ldy, alpha, part, sl);
+}
+/* MEMRA_MMQ_WG_PERSIST=1 with MEMRA_MMQ_WG_SEED=1 */
+extern "C" __global__ void __launch_bounds__(R3W_THREADS, 1)
+memra_k_gemm_q8_0r_wgps(const __grid_constant__ memra_tmap map_w, const __grid_constant__ memra_tmap map_wh,
+                        const __grid_constant__ memra_tmap map_x, const __grid_constant__ memra_tmap map_xh,
+                        float *__restrict__ y, int m, int n, int k, long long ldy, float alpha,
+                        float *__restrict__ part, int sl)
+{
+    r3w_body<true, true, true>(&map_w, &map_wh, &map_x, &map_xh, y, m, n, k, ldy, alpha, part, sl);
 }
 #undef R3W_ENTRY
 #endif

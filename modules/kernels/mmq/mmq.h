@@ -46,6 +46,10 @@
 #define R3W_STAGE_BYTES_OF(TR) (R3W_STAGE_BYTES + ((TR) ? 2048 : 0))
 #define R3W_SMEM_BYTES_OF(TR) (R3W_STAGES * R3W_STAGE_BYTES_OF(TR) + 1024)
 #define R3W_SMEM_BYTES R3W_SMEM_BYTES_OF(0)
+/* SD (the _wgs / _wgps tiles, MEMRA_MMQ_WG_SEED=1): past the stages a 4 KB block of 0x80 bytes, the
+ * B operand of the MMA that seeds each k32 group's accumulator (see mmq.cu r3w_mma_seed) */
+#define R3W_SEED_BYTES 4096
+#define R3W_SMEM_BYTES_SD(TR) (R3W_SMEM_BYTES_OF(TR) + R3W_SEED_BYTES)
 
 /* gemm_kr: gemm_q8_0r's tile on the K-packed weight: two weight slots
  * widened to 160 bytes per 128 values (144 in the row table, 16 in a side

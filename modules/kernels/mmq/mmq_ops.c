@@ -361,6 +361,8 @@ typedef struct mmq_state {
      * =N >= 2: at most N CTAs (a test's way to give each CTA several tiles), wgp_cap N, else 0 */
     CUfunction gemm_q8_0r_wgp;
     int wgp_cap;
+    /* MEMRA_MMQ_WG_SEED=1 (implies WG_TR): the tiles seeded by the tensor cores, _wgs and _wgps */
+    const char *wgp_name;
 } mmq_state;
 
 /* The 16-bit grouped tiles (mmq.cu "gemm_experts on the f16 / bf16 lanes"), [variant][tile of
@@ -505,9 +507,12 @@ static memra_status mmq_load(memra__gpu *q, void *state)
             const long pv = pe != NULL ? strtol(pe, &pend, 10) : 0;
             const int per = pe != NULL && pend != pe && *pend == '\0' && pv >= 1 && pv <= 4096;
             s->wgp_cap = per && pv >= 2 ? (int)pv : 0;
-            const int t = per || (tr != NULL && strcmp(tr, "1") == 0);
-            s->wg_name = t ? "memra_k_gemm_q8_0r_wgt" : "memra_k_gemm_q8_0r_wg";
-            s->wg_smem = R3W_SMEM_BYTES_OF(t);
+            const char *sd = memra__gpu_knob(q, "MEMRA_MMQ_WG_SEED");
+            const int seed = sd != NULL && strcmp(sd, "1") == 0;
+            const int t = seed || per || (tr != NULL && strcmp(tr, "1") == 0);
+            s->wg_name = seed ? "memra_k_gemm_q8_0r_wgs" : t ? "memra_k_gemm_q8_0r_wgt" : "memra_k_gemm_q8_0r_wg";
+            s->wgp_name = seed ? "memra_k_gemm_q8_0r_wgps" : "memra_k_gemm_q8_0r_wgp";
+            s->wg_smem = seed ? R3W_SMEM_BYTES_SD(1) : R3W_SMEM_BYTES_OF(t);
             const int ok = caps->cc / 10 == 9 && q->cuTensorMapEncodeTiled != NULL && !q->from_ptx &&
                            (caps->smem_per_block_optin == 0 || caps->smem_per_block_optin >= s->wg_smem);
             if (!ok || !load_optional(q, m, s->wg_name, s->wg_smem, &s->gemm_q8_0r_wg)) {
@@ -515,9 +520,9 @@ static memra_status mmq_load(memra__gpu *q, void *state)
                 q->host->log(MEMRA_LOG_WARN, q->name,
                              "MEMRA_MMQ_WG=%s: the warpgroup gemm_q8_0r tile needs cc 9.x, the driver's tensor maps "
                              "and this image's %s; the records tiles serve", wg, s->wg_name);
-            } else if (per && !load_optional(q, m, "memra_k_gemm_q8_0r_wgp", s->wg_smem, &s->gemm_q8_0r_wgp)) {
-                q->host->log(MEMRA_LOG_WARN, q->name,
-                             "MEMRA_MMQ_WG_PERSIST=1: this image has no memra_k_gemm_q8_0r_wgp; %s serves", s->wg_name);
+            } else if (per && !load_optional(q, m, s->wgp_name, s->wg_smem, &s->gemm_q8_0r_wgp)) {
+                q->host->log(MEMRA_LOG_WARN, q->name, "MEMRA_MMQ_WG_PERSIST=%s: this image has no %s; %s serves", pe,
+                             s->wgp_name, s->wg_name);
             }
         }
     }
@@ -1042,7 +1047,7 @@ static memra_status run_tiles(memra__gpu *q, memra_call *call, const memra_gemm_
     if (MMQ_K(q)->wgp_cap > 0 && MMQ_K(q)->wgp_cap < wsms) wsms = MMQ_K(q)->wgp_cap;
     if (wg && MMQ_K(q)->gemm_q8_0r_wgp != NULL && p.split <= (k + 127) / 128 && wtiles <= INT32_MAX) {
         int sl = p.split;
-        st = launch_pdl_k(q, &kn, MMQ_K(q)->gemm_q8_0r_wgp, "memra_k_gemm_q8_0r_wgp",
+        st = launch_pdl_k(q, &kn, MMQ_K(q)->gemm_q8_0r_wgp, MMQ_K(q)->wgp_name,
                           (unsigned)(wtiles < wsms ? wtiles : wsms), 1, 1, R3W_THREADS, MMQ_K(q)->wg_smem, call->stream,
                           (void *[]){&maps[0], &maps[1], &maps[2], &maps[3], &y, &m, &n, &k, &ldy, &alpha, &part, &sl});
     } else if (wg)
