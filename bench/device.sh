@@ -1326,7 +1326,7 @@ step_wgncu() {
       | head -18 >> "$S"
   done
 }
-# MEMRA_MMQ_WG_SEED's first GPU run (issue 26: the warpgroup tile seeded by a u8 MMA, _wgs / _wgps, 181
+# MEMRA_MMQ_WG_SEED's first GPU run (issue 26: the warpgroup tile seeded by a u8 MMA, _wgs / _wgps, 173
 # instructions a k32 group where _wgt has 238): a warm-up, 40 s smokes of _wgs and _wgps, test_mmq_ops
 # gemm_q8_0r (on cc 9.x every case compares records, _wg, _wgt, _wgp and the three seeded arms bit for bit,
 # and a wide-scale case), check --op gemm_q8_0r under the knob, ncu names, then knobab MEMRA_MMQ_WG_SEED
@@ -1350,7 +1350,7 @@ step_wgs() {
     done
     [ $hung = 1 ] && { say "wgs: a smoke check hung: the rest is skipped"; return 1; }
     env MEMRA_MMQ_WG=all timeout 400 $T gemm_q8_0r > "$L/wgs_test_gemm_q8_0r.log" 2>&1
-    say "test_mmq_ops gemm_q8_0r: exit $? $(grep -c 'differ from the records tile  ok' "$L/wgs_test_gemm_q8_0r.log") bit-for-bit cases ok, $(grep -c '_wgps\? .*differ from the records tile  ok' "$L/wgs_test_gemm_q8_0r.log") of them seeded"
+    say "test_mmq_ops gemm_q8_0r: exit $? $(grep -c 'differ from the records tile  ok' "$L/wgs_test_gemm_q8_0r.log") bit-for-bit cases ok, $(grep -cE '(_wgs|_wgps) .*differ from the records tile  ok' "$L/wgs_test_gemm_q8_0r.log") of them seeded"
     grep -E "FAIL" "$L/wgs_test_gemm_q8_0r.log" | head -6 >> "$S"
     env MEMRA_MMQ_WG=all MEMRA_MMQ_WG_SEED=1 timeout 200 $M check --device 0 --op gemm_q8_0r > "$L/wgs_check.log" 2>&1
     say "check gemm_q8_0r (MEMRA_MMQ_WG=all MEMRA_MMQ_WG_SEED=1): exit $? $(grep -E 'passed, ' "$L/wgs_check.log")"

@@ -1201,7 +1201,8 @@ template <int G, bool TR, bool SD>
 __device__ __forceinline__ void r3w_step(float (&acc)[64], uint32_t (&tc)[64], uint32_t (&tn)[64], float (&sc)[2],
                                          const unsigned char *sp, const unsigned char *sp_n, unsigned st_n,
                                          unsigned full_n, unsigned ph_n, unsigned empty_s, unsigned a_off, int r,
-                                         int cq, unsigned long long dseed)
+                                         int cq, unsigned long long dseed, unsigned long long da_n,
+                                         unsigned long long db_n)
 {
     constexpr int KK_N = (G + 1) & 3;
     asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
@@ -1209,8 +1210,12 @@ __device__ __forceinline__ void r3w_step(float (&acc)[64], uint32_t (&tc)[64], u
     if (KK_N == 0) memra_mb_wait(full_n, ph_n);
     if (TR && KK_N == 0) memra_mb_wait(full_n + 16 * R3W_STAGES, ph_n); /* the step's `ready`: its token scales transposed */
     asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
-    if (SD) r3w_mma_seed(tn, dseed);
-    r3w_mma(tn, memra_wg_desc(st_n + a_off + KK_N * 32), memra_wg_desc(st_n + 16384 + KK_N * 32));
+    if (SD) { /* the stage's descriptors computed once a step: a k32 slice is 32 bytes, 2 in the start field */
+        r3w_mma_seed(tn, dseed);
+        r3w_mma(tn, da_n + 2 * KK_N, db_n + 2 * KK_N);
+    } else {
+        r3w_mma(tn, memra_wg_desc(st_n + a_off + KK_N * 32), memra_wg_desc(st_n + 16384 + KK_N * 32));
+    }
     asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); /* runs during the fold */
     const float *hx = reinterpret_cast<const float *>(sp + 32768 + 2048);
     const float *xt = reinterpret_cast<const float *>(sp + 32768 + 4096) + G * 128; /* TR: [group][token] */
@@ -1220,7 +1225,10 @@ __device__ __forceinline__ void r3w_step(float (&acc)[64], uint32_t (&tc)[64], u
 #pragma unroll
     for (int j = 0; j < 16; j++) {
         float x0, x1;
-        if (TR) {
+        if (SD) { /* TR, permuted (r3w_transpose P): one 16-byte load holds tokens of j and j + 1 */
+            const float4 xx = *reinterpret_cast<const float4 *>(xt + 16 * (j >> 1) + 2 * cq);
+            x0 = (j & 1) ? xx.z : xx.x, x1 = (j & 1) ? xx.w : xx.y;
+        } else if (TR) {
             const float2 xx = *reinterpret_cast<const float2 *>(xt + 8 * j + cq);
             x0 = xx.x, x1 = xx.y;
         } else {
@@ -1248,15 +1256,30 @@ __device__ __forceinline__ void r3w_step(float (&acc)[64], uint32_t (&tc)[64], u
 
 /* TR: ring step it's token scales ([token][group] after the copies) rewritten as [group][token] by the
  * producer warp (lane l tokens 4 l .. 4 l + 3) once the step's copies landed, then its 32 arrivals on
- * the stage's `ready` */
-template <int S, int SB>
+ * the stage's `ready`. P (the seeded tiles): [group][token] permuted so that a consumer's tokens of
+ * fragment rows j and j + 1 (j even) are one 16-byte unit: token t = 8 j + c sits at
+ * 16 (j / 2) + 4 (c / 2) + 2 (j % 2) + c % 2 of its group's 128 */
+template <int S, int SB, bool P = false>
 __device__ __forceinline__ void r3w_transpose(unsigned char *stages, unsigned full, unsigned ready, int it, int lane)
 {
     const int s = it & (S - 1);
     memra_mb_wait(full + 8 * s, (unsigned)(it / S) & 1u);
     const float4 *hx = reinterpret_cast<const float4 *>(stages + s * SB + 32768 + 2048) + 4 * lane;
-    float4 *xt = reinterpret_cast<float4 *>(stages + s * SB + 32768 + 4096) + lane;
     const float4 v0 = hx[0], v1 = hx[1], v2 = hx[2], v3 = hx[3];
+    if (P) { /* lane l: tokens 4 l + u, j = l / 2, c = 4 (l % 2) + u: pairs u = 0, 1 and u = 2, 3 */
+        float *xp = reinterpret_cast<float *>(stages + s * SB + 32768 + 4096) + 16 * (lane >> 2) + 8 * (lane & 1) +
+                    2 * ((lane >> 1) & 1);
+        const float a[4][4] = {{v0.x, v0.y, v0.z, v0.w}, {v1.x, v1.y, v1.z, v1.w}, {v2.x, v2.y, v2.z, v2.w},
+                               {v3.x, v3.y, v3.z, v3.w}}; /* a[u][g] */
+#pragma unroll
+        for (int g = 0; g < 4; g++) {
+            *reinterpret_cast<float2 *>(xp + 128 * g) = make_float2(a[0][g], a[1][g]);
+            *reinterpret_cast<float2 *>(xp + 128 * g + 4) = make_float2(a[2][g], a[3][g]);
+        }
+        asm volatile("{\n.reg .b64 st;\nmbarrier.arrive.shared::cta.b64 st, [%0];\n}\n" ::"r"(ready + 8 * s) : "memory");
+        return;
+    }
+    float4 *xt = reinterpret_cast<float4 *>(stages + s * SB + 32768 + 4096) + lane;
     xt[0] = make_float4(v0.x, v1.x, v2.x, v3.x);
     xt[32] = make_float4(v0.y, v1.y, v2.y, v3.y);
     xt[64] = make_float4(v0.z, v1.z, v2.z, v3.z);
@@ -1364,11 +1387,11 @@ __device__ __forceinline__ void r3w_body(const memra_tmap *map_w, const memra_tm
                     memra_tma_load_3d(st + 32768, map_wh, 0, tl.j0, tl.g0 + b, fb);
                     memra_tma_load_3d(st + 32768 + 2048, map_xh, 0, tl.i0, tl.g0 + b, fb);
                 }
-                if (TR && it >= 1) r3w_transpose<S, SB>(stages, full, ready, it - 1, lane);
+                if (TR && it >= 1) r3w_transpose<S, SB, SD>(stages, full, ready, it - 1, lane);
                 if (!TR) __syncwarp();
             }
         }
-        if (TR && it >= 1) r3w_transpose<S, SB>(stages, full, ready, it - 1, lane);
+        if (TR && it >= 1) r3w_transpose<S, SB, SD>(stages, full, ready, it - 1, lane);
         return;
     }
     asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n");
@@ -1425,10 +1448,14 @@ __device__ __forceinline__ void r3w_body(const memra_tmap *map_w, const memra_tm
             const unsigned st = sbase + s * SB, st_n = sbase + sn * SB;
             const unsigned char *sp = stages + s * SB, *sp_n = stages + sn * SB;
             const unsigned ph_n = (unsigned)(in / S) & 1u, full_n = full + 8 * sn, empty_s = empty + 8 * s;
-            r3w_step<0, TR, SD>(acc, t0, t1, sc, sp, sp, st, 0u, 0u, empty_s, a_off, r, cq, dseed);
-            r3w_step<1, TR, SD>(acc, t1, t0, sc, sp, sp, st, 0u, 0u, empty_s, a_off, r, cq, dseed);
-            r3w_step<2, TR, SD>(acc, t0, t1, sc, sp, sp, st, 0u, 0u, empty_s, a_off, r, cq, dseed);
-            r3w_step<3, TR, SD>(acc, t1, t0, sc, sp, sp_n, st_n, full_n, ph_n, empty_s, a_off, r, cq, dseed);
+            /* (SD) the descriptors of this stage's and the next issue's operands */
+            const unsigned long long da = memra_wg_desc(st + a_off), db = memra_wg_desc(st + 16384);
+            const unsigned long long da_n = memra_wg_desc(st_n + a_off), db_n = memra_wg_desc(st_n + 16384);
+            r3w_step<0, TR, SD>(acc, t0, t1, sc, sp, sp, st, 0u, 0u, empty_s, a_off, r, cq, dseed, da, db);
+            r3w_step<1, TR, SD>(acc, t1, t0, sc, sp, sp, st, 0u, 0u, empty_s, a_off, r, cq, dseed, da, db);
+            r3w_step<2, TR, SD>(acc, t0, t1, sc, sp, sp, st, 0u, 0u, empty_s, a_off, r, cq, dseed, da, db);
+            r3w_step<3, TR, SD>(acc, t1, t0, sc, sp, sp_n, st_n, full_n, ph_n, empty_s, a_off, r, cq, dseed, da_n,
+                                db_n);
         }
         it += tl.nk;
         inflight = more; /* (tiles without steps between keep it: they issue nothing) */
