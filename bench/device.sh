@@ -1326,7 +1326,7 @@ step_wgncu() {
       | head -18 >> "$S"
   done
 }
-# MEMRA_MMQ_WG_SEED's first GPU run (issue 26: the warpgroup tile seeded by a u8 MMA, _wgs / _wgps, 173
+# MEMRA_MMQ_WG_SEED's first GPU run (issue 26: the warpgroup tile seeded by a u8 MMA, _wgs / _wgps, 172
 # instructions a k32 group where _wgt has 238): a warm-up, 40 s smokes of _wgs and _wgps, test_mmq_ops
 # gemm_q8_0r (on cc 9.x every case compares records, _wg, _wgt, _wgp and the three seeded arms bit for bit,
 # and a wide-scale case), check --op gemm_q8_0r under the knob, ncu names, then knobab MEMRA_MMQ_WG_SEED

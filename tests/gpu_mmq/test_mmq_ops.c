@@ -399,7 +399,8 @@ static int records_case(int m, int n, int k, float alpha, const uint8_t *w, cons
             /* records, _wg, _wgt, _wgp (persistent; _wgt where the split exceeds the steps), _wgp on at most 8
              * CTAs (each then takes several tiles: the ring and the next tile's first group across tiles), and
              * the three seeded by the tensor cores (MEMRA_MMQ_WG_SEED=1: their sums 2^-38 of the others', the
-             * power of two exact, so bit for bit too) */
+             * power of two exact, so bit for bit too while every partial sum is normal in both domains,
+             * as here: mmq.cu r3w_sd_inner) */
             enum { NV = 8 };
             static const char *const vname[NV] = {"records", "_wg", "_wgt", "_wgp", "_wgp on 8 CTAs",
                                                   "_wgs", "_wgps", "_wgps on 8 CTAs"};

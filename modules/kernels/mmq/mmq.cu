@@ -1157,7 +1157,7 @@ __device__ __forceinline__ void r3w_fence_regs(uint32_t (&t)[64])
  * its products I, |I| <= 32 x 127 x 127 < 2^19, so the register holds 2^19 + I in [8160, 2^20): as
  * an f32 bit pattern a subnormal, exactly (2^19 + I) x 2^-149. No register is seeded by an
  * instruction of the warp (the 64 MOVs a group of r3w_seed). */
-__device__ __forceinline__ void r3w_mma_seed(uint32_t (&d)[64], unsigned long long db)
+__device__ __forceinline__ void r3w_mma_seed(uint32_t (&d)[64], unsigned long long db, const uint32_t (&a)[4])
 {
     asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, 0, 0;\n"
                  "wgmma.mma_async.sync.aligned.m64n128k32.s32.u8.u8 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, {%64, %65, %66, %67}, %68, p;\n}\n"
@@ -1169,7 +1169,7 @@ __device__ __forceinline__ void r3w_mma_seed(uint32_t (&d)[64], unsigned long lo
           "=r"(d[40]), "=r"(d[41]), "=r"(d[42]), "=r"(d[43]), "=r"(d[44]), "=r"(d[45]), "=r"(d[46]), "=r"(d[47]),
           "=r"(d[48]), "=r"(d[49]), "=r"(d[50]), "=r"(d[51]), "=r"(d[52]), "=r"(d[53]), "=r"(d[54]), "=r"(d[55]),
           "=r"(d[56]), "=r"(d[57]), "=r"(d[58]), "=r"(d[59]), "=r"(d[60]), "=r"(d[61]), "=r"(d[62]), "=r"(d[63])
-        : "r"(0x80808080u), "r"(0x80808080u), "r"(0x80808080u), "r"(0x80808080u), "l"(db));
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db));
 }
 
 /* The seed block's descriptor: no swizzle, core matrices (8 rows of 16 bytes) 128 bytes apart along K
@@ -1183,7 +1183,11 @@ __device__ __forceinline__ unsigned long long r3w_seed_desc(unsigned addr)
 /* SD's fold of one accumulator: D = 2^19 + I read as f32 is (2^19 + I) 2^-149; with s2 = s 2^111 and
  * ms = -s 2^-19 (both exact: s is an f16's value, |s| < 2^16) one rounding gives s I 2^-38, the
  * records tiles' fma(D, s, -M s) scaled by 2^-38 (normal: |s I| >= 2^-24). fma.rn.f32 keeps the
- * subnormal operand whatever the build's ftz setting. */
+ * subnormal operand whatever the build's ftz setting. The running sums are then the records tiles'
+ * times 2^-38, so the outputs are theirs bit for bit while every records-tile partial sum is zero or
+ * at least 2^-88 in magnitude (else subnormal in the scaled domain: an absolute difference under
+ * 2^-111) and none overflows (the scaled sum may stay finite where the records tile's reached inf):
+ * token scales far outside any activation's (amax beyond about 1e-20 .. 1e26) are the only way there. */
 __device__ __forceinline__ float r3w_sd_inner(uint32_t d, float s2, float ms)
 {
     float r;
@@ -1201,8 +1205,8 @@ template <int G, bool TR, bool SD>
 __device__ __forceinline__ void r3w_step(float (&acc)[64], uint32_t (&tc)[64], uint32_t (&tn)[64], float (&sc)[2],
                                          const unsigned char *sp, const unsigned char *sp_n, unsigned st_n,
                                          unsigned full_n, unsigned ph_n, unsigned empty_s, unsigned a_off, int r,
-                                         int cq, unsigned long long dseed, unsigned long long da_n,
-                                         unsigned long long db_n)
+                                         int cq, unsigned long long dseed, const uint32_t (&sa)[4],
+                                         unsigned long long da_n, unsigned long long db_n)
 {
     constexpr int KK_N = (G + 1) & 3;
     asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
@@ -1211,7 +1215,7 @@ __device__ __forceinline__ void r3w_step(float (&acc)[64], uint32_t (&tc)[64], u
     if (TR && KK_N == 0) memra_mb_wait(full_n + 16 * R3W_STAGES, ph_n); /* the step's `ready`: its token scales transposed */
     asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
     if (SD) { /* the stage's descriptors computed once a step: a k32 slice is 32 bytes, 2 in the start field */
-        r3w_mma_seed(tn, dseed);
+        r3w_mma_seed(tn, dseed, sa);
         r3w_mma(tn, da_n + 2 * KK_N, db_n + 2 * KK_N);
     } else {
         r3w_mma(tn, memra_wg_desc(st_n + a_off + KK_N * 32), memra_wg_desc(st_n + 16384 + KK_N * 32));
@@ -1349,6 +1353,7 @@ __device__ __forceinline__ void r3w_body(const memra_tmap *map_w, const memra_tm
     /* TR: producer step it waits for stage it's `empty` (released after `ready` of it - S) before its
      * lanes arrive on `ready` of it - 1: a cycle unless it - S < it - 1 */
     static_assert(!TR || S >= 3, "the transposing producer needs three stages");
+    static_assert(!SD || TR, "the seeded tiles read the permuted token scales, which the transposing producer writes");
     extern __shared__ __align__(16) unsigned char r3w_smem[];
     __shared__ __align__(8) unsigned long long r3w_bar[3 * S];
     const unsigned raw = memra_smem_u32(r3w_smem), sbase = (raw + 1023u) & ~1023u;
@@ -1400,6 +1405,9 @@ __device__ __forceinline__ void r3w_body(const memra_tmap *map_w, const memra_tm
     const unsigned a_off = (unsigned)w * 64 * 128;
     uint32_t t0[64], t1[64];
     unsigned long long dseed = 0;
+    uint32_t sa[4]; /* (SD) the seed's A: written once, before any wgmma.fence, never while a wgmma reads it */
+#pragma unroll
+    for (int i = 0; i < 4; i++) asm volatile("mov.b32 %0, 0x80808080;\n" : "=r"(sa[i]));
     if (SD) { /* the seed block: the 256 consumer threads 16 bytes each, then visible to the async proxy */
         const unsigned seed = sbase + S * SB;
         *reinterpret_cast<uint4 *>(stages + S * SB + 16 * ct) = make_uint4(0x80808080u, 0x80808080u, 0x80808080u, 0x80808080u);
@@ -1427,7 +1435,7 @@ __device__ __forceinline__ void r3w_body(const memra_tmap *map_w, const memra_tm
             memra_mb_wait(f0, p0);
             if (TR) memra_mb_wait(f0 + 16 * S, p0);
             asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
-            if (SD) r3w_mma_seed(t0, dseed);
+            if (SD) r3w_mma_seed(t0, dseed, sa);
             r3w_mma(t0, memra_wg_desc(sbase + (it & (S - 1)) * SB + a_off),
                     memra_wg_desc(sbase + (it & (S - 1)) * SB + 16384));
             asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
@@ -1451,10 +1459,10 @@ __device__ __forceinline__ void r3w_body(const memra_tmap *map_w, const memra_tm
             /* (SD) the descriptors of this stage's and the next issue's operands */
             const unsigned long long da = memra_wg_desc(st + a_off), db = memra_wg_desc(st + 16384);
             const unsigned long long da_n = memra_wg_desc(st_n + a_off), db_n = memra_wg_desc(st_n + 16384);
-            r3w_step<0, TR, SD>(acc, t0, t1, sc, sp, sp, st, 0u, 0u, empty_s, a_off, r, cq, dseed, da, db);
-            r3w_step<1, TR, SD>(acc, t1, t0, sc, sp, sp, st, 0u, 0u, empty_s, a_off, r, cq, dseed, da, db);
-            r3w_step<2, TR, SD>(acc, t0, t1, sc, sp, sp, st, 0u, 0u, empty_s, a_off, r, cq, dseed, da, db);
-            r3w_step<3, TR, SD>(acc, t1, t0, sc, sp, sp_n, st_n, full_n, ph_n, empty_s, a_off, r, cq, dseed, da_n,
+            r3w_step<0, TR, SD>(acc, t0, t1, sc, sp, sp, st, 0u, 0u, empty_s, a_off, r, cq, dseed, sa, da, db);
+            r3w_step<1, TR, SD>(acc, t1, t0, sc, sp, sp, st, 0u, 0u, empty_s, a_off, r, cq, dseed, sa, da, db);
+            r3w_step<2, TR, SD>(acc, t0, t1, sc, sp, sp, st, 0u, 0u, empty_s, a_off, r, cq, dseed, sa, da, db);
+            r3w_step<3, TR, SD>(acc, t1, t0, sc, sp, sp_n, st_n, full_n, ph_n, empty_s, a_off, r, cq, dseed, sa, da_n,
                                 db_n);
         }
         it += tl.nk;
