@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../../modules/kernels/mmq/mmq.h" /* the seeded warpgroup tile's numbers (R3W_SD_*, MMQ_MAGIC) */
 #include "memra/formats.h"
 #include "test.h"
 #include "tools/judge.h"
@@ -949,10 +950,64 @@ static void case_kr_tc(void)
            worst[1], judge_band_kr(256, 0), judge_band_kr(256, 1));
 }
 
+/* The seeded warpgroup tile's fold (mmq.cu r3w_sd_inner, MEMRA_MMQ_WG_SEED) against the records
+ * tiles' on the CPU, with mmq.h's numbers: the register 2^19 + I read as an f32 bit pattern is
+ * (2^19 + I) 2^-149 for every I a k32 group can give (|I| <= 32 x 128 x 128 with the s8 extremes);
+ * fma(D, s 2^111, -s 2^-19) is fma(M + I, s, -M s) times 2^-38 bit for bit for every f16 scale; and
+ * a k = 4096 sum over random groups (token scales 2^-40 .. 2^40, f16 scales of either sign from
+ * subnormal to 65504) ends, times 2^38, on the records tiles' sum bit for bit. */
+static void case_wg_seed(void)
+{
+    uint64_t st = test_seed();
+    CHECK(R3W_SD_SEED == 32u * 128u * 128u);
+    CHECK(R3W_SD_MIN == -(float)ldexp((double)R3W_SD_SEED, -149) * R3W_SD_SCALE);
+    CHECK(R3W_SD_POST * (float)ldexp((double)R3W_SD_SCALE, -149) == 1.0f);
+    /* the subnormal window: every I of a group */
+    for (int32_t I = -32 * 128 * 128; I <= 32 * 128 * 128; I++) {
+        const float d = float_of(R3W_SD_SEED + (uint32_t)I);
+        if ((double)d != ldexp((double)(R3W_SD_SEED + (uint32_t)I), -149))
+            TEST_FAIL_AT("I = %d: the register reads %a", I, (double)d);
+    }
+    /* the inner fold over every finite f16 scale, I at the extremes and at random */
+    unsigned long long inner = 0;
+    for (uint32_t h = 0; h < 0x10000u; h++) {
+        if ((h & 0x7C00u) == 0x7C00u) continue; /* inf, NaN */
+        const float s = memra_f32_from_f16((uint16_t)h);
+        for (int t = 0; t < 24; t++) {
+            const int32_t I = t == 0 ? 0 : t == 1 ? 32 * 127 * 127 : t == 2 ? -32 * 127 * 127 : t == 3 ? 1 : t == 4 ? -1
+                            : (int32_t)(test_rand_u64(&st) % (2u * 32 * 127 * 127 + 1)) - 32 * 127 * 127;
+            const float rec = fmaf(float_of(MMQ_MAGIC_BITS + (uint32_t)I), s, MMQ_MAGIC * -s);
+            const float sd = fmaf(float_of(R3W_SD_SEED + (uint32_t)I), s * R3W_SD_SCALE, s * R3W_SD_MIN);
+            if (bits_of(sd) != bits_of((float)ldexp((double)rec, -38)))
+                TEST_FAIL_AT("s = %a, I = %d: seeded %a, records %a x 2^-38", (double)s, I, (double)sd, (double)rec);
+            inner++;
+        }
+    }
+    /* whole sums: groups of a k = 4096 row, each with its own token and weight scale */
+    for (int trial = 0; trial < 20000; trial++) {
+        float acc_r = 0.0f, acc_s = 0.0f;
+        for (int g = 0; g < 128; g++) {
+            uint16_t h = (uint16_t)test_rand_u64(&st);
+            if ((h & 0x7C00u) == 0x7C00u) h &= 0xBFFFu;
+            const float s = memra_f32_from_f16(h);
+            const float x = (float)ldexp(1.0 + (double)(test_rand_u64(&st) % 4096) / 4096.0,
+                                         (int)(test_rand_u64(&st) % 81) - 40);
+            const int32_t I = (int32_t)(test_rand_u64(&st) % (2u * 32 * 127 * 127 + 1)) - 32 * 127 * 127;
+            acc_r = fmaf(x, fmaf(float_of(MMQ_MAGIC_BITS + (uint32_t)I), s, MMQ_MAGIC * -s), acc_r);
+            acc_s = fmaf(x, fmaf(float_of(R3W_SD_SEED + (uint32_t)I), s * R3W_SD_SCALE, s * R3W_SD_MIN), acc_s);
+        }
+        const float out = acc_s * R3W_SD_POST;
+        if (bits_of(out) != bits_of(acc_r) && !(isnan(out) && isnan(acc_r)))
+            TEST_FAIL_AT("trial %d: seeded sum %a, records %a", trial, (double)out, (double)acc_r);
+    }
+    printf("  the seeded fold: %d group sums in the window, %llu inner folds and 20000 k = 4096 sums bit for bit "
+           "the records tiles'\n", 2 * 32 * 128 * 128 + 1, inner);
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 2) {
-        fprintf(stderr, "usage: %s table|f16|e4m3|q8_0|q4_0|q4_k|q5_k|q6_k|kpacked|kr_tc\n", argv[0]);
+        fprintf(stderr, "usage: %s table|f16|e4m3|q8_0|q4_0|q4_k|q5_k|q6_k|kpacked|kr_tc|wg_seed\n", argv[0]);
         return 2;
     }
     static const struct {
@@ -960,7 +1015,7 @@ int main(int argc, char **argv)
         void (*fn)(void);
     } cases[] = {{"table", case_table}, {"f16", case_f16}, {"bf16", case_bf16},   {"e4m3", case_e4m3}, {"q8_0", case_q8_0},
                  {"q4_0", case_q4_0},   {"q4_k", case_q4_k}, {"q5_k", case_q5_k}, {"q6_k", case_q6_k},
-                 {"kpacked", case_kpacked}, {"kr_tc", case_kr_tc}};
+                 {"kpacked", case_kpacked}, {"kr_tc", case_kr_tc}, {"wg_seed", case_wg_seed}};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         if (strcmp(argv[1], cases[i].name) == 0) {
             cases[i].fn();

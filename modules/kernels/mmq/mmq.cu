@@ -1157,6 +1157,7 @@ __device__ __forceinline__ void r3w_fence_regs(uint32_t (&t)[64])
  * its products I, |I| <= 32 x 127 x 127 < 2^19, so the register holds 2^19 + I in [8160, 2^20): as
  * an f32 bit pattern a subnormal, exactly (2^19 + I) x 2^-149. No register is seeded by an
  * instruction of the warp (the 64 MOVs a group of r3w_seed). */
+static_assert(R3W_SD_SEED == 32u * 128u * 128u, "the seed is the u8 MMA of 0x80 bytes over k32");
 __device__ __forceinline__ void r3w_mma_seed(uint32_t (&d)[64], unsigned long long db, const uint32_t (&a)[4])
 {
     asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, 0, 0;\n"
@@ -1224,8 +1225,8 @@ __device__ __forceinline__ void r3w_step(float (&acc)[64], uint32_t (&tc)[64], u
     const float *hx = reinterpret_cast<const float *>(sp + 32768 + 2048);
     const float *xt = reinterpret_cast<const float *>(sp + 32768 + 4096) + G * 128; /* TR: [group][token] */
     const float s0 = sc[0], s1 = sc[1]; /* loaded by the group before (their latency off the group's start) */
-    const float m0 = SD ? s0 * -0x1p-19f : s0 * -MMQ_MAGIC, m1 = SD ? s1 * -0x1p-19f : s1 * -MMQ_MAGIC;
-    const float s0d = s0 * 0x1p111f, s1d = s1 * 0x1p111f; /* (SD) */
+    const float m0 = SD ? s0 * R3W_SD_MIN : s0 * -MMQ_MAGIC, m1 = SD ? s1 * R3W_SD_MIN : s1 * -MMQ_MAGIC;
+    const float s0d = s0 * R3W_SD_SCALE, s1d = s1 * R3W_SD_SCALE; /* (SD) */
 #pragma unroll
     for (int j = 0; j < 16; j++) {
         float x0, x1;
@@ -1308,7 +1309,7 @@ __device__ __forceinline__ void r3w_store(const float (&acc)[64], float *__restr
         for (int e = 0; e < 4; e++) {
             const int i = i0 + 8 * j + cq + (e & 1), c = jr + 8 * (e >> 1);
             /* SD: the sums are 2^-38 of the records tiles', the power of two exact both ways */
-            if (i < m && c < n) out[(long long)i * ld + c] = f * (SD ? acc[4 * j + e] * 0x1p38f : acc[4 * j + e]);
+            if (i < m && c < n) out[(long long)i * ld + c] = f * (SD ? acc[4 * j + e] * R3W_SD_POST : acc[4 * j + e]);
         }
 }
 

@@ -50,6 +50,13 @@
  * B operand of the MMA that seeds each k32 group's accumulator (see mmq.cu r3w_mma_seed) */
 #define R3W_SEED_BYTES 4096
 #define R3W_SMEM_BYTES_SD(TR) (R3W_SMEM_BYTES_OF(TR) + R3W_SEED_BYTES)
+/* SD's numbers: the seed 32 x 128 x 128 (the u8 MMA of 0x80 bytes), the fold's factors s 2^111 and
+ * -s 2^-19 (= -s R3W_SD_SEED 2^-149 2^111) and the store's 2^38 (= 2^(149 - 111)). tests/formats
+ * (wg_seed) runs the fold on the CPU against the records tiles' with these. */
+#define R3W_SD_SEED 524288u
+#define R3W_SD_SCALE 0x1p111f
+#define R3W_SD_MIN (-0x1p-19f)
+#define R3W_SD_POST 0x1p38f
 
 /* gemm_kr: gemm_q8_0r's tile on the K-packed weight: two weight slots
  * widened to 160 bytes per 128 values (144 in the row table, 16 in a side
