@@ -109,6 +109,8 @@
       "1: MEMRA_MMQ_WG's tile persistent (one CTA an SM loops over the tiles; token scales transposed; run g4: 6-10% slower); N >= 2: at most N CTAs") \
     X(MMQ_WG_SEED, "MEMRA_MMQ_WG_SEED", "mmq modules", BOOL, "", "0",                                          \
       "1: MEMRA_MMQ_WG's tile seeds each k32 group's accumulators by a u8 MMA, no seed MOVs (token scales transposed; 172 instructions a group where WG_TR has 238; untimed)") \
+    X(MMQ_KR_WG, "MEMRA_MMQ_KR_WG", "mmq modules", BOOL, "", "0",                                              \
+      "1: gemm_kr's Q4_K / Q5_K on the seeded warpgroup tile (cc 9.x, tensor maps, the sum plane; the producer warpgroup widens the codes; bit for bit the per-32 _x tiles; untimed)") \
     X(MMQ_XE_LOOP2, "MEMRA_MMQ_XE_LOOP2", "mmq modules", BOOL, "", "0",                                        \
       "1: gemm_experts' bulk-copy K-quant tiles run a full tile's k loop apart from a short tile's (_stxb2; untimed)") \
     X(MMQ_XE_TALL, "MEMRA_MMQ_XE_TALL", "mmq modules", BOOL, "", "0",                                          \

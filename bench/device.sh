@@ -98,6 +98,8 @@
 #               records tile at m = 4096 (WGNCU_ARMS, also wgs); wgtools: the four tools over the
 #               warpgroup kernels (WGTOOLS_ARMS); wgs: MEMRA_MMQ_WG_SEED=1 (the tile seeded by a u8 MMA):
 #               smokes, tests, check, ncu names, knobab against _wgt and the records tiles, four tools
+#   krwg        MEMRA_MMQ_KR_WG=1 (Q4_K / Q5_K on the seeded warpgroup tile): smoke, tests (bit for bit
+#               the per-32 records tile), check, info, ncu names, four tools, knobab (see step_krwg)
 #   krsumsxe    MEMRA_MMQ_KR_SUMS on the sorted grouped K-quant tiles: tests, checks, bench moe A/B
 #               (see step_krsumsxe)
 #   xetall      MEMRA_MMQ_XE_TALL=1 (the 160 x 96 interleaved grouped tiles): tests, check, ncu names,
@@ -1229,6 +1231,25 @@ knob_kr_run() {
 # KR6BULK_ROUNDS rounds (default 1)
 step_kr6bulk() {
   knob_kr_run MEMRA_MMQ_KR6_BULK kr6bulk q6_k "${KR6BULK_TOOLS:-1}" "${KR6BULK_M:-4096 512}" "${KR6BULK_ROUNDS:-1}"
+}
+
+# MEMRA_MMQ_KR_WG=1's first GPU run (issue 26: gemm_kr's Q4_K / Q5_K on the seeded warpgroup tile, the
+# producer warpgroup widening the codes, memra_k_gemm_kr_q4_k_wgs / _q5_k_wgs): a 40 s smoke first (a hang
+# stops the step), test_mmq_ops gemm_kr (on cc 9.x each Q4_K / Q5_K case compares the tile bit for bit with
+# the per-32 records tile at two splits, and with the host), check --op gemm_kr, memra info, ncu names, the
+# four tools (KRWG_TOOLS, default 1), knobab 0 / 1 on the q4_k / q5_k rows at KRWG_M (default "4096 512"),
+# KRWG_ROUNDS rounds (default 1)
+step_krwg() {
+  local rc
+  timeout 200 $M check --device 0 --op gemm_kr --module mmq --quick > "$L/krwg_warmup.log" 2>&1
+  say "warm-up check gemm_kr --quick: exit $? $(grep -E 'passed, ' "$L/krwg_warmup.log")"
+  env MEMRA_MMQ_KR_WG=1 timeout 40 $M check --device 0 --op gemm_kr --module mmq --quick > "$L/krwg_smoke.log" 2>&1
+  rc=$?
+  say "smoke check gemm_kr --quick (MEMRA_MMQ_KR_WG=1): exit $rc $(grep -E 'passed, ' "$L/krwg_smoke.log")"
+  grep -E " FAIL" "$L/krwg_smoke.log" | head -4 >> "$S"
+  { [ $rc = 124 ] || [ $rc = 137 ]; } && { say "krwg: the smoke check hung: the rest is skipped"; return 1; }
+  knob_kr_run MEMRA_MMQ_KR_WG krwg 'q4_k|q5_k' "${KRWG_TOOLS:-1}" "${KRWG_M:-4096 512}" "${KRWG_ROUNDS:-1}"
+  say "krwg: $(grep -c 'differ from the per-32 records tile  ok' "$L/krwg_test_gemm_kr.log") bit-for-bit cases ok"
 }
 
 # MEMRA_MMQ_WG's first GPU run (issue 26: gemm_q8_0r's 128 x 128 tile on the warpgroup MMA, fed by tensor

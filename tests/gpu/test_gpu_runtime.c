@@ -291,6 +291,7 @@ static const char *g_mmq_wg_knob;   /* MEMRA_MMQ_WG likewise */
 static const char *g_mmq_wg_tr_knob; /* MEMRA_MMQ_WG_TR likewise */
 static const char *g_mmq_wg_per_knob; /* MEMRA_MMQ_WG_PERSIST likewise */
 static const char *g_mmq_wg_sd_knob;  /* MEMRA_MMQ_WG_SEED likewise */
+static const char *g_kr_wg_knob;      /* MEMRA_MMQ_KR_WG likewise */
 static const char *g_xe_loop2_knob; /* MEMRA_MMQ_XE_LOOP2 likewise */
 static const char *g_xe_tall_knob;  /* MEMRA_MMQ_XE_TALL likewise */
 static const char *g_fxe_split_knob; /* MEMRA_FP8BLK_XE_SPLIT likewise */
@@ -328,6 +329,7 @@ static const char *fake_knob(const memra_device_caps *caps, const char *name)
     if (strcmp(name, "MEMRA_MMQ_WG_TR") == 0) return g_mmq_wg_tr_knob;
     if (strcmp(name, "MEMRA_MMQ_WG_PERSIST") == 0) return g_mmq_wg_per_knob;
     if (strcmp(name, "MEMRA_MMQ_WG_SEED") == 0) return g_mmq_wg_sd_knob;
+    if (strcmp(name, "MEMRA_MMQ_KR_WG") == 0) return g_kr_wg_knob;
     if (strcmp(name, "MEMRA_MMQ_XE_LOOP2") == 0) return g_xe_loop2_knob;
     if (strcmp(name, "MEMRA_MMQ_XE_TALL") == 0) return g_xe_tall_knob;
     if (strcmp(name, "MEMRA_FP8BLK_XE_SPLIT") == 0) return g_fxe_split_knob;
@@ -1214,6 +1216,52 @@ static int case_mmq(const char *so)
     }
     g_mmq_wg_knob = NULL, g_mmq_wg_tr_knob = NULL, g_mmq_wg_per_knob = NULL, g_mmq_wg_sd_knob = NULL;
     g_missing_kernel = NULL, g_no_tmap = 0;
+    /* MEMRA_MMQ_KR_WG=1 (unset: off): gemm_kr's Q4_K / Q5_K on the seeded warpgroup tile, every pick, on
+     * cc 9.x with tensor maps and the sum plane (MEMRA_MMQ_KR_SUMS): grid ceil(m / 128) x ceil(n / 128) x
+     * the split, 384 threads, R3W_SMEM_BYTES_KQ, one map (the token codes: rank 3, 128 x 128, swizzled);
+     * Q6_K keeps its tiles. want: the format's wgs kernel (1) or a records tile (0) */
+    static const struct {
+        int cc, no_tmap;
+        const char *knob, *sums, *missing;
+        int f, m, n, want;
+    } kwc[] = {{90, 0, "1", NULL, NULL, 0, 4096, 12288, 1}, {90, 0, "1", NULL, NULL, 1, 4096, 12288, 1},
+               {90, 0, "1", NULL, NULL, 2, 4096, 12288, 0}, {90, 0, "1", NULL, NULL, 0, 512, 1024, 1},
+               {90, 0, NULL, NULL, NULL, 0, 4096, 12288, 0}, {90, 0, "0", NULL, NULL, 1, 4096, 12288, 0},
+               {120, 0, "1", NULL, NULL, 0, 4096, 12288, 0}, {90, 1, "1", NULL, NULL, 0, 4096, 12288, 0},
+               {90, 0, "1", "0", NULL, 0, 4096, 12288, 0},   {90, 0, "1", NULL, "q4_k_wgs", 0, 4096, 12288, 0},
+               {90, 0, "1", NULL, "q4_k_wgs", 1, 4096, 12288, 1}};
+    static const memra_format kwf[] = {MEMRA_FORMAT_Q4_K, MEMRA_FORMAT_Q5_K, MEMRA_FORMAT_Q6_K};
+    static const char *const kwn[] = {"memra_k_gemm_kr_q4_k_wgs", "memra_k_gemm_kr_q5_k_wgs", ""};
+    for (size_t i = 0; i < sizeof kwc / sizeof kwc[0]; i++) {
+        g_kr_wg_knob = kwc[i].knob, g_kr_sums_knob = kwc[i].sums, g_missing_kernel = kwc[i].missing;
+        g_no_tmap = kwc[i].no_tmap;
+        if (!open_mod(so, kwc[i].cc, &m)) return 0;
+        memra_call c2 = call_of(&m);
+        memra_gemm_args a2 = gemm(kwc[i].m, kwc[i].n, 5120);
+        a2.w_format = (int32_t)kwf[kwc[i].f];
+        g_tmap_calls = 0;
+        const memra_status st2 = m.desc->ops->gemm_kr(&c2, &a2);
+        const char *got = g_n_launched > 0 ? g_launched[0] : "";
+        const int is_wg = strcmp(got, kwn[kwc[i].f]) == 0;
+        const int shape_ok = !is_wg || (g_grid_x[0] == (unsigned)(kwc[i].m + 127) / 128 &&
+                                        g_grid_y[0] == (unsigned)(kwc[i].n + 127) / 128 && g_block_x[0] == 384 &&
+                                        g_smem[0] == (unsigned)R3W_SMEM_BYTES_KQ && g_tmap_calls == 1 &&
+                                        g_tmap_rank[0] == 3 && g_tmap_box[0] == 128 && g_tmap_box0[0] == 128 &&
+                                        g_tmap_swz[0] == 3 && (g_grid_z[0] == 1) == (g_n_launched == 1));
+        const int good = st2 == MEMRA_STATUS_OK && g_n_launched >= 1 && is_wg == kwc[i].want && shape_ok &&
+                         (is_wg || strstr(got, "memra_k_gemm_kr_") == got);
+        printf("  KR_WG=%s KR_SUMS=%s cc %d%s%s%s gemm_kr %s %d x %d x 5120: %s on %u x %u x %u (%u threads), %d maps  "
+               "%s\n",
+               kwc[i].knob ? kwc[i].knob : "unset", kwc[i].sums ? kwc[i].sums : "unset", kwc[i].cc,
+               kwc[i].missing ? ", image without " : "", kwc[i].missing ? kwc[i].missing : "",
+               kwc[i].no_tmap ? ", no tensor maps" : "", kwc[i].f == 0 ? "q4_k" : kwc[i].f == 1 ? "q5_k" : "q6_k", kwc[i].m,
+               kwc[i].n, got,
+               g_grid_x[0], g_grid_y[0], g_grid_z[0], g_block_x[0], g_tmap_calls, good ? "ok" : "FAIL");
+        ok &= good;
+        g_n_launched = 0;
+        ok &= close_mod(&m, 1);
+    }
+    g_kr_wg_knob = NULL, g_kr_sums_knob = NULL, g_missing_kernel = NULL, g_no_tmap = 0;
     /* MEMRA_MMQ_ONE=1: the one-CTA builds, gemm_q8_0r's _bo on cc 9.0 and 12.0 (beside the bulk
      * tiles), gemm_kr's _to (Q4_K TC) and _o (Q5_K, Q6_K per-32) at their default folds; Q5_K on
      * the TC fold (KR_TC=1) and the cp.async tiles (BULK=0) keep their two-CTA kernels; unset and

@@ -117,7 +117,7 @@ static float nz(void) /* nonzero, either sign, in (0.05, 1) */
 
 /* MEMRA_MMQ_WG refusals logged (the warpgroup bit-for-bit cases must not pass by comparing the records
  * tile with itself) */
-static test_log_count g_wg_log = {"MEMRA_MMQ_WG", 0};
+static test_log_count g_wg_log = {"_WG", 0}; /* MEMRA_MMQ_WG*, MEMRA_MMQ_KR_WG */
 
 static void setup(const char *module)
 {
@@ -138,23 +138,28 @@ static void setup(const char *module)
  * through memra_config_set and load the module again, only when they change.
  * NULL: the knob's default. */
 /* MEMRA_MMQ_WG / _WG_TR / _WG_PERSIST / _WG_SEED for the next mmq_knobs (NULL: the environment's) */
-static const char *g_wg, *g_wg_tr, *g_wg_per, *g_wg_sd;
+/* and MEMRA_MMQ_KR_TC / MEMRA_MMQ_KR_WG likewise */
+static const char *g_wg, *g_wg_tr, *g_wg_per, *g_wg_sd, *g_kr_tc, *g_kr_wg;
+enum { NKNOBS = 10 };
 static void mmq_knobs(const char *bm, const char *bn, const char *split, const char *pdl)
 {
-    static const char *cur[8];
+    static const char *cur[NKNOBS];
     static int known;
-    const char *want[8] = {bm, bn, split, pdl, g_wg != NULL ? g_wg : getenv("MEMRA_MMQ_WG"),
-                           g_wg_tr != NULL ? g_wg_tr : getenv("MEMRA_MMQ_WG_TR"),
-                           g_wg_per != NULL ? g_wg_per : getenv("MEMRA_MMQ_WG_PERSIST"),
-                           g_wg_sd != NULL ? g_wg_sd : getenv("MEMRA_MMQ_WG_SEED")};
+    const char *want[NKNOBS] = {bm, bn, split, pdl, g_wg != NULL ? g_wg : getenv("MEMRA_MMQ_WG"),
+                                g_wg_tr != NULL ? g_wg_tr : getenv("MEMRA_MMQ_WG_TR"),
+                                g_wg_per != NULL ? g_wg_per : getenv("MEMRA_MMQ_WG_PERSIST"),
+                                g_wg_sd != NULL ? g_wg_sd : getenv("MEMRA_MMQ_WG_SEED"),
+                                g_kr_tc != NULL ? g_kr_tc : getenv("MEMRA_MMQ_KR_TC"),
+                                g_kr_wg != NULL ? g_kr_wg : getenv("MEMRA_MMQ_KR_WG")};
     int same = known;
-    for (int i = 0; i < 8 && same; i++)
+    for (int i = 0; i < NKNOBS && same; i++)
         same = (cur[i] == NULL && want[i] == NULL) || (cur[i] && want[i] && strcmp(cur[i], want[i]) == 0);
     if (same) return;
-    static const char *const names[8] = {"MEMRA_MMQ_BM", "MEMRA_MMQ_BN", "MEMRA_MMQ_SPLIT", "MEMRA_MMQ_PDL",
-                                         "MEMRA_MMQ_WG", "MEMRA_MMQ_WG_TR", "MEMRA_MMQ_WG_PERSIST",
-                                         "MEMRA_MMQ_WG_SEED"};
-    for (int i = 0; i < 8; i++) CHECK_OK(memra_config_set(g_rt, names[i], want[i]));
+    static const char *const names[NKNOBS] = {"MEMRA_MMQ_BM",      "MEMRA_MMQ_BN",         "MEMRA_MMQ_SPLIT",
+                                              "MEMRA_MMQ_PDL",     "MEMRA_MMQ_WG",         "MEMRA_MMQ_WG_TR",
+                                              "MEMRA_MMQ_WG_PERSIST", "MEMRA_MMQ_WG_SEED", "MEMRA_MMQ_KR_TC",
+                                              "MEMRA_MMQ_KR_WG"};
+    for (int i = 0; i < NKNOBS; i++) CHECK_OK(memra_config_set(g_rt, names[i], want[i]));
     char path[4096] = "";
     for (int i = 0; i < memra_module_count(g_rt); i++) {
         memra_module_info mi;
@@ -165,7 +170,7 @@ static void mmq_knobs(const char *bm, const char *bn, const char *split, const c
     CHECK_OK(memra_module_unload(g_rt, "mmq"));
     CHECK_OK(memra_module_load(g_rt, path));
     CHECK(memra_module_score(g_dev, "mmq") > 0);
-    for (int i = 0; i < 8; i++) cur[i] = want[i];
+    for (int i = 0; i < NKNOBS; i++) cur[i] = want[i];
     known = 1;
 }
 
@@ -661,6 +666,42 @@ static int kr_case(memra_format f, int m, int n, int k)
                  cfg[c].bn ? cfg[c].bn : "auto", cfg[c].split ? cfg[c].split : "auto");
         ok &= kr_judge(what, got, ref, mass, m, n, k, ldy, yrows, f);
         free(got);
+    }
+    /* cc 9.x, Q4_K / Q5_K: the seeded warpgroup tile (MEMRA_MMQ_KR_WG=1) against the host, and bit for bit
+     * the per-32 records tiles on the sum plane (MEMRA_MMQ_KR_TC=0: the _x tiles), at forced splits (their
+     * folds the same FFMAs scaled by 2^-44: mmq.cu r3w_sd_inner, kq_fill) */
+    if (memra_device_caps_get(g_dev)->cc / 10 == 9 && (f == MEMRA_FORMAT_Q4_K || f == MEMRA_FORMAT_Q5_K)) {
+        static const char *const split[2] = {"1", "3"};
+        for (int c = 0; c < 2; c++) {
+            float *out[2];
+            for (int v = 0; v < 2; v++) {
+                g_kr_tc = "0", g_kr_wg = v ? "1" : "0";
+                const int refused = g_wg_log.n;
+                mmq_knobs("128", "128", split[c], NULL);
+                if (g_wg_log.n != refused) {
+                    printf("    %s KR_WG=1: the module loaded without its warpgroup kernel  FAIL\n", memra_format_name(f));
+                    ok = 0;
+                }
+                CHECK_OK(memra_buffer_write(yd, 0, sent, (size_t)(yrows * ldy) * 4));
+                g.w = memra_buffer_ptr(rd), g.x = memra_buffer_ptr(qd), g.y = memra_buffer_ptr(yd);
+                CHECK_OK(call_gemm(g_dev, "mmq", op, &g));
+                CHECK_OK(memra_device_synchronize(g_dev));
+                out[v] = readback(yd, (size_t)(yrows * ldy) * 4);
+            }
+            g_kr_tc = NULL, g_kr_wg = NULL;
+            char what[80];
+            snprintf(what, sizeof what, "%s KR_WG=1 split=%s", memra_format_name(f), split[c]);
+            ok &= kr_judge(what, out[1], ref, mass, m, n, k, ldy, yrows, f);
+            judge jw;
+            judge_init(&jw, "gemm_kr warpgroup tile vs the per-32 records tile (element = float)", 0.0, stdout);
+            jw.inject = test_inject_fault();
+            const uint64_t d = judge_bytes(&jw, (const uint8_t *)out[1], (const uint8_t *)out[0],
+                                           (size_t)(yrows * ldy) * 4, 4);
+            printf("    %s KR_WG=1 split=%s: %llu of %lld floats differ from the per-32 records tile  %s\n",
+                   memra_format_name(f), split[c], (unsigned long long)d, (long long)(yrows * ldy), d ? "FAIL" : "ok");
+            ok &= d == 0;
+            free(out[0]), free(out[1]);
+        }
     }
     mmq_knobs(NULL, NULL, NULL, NULL);
     memra_buffer_destroy(qd), memra_buffer_destroy(qh), memra_buffer_destroy(rd), memra_buffer_destroy(rh);

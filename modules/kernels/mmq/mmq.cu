@@ -1083,6 +1083,30 @@ R3B_ENTRY(memra_k_gemm_q8_0r_mt2n3bo, 2, 3, 1)
 #undef R3B_ENTRY
 #endif
 
+enum { KR_Q4_K = 0, KR_Q5_K = 1, KR_Q6_K = 2 };
+
+/* Output word o (values 4o..4o+3 of a 32-block) of a unit: the nibbles, the
+ * fifth bit (Q5_K: bit 8 i + o of the unit's word), the two top bits (Q6_K:
+ * bits 8 i + 2 (o % 4) of word o / 4) and Q6_K's -32, all per byte. */
+template <int F, int O>
+__device__ __forceinline__ uint32_t kr_word(const uint4 &q, const uint2 &hi)
+{
+    const uint32_t wq = O % 4 == 0 ? q.x : O % 4 == 1 ? q.y : O % 4 == 2 ? q.z : q.w;
+    uint32_t v = (O < 4 ? wq : wq >> 4) & 0x0F0F0F0Fu;
+    if (F == KR_Q5_K) v |= (O <= 4 ? hi.x << (4 - O) : hi.x >> (O - 4)) & 0x10101010u;
+    if (F == KR_Q6_K) {
+        constexpr int s2 = 2 * (O % 4);
+        const uint32_t h = O < 4 ? hi.x : hi.y;
+        v |= (s2 <= 4 ? h << (4 - s2) : h >> (s2 - 4)) & 0x30303030u;
+        v = (v + 0x60606060u) ^ 0x80808080u; /* v - 32 per byte: v + 96 stays below 256, the XOR takes 128 off */
+    }
+    return v;
+}
+
+/* byte b of x as a float */
+__device__ __forceinline__ float kr_u8f(uint32_t x, int b) { return (float)((x >> (8 * b)) & 0xFFu); }
+__device__ __forceinline__ float kr_s8f(uint32_t x, int b) { return (float)(signed char)((x >> (8 * b)) & 0xFFu); }
+
 #if !defined(__CUDA_ARCH__) || defined(__CUDA_ARCH_FEAT_SM90_ALL)
 /* ---- gemm_q8_0r on the warpgroup MMA (sm_90a; MEMRA_MMQ_WG=1, opt-in, untimed) -----------
  *   memra_k_gemm_q8_0r_wg  the 128 x 128 records tile's work (128 tokens x 128 weight rows a CTA,
@@ -1120,19 +1144,34 @@ R3B_ENTRY(memra_k_gemm_q8_0r_mt2n3bo, 2, 3, 1)
  *   memra_k_gemm_q8_0r_wgs, _wgps  _wgt and _wgp with the temporaries seeded by the tensor cores
  *                       (MEMRA_MMQ_WG_SEED=1; r3w_body SD): see r3w_mma_seed and r3w_sd_inner. Shared
  *                       memory R3W_SMEM_BYTES_SD(1). */
+/* the 64 accumulator operands of an m64n128 wgmma (%0..%63), read and written or written only */
+#define R3W_D64 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, " \
+                "%21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, " \
+                "%40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, " \
+                "%59, %60, %61, %62, %63}"
+#define R3W_D64_OPS(C)                                                                                              \
+    C(d[0]), C(d[1]), C(d[2]), C(d[3]), C(d[4]), C(d[5]), C(d[6]), C(d[7]), C(d[8]), C(d[9]), C(d[10]), C(d[11]),   \
+        C(d[12]), C(d[13]), C(d[14]), C(d[15]), C(d[16]), C(d[17]), C(d[18]), C(d[19]), C(d[20]), C(d[21]), C(d[22]), \
+        C(d[23]), C(d[24]), C(d[25]), C(d[26]), C(d[27]), C(d[28]), C(d[29]), C(d[30]), C(d[31]), C(d[32]), C(d[33]), \
+        C(d[34]), C(d[35]), C(d[36]), C(d[37]), C(d[38]), C(d[39]), C(d[40]), C(d[41]), C(d[42]), C(d[43]), C(d[44]), \
+        C(d[45]), C(d[46]), C(d[47]), C(d[48]), C(d[49]), C(d[50]), C(d[51]), C(d[52]), C(d[53]), C(d[54]), C(d[55]), \
+        C(d[56]), C(d[57]), C(d[58]), C(d[59]), C(d[60]), C(d[61]), C(d[62]), C(d[63])
+#define R3W_RW(x) "+r"(x)
+#define R3W_WO(x) "=r"(x)
+/* U: the weight's codes unsigned (the K-quant tiles' 0..15 / 0..31: .u8 x .s8), else .s8 x .s8 */
+template <bool U = false>
 __device__ __forceinline__ void r3w_mma(uint32_t (&d)[64], unsigned long long da, unsigned long long db)
 {
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n128k32.s32.s8.s8 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, %64, %65, p;\n}\n"
-        : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3]), "+r"(d[4]), "+r"(d[5]), "+r"(d[6]), "+r"(d[7]),
-          "+r"(d[8]), "+r"(d[9]), "+r"(d[10]), "+r"(d[11]), "+r"(d[12]), "+r"(d[13]), "+r"(d[14]), "+r"(d[15]),
-          "+r"(d[16]), "+r"(d[17]), "+r"(d[18]), "+r"(d[19]), "+r"(d[20]), "+r"(d[21]), "+r"(d[22]), "+r"(d[23]),
-          "+r"(d[24]), "+r"(d[25]), "+r"(d[26]), "+r"(d[27]), "+r"(d[28]), "+r"(d[29]), "+r"(d[30]), "+r"(d[31]),
-          "+r"(d[32]), "+r"(d[33]), "+r"(d[34]), "+r"(d[35]), "+r"(d[36]), "+r"(d[37]), "+r"(d[38]), "+r"(d[39]),
-          "+r"(d[40]), "+r"(d[41]), "+r"(d[42]), "+r"(d[43]), "+r"(d[44]), "+r"(d[45]), "+r"(d[46]), "+r"(d[47]),
-          "+r"(d[48]), "+r"(d[49]), "+r"(d[50]), "+r"(d[51]), "+r"(d[52]), "+r"(d[53]), "+r"(d[54]), "+r"(d[55]),
-          "+r"(d[56]), "+r"(d[57]), "+r"(d[58]), "+r"(d[59]), "+r"(d[60]), "+r"(d[61]), "+r"(d[62]), "+r"(d[63])
-        : "l"(da), "l"(db), "r"(1));
+    if (U)
+        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
+                     "wgmma.mma_async.sync.aligned.m64n128k32.s32.u8.s8 " R3W_D64 ", %64, %65, p;\n}\n"
+                     : R3W_D64_OPS(R3W_RW)
+                     : "l"(da), "l"(db), "r"(1));
+    else
+        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
+                     "wgmma.mma_async.sync.aligned.m64n128k32.s32.s8.s8 " R3W_D64 ", %64, %65, p;\n}\n"
+                     : R3W_D64_OPS(R3W_RW)
+                     : "l"(da), "l"(db), "r"(1));
 }
 
 /* t seeded with MMQ_MAGIC_BITS, each register its own definition (a copy of one shared register
@@ -1161,16 +1200,9 @@ static_assert(R3W_SD_SEED == 32u * 128u * 128u, "the seed is the u8 MMA of 0x80 
 __device__ __forceinline__ void r3w_mma_seed(uint32_t (&d)[64], unsigned long long db, const uint32_t (&a)[4])
 {
     asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, 0, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n128k32.s32.u8.u8 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, {%64, %65, %66, %67}, %68, p;\n}\n"
-        : "=r"(d[0]), "=r"(d[1]), "=r"(d[2]), "=r"(d[3]), "=r"(d[4]), "=r"(d[5]), "=r"(d[6]), "=r"(d[7]),
-          "=r"(d[8]), "=r"(d[9]), "=r"(d[10]), "=r"(d[11]), "=r"(d[12]), "=r"(d[13]), "=r"(d[14]), "=r"(d[15]),
-          "=r"(d[16]), "=r"(d[17]), "=r"(d[18]), "=r"(d[19]), "=r"(d[20]), "=r"(d[21]), "=r"(d[22]), "=r"(d[23]),
-          "=r"(d[24]), "=r"(d[25]), "=r"(d[26]), "=r"(d[27]), "=r"(d[28]), "=r"(d[29]), "=r"(d[30]), "=r"(d[31]),
-          "=r"(d[32]), "=r"(d[33]), "=r"(d[34]), "=r"(d[35]), "=r"(d[36]), "=r"(d[37]), "=r"(d[38]), "=r"(d[39]),
-          "=r"(d[40]), "=r"(d[41]), "=r"(d[42]), "=r"(d[43]), "=r"(d[44]), "=r"(d[45]), "=r"(d[46]), "=r"(d[47]),
-          "=r"(d[48]), "=r"(d[49]), "=r"(d[50]), "=r"(d[51]), "=r"(d[52]), "=r"(d[53]), "=r"(d[54]), "=r"(d[55]),
-          "=r"(d[56]), "=r"(d[57]), "=r"(d[58]), "=r"(d[59]), "=r"(d[60]), "=r"(d[61]), "=r"(d[62]), "=r"(d[63])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db));
+                 "wgmma.mma_async.sync.aligned.m64n128k32.s32.u8.u8 " R3W_D64 ", {%64, %65, %66, %67}, %68, p;\n}\n"
+                 : R3W_D64_OPS(R3W_WO)
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db));
 }
 
 /* The seed block's descriptor: no swizzle, core matrices (8 rows of 16 bytes) 128 bytes apart along K
@@ -1202,9 +1234,9 @@ __device__ __forceinline__ float r3w_sd_inner(uint32_t d, float s2, float ms)
  * group G folded into acc and tc re-seeded (SD: seeded by the u8 wgmma issued before the s8 one, dseed
  * the seed block's descriptor); the stage freed after its fourth group. r: the
  * thread's weight row in the tile, cq its first token column (2 (lane % 4)). */
-template <int G, bool TR, bool SD>
+template <int G, bool TR, bool SD, bool KQ = false>
 __device__ __forceinline__ void r3w_step(float (&acc)[64], uint32_t (&tc)[64], uint32_t (&tn)[64], float (&sc)[2],
-                                         const unsigned char *sp, const unsigned char *sp_n, unsigned st_n,
+                                         float (&mc)[2], const unsigned char *sp, const unsigned char *sp_n, unsigned st_n,
                                          unsigned full_n, unsigned ph_n, unsigned empty_s, unsigned a_off, int r,
                                          int cq, unsigned long long dseed, const uint32_t (&sa)[4],
                                          unsigned long long da_n, unsigned long long db_n)
@@ -1217,7 +1249,7 @@ __device__ __forceinline__ void r3w_step(float (&acc)[64], uint32_t (&tc)[64], u
     asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
     if (SD) { /* the stage's descriptors computed once a step: a k32 slice is 32 bytes, 2 in the start field */
         r3w_mma_seed(tn, dseed, sa);
-        r3w_mma(tn, da_n + 2 * KK_N, db_n + 2 * KK_N);
+        r3w_mma<KQ>(tn, da_n + 2 * KK_N, db_n + 2 * KK_N);
     } else {
         r3w_mma(tn, memra_wg_desc(st_n + a_off + KK_N * 32), memra_wg_desc(st_n + 16384 + KK_N * 32));
     }
@@ -1225,8 +1257,12 @@ __device__ __forceinline__ void r3w_step(float (&acc)[64], uint32_t (&tc)[64], u
     const float *hx = reinterpret_cast<const float *>(sp + 32768 + 2048);
     const float *xt = reinterpret_cast<const float *>(sp + 32768 + 4096) + G * 128; /* TR: [group][token] */
     const float s0 = sc[0], s1 = sc[1]; /* loaded by the group before (their latency off the group's start) */
-    const float m0 = SD ? s0 * R3W_SD_MIN : s0 * -MMQ_MAGIC, m1 = SD ? s1 * R3W_SD_MIN : s1 * -MMQ_MAGIC;
-    const float s0d = s0 * R3W_SD_SCALE, s1d = s1 * R3W_SD_SCALE; /* (SD) */
+    constexpr float SDS = KQ ? R3W_KQ_SCALE : R3W_SD_SCALE, SDM = KQ ? R3W_KQ_MIN : R3W_SD_MIN;
+    const float m0 = SD ? s0 * SDM : s0 * -MMQ_MAGIC, m1 = SD ? s1 * SDM : s1 * -MMQ_MAGIC;
+    const float s0d = s0 * SDS, s1d = s1 * SDS; /* (SD) */
+    /* (KQ) the rows' min factors, -mn 2^-44 (exact), and the tokens' sums t (permuted as the scales) */
+    const float n0 = mc[0] * -(1.0f / R3W_KQ_POST), n1 = mc[1] * -(1.0f / R3W_KQ_POST);
+    const float *tt = reinterpret_cast<const float *>(sp + 32768 + 8192) + G * 128;
 #pragma unroll
     for (int j = 0; j < 16; j++) {
         float x0, x1;
@@ -1244,6 +1280,14 @@ __device__ __forceinline__ void r3w_step(float (&acc)[64], uint32_t (&tc)[64], u
             acc[4 * j + 1] = fmaf(x1, r3w_sd_inner(tc[4 * j + 1], s0d, m0), acc[4 * j + 1]);
             acc[4 * j + 2] = fmaf(x0, r3w_sd_inner(tc[4 * j + 2], s1d, m1), acc[4 * j + 2]);
             acc[4 * j + 3] = fmaf(x1, r3w_sd_inner(tc[4 * j + 3], s1d, m1), acc[4 * j + 3]);
+            if (KQ) { /* the min term after the main one, as the _x tiles' fold "min" */
+                const float4 t4 = *reinterpret_cast<const float4 *>(tt + 16 * (j >> 1) + 2 * cq);
+                const float t0 = (j & 1) ? t4.z : t4.x, t1 = (j & 1) ? t4.w : t4.y;
+                acc[4 * j + 0] = fmaf(t0, n0, acc[4 * j + 0]);
+                acc[4 * j + 1] = fmaf(t1, n0, acc[4 * j + 1]);
+                acc[4 * j + 2] = fmaf(t0, n1, acc[4 * j + 2]);
+                acc[4 * j + 3] = fmaf(t1, n1, acc[4 * j + 3]);
+            }
         } else {
             acc[4 * j + 0] = fmaf(x0, fmaf(__int_as_float((int)tc[4 * j + 0]), s0, m0), acc[4 * j + 0]);
             acc[4 * j + 1] = fmaf(x1, fmaf(__int_as_float((int)tc[4 * j + 1]), s0, m0), acc[4 * j + 1]);
@@ -1255,6 +1299,10 @@ __device__ __forceinline__ void r3w_step(float (&acc)[64], uint32_t (&tc)[64], u
      * whose `full` was waited for above) */
     const float *hn = reinterpret_cast<const float *>(sp_n + 32768);
     sc[0] = hn[r * 4 + KK_N], sc[1] = hn[(r + 8) * 4 + KK_N];
+    if (KQ) {
+        const float *hm = reinterpret_cast<const float *>(sp_n + 32768 + 6144);
+        mc[0] = hm[r * 4 + KK_N], mc[1] = hm[(r + 8) * 4 + KK_N];
+    }
     if (!SD) r3w_seed(tc);
     if (G == 3) asm volatile("{\n.reg .b64 st;\nmbarrier.arrive.shared::cta.b64 st, [%0];\n}\n" ::"r"(empty_s) : "memory");
 }
@@ -1295,7 +1343,7 @@ __device__ __forceinline__ void r3w_transpose(unsigned char *stages, unsigned fu
 /* The consumer's outputs: token i0 + 8 j + cq + (e % 2), weight row j0 + r + 8 (e / 2) of acc[4 j + e]
  * (the m64nNk32 fragment, transposed into y), scaled by f; SL slices: slice z's into part[z] as
  * mmq_tile_store */
-template <bool SD>
+template <bool SD, bool KQ = false>
 __device__ __forceinline__ void r3w_store(const float (&acc)[64], float *__restrict__ y, float *__restrict__ part,
                                           long long ldy, float alpha, int m, int n, int i0, int jr, int cq, int SL,
                                           int z)
@@ -1309,7 +1357,9 @@ __device__ __forceinline__ void r3w_store(const float (&acc)[64], float *__restr
         for (int e = 0; e < 4; e++) {
             const int i = i0 + 8 * j + cq + (e & 1), c = jr + 8 * (e >> 1);
             /* SD: the sums are 2^-38 of the records tiles', the power of two exact both ways */
-            if (i < m && c < n) out[(long long)i * ld + c] = f * (SD ? acc[4 * j + e] * R3W_SD_POST : acc[4 * j + e]);
+            if (i < m && c < n)
+                out[(long long)i * ld + c] =
+                    f * (SD ? acc[4 * j + e] * (KQ ? R3W_KQ_POST : R3W_SD_POST) : acc[4 * j + e]);
         }
 }
 
@@ -1338,18 +1388,83 @@ __device__ __forceinline__ r3w_tile r3w_tile_of(int t, int ntx, int nty, int G, 
     return r;
 }
 
+/* KQ (the K-quant tiles, MEMRA_MMQ_KR_WG): producer thread r's share of ring step g of the tile at
+ * (i0, j0): weight row j0 + r's K-packed bytes of the step (its 4 nibble units, Q5_K's high-bit word per
+ * unit, its super-block's 16-byte S entry: module.h memra_kr_bytes) read from global memory and widened
+ * into the stage's code tile, row r in the 128-byte swizzled layout (16-byte chunk c at c ^ (r % 8),
+ * as the tensor copies lay out the token codes), its scales s = d sc and mins mn = dmin m of the step's
+ * four 32-blocks formed as kr_widen forms them, at [r][4]; token i0 + r's four block scales (its
+ * record's head) and sums (the records' sum plane) written permuted as r3w_transpose P writes them.
+ * Rows past n and tokens past m get zeros. */
+template <int F>
+__device__ __forceinline__ void kq_fill(unsigned char *sp, const unsigned char *__restrict__ w,
+                                        const unsigned char *__restrict__ xq, const unsigned char *__restrict__ xs,
+                                        int n, int m, int G, int j0, int i0, int g, int r)
+{
+    constexpr int HB = KR_HB(F);
+    const int j = j0 + r, i = i0 + r;
+    uint4 q[4], hw = make_uint4(0, 0, 0, 0), hd = make_uint4(0, 0, 0, 0);
+#pragma unroll
+    for (int u = 0; u < 4; u++) q[u] = make_uint4(0, 0, 0, 0);
+    if (j < n) {
+        const long long rec = (long long)g * n + j;
+        const uint4 *np = reinterpret_cast<const uint4 *>(w + rec * 64);
+#pragma unroll
+        for (int u = 0; u < 4; u++) q[u] = np[u];
+        if (HB == 16) hw = *reinterpret_cast<const uint4 *>(w + (long long)G * n * 64 + rec * 16);
+        hd = *reinterpret_cast<const uint4 *>(w + (long long)G * n * (64 + HB) + ((long long)(g >> 1) * n + j) * 16);
+    }
+    unsigned char *A = sp + r * 128;
+    const int sw = r & 7;
+#pragma unroll
+    for (int u = 0; u < 4; u++) {
+        const uint2 hi = make_uint2(u == 0 ? hw.x : u == 1 ? hw.y : u == 2 ? hw.z : hw.w, 0u);
+        const uint4 lo4 = make_uint4(kr_word<F, 0>(q[u], hi), kr_word<F, 1>(q[u], hi), kr_word<F, 2>(q[u], hi),
+                                     kr_word<F, 3>(q[u], hi));
+        const uint4 hi4 = make_uint4(kr_word<F, 4>(q[u], hi), kr_word<F, 5>(q[u], hi), kr_word<F, 6>(q[u], hi),
+                                     kr_word<F, 7>(q[u], hi));
+        *reinterpret_cast<uint4 *>(A + (((2 * u) ^ sw) << 4)) = lo4;
+        *reinterpret_cast<uint4 *>(A + (((2 * u + 1) ^ sw) << 4)) = hi4;
+    }
+    /* d | dmin, then the 6-bit scales and mins of sub-blocks 4h..4h+3 (kr_widen's decoding) */
+    const float d = __half2float(__ushort_as_half((unsigned short)(hd.x & 0xFFFFu)));
+    const float dmin = __half2float(__ushort_as_half((unsigned short)(hd.x >> 16)));
+    const bool h1 = (g & 1) != 0;
+    const uint32_t vs = h1 ? (hd.w & 0x0F0F0F0Fu) | ((hd.y >> 2) & 0x30303030u) : hd.y & 0x3F3F3F3Fu;
+    const uint32_t vm = h1 ? ((hd.w >> 4) & 0x0F0F0F0Fu) | ((hd.z >> 2) & 0x30303030u) : hd.z & 0x3F3F3F3Fu;
+    *reinterpret_cast<float4 *>(sp + 32768 + r * 16) =
+        make_float4(d * kr_u8f(vs, 0), d * kr_u8f(vs, 1), d * kr_u8f(vs, 2), d * kr_u8f(vs, 3));
+    *reinterpret_cast<float4 *>(sp + 32768 + 6144 + r * 16) =
+        make_float4(dmin * kr_u8f(vm, 0), dmin * kr_u8f(vm, 1), dmin * kr_u8f(vm, 2), dmin * kr_u8f(vm, 3));
+    float4 xs4 = make_float4(0.0f, 0.0f, 0.0f, 0.0f), ts4 = xs4;
+    if (i < m) {
+        const long long rec = (long long)g * m + i;
+        xs4 = *reinterpret_cast<const float4 *>(xq + rec * 144);
+        ts4 = *reinterpret_cast<const float4 *>(xs + rec * 16);
+    }
+    const int fr = r >> 3, c = r & 7, pos = 16 * (fr >> 1) + 4 * (c >> 1) + 2 * (fr & 1) + (c & 1);
+    float *xp = reinterpret_cast<float *>(sp + 32768 + 4096) + pos, *tp = reinterpret_cast<float *>(sp + 32768 + 8192) + pos;
+    xp[0] = xs4.x, xp[128] = xs4.y, xp[256] = xs4.z, xp[384] = xs4.w;
+    tp[0] = ts4.x, tp[128] = ts4.y, tp[256] = ts4.z, tp[384] = ts4.w;
+}
+
 /* TR (the _wgt / _wgp entry points): the producer warp also transposes each stage's token scales into
  * [group][token] (after `full`, behind the next stage's copies; `ready`: its 32 lanes' arrivals), so
  * a consumer reads two tokens' scales with one 8-byte load: 16 loads a group where [token][group]
  * takes 32. P: persistent (see r3w_tile_of); a consumer issues the next tile's first group before
  * folding its tile's last, so that group's MMAs and the next tile's copies run during its epilogue.
  * sl: the slices (P; else gridDim.z). */
-template <bool TR, bool P, bool SD>
+template <bool TR, bool P, bool SD, int KF = -1>
 __device__ __forceinline__ void r3w_body(const memra_tmap *map_w, const memra_tmap *map_wh, const memra_tmap *map_x,
                                          const memra_tmap *map_xh, float *__restrict__ y, int m, int n, int k,
-                                         long long ldy, float alpha, float *__restrict__ part, int sl)
+                                         long long ldy, float alpha, float *__restrict__ part, int sl,
+                                         const unsigned char *__restrict__ kw = nullptr,
+                                         const unsigned char *__restrict__ kx = nullptr,
+                                         const unsigned char *__restrict__ kt = nullptr)
 {
-    constexpr int S = R3W_STAGES, SB = R3W_STAGE_BYTES_OF(TR);
+    constexpr bool KQ = KF >= 0;
+    static_assert(!KQ || (SD && TR && !P), "the K-quant tiles: seeded, permuted scales, a plain grid");
+    constexpr int S = R3W_STAGES, SB = KQ ? R3W_STAGE_BYTES_KQ : R3W_STAGE_BYTES_OF(TR);
     static_assert((S & (S - 1)) == 0 && S >= 2, "the ring's stage index is it & (S - 1)");
     /* TR: producer step it waits for stage it's `empty` (released after `ready` of it - S) before its
      * lanes arrive on `ready` of it - 1: a cycle unless it - S < it - 1 */
@@ -1364,7 +1479,7 @@ __device__ __forceinline__ void r3w_body(const memra_tmap *map_w, const memra_tm
         for (int s = 0; s < S; s++) {
             memra_mb_init(full + 8 * s, 1);
             memra_mb_init(empty + 8 * s, 256);
-            memra_mb_init(ready + 8 * s, 32);
+            memra_mb_init(ready + 8 * s, KQ ? 128 : 32); /* KQ: the producer warpgroup's 128 threads */
         }
         asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
     }
@@ -1374,6 +1489,29 @@ __device__ __forceinline__ void r3w_body(const memra_tmap *map_w, const memra_tm
     const int ntx = (m + 127) / 128, nty = (n + 127) / 128, nt = P ? ntx * nty * SL : 1;
     const int t0_ = P ? (int)blockIdx.x : 0, dt = P ? (int)gridDim.x : 1;
     const int wg = threadIdx.x >> 7, lane = threadIdx.x & 31;
+    if (KQ && wg == 0) { /* the producer warpgroup: thread 0 copies the token codes, all 128 fill the rest */
+        asm volatile("setmaxnreg.dec.sync.aligned.u32 48;\n");
+        const int pr = threadIdx.x;
+        int it = 0;
+        for (int t = t0_; t < nt; t += dt) {
+            const r3w_tile tl = r3w_tile_of<P>(t, ntx, nty, G, SL);
+            for (int b = 0; b < tl.nk; b++, it++) {
+                const int s = it & (S - 1);
+                if (it >= S) memra_mb_wait(empty + 8 * s, (unsigned)(it / S - 1) & 1u);
+                if (pr == 0) {
+                    const unsigned fb = full + 8 * s;
+                    memra_mb_arrive_tx(fb, 16384);
+                    memra_tma_load_3d(sbase + s * SB + 16384, map_x, 16, tl.i0, tl.g0 + b, fb);
+                }
+                kq_fill<KF>(stages + s * SB, kw, kx, kt, n, m, G, tl.j0, tl.i0, tl.g0 + b, pr);
+                /* the codes are the wgmma's operand: visible to the async proxy before `ready` */
+                asm volatile("fence.proxy.async.shared::cta;\n"
+                             "{\n.reg .b64 st;\nmbarrier.arrive.shared::cta.b64 st, [%0];\n}\n" ::"r"(ready + 8 * s)
+                             : "memory");
+            }
+        }
+        return;
+    }
     if (wg == 0) {
         asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n");
         /* the whole warp stays, converged each step (run g1: with thread 0 alone in its warp the _wg
@@ -1419,6 +1557,7 @@ __device__ __forceinline__ void r3w_body(const memra_tmap *map_w, const memra_tm
         r3w_seed(t1);
     }
     float sc[2]; /* the weight scales of the group about to be folded (each step loads the next one's) */
+    float mc[2] = {0.0f, 0.0f}; /* (KQ) its rows' mins likewise */
     int it = 0;
     bool inflight = false; /* t0 holds the tile's first group, issued during the last tile's last fold */
     for (int t = t0_; t < nt; t += dt) {
@@ -1428,7 +1567,7 @@ __device__ __forceinline__ void r3w_body(const memra_tmap *map_w, const memra_tm
         for (int i = 0; i < 64; i++) acc[i] = 0.0f;
         if (tl.nk <= 0) { /* a slice without steps (never planned; never on the persistent tiles): its zeros */
             pdl_trigger();
-            r3w_store<false>(acc, y, part, ldy, alpha, m, n, tl.i0, tl.j0 + r, cq, SL, tl.z);
+            r3w_store<false, false>(acc, y, part, ldy, alpha, m, n, tl.i0, tl.j0 + r, cq, SL, tl.z);
             continue;
         }
         if (!inflight) {
@@ -1437,11 +1576,12 @@ __device__ __forceinline__ void r3w_body(const memra_tmap *map_w, const memra_tm
             if (TR) memra_mb_wait(f0 + 16 * S, p0);
             asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
             if (SD) r3w_mma_seed(t0, dseed, sa);
-            r3w_mma(t0, memra_wg_desc(sbase + (it & (S - 1)) * SB + a_off),
-                    memra_wg_desc(sbase + (it & (S - 1)) * SB + 16384));
+            r3w_mma<KQ>(t0, memra_wg_desc(sbase + (it & (S - 1)) * SB + a_off),
+                        memra_wg_desc(sbase + (it & (S - 1)) * SB + 16384));
             asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
             const float *h0 = reinterpret_cast<const float *>(stages + (it & (S - 1)) * SB + 32768);
             sc[0] = h0[r * 4], sc[1] = h0[(r + 8) * 4];
+            if (KQ) mc[0] = h0[1536 + r * 4], mc[1] = h0[1536 + (r + 8) * 4]; /* the mins at + 6144 bytes */
         }
         /* after the tile's last step: the first step of the CTA's next tile with steps (P, where there is one),
          * else that last step again (never folded; no copy follows it into the stage: the CTA's last) */
@@ -1460,10 +1600,10 @@ __device__ __forceinline__ void r3w_body(const memra_tmap *map_w, const memra_tm
             /* (SD) the descriptors of this stage's and the next issue's operands */
             const unsigned long long da = memra_wg_desc(st + a_off), db = memra_wg_desc(st + 16384);
             const unsigned long long da_n = memra_wg_desc(st_n + a_off), db_n = memra_wg_desc(st_n + 16384);
-            r3w_step<0, TR, SD>(acc, t0, t1, sc, sp, sp, st, 0u, 0u, empty_s, a_off, r, cq, dseed, sa, da, db);
-            r3w_step<1, TR, SD>(acc, t1, t0, sc, sp, sp, st, 0u, 0u, empty_s, a_off, r, cq, dseed, sa, da, db);
-            r3w_step<2, TR, SD>(acc, t0, t1, sc, sp, sp, st, 0u, 0u, empty_s, a_off, r, cq, dseed, sa, da, db);
-            r3w_step<3, TR, SD>(acc, t1, t0, sc, sp, sp_n, st_n, full_n, ph_n, empty_s, a_off, r, cq, dseed, sa, da_n,
+            r3w_step<0, TR, SD, KQ>(acc, t0, t1, sc, mc, sp, sp, st, 0u, 0u, empty_s, a_off, r, cq, dseed, sa, da, db);
+            r3w_step<1, TR, SD, KQ>(acc, t1, t0, sc, mc, sp, sp, st, 0u, 0u, empty_s, a_off, r, cq, dseed, sa, da, db);
+            r3w_step<2, TR, SD, KQ>(acc, t0, t1, sc, mc, sp, sp, st, 0u, 0u, empty_s, a_off, r, cq, dseed, sa, da, db);
+            r3w_step<3, TR, SD, KQ>(acc, t1, t0, sc, mc, sp, sp_n, st_n, full_n, ph_n, empty_s, a_off, r, cq, dseed, sa, da_n,
                                 db_n);
         }
         it += tl.nk;
@@ -1473,7 +1613,7 @@ __device__ __forceinline__ void r3w_body(const memra_tmap *map_w, const memra_tm
             r3w_fence_regs(t0);
         }
         pdl_trigger();
-        r3w_store<SD>(acc, y, part, ldy, alpha, m, n, tl.i0, tl.j0 + r, cq, SL, tl.z);
+        r3w_store<SD, KQ>(acc, y, part, ldy, alpha, m, n, tl.i0, tl.j0 + r, cq, SL, tl.z);
     }
 }
 
@@ -1506,6 +1646,19 @@ memra_k_gemm_q8_0r_wgps(const __grid_constant__ memra_tmap map_w, const __grid_c
 {
     r3w_body<true, true, true>(&map_w, &map_wh, &map_x, &map_xh, y, m, n, k, ldy, alpha, part, sl);
 }
+/* MEMRA_MMQ_KR_WG=1: gemm_kr's Q4_K / Q5_K on the seeded tile (r3w_body KF; kq_fill): map_x the token
+ * codes' map (r3w_maps' third), w the K-packed weight, xq the q8_1 records, xs their sum plane */
+#define R3W_KQ_ENTRY(NAME, F)                                                                                       \
+    extern "C" __global__ void __launch_bounds__(R3W_THREADS, 1)                                                    \
+        NAME(const __grid_constant__ memra_tmap map_x, const unsigned char *__restrict__ w,                          \
+             const unsigned char *__restrict__ xq, const unsigned char *__restrict__ xs, float *__restrict__ y, int m, \
+             int n, int k, long long ldy, float alpha, float *__restrict__ part)                                     \
+    {                                                                                                                \
+        r3w_body<true, false, true, F>(&map_x, &map_x, &map_x, &map_x, y, m, n, k, ldy, alpha, part, 1, w, xq, xs); \
+    }
+R3W_KQ_ENTRY(memra_k_gemm_kr_q4_k_wgs, KR_Q4_K)
+R3W_KQ_ENTRY(memra_k_gemm_kr_q5_k_wgs, KR_Q5_K)
+#undef R3W_KQ_ENTRY
 #undef R3W_ENTRY
 #endif
 
@@ -1631,7 +1784,6 @@ __device__ __forceinline__ void kr_copy_t(unsigned char *S, const unsigned char 
     }
 }
 
-enum { KR_Q4_K = 0, KR_Q5_K = 1, KR_Q6_K = 2 };
 #define KR_FOLD(F) ((F) == KR_Q6_K ? MMQ_FOLD_Q6 : MMQ_FOLD_MIN) /* a K-quant's fold in mmq_step */
 
 /* cp.async of N (4, 8 or 16) bytes of which src_bytes are read, the rest zero-filled. */
@@ -1696,27 +1848,6 @@ __device__ __forceinline__ void kr_copy_p(uint32_t P, const unsigned char *__res
     }
 }
 
-/* Output word o (values 4o..4o+3 of a 32-block) of a unit: the nibbles, the
- * fifth bit (Q5_K: bit 8 i + o of the unit's word), the two top bits (Q6_K:
- * bits 8 i + 2 (o % 4) of word o / 4) and Q6_K's -32, all per byte. */
-template <int F, int O>
-__device__ __forceinline__ uint32_t kr_word(const uint4 &q, const uint2 &hi)
-{
-    const uint32_t wq = O % 4 == 0 ? q.x : O % 4 == 1 ? q.y : O % 4 == 2 ? q.z : q.w;
-    uint32_t v = (O < 4 ? wq : wq >> 4) & 0x0F0F0F0Fu;
-    if (F == KR_Q5_K) v |= (O <= 4 ? hi.x << (4 - O) : hi.x >> (O - 4)) & 0x10101010u;
-    if (F == KR_Q6_K) {
-        constexpr int s2 = 2 * (O % 4);
-        const uint32_t h = O < 4 ? hi.x : hi.y;
-        v |= (s2 <= 4 ? h << (4 - s2) : h >> (s2 - 4)) & 0x30303030u;
-        v = (v + 0x60606060u) ^ 0x80808080u; /* v - 32 per byte: v + 96 stays below 256, the XOR takes 128 off */
-    }
-    return v;
-}
-
-/* byte b of x as a float */
-__device__ __forceinline__ float kr_u8f(uint32_t x, int b) { return (float)((x >> (8 * b)) & 0xFFu); }
-__device__ __forceinline__ float kr_s8f(uint32_t x, int b) { return (float)(signed char)((x >> (8 * b)) & 0xFFu); }
 
 /* The thread's own packed bytes of step g (in P, landed) widened into weight
  * slot W: int8 codes into the 144-byte rows, f32 s[0..3] at the row's head and

@@ -57,6 +57,16 @@
 #define R3W_SD_SCALE 0x1p111f
 #define R3W_SD_MIN (-0x1p-19f)
 #define R3W_SD_POST 0x1p38f
+/* The K-quant tiles on it (MEMRA_MMQ_KR_WG, memra_k_gemm_kr_q4_k_wgs / _q5_k_wgs): a stage holds the
+ * widened codes (16 KB, written by the producer warpgroup), the token codes (16 KB), the rows' scales
+ * s [128][4], 2 KB unused, the token scales permuted, the rows' mins mn [128][4] and the token sums
+ * permuted (2 KB each); s = d sc < 2^22, so the fold's factors are s 2^105 and -s 2^-25 and the store's
+ * 2^44 (the min term's -mn 2^-44) */
+#define R3W_STAGE_BYTES_KQ (32768 + 10240)
+#define R3W_SMEM_BYTES_KQ (R3W_STAGES * R3W_STAGE_BYTES_KQ + 1024 + R3W_SEED_BYTES)
+#define R3W_KQ_SCALE 0x1p105f
+#define R3W_KQ_MIN (-0x1p-25f)
+#define R3W_KQ_POST 0x1p44f
 
 /* gemm_kr: gemm_q8_0r's tile on the K-packed weight: two weight slots
  * widened to 160 bytes per 128 values (144 in the row table, 16 in a side

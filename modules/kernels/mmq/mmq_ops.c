@@ -363,6 +363,9 @@ typedef struct mmq_state {
     int wgp_cap;
     /* MEMRA_MMQ_WG_SEED=1 (implies WG_TR): the tiles seeded by the tensor cores, _wgs and _wgps */
     const char *wgp_name;
+    /* MEMRA_MMQ_KR_WG=1 (cc 9.x, opt-in until timed): gemm_kr's Q4_K / Q5_K on the seeded warpgroup tile
+     * (mmq.cu memra_k_gemm_kr_q4_k_wgs / _q5_k_wgs; the records' sum plane), else NULL */
+    CUfunction gemm_kr_wg[2];
 } mmq_state;
 
 /* The 16-bit grouped tiles (mmq.cu "gemm_experts on the f16 / bf16 lanes"), [variant][tile of
@@ -392,6 +395,9 @@ static const char *const h16_var_names[4] = {"k64", "k32", "n8", "n8k64"};
 #define MMQ_K(q) ((const mmq_state *)memra__gpu_state((q), &memra__gpu_family_mmq))
 
 /* Short names for the runtime's helpers (gpu.h). */
+/* MEMRA_MMQ_KR_WG's kernels, Q4_K and Q5_K */
+static const char *const k_kr_wg_names[2] = {"memra_k_gemm_kr_q4_k_wgs", "memra_k_gemm_kr_q5_k_wgs"};
+
 static memra_status decline(memra_call *call, const char *reason) { return memra__gpu_decline(call, reason); }
 static int aligned(memra_dptr p, unsigned a) { return memra__gpu_aligned(p, a); }
 static unsigned blocks(const memra__gpu *q, int64_t items, int64_t per_block) { return memra__gpu_blocks(q, items, per_block); }
@@ -524,6 +530,22 @@ static memra_status mmq_load(memra__gpu *q, void *state)
                 q->host->log(MEMRA_LOG_WARN, q->name, "MEMRA_MMQ_WG_PERSIST=%s: this image has no %s; %s serves", pe,
                              s->wgp_name, s->wg_name);
             }
+        }
+    }
+    s->gemm_kr_wg[0] = s->gemm_kr_wg[1] = NULL;
+    {
+        const char *kw = memra__gpu_knob(q, "MEMRA_MMQ_KR_WG");
+        if (st == MEMRA_STATUS_OK && kw != NULL && strcmp(kw, "1") == 0) {
+            const int ok = caps->cc / 10 == 9 && q->cuTensorMapEncodeTiled != NULL && !q->from_ptx &&
+                           (caps->smem_per_block_optin == 0 || caps->smem_per_block_optin >= R3W_SMEM_BYTES_KQ);
+            for (int f = 0; f < 2; f++)
+                if (!ok || !load_optional(q, m, k_kr_wg_names[f], R3W_SMEM_BYTES_KQ, &s->gemm_kr_wg[f])) {
+                    s->gemm_kr_wg[f] = NULL;
+                    q->host->log(MEMRA_LOG_WARN, q->name,
+                                 "MEMRA_MMQ_KR_WG=1: %s needs cc 9.x, the driver's tensor maps and this image's kernel; "
+                                 "the records tiles serve",
+                                 k_kr_wg_names[f]);
+                }
         }
     }
     {
@@ -977,21 +999,23 @@ static q8r_plan plan_tiles(const memra__gpu *q, const mmq_knobs *kn, const memra
  * of repack_q8_0 and quant_q8_1), each as its rows' 128 code bytes (box 128 x 128 rows x 1 step,
  * 128-byte swizzle: the wgmma operand layout) and their 16-byte heads (box 16 x 128 x 1, no
  * swizzle); rows past n or m read as zeros. 1 when the driver encoded all four. */
-static int r3w_maps(const memra__gpu *q, memra__cu_tensor_map maps[4], memra_dptr w, memra_dptr x, int m, int n, int k)
+/* One of them: the records at p ([steps][rows][144 bytes]), their code bytes (head 0: a 128 x 128 box,
+ * swizzled) or heads (head 1: 16 x 128, plain) */
+static int r3w_map(const memra__gpu *q, memra__cu_tensor_map *map, memra_dptr p, int rows, int k, int head)
 {
     const uint64_t steps = ((uint64_t)k + 127) / 128;
-    for (int i = 0; i < 4; i++) {
-        const uint64_t rows = (uint64_t)(i < 2 ? n : m);
-        const uint64_t dims[3] = {MMQ_ROW, rows, steps}, stride[2] = {MMQ_ROW, rows * MMQ_ROW};
-        const uint32_t box[3] = {(i & 1) ? 16u : 128u, 128u, 1u}, es[3] = {1, 1, 1};
-        if (q->cuTensorMapEncodeTiled(&maps[i], MEMRA__CU_TENSOR_MAP_DATA_TYPE_UINT8, 3,
-                                      (void *)(uintptr_t)(i < 2 ? w : x), dims, stride, box, es,
-                                      MEMRA__CU_TENSOR_MAP_INTERLEAVE_NONE,
-                                      (i & 1) ? MEMRA__CU_TENSOR_MAP_SWIZZLE_NONE : MEMRA__CU_TENSOR_MAP_SWIZZLE_128B,
-                                      MEMRA__CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-                                      MEMRA__CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) != MEMRA__CU_SUCCESS)
-            return 0;
-    }
+    const uint64_t dims[3] = {MMQ_ROW, (uint64_t)rows, steps}, stride[2] = {MMQ_ROW, (uint64_t)rows * MMQ_ROW};
+    const uint32_t box[3] = {head ? 16u : 128u, 128u, 1u}, es[3] = {1, 1, 1};
+    return q->cuTensorMapEncodeTiled(map, MEMRA__CU_TENSOR_MAP_DATA_TYPE_UINT8, 3, (void *)(uintptr_t)p, dims, stride,
+                                     box, es, MEMRA__CU_TENSOR_MAP_INTERLEAVE_NONE,
+                                     head ? MEMRA__CU_TENSOR_MAP_SWIZZLE_NONE : MEMRA__CU_TENSOR_MAP_SWIZZLE_128B,
+                                     MEMRA__CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                                     MEMRA__CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == MEMRA__CU_SUCCESS;
+}
+static int r3w_maps(const memra__gpu *q, memra__cu_tensor_map maps[4], memra_dptr w, memra_dptr x, int m, int n, int k)
+{
+    for (int i = 0; i < 4; i++)
+        if (!r3w_map(q, &maps[i], i < 2 ? w : x, i < 2 ? n : m, k, i & 1)) return 0;
     return 1;
 }
 
@@ -1018,11 +1042,17 @@ static memra_status run_tiles(memra__gpu *q, memra_call *call, const memra_gemm_
     memra__cu_tensor_map maps[4]; /* its tensor maps: a refused encoding leaves the plan as it was */
     const int wg = op_id == MEMRA_OP_gemm_q8_0r && MMQ_K(q)->gemm_q8_0r_wg != NULL &&
                    (tl->bm == 128 || MMQ_K(q)->wg_all) && r3w_maps(q, maps, w, x, m, n, k);
-    if (wg) {
+    /* MEMRA_MMQ_KR_WG: Q4_K / Q5_K on the seeded warpgroup tile, every pick (its token codes' map alone) */
+    const int kf = op_id == MEMRA_OP_gemm_kr && a->w_format == MEMRA_FORMAT_Q4_K   ? 0
+                   : op_id == MEMRA_OP_gemm_kr && a->w_format == MEMRA_FORMAT_Q5_K ? 1
+                                                                                   : -1;
+    const int kwg = kf >= 0 && MMQ_K(q)->gemm_kr_wg[kf] != NULL && MMQ_K(q)->kr_sums && r3w_map(q, &maps[2], x, m, k, 0);
+    if (wg || kwg) {
         const memra__mmq_r3_tile wt[MEMRA__MMQ_R3_TILES] = {
-            {MMQ_K(q)->wg_name, 128, 128, MMQ_K(q)->wg_smem, 1}, {NULL, 128, 128, 0, 1}, {NULL, 128, 128, 0, 1},
-            {NULL, 128, 128, 0, 1}};
-        const CUfunction wf[MEMRA__MMQ_R3_TILES] = {MMQ_K(q)->gemm_q8_0r_wg, NULL, NULL, NULL};
+            {kwg ? k_kr_wg_names[kf] : MMQ_K(q)->wg_name, 128, 128, kwg ? R3W_SMEM_BYTES_KQ : MMQ_K(q)->wg_smem, 1},
+            {NULL, 128, 128, 0, 1}, {NULL, 128, 128, 0, 1}, {NULL, 128, 128, 0, 1}};
+        const CUfunction wf[MEMRA__MMQ_R3_TILES] = {kwg ? MMQ_K(q)->gemm_kr_wg[kf] : MMQ_K(q)->gemm_q8_0r_wg, NULL,
+                                                    NULL, NULL};
         mmq_knobs wk = kn;
         wk.bm = wk.bn = 0;
         const q8r_plan wp = plan_tiles(q, &wk, wt, wf, op, m, n, k);
@@ -1050,6 +1080,11 @@ static memra_status run_tiles(memra__gpu *q, memra_call *call, const memra_gemm_
         st = launch_pdl_k(q, &kn, MMQ_K(q)->gemm_q8_0r_wgp, MMQ_K(q)->wgp_name,
                           (unsigned)(wtiles < wsms ? wtiles : wsms), 1, 1, R3W_THREADS, MMQ_K(q)->wg_smem, call->stream,
                           (void *[]){&maps[0], &maps[1], &maps[2], &maps[3], &y, &m, &n, &k, &ldy, &alpha, &part, &sl});
+    } else if (kwg) {
+        memra_dptr xs = x + memra_q8_1_plane(m, k);
+        st = launch_pdl_k(q, &kn, MMQ_K(q)->gemm_kr_wg[kf], k_kr_wg_names[kf], (unsigned)((m + 127) / 128),
+                          (unsigned)((n + 127) / 128), (unsigned)p.split, R3W_THREADS, R3W_SMEM_BYTES_KQ, call->stream,
+                          (void *[]){&maps[2], &w, &x, &xs, &y, &m, &n, &k, &ldy, &alpha, &part});
     } else if (wg)
         st = launch_pdl_k(q, &kn, MMQ_K(q)->gemm_q8_0r_wg, MMQ_K(q)->wg_name, (unsigned)((m + 127) / 128),
                           (unsigned)((n + 127) / 128), (unsigned)p.split, R3W_THREADS, MMQ_K(q)->wg_smem, call->stream,
