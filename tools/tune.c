@@ -43,7 +43,8 @@ static const char k_help[] =
     "  is the geometric mean of the paired per-repetition ratios with a 95% bootstrap interval\n"
     "  (seeded, deterministic); the noise floor is the widest miss of 1 by the baseline's race\n"
     "  against its twin, at least 3%. A class (op, n, k, m rounded up to a power of two) gets\n"
-    "  an entry only when its best arm's interval lies above 1 and its gain reaches the floor;\n"
+    "  an entry only when its best arm's interval lies above 1 and its gain reaches the floor,\n"
+    "  and in a second race of the class the same arm clears both again (a win must reproduce);\n"
     "  otherwise the file says 'no win' for it and routing keeps the scores' pick.\n"
     "  Repetitions stop after --min-reps (default 5) once the intervals that decide are\n"
     "  narrower than --target-pct (default 1%), or when --budget-ms per class is spent, or\n"
@@ -497,10 +498,10 @@ int memra_tool_tune(int argc, char **argv)
     }
     int failures = 0, recorded = 0, wins = 0, first = 1, nrc = 0;
     raced rcd[256];
-    memra_tune_result *res = malloc(sizeof *res);
+    memra_tune_result *res = malloc(sizeof *res), *res2 = malloc(sizeof *res2); /* res2: a win's second race */
     double *rep_us = malloc((size_t)kn.reps * (MEMRA_TUNE_MAX_ARMS + 1) * sizeof(double));
-    if (res == NULL || rep_us == NULL) {
-        free(res), free(rep_us);
+    if (res == NULL || res2 == NULL || rep_us == NULL) {
+        free(res), free(res2), free(rep_us);
         memra_close(rt);
         return 1;
     }
@@ -639,6 +640,52 @@ int memra_tool_tune(int argc, char **argv)
                     cl.module = w->module, cl.variant = w->variant;
                     cl.median_us = w->median_us, cl.baseline_us = res->arms[res->baseline].median_us;
                     cl.gain = res->gain[pick], cl.gain_lo = res->gain_lo[pick], cl.gain_hi = res->gain_hi[pick];
+                    /* A win is recorded only if it reproduces: in a second race of the class (its own
+                     * repetitions, arms and twin) the same arm's interval must again lie above 1 and its gain
+                     * reach that race's floor. Otherwise the class is a no win with the second race's numbers,
+                     * so a chance interval above 1 (a busy machine, one lucky race) never becomes routing. */
+                    int confirmed = 1;
+                    if (cl.win) {
+                        memset(res2, 0, sizeof *res2);
+                        res2->struct_size = sizeof *res2;
+                        res2->budget_ms = kn.budget_ms;
+                        res2->target_pct = kn.target_pct;
+                        res2->min_reps = kn.min_reps;
+                        const memra_status st2 = memra_tune_race(dev, (memra_op)op, m, n, k, kn.reps, res2);
+                        /* the same arm in the second race (arms of equal speed may swap places: what must
+                         * reproduce is this arm's win over the scores' pick, not its rank) */
+                        int p2 = -1;
+                        for (int a = 0; st2 == MEMRA_STATUS_OK && res2->baseline >= 0 && a < res2->n_arms; a++)
+                            if (a != res2->baseline && res2->arms[a].ok && strcmp(res2->arms[a].module, w->module) == 0 &&
+                                strcmp(res2->arms[a].variant, w->variant) == 0)
+                                p2 = a;
+                        confirmed = p2 >= 0 && res2->gain_lo[p2] > 1.0 && res2->gain[p2] >= 1.0 + res2->noise_floor;
+                        if (confirmed)
+                            printf("  the second race agrees: %s%s%s %.3fx [%.3f, %.3f] (floor %.1f%%)\n", w->module,
+                                   w->variant[0] ? "." : "", w->variant, res2->gain[p2], res2->gain_lo[p2],
+                                   res2->gain_hi[p2], 100.0 * res2->noise_floor);
+                        else {
+                            const int b2 = st2 == MEMRA_STATUS_OK && res2->baseline >= 0 && res2->winner >= 0
+                                               ? res2->winner
+                                               : -1;
+                            if (p2 >= 0)
+                                printf("  the second race does not reproduce it: %.3fx [%.3f, %.3f] (floor %.1f%%)\n",
+                                       res2->gain[p2], res2->gain_lo[p2], res2->gain_hi[p2], 100.0 * res2->noise_floor);
+                            else
+                                printf("  the second race does not reproduce it (%s)\n",
+                                       st2 != MEMRA_STATUS_OK ? memra_status_str(st2) : "the arm or the baseline did not pass");
+                            cl.win = 0;
+                            if (b2 >= 0 && b2 != res2->baseline) { /* its best arm's numbers for the no-win record */
+                                w = &res2->arms[b2];
+                                cl.module = w->module, cl.variant = w->variant, cl.median_us = w->median_us;
+                                cl.baseline_us = res2->arms[res2->baseline].median_us;
+                                cl.gain = res2->gain[b2], cl.gain_lo = res2->gain_lo[b2], cl.gain_hi = res2->gain_hi[b2];
+                                cl.noise_floor = res2->noise_floor, cl.reps = res2->reps_done;
+                            } else { /* the scores' pick was the fastest: a gain of 1 */
+                                cl.gain = cl.gain_lo = cl.gain_hi = 1.0;
+                            }
+                        }
+                    }
                     if (cl.win)
                         printf("  win %s%s%s: %.3fx [%.3f, %.3f] the scores' pick (floor %.1f%%): an entry\n", w->module,
                                w->variant[0] ? "." : "", w->variant, cl.gain, cl.gain_lo, cl.gain_hi,
@@ -670,6 +717,7 @@ int memra_tool_tune(int argc, char **argv)
     }
     tool_progress_end(&pg);
     free(res);
+    free(res2);
     free(rep_us);
     if (jf) fprintf(jf, "]");
     if (!verify_only) {

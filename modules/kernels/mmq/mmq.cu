@@ -1490,7 +1490,9 @@ __device__ __forceinline__ void r3w_body(const memra_tmap *map_w, const memra_tm
     const int t0_ = P ? (int)blockIdx.x : 0, dt = P ? (int)gridDim.x : 1;
     const int wg = threadIdx.x >> 7, lane = threadIdx.x & 31;
     if (KQ && wg == 0) { /* the producer warpgroup: thread 0 copies the token codes, all 128 fill the rest */
-        asm volatile("setmaxnreg.dec.sync.aligned.u32 48;\n");
+        /* 40, as the other tiles: the CTA holds 384 x 168 registers, and 128 x 40 + 256 x 232 is all of them
+         * (at 48 the consumers' increase would wait for ever on 1024 that do not exist) */
+        asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n");
         const int pr = threadIdx.x;
         int it = 0;
         for (int t = t0_; t < nt; t += dt) {

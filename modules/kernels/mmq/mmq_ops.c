@@ -535,7 +535,12 @@ static memra_status mmq_load(memra__gpu *q, void *state)
     s->gemm_kr_wg[0] = s->gemm_kr_wg[1] = NULL;
     {
         const char *kw = memra__gpu_knob(q, "MEMRA_MMQ_KR_WG");
-        if (st == MEMRA_STATUS_OK && kw != NULL && strcmp(kw, "1") == 0) {
+        const char *ks = memra__gpu_knob(q, "MEMRA_MMQ_KR_SUMS"); /* (s->kr_sums is read below) */
+        if (st == MEMRA_STATUS_OK && kw != NULL && strcmp(kw, "1") == 0 && ks != NULL && strcmp(ks, "0") == 0) {
+            q->host->log(MEMRA_LOG_WARN, q->name,
+                         "MEMRA_MMQ_KR_WG=1: the warpgroup K-quant tile reads the records' sum plane, which "
+                         "MEMRA_MMQ_KR_SUMS=0 turns off; the records tiles serve");
+        } else if (st == MEMRA_STATUS_OK && kw != NULL && strcmp(kw, "1") == 0) {
             const int ok = caps->cc / 10 == 9 && q->cuTensorMapEncodeTiled != NULL && !q->from_ptx &&
                            (caps->smem_per_block_optin == 0 || caps->smem_per_block_optin >= R3W_SMEM_BYTES_KQ);
             for (int f = 0; f < 2; f++)
