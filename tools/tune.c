@@ -341,6 +341,19 @@ static int verify_entry(memra_runtime *rt, memra_device *dev, const memra_tune_e
 }
 
 /* A class raced in this run, for the verify run's m. */
+/* A race's result block with the protocol's knobs in it; rep_us (optional) receives the per-repetition
+ * times (kn->reps rows) */
+static void race_setup(memra_tune_result *r, const knobs *kn, double *rep_us)
+{
+    memset(r, 0, sizeof *r);
+    r->struct_size = sizeof *r;
+    r->budget_ms = kn->budget_ms;
+    r->target_pct = kn->target_pct;
+    r->min_reps = kn->min_reps;
+    r->rep_us = rep_us;
+    r->rep_cap = rep_us != NULL ? kn->reps : 0;
+}
+
 typedef struct raced {
     memra_op op;
     int32_t n, k, m;
@@ -551,13 +564,7 @@ int memra_tool_tune(int argc, char **argv)
         for (int si = 0; si < nsh; si++)
             for (int mi = 0; mi < n_m; mi++) {
                 const int32_t n = sh[si].out_f / div, k = sh[si].in_f / div, m = (int32_t)ms[mi];
-                memset(res, 0, sizeof *res);
-                res->struct_size = sizeof *res;
-                res->budget_ms = kn.budget_ms;
-                res->target_pct = kn.target_pct;
-                res->min_reps = kn.min_reps;
-                res->rep_us = rep_us;
-                res->rep_cap = kn.reps;
+                race_setup(res, &kn, rep_us);
                 char what[96];
                 snprintf(what, sizeof what, "%s m=%d n=%d k=%d", memra_op_name((memra_op)op), m, n, k);
                 tool_progress_step(&pg, what);
@@ -646,11 +653,7 @@ int memra_tool_tune(int argc, char **argv)
                      * so a chance interval above 1 (a busy machine, one lucky race) never becomes routing. */
                     int confirmed = 1;
                     if (cl.win) {
-                        memset(res2, 0, sizeof *res2);
-                        res2->struct_size = sizeof *res2;
-                        res2->budget_ms = kn.budget_ms;
-                        res2->target_pct = kn.target_pct;
-                        res2->min_reps = kn.min_reps;
+                        race_setup(res2, &kn, NULL);
                         const memra_status st2 = memra_tune_race(dev, (memra_op)op, m, n, k, kn.reps, res2);
                         /* the same arm in the second race (arms of equal speed may swap places: what must
                          * reproduce is this arm's win over the scores' pick, not its rank) */

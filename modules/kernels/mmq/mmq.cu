@@ -1228,6 +1228,14 @@ __device__ __forceinline__ float r3w_sd_inner(uint32_t d, float s2, float ms)
     return r;
 }
 
+/* SD's permuted token order within a group's 128: token t = 8 j + c at 16 (j / 2) + 4 (c / 2) + 2 (j % 2) +
+ * c % 2, so that a consumer's tokens of fragment rows j and j + 1 (j even) are one 16-byte unit */
+__device__ __forceinline__ int r3w_perm(int t)
+{
+    const int j = t >> 3, c = t & 7;
+    return 16 * (j >> 1) + 4 * (c >> 1) + 2 * (j & 1) + (c & 1);
+}
+
 /* Group G of a step whose stage is at st / sp: its products (in tc) waited for, the next group
  * issued into tn (slice kk_n of the stage at st_n, `full` phase ph_n waited for first when kk_n
  * is 0: the next step's first group, or past the last step the last step's again, never folded),
@@ -1266,8 +1274,8 @@ __device__ __forceinline__ void r3w_step(float (&acc)[64], uint32_t (&tc)[64], u
 #pragma unroll
     for (int j = 0; j < 16; j++) {
         float x0, x1;
-        if (SD) { /* TR, permuted (r3w_transpose P): one 16-byte load holds tokens of j and j + 1 */
-            const float4 xx = *reinterpret_cast<const float4 *>(xt + 16 * (j >> 1) + 2 * cq);
+        if (SD) { /* TR, permuted (r3w_perm): one 16-byte load holds tokens of j and j + 1 */
+            const float4 xx = *reinterpret_cast<const float4 *>(xt + r3w_perm(8 * (j & ~1) + cq));
             x0 = (j & 1) ? xx.z : xx.x, x1 = (j & 1) ? xx.w : xx.y;
         } else if (TR) {
             const float2 xx = *reinterpret_cast<const float2 *>(xt + 8 * j + cq);
@@ -1281,7 +1289,7 @@ __device__ __forceinline__ void r3w_step(float (&acc)[64], uint32_t (&tc)[64], u
             acc[4 * j + 2] = fmaf(x0, r3w_sd_inner(tc[4 * j + 2], s1d, m1), acc[4 * j + 2]);
             acc[4 * j + 3] = fmaf(x1, r3w_sd_inner(tc[4 * j + 3], s1d, m1), acc[4 * j + 3]);
             if (KQ) { /* the min term after the main one, as the _x tiles' fold "min" */
-                const float4 t4 = *reinterpret_cast<const float4 *>(tt + 16 * (j >> 1) + 2 * cq);
+                const float4 t4 = *reinterpret_cast<const float4 *>(tt + r3w_perm(8 * (j & ~1) + cq));
                 const float t0 = (j & 1) ? t4.z : t4.x, t1 = (j & 1) ? t4.w : t4.y;
                 acc[4 * j + 0] = fmaf(t0, n0, acc[4 * j + 0]);
                 acc[4 * j + 1] = fmaf(t1, n0, acc[4 * j + 1]);
@@ -1309,9 +1317,7 @@ __device__ __forceinline__ void r3w_step(float (&acc)[64], uint32_t (&tc)[64], u
 
 /* TR: ring step it's token scales ([token][group] after the copies) rewritten as [group][token] by the
  * producer warp (lane l tokens 4 l .. 4 l + 3) once the step's copies landed, then its 32 arrivals on
- * the stage's `ready`. P (the seeded tiles): [group][token] permuted so that a consumer's tokens of
- * fragment rows j and j + 1 (j even) are one 16-byte unit: token t = 8 j + c sits at
- * 16 (j / 2) + 4 (c / 2) + 2 (j % 2) + c % 2 of its group's 128 */
+ * the stage's `ready`. P (the seeded tiles): [group][token] in r3w_perm's order */
 template <int S, int SB, bool P = false>
 __device__ __forceinline__ void r3w_transpose(unsigned char *stages, unsigned full, unsigned ready, int it, int lane)
 {
@@ -1319,9 +1325,8 @@ __device__ __forceinline__ void r3w_transpose(unsigned char *stages, unsigned fu
     memra_mb_wait(full + 8 * s, (unsigned)(it / S) & 1u);
     const float4 *hx = reinterpret_cast<const float4 *>(stages + s * SB + 32768 + 2048) + 4 * lane;
     const float4 v0 = hx[0], v1 = hx[1], v2 = hx[2], v3 = hx[3];
-    if (P) { /* lane l: tokens 4 l + u, j = l / 2, c = 4 (l % 2) + u: pairs u = 0, 1 and u = 2, 3 */
-        float *xp = reinterpret_cast<float *>(stages + s * SB + 32768 + 4096) + 16 * (lane >> 2) + 8 * (lane & 1) +
-                    2 * ((lane >> 1) & 1);
+    if (P) { /* lane l: tokens 4 l + u, adjacent for u = 0, 1 and for u = 2, 3 (4 apart) */
+        float *xp = reinterpret_cast<float *>(stages + s * SB + 32768 + 4096) + r3w_perm(4 * lane);
         const float a[4][4] = {{v0.x, v0.y, v0.z, v0.w}, {v1.x, v1.y, v1.z, v1.w}, {v2.x, v2.y, v2.z, v2.w},
                                {v3.x, v3.y, v3.z, v3.w}}; /* a[u][g] */
 #pragma unroll
@@ -1442,7 +1447,7 @@ __device__ __forceinline__ void kq_fill(unsigned char *sp, const unsigned char *
         xs4 = *reinterpret_cast<const float4 *>(xq + rec * 144);
         ts4 = *reinterpret_cast<const float4 *>(xs + rec * 16);
     }
-    const int fr = r >> 3, c = r & 7, pos = 16 * (fr >> 1) + 4 * (c >> 1) + 2 * (fr & 1) + (c & 1);
+    const int pos = r3w_perm(r);
     float *xp = reinterpret_cast<float *>(sp + 32768 + 4096) + pos, *tp = reinterpret_cast<float *>(sp + 32768 + 8192) + pos;
     xp[0] = xs4.x, xp[128] = xs4.y, xp[256] = xs4.z, xp[384] = xs4.w;
     tp[0] = ts4.x, tp[128] = ts4.y, tp[256] = ts4.z, tp[384] = ts4.w;
@@ -1546,10 +1551,10 @@ __device__ __forceinline__ void r3w_body(const memra_tmap *map_w, const memra_tm
     const unsigned a_off = (unsigned)w * 64 * 128;
     uint32_t t0[64], t1[64];
     unsigned long long dseed = 0;
-    uint32_t sa[4]; /* (SD) the seed's A: written once, before any wgmma.fence, never while a wgmma reads it */
-#pragma unroll
-    for (int i = 0; i < 4; i++) asm volatile("mov.b32 %0, 0x80808080;\n" : "=r"(sa[i]));
+    uint32_t sa[4] = {0u, 0u, 0u, 0u}; /* (SD) the seed's A: written once, before any wgmma.fence */
     if (SD) { /* the seed block: the 256 consumer threads 16 bytes each, then visible to the async proxy */
+#pragma unroll
+        for (int i = 0; i < 4; i++) asm volatile("mov.b32 %0, 0x80808080;\n" : "=r"(sa[i]));
         const unsigned seed = sbase + S * SB;
         *reinterpret_cast<uint4 *>(stages + S * SB + 16 * ct) = make_uint4(0x80808080u, 0x80808080u, 0x80808080u, 0x80808080u);
         asm volatile("fence.proxy.async.shared::cta;\nbar.sync 1, 256;\n" ::: "memory");

@@ -394,10 +394,10 @@ static const char *const h16_var_names[4] = {"k64", "k32", "n8", "n8k64"};
 
 #define MMQ_K(q) ((const mmq_state *)memra__gpu_state((q), &memra__gpu_family_mmq))
 
-/* Short names for the runtime's helpers (gpu.h). */
 /* MEMRA_MMQ_KR_WG's kernels, Q4_K and Q5_K */
 static const char *const k_kr_wg_names[2] = {"memra_k_gemm_kr_q4_k_wgs", "memra_k_gemm_kr_q5_k_wgs"};
 
+/* Short names for the runtime's helpers (gpu.h). */
 static memra_status decline(memra_call *call, const char *reason) { return memra__gpu_decline(call, reason); }
 static int aligned(memra_dptr p, unsigned a) { return memra__gpu_aligned(p, a); }
 static unsigned blocks(const memra__gpu *q, int64_t items, int64_t per_block) { return memra__gpu_blocks(q, items, per_block); }
@@ -532,27 +532,6 @@ static memra_status mmq_load(memra__gpu *q, void *state)
             }
         }
     }
-    s->gemm_kr_wg[0] = s->gemm_kr_wg[1] = NULL;
-    {
-        const char *kw = memra__gpu_knob(q, "MEMRA_MMQ_KR_WG");
-        const char *ks = memra__gpu_knob(q, "MEMRA_MMQ_KR_SUMS"); /* (s->kr_sums is read below) */
-        if (st == MEMRA_STATUS_OK && kw != NULL && strcmp(kw, "1") == 0 && ks != NULL && strcmp(ks, "0") == 0) {
-            q->host->log(MEMRA_LOG_WARN, q->name,
-                         "MEMRA_MMQ_KR_WG=1: the warpgroup K-quant tile reads the records' sum plane, which "
-                         "MEMRA_MMQ_KR_SUMS=0 turns off; the records tiles serve");
-        } else if (st == MEMRA_STATUS_OK && kw != NULL && strcmp(kw, "1") == 0) {
-            const int ok = caps->cc / 10 == 9 && q->cuTensorMapEncodeTiled != NULL && !q->from_ptx &&
-                           (caps->smem_per_block_optin == 0 || caps->smem_per_block_optin >= R3W_SMEM_BYTES_KQ);
-            for (int f = 0; f < 2; f++)
-                if (!ok || !load_optional(q, m, k_kr_wg_names[f], R3W_SMEM_BYTES_KQ, &s->gemm_kr_wg[f])) {
-                    s->gemm_kr_wg[f] = NULL;
-                    q->host->log(MEMRA_LOG_WARN, q->name,
-                                 "MEMRA_MMQ_KR_WG=1: %s needs cc 9.x, the driver's tensor maps and this image's kernel; "
-                                 "the records tiles serve",
-                                 k_kr_wg_names[f]);
-                }
-        }
-    }
     {
         const char *tc = memra__gpu_knob(q, "MEMRA_MMQ_KR_TC");
         /* Q4_K and Q5_K by default (run x1: Q4_K 3-7% faster on the 27b sheet; run d3, both on the
@@ -606,6 +585,27 @@ static memra_status mmq_load(memra__gpu *q, void *state)
                                                           "one-CTA tiles (MEMRA_MMQ_ONE not 0) and this image's _ob "
                                                           "kernels; the cp.async tiles serve");
             }
+        }
+    }
+    /* MEMRA_MMQ_KR_WG=1: Q4_K / Q5_K on the seeded warpgroup tile, which reads the records' sum plane */
+    s->gemm_kr_wg[0] = s->gemm_kr_wg[1] = NULL;
+    {
+        const char *kw = memra__gpu_knob(q, "MEMRA_MMQ_KR_WG");
+        if (st == MEMRA_STATUS_OK && kw != NULL && strcmp(kw, "1") == 0 && !s->kr_sums) {
+            q->host->log(MEMRA_LOG_WARN, q->name,
+                         "MEMRA_MMQ_KR_WG=1: the warpgroup K-quant tile reads the records' sum plane, which "
+                         "MEMRA_MMQ_KR_SUMS=0 turns off; the records tiles serve");
+        } else if (st == MEMRA_STATUS_OK && kw != NULL && strcmp(kw, "1") == 0) {
+            const int ok = caps->cc / 10 == 9 && q->cuTensorMapEncodeTiled != NULL && !q->from_ptx &&
+                           (caps->smem_per_block_optin == 0 || caps->smem_per_block_optin >= R3W_SMEM_BYTES_KQ);
+            for (int f = 0; f < 2; f++)
+                if (!ok || !load_optional(q, m, k_kr_wg_names[f], R3W_SMEM_BYTES_KQ, &s->gemm_kr_wg[f])) {
+                    s->gemm_kr_wg[f] = NULL;
+                    q->host->log(MEMRA_LOG_WARN, q->name,
+                                 "MEMRA_MMQ_KR_WG=1: %s needs cc 9.x, the driver's tensor maps and this image's kernel; "
+                                 "the records tiles serve",
+                                 k_kr_wg_names[f]);
+                }
         }
     }
     for (int f = 0; f < MMQ_KR_FORMATS && st == MEMRA_STATUS_OK; f++)
@@ -1051,7 +1051,7 @@ static memra_status run_tiles(memra__gpu *q, memra_call *call, const memra_gemm_
     const int kf = op_id == MEMRA_OP_gemm_kr && a->w_format == MEMRA_FORMAT_Q4_K   ? 0
                    : op_id == MEMRA_OP_gemm_kr && a->w_format == MEMRA_FORMAT_Q5_K ? 1
                                                                                    : -1;
-    const int kwg = kf >= 0 && MMQ_K(q)->gemm_kr_wg[kf] != NULL && MMQ_K(q)->kr_sums && r3w_map(q, &maps[2], x, m, k, 0);
+    const int kwg = kf >= 0 && MMQ_K(q)->gemm_kr_wg[kf] != NULL && r3w_map(q, &maps[2], x, m, k, 0);
     if (wg || kwg) {
         const memra__mmq_r3_tile wt[MEMRA__MMQ_R3_TILES] = {
             {kwg ? k_kr_wg_names[kf] : MMQ_K(q)->wg_name, 128, 128, kwg ? R3W_SMEM_BYTES_KQ : MMQ_K(q)->wg_smem, 1},
