@@ -101,16 +101,16 @@
       "0: gemm_kr's Q4_K / Q5_K sum-plane tiles take their stages by cp.async, not the bulk copy engine (cc 9.x; runs e1 / e2: bulk 3-10% faster)") \
     X(MMQ_KR6_BULK, "MEMRA_MMQ_KR6_BULK", "mmq modules", BOOL, "", "1",                                        \
       "0: gemm_kr's Q6_K one-CTA tiles take their stages by cp.async, not the bulk copy engine (cc 9.x; run f1: bulk 3.7% faster at m = 4096, even at 512)") \
-    X(MMQ_WG, "MEMRA_MMQ_WG", "mmq modules", ENUM, "0|1|all", "0",                                             \
-      "gemm_q8_0r on the warpgroup MMA (cc 9.x, tensor maps; run g4: level with the records tile with WG_TR=1): 1 where the plan picks a 128-token tile, all always") \
+    X(MMQ_WG, "MEMRA_MMQ_WG", "mmq modules", ENUM, "0|1|all|auto", "auto",                                     \
+      "gemm_q8_0r on the warpgroup MMA (cc 9.x, tensor maps): auto at m >= 1024 (runs i1 / i4: 6-44% faster than the records tiles there), 1 where the plan picks a 128-token tile, all always, 0 never") \
     X(MMQ_WG_TR, "MEMRA_MMQ_WG_TR", "mmq modules", BOOL, "", "0",                                              \
-      "1: MEMRA_MMQ_WG's tile with the token scales transposed by its producer warp (16 fewer loads a k32 group; run g4: 5% faster than without)") \
+      "1: with MEMRA_MMQ_WG_SEED=0, MEMRA_MMQ_WG's tile with the token scales transposed by its producer warp (16 fewer loads a k32 group; run g4: 5% faster than without)") \
     X(MMQ_WG_PERSIST, "MEMRA_MMQ_WG_PERSIST", "mmq modules", UINT, "0..4096", "0",                              \
       "1: MEMRA_MMQ_WG's tile persistent (one CTA an SM loops over the tiles; token scales transposed; run g4: 6-10% slower); N >= 2: at most N CTAs") \
-    X(MMQ_WG_SEED, "MEMRA_MMQ_WG_SEED", "mmq modules", BOOL, "", "0",                                          \
-      "1: MEMRA_MMQ_WG's tile seeds each k32 group's accumulators by a u8 MMA, no seed MOVs (token scales transposed; 172 instructions a group where WG_TR has 238; untimed)") \
+    X(MMQ_WG_SEED, "MEMRA_MMQ_WG_SEED", "mmq modules", BOOL, "", "1",                                          \
+      "0: MEMRA_MMQ_WG's tile without the u8 MMA that seeds each k32 group's accumulators (the seed by MOVs: 238 instructions a group where the seeded tile has 172; run i1: the seeded tile 6-10% faster)") \
     X(MMQ_KR_WG, "MEMRA_MMQ_KR_WG", "mmq modules", BOOL, "", "0",                                              \
-      "1: gemm_kr's Q4_K / Q5_K on the seeded warpgroup tile (cc 9.x, tensor maps, the sum plane; the producer warpgroup widens the codes; bit for bit the per-32 _x tiles; untimed)") \
+      "1: gemm_kr's Q4_K / Q5_K on the seeded warpgroup tile (cc 9.x, tensor maps, the sum plane; the producer warpgroup widens the codes; bit for bit the per-32 _x tiles; run i2, H100: 0.75-0.96x the records tiles' speed but on the smallest row, so off)") \
     X(MMQ_XE_LOOP2, "MEMRA_MMQ_XE_LOOP2", "mmq modules", BOOL, "", "0",                                        \
       "1: gemm_experts' bulk-copy K-quant tiles run a full tile's k loop apart from a short tile's (_stxb2; untimed)") \
     X(MMQ_XE_TALL, "MEMRA_MMQ_XE_TALL", "mmq modules", BOOL, "", "0",                                          \

@@ -1392,6 +1392,19 @@ step_wgs() {
   case " ${WGS_PARTS:-tests ab tools} " in *" tools "*) WGTOOLS_ARMS="wgs wgps" step_wgtools ;; esac
   say "wgs: $((SECONDS - t)) s"
 }
+# MEMRA_MMQ_WG=auto, the default since the twenty-third session (gemm_q8_0r on the seeded warpgroup tile from
+# 1024 tokens): ncu's kernel names under the defaults at m = 4096 and 512 (test_mmq_ops sweep, the first 27b
+# row), then knobab MEMRA_MMQ_WG 0 / auto on the mmq / q4_0 rows at WGAUTO_M (default 1024), one round
+step_wgauto() {
+  local t=$SECONDS mm
+  for mm in 4096 512; do
+    MEMRA_ADMISSION=off timeout 200 ncu --clock-control none --metrics gpu__time_duration.sum \
+      -k regex:memra_k_gemm_q8_0r -c 2 $T sweep $mm 0 > "$L/wgauto_ncu_$mm.txt" 2>&1
+    say "ncu names, the defaults, m = $mm: exit $? $(grep -oE 'memra_k_gemm_q8_0r_[a-z0-9]+' "$L/wgauto_ncu_$mm.txt" | sort -u | tr '\n' ' ')"
+  done
+  KNOBAB_KNOB=MEMRA_MMQ_WG KNOBAB_ON=auto KNOBAB_ARM='mmq|q4_0' KNOBAB_M=${WGAUTO_M:-1024} KNOBAB_ROUNDS=1 step_knobab
+  say "wgauto: $((SECONDS - t)) s"
+}
 # the four tools over check --op gemm_q8_0r --quick on both warpgroup kernels (_wg, _wgt), each its own process
 step_wgtools() { # WGTOOLS_ARMS (default "wg wgt wgp"; also wgs, wgps) picks the kernels
   local a

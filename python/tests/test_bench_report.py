@@ -126,7 +126,10 @@ def test_report_reads_every_committed_receipt():
         assert rows, p
         d = json.load(open(p))
         for r in rows:
-            assert r["gpu"] == "NVIDIA H200" and r["memra"] == "0.1.0"
+            # the lent cards: an H200, or an H100 since run i1, each receipt in its card's folder
+            assert r["gpu"] in ("NVIDIA H200", "NVIDIA H100 80GB HBM3") and r["memra"] == "0.1.0", (p, r["gpu"])
+            if "/h100-" in str(p):
+                assert "H100" in r["gpu"], (p, r["gpu"])
             # (the first torch-op receipts, run p2, were written before the script recorded the driver)
             assert r["driver"] == "13.0" or (d.get("mode") == "python" and "driver_version" not in d), (p, r["driver"])
             # commit and host from memra-bench version 2, memra-bench-moe and memra-bench-raw version 3 on

@@ -287,7 +287,8 @@ static const char *g_mmq_one_knob;  /* MEMRA_MMQ_ONE likewise */
 static const char *g_kr_sums_knob;  /* MEMRA_MMQ_KR_SUMS likewise */
 static const char *g_kr_bulk_knob;  /* MEMRA_MMQ_KR_BULK likewise */
 static const char *g_kr6_bulk_knob; /* MEMRA_MMQ_KR6_BULK likewise */
-static const char *g_mmq_wg_knob;   /* MEMRA_MMQ_WG likewise */
+static const char *g_mmq_wg_knob = "0"; /* MEMRA_MMQ_WG likewise; "0" outside the warpgroup cases (the others check
+                                          * the records tiles' plans; unset is auto, the warpgroup tile at m >= 1024) */
 static const char *g_mmq_wg_tr_knob; /* MEMRA_MMQ_WG_TR likewise */
 static const char *g_mmq_wg_per_knob; /* MEMRA_MMQ_WG_PERSIST likewise */
 static const char *g_mmq_wg_sd_knob;  /* MEMRA_MMQ_WG_SEED likewise */
@@ -1140,12 +1141,12 @@ static int case_mmq(const char *so)
         ok &= close_mod(&m, 1);
     }
     g_mmq_one_knob = NULL, g_kr6_bulk_knob = NULL, g_missing_kernel = NULL;
-    /* MEMRA_MMQ_WG (unset: off): gemm_q8_0r's warpgroup tile (128 x 128, 384 threads, four rank-3 tensor
+    /* MEMRA_MMQ_WG (=1, =all; unset: auto, below): gemm_q8_0r's warpgroup tile (128 x 128, 384 threads, four rank-3 tensor
      * maps) where the plan picks a 128-token tile (=1: m = 4096, 5120 -> 12288 picks 128 x 96, so the grid is
      * ceil(n / 128) = 96 wide) or any tile (=all: m = 512, 5120 -> 1024 picks a 64-token tile); the split is
      * the plan's on the warpgroup tile alone at one CTA an SM (32 tiles on 132 SMs: 4 slices of 10 steps);
      * not on cc 12.0, not without the kernel or the driver's tensor maps, not at m = 512 with =1;
-     * MEMRA_MMQ_WG_SEED=1 (the sd cases, appended): _wgs, or _wgps with PERSIST, their smem 4 KB more */
+     * MEMRA_MMQ_WG_SEED (unset: 1; =0 in the first cases): _wgs, or _wgps with PERSIST, their smem 4 KB more */
     static const struct {
         int cc, no_tmap;
         const char *knob, *missing, *tr, *per;
@@ -1153,20 +1154,28 @@ static int case_mmq(const char *so)
         int wg; /* 1: memra_k_gemm_q8_0r_wg launched, 2: _wgt (MEMRA_MMQ_WG_TR=1), 3: _wgp (MEMRA_MMQ_WG_PERSIST=1),
                  * 4: _wgs (MEMRA_MMQ_WG_SEED=1), 5: _wgps (both) */
         const char *sd;
-    } wgc[] = {{90, 0, "1", NULL, NULL, NULL, 4096, 12288, 1, NULL},       {90, 0, NULL, NULL, NULL, NULL, 4096, 12288, 0, NULL},
-               {90, 0, "0", NULL, NULL, NULL, 4096, 12288, 0, NULL},       {120, 0, "1", NULL, NULL, NULL, 4096, 12288, 0, NULL},
-               {90, 0, "1", "q8_0r_wg", NULL, NULL, 4096, 12288, 0, NULL}, {90, 1, "1", NULL, NULL, NULL, 4096, 12288, 0, NULL},
-               {90, 0, "1", NULL, NULL, NULL, 512, 1024, 0, NULL},         {90, 0, "all", NULL, NULL, NULL, 512, 1024, 1, NULL},
-               {90, 0, "all", NULL, "1", NULL, 512, 1024, 2, NULL},        {90, 0, "1", "q8_0r_wgt", "1", NULL, 4096, 12288, 0, NULL},
-               {90, 0, NULL, NULL, "1", NULL, 4096, 12288, 0, NULL},       {90, 0, "1", NULL, NULL, "1", 4096, 12288, 3, NULL},
-               {90, 0, "all", NULL, NULL, "1", 512, 1024, 3, NULL},        {90, 0, "1", "q8_0r_wgp", NULL, "1", 4096, 12288, 2, NULL},
-               {90, 0, NULL, NULL, NULL, "1", 4096, 12288, 0, NULL},       {90, 0, "1", NULL, NULL, "8", 4096, 12288, 3, NULL},
+    } wgc[] = {{90, 0, "1", NULL, NULL, NULL, 4096, 12288, 1, "0"},       {90, 0, "0", NULL, NULL, NULL, 4096, 12288, 0, "0"},
+               {90, 0, "0", NULL, NULL, NULL, 4096, 12288, 0, NULL},       {120, 0, "1", NULL, NULL, NULL, 4096, 12288, 0, "0"},
+               {90, 0, "1", "q8_0r_wg", NULL, NULL, 4096, 12288, 0, "0"}, {90, 1, "1", NULL, NULL, NULL, 4096, 12288, 0, "0"},
+               {90, 0, "1", NULL, NULL, NULL, 512, 1024, 0, "0"},         {90, 0, "all", NULL, NULL, NULL, 512, 1024, 1, "0"},
+               {90, 0, "all", NULL, "1", NULL, 512, 1024, 2, "0"},        {90, 0, "1", "q8_0r_wgt", "1", NULL, 4096, 12288, 0, "0"},
+               {90, 0, "0", NULL, "1", NULL, 4096, 12288, 0, "0"},        {90, 0, "1", NULL, NULL, "1", 4096, 12288, 3, "0"},
+               {90, 0, "all", NULL, NULL, "1", 512, 1024, 3, "0"},        {90, 0, "1", "q8_0r_wgp", NULL, "1", 4096, 12288, 2, "0"},
+               {90, 0, "0", NULL, NULL, "1", 4096, 12288, 0, "0"},        {90, 0, "1", NULL, NULL, "8", 4096, 12288, 3, "0"},
                {90, 0, "1", NULL, NULL, NULL, 4096, 12288, 4, "1"},  {90, 0, "all", NULL, NULL, NULL, 512, 1024, 4, "1"},
                {90, 0, "1", NULL, "0", NULL, 4096, 12288, 4, "1"},   {90, 0, "1", NULL, NULL, "1", 4096, 12288, 5, "1"},
                {90, 0, "1", NULL, NULL, "8", 4096, 12288, 5, "1"},   {90, 0, "all", NULL, NULL, "1", 512, 1024, 5, "1"},
-               {90, 0, "1", NULL, NULL, NULL, 4096, 12288, 1, "0"},  {90, 0, NULL, NULL, NULL, NULL, 4096, 12288, 0, "1"},
+               {90, 0, "1", NULL, NULL, NULL, 4096, 12288, 1, "0"},  {90, 0, "0", NULL, NULL, NULL, 4096, 12288, 0, "1"},
                {120, 0, "1", NULL, NULL, NULL, 4096, 12288, 0, "1"}, {90, 0, "1", "q8_0r_wgs", NULL, NULL, 4096, 12288, 0, "1"},
-               {90, 0, "1", "q8_0r_wgps", NULL, "1", 4096, 12288, 4, "1"}, {90, 1, "1", NULL, NULL, NULL, 4096, 12288, 0, "1"}};
+               {90, 0, "1", "q8_0r_wgps", NULL, "1", 4096, 12288, 4, "1"}, {90, 1, "1", NULL, NULL, NULL, 4096, 12288, 0, "1"},
+               /* the defaults (auto, seeded): _wgs from m = 1024 tokens, whatever the plan's tile; PERSIST
+                * still honoured; not on cc 12.0, not without tensor maps or the kernel */
+               {90, 0, NULL, NULL, NULL, NULL, 4096, 12288, 4, NULL}, {90, 0, "auto", NULL, NULL, NULL, 1024, 1024, 4, NULL},
+               {90, 0, NULL, NULL, NULL, NULL, 1024, 1024, 4, NULL},  {90, 0, NULL, NULL, NULL, NULL, 1023, 1024, 0, NULL},
+               {90, 0, NULL, NULL, NULL, NULL, 512, 1024, 0, NULL},   {90, 0, NULL, NULL, NULL, NULL, 512, 12288, 0, NULL},
+               {90, 0, NULL, NULL, NULL, "1", 4096, 12288, 5, NULL},  {90, 0, NULL, NULL, NULL, NULL, 4096, 12288, 1, "0"},
+               {120, 0, NULL, NULL, NULL, NULL, 4096, 12288, 0, NULL}, {90, 1, NULL, NULL, NULL, NULL, 4096, 12288, 0, NULL},
+               {90, 0, NULL, "q8_0r_wgs", NULL, NULL, 4096, 12288, 0, NULL}};
     for (size_t i = 0; i < sizeof wgc / sizeof wgc[0]; i++) {
         g_mmq_wg_knob = wgc[i].knob, g_missing_kernel = wgc[i].missing, g_no_tmap = wgc[i].no_tmap;
         g_mmq_wg_tr_knob = wgc[i].tr, g_mmq_wg_per_knob = wgc[i].per, g_mmq_wg_sd_knob = wgc[i].sd;
@@ -1214,7 +1223,7 @@ static int case_mmq(const char *so)
         g_n_launched = 0;
         ok &= close_mod(&m, 1);
     }
-    g_mmq_wg_knob = NULL, g_mmq_wg_tr_knob = NULL, g_mmq_wg_per_knob = NULL, g_mmq_wg_sd_knob = NULL;
+    g_mmq_wg_knob = "0", g_mmq_wg_tr_knob = NULL, g_mmq_wg_per_knob = NULL, g_mmq_wg_sd_knob = NULL;
     g_missing_kernel = NULL, g_no_tmap = 0;
     /* MEMRA_MMQ_KR_WG=1 (unset: off): gemm_kr's Q4_K / Q5_K on the seeded warpgroup tile, every pick, on
      * cc 9.x with tensor maps and the sum plane (MEMRA_MMQ_KR_SUMS): grid ceil(m / 128) x ceil(n / 128) x

@@ -380,7 +380,11 @@ static int records_case(int m, int n, int k, float alpha, const uint8_t *w, cons
     const int cfgs = (int)(sizeof cfg / sizeof cfg[0]);
     memra_buffer *yd = buf(g_dev, (size_t)(yrows * ldy) * 4, sent);
     for (int c = 0; c < cfgs; c++) {
+        /* the first with every knob at its default (on cc 9.x from 1024 tokens the seeded warpgroup tile,
+         * MEMRA_MMQ_WG=auto), the others on the records tiles (MEMRA_MMQ_WG=0), which they steer */
+        g_wg = c == 0 ? NULL : "0";
         mmq_knobs(cfg[c].bm, cfg[c].bn, cfg[c].split, NULL);
+        g_wg = NULL;
         CHECK_OK(memra_buffer_write(yd, 0, sent, (size_t)(yrows * ldy) * 4));
         memra_gemm_args g = {.struct_size = sizeof g, .m = m, .n = n, .k = k, .ldy = ldy, .y_row_offset = ROW_OFF,
                              .alpha = alpha, .w = memra_buffer_ptr(rd), .x = memra_buffer_ptr(qd),
@@ -389,8 +393,8 @@ static int records_case(int m, int n, int k, float alpha, const uint8_t *w, cons
         CHECK_OK(memra_device_synchronize(g_dev));
         float *got = readback(yd, (size_t)(yrows * ldy) * 4);
         char what[64];
-        snprintf(what, sizeof what, "gemm_q8_0r %sx%s split=%s", cfg[c].bm ? cfg[c].bm : "auto",
-                 cfg[c].bn ? cfg[c].bn : "auto", cfg[c].split ? cfg[c].split : "auto");
+        snprintf(what, sizeof what, "gemm_q8_0r %sx%s split=%s%s", cfg[c].bm ? cfg[c].bm : "auto",
+                 cfg[c].bn ? cfg[c].bn : "auto", cfg[c].split ? cfg[c].split : "auto", c ? " WG=0" : "");
         ok &= check_against(what, got, ref, w, q, m, n, k, alpha, ldy, yrows, 16);
         free(got);
     }
@@ -1268,11 +1272,15 @@ static int case_sweep(int only_m, int only_shape)
             for (int r = -1; r < reps; r++)
                 for (int i = 0; i < narms; i++) {
                     const int a = (i + (r < 0 ? 0 : r)) % narms;
+                    /* the forced tiles are the records tiles' (MEMRA_MMQ_WG=0); the launcher's choice keeps
+                     * the environment's MEMRA_MMQ_WG (default auto) */
+                    g_wg = a >= S_CFG0 ? "0" : NULL;
                     if (a >= S_CFG0)
                         mmq_knobs(tiles[(a - S_CFG0) / 6][0], tiles[(a - S_CFG0) / 6][1], splits[(a - S_CFG0) % 6],
                                   NULL);
                     else
                         mmq_knobs(NULL, NULL, NULL, NULL);
+                    g_wg = NULL;
                     f.ga.gemm.w = memra_buffer_ptr(a == S_V2 ? f.wd : f.rd);
                     CHECK_OK(memra_timer_start(t, NULL));
                     for (int b = 0; b < SWEEP_BATCH; b++) {

@@ -18,6 +18,9 @@
 
 /* Named scratch (host->scratch_get: per call and stream). */
 #define MEMRA__MMQ_SLOT_PART "q8_0r.splitk" /* gemm_q8_0r: split-k partial sums */
+/* MEMRA_MMQ_WG=auto (the default): the seeded warpgroup tile serves gemm_q8_0r calls of at least this many
+ * tokens (runs i1 / i4: faster on every 27b row at 1024, 2048 and 4096, on half of them at 512) */
+#define MMQ_WG_AUTO_M 1024
 
 /* The gemm_q8_0r tiles: mmq.cu's entry points, tokens x weight rows per CTA,
  * dynamic shared memory. Index order is the loader's and the plan's. */
@@ -350,11 +353,12 @@ typedef struct mmq_state {
      * f16 copied), else NULL (the lanes decline) */
     CUfunction experts_h16[2][MMQ_XE_TILES], experts_cvt16[3];
     int h16_var; /* MEMRA_MMQ_XE_H16: the row of h16_tiles loaded */
-    /* MEMRA_MMQ_WG (cc 9.x, opt-in until timed): gemm_q8_0r on the warpgroup MMA (mmq.cu
-     * memra_k_gemm_q8_0r_wg, 128 x 128, fed by tensor maps), else NULL; wg_all: every call takes it
-     * (=all), else the calls whose planned tile has 128 tokens (=1) */
+    /* MEMRA_MMQ_WG (cc 9.x): gemm_q8_0r on the warpgroup MMA (mmq.cu memra_k_gemm_q8_0r_wgs by default,
+     * 128 x 128, fed by tensor maps), else NULL; wg_all: every call takes it (=all); wg_min_m > 0 (auto,
+     * the default): the calls with at least that many tokens; else the calls whose planned tile has 128
+     * tokens (=1) */
     CUfunction gemm_q8_0r_wg;
-    int wg_all;
+    int wg_all, wg_min_m;
     const char *wg_name; /* its kernel: _wg, or _wgt with MEMRA_MMQ_WG_TR=1 (token scales transposed) */
     unsigned wg_smem;
     /* MEMRA_MMQ_WG_PERSIST=1 (implies WG_TR): the persistent _wgp, where every slice has steps, else NULL;
@@ -500,21 +504,26 @@ static memra_status mmq_load(memra__gpu *q, void *state)
     for (int t = 0; t < MEMRA__MMQ_R3_TILES && st == MEMRA_STATUS_OK; t++)
         if (caps->smem_per_block_optin == 0 || caps->smem_per_block_optin >= s->r3_tiles[t].smem)
             st = memra__gpu_function(q, m, s->r3_tiles[t].kernel, s->r3_tiles[t].smem, &s->gemm_q8_0r[t]);
-    /* MEMRA_MMQ_WG=1: the plan's 128 x 128 gemm_q8_0r tile runs on the warpgroup MMA, where the GPU is
-     * cc 9.x, the driver encodes tensor maps and the image has the kernel (sm_90a SASS only) */
+    /* MEMRA_MMQ_WG: gemm_q8_0r on the warpgroup MMA where the GPU is cc 9.x, the driver encodes tensor
+     * maps and the image has the kernel (sm_90a SASS only). auto (the default): the calls of at least
+     * MMQ_WG_AUTO_M tokens, seeded by the tensor cores (runs i1 / i4, H100: _wgs 6-44% faster than the
+     * records tiles on all six 27b rows at m = 1024, 2048 and 4096; at 512 faster on three, slower on
+     * three, so the records tiles keep m < 1024); =1: the plan's 128-token picks; =all: every call */
     s->gemm_q8_0r_wg = NULL;
     {
         const char *wg = memra__gpu_knob(q, "MEMRA_MMQ_WG");
+        const int autom = wg == NULL || strcmp(wg, "auto") == 0;
         s->wg_all = wg != NULL && strcmp(wg, "all") == 0;
+        s->wg_min_m = autom ? MMQ_WG_AUTO_M : 0;
         s->gemm_q8_0r_wgp = NULL;
-        if (st == MEMRA_STATUS_OK && wg != NULL && (strcmp(wg, "1") == 0 || s->wg_all)) {
+        if (st == MEMRA_STATUS_OK && (autom || strcmp(wg, "1") == 0 || s->wg_all)) {
             const char *tr = memra__gpu_knob(q, "MEMRA_MMQ_WG_TR"), *pe = memra__gpu_knob(q, "MEMRA_MMQ_WG_PERSIST");
             char *pend = NULL;
             const long pv = pe != NULL ? strtol(pe, &pend, 10) : 0;
             const int per = pe != NULL && pend != pe && *pend == '\0' && pv >= 1 && pv <= 4096;
             s->wgp_cap = per && pv >= 2 ? (int)pv : 0;
             const char *sd = memra__gpu_knob(q, "MEMRA_MMQ_WG_SEED");
-            const int seed = sd != NULL && strcmp(sd, "1") == 0;
+            const int seed = sd == NULL || strcmp(sd, "1") == 0; /* on by default (runs i1 / i4) */
             const int t = seed || per || (tr != NULL && strcmp(tr, "1") == 0);
             s->wg_name = seed ? "memra_k_gemm_q8_0r_wgs" : t ? "memra_k_gemm_q8_0r_wgt" : "memra_k_gemm_q8_0r_wg";
             s->wgp_name = seed ? "memra_k_gemm_q8_0r_wgps" : "memra_k_gemm_q8_0r_wgp";
@@ -523,9 +532,10 @@ static memra_status mmq_load(memra__gpu *q, void *state)
                            (caps->smem_per_block_optin == 0 || caps->smem_per_block_optin >= s->wg_smem);
             if (!ok || !load_optional(q, m, s->wg_name, s->wg_smem, &s->gemm_q8_0r_wg)) {
                 s->gemm_q8_0r_wg = NULL;
-                q->host->log(MEMRA_LOG_WARN, q->name,
+                /* a default that cannot apply (another GPU, a PTX image) is no news: said at debug level */
+                q->host->log(autom ? MEMRA_LOG_DEBUG : MEMRA_LOG_WARN, q->name,
                              "MEMRA_MMQ_WG=%s: the warpgroup gemm_q8_0r tile needs cc 9.x, the driver's tensor maps "
-                             "and this image's %s; the records tiles serve", wg, s->wg_name);
+                             "and this image's %s; the records tiles serve", wg != NULL ? wg : "auto", s->wg_name);
             } else if (per && !load_optional(q, m, s->wgp_name, s->wg_smem, &s->gemm_q8_0r_wgp)) {
                 q->host->log(MEMRA_LOG_WARN, q->name, "MEMRA_MMQ_WG_PERSIST=%s: this image has no %s; %s serves", pe,
                              s->wgp_name, s->wg_name);
@@ -1046,7 +1056,8 @@ static memra_status run_tiles(memra__gpu *q, memra_call *call, const memra_gemm_
     const memra__mmq_r3_tile *tl = &tiles[p.tile];
     memra__cu_tensor_map maps[4]; /* its tensor maps: a refused encoding leaves the plan as it was */
     const int wg = op_id == MEMRA_OP_gemm_q8_0r && MMQ_K(q)->gemm_q8_0r_wg != NULL &&
-                   (tl->bm == 128 || MMQ_K(q)->wg_all) && r3w_maps(q, maps, w, x, m, n, k);
+                   (MMQ_K(q)->wg_min_m > 0 ? m >= MMQ_K(q)->wg_min_m : tl->bm == 128 || MMQ_K(q)->wg_all) &&
+                   r3w_maps(q, maps, w, x, m, n, k);
     /* MEMRA_MMQ_KR_WG: Q4_K / Q5_K on the seeded warpgroup tile, every pick (its token codes' map alone) */
     const int kf = op_id == MEMRA_OP_gemm_kr && a->w_format == MEMRA_FORMAT_Q4_K   ? 0
                    : op_id == MEMRA_OP_gemm_kr && a->w_format == MEMRA_FORMAT_Q5_K ? 1
