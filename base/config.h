@@ -102,13 +102,13 @@
     X(MMQ_KR6_BULK, "MEMRA_MMQ_KR6_BULK", "mmq modules", BOOL, "", "1",                                        \
       "0: gemm_kr's Q6_K one-CTA tiles take their stages by cp.async, not the bulk copy engine (cc 9.x; run f1: bulk 3.7% faster at m = 4096, even at 512)") \
     X(MMQ_WG, "MEMRA_MMQ_WG", "mmq modules", ENUM, "0|1|all|auto", "auto",                                     \
-      "gemm_q8_0r on the warpgroup MMA (cc 9.x, tensor maps): auto at m >= 1024 (runs i1 / i4: 6-44% faster than the records tiles there), 1 where the plan picks a 128-token tile, all always, 0 never") \
+      "gemm_q8_0r on the warpgroup MMA (cc 9.x, tensor maps): auto at m >= 1024 (runs i1 / i4, H100: 6-12% faster than the records tiles on every 27b row there, 1.76x on one), 1 where the plan picks a 128-token tile, all always, 0 never") \
     X(MMQ_WG_TR, "MEMRA_MMQ_WG_TR", "mmq modules", BOOL, "", "0",                                              \
       "1: with MEMRA_MMQ_WG_SEED=0, MEMRA_MMQ_WG's tile with the token scales transposed by its producer warp (16 fewer loads a k32 group; run g4: 5% faster than without)") \
     X(MMQ_WG_PERSIST, "MEMRA_MMQ_WG_PERSIST", "mmq modules", UINT, "0..4096", "0",                              \
       "1: MEMRA_MMQ_WG's tile persistent (one CTA an SM loops over the tiles; token scales transposed; run g4: 6-10% slower); N >= 2: at most N CTAs") \
     X(MMQ_WG_SEED, "MEMRA_MMQ_WG_SEED", "mmq modules", BOOL, "", "1",                                          \
-      "0: MEMRA_MMQ_WG's tile without the u8 MMA that seeds each k32 group's accumulators (the seed by MOVs: 238 instructions a group where the seeded tile has 172; run i1: the seeded tile 6-10% faster)") \
+      "0: MEMRA_MMQ_WG's tile without the u8 MMA that seeds each k32 group's accumulators (the seed by MOVs: 238 instructions a group where the seeded tile has 172; run i1, H100: the seeded tile 3-12% faster)") \
     X(MMQ_KR_WG, "MEMRA_MMQ_KR_WG", "mmq modules", BOOL, "", "0",                                              \
       "1: gemm_kr's Q4_K / Q5_K on the seeded warpgroup tile (cc 9.x, tensor maps, the sum plane; the producer warpgroup widens the codes; bit for bit the per-32 _x tiles; run i2, H100: 0.75-0.96x the records tiles' speed but on the smallest row, so off)") \
     X(MMQ_XE_LOOP2, "MEMRA_MMQ_XE_LOOP2", "mmq modules", BOOL, "", "0",                                        \

@@ -506,7 +506,7 @@ static memra_status mmq_load(memra__gpu *q, void *state)
             st = memra__gpu_function(q, m, s->r3_tiles[t].kernel, s->r3_tiles[t].smem, &s->gemm_q8_0r[t]);
     /* MEMRA_MMQ_WG: gemm_q8_0r on the warpgroup MMA where the GPU is cc 9.x, the driver encodes tensor
      * maps and the image has the kernel (sm_90a SASS only). auto (the default): the calls of at least
-     * MMQ_WG_AUTO_M tokens, seeded by the tensor cores (runs i1 / i4, H100: _wgs 6-44% faster than the
+     * MMQ_WG_AUTO_M tokens, seeded by the tensor cores (runs i1 / i4, H100: _wgs 6-12% faster than the
      * records tiles on all six 27b rows at m = 1024, 2048 and 4096; at 512 faster on three, slower on
      * three, so the records tiles keep m < 1024); =1: the plan's 128-token picks; =all: every call */
     s->gemm_q8_0r_wg = NULL;
