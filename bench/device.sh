@@ -701,12 +701,18 @@ step_ncu() {
 # (PC sampling: stall reasons per SASS instruction) on the third matching launch of each
 # (test_mmq_ops sweep / sweep_kr q4_k at m = 4096, 5120->12288: the auto plan's), saved as a
 # report, then its source page printed as CSV (one row per SASS instruction, its samples by
-# reason): ncusrc_<name>.csv, read offline against cuobjdump's SASS of the same kernel
+# reason): ncusrc_<name>.csv, read offline against cuobjdump's SASS of the same kernel (bench/ncusrc.py).
+# NCUSRC_SPECS: "name|kernel regex|test_mmq_ops arguments|settings" entries, space-separated settings
+# for that run alone (default: q8_0r under the defaults, _wgs on cc 9.x since the twenty-third session;
+# kr; krwg, Q4_K with MEMRA_MMQ_KR_WG=1)
 step_ncusrc() {
-  local t=$SECONDS spec name re args
-  for spec in "q8_0r|memra_k_gemm_q8_0r|sweep 4096 0" "kr|memra_k_gemm_kr|sweep_kr q4_k 4096 0"; do
-    IFS='|' read -r name re args <<< "$spec"
-    MEMRA_ADMISSION=off timeout 240 ncu --clock-control none --section SourceCounters --section WarpStateStats \
+  local t=$SECONDS spec name re args envs specs=()
+  if [ -n "${NCUSRC_SPECS:-}" ]; then IFS=';' read -r -a specs <<< "$NCUSRC_SPECS"; else
+    specs=("q8_0r|memra_k_gemm_q8_0r|sweep 4096 0|" "kr|memra_k_gemm_kr|sweep_kr q4_k 4096 0|"
+           "krwg|memra_k_gemm_kr|sweep_kr q4_k 4096 0|MEMRA_MMQ_KR_WG=1"); fi
+  for spec in "${specs[@]}"; do
+    IFS='|' read -r name re args envs <<< "$spec"
+    env $envs MEMRA_ADMISSION=off timeout 240 ncu --clock-control none --section SourceCounters --section WarpStateStats \
       -k regex:$re --launch-skip 2 -c 1 -f -o "$L/ncusrc_$name" $T $args > "$L/ncusrc_$name.txt" 2>&1
     say "ncusrc $name: exit $?"
     timeout 120 ncu --import "$L/ncusrc_$name.ncu-rep" --page source --print-source sass --csv \
