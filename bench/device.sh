@@ -98,8 +98,9 @@
 #               records tile at m = 4096 (WGNCU_ARMS, also wgs); wgtools: the four tools over the
 #               warpgroup kernels (WGTOOLS_ARMS); wgs: MEMRA_MMQ_WG_SEED=1 (the tile seeded by a u8 MMA):
 #               smokes, tests, check, ncu names, knobab against _wgt and the records tiles, four tools
-#   krwg        MEMRA_MMQ_KR_WG=1 (Q4_K / Q5_K on the seeded warpgroup tile): smoke, tests (bit for bit
-#               the per-32 records tile), check, info, ncu names, four tools, knobab (see step_krwg)
+#   krwg        MEMRA_MMQ_KR_WG=1 (Q4_K / Q5_K on the seeded warpgroup tile; KRWG_VALUE=mma: its min term by
+#               tf32 wgmmas): smoke, tests (bit for bit the per-32 records tile; =mma in the band), check,
+#               info, ncu names, four tools, knobab (see step_krwg)
 #   krsumsxe    MEMRA_MMQ_KR_SUMS on the sorted grouped K-quant tiles: tests, checks, bench moe A/B
 #               (see step_krsumsxe)
 #   xetall      MEMRA_MMQ_XE_TALL=1 (the 160 x 96 interleaved grouped tiles): tests, check, ncu names,
@@ -1219,13 +1220,13 @@ step_krbulk() {
 # knob_kr_run KNOB NAME ARM TOOLS M ROUNDS: a gemm_kr knob's first GPU run with KNOB=1: knob_kr_tests, memra
 # info, the kernels' names, the four tools over check gemm_kr (TOOLS 1), then knobab KNOB 0 / 1 on the ARM
 # rows at each of M, ROUNDS rounds
-knob_kr_run() {
-  local t=$SECONDS
-  knob_kr_tests $1=1 $2
-  knob_info $1=1 $2
-  knob_kr_names $1=1 $2
-  [ "$4" = 1 ] && knob_tools $1=1 $2 gemm_kr
-  KNOBAB_KNOB=$1 KNOBAB_ARM=$3 KNOBAB_M=$5 KNOBAB_ROUNDS=$6 step_knobab
+knob_kr_run() { # $7: the knob's "on" value (default 1)
+  local t=$SECONDS v=${7:-1}
+  knob_kr_tests $1=$v $2
+  knob_info $1=$v $2
+  knob_kr_names $1=$v $2
+  [ "$4" = 1 ] && knob_tools $1=$v $2 gemm_kr
+  KNOBAB_KNOB=$1 KNOBAB_ON=$v KNOBAB_ARM=$3 KNOBAB_M=$5 KNOBAB_ROUNDS=$6 step_knobab
   say "$2: $((SECONDS - t)) s"
 }
 
@@ -1249,13 +1250,15 @@ step_krwg() {
   local rc
   timeout 200 $M check --device 0 --op gemm_kr --module mmq --quick > "$L/krwg_warmup.log" 2>&1
   say "warm-up check gemm_kr --quick: exit $? $(grep -E 'passed, ' "$L/krwg_warmup.log")"
-  env MEMRA_MMQ_KR_WG=1 timeout 40 $M check --device 0 --op gemm_kr --module mmq --quick > "$L/krwg_smoke.log" 2>&1
+  env MEMRA_MMQ_KR_WG=${KRWG_VALUE:-1} timeout 40 $M check --device 0 --op gemm_kr --module mmq --quick \
+    > "$L/krwg_smoke.log" 2>&1
   rc=$?
-  say "smoke check gemm_kr --quick (MEMRA_MMQ_KR_WG=1): exit $rc $(grep -E 'passed, ' "$L/krwg_smoke.log")"
+  say "smoke check gemm_kr --quick (MEMRA_MMQ_KR_WG=${KRWG_VALUE:-1}): exit $rc $(grep -E 'passed, ' "$L/krwg_smoke.log")"
   grep -E " FAIL" "$L/krwg_smoke.log" | head -4 >> "$S"
   { [ $rc = 124 ] || [ $rc = 137 ]; } && { say "krwg: the smoke check hung: the rest is skipped"; return 1; }
-  knob_kr_run MEMRA_MMQ_KR_WG krwg 'q4_k|q5_k' "${KRWG_TOOLS:-1}" "${KRWG_M:-4096 512}" "${KRWG_ROUNDS:-1}"
-  say "krwg: $(grep -c 'differ from the per-32 records tile  ok' "$L/krwg_test_gemm_kr.log") bit-for-bit cases ok"
+  knob_kr_run MEMRA_MMQ_KR_WG krwg 'q4_k|q5_k' "${KRWG_TOOLS:-1}" "${KRWG_M:-4096 512}" "${KRWG_ROUNDS:-1}" \
+    "${KRWG_VALUE:-1}"
+  say "krwg: $(grep -c 'differ from the per-32 records tile  ok' "$L/krwg_test_gemm_kr.log") bit-for-bit cases ok, $(grep -E 'KR_WG=mma split=' "$L/krwg_test_gemm_kr.log" | grep -c ' ok$') KR_WG=mma cases in the band"
 }
 
 # MEMRA_MMQ_WG's first GPU run (issue 26: gemm_q8_0r's 128 x 128 tile on the warpgroup MMA, fed by tensor

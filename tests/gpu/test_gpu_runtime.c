@@ -1228,7 +1228,8 @@ static int case_mmq(const char *so)
     /* MEMRA_MMQ_KR_WG=1 (unset: off): gemm_kr's Q4_K / Q5_K on the seeded warpgroup tile, every pick, on
      * cc 9.x with tensor maps and the sum plane (MEMRA_MMQ_KR_SUMS): grid ceil(m / 128) x ceil(n / 128) x
      * the split, 384 threads, R3W_SMEM_BYTES_KQ, one map (the token codes: rank 3, 128 x 128, swizzled);
-     * Q6_K keeps its tiles. want: the format's wgs kernel (1) or a records tile (0) */
+     * Q6_K keeps its tiles; =mma: the _wgm kernels, R3W_SMEM_BYTES_KM. want: the format's kernel of the
+     * knob (1) or a records tile (0) */
     static const struct {
         int cc, no_tmap;
         const char *knob, *sums, *missing;
@@ -1238,9 +1239,16 @@ static int case_mmq(const char *so)
                {90, 0, NULL, NULL, NULL, 0, 4096, 12288, 0}, {90, 0, "0", NULL, NULL, 1, 4096, 12288, 0},
                {120, 0, "1", NULL, NULL, 0, 4096, 12288, 0}, {90, 1, "1", NULL, NULL, 0, 4096, 12288, 0},
                {90, 0, "1", "0", NULL, 0, 4096, 12288, 0},   {90, 0, "1", NULL, "q4_k_wgs", 0, 4096, 12288, 0},
-               {90, 0, "1", NULL, "q4_k_wgs", 1, 4096, 12288, 1}};
+               {90, 0, "1", NULL, "q4_k_wgs", 1, 4096, 12288, 1},
+               /* =mma: the _wgm kernels (the min term by tf32 wgmmas), R3W_SMEM_BYTES_KM */
+               {90, 0, "mma", NULL, NULL, 0, 4096, 12288, 1}, {90, 0, "mma", NULL, NULL, 1, 512, 1024, 1},
+               {90, 0, "mma", NULL, NULL, 2, 4096, 12288, 0}, {120, 0, "mma", NULL, NULL, 0, 4096, 12288, 0},
+               {90, 1, "mma", NULL, NULL, 1, 4096, 12288, 0}, {90, 0, "mma", "0", NULL, 0, 4096, 12288, 0},
+               {90, 0, "mma", NULL, "q4_k_wgm", 0, 4096, 12288, 0}, {90, 0, "mma", NULL, "q4_k_wgm", 1, 4096, 12288, 1},
+               {90, 0, "mma", NULL, "q4_k_wgs", 0, 4096, 12288, 1}};
     static const memra_format kwf[] = {MEMRA_FORMAT_Q4_K, MEMRA_FORMAT_Q5_K, MEMRA_FORMAT_Q6_K};
     static const char *const kwn[] = {"memra_k_gemm_kr_q4_k_wgs", "memra_k_gemm_kr_q5_k_wgs", ""};
+    static const char *const kwm[] = {"memra_k_gemm_kr_q4_k_wgm", "memra_k_gemm_kr_q5_k_wgm", ""};
     for (size_t i = 0; i < sizeof kwc / sizeof kwc[0]; i++) {
         g_kr_wg_knob = kwc[i].knob, g_kr_sums_knob = kwc[i].sums, g_missing_kernel = kwc[i].missing;
         g_no_tmap = kwc[i].no_tmap;
@@ -1251,10 +1259,12 @@ static int case_mmq(const char *so)
         g_tmap_calls = 0;
         const memra_status st2 = m.desc->ops->gemm_kr(&c2, &a2);
         const char *got = g_n_launched > 0 ? g_launched[0] : "";
-        const int is_wg = strcmp(got, kwn[kwc[i].f]) == 0;
+        const int mma = kwc[i].knob != NULL && strcmp(kwc[i].knob, "mma") == 0;
+        const int is_wg = strcmp(got, (mma ? kwm : kwn)[kwc[i].f]) == 0;
         const int shape_ok = !is_wg || (g_grid_x[0] == (unsigned)(kwc[i].m + 127) / 128 &&
                                         g_grid_y[0] == (unsigned)(kwc[i].n + 127) / 128 && g_block_x[0] == 384 &&
-                                        g_smem[0] == (unsigned)R3W_SMEM_BYTES_KQ && g_tmap_calls == 1 &&
+                                        g_smem[0] == (unsigned)(mma ? R3W_SMEM_BYTES_KM : R3W_SMEM_BYTES_KQ) &&
+                                        g_tmap_calls == 1 &&
                                         g_tmap_rank[0] == 3 && g_tmap_box[0] == 128 && g_tmap_box0[0] == 128 &&
                                         g_tmap_swz[0] == 3 && (g_grid_z[0] == 1) == (g_n_launched == 1));
         const int good = st2 == MEMRA_STATUS_OK && g_n_launched >= 1 && is_wg == kwc[i].want && shape_ok &&

@@ -1197,6 +1197,16 @@ __device__ __forceinline__ void r3w_fence_regs(uint32_t (&t)[64])
  * an f32 bit pattern a subnormal, exactly (2^19 + I) x 2^-149. No register is seeded by an
  * instruction of the warp (the 64 MOVs a group of r3w_seed). */
 static_assert(R3W_SD_SEED == 32u * 128u * 128u, "the seed is the u8 MMA of 0x80 bytes over k32");
+/* KM's seed: A also read from the seed block (the same descriptor: 64 rows x 32 bytes lie inside its 4 KB,
+ * every byte 0x80 whatever the layout), so no register holds the constant A (the K-quant tile with the
+ * min term by MMA has none to spare) */
+__device__ __forceinline__ void r3w_mma_seed_s(uint32_t (&d)[64], unsigned long long db)
+{
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, 0, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n128k32.s32.u8.u8 " R3W_D64 ", %64, %64, p;\n}\n"
+                 : R3W_D64_OPS(R3W_WO)
+                 : "l"(db));
+}
 __device__ __forceinline__ void r3w_mma_seed(uint32_t (&d)[64], unsigned long long db, const uint32_t (&a)[4])
 {
     asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, 0, 0;\n"
@@ -1211,6 +1221,44 @@ __device__ __forceinline__ unsigned long long r3w_seed_desc(unsigned addr)
 {
     return (unsigned long long)((addr & 0x3FFFFu) >> 4) | ((unsigned long long)(128 >> 4) << 16) |
            ((unsigned long long)(256 >> 4) << 32);
+}
+
+/* KM (MEMRA_MMQ_KR_WG=mma): v rounded to tf32 (10 fraction bits), to nearest with ties away from zero,
+ * by the bit pattern (the wgmma reads only those bits of an f32) */
+__device__ __forceinline__ float r3w_tf32_rna(float v)
+{
+    return __uint_as_float((__float_as_uint(v) + 0x1000u) & 0xFFFFE000u);
+}
+
+/* KM: the byte offset of row r's first four k values in a no-swizzle K-major tf32 tile of k 8 (core
+ * matrices of 8 rows x 16 bytes; the k 4..7 half 128 bytes on, the next 8 rows 256 bytes on: the
+ * seed block's descriptor, r3w_seed_desc, describes it) */
+__device__ __forceinline__ int r3w_km_at(int r) { return (r >> 3) * 256 + (r & 7) * 16; }
+
+/* KM: a step's min term M = A1 B + A2 B over k 8 (tf32, both operands in shared memory, descriptors
+ * da1 / da2 / db) as f32 bit patterns into d, the temporaries the step's last fold has just read (the
+ * next step's first group adds them to acc before its next wgmma writes them): A1 = P_hi | P_hi and
+ * B = t_hi | t_lo give P_hi t, A2 = P_lo | 0 gives P_lo t_hi, so M = sum_b P_b t_b to about 2^-21 of
+ * each term. Never into the accumulators themselves: the folds write those while wgmmas are in
+ * flight, and ptxas then serialises every wgmma of the kernel (C7515); nor into registers of their
+ * own: 64 more than the consumers have (ptxas spilled 268 bytes). */
+__device__ __forceinline__ void r3w_mma_min(uint32_t (&d)[64], unsigned long long da1, unsigned long long da2,
+                                            unsigned long long db)
+{
+    asm volatile("{\n.reg .pred p, q;\nsetp.ne.b32 p, %67, 0;\nsetp.ne.b32 q, %67, 1;\n"
+                 "wgmma.mma_async.sync.aligned.m64n128k8.f32.tf32.tf32 " R3W_D64 ", %64, %66, q, 1, 1;\n"
+                 "wgmma.mma_async.sync.aligned.m64n128k8.f32.tf32.tf32 " R3W_D64 ", %65, %66, p, 1, 1;\n}\n"
+                 : R3W_D64_OPS(R3W_WO)
+                 : "l"(da1), "l"(da2), "l"(db), "r"(1));
+}
+
+/* KM: a step's min term issued into mt (warpgroup w's rows) from the stage at shared address st, committed */
+__device__ __forceinline__ void r3w_min_step(uint32_t (&mt)[64], unsigned st, int w)
+{
+    const unsigned km = st + 32768 + (unsigned)w * 2048;
+    asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+    r3w_mma_min(mt, r3w_seed_desc(km + R3W_KM_A1), r3w_seed_desc(km + R3W_KM_A2), r3w_seed_desc(st + 32768 + R3W_KM_B));
+    asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
 }
 
 /* SD's fold of one accumulator: D = 2^19 + I read as f32 is (2^19 + I) 2^-149; with s2 = s 2^111 and
@@ -1242,21 +1290,28 @@ __device__ __forceinline__ int r3w_perm(int t)
  * group G folded into acc and tc re-seeded (SD: seeded by the u8 wgmma issued before the s8 one, dseed
  * the seed block's descriptor); the stage freed after its fourth group. r: the
  * thread's weight row in the tile, cq its first token column (2 (lane % 4)). */
-template <int G, bool TR, bool SD, bool KQ = false>
+template <int G, bool TR, bool SD, bool KQ = false, bool KM = false>
 __device__ __forceinline__ void r3w_step(float (&acc)[64], uint32_t (&tc)[64], uint32_t (&tn)[64], float (&sc)[2],
                                          float (&mc)[2], const unsigned char *sp, const unsigned char *sp_n, unsigned st_n,
                                          unsigned full_n, unsigned ph_n, unsigned empty_s, unsigned a_off, int r,
                                          int cq, unsigned long long dseed, const uint32_t (&sa)[4],
-                                         unsigned long long da_n, unsigned long long db_n)
+                                         unsigned long long da_n, unsigned long long db_n, unsigned empty_p = 0u)
 {
     constexpr int KK_N = (G + 1) & 3;
     asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
     r3w_fence_regs(tc);
+    if (KM && G == 0 && empty_p != 0u) { /* the last step's min term, in tn, into acc; its stage is free now */
+        r3w_fence_regs(tn);
+#pragma unroll
+        for (int i = 0; i < 64; i++) acc[i] += __uint_as_float(tn[i]);
+        asm volatile("{\n.reg .b64 st;\nmbarrier.arrive.shared::cta.b64 st, [%0];\n}\n" ::"r"(empty_p) : "memory");
+    }
     if (KK_N == 0) memra_mb_wait(full_n, ph_n);
     if (TR && KK_N == 0) memra_mb_wait(full_n + 16 * R3W_STAGES, ph_n); /* the step's `ready`: its token scales transposed */
     asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
     if (SD) { /* the stage's descriptors computed once a step: a k32 slice is 32 bytes, 2 in the start field */
-        r3w_mma_seed(tn, dseed, sa);
+        if (KM) r3w_mma_seed_s(tn, dseed);
+        else r3w_mma_seed(tn, dseed, sa);
         r3w_mma<KQ>(tn, da_n + 2 * KK_N, db_n + 2 * KK_N);
     } else {
         r3w_mma(tn, memra_wg_desc(st_n + a_off + KK_N * 32), memra_wg_desc(st_n + 16384 + KK_N * 32));
@@ -1288,7 +1343,7 @@ __device__ __forceinline__ void r3w_step(float (&acc)[64], uint32_t (&tc)[64], u
             acc[4 * j + 1] = fmaf(x1, r3w_sd_inner(tc[4 * j + 1], s0d, m0), acc[4 * j + 1]);
             acc[4 * j + 2] = fmaf(x0, r3w_sd_inner(tc[4 * j + 2], s1d, m1), acc[4 * j + 2]);
             acc[4 * j + 3] = fmaf(x1, r3w_sd_inner(tc[4 * j + 3], s1d, m1), acc[4 * j + 3]);
-            if (KQ) { /* the min term after the main one, as the _x tiles' fold "min" */
+            if (KQ && !KM) { /* the min term after the main one, as the _x tiles' fold "min" */
                 const float4 t4 = *reinterpret_cast<const float4 *>(tt + r3w_perm(8 * (j & ~1) + cq));
                 const float t0 = (j & 1) ? t4.z : t4.x, t1 = (j & 1) ? t4.w : t4.y;
                 acc[4 * j + 0] = fmaf(t0, n0, acc[4 * j + 0]);
@@ -1307,12 +1362,13 @@ __device__ __forceinline__ void r3w_step(float (&acc)[64], uint32_t (&tc)[64], u
      * whose `full` was waited for above) */
     const float *hn = reinterpret_cast<const float *>(sp_n + 32768);
     sc[0] = hn[r * 4 + KK_N], sc[1] = hn[(r + 8) * 4 + KK_N];
-    if (KQ) {
+    if (KQ && !KM) {
         const float *hm = reinterpret_cast<const float *>(sp_n + 32768 + 6144);
         mc[0] = hm[r * 4 + KK_N], mc[1] = hm[(r + 8) * 4 + KK_N];
     }
     if (!SD) r3w_seed(tc);
-    if (G == 3) asm volatile("{\n.reg .b64 st;\nmbarrier.arrive.shared::cta.b64 st, [%0];\n}\n" ::"r"(empty_s) : "memory");
+    /* (KM: the stage is freed after the step's min term, by the next step's first group) */
+    if (G == 3 && !KM) asm volatile("{\n.reg .b64 st;\nmbarrier.arrive.shared::cta.b64 st, [%0];\n}\n" ::"r"(empty_s) : "memory");
 }
 
 /* TR: ring step it's token scales ([token][group] after the copies) rewritten as [group][token] by the
@@ -1400,8 +1456,11 @@ __device__ __forceinline__ r3w_tile r3w_tile_of(int t, int ntx, int nty, int G, 
  * as the tensor copies lay out the token codes), its scales s = d sc and mins mn = dmin m of the step's
  * four 32-blocks formed as kr_widen forms them, at [r][4]; token i0 + r's four block scales (its
  * record's head) and sums (the records' sum plane) written permuted as r3w_transpose P writes them.
- * Rows past n and tokens past m get zeros. */
-template <int F>
+ * Rows past n and tokens past m get zeros. KM (MEMRA_MMQ_KR_WG=mma): in place of the mins and sums,
+ * the min term's tf32 tiles (mmq.h R3W_KM_*): row r's P = -mn 2^-44 split P_hi = rna(P), P_lo = P - P_hi
+ * (exact: P has at most 17 significant bits, dmin's 11 and m's 6), token r's sums t split t_hi = rna(t),
+ * t_lo = rna(t - t_hi). */
+template <int F, bool KM = false>
 __device__ __forceinline__ void kq_fill(unsigned char *sp, const unsigned char *__restrict__ w,
                                         const unsigned char *__restrict__ xq, const unsigned char *__restrict__ xs,
                                         int n, int m, int G, int j0, int i0, int g, int r)
@@ -1439,8 +1498,18 @@ __device__ __forceinline__ void kq_fill(unsigned char *sp, const unsigned char *
     const uint32_t vm = h1 ? ((hd.w >> 4) & 0x0F0F0F0Fu) | ((hd.z >> 2) & 0x30303030u) : hd.z & 0x3F3F3F3Fu;
     *reinterpret_cast<float4 *>(sp + 32768 + r * 16) =
         make_float4(d * kr_u8f(vs, 0), d * kr_u8f(vs, 1), d * kr_u8f(vs, 2), d * kr_u8f(vs, 3));
-    *reinterpret_cast<float4 *>(sp + 32768 + 6144 + r * 16) =
-        make_float4(dmin * kr_u8f(vm, 0), dmin * kr_u8f(vm, 1), dmin * kr_u8f(vm, 2), dmin * kr_u8f(vm, 3));
+    const float4 mn4 = make_float4(dmin * kr_u8f(vm, 0), dmin * kr_u8f(vm, 1), dmin * kr_u8f(vm, 2), dmin * kr_u8f(vm, 3));
+    if (KM) { /* (8 rows of 16 bytes a core matrix: r3w_km_at) */
+        const float4 p = make_float4(mn4.x * -0x1p-44f, mn4.y * -0x1p-44f, mn4.z * -0x1p-44f, mn4.w * -0x1p-44f);
+        const float4 ph = make_float4(r3w_tf32_rna(p.x), r3w_tf32_rna(p.y), r3w_tf32_rna(p.z), r3w_tf32_rna(p.w));
+        unsigned char *a1 = sp + 32768 + R3W_KM_A1 + r3w_km_at(r), *a2 = sp + 32768 + R3W_KM_A2 + r3w_km_at(r);
+        *reinterpret_cast<float4 *>(a1) = ph;
+        *reinterpret_cast<float4 *>(a1 + 128) = ph;
+        *reinterpret_cast<float4 *>(a2) = make_float4(p.x - ph.x, p.y - ph.y, p.z - ph.z, p.w - ph.w);
+        *reinterpret_cast<float4 *>(a2 + 128) = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    } else {
+        *reinterpret_cast<float4 *>(sp + 32768 + 6144 + r * 16) = mn4;
+    }
     float4 xs4 = make_float4(0.0f, 0.0f, 0.0f, 0.0f), ts4 = xs4;
     if (i < m) {
         const long long rec = (long long)g * m + i;
@@ -1450,6 +1519,15 @@ __device__ __forceinline__ void kq_fill(unsigned char *sp, const unsigned char *
     const int pos = r3w_perm(r);
     float *xp = reinterpret_cast<float *>(sp + 32768 + 4096) + pos, *tp = reinterpret_cast<float *>(sp + 32768 + 8192) + pos;
     xp[0] = xs4.x, xp[128] = xs4.y, xp[256] = xs4.z, xp[384] = xs4.w;
+    if (KM) {
+        const float4 th = make_float4(r3w_tf32_rna(ts4.x), r3w_tf32_rna(ts4.y), r3w_tf32_rna(ts4.z), r3w_tf32_rna(ts4.w));
+        unsigned char *bt = sp + 32768 + R3W_KM_B + r3w_km_at(r);
+        *reinterpret_cast<float4 *>(bt) = th;
+        *reinterpret_cast<float4 *>(bt + 128) =
+            make_float4(r3w_tf32_rna(ts4.x - th.x), r3w_tf32_rna(ts4.y - th.y), r3w_tf32_rna(ts4.z - th.z),
+                        r3w_tf32_rna(ts4.w - th.w));
+        return;
+    }
     tp[0] = ts4.x, tp[128] = ts4.y, tp[256] = ts4.z, tp[384] = ts4.w;
 }
 
@@ -1458,8 +1536,10 @@ __device__ __forceinline__ void kq_fill(unsigned char *sp, const unsigned char *
  * a consumer reads two tokens' scales with one 8-byte load: 16 loads a group where [token][group]
  * takes 32. P: persistent (see r3w_tile_of); a consumer issues the next tile's first group before
  * folding its tile's last, so that group's MMAs and the next tile's copies run during its epilogue.
- * sl: the slices (P; else gridDim.z). */
-template <bool TR, bool P, bool SD, int KF = -1>
+ * sl: the slices (P; else gridDim.z). KM (with KF): the min term by tf32 wgmmas (r3w_mma_min), issued
+ * after each step's last fold; the step's stage is then released by the next step's first group,
+ * after the wait that covers them (a stage is held one step longer: three ahead, not four). */
+template <bool TR, bool P, bool SD, int KF = -1, bool KM = false>
 __device__ __forceinline__ void r3w_body(const memra_tmap *map_w, const memra_tmap *map_wh, const memra_tmap *map_x,
                                          const memra_tmap *map_xh, float *__restrict__ y, int m, int n, int k,
                                          long long ldy, float alpha, float *__restrict__ part, int sl,
@@ -1469,7 +1549,8 @@ __device__ __forceinline__ void r3w_body(const memra_tmap *map_w, const memra_tm
 {
     constexpr bool KQ = KF >= 0;
     static_assert(!KQ || (SD && TR && !P), "the K-quant tiles: seeded, permuted scales, a plain grid");
-    constexpr int S = R3W_STAGES, SB = KQ ? R3W_STAGE_BYTES_KQ : R3W_STAGE_BYTES_OF(TR);
+    static_assert(!KM || KQ, "the min term by MMA is the K-quant tiles'");
+    constexpr int S = R3W_STAGES, SB = KM ? R3W_STAGE_BYTES_KM : KQ ? R3W_STAGE_BYTES_KQ : R3W_STAGE_BYTES_OF(TR);
     static_assert((S & (S - 1)) == 0 && S >= 2, "the ring's stage index is it & (S - 1)");
     /* TR: producer step it waits for stage it's `empty` (released after `ready` of it - S) before its
      * lanes arrive on `ready` of it - 1: a cycle unless it - S < it - 1 */
@@ -1510,7 +1591,7 @@ __device__ __forceinline__ void r3w_body(const memra_tmap *map_w, const memra_tm
                     memra_mb_arrive_tx(fb, 16384);
                     memra_tma_load_3d(sbase + s * SB + 16384, map_x, 16, tl.i0, tl.g0 + b, fb);
                 }
-                kq_fill<KF>(stages + s * SB, kw, kx, kt, n, m, G, tl.j0, tl.i0, tl.g0 + b, pr);
+                kq_fill<KF, KM>(stages + s * SB, kw, kx, kt, n, m, G, tl.j0, tl.i0, tl.g0 + b, pr);
                 /* the codes are the wgmma's operand: visible to the async proxy before `ready` */
                 asm volatile("fence.proxy.async.shared::cta;\n"
                              "{\n.reg .b64 st;\nmbarrier.arrive.shared::cta.b64 st, [%0];\n}\n" ::"r"(ready + 8 * s)
@@ -1567,6 +1648,7 @@ __device__ __forceinline__ void r3w_body(const memra_tmap *map_w, const memra_tm
     float mc[2] = {0.0f, 0.0f}; /* (KQ) its rows' mins likewise */
     int it = 0;
     bool inflight = false; /* t0 holds the tile's first group, issued during the last tile's last fold */
+    unsigned empty_p = 0u; /* (KM) the `empty` of the stage whose min term is in flight (0: none) */
     for (int t = t0_; t < nt; t += dt) {
         const r3w_tile tl = r3w_tile_of<P>(t, ntx, nty, G, SL);
         float acc[64];
@@ -1582,13 +1664,14 @@ __device__ __forceinline__ void r3w_body(const memra_tmap *map_w, const memra_tm
             memra_mb_wait(f0, p0);
             if (TR) memra_mb_wait(f0 + 16 * S, p0);
             asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
-            if (SD) r3w_mma_seed(t0, dseed, sa);
+            if (SD && KM) r3w_mma_seed_s(t0, dseed);
+            else if (SD) r3w_mma_seed(t0, dseed, sa);
             r3w_mma<KQ>(t0, memra_wg_desc(sbase + (it & (S - 1)) * SB + a_off),
                         memra_wg_desc(sbase + (it & (S - 1)) * SB + 16384));
             asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
             const float *h0 = reinterpret_cast<const float *>(stages + (it & (S - 1)) * SB + 32768);
             sc[0] = h0[r * 4], sc[1] = h0[(r + 8) * 4];
-            if (KQ) mc[0] = h0[1536 + r * 4], mc[1] = h0[1536 + (r + 8) * 4]; /* the mins at + 6144 bytes */
+            if (KQ && !KM) mc[0] = h0[1536 + r * 4], mc[1] = h0[1536 + (r + 8) * 4]; /* the mins at + 6144 bytes */
         }
         /* after the tile's last step: the first step of the CTA's next tile with steps (P, where there is one),
          * else that last step again (never folded; no copy follows it into the stage: the CTA's last) */
@@ -1607,17 +1690,30 @@ __device__ __forceinline__ void r3w_body(const memra_tmap *map_w, const memra_tm
             /* (SD) the descriptors of this stage's and the next issue's operands */
             const unsigned long long da = memra_wg_desc(st + a_off), db = memra_wg_desc(st + 16384);
             const unsigned long long da_n = memra_wg_desc(st_n + a_off), db_n = memra_wg_desc(st_n + 16384);
-            r3w_step<0, TR, SD, KQ>(acc, t0, t1, sc, mc, sp, sp, st, 0u, 0u, empty_s, a_off, r, cq, dseed, sa, da, db);
-            r3w_step<1, TR, SD, KQ>(acc, t1, t0, sc, mc, sp, sp, st, 0u, 0u, empty_s, a_off, r, cq, dseed, sa, da, db);
-            r3w_step<2, TR, SD, KQ>(acc, t0, t1, sc, mc, sp, sp, st, 0u, 0u, empty_s, a_off, r, cq, dseed, sa, da, db);
-            r3w_step<3, TR, SD, KQ>(acc, t1, t0, sc, mc, sp, sp_n, st_n, full_n, ph_n, empty_s, a_off, r, cq, dseed, sa, da_n,
-                                db_n);
+            r3w_step<0, TR, SD, KQ, KM>(acc, t0, t1, sc, mc, sp, sp, st, 0u, 0u, empty_s, a_off, r, cq, dseed, sa, da, db,
+                                        empty_p);
+            r3w_step<1, TR, SD, KQ, KM>(acc, t1, t0, sc, mc, sp, sp, st, 0u, 0u, empty_s, a_off, r, cq, dseed, sa, da, db);
+            r3w_step<2, TR, SD, KQ, KM>(acc, t0, t1, sc, mc, sp, sp, st, 0u, 0u, empty_s, a_off, r, cq, dseed, sa, da, db);
+            r3w_step<3, TR, SD, KQ, KM>(acc, t1, t0, sc, mc, sp, sp_n, st_n, full_n, ph_n, empty_s, a_off, r, cq, dseed, sa,
+                                        da_n, db_n);
+            if (KM) { /* the step's min term into t1 (just folded), its operands in this stage, held until the
+                       * next step's first wait */
+                r3w_min_step(t1, st, w);
+                empty_p = empty_s;
+            }
         }
         it += tl.nk;
         inflight = more; /* (tiles without steps between keep it: they issue nothing) */
         if (!more) {
             asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory"); /* the repeated group's, never read */
             r3w_fence_regs(t0);
+            if (KM) { /* and the last step's min term: acc final, its stage free */
+                r3w_fence_regs(t1);
+#pragma unroll
+                for (int i = 0; i < 64; i++) acc[i] += __uint_as_float(t1[i]);
+                asm volatile("{\n.reg .b64 st;\nmbarrier.arrive.shared::cta.b64 st, [%0];\n}\n" ::"r"(empty_p) : "memory");
+                empty_p = 0u;
+            }
         }
         pdl_trigger();
         r3w_store<SD, KQ>(acc, y, part, ldy, alpha, m, n, tl.i0, tl.j0 + r, cq, SL, tl.z);
@@ -1655,16 +1751,19 @@ memra_k_gemm_q8_0r_wgps(const __grid_constant__ memra_tmap map_w, const __grid_c
 }
 /* MEMRA_MMQ_KR_WG=1: gemm_kr's Q4_K / Q5_K on the seeded tile (r3w_body KF; kq_fill): map_x the token
  * codes' map (r3w_maps' third), w the K-packed weight, xq the q8_1 records, xs their sum plane */
-#define R3W_KQ_ENTRY(NAME, F)                                                                                       \
+#define R3W_KQ_ENTRY(NAME, F, KM)                                                                                    \
     extern "C" __global__ void __launch_bounds__(R3W_THREADS, 1)                                                    \
         NAME(const __grid_constant__ memra_tmap map_x, const unsigned char *__restrict__ w,                          \
              const unsigned char *__restrict__ xq, const unsigned char *__restrict__ xs, float *__restrict__ y, int m, \
              int n, int k, long long ldy, float alpha, float *__restrict__ part)                                     \
     {                                                                                                                \
-        r3w_body<true, false, true, F>(&map_x, &map_x, &map_x, &map_x, y, m, n, k, ldy, alpha, part, 1, w, xq, xs); \
+        r3w_body<true, false, true, F, KM>(&map_x, &map_x, &map_x, &map_x, y, m, n, k, ldy, alpha, part, 1, w, xq, xs); \
     }
-R3W_KQ_ENTRY(memra_k_gemm_kr_q4_k_wgs, KR_Q4_K)
-R3W_KQ_ENTRY(memra_k_gemm_kr_q5_k_wgs, KR_Q5_K)
+R3W_KQ_ENTRY(memra_k_gemm_kr_q4_k_wgs, KR_Q4_K, false)
+R3W_KQ_ENTRY(memra_k_gemm_kr_q5_k_wgs, KR_Q5_K, false)
+/* MEMRA_MMQ_KR_WG=mma: the same with the min term by tf32 wgmmas (r3w_body KM) */
+R3W_KQ_ENTRY(memra_k_gemm_kr_q4_k_wgm, KR_Q4_K, true)
+R3W_KQ_ENTRY(memra_k_gemm_kr_q5_k_wgm, KR_Q5_K, true)
 #undef R3W_KQ_ENTRY
 #undef R3W_ENTRY
 #endif

@@ -67,6 +67,17 @@
 #define R3W_KQ_SCALE 0x1p105f
 #define R3W_KQ_MIN (-0x1p-25f)
 #define R3W_KQ_POST 0x1p44f
+/* MEMRA_MMQ_KR_WG=mma (memra_k_gemm_kr_q4_k_wgm / _q5_k_wgm): the min term by two tf32 wgmmas a step
+ * into the accumulators, not 64 FFMA a group. In place of the mins and sums the stage holds three
+ * no-swizzle K-major tf32 tiles (core matrices of 8 rows x 16 bytes, 128 bytes apart along k and 256
+ * along the rows, as the seed block): the token sums [128][8] = t_hi[4] | t_lo[4] at + 8192, and the
+ * rows' P = -mn 2^-44 as [128][8] = P_hi[4] | P_hi[4] at + 12288 and P_lo[4] | 0[4] at + 16384
+ * (offsets past the 32 KB of codes) */
+#define R3W_KM_B 8192
+#define R3W_KM_A1 12288
+#define R3W_KM_A2 16384
+#define R3W_STAGE_BYTES_KM (32768 + 20480)
+#define R3W_SMEM_BYTES_KM (R3W_STAGES * R3W_STAGE_BYTES_KM + 1024 + R3W_SEED_BYTES)
 
 /* gemm_kr: gemm_q8_0r's tile on the K-packed weight: two weight slots
  * widened to 160 bytes per 128 values (144 in the row table, 16 in a side

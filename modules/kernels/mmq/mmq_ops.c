@@ -367,9 +367,13 @@ typedef struct mmq_state {
     int wgp_cap;
     /* MEMRA_MMQ_WG_SEED=1 (implies WG_TR): the tiles seeded by the tensor cores, _wgs and _wgps */
     const char *wgp_name;
-    /* MEMRA_MMQ_KR_WG=1 (cc 9.x, opt-in until timed): gemm_kr's Q4_K / Q5_K on the seeded warpgroup tile
-     * (mmq.cu memra_k_gemm_kr_q4_k_wgs / _q5_k_wgs; the records' sum plane), else NULL */
+    /* MEMRA_MMQ_KR_WG=1 (cc 9.x, opt-in; run i2: 0.75-0.96x the records tiles): gemm_kr's Q4_K / Q5_K on
+     * the seeded warpgroup tile (mmq.cu memra_k_gemm_kr_q4_k_wgs / _q5_k_wgs; the records' sum plane), or
+     * with =mma the tile whose min term is two tf32 wgmmas a step (_wgm, untimed), else NULL; kr_wg_names
+     * and kr_wg_smem those of the loaded pair */
     CUfunction gemm_kr_wg[2];
+    const char *const *kr_wg_names;
+    unsigned kr_wg_smem;
 } mmq_state;
 
 /* The 16-bit grouped tiles (mmq.cu "gemm_experts on the f16 / bf16 lanes"), [variant][tile of
@@ -400,6 +404,7 @@ static const char *const h16_var_names[4] = {"k64", "k32", "n8", "n8k64"};
 
 /* MEMRA_MMQ_KR_WG's kernels, Q4_K and Q5_K */
 static const char *const k_kr_wg_names[2] = {"memra_k_gemm_kr_q4_k_wgs", "memra_k_gemm_kr_q5_k_wgs"};
+static const char *const k_kr_wgm_names[2] = {"memra_k_gemm_kr_q4_k_wgm", "memra_k_gemm_kr_q5_k_wgm"};
 
 /* Short names for the runtime's helpers (gpu.h). */
 static memra_status decline(memra_call *call, const char *reason) { return memra__gpu_decline(call, reason); }
@@ -597,24 +602,28 @@ static memra_status mmq_load(memra__gpu *q, void *state)
             }
         }
     }
-    /* MEMRA_MMQ_KR_WG=1: Q4_K / Q5_K on the seeded warpgroup tile, which reads the records' sum plane */
+    /* MEMRA_MMQ_KR_WG=1 / mma: Q4_K / Q5_K on the seeded warpgroup tile, which reads the records' sum plane */
     s->gemm_kr_wg[0] = s->gemm_kr_wg[1] = NULL;
     {
         const char *kw = memra__gpu_knob(q, "MEMRA_MMQ_KR_WG");
-        if (st == MEMRA_STATUS_OK && kw != NULL && strcmp(kw, "1") == 0 && !s->kr_sums) {
+        const int mma = kw != NULL && strcmp(kw, "mma") == 0;
+        s->kr_wg_names = mma ? k_kr_wgm_names : k_kr_wg_names;
+        s->kr_wg_smem = mma ? R3W_SMEM_BYTES_KM : R3W_SMEM_BYTES_KQ;
+        const int on = kw != NULL && (strcmp(kw, "1") == 0 || mma);
+        if (st == MEMRA_STATUS_OK && on && !s->kr_sums) {
             q->host->log(MEMRA_LOG_WARN, q->name,
-                         "MEMRA_MMQ_KR_WG=1: the warpgroup K-quant tile reads the records' sum plane, which "
-                         "MEMRA_MMQ_KR_SUMS=0 turns off; the records tiles serve");
-        } else if (st == MEMRA_STATUS_OK && kw != NULL && strcmp(kw, "1") == 0) {
+                         "MEMRA_MMQ_KR_WG=%s: the warpgroup K-quant tile reads the records' sum plane, which "
+                         "MEMRA_MMQ_KR_SUMS=0 turns off; the records tiles serve", kw);
+        } else if (st == MEMRA_STATUS_OK && on) {
             const int ok = caps->cc / 10 == 9 && q->cuTensorMapEncodeTiled != NULL && !q->from_ptx &&
-                           (caps->smem_per_block_optin == 0 || caps->smem_per_block_optin >= R3W_SMEM_BYTES_KQ);
+                           (caps->smem_per_block_optin == 0 || caps->smem_per_block_optin >= s->kr_wg_smem);
             for (int f = 0; f < 2; f++)
-                if (!ok || !load_optional(q, m, k_kr_wg_names[f], R3W_SMEM_BYTES_KQ, &s->gemm_kr_wg[f])) {
+                if (!ok || !load_optional(q, m, s->kr_wg_names[f], s->kr_wg_smem, &s->gemm_kr_wg[f])) {
                     s->gemm_kr_wg[f] = NULL;
                     q->host->log(MEMRA_LOG_WARN, q->name,
-                                 "MEMRA_MMQ_KR_WG=1: %s needs cc 9.x, the driver's tensor maps and this image's kernel; "
+                                 "MEMRA_MMQ_KR_WG=%s: %s needs cc 9.x, the driver's tensor maps and this image's kernel; "
                                  "the records tiles serve",
-                                 k_kr_wg_names[f]);
+                                 kw, s->kr_wg_names[f]);
                 }
         }
     }
@@ -1065,7 +1074,8 @@ static memra_status run_tiles(memra__gpu *q, memra_call *call, const memra_gemm_
     const int kwg = kf >= 0 && MMQ_K(q)->gemm_kr_wg[kf] != NULL && r3w_map(q, &maps[2], x, m, k, 0);
     if (wg || kwg) {
         const memra__mmq_r3_tile wt[MEMRA__MMQ_R3_TILES] = {
-            {kwg ? k_kr_wg_names[kf] : MMQ_K(q)->wg_name, 128, 128, kwg ? R3W_SMEM_BYTES_KQ : MMQ_K(q)->wg_smem, 1},
+            {kwg ? MMQ_K(q)->kr_wg_names[kf] : MMQ_K(q)->wg_name, 128, 128, kwg ? MMQ_K(q)->kr_wg_smem : MMQ_K(q)->wg_smem,
+             1},
             {NULL, 128, 128, 0, 1}, {NULL, 128, 128, 0, 1}, {NULL, 128, 128, 0, 1}};
         const CUfunction wf[MEMRA__MMQ_R3_TILES] = {kwg ? MMQ_K(q)->gemm_kr_wg[kf] : MMQ_K(q)->gemm_q8_0r_wg, NULL,
                                                     NULL, NULL};
@@ -1098,8 +1108,8 @@ static memra_status run_tiles(memra__gpu *q, memra_call *call, const memra_gemm_
                           (void *[]){&maps[0], &maps[1], &maps[2], &maps[3], &y, &m, &n, &k, &ldy, &alpha, &part, &sl});
     } else if (kwg) {
         memra_dptr xs = x + memra_q8_1_plane(m, k);
-        st = launch_pdl_k(q, &kn, MMQ_K(q)->gemm_kr_wg[kf], k_kr_wg_names[kf], (unsigned)((m + 127) / 128),
-                          (unsigned)((n + 127) / 128), (unsigned)p.split, R3W_THREADS, R3W_SMEM_BYTES_KQ, call->stream,
+        st = launch_pdl_k(q, &kn, MMQ_K(q)->gemm_kr_wg[kf], MMQ_K(q)->kr_wg_names[kf], (unsigned)((m + 127) / 128),
+                          (unsigned)((n + 127) / 128), (unsigned)p.split, R3W_THREADS, MMQ_K(q)->kr_wg_smem, call->stream,
                           (void *[]){&maps[2], &w, &x, &xs, &y, &m, &n, &k, &ldy, &alpha, &part});
     } else if (wg)
         st = launch_pdl_k(q, &kn, MMQ_K(q)->gemm_q8_0r_wg, MMQ_K(q)->wg_name, (unsigned)((m + 127) / 128),
