@@ -1223,11 +1223,14 @@ __device__ __forceinline__ unsigned long long r3w_seed_desc(unsigned addr)
            ((unsigned long long)(256 >> 4) << 32);
 }
 
-/* KM (MEMRA_MMQ_KR_WG=mma): v rounded to tf32 (10 fraction bits), to nearest with ties away from zero,
- * by the bit pattern (the wgmma reads only those bits of an f32) */
+/* KM (MEMRA_MMQ_KR_WG=mma): v rounded to tf32 (10 fraction bits), to nearest with ties away from zero
+ * (the wgmma reads only those bits of an f32); cvt.rna keeps a NaN a NaN, where the bit trick
+ * (add 0x1000, mask) would turn some into zeros or infinities */
 __device__ __forceinline__ float r3w_tf32_rna(float v)
 {
-    return __uint_as_float((__float_as_uint(v) + 0x1000u) & 0xFFFFE000u);
+    uint32_t u;
+    asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(u) : "f"(v));
+    return __uint_as_float(u);
 }
 
 /* KM: the byte offset of row r's first four k values in a no-swizzle K-major tf32 tile of k 8 (core
