@@ -440,8 +440,9 @@ step_knobab() {
   for mm in ${KNOBAB_M:-512}; do for ((r = 1; r <= ${KNOBAB_ROUNDS:-2}; r++)); do for ((i = 0; i < 2; i++)); do
     v=$(((i + r - 1) % 2))
     f="$L/knobab_m${mm}_${v}_$r.txt"
-    # the knob's "on" value: KNOBAB_ON (default 1); receipts and logs are named 0 / 1 either way
-    env ${KNOBAB_ENV:-} $kn=$([ $v = 1 ] && echo "${KNOBAB_ON:-1}" || echo 0) timeout 200 $M bench 27b --m $mm \
+    # the knob's "on" value: KNOBAB_ON (default 1), its "off" value KNOBAB_OFF (default 0); receipts and
+    # logs are named 0 / 1 either way
+    env ${KNOBAB_ENV:-} $kn=$([ $v = 1 ] && echo "${KNOBAB_ON:-1}" || echo "${KNOBAB_OFF:-0}") timeout 200 $M bench 27b --m $mm \
       --json $R/knobab_27b_m${mm}_${kn}_${v}_${r}_$TAG.json > "$f" 2>&1
     say "knobab bench 27b m=$mm $kn=$v (round $r): exit $?"
     awk -v a="^(${KNOBAB_ARM:-mmq})\$" '$1 ~ /->/ {s = $1} $1 ~ a || $2 ~ a {print "  " s, $0}' "$f" | grep -v split >> "$S"

@@ -1197,9 +1197,9 @@ __device__ __forceinline__ void r3w_fence_regs(uint32_t (&t)[64])
  * an f32 bit pattern a subnormal, exactly (2^19 + I) x 2^-149. No register is seeded by an
  * instruction of the warp (the 64 MOVs a group of r3w_seed). */
 static_assert(R3W_SD_SEED == 32u * 128u * 128u, "the seed is the u8 MMA of 0x80 bytes over k32");
-/* KM's seed: A also read from the seed block (the same descriptor: 64 rows x 32 bytes lie inside its 4 KB,
- * every byte 0x80 whatever the layout), so no register holds the constant A (the K-quant tile with the
- * min term by MMA has none to spare) */
+/* The seed with A also read from the seed block (the same descriptor: 64 rows x 32 bytes lie inside its
+ * 4 KB, every byte 0x80 whatever the layout), so no register holds the constant A: KM's (the K-quant tile
+ * with the min term by MMA has none to spare) and SA's (MEMRA_MMQ_WG_SEED=smem) */
 __device__ __forceinline__ void r3w_mma_seed_s(uint32_t (&d)[64], unsigned long long db)
 {
     asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, 0, 0;\n"
@@ -1293,7 +1293,7 @@ __device__ __forceinline__ int r3w_perm(int t)
  * group G folded into acc and tc re-seeded (SD: seeded by the u8 wgmma issued before the s8 one, dseed
  * the seed block's descriptor); the stage freed after its fourth group. r: the
  * thread's weight row in the tile, cq its first token column (2 (lane % 4)). */
-template <int G, bool TR, bool SD, bool KQ = false, bool KM = false>
+template <int G, bool TR, bool SD, bool KQ = false, bool KM = false, bool SA = false>
 __device__ __forceinline__ void r3w_step(float (&acc)[64], uint32_t (&tc)[64], uint32_t (&tn)[64], float (&sc)[2],
                                          float (&mc)[2], const unsigned char *sp, const unsigned char *sp_n, unsigned st_n,
                                          unsigned full_n, unsigned ph_n, unsigned empty_s, unsigned a_off, int r,
@@ -1313,7 +1313,7 @@ __device__ __forceinline__ void r3w_step(float (&acc)[64], uint32_t (&tc)[64], u
     if (TR && KK_N == 0) memra_mb_wait(full_n + 16 * R3W_STAGES, ph_n); /* the step's `ready`: its token scales transposed */
     asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
     if (SD) { /* the stage's descriptors computed once a step: a k32 slice is 32 bytes, 2 in the start field */
-        if (KM) r3w_mma_seed_s(tn, dseed);
+        if (KM || SA) r3w_mma_seed_s(tn, dseed);
         else r3w_mma_seed(tn, dseed, sa);
         r3w_mma<KQ>(tn, da_n + 2 * KK_N, db_n + 2 * KK_N);
     } else {
@@ -1542,7 +1542,7 @@ __device__ __forceinline__ void kq_fill(unsigned char *sp, const unsigned char *
  * sl: the slices (P; else gridDim.z). KM (with KF): the min term by tf32 wgmmas (r3w_mma_min), issued
  * after each step's last fold; the step's stage is then released by the next step's first group,
  * after the wait that covers them (a stage is held one step longer: three ahead, not four). */
-template <bool TR, bool P, bool SD, int KF = -1, bool KM = false>
+template <bool TR, bool P, bool SD, int KF = -1, bool KM = false, bool SA = false>
 __device__ __forceinline__ void r3w_body(const memra_tmap *map_w, const memra_tmap *map_wh, const memra_tmap *map_x,
                                          const memra_tmap *map_xh, float *__restrict__ y, int m, int n, int k,
                                          long long ldy, float alpha, float *__restrict__ part, int sl,
@@ -1667,7 +1667,7 @@ __device__ __forceinline__ void r3w_body(const memra_tmap *map_w, const memra_tm
             memra_mb_wait(f0, p0);
             if (TR) memra_mb_wait(f0 + 16 * S, p0);
             asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
-            if (SD && KM) r3w_mma_seed_s(t0, dseed);
+            if (SD && (KM || SA)) r3w_mma_seed_s(t0, dseed);
             else if (SD) r3w_mma_seed(t0, dseed, sa);
             r3w_mma<KQ>(t0, memra_wg_desc(sbase + (it & (S - 1)) * SB + a_off),
                         memra_wg_desc(sbase + (it & (S - 1)) * SB + 16384));
@@ -1693,11 +1693,11 @@ __device__ __forceinline__ void r3w_body(const memra_tmap *map_w, const memra_tm
             /* (SD) the descriptors of this stage's and the next issue's operands */
             const unsigned long long da = memra_wg_desc(st + a_off), db = memra_wg_desc(st + 16384);
             const unsigned long long da_n = memra_wg_desc(st_n + a_off), db_n = memra_wg_desc(st_n + 16384);
-            r3w_step<0, TR, SD, KQ, KM>(acc, t0, t1, sc, mc, sp, sp, st, 0u, 0u, empty_s, a_off, r, cq, dseed, sa, da, db,
+            r3w_step<0, TR, SD, KQ, KM, SA>(acc, t0, t1, sc, mc, sp, sp, st, 0u, 0u, empty_s, a_off, r, cq, dseed, sa, da, db,
                                         empty_p);
-            r3w_step<1, TR, SD, KQ, KM>(acc, t1, t0, sc, mc, sp, sp, st, 0u, 0u, empty_s, a_off, r, cq, dseed, sa, da, db);
-            r3w_step<2, TR, SD, KQ, KM>(acc, t0, t1, sc, mc, sp, sp, st, 0u, 0u, empty_s, a_off, r, cq, dseed, sa, da, db);
-            r3w_step<3, TR, SD, KQ, KM>(acc, t1, t0, sc, mc, sp, sp_n, st_n, full_n, ph_n, empty_s, a_off, r, cq, dseed, sa,
+            r3w_step<1, TR, SD, KQ, KM, SA>(acc, t1, t0, sc, mc, sp, sp, st, 0u, 0u, empty_s, a_off, r, cq, dseed, sa, da, db);
+            r3w_step<2, TR, SD, KQ, KM, SA>(acc, t0, t1, sc, mc, sp, sp, st, 0u, 0u, empty_s, a_off, r, cq, dseed, sa, da, db);
+            r3w_step<3, TR, SD, KQ, KM, SA>(acc, t1, t0, sc, mc, sp, sp_n, st_n, full_n, ph_n, empty_s, a_off, r, cq, dseed, sa,
                                         da_n, db_n);
             if (KM) { /* the step's min term into t1 (just folded), its operands in this stage, held until the
                        * next step's first wait */
@@ -1734,6 +1734,15 @@ __device__ __forceinline__ void r3w_body(const memra_tmap *map_w, const memra_tm
 R3W_ENTRY(memra_k_gemm_q8_0r_wg, false, false)
 R3W_ENTRY(memra_k_gemm_q8_0r_wgt, true, false) /* MEMRA_MMQ_WG_TR=1 */
 R3W_ENTRY(memra_k_gemm_q8_0r_wgs, true, true)  /* MEMRA_MMQ_WG_SEED=1: seeded by the tensor cores */
+/* MEMRA_MMQ_WG_SEED=smem: the seed's A read from the seed block too (r3w_mma_seed_s), not 4 registers of
+ * 0x80 bytes: 8 registers and 7 MOVs a group fewer, 2 KB more of shared memory read a seed */
+extern "C" __global__ void __launch_bounds__(R3W_THREADS, 1)
+memra_k_gemm_q8_0r_wgsa(const __grid_constant__ memra_tmap map_w, const __grid_constant__ memra_tmap map_wh,
+                        const __grid_constant__ memra_tmap map_x, const __grid_constant__ memra_tmap map_xh,
+                        float *__restrict__ y, int m, int n, int k, long long ldy, float alpha, float *__restrict__ part)
+{
+    r3w_body<true, false, true, -1, false, true>(&map_w, &map_wh, &map_x, &map_xh, y, m, n, k, ldy, alpha, part, 1);
+}
 /* MEMRA_MMQ_WG_PERSIST=1 (with the token scales transposed): the persistent tiles, sl slices, a 1-D grid */
 extern "C" __global__ void __launch_bounds__(R3W_THREADS, 1)
 memra_k_gemm_q8_0r_wgp(const __grid_constant__ memra_tmap map_w, const __grid_constant__ memra_tmap map_wh,

@@ -528,9 +528,14 @@ static memra_status mmq_load(memra__gpu *q, void *state)
             const int per = pe != NULL && pend != pe && *pend == '\0' && pv >= 1 && pv <= 4096;
             s->wgp_cap = per && pv >= 2 ? (int)pv : 0;
             const char *sd = memra__gpu_knob(q, "MEMRA_MMQ_WG_SEED");
-            const int seed = sd == NULL || strcmp(sd, "1") == 0; /* on by default (runs i1 / i4) */
+            /* on by default (runs i1 / i4); smem: _wgsa, the seed's A from shared memory (untimed) */
+            const int sda = sd != NULL && strcmp(sd, "smem") == 0;
+            const int seed = sd == NULL || strcmp(sd, "1") == 0 || sda;
             const int t = seed || per || (tr != NULL && strcmp(tr, "1") == 0);
-            s->wg_name = seed ? "memra_k_gemm_q8_0r_wgs" : t ? "memra_k_gemm_q8_0r_wgt" : "memra_k_gemm_q8_0r_wg";
+            s->wg_name = sda    ? "memra_k_gemm_q8_0r_wgsa"
+                         : seed ? "memra_k_gemm_q8_0r_wgs"
+                         : t    ? "memra_k_gemm_q8_0r_wgt"
+                                : "memra_k_gemm_q8_0r_wg";
             s->wgp_name = seed ? "memra_k_gemm_q8_0r_wgps" : "memra_k_gemm_q8_0r_wgp";
             s->wg_smem = seed ? R3W_SMEM_BYTES_SD(1) : R3W_SMEM_BYTES_OF(t);
             const int ok = caps->cc / 10 == 9 && q->cuTensorMapEncodeTiled != NULL && !q->from_ptx &&
