@@ -31,7 +31,8 @@
 #               --batch 8 (BENCH_BATCH=0: alone only), with receipts
 #   knobab      memra bench 27b with a knob 0 / 1 alternately (KNOBAB_KNOB, default MEMRA_MMQ_R3_UNROLL;
 #               KNOBAB_M, KNOBAB_ROUNDS, KNOBAB_ARM: the arms whose rows the summary keeps, an ERE, default mmq;
-#               KNOBAB_ENV: more settings for both arms, e.g. MEMRA_MMQ_BM=64 to time the 64-token tiles)
+#               KNOBAB_ENV: more settings for both arms, e.g. MEMRA_MMQ_BM=64 to time the 64-token tiles;
+#               KNOBAB_ON / KNOBAB_OFF: the values of the two arms, default 1 / 0)
 #   raw         memra-bench-raw: memra's cuBLASLt lanes beside raw cuBLASLt calls
 #   fp8         memra's block-128 FP8 kernels (wgmma and mma.sync) beside cuBLASLt: the steps
 #               fp8check (checks, with the given-scale rows 'xs' / 'amax' counted, forced cuda and
