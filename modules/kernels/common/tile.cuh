@@ -82,6 +82,11 @@ __device__ __forceinline__ void memra_mb_arrive_tx(unsigned a, unsigned bytes)
     asm volatile("{\n.reg .b64 st;\nmbarrier.arrive.expect_tx.shared::cta.b64 st, [%0], %1;\n}\n" ::"r"(a), "r"(bytes)
                  : "memory");
 }
+/* one arrival, no bytes expected (a consumer freeing a stage, a producer's lanes marking `ready`) */
+__device__ __forceinline__ void memra_mb_arrive(unsigned a)
+{
+    asm volatile("{\n.reg .b64 st;\nmbarrier.arrive.shared::cta.b64 st, [%0];\n}\n" ::"r"(a) : "memory");
+}
 __device__ __forceinline__ void memra_mb_wait(unsigned a, unsigned parity)
 {
     unsigned done;

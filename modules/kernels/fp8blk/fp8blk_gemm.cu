@@ -566,11 +566,7 @@ memra_k_fp8blk_wgmma(const unsigned char *__restrict__ w, const float *__restric
  *                         run. Parities: block b uses stage b % S for the (b / S)-th
  *                         time; its `full` wait takes parity (b / S) & 1, and the
  *                         refill with block b waits on `empty` for use b / S - 1. */
-__device__ __forceinline__ void mb_arrive(unsigned a)
-{
-    asm volatile("{\n.reg .b64 st;\nmbarrier.arrive.shared::cta.b64 st, [%0];\n}\n" ::"r"(a) : "memory");
-}
-/* (mbarrier init / try_wait / arrive.expect_tx: common/tile.cuh's memra_mb_*) */
+/* (mbarrier init / try_wait / arrive / arrive.expect_tx: common/tile.cuh's memra_mb_*) */
 /* an arrival once every cp.async this thread issued so far has landed */
 __device__ __forceinline__ void mb_cp_arrive(unsigned a)
 {
@@ -671,7 +667,7 @@ __device__ __forceinline__ void wg_mb_tile(const unsigned char *__restrict__ w, 
             if (live) {
                 wg_block(t, a, bb);
             }
-            if (h == NH - 1) mb_arrive(empty + 8 * s); /* every thread: its own reads of the stage are done */
+            if (h == NH - 1) memra_mb_arrive(empty + 8 * s); /* every thread: its own reads of the stage are done */
             if (live) {
                 const float f0 = x0 * g, f1 = x1 * g;
 #pragma unroll
@@ -953,7 +949,7 @@ __device__ __forceinline__ void tma_consume(float (&acc)[NH][64], const float *_
         const int s = (it0 + kb) % S;
         memra_mb_wait(full + 8 * s, (unsigned)((it0 + kb) / S) & 1u);
         if (!live) { /* nothing to compute: free the stage */
-            mb_arrive(empty + 8 * s);
+            memra_mb_arrive(empty + 8 * s);
             continue;
         }
         const float *sx = reinterpret_cast<const float *>(stages + s * SB + 16384 * (1 + NH));
@@ -964,7 +960,7 @@ __device__ __forceinline__ void tma_consume(float (&acc)[NH][64], const float *_
             const float g = GS ? sx[128 + h] : (j0 / 128 + h < ngr) ? grow[(long long)h * gs + kb] : 0.0f;
             const unsigned bb = sbase + s * SB + 16384 * (1 + h);
             wg_block(t, a, bb);
-            if (h == NH - 1) mb_arrive(empty + 8 * s);
+            if (h == NH - 1) memra_mb_arrive(empty + 8 * s);
             const float f0 = x0 * g, f1 = x1 * g;
 #pragma unroll
             for (int i = 0; i < 64; i++) acc[h][i] = fmaf((i & 2) ? f1 : f0, t[i], acc[h][i]);
@@ -1007,7 +1003,7 @@ __device__ __forceinline__ void tma_pipe_step(float (&acc)[64], float (&tc)[64],
     const float *sx = reinterpret_cast<const float *>(stages + s * SB + 16384 * 2);
     const float g = GS ? sx[128] : gv ? grow[kb] : 0.0f;
     const float f0 = sx[r0] * g, f1 = sx[r0 + 8] * g;
-    if (q < nk) mb_arrive(empty + 8 * s); /* block q's operands and scales are read */
+    if (q < nk) memra_mb_arrive(empty + 8 * s); /* block q's operands and scales are read */
     tma_pipe_issue<S, SB>(tn, q + 1 < last ? q + 1 : last, sbase, a_off, full); /* runs during the fold */
     if (q < nk) /* a repeated block past the last is never folded (no wgmma in this branch) */
 #pragma unroll
@@ -1025,7 +1021,7 @@ __device__ __forceinline__ void tma_consume_pipe(float (&acc)[1][64], const floa
     if (!live || nk <= 0) { /* nothing to compute: free every stage as the live warpgroup does */
         for (int kb = 0; kb < nk; kb++) {
             memra_mb_wait(full + 8 * (kb % S), (unsigned)(kb / S) & 1u);
-            mb_arrive(empty + 8 * (kb % S));
+            memra_mb_arrive(empty + 8 * (kb % S));
         }
         return;
     }
@@ -1323,7 +1319,7 @@ __device__ __forceinline__ void tma_consume_tall(float (&acc)[2][1][64], int nk,
         const int s = (it0 + kb) % S;
         memra_mb_wait(full + 8 * s, (unsigned)((it0 + kb) / S) & 1u);
         if (NRB == 0) { /* nothing to compute: free the stage */
-            mb_arrive(empty + 8 * s);
+            memra_mb_arrive(empty + 8 * s);
             continue;
         }
         const float *sx = reinterpret_cast<const float *>(stages + s * SB + 49152);
@@ -1334,7 +1330,7 @@ __device__ __forceinline__ void tma_consume_tall(float (&acc)[2][1][64], int nk,
             const float x0 = sx[rb * 128 + r0], x1 = sx[rb * 128 + r0 + 8];
             const unsigned a = sbase + s * SB + rb * 16384 + a_off;
             wg_block(t, a, bb);
-            if (rb == NRB - 1) mb_arrive(empty + 8 * s);
+            if (rb == NRB - 1) memra_mb_arrive(empty + 8 * s);
             const float f0 = x0 * g, f1 = x1 * g;
 #pragma unroll
             for (int i = 0; i < 64; i++) acc[rb][0][i] = fmaf((i & 2) ? f1 : f0, t[i], acc[rb][0][i]);

@@ -1255,6 +1255,15 @@ __device__ __forceinline__ void r3w_mma_min(uint32_t (&d)[64], unsigned long lon
                  : "l"(da1), "l"(da2), "l"(db), "r"(1));
 }
 
+/* KM: a step's min term, waited for in mt, added to acc; then the stage its operands lie in freed (`empty`) */
+__device__ __forceinline__ void r3w_min_add(float (&acc)[64], uint32_t (&mt)[64], unsigned empty)
+{
+    r3w_fence_regs(mt);
+#pragma unroll
+    for (int i = 0; i < 64; i++) acc[i] += __uint_as_float(mt[i]);
+    memra_mb_arrive(empty);
+}
+
 /* KM: a step's min term issued into mt (warpgroup w's rows) from the stage at shared address st, committed */
 __device__ __forceinline__ void r3w_min_step(uint32_t (&mt)[64], unsigned st, int w)
 {
@@ -1303,12 +1312,7 @@ __device__ __forceinline__ void r3w_step(float (&acc)[64], uint32_t (&tc)[64], u
     constexpr int KK_N = (G + 1) & 3;
     asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
     r3w_fence_regs(tc);
-    if (KM && G == 0 && empty_p != 0u) { /* the last step's min term, in tn, into acc; its stage is free now */
-        r3w_fence_regs(tn);
-#pragma unroll
-        for (int i = 0; i < 64; i++) acc[i] += __uint_as_float(tn[i]);
-        asm volatile("{\n.reg .b64 st;\nmbarrier.arrive.shared::cta.b64 st, [%0];\n}\n" ::"r"(empty_p) : "memory");
-    }
+    if (KM && G == 0 && empty_p != 0u) r3w_min_add(acc, tn, empty_p); /* the last step's min term */
     if (KK_N == 0) memra_mb_wait(full_n, ph_n);
     if (TR && KK_N == 0) memra_mb_wait(full_n + 16 * R3W_STAGES, ph_n); /* the step's `ready`: its token scales transposed */
     asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
@@ -1371,7 +1375,7 @@ __device__ __forceinline__ void r3w_step(float (&acc)[64], uint32_t (&tc)[64], u
     }
     if (!SD) r3w_seed(tc);
     /* (KM: the stage is freed after the step's min term, by the next step's first group) */
-    if (G == 3 && !KM) asm volatile("{\n.reg .b64 st;\nmbarrier.arrive.shared::cta.b64 st, [%0];\n}\n" ::"r"(empty_s) : "memory");
+    if (G == 3 && !KM) memra_mb_arrive(empty_s);
 }
 
 /* TR: ring step it's token scales ([token][group] after the copies) rewritten as [group][token] by the
@@ -1393,7 +1397,7 @@ __device__ __forceinline__ void r3w_transpose(unsigned char *stages, unsigned fu
             *reinterpret_cast<float2 *>(xp + 128 * g) = make_float2(a[0][g], a[1][g]);
             *reinterpret_cast<float2 *>(xp + 128 * g + 4) = make_float2(a[2][g], a[3][g]);
         }
-        asm volatile("{\n.reg .b64 st;\nmbarrier.arrive.shared::cta.b64 st, [%0];\n}\n" ::"r"(ready + 8 * s) : "memory");
+        memra_mb_arrive(ready + 8 * s);
         return;
     }
     float4 *xt = reinterpret_cast<float4 *>(stages + s * SB + 32768 + 4096) + lane;
@@ -1401,7 +1405,7 @@ __device__ __forceinline__ void r3w_transpose(unsigned char *stages, unsigned fu
     xt[32] = make_float4(v0.y, v1.y, v2.y, v3.y);
     xt[64] = make_float4(v0.z, v1.z, v2.z, v3.z);
     xt[96] = make_float4(v0.w, v1.w, v2.w, v3.w);
-    asm volatile("{\n.reg .b64 st;\nmbarrier.arrive.shared::cta.b64 st, [%0];\n}\n" ::"r"(ready + 8 * s) : "memory");
+    memra_mb_arrive(ready + 8 * s);
 }
 
 /* The consumer's outputs: token i0 + 8 j + cq + (e % 2), weight row j0 + r + 8 (e / 2) of acc[4 j + e]
@@ -1596,9 +1600,8 @@ __device__ __forceinline__ void r3w_body(const memra_tmap *map_w, const memra_tm
                 }
                 kq_fill<KF, KM>(stages + s * SB, kw, kx, kt, n, m, G, tl.j0, tl.i0, tl.g0 + b, pr);
                 /* the codes are the wgmma's operand: visible to the async proxy before `ready` */
-                asm volatile("fence.proxy.async.shared::cta;\n"
-                             "{\n.reg .b64 st;\nmbarrier.arrive.shared::cta.b64 st, [%0];\n}\n" ::"r"(ready + 8 * s)
-                             : "memory");
+                asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+                memra_mb_arrive(ready + 8 * s);
             }
         }
         return;
@@ -1710,13 +1713,7 @@ __device__ __forceinline__ void r3w_body(const memra_tmap *map_w, const memra_tm
         if (!more) {
             asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory"); /* the repeated group's, never read */
             r3w_fence_regs(t0);
-            if (KM) { /* and the last step's min term: acc final, its stage free */
-                r3w_fence_regs(t1);
-#pragma unroll
-                for (int i = 0; i < 64; i++) acc[i] += __uint_as_float(t1[i]);
-                asm volatile("{\n.reg .b64 st;\nmbarrier.arrive.shared::cta.b64 st, [%0];\n}\n" ::"r"(empty_p) : "memory");
-                empty_p = 0u;
-            }
+            if (KM) r3w_min_add(acc, t1, empty_p), empty_p = 0u; /* and the last step's min term */
         }
         pdl_trigger();
         r3w_store<SD, KQ>(acc, y, part, ldy, alpha, m, n, tl.i0, tl.j0 + r, cq, SL, tl.z);

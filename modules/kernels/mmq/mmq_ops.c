@@ -359,14 +359,13 @@ typedef struct mmq_state {
      * tokens (=1) */
     CUfunction gemm_q8_0r_wg;
     int wg_all, wg_min_m;
-    const char *wg_name; /* its kernel: _wg, or _wgt with MEMRA_MMQ_WG_TR=1 (token scales transposed) */
+    const char *wg_name; /* its kernel: _wgs (the default), _wgsa (SEED=smem), or with SEED=0 _wg / _wgt (TR=1) */
     unsigned wg_smem;
     /* MEMRA_MMQ_WG_PERSIST=1 (implies WG_TR): the persistent _wgp, where every slice has steps, else NULL;
      * =N >= 2: at most N CTAs (a test's way to give each CTA several tiles), wgp_cap N, else 0 */
     CUfunction gemm_q8_0r_wgp;
     int wgp_cap;
-    /* MEMRA_MMQ_WG_SEED=1 (implies WG_TR): the tiles seeded by the tensor cores, _wgs and _wgps */
-    const char *wgp_name;
+    const char *wgp_name; /* the persistent kernel: _wgps (seeded), or _wgp with MEMRA_MMQ_WG_SEED=0 */
     /* MEMRA_MMQ_KR_WG=1 (cc 9.x, opt-in; run i2: 0.75-0.96x the records tiles): gemm_kr's Q4_K / Q5_K on
      * the seeded warpgroup tile (mmq.cu memra_k_gemm_kr_q4_k_wgs / _q5_k_wgs; the records' sum plane), or
      * with =mma the tile whose min term is two tf32 wgmmas a step (_wgm, untimed), else NULL; kr_wg_names
