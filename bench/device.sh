@@ -106,6 +106,8 @@
 #               (see step_krsumsxe)
 #   xetall      MEMRA_MMQ_XE_TALL=1 (the 160 x 96 interleaved grouped tiles): tests, check, ncu names,
 #               four tools, bench moe A/B on the Mixtral rows (see step_xetall)
+#   xewg        MEMRA_MMQ_XE_WG=1 (the grouped Q8_0 128-row tiles on the seeded warpgroup tile): tests,
+#               check, ncu names, bench moe A/B on the Mixtral rows, four tools (see step_xewg)
 #   one         MEMRA_MMQ_ONE=1 (the floor's dense tiles at one CTA per SM): tests, checks, knobab on
 #               the floor's rows, four tools (ONE_PARTS, default "tests tools ab"; see step_one)
 #   bulk        MEMRA_MMQ_BULK=1 (gemm_q8_0r's stages by the bulk copy engine): tests, checks, admission,
@@ -1483,31 +1485,64 @@ step_krsumsxe() {
 # the grouped kernels of the tall cases, bench moe --sheet mixtral uniform for q8_0 and q4_k at XETALL_M
 # (default "512 4096") with the knob 0 / 1 alternating, XETALL_ROUNDS rounds (default 2),
 # MEMRA_F16_BUDGET_MB=0 (the floor), then the four tools over the tall cases (XETALL_TOOLS, default 1)
-step_xetall() {
-  local t=$SECONDS fm mm r i v f tool c
-  knob_experts MEMRA_MMQ_XE_TALL=1 xetall mmq tall tall_q4_k tall4 tall4_q4_k run q4_k
-  for c in tall tall_q4_k tall4; do
-    env MEMRA_MMQ_XE_TALL=1 MEMRA_ADMISSION=off timeout 200 ncu --clock-control none --metrics gpu__time_duration.sum \
-      -k regex:memra_k_experts -c 24 $B/bin/test_gpu_experts $c > "$L/xetall_ncu_$c.txt" 2>&1
-    say "ncu names ($c): exit $? $(grep -oE 'memra_k_experts_[a-z0-9_]+' "$L/xetall_ncu_$c.txt" | sort -u | tr '\n' ' ')"
-  done
-  for mm in ${XETALL_M:-512 4096}; do for fm in q8_0 q4_k; do
-    for ((r = 1; r <= ${XETALL_ROUNDS:-2}; r++)); do for ((i = 0; i < 2; i++)); do
+# A BOOL knob of the grouped floor timed: memra bench moe --sheet mixtral (uniform routing, budget 0) with
+# KNOB 0 / 1 alternately (the order turning each round): knob_moe KNOB PREFIX "M ..." "FORMAT ..." ROUNDS;
+# logs $L/PREFIX_moe_*, receipts $R/PREFIX_moe_*, the Mixtral rows in the summary
+knob_moe() {
+  local kn=$1 pre=$2 mm fm r i v f
+  for mm in $3; do for fm in $4; do
+    for ((r = 1; r <= $5; r++)); do for ((i = 0; i < 2; i++)); do
       v=$(((i + r - 1) % 2))
-      f="$L/xetall_moe_${fm}_m${mm}_${v}_$r.txt"
-      env MEMRA_F16_BUDGET_MB=0 MEMRA_MMQ_XE_TALL=$v timeout 200 $M bench moe --device 0 --sheet mixtral \
-        --routing uniform --m $mm --format $fm --json $R/xetall_moe_${fm}_m${mm}_${v}_${r}_$TAG.json > "$f" 2>&1
-      say "bench moe $fm m=$mm MEMRA_MMQ_XE_TALL=$v (round $r): exit $?"
-      grep -E "gate|up|down" "$f" | head -6 >> "$S"
+      f="$L/${pre}_moe_${fm}_m${mm}_${v}_$r.txt"
+      env MEMRA_F16_BUDGET_MB=0 $kn=$v timeout 200 $M bench moe --device 0 --sheet mixtral \
+        --routing uniform --m $mm --format $fm --json $R/${pre}_moe_${fm}_m${mm}_${v}_${r}_$TAG.json > "$f" 2>&1
+      say "bench moe $fm m=$mm $kn=$v (round $r): exit $?"
+      moe_rows "$f" mixtral
     done; done
   done; done
+}
+# A grouped knob's proof and tools: knob_xe_ncu KV PREFIX CASE... names with ncu the memra_k_experts
+# kernels test_gpu_experts CASE launches under KV; knob_xe_tools KV PREFIX CASE... runs the four tools
+# over each case under KV, each in its own process
+knob_xe_ncu() {
+  local kv=$1 pre=$2 c
+  shift 2
+  for c in "$@"; do
+    env $kv MEMRA_ADMISSION=off timeout 200 ncu --clock-control none --metrics gpu__time_duration.sum \
+      -k regex:memra_k_experts -c 24 $B/bin/test_gpu_experts $c > "$L/${pre}_ncu_$c.txt" 2>&1
+    say "ncu names ($c): exit $? $(grep -oE 'memra_k_experts_[a-z0-9_]+' "$L/${pre}_ncu_$c.txt" | sort -u | tr '\n' ' ')"
+  done
+}
+knob_xe_tools() {
+  local kv=$1 pre=$2 tool c
+  shift 2
+  for tool in memcheck racecheck initcheck synccheck; do for c in "$@"; do
+    ( export $kv; san_experts ${pre}_san $tool $c )
+  done; done
+}
+step_xetall() {
+  local t=$SECONDS
+  knob_experts MEMRA_MMQ_XE_TALL=1 xetall mmq tall tall_q4_k tall4 tall4_q4_k run q4_k
+  knob_xe_ncu MEMRA_MMQ_XE_TALL=1 xetall tall tall_q4_k tall4
+  knob_moe MEMRA_MMQ_XE_TALL xetall "${XETALL_M:-512 4096}" "q8_0 q4_k" ${XETALL_ROUNDS:-2}
   # last: what a cut-off call loses
-  if [ "${XETALL_TOOLS:-1}" = 1 ]; then
-    for tool in memcheck racecheck initcheck synccheck; do for c in tall tall_q4_k; do
-      ( export MEMRA_MMQ_XE_TALL=1; san_experts xetall_san $tool $c )
-    done; done
-  fi
+  [ "${XETALL_TOOLS:-1}" = 1 ] && knob_xe_tools MEMRA_MMQ_XE_TALL=1 xetall tall tall_q4_k
   say "xetall: $((SECONDS - t)) s"
+}
+
+# MEMRA_MMQ_XE_WG=1 (issue 30: the grouped Q8_0 128-row table on the seeded warpgroup tile,
+# memra_k_experts_q8_0r_wgs): the wg cases of test_gpu_experts (bit for bit the dense lane; each fails
+# where the knob was refused or fell back) and check gemm_experts mmq with it, ncu names, then bench moe
+# --sheet mixtral (uniform) with the knob 0 / 1 alternately at XEWG_M (default "512 4096"), XEWG_FORMATS
+# (default q8_0), XEWG_ROUNDS rounds (default 2); last (XEWG_TOOLS=0 skips) the four tools over
+# test_gpu_experts wg and wg_split, each in its own process
+step_xewg() {
+  local t=$SECONDS
+  knob_experts MEMRA_MMQ_XE_WG=1 xewg mmq wg wg_graph wg_split wg4 wg_bm128 wg_skew wg_q4_0
+  knob_xe_ncu MEMRA_MMQ_XE_WG=1 xewg wg wg_bm128
+  knob_moe MEMRA_MMQ_XE_WG xewg "${XEWG_M:-512 4096}" "${XEWG_FORMATS:-q8_0}" ${XEWG_ROUNDS:-2}
+  [ "${XEWG_TOOLS:-1}" = 1 ] && knob_xe_tools MEMRA_MMQ_XE_WG=1 xewg wg wg_split
+  say "xewg: $((SECONDS - t)) s"
 }
 
 # MEMRA_MMQ_ONE=1 (issue 26: the floor's dense tiles at one CTA per SM, the _bo / _to / _o entry

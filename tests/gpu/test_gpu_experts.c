@@ -25,6 +25,17 @@
  *                             a 32-row remainder tile of 9; 199: two of them), failing there if
  *                             the module refused them (a log sink); elsewhere the knob warns and
  *                             the usual tiles serve
+ *   test_gpu_experts wg | wg_graph | wg_split | wg4 | wg_bm128 | wg_skew | wg_q4_0
+ *                             Q8_0 (and Q4_0) with MEMRA_MMQ_XE_WG=1: on cc 9.x the 128-row table's
+ *                             tiles on the seeded warpgroup tile (memra_k_experts_q8_0r_wgs), failing
+ *                             there if the module refused it or fell back in a call (a log sink).
+ *                             wg, wg_graph, wg_split (3 k slices), wg_q4_0: 2 experts (169 rows: two
+ *                             warpgroup tiles, the second of 41 rows, above the 32-row remainder; 129:
+ *                             one, then a 32-row records tile of 1 row); wg4 (4 experts: 199, 60, 10,
+ *                             29 rows), wg_bm128 and wg_skew (16
+ *                             experts) on the one 128-row table (MEMRA_MMQ_XE_BM=128): tiles of 1, 10
+ *                             and 60 rows, one expert without rows. Elsewhere the knob warns and the
+ *                             records tiles serve.
  *   test_gpu_experts split | split_q6_k
  *                             Q8_0 (uniform) and Q6_K (skewed) with the grouped tiles on
  *                             3 k slices (MEMRA_MMQ_XE_SPLIT=3, the dense lane compared
@@ -128,6 +139,13 @@ static const xcase k_cases[] = {
     {"tall_q4_k", MEMRA_FORMAT_Q4_K, NULL, 0, 0, "mmq K records", NULL, 0, 2},
     {"tall4", MEMRA_FORMAT_Q8_0, NULL, 0, 0, "mmq records", NULL, 0, 4},
     {"tall4_q4_k", MEMRA_FORMAT_Q4_K, NULL, 0, 0, "mmq K records", NULL, 0, 4},
+    {"wg", MEMRA_FORMAT_Q8_0, NULL, 0, 0, "mmq records", NULL, 0, 2},
+    {"wg_graph", MEMRA_FORMAT_Q8_0, NULL, 0, 1, "mmq records", NULL, 0, 2},
+    {"wg_split", MEMRA_FORMAT_Q8_0, NULL, 0, 0, "mmq records", NULL, 3, 2},
+    {"wg4", MEMRA_FORMAT_Q8_0, "128", 0, 0, "mmq records", NULL, 0, 4},
+    {"wg_bm128", MEMRA_FORMAT_Q8_0, "128", 0, 0, "mmq records", NULL, 0, 0},
+    {"wg_skew", MEMRA_FORMAT_Q8_0, "128", 1, 0, "mmq records", NULL, 0, 0},
+    {"wg_q4_0", MEMRA_FORMAT_Q4_0, NULL, 0, 0, "mmq records (Q4_0 as Q8_0)", NULL, 0, 2},
 };
 
 static int g_ne = E; /* the case's experts (tall: 2, 150 rows an expert) */
@@ -201,8 +219,8 @@ static void routing(int32_t *ids, int variant, int skew)
     }
 }
 
-/* MEMRA_MMQ_XE_TALL refusals logged (the tall cases must not pass on cc 9.x by comparing the 128-row
- * tiles with the dense lane) */
+/* MEMRA_MMQ_XE_TALL (or, in the wg cases, MEMRA_MMQ_XE_WG) refusals logged (those cases must not pass on
+ * cc 9.x by comparing the records tiles with the dense lane) */
 static test_log_count g_tall_log = {"MEMRA_MMQ_XE_TALL", 0};
 
 /* Compare y (GPU) with ref (host) over the routed rows; skipped rows must be SENT. */
@@ -279,6 +297,8 @@ int main(int argc, char **argv)
     g_rng = test_seed();
     g_ne = xc->ne ? xc->ne : E;
     const int tall = strncmp(xc->name, "tall", 4) == 0; /* MEMRA_MMQ_XE_TALL=1: the 160 x 96 tiles (cc 9.0) */
+    const int wgc = strncmp(xc->name, "wg", 2) == 0;    /* MEMRA_MMQ_XE_WG=1: the seeded warpgroup tile (cc 9.x) */
+    if (wgc) g_tall_log.watch = "MEMRA_MMQ_XE_WG";
     char bm[32];
     snprintf(bm, sizeof bm, "MEMRA_MMQ_XE_BM=%s", xc->bm ? xc->bm : "");
     const int fp8 = xc->format == MEMRA_FORMAT_E4M3;
@@ -298,7 +318,7 @@ int main(int argc, char **argv)
                               xc->split ? xsplit : "MEMRA_MMQ_XE_SPLIT=0",
                               fp8 ? "MEMRA_PREFER=gemm_fp8_blk=fp8blk" : xc->bm ? bm : NULL,
                               one ? "MEMRA_FP8BLK_XE_ONE=all" : pt ? "MEMRA_FP8BLK_XE_PT=1" : tall ? "MEMRA_MMQ_XE_TALL=1" : NULL,
-                              NULL};
+                              wgc ? "MEMRA_MMQ_XE_WG=1" : NULL, NULL};
     if (h16) settings[3] = "MEMRA_MMQ_XE_F16=1";
     memra_options o = {.struct_size = sizeof o, .settings = settings, .log_fn = test_log_sink, .log_user = &g_tall_log};
     memra_runtime *rt;
@@ -312,7 +332,7 @@ int main(int argc, char **argv)
         TEST_SKIP("no CUDA device");
     }
     printf("device: %s (%s), case %s\n", memra_device_caps_get(dev)->name, memra_device_caps_get(dev)->profile, name);
-    const int tall_cc9 = tall && memra_device_caps_get(dev)->cc / 10 == 9; /* checked after the calls */
+    const int tall_cc9 = (tall || wgc) && memra_device_caps_get(dev)->cc / 10 == 9; /* checked after the calls */
     if (fp8 && memra_device_caps_get(dev)->cc != 90) {
         memra_close(rt);
         TEST_SKIP("the grouped block-128 FP8 lane is sm_90a's (cc 9.0)");
@@ -432,7 +452,8 @@ int main(int argc, char **argv)
     memra_close(rt);
     /* the tall cases on cc 9.x: the module loaded its tall tiles (no refusal logged) */
     if (tall_cc9 && g_tall_log.n != 0) {
-        printf("MEMRA_MMQ_XE_TALL=1 was refused on this cc 9.x GPU: the tall tiles did not run  FAIL\n");
+        printf("%s was refused on this cc 9.x GPU: its tiles did not run  FAIL\n",
+               wgc ? "MEMRA_MMQ_XE_WG=1" : "MEMRA_MMQ_XE_TALL=1");
         ok = 0;
     }
     printf("%s\n", ok ? "ok" : "FAIL");

@@ -295,6 +295,7 @@ static const char *g_mmq_wg_sd_knob;  /* MEMRA_MMQ_WG_SEED likewise */
 static const char *g_kr_wg_knob;      /* MEMRA_MMQ_KR_WG likewise */
 static const char *g_xe_loop2_knob; /* MEMRA_MMQ_XE_LOOP2 likewise */
 static const char *g_xe_tall_knob;  /* MEMRA_MMQ_XE_TALL likewise */
+static const char *g_xe_wg_knob;    /* MEMRA_MMQ_XE_WG likewise */
 static const char *g_fxe_split_knob; /* MEMRA_FP8BLK_XE_SPLIT likewise */
 static const char *g_fxe_pf_knob;    /* MEMRA_FP8BLK_XE_PF likewise */
 static const char *g_fxe_gs_knob;    /* MEMRA_FP8BLK_XE_GS likewise */
@@ -333,6 +334,7 @@ static const char *fake_knob(const memra_device_caps *caps, const char *name)
     if (strcmp(name, "MEMRA_MMQ_KR_WG") == 0) return g_kr_wg_knob;
     if (strcmp(name, "MEMRA_MMQ_XE_LOOP2") == 0) return g_xe_loop2_knob;
     if (strcmp(name, "MEMRA_MMQ_XE_TALL") == 0) return g_xe_tall_knob;
+    if (strcmp(name, "MEMRA_MMQ_XE_WG") == 0) return g_xe_wg_knob;
     if (strcmp(name, "MEMRA_FP8BLK_XE_SPLIT") == 0) return g_fxe_split_knob;
     if (strcmp(name, "MEMRA_FP8BLK_XE_PF") == 0) return g_fxe_pf_knob;
     if (strcmp(name, "MEMRA_FP8BLK_XE_GS") == 0) return g_fxe_gs_knob;
@@ -710,6 +712,85 @@ static int h16_cases(const char *so)
                      8 + 8);
     ok &= close_mod(&m, 1);
     g_xe_h16_knob = NULL;
+    return ok;
+}
+
+/* MEMRA_MMQ_XE_WG=1 (unset: off): gemm_experts' Q8_0 128-row table on the seeded warpgroup tile, n = 300,
+ * k = 256, E = 8. Where it applies (cc 9.0, tensor maps, both kernels, the records' gather, the 128-row
+ * table: m / E >= 96, or MEMRA_MMQ_XE_BM=128): the routing, the gather, the maps kernel (a plain launch,
+ * one warp a map: ceil(2 E / 4) = 4 blocks of 128), the tile (a dependent launch on the table's worst case
+ * ceil(m / 128) + E tiles x ceil(300 / 128) = 3 x the split, 384 threads, R3W_SMEM_BYTES_SD(1)), then the
+ * 32-row remainder table's _mt1_sb and, split, the slices' sum; four maps encoded: the weight's two
+ * templates and the sorted records' two (rank 3, 128-row boxes; codes 128 bytes swizzled, heads 16 plain).
+ * Elsewhere the records tiles, and neither kernel launched. */
+static int xe_wg_cases(const char *so)
+{
+    static const struct {
+        int cc, no_tmap;
+        const char *knob, *missing, *sort, *bm, *split;
+        int rows, kq, want;
+    } xc[] = {{90, 0, "1", NULL, NULL, NULL, NULL, 1024, 0, 1},   {90, 0, NULL, NULL, NULL, NULL, NULL, 1024, 0, 0},
+              {90, 0, "0", NULL, NULL, NULL, NULL, 1024, 0, 0},   {120, 0, "1", NULL, NULL, NULL, NULL, 1024, 0, 0},
+              {90, 1, "1", NULL, NULL, NULL, NULL, 1024, 0, 0},   {90, 0, "1", "experts_q8_0r_wgs", NULL, NULL, NULL, 1024, 0, 0},
+              {90, 0, "1", "experts_maps_q8_0r", NULL, NULL, NULL, 1024, 0, 0},
+              {90, 0, "1", NULL, "0", NULL, NULL, 1024, 0, 0},    {90, 0, "1", NULL, NULL, NULL, NULL, 100, 0, 0},
+              {90, 0, "1", NULL, NULL, "128", NULL, 100, 0, 1},   {90, 0, "1", NULL, NULL, NULL, "2", 1024, 0, 1},
+              {90, 0, "1", NULL, NULL, NULL, NULL, 1024, 1, 0}};
+    int ok = 1;
+    for (size_t i = 0; i < sizeof xc / sizeof xc[0]; i++) {
+        mod m;
+        g_xe_wg_knob = xc[i].knob, g_missing_kernel = xc[i].missing, g_no_tmap = xc[i].no_tmap;
+        g_xe_sort_knob = xc[i].sort, g_xe_bm_knob = xc[i].bm, g_xe_split_knob = xc[i].split;
+        if (!open_mod(so, xc[i].cc, &m)) return 0;
+        memra_call c = call_of(&m);
+        memra_gemm_args a = gemm(xc[i].rows, 300, 256);
+        a.w_format = xc[i].kq ? (int32_t)MEMRA_FORMAT_Q4_K : 0;
+        memra_gemm_experts_args ex = {.struct_size = sizeof ex,
+                                      .lane = (int32_t)(xc[i].kq ? MEMRA_OP_gemm_kr : MEMRA_OP_gemm_q8_0r),
+                                      .n_experts = 8, .ids = 0x60000000};
+        g_tmap_calls = 0;
+        const memra_status st = m.desc->ops->gemm_experts(&c, &a, &ex);
+        int wg = 0, maps = 0;
+        for (int l = 0; l < g_n_launched && l < 16; l++) {
+            wg += strcmp(g_launched[l], "memra_k_experts_q8_0r_wgs") == 0;
+            maps += strcmp(g_launched[l], "memra_k_experts_maps_q8_0r") == 0;
+        }
+        int good = st == MEMRA_STATUS_OK;
+        if (xc[i].want) {
+            const int split = xc[i].split != NULL, rem = xc[i].bm == NULL;
+            const unsigned tiles = (unsigned)(xc[i].rows + 127) / 128 + 8, S = split ? 2u : 1u;
+            const char *want[6] = {"memra_k_experts_route", "memra_k_experts_gather_q8_1", "memra_k_experts_maps_q8_0r",
+                                   "memra_k_experts_q8_0r_wgs", rem ? "memra_k_experts_q8_0r_mt1_sb" : NULL,
+                                   split ? "memra_k_experts_splitk_sum" : NULL};
+            const int nl = 4 + rem + split;
+            good &= g_n_launched == nl;
+            for (int l = 0; l < nl && good; l++) good &= strcmp(g_launched[l], want[l]) == 0;
+            good &= g_grid_x[2] == 4 && g_block_x[2] == 128 && g_pdl[2] == 0;
+            good &= g_grid_x[3] == tiles && g_grid_y[3] == 3 && g_grid_z[3] == S && g_block_x[3] == 384 &&
+                    g_smem[3] == (unsigned)R3W_SMEM_BYTES_SD(1) && g_pdl[3] == 1;
+            good &= !rem || (g_grid_z[4] == S && g_pdl[4] == 1);
+            good &= g_tmap_calls == 4;
+            for (int j = 0; j < 4 && g_tmap_calls == 4; j++)
+                good &= g_tmap_rank[j] == 3 && g_tmap_box[j] == 128 && g_tmap_box0[j] == ((j & 1) ? 16u : 128u) &&
+                        g_tmap_swz[j] == ((j & 1) ? 0 : 3);
+        } else {
+            good &= g_n_launched >= 2 && wg == 0 && maps == 0;
+        }
+        printf("  XE_WG=%s cc %d%s%s%s%s%s%s%s gemm_experts %s m %d E 8: %d launches (%s, %s, %s), tile %u x %u x %u "
+               "(%u threads), %d maps  %s\n",
+               xc[i].knob ? xc[i].knob : "unset", xc[i].cc, xc[i].missing ? ", image without " : "",
+               xc[i].missing ? xc[i].missing : "", xc[i].no_tmap ? ", no tensor maps" : "",
+               xc[i].sort ? ", XE_SORT=" : "", xc[i].sort ? xc[i].sort : "", xc[i].bm ? ", XE_BM=" : "",
+               xc[i].bm ? xc[i].bm : (xc[i].split ? ", XE_SPLIT=2" : ""), xc[i].kq ? "q4_k" : "q8_0", xc[i].rows,
+               g_n_launched, g_n_launched > 2 ? g_launched[2] : "-", g_n_launched > 3 ? g_launched[3] : "-",
+               g_n_launched > 4 ? g_launched[4] : "-", g_grid_x[3], g_grid_y[3], g_grid_z[3], g_block_x[3], g_tmap_calls,
+               good ? "ok" : "FAIL");
+        ok &= good;
+        g_n_launched = 0;
+        ok &= close_mod(&m, 1);
+    }
+    g_xe_wg_knob = NULL, g_missing_kernel = NULL, g_no_tmap = 0;
+    g_xe_sort_knob = NULL, g_xe_bm_knob = NULL, g_xe_split_knob = NULL;
     return ok;
 }
 
@@ -1230,6 +1311,7 @@ static int case_mmq(const char *so)
     }
     g_mmq_wg_knob = "0", g_mmq_wg_tr_knob = NULL, g_mmq_wg_per_knob = NULL, g_mmq_wg_sd_knob = NULL;
     g_missing_kernel = NULL, g_no_tmap = 0;
+    ok &= xe_wg_cases(so);
     /* MEMRA_MMQ_KR_WG=1 (unset: off): gemm_kr's Q4_K / Q5_K on the seeded warpgroup tile, every pick, on
      * cc 9.x with tensor maps and the sum plane (MEMRA_MMQ_KR_SUMS): grid ceil(m / 128) x ceil(n / 128) x
      * the split, 384 threads, R3W_SMEM_BYTES_KQ, one map (the token codes: rank 3, 128 x 128, swizzled);

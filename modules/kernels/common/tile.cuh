@@ -131,4 +131,30 @@ __device__ __forceinline__ void memra_tma_load_3d(unsigned dst, const memra_tmap
                  : "memory");
 }
 
+/* Tensor maps built on the device, one per grouped operand (mmq's and fp8blk's grouped tiles):
+ * memra_tmap_put, by one whole warp, stores the host's template tmpl to *dst with plain stores (every
+ * byte then written by the generic proxy, which compute-sanitizer's initcheck tracks: a copy by
+ * tensormap.cp_fenceproxy left the map uninitialised to the tool, run v2), replaces its global
+ * address in place by addr (tensormap.replace on global memory) and makes the warp's writes visible
+ * to the tensor-map proxy (release); memra_tmap_acquire, by the thread that copies through *map,
+ * before its first copy, after the launch that wrote it has completed (griddepcontrol.wait or a
+ * plain launch order). */
+__device__ __forceinline__ void memra_tmap_put(const memra_tmap &tmpl, unsigned long long addr, memra_tmap *dst, int lane)
+{
+    if (lane < 16) dst->q[lane] = tmpl.q[lane];
+    __syncwarp();
+    if (lane == 0)
+        asm volatile("tensormap.replace.tile.global_address.global.b1024.b64 [%0], %1;\n" ::"l"(
+                         (unsigned long long)__cvta_generic_to_global(dst)),
+                     "l"(addr)
+                     : "memory");
+    __syncwarp();
+    asm volatile("fence.proxy.tensormap::generic.release.gpu;\n" ::: "memory");
+}
+__device__ __forceinline__ void memra_tmap_acquire(const memra_tmap *map)
+{
+    asm volatile("fence.proxy.tensormap::generic.acquire.gpu [%0], 128;\n" ::"l"(reinterpret_cast<unsigned long long>(map))
+                 : "memory");
+}
+
 #endif

@@ -1037,14 +1037,6 @@ __device__ __forceinline__ void tma_consume_pipe(float (&acc)[1][64], const floa
     wg_fence_regs(t0);
 }
 
-/* maps[e] was written through the tensor-map proxy's release (experts_maps): acquired before the
- * first copy through it */
-__device__ __forceinline__ void xe_map_acquire(const memra_tmap *map_w)
-{
-    asm volatile("fence.proxy.tensormap::generic.acquire.gpu [%0], 128;\n" ::"l"(reinterpret_cast<unsigned long long>(map_w))
-                 : "memory");
-}
-
 /* The tensor-map tiles' shared memory, carved and set up once a CTA: the S stages from the first
  * 1024-byte boundary, then S full and S empty mbarriers (full: lane 0's expect_tx and the producer
  * warp's 32 cp.async arrivals; empty: the 256 consumer threads), initialised by thread 0 before a
@@ -1141,20 +1133,7 @@ memra_k_fp8blk_experts_maps(const __grid_constant__ memra_tmap tmpl, const unsig
 {
     const int wp = threadIdx.x >> 5, lane = threadIdx.x & 31, e = blockIdx.x * 4 + wp;
     if (e >= E) return;
-    /* plain stores, then the address field replaced in place: every byte of maps[e] is written by
-     * the generic proxy, which compute-sanitizer's initcheck tracks (run v2: the copy out of shared
-     * memory with tensormap.cp_fenceproxy left maps[e] uninitialised to the tool, 414 reports on
-     * its own writes and on the bulk copies that read the maps) */
-    if (lane < 16) maps[e].q[lane] = tmpl.q[lane];
-    __syncwarp();
-    if (lane == 0)
-        asm volatile("tensormap.replace.tile.global_address.global.b1024.b64 [%0], %1;\n" ::"l"(
-                         (unsigned long long)__cvta_generic_to_global(&maps[e])),
-                     "l"(wtab[e])
-                     : "memory");
-    __syncwarp();
-    /* the warp's generic writes made visible to the tensor-map proxy; the consumer acquires */
-    asm volatile("fence.proxy.tensormap::generic.release.gpu;\n" ::: "memory");
+    memra_tmap_put(tmpl, wtab[e], &maps[e], lane); /* common/tile.cuh; the consumer acquires */
 }
 
 /* A grouped tensor-map tile's stores: the consumer thread's rows i0 and i0 + 8 (sorted), of the
@@ -1231,7 +1210,7 @@ __device__ __forceinline__ void experts_tma_body(const memra_tmap &map_x, const 
     if (wg == 0) {
         asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n");
         if (threadIdx.x >= 32) return;
-        if (lane == 0) xe_map_acquire(map_w);
+        if (lane == 0) memra_tmap_acquire(map_w); /* written by experts_maps (common/tile.cuh) */
         tma_produce<NH, S, SB, PF, GS>(&map_x, map_w, xs, s0, j0, m, nk, kb0, sbase, stages, full, empty, lane,
                                        reinterpret_cast<const float *>(gtab[e]) + (long long)(j0 / 128) * nkt + kb0,
                                        nkt, ngr);
@@ -1376,7 +1355,7 @@ __device__ __forceinline__ void experts_tma_persist(const memra_tmap &map_x, con
         for (long long t = blockIdx.x; t < total; t += gridDim.x, it = xe_ring_next(it, nkt, S)) {
             const int ti = (int)(t % nt), j0 = (int)(t / nt) * (128 * NH), e = tiles[2 * ti], s0 = tiles[2 * ti + 1];
             const memra_tmap *map_w = maps + e;
-            if (lane == 0) xe_map_acquire(map_w);
+            if (lane == 0) memra_tmap_acquire(map_w); /* written by experts_maps (common/tile.cuh) */
             const float *const grow = reinterpret_cast<const float *>(gtab[e]) + (long long)(j0 / 128) * nkt;
             if constexpr (TALL)
                 tma_produce_tall<S, SB>(&map_x, map_w, xs, s0, j0, m, nkt, sbase, stages, full, empty, lane, grow, ngr,

@@ -1411,24 +1411,41 @@ __device__ __forceinline__ void r3w_transpose(unsigned char *stages, unsigned fu
 /* The consumer's outputs: token i0 + 8 j + cq + (e % 2), weight row j0 + r + 8 (e / 2) of acc[4 j + e]
  * (the m64nNk32 fragment, transposed into y), scaled by f; SL slices: slice z's into part[z] as
  * mmq_tile_store */
-template <bool SD, bool KQ = false>
+template <bool SD, bool KQ = false, bool XE = false>
 __device__ __forceinline__ void r3w_store(const float (&acc)[64], float *__restrict__ y, float *__restrict__ part,
                                           long long ldy, float alpha, int m, int n, int i0, int jr, int cq, int SL,
-                                          int z)
+                                          int z, const int *__restrict__ perm = nullptr, int end = 0)
 {
     float *out = SL == 1 ? y : part + (long long)z * m * n;
     const long long ld = SL == 1 ? ldy : n;
     const float f = SL == 1 ? alpha : 1.0f;
+    /* SD: the sums are 2^-38 of the records tiles', the power of two exact both ways */
+    constexpr float post = SD ? (KQ ? R3W_KQ_POST : R3W_SD_POST) : 1.0f;
+    if constexpr (XE) { /* sorted row i of the expert's (below end) is y's row perm[i], in part as in y */
 #pragma unroll
-    for (int j = 0; j < 16; j++)
+        for (int j = 0; j < 16; j++)
 #pragma unroll
-        for (int e = 0; e < 4; e++) {
-            const int i = i0 + 8 * j + cq + (e & 1), c = jr + 8 * (e >> 1);
-            /* SD: the sums are 2^-38 of the records tiles', the power of two exact both ways */
-            if (i < m && c < n)
-                out[(long long)i * ld + c] =
-                    f * (SD ? acc[4 * j + e] * (KQ ? R3W_KQ_POST : R3W_SD_POST) : acc[4 * j + e]);
-        }
+            for (int h = 0; h < 2; h++) {
+                const int i = i0 + 8 * j + cq + h;
+                if (i >= end) continue;
+                const long long row = perm[i];
+#pragma unroll
+                for (int e = h; e < 4; e += 2) {
+                    const int c = jr + 8 * (e >> 1);
+                    if (c < n) out[row * ld + c] = f * (acc[4 * j + e] * post);
+                }
+            }
+    } else {
+#pragma unroll
+        for (int j = 0; j < 16; j++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) {
+                const int i = i0 + 8 * j + cq + (e & 1), c = jr + 8 * (e >> 1);
+                if (i < m && c < n)
+                    out[(long long)i * ld + c] =
+                        f * (SD ? acc[4 * j + e] * (KQ ? R3W_KQ_POST : R3W_SD_POST) : acc[4 * j + e]);
+            }
+    }
 }
 
 /* A CTA's tiles: the one of its block index (P false: grid (ceil(m / 128), ceil(n / 128), SL)), or
@@ -1538,6 +1555,17 @@ __device__ __forceinline__ void kq_fill(unsigned char *sp, const unsigned char *
     tp[0] = ts4.x, tp[128] = ts4.y, tp[256] = ts4.z, tp[384] = ts4.w;
 }
 
+/* XE (memra_k_experts_q8_0r_wgs): the tile of a grouped GEMM's table (gemm_experts, issue 30): tile
+ * blockIdx.x = (e, s0) of tiles (CTAs at or past *ntiles exit), its weight through expert e's maps
+ * (maps[2 e]: codes, maps[2 e + 1]: heads; memra_k_experts_maps_q8_0r), its tokens the sorted records'
+ * rows s0 .. s0 + 127 (map_x, map_xh over them; rows past the expert's end are other experts', computed
+ * and never stored: a row's result depends on that row alone), outputs of sorted row s < offsets[e + 1]
+ * to y[perm[s]] (SL slices: part[z][perm[s]], memra_k_experts_splitk_sum's layout) */
+struct r3w_xe {
+    const memra_tmap *maps;
+    const int *offsets, *perm, *tiles, *ntiles;
+};
+
 /* TR (the _wgt / _wgp entry points): the producer warp also transposes each stage's token scales into
  * [group][token] (after `full`, behind the next stage's copies; `ready`: its 32 lanes' arrivals), so
  * a consumer reads two tokens' scales with one 8-byte load: 16 loads a group where [token][group]
@@ -1546,15 +1574,16 @@ __device__ __forceinline__ void kq_fill(unsigned char *sp, const unsigned char *
  * sl: the slices (P; else gridDim.z). KM (with KF): the min term by tf32 wgmmas (r3w_mma_min), issued
  * after each step's last fold; the step's stage is then released by the next step's first group,
  * after the wait that covers them (a stage is held one step longer: three ahead, not four). */
-template <bool TR, bool P, bool SD, int KF = -1, bool KM = false, bool SA = false>
+template <bool TR, bool P, bool SD, int KF = -1, bool KM = false, bool SA = false, bool XE = false>
 __device__ __forceinline__ void r3w_body(const memra_tmap *map_w, const memra_tmap *map_wh, const memra_tmap *map_x,
                                          const memra_tmap *map_xh, float *__restrict__ y, int m, int n, int k,
                                          long long ldy, float alpha, float *__restrict__ part, int sl,
                                          const unsigned char *__restrict__ kw = nullptr,
                                          const unsigned char *__restrict__ kx = nullptr,
-                                         const unsigned char *__restrict__ kt = nullptr)
+                                         const unsigned char *__restrict__ kt = nullptr, const r3w_xe *xe = nullptr)
 {
     constexpr bool KQ = KF >= 0;
+    static_assert(!XE || (SD && TR && !P && !KQ), "the grouped tile: the seeded Q8_0 tile on a plain grid");
     static_assert(!KQ || (SD && TR && !P), "the K-quant tiles: seeded, permuted scales, a plain grid");
     static_assert(!KM || KQ, "the min term by MMA is the K-quant tiles'");
     constexpr int S = R3W_STAGES, SB = KM ? R3W_STAGE_BYTES_KM : KQ ? R3W_STAGE_BYTES_KQ : R3W_STAGE_BYTES_OF(TR);
@@ -1578,6 +1607,14 @@ __device__ __forceinline__ void r3w_body(const memra_tmap *map_w, const memra_tm
     }
     __syncthreads();
     pdl_wait(); /* the q8_1 records (and y's earlier readers) are complete */
+    int xs0 = 0, xend = 0; /* (XE) the tile's first sorted row and its expert's end */
+    if constexpr (XE) { /* the tile table and the maps are complete (the launches before this one) */
+        const int ti = (int)blockIdx.x;
+        if (ti >= *xe->ntiles) return; /* the whole CTA, before any wgmma or copy */
+        const int e = xe->tiles[2 * ti];
+        xs0 = xe->tiles[2 * ti + 1], xend = xe->offsets[e + 1];
+        map_w = xe->maps + 2 * e, map_wh = map_w + 1;
+    }
     const int G = (k + 127) / 128, SL = P ? sl : (int)gridDim.z;
     const int ntx = (m + 127) / 128, nty = (n + 127) / 128, nt = P ? ntx * nty * SL : 1;
     const int t0_ = P ? (int)blockIdx.x : 0, dt = P ? (int)gridDim.x : 1;
@@ -1611,9 +1648,11 @@ __device__ __forceinline__ void r3w_body(const memra_tmap *map_w, const memra_tm
         /* the whole warp stays, converged each step (run g1: with thread 0 alone in its warp the _wg
          * producer hung, while _wgt / _wgp, whose whole warp loops, passed) */
         if (threadIdx.x >= 32) return;
+        if (XE && lane == 0) memra_tmap_acquire(map_w), memra_tmap_acquire(map_wh); /* written by experts_maps */
         int it = 0;
         for (int t = t0_; t < nt; t += dt) {
-            const r3w_tile tl = r3w_tile_of<P>(t, ntx, nty, G, SL);
+            r3w_tile tl = r3w_tile_of<P>(t, ntx, nty, G, SL);
+            if (XE) tl.i0 = xs0; /* the table's sorted rows */
             for (int b = 0; b < tl.nk; b++, it++) {
                 if (lane == 0) {
                     const int s = it & (S - 1);
@@ -1656,13 +1695,15 @@ __device__ __forceinline__ void r3w_body(const memra_tmap *map_w, const memra_tm
     bool inflight = false; /* t0 holds the tile's first group, issued during the last tile's last fold */
     unsigned empty_p = 0u; /* (KM) the `empty` of the stage whose min term is in flight (0: none) */
     for (int t = t0_; t < nt; t += dt) {
-        const r3w_tile tl = r3w_tile_of<P>(t, ntx, nty, G, SL);
+        r3w_tile tl = r3w_tile_of<P>(t, ntx, nty, G, SL);
+        if (XE) tl.i0 = xs0;
         float acc[64];
 #pragma unroll
         for (int i = 0; i < 64; i++) acc[i] = 0.0f;
         if (tl.nk <= 0) { /* a slice without steps (never planned; never on the persistent tiles): its zeros */
             pdl_trigger();
-            r3w_store<false, false>(acc, y, part, ldy, alpha, m, n, tl.i0, tl.j0 + r, cq, SL, tl.z);
+            r3w_store<false, false, XE>(acc, y, part, ldy, alpha, m, n, tl.i0, tl.j0 + r, cq, SL, tl.z,
+                                        XE ? xe->perm : nullptr, xend);
             continue;
         }
         if (!inflight) {
@@ -1716,7 +1757,8 @@ __device__ __forceinline__ void r3w_body(const memra_tmap *map_w, const memra_tm
             if (KM) r3w_min_add(acc, t1, empty_p), empty_p = 0u; /* and the last step's min term */
         }
         pdl_trigger();
-        r3w_store<SD, KQ>(acc, y, part, ldy, alpha, m, n, tl.i0, tl.j0 + r, cq, SL, tl.z);
+        r3w_store<SD, KQ, XE>(acc, y, part, ldy, alpha, m, n, tl.i0, tl.j0 + r, cq, SL, tl.z, XE ? xe->perm : nullptr,
+                              xend);
     }
 }
 
@@ -1757,6 +1799,33 @@ memra_k_gemm_q8_0r_wgps(const __grid_constant__ memra_tmap map_w, const __grid_c
                         float *__restrict__ part, int sl)
 {
     r3w_body<true, true, true>(&map_w, &map_wh, &map_x, &map_xh, y, m, n, k, ldy, alpha, part, sl);
+}
+/* MEMRA_MMQ_XE_WG=1: gemm_experts' Q8_0 full tiles on the seeded tile (r3w_body XE). Grid (the table's
+ * worst-case tile count, ceil(n / 128), S slices); map_x / map_xh: the sorted records' codes and heads
+ * (r3w_maps' third and fourth, over the gathered records); maps: 2 E tensor maps, 128-byte aligned, from
+ * memra_k_experts_maps_q8_0r (the launch before this one) */
+extern "C" __global__ void __launch_bounds__(R3W_THREADS, 1)
+memra_k_experts_q8_0r_wgs(const __grid_constant__ memra_tmap map_x, const __grid_constant__ memra_tmap map_xh,
+                          const memra_tmap *__restrict__ maps, const int *__restrict__ offsets,
+                          const int *__restrict__ perm, const int *__restrict__ tiles, const int *__restrict__ ntiles,
+                          float *__restrict__ y, int m, int n, int k, long long ldy, float alpha,
+                          float *__restrict__ part)
+{
+    const r3w_xe xe = {maps, offsets, perm, tiles, ntiles};
+    r3w_body<true, false, true, -1, false, false, true>(nullptr, nullptr, &map_x, &map_xh, y, m, n, k, ldy, alpha, part,
+                                                        1, nullptr, nullptr, nullptr, &xe);
+}
+/* Its weight maps: maps[2 e + h] = the host's template tmpl_h (r3w_maps' first (h 0: the codes) and second
+ * (1: the heads), encoded over an expert's [G steps][n rows][144 bytes] at any aligned address) with
+ * expert e's records wtab[e] put in (common/tile.cuh memra_tmap_put). One warp a map, grid
+ * ceil(2 E / 4) x 128 threads; a plain launch. */
+extern "C" __global__ void __launch_bounds__(128)
+memra_k_experts_maps_q8_0r(const __grid_constant__ memra_tmap tmpl_w, const __grid_constant__ memra_tmap tmpl_wh,
+                           const unsigned long long *__restrict__ wtab, int E, memra_tmap *__restrict__ maps)
+{
+    const int lane = threadIdx.x & 31, i = blockIdx.x * 4 + (threadIdx.x >> 5);
+    if (i >= 2 * E) return;
+    memra_tmap_put((i & 1) ? tmpl_wh : tmpl_w, wtab[i >> 1], &maps[i], lane);
 }
 /* MEMRA_MMQ_KR_WG=1: gemm_kr's Q4_K / Q5_K on the seeded tile (r3w_body KF; kq_fill): map_x the token
  * codes' map (r3w_maps' third), w the K-packed weight, xq the q8_1 records, xs their sum plane */

@@ -346,6 +346,9 @@ typedef struct mmq_state {
      * tiles, [lane][tile], else NULL */
     CUfunction experts_gather, experts_sorted[1 + MMQ_KR_FORMATS][MMQ_XE_TILES];
     CUfunction experts_tall[2]; /* MEMRA_MMQ_XE_TALL=1: memra__mmq_xe_tall's kernels (Q8_0, Q4_K), else NULL */
+    /* MEMRA_MMQ_XE_WG=1 (cc 9.x, tensor maps, the gather; opt-in, untimed): gemm_experts' Q8_0 128-row
+     * tiles on the seeded warpgroup tile (mmq.cu memra_k_experts_q8_0r_wgs) and its maps kernel, else NULL */
+    CUfunction experts_wg, experts_wg_maps;
     int sorted_xs[1 + MMQ_KR_FORMATS]; /* the lane's sorted tiles read the sum plane (the gather copies it) */
     const char *const *sorted_names[1 + MMQ_KR_FORMATS]; /* their names: memra__mmq_xe_sorted[l], or _tc (KR_TC) */
     /* the f16 / bf16 lanes of gemm_experts (off with MEMRA_MMQ_XE_F16=0), [bf16][tile] (the 32,
@@ -737,6 +740,23 @@ static memra_status mmq_load(memra__gpu *q, void *state)
                              "MEMRA_MMQ_XE_TALL=1: %s needs cc 9.x, the sorted bulk-copy tiles (%s) and this image's "
                              "kernel; the 128-row tiles serve",
                              memra__mmq_xe_tall[l].kernel, l == 0 ? "_sb" : "_stxb");
+            }
+        }
+        /* MEMRA_MMQ_XE_WG=1: the 128-row table's Q8_0 tiles on the seeded warpgroup tile (the dense _wgs'
+         * wgmmas and fold: its outputs the records tiles' bit for bit), over the gathered records */
+        const char *xe_wg = memra__gpu_knob(q, "MEMRA_MMQ_XE_WG");
+        s->experts_wg = s->experts_wg_maps = NULL;
+        if (xe_wg != NULL && strcmp(xe_wg, "1") == 0) {
+            const unsigned smem = R3W_SMEM_BYTES_SD(1);
+            const int base_ok = caps->cc / 10 == 9 && q->cuTensorMapEncodeTiled != NULL && !q->from_ptx &&
+                                (caps->smem_per_block_optin == 0 || caps->smem_per_block_optin >= smem) &&
+                                s->experts_gather != NULL;
+            if (!base_ok || !load_optional(q, m, "memra_k_experts_q8_0r_wgs", smem, &s->experts_wg) ||
+                !load_optional(q, m, "memra_k_experts_maps_q8_0r", 0, &s->experts_wg_maps)) {
+                s->experts_wg = s->experts_wg_maps = NULL;
+                q->host->log(MEMRA_LOG_WARN, q->name,
+                             "MEMRA_MMQ_XE_WG=1: memra_k_experts_q8_0r_wgs needs cc 9.x, the driver's tensor maps, "
+                             "the records' gather (MEMRA_MMQ_XE_SORT) and this image's kernel; the records tiles serve");
             }
         }
     }
@@ -1231,6 +1251,7 @@ memra_status memra__mmq_accprobe(memra_call *call, memra_accprobe_arm arm, const
 #define MEMRA__MMQ_SLOT_XE_PART "experts.splitk" /* the grouped split-k partial sums */
 #define MEMRA__MMQ_SLOT_XE_A16 "experts.a16"      /* the f16 / bf16 lanes: the activation in expert order */
 #define MEMRA__MMQ_SLOT_XE_XS "experts.xs"        /* MEMRA_MMQ_XE_SORT=1: the q8_1 records in expert order */
+#define MEMRA__MMQ_SLOT_XE_MAPS "experts.maps"    /* MEMRA_MMQ_XE_WG=1: the experts' weight tensor maps */
 
 /* Split-k of the grouped tiles: S slices of the k steps (the dense kernels' split: slice z
  * takes steps G z / S .. G (z + 1) / S - 1), each writing its raw sums to part[z][row][j],
@@ -1470,10 +1491,38 @@ memra_status memra__mmq_gemm_experts(memra_call *call, const memra_gemm_args *a,
     const CUfunction *ovl = MMQ_K(q)->experts_ovl[lane];
     const int overlap = !sorted && merged == NULL && tiles_max > 0 && bm2 && S == 1 && !kn.pdl_off && ovl[tile] != NULL &&
                         ovl[small] != NULL;
+    /* MEMRA_MMQ_XE_WG=1: the 128-row table's tiles on the seeded warpgroup tile over the gathered records
+     * (the dense _wgs' wgmmas and fold: the records tiles' outputs bit for bit), each expert's weight maps
+     * built on the device from two templates (memra_k_experts_maps_q8_0r, a plain launch: 2 E maps of
+     * 128 bytes in scratch), grid (tiles_max, ceil(n / 128), S); the remainder table as before. No
+     * scratch for the maps, or an encoding the driver refused: the records tiles, the same outputs */
+    memra__cu_tensor_map xm[4]; /* the weight's templates (codes, heads), then the sorted records' maps */
+    memra_dptr maps = 0;
+    const int wg_shape = st == MEMRA_STATUS_OK && lane == 0 && MMQ_K(q)->experts_wg != NULL && tall == NULL &&
+                         merged == NULL && tl->bm == 128 && tiles_max > 0 && ((int64_t)n + 127) / 128 <= 65535;
+    const int wgx = wg_shape && sorted &&
+                    q->host->scratch_get(call, MEMRA__MMQ_SLOT_XE_MAPS, (size_t)E * 256 + 128, &maps) == MEMRA_STATUS_OK &&
+                    r3w_map(q, &xm[0], x, n, k, 0) && r3w_map(q, &xm[1], x, n, k, 1) && r3w_map(q, &xm[2], x, m, k, 0) &&
+                    r3w_map(q, &xm[3], x, m, k, 1);
+    if (wg_shape && !wgx) /* a warning: the knob asked for it (a test must not pass on the tiles it fell back to) */
+        q->host->log(MEMRA_LOG_WARN, q->name,
+                     "gemm_experts: MEMRA_MMQ_XE_WG=1 but no scratch for the sorted records or the experts' tensor "
+                     "maps (a capture without memra_stream_reserve), or the driver refused an encoding; the records "
+                     "tiles serve this call");
+    if (wgx) {
+        maps = (maps + 127) / 128 * 128;
+        st = launch_n(q, MMQ_K(q)->experts_wg_maps, "memra_k_experts_maps_q8_0r", (unsigned)((2 * (int64_t)E + 3) / 4), 1,
+                      128, 0, call->stream, (void *[]){&xm[0], &xm[1], &w, &ee, &maps});
+        if (st == MEMRA_STATUS_OK)
+            st = launch_pdl_k(q, &kn, MMQ_K(q)->experts_wg, "memra_k_experts_q8_0r_wgs", (unsigned)tiles_max,
+                              (unsigned)((n + 127) / 128), (unsigned)S, R3W_THREADS, R3W_SMEM_BYTES_SD(1), call->stream,
+                              (void *[]){&xm[2], &xm[3], &maps, &offsets, &perm, &tiles, &ntiles, &y, &mm, &nn, &kk, &ldy,
+                                         &alpha, &part});
+    }
     if (tall != NULL && !sorted) /* (the scratch was had above, every other condition checked there) */
         return q->host->set_error(MEMRA_STATUS_INTERNAL, "%s.gemm_experts: MEMRA_MMQ_XE_TALL's tile without the sorted records",
                                   q->name);
-    if (st == MEMRA_STATUS_OK && merged == NULL && tiles_max > 0) {
+    if (st == MEMRA_STATUS_OK && merged == NULL && tiles_max > 0 && !wgx) {
         st = launch_pdl_k(q, &kn, tall ? MMQ_K(q)->experts_tall[lane] : overlap ? ovl[tile] : fns[tile],
                           tall      ? tall->kernel
                           : overlap ? memra__mmq_xe_ovl[lane][tile]
