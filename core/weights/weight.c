@@ -63,6 +63,7 @@
 #include "base/error.h"
 #include "core/device/device.h"
 #include "core/routing/routing.h"
+#include "core/weights/reserve_walk.h"
 #include "core/weights/weights.h"
 #include "memra/formats.h"
 
@@ -1198,8 +1199,9 @@ memra_status memra_stream_reserve(memra_device *dev, memra_stream_t stream, memr
         if (r != MEMRA__CUDA_SUCCESS) st = MEMRA__CU_FAIL(drv, r, "cuMemsetD8Async (memra_stream_reserve)");
     }
     /* A lane's plan (split-k slices, padding) can ask more scratch at a smaller
-     * m than at m_max, so the calls run at m_max, at every m up to 256, and
-     * above 256 at steps of 1/32 of m (plans change slowly there). */
+     * m than at m_max, so the calls run at m_max and down the walk of
+     * reserve_walk.h: every m up to 256, above it steps of 1/32 of m (plans
+     * change slowly there) and every power of two (where lanes switch plans). */
     /* expert weights run the grouped call with every row on expert 0 (zero ids: the zeroed x's first bytes) */
     for (int i = 0; i < n_weights && st == MEMRA_STATUS_OK; i++) {
         for (int32_t m = m_max; m >= 1 && st == MEMRA_STATUS_OK;) {
@@ -1208,7 +1210,7 @@ memra_status memra_stream_reserve(memra_device *dev, memra_stream_t stream, memr
                                             .alpha = 1.0f, .stream = stream};
             st = weights[i]->n_experts > 0 ? memra_matmul_experts_ex(dev, weights[i], &ea)
                                            : memra_matmul_ex(dev, weights[i], &a);
-            m = m > 256 ? (m - m / 32 > 256 ? m - m / 32 : 256) : m - 1;
+            m = memra__reserve_next_m(m);
         }
     }
     if (st == MEMRA_STATUS_OK) {
