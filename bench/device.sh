@@ -1534,13 +1534,21 @@ step_xetall() {
 # memra_k_experts_q8_0r_wgs): the wg cases of test_gpu_experts (bit for bit the dense lane; each fails
 # where the knob was refused or fell back) and check gemm_experts mmq with it, ncu names, then bench moe
 # --sheet mixtral (uniform) with the knob 0 / 1 alternately at XEWG_M (default "512 4096"), XEWG_FORMATS
-# (default q8_0), XEWG_ROUNDS rounds (default 2); last (XEWG_TOOLS=0 skips) the four tools over
-# test_gpu_experts wg and wg_split, each in its own process
+# (default q8_0), XEWG_ROUNDS rounds (default 2); then with MEMRA_MMQ_XE_OVERLAP=1 beside it (XEWG_OVL=0
+# skips) tests, names and the overlap knob 0 / 1 the same way; last (XEWG_TOOLS=0 skips) the four tools
+# over test_gpu_experts wg and wg_split, each in its own process
 step_xewg() {
   local t=$SECONDS
   knob_experts MEMRA_MMQ_XE_WG=1 xewg mmq wg wg_graph wg_split wg4 wg_bm128 wg_skew wg_q4_0
   knob_xe_ncu MEMRA_MMQ_XE_WG=1 xewg wg wg_bm128
   knob_moe MEMRA_MMQ_XE_WG xewg "${XEWG_M:-512 4096}" "${XEWG_FORMATS:-q8_0}" ${XEWG_ROUNDS:-2}
+  # the overlapped pair (MEMRA_MMQ_XE_OVERLAP=1 beside the knob: _wgs_o1 and _mt1_o2): its tests and
+  # names, then the overlap knob 0 / 1 under MEMRA_MMQ_XE_WG=1 (XEWG_OVL=0 skips)
+  if [ "${XEWG_OVL:-1}" = 1 ]; then
+    knob_experts "MEMRA_MMQ_XE_WG=1 MEMRA_MMQ_XE_OVERLAP=1" xewgo mmq wg wg_graph wg_q4_0
+    knob_xe_ncu "MEMRA_MMQ_XE_WG=1 MEMRA_MMQ_XE_OVERLAP=1" xewgo wg
+    MEMRA_MMQ_XE_WG=1 knob_moe MEMRA_MMQ_XE_OVERLAP xewgo "${XEWG_M:-512 4096}" "${XEWG_FORMATS:-q8_0}" ${XEWG_ROUNDS:-2}
+  fi
   [ "${XEWG_TOOLS:-1}" = 1 ] && knob_xe_tools MEMRA_MMQ_XE_WG=1 xewg wg wg_split
   say "xewg: $((SECONDS - t)) s"
 }

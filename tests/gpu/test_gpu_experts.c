@@ -31,11 +31,12 @@
  *                             there if the module refused it or fell back in a call (a log sink).
  *                             wg, wg_graph, wg_split (3 k slices), wg_q4_0: 2 experts (169 rows: two
  *                             warpgroup tiles, the second of 41 rows, above the 32-row remainder; 129:
- *                             one, then a 32-row records tile of 1 row); wg4 (4 experts: 199, 60, 10,
- *                             29 rows), wg_bm128 and wg_skew (16
- *                             experts) on the one 128-row table (MEMRA_MMQ_XE_BM=128): tiles of 1, 10
- *                             and 60 rows, one expert without rows. Elsewhere the knob warns and the
- *                             records tiles serve.
+ *                             one, then a 32-row records tile of 1 row); on the one 128-row table
+ *                             (MEMRA_MMQ_XE_BM=128): wg4 (4 experts: tiles of 128 + 71, 60, 10 and 29
+ *                             rows), wg_bm128 (16 experts, the uneven routing: expert 0 without rows,
+ *                             tiles of 1 row, of 4-5 rows for experts 3-15, and 128 + 109 for expert
+ *                             2) and wg_skew (16 experts, half the rows to one). Elsewhere the knob
+ *                             warns and the records tiles serve.
  *   test_gpu_experts split | split_q6_k
  *                             Q8_0 (uniform) and Q6_K (skewed) with the grouped tiles on
  *                             3 k slices (MEMRA_MMQ_XE_SPLIT=3, the dense lane compared

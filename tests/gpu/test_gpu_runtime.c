@@ -722,25 +722,36 @@ static int h16_cases(const char *so)
  * ceil(m / 128) + E tiles x ceil(300 / 128) = 3 x the split, 384 threads, R3W_SMEM_BYTES_SD(1)), then the
  * 32-row remainder table's _mt1_sb and, split, the slices' sum; four maps encoded: the weight's two
  * templates and the sorted records' two (rank 3, 128-row boxes; codes 128 bytes swizzled, heads 16 plain).
- * Elsewhere the records tiles, and neither kernel launched. */
+ * With MEMRA_MMQ_XE_OVERLAP=1 too, unsplit: the early-trigger tile _wgs_o1 and the remainders on the
+ * gathering _mt1_o2 (split: the plain pair). Elsewhere the records tiles, and neither kernel launched. */
 static int xe_wg_cases(const char *so)
 {
     static const struct {
         int cc, no_tmap;
         const char *knob, *missing, *sort, *bm, *split;
-        int rows, kq, want;
-    } xc[] = {{90, 0, "1", NULL, NULL, NULL, NULL, 1024, 0, 1},   {90, 0, NULL, NULL, NULL, NULL, NULL, 1024, 0, 0},
-              {90, 0, "0", NULL, NULL, NULL, NULL, 1024, 0, 0},   {120, 0, "1", NULL, NULL, NULL, NULL, 1024, 0, 0},
-              {90, 1, "1", NULL, NULL, NULL, NULL, 1024, 0, 0},   {90, 0, "1", "experts_q8_0r_wgs", NULL, NULL, NULL, 1024, 0, 0},
-              {90, 0, "1", "experts_maps_q8_0r", NULL, NULL, NULL, 1024, 0, 0},
-              {90, 0, "1", NULL, "0", NULL, NULL, 1024, 0, 0},    {90, 0, "1", NULL, NULL, NULL, NULL, 100, 0, 0},
-              {90, 0, "1", NULL, NULL, "128", NULL, 100, 0, 1},   {90, 0, "1", NULL, NULL, NULL, "2", 1024, 0, 1},
-              {90, 0, "1", NULL, NULL, NULL, NULL, 1024, 1, 0}};
+        int rows, kq, want, ovl;
+    } xc[] = {{90, 0, "1", NULL, NULL, NULL, NULL, 1024, 0, 1, 0},
+              {90, 0, NULL, NULL, NULL, NULL, NULL, 1024, 0, 0, 0},
+              {90, 0, "0", NULL, NULL, NULL, NULL, 1024, 0, 0, 0},
+              {120, 0, "1", NULL, NULL, NULL, NULL, 1024, 0, 0, 0},
+              {90, 1, "1", NULL, NULL, NULL, NULL, 1024, 0, 0, 0},
+              {90, 0, "1", "experts_q8_0r_wgs", NULL, NULL, NULL, 1024, 0, 0, 0},
+              {90, 0, "1", "experts_maps_q8_0r", NULL, NULL, NULL, 1024, 0, 0, 0},
+              {90, 0, "1", NULL, "0", NULL, NULL, 1024, 0, 0, 0},
+              {90, 0, "1", NULL, NULL, NULL, NULL, 100, 0, 0, 0},
+              {90, 0, "1", NULL, NULL, "128", NULL, 100, 0, 1, 0},
+              {90, 0, "1", NULL, NULL, NULL, "2", 1024, 0, 1, 0},
+              {90, 0, "1", NULL, NULL, NULL, NULL, 1024, 1, 0, 0},
+              /* with MEMRA_MMQ_XE_OVERLAP=1: the overlapped pair; split, or without _wgs_o1, the plain one */
+              {90, 0, "1", NULL, NULL, NULL, NULL, 1024, 0, 1, 1},
+              {90, 0, "1", NULL, NULL, NULL, "2", 1024, 0, 1, 1},
+              {90, 0, "1", "wgs_o1", NULL, NULL, NULL, 1024, 0, 1, 1}};
     int ok = 1;
     for (size_t i = 0; i < sizeof xc / sizeof xc[0]; i++) {
         mod m;
         g_xe_wg_knob = xc[i].knob, g_missing_kernel = xc[i].missing, g_no_tmap = xc[i].no_tmap;
         g_xe_sort_knob = xc[i].sort, g_xe_bm_knob = xc[i].bm, g_xe_split_knob = xc[i].split;
+        g_xe_ovl_knob = xc[i].ovl ? "1" : NULL;
         if (!open_mod(so, xc[i].cc, &m)) return 0;
         memra_call c = call_of(&m);
         memra_gemm_args a = gemm(xc[i].rows, 300, 256);
@@ -759,8 +770,11 @@ static int xe_wg_cases(const char *so)
         if (xc[i].want) {
             const int split = xc[i].split != NULL, rem = xc[i].bm == NULL;
             const unsigned tiles = (unsigned)(xc[i].rows + 127) / 128 + 8, S = split ? 2u : 1u;
+            /* the overlapped pair where asked, unsplit and the image has _wgs_o1 */
+            const int o = xc[i].ovl && !split && xc[i].missing == NULL;
             const char *want[6] = {"memra_k_experts_route", "memra_k_experts_gather_q8_1", "memra_k_experts_maps_q8_0r",
-                                   "memra_k_experts_q8_0r_wgs", rem ? "memra_k_experts_q8_0r_mt1_sb" : NULL,
+                                   o ? "memra_k_experts_q8_0r_wgs_o1" : "memra_k_experts_q8_0r_wgs",
+                                   rem ? (o ? "memra_k_experts_q8_0r_mt1_o2" : "memra_k_experts_q8_0r_mt1_sb") : NULL,
                                    split ? "memra_k_experts_splitk_sum" : NULL};
             const int nl = 4 + rem + split;
             good &= g_n_launched == nl;
@@ -778,7 +792,7 @@ static int xe_wg_cases(const char *so)
         }
         printf("  XE_WG=%s cc %d%s%s%s%s%s%s%s gemm_experts %s m %d E 8: %d launches (%s, %s, %s), tile %u x %u x %u "
                "(%u threads), %d maps  %s\n",
-               xc[i].knob ? xc[i].knob : "unset", xc[i].cc, xc[i].missing ? ", image without " : "",
+               xc[i].knob ? xc[i].knob : "unset", xc[i].cc, xc[i].missing ? ", image without " : xc[i].ovl ? ", XE_OVERLAP=1" : "",
                xc[i].missing ? xc[i].missing : "", xc[i].no_tmap ? ", no tensor maps" : "",
                xc[i].sort ? ", XE_SORT=" : "", xc[i].sort ? xc[i].sort : "", xc[i].bm ? ", XE_BM=" : "",
                xc[i].bm ? xc[i].bm : (xc[i].split ? ", XE_SPLIT=2" : ""), xc[i].kq ? "q4_k" : "q8_0", xc[i].rows,
@@ -790,7 +804,7 @@ static int xe_wg_cases(const char *so)
         ok &= close_mod(&m, 1);
     }
     g_xe_wg_knob = NULL, g_missing_kernel = NULL, g_no_tmap = 0;
-    g_xe_sort_knob = NULL, g_xe_bm_knob = NULL, g_xe_split_knob = NULL;
+    g_xe_sort_knob = NULL, g_xe_bm_knob = NULL, g_xe_split_knob = NULL, g_xe_ovl_knob = NULL;
     return ok;
 }
 

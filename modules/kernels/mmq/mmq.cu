@@ -1574,7 +1574,7 @@ struct r3w_xe {
  * sl: the slices (P; else gridDim.z). KM (with KF): the min term by tf32 wgmmas (r3w_mma_min), issued
  * after each step's last fold; the step's stage is then released by the next step's first group,
  * after the wait that covers them (a stage is held one step longer: three ahead, not four). */
-template <bool TR, bool P, bool SD, int KF = -1, bool KM = false, bool SA = false, bool XE = false>
+template <bool TR, bool P, bool SD, int KF = -1, bool KM = false, bool SA = false, bool XE = false, bool XT = false>
 __device__ __forceinline__ void r3w_body(const memra_tmap *map_w, const memra_tmap *map_wh, const memra_tmap *map_x,
                                          const memra_tmap *map_xh, float *__restrict__ y, int m, int n, int k,
                                          long long ldy, float alpha, float *__restrict__ part, int sl,
@@ -1584,6 +1584,7 @@ __device__ __forceinline__ void r3w_body(const memra_tmap *map_w, const memra_tm
 {
     constexpr bool KQ = KF >= 0;
     static_assert(!XE || (SD && TR && !P && !KQ), "the grouped tile: the seeded Q8_0 tile on a plain grid");
+    static_assert(!XT || XE, "the early trigger is the grouped tile's");
     static_assert(!KQ || (SD && TR && !P), "the K-quant tiles: seeded, permuted scales, a plain grid");
     static_assert(!KM || KQ, "the min term by MMA is the K-quant tiles'");
     constexpr int S = R3W_STAGES, SB = KM ? R3W_STAGE_BYTES_KM : KQ ? R3W_STAGE_BYTES_KQ : R3W_STAGE_BYTES_OF(TR);
@@ -1611,6 +1612,7 @@ __device__ __forceinline__ void r3w_body(const memra_tmap *map_w, const memra_tm
     if constexpr (XE) { /* the tile table and the maps are complete (the launches before this one) */
         const int ti = (int)blockIdx.x;
         if (ti >= *xe->ntiles) return; /* the whole CTA, before any wgmma or copy */
+        if (XT) pdl_trigger(); /* the remainder launch may start on the SMs this grid leaves idle (XE_OVL_MAIN) */
         const int e = xe->tiles[2 * ti];
         xs0 = xe->tiles[2 * ti + 1], xend = xe->offsets[e + 1];
         map_w = xe->maps + 2 * e, map_wh = map_w + 1;
@@ -1804,17 +1806,22 @@ memra_k_gemm_q8_0r_wgps(const __grid_constant__ memra_tmap map_w, const __grid_c
  * worst-case tile count, ceil(n / 128), S slices); map_x / map_xh: the sorted records' codes and heads
  * (r3w_maps' third and fourth, over the gathered records); maps: 2 E tensor maps, 128-byte aligned, from
  * memra_k_experts_maps_q8_0r (the launch before this one) */
-extern "C" __global__ void __launch_bounds__(R3W_THREADS, 1)
-memra_k_experts_q8_0r_wgs(const __grid_constant__ memra_tmap map_x, const __grid_constant__ memra_tmap map_xh,
-                          const memra_tmap *__restrict__ maps, const int *__restrict__ offsets,
-                          const int *__restrict__ perm, const int *__restrict__ tiles, const int *__restrict__ ntiles,
-                          float *__restrict__ y, int m, int n, int k, long long ldy, float alpha,
-                          float *__restrict__ part)
-{
-    const r3w_xe xe = {maps, offsets, perm, tiles, ntiles};
-    r3w_body<true, false, true, -1, false, false, true>(nullptr, nullptr, &map_x, &map_xh, y, m, n, k, ldy, alpha, part,
-                                                        1, nullptr, nullptr, nullptr, &xe);
-}
+#define R3W_XE_ENTRY(NAME, XT)                                                                                       \
+    extern "C" __global__ void __launch_bounds__(R3W_THREADS, 1)                                                    \
+        NAME(const __grid_constant__ memra_tmap map_x, const __grid_constant__ memra_tmap map_xh,                    \
+             const memra_tmap *__restrict__ maps, const int *__restrict__ offsets, const int *__restrict__ perm,     \
+             const int *__restrict__ tiles, const int *__restrict__ ntiles, float *__restrict__ y, int m, int n,     \
+             int k, long long ldy, float alpha, float *__restrict__ part)                                            \
+    {                                                                                                                \
+        const r3w_xe xe = {maps, offsets, perm, tiles, ntiles};                                                      \
+        r3w_body<true, false, true, -1, false, false, true, XT>(nullptr, nullptr, &map_x, &map_xh, y, m, n, k, ldy,  \
+                                                                alpha, part, 1, nullptr, nullptr, nullptr, &xe);     \
+    }
+R3W_XE_ENTRY(memra_k_experts_q8_0r_wgs, false)
+/* with MEMRA_MMQ_XE_OVERLAP=1 too: the trigger as soon as the CTA has its tile (XE_OVL_MAIN), so that the
+ * remainder table's _mt1_o2 grid fills the SMs this grid's last wave leaves idle */
+R3W_XE_ENTRY(memra_k_experts_q8_0r_wgs_o1, true)
+#undef R3W_XE_ENTRY
 /* Its weight maps: maps[2 e + h] = the host's template tmpl_h (r3w_maps' first (h 0: the codes) and second
  * (1: the heads), encoded over an expert's [G steps][n rows][144 bytes] at any aligned address) with
  * expert e's records wtab[e] put in (common/tile.cuh memra_tmap_put). One warp a map, grid

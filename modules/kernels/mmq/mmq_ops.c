@@ -349,6 +349,7 @@ typedef struct mmq_state {
     /* MEMRA_MMQ_XE_WG=1 (cc 9.x, tensor maps, the gather; opt-in, untimed): gemm_experts' Q8_0 128-row
      * tiles on the seeded warpgroup tile (mmq.cu memra_k_experts_q8_0r_wgs) and its maps kernel, else NULL */
     CUfunction experts_wg, experts_wg_maps;
+    CUfunction experts_wg_ovl; /* and with MEMRA_MMQ_XE_OVERLAP=1 its early-trigger entry (_wgs_o1), else NULL */
     int sorted_xs[1 + MMQ_KR_FORMATS]; /* the lane's sorted tiles read the sum plane (the gather copies it) */
     const char *const *sorted_names[1 + MMQ_KR_FORMATS]; /* their names: memra__mmq_xe_sorted[l], or _tc (KR_TC) */
     /* the f16 / bf16 lanes of gemm_experts (off with MEMRA_MMQ_XE_F16=0), [bf16][tile] (the 32,
@@ -745,7 +746,7 @@ static memra_status mmq_load(memra__gpu *q, void *state)
         /* MEMRA_MMQ_XE_WG=1: the 128-row table's Q8_0 tiles on the seeded warpgroup tile (the dense _wgs'
          * wgmmas and fold: its outputs the records tiles' bit for bit), over the gathered records */
         const char *xe_wg = memra__gpu_knob(q, "MEMRA_MMQ_XE_WG");
-        s->experts_wg = s->experts_wg_maps = NULL;
+        s->experts_wg = s->experts_wg_maps = s->experts_wg_ovl = NULL;
         if (xe_wg != NULL && strcmp(xe_wg, "1") == 0) {
             const unsigned smem = R3W_SMEM_BYTES_SD(1);
             const int base_ok = caps->cc / 10 == 9 && q->cuTensorMapEncodeTiled != NULL && !q->from_ptx &&
@@ -758,6 +759,12 @@ static memra_status mmq_load(memra__gpu *q, void *state)
                              "MEMRA_MMQ_XE_WG=1: memra_k_experts_q8_0r_wgs needs cc 9.x, the driver's tensor maps, "
                              "the records' gather (MEMRA_MMQ_XE_SORT) and this image's kernel; the records tiles serve");
             }
+            /* MEMRA_MMQ_XE_OVERLAP=1 beside it: the tile's early-trigger entry, with the remainder table's _mt1_o2 */
+            const char *xo = memra__gpu_knob(q, "MEMRA_MMQ_XE_OVERLAP");
+            if (s->experts_wg != NULL && xo != NULL && strcmp(xo, "1") == 0 &&
+                !load_optional(q, m, "memra_k_experts_q8_0r_wgs_o1", smem, &s->experts_wg_ovl))
+                q->host->log(MEMRA_LOG_WARN, q->name, "MEMRA_MMQ_XE_WG=1 with MEMRA_MMQ_XE_OVERLAP=1: this image has no "
+                                                      "memra_k_experts_q8_0r_wgs_o1; the remainders run after the tiles");
         }
     }
     {
@@ -1509,12 +1516,17 @@ memra_status memra__mmq_gemm_experts(memra_call *call, const memra_gemm_args *a,
                      "gemm_experts: MEMRA_MMQ_XE_WG=1 but no scratch for the sorted records or the experts' tensor "
                      "maps (a capture without memra_stream_reserve), or the driver refused an encoding; the records "
                      "tiles serve this call");
+    /* with MEMRA_MMQ_XE_OVERLAP=1 too (unsplit, a remainder table, PDL on): the tile triggers once it has
+     * its tile (_wgs_o1, XE_OVL_MAIN) and the remainders run on _mt1_o2 (XE_OVL_REM: gathering their rows
+     * from the records as quantised, x0) beside the tile's last wave */
+    const int wg_ovl = wgx && bm2 && S == 1 && !kn.pdl_off && MMQ_K(q)->experts_wg_ovl != NULL && ovl[small] != NULL;
     if (wgx) {
         maps = (maps + 127) / 128 * 128;
         st = launch_n(q, MMQ_K(q)->experts_wg_maps, "memra_k_experts_maps_q8_0r", (unsigned)((2 * (int64_t)E + 3) / 4), 1,
                       128, 0, call->stream, (void *[]){&xm[0], &xm[1], &w, &ee, &maps});
         if (st == MEMRA_STATUS_OK)
-            st = launch_pdl_k(q, &kn, MMQ_K(q)->experts_wg, "memra_k_experts_q8_0r_wgs", (unsigned)tiles_max,
+            st = launch_pdl_k(q, &kn, wg_ovl ? MMQ_K(q)->experts_wg_ovl : MMQ_K(q)->experts_wg,
+                              wg_ovl ? "memra_k_experts_q8_0r_wgs_o1" : "memra_k_experts_q8_0r_wgs", (unsigned)tiles_max,
                               (unsigned)((n + 127) / 128), (unsigned)S, R3W_THREADS, R3W_SMEM_BYTES_SD(1), call->stream,
                               (void *[]){&xm[2], &xm[3], &maps, &offsets, &perm, &tiles, &ntiles, &y, &mm, &nn, &kk, &ldy,
                                          &alpha, &part});
@@ -1537,11 +1549,13 @@ memra_status memra__mmq_gemm_experts(memra_call *call, const memra_gemm_args *a,
      * launch, whose griddepcontrol.wait orders it after that grid and so after the routing
      * (overlapped: it waits at its end, so it still completes after the full tiles) */
         const memra__mmq_r3_tile *t2 = &memra__mmq_xe_tiles[lane][small];
-        st = launch_pdl_k(q, &kn, overlap ? ovl[small] : fns[small],
-                          overlap ? memra__mmq_xe_ovl[lane][small] : sorted ? MMQ_K(q)->sorted_names[lane][small] : t2->kernel,
+        const int ro = overlap || wg_ovl;
+        memra_dptr xr = wg_ovl ? a->x : x; /* (wg_ovl: the gathering _o2 tile reads the records as quantised) */
+        st = launch_pdl_k(q, &kn, ro ? ovl[small] : fns[small],
+                          ro ? memra__mmq_xe_ovl[lane][small] : sorted ? MMQ_K(q)->sorted_names[lane][small] : t2->kernel,
                           (unsigned)((n + 127) / 128), (unsigned)tiles2_max, (unsigned)S, MMQ_THREADS, t2->smem,
                           call->stream,
-                          (void *[]){&w, &x, &mm, &nn, &kk, &offsets, &perm, &tiles2, &ntiles2, &y, &ldy, &alpha, &part});
+                          (void *[]){&w, &xr, &mm, &nn, &kk, &offsets, &perm, &tiles2, &ntiles2, &y, &ldy, &alpha, &part});
     }
     if (st != MEMRA_STATUS_OK || S == 1) return st;
     /* the slices' sum over the routed rows, a dependent of the last tile launch (which waited for
