@@ -107,7 +107,8 @@
 #   xetall      MEMRA_MMQ_XE_TALL=1 (the 160 x 96 interleaved grouped tiles): tests, check, ncu names,
 #               four tools, bench moe A/B on the Mixtral rows (see step_xetall)
 #   xewg        MEMRA_MMQ_XE_WG=1 (the grouped Q8_0 128-row tiles on the seeded warpgroup tile): tests,
-#               check, ncu names, bench moe A/B on the Mixtral rows, four tools (see step_xewg)
+#               check, ncu names, bench moe A/B (Mixtral rows; Qwen3-like at 4096), the overlapped pair,
+#               four tools (XEWG_PARTS, default "tests ab ovl tools"; see step_xewg)
 #   one         MEMRA_MMQ_ONE=1 (the floor's dense tiles at one CTA per SM): tests, checks, knobab on
 #               the floor's rows, four tools (ONE_PARTS, default "tests tools ab"; see step_one)
 #   bulk        MEMRA_MMQ_BULK=1 (gemm_q8_0r's stages by the bulk copy engine): tests, checks, admission,
@@ -1485,19 +1486,19 @@ step_krsumsxe() {
 # the grouped kernels of the tall cases, bench moe --sheet mixtral uniform for q8_0 and q4_k at XETALL_M
 # (default "512 4096") with the knob 0 / 1 alternating, XETALL_ROUNDS rounds (default 2),
 # MEMRA_F16_BUDGET_MB=0 (the floor), then the four tools over the tall cases (XETALL_TOOLS, default 1)
-# A BOOL knob of the grouped floor timed: memra bench moe --sheet mixtral (uniform routing, budget 0) with
-# KNOB 0 / 1 alternately (the order turning each round): knob_moe KNOB PREFIX "M ..." "FORMAT ..." ROUNDS;
-# logs $L/PREFIX_moe_*, receipts $R/PREFIX_moe_*, the Mixtral rows in the summary
+# A BOOL knob of the grouped floor timed: memra bench moe --sheet SHEET (default mixtral; uniform routing,
+# budget 0) with KNOB 0 / 1 alternately (the order turning each round): knob_moe KNOB PREFIX "M ..."
+# "FORMAT ..." ROUNDS [SHEET]; logs $L/PREFIX_moe_*, receipts $R/PREFIX_moe_*, the sheet's rows in the summary
 knob_moe() {
-  local kn=$1 pre=$2 mm fm r i v f
+  local kn=$1 pre=$2 sh=${6:-mixtral} mm fm r i v f
   for mm in $3; do for fm in $4; do
     for ((r = 1; r <= $5; r++)); do for ((i = 0; i < 2; i++)); do
       v=$(((i + r - 1) % 2))
-      f="$L/${pre}_moe_${fm}_m${mm}_${v}_$r.txt"
-      env MEMRA_F16_BUDGET_MB=0 $kn=$v timeout 200 $M bench moe --device 0 --sheet mixtral \
-        --routing uniform --m $mm --format $fm --json $R/${pre}_moe_${fm}_m${mm}_${v}_${r}_$TAG.json > "$f" 2>&1
-      say "bench moe $fm m=$mm $kn=$v (round $r): exit $?"
-      moe_rows "$f" mixtral
+      f="$L/${pre}_moe_${sh}_${fm}_m${mm}_${v}_$r.txt"
+      env MEMRA_F16_BUDGET_MB=0 $kn=$v timeout 200 $M bench moe --device 0 --sheet $sh \
+        --routing uniform --m $mm --format $fm --json $R/${pre}_moe_${sh}_${fm}_m${mm}_${v}_${r}_$TAG.json > "$f" 2>&1
+      say "bench moe $sh $fm m=$mm $kn=$v (round $r): exit $?"
+      moe_rows "$f" $sh
     done; done
   done; done
 }
@@ -1531,25 +1532,31 @@ step_xetall() {
 }
 
 # MEMRA_MMQ_XE_WG=1 (issue 30: the grouped Q8_0 128-row table on the seeded warpgroup tile,
-# memra_k_experts_q8_0r_wgs): the wg cases of test_gpu_experts (bit for bit the dense lane; each fails
-# where the knob was refused or fell back) and check gemm_experts mmq with it, ncu names, then bench moe
-# --sheet mixtral (uniform) with the knob 0 / 1 alternately at XEWG_M (default "512 4096"), XEWG_FORMATS
-# (default q8_0), XEWG_ROUNDS rounds (default 2); then with MEMRA_MMQ_XE_OVERLAP=1 beside it (XEWG_OVL=0
-# skips) tests, names and the overlap knob 0 / 1 the same way; last (XEWG_TOOLS=0 skips) the four tools
-# over test_gpu_experts wg and wg_split, each in its own process
+# memra_k_experts_q8_0r_wgs), in parts (XEWG_PARTS, default "tests ab ovl tools", so that a call can take
+# some): tests: the wg cases of test_gpu_experts (bit for bit the dense lane; each fails where the knob was
+# refused or fell back), check gemm_experts mmq with it and ncu names; ab: bench moe --sheet mixtral
+# (uniform) with the knob 0 / 1 alternately at XEWG_M (default "512 4096"), XEWG_FORMATS (default q8_0),
+# XEWG_ROUNDS rounds (default 2), and one round of --sheet qwen3moe at XEWG_QWEN_M (default 4096, empty
+# skips); ovl: with MEMRA_MMQ_XE_OVERLAP=1 beside it (_wgs_o1 and _mt1_o2) tests, names and the overlap
+# knob 0 / 1 the same way; tools: the four tools over test_gpu_experts wg and wg_split, each in its own
+# process
 step_xewg() {
-  local t=$SECONDS
-  knob_experts MEMRA_MMQ_XE_WG=1 xewg mmq wg wg_graph wg_split wg4 wg_bm128 wg_skew wg_q4_0
-  knob_xe_ncu MEMRA_MMQ_XE_WG=1 xewg wg wg_bm128
-  knob_moe MEMRA_MMQ_XE_WG xewg "${XEWG_M:-512 4096}" "${XEWG_FORMATS:-q8_0}" ${XEWG_ROUNDS:-2}
-  # the overlapped pair (MEMRA_MMQ_XE_OVERLAP=1 beside the knob: _wgs_o1 and _mt1_o2): its tests and
-  # names, then the overlap knob 0 / 1 under MEMRA_MMQ_XE_WG=1 (XEWG_OVL=0 skips)
-  if [ "${XEWG_OVL:-1}" = 1 ]; then
+  local t=$SECONDS parts=" ${XEWG_PARTS:-tests ab ovl tools} "
+  if [[ $parts == *" tests "* ]]; then
+    knob_experts MEMRA_MMQ_XE_WG=1 xewg mmq wg wg_graph wg_split wg4 wg_bm128 wg_skew wg_q4_0
+    knob_xe_ncu MEMRA_MMQ_XE_WG=1 xewg wg wg_bm128
+  fi
+  if [[ $parts == *" ab "* ]]; then
+    knob_moe MEMRA_MMQ_XE_WG xewg "${XEWG_M:-512 4096}" "${XEWG_FORMATS:-q8_0}" ${XEWG_ROUNDS:-2}
+    # the Qwen3-like rows at m = 4096 (256 rows an expert: the 128-row table; at 512 the 32-row one, untouched)
+    [ -n "${XEWG_QWEN_M-4096}" ] && knob_moe MEMRA_MMQ_XE_WG xewg "${XEWG_QWEN_M-4096}" "${XEWG_FORMATS:-q8_0}" 1 qwen3moe
+  fi
+  if [[ $parts == *" ovl "* ]]; then
     knob_experts "MEMRA_MMQ_XE_WG=1 MEMRA_MMQ_XE_OVERLAP=1" xewgo mmq wg wg_graph wg_q4_0
     knob_xe_ncu "MEMRA_MMQ_XE_WG=1 MEMRA_MMQ_XE_OVERLAP=1" xewgo wg
     MEMRA_MMQ_XE_WG=1 knob_moe MEMRA_MMQ_XE_OVERLAP xewgo "${XEWG_M:-512 4096}" "${XEWG_FORMATS:-q8_0}" ${XEWG_ROUNDS:-2}
   fi
-  [ "${XEWG_TOOLS:-1}" = 1 ] && knob_xe_tools MEMRA_MMQ_XE_WG=1 xewg wg wg_split
+  [[ $parts == *" tools "* ]] && knob_xe_tools MEMRA_MMQ_XE_WG=1 xewg wg wg_split
   say "xewg: $((SECONDS - t)) s"
 }
 
