@@ -50,8 +50,8 @@ def status_str(status):
 from .runtime import (Buffer, Clocks, Device, Ledger, LedgerEntry, ModuleInfo, Runtime, Timer,  # noqa: E402
                       format_id, formats, op_id, ops)
 from .weight import Weight, WeightState  # noqa: E402
-from .file import File, MetaArray, Tensor  # noqa: E402
-from .calls import matmul, module_call  # noqa: E402
+from .file import ExpertGroup, File, MetaArray, Tensor  # noqa: E402
+from .calls import matmul, matmul_experts, module_call  # noqa: E402
 
 
 def open(**options):

@@ -138,6 +138,9 @@ _PROTOS = [
     ("memra_jit_info_get", S.memra_status, [c_void_p, POINTER(S.memra_jit_info)]),
     ("memra_weight_shape", S.memra_status, [c_void_p, POINTER(c_int64), POINTER(c_int64)]),
     ("memra_weight_input_scale", c_float, [c_void_p]),
+    ("memra_weight_create_experts", S.memra_status, [c_void_p, POINTER(S.memra_experts_desc), POINTER(c_void_p)]),
+    ("memra_weight_experts", c_int32, [c_void_p]),
+    ("memra_matmul_experts_ex", S.memra_status, [c_void_p, c_void_p, POINTER(S.memra_matmul_experts_args)]),
     # file.h
     ("memra_file_open", S.memra_status, [c_char_p, POINTER(c_void_p)]),
     ("memra_file_close", None, [c_void_p]),
@@ -152,6 +155,9 @@ _PROTOS = [
     ("memra_file_meta_get", S.memra_status, [c_void_p, c_size_t, POINTER(S.memra_meta_info)]),
     ("memra_file_meta_find", S.memra_status, [c_void_p, c_char_p, POINTER(S.memra_meta_info)]),
     ("memra_file_weight_create", S.memra_status, [c_void_p, c_void_p, c_char_p, POINTER(c_void_p)]),
+    ("memra_file_expert_group_count", c_size_t, [c_void_p]),
+    ("memra_file_expert_group_get", S.memra_status, [c_void_p, c_size_t, POINTER(S.memra_expert_group_info)]),
+    ("memra_file_experts_create", S.memra_status, [c_void_p, c_void_p, c_char_p, POINTER(c_void_p)]),
     # formats.h
     ("memra_format_block_values", c_int, [S.memra_format]),
     ("memra_format_block_bytes", c_int, [S.memra_format]),

@@ -163,6 +163,37 @@ class memra_matmul_args(Structure):  # memra.h
     ]
 
 
+class memra_experts_desc(Structure):  # memra.h
+    _fields_ = [
+        ("struct_size", c_uint32),
+        ("format", memra_format),
+        ("n_experts", c_int32),
+        ("out_f", c_int64),
+        ("in_f", c_int64),
+        ("data", c_void_p),
+        ("size", c_size_t),
+        ("scales", POINTER(c_float)),
+        ("grid", POINTER(c_float)),
+        ("grid_count", c_size_t),
+        ("name", c_char_p),
+    ]
+
+
+class memra_matmul_experts_args(Structure):  # memra.h
+    _fields_ = [
+        ("struct_size", c_uint32),
+        ("x", memra_dptr),
+        ("x_is_f16", c_int32),
+        ("rows", c_int32),
+        ("ids", memra_dptr),
+        ("y", memra_dptr),
+        ("ldy", c_int64),
+        ("y_row_offset", c_int64),
+        ("alpha", c_float),
+        ("stream", memra_stream_t),
+    ]
+
+
 class memra_jit_info(Structure):  # memra.h
     _fields_ = [
         ("available", c_int),
@@ -220,6 +251,12 @@ class memra_tensor_info(Structure):  # file.h
     _fields_ = [("name", c_char_p), ("type", c_char_p), ("has_format", c_int), ("format", memra_format),
                 ("n_dims", c_int), ("shape", c_int64 * MEMRA_TENSOR_MAX_DIMS), ("elements", c_uint64),
                 ("bytes", c_uint64), ("offset", c_uint64), ("path", c_char_p)]
+
+
+class memra_expert_group_info(Structure):  # file.h
+    _fields_ = [("name", c_char_p), ("type", c_char_p), ("has_format", c_int), ("format", memra_format),
+                ("from_3d", c_int), ("n_experts", c_int32), ("out_f", c_int64), ("in_f", c_int64),
+                ("bytes", c_uint64)]
 
 
 class memra_meta_info(Structure):  # file.h; type and elem_type: enum memra_meta_type

@@ -93,53 +93,97 @@ def matmul_args(w, x, out=None, stream=None, alpha=1.0, device=None, row_offset=
     from .weight import Weight
     if not isinstance(w, Weight):
         raise bad("matmul", "w must be a memra.Weight (got %s)" % type(w).__name__)
+    dev, xv, m, ov, ldy, out, stream = _rows_io("matmul", w, x, out, stream, alpha, device, row_offset)
+    amax = dptr(x_amax, dev, "x_amax")
+    args = S.sized(S.memra_matmul_args, x=xv.ptr, x_is_f16=int(xv.dtype == "float16"), m=m, y=ov.ptr, ldy=ldy,
+                   y_row_offset=row_offset, alpha=float(alpha), stream=_stream_value(stream), x_amax=amax)
+    return dev, args, out
+
+
+def _rows_io(what, w, x, out, stream, alpha, device, row_offset):
+    """The checks matmul and matmul_experts share: x's device, dtype, shape and layout, its rows m,
+    out (allocated when None) and its row stride, the stream. Returns (device, x view, m, out view,
+    ldy, out, stream)."""
     rt = w.runtime
     xv = view(x, "x")
     dev = _device_for(rt, xv, device, "x")
     if xv.dtype not in ("float32", "float16"):
-        raise bad("matmul", "x must be float32 (or float16, pre-converted), got %s" % xv.dtype)
+        raise bad(what, "x must be float32 (or float16, pre-converted), got %s" % xv.dtype)
     if len(xv.shape) < 1 or xv.shape[-1] != w.in_f:
-        raise bad("matmul", "x has shape %s; its last dimension must be the weight's in_f %d"
+        raise bad(what, "x has shape %s; its last dimension must be the weight's in_f %d"
                   % (xv.shape, w.in_f))
     if not contiguous_rows(xv, "x"):
-        raise bad("matmul", "x must be C-contiguous (strides %s for shape %s)" % (xv.strides, xv.shape))
+        raise bad(what, "x must be C-contiguous (strides %s for shape %s)" % (xv.strides, xv.shape))
     m = 1
     for d in xv.shape[:-1]:
         m *= d
     if m < 1 or m > _INT32_MAX:
-        raise bad("matmul", "x has %d rows; memra takes 1..%d" % (m, _INT32_MAX))
+        raise bad(what, "x has %d rows; memra takes 1..%d" % (m, _INT32_MAX))
     if alpha == 0:
-        raise bad("matmul", "alpha = 0 is read as 1 by memra; zero the output instead")
+        raise bad(what, "alpha = 0 is read as 1 by memra; zero the output instead")
     row_offset = int(row_offset)
     if out is None:
         if row_offset:
-            raise bad("matmul", "row_offset needs an out= matrix to write into")
+            raise bad(what, "row_offset needs an out= matrix to write into")
         out = _empty_like(xv, tuple(xv.shape[:-1]) + (w.out_f,))
     ov = view(out, "out")
     _check_on(dev, ov, "out")
     writable(ov, "out")
     if ov.dtype != "float32":
-        raise bad("matmul", "out must be float32, got %s" % ov.dtype)
+        raise bad(what, "out must be float32, got %s" % ov.dtype)
     if len(ov.shape) == 2 and (row_offset or tuple(ov.shape) != tuple(xv.shape[:-1]) + (w.out_f,)):
         rows, cols = ov.shape
         if cols != w.out_f or ov.strides[1] != 1 or ov.strides[0] < cols:
-            raise bad("matmul", "out %s (strides %s) must have out_f = %d dense columns per row"
+            raise bad(what, "out %s (strides %s) must have out_f = %d dense columns per row"
                       % (ov.shape, ov.strides, w.out_f))
         if row_offset < 0 or row_offset + m > rows:
-            raise bad("matmul", "rows %d..%d do not fit out's %d rows" % (row_offset, row_offset + m, rows))
+            raise bad(what, "rows %d..%d do not fit out's %d rows" % (row_offset, row_offset + m, rows))
         ldy = ov.strides[0]
     else:
         if tuple(ov.shape) != tuple(xv.shape[:-1]) + (w.out_f,):
-            raise bad("matmul", "out has shape %s; expected %s" % (ov.shape, tuple(xv.shape[:-1]) + (w.out_f,)))
+            raise bad(what, "out has shape %s; expected %s" % (ov.shape, tuple(xv.shape[:-1]) + (w.out_f,)))
         if not contiguous_rows(ov, "out"):
-            raise bad("matmul", "out must be C-contiguous (strides %s)" % (ov.strides,))
+            raise bad(what, "out must be C-contiguous (strides %s)" % (ov.strides,))
         ldy = w.out_f
     if stream is None:
         stream = _default_stream(xv, dev)
-    amax = dptr(x_amax, dev, "x_amax")
-    args = S.sized(S.memra_matmul_args, x=xv.ptr, x_is_f16=int(xv.dtype == "float16"), m=m, y=ov.ptr, ldy=ldy,
-                   y_row_offset=row_offset, alpha=float(alpha), stream=_stream_value(stream), x_amax=amax)
-    return dev, args, out
+    return dev, xv, m, ov, ldy, out, stream
+
+
+def matmul_experts(w, x, ids, out=None, stream=None, alpha=1.0, device=None, row_offset=0):
+    """y[r] = alpha * x[r] . W[ids[r]]^T for each row r (memra_matmul_experts_ex).
+
+    w: an expert weight (:meth:`memra.Weight.experts`, :meth:`~memra.Weight.experts_from_array`,
+    :meth:`~memra.Weight.experts_from_file`). x: [..., in_f] as for :func:`matmul`, one row per
+    (token, routed slot): the engine expands its top-k routing into rows. ids: int32, one expert
+    per row of x (its shape x's leading dimensions, or flat), on x's device, any order; an id
+    outside [0, n_experts) skips its row, whose output row is left as it was. out, stream,
+    alpha, device and row_offset as for :func:`matmul`. The gating weights and the sum over a
+    token's k rows stay the caller's. Returns out. Raises InvalidArgumentError for a dense
+    weight or a wrong dtype, shape, layout or device, NotSupportedError where no lane of the
+    device serves these experts.
+    """
+    from .weight import Weight
+    if not isinstance(w, Weight):
+        raise bad("matmul_experts", "w must be a memra.Weight (got %s)" % type(w).__name__)
+    if w.n_experts < 1:
+        raise bad("matmul_experts", "w is a dense weight; memra.matmul multiplies it (matmul_experts takes "
+                  "an expert weight: memra.Weight.experts)")
+    dev, xv, m, ov, ldy, out, stream = _rows_io("matmul_experts", w, x, out, stream, alpha, device, row_offset)
+    iv = view(ids, "ids")
+    _check_on(dev, iv, "ids")
+    if iv.dtype != "int32":
+        raise bad("matmul_experts", "ids must be int32, got %s" % iv.dtype)
+    n_ids = 1
+    for d in iv.shape:
+        n_ids *= d
+    if n_ids != m or not contiguous_rows(iv, "ids"):
+        raise bad("matmul_experts", "ids has shape %s (strides %s); it must hold one contiguous id per row of x "
+                  "(%d)" % (iv.shape, iv.strides, m))
+    args = S.sized(S.memra_matmul_experts_args, x=xv.ptr, x_is_f16=int(xv.dtype == "float16"), rows=m, ids=iv.ptr,
+                   y=ov.ptr, ldy=ldy, y_row_offset=int(row_offset), alpha=float(alpha), stream=_stream_value(stream))
+    check("memra_matmul_experts_ex", _core.lib.memra_matmul_experts_ex(dev.handle, w.handle, byref(args)))
+    return out
 
 
 def dptr(obj, device, what="pointer"):

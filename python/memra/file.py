@@ -33,6 +33,12 @@ class Tensor(namedtuple("Tensor", "index name type format shape elements bytes o
     its data in `path` (its shard for an index)."""
 
 
+class ExpertGroup(namedtuple("ExpertGroup", "name type format from_3d n_experts shape bytes")):
+    """A group of expert tensors (memra_file_expert_group_get): a GGUF 3-D tensor
+    (``from_3d``) or the per-expert 2-D tensors of a safetensors checkpoint, named
+    "<prefix>.experts.*.<suffix>"; each expert's shape (out_f, in_f); all experts' bytes."""
+
+
 class MetaArray(namedtuple("MetaArray", "elem_type count text")):
     """A GGUF array value: the elements' type ("string", "uint", ...), how many, and
     memra's summary text ("[151936 x string]", "[3 x u32: 1, 2, 3]")."""
@@ -62,7 +68,9 @@ class File(_Closing):
     :meth:`weight`) or None. Attributes: ``path``, ``kind`` ("gguf",
     "safetensors", "safetensors index"), ``description`` ("GGUF v3", ...),
     ``tensors`` (a list of :class:`Tensor` in file order), ``metadata`` (a
-    dict key -> str / int / float / bool / :class:`MetaArray`, in file order).
+    dict key -> str / int / float / bool / :class:`MetaArray`, in file order),
+    ``expert_groups`` (a list of :class:`ExpertGroup`: the file's MoE expert tensors,
+    each one weight for :meth:`experts`).
     A context manager; :meth:`close` releases the file's reference to its
     mapping (weights made from it keep theirs). Not for use from several
     threads at once while it is being closed.
@@ -87,6 +95,13 @@ class File(_Closing):
                                        tuple(int(t.shape[d]) for d in range(t.n_dims)), int(t.elements),
                                        int(t.bytes), int(t.offset), s(t.path)))
         self._by_name = {t.name: t for t in self.tensors}
+        self.expert_groups = []
+        for i in range(_core.lib.memra_file_expert_group_count(self._h)):
+            g = S.memra_expert_group_info()
+            check("memra_file_expert_group_get", _core.lib.memra_file_expert_group_get(self._h, i, byref(g)))
+            self.expert_groups.append(ExpertGroup(s(g.name), s(g.type), format_name(g.format) if g.has_format else None,
+                                                  bool(g.from_3d), int(g.n_experts), (int(g.out_f), int(g.in_f)),
+                                                  int(g.bytes)))
         self.metadata = {}
         for i in range(_core.lib.memra_file_meta_count(self._h)):
             m = S.memra_meta_info()
@@ -127,6 +142,12 @@ class File(_Closing):
         mapping, without a host copy (FP8 scales found by convention, memra/file.h)."""
         from .weight import Weight
         return Weight.from_file(runtime if runtime is not None else self.runtime, self, name)
+
+    def experts(self, name, runtime=None):
+        """memra_file_experts_create: an expert weight (for :func:`memra.matmul_experts`) over
+        expert group `name` (see :attr:`expert_groups`) in the mapping, without a host copy."""
+        from .weight import Weight
+        return Weight.experts_from_file(runtime if runtime is not None else self.runtime, self, name)
 
     def close(self):
         h, self._h = getattr(self, "_h", None), None
