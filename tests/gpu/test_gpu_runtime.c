@@ -723,7 +723,8 @@ static int h16_cases(const char *so)
  * 32-row remainder table's _mt1_sb and, split, the slices' sum; four maps encoded: the weight's two
  * templates and the sorted records' two (rank 3, 128-row boxes; codes 128 bytes swizzled, heads 16 plain).
  * With MEMRA_MMQ_XE_OVERLAP=1 too, unsplit: the early-trigger tile _wgs_o1 and the remainders on the
- * gathering _mt1_o2 (split: the plain pair). Elsewhere the records tiles, and neither kernel launched. */
+ * gathering _mt1_o2 (split: the plain pair). Elsewhere the records tiles, and neither kernel launched;
+ * so too where the maps' or the sorted records' scratch is refused (a capture without a reservation). */
 static int xe_wg_cases(const char *so)
 {
     static const struct {
@@ -801,6 +802,37 @@ static int xe_wg_cases(const char *so)
                good ? "ok" : "FAIL");
         ok &= good;
         g_n_launched = 0;
+        ok &= close_mod(&m, 1);
+    }
+    /* the maps' or the sorted records' scratch refused (a capture without a reservation for it): the
+     * records tiles, sorted (_mt4_sb, _mt1_sb) or gathering (_mt4, _mt1), and neither kernel of the knob */
+    static const struct {
+        const char *refuse, *tile, *rem;
+    } rc[] = {{"experts.maps", "memra_k_experts_q8_0r_mt4_sb", "memra_k_experts_q8_0r_mt1_sb"},
+              {"experts.xs", "memra_k_experts_q8_0r_mt4", "memra_k_experts_q8_0r_mt1"}};
+    g_xe_wg_knob = "1", g_missing_kernel = NULL, g_xe_ovl_knob = NULL, g_xe_split_knob = NULL, g_xe_bm_knob = NULL;
+    for (size_t i = 0; i < sizeof rc / sizeof rc[0]; i++) {
+        mod m;
+        g_scratch_refuse = rc[i].refuse;
+        if (!open_mod(so, 90, &m)) return 0;
+        memra_call c = call_of(&m);
+        memra_gemm_args a = gemm(1024, 300, 256);
+        memra_gemm_experts_args ex = {.struct_size = sizeof ex, .lane = MEMRA_OP_gemm_q8_0r, .n_experts = 8,
+                                      .ids = 0x60000000};
+        const memra_status st = m.desc->ops->gemm_experts(&c, &a, &ex);
+        int wg = 0, tile = 0, rem = 0;
+        for (int l = 0; l < g_n_launched && l < 16; l++) {
+            wg += strstr(g_launched[l], "_wgs") != NULL || strstr(g_launched[l], "maps_q8_0r") != NULL;
+            tile += strcmp(g_launched[l], rc[i].tile) == 0;
+            rem += strcmp(g_launched[l], rc[i].rem) == 0;
+        }
+        const int good = st == MEMRA_STATUS_OK && wg == 0 && tile == 1 && rem == 1;
+        printf("  XE_WG=1 cc 90, scratch \"%s\" refused: %d launches (%s, %s); want %s and %s, no warpgroup tile  %s\n",
+               rc[i].refuse, g_n_launched, g_n_launched > 1 ? g_launched[1] : "-", g_n_launched > 2 ? g_launched[2] : "-",
+               rc[i].tile, rc[i].rem, good ? "ok" : "FAIL");
+        ok &= good;
+        g_n_launched = 0;
+        g_scratch_refuse = NULL;
         ok &= close_mod(&m, 1);
     }
     g_xe_wg_knob = NULL, g_missing_kernel = NULL, g_no_tmap = 0;
