@@ -118,6 +118,13 @@ def test_experts_refusals(rt, rng):
         memra.matmul_experts(w, x[:, :128], ids)
     with pytest.raises(memra.Error):  # memra_matmul refuses an expert weight
         memra.matmul(w, x)
+    ro = np.zeros((ROWS, OUT), np.float32)
+    ro.setflags(write=False)
+    with pytest.raises(memra.InvalidArgumentError, match="out"):  # never written through a read-only array
+        memra.matmul_experts(w, x, ids, out=ro)
+    assert not np.any(ro)
+    with pytest.raises(memra.InvalidArgumentError, match="rows"):  # rows past the end of out
+        memra.matmul_experts(w, x, ids, out=np.zeros((ROWS + 3, OUT), np.float32), row_offset=4)
     raw = blocks.q8_0_encode(W[0]).reshape(-1)
     with pytest.raises(memra.InvalidArgumentError, match="13056 bytes given, 2 experts"):  # one expert's bytes
         memra.Weight.experts(rt, raw, "q8_0", 2, (OUT, IN))
