@@ -252,28 +252,40 @@ def test_torch_op_on_cuda_compile_and_graph(grt, gdev):
 
 
 @pytest.mark.parametrize("fmt", ["q8_0", "e4m3_blk"])
-def test_matmul_experts_torch_against_host(grt, gdev, fmt):
+def test_matmul_experts_torch_against_host(monkeypatch, fmt):
     """memra.matmul_experts on torch CUDA tensors (x, ids, out) against the host module's grouped
-    call on the same weight (the exact reference), in the dense lane's band over the routed rows;
-    the skipped rows keep the sentinel; the GPU served gemm_experts, by the ledger."""
-    E, n, k, rows, sent = 8, 256, 512, 300, 1234.5
-    g = np.random.default_rng(11 + len(fmt))
-    a = (g.uniform(0.01, 0.5, (E, n, k)) * g.choice([-1.0, 1.0], (E, n, k))).astype(np.float32)
-    w = memra.Weight.experts_from_array(grt, a, "e4m3" if fmt == "e4m3_blk" else fmt, block_scales=fmt == "e4m3_blk")
-    ids = np.full(rows, 2, dtype=np.int32)
-    ids[:40] = g.integers(3, E, 40)
-    ids[40], ids[41], ids[42] = 1, -1, E  # expert 1 one row, two rows skipped, expert 0 none
-    ids = ids[g.permutation(rows)]
-    x = xs(rows, k, seed=5)
-    y = torch.full((rows, n), sent, dtype=torch.float32, device="cuda")
-    before = grt.ledger().hits(op="gemm_experts", device=gdev.label)
-    memra.matmul_experts(w, x.cuda(), torch.from_numpy(ids).cuda(), out=y)
-    torch.cuda.synchronize()
-    got = y.cpu().numpy()
-    ref = np.full((rows, n), sent, dtype=np.float32)
-    memra.matmul_experts(w, x.numpy(), ids, out=ref, device=grt.host)
-    routed = (ids >= 0) & (ids < E)
-    assert np.all(got[~routed] == sent)
-    err = rel_fro(got[routed], ref[routed])
-    assert err <= BANDS[fmt], "%s experts: rel Frobenius %.3g > %.3g" % (fmt, err, BANDS[fmt])
-    assert grt.ledger().hits(op="gemm_experts", device=gdev.label) > before
+    call on the same weight (the exact reference of the same lane: MEMRA_F16_BUDGET_MB=0 keeps the
+    host's Q8_0 experts off the f16 mirror, as the GPU's ride the integer floor), in the dense lane's
+    band over the routed rows; the skipped rows keep the sentinel; the GPU served gemm_experts, by
+    the ledger."""
+    monkeypatch.setenv("MEMRA_F16_BUDGET_MB", "0")
+    rt = memra.Runtime()
+    try:
+        if rt.devices[0].is_host:
+            pytest.skip("memra sees no GPU: " + rt.driver_status)
+        dev = rt.device(torch.device("cuda", torch.cuda.current_device()))
+        E, n, k, rows, sent = 8, 256, 512, 300, 1234.5
+        g = np.random.default_rng(11 + len(fmt))
+        a = (g.uniform(0.01, 0.5, (E, n, k)) * g.choice([-1.0, 1.0], (E, n, k))).astype(np.float32)
+        w = memra.Weight.experts_from_array(rt, a, "e4m3" if fmt == "e4m3_blk" else fmt,
+                                            block_scales=fmt == "e4m3_blk")
+        ids = np.full(rows, 2, dtype=np.int32)
+        ids[:40] = g.integers(3, E, 40)
+        ids[40], ids[41], ids[42] = 1, -1, E  # expert 1 one row, two rows skipped, expert 0 none
+        ids = ids[g.permutation(rows)]
+        x = xs(rows, k, seed=5)
+        y = torch.full((rows, n), sent, dtype=torch.float32, device="cuda")
+        before = rt.ledger().hits(op="gemm_experts", device=dev.label)
+        memra.matmul_experts(w, x.cuda(), torch.from_numpy(ids).cuda(), out=y)
+        torch.cuda.synchronize()
+        got = y.cpu().numpy()
+        ref = np.full((rows, n), sent, dtype=np.float32)
+        memra.matmul_experts(w, x.numpy(), ids, out=ref, device=rt.host)
+        routed = (ids >= 0) & (ids < E)
+        assert np.all(got[~routed] == sent)
+        err = rel_fro(got[routed], ref[routed])
+        assert err <= BANDS[fmt], "%s experts: rel Frobenius %.3g > %.3g" % (fmt, err, BANDS[fmt])
+        assert rt.ledger().hits(op="gemm_experts", device=dev.label) > before
+    finally:
+        torch.cuda.synchronize()
+        rt.close()
