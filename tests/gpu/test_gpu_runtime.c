@@ -715,7 +715,8 @@ static int h16_cases(const char *so)
     return ok;
 }
 
-/* MEMRA_MMQ_XE_WG=1 (unset: off): gemm_experts' Q8_0 128-row table on the seeded warpgroup tile, n = 300,
+/* MEMRA_MMQ_XE_WG=1 (unset: auto, below: at k = 256 the records tiles): gemm_experts' Q8_0 128-row table on
+ * the seeded warpgroup tile, n = 300,
  * k = 256, E = 8. Where it applies (cc 9.0, tensor maps, both kernels, the records' gather, the 128-row
  * table: m / E >= 96, or MEMRA_MMQ_XE_BM=128): the routing, the gather, the maps kernel (a plain launch,
  * one warp a map: ceil(2 E / 4) = 4 blocks of 128), the tile (a dependent launch on the table's worst case
@@ -804,6 +805,32 @@ static int xe_wg_cases(const char *so)
         g_n_launched = 0;
         ok &= close_mod(&m, 1);
     }
+    /* auto (unset, the default): the warpgroup tile from k = 4096 (mmq_ops.c MMQ_XE_WG_AUTO_K), the records
+     * tiles below it; =0 never, =1 at any k */
+    static const struct {
+        const char *knob;
+        int k, want;
+    } ac[] = {{NULL, 4096, 1}, {NULL, 14336, 1}, {NULL, 2048, 0}, {"auto", 4096, 1}, {"auto", 768, 0},
+              {"0", 4096, 0}, {"1", 768, 1}};
+    for (size_t i = 0; i < sizeof ac / sizeof ac[0]; i++) {
+        mod m;
+        g_xe_wg_knob = ac[i].knob, g_missing_kernel = NULL, g_xe_ovl_knob = NULL, g_xe_split_knob = "1", g_xe_bm_knob = NULL;
+        if (!open_mod(so, 90, &m)) return 0;
+        memra_call c = call_of(&m);
+        memra_gemm_args a = gemm(1024, 300, ac[i].k);
+        memra_gemm_experts_args ex = {.struct_size = sizeof ex, .lane = MEMRA_OP_gemm_q8_0r, .n_experts = 8,
+                                      .ids = 0x60000000};
+        const memra_status st = m.desc->ops->gemm_experts(&c, &a, &ex);
+        int wg = 0;
+        for (int l = 0; l < g_n_launched && l < 16; l++) wg += strcmp(g_launched[l], "memra_k_experts_q8_0r_wgs") == 0;
+        const int good = st == MEMRA_STATUS_OK && wg == ac[i].want;
+        printf("  XE_WG=%s cc 90 gemm_experts q8_0 m 1024 E 8 k %d: %s  %s\n", ac[i].knob ? ac[i].knob : "unset (auto)",
+               ac[i].k, wg ? "the warpgroup tile" : "the records tiles", good ? "ok" : "FAIL");
+        ok &= good;
+        g_n_launched = 0;
+        ok &= close_mod(&m, 1);
+    }
+    g_xe_split_knob = NULL;
     /* the maps' or the sorted records' scratch refused (a capture without a reservation for it): the
      * records tiles, sorted (_mt4_sb, _mt1_sb) or gathering (_mt4, _mt1), and neither kernel of the knob */
     static const struct {

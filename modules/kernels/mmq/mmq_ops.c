@@ -21,6 +21,11 @@
 /* MEMRA_MMQ_WG=auto (the default): the seeded warpgroup tile serves gemm_q8_0r calls of at least this many
  * tokens (runs i1 / i4: faster on every 27b row at 1024, 2048 and 4096, on half of them at 512) */
 #define MMQ_WG_AUTO_M 1024
+/* MEMRA_MMQ_XE_WG=auto (the default): gemm_experts' 128-row table on the seeded warpgroup tile from this k
+ * (run j2, H100, bench moe: Mixtral-like k = 4096 / 14336 4-9% faster at m = 4096, gate and down 4-14% at
+ * 512; Qwen3-like at m = 4096, k = 2048 / 768, 7% / 27% slower: the short k loop does not pay for the
+ * tile's one CTA an SM) */
+#define MMQ_XE_WG_AUTO_K 4096
 
 /* The gemm_q8_0r tiles: mmq.cu's entry points, tokens x weight rows per CTA,
  * dynamic shared memory. Index order is the loader's and the plan's. */
@@ -346,10 +351,13 @@ typedef struct mmq_state {
      * tiles, [lane][tile], else NULL */
     CUfunction experts_gather, experts_sorted[1 + MMQ_KR_FORMATS][MMQ_XE_TILES];
     CUfunction experts_tall[2]; /* MEMRA_MMQ_XE_TALL=1: memra__mmq_xe_tall's kernels (Q8_0, Q4_K), else NULL */
-    /* MEMRA_MMQ_XE_WG=1 (cc 9.x, tensor maps, the gather; opt-in, untimed): gemm_experts' Q8_0 128-row
+    /* MEMRA_MMQ_XE_WG (auto, the default, from k = MMQ_XE_WG_AUTO_K; =1 every k; cc 9.x, tensor maps, the
+     * gather): gemm_experts' Q8_0 128-row
      * tiles on the seeded warpgroup tile (mmq.cu memra_k_experts_q8_0r_wgs) and its maps kernel, else NULL */
     CUfunction experts_wg, experts_wg_maps;
     CUfunction experts_wg_ovl; /* and with MEMRA_MMQ_XE_OVERLAP=1 its early-trigger entry (_wgs_o1), else NULL */
+    int xe_wg_min_k;           /* auto (the default): MMQ_XE_WG_AUTO_K, the calls' least k; =1: 0 (every k) */
+    int xe_wg_asked;           /* =1 given: a call the tile should take but cannot warns (auto: debug) */
     int sorted_xs[1 + MMQ_KR_FORMATS]; /* the lane's sorted tiles read the sum plane (the gather copies it) */
     const char *const *sorted_names[1 + MMQ_KR_FORMATS]; /* their names: memra__mmq_xe_sorted[l], or _tc (KR_TC) */
     /* the f16 / bf16 lanes of gemm_experts (off with MEMRA_MMQ_XE_F16=0), [bf16][tile] (the 32,
@@ -743,11 +751,14 @@ static memra_status mmq_load(memra__gpu *q, void *state)
                              memra__mmq_xe_tall[l].kernel, l == 0 ? "_sb" : "_stxb");
             }
         }
-        /* MEMRA_MMQ_XE_WG=1: the 128-row table's Q8_0 tiles on the seeded warpgroup tile (the dense _wgs'
+        /* MEMRA_MMQ_XE_WG (auto / 1): the 128-row table's Q8_0 tiles on the seeded warpgroup tile (the dense _wgs'
          * wgmmas and fold: its outputs the records tiles' bit for bit), over the gathered records */
         const char *xe_wg = memra__gpu_knob(q, "MEMRA_MMQ_XE_WG");
         s->experts_wg = s->experts_wg_maps = s->experts_wg_ovl = NULL;
-        if (xe_wg != NULL && strcmp(xe_wg, "1") == 0) {
+        const int xe_auto = xe_wg == NULL || strcmp(xe_wg, "auto") == 0;
+        s->xe_wg_asked = xe_wg != NULL && strcmp(xe_wg, "1") == 0;
+        s->xe_wg_min_k = xe_auto ? MMQ_XE_WG_AUTO_K : 0;
+        if (xe_auto || s->xe_wg_asked) {
             const unsigned smem = R3W_SMEM_BYTES_SD(1);
             const int base_ok = caps->cc / 10 == 9 && q->cuTensorMapEncodeTiled != NULL && !q->from_ptx &&
                                 (caps->smem_per_block_optin == 0 || caps->smem_per_block_optin >= smem) &&
@@ -755,15 +766,17 @@ static memra_status mmq_load(memra__gpu *q, void *state)
             if (!base_ok || !load_optional(q, m, "memra_k_experts_q8_0r_wgs", smem, &s->experts_wg) ||
                 !load_optional(q, m, "memra_k_experts_maps_q8_0r", 0, &s->experts_wg_maps)) {
                 s->experts_wg = s->experts_wg_maps = NULL;
-                q->host->log(MEMRA_LOG_WARN, q->name,
-                             "MEMRA_MMQ_XE_WG=1: memra_k_experts_q8_0r_wgs needs cc 9.x, the driver's tensor maps, "
-                             "the records' gather (MEMRA_MMQ_XE_SORT) and this image's kernel; the records tiles serve");
+                /* a default that cannot apply (another GPU, a PTX image) is no news: said at debug level */
+                q->host->log(s->xe_wg_asked ? MEMRA_LOG_WARN : MEMRA_LOG_DEBUG, q->name,
+                             "MEMRA_MMQ_XE_WG=%s: memra_k_experts_q8_0r_wgs needs cc 9.x, the driver's tensor maps, "
+                             "the records' gather (MEMRA_MMQ_XE_SORT) and this image's kernel; the records tiles serve",
+                             xe_wg != NULL ? xe_wg : "auto");
             }
             /* MEMRA_MMQ_XE_OVERLAP=1 beside it: the tile's early-trigger entry, with the remainder table's _mt1_o2 */
             const char *xo = memra__gpu_knob(q, "MEMRA_MMQ_XE_OVERLAP");
             if (s->experts_wg != NULL && xo != NULL && strcmp(xo, "1") == 0 &&
                 !load_optional(q, m, "memra_k_experts_q8_0r_wgs_o1", smem, &s->experts_wg_ovl))
-                q->host->log(MEMRA_LOG_WARN, q->name, "MEMRA_MMQ_XE_WG=1 with MEMRA_MMQ_XE_OVERLAP=1: this image has no "
+                q->host->log(MEMRA_LOG_WARN, q->name, "MEMRA_MMQ_XE_WG with MEMRA_MMQ_XE_OVERLAP=1: this image has no "
                                                       "memra_k_experts_q8_0r_wgs_o1; the remainders run after the tiles");
         }
     }
@@ -1258,7 +1271,7 @@ memra_status memra__mmq_accprobe(memra_call *call, memra_accprobe_arm arm, const
 #define MEMRA__MMQ_SLOT_XE_PART "experts.splitk" /* the grouped split-k partial sums */
 #define MEMRA__MMQ_SLOT_XE_A16 "experts.a16"      /* the f16 / bf16 lanes: the activation in expert order */
 #define MEMRA__MMQ_SLOT_XE_XS "experts.xs"        /* MEMRA_MMQ_XE_SORT=1: the q8_1 records in expert order */
-#define MEMRA__MMQ_SLOT_XE_MAPS "experts.maps"    /* MEMRA_MMQ_XE_WG=1: the experts' weight tensor maps */
+#define MEMRA__MMQ_SLOT_XE_MAPS "experts.maps"    /* MEMRA_MMQ_XE_WG: the experts' weight tensor maps */
 
 /* Split-k of the grouped tiles: S slices of the k steps (the dense kernels' split: slice z
  * takes steps G z / S .. G (z + 1) / S - 1), each writing its raw sums to part[z][row][j],
@@ -1498,7 +1511,8 @@ memra_status memra__mmq_gemm_experts(memra_call *call, const memra_gemm_args *a,
     const CUfunction *ovl = MMQ_K(q)->experts_ovl[lane];
     const int overlap = !sorted && merged == NULL && tiles_max > 0 && bm2 && S == 1 && !kn.pdl_off && ovl[tile] != NULL &&
                         ovl[small] != NULL;
-    /* MEMRA_MMQ_XE_WG=1: the 128-row table's tiles on the seeded warpgroup tile over the gathered records
+    /* MEMRA_MMQ_XE_WG (auto: k >= MMQ_XE_WG_AUTO_K; =1: every k): the 128-row table's tiles on the seeded
+     * warpgroup tile over the gathered records
      * (the dense _wgs' wgmmas and fold: the records tiles' outputs bit for bit), each expert's weight maps
      * built on the device from two templates (memra_k_experts_maps_q8_0r, a plain launch: 2 E maps of
      * 128 bytes in scratch), grid (tiles_max, ceil(n / 128), S); the remainder table as before. No
@@ -1506,14 +1520,15 @@ memra_status memra__mmq_gemm_experts(memra_call *call, const memra_gemm_args *a,
     memra__cu_tensor_map xm[4]; /* the weight's templates (codes, heads), then the sorted records' maps */
     memra_dptr maps = 0;
     const int wg_shape = st == MEMRA_STATUS_OK && lane == 0 && MMQ_K(q)->experts_wg != NULL && tall == NULL &&
-                         merged == NULL && tl->bm == 128 && tiles_max > 0 && ((int64_t)n + 127) / 128 <= 65535;
+                         merged == NULL && tl->bm == 128 && tiles_max > 0 && ((int64_t)n + 127) / 128 <= 65535 &&
+                         k >= MMQ_K(q)->xe_wg_min_k;
     const int wgx = wg_shape && sorted &&
                     q->host->scratch_get(call, MEMRA__MMQ_SLOT_XE_MAPS, (size_t)E * 256 + 128, &maps) == MEMRA_STATUS_OK &&
                     r3w_map(q, &xm[0], x, n, k, 0) && r3w_map(q, &xm[1], x, n, k, 1) && r3w_map(q, &xm[2], x, m, k, 0) &&
                     r3w_map(q, &xm[3], x, m, k, 1);
-    if (wg_shape && !wgx) /* a warning: the knob asked for it (a test must not pass on the tiles it fell back to) */
-        q->host->log(MEMRA_LOG_WARN, q->name,
-                     "gemm_experts: MEMRA_MMQ_XE_WG=1 but no scratch for the sorted records or the experts' tensor "
+    if (wg_shape && !wgx) /* =1: a warning (a test must not pass on the tiles it fell back to); auto: debug */
+        q->host->log(MMQ_K(q)->xe_wg_asked ? MEMRA_LOG_WARN : MEMRA_LOG_DEBUG, q->name,
+                     "gemm_experts: MEMRA_MMQ_XE_WG's tile applies but there is no scratch for the sorted records or the experts' tensor "
                      "maps (a capture without memra_stream_reserve), or the driver refused an encoding; the records "
                      "tiles serve this call");
     /* with MEMRA_MMQ_XE_OVERLAP=1 too (unsplit, a remainder table, PDL on): the tile triggers once it has
