@@ -726,6 +726,18 @@ static int h16_cases(const char *so)
  * With MEMRA_MMQ_XE_OVERLAP=1 too, unsplit: the early-trigger tile _wgs_o1 and the remainders on the
  * gathering _mt1_o2 (split: the plain pair). Elsewhere the records tiles, and neither kernel launched;
  * so too where the maps' or the sorted records' scratch is refused (a capture without a reservation). */
+/* One gemm_experts call on m's module: rows x 300 x k over 8 experts, Q8_0 records (kq: Q4_K on gemm_kr);
+ * the launches land in g_launched */
+static memra_status xe_call(mod *m, int rows, int k, int kq)
+{
+    memra_call c = call_of(m);
+    memra_gemm_args a = gemm(rows, 300, k);
+    a.w_format = kq ? (int32_t)MEMRA_FORMAT_Q4_K : 0;
+    memra_gemm_experts_args ex = {.struct_size = sizeof ex, .lane = (int32_t)(kq ? MEMRA_OP_gemm_kr : MEMRA_OP_gemm_q8_0r),
+                                  .n_experts = 8, .ids = 0x60000000};
+    return m->desc->ops->gemm_experts(&c, &a, &ex);
+}
+
 static int xe_wg_cases(const char *so)
 {
     static const struct {
@@ -755,14 +767,8 @@ static int xe_wg_cases(const char *so)
         g_xe_sort_knob = xc[i].sort, g_xe_bm_knob = xc[i].bm, g_xe_split_knob = xc[i].split;
         g_xe_ovl_knob = xc[i].ovl ? "1" : NULL;
         if (!open_mod(so, xc[i].cc, &m)) return 0;
-        memra_call c = call_of(&m);
-        memra_gemm_args a = gemm(xc[i].rows, 300, 256);
-        a.w_format = xc[i].kq ? (int32_t)MEMRA_FORMAT_Q4_K : 0;
-        memra_gemm_experts_args ex = {.struct_size = sizeof ex,
-                                      .lane = (int32_t)(xc[i].kq ? MEMRA_OP_gemm_kr : MEMRA_OP_gemm_q8_0r),
-                                      .n_experts = 8, .ids = 0x60000000};
         g_tmap_calls = 0;
-        const memra_status st = m.desc->ops->gemm_experts(&c, &a, &ex);
+        const memra_status st = xe_call(&m, xc[i].rows, 256, xc[i].kq);
         int wg = 0, maps = 0;
         for (int l = 0; l < g_n_launched && l < 16; l++) {
             wg += strcmp(g_launched[l], "memra_k_experts_q8_0r_wgs") == 0;
@@ -816,11 +822,7 @@ static int xe_wg_cases(const char *so)
         mod m;
         g_xe_wg_knob = ac[i].knob, g_missing_kernel = NULL, g_xe_ovl_knob = NULL, g_xe_split_knob = "1", g_xe_bm_knob = NULL;
         if (!open_mod(so, 90, &m)) return 0;
-        memra_call c = call_of(&m);
-        memra_gemm_args a = gemm(1024, 300, ac[i].k);
-        memra_gemm_experts_args ex = {.struct_size = sizeof ex, .lane = MEMRA_OP_gemm_q8_0r, .n_experts = 8,
-                                      .ids = 0x60000000};
-        const memra_status st = m.desc->ops->gemm_experts(&c, &a, &ex);
+        const memra_status st = xe_call(&m, 1024, ac[i].k, 0);
         int wg = 0;
         for (int l = 0; l < g_n_launched && l < 16; l++) wg += strcmp(g_launched[l], "memra_k_experts_q8_0r_wgs") == 0;
         const int good = st == MEMRA_STATUS_OK && wg == ac[i].want;
@@ -842,11 +844,7 @@ static int xe_wg_cases(const char *so)
         mod m;
         g_scratch_refuse = rc[i].refuse;
         if (!open_mod(so, 90, &m)) return 0;
-        memra_call c = call_of(&m);
-        memra_gemm_args a = gemm(1024, 300, 256);
-        memra_gemm_experts_args ex = {.struct_size = sizeof ex, .lane = MEMRA_OP_gemm_q8_0r, .n_experts = 8,
-                                      .ids = 0x60000000};
-        const memra_status st = m.desc->ops->gemm_experts(&c, &a, &ex);
+        const memra_status st = xe_call(&m, 1024, 256, 0);
         int wg = 0, tile = 0, rem = 0;
         for (int l = 0; l < g_n_launched && l < 16; l++) {
             wg += strstr(g_launched[l], "_wgs") != NULL || strstr(g_launched[l], "maps_q8_0r") != NULL;
