@@ -9,7 +9,12 @@
  *             Q8_0 experts (the floor's grouped tiles on the q8_1 records sorted
  *             into expert order, per-call scratch from each stream's arena) and,
  *             on cc 9.0, on block-128 FP8 experts (fp8blk's tensor-map tile and
- *             its per-call expert maps), each job with its own routing;
+ *             its per-call expert maps), each job with its own routing, and
+ *             (lane xewg) Q8_0 experts at k = XE_WG_K with XE_WG_M rows (the
+ *             128-row table: on cc 9.x the seeded warpgroup tile over the
+ *             gathered records and the experts' per-call tensor maps, asked for
+ *             with MEMRA_MMQ_XE_WG=1 so that a call falling back to the records
+ *             tiles is a logged warning, which fails the test);
  *             REPS calls of each lane per job, all queued without a wait, two
  *             threads on each stream. Every output must equal, bit for bit, the
  *             same call made alone on one stream before the threads start.
@@ -18,7 +23,7 @@
  *             graphs are replayed twice with fresh inputs, and every output must
  *             equal the same calls made directly (not captured) afterwards.
  * The ledger must show a GPU module serving each lane. Exits 77 without a GPU.
- * MEMRA_TEST_STRESS_LANES=fp8blk,mmq (a comma list of f16, f16pre, fp8, fp8blk, mmq, xe, xefp8blk) runs
+ * MEMRA_TEST_STRESS_LANES=fp8blk,mmq (a comma list of f16, f16pre, fp8, fp8blk, mmq, xe, xefp8blk, xewg) runs
  * those lanes only: with MEMRA_DISABLE=sm90, memra's own kernels alone (racecheck).
  * Comparisons are tools/judge.h's judge_bytes; MEMRA_TEST_INJECT_FAULT=1
  * flips a bit of the first value of every comparison: both cases must FAIL.
@@ -45,20 +50,27 @@
 #define OUT_F 1024
 #define IN_F 2048
 
-enum { L_F16, L_F16_PRE, L_FP8, L_FP8_BLK, L_MMQ, L_XE, L_XE_FP8BLK, L_N };
+enum { L_F16, L_F16_PRE, L_FP8, L_FP8_BLK, L_MMQ, L_XE, L_XE_FP8BLK, L_XE_WG, L_N };
 static const char *const k_lane[L_N] = {"f16 mirror", "f16 pre-converted", "fp8", "fp8 block-128", "mmq floor",
-                                        "experts q8_0", "experts fp8 blk"};
+                                        "experts q8_0", "experts fp8 blk", "experts q8_0 wg"};
 static const char *const k_op[L_N] = {"gemm_f16", "gemm_f16", "gemm_fp8", "gemm_fp8_blk", "gemm_q8_0r",
-                                      "gemm_experts", "gemm_experts"};
-/* unaligned and aligned, each lane its own; the grouped lanes' rows over XE_E experts */
-static const int k_m[L_N] = {77, 64, 130, 33, 96, 200, 150};
+                                      "gemm_experts", "gemm_experts", "gemm_experts"};
 #define XE_E 8
-static int is_xe(int lane) { return lane == L_XE || lane == L_XE_FP8BLK; }
+/* xewg: k from MEMRA_MMQ_XE_WG's auto threshold (mmq_ops.c MMQ_XE_WG_AUTO_K) and at least 96 rows an
+ * expert on average (the 128-row table, mmq_ops.c xe_tile_pick), not a multiple of 128 */
+#define XE_WG_K 4096
+#define XE_WG_M 800
+/* unaligned and aligned, each lane its own; the grouped lanes' rows over XE_E experts */
+static const int k_m[L_N] = {77, 64, 130, 33, 96, 200, 150, XE_WG_M};
+static int in_f(int lane) { return lane == L_XE_WG ? XE_WG_K : IN_F; }
+static int is_xe(int lane) { return lane == L_XE || lane == L_XE_FP8BLK || lane == L_XE_WG; }
 /* MEMRA_TEST_STRESS_LANES: a comma list of these names runs those lanes only (default: all),
  * e.g. "fp8blk,mmq" for memra's own kernels alone under racecheck, with no cuBLASLt kernel */
-static const char *const k_lane_key[L_N] = {"f16", "f16pre", "fp8", "fp8blk", "mmq", "xe", "xefp8blk"};
+static const char *const k_lane_key[L_N] = {"f16", "f16pre", "fp8", "fp8blk", "mmq", "xe", "xefp8blk", "xewg"};
 static int g_on[L_N];
-#define M_MAX 200
+#define M_MAX XE_WG_M
+/* MEMRA_MMQ_XE_WG=1's warnings: a call of lane xewg that the tile should take but does not */
+static test_log_count g_wg_log = {"MEMRA_MMQ_XE_WG", 0};
 
 static memra_runtime *g_rt;
 static memra_device *g_dev;
@@ -69,7 +81,7 @@ static atomic_int g_bad;
 
 typedef struct job {
     int s;                          /* stream index */
-    memra_buffer *x[L_N];           /* f32 [m x IN_F], f16 for L_F16_PRE */
+    memra_buffer *x[L_N];           /* f32 [m x in_f(lane)], f16 for L_F16_PRE */
     memra_buffer *ids[L_N];         /* the grouped lanes: int32 [m], this job's routing */
     memra_buffer *y[L_N][REPS];     /* f32 [m x OUT_F] */
     float *ref[L_N];                /* serial result */
@@ -102,7 +114,7 @@ static float *download(memra_buffer *b, size_t bytes)
 
 static memra_buffer *x_buffer(int lane)
 {
-    const size_t n = (size_t)k_m[lane] * IN_F;
+    const size_t n = (size_t)k_m[lane] * in_f(lane);
     float *x = rand_f32(n, 3.0f);
     memra_buffer *b;
     if (lane == L_F16_PRE) {
@@ -169,11 +181,32 @@ static void pick_lanes(void)
         int l = 0;
         while (l < L_N && strcmp(t, k_lane_key[l]) != 0) l++;
         if (l == L_N) {
-            fprintf(stderr, "MEMRA_TEST_STRESS_LANES: unknown lane '%s' (f16, f16pre, fp8, fp8blk, mmq, xe, xefp8blk)\n", t);
+            fprintf(stderr, "MEMRA_TEST_STRESS_LANES: unknown lane '%s' (f16, f16pre, fp8, fp8blk, mmq, xe, xefp8blk, xewg)\n", t);
             exit(1);
         }
         g_on[l] = 1;
     }
+}
+
+/* XE_E random Q8_0 experts of [OUT_F x in_f(lane)] into g_w[lane], prepared on the floor's records */
+static void q8_experts(int lane, const char *name)
+{
+    const size_t nb = (size_t)OUT_F * (in_f(lane) / 32), each = nb * MEMRA_Q8_0_BYTES;
+    uint8_t *xq = malloc(each * XE_E);
+    CHECK(xq != NULL);
+    for (int e = 0; e < XE_E; e++) {
+        float *ve = rand_f32(nb * 32, 0.5f);
+        for (size_t b = 0; b < nb; b++) memra_q8_0_encode(ve + b * 32, xq + e * each + b * MEMRA_Q8_0_BYTES);
+        free(ve);
+    }
+    memra_experts_desc ed = {.struct_size = sizeof ed, .format = MEMRA_FORMAT_Q8_0, .n_experts = XE_E,
+                             .out_f = OUT_F, .in_f = in_f(lane), .data = xq, .size = each * XE_E, .name = name};
+    CHECK_OK(memra_weight_create_experts(g_rt, &ed, &g_w[lane]));
+    CHECK_OK(memra_weight_prepare(g_w[lane], g_dev));
+    memra_weight_plan p = {.struct_size = sizeof p};
+    CHECK_OK(memra_weight_plan_get(g_w[lane], g_dev, &p));
+    CHECK_STR_EQ(p.lane, "mmq records"); /* the floor's grouped tiles, no mirror */
+    free(xq);
 }
 
 static void make_weights(void)
@@ -203,27 +236,10 @@ static void make_weights(void)
         CHECK_OK(memra_weight_prepare(g_w[L_MMQ], g_dev));
         CHECK(memra_weight_operands(g_w[L_MMQ], g_dev) & MEMRA_OPERAND_Q8_0_RECORDS);
     }
-    /* Q8_0 experts: XE_E experts of [OUT_F x IN_F], prepared with no mirror budget too (quantised
-     * experts take the floor on a GPU) */
-    if (g_on[L_XE]) {
-        const size_t each = nb * MEMRA_Q8_0_BYTES;
-        uint8_t *xq = malloc(each * XE_E);
-        CHECK(xq != NULL);
-        for (int e = 0; e < XE_E; e++) {
-            float *ve = rand_f32(nb * 32, 0.5f);
-            for (size_t b = 0; b < nb; b++) memra_q8_0_encode(ve + b * 32, xq + e * each + b * MEMRA_Q8_0_BYTES);
-            free(ve);
-        }
-        memra_experts_desc ed = {.struct_size = sizeof ed, .format = MEMRA_FORMAT_Q8_0, .n_experts = XE_E,
-                                 .out_f = OUT_F, .in_f = IN_F, .data = xq, .size = each * XE_E,
-                                 .name = "stress.experts q8_0"};
-        CHECK_OK(memra_weight_create_experts(g_rt, &ed, &g_w[L_XE]));
-        CHECK_OK(memra_weight_prepare(g_w[L_XE], g_dev));
-        memra_weight_plan p = {.struct_size = sizeof p};
-        CHECK_OK(memra_weight_plan_get(g_w[L_XE], g_dev, &p));
-        CHECK_STR_EQ(p.lane, "mmq records"); /* the floor's grouped tiles, no mirror */
-        free(xq);
-    }
+    /* Q8_0 experts: XE_E experts of [OUT_F x IN_F] (and of [OUT_F x XE_WG_K] for xewg), prepared with
+     * no mirror budget too (quantised experts take the floor on a GPU) */
+    if (g_on[L_XE]) q8_experts(L_XE, "stress.experts q8_0");
+    if (g_on[L_XE_WG]) q8_experts(L_XE_WG, "stress.experts q8_0 k4096");
     CHECK_OK(memra_device_f16_budget_set(g_dev, budget));
     free(q8);
 
@@ -499,7 +515,10 @@ int main(int argc, char **argv)
     /* line-buffered: under a sanitizer that kills it (a time limit) the output so far survives */
     setvbuf(stdout, NULL, _IOLBF, 0);
     g_rng = test_seed();
-    CHECK_OK(memra_open(NULL, &g_rt));
+    /* MEMRA_MMQ_XE_WG=1 rather than its default (auto, the same tile at this k): a fallback warns */
+    const char *settings[] = {"MEMRA_MMQ_XE_WG=1", NULL};
+    memra_options o = {.struct_size = sizeof o, .settings = settings, .log_fn = test_log_sink, .log_user = &g_wg_log};
+    CHECK_OK(memra_open(&o, &g_rt));
     for (int i = 0; i < memra_device_count(g_rt) && g_dev == NULL; i++) {
         memra_device *d = memra_device_get(g_rt, i);
         if (memra_device_caps_get(d)->arch != MEMRA_ARCH_HOST) g_dev = d;
@@ -514,6 +533,8 @@ int main(int argc, char **argv)
     for (int s = 0; s < STREAMS; s++) CU_CHECK(cu.cuStreamCreate(&g_stream[s], 1 /* CU_STREAM_NON_BLOCKING */));
     printf("device: %s, %d streams\n", memra_device_caps_get(g_dev)->name, STREAMS);
     pick_lanes();
+    if (g_on[L_XE_WG] && memra_device_caps_get(g_dev)->cc / 10 != 9)
+        printf("lane '%s': the warpgroup tile is cc 9.x's; this device runs the records tiles\n", k_lane[L_XE_WG]);
     if (g_on[L_XE_FP8BLK] && memra_device_caps_get(g_dev)->cc != 90) {
         printf("the grouped block-128 FP8 lane is sm_90a's (cc 9.0): lane '%s' left out\n", k_lane[L_XE_FP8BLK]);
         g_on[L_XE_FP8BLK] = 0;
@@ -525,6 +546,11 @@ int main(int argc, char **argv)
     int ok = 1;
     if (strcmp(c, "all") == 0 || strcmp(c, "streams") == 0) ok &= case_streams();
     if (strcmp(c, "all") == 0 || strcmp(c, "graphs") == 0) ok &= case_graphs();
+    if (g_wg_log.n != 0) {
+        fprintf(stderr, "lane %s: %d calls fell back from MEMRA_MMQ_XE_WG's tile (warnings above)\n", k_lane[L_XE_WG],
+                g_wg_log.n);
+        ok = 0;
+    }
     gpu_hits h = {{0}};
     memra_ledger_visit(g_rt, count_hits, &h);
     for (int l = 0; l < L_N; l++) {
