@@ -115,8 +115,8 @@
 #               four tools, knobab on the q8_0 / q4_0 rows (see step_bulk)
 #   bulkxe      MEMRA_MMQ_BULK=1 on the sorted grouped Q8_0 tiles: tests, check, four tools, bench moe A/B
 #               (see step_bulkxe)
-#   xestress    gemm_experts (Q8_0 floor and block-128 FP8) from threads and streams in test_gpu_stress,
-#               an injected fault, memcheck (see step_xestress)
+#   xestress    gemm_experts (Q8_0 floor, its warpgroup tile at k = 4096, block-128 FP8) from threads and
+#               streams in test_gpu_stress, an injected fault, memcheck and racecheck (see step_xestress)
 #   xetools     the four tools over check gemm_experts (mmq, --quick) under the defaults
 #   moesan      the four sanitizer tools over gemm_experts (mmq check with a forced split,
 #               test_gpu_experts fp8blk and split_q6_k), each in its own process
@@ -1021,10 +1021,11 @@ step_moesweep() {
   say "moesweep: $((SECONDS - t)) s"
 }
 
-# The grouped experts call under threads and streams (test_gpu_stress's lanes xe and xefp8blk beside
-# the dense lanes): streams and graphs with every lane, the grouped lanes alone with an injected
-# fault (must fail), and memcheck over the grouped lanes' streams case (XESTRESS_TOOLS, default
-# memcheck), each in its own process
+# The grouped experts call under threads and streams (test_gpu_stress's lanes xe, xefp8blk and xewg, the
+# last at k = 4096 on the warpgroup tile, beside the dense lanes): streams and graphs with every lane, the
+# grouped lanes (XESTRESS_LANES, default xe,xefp8blk,xewg) alone with an injected fault (must fail), and
+# the tools (XESTRESS_TOOLS, default memcheck racecheck) over the grouped lanes' streams case, each in its
+# own process
 step_xestress() {
   local t=$SECONDS c tool lg
   for c in streams graphs; do
@@ -1032,14 +1033,15 @@ step_xestress() {
     say "test_gpu_stress $c (every lane, the grouped ones included): exit $?"
     grep -E "^(streams|graphs):|GPU hits|FAIL|differ|no GPU module" "$L/xestress_$c.log" | head -12 >> "$S"
   done
-  MEMRA_TEST_STRESS_LANES=xe,xefp8blk MEMRA_TEST_INJECT_FAULT=1 timeout 300 $B/bin/test_gpu_stress streams \
+  local lanes=${XESTRESS_LANES:-xe,xefp8blk,xewg}
+  MEMRA_TEST_STRESS_LANES=$lanes MEMRA_TEST_INJECT_FAULT=1 timeout 300 $B/bin/test_gpu_stress streams \
     > "$L/xestress_inject.log" 2>&1
-  say "test_gpu_stress streams, lanes xe,xefp8blk, injected fault: exit $? (must be non-zero)"
-  for tool in ${XESTRESS_TOOLS:-memcheck}; do
+  say "test_gpu_stress streams, lanes $lanes, injected fault: exit $? (must be non-zero)"
+  for tool in ${XESTRESS_TOOLS:-memcheck racecheck}; do
     lg="$L/xestress_san_$tool.log"
-    MEMRA_TEST_STRESS_LANES=xe,xefp8blk MEMRA_ADMISSION=off timeout 400 compute-sanitizer --tool $tool $(san_x $tool) \
+    MEMRA_TEST_STRESS_LANES=$lanes MEMRA_ADMISSION=off timeout 300 compute-sanitizer --tool $tool $(san_x $tool) \
       --print-limit 0 --show-backtrace no $B/bin/test_gpu_stress streams > "$lg" 2>&1
-    say "xestress $tool test_gpu_stress streams (xe,xefp8blk): exit $? reports $(san_count $tool "$lg") ($(san_said "$lg"))"
+    say "xestress $tool test_gpu_stress streams ($lanes): exit $? reports $(san_count $tool "$lg") ($(san_said "$lg"))"
   done
   say "xestress: $((SECONDS - t)) s"
 }
