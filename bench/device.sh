@@ -719,8 +719,16 @@ step_ncusrc() {
   for spec in "${specs[@]}"; do
     IFS='|' read -r name re args envs <<< "$spec"
     env $envs MEMRA_ADMISSION=off timeout 240 ncu --clock-control none --section SourceCounters --section WarpStateStats \
+      --section SpeedOfLight --section MemoryWorkloadAnalysis --section ComputeWorkloadAnalysis \
       -k regex:$re --launch-skip 2 -c 1 -f -o "$L/ncusrc_$name" $T $args > "$L/ncusrc_$name.txt" 2>&1
     say "ncusrc $name: exit $?"
+    # the details page: which unit bounds the kernel (L2 / DRAM / SM throughput, issue slots, pipes)
+    timeout 120 ncu --import "$L/ncusrc_$name.ncu-rep" --page details > "$L/ncusrc_${name}_details.txt" 2>&1
+    grep -E "^ +[a-z_0-9]+(<|\()|Duration|L1/TEX Cache Throughput|L2 Cache Throughput|DRAM Throughput|Compute \(SM\) Throughput|Memory Throughput|Issue Slots Busy|Executed Ipc Active|SM Busy|Mem Busy|Max Bandwidth|L2 Hit Rate|Warp Cycles Per Issued" \
+      "$L/ncusrc_${name}_details.txt" | head -24 >> "$S"
+    timeout 120 ncu --import "$L/ncusrc_$name.ncu-rep" --page raw > "$L/ncusrc_${name}_raw.txt" 2>&1
+    grep -E "gmma|tensor_op|lts__t_bytes|lts__throughput|pipe_fma|pipe_alu|inst_executed_pipe|cycles_active.avg " \
+      "$L/ncusrc_${name}_raw.txt" | head -40 >> "$S"
     timeout 120 ncu --import "$L/ncusrc_$name.ncu-rep" --page source --print-source sass --csv \
       > "$L/ncusrc_$name.csv" 2>> "$L/ncusrc_$name.txt"
     say "ncusrc $name source page: exit $?, $(wc -l < "$L/ncusrc_$name.csv") lines"
