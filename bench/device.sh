@@ -115,8 +115,6 @@
 #               four tools, knobab on the q8_0 / q4_0 rows (see step_bulk)
 #   bulkxe      MEMRA_MMQ_BULK=1 on the sorted grouped Q8_0 tiles: tests, check, four tools, bench moe A/B
 #               (see step_bulkxe)
-#   wgcl        MEMRA_MMQ_WG_CLUSTER=2 / 4 (gemm_q8_0r's seeded tile in clusters sharing the weight tile):
-#               tests, checks, ncu names, knobab against 0, the four tools (see step_wgcl)
 #   xestress    gemm_experts (Q8_0 floor, its warpgroup tile at k = 4096, block-128 FP8) from threads and
 #               streams in test_gpu_stress, an injected fault, memcheck and racecheck (see step_xestress)
 #   xetools     the four tools over check gemm_experts (mmq, --quick) under the defaults
@@ -1029,33 +1027,6 @@ step_moesweep() {
     --show-backtrace no $M check --device 0 --op gemm_experts --module mmq --quick > "$L/moesweep_san_split3.log" 2>&1
   say "sanitize memcheck check gemm_experts mmq (split 3): exit $? reports $(san_count memcheck "$L/moesweep_san_split3.log")"
   say "moesweep: $((SECONDS - t)) s"
-}
-
-# MEMRA_MMQ_WG_CLUSTER=2 / 4 (issue 26: the seeded tile in clusters sharing each weight tile by the
-# multicast copy): test_mmq_ops gemm_q8_0r (_wgc2 / _wgc4 bit for bit the records tile in every case,
-# m = 1 .. 4096), check gemm_q8_0r under each, ncu naming the kernel, knobab on the 27b sheet (0 against
-# each of WGCL_VALUES, default "2 4", at WGCL_M, default 4096, WGCL_ROUNDS rounds, default 2), and the
-# four tools over check gemm_q8_0r mmq --quick with CLUSTER=2 (WGCL_TOOLS=0 skips)
-step_wgcl() {
-  local t=$SECONDS v
-  timeout 300 $T gemm_q8_0r > "$L/wgcl_test_gemm_q8_0r.log" 2>&1
-  say "test_mmq_ops gemm_q8_0r (with _wgc2 / _wgc4): exit $?"
-  grep -E "_wgc[24] " "$L/wgcl_test_gemm_q8_0r.log" | awk '{print $NF}' | sort | uniq -c | sed 's/^/  wgc cases: /' >> "$S"
-  grep -E "FAIL" "$L/wgcl_test_gemm_q8_0r.log" | head -6 >> "$S"
-  for v in ${WGCL_VALUES:-2 4}; do
-    MEMRA_MMQ_WG_CLUSTER=$v timeout 200 $M check --device 0 --op gemm_q8_0r > "$L/wgcl_check_$v.log" 2>&1
-    say "check gemm_q8_0r MEMRA_MMQ_WG_CLUSTER=$v: exit $? $(grep -E 'passed, ' "$L/wgcl_check_$v.log")"
-    grep -E " FAIL" "$L/wgcl_check_$v.log" | head -4 >> "$S"
-    MEMRA_MMQ_WG_CLUSTER=$v MEMRA_ADMISSION=off timeout 200 ncu --clock-control none --metrics gpu__time_duration.sum \
-      -k regex:memra_k_gemm_q8_0r -c 2 $M bench 27b --m 4096 --reps 1 --warmup 0 > "$L/wgcl_ncu_$v.txt" 2>&1
-    say "ncu names (CLUSTER=$v): exit $? $(grep -oE 'memra_k_gemm_q8_0r_[a-z0-9]+' "$L/wgcl_ncu_$v.txt" | sort -u | tr '\n' ' ')"
-  done
-  for v in ${WGCL_VALUES:-2 4}; do
-    KNOBAB_KNOB=MEMRA_MMQ_WG_CLUSTER KNOBAB_ON=$v KNOBAB_M="${WGCL_M:-4096}" KNOBAB_ROUNDS=${WGCL_ROUNDS:-2} \
-      KNOBAB_ARM="mmq|q4_0" step_knobab
-  done
-  [ "${WGCL_TOOLS:-1}" = 1 ] && knob_tools MEMRA_MMQ_WG_CLUSTER=2 wgcl2 gemm_q8_0r
-  say "wgcl: $((SECONDS - t)) s"
 }
 
 # The grouped experts call under threads and streams (test_gpu_stress's lanes xe, xefp8blk and xewg, the

@@ -292,7 +292,6 @@ static const char *g_mmq_wg_knob = "0"; /* MEMRA_MMQ_WG likewise; "0" outside th
 static const char *g_mmq_wg_tr_knob; /* MEMRA_MMQ_WG_TR likewise */
 static const char *g_mmq_wg_per_knob; /* MEMRA_MMQ_WG_PERSIST likewise */
 static const char *g_mmq_wg_sd_knob;  /* MEMRA_MMQ_WG_SEED likewise */
-static const char *g_mmq_wg_cl_knob;  /* MEMRA_MMQ_WG_CLUSTER likewise */
 static const char *g_kr_wg_knob;      /* MEMRA_MMQ_KR_WG likewise */
 static const char *g_xe_loop2_knob; /* MEMRA_MMQ_XE_LOOP2 likewise */
 static const char *g_xe_tall_knob;  /* MEMRA_MMQ_XE_TALL likewise */
@@ -332,7 +331,6 @@ static const char *fake_knob(const memra_device_caps *caps, const char *name)
     if (strcmp(name, "MEMRA_MMQ_WG_TR") == 0) return g_mmq_wg_tr_knob;
     if (strcmp(name, "MEMRA_MMQ_WG_PERSIST") == 0) return g_mmq_wg_per_knob;
     if (strcmp(name, "MEMRA_MMQ_WG_SEED") == 0) return g_mmq_wg_sd_knob;
-    if (strcmp(name, "MEMRA_MMQ_WG_CLUSTER") == 0) return g_mmq_wg_cl_knob;
     if (strcmp(name, "MEMRA_MMQ_KR_WG") == 0) return g_kr_wg_knob;
     if (strcmp(name, "MEMRA_MMQ_XE_LOOP2") == 0) return g_xe_loop2_knob;
     if (strcmp(name, "MEMRA_MMQ_XE_TALL") == 0) return g_xe_tall_knob;
@@ -728,66 +726,6 @@ static int h16_cases(const char *so)
  * With MEMRA_MMQ_XE_OVERLAP=1 too, unsplit: the early-trigger tile _wgs_o1 and the remainders on the
  * gathering _mt1_o2 (split: the plain pair). Elsewhere the records tiles, and neither kernel launched;
  * so too where the maps' or the sorted records' scratch is refused (a capture without a reservation). */
-
-/* MEMRA_MMQ_WG_CLUSTER=2 / 4 (under the default MEMRA_MMQ_WG=auto and SEED=1): gemm_q8_0r's seeded tile in
- * clusters (_wgc2 / _wgc4): the weight's two maps in boxes of 128 / CL rows, the tokens' of 128, grid x
- * ceil(m / 128) rounded up to a multiple of CL (the kernel's __cluster_dims__), y ceil(n / 128), 384
- * threads, _wgs's shared memory; ignored (with a warning) under PERSIST or SEED=smem; the records tiles
- * where the image lacks the kernel or on cc 12.0. want: the kernel's name ("" for a records tile). */
-static int wg_cluster_cases(const char *so)
-{
-    static const struct {
-        int cc;
-        const char *cl, *per, *sd, *missing;
-        int m;
-        const char *want;
-        unsigned gx, box;
-    } cc_[] = {{90, "2", NULL, NULL, NULL, 4096, "memra_k_gemm_q8_0r_wgc2", 32, 64},
-               {90, "4", NULL, NULL, NULL, 4096, "memra_k_gemm_q8_0r_wgc4", 32, 32},
-               {90, "2", NULL, NULL, NULL, 3900, "memra_k_gemm_q8_0r_wgc2", 32, 64},
-               {90, "4", NULL, NULL, NULL, 4224, "memra_k_gemm_q8_0r_wgc4", 36, 32},
-               {90, "4", NULL, NULL, NULL, 1100, "memra_k_gemm_q8_0r_wgc4", 12, 32},
-               {90, "0", NULL, NULL, NULL, 4096, "memra_k_gemm_q8_0r_wgs", 32, 128},
-               {90, "2", "1", NULL, NULL, 4096, "memra_k_gemm_q8_0r_wgps", 132, 128},
-               {90, "2", NULL, "smem", NULL, 4096, "memra_k_gemm_q8_0r_wgsa", 32, 128},
-               {90, "2", NULL, NULL, "q8_0r_wgc2", 4096, "", 0, 0},
-               {120, "2", NULL, NULL, NULL, 4096, "", 0, 0}};
-    int ok = 1;
-    mod m;
-    g_mmq_wg_knob = NULL; /* auto: the tile from m = 1024 */
-    for (size_t i = 0; i < sizeof cc_ / sizeof cc_[0]; i++) {
-        g_mmq_wg_cl_knob = cc_[i].cl, g_mmq_wg_per_knob = cc_[i].per, g_mmq_wg_sd_knob = cc_[i].sd;
-        g_missing_kernel = cc_[i].missing;
-        if (!open_mod(so, cc_[i].cc, &m)) return 0;
-        memra_call c = call_of(&m);
-        memra_gemm_args a = gemm(cc_[i].m, 12288, 5120);
-        g_tmap_calls = 0;
-        const memra_status st = m.desc->ops->gemm_q8_0r(&c, &a);
-        const char *got = g_n_launched > 0 ? g_launched[0] : "";
-        int good = st == MEMRA_STATUS_OK && g_n_launched >= 1;
-        if (cc_[i].want[0] == '\0') {
-            good &= strncmp(got, "memra_k_gemm_q8_0r_mt", 21) == 0; /* a records tile */
-        } else {
-            good &= strcmp(got, cc_[i].want) == 0 && g_grid_x[0] == cc_[i].gx && g_block_x[0] == 384 &&
-                    g_smem[0] == (unsigned)R3W_SMEM_BYTES_SD(1) && g_tmap_calls == 4 &&
-                    (cc_[i].per != NULL || g_grid_y[0] == 96u);
-            for (int j = 0; j < 4 && g_tmap_calls == 4; j++)
-                good &= g_tmap_rank[j] == 3 && g_tmap_box[j] == (j < 2 ? cc_[i].box : 128u) &&
-                        g_tmap_box0[j] == ((j & 1) ? 16u : 128u) && g_tmap_swz[j] == ((j & 1) ? 0 : 3);
-        }
-        printf("  WG_CLUSTER=%s%s%s cc %d%s%s gemm_q8_0r %d x 12288 x 5120: %s on %u x %u (box rows %u / %u)  %s\n",
-               cc_[i].cl, cc_[i].per ? " WG_PERSIST=1" : "", cc_[i].sd ? " WG_SEED=smem" : "", cc_[i].cc,
-               cc_[i].missing ? ", image without " : "", cc_[i].missing ? cc_[i].missing : "", cc_[i].m,
-               got[0] ? got : "none", g_grid_x[0], g_grid_y[0], g_tmap_box[0], g_tmap_box[2], good ? "ok" : "FAIL");
-        ok &= good;
-        g_n_launched = 0;
-        ok &= close_mod(&m, 1);
-    }
-    g_mmq_wg_knob = "0", g_mmq_wg_cl_knob = NULL, g_mmq_wg_per_knob = NULL, g_mmq_wg_sd_knob = NULL;
-    g_missing_kernel = NULL;
-    return ok;
-}
-
 /* One gemm_experts call on m's module: rows x 300 x k over 8 experts, Q8_0 records (kq: Q4_K on gemm_kr);
  * the launches land in g_launched */
 static memra_status xe_call(mod *m, int rows, int k, int kq)
@@ -1444,7 +1382,6 @@ static int case_mmq(const char *so)
     }
     g_mmq_wg_knob = "0", g_mmq_wg_tr_knob = NULL, g_mmq_wg_per_knob = NULL, g_mmq_wg_sd_knob = NULL;
     g_missing_kernel = NULL, g_no_tmap = 0;
-    ok &= wg_cluster_cases(so);
     ok &= xe_wg_cases(so);
     /* MEMRA_MMQ_KR_WG=1 (unset: off): gemm_kr's Q4_K / Q5_K on the seeded warpgroup tile, every pick, on
      * cc 9.x with tensor maps and the sum plane (MEMRA_MMQ_KR_SUMS): grid ceil(m / 128) x ceil(n / 128) x

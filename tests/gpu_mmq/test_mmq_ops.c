@@ -139,8 +139,8 @@ static void setup(const char *module)
  * NULL: the knob's default. */
 /* MEMRA_MMQ_WG / _WG_TR / _WG_PERSIST / _WG_SEED for the next mmq_knobs (NULL: the environment's) */
 /* and MEMRA_MMQ_KR_TC / MEMRA_MMQ_KR_WG likewise */
-static const char *g_wg, *g_wg_tr, *g_wg_per, *g_wg_sd, *g_kr_tc, *g_kr_wg, *g_wg_cl; /* g_wg_cl: MEMRA_MMQ_WG_CLUSTER */
-enum { NKNOBS = 11 };
+static const char *g_wg, *g_wg_tr, *g_wg_per, *g_wg_sd, *g_kr_tc, *g_kr_wg;
+enum { NKNOBS = 10 };
 static void mmq_knobs(const char *bm, const char *bn, const char *split, const char *pdl)
 {
     static const char *cur[NKNOBS];
@@ -150,8 +150,7 @@ static void mmq_knobs(const char *bm, const char *bn, const char *split, const c
                                 g_wg_per != NULL ? g_wg_per : getenv("MEMRA_MMQ_WG_PERSIST"),
                                 g_wg_sd != NULL ? g_wg_sd : getenv("MEMRA_MMQ_WG_SEED"),
                                 g_kr_tc != NULL ? g_kr_tc : getenv("MEMRA_MMQ_KR_TC"),
-                                g_kr_wg != NULL ? g_kr_wg : getenv("MEMRA_MMQ_KR_WG"),
-                                g_wg_cl != NULL ? g_wg_cl : getenv("MEMRA_MMQ_WG_CLUSTER")};
+                                g_kr_wg != NULL ? g_kr_wg : getenv("MEMRA_MMQ_KR_WG")};
     int same = known;
     for (int i = 0; i < NKNOBS && same; i++)
         same = (cur[i] == NULL && want[i] == NULL) || (cur[i] && want[i] && strcmp(cur[i], want[i]) == 0);
@@ -159,7 +158,7 @@ static void mmq_knobs(const char *bm, const char *bn, const char *split, const c
     static const char *const names[NKNOBS] = {"MEMRA_MMQ_BM",      "MEMRA_MMQ_BN",         "MEMRA_MMQ_SPLIT",
                                               "MEMRA_MMQ_PDL",     "MEMRA_MMQ_WG",         "MEMRA_MMQ_WG_TR",
                                               "MEMRA_MMQ_WG_PERSIST", "MEMRA_MMQ_WG_SEED", "MEMRA_MMQ_KR_TC",
-                                              "MEMRA_MMQ_KR_WG",   "MEMRA_MMQ_WG_CLUSTER"};
+                                              "MEMRA_MMQ_KR_WG"};
     for (int i = 0; i < NKNOBS; i++) CHECK_OK(memra_config_set(g_rt, names[i], want[i]));
     char path[4096] = "";
     for (int i = 0; i < memra_module_count(g_rt); i++) {
@@ -411,18 +410,16 @@ static int records_case(int m, int n, int k, float alpha, const uint8_t *w, cons
              * the three seeded by the tensor cores (MEMRA_MMQ_WG_SEED=1: their sums 2^-38 of the others', the
              * power of two exact, so bit for bit too while every partial sum is normal in both domains,
              * as here: mmq.cu r3w_sd_inner), and _wgsa (MEMRA_MMQ_WG_SEED=smem: the same seed with its A read
-             * from shared memory), and _wgc2 / _wgc4 (MEMRA_MMQ_WG_CLUSTER=2 / 4: _wgs in clusters sharing
-             * each weight tile by the multicast copy; m = 1, 15, 17, 300 leave CTAs of a cluster wholly past m) */
-            enum { NV = 11 };
+             * from shared memory) */
+            enum { NV = 9 };
             static const char *const vname[NV] = {"records", "_wg", "_wgt", "_wgp", "_wgp on 8 CTAs",
-                                                  "_wgs", "_wgps", "_wgps on 8 CTAs", "_wgsa", "_wgc2", "_wgc4"};
+                                                  "_wgs", "_wgps", "_wgps on 8 CTAs", "_wgsa"};
             float *out[NV];
             for (int v = 0; v < NV; v++) {
                 g_wg = v ? "all" : "0";
                 g_wg_tr = v == 2 ? "1" : "0";
                 g_wg_per = v == 3 || v == 6 ? "1" : v == 4 || v == 7 ? "8" : "0";
                 g_wg_sd = v == 8 ? "smem" : v >= 5 ? "1" : "0";
-                g_wg_cl = v == 9 ? "2" : v == 10 ? "4" : "0";
                 const int refused = g_wg_log.n;
                 mmq_knobs(wc[c].bm, wc[c].bn, wc[c].split, NULL);
                 if (g_wg_log.n != refused) {
@@ -437,7 +434,7 @@ static int records_case(int m, int n, int k, float alpha, const uint8_t *w, cons
                 CHECK_OK(memra_device_synchronize(g_dev));
                 out[v] = readback(yd, (size_t)(yrows * ldy) * 4);
             }
-            g_wg = NULL, g_wg_tr = NULL, g_wg_per = NULL, g_wg_sd = NULL, g_wg_cl = NULL;
+            g_wg = NULL, g_wg_tr = NULL, g_wg_per = NULL, g_wg_sd = NULL;
             for (int v = 1; v < NV; v++) {
                 judge jw;
                 judge_init(&jw, "gemm_q8_0r warpgroup tile vs records tile (element = float)", 0.0, stdout);

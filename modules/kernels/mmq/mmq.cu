@@ -1561,49 +1561,6 @@ __device__ __forceinline__ void kq_fill(unsigned char *sp, const unsigned char *
  * rows s0 .. s0 + 127 (map_x, map_xh over them; rows past the expert's end are other experts', computed
  * and never stored: a row's result depends on that row alone), outputs of sorted row s < offsets[e + 1]
  * to y[perm[s]] (SL slices: part[z][perm[s]], memra_k_experts_splitk_sum's layout) */
-/* CL (MEMRA_MMQ_WG_CLUSTER, the _wgc2 / _wgc4 tiles): CL CTAs of one cluster along x (the same weight
- * rows j0, tokens CL tiles apart) share the weight tile. Each CTA's producer copies a 128 / CL-row slice
- * of the weight codes and heads (maps box rows 128 / CL, mmq_ops.c r3w_map) into every CTA of the
- * cluster at once (the multicast form of the tensor copy: the same shared offsets and the same `full`
- * mbarrier offset in each), and its own tokens as before; a CTA thus reads (1 + 1 / CL) / 2 of the
- * stage's bytes through L2. A stage is written by every CTA's producer, so it is free only when every
- * CTA's consumers are done with it: `empty` counts the CTA's 256 consumer threads and one arrival from
- * each warp of the other CTAs' consumers (r3w_peer_arrive). The cluster starts together (its mbarriers
- * initialised before any peer's copy can reach them) and ends together (no CTA leaves while a peer may
- * still arrive on its barriers). */
-__device__ __forceinline__ unsigned r3w_cluster_rank()
-{
-    unsigned r;
-    asm("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
-    return r;
-}
-__device__ __forceinline__ void r3w_cluster_sync()
-{
-    asm volatile("barrier.cluster.arrive.release;\nbarrier.cluster.wait.acquire;\n" ::: "memory");
-}
-/* the box at (c0, c1, c2) of *map into shared dst of every CTA in mask, counted on each one's mbar */
-__device__ __forceinline__ void r3w_tma_load_mc(unsigned dst, const memra_tmap *map, int c0, int c1, int c2, unsigned mbar,
-                                                unsigned short mask)
-{
-    asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster "
-                 "[%0], [%1, {%2, %3, %4}], [%5], %6;\n" ::"r"(dst),
-                 "l"(reinterpret_cast<unsigned long long>(map)), "r"(c0), "r"(c1), "r"(c2), "r"(mbar), "h"(mask)
-                 : "memory");
-}
-/* a consumer warp done with a stage: after its lanes' reads (__syncwarp), lane 0 arrives on that stage's
- * `empty` in each other CTA of the cluster (its own CTA's is counted per thread, r3w_step) */
-template <int CL> __device__ __forceinline__ void r3w_peer_arrive(unsigned empty_s, unsigned rank, int lane)
-{
-    __syncwarp();
-    if (lane != 0) return;
-#pragma unroll
-    for (int p = 1; p < CL; p++) {
-        unsigned remote;
-        asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(remote) : "r"(empty_s), "r"((rank + p) % CL));
-        asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];\n" ::"r"(remote) : "memory");
-    }
-}
-
 struct r3w_xe {
     const memra_tmap *maps;
     const int *offsets, *perm, *tiles, *ntiles;
@@ -1617,8 +1574,7 @@ struct r3w_xe {
  * sl: the slices (P; else gridDim.z). KM (with KF): the min term by tf32 wgmmas (r3w_mma_min), issued
  * after each step's last fold; the step's stage is then released by the next step's first group,
  * after the wait that covers them (a stage is held one step longer: three ahead, not four). */
-template <bool TR, bool P, bool SD, int KF = -1, bool KM = false, bool SA = false, bool XE = false, bool XT = false,
-          int CL = 1>
+template <bool TR, bool P, bool SD, int KF = -1, bool KM = false, bool SA = false, bool XE = false, bool XT = false>
 __device__ __forceinline__ void r3w_body(const memra_tmap *map_w, const memra_tmap *map_wh, const memra_tmap *map_x,
                                          const memra_tmap *map_xh, float *__restrict__ y, int m, int n, int k,
                                          long long ldy, float alpha, float *__restrict__ part, int sl,
@@ -1631,8 +1587,6 @@ __device__ __forceinline__ void r3w_body(const memra_tmap *map_w, const memra_tm
     static_assert(!XT || XE, "the early trigger is the grouped tile's");
     static_assert(!KQ || (SD && TR && !P), "the K-quant tiles: seeded, permuted scales, a plain grid");
     static_assert(!KM || KQ, "the min term by MMA is the K-quant tiles'");
-    static_assert(CL == 1 || ((CL == 2 || CL == 4) && SD && TR && !P && !KQ && !XE),
-                  "the cluster's shared weight tile: the seeded Q8_0 tile on a plain grid, 2 or 4 CTAs");
     constexpr int S = R3W_STAGES, SB = KM ? R3W_STAGE_BYTES_KM : KQ ? R3W_STAGE_BYTES_KQ : R3W_STAGE_BYTES_OF(TR);
     static_assert((S & (S - 1)) == 0 && S >= 2, "the ring's stage index is it & (S - 1)");
     /* TR: producer step it waits for stage it's `empty` (released after `ready` of it - S) before its
@@ -1647,14 +1601,12 @@ __device__ __forceinline__ void r3w_body(const memra_tmap *map_w, const memra_tm
     if (threadIdx.x == 0) {
         for (int s = 0; s < S; s++) {
             memra_mb_init(full + 8 * s, 1);
-            memra_mb_init(empty + 8 * s, 256 + 8 * (CL - 1)); /* CL: the peers' consumer warps too */
+            memra_mb_init(empty + 8 * s, 256);
             memra_mb_init(ready + 8 * s, KQ ? 128 : 32); /* KQ: the producer warpgroup's 128 threads */
         }
         asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
     }
-    if constexpr (CL > 1) r3w_cluster_sync(); /* every CTA's barriers initialised before any copy */
-    else __syncthreads();
-    const unsigned crank = CL > 1 ? r3w_cluster_rank() : 0u;
+    __syncthreads();
     pdl_wait(); /* the q8_1 records (and y's earlier readers) are complete */
     int xs0 = 0, xend = 0; /* (XE) the tile's first sorted row and its expert's end */
     if constexpr (XE) { /* the tile table and the maps are complete (the launches before this one) */
@@ -1697,10 +1649,7 @@ __device__ __forceinline__ void r3w_body(const memra_tmap *map_w, const memra_tm
         asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n");
         /* the whole warp stays, converged each step (run g1: with thread 0 alone in its warp the _wg
          * producer hung, while _wgt / _wgp, whose whole warp loops, passed) */
-        if (threadIdx.x >= 32) {
-            if (CL > 1) asm volatile("barrier.cluster.arrive.release;\n" ::: "memory"); /* the closing sync's */
-            return;
-        }
+        if (threadIdx.x >= 32) return;
         if (XE && lane == 0) memra_tmap_acquire(map_w), memra_tmap_acquire(map_wh); /* written by experts_maps */
         int it = 0;
         for (int t = t0_; t < nt; t += dt) {
@@ -1711,27 +1660,17 @@ __device__ __forceinline__ void r3w_body(const memra_tmap *map_w, const memra_tm
                     const int s = it & (S - 1);
                     if (it >= S) memra_mb_wait(empty + 8 * s, (unsigned)(it / S - 1) & 1u);
                     const unsigned st = sbase + s * SB, fb = full + 8 * s;
-                    memra_mb_arrive_tx(fb, R3W_STAGE_BYTES); /* (CL: the peers' slices land here too) */
-                    if constexpr (CL > 1) { /* this CTA's slice of the weight rows, into every CTA */
-                        constexpr int RS = 128 / CL;
-                        const int jr = tl.j0 + (int)crank * RS;
-                        r3w_tma_load_mc(st + crank * (16384 / CL), map_w, 16, jr, tl.g0 + b, fb, (1u << CL) - 1u);
-                        r3w_tma_load_mc(st + 32768 + crank * (2048 / CL), map_wh, 0, jr, tl.g0 + b, fb, (1u << CL) - 1u);
-                        memra_tma_load_3d(st + 16384, map_x, 16, tl.i0, tl.g0 + b, fb);
-                        memra_tma_load_3d(st + 32768 + 2048, map_xh, 0, tl.i0, tl.g0 + b, fb);
-                    } else {
-                        memra_tma_load_3d(st, map_w, 16, tl.j0, tl.g0 + b, fb);
-                        memra_tma_load_3d(st + 16384, map_x, 16, tl.i0, tl.g0 + b, fb);
-                        memra_tma_load_3d(st + 32768, map_wh, 0, tl.j0, tl.g0 + b, fb);
-                        memra_tma_load_3d(st + 32768 + 2048, map_xh, 0, tl.i0, tl.g0 + b, fb);
-                    }
+                    memra_mb_arrive_tx(fb, R3W_STAGE_BYTES);
+                    memra_tma_load_3d(st, map_w, 16, tl.j0, tl.g0 + b, fb);
+                    memra_tma_load_3d(st + 16384, map_x, 16, tl.i0, tl.g0 + b, fb);
+                    memra_tma_load_3d(st + 32768, map_wh, 0, tl.j0, tl.g0 + b, fb);
+                    memra_tma_load_3d(st + 32768 + 2048, map_xh, 0, tl.i0, tl.g0 + b, fb);
                 }
                 if (TR && it >= 1) r3w_transpose<S, SB, SD>(stages, full, ready, it - 1, lane);
                 if (!TR) __syncwarp();
             }
         }
         if (TR && it >= 1) r3w_transpose<S, SB, SD>(stages, full, ready, it - 1, lane);
-        if constexpr (CL > 1) r3w_cluster_sync();
         return;
     }
     asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n");
@@ -1806,7 +1745,6 @@ __device__ __forceinline__ void r3w_body(const memra_tmap *map_w, const memra_tm
             r3w_step<2, TR, SD, KQ, KM, SA>(acc, t0, t1, sc, mc, sp, sp, st, 0u, 0u, empty_s, a_off, r, cq, dseed, sa, da, db);
             r3w_step<3, TR, SD, KQ, KM, SA>(acc, t1, t0, sc, mc, sp, sp_n, st_n, full_n, ph_n, empty_s, a_off, r, cq, dseed, sa,
                                         da_n, db_n);
-            if constexpr (CL > 1) r3w_peer_arrive<CL>(empty_s, crank, lane);
             if (KM) { /* the step's min term into t1 (just folded), its operands in this stage, held until the
                        * next step's first wait */
                 r3w_min_step(t1, st, w);
@@ -1824,7 +1762,6 @@ __device__ __forceinline__ void r3w_body(const memra_tmap *map_w, const memra_tm
         r3w_store<SD, KQ, XE>(acc, y, part, ldy, alpha, m, n, tl.i0, tl.j0 + r, cq, SL, tl.z, XE ? xe->perm : nullptr,
                               xend);
     }
-    if constexpr (CL > 1) r3w_cluster_sync(); /* no CTA leaves while a peer may still arrive on its `empty` */
 }
 
 #define R3W_ENTRY(NAME, TR, SD)                                                                                      \
@@ -1838,20 +1775,6 @@ __device__ __forceinline__ void r3w_body(const memra_tmap *map_w, const memra_tm
 R3W_ENTRY(memra_k_gemm_q8_0r_wg, false, false)
 R3W_ENTRY(memra_k_gemm_q8_0r_wgt, true, false) /* MEMRA_MMQ_WG_TR=1 */
 R3W_ENTRY(memra_k_gemm_q8_0r_wgs, true, true)  /* MEMRA_MMQ_WG_SEED=1: seeded by the tensor cores */
-/* MEMRA_MMQ_WG_CLUSTER=2 / 4: _wgs in clusters of 2 / 4 CTAs along x sharing the weight tile (r3w_body CL);
- * grid x a multiple of the cluster, the weight maps' box 128 / CL rows */
-#define R3W_CL_ENTRY(NAME, CL)                                                                                       \
-    extern "C" __global__ void __cluster_dims__(CL, 1, 1) __launch_bounds__(R3W_THREADS, 1)                          \
-        NAME(const __grid_constant__ memra_tmap map_w, const __grid_constant__ memra_tmap map_wh,                     \
-             const __grid_constant__ memra_tmap map_x, const __grid_constant__ memra_tmap map_xh, float *__restrict__ y, \
-             int m, int n, int k, long long ldy, float alpha, float *__restrict__ part)                               \
-    {                                                                                                                 \
-        r3w_body<true, false, true, -1, false, false, false, false, CL>(&map_w, &map_wh, &map_x, &map_xh, y, m, n, k,  \
-                                                                        ldy, alpha, part, 1);                         \
-    }
-R3W_CL_ENTRY(memra_k_gemm_q8_0r_wgc2, 2)
-R3W_CL_ENTRY(memra_k_gemm_q8_0r_wgc4, 4)
-#undef R3W_CL_ENTRY
 /* MEMRA_MMQ_WG_SEED=smem: the seed's A read from the seed block too (r3w_mma_seed_s), not 4 registers of
  * 0x80 bytes: 8 registers and 7 MOVs a group fewer, 2 KB more of shared memory read a seed */
 extern "C" __global__ void __launch_bounds__(R3W_THREADS, 1)

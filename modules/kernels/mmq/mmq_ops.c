@@ -378,10 +378,6 @@ typedef struct mmq_state {
     CUfunction gemm_q8_0r_wgp;
     int wgp_cap;
     const char *wgp_name; /* the persistent kernel: _wgps (seeded), or _wgp with MEMRA_MMQ_WG_SEED=0 */
-    /* MEMRA_MMQ_WG_CLUSTER=2 / 4 (opt-in, untimed): the seeded tile in clusters of wg_cl CTAs along the
-     * tokens sharing each weight tile (mmq.cu _wgc2 / _wgc4: the weight maps' box 128 / wg_cl rows, grid x
-     * rounded up to a multiple of wg_cl); 1 otherwise */
-    int wg_cl;
     /* MEMRA_MMQ_KR_WG=1 (cc 9.x, opt-in; run i2: 0.75-0.96x the records tiles): gemm_kr's Q4_K / Q5_K on
      * the seeded warpgroup tile (mmq.cu memra_k_gemm_kr_q4_k_wgs / _q5_k_wgs; the records' sum plane), or
      * with =mma the tile whose min term is two tf32 wgmmas a step (_wgm, untimed), else NULL; kr_wg_names
@@ -536,7 +532,6 @@ static memra_status mmq_load(memra__gpu *q, void *state)
         s->wg_all = wg != NULL && strcmp(wg, "all") == 0;
         s->wg_min_m = autom ? MMQ_WG_AUTO_M : 0;
         s->gemm_q8_0r_wgp = NULL;
-        s->wg_cl = 1;
         if (st == MEMRA_STATUS_OK && (autom || strcmp(wg, "1") == 0 || s->wg_all)) {
             const char *tr = memra__gpu_knob(q, "MEMRA_MMQ_WG_TR"), *pe = memra__gpu_knob(q, "MEMRA_MMQ_WG_PERSIST");
             char *pend = NULL;
@@ -548,20 +543,10 @@ static memra_status mmq_load(memra__gpu *q, void *state)
             const int sda = sd != NULL && strcmp(sd, "smem") == 0;
             const int seed = sd == NULL || strcmp(sd, "1") == 0 || sda;
             const int t = seed || per || (tr != NULL && strcmp(tr, "1") == 0);
-            /* MEMRA_MMQ_WG_CLUSTER=2 / 4: the seeded plain-grid tile only */
-            const char *cl = memra__gpu_knob(q, "MEMRA_MMQ_WG_CLUSTER");
-            const int clv = cl != NULL && (strcmp(cl, "2") == 0 || strcmp(cl, "4") == 0) ? atoi(cl) : 1;
-            s->wg_cl = clv > 1 && seed && !sda && !per ? clv : 1;
-            if (clv > 1 && s->wg_cl == 1)
-                q->host->log(MEMRA_LOG_WARN, q->name,
-                             "MEMRA_MMQ_WG_CLUSTER=%s applies to the seeded tile on a plain grid (MEMRA_MMQ_WG_SEED=1, "
-                             "MEMRA_MMQ_WG_PERSIST=0); ignored", cl);
-            s->wg_name = s->wg_cl == 2   ? "memra_k_gemm_q8_0r_wgc2"
-                         : s->wg_cl == 4 ? "memra_k_gemm_q8_0r_wgc4"
-                         : sda           ? "memra_k_gemm_q8_0r_wgsa"
-                         : seed          ? "memra_k_gemm_q8_0r_wgs"
-                         : t             ? "memra_k_gemm_q8_0r_wgt"
-                                         : "memra_k_gemm_q8_0r_wg";
+            s->wg_name = sda    ? "memra_k_gemm_q8_0r_wgsa"
+                         : seed ? "memra_k_gemm_q8_0r_wgs"
+                         : t    ? "memra_k_gemm_q8_0r_wgt"
+                                : "memra_k_gemm_q8_0r_wg";
             s->wgp_name = seed ? "memra_k_gemm_q8_0r_wgps" : "memra_k_gemm_q8_0r_wgp";
             s->wg_smem = seed ? R3W_SMEM_BYTES_SD(1) : R3W_SMEM_BYTES_OF(t);
             const int ok = caps->cc / 10 == 9 && q->cuTensorMapEncodeTiled != NULL && !q->from_ptx &&
@@ -1084,30 +1069,21 @@ static q8r_plan plan_tiles(const memra__gpu *q, const mmq_knobs *kn, const memra
  * swizzle); rows past n or m read as zeros. 1 when the driver encoded all four. */
 /* One of them: the records at p ([steps][rows][144 bytes]), their code bytes (head 0: a 128 x 128 box,
  * swizzled) or heads (head 1: 16 x 128, plain) */
-static int r3w_map_box(const memra__gpu *q, memra__cu_tensor_map *map, memra_dptr p, int rows, int k, int head,
-                       unsigned box_rows)
+static int r3w_map(const memra__gpu *q, memra__cu_tensor_map *map, memra_dptr p, int rows, int k, int head)
 {
     const uint64_t steps = ((uint64_t)k + 127) / 128;
     const uint64_t dims[3] = {MMQ_ROW, (uint64_t)rows, steps}, stride[2] = {MMQ_ROW, (uint64_t)rows * MMQ_ROW};
-    const uint32_t box[3] = {head ? 16u : 128u, box_rows, 1u}, es[3] = {1, 1, 1};
+    const uint32_t box[3] = {head ? 16u : 128u, 128u, 1u}, es[3] = {1, 1, 1};
     return q->cuTensorMapEncodeTiled(map, MEMRA__CU_TENSOR_MAP_DATA_TYPE_UINT8, 3, (void *)(uintptr_t)p, dims, stride,
                                      box, es, MEMRA__CU_TENSOR_MAP_INTERLEAVE_NONE,
                                      head ? MEMRA__CU_TENSOR_MAP_SWIZZLE_NONE : MEMRA__CU_TENSOR_MAP_SWIZZLE_128B,
                                      MEMRA__CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
                                      MEMRA__CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == MEMRA__CU_SUCCESS;
 }
-static int r3w_map(const memra__gpu *q, memra__cu_tensor_map *map, memra_dptr p, int rows, int k, int head)
-{
-    return r3w_map_box(q, map, p, rows, k, head, 128u);
-}
-/* the four maps of the warpgroup tile: the weight's codes and heads in boxes of 128 / cl rows (cl > 1: the
- * cluster's slices, MEMRA_MMQ_WG_CLUSTER), the tokens' in boxes of 128 */
-static int r3w_maps(const memra__gpu *q, memra__cu_tensor_map maps[4], memra_dptr w, memra_dptr x, int m, int n, int k,
-                    int cl)
+static int r3w_maps(const memra__gpu *q, memra__cu_tensor_map maps[4], memra_dptr w, memra_dptr x, int m, int n, int k)
 {
     for (int i = 0; i < 4; i++)
-        if (!r3w_map_box(q, &maps[i], i < 2 ? w : x, i < 2 ? n : m, k, i & 1, i < 2 ? 128u / (unsigned)cl : 128u))
-            return 0;
+        if (!r3w_map(q, &maps[i], i < 2 ? w : x, i < 2 ? n : m, k, i & 1)) return 0;
     return 1;
 }
 
@@ -1134,7 +1110,7 @@ static memra_status run_tiles(memra__gpu *q, memra_call *call, const memra_gemm_
     memra__cu_tensor_map maps[4]; /* its tensor maps: a refused encoding leaves the plan as it was */
     const int wg = op_id == MEMRA_OP_gemm_q8_0r && MMQ_K(q)->gemm_q8_0r_wg != NULL &&
                    (MMQ_K(q)->wg_min_m > 0 ? m >= MMQ_K(q)->wg_min_m : tl->bm == 128 || MMQ_K(q)->wg_all) &&
-                   r3w_maps(q, maps, w, x, m, n, k, MMQ_K(q)->wg_cl);
+                   r3w_maps(q, maps, w, x, m, n, k);
     /* MEMRA_MMQ_KR_WG: Q4_K / Q5_K on the seeded warpgroup tile, every pick (its token codes' map alone) */
     const int kf = op_id == MEMRA_OP_gemm_kr && a->w_format == MEMRA_FORMAT_Q4_K   ? 0
                    : op_id == MEMRA_OP_gemm_kr && a->w_format == MEMRA_FORMAT_Q5_K ? 1
@@ -1179,9 +1155,8 @@ static memra_status run_tiles(memra__gpu *q, memra_call *call, const memra_gemm_
         st = launch_pdl_k(q, &kn, MMQ_K(q)->gemm_kr_wg[kf], MMQ_K(q)->kr_wg_names[kf], (unsigned)((m + 127) / 128),
                           (unsigned)((n + 127) / 128), (unsigned)p.split, R3W_THREADS, MMQ_K(q)->kr_wg_smem, call->stream,
                           (void *[]){&maps[2], &w, &x, &xs, &y, &m, &n, &k, &ldy, &alpha, &part});
-    } else if (wg) /* (a cluster's CTAs: grid x a multiple of it, the CTAs past m storing nothing) */
-        st = launch_pdl_k(q, &kn, MMQ_K(q)->gemm_q8_0r_wg, MMQ_K(q)->wg_name,
-                          (unsigned)(((m + 127) / 128 + MMQ_K(q)->wg_cl - 1) / MMQ_K(q)->wg_cl * MMQ_K(q)->wg_cl),
+    } else if (wg)
+        st = launch_pdl_k(q, &kn, MMQ_K(q)->gemm_q8_0r_wg, MMQ_K(q)->wg_name, (unsigned)((m + 127) / 128),
                           (unsigned)((n + 127) / 128), (unsigned)p.split, R3W_THREADS, MMQ_K(q)->wg_smem, call->stream,
                           (void *[]){&maps[0], &maps[1], &maps[2], &maps[3], &y, &m, &n, &k, &ldy, &alpha, &part});
     else
