@@ -1304,7 +1304,8 @@ static int case_mmq(const char *so)
         const char *knob, *missing, *tr, *per;
         int m, n;
         int wg; /* 1: memra_k_gemm_q8_0r_wg launched, 2: _wgt (MEMRA_MMQ_WG_TR=1), 3: _wgp (MEMRA_MMQ_WG_PERSIST=1),
-                 * 4: _wgs (MEMRA_MMQ_WG_SEED=1), 5: _wgps (both), 6: _wgsa (MEMRA_MMQ_WG_SEED=smem) */
+                 * 4: _wgs (MEMRA_MMQ_WG_SEED=1), 5: _wgps (both), 6: _wgsa (MEMRA_MMQ_WG_SEED=smem),
+                 * 7: _wgsax (MEMRA_MMQ_WG_SEED=xp) */
         const char *sd;
     } wgc[] = {{90, 0, "1", NULL, NULL, NULL, 4096, 12288, 1, "0"},       {90, 0, "0", NULL, NULL, NULL, 4096, 12288, 0, "0"},
                {90, 0, "0", NULL, NULL, NULL, 4096, 12288, 0, NULL},       {120, 0, "1", NULL, NULL, NULL, 4096, 12288, 0, "0"},
@@ -1331,7 +1332,11 @@ static int case_mmq(const char *so)
                /* MEMRA_MMQ_WG_SEED=smem: _wgsa (the seed's A from shared memory); with PERSIST _wgps */
                {90, 0, NULL, NULL, NULL, NULL, 4096, 12288, 6, "smem"}, {90, 0, "all", NULL, NULL, NULL, 512, 1024, 6, "smem"},
                {90, 0, NULL, NULL, NULL, "1", 4096, 12288, 5, "smem"}, {90, 0, NULL, "q8_0r_wgsa", NULL, NULL, 4096, 12288, 0, "smem"},
-               {120, 0, NULL, NULL, NULL, NULL, 4096, 12288, 0, "smem"}};
+               {120, 0, NULL, NULL, NULL, NULL, 4096, 12288, 0, "smem"},
+               /* MEMRA_MMQ_WG_SEED=xp: _wgsax (_wgsa with the token scales a group ahead); with PERSIST _wgps */
+               {90, 0, NULL, NULL, NULL, NULL, 4096, 12288, 7, "xp"}, {90, 0, "all", NULL, NULL, NULL, 512, 1024, 7, "xp"},
+               {90, 0, NULL, NULL, NULL, "1", 4096, 12288, 5, "xp"}, {90, 0, NULL, "q8_0r_wgsax", NULL, NULL, 4096, 12288, 0, "xp"},
+               {120, 0, NULL, NULL, NULL, NULL, 4096, 12288, 0, "xp"}};
     for (size_t i = 0; i < sizeof wgc / sizeof wgc[0]; i++) {
         g_mmq_wg_knob = wgc[i].knob, g_missing_kernel = wgc[i].missing, g_no_tmap = wgc[i].no_tmap;
         g_mmq_wg_tr_knob = wgc[i].tr, g_mmq_wg_per_knob = wgc[i].per, g_mmq_wg_sd_knob = wgc[i].sd;
@@ -1347,6 +1352,7 @@ static int case_mmq(const char *so)
                           : strcmp(got, "memra_k_gemm_q8_0r_wgs") == 0 ? 4
                           : strcmp(got, "memra_k_gemm_q8_0r_wgps") == 0 ? 5
                           : strcmp(got, "memra_k_gemm_q8_0r_wgsa") == 0 ? 6
+                          : strcmp(got, "memra_k_gemm_q8_0r_wgsax") == 0 ? 7
                                                                         : 0;
         const int per = is_wg == 3 || is_wg == 5;
         /* the persistent tiles: a 1-D grid of min(tiles x slices, 132 SMs) (m = 512: 32 tiles x 4 slices) */

@@ -1302,9 +1302,9 @@ __device__ __forceinline__ int r3w_perm(int t)
  * group G folded into acc and tc re-seeded (SD: seeded by the u8 wgmma issued before the s8 one, dseed
  * the seed block's descriptor); the stage freed after its fourth group. r: the
  * thread's weight row in the tile, cq its first token column (2 (lane % 4)). */
-template <int G, bool TR, bool SD, bool KQ = false, bool KM = false, bool SA = false>
+template <int G, bool TR, bool SD, bool KQ = false, bool KM = false, bool SA = false, bool XP = false>
 __device__ __forceinline__ void r3w_step(float (&acc)[64], uint32_t (&tc)[64], uint32_t (&tn)[64], float (&sc)[2],
-                                         float (&mc)[2], const unsigned char *sp, const unsigned char *sp_n, unsigned st_n,
+                                         float (&mc)[2], float4 (&xp)[4], const unsigned char *sp, const unsigned char *sp_n, unsigned st_n,
                                          unsigned full_n, unsigned ph_n, unsigned empty_s, unsigned a_off, int r,
                                          int cq, unsigned long long dseed, const uint32_t (&sa)[4],
                                          unsigned long long da_n, unsigned long long db_n, unsigned empty_p = 0u)
@@ -1333,11 +1333,17 @@ __device__ __forceinline__ void r3w_step(float (&acc)[64], uint32_t (&tc)[64], u
     /* (KQ) the rows' min factors, -mn 2^-44 (exact), and the tokens' sums t (permuted as the scales) */
     const float n0 = mc[0] * -(1.0f / R3W_KQ_POST), n1 = mc[1] * -(1.0f / R3W_KQ_POST);
     const float *tt = reinterpret_cast<const float *>(sp + 32768 + 8192) + G * 128;
+    float4 xh[4]; /* (XP) the group's token scales of j = 8 .. 15, loaded before the first FFMA */
+    if (XP) {
+#pragma unroll
+        for (int q = 0; q < 4; q++) xh[q] = *reinterpret_cast<const float4 *>(xt + r3w_perm(16 * (q + 4) + cq));
+    }
 #pragma unroll
     for (int j = 0; j < 16; j++) {
         float x0, x1;
         if (SD) { /* TR, permuted (r3w_perm): one 16-byte load holds tokens of j and j + 1 */
-            const float4 xx = *reinterpret_cast<const float4 *>(xt + r3w_perm(8 * (j & ~1) + cq));
+            const float4 xx = !XP ? *reinterpret_cast<const float4 *>(xt + r3w_perm(8 * (j & ~1) + cq))
+                              : j < 8 ? xp[j >> 1] : xh[(j - 8) >> 1];
             x0 = (j & 1) ? xx.z : xx.x, x1 = (j & 1) ? xx.w : xx.y;
         } else if (TR) {
             const float2 xx = *reinterpret_cast<const float2 *>(xt + 8 * j + cq);
@@ -1369,6 +1375,11 @@ __device__ __forceinline__ void r3w_step(float (&acc)[64], uint32_t (&tc)[64], u
      * whose `full` was waited for above) */
     const float *hn = reinterpret_cast<const float *>(sp_n + 32768);
     sc[0] = hn[r * 4 + KK_N], sc[1] = hn[(r + 8) * 4 + KK_N];
+    if (XP) { /* and its token scales of j = 0 .. 7 (TR's [group][token], permuted) */
+        const float *xn = reinterpret_cast<const float *>(sp_n + 32768 + 4096) + KK_N * 128;
+#pragma unroll
+        for (int q = 0; q < 4; q++) xp[q] = *reinterpret_cast<const float4 *>(xn + r3w_perm(16 * q + cq));
+    }
     if (KQ && !KM) {
         const float *hm = reinterpret_cast<const float *>(sp_n + 32768 + 6144);
         mc[0] = hm[r * 4 + KK_N], mc[1] = hm[(r + 8) * 4 + KK_N];
@@ -1574,7 +1585,8 @@ struct r3w_xe {
  * sl: the slices (P; else gridDim.z). KM (with KF): the min term by tf32 wgmmas (r3w_mma_min), issued
  * after each step's last fold; the step's stage is then released by the next step's first group,
  * after the wait that covers them (a stage is held one step longer: three ahead, not four). */
-template <bool TR, bool P, bool SD, int KF = -1, bool KM = false, bool SA = false, bool XE = false, bool XT = false>
+template <bool TR, bool P, bool SD, int KF = -1, bool KM = false, bool SA = false, bool XE = false, bool XT = false,
+          bool XP = false>
 __device__ __forceinline__ void r3w_body(const memra_tmap *map_w, const memra_tmap *map_wh, const memra_tmap *map_x,
                                          const memra_tmap *map_xh, float *__restrict__ y, int m, int n, int k,
                                          long long ldy, float alpha, float *__restrict__ part, int sl,
@@ -1587,6 +1599,7 @@ __device__ __forceinline__ void r3w_body(const memra_tmap *map_w, const memra_tm
     static_assert(!XT || XE, "the early trigger is the grouped tile's");
     static_assert(!KQ || (SD && TR && !P), "the K-quant tiles: seeded, permuted scales, a plain grid");
     static_assert(!KM || KQ, "the min term by MMA is the K-quant tiles'");
+    static_assert(!XP || (SD && TR && !KQ), "the token scales a group ahead: the seeded Q8_0 tiles");
     constexpr int S = R3W_STAGES, SB = KM ? R3W_STAGE_BYTES_KM : KQ ? R3W_STAGE_BYTES_KQ : R3W_STAGE_BYTES_OF(TR);
     static_assert((S & (S - 1)) == 0 && S >= 2, "the ring's stage index is it & (S - 1)");
     /* TR: producer step it waits for stage it's `empty` (released after `ready` of it - S) before its
@@ -1692,6 +1705,7 @@ __device__ __forceinline__ void r3w_body(const memra_tmap *map_w, const memra_tm
         r3w_seed(t1);
     }
     float sc[2]; /* the weight scales of the group about to be folded (each step loads the next one's) */
+    float4 xp[4]; /* (XP) its token scales of j = 0 .. 7 likewise */
     float mc[2] = {0.0f, 0.0f}; /* (KQ) its rows' mins likewise */
     int it = 0;
     bool inflight = false; /* t0 holds the tile's first group, issued during the last tile's last fold */
@@ -1720,6 +1734,10 @@ __device__ __forceinline__ void r3w_body(const memra_tmap *map_w, const memra_tm
             asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
             const float *h0 = reinterpret_cast<const float *>(stages + (it & (S - 1)) * SB + 32768);
             sc[0] = h0[r * 4], sc[1] = h0[(r + 8) * 4];
+            if (XP) {
+#pragma unroll
+                for (int q = 0; q < 4; q++) xp[q] = *reinterpret_cast<const float4 *>(h0 + 1024 + r3w_perm(16 * q + cq));
+            }
             if (KQ && !KM) mc[0] = h0[1536 + r * 4], mc[1] = h0[1536 + (r + 8) * 4]; /* the mins at + 6144 bytes */
         }
         /* after the tile's last step: the first step of the CTA's next tile with steps (P, where there is one),
@@ -1739,11 +1757,11 @@ __device__ __forceinline__ void r3w_body(const memra_tmap *map_w, const memra_tm
             /* (SD) the descriptors of this stage's and the next issue's operands */
             const unsigned long long da = memra_wg_desc(st + a_off), db = memra_wg_desc(st + 16384);
             const unsigned long long da_n = memra_wg_desc(st_n + a_off), db_n = memra_wg_desc(st_n + 16384);
-            r3w_step<0, TR, SD, KQ, KM, SA>(acc, t0, t1, sc, mc, sp, sp, st, 0u, 0u, empty_s, a_off, r, cq, dseed, sa, da, db,
+            r3w_step<0, TR, SD, KQ, KM, SA, XP>(acc, t0, t1, sc, mc, xp, sp, sp, st, 0u, 0u, empty_s, a_off, r, cq, dseed, sa, da, db,
                                         empty_p);
-            r3w_step<1, TR, SD, KQ, KM, SA>(acc, t1, t0, sc, mc, sp, sp, st, 0u, 0u, empty_s, a_off, r, cq, dseed, sa, da, db);
-            r3w_step<2, TR, SD, KQ, KM, SA>(acc, t0, t1, sc, mc, sp, sp, st, 0u, 0u, empty_s, a_off, r, cq, dseed, sa, da, db);
-            r3w_step<3, TR, SD, KQ, KM, SA>(acc, t1, t0, sc, mc, sp, sp_n, st_n, full_n, ph_n, empty_s, a_off, r, cq, dseed, sa,
+            r3w_step<1, TR, SD, KQ, KM, SA, XP>(acc, t1, t0, sc, mc, xp, sp, sp, st, 0u, 0u, empty_s, a_off, r, cq, dseed, sa, da, db);
+            r3w_step<2, TR, SD, KQ, KM, SA, XP>(acc, t0, t1, sc, mc, xp, sp, sp, st, 0u, 0u, empty_s, a_off, r, cq, dseed, sa, da, db);
+            r3w_step<3, TR, SD, KQ, KM, SA, XP>(acc, t1, t0, sc, mc, xp, sp, sp_n, st_n, full_n, ph_n, empty_s, a_off, r, cq, dseed, sa,
                                         da_n, db_n);
             if (KM) { /* the step's min term into t1 (just folded), its operands in this stage, held until the
                        * next step's first wait */
@@ -1783,6 +1801,19 @@ memra_k_gemm_q8_0r_wgsa(const __grid_constant__ memra_tmap map_w, const __grid_c
                         float *__restrict__ y, int m, int n, int k, long long ldy, float alpha, float *__restrict__ part)
 {
     r3w_body<true, false, true, -1, false, true>(&map_w, &map_wh, &map_x, &map_xh, y, m, n, k, ldy, alpha, part, 1);
+}
+/* MEMRA_MMQ_WG_SEED=xp: _wgsa (the seed's A from shared memory, which frees the 8 registers of the constant A)
+ * with each group's token scales of j = 0 .. 7 loaded a group ahead, as its weight scales are, and those of
+ * j = 8 .. 15 before its first FFMA. Run k3 found the fold's FFMAs stalled on those loads (short
+ * scoreboard) in 22% of `_wgs`'s samples. ptxas: 16 bytes of spill, 2 stores and 2 loads a step; the same
+ * registers in _wgs spill 148 bytes. */
+extern "C" __global__ void __launch_bounds__(R3W_THREADS, 1)
+memra_k_gemm_q8_0r_wgsax(const __grid_constant__ memra_tmap map_w, const __grid_constant__ memra_tmap map_wh,
+                         const __grid_constant__ memra_tmap map_x, const __grid_constant__ memra_tmap map_xh,
+                         float *__restrict__ y, int m, int n, int k, long long ldy, float alpha, float *__restrict__ part)
+{
+    r3w_body<true, false, true, -1, false, true, false, false, true>(&map_w, &map_wh, &map_x, &map_xh, y, m, n, k, ldy,
+                                                                     alpha, part, 1);
 }
 /* MEMRA_MMQ_WG_PERSIST=1 (with the token scales transposed): the persistent tiles, sl slices, a 1-D grid */
 extern "C" __global__ void __launch_bounds__(R3W_THREADS, 1)

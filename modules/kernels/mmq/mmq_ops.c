@@ -541,9 +541,12 @@ static memra_status mmq_load(memra__gpu *q, void *state)
             const char *sd = memra__gpu_knob(q, "MEMRA_MMQ_WG_SEED");
             /* on by default (runs i1 / i4); smem: _wgsa, the seed's A from shared memory (untimed) */
             const int sda = sd != NULL && strcmp(sd, "smem") == 0;
-            const int seed = sd == NULL || strcmp(sd, "1") == 0 || sda;
+            /* xp: _wgsax, _wgsa with the token scales loaded a group ahead (untimed) */
+            const int sdx = sd != NULL && strcmp(sd, "xp") == 0;
+            const int seed = sd == NULL || strcmp(sd, "1") == 0 || sda || sdx;
             const int t = seed || per || (tr != NULL && strcmp(tr, "1") == 0);
-            s->wg_name = sda    ? "memra_k_gemm_q8_0r_wgsa"
+            s->wg_name = sdx    ? "memra_k_gemm_q8_0r_wgsax"
+                         : sda  ? "memra_k_gemm_q8_0r_wgsa"
                          : seed ? "memra_k_gemm_q8_0r_wgs"
                          : t    ? "memra_k_gemm_q8_0r_wgt"
                                 : "memra_k_gemm_q8_0r_wg";
