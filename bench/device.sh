@@ -116,7 +116,7 @@
 #   bulkxe      MEMRA_MMQ_BULK=1 on the sorted grouped Q8_0 tiles: tests, check, four tools, bench moe A/B
 #               (see step_bulkxe)
 #   wgsx        MEMRA_MMQ_WG_SEED=xp (gemm_q8_0r's seeded tile with the token scales a group ahead): tests,
-#               check, ncu names, knobab against 1, stall samples, the four tools (see step_wgsx)
+#               check, ncu names, knobab against 1, stall samples, the four tools, in parts (see step_wgsx)
 #   xestress    gemm_experts (Q8_0 floor, its warpgroup tile at k = 4096, block-128 FP8) from threads and
 #               streams in test_gpu_stress, an injected fault, memcheck and racecheck (see step_xestress)
 #   xetools     the four tools over check gemm_experts (mmq, --quick) under the defaults
@@ -1031,25 +1031,29 @@ step_moesweep() {
   say "moesweep: $((SECONDS - t)) s"
 }
 
-# MEMRA_MMQ_WG_SEED=xp (issue 26: _wgsax, the seeded tile with the token scales loaded a group ahead):
-# test_mmq_ops gemm_q8_0r (_wgsax bit for bit the records tile in every case), check gemm_q8_0r, ncu
-# naming the kernel, knobab SEED=xp against 1 on the 27b sheet at WGSX_M (default 4096; WGSX_ROUNDS,
-# default 2), the per-instruction stall samples of _wgsax (as ncusrc), and the four tools over check
-# gemm_q8_0r mmq --quick (WGSX_TOOLS=0 skips)
+# MEMRA_MMQ_WG_SEED=xp (issue 26: _wgsax, the seeded tile with the token scales loaded a group ahead), in
+# parts (WGSX_PARTS, default "test ab ncu tools"; run k1's test_mmq_ops gemm_q8_0r alone took ~200 s):
+#   test   test_mmq_ops gemm_q8_0r (_wgsax bit for bit the records tile in every case), check gemm_q8_0r,
+#          ncu naming the kernel
+#   ab     knobab SEED=xp against 1 on the 27b sheet at WGSX_M (default 4096; WGSX_ROUNDS, default 2)
+#   ncu    the per-instruction stall samples of _wgsax (as ncusrc)
+#   tools  the four tools over check gemm_q8_0r mmq --quick
 step_wgsx() {
-  local t=$SECONDS
-  timeout 300 $T gemm_q8_0r > "$L/wgsx_test_gemm_q8_0r.log" 2>&1
-  say "test_mmq_ops gemm_q8_0r (with _wgsax): exit $? $(grep -cE '_wgsax .* ok$' "$L/wgsx_test_gemm_q8_0r.log") _wgsax cases ok"
-  grep -E "FAIL" "$L/wgsx_test_gemm_q8_0r.log" | head -6 >> "$S"
-  MEMRA_MMQ_WG_SEED=xp timeout 200 $M check --device 0 --op gemm_q8_0r > "$L/wgsx_check.log" 2>&1
-  say "check gemm_q8_0r MEMRA_MMQ_WG_SEED=xp: exit $? $(grep -E 'passed, ' "$L/wgsx_check.log")"
-  MEMRA_MMQ_WG_SEED=xp MEMRA_ADMISSION=off timeout 200 ncu --clock-control none --metrics gpu__time_duration.sum \
-    -k regex:memra_k_gemm_q8_0r -c 2 $M bench 27b --m 4096 --reps 1 --warmup 0 > "$L/wgsx_ncu.txt" 2>&1
-  say "ncu names (SEED=xp): exit $? $(grep -oE 'memra_k_gemm_q8_0r_[a-z0-9]+' "$L/wgsx_ncu.txt" | sort -u | tr '\n' ' ')"
-  KNOBAB_KNOB=MEMRA_MMQ_WG_SEED KNOBAB_ON=xp KNOBAB_OFF=1 KNOBAB_M="${WGSX_M:-4096}" KNOBAB_ROUNDS=${WGSX_ROUNDS:-2} \
-    KNOBAB_ARM="mmq|q4_0" step_knobab
-  NCUSRC_SPECS="wgsax|memra_k_gemm_q8_0r_wgsax|sweep 4096 0|MEMRA_MMQ_WG_SEED=xp" step_ncusrc
-  [ "${WGSX_TOOLS:-1}" = 1 ] && knob_tools MEMRA_MMQ_WG_SEED=xp wgsx gemm_q8_0r
+  local t=$SECONDS parts=" ${WGSX_PARTS:-test ab ncu tools} "
+  if [[ $parts == *" test "* ]]; then
+    timeout 300 $T gemm_q8_0r > "$L/wgsx_test_gemm_q8_0r.log" 2>&1
+    say "test_mmq_ops gemm_q8_0r (with _wgsax): exit $? $(grep -cE '_wgsax .* ok$' "$L/wgsx_test_gemm_q8_0r.log") _wgsax cases ok"
+    grep -E "FAIL" "$L/wgsx_test_gemm_q8_0r.log" | head -6 >> "$S"
+    MEMRA_MMQ_WG_SEED=xp timeout 200 $M check --device 0 --op gemm_q8_0r > "$L/wgsx_check.log" 2>&1
+    say "check gemm_q8_0r MEMRA_MMQ_WG_SEED=xp: exit $? $(grep -E 'passed, ' "$L/wgsx_check.log")"
+    MEMRA_MMQ_WG_SEED=xp MEMRA_ADMISSION=off timeout 200 ncu --clock-control none --metrics gpu__time_duration.sum \
+      -k regex:memra_k_gemm_q8_0r -c 2 $M bench 27b --m 4096 --reps 1 --warmup 0 > "$L/wgsx_ncu.txt" 2>&1
+    say "ncu names (SEED=xp): exit $? $(grep -oE 'memra_k_gemm_q8_0r_[a-z0-9]+' "$L/wgsx_ncu.txt" | sort -u | tr '\n' ' ')"
+  fi
+  [[ $parts == *" ab "* ]] && KNOBAB_KNOB=MEMRA_MMQ_WG_SEED KNOBAB_ON=xp KNOBAB_OFF=1 KNOBAB_M="${WGSX_M:-4096}" \
+    KNOBAB_ROUNDS=${WGSX_ROUNDS:-2} KNOBAB_ARM="mmq|q4_0" step_knobab
+  [[ $parts == *" ncu "* ]] && NCUSRC_SPECS="wgsax|memra_k_gemm_q8_0r_wgsax|sweep 4096 0|MEMRA_MMQ_WG_SEED=xp" step_ncusrc
+  [[ $parts == *" tools "* ]] && knob_tools MEMRA_MMQ_WG_SEED=xp wgsx gemm_q8_0r
   say "wgsx: $((SECONDS - t)) s"
 }
 
