@@ -35,13 +35,7 @@ class Weight(_Child):
     _destroy = "memra_weight_destroy"
 
     def __init__(self, runtime, data, format, shape, scale=1.0, grid=None, name=None, input_scale=0.0):
-        if not isinstance(runtime, Runtime):
-            raise bad("Weight", "the first argument is a memra.Runtime (got %s)" % type(runtime).__name__)
-        fid = format_id(format)
-        try:
-            out_f, in_f = (int(v) for v in shape)
-        except (TypeError, ValueError):
-            raise bad("Weight", "shape is (out_f, in_f) (got %r)" % (shape,)) from None
+        fid, out_f, in_f = _head_args(runtime, format, shape, "Weight", "")
         buf, nbytes = _bytes_arg(data, "Weight")
         grid_arr, grid_n = _floats_arg(grid)
         from ._checks import text_arg
@@ -142,13 +136,7 @@ class Weight(_Child):
         (n_experts of them, None: all 1), `grid` block-128 e4m3 experts' grids, expert-major. For
         :func:`memra.matmul_experts`; :func:`memra.matmul` refuses it. The library validates
         everything and raises InvalidArgumentError naming the field and the expert."""
-        if not isinstance(runtime, Runtime):
-            raise bad("Weight.experts", "the first argument is a memra.Runtime (got %s)" % type(runtime).__name__)
-        fid = format_id(format)
-        try:
-            out_f, in_f = (int(v) for v in shape)
-        except (TypeError, ValueError):
-            raise bad("Weight.experts", "shape is (out_f, in_f) of each expert (got %r)" % (shape,)) from None
+        fid, out_f, in_f = _head_args(runtime, format, shape, "Weight.experts", " of each expert")
         if isinstance(n_experts, bool) or not isinstance(n_experts, int):
             raise bad("Weight.experts", "n_experts is an int (got %s)" % type(n_experts).__name__)
         buf, nbytes = _bytes_arg(data, "Weight.experts")
@@ -261,6 +249,18 @@ class Weight(_Child):
         e = self.n_experts
         return "<memra.Weight %s%s %dx%d%s>" % (self.format, " %d experts of" % e if e else "", self.out_f, self.in_f,
                                                 " %s" % self.name if self.name else "")
+
+
+def _head_args(runtime, format, shape, what, of):
+    """The checks both constructors start with: the runtime, the format's id and (out_f, in_f)."""
+    if not isinstance(runtime, Runtime):
+        raise bad(what, "the first argument is a memra.Runtime (got %s)" % type(runtime).__name__)
+    fid = format_id(format)
+    try:
+        out_f, in_f = (int(v) for v in shape)
+    except (TypeError, ValueError):
+        raise bad(what, "shape is (out_f, in_f)%s (got %r)" % (of, shape)) from None
+    return fid, out_f, in_f
 
 
 def _bytes_arg(data, what):
