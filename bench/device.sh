@@ -117,6 +117,8 @@
 #               (see step_bulkxe)
 #   wgsx        MEMRA_MMQ_WG_SEED=xp (gemm_q8_0r's seeded tile with the token scales a group ahead): tests,
 #               check, ncu names, knobab against 1, stall samples, the four tools, in parts (see step_wgsx)
+#   wgplan      knobab MEMRA_MMQ_WG=all against 0 at m = 256 .. 1024 (WGPLAN_M): is the plan's pick between
+#               the seeded tile and the records tiles the faster one? (see step_wgplan)
 #   xestress    gemm_experts (Q8_0 floor, its warpgroup tile at k = 4096, block-128 FP8) from threads and
 #               streams in test_gpu_stress, an injected fault, memcheck and racecheck (see step_xestress)
 #   xetools     the four tools over check gemm_experts (mmq, --quick) under the defaults
@@ -1055,6 +1057,17 @@ step_wgsx() {
   [[ $parts == *" ncu "* ]] && NCUSRC_SPECS="wgsax|memra_k_gemm_q8_0r_wgsax|sweep 4096 0|MEMRA_MMQ_WG_SEED=xp" step_ncusrc
   [[ $parts == *" tools "* ]] && knob_tools MEMRA_MMQ_WG_SEED=xp wgsx gemm_q8_0r
   say "wgsx: $((SECONDS - t)) s"
+}
+
+# The plan's choice between the seeded warpgroup tile and the records tiles below 1024 tokens (the model's
+# step_wg, mmq_ops.c): knobab MEMRA_MMQ_WG=all (the seeded tile on every call, at its own split) against 0
+# (the records plan) at WGPLAN_M (default 256 384 512 640 768 1024), WGPLAN_ROUNDS rounds (default 1);
+# the q8_0 / q4_0 rows to the summary. bench/RESULTS.md sets each row's faster arm beside the model's pick.
+step_wgplan() {
+  local t=$SECONDS
+  KNOBAB_KNOB=MEMRA_MMQ_WG KNOBAB_ON=all KNOBAB_OFF=0 KNOBAB_M="${WGPLAN_M:-256 384 512 640 768 1024}" \
+    KNOBAB_ROUNDS=${WGPLAN_ROUNDS:-1} KNOBAB_ARM="mmq|q4_0" step_knobab
+  say "wgplan: $((SECONDS - t)) s"
 }
 
 # The grouped experts call under threads and streams (test_gpu_stress's lanes xe, xefp8blk and xewg, the

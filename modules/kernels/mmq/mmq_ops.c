@@ -19,7 +19,8 @@
 /* Named scratch (host->scratch_get: per call and stream). */
 #define MEMRA__MMQ_SLOT_PART "q8_0r.splitk" /* gemm_q8_0r: split-k partial sums */
 /* MEMRA_MMQ_WG=auto (the default): the seeded warpgroup tile serves gemm_q8_0r calls of at least this many
- * tokens (runs i1 / i4: faster on every 27b row at 1024, 2048 and 4096, on half of them at 512) */
+ * tokens (runs i1 / i4: faster on every 27b row at 1024, 2048 and 4096, on half of them at 512), and
+ * smaller calls where the plan's model prices it under the records tiles (run_tiles, step_wg) */
 #define MMQ_WG_AUTO_M 1024
 /* MEMRA_MMQ_XE_WG=auto (the default): gemm_experts' 128-row table on the seeded warpgroup tile from this k
  * (run j2, H100, bench moe: Mixtral-like k = 4096 / 14336 4-9% faster at m = 4096, gate and down 4-14% at
@@ -367,8 +368,8 @@ typedef struct mmq_state {
     int h16_var; /* MEMRA_MMQ_XE_H16: the row of h16_tiles loaded */
     /* MEMRA_MMQ_WG (cc 9.x): gemm_q8_0r on the warpgroup MMA (mmq.cu memra_k_gemm_q8_0r_wgs by default,
      * 128 x 128, fed by tensor maps), else NULL; wg_all: every call takes it (=all); wg_min_m > 0 (auto,
-     * the default): the calls with at least that many tokens; else the calls whose planned tile has 128
-     * tokens (=1) */
+     * the default): the calls with at least that many tokens, and smaller ones where the plan's model
+     * prices it under the records tiles (run_tiles); else the calls whose planned tile has 128 tokens (=1) */
     CUfunction gemm_q8_0r_wg;
     int wg_all, wg_min_m;
     const char *wg_name; /* its kernel: _wgs (the default), _wgsa (SEED=smem), or with SEED=0 _wg / _wgt (TR=1) */
@@ -524,7 +525,7 @@ static memra_status mmq_load(memra__gpu *q, void *state)
      * maps and the image has the kernel (sm_90a SASS only). auto (the default): the calls of at least
      * MMQ_WG_AUTO_M tokens, seeded by the tensor cores (runs i1 / i4, H100: _wgs 6-12% faster than the
      * records tiles on all six 27b rows at m = 1024, 2048 and 4096; at 512 faster on three, slower on
-     * three, so the records tiles keep m < 1024); =1: the plan's 128-token picks; =all: every call */
+     * three, so below 1024 the plan's model chooses); =1: the plan's 128-token picks; =all: every call */
     s->gemm_q8_0r_wg = NULL;
     {
         const char *wg = memra__gpu_knob(q, "MEMRA_MMQ_WG");
@@ -993,6 +994,7 @@ memra_status memra__mmq_repack_q8_0(memra_call *call, memra_dptr src, int64_t ro
 typedef struct q8r_plan {
     int tile; /* index into memra__mmq_r3_tiles */
     int split;
+    double cost; /* the model's time for it, in paired steps */
 } q8r_plan;
 
 #define Q8R_PART_MAX (256.0 * 1024 * 1024) /* bytes of split-k partial sums the plan may ask for */
@@ -1006,22 +1008,32 @@ typedef struct mmq_plan_consts {
     double fill, lone, bytes;            /* FILL, LONE, BYTES of the model above */
     double step[MEMRA__MMQ_R3_TILES];    /* STEP per tile of gemm_q8_0r, memra__mmq_r3_tiles order */
     double step_kr[MEMRA__MMQ_R3_TILES]; /* STEP per tile of gemm_kr (run G's q8_0r fit, not refitted) */
+    double step_wg;                      /* STEP of gemm_q8_0r's seeded warpgroup tile (one CTA an SM) */
 } mmq_plan_consts;
-static const mmq_plan_consts k_plan_h200 = {1.0, 0.59, 5.0e6, {1.0, 0.6, 0.725, 0.41}, {1.0, 0.6, 0.76, 0.41}};
+/* step_wg: fitted to run i1 (H100, the same 132 SMs): at m = 4096, 5120 -> 12288 the records plan
+ * (128 x 96, 4096 CTAs: 16 paired rounds of 41 steps x 0.725) ran its GEMM in 1.446 ms and _wgs
+ * (3072 CTAs: 24 lone rounds of 41 steps x 0.59 x STEP) in 1.361 ms, so STEP = 0.771. With it the
+ * model picks the faster of the two on each of the six 27b rows run i1 timed at m = 512 (the seeded
+ * tile on 5120->12288, 5120->1024 and 17408->5120) and the seeded tile on every row at 1024, 2048
+ * and 4096, as runs i1 / i4 measured. */
+static const mmq_plan_consts k_plan_h200 = {1.0, 0.59, 5.0e6, {1.0, 0.6, 0.725, 0.41}, {1.0, 0.6, 0.76, 0.41}, 0.771};
 static const mmq_plan_consts k_plan_sm120 = {1.0, 0.59, 5.0e6, {1.0, 0.6, 0.76, 0.41},
-                                             {1.0, 0.6, 0.76, 0.41}}; /* untested on sm_120 */
+                                             {1.0, 0.6, 0.76, 0.41}, 0.771}; /* untested on sm_120 (and
+                                                                                 the warpgroup tile is
+                                                                                 sm_90a only) */
 
 static const mmq_plan_consts *plan_consts(const memra__gpu *q)
 {
     return q->caps->cc / 10 == 12 ? &k_plan_sm120 : &k_plan_h200;
 }
 
-/* plan_tiles(q, memra__mmq_r3_tiles, gemm_q8_0r's kernels, ...) is that plan;
+/* plan_tiles(q, memra__mmq_r3_tiles, gemm_q8_0r's kernels, step, ...) is that plan;
  * the same model serves gemm_kr's tiles (their own shared-memory sizes decide
  * which run two to an SM) with step_kr, run G's gemm_q8_0r fit, not refitted
- * for the K folds (a K step does 1 + 1/NT (min) or 2 (q6) MMAs per q8_0r MMA). */
+ * for the K folds (a K step does 1 + 1/NT (min) or 2 (q6) MMAs per q8_0r MMA),
+ * and the warpgroup tiles on a table of their own (run_tiles). */
 static q8r_plan plan_tiles(const memra__gpu *q, const mmq_knobs *kn, const memra__mmq_r3_tile *tiles,
-                           const CUfunction *fns, const char *op, int m, int n, int k)
+                           const CUfunction *fns, const double *step, const char *op, int m, int n, int k)
 {
     int fb = kn->bm, fn = kn->bn, fs = kn->split;
     if (fb < 0) fb = 0; /* a negative value is no forcing */
@@ -1031,8 +1043,7 @@ static q8r_plan plan_tiles(const memra__gpu *q, const mmq_knobs *kn, const memra
     const int64_t G = ((int64_t)k + 127) / 128;
     const size_t optin = q->caps->smem_per_block_optin;
     const mmq_plan_consts *pc = plan_consts(q);
-    const double *step = strcmp(op, "gemm_kr") == 0 ? pc->step_kr : pc->step;
-    q8r_plan best = {-1, 1}, any = {-1, 1};
+    q8r_plan best = {-1, 1, 0.0}, any = {-1, 1, 0.0};
     double best_cost = -1.0;
     for (int t = 0; t < MEMRA__MMQ_R3_TILES; t++) {
         const memra__mmq_r3_tile *tl = &tiles[t];
@@ -1053,7 +1064,7 @@ static q8r_plan plan_tiles(const memra__gpu *q, const mmq_knobs *kn, const memra
             const double rounds = two ? (double)(per_sm / 2) + (double)(per_sm % 2) * pc->lone : (double)per_sm * pc->lone;
             double cost = rounds * steps * step[t];
             if (s > 1) cost += (double)(s + 1) * (double)m * (double)n * 4.0 / pc->bytes;
-            if (best_cost < 0.0 || cost < best_cost) best = (q8r_plan){t, s}, best_cost = cost;
+            if (best_cost < 0.0 || cost < best_cost) best = (q8r_plan){t, s, cost}, best_cost = cost;
         }
     }
     if (best.tile < 0 && any.tile >= 0) best = any; /* a forced choice that cannot be met: the first tile that fits */
@@ -1097,7 +1108,8 @@ static memra_status run_tiles(memra__gpu *q, memra_call *call, const memra_gemm_
 {
     memra_status st;
     const mmq_knobs kn = call_knobs(call, q, op_id); /* the init's knobs, or the call's variant's */
-    q8r_plan p = plan_tiles(q, &kn, tiles, fns, op, a->m, a->n, a->k);
+    const mmq_plan_consts *pc = plan_consts(q);
+    q8r_plan p = plan_tiles(q, &kn, tiles, fns, strcmp(op, "gemm_kr") == 0 ? pc->step_kr : pc->step, op, a->m, a->n, a->k);
     if (p.tile < 0)
         return decline(call, strcmp(op, "gemm_kr") == 0
                                  ? "gemm_kr: no tile fits the device's shared memory, or n is above 65535 tiles of 128"
@@ -1106,31 +1118,39 @@ static memra_status run_tiles(memra__gpu *q, memra_call *call, const memra_gemm_
     int m = a->m, n = a->n, k = a->k;
     long long ldy = a->ldy;
     float alpha = a->alpha;
-    /* MEMRA_MMQ_WG: the warpgroup tile in place of a 128-token pick (either width), or with =all of every
-     * pick, its split from the same plan on a table of that tile alone (one CTA an SM; MEMRA_MMQ_SPLIT
-     * still forces one, MEMRA_MMQ_BM / BN do not apply to it) */
+    /* The warpgroup tiles (gemm_q8_0r's MEMRA_MMQ_WG, gemm_kr's MEMRA_MMQ_KR_WG) take their split from
+     * the same plan on a table of that tile alone (one CTA an SM; MEMRA_MMQ_SPLIT still forces one,
+     * MEMRA_MMQ_BM / BN do not apply to it), gemm_q8_0r's at its fitted step (step_wg) */
     const memra__mmq_r3_tile *tl = &tiles[p.tile];
-    memra__cu_tensor_map maps[4]; /* its tensor maps: a refused encoding leaves the plan as it was */
-    const int wg = op_id == MEMRA_OP_gemm_q8_0r && MMQ_K(q)->gemm_q8_0r_wg != NULL &&
-                   (MMQ_K(q)->wg_min_m > 0 ? m >= MMQ_K(q)->wg_min_m : tl->bm == 128 || MMQ_K(q)->wg_all) &&
-                   r3w_maps(q, maps, w, x, m, n, k);
-    /* MEMRA_MMQ_KR_WG: Q4_K / Q5_K on the seeded warpgroup tile, every pick (its token codes' map alone) */
+    memra__cu_tensor_map maps[4]; /* their tensor maps: a refused encoding leaves the plan as it was */
     const int kf = op_id == MEMRA_OP_gemm_kr && a->w_format == MEMRA_FORMAT_Q4_K   ? 0
                    : op_id == MEMRA_OP_gemm_kr && a->w_format == MEMRA_FORMAT_Q5_K ? 1
                                                                                    : -1;
-    const int kwg = kf >= 0 && MMQ_K(q)->gemm_kr_wg[kf] != NULL && r3w_map(q, &maps[2], x, m, k, 0);
-    if (wg || kwg) {
+    const int wgk = op_id == MEMRA_OP_gemm_q8_0r && MMQ_K(q)->gemm_q8_0r_wg != NULL;
+    const int kwgk = kf >= 0 && MMQ_K(q)->gemm_kr_wg[kf] != NULL;
+    q8r_plan wp = {-1, 1, 0.0};
+    if (wgk || kwgk) {
         const memra__mmq_r3_tile wt[MEMRA__MMQ_R3_TILES] = {
-            {kwg ? MMQ_K(q)->kr_wg_names[kf] : MMQ_K(q)->wg_name, 128, 128, kwg ? MMQ_K(q)->kr_wg_smem : MMQ_K(q)->wg_smem,
-             1},
+            {kwgk ? MMQ_K(q)->kr_wg_names[kf] : MMQ_K(q)->wg_name, 128, 128,
+             kwgk ? MMQ_K(q)->kr_wg_smem : MMQ_K(q)->wg_smem, 1},
             {NULL, 128, 128, 0, 1}, {NULL, 128, 128, 0, 1}, {NULL, 128, 128, 0, 1}};
-        const CUfunction wf[MEMRA__MMQ_R3_TILES] = {kwg ? MMQ_K(q)->gemm_kr_wg[kf] : MMQ_K(q)->gemm_q8_0r_wg, NULL,
+        const CUfunction wf[MEMRA__MMQ_R3_TILES] = {kwgk ? MMQ_K(q)->gemm_kr_wg[kf] : MMQ_K(q)->gemm_q8_0r_wg, NULL,
                                                     NULL, NULL};
+        const double ws[MEMRA__MMQ_R3_TILES] = {kwgk ? pc->step_kr[0] : pc->step_wg, 1.0, 1.0, 1.0};
         mmq_knobs wk = kn;
         wk.bm = wk.bn = 0;
-        const q8r_plan wp = plan_tiles(q, &wk, wt, wf, op, m, n, k);
-        p.split = wp.split;
+        wp = plan_tiles(q, &wk, wt, wf, ws, op, m, n, k);
     }
+    /* MEMRA_MMQ_WG: =1 in place of a 128-token pick (either width), =all of every pick; auto (the
+     * default) from wg_min_m tokens, and below it where the model prices the tile's plan under the
+     * records plan's (unless MEMRA_MMQ_BM / BN force a records tile) */
+    const int wg_cheaper = kn.bm <= 0 && kn.bn <= 0 && wp.tile >= 0 && wp.cost < p.cost;
+    const int wg = wgk &&
+                   (MMQ_K(q)->wg_min_m > 0 ? m >= MMQ_K(q)->wg_min_m || wg_cheaper : tl->bm == 128 || MMQ_K(q)->wg_all) &&
+                   r3w_maps(q, maps, w, x, m, n, k);
+    /* MEMRA_MMQ_KR_WG: Q4_K / Q5_K on the seeded warpgroup tile, every pick (its token codes' map alone) */
+    const int kwg = kwgk && r3w_map(q, &maps[2], x, m, k, 0);
+    if (wg || kwg) p.split = wp.split;
     const memra_status sst =
         p.split > 1 ? q->host->scratch_get(call, MEMRA__MMQ_SLOT_PART, (size_t)p.split * (size_t)m * (size_t)n * 4u, &part)
                     : MEMRA_STATUS_OK;
