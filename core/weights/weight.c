@@ -1163,6 +1163,32 @@ memra_status memra_weight_shape(const memra_weight *w, int64_t *out_f, int64_t *
 
 /* ---- reserving scratch for graph capture ---------------------------------------- */
 
+/* What decides the scratch a weight's calls ask for on dev at a given m: the format, the shape, the
+ * experts, the scales it carries, which operands prepare gave it (they pick the lane) and their
+ * pointers' low bits (a lane may decline a misaligned operand). Weights alike in all of it ask the
+ * same at every m, so memra_stream_reserve walks the m once for each such kind. */
+typedef struct reserve_kind {
+    int64_t out_f, in_f;
+    int32_t format, n_experts;
+    uint32_t has;   /* bit per operand or scale present */
+    uint32_t align; /* the low 8 bits of raw, f16, q8_0r, kr */
+} reserve_kind;
+
+static reserve_kind reserve_kind_of(const memra_weight *w, const memra_device *dev)
+{
+    const weight_dev *wd = &w->dev[dev->index];
+    const memra_dptr raw = op_load(&wd->raw), f16 = op_load(&wd->f16), q8_0 = op_load(&wd->q8_0),
+                     q8_0r = op_load(&wd->q8_0r), kr = op_load(&wd->kr), grid = op_load(&wd->grid);
+    reserve_kind r;
+    memset(&r, 0, sizeof r); /* no padding bytes left undefined: kinds are compared with memcmp */
+    r.out_f = w->out_f, r.in_f = w->in_f, r.format = (int32_t)w->format, r.n_experts = w->n_experts;
+    r.has = (raw != 0) | (f16 != 0) << 1 | (q8_0 != 0) << 2 | (q8_0r != 0) << 3 | (kr != 0) << 4 | (grid != 0) << 5 |
+            (w->grid != NULL) << 6 | (w->input_scale != 0.0f) << 7 | (wd->nan_codes > 0) << 8 | (wd->etab != 0) << 9 |
+            (unsigned)(wd->etab_ok & 0x3Fu) << 10;
+    r.align = (uint32_t)(raw & 255) | (uint32_t)(f16 & 255) << 8 | (uint32_t)(q8_0r & 255) << 16 | (uint32_t)(kr & 255) << 24;
+    return r;
+}
+
 memra_status memra_stream_reserve(memra_device *dev, memra_stream_t stream, memra_weight *const *weights, int n_weights,
                                   int32_t m_max)
 {
@@ -1200,9 +1226,17 @@ memra_status memra_stream_reserve(memra_device *dev, memra_stream_t stream, memr
     }
     /* A lane's plan (split-k slices, padding) can ask more scratch at a smaller
      * m than at m_max, so the calls run at m_max and down the walk of
-     * reserve_walk.h: every m up to 256, above it steps of 1/32 of m (plans
-     * change slowly there) and every power of two (where lanes switch plans). */
+     * reserve_walk.h: every m up to 1024, above it steps of 1/32 of m (plans
+     * change slowly there) and every power of two (where lanes switch plans).
+     * Every weight runs at m_max (which prepares it); the walk below m_max runs
+     * for the first weight of each kind (reserve_kind) alone. */
     /* expert weights run the grouped call with every row on expert 0 (zero ids: the zeroed x's first bytes) */
+    reserve_kind *kinds = NULL;
+    int n_kinds = 0;
+    if (st == MEMRA_STATUS_OK && n_weights > 0) {
+        kinds = malloc((size_t)n_weights * sizeof *kinds);
+        if (kinds == NULL) st = MEMRA__FAIL(MEMRA_STATUS_OUT_OF_MEMORY, "memra_stream_reserve: %d weights", n_weights);
+    }
     for (int i = 0; i < n_weights && st == MEMRA_STATUS_OK; i++) {
         for (int32_t m = m_max; m >= 1 && st == MEMRA_STATUS_OK;) {
             memra_matmul_args a = {.struct_size = sizeof a, .x = x, .m = m, .y = y, .alpha = 1.0f, .stream = stream};
@@ -1210,9 +1244,17 @@ memra_status memra_stream_reserve(memra_device *dev, memra_stream_t stream, memr
                                             .alpha = 1.0f, .stream = stream};
             st = weights[i]->n_experts > 0 ? memra_matmul_experts_ex(dev, weights[i], &ea)
                                            : memra_matmul_ex(dev, weights[i], &a);
+            if (st == MEMRA_STATUS_OK && m == m_max) {
+                const reserve_kind kd = reserve_kind_of(weights[i], dev);
+                int seen = 0;
+                for (int j = 0; j < n_kinds && !seen; j++) seen = memcmp(&kinds[j], &kd, sizeof kd) == 0;
+                if (seen) break; /* a weight of this kind walked already */
+                kinds[n_kinds++] = kd;
+            }
             m = memra__reserve_next_m(m);
         }
     }
+    free(kinds);
     if (st == MEMRA_STATUS_OK) {
         CUresult r = drv->cuStreamSynchronize((CUstream)stream);
         if (r != MEMRA__CUDA_SUCCESS) st = MEMRA__CU_FAIL(drv, r, "cuStreamSynchronize (memra_stream_reserve)");

@@ -1,10 +1,11 @@
 /* memra_stream_reserve's walk over the row counts (core/weights/reserve_walk.h)
  * from fixed and fresh random m_max: strictly decreasing to 1; every m up to
- * 256 and every power of two below m_max visited (gemm_q8_0r switches to its
- * warpgroup tile at 1024: from 4096, 1058 and 1026 the walk must stop there,
- * where the old walk went 1056 -> 1023, 1058 -> 1025 -> 993 and 1026 -> 994); above 256 no step
- * longer than m / 32 (the spacing the plans were judged at); the walk's length
- * within 256 + 40 log2(m_max) calls. */
+ * MEMRA__RESERVE_DENSE_M (1024) and every power of two below m_max visited
+ * (gemm_q8_0r switches to its warpgroup tile at 1024: from 4096, 1058 and 1026
+ * the walk must stop there, where an older walk went 1056 -> 1023, 1058 -> 1025
+ * -> 993 and 1026 -> 994); above 1024 no step longer than m / 32 (the spacing
+ * the plans were judged at); the walk's length within 1024 + 40 log2(m_max)
+ * calls. */
 #include <math.h>
 #include <stdio.h>
 
@@ -24,8 +25,9 @@ static int walk(int32_t m_max)
             printf("m_max %d: %d -> %d does not go down  FAIL\n", (int)m_max, (int)m, (int)next);
             return 0;
         }
-        if (m <= 256 && next != m - 1) ok = 0, printf("m_max %d: %d -> %d skips below 256  FAIL\n", (int)m_max, (int)m, (int)next);
-        if (m > 256 && m - next > (m / 32 > 1 ? m / 32 : 1))
+        if (m <= MEMRA__RESERVE_DENSE_M && next != m - 1)
+            ok = 0, printf("m_max %d: %d -> %d skips below %d  FAIL\n", (int)m_max, (int)m, (int)next, MEMRA__RESERVE_DENSE_M);
+        if (m > MEMRA__RESERVE_DENSE_M && m - next > (m / 32 > 1 ? m / 32 : 1))
             ok = 0, printf("m_max %d: %d -> %d steps more than m / 32  FAIL\n", (int)m_max, (int)m, (int)next);
         /* a power of two between next and m (exclusive) was skipped */
         for (int32_t p = 1; p < m && p > 0; p *= 2)
@@ -37,7 +39,7 @@ static int walk(int32_t m_max)
     int32_t pows = 0;
     for (int32_t p = 1; p < m_max && p > 0; p *= 2) pows++;
     if (pow_seen != pows) ok = 0, printf("m_max %d: %d of %d powers of two visited  FAIL\n", (int)m_max, (int)pow_seen, (int)pows);
-    const double cap = 256.0 + 40.0 * log2((double)m_max + 1.0);
+    const double cap = (double)MEMRA__RESERVE_DENSE_M + 40.0 * log2((double)m_max + 1.0);
     if (n > cap) ok = 0, printf("m_max %d: %d calls, above %.0f  FAIL\n", (int)m_max, (int)n, cap);
     return ok;
 }
@@ -45,7 +47,7 @@ static int walk(int32_t m_max)
 int main(void)
 {
     uint64_t st = test_seed();
-    static const int32_t fixed[] = {1, 2, 255, 256, 257, 300, 1023, 1024, 1025, 1026, 4096, 8192, 65536, 1 << 20};
+    static const int32_t fixed[] = {1, 2, 255, 256, 257, 300, 1023, 1024, 1025, 1026, 1057, 2047, 4096, 8192, 65536, 1 << 20};
     int ok = 1;
     for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++) ok &= walk(fixed[i]);
     for (int i = 0; i < 200; i++) ok &= walk((int32_t)(1 + test_rand_u64(&st) % (1u << 21)));

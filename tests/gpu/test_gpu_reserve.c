@@ -1,0 +1,138 @@
+/* gpu: memra_stream_reserve sizes a stream's scratch for every m up to m_max, not only the m its walk
+ * ran. Q8_0 weights without a mirror (the MMQ floor: gemm_q8_0r, whose plan splits k into slices
+ * whose partial sums are scratch, and whose slices and tile change with m) at three shapes where the
+ * plan's split-k scratch is not monotone in m (6144 -> 5120, 5120 -> 5120, 5120 -> 1024; an
+ * emulation of the plan found m = 318 and m = 259 asking more than the older walk, every m to 256
+ * then steps of m / 32, reserved), plus a fourth weight of the first's kind (other values, the same
+ * format, shape and operands: the reserve walks the m once for the two). After reserving M_MAX
+ * rows, every m from M_MAX down to 1 of every weight is captured into one CUDA graph on that stream
+ * (thread-local capture mode): each capture must return OK, since a reserved stream's capture that
+ * lacks scratch fails with NOT_SUPPORTED naming memra_stream_reserve. The graph is then replayed
+ * (its launches must run), and the last captured call of each weight (m = 1, written last) must
+ * equal, bit for bit, the same call made directly afterwards. The ledger must show the mmq module's
+ * gemm_q8_0r serving. Exits 77 without a GPU or without the floor.
+ *   test_gpu_reserve */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "memra/formats.h"
+#include "memra/memra.h"
+#include "test.h"
+#include "gpu/cu_streams.h"
+
+#define M_MAX 1024
+#define NW 4
+
+static const int k_out[NW] = {5120, 5120, 1024, 5120}, k_in[NW] = {6144, 5120, 5120, 6144};
+
+static uint64_t g_rng;
+
+/* A random Q8_0 weight [out x in]: scales 0.004 .. 0.008, codes random bytes (never all zero). */
+static memra_weight *q8_weight(memra_runtime *rt, memra_device *gpu, int out, int in, const char *name)
+{
+    const size_t nb = (size_t)out * (size_t)(in / 32);
+    uint8_t *q = malloc(nb * MEMRA_Q8_0_BYTES);
+    CHECK(q != NULL);
+    for (size_t b = 0; b < nb; b++) {
+        uint8_t *blk = q + b * MEMRA_Q8_0_BYTES;
+        const uint16_t s = memra_f16_from_f32(0.004f + 0.002f * (1.0f + test_rand_f32(&g_rng)));
+        blk[0] = (uint8_t)s, blk[1] = (uint8_t)(s >> 8);
+        for (int j = 2; j < MEMRA_Q8_0_BYTES; j++) blk[j] = (uint8_t)test_rand_u64(&g_rng);
+        blk[2] |= 1; /* never an all-zero block */
+    }
+    memra_weight_desc d = {.struct_size = sizeof d, .format = MEMRA_FORMAT_Q8_0, .out_f = out, .in_f = in,
+                           .data = q, .size = nb * MEMRA_Q8_0_BYTES, .name = name};
+    memra_weight *w;
+    CHECK_OK(memra_weight_create(rt, &d, &w));
+    free(q);
+    CHECK_OK(memra_weight_prepare(w, gpu));
+    return w;
+}
+
+int main(void)
+{
+    g_rng = test_seed();
+    memra_runtime *rt;
+    CHECK_OK(memra_open(NULL, &rt));
+    memra_device *gpu = NULL;
+    for (int i = 0; i < memra_device_count(rt) && gpu == NULL; i++)
+        if (memra_device_caps_get(memra_device_get(rt, i))->arch != MEMRA_ARCH_HOST) gpu = memra_device_get(rt, i);
+    if (gpu == NULL || memra_routing_get(gpu, MEMRA_OP_gemm_q8_0r, NULL, 0) == 0) {
+        printf("driver: %s\n", memra_driver_status(rt));
+        memra_close(rt);
+        TEST_SKIP("no CUDA device, or no gemm_q8_0r lane on it");
+    }
+    CHECK_OK(memra_device_f16_budget_set(gpu, 0)); /* the floor, never a mirror */
+    cu_streams_open();
+    CU_CHECK(cu.cuCtxSetCurrent((CUcontext)memra_device_caps_get(gpu)->cu_context));
+    CUstream stream;
+    CU_CHECK(cu.cuStreamCreate(&stream, 1 /* non-blocking */));
+    memra_weight *w[NW];
+    for (int i = 0; i < NW; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "reserve %d", i);
+        w[i] = q8_weight(rt, gpu, k_out[i], k_in[i], name);
+    }
+    const size_t xn = (size_t)M_MAX * 6144, yn = (size_t)M_MAX * 5120;
+    float *xh = malloc(xn * sizeof(float)), *y1 = malloc(5120 * sizeof(float)), *y2 = malloc(5120 * sizeof(float));
+    CHECK(xh != NULL && y1 != NULL && y2 != NULL);
+    for (size_t i = 0; i < xn; i++) xh[i] = test_rand_f32(&g_rng) + 0.01f;
+    memra_buffer *x, *y[NW];
+    CHECK_OK(memra_buffer_create(gpu, xn * sizeof(float), &x));
+    CHECK_OK(memra_buffer_write(x, 0, xh, xn * sizeof(float)));
+    for (int i = 0; i < NW; i++) CHECK_OK(memra_buffer_create(gpu, yn * sizeof(float), &y[i]));
+    const uint64_t hits0 = memra_ledger_hits(gpu, MEMRA_OP_gemm_q8_0r, "mmq");
+
+    CHECK_OK(memra_stream_reserve(gpu, stream, w, NW, M_MAX));
+    const uint64_t hits1 = memra_ledger_hits(gpu, MEMRA_OP_gemm_q8_0r, "mmq");
+    printf("reserve: %llu gemm_q8_0r calls on mmq (every m to %d once per kind: 3 kinds)\n",
+           (unsigned long long)(hits1 - hits0), M_MAX);
+
+    int ok = 1, refused = 0;
+    CU_CHECK(cu.cuStreamBeginCapture_v2(stream, 1 /* CU_STREAM_CAPTURE_MODE_THREAD_LOCAL */));
+    for (int m = M_MAX; m >= 1; m--)
+        for (int i = 0; i < NW; i++) {
+            const memra_status st = memra_matmul(gpu, w[i], memra_buffer_ptr(x), m, memra_buffer_ptr(y[i]), stream);
+            if (st != MEMRA_STATUS_OK) {
+                if (refused++ < 8)
+                    fprintf(stderr, "capture %d -> %d at m = %d: %s (%s)  FAIL\n", k_in[i], k_out[i], m,
+                            memra_status_str(st), memra_last_error());
+                ok = 0;
+            }
+        }
+    CUgraph graph = NULL;
+    CUgraphExec exec = NULL;
+    CU_CHECK(cu.cuStreamEndCapture(stream, &graph));
+    printf("captured %d calls, %d refused\n", M_MAX * NW, refused);
+    if (ok) {
+        CU_CHECK(cu.cuGraphInstantiateWithFlags(&exec, graph, 0));
+        CU_CHECK(cu.cuGraphLaunch(exec, stream));
+        CU_CHECK(cu.cuStreamSynchronize(stream));
+        for (int i = 0; i < NW; i++) {
+            CHECK_OK(memra_buffer_read(y[i], 0, y1, (size_t)k_out[i] * sizeof(float)));
+            CHECK_OK(memra_matmul(gpu, w[i], memra_buffer_ptr(x), 1, memra_buffer_ptr(y[i]), stream));
+            CU_CHECK(cu.cuStreamSynchronize(stream));
+            CHECK_OK(memra_buffer_read(y[i], 0, y2, (size_t)k_out[i] * sizeof(float)));
+            const int same = memcmp(y1, y2, (size_t)k_out[i] * sizeof(float)) == 0;
+            printf("  %d -> %d: the replayed m = 1 row %s the direct call's  %s\n", k_in[i], k_out[i],
+                   same ? "equals" : "differs from", same ? "ok" : "FAIL");
+            ok &= same;
+        }
+        CU_CHECK(cu.cuGraphExecDestroy(exec));
+    }
+    if (graph) CU_CHECK(cu.cuGraphDestroy(graph));
+    const uint64_t hits2 = memra_ledger_hits(gpu, MEMRA_OP_gemm_q8_0r, "mmq");
+    printf("ledger: mmq gemm_q8_0r hits %llu  %s\n", (unsigned long long)(hits2 - hits0), hits2 > hits1 ? "ok" : "FAIL");
+    ok &= hits2 > hits1 && hits1 > hits0;
+    for (int i = 0; i < NW; i++) {
+        memra_buffer_destroy(y[i]);
+        memra_weight_destroy(w[i]);
+    }
+    memra_buffer_destroy(x);
+    free(xh), free(y1), free(y2);
+    memra_close(rt);
+    CU_CHECK(cu.cuStreamDestroy_v2(stream));
+    printf("%s\n", ok ? "PASS" : "FAIL");
+    return ok ? 0 : 1;
+}
