@@ -4,7 +4,8 @@
  * plan's split-k scratch is not monotone in m (6144 -> 5120, 5120 -> 5120, 5120 -> 1024; an
  * emulation of the plan found m = 318 and m = 259 asking more than the older walk, every m to 256
  * then steps of m / 32, reserved), plus a fourth weight of the first's kind (other values, the same
- * format, shape and operands: the reserve walks the m once for the two). After reserving M_MAX
+ * format, shape and operands: the reserve walks the m once for the two; the ledger must count
+ * exactly that many gemm_q8_0r calls). After reserving M_MAX
  * rows, every m from M_MAX down to 1 of every weight is captured into one CUDA graph on that stream
  * (thread-local capture mode): each capture must return OK, since a reserved stream's capture that
  * lacks scratch fails with NOT_SUPPORTED naming memra_stream_reserve. The graph is then replayed
@@ -58,10 +59,11 @@ int main(void)
     memra_device *gpu = NULL;
     for (int i = 0; i < memra_device_count(rt) && gpu == NULL; i++)
         if (memra_device_caps_get(memra_device_get(rt, i))->arch != MEMRA_ARCH_HOST) gpu = memra_device_get(rt, i);
-    if (gpu == NULL || memra_routing_get(gpu, MEMRA_OP_gemm_q8_0r, NULL, 0) == 0) {
-        printf("driver: %s\n", memra_driver_status(rt));
+    const char *lane[1] = {NULL};
+    if (gpu == NULL || memra_routing_get(gpu, MEMRA_OP_gemm_q8_0r, lane, 1) == 0 || strcmp(lane[0], "mmq") != 0) {
+        printf("driver: %s; gemm_q8_0r's first lane: %s\n", memra_driver_status(rt), lane[0] ? lane[0] : "none");
         memra_close(rt);
-        TEST_SKIP("no CUDA device, or no gemm_q8_0r lane on it");
+        TEST_SKIP("no CUDA device, or its gemm_q8_0r is not the mmq module's");
     }
     CHECK_OK(memra_device_f16_budget_set(gpu, 0)); /* the floor, never a mirror */
     cu_streams_open();
@@ -86,10 +88,13 @@ int main(void)
 
     CHECK_OK(memra_stream_reserve(gpu, stream, w, NW, M_MAX));
     const uint64_t hits1 = memra_ledger_hits(gpu, MEMRA_OP_gemm_q8_0r, "mmq");
-    printf("reserve: %llu gemm_q8_0r calls on mmq (every m to %d once per kind: 3 kinds)\n",
-           (unsigned long long)(hits1 - hits0), M_MAX);
-
-    int ok = 1, refused = 0;
+    /* every weight at M_MAX, then every m below once per kind: 3 kinds (the fourth weight is the first's) */
+    const uint64_t want_calls = NW + 3u * (M_MAX - 1);
+    int ok = hits1 - hits0 == want_calls;
+    printf("reserve: %llu gemm_q8_0r calls on mmq, want %llu (every weight at %d, every m below once per kind: 3 "
+           "kinds)  %s\n",
+           (unsigned long long)(hits1 - hits0), (unsigned long long)want_calls, M_MAX, ok ? "ok" : "FAIL");
+    int refused = 0;
     CU_CHECK(cu.cuStreamBeginCapture_v2(stream, 1 /* CU_STREAM_CAPTURE_MODE_THREAD_LOCAL */));
     for (int m = M_MAX; m >= 1; m--)
         for (int i = 0; i < NW; i++) {
@@ -131,8 +136,8 @@ int main(void)
     }
     memra_buffer_destroy(x);
     free(xh), free(y1), free(y2);
+    CU_CHECK(cu.cuStreamDestroy_v2(stream)); /* before memra_close releases the context */
     memra_close(rt);
-    CU_CHECK(cu.cuStreamDestroy_v2(stream));
     printf("%s\n", ok ? "PASS" : "FAIL");
     return ok ? 0 : 1;
 }

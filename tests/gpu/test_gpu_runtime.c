@@ -292,6 +292,7 @@ static const char *g_mmq_wg_knob = "0"; /* MEMRA_MMQ_WG likewise; "0" outside th
 static const char *g_mmq_wg_tr_knob; /* MEMRA_MMQ_WG_TR likewise */
 static const char *g_mmq_wg_per_knob; /* MEMRA_MMQ_WG_PERSIST likewise */
 static const char *g_mmq_wg_sd_knob;  /* MEMRA_MMQ_WG_SEED likewise */
+static const char *g_mmq_bm_knob;     /* MEMRA_MMQ_BM likewise */
 static const char *g_kr_wg_knob;      /* MEMRA_MMQ_KR_WG likewise */
 static const char *g_xe_loop2_knob; /* MEMRA_MMQ_XE_LOOP2 likewise */
 static const char *g_xe_tall_knob;  /* MEMRA_MMQ_XE_TALL likewise */
@@ -331,6 +332,7 @@ static const char *fake_knob(const memra_device_caps *caps, const char *name)
     if (strcmp(name, "MEMRA_MMQ_WG_TR") == 0) return g_mmq_wg_tr_knob;
     if (strcmp(name, "MEMRA_MMQ_WG_PERSIST") == 0) return g_mmq_wg_per_knob;
     if (strcmp(name, "MEMRA_MMQ_WG_SEED") == 0) return g_mmq_wg_sd_knob;
+    if (strcmp(name, "MEMRA_MMQ_BM") == 0) return g_mmq_bm_knob;
     if (strcmp(name, "MEMRA_MMQ_KR_WG") == 0) return g_kr_wg_knob;
     if (strcmp(name, "MEMRA_MMQ_XE_LOOP2") == 0) return g_xe_loop2_knob;
     if (strcmp(name, "MEMRA_MMQ_XE_TALL") == 0) return g_xe_tall_knob;
@@ -1326,13 +1328,19 @@ static int case_mmq(const char *so)
                 * m = 512 on 5120 -> 1024 (4 slices of 10 steps: 7.1 paired steps against 7.8 for 64 x 96 in 3
                 * slices) and 5120 -> 12288 (56.0 against 59.4), not on 5120 -> 5120 (34.9 against 29.7: two
                 * 128 x 96 tiles an SM in one round) or 5120 -> 17408 (93.3 against 89.2); 1023 x 1024 as 1024;
-                * m = 128, 5120 -> 1024 not (3.4 against 2.7); PERSIST still honoured; not on cc 12.0, not
-                * without tensor maps or the kernel */
+                * m = 128, 5120 -> 1024 not (3.4 against 2.7); the split always the plan's at a step of 1.0
+                * (1024 x 2560: 4 slices, where step_wg would give 2); below 1024 only _wgs is weighed (not
+                * with PERSIST, SEED=smem / xp, SEED=0, MEMRA_MMQ_BM=64 or without tensor maps: the records
+                * tiles at 512 x 1024); PERSIST still honoured; not on cc 12.0, not without tensor maps or
+                * the kernel */
                {90, 0, NULL, NULL, NULL, NULL, 4096, 12288, 4, NULL}, {90, 0, "auto", NULL, NULL, NULL, 1024, 1024, 4, NULL},
                {90, 0, NULL, NULL, NULL, NULL, 1024, 1024, 4, NULL},  {90, 0, NULL, NULL, NULL, NULL, 1023, 1024, 4, NULL},
                {90, 0, NULL, NULL, NULL, NULL, 512, 1024, 4, NULL},   {90, 0, NULL, NULL, NULL, NULL, 512, 12288, 4, NULL},
                {90, 0, NULL, NULL, NULL, NULL, 512, 5120, 0, NULL},   {90, 0, "auto", NULL, NULL, NULL, 512, 17408, 0, NULL},
-               {90, 0, NULL, NULL, NULL, NULL, 128, 1024, 0, NULL},
+               {90, 0, NULL, NULL, NULL, NULL, 128, 1024, 0, NULL},   {90, 0, NULL, NULL, NULL, NULL, 1024, 2560, 4, NULL},
+               {90, 0, NULL, NULL, NULL, "1", 512, 1024, 0, NULL},    {90, 0, NULL, NULL, NULL, NULL, 512, 1024, 0, "smem"},
+               {90, 0, NULL, NULL, NULL, NULL, 512, 1024, 0, "0"},    {90, 1, NULL, NULL, NULL, NULL, 512, 1024, 0, NULL},
+               {90, 0, "bm64", NULL, NULL, NULL, 512, 1024, 0, NULL},
                {90, 0, NULL, NULL, NULL, "1", 4096, 12288, 5, NULL},  {90, 0, NULL, NULL, NULL, NULL, 4096, 12288, 1, "0"},
                {120, 0, NULL, NULL, NULL, NULL, 4096, 12288, 0, NULL}, {90, 1, NULL, NULL, NULL, NULL, 4096, 12288, 0, NULL},
                {90, 0, NULL, "q8_0r_wgs", NULL, NULL, 4096, 12288, 0, NULL},
@@ -1345,7 +1353,10 @@ static int case_mmq(const char *so)
                {90, 0, NULL, NULL, NULL, "1", 4096, 12288, 5, "xp"}, {90, 0, NULL, "q8_0r_wgsax", NULL, NULL, 4096, 12288, 0, "xp"},
                {120, 0, NULL, NULL, NULL, NULL, 4096, 12288, 0, "xp"}};
     for (size_t i = 0; i < sizeof wgc / sizeof wgc[0]; i++) {
-        g_mmq_wg_knob = wgc[i].knob, g_missing_kernel = wgc[i].missing, g_no_tmap = wgc[i].no_tmap;
+        /* knob "bm64": MEMRA_MMQ_WG unset, MEMRA_MMQ_BM=64 */
+        const int bm64 = wgc[i].knob != NULL && strcmp(wgc[i].knob, "bm64") == 0;
+        g_mmq_wg_knob = bm64 ? NULL : wgc[i].knob, g_mmq_bm_knob = bm64 ? "64" : NULL;
+        g_missing_kernel = wgc[i].missing, g_no_tmap = wgc[i].no_tmap;
         g_mmq_wg_tr_knob = wgc[i].tr, g_mmq_wg_per_knob = wgc[i].per, g_mmq_wg_sd_knob = wgc[i].sd;
         if (!open_mod(so, wgc[i].cc, &m)) return 0;
         memra_call c2 = call_of(&m);
@@ -1380,7 +1391,8 @@ static int case_mmq(const char *so)
                                         maps_ok && g_smem[0] == want_smem &&
                                         (per ? g_grid_z[0] == 1 && (g_n_launched == 1) == (wgc[i].m != 512)
                                                     : (g_grid_z[0] == 1) == (g_n_launched == 1) &&
-                                                          (wgc[i].m != 512 || wgc[i].n != 1024 || g_grid_z[0] == 4)));
+                                                          (wgc[i].m != 512 || wgc[i].n != 1024 || g_grid_z[0] == 4) &&
+                                                          (wgc[i].m != 1024 || wgc[i].n != 2560 || g_grid_z[0] == 4)));
         const int good = st2 == MEMRA_STATUS_OK && g_n_launched >= 1 && is_wg == wgc[i].wg && shape_ok;
         printf("  WG=%s WG_TR=%s WG_PERSIST=%s WG_SEED=%s cc %d%s%s%s gemm_q8_0r %d x %d x 5120: %s on %u x %u x %u "
                "(%u threads), %d maps  %s\n",
@@ -1393,7 +1405,7 @@ static int case_mmq(const char *so)
         g_n_launched = 0;
         ok &= close_mod(&m, 1);
     }
-    g_mmq_wg_knob = "0", g_mmq_wg_tr_knob = NULL, g_mmq_wg_per_knob = NULL, g_mmq_wg_sd_knob = NULL;
+    g_mmq_wg_knob = "0", g_mmq_wg_tr_knob = NULL, g_mmq_wg_per_knob = NULL, g_mmq_wg_sd_knob = NULL, g_mmq_bm_knob = NULL;
     g_missing_kernel = NULL, g_no_tmap = 0;
     ok &= xe_wg_cases(so);
     /* MEMRA_MMQ_KR_WG=1 (unset: off): gemm_kr's Q4_K / Q5_K on the seeded warpgroup tile, every pick, on

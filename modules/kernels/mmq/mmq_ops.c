@@ -372,6 +372,7 @@ typedef struct mmq_state {
      * prices it under the records tiles (run_tiles); else the calls whose planned tile has 128 tokens (=1) */
     CUfunction gemm_q8_0r_wg;
     int wg_all, wg_min_m;
+    int wg_fit; /* the kernel is _wgs, not persistent: auto weighs it below wg_min_m (run_tiles) */
     const char *wg_name; /* its kernel: _wgs (the default), _wgsa (SEED=smem), or with SEED=0 _wg / _wgt (TR=1) */
     unsigned wg_smem;
     /* MEMRA_MMQ_WG_PERSIST=1 (implies WG_TR): the persistent _wgp, where every slice has steps, else NULL;
@@ -566,6 +567,9 @@ static memra_status mmq_load(memra__gpu *q, void *state)
                              s->wgp_name, s->wg_name);
             }
         }
+        /* the plan's step_wg was fitted to _wgs alone: the other kernels keep auto's fixed threshold */
+        s->wg_fit = s->gemm_q8_0r_wg != NULL && s->gemm_q8_0r_wgp == NULL &&
+                    strcmp(s->wg_name, "memra_k_gemm_q8_0r_wgs") == 0;
     }
     {
         const char *tc = memra__gpu_knob(q, "MEMRA_MMQ_KR_TC");
@@ -1120,7 +1124,7 @@ static memra_status run_tiles(memra__gpu *q, memra_call *call, const memra_gemm_
     float alpha = a->alpha;
     /* The warpgroup tiles (gemm_q8_0r's MEMRA_MMQ_WG, gemm_kr's MEMRA_MMQ_KR_WG) take their split from
      * the same plan on a table of that tile alone (one CTA an SM; MEMRA_MMQ_SPLIT still forces one,
-     * MEMRA_MMQ_BM / BN do not apply to it), gemm_q8_0r's at its fitted step (step_wg) */
+     * MEMRA_MMQ_BM / BN do not apply to it) */
     const memra__mmq_r3_tile *tl = &tiles[p.tile];
     memra__cu_tensor_map maps[4]; /* their tensor maps: a refused encoding leaves the plan as it was */
     const int kf = op_id == MEMRA_OP_gemm_kr && a->w_format == MEMRA_FORMAT_Q4_K   ? 0
@@ -1129,6 +1133,7 @@ static memra_status run_tiles(memra__gpu *q, memra_call *call, const memra_gemm_
     const int wgk = op_id == MEMRA_OP_gemm_q8_0r && MMQ_K(q)->gemm_q8_0r_wg != NULL;
     const int kwgk = kf >= 0 && MMQ_K(q)->gemm_kr_wg[kf] != NULL;
     q8r_plan wp = {-1, 1, 0.0};
+    double wcost = -1.0; /* the warpgroup tile's cost where auto weighs it below wg_min_m, else -1 */
     if (wgk || kwgk) {
         const memra__mmq_r3_tile wt[MEMRA__MMQ_R3_TILES] = {
             {kwgk ? MMQ_K(q)->kr_wg_names[kf] : MMQ_K(q)->wg_name, 128, 128,
@@ -1136,15 +1141,25 @@ static memra_status run_tiles(memra__gpu *q, memra_call *call, const memra_gemm_
             {NULL, 128, 128, 0, 1}, {NULL, 128, 128, 0, 1}, {NULL, 128, 128, 0, 1}};
         const CUfunction wf[MEMRA__MMQ_R3_TILES] = {kwgk ? MMQ_K(q)->gemm_kr_wg[kf] : MMQ_K(q)->gemm_q8_0r_wg, NULL,
                                                     NULL, NULL};
-        const double ws[MEMRA__MMQ_R3_TILES] = {kwgk ? pc->step_kr[0] : pc->step_wg, 1.0, 1.0, 1.0};
+        /* the split at a step of 1.0 (the splits runs i1 / i4 timed) */
+        const double ws[MEMRA__MMQ_R3_TILES] = {kwgk ? pc->step_kr[0] : 1.0, 1.0, 1.0, 1.0};
         mmq_knobs wk = kn;
         wk.bm = wk.bn = 0;
         wp = plan_tiles(q, &wk, wt, wf, ws, op, m, n, k);
+        /* auto below wg_min_m, on _wgs (the kernel step_wg was fitted to), no records tile forced: that
+         * plan's cost at step_wg, against the records plan's */
+        if (wgk && MMQ_K(q)->wg_fit && MMQ_K(q)->wg_min_m > 0 && m < MMQ_K(q)->wg_min_m && kn.bm <= 0 && kn.bn <= 0 &&
+            wp.tile >= 0) {
+            const double wf_step[MEMRA__MMQ_R3_TILES] = {pc->step_wg, 1.0, 1.0, 1.0};
+            mmq_knobs wk2 = wk;
+            wk2.split = wp.split;
+            wcost = plan_tiles(q, &wk2, wt, wf, wf_step, op, m, n, k).cost;
+        }
     }
     /* MEMRA_MMQ_WG: =1 in place of a 128-token pick (either width), =all of every pick; auto (the
-     * default) from wg_min_m tokens, and below it where the model prices the tile's plan under the
-     * records plan's (unless MEMRA_MMQ_BM / BN force a records tile) */
-    const int wg_cheaper = kn.bm <= 0 && kn.bn <= 0 && wp.tile >= 0 && wp.cost < p.cost;
+     * default) from wg_min_m tokens, and below it where the model prices the tile (at its split and
+     * step_wg) under the records plan */
+    const int wg_cheaper = wcost >= 0.0 && wcost < p.cost;
     const int wg = wgk &&
                    (MMQ_K(q)->wg_min_m > 0 ? m >= MMQ_K(q)->wg_min_m || wg_cheaper : tl->bm == 128 || MMQ_K(q)->wg_all) &&
                    r3w_maps(q, maps, w, x, m, n, k);
