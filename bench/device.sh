@@ -1061,12 +1061,20 @@ step_wgsx() {
 
 # The plan's choice between the seeded warpgroup tile and the records tiles below 1024 tokens (the model's
 # step_wg, mmq_ops.c): knobab MEMRA_MMQ_WG=all (the seeded tile on every call, at its own split) against 0
-# (the records plan) at WGPLAN_M (default 256 384 512 640 768 1024), WGPLAN_ROUNDS rounds (default 1);
-# the q8_0 / q4_0 rows to the summary. bench/RESULTS.md sets each row's faster arm beside the model's pick.
+# (the records plan) at WGPLAN_M (default 256 384 512 640 768 1024), WGPLAN_ROUNDS rounds (default 1),
+# then the default (auto) at each m as a third arm, which should run as fast as the faster of the two;
+# the q8_0 / q4_0 rows to the summary.
 step_wgplan() {
-  local t=$SECONDS
+  local t=$SECONDS mm f
   KNOBAB_KNOB=MEMRA_MMQ_WG KNOBAB_ON=all KNOBAB_OFF=0 KNOBAB_M="${WGPLAN_M:-256 384 512 640 768 1024}" \
     KNOBAB_ROUNDS=${WGPLAN_ROUNDS:-1} KNOBAB_ARM="mmq|q4_0" step_knobab
+  # the default (auto: the plan's pick) as a third arm: each row should match the faster of the two
+  for mm in ${WGPLAN_M:-256 384 512 640 768 1024}; do
+    f="$L/wgplan_auto_m$mm.txt"
+    timeout 200 $M bench 27b --m $mm --json $R/wgplan_auto_27b_m${mm}_$TAG.json > "$f" 2>&1
+    say "wgplan bench 27b m=$mm MEMRA_MMQ_WG=auto: exit $?"
+    awk '$1 ~ /->/ {s = $1} $1 ~ /^(mmq|q4_0)$/ || $2 ~ /^(mmq|q4_0)$/ {print "  " s, $0}' "$f" | grep -v split >> "$S"
+  done
   say "wgplan: $((SECONDS - t)) s"
 }
 
