@@ -56,6 +56,19 @@ static memra_status call_op(const memra_op_table *ops, memra_call *call, memra_o
  * string goes away with the module once the caller's snapshot is released. */
 static _Thread_local char tl_reason[96];
 
+/* Sizing (memra_call.sizing, memra__sizing_begin): on this thread, op calls ask
+ * their modules for scratch requests only; the calls a module ran anyway, and
+ * those it sized, are counted. No ledger accounting, no shadow sample. */
+static _Thread_local int tl_sizing, tl_sized, tl_ran;
+
+void memra__sizing_begin(void) { tl_sizing = 1, tl_sized = 0, tl_ran = 0; }
+
+int memra__sizing_end(void)
+{
+    tl_sizing = 0;
+    return tl_sized > 0 && tl_ran == 0;
+}
+
 /* One call of a lane's op, no accounting: the scope (scratch), the device's
  * context, the module's scratch name, and a declined call's reason copied out.
  * *ran is 0 when the scope could not be begun (the op was not called). */
@@ -66,7 +79,8 @@ static memra_status lane_call(memra_device *dev, const memra__lane *lane, memra_
                        .caps = &dev->caps,
                        .stream = args->stream,
                        .decline_reason = NULL,
-                       .variant = lane->variant};
+                       .variant = lane->variant,
+                       .sizing = tl_sizing};
     args->gemm.struct_size = sizeof args->gemm;
     *ran = 0;
     memra_status st = memra__scope_begin(dev, args->stream);
@@ -80,6 +94,10 @@ static memra_status lane_call(memra_device *dev, const memra__lane *lane, memra_
         memra__device_leave(dev);
     }
     memra__scope_end();
+    if (tl_sizing && st == MEMRA_STATUS_OK) {
+        if (call.sizing == 2) tl_sized++;
+        else tl_ran++;
+    }
     if (st == MEMRA_STATUS_DECLINED) {
         snprintf(tl_reason, sizeof tl_reason, "%s", call.decline_reason ? call.decline_reason : "(no reason given)");
         args->decline_reason = tl_reason;
@@ -96,6 +114,7 @@ memra_status memra__lane_run(memra_device *dev, const memra__lane *lane, memra_o
 memra_status memra__lane_invoke(memra_device *dev, const memra__lane *lane, memra_op op, memra_op_args *args)
 {
     int ran;
+    if (tl_sizing) return lane_call(dev, lane, op, args, &ran); /* nothing ran: nothing for the ledger */
     atomic_fetch_add(&lane->cell->entries, 1);
     memra_status st = lane_call(dev, lane, op, args, &ran);
     if (!ran) return st;
@@ -141,7 +160,7 @@ memra_status memra__dispatch_on(memra_device *dev, memra__snapshot *s, memra_op 
     double t0 = 0.0;
     /* The observer (shadow A/B, core/observe/) is set at memra_open: routing calls up only through it. */
     const memra__dispatch_observer *obs = dev->rt->observer;
-    if (s->shadow[op].mod == NULL || obs == NULL || !obs->begin(dev, s, op, args, &t0))
+    if (tl_sizing || s->shadow[op].mod == NULL || obs == NULL || !obs->begin(dev, s, op, args, &t0))
         return dispatch_lanes(dev, s, op, args);
     memra_status st = dispatch_lanes(dev, s, op, args);
     obs->end(dev, s, op, args, st, t0);

@@ -77,6 +77,12 @@ memra_status memra__dispatch_on(memra_device *dev, memra__snapshot *snap, memra_
  * NULL when none: each lane run once, without ledger counting (a question, not a call); for
  * args that launch nothing. The name lives as long as the module is loaded. */
 const char *memra__dispatch_taken(memra_device *dev, memra_op op, memra_op_args *args);
+/* Sizing on this thread (memra_call.sizing): between begin and end every op call asks its module
+ * for its scratch requests alone (no ledger counting, no shadow sample); end says whether at least
+ * one op was sized and none ran (a module that ignores the member runs the call as usual). For
+ * memra_stream_reserve's walk, which needs the scratch of every m and none of the outputs. */
+void memra__sizing_begin(void);
+int memra__sizing_end(void);
 
 /* The observer of live calls (memra__dispatch_observer, core/state/runtime.h):
  * dispatch calls rt->observer around a call whose snapshot has a shadow lane

@@ -192,10 +192,12 @@ uint64_t memra_device_f16_used(const memra_device *dev);
  * weight (format, shape, operands: a model's layers share a few), at every m
  * up to 1024, at steps of 1/32 of m above and at every power of two below
  * m_max (where lanes switch plans; zero inputs, a temporary output), then
- * waiting for the stream. Afterwards calls captured on that stream with those
- * weights and m <= m_max allocate nothing (above m = 1024, a lane whose plan
- * at an m between two steps wanted more fails as below, never silently). A
- * call captured on a stream without enough reserved
+ * sizing every other m above 1024 without running it where the lane's module
+ * can (memra_call.sizing: memra's MMQ floor does), then waiting for the
+ * stream. Afterwards calls captured on that stream with those weights and
+ * m <= m_max allocate nothing (above m = 1024, on a lane that cannot size a
+ * call, a plan that at an m between two steps wanted more fails as below,
+ * never silently). A call captured on a stream without enough reserved
  * scratch fails with NOT_SUPPORTED naming this function. Not an op: it
  * allocates and waits, so call it before the capture begins. The arena is
  * the stream's and its graphs': replay them on that stream (or ordered with

@@ -129,6 +129,15 @@ typedef struct memra_call {
      * routing entry (a tuned entry names a variant) or from
      * memra_op_args.variant in memra_module_call. */
     int32_t variant;
+    /* ---- appended; check with MEMRA_HAS_MEMBER(call, memra_call, sizing) ----
+     * 1: the core wants only this call's scratch requests (memra_stream_reserve
+     * sizing a stream's arena at every m, core/weights/weight.c). A module that
+     * reads this member may make its scratch_get calls exactly as the real call
+     * would, then return MEMRA_STATUS_OK without launching anything, after
+     * setting it to 2 (outputs are left unwritten). A module that ignores it
+     * runs the call as usual, which is equally correct, only slower. 0 for
+     * every other call. */
+    int32_t sizing;
 } memra_call;
 
 /* y[y_row_offset + i, j] = alpha * sum_k x[i,k] * W[j,k]   (y = x . W^T)

@@ -253,9 +253,12 @@ static memra_status fake_set_error(memra_status st, const char *fmt, ...)
 /* Named scratch: a distinct fake address per name (never dereferenced); the slot named
  * g_scratch_refuse (NULL: none) is refused as a capture without a reservation refuses it. */
 static const char *g_scratch_refuse;
+static size_t g_scratch_bytes; /* the bytes of every scratch request since it was last zeroed */
+static int g_scratch_asks;     /* and their count */
 static memra_status fake_scratch_get(memra_call *call, const char *name, size_t bytes, memra_dptr *out)
 {
-    (void)call, (void)bytes;
+    (void)call;
+    g_scratch_bytes += bytes, g_scratch_asks++;
     if (g_scratch_refuse != NULL && strcmp(name, g_scratch_refuse) == 0) {
         *out = 0;
         return MEMRA_STATUS_NOT_SUPPORTED;
@@ -1407,6 +1410,44 @@ static int case_mmq(const char *so)
     }
     g_mmq_wg_knob = "0", g_mmq_wg_tr_knob = NULL, g_mmq_wg_per_knob = NULL, g_mmq_wg_sd_knob = NULL, g_mmq_bm_knob = NULL;
     g_missing_kernel = NULL, g_no_tmap = 0;
+    /* memra_call.sizing = 1 (memra_stream_reserve's sizing): gemm_q8_0r, gemm_kr and quant_q8_1 make the
+     * real call's scratch requests (count and bytes, split-k partial sums or none), launch nothing and
+     * set it to 2; the defaults (auto: _wgs at 512 x 1024 in 4 slices, the records tiles at 512 x 5120
+     * in 1, _wgs at 1536 x 1536 in 4, Q4_K's records tiles) */
+    {
+        g_mmq_wg_knob = NULL;
+        if (!open_mod(so, 90, &m)) return 0;
+        static const struct {
+            int m, n, kind; /* kind 0: gemm_q8_0r, 1: gemm_kr (Q4_K), 2: quant_q8_1 */
+        } sz[] = {{512, 1024, 0}, {512, 5120, 0}, {1536, 1536, 0}, {4096, 12288, 0}, {512, 1024, 1}, {300, 0, 2}};
+        for (size_t i = 0; i < sizeof sz / sizeof sz[0]; i++) {
+            size_t bytes[2];
+            int asks[2], launched[2], back = -1;
+            memra_status st[2];
+            for (int sizing = 0; sizing < 2; sizing++) {
+                memra_call c2 = call_of(&m);
+                c2.sizing = sizing;
+                memra_gemm_args a2 = gemm(sz[i].m, sz[i].n, 5120);
+                if (sz[i].kind == 1) a2.w_format = (int32_t)MEMRA_FORMAT_Q4_K;
+                g_scratch_bytes = 0, g_scratch_asks = 0, g_n_launched = 0;
+                st[sizing] = sz[i].kind == 0   ? m.desc->ops->gemm_q8_0r(&c2, &a2)
+                             : sz[i].kind == 1 ? m.desc->ops->gemm_kr(&c2, &a2)
+                                               : m.desc->ops->quant_q8_1(&c2, 0x1000, sz[i].m, 5120, 0x2000);
+                bytes[sizing] = g_scratch_bytes, asks[sizing] = g_scratch_asks, launched[sizing] = g_n_launched;
+                if (sizing) back = c2.sizing;
+            }
+            const int good = st[0] == MEMRA_STATUS_OK && st[1] == MEMRA_STATUS_OK && launched[0] >= 1 && launched[1] == 0 &&
+                             back == 2 && bytes[0] == bytes[1] && asks[0] == asks[1];
+            printf("  sizing %s %d x %d x 5120: real call %d launches, %d scratch asks of %zu bytes; sized: %d launches, "
+                   "%d asks of %zu bytes, sizing %d  %s\n",
+                   sz[i].kind == 0 ? "gemm_q8_0r" : sz[i].kind == 1 ? "gemm_kr q4_k" : "quant_q8_1", sz[i].m, sz[i].n,
+                   launched[0], asks[0], bytes[0], launched[1], asks[1], bytes[1], back, good ? "ok" : "FAIL");
+            ok &= good;
+        }
+        g_n_launched = 0;
+        ok &= close_mod(&m, 1);
+        g_mmq_wg_knob = "0";
+    }
     ok &= xe_wg_cases(so);
     /* MEMRA_MMQ_KR_WG=1 (unset: off): gemm_kr's Q4_K / Q5_K on the seeded warpgroup tile, every pick, on
      * cc 9.x with tensor maps and the sum plane (MEMRA_MMQ_KR_SUMS): grid ceil(m / 128) x ceil(n / 128) x

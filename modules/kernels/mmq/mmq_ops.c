@@ -425,6 +425,14 @@ static int aligned(memra_dptr p, unsigned a) { return memra__gpu_aligned(p, a); 
 static unsigned blocks(const memra__gpu *q, int64_t items, int64_t per_block) { return memra__gpu_blocks(q, items, per_block); }
 static memra_status check_gemm(memra__gpu *q, const char *op, const memra_gemm_args *a) { return memra__gpu_check_gemm(q, op, a); }
 static memra_dptr y_base(const memra_gemm_args *a) { return memra__gpu_y_base(a); }
+/* memra_call.sizing: the core wants only the call's scratch requests (memra_stream_reserve); once they
+ * are made, sized() says so and the call returns without launching */
+static int sizing(const memra_call *call) { return MEMRA_HAS_MEMBER(call, memra_call, sizing) && call->sizing == 1; }
+static memra_status sized(memra_call *call)
+{
+    call->sizing = 2;
+    return MEMRA_STATUS_OK;
+}
 
 /* Whether image m holds every kernel of a tile table (asked of the driver alone: a miss is not an
  * error, an older or PTX image may lack a variant's entry points). */
@@ -894,6 +902,7 @@ memra_status memra__mmq_quant_q8_1(memra_call *call, memra_dptr x, int32_t m, in
     if (x == 0 || dst == 0)
         return q->host->set_error(MEMRA_STATUS_INVALID_ARGUMENT, "%s.quant_q8_1: NULL x or destination", q->name);
     if (!aligned(x, 4) || !aligned(dst, 16)) return decline(call, "quant_q8_1: x must be 4-byte and the records 16-byte aligned");
+    if (sizing(call)) return sized(call);
     const int64_t records = ((int64_t)k + 511) / 512 * 4 * m;
     /* 8 warps per block, QUANT_RECS records per warp and pass; a
      * programmatic dependent of the kernel before it (it waits before reading x) */
@@ -1176,6 +1185,7 @@ static memra_status run_tiles(memra__gpu *q, memra_call *call, const memra_gemm_
         q->host->log(MEMRA_LOG_DEBUG, q->name, "%s: no scratch for %d split-k slices, running unsplit", op, p.split);
         p.split = 1;
     }
+    if (sizing(call)) return sized(call); /* every scratch request made: memra_stream_reserve's sizing */
     /* Both kernels are programmatic dependents of the kernel before them in the
      * stream (in memra_matmul: the quantiser, then the tile; both trigger early,
      * mmq.cu). */
