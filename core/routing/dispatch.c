@@ -72,7 +72,8 @@ int memra__sizing_end(void)
 /* One call of a lane's op, no accounting: the scope (scratch), the device's
  * context, the module's scratch name, and a declined call's reason copied out.
  * *ran is 0 when the scope could not be begun (the op was not called). */
-static memra_status lane_call(memra_device *dev, const memra__lane *lane, memra_op op, memra_op_args *args, int *ran)
+static memra_status lane_call(memra_device *dev, const memra__lane *lane, memra_op op, memra_op_args *args, int *ran,
+                              int sizing)
 {
     memra_call call = {.struct_size = sizeof call,
                        .module_ctx = lane->ctx,
@@ -80,7 +81,7 @@ static memra_status lane_call(memra_device *dev, const memra__lane *lane, memra_
                        .stream = args->stream,
                        .decline_reason = NULL,
                        .variant = lane->variant,
-                       .sizing = tl_sizing};
+                       .sizing = sizing};
     args->gemm.struct_size = sizeof args->gemm;
     *ran = 0;
     memra_status st = memra__scope_begin(dev, args->stream);
@@ -94,7 +95,7 @@ static memra_status lane_call(memra_device *dev, const memra__lane *lane, memra_
         memra__device_leave(dev);
     }
     memra__scope_end();
-    if (tl_sizing && st == MEMRA_STATUS_OK) {
+    if (sizing && st == MEMRA_STATUS_OK) {
         if (call.sizing == 2) tl_sized++;
         else tl_ran++;
     }
@@ -108,15 +109,15 @@ static memra_status lane_call(memra_device *dev, const memra__lane *lane, memra_
 memra_status memra__lane_run(memra_device *dev, const memra__lane *lane, memra_op op, memra_op_args *args)
 {
     int ran;
-    return lane_call(dev, lane, op, args, &ran);
+    return lane_call(dev, lane, op, args, &ran, 0); /* admission checks and shadow runs: never sized */
 }
 
 memra_status memra__lane_invoke(memra_device *dev, const memra__lane *lane, memra_op op, memra_op_args *args)
 {
     int ran;
-    if (tl_sizing) return lane_call(dev, lane, op, args, &ran); /* nothing ran: nothing for the ledger */
+    if (tl_sizing) return lane_call(dev, lane, op, args, &ran, 1); /* nothing ran: nothing for the ledger */
     atomic_fetch_add(&lane->cell->entries, 1);
-    memra_status st = lane_call(dev, lane, op, args, &ran);
+    memra_status st = lane_call(dev, lane, op, args, &ran, 0);
     if (!ran) return st;
     if (st == MEMRA_STATUS_OK) {
         atomic_fetch_add(&lane->cell->hits, 1);
