@@ -10,7 +10,7 @@
 #include "memra/formats.h"
 #include "test.h"
 
-/* bytes of Q4_0, Q4_K, Q5_K or Q6_K blocks: every byte random, then each
+/* bytes of Q8_0, Q4_0, Q4_K, Q5_K or Q6_K blocks: every byte random, then each
  * block's f16 d (and dmin for Q4_K / Q5_K) set to a small positive value, so
  * that the decoded weights are finite and of a modest size. */
 static inline void test_fill_quant_blocks(uint64_t *rng, memra_format f, uint8_t *out, size_t bytes)
@@ -23,7 +23,7 @@ static inline void test_fill_quant_blocks(uint64_t *rng, memra_format f, uint8_t
         const uint16_t dm = memra_f16_from_f32(0.005f * fabsf(test_rand_f32(rng)));
         if (f == MEMRA_FORMAT_Q6_K) {
             p[208] = (uint8_t)dd, p[209] = (uint8_t)(dd >> 8);
-        } else if (f == MEMRA_FORMAT_Q4_0) {
+        } else if (f == MEMRA_FORMAT_Q4_0 || f == MEMRA_FORMAT_Q8_0) {
             p[0] = (uint8_t)dd, p[1] = (uint8_t)(dd >> 8);
         } else {
             p[0] = (uint8_t)dd, p[1] = (uint8_t)(dd >> 8), p[2] = (uint8_t)dm, p[3] = (uint8_t)(dm >> 8);

@@ -21,6 +21,7 @@
 #include "memra/formats.h"
 #include "memra/memra.h"
 #include "test.h"
+#include "test_blocks.h"
 #include "gpu/cu_streams.h"
 #include "../../core/weights/reserve_walk.h" /* the walk's m, to count its calls */
 
@@ -34,19 +35,13 @@ static const int k_out[NW] = {5120, 4096, 5120, 5120, 5120}, k_in[NW] = {17408, 
 
 static uint64_t g_rng;
 
-/* A random Q8_0 weight [out x in]: scales 0.004 .. 0.008, codes random bytes (never all zero). */
+/* A random Q8_0 weight [out x in] (test_blocks.h: random codes, small positive scales). */
 static memra_weight *q8_weight(memra_runtime *rt, memra_device *gpu, int out, int in, const char *name)
 {
     const size_t nb = (size_t)out * (size_t)(in / 32);
     uint8_t *q = malloc(nb * MEMRA_Q8_0_BYTES);
     CHECK(q != NULL);
-    for (size_t b = 0; b < nb; b++) {
-        uint8_t *blk = q + b * MEMRA_Q8_0_BYTES;
-        const uint16_t s = memra_f16_from_f32(0.004f + 0.002f * (1.0f + test_rand_f32(&g_rng)));
-        blk[0] = (uint8_t)s, blk[1] = (uint8_t)(s >> 8);
-        for (int j = 2; j < MEMRA_Q8_0_BYTES; j++) blk[j] = (uint8_t)test_rand_u64(&g_rng);
-        blk[2] |= 1; /* never an all-zero block */
-    }
+    test_fill_quant_blocks(&g_rng, MEMRA_FORMAT_Q8_0, q, nb * MEMRA_Q8_0_BYTES);
     memra_weight_desc d = {.struct_size = sizeof d, .format = MEMRA_FORMAT_Q8_0, .out_f = out, .in_f = in,
                            .data = q, .size = nb * MEMRA_Q8_0_BYTES, .name = name};
     memra_weight *w;
