@@ -1093,18 +1093,10 @@ step_krstage() {
       awk '$1 ~ /->/ {s = $1} $1 ~ /^(q4_k|q5_k)$/ || $2 ~ /^(q4_k|q5_k)$/ {print "  " s, $0}' "$f" | grep -v split >> "$S"
     done; done; done
   fi
-  if [[ $parts == *" ncu "* ]]; then # KRSTAGE_NCU: which of _wgm / _wgms (default both)
-    local specs="" a
-    for a in ${KRSTAGE_NCU:-wgm wgms}; do
-      specs="$specs${specs:+;}kr$a|memra_k_gemm_kr_q4_k_$a\$|sweep_kr q4_k 4096 0|MEMRA_MMQ_KR_WG=$([ $a = wgm ] && echo mma || echo mmas)"
-    done
-    NCUSRC_SPECS="$specs" step_ncusrc
-  fi
+  [[ $parts == *" ncu "* ]] && NCUSRC_SPECS="krwgm|memra_k_gemm_kr|sweep_kr q4_k 4096 0|MEMRA_MMQ_KR_WG=mma;krwgms|memra_k_gemm_kr|sweep_kr q4_k 4096 0|MEMRA_MMQ_KR_WG=mmas" step_ncusrc
   [[ $parts == *" tools "* ]] && knob_tools MEMRA_MMQ_KR_WG=mmas krstage gemm_kr
   say "krstage: $((SECONDS - t)) s"
 }
-
-step_krstagencu() { KRSTAGE_PARTS=ncu step_krstage; } # (krstage's ncu part as a step of its own, for DEADLINE)
 
 # The plan's choice between the seeded warpgroup tile and the records tiles below 1024 tokens (the model's
 # step_wg, mmq_ops.c): knobab MEMRA_MMQ_WG=all (the seeded tile on every call, at its own split) against 0
