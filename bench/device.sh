@@ -117,7 +117,7 @@
 #               (see step_bulkxe)
 #   krstage     MEMRA_MMQ_KR_WG=mmas (_wgm with its producer's loads a step ahead): smoke, tests (bit for bit
 #               =mma), records / mma / mmas on the q4_k / q5_k rows, stall samples of _wgm and _wgms, four
-#               tools, in parts (KRSTAGE_PARTS, default "smoke test ab ncu"; see step_krstage)
+#               tools, in parts (KRSTAGE_PARTS, default "test ab ncu"; see step_krstage)
 #   wgsx        MEMRA_MMQ_WG_SEED=xp (gemm_q8_0r's seeded tile with the token scales a group ahead): tests,
 #               check, ncu names, knobab against 1, stall samples, the four tools, in parts (see step_wgsx)
 #   wgplan      knobab MEMRA_MMQ_WG=all against 0 at m = 256 .. 1024 (WGPLAN_M): is the plan's pick between
@@ -1064,22 +1064,20 @@ step_wgsx() {
 
 # MEMRA_MMQ_KR_WG=mmas's first GPU run (issue 26: memra_k_gemm_kr_q4_k_wgms / _q5_k_wgms, _wgm whose producer
 # copies a step's raw bytes by cp.async a step before it widens them, so that no producer thread waits on a
-# global load), in parts (KRSTAGE_PARTS, default "smoke test ab ncu"): smoke: check --quick in 40 s (a hang stops
-# the step); test: test_mmq_ops gemm_kr (on cc 9.x =mmas bit for bit =mma at two splits, both in the band against the host),
+# global load), in parts (KRSTAGE_PARTS, default "test ab ncu"): test: a 40 s smoke (a hang stops the step),
+# test_mmq_ops gemm_kr (on cc 9.x =mmas bit for bit =mma at two splits, both in the band against the host),
 # check --op gemm_kr, ncu names; ab: bench 27b with MEMRA_MMQ_KR_WG=0 (the records tiles), mma and mmas,
 # rotated within each of KRSTAGE_ROUNDS rounds (default 1) at each m of KRSTAGE_M (default 4096), the q4_k /
 # q5_k rows to the summary; ncu: ncusrc of _wgm and _wgms (Q4_K, m = 4096, 5120->12288: does the producer
 # hold the consumers back, `ready` waits in their samples); tools: the four tools over check gemm_kr
 step_krstage() {
-  local t=$SECONDS parts=" ${KRSTAGE_PARTS:-smoke test ab ncu} " rc mm r i v f vals=(0 mma mmas)
-  if [[ $parts == *" smoke "* ]]; then
+  local t=$SECONDS parts=" ${KRSTAGE_PARTS:-test ab ncu} " rc mm r i v f vals=(0 mma mmas)
+  if [[ $parts == *" test "* ]]; then
     MEMRA_MMQ_KR_WG=mmas timeout 40 $M check --device 0 --op gemm_kr --module mmq --quick > "$L/krstage_smoke.log" 2>&1
     rc=$?
     say "smoke check gemm_kr --quick (MEMRA_MMQ_KR_WG=mmas): exit $rc $(grep -E 'passed, ' "$L/krstage_smoke.log")"
     grep -E " FAIL" "$L/krstage_smoke.log" | head -4 >> "$S"
     { [ $rc = 124 ] || [ $rc = 137 ]; } && { say "krstage: the smoke check hung: the rest is skipped"; return 1; }
-  fi
-  if [[ $parts == *" test "* ]]; then
     knob_kr_tests MEMRA_MMQ_KR_WG=mmas krstage
     say "krstage: $(grep -c 'differ from KR_WG=mma  ok' "$L/krstage_test_gemm_kr.log") mmas cases bit for bit mma, $(grep -E 'KR_WG=mmas split=' "$L/krstage_test_gemm_kr.log" | grep -c ' ok$') in the band"
     knob_kr_names MEMRA_MMQ_KR_WG=mmas krstage
