@@ -115,9 +115,6 @@
 #               four tools, knobab on the q8_0 / q4_0 rows (see step_bulk)
 #   bulkxe      MEMRA_MMQ_BULK=1 on the sorted grouped Q8_0 tiles: tests, check, four tools, bench moe A/B
 #               (see step_bulkxe)
-#   krstage     MEMRA_MMQ_KR_WG=mmas (_wgm with its producer's loads a step ahead): smoke, tests (bit for bit
-#               =mma), records / mma / mmas on the q4_k / q5_k rows, stall samples of _wgm and _wgms, four
-#               tools, in parts (KRSTAGE_PARTS, default "test ab ncu"; see step_krstage)
 #   wgsx        MEMRA_MMQ_WG_SEED=xp (gemm_q8_0r's seeded tile with the token scales a group ahead): tests,
 #               check, ncu names, knobab against 1, stall samples, the four tools, in parts (see step_wgsx)
 #   wgplan      knobab MEMRA_MMQ_WG=all against 0 at m = 256 .. 1024 (WGPLAN_M): is the plan's pick between
@@ -1060,40 +1057,6 @@ step_wgsx() {
   [[ $parts == *" ncu "* ]] && NCUSRC_SPECS="wgsax|memra_k_gemm_q8_0r_wgsax|sweep 4096 0|MEMRA_MMQ_WG_SEED=xp" step_ncusrc
   [[ $parts == *" tools "* ]] && knob_tools MEMRA_MMQ_WG_SEED=xp wgsx gemm_q8_0r
   say "wgsx: $((SECONDS - t)) s"
-}
-
-# MEMRA_MMQ_KR_WG=mmas's first GPU run (issue 26: memra_k_gemm_kr_q4_k_wgms / _q5_k_wgms, _wgm whose producer
-# copies a step's raw bytes by cp.async a step before it widens them, so that no producer thread waits on a
-# global load), in parts (KRSTAGE_PARTS, default "test ab ncu"): test: a 40 s smoke (a hang stops the step),
-# test_mmq_ops gemm_kr (on cc 9.x =mmas bit for bit =mma at two splits, both in the band against the host),
-# check --op gemm_kr, ncu names; ab: bench 27b with MEMRA_MMQ_KR_WG=0 (the records tiles), mma and mmas,
-# rotated within each of KRSTAGE_ROUNDS rounds (default 1) at each m of KRSTAGE_M (default 4096), the q4_k /
-# q5_k rows to the summary; ncu: ncusrc of _wgm and _wgms (Q4_K, m = 4096, 5120->12288: does the producer
-# hold the consumers back, `ready` waits in their samples); tools: the four tools over check gemm_kr
-step_krstage() {
-  local t=$SECONDS parts=" ${KRSTAGE_PARTS:-test ab ncu} " rc mm r i v f vals=(0 mma mmas)
-  if [[ $parts == *" test "* ]]; then
-    MEMRA_MMQ_KR_WG=mmas timeout 40 $M check --device 0 --op gemm_kr --module mmq --quick > "$L/krstage_smoke.log" 2>&1
-    rc=$?
-    say "smoke check gemm_kr --quick (MEMRA_MMQ_KR_WG=mmas): exit $rc $(grep -E 'passed, ' "$L/krstage_smoke.log")"
-    grep -E " FAIL" "$L/krstage_smoke.log" | head -4 >> "$S"
-    { [ $rc = 124 ] || [ $rc = 137 ]; } && { say "krstage: the smoke check hung: the rest is skipped"; return 1; }
-    knob_kr_tests MEMRA_MMQ_KR_WG=mmas krstage
-    say "krstage: $(grep -c 'differ from KR_WG=mma  ok' "$L/krstage_test_gemm_kr.log") mmas cases bit for bit mma, $(grep -E 'KR_WG=mmas split=' "$L/krstage_test_gemm_kr.log" | grep -c ' ok$') in the band"
-    knob_kr_names MEMRA_MMQ_KR_WG=mmas krstage
-  fi
-  if [[ $parts == *" ab "* ]]; then
-    for mm in ${KRSTAGE_M:-4096}; do for ((r = 1; r <= ${KRSTAGE_ROUNDS:-1}; r++)); do for ((i = 0; i < 3; i++)); do
-      v=${vals[$(((i + r - 1) % 3))]}
-      f="$L/krstage_m${mm}_${v}_$r.txt"
-      MEMRA_MMQ_KR_WG=$v timeout 200 $M bench 27b --m $mm --json $R/krstage_27b_m${mm}_${v}_${r}_$TAG.json > "$f" 2>&1
-      say "krstage bench 27b m=$mm MEMRA_MMQ_KR_WG=$v (round $r): exit $?"
-      awk '$1 ~ /->/ {s = $1} $1 ~ /^(q4_k|q5_k)$/ || $2 ~ /^(q4_k|q5_k)$/ {print "  " s, $0}' "$f" | grep -v split >> "$S"
-    done; done; done
-  fi
-  [[ $parts == *" ncu "* ]] && NCUSRC_SPECS="krwgm|memra_k_gemm_kr|sweep_kr q4_k 4096 0|MEMRA_MMQ_KR_WG=mma;krwgms|memra_k_gemm_kr|sweep_kr q4_k 4096 0|MEMRA_MMQ_KR_WG=mmas" step_ncusrc
-  [[ $parts == *" tools "* ]] && knob_tools MEMRA_MMQ_KR_WG=mmas krstage gemm_kr
-  say "krstage: $((SECONDS - t)) s"
 }
 
 # The plan's choice between the seeded warpgroup tile and the records tiles below 1024 tokens (the model's

@@ -1469,16 +1469,10 @@ static int case_mmq(const char *so)
                {90, 0, "mma", NULL, NULL, 2, 4096, 12288, 0}, {120, 0, "mma", NULL, NULL, 0, 4096, 12288, 0},
                {90, 1, "mma", NULL, NULL, 1, 4096, 12288, 0}, {90, 0, "mma", "0", NULL, 0, 4096, 12288, 0},
                {90, 0, "mma", NULL, "q4_k_wgm", 0, 4096, 12288, 0}, {90, 0, "mma", NULL, "q4_k_wgm", 1, 4096, 12288, 1},
-               {90, 0, "mma", NULL, "q4_k_wgs", 0, 4096, 12288, 1},
-               /* =mmas: the _wgms kernels (_wgm with the staged producer), the same shared memory */
-               {90, 0, "mmas", NULL, NULL, 0, 4096, 12288, 1}, {90, 0, "mmas", NULL, NULL, 1, 512, 1024, 1},
-               {90, 0, "mmas", NULL, NULL, 2, 4096, 12288, 0}, {120, 0, "mmas", NULL, NULL, 0, 4096, 12288, 0},
-               {90, 1, "mmas", NULL, NULL, 1, 4096, 12288, 0}, {90, 0, "mmas", "0", NULL, 0, 4096, 12288, 0},
-               {90, 0, "mmas", NULL, "q4_k_wgms", 0, 4096, 12288, 0}, {90, 0, "mmas", NULL, "q5_k_wgms", 0, 4096, 12288, 1}};
+               {90, 0, "mma", NULL, "q4_k_wgs", 0, 4096, 12288, 1}};
     static const memra_format kwf[] = {MEMRA_FORMAT_Q4_K, MEMRA_FORMAT_Q5_K, MEMRA_FORMAT_Q6_K};
     static const char *const kwn[] = {"memra_k_gemm_kr_q4_k_wgs", "memra_k_gemm_kr_q5_k_wgs", ""};
     static const char *const kwm[] = {"memra_k_gemm_kr_q4_k_wgm", "memra_k_gemm_kr_q5_k_wgm", ""};
-    static const char *const kwms[] = {"memra_k_gemm_kr_q4_k_wgms", "memra_k_gemm_kr_q5_k_wgms", ""};
     for (size_t i = 0; i < sizeof kwc / sizeof kwc[0]; i++) {
         g_kr_wg_knob = kwc[i].knob, g_kr_sums_knob = kwc[i].sums, g_missing_kernel = kwc[i].missing;
         g_no_tmap = kwc[i].no_tmap;
@@ -1489,9 +1483,8 @@ static int case_mmq(const char *so)
         g_tmap_calls = 0;
         const memra_status st2 = m.desc->ops->gemm_kr(&c2, &a2);
         const char *got = g_n_launched > 0 ? g_launched[0] : "";
-        const int mmas = kwc[i].knob != NULL && strcmp(kwc[i].knob, "mmas") == 0;
-        const int mma = mmas || (kwc[i].knob != NULL && strcmp(kwc[i].knob, "mma") == 0);
-        const int is_wg = strcmp(got, (mmas ? kwms : mma ? kwm : kwn)[kwc[i].f]) == 0;
+        const int mma = kwc[i].knob != NULL && strcmp(kwc[i].knob, "mma") == 0;
+        const int is_wg = strcmp(got, (mma ? kwm : kwn)[kwc[i].f]) == 0;
         const int shape_ok = !is_wg || (g_grid_x[0] == (unsigned)(kwc[i].m + 127) / 128 &&
                                         g_grid_y[0] == (unsigned)(kwc[i].n + 127) / 128 && g_block_x[0] == 384 &&
                                         g_smem[0] == (unsigned)(mma ? R3W_SMEM_BYTES_KM : R3W_SMEM_BYTES_KQ) &&

@@ -1495,13 +1495,24 @@ __device__ __forceinline__ r3w_tile r3w_tile_of(int t, int ntx, int nty, int G, 
  * the min term's tf32 tiles (mmq.h R3W_KM_*): row r's P = -mn 2^-44 split P_hi = rna(P), P_lo = P - P_hi
  * (exact: P has at most 17 significant bits, dmin's 11 and m's 6), token r's sums t split t_hi = rna(t),
  * t_lo = rna(t - t_hi). */
-/* kq_fill's writes, from the bytes it read: kq_put_row's from q the row's four nibble units, hw Q5_K's
- * high-bit word and hd the super-block's S entry, kq_put_token's from xs4 the token's head (four block
- * scales) and ts4 its sums (zeros past n / m) */
 template <int F, bool KM = false>
-__device__ __forceinline__ void kq_put_row(unsigned char *sp, const uint4 (&q)[4], const uint4 &hw, const uint4 &hd,
-                                           int g, int r)
+__device__ __forceinline__ void kq_fill(unsigned char *sp, const unsigned char *__restrict__ w,
+                                        const unsigned char *__restrict__ xq, const unsigned char *__restrict__ xs,
+                                        int n, int m, int G, int j0, int i0, int g, int r)
 {
+    constexpr int HB = KR_HB(F);
+    const int j = j0 + r, i = i0 + r;
+    uint4 q[4], hw = make_uint4(0, 0, 0, 0), hd = make_uint4(0, 0, 0, 0);
+#pragma unroll
+    for (int u = 0; u < 4; u++) q[u] = make_uint4(0, 0, 0, 0);
+    if (j < n) {
+        const long long rec = (long long)g * n + j;
+        const uint4 *np = reinterpret_cast<const uint4 *>(w + rec * 64);
+#pragma unroll
+        for (int u = 0; u < 4; u++) q[u] = np[u];
+        if (HB == 16) hw = *reinterpret_cast<const uint4 *>(w + (long long)G * n * 64 + rec * 16);
+        hd = *reinterpret_cast<const uint4 *>(w + (long long)G * n * (64 + HB) + ((long long)(g >> 1) * n + j) * 16);
+    }
     unsigned char *A = sp + r * 128;
     const int sw = r & 7;
 #pragma unroll
@@ -1534,10 +1545,12 @@ __device__ __forceinline__ void kq_put_row(unsigned char *sp, const uint4 (&q)[4
     } else {
         *reinterpret_cast<float4 *>(sp + 32768 + 6144 + r * 16) = mn4;
     }
-}
-template <bool KM = false>
-__device__ __forceinline__ void kq_put_token(unsigned char *sp, const float4 &xs4, const float4 &ts4, int r)
-{
+    float4 xs4 = make_float4(0.0f, 0.0f, 0.0f, 0.0f), ts4 = xs4;
+    if (i < m) {
+        const long long rec = (long long)g * m + i;
+        xs4 = *reinterpret_cast<const float4 *>(xq + rec * 144);
+        ts4 = *reinterpret_cast<const float4 *>(xs + rec * 16);
+    }
     const int pos = r3w_perm(r);
     float *xp = reinterpret_cast<float *>(sp + 32768 + 4096) + pos, *tp = reinterpret_cast<float *>(sp + 32768 + 8192) + pos;
     xp[0] = xs4.x, xp[128] = xs4.y, xp[256] = xs4.z, xp[384] = xs4.w;
@@ -1551,76 +1564,6 @@ __device__ __forceinline__ void kq_put_token(unsigned char *sp, const float4 &xs
         return;
     }
     tp[0] = ts4.x, tp[128] = ts4.y, tp[256] = ts4.z, tp[384] = ts4.w;
-}
-template <int F, bool KM = false>
-__device__ __forceinline__ void kq_fill(unsigned char *sp, const unsigned char *__restrict__ w,
-                                        const unsigned char *__restrict__ xq, const unsigned char *__restrict__ xs,
-                                        int n, int m, int G, int j0, int i0, int g, int r)
-{
-    constexpr int HB = KR_HB(F);
-    const int j = j0 + r, i = i0 + r;
-    uint4 q[4], hw = make_uint4(0, 0, 0, 0), hd = make_uint4(0, 0, 0, 0);
-#pragma unroll
-    for (int u = 0; u < 4; u++) q[u] = make_uint4(0, 0, 0, 0);
-    if (j < n) {
-        const long long rec = (long long)g * n + j;
-        const uint4 *np = reinterpret_cast<const uint4 *>(w + rec * 64);
-#pragma unroll
-        for (int u = 0; u < 4; u++) q[u] = np[u];
-        if (HB == 16) hw = *reinterpret_cast<const uint4 *>(w + (long long)G * n * 64 + rec * 16);
-        hd = *reinterpret_cast<const uint4 *>(w + (long long)G * n * (64 + HB) + ((long long)(g >> 1) * n + j) * 16);
-    }
-    kq_put_row<F, KM>(sp, q, hw, hd, g, r);
-    float4 xs4 = make_float4(0.0f, 0.0f, 0.0f, 0.0f), ts4 = xs4;
-    if (i < m) {
-        const long long rec = (long long)g * m + i;
-        xs4 = *reinterpret_cast<const float4 *>(xq + rec * 144);
-        ts4 = *reinterpret_cast<const float4 *>(xs + rec * 16);
-    }
-    kq_put_token<KM>(sp, xs4, ts4, r);
-}
-
-/* KS (MEMRA_MMQ_KR_WG=mmas): kq_fill in two halves a step apart, so that no producer thread waits on a
- * global load. kq_stage copies (cp.async, one commit group a step) the very bytes kq_fill reads into
- * places of the step's own stage that hold nothing yet or nothing the K tiles read: the row's nibble
- * units at 8192 + 64 r (the second half of the widened codes), Q5_K's high-bit word at 32768 + 6144 + 16 r
- * (KQ's mins, KM's unused 2 KB), the S entry at 32768 + 2048 + 16 r (unused by every K tile), the token's
- * head and sums at 32768 + 4096 + 16 r and 32768 + 8192 + 16 r (where the permuted scales and sums go);
- * rows past n and tokens past m zero-filled (the source then row / token 0's, never read). A step later,
- * once the thread's own group landed, kq_fill_staged reads them back, the producer warpgroup meets at
- * named barrier 2 (every thread holds what others' writes overwrite), and kq_put_row / _token write the stage as
- * kq_fill does: the same bytes, so the outputs are `_wgm`'s bit for bit. */
-template <int F>
-__device__ __forceinline__ void kq_stage(unsigned char *sp, const unsigned char *__restrict__ w,
-                                         const unsigned char *__restrict__ xq, const unsigned char *__restrict__ xs,
-                                         int n, int m, int G, int j0, int i0, int g, int r)
-{
-    constexpr int HB = KR_HB(F);
-    const int j = j0 + r, i = i0 + r, wb = j < n ? 16 : 0, xb = i < m ? 16 : 0;
-    const long long rec = (long long)g * n + (j < n ? j : 0), xr = (long long)g * m + (i < m ? i : 0);
-#pragma unroll
-    for (int u = 0; u < 4; u++) cp_async16(sp + 8192 + 64 * r + 16 * u, w + rec * 64 + 16 * u, wb);
-    if (HB == 16) cp_async16(sp + 32768 + 6144 + 16 * r, w + (long long)G * n * 64 + rec * 16, wb);
-    cp_async16(sp + 32768 + 2048 + 16 * r,
-               w + (long long)G * n * (64 + HB) + ((long long)(g >> 1) * n + (j < n ? j : 0)) * 16, wb);
-    cp_async16(sp + 32768 + 4096 + 16 * r, xq + xr * 144, xb);
-    cp_async16(sp + 32768 + 8192 + 16 * r, xs + xr * 16, xb);
-}
-template <int F, bool KM>
-__device__ __forceinline__ void kq_fill_staged(unsigned char *sp, int g, int r)
-{
-    constexpr int HB = KR_HB(F);
-    uint4 q[4];
-#pragma unroll
-    for (int u = 0; u < 4; u++) q[u] = *reinterpret_cast<const uint4 *>(sp + 8192 + 64 * r + 16 * u);
-    const float4 xs4 = *reinterpret_cast<const float4 *>(sp + 32768 + 4096 + 16 * r);
-    const float4 ts4 = *reinterpret_cast<const float4 *>(sp + 32768 + 8192 + 16 * r);
-    asm volatile("bar.sync 2, 128;\n" ::: "memory");
-    /* (read by this thread alone, before its own kq_put_row writes the mins over the high-bit word) */
-    const uint4 hw = HB == 16 ? *reinterpret_cast<const uint4 *>(sp + 32768 + 6144 + 16 * r) : make_uint4(0, 0, 0, 0);
-    const uint4 hd = *reinterpret_cast<const uint4 *>(sp + 32768 + 2048 + 16 * r);
-    kq_put_row<F, KM>(sp, q, hw, hd, g, r);
-    kq_put_token<KM>(sp, xs4, ts4, r);
 }
 
 /* XE (memra_k_experts_q8_0r_wgs): the tile of a grouped GEMM's table (gemm_experts, issue 30): tile
@@ -1643,7 +1586,7 @@ struct r3w_xe {
  * after each step's last fold; the step's stage is then released by the next step's first group,
  * after the wait that covers them (a stage is held one step longer: three ahead, not four). */
 template <bool TR, bool P, bool SD, int KF = -1, bool KM = false, bool SA = false, bool XE = false, bool XT = false,
-          bool XP = false, bool KS = false>
+          bool XP = false>
 __device__ __forceinline__ void r3w_body(const memra_tmap *map_w, const memra_tmap *map_wh, const memra_tmap *map_x,
                                          const memra_tmap *map_xh, float *__restrict__ y, int m, int n, int k,
                                          long long ldy, float alpha, float *__restrict__ part, int sl,
@@ -1657,7 +1600,6 @@ __device__ __forceinline__ void r3w_body(const memra_tmap *map_w, const memra_tm
     static_assert(!KQ || (SD && TR && !P), "the K-quant tiles: seeded, permuted scales, a plain grid");
     static_assert(!KM || KQ, "the min term by MMA is the K-quant tiles'");
     static_assert(!XP || (SD && TR && !KQ), "the token scales a group ahead: the seeded Q8_0 tiles");
-    static_assert(!KS || KQ, "the staged producer is the K-quant tiles'");
     constexpr int S = R3W_STAGES, SB = KM ? R3W_STAGE_BYTES_KM : KQ ? R3W_STAGE_BYTES_KQ : R3W_STAGE_BYTES_OF(TR);
     static_assert((S & (S - 1)) == 0 && S >= 2, "the ring's stage index is it & (S - 1)");
     /* TR: producer step it waits for stage it's `empty` (released after `ready` of it - S) before its
@@ -1698,29 +1640,6 @@ __device__ __forceinline__ void r3w_body(const memra_tmap *map_w, const memra_tm
         asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n");
         const int pr = threadIdx.x;
         int it = 0;
-        if constexpr (KS) { /* (one tile: KQ has no persistent form) step b's copies issued, then step b - 1 widened */
-            const r3w_tile tl = r3w_tile_of<P>(t0_, ntx, nty, G, SL);
-            for (int b = 0; b <= tl.nk; b++) {
-                if (b < tl.nk) {
-                    const int s = b & (S - 1);
-                    if (b >= S) memra_mb_wait(empty + 8 * s, (unsigned)(b / S - 1) & 1u);
-                    if (pr == 0) {
-                        const unsigned fb = full + 8 * s;
-                        memra_mb_arrive_tx(fb, 16384);
-                        memra_tma_load_3d(sbase + s * SB + 16384, map_x, 16, tl.i0, tl.g0 + b, fb);
-                    }
-                    kq_stage<KF>(stages + s * SB, kw, kx, kt, n, m, G, tl.j0, tl.i0, tl.g0 + b, pr);
-                    cp_async_commit();
-                }
-                if (b == 0) continue;
-                if (b < tl.nk) cp_async_wait<1>();
-                else cp_async_wait<0>();
-                const int s = (b - 1) & (S - 1);
-                kq_fill_staged<KF, KM>(stages + s * SB, tl.g0 + b - 1, pr);
-                asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
-                memra_mb_arrive(ready + 8 * s);
-            }
-        } else {
         for (int t = t0_; t < nt; t += dt) {
             const r3w_tile tl = r3w_tile_of<P>(t, ntx, nty, G, SL);
             for (int b = 0; b < tl.nk; b++, it++) {
@@ -1736,7 +1655,6 @@ __device__ __forceinline__ void r3w_body(const memra_tmap *map_w, const memra_tm
                 asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
                 memra_mb_arrive(ready + 8 * s);
             }
-        }
         }
         return;
     }
@@ -1949,23 +1867,19 @@ memra_k_experts_maps_q8_0r(const __grid_constant__ memra_tmap tmpl_w, const __gr
 }
 /* MEMRA_MMQ_KR_WG=1: gemm_kr's Q4_K / Q5_K on the seeded tile (r3w_body KF; kq_fill): map_x the token
  * codes' map (r3w_maps' third), w the K-packed weight, xq the q8_1 records, xs their sum plane */
-#define R3W_KQ_ENTRY(NAME, F, KM, KS)                                                                                \
+#define R3W_KQ_ENTRY(NAME, F, KM)                                                                                    \
     extern "C" __global__ void __launch_bounds__(R3W_THREADS, 1)                                                    \
         NAME(const __grid_constant__ memra_tmap map_x, const unsigned char *__restrict__ w,                          \
              const unsigned char *__restrict__ xq, const unsigned char *__restrict__ xs, float *__restrict__ y, int m, \
              int n, int k, long long ldy, float alpha, float *__restrict__ part)                                     \
     {                                                                                                                \
-        r3w_body<true, false, true, F, KM, false, false, false, false, KS>(&map_x, &map_x, &map_x, &map_x, y, m, n, k, \
-                                                                            ldy, alpha, part, 1, w, xq, xs);         \
+        r3w_body<true, false, true, F, KM>(&map_x, &map_x, &map_x, &map_x, y, m, n, k, ldy, alpha, part, 1, w, xq, xs); \
     }
-R3W_KQ_ENTRY(memra_k_gemm_kr_q4_k_wgs, KR_Q4_K, false, false)
-R3W_KQ_ENTRY(memra_k_gemm_kr_q5_k_wgs, KR_Q5_K, false, false)
+R3W_KQ_ENTRY(memra_k_gemm_kr_q4_k_wgs, KR_Q4_K, false)
+R3W_KQ_ENTRY(memra_k_gemm_kr_q5_k_wgs, KR_Q5_K, false)
 /* MEMRA_MMQ_KR_WG=mma: the same with the min term by tf32 wgmmas (r3w_body KM) */
-R3W_KQ_ENTRY(memra_k_gemm_kr_q4_k_wgm, KR_Q4_K, true, false)
-R3W_KQ_ENTRY(memra_k_gemm_kr_q5_k_wgm, KR_Q5_K, true, false)
-/* MEMRA_MMQ_KR_WG=mmas: _wgm with the staged producer (r3w_body KS; kq_stage) */
-R3W_KQ_ENTRY(memra_k_gemm_kr_q4_k_wgms, KR_Q4_K, true, true)
-R3W_KQ_ENTRY(memra_k_gemm_kr_q5_k_wgms, KR_Q5_K, true, true)
+R3W_KQ_ENTRY(memra_k_gemm_kr_q4_k_wgm, KR_Q4_K, true)
+R3W_KQ_ENTRY(memra_k_gemm_kr_q5_k_wgm, KR_Q5_K, true)
 #undef R3W_KQ_ENTRY
 #undef R3W_ENTRY
 #endif

@@ -382,9 +382,8 @@ typedef struct mmq_state {
     const char *wgp_name; /* the persistent kernel: _wgps (seeded), or _wgp with MEMRA_MMQ_WG_SEED=0 */
     /* MEMRA_MMQ_KR_WG=1 (cc 9.x, opt-in; run i2: 0.75-0.96x the records tiles): gemm_kr's Q4_K / Q5_K on
      * the seeded warpgroup tile (mmq.cu memra_k_gemm_kr_q4_k_wgs / _q5_k_wgs; the records' sum plane), or
-     * with =mma the tile whose min term is two tf32 wgmmas a step (_wgm; run j5: 0.91-1.00x), with =mmas
-     * _wgm with the producer's loads a step ahead (_wgms, untimed), else NULL; kr_wg_names and kr_wg_smem
-     * those of the loaded pair */
+     * with =mma the tile whose min term is two tf32 wgmmas a step (_wgm, untimed), else NULL; kr_wg_names
+     * and kr_wg_smem those of the loaded pair */
     CUfunction gemm_kr_wg[2];
     const char *const *kr_wg_names;
     unsigned kr_wg_smem;
@@ -419,7 +418,6 @@ static const char *const h16_var_names[4] = {"k64", "k32", "n8", "n8k64"};
 /* MEMRA_MMQ_KR_WG's kernels, Q4_K and Q5_K */
 static const char *const k_kr_wg_names[2] = {"memra_k_gemm_kr_q4_k_wgs", "memra_k_gemm_kr_q5_k_wgs"};
 static const char *const k_kr_wgm_names[2] = {"memra_k_gemm_kr_q4_k_wgm", "memra_k_gemm_kr_q5_k_wgm"};
-static const char *const k_kr_wgms_names[2] = {"memra_k_gemm_kr_q4_k_wgms", "memra_k_gemm_kr_q5_k_wgms"};
 
 /* Short names for the runtime's helpers (gpu.h). */
 static memra_status decline(memra_call *call, const char *reason) { return memra__gpu_decline(call, reason); }
@@ -636,13 +634,12 @@ static memra_status mmq_load(memra__gpu *q, void *state)
             }
         }
     }
-    /* MEMRA_MMQ_KR_WG=1 / mma / mmas: Q4_K / Q5_K on the seeded warpgroup tile, which reads the records' sum
-     * plane (mmas: _wgm's stage and shared memory, its producer staged: mmq.cu kq_stage) */
+    /* MEMRA_MMQ_KR_WG=1 / mma: Q4_K / Q5_K on the seeded warpgroup tile, which reads the records' sum plane */
     s->gemm_kr_wg[0] = s->gemm_kr_wg[1] = NULL;
     {
         const char *kw = memra__gpu_knob(q, "MEMRA_MMQ_KR_WG");
-        const int mmas = kw != NULL && strcmp(kw, "mmas") == 0, mma = mmas || (kw != NULL && strcmp(kw, "mma") == 0);
-        s->kr_wg_names = mmas ? k_kr_wgms_names : mma ? k_kr_wgm_names : k_kr_wg_names;
+        const int mma = kw != NULL && strcmp(kw, "mma") == 0;
+        s->kr_wg_names = mma ? k_kr_wgm_names : k_kr_wg_names;
         s->kr_wg_smem = mma ? R3W_SMEM_BYTES_KM : R3W_SMEM_BYTES_KQ;
         const int on = kw != NULL && (strcmp(kw, "1") == 0 || mma);
         if (st == MEMRA_STATUS_OK && on && !s->kr_sums) {
