@@ -9,7 +9,9 @@ column ("Source"), the address column ("Address"), and every column whose header
 "Samples" or "Stall" and holds numbers. Loops are found from the backward branches in the SASS
 text (BRA to a lower address), as bench/RESULTS.md's loop counts are. Prints, per sampled column:
 the total, the share of each opcode (its first dotted word), the share inside each loop, and the
-top instructions. Standard library only.
+top instructions. With --reasons, each loop's samples by stall reason (the page's stall_<reason>
+columns, all samples not only the unissued ones: which share of a loop's warps waited on what).
+Standard library only.
 """
 import argparse
 import collections
@@ -45,6 +47,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("csv")
     ap.add_argument("--top", type=int, default=25)
+    ap.add_argument("--reasons", action="store_true", help="each loop's samples by stall reason")
     a = ap.parse_args()
     names, body = read_page(a.csv)
     src = names.index("Source")
@@ -87,6 +90,27 @@ def main():
         print(f"   top {a.top}:")
         for addr, text, v in sorted(ins, key=lambda t: -t[2][k])[:a.top]:
             print(f"     {addr:#07x} {100 * v[k] / total:5.1f}%  {text[:90]}")
+
+
+    if a.reasons:
+        reasons = [(i, n[len("stall_"):]) for i, n in enumerate(names)
+                   if n.startswith("stall_") and "Not Issued" not in n]
+        rows = []
+        for r in body:
+            try:
+                rows.append((int(r[adr].strip(), 16), [number(r[i]) or 0.0 for i, _ in reasons]))
+            except ValueError:
+                continue
+        every = sum(sum(v) for _, v in rows)
+        print(f"== stall reasons by loop ({len(reasons)} reasons, {every:.0f} samples)")
+        for lo, hi in loops:
+            sums = [sum(v[j] for addr, v in rows if lo <= addr <= hi) for j in range(len(reasons))]
+            s = sum(sums)
+            if every <= 0 or s <= 0:
+                continue
+            top = sorted(zip(sums, (n for _, n in reasons)), reverse=True)
+            print(f"   loop {lo:#x}-{hi:#x}: {100 * s / every:.1f}% of samples; "
+                  + ", ".join(f"{n} {100 * v / s:.1f}" for v, n in top if v / s >= 0.02))
 
 
 if __name__ == "__main__":
