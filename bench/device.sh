@@ -115,6 +115,9 @@
 #               four tools, knobab on the q8_0 / q4_0 rows (see step_bulk)
 #   bulkxe      MEMRA_MMQ_BULK=1 on the sorted grouped Q8_0 tiles: tests, check, four tools, bench moe A/B
 #               (see step_bulkxe)
+#   gap         the 43-61 us between some records-plan memra_matmul calls and their two ops (run l2): knobab
+#               MEMRA_MMQ_PDL 1 / 0 with the split lines, per-kernel durations under ncu, nsys where there is
+#               one (see step_gap)
 #   wgsx        MEMRA_MMQ_WG_SEED=xp (gemm_q8_0r's seeded tile with the token scales a group ahead): tests,
 #               check, ncu names, knobab against 1, stall samples, the four tools, in parts (see step_wgsx)
 #   wgplan      knobab MEMRA_MMQ_WG=all against 0 at m = 256 .. 1024 (WGPLAN_M): is the plan's pick between
@@ -1057,6 +1060,38 @@ step_wgsx() {
   [[ $parts == *" ncu "* ]] && NCUSRC_SPECS="wgsax|memra_k_gemm_q8_0r_wgsax|sweep 4096 0|MEMRA_MMQ_WG_SEED=xp" step_ncusrc
   [[ $parts == *" tools "* ]] && knob_tools MEMRA_MMQ_WG_SEED=xp wgsx gemm_q8_0r
   say "wgsx: $((SECONDS - t)) s"
+}
+
+# The gap run l2 found (bench/RESULTS.md, twenty-seventh session): under the records plan (MEMRA_MMQ_WG=0) a
+# whole memra_matmul call took 43-61 us more than its quant_q8_1 and gemm_q8_0r timed alone on three rows (m =
+# 384: 6144->5120, 5120->5120; m = 768: 5120->1024), bimodally. 1. knobab MEMRA_MMQ_PDL 1 / 0 under
+# MEMRA_MMQ_WG=0 at GAP_M (default "384 768"): each mmq row and its split line (the ops alone) to the summary;
+# if PDL is the cause the gap closes at 0. 2. ncu's duration of every quant_q8_1 / gemm_q8_0r / split-k sum
+# launch of one bench at GAP_NCU_M (default 384): are the kernels themselves longer inside memra_matmul (ncu
+# runs each kernel alone, so an overlap between them cannot show here). 3. Where nsys exists, its kernel
+# timeline of the same bench (gaps between launches).
+step_gap() {
+  local t=$SECONDS f mm=${GAP_NCU_M:-384}
+  KNOBAB_KNOB=MEMRA_MMQ_PDL KNOBAB_ON=0 KNOBAB_OFF=1 KNOBAB_ENV=MEMRA_MMQ_WG=0 KNOBAB_M="${GAP_M:-384 768}" \
+    KNOBAB_ROUNDS=${GAP_ROUNDS:-1} KNOBAB_ARM="mmq" step_knobab
+  for f in "$L"/knobab_m*_on0.txt; do
+    say "  split lines of $(basename "$f"):"
+    awk '$1 ~ /->/ {s = $1} $1 == "mmq" && $2 == "split" {print "    " s, $3, $4, $5, $6, $7, $8, $9, $10, $11}' "$f" >> "$S"
+  done
+  MEMRA_MMQ_WG=0 MEMRA_ADMISSION=off timeout 240 ncu --clock-control none --metrics gpu__time_duration.sum \
+    -k regex:'memra_k_(quant_q8_1|gemm_q8_0r|splitk_sum)' $M bench 27b --m $mm --reps 2 --warmup 0 > "$L/gap_ncu.txt" 2>&1
+  say "gap ncu bench 27b m=$mm MEMRA_MMQ_WG=0: exit $?"
+  awk '/memra_k_[a-z0-9_]+/ {match($0, /memra_k_[a-z0-9_]+/); k = substr($0, RSTART, RLENGTH)} /gpu__time_duration.sum/ {print "  " k, $(NF-1), $NF}' \
+    "$L/gap_ncu.txt" | awk '{n[$1]++; if (!($1 in lo) || $3 < lo[$1]) lo[$1] = $3; if ($3 > hi[$1]) hi[$1] = $3; u[$1] = $2}
+      END {for (k in n) printf "  %s: %d launches, %s %s .. %s\n", k, n[k], u[k], lo[k], hi[k]}' >> "$S"
+  if command -v nsys > /dev/null 2>&1; then
+    MEMRA_MMQ_WG=0 timeout 200 nsys profile -o "$L/gap_nsys" --force-overwrite true --stats=true \
+      $M bench 27b --m $mm --reps 3 > "$L/gap_nsys.txt" 2>&1
+    say "gap nsys bench 27b m=$mm MEMRA_MMQ_WG=0: exit $? (the kernel timeline: $L/gap_nsys.txt)"
+  else
+    say "gap: no nsys on this machine"
+  fi
+  say "gap: $((SECONDS - t)) s"
 }
 
 # The plan's choice between the seeded warpgroup tile and the records tiles below 1024 tokens (the model's
