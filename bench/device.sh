@@ -1129,12 +1129,21 @@ step_xestress() {
   MEMRA_TEST_STRESS_LANES=$lanes MEMRA_TEST_INJECT_FAULT=1 timeout 300 $B/bin/test_gpu_stress streams \
     > "$L/xestress_inject.log" 2>&1
   say "test_gpu_stress streams, lanes $lanes, injected fault: exit $? (must be non-zero)"
-  for tool in ${XESTRESS_TOOLS:-memcheck racecheck}; do
-    lg="$L/xestress_san_$tool.log"
-    MEMRA_TEST_STRESS_LANES=$lanes MEMRA_ADMISSION=off timeout 300 compute-sanitizer --tool $tool $(san_x $tool) \
-      --print-limit 0 --show-backtrace no $B/bin/test_gpu_stress streams > "$lg" 2>&1
-    say "xestress $tool test_gpu_stress streams ($lanes): exit $? reports $(san_count $tool "$lg") ($(san_said "$lg"))"
-  done
+  # XESTRESS_EACH=1: each grouped lane alone under every tool (run l3 / l5: under racecheck the three lanes'
+  # process ended with status 9 after its threads joined, 0 hazards shown; which lane, and was it killed?)
+  local sets=$lanes ln
+  [ "${XESTRESS_EACH:-0}" = 1 ] && sets=${lanes//,/ }
+  for ln in $sets; do for tool in ${XESTRESS_TOOLS:-memcheck racecheck}; do
+    lg="$L/xestress_san_${tool}_${ln//,/_}.log"
+    MEMRA_TEST_STRESS_LANES=$ln MEMRA_ADMISSION=off timeout 300 compute-sanitizer --tool $tool $(san_x $tool) \
+      --target-processes application-only --print-limit 0 --show-backtrace no $B/bin/test_gpu_stress streams > "$lg" 2>&1
+    local rc=$?
+    say "xestress $tool test_gpu_stress streams ($ln): exit $rc reports $(san_count $tool "$lg") ($(san_said "$lg"))"
+    if [ $rc != 0 ]; then
+      tail -3 "$lg" | sed 's/^/    /' >> "$S"
+      { dmesg 2>/dev/null | tail -5 | sed 's/^/    dmesg: /'; } >> "$S"
+    fi
+  done; done
   say "xestress: $((SECONDS - t)) s"
 }
 
