@@ -11,9 +11,16 @@
  * on that stream (thread-local capture mode): each capture must return OK, since a reserved stream's
  * capture that lacks scratch fails with NOT_SUPPORTED naming memra_stream_reserve. The graph is then
  * replayed (its launches must run), and the last captured call of each weight (m = 1, written last)
- * must equal, bit for bit, the same call made directly afterwards. Exits 77 without a GPU or where
- * the mmq module does not serve gemm_q8_0r.
+ * must equal, bit for bit, the same call made directly afterwards. While the reserve runs, a second
+ * thread calls memra_matmul on its own stream (the fourth weight at m = 1500, inside the range the
+ * reserve sizes without running), over and over until the reserve returns: the sizing is the
+ * reserving thread's alone (dispatch.c, thread-local), so each of its calls must run and equal, bit
+ * for bit, the same call made before the reserve (its output is refilled with a sentinel first, so
+ * a call that launched nothing fails), and its calls are the only ones the ledger counts beyond the
+ * walk's. Exits 77 without a GPU or where the mmq module does not serve gemm_q8_0r.
  *   test_gpu_reserve */
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,6 +41,40 @@
 static const int k_out[NW] = {5120, 4096, 5120, 5120, 5120}, k_in[NW] = {17408, 14336, 6144, 5120, 5120};
 
 static uint64_t g_rng;
+
+/* The second thread's calls (see the header): weight w, m = B_M, its own stream and output */
+#define B_M 1500
+typedef struct side {
+    memra_device *gpu;
+    memra_weight *w;
+    memra_buffer *x, *y;
+    CUstream stream;
+    const float *ref, *sentinel;
+    float *got;
+    size_t n;
+    atomic_int done; /* set by the main thread once the reserve returned */
+    int calls, bad;
+} side;
+
+static void *side_thread(void *arg)
+{
+    side *b = arg;
+    CU_CHECK(cu.cuCtxSetCurrent((CUcontext)memra_device_caps_get(b->gpu)->cu_context));
+    do { /* at least once, then until the reserve is over */
+        CHECK_OK(memra_buffer_write(b->y, 0, b->sentinel, b->n * sizeof(float)));
+        const memra_status st = memra_matmul(b->gpu, b->w, memra_buffer_ptr(b->x), B_M, memra_buffer_ptr(b->y), b->stream);
+        CU_CHECK(cu.cuStreamSynchronize(b->stream));
+        b->calls++;
+        if (st != MEMRA_STATUS_OK) {
+            fprintf(stderr, "side call %d: %s (%s)\n", b->calls, memra_status_str(st), memra_last_error());
+            b->bad++;
+            continue;
+        }
+        CHECK_OK(memra_buffer_read(b->y, 0, b->got, b->n * sizeof(float)));
+        if (memcmp(b->got, b->ref, b->n * sizeof(float)) != 0) b->bad++;
+    } while (!atomic_load(&b->done));
+    return NULL;
+}
 
 /* A random Q8_0 weight [out x in] (test_blocks.h: random codes, small positive scales). */
 static memra_weight *q8_weight(memra_runtime *rt, memra_device *gpu, int out, int in, const char *name)
@@ -84,19 +125,42 @@ int main(void)
     CHECK_OK(memra_buffer_create(gpu, xn * sizeof(float), &x));
     CHECK_OK(memra_buffer_write(x, 0, xh, xn * sizeof(float)));
     for (int i = 0; i < NW; i++) CHECK_OK(memra_buffer_create(gpu, yn * sizeof(float), &y[i]));
+    /* the second thread's reference: its call made before the reserve, on its own stream */
+    side b = {.gpu = gpu, .w = w[3], .x = x, .n = (size_t)B_M * (size_t)k_out[3]};
+    float *bref = malloc(b.n * sizeof(float)), *bsent = malloc(b.n * sizeof(float));
+    b.got = malloc(b.n * sizeof(float));
+    CHECK(bref != NULL && bsent != NULL && b.got != NULL);
+    for (size_t i = 0; i < b.n; i++) bsent[i] = -1234.5f;
+    b.ref = bref, b.sentinel = bsent;
+    CU_CHECK(cu.cuStreamCreate(&b.stream, 1 /* non-blocking */));
+    CHECK_OK(memra_buffer_create(gpu, b.n * sizeof(float), &b.y));
+    CHECK_OK(memra_buffer_write(b.y, 0, bsent, b.n * sizeof(float)));
+    CHECK_OK(memra_matmul(gpu, b.w, memra_buffer_ptr(x), B_M, memra_buffer_ptr(b.y), b.stream));
+    CU_CHECK(cu.cuStreamSynchronize(b.stream));
+    CHECK_OK(memra_buffer_read(b.y, 0, bref, b.n * sizeof(float)));
+    CHECK(memcmp(bref, bsent, b.n * sizeof(float)) != 0);
     const uint64_t hits0 = memra_ledger_hits(gpu, MEMRA_OP_gemm_q8_0r, "mmq");
 
+    pthread_t bt;
+    CHECK(pthread_create(&bt, NULL, side_thread, &b) == 0);
     CHECK_OK(memra_stream_reserve(gpu, stream, w, NW, M_MAX));
+    atomic_store(&b.done, 1);
+    CHECK(pthread_join(bt, NULL) == 0);
     const uint64_t hits1 = memra_ledger_hits(gpu, MEMRA_OP_gemm_q8_0r, "mmq");
-    /* every weight at M_MAX, then the walk's other m once per kind; the sized m above 1024 uncounted */
+    int ok = b.bad == 0;
+    printf("side thread: %d calls at m = %d on its own stream during the reserve, %d failed or differed from the call "
+           "before it  %s\n",
+           b.calls, B_M, b.bad, ok ? "ok" : "FAIL");
+    /* every weight at M_MAX, then the walk's other m once per kind; the sized m above 1024 uncounted; and
+     * the side thread's calls */
     uint64_t walk = 0;
     for (int32_t m = M_MAX; m >= 1; m = memra__reserve_next_m(m)) walk++;
-    const uint64_t want_calls = NW + KINDS * (walk - 1);
-    int ok = hits1 - hits0 == want_calls;
+    const uint64_t want_calls = NW + KINDS * (walk - 1) + (uint64_t)b.calls;
+    ok &= hits1 - hits0 == want_calls;
     printf("reserve: %llu gemm_q8_0r calls on mmq, want %llu (every weight at %d, the walk's %llu other m once per "
-           "kind: %d kinds; the m it sized not counted)  %s\n",
+           "kind: %d kinds, the side thread's %d; the m it sized not counted)  %s\n",
            (unsigned long long)(hits1 - hits0), (unsigned long long)want_calls, M_MAX, (unsigned long long)(walk - 1),
-           KINDS, ok ? "ok" : "FAIL");
+           KINDS, b.calls, hits1 - hits0 == want_calls ? "ok" : "FAIL");
     int refused = 0;
     CU_CHECK(cu.cuStreamBeginCapture_v2(stream, 1 /* CU_STREAM_CAPTURE_MODE_THREAD_LOCAL */));
     for (int m = M_MAX; m >= 1; m--)
@@ -138,7 +202,9 @@ int main(void)
         memra_weight_destroy(w[i]);
     }
     memra_buffer_destroy(x);
-    free(xh), free(y1), free(y2);
+    memra_buffer_destroy(b.y);
+    free(xh), free(y1), free(y2), free(bref), free(bsent), free(b.got);
+    CU_CHECK(cu.cuStreamDestroy_v2(b.stream));
     CU_CHECK(cu.cuStreamDestroy_v2(stream)); /* before memra_close releases the context */
     memra_close(rt);
     printf("%s\n", ok ? "PASS" : "FAIL");
