@@ -127,6 +127,7 @@ int main(void)
     for (int i = 0; i < NW; i++) CHECK_OK(memra_buffer_create(gpu, yn * sizeof(float), &y[i]));
     /* the second thread's reference: its call made before the reserve, on its own stream */
     side b = {.gpu = gpu, .w = w[3], .x = x, .n = (size_t)B_M * (size_t)k_out[3]};
+    atomic_init(&b.done, 0);
     float *bref = malloc(b.n * sizeof(float)), *bsent = malloc(b.n * sizeof(float));
     b.got = malloc(b.n * sizeof(float));
     CHECK(bref != NULL && bsent != NULL && b.got != NULL);
