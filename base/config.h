@@ -109,8 +109,8 @@
       "1: MEMRA_MMQ_WG's tile persistent (one CTA an SM loops over the tiles; token scales transposed; run g4: 6-10% slower); N >= 2: at most N CTAs") \
     X(MMQ_WG_SEED, "MEMRA_MMQ_WG_SEED", "mmq modules", ENUM, "0|1|smem|xp", "1",                               \
       "0: MEMRA_MMQ_WG's tile without the u8 MMA that seeds each k32 group's accumulators (the seed by MOVs: 238 instructions a group where the seeded tile has 172; run i1, H100: the seeded tile 3-12% faster); smem: the seed's A from shared memory, not registers (_wgsa; run j6: level with 1); xp: smem with the token scales loaded a group ahead (_wgsax; run l1: level with 1)") \
-    X(MMQ_KR_WG, "MEMRA_MMQ_KR_WG", "mmq modules", ENUM, "0|1|mma", "0",                                       \
-      "1: gemm_kr's Q4_K / Q5_K on the seeded warpgroup tile (cc 9.x, tensor maps, the sum plane; bit for bit the per-32 _x tiles; run i2, H100: 0.75-0.96x the records tiles' speed but on the smallest row); mma: the same with the min term by two tf32 wgmmas a step, not 64 FFMA a group (runs j5 and l, H100: 0.91-1.00x the records tiles)") \
+    X(MMQ_KR_WG, "MEMRA_MMQ_KR_WG", "mmq modules", ENUM, "0|1|mma|pre", "0",                                       \
+      "1: gemm_kr's Q4_K / Q5_K on the seeded warpgroup tile (cc 9.x, tensor maps, the sum plane; bit for bit the per-32 _x tiles; run i2, H100: 0.75-0.96x the records tiles' speed but on the smallest row); mma: the same with the min term by two tf32 wgmmas a step, not 64 FFMA a group (runs j5 and l, H100: 0.91-1.00x the records tiles); pre: mma fed by a per-call widening pass (the weight widened once into scratch, KW_BLOCK_BYTES a 128 x 128 block; bit for bit mma; untimed)") \
     X(MMQ_XE_LOOP2, "MEMRA_MMQ_XE_LOOP2", "mmq modules", BOOL, "", "0",                                        \
       "1: gemm_experts' bulk-copy K-quant tiles run a full tile's k loop apart from a short tile's (_stxb2; untimed)") \
     X(MMQ_XE_TALL, "MEMRA_MMQ_XE_TALL", "mmq modules", BOOL, "", "0",                                          \

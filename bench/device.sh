@@ -100,8 +100,9 @@
 #               warpgroup kernels (WGTOOLS_ARMS); wgs: MEMRA_MMQ_WG_SEED=1 (the tile seeded by a u8 MMA):
 #               smokes, tests, check, ncu names, knobab against _wgt and the records tiles, four tools
 #   krwg        MEMRA_MMQ_KR_WG=1 (Q4_K / Q5_K on the seeded warpgroup tile; KRWG_VALUE=mma: its min term by
-#               tf32 wgmmas): smoke, tests (bit for bit the per-32 records tile; =mma in the band), check,
-#               info, ncu names, four tools, knobab (see step_krwg)
+#               tf32 wgmmas; =pre: that tile on the call's widened image): smoke, tests (bit for bit the
+#               per-32 records tile; =mma in the band; =pre bit for bit =mma), check, info, ncu names, four
+#               tools, knobab (see step_krwg; KNOBAB_OFF=mma times =pre against =mma)
 #   krsumsxe    MEMRA_MMQ_KR_SUMS on the sorted grouped K-quant tiles: tests, checks, bench moe A/B
 #               (see step_krsumsxe)
 #   xetall      MEMRA_MMQ_XE_TALL=1 (the 160 x 96 interleaved grouped tiles): tests, check, ncu names,
@@ -1366,7 +1367,7 @@ step_krwg() {
   { [ $rc = 124 ] || [ $rc = 137 ]; } && { say "krwg: the smoke check hung: the rest is skipped"; return 1; }
   knob_kr_run MEMRA_MMQ_KR_WG krwg 'q4_k|q5_k' "${KRWG_TOOLS:-1}" "${KRWG_M:-4096 512}" "${KRWG_ROUNDS:-1}" \
     "${KRWG_VALUE:-1}"
-  say "krwg: $(grep -c 'differ from the per-32 records tile  ok' "$L/krwg_test_gemm_kr.log") bit-for-bit cases ok, $(grep -E 'KR_WG=mma split=' "$L/krwg_test_gemm_kr.log" | grep -c ' ok$') KR_WG=mma cases in the band"
+  say "krwg: $(grep -c 'differ from the per-32 records tile  ok' "$L/krwg_test_gemm_kr.log") bit-for-bit cases ok, $(grep -E 'KR_WG=mma split=' "$L/krwg_test_gemm_kr.log" | grep -c ' ok$') KR_WG=mma cases in the band, $(grep -c 'differ from KR_WG=mma  ok' "$L/krwg_test_gemm_kr.log") KR_WG=pre cases bit for bit =mma"
 }
 
 # MEMRA_MMQ_WG's first GPU run (issue 26: gemm_q8_0r's 128 x 128 tile on the warpgroup MMA, fed by tensor

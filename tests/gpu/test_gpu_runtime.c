@@ -1453,11 +1453,15 @@ static int case_mmq(const char *so)
      * cc 9.x with tensor maps and the sum plane (MEMRA_MMQ_KR_SUMS): grid ceil(m / 128) x ceil(n / 128) x
      * the split, 384 threads, R3W_SMEM_BYTES_KQ, one map (the token codes: rank 3, 128 x 128, swizzled);
      * Q6_K keeps its tiles; =mma: the _wgm kernels, R3W_SMEM_BYTES_KM. want: the format's kernel of the
-     * knob (1) or a records tile (0) */
+     * knob (1) or a records tile (0); =pre: the _wgm pair, then (wide 1) the widening pass
+     * memra_k_kq_widen_<f> on ceil(n / 128) x ceil(k / 128) blocks of 128 threads and the tile on its image,
+     * memra_k_gemm_kr_kq_wgw, as the _wgm tile; without that kernel, or with the image's scratch refused
+     * (refuse), the _wgm tile alone (wide 0, want 1) */
     static const struct {
         int cc, no_tmap;
         const char *knob, *sums, *missing;
-        int f, m, n, want;
+        int f, m, n, want, wide;
+        const char *refuse;
     } kwc[] = {{90, 0, "1", NULL, NULL, 0, 4096, 12288, 1}, {90, 0, "1", NULL, NULL, 1, 4096, 12288, 1},
                {90, 0, "1", NULL, NULL, 2, 4096, 12288, 0}, {90, 0, "1", NULL, NULL, 0, 512, 1024, 1},
                {90, 0, NULL, NULL, NULL, 0, 4096, 12288, 0}, {90, 0, "0", NULL, NULL, 1, 4096, 12288, 0},
@@ -1469,42 +1473,53 @@ static int case_mmq(const char *so)
                {90, 0, "mma", NULL, NULL, 2, 4096, 12288, 0}, {120, 0, "mma", NULL, NULL, 0, 4096, 12288, 0},
                {90, 1, "mma", NULL, NULL, 1, 4096, 12288, 0}, {90, 0, "mma", "0", NULL, 0, 4096, 12288, 0},
                {90, 0, "mma", NULL, "q4_k_wgm", 0, 4096, 12288, 0}, {90, 0, "mma", NULL, "q4_k_wgm", 1, 4096, 12288, 1},
-               {90, 0, "mma", NULL, "q4_k_wgs", 0, 4096, 12288, 1}};
+               {90, 0, "mma", NULL, "q4_k_wgs", 0, 4096, 12288, 1},
+               {90, 0, "pre", NULL, NULL, 0, 4096, 12288, 1, 1}, {90, 0, "pre", NULL, NULL, 1, 512, 1000, 1, 1},
+               {90, 0, "pre", NULL, NULL, 2, 4096, 12288, 0}, {120, 0, "pre", NULL, NULL, 0, 4096, 12288, 0},
+               {90, 1, "pre", NULL, NULL, 1, 4096, 12288, 0}, {90, 0, "pre", "0", NULL, 0, 4096, 12288, 0},
+               {90, 0, "pre", NULL, "kq_wgw", 0, 4096, 12288, 1}, {90, 0, "pre", NULL, "kq_widen_q5_k", 1, 4096, 12288, 1},
+               {90, 0, "pre", NULL, "q4_k_wgm", 0, 4096, 12288, 0}, {90, 0, "pre", NULL, NULL, 1, 4096, 12288, 1, 0, "kr.widened"}};
     static const memra_format kwf[] = {MEMRA_FORMAT_Q4_K, MEMRA_FORMAT_Q5_K, MEMRA_FORMAT_Q6_K};
     static const char *const kwn[] = {"memra_k_gemm_kr_q4_k_wgs", "memra_k_gemm_kr_q5_k_wgs", ""};
     static const char *const kwm[] = {"memra_k_gemm_kr_q4_k_wgm", "memra_k_gemm_kr_q5_k_wgm", ""};
+    static const char *const kwd[] = {"memra_k_kq_widen_q4_k", "memra_k_kq_widen_q5_k", ""};
     for (size_t i = 0; i < sizeof kwc / sizeof kwc[0]; i++) {
         g_kr_wg_knob = kwc[i].knob, g_kr_sums_knob = kwc[i].sums, g_missing_kernel = kwc[i].missing;
-        g_no_tmap = kwc[i].no_tmap;
+        g_no_tmap = kwc[i].no_tmap, g_scratch_refuse = kwc[i].refuse;
         if (!open_mod(so, kwc[i].cc, &m)) return 0;
         memra_call c2 = call_of(&m);
         memra_gemm_args a2 = gemm(kwc[i].m, kwc[i].n, 5120);
         a2.w_format = (int32_t)kwf[kwc[i].f];
         g_tmap_calls = 0;
         const memra_status st2 = m.desc->ops->gemm_kr(&c2, &a2);
-        const char *got = g_n_launched > 0 ? g_launched[0] : "";
-        const int mma = kwc[i].knob != NULL && strcmp(kwc[i].knob, "mma") == 0;
-        const int is_wg = strcmp(got, (mma ? kwm : kwn)[kwc[i].f]) == 0;
-        const int shape_ok = !is_wg || (g_grid_x[0] == (unsigned)(kwc[i].m + 127) / 128 &&
-                                        g_grid_y[0] == (unsigned)(kwc[i].n + 127) / 128 && g_block_x[0] == 384 &&
-                                        g_smem[0] == (unsigned)(mma ? R3W_SMEM_BYTES_KM : R3W_SMEM_BYTES_KQ) &&
+        const int pre = kwc[i].knob != NULL && strcmp(kwc[i].knob, "pre") == 0;
+        const int mma = kwc[i].knob != NULL && (strcmp(kwc[i].knob, "mma") == 0 || pre);
+        /* (pre) the widening pass first: its grid, then the tile at launch t = 1 */
+        const int wide = g_n_launched >= 2 && strcmp(g_launched[0], kwd[kwc[i].f]) == 0, t = wide ? 1 : 0;
+        const int wide_ok = !wide || (g_grid_x[0] == (unsigned)(kwc[i].n + 127) / 128 && g_grid_y[0] == 5120 / 128 &&
+                                      g_grid_z[0] == 1 && g_block_x[0] == 128 && g_smem[0] == 0);
+        const char *got = g_n_launched > t ? g_launched[t] : "";
+        const int is_wg = strcmp(got, wide ? "memra_k_gemm_kr_kq_wgw" : (mma ? kwm : kwn)[kwc[i].f]) == 0;
+        const int shape_ok = !is_wg || (g_grid_x[t] == (unsigned)(kwc[i].m + 127) / 128 &&
+                                        g_grid_y[t] == (unsigned)(kwc[i].n + 127) / 128 && g_block_x[t] == 384 &&
+                                        g_smem[t] == (unsigned)(mma ? R3W_SMEM_BYTES_KM : R3W_SMEM_BYTES_KQ) &&
                                         g_tmap_calls == 1 &&
                                         g_tmap_rank[0] == 3 && g_tmap_box[0] == 128 && g_tmap_box0[0] == 128 &&
-                                        g_tmap_swz[0] == 3 && (g_grid_z[0] == 1) == (g_n_launched == 1));
+                                        g_tmap_swz[0] == 3 && (g_grid_z[t] == 1) == (g_n_launched == t + 1));
         const int good = st2 == MEMRA_STATUS_OK && g_n_launched >= 1 && is_wg == kwc[i].want && shape_ok &&
-                         (is_wg || strstr(got, "memra_k_gemm_kr_") == got);
-        printf("  KR_WG=%s KR_SUMS=%s cc %d%s%s%s gemm_kr %s %d x %d x 5120: %s on %u x %u x %u (%u threads), %d maps  "
+                         wide == kwc[i].wide && wide_ok && (is_wg || strstr(got, "memra_k_gemm_kr_") == got);
+        printf("  KR_WG=%s KR_SUMS=%s cc %d%s%s%s%s gemm_kr %s %d x %d x 5120: %s%s on %u x %u x %u (%u threads), %d maps  "
                "%s\n",
                kwc[i].knob ? kwc[i].knob : "unset", kwc[i].sums ? kwc[i].sums : "unset", kwc[i].cc,
                kwc[i].missing ? ", image without " : "", kwc[i].missing ? kwc[i].missing : "",
-               kwc[i].no_tmap ? ", no tensor maps" : "", kwc[i].f == 0 ? "q4_k" : kwc[i].f == 1 ? "q5_k" : "q6_k", kwc[i].m,
-               kwc[i].n, got,
-               g_grid_x[0], g_grid_y[0], g_grid_z[0], g_block_x[0], g_tmap_calls, good ? "ok" : "FAIL");
+               kwc[i].no_tmap ? ", no tensor maps" : "", kwc[i].refuse ? ", no scratch for the image" : "",
+               kwc[i].f == 0 ? "q4_k" : kwc[i].f == 1 ? "q5_k" : "q6_k", kwc[i].m, kwc[i].n, wide ? "widened, then " : "",
+               got, g_grid_x[t], g_grid_y[t], g_grid_z[t], g_block_x[t], g_tmap_calls, good ? "ok" : "FAIL");
         ok &= good;
         g_n_launched = 0;
         ok &= close_mod(&m, 1);
     }
-    g_kr_wg_knob = NULL, g_kr_sums_knob = NULL, g_missing_kernel = NULL, g_no_tmap = 0;
+    g_kr_wg_knob = NULL, g_kr_sums_knob = NULL, g_missing_kernel = NULL, g_no_tmap = 0, g_scratch_refuse = NULL;
     /* MEMRA_MMQ_ONE=1: the one-CTA builds, gemm_q8_0r's _bo on cc 9.0 and 12.0 (beside the bulk
      * tiles), gemm_kr's _to (Q4_K TC) and _o (Q5_K, Q6_K per-32) at their default folds; Q5_K on
      * the TC fold (KR_TC=1) and the cp.async tiles (BULK=0) keep their two-CTA kernels; unset and

@@ -676,13 +676,14 @@ static int kr_case(memra_format f, int m, int n, int k)
     /* cc 9.x, Q4_K / Q5_K: the seeded warpgroup tile (MEMRA_MMQ_KR_WG=1) against the host, and bit for bit
      * the per-32 records tiles on the sum plane (MEMRA_MMQ_KR_TC=0: the _x tiles), at forced splits (their
      * folds the same FFMAs scaled by 2^-44: mmq.cu r3w_sd_inner, kq_fill); with =mma (the min term by tf32
-     * wgmmas a step, about 2^-21 of each min product: inside the band, not bit for bit) against the host */
+     * wgmmas a step, about 2^-21 of each min product: inside the band, not bit for bit) against the host; with
+     * =pre (=mma's tile on the call's widened image: the same stage bytes) bit for bit =mma */
     if (memra_device_caps_get(g_dev)->cc / 10 == 9 && (f == MEMRA_FORMAT_Q4_K || f == MEMRA_FORMAT_Q5_K)) {
         static const char *const split[2] = {"1", "3"};
-        static const char *const kv[3] = {"0", "1", "mma"};
+        static const char *const kv[4] = {"0", "1", "mma", "pre"};
         for (int c = 0; c < 2; c++) {
-            float *out[3];
-            for (int v = 0; v < 3; v++) {
+            float *out[4];
+            for (int v = 0; v < 4; v++) {
                 g_kr_tc = "0", g_kr_wg = kv[v];
                 const int refused = g_wg_log.n;
                 mmq_knobs("128", "128", split[c], NULL);
@@ -693,8 +694,14 @@ static int kr_case(memra_format f, int m, int n, int k)
                 }
                 CHECK_OK(memra_buffer_write(yd, 0, sent, (size_t)(yrows * ldy) * 4));
                 g.w = memra_buffer_ptr(rd), g.x = memra_buffer_ptr(qd), g.y = memra_buffer_ptr(yd);
+                const int short0 = g_wg_log.n;
                 CHECK_OK(call_gemm(g_dev, "mmq", op, &g));
                 CHECK_OK(memra_device_synchronize(g_dev));
+                if (g_wg_log.n != short0) { /* =pre without its image: the _wgm tile ran, the comparison is moot */
+                    printf("    %s KR_WG=%s: the call warned (no scratch for the widened image?)  FAIL\n",
+                           memra_format_name(f), kv[v]);
+                    ok = 0;
+                }
                 out[v] = readback(yd, (size_t)(yrows * ldy) * 4);
             }
             g_kr_tc = NULL, g_kr_wg = NULL;
@@ -711,7 +718,15 @@ static int kr_case(memra_format f, int m, int n, int k)
             ok &= d == 0;
             snprintf(what, sizeof what, "%s KR_WG=mma split=%s", memra_format_name(f), split[c]);
             ok &= kr_judge(what, out[2], ref, mass, m, n, k, ldy, yrows, f);
-            free(out[0]), free(out[1]), free(out[2]);
+            judge jp;
+            judge_init(&jp, "gemm_kr warpgroup tile on the widened image vs =mma (element = float)", 0.0, stdout);
+            jp.inject = test_inject_fault();
+            const uint64_t dp = judge_bytes(&jp, (const uint8_t *)out[3], (const uint8_t *)out[2],
+                                            (size_t)(yrows * ldy) * 4, 4);
+            printf("    %s KR_WG=pre split=%s: %llu of %lld floats differ from KR_WG=mma  %s\n", memra_format_name(f),
+                   split[c], (unsigned long long)dp, (long long)(yrows * ldy), dp ? "FAIL" : "ok");
+            ok &= dp == 0;
+            free(out[0]), free(out[1]), free(out[2]), free(out[3]);
         }
     }
     mmq_knobs(NULL, NULL, NULL, NULL);

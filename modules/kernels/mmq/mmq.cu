@@ -1495,13 +1495,14 @@ __device__ __forceinline__ r3w_tile r3w_tile_of(int t, int ntx, int nty, int G, 
  * the min term's tf32 tiles (mmq.h R3W_KM_*): row r's P = -mn 2^-44 split P_hi = rna(P), P_lo = P - P_hi
  * (exact: P has at most 17 significant bits, dmin's 11 and m's 6), token r's sums t split t_hi = rna(t),
  * t_lo = rna(t - t_hi). */
-template <int F, bool KM = false>
-__device__ __forceinline__ void kq_fill(unsigned char *sp, const unsigned char *__restrict__ w,
-                                        const unsigned char *__restrict__ xq, const unsigned char *__restrict__ xs,
-                                        int n, int m, int G, int j0, int i0, int g, int r)
+/* kq_fill's weight half: row j's K-packed bytes of step g widened into A (128 bytes, 16-byte chunk c at
+ * c ^ sw), its scales s = d sc into *S; returns its mins mn = dmin m. Rows at or past n: zeros. A and S
+ * are a stage's (kq_fill) or a widened image's (memra_k_kq_widen_*). */
+template <int F>
+__device__ __forceinline__ float4 kq_widen_row(unsigned char *A, float4 *S, const unsigned char *__restrict__ w, int n,
+                                               int G, int j, int g, int sw)
 {
     constexpr int HB = KR_HB(F);
-    const int j = j0 + r, i = i0 + r;
     uint4 q[4], hw = make_uint4(0, 0, 0, 0), hd = make_uint4(0, 0, 0, 0);
 #pragma unroll
     for (int u = 0; u < 4; u++) q[u] = make_uint4(0, 0, 0, 0);
@@ -1513,8 +1514,6 @@ __device__ __forceinline__ void kq_fill(unsigned char *sp, const unsigned char *
         if (HB == 16) hw = *reinterpret_cast<const uint4 *>(w + (long long)G * n * 64 + rec * 16);
         hd = *reinterpret_cast<const uint4 *>(w + (long long)G * n * (64 + HB) + ((long long)(g >> 1) * n + j) * 16);
     }
-    unsigned char *A = sp + r * 128;
-    const int sw = r & 7;
 #pragma unroll
     for (int u = 0; u < 4; u++) {
         const uint2 hi = make_uint2(u == 0 ? hw.x : u == 1 ? hw.y : u == 2 ? hw.z : hw.w, 0u);
@@ -1531,9 +1530,17 @@ __device__ __forceinline__ void kq_fill(unsigned char *sp, const unsigned char *
     const bool h1 = (g & 1) != 0;
     const uint32_t vs = h1 ? (hd.w & 0x0F0F0F0Fu) | ((hd.y >> 2) & 0x30303030u) : hd.y & 0x3F3F3F3Fu;
     const uint32_t vm = h1 ? ((hd.w >> 4) & 0x0F0F0F0Fu) | ((hd.z >> 2) & 0x30303030u) : hd.z & 0x3F3F3F3Fu;
-    *reinterpret_cast<float4 *>(sp + 32768 + r * 16) =
-        make_float4(d * kr_u8f(vs, 0), d * kr_u8f(vs, 1), d * kr_u8f(vs, 2), d * kr_u8f(vs, 3));
-    const float4 mn4 = make_float4(dmin * kr_u8f(vm, 0), dmin * kr_u8f(vm, 1), dmin * kr_u8f(vm, 2), dmin * kr_u8f(vm, 3));
+    *S = make_float4(d * kr_u8f(vs, 0), d * kr_u8f(vs, 1), d * kr_u8f(vs, 2), d * kr_u8f(vs, 3));
+    return make_float4(dmin * kr_u8f(vm, 0), dmin * kr_u8f(vm, 1), dmin * kr_u8f(vm, 2), dmin * kr_u8f(vm, 3));
+}
+
+/* kq_fill's other half: row r's mins mn4 into the stage (KM: as the min term's tf32 tiles), and token
+ * i0 + r's four block scales and sums of step g written permuted */
+template <bool KM>
+__device__ __forceinline__ void kq_fill_rest(unsigned char *sp, float4 mn4, const unsigned char *__restrict__ xq,
+                                             const unsigned char *__restrict__ xs, int m, int i0, int g, int r)
+{
+    const int i = i0 + r;
     if (KM) { /* (8 rows of 16 bytes a core matrix: r3w_km_at) */
         const float4 p = make_float4(mn4.x * -0x1p-44f, mn4.y * -0x1p-44f, mn4.z * -0x1p-44f, mn4.w * -0x1p-44f);
         const float4 ph = make_float4(r3w_tf32_rna(p.x), r3w_tf32_rna(p.y), r3w_tf32_rna(p.z), r3w_tf32_rna(p.w));
@@ -1566,6 +1573,41 @@ __device__ __forceinline__ void kq_fill(unsigned char *sp, const unsigned char *
     tp[0] = ts4.x, tp[128] = ts4.y, tp[256] = ts4.z, tp[384] = ts4.w;
 }
 
+template <int F, bool KM = false>
+__device__ __forceinline__ void kq_fill(unsigned char *sp, const unsigned char *__restrict__ w,
+                                        const unsigned char *__restrict__ xq, const unsigned char *__restrict__ xs,
+                                        int n, int m, int G, int j0, int i0, int g, int r)
+{
+    const float4 mn4 = kq_widen_row<F>(sp + r * 128, reinterpret_cast<float4 *>(sp + 32768 + r * 16), w, n, G, j0 + r, g,
+                                       r & 7);
+    kq_fill_rest<KM>(sp, mn4, xq, xs, m, i0, g, r);
+}
+
+/* KP (MEMRA_MMQ_KR_WG=pre, the _wgw tile): the weight half done once a call by memra_k_kq_widen_* into an
+ * image of KW_BLOCK_BYTES blocks, [ceil(n / 128) row tiles][G steps]: the stage's code tile as kq_fill lays
+ * it out (16 KB), then s [128][4] and mn [128][4] (2 KB each); rows past n zeros. The producer's thread 0
+ * brings the codes and s with two bulk copies on the stage's `full`; its 128 threads read the mins and
+ * fill the rest (kq_fill_rest). */
+__device__ __forceinline__ const unsigned char *kq_block(const unsigned char *img, int G, int j0, int g)
+{
+    return img + ((long long)(j0 >> 7) * G + g) * KW_BLOCK_BYTES;
+}
+
+/* The widening pass: grid (ceil(n / 128), G), 128 threads; thread r widens row 128 blockIdx.x + r of step
+ * blockIdx.y into its image block (kq_widen_row). A programmatic dependent like the GEMMs: it writes
+ * only after the kernels before it (the previous call's tile may still read the image) are complete. */
+template <int F>
+__device__ __forceinline__ void kq_widen_body(const unsigned char *__restrict__ w, unsigned char *__restrict__ img, int n,
+                                              int G)
+{
+    const int r = threadIdx.x, j0 = (int)blockIdx.x * 128, g = (int)blockIdx.y;
+    unsigned char *blk = img + ((long long)blockIdx.x * G + g) * KW_BLOCK_BYTES;
+    pdl_wait();
+    const float4 mn4 = kq_widen_row<F>(blk + r * 128, reinterpret_cast<float4 *>(blk + 16384 + r * 16), w, n, G, j0 + r,
+                                       g, r & 7);
+    *reinterpret_cast<float4 *>(blk + 18432 + r * 16) = mn4;
+}
+
 /* XE (memra_k_experts_q8_0r_wgs): the tile of a grouped GEMM's table (gemm_experts, issue 30): tile
  * blockIdx.x = (e, s0) of tiles (CTAs at or past *ntiles exit), its weight through expert e's maps
  * (maps[2 e]: codes, maps[2 e + 1]: heads; memra_k_experts_maps_q8_0r), its tokens the sorted records'
@@ -1586,7 +1628,7 @@ struct r3w_xe {
  * after each step's last fold; the step's stage is then released by the next step's first group,
  * after the wait that covers them (a stage is held one step longer: three ahead, not four). */
 template <bool TR, bool P, bool SD, int KF = -1, bool KM = false, bool SA = false, bool XE = false, bool XT = false,
-          bool XP = false>
+          bool XP = false, bool KP = false>
 __device__ __forceinline__ void r3w_body(const memra_tmap *map_w, const memra_tmap *map_wh, const memra_tmap *map_x,
                                          const memra_tmap *map_xh, float *__restrict__ y, int m, int n, int k,
                                          long long ldy, float alpha, float *__restrict__ part, int sl,
@@ -1600,6 +1642,7 @@ __device__ __forceinline__ void r3w_body(const memra_tmap *map_w, const memra_tm
     static_assert(!KQ || (SD && TR && !P), "the K-quant tiles: seeded, permuted scales, a plain grid");
     static_assert(!KM || KQ, "the min term by MMA is the K-quant tiles'");
     static_assert(!XP || (SD && TR && !KQ), "the token scales a group ahead: the seeded Q8_0 tiles");
+    static_assert(!KP || KM, "the widened image feeds the tile whose min term is by MMA");
     constexpr int S = R3W_STAGES, SB = KM ? R3W_STAGE_BYTES_KM : KQ ? R3W_STAGE_BYTES_KQ : R3W_STAGE_BYTES_OF(TR);
     static_assert((S & (S - 1)) == 0 && S >= 2, "the ring's stage index is it & (S - 1)");
     /* TR: producer step it waits for stage it's `empty` (released after `ready` of it - S) before its
@@ -1645,12 +1688,21 @@ __device__ __forceinline__ void r3w_body(const memra_tmap *map_w, const memra_tm
             for (int b = 0; b < tl.nk; b++, it++) {
                 const int s = it & (S - 1);
                 if (it >= S) memra_mb_wait(empty + 8 * s, (unsigned)(it / S - 1) & 1u);
+                const unsigned char *blk = KP ? kq_block(kw, G, tl.j0, tl.g0 + b) : nullptr;
                 if (pr == 0) {
                     const unsigned fb = full + 8 * s;
-                    memra_mb_arrive_tx(fb, 16384);
+                    memra_mb_arrive_tx(fb, KP ? 16384 + 16384 + 2048 : 16384);
                     memra_tma_load_3d(sbase + s * SB + 16384, map_x, 16, tl.i0, tl.g0 + b, fb);
+                    if (KP) { /* the widened codes and their scales */
+                        memra_bulk_g2s(sbase + s * SB, blk, 16384, fb);
+                        memra_bulk_g2s(sbase + s * SB + 32768, blk + 16384, 2048, fb);
+                    }
                 }
-                kq_fill<KF, KM>(stages + s * SB, kw, kx, kt, n, m, G, tl.j0, tl.i0, tl.g0 + b, pr);
+                if (KP)
+                    kq_fill_rest<KM>(stages + s * SB, reinterpret_cast<const float4 *>(blk + 18432)[pr], kx, kt, m, tl.i0,
+                                     tl.g0 + b, pr);
+                else
+                    kq_fill<KF, KM>(stages + s * SB, kw, kx, kt, n, m, G, tl.j0, tl.i0, tl.g0 + b, pr);
                 /* the codes are the wgmma's operand: visible to the async proxy before `ready` */
                 asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
                 memra_mb_arrive(ready + 8 * s);
@@ -1881,6 +1933,25 @@ R3W_KQ_ENTRY(memra_k_gemm_kr_q5_k_wgs, KR_Q5_K, false)
 R3W_KQ_ENTRY(memra_k_gemm_kr_q4_k_wgm, KR_Q4_K, true)
 R3W_KQ_ENTRY(memra_k_gemm_kr_q5_k_wgm, KR_Q5_K, true)
 #undef R3W_KQ_ENTRY
+/* MEMRA_MMQ_KR_WG=pre: _wgm fed by the call's widened image (r3w_body KP; w the image, written by
+ * memra_k_kq_widen_q4_k / _q5_k just before): one kernel for both formats, bit for bit _wgm's results */
+extern "C" __global__ void __launch_bounds__(R3W_THREADS, 1)
+memra_k_gemm_kr_kq_wgw(const __grid_constant__ memra_tmap map_x, const unsigned char *__restrict__ w,
+                       const unsigned char *__restrict__ xq, const unsigned char *__restrict__ xs, float *__restrict__ y,
+                       int m, int n, int k, long long ldy, float alpha, float *__restrict__ part)
+{
+    r3w_body<true, false, true, KR_Q4_K, true, false, false, false, false, true>(&map_x, &map_x, &map_x, &map_x, y, m, n,
+                                                                                 k, ldy, alpha, part, 1, w, xq, xs);
+}
+#define KQ_WIDEN_ENTRY(NAME, F)                                                                                      \
+    extern "C" __global__ void __launch_bounds__(128)                                                               \
+        NAME(const unsigned char *__restrict__ w, unsigned char *__restrict__ img, int n, int G)                     \
+    {                                                                                                                \
+        kq_widen_body<F>(w, img, n, G);                                                                              \
+    }
+KQ_WIDEN_ENTRY(memra_k_kq_widen_q4_k, KR_Q4_K)
+KQ_WIDEN_ENTRY(memra_k_kq_widen_q5_k, KR_Q5_K)
+#undef KQ_WIDEN_ENTRY
 #undef R3W_ENTRY
 #endif
 

@@ -78,6 +78,9 @@
 #define R3W_KM_A2 16384
 #define R3W_STAGE_BYTES_KM (32768 + 20480)
 #define R3W_SMEM_BYTES_KM (R3W_STAGES * R3W_STAGE_BYTES_KM + 1024 + R3W_SEED_BYTES)
+/* MEMRA_MMQ_KR_WG=pre (memra_k_gemm_kr_kq_wgw): the call's widened image, a block per 128 weight rows and
+ * ring step: the stage's code tile (16 KB), s [128][4], mn [128][4] (written by memra_k_kq_widen_*) */
+#define KW_BLOCK_BYTES (16384 + 2048 + 2048)
 
 /* gemm_kr: gemm_q8_0r's tile on the K-packed weight: two weight slots
  * widened to 160 bytes per 128 values (144 in the row table, 16 in a side

@@ -18,6 +18,7 @@
 
 /* Named scratch (host->scratch_get: per call and stream). */
 #define MEMRA__MMQ_SLOT_PART "q8_0r.splitk" /* gemm_q8_0r: split-k partial sums */
+#define MEMRA__MMQ_SLOT_KW "kr.widened"     /* gemm_kr, MEMRA_MMQ_KR_WG=pre: the call's widened weight image */
 /* MEMRA_MMQ_WG=auto (the default): the seeded warpgroup tile serves gemm_q8_0r calls of at least this many
  * tokens (runs i1 / i4: faster on every 27b row at 1024, 2048 and 4096, on half of them at 512), and
  * smaller calls where the plan's model prices it under the records tiles (run_tiles, step_wg) */
@@ -387,6 +388,11 @@ typedef struct mmq_state {
     CUfunction gemm_kr_wg[2];
     const char *const *kr_wg_names;
     unsigned kr_wg_smem;
+    /* MEMRA_MMQ_KR_WG=pre (with the _wgm pair above): the widening pass per format (memra_k_kq_widen_q4_k /
+     * _q5_k) and the _wgm tile fed by its image (memra_k_gemm_kr_kq_wgw), else NULL. A call without
+     * scratch for the image runs the _wgm tile: the same stage contents, the same results. */
+    CUfunction kq_widen[2], gemm_kr_wgw;
+    atomic_int kw_short; /* one-way: a call found no scratch for the image (logged once at WARN, then DEBUG) */
 } mmq_state;
 
 /* The 16-bit grouped tiles (mmq.cu "gemm_experts on the f16 / bf16 lanes"), [variant][tile of
@@ -418,6 +424,8 @@ static const char *const h16_var_names[4] = {"k64", "k32", "n8", "n8k64"};
 /* MEMRA_MMQ_KR_WG's kernels, Q4_K and Q5_K */
 static const char *const k_kr_wg_names[2] = {"memra_k_gemm_kr_q4_k_wgs", "memra_k_gemm_kr_q5_k_wgs"};
 static const char *const k_kr_wgm_names[2] = {"memra_k_gemm_kr_q4_k_wgm", "memra_k_gemm_kr_q5_k_wgm"};
+static const char *const k_kq_widen_names[2] = {"memra_k_kq_widen_q4_k", "memra_k_kq_widen_q5_k"};
+#define K_KR_WGW_NAME "memra_k_gemm_kr_kq_wgw"
 
 /* Short names for the runtime's helpers (gpu.h). */
 static memra_status decline(memra_call *call, const char *reason) { return memra__gpu_decline(call, reason); }
@@ -634,11 +642,15 @@ static memra_status mmq_load(memra__gpu *q, void *state)
             }
         }
     }
-    /* MEMRA_MMQ_KR_WG=1 / mma: Q4_K / Q5_K on the seeded warpgroup tile, which reads the records' sum plane */
+    /* MEMRA_MMQ_KR_WG=1 / mma / pre: Q4_K / Q5_K on the seeded warpgroup tile, which reads the records' sum
+     * plane (pre: the _wgm pair, then the widening pass and the tile on its image) */
     s->gemm_kr_wg[0] = s->gemm_kr_wg[1] = NULL;
+    s->kq_widen[0] = s->kq_widen[1] = s->gemm_kr_wgw = NULL;
+    atomic_init(&s->kw_short, 0);
     {
         const char *kw = memra__gpu_knob(q, "MEMRA_MMQ_KR_WG");
-        const int mma = kw != NULL && strcmp(kw, "mma") == 0;
+        const int pre = kw != NULL && strcmp(kw, "pre") == 0;
+        const int mma = kw != NULL && (strcmp(kw, "mma") == 0 || pre);
         s->kr_wg_names = mma ? k_kr_wgm_names : k_kr_wg_names;
         s->kr_wg_smem = mma ? R3W_SMEM_BYTES_KM : R3W_SMEM_BYTES_KQ;
         const int on = kw != NULL && (strcmp(kw, "1") == 0 || mma);
@@ -657,6 +669,15 @@ static memra_status mmq_load(memra__gpu *q, void *state)
                                  "the records tiles serve",
                                  kw, s->kr_wg_names[f]);
                 }
+            if (pre && s->gemm_kr_wg[0] != NULL && s->gemm_kr_wg[1] != NULL &&
+                !(load_optional(q, m, K_KR_WGW_NAME, R3W_SMEM_BYTES_KM, &s->gemm_kr_wgw) &&
+                  load_optional(q, m, k_kq_widen_names[0], 0, &s->kq_widen[0]) &&
+                  load_optional(q, m, k_kq_widen_names[1], 0, &s->kq_widen[1]))) {
+                s->kq_widen[0] = s->kq_widen[1] = s->gemm_kr_wgw = NULL;
+                q->host->log(MEMRA_LOG_WARN, q->name,
+                             "MEMRA_MMQ_KR_WG=pre: this image lacks " K_KR_WGW_NAME " or the widening pass; the _wgm "
+                             "tiles serve (the same results)");
+            }
         }
     }
     for (int f = 0; f < MMQ_KR_FORMATS && st == MEMRA_STATUS_OK; f++)
@@ -1185,6 +1206,23 @@ static memra_status run_tiles(memra__gpu *q, memra_call *call, const memra_gemm_
         q->host->log(MEMRA_LOG_DEBUG, q->name, "%s: no scratch for %d split-k slices, running unsplit", op, p.split);
         p.split = 1;
     }
+    /* MEMRA_MMQ_KR_WG=pre: the weight widened once for the call into an image (KW_BLOCK_BYTES a 128-row tile
+     * and step); without scratch for it the _wgm tile, whose stages hold the same bytes */
+    memra_dptr img = 0;
+    int kpre = kwg && MMQ_K(q)->gemm_kr_wgw != NULL;
+    if (kpre) {
+        const size_t ib = (size_t)((n + 127) / 128) * (size_t)((k + 127) / 128) * (size_t)KW_BLOCK_BYTES;
+        if (q->host->scratch_get(call, MEMRA__MMQ_SLOT_KW, ib, &img) != MEMRA_STATUS_OK) {
+            /* (the module's one-way switch: its state is otherwise read-only after init) */
+            atomic_int *once = &((mmq_state *)MMQ_K(q))->kw_short;
+            const int first = atomic_exchange_explicit(once, 1, memory_order_relaxed) == 0;
+            q->host->log(first ? MEMRA_LOG_WARN : MEMRA_LOG_DEBUG, q->name,
+                         "MEMRA_MMQ_KR_WG=pre: no scratch for the widened image (%zu bytes); the _wgm tile serves, with "
+                         "the same results%s",
+                         ib, first ? " (logged once; later calls at DEBUG)" : "");
+            kpre = 0;
+        }
+    }
     if (sizing(call)) return sized(call); /* every scratch request made: memra_stream_reserve's sizing */
     /* Both kernels are programmatic dependents of the kernel before them in the
      * stream (in memra_matmul: the quantiser, then the tile; both trigger early,
@@ -1199,10 +1237,19 @@ static memra_status run_tiles(memra__gpu *q, memra_call *call, const memra_gemm_
                           (unsigned)(wtiles < wsms ? wtiles : wsms), 1, 1, R3W_THREADS, MMQ_K(q)->wg_smem, call->stream,
                           (void *[]){&maps[0], &maps[1], &maps[2], &maps[3], &y, &m, &n, &k, &ldy, &alpha, &part, &sl});
     } else if (kwg) {
-        memra_dptr xs = x + memra_q8_1_plane(m, k);
-        st = launch_pdl_k(q, &kn, MMQ_K(q)->gemm_kr_wg[kf], MMQ_K(q)->kr_wg_names[kf], (unsigned)((m + 127) / 128),
-                          (unsigned)((n + 127) / 128), (unsigned)p.split, R3W_THREADS, MMQ_K(q)->kr_wg_smem, call->stream,
-                          (void *[]){&maps[2], &w, &x, &xs, &y, &m, &n, &k, &ldy, &alpha, &part});
+        memra_dptr xs = x + memra_q8_1_plane(m, k), wk = w;
+        st = MEMRA_STATUS_OK;
+        if (kpre) { /* grid (row tiles, steps), 128 threads: a dependent like the tile, which reads its image */
+            int g = (k + 127) / 128;
+            st = launch_pdl_k(q, &kn, MMQ_K(q)->kq_widen[kf], k_kq_widen_names[kf], (unsigned)((n + 127) / 128),
+                              (unsigned)g, 1, 128, 0, call->stream, (void *[]){&w, &img, &n, &g});
+            wk = img;
+        }
+        if (st == MEMRA_STATUS_OK)
+            st = launch_pdl_k(q, &kn, kpre ? MMQ_K(q)->gemm_kr_wgw : MMQ_K(q)->gemm_kr_wg[kf],
+                              kpre ? K_KR_WGW_NAME : MMQ_K(q)->kr_wg_names[kf], (unsigned)((m + 127) / 128),
+                              (unsigned)((n + 127) / 128), (unsigned)p.split, R3W_THREADS, MMQ_K(q)->kr_wg_smem,
+                              call->stream, (void *[]){&maps[2], &wk, &x, &xs, &y, &m, &n, &k, &ldy, &alpha, &part});
     } else if (wg)
         st = launch_pdl_k(q, &kn, MMQ_K(q)->gemm_q8_0r_wg, MMQ_K(q)->wg_name, (unsigned)((m + 127) / 128),
                           (unsigned)((n + 127) / 128), (unsigned)p.split, R3W_THREADS, MMQ_K(q)->wg_smem, call->stream,
