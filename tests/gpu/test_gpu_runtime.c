@@ -1456,33 +1456,39 @@ static int case_mmq(const char *so)
      * knob (1) or a records tile (0); =pre: the _wgm pair, then (wide 1) the widening pass
      * memra_k_kq_widen_<f> on ceil(n / 128) x ceil(k / 128) blocks of 128 threads and the tile on its image,
      * memra_k_gemm_kr_kq_wgw, as the _wgm tile; without that kernel, or with the image's scratch refused
-     * (refuse), the _wgm tile alone (wide 0, want 1) */
+     * (refuse), the _wgm tile alone (wide 0, want 1); =pre2 (wide 2): memra_k_kq_widen2_<f> on the same grid,
+     * memra_k_kq_tokens on ceil(m / 128) x ceil(k / 128) blocks of 128 threads, then memra_k_gemm_kr_kq_wgw2 */
     static const struct {
         int cc, no_tmap;
         const char *knob, *sums, *missing;
         int f, m, n, want, wide;
         const char *refuse;
-    } kwc[] = {{90, 0, "1", NULL, NULL, 0, 4096, 12288, 1}, {90, 0, "1", NULL, NULL, 1, 4096, 12288, 1},
-               {90, 0, "1", NULL, NULL, 2, 4096, 12288, 0}, {90, 0, "1", NULL, NULL, 0, 512, 1024, 1},
-               {90, 0, NULL, NULL, NULL, 0, 4096, 12288, 0}, {90, 0, "0", NULL, NULL, 1, 4096, 12288, 0},
-               {120, 0, "1", NULL, NULL, 0, 4096, 12288, 0}, {90, 1, "1", NULL, NULL, 0, 4096, 12288, 0},
-               {90, 0, "1", "0", NULL, 0, 4096, 12288, 0},   {90, 0, "1", NULL, "q4_k_wgs", 0, 4096, 12288, 0},
-               {90, 0, "1", NULL, "q4_k_wgs", 1, 4096, 12288, 1},
+    } kwc[] = {{90, 0, "1", NULL, NULL, 0, 4096, 12288, 1, 0, NULL}, {90, 0, "1", NULL, NULL, 1, 4096, 12288, 1, 0, NULL},
+               {90, 0, "1", NULL, NULL, 2, 4096, 12288, 0, 0, NULL}, {90, 0, "1", NULL, NULL, 0, 512, 1024, 1, 0, NULL},
+               {90, 0, NULL, NULL, NULL, 0, 4096, 12288, 0, 0, NULL}, {90, 0, "0", NULL, NULL, 1, 4096, 12288, 0, 0, NULL},
+               {120, 0, "1", NULL, NULL, 0, 4096, 12288, 0, 0, NULL}, {90, 1, "1", NULL, NULL, 0, 4096, 12288, 0, 0, NULL},
+               {90, 0, "1", "0", NULL, 0, 4096, 12288, 0, 0, NULL},   {90, 0, "1", NULL, "q4_k_wgs", 0, 4096, 12288, 0, 0, NULL},
+               {90, 0, "1", NULL, "q4_k_wgs", 1, 4096, 12288, 1, 0, NULL},
                /* =mma: the _wgm kernels (the min term by tf32 wgmmas), R3W_SMEM_BYTES_KM */
-               {90, 0, "mma", NULL, NULL, 0, 4096, 12288, 1}, {90, 0, "mma", NULL, NULL, 1, 512, 1024, 1},
-               {90, 0, "mma", NULL, NULL, 2, 4096, 12288, 0}, {120, 0, "mma", NULL, NULL, 0, 4096, 12288, 0},
-               {90, 1, "mma", NULL, NULL, 1, 4096, 12288, 0}, {90, 0, "mma", "0", NULL, 0, 4096, 12288, 0},
-               {90, 0, "mma", NULL, "q4_k_wgm", 0, 4096, 12288, 0}, {90, 0, "mma", NULL, "q4_k_wgm", 1, 4096, 12288, 1},
-               {90, 0, "mma", NULL, "q4_k_wgs", 0, 4096, 12288, 1},
-               {90, 0, "pre", NULL, NULL, 0, 4096, 12288, 1, 1}, {90, 0, "pre", NULL, NULL, 1, 512, 1000, 1, 1},
-               {90, 0, "pre", NULL, NULL, 2, 4096, 12288, 0}, {120, 0, "pre", NULL, NULL, 0, 4096, 12288, 0},
-               {90, 1, "pre", NULL, NULL, 1, 4096, 12288, 0}, {90, 0, "pre", "0", NULL, 0, 4096, 12288, 0},
-               {90, 0, "pre", NULL, "kq_wgw", 0, 4096, 12288, 1}, {90, 0, "pre", NULL, "kq_widen_q5_k", 1, 4096, 12288, 1},
-               {90, 0, "pre", NULL, "q4_k_wgm", 0, 4096, 12288, 0}, {90, 0, "pre", NULL, NULL, 1, 4096, 12288, 1, 0, "kr.widened"}};
+               {90, 0, "mma", NULL, NULL, 0, 4096, 12288, 1, 0, NULL}, {90, 0, "mma", NULL, NULL, 1, 512, 1024, 1, 0, NULL},
+               {90, 0, "mma", NULL, NULL, 2, 4096, 12288, 0, 0, NULL}, {120, 0, "mma", NULL, NULL, 0, 4096, 12288, 0, 0, NULL},
+               {90, 1, "mma", NULL, NULL, 1, 4096, 12288, 0, 0, NULL}, {90, 0, "mma", "0", NULL, 0, 4096, 12288, 0, 0, NULL},
+               {90, 0, "mma", NULL, "q4_k_wgm", 0, 4096, 12288, 0, 0, NULL}, {90, 0, "mma", NULL, "q4_k_wgm", 1, 4096, 12288, 1, 0, NULL},
+               {90, 0, "mma", NULL, "q4_k_wgs", 0, 4096, 12288, 1, 0, NULL},
+               {90, 0, "pre", NULL, NULL, 0, 4096, 12288, 1, 1, NULL}, {90, 0, "pre", NULL, NULL, 1, 512, 1000, 1, 1, NULL},
+               {90, 0, "pre", NULL, NULL, 2, 4096, 12288, 0, 0, NULL}, {120, 0, "pre", NULL, NULL, 0, 4096, 12288, 0, 0, NULL},
+               {90, 1, "pre", NULL, NULL, 1, 4096, 12288, 0, 0, NULL}, {90, 0, "pre", "0", NULL, 0, 4096, 12288, 0, 0, NULL},
+               {90, 0, "pre", NULL, "kq_wgw", 0, 4096, 12288, 1, 0, NULL}, {90, 0, "pre", NULL, "kq_widen_q5_k", 1, 4096, 12288, 1, 0, NULL},
+               {90, 0, "pre", NULL, "q4_k_wgm", 0, 4096, 12288, 0, 0, NULL}, {90, 0, "pre", NULL, NULL, 1, 4096, 12288, 1, 0, "kr.widened"},
+               {90, 0, "pre2", NULL, NULL, 0, 4096, 12288, 1, 2, NULL}, {90, 0, "pre2", NULL, NULL, 1, 300, 1000, 1, 2, NULL},
+               {120, 0, "pre2", NULL, NULL, 1, 4096, 12288, 0, 0, NULL}, {90, 0, "pre2", NULL, NULL, 2, 4096, 12288, 0, 0, NULL},
+               {90, 0, "pre2", NULL, "kq_tokens", 0, 4096, 12288, 1, 0, NULL}, {90, 0, "pre2", NULL, "kq_wgw2", 1, 4096, 12288, 1, 0, NULL},
+               {90, 0, "pre2", NULL, NULL, 0, 4096, 12288, 1, 0, "kr.tokens"}};
     static const memra_format kwf[] = {MEMRA_FORMAT_Q4_K, MEMRA_FORMAT_Q5_K, MEMRA_FORMAT_Q6_K};
     static const char *const kwn[] = {"memra_k_gemm_kr_q4_k_wgs", "memra_k_gemm_kr_q5_k_wgs", ""};
     static const char *const kwm[] = {"memra_k_gemm_kr_q4_k_wgm", "memra_k_gemm_kr_q5_k_wgm", ""};
-    static const char *const kwd[] = {"memra_k_kq_widen_q4_k", "memra_k_kq_widen_q5_k", ""};
+    static const char *const kwd[2][3] = {{"memra_k_kq_widen_q4_k", "memra_k_kq_widen_q5_k", ""},
+                                          {"memra_k_kq_widen2_q4_k", "memra_k_kq_widen2_q5_k", ""}};
     for (size_t i = 0; i < sizeof kwc / sizeof kwc[0]; i++) {
         g_kr_wg_knob = kwc[i].knob, g_kr_sums_knob = kwc[i].sums, g_missing_kernel = kwc[i].missing;
         g_no_tmap = kwc[i].no_tmap, g_scratch_refuse = kwc[i].refuse;
@@ -1492,14 +1498,23 @@ static int case_mmq(const char *so)
         a2.w_format = (int32_t)kwf[kwc[i].f];
         g_tmap_calls = 0;
         const memra_status st2 = m.desc->ops->gemm_kr(&c2, &a2);
-        const int pre = kwc[i].knob != NULL && strcmp(kwc[i].knob, "pre") == 0;
+        const int pre = kwc[i].knob != NULL && strncmp(kwc[i].knob, "pre", 3) == 0;
         const int mma = kwc[i].knob != NULL && (strcmp(kwc[i].knob, "mma") == 0 || pre);
-        /* (pre) the widening pass first: its grid, then the tile at launch t = 1 */
-        const int wide = g_n_launched >= 2 && strcmp(g_launched[0], kwd[kwc[i].f]) == 0, t = wide ? 1 : 0;
-        const int wide_ok = !wide || (g_grid_x[0] == (unsigned)(kwc[i].n + 127) / 128 && g_grid_y[0] == 5120 / 128 &&
-                                      g_grid_z[0] == 1 && g_block_x[0] == 128 && g_smem[0] == 0);
+        /* (pre) the widening pass first (pre2: then the tokens' pass), their grids, then the tile at launch t */
+        const int wide = g_n_launched >= 2 && strcmp(g_launched[0], kwd[0][kwc[i].f]) == 0   ? 1
+                         : g_n_launched >= 3 && strcmp(g_launched[0], kwd[1][kwc[i].f]) == 0 ? 2
+                                                                                           : 0;
+        const int t = wide;
+        int wide_ok = !wide || (g_grid_x[0] == (unsigned)(kwc[i].n + 127) / 128 && g_grid_y[0] == 5120 / 128 &&
+                                g_grid_z[0] == 1 && g_block_x[0] == 128 && g_smem[0] == 0);
+        if (wide == 2)
+            wide_ok &= strcmp(g_launched[1], "memra_k_kq_tokens") == 0 &&
+                       g_grid_x[1] == (unsigned)(kwc[i].m + 127) / 128 && g_grid_y[1] == 5120 / 128 && g_grid_z[1] == 1 &&
+                       g_block_x[1] == 128 && g_smem[1] == 0;
         const char *got = g_n_launched > t ? g_launched[t] : "";
-        const int is_wg = strcmp(got, wide ? "memra_k_gemm_kr_kq_wgw" : (mma ? kwm : kwn)[kwc[i].f]) == 0;
+        const int is_wg = strcmp(got, wide == 2   ? "memra_k_gemm_kr_kq_wgw2"
+                                      : wide == 1 ? "memra_k_gemm_kr_kq_wgw"
+                                                  : (mma ? kwm : kwn)[kwc[i].f]) == 0;
         const int shape_ok = !is_wg || (g_grid_x[t] == (unsigned)(kwc[i].m + 127) / 128 &&
                                         g_grid_y[t] == (unsigned)(kwc[i].n + 127) / 128 && g_block_x[t] == 384 &&
                                         g_smem[t] == (unsigned)(mma ? R3W_SMEM_BYTES_KM : R3W_SMEM_BYTES_KQ) &&
@@ -1513,7 +1528,7 @@ static int case_mmq(const char *so)
                kwc[i].knob ? kwc[i].knob : "unset", kwc[i].sums ? kwc[i].sums : "unset", kwc[i].cc,
                kwc[i].missing ? ", image without " : "", kwc[i].missing ? kwc[i].missing : "",
                kwc[i].no_tmap ? ", no tensor maps" : "", kwc[i].refuse ? ", no scratch for the image" : "",
-               kwc[i].f == 0 ? "q4_k" : kwc[i].f == 1 ? "q5_k" : "q6_k", kwc[i].m, kwc[i].n, wide ? "widened, then " : "",
+               kwc[i].f == 0 ? "q4_k" : kwc[i].f == 1 ? "q5_k" : "q6_k", kwc[i].m, kwc[i].n, wide == 2 ? "widened, tokens, then " : wide ? "widened, then " : "",
                got, g_grid_x[t], g_grid_y[t], g_grid_z[t], g_block_x[t], g_tmap_calls, good ? "ok" : "FAIL");
         ok &= good;
         g_n_launched = 0;

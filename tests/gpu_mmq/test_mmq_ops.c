@@ -680,10 +680,10 @@ static int kr_case(memra_format f, int m, int n, int k)
      * =pre (=mma's tile on the call's widened image: the same stage bytes) bit for bit =mma */
     if (memra_device_caps_get(g_dev)->cc / 10 == 9 && (f == MEMRA_FORMAT_Q4_K || f == MEMRA_FORMAT_Q5_K)) {
         static const char *const split[2] = {"1", "3"};
-        static const char *const kv[4] = {"0", "1", "mma", "pre"};
+        static const char *const kv[5] = {"0", "1", "mma", "pre", "pre2"};
         for (int c = 0; c < 2; c++) {
-            float *out[4];
-            for (int v = 0; v < 4; v++) {
+            float *out[5];
+            for (int v = 0; v < 5; v++) {
                 g_kr_tc = "0", g_kr_wg = kv[v];
                 const int refused = g_wg_log.n;
                 mmq_knobs("128", "128", split[c], NULL);
@@ -718,15 +718,17 @@ static int kr_case(memra_format f, int m, int n, int k)
             ok &= d == 0;
             snprintf(what, sizeof what, "%s KR_WG=mma split=%s", memra_format_name(f), split[c]);
             ok &= kr_judge(what, out[2], ref, mass, m, n, k, ldy, yrows, f);
-            judge jp;
-            judge_init(&jp, "gemm_kr warpgroup tile on the widened image vs =mma (element = float)", 0.0, stdout);
-            jp.inject = test_inject_fault();
-            const uint64_t dp = judge_bytes(&jp, (const uint8_t *)out[3], (const uint8_t *)out[2],
-                                            (size_t)(yrows * ldy) * 4, 4);
-            printf("    %s KR_WG=pre split=%s: %llu of %lld floats differ from KR_WG=mma  %s\n", memra_format_name(f),
-                   split[c], (unsigned long long)dp, (long long)(yrows * ldy), dp ? "FAIL" : "ok");
-            ok &= dp == 0;
-            free(out[0]), free(out[1]), free(out[2]), free(out[3]);
+            for (int v = 3; v < 5; v++) {
+                judge jp;
+                judge_init(&jp, "gemm_kr warpgroup tile on the widened images vs =mma (element = float)", 0.0, stdout);
+                jp.inject = test_inject_fault();
+                const uint64_t dp = judge_bytes(&jp, (const uint8_t *)out[v], (const uint8_t *)out[2],
+                                                (size_t)(yrows * ldy) * 4, 4);
+                printf("    %s KR_WG=%s split=%s: %llu of %lld floats differ from KR_WG=mma  %s\n", memra_format_name(f),
+                       kv[v], split[c], (unsigned long long)dp, (long long)(yrows * ldy), dp ? "FAIL" : "ok");
+                ok &= dp == 0;
+            }
+            free(out[0]), free(out[1]), free(out[2]), free(out[3]), free(out[4]);
         }
     }
     mmq_knobs(NULL, NULL, NULL, NULL);

@@ -1534,24 +1534,31 @@ __device__ __forceinline__ float4 kq_widen_row(unsigned char *A, float4 *S, cons
     return make_float4(dmin * kr_u8f(vm, 0), dmin * kr_u8f(vm, 1), dmin * kr_u8f(vm, 2), dmin * kr_u8f(vm, 3));
 }
 
-/* kq_fill's other half: row r's mins mn4 into the stage (KM: as the min term's tf32 tiles), and token
- * i0 + r's four block scales and sums of step g written permuted */
+/* kq_fill's other half, in two parts. kq_fill_mins: row r's mins mn4 into the stage's tail h (= stage +
+ * 32768; KM: as the min term's tf32 tiles at h + R3W_KM_A1 / A2, else mn [128][4] at h + 6144).
+ * kq_fill_tok: token i0 + r's four block scales of step g written permuted at u (= h + 4096), and its
+ * sums (KM: split into the tf32 tile) at u + 4096 (R3W_KM_B). */
 template <bool KM>
-__device__ __forceinline__ void kq_fill_rest(unsigned char *sp, float4 mn4, const unsigned char *__restrict__ xq,
-                                             const unsigned char *__restrict__ xs, int m, int i0, int g, int r)
+__device__ __forceinline__ void kq_fill_mins(unsigned char *h, float4 mn4, int r)
 {
-    const int i = i0 + r;
     if (KM) { /* (8 rows of 16 bytes a core matrix: r3w_km_at) */
         const float4 p = make_float4(mn4.x * -0x1p-44f, mn4.y * -0x1p-44f, mn4.z * -0x1p-44f, mn4.w * -0x1p-44f);
         const float4 ph = make_float4(r3w_tf32_rna(p.x), r3w_tf32_rna(p.y), r3w_tf32_rna(p.z), r3w_tf32_rna(p.w));
-        unsigned char *a1 = sp + 32768 + R3W_KM_A1 + r3w_km_at(r), *a2 = sp + 32768 + R3W_KM_A2 + r3w_km_at(r);
+        unsigned char *a1 = h + R3W_KM_A1 + r3w_km_at(r), *a2 = h + R3W_KM_A2 + r3w_km_at(r);
         *reinterpret_cast<float4 *>(a1) = ph;
         *reinterpret_cast<float4 *>(a1 + 128) = ph;
         *reinterpret_cast<float4 *>(a2) = make_float4(p.x - ph.x, p.y - ph.y, p.z - ph.z, p.w - ph.w);
         *reinterpret_cast<float4 *>(a2 + 128) = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
     } else {
-        *reinterpret_cast<float4 *>(sp + 32768 + 6144 + r * 16) = mn4;
+        *reinterpret_cast<float4 *>(h + 6144 + r * 16) = mn4;
     }
+}
+template <bool KM>
+__device__ __forceinline__ void kq_fill_tok(unsigned char *u, const unsigned char *__restrict__ xq,
+                                            const unsigned char *__restrict__ xs, int m, int i0, int g, int r)
+{
+    static_assert(R3W_KM_B == 8192, "the token sums' tile at u + 4096, where the plain sums are");
+    const int i = i0 + r;
     float4 xs4 = make_float4(0.0f, 0.0f, 0.0f, 0.0f), ts4 = xs4;
     if (i < m) {
         const long long rec = (long long)g * m + i;
@@ -1559,11 +1566,11 @@ __device__ __forceinline__ void kq_fill_rest(unsigned char *sp, float4 mn4, cons
         ts4 = *reinterpret_cast<const float4 *>(xs + rec * 16);
     }
     const int pos = r3w_perm(r);
-    float *xp = reinterpret_cast<float *>(sp + 32768 + 4096) + pos, *tp = reinterpret_cast<float *>(sp + 32768 + 8192) + pos;
+    float *xp = reinterpret_cast<float *>(u) + pos, *tp = reinterpret_cast<float *>(u + 4096) + pos;
     xp[0] = xs4.x, xp[128] = xs4.y, xp[256] = xs4.z, xp[384] = xs4.w;
     if (KM) {
         const float4 th = make_float4(r3w_tf32_rna(ts4.x), r3w_tf32_rna(ts4.y), r3w_tf32_rna(ts4.z), r3w_tf32_rna(ts4.w));
-        unsigned char *bt = sp + 32768 + R3W_KM_B + r3w_km_at(r);
+        unsigned char *bt = u + 4096 + r3w_km_at(r);
         *reinterpret_cast<float4 *>(bt) = th;
         *reinterpret_cast<float4 *>(bt + 128) =
             make_float4(r3w_tf32_rna(ts4.x - th.x), r3w_tf32_rna(ts4.y - th.y), r3w_tf32_rna(ts4.z - th.z),
@@ -1580,32 +1587,52 @@ __device__ __forceinline__ void kq_fill(unsigned char *sp, const unsigned char *
 {
     const float4 mn4 = kq_widen_row<F>(sp + r * 128, reinterpret_cast<float4 *>(sp + 32768 + r * 16), w, n, G, j0 + r, g,
                                        r & 7);
-    kq_fill_rest<KM>(sp, mn4, xq, xs, m, i0, g, r);
+    kq_fill_mins<KM>(sp + 32768, mn4, r);
+    kq_fill_tok<KM>(sp + 32768 + 4096, xq, xs, m, i0, g, r);
 }
 
-/* KP (MEMRA_MMQ_KR_WG=pre, the _wgw tile): the weight half done once a call by memra_k_kq_widen_* into an
- * image of KW_BLOCK_BYTES blocks, [ceil(n / 128) row tiles][G steps]: the stage's code tile as kq_fill lays
- * it out (16 KB), then s [128][4] and mn [128][4] (2 KB each); rows past n zeros. The producer's thread 0
- * brings the codes and s with two bulk copies on the stage's `full`; its 128 threads read the mins and
- * fill the rest (kq_fill_rest). */
-__device__ __forceinline__ const unsigned char *kq_block(const unsigned char *img, int G, int j0, int g)
+/* KP (MEMRA_MMQ_KR_WG=pre / pre2, the _wgw / _wgw2 tiles): kq_fill's work moved into passes before the
+ * tile, once a call.
+ * - KP 1: memra_k_kq_widen_* writes the weight as an image of KW_BLOCK_BYTES blocks, [ceil(n / 128) row
+ *   tiles][G steps]: the stage's code tile as kq_fill lays it out (16 KB), then s [128][4] and mn [128][4]
+ *   (2 KB each); rows past n zeros. The producer's thread 0 brings the codes and s by two bulk copies on
+ *   the stage's `full`; its 128 threads read the mins and fill the rest (kq_fill_mins, kq_fill_tok).
+ * - KP 2: memra_k_kq_widen2_* writes blocks of KW2_BLOCK_BYTES: the codes, s, then the mins' tf32 tiles
+ *   A1 | A2 as the stage holds them (8 KB); memra_k_kq_tokens writes the tokens' part as KT_BLOCK_BYTES
+ *   blocks [ceil(m / 128) token tiles][G steps], the stage's bytes from + 32768 + 4096 on (the permuted
+ *   scales, 2 KB unused, the sums' tf32 tile). The producer is thread 0's four bulk copies and the
+ *   token codes' tensor copy; its threads only arrive on `ready`. */
+__device__ __forceinline__ const unsigned char *kq_block(const unsigned char *img, int G, int j0, int g, int bytes)
 {
-    return img + ((long long)(j0 >> 7) * G + g) * KW_BLOCK_BYTES;
+    return img + ((long long)(j0 >> 7) * G + g) * bytes;
 }
 
-/* The widening pass: grid (ceil(n / 128), G), 128 threads; thread r widens row 128 blockIdx.x + r of step
- * blockIdx.y into its image block (kq_widen_row). A programmatic dependent like the GEMMs: it writes
- * only after the kernels before it (the previous call's tile may still read the image) are complete. */
-template <int F>
+/* The widening passes: grid (ceil(n / 128), G), 128 threads; thread r widens row 128 blockIdx.x + r of
+ * step blockIdx.y into its image block (kq_widen_row; KP 2: and its mins' tf32 tiles). Programmatic
+ * dependents like the GEMMs: they write only after the kernels before them (the previous call's tile may
+ * still read the image) are complete. */
+template <int F, int KP>
 __device__ __forceinline__ void kq_widen_body(const unsigned char *__restrict__ w, unsigned char *__restrict__ img, int n,
                                               int G)
 {
     const int r = threadIdx.x, j0 = (int)blockIdx.x * 128, g = (int)blockIdx.y;
-    unsigned char *blk = img + ((long long)blockIdx.x * G + g) * KW_BLOCK_BYTES;
+    unsigned char *blk = img + ((long long)blockIdx.x * G + g) * (KP == 2 ? KW2_BLOCK_BYTES : KW_BLOCK_BYTES);
     pdl_wait();
     const float4 mn4 = kq_widen_row<F>(blk + r * 128, reinterpret_cast<float4 *>(blk + 16384 + r * 16), w, n, G, j0 + r,
                                        g, r & 7);
-    *reinterpret_cast<float4 *>(blk + 18432 + r * 16) = mn4;
+    if (KP == 2) kq_fill_mins<true>(blk + 18432 - R3W_KM_A1, mn4, r); /* A1 at 18432, A2 4 KB on */
+    else *reinterpret_cast<float4 *>(blk + 18432 + r * 16) = mn4;
+}
+
+/* The tokens' pass (KP 2): grid (ceil(m / 128), G), 128 threads; thread r writes token 128 blockIdx.x + r's
+ * part of step blockIdx.y (kq_fill_tok) into its block; after its pdl_wait (the q8_1 records) */
+__device__ __forceinline__ void kq_tokens_body(const unsigned char *__restrict__ xq, const unsigned char *__restrict__ xs,
+                                               unsigned char *__restrict__ img, int m, int G)
+{
+    const int r = threadIdx.x, g = (int)blockIdx.y;
+    unsigned char *blk = img + ((long long)blockIdx.x * G + g) * KT_BLOCK_BYTES;
+    pdl_wait();
+    kq_fill_tok<true>(blk, xq, xs, m, (int)blockIdx.x * 128, g, r);
 }
 
 /* XE (memra_k_experts_q8_0r_wgs): the tile of a grouped GEMM's table (gemm_experts, issue 30): tile
@@ -1628,13 +1655,14 @@ struct r3w_xe {
  * after each step's last fold; the step's stage is then released by the next step's first group,
  * after the wait that covers them (a stage is held one step longer: three ahead, not four). */
 template <bool TR, bool P, bool SD, int KF = -1, bool KM = false, bool SA = false, bool XE = false, bool XT = false,
-          bool XP = false, bool KP = false>
+          bool XP = false, int KP = 0>
 __device__ __forceinline__ void r3w_body(const memra_tmap *map_w, const memra_tmap *map_wh, const memra_tmap *map_x,
                                          const memra_tmap *map_xh, float *__restrict__ y, int m, int n, int k,
                                          long long ldy, float alpha, float *__restrict__ part, int sl,
                                          const unsigned char *__restrict__ kw = nullptr,
                                          const unsigned char *__restrict__ kx = nullptr,
-                                         const unsigned char *__restrict__ kt = nullptr, const r3w_xe *xe = nullptr)
+                                         const unsigned char *__restrict__ kt = nullptr, const r3w_xe *xe = nullptr,
+                                         const unsigned char *__restrict__ kx2 = nullptr)
 {
     constexpr bool KQ = KF >= 0;
     static_assert(!XE || (SD && TR && !P && !KQ), "the grouped tile: the seeded Q8_0 tile on a plain grid");
@@ -1642,7 +1670,7 @@ __device__ __forceinline__ void r3w_body(const memra_tmap *map_w, const memra_tm
     static_assert(!KQ || (SD && TR && !P), "the K-quant tiles: seeded, permuted scales, a plain grid");
     static_assert(!KM || KQ, "the min term by MMA is the K-quant tiles'");
     static_assert(!XP || (SD && TR && !KQ), "the token scales a group ahead: the seeded Q8_0 tiles");
-    static_assert(!KP || KM, "the widened image feeds the tile whose min term is by MMA");
+    static_assert(KP == 0 || KM, "the widened image feeds the tile whose min term is by MMA");
     constexpr int S = R3W_STAGES, SB = KM ? R3W_STAGE_BYTES_KM : KQ ? R3W_STAGE_BYTES_KQ : R3W_STAGE_BYTES_OF(TR);
     static_assert((S & (S - 1)) == 0 && S >= 2, "the ring's stage index is it & (S - 1)");
     /* TR: producer step it waits for stage it's `empty` (released after `ready` of it - S) before its
@@ -1688,21 +1716,30 @@ __device__ __forceinline__ void r3w_body(const memra_tmap *map_w, const memra_tm
             for (int b = 0; b < tl.nk; b++, it++) {
                 const int s = it & (S - 1);
                 if (it >= S) memra_mb_wait(empty + 8 * s, (unsigned)(it / S - 1) & 1u);
-                const unsigned char *blk = KP ? kq_block(kw, G, tl.j0, tl.g0 + b) : nullptr;
+                const unsigned char *blk =
+                    KP ? kq_block(kw, G, tl.j0, tl.g0 + b, KP == 2 ? KW2_BLOCK_BYTES : KW_BLOCK_BYTES) : nullptr;
                 if (pr == 0) {
-                    const unsigned fb = full + 8 * s;
-                    memra_mb_arrive_tx(fb, KP ? 16384 + 16384 + 2048 : 16384);
-                    memra_tma_load_3d(sbase + s * SB + 16384, map_x, 16, tl.i0, tl.g0 + b, fb);
+                    const unsigned fb = full + 8 * s, st = sbase + s * SB;
+                    memra_mb_arrive_tx(fb, KP == 2 ? 16384 + 16384 + 2048 + 8192 + KT_BLOCK_BYTES
+                                           : KP   ? 16384 + 16384 + 2048
+                                                  : 16384);
+                    memra_tma_load_3d(st + 16384, map_x, 16, tl.i0, tl.g0 + b, fb);
                     if (KP) { /* the widened codes and their scales */
-                        memra_bulk_g2s(sbase + s * SB, blk, 16384, fb);
-                        memra_bulk_g2s(sbase + s * SB + 32768, blk + 16384, 2048, fb);
+                        memra_bulk_g2s(st, blk, 16384, fb);
+                        memra_bulk_g2s(st + 32768, blk + 16384, 2048, fb);
+                    }
+                    if (KP == 2) { /* the mins' tf32 tiles, and the tokens' part from + 4096 (their pass's block) */
+                        memra_bulk_g2s(st + 32768 + R3W_KM_A1, blk + 18432, 8192, fb);
+                        memra_bulk_g2s(st + 32768 + 4096, kq_block(kx2, G, tl.i0, tl.g0 + b, KT_BLOCK_BYTES),
+                                       KT_BLOCK_BYTES, fb);
                     }
                 }
-                if (KP)
-                    kq_fill_rest<KM>(stages + s * SB, reinterpret_cast<const float4 *>(blk + 18432)[pr], kx, kt, m, tl.i0,
-                                     tl.g0 + b, pr);
-                else
+                if (KP == 1) {
+                    kq_fill_mins<KM>(stages + s * SB + 32768, reinterpret_cast<const float4 *>(blk + 18432)[pr], pr);
+                    kq_fill_tok<KM>(stages + s * SB + 32768 + 4096, kx, kt, m, tl.i0, tl.g0 + b, pr);
+                } else if (KP == 0) {
                     kq_fill<KF, KM>(stages + s * SB, kw, kx, kt, n, m, G, tl.j0, tl.i0, tl.g0 + b, pr);
+                }
                 /* the codes are the wgmma's operand: visible to the async proxy before `ready` */
                 asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
                 memra_mb_arrive(ready + 8 * s);
@@ -1940,18 +1977,36 @@ memra_k_gemm_kr_kq_wgw(const __grid_constant__ memra_tmap map_x, const unsigned 
                        const unsigned char *__restrict__ xq, const unsigned char *__restrict__ xs, float *__restrict__ y,
                        int m, int n, int k, long long ldy, float alpha, float *__restrict__ part)
 {
-    r3w_body<true, false, true, KR_Q4_K, true, false, false, false, false, true>(&map_x, &map_x, &map_x, &map_x, y, m, n,
-                                                                                 k, ldy, alpha, part, 1, w, xq, xs);
+    r3w_body<true, false, true, KR_Q4_K, true, false, false, false, false, 1>(&map_x, &map_x, &map_x, &map_x, y, m, n, k,
+                                                                              ldy, alpha, part, 1, w, xq, xs);
 }
-#define KQ_WIDEN_ENTRY(NAME, F)                                                                                      \
+/* MEMRA_MMQ_KR_WG=pre2: the same with the mins' tf32 tiles in the weight's image (memra_k_kq_widen2_*) and the
+ * tokens' part in a second one (xt, memra_k_kq_tokens): a producer of copies alone */
+extern "C" __global__ void __launch_bounds__(R3W_THREADS, 1)
+memra_k_gemm_kr_kq_wgw2(const __grid_constant__ memra_tmap map_x, const unsigned char *__restrict__ w,
+                        const unsigned char *__restrict__ xt, float *__restrict__ y, int m, int n, int k, long long ldy,
+                        float alpha, float *__restrict__ part)
+{
+    r3w_body<true, false, true, KR_Q4_K, true, false, false, false, false, 2>(
+        &map_x, &map_x, &map_x, &map_x, y, m, n, k, ldy, alpha, part, 1, w, nullptr, nullptr, nullptr, xt);
+}
+#define KQ_WIDEN_ENTRY(NAME, F, KP)                                                                                  \
     extern "C" __global__ void __launch_bounds__(128)                                                               \
         NAME(const unsigned char *__restrict__ w, unsigned char *__restrict__ img, int n, int G)                     \
     {                                                                                                                \
-        kq_widen_body<F>(w, img, n, G);                                                                              \
+        kq_widen_body<F, KP>(w, img, n, G);                                                                          \
     }
-KQ_WIDEN_ENTRY(memra_k_kq_widen_q4_k, KR_Q4_K)
-KQ_WIDEN_ENTRY(memra_k_kq_widen_q5_k, KR_Q5_K)
+KQ_WIDEN_ENTRY(memra_k_kq_widen_q4_k, KR_Q4_K, 1)
+KQ_WIDEN_ENTRY(memra_k_kq_widen_q5_k, KR_Q5_K, 1)
+KQ_WIDEN_ENTRY(memra_k_kq_widen2_q4_k, KR_Q4_K, 2)
+KQ_WIDEN_ENTRY(memra_k_kq_widen2_q5_k, KR_Q5_K, 2)
 #undef KQ_WIDEN_ENTRY
+extern "C" __global__ void __launch_bounds__(128)
+memra_k_kq_tokens(const unsigned char *__restrict__ xq, const unsigned char *__restrict__ xs,
+                  unsigned char *__restrict__ img, int m, int G)
+{
+    kq_tokens_body(xq, xs, img, m, G);
+}
 #undef R3W_ENTRY
 #endif
 

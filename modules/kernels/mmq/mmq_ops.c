@@ -18,7 +18,8 @@
 
 /* Named scratch (host->scratch_get: per call and stream). */
 #define MEMRA__MMQ_SLOT_PART "q8_0r.splitk" /* gemm_q8_0r: split-k partial sums */
-#define MEMRA__MMQ_SLOT_KW "kr.widened"     /* gemm_kr, MEMRA_MMQ_KR_WG=pre: the call's widened weight image */
+#define MEMRA__MMQ_SLOT_KW "kr.widened"     /* gemm_kr, MEMRA_MMQ_KR_WG=pre / pre2: the call's widened weight image */
+#define MEMRA__MMQ_SLOT_KT "kr.tokens"      /* and with pre2 the tokens' part of the stages */
 /* MEMRA_MMQ_WG=auto (the default): the seeded warpgroup tile serves gemm_q8_0r calls of at least this many
  * tokens (runs i1 / i4: faster on every 27b row at 1024, 2048 and 4096, on half of them at 512), and
  * smaller calls where the plan's model prices it under the records tiles (run_tiles, step_wg) */
@@ -388,10 +389,14 @@ typedef struct mmq_state {
     CUfunction gemm_kr_wg[2];
     const char *const *kr_wg_names;
     unsigned kr_wg_smem;
-    /* MEMRA_MMQ_KR_WG=pre (with the _wgm pair above): the widening pass per format (memra_k_kq_widen_q4_k /
-     * _q5_k) and the _wgm tile fed by its image (memra_k_gemm_kr_kq_wgw), else NULL. A call without
-     * scratch for the image runs the _wgm tile: the same stage contents, the same results. */
-    CUfunction kq_widen[2], gemm_kr_wgw;
+    /* MEMRA_MMQ_KR_WG=pre / pre2 (kr_pre 1 / 2, with the _wgm pair above): the widening pass per format
+     * (memra_k_kq_widen_q4_k / _q5_k; pre2: _widen2_, and the tokens' pass memra_k_kq_tokens) and the _wgm
+     * tile fed by the images (memra_k_gemm_kr_kq_wgw / _wgw2), else NULL and 0. A call without scratch for
+     * the images runs the _wgm tile: the same stage contents, the same results. */
+    CUfunction kq_widen[2], kq_tokens, gemm_kr_wgw;
+    int kr_pre;
+    const char *const *kq_widen_names;
+    const char *kr_wgw_name;
     atomic_int kw_short; /* one-way: a call found no scratch for the image (logged once at WARN, then DEBUG) */
 } mmq_state;
 
@@ -424,8 +429,10 @@ static const char *const h16_var_names[4] = {"k64", "k32", "n8", "n8k64"};
 /* MEMRA_MMQ_KR_WG's kernels, Q4_K and Q5_K */
 static const char *const k_kr_wg_names[2] = {"memra_k_gemm_kr_q4_k_wgs", "memra_k_gemm_kr_q5_k_wgs"};
 static const char *const k_kr_wgm_names[2] = {"memra_k_gemm_kr_q4_k_wgm", "memra_k_gemm_kr_q5_k_wgm"};
-static const char *const k_kq_widen_names[2] = {"memra_k_kq_widen_q4_k", "memra_k_kq_widen_q5_k"};
-#define K_KR_WGW_NAME "memra_k_gemm_kr_kq_wgw"
+static const char *const k_kq_widen_names[2][2] = {{"memra_k_kq_widen_q4_k", "memra_k_kq_widen_q5_k"},
+                                                   {"memra_k_kq_widen2_q4_k", "memra_k_kq_widen2_q5_k"}};
+static const char *const k_kr_wgw_names[2] = {"memra_k_gemm_kr_kq_wgw", "memra_k_gemm_kr_kq_wgw2"};
+#define K_KQ_TOKENS_NAME "memra_k_kq_tokens"
 
 /* Short names for the runtime's helpers (gpu.h). */
 static memra_status decline(memra_call *call, const char *reason) { return memra__gpu_decline(call, reason); }
@@ -645,12 +652,15 @@ static memra_status mmq_load(memra__gpu *q, void *state)
     /* MEMRA_MMQ_KR_WG=1 / mma / pre: Q4_K / Q5_K on the seeded warpgroup tile, which reads the records' sum
      * plane (pre: the _wgm pair, then the widening pass and the tile on its image) */
     s->gemm_kr_wg[0] = s->gemm_kr_wg[1] = NULL;
-    s->kq_widen[0] = s->kq_widen[1] = s->gemm_kr_wgw = NULL;
+    s->kq_widen[0] = s->kq_widen[1] = s->kq_tokens = s->gemm_kr_wgw = NULL;
+    s->kr_pre = 0;
     atomic_init(&s->kw_short, 0);
     {
         const char *kw = memra__gpu_knob(q, "MEMRA_MMQ_KR_WG");
-        const int pre = kw != NULL && strcmp(kw, "pre") == 0;
-        const int mma = kw != NULL && (strcmp(kw, "mma") == 0 || pre);
+        const int pre = kw == NULL ? 0 : strcmp(kw, "pre") == 0 ? 1 : strcmp(kw, "pre2") == 0 ? 2 : 0;
+        s->kq_widen_names = k_kq_widen_names[pre == 2];
+        s->kr_wgw_name = k_kr_wgw_names[pre == 2];
+        const int mma = kw != NULL && (strcmp(kw, "mma") == 0 || pre > 0);
         s->kr_wg_names = mma ? k_kr_wgm_names : k_kr_wg_names;
         s->kr_wg_smem = mma ? R3W_SMEM_BYTES_KM : R3W_SMEM_BYTES_KQ;
         const int on = kw != NULL && (strcmp(kw, "1") == 0 || mma);
@@ -669,14 +679,19 @@ static memra_status mmq_load(memra__gpu *q, void *state)
                                  "the records tiles serve",
                                  kw, s->kr_wg_names[f]);
                 }
-            if (pre && s->gemm_kr_wg[0] != NULL && s->gemm_kr_wg[1] != NULL &&
-                !(load_optional(q, m, K_KR_WGW_NAME, R3W_SMEM_BYTES_KM, &s->gemm_kr_wgw) &&
-                  load_optional(q, m, k_kq_widen_names[0], 0, &s->kq_widen[0]) &&
-                  load_optional(q, m, k_kq_widen_names[1], 0, &s->kq_widen[1]))) {
-                s->kq_widen[0] = s->kq_widen[1] = s->gemm_kr_wgw = NULL;
-                q->host->log(MEMRA_LOG_WARN, q->name,
-                             "MEMRA_MMQ_KR_WG=pre: this image lacks " K_KR_WGW_NAME " or the widening pass; the _wgm "
-                             "tiles serve (the same results)");
+            if (pre && s->gemm_kr_wg[0] != NULL && s->gemm_kr_wg[1] != NULL) {
+                if (load_optional(q, m, s->kr_wgw_name, R3W_SMEM_BYTES_KM, &s->gemm_kr_wgw) &&
+                    load_optional(q, m, s->kq_widen_names[0], 0, &s->kq_widen[0]) &&
+                    load_optional(q, m, s->kq_widen_names[1], 0, &s->kq_widen[1]) &&
+                    (pre == 1 || load_optional(q, m, K_KQ_TOKENS_NAME, 0, &s->kq_tokens)))
+                    s->kr_pre = pre;
+                else {
+                    s->kq_widen[0] = s->kq_widen[1] = s->kq_tokens = s->gemm_kr_wgw = NULL;
+                    q->host->log(MEMRA_LOG_WARN, q->name,
+                                 "MEMRA_MMQ_KR_WG=%s: this image lacks %s or its passes; the _wgm tiles serve (the same "
+                                 "results)",
+                                 kw, s->kr_wgw_name);
+                }
             }
         }
     }
@@ -1206,20 +1221,24 @@ static memra_status run_tiles(memra__gpu *q, memra_call *call, const memra_gemm_
         q->host->log(MEMRA_LOG_DEBUG, q->name, "%s: no scratch for %d split-k slices, running unsplit", op, p.split);
         p.split = 1;
     }
-    /* MEMRA_MMQ_KR_WG=pre: the weight widened once for the call into an image (KW_BLOCK_BYTES a 128-row tile
-     * and step); without scratch for it the _wgm tile, whose stages hold the same bytes */
-    memra_dptr img = 0;
-    int kpre = kwg && MMQ_K(q)->gemm_kr_wgw != NULL;
+    /* MEMRA_MMQ_KR_WG=pre / pre2: the weight widened once for the call into an image (KW_BLOCK_BYTES or
+     * KW2_BLOCK_BYTES a 128-row tile and step; pre2: the tokens' part too, KT_BLOCK_BYTES a 128-token tile
+     * and step); without scratch for them the _wgm tile, whose stages hold the same bytes */
+    memra_dptr img = 0, timg = 0;
+    int kpre = kwg && MMQ_K(q)->gemm_kr_wgw != NULL ? MMQ_K(q)->kr_pre : 0;
     if (kpre) {
-        const size_t ib = (size_t)((n + 127) / 128) * (size_t)((k + 127) / 128) * (size_t)KW_BLOCK_BYTES;
-        if (q->host->scratch_get(call, MEMRA__MMQ_SLOT_KW, ib, &img) != MEMRA_STATUS_OK) {
+        const size_t G = (size_t)((k + 127) / 128);
+        const size_t ib = (size_t)((n + 127) / 128) * G * (size_t)(kpre == 2 ? KW2_BLOCK_BYTES : KW_BLOCK_BYTES);
+        const size_t tb = (size_t)((m + 127) / 128) * G * (size_t)KT_BLOCK_BYTES;
+        if (q->host->scratch_get(call, MEMRA__MMQ_SLOT_KW, ib, &img) != MEMRA_STATUS_OK ||
+            (kpre == 2 && q->host->scratch_get(call, MEMRA__MMQ_SLOT_KT, tb, &timg) != MEMRA_STATUS_OK)) {
             /* (the module's one-way switch: its state is otherwise read-only after init) */
             atomic_int *once = &((mmq_state *)MMQ_K(q))->kw_short;
             const int first = atomic_exchange_explicit(once, 1, memory_order_relaxed) == 0;
             q->host->log(first ? MEMRA_LOG_WARN : MEMRA_LOG_DEBUG, q->name,
-                         "MEMRA_MMQ_KR_WG=pre: no scratch for the widened image (%zu bytes); the _wgm tile serves, with "
-                         "the same results%s",
-                         ib, first ? " (logged once; later calls at DEBUG)" : "");
+                         "MEMRA_MMQ_KR_WG=pre%s: no scratch for the widened images (%zu bytes); the _wgm tile serves, "
+                         "with the same results%s",
+                         kpre == 2 ? "2" : "", ib + (kpre == 2 ? tb : 0), first ? " (logged once; later calls at DEBUG)" : "");
             kpre = 0;
         }
     }
@@ -1239,15 +1258,24 @@ static memra_status run_tiles(memra__gpu *q, memra_call *call, const memra_gemm_
     } else if (kwg) {
         memra_dptr xs = x + memra_q8_1_plane(m, k), wk = w;
         st = MEMRA_STATUS_OK;
-        if (kpre) { /* grid (row tiles, steps), 128 threads: a dependent like the tile, which reads its image */
-            int g = (k + 127) / 128;
-            st = launch_pdl_k(q, &kn, MMQ_K(q)->kq_widen[kf], k_kq_widen_names[kf], (unsigned)((n + 127) / 128),
+        int g = (k + 127) / 128;
+        /* the passes: grids (row tiles, steps) and (token tiles, steps), 128 threads, dependents like the
+         * tile, which reads their images */
+        if (kpre) {
+            st = launch_pdl_k(q, &kn, MMQ_K(q)->kq_widen[kf], MMQ_K(q)->kq_widen_names[kf], (unsigned)((n + 127) / 128),
                               (unsigned)g, 1, 128, 0, call->stream, (void *[]){&w, &img, &n, &g});
             wk = img;
         }
-        if (st == MEMRA_STATUS_OK)
+        if (kpre == 2 && st == MEMRA_STATUS_OK)
+            st = launch_pdl_k(q, &kn, MMQ_K(q)->kq_tokens, K_KQ_TOKENS_NAME, (unsigned)((m + 127) / 128), (unsigned)g, 1,
+                              128, 0, call->stream, (void *[]){&x, &xs, &timg, &m, &g});
+        if (st == MEMRA_STATUS_OK && kpre == 2)
+            st = launch_pdl_k(q, &kn, MMQ_K(q)->gemm_kr_wgw, MMQ_K(q)->kr_wgw_name, (unsigned)((m + 127) / 128),
+                              (unsigned)((n + 127) / 128), (unsigned)p.split, R3W_THREADS, MMQ_K(q)->kr_wg_smem,
+                              call->stream, (void *[]){&maps[2], &wk, &timg, &y, &m, &n, &k, &ldy, &alpha, &part});
+        else if (st == MEMRA_STATUS_OK)
             st = launch_pdl_k(q, &kn, kpre ? MMQ_K(q)->gemm_kr_wgw : MMQ_K(q)->gemm_kr_wg[kf],
-                              kpre ? K_KR_WGW_NAME : MMQ_K(q)->kr_wg_names[kf], (unsigned)((m + 127) / 128),
+                              kpre ? MMQ_K(q)->kr_wgw_name : MMQ_K(q)->kr_wg_names[kf], (unsigned)((m + 127) / 128),
                               (unsigned)((n + 127) / 128), (unsigned)p.split, R3W_THREADS, MMQ_K(q)->kr_wg_smem,
                               call->stream, (void *[]){&maps[2], &wk, &x, &xs, &y, &m, &n, &k, &ldy, &alpha, &part});
     } else if (wg)
