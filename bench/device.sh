@@ -103,6 +103,9 @@
 #               tf32 wgmmas; =pre: that tile on the call's widened image): smoke, tests (bit for bit the
 #               per-32 records tile; =mma in the band; =pre bit for bit =mma), check, info, ncu names, four
 #               tools, knobab (see step_krwg; KNOBAB_OFF=mma times =pre against =mma)
+#   krpre       MEMRA_MMQ_KR_WG=pre / pre2 (the _wgm tile fed by per-call widening passes): tests (bit for bit
+#               =mma), checks, ncu durations, bench 27b with KR_WG 0 / mma / pre / pre2 rotated, tools
+#               (see step_krpre)
 #   krsumsxe    MEMRA_MMQ_KR_SUMS on the sorted grouped K-quant tiles: tests, checks, bench moe A/B
 #               (see step_krsumsxe)
 #   xetall      MEMRA_MMQ_XE_TALL=1 (the 160 x 96 interleaved grouped tiles): tests, check, ncu names,
@@ -1368,6 +1371,53 @@ step_krwg() {
   knob_kr_run MEMRA_MMQ_KR_WG krwg 'q4_k|q5_k' "${KRWG_TOOLS:-1}" "${KRWG_M:-4096 512}" "${KRWG_ROUNDS:-1}" \
     "${KRWG_VALUE:-1}"
   say "krwg: $(grep -c 'differ from the per-32 records tile  ok' "$L/krwg_test_gemm_kr.log") bit-for-bit cases ok, $(grep -E 'KR_WG=mma split=' "$L/krwg_test_gemm_kr.log" | grep -c ' ok$') KR_WG=mma cases in the band, $(grep -c 'differ from KR_WG=mma  ok' "$L/krwg_test_gemm_kr.log") KR_WG=pre cases bit for bit =mma"
+}
+
+# MEMRA_MMQ_KR_WG=pre / pre2 (issue 26: the _wgm tile fed by per-call widening passes, _wgw / _wgw2):
+# test_mmq_ops gemm_kr (on cc 9.x =pre and =pre2 bit for bit =mma at two splits, each case also against the
+# host), check --op gemm_kr --module mmq with each, ncu's durations of the passes and the tiles in one bench
+# call at m = 4096 per variant, then bench 27b at KRPRE_M (default "4096 512") with KR_WG = each of
+# KRPRE_ARMS (default "0 mma pre pre2") rotated every round (KRPRE_ROUNDS, default 2); the q4_k / q5_k rows to
+# the summary. KRPRE_TOOLS=1: the four tools over
+# the check with each (KRPRE_PARTS picks "tests ncu ab tools"; default "tests ncu ab")
+step_krpre() {
+  local t=$SECONDS mm r i v f a
+  local -a vs=(${KRPRE_ARMS:-0 mma pre pre2})
+  local parts=" ${KRPRE_PARTS:-tests ncu ab} "
+  if [[ $parts == *" tests "* ]]; then
+    timeout 300 $T gemm_kr > "$L/krpre_test_gemm_kr.log" 2>&1
+    say "test_mmq_ops gemm_kr: exit $? ($(grep -cE 'KR_WG=pre split=.*differ from KR_WG=mma  ok' "$L/krpre_test_gemm_kr.log") =pre and $(grep -cE 'KR_WG=pre2 split=.*differ from KR_WG=mma  ok' "$L/krpre_test_gemm_kr.log") =pre2 cases bit for bit =mma)"
+    grep -E "FAIL" "$L/krpre_test_gemm_kr.log" | head -6 >> "$S"
+    for v in pre pre2; do
+      MEMRA_MMQ_KR_WG=$v timeout 200 $M check --device 0 --op gemm_kr --module mmq > "$L/krpre_check_$v.log" 2>&1
+      say "check gemm_kr mmq (MEMRA_MMQ_KR_WG=$v): exit $? $(grep -E 'passed, ' "$L/krpre_check_$v.log")"
+      grep -E " FAIL" "$L/krpre_check_$v.log" | head -4 >> "$S"
+    done
+  fi
+  if [[ $parts == *" ncu "* ]]; then
+    for v in mma pre pre2; do
+      MEMRA_MMQ_KR_WG=$v MEMRA_ADMISSION=off timeout 200 ncu --clock-control none --metrics gpu__time_duration.sum \
+        -k regex:'memra_k_(kq_|gemm_kr_)' $M bench 27b --m 4096 --reps 1 --warmup 0 > "$L/krpre_ncu_$v.txt" 2>&1
+      say "krpre ncu bench 27b m=4096 MEMRA_MMQ_KR_WG=$v: exit $?"
+      awk '/memra_k_[a-z0-9_]+/ {match($0, /memra_k_[a-z0-9_]+/); k = substr($0, RSTART, RLENGTH)}
+        /gpu__time_duration.sum/ {print "  " k, $(NF-1), $NF}' "$L/krpre_ncu_$v.txt" | head -40 >> "$S"
+    done
+  fi
+  if [[ $parts == *" ab "* ]]; then
+    for mm in ${KRPRE_M:-4096 512}; do for ((r = 1; r <= ${KRPRE_ROUNDS:-2}; r++)); do
+      for ((i = 0; i < ${#vs[@]}; i++)); do
+        v=${vs[$(((i + r - 1) % ${#vs[@]}))]}
+        f="$L/krpre_m${mm}_${v}_$r.txt"
+        MEMRA_MMQ_KR_WG=$v timeout 200 $M bench 27b --m $mm --json $R/krpre_27b_m${mm}_${v}_${r}_$TAG.json > "$f" 2>&1
+        say "krpre bench 27b m=$mm MEMRA_MMQ_KR_WG=$v (round $r): exit $?"
+        awk '$1 ~ /->/ {s = $1} $1 ~ /^(q4_k|q5_k)$/ || $2 ~ /^(q4_k|q5_k)$/ {print "  " s, $0}' "$f" | grep -v split >> "$S"
+      done
+    done; done
+  fi
+  if [[ $parts == *" tools "* ]] || [ "${KRPRE_TOOLS:-0}" = 1 ]; then
+    for v in pre pre2; do knob_tools MEMRA_MMQ_KR_WG=$v krpre_$v gemm_kr; done
+  fi
+  say "krpre: $((SECONDS - t)) s"
 }
 
 # MEMRA_MMQ_WG's first GPU run (issue 26: gemm_q8_0r's 128 x 128 tile on the warpgroup MMA, fed by tensor
