@@ -1395,7 +1395,7 @@ step_krpre() {
     done
   fi
   if [[ $parts == *" ncu "* ]]; then
-    for v in mma pre pre2; do
+    for v in ${KRPRE_NCU:-mma pre pre2}; do
       MEMRA_MMQ_KR_WG=$v MEMRA_ADMISSION=off timeout 200 ncu --clock-control none --metrics gpu__time_duration.sum \
         -k regex:'memra_k_(kq_|gemm_kr_)' $M bench 27b --m 4096 --reps 1 --warmup 0 > "$L/krpre_ncu_$v.txt" 2>&1
       say "krpre ncu bench 27b m=4096 MEMRA_MMQ_KR_WG=$v: exit $?"

@@ -1506,7 +1506,7 @@ static int case_mmq(const char *so)
                                                                                            : 0;
         const int t = wide;
         int wide_ok = !wide || (g_grid_x[0] == (unsigned)(kwc[i].n + 127) / 128 && g_grid_y[0] == 5120 / 128 &&
-                                g_grid_z[0] == 1 && g_block_x[0] == 128 && g_smem[0] == 0);
+                                g_grid_z[0] == 1 && g_block_x[0] == KW_THREADS && g_smem[0] == 0);
         if (wide == 2)
             wide_ok &= strcmp(g_launched[1], "memra_k_kq_tokens") == 0 &&
                        g_grid_x[1] == (unsigned)(kwc[i].m + 127) / 128 && g_grid_y[1] == 5120 / 128 && g_grid_z[1] == 1 &&

@@ -1495,6 +1495,20 @@ __device__ __forceinline__ r3w_tile r3w_tile_of(int t, int ntx, int nty, int G, 
  * the min term's tf32 tiles (mmq.h R3W_KM_*): row r's P = -mn 2^-44 split P_hi = rna(P), P_lo = P - P_hi
  * (exact: P has at most 17 significant bits, dmin's 11 and m's 6), token r's sums t split t_hi = rna(t),
  * t_lo = rna(t - t_hi). */
+/* Row j's super-block S entry hd (its 16 bytes; zeros at or past n): s = d sc of step g's four 32-blocks into
+ * *S, their mins mn = dmin m returned (kr_widen's decoding: d | dmin, then the 6-bit scales and mins of
+ * sub-blocks 4h..4h+3) */
+__device__ __forceinline__ float4 kq_row_scales(uint4 hd, int g, float4 *S)
+{
+    const float d = __half2float(__ushort_as_half((unsigned short)(hd.x & 0xFFFFu)));
+    const float dmin = __half2float(__ushort_as_half((unsigned short)(hd.x >> 16)));
+    const bool h1 = (g & 1) != 0;
+    const uint32_t vs = h1 ? (hd.w & 0x0F0F0F0Fu) | ((hd.y >> 2) & 0x30303030u) : hd.y & 0x3F3F3F3Fu;
+    const uint32_t vm = h1 ? ((hd.w >> 4) & 0x0F0F0F0Fu) | ((hd.z >> 2) & 0x30303030u) : hd.z & 0x3F3F3F3Fu;
+    *S = make_float4(d * kr_u8f(vs, 0), d * kr_u8f(vs, 1), d * kr_u8f(vs, 2), d * kr_u8f(vs, 3));
+    return make_float4(dmin * kr_u8f(vm, 0), dmin * kr_u8f(vm, 1), dmin * kr_u8f(vm, 2), dmin * kr_u8f(vm, 3));
+}
+
 /* kq_fill's weight half: row j's K-packed bytes of step g widened into A (128 bytes, 16-byte chunk c at
  * c ^ sw), its scales s = d sc into *S; returns its mins mn = dmin m. Rows at or past n: zeros. A and S
  * are a stage's (kq_fill) or a widened image's (memra_k_kq_widen_*). */
@@ -1524,14 +1538,7 @@ __device__ __forceinline__ float4 kq_widen_row(unsigned char *A, float4 *S, cons
         *reinterpret_cast<uint4 *>(A + (((2 * u) ^ sw) << 4)) = lo4;
         *reinterpret_cast<uint4 *>(A + (((2 * u + 1) ^ sw) << 4)) = hi4;
     }
-    /* d | dmin, then the 6-bit scales and mins of sub-blocks 4h..4h+3 (kr_widen's decoding) */
-    const float d = __half2float(__ushort_as_half((unsigned short)(hd.x & 0xFFFFu)));
-    const float dmin = __half2float(__ushort_as_half((unsigned short)(hd.x >> 16)));
-    const bool h1 = (g & 1) != 0;
-    const uint32_t vs = h1 ? (hd.w & 0x0F0F0F0Fu) | ((hd.y >> 2) & 0x30303030u) : hd.y & 0x3F3F3F3Fu;
-    const uint32_t vm = h1 ? ((hd.w >> 4) & 0x0F0F0F0Fu) | ((hd.z >> 2) & 0x30303030u) : hd.z & 0x3F3F3F3Fu;
-    *S = make_float4(d * kr_u8f(vs, 0), d * kr_u8f(vs, 1), d * kr_u8f(vs, 2), d * kr_u8f(vs, 3));
-    return make_float4(dmin * kr_u8f(vm, 0), dmin * kr_u8f(vm, 1), dmin * kr_u8f(vm, 2), dmin * kr_u8f(vm, 3));
+    return kq_row_scales(hd, g, S);
 }
 
 /* kq_fill's other half, in two parts. kq_fill_mins: row r's mins mn4 into the stage's tail h (= stage +
@@ -1607,19 +1614,41 @@ __device__ __forceinline__ const unsigned char *kq_block(const unsigned char *im
     return img + ((long long)(j0 >> 7) * G + g) * bytes;
 }
 
-/* The widening passes: grid (ceil(n / 128), G), 128 threads; thread r widens row 128 blockIdx.x + r of
- * step blockIdx.y into its image block (kq_widen_row; KP 2: and its mins' tf32 tiles). Programmatic
- * dependents like the GEMMs: they write only after the kernels before them (the previous call's tile may
- * still read the image) are complete. */
+/* The widening passes: grid (ceil(n / 128), G), KW_THREADS threads, a block per image block (128 rows of
+ * step blockIdx.y). The codes go a 16-byte chunk a thread, e = 8 r + c: chunk c of row r is the low (c even)
+ * or high nibbles of the row's 16-byte unit c / 2 (and Q5_K's high bits), kq_widen_row's words, stored at
+ * c ^ (r % 8); a warp reads 256 contiguous bytes and writes 512. Then thread r < 128 forms row r's s and mn
+ * (KP 2: its mins' tf32 tiles). Programmatic dependents like the GEMMs: they write only after the kernels
+ * before them (the previous call's tile may still read the image) are complete. */
 template <int F, int KP>
 __device__ __forceinline__ void kq_widen_body(const unsigned char *__restrict__ w, unsigned char *__restrict__ img, int n,
                                               int G)
 {
-    const int r = threadIdx.x, j0 = (int)blockIdx.x * 128, g = (int)blockIdx.y;
+    constexpr int HB = KR_HB(F);
+    const int j0 = (int)blockIdx.x * 128, g = (int)blockIdx.y;
     unsigned char *blk = img + ((long long)blockIdx.x * G + g) * (KP == 2 ? KW2_BLOCK_BYTES : KW_BLOCK_BYTES);
     pdl_wait();
-    const float4 mn4 = kq_widen_row<F>(blk + r * 128, reinterpret_cast<float4 *>(blk + 16384 + r * 16), w, n, G, j0 + r,
-                                       g, r & 7);
+    for (int e = threadIdx.x; e < 128 * 8; e += KW_THREADS) {
+        const int r = e >> 3, c = e & 7, j = j0 + r;
+        uint4 q = make_uint4(0, 0, 0, 0);
+        uint32_t hx = 0;
+        if (j < n) {
+            const long long rec = (long long)g * n + j;
+            q = reinterpret_cast<const uint4 *>(w + rec * 64)[c >> 1];
+            if (HB == 16) hx = reinterpret_cast<const uint32_t *>(w + (long long)G * n * 64 + rec * 16)[c >> 1];
+        }
+        const uint2 hi = make_uint2(hx, 0u);
+        const uint4 o = (c & 1) ? make_uint4(kr_word<F, 4>(q, hi), kr_word<F, 5>(q, hi), kr_word<F, 6>(q, hi),
+                                             kr_word<F, 7>(q, hi))
+                                : make_uint4(kr_word<F, 0>(q, hi), kr_word<F, 1>(q, hi), kr_word<F, 2>(q, hi),
+                                             kr_word<F, 3>(q, hi));
+        *reinterpret_cast<uint4 *>(blk + r * 128 + ((c ^ (r & 7)) << 4)) = o;
+    }
+    const int r = threadIdx.x, j = j0 + r;
+    if (r >= 128) return;
+    uint4 hd = make_uint4(0, 0, 0, 0);
+    if (j < n) hd = *reinterpret_cast<const uint4 *>(w + (long long)G * n * (64 + HB) + ((long long)(g >> 1) * n + j) * 16);
+    const float4 mn4 = kq_row_scales(hd, g, reinterpret_cast<float4 *>(blk + 16384 + r * 16));
     if (KP == 2) kq_fill_mins<true>(blk + 18432 - R3W_KM_A1, mn4, r); /* A1 at 18432, A2 4 KB on */
     else *reinterpret_cast<float4 *>(blk + 18432 + r * 16) = mn4;
 }
@@ -1991,7 +2020,7 @@ memra_k_gemm_kr_kq_wgw2(const __grid_constant__ memra_tmap map_x, const unsigned
         &map_x, &map_x, &map_x, &map_x, y, m, n, k, ldy, alpha, part, 1, w, nullptr, nullptr, nullptr, xt);
 }
 #define KQ_WIDEN_ENTRY(NAME, F, KP)                                                                                  \
-    extern "C" __global__ void __launch_bounds__(128)                                                               \
+    extern "C" __global__ void __launch_bounds__(KW_THREADS)                                                        \
         NAME(const unsigned char *__restrict__ w, unsigned char *__restrict__ img, int n, int G)                     \
     {                                                                                                                \
         kq_widen_body<F, KP>(w, img, n, G);                                                                          \

@@ -1263,7 +1263,7 @@ static memra_status run_tiles(memra__gpu *q, memra_call *call, const memra_gemm_
          * tile, which reads their images */
         if (kpre) {
             st = launch_pdl_k(q, &kn, MMQ_K(q)->kq_widen[kf], MMQ_K(q)->kq_widen_names[kf], (unsigned)((n + 127) / 128),
-                              (unsigned)g, 1, 128, 0, call->stream, (void *[]){&w, &img, &n, &g});
+                              (unsigned)g, 1, KW_THREADS, 0, call->stream, (void *[]){&w, &img, &n, &g});
             wk = img;
         }
         if (kpre == 2 && st == MEMRA_STATUS_OK)
