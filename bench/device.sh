@@ -1388,7 +1388,7 @@ step_krpre() {
     timeout 300 $T gemm_kr > "$L/krpre_test_gemm_kr.log" 2>&1
     say "test_mmq_ops gemm_kr: exit $? ($(grep -cE 'KR_WG=pre split=.*differ from KR_WG=mma  ok' "$L/krpre_test_gemm_kr.log") =pre and $(grep -cE 'KR_WG=pre2 split=.*differ from KR_WG=mma  ok' "$L/krpre_test_gemm_kr.log") =pre2 cases bit for bit =mma)"
     grep -E "FAIL" "$L/krpre_test_gemm_kr.log" | head -6 >> "$S"
-    for v in pre pre2; do
+    for v in ${KRPRE_CHECKS:-pre pre2}; do
       MEMRA_MMQ_KR_WG=$v timeout 200 $M check --device 0 --op gemm_kr --module mmq > "$L/krpre_check_$v.log" 2>&1
       say "check gemm_kr mmq (MEMRA_MMQ_KR_WG=$v): exit $? $(grep -E 'passed, ' "$L/krpre_check_$v.log")"
       grep -E " FAIL" "$L/krpre_check_$v.log" | head -4 >> "$S"
