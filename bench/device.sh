@@ -104,8 +104,8 @@
 #               per-32 records tile; =mma in the band; =pre bit for bit =mma), check, info, ncu names, four
 #               tools, knobab (see step_krwg; KNOBAB_OFF=mma times =pre against =mma)
 #   krpre       MEMRA_MMQ_KR_WG=pre / pre2 (the _wgm tile fed by per-call widening passes): tests (bit for bit
-#               =mma), checks, ncu durations, bench 27b with KR_WG 0 / mma / pre / pre2 rotated, tools
-#               (see step_krpre)
+#               =mma), checks, ncu durations, bench 27b with KR_WG 0 / mma / pre / pre2 rotated (KRPRE_ARMS;
+#               also auto: pre2 from 1024 tokens), tools (see step_krpre)
 #   krsumsxe    MEMRA_MMQ_KR_SUMS on the sorted grouped K-quant tiles: tests, checks, bench moe A/B
 #               (see step_krsumsxe)
 #   xetall      MEMRA_MMQ_XE_TALL=1 (the 160 x 96 interleaved grouped tiles): tests, check, ncu names,

@@ -1457,7 +1457,8 @@ static int case_mmq(const char *so)
      * memra_k_kq_widen_<f> on ceil(n / 128) x ceil(k / 128) blocks of 128 threads and the tile on its image,
      * memra_k_gemm_kr_kq_wgw, as the _wgm tile; without that kernel, or with the image's scratch refused
      * (refuse), the _wgm tile alone (wide 0, want 1); =pre2 (wide 2): memra_k_kq_widen2_<f> on the same grid,
-     * memra_k_kq_tokens on ceil(m / 128) x ceil(k / 128) blocks of 128 threads, then memra_k_gemm_kr_kq_wgw2 */
+     * memra_k_kq_tokens on ceil(m / 128) x ceil(k / 128) blocks of 128 threads, then memra_k_gemm_kr_kq_wgw2;
+     * =auto: =pre2 from 1024 tokens, the records tiles below */
     static const struct {
         int cc, no_tmap;
         const char *knob, *sums, *missing;
@@ -1483,7 +1484,11 @@ static int case_mmq(const char *so)
                {90, 0, "pre2", NULL, NULL, 0, 4096, 12288, 1, 2, NULL}, {90, 0, "pre2", NULL, NULL, 1, 300, 1000, 1, 2, NULL},
                {120, 0, "pre2", NULL, NULL, 1, 4096, 12288, 0, 0, NULL}, {90, 0, "pre2", NULL, NULL, 2, 4096, 12288, 0, 0, NULL},
                {90, 0, "pre2", NULL, "kq_tokens", 0, 4096, 12288, 1, 0, NULL}, {90, 0, "pre2", NULL, "kq_wgw2", 1, 4096, 12288, 1, 0, NULL},
-               {90, 0, "pre2", NULL, NULL, 0, 4096, 12288, 1, 0, "kr.tokens"}};
+               {90, 0, "pre2", NULL, NULL, 0, 4096, 12288, 1, 0, "kr.tokens"},
+               /* =auto: =pre2 from 1024 tokens, the records tiles below */
+               {90, 0, "auto", NULL, NULL, 0, 4096, 12288, 1, 2, NULL}, {90, 0, "auto", NULL, NULL, 1, 1024, 5120, 1, 2, NULL},
+               {90, 0, "auto", NULL, NULL, 0, 1023, 5120, 0, 0, NULL}, {90, 0, "auto", NULL, NULL, 1, 512, 12288, 0, 0, NULL},
+               {120, 0, "auto", NULL, NULL, 0, 4096, 12288, 0, 0, NULL}};
     static const memra_format kwf[] = {MEMRA_FORMAT_Q4_K, MEMRA_FORMAT_Q5_K, MEMRA_FORMAT_Q6_K};
     static const char *const kwn[] = {"memra_k_gemm_kr_q4_k_wgs", "memra_k_gemm_kr_q5_k_wgs", ""};
     static const char *const kwm[] = {"memra_k_gemm_kr_q4_k_wgm", "memra_k_gemm_kr_q5_k_wgm", ""};
@@ -1498,7 +1503,7 @@ static int case_mmq(const char *so)
         a2.w_format = (int32_t)kwf[kwc[i].f];
         g_tmap_calls = 0;
         const memra_status st2 = m.desc->ops->gemm_kr(&c2, &a2);
-        const int pre = kwc[i].knob != NULL && strncmp(kwc[i].knob, "pre", 3) == 0;
+        const int pre = kwc[i].knob != NULL && (strncmp(kwc[i].knob, "pre", 3) == 0 || strcmp(kwc[i].knob, "auto") == 0);
         const int mma = kwc[i].knob != NULL && (strcmp(kwc[i].knob, "mma") == 0 || pre);
         /* (pre) the widening pass first (pre2: then the tokens' pass), their grids, then the tile at launch t */
         const int wide = g_n_launched >= 2 && strcmp(g_launched[0], kwd[0][kwc[i].f]) == 0   ? 1

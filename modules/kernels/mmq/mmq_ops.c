@@ -24,6 +24,9 @@
  * tokens (runs i1 / i4: faster on every 27b row at 1024, 2048 and 4096, on half of them at 512), and
  * smaller calls where the plan's model prices it under the records tiles (run_tiles, step_wg) */
 #define MMQ_WG_AUTO_M 1024
+/* MEMRA_MMQ_KR_WG=auto: =pre2 from this many tokens, the records tiles below (a first guess from run m1's tile
+ * times and the passes' fixed cost; not yet timed against the records tiles as a whole call) */
+#define MMQ_KR_WG_AUTO_M 1024
 /* MEMRA_MMQ_XE_WG=auto (the default): gemm_experts' 128-row table on the seeded warpgroup tile from this k
  * (run j2, H100, bench moe: Mixtral-like k = 4096 / 14336 4-9% faster at m = 4096, gate and down 4-14% at
  * 512; Qwen3-like at m = 4096, k = 2048 / 768, 7% / 27% slower: the short k loop does not pay for the
@@ -395,6 +398,7 @@ typedef struct mmq_state {
      * the images runs the _wgm tile: the same stage contents, the same results. */
     CUfunction kq_widen[2], kq_tokens, gemm_kr_wgw;
     int kr_pre;
+    int kr_wg_min_m; /* =auto: the K-quant warpgroup tile from this many tokens (MMQ_KR_WG_AUTO_M), else 0 */
     const char *const *kq_widen_names;
     const char *kr_wgw_name;
     atomic_int kw_short; /* one-way: a call found no scratch for the image (logged once at WARN, then DEBUG) */
@@ -657,7 +661,9 @@ static memra_status mmq_load(memra__gpu *q, void *state)
     atomic_init(&s->kw_short, 0);
     {
         const char *kw = memra__gpu_knob(q, "MEMRA_MMQ_KR_WG");
-        const int pre = kw == NULL ? 0 : strcmp(kw, "pre") == 0 ? 1 : strcmp(kw, "pre2") == 0 ? 2 : 0;
+        const int autom = kw != NULL && strcmp(kw, "auto") == 0; /* =pre2 from MMQ_KR_WG_AUTO_M tokens */
+        const int pre = kw == NULL ? 0 : strcmp(kw, "pre") == 0 ? 1 : strcmp(kw, "pre2") == 0 || autom ? 2 : 0;
+        s->kr_wg_min_m = autom ? MMQ_KR_WG_AUTO_M : 0;
         s->kq_widen_names = k_kq_widen_names[pre == 2];
         s->kr_wgw_name = k_kr_wgw_names[pre == 2];
         const int mma = kw != NULL && (strcmp(kw, "mma") == 0 || pre > 0);
@@ -1176,7 +1182,7 @@ static memra_status run_tiles(memra__gpu *q, memra_call *call, const memra_gemm_
                    : op_id == MEMRA_OP_gemm_kr && a->w_format == MEMRA_FORMAT_Q5_K ? 1
                                                                                    : -1;
     const int wgk = op_id == MEMRA_OP_gemm_q8_0r && MMQ_K(q)->gemm_q8_0r_wg != NULL;
-    const int kwgk = kf >= 0 && MMQ_K(q)->gemm_kr_wg[kf] != NULL;
+    const int kwgk = kf >= 0 && MMQ_K(q)->gemm_kr_wg[kf] != NULL && m >= MMQ_K(q)->kr_wg_min_m;
     q8r_plan wp = {-1, 1, 0.0};
     double wcost = -1.0; /* the warpgroup tile's cost where auto weighs it below wg_min_m, else -1 */
     if (wgk || kwgk) {
