@@ -1662,6 +1662,9 @@ __device__ __forceinline__ void kq_tokens_body(const unsigned char *__restrict__
     unsigned char *blk = img + ((long long)blockIdx.x * G + g) * KT_BLOCK_BYTES;
     pdl_wait();
     kq_fill_tok<true>(blk, xq, xs, m, (int)blockIdx.x * 128, g, r);
+    /* the 2 KB between the scales and the sums, copied with them and never read: zeros, so that no copy reads
+     * bytes nothing wrote (initcheck) */
+    *reinterpret_cast<uint4 *>(blk + 2048 + r * 16) = make_uint4(0u, 0u, 0u, 0u);
 }
 
 /* XE (memra_k_experts_q8_0r_wgs): the tile of a grouped GEMM's table (gemm_experts, issue 30): tile
