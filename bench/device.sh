@@ -1413,6 +1413,8 @@ step_krpre() {
         awk '$1 ~ /->/ {s = $1} $1 ~ /^(q4_k|q5_k)$/ || $2 ~ /^(q4_k|q5_k)$/ {print "  " s, $0}' "$f" | grep -v split >> "$S"
       done
     done; done
+    python3 bench/krpre_table.py "$R" 0 "$TAG" > "$L/krpre_table.txt" 2>&1
+    grep -E "^device|^  m=" "$L/krpre_table.txt" >> "$S"
   fi
   if [[ $parts == *" tools "* ]] || [ "${KRPRE_TOOLS:-0}" = 1 ]; then
     for v in pre pre2; do knob_tools MEMRA_MMQ_KR_WG=$v krpre_$v gemm_kr; done
