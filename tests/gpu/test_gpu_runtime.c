@@ -1456,8 +1456,8 @@ static int case_mmq(const char *so)
      * knob (1) or a records tile (0); =pre: the _wgm pair, then (wide 1) the widening pass
      * memra_k_kq_widen_<f> on ceil(n / 128) x ceil(k / 128) blocks of 128 threads and the tile on its image,
      * memra_k_gemm_kr_kq_wgw, as the _wgm tile; without that kernel, or with the image's scratch refused
-     * (refuse), the _wgm tile alone (wide 0, want 1); =pre2 (wide 2): memra_k_kq_widen2_<f> on the same grid,
-     * memra_k_kq_tokens on ceil(m / 128) x ceil(k / 128) blocks of 128 threads, then memra_k_gemm_kr_kq_wgw2;
+     * (refuse), the _wgm tile alone (wide 0, want 1); =pre2 (wide 2): memra_k_kq_prep2_<f> on ceil(n / 128) +
+     * ceil(m / 128) x ceil(k / 128) blocks (the weight's and the tokens' images), then memra_k_gemm_kr_kq_wgw2;
      * =auto: =pre2 from 1024 tokens, the records tiles below */
     static const struct {
         int cc, no_tmap;
@@ -1483,7 +1483,7 @@ static int case_mmq(const char *so)
                {90, 0, "pre", NULL, "q4_k_wgm", 0, 4096, 12288, 0, 0, NULL}, {90, 0, "pre", NULL, NULL, 1, 4096, 12288, 1, 0, "kr.widened"},
                {90, 0, "pre2", NULL, NULL, 0, 4096, 12288, 1, 2, NULL}, {90, 0, "pre2", NULL, NULL, 1, 300, 1000, 1, 2, NULL},
                {120, 0, "pre2", NULL, NULL, 1, 4096, 12288, 0, 0, NULL}, {90, 0, "pre2", NULL, NULL, 2, 4096, 12288, 0, 0, NULL},
-               {90, 0, "pre2", NULL, "kq_tokens", 0, 4096, 12288, 1, 0, NULL}, {90, 0, "pre2", NULL, "kq_wgw2", 1, 4096, 12288, 1, 0, NULL},
+               {90, 0, "pre2", NULL, "kq_prep2_q4_k", 0, 4096, 12288, 1, 0, NULL}, {90, 0, "pre2", NULL, "kq_wgw2", 1, 4096, 12288, 1, 0, NULL},
                {90, 0, "pre2", NULL, NULL, 0, 4096, 12288, 1, 0, "kr.tokens"},
                /* =auto: =pre2 from 1024 tokens, the records tiles below */
                {90, 0, "auto", NULL, NULL, 0, 4096, 12288, 1, 2, NULL}, {90, 0, "auto", NULL, NULL, 1, 1024, 5120, 1, 2, NULL},
@@ -1493,7 +1493,7 @@ static int case_mmq(const char *so)
     static const char *const kwn[] = {"memra_k_gemm_kr_q4_k_wgs", "memra_k_gemm_kr_q5_k_wgs", ""};
     static const char *const kwm[] = {"memra_k_gemm_kr_q4_k_wgm", "memra_k_gemm_kr_q5_k_wgm", ""};
     static const char *const kwd[2][3] = {{"memra_k_kq_widen_q4_k", "memra_k_kq_widen_q5_k", ""},
-                                          {"memra_k_kq_widen2_q4_k", "memra_k_kq_widen2_q5_k", ""}};
+                                          {"memra_k_kq_prep2_q4_k", "memra_k_kq_prep2_q5_k", ""}};
     for (size_t i = 0; i < sizeof kwc / sizeof kwc[0]; i++) {
         g_kr_wg_knob = kwc[i].knob, g_kr_sums_knob = kwc[i].sums, g_missing_kernel = kwc[i].missing;
         g_no_tmap = kwc[i].no_tmap, g_scratch_refuse = kwc[i].refuse;
@@ -1505,17 +1505,14 @@ static int case_mmq(const char *so)
         const memra_status st2 = m.desc->ops->gemm_kr(&c2, &a2);
         const int pre = kwc[i].knob != NULL && (strncmp(kwc[i].knob, "pre", 3) == 0 || strcmp(kwc[i].knob, "auto") == 0);
         const int mma = kwc[i].knob != NULL && (strcmp(kwc[i].knob, "mma") == 0 || pre);
-        /* (pre) the widening pass first (pre2: then the tokens' pass), their grids, then the tile at launch t */
+        /* (pre) the pass first, its grid (pre2: the token tiles after the row tiles), then the tile at launch 1 */
         const int wide = g_n_launched >= 2 && strcmp(g_launched[0], kwd[0][kwc[i].f]) == 0   ? 1
-                         : g_n_launched >= 3 && strcmp(g_launched[0], kwd[1][kwc[i].f]) == 0 ? 2
+                         : g_n_launched >= 2 && strcmp(g_launched[0], kwd[1][kwc[i].f]) == 0 ? 2
                                                                                            : 0;
-        const int t = wide;
-        int wide_ok = !wide || (g_grid_x[0] == (unsigned)(kwc[i].n + 127) / 128 && g_grid_y[0] == 5120 / 128 &&
-                                g_grid_z[0] == 1 && g_block_x[0] == KW_THREADS && g_smem[0] == 0);
-        if (wide == 2)
-            wide_ok &= strcmp(g_launched[1], "memra_k_kq_tokens") == 0 &&
-                       g_grid_x[1] == (unsigned)(kwc[i].m + 127) / 128 && g_grid_y[1] == 5120 / 128 && g_grid_z[1] == 1 &&
-                       g_block_x[1] == 128 && g_smem[1] == 0;
+        const int t = wide ? 1 : 0;
+        const unsigned wgx = (unsigned)(kwc[i].n + 127) / 128 + (wide == 2 ? (unsigned)(kwc[i].m + 127) / 128 : 0u);
+        const int wide_ok = !wide || (g_grid_x[0] == wgx && g_grid_y[0] == 5120 / 128 && g_grid_z[0] == 1 &&
+                                      g_block_x[0] == KW_THREADS && g_smem[0] == 0);
         const char *got = g_n_launched > t ? g_launched[t] : "";
         const int is_wg = strcmp(got, wide == 2   ? "memra_k_gemm_kr_kq_wgw2"
                                       : wide == 1 ? "memra_k_gemm_kr_kq_wgw"
@@ -1533,7 +1530,7 @@ static int case_mmq(const char *so)
                kwc[i].knob ? kwc[i].knob : "unset", kwc[i].sums ? kwc[i].sums : "unset", kwc[i].cc,
                kwc[i].missing ? ", image without " : "", kwc[i].missing ? kwc[i].missing : "",
                kwc[i].no_tmap ? ", no tensor maps" : "", kwc[i].refuse ? ", no scratch for the image" : "",
-               kwc[i].f == 0 ? "q4_k" : kwc[i].f == 1 ? "q5_k" : "q6_k", kwc[i].m, kwc[i].n, wide == 2 ? "widened, tokens, then " : wide ? "widened, then " : "",
+               kwc[i].f == 0 ? "q4_k" : kwc[i].f == 1 ? "q5_k" : "q6_k", kwc[i].m, kwc[i].n, wide == 2 ? "weight and tokens prepared, then " : wide ? "widened, then " : "",
                got, g_grid_x[t], g_grid_y[t], g_grid_z[t], g_block_x[t], g_tmap_calls, good ? "ok" : "FAIL");
         ok &= good;
         g_n_launched = 0;

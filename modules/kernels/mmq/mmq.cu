@@ -1604,30 +1604,29 @@ __device__ __forceinline__ void kq_fill(unsigned char *sp, const unsigned char *
  *   tiles][G steps]: the stage's code tile as kq_fill lays it out (16 KB), then s [128][4] and mn [128][4]
  *   (2 KB each); rows past n zeros. The producer's thread 0 brings the codes and s by two bulk copies on
  *   the stage's `full`; its 128 threads read the mins and fill the rest (kq_fill_mins, kq_fill_tok).
- * - KP 2: memra_k_kq_widen2_* writes blocks of KW2_BLOCK_BYTES: the codes, s, then the mins' tf32 tiles
- *   A1 | A2 as the stage holds them (8 KB); memra_k_kq_tokens writes the tokens' part as KT_BLOCK_BYTES
- *   blocks [ceil(m / 128) token tiles][G steps], the stage's bytes from + 32768 + 4096 on (the permuted
- *   scales, 2 KB unused, the sums' tf32 tile). The producer is thread 0's four bulk copies and the
- *   token codes' tensor copy; its threads only arrive on `ready`. */
+ * - KP 2: memra_k_kq_prep2_* (one launch) writes the weight's blocks of KW2_BLOCK_BYTES: the codes, s,
+ *   then the mins' tf32 tiles A1 | A2 as the stage holds them (8 KB); and the tokens' part as
+ *   KT_BLOCK_BYTES blocks [ceil(m / 128) token tiles][G steps], the stage's bytes from + 32768 + 4096 on
+ *   (the permuted scales, 2 KB of zeros, the sums' tf32 tile). The producer is thread 0's four bulk
+ *   copies and the token codes' tensor copy; its threads only arrive on `ready`. */
 __device__ __forceinline__ const unsigned char *kq_block(const unsigned char *img, int G, int j0, int g, int bytes)
 {
     return img + ((long long)(j0 >> 7) * G + g) * bytes;
 }
 
 /* The widening passes: grid (ceil(n / 128), G), KW_THREADS threads, a block per image block (128 rows of
- * step blockIdx.y). The codes go a 16-byte chunk a thread, e = 8 r + c: chunk c of row r is the low (c even)
+ * step blockIdx.y; bx: its row tile). The codes go a 16-byte chunk a thread, e = 8 r + c: chunk c of row r is the low (c even)
  * or high nibbles of the row's 16-byte unit c / 2 (and Q5_K's high bits), kq_widen_row's words, stored at
  * c ^ (r % 8); a warp reads 256 contiguous bytes and writes 512. Then thread r < 128 forms row r's s and mn
  * (KP 2: its mins' tf32 tiles). Programmatic dependents like the GEMMs: they write only after the kernels
  * before them (the previous call's tile may still read the image) are complete. */
 template <int F, int KP>
 __device__ __forceinline__ void kq_widen_body(const unsigned char *__restrict__ w, unsigned char *__restrict__ img, int n,
-                                              int G)
+                                              int G, int bx)
 {
     constexpr int HB = KR_HB(F);
-    const int j0 = (int)blockIdx.x * 128, g = (int)blockIdx.y;
-    unsigned char *blk = img + ((long long)blockIdx.x * G + g) * (KP == 2 ? KW2_BLOCK_BYTES : KW_BLOCK_BYTES);
-    pdl_wait();
+    const int j0 = bx * 128, g = (int)blockIdx.y;
+    unsigned char *blk = img + ((long long)bx * G + g) * (KP == 2 ? KW2_BLOCK_BYTES : KW_BLOCK_BYTES);
     for (int e = threadIdx.x; e < 128 * 8; e += KW_THREADS) {
         const int r = e >> 3, c = e & 7, j = j0 + r;
         uint4 q = make_uint4(0, 0, 0, 0);
@@ -1653,15 +1652,15 @@ __device__ __forceinline__ void kq_widen_body(const unsigned char *__restrict__ 
     else *reinterpret_cast<float4 *>(blk + 18432 + r * 16) = mn4;
 }
 
-/* The tokens' pass (KP 2): grid (ceil(m / 128), G), 128 threads; thread r writes token 128 blockIdx.x + r's
- * part of step blockIdx.y (kq_fill_tok) into its block; after its pdl_wait (the q8_1 records) */
+/* The tokens' part (KP 2): thread r < 128 writes token 128 bx + r's part of step blockIdx.y (kq_fill_tok)
+ * into its block */
 __device__ __forceinline__ void kq_tokens_body(const unsigned char *__restrict__ xq, const unsigned char *__restrict__ xs,
-                                               unsigned char *__restrict__ img, int m, int G)
+                                               unsigned char *__restrict__ img, int m, int G, int bx)
 {
     const int r = threadIdx.x, g = (int)blockIdx.y;
-    unsigned char *blk = img + ((long long)blockIdx.x * G + g) * KT_BLOCK_BYTES;
-    pdl_wait();
-    kq_fill_tok<true>(blk, xq, xs, m, (int)blockIdx.x * 128, g, r);
+    if (r >= 128) return;
+    unsigned char *blk = img + ((long long)bx * G + g) * KT_BLOCK_BYTES;
+    kq_fill_tok<true>(blk, xq, xs, m, bx * 128, g, r);
     /* the 2 KB between the scales and the sums, copied with them and never read: zeros, so that no copy reads
      * bytes nothing wrote (initcheck) */
     *reinterpret_cast<uint4 *>(blk + 2048 + r * 16) = make_uint4(0u, 0u, 0u, 0u);
@@ -2012,8 +2011,8 @@ memra_k_gemm_kr_kq_wgw(const __grid_constant__ memra_tmap map_x, const unsigned 
     r3w_body<true, false, true, KR_Q4_K, true, false, false, false, false, 1>(&map_x, &map_x, &map_x, &map_x, y, m, n, k,
                                                                               ldy, alpha, part, 1, w, xq, xs);
 }
-/* MEMRA_MMQ_KR_WG=pre2: the same with the mins' tf32 tiles in the weight's image (memra_k_kq_widen2_*) and the
- * tokens' part in a second one (xt, memra_k_kq_tokens): a producer of copies alone */
+/* MEMRA_MMQ_KR_WG=pre2: the same with the mins' tf32 tiles in the weight's image and the tokens' part in a second
+ * one (xt), both written by memra_k_kq_prep2_*: a producer of copies alone */
 extern "C" __global__ void __launch_bounds__(R3W_THREADS, 1)
 memra_k_gemm_kr_kq_wgw2(const __grid_constant__ memra_tmap map_x, const unsigned char *__restrict__ w,
                         const unsigned char *__restrict__ xt, float *__restrict__ y, int m, int n, int k, long long ldy,
@@ -2022,23 +2021,34 @@ memra_k_gemm_kr_kq_wgw2(const __grid_constant__ memra_tmap map_x, const unsigned
     r3w_body<true, false, true, KR_Q4_K, true, false, false, false, false, 2>(
         &map_x, &map_x, &map_x, &map_x, y, m, n, k, ldy, alpha, part, 1, w, nullptr, nullptr, nullptr, xt);
 }
-#define KQ_WIDEN_ENTRY(NAME, F, KP)                                                                                  \
+/* The passes are programmatic dependents like the GEMMs: they write only after the kernels before them (the
+ * q8_1 records; the previous call's tile, which may still read the images) are complete. =pre: grid
+ * (ceil(n / 128), G); =pre2: grid (ceil(n / 128) + ceil(m / 128), G), the weight's row tiles first, then
+ * the token tiles (xq, xs: the q8_1 records and their sum plane, xt: the tokens' image) */
+#define KQ_WIDEN_ENTRY(NAME, F)                                                                                      \
     extern "C" __global__ void __launch_bounds__(KW_THREADS)                                                        \
         NAME(const unsigned char *__restrict__ w, unsigned char *__restrict__ img, int n, int G)                     \
     {                                                                                                                \
-        kq_widen_body<F, KP>(w, img, n, G);                                                                          \
+        pdl_wait();                                                                                                  \
+        kq_widen_body<F, 1>(w, img, n, G, (int)blockIdx.x);                                                          \
     }
-KQ_WIDEN_ENTRY(memra_k_kq_widen_q4_k, KR_Q4_K, 1)
-KQ_WIDEN_ENTRY(memra_k_kq_widen_q5_k, KR_Q5_K, 1)
-KQ_WIDEN_ENTRY(memra_k_kq_widen2_q4_k, KR_Q4_K, 2)
-KQ_WIDEN_ENTRY(memra_k_kq_widen2_q5_k, KR_Q5_K, 2)
+KQ_WIDEN_ENTRY(memra_k_kq_widen_q4_k, KR_Q4_K)
+KQ_WIDEN_ENTRY(memra_k_kq_widen_q5_k, KR_Q5_K)
 #undef KQ_WIDEN_ENTRY
-extern "C" __global__ void __launch_bounds__(128)
-memra_k_kq_tokens(const unsigned char *__restrict__ xq, const unsigned char *__restrict__ xs,
-                  unsigned char *__restrict__ img, int m, int G)
-{
-    kq_tokens_body(xq, xs, img, m, G);
-}
+#define KQ_PREP2_ENTRY(NAME, F)                                                                                      \
+    extern "C" __global__ void __launch_bounds__(KW_THREADS)                                                        \
+        NAME(const unsigned char *__restrict__ w, unsigned char *__restrict__ img, int n, int G,                     \
+             const unsigned char *__restrict__ xq, const unsigned char *__restrict__ xs,                            \
+             unsigned char *__restrict__ xt, int m)                                                                  \
+    {                                                                                                                \
+        const int nty = (n + 127) / 128;                                                                             \
+        pdl_wait();                                                                                                  \
+        if ((int)blockIdx.x < nty) kq_widen_body<F, 2>(w, img, n, G, (int)blockIdx.x);                              \
+        else kq_tokens_body(xq, xs, xt, m, G, (int)blockIdx.x - nty);                                                \
+    }
+KQ_PREP2_ENTRY(memra_k_kq_prep2_q4_k, KR_Q4_K)
+KQ_PREP2_ENTRY(memra_k_kq_prep2_q5_k, KR_Q5_K)
+#undef KQ_PREP2_ENTRY
 #undef R3W_ENTRY
 #endif
 

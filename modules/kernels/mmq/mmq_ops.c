@@ -393,10 +393,10 @@ typedef struct mmq_state {
     const char *const *kr_wg_names;
     unsigned kr_wg_smem;
     /* MEMRA_MMQ_KR_WG=pre / pre2 (kr_pre 1 / 2, with the _wgm pair above): the widening pass per format
-     * (memra_k_kq_widen_q4_k / _q5_k; pre2: _widen2_, and the tokens' pass memra_k_kq_tokens) and the _wgm
-     * tile fed by the images (memra_k_gemm_kr_kq_wgw / _wgw2), else NULL and 0. A call without scratch for
-     * the images runs the _wgm tile: the same stage contents, the same results. */
-    CUfunction kq_widen[2], kq_tokens, gemm_kr_wgw;
+     * (memra_k_kq_widen_q4_k / _q5_k; pre2: memra_k_kq_prep2_*, which also writes the tokens' image) and
+     * the _wgm tile fed by the images (memra_k_gemm_kr_kq_wgw / _wgw2), else NULL and 0. A call without
+     * scratch for the images runs the _wgm tile: the same stage contents, the same results. */
+    CUfunction kq_widen[2], gemm_kr_wgw;
     int kr_pre;
     int kr_wg_min_m; /* =auto: the K-quant warpgroup tile from this many tokens (MMQ_KR_WG_AUTO_M), else 0 */
     const char *const *kq_widen_names;
@@ -434,9 +434,8 @@ static const char *const h16_var_names[4] = {"k64", "k32", "n8", "n8k64"};
 static const char *const k_kr_wg_names[2] = {"memra_k_gemm_kr_q4_k_wgs", "memra_k_gemm_kr_q5_k_wgs"};
 static const char *const k_kr_wgm_names[2] = {"memra_k_gemm_kr_q4_k_wgm", "memra_k_gemm_kr_q5_k_wgm"};
 static const char *const k_kq_widen_names[2][2] = {{"memra_k_kq_widen_q4_k", "memra_k_kq_widen_q5_k"},
-                                                   {"memra_k_kq_widen2_q4_k", "memra_k_kq_widen2_q5_k"}};
+                                                   {"memra_k_kq_prep2_q4_k", "memra_k_kq_prep2_q5_k"}};
 static const char *const k_kr_wgw_names[2] = {"memra_k_gemm_kr_kq_wgw", "memra_k_gemm_kr_kq_wgw2"};
-#define K_KQ_TOKENS_NAME "memra_k_kq_tokens"
 
 /* Short names for the runtime's helpers (gpu.h). */
 static memra_status decline(memra_call *call, const char *reason) { return memra__gpu_decline(call, reason); }
@@ -656,7 +655,7 @@ static memra_status mmq_load(memra__gpu *q, void *state)
     /* MEMRA_MMQ_KR_WG=1 / mma / pre: Q4_K / Q5_K on the seeded warpgroup tile, which reads the records' sum
      * plane (pre: the _wgm pair, then the widening pass and the tile on its image) */
     s->gemm_kr_wg[0] = s->gemm_kr_wg[1] = NULL;
-    s->kq_widen[0] = s->kq_widen[1] = s->kq_tokens = s->gemm_kr_wgw = NULL;
+    s->kq_widen[0] = s->kq_widen[1] = s->gemm_kr_wgw = NULL;
     s->kr_pre = 0;
     atomic_init(&s->kw_short, 0);
     {
@@ -688,11 +687,10 @@ static memra_status mmq_load(memra__gpu *q, void *state)
             if (pre && s->gemm_kr_wg[0] != NULL && s->gemm_kr_wg[1] != NULL) {
                 if (load_optional(q, m, s->kr_wgw_name, R3W_SMEM_BYTES_KM, &s->gemm_kr_wgw) &&
                     load_optional(q, m, s->kq_widen_names[0], 0, &s->kq_widen[0]) &&
-                    load_optional(q, m, s->kq_widen_names[1], 0, &s->kq_widen[1]) &&
-                    (pre == 1 || load_optional(q, m, K_KQ_TOKENS_NAME, 0, &s->kq_tokens)))
+                    load_optional(q, m, s->kq_widen_names[1], 0, &s->kq_widen[1]))
                     s->kr_pre = pre;
                 else {
-                    s->kq_widen[0] = s->kq_widen[1] = s->kq_tokens = s->gemm_kr_wgw = NULL;
+                    s->kq_widen[0] = s->kq_widen[1] = s->gemm_kr_wgw = NULL;
                     q->host->log(MEMRA_LOG_WARN, q->name,
                                  "MEMRA_MMQ_KR_WG=%s: this image lacks %s or its passes; the _wgm tiles serve (the same "
                                  "results)",
@@ -1265,16 +1263,16 @@ static memra_status run_tiles(memra__gpu *q, memra_call *call, const memra_gemm_
         memra_dptr xs = x + memra_q8_1_plane(m, k), wk = w;
         st = MEMRA_STATUS_OK;
         int g = (k + 127) / 128;
-        /* the passes: grids (row tiles, steps) and (token tiles, steps), 128 threads, dependents like the
-         * tile, which reads their images */
-        if (kpre) {
+        /* the pass: grid (row tiles (pre2: then token tiles), steps), a dependent like the tile, which reads
+         * its images */
+        if (kpre == 1)
             st = launch_pdl_k(q, &kn, MMQ_K(q)->kq_widen[kf], MMQ_K(q)->kq_widen_names[kf], (unsigned)((n + 127) / 128),
                               (unsigned)g, 1, KW_THREADS, 0, call->stream, (void *[]){&w, &img, &n, &g});
-            wk = img;
-        }
-        if (kpre == 2 && st == MEMRA_STATUS_OK)
-            st = launch_pdl_k(q, &kn, MMQ_K(q)->kq_tokens, K_KQ_TOKENS_NAME, (unsigned)((m + 127) / 128), (unsigned)g, 1,
-                              128, 0, call->stream, (void *[]){&x, &xs, &timg, &m, &g});
+        else if (kpre == 2)
+            st = launch_pdl_k(q, &kn, MMQ_K(q)->kq_widen[kf], MMQ_K(q)->kq_widen_names[kf],
+                              (unsigned)((n + 127) / 128 + (m + 127) / 128), (unsigned)g, 1, KW_THREADS, 0, call->stream,
+                              (void *[]){&w, &img, &n, &g, &x, &xs, &timg, &m});
+        if (kpre) wk = img;
         if (st == MEMRA_STATUS_OK && kpre == 2)
             st = launch_pdl_k(q, &kn, MMQ_K(q)->gemm_kr_wgw, MMQ_K(q)->kr_wgw_name, (unsigned)((m + 127) / 128),
                               (unsigned)((n + 127) / 128), (unsigned)p.split, R3W_THREADS, MMQ_K(q)->kr_wg_smem,
