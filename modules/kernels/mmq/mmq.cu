@@ -1484,17 +1484,6 @@ __device__ __forceinline__ r3w_tile r3w_tile_of(int t, int ntx, int nty, int G, 
     return r;
 }
 
-/* KQ (the K-quant tiles, MEMRA_MMQ_KR_WG): producer thread r's share of ring step g of the tile at
- * (i0, j0): weight row j0 + r's K-packed bytes of the step (its 4 nibble units, Q5_K's high-bit word per
- * unit, its super-block's 16-byte S entry: module.h memra_kr_bytes) read from global memory and widened
- * into the stage's code tile, row r in the 128-byte swizzled layout (16-byte chunk c at c ^ (r % 8),
- * as the tensor copies lay out the token codes), its scales s = d sc and mins mn = dmin m of the step's
- * four 32-blocks formed as kr_widen forms them, at [r][4]; token i0 + r's four block scales (its
- * record's head) and sums (the records' sum plane) written permuted as r3w_transpose P writes them.
- * Rows past n and tokens past m get zeros. KM (MEMRA_MMQ_KR_WG=mma): in place of the mins and sums,
- * the min term's tf32 tiles (mmq.h R3W_KM_*): row r's P = -mn 2^-44 split P_hi = rna(P), P_lo = P - P_hi
- * (exact: P has at most 17 significant bits, dmin's 11 and m's 6), token r's sums t split t_hi = rna(t),
- * t_lo = rna(t - t_hi). */
 /* Row j's super-block S entry hd (its 16 bytes; zeros at or past n): s = d sc of step g's four 32-blocks into
  * *S, their mins mn = dmin m returned (kr_widen's decoding: d | dmin, then the 6-bit scales and mins of
  * sub-blocks 4h..4h+3) */
@@ -1509,6 +1498,24 @@ __device__ __forceinline__ float4 kq_row_scales(uint4 hd, int g, float4 *S)
     return make_float4(dmin * kr_u8f(vm, 0), dmin * kr_u8f(vm, 1), dmin * kr_u8f(vm, 2), dmin * kr_u8f(vm, 3));
 }
 
+/* Row j's 16-byte super-block S entry for step g of the K-packed weight (module.h memra_kr_bytes: after
+ * the nibbles and Q5_K's high-bit words); j < n */
+template <int F>
+__device__ __forceinline__ uint4 kq_s_entry(const unsigned char *__restrict__ w, int n, int G, int j, int g)
+{
+    return *reinterpret_cast<const uint4 *>(w + (long long)G * n * (64 + KR_HB(F)) + ((long long)(g >> 1) * n + j) * 16);
+}
+
+/* 16 widened codes, the low (H 0) or high (H 1) nibbles of a row's 16-byte nibble unit q with its
+ * Q5_K high-bit word hx (kr_word's words 4 H .. 4 H + 3): the 16-byte chunk 2 u + H of the row's code tile */
+template <int F, int H>
+__device__ __forceinline__ uint4 kq_chunk(const uint4 &q, uint32_t hx)
+{
+    const uint2 hi = make_uint2(hx, 0u);
+    return make_uint4(kr_word<F, 4 * H>(q, hi), kr_word<F, 4 * H + 1>(q, hi), kr_word<F, 4 * H + 2>(q, hi),
+                      kr_word<F, 4 * H + 3>(q, hi));
+}
+
 /* kq_fill's weight half: row j's K-packed bytes of step g widened into A (128 bytes, 16-byte chunk c at
  * c ^ sw), its scales s = d sc into *S; returns its mins mn = dmin m. Rows at or past n: zeros. A and S
  * are a stage's (kq_fill) or a widened image's (memra_k_kq_widen_*). */
@@ -1516,7 +1523,6 @@ template <int F>
 __device__ __forceinline__ float4 kq_widen_row(unsigned char *A, float4 *S, const unsigned char *__restrict__ w, int n,
                                                int G, int j, int g, int sw)
 {
-    constexpr int HB = KR_HB(F);
     uint4 q[4], hw = make_uint4(0, 0, 0, 0), hd = make_uint4(0, 0, 0, 0);
 #pragma unroll
     for (int u = 0; u < 4; u++) q[u] = make_uint4(0, 0, 0, 0);
@@ -1525,18 +1531,14 @@ __device__ __forceinline__ float4 kq_widen_row(unsigned char *A, float4 *S, cons
         const uint4 *np = reinterpret_cast<const uint4 *>(w + rec * 64);
 #pragma unroll
         for (int u = 0; u < 4; u++) q[u] = np[u];
-        if (HB == 16) hw = *reinterpret_cast<const uint4 *>(w + (long long)G * n * 64 + rec * 16);
-        hd = *reinterpret_cast<const uint4 *>(w + (long long)G * n * (64 + HB) + ((long long)(g >> 1) * n + j) * 16);
+        if (KR_HB(F) == 16) hw = *reinterpret_cast<const uint4 *>(w + (long long)G * n * 64 + rec * 16);
+        hd = kq_s_entry<F>(w, n, G, j, g);
     }
 #pragma unroll
     for (int u = 0; u < 4; u++) {
-        const uint2 hi = make_uint2(u == 0 ? hw.x : u == 1 ? hw.y : u == 2 ? hw.z : hw.w, 0u);
-        const uint4 lo4 = make_uint4(kr_word<F, 0>(q[u], hi), kr_word<F, 1>(q[u], hi), kr_word<F, 2>(q[u], hi),
-                                     kr_word<F, 3>(q[u], hi));
-        const uint4 hi4 = make_uint4(kr_word<F, 4>(q[u], hi), kr_word<F, 5>(q[u], hi), kr_word<F, 6>(q[u], hi),
-                                     kr_word<F, 7>(q[u], hi));
-        *reinterpret_cast<uint4 *>(A + (((2 * u) ^ sw) << 4)) = lo4;
-        *reinterpret_cast<uint4 *>(A + (((2 * u + 1) ^ sw) << 4)) = hi4;
+        const uint32_t hx = u == 0 ? hw.x : u == 1 ? hw.y : u == 2 ? hw.z : hw.w;
+        *reinterpret_cast<uint4 *>(A + (((2 * u) ^ sw) << 4)) = kq_chunk<F, 0>(q[u], hx);
+        *reinterpret_cast<uint4 *>(A + (((2 * u + 1) ^ sw) << 4)) = kq_chunk<F, 1>(q[u], hx);
     }
     return kq_row_scales(hd, g, S);
 }
@@ -1587,6 +1589,17 @@ __device__ __forceinline__ void kq_fill_tok(unsigned char *u, const unsigned cha
     tp[0] = ts4.x, tp[128] = ts4.y, tp[256] = ts4.z, tp[384] = ts4.w;
 }
 
+/* KQ (the K-quant tiles, MEMRA_MMQ_KR_WG): producer thread r's share of ring step g of the tile at
+ * (i0, j0): weight row j0 + r's K-packed bytes of the step (its 4 nibble units, Q5_K's high-bit word per
+ * unit, its super-block's 16-byte S entry: module.h memra_kr_bytes) read from global memory and widened
+ * into the stage's code tile, row r in the 128-byte swizzled layout (16-byte chunk c at c ^ (r % 8),
+ * as the tensor copies lay out the token codes), its scales s = d sc and mins mn = dmin m of the step's
+ * four 32-blocks formed as kr_widen forms them, at [r][4]; token i0 + r's four block scales (its
+ * record's head) and sums (the records' sum plane) written permuted as r3w_transpose P writes them.
+ * Rows past n and tokens past m get zeros. KM (MEMRA_MMQ_KR_WG=mma): in place of the mins and sums,
+ * the min term's tf32 tiles (mmq.h R3W_KM_*): row r's P = -mn 2^-44 split P_hi = rna(P), P_lo = P - P_hi
+ * (exact: P has at most 17 significant bits, dmin's 11 and m's 6), token r's sums t split t_hi = rna(t),
+ * t_lo = rna(t - t_hi). */
 template <int F, bool KM = false>
 __device__ __forceinline__ void kq_fill(unsigned char *sp, const unsigned char *__restrict__ w,
                                         const unsigned char *__restrict__ xq, const unsigned char *__restrict__ xs,
@@ -1624,7 +1637,6 @@ template <int F, int KP>
 __device__ __forceinline__ void kq_widen_body(const unsigned char *__restrict__ w, unsigned char *__restrict__ img, int n,
                                               int G, int bx)
 {
-    constexpr int HB = KR_HB(F);
     const int j0 = bx * 128, g = (int)blockIdx.y;
     unsigned char *blk = img + ((long long)bx * G + g) * (KP == 2 ? KW2_BLOCK_BYTES : KW_BLOCK_BYTES);
     for (int e = threadIdx.x; e < 128 * 8; e += KW_THREADS) {
@@ -1634,19 +1646,15 @@ __device__ __forceinline__ void kq_widen_body(const unsigned char *__restrict__ 
         if (j < n) {
             const long long rec = (long long)g * n + j;
             q = reinterpret_cast<const uint4 *>(w + rec * 64)[c >> 1];
-            if (HB == 16) hx = reinterpret_cast<const uint32_t *>(w + (long long)G * n * 64 + rec * 16)[c >> 1];
+            if (KR_HB(F) == 16) hx = reinterpret_cast<const uint32_t *>(w + (long long)G * n * 64 + rec * 16)[c >> 1];
         }
-        const uint2 hi = make_uint2(hx, 0u);
-        const uint4 o = (c & 1) ? make_uint4(kr_word<F, 4>(q, hi), kr_word<F, 5>(q, hi), kr_word<F, 6>(q, hi),
-                                             kr_word<F, 7>(q, hi))
-                                : make_uint4(kr_word<F, 0>(q, hi), kr_word<F, 1>(q, hi), kr_word<F, 2>(q, hi),
-                                             kr_word<F, 3>(q, hi));
-        *reinterpret_cast<uint4 *>(blk + r * 128 + ((c ^ (r & 7)) << 4)) = o;
+        *reinterpret_cast<uint4 *>(blk + r * 128 + ((c ^ (r & 7)) << 4)) =
+            (c & 1) ? kq_chunk<F, 1>(q, hx) : kq_chunk<F, 0>(q, hx);
     }
     const int r = threadIdx.x, j = j0 + r;
     if (r >= 128) return;
     uint4 hd = make_uint4(0, 0, 0, 0);
-    if (j < n) hd = *reinterpret_cast<const uint4 *>(w + (long long)G * n * (64 + HB) + ((long long)(g >> 1) * n + j) * 16);
+    if (j < n) hd = kq_s_entry<F>(w, n, G, j, g);
     const float4 mn4 = kq_row_scales(hd, g, reinterpret_cast<float4 *>(blk + 16384 + r * 16));
     if (KP == 2) kq_fill_mins<true>(blk + 18432 - R3W_KM_A1, mn4, r); /* A1 at 18432, A2 4 KB on */
     else *reinterpret_cast<float4 *>(blk + 18432 + r * 16) = mn4;

@@ -81,9 +81,9 @@
 /* MEMRA_MMQ_KR_WG=pre (memra_k_gemm_kr_kq_wgw): the call's widened image, a block per 128 weight rows and
  * ring step: the stage's code tile (16 KB), s [128][4], mn [128][4] (written by memra_k_kq_widen_*) */
 #define KW_BLOCK_BYTES (16384 + 2048 + 2048)
-#define KW_THREADS 256 /* the widening passes' blocks (the tokens' pass: 128) */
+#define KW_THREADS 256 /* the passes' blocks (a token tile of =pre2 uses 128 of them) */
 /* =pre2 (memra_k_gemm_kr_kq_wgw2): the weight's blocks with the mins' tf32 tiles A1 | A2 in place of mn,
- * and the tokens' part of a stage (from + 32768 + 4096: the permuted scales, 2 KB unused, the sums' tf32
+ * and the tokens' part of a stage (from + 32768 + 4096: the permuted scales, 2 KB of zeros, the sums' tf32
  * tile) a block per 128 tokens and step (both written by memra_k_kq_prep2_*) */
 #define KW2_BLOCK_BYTES (16384 + 2048 + 8192)
 #define KT_BLOCK_BYTES 8192

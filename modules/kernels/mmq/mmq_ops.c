@@ -1273,15 +1273,15 @@ static memra_status run_tiles(memra__gpu *q, memra_call *call, const memra_gemm_
                               (unsigned)((n + 127) / 128 + (m + 127) / 128), (unsigned)g, 1, KW_THREADS, 0, call->stream,
                               (void *[]){&w, &img, &n, &g, &x, &xs, &timg, &m});
         if (kpre) wk = img;
-        if (st == MEMRA_STATUS_OK && kpre == 2)
-            st = launch_pdl_k(q, &kn, MMQ_K(q)->gemm_kr_wgw, MMQ_K(q)->kr_wgw_name, (unsigned)((m + 127) / 128),
-                              (unsigned)((n + 127) / 128), (unsigned)p.split, R3W_THREADS, MMQ_K(q)->kr_wg_smem,
-                              call->stream, (void *[]){&maps[2], &wk, &timg, &y, &m, &n, &k, &ldy, &alpha, &part});
-        else if (st == MEMRA_STATUS_OK)
+        /* the tile: (map, weight or its image, then pre2: the tokens' image, else the records and their sum
+         * plane, y ...) */
+        void *ta[] = {&maps[2], &wk, &x, &xs, &y, &m, &n, &k, &ldy, &alpha, &part};
+        void *ta2[] = {&maps[2], &wk, &timg, &y, &m, &n, &k, &ldy, &alpha, &part};
+        if (st == MEMRA_STATUS_OK)
             st = launch_pdl_k(q, &kn, kpre ? MMQ_K(q)->gemm_kr_wgw : MMQ_K(q)->gemm_kr_wg[kf],
                               kpre ? MMQ_K(q)->kr_wgw_name : MMQ_K(q)->kr_wg_names[kf], (unsigned)((m + 127) / 128),
                               (unsigned)((n + 127) / 128), (unsigned)p.split, R3W_THREADS, MMQ_K(q)->kr_wg_smem,
-                              call->stream, (void *[]){&maps[2], &wk, &x, &xs, &y, &m, &n, &k, &ldy, &alpha, &part});
+                              call->stream, kpre == 2 ? ta2 : ta);
     } else if (wg)
         st = launch_pdl_k(q, &kn, MMQ_K(q)->gemm_q8_0r_wg, MMQ_K(q)->wg_name, (unsigned)((m + 127) / 128),
                           (unsigned)((n + 127) / 128), (unsigned)p.split, R3W_THREADS, MMQ_K(q)->wg_smem, call->stream,
