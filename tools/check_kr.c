@@ -22,7 +22,9 @@
  * 16 split-k roundings; tools/judge.h); gemm_q8_0r (Q4_0): its own band.
  * Shapes: n = 200 (off the 128- and 96-row tiles), k = 768 (K: three
  * super-blocks, off the quantiser's 512) / 800 (Q4_0: off the 128-value step),
- * m = 1 and 17, and on a GPU also m = 512 and n x k = 1000 x 2816 (split-k).
+ * m = 1 and 17, and on a GPU also m = 512 and 1100 (from 1024 tokens the default plan runs Q4_K / Q5_K
+ * on the prepared warpgroup tile, MEMRA_MMQ_KR_WG=auto; 1100 is off the 128-token tile) and
+ * n x k = 1000 x 2816 (split-k).
  * m > 32 is judged on 16 sampled rows (row 0 always). The injected fault
  * (MEMRA_CHECK_INJECT_FAULT=1) adds 1/4 to the first scale of row 0 in the
  * module's operand (kr_fault) in the first case of each op: it must FAIL. */
@@ -347,9 +349,9 @@ static void kr_shape(checker *c, memra_format f, int64_t n, int64_t k, const int
 void check_kfloor_op(checker *c, memra_op op)
 {
     static const memra_format kq[] = {MEMRA_FORMAT_Q4_K, MEMRA_FORMAT_Q5_K, MEMRA_FORMAT_Q6_K};
-    static const int64_t m_host[] = {1, 17}, m_gpu[] = {1, 17, 512};
+    static const int64_t m_host[] = {1, 17}, m_gpu[] = {1, 17, 512, 1100};
     const int64_t *ms = c->gpu && !c->quick ? m_gpu : m_host;
-    const size_t nm = c->gpu && !c->quick ? 3 : 2;
+    const size_t nm = c->gpu && !c->quick ? 4 : 2;
     if (op == MEMRA_OP_gemm_q8_0r) {
         kr_shape(c, MEMRA_FORMAT_Q4_0, 200, 800, ms, nm);
         if (c->gpu && !c->quick) kr_shape(c, MEMRA_FORMAT_Q4_0, 1000, 2848, ms, nm);

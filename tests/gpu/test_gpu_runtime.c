@@ -232,8 +232,10 @@ static void *fake_driver_proc(const char *name)
 
 /* ---- the fake host -------------------------------------------------------------------- */
 
+static int g_n_warn; /* the modules' messages at MEMRA_LOG_WARN or above, counted */
 static void fake_log(int level, const char *module, const char *fmt, ...)
 {
+    if (level <= MEMRA_LOG_WARN) g_n_warn++;
     if (getenv("TEST_VERBOSE") == NULL) return;
     va_list ap;
     va_start(ap, fmt);
@@ -296,7 +298,7 @@ static const char *g_mmq_wg_tr_knob; /* MEMRA_MMQ_WG_TR likewise */
 static const char *g_mmq_wg_per_knob; /* MEMRA_MMQ_WG_PERSIST likewise */
 static const char *g_mmq_wg_sd_knob;  /* MEMRA_MMQ_WG_SEED likewise */
 static const char *g_mmq_bm_knob;     /* MEMRA_MMQ_BM likewise */
-static const char *g_kr_wg_knob;      /* MEMRA_MMQ_KR_WG likewise */
+static const char *g_kr_wg_knob = "0"; /* MEMRA_MMQ_KR_WG likewise (the records tiles' cases: 0) */
 static const char *g_xe_loop2_knob; /* MEMRA_MMQ_XE_LOOP2 likewise */
 static const char *g_xe_tall_knob;  /* MEMRA_MMQ_XE_TALL likewise */
 static const char *g_xe_wg_knob;    /* MEMRA_MMQ_XE_WG likewise */
@@ -1449,7 +1451,7 @@ static int case_mmq(const char *so)
         g_mmq_wg_knob = "0";
     }
     ok &= xe_wg_cases(so);
-    /* MEMRA_MMQ_KR_WG=1 (unset: off): gemm_kr's Q4_K / Q5_K on the seeded warpgroup tile, every pick, on
+    /* MEMRA_MMQ_KR_WG=1: gemm_kr's Q4_K / Q5_K on the seeded warpgroup tile, every pick, on
      * cc 9.x with tensor maps and the sum plane (MEMRA_MMQ_KR_SUMS): grid ceil(m / 128) x ceil(n / 128) x
      * the split, 384 threads, R3W_SMEM_BYTES_KQ, one map (the token codes: rank 3, 128 x 128, swizzled);
      * Q6_K keeps its tiles; =mma: the _wgm kernels, R3W_SMEM_BYTES_KM. want: the format's kernel of the
@@ -1458,7 +1460,9 @@ static int case_mmq(const char *so)
      * memra_k_gemm_kr_kq_wgw, as the _wgm tile; without that kernel, or with the image's scratch refused
      * (refuse), the _wgm tile alone (wide 0, want 1); =pre2 (wide 2): memra_k_kq_prep2_<f> on ceil(n / 128) +
      * ceil(m / 128) x ceil(k / 128) blocks (the weight's and the tokens' images), then memra_k_gemm_kr_kq_wgw2;
-     * =auto: =pre2 from 1024 tokens, the records tiles below */
+     * =auto (also unset, the default): =pre2 from 1024 tokens, the records tiles below. Under the default a
+     * tile that cannot apply (cc 12.0, no tensor maps, no sum plane, no scratch) is no news: no message at
+     * WARN; an explicit knob that cannot apply warns */
     static const struct {
         int cc, no_tmap;
         const char *knob, *sums, *missing;
@@ -1466,7 +1470,7 @@ static int case_mmq(const char *so)
         const char *refuse;
     } kwc[] = {{90, 0, "1", NULL, NULL, 0, 4096, 12288, 1, 0, NULL}, {90, 0, "1", NULL, NULL, 1, 4096, 12288, 1, 0, NULL},
                {90, 0, "1", NULL, NULL, 2, 4096, 12288, 0, 0, NULL}, {90, 0, "1", NULL, NULL, 0, 512, 1024, 1, 0, NULL},
-               {90, 0, NULL, NULL, NULL, 0, 4096, 12288, 0, 0, NULL}, {90, 0, "0", NULL, NULL, 1, 4096, 12288, 0, 0, NULL},
+               {90, 0, NULL, NULL, NULL, 0, 4096, 12288, 1, 2, NULL}, {90, 0, "0", NULL, NULL, 1, 4096, 12288, 0, 0, NULL},
                {120, 0, "1", NULL, NULL, 0, 4096, 12288, 0, 0, NULL}, {90, 1, "1", NULL, NULL, 0, 4096, 12288, 0, 0, NULL},
                {90, 0, "1", "0", NULL, 0, 4096, 12288, 0, 0, NULL},   {90, 0, "1", NULL, "q4_k_wgs", 0, 4096, 12288, 0, 0, NULL},
                {90, 0, "1", NULL, "q4_k_wgs", 1, 4096, 12288, 1, 0, NULL},
@@ -1488,7 +1492,12 @@ static int case_mmq(const char *so)
                /* =auto: =pre2 from 1024 tokens, the records tiles below */
                {90, 0, "auto", NULL, NULL, 0, 4096, 12288, 1, 2, NULL}, {90, 0, "auto", NULL, NULL, 1, 1024, 5120, 1, 2, NULL},
                {90, 0, "auto", NULL, NULL, 0, 1023, 5120, 0, 0, NULL}, {90, 0, "auto", NULL, NULL, 1, 512, 12288, 0, 0, NULL},
-               {120, 0, "auto", NULL, NULL, 0, 4096, 12288, 0, 0, NULL}};
+               {120, 0, "auto", NULL, NULL, 0, 4096, 12288, 0, 0, NULL},
+               /* unset: auto */
+               {90, 0, NULL, NULL, NULL, 1, 4096, 5120, 1, 2, NULL}, {90, 0, NULL, NULL, NULL, 0, 1000, 5120, 0, 0, NULL},
+               {120, 0, NULL, NULL, NULL, 0, 4096, 12288, 0, 0, NULL}, {90, 1, NULL, NULL, NULL, 1, 4096, 12288, 0, 0, NULL},
+               {90, 0, NULL, "0", NULL, 0, 4096, 12288, 0, 0, NULL}, {90, 0, NULL, NULL, NULL, 0, 4096, 12288, 1, 0, "kr.widened"},
+               {90, 0, NULL, NULL, "kq_prep2_q5_k", 1, 4096, 12288, 1, 0, NULL}};
     static const memra_format kwf[] = {MEMRA_FORMAT_Q4_K, MEMRA_FORMAT_Q5_K, MEMRA_FORMAT_Q6_K};
     static const char *const kwn[] = {"memra_k_gemm_kr_q4_k_wgs", "memra_k_gemm_kr_q5_k_wgs", ""};
     static const char *const kwm[] = {"memra_k_gemm_kr_q4_k_wgm", "memra_k_gemm_kr_q5_k_wgm", ""};
@@ -1496,15 +1505,19 @@ static int case_mmq(const char *so)
                                           {"memra_k_kq_prep2_q4_k", "memra_k_kq_prep2_q5_k", ""}};
     for (size_t i = 0; i < sizeof kwc / sizeof kwc[0]; i++) {
         g_kr_wg_knob = kwc[i].knob, g_kr_sums_knob = kwc[i].sums, g_missing_kernel = kwc[i].missing;
-        g_no_tmap = kwc[i].no_tmap, g_scratch_refuse = kwc[i].refuse;
+        g_no_tmap = kwc[i].no_tmap, g_scratch_refuse = kwc[i].refuse, g_n_warn = 0;
         if (!open_mod(so, kwc[i].cc, &m)) return 0;
         memra_call c2 = call_of(&m);
         memra_gemm_args a2 = gemm(kwc[i].m, kwc[i].n, 5120);
         a2.w_format = (int32_t)kwf[kwc[i].f];
         g_tmap_calls = 0;
         const memra_status st2 = m.desc->ops->gemm_kr(&c2, &a2);
-        const int pre = kwc[i].knob != NULL && (strncmp(kwc[i].knob, "pre", 3) == 0 || strcmp(kwc[i].knob, "auto") == 0);
-        const int mma = kwc[i].knob != NULL && (strcmp(kwc[i].knob, "mma") == 0 || pre);
+        const int dflt = kwc[i].knob == NULL || strcmp(kwc[i].knob, "auto") == 0;
+        const int pre = dflt || strncmp(kwc[i].knob, "pre", 3) == 0;
+        const int mma = pre || strcmp(kwc[i].knob, "mma") == 0;
+        /* the warnings of the open and the call: none under the default; one at least where an explicit knob
+         * cannot apply on this device */
+        const int warn_ok = dflt ? g_n_warn == 0 : (kwc[i].cc != 90 || kwc[i].no_tmap) && strcmp(kwc[i].knob, "0") != 0 ? g_n_warn > 0 : 1;
         /* (pre) the pass first, its grid (pre2: the token tiles after the row tiles), then the tile at launch 1 */
         const int wide = g_n_launched >= 2 && strcmp(g_launched[0], kwd[0][kwc[i].f]) == 0   ? 1
                          : g_n_launched >= 2 && strcmp(g_launched[0], kwd[1][kwc[i].f]) == 0 ? 2
@@ -1524,19 +1537,19 @@ static int case_mmq(const char *so)
                                         g_tmap_rank[0] == 3 && g_tmap_box[0] == 128 && g_tmap_box0[0] == 128 &&
                                         g_tmap_swz[0] == 3 && (g_grid_z[t] == 1) == (g_n_launched == t + 1));
         const int good = st2 == MEMRA_STATUS_OK && g_n_launched >= 1 && is_wg == kwc[i].want && shape_ok &&
-                         wide == kwc[i].wide && wide_ok && (is_wg || strstr(got, "memra_k_gemm_kr_") == got);
-        printf("  KR_WG=%s KR_SUMS=%s cc %d%s%s%s%s gemm_kr %s %d x %d x 5120: %s%s on %u x %u x %u (%u threads), %d maps  "
-               "%s\n",
+                         wide == kwc[i].wide && wide_ok && (is_wg || strstr(got, "memra_k_gemm_kr_") == got) && warn_ok;
+        printf("  KR_WG=%s KR_SUMS=%s cc %d%s%s%s%s gemm_kr %s %d x %d x 5120: %s%s on %u x %u x %u (%u threads), %d maps, "
+               "%d warnings  %s\n",
                kwc[i].knob ? kwc[i].knob : "unset", kwc[i].sums ? kwc[i].sums : "unset", kwc[i].cc,
                kwc[i].missing ? ", image without " : "", kwc[i].missing ? kwc[i].missing : "",
                kwc[i].no_tmap ? ", no tensor maps" : "", kwc[i].refuse ? ", no scratch for the image" : "",
                kwc[i].f == 0 ? "q4_k" : kwc[i].f == 1 ? "q5_k" : "q6_k", kwc[i].m, kwc[i].n, wide == 2 ? "weight and tokens prepared, then " : wide ? "widened, then " : "",
-               got, g_grid_x[t], g_grid_y[t], g_grid_z[t], g_block_x[t], g_tmap_calls, good ? "ok" : "FAIL");
+               got, g_grid_x[t], g_grid_y[t], g_grid_z[t], g_block_x[t], g_tmap_calls, g_n_warn, good ? "ok" : "FAIL");
         ok &= good;
         g_n_launched = 0;
         ok &= close_mod(&m, 1);
     }
-    g_kr_wg_knob = NULL, g_kr_sums_knob = NULL, g_missing_kernel = NULL, g_no_tmap = 0, g_scratch_refuse = NULL;
+    g_kr_wg_knob = "0", g_kr_sums_knob = NULL, g_missing_kernel = NULL, g_no_tmap = 0, g_scratch_refuse = NULL;
     /* MEMRA_MMQ_ONE=1: the one-CTA builds, gemm_q8_0r's _bo on cc 9.0 and 12.0 (beside the bulk
      * tiles), gemm_kr's _to (Q4_K TC) and _o (Q5_K, Q6_K per-32) at their default folds; Q5_K on
      * the TC fold (KR_TC=1) and the cp.async tiles (BULK=0) keep their two-CTA kernels; unset and

@@ -399,9 +399,11 @@ typedef struct mmq_state {
     CUfunction kq_widen[2], gemm_kr_wgw;
     int kr_pre;
     int kr_wg_min_m; /* =auto: the K-quant warpgroup tile from this many tokens (MMQ_KR_WG_AUTO_M), else 0 */
+    int kr_auto;     /* MEMRA_MMQ_KR_WG unset or auto: the fallbacks are no news (logged at INFO / DEBUG) */
     const char *const *kq_widen_names;
     const char *kr_wgw_name;
-    atomic_int kw_short; /* one-way: a call found no scratch for the image (logged once at WARN, then DEBUG) */
+    atomic_int kw_short; /* one-way: a call found no scratch for the image (logged once at WARN, INFO under auto, then
+                          * DEBUG) */
 } mmq_state;
 
 /* The 16-bit grouped tiles (mmq.cu "gemm_experts on the f16 / bf16 lanes"), [variant][tile of
@@ -659,30 +661,35 @@ static memra_status mmq_load(memra__gpu *q, void *state)
     s->kr_pre = 0;
     atomic_init(&s->kw_short, 0);
     {
-        const char *kw = memra__gpu_knob(q, "MEMRA_MMQ_KR_WG");
-        const int autom = kw != NULL && strcmp(kw, "auto") == 0; /* =pre2 from MMQ_KR_WG_AUTO_M tokens */
-        const int pre = kw == NULL ? 0 : strcmp(kw, "pre") == 0 ? 1 : strcmp(kw, "pre2") == 0 || autom ? 2 : 0;
+        const char *kw = memra__gpu_knob(q, "MEMRA_MMQ_KR_WG"), *kwn = kw != NULL ? kw : "auto";
+        /* auto (the default): =pre2 from MMQ_KR_WG_AUTO_M tokens (run n1, H100: 0.78x / 0.81x the records tiles'
+         * time at m = 1024 / 4096); where it cannot apply (another GPU, a PTX image) the records tiles serve, said
+         * at debug level */
+        const int autom = kw == NULL || strcmp(kw, "auto") == 0;
+        const int quiet = autom ? MEMRA_LOG_DEBUG : MEMRA_LOG_WARN;
+        s->kr_auto = autom;
+        const int pre = autom ? 2 : strcmp(kw, "pre") == 0 ? 1 : strcmp(kw, "pre2") == 0 ? 2 : 0;
         s->kr_wg_min_m = autom ? MMQ_KR_WG_AUTO_M : 0;
         s->kq_widen_names = k_kq_widen_names[pre == 2];
         s->kr_wgw_name = k_kr_wgw_names[pre == 2];
-        const int mma = kw != NULL && (strcmp(kw, "mma") == 0 || pre > 0);
+        const int mma = pre > 0 || strcmp(kw, "mma") == 0;
         s->kr_wg_names = mma ? k_kr_wgm_names : k_kr_wg_names;
         s->kr_wg_smem = mma ? R3W_SMEM_BYTES_KM : R3W_SMEM_BYTES_KQ;
-        const int on = kw != NULL && (strcmp(kw, "1") == 0 || mma);
+        const int on = mma || strcmp(kw, "1") == 0;
         if (st == MEMRA_STATUS_OK && on && !s->kr_sums) {
-            q->host->log(MEMRA_LOG_WARN, q->name,
+            q->host->log(quiet, q->name,
                          "MEMRA_MMQ_KR_WG=%s: the warpgroup K-quant tile reads the records' sum plane, which "
-                         "MEMRA_MMQ_KR_SUMS=0 turns off; the records tiles serve", kw);
+                         "MEMRA_MMQ_KR_SUMS=0 turns off; the records tiles serve", kwn);
         } else if (st == MEMRA_STATUS_OK && on) {
             const int ok = caps->cc / 10 == 9 && q->cuTensorMapEncodeTiled != NULL && !q->from_ptx &&
                            (caps->smem_per_block_optin == 0 || caps->smem_per_block_optin >= s->kr_wg_smem);
             for (int f = 0; f < 2; f++)
                 if (!ok || !load_optional(q, m, s->kr_wg_names[f], s->kr_wg_smem, &s->gemm_kr_wg[f])) {
                     s->gemm_kr_wg[f] = NULL;
-                    q->host->log(MEMRA_LOG_WARN, q->name,
+                    q->host->log(quiet, q->name,
                                  "MEMRA_MMQ_KR_WG=%s: %s needs cc 9.x, the driver's tensor maps and this image's kernel; "
                                  "the records tiles serve",
-                                 kw, s->kr_wg_names[f]);
+                                 kwn, s->kr_wg_names[f]);
                 }
             if (pre && s->gemm_kr_wg[0] != NULL && s->gemm_kr_wg[1] != NULL) {
                 if (load_optional(q, m, s->kr_wgw_name, R3W_SMEM_BYTES_KM, &s->gemm_kr_wgw) &&
@@ -691,10 +698,10 @@ static memra_status mmq_load(memra__gpu *q, void *state)
                     s->kr_pre = pre;
                 else {
                     s->kq_widen[0] = s->kq_widen[1] = s->gemm_kr_wgw = NULL;
-                    q->host->log(MEMRA_LOG_WARN, q->name,
+                    q->host->log(quiet, q->name,
                                  "MEMRA_MMQ_KR_WG=%s: this image lacks %s or its passes; the _wgm tiles serve (the same "
                                  "results)",
-                                 kw, s->kr_wgw_name);
+                                 kwn, s->kr_wgw_name);
                 }
             }
         }
@@ -1239,10 +1246,11 @@ static memra_status run_tiles(memra__gpu *q, memra_call *call, const memra_gemm_
             /* (the module's one-way switch: its state is otherwise read-only after init) */
             atomic_int *once = &((mmq_state *)MMQ_K(q))->kw_short;
             const int first = atomic_exchange_explicit(once, 1, memory_order_relaxed) == 0;
-            q->host->log(first ? MEMRA_LOG_WARN : MEMRA_LOG_DEBUG, q->name,
-                         "MEMRA_MMQ_KR_WG=pre%s: no scratch for the widened images (%zu bytes); the _wgm tile serves, "
+            q->host->log(!first ? MEMRA_LOG_DEBUG : MMQ_K(q)->kr_auto ? MEMRA_LOG_INFO : MEMRA_LOG_WARN, q->name,
+                         "MEMRA_MMQ_KR_WG=%s: no scratch for the widened images (%zu bytes); the _wgm tile serves, "
                          "with the same results%s",
-                         kpre == 2 ? "2" : "", ib + (kpre == 2 ? tb : 0), first ? " (logged once; later calls at DEBUG)" : "");
+                         MMQ_K(q)->kr_auto ? "auto" : kpre == 2 ? "pre2" : "pre", ib + (kpre == 2 ? tb : 0),
+                         first ? " (logged once; later calls at DEBUG)" : "");
             kpre = 0;
         }
     }
