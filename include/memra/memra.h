@@ -198,7 +198,10 @@ uint64_t memra_device_f16_used(const memra_device *dev);
  * m <= m_max allocate nothing (above m = 1024, on a lane that cannot size a
  * call, a plan that at an m between two steps wanted more fails as below,
  * never silently). A call captured on a stream without enough reserved
- * scratch fails with NOT_SUPPORTED naming this function. Not an op: it
+ * scratch fails with NOT_SUPPORTED naming this function, unless the scratch
+ * only makes it faster: the K-quant floor's prepared images (the mmq module,
+ * Q4_K / Q5_K from 1024 tokens on cc 9.x) are then skipped, with the same
+ * results and one message at INFO a module. Not an op: it
  * allocates and waits, so call it before the capture begins. The arena is
  * the stream's and its graphs': replay them on that stream (or ordered with
  * it). Returns OK, INVALID_ARGUMENT, NOT_SUPPORTED (during capture), the
