@@ -1379,7 +1379,8 @@ step_krwg() {
 # call at m = 4096 per variant, then bench 27b at KRPRE_M (default "4096 512") with KR_WG = each of
 # KRPRE_ARMS (default "0 mma pre pre2") rotated every round (KRPRE_ROUNDS, default 2); the q4_k / q5_k rows to
 # the summary. KRPRE_TOOLS=1: the four tools over
-# the check with each (KRPRE_PARTS picks "tests ncu ab tools"; default "tests ncu ab")
+# the check with each (KRPRE_PARTS picks "tests ncu ab tools stalls"; default "tests ncu ab"; stalls: ncu's
+# per-reason stalls of the prep2 pass and the tile, see below)
 step_krpre() {
   local t=$SECONDS mm r i v f a
   local -a vs=(${KRPRE_ARMS:-0 mma pre pre2})
@@ -1418,6 +1419,32 @@ step_krpre() {
   fi
   if [[ $parts == *" tools "* ]] || [ "${KRPRE_TOOLS:-0}" = 1 ]; then
     for v in pre pre2; do knob_tools MEMRA_MMQ_KR_WG=$v krpre_$v gemm_kr; done
+  fi
+  # stalls: where the prepared tile's time goes, under the default (auto = pre2 from 1024 tokens; at m < 1024
+  # pre2 forced): the first prep2 pass and tile of bench 27b (5120->12288, Q4_K) at each KRPRE_STALL_M
+  # (default "4096 512"), speed of light, DRAM, occupancy and the per-reason stalls, a line a launch
+  if [[ $parts == *" stalls "* ]]; then
+    for mm in ${KRPRE_STALL_M:-4096 512}; do
+      f="$L/krpre_stalls_m$mm.txt"
+      MEMRA_MMQ_KR_WG=pre2 MEMRA_ADMISSION=off timeout 240 ncu --clock-control none --section SpeedOfLight \
+        --section Occupancy --section MemoryWorkloadAnalysis --section WarpStateStats --section ComputeWorkloadAnalysis \
+        --metrics "$NCU_METS" -k regex:'memra_k_(kq_prep2_q4_k|gemm_kr_kq_wgw2)' -c 2 \
+        $M bench 27b --m $mm --reps 1 --warmup 0 > "$f" 2>&1
+      say "krpre stalls m=$mm (pre2): exit $?"
+      awk '/^  [a-z_0-9]+ \(.*Context/ { if (n) print line; n++; line = substr($0, 3, index($0, ", Context") - 3) }
+           / Duration / { line = line sprintf(" %s us", $NF) }
+           /DRAM Throughput/ && !d[n]++ { line = line sprintf(" dram %s%%", $NF) }
+           /Issue Slots Busy/ { line = line sprintf(" issue %s%%", $NF) }
+           /Achieved Occupancy/ { line = line sprintf(" occ %s%%", $NF) }
+           /stalled_long_scoreboard_per/ { line = line sprintf(" lsb %s", $NF) }
+           /stalled_short_scoreboard_per/ { line = line sprintf(" ssb %s", $NF) }
+           /stalled_barrier_per/ { line = line sprintf(" bar %s", $NF) }
+           /stalled_wait_per/ { line = line sprintf(" wait %s", $NF) }
+           /stalled_math_pipe_throttle_per/ { line = line sprintf(" math %s", $NF) }
+           /stalled_dispatch_stall_per/ { line = line sprintf(" disp %s", $NF) }
+           /stalled_mio_throttle_per/ { line = line sprintf(" mio %s", $NF) }
+           END { if (n) print line }' "$f" | cut -c1-260 >> "$S"
+    done
   fi
   say "krpre: $((SECONDS - t)) s"
 }
