@@ -29,6 +29,9 @@
 #               kernels and no cuBLASLt one), RACE_CASE (default streams)
 #   bench       memra bench 27b at BENCH_M (default "512 4096"), each call alone and
 #               --batch 8 (BENCH_BATCH=0: alone only), with receipts
+#   deqab       the per-call dequantisation (dequant_f16 + gemm_f16) against the floor: knobab
+#               MEMRA_Q8_0_RECORDS 0 / 1 on the q4_0 / q4_k / q5_k / q6_k rows, ncu of the dequant kernels
+#               (see step_deqab)
 #   knobab      memra bench 27b with a knob 0 / 1 alternately (KNOBAB_KNOB, default MEMRA_MMQ_R3_UNROLL;
 #               KNOBAB_M, KNOBAB_ROUNDS, KNOBAB_ARM: the arms whose rows the summary keeps, an ERE, default mmq;
 #               KNOBAB_ENV: more settings for both arms, e.g. MEMRA_MMQ_BM=64 to time the 64-token tiles;
@@ -1074,6 +1077,24 @@ step_wgsx() {
 # launch of one bench at GAP_NCU_M (default 384): are the kernels themselves longer inside memra_matmul (ncu
 # runs each kernel alone, so an overlap between them cannot show here). 3. Where nsys exists, its kernel
 # timeline of the same bench (gaps between launches).
+# The per-call dequantisation against the floor (twenty-ninth session's estimate: on sm_90 dequant_f16 +
+# gemm_f16 at 0.3-0.5x the floor's time at m = 4096). MEMRA_Q8_0_RECORDS=0 makes no records at prepare, so
+# the floor arms (q4_0, q4_k, q5_k, q6_k; budget 0) run the per-call dequantisation from the raw copy and
+# their notes say "dequant_f16 ran" / INVALID (they are not the floor then): knobab 0 against 1 (the floor)
+# at DEQAB_M (default "512 4096"), DEQAB_ROUNDS rounds (default 1); the f16 row (the mirror) beside them;
+# then ncu's duration of each dequant_f16 kernel at the first m
+step_deqab() {
+  local t=$SECONDS
+  KNOBAB_KNOB=MEMRA_Q8_0_RECORDS KNOBAB_ON=0 KNOBAB_OFF=1 KNOBAB_M="${DEQAB_M:-512 4096}" \
+    KNOBAB_ROUNDS=${DEQAB_ROUNDS:-1} KNOBAB_ARM="f16|q4_0|q4_k|q5_k|q6_k" step_knobab
+  MEMRA_Q8_0_RECORDS=0 MEMRA_ADMISSION=off timeout 200 ncu --clock-control none --metrics gpu__time_duration.sum,dram__bytes.sum \
+    -k regex:'dequant' $M bench 27b --m ${DEQAB_M%% *} --reps 1 --warmup 0 > "$L/deqab_ncu.txt" 2>&1
+  say "deqab ncu (dequant kernels, MEMRA_Q8_0_RECORDS=0): exit $?"
+  awk '/[a-z_0-9]*dequant[a-z_0-9]*/ && /\(/ {match($0, /[a-zA-Z_0-9]*dequant[a-zA-Z_0-9]*/); k = substr($0, RSTART, RLENGTH)}
+    /gpu__time_duration.sum|dram__bytes.sum/ {print "  " k, $1, $(NF-1), $NF}' "$L/deqab_ncu.txt" | head -48 >> "$S"
+  say "deqab: $((SECONDS - t)) s"
+}
+
 step_gap() {
   local t=$SECONDS f mm=${GAP_NCU_M:-384}
   KNOBAB_KNOB=MEMRA_MMQ_PDL KNOBAB_ON=0 KNOBAB_OFF=1 KNOBAB_ENV=MEMRA_MMQ_WG=0 KNOBAB_M="${GAP_M:-384 768}" \
