@@ -1517,7 +1517,8 @@ static int case_mmq(const char *so)
         const int mma = pre || strcmp(kwc[i].knob, "mma") == 0;
         /* the warnings of the open and the call: none under the default; one at least where an explicit knob
          * cannot apply on this device */
-        const int warn_ok = dflt ? g_n_warn == 0 : (kwc[i].cc != 90 || kwc[i].no_tmap) && strcmp(kwc[i].knob, "0") != 0 ? g_n_warn > 0 : 1;
+        const int must_warn = !dflt && (kwc[i].cc != 90 || kwc[i].no_tmap) && strcmp(kwc[i].knob, "0") != 0;
+        const int warn_ok = dflt ? g_n_warn == 0 : must_warn ? g_n_warn > 0 : 1;
         /* (pre) the pass first, its grid (pre2: the token tiles after the row tiles), then the tile at launch 1 */
         const int wide = g_n_launched >= 2 && strcmp(g_launched[0], kwd[0][kwc[i].f]) == 0   ? 1
                          : g_n_launched >= 2 && strcmp(g_launched[0], kwd[1][kwc[i].f]) == 0 ? 2
