@@ -1082,14 +1082,27 @@ step_wgsx() {
 # the floor arms (q4_0, q4_k, q5_k, q6_k; budget 0) run the per-call dequantisation from the raw copy and
 # their notes say "dequant_f16 ran" / INVALID (they are not the floor then): knobab 0 against 1 (the floor)
 # at DEQAB_M (default "512 4096"), DEQAB_ROUNDS rounds (default 1); the f16 row (the mirror) beside them;
-# then ncu's duration of each dequant_f16 kernel at the first m
+# then the floor's arms with MEMRA_FLOOR_F16_M=1 (dequant_kr_f16 + gemm_f16 from the K records), memra check of
+# dequant_kr_f16, and ncu's duration of each dequant kernel at the first m
 step_deqab() {
   local t=$SECONDS
+  local mm f
   KNOBAB_KNOB=MEMRA_Q8_0_RECORDS KNOBAB_ON=0 KNOBAB_OFF=1 KNOBAB_M="${DEQAB_M:-512 4096}" \
     KNOBAB_ROUNDS=${DEQAB_ROUNDS:-1} KNOBAB_ARM="f16|q4_0|q4_k|q5_k|q6_k" step_knobab
-  MEMRA_Q8_0_RECORDS=0 MEMRA_ADMISSION=off timeout 200 ncu --clock-control none --metrics gpu__time_duration.sum,dram__bytes.sum \
+  # the same arms with MEMRA_FLOOR_F16_M=1: the K records dequantised per call (dequant_kr_f16) + gemm_f16
+  for mm in ${DEQAB_M:-512 4096}; do
+    f="$L/deqab_kr_m$mm.txt"
+    MEMRA_FLOOR_F16_M=1 timeout 200 $M bench 27b --m $mm --json $R/deqab_kr_27b_m${mm}_$TAG.json > "$f" 2>&1
+    say "deqab bench 27b m=$mm MEMRA_FLOOR_F16_M=1: exit $?"
+    awk '$1 ~ /->/ {s = $1} $1 ~ /^(f16|q4_k|q5_k|q6_k)$/ || $2 ~ /^(f16|q4_k|q5_k|q6_k)$/ {print "  " s, $0}' "$f" |
+      grep -v split >> "$S"
+  done
+  MEMRA_FLOOR_F16_M=1 timeout 200 $M check --device 0 --op dequant_kr_f16 > "$L/deqab_check.log" 2>&1
+  say "check dequant_kr_f16 (every module): exit $? $(grep -E 'passed, ' "$L/deqab_check.log")"
+  grep -E " FAIL" "$L/deqab_check.log" | head -4 >> "$S"
+  MEMRA_FLOOR_F16_M=1 MEMRA_ADMISSION=off timeout 200 ncu --clock-control none --metrics gpu__time_duration.sum,dram__bytes.sum \
     -k regex:'dequant' $M bench 27b --m ${DEQAB_M%% *} --reps 1 --warmup 0 > "$L/deqab_ncu.txt" 2>&1
-  say "deqab ncu (dequant kernels, MEMRA_Q8_0_RECORDS=0): exit $?"
+  say "deqab ncu (dequant kernels: the mirrors' dequant_f16 at prepare, dequant_kr_f16 per call): exit $?"
   awk '/[a-z_0-9]*dequant[a-z_0-9]*/ && /\(/ {match($0, /[a-zA-Z_0-9]*dequant[a-zA-Z_0-9]*/); k = substr($0, RSTART, RLENGTH)}
     /gpu__time_duration.sum|dram__bytes.sum/ {print "  " k, $1, $(NF-1), $NF}' "$L/deqab_ncu.txt" | head -48 >> "$S"
   say "deqab: $((SECONDS - t)) s"

@@ -343,8 +343,12 @@ static void arm_judge(const bench *b, arm_result *ar, int a)
     } else if (a >= ARM_KFIRST) {
         /* the floor, not the per-call dequantisation */
         const uint64_t dq = op_hits(b, &ar->served, MEMRA_OP_dequant_f16);
-        ar->valid = op_hits(b, &ar->served, k_arm_op[a]) > 0 && dq == 0;
+        const uint64_t dk = op_hits(b, &ar->served, MEMRA_OP_dequant_kr_f16);
+        ar->valid = op_hits(b, &ar->served, k_arm_op[a]) > 0 && dq == 0 && dk == 0;
         if (dq) snprintf(note, room, "%sdequant_f16 ran x%llu (the per-call fall-back)", sep, (unsigned long long)dq);
+        else if (dk)
+            snprintf(note, room, "%sdequant_kr_f16 + gemm_f16 ran x%llu (MEMRA_FLOOR_F16_M: not the floor)", sep,
+                     (unsigned long long)dk);
     } else {
         ar->valid = op_hits(b, &ar->served, k_arm_op[a]) > 0;
     }

@@ -830,11 +830,12 @@ static void ref_cvt(const xop *o, uint8_t *out)
     }
 }
 static void ref_quant(const xop *o, uint8_t *out) { ref_quant_q8_1(o->src, o->rows, o->cols, out); }
+/* dequant_f16 of the blocks (src; dequant_kr_f16: aux, the GGUF blocks its K records were repacked from) */
 static void ref_dequant(const xop *o, uint8_t *out)
 {
     uint16_t *h = tool_alloc((size_t)(o->rows * o->cols), 2);
     if (h == NULL) return;
-    ref_dequant_f16(o->format, o->src, o->rows, o->cols, h);
+    ref_dequant_f16(o->format, o->op == MEMRA_OP_dequant_kr_f16 ? o->aux : o->src, o->rows, o->cols, h);
     memcpy(out, h, o->dst_bytes);
     free(h);
 }
@@ -894,7 +895,9 @@ static void case_quant(checker *c, int64_t m, int64_t k)
     free(x);
 }
 
-static void case_dequant(checker *c, memra_format f, int64_t rows, int64_t cols)
+/* rows x cols of random blocks of format f through dequant_f16, or (kr) the K-quant blocks repacked as K
+ * records through dequant_kr_f16, judged against dequant_f16's reference on the same blocks */
+static void case_dequant(checker *c, memra_format f, int64_t rows, int64_t cols, int kr)
 {
     const int bv = memra_format_block_values(f), bb = memra_format_block_bytes(f);
     const int64_t nb = rows * (cols / bv);
@@ -916,7 +919,15 @@ static void case_dequant(checker *c, memra_format f, int64_t rows, int64_t cols)
     snprintf(shape, sizeof shape, "%s %lldx%lld", memra_format_name(f), (long long)rows, (long long)cols);
     xop o = {.op = MEMRA_OP_dequant_f16, .format = f, .src = w, .src_bytes = (size_t)(nb * bb),
              .dst_bytes = (size_t)(rows * cols) * 2, .rows = rows, .cols = cols};
-    exact_case(c, &o, shape, 2, ref_dequant);
+    if (!kr) exact_case(c, &o, shape, 2, ref_dequant);
+    const uint64_t kb = kr ? memra_kr_bytes(f, rows, cols) : 0;
+    uint8_t *rec = kb ? tool_alloc((size_t)kb, 1) : NULL;
+    if (rec != NULL && memra_kr_repack(f, w, rows, cols, rec) == 0) {
+        xop ok = {.op = MEMRA_OP_dequant_kr_f16, .format = f, .src = rec, .src_bytes = (size_t)kb, .aux = w,
+                  .aux_bytes = (size_t)(nb * bb), .dst_bytes = (size_t)(rows * cols) * 2, .rows = rows, .cols = cols};
+        exact_case(c, &ok, shape, 2, ref_dequant);
+    }
+    free(rec);
     free(w);
 }
 
@@ -1278,9 +1289,18 @@ static void check_op(checker *c, memra_op op)
                                           MEMRA_FORMAT_Q6_K};
         for (size_t i = 0; i < sizeof fm / sizeof fm[0]; i++) {
             const int kq = memra_format_block_values(fm[i]) == 256;
-            case_dequant(c, fm[i], 3, kq ? 256 : 96);
-            if (!q) case_dequant(c, fm[i], 37, kq ? 768 : 160);
-            if (g) case_dequant(c, fm[i], 1024, 5120);
+            case_dequant(c, fm[i], 3, kq ? 256 : 96, 0);
+            if (!q) case_dequant(c, fm[i], 37, kq ? 768 : 160, 0);
+            if (g) case_dequant(c, fm[i], 1024, 5120, 0);
+        }
+        break;
+    }
+    case MEMRA_OP_dequant_kr_f16: {
+        static const memra_format fm[] = {MEMRA_FORMAT_Q4_K, MEMRA_FORMAT_Q5_K, MEMRA_FORMAT_Q6_K};
+        for (size_t i = 0; i < sizeof fm / sizeof fm[0]; i++) {
+            case_dequant(c, fm[i], 3, 256, 1);
+            if (!q) case_dequant(c, fm[i], 37, 768, 1);
+            if (g) case_dequant(c, fm[i], 1024, 5120, 1);
         }
         break;
     }

@@ -32,7 +32,8 @@
  *     split-k roundings at k = 512 is 50 u = 3e-6, and MEMRA_MMQ_KR_TC's
  *     fold (the min term on TF32 MMAs) 59 u = 3.5e-6 (tools/judge.h).
  *   bit-identical ops (cvt_f16, scale, quant_q8_1, dequant_f16 of Q8_0,
- *     fp8_blk_to_q8_0, repack_q8_0, fp8_nan_count): every output byte equal.
+ *     dequant_kr_f16 of Q4_K, Q5_K or Q6_K K records, fp8_blk_to_q8_0,
+ *     repack_q8_0, fp8_nan_count): every output byte equal.
  *   accprobe is an instrument (time only) and is not judged.
  * A case the module declines is not a failure (a lane may decline shapes; the
  * dispatcher falls through); an op whose every case declined is noted.
@@ -332,6 +333,21 @@ static int build_exact(rng *g, memra_op op, acase *c)
         c->out_bytes = op == MEMRA_OP_dequant_f16 ? (size_t)(rows * cols) * 2 : memra_q8_0r_bytes(rows, cols);
         c->out_off = OFF(dst);
         snprintf(c->shape, sizeof c->shape, "%lld x %lld", (long long)rows, (long long)cols);
+        break;
+    }
+    case MEMRA_OP_dequant_kr_f16: {
+        /* 9 rows of two super-blocks, Q4_K / Q5_K / Q6_K by turns (random super-blocks, repacked) */
+        static const memra_format fm[3] = {MEMRA_FORMAT_Q4_K, MEMRA_FORMAT_Q5_K, MEMRA_FORMAT_Q6_K};
+        int64_t rows = 9, cols = 512;
+        a->rows = rows;
+        a->cols = cols;
+        a->format = fm[rng_next(g) % 3u];
+        uint8_t *w = add_in(c, memra_kr_bytes(a->format, rows, cols), OFF(src));
+        if (w == NULL || !fill_kr(g, a->format, w, rows, cols)) return 0;
+        c->out_bytes = (size_t)(rows * cols) * 2;
+        c->out_off = OFF(dst);
+        snprintf(c->shape, sizeof c->shape, "%s %lld x %lld", memra_format_name(a->format), (long long)rows,
+                 (long long)cols);
         break;
     }
     case MEMRA_OP_fp8_blk_to_q8_0: {

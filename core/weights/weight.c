@@ -606,6 +606,26 @@ static int floor_falls_back(const mm_call *c, memra_op op, memra_status st)
     return st == MEMRA_STATUS_DECLINED || (st == MEMRA_STATUS_NOT_SUPPORTED && c->snap->n_lanes[op] == 0);
 }
 
+/* A K-quant weight's K records (kr) dequantised into scratch by dequant_kr_f16, then gemm_f16 on them
+ * (MEMRA_FLOOR_F16_M). DECLINED when either op has no lane or every lane declined before anything ran
+ * (dequant_kr_f16 first, so a decline of gemm_f16 after it is the caller's fall-back too: only the scratch
+ * was written); any other status is the call's. */
+static memra_status kr_f16(const mm_call *c, const memra_weight *w, memra_dptr kr, memra_gemm_args g)
+{
+    memra_device *dev = c->dev;
+    if (c->snap->n_lanes[MEMRA_OP_dequant_kr_f16] == 0 || c->snap->n_lanes[MEMRA_OP_gemm_f16] == 0)
+        return MEMRA_STATUS_DECLINED;
+    memra_dptr tmp;
+    memra_status st = memra__scratch_get(dev, c->stream, "f16_mirror", (size_t)(w->out_f * w->in_f * 2), &tmp);
+    if (st != MEMRA_STATUS_OK) return st;
+    memra_op_args a = {.struct_size = sizeof a, .format = w->format, .src = kr, .rows = w->out_f, .cols = w->in_f,
+                       .dst = tmp, .stream = c->stream};
+    st = memra__dispatch_on(dev, c->snap, MEMRA_OP_dequant_kr_f16, &a);
+    if (st != MEMRA_STATUS_OK) return st;
+    g.w = tmp;
+    return gemm_step(c, MEMRA_OP_gemm_f16, &g);
+}
+
 /* An operand made during a call allocates and waits for the device, which a
  * stream being captured into a CUDA graph cannot take: a clear error instead
  * (the host device and a driver that cannot tell are never capturing). */
@@ -821,6 +841,17 @@ static memra_status matmul_steps(const mm_call *c, memra_weight *w, const memra_
     }
     if (is_kquant(w->format) && !ma->x_is_f16) {
         const memra_dptr kr = op_load(&wd->kr);
+        if (kr != 0 && dev->rt->cfg.floor_f16_m > 0 && (int64_t)g.m >= dev->rt->cfg.floor_f16_m) {
+            /* MEMRA_FLOOR_F16_M: the K records dequantised per call into scratch, then gemm_f16 (dequant_kr_f16
+             * is dequant_f16 of the blocks bit for bit, so the results are the per-call dequantisation's); no
+             * lane for either op: the floor below */
+            st = kr_f16(c, w, kr, g);
+            if (!floor_falls_back(c, MEMRA_OP_dequant_kr_f16, st) && !floor_falls_back(c, MEMRA_OP_gemm_f16, st))
+                return st;
+            memra__ledger_core_decline(dev, MEMRA_OP_dequant_kr_f16, "core",
+                                       "MEMRA_FLOOR_F16_M: no lane took dequant_kr_f16 + gemm_f16; the K-quant floor "
+                                       "serves");
+        }
         if (kr != 0) {
             /* the K-quant floor; a decline falls to the per-call dequantisation below */
             memra_dptr rec;
@@ -1106,6 +1137,11 @@ static memra_status plan_of(const memra_weight *w, memra_device *dev, memra_weig
                      "the integer MMQ floor",
                      (double)mbytes / 1048576.0, (double)budget / 1048576.0, (double)used / 1048576.0, fn,
                      w->size ? (double)p.operand_bytes / (double)w->size : 0.0);
+            if (dev->rt->cfg.floor_f16_m > 0) { /* the plan is per weight, the switch per call */
+                const size_t l = strlen(p.why);
+                snprintf(p.why + l, sizeof p.why - l, "; from %lld tokens dequant_kr_f16 + gemm_f16 (MEMRA_FLOOR_F16_M)",
+                         (long long)dev->rt->cfg.floor_f16_m);
+            }
         } else {
             p.lane = "transient f16 mirror";
             plan_step(dev, &p, MEMRA_OP_dequant_f16);

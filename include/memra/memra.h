@@ -291,12 +291,13 @@ typedef struct memra_op_args {
     uint32_t struct_size;
     memra_gemm_args gemm;      /* gemm_f16, gemm_fp8, gemm_fp8_blk, gemm_q8_0, gemm_q8_0r, gemm_bf16, accprobe */
     memra_accprobe_arm arm;    /* accprobe */
-    memra_format format;       /* dequant_f16 */
+    memra_format format;       /* dequant_f16, dequant_kr_f16 */
     memra_dptr src;            /* cvt_f16, quant_q8_1 (x), dequant_f16, fp8_blk_to_q8_0 (w), fp8_nan_count (w), scale (y),
-                                  repack_q8_0 (Q8_0 weight) */
+                                  repack_q8_0 (Q8_0 weight), dequant_kr_f16 (K records) */
     memra_dptr aux;            /* fp8_blk_to_q8_0: grid */
-    memra_dptr dst;            /* cvt_f16, quant_q8_1, dequant_f16, fp8_blk_to_q8_0, fp8_nan_count (u64), repack_q8_0 */
-    int64_t rows, cols;        /* quant_q8_1 (m, k), dequant_f16, fp8_blk_to_q8_0, repack_q8_0 */
+    memra_dptr dst;            /* cvt_f16, quant_q8_1, dequant_f16, fp8_blk_to_q8_0, fp8_nan_count (u64), repack_q8_0,
+                                  dequant_kr_f16 */
+    int64_t rows, cols;        /* quant_q8_1 (m, k), dequant_f16, fp8_blk_to_q8_0, repack_q8_0, dequant_kr_f16 */
     int64_t n;                 /* cvt_f16, scale: elements; fp8_nan_count: bytes */
     float s;                   /* scale */
     memra_stream_t stream;

@@ -248,7 +248,8 @@ typedef enum memra_accprobe_arm {
     X(gemm_q8_0r)                                                                   \
     X(gemm_bf16)                                                                    \
     X(gemm_kr)                                                                      \
-    X(gemm_experts)
+    X(gemm_experts)                                                                 \
+    X(dequant_kr_f16)
 
 typedef enum memra_op {
 #define MEMRA__OP_ENUM(name) MEMRA_OP_##name,
@@ -308,6 +309,11 @@ typedef struct memra_op_table {
      * dense op experts->lane. A module may serve some lanes and decline the
      * others. */
     memra_status (*gemm_experts)(memra_call *call, const memra_gemm_args *args, const memra_gemm_experts_args *experts);
+    /* K-packed weight (src, memra_kr_repack: Q4_K / Q5_K / Q6_K, rows x cols) -> row-major f16, bit-identical
+     * to dequant_f16 of the GGUF blocks it was repacked from (memra_kr_record's value, then f16 round to
+     * nearest even): the per-call dequantisation of a weight on the K-quant floor, which keeps no raw copy. */
+    memra_status (*dequant_kr_f16)(memra_call *call, memra_format format, memra_dptr src_kr, int64_t rows,
+                                   int64_t cols, memra_dptr dst_f16);
 } memra_op_table;
 
 /* ---- host services -------------------------------------------------------- */

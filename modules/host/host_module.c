@@ -134,6 +134,7 @@ static const memra_op_table host_ops = {
     .gemm_bf16 = memra__host_gemm_bf16,
     .gemm_kr = memra__host_gemm_kr,
     .gemm_experts = memra__host_gemm_experts,
+    .dequant_kr_f16 = memra__host_dequant_kr_f16,
 };
 
 static const memra_module_desc host_desc = {

@@ -8,6 +8,9 @@
  *                   zero; clamped to +-127, NaN -> 0). Padding gives d = 0, q = 0.
  *  dequant_f16      per row: memra_decode_row (GGML's arithmetic), then f16_rne. Every
  *                   format of memra_decode_row is taken; cols a multiple of its block.
+ *  dequant_kr_f16   K-packed Q4_K / Q5_K / Q6_K (memra_kr_repack) -> f16: per record memra_kr_record,
+ *                   v = s q - mn (Q4_K / Q5_K) or s q (Q6_K) in f32, then f16_rne. s q is exact, so v is
+ *                   the decoder's value bit for bit and the output dequant_f16's of the GGUF blocks.
  *  fp8_blk_to_q8_0  v = e4m3_decode(w[j, c]) * grid[j / 128][c / 128]   (one f32 product)
  *                   then memra_q8_0_encode per 32 values. cols % 32 != 0: DECLINED.
  *  fp8_nan_count    *out += number of bytes with (b & 0x7F) == 0x7F.
@@ -133,6 +136,62 @@ memra_status memra__host_dequant_f16(memra_call *call, memra_format format, memr
     if (jb.scratch == NULL) return FAIL_OOM(ctx, "dequant_f16");
     memra__host_run(threads, rows, dequant_rows, &jb);
     free(jb.scratch);
+    return MEMRA_STATUS_OK;
+}
+
+/* ---- dequant_kr_f16 ------------------------------------------------------------ */
+
+typedef struct dequant_kr_job {
+    memra_format format;
+    const uint8_t *src;
+    int64_t rows, cols;
+    uint16_t *dst;
+} dequant_kr_job;
+
+/* Row r's records (g, r) widened by memra_kr_record and formed as the format's value: s q - mn (Q4_K / Q5_K;
+ * s q is exact, so one rounding, the decoder's), s q (Q6_K; likewise), then f16 round to nearest even */
+static void dequant_kr_rows(void *arg, int tid, int64_t begin, int64_t end)
+{
+    (void)tid;
+    dequant_kr_job *jb = (dequant_kr_job *)arg;
+    const int q6 = jb->format == MEMRA_FORMAT_Q6_K;
+    for (int64_t r = begin; r < end; r++) {
+        uint16_t *o = jb->dst + r * jb->cols;
+        for (int64_t g = 0; g < jb->cols / 128; g++) {
+            float sc[8];
+            int8_t q[128];
+            if (memra_kr_record(jb->format, jb->src, jb->rows, jb->cols, g, r, sc, q) != 0) return; /* checked before */
+            for (int c = 0; c < 128; c++) {
+                const int b = c / 32;
+                const float v = q6 ? sc[b + 4 * ((c / 16) & 1)] * (float)q[c] : sc[b] * (float)q[c] - sc[4 + b];
+                o[128 * g + c] = memra_f16_from_f32(v);
+            }
+        }
+    }
+}
+
+memra_status memra__host_dequant_kr_f16(memra_call *call, memra_format format, memra_dptr src, int64_t rows,
+                                        int64_t cols, memra_dptr dst_f16)
+{
+    memra__host_ctx *ctx = memra__host_call_ctx(call);
+    if (ctx == NULL) return MEMRA_STATUS_INVALID_ARGUMENT;
+    if (format != MEMRA_FORMAT_Q4_K && format != MEMRA_FORMAT_Q5_K && format != MEMRA_FORMAT_Q6_K)
+        return FAIL_ARG(ctx, "dequant_kr_f16: format %d is not Q4_K, Q5_K or Q6_K", (int)format);
+    if (rows < 0 || cols < 0)
+        return FAIL_ARG(ctx, "dequant_kr_f16: rows = %lld and cols = %lld must be >= 0", (long long)rows,
+                        (long long)cols);
+    if (cols % MEMRA_QK_K != 0)
+        return FAIL_ARG(ctx, "dequant_kr_f16: cols = %lld is not a multiple of %d", (long long)cols, MEMRA_QK_K);
+    if (rows == 0 || cols == 0) return MEMRA_STATUS_OK;
+    if (memra_kr_bytes(format, rows, cols) == 0 || cols > INT64_MAX / 4 / rows)
+        return FAIL_ARG(ctx, "dequant_kr_f16: rows x cols overflows");
+    if (src == 0 || dst_f16 == 0) return FAIL_ARG(ctx, "dequant_kr_f16: NULL source or destination");
+    dequant_kr_job jb = {.format = format,
+                         .src = MEMRA__HOST_PTR(const uint8_t, src),
+                         .rows = rows,
+                         .cols = cols,
+                         .dst = MEMRA__HOST_PTR(uint16_t, dst_f16)};
+    memra__host_run(memra__host_threads(ctx, rows, 8.0 * (double)cols), rows, dequant_kr_rows, &jb);
     return MEMRA_STATUS_OK;
 }
 

@@ -5,7 +5,7 @@
  *
  *   family        image(s)              ops
  *   convert       convert               cvt_f16, scale
- *   dequant       dequant               dequant_f16
+ *   dequant       dequant               dequant_f16, dequant_kr_f16
  *   fp8_act       fp8_act               (the FP8 activation quantisers of the blas lanes)
  *   fp8_weight    fp8_weight            fp8_blk_to_q8_0, fp8_nan_count
  *   blas          (cuBLASLt; needs convert and fp8_act listed before it)
@@ -64,6 +64,8 @@ memra_status memra__gpu_cvt_f16(memra_call *call, memra_dptr src_f32, memra_dptr
 memra_status memra__gpu_scale(memra_call *call, memra_dptr y, int64_t n, float s);
 memra_status memra__gpu_dequant_f16(memra_call *call, memra_format format, memra_dptr src, int64_t rows,
                                     int64_t cols, memra_dptr dst_f16);
+memra_status memra__gpu_dequant_kr_f16(memra_call *call, memra_format format, memra_dptr src, int64_t rows,
+                                       int64_t cols, memra_dptr dst_f16);
 memra_status memra__gpu_fp8_blk_to_q8_0(memra_call *call, memra_dptr w, memra_dptr grid, int64_t rows, int64_t cols,
                                         memra_dptr dst_q8_0);
 memra_status memra__gpu_fp8_nan_count(memra_call *call, memra_dptr w, int64_t nbytes, memra_dptr out_u64);

@@ -116,6 +116,7 @@ static const memra_op_table k_sm120_ops = {
     .quant_q8_1 = memra__mmq_quant_q8_1,
     .gemm_q8_0 = memra__mmq_gemm_q8_0,
     .dequant_f16 = memra__gpu_dequant_f16,
+    .dequant_kr_f16 = memra__gpu_dequant_kr_f16,
     .fp8_blk_to_q8_0 = memra__gpu_fp8_blk_to_q8_0,
     .fp8_nan_count = memra__gpu_fp8_nan_count,
     .scale = memra__gpu_scale,

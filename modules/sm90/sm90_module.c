@@ -38,6 +38,7 @@ static const memra_op_table k_sm90_ops = {
     .gemm_fp8 = memra__gpu_gemm_fp8,
     .gemm_fp8_blk = memra__gpu_gemm_fp8_blk,
     .dequant_f16 = memra__gpu_dequant_f16,
+    .dequant_kr_f16 = memra__gpu_dequant_kr_f16,
     .fp8_blk_to_q8_0 = memra__gpu_fp8_blk_to_q8_0,
     .fp8_nan_count = memra__gpu_fp8_nan_count,
     .scale = memra__gpu_scale,

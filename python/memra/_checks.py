@@ -79,6 +79,14 @@ def _row_bytes(fmt, cols):
     return row_bytes(fmt, cols)
 
 
+def _kr_bytes(fmt, rows, cols):
+    """K records (memra_kr_repack): exactly the GGUF bytes of a Q4_K / Q5_K / Q6_K weight; 0 for another format
+    (the op's own check answers then)."""
+    from .runtime import format_name
+    name = format_name(fmt)
+    return rows * _row_bytes(name, cols) if name in ("q4_k", "q5_k", "q6_k") and cols % 256 == 0 else 0
+
+
 def _gemm_y(g):
     if g.m <= 0:
         return 0
@@ -105,7 +113,7 @@ def _needs(op, a):
                          "gemm.x": x_f32},
         "gemm_q8_0": {"gemm.w": (_q8_0_bytes(n, k), _ANY, False), "gemm.x": q8_1},
         "gemm_q8_0r": {"gemm.w": (_recs_bytes(n, k, 144), _ANY, False), "gemm.x": q8_1},
-        "gemm_kr": {"gemm.w": (_recs_bytes(n, k, 160), _ANY, False), "gemm.x": q8_1},
+        "gemm_kr": {"gemm.w": (_kr_bytes(g.w_format, n, k), _ANY, False), "gemm.x": q8_1},
         "accprobe": {"gemm.w": (n * k, _ANY, False), "gemm.x": (m * k, _ANY, False)},
     }
     if op in gemm:
@@ -133,6 +141,8 @@ def _needs(op, a):
                 "dst": (_q8_0_bytes(rows, cols), _ANY, True)}
     if op == "fp8_nan_count":
         return {"src": (cnt, _ANY, False), "dst": (8, _U64, True)}
+    if op == "dequant_kr_f16":
+        return {"src": (_kr_bytes(a.format, rows, cols), _ANY, False), "dst": (rows * cols * 2, _F16, True)}
     if op == "repack_q8_0":
         return {"src": (_q8_0_bytes(rows, cols), _ANY, False), "dst": (_recs_bytes(rows, cols, 144), _ANY, True)}
     return {}

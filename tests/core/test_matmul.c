@@ -747,6 +747,77 @@ static void test_kquant_floor(memra_runtime *rt, memra_format f, int m, int n, i
     free(wide);
 }
 
+/* MEMRA_FLOOR_F16_M=8 (read at open: a runtime of its own, budget 0): a K-quant weight held as K records runs
+ * dequant_kr_f16 + gemm_f16 from 8 tokens (m = 17: the ledger shows both and no gemm_kr, dequant_f16 or raw
+ * copy; judged against the f16 reference) and the floor below (m = 1: gemm_kr). dequant_kr_f16 is dequant_f16
+ * of the blocks bit for bit, so the output equals, bit for bit, the per-call dequantisation's of the same
+ * weight in a runtime with MEMRA_Q8_0_RECORDS=0 (raw copy, dequant_f16 + gemm_f16). */
+static void test_kquant_f16_route(memra_format f, int n, int k)
+{
+    const char *settings[] = {"MEMRA_FLOOR_F16_M=8", "MEMRA_F16_BUDGET_MB=0", NULL};
+    memra_options o = {.struct_size = sizeof o, .no_cuda = 1, .no_default_modules = 1, .settings = settings};
+    memra_runtime *rt, *rt0 = open_no_records("0");
+    CHECK_OK(memra_open(&o, &rt));
+    size_t bytes = 0;
+    uint8_t *wq = random_kquant(f, n, k, &bytes);
+    float *wdec = malloc((size_t)n * k * sizeof(float));
+    const uint64_t rb = memra_format_row_bytes(f, k);
+    for (int j = 0; j < n; j++) memra_decode_row(f, wq + (size_t)j * rb, k, wdec + (size_t)j * k);
+    memra_weight_desc d = {.struct_size = sizeof d, .format = f, .out_f = n, .in_f = k, .data = wq, .size = bytes,
+                           .name = memra_format_name(f)};
+    memra_device *host = memra_device_host(rt), *host0 = memra_device_host(rt0);
+    memra_weight *w = make(rt, &d), *w0 = make(rt0, &d);
+    CHECK_OK(memra_weight_prepare(w, host));
+    check_operands(rt, w, MEMRA_OPERAND_K_RECORDS, "K-quant, MEMRA_FLOOR_F16_M (K records, no raw copy)");
+    memra_weight_plan plan = {.struct_size = sizeof plan};
+    CHECK_OK(memra_weight_plan_get(w, host, &plan));
+    CHECK_STR_EQ(plan.lane, "mmq K records");
+    CHECK_STR_CONTAINS(plan.why, "from 8 tokens dequant_kr_f16 + gemm_f16");
+    matrix mx = new_matrix(17, n, k);
+    ref_f16(&mx, wdec);
+    const uint64_t kr0 = memra_ledger_hits(host, MEMRA_OP_gemm_kr, "host"),
+                   dq0 = memra_ledger_hits(host, MEMRA_OP_dequant_f16, "host"),
+                   dk0 = memra_ledger_hits(host, MEMRA_OP_dequant_kr_f16, "host");
+    char what[64];
+    snprintf(what, sizeof what, "%s m=17 FLOOR_F16_M=8 -> f16", memra_format_name(f));
+    float *y = run_check_keep(rt, w, &mx, what, "gemm_f16", 0);
+    CHECK_INT_EQ((long long)memra_ledger_hits(host, MEMRA_OP_dequant_kr_f16, "host"), (long long)dk0 + 1);
+    CHECK_INT_EQ((long long)memra_ledger_hits(host, MEMRA_OP_gemm_kr, "host"), (long long)kr0);
+    CHECK_INT_EQ((long long)memra_ledger_hits(host, MEMRA_OP_dequant_f16, "host"), (long long)dq0);
+    check_operands(rt, w, MEMRA_OPERAND_K_RECORDS, "K-quant after dequant_kr_f16 (no raw copy made)");
+    /* the per-call dequantisation of the raw copy (no records at all): the same bits */
+    snprintf(what, sizeof what, "%s m=17 no records -> f16", memra_format_name(f));
+    const uint64_t dr0 = memra_ledger_hits(host0, MEMRA_OP_dequant_f16, "host");
+    float *y0 = run_check_keep(rt0, w0, &mx, what, "gemm_f16", 0);
+    CHECK_INT_EQ((long long)memra_ledger_hits(host0, MEMRA_OP_dequant_f16, "host"), (long long)dr0 + 1);
+    for (size_t e = 0; e < (size_t)(mx.m + 4) * (size_t)(mx.n + 3); e++)
+        if (memcmp(&y[e], &y0[e], sizeof(float)) != 0)
+            TEST_FAIL_AT("%s: output %zu is %.9g via dequant_kr_f16, %.9g via dequant_f16", memra_format_name(f), e,
+                         (double)y[e], (double)y0[e]);
+    printf("%-44s bit for bit the raw copy's dequant_f16 + gemm_f16  PASS\n", what);
+    free(y);
+    free(y0);
+    free_matrix(&mx);
+    /* below the threshold: the floor */
+    mx = new_matrix(1, n, k);
+    memset(mx.ref, 0, (size_t)n * sizeof(double));
+    memset(mx.mass, 0, (size_t)n * sizeof(double));
+    uint8_t *rec = malloc((size_t)memra_kr_bytes(f, n, k));
+    CHECK_INT_EQ(memra_kr_repack(f, wq, n, k, rec), 0);
+    ref_kr(&mx, f, wdec, rec);
+    snprintf(what, sizeof what, "%s m=1 FLOOR_F16_M=8 -> gemm_kr", memra_format_name(f));
+    run_and_check(rt, w, &mx, what, "gemm_kr", 0);
+    CHECK_INT_EQ((long long)memra_ledger_hits(host, MEMRA_OP_dequant_kr_f16, "host"), (long long)dk0 + 1);
+    free_matrix(&mx);
+    free(rec);
+    memra_weight_destroy(w);
+    memra_weight_destroy(w0);
+    memra_close(rt);
+    memra_close(rt0);
+    free(wq);
+    free(wdec);
+}
+
 /* A gemm_kr lane's own NOT_SUPPORTED (testkrns: what a GPU lane answers in a
  * CUDA graph capture without reserved scratch) is the call's answer: no
  * per-call dequantisation (another numeric path) behind it, no raw copy made
@@ -968,6 +1039,7 @@ int main(int argc, char **argv)
         test_kquant_floor(rt, kq[f], 1, 40, 256);
         test_kquant_floor(rt, kq[f], 17, 33, 768);
     }
+    for (size_t f = 0; f < 3; f++) test_kquant_f16_route(kq[f], 33, 768);
     test_kquant_lane_not_supported(rt, argv[2]);
     test_quant_without_sums(rt, argv[3]);
     memra_close(rt);

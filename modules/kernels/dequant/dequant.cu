@@ -322,4 +322,85 @@ DQ_KERNEL(memra_k_dequant_q4_k, dq_fmt_q4_k)
 DQ_KERNEL(memra_k_dequant_q5_k, dq_fmt_q5_k)
 DQ_KERNEL(memra_k_dequant_q6_k, dq_fmt_q6_k)
 
+/* ---- op dequant_kr_f16: the K-packed records (gemm_kr's operand, memra_kr_repack) -> f16 --------------
+ * The planes (module.h memra_kr_bytes, core/weights/formats.c kp_planes_of; G = cols / 128 steps, record
+ * rec = g rows + j): N at 0, 64 bytes a record, 32-block u's 16 bytes at 16 u (byte i: value i in the low
+ * nibble, value 16 + i in the high); H after N, HB bytes a record (Q5_K 16: bit o of byte i of word u is
+ * the fifth bit of value 4 o + i; Q6_K 32: bits 2 (o % 4) .. + 1 of byte i of word 2 u + o / 4 are value
+ * 4 o + i's top two); S after H, 16 bytes per super-block and row (entry (g / 2) rows + j): Q4_K / Q5_K
+ * the block's head (d, dmin, scales[12]), Q6_K its int8 scales[16]; D (Q6_K) after S, its f16 d.
+ * Item it: octet t = it % 16 of record it / 16 (values 8 t .. 8 t + 7: 32-block u = t / 4, l0 = 8 (t % 4)),
+ * one 16-byte store to row j at column 128 g + 8 t. Each value is formed as dq_k45 / dq_q6_k form the GGUF
+ * block's (the same scale products and operations, in the same order), so the output is dequant_f16's of
+ * the blocks the records were repacked from, bit for bit. KF: 4, 5 or 6. Preconditions (the C launcher):
+ * src 8-byte and dst 16-byte aligned, cols a multiple of 256. */
+template <int KF>
+__device__ __forceinline__ void dq_kr_run(const unsigned char *__restrict__ src, long long rows, long long cols,
+                                          __half *__restrict__ dst)
+{
+    constexpr int HB = KF == 5 ? 16 : KF == 6 ? 32 : 0;
+    const long long G = cols / 128, items = G * rows * 16;
+    const unsigned char *H = src + G * rows * 64, *S = H + G * rows * HB, *D = S + (cols / 256) * rows * 16;
+    for (long long it = (long long)blockIdx.x * DQ_THREADS + threadIdx.x; it < items;
+         it += (long long)gridDim.x * DQ_THREADS) {
+        const long long rec = it >> 4, g = rec / rows, j = rec - g * rows, hs = (g >> 1) * rows + j;
+        const int t = (int)(it & 15), u = t >> 2, p = t & 3, h = (int)(g & 1);
+        const uint2 q = *reinterpret_cast<const uint2 *>(src + rec * 64 + 16 * u + 8 * (p & 1));
+        const unsigned sh = (unsigned)(p >> 1) * 4u;
+        unsigned x0 = (q.x >> sh) & 0x0F0F0F0Fu, x1 = (q.y >> sh) & 0x0F0F0F0Fu;
+        float v[8];
+        if (KF == 6) {
+            const unsigned w = *reinterpret_cast<const unsigned *>(H + rec * 32 + 4 * (2 * u + (p >> 1)));
+            const unsigned oa = 2u * (unsigned)(p & 1); /* o % 4 of values l0 .. l0 + 3; l0 + 4 .. + 7: oa + 1 */
+            x0 |= ((w >> (2u * oa)) & 0x03030303u) << 4;
+            x1 |= ((w >> (2u * oa + 2u)) & 0x03030303u) << 4;
+            const float d = dq_f16(*reinterpret_cast<const unsigned short *>(D + hs * 2));
+            const int sc = (int)*reinterpret_cast<const signed char *>(S + hs * 16 + 8 * h + 2 * u + (p >> 1));
+            const float ds = dq_mul(d, (float)sc);
+#pragma unroll
+            for (int i = 0; i < 4; i++) {
+                v[i] = dq_mul(ds, DQ_BYTE_F(x0, i, 32.0f));
+                v[4 + i] = dq_mul(ds, DQ_BYTE_F(x1, i, 32.0f));
+            }
+        } else {
+            if (KF == 5) {
+                const unsigned w = *reinterpret_cast<const unsigned *>(H + rec * 16 + 4 * u);
+                x0 |= ((w >> (2 * p)) & 0x01010101u) << 4;
+                x1 |= ((w >> (2 * p + 1)) & 0x01010101u) << 4;
+            }
+            const uint4 hd = *reinterpret_cast<const uint4 *>(S + hs * 16);
+            const float d = dq_f16(hd.x & 0xFFFFu), dmin = dq_f16(hd.x >> 16);
+            const int sub = 4 * h + u; /* GGML's sub-block of the super-block */
+            const unsigned k8 = (unsigned)(sub & 3) * 8u;
+            unsigned sc, m;
+            if (sub < 4) { /* GGML get_scale_min_k4, as dq_k45 */
+                sc = (hd.y >> k8) & 63u;
+                m = (hd.z >> k8) & 63u;
+            } else {
+                const unsigned b0 = (hd.y >> k8) & 0xFFu, b1 = (hd.z >> k8) & 0xFFu, b2 = (hd.w >> k8) & 0xFFu;
+                sc = (b2 & 0x0Fu) | ((b0 >> 6) << 4);
+                m = (b2 >> 4) | ((b1 >> 6) << 4);
+            }
+            const float ds = dq_mul(d, (float)sc), ms = dq_mul(dmin, (float)m);
+#pragma unroll
+            for (int i = 0; i < 4; i++) {
+                v[i] = dq_sub(dq_mul(ds, DQ_BYTE_F(x0, i, 0.0f)), ms);
+                v[4 + i] = dq_sub(dq_mul(ds, DQ_BYTE_F(x1, i, 0.0f)), ms);
+            }
+        }
+        *reinterpret_cast<uint4 *>(dst + j * cols + g * 128 + 8 * t) = dq_pack8(v);
+    }
+}
+
+#define DQ_KR_KERNEL(name, kf)                                                                            \
+    extern "C" __global__ void __launch_bounds__(DQ_THREADS, DQ_MIN_BLOCKS)                               \
+    name(const unsigned char *__restrict__ src, long long rows, long long cols, __half *__restrict__ dst) \
+    {                                                                                                     \
+        dq_kr_run<kf>(src, rows, cols, dst);                                                              \
+    }
+
+DQ_KR_KERNEL(memra_k_dequant_kr_q4_k, 4)
+DQ_KR_KERNEL(memra_k_dequant_kr_q5_k, 5)
+DQ_KR_KERNEL(memra_k_dequant_kr_q6_k, 6)
+
 #endif
