@@ -1083,7 +1083,8 @@ step_wgsx() {
 # their notes say "dequant_f16 ran" / INVALID (they are not the floor then): knobab 0 against 1 (the floor)
 # at DEQAB_M (default "512 4096"), DEQAB_ROUNDS rounds (default 1); the f16 row (the mirror) beside them;
 # then the floor's arms with MEMRA_FLOOR_F16_M=1 (dequant_kr_f16 + gemm_f16 from the K records), memra check of
-# dequant_kr_f16, and ncu's duration of each dequant kernel at the first m
+# dequant_kr_f16 and the four tools over it (sm90, --quick, each in its own process), and ncu's duration of each
+# dequant kernel at the first m
 step_deqab() {
   local t=$SECONDS
   local mm f
@@ -1100,6 +1101,13 @@ step_deqab() {
   MEMRA_FLOOR_F16_M=1 timeout 200 $M check --device 0 --op dequant_kr_f16 > "$L/deqab_check.log" 2>&1
   say "check dequant_kr_f16 (every module): exit $? $(grep -E 'passed, ' "$L/deqab_check.log")"
   grep -E " FAIL" "$L/deqab_check.log" | head -4 >> "$S"
+  local tool lg
+  for tool in memcheck racecheck initcheck synccheck; do
+    lg="$L/deqab_san_$tool.log"
+    MEMRA_ADMISSION=off timeout 300 compute-sanitizer --tool $tool $(san_x $tool) --print-limit 0 --show-backtrace no \
+      $M check --device 0 --op dequant_kr_f16 --module sm90 --quick > "$lg" 2>&1
+    say "deqab $tool check dequant_kr_f16 sm90: exit $? reports $(san_count $tool "$lg") ($(san_said "$lg"))"
+  done
   MEMRA_FLOOR_F16_M=1 MEMRA_ADMISSION=off timeout 200 ncu --clock-control none --metrics gpu__time_duration.sum,dram__bytes.sum \
     -k regex:'dequant' $M bench 27b --m ${DEQAB_M%% *} --reps 1 --warmup 0 > "$L/deqab_ncu.txt" 2>&1
   say "deqab ncu (dequant kernels: the mirrors' dequant_f16 at prepare, dequant_kr_f16 per call): exit $?"
