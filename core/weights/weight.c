@@ -875,8 +875,13 @@ static memra_status matmul_steps(const mm_call *c, memra_weight *w, const memra_
                                        "memory): per-call dequantisation to f16 (the last fall-back)");
         }
     }
-    /* No mirror: a transient one in scratch, from the raw copy (uploaded again,
-     * once, where K records replaced it). */
+    /* No mirror: a transient one in scratch. Where K records replaced the raw copy, from them
+     * (dequant_kr_f16: the same f16 bits as dequant_f16 of the blocks, so the same results, and no raw
+     * copy made again); else, or with no lane for that, from the raw copy (uploaded again, once). */
+    if (is_kquant(w->format) && op_load(&wd->kr) != 0 && op_load(&wd->raw) == 0) {
+        st = kr_f16(c, w, op_load(&wd->kr), g);
+        if (!floor_falls_back(c, MEMRA_OP_dequant_kr_f16, st) && !floor_falls_back(c, MEMRA_OP_gemm_f16, st)) return st;
+    }
     memra_dptr raw = op_load(&wd->raw);
     if (raw == 0) {
         st = refuse_in_capture(w, dev, c->stream, "the raw copy for the per-call dequantisation");

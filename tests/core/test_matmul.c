@@ -725,14 +725,26 @@ static void test_kquant_floor(memra_runtime *rt, memra_format f, int m, int n, i
     snprintf(what, sizeof what, "%s no mirror -> gemm_kr", memra_format_name(f));
     run_and_check(rt, w, &mx, what, "gemm_kr", 0);
     CHECK_INT_EQ(memra_ledger_hits(host, MEMRA_OP_dequant_f16, "host"), deq);
-    /* the floor's lane gone: the per-call dequantisation, named in the ledger */
+    /* the floor's lane gone: the per-call dequantisation, named in the ledger, from the K records
+     * (dequant_kr_f16: no raw copy made again) */
     CHECK_OK(memra_routing_configure(rt, NULL, "gemm_kr"));
     free_matrix(&mx);
     mx = new_matrix(m, n, k);
     ref_f16(&mx, wdec);
+    const uint64_t dk = memra_ledger_hits(host, MEMRA_OP_dequant_kr_f16, "host");
     snprintf(what, sizeof what, "%s gemm_kr disabled -> f16", memra_format_name(f));
-    run_and_check(rt, w, &mx, what, "gemm_f16", 0);
+    float *yk = run_check_keep(rt, w, &mx, what, "gemm_f16", 0);
+    CHECK_INT_EQ(memra_ledger_hits(host, MEMRA_OP_dequant_kr_f16, "host"), dk + 1);
+    CHECK_INT_EQ(memra_ledger_hits(host, MEMRA_OP_dequant_f16, "host"), deq);
+    check_operands(rt, w, MEMRA_OPERAND_K_RECORDS, "K-quant after the fall-back from K records");
+    /* and without dequant_kr_f16 too: from the raw copy, made again; the same bits */
+    CHECK_OK(memra_routing_configure(rt, NULL, "gemm_kr,dequant_kr_f16"));
+    snprintf(what, sizeof what, "%s gemm_kr, dequant_kr_f16 disabled", memra_format_name(f));
+    float *yr = run_check_keep(rt, w, &mx, what, "gemm_f16", 0);
     CHECK_INT_EQ(memra_ledger_hits(host, MEMRA_OP_dequant_f16, "host"), deq + 1);
+    same_bits("dequant_f16 of the raw copy vs dequant_kr_f16 of the K records", &mx, yk, yr);
+    free(yk);
+    free(yr);
     check_operands(rt, w, MEMRA_OPERAND_RAW | MEMRA_OPERAND_K_RECORDS, "K-quant after the fall-back");
     uint64_t named = 0;
     memra_ledger_visit(rt, count_kq_fallback, &named);
