@@ -725,16 +725,22 @@ static void test_kquant_floor(memra_runtime *rt, memra_format f, int m, int n, i
     snprintf(what, sizeof what, "%s no mirror -> gemm_kr", memra_format_name(f));
     run_and_check(rt, w, &mx, what, "gemm_kr", 0);
     CHECK_INT_EQ(memra_ledger_hits(host, MEMRA_OP_dequant_f16, "host"), deq);
-    /* the floor's lane gone: the per-call dequantisation, named in the ledger, from the K records
-     * (dequant_kr_f16: no raw copy made again) */
-    CHECK_OK(memra_routing_configure(rt, NULL, "gemm_kr"));
+    /* f16 activations (the floor takes f32 only): the per-call dequantisation of the K records, no raw copy */
     free_matrix(&mx);
     mx = new_matrix(m, n, k);
     ref_f16(&mx, wdec);
     const uint64_t dk = memra_ledger_hits(host, MEMRA_OP_dequant_kr_f16, "host");
+    snprintf(what, sizeof what, "%s f16 activation -> f16", memra_format_name(f));
+    run_and_check(rt, w, &mx, what, "gemm_f16", 1);
+    CHECK_INT_EQ(memra_ledger_hits(host, MEMRA_OP_dequant_kr_f16, "host"), dk + 1);
+    CHECK_INT_EQ(memra_ledger_hits(host, MEMRA_OP_dequant_f16, "host"), deq);
+    check_operands(rt, w, MEMRA_OPERAND_K_RECORDS, "K-quant, f16 activation (no raw copy made)");
+    /* the floor's lane gone: the per-call dequantisation, named in the ledger, from the K records
+     * (dequant_kr_f16: no raw copy made again) */
+    CHECK_OK(memra_routing_configure(rt, NULL, "gemm_kr"));
     snprintf(what, sizeof what, "%s gemm_kr disabled -> f16", memra_format_name(f));
     float *yk = run_check_keep(rt, w, &mx, what, "gemm_f16", 0);
-    CHECK_INT_EQ(memra_ledger_hits(host, MEMRA_OP_dequant_kr_f16, "host"), dk + 1);
+    CHECK_INT_EQ(memra_ledger_hits(host, MEMRA_OP_dequant_kr_f16, "host"), dk + 2);
     CHECK_INT_EQ(memra_ledger_hits(host, MEMRA_OP_dequant_f16, "host"), deq);
     check_operands(rt, w, MEMRA_OPERAND_K_RECORDS, "K-quant after the fall-back from K records");
     /* and without dequant_kr_f16 too: from the raw copy, made again; the same bits */
