@@ -4,6 +4,8 @@
  *
  *   test_sm90_ops CASE    cvt scale dequant nan_count fp8_to_q8_0
  *                         gemm_f16 gemm_fp8 gemm_fp8_blk graph declines mmq_capture
+ *   (dequant: dequant_f16 of each format; for the K-quants also dequant_kr_f16 of the
+ *   same blocks repacked as K records, byte for byte dequant_f16's and the host's)
  *   test_sm90_ops bench   TFLOP/s of the three GEMM lanes at the 27b sheet (not a test)
  *
  * Exits 77 when there is no cc 9.0 GPU. Every comparison is tools/judge.h's:
@@ -274,6 +276,24 @@ static int case_dequant(void)
         snprintf(what, sizeof what, "dequant_f16 %s", memra_format_name(fmts[f].f));
         ok &= same_bytes(what, got, (void *)(uintptr_t)H(&pd), pd.bytes, 2);
         free(got);
+        if (fmts[f].qk == 256) { /* dequant_kr_f16 of the same blocks as K records: dequant_f16's bytes */
+            const uint64_t kb = memra_kr_bytes(fmts[f].f, rows, cols);
+            uint8_t *kr = malloc((size_t)kb);
+            CHECK(kr != NULL && memra_kr_repack(fmts[f].f, src, rows, cols, kr) == 0);
+            pair pk = pair_new((size_t)kb, kr), pe = pair_new((size_t)(rows * cols * 2), NULL);
+            memra_op_args ak = {.format = fmts[f].f, .src = D(&pk), .rows = rows, .cols = cols, .dst = D(&pe)};
+            memra_op_args bk = {.format = fmts[f].f, .src = H(&pk), .rows = rows, .cols = cols, .dst = H(&pe)};
+            run_both(MEMRA_OP_dequant_kr_f16, &ak, &bk);
+            got = pair_read_dev(&pe);
+            snprintf(what, sizeof what, "dequant_kr_f16 %s vs dequant_f16", memra_format_name(fmts[f].f));
+            ok &= same_bytes(what, got, (void *)(uintptr_t)H(&pd), pd.bytes, 2);
+            snprintf(what, sizeof what, "dequant_kr_f16 %s vs the host's", memra_format_name(fmts[f].f));
+            ok &= same_bytes(what, got, (void *)(uintptr_t)H(&pe), pe.bytes, 2);
+            free(got);
+            pair_free(&pk);
+            pair_free(&pe);
+            free(kr);
+        }
         pair_free(&ps);
         pair_free(&pd);
         free(src);
