@@ -920,9 +920,11 @@ static void case_dequant(checker *c, memra_format f, int64_t rows, int64_t cols,
     xop o = {.op = MEMRA_OP_dequant_f16, .format = f, .src = w, .src_bytes = (size_t)(nb * bb),
              .dst_bytes = (size_t)(rows * cols) * 2, .rows = rows, .cols = cols};
     if (!kr) exact_case(c, &o, shape, 2, ref_dequant);
-    const uint64_t kb = kr ? memra_kr_bytes(f, rows, cols) : 0;
+    const int q8 = f == MEMRA_FORMAT_Q8_0; /* its records: ref_repack_q8_0's, gemm_q8_0r's operand */
+    const uint64_t kb = !kr ? 0 : q8 ? memra_q8_0r_bytes(rows, cols) : memra_kr_bytes(f, rows, cols);
     uint8_t *rec = kb ? tool_alloc((size_t)kb, 1) : NULL;
-    if (rec != NULL && memra_kr_repack(f, w, rows, cols, rec) == 0) {
+    if (rec != NULL && q8) ref_repack_q8_0(w, rows, cols, rec);
+    if (rec != NULL && (q8 || memra_kr_repack(f, w, rows, cols, rec) == 0)) {
         xop ok = {.op = MEMRA_OP_dequant_kr_f16, .format = f, .src = rec, .src_bytes = (size_t)kb, .aux = w,
                   .aux_bytes = (size_t)(nb * bb), .dst_bytes = (size_t)(rows * cols) * 2, .rows = rows, .cols = cols};
         exact_case(c, &ok, shape, 2, ref_dequant);
@@ -1295,11 +1297,12 @@ static void check_op(checker *c, memra_op op)
         }
         break;
     }
-    case MEMRA_OP_dequant_kr_f16: {
-        static const memra_format fm[] = {MEMRA_FORMAT_Q4_K, MEMRA_FORMAT_Q5_K, MEMRA_FORMAT_Q6_K};
+    case MEMRA_OP_dequant_kr_f16: { /* K records, and Q8_0 records (96, 160: the last record padded) */
+        static const memra_format fm[] = {MEMRA_FORMAT_Q4_K, MEMRA_FORMAT_Q5_K, MEMRA_FORMAT_Q6_K, MEMRA_FORMAT_Q8_0};
         for (size_t i = 0; i < sizeof fm / sizeof fm[0]; i++) {
-            case_dequant(c, fm[i], 3, 256, 1);
-            if (!q) case_dequant(c, fm[i], 37, 768, 1);
+            const int q8 = fm[i] == MEMRA_FORMAT_Q8_0;
+            case_dequant(c, fm[i], 3, q8 ? 96 : 256, 1);
+            if (!q) case_dequant(c, fm[i], 37, q8 ? 160 : 768, 1);
             if (g) case_dequant(c, fm[i], 1024, 5120, 1);
         }
         break;

@@ -32,7 +32,7 @@
  *     split-k roundings at k = 512 is 50 u = 3e-6, and MEMRA_MMQ_KR_TC's
  *     fold (the min term on TF32 MMAs) 59 u = 3.5e-6 (tools/judge.h).
  *   bit-identical ops (cvt_f16, scale, quant_q8_1, dequant_f16 of Q8_0,
- *     dequant_kr_f16 of Q4_K, Q5_K or Q6_K K records, fp8_blk_to_q8_0,
+ *     dequant_kr_f16 of Q4_K, Q5_K or Q6_K K records or Q8_0 records, fp8_blk_to_q8_0,
  *     repack_q8_0, fp8_nan_count): every output byte equal.
  *   accprobe is an instrument (time only) and is not judged.
  * A case the module declines is not a failure (a lane may decline shapes; the
@@ -181,6 +181,29 @@ static void fill_q8_0(rng *g, uint8_t *w, int64_t rows, int64_t cols)
         v[0] = 0.9f;
         memra_q8_0_encode(v, w + b * MEMRA_Q8_0_BYTES);
     }
+}
+
+/* Q8_0 records (memra_q8_0r_bytes) of a random Q8_0 weight [rows x cols]: per record the four blocks' f16
+ * scales widened to f32 and their codes, zeros past cols */
+static int fill_q8_0r(rng *g, uint8_t *w, int64_t rows, int64_t cols)
+{
+    uint8_t *b = malloc((size_t)(rows * cols / 32) * MEMRA_Q8_0_BYTES);
+    if (b == NULL) return 0;
+    fill_q8_0(g, b, rows, cols);
+    const int64_t nb = cols / 32;
+    for (int64_t gi = 0; gi < (cols + 127) / 128; gi++)
+        for (int64_t j = 0; j < rows; j++) {
+            uint8_t *rec = w + (size_t)(gi * rows + j) * 144u;
+            memset(rec, 0, 144);
+            for (int s = 0; s < 4 && 4 * gi + s < nb; s++) {
+                const uint8_t *blk = b + (size_t)(j * nb + 4 * gi + s) * MEMRA_Q8_0_BYTES;
+                const float d = memra_f32_from_f16((uint16_t)(blk[0] | (blk[1] << 8)));
+                memcpy(rec + 4 * s, &d, 4);
+                memcpy(rec + 16 + 32 * s, blk + 2, 32);
+            }
+        }
+    free(b);
+    return 1;
 }
 
 /* Random Q4_K / Q5_K / Q6_K super-blocks (finite positive f16 d and dmin,
@@ -336,14 +359,16 @@ static int build_exact(rng *g, memra_op op, acase *c)
         break;
     }
     case MEMRA_OP_dequant_kr_f16: {
-        /* 9 rows of two super-blocks, Q4_K / Q5_K / Q6_K by turns (random super-blocks, repacked) */
-        static const memra_format fm[3] = {MEMRA_FORMAT_Q4_K, MEMRA_FORMAT_Q5_K, MEMRA_FORMAT_Q6_K};
-        int64_t rows = 9, cols = 512;
+        /* 9 rows: K records of two super-blocks, Q4_K / Q5_K / Q6_K, or Q8_0 records of 288 columns (the last
+         * record padded), by a random turn (random blocks, repacked) */
+        static const memra_format fm[4] = {MEMRA_FORMAT_Q4_K, MEMRA_FORMAT_Q5_K, MEMRA_FORMAT_Q6_K, MEMRA_FORMAT_Q8_0};
+        a->format = fm[rng_next(g) % 4u];
+        const int q8 = a->format == MEMRA_FORMAT_Q8_0;
+        int64_t rows = 9, cols = q8 ? 288 : 512;
         a->rows = rows;
         a->cols = cols;
-        a->format = fm[rng_next(g) % 3u];
-        uint8_t *w = add_in(c, memra_kr_bytes(a->format, rows, cols), OFF(src));
-        if (w == NULL || !fill_kr(g, a->format, w, rows, cols)) return 0;
+        uint8_t *w = add_in(c, q8 ? memra_q8_0r_bytes(rows, cols) : memra_kr_bytes(a->format, rows, cols), OFF(src));
+        if (w == NULL || !(q8 ? fill_q8_0r(g, w, rows, cols) : fill_kr(g, a->format, w, rows, cols))) return 0;
         c->out_bytes = (size_t)(rows * cols) * 2;
         c->out_off = OFF(dst);
         snprintf(c->shape, sizeof c->shape, "%s %lld x %lld", memra_format_name(a->format), (long long)rows,

@@ -606,11 +606,12 @@ static int floor_falls_back(const mm_call *c, memra_op op, memra_status st)
     return st == MEMRA_STATUS_DECLINED || (st == MEMRA_STATUS_NOT_SUPPORTED && c->snap->n_lanes[op] == 0);
 }
 
-/* A K-quant weight's K records (kr) dequantised into scratch by dequant_kr_f16, then gemm_f16 on them
- * (MEMRA_FLOOR_F16_M). DECLINED when either op has no lane or every lane declined before anything ran
+/* A floor weight's records (kr: K records, fmt the K-quant; or Q8_0 records, fmt Q8_0) dequantised into
+ * scratch by dequant_kr_f16, then gemm_f16 on them (MEMRA_FLOOR_F16_M, the per-call fall-back). DECLINED when either op has no lane or every lane declined before anything ran
  * (dequant_kr_f16 first, so a decline of gemm_f16 after it is the caller's fall-back too: only the scratch
  * was written); any other status is the call's. */
-static memra_status kr_f16(const mm_call *c, const memra_weight *w, memra_dptr kr, memra_gemm_args g)
+static memra_status kr_f16(const mm_call *c, const memra_weight *w, memra_format fmt, memra_dptr kr,
+                           memra_gemm_args g)
 {
     memra_device *dev = c->dev;
     if (c->snap->n_lanes[MEMRA_OP_dequant_kr_f16] == 0 || c->snap->n_lanes[MEMRA_OP_gemm_f16] == 0)
@@ -618,7 +619,7 @@ static memra_status kr_f16(const mm_call *c, const memra_weight *w, memra_dptr k
     memra_dptr tmp;
     memra_status st = memra__scratch_get(dev, c->stream, "f16_mirror", (size_t)(w->out_f * w->in_f * 2), &tmp);
     if (st != MEMRA_STATUS_OK) return st;
-    memra_op_args a = {.struct_size = sizeof a, .format = w->format, .src = kr, .rows = w->out_f, .cols = w->in_f,
+    memra_op_args a = {.struct_size = sizeof a, .format = fmt, .src = kr, .rows = w->out_f, .cols = w->in_f,
                        .dst = tmp, .stream = c->stream};
     st = memra__dispatch_on(dev, c->snap, MEMRA_OP_dequant_kr_f16, &a);
     if (st != MEMRA_STATUS_OK) return st;
@@ -820,6 +821,15 @@ static memra_status matmul_steps(const mm_call *c, memra_weight *w, const memra_
         g.w = wd->f16;
         return gemm_step(c, MEMRA_OP_gemm_f16, &g);
     }
+    /* MEMRA_FLOOR_F16_M on the Q8_0 records of a Q8_0 weight, or of a Q4_0 one (its exact Q8_0 conversion: the
+     * same values, so dequant_f16's bits of its own blocks): dequant_kr_f16 + gemm_f16; no lane: the floor */
+    if ((w->format == MEMRA_FORMAT_Q8_0 || w->format == MEMRA_FORMAT_Q4_0) && op_load(&wd->q8_0r) != 0 &&
+        dev->rt->cfg.floor_f16_m > 0 && (int64_t)g.m >= dev->rt->cfg.floor_f16_m) {
+        st = kr_f16(c, w, MEMRA_FORMAT_Q8_0, op_load(&wd->q8_0r), g);
+        if (!floor_falls_back(c, MEMRA_OP_dequant_kr_f16, st) && !floor_falls_back(c, MEMRA_OP_gemm_f16, st)) return st;
+        memra__ledger_core_decline(dev, MEMRA_OP_dequant_kr_f16, "core",
+                                   "MEMRA_FLOOR_F16_M: no lane took dequant_kr_f16 + gemm_f16; the floor serves");
+    }
     if (w->format == MEMRA_FORMAT_Q8_0) return mmq(c, w, wd, g);
     if (w->format == MEMRA_FORMAT_Q4_0 && !ma->x_is_f16 && op_load(&wd->q8_0r) != 0) {
         /* Q4_0 on the floor (records of its exact Q8_0 conversion); a decline
@@ -845,7 +855,7 @@ static memra_status matmul_steps(const mm_call *c, memra_weight *w, const memra_
             /* MEMRA_FLOOR_F16_M: the K records dequantised per call into scratch, then gemm_f16 (dequant_kr_f16
              * is dequant_f16 of the blocks bit for bit, so the results are the per-call dequantisation's); no
              * lane for either op: the floor below */
-            st = kr_f16(c, w, kr, g);
+            st = kr_f16(c, w, w->format, kr, g);
             if (!floor_falls_back(c, MEMRA_OP_dequant_kr_f16, st) && !floor_falls_back(c, MEMRA_OP_gemm_f16, st))
                 return st;
             memra__ledger_core_decline(dev, MEMRA_OP_dequant_kr_f16, "core",
@@ -879,7 +889,7 @@ static memra_status matmul_steps(const mm_call *c, memra_weight *w, const memra_
      * (dequant_kr_f16: the same f16 bits as dequant_f16 of the blocks, so the same results, and no raw
      * copy made again); else, or with no lane for that, from the raw copy (uploaded again, once). */
     if (is_kquant(w->format) && op_load(&wd->kr) != 0 && op_load(&wd->raw) == 0) {
-        st = kr_f16(c, w, op_load(&wd->kr), g);
+        st = kr_f16(c, w, w->format, op_load(&wd->kr), g);
         if (!floor_falls_back(c, MEMRA_OP_dequant_kr_f16, st) && !floor_falls_back(c, MEMRA_OP_gemm_f16, st)) return st;
     }
     memra_dptr raw = op_load(&wd->raw);
@@ -982,6 +992,16 @@ static void plan_floor(memra_device *dev, memra_weight_plan *p, int records)
 {
     plan_step(dev, p, MEMRA_OP_quant_q8_1);
     plan_step(dev, p, records ? MEMRA_OP_gemm_q8_0r : MEMRA_OP_gemm_q8_0);
+}
+
+/* The floor's records plans (Q8_0, Q4_0, K-quants) under MEMRA_FLOOR_F16_M: the plan is per weight, the
+ * switch per call, so its why says from which m */
+static void why_floor_f16(const memra_device *dev, memra_weight_plan *p)
+{
+    if (dev->rt->cfg.floor_f16_m <= 0) return;
+    const size_t l = strlen(p->why);
+    snprintf(p->why + l, sizeof p->why - l, "; from %lld tokens dequant_kr_f16 + gemm_f16 (MEMRA_FLOOR_F16_M)",
+             (long long)dev->rt->cfg.floor_f16_m);
 }
 
 static memra_status plan_of(const memra_weight *w, memra_device *dev, memra_weight_plan *out, uint64_t experts);
@@ -1122,6 +1142,7 @@ static memra_status plan_of(const memra_weight *w, memra_device *dev, memra_weig
                      "the f16 mirror (%.1f MB) is over the budget (%.0f MB, %.1f MB used): the integer MMQ floor on %s",
                      (double)mbytes / 1048576.0, (double)budget / 1048576.0, (double)used / 1048576.0,
                      records ? "Q8_0 records (repack_q8_0 at prepare)" : "the Q8_0 blocks");
+            if (records) why_floor_f16(dev, &p);
         } else if (w->format == MEMRA_FORMAT_Q4_0 && records && w->in_f % 32 == 0) {
             p.lane = "mmq records (Q4_0 as Q8_0)";
             plan_step(dev, &p, MEMRA_OP_repack_q8_0);
@@ -1131,6 +1152,7 @@ static memra_status plan_of(const memra_weight *w, memra_device *dev, memra_weig
                      "the f16 mirror (%.1f MB) is over the budget (%.0f MB, %.1f MB used): Q4_0 converted exactly to "
                      "Q8_0 records at prepare (144 B per 128 values, twice Q4_0's 72) for the integer MMQ floor",
                      (double)mbytes / 1048576.0, (double)budget / 1048576.0, (double)used / 1048576.0);
+            why_floor_f16(dev, &p);
         } else if (kr_wanted(w, dev)) {
             p.lane = "mmq K records";
             plan_step(dev, &p, MEMRA_OP_quant_q8_1);
@@ -1142,11 +1164,7 @@ static memra_status plan_of(const memra_weight *w, memra_device *dev, memra_weig
                      "the integer MMQ floor",
                      (double)mbytes / 1048576.0, (double)budget / 1048576.0, (double)used / 1048576.0, fn,
                      w->size ? (double)p.operand_bytes / (double)w->size : 0.0);
-            if (dev->rt->cfg.floor_f16_m > 0) { /* the plan is per weight, the switch per call */
-                const size_t l = strlen(p.why);
-                snprintf(p.why + l, sizeof p.why - l, "; from %lld tokens dequant_kr_f16 + gemm_f16 (MEMRA_FLOOR_F16_M)",
-                         (long long)dev->rt->cfg.floor_f16_m);
-            }
+            why_floor_f16(dev, &p);
         } else {
             p.lane = "transient f16 mirror";
             plan_step(dev, &p, MEMRA_OP_dequant_f16);

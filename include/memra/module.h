@@ -309,9 +309,10 @@ typedef struct memra_op_table {
      * dense op experts->lane. A module may serve some lanes and decline the
      * others. */
     memra_status (*gemm_experts)(memra_call *call, const memra_gemm_args *args, const memra_gemm_experts_args *experts);
-    /* K-packed weight (src, memra_kr_repack: Q4_K / Q5_K / Q6_K, rows x cols) -> row-major f16, bit-identical
-     * to dequant_f16 of the GGUF blocks it was repacked from (memra_kr_record's value, then f16 round to
-     * nearest even): the per-call dequantisation of a weight on the K-quant floor, which keeps no raw copy. */
+    /* The floor's records -> row-major f16 [rows x cols]: format Q4_K / Q5_K / Q6_K, the K-packed weight
+     * (memra_kr_repack); format Q8_0, the Q8_0 records (memra_q8_0r_bytes, gemm_q8_0r's operand). Bit-identical
+     * to dequant_f16 of the GGUF blocks the records were made from (memra_kr_record's value, or q d, then f16
+     * round to nearest even): the per-call dequantisation of a weight on the floor, which keeps no raw copy. */
     memra_status (*dequant_kr_f16)(memra_call *call, memra_format format, memra_dptr src_kr, int64_t rows,
                                    int64_t cols, memra_dptr dst_f16);
 } memra_op_table;

@@ -11,6 +11,7 @@
  *  dequant_kr_f16   K-packed Q4_K / Q5_K / Q6_K (memra_kr_repack) -> f16: per record memra_kr_record,
  *                   v = s q - mn (Q4_K / Q5_K) or s q (Q6_K) in f32, then f16_rne. s q is exact, so v is
  *                   the decoder's value bit for bit and the output dequant_f16's of the GGUF blocks.
+ *                   Format Q8_0: Q8_0 records (memra_q8_0r_bytes), v = q d, dequant_f16's of the blocks.
  *  fp8_blk_to_q8_0  v = e4m3_decode(w[j, c]) * grid[j / 128][c / 128]   (one f32 product)
  *                   then memra_q8_0_encode per 32 values. cols % 32 != 0: DECLINED.
  *  fp8_nan_count    *out += number of bytes with (b & 0x7F) == 0x7F.
@@ -155,6 +156,16 @@ static void dequant_kr_rows(void *arg, int tid, int64_t begin, int64_t end)
     (void)tid;
     dequant_kr_job *jb = (dequant_kr_job *)arg;
     const int q6 = jb->format == MEMRA_FORMAT_Q6_K;
+    if (jb->format == MEMRA_FORMAT_Q8_0) { /* Q8_0 records: v = q d (d the f16 scale widened), dequant_f16's product */
+        for (int64_t r = begin; r < end; r++)
+            for (int64_t c = 0; c < jb->cols; c++) {
+                const uint8_t *rec = jb->src + (uint64_t)((c / 128) * jb->rows + r) * 144u;
+                float d;
+                memcpy(&d, rec + 4 * ((c % 128) / 32), sizeof d);
+                jb->dst[r * jb->cols + c] = memra_f16_from_f32((float)(int8_t)rec[16 + c % 128] * d);
+            }
+        return;
+    }
     for (int64_t r = begin; r < end; r++) {
         uint16_t *o = jb->dst + r * jb->cols;
         for (int64_t g = 0; g < jb->cols / 128; g++) {
@@ -175,15 +186,18 @@ memra_status memra__host_dequant_kr_f16(memra_call *call, memra_format format, m
 {
     memra__host_ctx *ctx = memra__host_call_ctx(call);
     if (ctx == NULL) return MEMRA_STATUS_INVALID_ARGUMENT;
-    if (format != MEMRA_FORMAT_Q4_K && format != MEMRA_FORMAT_Q5_K && format != MEMRA_FORMAT_Q6_K)
-        return FAIL_ARG(ctx, "dequant_kr_f16: format %d is not Q4_K, Q5_K or Q6_K", (int)format);
+    const int q8 = format == MEMRA_FORMAT_Q8_0;
+    if (format != MEMRA_FORMAT_Q4_K && format != MEMRA_FORMAT_Q5_K && format != MEMRA_FORMAT_Q6_K && !q8)
+        return FAIL_ARG(ctx, "dequant_kr_f16: format %d is not Q4_K, Q5_K, Q6_K (K records) or Q8_0 (records)",
+                        (int)format);
     if (rows < 0 || cols < 0)
         return FAIL_ARG(ctx, "dequant_kr_f16: rows = %lld and cols = %lld must be >= 0", (long long)rows,
                         (long long)cols);
-    if (cols % MEMRA_QK_K != 0)
-        return FAIL_ARG(ctx, "dequant_kr_f16: cols = %lld is not a multiple of %d", (long long)cols, MEMRA_QK_K);
+    if (cols % (q8 ? 32 : MEMRA_QK_K) != 0)
+        return FAIL_ARG(ctx, "dequant_kr_f16: cols = %lld is not a multiple of %d", (long long)cols,
+                        q8 ? 32 : MEMRA_QK_K);
     if (rows == 0 || cols == 0) return MEMRA_STATUS_OK;
-    if (memra_kr_bytes(format, rows, cols) == 0 || cols > INT64_MAX / 4 / rows)
+    if ((q8 ? memra_q8_0r_bytes(rows, cols) : memra_kr_bytes(format, rows, cols)) == 0 || cols > INT64_MAX / 4 / rows)
         return FAIL_ARG(ctx, "dequant_kr_f16: rows x cols overflows");
     if (src == 0 || dst_f16 == 0) return FAIL_ARG(ctx, "dequant_kr_f16: NULL source or destination");
     dequant_kr_job jb = {.format = format,

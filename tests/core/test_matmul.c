@@ -836,6 +836,62 @@ static void test_kquant_f16_route(memra_format f, int n, int k)
     free(wdec);
 }
 
+/* MEMRA_FLOOR_F16_M=8 on Q8_0 and Q4_0 weights held as Q8_0 records (budget 0): from 8 tokens dequant_kr_f16
+ * of the records + gemm_f16, whose output is bit for bit the f16 mirror's (dequant_f16 of the blocks at
+ * prepare, gemm_f16) in a runtime with the default budget; below 8 the floor (gemm_q8_0r). */
+static void test_q8_f16_route(memra_format f, int n, int k)
+{
+    const char *settings[] = {"MEMRA_FLOOR_F16_M=8", "MEMRA_F16_BUDGET_MB=0", NULL};
+    memra_options o = {.struct_size = sizeof o, .no_cuda = 1, .no_default_modules = 1, .settings = settings};
+    memra_options om = {.struct_size = sizeof om, .no_cuda = 1, .no_default_modules = 1};
+    memra_runtime *rt, *rtm;
+    CHECK_OK(memra_open(&o, &rt));
+    CHECK_OK(memra_open(&om, &rtm));
+    const size_t nb = (size_t)n * (k / 32), bb = f == MEMRA_FORMAT_Q8_0 ? MEMRA_Q8_0_BYTES : MEMRA_Q4_0_BYTES;
+    uint8_t *wq = f == MEMRA_FORMAT_Q8_0 ? random_q8_0(n, k) : malloc(nb * bb);
+    if (f == MEMRA_FORMAT_Q4_0)
+        for (size_t b = 0; b < nb; b++) {
+            const uint16_t d = memra_f16_from_f32(0.005f + 0.005f * (1.0f + test_rand_f32(&g_rng)));
+            wq[b * bb] = (uint8_t)d, wq[b * bb + 1] = (uint8_t)(d >> 8);
+            for (size_t j = 2; j < bb; j++) wq[b * bb + j] = (uint8_t)test_rand_u64(&g_rng);
+        }
+    float *wdec = malloc((size_t)n * k * sizeof(float));
+    for (int j = 0; j < n; j++) memra_decode_row(f, wq + (size_t)j * (k / 32) * bb, k, wdec + (size_t)j * k);
+    memra_weight_desc d = {.struct_size = sizeof d, .format = f, .out_f = n, .in_f = k, .data = wq, .size = nb * bb,
+                           .name = memra_format_name(f)};
+    memra_device *host = memra_device_host(rt), *hostm = memra_device_host(rtm);
+    memra_weight *w = make(rt, &d), *wm = make(rtm, &d);
+    CHECK_OK(memra_weight_prepare(w, host));
+    CHECK_OK(memra_weight_prepare(wm, hostm));
+    CHECK(memra_weight_operands(w, host) & MEMRA_OPERAND_Q8_0_RECORDS);
+    CHECK(memra_weight_operands(wm, hostm) & MEMRA_OPERAND_F16_MIRROR);
+    memra_weight_plan plan = {.struct_size = sizeof plan};
+    CHECK_OK(memra_weight_plan_get(w, host, &plan));
+    CHECK_STR_CONTAINS(plan.why, "from 8 tokens dequant_kr_f16 + gemm_f16");
+    matrix mx = new_matrix(17, n, k);
+    ref_f16(&mx, wdec);
+    const uint64_t dk0 = memra_ledger_hits(host, MEMRA_OP_dequant_kr_f16, "host"),
+                   r0 = memra_ledger_hits(host, MEMRA_OP_gemm_q8_0r, "host");
+    char what[64];
+    snprintf(what, sizeof what, "%s m=17 FLOOR_F16_M=8 -> f16", memra_format_name(f));
+    float *y = run_check_keep(rt, w, &mx, what, "gemm_f16", 0);
+    CHECK_INT_EQ((long long)memra_ledger_hits(host, MEMRA_OP_dequant_kr_f16, "host"), (long long)dk0 + 1);
+    CHECK_INT_EQ((long long)memra_ledger_hits(host, MEMRA_OP_gemm_q8_0r, "host"), (long long)r0);
+    snprintf(what, sizeof what, "%s m=17 f16 mirror", memra_format_name(f));
+    float *ym = run_check_keep(rtm, wm, &mx, what, "gemm_f16", 0);
+    same_bits("dequant_kr_f16 of the Q8_0 records vs the mirror", &mx, y, ym);
+    printf("%-44s bit for bit the f16 mirror's  PASS\n", what);
+    free(y);
+    free(ym);
+    free_matrix(&mx);
+    memra_weight_destroy(w);
+    memra_weight_destroy(wm);
+    memra_close(rt);
+    memra_close(rtm);
+    free(wq);
+    free(wdec);
+}
+
 /* A gemm_kr lane's own NOT_SUPPORTED (testkrns: what a GPU lane answers in a
  * CUDA graph capture without reserved scratch) is the call's answer: no
  * per-call dequantisation (another numeric path) behind it, no raw copy made
@@ -1058,6 +1114,8 @@ int main(int argc, char **argv)
         test_kquant_floor(rt, kq[f], 17, 33, 768);
     }
     for (size_t f = 0; f < 3; f++) test_kquant_f16_route(kq[f], 33, 768);
+    test_q8_f16_route(MEMRA_FORMAT_Q8_0, 33, 288);
+    test_q8_f16_route(MEMRA_FORMAT_Q4_0, 40, 160);
     test_kquant_lane_not_supported(rt, argv[2]);
     test_quant_without_sums(rt, argv[3]);
     memra_close(rt);

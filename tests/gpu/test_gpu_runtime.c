@@ -549,7 +549,8 @@ static int case_sm90(const char *so)
                    (const char *[]){"memra_k_dequant_q4_k"}, (const int[]){0});
     ok &= launched("fp8_nan_count", m.desc->ops->fp8_nan_count(&c, 0x1000, 1 << 20, 0x2000), 1,
                    (const char *[]){"memra_k_fp8_nan_count"}, (const int[]){0});
-    /* dequant_kr_f16: the format's K-records kernel; a source off 8 bytes declines, cols off 256 is an error */
+    /* dequant_kr_f16: the format's K-records kernel, Q8_0's records kernel; a source off 8 bytes declines, Q4_0
+     * declines (its records are Q8_0 records), K-quant cols off 256 is an error */
     static const memra_format krf[3] = {MEMRA_FORMAT_Q4_K, MEMRA_FORMAT_Q5_K, MEMRA_FORMAT_Q6_K};
     static const char *const krk[3] = {"memra_k_dequant_kr_q4_k", "memra_k_dequant_kr_q5_k", "memra_k_dequant_kr_q6_k"};
     for (int f = 0; f < 3; f++) {
@@ -561,8 +562,11 @@ static int case_sm90(const char *so)
     ok &= declined("dequant_kr_f16 src % 8 = 4", m.desc->ops->dequant_kr_f16(&c, MEMRA_FORMAT_Q4_K, 0x1004, 5, 512, 0x2000),
                    &c, "aligned");
     c = call_of(&m);
-    ok &= declined("dequant_kr_f16 Q8_0", m.desc->ops->dequant_kr_f16(&c, MEMRA_FORMAT_Q8_0, 0x1000, 5, 512, 0x2000), &c,
-                   "Q4_K, Q5_K and Q6_K");
+    ok &= launched("dequant_kr_f16 Q8_0 records", m.desc->ops->dequant_kr_f16(&c, MEMRA_FORMAT_Q8_0, 0x1000, 5, 288, 0x2000),
+                   1, (const char *[]){"memra_k_dequant_kr_q8_0"}, (const int[]){0});
+    c = call_of(&m);
+    ok &= declined("dequant_kr_f16 Q4_0", m.desc->ops->dequant_kr_f16(&c, MEMRA_FORMAT_Q4_0, 0x1000, 5, 512, 0x2000), &c,
+                   "Q8_0 records only");
     c = call_of(&m);
     {
         const memra_status sk = m.desc->ops->dequant_kr_f16(&c, MEMRA_FORMAT_Q6_K, 0x1000, 5, 384, 0x2000);

@@ -322,7 +322,8 @@ DQ_KERNEL(memra_k_dequant_q4_k, dq_fmt_q4_k)
 DQ_KERNEL(memra_k_dequant_q5_k, dq_fmt_q5_k)
 DQ_KERNEL(memra_k_dequant_q6_k, dq_fmt_q6_k)
 
-/* ---- op dequant_kr_f16: the K-packed records (gemm_kr's operand, memra_kr_repack) -> f16 --------------
+/* ---- op dequant_kr_f16: the floor's records -> f16. The K-packed records (gemm_kr's operand,
+ * memra_kr_repack) first, the Q8_0 records after them ------------------------------------------------------
  * The planes (module.h memra_kr_bytes, core/weights/formats.c kp_planes_of; G = cols / 128 steps, record
  * rec = g rows + j): N at 0, 64 bytes a record, 32-block u's 16 bytes at 16 u (byte i: value i in the low
  * nibble, value 16 + i in the high); H after N, HB bytes a record (Q5_K 16: bit o of byte i of word u is
@@ -402,5 +403,34 @@ __device__ __forceinline__ void dq_kr_run(const unsigned char *__restrict__ src,
 DQ_KR_KERNEL(memra_k_dequant_kr_q4_k, 4)
 DQ_KR_KERNEL(memra_k_dequant_kr_q5_k, 5)
 DQ_KR_KERNEL(memra_k_dequant_kr_q6_k, 6)
+
+/* The Q8_0 records (gemm_q8_0r's operand, memra_q8_0r_bytes): record g rows + j of 144 bytes holds the f32
+ * scales d[4] of its four 32-blocks (the f16 scales widened exactly; 0 past cols) and their int8 codes at 16.
+ * Item it: octet t = it % 16 of record it / 16, values 128 g + 8 t .. + 7 of row j (skipped past cols: a
+ * multiple of 32, so an octet is wholly in or out); v = q d in f32, dq_q8_0's product, then f16 RNE: the
+ * output is dequant_f16's of the Q8_0 blocks the records came from (or of the Q4_0 blocks whose exact Q8_0
+ * conversion they are: the same q and d). Preconditions: src 8-byte and dst 16-byte aligned, cols % 32 == 0. */
+extern "C" __global__ void __launch_bounds__(DQ_THREADS, DQ_MIN_BLOCKS)
+memra_k_dequant_kr_q8_0(const unsigned char *__restrict__ src, long long rows, long long cols, __half *__restrict__ dst)
+{
+    const long long G = (cols + 127) / 128, items = G * rows * 16;
+    for (long long it = (long long)blockIdx.x * DQ_THREADS + threadIdx.x; it < items;
+         it += (long long)gridDim.x * DQ_THREADS) {
+        const long long rec = it >> 4, g = rec / rows, j = rec - g * rows;
+        const int t = (int)(it & 15);
+        if (g * 128 + 8 * t >= cols) continue;
+        const unsigned char *r = src + rec * 144;
+        const float d = *reinterpret_cast<const float *>(r + 4 * (t >> 2));
+        const uint2 q = *reinterpret_cast<const uint2 *>(r + 16 + 8 * t);
+        const unsigned x0 = q.x ^ 0x80808080u, x1 = q.y ^ 0x80808080u; /* q + 128 */
+        float v[8];
+#pragma unroll
+        for (int i = 0; i < 4; i++) {
+            v[i] = dq_mul(DQ_BYTE_F(x0, i, 128.0f), d);
+            v[4 + i] = dq_mul(DQ_BYTE_F(x1, i, 128.0f), d);
+        }
+        *reinterpret_cast<uint4 *>(dst + j * cols + g * 128 + 8 * t) = dq_pack8(v);
+    }
+}
 
 #endif

@@ -9,7 +9,7 @@
 
 typedef struct memra__dequant_state {
     CUfunction dequant_q8_0, dequant_q4_0, dequant_q4_k, dequant_q5_k, dequant_q6_k;
-    CUfunction dequant_kr_q4_k, dequant_kr_q5_k, dequant_kr_q6_k;
+    CUfunction dequant_kr_q4_k, dequant_kr_q5_k, dequant_kr_q6_k, dequant_kr_q8_0;
 } memra__dequant_state;
 
 /* The family's kernels, looked up by the runtime at create. */
@@ -22,6 +22,7 @@ static const memra__gpu_kernel k_kernels[] = {
     MEMRA__GPU_KERNEL(memra__dequant_state, dequant_kr_q4_k),
     MEMRA__GPU_KERNEL(memra__dequant_state, dequant_kr_q5_k),
     MEMRA__GPU_KERNEL(memra__dequant_state, dequant_kr_q6_k),
+    MEMRA__GPU_KERNEL(memra__dequant_state, dequant_kr_q8_0),
 };
 
 const memra__gpu_family memra__gpu_family_dequant = {MEMRA__GPU_FAMILY_IMAGE("dequant", memra__dequant_state, k_kernels)};
@@ -79,18 +80,22 @@ memra_status memra__gpu_dequant_kr_f16(memra_call *call, memra_format format, me
     case MEMRA_FORMAT_Q4_K: f = k->dequant_kr_q4_k, name = "memra_k_dequant_kr_q4_k"; break;
     case MEMRA_FORMAT_Q5_K: f = k->dequant_kr_q5_k, name = "memra_k_dequant_kr_q5_k"; break;
     case MEMRA_FORMAT_Q6_K: f = k->dequant_kr_q6_k, name = "memra_k_dequant_kr_q6_k"; break;
-    default: return memra__gpu_decline(call, "dequant_kr_f16 takes Q4_K, Q5_K and Q6_K K records only");
+    case MEMRA_FORMAT_Q8_0: f = k->dequant_kr_q8_0, name = "memra_k_dequant_kr_q8_0"; break;
+    default: return memra__gpu_decline(call, "dequant_kr_f16 takes Q4_K, Q5_K, Q6_K K records and Q8_0 records only");
     }
     if (rows <= 0 || cols <= 0 || src == 0 || dst_f16 == 0)
         return memra__gpu_bad_arg(gpu, "dequant_kr_f16", "empty shape or null buffer");
-    if (cols % 256 != 0 || memra_kr_bytes(format, rows, cols) == 0 || rows > INT64_MAX / cols / 2)
-        return memra__gpu_bad_arg(gpu, "dequant_kr_f16", "cols is not a multiple of 256, or rows x cols overflows");
+    const int q8 = format == MEMRA_FORMAT_Q8_0;
+    if (cols % (q8 ? 32 : 256) != 0 || (q8 ? memra_q8_0r_bytes(rows, cols) : memra_kr_bytes(format, rows, cols)) == 0 ||
+        rows > INT64_MAX / cols / 2)
+        return memra__gpu_bad_arg(gpu, "dequant_kr_f16",
+                                  "cols is not a multiple of 256 (Q8_0 records: 32), or rows x cols overflows");
     if (!memra__gpu_aligned(dst_f16, 16) || !memra__gpu_aligned(src, 8))
         return memra__gpu_decline(call, "dequant_kr_f16 needs an 8-byte aligned source and a 16-byte aligned destination");
     long long r = (long long)rows, c = (long long)cols;
     memra_status st = memra__gpu_enter(gpu);
     if (st != MEMRA_STATUS_OK) return st;
-    const unsigned grid = memra__gpu_blocks(gpu, (int64_t)(r * (c / 128) * 16), 256);
+    const unsigned grid = memra__gpu_blocks(gpu, (int64_t)(r * ((c + 127) / 128) * 16), 256);
     st = memra__gpu_launch(gpu, f, name, grid, 256, call->stream, (void *[]){&src, &r, &c, &dst_f16});
     memra__gpu_leave(gpu);
     return st;
