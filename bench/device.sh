@@ -1095,7 +1095,7 @@ step_deqab() {
     f="$L/deqab_kr_m$mm.txt"
     MEMRA_FLOOR_F16_M=1 timeout 200 $M bench 27b --m $mm --json $R/deqab_kr_27b_m${mm}_$TAG.json > "$f" 2>&1
     say "deqab bench 27b m=$mm MEMRA_FLOOR_F16_M=1: exit $?"
-    awk '$1 ~ /->/ {s = $1} $1 ~ /^(f16|q4_k|q5_k|q6_k)$/ || $2 ~ /^(f16|q4_k|q5_k|q6_k)$/ {print "  " s, $0}' "$f" |
+    awk '$1 ~ /->/ {s = $1} $1 ~ /^(f16|mmq|q4_0|q4_k|q5_k|q6_k)$/ || $2 ~ /^(f16|mmq|q4_0|q4_k|q5_k|q6_k)$/ {print "  " s, $0}' "$f" |
       grep -v split >> "$S"
   done
   MEMRA_FLOOR_F16_M=1 timeout 200 $M check --device 0 --op dequant_kr_f16 > "$L/deqab_check.log" 2>&1

@@ -340,6 +340,11 @@ static void arm_judge(const bench *b, arm_result *ar, int a)
             snprintf(note, room, "%sgemm_q8_0 on Q8_0 blocks%s", sep,
                      ar->operands & MEMRA_OPERAND_Q8_0_RECORDS ? " (the weight has records)" : "");
         if (hb && !hr) ar->op = MEMRA_OP_gemm_q8_0;
+        const uint64_t dk = op_hits(b, &ar->served, MEMRA_OP_dequant_kr_f16);
+        if (dk)
+            snprintf(ar->note + strlen(ar->note), sizeof ar->note - strlen(ar->note),
+                     "%sdequant_kr_f16 + gemm_f16 ran x%llu (MEMRA_FLOOR_F16_M: not the floor)", ar->note[0] ? "; " : "",
+                     (unsigned long long)dk);
     } else if (a >= ARM_KFIRST) {
         /* the floor, not the per-call dequantisation */
         const uint64_t dq = op_hits(b, &ar->served, MEMRA_OP_dequant_f16);

@@ -142,7 +142,9 @@ def _needs(op, a):
     if op == "fp8_nan_count":
         return {"src": (cnt, _ANY, False), "dst": (8, _U64, True)}
     if op == "dequant_kr_f16":
-        return {"src": (_kr_bytes(a.format, rows, cols), _ANY, False), "dst": (rows * cols * 2, _F16, True)}
+        from .runtime import format_name
+        src = _recs_bytes(rows, cols, 144) if format_name(a.format) == "q8_0" else _kr_bytes(a.format, rows, cols)
+        return {"src": (src, _ANY, False), "dst": (rows * cols * 2, _F16, True)}
     if op == "repack_q8_0":
         return {"src": (_q8_0_bytes(rows, cols), _ANY, False), "dst": (_recs_bytes(rows, cols, 144), _ANY, True)}
     return {}
