@@ -14,6 +14,8 @@ typedef struct memra__profile {
     /* Lane policy knobs. */
     uint64_t f16_budget_mb;    /* f16 mirror budget of the host device, and of a GPU whose free memory the driver cannot say (a GPU's default is derived at open: core/runtime/runtime.c) */
     int fp8_blk_slab;          /* build the Q8_0 slab for block-128 FP8 weights (MMQ fallback) */
+    int64_t floor_f16_m;       /* MEMRA_FLOOR_F16_M's default on this profile: from this many tokens the floor's
+                                  records run dequant_kr_f16 + gemm_f16; 0 never (every profile until measured) */
 } memra__profile;
 
 /* The profile a device of compute capability cc (major*10+minor) gets; NULL

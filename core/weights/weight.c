@@ -606,6 +606,12 @@ static int floor_falls_back(const mm_call *c, memra_op op, memra_status st)
     return st == MEMRA_STATUS_DECLINED || (st == MEMRA_STATUS_NOT_SUPPORTED && c->snap->n_lanes[op] == 0);
 }
 
+/* MEMRA_FLOOR_F16_M on dev: the setting, else dev's profile's (0: never) */
+static int64_t floor_f16_m(const memra_device *dev)
+{
+    return dev->rt->cfg.floor_f16_m >= 0 ? dev->rt->cfg.floor_f16_m : dev->profile ? dev->profile->floor_f16_m : 0;
+}
+
 /* A floor weight's records (kr: K records, fmt the K-quant; or Q8_0 records, fmt Q8_0) dequantised into
  * scratch by dequant_kr_f16, then gemm_f16 on them (MEMRA_FLOOR_F16_M, the per-call fall-back). DECLINED when either op has no lane or every lane declined before anything ran
  * (dequant_kr_f16 first, so a decline of gemm_f16 after it is the caller's fall-back too: only the scratch
@@ -824,7 +830,7 @@ static memra_status matmul_steps(const mm_call *c, memra_weight *w, const memra_
     /* MEMRA_FLOOR_F16_M on the Q8_0 records of a Q8_0 weight, or of a Q4_0 one (its exact Q8_0 conversion: the
      * same values, so dequant_f16's bits of its own blocks): dequant_kr_f16 + gemm_f16; no lane: the floor */
     if ((w->format == MEMRA_FORMAT_Q8_0 || w->format == MEMRA_FORMAT_Q4_0) && op_load(&wd->q8_0r) != 0 &&
-        dev->rt->cfg.floor_f16_m > 0 && (int64_t)g.m >= dev->rt->cfg.floor_f16_m) {
+        floor_f16_m(dev) > 0 && (int64_t)g.m >= floor_f16_m(dev)) {
         st = kr_f16(c, w, MEMRA_FORMAT_Q8_0, op_load(&wd->q8_0r), g);
         if (!floor_falls_back(c, MEMRA_OP_dequant_kr_f16, st) && !floor_falls_back(c, MEMRA_OP_gemm_f16, st)) return st;
         memra__ledger_core_decline(dev, MEMRA_OP_dequant_kr_f16, "core",
@@ -851,7 +857,7 @@ static memra_status matmul_steps(const mm_call *c, memra_weight *w, const memra_
     }
     if (is_kquant(w->format) && !ma->x_is_f16) {
         const memra_dptr kr = op_load(&wd->kr);
-        if (kr != 0 && dev->rt->cfg.floor_f16_m > 0 && (int64_t)g.m >= dev->rt->cfg.floor_f16_m) {
+        if (kr != 0 && floor_f16_m(dev) > 0 && (int64_t)g.m >= floor_f16_m(dev)) {
             /* MEMRA_FLOOR_F16_M: the K records dequantised per call into scratch, then gemm_f16 (dequant_kr_f16
              * is dequant_f16 of the blocks bit for bit, so the results are the per-call dequantisation's); no
              * lane for either op: the floor below */
@@ -998,10 +1004,10 @@ static void plan_floor(memra_device *dev, memra_weight_plan *p, int records)
  * switch per call, so its why says from which m */
 static void why_floor_f16(const memra_device *dev, memra_weight_plan *p)
 {
-    if (dev->rt->cfg.floor_f16_m <= 0) return;
+    if (floor_f16_m(dev) <= 0) return;
     const size_t l = strlen(p->why);
     snprintf(p->why + l, sizeof p->why - l, "; from %lld tokens dequant_kr_f16 + gemm_f16 (MEMRA_FLOOR_F16_M)",
-             (long long)dev->rt->cfg.floor_f16_m);
+             (long long)floor_f16_m(dev));
 }
 
 static memra_status plan_of(const memra_weight *w, memra_device *dev, memra_weight_plan *out, uint64_t experts);
