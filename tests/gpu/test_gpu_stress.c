@@ -14,7 +14,10 @@
  *             128-row table: on cc 9.x the seeded warpgroup tile over the
  *             gathered records and the experts' per-call tensor maps, asked for
  *             with MEMRA_MMQ_XE_WG=1 so that a call falling back to the records
- *             tiles is a logged warning, which fails the test);
+ *             tiles is a logged warning, which fails the test), and (lane kq) a
+ *             Q4_K weight on the K-quant floor at KQ_M tokens (on cc 9.x the
+ *             prepared warpgroup tile, its per-call images in each stream's
+ *             scratch);
  *             REPS calls of each lane per job, all queued without a wait, two
  *             threads on each stream. Every output must equal, bit for bit, the
  *             same call made alone on one stream before the threads start.
@@ -23,7 +26,7 @@
  *             graphs are replayed twice with fresh inputs, and every output must
  *             equal the same calls made directly (not captured) afterwards.
  * The ledger must show a GPU module serving each lane. Exits 77 without a GPU.
- * MEMRA_TEST_STRESS_LANES=fp8blk,mmq (a comma list of f16, f16pre, fp8, fp8blk, mmq, xe, xefp8blk, xewg) runs
+ * MEMRA_TEST_STRESS_LANES=fp8blk,mmq (a comma list of f16, f16pre, fp8, fp8blk, mmq, xe, xefp8blk, xewg, kq) runs
  * those lanes only: with MEMRA_DISABLE=sm90, memra's own kernels alone (racecheck).
  * Comparisons are tools/judge.h's judge_bytes; MEMRA_TEST_INJECT_FAULT=1
  * flips a bit of the first value of every comparison: both cases must FAIL.
@@ -39,6 +42,7 @@
 #include "memra/formats.h"
 #include "memra/memra.h"
 #include "test.h"
+#include "test_blocks.h"
 #include "tools/judge.h"
 #include "gpu/cu_streams.h"
 
@@ -50,25 +54,28 @@
 #define OUT_F 1024
 #define IN_F 2048
 
-enum { L_F16, L_F16_PRE, L_FP8, L_FP8_BLK, L_MMQ, L_XE, L_XE_FP8BLK, L_XE_WG, L_N };
+enum { L_F16, L_F16_PRE, L_FP8, L_FP8_BLK, L_MMQ, L_XE, L_XE_FP8BLK, L_XE_WG, L_KQ, L_N };
 static const char *const k_lane[L_N] = {"f16 mirror", "f16 pre-converted", "fp8", "fp8 block-128", "mmq floor",
-                                        "experts q8_0", "experts fp8 blk", "experts q8_0 wg"};
+                                        "experts q8_0", "experts fp8 blk", "experts q8_0 wg", "k-quant floor"};
 static const char *const k_op[L_N] = {"gemm_f16", "gemm_f16", "gemm_fp8", "gemm_fp8_blk", "gemm_q8_0r",
-                                      "gemm_experts", "gemm_experts", "gemm_experts"};
+                                      "gemm_experts", "gemm_experts", "gemm_experts", "gemm_kr"};
 #define XE_E 8
 /* xewg: k from MEMRA_MMQ_XE_WG's auto threshold (mmq_ops.c MMQ_XE_WG_AUTO_K) and at least 96 rows an
  * expert on average (the 128-row table, mmq_ops.c xe_tile_pick), not a multiple of 128 */
 #define XE_WG_K 4096
 #define XE_WG_M 800
+/* kq: a Q4_K weight on the floor at KQ_M tokens, from 1024 on cc 9.x the prepared warpgroup tile (its
+ * per-call images in each stream's scratch: MEMRA_MMQ_KR_WG's default), off the 128-token tile */
+#define KQ_M 1100
 /* unaligned and aligned, each lane its own; the grouped lanes' rows over XE_E experts */
-static const int k_m[L_N] = {77, 64, 130, 33, 96, 200, 150, XE_WG_M};
+static const int k_m[L_N] = {77, 64, 130, 33, 96, 200, 150, XE_WG_M, KQ_M};
 static int in_f(int lane) { return lane == L_XE_WG ? XE_WG_K : IN_F; }
 static int is_xe(int lane) { return lane == L_XE || lane == L_XE_FP8BLK || lane == L_XE_WG; }
 /* MEMRA_TEST_STRESS_LANES: a comma list of these names runs those lanes only (default: all),
  * e.g. "fp8blk,mmq" for memra's own kernels alone under racecheck, with no cuBLASLt kernel */
-static const char *const k_lane_key[L_N] = {"f16", "f16pre", "fp8", "fp8blk", "mmq", "xe", "xefp8blk", "xewg"};
+static const char *const k_lane_key[L_N] = {"f16", "f16pre", "fp8", "fp8blk", "mmq", "xe", "xefp8blk", "xewg", "kq"};
 static int g_on[L_N];
-#define M_MAX XE_WG_M
+#define M_MAX KQ_M
 /* MEMRA_MMQ_XE_WG=1's warnings: a call of lane xewg that the tile should take but does not */
 static test_log_count g_wg_log = {"MEMRA_MMQ_XE_WG", 0};
 
@@ -181,7 +188,7 @@ static void pick_lanes(void)
         int l = 0;
         while (l < L_N && strcmp(t, k_lane_key[l]) != 0) l++;
         if (l == L_N) {
-            fprintf(stderr, "MEMRA_TEST_STRESS_LANES: unknown lane '%s' (f16, f16pre, fp8, fp8blk, mmq, xe, xefp8blk, xewg)\n", t);
+            fprintf(stderr, "MEMRA_TEST_STRESS_LANES: unknown lane '%s' (f16, f16pre, fp8, fp8blk, mmq, xe, xefp8blk, xewg, kq)\n", t);
             exit(1);
         }
         g_on[l] = 1;
@@ -240,6 +247,19 @@ static void make_weights(void)
      * no mirror budget too (quantised experts take the floor on a GPU) */
     if (g_on[L_XE]) q8_experts(L_XE, "stress.experts q8_0");
     if (g_on[L_XE_WG]) q8_experts(L_XE_WG, "stress.experts q8_0 k4096");
+    /* the K-quant floor's weight: Q4_K blocks (random codes, small positive scales), K records */
+    if (g_on[L_KQ]) {
+        const size_t kb = memra_format_row_bytes(MEMRA_FORMAT_Q4_K, IN_F) * OUT_F;
+        uint8_t *q4k = malloc(kb);
+        CHECK(q4k != NULL);
+        test_fill_quant_blocks(&g_rng, MEMRA_FORMAT_Q4_K, q4k, kb);
+        memra_weight_desc dk = {.struct_size = sizeof dk, .format = MEMRA_FORMAT_Q4_K, .out_f = OUT_F, .in_f = IN_F,
+                                .data = q4k, .size = kb, .name = "stress.q4_k floor"};
+        CHECK_OK(memra_weight_create(g_rt, &dk, &g_w[L_KQ]));
+        CHECK_OK(memra_weight_prepare(g_w[L_KQ], g_dev));
+        CHECK(memra_weight_operands(g_w[L_KQ], g_dev) & MEMRA_OPERAND_K_RECORDS);
+        free(q4k);
+    }
     CHECK_OK(memra_device_f16_budget_set(g_dev, budget));
     free(q8);
 
