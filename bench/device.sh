@@ -1106,6 +1106,8 @@ step_deqab() {
     awk '$1 ~ /->/ {s = $1} $1 ~ /^(f16|mmq|q4_0|q4_k|q5_k|q6_k)$/ || $2 ~ /^(f16|mmq|q4_0|q4_k|q5_k|q6_k)$/ {print "  " s, $0}' "$f" |
       grep -v split >> "$S"
   done
+  python3 bench/deqab_table.py "$R" "$TAG" > "$L/deqab_table.txt" 2>&1
+  grep -E "^device|^  m=" "$L/deqab_table.txt" >> "$S"
   MEMRA_FLOOR_F16_M=1 timeout 200 $M check --device 0 --op dequant_kr_f16 > "$L/deqab_check.log" 2>&1
   say "check dequant_kr_f16 (every module): exit $? $(grep -E 'passed, ' "$L/deqab_check.log")"
   grep -E " FAIL" "$L/deqab_check.log" | head -4 >> "$S"

@@ -131,6 +131,7 @@ typedef struct bench {
     tool_rng rng;
     memra_timer *timer;
     FILE *json;
+    int json_done; /* the receipt is whole (closed), even if the run's status is not 0 (an INVALID arm) */
     int failed;
     int version; /* of the receipt: 2, or 3 under --device all */
 } bench;
@@ -809,6 +810,7 @@ static int bench_arms(bench *b)
                 first = 0;
             }
         fprintf(b->json, "]}\n");
+        b->json_done = 1;
     }
     free(logsum);
     return rc;
@@ -1189,6 +1191,7 @@ static int bench_race(bench *b, const char *const *mods, int nm, memra_op op)
             else fprintf(b->json, "],\"geomean_flops_per_s\":null,\"geomean_bytes_per_s\":%.6g}\n", grate);
         }
     }
+    b->json_done = b->json != NULL;
     return rc;
 }
 
@@ -1754,7 +1757,7 @@ static int bench_one(memra_runtime *rt, int di, const bench_opts *o, FILE *recei
     memra_timer_destroy(b.timer);
     if (rc == 0 && g_old != NULL) compare_print();
     g_ncmp = 0;
-    if (b.json && rc != 0) {
+    if (b.json && rc != 0 && !b.json_done) {
         if (model == NULL) fprintf(b.json, "]}\n"); /* close what was opened; the receipt says it is partial */
         fprintf(stderr, "memra bench: the receipt %s is incomplete\n", json);
     }
