@@ -342,6 +342,7 @@ static void arm_judge(const bench *b, arm_result *ar, int a)
                      ar->operands & MEMRA_OPERAND_Q8_0_RECORDS ? " (the weight has records)" : "");
         if (hb && !hr) ar->op = MEMRA_OP_gemm_q8_0;
         const uint64_t dk = op_hits(b, &ar->served, MEMRA_OP_dequant_kr_f16);
+        ar->valid = ar->valid && dk == 0; /* the floor, not the per-call dequantisation */
         if (dk)
             snprintf(ar->note + strlen(ar->note), sizeof ar->note - strlen(ar->note),
                      "%sdequant_kr_f16 + gemm_f16 ran x%llu (MEMRA_FLOOR_F16_M: not the floor)", ar->note[0] ? "; " : "",
@@ -1669,6 +1670,9 @@ static int compare_load(const char *path)
 
 /* One device's run; its receipt (when `receipt` is set) is one memra-bench
  * object of the given version. */
+/* Whether bench_one's last receipt is whole: its status may still be 1 (an INVALID arm, the run done) */
+static int g_receipt_whole;
+
 static int bench_one(memra_runtime *rt, int di, const bench_opts *o, FILE *receipt, int version)
 {
     bench b;
@@ -1761,6 +1765,7 @@ static int bench_one(memra_runtime *rt, int di, const bench_opts *o, FILE *recei
         if (model == NULL) fprintf(b.json, "]}\n"); /* close what was opened; the receipt says it is partial */
         fprintf(stderr, "memra bench: the receipt %s is incomplete\n", json);
     }
+    g_receipt_whole = b.json == NULL || b.json_done || (model != NULL && rc == 0);
     return rc;
 }
 
@@ -1776,19 +1781,21 @@ static int bench_all(memra_runtime *rt, const bench_opts *o, FILE *receipt)
     if (n == 0) idx[n++] = memra_device_count(rt) - 1;
     char *text[64] = {NULL};
     size_t len[64] = {0};
-    int rc = 0;
-    for (int i = 0; i < n && rc == 0; i++) {
+    int rc = 0, whole = 1; /* a device whose run ended with an INVALID arm (status 1, receipt whole) goes on */
+    for (int i = 0; i < n && whole; i++) {
         FILE *f = receipt ? open_memstream(&text[i], &len[i]) : NULL;
         if (receipt && f == NULL) {
             fprintf(stderr, "memra bench: open_memstream: out of memory\n");
-            rc = 1;
+            rc = 1, whole = 0;
             break;
         }
         if (i) printf("\n");
-        rc = bench_one(rt, idx[i], o, f, 4);
+        const int r = bench_one(rt, idx[i], o, f, 4);
         if (f) fclose(f);
+        rc |= r;
+        whole = r == 0 || g_receipt_whole;
     }
-    if (receipt != NULL && rc == 0) {
+    if (receipt != NULL && whole) {
         /* the first object without its closing brace, then the section */
         size_t l = len[0];
         while (l > 0 && (text[0][l - 1] == '\n' || text[0][l - 1] == ' ')) l--;

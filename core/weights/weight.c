@@ -624,6 +624,13 @@ static memra_status kr_f16(const mm_call *c, const memra_weight *w, memra_format
         return MEMRA_STATUS_DECLINED;
     memra_dptr tmp;
     memra_status st = memra__scratch_get(dev, c->stream, "f16_mirror", (size_t)(w->out_f * w->in_f * 2), &tmp);
+    /* no memory for the f16 copy: the floor, which needs none, serves (NOT_SUPPORTED, a capture without the
+     * reservation, stays the call's answer: the eager call would take this route) */
+    if (st == MEMRA_STATUS_OUT_OF_MEMORY) {
+        memra__ledger_core_decline(dev, MEMRA_OP_dequant_kr_f16, "core",
+                                   "no memory for the per-call f16 copy of the weight; the floor serves");
+        return MEMRA_STATUS_DECLINED;
+    }
     if (st != MEMRA_STATUS_OK) return st;
     memra_op_args a = {.struct_size = sizeof a, .format = fmt, .src = kr, .rows = w->out_f, .cols = w->in_f,
                        .dst = tmp, .stream = c->stream};
@@ -756,6 +763,7 @@ static memra_status matmul_steps(const mm_call *c, memra_weight *w, const memra_
 {
     memra_device *dev = c->dev;
     memra_status st;
+    int kr_f16_tried = 0; /* MEMRA_FLOOR_F16_M's route ran and fell back: the last fall-back does not repeat it */
     weight_dev *wd = &w->dev[dev->index];
     memra_gemm_args g = {.struct_size = sizeof g,
                          .m = ma->m,
@@ -858,6 +866,7 @@ static memra_status matmul_steps(const mm_call *c, memra_weight *w, const memra_
     if (is_kquant(w->format) && !ma->x_is_f16) {
         const memra_dptr kr = op_load(&wd->kr);
         if (kr != 0 && floor_f16_m(dev) > 0 && (int64_t)g.m >= floor_f16_m(dev)) {
+            kr_f16_tried = 1;
             /* MEMRA_FLOOR_F16_M: the K records dequantised per call into scratch, then gemm_f16 (dequant_kr_f16
              * is dequant_f16 of the blocks bit for bit, so the results are the per-call dequantisation's); no
              * lane for either op: the floor below */
@@ -894,7 +903,7 @@ static memra_status matmul_steps(const mm_call *c, memra_weight *w, const memra_
     /* No mirror: a transient one in scratch. Where K records replaced the raw copy, from them
      * (dequant_kr_f16: the same f16 bits as dequant_f16 of the blocks, so the same results, and no raw
      * copy made again); else, or with no lane for that, from the raw copy (uploaded again, once). */
-    if (is_kquant(w->format) && op_load(&wd->kr) != 0 && op_load(&wd->raw) == 0) {
+    if (is_kquant(w->format) && op_load(&wd->kr) != 0 && op_load(&wd->raw) == 0 && !kr_f16_tried) {
         st = kr_f16(c, w, w->format, op_load(&wd->kr), g);
         if (!floor_falls_back(c, MEMRA_OP_dequant_kr_f16, st) && !floor_falls_back(c, MEMRA_OP_gemm_f16, st)) return st;
     }

@@ -561,6 +561,10 @@ static int case_sm90(const char *so)
     c = call_of(&m);
     ok &= declined("dequant_kr_f16 src % 8 = 4", m.desc->ops->dequant_kr_f16(&c, MEMRA_FORMAT_Q4_K, 0x1004, 5, 512, 0x2000),
                    &c, "aligned");
+    /* 8-byte alignment is all the kernels need (the super-block heads are read as two 8-byte words) */
+    c = call_of(&m);
+    ok &= launched("dequant_kr_f16 src % 16 = 8", m.desc->ops->dequant_kr_f16(&c, MEMRA_FORMAT_Q5_K, 0x1008, 5, 512, 0x2000),
+                   1, (const char *[]){"memra_k_dequant_kr_q5_k"}, (const int[]){0});
     c = call_of(&m);
     ok &= launched("dequant_kr_f16 Q8_0 records", m.desc->ops->dequant_kr_f16(&c, MEMRA_FORMAT_Q8_0, 0x1000, 5, 288, 0x2000),
                    1, (const char *[]){"memra_k_dequant_kr_q8_0"}, (const int[]){0});

@@ -369,7 +369,10 @@ __device__ __forceinline__ void dq_kr_run(const unsigned char *__restrict__ src,
                 x0 |= ((w >> (2 * p)) & 0x01010101u) << 4;
                 x1 |= ((w >> (2 * p + 1)) & 0x01010101u) << 4;
             }
-            const uint4 hd = *reinterpret_cast<const uint4 *>(S + hs * 16);
+            /* the 16-byte head as two 8-byte loads: the launcher asks only 8-byte alignment of src */
+            const uint2 h0 = *reinterpret_cast<const uint2 *>(S + hs * 16),
+                        h1 = *reinterpret_cast<const uint2 *>(S + hs * 16 + 8);
+            const uint4 hd = make_uint4(h0.x, h0.y, h1.x, h1.y);
             const float d = dq_f16(hd.x & 0xFFFFu), dmin = dq_f16(hd.x >> 16);
             const int sub = 4 * h + u; /* GGML's sub-block of the super-block */
             const unsigned k8 = (unsigned)(sub & 3) * 8u;
