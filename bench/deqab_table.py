@@ -15,27 +15,17 @@ receipt quotes one (issue 26's H200 table: cross-card unless the run was on an H
 geometric means and ranges. The floor's arm must be valid (its ledger showed the floor's GEMM); the routes'
 arms are INVALID as floor rows by design and are not filtered.
 """
-import json
-import math
 import os
 import re
 import sys
 from collections import defaultdict
 
+from receipt_util import geomean, load, median
+
 KNOB = re.compile(r"^knobab_[a-z0-9]+_m(\d+)_MEMRA_Q8_0_RECORDS_([01])_(\d+)_on0_.*\.json$")
 ROUTE = re.compile(r"^deqab_kr_[a-z0-9]+_m(\d+)_.*\.json$")
 ARMS = ("mmq", "q4_0", "q4_k", "q5_k", "q6_k")
 RUNS = ("floor", "raw", "route")
-
-
-def median(v):
-    v = sorted(v)
-    n = len(v)
-    return v[n // 2] if n % 2 else 0.5 * (v[n // 2 - 1] + v[n // 2])
-
-
-def geomean(v):
-    return math.exp(sum(math.log(x) for x in v) / len(v)) if v else float("nan")
 
 
 def main(argv):
@@ -56,10 +46,8 @@ def main(argv):
             m, run = int(mr.group(1)), "route"
         else:
             continue
-        with open(os.path.join(folder, name)) as f:
-            d = json.load(f)
-        dev = d.get("device", "?")
-        device.add(str(dev.get("name", dev) if isinstance(dev, dict) else dev))
+        dev, d = load(os.path.join(folder, name))
+        device.add(dev)
         for s in d["shapes"]:
             for a in s["arms"]:
                 if a["arm"] not in ARMS:

@@ -668,6 +668,25 @@ NCU_METS=$NCU_ST"_long_scoreboard_per_issue_active.ratio,"$NCU_ST"_short_scorebo
 # dense), for q8_0 (the floor: experts_q8_0r_mt4 full tiles and gemm_q8_0r) and for fp8blk with
 # its own dense kernel preferred (experts_wgmma and the wgmma kernels); one summary line a launch
 # (kernel, grid, duration, DRAM and L2, occupancy, the leading stalls) in the summary
+# ncu_launch_lines LOG WIDTH: one summary line per profiled launch of an ncu log (kernel and grid, duration,
+# DRAM throughput, L2 hit rate, issue slots busy, occupancy, the per-reason stalls of NCU_METS), the fields the
+# log has, cut to WIDTH characters
+ncu_launch_lines() {
+  awk '/^  [a-z_0-9]+ \(.*Context/ { if (n) print line; n++; line = substr($0, 3, index($0, ", Context") - 3) }
+       / Duration / { line = line sprintf(" %s us", $NF) }
+       /DRAM Throughput/ && !d[n]++ { line = line sprintf(" dram %s%%", $NF) }
+       /L2 Hit Rate/ { line = line sprintf(" L2hit %s%%", $NF) }
+       /Issue Slots Busy/ { line = line sprintf(" issue %s%%", $NF) }
+       /Achieved Occupancy/ { line = line sprintf(" occ %s%%", $NF) }
+       /stalled_long_scoreboard_per/ { line = line sprintf(" lsb %s", $NF) }
+       /stalled_short_scoreboard_per/ { line = line sprintf(" ssb %s", $NF) }
+       /stalled_barrier_per/ { line = line sprintf(" bar %s", $NF) }
+       /stalled_wait_per/ { line = line sprintf(" wait %s", $NF) }
+       /stalled_math_pipe_throttle_per/ { line = line sprintf(" math %s", $NF) }
+       /stalled_dispatch_stall_per/ { line = line sprintf(" disp %s", $NF) }
+       /stalled_mio_throttle_per/ { line = line sprintf(" mio %s", $NF) }
+       END { if (n) print line }' "$1" | cut -c1-"$2" >> "$S"
+}
 step_xencu() {
   local t=$SECONDS fm k pre f
   for fm in ${XENCU_FORMATS:-q8_0 fp8blk}; do
@@ -679,17 +698,7 @@ step_xencu() {
       -k regex:"$k" -c ${XENCU_C:-20} $M bench moe --device 0 --sheet mixtral --routing uniform --m 512 \
       --format $fm --reps 1 > "$f" 2>&1
     say "xencu $fm: exit $?"
-    awk '/^  [a-z_0-9]+ \(.*Context/ { if (n) print line; n++; line = substr($0, 3, index($0, ", Context") - 3) }
-         / Duration / { line = line sprintf(" %s us", $NF) }
-         /DRAM Throughput/ && !d[n]++ { line = line sprintf(" dram %s%%", $NF) }
-         /L2 Hit Rate/ { line = line sprintf(" L2hit %s%%", $NF) }
-         /Achieved Occupancy/ { line = line sprintf(" occ %s%%", $NF) }
-         /stalled_long_scoreboard_per/ { line = line sprintf(" lsb %s", $NF) }
-         /stalled_barrier_per/ { line = line sprintf(" bar %s", $NF) }
-         /stalled_wait_per/ { line = line sprintf(" wait %s", $NF) }
-         /stalled_math_pipe_throttle_per/ { line = line sprintf(" math %s", $NF) }
-         /stalled_dispatch_stall_per/ { line = line sprintf(" disp %s", $NF) }
-         END { if (n) print line }' "$f" | cut -c1-230 >> "$S"
+    ncu_launch_lines "$f" 230
   done
   say "xencu: $((SECONDS - t)) s"
 }
@@ -1483,19 +1492,7 @@ step_krpre() {
         --metrics "$NCU_METS" -k regex:'memra_k_(kq_prep2_q4_k|gemm_kr_kq_wgw2)' -c 2 \
         $M bench 27b --m $mm --reps 1 --warmup 0 > "$f" 2>&1
       say "krpre stalls m=$mm (pre2): exit $?"
-      awk '/^  [a-z_0-9]+ \(.*Context/ { if (n) print line; n++; line = substr($0, 3, index($0, ", Context") - 3) }
-           / Duration / { line = line sprintf(" %s us", $NF) }
-           /DRAM Throughput/ && !d[n]++ { line = line sprintf(" dram %s%%", $NF) }
-           /Issue Slots Busy/ { line = line sprintf(" issue %s%%", $NF) }
-           /Achieved Occupancy/ { line = line sprintf(" occ %s%%", $NF) }
-           /stalled_long_scoreboard_per/ { line = line sprintf(" lsb %s", $NF) }
-           /stalled_short_scoreboard_per/ { line = line sprintf(" ssb %s", $NF) }
-           /stalled_barrier_per/ { line = line sprintf(" bar %s", $NF) }
-           /stalled_wait_per/ { line = line sprintf(" wait %s", $NF) }
-           /stalled_math_pipe_throttle_per/ { line = line sprintf(" math %s", $NF) }
-           /stalled_dispatch_stall_per/ { line = line sprintf(" disp %s", $NF) }
-           /stalled_mio_throttle_per/ { line = line sprintf(" mio %s", $NF) }
-           END { if (n) print line }' "$f" | cut -c1-260 >> "$S"
+      ncu_launch_lines "$f" 260
     done
   fi
   say "krpre: $((SECONDS - t)) s"

@@ -12,25 +12,16 @@ the run was on an H200). Then per (m, format, arm) the geometric means and the
 range. An arm whose ledger showed no hit (valid false) is marked INVALID. TAG:
 only the receipts whose names end in _<TAG>.json.
 """
-import json
 import math
 import os
 import re
 import sys
 from collections import defaultdict
 
+from receipt_util import geomean, load, median
+
 NAME = re.compile(r"^krpre_27b_m(\d+)_([A-Za-z0-9]+)_(\d+)_.*\.json$")
 FORMATS = ("q4_k", "q5_k")
-
-
-def median(v):
-    v = sorted(v)
-    n = len(v)
-    return v[n // 2] if n % 2 else 0.5 * (v[n // 2 - 1] + v[n // 2])
-
-
-def geomean(v):
-    return math.exp(sum(math.log(x) for x in v) / len(v)) if v else float("nan")
 
 
 def main(argv):
@@ -48,10 +39,8 @@ def main(argv):
         if not mo or (tag is not None and not name.endswith(f"_{tag}.json")):
             continue
         m, arm = int(mo.group(1)), mo.group(2)
-        with open(os.path.join(folder, name)) as f:
-            d = json.load(f)
-        dev = d.get("device", "?")
-        device.add(str(dev.get("name", dev) if isinstance(dev, dict) else dev))
+        dev, d = load(os.path.join(folder, name))
+        device.add(dev)
         for s in d["shapes"]:
             for a in s["arms"]:
                 if a["arm"] not in FORMATS:

@@ -71,6 +71,17 @@ static memra_runtime *open_no_records(const char *budget)
     return rt;
 }
 
+/* MEMRA_FLOOR_F16_M is read once at memra_open too: a runtime of its own with the route from 8 tokens and no
+ * mirror budget */
+static memra_runtime *open_floor_f16(void)
+{
+    const char *settings[] = {"MEMRA_FLOOR_F16_M=8", "MEMRA_F16_BUDGET_MB=0", NULL};
+    memra_options o = {.struct_size = sizeof o, .no_cuda = 1, .no_default_modules = 1, .settings = settings};
+    memra_runtime *rt;
+    CHECK_OK(memra_open(&o, &rt));
+    return rt;
+}
+
 static memra_weight *make(memra_runtime *rt, const memra_weight_desc *d)
 {
     memra_weight *w;
@@ -772,10 +783,7 @@ static void test_kquant_floor(memra_runtime *rt, memra_format f, int m, int n, i
  * weight in a runtime with MEMRA_Q8_0_RECORDS=0 (raw copy, dequant_f16 + gemm_f16). */
 static void test_kquant_f16_route(memra_format f, int n, int k)
 {
-    const char *settings[] = {"MEMRA_FLOOR_F16_M=8", "MEMRA_F16_BUDGET_MB=0", NULL};
-    memra_options o = {.struct_size = sizeof o, .no_cuda = 1, .no_default_modules = 1, .settings = settings};
-    memra_runtime *rt, *rt0 = open_no_records("0");
-    CHECK_OK(memra_open(&o, &rt));
+    memra_runtime *rt = open_floor_f16(), *rt0 = open_no_records("0");
     size_t bytes = 0;
     uint8_t *wq = random_kquant(f, n, k, &bytes);
     float *wdec = malloc((size_t)n * k * sizeof(float));
@@ -808,10 +816,7 @@ static void test_kquant_f16_route(memra_format f, int n, int k)
     const uint64_t dr0 = memra_ledger_hits(host0, MEMRA_OP_dequant_f16, "host");
     float *y0 = run_check_keep(rt0, w0, &mx, what, "gemm_f16", 0);
     CHECK_INT_EQ((long long)memra_ledger_hits(host0, MEMRA_OP_dequant_f16, "host"), (long long)dr0 + 1);
-    for (size_t e = 0; e < (size_t)(mx.m + 4) * (size_t)(mx.n + 3); e++)
-        if (memcmp(&y[e], &y0[e], sizeof(float)) != 0)
-            TEST_FAIL_AT("%s: output %zu is %.9g via dequant_kr_f16, %.9g via dequant_f16", memra_format_name(f), e,
-                         (double)y[e], (double)y0[e]);
+    same_bits("dequant_kr_f16 + gemm_f16 vs the raw copy's dequant_f16 + gemm_f16", &mx, y0, y);
     printf("%-44s bit for bit the raw copy's dequant_f16 + gemm_f16  PASS\n", what);
     free(y);
     free(y0);
@@ -841,11 +846,8 @@ static void test_kquant_f16_route(memra_format f, int n, int k)
  * prepare, gemm_f16) in a runtime with the default budget; below 8 the floor (gemm_q8_0r). */
 static void test_q8_f16_route(memra_format f, int n, int k)
 {
-    const char *settings[] = {"MEMRA_FLOOR_F16_M=8", "MEMRA_F16_BUDGET_MB=0", NULL};
-    memra_options o = {.struct_size = sizeof o, .no_cuda = 1, .no_default_modules = 1, .settings = settings};
     memra_options om = {.struct_size = sizeof om, .no_cuda = 1, .no_default_modules = 1};
-    memra_runtime *rt, *rtm;
-    CHECK_OK(memra_open(&o, &rt));
+    memra_runtime *rt = open_floor_f16(), *rtm;
     CHECK_OK(memra_open(&om, &rtm));
     const size_t nb = (size_t)n * (k / 32), bb = f == MEMRA_FORMAT_Q8_0 ? MEMRA_Q8_0_BYTES : MEMRA_Q4_0_BYTES;
     uint8_t *wq = f == MEMRA_FORMAT_Q8_0 ? random_q8_0(n, k) : malloc(nb * bb);
