@@ -15,13 +15,18 @@ static const memra__profile k_profiles[] = {
              MEMRA_CAP_LT_FP8_SCALAR | MEMRA_CAP_LT_FP8_OUTER_VEC | MEMRA_CAP_LT_FP8_BLK128,
      .f16_budget_mb = 65536,
      .fp8_blk_slab = 0,
-     .floor_f16_m = 0}, /* the twenty-ninth session's estimate (0.3-0.7x the floor at m = 4096) awaits deqab */
+     /* the route's time over the floor's, thirtieth session (H100, bench/RESULTS.md "Thirtieth session"), geomean
+      * over the 27b sheet (worst shape): K records 1.16 (1.45) at m = 128, 0.82 (0.98) at 256, 0.62 (0.70) at
+      * 512, 0.51 at 4096; Q8_0 records 1.10 (1.34) at 256, 0.88 (1.06) at 512, 0.61 at 4096 */
+     .floor_f16_m = 256,
+     .floor_f16_m_q8 = 512},
     {.arch = MEMRA_ARCH_SM120,
      .name = "sm120",
      .caps = MEMRA_CAP_INT8_MMA | MEMRA_CAP_F16_MMA | MEMRA_CAP_FP8_MMA | MEMRA_CAP_F8F6F4 | MEMRA_CAP_MXF8F6F4 |
              MEMRA_CAP_LT_F16 | MEMRA_CAP_LT_FP8_SCALAR,
      .f16_budget_mb = 4096, /* only when cuMemGetInfo fails: the budget is derived from free memory at open */
-     .fp8_blk_slab = 1},
+     .fp8_blk_slab = 1}, /* floor_f16_m 0: unmeasured (a 5090's f16 tensor rate with f32 accumulation is a quarter
+                          * of its int8 rate, where an H100's is half) */
     {.arch = MEMRA_ARCH_CUDA,
      .name = "cuda",
      .caps = MEMRA_CAP_INT8_MMA | MEMRA_CAP_F16_MMA | MEMRA_CAP_LT_F16,

@@ -40,7 +40,7 @@
       "MB of f16 mirrors per device; also memra_device_f16_budget_set")                                           \
     X(Q8_0_RECORDS, "MEMRA_Q8_0_RECORDS", "core", BOOL, "", "1", "0: the MMQ floor keeps Q8_0 blocks (no records)") \
     X(FLOOR_F16_M, "MEMRA_FLOOR_F16_M", "core", UINT, "0..2147483647", "(profile)",                                \
-      "N >= 1: calls of at least N tokens on a weight the floor holds as records (Q4_K / Q5_K / Q6_K K records, Q8_0 / Q4_0 Q8_0 records; no mirror) run dequant_kr_f16 into scratch + gemm_f16 in place of the floor, the f16 mirror's results bit for bit (an estimate from run n1's f16 rows puts it at 0.3-0.7x the floor's time at m = 4096 on an H100; untimed); without memory for the f16 copy the floor serves; 0: never; unset: the device's profile (0 on every profile until measured)") \
+      "N >= 1: calls of at least N tokens on a weight the floor holds as records (Q4_K / Q5_K / Q6_K K records, Q8_0 / Q4_0 Q8_0 records; no mirror) run dequant_kr_f16 into scratch + gemm_f16 in place of the floor, the f16 mirror's results bit for bit (on an H100 0.82x the floor's time at m = 256 on K records, 0.51x at 4096); without memory for the f16 copy the floor serves; 0: never; unset: the device's profile (sm90: 256 on K records, 512 on Q8_0 records; elsewhere 0); memra_device_floor_f16_m_set overrides it per device") \
     X(XE_MIRROR, "MEMRA_XE_MIRROR", "core", BOOL, "", "0",                                                        \
       "1: quantised experts on a GPU take f16 mirrors within the budget (run t2: slower than the floor)")         \
     X(HOST_THREADS, "MEMRA_HOST_THREADS", "core", UINT, "1..256", "(CPUs online)", "threads of the host device")   \

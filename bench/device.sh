@@ -1128,7 +1128,7 @@ step_deqab() {
     say "deqab $tool check dequant_kr_f16 sm90: exit $? reports $(san_count $tool "$lg") ($(san_said "$lg"))"
   done
   MEMRA_FLOOR_F16_M=1 MEMRA_ADMISSION=off timeout 200 ncu --clock-control none --metrics gpu__time_duration.sum,dram__bytes.sum \
-    -k regex:'dequant' $M bench 27b --m ${DEQAB_M%% *} --reps 1 --warmup 0 > "$L/deqab_ncu.txt" 2>&1
+    -k regex:'dequant' $M bench 27b --m $(set -- ${DEQAB_M:-512 4096}; echo $1) --reps 1 --warmup 0 > "$L/deqab_ncu.txt" 2>&1
   say "deqab ncu (dequant kernels: the mirrors' dequant_f16 at prepare, dequant_kr_f16 per call): exit $?"
   awk '/[a-z_0-9]*dequant[a-z_0-9]*/ && /\(/ {match($0, /[a-zA-Z_0-9]*dequant[a-zA-Z_0-9]*/); k = substr($0, RSTART, RLENGTH)}
     /gpu__time_duration.sum|dram__bytes.sum/ {print "  " k, $1, $(NF-1), $NF}' "$L/deqab_ncu.txt" | head -48 >> "$S"

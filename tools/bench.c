@@ -284,6 +284,7 @@ typedef struct arm_result {
     ledger_snap served; /* hits during this arm's timed calls */
     memra_op op;        /* the GEMM that served it (the expected one when none did) */
     unsigned operands;  /* memra_weight_operands of the arm's weight after prepare */
+    int64_t route_m;    /* memra_weight_floor_f16_m of the arm's weight: from this m the route, not the floor */
     int valid;
     char note[160];
 } arm_result;
@@ -316,7 +317,34 @@ static uint64_t op_hits(const bench *b, const ledger_snap *s, memra_op op)
 }
 
 /* The GEMM the ledger must show for arm a, in words. */
-static const char *arm_expect(int a) { return a == ARM_MMQ ? "gemm_q8_0r or gemm_q8_0" : memra_op_name(k_arm_op[a]); }
+static const char *arm_expect(int a)
+{
+    return a == ARM_MMQ ? "gemm_q8_0r or gemm_q8_0 (or every call dequant_kr_f16 + gemm_f16)"
+           : a >= ARM_KFIRST ? a == ARM_Q4_0 ? "gemm_q8_0r (or every call dequant_kr_f16 + gemm_f16)"
+                                             : "gemm_kr (or every call dequant_kr_f16 + gemm_f16)"
+                             : memra_op_name(k_arm_op[a]);
+}
+
+/* A floor arm whose calls ran dequant_kr_f16 (dk times) + gemm_f16. Valid as the route from the floor to the
+ * f16 tensor cores (the sm90 profile's from 256 / 512 tokens, MEMRA_FLOOR_F16_M) when the weight takes it at
+ * this m (memra_weight_floor_f16_m) and every call took it (no floor GEMM, hf 0, and gemm_f16 as often); the
+ * op in the receipt is then dequant_kr_f16. Otherwise the floor declined and the per-call fall-back ran:
+ * INVALID. The note says which. */
+static void arm_judge_route(const bench *b, arm_result *ar, uint64_t hf, uint64_t dk)
+{
+    const uint64_t h16 = op_hits(b, &ar->served, MEMRA_OP_gemm_f16);
+    const int route = ar->route_m > 0 && b->m >= ar->route_m;
+    ar->valid = route && hf == 0 && h16 == dk;
+    if (ar->valid) ar->op = MEMRA_OP_dequant_kr_f16;
+    const size_t l = strlen(ar->note);
+    if (route)
+        snprintf(ar->note + l, sizeof ar->note - l,
+                 "%sdequant_kr_f16 + gemm_f16 x%llu: the route from %lld tokens, not the floor (MEMRA_FLOOR_F16_M=0 "
+                 "times the floor)", l ? "; " : "", (unsigned long long)dk, (long long)ar->route_m);
+    else
+        snprintf(ar->note + l, sizeof ar->note - l, "%sdequant_kr_f16 + gemm_f16 x%llu: the floor declined",
+                 l ? "; " : "", (unsigned long long)dk);
+}
 
 /* Which GEMM served the arm, from its ledger hits: the mmq arm is valid when
  * gemm_q8_0r (the weight's Q8_0 records) or gemm_q8_0 (its Q8_0 blocks) ran,
@@ -342,20 +370,14 @@ static void arm_judge(const bench *b, arm_result *ar, int a)
                      ar->operands & MEMRA_OPERAND_Q8_0_RECORDS ? " (the weight has records)" : "");
         if (hb && !hr) ar->op = MEMRA_OP_gemm_q8_0;
         const uint64_t dk = op_hits(b, &ar->served, MEMRA_OP_dequant_kr_f16);
-        ar->valid = ar->valid && dk == 0; /* the floor, not the per-call dequantisation */
-        if (dk)
-            snprintf(ar->note + strlen(ar->note), sizeof ar->note - strlen(ar->note),
-                     "%sdequant_kr_f16 + gemm_f16 ran x%llu (MEMRA_FLOOR_F16_M: not the floor)", ar->note[0] ? "; " : "",
-                     (unsigned long long)dk);
+        if (dk) arm_judge_route(b, ar, hr + hb, dk);
     } else if (a >= ARM_KFIRST) {
-        /* the floor, not the per-call dequantisation */
         const uint64_t dq = op_hits(b, &ar->served, MEMRA_OP_dequant_f16);
         const uint64_t dk = op_hits(b, &ar->served, MEMRA_OP_dequant_kr_f16);
-        ar->valid = op_hits(b, &ar->served, k_arm_op[a]) > 0 && dq == 0 && dk == 0;
+        const uint64_t hf = op_hits(b, &ar->served, k_arm_op[a]);
+        ar->valid = hf > 0 && dq == 0; /* the floor, not the per-call fall-back */
         if (dq) snprintf(note, room, "%sdequant_f16 ran x%llu (the per-call fall-back)", sep, (unsigned long long)dq);
-        else if (dk)
-            snprintf(note, room, "%sdequant_kr_f16 + gemm_f16 ran x%llu (MEMRA_FLOOR_F16_M: not the floor)", sep,
-                     (unsigned long long)dk);
+        else if (dk) arm_judge_route(b, ar, hf, dk);
     } else {
         ar->valid = op_hits(b, &ar->served, k_arm_op[a]) > 0;
     }
@@ -658,6 +680,7 @@ static int bench_arms(bench *b)
             ar[a].t = calloc((size_t)b->reps, sizeof(double));
             if (ar[a].t == NULL) rc = 1;
             ar[a].operands = memra_weight_operands(w[a], b->dev);
+            ar[a].route_m = memra_weight_floor_f16_m(w[a], b->dev);
         }
         if (rc || split_setup(b, &sp, bx, brec, q8, bq, by, m, n, k) != 0) {
             rc = 1;

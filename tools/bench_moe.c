@@ -167,9 +167,26 @@ static uint64_t all_hits(memra_device *dev, memra_op op)
 
 /* One (weights, m, routing) row: xw an expert weight of E experts [n x k],
  * dw its experts as dense weights (the loop's). Returns 0, or 1 on an error. */
+static int moe_run_floor(memra_device *dev, const char *sheet, const char *proj, memra_weight *xw, memra_weight **dw,
+                         int32_t E, int32_t topk, int64_t n, int64_t k, int64_t m, int skewed, int64_t reps,
+                         tool_rng *rng, FILE *jf, int *first_json);
+
+/* The loop and dense arms are the grouped lane's own (the floor's, where the experts are quantised): the
+ * route to dequant_kr_f16 + gemm_f16 that memra_matmul takes from some m (memra_weight_floor_f16_m) is
+ * off on dev for the run, back to the default afterwards */
 static int moe_run(memra_device *dev, const char *sheet, const char *proj, memra_weight *xw, memra_weight **dw,
                    int32_t E, int32_t topk, int64_t n, int64_t k, int64_t m, int skewed, int64_t reps, tool_rng *rng,
                    FILE *jf, int *first_json)
+{
+    memra_device_floor_f16_m_set(dev, 0);
+    const int rc = moe_run_floor(dev, sheet, proj, xw, dw, E, topk, n, k, m, skewed, reps, rng, jf, first_json);
+    memra_device_floor_f16_m_set(dev, -1);
+    return rc;
+}
+
+static int moe_run_floor(memra_device *dev, const char *sheet, const char *proj, memra_weight *xw, memra_weight **dw,
+                         int32_t E, int32_t topk, int64_t n, int64_t k, int64_t m, int skewed, int64_t reps,
+                         tool_rng *rng, FILE *jf, int *first_json)
 {
     const int64_t rows = m * topk;
     const int gpu = memra_device_caps_get(dev)->arch != MEMRA_ARCH_HOST;

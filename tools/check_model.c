@@ -320,9 +320,14 @@ static void shape_case(checker *c, const memra_file *f, const tool_wshape *ws, i
     memra_status st = memra_file_weight_create(c->rt, f, t.name, &w);
     if (st == MEMRA_STATUS_OK) st = memra_weight_prepare(w, c->dev);
     if (st == MEMRA_STATUS_OK) st = memra_weight_plan_get(w, c->dev, &p);
-    const memra_op op = st == MEMRA_STATUS_OK ? plan_gemm(&p) : MEMRA_OP_COUNT_;
-    printf("  %s: %s [%lld x %lld] (%zu tensor%s), lane '%s'\n", t.name, tag, (long long)ws->out_f,
-           (long long)ws->in_f, ws->count, ws->count == 1 ? "" : "s", st == MEMRA_STATUS_OK ? p.lane : "-");
+    memra_op op = st == MEMRA_STATUS_OK ? plan_gemm(&p) : MEMRA_OP_COUNT_;
+    /* the floor's records at m from the route's threshold on: dequant_kr_f16 + gemm_f16, judged as gemm_f16 */
+    const int64_t f16_m = st == MEMRA_STATUS_OK ? memra_weight_floor_f16_m(w, c->dev) : 0;
+    const int routed = f16_m > 0 && m >= f16_m && (op == MEMRA_OP_gemm_kr || op == MEMRA_OP_gemm_q8_0r);
+    if (routed) op = MEMRA_OP_gemm_f16;
+    printf("  %s: %s [%lld x %lld] (%zu tensor%s), lane '%s'%s\n", t.name, tag, (long long)ws->out_f,
+           (long long)ws->in_f, ws->count, ws->count == 1 ? "" : "s", st == MEMRA_STATUS_OK ? p.lane : "-",
+           routed ? ", at this m dequant_kr_f16 + gemm_f16 (MEMRA_FLOOR_F16_M)" : "");
     fprintf(js, "%s\n{\"device\":", first ? "" : ",");
     tool_json_str(js, c->devlabel);
     fprintf(js, ",\"tensor\":");
@@ -501,12 +506,16 @@ static void group_case(checker *c, const memra_file *f, const memra_expert_group
         snprintf(r.note, sizeof r.note, "%.190s", memra_last_error());
         goto done;
     }
+    /* the loop on the grouped call's lane: memra_matmul's route from the floor to dequant_kr_f16 + gemm_f16
+     * (memra_weight_floor_f16_m; an expert with most of the rows reaches it) off for the loop */
+    memra_device_floor_f16_m_set(c->dev, 0);
     for (int32_t e = 0; e < E && st == MEMRA_STATUS_OK; e++) {
         const int64_t me = start[e + 1] - start[e];
         if (me > 0)
             st = memra_matmul(c->dev, dw[e], memra_buffer_ptr(bxs) + (memra_dptr)(start[e] * k * 4), (int32_t)me,
                               memra_buffer_ptr(byl) + (memra_dptr)(start[e] * n * 4), NULL);
     }
+    memra_device_floor_f16_m_set(c->dev, -1);
     if (st == MEMRA_STATUS_OK) st = memra_buffer_read(byg, 0, yg, (size_t)(rows * n) * sizeof(float));
     if (st == MEMRA_STATUS_OK) st = memra_buffer_read(byl, 0, yl, (size_t)(rows * n) * sizeof(float));
     if (st != MEMRA_STATUS_OK) {

@@ -72,6 +72,7 @@ static void device_config(const memra_runtime *rt, memra_device *dev)
     }
     atomic_store(&dev->f16_budget_mb, mb);
     atomic_store(&dev->f16_budget_source, source);
+    atomic_store(&dev->floor_f16_m, (int_fast64_t)-1);
     const char *z = memra__config_str(&rt->cfg, MEMRA__KNOB_TEST_SCRATCH_ZERO);
     dev->scratch_zero_new = z != NULL && strcmp(z, "1") == 0;
     memra__scratch_device_init(dev);
@@ -406,6 +407,16 @@ memra_status memra_device_f16_budget_set(memra_device *dev, uint64_t mb)
                            dev->label, (unsigned long long)mb);
     atomic_store(&dev->f16_budget_mb, mb);
     atomic_store(&dev->f16_budget_source, "api");
+    return MEMRA_STATUS_OK;
+}
+
+memra_status memra_device_floor_f16_m_set(memra_device *dev, int64_t m)
+{
+    if (dev == NULL) return MEMRA__FAIL(MEMRA_STATUS_INVALID_ARGUMENT, "memra_device_floor_f16_m_set: NULL device");
+    if (m > INT32_MAX)
+        return MEMRA__FAIL(MEMRA_STATUS_INVALID_ARGUMENT, "memra_device_floor_f16_m_set(%s): %lld is out of range",
+                           dev->label, (long long)m);
+    atomic_store(&dev->floor_f16_m, (int_fast64_t)(m < 0 ? -1 : m));
     return MEMRA_STATUS_OK;
 }
 

@@ -183,6 +183,13 @@ memra_status memra_device_f16_budget_set(memra_device *dev, uint64_t mb);
 /* Where the budget came from: "derived", "profile", "env", "option", "api"
  * (static text; NULL for a NULL device). Thread-safe. */
 const char *memra_device_f16_budget_source(const memra_device *dev);
+/* The route from the integer floor to dequant_kr_f16 + gemm_f16 on dev
+ * (memra_weight_floor_f16_m): from m tokens on every such weight, 0 never,
+ * negative back to MEMRA_FLOOR_F16_M, else the device's profile (per record
+ * kind). Applies to calls that start afterwards; a tool that must time or
+ * judge the floor itself sets 0 for that while. Thread-safe.
+ * INVALID_ARGUMENT for a NULL device or m above INT32_MAX. */
+memra_status memra_device_floor_f16_m_set(memra_device *dev, int64_t m);
 /* Bytes of f16 mirrors resident on dev now (counted against the budget). */
 uint64_t memra_device_f16_used(const memra_device *dev);
 
@@ -654,6 +661,15 @@ typedef struct memra_weight_plan {
  * owned by the runtime. INVALID_ARGUMENT on NULL, a small struct_size, or a
  * weight and device of two runtimes. */
 memra_status memra_weight_plan_get(const memra_weight *w, memra_device *dev, memra_weight_plan *out);
+
+/* From how many tokens memra_matmul on w on dev leaves the integer floor for
+ * dequant_kr_f16 + gemm_f16 (memra_device_floor_f16_m_set, else
+ * MEMRA_FLOOR_F16_M, else the device's profile:
+ * on sm90 256 for K records, 512 for Q8_0 records): the f16 mirror's
+ * results, not the floor's. 0 when it never does: w not held (or not to be
+ * held) as the floor's records on dev, an expert weight, the knob 0, or
+ * NULL arguments. The plan's why says the same in words. Thread-safe. */
+int64_t memra_weight_floor_f16_m(const memra_weight *w, memra_device *dev);
 
 typedef struct memra_matmul_args {
     uint32_t struct_size;

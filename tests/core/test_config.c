@@ -85,6 +85,13 @@ int main(void)
     CHECK_INT_EQ(memra_device_f16_used(memra_device_host(rt)), 0);
     CHECK(memra_device_f16_budget_source(NULL) == NULL);
     CHECK_STATUS(memra_device_f16_budget_set(NULL, 1), MEMRA_STATUS_INVALID_ARGUMENT);
+    /* the floor's route threshold: a NULL device or an m past INT32_MAX refused; no weight, no route */
+    CHECK_STATUS(memra_device_floor_f16_m_set(NULL, 1), MEMRA_STATUS_INVALID_ARGUMENT);
+    CHECK_STATUS(memra_device_floor_f16_m_set(memra_device_host(rt), (int64_t)INT32_MAX + 1), MEMRA_STATUS_INVALID_ARGUMENT);
+    CHECK_STR_CONTAINS(memra_last_error(), "memra_device_floor_f16_m_set");
+    CHECK_OK(memra_device_floor_f16_m_set(memra_device_host(rt), 64));
+    CHECK_OK(memra_device_floor_f16_m_set(memra_device_host(rt), -1));
+    CHECK_INT_EQ(memra_weight_floor_f16_m(NULL, memra_device_host(rt)), 0);
 
     /* Warnings: the unknown variable and the module that is not loaded, through
      * the callback (not stderr) and in the list. */

@@ -132,6 +132,51 @@ static const char *call_gemm(memra_device *dev, memra_op op, memra_status *out_s
     return why;
 }
 
+/* The route from the floor's records to dequant_kr_f16 + gemm_f16 by default (MEMRA_FLOOR_F16_M unset): from 256
+ * tokens on K records (Q4_K) and from 512 on Q8_0 records (Q8_0) on the sm90 profile (cc 9.0), never on the
+ * others; never on the f16 mirror; memra_device_floor_f16_m_set overrides both and -1 restores the profile's;
+ * the plan's why names it */
+static void floor_route_defaults(memra_runtime *rt, memra_device *dev, int cc)
+{
+    static uint8_t q4k[8 * 144], q8[512 * 34];
+    for (size_t i = 0; i < sizeof q4k; i++) q4k[i] = (uint8_t)(i * 131u + 7u);
+    for (size_t i = 0; i < sizeof q8; i++) q8[i] = (uint8_t)(i * 61u + 3u);
+    const memra_weight_desc dk = {.struct_size = sizeof dk, .format = MEMRA_FORMAT_Q4_K, .out_f = 8, .in_f = 256,
+                                  .data = q4k, .size = sizeof q4k, .name = "route.q4_k"};
+    const memra_weight_desc d8 = {.struct_size = sizeof d8, .format = MEMRA_FORMAT_Q8_0, .out_f = 64, .in_f = 256,
+                                  .data = q8, .size = sizeof q8, .name = "route.q8_0"};
+    memra_weight *wk = NULL, *w8 = NULL;
+    if (memra_weight_create(rt, &dk, &wk) != MEMRA_STATUS_OK || memra_weight_create(rt, &d8, &w8) != MEMRA_STATUS_OK) {
+        EXPECT(0, "cc %d: weights for the route: %s", cc, memra_last_error());
+        memra_weight_destroy(wk);
+        return;
+    }
+    const uint64_t budget = memra_device_f16_budget_get(dev);
+    memra_device_f16_budget_set(dev, 0);
+    const int sm90 = cc == 90;
+    const int64_t k0 = memra_weight_floor_f16_m(wk, dev), q0 = memra_weight_floor_f16_m(w8, dev);
+    EXPECT(k0 == (sm90 ? 256 : 0) && q0 == (sm90 ? 512 : 0), "cc %d: route from %lld (K records) / %lld (Q8_0), want %d / %d",
+           cc, (long long)k0, (long long)q0, sm90 ? 256 : 0, sm90 ? 512 : 0);
+    memra_weight_plan p = {.struct_size = sizeof p};
+    const int why = memra_weight_plan_get(wk, dev, &p) == MEMRA_STATUS_OK &&
+                    (strstr(p.why, "from 256 tokens dequant_kr_f16 + gemm_f16") != NULL) == sm90;
+    EXPECT(why, "cc %d: the K records plan's why: %s", cc, p.why);
+    EXPECT(memra_device_floor_f16_m_set(dev, 1000) == MEMRA_STATUS_OK && memra_weight_floor_f16_m(wk, dev) == 1000 &&
+               memra_weight_floor_f16_m(w8, dev) == 1000,
+           "cc %d: memra_device_floor_f16_m_set(1000): %lld / %lld", cc, (long long)memra_weight_floor_f16_m(wk, dev),
+           (long long)memra_weight_floor_f16_m(w8, dev));
+    EXPECT(memra_device_floor_f16_m_set(dev, -1) == MEMRA_STATUS_OK && memra_weight_floor_f16_m(wk, dev) == k0,
+           "cc %d: set(-1) gives %lld, want %lld", cc, (long long)memra_weight_floor_f16_m(wk, dev), (long long)k0);
+    memra_device_f16_budget_set(dev, 1024);
+    EXPECT(memra_weight_floor_f16_m(wk, dev) == 0, "cc %d: a weight with a mirror: route from %lld", cc,
+           (long long)memra_weight_floor_f16_m(wk, dev));
+    memra_device_f16_budget_set(dev, budget);
+    printf("     route to dequant_kr_f16 + gemm_f16 from %lld (K records) / %lld (Q8_0 records) tokens\n", (long long)k0,
+           (long long)q0);
+    memra_weight_destroy(wk);
+    memra_weight_destroy(w8);
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 3) {
@@ -195,6 +240,7 @@ int main(int argc, char **argv)
                    want ? want : "none");
         }
         printf("\n");
+        floor_route_defaults(rt, dev, k_cc[d]);
         /* the portable module is admitted exactly where nothing native is */
         const int want_portable = !(k_cc[d] == 90 || k_cc[d] == 120 || (k_cc[d] == 121 && native121));
         EXPECT((memra_module_score(dev, "portable") > 0) == want_portable, "cc %d: portable score %d", k_cc[d],

@@ -782,6 +782,97 @@ static int case_mmq_capture(void)
     return ok;
 }
 
+/* memra_matmul's route from the K-quant floor to dequant_kr_f16 + gemm_f16 (memra_device_floor_f16_m_set(256);
+ * ctest runs the GPU tests with MEMRA_FLOOR_F16_M=0): a Q4_K weight held as K records (budget 0) at m = 300 runs
+ * dequant_kr_f16 + gemm_f16 (ledger: no gemm_kr) and agrees with the same bytes' f16 mirror (budget on; the two
+ * f16 copies are the same bits, test dequant) within gemm_f16's band, JUDGE_BAND_F16 of sqrt(k) max |y row|
+ * (two cuBLASLt calls on one shape: expected bit for bit, printed); at m = 255 the floor runs (gemm_kr);
+ * memra_weight_floor_f16_m says 256 for the records weight and 0 for the mirror's, and after set(-1) the
+ * environment's value, else the sm90 profile's 256. */
+static int case_floor_route(void)
+{
+    const int64_t n = 512, k = 2048, nb = n * k / 256;
+    uint8_t *q = malloc((size_t)(nb * 144));
+    CHECK(q != NULL);
+    for (int64_t i = 0; i < nb * 144; i++) q[i] = (uint8_t)(test_rand_u64(&g_rng) >> 56);
+    for (int64_t b = 0; b < nb; b++) {
+        const uint16_t d = rand_f16(0.05f), dm = rand_f16(0.02f);
+        memcpy(q + b * 144, &d, 2), memcpy(q + b * 144 + 2, &dm, 2);
+    }
+    const memra_weight_desc d = {.struct_size = sizeof d, .format = MEMRA_FORMAT_Q4_K, .out_f = n, .in_f = k,
+                                 .data = q, .size = (size_t)(nb * 144), .name = "route.q4_k"};
+    memra_weight *wf = NULL, *wm = NULL;
+    const uint64_t budget0 = memra_device_f16_budget_get(g_dev);
+    CHECK_OK(memra_weight_create(g_rt, &d, &wf));
+    CHECK_OK(memra_weight_create(g_rt, &d, &wm));
+    CHECK_OK(memra_device_f16_budget_set(g_dev, 0));
+    CHECK_OK(memra_weight_prepare(wf, g_dev));
+    CHECK_OK(memra_device_f16_budget_set(g_dev, 1024));
+    CHECK_OK(memra_weight_prepare(wm, g_dev));
+    CHECK_OK(memra_device_f16_budget_set(g_dev, budget0));
+    int ok = (memra_weight_operands(wf, g_dev) & MEMRA_OPERAND_K_RECORDS) &&
+             (memra_weight_operands(wm, g_dev) & MEMRA_OPERAND_F16_MIRROR);
+    printf("operands: records weight 0x%x, mirror weight 0x%x  %s\n", memra_weight_operands(wf, g_dev),
+           memra_weight_operands(wm, g_dev), ok ? "PASS" : "FAIL");
+    CHECK_OK(memra_device_floor_f16_m_set(g_dev, 256));
+    const int64_t tf = memra_weight_floor_f16_m(wf, g_dev), tm = memra_weight_floor_f16_m(wm, g_dev);
+    printf("memra_weight_floor_f16_m after set(256): records %lld, mirror %lld  %s\n", (long long)tf, (long long)tm,
+           tf == 256 && tm == 0 ? "PASS" : "FAIL");
+    ok &= tf == 256 && tm == 0;
+    const int m = 300;
+    float *x = rand_x(m, k), *y1 = malloc((size_t)(m * n) * 4), *y2 = malloc((size_t)(m * n) * 4);
+    CHECK(y1 != NULL && y2 != NULL);
+    memra_buffer *xd = NULL, *yd = NULL;
+    CHECK_OK(memra_buffer_create(g_dev, (size_t)(m * k) * 4, &xd));
+    CHECK_OK(memra_buffer_write(xd, 0, x, (size_t)(m * k) * 4));
+    CHECK_OK(memra_buffer_create(g_dev, (size_t)(m * n) * 4, &yd));
+    const uint64_t dk0 = memra_ledger_hits(g_dev, MEMRA_OP_dequant_kr_f16, "sm90"),
+                   kr0 = memra_ledger_hits(g_dev, MEMRA_OP_gemm_kr, "mmq");
+    CHECK_OK(memra_matmul(g_dev, wf, memra_buffer_ptr(xd), m, memra_buffer_ptr(yd), NULL));
+    CHECK_OK(memra_buffer_read(yd, 0, y1, (size_t)(m * n) * 4));
+    const uint64_t dk1 = memra_ledger_hits(g_dev, MEMRA_OP_dequant_kr_f16, "sm90") - dk0,
+                   kr1 = memra_ledger_hits(g_dev, MEMRA_OP_gemm_kr, "mmq") - kr0;
+    printf("m=%d on K records: dequant_kr_f16 x%llu, gemm_kr x%llu  %s\n", m, (unsigned long long)dk1,
+           (unsigned long long)kr1, dk1 == 1 && kr1 == 0 ? "PASS" : "FAIL");
+    ok &= dk1 == 1 && kr1 == 0;
+    CHECK_OK(memra_matmul(g_dev, wm, memra_buffer_ptr(xd), m, memra_buffer_ptr(yd), NULL));
+    CHECK_OK(memra_buffer_read(yd, 0, y2, (size_t)(m * n) * 4));
+    judge jd;
+    judge_init(&jd, "route vs f16 mirror", JUDGE_BAND_F16, stdout);
+    jd.inject = test_inject_fault();
+    int64_t same = 0;
+    for (int64_t i = 0; i < m; i++) {
+        double amax = 0;
+        for (int64_t j = 0; j < n; j++) amax = fmax(amax, fabs((double)y2[i * n + j]));
+        for (int64_t j = 0; j < n; j++) {
+            same += memcmp(&y1[i * n + j], &y2[i * n + j], 4) == 0;
+            judge_elem(&jd, i, j, y1[i * n + j], y2[i * n + j], sqrt((double)k) * amax + 1e-30);
+        }
+    }
+    const int agree = judge_ok(&jd);
+    printf("route vs mirror: %lld of %lld values bit for bit, max err %.3g (band %.3g)  %s\n", (long long)same,
+           (long long)(m * n), jd.max_err, jd.band, agree ? "PASS" : "FAIL");
+    ok &= agree;
+    const uint64_t kr2 = memra_ledger_hits(g_dev, MEMRA_OP_gemm_kr, "mmq"),
+                   dk2 = memra_ledger_hits(g_dev, MEMRA_OP_dequant_kr_f16, "sm90");
+    CHECK_OK(memra_matmul(g_dev, wf, memra_buffer_ptr(xd), 255, memra_buffer_ptr(yd), NULL));
+    CHECK_OK(memra_buffer_read(yd, 0, y1, 4));
+    const int floor = memra_ledger_hits(g_dev, MEMRA_OP_gemm_kr, "mmq") > kr2 &&
+                      memra_ledger_hits(g_dev, MEMRA_OP_dequant_kr_f16, "sm90") == dk2;
+    printf("m=255 on K records: the floor (gemm_kr)  %s\n", floor ? "PASS" : "FAIL");
+    ok &= floor;
+    CHECK_OK(memra_device_floor_f16_m_set(g_dev, -1));
+    const char *env = getenv("MEMRA_FLOOR_F16_M");
+    const int64_t want = env && *env ? strtoll(env, NULL, 10) : 256, got = memra_weight_floor_f16_m(wf, g_dev);
+    printf("after set(-1): %lld (want %lld: %s)  %s\n", (long long)got, (long long)want,
+           env && *env ? "MEMRA_FLOOR_F16_M" : "the sm90 profile", got == want ? "PASS" : "FAIL");
+    ok &= got == want;
+    memra_buffer_destroy(xd), memra_buffer_destroy(yd);
+    memra_weight_destroy(wf), memra_weight_destroy(wm);
+    free(q), free(x), free(y1), free(y2);
+    return ok;
+}
+
 static int expect_decline(const char *what, memra_op op, memra_op_args *a)
 {
     memra_status st = run(g_dev, op, a);
@@ -878,7 +969,7 @@ static int case_bench(int m)
 int main(int argc, char **argv)
 {
     if (argc < 2) {
-        fprintf(stderr, "usage: %s cvt|scale|dequant|nan_count|fp8_to_q8_0|gemm_f16|gemm_fp8|gemm_fp8_blk|graph|declines|mmq_capture|bench [m]\n",
+        fprintf(stderr, "usage: %s cvt|scale|dequant|nan_count|fp8_to_q8_0|gemm_f16|gemm_fp8|gemm_fp8_blk|graph|declines|mmq_capture|floor_route|bench [m]\n",
                 argv[0]);
         return 2;
     }
@@ -896,6 +987,7 @@ int main(int argc, char **argv)
     else if (strcmp(c, "graph") == 0) ok = case_graph();
     else if (strcmp(c, "declines") == 0) ok = case_declines();
     else if (strcmp(c, "mmq_capture") == 0) ok = case_mmq_capture();
+    else if (strcmp(c, "floor_route") == 0) ok = case_floor_route();
     else if (strcmp(c, "bench") == 0) ok = case_bench(argc > 2 ? atoi(argv[2]) : 512);
     else {
         fprintf(stderr, "unknown case %s\n", c);

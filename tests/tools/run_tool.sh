@@ -5,8 +5,9 @@
 #   check_fault    with MEMRA_CHECK_INJECT_FAULT=1 it exits 1, and every injected row FAILs;
 #                  where the host module has repack_q8_0 / gemm_q8_0r, their rows (and
 #                  gemm_q8_0r's cross-check against gemm_q8_0) are among the injected
-#   bench_host     `memra bench --reps 1 --m 2` on the host exits 0 and its receipt parses; with
-#                  INVALID arms (MEMRA_FLOOR_F16_M=1) it exits 1 and its receipt still parses
+#   bench_host     `memra bench --reps 1 --m 2` on the host exits 0 and its receipt parses; with the
+#                  route (MEMRA_FLOOR_F16_M=1) the floor's arms are valid and say so; with INVALID arms
+#                  (MEMRA_DISABLE=gemm_kr,gemm_q8_0r) it exits 1 and its receipt still parses
 #   accprobe_host  `memra bench accprobe` on the first device exits 0 with a receipt
 memra="$1"
 case_="$2"
@@ -81,20 +82,35 @@ for s in d["shapes"]:
     if sp["records_module"] is not None and sp["gemm_module"] is not None:
         assert sp["records_over_blocks"] > 0, sp
 ' "$tmp/bench.json" || fail "the mmq arm or the mmq split is not in the receipt as documented"
-    # an INVALID arm (MEMRA_FLOOR_F16_M=1: the floor's arms take dequant_kr_f16 + gemm_f16): exit 1, and the
-    # receipt whole, its notes naming the route and its invalid arms listed
-    MEMRA_FLOOR_F16_M=1 "$memra" bench --device host --reps 1 --m 2 --json "$tmp/bench_inv.json" >"$tmp/out_inv" 2>&1
+    # the route (MEMRA_FLOOR_F16_M=1: the floor's arms take dequant_kr_f16 + gemm_f16 from 1 token): exit 0,
+    # every arm valid, the floor arms' op dequant_kr_f16 and their notes naming the route
+    MEMRA_FLOOR_F16_M=1 "$memra" bench --device host --reps 1 --m 2 --json "$tmp/bench_route.json" >"$tmp/out_route" 2>&1
+    rc=$?
+    [ $rc -eq 0 ] || fail "the route's arms: exit $rc, want 0"
+    python3 -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert not d.get("invalid_arms"), d.get("invalid_arms")
+for s in d["shapes"]:
+    for a in s["arms"]:
+        if a["arm"] in ("mmq", "q4_0", "q4_k", "q5_k", "q6_k"):
+            assert a["valid"] and a["op"] == "dequant_kr_f16" and "the route from 1 tokens" in a["note"], a
+' "$tmp/bench_route.json" || fail "the route's arms are not in the receipt as documented"
+    # INVALID arms (no gemm_kr or gemm_q8_0r lane: the K-quant and Q4_0 arms fall to the per-call dequantisation):
+    # exit 1, and the receipt whole, its invalid arms listed with notes saying why
+    MEMRA_DISABLE=gemm_kr,gemm_q8_0r "$memra" bench --device host --reps 1 --m 2 --json "$tmp/bench_inv.json" \
+        >"$tmp/out_inv" 2>&1
     rc=$?
     [ $rc -eq 1 ] || fail "INVALID arms: exit $rc, want 1"
     grep -q "incomplete" "$tmp/out_inv" && fail "a whole receipt with INVALID arms called incomplete"
     python3 -c '
 import json, sys
 d = json.load(open(sys.argv[1]))
-assert sorted(d["invalid_arms"]) == ["mmq", "q4_0", "q4_k", "q5_k", "q6_k"], d["invalid_arms"]
+assert sorted(d["invalid_arms"]) == ["q4_0", "q4_k", "q5_k", "q6_k"], d["invalid_arms"]
 for s in d["shapes"]:
     for a in s["arms"]:
         if a["arm"] in d["invalid_arms"]:
-            assert not a["valid"] and "dequant_kr_f16 + gemm_f16" in a["note"], a["note"]
+            assert not a["valid"] and "INVALID" in a["note"] and "dequant" in a["note"], a["note"]
 ' "$tmp/bench_inv.json" || fail "the receipt with INVALID arms does not parse as documented"
     "$memra" bench --device host --reps 1 --m 2 --vs host host --op gemm_q8_0 || fail "--vs host host"
     "$memra" bench --vs host --op gemm_f16
