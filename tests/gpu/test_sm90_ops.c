@@ -826,6 +826,8 @@ static int case_floor_route(void)
     CHECK_OK(memra_buffer_create(g_dev, (size_t)(m * k) * 4, &xd));
     CHECK_OK(memra_buffer_write(xd, 0, x, (size_t)(m * k) * 4));
     CHECK_OK(memra_buffer_create(g_dev, (size_t)(m * n) * 4, &yd));
+    for (int64_t i = 0; i < (int64_t)m * n; i++) y1[i] = NAN; /* y written first (a NaN left shows) */
+    CHECK_OK(memra_buffer_write(yd, 0, y1, (size_t)(m * n) * 4));
     const uint64_t dk0 = memra_ledger_hits(g_dev, MEMRA_OP_dequant_kr_f16, "sm90"),
                    kr0 = memra_ledger_hits(g_dev, MEMRA_OP_gemm_kr, "mmq");
     CHECK_OK(memra_matmul(g_dev, wf, memra_buffer_ptr(xd), m, memra_buffer_ptr(yd), NULL));
