@@ -15,9 +15,10 @@ static const memra__profile k_profiles[] = {
              MEMRA_CAP_LT_FP8_SCALAR | MEMRA_CAP_LT_FP8_OUTER_VEC | MEMRA_CAP_LT_FP8_BLK128,
      .f16_budget_mb = 65536,
      .fp8_blk_slab = 0,
-     /* the route's time over the floor's, thirtieth session (H100, bench/RESULTS.md "Thirtieth session"), geomean
-      * over the 27b sheet (worst shape): K records 1.16 (1.45) at m = 128, 0.82 (0.98) at 256, 0.62 (0.70) at
-      * 512, 0.51 at 4096; Q8_0 records 1.10 (1.34) at 256, 0.88 (1.06) at 512, 0.61 at 4096 */
+     /* MEMRA_FLOOR_F16_M=auto (off by default): the route's time over the floor's, thirtieth session (H100,
+      * bench/RESULTS.md "Thirtieth session"), geomean over the 27b sheet (worst shape): K records 1.16 (1.45)
+      * at m = 128, 0.82 (0.98) at 256, 0.62 (0.70) at 512, 0.51 at 4096; Q8_0 records 1.10 (1.34) at 256,
+      * 0.88 (1.06) at 512, 0.61 at 4096 */
      .floor_f16_m = 256,
      .floor_f16_m_q8 = 512},
     {.arch = MEMRA_ARCH_SM120,

@@ -14,9 +14,10 @@ typedef struct memra__profile {
     /* Lane policy knobs. */
     uint64_t f16_budget_mb;    /* f16 mirror budget of the host device, and of a GPU whose free memory the driver cannot say (a GPU's default is derived at open: core/runtime/runtime.c) */
     int fp8_blk_slab;          /* build the Q8_0 slab for block-128 FP8 weights (MMQ fallback) */
-    /* MEMRA_FLOOR_F16_M's defaults on this profile: from this many tokens a weight the floor holds as records
-     * runs dequant_kr_f16 + gemm_f16 in place of the floor; 0 never. Two, as the floor's two record kinds
-     * cross over at different m: K records (Q4_K / Q5_K / Q6_K) and Q8_0 records (Q8_0, Q4_0). */
+    /* MEMRA_FLOOR_F16_M=auto on this profile (the route is off by default): the measured crossover, from this
+     * many tokens a weight the floor holds as records runs dequant_kr_f16 + gemm_f16 in place of the floor;
+     * 0 never. Two, as the floor's two record kinds cross over at different m: K records (Q4_K / Q5_K /
+     * Q6_K) and Q8_0 records (Q8_0, Q4_0). */
     int64_t floor_f16_m;    /* K records */
     int64_t floor_f16_m_q8; /* Q8_0 records */
 } memra__profile;

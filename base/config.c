@@ -161,6 +161,7 @@ static memra_status knob_check(int k, const char *v, const char *where)
         uint64_t lo = 0, hi = 0;
         sscanf(d->allowed, "%llu..%llu", (unsigned long long *)&lo, (unsigned long long *)&hi);
         if (parse_u64(v, &u) == 0 && u >= lo && u <= hi) return MEMRA_STATUS_OK;
+        if (strstr(d->allowed, "|auto") != NULL && strcmp(v, "auto") == 0) return MEMRA_STATUS_OK;
         return MEMRA__FAIL(MEMRA_STATUS_INVALID_ARGUMENT, "%s=%s (%s): expected an integer in %s", d->name, v, where,
                            d->allowed);
     }
@@ -406,7 +407,10 @@ memra_status memra__config_parse(memra__config *cfg, const memra_options *opts)
     cfg->f16_budget_mb = parse_u64(cfg->value[MEMRA__KNOB_F16_BUDGET_MB], &u) == 0 ? (int64_t)u : -1;
     cfg->q8_0_records = !(cfg->value[MEMRA__KNOB_Q8_0_RECORDS] && strcmp(cfg->value[MEMRA__KNOB_Q8_0_RECORDS], "0") == 0);
     cfg->xe_mirror = cfg->value[MEMRA__KNOB_XE_MIRROR] && strcmp(cfg->value[MEMRA__KNOB_XE_MIRROR], "1") == 0;
-    cfg->floor_f16_m = parse_u64(cfg->value[MEMRA__KNOB_FLOOR_F16_M], &u) == 0 ? (int64_t)u : -1;
+    cfg->floor_f16_m = parse_u64(cfg->value[MEMRA__KNOB_FLOOR_F16_M], &u) == 0 ? (int64_t)u
+                       : cfg->value[MEMRA__KNOB_FLOOR_F16_M] && strcmp(cfg->value[MEMRA__KNOB_FLOOR_F16_M], "auto") == 0
+                           ? -2
+                           : 0;
     cfg->host_threads = parse_u64(cfg->value[MEMRA__KNOB_HOST_THREADS], &u) == 0 ? (int)u : 0;
     cfg->stats = cfg->value[MEMRA__KNOB_STATS] && strcmp(cfg->value[MEMRA__KNOB_STATS], "1") == 0;
     cfg->allow_unsafe =

@@ -39,8 +39,8 @@
     X(F16_BUDGET_MB, "MEMRA_F16_BUDGET_MB", "core", UINT, "0..1099511627776", "(profile)",                        \
       "MB of f16 mirrors per device; also memra_device_f16_budget_set")                                           \
     X(Q8_0_RECORDS, "MEMRA_Q8_0_RECORDS", "core", BOOL, "", "1", "0: the MMQ floor keeps Q8_0 blocks (no records)") \
-    X(FLOOR_F16_M, "MEMRA_FLOOR_F16_M", "core", UINT, "0..2147483647", "(profile)",                                \
-      "N >= 1: calls of at least N tokens on a weight the floor holds as records (Q4_K / Q5_K / Q6_K K records, Q8_0 / Q4_0 Q8_0 records; no mirror) run dequant_kr_f16 into scratch + gemm_f16 in place of the floor, the f16 mirror's results bit for bit (on an H100 0.82x the floor's time at m = 256 on K records, 0.51x at 4096); without memory for the f16 copy the floor serves; 0: never; unset: the device's profile (sm90: 256 on K records, 512 on Q8_0 records; elsewhere 0); memra_device_floor_f16_m_set overrides it per device") \
+    X(FLOOR_F16_M, "MEMRA_FLOOR_F16_M", "core", UINT, "0..2147483647|auto", "0",                           \
+      "N >= 1: calls of at least N tokens on a weight the floor holds as records (Q4_K / Q5_K / Q6_K K records, Q8_0 / Q4_0 Q8_0 records; no mirror) run dequant_kr_f16 into scratch + gemm_f16 in place of the floor, the f16 mirror's results bit for bit; without memory for the f16 copy the floor serves; auto: the device's profile's measured crossover (sm90: 256 on K records, 512 on Q8_0 records, where an H100 ran the pair in 0.82x and 0.88x the floor's time; elsewhere never); 0 (the default): never, the dispatcher's order (the floor before a per-call f16 copy); memra_device_floor_f16_m_set overrides it per device") \
     X(XE_MIRROR, "MEMRA_XE_MIRROR", "core", BOOL, "", "0",                                                        \
       "1: quantised experts on a GPU take f16 mirrors within the budget (run t2: slower than the floor)")         \
     X(HOST_THREADS, "MEMRA_HOST_THREADS", "core", UINT, "1..256", "(CPUs online)", "threads of the host device")   \
@@ -176,7 +176,7 @@ typedef struct memra__config {
     int log_level;
     int64_t f16_budget_mb; /* -1: the profile's */
     int q8_0_records, host_threads, stats, allow_unsafe, xe_mirror;
-    int64_t floor_f16_m; /* MEMRA_FLOOR_F16_M: 0 never, -1 the profile's */
+    int64_t floor_f16_m; /* MEMRA_FLOOR_F16_M: N, 0 never (also unset), -2 auto (the profile's) */
 } memra__config;
 
 /* MEMRA_ARCH's value for CUDA ordinal `ordinal`: the profile name (into buf)

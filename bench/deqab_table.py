@@ -12,8 +12,9 @@ that run is the floor on the blocks, gemm_q8_0, not a dequantisation). For each 
 (mmq = Q8_0, q4_0, q4_k, q5_k, q6_k) and shape: each run's median time (ms; the median over rounds where
 there are several), the routes' time over the floor's, and the route's speed over GGML's figure where the
 receipt quotes one (issue 26's H200 table: cross-card unless the run was on an H200). Then per (m, arm) the
-geometric means and ranges. The floor's arm must be valid (its ledger showed the floor's GEMM); the routes'
-arms are INVALID as floor rows by design and are not filtered.
+geometric means and ranges. The floor's arm must be valid with the floor's own GEMM (its ledger showed
+gemm_q8_0r / gemm_q8_0 / gemm_kr, not the route's dequant_kr_f16, which is off unless MEMRA_FLOOR_F16_M
+sets it); the routes' arms are not filtered.
 """
 import os
 import re
@@ -55,7 +56,8 @@ def main(argv):
                 key = (m, a["arm"], s["shape"], run)
                 times[key].append(a["median_ms"])
                 if run == "floor":
-                    floor_ok[key] = floor_ok[key] and bool(a.get("valid", False))
+                    # valid and the floor's own GEMM (a routed arm is valid too, its op dequant_kr_f16)
+                    floor_ok[key] = floor_ok[key] and bool(a.get("valid", False)) and a.get("op") != "dequant_kr_f16"
                 if a.get("ggml_issue_text_us"):
                     ggml[(m, a["arm"], s["shape"])] = a["ggml_issue_text_us"] / 1000.0
     if not times:

@@ -28,7 +28,8 @@
 #               (the stress test's lanes: fp8blk,mmq with RACE_DISABLE=sm90 runs memra's own
 #               kernels and no cuBLASLt one), RACE_CASE (default streams)
 #   bench       memra bench 27b at BENCH_M (default "512 4096"), each call alone and
-#               --batch 8 (BENCH_BATCH=0: alone only), with receipts
+#               --batch 8 (BENCH_BATCH=0: alone only), with receipts; with BENCH_ROUTE=1 once more
+#               with MEMRA_FLOOR_F16_M=auto (the floor's arms on the route from the profile's m)
 #   deqab       the per-call dequantisation (dequant_f16 + gemm_f16) against the floor: knobab
 #               MEMRA_Q8_0_RECORDS 0 / 1 on the q4_0 / q4_k / q5_k / q6_k rows, ncu of the dequant kernels
 #               (see step_deqab)
@@ -451,6 +452,11 @@ step_bench() {
   for mm in ${BENCH_M:-512 4096}; do
     timeout 200 $M bench 27b --m $mm --json $R/bench_27b_m${mm}_$TAG.json > "$L/bench_27b_m$mm.txt" 2>&1
     say "memra bench 27b m=$mm: exit $? $(grep -m1 geometric "$L/bench_27b_m$mm.txt")"
+    if [ "${BENCH_ROUTE:-0}" = 1 ]; then # the route on (the profile's crossover): the floor's arms routed from its m
+      MEMRA_FLOOR_F16_M=auto timeout 200 $M bench 27b --m $mm --json $R/bench_27b_m${mm}_route_$TAG.json \
+        > "$L/bench_27b_m${mm}_route.txt" 2>&1
+      say "memra bench 27b m=$mm MEMRA_FLOOR_F16_M=auto: exit $? $(grep geometric "$L/bench_27b_m${mm}_route.txt" | tail -1)"
+    fi
     [ "${BENCH_BATCH:-1}" = 0 ] && continue
     timeout 200 $M bench 27b --m $mm --batch 8 --reps 10 --json $R/bench_27b_m${mm}_batch8_$TAG.json \
       > "$L/bench_27b_m${mm}_batch8.txt" 2>&1

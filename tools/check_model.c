@@ -305,6 +305,44 @@ done:
     free(xsub);
 }
 
+/* The rows of one routed GEMM on a model weight w at m: memra_matmul judged as op, then each module's op on
+ * the same data (the K-quant floor: check_kr.c's rows on the file's blocks) */
+static void op_cases(checker *c, const memra_file *f, const tool_wshape *ws, memra_weight *w, memra_op op, int64_t m,
+                     const char *const *mods, int nmods)
+{
+    if (op == MEMRA_OP_gemm_kr) { /* the K-quant floor: check_kr.c's rows on the file's blocks */
+        const void *src = NULL;
+        size_t bytes = 0;
+        if (memra_file_tensor_data(f, ws->first, &src, &bytes) == MEMRA_STATUS_OK)
+            check_kr_model(c, ws->format, src, ws->out_f, ws->in_f, m, w, mods, nmods);
+        return;
+    }
+    gemm_data d;
+    char why[200] = "";
+    const int dev_is_host = c->dev == c->host;
+    if (model_data(c, f, ws->first, op, m, NULL, &d, why, sizeof why) != 0) {
+        row r = check_new_row(c, op);
+        snprintf(r.shape, sizeof r.shape, "%lld %lld %lld", (long long)m, (long long)ws->out_f,
+                 (long long)ws->in_f);
+        snprintf(r.note, sizeof r.note, "%s", why);
+        check_add_row(c, &r);
+    } else {
+        /* the weight's static activation scale applies to the matmul row and to every module row */
+        d.x_scale = d.case_xs = memra_weight_input_scale(w);
+        c->module = "-";
+        c->indep = dev_is_host;
+        matmul_case(c, f, ws->first, w, &d, mods, nmods);
+        for (int i = 0; i < nmods; i++) {
+            if (memra_module_score(c->dev, mods[i]) <= 0 || !memra_module_provides(c->dev, mods[i], op)) continue;
+            c->module = mods[i];
+            c->indep = dev_is_host && strcmp(mods[i], "host") == 0;
+            memset(c->injected_op, 0, sizeof c->injected_op); /* every module row carries the fault */
+            check_gemm_case(c, &d, m, 0);
+        }
+    }
+    check_gemm_data_free(&d);
+}
+
 /* One distinct shape on one device: the matmul row and the module rows;
  * appends its lane to the model section. */
 static void shape_case(checker *c, const memra_file *f, const tool_wshape *ws, int64_t m, const char *const *mods,
@@ -321,9 +359,11 @@ static void shape_case(checker *c, const memra_file *f, const tool_wshape *ws, i
     if (st == MEMRA_STATUS_OK) st = memra_weight_prepare(w, c->dev);
     if (st == MEMRA_STATUS_OK) st = memra_weight_plan_get(w, c->dev, &p);
     memra_op op = st == MEMRA_STATUS_OK ? plan_gemm(&p) : MEMRA_OP_COUNT_;
-    /* the floor's records at m from the route's threshold on: dequant_kr_f16 + gemm_f16, judged as gemm_f16 */
+    /* the floor's records at m from the route's threshold on: dequant_kr_f16 + gemm_f16, judged as gemm_f16;
+     * then the floor's rows with the route off */
     const int64_t f16_m = st == MEMRA_STATUS_OK ? memra_weight_floor_f16_m(w, c->dev) : 0;
     const int routed = f16_m > 0 && m >= f16_m && (op == MEMRA_OP_gemm_kr || op == MEMRA_OP_gemm_q8_0r);
+    const memra_op floor_op = op;
     if (routed) op = MEMRA_OP_gemm_f16;
     printf("  %s: %s [%lld x %lld] (%zu tensor%s), lane '%s'%s\n", t.name, tag, (long long)ws->out_f,
            (long long)ws->in_f, ws->count, ws->count == 1 ? "" : "s", st == MEMRA_STATUS_OK ? p.lane : "-",
@@ -352,38 +392,12 @@ static void shape_case(checker *c, const memra_file *f, const tool_wshape *ws, i
         memra_weight_destroy(w);
         return;
     }
-    if (op == MEMRA_OP_gemm_kr) { /* the K-quant floor: check_kr.c's rows on the file's blocks */
-        const void *src = NULL;
-        size_t bytes = 0;
-        if (memra_file_tensor_data(f, ws->first, &src, &bytes) == MEMRA_STATUS_OK)
-            check_kr_model(c, ws->format, src, ws->out_f, ws->in_f, m, w, mods, nmods);
-        memra_weight_destroy(w);
-        return;
+    op_cases(c, f, ws, w, op, m, mods, nmods);
+    if (routed) { /* the floor's own kernels on the model's shape too, the route off for them */
+        memra_device_floor_f16_m_set(c->dev, 0);
+        op_cases(c, f, ws, w, floor_op, m, mods, nmods);
+        memra_device_floor_f16_m_set(c->dev, -1);
     }
-    gemm_data d;
-    char why[200] = "";
-    const int dev_is_host = c->dev == c->host;
-    if (model_data(c, f, ws->first, op, m, NULL, &d, why, sizeof why) != 0) {
-        row r = check_new_row(c, op);
-        snprintf(r.shape, sizeof r.shape, "%lld %lld %lld", (long long)m, (long long)ws->out_f,
-                 (long long)ws->in_f);
-        snprintf(r.note, sizeof r.note, "%s", why);
-        check_add_row(c, &r);
-    } else {
-        /* the weight's static activation scale applies to the matmul row and to every module row */
-        d.x_scale = d.case_xs = memra_weight_input_scale(w);
-        c->module = "-";
-        c->indep = dev_is_host;
-        matmul_case(c, f, ws->first, w, &d, mods, nmods);
-        for (int i = 0; i < nmods; i++) {
-            if (memra_module_score(c->dev, mods[i]) <= 0 || !memra_module_provides(c->dev, mods[i], op)) continue;
-            c->module = mods[i];
-            c->indep = dev_is_host && strcmp(mods[i], "host") == 0;
-            memset(c->injected_op, 0, sizeof c->injected_op); /* every module row carries the fault */
-            check_gemm_case(c, &d, m, 0);
-        }
-    }
-    check_gemm_data_free(&d);
     memra_weight_destroy(w);
 }
 

@@ -283,7 +283,8 @@ static int model_ls(const char *path, int text, FILE *jf, int dev_sel)
                             else fprintf(jf, "null");
                             fprintf(jf, "}");
                         }
-                        fprintf(jf, "],\"operand_bytes\":%llu,\"why\":", (unsigned long long)p.operand_bytes);
+                        fprintf(jf, "],\"operand_bytes\":%llu,\"floor_f16_m\":%lld,\"why\":",
+                                (unsigned long long)p.operand_bytes, (long long)memra_weight_floor_f16_m(w, dev));
                         tool_json_str(jf, p.why);
                         fprintf(jf, "}");
                     }

@@ -275,7 +275,13 @@ static memra_status scratch_get(memra_device *dev, memra_stream_t stream, const 
             int async = dev->cu_alloc_async != NULL;
             CUresult r = async ? dev->cu_alloc_async(&p, want, (CUstream)s->stream)
                                : drv->cuMemAlloc(&p, want);
-            if (r != MEMRA__CUDA_SUCCESS) {
+            if (r == 2 /* CUDA_ERROR_OUT_OF_MEMORY */) {
+                /* out of memory only when the driver says so (a caller may have a way without this
+                 * scratch: the floor's route to gemm_f16 falls back to the floor) */
+                st = MEMRA__FAIL(MEMRA_STATUS_OUT_OF_MEMORY, "%s of %zu bytes for scratch '%s' on %s: %s",
+                                 async ? "cuMemAllocAsync" : "cuMemAlloc", want, key, dev->label,
+                                 memra__driver_errstr(drv, r));
+            } else if (r != MEMRA__CUDA_SUCCESS) {
                 st = MEMRA__CU_FAIL(drv, r, async ? "cuMemAllocAsync (scratch)" : "cuMemAlloc (scratch)");
             } else {
                 if (b->ptr != 0) {

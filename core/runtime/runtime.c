@@ -416,7 +416,7 @@ memra_status memra_device_floor_f16_m_set(memra_device *dev, int64_t m)
     if (m > INT32_MAX)
         return MEMRA__FAIL(MEMRA_STATUS_INVALID_ARGUMENT, "memra_device_floor_f16_m_set(%s): %lld is out of range",
                            dev->label, (long long)m);
-    atomic_store(&dev->floor_f16_m, (int_fast64_t)(m < 0 ? -1 : m));
+    atomic_store(&dev->floor_f16_m, (int_fast64_t)(m < 0 ? (m == MEMRA_FLOOR_F16_M_AUTO ? m : -1) : m));
     return MEMRA_STATUS_OK;
 }
 

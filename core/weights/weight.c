@@ -607,14 +607,24 @@ static int floor_falls_back(const mm_call *c, memra_op op, memra_status st)
 }
 
 /* The route's threshold on dev for K records (q8 0) or Q8_0 records (q8 1): memra_device_floor_f16_m_set's,
- * else MEMRA_FLOOR_F16_M, else dev's profile's for that record kind (0: never) */
+ * else MEMRA_FLOOR_F16_M's (unset: 0, never); auto (MEMRA_FLOOR_F16_M_AUTO) is dev's profile's measured
+ * crossover for that record kind */
 static int64_t floor_f16_m(const memra_device *dev, int q8)
 {
-    const int64_t api = (int64_t)atomic_load(&((memra_device *)(uintptr_t)dev)->floor_f16_m);
-    if (api >= 0) return api;
-    if (dev->rt->cfg.floor_f16_m >= 0) return dev->rt->cfg.floor_f16_m;
+    int64_t n = (int64_t)atomic_load(&((memra_device *)(uintptr_t)dev)->floor_f16_m);
+    if (n == -1) n = dev->rt->cfg.floor_f16_m;
+    if (n >= 0) return n;
+    /* auto: the profile's measured crossover */
     if (dev->profile == NULL) return 0;
     return q8 ? dev->profile->floor_f16_m_q8 : dev->profile->floor_f16_m;
+}
+
+/* Whether a call of m tokens on the floor's records of that kind takes the route (the threshold read once:
+ * memra_device_floor_f16_m_set may change it meanwhile) */
+static int route_at(const memra_device *dev, int q8, int64_t m)
+{
+    const int64_t n = floor_f16_m(dev, q8);
+    return n > 0 && m >= n;
 }
 
 /* A floor weight's records (kr: K records, fmt the K-quant; or Q8_0 records, fmt Q8_0) dequantised into
@@ -634,6 +644,7 @@ static memra_status kr_f16(const mm_call *c, const memra_weight *w, memra_format
     if (st == MEMRA_STATUS_OUT_OF_MEMORY) {
         memra__ledger_core_decline(dev, MEMRA_OP_dequant_kr_f16, "core",
                                    "no memory for the per-call f16 copy of the weight; the floor serves");
+        memra__clear_error(); /* the floor serves: no error stays behind */
         return MEMRA_STATUS_DECLINED;
     }
     if (st != MEMRA_STATUS_OK) return st;
@@ -843,7 +854,7 @@ static memra_status matmul_steps(const mm_call *c, memra_weight *w, const memra_
     /* MEMRA_FLOOR_F16_M on the Q8_0 records of a Q8_0 weight, or of a Q4_0 one (its exact Q8_0 conversion: the
      * same values, so dequant_f16's bits of its own blocks): dequant_kr_f16 + gemm_f16; no lane: the floor */
     if ((w->format == MEMRA_FORMAT_Q8_0 || w->format == MEMRA_FORMAT_Q4_0) && op_load(&wd->q8_0r) != 0 &&
-        floor_f16_m(dev, 1) > 0 && (int64_t)g.m >= floor_f16_m(dev, 1)) {
+        route_at(dev, 1, g.m)) {
         st = kr_f16(c, w, MEMRA_FORMAT_Q8_0, op_load(&wd->q8_0r), g);
         if (!floor_falls_back(c, MEMRA_OP_dequant_kr_f16, st) && !floor_falls_back(c, MEMRA_OP_gemm_f16, st)) return st;
         memra__ledger_core_decline(dev, MEMRA_OP_dequant_kr_f16, "core",
@@ -870,7 +881,7 @@ static memra_status matmul_steps(const mm_call *c, memra_weight *w, const memra_
     }
     if (is_kquant(w->format) && !ma->x_is_f16) {
         const memra_dptr kr = op_load(&wd->kr);
-        if (kr != 0 && floor_f16_m(dev, 0) > 0 && (int64_t)g.m >= floor_f16_m(dev, 0)) {
+        if (kr != 0 && route_at(dev, 0, g.m)) {
             kr_f16_tried = 1;
             /* MEMRA_FLOOR_F16_M: the K records dequantised per call into scratch, then gemm_f16 (dequant_kr_f16
              * is dequant_f16 of the blocks bit for bit, so the results are the per-call dequantisation's); no
@@ -1023,9 +1034,9 @@ static void why_floor_f16(const memra_device *dev, memra_weight_plan *p, int q8)
     const size_t l = strlen(p->why);
     snprintf(p->why + l, sizeof p->why - l, "; from %lld tokens dequant_kr_f16 + gemm_f16 (MEMRA_FLOOR_F16_M%s)",
              (long long)n,
-             atomic_load(&((memra_device *)(uintptr_t)dev)->floor_f16_m) >= 0 ? ", memra_device_floor_f16_m_set"
+             atomic_load(&((memra_device *)(uintptr_t)dev)->floor_f16_m) != -1 ? ", memra_device_floor_f16_m_set"
              : dev->rt->cfg.floor_f16_m >= 0                                   ? ""
-                                                                               : ", the profile's");
+                                                                               : "=auto, the profile's");
 }
 
 static memra_status plan_of(const memra_weight *w, memra_device *dev, memra_weight_plan *out, uint64_t experts);
@@ -1087,6 +1098,8 @@ int64_t memra_weight_floor_f16_m(const memra_weight *w, memra_device *dev)
     if (w == NULL || dev == NULL || dev->rt != w->rt || w->n_experts > 0) return 0;
     memra_weight_plan p;
     if (plan_of(w, dev, &p, 0) != MEMRA_STATUS_OK || p.lane == NULL) return 0;
+    /* no lane for either op: the call declines to the floor */
+    if (!has_lane(dev, MEMRA_OP_dequant_kr_f16) || !has_lane(dev, MEMRA_OP_gemm_f16)) return 0;
     if (strcmp(p.lane, "mmq K records") == 0) return floor_f16_m(dev, 0);
     if (strcmp(p.lane, "mmq records") == 0 || strcmp(p.lane, "mmq records (Q4_0 as Q8_0)") == 0)
         return floor_f16_m(dev, 1);
@@ -1177,7 +1190,7 @@ static memra_status plan_of(const memra_weight *w, memra_device *dev, memra_weig
                      "the f16 mirror (%.1f MB) is over the budget (%.0f MB, %.1f MB used): the integer MMQ floor on %s",
                      (double)mbytes / 1048576.0, (double)budget / 1048576.0, (double)used / 1048576.0,
                      records ? "Q8_0 records (repack_q8_0 at prepare)" : "the Q8_0 blocks");
-            if (records) why_floor_f16(dev, &p, 1);
+            if (records && !experts) why_floor_f16(dev, &p, 1);
         } else if (w->format == MEMRA_FORMAT_Q4_0 && records && w->in_f % 32 == 0) {
             p.lane = "mmq records (Q4_0 as Q8_0)";
             plan_step(dev, &p, MEMRA_OP_repack_q8_0);
@@ -1187,7 +1200,7 @@ static memra_status plan_of(const memra_weight *w, memra_device *dev, memra_weig
                      "the f16 mirror (%.1f MB) is over the budget (%.0f MB, %.1f MB used): Q4_0 converted exactly to "
                      "Q8_0 records at prepare (144 B per 128 values, twice Q4_0's 72) for the integer MMQ floor",
                      (double)mbytes / 1048576.0, (double)budget / 1048576.0, (double)used / 1048576.0);
-            why_floor_f16(dev, &p, 1);
+            if (!experts) why_floor_f16(dev, &p, 1);
         } else if (kr_wanted(w, dev)) {
             p.lane = "mmq K records";
             plan_step(dev, &p, MEMRA_OP_quant_q8_1);
@@ -1199,7 +1212,7 @@ static memra_status plan_of(const memra_weight *w, memra_device *dev, memra_weig
                      "the integer MMQ floor",
                      (double)mbytes / 1048576.0, (double)budget / 1048576.0, (double)used / 1048576.0, fn,
                      w->size ? (double)p.operand_bytes / (double)w->size : 0.0);
-            why_floor_f16(dev, &p, 0);
+            if (!experts) why_floor_f16(dev, &p, 0);
         } else {
             p.lane = "transient f16 mirror";
             plan_step(dev, &p, MEMRA_OP_dequant_f16);

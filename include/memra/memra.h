@@ -185,10 +185,14 @@ memra_status memra_device_f16_budget_set(memra_device *dev, uint64_t mb);
 const char *memra_device_f16_budget_source(const memra_device *dev);
 /* The route from the integer floor to dequant_kr_f16 + gemm_f16 on dev
  * (memra_weight_floor_f16_m): from m tokens on every such weight, 0 never,
- * negative back to MEMRA_FLOOR_F16_M, else the device's profile (per record
- * kind). Applies to calls that start afterwards; a tool that must time or
- * judge the floor itself sets 0 for that while. Thread-safe.
+ * MEMRA_FLOOR_F16_M_AUTO the device's profile's measured crossover (per
+ * record kind), any other negative value back to MEMRA_FLOOR_F16_M (unset:
+ * never). Applies to calls that start afterwards; a tool that must time or
+ * judge the floor itself sets 0 for that while. Lowering it below the m of
+ * a memra_stream_reserve makes captured calls there need scratch the
+ * reserve did not size (NOT_SUPPORTED): reserve again. Thread-safe.
  * INVALID_ARGUMENT for a NULL device or m above INT32_MAX. */
+#define MEMRA_FLOOR_F16_M_AUTO (-2)
 memra_status memra_device_floor_f16_m_set(memra_device *dev, int64_t m);
 /* Bytes of f16 mirrors resident on dev now (counted against the budget). */
 uint64_t memra_device_f16_used(const memra_device *dev);
@@ -663,12 +667,15 @@ typedef struct memra_weight_plan {
 memra_status memra_weight_plan_get(const memra_weight *w, memra_device *dev, memra_weight_plan *out);
 
 /* From how many tokens memra_matmul on w on dev leaves the integer floor for
- * dequant_kr_f16 + gemm_f16 (memra_device_floor_f16_m_set, else
- * MEMRA_FLOOR_F16_M, else the device's profile:
- * on sm90 256 for K records, 512 for Q8_0 records): the f16 mirror's
- * results, not the floor's. 0 when it never does: w not held (or not to be
- * held) as the floor's records on dev, an expert weight, the knob 0, or
- * NULL arguments. The plan's why says the same in words. Thread-safe. */
+ * dequant_kr_f16 + gemm_f16, the f16 mirror's results, not the floor's: the
+ * route from the floor to the f16 tensor cores. Off by default (the
+ * dispatcher's order: the floor before a per-call f16 copy); on where set:
+ * memra_device_floor_f16_m_set, else MEMRA_FLOOR_F16_M (N, or auto: the
+ * device's profile's measured crossover, on sm90 256 for K records and 512
+ * for Q8_0 records). 0 when it never does: w not held (or not to be held) as
+ * the floor's records on dev, an expert weight, no lane for dequant_kr_f16 or
+ * gemm_f16 on dev, the route off, or NULL arguments. The plan's why says the
+ * same in words. Thread-safe. */
 int64_t memra_weight_floor_f16_m(const memra_weight *w, memra_device *dev);
 
 typedef struct memra_matmul_args {

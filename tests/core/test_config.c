@@ -92,6 +92,8 @@ int main(void)
     CHECK_OK(memra_device_floor_f16_m_set(memra_device_host(rt), 64));
     CHECK_OK(memra_device_floor_f16_m_set(memra_device_host(rt), -1));
     CHECK_INT_EQ(memra_weight_floor_f16_m(NULL, memra_device_host(rt)), 0);
+    CHECK_OK(memra_device_floor_f16_m_set(memra_device_host(rt), MEMRA_FLOOR_F16_M_AUTO));
+    CHECK_OK(memra_device_floor_f16_m_set(memra_device_host(rt), -1));
 
     /* Warnings: the unknown variable and the module that is not loaded, through
      * the callback (not stderr) and in the list. */
@@ -149,6 +151,8 @@ int main(void)
     bad_open("MEMRA_F16_BUDGET_MB=-1", "MEMRA_F16_BUDGET_MB=-1", "expected an integer");
     bad_open("MEMRA_LOG=verbose", "MEMRA_LOG=verbose", "error|warn|info|debug");
     bad_open("MEMRA_HOST_THREADS=0", "MEMRA_HOST_THREADS=0", "1..256");
+    bad_open("MEMRA_FLOOR_F16_M=fast", "MEMRA_FLOOR_F16_M=fast", "0..2147483647|auto");
+    bad_open("MEMRA_FLOOR_F16_M=-1", "MEMRA_FLOOR_F16_M=-1", "expected an integer");
     bad_open("MEMRA_FP8_QUANT=fast", "MEMRA_FP8_QUANT=fast", "fused|nocapture|2pass");
     bad_open("MEMRA_DISABLE=nosuchop=host", "MEMRA_DISABLE=nosuchop=host", "not an op");
     bad_open("MEMRA_LOG", "options.settings[0]", "MEMRA_NAME=value");

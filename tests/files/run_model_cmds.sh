@@ -34,6 +34,17 @@ if [ "$part" = layer_numpy ]; then
         "$memra" check --model "$tmp/np/$f" >"$tmp/lc" 2>&1 || { cat "$tmp/lc"; fail "check --model $f (numpy writer)"; }
     done
     grep -q 'gemm_fp8_blk .*matmul .*PASS' "$tmp/lc" || fail "numpy writer: FP8 block-128 matmul row"
+    # the route from the floor's records to dequant_kr_f16 + gemm_f16 (from 4 tokens here; sm90's default is
+    # 256 / 512): each routed shape's matmul row judged as gemm_f16, and the floor's own rows (route off) beside
+    python3 "$layer" "$tmp/np" --div 20 --types q4_k,q8_0 --writer numpy --no-fp8 >/dev/null || fail "make_layer_files.py q4_k,q8_0"
+    for t in q4_k:gemm_kr q8_0:gemm_q8_0r; do
+        f=layer27b.${t%%:*}.gguf
+        MEMRA_F16_BUDGET_MB=0 MEMRA_FLOOR_F16_M=4 "$memra" check --model "$tmp/np/$f" --m 8 >"$tmp/lr" 2>&1 ||
+            { cat "$tmp/lr"; fail "check --model $f with the route"; }
+        [ "$(grep -c 'at this m dequant_kr_f16 + gemm_f16' "$tmp/lr")" -ge 4 ] || { cat "$tmp/lr"; fail "$f: routed shapes"; }
+        [ "$(grep -c 'gemm_f16 .* matmul .*PASS' "$tmp/lr")" -ge 4 ] || { cat "$tmp/lr"; fail "$f: routed matmul rows"; }
+        [ "$(grep -c "${t#*:} .* matmul .*PASS" "$tmp/lr")" -ge 4 ] || { cat "$tmp/lr"; fail "$f: the floor's rows"; }
+    done
     echo PASS
     exit 0
 fi

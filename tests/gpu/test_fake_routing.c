@@ -132,10 +132,10 @@ static const char *call_gemm(memra_device *dev, memra_op op, memra_status *out_s
     return why;
 }
 
-/* The route from the floor's records to dequant_kr_f16 + gemm_f16 by default (MEMRA_FLOOR_F16_M unset): from 256
- * tokens on K records (Q4_K) and from 512 on Q8_0 records (Q8_0) on the sm90 profile (cc 9.0), never on the
- * others; never on the f16 mirror; memra_device_floor_f16_m_set overrides both and -1 restores the profile's;
- * the plan's why names it */
+/* The route from the floor's records to dequant_kr_f16 + gemm_f16: off by default (MEMRA_FLOOR_F16_M unset);
+ * memra_device_floor_f16_m_set(MEMRA_FLOOR_F16_M_AUTO) gives the profile's measured crossover, from 256 tokens
+ * on K records (Q4_K) and from 512 on Q8_0 records (Q8_0) on the sm90 profile (cc 9.0), never on the others,
+ * and the plan's why names it; never on the f16 mirror; a number sets both kinds and -1 restores the default */
 static void floor_route_defaults(memra_runtime *rt, memra_device *dev, int cc)
 {
     static uint8_t q4k[8 * 144], q8[512 * 34];
@@ -154,6 +154,10 @@ static void floor_route_defaults(memra_runtime *rt, memra_device *dev, int cc)
     const uint64_t budget = memra_device_f16_budget_get(dev);
     memra_device_f16_budget_set(dev, 0);
     const int sm90 = cc == 90;
+    EXPECT(memra_weight_floor_f16_m(wk, dev) == 0 && memra_weight_floor_f16_m(w8, dev) == 0,
+           "cc %d: the route on by default: from %lld / %lld", cc, (long long)memra_weight_floor_f16_m(wk, dev),
+           (long long)memra_weight_floor_f16_m(w8, dev));
+    EXPECT(memra_device_floor_f16_m_set(dev, MEMRA_FLOOR_F16_M_AUTO) == MEMRA_STATUS_OK, "cc %d: set(auto)", cc);
     const int64_t k0 = memra_weight_floor_f16_m(wk, dev), q0 = memra_weight_floor_f16_m(w8, dev);
     EXPECT(k0 == (sm90 ? 256 : 0) && q0 == (sm90 ? 512 : 0), "cc %d: route from %lld (K records) / %lld (Q8_0), want %d / %d",
            cc, (long long)k0, (long long)q0, sm90 ? 256 : 0, sm90 ? 512 : 0);
@@ -165,13 +169,15 @@ static void floor_route_defaults(memra_runtime *rt, memra_device *dev, int cc)
                memra_weight_floor_f16_m(w8, dev) == 1000,
            "cc %d: memra_device_floor_f16_m_set(1000): %lld / %lld", cc, (long long)memra_weight_floor_f16_m(wk, dev),
            (long long)memra_weight_floor_f16_m(w8, dev));
-    EXPECT(memra_device_floor_f16_m_set(dev, -1) == MEMRA_STATUS_OK && memra_weight_floor_f16_m(wk, dev) == k0,
-           "cc %d: set(-1) gives %lld, want %lld", cc, (long long)memra_weight_floor_f16_m(wk, dev), (long long)k0);
+    EXPECT(memra_device_floor_f16_m_set(dev, -1) == MEMRA_STATUS_OK && memra_weight_floor_f16_m(wk, dev) == 0,
+           "cc %d: set(-1) gives %lld, want 0 (the default)", cc, (long long)memra_weight_floor_f16_m(wk, dev));
+    memra_device_floor_f16_m_set(dev, MEMRA_FLOOR_F16_M_AUTO);
     memra_device_f16_budget_set(dev, 1024);
     EXPECT(memra_weight_floor_f16_m(wk, dev) == 0, "cc %d: a weight with a mirror: route from %lld", cc,
            (long long)memra_weight_floor_f16_m(wk, dev));
     memra_device_f16_budget_set(dev, budget);
-    printf("     route to dequant_kr_f16 + gemm_f16 from %lld (K records) / %lld (Q8_0 records) tokens\n", (long long)k0,
+    memra_device_floor_f16_m_set(dev, -1);
+    printf("     route to dequant_kr_f16 + gemm_f16 (auto) from %lld (K records) / %lld (Q8_0 records) tokens\n", (long long)k0,
            (long long)q0);
     memra_weight_destroy(wk);
     memra_weight_destroy(w8);

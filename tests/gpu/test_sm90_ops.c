@@ -782,13 +782,15 @@ static int case_mmq_capture(void)
     return ok;
 }
 
-/* memra_matmul's route from the K-quant floor to dequant_kr_f16 + gemm_f16 (memra_device_floor_f16_m_set(256);
+/* memra_matmul's route from the floor to dequant_kr_f16 + gemm_f16 (memra_device_floor_f16_m_set(256);
  * ctest runs the GPU tests with MEMRA_FLOOR_F16_M=0): a Q4_K weight held as K records (budget 0) at m = 300 runs
  * dequant_kr_f16 + gemm_f16 (ledger: no gemm_kr) and agrees with the same bytes' f16 mirror (budget on; the two
  * f16 copies are the same bits, test dequant) within gemm_f16's band, JUDGE_BAND_F16 of sqrt(k) max |y row|
- * (two cuBLASLt calls on one shape: expected bit for bit, printed); at m = 255 the floor runs (gemm_kr);
+ * (two cuBLASLt calls on one shape: expected bit for bit, printed); the routed call captured into a CUDA graph
+ * after memra_stream_reserve replays to the eager call's bits; at m = 255 the floor runs (gemm_kr); a Q8_0
+ * weight on Q8_0 records at m = 300 is routed too (no gemm_q8_0r) and agrees with its mirror in the band;
  * memra_weight_floor_f16_m says 256 for the records weight and 0 for the mirror's, and after set(-1) the
- * environment's value, else the sm90 profile's 256. */
+ * environment's value, else 0 (off by default); set(MEMRA_FLOOR_F16_M_AUTO) the sm90 profile's 256. */
 static int case_floor_route(void)
 {
     const int64_t n = 512, k = 2048, nb = n * k / 256;
@@ -855,6 +857,30 @@ static int case_floor_route(void)
     printf("route vs mirror: %lld of %lld values bit for bit, max err %.3g (band %.3g)  %s\n", (long long)same,
            (long long)(m * n), jd.max_err, jd.band, agree ? "PASS" : "FAIL");
     ok &= agree;
+    /* the route in a CUDA graph: a stream reserved for m = 300 captures the routed call (its f16 scratch sized
+     * by the reserve's own calls), and the replay writes the eager call's bits */
+    CU_CHECK(cu.cuStreamCreate(&g_stream, 0));
+    memra_weight *ws[1] = {wf};
+    CHECK_OK(memra_stream_reserve(g_dev, g_stream, ws, 1, m));
+    for (int64_t i = 0; i < (int64_t)m * n; i++) y2[i] = NAN;
+    CHECK_OK(memra_buffer_write(yd, 0, y2, (size_t)(m * n) * 4));
+    CUgraph graph;
+    CUgraphExec exec;
+    CU_CHECK(cu.cuStreamBeginCapture_v2(g_stream, 1 /* CU_STREAM_CAPTURE_MODE_THREAD_LOCAL */));
+    const memra_status cst = memra_matmul(g_dev, wf, memra_buffer_ptr(xd), m, memra_buffer_ptr(yd), g_stream);
+    CU_CHECK(cu.cuStreamEndCapture(g_stream, &graph));
+    int cap = cst == MEMRA_STATUS_OK;
+    if (cap) {
+        CU_CHECK(cu.cuGraphInstantiateWithFlags(&exec, graph, 0));
+        CU_CHECK(cu.cuGraphLaunch(exec, g_stream));
+        CU_CHECK(cu.cuStreamSynchronize(g_stream));
+        CHECK_OK(memra_buffer_read(yd, 0, y2, (size_t)(m * n) * 4));
+        cap = memcmp(y1, y2, (size_t)(m * n) * 4) == 0;
+    }
+    printf("m=%d routed call captured after memra_stream_reserve: %s, replay %s the eager bits  %s\n", m,
+           memra_status_str(cst), cap ? "equals" : "differs from", cap ? "PASS" : "FAIL");
+    if (cst != MEMRA_STATUS_OK) printf("  %s\n", memra_last_error());
+    ok &= cap;
     const uint64_t kr2 = memra_ledger_hits(g_dev, MEMRA_OP_gemm_kr, "mmq"),
                    dk2 = memra_ledger_hits(g_dev, MEMRA_OP_dequant_kr_f16, "sm90");
     CHECK_OK(memra_matmul(g_dev, wf, memra_buffer_ptr(xd), 255, memra_buffer_ptr(yd), NULL));
@@ -863,12 +889,62 @@ static int case_floor_route(void)
                       memra_ledger_hits(g_dev, MEMRA_OP_dequant_kr_f16, "sm90") == dk2;
     printf("m=255 on K records: the floor (gemm_kr)  %s\n", floor ? "PASS" : "FAIL");
     ok &= floor;
+    /* Q8_0 records (the set value covers both kinds): m = 300 routed (no gemm_q8_0r), the f16 mirror's
+     * results within gemm_f16's band */
+    {
+        const int64_t nb8 = n * k / 32;
+        uint8_t *q8 = malloc((size_t)(nb8 * MEMRA_Q8_0_BYTES));
+        CHECK(q8 != NULL);
+        float *v = rand_x(n, k);
+        for (int64_t b = 0; b < nb8; b++) memra_q8_0_encode(v + b * 32, q8 + b * MEMRA_Q8_0_BYTES);
+        free(v);
+        const memra_weight_desc d8 = {.struct_size = sizeof d8, .format = MEMRA_FORMAT_Q8_0, .out_f = n, .in_f = k,
+                                      .data = q8, .size = (size_t)(nb8 * MEMRA_Q8_0_BYTES), .name = "route.q8_0"};
+        memra_weight *w8 = NULL, *w8m = NULL;
+        CHECK_OK(memra_weight_create(g_rt, &d8, &w8));
+        CHECK_OK(memra_weight_create(g_rt, &d8, &w8m));
+        CHECK_OK(memra_device_f16_budget_set(g_dev, 0));
+        CHECK_OK(memra_weight_prepare(w8, g_dev));
+        CHECK_OK(memra_device_f16_budget_set(g_dev, 1024));
+        CHECK_OK(memra_weight_prepare(w8m, g_dev));
+        CHECK_OK(memra_device_f16_budget_set(g_dev, budget0));
+        const uint64_t r0 = memra_ledger_hits(g_dev, MEMRA_OP_gemm_q8_0r, "mmq"),
+                       e0 = memra_ledger_hits(g_dev, MEMRA_OP_dequant_kr_f16, "sm90");
+        CHECK_OK(memra_matmul(g_dev, w8, memra_buffer_ptr(xd), m, memra_buffer_ptr(yd), NULL));
+        CHECK_OK(memra_buffer_read(yd, 0, y1, (size_t)(m * n) * 4));
+        const int routed = memra_ledger_hits(g_dev, MEMRA_OP_gemm_q8_0r, "mmq") == r0 &&
+                           memra_ledger_hits(g_dev, MEMRA_OP_dequant_kr_f16, "sm90") == e0 + 1 &&
+                           memra_weight_floor_f16_m(w8, g_dev) == 256;
+        CHECK_OK(memra_matmul(g_dev, w8m, memra_buffer_ptr(xd), m, memra_buffer_ptr(yd), NULL));
+        CHECK_OK(memra_buffer_read(yd, 0, y2, (size_t)(m * n) * 4));
+        judge j8;
+        judge_init(&j8, "Q8_0 route vs f16 mirror", JUDGE_BAND_F16, stdout);
+        j8.inject = test_inject_fault();
+        for (int64_t i = 0; i < m; i++) {
+            double amax = 0;
+            for (int64_t j = 0; j < n; j++) amax = fmax(amax, fabs((double)y2[i * n + j]));
+            for (int64_t j = 0; j < n; j++)
+                judge_elem(&j8, i, j, y1[i * n + j], y2[i * n + j], sqrt((double)k) * amax + 1e-30);
+        }
+        const int agree8 = judge_ok(&j8);
+        printf("m=%d on Q8_0 records: routed %s, vs the mirror max err %.3g (band %.3g)  %s\n", m, routed ? "yes" : "no",
+               j8.max_err, j8.band, routed && agree8 ? "PASS" : "FAIL");
+        ok &= routed && agree8;
+        memra_weight_destroy(w8), memra_weight_destroy(w8m);
+        free(q8);
+    }
     CHECK_OK(memra_device_floor_f16_m_set(g_dev, -1));
     const char *env = getenv("MEMRA_FLOOR_F16_M");
-    const int64_t want = env && *env ? strtoll(env, NULL, 10) : 256, got = memra_weight_floor_f16_m(wf, g_dev);
+    const int64_t want = env && strcmp(env, "auto") == 0 ? 256 : env && *env ? strtoll(env, NULL, 10) : 0,
+                  got = memra_weight_floor_f16_m(wf, g_dev);
     printf("after set(-1): %lld (want %lld: %s)  %s\n", (long long)got, (long long)want,
-           env && *env ? "MEMRA_FLOOR_F16_M" : "the sm90 profile", got == want ? "PASS" : "FAIL");
+           env && *env ? "MEMRA_FLOOR_F16_M" : "the default, off", got == want ? "PASS" : "FAIL");
     ok &= got == want;
+    CHECK_OK(memra_device_floor_f16_m_set(g_dev, MEMRA_FLOOR_F16_M_AUTO));
+    const int64_t ga = memra_weight_floor_f16_m(wf, g_dev);
+    printf("set(MEMRA_FLOOR_F16_M_AUTO): %lld (the sm90 profile's 256)  %s\n", (long long)ga, ga == 256 ? "PASS" : "FAIL");
+    ok &= ga == 256;
+    CHECK_OK(memra_device_floor_f16_m_set(g_dev, -1));
     memra_buffer_destroy(xd), memra_buffer_destroy(yd);
     memra_weight_destroy(wf), memra_weight_destroy(wm);
     free(q), free(x), free(y1), free(y2);
