@@ -782,6 +782,40 @@ static int case_mmq_capture(void)
     return ok;
 }
 
+/* Two weights of d's bytes: *fl prepared without a mirror (budget 0: the floor's records), *mi with one */
+static void floor_and_mirror(const memra_weight_desc *d, memra_weight **fl, memra_weight **mi)
+{
+    const uint64_t budget0 = memra_device_f16_budget_get(g_dev);
+    CHECK_OK(memra_weight_create(g_rt, d, fl));
+    CHECK_OK(memra_weight_create(g_rt, d, mi));
+    CHECK_OK(memra_device_f16_budget_set(g_dev, 0));
+    CHECK_OK(memra_weight_prepare(*fl, g_dev));
+    CHECK_OK(memra_device_f16_budget_set(g_dev, 1024));
+    CHECK_OK(memra_weight_prepare(*mi, g_dev));
+    CHECK_OK(memra_device_f16_budget_set(g_dev, budget0));
+}
+
+/* y against the mirror's yref [m x n] within gemm_f16's band of sqrt(k) max |yref row|; *same counts the values
+ * equal bit for bit */
+static int judge_vs_mirror(const char *what, const float *y, const float *yref, int64_t m, int64_t n, int64_t k,
+                           int64_t *same, double *max_err, double *band)
+{
+    judge jd;
+    judge_init(&jd, what, JUDGE_BAND_F16, stdout);
+    jd.inject = test_inject_fault();
+    *same = 0;
+    for (int64_t i = 0; i < m; i++) {
+        double amax = 0;
+        for (int64_t j = 0; j < n; j++) amax = fmax(amax, fabs((double)yref[i * n + j]));
+        for (int64_t j = 0; j < n; j++) {
+            *same += memcmp(&y[i * n + j], &yref[i * n + j], 4) == 0;
+            judge_elem(&jd, i, j, y[i * n + j], yref[i * n + j], sqrt((double)k) * amax + 1e-30);
+        }
+    }
+    *max_err = jd.max_err, *band = jd.band;
+    return judge_ok(&jd);
+}
+
 /* memra_matmul's route from the floor to dequant_kr_f16 + gemm_f16 (memra_device_floor_f16_m_set(256);
  * ctest runs the GPU tests with MEMRA_FLOOR_F16_M=0): a Q4_K weight held as K records (budget 0) at m = 300 runs
  * dequant_kr_f16 + gemm_f16 (ledger: no gemm_kr) and agrees with the same bytes' f16 mirror (budget on; the two
@@ -804,14 +838,7 @@ static int case_floor_route(void)
     const memra_weight_desc d = {.struct_size = sizeof d, .format = MEMRA_FORMAT_Q4_K, .out_f = n, .in_f = k,
                                  .data = q, .size = (size_t)(nb * 144), .name = "route.q4_k"};
     memra_weight *wf = NULL, *wm = NULL;
-    const uint64_t budget0 = memra_device_f16_budget_get(g_dev);
-    CHECK_OK(memra_weight_create(g_rt, &d, &wf));
-    CHECK_OK(memra_weight_create(g_rt, &d, &wm));
-    CHECK_OK(memra_device_f16_budget_set(g_dev, 0));
-    CHECK_OK(memra_weight_prepare(wf, g_dev));
-    CHECK_OK(memra_device_f16_budget_set(g_dev, 1024));
-    CHECK_OK(memra_weight_prepare(wm, g_dev));
-    CHECK_OK(memra_device_f16_budget_set(g_dev, budget0));
+    floor_and_mirror(&d, &wf, &wm);
     int ok = (memra_weight_operands(wf, g_dev) & MEMRA_OPERAND_K_RECORDS) &&
              (memra_weight_operands(wm, g_dev) & MEMRA_OPERAND_F16_MIRROR);
     printf("operands: records weight 0x%x, mirror weight 0x%x  %s\n", memra_weight_operands(wf, g_dev),
@@ -841,21 +868,11 @@ static int case_floor_route(void)
     ok &= dk1 == 1 && kr1 == 0;
     CHECK_OK(memra_matmul(g_dev, wm, memra_buffer_ptr(xd), m, memra_buffer_ptr(yd), NULL));
     CHECK_OK(memra_buffer_read(yd, 0, y2, (size_t)(m * n) * 4));
-    judge jd;
-    judge_init(&jd, "route vs f16 mirror", JUDGE_BAND_F16, stdout);
-    jd.inject = test_inject_fault();
     int64_t same = 0;
-    for (int64_t i = 0; i < m; i++) {
-        double amax = 0;
-        for (int64_t j = 0; j < n; j++) amax = fmax(amax, fabs((double)y2[i * n + j]));
-        for (int64_t j = 0; j < n; j++) {
-            same += memcmp(&y1[i * n + j], &y2[i * n + j], 4) == 0;
-            judge_elem(&jd, i, j, y1[i * n + j], y2[i * n + j], sqrt((double)k) * amax + 1e-30);
-        }
-    }
-    const int agree = judge_ok(&jd);
+    double err = 0, band = 0;
+    const int agree = judge_vs_mirror("route vs f16 mirror", y1, y2, m, n, k, &same, &err, &band);
     printf("route vs mirror: %lld of %lld values bit for bit, max err %.3g (band %.3g)  %s\n", (long long)same,
-           (long long)(m * n), jd.max_err, jd.band, agree ? "PASS" : "FAIL");
+           (long long)(m * n), err, band, agree ? "PASS" : "FAIL");
     ok &= agree;
     /* the route in a CUDA graph: a stream reserved for m = 300 captures the routed call (its f16 scratch sized
      * by the reserve's own calls), and the replay writes the eager call's bits */
@@ -901,13 +918,7 @@ static int case_floor_route(void)
         const memra_weight_desc d8 = {.struct_size = sizeof d8, .format = MEMRA_FORMAT_Q8_0, .out_f = n, .in_f = k,
                                       .data = q8, .size = (size_t)(nb8 * MEMRA_Q8_0_BYTES), .name = "route.q8_0"};
         memra_weight *w8 = NULL, *w8m = NULL;
-        CHECK_OK(memra_weight_create(g_rt, &d8, &w8));
-        CHECK_OK(memra_weight_create(g_rt, &d8, &w8m));
-        CHECK_OK(memra_device_f16_budget_set(g_dev, 0));
-        CHECK_OK(memra_weight_prepare(w8, g_dev));
-        CHECK_OK(memra_device_f16_budget_set(g_dev, 1024));
-        CHECK_OK(memra_weight_prepare(w8m, g_dev));
-        CHECK_OK(memra_device_f16_budget_set(g_dev, budget0));
+        floor_and_mirror(&d8, &w8, &w8m);
         const uint64_t r0 = memra_ledger_hits(g_dev, MEMRA_OP_gemm_q8_0r, "mmq"),
                        e0 = memra_ledger_hits(g_dev, MEMRA_OP_dequant_kr_f16, "sm90");
         CHECK_OK(memra_matmul(g_dev, w8, memra_buffer_ptr(xd), m, memra_buffer_ptr(yd), NULL));
@@ -917,18 +928,11 @@ static int case_floor_route(void)
                            memra_weight_floor_f16_m(w8, g_dev) == 256;
         CHECK_OK(memra_matmul(g_dev, w8m, memra_buffer_ptr(xd), m, memra_buffer_ptr(yd), NULL));
         CHECK_OK(memra_buffer_read(yd, 0, y2, (size_t)(m * n) * 4));
-        judge j8;
-        judge_init(&j8, "Q8_0 route vs f16 mirror", JUDGE_BAND_F16, stdout);
-        j8.inject = test_inject_fault();
-        for (int64_t i = 0; i < m; i++) {
-            double amax = 0;
-            for (int64_t j = 0; j < n; j++) amax = fmax(amax, fabs((double)y2[i * n + j]));
-            for (int64_t j = 0; j < n; j++)
-                judge_elem(&j8, i, j, y1[i * n + j], y2[i * n + j], sqrt((double)k) * amax + 1e-30);
-        }
-        const int agree8 = judge_ok(&j8);
-        printf("m=%d on Q8_0 records: routed %s, vs the mirror max err %.3g (band %.3g)  %s\n", m, routed ? "yes" : "no",
-               j8.max_err, j8.band, routed && agree8 ? "PASS" : "FAIL");
+        int64_t same8 = 0;
+        double err8 = 0, band8 = 0;
+        const int agree8 = judge_vs_mirror("Q8_0 route vs f16 mirror", y1, y2, m, n, k, &same8, &err8, &band8);
+        printf("m=%d on Q8_0 records: routed %s, vs the mirror max err %.3g (band %.3g), %lld bit for bit  %s\n", m,
+               routed ? "yes" : "no", err8, band8, (long long)same8, routed && agree8 ? "PASS" : "FAIL");
         ok &= routed && agree8;
         memra_weight_destroy(w8), memra_weight_destroy(w8m);
         free(q8);
