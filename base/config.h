@@ -9,7 +9,7 @@
 #include "memra/memra.h"
 
 /* X(id, env name, owner, kind, allowed, default text, help).
- * kind: BOOL ("0"/"1"), UINT (allowed = "min..max"), ENUM (allowed = "a|b|c"),
+ * kind: BOOL ("0"/"1"), UINT (allowed = "min..max", or "min..max|auto" where the word auto is a value too), ENUM (allowed = "a|b|c"),
  * STR (free text), TILE (BMxBN or BMxBNxWMxWN), MB (a size in MB, decimals),
  * ARCH (one of allowed, or a per-device list "ORDINAL:profile,..." without host). */
 #define MEMRA__KNOB_LIST(X)                                                                                         \

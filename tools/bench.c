@@ -326,7 +326,7 @@ static const char *arm_expect(int a)
 }
 
 /* A floor arm whose calls ran dequant_kr_f16 (dk times) + gemm_f16. Valid as the route from the floor to the
- * f16 tensor cores (the sm90 profile's from 256 / 512 tokens, MEMRA_FLOOR_F16_M) when the weight takes it at
+ * f16 tensor cores (MEMRA_FLOOR_F16_M=N, or auto: the sm90 profile's 256 / 512 tokens) when the weight takes it at
  * this m (memra_weight_floor_f16_m) and every call took it (no floor GEMM, hf 0, and gemm_f16 as often); the
  * op in the receipt is then dequant_kr_f16. Otherwise the floor declined and the per-call fall-back ran:
  * INVALID. The note says which. */

@@ -379,7 +379,7 @@ static int verify_all(memra_runtime *rt, memra_device *dev, memra_op only, const
                 m = rc[j].m;
         any = 1;
         /* an entry is for its op: the floor's GEMMs are verified with memra_matmul's route to dequant_kr_f16 +
-         * gemm_f16 off (from the sm90 profile's 256 / 512 tokens it would serve the call instead) */
+         * gemm_f16 off (where MEMRA_FLOOR_F16_M turns it on, from its m it would serve the call instead) */
         memra_device_floor_f16_m_set(dev, 0);
         const int v = verify_entry(rt, dev, &e, m, kn, jf, &jfirst);
         memra_device_floor_f16_m_set(dev, -1);

@@ -628,20 +628,23 @@ static int route_at(const memra_device *dev, int q8, int64_t m)
 }
 
 /* A floor weight's records (kr: K records, fmt the K-quant; or Q8_0 records, fmt Q8_0) dequantised into
- * scratch by dequant_kr_f16, then gemm_f16 on them (MEMRA_FLOOR_F16_M, the per-call fall-back). DECLINED when either op has no lane or every lane declined before anything ran
- * (dequant_kr_f16 first, so a decline of gemm_f16 after it is the caller's fall-back too: only the scratch
- * was written); any other status is the call's. */
+ * scratch by dequant_kr_f16, then gemm_f16 on them: the route (route 1: MEMRA_FLOOR_F16_M, the floor still
+ * to come) or the per-call fall-back (route 0). DECLINED when either op has no lane or every lane declined
+ * before anything ran (dequant_kr_f16 first, so a decline of gemm_f16 after it is the caller's fall-back too:
+ * only the scratch was written), and on the route when there is no memory for the f16 copy (*no_mem set, the
+ * ledger told); any other status is the call's (out of memory on the fall-back, which has nothing after it). */
 static memra_status kr_f16(const mm_call *c, const memra_weight *w, memra_format fmt, memra_dptr kr,
-                           memra_gemm_args g)
+                           memra_gemm_args g, int route, int *no_mem)
 {
     memra_device *dev = c->dev;
     if (c->snap->n_lanes[MEMRA_OP_dequant_kr_f16] == 0 || c->snap->n_lanes[MEMRA_OP_gemm_f16] == 0)
         return MEMRA_STATUS_DECLINED;
     memra_dptr tmp;
     memra_status st = memra__scratch_get(dev, c->stream, "f16_mirror", (size_t)(w->out_f * w->in_f * 2), &tmp);
-    /* no memory for the f16 copy: the floor, which needs none, serves (NOT_SUPPORTED, a capture without the
-     * reservation, stays the call's answer: the eager call would take this route) */
-    if (st == MEMRA_STATUS_OUT_OF_MEMORY) {
+    /* no memory for the f16 copy on the route: the floor, which needs none, serves (NOT_SUPPORTED, a capture
+     * without the reservation, stays the call's answer: the eager call would take this route) */
+    if (st == MEMRA_STATUS_OUT_OF_MEMORY && route) {
+        *no_mem = 1;
         memra__ledger_core_decline(dev, MEMRA_OP_dequant_kr_f16, "core",
                                    "no memory for the per-call f16 copy of the weight; the floor serves");
         memra__clear_error(); /* the floor serves: no error stays behind */
@@ -855,10 +858,12 @@ static memra_status matmul_steps(const mm_call *c, memra_weight *w, const memra_
      * same values, so dequant_f16's bits of its own blocks): dequant_kr_f16 + gemm_f16; no lane: the floor */
     if ((w->format == MEMRA_FORMAT_Q8_0 || w->format == MEMRA_FORMAT_Q4_0) && op_load(&wd->q8_0r) != 0 &&
         route_at(dev, 1, g.m)) {
-        st = kr_f16(c, w, MEMRA_FORMAT_Q8_0, op_load(&wd->q8_0r), g);
+        int no_mem = 0;
+        st = kr_f16(c, w, MEMRA_FORMAT_Q8_0, op_load(&wd->q8_0r), g, 1, &no_mem);
         if (!floor_falls_back(c, MEMRA_OP_dequant_kr_f16, st) && !floor_falls_back(c, MEMRA_OP_gemm_f16, st)) return st;
-        memra__ledger_core_decline(dev, MEMRA_OP_dequant_kr_f16, "core",
-                                   "MEMRA_FLOOR_F16_M: no lane took dequant_kr_f16 + gemm_f16; the floor serves");
+        if (!no_mem)
+            memra__ledger_core_decline(dev, MEMRA_OP_dequant_kr_f16, "core",
+                                       "MEMRA_FLOOR_F16_M: no lane took dequant_kr_f16 + gemm_f16; the floor serves");
     }
     if (w->format == MEMRA_FORMAT_Q8_0) return mmq(c, w, wd, g);
     if (w->format == MEMRA_FORMAT_Q4_0 && !ma->x_is_f16 && op_load(&wd->q8_0r) != 0) {
@@ -886,12 +891,14 @@ static memra_status matmul_steps(const mm_call *c, memra_weight *w, const memra_
             /* MEMRA_FLOOR_F16_M: the K records dequantised per call into scratch, then gemm_f16 (dequant_kr_f16
              * is dequant_f16 of the blocks bit for bit, so the results are the per-call dequantisation's); no
              * lane for either op: the floor below */
-            st = kr_f16(c, w, w->format, kr, g);
+            int no_mem = 0;
+            st = kr_f16(c, w, w->format, kr, g, 1, &no_mem);
             if (!floor_falls_back(c, MEMRA_OP_dequant_kr_f16, st) && !floor_falls_back(c, MEMRA_OP_gemm_f16, st))
                 return st;
-            memra__ledger_core_decline(dev, MEMRA_OP_dequant_kr_f16, "core",
-                                       "MEMRA_FLOOR_F16_M: no lane took dequant_kr_f16 + gemm_f16; the K-quant floor "
-                                       "serves");
+            if (!no_mem)
+                memra__ledger_core_decline(dev, MEMRA_OP_dequant_kr_f16, "core",
+                                           "MEMRA_FLOOR_F16_M: no lane took dequant_kr_f16 + gemm_f16; the K-quant "
+                                           "floor serves");
         }
         if (kr != 0) {
             /* the K-quant floor; a decline falls to the per-call dequantisation below */
@@ -920,7 +927,8 @@ static memra_status matmul_steps(const mm_call *c, memra_weight *w, const memra_
      * (dequant_kr_f16: the same f16 bits as dequant_f16 of the blocks, so the same results, and no raw
      * copy made again); else, or with no lane for that, from the raw copy (uploaded again, once). */
     if (is_kquant(w->format) && op_load(&wd->kr) != 0 && op_load(&wd->raw) == 0 && !kr_f16_tried) {
-        st = kr_f16(c, w, w->format, op_load(&wd->kr), g);
+        int no_mem = 0;
+        st = kr_f16(c, w, w->format, op_load(&wd->kr), g, 0, &no_mem);
         if (!floor_falls_back(c, MEMRA_OP_dequant_kr_f16, st) && !floor_falls_back(c, MEMRA_OP_gemm_f16, st)) return st;
     }
     memra_dptr raw = op_load(&wd->raw);
@@ -1027,16 +1035,17 @@ static void plan_floor(memra_device *dev, memra_weight_plan *p, int records)
 
 /* The floor's records plans (Q8_0, Q4_0, K-quants) under MEMRA_FLOOR_F16_M: the plan is per weight, the
  * switch per call, so its why says from which m */
-static void why_floor_f16(const memra_device *dev, memra_weight_plan *p, int q8)
+static void why_floor_f16(memra_device *dev, memra_weight_plan *p, int q8)
 {
     const int64_t n = floor_f16_m(dev, q8);
-    if (n <= 0) return;
+    if (n <= 0 || !has_lane(dev, MEMRA_OP_dequant_kr_f16) || !has_lane(dev, MEMRA_OP_gemm_f16)) return;
+    const int64_t api = (int64_t)atomic_load(&dev->floor_f16_m);
     const size_t l = strlen(p->why);
-    snprintf(p->why + l, sizeof p->why - l, "; from %lld tokens dequant_kr_f16 + gemm_f16 (MEMRA_FLOOR_F16_M%s)",
-             (long long)n,
-             atomic_load(&((memra_device *)(uintptr_t)dev)->floor_f16_m) != -1 ? ", memra_device_floor_f16_m_set"
-             : dev->rt->cfg.floor_f16_m >= 0                                   ? ""
-                                                                               : "=auto, the profile's");
+    snprintf(p->why + l, sizeof p->why - l, "; from %lld tokens dequant_kr_f16 + gemm_f16 (%s)", (long long)n,
+             api == MEMRA_FLOOR_F16_M_AUTO ? "memra_device_floor_f16_m_set auto, the profile's"
+             : api >= 0                    ? "memra_device_floor_f16_m_set"
+             : dev->rt->cfg.floor_f16_m >= 0 ? "MEMRA_FLOOR_F16_M"
+                                             : "MEMRA_FLOOR_F16_M=auto, the profile's");
 }
 
 static memra_status plan_of(const memra_weight *w, memra_device *dev, memra_weight_plan *out, uint64_t experts);

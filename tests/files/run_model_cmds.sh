@@ -34,7 +34,7 @@ if [ "$part" = layer_numpy ]; then
         "$memra" check --model "$tmp/np/$f" >"$tmp/lc" 2>&1 || { cat "$tmp/lc"; fail "check --model $f (numpy writer)"; }
     done
     grep -q 'gemm_fp8_blk .*matmul .*PASS' "$tmp/lc" || fail "numpy writer: FP8 block-128 matmul row"
-    # the route from the floor's records to dequant_kr_f16 + gemm_f16 (from 4 tokens here; sm90's default is
+    # the route from the floor's records to dequant_kr_f16 + gemm_f16 (from 4 tokens here; sm90's auto is
     # 256 / 512): each routed shape's matmul row judged as gemm_f16, and the floor's own rows (route off) beside
     python3 "$layer" "$tmp/np" --div 20 --types q4_k,q8_0 --writer numpy --no-fp8 >/dev/null || fail "make_layer_files.py q4_k,q8_0"
     for t in q4_k:gemm_kr q8_0:gemm_q8_0r; do

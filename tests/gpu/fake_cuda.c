@@ -5,6 +5,7 @@
  *   MEMRA_FAKE_CUDA_CC      comma list of cc as major*10+minor ("80,86,90")
  *   MEMRA_FAKE_CUDA_MEM_MB  optional comma list of memory sizes (MiB), one per
  *                           device (default 24576); free memory is 7/8 of it
+ *   MEMRA_FAKE_CUDA_ALLOC_MAX optional: cuMemAlloc of more bytes fails with out of memory (read per call)
  * Images load as opaque handles (counted, never run), kernels resolve to
  * handles, launches succeed without running anything, device memory is host
  * memory (so copies work). Test-only; not thread-safe beyond what the tests
@@ -100,6 +101,9 @@ static int cur_dev(void)
 }
 static CUresult f_cuMemAlloc(uint64_t *p, size_t b)
 {
+    /* MEMRA_FAKE_CUDA_ALLOC_MAX (bytes, read per call): a larger allocation is the driver's out of memory */
+    const char *mx = getenv("MEMRA_FAKE_CUDA_ALLOC_MAX");
+    if (mx != NULL && *mx && b > (size_t)strtoull(mx, NULL, 10)) return 2; /* CUDA_ERROR_OUT_OF_MEMORY */
     void *q = calloc(1, b ? b : 1);
     if (q == NULL) return 2;
     *p = (uint64_t)(uintptr_t)q;

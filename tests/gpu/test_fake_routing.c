@@ -132,6 +132,61 @@ static const char *call_gemm(memra_device *dev, memra_op op, memra_status *out_s
     return why;
 }
 
+static void count_oom_declines(const memra_ledger_row *row, void *user)
+{
+    uint64_t *n = user;
+    if (row->reason == NULL) return;
+    if (strstr(row->reason, "no memory for the per-call f16 copy")) n[0] += row->declines;
+    if (strstr(row->reason, "no lane took dequant_kr_f16")) n[1] += row->declines;
+}
+
+/* The route without memory for its f16 copy (the fake driver's cuMemAlloc over the copy's size fails with out
+ * of memory; the activation's q8_1 scratch fits): the call is OK on the floor (gemm_kr), the ledger has one
+ * decline saying why and not the no-lane one, no error stays behind, and no raw copy is made */
+static void route_out_of_memory(memra_runtime *rt, memra_device *dev)
+{
+    enum { m = 8, k = 256, n = 64 };
+    static uint8_t q4k[n * 144];
+    for (size_t i = 0; i < sizeof q4k; i++) q4k[i] = (uint8_t)(i * 97u + 5u);
+    const memra_weight_desc dk = {.struct_size = sizeof dk, .format = MEMRA_FORMAT_Q4_K, .out_f = n, .in_f = k,
+                                  .data = q4k, .size = sizeof q4k, .name = "route.oom.q4_k"};
+    memra_weight *wk = NULL;
+    memra_device_f16_budget_set(dev, 0);
+    memra_buffer *bx = NULL, *by = NULL;
+    const int made = memra_weight_create(rt, &dk, &wk) == MEMRA_STATUS_OK &&
+                     memra_weight_prepare(wk, dev) == MEMRA_STATUS_OK &&
+                     memra_buffer_create(dev, (size_t)(m * k) * 4, &bx) == MEMRA_STATUS_OK &&
+                     memra_buffer_create(dev, (size_t)(m * n) * 4, &by) == MEMRA_STATUS_OK;
+    EXPECT(made, "route out of memory: prepare / buffers: %s", memra_last_error());
+    EXPECT(memra_device_floor_f16_m_set(dev, 4) == MEMRA_STATUS_OK && memra_weight_floor_f16_m(wk, dev) == 4,
+           "route out of memory: set(4)");
+    const size_t f16_bytes = (size_t)(n * k) * 2, q8_1 = (size_t)memra_q8_1_bytes(m, k);
+    EXPECT(q8_1 < f16_bytes, "route out of memory: q8_1 scratch %zu bytes, f16 copy %zu", q8_1, f16_bytes);
+    char lim[32];
+    snprintf(lim, sizeof lim, "%zu", f16_bytes - 1);
+    uint64_t before[2] = {0, 0}, after[2] = {0, 0};
+    memra_ledger_visit(rt, count_oom_declines, before);
+    const uint64_t kr0 = memra_ledger_hits(dev, MEMRA_OP_gemm_kr, "mmq");
+    setenv("MEMRA_FAKE_CUDA_ALLOC_MAX", lim, 1);
+    const memra_status st = made ? memra_matmul(dev, wk, memra_buffer_ptr(bx), m, memra_buffer_ptr(by), NULL)
+                                 : MEMRA_STATUS_INVALID_ARGUMENT;
+    const char *err = memra_last_error();
+    unsetenv("MEMRA_FAKE_CUDA_ALLOC_MAX");
+    memra_ledger_visit(rt, count_oom_declines, after);
+    EXPECT(st == MEMRA_STATUS_OK && (err == NULL || err[0] == '\0'), "route out of memory: %s (%s)",
+           memra_status_str(st), err ? err : "");
+    EXPECT(memra_ledger_hits(dev, MEMRA_OP_gemm_kr, "mmq") == kr0 + 1, "route out of memory: gemm_kr hits %llu, want %llu",
+           (unsigned long long)memra_ledger_hits(dev, MEMRA_OP_gemm_kr, "mmq"), (unsigned long long)(kr0 + 1));
+    EXPECT(after[0] == before[0] + 1 && after[1] == before[1], "route out of memory: declines %llu (no memory), %llu (no lane)",
+           (unsigned long long)(after[0] - before[0]), (unsigned long long)(after[1] - before[1]));
+    EXPECT(!(memra_weight_operands(wk, dev) & MEMRA_OPERAND_RAW), "route out of memory: a raw copy was made");
+    printf("     route without memory for the f16 copy: %s on the floor, %llu decline\n", memra_status_str(st),
+           (unsigned long long)(after[0] - before[0]));
+    memra_buffer_destroy(bx);
+    memra_buffer_destroy(by);
+    memra_weight_destroy(wk);
+}
+
 /* The route from the floor's records to dequant_kr_f16 + gemm_f16: off by default (MEMRA_FLOOR_F16_M unset);
  * memra_device_floor_f16_m_set(MEMRA_FLOOR_F16_M_AUTO) gives the profile's measured crossover, from 256 tokens
  * on K records (Q4_K) and from 512 on Q8_0 records (Q8_0) on the sm90 profile (cc 9.0), never on the others,
@@ -176,6 +231,7 @@ static void floor_route_defaults(memra_runtime *rt, memra_device *dev, int cc)
     EXPECT(memra_weight_floor_f16_m(wk, dev) == 0, "cc %d: a weight with a mirror: route from %lld", cc,
            (long long)memra_weight_floor_f16_m(wk, dev));
     memra_device_f16_budget_set(dev, budget);
+    if (sm90) route_out_of_memory(rt, dev);
     memra_device_floor_f16_m_set(dev, -1);
     printf("     route to dequant_kr_f16 + gemm_f16 (auto) from %lld (K records) / %lld (Q8_0 records) tokens\n", (long long)k0,
            (long long)q0);

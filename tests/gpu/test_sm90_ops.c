@@ -885,6 +885,7 @@ static int case_floor_route(void)
     CUgraphExec exec;
     CU_CHECK(cu.cuStreamBeginCapture_v2(g_stream, 1 /* CU_STREAM_CAPTURE_MODE_THREAD_LOCAL */));
     const memra_status cst = memra_matmul(g_dev, wf, memra_buffer_ptr(xd), m, memra_buffer_ptr(yd), g_stream);
+    if (cst != MEMRA_STATUS_OK) printf("  in the capture: %s\n", memra_last_error()); /* before a broken capture ends */
     CU_CHECK(cu.cuStreamEndCapture(g_stream, &graph));
     int cap = cst == MEMRA_STATUS_OK;
     if (cap) {
@@ -896,7 +897,6 @@ static int case_floor_route(void)
     }
     printf("m=%d routed call captured after memra_stream_reserve: %s, replay %s the eager bits  %s\n", m,
            memra_status_str(cst), cap ? "equals" : "differs from", cap ? "PASS" : "FAIL");
-    if (cst != MEMRA_STATUS_OK) printf("  %s\n", memra_last_error());
     ok &= cap;
     const uint64_t kr2 = memra_ledger_hits(g_dev, MEMRA_OP_gemm_kr, "mmq"),
                    dk2 = memra_ledger_hits(g_dev, MEMRA_OP_dequant_kr_f16, "sm90");
