@@ -1143,7 +1143,9 @@ step_deqab() {
 
 step_gap() {
   local t=$SECONDS f mm=${GAP_NCU_M:-384}
-  KNOBAB_KNOB=MEMRA_MMQ_PDL KNOBAB_ON=0 KNOBAB_OFF=1 KNOBAB_ENV=MEMRA_MMQ_WG=0 KNOBAB_M="${GAP_M:-384 768}" \
+  # GAP_ENV: more settings for both arms (MEMRA_MMQ_ONE=1: the one-CTA-an-SM tiles, to test whether the gap is
+  # two CTAs of a single-wave grid placed on one SM when it launches early)
+  KNOBAB_KNOB=MEMRA_MMQ_PDL KNOBAB_ON=0 KNOBAB_OFF=1 KNOBAB_ENV="MEMRA_MMQ_WG=0 ${GAP_ENV:-}" KNOBAB_M="${GAP_M:-384 768}" \
     KNOBAB_ROUNDS=${GAP_ROUNDS:-1} KNOBAB_ARM="mmq" step_knobab
   for f in "$L"/knobab_m*_on0.txt; do
     say "  split lines of $(basename "$f"):"
