@@ -21,7 +21,7 @@ import re
 import sys
 from collections import defaultdict
 
-from receipt_util import geomean, load, median
+from receipt_util import arm_rows, geomean, ggml_ms, load, median
 
 KNOB = re.compile(r"^knobab_[a-z0-9]+_m(\d+)_MEMRA_Q8_0_RECORDS_([01])_(\d+)_on0_.*\.json$")
 ROUTE = re.compile(r"^deqab_kr_[a-z0-9]+_m(\d+)_.*\.json$")
@@ -49,17 +49,14 @@ def main(argv):
             continue
         dev, d = load(os.path.join(folder, name))
         device.add(dev)
-        for s in d["shapes"]:
-            for a in s["arms"]:
-                if a["arm"] not in ARMS:
-                    continue
-                key = (m, a["arm"], s["shape"], run)
-                times[key].append(a["median_ms"])
-                if run == "floor":
-                    # valid and the floor's own GEMM (a routed arm is valid too, its op dequant_kr_f16)
-                    floor_ok[key] = floor_ok[key] and bool(a.get("valid", False)) and a.get("op") != "dequant_kr_f16"
-                if a.get("ggml_issue_text_us"):
-                    ggml[(m, a["arm"], s["shape"])] = a["ggml_issue_text_us"] / 1000.0
+        for shape, a in arm_rows(d, ARMS):
+            key = (m, a["arm"], shape, run)
+            times[key].append(a["median_ms"])
+            if run == "floor":
+                # valid and the floor's own GEMM (a routed arm is valid too, its op dequant_kr_f16)
+                floor_ok[key] = floor_ok[key] and bool(a.get("valid", False)) and a.get("op") != "dequant_kr_f16"
+            if ggml_ms(a):
+                ggml[(m, a["arm"], shape)] = ggml_ms(a)
     if not times:
         print(f"deqab_table: no deqab receipts in {folder}", file=sys.stderr)
         return 1

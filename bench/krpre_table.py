@@ -18,7 +18,7 @@ import re
 import sys
 from collections import defaultdict
 
-from receipt_util import geomean, load, median
+from receipt_util import arm_rows, geomean, ggml_ms, load, median
 
 NAME = re.compile(r"^krpre_27b_m(\d+)_([A-Za-z0-9]+)_(\d+)_.*\.json$")
 FORMATS = ("q4_k", "q5_k")
@@ -41,15 +41,12 @@ def main(argv):
         m, arm = int(mo.group(1)), mo.group(2)
         dev, d = load(os.path.join(folder, name))
         device.add(dev)
-        for s in d["shapes"]:
-            for a in s["arms"]:
-                if a["arm"] not in FORMATS:
-                    continue
-                key = (m, a["arm"], s["shape"], arm)
-                times[key].append(a["median_ms"])
-                valid[key] = valid[key] and bool(a.get("valid", False))
-                if a.get("ggml_issue_text_us"):
-                    ggml[(m, a["arm"], s["shape"])] = a["ggml_issue_text_us"] / 1000.0
+        for shape, a in arm_rows(d, FORMATS):
+            key = (m, a["arm"], shape, arm)
+            times[key].append(a["median_ms"])
+            valid[key] = valid[key] and bool(a.get("valid", False))
+            if ggml_ms(a):
+                ggml[(m, a["arm"], shape)] = ggml_ms(a)
     if not times:
         print(f"krpre_table: no krpre_27b_m*_*.json receipts in {folder}", file=sys.stderr)
         return 1
