@@ -15,6 +15,8 @@
  * cause. MEMRA_TEST_INJECT_FAULT=1 moves the first element of every
  * comparison out of band: the test must then fail. */
 #include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
 
 #include "memra/formats.h"
 #include "memra/memra.h"
@@ -841,6 +843,77 @@ static void test_kquant_f16_route(memra_format f, int n, int k)
     free(wdec);
 }
 
+/* memra_device_floor_f16_m_set from another thread while calls run: the threshold is read once a call, so each
+ * call is the floor's (gemm_kr) or the route's (dequant_kr_f16 + gemm_f16) whole, bit for bit one of the two
+ * outputs made first with the route off and on; the hits of the two ops add up to the calls. */
+typedef struct toggle_arg {
+    memra_device *dev;
+    atomic_int stop;
+} toggle_arg;
+
+static void *toggle_route(void *p)
+{
+    toggle_arg *t = p;
+    for (unsigned i = 0; !atomic_load(&t->stop); i++) CHECK_OK(memra_device_floor_f16_m_set(t->dev, i & 1 ? 1 : 0));
+    return NULL;
+}
+
+static float *matmul_plain(memra_device *dev, memra_weight *w, const matrix *mx)
+{
+    float *y = malloc((size_t)mx->m * mx->n * sizeof *y);
+    CHECK(y != NULL);
+    CHECK_OK(memra_matmul(dev, w, (memra_dptr)(uintptr_t)mx->x, mx->m, (memra_dptr)(uintptr_t)y, NULL));
+    return y;
+}
+
+static void test_floor_f16_m_threads(memra_format f, int n, int k)
+{
+    memra_runtime *rt = open_floor_f16();
+    memra_device *host = memra_device_host(rt);
+    size_t bytes = 0;
+    uint8_t *wq = random_kquant(f, n, k, &bytes);
+    memra_weight_desc d = {.struct_size = sizeof d, .format = f, .out_f = n, .in_f = k, .data = wq, .size = bytes,
+                           .name = memra_format_name(f)};
+    memra_weight *w = make(rt, &d);
+    CHECK_OK(memra_weight_prepare(w, host));
+    matrix mx = new_matrix(5, n, k);
+    CHECK_OK(memra_device_floor_f16_m_set(host, 0));
+    float *yf = matmul_plain(host, w, &mx);
+    CHECK_OK(memra_device_floor_f16_m_set(host, 1));
+    float *yr = matmul_plain(host, w, &mx);
+    const size_t ny = (size_t)mx.m * n;
+    CHECK(memcmp(yf, yr, ny * sizeof *yf) != 0); /* the two paths differ, so the check below can tell them apart */
+    const uint64_t kr0 = memra_ledger_hits(host, MEMRA_OP_gemm_kr, "host"),
+                   dk0 = memra_ledger_hits(host, MEMRA_OP_dequant_kr_f16, "host");
+    toggle_arg t = {.dev = host};
+    atomic_init(&t.stop, 0);
+    pthread_t th;
+    CHECK(pthread_create(&th, NULL, toggle_route, &t) == 0);
+    const int calls = 64;
+    int n_floor = 0, n_route = 0;
+    for (int c = 0; c < calls; c++) {
+        float *y = matmul_plain(host, w, &mx);
+        const int is_floor = memcmp(y, yf, ny * sizeof *y) == 0, is_route = memcmp(y, yr, ny * sizeof *y) == 0;
+        if (!is_floor && !is_route) TEST_FAIL_AT("call %d under a toggling threshold: neither path's output", c);
+        n_floor += is_floor, n_route += is_route;
+        free(y);
+    }
+    atomic_store(&t.stop, 1);
+    CHECK(pthread_join(th, NULL) == 0);
+    const uint64_t kr = memra_ledger_hits(host, MEMRA_OP_gemm_kr, "host") - kr0,
+                   dk = memra_ledger_hits(host, MEMRA_OP_dequant_kr_f16, "host") - dk0;
+    CHECK_INT_EQ((long long)(kr + dk), calls);
+    CHECK_INT_EQ((long long)kr, n_floor);
+    printf("%-44s %d calls under a toggling threshold: %d floor, %d route, each whole  PASS\n",
+           memra_format_name(f), calls, n_floor, n_route);
+    free(yf);
+    free(yr);
+    free_matrix(&mx);
+    memra_weight_destroy(w);
+    memra_close(rt);
+    free(wq);
+}
+
 /* MEMRA_FLOOR_F16_M=8 on Q8_0 and Q4_0 weights held as Q8_0 records (budget 0): from 8 tokens dequant_kr_f16
  * of the records + gemm_f16, whose output is bit for bit the f16 mirror's (dequant_f16 of the blocks at
  * prepare, gemm_f16) in a runtime with the default budget; below 8 the floor (gemm_q8_0r). */
@@ -1116,6 +1189,7 @@ int main(int argc, char **argv)
         test_kquant_floor(rt, kq[f], 17, 33, 768);
     }
     for (size_t f = 0; f < 3; f++) test_kquant_f16_route(kq[f], 33, 768);
+    test_floor_f16_m_threads(MEMRA_FORMAT_Q4_K, 33, 768);
     test_q8_f16_route(MEMRA_FORMAT_Q8_0, 33, 288);
     test_q8_f16_route(MEMRA_FORMAT_Q4_0, 40, 160);
     test_kquant_lane_not_supported(rt, argv[2]);
