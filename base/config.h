@@ -84,7 +84,8 @@
       "1: fp8blk gemm_experts on 256-row persistent tiles 128 wide (an expert of up to 256 rows one tile a column; unmeasured)") \
     X(FP8BLK_XE_PT, "MEMRA_FP8BLK_XE_PT", "mmq modules", BOOL, "", "1",                                          \
       "0: fp8blk does not serve gemm_experts on per-tensor e4m3 experts (lane gemm_fp8)")                         \
-    X(MMQ_PDL, "MEMRA_MMQ_PDL", "mmq modules", BOOL, "", "1", "0: no programmatic dependent launches")            \
+    X(MMQ_PDL, "MEMRA_MMQ_PDL", "mmq modules", ENUM, "0|1|pack", "1",                                            \
+      "0: no programmatic dependent launches; pack: without the one-CTA-an-SM shared memory of one-wave records grids") \
     X(MMQ_BM, "MEMRA_MMQ_BM", "mmq modules", UINT, "0..1024", "0 (chosen per shape)", "MMQ tile rows forced")     \
     X(MMQ_BN, "MEMRA_MMQ_BN", "mmq modules", UINT, "0..1024", "0 (chosen per shape)", "gemm_q8_0r tile cols forced") \
     X(MMQ_SPLIT, "MEMRA_MMQ_SPLIT", "mmq modules", UINT, "0..4096", "0 (chosen per shape)",                       \

@@ -123,9 +123,9 @@
 #               four tools, knobab on the q8_0 / q4_0 rows (see step_bulk)
 #   bulkxe      MEMRA_MMQ_BULK=1 on the sorted grouped Q8_0 tiles: tests, check, four tools, bench moe A/B
 #               (see step_bulkxe)
-#   gap         the 43-61 us between some records-plan memra_matmul calls and their two ops (run l2): knobab
-#               MEMRA_MMQ_PDL 1 / 0 with the split lines, per-kernel durations under ncu, nsys where there is
-#               one (see step_gap)
+#   gap         the 43-61 us between some records-plan memra_matmul calls and their two ops (runs l2, n3): knobab
+#               MEMRA_MMQ_PDL 1 (one CTA an SM on one-wave grids) / pack (no padding), then 1 / 0, with the split
+#               lines; GAP_PARTS=ncu: per-kernel durations under ncu (see step_gap)
 #   wgsx        MEMRA_MMQ_WG_SEED=xp (gemm_q8_0r's seeded tile with the token scales a group ahead): tests,
 #               check, ncu names, knobab against 1, stall samples, the four tools, in parts (see step_wgsx)
 #   wgplan      knobab MEMRA_MMQ_WG=all against 0 at m = 256 .. 1024 (WGPLAN_M): is the plan's pick between
@@ -1143,27 +1143,25 @@ step_deqab() {
 
 step_gap() {
   local t=$SECONDS f mm=${GAP_NCU_M:-384}
-  # GAP_ENV: more settings for both arms (MEMRA_MMQ_ONE=1: the one-CTA-an-SM tiles, to test whether the gap is
-  # two CTAs of a single-wave grid placed on one SM when it launches early)
+  # GAP_ENV: more settings for every arm (MEMRA_MMQ_ONE=1: the one-CTA-an-SM tiles). Arms: MEMRA_MMQ_PDL=1
+  # (the default: a one-wave records grid launched as a dependent asks for more than half an SM's shared
+  # memory) against pack (the tile's own bytes: two CTAs may share an SM) and against 0 (plain launches)
+  KNOBAB_KNOB=MEMRA_MMQ_PDL KNOBAB_ON=pack KNOBAB_OFF=1 KNOBAB_ENV="MEMRA_MMQ_WG=0 ${GAP_ENV:-}" KNOBAB_M="${GAP_M:-384 768}" \
+    KNOBAB_ROUNDS=${GAP_ROUNDS:-1} KNOBAB_ARM="mmq" step_knobab
   KNOBAB_KNOB=MEMRA_MMQ_PDL KNOBAB_ON=0 KNOBAB_OFF=1 KNOBAB_ENV="MEMRA_MMQ_WG=0 ${GAP_ENV:-}" KNOBAB_M="${GAP_M:-384 768}" \
     KNOBAB_ROUNDS=${GAP_ROUNDS:-1} KNOBAB_ARM="mmq" step_knobab
-  for f in "$L"/knobab_m*_on0.txt; do
+  for f in "$L"/knobab_m*_on0.txt "$L"/knobab_m*_onpack.txt; do
     say "  split lines of $(basename "$f"):"
     awk '$1 ~ /->/ {s = $1} $1 == "mmq" && $2 == "split" {print "    " s, $3, $4, $5, $6, $7, $8, $9, $10, $11}' "$f" >> "$S"
   done
-  MEMRA_MMQ_WG=0 MEMRA_ADMISSION=off timeout 240 ncu --clock-control none --metrics gpu__time_duration.sum \
-    -k regex:'memra_k_(quant_q8_1|gemm_q8_0r|splitk_sum)' $M bench 27b --m $mm --reps 2 --warmup 0 > "$L/gap_ncu.txt" 2>&1
-  say "gap ncu bench 27b m=$mm MEMRA_MMQ_WG=0: exit $?"
-  awk '/memra_k_[a-z0-9_]+/ {match($0, /memra_k_[a-z0-9_]+/); k = substr($0, RSTART, RLENGTH)} /gpu__time_duration.sum/ {print "  " k, $(NF-1), $NF}' \
-    "$L/gap_ncu.txt" | awk '{n[$1]++; if (!($1 in lo) || $3 < lo[$1]) lo[$1] = $3; if ($3 > hi[$1]) hi[$1] = $3; u[$1] = $2}
-      END {for (k in n) printf "  %s: %d launches, %s %s .. %s\n", k, n[k], u[k], lo[k], hi[k]}' >> "$S"
-  if command -v nsys > /dev/null 2>&1; then
-    MEMRA_MMQ_WG=0 timeout 200 nsys profile -o "$L/gap_nsys" --force-overwrite true --stats=true \
-      $M bench 27b --m $mm --reps 3 > "$L/gap_nsys.txt" 2>&1
-    say "gap nsys bench 27b m=$mm MEMRA_MMQ_WG=0: exit $? (the kernel timeline: $L/gap_nsys.txt)"
-  else
-    say "gap: no nsys on this machine"
-  fi
+  case " ${GAP_PARTS:-} " in *" ncu "*)
+    MEMRA_MMQ_WG=0 MEMRA_ADMISSION=off timeout 240 ncu --clock-control none --metrics gpu__time_duration.sum \
+      -k regex:'memra_k_(quant_q8_1|gemm_q8_0r|splitk_sum)' $M bench 27b --m $mm --reps 2 --warmup 0 > "$L/gap_ncu.txt" 2>&1
+    say "gap ncu bench 27b m=$mm MEMRA_MMQ_WG=0: exit $?"
+    awk '/memra_k_[a-z0-9_]+/ {match($0, /memra_k_[a-z0-9_]+/); k = substr($0, RSTART, RLENGTH)} /gpu__time_duration.sum/ {print "  " k, $(NF-1), $NF}' \
+      "$L/gap_ncu.txt" | awk '{n[$1]++; if (!($1 in lo) || $3 < lo[$1]) lo[$1] = $3; if ($3 > hi[$1]) hi[$1] = $3; u[$1] = $2}
+        END {for (k in n) printf "  %s: %d launches, %s %s .. %s\n", k, n[k], u[k], lo[k], hi[k]}' >> "$S" ;;
+  esac
   say "gap: $((SECONDS - t)) s"
 }
 

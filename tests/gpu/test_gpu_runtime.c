@@ -80,6 +80,14 @@ static int fake_unload(void *m)
 /* The handle of a kernel is its name, kept in a static pool. */
 static char g_names[1024][48]; /* every name init looked up (each once), over every module opened: the handles point here */
 static int g_n_names;
+/* each handle's dynamic shared memory limit (cuFuncSetAttribute MAX_DYNAMIC_SHARED_SIZE_BYTES, the driver's 48 KB
+ * until raised): a launch asking more fails, as the driver's does */
+static unsigned g_attr_smem[1024];
+static int smem_refused(const void *f, unsigned smem)
+{
+    const ptrdiff_t i = ((const char *)f - &g_names[0][0]) / (ptrdiff_t)sizeof g_names[0];
+    return smem > 48 * 1024 && i >= 0 && i < g_n_names && smem > g_attr_smem[i];
+}
 
 static const char *g_missing_kernel; /* a name containing it is not in the image (CUDA_ERROR_NOT_FOUND) */
 static int fake_get_function(void **f, void *m, const char *name)
@@ -116,6 +124,7 @@ static int fake_launch(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned 
 {
     (void)gx, (void)gy, (void)gz, (void)bx, (void)by, (void)bz, (void)smem, (void)s, (void)params, (void)extra;
     if (gx == 0 || gy == 0 || gz == 0 || bx == 0) return 3;
+    if (smem_refused(f, smem)) return 1;
     g_last_gx = gx, g_last_gy = gy, g_last_gz = gz, g_last_bx = bx, g_last_smem = smem;
     record(f, 0);
     return 0;
@@ -135,6 +144,7 @@ static int fake_launch_ex(const fake_launch_config *c, void *f, void **params, v
 {
     (void)params, (void)extra;
     if (c->grid[0] == 0 || c->num_attrs != 1) return 3;
+    if (smem_refused(f, c->smem)) return 1;
     g_last_gx = c->grid[0], g_last_gy = c->grid[1], g_last_gz = c->grid[2], g_last_bx = c->block[0];
     g_last_smem = c->smem;
     record(f, 1);
@@ -159,8 +169,10 @@ static int fake_memset_d32(unsigned long long dst, unsigned v, size_t n, void *s
 }
 static int fake_set_attribute(void *f, int a, int v)
 {
-    (void)f, (void)a;
-    return v > 0 ? 0 : 1;
+    const ptrdiff_t i = ((const char *)f - &g_names[0][0]) / (ptrdiff_t)sizeof g_names[0];
+    if (v <= 0) return 1;
+    if (a == 8 && i >= 0 && i < g_n_names) g_attr_smem[i] = (unsigned)v; /* MAX_DYNAMIC_SHARED_SIZE_BYTES */
+    return 0;
 }
 
 /* cuTensorMapEncodeTiled: refuses what the driver refuses for these maps (rank 2 or 3, 128-byte swizzle with a
@@ -296,6 +308,7 @@ static const char *g_mmq_wg_knob = "0"; /* MEMRA_MMQ_WG likewise; "0" outside th
                                           * the records tiles' plans; unset is auto, the warpgroup tile at m >= 1024) */
 static const char *g_mmq_wg_tr_knob; /* MEMRA_MMQ_WG_TR likewise */
 static const char *g_mmq_wg_per_knob; /* MEMRA_MMQ_WG_PERSIST likewise */
+static const char *g_mmq_pdl_knob;    /* MEMRA_MMQ_PDL likewise */
 static const char *g_mmq_wg_sd_knob;  /* MEMRA_MMQ_WG_SEED likewise */
 static const char *g_mmq_bm_knob;     /* MEMRA_MMQ_BM likewise */
 static const char *g_kr_wg_knob = "0"; /* MEMRA_MMQ_KR_WG likewise (the records tiles' cases: 0) */
@@ -336,6 +349,7 @@ static const char *fake_knob(const memra_device_caps *caps, const char *name)
     if (strcmp(name, "MEMRA_MMQ_WG") == 0) return g_mmq_wg_knob;
     if (strcmp(name, "MEMRA_MMQ_WG_TR") == 0) return g_mmq_wg_tr_knob;
     if (strcmp(name, "MEMRA_MMQ_WG_PERSIST") == 0) return g_mmq_wg_per_knob;
+    if (strcmp(name, "MEMRA_MMQ_PDL") == 0) return g_mmq_pdl_knob;
     if (strcmp(name, "MEMRA_MMQ_WG_SEED") == 0) return g_mmq_wg_sd_knob;
     if (strcmp(name, "MEMRA_MMQ_BM") == 0) return g_mmq_bm_knob;
     if (strcmp(name, "MEMRA_MMQ_KR_WG") == 0) return g_kr_wg_knob;
@@ -898,6 +912,51 @@ static int xe_wg_cases(const char *so)
     }
     g_xe_wg_knob = NULL, g_missing_kernel = NULL, g_no_tmap = 0;
     g_xe_sort_knob = NULL, g_xe_bm_knob = NULL, g_xe_split_knob = NULL, g_xe_ovl_knob = NULL;
+    return ok;
+}
+
+/* A records tile's grid of at most one CTA an SM, launched as a dependent, asks for more than half the SM's
+ * shared memory, so that no SM holds two of its CTAs (runs l2 / n3: with PDL, 5120->1024 at m = 768 on 12 x 11
+ * CTAs of the 64 x 96 tile ran 0.098 ms against 0.055 without); a larger grid, MEMRA_MMQ_PDL=pack and =0 ask
+ * for the tile's own bytes, and the fake driver refuses a launch past the function's set limit. Records plan
+ * (MEMRA_MMQ_WG=0), cc 9.0 (132 SMs, 227 KB a block: past half is 115968 bytes). */
+static int mmq_one_pad(const char *so)
+{
+    static const struct {
+        const char *pdl; /* MEMRA_MMQ_PDL */
+        int m, n, k;
+        const char *tile;
+        unsigned gx, gy, smem; /* the tile's launch: its grid and dynamic shared memory */
+        int dep;               /* launched as a dependent */
+    } cs[] = {
+        {NULL, 768, 1024, 5120, "memra_k_gemm_q8_0r_mt2n3b", 12, 11, 115968, 1},
+        {"pack", 768, 1024, 5120, "memra_k_gemm_q8_0r_mt2n3b", 12, 11, R3_SMEM_BYTES(2, 3), 1},
+        {"0", 768, 1024, 5120, "memra_k_gemm_q8_0r_mt2n3b", 12, 11, R3_SMEM_BYTES(2, 3), 0},
+        {"1", 384, 5120, 6144, "memra_k_gemm_q8_0r_mt4b", 3, 40, 115968, 1},
+        {NULL, 4096, 12288, 5120, "memra_k_gemm_q8_0r_mt4n3b", 32, 128, R3_SMEM_BYTES(4, 3), 1},
+    };
+    int ok = 1;
+    for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++) {
+        mod m;
+        g_mmq_pdl_knob = cs[i].pdl;
+        const int opened = open_mod(so, 90, &m);
+        g_mmq_pdl_knob = NULL;
+        if (!opened) return 0;
+        memra_call c = call_of(&m);
+        memra_gemm_args a = gemm(cs[i].m, cs[i].n, cs[i].k);
+        const memra_status st = m.desc->ops->gemm_q8_0r(&c, &a);
+        const int good = st == MEMRA_STATUS_OK && g_n_launched == 1 && strcmp(g_launched[0], cs[i].tile) == 0 &&
+                         g_grid_x[0] == cs[i].gx && g_grid_y[0] == cs[i].gy && g_grid_z[0] == 1 &&
+                         g_smem[0] == cs[i].smem && g_pdl[0] == cs[i].dep;
+        printf("  gemm_q8_0r m %d %d->%d MEMRA_MMQ_PDL=%s: status %d, %d launches, %s %u x %u x %u, smem %u, pdl %d; "
+               "want %s %u x %u x 1, smem %u, pdl %d  %s\n",
+               cs[i].m, cs[i].k, cs[i].n, cs[i].pdl ? cs[i].pdl : "(unset)", (int)st, g_n_launched,
+               g_n_launched ? g_launched[0] : "-", g_grid_x[0], g_grid_y[0], g_grid_z[0], g_smem[0], g_pdl[0], cs[i].tile,
+               cs[i].gx, cs[i].gy, cs[i].smem, cs[i].dep, good ? "ok" : "FAIL");
+        ok &= good;
+        g_n_launched = 0;
+        ok &= close_mod(&m, 1);
+    }
     return ok;
 }
 
@@ -2278,7 +2337,7 @@ int main(int argc, char **argv)
     int ok = strcmp(c, "sm90") == 0            ? case_sm90(argv[2])
              : strcmp(c, "sm120") == 0         ? case_sm120(argv[3], 120)
              : strcmp(c, "sm120_on_sm90") == 0 ? case_sm120(argv[3], 90)
-             : strcmp(c, "mmq") == 0           ? case_mmq(argv[4]) && h16_cases(argv[4])
+             : strcmp(c, "mmq") == 0           ? case_mmq(argv[4]) && h16_cases(argv[4]) && mmq_one_pad(argv[4])
              : strcmp(c, "fp8blk") == 0        ? case_fp8blk(argv[5])
                                                : -1;
     if (ok < 0) {

@@ -336,6 +336,12 @@ typedef struct mmq_state {
     CUfunction gemm_q8_0r[MEMRA__MMQ_R3_TILES]; /* r3_tiles[i]'s kernel, NULL where its shared memory does not fit */
     const memra__mmq_r3_tile *r3_tiles; /* memra__mmq_r3_tiles, _u with MEMRA_MMQ_R3_UNROLL=1, _b on cc 9.0+ (MEMRA_MMQ_BULK) */
     mmq_knobs knobs; /* read at load (memra__gpu_knob) */
+    /* A dependent launch of a records tile whose grid is at most one CTA an SM asks for one_pad bytes
+     * of shared memory (more than half the SM's, so that no SM holds two of its CTAs, nor one of it and
+     * one of the tile launched before it), where the tile could otherwise share an SM (the functions'
+     * limits are set for it at load); 0: never. MEMRA_MMQ_PDL=pack (pdl_pack): the tile's own bytes. */
+    unsigned one_pad;
+    int pdl_pack;
     int q8r_list;    /* q8r_list_of(this device): which list memra_call.variant indexes */
     CUfunction gemm_kr[MMQ_KR_FORMATS][MEMRA__MMQ_R3_TILES]; /* kr_tiles[f][i]'s kernel, likewise */
     const memra__mmq_r3_tile *kr_tiles[MMQ_KR_FORMATS];       /* memra__mmq_kr_tiles[f], or _tc (bit f of kr_tc) */
@@ -483,6 +489,31 @@ static int load_optional(memra__gpu *q, CUmodule m, const char *name, unsigned s
     return *out != NULL;
 }
 
+/* A records tile two of which fit an SM's shared memory (the SM's is the per-block opt-in limit + 1 KB,
+ * and each block reserves 1 KB), as plan_tiles counts them */
+static int tile_two(const memra_device_caps *caps, const memra__mmq_r3_tile *tl)
+{
+    const size_t optin = caps->smem_per_block_optin;
+    return !tl->one && (optin == 0 || optin >= 2 * (size_t)tl->smem + 1024);
+}
+
+/* The bytes that keep a block alone on its SM: past half the SM's shared memory, with 256 to spare;
+ * 0 where the opt-in limit is unknown */
+static unsigned one_pad_of(const memra_device_caps *caps)
+{
+    const size_t optin = caps->smem_per_block_optin;
+    if (optin == 0 || optin > (size_t)UINT32_MAX) return 0;
+    const size_t pad = (optin + 1024) / 2 - 1024 + 256;
+    return pad <= optin ? (unsigned)pad : 0;
+}
+
+/* The dynamic shared memory a records tile's function is set up for: its own, or one_pad where a
+ * dependent launch of a one-wave grid may ask that (run_tiles) */
+static unsigned tile_smem_max(const mmq_state *s, const memra_device_caps *caps, const memra__mmq_r3_tile *tl)
+{
+    return tile_two(caps, tl) && s->one_pad > tl->smem ? s->one_pad : tl->smem;
+}
+
 static memra_status mmq_load(memra__gpu *q, void *state)
 {
     mmq_state *s = state;
@@ -547,9 +578,11 @@ static memra_status mmq_load(memra__gpu *q, void *state)
             q->host->log(MEMRA_LOG_WARN, q->name, "MEMRA_MMQ_ONE=1: gemm_q8_0r's one-CTA tiles need the bulk-copy "
                                                   "tiles (cc 9.0+) and this image's _bo kernels; the two-CTA tiles serve");
     }
+    s->one_pad = one_pad_of(caps);
     for (int t = 0; t < MEMRA__MMQ_R3_TILES && st == MEMRA_STATUS_OK; t++)
         if (caps->smem_per_block_optin == 0 || caps->smem_per_block_optin >= s->r3_tiles[t].smem)
-            st = memra__gpu_function(q, m, s->r3_tiles[t].kernel, s->r3_tiles[t].smem, &s->gemm_q8_0r[t]);
+            st = memra__gpu_function(q, m, s->r3_tiles[t].kernel, tile_smem_max(s, caps, &s->r3_tiles[t]),
+                                     &s->gemm_q8_0r[t]);
     /* MEMRA_MMQ_WG: gemm_q8_0r on the warpgroup MMA where the GPU is cc 9.x, the driver encodes tensor
      * maps and the image has the kernel (sm_90a SASS only). auto (the default): the calls of at least
      * MMQ_WG_AUTO_M tokens, seeded by the tensor cores (runs i1 / i4, H100: _wgs 6-12% faster than the
@@ -709,7 +742,8 @@ static memra_status mmq_load(memra__gpu *q, void *state)
     for (int f = 0; f < MMQ_KR_FORMATS && st == MEMRA_STATUS_OK; f++)
         for (int t = 0; t < MEMRA__MMQ_R3_TILES && st == MEMRA_STATUS_OK; t++)
             if (caps->smem_per_block_optin == 0 || caps->smem_per_block_optin >= s->kr_tiles[f][t].smem)
-                st = memra__gpu_function(q, m, s->kr_tiles[f][t].kernel, s->kr_tiles[f][t].smem, &s->gemm_kr[f][t]);
+                st = memra__gpu_function(q, m, s->kr_tiles[f][t].kernel, tile_smem_max(s, caps, &s->kr_tiles[f][t]),
+                                         &s->gemm_kr[f][t]);
     if (st != MEMRA_STATUS_OK) return st;
     {
         /* Knobs, read once here (never per call). */
@@ -717,6 +751,7 @@ static memra_status mmq_load(memra__gpu *q, void *state)
         const char *bm = memra__gpu_knob(q, "MEMRA_MMQ_BM"), *bn = memra__gpu_knob(q, "MEMRA_MMQ_BN");
         const char *split = memra__gpu_knob(q, "MEMRA_MMQ_SPLIT");
         s->knobs.pdl_off = pdl != NULL && strcmp(pdl, "0") == 0;
+        s->pdl_pack = pdl != NULL && strcmp(pdl, "pack") == 0;
         s->knobs.bm = bm ? atoi(bm) : 0;
         s->knobs.bn = bn ? atoi(bn) : 0;
         s->knobs.split = split ? atoi(split) : 0;
@@ -1101,7 +1136,6 @@ static q8r_plan plan_tiles(const memra__gpu *q, const mmq_knobs *kn, const memra
     if (fs < 0) fs = 0;
     const int64_t sms = q->caps->sm_count > 0 ? q->caps->sm_count : 16;
     const int64_t G = ((int64_t)k + 127) / 128;
-    const size_t optin = q->caps->smem_per_block_optin;
     const mmq_plan_consts *pc = plan_consts(q);
     q8r_plan best = {-1, 1, 0.0}, any = {-1, 1, 0.0};
     double best_cost = -1.0;
@@ -1113,7 +1147,7 @@ static q8r_plan plan_tiles(const memra__gpu *q, const mmq_knobs *kn, const memra
         if ((fb != 0 && fb != tl->bm) || (fn != 0 && fn != tl->bn)) continue;
         /* two CTAs per SM: 2 (smem + 1 KB reserved) within the SM's shared
          * memory, which is the per-block opt-in limit + 1 KB */
-        const int two = !tl->one && (optin == 0 || optin >= 2 * (size_t)tl->smem + 1024);
+        const int two = tile_two(q->caps, tl);
         const int64_t ctas = ((int64_t)m + tl->bm - 1) / tl->bm * ty;
         for (int s = 1; s <= 16; s++) {
             if (fs > 0 ? s != fs : (s > 1 && G / s < 4)) continue;
@@ -1294,10 +1328,21 @@ static memra_status run_tiles(memra__gpu *q, memra_call *call, const memra_gemm_
         st = launch_pdl_k(q, &kn, MMQ_K(q)->gemm_q8_0r_wg, MMQ_K(q)->wg_name, (unsigned)((m + 127) / 128),
                           (unsigned)((n + 127) / 128), (unsigned)p.split, R3W_THREADS, MMQ_K(q)->wg_smem, call->stream,
                           (void *[]){&maps[0], &maps[1], &maps[2], &maps[3], &y, &m, &n, &k, &ldy, &alpha, &part});
-    else
+    else {
+        /* A dependent launch may place its CTAs while the kernel before it still runs: a grid of at most
+         * one CTA an SM whose tile two of fit an SM could then put two CTAs on one SM beside an idle one,
+         * and run the whole wave at half speed there (runs l2 / n3: 6144->5120 at m = 384 0.168 ms with
+         * PDL, 0.107 without). Asking for more than half the SM's shared memory keeps each CTA alone. */
+        const int64_t ctas = (int64_t)((m + tl->bm - 1) / tl->bm) * ((n + tl->bn - 1) / tl->bn) * p.split;
+        const int64_t sms = q->caps->sm_count > 0 ? q->caps->sm_count : 16;
+        const unsigned smem = !kn.pdl_off && !MMQ_K(q)->pdl_pack && ctas <= sms && tile_two(q->caps, tl) &&
+                                      MMQ_K(q)->one_pad > tl->smem
+                                  ? MMQ_K(q)->one_pad
+                                  : tl->smem;
         st = launch_pdl_k(q, &kn, fns[p.tile], tl->kernel, (unsigned)((m + tl->bm - 1) / tl->bm),
-                          (unsigned)((n + tl->bn - 1) / tl->bn), (unsigned)p.split, MMQ_THREADS, tl->smem,
-                          call->stream, (void *[]){&w, &x, &y, &m, &n, &k, &ldy, &alpha, &part});
+                          (unsigned)((n + tl->bn - 1) / tl->bn), (unsigned)p.split, MMQ_THREADS, smem, call->stream,
+                          (void *[]){&w, &x, &y, &m, &n, &k, &ldy, &alpha, &part});
+    }
     if (st != MEMRA_STATUS_OK || p.split == 1) return st;
     int s = p.split;
     /* a thread per 4 columns where rows of n floats are 16-byte aligned (n % 4 == 0), else per column */
