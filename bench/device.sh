@@ -126,6 +126,8 @@
 #   gap         the 43-61 us between some records-plan memra_matmul calls and their two ops (runs l2, n3): knobab
 #               MEMRA_MMQ_PDL 1 (one CTA an SM on one-wave grids) / pack (no padding), then 1 / 0, with the split
 #               lines; GAP_PARTS=ncu: per-kernel durations under ncu (see step_gap)
+#   sk          MEMRA_MMQ_WG_SK=1 (gemm_q8_0r's seeded tile on stream-k ranges): check, ncu names, four tools,
+#               knobab 1 / 0 under MEMRA_MMQ_WG=all and the defaults' bench at SK_M (see step_sk)
 #   wgsx        MEMRA_MMQ_WG_SEED=xp (gemm_q8_0r's seeded tile with the token scales a group ahead): tests,
 #               check, ncu names, knobab against 1, stall samples, the four tools, in parts (see step_wgsx)
 #   wgplan      knobab MEMRA_MMQ_WG=all against 0 at m = 256 .. 1024 (WGPLAN_M): is the plan's pick between
@@ -1163,6 +1165,41 @@ step_gap() {
         END {for (k in n) printf "  %s: %d launches, %s %s .. %s\n", k, n[k], u[k], lo[k], hi[k]}' >> "$S" ;;
   esac
   say "gap: $((SECONDS - t)) s"
+}
+
+# MEMRA_MMQ_WG_SK=1 (gemm_q8_0r's seeded tile on stream-k ranges, with its fix-up): check gemm_q8_0r under
+# MEMRA_MMQ_WG=all with it (host reference, bands), memcheck / racecheck / synccheck / initcheck over the quick
+# check, ncu's kernel names, then knobab SK 1 / 0 under MEMRA_MMQ_WG=all (the stream-k tile against _wgs) at
+# SK_M (default "512 4096"), and the defaults' bench at the same m in the same call (SK_PARTS, default
+# "check tools ab")
+step_sk() {
+  local t=$SECONDS tool mm
+  case " ${SK_PARTS:-check tools ab} " in *" check "*)
+    MEMRA_MMQ_WG=all MEMRA_MMQ_WG_SK=1 MEMRA_LOG=info timeout 200 $M check --device 0 --op gemm_q8_0r --module mmq \
+      > "$L/sk_check.log" 2>&1
+    say "sk check gemm_q8_0r (MEMRA_MMQ_WG=all MEMRA_MMQ_WG_SK=1): exit $? $(grep -E 'passed, ' "$L/sk_check.log")"
+    grep -E " FAIL|WG_SK" "$L/sk_check.log" | head -6 >> "$S"
+    MEMRA_MMQ_WG=all MEMRA_MMQ_WG_SK=1 MEMRA_ADMISSION=off timeout 120 ncu --clock-control none --metrics gpu__time_duration.sum \
+      -k regex:'memra_k_gemm_q8_0r_(wgsk|skfix)' $M check --device 0 --op gemm_q8_0r --module mmq --quick > "$L/sk_ncu.txt" 2>&1
+    say "sk ncu names: $(grep -oE 'memra_k_gemm_q8_0r_(wgsk|skfix)' "$L/sk_ncu.txt" | sort | uniq -c | tr '\n' ' ')" ;;
+  esac
+  case " ${SK_PARTS:-check tools ab} " in *" tools "*)
+    for tool in memcheck racecheck synccheck initcheck; do
+      MEMRA_MMQ_WG=all MEMRA_MMQ_WG_SK=1 MEMRA_ADMISSION=off timeout 150 compute-sanitizer --tool $tool --error-exitcode 9 \
+        $M check --device 0 --op gemm_q8_0r --module mmq --quick > "$L/sk_$tool.log" 2>&1
+      say "sk $tool: exit $? $(grep -E 'passed, ' "$L/sk_$tool.log") $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$L/sk_$tool.log" | head -1)"
+    done ;;
+  esac
+  case " ${SK_PARTS:-check tools ab} " in *" ab "*)
+    KNOBAB_KNOB=MEMRA_MMQ_WG_SK KNOBAB_ENV="MEMRA_MMQ_WG=all" KNOBAB_M="${SK_M:-512 4096}" KNOBAB_ROUNDS=${SK_ROUNDS:-1} \
+      KNOBAB_ARM="mmq|q4_0" step_knobab
+    for mm in ${SK_M:-512 4096}; do
+      timeout 200 $M bench 27b --m $mm --json $R/sk_default_27b_m${mm}_$TAG.json > "$L/sk_default_m$mm.txt" 2>&1
+      say "sk bench 27b m=$mm (the defaults): exit $?"
+      awk '$1 ~ /->/ {s = $1} $1 ~ /^(mmq|q4_0)$/ {print "  " s, $0}' "$L/sk_default_m$mm.txt" | grep -v split >> "$S"
+    done ;;
+  esac
+  say "sk: $((SECONDS - t)) s"
 }
 
 # The plan's choice between the seeded warpgroup tile and the records tiles below 1024 tokens (the model's

@@ -309,6 +309,7 @@ static const char *g_mmq_wg_knob = "0"; /* MEMRA_MMQ_WG likewise; "0" outside th
 static const char *g_mmq_wg_tr_knob; /* MEMRA_MMQ_WG_TR likewise */
 static const char *g_mmq_wg_per_knob; /* MEMRA_MMQ_WG_PERSIST likewise */
 static const char *g_mmq_pdl_knob;    /* MEMRA_MMQ_PDL likewise */
+static const char *g_mmq_sk_knob;     /* MEMRA_MMQ_WG_SK likewise */
 static const char *g_mmq_wg_sd_knob;  /* MEMRA_MMQ_WG_SEED likewise */
 static const char *g_mmq_bm_knob;     /* MEMRA_MMQ_BM likewise */
 static const char *g_kr_wg_knob = "0"; /* MEMRA_MMQ_KR_WG likewise (the records tiles' cases: 0) */
@@ -350,6 +351,7 @@ static const char *fake_knob(const memra_device_caps *caps, const char *name)
     if (strcmp(name, "MEMRA_MMQ_WG_TR") == 0) return g_mmq_wg_tr_knob;
     if (strcmp(name, "MEMRA_MMQ_WG_PERSIST") == 0) return g_mmq_wg_per_knob;
     if (strcmp(name, "MEMRA_MMQ_PDL") == 0) return g_mmq_pdl_knob;
+    if (strcmp(name, "MEMRA_MMQ_WG_SK") == 0) return g_mmq_sk_knob;
     if (strcmp(name, "MEMRA_MMQ_WG_SEED") == 0) return g_mmq_wg_sd_knob;
     if (strcmp(name, "MEMRA_MMQ_BM") == 0) return g_mmq_bm_knob;
     if (strcmp(name, "MEMRA_MMQ_KR_WG") == 0) return g_kr_wg_knob;
@@ -957,6 +959,59 @@ static int mmq_one_pad(const char *so)
         g_n_launched = 0;
         ok &= close_mod(&m, 1);
     }
+    return ok;
+}
+
+/* MEMRA_MMQ_WG_SK=1 (with MEMRA_MMQ_WG=all on cc 9.0): the stream-k tile on min(132, units) CTAs (a unit: a
+ * 128 x 128 tile's 128-deep step), then its fix-up on one block a tile, both dependents; with
+ * MEMRA_MMQ_WG_PERSIST or without the kernel, the seeded tile as before (and a warning, not counted here) */
+static int mmq_sk(const char *so)
+{
+    static const struct {
+        int m, n, k;
+        const char *per, *missing;
+        unsigned grid, tiles; /* 0: not the stream-k pair */
+    } cs[] = {
+        {512, 5120, 6144, NULL, NULL, 132, 160}, /* 160 tiles x 48 steps */
+        {100, 300, 256, NULL, NULL, 6, 3},       /* 3 tiles x 2 steps: fewer units than SMs */
+        {4096, 1024, 5120, NULL, NULL, 132, 256},
+        {512, 5120, 6144, "1", NULL, 0, 0},
+        {512, 5120, 6144, NULL, "gemm_q8_0r_skfix", 0, 0},
+    };
+    int ok = 1;
+    for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++) {
+        mod m;
+        g_mmq_wg_knob = "all", g_mmq_sk_knob = "1", g_mmq_wg_per_knob = cs[i].per, g_missing_kernel = cs[i].missing;
+        const int opened = open_mod(so, 90, &m);
+        g_mmq_sk_knob = NULL, g_mmq_wg_per_knob = NULL, g_missing_kernel = NULL;
+        if (!opened) {
+            g_mmq_wg_knob = "0";
+            return 0;
+        }
+        memra_call c = call_of(&m);
+        memra_gemm_args a = gemm(cs[i].m, cs[i].n, cs[i].k);
+        const memra_status st = m.desc->ops->gemm_q8_0r(&c, &a);
+        int good = st == MEMRA_STATUS_OK;
+        if (cs[i].grid) {
+            good &= g_n_launched == 2 && strcmp(g_launched[0], "memra_k_gemm_q8_0r_wgsk") == 0 &&
+                    strcmp(g_launched[1], "memra_k_gemm_q8_0r_skfix") == 0 && g_grid_x[0] == cs[i].grid &&
+                    g_grid_y[0] == 1 && g_grid_z[0] == 1 && g_block_x[0] == 384 &&
+                    g_smem[0] == (unsigned)R3W_SMEM_BYTES_SD(1) && g_pdl[0] == 1 && g_grid_x[1] == cs[i].tiles &&
+                    g_block_x[1] == 256 && g_smem[1] == 0 && g_pdl[1] == 1;
+        } else {
+            good &= g_n_launched >= 1 && strstr(g_launched[0], "_wgsk") == NULL &&
+                    (g_n_launched < 2 || strstr(g_launched[1], "skfix") == NULL) &&
+                    strstr(g_launched[0], "memra_k_gemm_q8_0r_wg") != NULL;
+        }
+        printf("  gemm_q8_0r m %d %d->%d MEMRA_MMQ_WG_SK=1%s%s%s: status %d, %d launches, %s %u, %s %u  %s\n", cs[i].m,
+               cs[i].k, cs[i].n, cs[i].per ? " PERSIST=" : "", cs[i].per ? cs[i].per : "",
+               cs[i].missing ? " (no skfix)" : "", (int)st, g_n_launched, g_n_launched ? g_launched[0] : "-", g_grid_x[0],
+               g_n_launched > 1 ? g_launched[1] : "-", g_grid_x[1], good ? "ok" : "FAIL");
+        ok &= good;
+        g_n_launched = 0;
+        ok &= close_mod(&m, 1);
+    }
+    g_mmq_wg_knob = "0";
     return ok;
 }
 
@@ -2337,7 +2392,7 @@ int main(int argc, char **argv)
     int ok = strcmp(c, "sm90") == 0            ? case_sm90(argv[2])
              : strcmp(c, "sm120") == 0         ? case_sm120(argv[3], 120)
              : strcmp(c, "sm120_on_sm90") == 0 ? case_sm120(argv[3], 90)
-             : strcmp(c, "mmq") == 0           ? case_mmq(argv[4]) && h16_cases(argv[4]) && mmq_one_pad(argv[4])
+             : strcmp(c, "mmq") == 0           ? case_mmq(argv[4]) && h16_cases(argv[4]) && mmq_one_pad(argv[4]) && mmq_sk(argv[4])
              : strcmp(c, "fp8blk") == 0        ? case_fp8blk(argv[5])
                                                : -1;
     if (ok < 0) {

@@ -1459,6 +1459,17 @@ __device__ __forceinline__ void r3w_store(const float (&acc)[64], float *__restr
     }
 }
 
+/* (SK) a seeded tile's partial sums, unscaled by alpha, into a 128 x 128 slot: row i - i0, column c - j0 (the
+ * whole tile; the fix-up reads only what lies inside y) */
+__device__ __forceinline__ void r3w_store_slot(const float (&acc)[64], float *__restrict__ slot, int rr, int cq)
+{
+#pragma unroll
+    for (int j = 0; j < 16; j++)
+#pragma unroll
+        for (int e = 0; e < 4; e++)
+            slot[(8 * j + cq + (e & 1)) * 128 + rr + 8 * (e >> 1)] = acc[4 * j + e] * R3W_SD_POST;
+}
+
 /* A CTA's tiles: the one of its block index (P false: grid (ceil(m / 128), ceil(n / 128), SL)), or
  * (P: the persistent _wgp tiles, a 1-D grid of at most one CTA an SM) tiles blockIdx.x, + gridDim.x,
  * ... of the ntx x nty x SL tile space (tokens fastest, then weight rows, then slices; the host takes
@@ -1481,6 +1492,25 @@ __device__ __forceinline__ r3w_tile r3w_tile_of(int t, int ntx, int nty, int G, 
     r.i0 = tx * 128, r.j0 = ty * 128, r.z = z;
     r.g0 = (int)((long long)G * z / SL);
     r.nk = (int)((long long)G * (z + 1) / SL) - r.g0;
+    return r;
+}
+
+/* SK (the stream-k tile, MEMRA_MMQ_WG_SK): the ntx nty tiles' G steps each, U units in tile order (tokens
+ * fastest), are cut into gridDim.x ranges of U / gridDim.x units, CTA c's [c U / P, (c + 1) U / P): segment t of a
+ * CTA is its part of tile ta + t (ta: the tile of its first unit). A segment with all G steps is a whole tile, stored
+ * as the other tiles store; any other is a partial sum, into slot 2 c (the CTA's first segment) or 2 c + 1 (its
+ * last) of `part` (128 x 128 floats a slot), which memra_k_gemm_q8_0r_skfix adds in k order. */
+struct r3w_range {
+    long long u0, u1;
+    int ta;
+};
+__device__ __forceinline__ r3w_tile r3w_sk_tile(int t, int ntx, int G, const r3w_range &rg)
+{
+    const int T = rg.ta + t;
+    const long long b = (long long)T * G, s = rg.u0 > b ? rg.u0 : b, e = rg.u1 < b + G ? rg.u1 : b + G;
+    r3w_tile r;
+    r.i0 = (T % ntx) * 128, r.j0 = (T / ntx) * 128, r.z = 0;
+    r.g0 = (int)(s - b), r.nk = (int)(e - s);
     return r;
 }
 
@@ -1694,7 +1724,7 @@ struct r3w_xe {
  * after each step's last fold; the step's stage is then released by the next step's first group,
  * after the wait that covers them (a stage is held one step longer: three ahead, not four). */
 template <bool TR, bool P, bool SD, int KF = -1, bool KM = false, bool SA = false, bool XE = false, bool XT = false,
-          bool XP = false, int KP = 0>
+          bool XP = false, int KP = 0, bool SK = false>
 __device__ __forceinline__ void r3w_body(const memra_tmap *map_w, const memra_tmap *map_wh, const memra_tmap *map_x,
                                          const memra_tmap *map_xh, float *__restrict__ y, int m, int n, int k,
                                          long long ldy, float alpha, float *__restrict__ part, int sl,
@@ -1710,6 +1740,7 @@ __device__ __forceinline__ void r3w_body(const memra_tmap *map_w, const memra_tm
     static_assert(!KM || KQ, "the min term by MMA is the K-quant tiles'");
     static_assert(!XP || (SD && TR && !KQ), "the token scales a group ahead: the seeded Q8_0 tiles");
     static_assert(KP == 0 || KM, "the widened image feeds the tile whose min term is by MMA");
+    static_assert(!SK || (P && SD && TR && !KQ && !XE && !XP && !SA), "the stream-k tile: the persistent seeded Q8_0 tile");
     constexpr int S = R3W_STAGES, SB = KM ? R3W_STAGE_BYTES_KM : KQ ? R3W_STAGE_BYTES_KQ : R3W_STAGE_BYTES_OF(TR);
     static_assert((S & (S - 1)) == 0 && S >= 2, "the ring's stage index is it & (S - 1)");
     /* TR: producer step it waits for stage it's `empty` (released after `ready` of it - S) before its
@@ -1740,9 +1771,16 @@ __device__ __forceinline__ void r3w_body(const memra_tmap *map_w, const memra_tm
         xs0 = xe->tiles[2 * ti + 1], xend = xe->offsets[e + 1];
         map_w = xe->maps + 2 * e, map_wh = map_w + 1;
     }
-    const int G = (k + 127) / 128, SL = P ? sl : (int)gridDim.z;
-    const int ntx = (m + 127) / 128, nty = (n + 127) / 128, nt = P ? ntx * nty * SL : 1;
-    const int t0_ = P ? (int)blockIdx.x : 0, dt = P ? (int)gridDim.x : 1;
+    const int G = (k + 127) / 128, SL = SK ? 1 : P ? sl : (int)gridDim.z;
+    const int ntx = (m + 127) / 128, nty = (n + 127) / 128;
+    r3w_range rg = {0, 0, 0}; /* (SK) this CTA's units and the tile of its first */
+    if (SK) {
+        const long long U = (long long)ntx * nty * G;
+        rg.u0 = (long long)blockIdx.x * U / gridDim.x, rg.u1 = (long long)(blockIdx.x + 1) * U / gridDim.x;
+        rg.ta = (int)(rg.u0 / G);
+    }
+    const int nt = SK ? (rg.u1 > rg.u0 ? (int)((rg.u1 - 1) / G) - rg.ta + 1 : 0) : P ? ntx * nty * SL : 1;
+    const int t0_ = SK ? 0 : P ? (int)blockIdx.x : 0, dt = SK ? 1 : P ? (int)gridDim.x : 1;
     const int wg = threadIdx.x >> 7, lane = threadIdx.x & 31;
     if (KQ && wg == 0) { /* the producer warpgroup: thread 0 copies the token codes, all 128 fill the rest */
         /* 40, as the other tiles: the CTA holds 384 x 168 registers, and 128 x 40 + 256 x 232 is all of them
@@ -1794,7 +1832,7 @@ __device__ __forceinline__ void r3w_body(const memra_tmap *map_w, const memra_tm
         if (XE && lane == 0) memra_tmap_acquire(map_w), memra_tmap_acquire(map_wh); /* written by experts_maps */
         int it = 0;
         for (int t = t0_; t < nt; t += dt) {
-            r3w_tile tl = r3w_tile_of<P>(t, ntx, nty, G, SL);
+            r3w_tile tl = SK ? r3w_sk_tile(t, ntx, G, rg) : r3w_tile_of<P>(t, ntx, nty, G, SL);
             if (XE) tl.i0 = xs0; /* the table's sorted rows */
             for (int b = 0; b < tl.nk; b++, it++) {
                 if (lane == 0) {
@@ -1839,7 +1877,7 @@ __device__ __forceinline__ void r3w_body(const memra_tmap *map_w, const memra_tm
     bool inflight = false; /* t0 holds the tile's first group, issued during the last tile's last fold */
     unsigned empty_p = 0u; /* (KM) the `empty` of the stage whose min term is in flight (0: none) */
     for (int t = t0_; t < nt; t += dt) {
-        r3w_tile tl = r3w_tile_of<P>(t, ntx, nty, G, SL);
+        r3w_tile tl = SK ? r3w_sk_tile(t, ntx, G, rg) : r3w_tile_of<P>(t, ntx, nty, G, SL);
         if (XE) tl.i0 = xs0;
         float acc[64];
 #pragma unroll
@@ -1905,8 +1943,11 @@ __device__ __forceinline__ void r3w_body(const memra_tmap *map_w, const memra_tm
             if (KM) r3w_min_add(acc, t1, empty_p), empty_p = 0u; /* and the last step's min term */
         }
         pdl_trigger();
-        r3w_store<SD, KQ, XE>(acc, y, part, ldy, alpha, m, n, tl.i0, tl.j0 + r, cq, SL, tl.z, XE ? xe->perm : nullptr,
-                              xend);
+        if (SK && tl.nk != G) /* part of a tile: its partial sum into the CTA's slot, for the fix-up */
+            r3w_store_slot(acc, part + (long long)(2 * (int)blockIdx.x + (t == 0 ? 0 : 1)) * 16384, r, cq);
+        else
+            r3w_store<SD, KQ, XE>(acc, y, part, ldy, alpha, m, n, tl.i0, tl.j0 + r, cq, SL, tl.z,
+                                  XE ? xe->perm : nullptr, xend);
     }
 }
 
@@ -1960,6 +2001,45 @@ memra_k_gemm_q8_0r_wgps(const __grid_constant__ memra_tmap map_w, const __grid_c
                         float *__restrict__ part, int sl)
 {
     r3w_body<true, true, true>(&map_w, &map_wh, &map_x, &map_xh, y, m, n, k, ldy, alpha, part, sl);
+}
+/* MEMRA_MMQ_WG_SK=1: the seeded tile on stream-k ranges (r3w_body SK): a 1-D grid of P <= one CTA an SM, each
+ * CTA an equal share of the call's tile steps, whole tiles stored, parts of tiles into part's slots (2 P x 64 KB),
+ * then memra_k_gemm_q8_0r_skfix. A split tile's sum is its segments' partial sums added in k order: a different
+ * rounding from the unsplit tile's (one f32 addition a segment), the same every call at a given P. */
+extern "C" __global__ void __launch_bounds__(R3W_THREADS, 1)
+memra_k_gemm_q8_0r_wgsk(const __grid_constant__ memra_tmap map_w, const __grid_constant__ memra_tmap map_wh,
+                        const __grid_constant__ memra_tmap map_x, const __grid_constant__ memra_tmap map_xh,
+                        float *__restrict__ y, int m, int n, int k, long long ldy, float alpha,
+                        float *__restrict__ part)
+{
+    r3w_body<true, true, true, -1, false, false, false, false, false, 0, true>(&map_w, &map_wh, &map_x, &map_xh, y, m,
+                                                                               n, k, ldy, alpha, part, 1);
+}
+/* The stream-k fix-up, a dependent of memra_k_gemm_q8_0r_wgsk launched with the same P: block T (one a tile)
+ * finds the CTAs whose ranges share tile T (the owner of unit u is the c with c U / P <= u < (c + 1) U / P),
+ * returns where one CTA had it whole, else writes y = alpha (the segments' partial sums in k order). A
+ * segment is slot 2 c where it holds CTA c's first unit, else 2 c + 1. */
+extern "C" __global__ void __launch_bounds__(256)
+memra_k_gemm_q8_0r_skfix(const float *__restrict__ part, float *__restrict__ y, long long ldy, float alpha, int m, int n,
+                         int k, int P)
+{
+    pdl_wait();
+    const int G = (k + 127) / 128, ntx = (m + 127) / 128, T = (int)blockIdx.x;
+    const long long U = (long long)ntx * ((n + 127) / 128) * G, ua = (long long)T * G, ub = ua + G - 1;
+    const int ca = (int)(((ua + 1) * P - 1) / U), cb = (int)(((ub + 1) * P - 1) / U);
+    if (ca == cb) return;
+    const int i0 = (T % ntx) * 128, j0 = (T / ntx) * 128;
+    for (int e = threadIdx.x; e < 16384; e += 256) {
+        const int i = i0 + (e >> 7), c = j0 + (e & 127);
+        if (i >= m || c >= n) continue;
+        float sum = 0.0f;
+        for (int cc = ca; cc <= cb; cc++) {
+            const long long b = (long long)cc * U / P;
+            const float v = part[(long long)(2 * cc + (b >= ua ? 0 : 1)) * 16384 + e];
+            sum = cc == ca ? v : sum + v;
+        }
+        y[(long long)i * ldy + c] = alpha * sum;
+    }
 }
 /* MEMRA_MMQ_XE_WG=1: gemm_experts' Q8_0 full tiles on the seeded tile (r3w_body XE). Grid (the table's
  * worst-case tile count, ceil(n / 128), S slices); map_x / map_xh: the sorted records' codes and heads

@@ -389,6 +389,9 @@ typedef struct mmq_state {
     /* MEMRA_MMQ_WG_PERSIST=1 (implies WG_TR): the persistent _wgp, where every slice has steps, else NULL;
      * =N >= 2: at most N CTAs (a test's way to give each CTA several tiles), wgp_cap N, else 0 */
     CUfunction gemm_q8_0r_wgp;
+    /* MEMRA_MMQ_WG_SK=1 (with _wgs, opt-in, untimed): the seeded tile on stream-k ranges (memra_k_gemm_q8_0r_wgsk)
+     * and its fix-up (memra_k_gemm_q8_0r_skfix), else NULL */
+    CUfunction gemm_q8_0r_wgsk, skfix;
     int wgp_cap;
     const char *wgp_name; /* the persistent kernel: _wgps (seeded), or _wgp with MEMRA_MMQ_WG_SEED=0 */
     /* MEMRA_MMQ_KR_WG=1 (cc 9.x, opt-in; run i2: 0.75-0.96x the records tiles): gemm_kr's Q4_K / Q5_K on
@@ -626,6 +629,18 @@ static memra_status mmq_load(memra__gpu *q, void *state)
             } else if (per && !load_optional(q, m, s->wgp_name, s->wg_smem, &s->gemm_q8_0r_wgp)) {
                 q->host->log(MEMRA_LOG_WARN, q->name, "MEMRA_MMQ_WG_PERSIST=%s: this image has no %s; %s serves", pe,
                              s->wgp_name, s->wg_name);
+            }
+            const char *sk = memra__gpu_knob(q, "MEMRA_MMQ_WG_SK");
+            if (sk != NULL && strcmp(sk, "1") == 0 && s->gemm_q8_0r_wg != NULL) {
+                if (s->gemm_q8_0r_wgp != NULL || strcmp(s->wg_name, "memra_k_gemm_q8_0r_wgs") != 0 ||
+                    !load_optional(q, m, "memra_k_gemm_q8_0r_wgsk", s->wg_smem, &s->gemm_q8_0r_wgsk) ||
+                    !load_optional(q, m, "memra_k_gemm_q8_0r_skfix", 0, &s->skfix)) {
+                    s->gemm_q8_0r_wgsk = s->skfix = NULL;
+                    q->host->log(MEMRA_LOG_WARN, q->name,
+                                 "MEMRA_MMQ_WG_SK=1: the stream-k tile needs the seeded tile (MEMRA_MMQ_WG_SEED=1, "
+                                 "no MEMRA_MMQ_WG_PERSIST) and this image's memra_k_gemm_q8_0r_wgsk; %s serves",
+                                 s->wg_name);
+                }
             }
         }
         /* the plan's step_wg was fitted to _wgs alone: the other kernels keep auto's fixed threshold */
@@ -1256,6 +1271,22 @@ static memra_status run_tiles(memra__gpu *q, memra_call *call, const memra_gemm_
     /* MEMRA_MMQ_KR_WG: Q4_K / Q5_K on the seeded warpgroup tile, every pick (its token codes' map alone) */
     const int kwg = kwgk && r3w_map(q, &maps[2], x, m, k, 0);
     if (wg || kwg) p.split = wp.split;
+    /* MEMRA_MMQ_WG_SK=1: the warpgroup tile's steps in equal ranges over P CTAs (one an SM, at most one a
+     * step), the split tiles' partial sums in 2 P slots of 64 KB, unsplit otherwise */
+    int64_t sk_p = 0;
+    memra_dptr sk_part = 0;
+    if (wg && MMQ_K(q)->gemm_q8_0r_wgsk != NULL) {
+        const int64_t units = (int64_t)((m + 127) / 128) * ((n + 127) / 128) * ((k + 127) / 128);
+        sk_p = q->caps->sm_count > 0 ? q->caps->sm_count : 16;
+        if (sk_p > units) sk_p = units;
+        if (units > INT32_MAX / 2) sk_p = 0;
+        const memra_status kst =
+            sk_p > 0 ? q->host->scratch_get(call, MEMRA__MMQ_SLOT_PART, (size_t)sk_p * 2u * 65536u, &sk_part)
+                     : MEMRA_STATUS_OK;
+        if (kst == MEMRA_STATUS_NOT_SUPPORTED) return kst; /* a capture without reserved scratch */
+        if (kst != MEMRA_STATUS_OK) sk_p = 0;              /* no memory for the slots: the plain tile */
+        if (sk_p > 0) p.split = 1;
+    }
     const memra_status sst =
         p.split > 1 ? q->host->scratch_get(call, MEMRA__MMQ_SLOT_PART, (size_t)p.split * (size_t)m * (size_t)n * 4u, &part)
                     : MEMRA_STATUS_OK;
@@ -1296,6 +1327,16 @@ static memra_status run_tiles(memra__gpu *q, memra_call *call, const memra_gemm_
     const int64_t wtiles = (int64_t)((m + 127) / 128) * ((n + 127) / 128) * p.split;
     int64_t wsms = q->caps->sm_count > 0 ? q->caps->sm_count : 16;
     if (MMQ_K(q)->wgp_cap > 0 && MMQ_K(q)->wgp_cap < wsms) wsms = MMQ_K(q)->wgp_cap;
+    if (sk_p > 0) {
+        int pp = (int)sk_p;
+        st = launch_pdl_k(q, &kn, MMQ_K(q)->gemm_q8_0r_wgsk, "memra_k_gemm_q8_0r_wgsk", (unsigned)pp, 1, 1, R3W_THREADS,
+                          MMQ_K(q)->wg_smem, call->stream,
+                          (void *[]){&maps[0], &maps[1], &maps[2], &maps[3], &y, &m, &n, &k, &ldy, &alpha, &sk_part});
+        if (st != MEMRA_STATUS_OK) return st;
+        return launch_pdl_k(q, &kn, MMQ_K(q)->skfix, "memra_k_gemm_q8_0r_skfix",
+                            (unsigned)(((m + 127) / 128) * ((n + 127) / 128)), 1, 1, 256, 0, call->stream,
+                            (void *[]){&sk_part, &y, &ldy, &alpha, &m, &n, &k, &pp});
+    }
     if (wg && MMQ_K(q)->gemm_q8_0r_wgp != NULL && p.split <= (k + 127) / 128 && wtiles <= INT32_MAX) {
         int sl = p.split;
         st = launch_pdl_k(q, &kn, MMQ_K(q)->gemm_q8_0r_wgp, MMQ_K(q)->wgp_name,
