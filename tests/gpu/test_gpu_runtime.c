@@ -970,11 +970,12 @@ static int mmq_sk(const char *so)
     static const struct {
         int m, n, k;
         const char *per, *missing;
-        unsigned grid, tiles; /* 0: not the stream-k pair */
+        unsigned grid, rem; /* grid 0: not the stream-k tile; rem: the tiles past the whole waves (the fix-up's) */
     } cs[] = {
-        {512, 5120, 6144, NULL, NULL, 132, 160}, /* 160 tiles x 48 steps */
-        {100, 300, 256, NULL, NULL, 6, 3},       /* 3 tiles x 2 steps: fewer units than SMs */
-        {4096, 1024, 5120, NULL, NULL, 132, 256},
+        {512, 5120, 6144, NULL, NULL, 132, 28},  /* 160 tiles x 48 steps: one wave whole, 28 tiles split */
+        {100, 300, 256, NULL, NULL, 6, 3},       /* 3 tiles x 2 steps: fewer units than SMs, all split */
+        {4096, 1024, 5120, NULL, NULL, 132, 124}, /* 256 tiles */
+        {1024, 4224, 512, NULL, NULL, 132, 0},   /* 264 tiles: two whole waves, no fix-up */
         {512, 5120, 6144, "1", NULL, 0, 0},
         {512, 5120, 6144, NULL, "gemm_q8_0r_skfix", 0, 0},
     };
@@ -993,11 +994,12 @@ static int mmq_sk(const char *so)
         const memra_status st = m.desc->ops->gemm_q8_0r(&c, &a);
         int good = st == MEMRA_STATUS_OK;
         if (cs[i].grid) {
-            good &= g_n_launched == 2 && strcmp(g_launched[0], "memra_k_gemm_q8_0r_wgsk") == 0 &&
-                    strcmp(g_launched[1], "memra_k_gemm_q8_0r_skfix") == 0 && g_grid_x[0] == cs[i].grid &&
-                    g_grid_y[0] == 1 && g_grid_z[0] == 1 && g_block_x[0] == 384 &&
-                    g_smem[0] == (unsigned)R3W_SMEM_BYTES_SD(1) && g_pdl[0] == 1 && g_grid_x[1] == cs[i].tiles &&
-                    g_block_x[1] == 256 && g_smem[1] == 0 && g_pdl[1] == 1;
+            good &= g_n_launched == 1 + (cs[i].rem > 0) && strcmp(g_launched[0], "memra_k_gemm_q8_0r_wgsk") == 0 &&
+                    g_grid_x[0] == cs[i].grid && g_grid_y[0] == 1 && g_grid_z[0] == 1 && g_block_x[0] == 384 &&
+                    g_smem[0] == (unsigned)R3W_SMEM_BYTES_SD(1) && g_pdl[0] == 1;
+            if (cs[i].rem > 0)
+                good &= strcmp(g_launched[1], "memra_k_gemm_q8_0r_skfix") == 0 && g_grid_x[1] == cs[i].rem &&
+                        g_grid_y[1] == 16 && g_block_x[1] == 256 && g_smem[1] == 0 && g_pdl[1] == 1;
         } else {
             good &= g_n_launched >= 1 && strstr(g_launched[0], "_wgsk") == NULL &&
                     (g_n_launched < 2 || strstr(g_launched[1], "skfix") == NULL) &&

@@ -1495,21 +1495,30 @@ __device__ __forceinline__ r3w_tile r3w_tile_of(int t, int ntx, int nty, int G, 
     return r;
 }
 
-/* SK (the stream-k tile, MEMRA_MMQ_WG_SK): the ntx nty tiles' G steps each, U units in tile order (tokens
- * fastest), are cut into gridDim.x ranges of U / gridDim.x units, CTA c's [c U / P, (c + 1) U / P): segment t of a
- * CTA is its part of tile ta + t (ta: the tile of its first unit). A segment with all G steps is a whole tile, stored
- * as the other tiles store; any other is a partial sum, into slot 2 c (the CTA's first segment) or 2 c + 1 (its
- * last) of `part` (128 x 128 floats a slot), which memra_k_gemm_q8_0r_skfix adds in k order. */
+/* SK (the stream-k tile, MEMRA_MMQ_WG_SK): of the T = ntx nty tiles (tokens fastest), the first dpw P (dpw = T / P,
+ * P = gridDim.x) go whole, CTA c taking tiles c, c + P, ... as a plain grid's waves would (neighbouring CTAs share
+ * operands in L2); the remaining rem = T - dpw P tiles' G steps each, U = rem G units, are cut into P ranges, CTA
+ * c's [c U / P, (c + 1) U / P), so that every CTA does the same number of steps. Segment t < dpw of a CTA is its
+ * whole tile t; segment dpw + s its part of remainder tile ta + s (ta: the remainder tile of its first unit). A
+ * segment with all G steps is stored as the other tiles store; any other is a partial sum, into slot 2 c (the CTA's
+ * first remainder segment) or 2 c + 1 (its last) of `part` (128 x 128 floats a slot), which
+ * memra_k_gemm_q8_0r_skfix adds in k order. */
 struct r3w_range {
     long long u0, u1;
-    int ta;
+    int ta, dpw, tdp;
 };
 __device__ __forceinline__ r3w_tile r3w_sk_tile(int t, int ntx, int G, const r3w_range &rg)
 {
-    const int T = rg.ta + t;
-    const long long b = (long long)T * G, s = rg.u0 > b ? rg.u0 : b, e = rg.u1 < b + G ? rg.u1 : b + G;
     r3w_tile r;
-    r.i0 = (T % ntx) * 128, r.j0 = (T / ntx) * 128, r.z = 0;
+    r.z = 0;
+    if (t < rg.dpw) {
+        const int T = (int)blockIdx.x + t * (int)gridDim.x;
+        r.i0 = (T % ntx) * 128, r.j0 = (T / ntx) * 128, r.g0 = 0, r.nk = G;
+        return r;
+    }
+    const int Tr = rg.ta + t - rg.dpw, T = rg.tdp + Tr;
+    const long long b = (long long)Tr * G, s = rg.u0 > b ? rg.u0 : b, e = rg.u1 < b + G ? rg.u1 : b + G;
+    r.i0 = (T % ntx) * 128, r.j0 = (T / ntx) * 128;
     r.g0 = (int)(s - b), r.nk = (int)(e - s);
     return r;
 }
@@ -1773,13 +1782,15 @@ __device__ __forceinline__ void r3w_body(const memra_tmap *map_w, const memra_tm
     }
     const int G = (k + 127) / 128, SL = SK ? 1 : P ? sl : (int)gridDim.z;
     const int ntx = (m + 127) / 128, nty = (n + 127) / 128;
-    r3w_range rg = {0, 0, 0}; /* (SK) this CTA's units and the tile of its first */
+    r3w_range rg = {0, 0, 0, 0, 0}; /* (SK) this CTA's whole tiles, remainder units and the tile of its first */
     if (SK) {
-        const long long U = (long long)ntx * nty * G;
-        rg.u0 = (long long)blockIdx.x * U / gridDim.x, rg.u1 = (long long)(blockIdx.x + 1) * U / gridDim.x;
+        const int T = ntx * nty, PP = (int)gridDim.x;
+        rg.dpw = T / PP, rg.tdp = rg.dpw * PP;
+        const long long U = (long long)(T - rg.tdp) * G;
+        rg.u0 = (long long)blockIdx.x * U / PP, rg.u1 = (long long)(blockIdx.x + 1) * U / PP;
         rg.ta = (int)(rg.u0 / G);
     }
-    const int nt = SK ? (rg.u1 > rg.u0 ? (int)((rg.u1 - 1) / G) - rg.ta + 1 : 0) : P ? ntx * nty * SL : 1;
+    const int nt = SK ? rg.dpw + (rg.u1 > rg.u0 ? (int)((rg.u1 - 1) / G) - rg.ta + 1 : 0) : P ? ntx * nty * SL : 1;
     const int t0_ = SK ? 0 : P ? (int)blockIdx.x : 0, dt = SK ? 1 : P ? (int)gridDim.x : 1;
     const int wg = threadIdx.x >> 7, lane = threadIdx.x & 31;
     if (KQ && wg == 0) { /* the producer warpgroup: thread 0 copies the token codes, all 128 fill the rest */
@@ -1944,7 +1955,7 @@ __device__ __forceinline__ void r3w_body(const memra_tmap *map_w, const memra_tm
         }
         pdl_trigger();
         if (SK && tl.nk != G) /* part of a tile: its partial sum into the CTA's slot, for the fix-up */
-            r3w_store_slot(acc, part + (long long)(2 * (int)blockIdx.x + (t == 0 ? 0 : 1)) * 16384, r, cq);
+            r3w_store_slot(acc, part + (long long)(2 * (int)blockIdx.x + (t == rg.dpw ? 0 : 1)) * 16384, r, cq);
         else
             r3w_store<SD, KQ, XE>(acc, y, part, ldy, alpha, m, n, tl.i0, tl.j0 + r, cq, SL, tl.z,
                                   XE ? xe->perm : nullptr, xend);
@@ -2015,31 +2026,37 @@ memra_k_gemm_q8_0r_wgsk(const __grid_constant__ memra_tmap map_w, const __grid_c
     r3w_body<true, true, true, -1, false, false, false, false, false, 0, true>(&map_w, &map_wh, &map_x, &map_xh, y, m,
                                                                                n, k, ldy, alpha, part, 1);
 }
-/* The stream-k fix-up, a dependent of memra_k_gemm_q8_0r_wgsk launched with the same P: block T (one a tile)
- * finds the CTAs whose ranges share tile T (the owner of unit u is the c with c U / P <= u < (c + 1) U / P),
- * returns where one CTA had it whole, else writes y = alpha (the segments' partial sums in k order). A
- * segment is slot 2 c where it holds CTA c's first unit, else 2 c + 1. */
+/* The stream-k fix-up, a dependent of memra_k_gemm_q8_0r_wgsk launched with the same P: grid (rem, 16), block
+ * (Tr, h) rows 8 h .. 8 h + 7 of remainder tile Tr (a float4 a thread). The CTAs whose ranges share the tile (the
+ * owner of unit u is the c with c U / P <= u < (c + 1) U / P) are found once a thread; where one CTA had it whole
+ * the block returns, else y = alpha (the segments' partial sums in k order). A segment is slot 2 c where it holds
+ * CTA c's first remainder unit, else 2 c + 1; a CTA without remainder units (U < P) has none. */
 extern "C" __global__ void __launch_bounds__(256)
 memra_k_gemm_q8_0r_skfix(const float *__restrict__ part, float *__restrict__ y, long long ldy, float alpha, int m, int n,
                          int k, int P)
 {
     pdl_wait();
-    const int G = (k + 127) / 128, ntx = (m + 127) / 128, T = (int)blockIdx.x;
-    const long long U = (long long)ntx * ((n + 127) / 128) * G, ua = (long long)T * G, ub = ua + G - 1;
+    const int G = (k + 127) / 128, ntx = (m + 127) / 128, T = ntx * ((n + 127) / 128), tdp = T / P * P;
+    const int Tr = (int)blockIdx.x;
+    const long long U = (long long)(T - tdp) * G, ua = (long long)Tr * G, ub = ua + G - 1;
     const int ca = (int)(((ua + 1) * P - 1) / U), cb = (int)(((ub + 1) * P - 1) / U);
     if (ca == cb) return;
-    const int i0 = (T % ntx) * 128, j0 = (T / ntx) * 128;
-    for (int e = threadIdx.x; e < 16384; e += 256) {
-        const int i = i0 + (e >> 7), c = j0 + (e & 127);
-        if (i >= m || c >= n) continue;
-        float sum = 0.0f;
-        for (int cc = ca; cc <= cb; cc++) {
-            const long long b = (long long)cc * U / P;
-            const float v = part[(long long)(2 * cc + (b >= ua ? 0 : 1)) * 16384 + e];
-            sum = cc == ca ? v : sum + v;
-        }
-        y[(long long)i * ldy + c] = alpha * sum;
+    const int e = 4 * ((int)blockIdx.y * 256 + (int)threadIdx.x), tile = tdp + Tr;
+    const int i = (tile % ntx) * 128 + (e >> 7), c = (tile / ntx) * 128 + (e & 127);
+    if (i >= m || c >= n) return;
+    float4 sum = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    for (int cc = ca; cc <= cb; cc++) {
+        const long long b = (long long)cc * U / P;
+        if ((long long)(cc + 1) * U / P == b) continue; /* fewer remainder units than CTAs: cc has none */
+        const float4 v = __ldg(reinterpret_cast<const float4 *>(part + (long long)(2 * cc + (b >= ua ? 0 : 1)) * 16384 + e));
+        if (cc == ca) sum = v;
+        else sum.x += v.x, sum.y += v.y, sum.z += v.z, sum.w += v.w;
     }
+    float *o = y + (long long)i * ldy + c;
+    o[0] = alpha * sum.x;
+    if (c + 1 < n) o[1] = alpha * sum.y;
+    if (c + 2 < n) o[2] = alpha * sum.z;
+    if (c + 3 < n) o[3] = alpha * sum.w;
 }
 /* MEMRA_MMQ_XE_WG=1: gemm_experts' Q8_0 full tiles on the seeded tile (r3w_body XE). Grid (the table's
  * worst-case tile count, ceil(n / 128), S slices); map_x / map_xh: the sorted records' codes and heads

@@ -1332,10 +1332,11 @@ static memra_status run_tiles(memra__gpu *q, memra_call *call, const memra_gemm_
         st = launch_pdl_k(q, &kn, MMQ_K(q)->gemm_q8_0r_wgsk, "memra_k_gemm_q8_0r_wgsk", (unsigned)pp, 1, 1, R3W_THREADS,
                           MMQ_K(q)->wg_smem, call->stream,
                           (void *[]){&maps[0], &maps[1], &maps[2], &maps[3], &y, &m, &n, &k, &ldy, &alpha, &sk_part});
-        if (st != MEMRA_STATUS_OK) return st;
-        return launch_pdl_k(q, &kn, MMQ_K(q)->skfix, "memra_k_gemm_q8_0r_skfix",
-                            (unsigned)(((m + 127) / 128) * ((n + 127) / 128)), 1, 1, 256, 0, call->stream,
-                            (void *[]){&sk_part, &y, &ldy, &alpha, &m, &n, &k, &pp});
+        /* the tiles past the whole waves, split over every CTA: their fix-up, a block a tile and 8 rows */
+        const int64_t ntiles = (int64_t)((m + 127) / 128) * ((n + 127) / 128), rem = ntiles - ntiles / pp * pp;
+        if (st != MEMRA_STATUS_OK || rem == 0) return st;
+        return launch_pdl_k(q, &kn, MMQ_K(q)->skfix, "memra_k_gemm_q8_0r_skfix", (unsigned)rem, 16, 1, 256, 0,
+                            call->stream, (void *[]){&sk_part, &y, &ldy, &alpha, &m, &n, &k, &pp});
     }
     if (wg && MMQ_K(q)->gemm_q8_0r_wgp != NULL && p.split <= (k + 127) / 128 && wtiles <= INT32_MAX) {
         int sl = p.split;
