@@ -1191,9 +1191,10 @@ step_sk() {
     done ;;
   esac
   case " ${SK_PARTS:-check tools ab} " in *" ab "*)
-    KNOBAB_KNOB=MEMRA_MMQ_WG_SK KNOBAB_ENV="MEMRA_MMQ_WG=all" KNOBAB_M="${SK_M:-512 4096}" KNOBAB_ROUNDS=${SK_ROUNDS:-1} \
-      KNOBAB_ARM="mmq|q4_0" step_knobab
-    for mm in ${SK_M:-512 4096}; do
+    # SK_ON (default 1) against 0, under SK_ENV (default MEMRA_MMQ_WG=all; SK_ON=auto SK_ENV= : the defaults)
+    KNOBAB_KNOB=MEMRA_MMQ_WG_SK KNOBAB_ON=${SK_ON:-1} KNOBAB_ENV="${SK_ENV-MEMRA_MMQ_WG=all}" KNOBAB_M="${SK_M:-512 4096}" \
+      KNOBAB_ROUNDS=${SK_ROUNDS:-1} KNOBAB_ARM="mmq|q4_0" step_knobab
+    [ "${SK_DEFAULT:-1}" = 1 ] && for mm in ${SK_M:-512 4096}; do
       timeout 200 $M bench 27b --m $mm --json $R/sk_default_27b_m${mm}_$TAG.json > "$L/sk_default_m$mm.txt" 2>&1
       say "sk bench 27b m=$mm (the defaults): exit $?"
       awk '$1 ~ /->/ {s = $1} $1 ~ /^(mmq|q4_0)$/ {print "  " s, $0}' "$L/sk_default_m$mm.txt" | grep -v split >> "$S"

@@ -971,18 +971,27 @@ static int mmq_sk(const char *so)
         int m, n, k;
         const char *per, *missing;
         unsigned grid, rem; /* grid 0: not the stream-k tile; rem: the tiles past the whole waves (the fix-up's) */
+        const char *sk, *wg; /* MEMRA_MMQ_WG_SK (NULL: 1), MEMRA_MMQ_WG (NULL: all) */
     } cs[] = {
-        {512, 5120, 6144, NULL, NULL, 132, 28},  /* 160 tiles x 48 steps: one wave whole, 28 tiles split */
-        {100, 300, 256, NULL, NULL, 6, 3},       /* 3 tiles x 2 steps: fewer units than SMs, all split */
-        {4096, 1024, 5120, NULL, NULL, 132, 124}, /* 256 tiles */
-        {1024, 4224, 512, NULL, NULL, 132, 0},   /* 264 tiles: two whole waves, no fix-up */
-        {512, 5120, 6144, "1", NULL, 0, 0},
-        {512, 5120, 6144, NULL, "gemm_q8_0r_skfix", 0, 0},
+        /* auto, under the default MEMRA_MMQ_WG (auto): 160 tiles (a last wave of 28 of 132) take it, 384 (120 of
+         * 132) and 3072 (23 waves) do not, nor 32 (under one wave) */
+        {512, 5120, 6144, NULL, NULL, 132, 28, "auto", "auto"},
+        {512, 5120, 17408, NULL, NULL, 132, 28, "auto", "auto"},
+        {512, 12288, 5120, NULL, NULL, 0, 0, "auto", "auto"},
+        {4096, 12288, 5120, NULL, NULL, 0, 0, "auto", "auto"},
+        {512, 1024, 5120, NULL, NULL, 0, 0, "auto", "auto"},
+        {512, 5120, 6144, NULL, NULL, 132, 28, NULL, NULL},  /* 160 tiles x 48 steps: one wave whole, 28 tiles split */
+        {100, 300, 256, NULL, NULL, 6, 3, NULL, NULL},       /* 3 tiles x 2 steps: fewer units than SMs, all split */
+        {4096, 1024, 5120, NULL, NULL, 132, 124, NULL, NULL}, /* 256 tiles */
+        {1024, 4224, 512, NULL, NULL, 132, 0, NULL, NULL},   /* 264 tiles: two whole waves, no fix-up */
+        {512, 5120, 6144, "1", NULL, 0, 0, NULL, NULL},
+        {512, 5120, 6144, NULL, "gemm_q8_0r_skfix", 0, 0, NULL, NULL},
     };
     int ok = 1;
     for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++) {
         mod m;
-        g_mmq_wg_knob = "all", g_mmq_sk_knob = "1", g_mmq_wg_per_knob = cs[i].per, g_missing_kernel = cs[i].missing;
+        g_mmq_wg_knob = cs[i].wg ? cs[i].wg : "all", g_mmq_sk_knob = cs[i].sk ? cs[i].sk : "1";
+        g_mmq_wg_per_knob = cs[i].per, g_missing_kernel = cs[i].missing;
         const int opened = open_mod(so, 90, &m);
         g_mmq_sk_knob = NULL, g_mmq_wg_per_knob = NULL, g_missing_kernel = NULL;
         if (!opened) {
@@ -1001,12 +1010,13 @@ static int mmq_sk(const char *so)
                 good &= strcmp(g_launched[1], "memra_k_gemm_q8_0r_skfix") == 0 && g_grid_x[1] == cs[i].rem &&
                         g_grid_y[1] == 16 && g_block_x[1] == 256 && g_smem[1] == 0 && g_pdl[1] == 1;
         } else {
+            /* the plain tiles: under =1 the seeded tile, under auto whatever the plan picks */
             good &= g_n_launched >= 1 && strstr(g_launched[0], "_wgsk") == NULL &&
                     (g_n_launched < 2 || strstr(g_launched[1], "skfix") == NULL) &&
-                    strstr(g_launched[0], "memra_k_gemm_q8_0r_wg") != NULL;
+                    (cs[i].sk != NULL || strstr(g_launched[0], "memra_k_gemm_q8_0r_wg") != NULL);
         }
-        printf("  gemm_q8_0r m %d %d->%d MEMRA_MMQ_WG_SK=1%s%s%s: status %d, %d launches, %s %u, %s %u  %s\n", cs[i].m,
-               cs[i].k, cs[i].n, cs[i].per ? " PERSIST=" : "", cs[i].per ? cs[i].per : "",
+        printf("  gemm_q8_0r m %d %d->%d MEMRA_MMQ_WG_SK=%s%s%s%s: status %d, %d launches, %s %u, %s %u  %s\n", cs[i].m,
+               cs[i].k, cs[i].n, cs[i].sk ? cs[i].sk : "1", cs[i].per ? " PERSIST=" : "", cs[i].per ? cs[i].per : "",
                cs[i].missing ? " (no skfix)" : "", (int)st, g_n_launched, g_n_launched ? g_launched[0] : "-", g_grid_x[0],
                g_n_launched > 1 ? g_launched[1] : "-", g_grid_x[1], good ? "ok" : "FAIL");
         ok &= good;
