@@ -84,8 +84,8 @@
       "1: fp8blk gemm_experts on 256-row persistent tiles 128 wide (an expert of up to 256 rows one tile a column; unmeasured)") \
     X(FP8BLK_XE_PT, "MEMRA_FP8BLK_XE_PT", "mmq modules", BOOL, "", "1",                                          \
       "0: fp8blk does not serve gemm_experts on per-tensor e4m3 experts (lane gemm_fp8)")                         \
-    X(MMQ_WG_SK, "MEMRA_MMQ_WG_SK", "mmq modules", ENUM, "0|1|auto", "0",                                         \
-      "gemm_q8_0r's seeded tile with a stream-k remainder: 1 every warpgroup call, auto where a plain grid ends in a sparse last wave (run p8: m = 512, 160 tiles 7-11% faster)") \
+    X(MMQ_WG_SK, "MEMRA_MMQ_WG_SK", "mmq modules", ENUM, "0|1|auto", "auto",                                      \
+      "gemm_q8_0r's seeded tile with a stream-k remainder: auto where a plain grid ends in a sparse last wave (run p10: m = 512, 2.5-10% faster on four 27b rows), 1 every warpgroup call, 0 never") \
     X(MMQ_PDL, "MEMRA_MMQ_PDL", "mmq modules", ENUM, "0|1|pack", "1",                                            \
       "0: no programmatic dependent launches; pack: without the one-CTA-an-SM shared memory of one-wave records grids") \
     X(MMQ_BM, "MEMRA_MMQ_BM", "mmq modules", UINT, "0..1024", "0 (chosen per shape)", "MMQ tile rows forced")     \

@@ -971,8 +971,13 @@ static int mmq_sk(const char *so)
         int m, n, k;
         const char *per, *missing;
         unsigned grid, rem; /* grid 0: not the stream-k tile; rem: the tiles past the whole waves (the fix-up's) */
-        const char *sk, *wg; /* MEMRA_MMQ_WG_SK (NULL: 1), MEMRA_MMQ_WG (NULL: all) */
+        const char *sk, *wg; /* MEMRA_MMQ_WG_SK (NULL: 1; "unset": unset, the default auto), MEMRA_MMQ_WG (NULL: all) */
     } cs[] = {
+        /* unset: auto */
+        {512, 5120, 6144, NULL, NULL, 132, 28, "unset", "auto"},
+        {512, 12288, 5120, NULL, NULL, 0, 0, "unset", "auto"},
+        /* 0: never */
+        {512, 5120, 6144, NULL, NULL, 0, 0, "0", "auto"},
         /* auto, under the default MEMRA_MMQ_WG (auto): 160 tiles (a last wave of 28 of 132) take it, 384 (120 of
          * 132) and 3072 (23 waves) do not, nor 32 (under one wave) */
         {512, 5120, 6144, NULL, NULL, 132, 28, "auto", "auto"},
@@ -990,7 +995,8 @@ static int mmq_sk(const char *so)
     int ok = 1;
     for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++) {
         mod m;
-        g_mmq_wg_knob = cs[i].wg ? cs[i].wg : "all", g_mmq_sk_knob = cs[i].sk ? cs[i].sk : "1";
+        g_mmq_wg_knob = cs[i].wg ? cs[i].wg : "all";
+        g_mmq_sk_knob = cs[i].sk == NULL ? "1" : strcmp(cs[i].sk, "unset") == 0 ? NULL : cs[i].sk;
         g_mmq_wg_per_knob = cs[i].per, g_missing_kernel = cs[i].missing;
         const int opened = open_mod(so, 90, &m);
         g_mmq_sk_knob = NULL, g_mmq_wg_per_knob = NULL, g_missing_kernel = NULL;
@@ -1512,6 +1518,8 @@ static int case_mmq(const char *so)
                {90, 0, NULL, NULL, NULL, NULL, 4096, 12288, 7, "xp"}, {90, 0, "all", NULL, NULL, NULL, 512, 1024, 7, "xp"},
                {90, 0, NULL, NULL, NULL, "1", 4096, 12288, 5, "xp"}, {90, 0, NULL, "q8_0r_wgsax", NULL, NULL, 4096, 12288, 0, "xp"},
                {120, 0, NULL, NULL, NULL, NULL, 4096, 12288, 0, "xp"}};
+    g_mmq_sk_knob = "0"; /* the plain grids' plans; the stream-k tile's picks (160 tiles here at 1024 x 2560 and
+                          * 512 x 5120) are mmq_sk's */
     for (size_t i = 0; i < sizeof wgc / sizeof wgc[0]; i++) {
         /* knob "bm64": MEMRA_MMQ_WG unset, MEMRA_MMQ_BM=64 */
         const int bm64 = wgc[i].knob != NULL && strcmp(wgc[i].knob, "bm64") == 0;
@@ -1566,6 +1574,7 @@ static int case_mmq(const char *so)
         ok &= close_mod(&m, 1);
     }
     g_mmq_wg_knob = "0", g_mmq_wg_tr_knob = NULL, g_mmq_wg_per_knob = NULL, g_mmq_wg_sd_knob = NULL, g_mmq_bm_knob = NULL;
+    g_mmq_sk_knob = NULL;
     g_missing_kernel = NULL, g_no_tmap = 0;
     /* memra_call.sizing = 1 (memra_stream_reserve's sizing): gemm_q8_0r, gemm_kr and quant_q8_1 make the
      * real call's scratch requests (count and bytes, split-k partial sums or none), launch nothing and
