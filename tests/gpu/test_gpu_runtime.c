@@ -425,6 +425,7 @@ static int open_mod(const char *path, int cc, mod *out)
     out->desc = entry();
     out->caps = fake_caps(cc);
     g_loaded = g_unloaded = 0;
+    memset(g_attr_smem, 0, sizeof g_attr_smem); /* this module's load sets the limits of the kernels it launches */
     memra_status st = out->desc->init(&k_host, &out->caps, &out->ctx);
     printf("%s init on cc %d: %s%s%s; %d images loaded\n", out->desc->name, cc, st == MEMRA_STATUS_OK ? "OK" : "failed",
            st == MEMRA_STATUS_OK ? "" : ": ", st == MEMRA_STATUS_OK ? "" : g_last_error, g_loaded);

@@ -93,8 +93,10 @@ typedef struct mmq_knobs {
  * agree bitwise whatever the tile; a split into S slices adds S partial sums
  * in slice order (one more rounding per slice), so a variant whose plan
  * splits differently from the default (any tile variant may, "nosplit"
- * never splits) differs within the q8 band, not bitwise. gemm_q8_0's tiles
- * agree bitwise. PDL changes nothing but launch overlap; "nopdl" covers the
+ * never splits) differs within the q8 band, not bitwise. The stream-k tile
+ * (MEMRA_MMQ_WG_SK, auto by default) adds a split tile's segments in k order:
+ * where the default plan takes it, a tile variant (which turns it off) differs
+ * within the band too. gemm_q8_0's tiles agree bitwise. PDL changes nothing but launch overlap; "nopdl" covers the
  * op's own launches (the tile and the split-k sum), while quant_q8_1 before
  * it is another op and keeps the setting read at init. */
 #define MMQ_SET_BM 1
@@ -337,9 +339,9 @@ typedef struct mmq_state {
     const memra__mmq_r3_tile *r3_tiles; /* memra__mmq_r3_tiles, _u with MEMRA_MMQ_R3_UNROLL=1, _b on cc 9.0+ (MEMRA_MMQ_BULK) */
     mmq_knobs knobs; /* read at load (memra__gpu_knob) */
     /* A dependent launch of a records tile whose grid is at most one CTA an SM asks for one_pad bytes
-     * of shared memory (more than half the SM's, so that no SM holds two of its CTAs, nor one of it and
-     * one of the tile launched before it), where the tile could otherwise share an SM (the functions'
-     * limits are set for it at load); 0: never. MEMRA_MMQ_PDL=pack (pdl_pack): the tile's own bytes. */
+     * of shared memory (more than half the SM's, so that no SM holds two of its CTAs, nor two padded
+     * CTAs of consecutive calls), where the tile could otherwise share an SM (the functions' limits are
+     * set for it at load); 0: never. MEMRA_MMQ_PDL=pack (pdl_pack): the tile's own bytes. */
     unsigned one_pad;
     int pdl_pack;
     int q8r_list;    /* q8r_list_of(this device): which list memra_call.variant indexes */
@@ -1294,7 +1296,7 @@ static memra_status run_tiles(memra__gpu *q, memra_call *call, const memra_gemm_
      * step), the split tiles' partial sums in 2 P slots of 64 KB, unsplit otherwise */
     int64_t sk_p = 0;
     memra_dptr sk_part = 0;
-    if (wg && MMQ_K(q)->gemm_q8_0r_wgsk != NULL && (MMQ_K(q)->sk_mode == 1 || sk_auto)) {
+    if (wg && MMQ_K(q)->gemm_q8_0r_wgsk != NULL && ((MMQ_K(q)->sk_mode == 1 && kn.split <= 0) || sk_auto)) {
         const int64_t units = (int64_t)((m + 127) / 128) * ((n + 127) / 128) * ((k + 127) / 128);
         sk_p = q->caps->sm_count > 0 ? q->caps->sm_count : 16;
         if (sk_p > units) sk_p = units;
