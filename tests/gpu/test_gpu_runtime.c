@@ -1579,8 +1579,9 @@ static int case_mmq(const char *so)
     g_missing_kernel = NULL, g_no_tmap = 0;
     /* memra_call.sizing = 1 (memra_stream_reserve's sizing): gemm_q8_0r, gemm_kr and quant_q8_1 make the
      * real call's scratch requests (count and bytes, split-k partial sums or none), launch nothing and
-     * set it to 2; the defaults (auto: _wgs at 512 x 1024 in 4 slices, the records tiles at 512 x 5120
-     * in 1, _wgs at 1536 x 1536 in 4, Q4_K's records tiles) */
+     * set it to 2; the defaults (auto: _wgs at 512 x 1024 in 4 slices, the stream-k tile at 512 x 5120 and
+     * 1536 x 1536 (160 and 144 tiles), _wgs at 4096 x 12288, Q4_K's records tiles). Where the stream-k tile may serve gemm_q8_0r (cc 9.0,
+     * MEMRA_MMQ_WG_SK auto) and this call does not take it, sizing asks its 2 x 132 x 64 KB slots once more */
     {
         g_mmq_wg_knob = NULL;
         if (!open_mod(so, 90, &m)) return 0;
@@ -1603,8 +1604,13 @@ static int case_mmq(const char *so)
                 bytes[sizing] = g_scratch_bytes, asks[sizing] = g_scratch_asks, launched[sizing] = g_n_launched;
                 if (sizing) back = c2.sizing;
             }
+            /* the stream-k slots, asked by sizing alone where the real call runs another gemm_q8_0r tile */
+            const int T = (sz[i].m + 127) / 128 * ((sz[i].n + 127) / 128); /* the auto rule, 132 SMs */
+            const int sk_takes = T >= 132 && T <= 5 * 132 && T % 132 != 0 && T % 132 <= 132 / 4;
+            const int sk_extra = sz[i].kind == 0 && !sk_takes;
+            const size_t sk_bytes = sk_extra ? (size_t)132 * 2 * 65536 : 0;
             const int good = st[0] == MEMRA_STATUS_OK && st[1] == MEMRA_STATUS_OK && launched[0] >= 1 && launched[1] == 0 &&
-                             back == 2 && bytes[0] == bytes[1] && asks[0] == asks[1];
+                             back == 2 && bytes[0] + sk_bytes == bytes[1] && asks[0] + sk_extra == asks[1];
             printf("  sizing %s %d x %d x 5120: real call %d launches, %d scratch asks of %zu bytes; sized: %d launches, "
                    "%d asks of %zu bytes, sizing %d  %s\n",
                    sz[i].kind == 0 ? "gemm_q8_0r" : sz[i].kind == 1 ? "gemm_kr q4_k" : "quant_q8_1", sz[i].m, sz[i].n,

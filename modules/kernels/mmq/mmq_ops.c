@@ -1340,6 +1340,14 @@ static memra_status run_tiles(memra__gpu *q, memra_call *call, const memra_gemm_
             kpre = 0;
         }
     }
+    /* memra_stream_reserve walks some m above 1024 in steps: where the stream-k tile may serve this weight, its
+     * slots are asked at every m it sizes, so that a capture at an m the walk stepped over still finds them (a
+     * capture without them fails rather than run another summation order) */
+    if (sizing(call) && sk_p == 0 && wgk && MMQ_K(q)->gemm_q8_0r_wgsk != NULL && MMQ_K(q)->sk_mode != 0) {
+        memra_dptr unused = 0;
+        const size_t sms = q->caps->sm_count > 0 ? (size_t)q->caps->sm_count : 16u;
+        (void)q->host->scratch_get(call, MEMRA__MMQ_SLOT_PART, sms * 2u * 65536u, &unused);
+    }
     if (sizing(call)) return sized(call); /* every scratch request made: memra_stream_reserve's sizing */
     /* Both kernels are programmatic dependents of the kernel before them in the
      * stream (in memra_matmul: the quantiser, then the tile; both trigger early,
