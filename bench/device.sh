@@ -126,8 +126,9 @@
 #   gap         the 43-61 us between some records-plan memra_matmul calls and their two ops (runs l2, n3): knobab
 #               MEMRA_MMQ_PDL 1 (one CTA an SM on one-wave grids) / pack (no padding), then 1 / 0, with the split
 #               lines; GAP_PARTS=ncu: per-kernel durations under ncu (see step_gap)
-#   sk          MEMRA_MMQ_WG_SK=1 (gemm_q8_0r's seeded tile on stream-k ranges): check, ncu names, four tools,
-#               knobab 1 / 0 under MEMRA_MMQ_WG=all and the defaults' bench at SK_M (see step_sk)
+#   sk          MEMRA_MMQ_WG_SK (gemm_q8_0r's seeded tile with a stream-k remainder): check, ncu names, four
+#               tools, knobab SK_ON / 0 under SK_ENV and the defaults' bench at SK_M (see step_sk)
+#   skncu       ncu warp states and source counters of _wgs against _wgsk at m = 4096 (see step_skncu)
 #   wgsx        MEMRA_MMQ_WG_SEED=xp (gemm_q8_0r's seeded tile with the token scales a group ahead): tests,
 #               check, ncu names, knobab against 1, stall samples, the four tools, in parts (see step_wgsx)
 #   wgplan      knobab MEMRA_MMQ_WG=all against 0 at m = 256 .. 1024 (WGPLAN_M): is the plan's pick between
@@ -1201,6 +1202,27 @@ step_sk() {
     done ;;
   esac
   say "sk: $((SECONDS - t)) s"
+}
+
+# Where the stream-k tile's persistent loop loses 4-10% a step at m = 4096 (run p8): ncu's warp states, source
+# counters and throughput of one launch each of _wgs (MEMRA_MMQ_WG_SK=0) and _wgsk (=1), both under
+# MEMRA_MMQ_WG=all, in bench 27b at SKNCU_M (default 4096; the third matching launch, its grid on the details page), with the
+# details page's headline rows and the per-loop stall split (bench/ncusrc.py --reasons) to the summary
+step_skncu() {
+  local t=$SECONDS v name re
+  for v in 0 1; do
+    name=$([ $v = 1 ] && echo wgsk || echo wgs); re=$([ $v = 1 ] && echo 'memra_k_gemm_q8_0r_wgsk' || echo 'memra_k_gemm_q8_0r_wgs$')
+    MEMRA_MMQ_WG=all MEMRA_MMQ_WG_SK=$v MEMRA_ADMISSION=off timeout 240 ncu --clock-control none --section SourceCounters \
+      --section WarpStateStats --section SpeedOfLight --section MemoryWorkloadAnalysis -k regex:"$re" --launch-skip 2 -c 1 \
+      -f -o "$L/skncu_$name" $M bench 27b --m ${SKNCU_M:-4096} --reps 1 --warmup 0 > "$L/skncu_$name.txt" 2>&1
+    say "skncu $name (MEMRA_MMQ_WG_SK=$v): exit $?"
+    timeout 120 ncu --import "$L/skncu_$name.ncu-rep" --page details > "$L/skncu_${name}_details.txt" 2>&1
+    grep -E "^ +[a-z_0-9]+(<|\()|Duration|L2 Cache Throughput|DRAM Throughput|Compute \(SM\) Throughput|Issue Slots Busy|L2 Hit Rate|Warp Cycles Per Issued|Stall" \
+      "$L/skncu_${name}_details.txt" | head -24 >> "$S"
+    timeout 120 ncu --import "$L/skncu_$name.ncu-rep" --page source --print-source sass --csv > "$L/skncu_$name.csv" 2>> "$L/skncu_$name.txt"
+    [ -f bench/ncusrc.py ] && python3 bench/ncusrc.py "$L/skncu_$name.csv" --reasons 2>&1 | head -30 >> "$S"
+  done
+  say "skncu: $((SECONDS - t)) s"
 }
 
 # The plan's choice between the seeded warpgroup tile and the records tiles below 1024 tokens (the model's
