@@ -1344,14 +1344,20 @@ static int bench_model(bench *b, const char *path)
     }
     if (rc) goto done;
     rss_read(&rss_prep, &hwm_prep);
-    const size_t xn = (size_t)(b->m * max_in);
-    x = tool_alloc(xn, sizeof(float));
+    /* x is made and written a 1 MiB chunk at a time (the same values as one fill: the generator runs in order),
+     * so the host holds no m x in_f copy of it beside the file's pages (the bench's RSS bound) */
+    const size_t xn = (size_t)(b->m * max_in), chunk = (size_t)1 << 18;
+    x = tool_alloc(xn < chunk ? xn : chunk, sizeof(float));
     if (x == NULL) {
         rc = 1;
         goto done;
     }
-    tool_fill_x(&b->rng, x, xn);
-    st = tool_upload(b->dev, x, xn * sizeof(float), &bx);
+    st = tool_upload(b->dev, NULL, xn * sizeof(float), &bx);
+    for (size_t at = 0; st == MEMRA_STATUS_OK && at < xn; at += chunk) {
+        const size_t nb = xn - at < chunk ? xn - at : chunk;
+        tool_fill_x(&b->rng, x, nb);
+        st = memra_buffer_write(bx, at * sizeof(float), x, nb * sizeof(float));
+    }
     if (st == MEMRA_STATUS_OK) st = memra_buffer_create(b->dev, (size_t)(b->m * max_out) * sizeof(float), &by);
     if (st != MEMRA_STATUS_OK) {
         fprintf(stderr, "memra bench: buffers: %s: %s\n", memra_status_str(st), memra_last_error());
