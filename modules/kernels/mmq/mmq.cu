@@ -66,6 +66,7 @@
 #include <stdint.h>
 
 #include "mmq.h"
+#include "sk_sched.h"
 #include "../common/route.cuh"
 #include "../common/tile.cuh"
 
@@ -1495,31 +1496,16 @@ __device__ __forceinline__ r3w_tile r3w_tile_of(int t, int ntx, int nty, int G, 
     return r;
 }
 
-/* SK (the stream-k tile, MEMRA_MMQ_WG_SK): of the T = ntx nty tiles (tokens fastest), the first dpw P (dpw = T / P,
- * P = gridDim.x) go whole, CTA c taking tiles c, c + P, ... as a plain grid's waves would (neighbouring CTAs share
- * operands in L2); the remaining rem = T - dpw P tiles' G steps each, U = rem G units, are cut into P ranges, CTA
- * c's [c U / P, (c + 1) U / P), so that every CTA does the same number of steps. Segment t < dpw of a CTA is its
- * whole tile t; segment dpw + s its part of remainder tile ta + s (ta: the remainder tile of its first unit). A
- * segment with all G steps is stored as the other tiles store; any other is a partial sum, into slot 2 c (the CTA's
- * first remainder segment) or 2 c + 1 (its last) of `part` (128 x 128 floats a slot), which
- * memra_k_gemm_q8_0r_skfix adds in k order. */
-struct r3w_range {
-    long long u0, u1;
-    int ta, dpw, tdp;
-};
-__device__ __forceinline__ r3w_tile r3w_sk_tile(int t, int ntx, int G, const r3w_range &rg)
+/* SK (the stream-k tile, MEMRA_MMQ_WG_SK): the schedule of sk_sched.h (whole waves of tiles first, the
+ * remainder tiles' steps in P equal ranges); segment t of this CTA as a tile of r3w_body, its slot in
+ * r3w_sk_slot (-1: stored whole). */
+__device__ __forceinline__ r3w_tile r3w_sk_tile(int t, int ntx, int G, const mmq_sk_range &rg, int *slot)
 {
+    const mmq_sk_seg sg = mmq_sk_segment(&rg, G, (int)gridDim.x, (int)blockIdx.x, t);
     r3w_tile r;
-    r.z = 0;
-    if (t < rg.dpw) {
-        const int T = (int)blockIdx.x + t * (int)gridDim.x;
-        r.i0 = (T % ntx) * 128, r.j0 = (T / ntx) * 128, r.g0 = 0, r.nk = G;
-        return r;
-    }
-    const int Tr = rg.ta + t - rg.dpw, T = rg.tdp + Tr;
-    const long long b = (long long)Tr * G, s = rg.u0 > b ? rg.u0 : b, e = rg.u1 < b + G ? rg.u1 : b + G;
-    r.i0 = (T % ntx) * 128, r.j0 = (T / ntx) * 128;
-    r.g0 = (int)(s - b), r.nk = (int)(e - s);
+    r.i0 = (sg.tile % ntx) * 128, r.j0 = (sg.tile / ntx) * 128, r.z = 0;
+    r.g0 = sg.g0, r.nk = sg.nk;
+    *slot = sg.slot;
     return r;
 }
 
@@ -1782,15 +1768,10 @@ __device__ __forceinline__ void r3w_body(const memra_tmap *map_w, const memra_tm
     }
     const int G = (k + 127) / 128, SL = SK ? 1 : P ? sl : (int)gridDim.z;
     const int ntx = (m + 127) / 128, nty = (n + 127) / 128;
-    r3w_range rg = {0, 0, 0, 0, 0}; /* (SK) this CTA's whole tiles, remainder units and the tile of its first */
-    if (SK) {
-        const int T = ntx * nty, PP = (int)gridDim.x;
-        rg.dpw = T / PP, rg.tdp = rg.dpw * PP;
-        const long long U = (long long)(T - rg.tdp) * G;
-        rg.u0 = (long long)blockIdx.x * U / PP, rg.u1 = (long long)(blockIdx.x + 1) * U / PP;
-        rg.ta = (int)(rg.u0 / G);
-    }
-    const int nt = SK ? rg.dpw + (rg.u1 > rg.u0 ? (int)((rg.u1 - 1) / G) - rg.ta + 1 : 0) : P ? ntx * nty * SL : 1;
+    mmq_sk_range rg = {0, 0, 0, 0, 0}; /* (SK) this CTA's whole tiles, remainder units and the tile of its first */
+    if (SK) rg = mmq_sk_range_of(ntx * nty, G, (int)gridDim.x, (int)blockIdx.x);
+    int sk_slot = -1; /* (SK) the current segment's slot, -1: a whole tile */
+    const int nt = SK ? mmq_sk_segments(&rg, G) : P ? ntx * nty * SL : 1;
     const int t0_ = SK ? 0 : P ? (int)blockIdx.x : 0, dt = SK ? 1 : P ? (int)gridDim.x : 1;
     const int wg = threadIdx.x >> 7, lane = threadIdx.x & 31;
     if (KQ && wg == 0) { /* the producer warpgroup: thread 0 copies the token codes, all 128 fill the rest */
@@ -1843,7 +1824,8 @@ __device__ __forceinline__ void r3w_body(const memra_tmap *map_w, const memra_tm
         if (XE && lane == 0) memra_tmap_acquire(map_w), memra_tmap_acquire(map_wh); /* written by experts_maps */
         int it = 0;
         for (int t = t0_; t < nt; t += dt) {
-            r3w_tile tl = SK ? r3w_sk_tile(t, ntx, G, rg) : r3w_tile_of<P>(t, ntx, nty, G, SL);
+            int slot_unused;
+            r3w_tile tl = SK ? r3w_sk_tile(t, ntx, G, rg, &slot_unused) : r3w_tile_of<P>(t, ntx, nty, G, SL);
             if (XE) tl.i0 = xs0; /* the table's sorted rows */
             for (int b = 0; b < tl.nk; b++, it++) {
                 if (lane == 0) {
@@ -1888,7 +1870,7 @@ __device__ __forceinline__ void r3w_body(const memra_tmap *map_w, const memra_tm
     bool inflight = false; /* t0 holds the tile's first group, issued during the last tile's last fold */
     unsigned empty_p = 0u; /* (KM) the `empty` of the stage whose min term is in flight (0: none) */
     for (int t = t0_; t < nt; t += dt) {
-        r3w_tile tl = SK ? r3w_sk_tile(t, ntx, G, rg) : r3w_tile_of<P>(t, ntx, nty, G, SL);
+        r3w_tile tl = SK ? r3w_sk_tile(t, ntx, G, rg, &sk_slot) : r3w_tile_of<P>(t, ntx, nty, G, SL);
         if (XE) tl.i0 = xs0;
         float acc[64];
 #pragma unroll
@@ -1954,8 +1936,8 @@ __device__ __forceinline__ void r3w_body(const memra_tmap *map_w, const memra_tm
             if (KM) r3w_min_add(acc, t1, empty_p), empty_p = 0u; /* and the last step's min term */
         }
         pdl_trigger();
-        if (SK && tl.nk != G) /* part of a tile: its partial sum into the CTA's slot, for the fix-up */
-            r3w_store_slot(acc, part + (long long)(2 * (int)blockIdx.x + (t == rg.dpw ? 0 : 1)) * 16384, r, cq);
+        if (SK && sk_slot >= 0) /* part of a tile: its partial sum into the CTA's slot, for the fix-up */
+            r3w_store_slot(acc, part + (long long)sk_slot * 16384, r, cq);
         else
             r3w_store<SD, KQ, XE>(acc, y, part, ldy, alpha, m, n, tl.i0, tl.j0 + r, cq, SL, tl.z,
                                   XE ? xe->perm : nullptr, xend);
@@ -2036,20 +2018,21 @@ memra_k_gemm_q8_0r_skfix(const float *__restrict__ part, float *__restrict__ y, 
                          int k, int P)
 {
     pdl_wait();
-    const int G = (k + 127) / 128, ntx = (m + 127) / 128, T = ntx * ((n + 127) / 128), tdp = T / P * P;
-    const int Tr = (int)blockIdx.x;
-    const long long U = (long long)(T - tdp) * G, ua = (long long)Tr * G, ub = ua + G - 1;
-    const int ca = (int)(((ua + 1) * P - 1) / U), cb = (int)(((ub + 1) * P - 1) / U);
+    const int G = (k + 127) / 128, ntx = (m + 127) / 128, T = ntx * ((n + 127) / 128), Tr = (int)blockIdx.x;
+    int ca, cb;
+    long long U;
+    mmq_sk_owners(T, G, P, Tr, &ca, &cb, &U);
     if (ca == cb) return;
-    const int e = 4 * ((int)blockIdx.y * 256 + (int)threadIdx.x), tile = tdp + Tr;
+    const int e = 4 * ((int)blockIdx.y * 256 + (int)threadIdx.x), tile = T / P * P + Tr;
     const int i = (tile % ntx) * 128 + (e >> 7), c = (tile / ntx) * 128 + (e & 127);
     if (i >= m || c >= n) return;
     float4 sum = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    bool first = true;
     for (int cc = ca; cc <= cb; cc++) {
-        const long long b = (long long)cc * U / P;
-        if ((long long)(cc + 1) * U / P == b) continue; /* fewer remainder units than CTAs: cc has none */
-        const float4 v = __ldg(reinterpret_cast<const float4 *>(part + (long long)(2 * cc + (b >= ua ? 0 : 1)) * 16384 + e));
-        if (cc == ca) sum = v;
+        const int slot = mmq_sk_slot(U, P, cc, (long long)Tr * G);
+        if (slot < 0) continue; /* fewer remainder units than CTAs: cc has none */
+        const float4 v = __ldg(reinterpret_cast<const float4 *>(part + (long long)slot * 16384 + e));
+        if (first) sum = v, first = false;
         else sum.x += v.x, sum.y += v.y, sum.z += v.z, sum.w += v.w;
     }
     float *o = y + (long long)i * ldy + c;
