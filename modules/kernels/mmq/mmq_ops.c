@@ -17,7 +17,7 @@
 #define PROBE_BIAS_S32 (-MMQ_MAGIC) /* mmq.cu: the fold's 1.5 * 2^23 */
 
 /* Named scratch (host->scratch_get: per call and stream). */
-#define MEMRA__MMQ_SLOT_PART "q8_0r.splitk" /* gemm_q8_0r: split-k partial sums */
+#define MEMRA__MMQ_SLOT_PART "q8_0r.splitk" /* gemm_q8_0r: split-k partial sums, or the stream-k tile's slots */
 #define MEMRA__MMQ_SLOT_KW "kr.widened"     /* gemm_kr, MEMRA_MMQ_KR_WG=pre / pre2: the call's widened weight image */
 #define MEMRA__MMQ_SLOT_KT "kr.tokens"      /* and with pre2 the tokens' part of the stages */
 /* MEMRA_MMQ_WG=auto (the default): the seeded warpgroup tile serves gemm_q8_0r calls of at least this many
