@@ -466,6 +466,12 @@ static memra_status sized(memra_call *call)
     return MEMRA_STATUS_OK;
 }
 
+/* The device's SMs for the plans and grids (16 where the caps do not say) */
+static int64_t sms_of(const memra__gpu *q) { return q->caps->sm_count > 0 ? q->caps->sm_count : 16; }
+
+/* The stream-k tile's partial-sum slots on P CTAs: 2 P tiles of 128 x 128 floats */
+#define MMQ_SK_SLOT_BYTES(P) ((size_t)(P) * 2u * 65536u)
+
 /* Whether image m holds every kernel of a tile table (asked of the driver alone: a miss is not an
  * error, an older or PTX image may lack a variant's entry points). */
 static int tiles_present(const memra__gpu *q, CUmodule m, const memra__mmq_r3_tile *tiles)
@@ -1044,7 +1050,7 @@ memra_status memra__mmq_gemm_q8_0(memra_call *call, const memra_gemm_args *a)
     if (forced == 128 || forced == 64 || forced == 32) {
         variant = forced / 32;
     } else {
-        const int64_t slots = 2 * (int64_t)(q->caps->sm_count > 0 ? q->caps->sm_count : 16);
+        const int64_t slots = 2 * sms_of(q);
         const int64_t tn = (n + 127) / 128;
         int64_t best = 0;
         for (int mt = 4; mt >= 1; mt /= 2) {
@@ -1158,7 +1164,7 @@ static q8r_plan plan_tiles(const memra__gpu *q, const mmq_knobs *kn, const memra
     if (fb < 0) fb = 0; /* a negative value is no forcing */
     if (fn < 0) fn = 0;
     if (fs < 0) fs = 0;
-    const int64_t sms = q->caps->sm_count > 0 ? q->caps->sm_count : 16;
+    const int64_t sms = sms_of(q);
     const int64_t G = ((int64_t)k + 127) / 128;
     const mmq_plan_consts *pc = plan_consts(q);
     q8r_plan best = {-1, 1, 0.0}, any = {-1, 1, 0.0};
@@ -1278,12 +1284,12 @@ static memra_status run_tiles(memra__gpu *q, memra_call *call, const memra_gemm_
      * wave (at most a quarter of the SMs busy) after at most five waves, unless a tile or split is forced (run
      * p8, H100, m = 512: 160 tiles 7-11% and 5% faster, 544 tiles 2%, than the default plan; with a full last
      * wave, 384 or 256 tiles, and at m = 4096 slower) */
+    const int64_t tiles128 = (int64_t)((m + 127) / 128) * ((n + 127) / 128); /* the warpgroup tiles' grid */
     int sk_auto = 0;
     if (wgk && MMQ_K(q)->gemm_q8_0r_wgsk != NULL && MMQ_K(q)->sk_mode == 2 && kn.bm <= 0 && kn.bn <= 0 &&
         kn.split <= 0) {
-        const int64_t T = (int64_t)((m + 127) / 128) * ((n + 127) / 128);
-        const int64_t P = q->caps->sm_count > 0 ? q->caps->sm_count : 16, f = T % P;
-        sk_auto = T >= P && T <= 5 * P && f != 0 && f <= P / 4;
+        const int64_t P = sms_of(q), f = tiles128 % P;
+        sk_auto = tiles128 >= P && tiles128 <= 5 * P && f != 0 && f <= P / 4;
     }
     const int wg = wgk &&
                    (MMQ_K(q)->wg_min_m > 0 ? m >= MMQ_K(q)->wg_min_m || wg_cheaper || sk_auto
@@ -1297,12 +1303,12 @@ static memra_status run_tiles(memra__gpu *q, memra_call *call, const memra_gemm_
     int64_t sk_p = 0;
     memra_dptr sk_part = 0;
     if (wg && MMQ_K(q)->gemm_q8_0r_wgsk != NULL && ((MMQ_K(q)->sk_mode == 1 && kn.split <= 0) || sk_auto)) {
-        const int64_t units = (int64_t)((m + 127) / 128) * ((n + 127) / 128) * ((k + 127) / 128);
-        sk_p = q->caps->sm_count > 0 ? q->caps->sm_count : 16;
+        const int64_t units = tiles128 * ((k + 127) / 128);
+        sk_p = sms_of(q);
         if (sk_p > units) sk_p = units;
         if (units > INT32_MAX / 2) sk_p = 0;
         const memra_status kst =
-            sk_p > 0 ? q->host->scratch_get(call, MEMRA__MMQ_SLOT_PART, (size_t)sk_p * 2u * 65536u, &sk_part)
+            sk_p > 0 ? q->host->scratch_get(call, MEMRA__MMQ_SLOT_PART, MMQ_SK_SLOT_BYTES(sk_p), &sk_part)
                      : MEMRA_STATUS_OK;
         if (kst == MEMRA_STATUS_NOT_SUPPORTED) return kst; /* a capture without reserved scratch */
         if (kst != MEMRA_STATUS_OK) sk_p = 0;              /* no memory for the slots: the plain tile */
@@ -1345,16 +1351,15 @@ static memra_status run_tiles(memra__gpu *q, memra_call *call, const memra_gemm_
      * capture without them fails rather than run another summation order) */
     if (sizing(call) && sk_p == 0 && wgk && MMQ_K(q)->gemm_q8_0r_wgsk != NULL && MMQ_K(q)->sk_mode != 0) {
         memra_dptr unused = 0;
-        const size_t sms = q->caps->sm_count > 0 ? (size_t)q->caps->sm_count : 16u;
-        (void)q->host->scratch_get(call, MEMRA__MMQ_SLOT_PART, sms * 2u * 65536u, &unused);
+        (void)q->host->scratch_get(call, MEMRA__MMQ_SLOT_PART, MMQ_SK_SLOT_BYTES(sms_of(q)), &unused);
     }
     if (sizing(call)) return sized(call); /* every scratch request made: memra_stream_reserve's sizing */
     /* Both kernels are programmatic dependents of the kernel before them in the
      * stream (in memra_matmul: the quantiser, then the tile; both trigger early,
      * mmq.cu). */
     /* the persistent tiles where every slice has steps: a 1-D grid of at most one CTA an SM */
-    const int64_t wtiles = (int64_t)((m + 127) / 128) * ((n + 127) / 128) * p.split;
-    int64_t wsms = q->caps->sm_count > 0 ? q->caps->sm_count : 16;
+    const int64_t wtiles = tiles128 * p.split;
+    int64_t wsms = sms_of(q);
     if (MMQ_K(q)->wgp_cap > 0 && MMQ_K(q)->wgp_cap < wsms) wsms = MMQ_K(q)->wgp_cap;
     if (sk_p > 0) {
         int pp = (int)sk_p;
@@ -1362,7 +1367,7 @@ static memra_status run_tiles(memra__gpu *q, memra_call *call, const memra_gemm_
                           MMQ_K(q)->wg_smem, call->stream,
                           (void *[]){&maps[0], &maps[1], &maps[2], &maps[3], &y, &m, &n, &k, &ldy, &alpha, &sk_part});
         /* the tiles past the whole waves, split over every CTA: their fix-up, a block a tile and 8 rows */
-        const int64_t ntiles = (int64_t)((m + 127) / 128) * ((n + 127) / 128), rem = ntiles - ntiles / pp * pp;
+        const int64_t rem = tiles128 - tiles128 / pp * pp;
         if (st != MEMRA_STATUS_OK || rem == 0) return st;
         return launch_pdl_k(q, &kn, MMQ_K(q)->skfix, "memra_k_gemm_q8_0r_skfix", (unsigned)rem, 16, 1, 256, 0,
                             call->stream, (void *[]){&sk_part, &y, &ldy, &alpha, &m, &n, &k, &pp});
@@ -1405,7 +1410,7 @@ static memra_status run_tiles(memra__gpu *q, memra_call *call, const memra_gemm_
          * and run the whole wave at half speed there (runs l2 / n3: 6144->5120 at m = 384 0.168 ms with
          * PDL, 0.107 without). Asking for more than half the SM's shared memory keeps each CTA alone. */
         const int64_t ctas = (int64_t)((m + tl->bm - 1) / tl->bm) * ((n + tl->bn - 1) / tl->bn) * p.split;
-        const int64_t sms = q->caps->sm_count > 0 ? q->caps->sm_count : 16;
+        const int64_t sms = sms_of(q);
         const unsigned smem = !kn.pdl_off && !MMQ_K(q)->pdl_pack && ctas <= sms && tile_two(q->caps, tl) &&
                                       MMQ_K(q)->one_pad > tl->smem
                                   ? MMQ_K(q)->one_pad
@@ -1538,7 +1543,7 @@ static int xe_split_pick(const memra__gpu *q, int forced, int64_t m, int64_t n, 
 {
     const int64_t G = (k + 127) / 128;
     if (forced > 0) return (int)(forced < G ? forced : G > 0 ? G : 1);
-    const int64_t sms = q->caps->sm_count > 0 ? q->caps->sm_count : 16;
+    const int64_t sms = sms_of(q);
     const int64_t slots = sms * (bm <= 32 ? 3 : 2);
     const int64_t ctas = (m + bm - 1) / bm * ((n + bn - 1) / bn);
     int S = 1;
