@@ -8,7 +8,8 @@
 #               the device's gcc differs from CI's, which builds with -Werror) into $B
 #   info        nvidia-smi, memra --version, memra info, jit warm + ls
 #   ctest       ctest -L gpu (every GPU test; exit 77 would mean no GPU; CTEST_R a name regex,
-#               CTEST_TIMEOUT the step's limit)
+#               CTEST_TIMEOUT the step's limit, CTEST_J parallel test processes on the one GPU:
+#               the whole label has never fit one call's 600 s one at a time)
 #   check       memra check --device 0 (receipt), then the forced sm120 and cuda profiles
 #   sanitize    compute-sanitizer memcheck (--leak-check full), racecheck, initcheck and
 #               synccheck over `memra check --device 0 --op X --module Y`, each (op, module)
@@ -219,7 +220,7 @@ step_info() {
 }
 
 step_ctest() {
-  (cd $B && timeout ${CTEST_TIMEOUT:-550} ctest -L '^gpu$' ${CTEST_R:+-R "$CTEST_R"} --timeout 300 --output-on-failure \
+  (cd $B && timeout ${CTEST_TIMEOUT:-550} ctest -L '^gpu$' ${CTEST_R:+-R "$CTEST_R"} ${CTEST_J:+-j $CTEST_J} --timeout 300 --output-on-failure \
      > "$L/ctest_gpu.log" 2>&1)
   say "ctest -L gpu: exit $? $(grep -E 'tests passed' "$L/ctest_gpu.log")"
   grep -E "\*\*\*|Failed|Not Run" "$L/ctest_gpu.log" | head -12 >> "$S"
