@@ -46,6 +46,7 @@
 #   kquant      the K-quant floor on packed operands: GPU tests, check gemm_kr (3 profiles),
 #               admission, memcheck (KQ_BENCH=1: memra bench 27b m=512)
 #   accprobe    memra bench accprobe (wide, mid)
+#   quant       MEMRA_MMQ_QUANT_LEAN: its GPU test, ncu of both quantisers, knobab 0 / 1 (see step_quant)
 #   sweep       test_mmq_ops sweep (every gemm_q8_0r tile x split)
 #   sweepkr     test_mmq_ops sweep_kr (every gemm_kr tile x split) for SWEEPKR_FMT at SWEEPKR (M:SHAPES)
 #   pdl         test_mmq_ops pdl at m = 512 and 4096
@@ -484,6 +485,29 @@ step_knobab() {
     awk -v a="^(${KNOBAB_ARM:-mmq})\$" '$1 ~ /->/ {s = $1} $1 ~ a || $2 ~ a {print "  " s, $0}' "$f" | grep -v split >> "$S"
   done; done; done
   say "knobab: $((SECONDS - t)) s"
+}
+
+# MEMRA_MMQ_QUANT_LEAN (the 2-D-grid quantiser, memra_k_quant_q8_1l): its GPU test (ctest mmq_quant_lean, bit for
+# bit the host, beside the default's mmq_quant), ncu of one launch of each kernel at m = 512 and 4096 (test_mmq_ops
+# bench, k = 5120: duration, DRAM throughput, occupancy, warp states), then knobab 0 / 1 at QUANT_M (default
+# "512 4096"), QUANT_ROUNDS rounds (default 2), the mmq and q4_k rows and each run's quantiser time alone
+step_quant() {
+  local t=$SECONDS v sk f
+  (cd $B && timeout 150 ctest -R '^mmq_quant' --output-on-failure > "$L/quant_ctest.log" 2>&1)
+  say "ctest mmq_quant, mmq_quant_lean: exit $? $(grep -E 'tests passed' "$L/quant_ctest.log")"
+  for v in 0 1; do for sk in 2 40; do
+    MEMRA_MMQ_QUANT_LEAN=$v MEMRA_ADMISSION=off timeout 120 ncu --clock-control none --section SpeedOfLight \
+      --section Occupancy --section LaunchStats --section WarpStateStats -k regex:memra_k_quant_q8_1 \
+      --launch-skip $sk -c 1 $T bench > "$L/quant_ncu_${v}_$sk.txt" 2>&1
+    say "ncu quant_q8_1 LEAN=$v (launch $sk; 2: m = 512, 40: m = 4096): exit $? $(grep -E '^ +(memra_k_quant|Duration|DRAM Throughput|Achieved Occupancy|Grid Size)' \
+      "$L/quant_ncu_${v}_$sk.txt" | tr -s ' ' | cut -c1-60 | paste -sd';')"
+  done; done
+  KNOBAB_KNOB=MEMRA_MMQ_QUANT_LEAN KNOBAB_M="${QUANT_M:-512 4096}" KNOBAB_ROUNDS=${QUANT_ROUNDS:-2} KNOBAB_ARM='mmq|q4_k' \
+    step_knobab
+  for f in "$L"/knobab_m*_[01]_[0-9].txt; do
+    say "  $(basename "$f" .txt) quant_q8_1 alone (ms, the six rows): $(grep 'mmq split' "$f" | sed -E 's/.*quant_q8_1 \(mmq\) ([0-9.]+) ms.*/\1/' | paste -sd' ')"
+  done
+  say "quant: $((SECONDS - t)) s"
 }
 
 step_raw() {

@@ -310,6 +310,7 @@ static const char *g_mmq_wg_tr_knob; /* MEMRA_MMQ_WG_TR likewise */
 static const char *g_mmq_wg_per_knob; /* MEMRA_MMQ_WG_PERSIST likewise */
 static const char *g_mmq_pdl_knob;    /* MEMRA_MMQ_PDL likewise */
 static const char *g_mmq_sk_knob;     /* MEMRA_MMQ_WG_SK likewise */
+static const char *g_mmq_lean_knob;   /* MEMRA_MMQ_QUANT_LEAN likewise */
 static const char *g_mmq_wg_sd_knob;  /* MEMRA_MMQ_WG_SEED likewise */
 static const char *g_mmq_bm_knob;     /* MEMRA_MMQ_BM likewise */
 static const char *g_kr_wg_knob = "0"; /* MEMRA_MMQ_KR_WG likewise (the records tiles' cases: 0) */
@@ -352,6 +353,7 @@ static const char *fake_knob(const memra_device_caps *caps, const char *name)
     if (strcmp(name, "MEMRA_MMQ_WG_PERSIST") == 0) return g_mmq_wg_per_knob;
     if (strcmp(name, "MEMRA_MMQ_PDL") == 0) return g_mmq_pdl_knob;
     if (strcmp(name, "MEMRA_MMQ_WG_SK") == 0) return g_mmq_sk_knob;
+    if (strcmp(name, "MEMRA_MMQ_QUANT_LEAN") == 0) return g_mmq_lean_knob;
     if (strcmp(name, "MEMRA_MMQ_WG_SEED") == 0) return g_mmq_wg_sd_knob;
     if (strcmp(name, "MEMRA_MMQ_BM") == 0) return g_mmq_bm_knob;
     if (strcmp(name, "MEMRA_MMQ_KR_WG") == 0) return g_kr_wg_knob;
@@ -956,6 +958,47 @@ static int mmq_one_pad(const char *so)
                cs[i].m, cs[i].k, cs[i].n, cs[i].pdl ? cs[i].pdl : "(unset)", (int)st, g_n_launched,
                g_n_launched ? g_launched[0] : "-", g_grid_x[0], g_grid_y[0], g_grid_z[0], g_smem[0], g_pdl[0], cs[i].tile,
                cs[i].gx, cs[i].gy, cs[i].smem, cs[i].dep, good ? "ok" : "FAIL");
+        ok &= good;
+        g_n_launched = 0;
+        ok &= close_mod(&m, 1);
+    }
+    return ok;
+}
+
+/* MEMRA_MMQ_QUANT_LEAN=1: quant_q8_1 on memra_k_quant_q8_1l, grid (ceil(m / 64), records a row = ceil(k / 512) 4),
+ * 256 threads, a dependent; unset or 0, or where the image lacks the kernel, memra_k_quant_q8_1 on the capped 1-D grid */
+static int mmq_quant_lean(const char *so)
+{
+    static const struct {
+        const char *knob, *missing;
+        int m, k;
+        const char *kernel;
+        unsigned gx, gy;
+    } cs[] = {
+        {"1", NULL, 512, 5120, "memra_k_quant_q8_1l", 8, 40},
+        {"1", NULL, 4096, 17408, "memra_k_quant_q8_1l", 64, 136},
+        {"1", NULL, 1, 32, "memra_k_quant_q8_1l", 1, 4},
+        {"1", NULL, 300, 1501, "memra_k_quant_q8_1l", 5, 12},
+        {NULL, NULL, 512, 5120, "memra_k_quant_q8_1", 320, 1},       /* 20480 records, 64 a block */
+        {"0", NULL, 4096, 17408, "memra_k_quant_q8_1", 132 * 16, 1}, /* the grid's cap: 16 blocks an SM */
+        {"1", "quant_q8_1l", 512, 5120, "memra_k_quant_q8_1", 320, 1},
+    };
+    int ok = 1;
+    for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++) {
+        mod m;
+        g_mmq_lean_knob = cs[i].knob, g_missing_kernel = cs[i].missing;
+        const int opened = open_mod(so, 90, &m);
+        g_mmq_lean_knob = NULL, g_missing_kernel = NULL;
+        if (!opened) return 0;
+        memra_call c = call_of(&m);
+        const memra_status st = m.desc->ops->quant_q8_1(&c, 0x1000, cs[i].m, cs[i].k, 0x2000);
+        const int good = st == MEMRA_STATUS_OK && g_n_launched == 1 && strcmp(g_launched[0], cs[i].kernel) == 0 &&
+                         g_grid_x[0] == cs[i].gx && g_grid_y[0] == cs[i].gy && g_grid_z[0] == 1 && g_block_x[0] == 256 &&
+                         g_smem[0] == 0 && g_pdl[0] == 1;
+        printf("  quant_q8_1 m %d k %d MEMRA_MMQ_QUANT_LEAN=%s%s: status %d, %d launches, %s %u x %u; want %s %u x %u  %s\n",
+               cs[i].m, cs[i].k, cs[i].knob ? cs[i].knob : "(unset)", cs[i].missing ? " (no kernel)" : "", (int)st,
+               g_n_launched, g_n_launched ? g_launched[0] : "-", g_grid_x[0], g_grid_y[0], cs[i].kernel, cs[i].gx,
+               cs[i].gy, good ? "ok" : "FAIL");
         ok &= good;
         g_n_launched = 0;
         ok &= close_mod(&m, 1);
@@ -2420,7 +2463,8 @@ int main(int argc, char **argv)
     int ok = strcmp(c, "sm90") == 0            ? case_sm90(argv[2])
              : strcmp(c, "sm120") == 0         ? case_sm120(argv[3], 120)
              : strcmp(c, "sm120_on_sm90") == 0 ? case_sm120(argv[3], 90)
-             : strcmp(c, "mmq") == 0           ? case_mmq(argv[4]) && h16_cases(argv[4]) && mmq_one_pad(argv[4]) && mmq_sk(argv[4])
+             : strcmp(c, "mmq") == 0           ? case_mmq(argv[4]) && h16_cases(argv[4]) && mmq_one_pad(argv[4]) && mmq_sk(argv[4]) &&
+                                                   mmq_quant_lean(argv[4])
              : strcmp(c, "fp8blk") == 0        ? case_fp8blk(argv[5])
                                                : -1;
     if (ok < 0) {

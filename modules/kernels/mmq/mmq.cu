@@ -193,6 +193,51 @@ __device__ __forceinline__ int q8_round(float v)
  * (8 lanes: one row) and the 16-byte loads (8 lanes: 8 rows 36 words apart)
  * hit distinct banks. The launcher sizes the grid with the same number. */
 
+/* One pass of a warp: its 8 records' values v (lane l: values 4 l .. 4 l + 3 of each record, as loaded)
+ * staged through S, lane l's block l quantised, and record rec0 + l / 4 written where live (rec0 + l / 4 <
+ * end): the codes, the scale and the sum plane's entry (the plane after all `total` records). Both
+ * quantisers' passes, so that their bytes agree. */
+__device__ __forceinline__ void quant_q8_1_pass(float *S, int lane, const float4 (&v)[QUANT_RECS], long long rec0,
+                                                long long end, long long total, unsigned char *__restrict__ dst)
+{
+#pragma unroll
+    for (int r = 0; r < QUANT_RECS; r++)
+        *reinterpret_cast<float4 *>(S + (r * 4 + (lane >> 3)) * QUANT_ROW + (lane & 7) * 4) = v[r];
+    __syncwarp();
+    float4 b4[8];
+#pragma unroll
+    for (int i = 0; i < 8; i++) b4[i] = *reinterpret_cast<const float4 *>(S + lane * QUANT_ROW + 4 * i);
+    __syncwarp(); /* every lane has read its block before the next pass stages */
+    const float *b = reinterpret_cast<const float *>(b4);
+    /* from 0, as the host: a block of NaNs alone gets d = 0 (fmaxf drops NaN) */
+    float a = 0.0f;
+#pragma unroll
+    for (int e = 0; e < 32; e++) a = fmaxf(a, fabsf(b[e]));
+    const float d = __fdiv_rn(a, 127.0f);
+    const float id = d != 0.0f ? __fdiv_rn(1.0f, d) : 0.0f;
+    unsigned q[8];
+    int sum = 0;
+#pragma unroll
+    for (int w = 0; w < 8; w++) {
+        q[w] = 0;
+#pragma unroll
+        for (int e = 0; e < 4; e++) {
+            const int c = q8_round(__fmul_rn(b[4 * w + e], id));
+            sum += c;
+            q[w] |= ((unsigned)c & 0xFFu) << (8 * e);
+        }
+    }
+    const long long rec = rec0 + (lane >> 2);
+    if (rec < end) {
+        unsigned char *r = dst + rec * 144;
+        *reinterpret_cast<uint4 *>(r + 16 + (lane & 3) * 32) = make_uint4(q[0], q[1], q[2], q[3]);
+        *reinterpret_cast<uint4 *>(r + 32 + (lane & 3) * 32) = make_uint4(q[4], q[5], q[6], q[7]);
+        *reinterpret_cast<float *>(r + 4 * (lane & 3)) = d;
+        /* the sum plane (memra_q8_1_plane): t = fl(S d), +0 for S = 0 */
+        *reinterpret_cast<float *>(dst + total * 144 + rec * 16 + 4 * (lane & 3)) = sum != 0 ? __fmul_rn((float)sum, d) : 0.0f;
+    }
+}
+
 extern "C" __global__ void __launch_bounds__(256)
 memra_k_quant_q8_1(const float *__restrict__ x, int m, int k, unsigned char *__restrict__ dst)
 {
@@ -224,44 +269,46 @@ memra_k_quant_q8_1(const float *__restrict__ x, int m, int k, unsigned char *__r
             }
             if (++t == m) t = 0, kb++;
         }
+        quant_q8_1_pass(S, lane, v, rec0, total, total, dst);
+    }
+}
+
+/* MEMRA_MMQ_QUANT_LEAN=1 (opt-in, untimed): the same bytes from a 2-D grid, (ceil(m / 64), records a row):
+ * block (bx, kb) quantises record column kb (values 128 kb .. + 127 of every row) of tokens 64 bx .. + 63,
+ * warp w the 8 tokens from 64 bx + 8 w. A warp's records then share kb, so the default's grid-stride loop,
+ * 64-bit division and per-record wrap (about a third of its pass's instructions in the SASS) are gone; the
+ * records a warp writes are still consecutive (rec = kb m + t). The launcher keeps the default kernel where
+ * the records a row exceed the grid's y limit (65535: k past 8 M values). */
+extern "C" __global__ void __launch_bounds__(256)
+memra_k_quant_q8_1l(const float *__restrict__ x, int m, int k, unsigned char *__restrict__ dst)
+{
+    __shared__ __align__(16) float stage[8][QUANT_RECS * 4 * QUANT_ROW];
+    pdl_trigger();
+    pdl_wait();
+    const int lane = threadIdx.x & 31, t0 = ((int)blockIdx.x * 8 + (int)(threadIdx.x >> 5)) * QUANT_RECS;
+    if (t0 >= m) return; /* whole warps past m (only __syncwarp below) */
+    float *const S = stage[threadIdx.x >> 5];
+    const int kb = (int)blockIdx.y, c = kb * 128 + lane * 4;
+    const bool vec = (k & 3) == 0 && ((uintptr_t)x & 15) == 0;
+    float4 v[QUANT_RECS];
+    const int live_n = m - t0; /* tokens t0 .. t0 + live_n - 1 exist */
+    const float *const x0 = x + (long long)t0 * k;
+    if (vec) { /* rows 16-byte aligned, k a multiple of 4: c < k implies c + 4 <= k */
 #pragma unroll
         for (int r = 0; r < QUANT_RECS; r++)
-            *reinterpret_cast<float4 *>(S + (r * 4 + (lane >> 3)) * QUANT_ROW + (lane & 7) * 4) = v[r];
-        __syncwarp();
-        float4 b4[8];
+            v[r] = r < live_n && c < k ? *reinterpret_cast<const float4 *>(x0 + (long long)r * k + c)
+                                       : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    } else {
 #pragma unroll
-        for (int i = 0; i < 8; i++) b4[i] = *reinterpret_cast<const float4 *>(S + lane * QUANT_ROW + 4 * i);
-        __syncwarp(); /* every lane has read its block before the next pass stages */
-        const float *b = reinterpret_cast<const float *>(b4);
-        /* from 0, as the host: a block of NaNs alone gets d = 0 (fmaxf drops NaN) */
-        float a = 0.0f;
+        for (int r = 0; r < QUANT_RECS; r++) {
+            float *const e = reinterpret_cast<float *>(&v[r]);
 #pragma unroll
-        for (int e = 0; e < 32; e++) a = fmaxf(a, fabsf(b[e]));
-        const float d = __fdiv_rn(a, 127.0f);
-        const float id = d != 0.0f ? __fdiv_rn(1.0f, d) : 0.0f;
-        unsigned q[8];
-        int sum = 0;
-#pragma unroll
-        for (int w = 0; w < 8; w++) {
-            q[w] = 0;
-#pragma unroll
-            for (int e = 0; e < 4; e++) {
-                const int c = q8_round(__fmul_rn(b[4 * w + e], id));
-                sum += c;
-                q[w] |= ((unsigned)c & 0xFFu) << (8 * e);
-            }
-        }
-        const long long rec = rec0 + (lane >> 2);
-        if (rec < total) {
-            unsigned char *r = dst + rec * 144;
-            *reinterpret_cast<uint4 *>(r + 16 + (lane & 3) * 32) = make_uint4(q[0], q[1], q[2], q[3]);
-            *reinterpret_cast<uint4 *>(r + 32 + (lane & 3) * 32) = make_uint4(q[4], q[5], q[6], q[7]);
-            *reinterpret_cast<float *>(r + 4 * (lane & 3)) = d;
-            /* the sum plane (memra_q8_1_plane): t = fl(S d), +0 for S = 0 */
-            *reinterpret_cast<float *>(dst + total * 144 + rec * 16 + 4 * (lane & 3)) =
-                sum != 0 ? __fmul_rn((float)sum, d) : 0.0f;
+            for (int j = 0; j < 4; j++) e[j] = r < live_n && c + j < k ? x0[(long long)r * k + c + j] : 0.0f;
         }
     }
+    /* records of tokens past m are not written: rec0 + l / 4 < kb m + m exactly when the token is < m */
+    const long long total = (long long)gridDim.y * m;
+    quant_q8_1_pass(S, lane, v, (long long)kb * m + t0, (long long)kb * m + m, total, dst);
 }
 
 /* ---- the tile ------------------------------------------------------------------ */

@@ -334,6 +334,7 @@ _Static_assert(R3_SMEM_BYTES(2, 4) + 256 <= MMQ_SM120_SMEM && KR_SMEM_BYTES(2, 2
 
 typedef struct mmq_state {
     CUfunction quant_q8_1, gemm_q8_0, probe[3];
+    CUfunction quant_q8_1l; /* MEMRA_MMQ_QUANT_LEAN=1: memra_k_quant_q8_1l (the same bytes, a 2-D grid), else NULL */
     CUfunction repack_q8_0, splitk_sum;
     CUfunction gemm_q8_0r[MEMRA__MMQ_R3_TILES]; /* r3_tiles[i]'s kernel, NULL where its shared memory does not fit */
     const memra__mmq_r3_tile *r3_tiles; /* memra__mmq_r3_tiles, _u with MEMRA_MMQ_R3_UNROLL=1, _b on cc 9.0+ (MEMRA_MMQ_BULK) */
@@ -552,6 +553,13 @@ static memra_status mmq_load(memra__gpu *q, void *state)
             if (caps->smem_per_block_optin == 0 || caps->smem_per_block_optin >= memra__mmq_xe_tiles[l][t].smem)
                 st = memra__gpu_function(q, m, memra__mmq_xe_tiles[l][t].kernel, memra__mmq_xe_tiles[l][t].smem,
                                          &s->experts[l][t]);
+    /* MEMRA_MMQ_QUANT_LEAN=1: the 2-D-grid quantiser, where the image has it (every image built from mmq.cu) */
+    if (st == MEMRA_STATUS_OK) {
+        const char *lean = memra__gpu_knob(q, "MEMRA_MMQ_QUANT_LEAN");
+        if (lean != NULL && strcmp(lean, "1") == 0 && !load_optional(q, m, "memra_k_quant_q8_1l", 0, &s->quant_q8_1l))
+            q->host->log(MEMRA_LOG_WARN, q->name, "MEMRA_MMQ_QUANT_LEAN=1: this image has no memra_k_quant_q8_1l; "
+                                                  "memra_k_quant_q8_1 serves");
+    }
     /* each gemm_q8_0r tile only where its shared memory fits (sm_120's 99 KB
      * takes all but the 128 x 128 one) */
     {
@@ -1015,7 +1023,12 @@ memra_status memra__mmq_quant_q8_1(memra_call *call, memra_dptr x, int32_t m, in
         return q->host->set_error(MEMRA_STATUS_INVALID_ARGUMENT, "%s.quant_q8_1: NULL x or destination", q->name);
     if (!aligned(x, 4) || !aligned(dst, 16)) return decline(call, "quant_q8_1: x must be 4-byte and the records 16-byte aligned");
     if (sizing(call)) return sized(call);
-    const int64_t records = ((int64_t)k + 511) / 512 * 4 * m;
+    const int64_t per_row = ((int64_t)k + 511) / 512 * 4, records = per_row * m;
+    /* MEMRA_MMQ_QUANT_LEAN=1: grid (ceil(m / 64), records a row), a warp QUANT_RECS tokens of one record column */
+    if (MMQ_K(q)->quant_q8_1l != NULL && per_row <= 65535)
+        return launch_pdl_k(q, &MMQ_K(q)->knobs, MMQ_K(q)->quant_q8_1l, "memra_k_quant_q8_1l",
+                            (unsigned)(((int64_t)m + 8 * QUANT_RECS - 1) / (8 * QUANT_RECS)), (unsigned)per_row, 1, 256, 0,
+                            call->stream, (void *[]){&x, &m, &k, &dst});
     /* 8 warps per block, QUANT_RECS records per warp and pass; a
      * programmatic dependent of the kernel before it (it waits before reading x) */
     return launch_pdl_k(q, &MMQ_K(q)->knobs, MMQ_K(q)->quant_q8_1, "memra_k_quant_q8_1", blocks(q, records, 8 * QUANT_RECS), 1,
