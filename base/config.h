@@ -121,7 +121,7 @@
     X(MMQ_XE_LOOP2, "MEMRA_MMQ_XE_LOOP2", "mmq modules", BOOL, "", "0",                                        \
       "1: gemm_experts' bulk-copy K-quant tiles run a full tile's k loop apart from a short tile's (_stxb2; untimed)") \
     X(MMQ_XE_TALL, "MEMRA_MMQ_XE_TALL", "mmq modules", BOOL, "", "0",                                          \
-      "1: gemm_experts' Q8_0 / Q4_K rows at 96-160 an expert on one 160 x 96 tile each, no 32-row remainder (cc 9.x; untimed)") \
+      "1: gemm_experts' Q8_0 / Q4_K rows at 96-160 an expert on one 160 x 96 tile each, no 32-row remainder (cc 9.x; run q4, H100: level with the default on Q8_0, q3: 6-9% slower on Q4_K)") \
     X(MMQ_XE_WG, "MEMRA_MMQ_XE_WG", "mmq modules", ENUM, "0|1|auto", "auto",                                   \
       "gemm_experts' Q8_0 / Q4_0 128-row tiles on the seeded warpgroup tile (cc 9.x, tensor maps, the records' gather; bit for bit the records tiles): auto from k = 4096 (run j2, H100: Mixtral-like rows 4-9% faster at m = 4096; Qwen3-like k = 2048 / 768 7-27% slower), 1 at every k, 0 never") \
     X(MMQ_XE_BM, "MEMRA_MMQ_XE_BM", "mmq modules", UINT, "0..1024", "0 (from rows per expert)",                  \

@@ -301,7 +301,8 @@ static const char *const memra__mmq_xe_sorted[1 + MMQ_KR_FORMATS][MMQ_XE_TILES] 
 /* with the bulk-copy tiles: the sorted Q8_0 tiles on the bulk copies (mmq.cu, the _sb entries, cc 9.0+) */
 static const char *const memra__mmq_xe_sorted_b[MMQ_XE_TILES] = {
     "memra_k_experts_q8_0r_mt1_sb", "memra_k_experts_q8_0r_mt2_sb", "memra_k_experts_q8_0r_mt4_sb"};
-/* MEMRA_MMQ_XE_TALL=1 (opt-in, untimed; cc 9.x, with the sorted bulk tiles): one 160 x 96 tile with its
+/* MEMRA_MMQ_XE_TALL=1 (opt-in; runs q3 / q4: level with the default on Q8_0, slower on Q4_K; cc 9.x, with the
+ * sorted bulk tiles): one 160 x 96 tile with its
  * warps' m16 tiles interleaved (mmq.cu, the _sbi / _stxbi entries), [lane] for Q8_0 and Q4_K. Where the
  * mean rows per expert would pick the 128-row tile and is at most 160, an expert of up to 160 rows takes
  * one such tile instead of a 128-row one plus a 32-row remainder that streams its weight again. */
