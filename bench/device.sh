@@ -489,8 +489,9 @@ step_knobab() {
 
 # MEMRA_MMQ_QUANT_LEAN (the 2-D-grid quantiser, memra_k_quant_q8_1l): its GPU test (ctest mmq_quant_lean, bit for
 # bit the host, beside the default's mmq_quant), ncu of one launch of each kernel at m = 512 and 4096 (test_mmq_ops
-# bench, k = 5120: duration, DRAM throughput, occupancy, warp states), then knobab 0 / 1 at QUANT_M (default
-# "512 4096"), QUANT_ROUNDS rounds (default 2), the mmq and q4_k rows and each run's quantiser time alone
+# bench, k = 5120: duration, DRAM throughput, occupancy, warp states), memcheck / racecheck / initcheck / synccheck
+# over the quantiser case under the knob, then knobab 0 / 1 at QUANT_M (default "512 4096"), QUANT_ROUNDS rounds
+# (default 2), the mmq and q4_k rows and each run's quantiser time alone
 step_quant() {
   local t=$SECONDS v sk f
   (cd $B && timeout 150 ctest -R '^mmq_quant' --output-on-failure > "$L/quant_ctest.log" 2>&1)
@@ -502,6 +503,16 @@ step_quant() {
     say "ncu quant_q8_1 LEAN=$v (launch $sk; 2: m = 512, 40: m = 4096): exit $? $(grep -E '^ +(memra_k_quant|Duration|DRAM Throughput|Achieved Occupancy|Grid Size)' \
       "$L/quant_ncu_${v}_$sk.txt" | tr -s ' ' | cut -c1-60 | paste -sd';')"
   done; done
+  # the four tools over the quantiser case under the knob, each in its own process (QUANT_TOOLS=0 skips them)
+  if [ "${QUANT_TOOLS:-1}" = 1 ]; then
+    local tool lg
+    for tool in memcheck racecheck initcheck synccheck; do
+      lg="$L/quant_san_$tool.log"
+      MEMRA_MMQ_QUANT_LEAN=1 MEMRA_ADMISSION=off timeout 300 compute-sanitizer --tool $tool $(san_x $tool) --print-limit 0 \
+        $T quant > "$lg" 2>&1
+      say "compute-sanitizer $tool test_mmq_ops quant (MEMRA_MMQ_QUANT_LEAN=1): exit $?, $(san_count $tool "$lg") reports"
+    done
+  fi
   KNOBAB_KNOB=MEMRA_MMQ_QUANT_LEAN KNOBAB_M="${QUANT_M:-512 4096}" KNOBAB_ROUNDS=${QUANT_ROUNDS:-2} KNOBAB_ARM='mmq|q4_k' \
     step_knobab
   for f in "$L"/knobab_m*_[01]_[0-9].txt; do
