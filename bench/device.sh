@@ -47,6 +47,7 @@
 #               admission, memcheck (KQ_BENCH=1: memra bench 27b m=512)
 #   accprobe    memra bench accprobe (wide, mid)
 #   quant       MEMRA_MMQ_QUANT_LEAN: its GPU test, ncu of both quantisers, knobab 0 / 1 (see step_quant)
+#   wgpp        MEMRA_MMQ_WG_SEED=pp (_wgspp, the folds in turn): knobab, tests, stall samples, tools (see step_wgpp)
 #   sweep       test_mmq_ops sweep (every gemm_q8_0r tile x split)
 #   sweepkr     test_mmq_ops sweep_kr (every gemm_kr tile x split) for SWEEPKR_FMT at SWEEPKR (M:SHAPES)
 #   pdl         test_mmq_ops pdl at m = 512 and 4096
@@ -1129,6 +1130,34 @@ step_wgsx() {
   [[ $parts == *" ncu "* ]] && NCUSRC_SPECS="wgsax|memra_k_gemm_q8_0r_wgsax|sweep 4096 0|MEMRA_MMQ_WG_SEED=xp" step_ncusrc
   [[ $parts == *" tools "* ]] && knob_tools MEMRA_MMQ_WG_SEED=xp wgsx gemm_q8_0r
   say "wgsx: $((SECONDS - t)) s"
+}
+
+# MEMRA_MMQ_WG_SEED=pp (_wgspp: _wgs with its two consumer warpgroups folding in turn), in parts (WGPP_PARTS,
+# default "ab test ncu tools"): ab: knobab SEED 1 / pp at WGPP_M (default 4096), WGPP_ROUNDS rounds (default 2),
+# then at m = 512 under MEMRA_MMQ_WG=all MEMRA_MMQ_WG_SK=0 (both arms on the plain seeded tile); test:
+# test_mmq_ops gemm_q8_0r (_wgspp bit for bit the records tile), check gemm_q8_0r under pp, ncu names; ncu:
+# the stall samples of _wgspp (step_ncusrc); tools: the four sanitizer tools over the quick check under pp
+step_wgpp() {
+  local t=$SECONDS parts=" ${WGPP_PARTS:-ab test ncu tools} "
+  if [[ $parts == *" ab "* ]]; then
+    KNOBAB_KNOB=MEMRA_MMQ_WG_SEED KNOBAB_ON=pp KNOBAB_OFF=1 KNOBAB_M="${WGPP_M:-4096}" \
+      KNOBAB_ROUNDS=${WGPP_ROUNDS:-2} KNOBAB_ARM="mmq|q4_0" step_knobab
+    KNOBAB_ENV="MEMRA_MMQ_WG=all MEMRA_MMQ_WG_SK=0" KNOBAB_KNOB=MEMRA_MMQ_WG_SEED KNOBAB_ON=pp KNOBAB_OFF=1 KNOBAB_M=512 \
+      KNOBAB_ROUNDS=${WGPP_ROUNDS:-2} KNOBAB_ARM="mmq|q4_0" step_knobab
+  fi
+  if [[ $parts == *" test "* ]]; then
+    timeout 300 $T gemm_q8_0r > "$L/wgpp_test_gemm_q8_0r.log" 2>&1
+    say "test_mmq_ops gemm_q8_0r (with _wgspp): exit $? $(grep -cE '_wgspp .* ok$' "$L/wgpp_test_gemm_q8_0r.log") _wgspp cases ok"
+    grep -E "FAIL" "$L/wgpp_test_gemm_q8_0r.log" | head -6 >> "$S"
+    MEMRA_MMQ_WG_SEED=pp timeout 200 $M check --device 0 --op gemm_q8_0r > "$L/wgpp_check.log" 2>&1
+    say "check gemm_q8_0r MEMRA_MMQ_WG_SEED=pp: exit $? $(grep -E 'passed, ' "$L/wgpp_check.log")"
+    MEMRA_MMQ_WG_SEED=pp MEMRA_ADMISSION=off timeout 200 ncu --clock-control none --metrics gpu__time_duration.sum \
+      -k regex:memra_k_gemm_q8_0r -c 2 $M bench 27b --m 4096 --reps 1 --warmup 0 > "$L/wgpp_ncu.txt" 2>&1
+    say "ncu names (SEED=pp): exit $? $(grep -oE 'memra_k_gemm_q8_0r_[a-z0-9]+' "$L/wgpp_ncu.txt" | sort -u | tr '\n' ' ')"
+  fi
+  [[ $parts == *" ncu "* ]] && NCUSRC_SPECS="wgspp|memra_k_gemm_q8_0r_wgspp|sweep 4096 0|MEMRA_MMQ_WG_SEED=pp" step_ncusrc
+  [[ $parts == *" tools "* ]] && knob_tools MEMRA_MMQ_WG_SEED=pp wgpp gemm_q8_0r
+  say "wgpp: $((SECONDS - t)) s"
 }
 
 # The gap run l2 found (bench/RESULTS.md, twenty-seventh session): under the records plan (MEMRA_MMQ_WG=0) a

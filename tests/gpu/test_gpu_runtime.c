@@ -1517,7 +1517,7 @@ static int case_mmq(const char *so)
         int m, n;
         int wg; /* 1: memra_k_gemm_q8_0r_wg launched, 2: _wgt (MEMRA_MMQ_WG_TR=1), 3: _wgp (MEMRA_MMQ_WG_PERSIST=1),
                  * 4: _wgs (MEMRA_MMQ_WG_SEED=1), 5: _wgps (both), 6: _wgsa (MEMRA_MMQ_WG_SEED=smem),
-                 * 7: _wgsax (MEMRA_MMQ_WG_SEED=xp) */
+                 * 7: _wgsax (MEMRA_MMQ_WG_SEED=xp), 8: _wgspp (MEMRA_MMQ_WG_SEED=pp) */
         const char *sd;
     } wgc[] = {{90, 0, "1", NULL, NULL, NULL, 4096, 12288, 1, "0"},       {90, 0, "0", NULL, NULL, NULL, 4096, 12288, 0, "0"},
                {90, 0, "0", NULL, NULL, NULL, 4096, 12288, 0, NULL},       {120, 0, "1", NULL, NULL, NULL, 4096, 12288, 0, "0"},
@@ -1561,7 +1561,12 @@ static int case_mmq(const char *so)
                /* MEMRA_MMQ_WG_SEED=xp: _wgsax (_wgsa with the token scales a group ahead); with PERSIST _wgps */
                {90, 0, NULL, NULL, NULL, NULL, 4096, 12288, 7, "xp"}, {90, 0, "all", NULL, NULL, NULL, 512, 1024, 7, "xp"},
                {90, 0, NULL, NULL, NULL, "1", 4096, 12288, 5, "xp"}, {90, 0, NULL, "q8_0r_wgsax", NULL, NULL, 4096, 12288, 0, "xp"},
-               {120, 0, NULL, NULL, NULL, NULL, 4096, 12288, 0, "xp"}};
+               {120, 0, NULL, NULL, NULL, NULL, 4096, 12288, 0, "xp"},
+               /* MEMRA_MMQ_WG_SEED=pp: _wgspp (_wgs folding in turn); with PERSIST _wgps; below 1024 tokens under
+                * auto the records tiles, as for smem / xp */
+               {90, 0, NULL, NULL, NULL, NULL, 4096, 12288, 8, "pp"}, {90, 0, "all", NULL, NULL, NULL, 512, 1024, 8, "pp"},
+               {90, 0, NULL, NULL, NULL, "1", 4096, 12288, 5, "pp"}, {90, 0, NULL, "q8_0r_wgspp", NULL, NULL, 4096, 12288, 0, "pp"},
+               {90, 0, NULL, NULL, NULL, NULL, 512, 1024, 0, "pp"},  {120, 0, NULL, NULL, NULL, NULL, 4096, 12288, 0, "pp"}};
     g_mmq_sk_knob = "0"; /* the plain grids' plans; the stream-k tile's picks (160 tiles here at 1024 x 2560 and
                           * 512 x 5120) are mmq_sk's */
     for (size_t i = 0; i < sizeof wgc / sizeof wgc[0]; i++) {
@@ -1583,6 +1588,7 @@ static int case_mmq(const char *so)
                           : strcmp(got, "memra_k_gemm_q8_0r_wgps") == 0 ? 5
                           : strcmp(got, "memra_k_gemm_q8_0r_wgsa") == 0 ? 6
                           : strcmp(got, "memra_k_gemm_q8_0r_wgsax") == 0 ? 7
+                          : strcmp(got, "memra_k_gemm_q8_0r_wgspp") == 0 ? 8
                                                                         : 0;
         const int per = is_wg == 3 || is_wg == 5;
         /* the persistent tiles: a 1-D grid of min(tiles x slices, 132 SMs) (m = 512: 32 tiles x 4 slices) */

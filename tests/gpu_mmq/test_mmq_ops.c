@@ -411,16 +411,16 @@ static int records_case(int m, int n, int k, float alpha, const uint8_t *w, cons
              * power of two exact, so bit for bit too while every partial sum is normal in both domains,
              * as here: mmq.cu r3w_sd_inner), and _wgsa (MEMRA_MMQ_WG_SEED=smem: the same seed with its A read
              * from shared memory), and _wgsax (MEMRA_MMQ_WG_SEED=xp: _wgsa with the token scales loaded a group
-             * ahead) */
-            enum { NV = 10 };
-            static const char *const vname[NV] = {"records", "_wg", "_wgt", "_wgp", "_wgp on 8 CTAs",
-                                                  "_wgs", "_wgps", "_wgps on 8 CTAs", "_wgsa", "_wgsax"};
+             * ahead), and _wgspp (MEMRA_MMQ_WG_SEED=pp: _wgs with its consumer warpgroups folding in turn) */
+            enum { NV = 11 };
+            static const char *const vname[NV] = {"records", "_wg", "_wgt", "_wgp", "_wgp on 8 CTAs", "_wgs",
+                                                  "_wgps", "_wgps on 8 CTAs", "_wgsa", "_wgsax", "_wgspp"};
             float *out[NV];
             for (int v = 0; v < NV; v++) {
                 g_wg = v ? "all" : "0";
                 g_wg_tr = v == 2 ? "1" : "0";
                 g_wg_per = v == 3 || v == 6 ? "1" : v == 4 || v == 7 ? "8" : "0";
-                g_wg_sd = v == 9 ? "xp" : v == 8 ? "smem" : v >= 5 ? "1" : "0";
+                g_wg_sd = v == 10 ? "pp" : v == 9 ? "xp" : v == 8 ? "smem" : v >= 5 ? "1" : "0";
                 const int refused = g_wg_log.n;
                 mmq_knobs(wc[c].bm, wc[c].bn, wc[c].split, NULL);
                 if (g_wg_log.n != refused) {

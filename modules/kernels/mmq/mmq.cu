@@ -1344,13 +1344,25 @@ __device__ __forceinline__ int r3w_perm(int t)
     return 16 * (j >> 1) + 4 * (c >> 1) + 2 * (j & 1) + (c & 1);
 }
 
+/* PP (MEMRA_MMQ_WG_SEED=pp): the two consumer warpgroups fold in turn, so that each one's wgmmas run on the
+ * tensor cores while the other folds, where in `_wgs` both fold at once and then both wait. After its fold,
+ * consumer pw opens the other's named barrier (3 - pw: bar 2 is consumer 0's, bar 3 consumer 1's); the
+ * accumulators are pinned first, so no FFMA of the fold is scheduled past the arrival. Consumer 1 opens bar 2
+ * once before its first fold, and consumer 0 takes that last arrival after its last. */
+__device__ __forceinline__ void r3w_pp_pass(float (&acc)[64], int pw)
+{
+#pragma unroll
+    for (int i = 0; i < 64; i++) asm volatile("" : "+f"(acc[i])::"memory");
+    asm volatile("bar.arrive %0, 256;\n" ::"r"(3 - pw) : "memory");
+}
+
 /* Group G of a step whose stage is at st / sp: its products (in tc) waited for, the next group
  * issued into tn (slice kk_n of the stage at st_n, `full` phase ph_n waited for first when kk_n
  * is 0: the next step's first group, or past the last step the last step's again, never folded),
  * group G folded into acc and tc re-seeded (SD: seeded by the u8 wgmma issued before the s8 one, dseed
  * the seed block's descriptor); the stage freed after its fourth group. r: the
  * thread's weight row in the tile, cq its first token column (2 (lane % 4)). */
-template <int G, bool TR, bool SD, bool KQ = false, bool KM = false, bool SA = false, bool XP = false>
+template <int G, bool TR, bool SD, bool KQ = false, bool KM = false, bool SA = false, bool XP = false, bool PP = false>
 __device__ __forceinline__ void r3w_step(float (&acc)[64], uint32_t (&tc)[64], uint32_t (&tn)[64], float (&sc)[2],
                                          float (&mc)[2], float4 (&xp)[4], const unsigned char *sp, const unsigned char *sp_n, unsigned st_n,
                                          unsigned full_n, unsigned ph_n, unsigned empty_s, unsigned a_off, int r,
@@ -1372,9 +1384,17 @@ __device__ __forceinline__ void r3w_step(float (&acc)[64], uint32_t (&tc)[64], u
         r3w_mma(tn, memra_wg_desc(st_n + a_off + KK_N * 32), memra_wg_desc(st_n + 16384 + KK_N * 32));
     }
     asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); /* runs during the fold */
+    /* (PP) the fold waits for this consumer's turn: named barrier 2 + pw, which the other consumer warpgroup
+     * opens after its own fold (r3w_pp_pass) */
+    const int pw = PP ? (int)(threadIdx.x >> 7) - 1 : 0;
+    if (PP) asm volatile("bar.sync %0, 256;\n" ::"r"(2 + pw) : "memory");
     const float *hx = reinterpret_cast<const float *>(sp + 32768 + 2048);
     const float *xt = reinterpret_cast<const float *>(sp + 32768 + 4096) + G * 128; /* TR: [group][token] */
-    const float s0 = sc[0], s1 = sc[1]; /* loaded by the group before (their latency off the group's start) */
+    /* loaded by the group before (their latency off the group's start); (PP) loaded here, after the turn's
+     * barrier: every FFMA of the fold then depends on a load the barrier orders (the token scales' or these),
+     * so ptxas cannot hoist the fold above the wait, as it does with register-only inputs */
+    const float *hc = reinterpret_cast<const float *>(sp + 32768);
+    const float s0 = PP ? hc[r * 4 + G] : sc[0], s1 = PP ? hc[(r + 8) * 4 + G] : sc[1];
     constexpr float SDS = KQ ? R3W_KQ_SCALE : R3W_SD_SCALE, SDM = KQ ? R3W_KQ_MIN : R3W_SD_MIN;
     const float m0 = SD ? s0 * SDM : s0 * -MMQ_MAGIC, m1 = SD ? s1 * SDM : s1 * -MMQ_MAGIC;
     const float s0d = s0 * SDS, s1d = s1 * SDS; /* (SD) */
@@ -1419,6 +1439,7 @@ __device__ __forceinline__ void r3w_step(float (&acc)[64], uint32_t (&tc)[64], u
             acc[4 * j + 3] = fmaf(x1, fmaf(__int_as_float((int)tc[4 * j + 3]), s1, m1), acc[4 * j + 3]);
         }
     }
+    if (PP) r3w_pp_pass(acc, pw);
     /* the next group's weight scales (sp_n: this step's stage, or after the fourth group the next issue's,
      * whose `full` was waited for above) */
     const float *hn = reinterpret_cast<const float *>(sp_n + 32768);
@@ -1766,7 +1787,7 @@ struct r3w_xe {
  * after each step's last fold; the step's stage is then released by the next step's first group,
  * after the wait that covers them (a stage is held one step longer: three ahead, not four). */
 template <bool TR, bool P, bool SD, int KF = -1, bool KM = false, bool SA = false, bool XE = false, bool XT = false,
-          bool XP = false, int KP = 0, bool SK = false>
+          bool XP = false, int KP = 0, bool SK = false, bool PP = false>
 __device__ __forceinline__ void r3w_body(const memra_tmap *map_w, const memra_tmap *map_wh, const memra_tmap *map_x,
                                          const memra_tmap *map_xh, float *__restrict__ y, int m, int n, int k,
                                          long long ldy, float alpha, float *__restrict__ part, int sl,
@@ -1783,6 +1804,7 @@ __device__ __forceinline__ void r3w_body(const memra_tmap *map_w, const memra_tm
     static_assert(!XP || (SD && TR && !KQ), "the token scales a group ahead: the seeded Q8_0 tiles");
     static_assert(KP == 0 || KM, "the widened image feeds the tile whose min term is by MMA");
     static_assert(!SK || (P && SD && TR && !KQ && !XE && !XP && !SA), "the stream-k tile: the persistent seeded Q8_0 tile");
+    static_assert(!PP || (SD && TR && !P && !KQ && !XE && !XP && !SA && !SK), "the folds in turn: the plain seeded Q8_0 tile");
     constexpr int S = R3W_STAGES, SB = KM ? R3W_STAGE_BYTES_KM : KQ ? R3W_STAGE_BYTES_KQ : R3W_STAGE_BYTES_OF(TR);
     static_assert((S & (S - 1)) == 0 && S >= 2, "the ring's stage index is it & (S - 1)");
     /* TR: producer step it waits for stage it's `empty` (released after `ready` of it - S) before its
@@ -1914,6 +1936,7 @@ __device__ __forceinline__ void r3w_body(const memra_tmap *map_w, const memra_tm
     float4 xp[4]; /* (XP) its token scales of j = 0 .. 7 likewise */
     float mc[2] = {0.0f, 0.0f}; /* (KQ) its rows' mins likewise */
     int it = 0;
+    if (PP && w == 1) asm volatile("bar.arrive 2, 256;\n" ::: "memory"); /* consumer 0 folds first */
     bool inflight = false; /* t0 holds the tile's first group, issued during the last tile's last fold */
     unsigned empty_p = 0u; /* (KM) the `empty` of the stage whose min term is in flight (0: none) */
     for (int t = t0_; t < nt; t += dt) {
@@ -1963,11 +1986,11 @@ __device__ __forceinline__ void r3w_body(const memra_tmap *map_w, const memra_tm
             /* (SD) the descriptors of this stage's and the next issue's operands */
             const unsigned long long da = memra_wg_desc(st + a_off), db = memra_wg_desc(st + 16384);
             const unsigned long long da_n = memra_wg_desc(st_n + a_off), db_n = memra_wg_desc(st_n + 16384);
-            r3w_step<0, TR, SD, KQ, KM, SA, XP>(acc, t0, t1, sc, mc, xp, sp, sp, st, 0u, 0u, empty_s, a_off, r, cq, dseed, sa, da, db,
+            r3w_step<0, TR, SD, KQ, KM, SA, XP, PP>(acc, t0, t1, sc, mc, xp, sp, sp, st, 0u, 0u, empty_s, a_off, r, cq, dseed, sa, da, db,
                                         empty_p);
-            r3w_step<1, TR, SD, KQ, KM, SA, XP>(acc, t1, t0, sc, mc, xp, sp, sp, st, 0u, 0u, empty_s, a_off, r, cq, dseed, sa, da, db);
-            r3w_step<2, TR, SD, KQ, KM, SA, XP>(acc, t0, t1, sc, mc, xp, sp, sp, st, 0u, 0u, empty_s, a_off, r, cq, dseed, sa, da, db);
-            r3w_step<3, TR, SD, KQ, KM, SA, XP>(acc, t1, t0, sc, mc, xp, sp, sp_n, st_n, full_n, ph_n, empty_s, a_off, r, cq, dseed, sa,
+            r3w_step<1, TR, SD, KQ, KM, SA, XP, PP>(acc, t1, t0, sc, mc, xp, sp, sp, st, 0u, 0u, empty_s, a_off, r, cq, dseed, sa, da, db);
+            r3w_step<2, TR, SD, KQ, KM, SA, XP, PP>(acc, t0, t1, sc, mc, xp, sp, sp, st, 0u, 0u, empty_s, a_off, r, cq, dseed, sa, da, db);
+            r3w_step<3, TR, SD, KQ, KM, SA, XP, PP>(acc, t1, t0, sc, mc, xp, sp, sp_n, st_n, full_n, ph_n, empty_s, a_off, r, cq, dseed, sa,
                                         da_n, db_n);
             if (KM) { /* the step's min term into t1 (just folded), its operands in this stage, held until the
                        * next step's first wait */
@@ -1989,6 +2012,7 @@ __device__ __forceinline__ void r3w_body(const memra_tmap *map_w, const memra_tm
             r3w_store<SD, KQ, XE>(acc, y, part, ldy, alpha, m, n, tl.i0, tl.j0 + r, cq, SL, tl.z,
                                   XE ? xe->perm : nullptr, xend);
     }
+    if (PP && w == 0) asm volatile("bar.sync 2, 256;\n" ::: "memory"); /* consumer 1's arrival after its last fold */
 }
 
 #define R3W_ENTRY(NAME, TR, SD)                                                                                      \
@@ -2023,6 +2047,19 @@ memra_k_gemm_q8_0r_wgsax(const __grid_constant__ memra_tmap map_w, const __grid_
 {
     r3w_body<true, false, true, -1, false, true, false, false, true>(&map_w, &map_wh, &map_x, &map_xh, y, m, n, k, ldy,
                                                                      alpha, part, 1);
+}
+/* MEMRA_MMQ_WG_SEED=pp: _wgs with the two consumer warpgroups folding in turn (r3w_pp_pass): run k3 measured
+ * ~640 cycles a k32 group, about the sum of the fold's issue (~344 at two warps a scheduler) and the group's
+ * tensor work (~256), not their maximum. In turn, each warpgroup's wgmmas run while the other folds, and a
+ * folding warpgroup has the schedulers to itself. The same FFMAs on the same products in the same order:
+ * bit for bit _wgs. */
+extern "C" __global__ void __launch_bounds__(R3W_THREADS, 1)
+memra_k_gemm_q8_0r_wgspp(const __grid_constant__ memra_tmap map_w, const __grid_constant__ memra_tmap map_wh,
+                         const __grid_constant__ memra_tmap map_x, const __grid_constant__ memra_tmap map_xh,
+                         float *__restrict__ y, int m, int n, int k, long long ldy, float alpha, float *__restrict__ part)
+{
+    r3w_body<true, false, true, -1, false, false, false, false, false, 0, false, true>(&map_w, &map_wh, &map_x, &map_xh,
+                                                                                      y, m, n, k, ldy, alpha, part, 1);
 }
 /* MEMRA_MMQ_WG_PERSIST=1 (with the token scales transposed): the persistent tiles, sl slices, a 1-D grid */
 extern "C" __global__ void __launch_bounds__(R3W_THREADS, 1)

@@ -629,9 +629,12 @@ static memra_status mmq_load(memra__gpu *q, void *state)
             const int sda = sd != NULL && strcmp(sd, "smem") == 0;
             /* xp: _wgsax, _wgsa with the token scales loaded a group ahead (untimed) */
             const int sdx = sd != NULL && strcmp(sd, "xp") == 0;
-            const int seed = sd == NULL || strcmp(sd, "1") == 0 || sda || sdx;
+            /* pp: _wgspp, _wgs with its two consumer warpgroups folding in turn (untimed) */
+            const int sdp = sd != NULL && strcmp(sd, "pp") == 0;
+            const int seed = sd == NULL || strcmp(sd, "1") == 0 || sda || sdx || sdp;
             const int t = seed || per || (tr != NULL && strcmp(tr, "1") == 0);
-            s->wg_name = sdx    ? "memra_k_gemm_q8_0r_wgsax"
+            s->wg_name = sdp    ? "memra_k_gemm_q8_0r_wgspp"
+                         : sdx  ? "memra_k_gemm_q8_0r_wgsax"
                          : sda  ? "memra_k_gemm_q8_0r_wgsa"
                          : seed ? "memra_k_gemm_q8_0r_wgs"
                          : t    ? "memra_k_gemm_q8_0r_wgt"
