@@ -1346,13 +1346,12 @@ __device__ __forceinline__ int r3w_perm(int t)
 
 /* PP (MEMRA_MMQ_WG_SEED=pp): the two consumer warpgroups fold in turn, so that each one's wgmmas run on the
  * tensor cores while the other folds, where in `_wgs` both fold at once and then both wait. After its fold,
- * consumer pw opens the other's named barrier (3 - pw: bar 2 is consumer 0's, bar 3 consumer 1's); the
- * accumulators are pinned first, so no FFMA of the fold is scheduled past the arrival. Consumer 1 opens bar 2
- * once before its first fold, and consumer 0 takes that last arrival after its last. */
-__device__ __forceinline__ void r3w_pp_pass(float (&acc)[64], int pw)
+ * consumer pw opens the other's named barrier (3 - pw: bar 2 is consumer 0's, bar 3 consumer 1's). Consumer 1
+ * opens bar 2 once before its first fold, and consumer 0 takes that last arrival after its last. ptxas may
+ * still schedule some of the fold's FFMAs (register-only) past the arrival: about 25-35 of a group's 128 in the
+ * SASS. That costs overlap, not correctness. */
+__device__ __forceinline__ void r3w_pp_pass(int pw)
 {
-#pragma unroll
-    for (int i = 0; i < 64; i++) asm volatile("" : "+f"(acc[i])::"memory");
     asm volatile("bar.arrive %0, 256;\n" ::"r"(3 - pw) : "memory");
 }
 
@@ -1439,7 +1438,7 @@ __device__ __forceinline__ void r3w_step(float (&acc)[64], uint32_t (&tc)[64], u
             acc[4 * j + 3] = fmaf(x1, fmaf(__int_as_float((int)tc[4 * j + 3]), s1, m1), acc[4 * j + 3]);
         }
     }
-    if (PP) r3w_pp_pass(acc, pw);
+    if (PP) r3w_pp_pass(pw);
     /* the next group's weight scales (sp_n: this step's stage, or after the fourth group the next issue's,
      * whose `full` was waited for above) */
     const float *hn = reinterpret_cast<const float *>(sp_n + 32768);

@@ -388,7 +388,8 @@ typedef struct mmq_state {
     CUfunction gemm_q8_0r_wg;
     int wg_all, wg_min_m;
     int wg_fit; /* the kernel is _wgs, not persistent: auto weighs it below wg_min_m (run_tiles) */
-    const char *wg_name; /* its kernel: _wgs (the default), _wgsa (SEED=smem), or with SEED=0 _wg / _wgt (TR=1) */
+    const char *wg_name; /* its kernel: _wgs (the default), _wgsa / _wgsax / _wgspp (SEED=smem / xp / pp), or with
+                          * SEED=0 _wg / _wgt (TR=1) */
     unsigned wg_smem;
     /* MEMRA_MMQ_WG_PERSIST=1 (implies WG_TR): the persistent _wgp, where every slice has steps, else NULL;
      * =N >= 2: at most N CTAs (a test's way to give each CTA several tiles), wgp_cap N, else 0 */
