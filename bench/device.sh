@@ -1106,6 +1106,20 @@ step_moesweep() {
   say "moesweep: $((SECONDS - t)) s"
 }
 
+# A MEMRA_MMQ_WG_SEED variant's correctness part (seed_tests VALUE KERNEL PREFIX): test_mmq_ops gemm_q8_0r (the
+# variant's cases bit for bit the records tile), memra check gemm_q8_0r under the value, and ncu's kernel names
+seed_tests() {
+  local val=$1 kern=$2 pre=$3
+  timeout 300 $T gemm_q8_0r > "$L/${pre}_test_gemm_q8_0r.log" 2>&1
+  say "test_mmq_ops gemm_q8_0r (with $kern): exit $? $(grep -cE "$kern .* ok\$" "$L/${pre}_test_gemm_q8_0r.log") $kern cases ok"
+  grep -E "FAIL" "$L/${pre}_test_gemm_q8_0r.log" | head -6 >> "$S"
+  MEMRA_MMQ_WG_SEED=$val timeout 200 $M check --device 0 --op gemm_q8_0r > "$L/${pre}_check.log" 2>&1
+  say "check gemm_q8_0r MEMRA_MMQ_WG_SEED=$val: exit $? $(grep -E 'passed, ' "$L/${pre}_check.log")"
+  MEMRA_MMQ_WG_SEED=$val MEMRA_ADMISSION=off timeout 200 ncu --clock-control none --metrics gpu__time_duration.sum \
+    -k regex:memra_k_gemm_q8_0r -c 2 $M bench 27b --m 4096 --reps 1 --warmup 0 > "$L/${pre}_ncu.txt" 2>&1
+  say "ncu names (SEED=$val): exit $? $(grep -oE 'memra_k_gemm_q8_0r_[a-z0-9]+' "$L/${pre}_ncu.txt" | sort -u | tr '\n' ' ')"
+}
+
 # MEMRA_MMQ_WG_SEED=xp (issue 26: _wgsax, the seeded tile with the token scales loaded a group ahead), in
 # parts (WGSX_PARTS, default "test ab ncu tools"; run k1's test_mmq_ops gemm_q8_0r alone took ~200 s):
 #   test   test_mmq_ops gemm_q8_0r (_wgsax bit for bit the records tile in every case), check gemm_q8_0r,
@@ -1115,16 +1129,7 @@ step_moesweep() {
 #   tools  the four tools over check gemm_q8_0r mmq --quick
 step_wgsx() {
   local t=$SECONDS parts=" ${WGSX_PARTS:-test ab ncu tools} "
-  if [[ $parts == *" test "* ]]; then
-    timeout 300 $T gemm_q8_0r > "$L/wgsx_test_gemm_q8_0r.log" 2>&1
-    say "test_mmq_ops gemm_q8_0r (with _wgsax): exit $? $(grep -cE '_wgsax .* ok$' "$L/wgsx_test_gemm_q8_0r.log") _wgsax cases ok"
-    grep -E "FAIL" "$L/wgsx_test_gemm_q8_0r.log" | head -6 >> "$S"
-    MEMRA_MMQ_WG_SEED=xp timeout 200 $M check --device 0 --op gemm_q8_0r > "$L/wgsx_check.log" 2>&1
-    say "check gemm_q8_0r MEMRA_MMQ_WG_SEED=xp: exit $? $(grep -E 'passed, ' "$L/wgsx_check.log")"
-    MEMRA_MMQ_WG_SEED=xp MEMRA_ADMISSION=off timeout 200 ncu --clock-control none --metrics gpu__time_duration.sum \
-      -k regex:memra_k_gemm_q8_0r -c 2 $M bench 27b --m 4096 --reps 1 --warmup 0 > "$L/wgsx_ncu.txt" 2>&1
-    say "ncu names (SEED=xp): exit $? $(grep -oE 'memra_k_gemm_q8_0r_[a-z0-9]+' "$L/wgsx_ncu.txt" | sort -u | tr '\n' ' ')"
-  fi
+  [[ $parts == *" test "* ]] && seed_tests xp _wgsax wgsx
   [[ $parts == *" ab "* ]] && KNOBAB_KNOB=MEMRA_MMQ_WG_SEED KNOBAB_ON=xp KNOBAB_OFF=1 KNOBAB_M="${WGSX_M:-4096}" \
     KNOBAB_ROUNDS=${WGSX_ROUNDS:-2} KNOBAB_ARM="mmq|q4_0" step_knobab
   [[ $parts == *" ncu "* ]] && NCUSRC_SPECS="wgsax|memra_k_gemm_q8_0r_wgsax|sweep 4096 0|MEMRA_MMQ_WG_SEED=xp" step_ncusrc
@@ -1145,16 +1150,7 @@ step_wgpp() {
     KNOBAB_ENV="MEMRA_MMQ_WG=all MEMRA_MMQ_WG_SK=0" KNOBAB_KNOB=MEMRA_MMQ_WG_SEED KNOBAB_ON=pp KNOBAB_OFF=1 KNOBAB_M=512 \
       KNOBAB_ROUNDS=${WGPP_ROUNDS:-2} KNOBAB_ARM="mmq|q4_0" step_knobab
   fi
-  if [[ $parts == *" test "* ]]; then
-    timeout 300 $T gemm_q8_0r > "$L/wgpp_test_gemm_q8_0r.log" 2>&1
-    say "test_mmq_ops gemm_q8_0r (with _wgspp): exit $? $(grep -cE '_wgspp .* ok$' "$L/wgpp_test_gemm_q8_0r.log") _wgspp cases ok"
-    grep -E "FAIL" "$L/wgpp_test_gemm_q8_0r.log" | head -6 >> "$S"
-    MEMRA_MMQ_WG_SEED=pp timeout 200 $M check --device 0 --op gemm_q8_0r > "$L/wgpp_check.log" 2>&1
-    say "check gemm_q8_0r MEMRA_MMQ_WG_SEED=pp: exit $? $(grep -E 'passed, ' "$L/wgpp_check.log")"
-    MEMRA_MMQ_WG_SEED=pp MEMRA_ADMISSION=off timeout 200 ncu --clock-control none --metrics gpu__time_duration.sum \
-      -k regex:memra_k_gemm_q8_0r -c 2 $M bench 27b --m 4096 --reps 1 --warmup 0 > "$L/wgpp_ncu.txt" 2>&1
-    say "ncu names (SEED=pp): exit $? $(grep -oE 'memra_k_gemm_q8_0r_[a-z0-9]+' "$L/wgpp_ncu.txt" | sort -u | tr '\n' ' ')"
-  fi
+  [[ $parts == *" test "* ]] && seed_tests pp _wgspp wgpp
   [[ $parts == *" ncu "* ]] && NCUSRC_SPECS="wgspp|memra_k_gemm_q8_0r_wgspp|sweep 4096 0|MEMRA_MMQ_WG_SEED=pp" step_ncusrc
   [[ $parts == *" tools "* ]] && knob_tools MEMRA_MMQ_WG_SEED=pp wgpp gemm_q8_0r
   say "wgpp: $((SECONDS - t)) s"
