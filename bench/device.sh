@@ -1138,7 +1138,8 @@ step_wgsx() {
 }
 
 # MEMRA_MMQ_WG_SEED=pp (_wgspp: _wgs with its two consumer warpgroups folding in turn), in parts (WGPP_PARTS,
-# default "ab test ncu tools"): ab: knobab SEED 1 / pp at WGPP_M (default 4096), WGPP_ROUNDS rounds (default 2),
+# default "ab test ncu tools"; also xe, xetools: the grouped twin's tests, ncu names and bench moe 1 / pp at WGPP_XE_M,
+# and its four tools): ab: knobab SEED 1 / pp at WGPP_M (default 4096), WGPP_ROUNDS rounds (default 2),
 # then at m = 512 under MEMRA_MMQ_WG=all MEMRA_MMQ_WG_SK=0 (both arms on the plain seeded tile); test:
 # test_mmq_ops gemm_q8_0r (_wgspp bit for bit the records tile), check gemm_q8_0r under pp, ncu names; ncu:
 # the stall samples of _wgspp (step_ncusrc); tools: the four sanitizer tools over the quick check under pp
@@ -1153,6 +1154,12 @@ step_wgpp() {
   [[ $parts == *" test "* ]] && seed_tests pp _wgspp wgpp
   [[ $parts == *" ncu "* ]] && NCUSRC_SPECS="wgspp|memra_k_gemm_q8_0r_wgspp|sweep 4096 0|MEMRA_MMQ_WG_SEED=pp" step_ncusrc
   [[ $parts == *" tools "* ]] && knob_tools MEMRA_MMQ_WG_SEED=pp wgpp gemm_q8_0r
+  if [[ $parts == *" xe "* ]]; then # the grouped twin (memra_k_experts_q8_0r_wgspp): tests, ncu names, then 1 / pp
+    knob_experts MEMRA_MMQ_WG_SEED=pp wgppxe mmq wg wg_graph wg_split wg4 wg_bm128 wg_skew wg_q4_0
+    knob_xe_ncu MEMRA_MMQ_WG_SEED=pp wgppxe wg
+    KNOBMOE_VALS="1 pp" knob_moe MEMRA_MMQ_WG_SEED wgppxe "${WGPP_XE_M:-512 4096}" q8_0 ${WGPP_XE_ROUNDS:-1}
+  fi
+  [[ $parts == *" xetools "* ]] && knob_xe_tools MEMRA_MMQ_WG_SEED=pp wgppxe wg wg_split
   say "wgpp: $((SECONDS - t)) s"
 }
 
@@ -1849,14 +1856,14 @@ step_krsumsxe() {
 # budget 0) with KNOB 0 / 1 alternately (the order turning each round): knob_moe KNOB PREFIX "M ..."
 # "FORMAT ..." ROUNDS [SHEET]; logs $L/PREFIX_moe_*, receipts $R/PREFIX_moe_*, the sheet's rows in the summary
 knob_moe() {
-  local kn=$1 pre=$2 sh=${6:-mixtral} mm fm r i v f
+  local kn=$1 pre=$2 sh=${6:-mixtral} mm fm r i v f vals=(${KNOBMOE_VALS:-0 1})
   for mm in $3; do for fm in $4; do
     for ((r = 1; r <= $5; r++)); do for ((i = 0; i < 2; i++)); do
       v=$(((i + r - 1) % 2))
       f="$L/${pre}_moe_${sh}_${fm}_m${mm}_${v}_$r.txt"
-      env MEMRA_F16_BUDGET_MB=0 $kn=$v timeout 200 $M bench moe --device 0 --sheet $sh \
+      env MEMRA_F16_BUDGET_MB=0 $kn=${vals[$v]} timeout 200 $M bench moe --device 0 --sheet $sh \
         --routing uniform --m $mm --format $fm --json $R/${pre}_moe_${sh}_${fm}_m${mm}_${v}_${r}_$TAG.json > "$f" 2>&1
-      say "bench moe $sh $fm m=$mm $kn=$v (round $r): exit $?"
+      say "bench moe $sh $fm m=$mm $kn=${vals[$v]} (round $r): exit $?"
       moe_rows "$f" $sh
     done; done
   done; done

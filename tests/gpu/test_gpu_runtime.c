@@ -888,6 +888,35 @@ static int xe_wg_cases(const char *so)
         ok &= close_mod(&m, 1);
     }
     g_xe_split_knob = NULL;
+    /* MEMRA_MMQ_WG_SEED=pp: the grouped tile's twin that folds in turn (_wgspp) in _wgs's place, the same grid;
+     * with XE_OVERLAP=1 too it stays plain (no early-trigger twin: a warning); an image without it: the records tiles */
+    static const struct {
+        const char *missing;
+        int ovl;
+        const char *tile, *rem;
+    } pc[] = {{NULL, 0, "memra_k_experts_q8_0r_wgspp", "memra_k_experts_q8_0r_mt1_sb"},
+              {NULL, 1, "memra_k_experts_q8_0r_wgspp", "memra_k_experts_q8_0r_mt1_sb"},
+              {"experts_q8_0r_wgspp", 0, "memra_k_experts_q8_0r_mt4_sb", "memra_k_experts_q8_0r_mt1_sb"}};
+    for (size_t i = 0; i < sizeof pc / sizeof pc[0]; i++) {
+        mod m;
+        g_mmq_wg_sd_knob = "pp", g_xe_wg_knob = "1", g_missing_kernel = pc[i].missing, g_xe_ovl_knob = pc[i].ovl ? "1" : NULL;
+        g_xe_bm_knob = NULL;
+        if (!open_mod(so, 90, &m)) return 0;
+        const memra_status st = xe_call(&m, 1024, 256, 0);
+        const int wgx = pc[i].missing == NULL, at = wgx ? 3 : 2, nl = wgx ? 5 : 4;
+        int good = st == MEMRA_STATUS_OK && g_n_launched == nl && strcmp(g_launched[at], pc[i].tile) == 0 &&
+                   strcmp(g_launched[at + 1], pc[i].rem) == 0;
+        if (wgx) good &= g_grid_x[3] == 1024 / 128 + 8 && g_grid_y[3] == 3 && g_block_x[3] == 384 &&
+                         g_smem[3] == (unsigned)R3W_SMEM_BYTES_SD(1);
+        printf("  XE_WG=1 WG_SEED=pp%s%s%s cc 90 gemm_experts q8_0 m 1024 E 8: %d launches, tile %s, then %s  %s\n",
+               pc[i].ovl ? ", XE_OVERLAP=1" : "", pc[i].missing ? ", image without " : "", pc[i].missing ? pc[i].missing : "",
+               g_n_launched, g_n_launched > at ? g_launched[at] : "-", g_n_launched > at + 1 ? g_launched[at + 1] : "-",
+               good ? "ok" : "FAIL");
+        ok &= good;
+        g_n_launched = 0;
+        ok &= close_mod(&m, 1);
+    }
+    g_mmq_wg_sd_knob = NULL, g_xe_ovl_knob = NULL, g_missing_kernel = NULL;
     /* the maps' or the sorted records' scratch refused (a capture without a reservation for it): the
      * records tiles, sorted (_mt4_sb, _mt1_sb) or gathering (_mt4, _mt1), and neither kernel of the knob */
     static const struct {

@@ -1803,7 +1803,8 @@ __device__ __forceinline__ void r3w_body(const memra_tmap *map_w, const memra_tm
     static_assert(!XP || (SD && TR && !KQ), "the token scales a group ahead: the seeded Q8_0 tiles");
     static_assert(KP == 0 || KM, "the widened image feeds the tile whose min term is by MMA");
     static_assert(!SK || (P && SD && TR && !KQ && !XE && !XP && !SA), "the stream-k tile: the persistent seeded Q8_0 tile");
-    static_assert(!PP || (SD && TR && !P && !KQ && !XE && !XP && !SA && !SK), "the folds in turn: the plain seeded Q8_0 tile");
+    static_assert(!PP || (SD && TR && !P && !KQ && !XT && !XP && !SA && !SK),
+                  "the folds in turn: the plain seeded Q8_0 tile, dense or grouped (without the early trigger)");
     constexpr int S = R3W_STAGES, SB = KM ? R3W_STAGE_BYTES_KM : KQ ? R3W_STAGE_BYTES_KQ : R3W_STAGE_BYTES_OF(TR);
     static_assert((S & (S - 1)) == 0 && S >= 2, "the ring's stage index is it & (S - 1)");
     /* TR: producer step it waits for stage it's `empty` (released after `ready` of it - S) before its
@@ -2128,7 +2129,7 @@ memra_k_gemm_q8_0r_skfix(const float *__restrict__ part, float *__restrict__ y, 
  * worst-case tile count, ceil(n / 128), S slices); map_x / map_xh: the sorted records' codes and heads
  * (r3w_maps' third and fourth, over the gathered records); maps: 2 E tensor maps, 128-byte aligned, from
  * memra_k_experts_maps_q8_0r (the launch before this one) */
-#define R3W_XE_ENTRY(NAME, XT)                                                                                       \
+#define R3W_XE_ENTRY(NAME, XT, PP)                                                                                   \
     extern "C" __global__ void __launch_bounds__(R3W_THREADS, 1)                                                    \
         NAME(const __grid_constant__ memra_tmap map_x, const __grid_constant__ memra_tmap map_xh,                    \
              const memra_tmap *__restrict__ maps, const int *__restrict__ offsets, const int *__restrict__ perm,     \
@@ -2136,13 +2137,16 @@ memra_k_gemm_q8_0r_skfix(const float *__restrict__ part, float *__restrict__ y, 
              int k, long long ldy, float alpha, float *__restrict__ part)                                            \
     {                                                                                                                \
         const r3w_xe xe = {maps, offsets, perm, tiles, ntiles};                                                      \
-        r3w_body<true, false, true, -1, false, false, true, XT>(nullptr, nullptr, &map_x, &map_xh, y, m, n, k, ldy,  \
-                                                                alpha, part, 1, nullptr, nullptr, nullptr, &xe);     \
+        r3w_body<true, false, true, -1, false, false, true, XT, false, 0, false, PP>(                                 \
+            nullptr, nullptr, &map_x, &map_xh, y, m, n, k, ldy, alpha, part, 1, nullptr, nullptr, nullptr, &xe);     \
     }
-R3W_XE_ENTRY(memra_k_experts_q8_0r_wgs, false)
+R3W_XE_ENTRY(memra_k_experts_q8_0r_wgs, false, false)
 /* with MEMRA_MMQ_XE_OVERLAP=1 too: the trigger as soon as the CTA has its tile (XE_OVL_MAIN), so that the
  * remainder table's _mt1_o2 grid fills the SMs this grid's last wave leaves idle */
-R3W_XE_ENTRY(memra_k_experts_q8_0r_wgs_o1, true)
+R3W_XE_ENTRY(memra_k_experts_q8_0r_wgs_o1, true, false)
+/* with MEMRA_MMQ_WG_SEED=pp: the consumers fold in turn, as the dense _wgspp (a tile past *ntiles exits as a whole
+ * CTA, before its consumers' first barrier) */
+R3W_XE_ENTRY(memra_k_experts_q8_0r_wgspp, false, true)
 #undef R3W_XE_ENTRY
 /* Its weight maps: maps[2 e + h] = the host's template tmpl_h (r3w_maps' first (h 0: the codes) and second
  * (1: the heads), encoded over an expert's [G steps][n rows][144 bytes] at any aligned address) with

@@ -372,6 +372,7 @@ typedef struct mmq_state {
      * tiles on the seeded warpgroup tile (mmq.cu memra_k_experts_q8_0r_wgs) and its maps kernel, else NULL */
     CUfunction experts_wg, experts_wg_maps;
     CUfunction experts_wg_ovl; /* and with MEMRA_MMQ_XE_OVERLAP=1 its early-trigger entry (_wgs_o1), else NULL */
+    const char *xe_wg_name;    /* experts_wg's kernel: _wgs, or _wgspp under MEMRA_MMQ_WG_SEED=pp (untimed) */
     int xe_wg_min_k;           /* auto (the default): MMQ_XE_WG_AUTO_K, the calls' least k; =1: 0 (every k) */
     int xe_wg_asked;           /* =1 given: a call the tile should take but cannot warns (auto: debug) */
     int sorted_xs[1 + MMQ_KR_FORMATS]; /* the lane's sorted tiles read the sum plane (the gather copies it) */
@@ -899,24 +900,31 @@ static memra_status mmq_load(memra__gpu *q, void *state)
         const int xe_auto = xe_wg == NULL || strcmp(xe_wg, "auto") == 0;
         s->xe_wg_asked = xe_wg != NULL && strcmp(xe_wg, "1") == 0;
         s->xe_wg_min_k = xe_auto ? MMQ_XE_WG_AUTO_K : 0;
+        /* MEMRA_MMQ_WG_SEED=pp: the grouped tile's consumers fold in turn too (memra_k_experts_q8_0r_wgspp) */
+        const char *xe_sd = memra__gpu_knob(q, "MEMRA_MMQ_WG_SEED");
+        s->xe_wg_name = xe_sd != NULL && strcmp(xe_sd, "pp") == 0 ? "memra_k_experts_q8_0r_wgspp" : "memra_k_experts_q8_0r_wgs";
         if (xe_auto || s->xe_wg_asked) {
             const unsigned smem = R3W_SMEM_BYTES_SD(1);
             const int base_ok = caps->cc / 10 == 9 && q->cuTensorMapEncodeTiled != NULL && !q->from_ptx &&
                                 (caps->smem_per_block_optin == 0 || caps->smem_per_block_optin >= smem) &&
                                 s->experts_gather != NULL;
-            if (!base_ok || !load_optional(q, m, "memra_k_experts_q8_0r_wgs", smem, &s->experts_wg) ||
+            if (!base_ok || !load_optional(q, m, s->xe_wg_name, smem, &s->experts_wg) ||
                 !load_optional(q, m, "memra_k_experts_maps_q8_0r", 0, &s->experts_wg_maps)) {
                 s->experts_wg = s->experts_wg_maps = NULL;
                 /* a default that cannot apply (another GPU, a PTX image) is no news: said at debug level */
                 q->host->log(s->xe_wg_asked ? MEMRA_LOG_WARN : MEMRA_LOG_DEBUG, q->name,
-                             "MEMRA_MMQ_XE_WG=%s: memra_k_experts_q8_0r_wgs needs cc 9.x, the driver's tensor maps, "
+                             "MEMRA_MMQ_XE_WG=%s: %s needs cc 9.x, the driver's tensor maps, "
                              "the records' gather (MEMRA_MMQ_XE_SORT) and this image's kernel; the records tiles serve",
-                             xe_wg != NULL ? xe_wg : "auto");
+                             xe_wg != NULL ? xe_wg : "auto", s->xe_wg_name);
             }
             /* MEMRA_MMQ_XE_OVERLAP=1 beside it: the tile's early-trigger entry, with the remainder table's _mt1_o2 */
             const char *xo = memra__gpu_knob(q, "MEMRA_MMQ_XE_OVERLAP");
-            if (s->experts_wg != NULL && xo != NULL && strcmp(xo, "1") == 0 &&
-                !load_optional(q, m, "memra_k_experts_q8_0r_wgs_o1", smem, &s->experts_wg_ovl))
+            const int xe_pp = strcmp(s->xe_wg_name, "memra_k_experts_q8_0r_wgs") != 0;
+            if (s->experts_wg != NULL && xo != NULL && strcmp(xo, "1") == 0 && xe_pp)
+                q->host->log(MEMRA_LOG_WARN, q->name, "MEMRA_MMQ_XE_OVERLAP=1 with MEMRA_MMQ_WG_SEED=pp: the folds in turn "
+                                                      "have no early-trigger entry; the remainders run after the tiles");
+            else if (s->experts_wg != NULL && xo != NULL && strcmp(xo, "1") == 0 &&
+                     !load_optional(q, m, "memra_k_experts_q8_0r_wgs_o1", smem, &s->experts_wg_ovl))
                 q->host->log(MEMRA_LOG_WARN, q->name, "MEMRA_MMQ_XE_WG with MEMRA_MMQ_XE_OVERLAP=1: this image has no "
                                                       "memra_k_experts_q8_0r_wgs_o1; the remainders run after the tiles");
         }
@@ -1815,7 +1823,7 @@ memra_status memra__mmq_gemm_experts(memra_call *call, const memra_gemm_args *a,
                       128, 0, call->stream, (void *[]){&xm[0], &xm[1], &w, &ee, &maps});
         if (st == MEMRA_STATUS_OK)
             st = launch_pdl_k(q, &kn, wg_ovl ? MMQ_K(q)->experts_wg_ovl : MMQ_K(q)->experts_wg,
-                              wg_ovl ? "memra_k_experts_q8_0r_wgs_o1" : "memra_k_experts_q8_0r_wgs", (unsigned)tiles_max,
+                              wg_ovl ? "memra_k_experts_q8_0r_wgs_o1" : MMQ_K(q)->xe_wg_name, (unsigned)tiles_max,
                               (unsigned)((n + 127) / 128), (unsigned)S, R3W_THREADS, R3W_SMEM_BYTES_SD(1), call->stream,
                               (void *[]){&xm[2], &xm[3], &maps, &offsets, &perm, &tiles, &ntiles, &y, &mm, &nn, &kk, &ldy,
                                          &alpha, &part});
