@@ -48,6 +48,8 @@
 #   accprobe    memra bench accprobe (wide, mid)
 #   quant       MEMRA_MMQ_QUANT_LEAN: its GPU test, ncu of both quantisers, knobab 0 / 1 (see step_quant)
 #   wgpp        MEMRA_MMQ_WG_SEED=pp (_wgspp, the folds in turn): knobab, tests, stall samples, tools (see step_wgpp)
+#   xerem       MEMRA_MMQ_XE_WG_REM=1 (gemm_experts' remainders in the warpgroup tile's grid): tests, check, ncu,
+#               bench moe 0 / 1, tools (see step_xerem)
 #   sweep       test_mmq_ops sweep (every gemm_q8_0r tile x split)
 #   sweepkr     test_mmq_ops sweep_kr (every gemm_kr tile x split) for SWEEPKR_FMT at SWEEPKR (M:SHAPES)
 #   pdl         test_mmq_ops pdl at m = 512 and 4096
@@ -1161,6 +1163,34 @@ step_wgpp() {
   fi
   [[ $parts == *" xetools "* ]] && knob_xe_tools MEMRA_MMQ_WG_SEED=pp wgppxe wg wg_split
   say "wgpp: $((SECONDS - t)) s"
+}
+
+# MEMRA_MMQ_XE_WG_REM=1 (issue 30: the experts' remainders of at most 32 rows in the seeded tile's grid, on its
+# 32-column twin, memra_k_experts_q8_0r_wgsr), in parts (XEREM_PARTS, default "tests ab ncu tools"):
+#   tests  test_gpu_experts wg_rem, wg_rem_graph, wg_rem_split, wg_rem4 (each bit for bit the dense lane, in the
+#          band against the host, failing on a refusal), check gemm_experts under XE_WG=1 and the knob, ncu names
+#   ab     bench moe Mixtral-like q8_0 with the knob 0 / 1 at XEREM_M (default "512 4096"), XEREM_ROUNDS rounds
+#          (default 2), the order alternating
+#   ncu    each kernel's time in one bench moe pass at m = 512 under the knob (as run r6 measured the default)
+#   tools  the four sanitizer tools over wg_rem, wg_rem_split and wg_rem4, each in its own process
+step_xerem() {
+  local t=$SECONDS parts=" ${XEREM_PARTS:-tests ab ncu tools} "
+  if [[ $parts == *" tests "* ]]; then
+    knob_experts "MEMRA_MMQ_XE_WG=1 MEMRA_MMQ_XE_WG_REM=1" xerem mmq wg_rem wg_rem_graph wg_rem_split wg_rem4
+    knob_xe_ncu "MEMRA_MMQ_XE_WG_REM=1" xerem wg_rem wg_rem4
+  fi
+  [[ $parts == *" ab "* ]] && knob_moe MEMRA_MMQ_XE_WG_REM xerem "${XEREM_M:-512 4096}" q8_0 ${XEREM_ROUNDS:-2}
+  if [[ $parts == *" ncu "* ]]; then
+    MEMRA_F16_BUDGET_MB=0 MEMRA_MMQ_XE_WG_REM=1 MEMRA_ADMISSION=off timeout 200 ncu --clock-control none \
+      --metrics gpu__time_duration.sum,dram__bytes_read.sum,lts__t_sector_hit_rate.pct -k regex:'memra_k_(experts|quant)' \
+      -c 14 $M bench moe --device 0 --sheet mixtral --m 512 --routing uniform --format q8_0 --reps 1 \
+      > "$L/xerem_ncu.txt" 2>&1
+    say "ncu xerem bench moe m=512 (MEMRA_MMQ_XE_WG_REM=1): exit $?"
+    grep -E "^  memra_k_|gpu__time|dram__bytes|hit_rate" "$L/xerem_ncu.txt" | sed -E 's/Context 1, Stream [0-9]+, Device 0, CC 9.0//' |
+      tr -s ' ' | paste - - - - | head -14 >> "$S"
+  fi
+  [[ $parts == *" tools "* ]] && knob_xe_tools MEMRA_MMQ_XE_WG_REM=1 xerem wg_rem wg_rem_split wg_rem4
+  say "xerem: $((SECONDS - t)) s"
 }
 
 # The gap run l2 found (bench/RESULTS.md, twenty-seventh session): under the records plan (MEMRA_MMQ_WG=0) a

@@ -37,6 +37,12 @@
  *                             tiles of 1 row, of 4-5 rows for experts 3-15, and 128 + 109 for expert
  *                             2) and wg_skew (16 experts, half the rows to one). Elsewhere the knob
  *                             warns and the records tiles serve.
+ *   test_gpu_experts wg_rem | wg_rem_graph | wg_rem_split | wg_rem4
+ *                             the same with MEMRA_MMQ_XE_WG_REM=1: the remainders of at most 32 rows in the
+ *                             tile's grid on the 32-column tile (memra_k_experts_q8_0r_wgsr): wg_rem, _graph,
+ *                             _split (3 k slices) as wg (129 rows: a remainder tile of 1 row), wg_rem4 as wg4
+ *                             without the forced 128-row table (199 rows: 128 + 71 in full tiles; 60: one full
+ *                             tile; 10 and 29: remainder tiles alone). A refusal fails them on cc 9.x as above.
  *   test_gpu_experts split | split_q6_k
  *                             Q8_0 (uniform) and Q6_K (skewed) with the grouped tiles on
  *                             3 k slices (MEMRA_MMQ_XE_SPLIT=3, the dense lane compared
@@ -147,6 +153,10 @@ static const xcase k_cases[] = {
     {"wg_bm128", MEMRA_FORMAT_Q8_0, "128", 0, 0, "mmq records", NULL, 0, 0},
     {"wg_skew", MEMRA_FORMAT_Q8_0, "128", 1, 0, "mmq records", NULL, 0, 0},
     {"wg_q4_0", MEMRA_FORMAT_Q4_0, NULL, 0, 0, "mmq records (Q4_0 as Q8_0)", NULL, 0, 2},
+    {"wg_rem", MEMRA_FORMAT_Q8_0, NULL, 0, 0, "mmq records", NULL, 0, 2},
+    {"wg_rem_graph", MEMRA_FORMAT_Q8_0, NULL, 0, 1, "mmq records", NULL, 0, 2},
+    {"wg_rem_split", MEMRA_FORMAT_Q8_0, NULL, 0, 0, "mmq records", NULL, 3, 2},
+    {"wg_rem4", MEMRA_FORMAT_Q8_0, NULL, 0, 0, "mmq records", NULL, 0, 4},
 };
 
 static int g_ne = E; /* the case's experts (tall: 2, 150 rows an expert) */
@@ -319,8 +329,16 @@ int main(int argc, char **argv)
                               xc->split ? xsplit : "MEMRA_MMQ_XE_SPLIT=0",
                               fp8 ? "MEMRA_PREFER=gemm_fp8_blk=fp8blk" : xc->bm ? bm : NULL,
                               one ? "MEMRA_FP8BLK_XE_ONE=all" : pt ? "MEMRA_FP8BLK_XE_PT=1" : tall ? "MEMRA_MMQ_XE_TALL=1" : NULL,
-                              wgc ? "MEMRA_MMQ_XE_WG=1" : NULL, NULL};
+                              wgc ? "MEMRA_MMQ_XE_WG=1" : NULL,
+                              strncmp(xc->name, "wg_rem", 6) == 0 ? "MEMRA_MMQ_XE_WG_REM=1" : NULL, NULL};
     if (h16) settings[3] = "MEMRA_MMQ_XE_F16=1";
+    /* the list ends at its first NULL: the slots left unset above are dropped, so that none hides the ones after
+     * it (before, a case without MEMRA_MMQ_XE_BM ended the list there: the wg and tall cases ran without their
+     * knob, on the records tiles, wherever the environment did not set it) */
+    size_t ns = 0;
+    for (size_t i = 0; i + 1 < sizeof settings / sizeof settings[0]; i++)
+        if (settings[i] != NULL) settings[ns++] = settings[i];
+    settings[ns] = NULL;
     memra_options o = {.struct_size = sizeof o, .settings = settings, .log_fn = test_log_sink, .log_user = &g_tall_log};
     memra_runtime *rt;
     CHECK_OK(memra_open(&o, &rt));

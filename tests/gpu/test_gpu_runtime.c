@@ -291,6 +291,7 @@ static const char *g_xe_pt_knob;    /* MEMRA_FP8BLK_XE_PT likewise */
 static const char *g_xe_f16_knob;   /* MEMRA_MMQ_XE_F16 likewise */
 static const char *g_xe_merge_knob; /* MEMRA_MMQ_XE_MERGE likewise */
 static const char *g_xe_ovl_knob;   /* MEMRA_MMQ_XE_OVERLAP likewise */
+static const char *g_xe_rem_knob;   /* MEMRA_MMQ_XE_WG_REM likewise */
 static const char *g_xe_sort_knob;  /* MEMRA_MMQ_XE_SORT likewise */
 static const char *g_xe_h16_knob;   /* MEMRA_MMQ_XE_H16 likewise */
 static const char *g_xe_tma_knob;   /* MEMRA_FP8BLK_XE_TMA likewise */
@@ -335,6 +336,7 @@ static const char *fake_knob(const memra_device_caps *caps, const char *name)
     if (strcmp(name, "MEMRA_MMQ_XE_F16") == 0) return g_xe_f16_knob;
     if (strcmp(name, "MEMRA_MMQ_XE_MERGE") == 0) return g_xe_merge_knob;
     if (strcmp(name, "MEMRA_MMQ_XE_OVERLAP") == 0) return g_xe_ovl_knob;
+    if (strcmp(name, "MEMRA_MMQ_XE_WG_REM") == 0) return g_xe_rem_knob;
     if (strcmp(name, "MEMRA_MMQ_XE_SORT") == 0) return g_xe_sort_knob;
     if (strcmp(name, "MEMRA_MMQ_XE_H16") == 0) return g_xe_h16_knob;
     if (strcmp(name, "MEMRA_FP8BLK_XE_TMA") == 0) return g_xe_tma_knob;
@@ -917,6 +919,43 @@ static int xe_wg_cases(const char *so)
         ok &= close_mod(&m, 1);
     }
     g_mmq_wg_sd_knob = NULL, g_xe_ovl_knob = NULL, g_missing_kernel = NULL;
+    /* MEMRA_MMQ_XE_WG_REM=1: the remainders (at most 32 rows) in the tile's grid, _wgsr on (tiles_max + the remainder
+     * table's E) x 3 x S CTAs, and no remainder launch (split: the slices' sum after it; with XE_OVERLAP=1 too: the
+     * same); refused (the image without _wgsr, or the folds in turn asked): _wgs / _wgspp and the 32-row launch */
+    static const struct {
+        const char *missing, *split, *seed;
+        int ovl, rem;
+        const char *tile;
+    } mc[] = {{NULL, NULL, NULL, 0, 1, "memra_k_experts_q8_0r_wgsr"},
+              {NULL, "2", NULL, 0, 1, "memra_k_experts_q8_0r_wgsr"},
+              {NULL, NULL, NULL, 1, 1, "memra_k_experts_q8_0r_wgsr"},
+              {"q8_0r_wgsr", NULL, NULL, 0, 0, "memra_k_experts_q8_0r_wgs"},
+              {NULL, NULL, "pp", 0, 0, "memra_k_experts_q8_0r_wgspp"}};
+    for (size_t i = 0; i < sizeof mc / sizeof mc[0]; i++) {
+        mod m;
+        g_xe_rem_knob = "1", g_xe_wg_knob = "1", g_missing_kernel = mc[i].missing, g_xe_split_knob = mc[i].split;
+        g_mmq_wg_sd_knob = mc[i].seed, g_xe_ovl_knob = mc[i].ovl ? "1" : NULL, g_xe_bm_knob = NULL;
+        if (!open_mod(so, 90, &m)) return 0;
+        const memra_status st = xe_call(&m, 1024, 256, 0);
+        const unsigned S = mc[i].split ? 2u : 1u;
+        const int nl = 4 + !mc[i].rem + (S > 1);
+        int good = st == MEMRA_STATUS_OK && g_n_launched == nl && strcmp(g_launched[3], mc[i].tile) == 0 &&
+                   g_grid_y[3] == 3 && g_grid_z[3] == S && g_block_x[3] == 384 &&
+                   g_smem[3] == (unsigned)R3W_SMEM_BYTES_SD(1) && g_pdl[3] == 1;
+        good &= g_grid_x[3] == (mc[i].rem ? 1024u / 128 + 8 + 8 : 1024u / 128 + 8);
+        if (!mc[i].rem) good &= g_n_launched > 4 && strcmp(g_launched[4], "memra_k_experts_q8_0r_mt1_sb") == 0;
+        if (S > 1) good &= strcmp(g_launched[nl - 1], "memra_k_experts_splitk_sum") == 0;
+        printf("  XE_WG=1 XE_WG_REM=1%s%s%s%s%s cc 90 gemm_experts q8_0 m 1024 E 8: %d launches, tile %s on %u x %u x %u, "
+               "then %s  %s\n",
+               mc[i].split ? ", XE_SPLIT=2" : "", mc[i].ovl ? ", XE_OVERLAP=1" : "", mc[i].seed ? ", WG_SEED=pp" : "",
+               mc[i].missing ? ", image without " : "", mc[i].missing ? mc[i].missing : "", g_n_launched,
+               g_n_launched > 3 ? g_launched[3] : "-", g_grid_x[3], g_grid_y[3], g_grid_z[3],
+               g_n_launched > 4 ? g_launched[4] : "-", good ? "ok" : "FAIL");
+        ok &= good;
+        g_n_launched = 0;
+        ok &= close_mod(&m, 1);
+    }
+    g_xe_rem_knob = NULL, g_mmq_wg_sd_knob = NULL, g_xe_ovl_knob = NULL, g_missing_kernel = NULL, g_xe_split_knob = NULL;
     /* the maps' or the sorted records' scratch refused (a capture without a reservation for it): the
      * records tiles, sorted (_mt4_sb, _mt1_sb) or gathering (_mt4, _mt1), and neither kernel of the knob */
     static const struct {

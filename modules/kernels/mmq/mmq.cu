@@ -1263,6 +1263,35 @@ __device__ __forceinline__ void r3w_mma_seed(uint32_t (&d)[64], unsigned long lo
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db));
 }
 
+/* NT = 32 (the grouped tile's remainder tiles, memra_k_experts_q8_0r_wgsr): the same wgmmas with 32 token
+ * columns, m64n32k32, whose 16 accumulators are d[0 .. 15] (the m64n128 fragment's j < 4: the same
+ * registers hold the same tokens) */
+#define R3W_D16 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}"
+#define R3W_D16_OPS(C)                                                                                              \
+    C(d[0]), C(d[1]), C(d[2]), C(d[3]), C(d[4]), C(d[5]), C(d[6]), C(d[7]), C(d[8]), C(d[9]), C(d[10]), C(d[11]),   \
+        C(d[12]), C(d[13]), C(d[14]), C(d[15])
+__device__ __forceinline__ void r3w_mma32(uint32_t (&d)[64], unsigned long long da, unsigned long long db)
+{
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %18, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n32k32.s32.s8.s8 " R3W_D16 ", %16, %17, p;\n}\n"
+                 : R3W_D16_OPS(R3W_RW)
+                 : "l"(da), "l"(db), "r"(1));
+}
+__device__ __forceinline__ void r3w_mma_seed32(uint32_t (&d)[64], unsigned long long db, const uint32_t (&a)[4])
+{
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, 0, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n32k32.s32.u8.u8 " R3W_D16 ", {%16, %17, %18, %19}, %20, p;\n}\n"
+                 : R3W_D16_OPS(R3W_WO)
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db));
+}
+/* orders t's first NR registers after the asm statements before it (NT = 32: the 16 its wgmmas write) */
+template <int NR>
+__device__ __forceinline__ void r3w_fence_regs_n(uint32_t (&t)[64])
+{
+#pragma unroll
+    for (int i = 0; i < NR; i++) asm volatile("" : "+r"(t[i])::"memory");
+}
+
 /* The seed block's descriptor: no swizzle, core matrices (8 rows of 16 bytes) 128 bytes apart along K
  * and 256 apart along N, so n128 x k32 spans exactly the 4 KB */
 __device__ __forceinline__ unsigned long long r3w_seed_desc(unsigned addr)
@@ -1361,7 +1390,8 @@ __device__ __forceinline__ void r3w_pp_pass(int pw)
  * group G folded into acc and tc re-seeded (SD: seeded by the u8 wgmma issued before the s8 one, dseed
  * the seed block's descriptor); the stage freed after its fourth group. r: the
  * thread's weight row in the tile, cq its first token column (2 (lane % 4)). */
-template <int G, bool TR, bool SD, bool KQ = false, bool KM = false, bool SA = false, bool XP = false, bool PP = false>
+template <int G, bool TR, bool SD, bool KQ = false, bool KM = false, bool SA = false, bool XP = false, bool PP = false,
+          int NT = 128>
 __device__ __forceinline__ void r3w_step(float (&acc)[64], uint32_t (&tc)[64], uint32_t (&tn)[64], float (&sc)[2],
                                          float (&mc)[2], float4 (&xp)[4], const unsigned char *sp, const unsigned char *sp_n, unsigned st_n,
                                          unsigned full_n, unsigned ph_n, unsigned empty_s, unsigned a_off, int r,
@@ -1369,13 +1399,18 @@ __device__ __forceinline__ void r3w_step(float (&acc)[64], uint32_t (&tc)[64], u
                                          unsigned long long da_n, unsigned long long db_n, unsigned empty_p = 0u)
 {
     constexpr int KK_N = (G + 1) & 3;
+    static_assert(NT == 128 || (NT == 32 && SD && !KQ && !KM && !SA && !XP && !PP), "NT 32: the plain seeded Q8_0 fold");
     asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
-    r3w_fence_regs(tc);
+    if (NT == 128) r3w_fence_regs(tc);
+    else r3w_fence_regs_n<NT / 2>(tc);
     if (KM && G == 0 && empty_p != 0u) r3w_min_add(acc, tn, empty_p); /* the last step's min term */
     if (KK_N == 0) memra_mb_wait(full_n, ph_n);
     if (TR && KK_N == 0) memra_mb_wait(full_n + 16 * R3W_STAGES, ph_n); /* the step's `ready`: its token scales transposed */
     asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
-    if (SD) { /* the stage's descriptors computed once a step: a k32 slice is 32 bytes, 2 in the start field */
+    if (SD && NT == 32) {
+        r3w_mma_seed32(tn, dseed, sa);
+        r3w_mma32(tn, da_n + 2 * KK_N, db_n + 2 * KK_N);
+    } else if (SD) { /* the stage's descriptors computed once a step: a k32 slice is 32 bytes, 2 in the start field */
         if (KM || SA) r3w_mma_seed_s(tn, dseed);
         else r3w_mma_seed(tn, dseed, sa);
         r3w_mma<KQ>(tn, da_n + 2 * KK_N, db_n + 2 * KK_N);
@@ -1406,7 +1441,7 @@ __device__ __forceinline__ void r3w_step(float (&acc)[64], uint32_t (&tc)[64], u
         for (int q = 0; q < 4; q++) xh[q] = *reinterpret_cast<const float4 *>(xt + r3w_perm(16 * (q + 4) + cq));
     }
 #pragma unroll
-    for (int j = 0; j < 16; j++) {
+    for (int j = 0; j < NT / 8; j++) {
         float x0, x1;
         if (SD) { /* TR, permuted (r3w_perm): one 16-byte load holds tokens of j and j + 1 */
             const float4 xx = !XP ? *reinterpret_cast<const float4 *>(xt + r3w_perm(8 * (j & ~1) + cq))
@@ -1490,7 +1525,7 @@ __device__ __forceinline__ void r3w_transpose(unsigned char *stages, unsigned fu
 /* The consumer's outputs: token i0 + 8 j + cq + (e % 2), weight row j0 + r + 8 (e / 2) of acc[4 j + e]
  * (the m64nNk32 fragment, transposed into y), scaled by f; SL slices: slice z's into part[z] as
  * mmq_tile_store */
-template <bool SD, bool KQ = false, bool XE = false>
+template <bool SD, bool KQ = false, bool XE = false, int NT = 128>
 __device__ __forceinline__ void r3w_store(const float (&acc)[64], float *__restrict__ y, float *__restrict__ part,
                                           long long ldy, float alpha, int m, int n, int i0, int jr, int cq, int SL,
                                           int z, const int *__restrict__ perm = nullptr, int end = 0)
@@ -1502,7 +1537,7 @@ __device__ __forceinline__ void r3w_store(const float (&acc)[64], float *__restr
     constexpr float post = SD ? (KQ ? R3W_KQ_POST : R3W_SD_POST) : 1.0f;
     if constexpr (XE) { /* sorted row i of the expert's (below end) is y's row perm[i], in part as in y */
 #pragma unroll
-        for (int j = 0; j < 16; j++)
+        for (int j = 0; j < NT / 8; j++)
 #pragma unroll
             for (int h = 0; h < 2; h++) {
                 const int i = i0 + 8 * j + cq + h;
@@ -1775,6 +1810,7 @@ __device__ __forceinline__ void kq_tokens_body(const unsigned char *__restrict__
 struct r3w_xe {
     const memra_tmap *maps;
     const int *offsets, *perm, *tiles, *ntiles;
+    int tbase; /* the table's first CTA on grid.x (memra_k_experts_q8_0r_wgsr's remainders: the full table's size) */
 };
 
 /* TR (the _wgt / _wgp entry points): the producer warp also transposes each stage's token scales into
@@ -1786,7 +1822,7 @@ struct r3w_xe {
  * after each step's last fold; the step's stage is then released by the next step's first group,
  * after the wait that covers them (a stage is held one step longer: three ahead, not four). */
 template <bool TR, bool P, bool SD, int KF = -1, bool KM = false, bool SA = false, bool XE = false, bool XT = false,
-          bool XP = false, int KP = 0, bool SK = false, bool PP = false>
+          bool XP = false, int KP = 0, bool SK = false, bool PP = false, int NT = 128>
 __device__ __forceinline__ void r3w_body(const memra_tmap *map_w, const memra_tmap *map_wh, const memra_tmap *map_x,
                                          const memra_tmap *map_xh, float *__restrict__ y, int m, int n, int k,
                                          long long ldy, float alpha, float *__restrict__ part, int sl,
@@ -1805,6 +1841,7 @@ __device__ __forceinline__ void r3w_body(const memra_tmap *map_w, const memra_tm
     static_assert(!SK || (P && SD && TR && !KQ && !XE && !XP && !SA), "the stream-k tile: the persistent seeded Q8_0 tile");
     static_assert(!PP || (SD && TR && !P && !KQ && !XT && !XP && !SA && !SK),
                   "the folds in turn: the plain seeded Q8_0 tile, dense or grouped (without the early trigger)");
+    static_assert(NT == 128 || (NT == 32 && XE && !XT && !PP), "32 token columns: the grouped tile's remainder tiles");
     constexpr int S = R3W_STAGES, SB = KM ? R3W_STAGE_BYTES_KM : KQ ? R3W_STAGE_BYTES_KQ : R3W_STAGE_BYTES_OF(TR);
     static_assert((S & (S - 1)) == 0 && S >= 2, "the ring's stage index is it & (S - 1)");
     /* TR: producer step it waits for stage it's `empty` (released after `ready` of it - S) before its
@@ -1828,7 +1865,7 @@ __device__ __forceinline__ void r3w_body(const memra_tmap *map_w, const memra_tm
     pdl_wait(); /* the q8_1 records (and y's earlier readers) are complete */
     int xs0 = 0, xend = 0; /* (XE) the tile's first sorted row and its expert's end */
     if constexpr (XE) { /* the tile table and the maps are complete (the launches before this one) */
-        const int ti = (int)blockIdx.x;
+        const int ti = (int)blockIdx.x - xe->tbase;
         if (ti >= *xe->ntiles) return; /* the whole CTA, before any wgmma or copy */
         if (XT) pdl_trigger(); /* the remainder launch may start on the SMs this grid leaves idle (XE_OVL_MAIN) */
         const int e = xe->tiles[2 * ti];
@@ -1947,7 +1984,7 @@ __device__ __forceinline__ void r3w_body(const memra_tmap *map_w, const memra_tm
         for (int i = 0; i < 64; i++) acc[i] = 0.0f;
         if (tl.nk <= 0) { /* a slice without steps (never planned; never on the persistent tiles): its zeros */
             pdl_trigger();
-            r3w_store<false, false, XE>(acc, y, part, ldy, alpha, m, n, tl.i0, tl.j0 + r, cq, SL, tl.z,
+            r3w_store<false, false, XE, NT>(acc, y, part, ldy, alpha, m, n, tl.i0, tl.j0 + r, cq, SL, tl.z,
                                         XE ? xe->perm : nullptr, xend);
             continue;
         }
@@ -1956,10 +1993,16 @@ __device__ __forceinline__ void r3w_body(const memra_tmap *map_w, const memra_tm
             memra_mb_wait(f0, p0);
             if (TR) memra_mb_wait(f0 + 16 * S, p0);
             asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
-            if (SD && (KM || SA)) r3w_mma_seed_s(t0, dseed);
-            else if (SD) r3w_mma_seed(t0, dseed, sa);
-            r3w_mma<KQ>(t0, memra_wg_desc(sbase + (it & (S - 1)) * SB + a_off),
-                        memra_wg_desc(sbase + (it & (S - 1)) * SB + 16384));
+            if (NT == 32) {
+                r3w_mma_seed32(t0, dseed, sa);
+                r3w_mma32(t0, memra_wg_desc(sbase + (it & (S - 1)) * SB + a_off),
+                          memra_wg_desc(sbase + (it & (S - 1)) * SB + 16384));
+            } else {
+                if (SD && (KM || SA)) r3w_mma_seed_s(t0, dseed);
+                else if (SD) r3w_mma_seed(t0, dseed, sa);
+                r3w_mma<KQ>(t0, memra_wg_desc(sbase + (it & (S - 1)) * SB + a_off),
+                            memra_wg_desc(sbase + (it & (S - 1)) * SB + 16384));
+            }
             asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
             const float *h0 = reinterpret_cast<const float *>(stages + (it & (S - 1)) * SB + 32768);
             sc[0] = h0[r * 4], sc[1] = h0[(r + 8) * 4];
@@ -1986,11 +2029,11 @@ __device__ __forceinline__ void r3w_body(const memra_tmap *map_w, const memra_tm
             /* (SD) the descriptors of this stage's and the next issue's operands */
             const unsigned long long da = memra_wg_desc(st + a_off), db = memra_wg_desc(st + 16384);
             const unsigned long long da_n = memra_wg_desc(st_n + a_off), db_n = memra_wg_desc(st_n + 16384);
-            r3w_step<0, TR, SD, KQ, KM, SA, XP, PP>(acc, t0, t1, sc, mc, xp, sp, sp, st, 0u, 0u, empty_s, a_off, r, cq, dseed, sa, da, db,
+            r3w_step<0, TR, SD, KQ, KM, SA, XP, PP, NT>(acc, t0, t1, sc, mc, xp, sp, sp, st, 0u, 0u, empty_s, a_off, r, cq, dseed, sa, da, db,
                                         empty_p);
-            r3w_step<1, TR, SD, KQ, KM, SA, XP, PP>(acc, t1, t0, sc, mc, xp, sp, sp, st, 0u, 0u, empty_s, a_off, r, cq, dseed, sa, da, db);
-            r3w_step<2, TR, SD, KQ, KM, SA, XP, PP>(acc, t0, t1, sc, mc, xp, sp, sp, st, 0u, 0u, empty_s, a_off, r, cq, dseed, sa, da, db);
-            r3w_step<3, TR, SD, KQ, KM, SA, XP, PP>(acc, t1, t0, sc, mc, xp, sp, sp_n, st_n, full_n, ph_n, empty_s, a_off, r, cq, dseed, sa,
+            r3w_step<1, TR, SD, KQ, KM, SA, XP, PP, NT>(acc, t1, t0, sc, mc, xp, sp, sp, st, 0u, 0u, empty_s, a_off, r, cq, dseed, sa, da, db);
+            r3w_step<2, TR, SD, KQ, KM, SA, XP, PP, NT>(acc, t0, t1, sc, mc, xp, sp, sp, st, 0u, 0u, empty_s, a_off, r, cq, dseed, sa, da, db);
+            r3w_step<3, TR, SD, KQ, KM, SA, XP, PP, NT>(acc, t1, t0, sc, mc, xp, sp, sp_n, st_n, full_n, ph_n, empty_s, a_off, r, cq, dseed, sa,
                                         da_n, db_n);
             if (KM) { /* the step's min term into t1 (just folded), its operands in this stage, held until the
                        * next step's first wait */
@@ -2002,15 +2045,16 @@ __device__ __forceinline__ void r3w_body(const memra_tmap *map_w, const memra_tm
         inflight = more; /* (tiles without steps between keep it: they issue nothing) */
         if (!more) {
             asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory"); /* the repeated group's, never read */
-            r3w_fence_regs(t0);
+            if (NT == 128) r3w_fence_regs(t0);
+            else r3w_fence_regs_n<NT / 2>(t0);
             if (KM) r3w_min_add(acc, t1, empty_p), empty_p = 0u; /* and the last step's min term */
         }
         pdl_trigger();
         if (SK && sk_slot >= 0) /* part of a tile: its partial sum into the CTA's slot, for the fix-up */
             r3w_store_slot(acc, part + (long long)sk_slot * 16384, r, cq);
         else
-            r3w_store<SD, KQ, XE>(acc, y, part, ldy, alpha, m, n, tl.i0, tl.j0 + r, cq, SL, tl.z,
-                                  XE ? xe->perm : nullptr, xend);
+            r3w_store<SD, KQ, XE, NT>(acc, y, part, ldy, alpha, m, n, tl.i0, tl.j0 + r, cq, SL, tl.z,
+                                      XE ? xe->perm : nullptr, xend);
     }
     if (PP && w == 0) asm volatile("bar.sync 2, 256;\n" ::: "memory"); /* consumer 1's arrival after its last fold */
 }
@@ -2144,6 +2188,31 @@ R3W_XE_ENTRY(memra_k_experts_q8_0r_wgs, false, false)
 /* with MEMRA_MMQ_XE_OVERLAP=1 too: the trigger as soon as the CTA has its tile (XE_OVL_MAIN), so that the
  * remainder table's _mt1_o2 grid fills the SMs this grid's last wave leaves idle */
 R3W_XE_ENTRY(memra_k_experts_q8_0r_wgs_o1, true, false)
+/* MEMRA_MMQ_XE_WG_REM=1: both tables in one grid. Grid (t1 + the remainder table's worst-case count, ceil(n / 128),
+ * S): CTA x < t1 the 128-row table's tile x, as memra_k_experts_q8_0r_wgs; x >= t1 the remainder table's tile
+ * x - t1 (tiles2 / ntiles2: at most 32 rows, the route's bm2), on the same tile with 32 token columns (m64n32
+ * wgmmas, a quarter of the fold: r3w_body NT). A CTA's column block is grid.y, so the CTAs of one column block
+ * are dispatched together, and an expert's remainder tile runs beside its full tile, reading the weight those
+ * copies bring into L2 (run r5: the remainder launch after the full tiles re-read it from DRAM, a quarter of
+ * the call). The same operands and folds in the same order as the records tiles: bit for bit theirs. */
+extern "C" __global__ void __launch_bounds__(R3W_THREADS, 1)
+memra_k_experts_q8_0r_wgsr(const __grid_constant__ memra_tmap map_x, const __grid_constant__ memra_tmap map_xh,
+                           const memra_tmap *__restrict__ maps, const int *__restrict__ offsets,
+                           const int *__restrict__ perm, const int *__restrict__ tiles, const int *__restrict__ ntiles,
+                           float *__restrict__ y, int m, int n, int k, long long ldy, float alpha,
+                           float *__restrict__ part, const int *__restrict__ tiles2, const int *__restrict__ ntiles2,
+                           int t1)
+{
+    if ((int)blockIdx.x < t1) {
+        const r3w_xe xe = {maps, offsets, perm, tiles, ntiles, 0};
+        r3w_body<true, false, true, -1, false, false, true>(nullptr, nullptr, &map_x, &map_xh, y, m, n, k, ldy, alpha,
+                                                            part, 1, nullptr, nullptr, nullptr, &xe);
+    } else {
+        const r3w_xe xe = {maps, offsets, perm, tiles2, ntiles2, t1};
+        r3w_body<true, false, true, -1, false, false, true, false, false, 0, false, false, 32>(
+            nullptr, nullptr, &map_x, &map_xh, y, m, n, k, ldy, alpha, part, 1, nullptr, nullptr, nullptr, &xe);
+    }
+}
 /* with MEMRA_MMQ_WG_SEED=pp: the consumers fold in turn, as the dense _wgspp (a tile past *ntiles exits as a whole
  * CTA, before its consumers' first barrier) */
 R3W_XE_ENTRY(memra_k_experts_q8_0r_wgspp, false, true)

@@ -373,6 +373,9 @@ typedef struct mmq_state {
     CUfunction experts_wg, experts_wg_maps;
     CUfunction experts_wg_ovl; /* and with MEMRA_MMQ_XE_OVERLAP=1 its early-trigger entry (_wgs_o1), else NULL */
     const char *xe_wg_name;    /* experts_wg's kernel: _wgs, or _wgspp under MEMRA_MMQ_WG_SEED=pp (untimed) */
+    /* MEMRA_MMQ_XE_WG_REM=1 (with experts_wg as _wgs): both tables in one grid, the remainders on the 32-column
+     * tile (mmq.cu memra_k_experts_q8_0r_wgsr), else NULL */
+    CUfunction experts_wg_rem;
     int xe_wg_min_k;           /* auto (the default): MMQ_XE_WG_AUTO_K, the calls' least k; =1: 0 (every k) */
     int xe_wg_asked;           /* =1 given: a call the tile should take but cannot warns (auto: debug) */
     int sorted_xs[1 + MMQ_KR_FORMATS]; /* the lane's sorted tiles read the sum plane (the gather copies it) */
@@ -896,7 +899,7 @@ static memra_status mmq_load(memra__gpu *q, void *state)
         /* MEMRA_MMQ_XE_WG (auto / 1): the 128-row table's Q8_0 tiles on the seeded warpgroup tile (the dense _wgs'
          * wgmmas and fold: its outputs the records tiles' bit for bit), over the gathered records */
         const char *xe_wg = memra__gpu_knob(q, "MEMRA_MMQ_XE_WG");
-        s->experts_wg = s->experts_wg_maps = s->experts_wg_ovl = NULL;
+        s->experts_wg = s->experts_wg_maps = s->experts_wg_ovl = s->experts_wg_rem = NULL;
         const int xe_auto = xe_wg == NULL || strcmp(xe_wg, "auto") == 0;
         s->xe_wg_asked = xe_wg != NULL && strcmp(xe_wg, "1") == 0;
         s->xe_wg_min_k = xe_auto ? MMQ_XE_WG_AUTO_K : 0;
@@ -916,6 +919,17 @@ static memra_status mmq_load(memra__gpu *q, void *state)
                              "MEMRA_MMQ_XE_WG=%s: %s needs cc 9.x, the driver's tensor maps, "
                              "the records' gather (MEMRA_MMQ_XE_SORT) and this image's kernel; the records tiles serve",
                              xe_wg != NULL ? xe_wg : "auto", s->xe_wg_name);
+            }
+            /* MEMRA_MMQ_XE_WG_REM=1 beside it: the remainders in the tile's grid (not with the folds in turn) */
+            const char *xr = memra__gpu_knob(q, "MEMRA_MMQ_XE_WG_REM");
+            if (xr != NULL && strcmp(xr, "1") == 0 &&
+                (s->experts_wg == NULL || strcmp(s->xe_wg_name, "memra_k_experts_q8_0r_wgs") != 0 ||
+                 !load_optional(q, m, "memra_k_experts_q8_0r_wgsr", smem, &s->experts_wg_rem))) {
+                s->experts_wg_rem = NULL;
+                q->host->log(MEMRA_LOG_WARN, q->name,
+                             "MEMRA_MMQ_XE_WG_REM=1: needs MEMRA_MMQ_XE_WG's tile as memra_k_experts_q8_0r_wgs (not "
+                             "MEMRA_MMQ_WG_SEED=pp) and this image's memra_k_experts_q8_0r_wgsr; the remainders run "
+                             "in their own launch");
             }
             /* MEMRA_MMQ_XE_OVERLAP=1 beside it: the tile's early-trigger entry, with the remainder table's _mt1_o2 */
             const char *xo = memra__gpu_knob(q, "MEMRA_MMQ_XE_OVERLAP");
@@ -1816,12 +1830,23 @@ memra_status memra__mmq_gemm_experts(memra_call *call, const memra_gemm_args *a,
     /* with MEMRA_MMQ_XE_OVERLAP=1 too (unsplit, a remainder table, PDL on): the tile triggers once it has
      * its tile (_wgs_o1, XE_OVL_MAIN) and the remainders run on _mt1_o2 (XE_OVL_REM: gathering their rows
      * from the records as quantised, x0) beside the tile's last wave */
-    const int wg_ovl = wgx && bm2 && S == 1 && !kn.pdl_off && MMQ_K(q)->experts_wg_ovl != NULL && ovl[small] != NULL;
+    /* with MEMRA_MMQ_XE_WG_REM=1 (a 32-row remainder table): the remainders in the tile's grid, past its
+     * tiles_max CTAs on grid.x (memra_k_experts_q8_0r_wgsr), and no remainder launch */
+    const int wg_rem = wgx && bm2 == 32 && MMQ_K(q)->experts_wg_rem != NULL;
+    const int wg_ovl = wgx && !wg_rem && bm2 && S == 1 && !kn.pdl_off && MMQ_K(q)->experts_wg_ovl != NULL &&
+                       ovl[small] != NULL;
     if (wgx) {
         maps = (maps + 127) / 128 * 128;
         st = launch_n(q, MMQ_K(q)->experts_wg_maps, "memra_k_experts_maps_q8_0r", (unsigned)((2 * (int64_t)E + 3) / 4), 1,
                       128, 0, call->stream, (void *[]){&xm[0], &xm[1], &w, &ee, &maps});
-        if (st == MEMRA_STATUS_OK)
+        int t1 = (int)tiles_max;
+        if (st == MEMRA_STATUS_OK && wg_rem)
+            st = launch_pdl_k(q, &kn, MMQ_K(q)->experts_wg_rem, "memra_k_experts_q8_0r_wgsr",
+                              (unsigned)(tiles_max + tiles2_max), (unsigned)((n + 127) / 128), (unsigned)S, R3W_THREADS,
+                              R3W_SMEM_BYTES_SD(1), call->stream,
+                              (void *[]){&xm[2], &xm[3], &maps, &offsets, &perm, &tiles, &ntiles, &y, &mm, &nn, &kk, &ldy,
+                                         &alpha, &part, &tiles2, &ntiles2, &t1});
+        else if (st == MEMRA_STATUS_OK)
             st = launch_pdl_k(q, &kn, wg_ovl ? MMQ_K(q)->experts_wg_ovl : MMQ_K(q)->experts_wg,
                               wg_ovl ? "memra_k_experts_q8_0r_wgs_o1" : MMQ_K(q)->xe_wg_name, (unsigned)tiles_max,
                               (unsigned)((n + 127) / 128), (unsigned)S, R3W_THREADS, R3W_SMEM_BYTES_SD(1), call->stream,
@@ -1841,7 +1866,7 @@ memra_status memra__mmq_gemm_experts(memra_call *call, const memra_gemm_args *a,
                           call->stream,
                           (void *[]){&w, &x, &mm, &nn, &kk, &offsets, &perm, &tiles, &ntiles, &y, &ldy, &alpha, &part});
     }
-    if (st == MEMRA_STATUS_OK && bm2 && merged == NULL) {
+    if (st == MEMRA_STATUS_OK && bm2 && merged == NULL && !wg_rem) {
     /* the remainders write other rows of y than the full tiles; a dependent of the full tiles'
      * launch, whose griddepcontrol.wait orders it after that grid and so after the routing
      * (overlapped: it waits at its end, so it still completes after the full tiles) */
