@@ -86,8 +86,8 @@
       "0: fp8blk does not serve gemm_experts on per-tensor e4m3 experts (lane gemm_fp8)")                         \
     X(MMQ_WG_SK, "MEMRA_MMQ_WG_SK", "mmq modules", ENUM, "0|1|auto", "auto",                                      \
       "gemm_q8_0r's seeded tile with a stream-k remainder: auto where a plain grid ends in a sparse last wave (run p10: m = 512, 2.5-10% faster on four 27b rows), 1 every warpgroup call, 0 never") \
-    X(MMQ_QUANT_LEAN, "MEMRA_MMQ_QUANT_LEAN", "mmq modules", BOOL, "", "0",                                       \
-      "1: quant_q8_1 on a 2-D grid with no grid-stride loop (the same bytes; about a quarter fewer instructions a pass; untimed)") \
+    X(MMQ_QUANT_LEAN, "MEMRA_MMQ_QUANT_LEAN", "mmq modules", BOOL, "", "1",                                       \
+      "quant_q8_1 on a 2-D grid with no grid-stride loop (memra_k_quant_q8_1l: the same bytes, about a quarter fewer instructions a pass; run r2, H100: 8% faster at m = 512, 4% at 4096, 1.13x its byte bound there); 0: the 1-D grid-stride kernel") \
     X(MMQ_PDL, "MEMRA_MMQ_PDL", "mmq modules", ENUM, "0|1|pack", "1",                                            \
       "0: no programmatic dependent launches; pack: without the one-CTA-an-SM shared memory of one-wave records grids") \
     X(MMQ_BM, "MEMRA_MMQ_BM", "mmq modules", UINT, "0..1024", "0 (chosen per shape)", "MMQ tile rows forced")     \

@@ -1167,17 +1167,17 @@ step_wgpp() {
 
 # MEMRA_MMQ_XE_WG_REM=1 (issue 30: the experts' remainders of at most 32 rows in the seeded tile's grid, on its
 # 32-column twin, memra_k_experts_q8_0r_wgsr), in parts (XEREM_PARTS, default "tests ab ncu tools"):
-#   tests  test_gpu_experts wg_rem, wg_rem_graph, wg_rem_split, wg_rem4 (each bit for bit the dense lane, in the
+#   tests  test_gpu_experts wg_rem, wg_rem_graph, wg_rem_split, wg_rem3 (each bit for bit the dense lane, in the
 #          band against the host, failing on a refusal), check gemm_experts under XE_WG=1 and the knob, ncu names
 #   ab     bench moe Mixtral-like q8_0 with the knob 0 / 1 at XEREM_M (default "512 4096"), XEREM_ROUNDS rounds
 #          (default 2), the order alternating
 #   ncu    each kernel's time in one bench moe pass at m = 512 under the knob (as run r6 measured the default)
-#   tools  the four sanitizer tools over wg_rem, wg_rem_split and wg_rem4, each in its own process
+#   tools  the four sanitizer tools over wg_rem, wg_rem_split and wg_rem3, each in its own process
 step_xerem() {
   local t=$SECONDS parts=" ${XEREM_PARTS:-tests ab ncu tools} "
   if [[ $parts == *" tests "* ]]; then
-    knob_experts "MEMRA_MMQ_XE_WG=1 MEMRA_MMQ_XE_WG_REM=1" xerem mmq wg_rem wg_rem_graph wg_rem_split wg_rem4
-    knob_xe_ncu "MEMRA_MMQ_XE_WG_REM=1" xerem wg_rem wg_rem4
+    knob_experts "MEMRA_MMQ_XE_WG=1 MEMRA_MMQ_XE_WG_REM=1" xerem mmq wg_rem wg_rem_graph wg_rem_split wg_rem3
+    knob_xe_ncu "MEMRA_MMQ_XE_WG_REM=1" xerem wg_rem wg_rem3
   fi
   [[ $parts == *" ab "* ]] && knob_moe MEMRA_MMQ_XE_WG_REM xerem "${XEREM_M:-512 4096}" q8_0 ${XEREM_ROUNDS:-2}
   if [[ $parts == *" ncu "* ]]; then
@@ -1189,7 +1189,7 @@ step_xerem() {
     grep -E "^  memra_k_|gpu__time|dram__bytes|hit_rate" "$L/xerem_ncu.txt" | sed -E 's/Context 1, Stream [0-9]+, Device 0, CC 9.0//' |
       tr -s ' ' | paste - - - - | head -14 >> "$S"
   fi
-  [[ $parts == *" tools "* ]] && knob_xe_tools MEMRA_MMQ_XE_WG_REM=1 xerem wg_rem wg_rem_split wg_rem4
+  [[ $parts == *" tools "* ]] && knob_xe_tools MEMRA_MMQ_XE_WG_REM=1 xerem wg_rem wg_rem_split wg_rem3
   say "xerem: $((SECONDS - t)) s"
 }
 
@@ -1877,7 +1877,7 @@ step_krsumsxe() {
 
 # MEMRA_MMQ_XE_TALL=1's first GPU run (issue 30: the 160 x 96 grouped tiles with interleaved warp rows,
 # memra_k_experts_q8_0r_mt5n3_sbi / memra_k_experts_kr_q4_k_mt5n3_stxbi): test_gpu_experts tall,
-# tall_q4_k (2 experts, 150 rows each / 169 and 129), tall4, tall4_q4_k (4 experts, 75 each / 199, 60, 10, 29:
+# tall_q4_k (2 experts, 150 rows each / 169 and 129), tall3, tall3_q4_k (3 experts, 100 each / 160, 111, 27:
 # the tall tiles, against the host and bit for bit the dense lane, failing where the tiles were refused), run and q4_k (16 experts: the usual tiles under the knob), check gemm_experts, ncu naming
 # the grouped kernels of the tall cases, bench moe --sheet mixtral uniform for q8_0 and q4_k at XETALL_M
 # (default "512 4096") with the knob 0 / 1 alternating, XETALL_ROUNDS rounds (default 2),
@@ -1919,8 +1919,8 @@ knob_xe_tools() {
 }
 step_xetall() {
   local t=$SECONDS
-  knob_experts MEMRA_MMQ_XE_TALL=1 xetall mmq tall tall_q4_k tall4 tall4_q4_k run q4_k
-  knob_xe_ncu MEMRA_MMQ_XE_TALL=1 xetall tall tall_q4_k tall4
+  knob_experts MEMRA_MMQ_XE_TALL=1 xetall mmq tall tall_q4_k tall3 tall3_q4_k run q4_k
+  knob_xe_ncu MEMRA_MMQ_XE_TALL=1 xetall tall tall_q4_k tall3
   knob_moe MEMRA_MMQ_XE_TALL xetall "${XETALL_M:-512 4096}" "q8_0 q4_k" ${XETALL_ROUNDS:-2}
   # last: what a cut-off call loses
   [ "${XETALL_TOOLS:-1}" = 1 ] && knob_xe_tools MEMRA_MMQ_XE_TALL=1 xetall tall tall_q4_k

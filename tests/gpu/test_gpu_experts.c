@@ -18,13 +18,15 @@
  *   test_gpu_experts q4_0 | q4_k | q5_k | q6_k
  *                             run on Q4_0 experts (the records of their Q8_0
  *                             conversion) and on K-quant experts (gemm_kr's tile)
- *   test_gpu_experts tall | tall_q4_k | tall4 | tall4_q4_k
+ *   test_gpu_experts tall | tall_q4_k | tall3 | tall3_q4_k
  *                             Q8_0 / Q4_K over 2 experts (150 rows each: uniform; 169 and 129:
- *                             uneven) or 4 (75 each; 199, 60, 10, 29) with MEMRA_MMQ_XE_TALL=1:
+ *                             uneven) or 3 (100 each; 160, 111, 27) with MEMRA_MMQ_XE_TALL=1:
  *                             on cc 9.0 the 160 x 96 interleaved tiles (169 rows: one of them and
- *                             a 32-row remainder tile of 9; 199: two of them), failing there if
- *                             the module refused them (a log sink); elsewhere the knob warns and
- *                             the usual tiles serve
+ *                             a 32-row remainder tile of 9; 160: one, full), failing there if the
+ *                             module refused them or a call's rows picked a shorter table (a log
+ *                             sink: until the thirty-third session these were tall4 / tall4_q4_k
+ *                             over 4 experts, whose 300 rows picked the 64-row table, so they never
+ *                             ran the tall tile); elsewhere the knob warns and the usual tiles serve
  *   test_gpu_experts wg | wg_graph | wg_split | wg4 | wg_bm128 | wg_skew | wg_q4_0
  *                             Q8_0 (and Q4_0) with MEMRA_MMQ_XE_WG=1: on cc 9.x the 128-row table's
  *                             tiles on the seeded warpgroup tile (memra_k_experts_q8_0r_wgs), failing
@@ -37,12 +39,14 @@
  *                             tiles of 1 row, of 4-5 rows for experts 3-15, and 128 + 109 for expert
  *                             2) and wg_skew (16 experts, half the rows to one). Elsewhere the knob
  *                             warns and the records tiles serve.
- *   test_gpu_experts wg_rem | wg_rem_graph | wg_rem_split | wg_rem4
+ *   test_gpu_experts wg_rem | wg_rem_graph | wg_rem_split | wg_rem3
  *                             the same with MEMRA_MMQ_XE_WG_REM=1: the remainders of at most 32 rows in the
  *                             tile's grid on the 32-column tile (memra_k_experts_q8_0r_wgsr): wg_rem, _graph,
- *                             _split (3 k slices) as wg (129 rows: a remainder tile of 1 row), wg_rem4 as wg4
- *                             without the forced 128-row table (199 rows: 128 + 71 in full tiles; 60: one full
- *                             tile; 10 and 29: remainder tiles alone). A refusal fails them on cc 9.x as above.
+ *                             _split (3 k slices) as wg (129 rows: a remainder tile of 1 row); wg_rem3 over 3
+ *                             experts (300 rows pick the 128-row table: 96 or more an expert) with 160 rows
+ *                             (a full tile and a full 32-row remainder tile: every token column of the fold),
+ *                             111 (one full tile) and 27 (a remainder tile alone). A refusal fails them on
+ *                             cc 9.x as above.
  *   test_gpu_experts split | split_q6_k
  *                             Q8_0 (uniform) and Q6_K (skewed) with the grouped tiles on
  *                             3 k slices (MEMRA_MMQ_XE_SPLIT=3, the dense lane compared
@@ -144,8 +148,8 @@ static const xcase k_cases[] = {
     {"split_q6_k", MEMRA_FORMAT_Q6_K, NULL, 1, 0, "mmq K records", NULL, 3, 0},
     {"tall", MEMRA_FORMAT_Q8_0, NULL, 0, 0, "mmq records", NULL, 0, 2},
     {"tall_q4_k", MEMRA_FORMAT_Q4_K, NULL, 0, 0, "mmq K records", NULL, 0, 2},
-    {"tall4", MEMRA_FORMAT_Q8_0, NULL, 0, 0, "mmq records", NULL, 0, 4},
-    {"tall4_q4_k", MEMRA_FORMAT_Q4_K, NULL, 0, 0, "mmq K records", NULL, 0, 4},
+    {"tall3", MEMRA_FORMAT_Q8_0, NULL, 0, 0, "mmq records", NULL, 0, 3},
+    {"tall3_q4_k", MEMRA_FORMAT_Q4_K, NULL, 0, 0, "mmq K records", NULL, 0, 3},
     {"wg", MEMRA_FORMAT_Q8_0, NULL, 0, 0, "mmq records", NULL, 0, 2},
     {"wg_graph", MEMRA_FORMAT_Q8_0, NULL, 0, 1, "mmq records", NULL, 0, 2},
     {"wg_split", MEMRA_FORMAT_Q8_0, NULL, 0, 0, "mmq records", NULL, 3, 2},
@@ -156,7 +160,7 @@ static const xcase k_cases[] = {
     {"wg_rem", MEMRA_FORMAT_Q8_0, NULL, 0, 0, "mmq records", NULL, 0, 2},
     {"wg_rem_graph", MEMRA_FORMAT_Q8_0, NULL, 0, 1, "mmq records", NULL, 0, 2},
     {"wg_rem_split", MEMRA_FORMAT_Q8_0, NULL, 0, 0, "mmq records", NULL, 3, 2},
-    {"wg_rem4", MEMRA_FORMAT_Q8_0, NULL, 0, 0, "mmq records", NULL, 0, 4},
+    {"wg_rem3", MEMRA_FORMAT_Q8_0, NULL, 0, 0, "mmq records", NULL, 0, 3},
 };
 
 static int g_ne = E; /* the case's experts (tall: 2, 150 rows an expert) */
@@ -200,15 +204,18 @@ static void fill_weight(memra_format f, uint8_t *out, size_t bytes)
  * With 2 experts (tall, tall_q4_k) variant 0 sends rows 0-169 to expert 1 (169 routed:
  * a 160-row tile, then a 32-row remainder tile of 9) and the rest to expert 0 (129: one
  * 160-row tile whose first warp row's last m16 tile holds one row, the second's fifth
- * skipped). With 4 (tall4, tall4_q4_k): expert 1 rows 0-199 (199: a 160-row tile, then a
- * second of 39), 3 rows 200-259 (60: one tall tile under 96 rows), 0 rows 260-269 (10: one
- * tall tile whose second warp row has nothing), 2 rows 270-298 (29). */
+ * skipped). With 4 (wg4, on the forced 128-row table): expert 1 rows 0-199 (199), 3 rows 200-259 (60),
+ * 0 rows 260-269 (10), 2 rows 270-298 (29). With 3 (wg_rem3, tall3, tall3_q4_k; 300 rows over 3 experts pick
+ * the 128-row table): expert 1 rows 0-160 (160 routed, row 7 skipped: a full tile and a full 32-row remainder, or
+ * one full tall tile), 0 rows 161-271 (111: one tile), 2 rows 272-298 (27: a remainder tile alone, or a tall
+ * tile whose second warp row has nothing). */
 static void routing(int32_t *ids, int variant, int skew)
 {
     const int ne = g_ne;
     for (int r = 0; r < ROWS; r++)
         ids[r] = variant    ? (int32_t)(test_rand_u64(&g_rng) % ne)
                  : ne == 4 ? (r < 200 ? 1 : r < 260 ? 3 : r < 270 ? 0 : 2)
+                 : ne == 3 ? (r < 161 ? 1 : r < 272 ? 0 : 2)
                  : ne < 6  ? (r < 170)
                            : 2;
     if (!variant && skew) {
@@ -225,6 +232,7 @@ static void routing(int32_t *ids, int variant, int skew)
         for (int r = 0; r < ROWS; r++)
             if (ids[r] >= 0 && ids[r] < ne) cnt[ids[r]]++;
         CHECK(ne == 4  ? cnt[1] == 199 && cnt[3] == 60 && cnt[0] == 10 && cnt[2] == 29
+              : ne == 3 ? cnt[1] == 160 && cnt[0] == 111 && cnt[2] == 27
               : ne < 6 ? cnt[1] == 169 && cnt[0] == ROWS - 171
                        : cnt[0] == 0 && cnt[1] == 1 && cnt[2] > ROWS / 2);
     }

@@ -956,6 +956,26 @@ static int xe_wg_cases(const char *so)
         ok &= close_mod(&m, 1);
     }
     g_xe_rem_knob = NULL, g_mmq_wg_sd_knob = NULL, g_xe_ovl_knob = NULL, g_missing_kernel = NULL, g_xe_split_knob = NULL;
+    /* a call whose rows pick a shorter table than the 128-row one: a warning where MEMRA_MMQ_XE_WG=1 asked for the
+     * tile (a test must not pass on the records tiles), none under auto or at 128 rows an expert */
+    static const struct {
+        const char *knob;
+        int rows, warns;
+    } nc[] = {{"1", 100, 1}, {NULL, 100, 0}, {"1", 1024, 0}};
+    for (size_t i = 0; i < sizeof nc / sizeof nc[0]; i++) {
+        mod m;
+        g_xe_wg_knob = nc[i].knob;
+        if (!open_mod(so, 90, &m)) return 0;
+        const int w0 = g_n_warn;
+        const memra_status st = xe_call(&m, nc[i].rows, 256, 0);
+        const int good = st == MEMRA_STATUS_OK && g_n_warn - w0 == nc[i].warns;
+        printf("  XE_WG=%s cc 90 gemm_experts q8_0 m %d E 8: %d warnings (want %d)  %s\n", nc[i].knob ? nc[i].knob : "unset",
+               nc[i].rows, g_n_warn - w0, nc[i].warns, good ? "ok" : "FAIL");
+        ok &= good;
+        g_n_launched = 0;
+        ok &= close_mod(&m, 1);
+    }
+    g_xe_wg_knob = NULL;
     /* the maps' or the sorted records' scratch refused (a capture without a reservation for it): the
      * records tiles, sorted (_mt4_sb, _mt1_sb) or gathering (_mt4, _mt1), and neither kernel of the knob */
     static const struct {
@@ -1047,7 +1067,9 @@ static int mmq_quant_lean(const char *so)
         {"1", NULL, 4096, 17408, "memra_k_quant_q8_1l", 64, 136},
         {"1", NULL, 1, 32, "memra_k_quant_q8_1l", 1, 4},
         {"1", NULL, 300, 1501, "memra_k_quant_q8_1l", 5, 12},
-        {NULL, NULL, 512, 5120, "memra_k_quant_q8_1", 320, 1},       /* 20480 records, 64 a block */
+        {NULL, NULL, 512, 5120, "memra_k_quant_q8_1l", 8, 40},       /* the default since run r2 */
+        {NULL, "quant_q8_1l", 512, 5120, "memra_k_quant_q8_1", 320, 1},
+        {"0", NULL, 512, 5120, "memra_k_quant_q8_1", 320, 1},        /* 20480 records, 64 a block */
         {"0", NULL, 4096, 17408, "memra_k_quant_q8_1", 132 * 16, 1}, /* the grid's cap: 16 blocks an SM */
         {"1", "quant_q8_1l", 512, 5120, "memra_k_quant_q8_1", 320, 1},
     };

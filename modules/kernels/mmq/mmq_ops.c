@@ -335,7 +335,8 @@ _Static_assert(R3_SMEM_BYTES(2, 4) + 256 <= MMQ_SM120_SMEM && KR_SMEM_BYTES(2, 2
 
 typedef struct mmq_state {
     CUfunction quant_q8_1, gemm_q8_0, probe[3];
-    CUfunction quant_q8_1l; /* MEMRA_MMQ_QUANT_LEAN=1: memra_k_quant_q8_1l (the same bytes, a 2-D grid), else NULL */
+    /* MEMRA_MMQ_QUANT_LEAN (on unless 0): memra_k_quant_q8_1l (the same bytes, a 2-D grid), else NULL */
+    CUfunction quant_q8_1l;
     CUfunction repack_q8_0, splitk_sum;
     CUfunction gemm_q8_0r[MEMRA__MMQ_R3_TILES]; /* r3_tiles[i]'s kernel, NULL where its shared memory does not fit */
     const memra__mmq_r3_tile *r3_tiles; /* memra__mmq_r3_tiles, _u with MEMRA_MMQ_R3_UNROLL=1, _b on cc 9.0+ (MEMRA_MMQ_BULK) */
@@ -559,12 +560,15 @@ static memra_status mmq_load(memra__gpu *q, void *state)
             if (caps->smem_per_block_optin == 0 || caps->smem_per_block_optin >= memra__mmq_xe_tiles[l][t].smem)
                 st = memra__gpu_function(q, m, memra__mmq_xe_tiles[l][t].kernel, memra__mmq_xe_tiles[l][t].smem,
                                          &s->experts[l][t]);
-    /* MEMRA_MMQ_QUANT_LEAN=1: the 2-D-grid quantiser, where the image has it (every image built from mmq.cu) */
+    /* MEMRA_MMQ_QUANT_LEAN (on unless =0; run r2: 4-8% faster): the 2-D-grid quantiser, where the image has it
+     * (every image built from mmq.cu); one without it is news only where =1 asked for it */
     if (st == MEMRA_STATUS_OK) {
         const char *lean = memra__gpu_knob(q, "MEMRA_MMQ_QUANT_LEAN");
-        if (lean != NULL && strcmp(lean, "1") == 0 && !load_optional(q, m, "memra_k_quant_q8_1l", 0, &s->quant_q8_1l))
-            q->host->log(MEMRA_LOG_WARN, q->name, "MEMRA_MMQ_QUANT_LEAN=1: this image has no memra_k_quant_q8_1l; "
-                                                  "memra_k_quant_q8_1 serves");
+        s->quant_q8_1l = NULL;
+        if ((lean == NULL || strcmp(lean, "0") != 0) && !load_optional(q, m, "memra_k_quant_q8_1l", 0, &s->quant_q8_1l))
+            q->host->log(lean != NULL && strcmp(lean, "1") == 0 ? MEMRA_LOG_WARN : MEMRA_LOG_DEBUG, q->name,
+                         "MEMRA_MMQ_QUANT_LEAN=%s: this image has no memra_k_quant_q8_1l; memra_k_quant_q8_1 serves",
+                         lean != NULL ? lean : "1 (the default)");
     }
     /* each gemm_q8_0r tile only where its shared memory fits (sm_120's 99 KB
      * takes all but the 128 x 128 one) */
@@ -1051,7 +1055,8 @@ memra_status memra__mmq_quant_q8_1(memra_call *call, memra_dptr x, int32_t m, in
     if (!aligned(x, 4) || !aligned(dst, 16)) return decline(call, "quant_q8_1: x must be 4-byte and the records 16-byte aligned");
     if (sizing(call)) return sized(call);
     const int64_t per_row = ((int64_t)k + 511) / 512 * 4, records = per_row * m;
-    /* MEMRA_MMQ_QUANT_LEAN=1: grid (ceil(m / 64), records a row), a warp QUANT_RECS tokens of one record column */
+    /* MEMRA_MMQ_QUANT_LEAN (the default): grid (ceil(m / 64), records a row), a warp QUANT_RECS tokens of one record
+     * column */
     if (MMQ_K(q)->quant_q8_1l != NULL && per_row <= 65535)
         return launch_pdl_k(q, &MMQ_K(q)->knobs, MMQ_K(q)->quant_q8_1l, "memra_k_quant_q8_1l",
                             (unsigned)(((int64_t)m + 8 * QUANT_RECS - 1) / (8 * QUANT_RECS)), (unsigned)per_row, 1, 256, 0,
@@ -1721,6 +1726,14 @@ memra_status memra__mmq_gemm_experts(memra_call *call, const memra_gemm_args *a,
      * routing builds a 160-row table; without it the 128-row tiles serve); remainders past 160 rows
      * still go to the 32-row tile */
     const memra__mmq_r3_tile *tall = NULL;
+    /* a knob asked for (=1) whose tile this call's rows cannot take (the routing's mean picks a shorter table than
+     * the 128-row one both tiles replace) says so: a test must not pass on the tiles that served instead */
+    const int wg_note = lane == 0 && MMQ_K(q)->xe_wg_asked && MMQ_K(q)->experts_wg != NULL;
+    if (tl->bm != 128 && MMQ_K(q)->xe_bm == 0 && (wg_note || (lane < 2 && MMQ_K(q)->experts_tall[lane] != NULL)))
+        q->host->log(MEMRA_LOG_WARN, q->name,
+                     "gemm_experts: %d rows over %d experts pick the %d-row table; %s applies to the 128-row one "
+                     "only, and the records tiles serve this call",
+                     (int)m, (int)E, tl->bm, wg_note ? "MEMRA_MMQ_XE_WG=1" : "MEMRA_MMQ_XE_TALL=1");
     if (lane < 2 && MMQ_K(q)->experts_tall[lane] != NULL && MMQ_K(q)->xe_bm == 0 && tl->bm == 128 && small >= 0 &&
         (int64_t)m <= (int64_t)160 * E && MMQ_K(q)->experts_merged[lane][tile] == NULL &&
         MMQ_K(q)->experts_sorted[lane][tile] != NULL && MMQ_K(q)->experts_sorted[lane][small] != NULL &&
