@@ -292,6 +292,7 @@ static const char *g_xe_f16_knob;   /* MEMRA_MMQ_XE_F16 likewise */
 static const char *g_xe_merge_knob; /* MEMRA_MMQ_XE_MERGE likewise */
 static const char *g_xe_ovl_knob;   /* MEMRA_MMQ_XE_OVERLAP likewise */
 static const char *g_xe_rem_knob;   /* MEMRA_MMQ_XE_WG_REM likewise */
+static const char *g_wg_tail_knob;  /* MEMRA_MMQ_WG_TAIL likewise */
 static const char *g_xe_sort_knob;  /* MEMRA_MMQ_XE_SORT likewise */
 static const char *g_xe_h16_knob;   /* MEMRA_MMQ_XE_H16 likewise */
 static const char *g_xe_tma_knob;   /* MEMRA_FP8BLK_XE_TMA likewise */
@@ -337,6 +338,7 @@ static const char *fake_knob(const memra_device_caps *caps, const char *name)
     if (strcmp(name, "MEMRA_MMQ_XE_MERGE") == 0) return g_xe_merge_knob;
     if (strcmp(name, "MEMRA_MMQ_XE_OVERLAP") == 0) return g_xe_ovl_knob;
     if (strcmp(name, "MEMRA_MMQ_XE_WG_REM") == 0) return g_xe_rem_knob;
+    if (strcmp(name, "MEMRA_MMQ_WG_TAIL") == 0) return g_wg_tail_knob;
     if (strcmp(name, "MEMRA_MMQ_XE_SORT") == 0) return g_xe_sort_knob;
     if (strcmp(name, "MEMRA_MMQ_XE_H16") == 0) return g_xe_h16_knob;
     if (strcmp(name, "MEMRA_FP8BLK_XE_TMA") == 0) return g_xe_tma_knob;
@@ -1716,6 +1718,36 @@ static int case_mmq(const char *so)
     g_mmq_wg_knob = "0", g_mmq_wg_tr_knob = NULL, g_mmq_wg_per_knob = NULL, g_mmq_wg_sd_knob = NULL, g_mmq_bm_knob = NULL;
     g_mmq_sk_knob = NULL;
     g_missing_kernel = NULL, g_no_tmap = 0;
+    /* MEMRA_MMQ_WG_TAIL=1 (defaults otherwise, stream-k off): _wgst where m mod 128 is 1 .. 32, on _wgs's grid;
+     * _wgs at other m, without the knob, without the kernel (a warning), or beside the folds in turn (a warning) */
+    static const struct {
+        const char *knob, *missing, *sd;
+        int m, warns;
+        const char *want;
+    } tc[] = {{"1", NULL, NULL, 4100, 0, "memra_k_gemm_q8_0r_wgst"},  {"1", NULL, NULL, 4128, 0, "memra_k_gemm_q8_0r_wgst"},
+              {"1", NULL, NULL, 4096, 0, "memra_k_gemm_q8_0r_wgs"},   {"1", NULL, NULL, 4129, 0, "memra_k_gemm_q8_0r_wgs"},
+              {NULL, NULL, NULL, 4100, 0, "memra_k_gemm_q8_0r_wgs"},  {"1", "q8_0r_wgst", NULL, 4100, 1, "memra_k_gemm_q8_0r_wgs"},
+              {"1", NULL, "pp", 4100, 1, "memra_k_gemm_q8_0r_wgspp"}};
+    g_mmq_wg_knob = NULL, g_mmq_sk_knob = "0";
+    for (size_t i = 0; i < sizeof tc / sizeof tc[0]; i++) {
+        g_wg_tail_knob = tc[i].knob, g_missing_kernel = tc[i].missing, g_mmq_wg_sd_knob = tc[i].sd;
+        const int w0 = g_n_warn;
+        if (!open_mod(so, 90, &m)) return 0;
+        memra_call c2 = call_of(&m);
+        memra_gemm_args a2 = gemm(tc[i].m, 12288, 5120);
+        const memra_status st2 = m.desc->ops->gemm_q8_0r(&c2, &a2);
+        const int good = st2 == MEMRA_STATUS_OK && g_n_launched == 1 && strcmp(g_launched[0], tc[i].want) == 0 &&
+                         g_grid_x[0] == (unsigned)(tc[i].m + 127) / 128 && g_grid_y[0] == 96 && g_grid_z[0] == 1 &&
+                         g_block_x[0] == 384 && g_smem[0] == (unsigned)R3W_SMEM_BYTES_SD(1) && g_n_warn - w0 == tc[i].warns;
+        printf("  WG_TAIL=%s%s%s%s cc 90 gemm_q8_0r %d x 12288 x 5120: %s on %u x %u x %u, %d warnings  %s\n",
+               tc[i].knob ? tc[i].knob : "unset", tc[i].sd ? " WG_SEED=" : "", tc[i].sd ? tc[i].sd : "",
+               tc[i].missing ? ", image without q8_0r_wgst" : "", tc[i].m, g_n_launched ? g_launched[0] : "-", g_grid_x[0],
+               g_grid_y[0], g_grid_z[0], g_n_warn - w0, good ? "ok" : "FAIL");
+        ok &= good;
+        g_n_launched = 0;
+        ok &= close_mod(&m, 1);
+    }
+    g_wg_tail_knob = NULL, g_missing_kernel = NULL, g_mmq_wg_sd_knob = NULL, g_mmq_wg_knob = "0", g_mmq_sk_knob = NULL;
     /* memra_call.sizing = 1 (memra_stream_reserve's sizing): gemm_q8_0r, gemm_kr and quant_q8_1 make the
      * real call's scratch requests (count and bytes, split-k partial sums or none), launch nothing and
      * set it to 2; the defaults (auto: _wgs at 512 x 1024 in 4 slices, the stream-k tile at 512 x 5120 and

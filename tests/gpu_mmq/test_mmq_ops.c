@@ -139,8 +139,9 @@ static void setup(const char *module)
  * NULL: the knob's default. */
 /* MEMRA_MMQ_WG / _WG_TR / _WG_PERSIST / _WG_SEED for the next mmq_knobs (NULL: the environment's) */
 /* and MEMRA_MMQ_KR_TC / MEMRA_MMQ_KR_WG likewise */
-static const char *g_wg, *g_wg_tr, *g_wg_per, *g_wg_sd, *g_kr_tc, *g_kr_wg;
-enum { NKNOBS = 10 };
+/* and MEMRA_MMQ_WG_TAIL */
+static const char *g_wg, *g_wg_tr, *g_wg_per, *g_wg_sd, *g_kr_tc, *g_kr_wg, *g_wg_tail;
+enum { NKNOBS = 11 };
 static void mmq_knobs(const char *bm, const char *bn, const char *split, const char *pdl)
 {
     static const char *cur[NKNOBS];
@@ -150,7 +151,8 @@ static void mmq_knobs(const char *bm, const char *bn, const char *split, const c
                                 g_wg_per != NULL ? g_wg_per : getenv("MEMRA_MMQ_WG_PERSIST"),
                                 g_wg_sd != NULL ? g_wg_sd : getenv("MEMRA_MMQ_WG_SEED"),
                                 g_kr_tc != NULL ? g_kr_tc : getenv("MEMRA_MMQ_KR_TC"),
-                                g_kr_wg != NULL ? g_kr_wg : getenv("MEMRA_MMQ_KR_WG")};
+                                g_kr_wg != NULL ? g_kr_wg : getenv("MEMRA_MMQ_KR_WG"),
+                                g_wg_tail != NULL ? g_wg_tail : getenv("MEMRA_MMQ_WG_TAIL")};
     int same = known;
     for (int i = 0; i < NKNOBS && same; i++)
         same = (cur[i] == NULL && want[i] == NULL) || (cur[i] && want[i] && strcmp(cur[i], want[i]) == 0);
@@ -158,7 +160,7 @@ static void mmq_knobs(const char *bm, const char *bn, const char *split, const c
     static const char *const names[NKNOBS] = {"MEMRA_MMQ_BM",      "MEMRA_MMQ_BN",         "MEMRA_MMQ_SPLIT",
                                               "MEMRA_MMQ_PDL",     "MEMRA_MMQ_WG",         "MEMRA_MMQ_WG_TR",
                                               "MEMRA_MMQ_WG_PERSIST", "MEMRA_MMQ_WG_SEED", "MEMRA_MMQ_KR_TC",
-                                              "MEMRA_MMQ_KR_WG"};
+                                              "MEMRA_MMQ_KR_WG",   "MEMRA_MMQ_WG_TAIL"};
     for (int i = 0; i < NKNOBS; i++) CHECK_OK(memra_config_set(g_rt, names[i], want[i]));
     char path[4096] = "";
     for (int i = 0; i < memra_module_count(g_rt); i++) {
@@ -411,16 +413,19 @@ static int records_case(int m, int n, int k, float alpha, const uint8_t *w, cons
              * power of two exact, so bit for bit too while every partial sum is normal in both domains,
              * as here: mmq.cu r3w_sd_inner), and _wgsa (MEMRA_MMQ_WG_SEED=smem: the same seed with its A read
              * from shared memory), and _wgsax (MEMRA_MMQ_WG_SEED=xp: _wgsa with the token scales loaded a group
-             * ahead), and _wgspp (MEMRA_MMQ_WG_SEED=pp: _wgs with its consumer warpgroups folding in turn) */
-            enum { NV = 11 };
+             * ahead), and _wgspp (MEMRA_MMQ_WG_SEED=pp: _wgs with its consumer warpgroups folding in turn), and
+             * _wgst (MEMRA_MMQ_WG_TAIL=1: _wgs whose last row tile of 1 .. 32 tokens runs on 32 token columns: the
+             * cases with m mod 128 in 1 .. 32 take that path) */
+            enum { NV = 12 };
             static const char *const vname[NV] = {"records", "_wg", "_wgt", "_wgp", "_wgp on 8 CTAs", "_wgs",
-                                                  "_wgps", "_wgps on 8 CTAs", "_wgsa", "_wgsax", "_wgspp"};
+                                                  "_wgps", "_wgps on 8 CTAs", "_wgsa", "_wgsax", "_wgspp", "_wgst"};
             float *out[NV];
             for (int v = 0; v < NV; v++) {
                 g_wg = v ? "all" : "0";
                 g_wg_tr = v == 2 ? "1" : "0";
                 g_wg_per = v == 3 || v == 6 ? "1" : v == 4 || v == 7 ? "8" : "0";
                 g_wg_sd = v == 10 ? "pp" : v == 9 ? "xp" : v == 8 ? "smem" : v >= 5 ? "1" : "0";
+                g_wg_tail = v == 11 ? "1" : "0";
                 const int refused = g_wg_log.n;
                 mmq_knobs(wc[c].bm, wc[c].bn, wc[c].split, NULL);
                 if (g_wg_log.n != refused) {
@@ -435,7 +440,7 @@ static int records_case(int m, int n, int k, float alpha, const uint8_t *w, cons
                 CHECK_OK(memra_device_synchronize(g_dev));
                 out[v] = readback(yd, (size_t)(yrows * ldy) * 4);
             }
-            g_wg = NULL, g_wg_tr = NULL, g_wg_per = NULL, g_wg_sd = NULL;
+            g_wg = NULL, g_wg_tr = NULL, g_wg_per = NULL, g_wg_sd = NULL, g_wg_tail = NULL;
             for (int v = 1; v < NV; v++) {
                 judge jw;
                 judge_init(&jw, "gemm_q8_0r warpgroup tile vs records tile (element = float)", 0.0, stdout);
@@ -498,7 +503,7 @@ static int gemm_q8_case(int m, int n, int k, float alpha)
 
 static int case_gemm_q8_0(void)
 {
-    /* m in {1, 15, 16, 17, 512, 4096}; k not a multiple of 512 (nor 128 at times); n not a multiple of 128 */
+    /* m in {1, 15, 16, 17, 512, 4096, 280, 300}; k not a multiple of 512 (nor 128 at times); n not a multiple of 128 */
     int ok = 1;
     ok &= gemm_q8_case(1, 1000, 1056, 1.0f);
     ok &= gemm_q8_case(15, 333, 800, 0.5f);
@@ -506,6 +511,7 @@ static int case_gemm_q8_0(void)
     ok &= gemm_q8_case(17, 130, 4128, -2.0f);
     ok &= gemm_q8_case(512, 1000, 2080, 1.0f);
     ok &= gemm_q8_case(4096, 200, 1312, 1.0f);
+    ok &= gemm_q8_case(280, 200, 1312, 1.0f); /* three row tiles, the last of 24 tokens (MEMRA_MMQ_WG_TAIL's path) */
     g_wide = 1;
     ok &= gemm_q8_case(300, 520, 1312, 1.0f);
     g_wide = 0;

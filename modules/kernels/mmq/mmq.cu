@@ -1552,7 +1552,7 @@ __device__ __forceinline__ void r3w_store(const float (&acc)[64], float *__restr
             }
     } else {
 #pragma unroll
-        for (int j = 0; j < 16; j++)
+        for (int j = 0; j < NT / 8; j++)
 #pragma unroll
             for (int e = 0; e < 4; e++) {
                 const int i = i0 + 8 * j + cq + (e & 1), c = jr + 8 * (e >> 1);
@@ -1842,7 +1842,8 @@ __device__ __forceinline__ void r3w_body(const memra_tmap *map_w, const memra_tm
     static_assert(!SK || (P && SD && TR && !KQ && !XE && !XP && !SA), "the stream-k tile: the persistent seeded Q8_0 tile");
     static_assert(!PP || (SD && TR && !P && !KQ && !XT && !XP && !SA && !SK),
                   "the folds in turn: the plain seeded Q8_0 tile, dense or grouped (without the early trigger)");
-    static_assert(NT == 128 || (NT == 32 && XE && !XT && !PP), "32 token columns: the grouped tile's remainder tiles");
+    static_assert(NT == 128 || (NT == 32 && SD && TR && !P && !KQ && !XT && !XP && !SA && !SK && !PP),
+                  "32 token columns: the plain seeded Q8_0 tile's (grouped remainders, a dense call's last row tile)");
     constexpr int S = R3W_STAGES, SB = KM ? R3W_STAGE_BYTES_KM : KQ ? R3W_STAGE_BYTES_KQ : R3W_STAGE_BYTES_OF(TR);
     static_assert((S & (S - 1)) == 0 && S >= 2, "the ring's stage index is it & (S - 1)");
     /* TR: producer step it waits for stage it's `empty` (released after `ready` of it - S) before its
@@ -2092,6 +2093,21 @@ memra_k_gemm_q8_0r_wgsax(const __grid_constant__ memra_tmap map_w, const __grid_
 {
     r3w_body<true, false, true, -1, false, true, false, false, true>(&map_w, &map_wh, &map_x, &map_xh, y, m, n, k, ldy,
                                                                      alpha, part, 1);
+}
+/* MEMRA_MMQ_WG_TAIL=1: _wgs whose last row tile, where it holds 1 .. 32 tokens (m mod 128), runs with 32 token
+ * columns (r3w_body NT = 32: m64n32k32 wgmmas, a quarter of the fold) instead of 128 mostly empty ones: at
+ * m = 1030 the ninth row tile costs about a quarter of a tile, not a whole one. The other CTAs are _wgs's; every
+ * output the same operands and folds in the same order, so bit for bit _wgs. */
+extern "C" __global__ void __launch_bounds__(R3W_THREADS, 1)
+memra_k_gemm_q8_0r_wgst(const __grid_constant__ memra_tmap map_w, const __grid_constant__ memra_tmap map_wh,
+                        const __grid_constant__ memra_tmap map_x, const __grid_constant__ memra_tmap map_xh,
+                        float *__restrict__ y, int m, int n, int k, long long ldy, float alpha, float *__restrict__ part)
+{
+    if ((int)blockIdx.x == (int)gridDim.x - 1 && m - 128 * (int)blockIdx.x <= 32)
+        r3w_body<true, false, true, -1, false, false, false, false, false, 0, false, false, 32>(
+            &map_w, &map_wh, &map_x, &map_xh, y, m, n, k, ldy, alpha, part, 1);
+    else
+        r3w_body<true, false, true>(&map_w, &map_wh, &map_x, &map_xh, y, m, n, k, ldy, alpha, part, 1);
 }
 /* MEMRA_MMQ_WG_SEED=pp: _wgs with the two consumer warpgroups folding in turn (r3w_pp_pass): run k3 measured
  * ~640 cycles a k32 group, about the sum of the fold's issue (~344 at two warps a scheduler) and the group's

@@ -391,6 +391,9 @@ typedef struct mmq_state {
      * the default): the calls with at least that many tokens, and smaller ones where the plan's model
      * prices it under the records tiles (run_tiles); else the calls whose planned tile has 128 tokens (=1) */
     CUfunction gemm_q8_0r_wg;
+    /* MEMRA_MMQ_WG_TAIL=1 (with _wgs, not persistent): _wgs whose last row tile of 1 .. 32 tokens runs with 32 token
+     * columns (mmq.cu memra_k_gemm_q8_0r_wgst), else NULL */
+    CUfunction gemm_q8_0r_wgst;
     int wg_all, wg_min_m;
     int wg_fit; /* the kernel is _wgs, not persistent: auto weighs it below wg_min_m (run_tiles) */
     const char *wg_name; /* its kernel: _wgs (the default), _wgsa / _wgsax / _wgspp (SEED=smem / xp / pp), or with
@@ -618,7 +621,7 @@ static memra_status mmq_load(memra__gpu *q, void *state)
      * MMQ_WG_AUTO_M tokens, seeded by the tensor cores (runs i1 / i4, H100: _wgs 6-12% faster than the
      * records tiles on all six 27b rows at m = 1024, 2048 and 4096; at 512 faster on three, slower on
      * three, so below 1024 the plan's model chooses); =1: the plan's 128-token picks; =all: every call */
-    s->gemm_q8_0r_wg = NULL;
+    s->gemm_q8_0r_wg = s->gemm_q8_0r_wgst = NULL;
     {
         const char *wg = memra__gpu_knob(q, "MEMRA_MMQ_WG");
         const int autom = wg == NULL || strcmp(wg, "auto") == 0;
@@ -678,6 +681,16 @@ static memra_status mmq_load(memra__gpu *q, void *state)
                                  sk, s->wg_name);
                 }
             }
+        }
+        /* MEMRA_MMQ_WG_TAIL=1: the tile's twin whose short last row tile has 32 token columns (untimed) */
+        const char *wt = memra__gpu_knob(q, "MEMRA_MMQ_WG_TAIL");
+        if (wt != NULL && strcmp(wt, "1") == 0 &&
+            (s->gemm_q8_0r_wg == NULL || s->gemm_q8_0r_wgp != NULL || strcmp(s->wg_name, "memra_k_gemm_q8_0r_wgs") != 0 ||
+             !load_optional(q, m, "memra_k_gemm_q8_0r_wgst", s->wg_smem, &s->gemm_q8_0r_wgst))) {
+            s->gemm_q8_0r_wgst = NULL;
+            q->host->log(MEMRA_LOG_WARN, q->name,
+                         "MEMRA_MMQ_WG_TAIL=1: needs the seeded tile memra_k_gemm_q8_0r_wgs (not persistent) and this "
+                         "image's memra_k_gemm_q8_0r_wgst; the tile's last row tile keeps 128 token columns");
         }
         /* the plan's step_wg was fitted to _wgs alone: the other kernels keep auto's fixed threshold */
         s->wg_fit = s->gemm_q8_0r_wg != NULL && s->gemm_q8_0r_wgp == NULL &&
@@ -1445,11 +1458,14 @@ static memra_status run_tiles(memra__gpu *q, memra_call *call, const memra_gemm_
                               kpre ? MMQ_K(q)->kr_wgw_name : MMQ_K(q)->kr_wg_names[kf], (unsigned)((m + 127) / 128),
                               (unsigned)((n + 127) / 128), (unsigned)p.split, R3W_THREADS, MMQ_K(q)->kr_wg_smem,
                               call->stream, kpre == 2 ? ta2 : ta);
-    } else if (wg)
-        st = launch_pdl_k(q, &kn, MMQ_K(q)->gemm_q8_0r_wg, MMQ_K(q)->wg_name, (unsigned)((m + 127) / 128),
+    } else if (wg) {
+        /* MEMRA_MMQ_WG_TAIL=1: where the last row tile holds 1 .. 32 tokens, the twin that runs it on 32 columns */
+        const int tail = MMQ_K(q)->gemm_q8_0r_wgst != NULL && m % 128 >= 1 && m % 128 <= 32;
+        st = launch_pdl_k(q, &kn, tail ? MMQ_K(q)->gemm_q8_0r_wgst : MMQ_K(q)->gemm_q8_0r_wg,
+                          tail ? "memra_k_gemm_q8_0r_wgst" : MMQ_K(q)->wg_name, (unsigned)((m + 127) / 128),
                           (unsigned)((n + 127) / 128), (unsigned)p.split, R3W_THREADS, MMQ_K(q)->wg_smem, call->stream,
                           (void *[]){&maps[0], &maps[1], &maps[2], &maps[3], &y, &m, &n, &k, &ldy, &alpha, &part});
-    else {
+    } else {
         /* A dependent launch may place its CTAs while the kernel before it still runs: a grid of at most
          * one CTA an SM whose tile two of fit an SM could then put two CTAs on one SM beside an idle one,
          * and run the whole wave at half speed there (runs l2 / n3: 6144->5120 at m = 384 0.168 ms with
