@@ -115,7 +115,7 @@
     X(MMQ_WG_PERSIST, "MEMRA_MMQ_WG_PERSIST", "mmq modules", UINT, "0..4096", "0",                              \
       "1: MEMRA_MMQ_WG's tile persistent (one CTA an SM loops over the tiles; token scales transposed; run g4: 6-10% slower); N >= 2: at most N CTAs") \
     X(MMQ_WG_TAIL, "MEMRA_MMQ_WG_TAIL", "mmq modules", BOOL, "", "0",                                          \
-      "1: the seeded tile's last row tile, where it holds 1 .. 32 tokens (m mod 128), on 32 token columns, not 128 (memra_k_gemm_q8_0r_wgst; bit for bit _wgs; untimed)") \
+      "1: the seeded tile's last row tile, where it holds 1 .. 96 tokens (m mod 128), on the fewest of 32, 64 or 96 token columns that hold them, not 128 (memra_k_gemm_q8_0r_wgst; bit for bit _wgs; untimed)") \
     X(MMQ_WG_SEED, "MEMRA_MMQ_WG_SEED", "mmq modules", ENUM, "0|1|smem|xp|pp", "1",                               \
       "0: MEMRA_MMQ_WG's tile without the u8 MMA that seeds each k32 group's accumulators (the seed by MOVs: 238 instructions a group where the seeded tile has 172; run i1, H100: the seeded tile 3-12% faster); smem: the seed's A from shared memory, not registers (_wgsa; run j6: level with 1); xp: smem with the token scales loaded a group ahead (_wgsax; run l1: level with 1); pp: 1 with its two consumer warpgroups folding in turn (_wgspp, and gemm_experts' _wgspp; bit for bit 1; run r1, H100: 7-13% slower, barrier stalls)") \
     X(MMQ_KR_WG, "MEMRA_MMQ_KR_WG", "mmq modules", ENUM, "0|1|mma|pre|pre2|auto", "auto",                                       \

@@ -48,7 +48,7 @@
 #   accprobe    memra bench accprobe (wide, mid)
 #   quant       MEMRA_MMQ_QUANT_LEAN: its GPU test, ncu of both quantisers, knobab 0 / 1 (see step_quant)
 #   wgpp        MEMRA_MMQ_WG_SEED=pp (_wgspp, the folds in turn): knobab, tests, stall samples, tools (see step_wgpp)
-#   wgtail      MEMRA_MMQ_WG_TAIL=1 (the seeded tile's short last row tile on 32 token columns): test, ncu names,
+#   wgtail      MEMRA_MMQ_WG_TAIL=1 (the seeded tile's short last row tile on 32 / 64 / 96 token columns): test, ncu names,
 #               knobab 0 / 1 at m = 1030 and 4100, tools (see step_wgtail)
 #   xerem       MEMRA_MMQ_XE_WG_REM=1 (gemm_experts' remainders in the warpgroup tile's grid): tests, check, ncu,
 #               bench moe 0 / 1, tools (see step_xerem)
@@ -1167,16 +1167,17 @@ step_wgpp() {
   say "wgpp: $((SECONDS - t)) s"
 }
 
-# MEMRA_MMQ_WG_TAIL=1 (memra_k_gemm_q8_0r_wgst: _wgs whose last row tile, where it holds 1 .. 32 tokens, runs on 32
-# token columns), in parts (WGTAIL_PARTS, default "ab test tools"):
-#   ab     knobab 0 / 1 at WGTAIL_M (default "1030 4100": a ninth / thirty-third row tile of 6 / 4 tokens; no 27b row
-#          takes stream-k there), WGTAIL_ROUNDS rounds (default 2), then ncu's kernel names at m = 1030 under the knob
-#   test   test_mmq_ops gemm_q8_0r (variant _wgst bit for bit the records tile; m = 1 .. 17 and 280 take its path)
+# MEMRA_MMQ_WG_TAIL=1 (memra_k_gemm_q8_0r_wgst: _wgs whose last row tile, where it holds 1 .. 96 tokens, runs on 32,
+# 64 or 96 token columns), in parts (WGTAIL_PARTS, default "ab test tools"):
+#   ab     knobab 0 / 1 at WGTAIL_M (default "1030 1100 4100": a last row tile of 6 / 76 / 4 tokens; no 27b row takes
+#          stream-k there), WGTAIL_ROUNDS rounds (default 2), then ncu's kernel names at m = 1030 under the knob
+#   test   test_mmq_ops gemm_q8_0r (variant _wgst bit for bit the records tile; m = 1 .. 17, 280, 300, 350 take its
+#          path)
 #   tools  the four sanitizer tools over check gemm_q8_0r --quick under MEMRA_MMQ_WG=all and the knob
 step_wgtail() {
   local t=$SECONDS parts=" ${WGTAIL_PARTS:-ab test tools} "
   if [[ $parts == *" ab "* ]]; then
-    KNOBAB_KNOB=MEMRA_MMQ_WG_TAIL KNOBAB_M="${WGTAIL_M:-1030 4100}" KNOBAB_ROUNDS=${WGTAIL_ROUNDS:-2} KNOBAB_ARM="mmq|q4_0" \
+    KNOBAB_KNOB=MEMRA_MMQ_WG_TAIL KNOBAB_M="${WGTAIL_M:-1030 1100 4100}" KNOBAB_ROUNDS=${WGTAIL_ROUNDS:-2} KNOBAB_ARM="mmq|q4_0" \
       step_knobab
     MEMRA_MMQ_WG_TAIL=1 MEMRA_ADMISSION=off timeout 200 ncu --clock-control none --metrics gpu__time_duration.sum \
       -k regex:memra_k_gemm_q8_0r -c 2 $M bench 27b --m 1030 --reps 1 --warmup 0 > "$L/wgtail_ncu.txt" 2>&1

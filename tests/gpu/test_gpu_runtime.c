@@ -1718,14 +1718,15 @@ static int case_mmq(const char *so)
     g_mmq_wg_knob = "0", g_mmq_wg_tr_knob = NULL, g_mmq_wg_per_knob = NULL, g_mmq_wg_sd_knob = NULL, g_mmq_bm_knob = NULL;
     g_mmq_sk_knob = NULL;
     g_missing_kernel = NULL, g_no_tmap = 0;
-    /* MEMRA_MMQ_WG_TAIL=1 (defaults otherwise, stream-k off): _wgst where m mod 128 is 1 .. 32, on _wgs's grid;
+    /* MEMRA_MMQ_WG_TAIL=1 (defaults otherwise, stream-k off): _wgst where m mod 128 is 1 .. 96, on _wgs's grid;
      * _wgs at other m, without the knob, without the kernel (a warning), or beside the folds in turn (a warning) */
     static const struct {
         const char *knob, *missing, *sd;
         int m, warns;
         const char *want;
     } tc[] = {{"1", NULL, NULL, 4100, 0, "memra_k_gemm_q8_0r_wgst"},  {"1", NULL, NULL, 4128, 0, "memra_k_gemm_q8_0r_wgst"},
-              {"1", NULL, NULL, 4096, 0, "memra_k_gemm_q8_0r_wgs"},   {"1", NULL, NULL, 4129, 0, "memra_k_gemm_q8_0r_wgs"},
+              {"1", NULL, NULL, 4096, 0, "memra_k_gemm_q8_0r_wgs"},   {"1", NULL, NULL, 4129, 0, "memra_k_gemm_q8_0r_wgst"},
+              {"1", NULL, NULL, 4192, 0, "memra_k_gemm_q8_0r_wgst"},  {"1", NULL, NULL, 4193, 0, "memra_k_gemm_q8_0r_wgs"},
               {NULL, NULL, NULL, 4100, 0, "memra_k_gemm_q8_0r_wgs"},  {"1", "q8_0r_wgst", NULL, 4100, 1, "memra_k_gemm_q8_0r_wgs"},
               {"1", NULL, "pp", 4100, 1, "memra_k_gemm_q8_0r_wgspp"}};
     g_mmq_wg_knob = NULL, g_mmq_sk_knob = "0";

@@ -414,8 +414,8 @@ static int records_case(int m, int n, int k, float alpha, const uint8_t *w, cons
              * as here: mmq.cu r3w_sd_inner), and _wgsa (MEMRA_MMQ_WG_SEED=smem: the same seed with its A read
              * from shared memory), and _wgsax (MEMRA_MMQ_WG_SEED=xp: _wgsa with the token scales loaded a group
              * ahead), and _wgspp (MEMRA_MMQ_WG_SEED=pp: _wgs with its consumer warpgroups folding in turn), and
-             * _wgst (MEMRA_MMQ_WG_TAIL=1: _wgs whose last row tile of 1 .. 32 tokens runs on 32 token columns: the
-             * cases with m mod 128 in 1 .. 32 take that path) */
+             * _wgst (MEMRA_MMQ_WG_TAIL=1: _wgs whose last row tile of 1 .. 96 tokens runs on 32, 64 or 96 token
+             * columns: the cases with m mod 128 in 1 .. 96 take that path) */
             enum { NV = 12 };
             static const char *const vname[NV] = {"records", "_wg", "_wgt", "_wgp", "_wgp on 8 CTAs", "_wgs",
                                                   "_wgps", "_wgps on 8 CTAs", "_wgsa", "_wgsax", "_wgspp", "_wgst"};
@@ -503,7 +503,7 @@ static int gemm_q8_case(int m, int n, int k, float alpha)
 
 static int case_gemm_q8_0(void)
 {
-    /* m in {1, 15, 16, 17, 512, 4096, 280, 300}; k not a multiple of 512 (nor 128 at times); n not a multiple of 128 */
+    /* m in {1, 15, 16, 17, 512, 4096, 280, 350, 300}; k not a multiple of 512 (nor 128 at times); n not a multiple of 128 */
     int ok = 1;
     ok &= gemm_q8_case(1, 1000, 1056, 1.0f);
     ok &= gemm_q8_case(15, 333, 800, 0.5f);
@@ -511,7 +511,9 @@ static int case_gemm_q8_0(void)
     ok &= gemm_q8_case(17, 130, 4128, -2.0f);
     ok &= gemm_q8_case(512, 1000, 2080, 1.0f);
     ok &= gemm_q8_case(4096, 200, 1312, 1.0f);
-    ok &= gemm_q8_case(280, 200, 1312, 1.0f); /* three row tiles, the last of 24 tokens (MEMRA_MMQ_WG_TAIL's path) */
+    /* three row tiles, the last of 24 / 94 tokens (MEMRA_MMQ_WG_TAIL's 32- and 96-column paths; 300 below its 64) */
+    ok &= gemm_q8_case(280, 200, 1312, 1.0f);
+    ok &= gemm_q8_case(350, 200, 1312, 1.0f);
     g_wide = 1;
     ok &= gemm_q8_case(300, 520, 1312, 1.0f);
     g_wide = 0;

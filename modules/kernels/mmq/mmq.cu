@@ -1285,6 +1285,58 @@ __device__ __forceinline__ void r3w_mma_seed32(uint32_t (&d)[64], unsigned long 
                  : R3W_D16_OPS(R3W_WO)
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db));
 }
+/* NT = 64 / 96 (MEMRA_MMQ_WG_TAIL's last row tile of 33 .. 96 tokens): m64n64k32 / m64n96k32, whose accumulators
+ * are d[0 .. 31] / d[0 .. 47] */
+#define R3W_D32 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, "    \
+    "%21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}"
+#define R3W_D32_OPS(C) C(d[0]), C(d[1]), C(d[2]), C(d[3]), C(d[4]), C(d[5]), C(d[6]), C(d[7]), C(d[8]), C(d[9]),      \
+    C(d[10]), C(d[11]), C(d[12]), C(d[13]), C(d[14]), C(d[15]), C(d[16]), C(d[17]), C(d[18]), C(d[19]), C(d[20]),               \
+    C(d[21]), C(d[22]), C(d[23]), C(d[24]), C(d[25]), C(d[26]), C(d[27]), C(d[28]), C(d[29]), C(d[30]),               \
+    C(d[31])
+#define R3W_D48 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, "    \
+    "%21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, "                 \
+    "%40, %41, %42, %43, %44, %45, %46, %47}"
+#define R3W_D48_OPS(C) C(d[0]), C(d[1]), C(d[2]), C(d[3]), C(d[4]), C(d[5]), C(d[6]), C(d[7]), C(d[8]), C(d[9]),      \
+    C(d[10]), C(d[11]), C(d[12]), C(d[13]), C(d[14]), C(d[15]), C(d[16]), C(d[17]), C(d[18]), C(d[19]), C(d[20]),               \
+    C(d[21]), C(d[22]), C(d[23]), C(d[24]), C(d[25]), C(d[26]), C(d[27]), C(d[28]), C(d[29]), C(d[30]),               \
+    C(d[31]), C(d[32]), C(d[33]), C(d[34]), C(d[35]), C(d[36]), C(d[37]), C(d[38]), C(d[39]), C(d[40]),               \
+    C(d[41]), C(d[42]), C(d[43]), C(d[44]), C(d[45]), C(d[46]), C(d[47])
+template <int NT>
+__device__ __forceinline__ void r3w_mma_n(uint32_t (&d)[64], unsigned long long da, unsigned long long db)
+{
+    static_assert(NT == 32 || NT == 64 || NT == 96, "the narrow tiles' widths");
+    if constexpr (NT == 32) {
+        r3w_mma32(d, da, db);
+    } else if constexpr (NT == 64) {
+        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
+                     "wgmma.mma_async.sync.aligned.m64n64k32.s32.s8.s8 " R3W_D32 ", %32, %33, p;\n}\n"
+                     : R3W_D32_OPS(R3W_RW)
+                     : "l"(da), "l"(db), "r"(1));
+    } else {
+        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %50, 0;\n"
+                     "wgmma.mma_async.sync.aligned.m64n96k32.s32.s8.s8 " R3W_D48 ", %48, %49, p;\n}\n"
+                     : R3W_D48_OPS(R3W_RW)
+                     : "l"(da), "l"(db), "r"(1));
+    }
+}
+template <int NT>
+__device__ __forceinline__ void r3w_mma_seed_n(uint32_t (&d)[64], unsigned long long db, const uint32_t (&a)[4])
+{
+    static_assert(NT == 32 || NT == 64 || NT == 96, "the narrow tiles' widths");
+    if constexpr (NT == 32) {
+        r3w_mma_seed32(d, db, a);
+    } else if constexpr (NT == 64) {
+        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, 0, 0;\n"
+                     "wgmma.mma_async.sync.aligned.m64n64k32.s32.u8.u8 " R3W_D32 ", {%32, %33, %34, %35}, %36, p;\n}\n"
+                     : R3W_D32_OPS(R3W_WO)
+                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db));
+    } else {
+        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, 0, 0;\n"
+                     "wgmma.mma_async.sync.aligned.m64n96k32.s32.u8.u8 " R3W_D48 ", {%48, %49, %50, %51}, %52, p;\n}\n"
+                     : R3W_D48_OPS(R3W_WO)
+                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db));
+    }
+}
 /* orders t's first NR registers after the asm statements before it (NT = 32: the 16 its wgmmas write) */
 template <int NR>
 __device__ __forceinline__ void r3w_fence_regs_n(uint32_t (&t)[64])
@@ -1400,7 +1452,8 @@ __device__ __forceinline__ void r3w_step(float (&acc)[64], uint32_t (&tc)[64], u
                                          unsigned long long da_n, unsigned long long db_n, unsigned empty_p = 0u)
 {
     constexpr int KK_N = (G + 1) & 3;
-    static_assert(NT == 128 || (NT == 32 && SD && !KQ && !KM && !SA && !XP && !PP), "NT 32: the plain seeded Q8_0 fold");
+    static_assert(NT == 128 || ((NT == 32 || NT == 64 || NT == 96) && SD && !KQ && !KM && !SA && !XP && !PP),
+                  "NT 32 / 64 / 96: the plain seeded Q8_0 fold");
     asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
     if (NT == 128) r3w_fence_regs(tc);
     else r3w_fence_regs_n<NT / 2>(tc);
@@ -1408,9 +1461,9 @@ __device__ __forceinline__ void r3w_step(float (&acc)[64], uint32_t (&tc)[64], u
     if (KK_N == 0) memra_mb_wait(full_n, ph_n);
     if (TR && KK_N == 0) memra_mb_wait(full_n + 16 * R3W_STAGES, ph_n); /* the step's `ready`: its token scales transposed */
     asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
-    if (SD && NT == 32) {
-        r3w_mma_seed32(tn, dseed, sa);
-        r3w_mma32(tn, da_n + 2 * KK_N, db_n + 2 * KK_N);
+    if constexpr (SD && NT != 128) {
+        r3w_mma_seed_n<NT>(tn, dseed, sa);
+        r3w_mma_n<NT>(tn, da_n + 2 * KK_N, db_n + 2 * KK_N);
     } else if (SD) { /* the stage's descriptors computed once a step: a k32 slice is 32 bytes, 2 in the start field */
         if (KM || SA) r3w_mma_seed_s(tn, dseed);
         else r3w_mma_seed(tn, dseed, sa);
@@ -1842,8 +1895,9 @@ __device__ __forceinline__ void r3w_body(const memra_tmap *map_w, const memra_tm
     static_assert(!SK || (P && SD && TR && !KQ && !XE && !XP && !SA), "the stream-k tile: the persistent seeded Q8_0 tile");
     static_assert(!PP || (SD && TR && !P && !KQ && !XT && !XP && !SA && !SK),
                   "the folds in turn: the plain seeded Q8_0 tile, dense or grouped (without the early trigger)");
-    static_assert(NT == 128 || (NT == 32 && SD && TR && !P && !KQ && !XT && !XP && !SA && !SK && !PP),
-                  "32 token columns: the plain seeded Q8_0 tile's (grouped remainders, a dense call's last row tile)");
+    static_assert(NT == 128 || ((NT == 32 || NT == 64 || NT == 96) && SD && TR && !P && !KQ && !XT && !XP && !SA && !SK && !PP),
+                  "32 / 64 / 96 token columns: the plain seeded Q8_0 tile's (grouped remainders, a dense call's last "
+                  "row tile)");
     constexpr int S = R3W_STAGES, SB = KM ? R3W_STAGE_BYTES_KM : KQ ? R3W_STAGE_BYTES_KQ : R3W_STAGE_BYTES_OF(TR);
     static_assert((S & (S - 1)) == 0 && S >= 2, "the ring's stage index is it & (S - 1)");
     /* TR: producer step it waits for stage it's `empty` (released after `ready` of it - S) before its
@@ -1995,10 +2049,10 @@ __device__ __forceinline__ void r3w_body(const memra_tmap *map_w, const memra_tm
             memra_mb_wait(f0, p0);
             if (TR) memra_mb_wait(f0 + 16 * S, p0);
             asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
-            if (NT == 32) {
-                r3w_mma_seed32(t0, dseed, sa);
-                r3w_mma32(t0, memra_wg_desc(sbase + (it & (S - 1)) * SB + a_off),
-                          memra_wg_desc(sbase + (it & (S - 1)) * SB + 16384));
+            if constexpr (NT != 128) {
+                r3w_mma_seed_n<NT>(t0, dseed, sa);
+                r3w_mma_n<NT>(t0, memra_wg_desc(sbase + (it & (S - 1)) * SB + a_off),
+                              memra_wg_desc(sbase + (it & (S - 1)) * SB + 16384));
             } else {
                 if (SD && (KM || SA)) r3w_mma_seed_s(t0, dseed);
                 else if (SD) r3w_mma_seed(t0, dseed, sa);
@@ -2094,17 +2148,24 @@ memra_k_gemm_q8_0r_wgsax(const __grid_constant__ memra_tmap map_w, const __grid_
     r3w_body<true, false, true, -1, false, true, false, false, true>(&map_w, &map_wh, &map_x, &map_xh, y, m, n, k, ldy,
                                                                      alpha, part, 1);
 }
-/* MEMRA_MMQ_WG_TAIL=1: _wgs whose last row tile, where it holds 1 .. 32 tokens (m mod 128), runs with 32 token
- * columns (r3w_body NT = 32: m64n32k32 wgmmas, a quarter of the fold) instead of 128 mostly empty ones: at
- * m = 1030 the ninth row tile costs about a quarter of a tile, not a whole one. The other CTAs are _wgs's; every
- * output the same operands and folds in the same order, so bit for bit _wgs. */
+/* MEMRA_MMQ_WG_TAIL=1: _wgs whose last row tile, where it holds 1 .. 96 tokens (m mod 128), runs with the fewest
+ * token columns of 32, 64 or 96 that hold them (r3w_body NT: m64nNTk32 wgmmas, NT / 128 of the fold) instead of
+ * 128 partly empty ones: at m = 1030 the ninth row tile costs about a quarter of a tile, not a whole one. The
+ * other CTAs are _wgs's; every output the same operands and folds in the same order, so bit for bit _wgs. */
 extern "C" __global__ void __launch_bounds__(R3W_THREADS, 1)
 memra_k_gemm_q8_0r_wgst(const __grid_constant__ memra_tmap map_w, const __grid_constant__ memra_tmap map_wh,
                         const __grid_constant__ memra_tmap map_x, const __grid_constant__ memra_tmap map_xh,
                         float *__restrict__ y, int m, int n, int k, long long ldy, float alpha, float *__restrict__ part)
 {
-    if ((int)blockIdx.x == (int)gridDim.x - 1 && m - 128 * (int)blockIdx.x <= 32)
+    const int tail = (int)blockIdx.x == (int)gridDim.x - 1 ? m - 128 * (int)blockIdx.x : 128;
+    if (tail <= 32)
         r3w_body<true, false, true, -1, false, false, false, false, false, 0, false, false, 32>(
+            &map_w, &map_wh, &map_x, &map_xh, y, m, n, k, ldy, alpha, part, 1);
+    else if (tail <= 64)
+        r3w_body<true, false, true, -1, false, false, false, false, false, 0, false, false, 64>(
+            &map_w, &map_wh, &map_x, &map_xh, y, m, n, k, ldy, alpha, part, 1);
+    else if (tail <= 96)
+        r3w_body<true, false, true, -1, false, false, false, false, false, 0, false, false, 96>(
             &map_w, &map_wh, &map_x, &map_xh, y, m, n, k, ldy, alpha, part, 1);
     else
         r3w_body<true, false, true>(&map_w, &map_wh, &map_x, &map_xh, y, m, n, k, ldy, alpha, part, 1);

@@ -391,8 +391,8 @@ typedef struct mmq_state {
      * the default): the calls with at least that many tokens, and smaller ones where the plan's model
      * prices it under the records tiles (run_tiles); else the calls whose planned tile has 128 tokens (=1) */
     CUfunction gemm_q8_0r_wg;
-    /* MEMRA_MMQ_WG_TAIL=1 (with _wgs, not persistent): _wgs whose last row tile of 1 .. 32 tokens runs with 32 token
-     * columns (mmq.cu memra_k_gemm_q8_0r_wgst), else NULL */
+    /* MEMRA_MMQ_WG_TAIL=1 (with _wgs, not persistent): _wgs whose last row tile of 1 .. 96 tokens runs with 32, 64
+     * or 96 token columns (mmq.cu memra_k_gemm_q8_0r_wgst), else NULL */
     CUfunction gemm_q8_0r_wgst;
     int wg_all, wg_min_m;
     int wg_fit; /* the kernel is _wgs, not persistent: auto weighs it below wg_min_m (run_tiles) */
@@ -1459,8 +1459,9 @@ static memra_status run_tiles(memra__gpu *q, memra_call *call, const memra_gemm_
                               (unsigned)((n + 127) / 128), (unsigned)p.split, R3W_THREADS, MMQ_K(q)->kr_wg_smem,
                               call->stream, kpre == 2 ? ta2 : ta);
     } else if (wg) {
-        /* MEMRA_MMQ_WG_TAIL=1: where the last row tile holds 1 .. 32 tokens, the twin that runs it on 32 columns */
-        const int tail = MMQ_K(q)->gemm_q8_0r_wgst != NULL && m % 128 >= 1 && m % 128 <= 32;
+        /* MEMRA_MMQ_WG_TAIL=1: where the last row tile holds 1 .. 96 tokens, the twin that runs it on 32, 64 or 96
+         * token columns */
+        const int tail = MMQ_K(q)->gemm_q8_0r_wgst != NULL && m % 128 >= 1 && m % 128 <= 96;
         st = launch_pdl_k(q, &kn, tail ? MMQ_K(q)->gemm_q8_0r_wgst : MMQ_K(q)->gemm_q8_0r_wg,
                           tail ? "memra_k_gemm_q8_0r_wgst" : MMQ_K(q)->wg_name, (unsigned)((m + 127) / 128),
                           (unsigned)((n + 127) / 128), (unsigned)p.split, R3W_THREADS, MMQ_K(q)->wg_smem, call->stream,
