@@ -503,7 +503,7 @@ static int gemm_q8_case(int m, int n, int k, float alpha)
 
 static int case_gemm_q8_0(void)
 {
-    /* m in {1, 15, 16, 17, 512, 4096, 280, 350, 300}; k not a multiple of 512 (nor 128 at times); n not a multiple of 128 */
+    /* m in {1, 15, 16, 17, 512, 4096, 280, 350, 352, 300}; k not a multiple of 512 (nor 128 at times); n not a multiple of 128 */
     int ok = 1;
     ok &= gemm_q8_case(1, 1000, 1056, 1.0f);
     ok &= gemm_q8_case(15, 333, 800, 0.5f);
@@ -511,9 +511,11 @@ static int case_gemm_q8_0(void)
     ok &= gemm_q8_case(17, 130, 4128, -2.0f);
     ok &= gemm_q8_case(512, 1000, 2080, 1.0f);
     ok &= gemm_q8_case(4096, 200, 1312, 1.0f);
-    /* three row tiles, the last of 24 / 94 tokens (MEMRA_MMQ_WG_TAIL's 32- and 96-column paths; 300 below its 64) */
+    /* three row tiles, the last of 24 / 94 / 96 tokens (MEMRA_MMQ_WG_TAIL's 32- and 96-column paths, the last a full
+     * 96-column tile; 300 below takes its 64) */
     ok &= gemm_q8_case(280, 200, 1312, 1.0f);
     ok &= gemm_q8_case(350, 200, 1312, 1.0f);
+    ok &= gemm_q8_case(352, 130, 1056, 1.0f);
     g_wide = 1;
     ok &= gemm_q8_case(300, 520, 1312, 1.0f);
     g_wide = 0;

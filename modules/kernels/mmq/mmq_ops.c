@@ -682,7 +682,7 @@ static memra_status mmq_load(memra__gpu *q, void *state)
                 }
             }
         }
-        /* MEMRA_MMQ_WG_TAIL=1: the tile's twin whose short last row tile has 32 token columns (untimed) */
+        /* MEMRA_MMQ_WG_TAIL=1: the tile's twin whose short last row tile has 32, 64 or 96 token columns (untimed) */
         const char *wt = memra__gpu_knob(q, "MEMRA_MMQ_WG_TAIL");
         if (wt != NULL && strcmp(wt, "1") == 0 &&
             (s->gemm_q8_0r_wg == NULL || s->gemm_q8_0r_wgp != NULL || strcmp(s->wg_name, "memra_k_gemm_q8_0r_wgs") != 0 ||
