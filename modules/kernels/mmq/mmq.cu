@@ -1232,12 +1232,14 @@ __device__ __forceinline__ void r3w_seed(uint32_t (&t)[64])
     for (int i = 0; i < 64; i++) asm volatile("mov.b32 %0, 0x4B400000;\n" : "=r"(t[i]));
 }
 
-/* orders t's registers after the asm statements before it (a wait) */
-__device__ __forceinline__ void r3w_fence_regs(uint32_t (&t)[64])
+/* orders t's first NR registers after the asm statements before it (a wait; NR < 64: a narrow tile's, r3w_mma_n) */
+template <int NR>
+__device__ __forceinline__ void r3w_fence_regs_n(uint32_t (&t)[64])
 {
 #pragma unroll
-    for (int i = 0; i < 64; i++) asm volatile("" : "+r"(t[i])::"memory");
+    for (int i = 0; i < NR; i++) asm volatile("" : "+r"(t[i])::"memory");
 }
+__device__ __forceinline__ void r3w_fence_regs(uint32_t (&t)[64]) { r3w_fence_regs_n<64>(t); }
 
 /* SD: the seed by the tensor cores. A u8 x u8 wgmma with D not read (scale-d false) of a constant A
  * (every byte 0x80 = 128, in registers) and a constant B (the 4 KB block of 0x80 bytes past the
@@ -1264,85 +1266,67 @@ __device__ __forceinline__ void r3w_mma_seed(uint32_t (&d)[64], unsigned long lo
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db));
 }
 
-/* NT = 32 (the grouped tile's remainder tiles, memra_k_experts_q8_0r_wgsr): the same wgmmas with 32 token
- * columns, m64n32k32, whose 16 accumulators are d[0 .. 15] (the m64n128 fragment's j < 4: the same
- * registers hold the same tokens) */
+/* The narrow tiles (r3w_body NT = 32, 64, 96: gemm_experts' remainder tiles, memra_k_experts_q8_0r_wgsr, and a
+ * dense call's short last row tile, memra_k_gemm_q8_0r_wgst): the same wgmmas with NT token columns, m64nNTk32,
+ * whose NT / 2 accumulators are d[0 .. NT / 2) (the m64n128 fragment's j < NT / 8: the same registers hold the
+ * same tokens); R3W_D<n> names n accumulator operands */
 #define R3W_D16 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}"
-#define R3W_D16_OPS(C)                                                                                              \
-    C(d[0]), C(d[1]), C(d[2]), C(d[3]), C(d[4]), C(d[5]), C(d[6]), C(d[7]), C(d[8]), C(d[9]), C(d[10]), C(d[11]),   \
-        C(d[12]), C(d[13]), C(d[14]), C(d[15])
-__device__ __forceinline__ void r3w_mma32(uint32_t (&d)[64], unsigned long long da, unsigned long long db)
-{
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %18, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n32k32.s32.s8.s8 " R3W_D16 ", %16, %17, p;\n}\n"
-                 : R3W_D16_OPS(R3W_RW)
-                 : "l"(da), "l"(db), "r"(1));
-}
-__device__ __forceinline__ void r3w_mma_seed32(uint32_t (&d)[64], unsigned long long db, const uint32_t (&a)[4])
-{
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, 0, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n32k32.s32.u8.u8 " R3W_D16 ", {%16, %17, %18, %19}, %20, p;\n}\n"
-                 : R3W_D16_OPS(R3W_WO)
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db));
-}
-/* NT = 64 / 96 (MEMRA_MMQ_WG_TAIL's last row tile of 33 .. 96 tokens): m64n64k32 / m64n96k32, whose accumulators
- * are d[0 .. 31] / d[0 .. 47] */
-#define R3W_D32 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, "    \
-    "%21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}"
-#define R3W_D32_OPS(C) C(d[0]), C(d[1]), C(d[2]), C(d[3]), C(d[4]), C(d[5]), C(d[6]), C(d[7]), C(d[8]), C(d[9]),      \
-    C(d[10]), C(d[11]), C(d[12]), C(d[13]), C(d[14]), C(d[15]), C(d[16]), C(d[17]), C(d[18]), C(d[19]), C(d[20]),               \
-    C(d[21]), C(d[22]), C(d[23]), C(d[24]), C(d[25]), C(d[26]), C(d[27]), C(d[28]), C(d[29]), C(d[30]),               \
-    C(d[31])
-#define R3W_D48 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, "    \
-    "%21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, "                 \
+#define R3W_D16_OPS(C) C(d[0]), C(d[1]), C(d[2]), C(d[3]), C(d[4]), C(d[5]), C(d[6]), C(d[7]), C(d[8]),               \
+    C(d[9]), C(d[10]), C(d[11]), C(d[12]), C(d[13]), C(d[14]), C(d[15])
+#define R3W_D32 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, "         \
+    "%20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}"
+#define R3W_D32_OPS(C) C(d[0]), C(d[1]), C(d[2]), C(d[3]), C(d[4]), C(d[5]), C(d[6]), C(d[7]), C(d[8]),               \
+    C(d[9]), C(d[10]), C(d[11]), C(d[12]), C(d[13]), C(d[14]), C(d[15]), C(d[16]), C(d[17]), C(d[18]),                \
+    C(d[19]), C(d[20]), C(d[21]), C(d[22]), C(d[23]), C(d[24]), C(d[25]), C(d[26]), C(d[27]), C(d[28]),               \
+    C(d[29]), C(d[30]), C(d[31])
+#define R3W_D48 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, "         \
+    "%20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, "            \
     "%40, %41, %42, %43, %44, %45, %46, %47}"
-#define R3W_D48_OPS(C) C(d[0]), C(d[1]), C(d[2]), C(d[3]), C(d[4]), C(d[5]), C(d[6]), C(d[7]), C(d[8]), C(d[9]),      \
-    C(d[10]), C(d[11]), C(d[12]), C(d[13]), C(d[14]), C(d[15]), C(d[16]), C(d[17]), C(d[18]), C(d[19]), C(d[20]),               \
-    C(d[21]), C(d[22]), C(d[23]), C(d[24]), C(d[25]), C(d[26]), C(d[27]), C(d[28]), C(d[29]), C(d[30]),               \
-    C(d[31]), C(d[32]), C(d[33]), C(d[34]), C(d[35]), C(d[36]), C(d[37]), C(d[38]), C(d[39]), C(d[40]),               \
-    C(d[41]), C(d[42]), C(d[43]), C(d[44]), C(d[45]), C(d[46]), C(d[47])
+#define R3W_D48_OPS(C) C(d[0]), C(d[1]), C(d[2]), C(d[3]), C(d[4]), C(d[5]), C(d[6]), C(d[7]), C(d[8]),               \
+    C(d[9]), C(d[10]), C(d[11]), C(d[12]), C(d[13]), C(d[14]), C(d[15]), C(d[16]), C(d[17]), C(d[18]),                \
+    C(d[19]), C(d[20]), C(d[21]), C(d[22]), C(d[23]), C(d[24]), C(d[25]), C(d[26]), C(d[27]), C(d[28]),               \
+    C(d[29]), C(d[30]), C(d[31]), C(d[32]), C(d[33]), C(d[34]), C(d[35]), C(d[36]), C(d[37]), C(d[38]),               \
+    C(d[39]), C(d[40]), C(d[41]), C(d[42]), C(d[43]), C(d[44]), C(d[45]), C(d[46]), C(d[47])
 template <int NT>
 __device__ __forceinline__ void r3w_mma_n(uint32_t (&d)[64], unsigned long long da, unsigned long long db)
 {
     static_assert(NT == 32 || NT == 64 || NT == 96, "the narrow tiles' widths");
-    if constexpr (NT == 32) {
-        r3w_mma32(d, da, db);
-    } else if constexpr (NT == 64) {
+    if constexpr (NT == 32)
+        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %18, 0;\n"
+                     "wgmma.mma_async.sync.aligned.m64n32k32.s32.s8.s8 " R3W_D16 ", %16, %17, p;\n}\n"
+                     : R3W_D16_OPS(R3W_RW)
+                     : "l"(da), "l"(db), "r"(1));
+    else if constexpr (NT == 64)
         asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
                      "wgmma.mma_async.sync.aligned.m64n64k32.s32.s8.s8 " R3W_D32 ", %32, %33, p;\n}\n"
                      : R3W_D32_OPS(R3W_RW)
                      : "l"(da), "l"(db), "r"(1));
-    } else {
+    else
         asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %50, 0;\n"
                      "wgmma.mma_async.sync.aligned.m64n96k32.s32.s8.s8 " R3W_D48 ", %48, %49, p;\n}\n"
                      : R3W_D48_OPS(R3W_RW)
                      : "l"(da), "l"(db), "r"(1));
-    }
 }
+/* the seed (r3w_mma_seed) of the narrow tiles */
 template <int NT>
 __device__ __forceinline__ void r3w_mma_seed_n(uint32_t (&d)[64], unsigned long long db, const uint32_t (&a)[4])
 {
     static_assert(NT == 32 || NT == 64 || NT == 96, "the narrow tiles' widths");
-    if constexpr (NT == 32) {
-        r3w_mma_seed32(d, db, a);
-    } else if constexpr (NT == 64) {
+    if constexpr (NT == 32)
+        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, 0, 0;\n"
+                     "wgmma.mma_async.sync.aligned.m64n32k32.s32.u8.u8 " R3W_D16 ", {%16, %17, %18, %19}, %20, p;\n}\n"
+                     : R3W_D16_OPS(R3W_WO)
+                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db));
+    else if constexpr (NT == 64)
         asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, 0, 0;\n"
                      "wgmma.mma_async.sync.aligned.m64n64k32.s32.u8.u8 " R3W_D32 ", {%32, %33, %34, %35}, %36, p;\n}\n"
                      : R3W_D32_OPS(R3W_WO)
                      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db));
-    } else {
+    else
         asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, 0, 0;\n"
                      "wgmma.mma_async.sync.aligned.m64n96k32.s32.u8.u8 " R3W_D48 ", {%48, %49, %50, %51}, %52, p;\n}\n"
                      : R3W_D48_OPS(R3W_WO)
                      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db));
-    }
-}
-/* orders t's first NR registers after the asm statements before it (NT = 32: the 16 its wgmmas write) */
-template <int NR>
-__device__ __forceinline__ void r3w_fence_regs_n(uint32_t (&t)[64])
-{
-#pragma unroll
-    for (int i = 0; i < NR; i++) asm volatile("" : "+r"(t[i])::"memory");
 }
 
 /* The seed block's descriptor: no swizzle, core matrices (8 rows of 16 bytes) 128 bytes apart along K
@@ -1455,8 +1439,7 @@ __device__ __forceinline__ void r3w_step(float (&acc)[64], uint32_t (&tc)[64], u
     static_assert(NT == 128 || ((NT == 32 || NT == 64 || NT == 96) && SD && !KQ && !KM && !SA && !XP && !PP),
                   "NT 32 / 64 / 96: the plain seeded Q8_0 fold");
     asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
-    if (NT == 128) r3w_fence_regs(tc);
-    else r3w_fence_regs_n<NT / 2>(tc);
+    r3w_fence_regs_n<NT / 2>(tc);
     if (KM && G == 0 && empty_p != 0u) r3w_min_add(acc, tn, empty_p); /* the last step's min term */
     if (KK_N == 0) memra_mb_wait(full_n, ph_n);
     if (TR && KK_N == 0) memra_mb_wait(full_n + 16 * R3W_STAGES, ph_n); /* the step's `ready`: its token scales transposed */
@@ -2101,8 +2084,7 @@ __device__ __forceinline__ void r3w_body(const memra_tmap *map_w, const memra_tm
         inflight = more; /* (tiles without steps between keep it: they issue nothing) */
         if (!more) {
             asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory"); /* the repeated group's, never read */
-            if (NT == 128) r3w_fence_regs(t0);
-            else r3w_fence_regs_n<NT / 2>(t0);
+            r3w_fence_regs_n<NT / 2>(t0);
             if (KM) r3w_min_add(acc, t1, empty_p), empty_p = 0u; /* and the last step's min term */
         }
         pdl_trigger();
