@@ -47,6 +47,7 @@
 #               admission, memcheck (KQ_BENCH=1: memra bench 27b m=512)
 #   accprobe    memra bench accprobe (wide, mid)
 #   quant       MEMRA_MMQ_QUANT_LEAN: its GPU test, ncu of both quantisers, knobab 0 / 1 (see step_quant)
+#   wgfold      bench/micro/wgfold.cu: the seeded tile's step split into tensor work and fold (see step_wgfold)
 #   wgpp        MEMRA_MMQ_WG_SEED=pp (_wgspp, the folds in turn): knobab, tests, stall samples, tools (see step_wgpp)
 #   wgtail      MEMRA_MMQ_WG_TAIL=1 (the seeded tile's short last row tile on 32 / 64 / 96 token columns): test, ncu names,
 #               knobab 0 / 1 at m = 1030 and 4100, tools (see step_wgtail)
@@ -1190,6 +1191,22 @@ step_wgtail() {
   fi
   [[ $parts == *" tools "* ]] && knob_tools "MEMRA_MMQ_WG=all MEMRA_MMQ_WG_TAIL=1" wgtail gemm_q8_0r
   say "wgtail: $((SECONDS - t)) s"
+}
+
+# wgfold (issue 26): the microbenchmark bench/micro/wgfold.cu, built here with nvcc (no memory traffic: the seeded
+# tile's step with parts switched off, so that a step's cycles split into tensor work and fold; WGFOLD_STEPS, default
+# 8192), its table to the summary
+step_wgfold() {
+  local t=$SECONDS nv
+  nv=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
+  if ! $nv -O3 -std=c++17 -Xptxas=-v -gencode=arch=compute_90a,code=sm_90a bench/micro/wgfold.cu -o $B/wgfold \
+       > "$L/wgfold_build.log" 2>&1; then
+    tail -20 "$L/wgfold_build.log" >> "$S"; say "wgfold: build FAILED"; return 1
+  fi
+  timeout 200 $B/wgfold ${WGFOLD_STEPS:-8192} > "$L/wgfold.txt" 2>&1
+  say "wgfold: exit $?"
+  cat "$L/wgfold.txt" >> "$S"
+  say "wgfold: $((SECONDS - t)) s"
 }
 
 # MEMRA_MMQ_XE_WG_REM=1 (issue 30: the experts' remainders of at most 32 rows in the seeded tile's grid, on its
