@@ -1744,9 +1744,10 @@ memra_status memra__mmq_gemm_experts(memra_call *call, const memra_gemm_args *a,
      * still go to the 32-row tile */
     const memra__mmq_r3_tile *tall = NULL;
     /* a knob asked for (=1) whose tile this call's rows cannot take (the routing's mean picks a shorter table than
-     * the 128-row one both tiles replace) says so: a test must not pass on the tiles that served instead */
+     * the 128-row one both tiles replace) says so: a test must not pass on the tiles that served instead. Not while
+     * memra_stream_reserve sizes the call at every m (nothing runs then: run s1's graph cases warned at each m) */
     const int wg_note = lane == 0 && MMQ_K(q)->xe_wg_asked && MMQ_K(q)->experts_wg != NULL;
-    if (tl->bm != 128 && MMQ_K(q)->xe_bm == 0 && (wg_note || (lane < 2 && MMQ_K(q)->experts_tall[lane] != NULL)))
+    if (tl->bm != 128 && MMQ_K(q)->xe_bm == 0 && !sizing(call) && (wg_note || (lane < 2 && MMQ_K(q)->experts_tall[lane] != NULL)))
         q->host->log(MEMRA_LOG_WARN, q->name,
                      "gemm_experts: %d rows over %d experts pick the %d-row table; %s applies to the 128-row one "
                      "only, and the records tiles serve this call",
