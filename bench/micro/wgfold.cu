@@ -76,11 +76,11 @@ template <int NR> __device__ __forceinline__ void fence_regs(uint32_t (&t)[64])
     for (int i = 0; i < NR; i++) asm volatile("" : "+r"(t[i])::"memory");
 }
 
-/* MMA: 0 none, 1 the product only, 2 seed + product. NF: FFMAs an accumulator (0, 1, 2). DB: two temporaries
+/* MMA: 0 none, 1 the product only, 2 seed + product. NF: FFMAs an accumulator (0, 1, 2). DB 3 / 4: DB 2 / 1 with the fold pinned after the product's issue (every FFMA depends on a clock read that ptxas keeps after the wgmma, so it cannot sink the wgmma into the fold); DB 2: two temporaries, each seeded right after its fold (the product then waits on a seed a fold old; wait_group 0 throughout, as ptxas serialises every wgmma after a wait_group 1 here, C7514); DB 1: two temporaries
  * (issue the next group, then fold this one) or one (issue, wait, fold). LD: the token scales from shared
  * memory (a float4 per two fragment rows, as _wgs), else from registers. */
-template <int NW, int N, int MMA, int NF, bool DB, bool LD>
-__global__ void __launch_bounds__(128 * NW, 1) k_fold(float *out, long long *cyc, int steps, float s, float m)
+template <int NW, int N, int MMA, int NF, int DB, bool LD>
+__global__ void __launch_bounds__(128 * NW, 1) k_fold(float *out, long long *cyc, int steps, float s_in, float m_in)
 {
     extern __shared__ __align__(1024) unsigned char sm[];
     const int tid = threadIdx.x, w = tid >> 7, lane = tid & 127;
@@ -116,6 +116,12 @@ __global__ void __launch_bounds__(128 * NW, 1) k_fold(float *out, long long *cyc
     };
     auto fold = [&](uint32_t(&t)[64], int g) {
         const float *xt = xs + (g & 3) * 128;
+        float s = s_in, m = m_in;
+        if constexpr (DB == 3 || DB == 4) { /* pin: every FFMA of the fold depends on a clock read issued after the product */
+            uint32_t clk;
+            asm volatile("mov.u32 %0, %%clock;\n" : "=r"(clk)::"memory");
+            s = clk == 0xFFFFFFFFu ? 0.0f : s;
+        }
 #pragma unroll
         for (int j = 0; j < N / 8; j++) {
             float x0 = xr[j & 7], x1 = xr[(j + 1) & 7];
@@ -132,9 +138,42 @@ __global__ void __launch_bounds__(128 * NW, 1) k_fold(float *out, long long *cyc
             }
         }
     };
+    auto seed = [&](uint32_t(&t)[64]) {
+        asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+        mma_seed<N>(t, db);
+        asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+    };
+    auto prod = [&](uint32_t(&t)[64]) {
+        asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+        mma_s8<N>(t, da, db);
+        asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+    };
+    auto wait0 = [&](uint32_t(&t)[64], uint32_t(&u)[64]) { /* both temporaries: the product's and the seeded one */
+        asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+        fence_regs<NR>(t);
+        fence_regs<NR>(u);
+    };
     __syncthreads();
     const long long c0 = clock64();
-    if constexpr (DB) {
+    if constexpr (DB == 2 || DB == 3) { /* the seed a fold ahead: each product waits on a seed issued one fold before it */
+        static_assert(MMA == 2, "the early seed is of the seeded step");
+        seed(t0);
+        prod(t0);
+        seed(t1);
+        for (int g = 0; g < steps; g += 2) {
+            wait0(t0, t1);
+            prod(t1);
+            fold(t0, g);
+            seed(t0);
+            wait0(t1, t0);
+            prod(t0);
+            fold(t1, g + 1);
+            seed(t1);
+        }
+        asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+        fence_regs<NR>(t0);
+        fence_regs<NR>(t1);
+    } else if constexpr (DB == 1 || DB == 4) {
         issue(t0);
         for (int g = 0; g < steps; g += 2) {
             wait(t0);
@@ -183,6 +222,18 @@ int main(int argc, char **argv)
         V("2wg n128 fold2+ld only         ", 2, 128, 0, 2, 1, 1),
         V("2wg n128 fold1+ld only         ", 2, 128, 0, 1, 1, 1),
         V("2wg n128 seed+s8 fold2+ld (wgs)", 2, 128, 2, 2, 1, 1),
+        V("2wg n128 seed+s8 fold2+ld early", 2, 128, 2, 2, 2, 1),
+        V("2wg n128 seed+s8 fold2 early   ", 2, 128, 2, 2, 2, 0),
+        V("2wg n128 seed+s8 fold2+ld pin  ", 2, 128, 2, 2, 3, 1),
+        V("1wg n128 seed+s8 fold2+ld pin  ", 1, 128, 2, 2, 3, 1),
+        V("2wg n128 seed+s8 fold2+ld wgs+pin", 2, 128, 2, 2, 4, 1),
+        V("2wg n128 seed+s8 fold1+ld pin  ", 2, 128, 2, 1, 3, 1),
+        V("2wg n64  seed+s8 fold2+ld pin  ", 2, 64, 2, 2, 3, 1),
+        V("3wg n64  seed+s8 fold2+ld pin  ", 3, 64, 2, 2, 3, 1),
+        V("4wg n64  seed+s8 fold2+ld pin  ", 4, 64, 2, 2, 3, 1),
+        V("1wg n128 seed+s8 fold2+ld early", 1, 128, 2, 2, 2, 1),
+        V("2wg n64  seed+s8 fold2+ld early", 2, 64, 2, 2, 2, 1),
+        V("3wg n64  seed+s8 fold2+ld early", 3, 64, 2, 2, 2, 1),
         V("2wg n128 seed+s8 fold2 no ld   ", 2, 128, 2, 2, 1, 0),
         V("2wg n128 s8 fold2+ld           ", 2, 128, 1, 2, 1, 1),
         V("2wg n128 seed+s8 fold1+ld      ", 2, 128, 2, 1, 1, 1),
