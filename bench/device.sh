@@ -48,6 +48,7 @@
 #   accprobe    memra bench accprobe (wide, mid)
 #   quant       MEMRA_MMQ_QUANT_LEAN: its GPU test, ncu of both quantisers, knobab 0 / 1 (see step_quant)
 #   wgfold      bench/micro/wgfold.cu: the seeded tile's step split into tensor work and fold (see step_wgfold)
+#   wgpin       MEMRA_MMQ_WG_SEED=pin (_wgsf, the fold pinned behind the s8 wgmma): test, knobab, tools (see step_wgpin)
 #   wgpp        MEMRA_MMQ_WG_SEED=pp (_wgspp, the folds in turn): knobab, tests, stall samples, tools (see step_wgpp)
 #   wgtail      MEMRA_MMQ_WG_TAIL=1 (the seeded tile's short last row tile on 32 / 64 / 96 token columns): test, ncu names,
 #               knobab 0 / 1 at m = 1030 and 4100, tools (see step_wgtail)
@@ -1207,6 +1208,33 @@ step_wgfold() {
   say "wgfold: exit $?"
   cat "$L/wgfold.txt" >> "$S"
   say "wgfold: $((SECONDS - t)) s"
+}
+
+# MEMRA_MMQ_WG_SEED=pin (_wgsf: _wgs with each group's fold pinned behind its s8 wgmma; bench/micro/wgfold.cu found
+# ptxas issuing that wgmma two thirds into the fold), in parts (WGPIN_PARTS, default "test ab tools"):
+#   test   test_mmq_ops gemm_q8_0r (_wgsf bit for bit the records tile), ncu's kernel name at m = 4096 under pin
+#   ab     knobab SEED 1 / pin at WGPIN_M (default "4096 2048"), WGPIN_ROUNDS rounds (default 2); then at m = 512
+#          under MEMRA_MMQ_WG=all MEMRA_MMQ_WG_SK=0 (both arms on the plain tile: stream-k needs _wgs)
+#   tools  the four sanitizer tools over check gemm_q8_0r --quick under pin and MEMRA_MMQ_WG=all
+step_wgpin() {
+  local t=$SECONDS parts=" ${WGPIN_PARTS:-test ab tools} "
+  if [[ $parts == *" test "* ]]; then
+    timeout 300 $T gemm_q8_0r > "$L/wgpin_test_gemm_q8_0r.log" 2>&1
+    say "test_mmq_ops gemm_q8_0r (with _wgsf): exit $? $(grep -cE '_wgsf .* ok$' "$L/wgpin_test_gemm_q8_0r.log") _wgsf cases ok"
+    grep -E "FAIL" "$L/wgpin_test_gemm_q8_0r.log" | head -6 >> "$S"
+    MEMRA_MMQ_WG_SEED=pin MEMRA_ADMISSION=off timeout 200 ncu --clock-control none --metrics gpu__time_duration.sum \
+      -k regex:memra_k_gemm_q8_0r -c 2 $M bench 27b --m 4096 --reps 1 --warmup 0 > "$L/wgpin_ncu.txt" 2>&1
+    say "ncu names (pin, m = 4096): exit $? $(grep -oE 'memra_k_gemm_q8_0r_[a-z0-9]+' "$L/wgpin_ncu.txt" | sort -u | tr '\n' ' ')"
+    grep -E "gpu__time_duration" "$L/wgpin_ncu.txt" | head -2 >> "$S"
+  fi
+  if [[ $parts == *" ab "* ]]; then
+    KNOBAB_KNOB=MEMRA_MMQ_WG_SEED KNOBAB_ON=pin KNOBAB_OFF=1 KNOBAB_M="${WGPIN_M:-4096 2048}" \
+      KNOBAB_ROUNDS=${WGPIN_ROUNDS:-2} KNOBAB_ARM="mmq|q4_0" step_knobab
+    KNOBAB_KNOB=MEMRA_MMQ_WG_SEED KNOBAB_ON=pin KNOBAB_OFF=1 KNOBAB_M=512 KNOBAB_ROUNDS=1 KNOBAB_ARM="mmq|q4_0" \
+      KNOBAB_ENV="MEMRA_MMQ_WG=all MEMRA_MMQ_WG_SK=0" step_knobab
+  fi
+  [[ $parts == *" tools "* ]] && knob_tools "MEMRA_MMQ_WG=all MEMRA_MMQ_WG_SEED=pin" wgpin gemm_q8_0r
+  say "wgpin: $((SECONDS - t)) s"
 }
 
 # MEMRA_MMQ_XE_WG_REM=1 (issue 30: the experts' remainders of at most 32 rows in the seeded tile's grid, on its

@@ -1662,7 +1662,11 @@ static int case_mmq(const char *so)
                 * auto the records tiles, as for smem / xp */
                {90, 0, NULL, NULL, NULL, NULL, 4096, 12288, 8, "pp"}, {90, 0, "all", NULL, NULL, NULL, 512, 1024, 8, "pp"},
                {90, 0, NULL, NULL, NULL, "1", 4096, 12288, 5, "pp"}, {90, 0, NULL, "q8_0r_wgspp", NULL, NULL, 4096, 12288, 0, "pp"},
-               {90, 0, NULL, NULL, NULL, NULL, 512, 1024, 0, "pp"},  {120, 0, NULL, NULL, NULL, NULL, 4096, 12288, 0, "pp"}};
+               {90, 0, NULL, NULL, NULL, NULL, 512, 1024, 0, "pp"},  {120, 0, NULL, NULL, NULL, NULL, 4096, 12288, 0, "pp"},
+               /* MEMRA_MMQ_WG_SEED=pin: _wgsf (_wgs with the fold pinned behind the s8 wgmma), as pp */
+               {90, 0, NULL, NULL, NULL, NULL, 4096, 12288, 9, "pin"}, {90, 0, "all", NULL, NULL, NULL, 512, 1024, 9, "pin"},
+               {90, 0, NULL, NULL, NULL, "1", 4096, 12288, 5, "pin"}, {90, 0, NULL, "q8_0r_wgsf", NULL, NULL, 4096, 12288, 0, "pin"},
+               {90, 0, NULL, NULL, NULL, NULL, 512, 1024, 0, "pin"},  {120, 0, NULL, NULL, NULL, NULL, 4096, 12288, 0, "pin"}};
     g_mmq_sk_knob = "0"; /* the plain grids' plans; the stream-k tile's picks (160 tiles here at 1024 x 2560 and
                           * 512 x 5120) are mmq_sk's */
     for (size_t i = 0; i < sizeof wgc / sizeof wgc[0]; i++) {
@@ -1685,6 +1689,7 @@ static int case_mmq(const char *so)
                           : strcmp(got, "memra_k_gemm_q8_0r_wgsa") == 0 ? 6
                           : strcmp(got, "memra_k_gemm_q8_0r_wgsax") == 0 ? 7
                           : strcmp(got, "memra_k_gemm_q8_0r_wgspp") == 0 ? 8
+                          : strcmp(got, "memra_k_gemm_q8_0r_wgsf") == 0 ? 9
                                                                         : 0;
         const int per = is_wg == 3 || is_wg == 5;
         /* the persistent tiles: a 1-D grid of min(tiles x slices, 132 SMs) (m = 512: 32 tiles x 4 slices) */

@@ -1410,6 +1410,23 @@ __device__ __forceinline__ int r3w_perm(int t)
     return 16 * (j >> 1) + 4 * (c >> 1) + 2 * (j & 1) + (c & 1);
 }
 
+/* PIN (MEMRA_MMQ_WG_SEED=pin): ptxas schedules a group's s8 wgmma about two thirds into the fold it should
+ * overlap (it fills the seed's modelled latency with the fold's FFMAs: `_wgs`'s SASS has ~98 instructions
+ * between the u8 and the s8 IGMMA), so the products start late and a group costs about fold + tensor work
+ * (bench/micro/wgfold.cu). Reading %clock_hi (the upper half of %clock64) right after the commit and passing the weight scales
+ * through a select on it makes every FFMA of the fold depend on an instruction that ptxas keeps behind the
+ * wgmma. The select never fires: the upper half would need centuries to reach 2^32 - 1; the scales are the same values, so
+ * the outputs are bit for bit. */
+__device__ __forceinline__ void r3w_pin(float &a, float &b, const float *&x)
+{
+    unsigned c;
+    asm volatile("mov.u32 %0, %%clock_hi;\n" : "=r"(c)::"memory");
+    const bool never = c == ~0u;
+    a = never ? 0.0f : a;
+    b = never ? 0.0f : b;
+    x = never ? x + 4 : x; /* the token scales' loads too: hoisted above the wgmma, all 32 registers at once, they spilled */
+}
+
 /* PP (MEMRA_MMQ_WG_SEED=pp): the two consumer warpgroups fold in turn, so that each one's wgmmas run on the
  * tensor cores while the other folds, where in `_wgs` both fold at once and then both wait. After its fold,
  * consumer pw opens the other's named barrier (3 - pw: bar 2 is consumer 0's, bar 3 consumer 1's). Consumer 1
@@ -1428,7 +1445,7 @@ __device__ __forceinline__ void r3w_pp_pass(int pw)
  * the seed block's descriptor); the stage freed after its fourth group. r: the
  * thread's weight row in the tile, cq its first token column (2 (lane % 4)). */
 template <int G, bool TR, bool SD, bool KQ = false, bool KM = false, bool SA = false, bool XP = false, bool PP = false,
-          int NT = 128>
+          int NT = 128, bool PIN = false>
 __device__ __forceinline__ void r3w_step(float (&acc)[64], uint32_t (&tc)[64], uint32_t (&tn)[64], float (&sc)[2],
                                          float (&mc)[2], float4 (&xp)[4], const unsigned char *sp, const unsigned char *sp_n, unsigned st_n,
                                          unsigned full_n, unsigned ph_n, unsigned empty_s, unsigned a_off, int r,
@@ -1461,6 +1478,7 @@ __device__ __forceinline__ void r3w_step(float (&acc)[64], uint32_t (&tc)[64], u
     if (PP) asm volatile("bar.sync %0, 256;\n" ::"r"(2 + pw) : "memory");
     const float *hx = reinterpret_cast<const float *>(sp + 32768 + 2048);
     const float *xt = reinterpret_cast<const float *>(sp + 32768 + 4096) + G * 128; /* TR: [group][token] */
+    const float *xt_pin = xt; /* (PIN) */
     /* loaded by the group before (their latency off the group's start); (PP) loaded here, after the turn's
      * barrier: every FFMA of the fold then depends on a load the barrier orders (the token scales' or these),
      * so ptxas cannot hoist the fold above the wait, as it does with register-only inputs */
@@ -1468,7 +1486,8 @@ __device__ __forceinline__ void r3w_step(float (&acc)[64], uint32_t (&tc)[64], u
     const float s0 = PP ? hc[r * 4 + G] : sc[0], s1 = PP ? hc[(r + 8) * 4 + G] : sc[1];
     constexpr float SDS = KQ ? R3W_KQ_SCALE : R3W_SD_SCALE, SDM = KQ ? R3W_KQ_MIN : R3W_SD_MIN;
     const float m0 = SD ? s0 * SDM : s0 * -MMQ_MAGIC, m1 = SD ? s1 * SDM : s1 * -MMQ_MAGIC;
-    const float s0d = s0 * SDS, s1d = s1 * SDS; /* (SD) */
+    float s0d = s0 * SDS, s1d = s1 * SDS; /* (SD) */
+    if constexpr (PIN) r3w_pin(s0d, s1d, xt_pin);
     /* (KQ) the rows' min factors, -mn 2^-44 (exact), and the tokens' sums t (permuted as the scales) */
     const float n0 = mc[0] * -(1.0f / R3W_KQ_POST), n1 = mc[1] * -(1.0f / R3W_KQ_POST);
     const float *tt = reinterpret_cast<const float *>(sp + 32768 + 8192) + G * 128;
@@ -1481,7 +1500,7 @@ __device__ __forceinline__ void r3w_step(float (&acc)[64], uint32_t (&tc)[64], u
     for (int j = 0; j < NT / 8; j++) {
         float x0, x1;
         if (SD) { /* TR, permuted (r3w_perm): one 16-byte load holds tokens of j and j + 1 */
-            const float4 xx = !XP ? *reinterpret_cast<const float4 *>(xt + r3w_perm(8 * (j & ~1) + cq))
+            const float4 xx = !XP ? *reinterpret_cast<const float4 *>(xt_pin + r3w_perm(8 * (j & ~1) + cq))
                               : j < 8 ? xp[j >> 1] : xh[(j - 8) >> 1];
             x0 = (j & 1) ? xx.z : xx.x, x1 = (j & 1) ? xx.w : xx.y;
         } else if (TR) {
@@ -1859,7 +1878,7 @@ struct r3w_xe {
  * after each step's last fold; the step's stage is then released by the next step's first group,
  * after the wait that covers them (a stage is held one step longer: three ahead, not four). */
 template <bool TR, bool P, bool SD, int KF = -1, bool KM = false, bool SA = false, bool XE = false, bool XT = false,
-          bool XP = false, int KP = 0, bool SK = false, bool PP = false, int NT = 128>
+          bool XP = false, int KP = 0, bool SK = false, bool PP = false, int NT = 128, bool PIN = false>
 __device__ __forceinline__ void r3w_body(const memra_tmap *map_w, const memra_tmap *map_wh, const memra_tmap *map_x,
                                          const memra_tmap *map_xh, float *__restrict__ y, int m, int n, int k,
                                          long long ldy, float alpha, float *__restrict__ part, int sl,
@@ -2068,11 +2087,11 @@ __device__ __forceinline__ void r3w_body(const memra_tmap *map_w, const memra_tm
             /* (SD) the descriptors of this stage's and the next issue's operands */
             const unsigned long long da = memra_wg_desc(st + a_off), db = memra_wg_desc(st + 16384);
             const unsigned long long da_n = memra_wg_desc(st_n + a_off), db_n = memra_wg_desc(st_n + 16384);
-            r3w_step<0, TR, SD, KQ, KM, SA, XP, PP, NT>(acc, t0, t1, sc, mc, xp, sp, sp, st, 0u, 0u, empty_s, a_off, r, cq, dseed, sa, da, db,
+            r3w_step<0, TR, SD, KQ, KM, SA, XP, PP, NT, PIN>(acc, t0, t1, sc, mc, xp, sp, sp, st, 0u, 0u, empty_s, a_off, r, cq, dseed, sa, da, db,
                                         empty_p);
-            r3w_step<1, TR, SD, KQ, KM, SA, XP, PP, NT>(acc, t1, t0, sc, mc, xp, sp, sp, st, 0u, 0u, empty_s, a_off, r, cq, dseed, sa, da, db);
-            r3w_step<2, TR, SD, KQ, KM, SA, XP, PP, NT>(acc, t0, t1, sc, mc, xp, sp, sp, st, 0u, 0u, empty_s, a_off, r, cq, dseed, sa, da, db);
-            r3w_step<3, TR, SD, KQ, KM, SA, XP, PP, NT>(acc, t1, t0, sc, mc, xp, sp, sp_n, st_n, full_n, ph_n, empty_s, a_off, r, cq, dseed, sa,
+            r3w_step<1, TR, SD, KQ, KM, SA, XP, PP, NT, PIN>(acc, t1, t0, sc, mc, xp, sp, sp, st, 0u, 0u, empty_s, a_off, r, cq, dseed, sa, da, db);
+            r3w_step<2, TR, SD, KQ, KM, SA, XP, PP, NT, PIN>(acc, t0, t1, sc, mc, xp, sp, sp, st, 0u, 0u, empty_s, a_off, r, cq, dseed, sa, da, db);
+            r3w_step<3, TR, SD, KQ, KM, SA, XP, PP, NT, PIN>(acc, t1, t0, sc, mc, xp, sp, sp_n, st_n, full_n, ph_n, empty_s, a_off, r, cq, dseed, sa,
                                         da_n, db_n);
             if (KM) { /* the step's min term into t1 (just folded), its operands in this stage, held until the
                        * next step's first wait */
@@ -2164,6 +2183,15 @@ memra_k_gemm_q8_0r_wgspp(const __grid_constant__ memra_tmap map_w, const __grid_
 {
     r3w_body<true, false, true, -1, false, false, false, false, false, 0, false, true>(&map_w, &map_wh, &map_x, &map_xh,
                                                                                       y, m, n, k, ldy, alpha, part, 1);
+}
+/* MEMRA_MMQ_WG_SEED=pin: _wgs with each group's fold pinned behind its s8 wgmma (r3w_pin), bit for bit _wgs */
+extern "C" __global__ void __launch_bounds__(R3W_THREADS, 1)
+memra_k_gemm_q8_0r_wgsf(const __grid_constant__ memra_tmap map_w, const __grid_constant__ memra_tmap map_wh,
+                        const __grid_constant__ memra_tmap map_x, const __grid_constant__ memra_tmap map_xh,
+                        float *__restrict__ y, int m, int n, int k, long long ldy, float alpha, float *__restrict__ part)
+{
+    r3w_body<true, false, true, -1, false, false, false, false, false, 0, false, false, 128, true>(
+        &map_w, &map_wh, &map_x, &map_xh, y, m, n, k, ldy, alpha, part, 1);
 }
 /* MEMRA_MMQ_WG_PERSIST=1 (with the token scales transposed): the persistent tiles, sl slices, a 1-D grid */
 extern "C" __global__ void __launch_bounds__(R3W_THREADS, 1)

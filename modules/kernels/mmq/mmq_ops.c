@@ -643,9 +643,12 @@ static memra_status mmq_load(memra__gpu *q, void *state)
             const int sdx = sd != NULL && strcmp(sd, "xp") == 0;
             /* pp: _wgspp, _wgs with its two consumer warpgroups folding in turn (untimed) */
             const int sdp = sd != NULL && strcmp(sd, "pp") == 0;
-            const int seed = sd == NULL || strcmp(sd, "1") == 0 || sda || sdx || sdp;
+            /* pin: _wgsf, _wgs with each group's fold pinned behind its s8 wgmma (mmq.cu r3w_pin; untimed) */
+            const int sdf = sd != NULL && strcmp(sd, "pin") == 0;
+            const int seed = sd == NULL || strcmp(sd, "1") == 0 || sda || sdx || sdp || sdf;
             const int t = seed || per || (tr != NULL && strcmp(tr, "1") == 0);
-            s->wg_name = sdp    ? "memra_k_gemm_q8_0r_wgspp"
+            s->wg_name = sdf    ? "memra_k_gemm_q8_0r_wgsf"
+                         : sdp  ? "memra_k_gemm_q8_0r_wgspp"
                          : sdx  ? "memra_k_gemm_q8_0r_wgsax"
                          : sda  ? "memra_k_gemm_q8_0r_wgsa"
                          : seed ? "memra_k_gemm_q8_0r_wgs"
