@@ -1216,6 +1216,9 @@ step_wgfold() {
 #   ab     knobab SEED 1 / pin at WGPIN_M (default "4096 2048"), WGPIN_ROUNDS rounds (default 2); then at m = 512
 #          under MEMRA_MMQ_WG=all MEMRA_MMQ_WG_SK=0 (both arms on the plain tile: stream-k needs _wgs)
 #   tools  the four sanitizer tools over check gemm_q8_0r --quick under pin and MEMRA_MMQ_WG=all
+#   xe     the grouped twin (memra_k_experts_q8_0r_wgsf): test_gpu_experts wg, wg_graph, wg_split and check
+#          gemm_experts under pin, ncu names, bench moe mixtral q8_0 SEED 1 / pin at WGPIN_XE_M (default "512 4096"),
+#          WGPIN_XE_ROUNDS rounds (default 1)
 step_wgpin() {
   local t=$SECONDS parts=" ${WGPIN_PARTS:-test ab tools} "
   if [[ $parts == *" test "* ]]; then
@@ -1234,6 +1237,11 @@ step_wgpin() {
       KNOBAB_ENV="MEMRA_MMQ_WG=all MEMRA_MMQ_WG_SK=0" step_knobab
   fi
   [[ $parts == *" tools "* ]] && knob_tools "MEMRA_MMQ_WG=all MEMRA_MMQ_WG_SEED=pin" wgpin gemm_q8_0r
+  if [[ $parts == *" xe "* ]]; then # the grouped twin (memra_k_experts_q8_0r_wgsf): tests, ncu names, bench moe 1 / pin
+    knob_experts "MEMRA_MMQ_WG_SEED=pin MEMRA_MMQ_XE_WG=1" wgpinxe mmq wg wg_graph wg_split
+    knob_xe_ncu "MEMRA_MMQ_WG_SEED=pin MEMRA_MMQ_XE_WG=1" wgpinxe wg
+    KNOBMOE_VALS="1 pin" knob_moe MEMRA_MMQ_WG_SEED wgpinxe "${WGPIN_XE_M:-512 4096}" q8_0 ${WGPIN_XE_ROUNDS:-1}
+  fi
   say "wgpin: $((SECONDS - t)) s"
 }
 

@@ -896,16 +896,20 @@ static int xe_wg_cases(const char *so)
     g_xe_split_knob = NULL;
     /* MEMRA_MMQ_WG_SEED=pp: the grouped tile's twin that folds in turn (_wgspp) in _wgs's place, the same grid;
      * with XE_OVERLAP=1 too it stays plain (no early-trigger twin: a warning); an image without it: the records tiles */
+    /* MEMRA_MMQ_WG_SEED=pin likewise: _wgsf (the fold pinned behind the s8 wgmma) */
     static const struct {
         const char *missing;
         int ovl;
-        const char *tile, *rem;
-    } pc[] = {{NULL, 0, "memra_k_experts_q8_0r_wgspp", "memra_k_experts_q8_0r_mt1_sb"},
-              {NULL, 1, "memra_k_experts_q8_0r_wgspp", "memra_k_experts_q8_0r_mt1_sb"},
-              {"experts_q8_0r_wgspp", 0, "memra_k_experts_q8_0r_mt4_sb", "memra_k_experts_q8_0r_mt1_sb"}};
+        const char *tile, *rem, *seed;
+    } pc[] = {{NULL, 0, "memra_k_experts_q8_0r_wgspp", "memra_k_experts_q8_0r_mt1_sb", "pp"},
+              {NULL, 1, "memra_k_experts_q8_0r_wgspp", "memra_k_experts_q8_0r_mt1_sb", "pp"},
+              {"experts_q8_0r_wgspp", 0, "memra_k_experts_q8_0r_mt4_sb", "memra_k_experts_q8_0r_mt1_sb", "pp"},
+              {NULL, 0, "memra_k_experts_q8_0r_wgsf", "memra_k_experts_q8_0r_mt1_sb", "pin"},
+              {NULL, 1, "memra_k_experts_q8_0r_wgsf", "memra_k_experts_q8_0r_mt1_sb", "pin"},
+              {"experts_q8_0r_wgsf", 0, "memra_k_experts_q8_0r_mt4_sb", "memra_k_experts_q8_0r_mt1_sb", "pin"}};
     for (size_t i = 0; i < sizeof pc / sizeof pc[0]; i++) {
         mod m;
-        g_mmq_wg_sd_knob = "pp", g_xe_wg_knob = "1", g_missing_kernel = pc[i].missing, g_xe_ovl_knob = pc[i].ovl ? "1" : NULL;
+        g_mmq_wg_sd_knob = pc[i].seed, g_xe_wg_knob = "1", g_missing_kernel = pc[i].missing, g_xe_ovl_knob = pc[i].ovl ? "1" : NULL;
         g_xe_bm_knob = NULL;
         if (!open_mod(so, 90, &m)) return 0;
         const memra_status st = xe_call(&m, 1024, 256, 0);
@@ -914,8 +918,8 @@ static int xe_wg_cases(const char *so)
                    strcmp(g_launched[at + 1], pc[i].rem) == 0;
         if (wgx) good &= g_grid_x[3] == 1024 / 128 + 8 && g_grid_y[3] == 3 && g_block_x[3] == 384 &&
                          g_smem[3] == (unsigned)R3W_SMEM_BYTES_SD(1);
-        printf("  XE_WG=1 WG_SEED=pp%s%s%s cc 90 gemm_experts q8_0 m 1024 E 8: %d launches, tile %s, then %s  %s\n",
-               pc[i].ovl ? ", XE_OVERLAP=1" : "", pc[i].missing ? ", image without " : "", pc[i].missing ? pc[i].missing : "",
+        printf("  XE_WG=1 WG_SEED=%s%s%s%s cc 90 gemm_experts q8_0 m 1024 E 8: %d launches, tile %s, then %s  %s\n",
+               pc[i].seed, pc[i].ovl ? ", XE_OVERLAP=1" : "", pc[i].missing ? ", image without " : "", pc[i].missing ? pc[i].missing : "",
                g_n_launched, g_n_launched > at ? g_launched[at] : "-", g_n_launched > at + 1 ? g_launched[at + 1] : "-",
                good ? "ok" : "FAIL");
         ok &= good;

@@ -925,7 +925,9 @@ static memra_status mmq_load(memra__gpu *q, void *state)
         s->xe_wg_min_k = xe_auto ? MMQ_XE_WG_AUTO_K : 0;
         /* MEMRA_MMQ_WG_SEED=pp: the grouped tile's consumers fold in turn too (memra_k_experts_q8_0r_wgspp) */
         const char *xe_sd = memra__gpu_knob(q, "MEMRA_MMQ_WG_SEED");
-        s->xe_wg_name = xe_sd != NULL && strcmp(xe_sd, "pp") == 0 ? "memra_k_experts_q8_0r_wgspp" : "memra_k_experts_q8_0r_wgs";
+        s->xe_wg_name = xe_sd != NULL && strcmp(xe_sd, "pp") == 0    ? "memra_k_experts_q8_0r_wgspp"
+                        : xe_sd != NULL && strcmp(xe_sd, "pin") == 0 ? "memra_k_experts_q8_0r_wgsf"
+                                                                     : "memra_k_experts_q8_0r_wgs";
         if (xe_auto || s->xe_wg_asked) {
             const unsigned smem = R3W_SMEM_BYTES_SD(1);
             const int base_ok = caps->cc / 10 == 9 && q->cuTensorMapEncodeTiled != NULL && !q->from_ptx &&
@@ -948,15 +950,16 @@ static memra_status mmq_load(memra__gpu *q, void *state)
                 s->experts_wg_rem = NULL;
                 q->host->log(MEMRA_LOG_WARN, q->name,
                              "MEMRA_MMQ_XE_WG_REM=1: needs MEMRA_MMQ_XE_WG's tile as memra_k_experts_q8_0r_wgs (not "
-                             "MEMRA_MMQ_WG_SEED=pp) and this image's memra_k_experts_q8_0r_wgsr; the remainders run "
+                             "MEMRA_MMQ_WG_SEED=pp or pin) and this image's memra_k_experts_q8_0r_wgsr; the remainders run "
                              "in their own launch");
             }
             /* MEMRA_MMQ_XE_OVERLAP=1 beside it: the tile's early-trigger entry, with the remainder table's _mt1_o2 */
             const char *xo = memra__gpu_knob(q, "MEMRA_MMQ_XE_OVERLAP");
             const int xe_pp = strcmp(s->xe_wg_name, "memra_k_experts_q8_0r_wgs") != 0;
             if (s->experts_wg != NULL && xo != NULL && strcmp(xo, "1") == 0 && xe_pp)
-                q->host->log(MEMRA_LOG_WARN, q->name, "MEMRA_MMQ_XE_OVERLAP=1 with MEMRA_MMQ_WG_SEED=pp: the folds in turn "
-                                                      "have no early-trigger entry; the remainders run after the tiles");
+                q->host->log(MEMRA_LOG_WARN, q->name, "MEMRA_MMQ_XE_OVERLAP=1 with MEMRA_MMQ_WG_SEED=pp or pin: "
+                                                      "their tiles have no early-trigger entry; the remainders run after "
+                                                      "the tiles");
             else if (s->experts_wg != NULL && xo != NULL && strcmp(xo, "1") == 0 &&
                      !load_optional(q, m, "memra_k_experts_q8_0r_wgs_o1", smem, &s->experts_wg_ovl))
                 q->host->log(MEMRA_LOG_WARN, q->name, "MEMRA_MMQ_XE_WG with MEMRA_MMQ_XE_OVERLAP=1: this image has no "
