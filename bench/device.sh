@@ -1200,6 +1200,7 @@ step_wgtail() {
 step_wgfold() {
   local t=$SECONDS nv
   nv=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
+  mkdir -p $B
   if ! $nv -O3 -std=c++17 -Xptxas=-v -gencode=arch=compute_90a,code=sm_90a bench/micro/wgfold.cu -o $B/wgfold \
        > "$L/wgfold_build.log" 2>&1; then
     tail -20 "$L/wgfold_build.log" >> "$S"; say "wgfold: build FAILED"; return 1
