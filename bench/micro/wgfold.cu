@@ -227,6 +227,8 @@ int main(int argc, char **argv)
         V("2wg n128 seed+s8 fold2+ld pin  ", 2, 128, 2, 2, 3, 1),
         V("1wg n128 seed+s8 fold2+ld pin  ", 1, 128, 2, 2, 3, 1),
         V("2wg n128 seed+s8 fold2+ld wgs+pin", 2, 128, 2, 2, 4, 1),
+        V("2wg n128 seed+s8 fold2 wgs+pin  ", 2, 128, 2, 2, 4, 0),
+        V("2wg n128 seed+s8 fold2 pin      ", 2, 128, 2, 2, 3, 0),
         V("2wg n128 seed+s8 fold1+ld pin  ", 2, 128, 2, 1, 3, 1),
         V("2wg n64  seed+s8 fold2+ld pin  ", 2, 64, 2, 2, 3, 1),
         V("3wg n64  seed+s8 fold2+ld pin  ", 3, 64, 2, 2, 3, 1),
