@@ -1213,9 +1213,10 @@ step_wgfold() {
 
 # MEMRA_MMQ_WG_SEED=pin (_wgsf: _wgs with each group's fold pinned behind its s8 wgmma; bench/micro/wgfold.cu found
 # ptxas issuing that wgmma two thirds into the fold), in parts (WGPIN_PARTS, default "test ab tools"):
-#   test   test_mmq_ops gemm_q8_0r (_wgsf bit for bit the records tile), ncu's kernel name at m = 4096 under pin
-#   ab     knobab SEED 1 / pin at WGPIN_M (default "4096 2048"), WGPIN_ROUNDS rounds (default 2); then at m = 512
-#          under MEMRA_MMQ_WG=all MEMRA_MMQ_WG_SK=0 (both arms on the plain tile: stream-k needs _wgs)
+#   test   test_mmq_ops gemm_q8_0r (_wgsf bit for bit the records tile), ncu's kernel name at m = 4096 under pin;
+#          check gemm_q8_0r under WG=all SK=1 and pin (the stream-k twin _wgskf against the host) and its ncu names
+#   ab     knobab SEED 1 / pin at WGPIN_M (default "4096 2048"), then at WGPIN_M512 (default 512: the defaults, where
+#          pin takes _wgskf for the rows stream-k takes), WGPIN_ROUNDS rounds (default 2)
 #   tools  the four sanitizer tools over check gemm_q8_0r --quick under pin and MEMRA_MMQ_WG=all
 #   xe     the grouped twin (memra_k_experts_q8_0r_wgsf): test_gpu_experts wg, wg_graph, wg_split and check
 #          gemm_experts under pin, ncu names, bench moe mixtral q8_0 SEED 1 / pin at WGPIN_XE_M (default "512 4096"),
@@ -1230,12 +1231,20 @@ step_wgpin() {
       -k regex:memra_k_gemm_q8_0r -c 2 $M bench 27b --m 4096 --reps 1 --warmup 0 > "$L/wgpin_ncu.txt" 2>&1
     say "ncu names (pin, m = 4096): exit $? $(grep -oE 'memra_k_gemm_q8_0r_[a-z0-9]+' "$L/wgpin_ncu.txt" | sort -u | tr '\n' ' ')"
     grep -E "gpu__time_duration" "$L/wgpin_ncu.txt" | head -2 >> "$S"
+    MEMRA_MMQ_WG=all MEMRA_MMQ_WG_SK=1 MEMRA_MMQ_WG_SEED=pin timeout 200 $M check --device 0 --op gemm_q8_0r --module mmq \
+      > "$L/wgpin_sk_check.log" 2>&1
+    say "check gemm_q8_0r (WG=all SK=1 SEED=pin: _wgskf): exit $? $(grep -E 'passed, ' "$L/wgpin_sk_check.log")"
+    grep -E " FAIL" "$L/wgpin_sk_check.log" | head -4 >> "$S"
+    MEMRA_MMQ_WG=all MEMRA_MMQ_WG_SK=1 MEMRA_MMQ_WG_SEED=pin MEMRA_ADMISSION=off timeout 120 ncu --clock-control none \
+      --metrics gpu__time_duration.sum -k regex:'memra_k_gemm_q8_0r_(wgsk|skfix)' $M check --device 0 --op gemm_q8_0r \
+      --module mmq --quick > "$L/wgpin_sk_ncu.txt" 2>&1
+    say "ncu names (SK=1 SEED=pin): $(grep -oE 'memra_k_gemm_q8_0r_(wgskf?|skfix)' "$L/wgpin_sk_ncu.txt" | sort | uniq -c | tr '\n' ' ')"
   fi
   if [[ $parts == *" ab "* ]]; then
     KNOBAB_KNOB=MEMRA_MMQ_WG_SEED KNOBAB_ON=pin KNOBAB_OFF=1 KNOBAB_M="${WGPIN_M:-4096 2048}" \
       KNOBAB_ROUNDS=${WGPIN_ROUNDS:-2} KNOBAB_ARM="mmq|q4_0" step_knobab
-    KNOBAB_KNOB=MEMRA_MMQ_WG_SEED KNOBAB_ON=pin KNOBAB_OFF=1 KNOBAB_M=512 KNOBAB_ROUNDS=1 KNOBAB_ARM="mmq|q4_0" \
-      KNOBAB_ENV="MEMRA_MMQ_WG=all MEMRA_MMQ_WG_SK=0" step_knobab
+    KNOBAB_KNOB=MEMRA_MMQ_WG_SEED KNOBAB_ON=pin KNOBAB_OFF=1 KNOBAB_M="${WGPIN_M512:-512}" KNOBAB_ROUNDS=${WGPIN_ROUNDS:-2} \
+      KNOBAB_ARM="mmq|q4_0" step_knobab
   fi
   [[ $parts == *" tools "* ]] && knob_tools "MEMRA_MMQ_WG=all MEMRA_MMQ_WG_SEED=pin" wgpin gemm_q8_0r
   if [[ $parts == *" xe "* ]]; then # the grouped twin (memra_k_experts_q8_0r_wgsf): tests, ncu names, bench moe 1 / pin

@@ -1173,6 +1173,36 @@ static int mmq_sk(const char *so)
         g_n_launched = 0;
         ok &= close_mod(&m, 1);
     }
+    /* MEMRA_MMQ_WG_SEED=pin: the stream-k twin with the fold pinned (_wgskf) where the default takes _wgsk (auto and
+     * the plain tile's defaults otherwise: 6144->5120 at m 512 is 160 tiles, 5120->12288 is not taken) */
+    static const struct {
+        int m, k, n;
+        unsigned grid, rem;
+        const char *want;
+    } pcs[] = {{512, 6144, 5120, 132, 28, "memra_k_gemm_q8_0r_wgskf"}, {512, 5120, 12288, 0, 0, "memra_k_gemm_q8_0r_wgsf"},
+               {4096, 5120, 12288, 0, 0, "memra_k_gemm_q8_0r_wgsf"}};
+    for (size_t i = 0; i < sizeof pcs / sizeof pcs[0]; i++) {
+        mod m;
+        g_mmq_wg_knob = "auto", g_mmq_sk_knob = NULL, g_mmq_wg_sd_knob = "pin";
+        const int opened = open_mod(so, 90, &m);
+        if (!opened) {
+            g_mmq_wg_knob = "0", g_mmq_wg_sd_knob = NULL;
+            return 0;
+        }
+        memra_call c = call_of(&m);
+        memra_gemm_args a = gemm(pcs[i].m, pcs[i].n, pcs[i].k);
+        const memra_status st = m.desc->ops->gemm_q8_0r(&c, &a);
+        int good = st == MEMRA_STATUS_OK && g_n_launched >= 1 && strcmp(g_launched[0], pcs[i].want) == 0;
+        if (pcs[i].grid)
+            good &= g_grid_x[0] == pcs[i].grid && g_n_launched == 2 && strcmp(g_launched[1], "memra_k_gemm_q8_0r_skfix") == 0 &&
+                    g_grid_x[1] == pcs[i].rem;
+        printf("  gemm_q8_0r m %d %d->%d MEMRA_MMQ_WG_SEED=pin (WG, SK unset): %d launches, %s %u  %s\n", pcs[i].m,
+               pcs[i].k, pcs[i].n, g_n_launched, g_n_launched ? g_launched[0] : "-", g_grid_x[0], good ? "ok" : "FAIL");
+        ok &= good;
+        g_n_launched = 0;
+        ok &= close_mod(&m, 1);
+    }
+    g_mmq_wg_sd_knob = NULL;
     g_mmq_wg_knob = "0";
     return ok;
 }
@@ -1667,10 +1697,11 @@ static int case_mmq(const char *so)
                {90, 0, NULL, NULL, NULL, NULL, 4096, 12288, 8, "pp"}, {90, 0, "all", NULL, NULL, NULL, 512, 1024, 8, "pp"},
                {90, 0, NULL, NULL, NULL, "1", 4096, 12288, 5, "pp"}, {90, 0, NULL, "q8_0r_wgspp", NULL, NULL, 4096, 12288, 0, "pp"},
                {90, 0, NULL, NULL, NULL, NULL, 512, 1024, 0, "pp"},  {120, 0, NULL, NULL, NULL, NULL, 4096, 12288, 0, "pp"},
-               /* MEMRA_MMQ_WG_SEED=pin: _wgsf (_wgs with the fold pinned behind the s8 wgmma), as pp */
+               /* MEMRA_MMQ_WG_SEED=pin: _wgsf (_wgs with the fold pinned behind the s8 wgmma), as pp, but below 1024
+                * tokens the plan's fit weighs it as _wgs */
                {90, 0, NULL, NULL, NULL, NULL, 4096, 12288, 9, "pin"}, {90, 0, "all", NULL, NULL, NULL, 512, 1024, 9, "pin"},
                {90, 0, NULL, NULL, NULL, "1", 4096, 12288, 5, "pin"}, {90, 0, NULL, "q8_0r_wgsf", NULL, NULL, 4096, 12288, 0, "pin"},
-               {90, 0, NULL, NULL, NULL, NULL, 512, 1024, 0, "pin"},  {120, 0, NULL, NULL, NULL, NULL, 4096, 12288, 0, "pin"}};
+               {90, 0, NULL, NULL, NULL, NULL, 512, 1024, 9, "pin"},  {120, 0, NULL, NULL, NULL, NULL, 4096, 12288, 0, "pin"}};
     g_mmq_sk_knob = "0"; /* the plain grids' plans; the stream-k tile's picks (160 tiles here at 1024 x 2560 and
                           * 512 x 5120) are mmq_sk's */
     for (size_t i = 0; i < sizeof wgc / sizeof wgc[0]; i++) {

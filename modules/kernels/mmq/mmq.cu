@@ -2224,6 +2224,17 @@ memra_k_gemm_q8_0r_wgsk(const __grid_constant__ memra_tmap map_w, const __grid_c
     r3w_body<true, true, true, -1, false, false, false, false, false, 0, true>(&map_w, &map_wh, &map_x, &map_xh, y, m,
                                                                                n, k, ldy, alpha, part, 1);
 }
+/* MEMRA_MMQ_WG_SEED=pin: the stream-k tile with each group's fold pinned behind its s8 wgmma (r3w_pin), bit for
+ * bit memra_k_gemm_q8_0r_wgsk */
+extern "C" __global__ void __launch_bounds__(R3W_THREADS, 1)
+memra_k_gemm_q8_0r_wgskf(const __grid_constant__ memra_tmap map_w, const __grid_constant__ memra_tmap map_wh,
+                         const __grid_constant__ memra_tmap map_x, const __grid_constant__ memra_tmap map_xh,
+                         float *__restrict__ y, int m, int n, int k, long long ldy, float alpha,
+                         float *__restrict__ part)
+{
+    r3w_body<true, true, true, -1, false, false, false, false, false, 0, true, false, 128, true>(
+        &map_w, &map_wh, &map_x, &map_xh, y, m, n, k, ldy, alpha, part, 1);
+}
 /* The stream-k fix-up, a dependent of memra_k_gemm_q8_0r_wgsk launched with the same P: grid (rem, 16), block
  * (Tr, h) rows 8 h .. 8 h + 7 of remainder tile Tr (a float4 a thread). The CTAs whose ranges share the tile (the
  * owner of unit u is the c with c U / P <= u < (c + 1) U / P) are found once a thread; where one CTA had it whole

@@ -405,6 +405,7 @@ typedef struct mmq_state {
     /* MEMRA_MMQ_WG_SK (auto by default; with _wgs): the seeded tile with a stream-k remainder
      * (memra_k_gemm_q8_0r_wgsk) and its fix-up (memra_k_gemm_q8_0r_skfix), else NULL */
     CUfunction gemm_q8_0r_wgsk, skfix;
+    const char *wgsk_name; /* its kernel: _wgsk, or _wgskf under MEMRA_MMQ_WG_SEED=pin (the fold pinned; untimed) */
     int sk_mode; /* 1: every warpgroup-tile call (=1); 2: auto, where the plain grid's last wave is sparse (run_tiles) */
     int wgp_cap;
     const char *wgp_name; /* the persistent kernel: _wgps (seeded), or _wgp with MEMRA_MMQ_WG_SEED=0 */
@@ -629,6 +630,7 @@ static memra_status mmq_load(memra__gpu *q, void *state)
         s->wg_min_m = autom ? MMQ_WG_AUTO_M : 0;
         s->gemm_q8_0r_wgp = NULL;
         s->gemm_q8_0r_wgsk = s->skfix = NULL;
+        s->wgsk_name = "memra_k_gemm_q8_0r_wgsk";
         s->sk_mode = 0;
         if (st == MEMRA_STATUS_OK && (autom || strcmp(wg, "1") == 0 || s->wg_all)) {
             const char *tr = memra__gpu_knob(q, "MEMRA_MMQ_WG_TR"), *pe = memra__gpu_knob(q, "MEMRA_MMQ_WG_PERSIST");
@@ -672,16 +674,18 @@ static memra_status mmq_load(memra__gpu *q, void *state)
             /* auto by default (run p10, H100, m = 512, two rounds: the four rows it takes 2.5-10% faster, the
              * others level); 1 every warpgroup call; 0 never */
             s->sk_mode = sk != NULL && strcmp(sk, "0") == 0 ? 0 : sk != NULL && strcmp(sk, "1") == 0 ? 1 : 2;
+            s->wgsk_name = sdf ? "memra_k_gemm_q8_0r_wgskf" : "memra_k_gemm_q8_0r_wgsk";
             if (s->sk_mode != 0 && s->gemm_q8_0r_wg != NULL) {
-                if (s->gemm_q8_0r_wgp != NULL || strcmp(s->wg_name, "memra_k_gemm_q8_0r_wgs") != 0 ||
-                    !load_optional(q, m, "memra_k_gemm_q8_0r_wgsk", s->wg_smem, &s->gemm_q8_0r_wgsk) ||
+                if (s->gemm_q8_0r_wgp != NULL ||
+                    (strcmp(s->wg_name, "memra_k_gemm_q8_0r_wgs") != 0 && strcmp(s->wg_name, "memra_k_gemm_q8_0r_wgsf") != 0) ||
+                    !load_optional(q, m, s->wgsk_name, s->wg_smem, &s->gemm_q8_0r_wgsk) ||
                     !load_optional(q, m, "memra_k_gemm_q8_0r_skfix", 0, &s->skfix)) {
                     s->gemm_q8_0r_wgsk = s->skfix = NULL;
                     /* a default that cannot apply is no news */
                     q->host->log(sk == NULL || strcmp(sk, "auto") == 0 ? MEMRA_LOG_DEBUG : MEMRA_LOG_WARN, q->name,
-                                 "MEMRA_MMQ_WG_SK=%s: the stream-k tile needs the seeded tile (MEMRA_MMQ_WG_SEED=1, "
-                                 "no MEMRA_MMQ_WG_PERSIST) and this image's memra_k_gemm_q8_0r_wgsk; %s serves",
-                                 sk, s->wg_name);
+                                 "MEMRA_MMQ_WG_SK=%s: the stream-k tile needs the seeded tile (MEMRA_MMQ_WG_SEED=1 or "
+                                 "pin, no MEMRA_MMQ_WG_PERSIST) and this image's %s; %s serves",
+                                 sk, s->wgsk_name, s->wg_name);
                 }
             }
         }
@@ -695,9 +699,10 @@ static memra_status mmq_load(memra__gpu *q, void *state)
                          "MEMRA_MMQ_WG_TAIL=1: needs the seeded tile memra_k_gemm_q8_0r_wgs (not persistent) and this "
                          "image's memra_k_gemm_q8_0r_wgst; the tile's last row tile keeps 128 token columns");
         }
-        /* the plan's step_wg was fitted to _wgs alone: the other kernels keep auto's fixed threshold */
+        /* the plan's step_wg was fitted to _wgs alone: the other kernels keep auto's fixed threshold, but for _wgsf
+         * (the same tile and plan, its fold pinned) */
         s->wg_fit = s->gemm_q8_0r_wg != NULL && s->gemm_q8_0r_wgp == NULL &&
-                    strcmp(s->wg_name, "memra_k_gemm_q8_0r_wgs") == 0;
+                    (strcmp(s->wg_name, "memra_k_gemm_q8_0r_wgs") == 0 || strcmp(s->wg_name, "memra_k_gemm_q8_0r_wgsf") == 0);
     }
     {
         const char *tc = memra__gpu_knob(q, "MEMRA_MMQ_KR_TC");
@@ -1427,7 +1432,7 @@ static memra_status run_tiles(memra__gpu *q, memra_call *call, const memra_gemm_
     if (MMQ_K(q)->wgp_cap > 0 && MMQ_K(q)->wgp_cap < wsms) wsms = MMQ_K(q)->wgp_cap;
     if (sk_p > 0) {
         int pp = (int)sk_p;
-        st = launch_pdl_k(q, &kn, MMQ_K(q)->gemm_q8_0r_wgsk, "memra_k_gemm_q8_0r_wgsk", (unsigned)pp, 1, 1, R3W_THREADS,
+        st = launch_pdl_k(q, &kn, MMQ_K(q)->gemm_q8_0r_wgsk, MMQ_K(q)->wgsk_name, (unsigned)pp, 1, 1, R3W_THREADS,
                           MMQ_K(q)->wg_smem, call->stream,
                           (void *[]){&maps[0], &maps[1], &maps[2], &maps[3], &y, &m, &n, &k, &ldy, &alpha, &sk_part});
         /* the tiles past the whole waves, split over every CTA: their fix-up, a block a tile and 8 rows */
