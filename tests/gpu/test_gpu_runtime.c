@@ -1938,6 +1938,31 @@ static int case_mmq(const char *so)
         ok &= close_mod(&m, 1);
     }
     g_kr_wg_knob = "0", g_kr_sums_knob = NULL, g_missing_kernel = NULL, g_no_tmap = 0, g_scratch_refuse = NULL;
+    /* MEMRA_MMQ_WG_SEED=pin under the default (=pre2 from 1024 tokens): the prepared tile's pinned twin _wgw2f after
+     * the preparing pass; without it in the image, the _wgm tile (the same results) */
+    static const struct {
+        int f;
+        const char *missing, *want;
+    } kpc[] = {{0, NULL, "memra_k_gemm_kr_kq_wgw2f"}, {1, NULL, "memra_k_gemm_kr_kq_wgw2f"},
+               {0, "kq_wgw2f", "memra_k_gemm_kr_q4_k_wgm"}};
+    for (size_t i = 0; i < sizeof kpc / sizeof kpc[0]; i++) {
+        g_kr_wg_knob = NULL, g_mmq_wg_sd_knob = "pin", g_missing_kernel = kpc[i].missing;
+        if (!open_mod(so, 90, &m)) return 0;
+        memra_call c2 = call_of(&m);
+        memra_gemm_args a2 = gemm(4096, 12288, 5120);
+        a2.w_format = (int32_t)kwf[kpc[i].f];
+        const memra_status st2 = m.desc->ops->gemm_kr(&c2, &a2);
+        const int t = kpc[i].missing ? 0 : 1;
+        const int good = st2 == MEMRA_STATUS_OK && g_n_launched == t + 1 && strcmp(g_launched[t], kpc[i].want) == 0 &&
+                         (t == 0 || strcmp(g_launched[0], kwd[1][kpc[i].f]) == 0);
+        printf("  WG_SEED=pin KR_WG=unset%s%s cc 90 gemm_kr %s 4096 x 12288 x 5120: %d launches, %s  %s\n",
+               kpc[i].missing ? ", image without " : "", kpc[i].missing ? kpc[i].missing : "", kpc[i].f ? "q5_k" : "q4_k",
+               g_n_launched, g_n_launched > t ? g_launched[t] : "-", good ? "ok" : "FAIL");
+        ok &= good;
+        g_n_launched = 0;
+        ok &= close_mod(&m, 1);
+    }
+    g_kr_wg_knob = "0", g_mmq_wg_sd_knob = NULL, g_missing_kernel = NULL;
     /* MEMRA_MMQ_ONE=1: the one-CTA builds, gemm_q8_0r's _bo on cc 9.0 and 12.0 (beside the bulk
      * tiles), gemm_kr's _to (Q4_K TC) and _o (Q5_K, Q6_K per-32) at their default folds; Q5_K on
      * the TC fold (KR_TC=1) and the cp.async tiles (BULK=0) keep their two-CTA kernels; unset and

@@ -689,14 +689,16 @@ static int kr_case(memra_format f, int m, int n, int k)
      * the per-32 records tiles on the sum plane (MEMRA_MMQ_KR_TC=0: the _x tiles), at forced splits (their
      * folds the same FFMAs scaled by 2^-44: mmq.cu r3w_sd_inner, kq_fill); with =mma (the min term by tf32
      * wgmmas a step, about 2^-21 of each min product: inside the band, not bit for bit) against the host; with
-     * =pre (=mma's tile on the call's widened image: the same stage bytes) bit for bit =mma */
+     * =pre (=mma's tile on the call's widened image: the same stage bytes) bit for bit =mma, as =pre2 and =pre2 under
+     * MEMRA_MMQ_WG_SEED=pin (_wgw2f, the fold pinned behind the s8 wgmma) */
     if (memra_device_caps_get(g_dev)->cc / 10 == 9 && (f == MEMRA_FORMAT_Q4_K || f == MEMRA_FORMAT_Q5_K)) {
         static const char *const split[2] = {"1", "3"};
-        static const char *const kv[5] = {"0", "1", "mma", "pre", "pre2"};
+        static const char *const kv[6] = {"0", "1", "mma", "pre", "pre2", "pre2"};
+        static const char *const kn[6] = {"0", "1", "mma", "pre", "pre2", "pre2 (SEED=pin)"};
         for (int c = 0; c < 2; c++) {
-            float *out[5];
-            for (int v = 0; v < 5; v++) {
-                g_kr_tc = "0", g_kr_wg = kv[v];
+            float *out[6];
+            for (int v = 0; v < 6; v++) {
+                g_kr_tc = "0", g_kr_wg = kv[v], g_wg_sd = v == 5 ? "pin" : NULL;
                 const int refused = g_wg_log.n;
                 mmq_knobs("128", "128", split[c], NULL);
                 if (g_wg_log.n != refused) {
@@ -716,7 +718,7 @@ static int kr_case(memra_format f, int m, int n, int k)
                 }
                 out[v] = readback(yd, (size_t)(yrows * ldy) * 4);
             }
-            g_kr_tc = NULL, g_kr_wg = NULL;
+            g_kr_tc = NULL, g_kr_wg = NULL, g_wg_sd = NULL;
             char what[80];
             snprintf(what, sizeof what, "%s KR_WG=1 split=%s", memra_format_name(f), split[c]);
             ok &= kr_judge(what, out[1], ref, mass, m, n, k, ldy, yrows, f);
@@ -730,17 +732,17 @@ static int kr_case(memra_format f, int m, int n, int k)
             ok &= d == 0;
             snprintf(what, sizeof what, "%s KR_WG=mma split=%s", memra_format_name(f), split[c]);
             ok &= kr_judge(what, out[2], ref, mass, m, n, k, ldy, yrows, f);
-            for (int v = 3; v < 5; v++) {
+            for (int v = 3; v < 6; v++) {
                 judge jp;
                 judge_init(&jp, "gemm_kr warpgroup tile on the widened images vs =mma (element = float)", 0.0, stdout);
                 jp.inject = test_inject_fault();
                 const uint64_t dp = judge_bytes(&jp, (const uint8_t *)out[v], (const uint8_t *)out[2],
                                                 (size_t)(yrows * ldy) * 4, 4);
                 printf("    %s KR_WG=%s split=%s: %llu of %lld floats differ from KR_WG=mma  %s\n", memra_format_name(f),
-                       kv[v], split[c], (unsigned long long)dp, (long long)(yrows * ldy), dp ? "FAIL" : "ok");
+                       kn[v], split[c], (unsigned long long)dp, (long long)(yrows * ldy), dp ? "FAIL" : "ok");
                 ok &= dp == 0;
             }
-            free(out[0]), free(out[1]), free(out[2]), free(out[3]), free(out[4]);
+            for (int v = 0; v < 6; v++) free(out[v]);
         }
     }
     mmq_knobs(NULL, NULL, NULL, NULL);

@@ -2366,6 +2366,15 @@ memra_k_gemm_kr_kq_wgw2(const __grid_constant__ memra_tmap map_x, const unsigned
     r3w_body<true, false, true, KR_Q4_K, true, false, false, false, false, 2>(
         &map_x, &map_x, &map_x, &map_x, y, m, n, k, ldy, alpha, part, 1, w, nullptr, nullptr, nullptr, xt);
 }
+/* with MEMRA_MMQ_WG_SEED=pin: _wgw2 with each group's fold pinned behind its s8 wgmma (r3w_pin), bit for bit _wgw2 */
+extern "C" __global__ void __launch_bounds__(R3W_THREADS, 1)
+memra_k_gemm_kr_kq_wgw2f(const __grid_constant__ memra_tmap map_x, const unsigned char *__restrict__ w,
+                         const unsigned char *__restrict__ xt, float *__restrict__ y, int m, int n, int k, long long ldy,
+                         float alpha, float *__restrict__ part)
+{
+    r3w_body<true, false, true, KR_Q4_K, true, false, false, false, false, 2, false, false, 128, true>(
+        &map_x, &map_x, &map_x, &map_x, y, m, n, k, ldy, alpha, part, 1, w, nullptr, nullptr, nullptr, xt);
+}
 /* The passes are programmatic dependents like the GEMMs: they write only after the kernels before them (the
  * q8_1 records; the previous call's tile, which may still read the images) are complete. =pre: grid
  * (ceil(n / 128), G); =pre2: grid (ceil(n / 128) + ceil(m / 128), G), the weight's row tiles first, then

@@ -777,6 +777,9 @@ static memra_status mmq_load(memra__gpu *q, void *state)
         s->kr_wg_min_m = autom ? MMQ_KR_WG_AUTO_M : 0;
         s->kq_widen_names = k_kq_widen_names[pre == 2];
         s->kr_wgw_name = k_kr_wgw_names[pre == 2];
+        /* MEMRA_MMQ_WG_SEED=pin: =pre2's tile with the fold pinned behind the s8 wgmma (_wgw2f; untimed) */
+        const char *ksd = memra__gpu_knob(q, "MEMRA_MMQ_WG_SEED");
+        if (pre == 2 && ksd != NULL && strcmp(ksd, "pin") == 0) s->kr_wgw_name = "memra_k_gemm_kr_kq_wgw2f";
         const int mma = pre > 0 || strcmp(kw, "mma") == 0;
         s->kr_wg_names = mma ? k_kr_wgm_names : k_kr_wg_names;
         s->kr_wg_smem = mma ? R3W_SMEM_BYTES_KM : R3W_SMEM_BYTES_KQ;
