@@ -1213,7 +1213,8 @@ step_wgfold() {
 
 # MEMRA_MMQ_WG_SEED=pin (_wgsf: _wgs with each group's fold pinned behind its s8 wgmma; bench/micro/wgfold.cu found
 # ptxas issuing that wgmma two thirds into the fold), in parts (WGPIN_PARTS, default "test ab tools"):
-#   test   test_mmq_ops gemm_q8_0r (_wgsf bit for bit the records tile), ncu's kernel name at m = 4096 under pin;
+#   test   test_mmq_ops gemm_q8_0r (_wgsf bit for bit the records tile) and gemm_kr (_wgw2f bit for bit =mma), ncu's
+#          kernel name at m = 4096 under pin;
 #          check gemm_q8_0r under WG=all SK=1 and pin (the stream-k twin _wgskf against the host) and its ncu names
 #   ab     knobab SEED 1 / pin at WGPIN_M (default "4096 2048"), then at WGPIN_M512 (default 512: the defaults, where
 #          pin takes _wgskf for the rows stream-k takes), WGPIN_ROUNDS rounds (default 2)
@@ -1227,6 +1228,9 @@ step_wgpin() {
     timeout 300 $T gemm_q8_0r > "$L/wgpin_test_gemm_q8_0r.log" 2>&1
     say "test_mmq_ops gemm_q8_0r (with _wgsf): exit $? $(grep -cE '_wgsf .* ok$' "$L/wgpin_test_gemm_q8_0r.log") _wgsf cases ok"
     grep -E "FAIL" "$L/wgpin_test_gemm_q8_0r.log" | head -6 >> "$S"
+    timeout 300 $T gemm_kr > "$L/wgpin_test_gemm_kr.log" 2>&1
+    say "test_mmq_ops gemm_kr (with _wgw2f): exit $? $(grep -cE 'SEED=pin.* ok$' "$L/wgpin_test_gemm_kr.log") pinned cases ok"
+    grep -E "FAIL" "$L/wgpin_test_gemm_kr.log" | head -6 >> "$S"
     MEMRA_MMQ_WG_SEED=pin MEMRA_ADMISSION=off timeout 200 ncu --clock-control none --metrics gpu__time_duration.sum \
       -k regex:memra_k_gemm_q8_0r -c 2 $M bench 27b --m 4096 --reps 1 --warmup 0 > "$L/wgpin_ncu.txt" 2>&1
     say "ncu names (pin, m = 4096): exit $? $(grep -oE 'memra_k_gemm_q8_0r_[a-z0-9]+' "$L/wgpin_ncu.txt" | sort -u | tr '\n' ' ')"
@@ -1242,9 +1246,9 @@ step_wgpin() {
   fi
   if [[ $parts == *" ab "* ]]; then
     KNOBAB_KNOB=MEMRA_MMQ_WG_SEED KNOBAB_ON=pin KNOBAB_OFF=1 KNOBAB_M="${WGPIN_M:-4096 2048}" \
-      KNOBAB_ROUNDS=${WGPIN_ROUNDS:-2} KNOBAB_ARM="mmq|q4_0" step_knobab
+      KNOBAB_ROUNDS=${WGPIN_ROUNDS:-2} KNOBAB_ARM="mmq|q4_0|q4_k|q5_k" step_knobab
     KNOBAB_KNOB=MEMRA_MMQ_WG_SEED KNOBAB_ON=pin KNOBAB_OFF=1 KNOBAB_M="${WGPIN_M512:-512}" KNOBAB_ROUNDS=${WGPIN_ROUNDS:-2} \
-      KNOBAB_ARM="mmq|q4_0" step_knobab
+      KNOBAB_ARM="mmq|q4_0|q4_k|q5_k" step_knobab
   fi
   [[ $parts == *" tools "* ]] && knob_tools "MEMRA_MMQ_WG=all MEMRA_MMQ_WG_SEED=pin" wgpin gemm_q8_0r
   if [[ $parts == *" xe "* ]]; then # the grouped twin (memra_k_experts_q8_0r_wgsf): tests, ncu names, bench moe 1 / pin
