@@ -1413,15 +1413,16 @@ __device__ __forceinline__ int r3w_perm(int t)
 /* PIN (MEMRA_MMQ_WG_SEED=pin): ptxas schedules a group's s8 wgmma about two thirds into the fold it should
  * overlap (it fills the seed's modelled latency with the fold's FFMAs: `_wgs`'s SASS has ~98 instructions
  * between the u8 and the s8 IGMMA), so the products start late and a group costs about fold + tensor work
- * (bench/micro/wgfold.cu). Reading %clock_hi (the upper half of %clock64) right after the commit and passing the weight scales
- * through a select on it makes every FFMA of the fold depend on an instruction that ptxas keeps behind the
- * wgmma. The select never fires: the upper half would need centuries to reach 2^32 - 1; the scales are the same values, so
- * the outputs are bit for bit. */
+ * (bench/micro/wgfold.cu). Reading %clock_hi right after the commit and passing the weight scales (and the token scales'
+ * address) through a select on it makes every FFMA of the fold depend on an instruction that ptxas keeps
+ * behind the wgmma. The select's condition is false for every clock value, so the scales are the same values
+ * and the outputs are bit for bit. */
 __device__ __forceinline__ void r3w_pin(float &a, float &b, const float *&x)
 {
     unsigned c;
     asm volatile("mov.u32 %0, %%clock_hi;\n" : "=r"(c)::"memory");
-    const bool never = c == ~0u;
+    /* never true, whatever c: a square modulo 2^32 is 0 or 1 modulo 4, never 2; ptxas does not know it */
+    const bool never = c * c == 2u;
     a = never ? 0.0f : a;
     b = never ? 0.0f : b;
     x = never ? x + 4 : x; /* the token scales' loads too: hoisted above the wgmma, all 32 registers at once, they spilled */
