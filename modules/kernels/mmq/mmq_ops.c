@@ -405,7 +405,8 @@ typedef struct mmq_state {
     /* MEMRA_MMQ_WG_SK (auto by default; with _wgs): the seeded tile with a stream-k remainder
      * (memra_k_gemm_q8_0r_wgsk) and its fix-up (memra_k_gemm_q8_0r_skfix), else NULL */
     CUfunction gemm_q8_0r_wgsk, skfix;
-    const char *wgsk_name; /* its kernel: _wgsk, or _wgskf under MEMRA_MMQ_WG_SEED=pin (the fold pinned; untimed) */
+    const char *wgsk_name; /* its kernel: _wgsk, or _wgskf under MEMRA_MMQ_WG_SEED=pin (the fold pinned;
+                            * untimed) */
     int sk_mode; /* 1: every warpgroup-tile call (=1); 2: auto, where the plain grid's last wave is sparse (run_tiles) */
     int wgp_cap;
     const char *wgp_name; /* the persistent kernel: _wgps (seeded), or _wgp with MEMRA_MMQ_WG_SEED=0 */
@@ -677,7 +678,8 @@ static memra_status mmq_load(memra__gpu *q, void *state)
             s->wgsk_name = sdf ? "memra_k_gemm_q8_0r_wgskf" : "memra_k_gemm_q8_0r_wgsk";
             if (s->sk_mode != 0 && s->gemm_q8_0r_wg != NULL) {
                 if (s->gemm_q8_0r_wgp != NULL ||
-                    (strcmp(s->wg_name, "memra_k_gemm_q8_0r_wgs") != 0 && strcmp(s->wg_name, "memra_k_gemm_q8_0r_wgsf") != 0) ||
+                    (strcmp(s->wg_name, "memra_k_gemm_q8_0r_wgs") != 0 &&
+                     strcmp(s->wg_name, "memra_k_gemm_q8_0r_wgsf") != 0) ||
                     !load_optional(q, m, s->wgsk_name, s->wg_smem, &s->gemm_q8_0r_wgsk) ||
                     !load_optional(q, m, "memra_k_gemm_q8_0r_skfix", 0, &s->skfix)) {
                     s->gemm_q8_0r_wgsk = s->skfix = NULL;
@@ -702,7 +704,8 @@ static memra_status mmq_load(memra__gpu *q, void *state)
         /* the plan's step_wg was fitted to _wgs alone: the other kernels keep auto's fixed threshold, but for _wgsf
          * (the same tile and plan, its fold pinned) */
         s->wg_fit = s->gemm_q8_0r_wg != NULL && s->gemm_q8_0r_wgp == NULL &&
-                    (strcmp(s->wg_name, "memra_k_gemm_q8_0r_wgs") == 0 || strcmp(s->wg_name, "memra_k_gemm_q8_0r_wgsf") == 0);
+                    (strcmp(s->wg_name, "memra_k_gemm_q8_0r_wgs") == 0 ||
+                     strcmp(s->wg_name, "memra_k_gemm_q8_0r_wgsf") == 0);
     }
     {
         const char *tc = memra__gpu_knob(q, "MEMRA_MMQ_KR_TC");
@@ -958,8 +961,8 @@ static memra_status mmq_load(memra__gpu *q, void *state)
                 s->experts_wg_rem = NULL;
                 q->host->log(MEMRA_LOG_WARN, q->name,
                              "MEMRA_MMQ_XE_WG_REM=1: needs MEMRA_MMQ_XE_WG's tile as memra_k_experts_q8_0r_wgs (not "
-                             "MEMRA_MMQ_WG_SEED=pp or pin) and this image's memra_k_experts_q8_0r_wgsr; the remainders run "
-                             "in their own launch");
+                             "MEMRA_MMQ_WG_SEED=pp or pin) and this image's memra_k_experts_q8_0r_wgsr; the remainders "
+                             "run in their own launch");
             }
             /* MEMRA_MMQ_XE_OVERLAP=1 beside it: the tile's early-trigger entry, with the remainder table's _mt1_o2 */
             const char *xo = memra__gpu_knob(q, "MEMRA_MMQ_XE_OVERLAP");
