@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <vector>
 #include <cuda_runtime.h>
+#include <cuda_fp16.h>
 
 #define CK(x)                                                                                                       \
     do {                                                                                                            \
@@ -78,8 +79,9 @@ template <int NR> __device__ __forceinline__ void fence_regs(uint32_t (&t)[64])
 
 /* MMA: 0 none, 1 the product only, 2 seed + product. NF: FFMAs an accumulator (0, 1, 2). DB 3 / 4: DB 2 / 1 with the fold pinned after the product's issue (every FFMA depends on a clock read that ptxas keeps after the wgmma, so it cannot sink the wgmma into the fold); DB 2: two temporaries, each seeded right after its fold (the product then waits on a seed a fold old; wait_group 0 throughout, as ptxas serialises every wgmma after a wait_group 1 here, C7514); DB 1: two temporaries
  * (issue the next group, then fold this one) or one (issue, wait, fold). LD: the token scales from shared
- * memory (a float4 per two fragment rows, as _wgs), else from registers. */
-template <int NW, int N, int MMA, int NF, int DB, bool LD>
+ * memory (LD 1: a float4 per two fragment rows, as _wgs; LD 2: f16 scales, a 16-byte load per four fragment rows, half the
+ * shared-memory wavefronts, plus a conversion each), else (0) from registers. */
+template <int NW, int N, int MMA, int NF, int DB, int LD>
 __global__ void __launch_bounds__(128 * NW, 1) k_fold(float *out, long long *cyc, int steps, float s_in, float m_in)
 {
     extern __shared__ __align__(1024) unsigned char sm[];
@@ -123,11 +125,19 @@ __global__ void __launch_bounds__(128 * NW, 1) k_fold(float *out, long long *cyc
             s = clk == 0xFFFFFFFFu ? 0.0f : s;
         }
 #pragma unroll
+        uint4 hq = make_uint4(0u, 0u, 0u, 0u);
         for (int j = 0; j < N / 8; j++) {
             float x0 = xr[j & 7], x1 = xr[(j + 1) & 7];
-            if (LD) {
+            if (LD == 1) {
                 const float4 xx = *reinterpret_cast<const float4 *>(xt + 16 * (j >> 1) + 4 * (lane & 3));
                 x0 = (j & 1) ? xx.z : xx.x, x1 = (j & 1) ? xx.w : xx.y;
+            } else if (LD == 2) { /* f16 token scales: one 16-byte load holds fragment rows j .. j + 3 */
+                if ((j & 3) == 0)
+                    hq = *reinterpret_cast<const uint4 *>(reinterpret_cast<const __half *>(xt) + 32 * (j >> 2) +
+                                                          8 * (lane & 3));
+                const uint32_t w = (j & 3) == 0 ? hq.x : (j & 3) == 1 ? hq.y : (j & 3) == 2 ? hq.z : hq.w;
+                const __half2 h = *reinterpret_cast<const __half2 *>(&w);
+                x0 = __low2float(h), x1 = __high2float(h);
             }
 #pragma unroll
             for (int c = 0; c < 4; c++) {
@@ -229,6 +239,9 @@ int main(int argc, char **argv)
         V("2wg n128 seed+s8 fold2+ld wgs+pin", 2, 128, 2, 2, 4, 1),
         V("2wg n128 seed+s8 fold2 wgs+pin  ", 2, 128, 2, 2, 4, 0),
         V("2wg n128 seed+s8 fold2 pin      ", 2, 128, 2, 2, 3, 0),
+        V("2wg n128 fold2+ld16 only        ", 2, 128, 0, 2, 1, 2),
+        V("2wg n128 seed+s8 fold2+ld16 pin ", 2, 128, 2, 2, 3, 2),
+        V("2wg n128 seed+s8 fold2+ld16 wgs+pin", 2, 128, 2, 2, 4, 2),
         V("2wg n128 seed+s8 fold1+ld pin  ", 2, 128, 2, 1, 3, 1),
         V("2wg n64  seed+s8 fold2+ld pin  ", 2, 64, 2, 2, 3, 1),
         V("3wg n64  seed+s8 fold2+ld pin  ", 3, 64, 2, 2, 3, 1),
