@@ -77,10 +77,15 @@ template <int NR> __device__ __forceinline__ void fence_regs(uint32_t (&t)[64])
     for (int i = 0; i < NR; i++) asm volatile("" : "+r"(t[i])::"memory");
 }
 
-/* MMA: 0 none, 1 the product only, 2 seed + product. NF: FFMAs an accumulator (0, 1, 2). DB 3 / 4: DB 2 / 1 with the fold pinned after the product's issue (every FFMA depends on a clock read that ptxas keeps after the wgmma, so it cannot sink the wgmma into the fold); DB 2: two temporaries, each seeded right after its fold (the product then waits on a seed a fold old; wait_group 0 throughout, as ptxas serialises every wgmma after a wait_group 1 here, C7514); DB 1: two temporaries
- * (issue the next group, then fold this one) or one (issue, wait, fold). LD: the token scales from shared
- * memory (LD 1: a float4 per two fragment rows, as _wgs; LD 2: f16 scales, a 16-byte load per four fragment rows, half the
- * shared-memory wavefronts, plus a conversion each), else (0) from registers. */
+/* MMA: 0 none, 1 the product only, 2 seed + product. NF: FFMAs an accumulator (0, 1, 2).
+ * DB: 1 two temporaries (issue the next group, then fold this one); 0 one (issue, wait, fold); 2 two
+ * temporaries, each seeded right after its fold (the product then waits on a seed a fold old; wait_group 0
+ * throughout, as ptxas serialises every wgmma after a wait_group 1 here, C7514); 3 / 4: 2 / 1 with the fold
+ * pinned after the product's issue (every FFMA depends on a clock read that ptxas keeps after the wgmma, so
+ * it cannot sink the wgmma into the fold).
+ * LD: the token scales from shared memory (1: a float4 per two fragment rows, as _wgs; 2: f16 scales, a
+ * 16-byte load per four fragment rows, half the shared-memory wavefronts, plus a conversion each), else (0)
+ * from registers. */
 template <int NW, int N, int MMA, int NF, int DB, int LD>
 __global__ void __launch_bounds__(128 * NW, 1) k_fold(float *out, long long *cyc, int steps, float s_in, float m_in)
 {
