@@ -703,7 +703,7 @@ static int kr_case(memra_format f, int m, int n, int k)
                 mmq_knobs("128", "128", split[c], NULL);
                 if (g_wg_log.n != refused) {
                     printf("    %s KR_WG=%s: the module loaded without its warpgroup kernel  FAIL\n", memra_format_name(f),
-                           kv[v]);
+                           kn[v]);
                     ok = 0;
                 }
                 CHECK_OK(memra_buffer_write(yd, 0, sent, (size_t)(yrows * ldy) * 4));
@@ -713,7 +713,7 @@ static int kr_case(memra_format f, int m, int n, int k)
                 CHECK_OK(memra_device_synchronize(g_dev));
                 if (g_wg_log.n != short0) { /* =pre without its image: the _wgm tile ran, the comparison is moot */
                     printf("    %s KR_WG=%s: the call warned (no scratch for the widened image?)  FAIL\n",
-                           memra_format_name(f), kv[v]);
+                           memra_format_name(f), kn[v]);
                     ok = 0;
                 }
                 out[v] = readback(yd, (size_t)(yrows * ldy) * 4);

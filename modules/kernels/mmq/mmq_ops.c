@@ -373,7 +373,7 @@ typedef struct mmq_state {
      * tiles on the seeded warpgroup tile (mmq.cu memra_k_experts_q8_0r_wgs) and its maps kernel, else NULL */
     CUfunction experts_wg, experts_wg_maps;
     CUfunction experts_wg_ovl; /* and with MEMRA_MMQ_XE_OVERLAP=1 its early-trigger entry (_wgs_o1), else NULL */
-    const char *xe_wg_name;    /* experts_wg's kernel: _wgs, or _wgspp under MEMRA_MMQ_WG_SEED=pp (untimed) */
+    const char *xe_wg_name;    /* experts_wg's kernel: _wgs, or _wgspp / _wgsf under MEMRA_MMQ_WG_SEED=pp / pin */
     /* MEMRA_MMQ_XE_WG_REM=1 (with experts_wg as _wgs): both tables in one grid, the remainders on the 32-column
      * tile (mmq.cu memra_k_experts_q8_0r_wgsr), else NULL */
     CUfunction experts_wg_rem;
@@ -395,9 +395,9 @@ typedef struct mmq_state {
      * or 96 token columns (mmq.cu memra_k_gemm_q8_0r_wgst), else NULL */
     CUfunction gemm_q8_0r_wgst;
     int wg_all, wg_min_m;
-    int wg_fit; /* the kernel is _wgs, not persistent: auto weighs it below wg_min_m (run_tiles) */
-    const char *wg_name; /* its kernel: _wgs (the default), _wgsa / _wgsax / _wgspp (SEED=smem / xp / pp), or with
-                          * SEED=0 _wg / _wgt (TR=1) */
+    int wg_fit; /* the kernel is _wgs or _wgsf, not persistent: auto weighs it below wg_min_m (run_tiles) */
+    const char *wg_name; /* its kernel: _wgs (the default), _wgsa / _wgsax / _wgspp / _wgsf (SEED=smem / xp / pp /
+                          * pin), or with SEED=0 _wg / _wgt (TR=1) */
     unsigned wg_smem;
     /* MEMRA_MMQ_WG_PERSIST=1 (implies WG_TR): the persistent _wgp, where every slice has steps, else NULL;
      * =N >= 2: at most N CTAs (a test's way to give each CTA several tiles), wgp_cap N, else 0 */
@@ -427,6 +427,7 @@ typedef struct mmq_state {
     int kr_auto;     /* MEMRA_MMQ_KR_WG unset or auto: the fallbacks are no news (logged at INFO / DEBUG) */
     const char *const *kq_widen_names;
     const char *kr_wgw_name;
+    atomic_int xe_pick_warned; /* one-way: gemm_experts' table-pick warning was logged (then at DEBUG) */
     atomic_int kw_short; /* one-way: a call found no scratch for the image (logged once at WARN, INFO under auto, then
                           * DEBUG) */
 } mmq_state;
@@ -768,6 +769,7 @@ static memra_status mmq_load(memra__gpu *q, void *state)
     s->kq_widen[0] = s->kq_widen[1] = s->gemm_kr_wgw = NULL;
     s->kr_pre = 0;
     atomic_init(&s->kw_short, 0);
+    atomic_init(&s->xe_pick_warned, 0);
     {
         const char *kw = memra__gpu_knob(q, "MEMRA_MMQ_KR_WG"), *kwn = kw != NULL ? kw : "auto";
         /* auto (the default): =pre2 from MMQ_KR_WG_AUTO_M tokens (run n1, H100: 0.78x / 0.81x the records tiles'
@@ -1761,14 +1763,20 @@ memra_status memra__mmq_gemm_experts(memra_call *call, const memra_gemm_args *a,
      * still go to the 32-row tile */
     const memra__mmq_r3_tile *tall = NULL;
     /* a knob asked for (=1) whose tile this call's rows cannot take (the routing's mean picks a shorter table than
-     * the 128-row one both tiles replace) says so: a test must not pass on the tiles that served instead. Not while
-     * memra_stream_reserve sizes the call at every m (nothing runs then: run s1's graph cases warned at each m) */
+     * the 128-row one both tiles replace) says so: a test must not pass on the tiles that served instead. Once at
+     * WARN a module, then at DEBUG: memra_stream_reserve runs the call at every m up to 1024 with every row on one
+     * expert (run s1: 191 warnings for one reservation) */
     const int wg_note = lane == 0 && MMQ_K(q)->xe_wg_asked && MMQ_K(q)->experts_wg != NULL;
-    if (tl->bm != 128 && MMQ_K(q)->xe_bm == 0 && !sizing(call) && (wg_note || (lane < 2 && MMQ_K(q)->experts_tall[lane] != NULL)))
-        q->host->log(MEMRA_LOG_WARN, q->name,
+    if (tl->bm != 128 && MMQ_K(q)->xe_bm == 0 && (wg_note || (lane < 2 && MMQ_K(q)->experts_tall[lane] != NULL))) {
+        /* (the module's one-way switch: its state is otherwise read-only after init) */
+        atomic_int *once = &((mmq_state *)MMQ_K(q))->xe_pick_warned;
+        const int first = atomic_exchange_explicit(once, 1, memory_order_relaxed) == 0;
+        q->host->log(first ? MEMRA_LOG_WARN : MEMRA_LOG_DEBUG, q->name,
                      "gemm_experts: %d rows over %d experts pick the %d-row table; %s applies to the 128-row one "
-                     "only, and the records tiles serve this call",
-                     (int)m, (int)E, tl->bm, wg_note ? "MEMRA_MMQ_XE_WG=1" : "MEMRA_MMQ_XE_TALL=1");
+                     "only, and the records tiles serve this call%s",
+                     (int)m, (int)E, tl->bm, wg_note ? "MEMRA_MMQ_XE_WG=1" : "MEMRA_MMQ_XE_TALL=1",
+                     first ? " (logged once; later calls at DEBUG)" : "");
+    }
     if (lane < 2 && MMQ_K(q)->experts_tall[lane] != NULL && MMQ_K(q)->xe_bm == 0 && tl->bm == 128 && small >= 0 &&
         (int64_t)m <= (int64_t)160 * E && MMQ_K(q)->experts_merged[lane][tile] == NULL &&
         MMQ_K(q)->experts_sorted[lane][tile] != NULL && MMQ_K(q)->experts_sorted[lane][small] != NULL &&
