@@ -619,6 +619,10 @@ static memra_status mmq_load(memra__gpu *q, void *state)
         if (caps->smem_per_block_optin == 0 || caps->smem_per_block_optin >= s->r3_tiles[t].smem)
             st = memra__gpu_function(q, m, s->r3_tiles[t].kernel, tile_smem_max(s, caps, &s->r3_tiles[t]),
                                      &s->gemm_q8_0r[t]);
+    /* MEMRA_MMQ_WG_SEED, read once: the dense seeded tile's variant below, and pp / pin also pick the grouped
+     * tile's twin and (pin) the prepared K-quant tile's */
+    const char *sd = memra__gpu_knob(q, "MEMRA_MMQ_WG_SEED");
+    const int sd_pp = sd != NULL && strcmp(sd, "pp") == 0, sd_pin = sd != NULL && strcmp(sd, "pin") == 0;
     /* MEMRA_MMQ_WG: gemm_q8_0r on the warpgroup MMA where the GPU is cc 9.x, the driver encodes tensor
      * maps and the image has the kernel (sm_90a SASS only). auto (the default): the calls of at least
      * MMQ_WG_AUTO_M tokens, seeded by the tensor cores (runs i1 / i4, H100: _wgs 6-12% faster than the
@@ -640,24 +644,21 @@ static memra_status mmq_load(memra__gpu *q, void *state)
             const long pv = pe != NULL ? strtol(pe, &pend, 10) : 0;
             const int per = pe != NULL && pend != pe && *pend == '\0' && pv >= 1 && pv <= 4096;
             s->wgp_cap = per && pv >= 2 ? (int)pv : 0;
-            const char *sd = memra__gpu_knob(q, "MEMRA_MMQ_WG_SEED");
             /* on by default (runs i1 / i4); smem: _wgsa, the seed's A from shared memory (untimed) */
             const int sda = sd != NULL && strcmp(sd, "smem") == 0;
             /* xp: _wgsax, _wgsa with the token scales loaded a group ahead (untimed) */
             const int sdx = sd != NULL && strcmp(sd, "xp") == 0;
-            /* pp: _wgspp, _wgs with its two consumer warpgroups folding in turn (untimed) */
-            const int sdp = sd != NULL && strcmp(sd, "pp") == 0;
-            /* pin: _wgsf, _wgs with each group's fold pinned behind its s8 wgmma (mmq.cu r3w_pin; untimed) */
-            const int sdf = sd != NULL && strcmp(sd, "pin") == 0;
-            const int seed = sd == NULL || strcmp(sd, "1") == 0 || sda || sdx || sdp || sdf;
+            /* pp: _wgspp, _wgs with its two consumer warpgroups folding in turn (run r1: slower); pin: _wgsf, _wgs
+             * with each group's fold pinned behind its s8 wgmma (mmq.cu r3w_pin; untimed) */
+            const int seed = sd == NULL || strcmp(sd, "1") == 0 || sda || sdx || sd_pp || sd_pin;
             const int t = seed || per || (tr != NULL && strcmp(tr, "1") == 0);
-            s->wg_name = sdf    ? "memra_k_gemm_q8_0r_wgsf"
-                         : sdp  ? "memra_k_gemm_q8_0r_wgspp"
-                         : sdx  ? "memra_k_gemm_q8_0r_wgsax"
-                         : sda  ? "memra_k_gemm_q8_0r_wgsa"
-                         : seed ? "memra_k_gemm_q8_0r_wgs"
-                         : t    ? "memra_k_gemm_q8_0r_wgt"
-                                : "memra_k_gemm_q8_0r_wg";
+            s->wg_name = sd_pin  ? "memra_k_gemm_q8_0r_wgsf"
+                         : sd_pp ? "memra_k_gemm_q8_0r_wgspp"
+                         : sdx   ? "memra_k_gemm_q8_0r_wgsax"
+                         : sda   ? "memra_k_gemm_q8_0r_wgsa"
+                         : seed  ? "memra_k_gemm_q8_0r_wgs"
+                         : t     ? "memra_k_gemm_q8_0r_wgt"
+                                 : "memra_k_gemm_q8_0r_wg";
             s->wgp_name = seed ? "memra_k_gemm_q8_0r_wgps" : "memra_k_gemm_q8_0r_wgp";
             s->wg_smem = seed ? R3W_SMEM_BYTES_SD(1) : R3W_SMEM_BYTES_OF(t);
             const int ok = caps->cc / 10 == 9 && q->cuTensorMapEncodeTiled != NULL && !q->from_ptx &&
@@ -676,7 +677,7 @@ static memra_status mmq_load(memra__gpu *q, void *state)
             /* auto by default (run p10, H100, m = 512, two rounds: the four rows it takes 2.5-10% faster, the
              * others level); 1 every warpgroup call; 0 never */
             s->sk_mode = sk != NULL && strcmp(sk, "0") == 0 ? 0 : sk != NULL && strcmp(sk, "1") == 0 ? 1 : 2;
-            s->wgsk_name = sdf ? "memra_k_gemm_q8_0r_wgskf" : "memra_k_gemm_q8_0r_wgsk";
+            s->wgsk_name = sd_pin ? "memra_k_gemm_q8_0r_wgskf" : "memra_k_gemm_q8_0r_wgsk";
             if (s->sk_mode != 0 && s->gemm_q8_0r_wg != NULL) {
                 if (s->gemm_q8_0r_wgp != NULL ||
                     (strcmp(s->wg_name, "memra_k_gemm_q8_0r_wgs") != 0 &&
@@ -783,8 +784,7 @@ static memra_status mmq_load(memra__gpu *q, void *state)
         s->kq_widen_names = k_kq_widen_names[pre == 2];
         s->kr_wgw_name = k_kr_wgw_names[pre == 2];
         /* MEMRA_MMQ_WG_SEED=pin: =pre2's tile with the fold pinned behind the s8 wgmma (_wgw2f; untimed) */
-        const char *ksd = memra__gpu_knob(q, "MEMRA_MMQ_WG_SEED");
-        if (pre == 2 && ksd != NULL && strcmp(ksd, "pin") == 0) s->kr_wgw_name = "memra_k_gemm_kr_kq_wgw2f";
+        if (pre == 2 && sd_pin) s->kr_wgw_name = "memra_k_gemm_kr_kq_wgw2f";
         const int mma = pre > 0 || strcmp(kw, "mma") == 0;
         s->kr_wg_names = mma ? k_kr_wgm_names : k_kr_wg_names;
         s->kr_wg_smem = mma ? R3W_SMEM_BYTES_KM : R3W_SMEM_BYTES_KQ;
@@ -936,11 +936,10 @@ static memra_status mmq_load(memra__gpu *q, void *state)
         const int xe_auto = xe_wg == NULL || strcmp(xe_wg, "auto") == 0;
         s->xe_wg_asked = xe_wg != NULL && strcmp(xe_wg, "1") == 0;
         s->xe_wg_min_k = xe_auto ? MMQ_XE_WG_AUTO_K : 0;
-        /* MEMRA_MMQ_WG_SEED=pp: the grouped tile's consumers fold in turn too (memra_k_experts_q8_0r_wgspp) */
-        const char *xe_sd = memra__gpu_knob(q, "MEMRA_MMQ_WG_SEED");
-        s->xe_wg_name = xe_sd != NULL && strcmp(xe_sd, "pp") == 0    ? "memra_k_experts_q8_0r_wgspp"
-                        : xe_sd != NULL && strcmp(xe_sd, "pin") == 0 ? "memra_k_experts_q8_0r_wgsf"
-                                                                     : "memra_k_experts_q8_0r_wgs";
+        /* MEMRA_MMQ_WG_SEED=pp / pin: the grouped tile's twin (memra_k_experts_q8_0r_wgspp / _wgsf) */
+        s->xe_wg_name = sd_pp    ? "memra_k_experts_q8_0r_wgspp"
+                        : sd_pin ? "memra_k_experts_q8_0r_wgsf"
+                                 : "memra_k_experts_q8_0r_wgs";
         if (xe_auto || s->xe_wg_asked) {
             const unsigned smem = R3W_SMEM_BYTES_SD(1);
             const int base_ok = caps->cc / 10 == 9 && q->cuTensorMapEncodeTiled != NULL && !q->from_ptx &&
