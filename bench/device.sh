@@ -484,11 +484,12 @@ step_knobab() {
   for mm in ${KNOBAB_M:-512}; do for ((r = 1; r <= ${KNOBAB_ROUNDS:-2}; r++)); do for ((i = 0; i < 2; i++)); do
     v=$(((i + r - 1) % 2))
     # the knob's "on" value: KNOBAB_ON (default 1), its "off" value KNOBAB_OFF (default 0); receipts and
-    # logs are named 0 / 1, and with KNOBAB_ON given also _on<value> (two knobabs in one call keep apart)
-    f="$L/knobab_m${mm}_${v}_$r${KNOBAB_ON:+_on$KNOBAB_ON}.txt"
+    # logs are named 0 / 1, and with KNOBAB_ON given also _on<value> (two knobabs in one call keep apart), then
+    # KNOBAB_SFX
+    f="$L/knobab_m${mm}_${v}_$r${KNOBAB_ON:+_on$KNOBAB_ON}${KNOBAB_SFX:-}.txt"
     env ${KNOBAB_ENV:-} $kn=$([ $v = 1 ] && echo "${KNOBAB_ON:-1}" || echo "${KNOBAB_OFF:-0}") timeout 200 $M bench 27b --m $mm \
-      --json $R/knobab_27b_m${mm}_${kn}_${v}_${r}${KNOBAB_ON:+_on$KNOBAB_ON}_$TAG.json > "$f" 2>&1
-    say "knobab bench 27b m=$mm $kn=$([ $v = 1 ] && echo "${KNOBAB_ON:-1}" || echo "${KNOBAB_OFF:-0}") (round $r): exit $?"
+      --json $R/knobab_27b_m${mm}_${kn}_${v}_${r}${KNOBAB_ON:+_on$KNOBAB_ON}${KNOBAB_SFX:-}_$TAG.json > "$f" 2>&1
+    say "knobab bench 27b m=$mm ${KNOBAB_ENV:+$KNOBAB_ENV }$kn=$([ $v = 1 ] && echo "${KNOBAB_ON:-1}" || echo "${KNOBAB_OFF:-0}") (round $r): exit $?"
     awk -v a="^(${KNOBAB_ARM:-mmq})\$" '$1 ~ /->/ {s = $1} $1 ~ a || $2 ~ a {print "  " s, $0}' "$f" | grep -v split >> "$S"
   done; done; done
   say "knobab: $((SECONDS - t)) s"
@@ -1217,7 +1218,8 @@ step_wgfold() {
 #          kernel name at m = 4096 under pin;
 #          check gemm_q8_0r under WG=all SK=1 and pin (the stream-k twin _wgskf against the host) and its ncu names
 #   ab     knobab SEED 1 / pin at WGPIN_M (default "4096 2048"), then at WGPIN_M512 (default 512: the defaults, where
-#          pin takes _wgskf for the rows stream-k takes), WGPIN_ROUNDS rounds (default 2)
+#          pin takes _wgskf for the rows stream-k takes), WGPIN_ROUNDS rounds (default 2), and at WGPIN_ALL_M
+#          (default 512) with MEMRA_MMQ_WG=all MEMRA_MMQ_KR_WG=pre2 (every call on the warpgroup tiles)
 #   tools  the four sanitizer tools over check gemm_q8_0r --quick under pin and MEMRA_MMQ_WG=all
 #   xe     the grouped twin (memra_k_experts_q8_0r_wgsf): test_gpu_experts wg, wg_graph, wg_split and check
 #          gemm_experts under pin, ncu names, bench moe mixtral q8_0 SEED 1 / pin at WGPIN_XE_M (default "512 4096"),
@@ -1249,6 +1251,11 @@ step_wgpin() {
       KNOBAB_ROUNDS=${WGPIN_ROUNDS:-2} KNOBAB_ARM="mmq|q4_0|q4_k|q5_k" step_knobab
     KNOBAB_KNOB=MEMRA_MMQ_WG_SEED KNOBAB_ON=pin KNOBAB_OFF=1 KNOBAB_M="${WGPIN_M512:-512}" KNOBAB_ROUNDS=${WGPIN_ROUNDS:-2} \
       KNOBAB_ARM="mmq|q4_0|q4_k|q5_k" step_knobab
+    # and with every call on the warpgroup tiles (WG=all, KR_WG=pre2) at WGPIN_ALL_M (default 512; "" skips): does
+    # pin move the m below which auto leaves the seeded tiles?
+    [ -n "${WGPIN_ALL_M-512}" ] && KNOBAB_ENV="MEMRA_MMQ_WG=all MEMRA_MMQ_KR_WG=pre2" KNOBAB_KNOB=MEMRA_MMQ_WG_SEED \
+      KNOBAB_ON=pin KNOBAB_OFF=1 KNOBAB_M="${WGPIN_ALL_M-512}" KNOBAB_ROUNDS=${WGPIN_ROUNDS:-2} \
+      KNOBAB_ARM="mmq|q4_0|q4_k|q5_k" KNOBAB_SFX=_all step_knobab
   fi
   [[ $parts == *" tools "* ]] && knob_tools "MEMRA_MMQ_WG=all MEMRA_MMQ_WG_SEED=pin" wgpin gemm_q8_0r
   if [[ $parts == *" xe "* ]]; then # the grouped twin (memra_k_experts_q8_0r_wgsf): tests, ncu names, bench moe 1 / pin
