@@ -78,6 +78,18 @@ static int g_on[L_N];
 #define M_MAX KQ_M
 /* MEMRA_MMQ_XE_WG=1's warnings: a call of lane xewg that the tile should take but does not */
 static test_log_count g_wg_log = {"MEMRA_MMQ_XE_WG", 0};
+/* test_log_sink, but for one note: lane xe's calls (200 rows over 8 experts) pick the 32-row table and, under
+ * MEMRA_MMQ_XE_WG=1, the module says so once ("... rows over ... experts pick the 32-row table; MEMRA_MMQ_XE_WG=1
+ * applies to the 128-row one only"). That is no fallback of lane xewg, whose table is fixed by its mean (XE_WG_M
+ * rows over XE_E experts: the 128-row table), so only that note naming xewg's rows counts. (Run t2 on an H100:
+ * stress_streams and stress_graphs failed on lane xe's note.) */
+static void stress_log_sink(int level, const char *component, const char *message, void *user)
+{
+    char mine[48];
+    snprintf(mine, sizeof mine, "%d rows over %d experts", XE_WG_M, XE_E);
+    const int other = strstr(message, " rows over ") != NULL && strstr(message, mine) == NULL;
+    test_log_sink(level, component, message, other ? NULL : user);
+}
 
 static memra_runtime *g_rt;
 static memra_device *g_dev;
@@ -537,7 +549,7 @@ int main(int argc, char **argv)
     g_rng = test_seed();
     /* MEMRA_MMQ_XE_WG=1 rather than its default (auto, the same tile at this k): a fallback warns */
     const char *settings[] = {"MEMRA_MMQ_XE_WG=1", NULL};
-    memra_options o = {.struct_size = sizeof o, .settings = settings, .log_fn = test_log_sink, .log_user = &g_wg_log};
+    memra_options o = {.struct_size = sizeof o, .settings = settings, .log_fn = stress_log_sink, .log_user = &g_wg_log};
     CHECK_OK(memra_open(&o, &g_rt));
     for (int i = 0; i < memra_device_count(g_rt) && g_dev == NULL; i++) {
         memra_device *d = memra_device_get(g_rt, i);
