@@ -29,7 +29,7 @@
  *                             ran the tall tile); elsewhere the knob warns and the usual tiles serve
  *   test_gpu_experts wg | wg_graph | wg_split | wg4 | wg_bm128 | wg_skew | wg_q4_0
  *                             Q8_0 (and Q4_0) with MEMRA_MMQ_XE_WG=1: on cc 9.x the 128-row table's
- *                             tiles on the seeded warpgroup tile (memra_k_experts_q8_0r_wgs), failing
+ *                             tiles on the seeded warpgroup tile (memra_k_experts_q8_0r_wgs, _wgsf under pin), failing
  *                             there if the module refused it or fell back in a call (a log sink).
  *                             wg, wg_graph, wg_split (3 k slices), wg_q4_0: 2 experts (169 rows: two
  *                             warpgroup tiles, the second of 41 rows, above the 32-row remainder; 129:
@@ -338,7 +338,9 @@ int main(int argc, char **argv)
                               fp8 ? "MEMRA_PREFER=gemm_fp8_blk=fp8blk" : xc->bm ? bm : NULL,
                               one ? "MEMRA_FP8BLK_XE_ONE=all" : pt ? "MEMRA_FP8BLK_XE_PT=1" : tall ? "MEMRA_MMQ_XE_TALL=1" : NULL,
                               wgc ? "MEMRA_MMQ_XE_WG=1" : NULL,
-                              strncmp(xc->name, "wg_rem", 6) == 0 ? "MEMRA_MMQ_XE_WG_REM=1" : NULL, NULL};
+                              strncmp(xc->name, "wg_rem", 6) == 0 ? "MEMRA_MMQ_XE_WG_REM=1" : NULL,
+                              /* the remainders' tile (_wgsr) is the unpinned tile's twin: SEED=1 */
+                              strncmp(xc->name, "wg_rem", 6) == 0 ? "MEMRA_MMQ_WG_SEED=1" : NULL, NULL};
     if (h16) settings[3] = "MEMRA_MMQ_XE_F16=1";
     /* the list ends at its first NULL: the slots left unset above are dropped, so that none hides the ones after
      * it (before, a case without MEMRA_MMQ_XE_BM ended the list there: the wg and tall cases ran without their

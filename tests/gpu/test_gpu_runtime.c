@@ -32,6 +32,15 @@
 #include "memra/module.h"
 #include "test.h"
 
+/* MEMRA_MMQ_WG_SEED unset: the seeded tiles' names and picks under mmq.h's default (1 or pin) */
+#if MMQ_WG_SEED_PIN_DEFAULT
+#define PIN_SFX "f" /* _wgsf, _wgskf, _wgw2f */
+#define WGS_CODE 9  /* wgc's code of _wgsf */
+#else
+#define PIN_SFX ""
+#define WGS_CODE 4
+#endif
+
 /* ---- the fake driver ---------------------------------------------------------------- */
 
 typedef int CUresult;
@@ -825,6 +834,7 @@ static int xe_wg_cases(const char *so)
         g_xe_wg_knob = xc[i].knob, g_missing_kernel = xc[i].missing, g_no_tmap = xc[i].no_tmap;
         g_xe_sort_knob = xc[i].sort, g_xe_bm_knob = xc[i].bm, g_xe_split_knob = xc[i].split;
         g_xe_ovl_knob = xc[i].ovl ? "1" : NULL;
+        g_mmq_wg_sd_knob = "1"; /* the unpinned tile and its early-trigger twin (the pinned default: below) */
         if (!open_mod(so, xc[i].cc, &m)) return 0;
         g_tmap_calls = 0;
         const memra_status st = xe_call(&m, xc[i].rows, 256, xc[i].kq);
@@ -870,8 +880,9 @@ static int xe_wg_cases(const char *so)
         g_n_launched = 0;
         ok &= close_mod(&m, 1);
     }
-    /* auto (unset, the default): the warpgroup tile from k = 4096 (mmq_ops.c MMQ_XE_WG_AUTO_K), the records
-     * tiles below it; =0 never, =1 at any k */
+    g_mmq_wg_sd_knob = NULL;
+    /* auto (unset, the default): the warpgroup tile (the default seed's) from k = 4096 (mmq_ops.c MMQ_XE_WG_AUTO_K),
+     * the records tiles below it; =0 never, =1 at any k */
     static const struct {
         const char *knob;
         int k, want;
@@ -883,7 +894,7 @@ static int xe_wg_cases(const char *so)
         if (!open_mod(so, 90, &m)) return 0;
         const memra_status st = xe_call(&m, 1024, ac[i].k, 0);
         int wg = 0;
-        for (int l = 0; l < g_n_launched && l < 16; l++) wg += strcmp(g_launched[l], "memra_k_experts_q8_0r_wgs") == 0;
+        for (int l = 0; l < g_n_launched && l < 16; l++) wg += strcmp(g_launched[l], "memra_k_experts_q8_0r_wgs" PIN_SFX) == 0;
         const int good = st == MEMRA_STATUS_OK && wg == ac[i].want;
         printf("  XE_WG=%s cc 90 gemm_experts q8_0 m 1024 E 8 k %d: %s  %s\n", ac[i].knob ? ac[i].knob : "unset (auto)",
                ac[i].k, wg ? "the warpgroup tile" : "the records tiles", good ? "ok" : "FAIL");
@@ -894,7 +905,7 @@ static int xe_wg_cases(const char *so)
     g_xe_split_knob = NULL;
     /* MEMRA_MMQ_WG_SEED=pp: the grouped tile's twin that folds in turn (_wgspp) in _wgs's place, the same grid;
      * with XE_OVERLAP=1 too it stays plain (no early-trigger twin: a warning); an image without it: the records tiles */
-    /* MEMRA_MMQ_WG_SEED=pin likewise: _wgsf (the fold pinned behind the s8 wgmma) */
+    /* MEMRA_MMQ_WG_SEED=pin likewise: _wgsf (the fold pinned behind the s8 wgmma); unset: mmq.h's default */
     static const struct {
         const char *missing;
         int ovl;
@@ -904,7 +915,8 @@ static int xe_wg_cases(const char *so)
               {"experts_q8_0r_wgspp", 0, "memra_k_experts_q8_0r_mt4_sb", "memra_k_experts_q8_0r_mt1_sb", "pp"},
               {NULL, 0, "memra_k_experts_q8_0r_wgsf", "memra_k_experts_q8_0r_mt1_sb", "pin"},
               {NULL, 1, "memra_k_experts_q8_0r_wgsf", "memra_k_experts_q8_0r_mt1_sb", "pin"},
-              {"experts_q8_0r_wgsf", 0, "memra_k_experts_q8_0r_mt4_sb", "memra_k_experts_q8_0r_mt1_sb", "pin"}};
+              {"experts_q8_0r_wgsf", 0, "memra_k_experts_q8_0r_mt4_sb", "memra_k_experts_q8_0r_mt1_sb", "pin"},
+              {NULL, 0, "memra_k_experts_q8_0r_wgs" PIN_SFX, "memra_k_experts_q8_0r_mt1_sb", NULL}};
     for (size_t i = 0; i < sizeof pc / sizeof pc[0]; i++) {
         mod m;
         g_mmq_wg_sd_knob = pc[i].seed, g_xe_wg_knob = "1", g_missing_kernel = pc[i].missing, g_xe_ovl_knob = pc[i].ovl ? "1" : NULL;
@@ -917,7 +929,7 @@ static int xe_wg_cases(const char *so)
         if (wgx) good &= g_grid_x[3] == 1024 / 128 + 8 && g_grid_y[3] == 3 && g_block_x[3] == 384 &&
                          g_smem[3] == (unsigned)R3W_SMEM_BYTES_SD(1);
         printf("  XE_WG=1 WG_SEED=%s%s%s%s cc 90 gemm_experts q8_0 m 1024 E 8: %d launches, tile %s, then %s  %s\n",
-               pc[i].seed, pc[i].ovl ? ", XE_OVERLAP=1" : "", pc[i].missing ? ", image without " : "", pc[i].missing ? pc[i].missing : "",
+               pc[i].seed ? pc[i].seed : "unset", pc[i].ovl ? ", XE_OVERLAP=1" : "", pc[i].missing ? ", image without " : "", pc[i].missing ? pc[i].missing : "",
                g_n_launched, g_n_launched > at ? g_launched[at] : "-", g_n_launched > at + 1 ? g_launched[at + 1] : "-",
                good ? "ok" : "FAIL");
         ok &= good;
@@ -932,11 +944,17 @@ static int xe_wg_cases(const char *so)
         const char *missing, *split, *seed;
         int ovl, rem;
         const char *tile;
-    } mc[] = {{NULL, NULL, NULL, 0, 1, "memra_k_experts_q8_0r_wgsr"},
-              {NULL, "2", NULL, 0, 1, "memra_k_experts_q8_0r_wgsr"},
-              {NULL, NULL, NULL, 1, 1, "memra_k_experts_q8_0r_wgsr"},
-              {"q8_0r_wgsr", NULL, NULL, 0, 0, "memra_k_experts_q8_0r_wgs"},
-              {NULL, NULL, "pp", 0, 0, "memra_k_experts_q8_0r_wgspp"}};
+    } mc[] = {{NULL, NULL, "1", 0, 1, "memra_k_experts_q8_0r_wgsr"},
+              {NULL, "2", "1", 0, 1, "memra_k_experts_q8_0r_wgsr"},
+              {NULL, NULL, "1", 1, 1, "memra_k_experts_q8_0r_wgsr"},
+              {"q8_0r_wgsr", NULL, "1", 0, 0, "memra_k_experts_q8_0r_wgs"},
+              {NULL, NULL, "pp", 0, 0, "memra_k_experts_q8_0r_wgspp"},
+#if MMQ_WG_SEED_PIN_DEFAULT
+              {NULL, NULL, NULL, 0, 0, "memra_k_experts_q8_0r_wgsf"}
+#else
+              {NULL, NULL, NULL, 0, 1, "memra_k_experts_q8_0r_wgsr"}
+#endif
+    };
     for (size_t i = 0; i < sizeof mc / sizeof mc[0]; i++) {
         mod m;
         g_xe_rem_knob = "1", g_xe_wg_knob = "1", g_missing_kernel = mc[i].missing, g_xe_split_knob = mc[i].split;
@@ -951,9 +969,10 @@ static int xe_wg_cases(const char *so)
         good &= g_grid_x[3] == (mc[i].rem ? 1024u / 128 + 8 + 8 : 1024u / 128 + 8);
         if (!mc[i].rem) good &= g_n_launched > 4 && strcmp(g_launched[4], "memra_k_experts_q8_0r_mt1_sb") == 0;
         if (S > 1) good &= strcmp(g_launched[nl - 1], "memra_k_experts_splitk_sum") == 0;
-        printf("  XE_WG=1 XE_WG_REM=1%s%s%s%s%s cc 90 gemm_experts q8_0 m 1024 E 8: %d launches, tile %s on %u x %u x %u, "
+        printf("  XE_WG=1 XE_WG_REM=1%s%s%s%s%s%s cc 90 gemm_experts q8_0 m 1024 E 8: %d launches, tile %s on %u x %u x %u, "
                "then %s  %s\n",
-               mc[i].split ? ", XE_SPLIT=2" : "", mc[i].ovl ? ", XE_OVERLAP=1" : "", mc[i].seed ? ", WG_SEED=pp" : "",
+               mc[i].split ? ", XE_SPLIT=2" : "", mc[i].ovl ? ", XE_OVERLAP=1" : "", mc[i].seed ? ", WG_SEED=" : "",
+               mc[i].seed ? mc[i].seed : "",
                mc[i].missing ? ", image without " : "", mc[i].missing ? mc[i].missing : "", g_n_launched,
                g_n_launched > 3 ? g_launched[3] : "-", g_grid_x[3], g_grid_y[3], g_grid_z[3],
                g_n_launched > 4 ? g_launched[4] : "-", good ? "ok" : "FAIL");
@@ -1140,8 +1159,9 @@ static int mmq_sk(const char *so)
         g_mmq_wg_knob = cs[i].wg ? cs[i].wg : "all";
         g_mmq_sk_knob = cs[i].sk == NULL ? "1" : strcmp(cs[i].sk, "unset") == 0 ? NULL : cs[i].sk;
         g_mmq_wg_per_knob = cs[i].per, g_missing_kernel = cs[i].missing;
+        g_mmq_wg_sd_knob = "1"; /* the unpinned tile, _wgsk (the pinned twin's picks below) */
         const int opened = open_mod(so, 90, &m);
-        g_mmq_sk_knob = NULL, g_mmq_wg_per_knob = NULL, g_missing_kernel = NULL;
+        g_mmq_sk_knob = NULL, g_mmq_wg_per_knob = NULL, g_missing_kernel = NULL, g_mmq_wg_sd_knob = NULL;
         if (!opened) {
             g_mmq_wg_knob = "0";
             return 0;
@@ -1171,17 +1191,23 @@ static int mmq_sk(const char *so)
         g_n_launched = 0;
         ok &= close_mod(&m, 1);
     }
-    /* MEMRA_MMQ_WG_SEED=pin: the stream-k twin with the fold pinned (_wgskf) where the default takes _wgsk (auto and
-     * the plain tile's defaults otherwise: 6144->5120 at m 512 is 160 tiles, 5120->12288 is not taken) */
+    /* MEMRA_MMQ_WG_SEED=pin (and unset, where pin is mmq.h's default): the stream-k twin with the fold pinned
+     * (_wgskf) where SEED=1 takes _wgsk (auto and the plain tile's defaults otherwise: 6144->5120 at m 512 is 160 tiles,
+     * 5120->12288 is not taken) */
     static const struct {
         int m, k, n;
         unsigned grid, rem;
-        const char *want;
-    } pcs[] = {{512, 6144, 5120, 132, 28, "memra_k_gemm_q8_0r_wgskf"}, {512, 5120, 12288, 0, 0, "memra_k_gemm_q8_0r_wgsf"},
-               {4096, 5120, 12288, 0, 0, "memra_k_gemm_q8_0r_wgsf"}};
+        const char *want, *seed;
+    } pcs[] = {{512, 6144, 5120, 132, 28, "memra_k_gemm_q8_0r_wgskf", "pin"},
+               {512, 5120, 12288, 0, 0, "memra_k_gemm_q8_0r_wgsf", "pin"},
+               {4096, 5120, 12288, 0, 0, "memra_k_gemm_q8_0r_wgsf", "pin"},
+               {512, 6144, 5120, 132, 28, "memra_k_gemm_q8_0r_wgsk" PIN_SFX, NULL},
+               {4096, 5120, 12288, 0, 0, "memra_k_gemm_q8_0r_wgs" PIN_SFX, NULL},
+               {512, 6144, 5120, 132, 28, "memra_k_gemm_q8_0r_wgsk", "1"},
+               {4096, 5120, 12288, 0, 0, "memra_k_gemm_q8_0r_wgs", "1"}};
     for (size_t i = 0; i < sizeof pcs / sizeof pcs[0]; i++) {
         mod m;
-        g_mmq_wg_knob = "auto", g_mmq_sk_knob = NULL, g_mmq_wg_sd_knob = "pin";
+        g_mmq_wg_knob = "auto", g_mmq_sk_knob = NULL, g_mmq_wg_sd_knob = pcs[i].seed;
         const int opened = open_mod(so, 90, &m);
         if (!opened) {
             g_mmq_wg_knob = "0", g_mmq_wg_sd_knob = NULL;
@@ -1194,8 +1220,8 @@ static int mmq_sk(const char *so)
         if (pcs[i].grid)
             good &= g_grid_x[0] == pcs[i].grid && g_n_launched == 2 && strcmp(g_launched[1], "memra_k_gemm_q8_0r_skfix") == 0 &&
                     g_grid_x[1] == pcs[i].rem;
-        printf("  gemm_q8_0r m %d %d->%d MEMRA_MMQ_WG_SEED=pin (WG, SK unset): %d launches, %s %u  %s\n", pcs[i].m,
-               pcs[i].k, pcs[i].n, g_n_launched, g_n_launched ? g_launched[0] : "-", g_grid_x[0], good ? "ok" : "FAIL");
+        printf("  gemm_q8_0r m %d %d->%d MEMRA_MMQ_WG_SEED=%s (WG, SK unset): %d launches, %s %u  %s\n", pcs[i].m,
+               pcs[i].k, pcs[i].n, pcs[i].seed ? pcs[i].seed : "unset", g_n_launched, g_n_launched ? g_launched[0] : "-", g_grid_x[0], good ? "ok" : "FAIL");
         ok &= good;
         g_n_launched = 0;
         ok &= close_mod(&m, 1);
@@ -1638,14 +1664,15 @@ static int case_mmq(const char *so)
      * ceil(n / 128) = 96 wide) or any tile (=all: m = 512, 5120 -> 1024 picks a 64-token tile); the split is
      * the plan's on the warpgroup tile alone at one CTA an SM (32 tiles on 132 SMs: 4 slices of 10 steps);
      * not on cc 12.0, not without the kernel or the driver's tensor maps, not at m = 512 with =1;
-     * MEMRA_MMQ_WG_SEED (unset: 1; =0 in the first cases): _wgs, or _wgps with PERSIST, their smem 4 KB more */
+     * MEMRA_MMQ_WG_SEED (unset: mmq.h MMQ_WG_SEED_PIN_DEFAULT; =0 in the first cases): _wgs (=pin: _wgsf), or _wgps
+     * with PERSIST, their smem 4 KB more */
     static const struct {
         int cc, no_tmap;
         const char *knob, *missing, *tr, *per;
         int m, n;
         int wg; /* 1: memra_k_gemm_q8_0r_wg launched, 2: _wgt (MEMRA_MMQ_WG_TR=1), 3: _wgp (MEMRA_MMQ_WG_PERSIST=1),
                  * 4: _wgs (MEMRA_MMQ_WG_SEED=1), 5: _wgps (both), 6: _wgsa (MEMRA_MMQ_WG_SEED=smem),
-                 * 7: _wgsax (MEMRA_MMQ_WG_SEED=xp), 8: _wgspp (MEMRA_MMQ_WG_SEED=pp) */
+                 * 7: _wgsax (MEMRA_MMQ_WG_SEED=xp), 8: _wgspp (MEMRA_MMQ_WG_SEED=pp), 9: _wgsf (=pin) */
         const char *sd;
     } wgc[] = {{90, 0, "1", NULL, NULL, NULL, 4096, 12288, 1, "0"},       {90, 0, "0", NULL, NULL, NULL, 4096, 12288, 0, "0"},
                {90, 0, "0", NULL, NULL, NULL, 4096, 12288, 0, NULL},       {120, 0, "1", NULL, NULL, NULL, 4096, 12288, 0, "0"},
@@ -1661,7 +1688,7 @@ static int case_mmq(const char *so)
                {90, 0, "1", NULL, NULL, NULL, 4096, 12288, 1, "0"},  {90, 0, "0", NULL, NULL, NULL, 4096, 12288, 0, "1"},
                {120, 0, "1", NULL, NULL, NULL, 4096, 12288, 0, "1"}, {90, 0, "1", "q8_0r_wgs", NULL, NULL, 4096, 12288, 0, "1"},
                {90, 0, "1", "q8_0r_wgps", NULL, "1", 4096, 12288, 4, "1"}, {90, 1, "1", NULL, NULL, NULL, 4096, 12288, 0, "1"},
-               /* the defaults (auto, seeded): _wgs from m = 1024 tokens, whatever the plan's tile, and below
+               /* the defaults (auto, seeded: _wgs, or _wgsf where pin is the default; SEED=1 _wgs): from m = 1024 tokens, whatever the plan's tile, and below
                 * where the plan's model prices it under the records tiles (step_wg; 132 SMs, k = 5120): at
                 * m = 512 on 5120 -> 1024 (4 slices of 10 steps: 7.1 paired steps against 7.8 for 64 x 96 in 3
                 * slices) and 5120 -> 12288 (56.0 against 59.4), not on 5120 -> 5120 (34.9 against 29.7: two
@@ -1671,17 +1698,18 @@ static int case_mmq(const char *so)
                 * with PERSIST, SEED=smem / xp, SEED=0, MEMRA_MMQ_BM=64 or without tensor maps: the records
                 * tiles at 512 x 1024); PERSIST still honoured; not on cc 12.0, not without tensor maps or
                 * the kernel */
-               {90, 0, NULL, NULL, NULL, NULL, 4096, 12288, 4, NULL}, {90, 0, "auto", NULL, NULL, NULL, 1024, 1024, 4, NULL},
-               {90, 0, NULL, NULL, NULL, NULL, 1024, 1024, 4, NULL},  {90, 0, NULL, NULL, NULL, NULL, 1023, 1024, 4, NULL},
-               {90, 0, NULL, NULL, NULL, NULL, 512, 1024, 4, NULL},   {90, 0, NULL, NULL, NULL, NULL, 512, 12288, 4, NULL},
+               {90, 0, NULL, NULL, NULL, NULL, 4096, 12288, WGS_CODE, NULL}, {90, 0, "auto", NULL, NULL, NULL, 1024, 1024, WGS_CODE, NULL},
+               {90, 0, NULL, NULL, NULL, NULL, 1024, 1024, WGS_CODE, NULL},  {90, 0, NULL, NULL, NULL, NULL, 1023, 1024, WGS_CODE, NULL},
+               {90, 0, NULL, NULL, NULL, NULL, 512, 1024, WGS_CODE, NULL},   {90, 0, NULL, NULL, NULL, NULL, 512, 12288, WGS_CODE, NULL},
                {90, 0, NULL, NULL, NULL, NULL, 512, 5120, 0, NULL},   {90, 0, "auto", NULL, NULL, NULL, 512, 17408, 0, NULL},
-               {90, 0, NULL, NULL, NULL, NULL, 128, 1024, 0, NULL},   {90, 0, NULL, NULL, NULL, NULL, 1024, 2560, 4, NULL},
+               {90, 0, NULL, NULL, NULL, NULL, 128, 1024, 0, NULL},   {90, 0, NULL, NULL, NULL, NULL, 1024, 2560, WGS_CODE, NULL},
                {90, 0, NULL, NULL, NULL, "1", 512, 1024, 0, NULL},    {90, 0, NULL, NULL, NULL, NULL, 512, 1024, 0, "smem"},
                {90, 0, NULL, NULL, NULL, NULL, 512, 1024, 0, "0"},    {90, 1, NULL, NULL, NULL, NULL, 512, 1024, 0, NULL},
                {90, 0, "bm64", NULL, NULL, NULL, 512, 1024, 0, NULL},
                {90, 0, NULL, NULL, NULL, "1", 4096, 12288, 5, NULL},  {90, 0, NULL, NULL, NULL, NULL, 4096, 12288, 1, "0"},
                {120, 0, NULL, NULL, NULL, NULL, 4096, 12288, 0, NULL}, {90, 1, NULL, NULL, NULL, NULL, 4096, 12288, 0, NULL},
-               {90, 0, NULL, "q8_0r_wgs", NULL, NULL, 4096, 12288, 0, NULL},
+               {90, 0, NULL, "q8_0r_wgs" PIN_SFX, NULL, NULL, 4096, 12288, 0, NULL},
+               {90, 0, NULL, NULL, NULL, NULL, 4096, 12288, 4, "1"}, {90, 0, NULL, NULL, NULL, NULL, 512, 1024, 4, "1"},
                /* MEMRA_MMQ_WG_SEED=smem: _wgsa (the seed's A from shared memory); with PERSIST _wgps */
                {90, 0, NULL, NULL, NULL, NULL, 4096, 12288, 6, "smem"}, {90, 0, "all", NULL, NULL, NULL, 512, 1024, 6, "smem"},
                {90, 0, NULL, NULL, NULL, "1", 4096, 12288, 5, "smem"}, {90, 0, NULL, "q8_0r_wgsa", NULL, NULL, 4096, 12288, 0, "smem"},
@@ -1760,17 +1788,24 @@ static int case_mmq(const char *so)
     g_mmq_wg_knob = "0", g_mmq_wg_tr_knob = NULL, g_mmq_wg_per_knob = NULL, g_mmq_wg_sd_knob = NULL, g_mmq_bm_knob = NULL;
     g_mmq_sk_knob = NULL;
     g_missing_kernel = NULL, g_no_tmap = 0;
-    /* MEMRA_MMQ_WG_TAIL=1 (defaults otherwise, stream-k off): _wgst where m mod 128 is 1 .. 96, on _wgs's grid;
-     * _wgs at other m, without the knob, without the kernel (a warning), or beside the folds in turn (a warning) */
+    /* MEMRA_MMQ_WG_TAIL=1 (with MEMRA_MMQ_WG_SEED=1, stream-k off): _wgst where m mod 128 is 1 .. 96, on _wgs's
+     * grid; _wgs at other m, without the knob, without the kernel (a warning); beside the folds in turn or the
+     * pinned tile, that tile and a warning (SEED unset: as mmq.h's default) */
     static const struct {
         const char *knob, *missing, *sd;
         int m, warns;
         const char *want;
-    } tc[] = {{"1", NULL, NULL, 4100, 0, "memra_k_gemm_q8_0r_wgst"},  {"1", NULL, NULL, 4128, 0, "memra_k_gemm_q8_0r_wgst"},
-              {"1", NULL, NULL, 4096, 0, "memra_k_gemm_q8_0r_wgs"},   {"1", NULL, NULL, 4129, 0, "memra_k_gemm_q8_0r_wgst"},
-              {"1", NULL, NULL, 4192, 0, "memra_k_gemm_q8_0r_wgst"},  {"1", NULL, NULL, 4193, 0, "memra_k_gemm_q8_0r_wgs"},
-              {NULL, NULL, NULL, 4100, 0, "memra_k_gemm_q8_0r_wgs"},  {"1", "q8_0r_wgst", NULL, 4100, 1, "memra_k_gemm_q8_0r_wgs"},
-              {"1", NULL, "pp", 4100, 1, "memra_k_gemm_q8_0r_wgspp"}};
+    } tc[] = {{"1", NULL, "1", 4100, 0, "memra_k_gemm_q8_0r_wgst"},  {"1", NULL, "1", 4128, 0, "memra_k_gemm_q8_0r_wgst"},
+              {"1", NULL, "1", 4096, 0, "memra_k_gemm_q8_0r_wgs"},   {"1", NULL, "1", 4129, 0, "memra_k_gemm_q8_0r_wgst"},
+              {"1", NULL, "1", 4192, 0, "memra_k_gemm_q8_0r_wgst"},  {"1", NULL, "1", 4193, 0, "memra_k_gemm_q8_0r_wgs"},
+              {NULL, NULL, "1", 4100, 0, "memra_k_gemm_q8_0r_wgs"},  {"1", "q8_0r_wgst", "1", 4100, 1, "memra_k_gemm_q8_0r_wgs"},
+              {"1", NULL, "pp", 4100, 1, "memra_k_gemm_q8_0r_wgspp"}, 
+#if MMQ_WG_SEED_PIN_DEFAULT
+              {"1", NULL, NULL, 4100, 1, "memra_k_gemm_q8_0r_wgsf"}
+#else
+              {"1", NULL, NULL, 4100, 0, "memra_k_gemm_q8_0r_wgst"}
+#endif
+    };
     g_mmq_wg_knob = NULL, g_mmq_sk_knob = "0";
     for (size_t i = 0; i < sizeof tc / sizeof tc[0]; i++) {
         g_wg_tail_knob = tc[i].knob, g_missing_kernel = tc[i].missing, g_mmq_wg_sd_knob = tc[i].sd;
@@ -1891,6 +1926,7 @@ static int case_mmq(const char *so)
     for (size_t i = 0; i < sizeof kwc / sizeof kwc[0]; i++) {
         g_kr_wg_knob = kwc[i].knob, g_kr_sums_knob = kwc[i].sums, g_missing_kernel = kwc[i].missing;
         g_no_tmap = kwc[i].no_tmap, g_scratch_refuse = kwc[i].refuse, g_n_warn = 0;
+        g_mmq_wg_sd_knob = "1"; /* the unpinned =pre2 tile, _wgw2 (the pinned default's: below) */
         if (!open_mod(so, kwc[i].cc, &m)) return 0;
         memra_call c2 = call_of(&m);
         memra_gemm_args a2 = gemm(kwc[i].m, kwc[i].n, 5120);
@@ -1936,15 +1972,19 @@ static int case_mmq(const char *so)
         ok &= close_mod(&m, 1);
     }
     g_kr_wg_knob = "0", g_kr_sums_knob = NULL, g_missing_kernel = NULL, g_no_tmap = 0, g_scratch_refuse = NULL;
-    /* MEMRA_MMQ_WG_SEED=pin under the default (=pre2 from 1024 tokens): the prepared tile's pinned twin _wgw2f after
-     * the preparing pass; without it in the image, the _wgm tile (the same results) */
+    g_mmq_wg_sd_knob = NULL;
+    /* MEMRA_MMQ_WG_SEED=pin (or unset, where pin is mmq.h's default) under the default KR_WG (=pre2 from 1024 tokens): the
+     * prepared tile's pinned twin _wgw2f after the preparing pass; without it in the image, the _wgm tile (the
+     * same results); SEED=1: _wgw2 */
     static const struct {
         int f;
-        const char *missing, *want;
-    } kpc[] = {{0, NULL, "memra_k_gemm_kr_kq_wgw2f"}, {1, NULL, "memra_k_gemm_kr_kq_wgw2f"},
-               {0, "kq_wgw2f", "memra_k_gemm_kr_q4_k_wgm"}};
+        const char *missing, *want, *seed;
+    } kpc[] = {{0, NULL, "memra_k_gemm_kr_kq_wgw2f", "pin"}, {1, NULL, "memra_k_gemm_kr_kq_wgw2f", "pin"},
+               {0, "kq_wgw2f", "memra_k_gemm_kr_q4_k_wgm", "pin"}, {0, NULL, "memra_k_gemm_kr_kq_wgw2" PIN_SFX, NULL},
+               {1, NULL, "memra_k_gemm_kr_kq_wgw2" PIN_SFX, NULL}, {0, "kq_wgw2" PIN_SFX, "memra_k_gemm_kr_q4_k_wgm", NULL},
+               {1, NULL, "memra_k_gemm_kr_kq_wgw2", "1"}};
     for (size_t i = 0; i < sizeof kpc / sizeof kpc[0]; i++) {
-        g_kr_wg_knob = NULL, g_mmq_wg_sd_knob = "pin", g_missing_kernel = kpc[i].missing;
+        g_kr_wg_knob = NULL, g_mmq_wg_sd_knob = kpc[i].seed, g_missing_kernel = kpc[i].missing;
         if (!open_mod(so, 90, &m)) return 0;
         memra_call c2 = call_of(&m);
         memra_gemm_args a2 = gemm(4096, 12288, 5120);
@@ -1953,8 +1993,8 @@ static int case_mmq(const char *so)
         const int t = kpc[i].missing ? 0 : 1;
         const int good = st2 == MEMRA_STATUS_OK && g_n_launched == t + 1 && strcmp(g_launched[t], kpc[i].want) == 0 &&
                          (t == 0 || strcmp(g_launched[0], kwd[1][kpc[i].f]) == 0);
-        printf("  WG_SEED=pin KR_WG=unset%s%s cc 90 gemm_kr %s 4096 x 12288 x 5120: %d launches, %s  %s\n",
-               kpc[i].missing ? ", image without " : "", kpc[i].missing ? kpc[i].missing : "", kpc[i].f ? "q5_k" : "q4_k",
+        printf("  WG_SEED=%s KR_WG=unset%s%s cc 90 gemm_kr %s 4096 x 12288 x 5120: %d launches, %s  %s\n",
+               kpc[i].seed ? kpc[i].seed : "unset", kpc[i].missing ? ", image without " : "", kpc[i].missing ? kpc[i].missing : "", kpc[i].f ? "q5_k" : "q4_k",
                g_n_launched, g_n_launched > t ? g_launched[t] : "-", good ? "ok" : "FAIL");
         ok &= good;
         g_n_launched = 0;

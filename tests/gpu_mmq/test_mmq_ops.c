@@ -698,7 +698,7 @@ static int kr_case(memra_format f, int m, int n, int k)
         for (int c = 0; c < 2; c++) {
             float *out[6];
             for (int v = 0; v < 6; v++) {
-                g_kr_tc = "0", g_kr_wg = kv[v], g_wg_sd = v == 5 ? "pin" : NULL;
+                g_kr_tc = "0", g_kr_wg = kv[v], g_wg_sd = v == 5 ? "pin" : "1";
                 const int refused = g_wg_log.n;
                 mmq_knobs("128", "128", split[c], NULL);
                 if (g_wg_log.n != refused) {

@@ -50,6 +50,9 @@
  * B operand of the MMA that seeds each k32 group's accumulator (see mmq.cu r3w_mma_seed) */
 #define R3W_SEED_BYTES 4096
 #define R3W_SMEM_BYTES_SD(TR) (R3W_SMEM_BYTES_OF(TR) + R3W_SEED_BYTES)
+/* MEMRA_MMQ_WG_SEED unset: 1 (0 here: _wgs, _wgsk, gemm_experts' _wgs, =pre2's _wgw2) or pin (1: their twins with
+ * the fold pinned behind the s8 wgmma, _wgsf, _wgskf, _wgsf, _wgw2f); mmq_ops.c and the fake driver's tests read it */
+#define MMQ_WG_SEED_PIN_DEFAULT 0
 /* SD's numbers: the seed 32 x 128 x 128 (the u8 MMA of 0x80 bytes), the fold's factors s 2^111 and
  * -s 2^-19 (= -s R3W_SD_SEED 2^-149 2^111) and the store's 2^38 (= 2^(149 - 111)). tests/formats
  * (wg_seed) runs the fold on the CPU against the records tiles' with these. */

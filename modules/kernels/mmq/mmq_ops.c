@@ -622,7 +622,7 @@ static memra_status mmq_load(memra__gpu *q, void *state)
     /* MEMRA_MMQ_WG_SEED, read once: the dense seeded tile's variant below, and pp / pin also pick the grouped
      * tile's twin and (pin) the prepared K-quant tile's */
     const char *sd = memra__gpu_knob(q, "MEMRA_MMQ_WG_SEED");
-    const int sd_pp = sd != NULL && strcmp(sd, "pp") == 0, sd_pin = sd != NULL && strcmp(sd, "pin") == 0;
+    const int sd_pp = sd != NULL && strcmp(sd, "pp") == 0, sd_pin = sd == NULL ? MMQ_WG_SEED_PIN_DEFAULT : strcmp(sd, "pin") == 0;
     /* MEMRA_MMQ_WG: gemm_q8_0r on the warpgroup MMA where the GPU is cc 9.x, the driver encodes tensor
      * maps and the image has the kernel (sm_90a SASS only). auto (the default): the calls of at least
      * MMQ_WG_AUTO_M tokens, seeded by the tensor cores (runs i1 / i4, H100: _wgs 6-12% faster than the
@@ -700,8 +700,9 @@ static memra_status mmq_load(memra__gpu *q, void *state)
              !load_optional(q, m, "memra_k_gemm_q8_0r_wgst", s->wg_smem, &s->gemm_q8_0r_wgst))) {
             s->gemm_q8_0r_wgst = NULL;
             q->host->log(MEMRA_LOG_WARN, q->name,
-                         "MEMRA_MMQ_WG_TAIL=1: needs the seeded tile memra_k_gemm_q8_0r_wgs (not persistent) and this "
-                         "image's memra_k_gemm_q8_0r_wgst; the tile's last row tile keeps 128 token columns");
+                         "MEMRA_MMQ_WG_TAIL=1: needs the seeded tile memra_k_gemm_q8_0r_wgs (MEMRA_MMQ_WG_SEED=1, not "
+                         "persistent) and this image's memra_k_gemm_q8_0r_wgst; the tile's last row tile keeps 128 "
+                         "token columns");
         }
         /* the plan's step_wg was fitted to _wgs alone: the other kernels keep auto's fixed threshold, but for _wgsf
          * (the same tile and plan, its fold pinned) */
@@ -961,17 +962,17 @@ static memra_status mmq_load(memra__gpu *q, void *state)
                  !load_optional(q, m, "memra_k_experts_q8_0r_wgsr", smem, &s->experts_wg_rem))) {
                 s->experts_wg_rem = NULL;
                 q->host->log(MEMRA_LOG_WARN, q->name,
-                             "MEMRA_MMQ_XE_WG_REM=1: needs MEMRA_MMQ_XE_WG's tile as memra_k_experts_q8_0r_wgs (not "
-                             "MEMRA_MMQ_WG_SEED=pp or pin) and this image's memra_k_experts_q8_0r_wgsr; the remainders "
+                             "MEMRA_MMQ_XE_WG_REM=1: needs MEMRA_MMQ_XE_WG's tile as memra_k_experts_q8_0r_wgs "
+                             "(MEMRA_MMQ_WG_SEED=1) and this image's memra_k_experts_q8_0r_wgsr; the remainders "
                              "run in their own launch");
             }
             /* MEMRA_MMQ_XE_OVERLAP=1 beside it: the tile's early-trigger entry, with the remainder table's _mt1_o2 */
             const char *xo = memra__gpu_knob(q, "MEMRA_MMQ_XE_OVERLAP");
             const int xe_pp = strcmp(s->xe_wg_name, "memra_k_experts_q8_0r_wgs") != 0;
             if (s->experts_wg != NULL && xo != NULL && strcmp(xo, "1") == 0 && xe_pp)
-                q->host->log(MEMRA_LOG_WARN, q->name, "MEMRA_MMQ_XE_OVERLAP=1 with MEMRA_MMQ_WG_SEED=pp or pin: "
-                                                      "their tiles have no early-trigger entry; the remainders run after "
-                                                      "the tiles");
+                q->host->log(MEMRA_LOG_WARN, q->name, "MEMRA_MMQ_XE_OVERLAP=1 needs MEMRA_MMQ_WG_SEED=1: the pp "
+                                                      "and pin tiles have no early-trigger entry; the remainders run "
+                                                      "after the tiles");
             else if (s->experts_wg != NULL && xo != NULL && strcmp(xo, "1") == 0 &&
                      !load_optional(q, m, "memra_k_experts_q8_0r_wgs_o1", smem, &s->experts_wg_ovl))
                 q->host->log(MEMRA_LOG_WARN, q->name, "MEMRA_MMQ_XE_WG with MEMRA_MMQ_XE_OVERLAP=1: this image has no "
