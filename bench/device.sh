@@ -1209,6 +1209,17 @@ step_wgfold() {
   timeout 200 $B/wgfold ${WGFOLD_STEPS:-8192} > "$L/wgfold.txt" 2>&1
   say "wgfold: exit $?"
   cat "$L/wgfold.txt" >> "$S"
+  # WGFOLD_NCU (e.g. "0 2 4 9": the variants' indices in wgfold.cu's table, each run 3 times, so launch 3 i): ncu's
+  # warp states and pipes of those variants at 2048 steps (why the fold and the tensor work do not overlap)
+  local v
+  for v in ${WGFOLD_NCU:-}; do
+    timeout 120 ncu --clock-control none --section WarpStateStats --section ComputeWorkloadAnalysis \
+      --section MemoryWorkloadAnalysis --section SchedulerStats --metrics "$NCU_METS" --launch-skip $((3 * v)) \
+      --launch-count 1 $B/wgfold 2048 > "$L/wgfold_ncu_$v.txt" 2>&1
+    say "wgfold ncu variant $v: exit $? $(grep -E '^ +(smsp__average_warps_issue_stalled|sm__inst_executed_pipe|Issue Slots Busy|Warp Cycles Per Issued|Shared Memory|Mem Busy)' \
+      "$L/wgfold_ncu_$v.txt" | sed -E 's/smsp__average_warps_issue_stalled_//; s/_per_issue_active.ratio//' | tr -s ' ' |
+      cut -c1-60 | paste -sd';' | cut -c1-900)"
+  done
   say "wgfold: $((SECONDS - t)) s"
 }
 
@@ -1237,7 +1248,7 @@ step_wgpin() {
       -k regex:memra_k_gemm_q8_0r -c 2 $M bench 27b --m 4096 --reps 1 --warmup 0 > "$L/wgpin_ncu.txt" 2>&1
     say "ncu names (pin, m = 4096): exit $? $(grep -oE 'memra_k_gemm_q8_0r_[a-z0-9]+' "$L/wgpin_ncu.txt" | sort -u | tr '\n' ' ')"
     grep -E "gpu__time_duration" "$L/wgpin_ncu.txt" | head -2 >> "$S"
-    MEMRA_MMQ_WG=all MEMRA_MMQ_WG_SK=1 MEMRA_MMQ_WG_SEED=pin timeout 200 $M check --device 0 --op gemm_q8_0r --module mmq \
+    MEMRA_MMQ_WG=all MEMRA_MMQ_WG_SK=1 MEMRA_MMQ_WG_SEED=pin timeout 360 $M check --device 0 --op gemm_q8_0r --module mmq \
       > "$L/wgpin_sk_check.log" 2>&1
     say "check gemm_q8_0r (WG=all SK=1 SEED=pin: _wgskf): exit $? $(grep -E 'passed, ' "$L/wgpin_sk_check.log")"
     grep -E " FAIL" "$L/wgpin_sk_check.log" | head -4 >> "$S"

@@ -77,7 +77,8 @@ template <int NR> __device__ __forceinline__ void fence_regs(uint32_t (&t)[64])
     for (int i = 0; i < NR; i++) asm volatile("" : "+r"(t[i])::"memory");
 }
 
-/* MMA: 0 none, 1 the product only, 2 seed + product. NF: FFMAs an accumulator (0, 1, 2).
+/* MMA: 0 none, 1 the product only, 2 seed + product. NF: FFMAs an accumulator (0, 1, 2; 3: one that does not
+ * read the product, 4: one with an immediate factor).
  * DB: 1 two temporaries (issue the next group, then fold this one); 0 one (issue, wait, fold); 2 two
  * temporaries, each seeded right after its fold (the product then waits on a seed a fold old; wait_group 0
  * throughout, as ptxas serialises every wgmma after a wait_group 1 here, C7514); 3 / 4: 2 / 1 with the fold
@@ -129,8 +130,8 @@ __global__ void __launch_bounds__(128 * NW, 1) k_fold(float *out, long long *cyc
             asm volatile("mov.u32 %0, %%clock;\n" : "=r"(clk)::"memory");
             s = clk == 0xFFFFFFFFu ? 0.0f : s;
         }
-#pragma unroll
         uint4 hq = make_uint4(0u, 0u, 0u, 0u);
+#pragma unroll
         for (int j = 0; j < N / 8; j++) {
             float x0 = xr[j & 7], x1 = xr[(j + 1) & 7];
             if (LD == 1) {
@@ -150,6 +151,8 @@ __global__ void __launch_bounds__(128 * NW, 1) k_fold(float *out, long long *cyc
                 const float x = (c & 1) ? x1 : x0;
                 if (NF == 2) acc[4 * j + c] = fmaf(x, fmaf(v, s, m), acc[4 * j + c]);
                 else if (NF == 1) acc[4 * j + c] = fmaf(v, x, acc[4 * j + c]);
+                else if (NF == 3) acc[4 * j + c] = fmaf(acc[4 * j + c], x, 0.5f); /* not reading the product */
+                else if (NF == 4) acc[4 * j + c] = fmaf(v, 1.0009765625f, acc[4 * j + c]); /* 2 register reads */
             }
         }
     };
@@ -269,6 +272,17 @@ int main(int argc, char **argv)
         V("4wg n64  seed+s8 fold2+ld      ", 4, 64, 2, 2, 1, 1),
         V("4wg n64  mma(seed+s8) only     ", 4, 64, 2, 0, 1, 0),
         V("4wg n64  fold2+ld only         ", 4, 64, 0, 2, 1, 1),
+        /* run t1 left the overlap unexplained: does any FFMA work slow the wgmmas, or only work on their registers,
+         * or the register reads? (NF 3: one FFMA an accumulator that does not read the product; NF 4: one that
+         * reads it with an immediate factor, two register operands) */
+        V("2wg n128 fold1 imm only         ", 2, 128, 0, 4, 1, 0),
+        V("2wg n128 seed+s8 fold1 imm      ", 2, 128, 2, 4, 1, 0),
+        V("2wg n128 seed+s8 fold1 imm pin  ", 2, 128, 2, 4, 4, 0),
+        V("2wg n128 fold1 no-t only        ", 2, 128, 0, 3, 1, 0),
+        V("2wg n128 seed+s8 fold1 no-t     ", 2, 128, 2, 3, 1, 0),
+        V("2wg n128 fold1 only (no ld)     ", 2, 128, 0, 1, 1, 0),
+        V("2wg n128 seed+s8 fold1 (no ld)  ", 2, 128, 2, 1, 1, 0),
+        V("2wg n128 seed+s8 fold1 pin (no ld)", 2, 128, 2, 1, 4, 0),
     };
     float *out;
     long long *cyc;
@@ -294,7 +308,7 @@ int main(int argc, char **argv)
         std::sort(per.begin(), per.end());
         const double c = per[1];
         const double macs = v.mma ? (double)v.nw * 64 * v.n * 32 / c : 0.0;
-        const double ffma = (double)v.nw * 128 * (v.n / 2) * v.nf / c;
+        const double ffma = (double)v.nw * 128 * (v.n / 2) * (v.nf == 2 ? 2 : v.nf ? 1 : 0) / c;
         printf("%-34s %10.1f %12.0f %14.1f\n", v.name, c, macs, ffma);
     }
     CK(cudaFree(out));
