@@ -540,6 +540,12 @@ static unsigned tile_smem_max(const mmq_state *s, const memra_device_caps *caps,
     return tile_two(caps, tl) && s->one_pad > tl->smem ? s->one_pad : tl->smem;
 }
 
+/* the seeded tile, pinned or not (_wgs, _wgsf): the one the stream-k tile and the plan's fit below 1024 tokens serve */
+static int wg_seeded_plain(const char *wg_name)
+{
+    return strcmp(wg_name, "memra_k_gemm_q8_0r_wgs") == 0 || strcmp(wg_name, "memra_k_gemm_q8_0r_wgsf") == 0;
+}
+
 static memra_status mmq_load(memra__gpu *q, void *state)
 {
     mmq_state *s = state;
@@ -622,7 +628,8 @@ static memra_status mmq_load(memra__gpu *q, void *state)
     /* MEMRA_MMQ_WG_SEED, read once: the dense seeded tile's variant below, and pp / pin also pick the grouped
      * tile's twin and (pin) the prepared K-quant tile's */
     const char *sd = memra__gpu_knob(q, "MEMRA_MMQ_WG_SEED");
-    const int sd_pp = sd != NULL && strcmp(sd, "pp") == 0, sd_pin = sd == NULL ? MMQ_WG_SEED_PIN_DEFAULT : strcmp(sd, "pin") == 0;
+    const int sd_pp = sd != NULL && strcmp(sd, "pp") == 0;
+    const int sd_pin = sd == NULL ? MMQ_WG_SEED_PIN_DEFAULT : strcmp(sd, "pin") == 0;
     /* MEMRA_MMQ_WG: gemm_q8_0r on the warpgroup MMA where the GPU is cc 9.x, the driver encodes tensor
      * maps and the image has the kernel (sm_90a SASS only). auto (the default): the calls of at least
      * MMQ_WG_AUTO_M tokens, seeded by the tensor cores (runs i1 / i4, H100: _wgs 6-12% faster than the
@@ -679,9 +686,7 @@ static memra_status mmq_load(memra__gpu *q, void *state)
             s->sk_mode = sk != NULL && strcmp(sk, "0") == 0 ? 0 : sk != NULL && strcmp(sk, "1") == 0 ? 1 : 2;
             s->wgsk_name = sd_pin ? "memra_k_gemm_q8_0r_wgskf" : "memra_k_gemm_q8_0r_wgsk";
             if (s->sk_mode != 0 && s->gemm_q8_0r_wg != NULL) {
-                if (s->gemm_q8_0r_wgp != NULL ||
-                    (strcmp(s->wg_name, "memra_k_gemm_q8_0r_wgs") != 0 &&
-                     strcmp(s->wg_name, "memra_k_gemm_q8_0r_wgsf") != 0) ||
+                if (s->gemm_q8_0r_wgp != NULL || !wg_seeded_plain(s->wg_name) ||
                     !load_optional(q, m, s->wgsk_name, s->wg_smem, &s->gemm_q8_0r_wgsk) ||
                     !load_optional(q, m, "memra_k_gemm_q8_0r_skfix", 0, &s->skfix)) {
                     s->gemm_q8_0r_wgsk = s->skfix = NULL;
@@ -706,9 +711,7 @@ static memra_status mmq_load(memra__gpu *q, void *state)
         }
         /* the plan's step_wg was fitted to _wgs alone: the other kernels keep auto's fixed threshold, but for _wgsf
          * (the same tile and plan, its fold pinned) */
-        s->wg_fit = s->gemm_q8_0r_wg != NULL && s->gemm_q8_0r_wgp == NULL &&
-                    (strcmp(s->wg_name, "memra_k_gemm_q8_0r_wgs") == 0 ||
-                     strcmp(s->wg_name, "memra_k_gemm_q8_0r_wgsf") == 0);
+        s->wg_fit = s->gemm_q8_0r_wg != NULL && s->gemm_q8_0r_wgp == NULL && wg_seeded_plain(s->wg_name);
     }
     {
         const char *tc = memra__gpu_knob(q, "MEMRA_MMQ_KR_TC");
