@@ -1220,6 +1220,18 @@ step_wgfold() {
       "$L/wgfold_ncu_$v.txt" | sed -E 's/smsp__average_warps_issue_stalled_//; s/_per_issue_active.ratio//' | tr -s ' ' |
       cut -c1-60 | paste -sd';' | cut -c1-900)"
   done
+  # the pipes' busy cycles (a separate ncu: a metric this ncu lacks fails only this line) and the SASS, for reading
+  # offline (this machine has no cuobjdump)
+  local pm="sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active,sm__pipe_fmaheavy_cycles_active.avg.pct_of_peak_sustained_active"
+  pm="$pm,sm__pipe_tensor_op_gmma_cycles_active.avg.pct_of_peak_sustained_active,smsp__issue_active.avg.pct_of_peak_sustained_active"
+  pm="$pm,sm__pipe_alu_cycles_active.avg.pct_of_peak_sustained_active,sm__inst_executed_pipe_fmaheavy.sum,sm__inst_executed_pipe_fmalite.sum"
+  for v in ${WGFOLD_NCU:-}; do
+    timeout 120 ncu --clock-control none --metrics "$pm" --launch-skip $((3 * v)) --launch-count 1 $B/wgfold 2048 \
+      > "$L/wgfold_pipes_$v.txt" 2>&1
+    say "wgfold pipes variant $v: exit $? $(grep -E '^ +(sm__|smsp__)' "$L/wgfold_pipes_$v.txt" | tr -s ' ' |
+      sed -E 's/\.avg\.pct_of_peak_sustained_active//; s/cycles_active/cyc/' | cut -c1-70 | paste -sd';' | cut -c1-700)"
+  done
+  command -v cuobjdump > /dev/null && cuobjdump -sass $B/wgfold > "$L/wgfold_sass.txt" 2>&1
   say "wgfold: $((SECONDS - t)) s"
 }
 
