@@ -78,7 +78,7 @@ template <int NR> __device__ __forceinline__ void fence_regs(uint32_t (&t)[64])
 }
 
 /* MMA: 0 none, 1 the product only, 2 seed + product. NF: FFMAs an accumulator (0, 1, 2; 3: one that does not
- * read the product, 4: one with an immediate factor).
+ * read the product, 4: one with an immediate factor; 5: none, the token scales' loads alone).
  * DB: 1 two temporaries (issue the next group, then fold this one); 0 one (issue, wait, fold); 2 two
  * temporaries, each seeded right after its fold (the product then waits on a seed a fold old; wait_group 0
  * throughout, as ptxas serialises every wgmma after a wait_group 1 here, C7514); 3 / 4: 2 / 1 with the fold
@@ -153,6 +153,7 @@ __global__ void __launch_bounds__(128 * NW, 1) k_fold(float *out, long long *cyc
                 else if (NF == 1) acc[4 * j + c] = fmaf(v, x, acc[4 * j + c]);
                 else if (NF == 3) acc[4 * j + c] = fmaf(acc[4 * j + c], x, 0.5f); /* not reading the product */
                 else if (NF == 4) acc[4 * j + c] = fmaf(v, 1.0009765625f, acc[4 * j + c]); /* 2 register reads */
+                else if (NF == 5 && c == 0) acc[4 * j] += x0 + x1; /* the token scales' loads alone */
             }
         }
     };
@@ -283,6 +284,11 @@ int main(int argc, char **argv)
         V("2wg n128 fold1 only (no ld)     ", 2, 128, 0, 1, 1, 0),
         V("2wg n128 seed+s8 fold1 (no ld)  ", 2, 128, 2, 1, 1, 0),
         V("2wg n128 seed+s8 fold1 pin (no ld)", 2, 128, 2, 1, 4, 0),
+        /* the loads without the fold (NF 5: two FADDs a fragment row pair, no FFMA on the accumulators): do the
+         * token scales' shared-memory loads and the wgmmas' operand reads slow each other? */
+        V("2wg n128 ld only (no fold)      ", 2, 128, 0, 5, 1, 1),
+        V("2wg n128 seed+s8 ld (no fold)   ", 2, 128, 2, 5, 1, 1),
+        V("2wg n128 s8 ld (no fold)        ", 2, 128, 1, 5, 1, 1),
     };
     float *out;
     long long *cyc;
@@ -308,7 +314,7 @@ int main(int argc, char **argv)
         std::sort(per.begin(), per.end());
         const double c = per[1];
         const double macs = v.mma ? (double)v.nw * 64 * v.n * 32 / c : 0.0;
-        const double ffma = (double)v.nw * 128 * (v.n / 2) * (v.nf == 2 ? 2 : v.nf ? 1 : 0) / c;
+        const double ffma = (double)v.nw * 128 * (v.n / 2) * (v.nf == 2 ? 2 : v.nf == 5 ? 0 : v.nf ? 1 : 0) / c;
         printf("%-34s %10.1f %12.0f %14.1f\n", v.name, c, macs, ffma);
     }
     CK(cudaFree(out));
