@@ -71,6 +71,20 @@ template <int N> __device__ __forceinline__ void mma_seed(uint32_t (&d)[64], uns
                      "wgmma.mma_async.sync.aligned.m64n64k32.s32.u8.u8 " L32 ", %32, %32, p;\n}\n"
                      : O32(WO) : "l"(db));
 }
+/* M2 (two m64n64 wgmmas a warpgroup, rows 0-63 into d[0..31] and rows 64-127 into d[32..63]): the upper half */
+#define O32H(C) O8(C, 32), O8(C, 40), O8(C, 48), O8(C, 56)
+__device__ __forceinline__ void mma_s8_hi(uint32_t (&d)[64], unsigned long long da, unsigned long long db)
+{
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n64k32.s32.s8.s8 " L32 ", %32, %33, p;\n}\n"
+                 : O32H(RW) : "l"(da), "l"(db), "r"(1));
+}
+__device__ __forceinline__ void mma_seed_hi(uint32_t (&d)[64], unsigned long long db)
+{
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, 0, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n64k32.s32.u8.u8 " L32 ", %32, %32, p;\n}\n"
+                 : O32H(WO) : "l"(db));
+}
 template <int NR> __device__ __forceinline__ void fence_regs(uint32_t (&t)[64])
 {
 #pragma unroll
@@ -87,9 +101,10 @@ template <int NR> __device__ __forceinline__ void fence_regs(uint32_t (&t)[64])
  * LD: the token scales from shared memory (1: a float4 per two fragment rows, as _wgs; 2: f16 scales, a
  * 16-byte load per four fragment rows, half the shared-memory wavefronts, plus a conversion each), else (0)
  * from registers. */
-template <int NW, int N, int MMA, int NF, int DB, int LD>
+template <int NW, int N, int MMA, int NF, int DB, int LD, int M2 = 0>
 __global__ void __launch_bounds__(128 * NW, 1) k_fold(float *out, long long *cyc, int steps, float s_in, float m_in)
 {
+    static_assert(!M2 || (N == 64 && (DB == 1 || DB == 4)), "M2: two m64n64 halves, in _wgs's order (pinned or not)");
     extern __shared__ __align__(1024) unsigned char sm[];
     const int tid = threadIdx.x, w = tid >> 7, lane = tid & 127;
     for (int i = tid; i < 32768 / 4; i += blockDim.x)
@@ -98,7 +113,8 @@ __global__ void __launch_bounds__(128 * NW, 1) k_fold(float *out, long long *cyc
     const unsigned base = (unsigned)__cvta_generic_to_shared(sm);
     const unsigned long long da = desc(base + (unsigned)w * 2048), db = desc(base + 8192);
     const float *xs = reinterpret_cast<const float *>(sm + 16384);
-    constexpr int NR = N / 2;
+    constexpr int NR = M2 ? 64 : N / 2;
+    const unsigned long long da2 = desc(base + (unsigned)w * 2048 + 1024); /* M2: the upper 64 rows' A */
     uint32_t t0[64], t1[64];
     float acc[64];
 #pragma unroll
@@ -113,8 +129,18 @@ __global__ void __launch_bounds__(128 * NW, 1) k_fold(float *out, long long *cyc
     auto issue = [&](uint32_t(&t)[64]) {
         if constexpr (MMA > 0) {
             asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
-            if constexpr (MMA == 2) mma_seed<N>(t, db);
-            mma_s8<N>(t, da, db);
+            if constexpr (M2) {
+                /* each half its own group (seed, product, seed, product in one group: ptxas serialises, C7514) */
+                if constexpr (MMA == 2) mma_seed<64>(t, db);
+                mma_s8<64>(t, da, db);
+                asm volatile("wgmma.commit_group.sync.aligned;\n"
+                             "wgmma.fence.sync.aligned;\n" ::: "memory");
+                if constexpr (MMA == 2) mma_seed_hi(t, db);
+                mma_s8_hi(t, da2, db);
+            } else {
+                if constexpr (MMA == 2) mma_seed<N>(t, db);
+                mma_s8<N>(t, da, db);
+            }
             asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
         }
     };
@@ -134,6 +160,21 @@ __global__ void __launch_bounds__(128 * NW, 1) k_fold(float *out, long long *cyc
 #pragma unroll
         for (int j = 0; j < N / 8; j++) {
             float x0 = xr[j & 7], x1 = xr[(j + 1) & 7];
+            if constexpr (M2) { /* one load of the token scales serves both halves' fragment row j */
+                if (LD == 1) {
+                    const float4 xx = *reinterpret_cast<const float4 *>(xt + 16 * (j >> 1) + 4 * (lane & 3));
+                    x0 = (j & 1) ? xx.z : xx.x, x1 = (j & 1) ? xx.w : xx.y;
+                }
+#pragma unroll
+                for (int h = 0; h < 2; h++)
+#pragma unroll
+                    for (int c = 0; c < 4; c++) {
+                        const int i = 32 * h + 4 * j + c;
+                        const float v = __int_as_float((int)t[i]), x = (c & 1) ? x1 : x0;
+                        acc[i] = NF == 2 ? fmaf(x, fmaf(v, s, m), acc[i]) : fmaf(v, x, acc[i]);
+                    }
+                continue;
+            }
             if (LD == 1) {
                 const float4 xx = *reinterpret_cast<const float4 *>(xt + 16 * (j >> 1) + 4 * (lane & 3));
                 x0 = (j & 1) ? xx.z : xx.x, x1 = (j & 1) ? xx.w : xx.y;
@@ -224,6 +265,8 @@ struct Variant {
     int nw, n, mma, nf, db;
 };
 #define V(name, NW, N, MMA, NF, DB, LD) {name, k_fold<NW, N, MMA, NF, DB, LD>, NW, N, MMA, NF, DB}
+/* M2: a warpgroup's 128 weight rows x 64 tokens as two m64n64 wgmmas (the MACs of one m64n128), counted as n128 */
+#define V2(name, NW, MMA, NF, DB, LD) {name, k_fold<NW, 64, MMA, NF, DB, LD, 1>, NW, 128, MMA, NF, DB}
 
 int main(int argc, char **argv)
 {
@@ -289,6 +332,14 @@ int main(int argc, char **argv)
         V("2wg n128 ld only (no fold)      ", 2, 128, 0, 5, 1, 1),
         V("2wg n128 seed+s8 ld (no fold)   ", 2, 128, 2, 5, 1, 1),
         V("2wg n128 s8 ld (no fold)        ", 2, 128, 1, 5, 1, 1),
+        /* if the token scales' loads bound the fold (fold1+ld = fold2+ld = 263: eight warps x 8 LDS.128 x 4
+         * quarter-warp wavefronts = 256), a warpgroup of 128 rows x 64 tokens needs half of them (16 scales a
+         * thread, shared by two m64n64 halves) for the same MACs */
+        V2("2wg m128n64 fold2+ld only       ", 2, 0, 2, 1, 1),
+        V2("2wg m128n64 seed+s8 fold2+ld     ", 2, 2, 2, 1, 1),
+        V2("2wg m128n64 seed+s8 fold2+ld pin ", 2, 2, 2, 4, 1),
+        V2("2wg m128n64 seed+s8 fold2 (no ld)", 2, 2, 2, 1, 0),
+        V2("2wg m128n64 mma(seed+s8) only   ", 2, 2, 0, 1, 0),
     };
     float *out;
     long long *cyc;
