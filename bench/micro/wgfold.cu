@@ -171,7 +171,8 @@ __global__ void __launch_bounds__(128 * NW, 1) k_fold(float *out, long long *cyc
                     for (int c = 0; c < 4; c++) {
                         const int i = 32 * h + 4 * j + c;
                         const float v = __int_as_float((int)t[i]), x = (c & 1) ? x1 : x0;
-                        acc[i] = NF == 2 ? fmaf(x, fmaf(v, s, m), acc[i]) : fmaf(v, x, acc[i]);
+                        if (NF == 2) acc[i] = fmaf(x, fmaf(v, s, m), acc[i]);
+                        else if (NF == 1) acc[i] = fmaf(v, x, acc[i]); /* (NF 0: no fold; run u1's row did fold1) */
                     }
                 continue;
             }
