@@ -120,8 +120,10 @@ __global__ void __launch_bounds__(128 * NW, 1) k_fold(float *out, long long *cyc
 #pragma unroll
     for (int i = 0; i < 64; i++) {
         acc[i] = 0.f;
-        asm volatile("mov.b32 %0, 0x00080000;\n" : "=r"(t0[i]));
-        asm volatile("mov.b32 %0, 0x00080000;\n" : "=r"(t1[i]));
+        /* values ptxas cannot know (as constants it merged them, and the fold-only rows of runs s1-u1 computed
+         * the fold's inner FFMA once for all 64 temporaries: one FFMA an accumulator, not two) */
+        t0[i] = 0x00080000u + (uint32_t)steps * (uint32_t)(2 * i + 1) + (uint32_t)tid;
+        t1[i] = 0x00080000u + (uint32_t)steps * (uint32_t)(2 * i + 2) + (uint32_t)tid;
     }
     float xr[8];
 #pragma unroll
@@ -341,6 +343,12 @@ int main(int argc, char **argv)
         V2("2wg m128n64 seed+s8 fold2+ld pin ", 2, 2, 2, 4, 1),
         V2("2wg m128n64 seed+s8 fold2 (no ld)", 2, 2, 2, 1, 0),
         V2("2wg m128n64 mma(seed+s8) only   ", 2, 2, 0, 1, 0),
+        /* the fold alone with both FFMAs an accumulator: pinned (the scales through a clock read each fold, so
+         * ptxas cannot hoist the inner FFMA of a temporary that never changes out of the loop) */
+        V("2wg n128 fold2+ld only, pinned  ", 2, 128, 0, 2, 4, 1),
+        V("2wg n128 fold2 only, pinned     ", 2, 128, 0, 2, 4, 0),
+        V2("2wg m128n64 fold2+ld only, pinned", 2, 0, 2, 4, 1),
+        V("2wg n128 ld only (no fold), pinned", 2, 128, 0, 5, 4, 1),
     };
     float *out;
     long long *cyc;
