@@ -49,6 +49,7 @@
 #   quant       MEMRA_MMQ_QUANT_LEAN: its GPU test, ncu of both quantisers, knobab 0 / 1 (see step_quant)
 #   wgfold      bench/micro/wgfold.cu: the seeded tile's step split into tensor work and fold (see step_wgfold)
 #   wgpin       MEMRA_MMQ_WG_SEED=pin (_wgsf, the fold pinned behind the s8 wgmma): test, knobab, tools (see step_wgpin)
+#   wgia        MEMRA_MMQ_WG_SEED=iadd (_wgsi, no seed MMA: the fold adds the seed): knobab, test, tools (see step_wgia)
 #   wgpp        MEMRA_MMQ_WG_SEED=pp (_wgspp, the folds in turn): knobab, tests, stall samples, tools (see step_wgpp)
 #   wgtail      MEMRA_MMQ_WG_TAIL=1 (the seeded tile's short last row tile on 32 / 64 / 96 token columns): test, ncu names,
 #               knobab 0 / 1 at m = 1030 and 4100, tools (see step_wgtail)
@@ -1247,19 +1248,25 @@ step_wgfold() {
 #   xe     the grouped twin (memra_k_experts_q8_0r_wgsf): test_gpu_experts wg, wg_graph, wg_split and check
 #          gemm_experts under pin, ncu names, bench moe mixtral q8_0 SEED 1 / pin at WGPIN_XE_M (default "512 4096"),
 #          WGPIN_XE_ROUNDS rounds (default 1)
+# A MEMRA_MMQ_WG_SEED value's dense twin ($2, e.g. _wgsf) on the GPU: test_mmq_ops gemm_q8_0r (every variant bit for bit
+# the records tile; the count of $2's cases ok) and ncu's kernel names at m = 4096 under MEMRA_MMQ_WG_SEED=$1; logs $3_*
+seed_q8_test() {
+  timeout 300 $T gemm_q8_0r > "$L/$3_test_gemm_q8_0r.log" 2>&1
+  say "test_mmq_ops gemm_q8_0r (with $2): exit $? $(grep -cE "$2 .* ok\$" "$L/$3_test_gemm_q8_0r.log") $2 cases ok"
+  grep -E "FAIL" "$L/$3_test_gemm_q8_0r.log" | head -6 >> "$S"
+  MEMRA_MMQ_WG_SEED=$1 MEMRA_ADMISSION=off timeout 200 ncu --clock-control none --metrics gpu__time_duration.sum \
+    -k regex:memra_k_gemm_q8_0r -c 2 $M bench 27b --m 4096 --reps 1 --warmup 0 > "$L/$3_ncu.txt" 2>&1
+  say "ncu names ($1, m = 4096): exit $? $(grep -oE 'memra_k_gemm_q8_0r_[a-z0-9]+' "$L/$3_ncu.txt" | sort -u | tr '\n' ' ')"
+  grep -E "gpu__time_duration" "$L/$3_ncu.txt" | head -2 >> "$S"
+}
+
 step_wgpin() {
   local t=$SECONDS parts=" ${WGPIN_PARTS:-test ab tools} "
   if [[ $parts == *" test "* ]]; then
-    timeout 300 $T gemm_q8_0r > "$L/wgpin_test_gemm_q8_0r.log" 2>&1
-    say "test_mmq_ops gemm_q8_0r (with _wgsf): exit $? $(grep -cE '_wgsf .* ok$' "$L/wgpin_test_gemm_q8_0r.log") _wgsf cases ok"
-    grep -E "FAIL" "$L/wgpin_test_gemm_q8_0r.log" | head -6 >> "$S"
+    seed_q8_test pin _wgsf wgpin
     timeout 300 $T gemm_kr > "$L/wgpin_test_gemm_kr.log" 2>&1
     say "test_mmq_ops gemm_kr (with _wgw2f): exit $? $(grep -cE 'SEED=pin.* ok$' "$L/wgpin_test_gemm_kr.log") pinned cases ok"
     grep -E "FAIL" "$L/wgpin_test_gemm_kr.log" | head -6 >> "$S"
-    MEMRA_MMQ_WG_SEED=pin MEMRA_ADMISSION=off timeout 200 ncu --clock-control none --metrics gpu__time_duration.sum \
-      -k regex:memra_k_gemm_q8_0r -c 2 $M bench 27b --m 4096 --reps 1 --warmup 0 > "$L/wgpin_ncu.txt" 2>&1
-    say "ncu names (pin, m = 4096): exit $? $(grep -oE 'memra_k_gemm_q8_0r_[a-z0-9]+' "$L/wgpin_ncu.txt" | sort -u | tr '\n' ' ')"
-    grep -E "gpu__time_duration" "$L/wgpin_ncu.txt" | head -2 >> "$S"
     MEMRA_MMQ_WG=all MEMRA_MMQ_WG_SK=1 MEMRA_MMQ_WG_SEED=pin timeout 360 $M check --device 0 --op gemm_q8_0r --module mmq \
       > "$L/wgpin_sk_check.log" 2>&1
     say "check gemm_q8_0r (WG=all SK=1 SEED=pin: _wgskf): exit $? $(grep -E 'passed, ' "$L/wgpin_sk_check.log")"
@@ -1287,6 +1294,25 @@ step_wgpin() {
     KNOBMOE_VALS="1 pin" knob_moe MEMRA_MMQ_WG_SEED wgpinxe "${WGPIN_XE_M:-512 4096}" q8_0 ${WGPIN_XE_ROUNDS:-1}
   fi
   say "wgpin: $((SECONDS - t)) s"
+}
+
+# MEMRA_MMQ_WG_SEED=iadd (_wgsi: _wgs without the seed's u8 MMA, its shared-memory reads and tensor work; the fold adds
+# the seed with an IADD a value; run u1's micro: the seed costs 115-147 cycles of a group's 506-588 beside the token
+# scales' loads), in parts (WGIA_PARTS, default "ab test tools"):
+#   ab     knobab SEED 1 / iadd at WGIA_M (default "4096 512"), WGIA_ROUNDS rounds (default 2), Q8_0 and Q4_0 rows
+#   test   test_mmq_ops gemm_q8_0r (_wgsi bit for bit the records tile), ncu's kernel name at m = 4096 under iadd
+#   tools  the four sanitizer tools over check gemm_q8_0r under WG=all SEED=iadd
+step_wgia() {
+  local t=$SECONDS parts=" ${WGIA_PARTS:-ab test tools} "
+  if [[ $parts == *" ab "* ]]; then
+    KNOBAB_KNOB=MEMRA_MMQ_WG_SEED KNOBAB_ON=iadd KNOBAB_OFF=1 KNOBAB_M="${WGIA_M:-4096 512}" \
+      KNOBAB_ROUNDS=${WGIA_ROUNDS:-2} KNOBAB_ARM="mmq|q4_0" step_knobab
+  fi
+  if [[ $parts == *" test "* ]]; then
+    seed_q8_test iadd _wgsi wgia
+  fi
+  [[ $parts == *" tools "* ]] && knob_tools "MEMRA_MMQ_WG=all MEMRA_MMQ_WG_SEED=iadd" wgia gemm_q8_0r
+  say "wgia: $((SECONDS - t)) s"
 }
 
 # MEMRA_MMQ_XE_WG_REM=1 (issue 30: the experts' remainders of at most 32 rows in the seeded tile's grid, on its

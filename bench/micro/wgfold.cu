@@ -49,12 +49,14 @@ __device__ __forceinline__ unsigned long long desc(unsigned addr)
            ((unsigned long long)(256 >> 4) << 32);
 }
 
-template <int N> __device__ __forceinline__ void mma_s8(uint32_t (&d)[64], unsigned long long da, unsigned long long db)
+/* SD: scale-d (0: the product alone, D not read) */
+template <int N, int SD = 1>
+__device__ __forceinline__ void mma_s8(uint32_t (&d)[64], unsigned long long da, unsigned long long db)
 {
     if constexpr (N == 128)
         asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
                      "wgmma.mma_async.sync.aligned.m64n128k32.s32.s8.s8 " L64 ", %64, %65, p;\n}\n"
-                     : O64(RW) : "l"(da), "l"(db), "r"(1));
+                     : O64(RW) : "l"(da), "l"(db), "n"(SD));
     else
         asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
                      "wgmma.mma_async.sync.aligned.m64n64k32.s32.s8.s8 " L32 ", %32, %33, p;\n}\n"
@@ -91,7 +93,8 @@ template <int NR> __device__ __forceinline__ void fence_regs(uint32_t (&t)[64])
     for (int i = 0; i < NR; i++) asm volatile("" : "+r"(t[i])::"memory");
 }
 
-/* MMA: 0 none, 1 the product only, 2 seed + product. NF: FFMAs an accumulator (0, 1, 2; 3: one that does not
+/* MMA: 0 none, 1 the product only, 2 seed + product, 3 a seed of 64 movs + product, 4 the product alone (scale-d
+ * 0) with the seed's bias added in the fold by an IADD. NF: FFMAs an accumulator (0, 1, 2; 3: one that does not
  * read the product, 4: one with an immediate factor; 5: none, the token scales' loads alone).
  * DB: 1 two temporaries (issue the next group, then fold this one); 0 one (issue, wait, fold); 2 two
  * temporaries, each seeded right after its fold (the product then waits on a seed a fold old; wait_group 0
@@ -139,6 +142,15 @@ __global__ void __launch_bounds__(128 * NW, 1) k_fold(float *out, long long *cyc
                              "wgmma.fence.sync.aligned;\n" ::: "memory");
                 if constexpr (MMA == 2) mma_seed_hi(t, db);
                 mma_s8_hi(t, da2, db);
+            } else if constexpr (MMA == 3) { /* the seed by 64 movs of the warp, each its own definition */
+                static_assert(N == 128, "MMA 3: n128");
+#pragma unroll
+                for (int i = 0; i < 64; i++) asm volatile("mov.b32 %0, 0x00080000;\n" : "=r"(t[i]));
+                asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+                mma_s8<N>(t, da, db);
+            } else if constexpr (MMA == 4) { /* no seed: the product alone, the bias added by the fold (an IADD) */
+                static_assert(N == 128, "MMA 4: n128");
+                mma_s8<N, 0>(t, da, db);
             } else {
                 if constexpr (MMA == 2) mma_seed<N>(t, db);
                 mma_s8<N>(t, da, db);
@@ -191,7 +203,7 @@ __global__ void __launch_bounds__(128 * NW, 1) k_fold(float *out, long long *cyc
             }
 #pragma unroll
             for (int c = 0; c < 4; c++) {
-                const float v = __int_as_float((int)t[4 * j + c]);
+                const float v = __int_as_float((int)(MMA == 4 ? t[4 * j + c] + 0x00080000u : t[4 * j + c]));
                 const float x = (c & 1) ? x1 : x0;
                 if (NF == 2) acc[4 * j + c] = fmaf(x, fmaf(v, s, m), acc[4 * j + c]);
                 else if (NF == 1) acc[4 * j + c] = fmaf(v, x, acc[4 * j + c]);
@@ -349,6 +361,14 @@ int main(int argc, char **argv)
         V("2wg n128 fold2 only, pinned     ", 2, 128, 0, 2, 4, 0),
         V2("2wg m128n64 fold2+ld only, pinned", 2, 0, 2, 4, 1),
         V("2wg n128 ld only (no fold), pinned", 2, 128, 0, 5, 4, 1),
+        /* the seed without the tensor cores' shared-memory reads: 64 movs before the product (MMA 3), or no seed
+         * and an IADD a value in the fold (MMA 4); both one ALU instruction an accumulator */
+        V("2wg n128 mov-seed+s8 fold2+ld   ", 2, 128, 3, 2, 1, 1),
+        V("2wg n128 mov-seed+s8 fold2      ", 2, 128, 3, 2, 1, 0),
+        V("2wg n128 s8+iadd fold2+ld       ", 2, 128, 4, 2, 1, 1),
+        V("2wg n128 s8+iadd fold2          ", 2, 128, 4, 2, 1, 0),
+        V("2wg n128 s8+iadd fold2+ld pin   ", 2, 128, 4, 2, 4, 1),
+        V("2wg n128 mov-seed+s8 only       ", 2, 128, 3, 0, 1, 0),
     };
     float *out;
     long long *cyc;

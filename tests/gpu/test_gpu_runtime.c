@@ -1204,7 +1204,11 @@ static int mmq_sk(const char *so)
                {512, 6144, 5120, 132, 28, "memra_k_gemm_q8_0r_wgsk" PIN_SFX, NULL},
                {4096, 5120, 12288, 0, 0, "memra_k_gemm_q8_0r_wgs" PIN_SFX, NULL},
                {512, 6144, 5120, 132, 28, "memra_k_gemm_q8_0r_wgsk", "1"},
-               {4096, 5120, 12288, 0, 0, "memra_k_gemm_q8_0r_wgs", "1"}};
+               {4096, 5120, 12288, 0, 0, "memra_k_gemm_q8_0r_wgs", "1"},
+               /* iadd: no stream-k twin; the seeded one serves (the same outputs bit for bit) */
+               {512, 6144, 5120, 132, 28, "memra_k_gemm_q8_0r_wgsk", "iadd"},
+               {512, 5120, 12288, 0, 0, "memra_k_gemm_q8_0r_wgsi", "iadd"},
+               {4096, 5120, 12288, 0, 0, "memra_k_gemm_q8_0r_wgsi", "iadd"}};
     for (size_t i = 0; i < sizeof pcs / sizeof pcs[0]; i++) {
         mod m;
         g_mmq_wg_knob = "auto", g_mmq_sk_knob = NULL, g_mmq_wg_sd_knob = pcs[i].seed;
@@ -1672,7 +1676,8 @@ static int case_mmq(const char *so)
         int m, n;
         int wg; /* 1: memra_k_gemm_q8_0r_wg launched, 2: _wgt (MEMRA_MMQ_WG_TR=1), 3: _wgp (MEMRA_MMQ_WG_PERSIST=1),
                  * 4: _wgs (MEMRA_MMQ_WG_SEED=1), 5: _wgps (both), 6: _wgsa (MEMRA_MMQ_WG_SEED=smem),
-                 * 7: _wgsax (MEMRA_MMQ_WG_SEED=xp), 8: _wgspp (MEMRA_MMQ_WG_SEED=pp), 9: _wgsf (=pin) */
+                 * 7: _wgsax (MEMRA_MMQ_WG_SEED=xp), 8: _wgspp (MEMRA_MMQ_WG_SEED=pp), 9: _wgsf (=pin),
+                 * 10: _wgsi (=iadd) */
         const char *sd;
     } wgc[] = {{90, 0, "1", NULL, NULL, NULL, 4096, 12288, 1, "0"},       {90, 0, "0", NULL, NULL, NULL, 4096, 12288, 0, "0"},
                {90, 0, "0", NULL, NULL, NULL, 4096, 12288, 0, NULL},       {120, 0, "1", NULL, NULL, NULL, 4096, 12288, 0, "0"},
@@ -1727,7 +1732,11 @@ static int case_mmq(const char *so)
                 * tokens the plan's fit weighs it as _wgs */
                {90, 0, NULL, NULL, NULL, NULL, 4096, 12288, 9, "pin"}, {90, 0, "all", NULL, NULL, NULL, 512, 1024, 9, "pin"},
                {90, 0, NULL, NULL, NULL, "1", 4096, 12288, 5, "pin"}, {90, 0, NULL, "q8_0r_wgsf", NULL, NULL, 4096, 12288, 0, "pin"},
-               {90, 0, NULL, NULL, NULL, NULL, 512, 1024, 9, "pin"},  {120, 0, NULL, NULL, NULL, NULL, 4096, 12288, 0, "pin"}};
+               {90, 0, NULL, NULL, NULL, NULL, 512, 1024, 9, "pin"},  {120, 0, NULL, NULL, NULL, NULL, 4096, 12288, 0, "pin"},
+               /* MEMRA_MMQ_WG_SEED=iadd: _wgsi (_wgs without the seed's MMA), as pin */
+               {90, 0, NULL, NULL, NULL, NULL, 4096, 12288, 10, "iadd"}, {90, 0, "all", NULL, NULL, NULL, 512, 1024, 10, "iadd"},
+               {90, 0, NULL, NULL, NULL, "1", 4096, 12288, 5, "iadd"}, {90, 0, NULL, "q8_0r_wgsi", NULL, NULL, 4096, 12288, 0, "iadd"},
+               {90, 0, NULL, NULL, NULL, NULL, 512, 1024, 10, "iadd"},  {120, 0, NULL, NULL, NULL, NULL, 4096, 12288, 0, "iadd"}};
     g_mmq_sk_knob = "0"; /* the plain grids' plans; the stream-k tile's picks (160 tiles here at 1024 x 2560 and
                           * 512 x 5120) are mmq_sk's */
     for (size_t i = 0; i < sizeof wgc / sizeof wgc[0]; i++) {
@@ -1751,6 +1760,7 @@ static int case_mmq(const char *so)
                           : strcmp(got, "memra_k_gemm_q8_0r_wgsax") == 0 ? 7
                           : strcmp(got, "memra_k_gemm_q8_0r_wgspp") == 0 ? 8
                           : strcmp(got, "memra_k_gemm_q8_0r_wgsf") == 0 ? 9
+                          : strcmp(got, "memra_k_gemm_q8_0r_wgsi") == 0 ? 10
                                                                         : 0;
         const int per = is_wg == 3 || is_wg == 5;
         /* the persistent tiles: a 1-D grid of min(tiles x slices, 132 SMs) (m = 512: 32 tiles x 4 slices) */

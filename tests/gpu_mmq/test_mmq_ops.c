@@ -416,17 +416,24 @@ static int records_case(int m, int n, int k, float alpha, const uint8_t *w, cons
              * ahead), and _wgspp (MEMRA_MMQ_WG_SEED=pp: _wgs with its consumer warpgroups folding in turn), and
              * _wgst (MEMRA_MMQ_WG_TAIL=1: _wgs whose last row tile of 1 .. 96 tokens runs on 32, 64 or 96 token
              * columns: the cases with m mod 128 in 1 .. 96 take that path), and _wgsf (MEMRA_MMQ_WG_SEED=pin: _wgs
-             * with each group's fold pinned behind its s8 wgmma) */
-            enum { NV = 13 };
+             * with each group's fold pinned behind its s8 wgmma), and _wgsi (MEMRA_MMQ_WG_SEED=iadd: _wgs without
+             * the seed's MMA, the fold adding the seed) */
+            enum { NV = 14 };
             static const char *const vname[NV] = {"records", "_wg", "_wgt", "_wgp", "_wgp on 8 CTAs", "_wgs",
                                                   "_wgps", "_wgps on 8 CTAs", "_wgsa", "_wgsax", "_wgspp", "_wgst",
-                                                  "_wgsf"};
+                                                  "_wgsf", "_wgsi"};
             float *out[NV];
             for (int v = 0; v < NV; v++) {
                 g_wg = v ? "all" : "0";
                 g_wg_tr = v == 2 ? "1" : "0";
                 g_wg_per = v == 3 || v == 6 ? "1" : v == 4 || v == 7 ? "8" : "0";
-                g_wg_sd = v == 12 ? "pin" : v == 10 ? "pp" : v == 9 ? "xp" : v == 8 ? "smem" : v >= 5 ? "1" : "0";
+                g_wg_sd = v == 13   ? "iadd"
+                          : v == 12 ? "pin"
+                          : v == 10 ? "pp"
+                          : v == 9  ? "xp"
+                          : v == 8  ? "smem"
+                          : v >= 5  ? "1"
+                                    : "0";
                 g_wg_tail = v == 11 ? "1" : "0";
                 const int refused = g_wg_log.n;
                 mmq_knobs(wc[c].bm, wc[c].bn, wc[c].split, NULL);

@@ -1223,6 +1223,16 @@ __device__ __forceinline__ void r3w_mma(uint32_t (&d)[64], unsigned long long da
                      : "l"(da), "l"(db), "r"(1));
 }
 
+/* IA (MEMRA_MMQ_WG_SEED=iadd): the s8 product alone, D not read (scale-d false): the accumulators get I, and the
+ * fold adds SD's seed 2^19 with an integer add, so the bits it reads are the seeded tile's 2^19 + I */
+__device__ __forceinline__ void r3w_mma_nd(uint32_t (&d)[64], unsigned long long da, unsigned long long db)
+{
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, 0, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n128k32.s32.s8.s8 " R3W_D64 ", %64, %65, p;\n}\n"
+                 : R3W_D64_OPS(R3W_WO)
+                 : "l"(da), "l"(db));
+}
+
 /* t seeded with MMQ_MAGIC_BITS, each register its own definition (a copy of one shared register
  * would let the compiler pass that register itself as an accumulator, then read it for the other
  * seeds while the wgmma runs: ptxas serialises every wgmma then, C7514) */
@@ -1446,7 +1456,7 @@ __device__ __forceinline__ void r3w_pp_pass(int pw)
  * the seed block's descriptor); the stage freed after its fourth group. r: the
  * thread's weight row in the tile, cq its first token column (2 (lane % 4)). */
 template <int G, bool TR, bool SD, bool KQ = false, bool KM = false, bool SA = false, bool XP = false, bool PP = false,
-          int NT = 128, bool PIN = false>
+          int NT = 128, bool PIN = false, bool IA = false>
 __device__ __forceinline__ void r3w_step(float (&acc)[64], uint32_t (&tc)[64], uint32_t (&tn)[64], float (&sc)[2],
                                          float (&mc)[2], float4 (&xp)[4], const unsigned char *sp, const unsigned char *sp_n, unsigned st_n,
                                          unsigned full_n, unsigned ph_n, unsigned empty_s, unsigned a_off, int r,
@@ -1456,6 +1466,7 @@ __device__ __forceinline__ void r3w_step(float (&acc)[64], uint32_t (&tc)[64], u
     constexpr int KK_N = (G + 1) & 3;
     static_assert(NT == 128 || ((NT == 32 || NT == 64 || NT == 96) && SD && !KQ && !KM && !SA && !XP && !PP),
                   "NT 32 / 64 / 96: the plain seeded Q8_0 fold");
+    static_assert(!IA || (SD && !KQ && !KM && !SA && !XP && !PP && NT == 128 && !PIN), "IA: the plain seeded Q8_0 tile");
     asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
     r3w_fence_regs_n<NT / 2>(tc);
     if (KM && G == 0 && empty_p != 0u) r3w_min_add(acc, tn, empty_p); /* the last step's min term */
@@ -1465,6 +1476,8 @@ __device__ __forceinline__ void r3w_step(float (&acc)[64], uint32_t (&tc)[64], u
     if constexpr (SD && NT != 128) {
         r3w_mma_seed_n<NT>(tn, dseed, sa);
         r3w_mma_n<NT>(tn, da_n + 2 * KK_N, db_n + 2 * KK_N);
+    } else if (SD && IA) {
+        r3w_mma_nd(tn, da_n + 2 * KK_N, db_n + 2 * KK_N);
     } else if (SD) { /* the stage's descriptors computed once a step: a k32 slice is 32 bytes, 2 in the start field */
         if (KM || SA) r3w_mma_seed_s(tn, dseed);
         else r3w_mma_seed(tn, dseed, sa);
@@ -1511,10 +1524,11 @@ __device__ __forceinline__ void r3w_step(float (&acc)[64], uint32_t (&tc)[64], u
             x0 = hx[(8 * j + cq) * 4 + G], x1 = hx[(8 * j + cq + 1) * 4 + G];
         }
         if (SD) {
-            acc[4 * j + 0] = fmaf(x0, r3w_sd_inner(tc[4 * j + 0], s0d, m0), acc[4 * j + 0]);
-            acc[4 * j + 1] = fmaf(x1, r3w_sd_inner(tc[4 * j + 1], s0d, m0), acc[4 * j + 1]);
-            acc[4 * j + 2] = fmaf(x0, r3w_sd_inner(tc[4 * j + 2], s1d, m1), acc[4 * j + 2]);
-            acc[4 * j + 3] = fmaf(x1, r3w_sd_inner(tc[4 * j + 3], s1d, m1), acc[4 * j + 3]);
+            constexpr uint32_t B = IA ? R3W_SD_SEED : 0u; /* (IA) the seed, added here */
+            acc[4 * j + 0] = fmaf(x0, r3w_sd_inner(tc[4 * j + 0] + B, s0d, m0), acc[4 * j + 0]);
+            acc[4 * j + 1] = fmaf(x1, r3w_sd_inner(tc[4 * j + 1] + B, s0d, m0), acc[4 * j + 1]);
+            acc[4 * j + 2] = fmaf(x0, r3w_sd_inner(tc[4 * j + 2] + B, s1d, m1), acc[4 * j + 2]);
+            acc[4 * j + 3] = fmaf(x1, r3w_sd_inner(tc[4 * j + 3] + B, s1d, m1), acc[4 * j + 3]);
             if (KQ && !KM) { /* the min term after the main one, as the _x tiles' fold "min" */
                 const float4 t4 = *reinterpret_cast<const float4 *>(tt + r3w_perm(8 * (j & ~1) + cq));
                 const float t0 = (j & 1) ? t4.z : t4.x, t1 = (j & 1) ? t4.w : t4.y;
@@ -1879,7 +1893,7 @@ struct r3w_xe {
  * after each step's last fold; the step's stage is then released by the next step's first group,
  * after the wait that covers them (a stage is held one step longer: three ahead, not four). */
 template <bool TR, bool P, bool SD, int KF = -1, bool KM = false, bool SA = false, bool XE = false, bool XT = false,
-          bool XP = false, int KP = 0, bool SK = false, bool PP = false, int NT = 128, bool PIN = false>
+          bool XP = false, int KP = 0, bool SK = false, bool PP = false, int NT = 128, bool PIN = false, bool IA = false>
 __device__ __forceinline__ void r3w_body(const memra_tmap *map_w, const memra_tmap *map_wh, const memra_tmap *map_x,
                                          const memra_tmap *map_xh, float *__restrict__ y, int m, int n, int k,
                                          long long ldy, float alpha, float *__restrict__ part, int sl,
@@ -2056,6 +2070,9 @@ __device__ __forceinline__ void r3w_body(const memra_tmap *map_w, const memra_tm
                 r3w_mma_seed_n<NT>(t0, dseed, sa);
                 r3w_mma_n<NT>(t0, memra_wg_desc(sbase + (it & (S - 1)) * SB + a_off),
                               memra_wg_desc(sbase + (it & (S - 1)) * SB + 16384));
+            } else if constexpr (IA) {
+                r3w_mma_nd(t0, memra_wg_desc(sbase + (it & (S - 1)) * SB + a_off),
+                           memra_wg_desc(sbase + (it & (S - 1)) * SB + 16384));
             } else {
                 if (SD && (KM || SA)) r3w_mma_seed_s(t0, dseed);
                 else if (SD) r3w_mma_seed(t0, dseed, sa);
@@ -2088,11 +2105,11 @@ __device__ __forceinline__ void r3w_body(const memra_tmap *map_w, const memra_tm
             /* (SD) the descriptors of this stage's and the next issue's operands */
             const unsigned long long da = memra_wg_desc(st + a_off), db = memra_wg_desc(st + 16384);
             const unsigned long long da_n = memra_wg_desc(st_n + a_off), db_n = memra_wg_desc(st_n + 16384);
-            r3w_step<0, TR, SD, KQ, KM, SA, XP, PP, NT, PIN>(acc, t0, t1, sc, mc, xp, sp, sp, st, 0u, 0u, empty_s, a_off, r, cq, dseed, sa, da, db,
+            r3w_step<0, TR, SD, KQ, KM, SA, XP, PP, NT, PIN, IA>(acc, t0, t1, sc, mc, xp, sp, sp, st, 0u, 0u, empty_s, a_off, r, cq, dseed, sa, da, db,
                                         empty_p);
-            r3w_step<1, TR, SD, KQ, KM, SA, XP, PP, NT, PIN>(acc, t1, t0, sc, mc, xp, sp, sp, st, 0u, 0u, empty_s, a_off, r, cq, dseed, sa, da, db);
-            r3w_step<2, TR, SD, KQ, KM, SA, XP, PP, NT, PIN>(acc, t0, t1, sc, mc, xp, sp, sp, st, 0u, 0u, empty_s, a_off, r, cq, dseed, sa, da, db);
-            r3w_step<3, TR, SD, KQ, KM, SA, XP, PP, NT, PIN>(acc, t1, t0, sc, mc, xp, sp, sp_n, st_n, full_n, ph_n, empty_s, a_off, r, cq, dseed, sa,
+            r3w_step<1, TR, SD, KQ, KM, SA, XP, PP, NT, PIN, IA>(acc, t1, t0, sc, mc, xp, sp, sp, st, 0u, 0u, empty_s, a_off, r, cq, dseed, sa, da, db);
+            r3w_step<2, TR, SD, KQ, KM, SA, XP, PP, NT, PIN, IA>(acc, t0, t1, sc, mc, xp, sp, sp, st, 0u, 0u, empty_s, a_off, r, cq, dseed, sa, da, db);
+            r3w_step<3, TR, SD, KQ, KM, SA, XP, PP, NT, PIN, IA>(acc, t1, t0, sc, mc, xp, sp, sp_n, st_n, full_n, ph_n, empty_s, a_off, r, cq, dseed, sa,
                                         da_n, db_n);
             if (KM) { /* the step's min term into t1 (just folded), its operands in this stage, held until the
                        * next step's first wait */
@@ -2192,6 +2209,17 @@ memra_k_gemm_q8_0r_wgsf(const __grid_constant__ memra_tmap map_w, const __grid_c
                         float *__restrict__ y, int m, int n, int k, long long ldy, float alpha, float *__restrict__ part)
 {
     r3w_body<true, false, true, -1, false, false, false, false, false, 0, false, false, 128, true>(
+        &map_w, &map_wh, &map_x, &map_xh, y, m, n, k, ldy, alpha, part, 1);
+}
+/* MEMRA_MMQ_WG_SEED=iadd: _wgs without the seed wgmma (r3w_mma_nd: the product alone; the fold adds the seed's
+ * 2^19 with an integer add), bit for bit _wgs: the seed's shared-memory reads and tensor work were most of a group's
+ * cost beside the token scales' loads in bench/micro/wgfold.cu (run u1) */
+extern "C" __global__ void __launch_bounds__(R3W_THREADS, 1)
+memra_k_gemm_q8_0r_wgsi(const __grid_constant__ memra_tmap map_w, const __grid_constant__ memra_tmap map_wh,
+                        const __grid_constant__ memra_tmap map_x, const __grid_constant__ memra_tmap map_xh,
+                        float *__restrict__ y, int m, int n, int k, long long ldy, float alpha, float *__restrict__ part)
+{
+    r3w_body<true, false, true, -1, false, false, false, false, false, 0, false, false, 128, false, true>(
         &map_w, &map_wh, &map_x, &map_xh, y, m, n, k, ldy, alpha, part, 1);
 }
 /* MEMRA_MMQ_WG_PERSIST=1 (with the token scales transposed): the persistent tiles, sl slices, a 1-D grid */

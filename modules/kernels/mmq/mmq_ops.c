@@ -540,10 +540,12 @@ static unsigned tile_smem_max(const mmq_state *s, const memra_device_caps *caps,
     return tile_two(caps, tl) && s->one_pad > tl->smem ? s->one_pad : tl->smem;
 }
 
-/* the seeded tile, pinned or not (_wgs, _wgsf): the one the stream-k tile and the plan's fit below 1024 tokens serve */
+/* the seeded tile, pinned or not, or seeded by the fold (_wgs, _wgsf, _wgsi): the one the stream-k tile and the plan's
+ * fit below 1024 tokens serve */
 static int wg_seeded_plain(const char *wg_name)
 {
-    return strcmp(wg_name, "memra_k_gemm_q8_0r_wgs") == 0 || strcmp(wg_name, "memra_k_gemm_q8_0r_wgsf") == 0;
+    return strcmp(wg_name, "memra_k_gemm_q8_0r_wgs") == 0 || strcmp(wg_name, "memra_k_gemm_q8_0r_wgsf") == 0 ||
+           strcmp(wg_name, "memra_k_gemm_q8_0r_wgsi") == 0;
 }
 
 static memra_status mmq_load(memra__gpu *q, void *state)
@@ -630,6 +632,9 @@ static memra_status mmq_load(memra__gpu *q, void *state)
     const char *sd = memra__gpu_knob(q, "MEMRA_MMQ_WG_SEED");
     const int sd_pp = sd != NULL && strcmp(sd, "pp") == 0;
     const int sd_pin = sd == NULL ? MMQ_WG_SEED_PIN_DEFAULT : strcmp(sd, "pin") == 0;
+    /* iadd: _wgsi, the dense tile without the seed wgmma (the fold adds the seed; untimed); its stream-k tile stays
+     * _wgsk and gemm_experts' tile _wgs (the same outputs bit for bit) */
+    const int sd_ia = sd != NULL && strcmp(sd, "iadd") == 0;
     /* MEMRA_MMQ_WG: gemm_q8_0r on the warpgroup MMA where the GPU is cc 9.x, the driver encodes tensor
      * maps and the image has the kernel (sm_90a SASS only). auto (the default): the calls of at least
      * MMQ_WG_AUTO_M tokens, seeded by the tensor cores (runs i1 / i4, H100: _wgs 6-12% faster than the
@@ -656,10 +661,11 @@ static memra_status mmq_load(memra__gpu *q, void *state)
             /* xp: _wgsax, _wgsa with the token scales loaded a group ahead (untimed) */
             const int sdx = sd != NULL && strcmp(sd, "xp") == 0;
             /* pp: _wgspp, _wgs with its two consumer warpgroups folding in turn (run r1: slower); pin: _wgsf, _wgs
-             * with each group's fold pinned behind its s8 wgmma (mmq.cu r3w_pin; untimed) */
-            const int seed = sd == NULL || strcmp(sd, "1") == 0 || sda || sdx || sd_pp || sd_pin;
+             * with each group's fold pinned behind its s8 wgmma (mmq.cu r3w_pin; run u2: 5-8% slower) */
+            const int seed = sd == NULL || strcmp(sd, "1") == 0 || sda || sdx || sd_pp || sd_pin || sd_ia;
             const int t = seed || per || (tr != NULL && strcmp(tr, "1") == 0);
-            s->wg_name = sd_pin  ? "memra_k_gemm_q8_0r_wgsf"
+            s->wg_name = sd_ia   ? "memra_k_gemm_q8_0r_wgsi"
+                         : sd_pin ? "memra_k_gemm_q8_0r_wgsf"
                          : sd_pp ? "memra_k_gemm_q8_0r_wgspp"
                          : sdx   ? "memra_k_gemm_q8_0r_wgsax"
                          : sda   ? "memra_k_gemm_q8_0r_wgsa"
@@ -710,7 +716,7 @@ static memra_status mmq_load(memra__gpu *q, void *state)
                          "token columns");
         }
         /* the plan's step_wg was fitted to _wgs alone: the other kernels keep auto's fixed threshold, but for _wgsf
-         * (the same tile and plan, its fold pinned) */
+         * and _wgsi (the same tile and plan, its fold pinned, or seeded by the fold) */
         s->wg_fit = s->gemm_q8_0r_wg != NULL && s->gemm_q8_0r_wgp == NULL && wg_seeded_plain(s->wg_name);
     }
     {
