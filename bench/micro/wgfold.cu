@@ -60,7 +60,7 @@ __device__ __forceinline__ void mma_s8(uint32_t (&d)[64], unsigned long long da,
     else
         asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
                      "wgmma.mma_async.sync.aligned.m64n64k32.s32.s8.s8 " L32 ", %32, %33, p;\n}\n"
-                     : O32(RW) : "l"(da), "l"(db), "r"(1));
+                     : O32(RW) : "l"(da), "l"(db), "n"(SD));
 }
 template <int N> __device__ __forceinline__ void mma_seed(uint32_t (&d)[64], unsigned long long db)
 {
@@ -75,11 +75,12 @@ template <int N> __device__ __forceinline__ void mma_seed(uint32_t (&d)[64], uns
 }
 /* M2 (two m64n64 wgmmas a warpgroup, rows 0-63 into d[0..31] and rows 64-127 into d[32..63]): the upper half */
 #define O32H(C) O8(C, 32), O8(C, 40), O8(C, 48), O8(C, 56)
+template <int SD = 1>
 __device__ __forceinline__ void mma_s8_hi(uint32_t (&d)[64], unsigned long long da, unsigned long long db)
 {
     asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
                  "wgmma.mma_async.sync.aligned.m64n64k32.s32.s8.s8 " L32 ", %32, %33, p;\n}\n"
-                 : O32H(RW) : "l"(da), "l"(db), "r"(1));
+                 : O32H(RW) : "l"(da), "l"(db), "n"(SD));
 }
 __device__ __forceinline__ void mma_seed_hi(uint32_t (&d)[64], unsigned long long db)
 {
@@ -134,7 +135,10 @@ __global__ void __launch_bounds__(128 * NW, 1) k_fold(float *out, long long *cyc
     auto issue = [&](uint32_t(&t)[64]) {
         if constexpr (MMA > 0) {
             asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
-            if constexpr (M2) {
+            if constexpr (M2 && MMA == 4) { /* no seed: both halves' products alone, in one group */
+                mma_s8<64, 0>(t, da, db);
+                mma_s8_hi<0>(t, da2, db);
+            } else if constexpr (M2) {
                 /* each half its own group (seed, product, seed, product in one group: ptxas serialises, C7514) */
                 if constexpr (MMA == 2) mma_seed<64>(t, db);
                 mma_s8<64>(t, da, db);
@@ -184,7 +188,7 @@ __global__ void __launch_bounds__(128 * NW, 1) k_fold(float *out, long long *cyc
 #pragma unroll
                     for (int c = 0; c < 4; c++) {
                         const int i = 32 * h + 4 * j + c;
-                        const float v = __int_as_float((int)t[i]), x = (c & 1) ? x1 : x0;
+                        const float v = __int_as_float((int)(MMA == 4 ? t[i] + 0x00080000u : t[i])), x = (c & 1) ? x1 : x0;
                         if (NF == 2) acc[i] = fmaf(x, fmaf(v, s, m), acc[i]);
                         else if (NF == 1) acc[i] = fmaf(v, x, acc[i]); /* (NF 0: no fold; run u1's row did fold1) */
                     }
@@ -369,6 +373,10 @@ int main(int argc, char **argv)
         V("2wg n128 s8+iadd fold2          ", 2, 128, 4, 2, 1, 0),
         V("2wg n128 s8+iadd fold2+ld pin   ", 2, 128, 4, 2, 4, 1),
         V("2wg n128 mov-seed+s8 only       ", 2, 128, 3, 0, 1, 0),
+        /* both: half the token scales' loads (m128n64) and no seed MMA (the IADD), the products in one group */
+        V2("2wg m128n64 s8+iadd fold2+ld     ", 2, 4, 2, 1, 1),
+        V2("2wg m128n64 s8+iadd fold2+ld pin ", 2, 4, 2, 4, 1),
+        V2("2wg m128n64 s8 only (no seed)   ", 2, 1, 0, 1, 0),
     };
     float *out;
     long long *cyc;
