@@ -905,7 +905,8 @@ static int xe_wg_cases(const char *so)
     g_xe_split_knob = NULL;
     /* MEMRA_MMQ_WG_SEED=pp: the grouped tile's twin that folds in turn (_wgspp) in _wgs's place, the same grid;
      * with XE_OVERLAP=1 too it stays plain (no early-trigger twin: a warning); an image without it: the records tiles */
-    /* MEMRA_MMQ_WG_SEED=pin likewise: _wgsf (the fold pinned behind the s8 wgmma); unset: mmq.h's default */
+    /* MEMRA_MMQ_WG_SEED=pin likewise: _wgsf (the fold pinned behind the s8 wgmma); iadd: _wgsi (no seed wgmma); unset:
+     * mmq.h's default */
     static const struct {
         const char *missing;
         int ovl;
@@ -916,6 +917,9 @@ static int xe_wg_cases(const char *so)
               {NULL, 0, "memra_k_experts_q8_0r_wgsf", "memra_k_experts_q8_0r_mt1_sb", "pin"},
               {NULL, 1, "memra_k_experts_q8_0r_wgsf", "memra_k_experts_q8_0r_mt1_sb", "pin"},
               {"experts_q8_0r_wgsf", 0, "memra_k_experts_q8_0r_mt4_sb", "memra_k_experts_q8_0r_mt1_sb", "pin"},
+              {NULL, 0, "memra_k_experts_q8_0r_wgsi", "memra_k_experts_q8_0r_mt1_sb", "iadd"},
+              {NULL, 1, "memra_k_experts_q8_0r_wgsi", "memra_k_experts_q8_0r_mt1_sb", "iadd"},
+              {"experts_q8_0r_wgsi", 0, "memra_k_experts_q8_0r_mt4_sb", "memra_k_experts_q8_0r_mt1_sb", "iadd"},
               {NULL, 0, "memra_k_experts_q8_0r_wgs" PIN_SFX, "memra_k_experts_q8_0r_mt1_sb", NULL}};
     for (size_t i = 0; i < sizeof pc / sizeof pc[0]; i++) {
         mod m;
@@ -1192,8 +1196,8 @@ static int mmq_sk(const char *so)
         ok &= close_mod(&m, 1);
     }
     /* MEMRA_MMQ_WG_SEED=pin (and unset, where pin is mmq.h's default): the stream-k twin with the fold pinned
-     * (_wgskf) where SEED=1 takes _wgsk (auto and the plain tile's defaults otherwise: 6144->5120 at m 512 is 160 tiles,
-     * 5120->12288 is not taken) */
+     * (_wgskf) where SEED=1 takes _wgsk, and =iadd its twin without the seed wgmma (_wgski) (auto and the plain tile's
+     * defaults otherwise: 6144->5120 at m 512 is 160 tiles, 5120->12288 is not taken) */
     static const struct {
         int m, k, n;
         unsigned grid, rem;
@@ -1205,8 +1209,8 @@ static int mmq_sk(const char *so)
                {4096, 5120, 12288, 0, 0, "memra_k_gemm_q8_0r_wgs" PIN_SFX, NULL},
                {512, 6144, 5120, 132, 28, "memra_k_gemm_q8_0r_wgsk", "1"},
                {4096, 5120, 12288, 0, 0, "memra_k_gemm_q8_0r_wgs", "1"},
-               /* iadd: no stream-k twin; the seeded one serves (the same outputs bit for bit) */
-               {512, 6144, 5120, 132, 28, "memra_k_gemm_q8_0r_wgsk", "iadd"},
+               /* iadd: its stream-k twin _wgski (no seed wgmma) */
+               {512, 6144, 5120, 132, 28, "memra_k_gemm_q8_0r_wgski", "iadd"},
                {512, 5120, 12288, 0, 0, "memra_k_gemm_q8_0r_wgsi", "iadd"},
                {4096, 5120, 12288, 0, 0, "memra_k_gemm_q8_0r_wgsi", "iadd"}};
     for (size_t i = 0; i < sizeof pcs / sizeof pcs[0]; i++) {

@@ -2264,6 +2264,16 @@ memra_k_gemm_q8_0r_wgskf(const __grid_constant__ memra_tmap map_w, const __grid_
     r3w_body<true, true, true, -1, false, false, false, false, false, 0, true, false, 128, true>(
         &map_w, &map_wh, &map_x, &map_xh, y, m, n, k, ldy, alpha, part, 1);
 }
+/* MEMRA_MMQ_WG_SEED=iadd: the stream-k tile without the seed wgmma (r3w_mma_nd), bit for bit memra_k_gemm_q8_0r_wgsk */
+extern "C" __global__ void __launch_bounds__(R3W_THREADS, 1)
+memra_k_gemm_q8_0r_wgski(const __grid_constant__ memra_tmap map_w, const __grid_constant__ memra_tmap map_wh,
+                         const __grid_constant__ memra_tmap map_x, const __grid_constant__ memra_tmap map_xh,
+                         float *__restrict__ y, int m, int n, int k, long long ldy, float alpha,
+                         float *__restrict__ part)
+{
+    r3w_body<true, true, true, -1, false, false, false, false, false, 0, true, false, 128, false, true>(
+        &map_w, &map_wh, &map_x, &map_xh, y, m, n, k, ldy, alpha, part, 1);
+}
 /* The stream-k fix-up, a dependent of memra_k_gemm_q8_0r_wgsk launched with the same P: grid (rem, 16), block
  * (Tr, h) rows 8 h .. 8 h + 7 of remainder tile Tr (a float4 a thread). The CTAs whose ranges share the tile (the
  * owner of unit u is the c with c U / P <= u < (c + 1) U / P) are found once a thread; where one CTA had it whole
@@ -2301,7 +2311,7 @@ memra_k_gemm_q8_0r_skfix(const float *__restrict__ part, float *__restrict__ y, 
  * worst-case tile count, ceil(n / 128), S slices); map_x / map_xh: the sorted records' codes and heads
  * (r3w_maps' third and fourth, over the gathered records); maps: 2 E tensor maps, 128-byte aligned, from
  * memra_k_experts_maps_q8_0r (the launch before this one) */
-#define R3W_XE_ENTRY(NAME, XT, PP, PIN)                                                                              \
+#define R3W_XE_ENTRY(NAME, XT, PP, PIN, IA)                                                                          \
     extern "C" __global__ void __launch_bounds__(R3W_THREADS, 1)                                                    \
         NAME(const __grid_constant__ memra_tmap map_x, const __grid_constant__ memra_tmap map_xh,                    \
              const memra_tmap *__restrict__ maps, const int *__restrict__ offsets, const int *__restrict__ perm,     \
@@ -2309,15 +2319,15 @@ memra_k_gemm_q8_0r_skfix(const float *__restrict__ part, float *__restrict__ y, 
              int k, long long ldy, float alpha, float *__restrict__ part)                                            \
     {                                                                                                                \
         const r3w_xe xe = {maps, offsets, perm, tiles, ntiles};                                                      \
-        r3w_body<true, false, true, -1, false, false, true, XT, false, 0, false, PP, 128, PIN>(                       \
+        r3w_body<true, false, true, -1, false, false, true, XT, false, 0, false, PP, 128, PIN, IA>(                   \
             nullptr, nullptr, &map_x, &map_xh, y, m, n, k, ldy, alpha, part, 1, nullptr, nullptr, nullptr, &xe);     \
     }
-R3W_XE_ENTRY(memra_k_experts_q8_0r_wgs, false, false, false)
+R3W_XE_ENTRY(memra_k_experts_q8_0r_wgs, false, false, false, false)
 /* with MEMRA_MMQ_WG_SEED=pin: the fold pinned behind the s8 wgmma, as the dense _wgsf (r3w_pin) */
-R3W_XE_ENTRY(memra_k_experts_q8_0r_wgsf, false, false, true)
+R3W_XE_ENTRY(memra_k_experts_q8_0r_wgsf, false, false, true, false)
 /* with MEMRA_MMQ_XE_OVERLAP=1 too: the trigger as soon as the CTA has its tile (XE_OVL_MAIN), so that the
  * remainder table's _mt1_o2 grid fills the SMs this grid's last wave leaves idle */
-R3W_XE_ENTRY(memra_k_experts_q8_0r_wgs_o1, true, false, false)
+R3W_XE_ENTRY(memra_k_experts_q8_0r_wgs_o1, true, false, false, false)
 /* MEMRA_MMQ_XE_WG_REM=1: both tables in one grid. Grid (t1 + the remainder table's worst-case count, ceil(n / 128),
  * S): CTA x < t1 the 128-row table's tile x, as memra_k_experts_q8_0r_wgs; x >= t1 the remainder table's tile
  * x - t1 (tiles2 / ntiles2: at most 32 rows, the route's bm2), on the same tile with 32 token columns (m64n32
@@ -2345,7 +2355,9 @@ memra_k_experts_q8_0r_wgsr(const __grid_constant__ memra_tmap map_x, const __gri
 }
 /* with MEMRA_MMQ_WG_SEED=pp: the consumers fold in turn, as the dense _wgspp (a tile past *ntiles exits as a whole
  * CTA, before its consumers' first barrier) */
-R3W_XE_ENTRY(memra_k_experts_q8_0r_wgspp, false, true, false)
+R3W_XE_ENTRY(memra_k_experts_q8_0r_wgspp, false, true, false, false)
+/* with MEMRA_MMQ_WG_SEED=iadd: no seed wgmma (r3w_mma_nd), as the dense _wgsi */
+R3W_XE_ENTRY(memra_k_experts_q8_0r_wgsi, false, false, false, true)
 #undef R3W_XE_ENTRY
 /* Its weight maps: maps[2 e + h] = the host's template tmpl_h (r3w_maps' first (h 0: the codes) and second
  * (1: the heads), encoded over an expert's [G steps][n rows][144 bytes] at any aligned address) with

@@ -373,7 +373,7 @@ typedef struct mmq_state {
      * tiles on the seeded warpgroup tile (mmq.cu memra_k_experts_q8_0r_wgs) and its maps kernel, else NULL */
     CUfunction experts_wg, experts_wg_maps;
     CUfunction experts_wg_ovl; /* and with MEMRA_MMQ_XE_OVERLAP=1 its early-trigger entry (_wgs_o1), else NULL */
-    const char *xe_wg_name;    /* experts_wg's kernel: _wgs, or _wgspp / _wgsf under MEMRA_MMQ_WG_SEED=pp / pin */
+    const char *xe_wg_name;    /* experts_wg's kernel: _wgs, or _wgspp / _wgsf / _wgsi under MEMRA_MMQ_WG_SEED=pp / pin / iadd */
     /* MEMRA_MMQ_XE_WG_REM=1 (with experts_wg as _wgs): both tables in one grid, the remainders on the 32-column
      * tile (mmq.cu memra_k_experts_q8_0r_wgsr), else NULL */
     CUfunction experts_wg_rem;
@@ -405,8 +405,8 @@ typedef struct mmq_state {
     /* MEMRA_MMQ_WG_SK (auto by default; with _wgs): the seeded tile with a stream-k remainder
      * (memra_k_gemm_q8_0r_wgsk) and its fix-up (memra_k_gemm_q8_0r_skfix), else NULL */
     CUfunction gemm_q8_0r_wgsk, skfix;
-    const char *wgsk_name; /* its kernel: _wgsk, or _wgskf under MEMRA_MMQ_WG_SEED=pin (the fold pinned;
-                            * untimed) */
+    const char *wgsk_name; /* its kernel: _wgsk, or _wgskf / _wgski under MEMRA_MMQ_WG_SEED=pin / iadd (the fold pinned,
+                            * run u2: slower; no seed wgmma, untimed) */
     int sk_mode; /* 1: every warpgroup-tile call (=1); 2: auto, where the plain grid's last wave is sparse (run_tiles) */
     int wgp_cap;
     const char *wgp_name; /* the persistent kernel: _wgps (seeded), or _wgp with MEMRA_MMQ_WG_SEED=0 */
@@ -632,8 +632,8 @@ static memra_status mmq_load(memra__gpu *q, void *state)
     const char *sd = memra__gpu_knob(q, "MEMRA_MMQ_WG_SEED");
     const int sd_pp = sd != NULL && strcmp(sd, "pp") == 0;
     const int sd_pin = sd == NULL ? MMQ_WG_SEED_PIN_DEFAULT : strcmp(sd, "pin") == 0;
-    /* iadd: _wgsi, the dense tile without the seed wgmma (the fold adds the seed; untimed); its stream-k tile stays
-     * _wgsk and gemm_experts' tile _wgs (the same outputs bit for bit) */
+    /* iadd: _wgsi, the dense tile without the seed wgmma (the fold adds the seed; untimed), its stream-k twin _wgski
+     * and gemm_experts' _wgsi */
     const int sd_ia = sd != NULL && strcmp(sd, "iadd") == 0;
     /* MEMRA_MMQ_WG: gemm_q8_0r on the warpgroup MMA where the GPU is cc 9.x, the driver encodes tensor
      * maps and the image has the kernel (sm_90a SASS only). auto (the default): the calls of at least
@@ -690,7 +690,9 @@ static memra_status mmq_load(memra__gpu *q, void *state)
             /* auto by default (run p10, H100, m = 512, two rounds: the four rows it takes 2.5-10% faster, the
              * others level); 1 every warpgroup call; 0 never */
             s->sk_mode = sk != NULL && strcmp(sk, "0") == 0 ? 0 : sk != NULL && strcmp(sk, "1") == 0 ? 1 : 2;
-            s->wgsk_name = sd_pin ? "memra_k_gemm_q8_0r_wgskf" : "memra_k_gemm_q8_0r_wgsk";
+            s->wgsk_name = sd_pin  ? "memra_k_gemm_q8_0r_wgskf"
+                           : sd_ia ? "memra_k_gemm_q8_0r_wgski"
+                                   : "memra_k_gemm_q8_0r_wgsk";
             if (s->sk_mode != 0 && s->gemm_q8_0r_wg != NULL) {
                 if (s->gemm_q8_0r_wgp != NULL || !wg_seeded_plain(s->wg_name) ||
                     !load_optional(q, m, s->wgsk_name, s->wg_smem, &s->gemm_q8_0r_wgsk) ||
@@ -946,9 +948,10 @@ static memra_status mmq_load(memra__gpu *q, void *state)
         const int xe_auto = xe_wg == NULL || strcmp(xe_wg, "auto") == 0;
         s->xe_wg_asked = xe_wg != NULL && strcmp(xe_wg, "1") == 0;
         s->xe_wg_min_k = xe_auto ? MMQ_XE_WG_AUTO_K : 0;
-        /* MEMRA_MMQ_WG_SEED=pp / pin: the grouped tile's twin (memra_k_experts_q8_0r_wgspp / _wgsf) */
+        /* MEMRA_MMQ_WG_SEED=pp / pin / iadd: the grouped tile's twin (memra_k_experts_q8_0r_wgspp / _wgsf / _wgsi) */
         s->xe_wg_name = sd_pp    ? "memra_k_experts_q8_0r_wgspp"
                         : sd_pin ? "memra_k_experts_q8_0r_wgsf"
+                        : sd_ia  ? "memra_k_experts_q8_0r_wgsi"
                                  : "memra_k_experts_q8_0r_wgs";
         if (xe_auto || s->xe_wg_asked) {
             const unsigned smem = R3W_SMEM_BYTES_SD(1);
