@@ -1298,21 +1298,23 @@ step_wgpin() {
 
 # MEMRA_MMQ_WG_SEED=iadd (_wgsi: _wgs without the seed's u8 MMA, its shared-memory reads and tensor work; the fold adds
 # the seed with an IADD a value; run u1's micro: the seed costs 115-147 cycles of a group's 506-588 beside the token
-# scales' loads), in parts (WGIA_PARTS, default "ab test tools xe"):
+# scales' loads), in parts (WGIA_PARTS, default "ab test sk tools xe"; test and sk each take about 6 minutes):
 #   ab     knobab SEED 1 / iadd at WGIA_M (default "4096 512"), WGIA_ROUNDS rounds (default 2), Q8_0 and Q4_0 rows
-#   test   test_mmq_ops gemm_q8_0r (_wgsi bit for bit the records tile), ncu's kernel name at m = 4096 under iadd,
-#          check gemm_q8_0r under WG=all SK=1 iadd (the stream-k twin _wgski against the host)
+#   test   test_mmq_ops gemm_q8_0r (_wgsi bit for bit the records tile), ncu's kernel name at m = 4096 under iadd
+#   sk     check gemm_q8_0r under WG=all SK=1 iadd (the stream-k twin _wgski against the host)
 #   tools  the four sanitizer tools over check gemm_q8_0r under WG=all SEED=iadd
 #   xe     the grouped twin (memra_k_experts_q8_0r_wgsi): test_gpu_experts wg, wg_graph, wg_split, check, ncu names,
 #          bench moe Mixtral-like q8_0 SEED 1 / iadd at WGIA_XE_M (default "512 4096")
 step_wgia() {
-  local t=$SECONDS parts=" ${WGIA_PARTS:-ab test tools xe} "
+  local t=$SECONDS parts=" ${WGIA_PARTS:-ab test sk tools xe} "
   if [[ $parts == *" ab "* ]]; then
     KNOBAB_KNOB=MEMRA_MMQ_WG_SEED KNOBAB_ON=iadd KNOBAB_OFF=1 KNOBAB_M="${WGIA_M:-4096 512}" \
       KNOBAB_ROUNDS=${WGIA_ROUNDS:-2} KNOBAB_ARM="mmq|q4_0" step_knobab
   fi
   if [[ $parts == *" test "* ]]; then
     seed_q8_test iadd _wgsi wgia
+  fi
+  if [[ $parts == *" sk "* ]]; then
     MEMRA_MMQ_WG=all MEMRA_MMQ_WG_SK=1 MEMRA_MMQ_WG_SEED=iadd timeout 360 $M check --device 0 --op gemm_q8_0r --module mmq \
       > "$L/wgia_sk_check.log" 2>&1
     say "check gemm_q8_0r (WG=all SK=1 SEED=iadd: _wgski): exit $? $(grep -E 'passed, ' "$L/wgia_sk_check.log")"
