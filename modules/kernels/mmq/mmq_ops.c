@@ -548,6 +548,28 @@ static int wg_seeded_plain(const char *wg_name)
            strcmp(wg_name, "memra_k_gemm_q8_0r_wgsi") == 0;
 }
 
+/* The MEMRA_MMQ_WG_SEED values whose seeded tile has twins elsewhere, and their kernels: the dense tile, its stream-k
+ * tile (NULL: none, _wgsk's name stays and the plain check refuses it), gemm_experts' tile and =pre2's K-quant
+ * tile (NULL: _wgw2). Unset: "1", or "pin" where mmq.h makes it the default. smem / xp / 0 have no twins. */
+typedef struct {
+    const char *value, *dense, *sk, *xe, *kr;
+} seed_twins;
+static const seed_twins mmq_seed_twins[] = {
+    {"1", "memra_k_gemm_q8_0r_wgs", "memra_k_gemm_q8_0r_wgsk", "memra_k_experts_q8_0r_wgs", NULL},
+    {"pp", "memra_k_gemm_q8_0r_wgspp", NULL, "memra_k_experts_q8_0r_wgspp", NULL},
+    {"pin", "memra_k_gemm_q8_0r_wgsf", "memra_k_gemm_q8_0r_wgskf", "memra_k_experts_q8_0r_wgsf",
+     "memra_k_gemm_kr_kq_wgw2f"},
+    {"iadd", "memra_k_gemm_q8_0r_wgsi", "memra_k_gemm_q8_0r_wgski", "memra_k_experts_q8_0r_wgsi", NULL},
+};
+
+static const seed_twins *seed_twins_of(const char *sd)
+{
+    const char *v = sd != NULL ? sd : MMQ_WG_SEED_PIN_DEFAULT ? "pin" : "1";
+    for (size_t i = 0; i < sizeof mmq_seed_twins / sizeof mmq_seed_twins[0]; i++)
+        if (strcmp(v, mmq_seed_twins[i].value) == 0) return &mmq_seed_twins[i];
+    return NULL;
+}
+
 static memra_status mmq_load(memra__gpu *q, void *state)
 {
     mmq_state *s = state;
@@ -627,14 +649,13 @@ static memra_status mmq_load(memra__gpu *q, void *state)
         if (caps->smem_per_block_optin == 0 || caps->smem_per_block_optin >= s->r3_tiles[t].smem)
             st = memra__gpu_function(q, m, s->r3_tiles[t].kernel, tile_smem_max(s, caps, &s->r3_tiles[t]),
                                      &s->gemm_q8_0r[t]);
-    /* MEMRA_MMQ_WG_SEED, read once: the dense seeded tile's variant below, and pp / pin also pick the grouped
-     * tile's twin and (pin) the prepared K-quant tile's */
+    /* MEMRA_MMQ_WG_SEED, read once: the dense seeded tile's variant below, and pp / pin / iadd also pick the
+     * grouped tile's twin, pin / iadd the stream-k tile's, and pin the prepared K-quant tile's (mmq_seed_twins) */
     const char *sd = memra__gpu_knob(q, "MEMRA_MMQ_WG_SEED");
-    const int sd_pp = sd != NULL && strcmp(sd, "pp") == 0;
-    const int sd_pin = sd == NULL ? MMQ_WG_SEED_PIN_DEFAULT : strcmp(sd, "pin") == 0;
-    /* iadd: _wgsi, the dense tile without the seed wgmma (the fold adds the seed; untimed), its stream-k twin _wgski
-     * and gemm_experts' _wgsi */
-    const int sd_ia = sd != NULL && strcmp(sd, "iadd") == 0;
+    /* 1 / pp / pin / iadd (and unset): mmq_seed_twins' row; pp: _wgspp, its consumer warpgroups folding in turn (run
+     * r1: slower); pin: _wgsf, each group's fold pinned behind its s8 wgmma (mmq.cu r3w_pin; run u2: 5-8% slower);
+     * iadd: _wgsi, no seed wgmma, the fold adds the seed (untimed) */
+    const seed_twins *tw = seed_twins_of(sd);
     /* MEMRA_MMQ_WG: gemm_q8_0r on the warpgroup MMA where the GPU is cc 9.x, the driver encodes tensor
      * maps and the image has the kernel (sm_90a SASS only). auto (the default): the calls of at least
      * MMQ_WG_AUTO_M tokens, seeded by the tensor cores (runs i1 / i4, H100: _wgs 6-12% faster than the
@@ -660,18 +681,13 @@ static memra_status mmq_load(memra__gpu *q, void *state)
             const int sda = sd != NULL && strcmp(sd, "smem") == 0;
             /* xp: _wgsax, _wgsa with the token scales loaded a group ahead (untimed) */
             const int sdx = sd != NULL && strcmp(sd, "xp") == 0;
-            /* pp: _wgspp, _wgs with its two consumer warpgroups folding in turn (run r1: slower); pin: _wgsf, _wgs
-             * with each group's fold pinned behind its s8 wgmma (mmq.cu r3w_pin; run u2: 5-8% slower) */
-            const int seed = sd == NULL || strcmp(sd, "1") == 0 || sda || sdx || sd_pp || sd_pin || sd_ia;
+            const int seed = tw != NULL || sda || sdx;
             const int t = seed || per || (tr != NULL && strcmp(tr, "1") == 0);
-            s->wg_name = sd_ia   ? "memra_k_gemm_q8_0r_wgsi"
-                         : sd_pin ? "memra_k_gemm_q8_0r_wgsf"
-                         : sd_pp ? "memra_k_gemm_q8_0r_wgspp"
-                         : sdx   ? "memra_k_gemm_q8_0r_wgsax"
-                         : sda   ? "memra_k_gemm_q8_0r_wgsa"
-                         : seed  ? "memra_k_gemm_q8_0r_wgs"
-                         : t     ? "memra_k_gemm_q8_0r_wgt"
-                                 : "memra_k_gemm_q8_0r_wg";
+            s->wg_name = tw != NULL ? tw->dense
+                         : sdx      ? "memra_k_gemm_q8_0r_wgsax"
+                         : sda      ? "memra_k_gemm_q8_0r_wgsa"
+                         : t        ? "memra_k_gemm_q8_0r_wgt"
+                                    : "memra_k_gemm_q8_0r_wg";
             s->wgp_name = seed ? "memra_k_gemm_q8_0r_wgps" : "memra_k_gemm_q8_0r_wgp";
             s->wg_smem = seed ? R3W_SMEM_BYTES_SD(1) : R3W_SMEM_BYTES_OF(t);
             const int ok = caps->cc / 10 == 9 && q->cuTensorMapEncodeTiled != NULL && !q->from_ptx &&
@@ -690,9 +706,7 @@ static memra_status mmq_load(memra__gpu *q, void *state)
             /* auto by default (run p10, H100, m = 512, two rounds: the four rows it takes 2.5-10% faster, the
              * others level); 1 every warpgroup call; 0 never */
             s->sk_mode = sk != NULL && strcmp(sk, "0") == 0 ? 0 : sk != NULL && strcmp(sk, "1") == 0 ? 1 : 2;
-            s->wgsk_name = sd_pin  ? "memra_k_gemm_q8_0r_wgskf"
-                           : sd_ia ? "memra_k_gemm_q8_0r_wgski"
-                                   : "memra_k_gemm_q8_0r_wgsk";
+            s->wgsk_name = tw != NULL && tw->sk != NULL ? tw->sk : "memra_k_gemm_q8_0r_wgsk";
             if (s->sk_mode != 0 && s->gemm_q8_0r_wg != NULL) {
                 if (s->gemm_q8_0r_wgp != NULL || !wg_seeded_plain(s->wg_name) ||
                     !load_optional(q, m, s->wgsk_name, s->wg_smem, &s->gemm_q8_0r_wgsk) ||
@@ -796,7 +810,7 @@ static memra_status mmq_load(memra__gpu *q, void *state)
         s->kq_widen_names = k_kq_widen_names[pre == 2];
         s->kr_wgw_name = k_kr_wgw_names[pre == 2];
         /* MEMRA_MMQ_WG_SEED=pin: =pre2's tile with the fold pinned behind the s8 wgmma (_wgw2f; untimed) */
-        if (pre == 2 && sd_pin) s->kr_wgw_name = "memra_k_gemm_kr_kq_wgw2f";
+        if (pre == 2 && tw != NULL && tw->kr != NULL) s->kr_wgw_name = tw->kr;
         const int mma = pre > 0 || strcmp(kw, "mma") == 0;
         s->kr_wg_names = mma ? k_kr_wgm_names : k_kr_wg_names;
         s->kr_wg_smem = mma ? R3W_SMEM_BYTES_KM : R3W_SMEM_BYTES_KQ;
@@ -949,10 +963,7 @@ static memra_status mmq_load(memra__gpu *q, void *state)
         s->xe_wg_asked = xe_wg != NULL && strcmp(xe_wg, "1") == 0;
         s->xe_wg_min_k = xe_auto ? MMQ_XE_WG_AUTO_K : 0;
         /* MEMRA_MMQ_WG_SEED=pp / pin / iadd: the grouped tile's twin (memra_k_experts_q8_0r_wgspp / _wgsf / _wgsi) */
-        s->xe_wg_name = sd_pp    ? "memra_k_experts_q8_0r_wgspp"
-                        : sd_pin ? "memra_k_experts_q8_0r_wgsf"
-                        : sd_ia  ? "memra_k_experts_q8_0r_wgsi"
-                                 : "memra_k_experts_q8_0r_wgs";
+        s->xe_wg_name = tw != NULL ? tw->xe : "memra_k_experts_q8_0r_wgs";
         if (xe_auto || s->xe_wg_asked) {
             const unsigned smem = R3W_SMEM_BYTES_SD(1);
             const int base_ok = caps->cc / 10 == 9 && q->cuTensorMapEncodeTiled != NULL && !q->from_ptx &&
