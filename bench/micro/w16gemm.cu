@@ -60,9 +60,13 @@ __device__ __forceinline__ void fence_acc256(float (&d)[128])
 }
 
 constexpr int BM = 128, BN = 256, BK = 64, S = 4;
-constexpr int ST_CODES = BM * BK, ST_SCALES = BM * (BK / 32) * 2, ST_TOK = BN * BK * 2;
-constexpr int ST_BYTES = ST_CODES + ST_SCALES + ST_TOK; /* 8192 + 512 + 32768 */
-constexpr int SMEM = S * ST_BYTES + 1024;
+constexpr int ST_SCALES = BM * (BK / 32) * 2, ST_TOK = BN * BK * 2;
+/* QB bits a code: a k32 group's codes of a row tile (CB bytes), a step's stage (the codes of two groups, the scales,
+ * the tokens) */
+template <int QB> struct W16 {
+    static constexpr int CB = BM * 32 * QB / 8, STC = 2 * CB, STB = STC + ST_SCALES + ST_TOK;
+};
+constexpr int SMEM = S * W16<8>::STB + 1024; /* 8192 + 512 + 32768 a stage */
 
 /* biased codes u (q + 128) k, k + 1 (bytes 0, 1 of w) and k + 8, k + 9 (bytes 2, 3), the row's scale twice in s2:
  * (q s) pairs into lo and hi */
@@ -73,16 +77,31 @@ __device__ __forceinline__ void deq(uint32_t w, uint32_t s2, uint32_t &lo, uint3
     asm("{\n.reg .b32 t;\nsub.rn.f16x2 t, %1, %2;\nmul.rn.f16x2 %0, t, %3;\n}\n" : "=r"(lo) : "r"(a), "r"(off), "r"(s2));
     asm("{\n.reg .b32 t;\nsub.rn.f16x2 t, %1, %2;\nmul.rn.f16x2 %0, t, %3;\n}\n" : "=r"(hi) : "r"(b), "r"(off), "r"(s2));
 }
+/* Q4_0: a word of 8 codes u (0..15), pair j's two at nibbles j and j + 4 (pairs: row r0 k 2c / 2c + 1, row r1 the
+ * same, row r0 k 2c + 8 / 2c + 9, row r1 the same): 0x64 over u is 1024 + u, less 1032 is q - 8 exactly, times the
+ * row's scale rounded once */
+__device__ __forceinline__ void deq4(uint32_t w, uint32_t s0, uint32_t s1, uint32_t (&a)[4])
+{
+    const uint32_t off = 0x64086408u; /* (1032, 1032) */
+#pragma unroll
+    for (int j = 0; j < 4; j++) {
+        const uint32_t u = ((w >> (4 * j)) & 0x000F000Fu) | 0x64006400u;
+        asm("{\n.reg .b32 t;\nsub.rn.f16x2 t, %1, %2;\nmul.rn.f16x2 %0, t, %3;\n}\n"
+            : "=r"(a[j]) : "r"(u), "r"(off), "r"((j & 1) ? s1 : s0));
+    }
+}
 __device__ __forceinline__ void fence_a(uint32_t (&a)[4])
 {
 #pragma unroll
     for (int i = 0; i < 4; i++) asm volatile("" : "+r"(a[i])::"memory");
 }
 
+template <int QB>
 __global__ void __launch_bounds__(384, 1)
 k_w16gemm(const unsigned char *__restrict__ codes, const __half *__restrict__ scales, const __half *__restrict__ x16,
           float *__restrict__ y, int m, int n, int k, long long ldy)
 {
+    constexpr int CB = W16<QB>::CB, STC = W16<QB>::STC, STB = W16<QB>::STB;
     extern __shared__ __align__(16) unsigned char smraw[];
     __shared__ __align__(8) unsigned long long bar[2 * S];
     const unsigned raw = (unsigned)__cvta_generic_to_shared(smraw), sb = (raw + 1023u) & ~1023u;
@@ -100,17 +119,17 @@ k_w16gemm(const unsigned char *__restrict__ codes, const __half *__restrict__ sc
     if (wg == 0) {
         asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n");
         if (tid == 0) {
-            const unsigned char *cw = codes + (size_t)rt * G * 4096;
+            const unsigned char *cw = codes + (size_t)rt * G * CB;
             const unsigned char *sw = reinterpret_cast<const unsigned char *>(scales) + (size_t)rt * G * 256;
             const unsigned char *xw = reinterpret_cast<const unsigned char *>(x16) + (size_t)tt * (k / 16) * 8192;
             for (int it = 0; it < steps; it++) {
                 const int s = it & (S - 1);
                 if (it >= S) memra_mb_wait(empty + 8 * s, ((it / S) - 1) & 1);
-                const unsigned st = sb + (unsigned)s * ST_BYTES;
-                memra_mb_arrive_tx(full + 8 * s, ST_BYTES);
-                memra_bulk_g2s(st, cw + (size_t)it * ST_CODES, ST_CODES, full + 8 * s);
-                memra_bulk_g2s(st + ST_CODES, sw + (size_t)it * ST_SCALES, ST_SCALES, full + 8 * s);
-                memra_bulk_g2s(st + ST_CODES + ST_SCALES, xw + (size_t)it * ST_TOK, ST_TOK, full + 8 * s);
+                const unsigned st = sb + (unsigned)s * STB;
+                memra_mb_arrive_tx(full + 8 * s, STB);
+                memra_bulk_g2s(st, cw + (size_t)it * STC, STC, full + 8 * s);
+                memra_bulk_g2s(st + STC, sw + (size_t)it * ST_SCALES, ST_SCALES, full + 8 * s);
+                memra_bulk_g2s(st + STC + ST_SCALES, xw + (size_t)it * ST_TOK, ST_TOK, full + 8 * s);
             }
         }
         return;
@@ -127,22 +146,30 @@ k_w16gemm(const unsigned char *__restrict__ codes, const __half *__restrict__ sc
     for (int it = 0; it < steps; it++) {
         const int s = it & (S - 1);
         memra_mb_wait(full + 8 * s, (it / S) & 1);
-        const unsigned st = sb + (unsigned)s * ST_BYTES;
+        const unsigned st = sb + (unsigned)s * STB;
 #pragma unroll
         for (int q = 0; q < 2; q++) {
-            uint32_t w0, w1, w2, w3;
-            asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];\n"
-                         : "=r"(w0), "=r"(w1), "=r"(w2), "=r"(w3)
-                         : "r"(st + (unsigned)q * 4096u + (unsigned)((cw * 4 + v) * 32 + l) * 16u));
+            uint32_t w0, w1, w2 = 0u, w3 = 0u;
+            if constexpr (QB == 8)
+                asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];\n"
+                             : "=r"(w0), "=r"(w1), "=r"(w2), "=r"(w3)
+                             : "r"(st + (unsigned)(q * CB) + (unsigned)((cw * 4 + v) * 32 + l) * 16u));
+            else
+                asm volatile("ld.shared.v2.b32 {%0, %1}, [%2];\n"
+                             : "=r"(w0), "=r"(w1)
+                             : "r"(st + (unsigned)(q * CB) + (unsigned)((cw * 4 + v) * 32 + l) * 8u));
             unsigned short h0, h1;
-            const unsigned sa = st + ST_CODES + (unsigned)q * 256u + (unsigned)rowin * 2u;
+            const unsigned sa = st + STC + (unsigned)q * 256u + (unsigned)rowin * 2u;
             asm volatile("ld.shared.u16 %0, [%1];\n" : "=h"(h0) : "r"(sa));
             asm volatile("ld.shared.u16 %0, [%1];\n" : "=h"(h1) : "r"(sa + 16u));
             const uint32_t s0 = (uint32_t)h0 * 0x10001u, s1 = (uint32_t)h1 * 0x10001u;
-            const unsigned tok = st + ST_CODES + ST_SCALES + (unsigned)(2 * q) * 8192u;
+            const unsigned tok = st + STC + ST_SCALES + (unsigned)(2 * q) * 8192u;
             /* k16 h = 0 into a0 (its last reader was waited for a wgmma ago) */
-            deq(w0, s0, a0[0], a0[2]);
-            deq(w1, s1, a0[1], a0[3]);
+            if constexpr (QB == 8) {
+                deq(w0, s0, a0[0], a0[2]);
+                deq(w1, s1, a0[1], a0[3]);
+            } else
+                deq4(w0, s0, s1, a0);
             asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
             wg_rs256(acc, a0, desc(tok));
             asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
@@ -150,8 +177,11 @@ k_w16gemm(const unsigned char *__restrict__ codes, const __half *__restrict__ sc
             fence_a(a1);
             /* the previous step's last wgmma is complete: its stage is free */
             if (q == 0 && it > 0) memra_mb_arrive(empty + 8 * ((it - 1) & (S - 1)));
-            deq(w2, s0, a1[0], a1[2]);
-            deq(w3, s1, a1[1], a1[3]);
+            if constexpr (QB == 8) {
+                deq(w2, s0, a1[0], a1[2]);
+                deq(w3, s1, a1[1], a1[3]);
+            } else
+                deq4(w1, s0, s1, a1);
             asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
             wg_rs256(acc, a1, desc(tok + 8192u));
             asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
@@ -176,18 +206,41 @@ k_w16gemm(const unsigned char *__restrict__ codes, const __half *__restrict__ sc
     }
 }
 
+/* The activations' pass: x f32 [m][k] into the x16 tiles (zeros past m), one 16-byte chunk of the destination a
+ * thread, in the destination's order (its writes contiguous, each read one 32-byte sector). The lane's pass would be
+ * this, fused with whatever produces x. */
+__global__ void __launch_bounds__(256) k_x16(const float *__restrict__ x, __half *__restrict__ x16, int m, int k, int mp)
+{
+    const long long ci = (long long)blockIdx.x * blockDim.x + threadIdx.x, total = (long long)mp * k / 8;
+    if (ci >= total) return;
+    const int tn8 = (int)(ci & 7), kh = (int)((ci >> 3) & 1), ng = (int)((ci >> 4) & 31);
+    const long long rest = ci >> 9; /* tile * (k / 16) + slab */
+    const int slab = (int)(rest % (k / 16)), tt = (int)(rest / (k / 16));
+    const int t = tt * BN + ng * 8 + tn8, kk = slab * 16 + kh * 8;
+    uint4 o = make_uint4(0u, 0u, 0u, 0u);
+    if (t < m) {
+        const float4 a = *reinterpret_cast<const float4 *>(x + (long long)t * k + kk);
+        const float4 b = *reinterpret_cast<const float4 *>(x + (long long)t * k + kk + 4);
+        __half2 h0 = __floats2half2_rn(a.x, a.y), h1 = __floats2half2_rn(a.z, a.w), h2 = __floats2half2_rn(b.x, b.y),
+                h3 = __floats2half2_rn(b.z, b.w);
+        o = make_uint4(*reinterpret_cast<uint32_t *>(&h0), *reinterpret_cast<uint32_t *>(&h1),
+                       *reinterpret_cast<uint32_t *>(&h2), *reinterpret_cast<uint32_t *>(&h3));
+    }
+    reinterpret_cast<uint4 *>(x16)[ci] = o;
+}
+
 /* ---- host ---- */
 static uint32_t rng_state = 0x9E3779B9u;
 static uint32_t rnd() { rng_state ^= rng_state << 13; rng_state ^= rng_state >> 17; rng_state ^= rng_state << 5; return rng_state; }
 static float frand(float a, float b) { return a + (b - a) * (float)(rnd() >> 8) / 16777216.0f; }
 
 struct Problem {
-    int m, n, k, np, mp; /* n, m padded to the tiles */
-    std::vector<signed char> q; /* [n][k] */
+    int m, n, k, qb, np, mp; /* qb: 8 (Q8_0) or 4 (Q4_0); n, m padded to the tiles */
+    std::vector<signed char> q; /* [n][k]: the code's value (Q8_0 q, Q4_0 q - 8) */
     std::vector<__half> d;       /* [n][k / 32] */
     std::vector<float> x;        /* [m][k] */
     std::vector<unsigned char> codes;
-    std::vector<__half> scales, x16, wf16, xf16;
+    std::vector<__half> scales, wf16, xf16;
 };
 
 static void build(Problem &p)
@@ -198,10 +251,14 @@ static void build(Problem &p)
     p.q.resize((size_t)n * k);
     p.d.resize((size_t)n * G);
     p.x.resize((size_t)m * k);
-    for (auto &v : p.q) { int r = (int)(rnd() % 255) - 127; v = (signed char)(r == 0 ? 1 : r); }
+    for (auto &v : p.q) {
+        if (p.qb == 8) { int r = (int)(rnd() % 255) - 127; v = (signed char)(r == 0 ? 1 : r); }
+        else v = (signed char)((int)(rnd() % 16) - 8);
+    }
     for (auto &v : p.d) v = __float2half(frand(0.0005f, 0.004f));
     for (auto &v : p.x) { float f = frand(-2.f, 2.f); v = f == 0.f ? 0.5f : f; }
-    p.codes.assign((size_t)p.np * k, 128); /* padding rows: q = 0 */
+    const int lb = p.qb == 8 ? 16 : 8; /* bytes a lane and group */
+    p.codes.assign((size_t)p.np * k * p.qb / 8, p.qb == 8 ? 128 : 0x88); /* padding rows: q = 0 */
     p.scales.assign((size_t)p.np * G, __float2half(0.f));
     for (int rt = 0; rt < p.np / BM; rt++)
         for (int gg = 0; gg < G; gg++)
@@ -209,26 +266,24 @@ static void build(Problem &p)
                 for (int v = 0; v < 4; v++)
                     for (int l = 0; l < 32; l++) {
                         const int g = l >> 2, c = l & 3, r0 = rt * BM + 64 * w + 16 * v + g;
-                        unsigned char *o = &p.codes[((((size_t)rt * G + gg) * 2 + w) * 4 + v) * 32 * 16 + (size_t)l * 16];
+                        unsigned char *o = &p.codes[((((size_t)rt * G + gg) * 2 + w) * 4 + v) * 32 * lb + (size_t)l * lb];
                         for (int h = 0; h < 2; h++)
-                            for (int rr = 0; rr < 2; rr++) {
-                                const int r = r0 + 8 * rr;
-                                const int ks[4] = {2 * c, 2 * c + 1, 2 * c + 8, 2 * c + 9};
-                                for (int e = 0; e < 4; e++) {
-                                    const int kk = 32 * gg + 16 * h + ks[e];
-                                    o[8 * h + 4 * rr + e] = r < n ? (unsigned char)(p.q[(size_t)r * k + kk] + 128) : 128;
-                                }
-                            }
+                            for (int rr = 0; rr < 2; rr++)
+                                for (int hi = 0; hi < 2; hi++)
+                                    for (int e = 0; e < 2; e++) {
+                                        const int r = r0 + 8 * rr, kk = 32 * gg + 16 * h + 2 * c + 8 * hi + e;
+                                        const int val = r < n ? p.q[(size_t)r * k + kk] : 0;
+                                        if (p.qb == 8) {
+                                            o[8 * h + 4 * rr + 2 * hi + e] = (unsigned char)(val + 128);
+                                        } else { /* word h, pair j = 2 hi + rr at nibbles j and j + 4 */
+                                            const int nib = (2 * hi + rr) + 4 * e;
+                                            unsigned char &b = o[4 * h + nib / 2];
+                                            b = (unsigned char)((b & ~(0xF << (4 * (nib & 1)))) | ((val + 8) << (4 * (nib & 1))));
+                                        }
+                                    }
                     }
     for (int r = 0; r < n; r++)
         for (int gg = 0; gg < G; gg++) p.scales[((size_t)(r / BM) * G + gg) * BM + r % BM] = p.d[(size_t)r * G + gg];
-    p.x16.assign((size_t)p.mp * k, __float2half(0.f));
-    for (int t = 0; t < m; t++)
-        for (int kk = 0; kk < k; kk++) {
-            const int tt = t / BN, tn = t % BN, slab = kk / 16, ng = tn / 8, kh = (kk % 16) / 8;
-            const size_t at = (((size_t)tt * (k / 16) + slab) * 32 + ng) * 128 + (size_t)kh * 64 + (tn % 8) * 8 + kk % 8;
-            p.x16[at] = __float2half(p.x[(size_t)t * k + kk]);
-        }
     /* the f16 mirror's operands, for cuBLAS and the reference */
     p.wf16.resize((size_t)n * k);
     p.xf16.resize((size_t)m * k);
@@ -239,32 +294,40 @@ static void build(Problem &p)
 }
 
 struct Dev {
-    unsigned char *codes; __half *scales, *x16, *wf16, *xf16; float *y, *yc;
+    unsigned char *codes; __half *scales, *x16, *wf16, *xf16; float *x, *y, *yc;
 };
 static void upload(const Problem &p, Dev &d)
 {
     CK(cudaMalloc(&d.codes, p.codes.size()));
     CK(cudaMalloc(&d.scales, p.scales.size() * 2));
-    CK(cudaMalloc(&d.x16, p.x16.size() * 2));
+    CK(cudaMalloc(&d.x16, (size_t)p.mp * p.k * 2));
+    CK(cudaMalloc(&d.x, p.x.size() * 4));
     CK(cudaMalloc(&d.wf16, p.wf16.size() * 2));
     CK(cudaMalloc(&d.xf16, p.xf16.size() * 2));
     CK(cudaMalloc(&d.y, (size_t)p.m * p.n * 4));
     CK(cudaMalloc(&d.yc, (size_t)p.m * p.n * 4));
     CK(cudaMemcpy(d.codes, p.codes.data(), p.codes.size(), cudaMemcpyHostToDevice));
     CK(cudaMemcpy(d.scales, p.scales.data(), p.scales.size() * 2, cudaMemcpyHostToDevice));
-    CK(cudaMemcpy(d.x16, p.x16.data(), p.x16.size() * 2, cudaMemcpyHostToDevice));
+    CK(cudaMemcpy(d.x, p.x.data(), p.x.size() * 4, cudaMemcpyHostToDevice));
     CK(cudaMemcpy(d.wf16, p.wf16.data(), p.wf16.size() * 2, cudaMemcpyHostToDevice));
     CK(cudaMemcpy(d.xf16, p.xf16.data(), p.xf16.size() * 2, cudaMemcpyHostToDevice));
     CK(cudaMemset(d.y, 0xFF, (size_t)p.m * p.n * 4)); /* NaN: an output never written shows */
 }
 static void release(Dev &d)
 {
-    cudaFree(d.codes); cudaFree(d.scales); cudaFree(d.x16); cudaFree(d.wf16); cudaFree(d.xf16); cudaFree(d.y); cudaFree(d.yc);
+    cudaFree(d.codes); cudaFree(d.scales); cudaFree(d.x16); cudaFree(d.x); cudaFree(d.wf16); cudaFree(d.xf16);
+    cudaFree(d.y); cudaFree(d.yc);
+}
+static void pass(const Problem &p, const Dev &d, cudaStream_t s)
+{
+    const long long chunks = (long long)p.mp * p.k / 8;
+    k_x16<<<(unsigned)((chunks + 255) / 256), 256, 0, s>>>(d.x, d.x16, p.m, p.k, p.mp);
 }
 static void launch(const Problem &p, const Dev &d, cudaStream_t s)
 {
     dim3 grid(p.mp / BN, p.np / BM);
-    k_w16gemm<<<grid, 384, SMEM, s>>>(d.codes, d.scales, d.x16, d.y, p.m, p.n, p.k, p.n);
+    if (p.qb == 8) k_w16gemm<8><<<grid, 384, SMEM, s>>>(d.codes, d.scales, d.x16, d.y, p.m, p.n, p.k, p.n);
+    else k_w16gemm<4><<<grid, 384, SMEM, s>>>(d.codes, d.scales, d.x16, d.y, p.m, p.n, p.k, p.n);
 }
 static void cublas_ref(cublasHandle_t h, const Problem &p, const Dev &d)
 {
@@ -296,24 +359,25 @@ static int check(const Problem &p, const Dev &d)
             if (!(e <= 1.52587890625e-05)) bad++;
             if (!(e <= worst)) worst = e;
         }
-    printf("check m %d n %d k %d: %ld of %ld outputs outside the band, worst |y - ref| / sum|terms| %.3g\n", p.m, p.n, p.k,
-           bad, (long)p.m * p.n, worst);
+    printf("check Q%d_0 m %d n %d k %d: %ld of %ld outputs outside the band, worst |y - ref| / sum|terms| %.3g\n", p.qb,
+           p.m, p.n, p.k, bad, (long)p.m * p.n, worst);
     return bad == 0 ? 0 : 1;
 }
 
-int main()
+int main(int argc, char **argv)
 {
-    CK(cudaFuncSetAttribute(k_w16gemm, cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM));
+    const bool check_only = argc > 1 && strcmp(argv[1], "check") == 0; /* for compute-sanitizer */
+    CK(cudaFuncSetAttribute(k_w16gemm<8>, cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM));
+    CK(cudaFuncSetAttribute(k_w16gemm<4>, cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM));
     cudaDeviceProp prop;
     CK(cudaGetDeviceProperties(&prop, 0));
     printf("device %s, %d SMs\n", prop.name, prop.multiProcessorCount);
-    cublasHandle_t h;
-    if (cublasCreate(&h) != CUBLAS_STATUS_SUCCESS) { fprintf(stderr, "w16gemm: cublasCreate failed\n"); return 1; }
     int fails = 0;
-    {
-        Problem p; p.m = 300; p.n = 200; p.k = 1024;
+    for (int qb : {8, 4}) {
+        Problem p; p.m = 300; p.n = 200; p.k = 1024; p.qb = qb;
         build(p);
         Dev d; upload(p, d);
+        pass(p, d, 0);
         launch(p, d, 0);
         CK(cudaGetLastError());
         CK(cudaDeviceSynchronize());
@@ -321,47 +385,57 @@ int main()
         release(d);
     }
     if (fails) { printf("FAILED: not timing\n"); return 1; }
+    if (check_only) return 0;
+    cublasHandle_t h;
+    if (cublasCreate(&h) != CUBLAS_STATUS_SUCCESS) { fprintf(stderr, "w16gemm: cublasCreate failed\n"); return 1; }
     const int shapes[6][2] = {{5120, 12288}, {5120, 1024}, {6144, 5120}, {5120, 17408}, {17408, 5120}, {5120, 5120}};
     cudaEvent_t e0, e1;
     CK(cudaEventCreate(&e0));
     CK(cudaEventCreate(&e1));
-    printf("%-6s %-14s %12s %12s %10s %10s %8s\n", "m", "shape", "w16 us", "cublas us", "w16 TF/s", "cub TF/s", "w16/cub");
-    for (int mi = 0; mi < 2; mi++) {
-        const int m = mi ? 4096 : 512;
-        for (auto &sh : shapes) {
-            Problem p; p.m = m; p.k = sh[0]; p.n = sh[1];
-            build(p);
-            Dev d; upload(p, d);
-            std::vector<float> tw, tc;
-            for (int rep = -2; rep < 20; rep++)
-                for (int arm = 0; arm < 2; arm++) {
-                    const int a = (rep & 1) ? 1 - arm : arm;
-                    CK(cudaEventRecord(e0));
-                    if (a == 0) launch(p, d, 0);
-                    else cublas_ref(h, p, d);
-                    CK(cudaEventRecord(e1));
-                    CK(cudaEventSynchronize(e1));
-                    float ms;
-                    CK(cudaEventElapsedTime(&ms, e0, e1));
-                    if (rep >= 0) (a == 0 ? tw : tc).push_back(ms);
-                }
-            CK(cudaGetLastError());
-            std::sort(tw.begin(), tw.end());
-            std::sort(tc.begin(), tc.end());
-            /* the two arms agree: max |y - yc| / max |yc| */
-            std::vector<float> y((size_t)m * p.n), yc((size_t)m * p.n);
-            CK(cudaMemcpy(y.data(), d.y, y.size() * 4, cudaMemcpyDeviceToHost));
-            CK(cudaMemcpy(yc.data(), d.yc, yc.size() * 4, cudaMemcpyDeviceToHost));
-            double md = 0, mx = 0;
-            for (size_t i = 0; i < y.size(); i++) { md = std::max(md, (double)fabsf(y[i] - yc[i])); mx = std::max(mx, (double)fabsf(yc[i])); }
-            const double fl = 2.0 * m * p.n * p.k, w = tw[tw.size() / 2] * 1e3, cb = tc[tc.size() / 2] * 1e3;
-            char nm[32];
-            snprintf(nm, sizeof nm, "%d->%d", p.k, p.n);
-            printf("%-6d %-14s %12.1f %12.1f %10.1f %10.1f %8.3f   agree %.2g\n", m, nm, w, cb, fl / w * 1e-6, fl / cb * 1e-6,
-                   cb / w, md / (mx > 0 ? mx : 1));
-            release(d);
+    printf("arms, interleaved, 20 calls each, medians: w16 (the tile on ready x16), lane (the activations' pass, then the\n"
+           "tile), cuBLAS (f16 GEMM on the dequantised weights and f16 x, both ready)\n");
+    printf("%-5s %-6s %-14s %9s %9s %10s %9s %9s %9s\n", "fmt", "m", "shape", "w16 us", "lane us", "cublas us", "w16 TF/s",
+           "w16/cub", "lane/cub");
+    for (int qb : {8, 4})
+        for (int mi = 0; mi < 2; mi++) {
+            const int m = mi ? 4096 : 512;
+            for (auto &sh : shapes) {
+                Problem p; p.m = m; p.k = sh[0]; p.n = sh[1]; p.qb = qb;
+                build(p);
+                Dev d; upload(p, d);
+                std::vector<float> tw, tl, tc;
+                for (int rep = -2; rep < 20; rep++)
+                    for (int arm = 0; arm < 3; arm++) {
+                        const int a = (arm + rep + 3) % 3;
+                        CK(cudaEventRecord(e0));
+                        if (a == 0) launch(p, d, 0);
+                        else if (a == 1) { pass(p, d, 0); launch(p, d, 0); }
+                        else cublas_ref(h, p, d);
+                        CK(cudaEventRecord(e1));
+                        CK(cudaEventSynchronize(e1));
+                        float ms;
+                        CK(cudaEventElapsedTime(&ms, e0, e1));
+                        if (rep >= 0) (a == 0 ? tw : a == 1 ? tl : tc).push_back(ms);
+                    }
+                CK(cudaGetLastError());
+                std::sort(tw.begin(), tw.end());
+                std::sort(tl.begin(), tl.end());
+                std::sort(tc.begin(), tc.end());
+                /* the two arms agree: max |y - yc| / max |yc| */
+                std::vector<float> y((size_t)m * p.n), yc((size_t)m * p.n);
+                CK(cudaMemcpy(y.data(), d.y, y.size() * 4, cudaMemcpyDeviceToHost));
+                CK(cudaMemcpy(yc.data(), d.yc, yc.size() * 4, cudaMemcpyDeviceToHost));
+                double md = 0, mx = 0;
+                for (size_t i = 0; i < y.size(); i++) { md = std::max(md, (double)fabsf(y[i] - yc[i])); mx = std::max(mx, (double)fabsf(yc[i])); }
+                const double fl = 2.0 * m * p.n * p.k, w = tw[tw.size() / 2] * 1e3, ln = tl[tl.size() / 2] * 1e3,
+                             cb = tc[tc.size() / 2] * 1e3;
+                char nm[32];
+                snprintf(nm, sizeof nm, "%d->%d", p.k, p.n);
+                printf("Q%d_0  %-6d %-14s %9.1f %9.1f %10.1f %9.1f %9.3f %9.3f   agree %.2g\n", qb, m, nm, w, ln, cb,
+                       fl / w * 1e-6, cb / w, cb / ln, md / (mx > 0 ? mx : 1));
+                release(d);
+            }
         }
-    }
     cublasDestroy(h);
     return 0;
 }
