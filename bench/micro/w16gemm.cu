@@ -2,6 +2,9 @@
  * bench/micro/w16.cu, measured its inner step at the f16 tensor rate). Standalone: its own operands, a host
  * reference, cuBLAS's f16 GEMM on the same dequantised weights as the yardstick. Not a lane yet.
  *
+ * Formats: Q8_0, Q4_0 and Q4_K (4-bit codes, the sub-blocks' 6-bit scale and min as two bytes, the super-blocks' d
+ * and dmin as f16: 148 bytes a 256-value row block, 1.03x the GGUF's 144; each value d sc u - dmin m in f32, then f16:
+ * the f16 mirror's decoder).
  * Operands (built on the host here; a lane would build them on upload and in the activation pass):
  *   codes   [n / 128 row tiles][k / 32 groups][2 warpgroups][4 warps][32 lanes][16 bytes]: lane (g, c) = (l / 4,
  *           l % 4) of warp v of warpgroup w holds rows r0 = 64 w + 16 v + g and r1 = r0 + 8 at k = 32 G + 16 h +
@@ -61,10 +64,12 @@ __device__ __forceinline__ void fence_acc256(float (&d)[128])
 
 constexpr int BM = 128, BN = 256, BK = 64, S = 4;
 constexpr int ST_SCALES = BM * (BK / 32) * 2, ST_TOK = BN * BK * 2;
-/* QB bits a code: a k32 group's codes of a row tile (CB bytes), a step's stage (the codes of two groups, the scales,
- * the tokens) */
+/* QB: the format, 8 Q8_0, 4 Q4_0, 5 Q4_K. A k32 group's codes of a row tile (CB bytes); a step's stage: the codes
+ * of two groups (STC), their scales (Q8_0 / Q4_0: f16; Q4_K: the sub-block's 6-bit scale and min as two bytes), for
+ * Q4_K the rows' super-block d and dmin (DD: f16 pairs), then the tokens at TOK */
 template <int QB> struct W16 {
-    static constexpr int CB = BM * 32 * QB / 8, STC = 2 * CB, STB = STC + ST_SCALES + ST_TOK;
+    static constexpr int CB = BM * 32 * (QB == 8 ? 8 : 4) / 8, STC = 2 * CB, DD = QB == 5 ? BM * 4 : 0,
+                         TOK = STC + ST_SCALES + DD, STB = TOK + ST_TOK;
 };
 constexpr int SMEM = S * W16<8>::STB + 1024; /* 8192 + 512 + 32768 a stage */
 
@@ -90,6 +95,19 @@ __device__ __forceinline__ void deq4(uint32_t w, uint32_t s0, uint32_t s1, uint3
             : "=r"(a[j]) : "r"(u), "r"(off), "r"((j & 1) ? s1 : s0));
     }
 }
+/* Q4_K: the same nibble order (codes u, 0..15); each value d1 u - m1 in f32 (d1 = d sc, m1 = dmin m for the row's
+ * sub-block: the f16 mirror's decoder), rounded to f16 once */
+__device__ __forceinline__ void deqk(uint32_t w, float d0, float m0, float d1, float m1, uint32_t (&a)[4])
+{
+#pragma unroll
+    for (int j = 0; j < 4; j++) {
+        const float f0 = __uint_as_float(0x4B000000u | ((w >> (4 * j)) & 0xFu)) - 8388608.0f;
+        const float f1 = __uint_as_float(0x4B000000u | ((w >> (4 * j + 16)) & 0xFu)) - 8388608.0f;
+        const float dd = (j & 1) ? d1 : d0, mm = (j & 1) ? m1 : m0;
+        const __half2 h = __floats2half2_rn(fmaf(dd, f0, -mm), fmaf(dd, f1, -mm));
+        a[j] = *reinterpret_cast<const uint32_t *>(&h);
+    }
+}
 __device__ __forceinline__ void fence_a(uint32_t (&a)[4])
 {
 #pragma unroll
@@ -98,10 +116,11 @@ __device__ __forceinline__ void fence_a(uint32_t (&a)[4])
 
 template <int QB>
 __global__ void __launch_bounds__(384, 1)
-k_w16gemm(const unsigned char *__restrict__ codes, const __half *__restrict__ scales, const __half *__restrict__ x16,
-          float *__restrict__ y, int m, int n, int k, long long ldy)
+k_w16gemm(const unsigned char *__restrict__ codes, const unsigned short *__restrict__ scales,
+          const uint32_t *__restrict__ ddp, const __half *__restrict__ x16, float *__restrict__ y, int m, int n, int k,
+          long long ldy)
 {
-    constexpr int CB = W16<QB>::CB, STC = W16<QB>::STC, STB = W16<QB>::STB;
+    constexpr int CB = W16<QB>::CB, STC = W16<QB>::STC, STB = W16<QB>::STB, DD = W16<QB>::DD, TOK = W16<QB>::TOK;
     extern __shared__ __align__(16) unsigned char smraw[];
     __shared__ __align__(8) unsigned long long bar[2 * S];
     const unsigned raw = (unsigned)__cvta_generic_to_shared(smraw), sb = (raw + 1023u) & ~1023u;
@@ -129,7 +148,9 @@ k_w16gemm(const unsigned char *__restrict__ codes, const __half *__restrict__ sc
                 memra_mb_arrive_tx(full + 8 * s, STB);
                 memra_bulk_g2s(st, cw + (size_t)it * STC, STC, full + 8 * s);
                 memra_bulk_g2s(st + STC, sw + (size_t)it * ST_SCALES, ST_SCALES, full + 8 * s);
-                memra_bulk_g2s(st + STC + ST_SCALES, xw + (size_t)it * ST_TOK, ST_TOK, full + 8 * s);
+                if constexpr (DD > 0) /* the step's super-block: 4 steps of 64 in 256 */
+                    memra_bulk_g2s(st + STC + ST_SCALES, ddp + ((size_t)rt * (k / 256) + it / 4) * BM, DD, full + 8 * s);
+                memra_bulk_g2s(st + TOK, xw + (size_t)it * ST_TOK, ST_TOK, full + 8 * s);
             }
         }
         return;
@@ -147,6 +168,16 @@ k_w16gemm(const unsigned char *__restrict__ codes, const __half *__restrict__ sc
         const int s = it & (S - 1);
         memra_mb_wait(full + 8 * s, (it / S) & 1);
         const unsigned st = sb + (unsigned)s * STB;
+        float kd0 = 0.f, kn0 = 0.f, kd1 = 0.f, kn1 = 0.f; /* Q4_K: rows r0 and r1's d and dmin */
+        if constexpr (QB == 5) {
+            uint32_t e0, e1;
+            asm volatile("ld.shared.b32 %0, [%1];\n" : "=r"(e0) : "r"(st + STC + ST_SCALES + (unsigned)rowin * 4u));
+            asm volatile("ld.shared.b32 %0, [%1];\n" : "=r"(e1) : "r"(st + STC + ST_SCALES + (unsigned)rowin * 4u + 32u));
+            kd0 = __half2float(__ushort_as_half((unsigned short)(e0 & 0xFFFFu)));
+            kn0 = __half2float(__ushort_as_half((unsigned short)(e0 >> 16)));
+            kd1 = __half2float(__ushort_as_half((unsigned short)(e1 & 0xFFFFu)));
+            kn1 = __half2float(__ushort_as_half((unsigned short)(e1 >> 16)));
+        }
 #pragma unroll
         for (int q = 0; q < 2; q++) {
             uint32_t w0, w1, w2 = 0u, w3 = 0u;
@@ -163,13 +194,18 @@ k_w16gemm(const unsigned char *__restrict__ codes, const __half *__restrict__ sc
             asm volatile("ld.shared.u16 %0, [%1];\n" : "=h"(h0) : "r"(sa));
             asm volatile("ld.shared.u16 %0, [%1];\n" : "=h"(h1) : "r"(sa + 16u));
             const uint32_t s0 = (uint32_t)h0 * 0x10001u, s1 = (uint32_t)h1 * 0x10001u;
-            const unsigned tok = st + STC + ST_SCALES + (unsigned)(2 * q) * 8192u;
+            /* Q4_K: byte 0 the sub-block's scale, byte 1 its min */
+            const float d0 = kd0 * (float)(h0 & 0xFFu), m0 = kn0 * (float)(h0 >> 8), d1 = kd1 * (float)(h1 & 0xFFu),
+                        m1 = kn1 * (float)(h1 >> 8);
+            const unsigned tok = st + TOK + (unsigned)(2 * q) * 8192u;
             /* k16 h = 0 into a0 (its last reader was waited for a wgmma ago) */
             if constexpr (QB == 8) {
                 deq(w0, s0, a0[0], a0[2]);
                 deq(w1, s1, a0[1], a0[3]);
-            } else
+            } else if constexpr (QB == 4)
                 deq4(w0, s0, s1, a0);
+            else
+                deqk(w0, d0, m0, d1, m1, a0);
             asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
             wg_rs256(acc, a0, desc(tok));
             asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
@@ -180,8 +216,10 @@ k_w16gemm(const unsigned char *__restrict__ codes, const __half *__restrict__ sc
             if constexpr (QB == 8) {
                 deq(w2, s0, a1[0], a1[2]);
                 deq(w3, s1, a1[1], a1[3]);
-            } else
+            } else if constexpr (QB == 4)
                 deq4(w1, s0, s1, a1);
+            else
+                deqk(w1, d0, m0, d1, m1, a1);
             asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
             wg_rs256(acc, a1, desc(tok + 8192u));
             asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
@@ -235,12 +273,16 @@ static uint32_t rnd() { rng_state ^= rng_state << 13; rng_state ^= rng_state >> 
 static float frand(float a, float b) { return a + (b - a) * (float)(rnd() >> 8) / 16777216.0f; }
 
 struct Problem {
-    int m, n, k, qb, np, mp; /* qb: 8 (Q8_0) or 4 (Q4_0); n, m padded to the tiles */
-    std::vector<signed char> q; /* [n][k]: the code's value (Q8_0 q, Q4_0 q - 8) */
-    std::vector<__half> d;       /* [n][k / 32] */
+    int m, n, k, qb, np, mp; /* qb: 8 (Q8_0), 4 (Q4_0), 5 (Q4_K); n, m padded to the tiles */
+    std::vector<signed char> q; /* [n][k]: the code (Q8_0 q, Q4_0 q - 8, Q4_K u) */
+    std::vector<__half> d;       /* [n][k / 32]: Q8_0 / Q4_0 block scales */
+    std::vector<unsigned char> sc, mn; /* Q4_K [n][k / 32]: sub-block scales and mins (6 bits) */
+    std::vector<__half> kd, kdm;       /* Q4_K [n][k / 256]: d and dmin */
     std::vector<float> x;        /* [m][k] */
     std::vector<unsigned char> codes;
-    std::vector<__half> scales, wf16, xf16;
+    std::vector<unsigned short> scales; /* [np / 128][k / 32][128]: f16 bits, or Q4_K's sc | m << 8 */
+    std::vector<uint32_t> dd;           /* Q4_K [np / 128][k / 256][128]: d | dmin << 16 (f16 bits) */
+    std::vector<__half> wf16, xf16;
 };
 
 static void build(Problem &p)
@@ -253,13 +295,26 @@ static void build(Problem &p)
     p.x.resize((size_t)m * k);
     for (auto &v : p.q) {
         if (p.qb == 8) { int r = (int)(rnd() % 255) - 127; v = (signed char)(r == 0 ? 1 : r); }
-        else v = (signed char)((int)(rnd() % 16) - 8);
+        else if (p.qb == 4) v = (signed char)((int)(rnd() % 16) - 8);
+        else v = (signed char)(rnd() % 16);
     }
     for (auto &v : p.d) v = __float2half(frand(0.0005f, 0.004f));
+    const int SB = k / 256;
+    if (p.qb == 5) {
+        p.sc.resize((size_t)n * G);
+        p.mn.resize((size_t)n * G);
+        p.kd.resize((size_t)n * SB);
+        p.kdm.resize((size_t)n * SB);
+        for (auto &v : p.sc) v = (unsigned char)(1 + rnd() % 63);
+        for (auto &v : p.mn) v = (unsigned char)(rnd() % 64);
+        for (auto &v : p.kd) v = __float2half(frand(0.0002f, 0.002f));
+        for (auto &v : p.kdm) v = __float2half(frand(0.0001f, 0.001f));
+    }
     for (auto &v : p.x) { float f = frand(-2.f, 2.f); v = f == 0.f ? 0.5f : f; }
     const int lb = p.qb == 8 ? 16 : 8; /* bytes a lane and group */
     p.codes.assign((size_t)p.np * k * p.qb / 8, p.qb == 8 ? 128 : 0x88); /* padding rows: q = 0 */
-    p.scales.assign((size_t)p.np * G, __float2half(0.f));
+    p.scales.assign((size_t)p.np * G, 0);
+    if (p.qb == 5) p.dd.assign((size_t)p.np / BM * SB * BM, 0u);
     for (int rt = 0; rt < p.np / BM; rt++)
         for (int gg = 0; gg < G; gg++)
             for (int w = 0; w < 2; w++)
@@ -276,30 +331,53 @@ static void build(Problem &p)
                                         if (p.qb == 8) {
                                             o[8 * h + 4 * rr + 2 * hi + e] = (unsigned char)(val + 128);
                                         } else { /* word h, pair j = 2 hi + rr at nibbles j and j + 4 */
-                                            const int nib = (2 * hi + rr) + 4 * e;
+                                            const int nib = (2 * hi + rr) + 4 * e, u = p.qb == 4 ? val + 8 : val;
                                             unsigned char &b = o[4 * h + nib / 2];
-                                            b = (unsigned char)((b & ~(0xF << (4 * (nib & 1)))) | ((val + 8) << (4 * (nib & 1))));
+                                            b = (unsigned char)((b & ~(0xF << (4 * (nib & 1)))) | (u << (4 * (nib & 1))));
                                         }
                                     }
                     }
     for (int r = 0; r < n; r++)
-        for (int gg = 0; gg < G; gg++) p.scales[((size_t)(r / BM) * G + gg) * BM + r % BM] = p.d[(size_t)r * G + gg];
+        for (int gg = 0; gg < G; gg++) {
+            unsigned short bits;
+            if (p.qb == 5) bits = (unsigned short)(p.sc[(size_t)r * G + gg] | p.mn[(size_t)r * G + gg] << 8);
+            else memcpy(&bits, &p.d[(size_t)r * G + gg], 2);
+            p.scales[((size_t)(r / BM) * G + gg) * BM + r % BM] = bits;
+        }
+    if (p.qb == 5)
+        for (int r = 0; r < n; r++)
+            for (int b = 0; b < SB; b++) {
+                unsigned short d0, d1;
+                memcpy(&d0, &p.kd[(size_t)r * SB + b], 2);
+                memcpy(&d1, &p.kdm[(size_t)r * SB + b], 2);
+                p.dd[((size_t)(r / BM) * SB + b) * BM + r % BM] = (uint32_t)d0 | (uint32_t)d1 << 16;
+            }
     /* the f16 mirror's operands, for cuBLAS and the reference */
     p.wf16.resize((size_t)n * k);
     p.xf16.resize((size_t)m * k);
     for (int r = 0; r < n; r++)
-        for (int kk = 0; kk < k; kk++)
-            p.wf16[(size_t)r * k + kk] = __float2half((float)p.q[(size_t)r * k + kk] * __half2float(p.d[(size_t)r * G + kk / 32]));
+        for (int kk = 0; kk < k; kk++) {
+            float w;
+            if (p.qb == 5) { /* the f16 mirror's Q4_K decoder: d1 u - m1 in f32 (one FMA), then f16 */
+                const float d1 = __half2float(p.kd[(size_t)r * SB + kk / 256]) * (float)p.sc[(size_t)r * G + kk / 32];
+                const float m1 = __half2float(p.kdm[(size_t)r * SB + kk / 256]) * (float)p.mn[(size_t)r * G + kk / 32];
+                w = fmaf(d1, (float)p.q[(size_t)r * k + kk], -m1);
+            } else
+                w = (float)p.q[(size_t)r * k + kk] * __half2float(p.d[(size_t)r * G + kk / 32]);
+            p.wf16[(size_t)r * k + kk] = __float2half(w);
+        }
     for (size_t i = 0; i < p.xf16.size(); i++) p.xf16[i] = __float2half(p.x[i]);
 }
 
 struct Dev {
-    unsigned char *codes; __half *scales, *x16, *wf16, *xf16; float *x, *y, *yc;
+    unsigned char *codes; unsigned short *scales; uint32_t *dd; __half *x16, *wf16, *xf16; float *x, *y, *yc;
 };
 static void upload(const Problem &p, Dev &d)
 {
     CK(cudaMalloc(&d.codes, p.codes.size()));
     CK(cudaMalloc(&d.scales, p.scales.size() * 2));
+    CK(cudaMalloc(&d.dd, p.dd.size() * 4 + 16));
+    if (!p.dd.empty()) CK(cudaMemcpy(d.dd, p.dd.data(), p.dd.size() * 4, cudaMemcpyHostToDevice));
     CK(cudaMalloc(&d.x16, (size_t)p.mp * p.k * 2));
     CK(cudaMalloc(&d.x, p.x.size() * 4));
     CK(cudaMalloc(&d.wf16, p.wf16.size() * 2));
@@ -315,7 +393,7 @@ static void upload(const Problem &p, Dev &d)
 }
 static void release(Dev &d)
 {
-    cudaFree(d.codes); cudaFree(d.scales); cudaFree(d.x16); cudaFree(d.x); cudaFree(d.wf16); cudaFree(d.xf16);
+    cudaFree(d.codes); cudaFree(d.scales); cudaFree(d.dd); cudaFree(d.x16); cudaFree(d.x); cudaFree(d.wf16); cudaFree(d.xf16);
     cudaFree(d.y); cudaFree(d.yc);
 }
 static void pass(const Problem &p, const Dev &d, cudaStream_t s)
@@ -326,8 +404,9 @@ static void pass(const Problem &p, const Dev &d, cudaStream_t s)
 static void launch(const Problem &p, const Dev &d, cudaStream_t s)
 {
     dim3 grid(p.mp / BN, p.np / BM);
-    if (p.qb == 8) k_w16gemm<8><<<grid, 384, SMEM, s>>>(d.codes, d.scales, d.x16, d.y, p.m, p.n, p.k, p.n);
-    else k_w16gemm<4><<<grid, 384, SMEM, s>>>(d.codes, d.scales, d.x16, d.y, p.m, p.n, p.k, p.n);
+    if (p.qb == 8) k_w16gemm<8><<<grid, 384, SMEM, s>>>(d.codes, d.scales, d.dd, d.x16, d.y, p.m, p.n, p.k, p.n);
+    else if (p.qb == 4) k_w16gemm<4><<<grid, 384, SMEM, s>>>(d.codes, d.scales, d.dd, d.x16, d.y, p.m, p.n, p.k, p.n);
+    else k_w16gemm<5><<<grid, 384, SMEM, s>>>(d.codes, d.scales, d.dd, d.x16, d.y, p.m, p.n, p.k, p.n);
 }
 static void cublas_ref(cublasHandle_t h, const Problem &p, const Dev &d)
 {
@@ -341,6 +420,7 @@ static void cublas_ref(cublasHandle_t h, const Problem &p, const Dev &d)
 /* every output against the host's sum over k of f16(q s) f16(x) in double: |y - ref| <= 2^-16 sum |terms| (f32
  * accumulation over k / 16 wgmma steps and the tensor cores' own adds: about k / 16 roundings of 2^-24 each of a
  * partial sum no larger than sum |terms|; 2^-16 covers k / 16 <= 256 with margin, and k here is 1024) */
+static const char *fmt_name(int qb) { return qb == 8 ? "Q8_0" : qb == 4 ? "Q4_0" : "Q4_K"; }
 static int check(const Problem &p, const Dev &d)
 {
     std::vector<float> y((size_t)p.m * p.n);
@@ -359,7 +439,7 @@ static int check(const Problem &p, const Dev &d)
             if (!(e <= 1.52587890625e-05)) bad++;
             if (!(e <= worst)) worst = e;
         }
-    printf("check Q%d_0 m %d n %d k %d: %ld of %ld outputs outside the band, worst |y - ref| / sum|terms| %.3g\n", p.qb,
+    printf("check %s m %d n %d k %d: %ld of %ld outputs outside the band, worst |y - ref| / sum|terms| %.3g\n", fmt_name(p.qb),
            p.m, p.n, p.k, bad, (long)p.m * p.n, worst);
     return bad == 0 ? 0 : 1;
 }
@@ -369,11 +449,12 @@ int main(int argc, char **argv)
     const bool check_only = argc > 1 && strcmp(argv[1], "check") == 0; /* for compute-sanitizer */
     CK(cudaFuncSetAttribute(k_w16gemm<8>, cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM));
     CK(cudaFuncSetAttribute(k_w16gemm<4>, cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM));
+    CK(cudaFuncSetAttribute(k_w16gemm<5>, cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM));
     cudaDeviceProp prop;
     CK(cudaGetDeviceProperties(&prop, 0));
     printf("device %s, %d SMs\n", prop.name, prop.multiProcessorCount);
     int fails = 0;
-    for (int qb : {8, 4}) {
+    for (int qb : {8, 4, 5}) {
         Problem p; p.m = 300; p.n = 200; p.k = 1024; p.qb = qb;
         build(p);
         Dev d; upload(p, d);
@@ -396,7 +477,7 @@ int main(int argc, char **argv)
            "tile), cuBLAS (f16 GEMM on the dequantised weights and f16 x, both ready)\n");
     printf("%-5s %-6s %-14s %9s %9s %10s %9s %9s %9s\n", "fmt", "m", "shape", "w16 us", "lane us", "cublas us", "w16 TF/s",
            "w16/cub", "lane/cub");
-    for (int qb : {8, 4})
+    for (int qb : {8, 4, 5})
         for (int mi = 0; mi < 2; mi++) {
             const int m = mi ? 4096 : 512;
             for (auto &sh : shapes) {
@@ -431,7 +512,7 @@ int main(int argc, char **argv)
                              cb = tc[tc.size() / 2] * 1e3;
                 char nm[32];
                 snprintf(nm, sizeof nm, "%d->%d", p.k, p.n);
-                printf("Q%d_0  %-6d %-14s %9.1f %9.1f %10.1f %9.1f %9.3f %9.3f   agree %.2g\n", qb, m, nm, w, ln, cb,
+                printf("%-5s %-6d %-14s %9.1f %9.1f %10.1f %9.1f %9.3f %9.3f   agree %.2g\n", fmt_name(qb), m, nm, w, ln, cb,
                        fl / w * 1e-6, cb / w, cb / ln, md / (mx > 0 ? mx : 1));
                 release(d);
             }
