@@ -2,7 +2,8 @@
  * bench/micro/w16.cu, measured its inner step at the f16 tensor rate). Standalone: its own operands, a host
  * reference, cuBLAS's f16 GEMM on the same dequantised weights as the yardstick. Not a lane yet.
  *
- * Formats: Q8_0, Q4_0 and Q4_K (4-bit codes, the sub-blocks' 6-bit scale and min as two bytes, the super-blocks' d
+ * Formats: Q8_0, Q4_0, Q6_K (low nibbles as Q4's, the high 2 bits a word a lane and group, int8 scales per 16 values,
+ * d: the GGUF's 210 bytes a 256-value row block; (d sc)(u - 32) in f32, then f16) and Q4_K (4-bit codes, the sub-blocks' 6-bit scale and min as two bytes, the super-blocks' d
  * and dmin as f16: 148 bytes a 256-value row block, 1.03x the GGUF's 144; each value d sc u - dmin m in f32, then f16:
  * the f16 mirror's decoder).
  * Operands (built on the host here; a lane would build them on upload and in the activation pass):
@@ -64,11 +65,13 @@ __device__ __forceinline__ void fence_acc256(float (&d)[128])
 
 constexpr int BM = 128, BN = 256, BK = 64, S = 4;
 constexpr int ST_SCALES = BM * (BK / 32) * 2, ST_TOK = BN * BK * 2;
-/* QB: the format, 8 Q8_0, 4 Q4_0, 5 Q4_K. A k32 group's codes of a row tile (CB bytes); a step's stage: the codes
- * of two groups (STC), their scales (Q8_0 / Q4_0: f16; Q4_K: the sub-block's 6-bit scale and min as two bytes), for
- * Q4_K the rows' super-block d and dmin (DD: f16 pairs), then the tokens at TOK */
+/* QB: the format, 8 Q8_0, 4 Q4_0, 5 Q4_K, 6 Q6_K. A k32 group's codes of a row tile (CB bytes: Q6_K's low nibbles
+ * as Q4's, then their high 2 bits, a word a lane); a step's stage: the codes of two groups (STC), their scales
+ * (Q8_0 / Q4_0: f16; Q4_K: the sub-block's 6-bit scale and min as two bytes; Q6_K: the two 16-value sub-blocks'
+ * int8 scales, [group][half][row]), for Q4_K / Q6_K the rows' super-block d and dmin (DD: f16 pairs; Q6_K has no
+ * dmin), then the tokens at TOK */
 template <int QB> struct W16 {
-    static constexpr int CB = BM * 32 * (QB == 8 ? 8 : 4) / 8, STC = 2 * CB, DD = QB == 5 ? BM * 4 : 0,
+    static constexpr int CB = BM * 32 * (QB == 8 ? 8 : QB == 6 ? 6 : 4) / 8, STC = 2 * CB, DD = QB >= 5 ? BM * 4 : 0,
                          TOK = STC + ST_SCALES + DD, STB = TOK + ST_TOK;
 };
 constexpr int SMEM = S * W16<8>::STB + 1024; /* 8192 + 512 + 32768 a stage */
@@ -105,6 +108,20 @@ __device__ __forceinline__ void deqk(uint32_t w, float d0, float m0, float d1, f
         const float f1 = __uint_as_float(0x4B000000u | ((w >> (4 * j + 16)) & 0xFu)) - 8388608.0f;
         const float dd = (j & 1) ? d1 : d0, mm = (j & 1) ? m1 : m0;
         const __half2 h = __floats2half2_rn(fmaf(dd, f0, -mm), fmaf(dd, f1, -mm));
+        a[j] = *reinterpret_cast<const uint32_t *>(&h);
+    }
+}
+/* Q6_K: low nibbles as Q4's (word lo), high 2 bits of nibble slot s at bits 2 s of hi >> hs (hs = 16 h); each value
+ * (d sc) (u - 32) in f32 (the f16 mirror's decoder: d sc first), rounded to f16 once; e0 / e1 the rows' d sc */
+__device__ __forceinline__ void deq6(uint32_t lo, uint32_t hi, float e0, float e1, uint32_t (&a)[4])
+{
+#pragma unroll
+    for (int j = 0; j < 4; j++) {
+        const uint32_t u0 = ((lo >> (4 * j)) & 0xFu) | (((hi >> (2 * j)) & 3u) << 4);
+        const uint32_t u1 = ((lo >> (4 * j + 16)) & 0xFu) | (((hi >> (2 * j + 8)) & 3u) << 4);
+        const float f0 = __uint_as_float(0x4B000000u | u0) - 8388640.0f, f1 = __uint_as_float(0x4B000000u | u1) - 8388640.0f;
+        const float e = (j & 1) ? e1 : e0;
+        const __half2 h = __floats2half2_rn(e * f0, e * f1);
         a[j] = *reinterpret_cast<const uint32_t *>(&h);
     }
 }
@@ -169,7 +186,7 @@ k_w16gemm(const unsigned char *__restrict__ codes, const unsigned short *__restr
         memra_mb_wait(full + 8 * s, (it / S) & 1);
         const unsigned st = sb + (unsigned)s * STB;
         float kd0 = 0.f, kn0 = 0.f, kd1 = 0.f, kn1 = 0.f; /* Q4_K: rows r0 and r1's d and dmin */
-        if constexpr (QB == 5) {
+        if constexpr (QB >= 5) {
             uint32_t e0, e1;
             asm volatile("ld.shared.b32 %0, [%1];\n" : "=r"(e0) : "r"(st + STC + ST_SCALES + (unsigned)rowin * 4u));
             asm volatile("ld.shared.b32 %0, [%1];\n" : "=r"(e1) : "r"(st + STC + ST_SCALES + (unsigned)rowin * 4u + 32u));
@@ -181,6 +198,10 @@ k_w16gemm(const unsigned char *__restrict__ codes, const unsigned short *__restr
 #pragma unroll
         for (int q = 0; q < 2; q++) {
             uint32_t w0, w1, w2 = 0u, w3 = 0u;
+            if constexpr (QB == 6) /* w2: the high bits */
+                asm volatile("ld.shared.b32 %0, [%1];\n"
+                             : "=r"(w2)
+                             : "r"(st + (unsigned)(q * CB) + 2048u + (unsigned)((cw * 4 + v) * 32 + l) * 4u));
             if constexpr (QB == 8)
                 asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];\n"
                              : "=r"(w0), "=r"(w1), "=r"(w2), "=r"(w3)
@@ -197,6 +218,20 @@ k_w16gemm(const unsigned char *__restrict__ codes, const unsigned short *__restr
             /* Q4_K: byte 0 the sub-block's scale, byte 1 its min */
             const float d0 = kd0 * (float)(h0 & 0xFFu), m0 = kn0 * (float)(h0 >> 8), d1 = kd1 * (float)(h1 & 0xFFu),
                         m1 = kn1 * (float)(h1 >> 8);
+            /* Q6_K: the 16-value sub-blocks' int8 scales, [group][half][row] */
+            float e00 = 0.f, e01 = 0.f, e10 = 0.f, e11 = 0.f; /* e<half><row> = d sc */
+            if constexpr (QB == 6) {
+                const unsigned sq = st + STC + (unsigned)q * 256u + (unsigned)rowin;
+                short c00, c01, c10, c11;
+                asm volatile("ld.shared.s8 %0, [%1];\n" : "=h"(c00) : "r"(sq));
+                asm volatile("ld.shared.s8 %0, [%1];\n" : "=h"(c01) : "r"(sq + 8u));
+                asm volatile("ld.shared.s8 %0, [%1];\n" : "=h"(c10) : "r"(sq + 128u));
+                asm volatile("ld.shared.s8 %0, [%1];\n" : "=h"(c11) : "r"(sq + 136u));
+                e00 = kd0 * (float)c00;
+                e01 = kd1 * (float)c01;
+                e10 = kd0 * (float)c10;
+                e11 = kd1 * (float)c11;
+            }
             const unsigned tok = st + TOK + (unsigned)(2 * q) * 8192u;
             /* k16 h = 0 into a0 (its last reader was waited for a wgmma ago) */
             if constexpr (QB == 8) {
@@ -204,8 +239,10 @@ k_w16gemm(const unsigned char *__restrict__ codes, const unsigned short *__restr
                 deq(w1, s1, a0[1], a0[3]);
             } else if constexpr (QB == 4)
                 deq4(w0, s0, s1, a0);
-            else
+            else if constexpr (QB == 5)
                 deqk(w0, d0, m0, d1, m1, a0);
+            else
+                deq6(w0, w2, e00, e01, a0);
             asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
             wg_rs256(acc, a0, desc(tok));
             asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
@@ -218,8 +255,10 @@ k_w16gemm(const unsigned char *__restrict__ codes, const unsigned short *__restr
                 deq(w3, s1, a1[1], a1[3]);
             } else if constexpr (QB == 4)
                 deq4(w1, s0, s1, a1);
-            else
+            else if constexpr (QB == 5)
                 deqk(w1, d0, m0, d1, m1, a1);
+            else
+                deq6(w1, w2 >> 16, e10, e11, a1);
             asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
             wg_rs256(acc, a1, desc(tok + 8192u));
             asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
@@ -273,8 +312,9 @@ static uint32_t rnd() { rng_state ^= rng_state << 13; rng_state ^= rng_state >> 
 static float frand(float a, float b) { return a + (b - a) * (float)(rnd() >> 8) / 16777216.0f; }
 
 struct Problem {
-    int m, n, k, qb, np, mp; /* qb: 8 (Q8_0), 4 (Q4_0), 5 (Q4_K); n, m padded to the tiles */
-    std::vector<signed char> q; /* [n][k]: the code (Q8_0 q, Q4_0 q - 8, Q4_K u) */
+    int m, n, k, qb, np, mp; /* qb: 8 (Q8_0), 4 (Q4_0), 5 (Q4_K), 6 (Q6_K); n, m padded to the tiles */
+    std::vector<signed char> q; /* [n][k]: the code (Q8_0 q, Q4_0 q - 8, Q4_K u, Q6_K u) */
+    std::vector<signed char> s6; /* Q6_K [n][k / 16]: the sub-blocks' scales */
     std::vector<__half> d;       /* [n][k / 32]: Q8_0 / Q4_0 block scales */
     std::vector<unsigned char> sc, mn; /* Q4_K [n][k / 32]: sub-block scales and mins (6 bits) */
     std::vector<__half> kd, kdm;       /* Q4_K [n][k / 256]: d and dmin */
@@ -296,10 +336,17 @@ static void build(Problem &p)
     for (auto &v : p.q) {
         if (p.qb == 8) { int r = (int)(rnd() % 255) - 127; v = (signed char)(r == 0 ? 1 : r); }
         else if (p.qb == 4) v = (signed char)((int)(rnd() % 16) - 8);
-        else v = (signed char)(rnd() % 16);
+        else if (p.qb == 5) v = (signed char)(rnd() % 16);
+        else v = (signed char)(rnd() % 64);
     }
     for (auto &v : p.d) v = __float2half(frand(0.0005f, 0.004f));
     const int SB = k / 256;
+    if (p.qb == 6) {
+        p.s6.resize((size_t)n * k / 16);
+        for (auto &v : p.s6) { const int r = (int)(rnd() % 112) - 32; v = (signed char)(r == 0 ? 7 : r); }
+        p.kd.resize((size_t)n * SB);
+        for (auto &v : p.kd) v = __float2half(frand(0.0002f, 0.002f));
+    }
     if (p.qb == 5) {
         p.sc.resize((size_t)n * G);
         p.mn.resize((size_t)n * G);
@@ -311,17 +358,23 @@ static void build(Problem &p)
         for (auto &v : p.kdm) v = __float2half(frand(0.0001f, 0.001f));
     }
     for (auto &v : p.x) { float f = frand(-2.f, 2.f); v = f == 0.f ? 0.5f : f; }
-    const int lb = p.qb == 8 ? 16 : 8; /* bytes a lane and group */
-    p.codes.assign((size_t)p.np * k * p.qb / 8, p.qb == 8 ? 128 : 0x88); /* padding rows: q = 0 */
+    const int lb = p.qb == 8 ? 16 : 8; /* bytes a lane and group (Q6_K: its low nibbles; then 4 of high bits) */
+    const int cbg = BM * 32 * (p.qb == 8 ? 8 : p.qb == 6 ? 6 : 4) / 8; /* a group's bytes in a row tile */
+    /* padding rows: q = 0 (Q6_K: u = 32, low nibbles 0, high bits 2) */
+    p.codes.assign((size_t)p.np / BM * G * cbg, p.qb == 8 ? 128 : p.qb == 6 ? 0 : 0x88);
+    if (p.qb == 6)
+        for (size_t b = 0; b < (size_t)p.np / BM * G; b++) memset(&p.codes[b * cbg + 2048], 0xAA, 1024);
     p.scales.assign((size_t)p.np * G, 0);
-    if (p.qb == 5) p.dd.assign((size_t)p.np / BM * SB * BM, 0u);
+    if (p.qb >= 5) p.dd.assign((size_t)p.np / BM * SB * BM, 0u);
     for (int rt = 0; rt < p.np / BM; rt++)
         for (int gg = 0; gg < G; gg++)
             for (int w = 0; w < 2; w++)
                 for (int v = 0; v < 4; v++)
                     for (int l = 0; l < 32; l++) {
                         const int g = l >> 2, c = l & 3, r0 = rt * BM + 64 * w + 16 * v + g;
-                        unsigned char *o = &p.codes[((((size_t)rt * G + gg) * 2 + w) * 4 + v) * 32 * lb + (size_t)l * lb];
+                        const size_t lane = ((size_t)w * 4 + v) * 32 + (size_t)l;
+                        unsigned char *o = &p.codes[((size_t)rt * G + gg) * cbg + lane * lb];
+                        unsigned char *oh = &p.codes[((size_t)rt * G + gg) * cbg + 2048 + lane * 4]; /* Q6_K */
                         for (int h = 0; h < 2; h++)
                             for (int rr = 0; rr < 2; rr++)
                                 for (int hi = 0; hi < 2; hi++)
@@ -331,25 +384,36 @@ static void build(Problem &p)
                                         if (p.qb == 8) {
                                             o[8 * h + 4 * rr + 2 * hi + e] = (unsigned char)(val + 128);
                                         } else { /* word h, pair j = 2 hi + rr at nibbles j and j + 4 */
-                                            const int nib = (2 * hi + rr) + 4 * e, u = p.qb == 4 ? val + 8 : val;
+                                            const int nib = (2 * hi + rr) + 4 * e, u = p.qb == 4 ? val + 8 : r < n ? val : 32;
                                             unsigned char &b = o[4 * h + nib / 2];
-                                            b = (unsigned char)((b & ~(0xF << (4 * (nib & 1)))) | (u << (4 * (nib & 1))));
+                                            b = (unsigned char)((b & ~(0xF << (4 * (nib & 1)))) | ((u & 0xF) << (4 * (nib & 1))));
+                                            if (p.qb == 6) { /* the high 2 bits at bit 2 (8 h + nib) of the lane's word */
+                                                const int bit = 2 * (8 * h + nib);
+                                                unsigned char &hb = oh[bit / 8];
+                                                hb = (unsigned char)((hb & ~(3 << (bit % 8))) | ((u >> 4) << (bit % 8)));
+                                            }
                                         }
                                     }
                     }
     for (int r = 0; r < n; r++)
         for (int gg = 0; gg < G; gg++) {
             unsigned short bits;
+            if (p.qb == 6) { /* [group][half][row] int8 within the group's 256 bytes */
+                unsigned char *sb6 = reinterpret_cast<unsigned char *>(&p.scales[((size_t)(r / BM) * G + gg) * BM]);
+                sb6[r % BM] = (unsigned char)p.s6[(size_t)r * (k / 16) + 2 * gg];
+                sb6[BM + r % BM] = (unsigned char)p.s6[(size_t)r * (k / 16) + 2 * gg + 1];
+                continue;
+            }
             if (p.qb == 5) bits = (unsigned short)(p.sc[(size_t)r * G + gg] | p.mn[(size_t)r * G + gg] << 8);
             else memcpy(&bits, &p.d[(size_t)r * G + gg], 2);
             p.scales[((size_t)(r / BM) * G + gg) * BM + r % BM] = bits;
         }
-    if (p.qb == 5)
+    if (p.qb >= 5)
         for (int r = 0; r < n; r++)
             for (int b = 0; b < SB; b++) {
-                unsigned short d0, d1;
+                unsigned short d0, d1 = 0;
                 memcpy(&d0, &p.kd[(size_t)r * SB + b], 2);
-                memcpy(&d1, &p.kdm[(size_t)r * SB + b], 2);
+                if (p.qb == 5) memcpy(&d1, &p.kdm[(size_t)r * SB + b], 2);
                 p.dd[((size_t)(r / BM) * SB + b) * BM + r % BM] = (uint32_t)d0 | (uint32_t)d1 << 16;
             }
     /* the f16 mirror's operands, for cuBLAS and the reference */
@@ -358,7 +422,10 @@ static void build(Problem &p)
     for (int r = 0; r < n; r++)
         for (int kk = 0; kk < k; kk++) {
             float w;
-            if (p.qb == 5) { /* the f16 mirror's Q4_K decoder: d1 u - m1 in f32 (one FMA), then f16 */
+            if (p.qb == 6) { /* the f16 mirror's Q6_K decoder: (d sc) (u - 32) in f32, then f16 */
+                const float e = __half2float(p.kd[(size_t)r * SB + kk / 256]) * (float)p.s6[(size_t)r * (k / 16) + kk / 16];
+                w = e * (float)(p.q[(size_t)r * k + kk] - 32);
+            } else if (p.qb == 5) { /* the f16 mirror's Q4_K decoder: d1 u - m1 in f32 (one FMA), then f16 */
                 const float d1 = __half2float(p.kd[(size_t)r * SB + kk / 256]) * (float)p.sc[(size_t)r * G + kk / 32];
                 const float m1 = __half2float(p.kdm[(size_t)r * SB + kk / 256]) * (float)p.mn[(size_t)r * G + kk / 32];
                 w = fmaf(d1, (float)p.q[(size_t)r * k + kk], -m1);
@@ -406,6 +473,7 @@ static void launch(const Problem &p, const Dev &d, cudaStream_t s)
     dim3 grid(p.mp / BN, p.np / BM);
     if (p.qb == 8) k_w16gemm<8><<<grid, 384, SMEM, s>>>(d.codes, d.scales, d.dd, d.x16, d.y, p.m, p.n, p.k, p.n);
     else if (p.qb == 4) k_w16gemm<4><<<grid, 384, SMEM, s>>>(d.codes, d.scales, d.dd, d.x16, d.y, p.m, p.n, p.k, p.n);
+    else if (p.qb == 6) k_w16gemm<6><<<grid, 384, SMEM, s>>>(d.codes, d.scales, d.dd, d.x16, d.y, p.m, p.n, p.k, p.n);
     else k_w16gemm<5><<<grid, 384, SMEM, s>>>(d.codes, d.scales, d.dd, d.x16, d.y, p.m, p.n, p.k, p.n);
 }
 static void cublas_ref(cublasHandle_t h, const Problem &p, const Dev &d)
@@ -420,7 +488,7 @@ static void cublas_ref(cublasHandle_t h, const Problem &p, const Dev &d)
 /* every output against the host's sum over k of f16(q s) f16(x) in double: |y - ref| <= 2^-16 sum |terms| (f32
  * accumulation over k / 16 wgmma steps and the tensor cores' own adds: about k / 16 roundings of 2^-24 each of a
  * partial sum no larger than sum |terms|; 2^-16 covers k / 16 <= 256 with margin, and k here is 1024) */
-static const char *fmt_name(int qb) { return qb == 8 ? "Q8_0" : qb == 4 ? "Q4_0" : "Q4_K"; }
+static const char *fmt_name(int qb) { return qb == 8 ? "Q8_0" : qb == 4 ? "Q4_0" : qb == 5 ? "Q4_K" : "Q6_K"; }
 static int check(const Problem &p, const Dev &d)
 {
     std::vector<float> y((size_t)p.m * p.n);
@@ -450,11 +518,12 @@ int main(int argc, char **argv)
     CK(cudaFuncSetAttribute(k_w16gemm<8>, cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM));
     CK(cudaFuncSetAttribute(k_w16gemm<4>, cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM));
     CK(cudaFuncSetAttribute(k_w16gemm<5>, cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM));
+    CK(cudaFuncSetAttribute(k_w16gemm<6>, cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM));
     cudaDeviceProp prop;
     CK(cudaGetDeviceProperties(&prop, 0));
     printf("device %s, %d SMs\n", prop.name, prop.multiProcessorCount);
     int fails = 0;
-    for (int qb : {8, 4, 5}) {
+    for (int qb : {8, 4, 5, 6}) {
         Problem p; p.m = 300; p.n = 200; p.k = 1024; p.qb = qb;
         build(p);
         Dev d; upload(p, d);
@@ -477,7 +546,7 @@ int main(int argc, char **argv)
            "tile), cuBLAS (f16 GEMM on the dequantised weights and f16 x, both ready)\n");
     printf("%-5s %-6s %-14s %9s %9s %10s %9s %9s %9s\n", "fmt", "m", "shape", "w16 us", "lane us", "cublas us", "w16 TF/s",
            "w16/cub", "lane/cub");
-    for (int qb : {8, 4, 5})
+    for (int qb : {8, 4, 5, 6})
         for (int mi = 0; mi < 2; mi++) {
             const int m = mi ? 4096 : 512;
             for (auto &sh : shapes) {
