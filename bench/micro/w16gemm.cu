@@ -2,10 +2,10 @@
  * bench/micro/w16.cu, measured its inner step at the f16 tensor rate). Standalone: its own operands, a host
  * reference, cuBLAS's f16 GEMM on the same dequantised weights as the yardstick. Not a lane yet.
  *
- * Formats: Q8_0, Q4_0, Q6_K (low nibbles as Q4's, the high 2 bits a word a lane and group, int8 scales per 16 values,
- * d: the GGUF's 210 bytes a 256-value row block; (d sc)(u - 32) in f32, then f16) and Q4_K (4-bit codes, the sub-blocks' 6-bit scale and min as two bytes, the super-blocks' d
- * and dmin as f16: 148 bytes a 256-value row block, 1.03x the GGUF's 144; each value d sc u - dmin m in f32, then f16:
- * the f16 mirror's decoder).
+ * Formats: Q8_0; Q4_0; Q4_K (4-bit codes, the sub-blocks' 6-bit scale and min as two bytes, the super-blocks' d
+ * and dmin as f16: 148 bytes a 256-value row block, 1.03x the GGUF's 144; each value d sc u - dmin m in f32, then
+ * f16: the f16 mirror's decoder); Q6_K (low nibbles as Q4's, the high 2 bits a word a lane and group, int8 scales
+ * per 16 values, d: the GGUF's 210 bytes a 256-value row block; each value (d sc)(u - 32) in f32, then f16).
  * Operands (built on the host here; a lane would build them on upload and in the activation pass):
  *   codes   [n / 128 row tiles][k / 32 groups][2 warpgroups][4 warps][32 lanes][16 bytes]: lane (g, c) = (l / 4,
  *           l % 4) of warp v of warpgroup w holds rows r0 = 64 w + 16 v + g and r1 = r0 + 8 at k = 32 G + 16 h +
