@@ -18,7 +18,9 @@
  * 64-deep k step into one of 4 stages, 41472 bytes each); warpgroups 1 and 2 each compute 64 rows x 256 tokens
  * with m64n256k16 f16 wgmmas, A from registers: per k32 group a thread loads its 16 codes (LDS.128) and two
  * scales, turns each pair into f16 q s (one PRMT, one HSUB2, one HMUL2) while the previous wgmma runs.
- * y[t][r] = sum_k f16(q s) f16(x), f32 accumulation; y row-major [m][ldy].
+ * y[t][r] = sum_k f16(q s) f16(x), f32 accumulation; y row-major [m][ldy]. Where the grid is short of the SMs
+ * (5120->1024 at m = 512: 16 CTAs) split-k: gridDim.z slices of the k steps into partial sums, then k_sum adds them
+ * in slice order.
  *
  * Build: nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a bench/micro/w16gemm.cu -lcublas -o w16gemm
  * Run:   ./w16gemm        the check (a partial shape against the host), then the 27b sheet at m = 512 and 4096 */
@@ -135,7 +137,7 @@ template <int QB>
 __global__ void __launch_bounds__(384, 1)
 k_w16gemm(const unsigned char *__restrict__ codes, const unsigned short *__restrict__ scales,
           const uint32_t *__restrict__ ddp, const __half *__restrict__ x16, float *__restrict__ y, int m, int n, int k,
-          long long ldy)
+          long long ldy, float *__restrict__ part)
 {
     constexpr int CB = W16<QB>::CB, STC = W16<QB>::STC, STB = W16<QB>::STB, DD = W16<QB>::DD, TOK = W16<QB>::TOK;
     extern __shared__ __align__(16) unsigned char smraw[];
@@ -143,7 +145,11 @@ k_w16gemm(const unsigned char *__restrict__ codes, const unsigned short *__restr
     const unsigned raw = (unsigned)__cvta_generic_to_shared(smraw), sb = (raw + 1023u) & ~1023u;
     const unsigned full = (unsigned)__cvta_generic_to_shared(bar), empty = full + 8 * S;
     const int tid = threadIdx.x, wg = tid >> 7;
-    const int tt = blockIdx.x, rt = blockIdx.y, steps = k / BK, G = k / 32;
+    /* split-k: slice z of gridDim.z takes steps [it0, it1) and, where there are several, writes its partial sums to
+     * part's slice z (m x ldy floats) for k_sum */
+    const int tt = blockIdx.x, rt = blockIdx.y, G = k / 32, nst = k / BK, Z = (int)gridDim.z, z = (int)blockIdx.z;
+    const int it0 = (int)((long long)nst * z / Z), it1 = (int)((long long)nst * (z + 1) / Z);
+    if (Z > 1) y = part + (long long)z * m * ldy;
     if (tid == 0) {
         for (int s = 0; s < S; s++) {
             memra_mb_init(full + 8 * s, 1);
@@ -158,9 +164,9 @@ k_w16gemm(const unsigned char *__restrict__ codes, const unsigned short *__restr
             const unsigned char *cw = codes + (size_t)rt * G * CB;
             const unsigned char *sw = reinterpret_cast<const unsigned char *>(scales) + (size_t)rt * G * 256;
             const unsigned char *xw = reinterpret_cast<const unsigned char *>(x16) + (size_t)tt * (k / 16) * 8192;
-            for (int it = 0; it < steps; it++) {
-                const int s = it & (S - 1);
-                if (it >= S) memra_mb_wait(empty + 8 * s, ((it / S) - 1) & 1);
+            for (int it = it0; it < it1; it++) {
+                const int s = (it - it0) & (S - 1);
+                if (it - it0 >= S) memra_mb_wait(empty + 8 * s, (((it - it0) / S) - 1) & 1);
                 const unsigned st = sb + (unsigned)s * STB;
                 memra_mb_arrive_tx(full + 8 * s, STB);
                 memra_bulk_g2s(st, cw + (size_t)it * STC, STC, full + 8 * s);
@@ -181,9 +187,9 @@ k_w16gemm(const unsigned char *__restrict__ codes, const unsigned short *__restr
 #pragma unroll
     for (int i = 0; i < 4; i++) a0[i] = a1[i] = 0u;
     const int rowin = cw * 64 + v * 16 + g; /* the thread's first row in the tile */
-    for (int it = 0; it < steps; it++) {
-        const int s = it & (S - 1);
-        memra_mb_wait(full + 8 * s, (it / S) & 1);
+    for (int it = it0; it < it1; it++) {
+        const int s = (it - it0) & (S - 1);
+        memra_mb_wait(full + 8 * s, ((it - it0) / S) & 1);
         const unsigned st = sb + (unsigned)s * STB;
         float kd0 = 0.f, kn0 = 0.f, kd1 = 0.f, kn1 = 0.f; /* Q4_K: rows r0 and r1's d and dmin */
         if constexpr (QB >= 5) {
@@ -249,7 +255,7 @@ k_w16gemm(const unsigned char *__restrict__ codes, const unsigned short *__restr
             asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory");
             fence_a(a1);
             /* the previous step's last wgmma is complete: its stage is free */
-            if (q == 0 && it > 0) memra_mb_arrive(empty + 8 * ((it - 1) & (S - 1)));
+            if (q == 0 && it > it0) memra_mb_arrive(empty + 8 * ((it - it0 - 1) & (S - 1)));
             if constexpr (QB == 8) {
                 deq(w2, s0, a1[0], a1[2]);
                 deq(w3, s1, a1[1], a1[3]);
@@ -304,6 +310,27 @@ __global__ void __launch_bounds__(256) k_x16(const float *__restrict__ x, __half
                        *reinterpret_cast<uint32_t *>(&h2), *reinterpret_cast<uint32_t *>(&h3));
     }
     reinterpret_cast<uint4 *>(x16)[ci] = o;
+}
+
+/* split-k's sum: y = the slices' partial sums added in slice order (four values a thread) */
+__global__ void __launch_bounds__(256) k_sum(const float *__restrict__ part, float *__restrict__ y, long long total, int Z)
+{
+    const long long i = ((long long)blockIdx.x * blockDim.x + threadIdx.x) * 4;
+    if (i >= total) return;
+    if (i + 4 > total || (total & 3) != 0) { /* the tail, or rows not float4-aligned */
+        for (long long e = i; e < i + 4 && e < total; e++) {
+            float a = part[e];
+            for (int z = 1; z < Z; z++) a += part[(long long)z * total + e];
+            y[e] = a;
+        }
+        return;
+    }
+    float4 a = *reinterpret_cast<const float4 *>(part + i);
+    for (int z = 1; z < Z; z++) {
+        const float4 b = *reinterpret_cast<const float4 *>(part + (long long)z * total + i);
+        a.x += b.x, a.y += b.y, a.z += b.z, a.w += b.w;
+    }
+    *reinterpret_cast<float4 *>(y + i) = a;
 }
 
 /* ---- host ---- */
@@ -437,9 +464,9 @@ static void build(Problem &p)
 }
 
 struct Dev {
-    unsigned char *codes; unsigned short *scales; uint32_t *dd; __half *x16, *wf16, *xf16; float *x, *y, *yc;
+    unsigned char *codes; unsigned short *scales; uint32_t *dd; __half *x16, *wf16, *xf16; float *x, *y, *yc, *part;
 };
-static void upload(const Problem &p, Dev &d)
+static void upload(const Problem &p, Dev &d, int zmax)
 {
     CK(cudaMalloc(&d.codes, p.codes.size()));
     CK(cudaMalloc(&d.scales, p.scales.size() * 2));
@@ -451,6 +478,7 @@ static void upload(const Problem &p, Dev &d)
     CK(cudaMalloc(&d.xf16, p.xf16.size() * 2));
     CK(cudaMalloc(&d.y, (size_t)p.m * p.n * 4));
     CK(cudaMalloc(&d.yc, (size_t)p.m * p.n * 4));
+    CK(cudaMalloc(&d.part, (size_t)p.m * p.n * 4 * (zmax > 1 ? zmax : 1))); /* split-k's slices */
     CK(cudaMemcpy(d.codes, p.codes.data(), p.codes.size(), cudaMemcpyHostToDevice));
     CK(cudaMemcpy(d.scales, p.scales.data(), p.scales.size() * 2, cudaMemcpyHostToDevice));
     CK(cudaMemcpy(d.x, p.x.data(), p.x.size() * 4, cudaMemcpyHostToDevice));
@@ -461,20 +489,33 @@ static void upload(const Problem &p, Dev &d)
 static void release(Dev &d)
 {
     cudaFree(d.codes); cudaFree(d.scales); cudaFree(d.dd); cudaFree(d.x16); cudaFree(d.x); cudaFree(d.wf16); cudaFree(d.xf16);
-    cudaFree(d.y); cudaFree(d.yc);
+    cudaFree(d.y); cudaFree(d.yc); cudaFree(d.part);
 }
 static void pass(const Problem &p, const Dev &d, cudaStream_t s)
 {
     const long long chunks = (long long)p.mp * p.k / 8;
     k_x16<<<(unsigned)((chunks + 255) / 256), 256, 0, s>>>(d.x, d.x16, p.m, p.k, p.mp);
 }
-static void launch(const Problem &p, const Dev &d, cudaStream_t s)
+/* split-k where the grid is short of the SMs: slices until every SM has a CTA, each slice at least 8 steps, at most
+ * 16 slices */
+static int slices_for(const Problem &p, int sms)
 {
-    dim3 grid(p.mp / BN, p.np / BM);
-    if (p.qb == 8) k_w16gemm<8><<<grid, 384, SMEM, s>>>(d.codes, d.scales, d.dd, d.x16, d.y, p.m, p.n, p.k, p.n);
-    else if (p.qb == 4) k_w16gemm<4><<<grid, 384, SMEM, s>>>(d.codes, d.scales, d.dd, d.x16, d.y, p.m, p.n, p.k, p.n);
-    else if (p.qb == 6) k_w16gemm<6><<<grid, 384, SMEM, s>>>(d.codes, d.scales, d.dd, d.x16, d.y, p.m, p.n, p.k, p.n);
-    else k_w16gemm<5><<<grid, 384, SMEM, s>>>(d.codes, d.scales, d.dd, d.x16, d.y, p.m, p.n, p.k, p.n);
+    const int ctas = (p.mp / BN) * (p.np / BM), nst = p.k / BK;
+    int z = 1;
+    while (ctas * z < sms && z < 16 && nst / (z + 1) >= 8) z++;
+    return z;
+}
+static void launch(const Problem &p, const Dev &d, cudaStream_t s, int Z = 1)
+{
+    dim3 grid(p.mp / BN, p.np / BM, Z);
+    if (p.qb == 8) k_w16gemm<8><<<grid, 384, SMEM, s>>>(d.codes, d.scales, d.dd, d.x16, d.y, p.m, p.n, p.k, p.n, d.part);
+    else if (p.qb == 4) k_w16gemm<4><<<grid, 384, SMEM, s>>>(d.codes, d.scales, d.dd, d.x16, d.y, p.m, p.n, p.k, p.n, d.part);
+    else if (p.qb == 6) k_w16gemm<6><<<grid, 384, SMEM, s>>>(d.codes, d.scales, d.dd, d.x16, d.y, p.m, p.n, p.k, p.n, d.part);
+    else k_w16gemm<5><<<grid, 384, SMEM, s>>>(d.codes, d.scales, d.dd, d.x16, d.y, p.m, p.n, p.k, p.n, d.part);
+    if (Z > 1) {
+        const long long total = (long long)p.m * p.n;
+        k_sum<<<(unsigned)((total / 4 + 255) / 256), 256, 0, s>>>(d.part, d.y, total, Z);
+    }
 }
 static void cublas_ref(cublasHandle_t h, const Problem &p, const Dev &d)
 {
@@ -526,12 +567,16 @@ int main(int argc, char **argv)
     for (int qb : {8, 4, 5, 6}) {
         Problem p; p.m = 300; p.n = 200; p.k = 1024; p.qb = qb;
         build(p);
-        Dev d; upload(p, d);
+        Dev d; upload(p, d, 3);
         pass(p, d, 0);
-        launch(p, d, 0);
-        CK(cudaGetLastError());
-        CK(cudaDeviceSynchronize());
-        fails += check(p, d);
+        for (int Z : {1, 3}) { /* unsplit, and 16 steps over 3 slices (5, 5, 6) */
+            CK(cudaMemset(d.y, 0xFF, (size_t)p.m * p.n * 4));
+            launch(p, d, 0, Z);
+            CK(cudaGetLastError());
+            CK(cudaDeviceSynchronize());
+            printf("split %d: ", Z);
+            fails += check(p, d);
+        }
         release(d);
     }
     if (fails) { printf("FAILED: not timing\n"); return 1; }
@@ -552,14 +597,15 @@ int main(int argc, char **argv)
             for (auto &sh : shapes) {
                 Problem p; p.m = m; p.k = sh[0]; p.n = sh[1]; p.qb = qb;
                 build(p);
-                Dev d; upload(p, d);
+                const int Z = slices_for(p, prop.multiProcessorCount);
+                Dev d; upload(p, d, Z);
                 std::vector<float> tw, tl, tc;
                 for (int rep = -2; rep < 20; rep++)
                     for (int arm = 0; arm < 3; arm++) {
                         const int a = (arm + rep + 3) % 3;
                         CK(cudaEventRecord(e0));
-                        if (a == 0) launch(p, d, 0);
-                        else if (a == 1) { pass(p, d, 0); launch(p, d, 0); }
+                        if (a == 0) launch(p, d, 0, Z);
+                        else if (a == 1) { pass(p, d, 0); launch(p, d, 0, Z); }
                         else cublas_ref(h, p, d);
                         CK(cudaEventRecord(e1));
                         CK(cudaEventSynchronize(e1));
@@ -581,8 +627,8 @@ int main(int argc, char **argv)
                              cb = tc[tc.size() / 2] * 1e3;
                 char nm[32];
                 snprintf(nm, sizeof nm, "%d->%d", p.k, p.n);
-                printf("%-5s %-6d %-14s %9.1f %9.1f %10.1f %9.1f %9.3f %9.3f   agree %.2g\n", fmt_name(qb), m, nm, w, ln, cb,
-                       fl / w * 1e-6, cb / w, cb / ln, md / (mx > 0 ? mx : 1));
+                printf("%-5s %-6d %-14s %9.1f %9.1f %10.1f %9.1f %9.3f %9.3f   agree %.2g  split %d\n", fmt_name(qb), m, nm, w, ln, cb,
+                       fl / w * 1e-6, cb / w, cb / ln, md / (mx > 0 ? mx : 1), Z);
                 release(d);
             }
         }
