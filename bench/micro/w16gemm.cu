@@ -20,7 +20,8 @@
  * scales, turns each pair into f16 q s (one PRMT, one HSUB2, one HMUL2) while the previous wgmma runs.
  * y[t][r] = sum_k f16(q s) f16(x), f32 accumulation; y row-major [m][ldy]. Where the grid is short of the SMs
  * (5120->1024 at m = 512: 16 CTAs) split-k: gridDim.z slices of the k steps into partial sums, then k_sum adds them
- * in slice order.
+ * in slice order. Where m is short (m <= 2048 and 256-token tiles would leave the last wave under 80% full), the
+ * token tile is 128 (m64n128 wgmmas: twice the CTAs); the check runs both widths, unsplit and split.
  *
  * Build: nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a bench/micro/w16gemm.cu -lcublas -o w16gemm
  * Run:   ./w16gemm        the check (a partial shape against the host), then the 27b sheet at m = 512 and 4096 */
@@ -51,6 +52,20 @@ __device__ __forceinline__ unsigned long long desc(unsigned addr)
     return (unsigned long long)((addr & 0x3FFFFu) >> 4) | ((unsigned long long)(128 >> 4) << 16) |
            ((unsigned long long)(256 >> 4) << 32);
 }
+__device__ __forceinline__ void wg_rs128(float (&d)[64], const uint32_t (&a)[4], unsigned long long db)
+{
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 "
+                 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, {%64, %65, %66, %67}, %68, p, 1, 1, 0;\n}\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db));
+}
+__device__ __forceinline__ void fence_acc128(float (&d)[64])
+{
+#pragma unroll
+    for (int i = 0; i < 64; i++) asm volatile("" : "+f"(d[i])::"memory");
+}
+
 __device__ __forceinline__ void wg_rs256(float (&d)[128], const uint32_t (&a)[4], unsigned long long db)
 {
     asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
@@ -65,18 +80,20 @@ __device__ __forceinline__ void fence_acc256(float (&d)[128])
     for (int i = 0; i < 128; i++) asm volatile("" : "+f"(d[i])::"memory");
 }
 
-constexpr int BM = 128, BN = 256, BK = 64, S = 4;
-constexpr int ST_SCALES = BM * (BK / 32) * 2, ST_TOK = BN * BK * 2;
+/* BN: the token tile, 256 (two m64n256 warpgroups) or 128 (m64n128: twice the CTAs, for short m) */
+constexpr int BM = 128, BK = 64, S = 4;
+constexpr int ST_SCALES = BM * (BK / 32) * 2;
 /* QB: the format, 8 Q8_0, 4 Q4_0, 5 Q4_K, 6 Q6_K. A k32 group's codes of a row tile (CB bytes: Q6_K's low nibbles
  * as Q4's, then their high 2 bits, a word a lane); a step's stage: the codes of two groups (STC), their scales
  * (Q8_0 / Q4_0: f16; Q4_K: the sub-block's 6-bit scale and min as two bytes; Q6_K: the two 16-value sub-blocks'
  * int8 scales, [group][half][row]), for Q4_K / Q6_K the rows' super-block d and dmin (DD: f16 pairs; Q6_K has no
  * dmin), then the tokens at TOK */
-template <int QB> struct W16 {
+template <int QB, int BN = 256> struct W16 {
+    static constexpr int ST_TOK = BN * BK * 2, SLAB = BN * 32; /* a step's tokens; a k16 slab of them */
     static constexpr int CB = BM * 32 * (QB == 8 ? 8 : QB == 6 ? 6 : 4) / 8, STC = 2 * CB, DD = QB >= 5 ? BM * 4 : 0,
                          TOK = STC + ST_SCALES + DD, STB = TOK + ST_TOK;
 };
-constexpr int SMEM = S * W16<8>::STB + 1024; /* 8192 + 512 + 32768 a stage */
+constexpr int SMEM = S * W16<8>::STB + 1024; /* 8192 + 512 + 32768 a stage (the largest: Q8_0 at BN 256) */
 
 /* biased codes u (q + 128) k, k + 1 (bytes 0, 1 of w) and k + 8, k + 9 (bytes 2, 3), the row's scale twice in s2:
  * (q s) pairs into lo and hi */
@@ -133,13 +150,20 @@ __device__ __forceinline__ void fence_a(uint32_t (&a)[4])
     for (int i = 0; i < 4; i++) asm volatile("" : "+r"(a[i])::"memory");
 }
 
-template <int QB>
+template <int N>
+__device__ __forceinline__ void wg_rs(float (&d)[N / 2], const uint32_t (&a)[4], unsigned long long db)
+{
+    if constexpr (N == 256) wg_rs256(d, a, db);
+    else wg_rs128(d, a, db);
+}
+template <int QB, int BN>
 __global__ void __launch_bounds__(384, 1)
 k_w16gemm(const unsigned char *__restrict__ codes, const unsigned short *__restrict__ scales,
           const uint32_t *__restrict__ ddp, const __half *__restrict__ x16, float *__restrict__ y, int m, int n, int k,
           long long ldy, float *__restrict__ part)
 {
-    constexpr int CB = W16<QB>::CB, STC = W16<QB>::STC, STB = W16<QB>::STB, DD = W16<QB>::DD, TOK = W16<QB>::TOK;
+    using F = W16<QB, BN>;
+    constexpr int CB = F::CB, STC = F::STC, STB = F::STB, DD = F::DD, TOK = F::TOK, ST_TOK = F::ST_TOK, SLAB = F::SLAB;
     extern __shared__ __align__(16) unsigned char smraw[];
     __shared__ __align__(8) unsigned long long bar[2 * S];
     const unsigned raw = (unsigned)__cvta_generic_to_shared(smraw), sb = (raw + 1023u) & ~1023u;
@@ -163,7 +187,7 @@ k_w16gemm(const unsigned char *__restrict__ codes, const unsigned short *__restr
         if (tid == 0) {
             const unsigned char *cw = codes + (size_t)rt * G * CB;
             const unsigned char *sw = reinterpret_cast<const unsigned char *>(scales) + (size_t)rt * G * 256;
-            const unsigned char *xw = reinterpret_cast<const unsigned char *>(x16) + (size_t)tt * (k / 16) * 8192;
+            const unsigned char *xw = reinterpret_cast<const unsigned char *>(x16) + (size_t)tt * (k / 16) * SLAB;
             for (int it = it0; it < it1; it++) {
                 const int s = (it - it0) & (S - 1);
                 if (it - it0 >= S) memra_mb_wait(empty + 8 * s, (((it - it0) / S) - 1) & 1);
@@ -180,9 +204,9 @@ k_w16gemm(const unsigned char *__restrict__ codes, const unsigned short *__restr
     }
     asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n");
     const int cw = wg - 1, t = tid & 127, v = t >> 5, l = t & 31, g = l >> 2, c = l & 3;
-    float acc[128];
+    float acc[BN / 2];
 #pragma unroll
-    for (int i = 0; i < 128; i++) acc[i] = 0.f;
+    for (int i = 0; i < BN / 2; i++) acc[i] = 0.f;
     uint32_t a0[4], a1[4];
 #pragma unroll
     for (int i = 0; i < 4; i++) a0[i] = a1[i] = 0u;
@@ -238,7 +262,7 @@ k_w16gemm(const unsigned char *__restrict__ codes, const unsigned short *__restr
                 e10 = kd0 * (float)c10;
                 e11 = kd1 * (float)c11;
             }
-            const unsigned tok = st + TOK + (unsigned)(2 * q) * 8192u;
+            const unsigned tok = st + TOK + (unsigned)(2 * q * SLAB);
             /* k16 h = 0 into a0 (its last reader was waited for a wgmma ago) */
             if constexpr (QB == 8) {
                 deq(w0, s0, a0[0], a0[2]);
@@ -250,7 +274,7 @@ k_w16gemm(const unsigned char *__restrict__ codes, const unsigned short *__restr
             else
                 deq6(w0, w2, e00, e01, a0);
             asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
-            wg_rs256(acc, a0, desc(tok));
+            wg_rs<BN>(acc, a0, desc(tok));
             asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
             asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory");
             fence_a(a1);
@@ -266,17 +290,18 @@ k_w16gemm(const unsigned char *__restrict__ codes, const unsigned short *__restr
             else
                 deq6(w1, w2 >> 16, e10, e11, a1);
             asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
-            wg_rs256(acc, a1, desc(tok + 8192u));
+            wg_rs<BN>(acc, a1, desc(tok + (unsigned)SLAB));
             asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
             asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory");
             fence_a(a0);
         }
     }
     asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
-    fence_acc256(acc);
+    if constexpr (BN == 256) fence_acc256(acc);
+    else fence_acc128(acc);
     const int r0 = rt * BM + rowin, r1 = r0 + 8;
 #pragma unroll
-    for (int j = 0; j < 32; j++) {
+    for (int j = 0; j < BN / 8; j++) {
         const int t0 = tt * BN + 8 * j + 2 * c;
         if (t0 < m) {
             if (r0 < n) y[(long long)t0 * ldy + r0] = acc[4 * j + 0];
@@ -292,12 +317,13 @@ k_w16gemm(const unsigned char *__restrict__ codes, const unsigned short *__restr
 /* The activations' pass: x f32 [m][k] into the x16 tiles (zeros past m), one 16-byte chunk of the destination a
  * thread, in the destination's order (its writes contiguous, each read one 32-byte sector). The lane's pass would be
  * this, fused with whatever produces x. */
-__global__ void __launch_bounds__(256) k_x16(const float *__restrict__ x, __half *__restrict__ x16, int m, int k, int mp)
+__global__ void __launch_bounds__(256) k_x16(const float *__restrict__ x, __half *__restrict__ x16, int m, int k, int mp,
+                                             int BN)
 {
     const long long ci = (long long)blockIdx.x * blockDim.x + threadIdx.x, total = (long long)mp * k / 8;
     if (ci >= total) return;
-    const int tn8 = (int)(ci & 7), kh = (int)((ci >> 3) & 1), ng = (int)((ci >> 4) & 31);
-    const long long rest = ci >> 9; /* tile * (k / 16) + slab */
+    const int tn8 = (int)(ci & 7), kh = (int)((ci >> 3) & 1), ng = (int)((ci >> 4) % (BN / 8));
+    const long long rest = ci / (2 * BN); /* tile * (k / 16) + slab: a slab is BN x 2 chunks */
     const int slab = (int)(rest % (k / 16)), tt = (int)(rest / (k / 16));
     const int t = tt * BN + ng * 8 + tn8, kk = slab * 16 + kh * 8;
     uint4 o = make_uint4(0u, 0u, 0u, 0u);
@@ -339,7 +365,7 @@ static uint32_t rnd() { rng_state ^= rng_state << 13; rng_state ^= rng_state >> 
 static float frand(float a, float b) { return a + (b - a) * (float)(rnd() >> 8) / 16777216.0f; }
 
 struct Problem {
-    int m, n, k, qb, np, mp; /* qb: 8 (Q8_0), 4 (Q4_0), 5 (Q4_K), 6 (Q6_K); n, m padded to the tiles */
+    int m, n, k, qb, np, mp, bn = 256; /* qb: 8 (Q8_0), 4 (Q4_0), 5 (Q4_K), 6 (Q6_K); n, m padded to the tiles */
     std::vector<signed char> q; /* [n][k]: the code (Q8_0 q, Q4_0 q - 8, Q4_K u, Q6_K u) */
     std::vector<signed char> s6; /* Q6_K [n][k / 16]: the sub-blocks' scales */
     std::vector<__half> d;       /* [n][k / 32]: Q8_0 / Q4_0 block scales */
@@ -356,7 +382,7 @@ static void build(Problem &p)
 {
     const int m = p.m, n = p.n, k = p.k, G = k / 32;
     p.np = (n + BM - 1) / BM * BM;
-    p.mp = (m + BN - 1) / BN * BN;
+    p.mp = (m + 255) / 256 * 256; /* either tile width divides it */
     p.q.resize((size_t)n * k);
     p.d.resize((size_t)n * G);
     p.x.resize((size_t)m * k);
@@ -494,24 +520,33 @@ static void release(Dev &d)
 static void pass(const Problem &p, const Dev &d, cudaStream_t s)
 {
     const long long chunks = (long long)p.mp * p.k / 8;
-    k_x16<<<(unsigned)((chunks + 255) / 256), 256, 0, s>>>(d.x, d.x16, p.m, p.k, p.mp);
+    k_x16<<<(unsigned)((chunks + 255) / 256), 256, 0, s>>>(d.x, d.x16, p.m, p.k, p.mp, p.bn);
 }
 /* split-k where the grid is short of the SMs: slices until every SM has a CTA, each slice at least 8 steps, at most
  * 16 slices */
 static int slices_for(const Problem &p, int sms)
 {
-    const int ctas = (p.mp / BN) * (p.np / BM), nst = p.k / BK;
+    const int ctas = ((p.m + p.bn - 1) / p.bn) * (p.np / BM), nst = p.k / BK;
     int z = 1;
     while (ctas * z < sms && z < 16 && nst / (z + 1) >= 8) z++;
     return z;
 }
 static void launch(const Problem &p, const Dev &d, cudaStream_t s, int Z = 1)
 {
-    dim3 grid(p.mp / BN, p.np / BM, Z);
-    if (p.qb == 8) k_w16gemm<8><<<grid, 384, SMEM, s>>>(d.codes, d.scales, d.dd, d.x16, d.y, p.m, p.n, p.k, p.n, d.part);
-    else if (p.qb == 4) k_w16gemm<4><<<grid, 384, SMEM, s>>>(d.codes, d.scales, d.dd, d.x16, d.y, p.m, p.n, p.k, p.n, d.part);
-    else if (p.qb == 6) k_w16gemm<6><<<grid, 384, SMEM, s>>>(d.codes, d.scales, d.dd, d.x16, d.y, p.m, p.n, p.k, p.n, d.part);
-    else k_w16gemm<5><<<grid, 384, SMEM, s>>>(d.codes, d.scales, d.dd, d.x16, d.y, p.m, p.n, p.k, p.n, d.part);
+    dim3 grid((p.m + p.bn - 1) / p.bn, p.np / BM, Z);
+#define W16_GO(Q, B) k_w16gemm<Q, B><<<grid, 384, SMEM, s>>>(d.codes, d.scales, d.dd, d.x16, d.y, p.m, p.n, p.k, p.n, d.part)
+    if (p.bn == 256) {
+        if (p.qb == 8) W16_GO(8, 256);
+        else if (p.qb == 4) W16_GO(4, 256);
+        else if (p.qb == 6) W16_GO(6, 256);
+        else W16_GO(5, 256);
+    } else {
+        if (p.qb == 8) W16_GO(8, 128);
+        else if (p.qb == 4) W16_GO(4, 128);
+        else if (p.qb == 6) W16_GO(6, 128);
+        else W16_GO(5, 128);
+    }
+#undef W16_GO
     if (Z > 1) {
         const long long total = (long long)p.m * p.n;
         k_sum<<<(unsigned)((total / 4 + 255) / 256), 256, 0, s>>>(d.part, d.y, total, Z);
@@ -556,10 +591,10 @@ static int check(const Problem &p, const Dev &d)
 int main(int argc, char **argv)
 {
     const bool check_only = argc > 1 && strcmp(argv[1], "check") == 0; /* for compute-sanitizer */
-    CK(cudaFuncSetAttribute(k_w16gemm<8>, cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM));
-    CK(cudaFuncSetAttribute(k_w16gemm<4>, cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM));
-    CK(cudaFuncSetAttribute(k_w16gemm<5>, cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM));
-    CK(cudaFuncSetAttribute(k_w16gemm<6>, cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM));
+#define W16_ATTR(Q, B) CK(cudaFuncSetAttribute(k_w16gemm<Q, B>, cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM))
+    W16_ATTR(8, 256); W16_ATTR(4, 256); W16_ATTR(5, 256); W16_ATTR(6, 256);
+    W16_ATTR(8, 128); W16_ATTR(4, 128); W16_ATTR(5, 128); W16_ATTR(6, 128);
+#undef W16_ATTR
     cudaDeviceProp prop;
     CK(cudaGetDeviceProperties(&prop, 0));
     printf("device %s, %d SMs\n", prop.name, prop.multiProcessorCount);
@@ -568,14 +603,17 @@ int main(int argc, char **argv)
         Problem p; p.m = 300; p.n = 200; p.k = 1024; p.qb = qb;
         build(p);
         Dev d; upload(p, d, 3);
-        pass(p, d, 0);
-        for (int Z : {1, 3}) { /* unsplit, and 16 steps over 3 slices (5, 5, 6) */
-            CK(cudaMemset(d.y, 0xFF, (size_t)p.m * p.n * 4));
-            launch(p, d, 0, Z);
-            CK(cudaGetLastError());
-            CK(cudaDeviceSynchronize());
-            printf("split %d: ", Z);
-            fails += check(p, d);
+        for (int bn : {256, 128}) {
+            p.bn = bn;
+            pass(p, d, 0);
+            for (int Z : {1, 3}) { /* unsplit, and 16 steps over 3 slices (5, 5, 6) */
+                CK(cudaMemset(d.y, 0xFF, (size_t)p.m * p.n * 4));
+                launch(p, d, 0, Z);
+                CK(cudaGetLastError());
+                CK(cudaDeviceSynchronize());
+                printf("tile %d, split %d: ", bn, Z);
+                fails += check(p, d);
+            }
         }
         release(d);
     }
@@ -597,6 +635,14 @@ int main(int argc, char **argv)
             for (auto &sh : shapes) {
                 Problem p; p.m = m; p.k = sh[0]; p.n = sh[1]; p.qb = qb;
                 build(p);
+                /* the token tile: 128 where 256 would leave the last wave under half full (m = 512: 2 x n / 128
+                 * CTAs), else 256 */
+                {
+                    const int sms = prop.multiProcessorCount;
+                    const long long c256 = (long long)((m + 255) / 256) * (p.np / BM);
+                    const long long waves = (c256 + sms - 1) / sms;
+                    p.bn = (double)c256 / (double)(waves * sms) < 0.8 && m <= 2048 ? 128 : 256;
+                }
                 const int Z = slices_for(p, prop.multiProcessorCount);
                 Dev d; upload(p, d, Z);
                 std::vector<float> tw, tl, tc;
@@ -627,8 +673,8 @@ int main(int argc, char **argv)
                              cb = tc[tc.size() / 2] * 1e3;
                 char nm[32];
                 snprintf(nm, sizeof nm, "%d->%d", p.k, p.n);
-                printf("%-5s %-6d %-14s %9.1f %9.1f %10.1f %9.1f %9.3f %9.3f   agree %.2g  split %d\n", fmt_name(qb), m, nm, w, ln, cb,
-                       fl / w * 1e-6, cb / w, cb / ln, md / (mx > 0 ? mx : 1), Z);
+                printf("%-5s %-6d %-14s %9.1f %9.1f %10.1f %9.1f %9.3f %9.3f   agree %.2g  tile %d split %d\n", fmt_name(qb), m, nm, w, ln, cb,
+                       fl / w * 1e-6, cb / w, cb / ln, md / (mx > 0 ? mx : 1), p.bn, Z);
                 release(d);
             }
         }
