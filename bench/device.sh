@@ -48,6 +48,10 @@
 #   accprobe    memra bench accprobe (wide, mid)
 #   quant       MEMRA_MMQ_QUANT_LEAN: its GPU test, ncu of both quantisers, knobab 0 / 1 (see step_quant)
 #   wgfold      bench/micro/wgfold.cu: the seeded tile's step split into tensor work and fold (see step_wgfold)
+#   w16         bench/micro/w16.cu and w16gemm.cu: the fused-dequant f16 tile's micro and its prototype GEMM (checks of
+#               Q8_0 / Q4_0 / Q4_K / Q6_K at both token tiles and with split-k, then the 27b sheet against cuBLAS's
+#               f16 GEMM), then the four sanitizer tools over the prototype's checks, each in its own process (see
+#               step_w16)
 #   wgpin       MEMRA_MMQ_WG_SEED=pin (_wgsf, the fold pinned behind the s8 wgmma): test, knobab, tools (see step_wgpin)
 #   wgia        MEMRA_MMQ_WG_SEED=iadd (_wgsi, no seed MMA: the fold adds the seed): knobab, test, tools (see step_wgia)
 #   wgpp        MEMRA_MMQ_WG_SEED=pp (_wgspp, the folds in turn): knobab, tests, stall samples, tools (see step_wgpp)
@@ -1234,6 +1238,38 @@ step_wgfold() {
   done
   command -v cuobjdump > /dev/null && cuobjdump -sass $B/wgfold > "$L/wgfold_sass.txt" 2>&1
   say "wgfold: $((SECONDS - t)) s"
+}
+
+# w16 (issue 26): the fused-dequant f16 tile, outside the build: the micro (W16_MICRO=0 skips it) and the prototype
+# GEMM built here with nvcc; the prototype's checks and its 27b sheet (W16_TIME=0: the checks alone), then
+# compute-sanitizer's memcheck, racecheck, initcheck and synccheck over `w16gemm check` (W16_TOOLS), each alone
+step_w16() {
+  local t=$SECONDS nv tool
+  nv=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
+  mkdir -p $B
+  if [ "${W16_MICRO:-1}" != 0 ]; then
+    if $nv -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a bench/micro/w16.cu -o $B/w16 > "$L/w16_build.log" 2>&1; then
+      timeout 120 $B/w16 > "$L/w16.txt" 2>&1; say "w16 micro: exit $?"; cat "$L/w16.txt" >> "$S"
+    else
+      tail -20 "$L/w16_build.log" >> "$S"; say "w16 micro: build FAILED"
+    fi
+  fi
+  if ! $nv -O3 -std=c++17 -Xptxas=-v -gencode=arch=compute_90a,code=sm_90a bench/micro/w16gemm.cu -lcublas \
+       -o $B/w16gemm > "$L/w16gemm_build.log" 2>&1; then
+    tail -20 "$L/w16gemm_build.log" >> "$S"; say "w16gemm: build FAILED"; return 1
+  fi
+  if [ "${W16_TIME:-1}" != 0 ]; then
+    timeout 360 $B/w16gemm > "$L/w16gemm.txt" 2>&1
+  else
+    timeout 120 $B/w16gemm check > "$L/w16gemm.txt" 2>&1
+  fi
+  say "w16gemm: exit $?"
+  cat "$L/w16gemm.txt" >> "$S"
+  for tool in ${W16_TOOLS:-memcheck racecheck initcheck synccheck}; do
+    timeout 240 compute-sanitizer --tool $tool $B/w16gemm check > "$L/w16gemm_san_$tool.txt" 2>&1
+    say "w16gemm check under $tool: exit $? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|Error' "$L/w16gemm_san_$tool.txt" | tail -1)"
+  done
+  say "w16: $((SECONDS - t)) s"
 }
 
 # MEMRA_MMQ_WG_SEED=pin (_wgsf: _wgs with each group's fold pinned behind its s8 wgmma; bench/micro/wgfold.cu found
