@@ -90,7 +90,8 @@ constexpr int ST_SCALES = BM * (BK / 32) * 2;
  * dmin), then the tokens at TOK */
 template <int QB, int BN = 256> struct W16 {
     static constexpr int ST_TOK = BN * BK * 2, SLAB = BN * 32; /* a step's tokens; a k16 slab of them */
-    static constexpr int CB = BM * 32 * (QB == 8 ? 8 : QB == 6 ? 6 : 4) / 8, STC = 2 * CB, DD = QB >= 5 ? BM * 4 : 0,
+    static constexpr int CB = BM * 32 * (QB == 8 ? 8 : QB == 6 ? 6 : 4) / 8, STC = 2 * CB,
+                         DD = (QB == 5 || QB == 6) ? BM * 4 : 0,
                          TOK = STC + ST_SCALES + DD, STB = TOK + ST_TOK;
 };
 constexpr int SMEM = S * W16<8>::STB + 1024; /* 8192 + 512 + 32768 a stage (the largest: Q8_0 at BN 256) */
@@ -216,7 +217,7 @@ k_w16gemm(const unsigned char *__restrict__ codes, const unsigned short *__restr
         memra_mb_wait(full + 8 * s, ((it - it0) / S) & 1);
         const unsigned st = sb + (unsigned)s * STB;
         float kd0 = 0.f, kn0 = 0.f, kd1 = 0.f, kn1 = 0.f; /* Q4_K: rows r0 and r1's d and dmin */
-        if constexpr (QB >= 5) {
+        if constexpr (QB == 5 || QB == 6) {
             uint32_t e0, e1;
             asm volatile("ld.shared.b32 %0, [%1];\n" : "=r"(e0) : "r"(st + STC + ST_SCALES + (unsigned)rowin * 4u));
             asm volatile("ld.shared.b32 %0, [%1];\n" : "=r"(e1) : "r"(st + STC + ST_SCALES + (unsigned)rowin * 4u + 32u));
@@ -418,7 +419,7 @@ static void build(Problem &p)
     if (p.qb == 6)
         for (size_t b = 0; b < (size_t)p.np / BM * G; b++) memset(&p.codes[b * cbg + 2048], 0xAA, 1024);
     p.scales.assign((size_t)p.np * G, 0);
-    if (p.qb >= 5) p.dd.assign((size_t)p.np / BM * SB * BM, 0u);
+    if (p.qb == 5 || p.qb == 6) p.dd.assign((size_t)p.np / BM * SB * BM, 0u);
     for (int rt = 0; rt < p.np / BM; rt++)
         for (int gg = 0; gg < G; gg++)
             for (int w = 0; w < 2; w++)
@@ -461,7 +462,7 @@ static void build(Problem &p)
             else memcpy(&bits, &p.d[(size_t)r * G + gg], 2);
             p.scales[((size_t)(r / BM) * G + gg) * BM + r % BM] = bits;
         }
-    if (p.qb >= 5)
+    if (p.qb == 5 || p.qb == 6)
         for (int r = 0; r < n; r++)
             for (int b = 0; b < SB; b++) {
                 unsigned short d0, d1 = 0;
@@ -549,7 +550,7 @@ static void launch(const Problem &p, const Dev &d, cudaStream_t s, int Z = 1)
 #undef W16_GO
     if (Z > 1) {
         const long long total = (long long)p.m * p.n;
-        k_sum<<<(unsigned)((total / 4 + 255) / 256), 256, 0, s>>>(d.part, d.y, total, Z);
+        k_sum<<<(unsigned)(((total + 3) / 4 + 255) / 256), 256, 0, s>>>(d.part, d.y, total, Z);
     }
 }
 static void cublas_ref(cublasHandle_t h, const Problem &p, const Dev &d)
@@ -635,7 +636,7 @@ int main(int argc, char **argv)
             for (auto &sh : shapes) {
                 Problem p; p.m = m; p.k = sh[0]; p.n = sh[1]; p.qb = qb;
                 build(p);
-                /* the token tile: 128 where 256 would leave the last wave under half full (m = 512: 2 x n / 128
+                /* the token tile: 128 where 256 would leave the last wave under 80% full (m = 512: 2 x n / 128
                  * CTAs), else 256 */
                 {
                     const int sms = prop.multiProcessorCount;
