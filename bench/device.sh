@@ -1259,7 +1259,7 @@ step_w16() {
     tail -20 "$L/w16gemm_build.log" >> "$S"; say "w16gemm: build FAILED"; return 1
   fi
   if [ "${W16_TIME:-1}" != 0 ]; then
-    timeout 360 $B/w16gemm > "$L/w16gemm.txt" 2>&1
+    timeout 420 $B/w16gemm "$R/w16gemm_${TAG:-w16}.json" > "$L/w16gemm.txt" 2>&1
   else
     timeout 120 $B/w16gemm check > "$L/w16gemm.txt" 2>&1
   fi

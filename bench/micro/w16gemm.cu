@@ -24,7 +24,9 @@
  * token tile is 128 (m64n128 wgmmas: twice the CTAs); the check runs both widths, unsplit and split.
  *
  * Build: nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a bench/micro/w16gemm.cu -lcublas -o w16gemm
- * Run:   ./w16gemm        the check (a partial shape against the host), then the 27b sheet at m = 512 and 4096 */
+ * Run:   ./w16gemm [receipt.json]   the checks (a partial shape against the host), then the 27b sheet at m = 512 and
+ *                                    4096: each call alone with L2 flushed, and 8 back to back
+ *        ./w16gemm check            the checks alone (for compute-sanitizer) */
 #include <cstdio>
 #include <cstdlib>
 #include <cstdint>
@@ -379,14 +381,23 @@ struct Problem {
     std::vector<__half> wf16, xf16;
 };
 
+/* the activations at p.m (x and its f16 copy for cuBLAS and the reference) */
+static void build_x(Problem &p)
+{
+    p.mp = (p.m + 255) / 256 * 256; /* either tile width divides it */
+    p.x.resize((size_t)p.m * p.k);
+    for (auto &v : p.x) { float f = frand(-2.f, 2.f); v = f == 0.f ? 0.5f : f; }
+    p.xf16.resize((size_t)p.m * p.k);
+    for (size_t i = 0; i < p.xf16.size(); i++) p.xf16[i] = __float2half(p.x[i]);
+}
+
+/* the weights, then the activations */
 static void build(Problem &p)
 {
-    const int m = p.m, n = p.n, k = p.k, G = k / 32;
+    const int n = p.n, k = p.k, G = k / 32;
     p.np = (n + BM - 1) / BM * BM;
-    p.mp = (m + 255) / 256 * 256; /* either tile width divides it */
     p.q.resize((size_t)n * k);
     p.d.resize((size_t)n * G);
-    p.x.resize((size_t)m * k);
     for (auto &v : p.q) {
         if (p.qb == 8) { int r = (int)(rnd() % 255) - 127; v = (signed char)(r == 0 ? 1 : r); }
         else if (p.qb == 4) v = (signed char)((int)(rnd() % 16) - 8);
@@ -411,7 +422,6 @@ static void build(Problem &p)
         for (auto &v : p.kd) v = __float2half(frand(0.0002f, 0.002f));
         for (auto &v : p.kdm) v = __float2half(frand(0.0001f, 0.001f));
     }
-    for (auto &v : p.x) { float f = frand(-2.f, 2.f); v = f == 0.f ? 0.5f : f; }
     const int lb = p.qb == 8 ? 16 : 8; /* bytes a lane and group (Q6_K: its low nibbles; then 4 of high bits) */
     const int cbg = BM * 32 * (p.qb == 8 ? 8 : p.qb == 6 ? 6 : 4) / 8; /* a group's bytes in a row tile */
     /* padding rows: q = 0 (Q6_K: u = 32, low nibbles 0, high bits 2) */
@@ -472,7 +482,6 @@ static void build(Problem &p)
             }
     /* the f16 mirror's operands, for cuBLAS and the reference */
     p.wf16.resize((size_t)n * k);
-    p.xf16.resize((size_t)m * k);
     for (int r = 0; r < n; r++)
         for (int kk = 0; kk < k; kk++) {
             float w;
@@ -487,7 +496,7 @@ static void build(Problem &p)
                 w = (float)p.q[(size_t)r * k + kk] * __half2float(p.d[(size_t)r * G + kk / 32]);
             p.wf16[(size_t)r * k + kk] = __float2half(w);
         }
-    for (size_t i = 0; i < p.xf16.size(); i++) p.xf16[i] = __float2half(p.x[i]);
+    build_x(p);
 }
 
 struct Dev {
@@ -592,6 +601,9 @@ static int check(const Problem &p, const Dev &d)
 int main(int argc, char **argv)
 {
     const bool check_only = argc > 1 && strcmp(argv[1], "check") == 0; /* for compute-sanitizer */
+    /* else argv[1], if given: the receipt's path (JSON: every call's time, per format, m and shape) */
+    FILE *jf = !check_only && argc > 1 ? fopen(argv[1], "w") : nullptr;
+    if (!check_only && argc > 1 && jf == nullptr) { fprintf(stderr, "w16gemm: cannot write %s\n", argv[1]); return 1; }
 #define W16_ATTR(Q, B) CK(cudaFuncSetAttribute(k_w16gemm<Q, B>, cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM))
     W16_ATTR(8, 256); W16_ATTR(4, 256); W16_ATTR(5, 256); W16_ATTR(6, 256);
     W16_ATTR(8, 128); W16_ATTR(4, 128); W16_ATTR(5, 128); W16_ATTR(6, 128);
@@ -626,16 +638,25 @@ int main(int argc, char **argv)
     cudaEvent_t e0, e1;
     CK(cudaEventCreate(&e0));
     CK(cudaEventCreate(&e1));
+    /* L2 flushed before each call alone: a 256 MB write between calls, outside the timed interval */
+    unsigned char *flush;
+    const size_t flush_bytes = (size_t)256 << 20;
+    CK(cudaMalloc(&flush, flush_bytes));
     printf("arms, interleaved, 20 calls each, medians: w16 (the tile on ready x16), lane (the activations' pass, then the\n"
-           "tile), cuBLAS (f16 GEMM on the dequantised weights and f16 x, both ready)\n");
-    printf("%-5s %-6s %-14s %9s %9s %10s %9s %9s %9s\n", "fmt", "m", "shape", "w16 us", "lane us", "cublas us", "w16 TF/s",
-           "w16/cub", "lane/cub");
+           "tile), cuBLAS (f16 GEMM on the dequantised weights and f16 x, both ready); each call alone with L2 flushed,\n"
+           "and (b2b) 8 calls back to back, the time over 8\n");
+    printf("%-5s %-6s %-14s %9s %9s %10s %9s %9s %9s %9s %9s\n", "fmt", "m", "shape", "w16 us", "lane us", "cublas us",
+           "w16 TF/s", "w16/cub", "lane/cub", "b2b w/c", "b2b l/c");
+    if (jf) fprintf(jf, "{\"device\":\"%s\",\"sms\":%d,\"rows\":[", prop.name, prop.multiProcessorCount);
+    bool first_row = true;
     for (int qb : {8, 4, 5, 6})
-        for (int mi = 0; mi < 2; mi++) {
-            const int m = mi ? 4096 : 512;
-            for (auto &sh : shapes) {
-                Problem p; p.m = m; p.k = sh[0]; p.n = sh[1]; p.qb = qb;
-                build(p);
+        for (auto &sh : shapes) {
+            Problem p; p.m = 512; p.k = sh[0]; p.n = sh[1]; p.qb = qb;
+            build(p); /* the weights once a shape; the activations at each m */
+            for (int mi = 0; mi < 2; mi++) {
+                const int m = mi ? 4096 : 512;
+                p.m = m;
+                if (mi) build_x(p);
                 /* the token tile: 128 where 256 would leave the last wave under 80% full (m = 512: 2 x n / 128
                  * CTAs), else 256 */
                 {
@@ -646,24 +667,32 @@ int main(int argc, char **argv)
                 }
                 const int Z = slices_for(p, prop.multiProcessorCount);
                 Dev d; upload(p, d, Z);
-                std::vector<float> tw, tl, tc;
+                std::vector<float> t[2][3]; /* [alone, back to back][w16, lane, cuBLAS] */
                 for (int rep = -2; rep < 20; rep++)
-                    for (int arm = 0; arm < 3; arm++) {
-                        const int a = (arm + rep + 3) % 3;
-                        CK(cudaEventRecord(e0));
-                        if (a == 0) launch(p, d, 0, Z);
-                        else if (a == 1) { pass(p, d, 0); launch(p, d, 0, Z); }
-                        else cublas_ref(h, p, d);
-                        CK(cudaEventRecord(e1));
-                        CK(cudaEventSynchronize(e1));
-                        float ms;
-                        CK(cudaEventElapsedTime(&ms, e0, e1));
-                        if (rep >= 0) (a == 0 ? tw : a == 1 ? tl : tc).push_back(ms);
-                    }
+                    for (int mode = 0; mode < 2; mode++)
+                        for (int arm = 0; arm < 3; arm++) {
+                            const int a = (arm + rep + 3) % 3, calls = mode ? 8 : 1;
+                            if (mode == 0) CK(cudaMemsetAsync(flush, rep & 0xFF, flush_bytes));
+                            CK(cudaEventRecord(e0));
+                            for (int c = 0; c < calls; c++) {
+                                if (a == 0) launch(p, d, 0, Z);
+                                else if (a == 1) { pass(p, d, 0); launch(p, d, 0, Z); }
+                                else cublas_ref(h, p, d);
+                            }
+                            CK(cudaEventRecord(e1));
+                            CK(cudaEventSynchronize(e1));
+                            float ms;
+                            CK(cudaEventElapsedTime(&ms, e0, e1));
+                            if (rep >= 0) t[mode][a].push_back(ms / calls);
+                        }
                 CK(cudaGetLastError());
-                std::sort(tw.begin(), tw.end());
-                std::sort(tl.begin(), tl.end());
-                std::sort(tc.begin(), tc.end());
+                std::vector<float> raw[2][3];
+                for (int mode = 0; mode < 2; mode++)
+                    for (int a = 0; a < 3; a++) {
+                        raw[mode][a] = t[mode][a];
+                        std::sort(t[mode][a].begin(), t[mode][a].end());
+                    }
+                const std::vector<float> &tw = t[0][0], &tl = t[0][1], &tc = t[0][2];
                 /* the two arms agree: max |y - yc| / max |yc| */
                 std::vector<float> y((size_t)m * p.n), yc((size_t)m * p.n);
                 CK(cudaMemcpy(y.data(), d.y, y.size() * 4, cudaMemcpyDeviceToHost));
@@ -674,11 +703,34 @@ int main(int argc, char **argv)
                              cb = tc[tc.size() / 2] * 1e3;
                 char nm[32];
                 snprintf(nm, sizeof nm, "%d->%d", p.k, p.n);
-                printf("%-5s %-6d %-14s %9.1f %9.1f %10.1f %9.1f %9.3f %9.3f   agree %.2g  tile %d split %d\n", fmt_name(qb), m, nm, w, ln, cb,
-                       fl / w * 1e-6, cb / w, cb / ln, md / (mx > 0 ? mx : 1), p.bn, Z);
+                const double bw = t[1][0][10] * 1e3, bl = t[1][1][10] * 1e3, bc = t[1][2][10] * 1e3;
+                printf("%-5s %-6d %-14s %9.1f %9.1f %10.1f %9.1f %9.3f %9.3f %9.3f %9.3f   agree %.2g  tile %d split %d\n",
+                       fmt_name(qb), m, nm, w, ln, cb, fl / w * 1e-6, cb / w, cb / ln, bc / bw, bc / bl,
+                       md / (mx > 0 ? mx : 1), p.bn, Z);
+                if (jf) {
+                    fprintf(jf, "%s{\"format\":\"%s\",\"m\":%d,\"in_f\":%d,\"out_f\":%d,\"tile\":%d,\"split\":%d,"
+                                "\"agree\":%.6g", first_row ? "" : ",", fmt_name(qb), m, p.k, p.n, p.bn, Z,
+                            md / (mx > 0 ? mx : 1));
+                    static const char *const an[3] = {"w16", "lane", "cublas"};
+                    for (int mode = 0; mode < 2; mode++)
+                        for (int a = 0; a < 3; a++) {
+                            fprintf(jf, ",\"%s_%s_median_us\":%.3f,\"%s_%s_us\":[", an[a], mode ? "b2b" : "alone",
+                                    t[mode][a][10] * 1e3, an[a], mode ? "b2b" : "alone");
+                            for (size_t i = 0; i < raw[mode][a].size(); i++)
+                                fprintf(jf, "%s%.3f", i ? "," : "", raw[mode][a][i] * 1e3);
+                            fprintf(jf, "]");
+                        }
+                    fprintf(jf, "}");
+                    first_row = false;
+                }
                 release(d);
             }
         }
+    if (jf) {
+        fprintf(jf, "]}\n");
+        fclose(jf);
+    }
+    cudaFree(flush);
     cublasDestroy(h);
     return 0;
 }
