@@ -48,39 +48,7 @@
         }                                                                                                           \
     } while (0)
 
-/* no swizzle, K-major: core matrices of 8 rows x 16 bytes, 128 bytes apart along K and 256 apart along M / N */
-__device__ __forceinline__ unsigned long long desc(unsigned addr)
-{
-    return (unsigned long long)((addr & 0x3FFFFu) >> 4) | ((unsigned long long)(128 >> 4) << 16) |
-           ((unsigned long long)(256 >> 4) << 32);
-}
-__device__ __forceinline__ void wg_rs128(float (&d)[64], const uint32_t (&a)[4], unsigned long long db)
-{
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 "
-                 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, {%64, %65, %66, %67}, %68, p, 1, 1, 0;\n}\n"
-                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db));
-}
-__device__ __forceinline__ void fence_acc128(float (&d)[64])
-{
-#pragma unroll
-    for (int i = 0; i < 64; i++) asm volatile("" : "+f"(d[i])::"memory");
-}
-
-__device__ __forceinline__ void wg_rs256(float (&d)[128], const uint32_t (&a)[4], unsigned long long db)
-{
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16 "
-                 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}, {%128, %129, %130, %131}, %132, p, 1, 1, 0;\n}\n"
-                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]), "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]), "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]), "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]), "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]), "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]), "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db));
-}
-__device__ __forceinline__ void fence_acc256(float (&d)[128])
-{
-#pragma unroll
-    for (int i = 0; i < 128; i++) asm volatile("" : "+f"(d[i])::"memory");
-}
+#include "w16_wgmma.cuh"
 
 /* BN: the token tile, 256 (two m64n256 warpgroups) or 128 (m64n128: twice the CTAs, for short m) */
 constexpr int BM = 128, BK = 64, S = 4;
@@ -146,18 +114,6 @@ __device__ __forceinline__ void deq6(uint32_t lo, uint32_t hi, float e0, float e
         const __half2 h = __floats2half2_rn(e * f0, e * f1);
         a[j] = *reinterpret_cast<const uint32_t *>(&h);
     }
-}
-__device__ __forceinline__ void fence_a(uint32_t (&a)[4])
-{
-#pragma unroll
-    for (int i = 0; i < 4; i++) asm volatile("" : "+r"(a[i])::"memory");
-}
-
-template <int N>
-__device__ __forceinline__ void wg_rs(float (&d)[N / 2], const uint32_t (&a)[4], unsigned long long db)
-{
-    if constexpr (N == 256) wg_rs256(d, a, db);
-    else wg_rs128(d, a, db);
 }
 template <int QB, int BN>
 __global__ void __launch_bounds__(384, 1)
@@ -266,16 +222,20 @@ k_w16gemm(const unsigned char *__restrict__ codes, const unsigned short *__restr
                 e11 = kd1 * (float)c11;
             }
             const unsigned tok = st + TOK + (unsigned)(2 * q * SLAB);
+            /* k16 half h's fragment into a (h a constant: each call folds to one format's decoder) */
+            auto frag = [&](int h, uint32_t(&a)[4]) {
+                if constexpr (QB == 8) {
+                    deq(h ? w2 : w0, s0, a[0], a[2]);
+                    deq(h ? w3 : w1, s1, a[1], a[3]);
+                } else if constexpr (QB == 4)
+                    deq4(h ? w1 : w0, s0, s1, a);
+                else if constexpr (QB == 5)
+                    deqk(h ? w1 : w0, d0, m0, d1, m1, a);
+                else
+                    deq6(h ? w1 : w0, h ? w2 >> 16 : w2, h ? e10 : e00, h ? e11 : e01, a);
+            };
             /* k16 h = 0 into a0 (its last reader was waited for a wgmma ago) */
-            if constexpr (QB == 8) {
-                deq(w0, s0, a0[0], a0[2]);
-                deq(w1, s1, a0[1], a0[3]);
-            } else if constexpr (QB == 4)
-                deq4(w0, s0, s1, a0);
-            else if constexpr (QB == 5)
-                deqk(w0, d0, m0, d1, m1, a0);
-            else
-                deq6(w0, w2, e00, e01, a0);
+            frag(0, a0);
             asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
             wg_rs<BN>(acc, a0, desc(tok));
             asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
@@ -283,15 +243,7 @@ k_w16gemm(const unsigned char *__restrict__ codes, const unsigned short *__restr
             fence_a(a1);
             /* the previous step's last wgmma is complete: its stage is free */
             if (q == 0 && it > it0) memra_mb_arrive(empty + 8 * ((it - it0 - 1) & (S - 1)));
-            if constexpr (QB == 8) {
-                deq(w2, s0, a1[0], a1[2]);
-                deq(w3, s1, a1[1], a1[3]);
-            } else if constexpr (QB == 4)
-                deq4(w1, s0, s1, a1);
-            else if constexpr (QB == 5)
-                deqk(w1, d0, m0, d1, m1, a1);
-            else
-                deq6(w1, w2 >> 16, e10, e11, a1);
+            frag(1, a1);
             asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
             wg_rs<BN>(acc, a1, desc(tok + (unsigned)SLAB));
             asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
@@ -300,8 +252,7 @@ k_w16gemm(const unsigned char *__restrict__ codes, const unsigned short *__restr
         }
     }
     asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
-    if constexpr (BN == 256) fence_acc256(acc);
-    else fence_acc128(acc);
+    fence_acc<BN>(acc);
     const int r0 = rt * BM + rowin, r1 = r0 + 8;
 #pragma unroll
     for (int j = 0; j < BN / 8; j++) {
