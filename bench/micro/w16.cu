@@ -36,7 +36,7 @@
         }                                                                                                           \
     } while (0)
 
-#include "w16_wgmma.cuh"
+#include "../../modules/kernels/w16/w16_wgmma.cuh"
 
 /* four int8 codes (bytes k, k + 1, k + 8, k + 9 of one weight row) and the row's scale as an f16 pair: the f16
  * pairs (q_k s, q_k+1 s) into lo and (q_k+8 s, q_k+9 s) into hi. 0x64 over an unsigned byte u is the f16

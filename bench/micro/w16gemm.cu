@@ -37,7 +37,6 @@
 #include <cuda_runtime.h>
 #include <cuda_fp16.h>
 #include <cublas_v2.h>
-#include "../../modules/kernels/common/tile.cuh"
 
 #define CK(x)                                                                                                       \
     do {                                                                                                            \
@@ -48,269 +47,26 @@
         }                                                                                                           \
     } while (0)
 
-#include "w16_wgmma.cuh"
 
-/* BN: the token tile, 256 (two m64n256 warpgroups) or 128 (m64n128: twice the CTAs, for short m) */
-constexpr int BM = 128, BK = 64, S = 4;
-constexpr int ST_SCALES = BM * (BK / 32) * 2;
-/* QB: the format, 8 Q8_0, 4 Q4_0, 5 Q4_K, 6 Q6_K. A k32 group's codes of a row tile (CB bytes: Q6_K's low nibbles
- * as Q4's, then their high 2 bits, a word a lane); a step's stage: the codes of two groups (STC), their scales
- * (Q8_0 / Q4_0: f16; Q4_K: the sub-block's 6-bit scale and min as two bytes; Q6_K: the two 16-value sub-blocks'
- * int8 scales, [group][half][row]), for Q4_K / Q6_K the rows' super-block d and dmin (DD: f16 pairs; Q6_K has no
- * dmin), then the tokens at TOK */
-template <int QB, int BN = 256> struct W16 {
-    static constexpr int ST_TOK = BN * BK * 2, SLAB = BN * 32; /* a step's tokens; a k16 slab of them */
-    static constexpr int CB = BM * 32 * (QB == 8 ? 8 : QB == 6 ? 6 : 4) / 8, STC = 2 * CB,
-                         DD = (QB == 5 || QB == 6) ? BM * 4 : 0,
-                         TOK = STC + ST_SCALES + DD, STB = TOK + ST_TOK;
-};
-constexpr int SMEM = S * W16<8>::STB + 1024; /* 8192 + 512 + 32768 a stage (the largest: Q8_0 at BN 256) */
-
-/* biased codes u (q + 128) k, k + 1 (bytes 0, 1 of w) and k + 8, k + 9 (bytes 2, 3), the row's scale twice in s2:
- * (q s) pairs into lo and hi */
-__device__ __forceinline__ void deq(uint32_t w, uint32_t s2, uint32_t &lo, uint32_t &hi)
-{
-    const uint32_t a = __byte_perm(w, 0x64646464u, 0x4140), b = __byte_perm(w, 0x64646464u, 0x4342);
-    const uint32_t off = 0x64806480u; /* (1152, 1152) */
-    asm("{\n.reg .b32 t;\nsub.rn.f16x2 t, %1, %2;\nmul.rn.f16x2 %0, t, %3;\n}\n" : "=r"(lo) : "r"(a), "r"(off), "r"(s2));
-    asm("{\n.reg .b32 t;\nsub.rn.f16x2 t, %1, %2;\nmul.rn.f16x2 %0, t, %3;\n}\n" : "=r"(hi) : "r"(b), "r"(off), "r"(s2));
-}
-/* Q4_0: a word of 8 codes u (0..15), pair j's two at nibbles j and j + 4 (pairs: row r0 k 2c / 2c + 1, row r1 the
- * same, row r0 k 2c + 8 / 2c + 9, row r1 the same): 0x64 over u is 1024 + u, less 1032 is q - 8 exactly, times the
- * row's scale rounded once */
-__device__ __forceinline__ void deq4(uint32_t w, uint32_t s0, uint32_t s1, uint32_t (&a)[4])
-{
-    const uint32_t off = 0x64086408u; /* (1032, 1032) */
-#pragma unroll
-    for (int j = 0; j < 4; j++) {
-        const uint32_t u = ((w >> (4 * j)) & 0x000F000Fu) | 0x64006400u;
-        asm("{\n.reg .b32 t;\nsub.rn.f16x2 t, %1, %2;\nmul.rn.f16x2 %0, t, %3;\n}\n"
-            : "=r"(a[j]) : "r"(u), "r"(off), "r"((j & 1) ? s1 : s0));
-    }
-}
-/* Q4_K: the same nibble order (codes u, 0..15); each value d1 u - m1 in f32 (d1 = d sc, m1 = dmin m for the row's
- * sub-block: the f16 mirror's decoder), rounded to f16 once */
-__device__ __forceinline__ void deqk(uint32_t w, float d0, float m0, float d1, float m1, uint32_t (&a)[4])
-{
-#pragma unroll
-    for (int j = 0; j < 4; j++) {
-        const float f0 = __uint_as_float(0x4B000000u | ((w >> (4 * j)) & 0xFu)) - 8388608.0f;
-        const float f1 = __uint_as_float(0x4B000000u | ((w >> (4 * j + 16)) & 0xFu)) - 8388608.0f;
-        const float dd = (j & 1) ? d1 : d0, mm = (j & 1) ? m1 : m0;
-        const __half2 h = __floats2half2_rn(fmaf(dd, f0, -mm), fmaf(dd, f1, -mm));
-        a[j] = *reinterpret_cast<const uint32_t *>(&h);
-    }
-}
-/* Q6_K: low nibbles as Q4's (word lo), high 2 bits of nibble slot s at bits 2 s of hi >> hs (hs = 16 h); each value
- * (d sc) (u - 32) in f32 (the f16 mirror's decoder: d sc first), rounded to f16 once; e0 / e1 the rows' d sc */
-__device__ __forceinline__ void deq6(uint32_t lo, uint32_t hi, float e0, float e1, uint32_t (&a)[4])
-{
-#pragma unroll
-    for (int j = 0; j < 4; j++) {
-        const uint32_t u0 = ((lo >> (4 * j)) & 0xFu) | (((hi >> (2 * j)) & 3u) << 4);
-        const uint32_t u1 = ((lo >> (4 * j + 16)) & 0xFu) | (((hi >> (2 * j + 8)) & 3u) << 4);
-        const float f0 = __uint_as_float(0x4B000000u | u0) - 8388640.0f, f1 = __uint_as_float(0x4B000000u | u1) - 8388640.0f;
-        const float e = (j & 1) ? e1 : e0;
-        const __half2 h = __floats2half2_rn(e * f0, e * f1);
-        a[j] = *reinterpret_cast<const uint32_t *>(&h);
-    }
-}
+/* the lane's tile, pass and sum (modules/kernels/w16/w16_tile.cuh), as template kernels here */
+#include "../../modules/kernels/w16/w16_tile.cuh"
+constexpr int SMEM = W16_SMEM;
 template <int QB, int BN>
 __global__ void __launch_bounds__(384, 1)
 k_w16gemm(const unsigned char *__restrict__ codes, const unsigned short *__restrict__ scales,
           const uint32_t *__restrict__ ddp, const __half *__restrict__ x16, float *__restrict__ y, int m, int n, int k,
           long long ldy, float *__restrict__ part)
 {
-    using F = W16<QB, BN>;
-    constexpr int CB = F::CB, STC = F::STC, STB = F::STB, DD = F::DD, TOK = F::TOK, ST_TOK = F::ST_TOK, SLAB = F::SLAB;
-    extern __shared__ __align__(16) unsigned char smraw[];
-    __shared__ __align__(8) unsigned long long bar[2 * S];
-    const unsigned raw = (unsigned)__cvta_generic_to_shared(smraw), sb = (raw + 1023u) & ~1023u;
-    const unsigned full = (unsigned)__cvta_generic_to_shared(bar), empty = full + 8 * S;
-    const int tid = threadIdx.x, wg = tid >> 7;
-    /* split-k: slice z of gridDim.z takes steps [it0, it1) and, where there are several, writes its partial sums to
-     * part's slice z (m x ldy floats) for k_sum */
-    const int tt = blockIdx.x, rt = blockIdx.y, G = k / 32, nst = k / BK, Z = (int)gridDim.z, z = (int)blockIdx.z;
-    const int it0 = (int)((long long)nst * z / Z), it1 = (int)((long long)nst * (z + 1) / Z);
-    if (Z > 1) y = part + (long long)z * m * ldy;
-    if (tid == 0) {
-        for (int s = 0; s < S; s++) {
-            memra_mb_init(full + 8 * s, 1);
-            memra_mb_init(empty + 8 * s, 256);
-        }
-        asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
-    }
-    __syncthreads();
-    if (wg == 0) {
-        asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n");
-        if (tid == 0) {
-            const unsigned char *cw = codes + (size_t)rt * G * CB;
-            const unsigned char *sw = reinterpret_cast<const unsigned char *>(scales) + (size_t)rt * G * 256;
-            const unsigned char *xw = reinterpret_cast<const unsigned char *>(x16) + (size_t)tt * (k / 16) * SLAB;
-            for (int it = it0; it < it1; it++) {
-                const int s = (it - it0) & (S - 1);
-                if (it - it0 >= S) memra_mb_wait(empty + 8 * s, (((it - it0) / S) - 1) & 1);
-                const unsigned st = sb + (unsigned)s * STB;
-                memra_mb_arrive_tx(full + 8 * s, STB);
-                memra_bulk_g2s(st, cw + (size_t)it * STC, STC, full + 8 * s);
-                memra_bulk_g2s(st + STC, sw + (size_t)it * ST_SCALES, ST_SCALES, full + 8 * s);
-                if constexpr (DD > 0) /* the step's super-block: 4 steps of 64 in 256 */
-                    memra_bulk_g2s(st + STC + ST_SCALES, ddp + ((size_t)rt * (k / 256) + it / 4) * BM, DD, full + 8 * s);
-                memra_bulk_g2s(st + TOK, xw + (size_t)it * ST_TOK, ST_TOK, full + 8 * s);
-            }
-        }
-        return;
-    }
-    asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n");
-    const int cw = wg - 1, t = tid & 127, v = t >> 5, l = t & 31, g = l >> 2, c = l & 3;
-    float acc[BN / 2];
-#pragma unroll
-    for (int i = 0; i < BN / 2; i++) acc[i] = 0.f;
-    uint32_t a0[4], a1[4];
-#pragma unroll
-    for (int i = 0; i < 4; i++) a0[i] = a1[i] = 0u;
-    const int rowin = cw * 64 + v * 16 + g; /* the thread's first row in the tile */
-    for (int it = it0; it < it1; it++) {
-        const int s = (it - it0) & (S - 1);
-        memra_mb_wait(full + 8 * s, ((it - it0) / S) & 1);
-        const unsigned st = sb + (unsigned)s * STB;
-        float kd0 = 0.f, kn0 = 0.f, kd1 = 0.f, kn1 = 0.f; /* Q4_K: rows r0 and r1's d and dmin */
-        if constexpr (QB == 5 || QB == 6) {
-            uint32_t e0, e1;
-            asm volatile("ld.shared.b32 %0, [%1];\n" : "=r"(e0) : "r"(st + STC + ST_SCALES + (unsigned)rowin * 4u));
-            asm volatile("ld.shared.b32 %0, [%1];\n" : "=r"(e1) : "r"(st + STC + ST_SCALES + (unsigned)rowin * 4u + 32u));
-            kd0 = __half2float(__ushort_as_half((unsigned short)(e0 & 0xFFFFu)));
-            kn0 = __half2float(__ushort_as_half((unsigned short)(e0 >> 16)));
-            kd1 = __half2float(__ushort_as_half((unsigned short)(e1 & 0xFFFFu)));
-            kn1 = __half2float(__ushort_as_half((unsigned short)(e1 >> 16)));
-        }
-#pragma unroll
-        for (int q = 0; q < 2; q++) {
-            uint32_t w0, w1, w2 = 0u, w3 = 0u;
-            if constexpr (QB == 6) /* w2: the high bits */
-                asm volatile("ld.shared.b32 %0, [%1];\n"
-                             : "=r"(w2)
-                             : "r"(st + (unsigned)(q * CB) + 2048u + (unsigned)((cw * 4 + v) * 32 + l) * 4u));
-            if constexpr (QB == 8)
-                asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];\n"
-                             : "=r"(w0), "=r"(w1), "=r"(w2), "=r"(w3)
-                             : "r"(st + (unsigned)(q * CB) + (unsigned)((cw * 4 + v) * 32 + l) * 16u));
-            else
-                asm volatile("ld.shared.v2.b32 {%0, %1}, [%2];\n"
-                             : "=r"(w0), "=r"(w1)
-                             : "r"(st + (unsigned)(q * CB) + (unsigned)((cw * 4 + v) * 32 + l) * 8u));
-            unsigned short h0, h1;
-            const unsigned sa = st + STC + (unsigned)q * 256u + (unsigned)rowin * 2u;
-            asm volatile("ld.shared.u16 %0, [%1];\n" : "=h"(h0) : "r"(sa));
-            asm volatile("ld.shared.u16 %0, [%1];\n" : "=h"(h1) : "r"(sa + 16u));
-            const uint32_t s0 = (uint32_t)h0 * 0x10001u, s1 = (uint32_t)h1 * 0x10001u;
-            /* Q4_K: byte 0 the sub-block's scale, byte 1 its min */
-            const float d0 = kd0 * (float)(h0 & 0xFFu), m0 = kn0 * (float)(h0 >> 8), d1 = kd1 * (float)(h1 & 0xFFu),
-                        m1 = kn1 * (float)(h1 >> 8);
-            /* Q6_K: the 16-value sub-blocks' int8 scales, [group][half][row] */
-            float e00 = 0.f, e01 = 0.f, e10 = 0.f, e11 = 0.f; /* e<half><row> = d sc */
-            if constexpr (QB == 6) {
-                const unsigned sq = st + STC + (unsigned)q * 256u + (unsigned)rowin;
-                short c00, c01, c10, c11;
-                asm volatile("ld.shared.s8 %0, [%1];\n" : "=h"(c00) : "r"(sq));
-                asm volatile("ld.shared.s8 %0, [%1];\n" : "=h"(c01) : "r"(sq + 8u));
-                asm volatile("ld.shared.s8 %0, [%1];\n" : "=h"(c10) : "r"(sq + 128u));
-                asm volatile("ld.shared.s8 %0, [%1];\n" : "=h"(c11) : "r"(sq + 136u));
-                e00 = kd0 * (float)c00;
-                e01 = kd1 * (float)c01;
-                e10 = kd0 * (float)c10;
-                e11 = kd1 * (float)c11;
-            }
-            const unsigned tok = st + TOK + (unsigned)(2 * q * SLAB);
-            /* k16 half h's fragment into a (h a constant: each call folds to one format's decoder) */
-            auto frag = [&](int h, uint32_t(&a)[4]) {
-                if constexpr (QB == 8) {
-                    deq(h ? w2 : w0, s0, a[0], a[2]);
-                    deq(h ? w3 : w1, s1, a[1], a[3]);
-                } else if constexpr (QB == 4)
-                    deq4(h ? w1 : w0, s0, s1, a);
-                else if constexpr (QB == 5)
-                    deqk(h ? w1 : w0, d0, m0, d1, m1, a);
-                else
-                    deq6(h ? w1 : w0, h ? w2 >> 16 : w2, h ? e10 : e00, h ? e11 : e01, a);
-            };
-            /* k16 h = 0 into a0 (its last reader was waited for a wgmma ago) */
-            frag(0, a0);
-            asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
-            wg_rs<BN>(acc, a0, desc(tok));
-            asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
-            asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory");
-            fence_a(a1);
-            /* the previous step's last wgmma is complete: its stage is free */
-            if (q == 0 && it > it0) memra_mb_arrive(empty + 8 * ((it - it0 - 1) & (S - 1)));
-            frag(1, a1);
-            asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
-            wg_rs<BN>(acc, a1, desc(tok + (unsigned)SLAB));
-            asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
-            asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory");
-            fence_a(a0);
-        }
-    }
-    asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
-    fence_acc<BN>(acc);
-    const int r0 = rt * BM + rowin, r1 = r0 + 8;
-#pragma unroll
-    for (int j = 0; j < BN / 8; j++) {
-        const int t0 = tt * BN + 8 * j + 2 * c;
-        if (t0 < m) {
-            if (r0 < n) y[(long long)t0 * ldy + r0] = acc[4 * j + 0];
-            if (r1 < n) y[(long long)t0 * ldy + r1] = acc[4 * j + 2];
-        }
-        if (t0 + 1 < m) {
-            if (r0 < n) y[(long long)(t0 + 1) * ldy + r0] = acc[4 * j + 1];
-            if (r1 < n) y[(long long)(t0 + 1) * ldy + r1] = acc[4 * j + 3];
-        }
-    }
+    w16_tile<QB, BN>(codes, scales, ddp, x16, y, m, n, k, ldy, 1.f, part);
 }
-
-/* The activations' pass: x f32 [m][k] into the x16 tiles (zeros past m), one 16-byte chunk of the destination a
- * thread, in the destination's order (its writes contiguous, each read one 32-byte sector). The lane's pass would be
- * this, fused with whatever produces x. */
 __global__ void __launch_bounds__(256) k_x16(const float *__restrict__ x, __half *__restrict__ x16, int m, int k, int mp,
                                              int BN)
 {
-    const long long ci = (long long)blockIdx.x * blockDim.x + threadIdx.x, total = (long long)mp * k / 8;
-    if (ci >= total) return;
-    const int tn8 = (int)(ci & 7), kh = (int)((ci >> 3) & 1), ng = (int)((ci >> 4) % (BN / 8));
-    const long long rest = ci / (2 * BN); /* tile * (k / 16) + slab: a slab is BN x 2 chunks */
-    const int slab = (int)(rest % (k / 16)), tt = (int)(rest / (k / 16));
-    const int t = tt * BN + ng * 8 + tn8, kk = slab * 16 + kh * 8;
-    uint4 o = make_uint4(0u, 0u, 0u, 0u);
-    if (t < m) {
-        const float4 a = *reinterpret_cast<const float4 *>(x + (long long)t * k + kk);
-        const float4 b = *reinterpret_cast<const float4 *>(x + (long long)t * k + kk + 4);
-        __half2 h0 = __floats2half2_rn(a.x, a.y), h1 = __floats2half2_rn(a.z, a.w), h2 = __floats2half2_rn(b.x, b.y),
-                h3 = __floats2half2_rn(b.z, b.w);
-        o = make_uint4(*reinterpret_cast<uint32_t *>(&h0), *reinterpret_cast<uint32_t *>(&h1),
-                       *reinterpret_cast<uint32_t *>(&h2), *reinterpret_cast<uint32_t *>(&h3));
-    }
-    reinterpret_cast<uint4 *>(x16)[ci] = o;
+    w16_x16((long long)blockIdx.x * blockDim.x + threadIdx.x, x, x16, m, k, mp, BN);
 }
-
-/* split-k's sum: y = the slices' partial sums added in slice order (four values a thread) */
-__global__ void __launch_bounds__(256) k_sum(const float *__restrict__ part, float *__restrict__ y, long long total, int Z)
+__global__ void __launch_bounds__(256) k_sum(const float *__restrict__ part, float *__restrict__ y, int m, int n, int Z)
 {
-    const long long i = ((long long)blockIdx.x * blockDim.x + threadIdx.x) * 4;
-    if (i >= total) return;
-    if (i + 4 > total || (total & 3) != 0) { /* the tail, or rows not float4-aligned */
-        for (long long e = i; e < i + 4 && e < total; e++) {
-            float a = part[e];
-            for (int z = 1; z < Z; z++) a += part[(long long)z * total + e];
-            y[e] = a;
-        }
-        return;
-    }
-    float4 a = *reinterpret_cast<const float4 *>(part + i);
-    for (int z = 1; z < Z; z++) {
-        const float4 b = *reinterpret_cast<const float4 *>(part + (long long)z * total + i);
-        a.x += b.x, a.y += b.y, a.z += b.z, a.w += b.w;
-    }
-    *reinterpret_cast<float4 *>(y + i) = a;
+    w16_sum((long long)blockIdx.x * blockDim.x + threadIdx.x, part, y, m, n, n, Z, 1.f);
 }
 
 /* ---- host ---- */
@@ -510,7 +266,7 @@ static void launch(const Problem &p, const Dev &d, cudaStream_t s, int Z = 1)
 #undef W16_GO
     if (Z > 1) {
         const long long total = (long long)p.m * p.n;
-        k_sum<<<(unsigned)(((total + 3) / 4 + 255) / 256), 256, 0, s>>>(d.part, d.y, total, Z);
+        k_sum<<<(unsigned)((total + 255) / 256), 256, 0, s>>>(d.part, d.y, p.m, p.n, Z);
     }
 }
 static void cublas_ref(cublasHandle_t h, const Problem &p, const Dev &d)

@@ -4,7 +4,7 @@
  * against the built-in host module (the reference, itself exempt).
  *
  * Cases (two shapes per GEMM, so a module wrong on some shapes is caught):
- *   GEMMs (gemm_f16, gemm_bf16, gemm_fp8, gemm_fp8_blk, gemm_q8_0, gemm_q8_0r, gemm_kr)
+ *   GEMMs (gemm_f16, gemm_bf16, gemm_fp8, gemm_fp8_blk, gemm_q8_0, gemm_q8_0r, gemm_kr, gemm_w16)
  *     m x n x k = 4 x 64 x 256 and 33 x 144 x 512, y rows written from row 1
  *     of a (m + 2)-row output with ldy = n + 4 (the rest must stay as filled).
  *     n = 144 is a multiple of 16 (cuBLASLt's FP8 needs it) and of no tile
@@ -31,6 +31,9 @@
  *     2 k/32 terms (scale and min, or the two 16-value halves) plus 16
  *     split-k roundings at k = 512 is 50 u = 3e-6, and MEMRA_MMQ_KR_TC's
  *     fold (the min term on TF32 MMAs) 59 u = 3.5e-6 (tools/judge.h).
+ *     gemm_w16 runs a random one of Q8_0, Q4_0, Q4_K, Q6_K in each case (random blocks with finite
+ *     positive scales, repacked by memra_w16_repack); its mass and band are gemm_f16's on the operand's f16
+ *     mirror (memra_w16_decode_f16).
  *   bit-identical ops (cvt_f16, scale, quant_q8_1, dequant_f16 of Q8_0,
  *     dequant_kr_f16 of Q4_K, Q5_K or Q6_K K records or Q8_0 records, fp8_blk_to_q8_0,
  *     repack_q8_0, fp8_nan_count): every output byte equal.
@@ -206,13 +209,17 @@ static int fill_q8_0r(rng *g, uint8_t *w, int64_t rows, int64_t cols)
     return 1;
 }
 
-/* Random Q4_K / Q5_K / Q6_K super-blocks (finite positive f16 d and dmin,
- * every other byte random) for rows x cols, then their K records at w. */
-static int fill_kr(rng *g, memra_format f, uint8_t *w, int64_t rows, int64_t cols)
+/* Random blocks of a format for rows x cols: Q8_0 encoded from random values; Q4_0 / Q4_K / Q5_K / Q6_K
+ * every byte random, then finite positive f16 d (and dmin). NULL when out of memory; the caller frees. */
+static uint8_t *random_blocks(rng *g, memra_format f, int64_t rows, int64_t cols)
 {
     const uint64_t bytes = memra_format_row_bytes(f, cols) * (uint64_t)rows;
     uint8_t *b = malloc(bytes ? bytes : 1);
-    if (b == NULL) return 0;
+    if (b == NULL) return NULL;
+    if (f == MEMRA_FORMAT_Q8_0) {
+        fill_q8_0(g, b, rows, cols);
+        return b;
+    }
     for (uint64_t i = 0; i < bytes; i++) b[i] = (uint8_t)rng_next(g);
     const int bb = memra_format_block_bytes(f);
     for (uint64_t o = 0; o < bytes; o += (uint64_t)bb) {
@@ -220,9 +227,25 @@ static int fill_kr(rng *g, memra_format f, uint8_t *w, int64_t rows, int64_t col
         const uint16_t dm = memra_f16_from_f32((0.5f + fabsf(rng_unit(g))) / 128.0f);
         const size_t at = f == MEMRA_FORMAT_Q6_K ? 208 : 0;
         b[o + at] = (uint8_t)d, b[o + at + 1] = (uint8_t)(d >> 8);
-        if (f != MEMRA_FORMAT_Q6_K) b[o + 2] = (uint8_t)dm, b[o + 3] = (uint8_t)(dm >> 8);
+        if (f == MEMRA_FORMAT_Q4_K || f == MEMRA_FORMAT_Q5_K) b[o + 2] = (uint8_t)dm, b[o + 3] = (uint8_t)(dm >> 8);
     }
-    const int ok = memra_kr_repack(f, b, rows, cols, w) == 0;
+    return b;
+}
+
+/* Random Q4_K / Q5_K / Q6_K super-blocks (random_blocks), then their K records at w. */
+static int fill_kr(rng *g, memra_format f, uint8_t *w, int64_t rows, int64_t cols)
+{
+    uint8_t *b = random_blocks(g, f, rows, cols);
+    const int ok = b != NULL && memra_kr_repack(f, b, rows, cols, w) == 0;
+    free(b);
+    return ok;
+}
+
+/* A random Q8_0 / Q4_0 / Q4_K / Q6_K weight (random_blocks), then its W16 operand at w. */
+static int fill_w16(rng *g, memra_format f, uint8_t *w, int64_t rows, int64_t cols)
+{
+    uint8_t *b = random_blocks(g, f, rows, cols);
+    const int ok = b != NULL && memra_w16_repack(f, b, rows, cols, w) == 0;
     free(b);
     return ok;
 }
@@ -281,6 +304,15 @@ static int build_gemm(rng *g, memra_op op, int m, int n, int k, acase *c)
         uint8_t *w = add_in(c, memra_kr_bytes((memra_format)ga->w_format, n, k), OFF(gemm.w));
         if (w == NULL || !fill_kr(g, (memra_format)ga->w_format, w, n, k)) return 0;
         c->band = BAND_KR;
+        break;
+    }
+    case MEMRA_OP_gemm_w16: {
+        static const memra_format fm[4] = {MEMRA_FORMAT_Q8_0, MEMRA_FORMAT_Q4_0, MEMRA_FORMAT_Q4_K, MEMRA_FORMAT_Q6_K};
+        ga->w_format = fm[rng_next(g) % 4u];
+        uint8_t *w = add_in(c, memra_w16_bytes((memra_format)ga->w_format, n, k), OFF(gemm.w));
+        if (w == NULL || !fill_w16(g, (memra_format)ga->w_format, w, n, k)) return 0;
+        c->band = BAND_F16;
+        snprintf(c->shape, sizeof c->shape, "m=%d n=%d k=%d %s", m, n, k, memra_format_name((memra_format)ga->w_format));
         break;
     }
     default: return 0;
@@ -419,7 +451,7 @@ static int is_gemm(memra_op op)
 {
     return op == MEMRA_OP_gemm_f16 || op == MEMRA_OP_gemm_bf16 || op == MEMRA_OP_gemm_fp8 ||
            op == MEMRA_OP_gemm_fp8_blk || op == MEMRA_OP_gemm_q8_0 || op == MEMRA_OP_gemm_q8_0r ||
-           op == MEMRA_OP_gemm_kr;
+           op == MEMRA_OP_gemm_kr || op == MEMRA_OP_gemm_w16;
 }
 
 /* The host module's record (the reference) and the host device. */
@@ -447,10 +479,16 @@ static int gemm_mass(const acase *c, double *mass)
     float *row = malloc((size_t)k * sizeof *row);
     /* gemm_kr: the K-packed weight widened once to f32 scales and int8 codes */
     uint8_t *wide = c->op == MEMRA_OP_gemm_kr ? malloc((size_t)memra_kr_wide_bytes(n, k)) : NULL;
-    if (row == NULL || x == NULL || w == NULL || (c->op == MEMRA_OP_gemm_kr &&
-                                                  (wide == NULL || memra_kr_widen((memra_format)ga->w_format, w, n, k, wide) != 0))) {
+    /* gemm_w16: the W16 operand's f16 mirror */
+    uint16_t *wh = c->op == MEMRA_OP_gemm_w16 ? malloc((size_t)n * (size_t)k * 2) : NULL;
+    if (row == NULL || x == NULL || w == NULL ||
+        (c->op == MEMRA_OP_gemm_kr &&
+         (wide == NULL || memra_kr_widen((memra_format)ga->w_format, w, n, k, wide) != 0)) ||
+        (c->op == MEMRA_OP_gemm_w16 &&
+         (wh == NULL || memra_w16_decode_f16((memra_format)ga->w_format, w, n, k, wh) != 0))) {
         free(row);
         free(wide);
+        free(wh);
         return 0;
     }
     const int64_t gc = memra_fp8_grid_cols(k);
@@ -458,6 +496,7 @@ static int gemm_mass(const acase *c, double *mass)
         switch (c->op) {
         case MEMRA_OP_gemm_f16: memra_decode_row(MEMRA_FORMAT_F16, (const uint16_t *)w + (size_t)j * k, k, row); break;
         case MEMRA_OP_gemm_bf16: memra_decode_row(MEMRA_FORMAT_BF16, (const uint16_t *)w + (size_t)j * k, k, row); break;
+        case MEMRA_OP_gemm_w16: memra_decode_row(MEMRA_FORMAT_F16, wh + (size_t)j * k, k, row); break;
         case MEMRA_OP_gemm_fp8:
         case MEMRA_OP_gemm_fp8_blk:
             for (int q = 0; q < k; q++) {
@@ -492,6 +531,7 @@ static int gemm_mass(const acase *c, double *mass)
     }
     free(row);
     free(wide);
+    free(wh);
     return 1;
 }
 

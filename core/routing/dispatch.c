@@ -14,7 +14,7 @@
 
 /* One case per op of MEMRA_OP_LIST: an op appended to the list must get its
  * case here (the assert counts them). */
-_Static_assert(MEMRA_OP_COUNT_ == 17, "call_op needs a case for every op of MEMRA_OP_LIST");
+_Static_assert(MEMRA_OP_COUNT_ == 18, "call_op needs a case for every op of MEMRA_OP_LIST");
 
 static memra_status call_op(const memra_op_table *ops, memra_call *call, memra_op op, memra_op_args *a)
 {
@@ -49,6 +49,7 @@ static memra_status call_op(const memra_op_table *ops, memra_call *call, memra_o
         a->experts.struct_size = sizeof a->experts;
         return ops->gemm_experts(call, &a->gemm, &a->experts);
     case MEMRA_OP_dequant_kr_f16: return ops->dequant_kr_f16(call, a->format, a->src, a->rows, a->cols, a->dst);
+    case MEMRA_OP_gemm_w16: return ops->gemm_w16(call, &a->gemm);
     default: return MEMRA__FAIL(MEMRA_STATUS_INVALID_ARGUMENT, "op %d out of range", (int)op);
     }
 }

@@ -427,3 +427,165 @@ int memra_kr_widen(memra_format format, const void *kr, int64_t rows, int64_t co
         }
     return 0;
 }
+
+/* ---- the W16 layout (gemm_w16; module.h memra_w16_off, formats.h memra_w16_repack) ---- */
+
+/* Where the code of tile row R, group column K lives in its group's CB bytes: the byte, and the shift of a
+ * nibble in it (Q4_0, Q4_K, Q6_K's low bits); *hi_byte / *hi_shift Q6_K's top two bits. */
+static void w16_pos(memra_format f, int R, int K, uint32_t *byte, int *shift, uint32_t *hi_byte, int *hi_shift)
+{
+    const int P = R / 16, l = 4 * (R % 8) + (K % 8) / 2, rr = (R % 16) / 8, h = K / 16, hi = (K % 16) / 8, e = K % 2;
+    const uint32_t L = (uint32_t)(32 * P + l);
+    if (f == MEMRA_FORMAT_Q8_0) {
+        *byte = 16u * L + (uint32_t)(8 * h + 4 * rr + 2 * hi + e);
+        *shift = 0;
+        return;
+    }
+    const int j = 2 * hi + rr + 4 * e;
+    *byte = 4u * (2u * L + (uint32_t)h) + (uint32_t)(j / 2);
+    *shift = 4 * (j % 2);
+    const int bit = 2 * (8 * h + j);
+    *hi_byte = 4u * (512u + L) + (uint32_t)(bit / 8);
+    *hi_shift = bit % 8;
+}
+
+/* One row's group g (32 values from 32 g) of a GGUF row: the codes u[32] as W16 stores them, the group's
+ * scale word(s) and the super-block's d | dmin << 16 (K-quants). */
+typedef struct w16_group {
+    uint8_t u[32];
+    uint16_t s16;  /* Q8_0 / Q4_0: f16 d; Q4_K: sc | m << 8 */
+    int8_t s6[2];  /* Q6_K: the two 16-value sub-blocks' scales */
+    uint32_t dd;   /* Q4_K / Q6_K: f16 d | f16 dmin << 16 */
+} w16_group;
+
+static void w16_group_of(memra_format f, const uint8_t *row, int64_t g, w16_group *o)
+{
+    memset(o, 0, sizeof *o);
+    if (f == MEMRA_FORMAT_Q8_0 || f == MEMRA_FORMAT_Q4_0) {
+        const uint8_t *b = row + g * (f == MEMRA_FORMAT_Q8_0 ? MEMRA_Q8_0_BYTES : MEMRA_Q4_0_BYTES);
+        o->s16 = load_u16(b);
+        for (int i = 0; i < 32; i++)
+            o->u[i] = f == MEMRA_FORMAT_Q8_0 ? (uint8_t)(b[2 + i] ^ 0x80u) /* q + 128 */
+                                             : (uint8_t)(i < 16 ? b[2 + i] & 15 : b[2 + i - 16] >> 4);
+        return;
+    }
+    const int sub = (int)(g % 8);
+    const uint8_t *b = row + (g / 8) * (f == MEMRA_FORMAT_Q4_K ? MEMRA_Q4_K_BYTES : MEMRA_Q6_K_BYTES);
+    if (f == MEMRA_FORMAT_Q4_K) {
+        uint8_t sc, mn;
+        memra__k4_scale_min(b + 4, sub, &sc, &mn);
+        o->s16 = (uint16_t)(sc | mn << 8);
+        o->dd = (uint32_t)load_u16(b) | (uint32_t)load_u16(b + 2) << 16;
+        for (int l = 0; l < 32; l++) o->u[l] = (uint8_t)((b[16 + 32 * (sub / 2) + l] >> (4 * (sub % 2))) & 15);
+        return;
+    }
+    o->s6[0] = (int8_t)b[192 + 2 * sub];
+    o->s6[1] = (int8_t)b[192 + 2 * sub + 1];
+    o->dd = load_u16(b + 208);
+    for (int l = 0; l < 32; l++) {
+        const int v = 32 * sub + l, half = v >> 7, quad = (v >> 5) & 3;
+        const uint8_t lo = b[64 * half + 32 * (quad & 1) + l];
+        const int low4 = quad < 2 ? (lo & 0x0F) : (lo >> 4);
+        o->u[l] = (uint8_t)(low4 | ((b[128 + 32 * half + l] >> (2 * quad)) & 3) << 4);
+    }
+}
+
+static int w16_shape_ok(memra_format f, int64_t rows, int64_t cols)
+{
+    if (memra_w16_cb(f) == 0 || rows < 0 || cols < 0) return 0;
+    return cols % (f == MEMRA_FORMAT_Q4_K || f == MEMRA_FORMAT_Q6_K ? 256 : 32) == 0;
+}
+
+int memra_w16_repack(memra_format format, const void *src, int64_t rows, int64_t cols, void *dst)
+{
+    if (!w16_shape_ok(format, rows, cols)) return -1;
+    if (rows == 0 || cols == 0) return 0;
+    const uint64_t total = memra_w16_bytes(format, rows, cols);
+    if (src == NULL || dst == NULL || total == 0) return -1;
+    uint8_t *const out = (uint8_t *)dst;
+    memset(out, 0, (size_t)total);
+    const uint64_t cb = memra_w16_cb(format), so = memra_w16_off(format, rows, cols, 'S'),
+                   dof = memra_w16_off(format, rows, cols, 'D');
+    const int64_t G = cols / 32, SB = cols / 256, rb = (int64_t)memra_format_row_bytes(format, cols);
+    for (int64_t r = 0; r < rows; r++) {
+        const uint8_t *row = (const uint8_t *)src + r * rb;
+        const int64_t t = r / 128;
+        const int R = (int)(r % 128);
+        for (int64_t g = 0; g < G; g++) {
+            w16_group w;
+            w16_group_of(format, row, g, &w);
+            uint8_t *grp = out + (uint64_t)(t * G + g) * cb, *sc = out + so + (uint64_t)(t * G + g) * 256u;
+            for (int K = 0; K < 32; K++) {
+                uint32_t byte, hb = 0;
+                int sh, hs = 0;
+                w16_pos(format, R, K, &byte, &sh, &hb, &hs);
+                if (format == MEMRA_FORMAT_Q8_0) {
+                    grp[byte] = w.u[K];
+                    continue;
+                }
+                grp[byte] = (uint8_t)(grp[byte] | (w.u[K] & 15) << sh);
+                if (format == MEMRA_FORMAT_Q6_K) grp[hb] = (uint8_t)(grp[hb] | (w.u[K] >> 4) << hs);
+            }
+            if (format == MEMRA_FORMAT_Q6_K) {
+                sc[R] = (uint8_t)w.s6[0];
+                sc[128 + R] = (uint8_t)w.s6[1];
+            } else {
+                store_u16(sc + 2 * R, w.s16);
+            }
+            if ((format == MEMRA_FORMAT_Q4_K || format == MEMRA_FORMAT_Q6_K) && g % 8 == 0) {
+                uint8_t *d = out + dof + ((uint64_t)(t * SB + g / 8) * 128u + (uint64_t)R) * 4u;
+                store_u16(d, (uint16_t)(w.dd & 0xFFFFu));
+                store_u16(d + 2, (uint16_t)(w.dd >> 16));
+            }
+        }
+    }
+    return 0;
+}
+
+int memra_w16_decode_f16(memra_format format, const void *w16, int64_t rows, int64_t cols, uint16_t *dst)
+{
+    if (!w16_shape_ok(format, rows, cols)) return -1;
+    if (rows == 0 || cols == 0) return 0;
+    if (w16 == NULL || dst == NULL || memra_w16_bytes(format, rows, cols) == 0) return -1;
+    const uint8_t *const in = (const uint8_t *)w16;
+    const uint64_t cb = memra_w16_cb(format), so = memra_w16_off(format, rows, cols, 'S'),
+                   dof = memra_w16_off(format, rows, cols, 'D');
+    const int64_t G = cols / 32, SB = cols / 256;
+    for (int64_t r = 0; r < rows; r++) {
+        const int64_t t = r / 128;
+        const int R = (int)(r % 128);
+        for (int64_t g = 0; g < G; g++) {
+            const uint8_t *grp = in + (uint64_t)(t * G + g) * cb, *sc = in + so + (uint64_t)(t * G + g) * 256u;
+            float d = 0.0f, dmin = 0.0f;
+            if (format == MEMRA_FORMAT_Q4_K || format == MEMRA_FORMAT_Q6_K) {
+                const uint8_t *dd = in + dof + ((uint64_t)(t * SB + g / 8) * 128u + (uint64_t)R) * 4u;
+                d = memra_f32_from_f16(load_u16(dd));
+                dmin = memra_f32_from_f16(load_u16(dd + 2));
+            }
+            for (int K = 0; K < 32; K++) {
+                uint32_t byte, hb = 0;
+                int sh, hs = 0;
+                w16_pos(format, R, K, &byte, &sh, &hb, &hs);
+                float v;
+                if (format == MEMRA_FORMAT_Q8_0) {
+                    v = (float)((int)grp[byte] - 128) * memra_f32_from_f16(load_u16(sc + 2 * R));
+                } else {
+                    const int u4 = (grp[byte] >> sh) & 15;
+                    if (format == MEMRA_FORMAT_Q4_0) {
+                        v = (float)(u4 - 8) * memra_f32_from_f16(load_u16(sc + 2 * R));
+                    } else if (format == MEMRA_FORMAT_Q4_K) {
+                        const uint16_t s = load_u16(sc + 2 * R);
+                        const float ds = d * (float)(s & 0xFF), ms = dmin * (float)(s >> 8);
+                        v = ds * (float)u4 - ms;
+                    } else {
+                        const int u = u4 | ((grp[hb] >> hs) & 3) << 4;
+                        const int s = (int8_t)sc[128 * (K / 16) + R];
+                        v = d * (float)s * (float)(u - 32);
+                    }
+                }
+                dst[r * cols + g * 32 + K] = memra_f16_from_f32(v);
+            }
+        }
+    }
+    return 0;
+}

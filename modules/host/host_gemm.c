@@ -206,6 +206,39 @@ memra_status memra__host_gemm_f16(memra_call *call, const memra_gemm_args *args)
     return st;
 }
 
+/* gemm_w16: the W16 operand decoded to its f16 mirror (memra_w16_decode_f16: dequant_f16's bits), then
+ * gemm_f16's reference on it, the activation f32 rounded to f16 */
+memra_status memra__host_gemm_w16(memra_call *call, const memra_gemm_args *args)
+{
+    memra__host_ctx *ctx = memra__host_call_ctx(call);
+    if (ctx == NULL) return MEMRA_STATUS_INVALID_ARGUMENT;
+    memra_status st = check_gemm(ctx, "gemm_w16", args);
+    if (st != MEMRA_STATUS_OK) return st;
+    if (!MEMRA_HAS_MEMBER(args, memra_gemm_args, w_format))
+        return FAIL_ARG(ctx, "gemm_w16: args struct_size %u has no w_format", (unsigned)args->struct_size);
+    const memra_format f = (memra_format)args->w_format;
+    if (memra_w16_cb(f) == 0) return FAIL_ARG(ctx, "gemm_w16: w_format %d is not Q8_0, Q4_0, Q4_K or Q6_K", (int)f);
+    if (memra_w16_bytes(f, args->n, args->k) == 0 && args->n > 0 && args->k > 0)
+        return FAIL_ARG(ctx, "gemm_w16: k = %d is not a multiple of %s's block (%d)", (int)args->k,
+                        memra_format_name(f), f == MEMRA_FORMAT_Q8_0 || f == MEMRA_FORMAT_Q4_0 ? 32 : 256);
+    if (args->x_is_f16) return FAIL_ARG(ctx, "gemm_w16: the activation is f32 (x_is_f16 is for gemm_f16)");
+    if (args->m == 0 || args->n == 0) return MEMRA_STATUS_OK;
+    uint16_t *wh = memra__host_alloc((uint64_t)args->n * (uint64_t)args->k, sizeof(uint16_t));
+    if (wh == NULL) return FAIL_OOM(ctx, "gemm_w16");
+    if (args->k > 0 && memra_w16_decode_f16(f, MEMRA__HOST_PTR(const void, args->w), args->n, args->k, wh) != 0) {
+        free(wh);
+        return FAIL_ARG(ctx, "gemm_w16: the %s W16 operand of %d x %d was refused", memra_format_name(f), (int)args->n,
+                        (int)args->k);
+    }
+    memra_gemm_args a = *args;
+    a.struct_size = sizeof a;
+    a.w = (memra_dptr)(uintptr_t)wh;
+    a.x_is_f16 = 0;
+    st = memra__host_gemm_f16(call, &a);
+    free(wh);
+    return st;
+}
+
 memra_status memra__host_gemm_bf16(memra_call *call, const memra_gemm_args *args)
 {
     memra__host_ctx *ctx = memra__host_call_ctx(call);

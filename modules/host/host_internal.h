@@ -38,6 +38,7 @@ memra_status memra__host_cvt_f16(memra_call *call, memra_dptr src_f32, memra_dpt
 memra_status memra__host_quant_q8_1(memra_call *call, memra_dptr x, int32_t m, int32_t k, memra_dptr dst);
 memra_status memra__host_dequant_f16(memra_call *call, memra_format format, memra_dptr src, int64_t rows,
                                      int64_t cols, memra_dptr dst_f16);
+memra_status memra__host_gemm_w16(memra_call *call, const memra_gemm_args *args);
 memra_status memra__host_dequant_kr_f16(memra_call *call, memra_format format, memra_dptr src, int64_t rows,
                                         int64_t cols, memra_dptr dst_f16);
 memra_status memra__host_fp8_blk_to_q8_0(memra_call *call, memra_dptr w, memra_dptr grid, int64_t rows,

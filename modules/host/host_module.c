@@ -135,6 +135,7 @@ static const memra_op_table host_ops = {
     .gemm_kr = memra__host_gemm_kr,
     .gemm_experts = memra__host_gemm_experts,
     .dequant_kr_f16 = memra__host_dequant_kr_f16,
+    .gemm_w16 = memra__host_gemm_w16,
 };
 
 static const memra_module_desc host_desc = {

@@ -61,6 +61,10 @@ foreach(_t IN LISTS MEMRA_GPU_TARGETS)
     memra_gpu_family(fp8blk SOURCE fp8blk/fp8blk_gemm.cu TARGETS ${_t} DEFINES FP8BLK_MMA=0)
   endif()
 endforeach()
+# w16 (gemm_w16's wgmma tile, setmaxnreg): sm_90a only, for the sm90 module
+if("90a" IN_LIST MEMRA_GPU_TARGETS)
+  memra_gpu_family(w16 SOURCE w16/w16.cu TARGETS 90a)
+endif()
 memra_gpu_embed_images()
 memra_gpu_embed_source(memra__fp8blk_src fp8blk/fp8blk_gemm.cu)
 
@@ -69,7 +73,7 @@ set(_k ${CMAKE_CURRENT_LIST_DIR})
 add_library(memra_gpu_kernels OBJECT
   ${_k}/convert/convert_ops.c ${_k}/dequant/dequant_ops.c ${_k}/fp8_weight/fp8_weight_ops.c
   ${_k}/fp8_act/fp8_act_ops.c ${_k}/blas/blas_ops.c
-  ${_k}/mmq/mmq_ops.c ${_k}/fp8blk/fp8blk_ops.c ${_k}/fp8blk/fp8blk_jit.c ${memra__fp8blk_src_FILE})
+  ${_k}/mmq/mmq_ops.c ${_k}/w16/w16_ops.c ${_k}/fp8blk/fp8blk_ops.c ${_k}/fp8blk/fp8blk_jit.c ${memra__fp8blk_src_FILE})
 target_include_directories(memra_gpu_kernels PUBLIC ${PROJECT_SOURCE_DIR}/include ${PROJECT_SOURCE_DIR}/modules)
 target_compile_definitions(memra_gpu_kernels PRIVATE _GNU_SOURCE)
 target_link_libraries(memra_gpu_kernels PRIVATE memra_warnings)

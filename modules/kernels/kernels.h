@@ -11,6 +11,7 @@
  *   blas          (cuBLASLt; needs convert and fp8_act listed before it)
  *                                       gemm_f16, gemm_bf16, gemm_fp8, gemm_fp8_blk
  *   mmq           mmq                   quant_q8_1, repack_q8_0, gemm_q8_0r, gemm_q8_0, gemm_kr, accprobe
+ *   w16           w16 (sm_90a only)     gemm_w16 (the fused-dequant f16 tile on the W16 operand)
  *   fp8blk        fp8blk | fp8blk_mx    gemm_fp8_blk (JIT first, embedded cubin as fall-back),
  *                                       gemm_experts (lane gemm_fp8_blk, sm_90a)
  *
@@ -36,6 +37,7 @@ extern const memra__gpu_family memra__gpu_family_fp8_act;
 extern const memra__gpu_family memra__gpu_family_fp8_weight;
 extern const memra__gpu_family memra__gpu_family_blas;
 extern const memra__gpu_family memra__gpu_family_mmq;
+extern const memra__gpu_family memra__gpu_family_w16;
 extern const memra__gpu_family memra__gpu_family_fp8blk;
 extern const memra__gpu_family memra__gpu_family_fp8blk_mx;
 extern const memra__gpu_family memra__gpu_family_fp8blk_off_sm120;
@@ -73,6 +75,7 @@ memra_status memra__gpu_gemm_f16(memra_call *call, const memra_gemm_args *args);
 memra_status memra__gpu_gemm_bf16(memra_call *call, const memra_gemm_args *args);
 memra_status memra__gpu_gemm_fp8(memra_call *call, const memra_gemm_args *args);
 memra_status memra__gpu_gemm_fp8_blk(memra_call *call, const memra_gemm_args *args);
+memra_status memra__gpu_gemm_w16(memra_call *call, const memra_gemm_args *args);
 
 memra_status memra__mmq_quant_q8_1(memra_call *call, memra_dptr x, int32_t m, int32_t k, memra_dptr dst);
 memra_status memra__mmq_gemm_q8_0(memra_call *call, const memra_gemm_args *args);

@@ -1,6 +1,6 @@
 /* Known-answer tests of the block formats, f16 and e4m3 (include/memra/formats.h).
  *
- *   test_formats <case>     case: table f16 e4m3 q8_0 q4_0 q4_k q5_k q6_k kpacked kr_tc
+ *   test_formats <case>     case: table f16 e4m3 q8_0 q4_0 q4_k q5_k q6_k kpacked kr_tc wg_seed w16
  *
  * Expected values come from the layout written down here value by value (an
  * index -> byte/bit mapping independent of the decoder's loops), from literal
@@ -1004,10 +1004,141 @@ static void case_wg_seed(void)
            "the records tiles'\n", 2 * 32 * 128 * 128 + 1, inner);
 }
 
+/* ---- the W16 layout (gemm_w16's operand) ---- */
+
+static uint16_t rd16(const uint8_t *p) { return (uint16_t)(p[0] | p[1] << 8); }
+
+/* The f16 A fragment of thread l of warp v (0..7 over the two consumer warpgroups) for 16-column half h of
+ * group g of row tile t, as w16_tile.cuh forms it: the same shared-memory offsets (the stage holds the
+ * group's CB code bytes, then its 256 scale bytes, then the super-block's 128 d / dmin words), the same
+ * words and the same decoder per register, written in C. a[r][e]: register r, half e (low first). */
+static void w16_emulate(memra_format f, const uint8_t *w16, int64_t rows, int64_t cols, int64_t t, int64_t g, int v,
+                        int l, int h, uint16_t a[4][2])
+{
+    const uint64_t cb = memra_w16_cb(f), G = (uint64_t)cols / 32u, SB = (uint64_t)cols / 256u;
+    const uint8_t *code = w16 + ((uint64_t)t * G + (uint64_t)g) * cb;
+    const uint8_t *sc = w16 + memra_w16_off(f, rows, cols, 'S') + ((uint64_t)t * G + (uint64_t)g) * 256u;
+    const uint8_t *dd = w16 + memra_w16_off(f, rows, cols, 'D') + ((uint64_t)t * SB + (uint64_t)g / 8u) * 512u;
+    const int rowin = 16 * v + l / 4, L = 32 * v + l;
+    float val[4][2];
+    if (f == MEMRA_FORMAT_Q8_0) { /* LDS.128 at 16 L; scales of rows r0, r1 at 2 rowin, + 16 */
+        const uint32_t w[4] = {rd32(code + 16 * L), rd32(code + 16 * L + 4), rd32(code + 16 * L + 8), rd32(code + 16 * L + 12)};
+        const float s0 = memra_f32_from_f16(rd16(sc + 2 * rowin)), s1 = memra_f32_from_f16(rd16(sc + 2 * rowin + 16));
+        const uint32_t w0 = h ? w[2] : w[0], w1 = h ? w[3] : w[1];
+        /* deq(w0, s0) -> a0 (bytes 0, 1), a2 (bytes 2, 3); deq(w1, s1) -> a1, a3: (byte - 128) s */
+        for (int e = 0; e < 2; e++) {
+            val[0][e] = (float)((int)((w0 >> (8 * e)) & 0xFF) - 128) * s0;
+            val[2][e] = (float)((int)((w0 >> (8 * (2 + e))) & 0xFF) - 128) * s0;
+            val[1][e] = (float)((int)((w1 >> (8 * e)) & 0xFF) - 128) * s1;
+            val[3][e] = (float)((int)((w1 >> (8 * (2 + e))) & 0xFF) - 128) * s1;
+        }
+    } else {
+        const uint32_t w = rd32(code + 8 * L + 4 * h); /* LDS.64 at 8 L: word h */
+        const uint32_t hiw = f == MEMRA_FORMAT_Q6_K ? rd32(code + 2048 + 4 * L) >> (16 * h) : 0;
+        for (int j = 0; j < 4; j++) /* register j: nibbles j (low half) and j + 4 (high half); row r1 when j odd */
+            for (int e = 0; e < 2; e++) {
+                const int u4 = (int)((w >> (4 * j + 16 * e)) & 15), r1 = j & 1;
+                if (f == MEMRA_FORMAT_Q4_0) {
+                    val[j][e] = (float)(u4 - 8) * memra_f32_from_f16(rd16(sc + 2 * rowin + 16 * r1));
+                } else if (f == MEMRA_FORMAT_Q4_K) {
+                    const uint16_t sm = rd16(sc + 2 * rowin + 16 * r1);
+                    const uint32_t ddw = rd32(dd + 4 * rowin + 32 * r1);
+                    const float d1 = memra_f32_from_f16((uint16_t)(ddw & 0xFFFF)) * (float)(sm & 0xFF);
+                    const float m1 = memra_f32_from_f16((uint16_t)(ddw >> 16)) * (float)(sm >> 8);
+                    val[j][e] = d1 * (float)u4 - m1;
+                } else {
+                    const int u = u4 | (int)((hiw >> (2 * j + 8 * e)) & 3) << 4;
+                    const float d = memra_f32_from_f16((uint16_t)(rd32(dd + 4 * rowin + 32 * r1) & 0xFFFF));
+                    const float esc = d * (float)(int8_t)sc[rowin + 8 * r1 + 128 * h];
+                    val[j][e] = esc * (float)(u - 32);
+                }
+            }
+    }
+    for (int r = 0; r < 4; r++)
+        for (int e = 0; e < 2; e++) a[r][e] = memra_f16_from_f32(val[r][e]);
+}
+
+/* memra_w16_repack of random blocks (finite scales, padding rows, several tiles and super-blocks):
+ *  - the size: memra_w16_bytes, within 1.03x the GGUF's bytes plus the row padding, every byte written;
+ *  - memra_w16_decode_f16 is the f16 of memra_decode_row, bit for bit;
+ *  - every fragment register the tile forms (w16_emulate) holds the f16 mirror's value of the (row, column)
+ *    the PTX ISA's f16 A fragment gives it: register r of thread l of warp v holds row 16 v + l / 4 (+ 8
+ *    when r is odd), columns 16 h + 2 (l % 4) + e (+ 8 when r >= 2); padding rows decode to 0;
+ *  - refusals: Q5_K, cols off the block, negative rows. */
+static void case_w16(void)
+{
+    static const memra_format fm[] = {MEMRA_FORMAT_Q8_0, MEMRA_FORMAT_Q4_0, MEMRA_FORMAT_Q4_K, MEMRA_FORMAT_Q6_K};
+    static const int64_t shapes[][2] = {{1, 256}, {200, 512}, {129, 768}, {256, 256}};
+    uint64_t st = test_seed();
+    for (size_t fi = 0; fi < 4; fi++) {
+        const memra_format f = fm[fi];
+        const int bb = memra_format_block_bytes(f), kq = f == MEMRA_FORMAT_Q4_K || f == MEMRA_FORMAT_Q6_K;
+        for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++) {
+            const int64_t rows = shapes[si][0], cols = shapes[si][1], rp = (rows + 127) / 128 * 128;
+            const uint64_t gguf = memra_format_row_bytes(f, cols) * (uint64_t)rows, wb = memra_w16_bytes(f, rows, cols);
+            const uint64_t per256 = f == MEMRA_FORMAT_Q8_0 ? 272 : f == MEMRA_FORMAT_Q4_0 ? 144 : f == MEMRA_FORMAT_Q4_K ? 148 : 212;
+            CHECK_INT_EQ((long long)wb, (long long)((uint64_t)rp * (uint64_t)cols / 256u * per256));
+            CHECK((double)wb <= 1.03 * (double)gguf * (double)rp / (double)rows + 1.0);
+            uint8_t *w = malloc((size_t)gguf), *o = malloc((size_t)wb + 1);
+            uint16_t *mir = malloc((size_t)(rows * cols) * 2);
+            float *dec = malloc((size_t)cols * sizeof(float));
+            CHECK(w != NULL && o != NULL && mir != NULL && dec != NULL);
+            for (uint64_t i = 0; i < gguf; i++) w[i] = (uint8_t)test_rand_u64(&st);
+            for (uint64_t b = 0; b < gguf; b += (uint64_t)bb) {
+                const size_t at = f == MEMRA_FORMAT_Q6_K ? 208 : 0;
+                put16(w + b + at, (uint16_t)(test_rand_u64(&st) & 0xFBFF)); /* finite, either sign */
+                if (f == MEMRA_FORMAT_Q4_K) put16(w + b + 2, (uint16_t)(test_rand_u64(&st) & 0xFBFF));
+            }
+            memset(o, 0xA5, (size_t)wb + 1);
+            CHECK_INT_EQ(memra_w16_repack(f, w, rows, cols, o), 0);
+            CHECK_HEX_EQ(o[wb], 0xA5); /* wb bytes, not one more */
+            CHECK_INT_EQ(memra_w16_decode_f16(f, o, rows, cols, mir), 0);
+            for (int64_t j = 0; j < rows; j++) {
+                memra_decode_row(f, w + (size_t)j * memra_format_row_bytes(f, cols), cols, dec);
+                for (int64_t c = 0; c < cols; c++)
+                    if (mir[j * cols + c] != memra_f16_from_f32(dec[c]))
+                        TEST_FAIL_AT("%s %lldx%lld (%lld, %lld): decode %04x, the format's %04x", memra_format_name(f),
+                                     (long long)rows, (long long)cols, (long long)j, (long long)c,
+                                     (unsigned)mir[j * cols + c], (unsigned)memra_f16_from_f32(dec[c]));
+            }
+            for (int64_t t = 0; t < rp / 128; t++)
+                for (int64_t g = 0; g < cols / 32; g++)
+                    for (int v = 0; v < 8; v++)
+                        for (int l = 0; l < 32; l++)
+                            for (int h = 0; h < 2; h++) {
+                                uint16_t a[4][2];
+                                w16_emulate(f, o, rows, cols, t, g, v, l, h, a);
+                                for (int r = 0; r < 4; r++)
+                                    for (int e = 0; e < 2; e++) {
+                                        const int64_t row = 128 * t + 16 * v + l / 4 + 8 * (r & 1);
+                                        const int64_t col = 32 * g + 16 * h + 2 * (l % 4) + e + 8 * (r >> 1);
+                                        const uint16_t want = row < rows ? mir[row * cols + col] : 0;
+                                        if ((a[r][e] & 0x7FFF) != (want & 0x7FFF) || (row < rows && a[r][e] != want))
+                                            TEST_FAIL_AT("%s %lldx%lld tile %lld group %lld warp %d lane %d half %d reg %d.%d "
+                                                         "(row %lld col %lld): fragment %04x, mirror %04x",
+                                                         memra_format_name(f), (long long)rows, (long long)cols,
+                                                         (long long)t, (long long)g, v, l, h, r, e, (long long)row,
+                                                         (long long)col, (unsigned)a[r][e], (unsigned)want);
+                                    }
+                            }
+            (void)kq;
+            free(w), free(o), free(mir), free(dec);
+        }
+    }
+    uint8_t b[64] = {0};
+    CHECK_INT_EQ(memra_w16_bytes(MEMRA_FORMAT_Q5_K, 4, 256), 0);
+    CHECK_INT_EQ(memra_w16_repack(MEMRA_FORMAT_Q5_K, b, 1, 256, b), -1);
+    CHECK_INT_EQ(memra_w16_repack(MEMRA_FORMAT_Q4_K, b, 1, 288, b), -1); /* K-quant cols off 256 */
+    CHECK_INT_EQ(memra_w16_repack(MEMRA_FORMAT_Q8_0, b, 1, 48, b), -1);  /* off 32 */
+    CHECK_INT_EQ(memra_w16_repack(MEMRA_FORMAT_Q8_0, b, -1, 32, b), -1);
+    CHECK_INT_EQ(memra_w16_repack(MEMRA_FORMAT_Q8_0, NULL, 1, 32, b), -1);
+    CHECK_INT_EQ(memra_w16_decode_f16(MEMRA_FORMAT_Q6_K, b, 1, 256, NULL), -1);
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 2) {
-        fprintf(stderr, "usage: %s table|f16|e4m3|q8_0|q4_0|q4_k|q5_k|q6_k|kpacked|kr_tc|wg_seed\n", argv[0]);
+        fprintf(stderr, "usage: %s table|f16|e4m3|q8_0|q4_0|q4_k|q5_k|q6_k|kpacked|kr_tc|wg_seed|w16\n", argv[0]);
         return 2;
     }
     static const struct {
@@ -1015,7 +1146,7 @@ int main(int argc, char **argv)
         void (*fn)(void);
     } cases[] = {{"table", case_table}, {"f16", case_f16}, {"bf16", case_bf16},   {"e4m3", case_e4m3}, {"q8_0", case_q8_0},
                  {"q4_0", case_q4_0},   {"q4_k", case_q4_k}, {"q5_k", case_q5_k}, {"q6_k", case_q6_k},
-                 {"kpacked", case_kpacked}, {"kr_tc", case_kr_tc}, {"wg_seed", case_wg_seed}};
+                 {"kpacked", case_kpacked}, {"kr_tc", case_kr_tc}, {"wg_seed", case_wg_seed}, {"w16", case_w16}};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         if (strcmp(argv[1], cases[i].name) == 0) {
             cases[i].fn();

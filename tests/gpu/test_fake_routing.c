@@ -95,6 +95,7 @@ static const char *expect_first(memra_op op, int cc, int native121)
     const int floor = op == MEMRA_OP_quant_q8_1 || op == MEMRA_OP_gemm_q8_0 || op == MEMRA_OP_repack_q8_0 ||
                       op == MEMRA_OP_gemm_q8_0r || op == MEMRA_OP_gemm_kr || op == MEMRA_OP_gemm_experts;
     if (cc == 90) return floor || op == MEMRA_OP_accprobe ? "mmq" : "sm90";
+    if (op == MEMRA_OP_gemm_w16) return NULL; /* the wgmma tile: the sm90 module's alone */
     if (cc == 120 || (cc == 121 && native121)) return "sm120";
     return op == MEMRA_OP_accprobe ? NULL : "portable";
 }
@@ -111,7 +112,7 @@ static const char *expect_first_forced(memra_op op, int cc, int native121)
                       op == MEMRA_OP_accprobe;
     const int mmq_images = cc == 90 || cc == 120 || (cc == 121 && native121);
     if (floor && mmq_images) return "mmq";
-    return op == MEMRA_OP_accprobe ? NULL : "portable";
+    return op == MEMRA_OP_accprobe || op == MEMRA_OP_gemm_w16 ? NULL : "portable";
 }
 
 static const char *call_gemm(memra_device *dev, memra_op op, memra_status *out_st, char *why, size_t why_len)
@@ -358,8 +359,9 @@ int main(int argc, char **argv)
             EXPECT((want == NULL && got == NULL) || (want && got && strcmp(want, got) == 0),
                    "MEMRA_ARCH=cuda cc %d %s: first module %s, want %s", k_cc[d], memra_op_name((memra_op)op),
                    got ? got : "none", want ? want : "none");
-            /* the portable module is in every list of an op it has, mmq's included */
-            if (op != MEMRA_OP_accprobe) {
+            /* the portable module is in every list of an op it has, mmq's included (it has no accprobe and no
+             * gemm_w16) */
+            if (op != MEMRA_OP_accprobe && op != MEMRA_OP_gemm_w16) {
                 int has = 0;
                 for (int i = 0; i < n && i < 16; i++) has |= strcmp(names[i], "portable") == 0;
                 EXPECT(has, "MEMRA_ARCH=cuda cc %d %s: portable not in the routing", k_cc[d],

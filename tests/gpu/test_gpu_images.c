@@ -28,7 +28,9 @@ typedef struct image_rule {
 
 static const char *const k_fp8blk_targets[] = {"89", "90a", "120a", "121a", NULL};
 static const char *const k_fp8blk_mx_targets[] = {"120a", "121a", NULL};
-static const image_rule k_load_time[] = {{"convert", NULL}, {"dequant", NULL}, {"fp8_act", NULL}, {"fp8_weight", NULL}};
+static const char *const k_w16_targets[] = {"90a", NULL}; /* gemm_w16's wgmma tile: the sm90 module's */
+static const image_rule k_load_time[] = {{"convert", NULL}, {"dequant", NULL}, {"fp8_act", NULL}, {"fp8_weight", NULL},
+                                         {"w16", k_w16_targets}};
 static const image_rule k_mmq[] = {{"mmq", NULL}, {"fp8blk", k_fp8blk_targets}, {"fp8blk_mx", k_fp8blk_mx_targets}};
 
 static int rule_has(const image_rule *r, const char *target)

@@ -8,7 +8,8 @@
  * cases they decline. fini must unload every image init loaded.
  *
  *   test_gpu_runtime <case> <sm90.so> <sm120.so> <mmq.so> <fp8blk.so>
- *   sm90            init on cc 9.0; cvt_f16, dequant_f16, fp8_nan_count launch their kernels; gemm_f16 declines (no cuBLASLt)
+ *   sm90            init on cc 9.0; cvt_f16, dequant_f16, fp8_nan_count launch their kernels; gemm_f16 declines (no cuBLASLt);
+ *                   gemm_w16's plans (pass, tile, split-k sum; grids on 132 SMs), declines and refusals
  *   sm120           init on cc 12.0; quant_q8_1 and gemm_q8_0r launch as dependents; gemm_fp8_blk runs mxf8f6f4 kernels
  *   sm120_on_sm90   a forced sm120 profile on cc 9.0: gemm_fp8_blk declines with the sm120 reason
  *   mmq             gemm_q8_0 launches memra_k_gemm_q8_0, accprobe the probe, the tile plan avoids 128 x 128 at 99 KB;
@@ -569,6 +570,55 @@ static int declined(const char *what, memra_status st, const memra_call *c, cons
 
 /* ---- cases ------------------------------------------------------------------------------- */
 
+/* gemm_w16 (the w16 family): the activations' pass, then the tile of the format and token width, and with
+ * split-k the slices' sum; the plan on 132 SMs; declines and errors launch nothing. */
+static int gemm_w16_plans(mod *m)
+{
+    int ok = 1;
+    memra_call c = call_of(m);
+    /* m 4096, 5120 -> 5120 Q8_0: 16 x 40 CTAs of 256 tokens, unsplit */
+    memra_gemm_args a = gemm(4096, 5120, 5120);
+    a.w_format = MEMRA_FORMAT_Q8_0;
+    memra_status st = m->desc->ops->gemm_w16(&c, &a);
+    const int g1 = g_grid_x[1] == 16 && g_grid_y[1] == 40 && g_grid_z[1] == 1 && g_block_x[1] == 384 &&
+                   g_smem[1] == 4u * 41472u + 1024u;
+    printf("  gemm_w16 Q8_0 4096 tile grid %u x %u x %u, block %u, smem %u  %s\n", g_grid_x[1], g_grid_y[1],
+           g_grid_z[1], g_block_x[1], g_smem[1], g1 ? "ok" : "FAIL");
+    ok &= g1 && launched("gemm_w16 Q8_0 m 4096", st, 2, (const char *[]){"memra_k_w16_x16", "memra_k_w16_q8_0_n256"},
+                         (const int[]){0, 0});
+    /* m 512, 5120 -> 1024 Q6_K: the 256-token grid (16 CTAs) is 12% of a wave: 128 tokens (32 CTAs), then
+     * split-k until 132 SMs have a CTA: 5 slices of 16 steps */
+    a = gemm(512, 1024, 5120);
+    a.w_format = MEMRA_FORMAT_Q6_K;
+    c = call_of(m);
+    st = m->desc->ops->gemm_w16(&c, &a);
+    const int g2 = g_grid_x[1] == 4 && g_grid_y[1] == 8 && g_grid_z[1] == 5;
+    printf("  gemm_w16 Q6_K 512 tile grid %u x %u x %u  %s\n", g_grid_x[1], g_grid_y[1], g_grid_z[1], g2 ? "ok" : "FAIL");
+    ok &= g2 && launched("gemm_w16 Q6_K m 512 split", st, 3,
+                         (const char *[]){"memra_k_w16_x16", "memra_k_w16_q6_k_n128", "memra_k_w16_sum"},
+                         (const int[]){0, 0, 0});
+    /* k 544 (Q8_0 blocks, not the tile's 64-column steps): declined */
+    a = gemm(64, 256, 544);
+    a.w_format = MEMRA_FORMAT_Q4_0;
+    c = call_of(m);
+    ok &= declined("gemm_w16 k 544", m->desc->ops->gemm_w16(&c, &a), &c, "multiple of 64");
+    /* the host's refusals: Q5_K (no W16 layout), a K-quant k off 256, an f16 activation */
+    static const struct { int32_t f; int k, xh; const char *what; } bad[3] = {
+        {MEMRA_FORMAT_Q5_K, 512, 0, "Q5_K"}, {MEMRA_FORMAT_Q4_K, 640, 0, "Q4_K k 640"}, {MEMRA_FORMAT_Q8_0, 512, 1, "x_is_f16"}};
+    for (int i = 0; i < 3; i++) {
+        a = gemm(64, 256, bad[i].k);
+        a.w_format = bad[i].f;
+        a.x_is_f16 = bad[i].xh;
+        c = call_of(m);
+        st = m->desc->ops->gemm_w16(&c, &a);
+        const int e = st == MEMRA_STATUS_INVALID_ARGUMENT && g_n_launched == 0;
+        printf("  gemm_w16 %-18s status %d  %s\n", bad[i].what, (int)st, e ? "ok" : "FAIL");
+        ok &= e;
+        g_n_launched = 0;
+    }
+    return ok;
+}
+
 static int case_sm90(const char *so)
 {
     mod m;
@@ -625,7 +675,8 @@ static int case_sm90(const char *so)
     ok &= declined("gemm_fp8 x_scale (no cuBLASLt)", m.desc->ops->gemm_fp8(&c, &a), &c, "cuBLASLt");
     a.x_scale = 0.0f;
     ok &= m.desc->ops->quant_q8_1 == NULL && m.desc->ops->gemm_q8_0r == NULL;
-    ok &= close_mod(&m, 4);
+    ok &= gemm_w16_plans(&m);
+    ok &= close_mod(&m, 5);
     return ok;
 }
 

@@ -1,6 +1,6 @@
-/* w16_wgmma.cuh: the f16 warpgroup MMAs with A from registers (and, for the ceiling, from shared memory) that
- * bench/micro/w16.cu and w16gemm.cu share, their descriptors and register fences. Standalone benchmark code
- * (sm_90a), outside the build; needs <cstdint>. */
+/* w16_wgmma.cuh: the f16 warpgroup MMAs with A from registers (and, for the ceiling, from shared memory) of the
+ * w16 tile (w16_tile.cuh) and of bench/micro/w16.cu, their descriptors and register fences (sm_90a; needs
+ * <cstdint>). */
 #pragma once
 
 /* no swizzle, K-major: core matrices of 8 rows x 16 bytes, 128 bytes apart along K and 256 apart along M / N */

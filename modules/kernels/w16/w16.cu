@@ -1,0 +1,36 @@
+/* The w16 family's kernels (sm_90a only): gemm_w16's tile on the W16 operand (w16_tile.cuh) per format and
+ * token tile, the activations' pass into the f16 tiles, and split-k's sum. Entry points:
+ *   memra_k_w16_<fmt>_n<BN>  fmt q8_0, q4_0, q4_k, q6_k; BN 256 or 128 (grid: ceil(m / BN) x row tiles x slices)
+ *   memra_k_w16_x16          x f32 [m][k] -> the BN-token f16 tiles (one 16-byte chunk a thread)
+ *   memra_k_w16_sum          the slices' partial sums -> y (one output a thread) */
+#include "w16_tile.cuh"
+
+#define W16_ENTRY(fmt, QB, BN)                                                                                      \
+    extern "C" __global__ void __launch_bounds__(384, 1)                                                          \
+        memra_k_w16_##fmt##_n##BN(const unsigned char *__restrict__ codes, const unsigned short *__restrict__ scales,  \
+                                  const uint32_t *__restrict__ ddp, const __half *__restrict__ x16,                  \
+                                  float *__restrict__ y, int m, int n, int k, long long ldy, float alpha,            \
+                                  float *__restrict__ part)                                                          \
+    {                                                                                                               \
+        w16_tile<QB, BN>(codes, scales, ddp, x16, y, m, n, k, ldy, alpha, part);                                    \
+    }
+W16_ENTRY(q8_0, 8, 256)
+W16_ENTRY(q4_0, 4, 256)
+W16_ENTRY(q4_k, 5, 256)
+W16_ENTRY(q6_k, 6, 256)
+W16_ENTRY(q8_0, 8, 128)
+W16_ENTRY(q4_0, 4, 128)
+W16_ENTRY(q4_k, 5, 128)
+W16_ENTRY(q6_k, 6, 128)
+
+extern "C" __global__ void __launch_bounds__(256)
+    memra_k_w16_x16(const float *__restrict__ x, __half *__restrict__ x16, int m, int k, int mp, int bn)
+{
+    w16_x16((long long)blockIdx.x * blockDim.x + threadIdx.x, x, x16, m, k, mp, bn);
+}
+
+extern "C" __global__ void __launch_bounds__(256)
+    memra_k_w16_sum(const float *__restrict__ part, float *__restrict__ y, int m, int n, long long ldy, int z, float alpha)
+{
+    w16_sum((long long)blockIdx.x * blockDim.x + threadIdx.x, part, y, m, n, ldy, z, alpha);
+}

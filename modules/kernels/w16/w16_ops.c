@@ -1,0 +1,136 @@
+/* The w16 family (w16.cu, sm_90a): op gemm_w16, the fused-dequant f16 tile on the W16 operand (module.h
+ * memra_w16_off). Argument checks (the host reference's), declines for what the tile does not take, the plan
+ * (token tile, split-k), scratch, launches on call->stream:
+ *   1. memra_k_w16_x16: x f32 -> the f16 token tiles in scratch (MEMRA__W16_SLOT_X16);
+ *   2. memra_k_w16_<fmt>_n<BN>: the tile, into y, or with split-k into the slices' partial sums
+ *      (MEMRA__W16_SLOT_PART);
+ *   3. with split-k, memra_k_w16_sum: the slices added in slice order, times alpha, into y.
+ * Knobs (read at load): MEMRA_W16_TILE (auto | 128 | 256), MEMRA_W16_SPLIT (auto | 1..16). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/kernels.h"
+
+#define W16_OF(call) ((memra__gpu *)(call)->module_ctx)
+#define MEMRA__W16_SLOT_X16 "w16.x16"   /* the activation as f16 token tiles */
+#define MEMRA__W16_SLOT_PART "w16.part" /* split-k's partial sums, [slices][m][n] f32 */
+/* w16_tile.cuh's constants: rows a CTA, k a step, the stages' dynamic shared memory (4 x 41472 + 1024) */
+#define W16_BM 128
+#define W16_BK 64
+#define W16_SMEM_BYTES (4u * 41472u + 1024u)
+#define W16_THREADS 384
+
+typedef struct memra__w16_state {
+    CUfunction tile[2][4]; /* [BN 256, 128][Q8_0, Q4_0, Q4_K, Q6_K] */
+    CUfunction x16, sum;
+    int tile_knob;  /* 0 auto, else 128 / 256 */
+    int split_knob; /* 0 auto, else 1..16 */
+} memra__w16_state;
+
+static const char *const k_tile_names[2][4] = {
+    {"memra_k_w16_q8_0_n256", "memra_k_w16_q4_0_n256", "memra_k_w16_q4_k_n256", "memra_k_w16_q6_k_n256"},
+    {"memra_k_w16_q8_0_n128", "memra_k_w16_q4_0_n128", "memra_k_w16_q4_k_n128", "memra_k_w16_q6_k_n128"},
+};
+
+static memra_status w16_load(memra__gpu *gpu, void *state)
+{
+    memra__w16_state *s = state;
+    CUmodule m;
+    memra_status st = memra__gpu_image_load(gpu, "w16", &m);
+    for (int b = 0; b < 2 && st == MEMRA_STATUS_OK; b++)
+        for (int f = 0; f < 4 && st == MEMRA_STATUS_OK; f++)
+            st = memra__gpu_function(gpu, m, k_tile_names[b][f], W16_SMEM_BYTES, &s->tile[b][f]);
+    if (st == MEMRA_STATUS_OK) st = memra__gpu_function(gpu, m, "memra_k_w16_x16", 0, &s->x16);
+    if (st == MEMRA_STATUS_OK) st = memra__gpu_function(gpu, m, "memra_k_w16_sum", 0, &s->sum);
+    if (st != MEMRA_STATUS_OK) return st;
+    const char *t = memra__gpu_knob(gpu, "MEMRA_W16_TILE"), *z = memra__gpu_knob(gpu, "MEMRA_W16_SPLIT");
+    s->tile_knob = t != NULL && strcmp(t, "auto") != 0 ? atoi(t) : 0;
+    s->split_knob = z != NULL && strcmp(z, "auto") != 0 ? atoi(z) : 0;
+    return MEMRA_STATUS_OK;
+}
+
+const memra__gpu_family memra__gpu_family_w16 = {.name = "w16", .state_size = sizeof(memra__w16_state), .load = w16_load};
+
+/* The format's index in the tile table, -1 for another */
+static int fmt_index(int32_t f)
+{
+    switch (f) {
+    case MEMRA_FORMAT_Q8_0: return 0;
+    case MEMRA_FORMAT_Q4_0: return 1;
+    case MEMRA_FORMAT_Q4_K: return 2;
+    case MEMRA_FORMAT_Q6_K: return 3;
+    default: return -1;
+    }
+}
+
+/* The token tile: 128 where m <= 2048 and the 256-token grid would leave its last wave under 80% full, else
+ * 256 (the knob overrides) */
+static int tile_for(int64_t m, int64_t row_tiles, int64_t sms, int knob)
+{
+    if (knob == 128 || knob == 256) return knob;
+    const int64_t c256 = (m + 255) / 256 * row_tiles, waves = (c256 + sms - 1) / sms;
+    return m <= 2048 && (double)c256 / (double)(waves * sms) < 0.8 ? 128 : 256;
+}
+
+/* split-k's slices: until every SM has a CTA, each slice at least 8 k steps, at most 16 (the knob overrides,
+ * capped at the steps) */
+static int slices_for(int64_t ctas, int64_t steps, int64_t sms, int knob)
+{
+    if (knob >= 1) return (int)(knob < steps ? knob : steps);
+    int z = 1;
+    while (ctas * z < sms && z < 16 && steps / (z + 1) >= 8) z++;
+    return z;
+}
+
+memra_status memra__gpu_gemm_w16(memra_call *call, const memra_gemm_args *args)
+{
+    memra__gpu *gpu = W16_OF(call);
+    const memra__w16_state *s = memra__gpu_state(gpu, &memra__gpu_family_w16);
+    memra_status st = memra__gpu_check_gemm(gpu, "gemm_w16", args);
+    if (st != MEMRA_STATUS_OK) return st;
+    if (!MEMRA_HAS_MEMBER(args, memra_gemm_args, w_format))
+        return memra__gpu_bad_arg(gpu, "gemm_w16", "args has no w_format");
+    const int fi = fmt_index(args->w_format);
+    if (fi < 0) return memra__gpu_bad_arg(gpu, "gemm_w16", "w_format is not Q8_0, Q4_0, Q4_K or Q6_K");
+    if (args->n > 0 && args->k > 0 && memra_w16_bytes((memra_format)args->w_format, args->n, args->k) == 0)
+        return memra__gpu_bad_arg(gpu, "gemm_w16", "k is not a multiple of the format's block (32; K-quants 256)");
+    if (args->x_is_f16) return memra__gpu_bad_arg(gpu, "gemm_w16", "the activation is f32 (x_is_f16 is for gemm_f16)");
+    if (args->m == 0 || args->n == 0) return MEMRA_STATUS_OK;
+    if (s == NULL) return memra__gpu_decline(call, "gemm_w16: this module has no w16 kernels");
+    if (args->k == 0 || args->k % W16_BK != 0) return memra__gpu_decline(call, "gemm_w16's tile takes k a multiple of 64");
+    const int64_t m = args->m, n = args->n, k = args->k, tiles = (n + W16_BM - 1) / W16_BM;
+    if (tiles > 65535) return memra__gpu_decline(call, "gemm_w16: more than 65535 row tiles");
+    if (!memra__gpu_aligned(args->w, 16) || !memra__gpu_aligned(args->x, 16) || !memra__gpu_aligned(args->y, 4))
+        return memra__gpu_decline(call, "gemm_w16 needs a 16-byte aligned operand and activation");
+    const int64_t sms = gpu->caps->sm_count > 0 ? gpu->caps->sm_count : 16;
+    const int bn = tile_for(m, tiles, sms, s->tile_knob), b = bn == 256 ? 0 : 1;
+    const int64_t mp = (m + 255) / 256 * 256, ctas = (m + bn - 1) / bn * tiles;
+    const int z = slices_for(ctas, k / W16_BK, sms, s->split_knob);
+    memra_dptr x16 = 0, part = 0;
+    if (!MEMRA_HAS_MEMBER(gpu->host, memra_host_services, scratch_get))
+        return gpu->host->set_error(MEMRA_STATUS_MODULE_ERROR, "%s: the core has no named scratch", gpu->name);
+    st = gpu->host->scratch_get(call, MEMRA__W16_SLOT_X16, (size_t)(mp * k * 2), &x16);
+    if (st == MEMRA_STATUS_OK && z > 1)
+        st = gpu->host->scratch_get(call, MEMRA__W16_SLOT_PART, (size_t)z * (size_t)(m * n) * 4u, &part);
+    if (st != MEMRA_STATUS_OK) return st;
+    if (MEMRA_HAS_MEMBER(call, memra_call, sizing) && call->sizing == 1) {
+        call->sizing = 2;
+        return MEMRA_STATUS_OK;
+    }
+    const memra_format f = (memra_format)args->w_format;
+    memra_dptr codes = args->w, scales = args->w + memra_w16_off(f, n, k, 'S'), dd = args->w + memra_w16_off(f, n, k, 'D');
+    memra_dptr y = memra__gpu_y_base(args), x = args->x;
+    int bni = bn, mi = (int)m, ni = (int)n, ki = (int)k, mpi = (int)mp, zi = z;
+    long long ldy = (long long)args->ldy;
+    float alpha = args->alpha;
+    st = memra__gpu_launch_ex(gpu, s->x16, "memra_k_w16_x16", (unsigned)((mp * k / 8 + 255) / 256), 1, 1, 256, 0,
+                              call->stream, (void *[]){&x, &x16, &mi, &ki, &mpi, &bni}, 0);
+    if (st == MEMRA_STATUS_OK)
+        st = memra__gpu_launch_ex(gpu, s->tile[b][fi], k_tile_names[b][fi], (unsigned)((m + bn - 1) / bn),
+                                  (unsigned)tiles, (unsigned)z, W16_THREADS, W16_SMEM_BYTES, call->stream,
+                                  (void *[]){&codes, &scales, &dd, &x16, &y, &mi, &ni, &ki, &ldy, &alpha, &part}, 0);
+    if (st == MEMRA_STATUS_OK && z > 1)
+        st = memra__gpu_launch_ex(gpu, s->sum, "memra_k_w16_sum", (unsigned)((m * n + 255) / 256), 1, 1, 256, 0,
+                                  call->stream, (void *[]){&part, &y, &mi, &ni, &ldy, &zi, &alpha}, 0);
+    return st;
+}
