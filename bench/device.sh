@@ -52,6 +52,9 @@
 #               Q8_0 / Q4_0 / Q4_K / Q6_K at both token tiles and with split-k, then the 27b sheet against cuBLAS's
 #               f16 GEMM), then the four sanitizer tools over the prototype's checks, each in its own process (see
 #               step_w16)
+#   w16lane     gemm_w16 in the build (issue 26): memra check --op gemm_w16 on the GPU (receipt), memra bench 27b at
+#               W16L_M (default "512 4096") with the w16 arms beside the floor's (receipts), then the sanitizer tools
+#               W16L_TOOLS (default none) over `memra check --op gemm_w16 --module sm90 --quick`, each alone
 #   wgpin       MEMRA_MMQ_WG_SEED=pin (_wgsf, the fold pinned behind the s8 wgmma): test, knobab, tools (see step_wgpin)
 #   wgia        MEMRA_MMQ_WG_SEED=iadd (_wgsi, no seed MMA: the fold adds the seed): knobab, test, tools (see step_wgia)
 #   wgpp        MEMRA_MMQ_WG_SEED=pp (_wgspp, the folds in turn): knobab, tests, stall samples, tools (see step_wgpp)
@@ -1270,6 +1273,26 @@ step_w16() {
     say "w16gemm check under $tool: exit $? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|Error' "$L/w16gemm_san_$tool.txt" | tail -1)"
   done
   say "w16: $((SECONDS - t)) s"
+}
+
+# w16lane (issue 26): gemm_w16 through the build: its check rows on the GPU, the 27b sheet with the w16 arms
+# (w8_0, w4_0, w4_k, w6_k) interleaved with the floor's, then the sanitizer tools over its quick check
+step_w16lane() {
+  local t=$SECONDS mm tool
+  timeout 240 $M check --device 0 --op gemm_w16 --json $R/check_w16_$TAG.json > "$L/check_w16.log" 2>&1
+  say "memra check --device 0 --op gemm_w16: exit $? $(grep -E 'passed, ' "$L/check_w16.log")"
+  grep -E " FAIL|DECLINED" "$L/check_w16.log" | head -8 >> "$S"
+  for mm in ${W16L_M:-512 4096}; do
+    timeout 300 $M bench 27b --m $mm --json $R/bench_27b_m${mm}_$TAG.json > "$L/bench_27b_m$mm.txt" 2>&1
+    say "memra bench 27b m=$mm: exit $?"
+    grep -E "geometric|^ *(w8_0|w4_0|w4_k|w6_k|mmq|q4_0|q4_k|q6_k) " "$L/bench_27b_m$mm.txt" | head -14 >> "$S"
+  done
+  for tool in ${W16L_TOOLS:-}; do
+    timeout 240 compute-sanitizer --tool $tool $M check --device 0 --op gemm_w16 --module sm90 --quick \
+      > "$L/w16lane_san_$tool.txt" 2>&1
+    say "check gemm_w16 under $tool: exit $? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$L/w16lane_san_$tool.txt" | tail -1)"
+  done
+  say "w16lane: $((SECONDS - t)) s"
 }
 
 # MEMRA_MMQ_WG_SEED=pin (_wgsf: _wgs with each group's fold pinned behind its s8 wgmma; bench/micro/wgfold.cu found

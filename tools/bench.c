@@ -61,8 +61,15 @@ typedef struct shape {
 static const shape k_27b[] = {{5120, 12288}, {5120, 1024}, {6144, 5120}, {5120, 17408}, {17408, 5120}, {5120, 5120}};
 static const shape k_1p7b[] = {{2048, 2048}, {2048, 1024}, {2048, 6144}, {6144, 2048}};
 
-enum { ARM_F16, ARM_MMQ, ARM_FP8, ARM_FP8BLK, ARM_Q4_0, ARM_Q4_K, ARM_Q5_K, ARM_Q6_K, ARM_COUNT };
-static const char *const k_arm_name[ARM_COUNT] = {"f16", "mmq", "fp8", "fp8blk", "q4_0", "q4_k", "q5_k", "q6_k"};
+enum { ARM_F16, ARM_MMQ, ARM_FP8, ARM_FP8BLK, ARM_Q4_0, ARM_Q4_K, ARM_Q5_K, ARM_Q6_K,
+       ARM_W8_0, ARM_W4_0, ARM_W4_K, ARM_W6_K, ARM_COUNT };
+static const char *const k_arm_name[ARM_COUNT] = {"f16",  "mmq",  "fp8",  "fp8blk", "q4_0",   "q4_k",
+                                                  "q5_k", "q6_k", "w8_0", "w4_0",   "w4_k",   "w6_k"};
+/* The w16 arms (ARM_W8_0 ..): Q8_0, Q4_0, Q4_K, Q6_K without a mirror on the W16 operand (gemm_w16), beside
+ * the floor arms of the same formats (whose weights are prepared with memra_device_w16_set 0) */
+#define ARM_WFIRST ARM_W8_0
+static const memra_format k_warm_format[4] = {MEMRA_FORMAT_Q8_0, MEMRA_FORMAT_Q4_0, MEMRA_FORMAT_Q4_K,
+                                              MEMRA_FORMAT_Q6_K};
 /* The K-quant floor arms' formats (ARM_Q4_0 ..) */
 #define ARM_KFIRST ARM_Q4_0
 static const memra_format k_arm_format[4] = {MEMRA_FORMAT_Q4_0, MEMRA_FORMAT_Q4_K, MEMRA_FORMAT_Q5_K,
@@ -86,11 +93,12 @@ static const double k_ggml_27b_us[2][5][6] = {
  * the weight has none, gemm_q8_0 (Q8_0 blocks): see arm_judge. */
 static const memra_op k_arm_op[ARM_COUNT] = {MEMRA_OP_gemm_f16,   MEMRA_OP_gemm_q8_0r, MEMRA_OP_gemm_fp8,
                                              MEMRA_OP_gemm_fp8_blk, MEMRA_OP_gemm_q8_0r, MEMRA_OP_gemm_kr,
-                                             MEMRA_OP_gemm_kr,      MEMRA_OP_gemm_kr};
-/* memra_weight_operands bits 0..4, in the receipt */
-#define N_OPERAND_BITS 5
+                                             MEMRA_OP_gemm_kr,      MEMRA_OP_gemm_kr,    MEMRA_OP_gemm_w16,
+                                             MEMRA_OP_gemm_w16,     MEMRA_OP_gemm_w16,   MEMRA_OP_gemm_w16};
+/* memra_weight_operands bits 0..5, in the receipt */
+#define N_OPERAND_BITS 6
 static const char *const k_operand_name[N_OPERAND_BITS] = {"raw", "f16_mirror", "q8_0_slab", "q8_0_records",
-                                                           "k_records"};
+                                                           "k_records", "w16"};
 
 /* Ledger hits of every (op, module) on one device. */
 typedef struct ledger_snap {
@@ -141,7 +149,11 @@ typedef struct bench {
 static double ggml_quoted_us(const bench *b, int a, size_t s)
 {
     if (!b->gpu || b->sheet != k_27b || s >= 6 || (b->m != 512 && b->m != 4096)) return 0.0;
-    const int row = a == ARM_MMQ ? 0 : a >= ARM_KFIRST ? 1 + a - ARM_KFIRST : -1;
+    static const int wrow[4] = {0, 1, 2, 4}; /* the w16 arms: their format's GGML row */
+    const int row = a == ARM_MMQ                                   ? 0
+                    : a >= ARM_WFIRST                              ? wrow[a - ARM_WFIRST]
+                    : a >= ARM_KFIRST                              ? 1 + a - ARM_KFIRST
+                                                                   : -1;
     return row < 0 ? 0.0 : k_ggml_27b_us[b->m == 4096][row][s];
 }
 
@@ -320,6 +332,7 @@ static uint64_t op_hits(const bench *b, const ledger_snap *s, memra_op op)
 static const char *arm_expect(int a)
 {
     return a == ARM_MMQ ? "gemm_q8_0r or gemm_q8_0 (or every call dequant_kr_f16 + gemm_f16)"
+           : a >= ARM_WFIRST ? "gemm_w16"
            : a >= ARM_KFIRST ? a == ARM_Q4_0 ? "gemm_q8_0r (or every call dequant_kr_f16 + gemm_f16)"
                                              : "gemm_kr (or every call dequant_kr_f16 + gemm_f16)"
                              : memra_op_name(k_arm_op[a]);
@@ -371,7 +384,7 @@ static void arm_judge(const bench *b, arm_result *ar, int a)
         if (hb && !hr) ar->op = MEMRA_OP_gemm_q8_0;
         const uint64_t dk = op_hits(b, &ar->served, MEMRA_OP_dequant_kr_f16);
         if (dk) arm_judge_route(b, ar, hr + hb, dk);
-    } else if (a >= ARM_KFIRST) {
+    } else if (a >= ARM_KFIRST && a < ARM_WFIRST) {
         const uint64_t dq = op_hits(b, &ar->served, MEMRA_OP_dequant_f16);
         const uint64_t dk = op_hits(b, &ar->served, MEMRA_OP_dequant_kr_f16);
         const uint64_t hf = op_hits(b, &ar->served, k_arm_op[a]);
@@ -645,6 +658,8 @@ static int bench_arms(bench *b)
         db.grid_count = gcount;
         db.name = "bench.e4m3blk";
         memra_status st = make_weight(b, &dq, "1048576", &w[ARM_F16]);
+        /* the floor arms' weights without W16 (the integer floor), the w16 arms' with it */
+        memra_device_w16_set(b->dev, 0);
         if (st == MEMRA_STATUS_OK) st = make_weight(b, &dq, "0", &w[ARM_MMQ]);
         if (st == MEMRA_STATUS_OK) st = make_weight(b, &de, NULL, &w[ARM_FP8]);
         if (st == MEMRA_STATUS_OK) st = make_weight(b, &db, NULL, &w[ARM_FP8BLK]);
@@ -659,7 +674,22 @@ static int bench_arms(bench *b)
             memra_weight_desc dk = {.struct_size = sizeof dk, .format = k_arm_format[f], .out_f = n, .in_f = k,
                                     .data = kq[f], .size = kb, .name = k_arm_name[ARM_KFIRST + f]};
             st = make_weight(b, &dk, "0", &w[ARM_KFIRST + f]);
+            /* the same blocks on the W16 operand, for the w16 arm of that format */
+            for (int v = 0; v < 4 && st == MEMRA_STATUS_OK; v++)
+                if (k_warm_format[v] == k_arm_format[f]) {
+                    memra_device_w16_set(b->dev, 1);
+                    dk.name = k_arm_name[ARM_WFIRST + v];
+                    st = make_weight(b, &dk, "0", &w[ARM_WFIRST + v]);
+                    memra_device_w16_set(b->dev, 0);
+                }
         }
+        if (st == MEMRA_STATUS_OK) {
+            memra_device_w16_set(b->dev, 1);
+            memra_weight_desc dw = dq;
+            dw.name = k_arm_name[ARM_W8_0];
+            st = make_weight(b, &dw, "0", &w[ARM_W8_0]);
+        }
+        memra_device_w16_set(b->dev, -1);
         const size_t recb = (size_t)memra_q8_1_bytes(m, k);
         if (st == MEMRA_STATUS_OK) st = tool_upload(b->dev, x, (size_t)(m * k) * sizeof(float), &bx);
         if (st == MEMRA_STATUS_OK) st = tool_upload(b->dev, NULL, (size_t)(m * n) * sizeof(float), &by);

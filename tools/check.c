@@ -1258,6 +1258,7 @@ static void check_op(checker *c, memra_op op)
         check_kfloor_op(c, op); /* Q4_0 on the floor */
         break;
     case MEMRA_OP_gemm_kr: check_kfloor_op(c, op); break;
+    case MEMRA_OP_gemm_w16: check_w16_op(c); break;
     case MEMRA_OP_gemm_experts: check_experts_op(c); break;
     case MEMRA_OP_repack_q8_0: /* rows and cols not multiples of 128: padded records, partial row tiles */
         case_repack(c, 1, 32);

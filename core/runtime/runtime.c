@@ -73,6 +73,7 @@ static void device_config(const memra_runtime *rt, memra_device *dev)
     atomic_store(&dev->f16_budget_mb, mb);
     atomic_store(&dev->f16_budget_source, source);
     atomic_store(&dev->floor_f16_m, (int_fast64_t)-1);
+    atomic_store(&dev->w16, -1);
     const char *z = memra__config_str(&rt->cfg, MEMRA__KNOB_TEST_SCRATCH_ZERO);
     dev->scratch_zero_new = z != NULL && strcmp(z, "1") == 0;
     memra__scratch_device_init(dev);
@@ -417,6 +418,13 @@ memra_status memra_device_floor_f16_m_set(memra_device *dev, int64_t m)
         return MEMRA__FAIL(MEMRA_STATUS_INVALID_ARGUMENT, "memra_device_floor_f16_m_set(%s): %lld is out of range",
                            dev->label, (long long)m);
     atomic_store(&dev->floor_f16_m, (int_fast64_t)(m < 0 ? (m == MEMRA_FLOOR_F16_M_AUTO ? m : -1) : m));
+    return MEMRA_STATUS_OK;
+}
+
+memra_status memra_device_w16_set(memra_device *dev, int on)
+{
+    if (dev == NULL) return MEMRA__FAIL(MEMRA_STATUS_INVALID_ARGUMENT, "memra_device_w16_set: NULL device");
+    atomic_store(&dev->w16, on < 0 ? -1 : on > 0 ? 1 : 0);
     return MEMRA_STATUS_OK;
 }
 

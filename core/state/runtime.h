@@ -251,6 +251,7 @@ struct memra_device {
     atomic_uint_fast64_t f16_used; /* bytes of f16 mirrors resident */
     atomic_uint_fast64_t f16_budget_mb; /* MEMRA_F16_BUDGET_MB, derived at open, or memra_device_f16_budget_set */
     atomic_int_fast64_t floor_f16_m;    /* memra_device_floor_f16_m_set's value: N, MEMRA_FLOOR_F16_M_AUTO (-2), or -1 unset (MEMRA_FLOOR_F16_M's) */
+    atomic_int w16;                     /* memra_device_w16_set's value: 0, 1, or -1 unset (MEMRA_W16's) */
     _Atomic(const char *) f16_budget_source; /* "derived", "profile", "env", "option", "api" (static text) */
     uint64_t free_at_open;                   /* cuMemGetInfo's free bytes at open (0: host, or unknown) */
 };

@@ -81,6 +81,7 @@ typedef struct weight_dev {
     memra_dptr q8_0;     /* Q8_0 slab of a block-128 FP8 weight, 0 when none */
     memra_dptr q8_0r;    /* Q8_0 records (gemm_q8_0r) of the raw Q8_0 or of the slab, 0 when none */
     memra_dptr kr;       /* K records (gemm_kr) of a Q4_K / Q5_K / Q6_K weight, 0 when none */
+    memra_dptr w16;      /* the W16 operand (gemm_w16) of a Q8_0 / Q4_0 / Q4_K / Q6_K weight, 0 when none */
     uint64_t nan_codes;  /* e4m3 NaN codes (E4M3 only) */
     const char *mirror_note; /* why there is no mirror */
     /* ---- experts (MoE): see "expert weights" at the end of the file ---- */
@@ -101,6 +102,9 @@ enum { MIRROR_BUDGET = 0, MIRROR_RESERVED = 1, MIRROR_NONE = 2, MIRROR_NO_LANE =
     "Q4_0 on the MMQ floor as Q8_0 records (exact: d kept, q - 8 as int8; 144 B per 128 values, Q4_0's 72)"
 #define NOTE_KR                                                                                                       \
     "on the MMQ floor as K records (the GGUF codes and scales K-packed: the GGUF's bytes, widened in the kernel)"
+#define NOTE_W16                                                                                                      \
+    "gemm_w16 on the W16 operand (the GGUF's codes and scales re-laid out, turned into the f16 mirror's values in "  \
+    "the tile's registers)"
 
 struct memra_weight {
     memra_runtime *rt;
@@ -233,6 +237,7 @@ static void weight_dev_free(memra_weight *w, int d)
     memra__dev_free(dev, wd->q8_0);
     memra__dev_free(dev, wd->q8_0r);
     memra__dev_free(dev, wd->kr);
+    memra__dev_free(dev, wd->w16);
     memra__dev_free(dev, wd->etab);
     atomic_fetch_sub(&dev->f16_used, wd->f16_bytes);
     memset(wd, 0, sizeof *wd);
@@ -435,6 +440,51 @@ static memra_status kr_records(memra_weight *w, memra_device *dev, weight_dev *w
     return MEMRA_STATUS_OK;
 }
 
+/* Whether dev serves w (Q8_0, Q4_0, Q4_K or Q6_K without a mirror) with gemm_w16 on the W16 operand:
+ * memra_device_w16_set, else MEMRA_W16 (auto: on a GPU; the host device keeps its integer floor unless
+ * MEMRA_W16=1), a module routes
+ * gemm_w16, and in_f is a multiple of the tile's 64-column step. */
+static int w16_wanted(const memra_weight *w, memra_device *dev)
+{
+    const int api = atomic_load(&dev->w16);
+    const int on = api >= 0 ? api : dev->rt->cfg.w16 == 1 || (dev->rt->cfg.w16 == 2 && !dev->is_host);
+    return on && memra_w16_bytes(w->format, w->out_f, w->in_f) != 0 && w->in_f % 64 == 0 &&
+           has_lane(dev, MEMRA_OP_gemm_w16);
+}
+
+/* The W16 operand of a weight without a mirror: repacked on the host (memra_w16_repack), uploaded and
+ * published as wd->w16. OK: published; DECLINED: none (not wanted, no device memory), nothing changed.
+ * Caller holds w->lock. */
+static memra_status w16_operand(memra_weight *w, memra_device *dev, weight_dev *wd)
+{
+    if (!w16_wanted(w, dev)) return MEMRA_STATUS_DECLINED;
+    const uint64_t bytes = memra_w16_bytes(w->format, w->out_f, w->in_f);
+    uint8_t *host = malloc((size_t)bytes);
+    if (host == NULL) return MEMRA__FAIL(MEMRA_STATUS_OUT_OF_MEMORY, "%s: out of host memory for the W16 operand", w->name);
+    if (memra_w16_repack(w->format, w->data, w->out_f, w->in_f, host) != 0) {
+        free(host);
+        return MEMRA__FAIL(MEMRA_STATUS_INTERNAL, "%s: the W16 operand of %s refused", w->name,
+                           memra_format_name(w->format));
+    }
+    memra_dptr op = 0;
+    memra_status st = memra__dev_alloc(dev, (size_t)bytes, &op);
+    if (st == MEMRA_STATUS_OUT_OF_MEMORY) {
+        free(host);
+        memra__clear_error();
+        memra__log(MEMRA_LOG_INFO, "weight", "%s on %s: no memory for the W16 operand; the MMQ floor serves", w->name,
+                   dev->label);
+        return MEMRA_STATUS_DECLINED;
+    }
+    if (st == MEMRA_STATUS_OK) st = memra__dev_upload(dev, op, host, (size_t)bytes);
+    free(host);
+    if (st != MEMRA_STATUS_OK) {
+        memra__dev_free(dev, op);
+        return st;
+    }
+    op_publish(&wd->w16, op);
+    return MEMRA_STATUS_OK;
+}
+
 /* The MMQ floor's operand of a block-128 FP8 weight: the slab, or its records
  * (the slab freed). Caller holds w->lock[dev->index]. */
 static memra_status build_fp8_mmq(memra_weight *w, memra_device *dev, weight_dev *wd)
@@ -521,6 +571,19 @@ static memra_status prepare_locked(memra_weight *w, memra_device *dev)
     }
     if (over) {
         wd->mirror_note = nolane ? NOTE_NO_LANE : NOTE_OVER;
+        /* gemm_w16 (the f16 mirror's numbers, no mirror held) before the floor; never for an expert, whose
+         * grouped lanes read the floor's operands (an expert's mirror_mode is never MIRROR_BUDGET) */
+        if (wd->mirror_mode == MIRROR_BUDGET) {
+            st = w16_operand(w, dev, wd);
+            if (st == MEMRA_STATUS_OK) {
+                /* the operand replaces the raw copy (made again only for a fall-back) */
+                memra__dev_free(dev, wd->raw);
+                wd->raw = 0;
+                wd->mirror_note = NOTE_OVER "; " NOTE_W16;
+                return MEMRA_STATUS_OK;
+            }
+            if (st != MEMRA_STATUS_DECLINED) goto fail;
+        }
         if (w->format == MEMRA_FORMAT_Q8_0) {
             /* The MMQ floor serves it: records in place of the raw copy. */
             st = replace_with_records(w, dev, wd, &wd->raw);
@@ -854,6 +917,16 @@ static memra_status matmul_steps(const mm_call *c, memra_weight *w, const memra_
         g.w = wd->f16;
         return gemm_step(c, MEMRA_OP_gemm_f16, &g);
     }
+    /* The W16 operand: gemm_w16, the f16 mirror's numbers. A decline (or an f16 activation, which the op does
+     * not take) goes down the floor's path below, whose operands are made again from the host bytes. */
+    const memra_dptr w16 = op_load(&wd->w16);
+    if (w16 != 0 && !ma->x_is_f16) {
+        memra_gemm_args gw = g;
+        gw.w = w16;
+        gw.w_format = (int32_t)w->format;
+        st = gemm_step(c, MEMRA_OP_gemm_w16, &gw);
+        if (!floor_falls_back(c, MEMRA_OP_gemm_w16, st)) return st;
+    }
     /* MEMRA_FLOOR_F16_M on the Q8_0 records of a Q8_0 weight, or of a Q4_0 one (its exact Q8_0 conversion: the
      * same values, so dequant_f16's bits of its own blocks): dequant_kr_f16 + gemm_f16; no lane: the floor */
     if ((w->format == MEMRA_FORMAT_Q8_0 || w->format == MEMRA_FORMAT_Q4_0) && op_load(&wd->q8_0r) != 0 &&
@@ -1010,6 +1083,7 @@ unsigned memra_weight_operands(const memra_weight *w, const memra_device *dev)
         if (wd->q8_0 != 0) m |= MEMRA_OPERAND_Q8_0_SLAB;
         if (wd->q8_0r != 0) m |= MEMRA_OPERAND_Q8_0_RECORDS;
         if (wd->kr != 0) m |= MEMRA_OPERAND_K_RECORDS;
+        if (wd->w16 != 0) m |= MEMRA_OPERAND_W16;
     }
     pthread_mutex_unlock(lock);
     return m;
@@ -1191,6 +1265,16 @@ static memra_status plan_of(const memra_weight *w, memra_device *dev, memra_weig
                          "the f16 mirror (dequant_f16 at prepare, %.1f MB) fits the budget (%.0f MB, %.1f MB used%s)",
                          (double)mbytes / 1048576.0, (double)budget / 1048576.0, (double)used / 1048576.0,
                          prepared ? ", prepared" : "");
+        } else if (!experts && w16_wanted(w, dev)) {
+            p.lane = "w16";
+            plan_step(dev, &p, MEMRA_OP_gemm_w16);
+            p.operand_bytes = memra_w16_bytes(w->format, w->out_f, w->in_f); /* in place of the raw copy */
+            snprintf(p.why, sizeof p.why,
+                     "the f16 mirror (%.1f MB) is over the budget (%.0f MB, %.1f MB used): %s re-laid out at prepare "
+                     "(the W16 operand, %.2fx the GGUF bytes) for gemm_w16, the f16 mirror's numbers from the "
+                     "codes (MEMRA_W16=0: the integer MMQ floor)",
+                     (double)mbytes / 1048576.0, (double)budget / 1048576.0, (double)used / 1048576.0, fn,
+                     w->size ? (double)p.operand_bytes / (double)w->size : 0.0);
         } else if (w->format == MEMRA_FORMAT_Q8_0) {
             p.lane = records ? "mmq records" : "mmq blocks";
             plan_floor(dev, &p, records);
@@ -1294,13 +1378,14 @@ static reserve_kind reserve_kind_of(const memra_weight *w, const memra_device *d
 {
     const weight_dev *wd = &w->dev[dev->index];
     const memra_dptr raw = op_load(&wd->raw), f16 = op_load(&wd->f16), q8_0 = op_load(&wd->q8_0),
-                     q8_0r = op_load(&wd->q8_0r), kr = op_load(&wd->kr), grid = op_load(&wd->grid);
+                     q8_0r = op_load(&wd->q8_0r), kr = op_load(&wd->kr), grid = op_load(&wd->grid),
+                     w16 = op_load(&wd->w16);
     reserve_kind r;
     memset(&r, 0, sizeof r); /* no padding bytes left undefined: kinds are compared with memcmp */
     r.out_f = w->out_f, r.in_f = w->in_f, r.format = (int32_t)w->format, r.n_experts = w->n_experts;
     r.has = (raw != 0) | (f16 != 0) << 1 | (q8_0 != 0) << 2 | (q8_0r != 0) << 3 | (kr != 0) << 4 | (grid != 0) << 5 |
             (w->grid != NULL) << 6 | (w->input_scale != 0.0f) << 7 | (wd->nan_codes > 0) << 8 | (wd->etab != 0) << 9 |
-            (unsigned)(wd->etab_ok & 0x3Fu) << 10;
+            (unsigned)(wd->etab_ok & 0x3Fu) << 10 | (w16 != 0) << 16;
     r.align = (uint32_t)(raw & 255) | (uint32_t)(f16 & 255) << 8 | (uint32_t)(q8_0r & 255) << 16 | (uint32_t)(kr & 255) << 24;
     return r;
 }

@@ -194,6 +194,12 @@ const char *memra_device_f16_budget_source(const memra_device *dev);
  * INVALID_ARGUMENT for a NULL device or m above INT32_MAX. */
 #define MEMRA_FLOOR_F16_M_AUTO (-2)
 memra_status memra_device_floor_f16_m_set(memra_device *dev, int64_t m);
+/* Whether weights prepared on dev from now on that get no f16 mirror take the W16 operand and gemm_w16
+ * (the f16 mirror's numbers from the GGUF's codes, where a module routes gemm_w16) in place of the MMQ
+ * floor: 1 yes, 0 no (the floor), negative back to MEMRA_W16 (auto: on a GPU). A weight keeps what its
+ * prepare built; a tool that times both sets this around each weight's prepare. Thread-safe.
+ * INVALID_ARGUMENT for a NULL device. */
+memra_status memra_device_w16_set(memra_device *dev, int on);
 /* Bytes of f16 mirrors resident on dev now (counted against the budget). */
 uint64_t memra_device_f16_used(const memra_device *dev);
 
@@ -642,6 +648,7 @@ memra_status memra_weight_query(const memra_weight *w, const memra_device *dev, 
 #define MEMRA_OPERAND_Q8_0_SLAB 4u    /* Q8_0 slab of a block-128 FP8 weight */
 #define MEMRA_OPERAND_Q8_0_RECORDS 8u /* Q8_0 record layout (gemm_q8_0r) */
 #define MEMRA_OPERAND_K_RECORDS 16u   /* K record layout of a Q4_K / Q5_K / Q6_K weight (gemm_kr) */
+#define MEMRA_OPERAND_W16 32u         /* the W16 layout of a Q8_0 / Q4_0 / Q4_K / Q6_K weight (gemm_w16) */
 unsigned memra_weight_operands(const memra_weight *w, const memra_device *dev);
 
 /* The lane memra_matmul would take for w on dev under the current routing,

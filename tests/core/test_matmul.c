@@ -1160,6 +1160,105 @@ static void test_quant_without_sums(memra_runtime *rt, const char *testqnosums)
     CHECK_OK(memra_module_unload(rt, "testqnosums"));
 }
 
+/* gemm_w16 on the host device (MEMRA_W16=1, read at open; budget 0: no mirror): a Q8_0 / Q4_0 / Q4_K / Q6_K
+ * weight gets the W16 operand in place of its raw copy and the floor's records (memra_weight_operands, the
+ * plan's lane "w16"), the call runs gemm_w16 (ledger), judged against the f16 reference, and its output is,
+ * bit for bit, that of the same blocks' f16 mirror (a runtime with the default budget: gemm_f16 on
+ * dequant_f16's mirror). An f16 activation (which gemm_w16 does not take) falls to the per-call
+ * dequantisation (raw copy made again), the same bits again (Q8_0 without a mirror refuses it, as on the
+ * floor). MEMRA_W16=0, or in_f off the tile's 64-column step: the floor's records as before. */
+static memra_runtime *open_w16(const char *v)
+{
+    char b[32];
+    snprintf(b, sizeof b, "MEMRA_W16=%s", v);
+    const char *settings[] = {b, "MEMRA_F16_BUDGET_MB=0", NULL};
+    memra_options o = {.struct_size = sizeof o, .no_cuda = 1, .no_default_modules = 1, .settings = settings};
+    memra_runtime *rt;
+    CHECK_OK(memra_open(&o, &rt));
+    return rt;
+}
+
+static void test_w16_route(memra_runtime *rt_mirror, memra_format f, int m, int n, int k)
+{
+    memra_runtime *rt = open_w16("1"), *rt0 = open_w16("0");
+    size_t bytes = 0;
+    uint8_t *wq;
+    if (f == MEMRA_FORMAT_Q8_0) {
+        wq = random_q8_0(n, k);
+        bytes = (size_t)n * (size_t)(k / 32) * MEMRA_Q8_0_BYTES;
+    } else if (f == MEMRA_FORMAT_Q4_0) {
+        bytes = (size_t)n * (size_t)(k / 32) * MEMRA_Q4_0_BYTES;
+        wq = malloc(bytes);
+        for (size_t i = 0; i < bytes; i++) wq[i] = (uint8_t)test_rand_u64(&g_rng);
+        for (size_t b = 0; b < bytes; b += MEMRA_Q4_0_BYTES) {
+            const uint16_t d = memra_f16_from_f32(0.005f + 0.005f * fabsf(test_rand_f32(&g_rng)));
+            wq[b] = (uint8_t)d, wq[b + 1] = (uint8_t)(d >> 8);
+        }
+    } else {
+        wq = random_kquant(f, n, k, &bytes);
+    }
+    float *wdec = malloc((size_t)n * k * sizeof(float));
+    const uint64_t rb = memra_format_row_bytes(f, k);
+    for (int j = 0; j < n; j++) memra_decode_row(f, wq + (size_t)j * rb, k, wdec + (size_t)j * k);
+    memra_weight_desc d = {.struct_size = sizeof d, .format = f, .out_f = n, .in_f = k, .data = wq, .size = bytes,
+                           .name = memra_format_name(f)};
+    memra_device *host = memra_device_host(rt), *host0 = memra_device_host(rt0);
+    memra_weight *w = make(rt, &d), *w0 = make(rt0, &d), *wm = make(rt_mirror, &d);
+    CHECK_OK(memra_weight_prepare(w, host));
+    char what[80];
+    snprintf(what, sizeof what, "%s %dx%d MEMRA_W16=1", memra_format_name(f), n, k);
+    check_operands(rt, w, MEMRA_OPERAND_W16, what);
+    memra_weight_plan plan = {.struct_size = sizeof plan};
+    CHECK_OK(memra_weight_plan_get(w, host, &plan));
+    CHECK_STR_EQ(plan.lane, "w16");
+    CHECK_INT_EQ((long long)plan.operand_bytes, (long long)memra_w16_bytes(f, n, k));
+    CHECK(plan.n_steps == 1 && plan.ops[0] == MEMRA_OP_gemm_w16);
+    matrix mx = new_matrix(m, n, k);
+    ref_f16(&mx, wdec);
+    snprintf(what, sizeof what, "%s m=%d %dx%d -> gemm_w16", memra_format_name(f), m, n, k);
+    float *y = run_check_keep(rt, w, &mx, what, "gemm_w16", 0);
+    snprintf(what, sizeof what, "%s m=%d %dx%d f16 mirror", memra_format_name(f), m, n, k);
+    float *ym = run_check_keep(rt_mirror, wm, &mx, what, "gemm_f16", 0);
+    same_bits("gemm_w16 vs gemm_f16 on the f16 mirror", &mx, ym, y);
+    float *yh = NULL;
+    if (f != MEMRA_FORMAT_Q8_0) {
+        snprintf(what, sizeof what, "%s m=%d x f16 -> dequant_f16 + gemm_f16", memra_format_name(f), m);
+        const uint64_t w16h = memra_ledger_hits(host, MEMRA_OP_gemm_w16, "host");
+        yh = run_check_keep(rt, w, &mx, what, "gemm_f16", 1);
+        CHECK_INT_EQ((long long)memra_ledger_hits(host, MEMRA_OP_gemm_w16, "host"), (long long)w16h);
+        same_bits("x f16: the per-call dequantisation vs gemm_w16", &mx, yh, y);
+        check_operands(rt, w, MEMRA_OPERAND_W16 | MEMRA_OPERAND_RAW, "W16 and the raw copy made again");
+    }
+    printf("%-44s gemm_w16 bit for bit the f16 mirror's  PASS\n", memra_format_name(f));
+    /* MEMRA_W16=0: the floor's records */
+    CHECK_OK(memra_weight_prepare(w0, host0));
+    check_operands(rt0, w0,
+                   f == MEMRA_FORMAT_Q8_0   ? MEMRA_OPERAND_Q8_0_RECORDS
+                   : f == MEMRA_FORMAT_Q4_0 ? MEMRA_OPERAND_Q8_0_RECORDS | MEMRA_OPERAND_RAW /* Q4_0 keeps its blocks */
+                                            : MEMRA_OPERAND_K_RECORDS,
+                   "MEMRA_W16=0");
+    free(y), free(ym), free(yh);
+    free_matrix(&mx);
+    memra_weight_destroy(w), memra_weight_destroy(w0), memra_weight_destroy(wm);
+    memra_close(rt), memra_close(rt0);
+    free(wq), free(wdec);
+}
+
+/* in_f a multiple of 32 but not of the tile's 64: no W16 operand, the records */
+static void test_w16_off_step(void)
+{
+    memra_runtime *rt = open_w16("1");
+    uint8_t *wq = random_q8_0(40, 96);
+    memra_weight_desc d = {.struct_size = sizeof d, .format = MEMRA_FORMAT_Q8_0, .out_f = 40, .in_f = 96, .data = wq,
+                           .size = (size_t)40 * 3 * MEMRA_Q8_0_BYTES, .name = "q8_0 k96"};
+    memra_weight *w = make(rt, &d);
+    CHECK_OK(memra_weight_prepare(w, memra_device_host(rt)));
+    check_operands(rt, w, MEMRA_OPERAND_Q8_0_RECORDS, "Q8_0 in_f 96 under MEMRA_W16=1");
+    memra_weight_destroy(w);
+    memra_close(rt);
+    free(wq);
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 4) TEST_FAIL_AT("usage: test_matmul <path of testq8r.so> <path of testkrns.so> <path of testqnosums.so>");
@@ -1192,6 +1291,10 @@ int main(int argc, char **argv)
     test_floor_f16_m_threads(MEMRA_FORMAT_Q4_K, 33, 768);
     test_q8_f16_route(MEMRA_FORMAT_Q8_0, 33, 288);
     test_q8_f16_route(MEMRA_FORMAT_Q4_0, 40, 160);
+    static const memra_format wf[] = {MEMRA_FORMAT_Q8_0, MEMRA_FORMAT_Q4_0, MEMRA_FORMAT_Q4_K, MEMRA_FORMAT_Q6_K};
+    for (size_t f = 0; f < 4; f++)
+        test_w16_route(rt, wf[f], 17, 129, wf[f] == MEMRA_FORMAT_Q8_0 || wf[f] == MEMRA_FORMAT_Q4_0 ? 320 : 512);
+    test_w16_off_step();
     test_kquant_lane_not_supported(rt, argv[2]);
     test_quant_without_sums(rt, argv[3]);
     memra_close(rt);
