@@ -62,14 +62,15 @@ static const shape k_27b[] = {{5120, 12288}, {5120, 1024}, {6144, 5120}, {5120, 
 static const shape k_1p7b[] = {{2048, 2048}, {2048, 1024}, {2048, 6144}, {6144, 2048}};
 
 enum { ARM_F16, ARM_MMQ, ARM_FP8, ARM_FP8BLK, ARM_Q4_0, ARM_Q4_K, ARM_Q5_K, ARM_Q6_K,
-       ARM_W8_0, ARM_W4_0, ARM_W4_K, ARM_W6_K, ARM_COUNT };
-static const char *const k_arm_name[ARM_COUNT] = {"f16",  "mmq",  "fp8",  "fp8blk", "q4_0",   "q4_k",
-                                                  "q5_k", "q6_k", "w8_0", "w4_0",   "w4_k",   "w6_k"};
-/* The w16 arms (ARM_W8_0 ..): Q8_0, Q4_0, Q4_K, Q6_K without a mirror on the W16 operand (gemm_w16), beside
- * the floor arms of the same formats (whose weights are prepared with memra_device_w16_set 0) */
+       ARM_W8_0, ARM_W4_0, ARM_W4_K, ARM_W5_K, ARM_W6_K, ARM_COUNT };
+static const char *const k_arm_name[ARM_COUNT] = {"f16",  "mmq",  "fp8",  "fp8blk", "q4_0", "q4_k", "q5_k",
+                                                  "q6_k", "w8_0", "w4_0", "w4_k",   "w5_k", "w6_k"};
+/* The w16 arms (ARM_W8_0 ..): Q8_0, Q4_0, Q4_K, Q5_K, Q6_K without a mirror on the W16 operand (gemm_w16),
+ * beside the floor arms of the same formats (whose weights are prepared with memra_device_w16_set 0) */
 #define ARM_WFIRST ARM_W8_0
-static const memra_format k_warm_format[4] = {MEMRA_FORMAT_Q8_0, MEMRA_FORMAT_Q4_0, MEMRA_FORMAT_Q4_K,
-                                              MEMRA_FORMAT_Q6_K};
+#define N_WARMS 5
+static const memra_format k_warm_format[N_WARMS] = {MEMRA_FORMAT_Q8_0, MEMRA_FORMAT_Q4_0, MEMRA_FORMAT_Q4_K,
+                                                    MEMRA_FORMAT_Q5_K, MEMRA_FORMAT_Q6_K};
 /* The K-quant floor arms' formats (ARM_Q4_0 ..) */
 #define ARM_KFIRST ARM_Q4_0
 static const memra_format k_arm_format[4] = {MEMRA_FORMAT_Q4_0, MEMRA_FORMAT_Q4_K, MEMRA_FORMAT_Q5_K,
@@ -94,7 +95,8 @@ static const double k_ggml_27b_us[2][5][6] = {
 static const memra_op k_arm_op[ARM_COUNT] = {MEMRA_OP_gemm_f16,   MEMRA_OP_gemm_q8_0r, MEMRA_OP_gemm_fp8,
                                              MEMRA_OP_gemm_fp8_blk, MEMRA_OP_gemm_q8_0r, MEMRA_OP_gemm_kr,
                                              MEMRA_OP_gemm_kr,      MEMRA_OP_gemm_kr,    MEMRA_OP_gemm_w16,
-                                             MEMRA_OP_gemm_w16,     MEMRA_OP_gemm_w16,   MEMRA_OP_gemm_w16};
+                                             MEMRA_OP_gemm_w16,     MEMRA_OP_gemm_w16,   MEMRA_OP_gemm_w16,
+                                             MEMRA_OP_gemm_w16};
 /* memra_weight_operands bits 0..5, in the receipt */
 #define N_OPERAND_BITS 6
 static const char *const k_operand_name[N_OPERAND_BITS] = {"raw", "f16_mirror", "q8_0_slab", "q8_0_records",
@@ -149,7 +151,7 @@ typedef struct bench {
 static double ggml_quoted_us(const bench *b, int a, size_t s)
 {
     if (!b->gpu || b->sheet != k_27b || s >= 6 || (b->m != 512 && b->m != 4096)) return 0.0;
-    static const int wrow[4] = {0, 1, 2, 4}; /* the w16 arms: their format's GGML row */
+    static const int wrow[N_WARMS] = {0, 1, 2, 3, 4}; /* the w16 arms: their format's GGML row */
     const int row = a == ARM_MMQ                                   ? 0
                     : a >= ARM_WFIRST                              ? wrow[a - ARM_WFIRST]
                     : a >= ARM_KFIRST                              ? 1 + a - ARM_KFIRST
@@ -675,7 +677,7 @@ static int bench_arms(bench *b)
                                     .data = kq[f], .size = kb, .name = k_arm_name[ARM_KFIRST + f]};
             st = make_weight(b, &dk, "0", &w[ARM_KFIRST + f]);
             /* the same blocks on the W16 operand, for the w16 arm of that format */
-            for (int v = 0; v < 4 && st == MEMRA_STATUS_OK; v++)
+            for (int v = 0; v < N_WARMS && st == MEMRA_STATUS_OK; v++)
                 if (k_warm_format[v] == k_arm_format[f]) {
                     memra_device_w16_set(b->dev, 1);
                     dk.name = k_arm_name[ARM_WFIRST + v];

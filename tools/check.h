@@ -121,7 +121,7 @@ void check_gemm_row_result(row *r, uint64_t bad, uint64_t stray, int64_t nrow, i
 /* The floor rows of the 4- to 6-bit formats (check_kr.c): op gemm_kr (Q4_K,
  * Q5_K, Q6_K on K records) or gemm_q8_0r (Q4_0 as Q8_0 records). */
 void check_kfloor_op(checker *c, memra_op op);
-/* The rows of gemm_w16 (check_w16.c): Q8_0, Q4_0, Q4_K, Q6_K on their W16 operand. */
+/* The rows of gemm_w16 (check_w16.c): Q8_0, Q4_0, Q4_K, Q5_K, Q6_K on their W16 operand. */
 void check_w16_op(checker *c);
 /* The gemm_experts rows' shared parts (check.c): CHECK_XE experts routed unevenly and
  * unsorted, expert 0 no rows, 1 one, 2 most, the others two each, then two rows with ids

@@ -1,5 +1,5 @@
-/* memra check's rows for gemm_w16: the fused-dequant f16 tile on the W16 operand of Q8_0, Q4_0, Q4_K and
- * Q6_K weights. Each case: fresh random blocks (tool_fill_blocks_w: every byte random but the f16 scales),
+/* memra check's rows for gemm_w16: the fused-dequant f16 tile on the W16 operand of Q8_0, Q4_0, Q4_K, Q5_K
+ * and Q6_K weights. Each case: fresh random blocks (tool_fill_blocks_w: every byte random but the f16 scales),
  * the operand the core makes at prepare (memra_w16_repack), an activation x (+-[0.25, 4), x[0][0] = 4), then
  * the module under check on c->dev, judged against
  *  - the host module's gemm_w16 on the host device (GPU and test modules), in gemm_f16's band
@@ -11,7 +11,7 @@
  * 128- and 256-token tiles), n x k = 1000 x 2816 at every m, and 1024 x 5120 at m = 512 (the 27b down
  * projection: 128-token tiles and 5 split-k slices on 132 SMs). m > 32 is judged on sampled rows (row 0
  * always). The injected fault (MEMRA_CHECK_INJECT_FAULT=1) adds 1/4 to the first scale of row 0 in the
- * module's operand (Q8_0 / Q4_0: the f16 d of group 0 in section S; Q4_K / Q6_K: the f16 d of super-block 0
+ * module's operand (Q8_0 / Q4_0: the f16 d of group 0 in section S; K-quants: the f16 d of super-block 0
  * in section D) in the first case: it must FAIL. */
 #define _POSIX_C_SOURCE 200809L
 
@@ -34,7 +34,7 @@ typedef struct w16_case {
 
 static void w16_fault(const w16_case *wc, uint8_t *w)
 {
-    const int kq = wc->format == MEMRA_FORMAT_Q4_K || wc->format == MEMRA_FORMAT_Q6_K;
+    const int kq = wc->format == MEMRA_FORMAT_Q4_K || wc->format == MEMRA_FORMAT_Q5_K || wc->format == MEMRA_FORMAT_Q6_K;
     const uint64_t at = memra_w16_off(wc->format, wc->n, wc->k, kq ? 'D' : 'S');
     const uint16_t d = (uint16_t)(w[at] | (w[at + 1] << 8));
     const uint16_t e = memra_f16_from_f32(memra_f32_from_f16(d) + 0.25f);
@@ -168,7 +168,8 @@ static void w16_shape(checker *c, memra_format f, int64_t n, int64_t k, const in
 
 void check_w16_op(checker *c)
 {
-    static const memra_format fm[] = {MEMRA_FORMAT_Q8_0, MEMRA_FORMAT_Q4_0, MEMRA_FORMAT_Q4_K, MEMRA_FORMAT_Q6_K};
+    static const memra_format fm[] = {MEMRA_FORMAT_Q8_0, MEMRA_FORMAT_Q4_0, MEMRA_FORMAT_Q4_K, MEMRA_FORMAT_Q5_K,
+                                      MEMRA_FORMAT_Q6_K};
     static const int64_t m_host[] = {1, 17}, m_gpu[] = {1, 17, 512, 1100}, m_sheet[] = {512};
     const int g = c->gpu && !c->quick;
     for (size_t f = 0; f < sizeof fm / sizeof fm[0]; f++) {

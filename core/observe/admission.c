@@ -31,7 +31,7 @@
  *     2 k/32 terms (scale and min, or the two 16-value halves) plus 16
  *     split-k roundings at k = 512 is 50 u = 3e-6, and MEMRA_MMQ_KR_TC's
  *     fold (the min term on TF32 MMAs) 59 u = 3.5e-6 (tools/judge.h).
- *     gemm_w16 runs a random one of Q8_0, Q4_0, Q4_K, Q6_K in each case (random blocks with finite
+ *     gemm_w16 runs a random one of Q8_0, Q4_0, Q4_K, Q5_K, Q6_K in each case (random blocks with finite
  *     positive scales, repacked by memra_w16_repack); its mass and band are gemm_f16's on the operand's f16
  *     mirror (memra_w16_decode_f16).
  *   bit-identical ops (cvt_f16, scale, quant_q8_1, dequant_f16 of Q8_0,
@@ -241,7 +241,7 @@ static int fill_kr(rng *g, memra_format f, uint8_t *w, int64_t rows, int64_t col
     return ok;
 }
 
-/* A random Q8_0 / Q4_0 / Q4_K / Q6_K weight (random_blocks), then its W16 operand at w. */
+/* A random Q8_0 / Q4_0 / K-quant weight (random_blocks), then its W16 operand at w. */
 static int fill_w16(rng *g, memra_format f, uint8_t *w, int64_t rows, int64_t cols)
 {
     uint8_t *b = random_blocks(g, f, rows, cols);
@@ -307,8 +307,9 @@ static int build_gemm(rng *g, memra_op op, int m, int n, int k, acase *c)
         break;
     }
     case MEMRA_OP_gemm_w16: {
-        static const memra_format fm[4] = {MEMRA_FORMAT_Q8_0, MEMRA_FORMAT_Q4_0, MEMRA_FORMAT_Q4_K, MEMRA_FORMAT_Q6_K};
-        ga->w_format = fm[rng_next(g) % 4u];
+        static const memra_format fm[5] = {MEMRA_FORMAT_Q8_0, MEMRA_FORMAT_Q4_0, MEMRA_FORMAT_Q4_K, MEMRA_FORMAT_Q5_K,
+                                           MEMRA_FORMAT_Q6_K};
+        ga->w_format = fm[rng_next(g) % 5u];
         uint8_t *w = add_in(c, memra_w16_bytes((memra_format)ga->w_format, n, k), OFF(gemm.w));
         if (w == NULL || !fill_w16(g, (memra_format)ga->w_format, w, n, k)) return 0;
         c->band = BAND_F16;

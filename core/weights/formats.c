@@ -431,7 +431,7 @@ int memra_kr_widen(memra_format format, const void *kr, int64_t rows, int64_t co
 /* ---- the W16 layout (gemm_w16; module.h memra_w16_off, formats.h memra_w16_repack) ---- */
 
 /* Where the code of tile row R, group column K lives in its group's CB bytes: the byte, and the shift of a
- * nibble in it (Q4_0, Q4_K, Q6_K's low bits); *hi_byte / *hi_shift Q6_K's top two bits. */
+ * nibble in it (Q4_0, Q4_K, Q5_K's and Q6_K's low bits); *hi_byte / *hi_shift Q5_K's fifth bit or Q6_K's top two. */
 static void w16_pos(memra_format f, int R, int K, uint32_t *byte, int *shift, uint32_t *hi_byte, int *hi_shift)
 {
     const int P = R / 16, l = 4 * (R % 8) + (K % 8) / 2, rr = (R % 16) / 8, h = K / 16, hi = (K % 16) / 8, e = K % 2;
@@ -444,6 +444,11 @@ static void w16_pos(memra_format f, int R, int K, uint32_t *byte, int *shift, ui
     const int j = 2 * hi + rr + 4 * e;
     *byte = 4u * (2u * L + (uint32_t)h) + (uint32_t)(j / 2);
     *shift = 4 * (j % 2);
+    if (f == MEMRA_FORMAT_Q5_K) { /* the fifth bit: bit 8 h + j of the lane's u16 after the nibbles */
+        *hi_byte = 2048u + 2u * L + (uint32_t)h;
+        *hi_shift = j;
+        return;
+    }
     const int bit = 2 * (8 * h + j);
     *hi_byte = 4u * (512u + L) + (uint32_t)(bit / 8);
     *hi_shift = bit % 8;
@@ -453,9 +458,9 @@ static void w16_pos(memra_format f, int R, int K, uint32_t *byte, int *shift, ui
  * scale word(s) and the super-block's d | dmin << 16 (K-quants). */
 typedef struct w16_group {
     uint8_t u[32];
-    uint16_t s16;  /* Q8_0 / Q4_0: f16 d; Q4_K: sc | m << 8 */
+    uint16_t s16;  /* Q8_0 / Q4_0: f16 d; Q4_K / Q5_K: sc | m << 8 */
     int8_t s6[2];  /* Q6_K: the two 16-value sub-blocks' scales */
-    uint32_t dd;   /* Q4_K / Q6_K: f16 d | f16 dmin << 16 */
+    uint32_t dd;   /* Q4_K / Q5_K / Q6_K: f16 d | f16 dmin << 16 */
 } w16_group;
 
 static void w16_group_of(memra_format f, const uint8_t *row, int64_t g, w16_group *o)
@@ -470,13 +475,16 @@ static void w16_group_of(memra_format f, const uint8_t *row, int64_t g, w16_grou
         return;
     }
     const int sub = (int)(g % 8);
-    const uint8_t *b = row + (g / 8) * (f == MEMRA_FORMAT_Q4_K ? MEMRA_Q4_K_BYTES : MEMRA_Q6_K_BYTES);
-    if (f == MEMRA_FORMAT_Q4_K) {
+    const uint8_t *b = row + (g / 8) * memra_format_block_bytes(f);
+    if (f == MEMRA_FORMAT_Q4_K || f == MEMRA_FORMAT_Q5_K) {
+        const int q5 = f == MEMRA_FORMAT_Q5_K;
+        const uint8_t *qs = b + (q5 ? 48 : 16), *qh = b + 16;
         uint8_t sc, mn;
         memra__k4_scale_min(b + 4, sub, &sc, &mn);
         o->s16 = (uint16_t)(sc | mn << 8);
         o->dd = (uint32_t)load_u16(b) | (uint32_t)load_u16(b + 2) << 16;
-        for (int l = 0; l < 32; l++) o->u[l] = (uint8_t)((b[16 + 32 * (sub / 2) + l] >> (4 * (sub % 2))) & 15);
+        for (int l = 0; l < 32; l++)
+            o->u[l] = (uint8_t)(((qs[32 * (sub / 2) + l] >> (4 * (sub % 2))) & 15) | (q5 ? ((qh[l] >> sub) & 1) << 4 : 0));
         return;
     }
     o->s6[0] = (int8_t)b[192 + 2 * sub];
@@ -490,10 +498,15 @@ static void w16_group_of(memra_format f, const uint8_t *row, int64_t g, w16_grou
     }
 }
 
+static int w16_kquant(memra_format f)
+{
+    return f == MEMRA_FORMAT_Q4_K || f == MEMRA_FORMAT_Q5_K || f == MEMRA_FORMAT_Q6_K;
+}
+
 static int w16_shape_ok(memra_format f, int64_t rows, int64_t cols)
 {
     if (memra_w16_cb(f) == 0 || rows < 0 || cols < 0) return 0;
-    return cols % (f == MEMRA_FORMAT_Q4_K || f == MEMRA_FORMAT_Q6_K ? 256 : 32) == 0;
+    return cols % (w16_kquant(f) ? 256 : 32) == 0;
 }
 
 int memra_w16_repack(memra_format format, const void *src, int64_t rows, int64_t cols, void *dst)
@@ -524,7 +537,8 @@ int memra_w16_repack(memra_format format, const void *src, int64_t rows, int64_t
                     continue;
                 }
                 grp[byte] = (uint8_t)(grp[byte] | (w.u[K] & 15) << sh);
-                if (format == MEMRA_FORMAT_Q6_K) grp[hb] = (uint8_t)(grp[hb] | (w.u[K] >> 4) << hs);
+                if (format == MEMRA_FORMAT_Q6_K || format == MEMRA_FORMAT_Q5_K)
+                    grp[hb] = (uint8_t)(grp[hb] | (w.u[K] >> 4) << hs);
             }
             if (format == MEMRA_FORMAT_Q6_K) {
                 sc[R] = (uint8_t)w.s6[0];
@@ -532,7 +546,7 @@ int memra_w16_repack(memra_format format, const void *src, int64_t rows, int64_t
             } else {
                 store_u16(sc + 2 * R, w.s16);
             }
-            if ((format == MEMRA_FORMAT_Q4_K || format == MEMRA_FORMAT_Q6_K) && g % 8 == 0) {
+            if (w16_kquant(format) && g % 8 == 0) {
                 uint8_t *d = out + dof + ((uint64_t)(t * SB + g / 8) * 128u + (uint64_t)R) * 4u;
                 store_u16(d, (uint16_t)(w.dd & 0xFFFFu));
                 store_u16(d + 2, (uint16_t)(w.dd >> 16));
@@ -557,7 +571,7 @@ int memra_w16_decode_f16(memra_format format, const void *w16, int64_t rows, int
         for (int64_t g = 0; g < G; g++) {
             const uint8_t *grp = in + (uint64_t)(t * G + g) * cb, *sc = in + so + (uint64_t)(t * G + g) * 256u;
             float d = 0.0f, dmin = 0.0f;
-            if (format == MEMRA_FORMAT_Q4_K || format == MEMRA_FORMAT_Q6_K) {
+            if (w16_kquant(format)) {
                 const uint8_t *dd = in + dof + ((uint64_t)(t * SB + g / 8) * 128u + (uint64_t)R) * 4u;
                 d = memra_f32_from_f16(load_u16(dd));
                 dmin = memra_f32_from_f16(load_u16(dd + 2));
@@ -573,10 +587,11 @@ int memra_w16_decode_f16(memra_format format, const void *w16, int64_t rows, int
                     const int u4 = (grp[byte] >> sh) & 15;
                     if (format == MEMRA_FORMAT_Q4_0) {
                         v = (float)(u4 - 8) * memra_f32_from_f16(load_u16(sc + 2 * R));
-                    } else if (format == MEMRA_FORMAT_Q4_K) {
+                    } else if (format == MEMRA_FORMAT_Q4_K || format == MEMRA_FORMAT_Q5_K) {
                         const uint16_t s = load_u16(sc + 2 * R);
                         const float ds = d * (float)(s & 0xFF), ms = dmin * (float)(s >> 8);
-                        v = ds * (float)u4 - ms;
+                        const int u = u4 | (format == MEMRA_FORMAT_Q5_K ? ((grp[hb] >> hs) & 1) << 4 : 0);
+                        v = ds * (float)u - ms;
                     } else {
                         const int u = u4 | ((grp[hb] >> hs) & 3) << 4;
                         const int s = (int8_t)sc[128 * (K / 16) + R];

@@ -81,7 +81,7 @@ typedef struct weight_dev {
     memra_dptr q8_0;     /* Q8_0 slab of a block-128 FP8 weight, 0 when none */
     memra_dptr q8_0r;    /* Q8_0 records (gemm_q8_0r) of the raw Q8_0 or of the slab, 0 when none */
     memra_dptr kr;       /* K records (gemm_kr) of a Q4_K / Q5_K / Q6_K weight, 0 when none */
-    memra_dptr w16;      /* the W16 operand (gemm_w16) of a Q8_0 / Q4_0 / Q4_K / Q6_K weight, 0 when none */
+    memra_dptr w16;      /* the W16 operand (gemm_w16) of a Q8_0 / Q4_0 / K-quant weight, 0 when none */
     uint64_t nan_codes;  /* e4m3 NaN codes (E4M3 only) */
     const char *mirror_note; /* why there is no mirror */
     /* ---- experts (MoE): see "expert weights" at the end of the file ---- */
@@ -440,7 +440,7 @@ static memra_status kr_records(memra_weight *w, memra_device *dev, weight_dev *w
     return MEMRA_STATUS_OK;
 }
 
-/* Whether dev serves w (Q8_0, Q4_0, Q4_K or Q6_K without a mirror) with gemm_w16 on the W16 operand:
+/* Whether dev serves w (Q8_0, Q4_0 or a K-quant without a mirror) with gemm_w16 on the W16 operand:
  * memra_device_w16_set, else MEMRA_W16 (auto: on a GPU; the host device keeps its integer floor unless
  * MEMRA_W16=1), a module routes
  * gemm_w16, and in_f is a multiple of the tile's 64-column step. */

@@ -108,15 +108,16 @@ static inline uint64_t memra_kr_wide_bytes(int64_t rows, int64_t cols)
 }
 int memra_kr_widen(memra_format format, const void *kr, int64_t rows, int64_t cols, void *dst);
 
-/* Repack rows x cols of Q8_0, Q4_0, Q4_K or Q6_K (row j at src + j * memra_format_row_bytes(format, cols))
+/* Repack rows x cols of Q8_0, Q4_0, Q4_K, Q5_K or Q6_K (row j at src + j * memra_format_row_bytes(format, cols))
  * into the W16 layout (module.h: memra_w16_bytes(format, rows, cols) bytes at dst, every byte written), the
  * operand of gemm_w16. Within a 128-row tile, row R (0..127) and column K of a 32-value group (0..31) belong
  * to thread l = 4 (R % 8) + (K % 8) / 2 of warp P = R / 16, as the f16 wgmma m64nNk16 A fragment has them
  * (rows P 16 + l / 4 and + 8; columns 2 (l % 4) + {0, 1, 8, 9} of each 16); with rr = (R % 16) / 8, h = K / 16,
  * hi = (K % 16) / 8, e = K % 2 and L = 32 P + l, the code (Q8_0: q + 128; Q4_0: the nibble q + 8; Q4_K: the
- * nibble; Q6_K: the 6-bit code q + 32) goes to
+ * nibble; Q5_K: the 5-bit code; Q6_K: the 6-bit code q + 32) goes to
  *   Q8_0         byte 16 L + 8 h + 4 rr + 2 hi + e of the group's CB bytes;
  *   Q4_0 / Q4_K  nibble j = 2 hi + rr + 4 e of little-endian word 2 L + h (bits 4 j .. 4 j + 3);
+ *   Q5_K         its low 4 bits as Q4's, its fifth bit at bit 8 h + j of little-endian u16 1024 + L;
  *   Q6_K         its low 4 bits as Q4's, its top 2 bits at bits 2 (8 h + j) of word 512 + L.
  * Returns 0, or -1 (nothing written) for another format, a negative size, cols not a multiple of the
  * format's block (32; 256 for the K-quants), or NULL src / dst with a non-empty shape. Thread-safe; no

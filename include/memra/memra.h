@@ -648,7 +648,7 @@ memra_status memra_weight_query(const memra_weight *w, const memra_device *dev, 
 #define MEMRA_OPERAND_Q8_0_SLAB 4u    /* Q8_0 slab of a block-128 FP8 weight */
 #define MEMRA_OPERAND_Q8_0_RECORDS 8u /* Q8_0 record layout (gemm_q8_0r) */
 #define MEMRA_OPERAND_K_RECORDS 16u   /* K record layout of a Q4_K / Q5_K / Q6_K weight (gemm_kr) */
-#define MEMRA_OPERAND_W16 32u         /* the W16 layout of a Q8_0 / Q4_0 / Q4_K / Q6_K weight (gemm_w16) */
+#define MEMRA_OPERAND_W16 32u         /* the W16 layout of a Q8_0 / Q4_0 / K-quant weight (gemm_w16) */
 unsigned memra_weight_operands(const memra_weight *w, const memra_device *dev);
 
 /* The lane memra_matmul would take for w on dev under the current routing,

@@ -316,7 +316,7 @@ typedef struct memra_op_table {
      * round to nearest even): the per-call dequantisation of a weight on the floor, which keeps no raw copy. */
     memra_status (*dequant_kr_f16)(memra_call *call, memra_format format, memra_dptr src_kr, int64_t rows,
                                    int64_t cols, memra_dptr dst_f16);
-    /* The W16 operand (args->w, memra_w16_repack of a Q8_0 / Q4_0 / Q4_K / Q6_K weight, args->w_format says
+    /* The W16 operand (args->w, memra_w16_repack of a Q8_0 / Q4_0 / Q4_K / Q5_K / Q6_K weight, args->w_format says
      * which) x activation f32 (args->x; x_is_f16 must be 0) -> f32: gemm_f16's numeric contract on the f16
      * mirror of the same blocks (each weight value dequant_f16's bits, each activation f16 round to nearest
      * even, f32 accumulate in an order the lane chooses, then alpha): the mirror's numbers from the GGUF's
@@ -543,18 +543,19 @@ static inline uint64_t memra_kr_bytes(memra_format format, int64_t rows, int64_t
     return sb * (uint64_t)rows * per;
 }
 
-/* The W16 layout of a [rows x cols] Q8_0, Q4_0, Q4_K or Q6_K weight, the operand of gemm_w16: the codes and
+/* The W16 layout of a [rows x cols] Q8_0, Q4_0, Q4_K, Q5_K or Q6_K weight, the operand of gemm_w16: the codes and
  * scales of the GGUF blocks moved (never widened) into the order in which the sm_90a tile's threads turn them
  * into f16 wgmma fragments in registers (modules/kernels/w16). Rows are padded to T = ceil(rows / 128) tiles of
  * 128 (padding rows: codes and scales 0); G = cols / 32 groups of 32 values (cols a multiple of 32, of 256 for
  * the K-quants), SB = cols / 256. Sections, each 256-byte aligned from the base:
- *  C  T G CB bytes: group (t, g) at (t G + g) CB, CB = 4096 (Q8_0), 2048 (Q4_0, Q4_K), 3072 (Q6_K): the codes
+ *  C  T G CB bytes: group (t, g) at (t G + g) CB, CB = 4096 (Q8_0), 2048 (Q4_0, Q4_K), 2560 (Q5_K), 3072 (Q6_K): the codes
  *     of the tile's 128 rows in the order of the threads that read them (formats.h, memra_w16_repack).
- *  S  T G 256 bytes: group (t, g)'s scales of the tile's 128 rows: Q8_0 / Q4_0 the f16 d of each row; Q4_K
- *     the sub-block's 6-bit scale | 6-bit min << 8 (u16); Q6_K the two 16-value sub-blocks' int8 scales,
+ *  S  T G 256 bytes: group (t, g)'s scales of the tile's 128 rows: Q8_0 / Q4_0 the f16 d of each row; Q4_K /
+ *     Q5_K the sub-block's 6-bit scale | 6-bit min << 8 (u16); Q6_K the two 16-value sub-blocks' int8 scales,
  *     [half][row].
- *  D  (Q4_K, Q6_K) T SB 128 u32: (t, sb)'s rows' f16 d | f16 dmin << 16 (Q6_K: dmin 0).
- * Bytes per 256 values: Q8_0 272 (the GGUF's), Q4_0 144 (the GGUF's), Q4_K 148 (GGUF 144), Q6_K 212 (GGUF 210),
+ *  D  (Q4_K, Q5_K, Q6_K) T SB 128 u32: (t, sb)'s rows' f16 d | f16 dmin << 16 (Q6_K: dmin 0).
+ * Bytes per 256 values: Q8_0 272 (the GGUF's), Q4_0 144 (the GGUF's), Q4_K 148 (GGUF 144), Q5_K 180 (GGUF 176),
+ * Q6_K 212 (GGUF 210),
  * plus the row padding. memra_w16_off gives a section's offset. */
 static inline uint64_t memra_w16_cb(memra_format format)
 {
@@ -562,6 +563,7 @@ static inline uint64_t memra_w16_cb(memra_format format)
     case MEMRA_FORMAT_Q8_0: return 4096u;
     case MEMRA_FORMAT_Q4_0:
     case MEMRA_FORMAT_Q4_K: return 2048u;
+    case MEMRA_FORMAT_Q5_K: return 2560u;
     case MEMRA_FORMAT_Q6_K: return 3072u;
     default: return 0;
     }
@@ -571,7 +573,7 @@ static inline uint64_t memra_w16_cb(memra_format format)
 static inline uint64_t memra_w16_off(memra_format format, int64_t rows, int64_t cols, char section)
 {
     const uint64_t cb = memra_w16_cb(format);
-    const int kq = format == MEMRA_FORMAT_Q4_K || format == MEMRA_FORMAT_Q6_K;
+    const int kq = format == MEMRA_FORMAT_Q4_K || format == MEMRA_FORMAT_Q5_K || format == MEMRA_FORMAT_Q6_K;
     if (cb == 0 || rows < 0 || cols < 0 || cols % (kq ? 256 : 32) != 0) return 0;
     const uint64_t t = ((uint64_t)rows + 127u) / 128u, g = (uint64_t)cols / 32u, sb = (uint64_t)cols / 256u;
     if (t != 0 && g > (UINT64_MAX / 8u) / (cb + 256u) / t) return 0;

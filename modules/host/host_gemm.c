@@ -217,7 +217,8 @@ memra_status memra__host_gemm_w16(memra_call *call, const memra_gemm_args *args)
     if (!MEMRA_HAS_MEMBER(args, memra_gemm_args, w_format))
         return FAIL_ARG(ctx, "gemm_w16: args struct_size %u has no w_format", (unsigned)args->struct_size);
     const memra_format f = (memra_format)args->w_format;
-    if (memra_w16_cb(f) == 0) return FAIL_ARG(ctx, "gemm_w16: w_format %d is not Q8_0, Q4_0, Q4_K or Q6_K", (int)f);
+    if (memra_w16_cb(f) == 0)
+        return FAIL_ARG(ctx, "gemm_w16: w_format %d is not Q8_0, Q4_0, Q4_K, Q5_K or Q6_K", (int)f);
     if (memra_w16_bytes(f, args->n, args->k) == 0 && args->n > 0 && args->k > 0)
         return FAIL_ARG(ctx, "gemm_w16: k = %d is not a multiple of %s's block (%d)", (int)args->k,
                         memra_format_name(f), f == MEMRA_FORMAT_Q8_0 || f == MEMRA_FORMAT_Q4_0 ? 32 : 256);

@@ -1160,7 +1160,7 @@ static void test_quant_without_sums(memra_runtime *rt, const char *testqnosums)
     CHECK_OK(memra_module_unload(rt, "testqnosums"));
 }
 
-/* gemm_w16 on the host device (MEMRA_W16=1, read at open; budget 0: no mirror): a Q8_0 / Q4_0 / Q4_K / Q6_K
+/* gemm_w16 on the host device (MEMRA_W16=1, read at open; budget 0: no mirror): a Q8_0 / Q4_0 / K-quant
  * weight gets the W16 operand in place of its raw copy and the floor's records (memra_weight_operands, the
  * plan's lane "w16"), the call runs gemm_w16 (ledger), judged against the f16 reference, and its output is,
  * bit for bit, that of the same blocks' f16 mirror (a runtime with the default budget: gemm_f16 on
@@ -1291,8 +1291,9 @@ int main(int argc, char **argv)
     test_floor_f16_m_threads(MEMRA_FORMAT_Q4_K, 33, 768);
     test_q8_f16_route(MEMRA_FORMAT_Q8_0, 33, 288);
     test_q8_f16_route(MEMRA_FORMAT_Q4_0, 40, 160);
-    static const memra_format wf[] = {MEMRA_FORMAT_Q8_0, MEMRA_FORMAT_Q4_0, MEMRA_FORMAT_Q4_K, MEMRA_FORMAT_Q6_K};
-    for (size_t f = 0; f < 4; f++)
+    static const memra_format wf[] = {MEMRA_FORMAT_Q8_0, MEMRA_FORMAT_Q4_0, MEMRA_FORMAT_Q4_K, MEMRA_FORMAT_Q5_K,
+                                      MEMRA_FORMAT_Q6_K};
+    for (size_t f = 0; f < 5; f++)
         test_w16_route(rt, wf[f], 17, 129, wf[f] == MEMRA_FORMAT_Q8_0 || wf[f] == MEMRA_FORMAT_Q4_0 ? 320 : 512);
     test_w16_off_step();
     test_kquant_lane_not_supported(rt, argv[2]);

@@ -1034,18 +1034,22 @@ static void w16_emulate(memra_format f, const uint8_t *w16, int64_t rows, int64_
         }
     } else {
         const uint32_t w = rd32(code + 8 * L + 4 * h); /* LDS.64 at 8 L: word h */
-        const uint32_t hiw = f == MEMRA_FORMAT_Q6_K ? rd32(code + 2048 + 4 * L) >> (16 * h) : 0;
+        const uint32_t hiw = f == MEMRA_FORMAT_Q6_K   ? rd32(code + 2048 + 4 * L) >> (16 * h)
+                             : f == MEMRA_FORMAT_Q5_K ? (uint32_t)rd16(code + 2048 + 2 * L) >> (8 * h) /* ld.shared.u16 */
+                                                      : 0;
         for (int j = 0; j < 4; j++) /* register j: nibbles j (low half) and j + 4 (high half); row r1 when j odd */
             for (int e = 0; e < 2; e++) {
                 const int u4 = (int)((w >> (4 * j + 16 * e)) & 15), r1 = j & 1;
                 if (f == MEMRA_FORMAT_Q4_0) {
                     val[j][e] = (float)(u4 - 8) * memra_f32_from_f16(rd16(sc + 2 * rowin + 16 * r1));
-                } else if (f == MEMRA_FORMAT_Q4_K) {
+                } else if (f == MEMRA_FORMAT_Q4_K || f == MEMRA_FORMAT_Q5_K) {
                     const uint16_t sm = rd16(sc + 2 * rowin + 16 * r1);
                     const uint32_t ddw = rd32(dd + 4 * rowin + 32 * r1);
                     const float d1 = memra_f32_from_f16((uint16_t)(ddw & 0xFFFF)) * (float)(sm & 0xFF);
                     const float m1 = memra_f32_from_f16((uint16_t)(ddw >> 16)) * (float)(sm >> 8);
-                    val[j][e] = d1 * (float)u4 - m1;
+                    /* deqk<1>: slot j's fifth bit at bit j of hi, slot j + 4's at bit j + 4 */
+                    const int u = u4 | (f == MEMRA_FORMAT_Q5_K ? (int)((hiw >> (j + 4 * e)) & 1) << 4 : 0);
+                    val[j][e] = d1 * (float)u - m1;
                 } else {
                     const int u = u4 | (int)((hiw >> (2 * j + 8 * e)) & 3) << 4;
                     const float d = memra_f32_from_f16((uint16_t)(rd32(dd + 4 * rowin + 32 * r1) & 0xFFFF));
@@ -1064,19 +1068,24 @@ static void w16_emulate(memra_format f, const uint8_t *w16, int64_t rows, int64_
  *  - every fragment register the tile forms (w16_emulate) holds the f16 mirror's value of the (row, column)
  *    the PTX ISA's f16 A fragment gives it: register r of thread l of warp v holds row 16 v + l / 4 (+ 8
  *    when r is odd), columns 16 h + 2 (l % 4) + e (+ 8 when r >= 2); padding rows decode to 0;
- *  - refusals: Q5_K, cols off the block, negative rows. */
+ *  - refusals: a format without the layout, cols off the block, negative rows. */
 static void case_w16(void)
 {
-    static const memra_format fm[] = {MEMRA_FORMAT_Q8_0, MEMRA_FORMAT_Q4_0, MEMRA_FORMAT_Q4_K, MEMRA_FORMAT_Q6_K};
+    static const memra_format fm[] = {MEMRA_FORMAT_Q8_0, MEMRA_FORMAT_Q4_0, MEMRA_FORMAT_Q4_K, MEMRA_FORMAT_Q5_K,
+                                      MEMRA_FORMAT_Q6_K};
     static const int64_t shapes[][2] = {{1, 256}, {200, 512}, {129, 768}, {256, 256}};
     uint64_t st = test_seed();
-    for (size_t fi = 0; fi < 4; fi++) {
+    for (size_t fi = 0; fi < 5; fi++) {
         const memra_format f = fm[fi];
         const int bb = memra_format_block_bytes(f), kq = f == MEMRA_FORMAT_Q4_K || f == MEMRA_FORMAT_Q6_K;
         for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++) {
             const int64_t rows = shapes[si][0], cols = shapes[si][1], rp = (rows + 127) / 128 * 128;
             const uint64_t gguf = memra_format_row_bytes(f, cols) * (uint64_t)rows, wb = memra_w16_bytes(f, rows, cols);
-            const uint64_t per256 = f == MEMRA_FORMAT_Q8_0 ? 272 : f == MEMRA_FORMAT_Q4_0 ? 144 : f == MEMRA_FORMAT_Q4_K ? 148 : 212;
+            const uint64_t per256 = f == MEMRA_FORMAT_Q8_0   ? 272
+                                    : f == MEMRA_FORMAT_Q4_0 ? 144
+                                    : f == MEMRA_FORMAT_Q4_K ? 148
+                                    : f == MEMRA_FORMAT_Q5_K ? 180
+                                                             : 212;
             CHECK_INT_EQ((long long)wb, (long long)((uint64_t)rp * (uint64_t)cols / 256u * per256));
             CHECK((double)wb <= 1.03 * (double)gguf * (double)rp / (double)rows + 1.0);
             uint8_t *w = malloc((size_t)gguf), *o = malloc((size_t)wb + 1);
@@ -1087,7 +1096,7 @@ static void case_w16(void)
             for (uint64_t b = 0; b < gguf; b += (uint64_t)bb) {
                 const size_t at = f == MEMRA_FORMAT_Q6_K ? 208 : 0;
                 put16(w + b + at, (uint16_t)(test_rand_u64(&st) & 0xFBFF)); /* finite, either sign */
-                if (f == MEMRA_FORMAT_Q4_K) put16(w + b + 2, (uint16_t)(test_rand_u64(&st) & 0xFBFF));
+                if (f == MEMRA_FORMAT_Q4_K || f == MEMRA_FORMAT_Q5_K) put16(w + b + 2, (uint16_t)(test_rand_u64(&st) & 0xFBFF));
             }
             memset(o, 0xA5, (size_t)wb + 1);
             CHECK_INT_EQ(memra_w16_repack(f, w, rows, cols, o), 0);
@@ -1126,8 +1135,8 @@ static void case_w16(void)
         }
     }
     uint8_t b[64] = {0};
-    CHECK_INT_EQ(memra_w16_bytes(MEMRA_FORMAT_Q5_K, 4, 256), 0);
-    CHECK_INT_EQ(memra_w16_repack(MEMRA_FORMAT_Q5_K, b, 1, 256, b), -1);
+    CHECK_INT_EQ(memra_w16_bytes(MEMRA_FORMAT_E4M3, 4, 256), 0);
+    CHECK_INT_EQ(memra_w16_repack(MEMRA_FORMAT_F16, b, 1, 256, b), -1);
     CHECK_INT_EQ(memra_w16_repack(MEMRA_FORMAT_Q4_K, b, 1, 288, b), -1); /* K-quant cols off 256 */
     CHECK_INT_EQ(memra_w16_repack(MEMRA_FORMAT_Q8_0, b, 1, 48, b), -1);  /* off 32 */
     CHECK_INT_EQ(memra_w16_repack(MEMRA_FORMAT_Q8_0, b, -1, 32, b), -1);

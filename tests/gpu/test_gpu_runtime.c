@@ -602,9 +602,9 @@ static int gemm_w16_plans(mod *m)
     a.w_format = MEMRA_FORMAT_Q4_0;
     c = call_of(m);
     ok &= declined("gemm_w16 k 544", m->desc->ops->gemm_w16(&c, &a), &c, "multiple of 64");
-    /* the host's refusals: Q5_K (no W16 layout), a K-quant k off 256, an f16 activation */
+    /* the host's refusals: E4M3 (no W16 layout), a K-quant k off 256, an f16 activation */
     static const struct { int32_t f; int k, xh; const char *what; } bad[3] = {
-        {MEMRA_FORMAT_Q5_K, 512, 0, "Q5_K"}, {MEMRA_FORMAT_Q4_K, 640, 0, "Q4_K k 640"}, {MEMRA_FORMAT_Q8_0, 512, 1, "x_is_f16"}};
+        {MEMRA_FORMAT_E4M3, 512, 0, "E4M3"}, {MEMRA_FORMAT_Q5_K, 640, 0, "Q5_K k 640"}, {MEMRA_FORMAT_Q8_0, 512, 1, "x_is_f16"}};
     for (int i = 0; i < 3; i++) {
         a = gemm(64, 256, bad[i].k);
         a.w_format = bad[i].f;

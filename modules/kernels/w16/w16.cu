@@ -1,6 +1,6 @@
 /* The w16 family's kernels (sm_90a only): gemm_w16's tile on the W16 operand (w16_tile.cuh) per format and
  * token tile, the activations' pass into the f16 tiles, and split-k's sum. Entry points:
- *   memra_k_w16_<fmt>_n<BN>  fmt q8_0, q4_0, q4_k, q6_k; BN 256 or 128 (grid: ceil(m / BN) x row tiles x slices)
+ *   memra_k_w16_<fmt>_n<BN>  fmt q8_0, q4_0, q4_k, q5_k, q6_k; BN 256 or 128 (grid: ceil(m / BN) x row tiles x slices)
  *   memra_k_w16_x16          x f32 [m][k] -> the BN-token f16 tiles (one 16-byte chunk a thread)
  *   memra_k_w16_sum          the slices' partial sums -> y (one output a thread) */
 #include "w16_tile.cuh"
@@ -17,10 +17,12 @@
 W16_ENTRY(q8_0, 8, 256)
 W16_ENTRY(q4_0, 4, 256)
 W16_ENTRY(q4_k, 5, 256)
+W16_ENTRY(q5_k, 7, 256)
 W16_ENTRY(q6_k, 6, 256)
 W16_ENTRY(q8_0, 8, 128)
 W16_ENTRY(q4_0, 4, 128)
 W16_ENTRY(q4_k, 5, 128)
+W16_ENTRY(q5_k, 7, 128)
 W16_ENTRY(q6_k, 6, 128)
 
 extern "C" __global__ void __launch_bounds__(256)

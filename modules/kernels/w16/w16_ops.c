@@ -21,15 +21,17 @@
 #define W16_THREADS 384
 
 typedef struct memra__w16_state {
-    CUfunction tile[2][4]; /* [BN 256, 128][Q8_0, Q4_0, Q4_K, Q6_K] */
+    CUfunction tile[2][5]; /* [BN 256, 128][Q8_0, Q4_0, Q4_K, Q6_K, Q5_K] */
     CUfunction x16, sum;
     int tile_knob;  /* 0 auto, else 128 / 256 */
     int split_knob; /* 0 auto, else 1..16 */
 } memra__w16_state;
 
-static const char *const k_tile_names[2][4] = {
-    {"memra_k_w16_q8_0_n256", "memra_k_w16_q4_0_n256", "memra_k_w16_q4_k_n256", "memra_k_w16_q6_k_n256"},
-    {"memra_k_w16_q8_0_n128", "memra_k_w16_q4_0_n128", "memra_k_w16_q4_k_n128", "memra_k_w16_q6_k_n128"},
+static const char *const k_tile_names[2][5] = {
+    {"memra_k_w16_q8_0_n256", "memra_k_w16_q4_0_n256", "memra_k_w16_q4_k_n256", "memra_k_w16_q6_k_n256",
+     "memra_k_w16_q5_k_n256"},
+    {"memra_k_w16_q8_0_n128", "memra_k_w16_q4_0_n128", "memra_k_w16_q4_k_n128", "memra_k_w16_q6_k_n128",
+     "memra_k_w16_q5_k_n128"},
 };
 
 static memra_status w16_load(memra__gpu *gpu, void *state)
@@ -38,7 +40,7 @@ static memra_status w16_load(memra__gpu *gpu, void *state)
     CUmodule m;
     memra_status st = memra__gpu_image_load(gpu, "w16", &m);
     for (int b = 0; b < 2 && st == MEMRA_STATUS_OK; b++)
-        for (int f = 0; f < 4 && st == MEMRA_STATUS_OK; f++)
+        for (int f = 0; f < 5 && st == MEMRA_STATUS_OK; f++)
             st = memra__gpu_function(gpu, m, k_tile_names[b][f], W16_SMEM_BYTES, &s->tile[b][f]);
     if (st == MEMRA_STATUS_OK) st = memra__gpu_function(gpu, m, "memra_k_w16_x16", 0, &s->x16);
     if (st == MEMRA_STATUS_OK) st = memra__gpu_function(gpu, m, "memra_k_w16_sum", 0, &s->sum);
@@ -59,6 +61,7 @@ static int fmt_index(int32_t f)
     case MEMRA_FORMAT_Q4_0: return 1;
     case MEMRA_FORMAT_Q4_K: return 2;
     case MEMRA_FORMAT_Q6_K: return 3;
+    case MEMRA_FORMAT_Q5_K: return 4;
     default: return -1;
     }
 }
@@ -91,7 +94,7 @@ memra_status memra__gpu_gemm_w16(memra_call *call, const memra_gemm_args *args)
     if (!MEMRA_HAS_MEMBER(args, memra_gemm_args, w_format))
         return memra__gpu_bad_arg(gpu, "gemm_w16", "args has no w_format");
     const int fi = fmt_index(args->w_format);
-    if (fi < 0) return memra__gpu_bad_arg(gpu, "gemm_w16", "w_format is not Q8_0, Q4_0, Q4_K or Q6_K");
+    if (fi < 0) return memra__gpu_bad_arg(gpu, "gemm_w16", "w_format is not Q8_0, Q4_0, Q4_K, Q5_K or Q6_K");
     if (args->n > 0 && args->k > 0 && memra_w16_bytes((memra_format)args->w_format, args->n, args->k) == 0)
         return memra__gpu_bad_arg(gpu, "gemm_w16", "k is not a multiple of the format's block (32; K-quants 256)");
     if (args->x_is_f16) return memra__gpu_bad_arg(gpu, "gemm_w16", "the activation is f32 (x_is_f16 is for gemm_f16)");

@@ -25,15 +25,15 @@
 /* BN: the token tile, 256 (two m64n256 warpgroups) or 128 (m64n128: twice the CTAs, for short m) */
 constexpr int BM = 128, BK = 64, S = 4;
 constexpr int ST_SCALES = BM * (BK / 32) * 2;
-/* QB: the format, 8 Q8_0, 4 Q4_0, 5 Q4_K, 6 Q6_K. A k32 group's codes of a row tile (CB bytes: Q6_K's low nibbles
- * as Q4's, then their high 2 bits, a word a lane); a step's stage: the codes of two groups (STC), their scales
- * (Q8_0 / Q4_0: f16; Q4_K: the sub-block's 6-bit scale and min as two bytes; Q6_K: the two 16-value sub-blocks'
- * int8 scales, [group][half][row]), for Q4_K / Q6_K the rows' super-block d and dmin (DD: f16 pairs; Q6_K has no
- * dmin), then the tokens at TOK */
+/* QB: the format, 8 Q8_0, 4 Q4_0, 5 Q4_K, 7 Q5_K, 6 Q6_K. A k32 group's codes of a row tile (CB bytes: Q5_K's /
+ * Q6_K's low nibbles as Q4's, then their high bit (a u16 a lane) / 2 bits (a word a lane)); a step's stage: the
+ * codes of two groups (STC), their scales (Q8_0 / Q4_0: f16; Q4_K / Q5_K: the sub-block's 6-bit scale and min as
+ * two bytes; Q6_K: the two 16-value sub-blocks' int8 scales, [group][half][row]), for the K-quants the rows'
+ * super-block d and dmin (DD: f16 pairs; Q6_K has no dmin), then the tokens at TOK */
 template <int QB, int BN = 256> struct W16 {
     static constexpr int ST_TOK = BN * BK * 2, SLAB = BN * 32; /* a step's tokens; a k16 slab of them */
-    static constexpr int CB = BM * 32 * (QB == 8 ? 8 : QB == 6 ? 6 : 4) / 8, STC = 2 * CB,
-                         DD = (QB == 5 || QB == 6) ? BM * 4 : 0,
+    static constexpr int CB = BM * 32 * (QB == 8 ? 8 : QB == 6 ? 6 : QB == 7 ? 5 : 4) / 8, STC = 2 * CB,
+                         DD = (QB == 5 || QB == 6 || QB == 7) ? BM * 4 : 0,
                          TOK = STC + ST_SCALES + DD, STB = TOK + ST_TOK;
 };
 constexpr int W16_SMEM = S * W16<8>::STB + 1024; /* 8192 + 512 + 32768 a stage (the largest: Q8_0 at BN 256) */
@@ -60,14 +60,18 @@ __device__ __forceinline__ void deq4(uint32_t w, uint32_t s0, uint32_t s1, uint3
             : "=r"(a[j]) : "r"(u), "r"(off), "r"((j & 1) ? s1 : s0));
     }
 }
-/* Q4_K: the same nibble order (codes u, 0..15); each value d1 u - m1 in f32 (d1 = d sc, m1 = dmin m for the row's
- * sub-block: the f16 mirror's decoder), rounded to f16 once */
-__device__ __forceinline__ void deqk(uint32_t w, float d0, float m0, float d1, float m1, uint32_t (&a)[4])
+/* Q4_K (H5 0) and Q5_K (H5 1): the same nibble order (codes u, 0..15), Q5_K's fifth bit of nibble slot s at bit s
+ * of hi; each value d1 u - m1 in f32 (d1 = d sc, m1 = dmin m for the row's sub-block: the f16 mirror's decoder),
+ * rounded to f16 once */
+template <int H5>
+__device__ __forceinline__ void deqk(uint32_t w, uint32_t hi, float d0, float m0, float d1, float m1, uint32_t (&a)[4])
 {
 #pragma unroll
     for (int j = 0; j < 4; j++) {
-        const float f0 = __uint_as_float(0x4B000000u | ((w >> (4 * j)) & 0xFu)) - 8388608.0f;
-        const float f1 = __uint_as_float(0x4B000000u | ((w >> (4 * j + 16)) & 0xFu)) - 8388608.0f;
+        const uint32_t u0 = ((w >> (4 * j)) & 0xFu) | (H5 ? ((hi >> j) & 1u) << 4 : 0u);
+        const uint32_t u1 = ((w >> (4 * j + 16)) & 0xFu) | (H5 ? ((hi >> (j + 4)) & 1u) << 4 : 0u);
+        const float f0 = __uint_as_float(0x4B000000u | u0) - 8388608.0f;
+        const float f1 = __uint_as_float(0x4B000000u | u1) - 8388608.0f;
         const float dd = (j & 1) ? d1 : d0, mm = (j & 1) ? m1 : m0;
         const __half2 h = __floats2half2_rn(fmaf(dd, f0, -mm), fmaf(dd, f1, -mm));
         a[j] = *reinterpret_cast<const uint32_t *>(&h);
@@ -147,7 +151,7 @@ w16_tile(const unsigned char *__restrict__ codes, const unsigned short *__restri
         memra_mb_wait(full + 8 * s, ((it - it0) / S) & 1);
         const unsigned st = sb + (unsigned)s * STB;
         float kd0 = 0.f, kn0 = 0.f, kd1 = 0.f, kn1 = 0.f; /* Q4_K: rows r0 and r1's d and dmin */
-        if constexpr (QB == 5 || QB == 6) {
+        if constexpr (QB == 5 || QB == 6 || QB == 7) {
             uint32_t e0, e1;
             asm volatile("ld.shared.b32 %0, [%1];\n" : "=r"(e0) : "r"(st + STC + ST_SCALES + (unsigned)rowin * 4u));
             asm volatile("ld.shared.b32 %0, [%1];\n" : "=r"(e1) : "r"(st + STC + ST_SCALES + (unsigned)rowin * 4u + 32u));
@@ -159,6 +163,10 @@ w16_tile(const unsigned char *__restrict__ codes, const unsigned short *__restri
 #pragma unroll
         for (int q = 0; q < 2; q++) {
             uint32_t w0, w1, w2 = 0u, w3 = 0u;
+            if constexpr (QB == 7) /* w2: the fifth bits, a u16 a lane */
+                asm volatile("ld.shared.u16 %0, [%1];\n"
+                             : "=r"(w2)
+                             : "r"(st + (unsigned)(q * CB) + 2048u + (unsigned)((cw * 4 + v) * 32 + l) * 2u));
             if constexpr (QB == 6) /* w2: the high bits */
                 asm volatile("ld.shared.b32 %0, [%1];\n"
                              : "=r"(w2)
@@ -202,7 +210,9 @@ w16_tile(const unsigned char *__restrict__ codes, const unsigned short *__restri
                 } else if constexpr (QB == 4)
                     deq4(h ? w1 : w0, s0, s1, a);
                 else if constexpr (QB == 5)
-                    deqk(h ? w1 : w0, d0, m0, d1, m1, a);
+                    deqk<0>(h ? w1 : w0, 0u, d0, m0, d1, m1, a);
+                else if constexpr (QB == 7)
+                    deqk<1>(h ? w1 : w0, h ? w2 >> 8 : w2, d0, m0, d1, m1, a);
                 else
                     deq6(h ? w1 : w0, h ? w2 >> 16 : w2, h ? e10 : e00, h ? e11 : e01, a);
             };
