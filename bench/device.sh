@@ -1277,15 +1277,20 @@ step_w16() {
 
 # w16lane (issue 26): gemm_w16 through the build: its check rows on the GPU, the 27b sheet with the w16 arms
 # (w8_0, w4_0, w4_k, w5_k, w6_k) interleaved with the floor's, then the sanitizer tools over its quick check
+w16lane_keep() { # the logs and receipts so far, in case the call's limit cuts the step
+  tar -C $L -cf "$OUT/logs.tar" . 2>/dev/null; tar -C $R -cf "$OUT/receipts.tar" . 2>/dev/null
+}
 step_w16lane() {
   local t=$SECONDS mm tool
   timeout 240 $M check --device 0 --op gemm_w16 --json $R/check_w16_$TAG.json > "$L/check_w16.log" 2>&1
   say "memra check --device 0 --op gemm_w16: exit $? $(grep -E 'passed, ' "$L/check_w16.log")"
   grep -E " FAIL|DECLINED" "$L/check_w16.log" | head -8 >> "$S"
+  w16lane_keep
   for mm in ${W16L_M:-512 4096}; do
     timeout 300 $M bench 27b --m $mm --json $R/bench_27b_m${mm}_$TAG.json > "$L/bench_27b_m$mm.txt" 2>&1
     say "memra bench 27b m=$mm: exit $?"
     grep -E "geometric" "$L/bench_27b_m$mm.txt" >> "$S"
+    w16lane_keep
   done
   for tool in ${W16L_TOOLS:-}; do
     timeout 240 compute-sanitizer --tool $tool $M check --device 0 --op gemm_w16 --module sm90 --quick \
