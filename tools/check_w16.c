@@ -9,7 +9,8 @@
  * The mass of an element is sum over k of |f16(w) f16(x)|. Shapes: n = 200 (off the 128-row tile), k = 768
  * (three K super-blocks, twelve 64-column steps), m = 1 and 17; on a GPU also m = 512 and 1100 (off the
  * 128- and 256-token tiles), n x k = 1000 x 2816 at every m, and 1024 x 5120 at m = 512 (the 27b down
- * projection: 128-token tiles and 5 split-k slices on 132 SMs). m > 32 is judged on sampled rows (row 0
+ * projection: 128-token tiles and 5 split-k slices on 132 SMs); and at 200 x 768, m = 17 once more with the
+ * activation given as f16 (x_is_f16: rounded here, moved by the tile's pass; row "x16"). m > 32 is judged on sampled rows (row 0
  * always). The injected fault (MEMRA_CHECK_INJECT_FAULT=1) adds 1/4 to the first scale of row 0 in the
  * module's operand (Q8_0 / Q4_0: the f16 d of group 0 in section S; K-quants: the f16 d of super-block 0
  * in section D) in the first case: it must FAIL. */
@@ -43,12 +44,16 @@ static void w16_fault(const w16_case *wc, uint8_t *w)
 
 /* One gemm_w16 call on dev by module `mod`: w, x uploaded, y (sentinel-filled, (off + m + 1) x ldy) read back. */
 static memra_status run_w16(memra_device *dev, const char *mod, const w16_case *wc, const uint8_t *w, const float *x,
-                            int64_t m, int64_t off, int64_t ldy, float *y, const char **why)
+                            int64_t m, int64_t off, int64_t ldy, float *y, const char **why, int xh)
 {
     memra_buffer *bx = NULL, *bw = NULL, *by = NULL;
-    const size_t ycount = (size_t)((off + m + 1) * ldy);
+    const size_t ycount = (size_t)((off + m + 1) * ldy), nx = (size_t)(m * wc->k);
     for (size_t e = 0; e < ycount; e++) y[e] = CHECK_Y_SENTINEL;
-    memra_status st = tool_upload(dev, x, (size_t)(m * wc->k) * sizeof(float), &bx);
+    uint16_t *x16 = xh ? tool_alloc(nx, sizeof(uint16_t)) : NULL; /* x_is_f16: the activation rounded here */
+    if (xh && x16 == NULL) return MEMRA_STATUS_OUT_OF_MEMORY;
+    for (size_t e = 0; xh && e < nx; e++) x16[e] = memra_f16_from_f32(x[e]);
+    memra_status st = xh ? tool_upload(dev, x16, nx * 2, &bx) : tool_upload(dev, x, nx * sizeof(float), &bx);
+    free(x16);
     if (st == MEMRA_STATUS_OK) st = tool_upload(dev, w, wc->op_bytes, &bw);
     if (st == MEMRA_STATUS_OK) st = tool_upload(dev, y, ycount * sizeof(float), &by);
     if (st == MEMRA_STATUS_OK) {
@@ -58,7 +63,7 @@ static memra_status run_w16(memra_device *dev, const char *mod, const w16_case *
         a.gemm = (memra_gemm_args){.struct_size = sizeof(memra_gemm_args), .m = (int32_t)m, .n = (int32_t)wc->n,
                                    .k = (int32_t)wc->k, .w = memra_buffer_ptr(bw), .x = memra_buffer_ptr(bx),
                                    .y = memra_buffer_ptr(by), .ldy = ldy, .y_row_offset = off, .alpha = 1.0f,
-                                   .w_format = (int32_t)wc->format};
+                                   .w_format = (int32_t)wc->format, .x_is_f16 = xh};
         st = memra_module_call(dev, mod, MEMRA_OP_gemm_w16, &a);
         if (st == MEMRA_STATUS_DECLINED) *why = a.decline_reason ? a.decline_reason : "(no reason)";
         if (st == MEMRA_STATUS_OK) st = memra_buffer_read(by, 0, y, ycount * sizeof(float));
@@ -87,11 +92,11 @@ static void w16_mass_ref(const w16_case *wc, const float *xsub, int64_t nrow, do
         }
 }
 
-static void w16_one(checker *c, const w16_case *wc, const float *x, int64_t m)
+static void w16_one(checker *c, const w16_case *wc, const float *x, int64_t m, int xh)
 {
     row r = check_new_row(c, MEMRA_OP_gemm_w16);
-    snprintf(r.shape, sizeof r.shape, "%s %lld %lld %lld", memra_format_name(wc->format), (long long)m,
-             (long long)wc->n, (long long)wc->k);
+    snprintf(r.shape, sizeof r.shape, "%s %lld %lld %lld%s", memra_format_name(wc->format), (long long)m,
+             (long long)wc->n, (long long)wc->k, xh ? " x16" : "");
     const int64_t n = wc->n, k = wc->k, off = 1, ldy = n + 3;
     r.band = c->indep ? JUDGE_BAND_HOST : JUDGE_BAND_F16;
     r.injected = 0;
@@ -113,7 +118,7 @@ static void w16_one(checker *c, const w16_case *wc, const float *x, int64_t m)
         w16_fault(wc, wmod);
     }
     const uint64_t h0 = memra_ledger_hits(c->dev, MEMRA_OP_gemm_w16, c->module);
-    memra_status st = run_w16(c->dev, c->module, wc, wmod, x, m, off, ldy, y, &why);
+    memra_status st = run_w16(c->dev, c->module, wc, wmod, x, m, off, ldy, y, &why, xh);
     r.hits = memra_ledger_hits(c->dev, MEMRA_OP_gemm_w16, c->module) - h0;
     if (st == MEMRA_STATUS_DECLINED) {
         r.result = "DECLINED";
@@ -129,7 +134,7 @@ static void w16_one(checker *c, const w16_case *wc, const float *x, int64_t m)
     w16_mass_ref(wc, xsub, nrow, mass, c->indep ? ref : NULL);
     if (!c->indep) {
         const char *hwhy = NULL;
-        st = run_w16(c->host, "host", wc, wc->op, xsub, nrow, off, ldy, ysub, &hwhy);
+        st = run_w16(c->host, "host", wc, wc->op, xsub, nrow, off, ldy, ysub, &hwhy, xh);
         if (st != MEMRA_STATUS_OK) {
             snprintf(r.note, sizeof r.note, "host reference: %s: %.120s", memra_status_str(st), memra_last_error());
             goto done;
@@ -160,7 +165,8 @@ static void w16_shape(checker *c, memra_format f, int64_t n, int64_t k, const in
         if (memra_w16_repack(f, wc.blocks, n, k, wc.op) == 0 && memra_w16_decode_f16(f, wc.op, n, k, wc.mirror) == 0) {
             tool_fill_x(&c->rng, x, (size_t)(mmax * k));
             x[0] = 4.0f;
-            for (size_t i = 0; i < nm; i++) w16_one(c, &wc, x, ms[i]);
+            for (size_t i = 0; i < nm; i++) w16_one(c, &wc, x, ms[i], 0);
+            if (n == 200) w16_one(c, &wc, x, 17, 1); /* an f16 activation (x_is_f16) */
         }
     }
     free(wc.blocks), free(wc.op), free(wc.mirror), free(x);

@@ -864,7 +864,8 @@ static memra_status matmul_steps(const mm_call *c, memra_weight *w, const memra_
         g.w = wd->raw;
         return gemm_step(c, MEMRA_OP_gemm_bf16, &g);
     }
-    int f16_path = (w->format != MEMRA_FORMAT_E4M3) && (wd->f16 != 0 || w->format != MEMRA_FORMAT_Q8_0);
+    int f16_path = (w->format != MEMRA_FORMAT_E4M3) &&
+                   (wd->f16 != 0 || w->format != MEMRA_FORMAT_Q8_0 || op_load(&wd->w16) != 0);
     if (ma->x_is_f16 && !f16_path)
         return MEMRA__FAIL(MEMRA_STATUS_INVALID_ARGUMENT,
                            "memra_matmul(%s): an f16 activation needs an f16-mirror lane; this %s weight has none",
@@ -917,10 +918,10 @@ static memra_status matmul_steps(const mm_call *c, memra_weight *w, const memra_
         g.w = wd->f16;
         return gemm_step(c, MEMRA_OP_gemm_f16, &g);
     }
-    /* The W16 operand: gemm_w16, the f16 mirror's numbers. A decline (or an f16 activation, which the op does
-     * not take) goes down the floor's path below, whose operands are made again from the host bytes. */
+    /* The W16 operand: gemm_w16, the f16 mirror's numbers (an f16 activation too). A decline goes down the
+     * floor's path below, whose operands are made again from the host bytes. */
     const memra_dptr w16 = op_load(&wd->w16);
-    if (w16 != 0 && !ma->x_is_f16) {
+    if (w16 != 0) {
         memra_gemm_args gw = g;
         gw.w = w16;
         gw.w_format = (int32_t)w->format;

@@ -317,7 +317,7 @@ typedef struct memra_op_table {
     memra_status (*dequant_kr_f16)(memra_call *call, memra_format format, memra_dptr src_kr, int64_t rows,
                                    int64_t cols, memra_dptr dst_f16);
     /* The W16 operand (args->w, memra_w16_repack of a Q8_0 / Q4_0 / Q4_K / Q5_K / Q6_K weight, args->w_format says
-     * which) x activation f32 (args->x; x_is_f16 must be 0) -> f32: gemm_f16's numeric contract on the f16
+     * which) x activation (args->x: f32, or f16 with x_is_f16, as gemm_f16 takes it) -> f32: gemm_f16's numeric contract on the f16
      * mirror of the same blocks (each weight value dequant_f16's bits, each activation f16 round to nearest
      * even, f32 accumulate in an order the lane chooses, then alpha): the mirror's numbers from the GGUF's
      * bytes, no mirror held. The host module's gemm_w16 defines it (memra_w16_decode_f16, then its gemm_f16). */

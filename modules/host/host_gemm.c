@@ -222,7 +222,6 @@ memra_status memra__host_gemm_w16(memra_call *call, const memra_gemm_args *args)
     if (memra_w16_bytes(f, args->n, args->k) == 0 && args->n > 0 && args->k > 0)
         return FAIL_ARG(ctx, "gemm_w16: k = %d is not a multiple of %s's block (%d)", (int)args->k,
                         memra_format_name(f), f == MEMRA_FORMAT_Q8_0 || f == MEMRA_FORMAT_Q4_0 ? 32 : 256);
-    if (args->x_is_f16) return FAIL_ARG(ctx, "gemm_w16: the activation is f32 (x_is_f16 is for gemm_f16)");
     if (args->m == 0 || args->n == 0) return MEMRA_STATUS_OK;
     uint16_t *wh = memra__host_alloc((uint64_t)args->n * (uint64_t)args->k, sizeof(uint16_t));
     if (wh == NULL) return FAIL_OOM(ctx, "gemm_w16");
@@ -234,7 +233,6 @@ memra_status memra__host_gemm_w16(memra_call *call, const memra_gemm_args *args)
     memra_gemm_args a = *args;
     a.struct_size = sizeof a;
     a.w = (memra_dptr)(uintptr_t)wh;
-    a.x_is_f16 = 0;
     st = memra__host_gemm_f16(call, &a);
     free(wh);
     return st;

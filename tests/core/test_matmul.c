@@ -1164,9 +1164,7 @@ static void test_quant_without_sums(memra_runtime *rt, const char *testqnosums)
  * weight gets the W16 operand in place of its raw copy and the floor's records (memra_weight_operands, the
  * plan's lane "w16"), the call runs gemm_w16 (ledger), judged against the f16 reference, and its output is,
  * bit for bit, that of the same blocks' f16 mirror (a runtime with the default budget: gemm_f16 on
- * dequant_f16's mirror). An f16 activation (which gemm_w16 does not take) falls to the per-call
- * dequantisation (raw copy made again), the same bits again (Q8_0 without a mirror refuses it, as on the
- * floor). MEMRA_W16=0, or in_f off the tile's 64-column step: the floor's records as before. */
+ * dequant_f16's mirror). An f16 activation runs gemm_w16 too, the same bits. MEMRA_W16=0, or in_f off the tile's 64-column step: the floor's records as before. */
 static memra_runtime *open_w16(const char *v)
 {
     char b[32];
@@ -1220,15 +1218,14 @@ static void test_w16_route(memra_runtime *rt_mirror, memra_format f, int m, int 
     snprintf(what, sizeof what, "%s m=%d %dx%d f16 mirror", memra_format_name(f), m, n, k);
     float *ym = run_check_keep(rt_mirror, wm, &mx, what, "gemm_f16", 0);
     same_bits("gemm_w16 vs gemm_f16 on the f16 mirror", &mx, ym, y);
-    float *yh = NULL;
-    if (f != MEMRA_FORMAT_Q8_0) {
-        snprintf(what, sizeof what, "%s m=%d x f16 -> dequant_f16 + gemm_f16", memra_format_name(f), m);
-        const uint64_t w16h = memra_ledger_hits(host, MEMRA_OP_gemm_w16, "host");
-        yh = run_check_keep(rt, w, &mx, what, "gemm_f16", 1);
-        CHECK_INT_EQ((long long)memra_ledger_hits(host, MEMRA_OP_gemm_w16, "host"), (long long)w16h);
-        same_bits("x f16: the per-call dequantisation vs gemm_w16", &mx, yh, y);
-        check_operands(rt, w, MEMRA_OPERAND_W16 | MEMRA_OPERAND_RAW, "W16 and the raw copy made again");
-    }
+    /* an f16 activation (x_is_f16, as gemm_f16 takes it): gemm_w16 too, the same bits (f16(x) is what the f32
+     * call rounds to), no raw copy made */
+    snprintf(what, sizeof what, "%s m=%d x f16 -> gemm_w16", memra_format_name(f), m);
+    const uint64_t dq0 = memra_ledger_hits(host, MEMRA_OP_dequant_f16, "host");
+    float *yh = run_check_keep(rt, w, &mx, what, "gemm_w16", 1);
+    CHECK_INT_EQ((long long)memra_ledger_hits(host, MEMRA_OP_dequant_f16, "host"), (long long)dq0);
+    same_bits("x f16 vs x f32 on gemm_w16", &mx, yh, y);
+    check_operands(rt, w, MEMRA_OPERAND_W16, "W16 after an f16 activation");
     printf("%-44s gemm_w16 bit for bit the f16 mirror's  PASS\n", memra_format_name(f));
     /* MEMRA_W16=0: the floor's records */
     CHECK_OK(memra_weight_prepare(w0, host0));

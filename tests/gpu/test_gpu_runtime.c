@@ -602,13 +602,21 @@ static int gemm_w16_plans(mod *m)
     a.w_format = MEMRA_FORMAT_Q4_0;
     c = call_of(m);
     ok &= declined("gemm_w16 k 544", m->desc->ops->gemm_w16(&c, &a), &c, "multiple of 64");
-    /* the host's refusals: E4M3 (no W16 layout), a K-quant k off 256, an f16 activation */
-    static const struct { int32_t f; int k, xh; const char *what; } bad[3] = {
-        {MEMRA_FORMAT_E4M3, 512, 0, "E4M3"}, {MEMRA_FORMAT_Q5_K, 640, 0, "Q5_K k 640"}, {MEMRA_FORMAT_Q8_0, 512, 1, "x_is_f16"}};
+    /* an f16 activation: moved into the tiles by the x16h pass (2 row tiles of 128 tokens, unsplit: 8 steps) */
+    a = gemm(64, 256, 512);
+    a.w_format = MEMRA_FORMAT_Q8_0;
+    a.x_is_f16 = 1;
+    c = call_of(m);
+    ok &= launched("gemm_w16 x_is_f16", m->desc->ops->gemm_w16(&c, &a), 2,
+                   (const char *[]){"memra_k_w16_x16h", "memra_k_w16_q8_0_n128"}, (const int[]){0, 0});
+    /* the host's refusals: E4M3 (no W16 layout), a K-quant k off 256, ldy under n */
+    static const struct { int32_t f; int k, ldy; const char *what; } bad[3] = {
+        {MEMRA_FORMAT_E4M3, 512, 256, "E4M3"}, {MEMRA_FORMAT_Q5_K, 640, 256, "Q5_K k 640"},
+        {MEMRA_FORMAT_Q8_0, 512, 255, "ldy 255 < n"}};
     for (int i = 0; i < 3; i++) {
         a = gemm(64, 256, bad[i].k);
         a.w_format = bad[i].f;
-        a.x_is_f16 = bad[i].xh;
+        a.ldy = bad[i].ldy;
         c = call_of(m);
         st = m->desc->ops->gemm_w16(&c, &a);
         const int e = st == MEMRA_STATUS_INVALID_ARGUMENT && g_n_launched == 0;

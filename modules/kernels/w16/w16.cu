@@ -2,6 +2,7 @@
  * token tile, the activations' pass into the f16 tiles, and split-k's sum. Entry points:
  *   memra_k_w16_<fmt>_n<BN>  fmt q8_0, q4_0, q4_k, q5_k, q6_k; BN 256 or 128 (grid: ceil(m / BN) x row tiles x slices)
  *   memra_k_w16_x16          x f32 [m][k] -> the BN-token f16 tiles (one 16-byte chunk a thread)
+ *   memra_k_w16_x16h         x f16 [m][k] (x_is_f16) -> the same tiles, moved
  *   memra_k_w16_sum          the slices' partial sums -> y (one output a thread) */
 #include "w16_tile.cuh"
 
@@ -29,6 +30,12 @@ extern "C" __global__ void __launch_bounds__(256)
     memra_k_w16_x16(const float *__restrict__ x, __half *__restrict__ x16, int m, int k, int mp, int bn)
 {
     w16_x16((long long)blockIdx.x * blockDim.x + threadIdx.x, x, x16, m, k, mp, bn);
+}
+
+extern "C" __global__ void __launch_bounds__(256)
+    memra_k_w16_x16h(const __half *__restrict__ xh, __half *__restrict__ x16, int m, int k, int mp, int bn)
+{
+    w16_x16((long long)blockIdx.x * blockDim.x + threadIdx.x, nullptr, x16, m, k, mp, bn, xh);
 }
 
 extern "C" __global__ void __launch_bounds__(256)

@@ -1,7 +1,8 @@
 /* The w16 family (w16.cu, sm_90a): op gemm_w16, the fused-dequant f16 tile on the W16 operand (module.h
  * memra_w16_off). Argument checks (the host reference's), declines for what the tile does not take, the plan
  * (token tile, split-k), scratch, launches on call->stream:
- *   1. memra_k_w16_x16: x f32 -> the f16 token tiles in scratch (MEMRA__W16_SLOT_X16);
+ *   1. memra_k_w16_x16: x f32 -> the f16 token tiles in scratch (MEMRA__W16_SLOT_X16); x f16 (x_is_f16):
+ *      memra_k_w16_x16h moves it into them;
  *   2. memra_k_w16_<fmt>_n<BN>: the tile, into y, or with split-k into the slices' partial sums
  *      (MEMRA__W16_SLOT_PART);
  *   3. with split-k, memra_k_w16_sum: the slices added in slice order, times alpha, into y.
@@ -22,7 +23,7 @@
 
 typedef struct memra__w16_state {
     CUfunction tile[2][5]; /* [BN 256, 128][Q8_0, Q4_0, Q4_K, Q6_K, Q5_K] */
-    CUfunction x16, sum;
+    CUfunction x16, x16h, sum;
     int tile_knob;  /* 0 auto, else 128 / 256 */
     int split_knob; /* 0 auto, else 1..16 */
 } memra__w16_state;
@@ -43,6 +44,7 @@ static memra_status w16_load(memra__gpu *gpu, void *state)
         for (int f = 0; f < 5 && st == MEMRA_STATUS_OK; f++)
             st = memra__gpu_function(gpu, m, k_tile_names[b][f], W16_SMEM_BYTES, &s->tile[b][f]);
     if (st == MEMRA_STATUS_OK) st = memra__gpu_function(gpu, m, "memra_k_w16_x16", 0, &s->x16);
+    if (st == MEMRA_STATUS_OK) st = memra__gpu_function(gpu, m, "memra_k_w16_x16h", 0, &s->x16h);
     if (st == MEMRA_STATUS_OK) st = memra__gpu_function(gpu, m, "memra_k_w16_sum", 0, &s->sum);
     if (st != MEMRA_STATUS_OK) return st;
     const char *t = memra__gpu_knob(gpu, "MEMRA_W16_TILE"), *z = memra__gpu_knob(gpu, "MEMRA_W16_SPLIT");
@@ -97,7 +99,6 @@ memra_status memra__gpu_gemm_w16(memra_call *call, const memra_gemm_args *args)
     if (fi < 0) return memra__gpu_bad_arg(gpu, "gemm_w16", "w_format is not Q8_0, Q4_0, Q4_K, Q5_K or Q6_K");
     if (args->n > 0 && args->k > 0 && memra_w16_bytes((memra_format)args->w_format, args->n, args->k) == 0)
         return memra__gpu_bad_arg(gpu, "gemm_w16", "k is not a multiple of the format's block (32; K-quants 256)");
-    if (args->x_is_f16) return memra__gpu_bad_arg(gpu, "gemm_w16", "the activation is f32 (x_is_f16 is for gemm_f16)");
     if (args->m == 0 || args->n == 0) return MEMRA_STATUS_OK;
     if (s == NULL) return memra__gpu_decline(call, "gemm_w16: this module has no w16 kernels");
     if (args->k == 0 || args->k % W16_BK != 0) return memra__gpu_decline(call, "gemm_w16's tile takes k a multiple of 64");
@@ -126,7 +127,9 @@ memra_status memra__gpu_gemm_w16(memra_call *call, const memra_gemm_args *args)
     int bni = bn, mi = (int)m, ni = (int)n, ki = (int)k, mpi = (int)mp, zi = z;
     long long ldy = (long long)args->ldy;
     float alpha = args->alpha;
-    st = memra__gpu_launch_ex(gpu, s->x16, "memra_k_w16_x16", (unsigned)((mp * k / 8 + 255) / 256), 1, 1, 256, 0,
+    const int xh = args->x_is_f16 != 0;
+    st = memra__gpu_launch_ex(gpu, xh ? s->x16h : s->x16, xh ? "memra_k_w16_x16h" : "memra_k_w16_x16",
+                              (unsigned)((mp * k / 8 + 255) / 256), 1, 1, 256, 0,
                               call->stream, (void *[]){&x, &x16, &mi, &ki, &mpi, &bni}, 0);
     if (st == MEMRA_STATUS_OK)
         st = memra__gpu_launch_ex(gpu, s->tile[b][fi], k_tile_names[b][fi], (unsigned)((m + bn - 1) / bn),

@@ -251,9 +251,10 @@ w16_tile(const unsigned char *__restrict__ codes, const unsigned short *__restri
 }
 
 /* The activations' pass: x f32 [m][k] into the x16 tiles (zeros past m), one 16-byte chunk of the destination a
- * thread (ci, of mp k / 8), in the destination's order: its writes contiguous, each read one 32-byte sector. */
+ * thread (ci, of mp k / 8), in the destination's order: its writes contiguous, each read one 32-byte sector. With
+ * xh, the activation is f16 already [m][k] and each chunk is 16 of its bytes, moved. */
 __device__ __forceinline__ void w16_x16(long long ci, const float *__restrict__ x, __half *__restrict__ x16, int m,
-                                        int k, int mp, int BN)
+                                        int k, int mp, int BN, const __half *__restrict__ xh = nullptr)
 {
     if (ci >= (long long)mp * k / 8) return;
     const int tn8 = (int)(ci & 7), kh = (int)((ci >> 3) & 1), ng = (int)((ci >> 4) % (BN / 8));
@@ -261,7 +262,9 @@ __device__ __forceinline__ void w16_x16(long long ci, const float *__restrict__ 
     const int slab = (int)(rest % (k / 16)), tt = (int)(rest / (k / 16));
     const int t = tt * BN + ng * 8 + tn8, kk = slab * 16 + kh * 8;
     uint4 o = make_uint4(0u, 0u, 0u, 0u);
-    if (t < m) {
+    if (xh != nullptr) { /* an activation already f16 (gemm_f16's x_is_f16): moved, not rounded */
+        if (t < m) o = *reinterpret_cast<const uint4 *>(xh + (long long)t * k + kk);
+    } else if (t < m) {
         const float4 a = *reinterpret_cast<const float4 *>(x + (long long)t * k + kk);
         const float4 b = *reinterpret_cast<const float4 *>(x + (long long)t * k + kk + 4);
         __half2 h0 = __floats2half2_rn(a.x, a.y), h1 = __floats2half2_rn(a.z, a.w), h2 = __floats2half2_rn(b.x, b.y),
