@@ -87,6 +87,19 @@ def _kr_bytes(fmt, rows, cols):
     return rows * _row_bytes(name, cols) if name in ("q4_k", "q5_k", "q6_k") and cols % 256 == 0 else 0
 
 
+def _w16_bytes(fmt, rows, cols):
+    """The W16 operand (module.h memra_w16_bytes): per tile of 128 rows and group of 32 values the codes (Q8_0
+    4096, Q4_0 / Q4_K 2048, Q5_K 2560, Q6_K 3072 bytes) and 256 bytes of scales, and for the K-quants 512 bytes a
+    tile and super-block; 0 for another format or cols off the block (the op's own check answers then)."""
+    from .runtime import format_name
+    cb = {"q8_0": 4096, "q4_0": 2048, "q4_k": 2048, "q5_k": 2560, "q6_k": 3072}.get(format_name(fmt), 0)
+    kq = format_name(fmt) in ("q4_k", "q5_k", "q6_k")
+    if cb == 0 or rows < 0 or cols < 0 or cols % (256 if kq else 32) != 0:
+        return 0
+    t, g = (rows + 127) // 128, cols // 32
+    return t * g * (cb + 256) + (t * (cols // 256) * 512 if kq else 0)
+
+
 def _gemm_y(g):
     if g.m <= 0:
         return 0
@@ -114,6 +127,8 @@ def _needs(op, a):
         "gemm_q8_0": {"gemm.w": (_q8_0_bytes(n, k), _ANY, False), "gemm.x": q8_1},
         "gemm_q8_0r": {"gemm.w": (_recs_bytes(n, k, 144), _ANY, False), "gemm.x": q8_1},
         "gemm_kr": {"gemm.w": (_kr_bytes(g.w_format, n, k), _ANY, False), "gemm.x": q8_1},
+        "gemm_w16": {"gemm.w": (_w16_bytes(g.w_format, n, k), _ANY, False),
+                     "gemm.x": (m * k * 2, _F16, False) if g.x_is_f16 else x_f32},
         "accprobe": {"gemm.w": (n * k, _ANY, False), "gemm.x": (m * k, _ANY, False)},
     }
     if op in gemm:

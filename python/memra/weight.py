@@ -13,7 +13,7 @@ from .runtime import Runtime, _Child, format_id, format_name
 WeightState = namedtuple("WeightState", "prepared has_f16_mirror has_q8_0_slab nan_codes note")
 
 # memra_weight_operands bits (memra.h); new bits may be added there.
-OPERANDS = {1: "raw", 2: "f16_mirror", 4: "q8_0_slab", 8: "q8_0_records", 16: "k_records"}
+OPERANDS = {1: "raw", 2: "f16_mirror", 4: "q8_0_slab", 8: "q8_0_records", 16: "k_records", 32: "w16"}
 
 
 class Weight(_Child):

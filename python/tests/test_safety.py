@@ -96,6 +96,23 @@ def test_other_ops_are_sized(rt, op, fields, needle):
     assert rt.ledger().hits() == 0
 
 
+def test_gemm_w16_operand_is_sized(rt, rng):
+    # the W16 operand of a 16 x 64 Q8_0 weight: one row tile, two groups of (4096 codes + 256 scale) bytes
+    from memra.runtime import format_id
+    m, n, k = 2, 16, 64
+    x, y = rand(rng, m, k), np.zeros((m, n), np.float32)
+    w = np.zeros(2 * (4096 + 256), np.uint8)
+    g = dict(m=m, n=n, k=k, x=x, y=y, w_format=format_id("q8_0"))
+    _raises(lambda: memra.module_call(rt.host, "host", "gemm_w16", gemm=dict(g, w=w[:-1].copy())),
+            "gemm.w", "needs 8704")
+    _raises(lambda: memra.module_call(rt.host, "host", "gemm_w16", gemm=dict(g, w=w, x=x.astype(np.float16))),
+            "gemm.x", "float32")
+    assert rt.ledger().hits() == 0
+    memra.module_call(rt.host, "host", "gemm_w16", gemm=dict(g, w=w))  # the right sizes pass (scales 0: y 0)
+    assert not y.any()
+    memra.module_call(rt.host, "host", "gemm_w16", gemm=dict(g, w=w, x=x.astype(np.float16), x_is_f16=1))
+
+
 def test_buffer_too_small(rt):
     buf = rt.host.buffer(40)
     _raises(lambda: memra.module_call(rt.host, "host", "scale", src=buf, n=11, s=1.0), "src", "40 bytes")
