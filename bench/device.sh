@@ -54,7 +54,7 @@
 #               step_w16)
 #   w16lane     gemm_w16 in the build (issue 26): memra check --op gemm_w16 on the GPU (receipt), memra bench 27b at
 #               W16L_M (default "512 4096") with the w16 arms beside the floor's (receipts), then the sanitizer tools
-#               W16L_TOOLS (default none) over `memra check --op gemm_w16 --module sm90 --quick`, each alone
+#               W16L_TOOLS (default none) over `memra check --op gemm_w16 --module w16 --quick`, each alone
 #   wgpin       MEMRA_MMQ_WG_SEED=pin (_wgsf, the fold pinned behind the s8 wgmma): test, knobab, tools (see step_wgpin)
 #   wgia        MEMRA_MMQ_WG_SEED=iadd (_wgsi, no seed MMA: the fold adds the seed): knobab, test, tools (see step_wgia)
 #   wgpp        MEMRA_MMQ_WG_SEED=pp (_wgspp, the folds in turn): knobab, tests, stall samples, tools (see step_wgpp)
@@ -1293,7 +1293,7 @@ step_w16lane() {
     w16lane_keep
   done
   for tool in ${W16L_TOOLS:-}; do
-    timeout 240 compute-sanitizer --tool $tool $M check --device 0 --op gemm_w16 --module sm90 --quick \
+    timeout 240 compute-sanitizer --tool $tool $M check --device 0 --op gemm_w16 --module w16 --quick \
       > "$L/w16lane_san_$tool.txt" 2>&1
     say "check gemm_w16 under $tool: exit $? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$L/w16lane_san_$tool.txt" | tail -1)"
   done

@@ -11,7 +11,7 @@
  *   blas          (cuBLASLt; needs convert and fp8_act listed before it)
  *                                       gemm_f16, gemm_bf16, gemm_fp8, gemm_fp8_blk
  *   mmq           mmq                   quant_q8_1, repack_q8_0, gemm_q8_0r, gemm_q8_0, gemm_kr, accprobe
- *   w16           w16 (sm_90a only)     gemm_w16 (the fused-dequant f16 tile on the W16 operand)
+ *   w16           w16 (sm_90a only)     gemm_w16 (the fused-dequant f16 tile on the W16 operand; module w16)
  *   fp8blk        fp8blk | fp8blk_mx    gemm_fp8_blk (JIT first, embedded cubin as fall-back),
  *                                       gemm_experts (lane gemm_fp8_blk, sm_90a)
  *

@@ -1,9 +1,8 @@
 /* The sm90 module: Hopper (cc 9.0, H100/H200). A descriptor: its score, the
  * kernel families it serves (modules/kernels) and its op table.
- *   families  convert, dequant, fp8_act, fp8_weight, blas, w16
+ *   families  convert, dequant, fp8_act, fp8_weight, blas
  *   ops       gemm_f16, gemm_bf16, gemm_fp8, gemm_fp8_blk (cuBLASLt: block
- *             scales exist on sm_90 only); gemm_w16 (memra's fused-dequant
- *             f16 tile on GGUF codes, sm_90a); cvt_f16, scale, dequant_f16,
+ *             scales exist on sm_90 only); cvt_f16, scale, dequant_f16,
  *             fp8_blk_to_q8_0, fp8_nan_count (the load-time kernels)
  * The kernels are compiled ahead of time for sm_90a (and sm_120a, so one build
  * carries both) and embedded; init loads the sm_90a images, so a build without
@@ -23,7 +22,7 @@ static memra_status sm90_init(const memra_host_services *host, const memra_devic
 {
     static const memra__gpu_family *const families[] = {&memra__gpu_family_convert, &memra__gpu_family_dequant,
                                                         &memra__gpu_family_fp8_act, &memra__gpu_family_fp8_weight,
-                                                        &memra__gpu_family_blas, &memra__gpu_family_w16};
+                                                        &memra__gpu_family_blas};
     memra__gpu *gpu = NULL;
     memra_status st = memra__gpu_create(host, caps, SM90_NAME, families, sizeof families / sizeof families[0], &gpu);
     if (st == MEMRA_STATUS_OK) *out_ctx = gpu;
@@ -44,7 +43,6 @@ static const memra_op_table k_sm90_ops = {
     .fp8_nan_count = memra__gpu_fp8_nan_count,
     .scale = memra__gpu_scale,
     .gemm_bf16 = memra__gpu_gemm_bf16,
-    .gemm_w16 = memra__gpu_gemm_w16,
 };
 
 static const memra_module_desc k_sm90_desc = {

@@ -94,8 +94,8 @@ static const char *expect_first(memra_op op, int cc, int native121)
 {
     const int floor = op == MEMRA_OP_quant_q8_1 || op == MEMRA_OP_gemm_q8_0 || op == MEMRA_OP_repack_q8_0 ||
                       op == MEMRA_OP_gemm_q8_0r || op == MEMRA_OP_gemm_kr || op == MEMRA_OP_gemm_experts;
+    if (op == MEMRA_OP_gemm_w16) return cc == 90 ? "w16" : NULL; /* the wgmma tile: the w16 module's alone */
     if (cc == 90) return floor || op == MEMRA_OP_accprobe ? "mmq" : "sm90";
-    if (op == MEMRA_OP_gemm_w16) return NULL; /* the wgmma tile: the sm90 module's alone */
     if (cc == 120 || (cc == 121 && native121)) return "sm120";
     return op == MEMRA_OP_accprobe ? NULL : "portable";
 }

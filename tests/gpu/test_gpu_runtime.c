@@ -7,9 +7,10 @@
  * which kernels they launched, with or without a dependent launch, and which
  * cases they decline. fini must unload every image init loaded.
  *
- *   test_gpu_runtime <case> <sm90.so> <sm120.so> <mmq.so> <fp8blk.so>
- *   sm90            init on cc 9.0; cvt_f16, dequant_f16, fp8_nan_count launch their kernels; gemm_f16 declines (no cuBLASLt);
- *                   gemm_w16's plans (pass, tile, split-k sum; grids on 132 SMs), declines and refusals
+ *   test_gpu_runtime <case> <sm90.so> <sm120.so> <mmq.so> <fp8blk.so> <w16.so>
+ *   sm90            init on cc 9.0; cvt_f16, dequant_f16, fp8_nan_count launch their kernels; gemm_f16 declines (no cuBLASLt)
+ *   w16             init on cc 9.0 (one image); gemm_w16's plans (pass, tile, split-k sum; grids on 132 SMs),
+ *                   declines and refusals; score 0 on cc 12.0
  *   sm120           init on cc 12.0; quant_q8_1 and gemm_q8_0r launch as dependents; gemm_fp8_blk runs mxf8f6f4 kernels
  *   sm120_on_sm90   a forced sm120 profile on cc 9.0: gemm_fp8_blk declines with the sm120 reason
  *   mmq             gemm_q8_0 launches memra_k_gemm_q8_0, accprobe the probe, the tile plan avoids 128 x 128 at 99 KB;
@@ -683,8 +684,20 @@ static int case_sm90(const char *so)
     ok &= declined("gemm_fp8 x_scale (no cuBLASLt)", m.desc->ops->gemm_fp8(&c, &a), &c, "cuBLASLt");
     a.x_scale = 0.0f;
     ok &= m.desc->ops->quant_q8_1 == NULL && m.desc->ops->gemm_q8_0r == NULL;
-    ok &= gemm_w16_plans(&m);
-    ok &= close_mod(&m, 5);
+    ok &= m.desc->ops->gemm_w16 == NULL; /* the w16 module's */
+    ok &= close_mod(&m, 4);
+    return ok;
+}
+
+/* The w16 module on cc 9.0: its one image, gemm_w16's plans; on cc 12.0 it scores 0 */
+static int case_w16(const char *so)
+{
+    mod m;
+    if (!open_mod(so, 90, &m)) return 0;
+    int ok = gemm_w16_plans(&m);
+    const memra_device_caps c120 = fake_caps(120);
+    ok &= m.desc->score(&c120) == 0;
+    ok &= close_mod(&m, 1);
     return ok;
 }
 
@@ -2764,8 +2777,9 @@ static int case_fp8blk(const char *so)
 
 int main(int argc, char **argv)
 {
-    if (argc != 6) {
-        fprintf(stderr, "usage: %s sm90|sm120|sm120_on_sm90|mmq|fp8blk SM90.so SM120.so MMQ.so FP8BLK.so\n", argv[0]);
+    if (argc != 7) {
+        fprintf(stderr, "usage: %s sm90|sm120|sm120_on_sm90|mmq|fp8blk|w16 SM90.so SM120.so MMQ.so FP8BLK.so W16.so\n",
+                argv[0]);
         return 2;
     }
     const char *c = argv[1];
@@ -2775,6 +2789,7 @@ int main(int argc, char **argv)
              : strcmp(c, "mmq") == 0           ? case_mmq(argv[4]) && h16_cases(argv[4]) && mmq_one_pad(argv[4]) && mmq_sk(argv[4]) &&
                                                    mmq_quant_lean(argv[4])
              : strcmp(c, "fp8blk") == 0        ? case_fp8blk(argv[5])
+             : strcmp(c, "w16") == 0           ? case_w16(argv[6])
                                                : -1;
     if (ok < 0) {
         fprintf(stderr, "unknown case %s\n", c);
