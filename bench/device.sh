@@ -52,7 +52,8 @@
 #               Q8_0 / Q4_0 / Q4_K / Q6_K at both token tiles and with split-k, then the 27b sheet against cuBLAS's
 #               f16 GEMM), then the four sanitizer tools over the prototype's checks, each in its own process (see
 #               step_w16)
-#   w16lane     gemm_w16 in the build (issue 26): memra check --op gemm_w16 on the GPU (receipt), memra bench 27b at
+#   w16lane     gemm_w16 in the build (issue 26), under MEMRA_W16=auto (W16L_W16; the default 0 loads no w16 kernels):
+#               memra check --op gemm_w16 on the GPU (receipt), memra bench 27b at
 #               W16L_M (default "512 4096") with the w16 arms beside the floor's (receipts), then the sanitizer tools
 #               W16L_TOOLS (default none) over `memra check --op gemm_w16 --module w16 --quick`, each alone
 #   wgpin       MEMRA_MMQ_WG_SEED=pin (_wgsf, the fold pinned behind the s8 wgmma): test, knobab, tools (see step_wgpin)
@@ -1282,6 +1283,7 @@ w16lane_keep() { # the logs and receipts so far, in case the call's limit cuts t
 }
 step_w16lane() {
   local t=$SECONDS mm tool
+  export MEMRA_W16=${W16L_W16:-auto} # the default 0 loads no w16 kernels
   timeout 240 $M check --device 0 --op gemm_w16 --json $R/check_w16_$TAG.json > "$L/check_w16.log" 2>&1
   say "memra check --device 0 --op gemm_w16: exit $? $(grep -E 'passed, ' "$L/check_w16.log")"
   grep -E " FAIL|DECLINED" "$L/check_w16.log" | head -8 >> "$S"
@@ -1297,6 +1299,7 @@ step_w16lane() {
       > "$L/w16lane_san_$tool.txt" 2>&1
     say "check gemm_w16 under $tool: exit $? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$L/w16lane_san_$tool.txt" | tail -1)"
   done
+  unset MEMRA_W16
   say "w16lane: $((SECONDS - t)) s"
 }
 

@@ -613,6 +613,10 @@ static void split_json(const bench *b, const mmq_split *sp, FILE *f)
 
 static int bench_arms(bench *b)
 {
+    /* the w16 arms (the last ones) only where gemm_w16's kernels are on (MEMRA_W16 auto or 1; the default 0 loads
+     * none, so a W16 weight would not be made) */
+    const char *w16v = memra_config_value(b->rt, "MEMRA_W16");
+    const int narms = w16v != NULL && strcmp(w16v, "0") != 0 ? ARM_COUNT : ARM_WFIRST;
     double *logsum = calloc(ARM_COUNT, sizeof(double));
     arm_result all_served[ARM_COUNT];
     memset(all_served, 0, sizeof all_served);
@@ -677,7 +681,7 @@ static int bench_arms(bench *b)
                                     .data = kq[f], .size = kb, .name = k_arm_name[ARM_KFIRST + f]};
             st = make_weight(b, &dk, "0", &w[ARM_KFIRST + f]);
             /* the same blocks on the W16 operand, for the w16 arm of that format */
-            for (int v = 0; v < N_WARMS && st == MEMRA_STATUS_OK; v++)
+            for (int v = 0; v < N_WARMS && st == MEMRA_STATUS_OK && narms > ARM_WFIRST; v++)
                 if (k_warm_format[v] == k_arm_format[f]) {
                     memra_device_w16_set(b->dev, 1);
                     dk.name = k_arm_name[ARM_WFIRST + v];
@@ -685,7 +689,7 @@ static int bench_arms(bench *b)
                     memra_device_w16_set(b->dev, 0);
                 }
         }
-        if (st == MEMRA_STATUS_OK) {
+        if (st == MEMRA_STATUS_OK && narms > ARM_WFIRST) {
             memra_device_w16_set(b->dev, 1);
             memra_weight_desc dw = dq;
             dw.name = k_arm_name[ARM_W8_0];
@@ -708,7 +712,7 @@ static int bench_arms(bench *b)
             snprintf(ar[ARM_F16].note, sizeof ar[ARM_F16].note, "no f16 mirror: %s", ws.note);
         if (memra_weight_query(w[ARM_MMQ], b->dev, &ws) == MEMRA_STATUS_OK && ws.has_f16_mirror)
             snprintf(ar[ARM_MMQ].note, sizeof ar[ARM_MMQ].note, "has an f16 mirror despite budget 0");
-        for (int a = 0; a < ARM_COUNT; a++) {
+        for (int a = 0; a < narms; a++) {
             ar[a].t = calloc((size_t)b->reps, sizeof(double));
             if (ar[a].t == NULL) rc = 1;
             ar[a].operands = memra_weight_operands(w[a], b->dev);
@@ -723,8 +727,8 @@ static int bench_arms(bench *b)
             snprintf(what, sizeof what, "%lld->%lld %s %lld", (long long)k, (long long)n, r < 0 ? "warm-up" : "rep",
                      (long long)(r < 0 ? -r : r + 1));
             tool_progress_step(&pg, what);
-            for (int i = 0; i < ARM_COUNT; i++) {
-                const int a = (int)(((r < 0 ? 0 : r) + i) % ARM_COUNT);
+            for (int i = 0; i < narms; i++) {
+                const int a = (int)(((r < 0 ? 0 : r) + i) % narms);
                 mm_call mc = {.dev = b->dev, .w = w[a], .x = memra_buffer_ptr(bx), .y = memra_buffer_ptr(by),
                               .m = (int32_t)m};
                 ledger_snap s0, s1;
@@ -747,7 +751,7 @@ static int bench_arms(bench *b)
             split_rep(b, &sp, r); /* the mmq arm apart: quantiser, then both GEMMs */
         }
         tool_progress_clear(&pg);
-        for (int a = 0; a < ARM_COUNT; a++) {
+        for (int a = 0; a < narms; a++) {
             ar[a].median = tool_median(ar[a].t, (size_t)b->reps);
             arm_judge(b, &ar[a], a);
             if (!ar[a].valid) invalid[a] = 1;
@@ -756,7 +760,7 @@ static int bench_arms(bench *b)
         }
         char name[32];
         snprintf(name, sizeof name, "%lld->%lld", (long long)k, (long long)n);
-        for (int a = 0; a < ARM_COUNT; a++) {
+        for (int a = 0; a < narms; a++) {
             const double ratio = ar[ARM_F16].median / ar[a].median;
             logsum[a] += log(ratio);
             char gg[96] = "";
@@ -778,7 +782,7 @@ static int bench_arms(bench *b)
             FILE *f = b->json;
             fprintf(f, "%s\n{\"shape\":\"%s\",\"in_f\":%lld,\"out_f\":%lld,\"flops\":%.0f,\"arms\":[", s ? "," : "",
                     name, (long long)k, (long long)n, flops);
-            for (int a = 0; a < ARM_COUNT; a++) {
+            for (int a = 0; a < narms; a++) {
                 fprintf(f, "%s{\"arm\":\"%s\",\"op\":\"%s\",\"operands\":[", a ? "," : "", k_arm_name[a],
                         memra_op_name(ar[a].op));
                 for (int bit = 0, first = 1; bit < N_OPERAND_BITS; bit++)
@@ -806,7 +810,7 @@ static int bench_arms(bench *b)
             fprintf(f, "}");
         }
     shape_done:
-        for (int a = 0; a < ARM_COUNT; a++) {
+        for (int a = 0; a < narms; a++) {
             memra_weight_destroy(w[a]);
             free(ar[a].t);
         }
@@ -827,15 +831,15 @@ static int bench_arms(bench *b)
     }
     tool_progress_end(&pg);
     printf("geometric mean over %zu shapes (speed relative to f16):", b->nshapes);
-    for (int a = 0; a < ARM_COUNT; a++) printf(" %s %.3fx", k_arm_name[a], exp(logsum[a] / (double)b->nshapes));
+    for (int a = 0; a < narms; a++) printf(" %s %.3fx", k_arm_name[a], exp(logsum[a] / (double)b->nshapes));
     if (ggml_run) {
         printf("\ngeometric mean over %zu shapes (speed relative to GGML's quoted figures):", b->nshapes);
-        for (int a = 0; a < ARM_COUNT; a++)
+        for (int a = 0; a < narms; a++)
             if (ggml_quoted_us(b, a, 0) > 0.0) printf(" %s %.3fx", k_arm_name[a], exp(ggml_logsum[a] / (double)b->nshapes));
     }
     printf("\nserved (from the ledger):\n");
     int rc = 0;
-    for (int a = 0; a < ARM_COUNT; a++) {
+    for (int a = 0; a < narms; a++) {
         printf("  %-8s ", k_arm_name[a]);
         print_served(b, &all_served[a], a, stdout, 0);
         if (invalid[a]) {
@@ -846,12 +850,12 @@ static int bench_arms(bench *b)
     }
     if (b->json) {
         fprintf(b->json, "],\"geomean_ratio_to_f16\":{");
-        for (int a = 0; a < ARM_COUNT; a++)
+        for (int a = 0; a < narms; a++)
             fprintf(b->json, "%s\"%s\":%.6g", a ? "," : "", k_arm_name[a], exp(logsum[a] / (double)b->nshapes));
         fprintf(b->json, "}");
         if (ggml_run) {
             fprintf(b->json, ",\"geomean_ratio_to_ggml_quoted\":{");
-            for (int a = 0, first = 1; a < ARM_COUNT; a++)
+            for (int a = 0, first = 1; a < narms; a++)
                 if (ggml_quoted_us(b, a, 0) > 0.0) {
                     fprintf(b->json, "%s\"%s\":%.6g", first ? "" : ",", k_arm_name[a],
                             exp(ggml_logsum[a] / (double)b->nshapes));
@@ -860,7 +864,7 @@ static int bench_arms(bench *b)
             fprintf(b->json, "}");
         }
         fprintf(b->json, ",\"invalid_arms\":[");
-        for (int a = 0, first = 1; a < ARM_COUNT; a++)
+        for (int a = 0, first = 1; a < narms; a++)
             if (invalid[a]) {
                 fprintf(b->json, "%s\"%s\"", first ? "" : ",", k_arm_name[a]);
                 first = 0;

@@ -9,8 +9,9 @@
  *
  *   test_gpu_runtime <case> <sm90.so> <sm120.so> <mmq.so> <fp8blk.so> <w16.so>
  *   sm90            init on cc 9.0; cvt_f16, dequant_f16, fp8_nan_count launch their kernels; gemm_f16 declines (no cuBLASLt)
- *   w16             init on cc 9.0 (one image); gemm_w16's plans (pass, tile, split-k sum; grids on 132 SMs),
- *                   declines and refusals; score 0 on cc 12.0
+ *   w16             init on cc 9.0: MEMRA_W16 unset, no image and gemm_w16 declines; MEMRA_W16=auto, one image,
+ *                   gemm_w16's plans (pass, tile, split-k sum; grids on 132 SMs), declines and refusals; score 0
+ *                   on cc 12.0
  *   sm120           init on cc 12.0; quant_q8_1 and gemm_q8_0r launch as dependents; gemm_fp8_blk runs mxf8f6f4 kernels
  *   sm120_on_sm90   a forced sm120 profile on cc 9.0: gemm_fp8_blk declines with the sm120 reason
  *   mmq             gemm_q8_0 launches memra_k_gemm_q8_0, accprobe the probe, the tile plan avoids 128 x 128 at 99 KB;
@@ -336,9 +337,11 @@ static const char *g_fxe_gs_knob;    /* MEMRA_FP8BLK_XE_GS likewise */
 static const char *g_fxe_persist_knob; /* MEMRA_FP8BLK_XE_PERSIST likewise */
 static const char *g_fxe_l2_knob;      /* MEMRA_FP8BLK_XE_L2 likewise */
 static const char *g_fxe_tall_knob;    /* MEMRA_FP8BLK_XE_TALL likewise */
+static const char *g_w16_knob; /* MEMRA_W16 likewise */
 static const char *fake_knob(const memra_device_caps *caps, const char *name)
 {
     (void)caps;
+    if (strcmp(name, "MEMRA_W16") == 0) return g_w16_knob;
     if (strcmp(name, "MEMRA_FP8BLK_WGMMA") == 0) return g_wgmma_knob;
     if (strcmp(name, "MEMRA_MMQ_XE_BM") == 0) return g_xe_bm_knob;
     if (strcmp(name, "MEMRA_MMQ_XE_SPLIT") == 0) return g_xe_split_knob;
@@ -689,15 +692,25 @@ static int case_sm90(const char *so)
     return ok;
 }
 
-/* The w16 module on cc 9.0: its one image, gemm_w16's plans; on cc 12.0 it scores 0 */
+/* The w16 module on cc 9.0: MEMRA_W16 unset (the default) loads no image and gemm_w16 declines; MEMRA_W16=auto
+ * its one image and gemm_w16's plans; on cc 12.0 it scores 0 */
 static int case_w16(const char *so)
 {
     mod m;
+    g_w16_knob = NULL;
     if (!open_mod(so, 90, &m)) return 0;
-    int ok = gemm_w16_plans(&m);
+    memra_gemm_args a = gemm(4096, 5120, 5120);
+    a.w_format = MEMRA_FORMAT_Q8_0;
+    memra_call c = call_of(&m);
+    int ok = declined("gemm_w16 MEMRA_W16 unset", m.desc->ops->gemm_w16(&c, &a), &c, "MEMRA_W16=0");
+    ok &= close_mod(&m, 0);
+    g_w16_knob = "auto";
+    if (!open_mod(so, 90, &m)) return 0;
+    ok &= gemm_w16_plans(&m);
     const memra_device_caps c120 = fake_caps(120);
     ok &= m.desc->score(&c120) == 0;
     ok &= close_mod(&m, 1);
+    g_w16_knob = NULL;
     return ok;
 }
 

@@ -6,7 +6,8 @@
  *   2. memra_k_w16_<fmt>_n<BN>: the tile, into y, or with split-k into the slices' partial sums
  *      (MEMRA__W16_SLOT_PART);
  *   3. with split-k, memra_k_w16_sum: the slices added in slice order, times alpha, into y.
- * Knobs (read at load): MEMRA_W16_TILE (auto | 128 | 256), MEMRA_W16_SPLIT (auto | 1..16). */
+ * Knobs (read at load): MEMRA_W16 (unset or 0, the default: no image loaded, every call declines),
+ * MEMRA_W16_TILE (auto | 128 | 256), MEMRA_W16_SPLIT (auto | 1..16). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -26,6 +27,7 @@ typedef struct memra__w16_state {
     CUfunction x16, x16h, sum;
     int tile_knob;  /* 0 auto, else 128 / 256 */
     int split_knob; /* 0 auto, else 1..16 */
+    int off;        /* MEMRA_W16=0: nothing loaded */
 } memra__w16_state;
 
 static const char *const k_tile_names[2][5] = {
@@ -38,6 +40,12 @@ static const char *const k_tile_names[2][5] = {
 static memra_status w16_load(memra__gpu *gpu, void *state)
 {
     memra__w16_state *s = state;
+    /* MEMRA_W16 unset or 0 (the default until a GPU run has checked the tile): no image, every call declines */
+    const char *on = memra__gpu_knob(gpu, "MEMRA_W16");
+    if (on == NULL || strcmp(on, "0") == 0) {
+        s->off = 1;
+        return MEMRA_STATUS_OK;
+    }
     CUmodule m;
     memra_status st = memra__gpu_image_load(gpu, "w16", &m);
     for (int b = 0; b < 2 && st == MEMRA_STATUS_OK; b++)
@@ -101,6 +109,7 @@ memra_status memra__gpu_gemm_w16(memra_call *call, const memra_gemm_args *args)
         return memra__gpu_bad_arg(gpu, "gemm_w16", "k is not a multiple of the format's block (32; K-quants 256)");
     if (args->m == 0 || args->n == 0) return MEMRA_STATUS_OK;
     if (s == NULL) return memra__gpu_decline(call, "gemm_w16: this module has no w16 kernels");
+    if (s->off) return memra__gpu_decline(call, "gemm_w16 is off (MEMRA_W16=0, the default)");
     if (args->k == 0 || args->k % W16_BK != 0) return memra__gpu_decline(call, "gemm_w16's tile takes k a multiple of 64");
     const int64_t m = args->m, n = args->n, k = args->k, tiles = (n + W16_BM - 1) / W16_BM;
     if (tiles > 65535) return memra__gpu_decline(call, "gemm_w16: more than 65535 row tiles");
