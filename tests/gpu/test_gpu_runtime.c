@@ -601,6 +601,11 @@ static int gemm_w16_plans(mod *m)
     ok &= g2 && launched("gemm_w16 Q6_K m 512 split", st, 3,
                          (const char *[]){"memra_k_w16_x16", "memra_k_w16_q6_k_n128", "memra_k_w16_sum"},
                          (const int[]){0, 0, 0});
+    /* m x k past a one-dimensional grid of the pass (2^31 - 1 tokens x 2^24 columns): declined, nothing launched */
+    a = gemm(0x7FFFFFFF, 256, 1 << 24);
+    a.w_format = MEMRA_FORMAT_Q8_0;
+    c = call_of(m);
+    ok &= declined("gemm_w16 m x k too large", m->desc->ops->gemm_w16(&c, &a), &c, "too large");
     /* k 544 (Q8_0 blocks, not the tile's 64-column steps): declined */
     a = gemm(64, 256, 544);
     a.w_format = MEMRA_FORMAT_Q4_0;

@@ -118,6 +118,9 @@ memra_status memra__gpu_gemm_w16(memra_call *call, const memra_gemm_args *args)
     const int64_t sms = gpu->caps->sm_count > 0 ? gpu->caps->sm_count : 16;
     const int bn = tile_for(m, tiles, sms, s->tile_knob), b = bn == 256 ? 0 : 1;
     const int64_t mp = (m + 255) / 256 * 256, ctas = (m + bn - 1) / bn * tiles;
+    /* the pass's grid (a 16-byte chunk a thread) and the sum's (an output a thread) fit a 1-D grid */
+    if ((mp * k / 8 + 255) / 256 > 0x7FFFFFFF || (m * n + 255) / 256 > 0x7FFFFFFF)
+        return memra__gpu_decline(call, "gemm_w16: m x k or m x n too large for the pass's one-dimensional grid");
     const int z = slices_for(ctas, k / W16_BK, sms, s->split_knob);
     memra_dptr x16 = 0, part = 0;
     if (!MEMRA_HAS_MEMBER(gpu->host, memra_host_services, scratch_get))
