@@ -409,35 +409,44 @@ static int kr_wanted(const memra_weight *w, memra_device *dev)
            has_lane(dev, MEMRA_OP_gemm_kr);
 }
 
+/* An operand made on the host from the weight's blocks by `repack` (memra_kr_repack, memra_w16_repack:
+ * `bytes` at dst), uploaded and published at *slot. OK: published; DECLINED: no device memory for it (logged
+ * with `then`, what serves instead), nothing changed; another status: the failure. Caller holds w->lock. */
+static memra_status upload_repacked(memra_weight *w, memra_device *dev, uint64_t bytes,
+                                    int (*repack)(memra_format, const void *, int64_t, int64_t, void *),
+                                    const char *what, const char *then, memra_dptr *slot)
+{
+    uint8_t *host = malloc((size_t)bytes);
+    if (host == NULL) return MEMRA__FAIL(MEMRA_STATUS_OUT_OF_MEMORY, "%s: out of host memory for %s", w->name, what);
+    if (repack(w->format, w->data, w->out_f, w->in_f, host) != 0) {
+        free(host);
+        return MEMRA__FAIL(MEMRA_STATUS_INTERNAL, "%s: %s of %s refused", w->name, what, memra_format_name(w->format));
+    }
+    memra_dptr op = 0;
+    memra_status st = memra__dev_alloc(dev, (size_t)bytes, &op);
+    if (st == MEMRA_STATUS_OUT_OF_MEMORY) {
+        free(host);
+        memra__log(MEMRA_LOG_INFO, "weight", "%s on %s: no memory for %s; %s", w->name, dev->label, what, then);
+        return MEMRA_STATUS_DECLINED;
+    }
+    if (st == MEMRA_STATUS_OK) st = memra__dev_upload(dev, op, host, (size_t)bytes);
+    free(host);
+    if (st != MEMRA_STATUS_OK) {
+        memra__dev_free(dev, op);
+        return st;
+    }
+    op_publish(slot, op);
+    return MEMRA_STATUS_OK;
+}
+
 /* A K-quant weight without a mirror on the floor: repacked on the host into
  * K records, uploaded and published as wd->kr. OK: published; DECLINED:
  * none (not wanted, no device memory), nothing changed. Caller holds w->lock. */
 static memra_status kr_records(memra_weight *w, memra_device *dev, weight_dev *wd)
 {
     if (!kr_wanted(w, dev)) return MEMRA_STATUS_DECLINED;
-    const uint64_t bytes = memra_kr_bytes(w->format, w->out_f, w->in_f);
-    uint8_t *host = malloc((size_t)bytes);
-    if (host == NULL) return MEMRA__FAIL(MEMRA_STATUS_OUT_OF_MEMORY, "%s: out of host memory for K records", w->name);
-    if (memra_kr_repack(w->format, w->data, w->out_f, w->in_f, host) != 0) {
-        free(host);
-        return MEMRA__FAIL(MEMRA_STATUS_INTERNAL, "%s: K records of %s refused", w->name, memra_format_name(w->format));
-    }
-    memra_dptr rec = 0;
-    memra_status st = memra__dev_alloc(dev, (size_t)bytes, &rec);
-    if (st == MEMRA_STATUS_OUT_OF_MEMORY) {
-        free(host);
-        memra__log(MEMRA_LOG_INFO, "weight", "%s on %s: no memory for K records; per-call dequantisation", w->name,
-                   dev->label);
-        return MEMRA_STATUS_DECLINED;
-    }
-    if (st == MEMRA_STATUS_OK) st = memra__dev_upload(dev, rec, host, (size_t)bytes);
-    free(host);
-    if (st != MEMRA_STATUS_OK) {
-        memra__dev_free(dev, rec);
-        return st;
-    }
-    op_publish(&wd->kr, rec);
-    return MEMRA_STATUS_OK;
+    return upload_repacked(w, dev, memra_kr_bytes(w->format, w->out_f, w->in_f), memra_kr_repack, "K records",
+                           "per-call dequantisation", &wd->kr);
 }
 
 /* Whether dev serves w (Q8_0, Q4_0 or a K-quant without a mirror) with gemm_w16 on the W16 operand:
@@ -454,36 +463,15 @@ static int w16_wanted(const memra_weight *w, memra_device *dev)
 }
 
 /* The W16 operand of a weight without a mirror: repacked on the host (memra_w16_repack), uploaded and
- * published as wd->w16. OK: published; DECLINED: none (not wanted, no device memory), nothing changed.
- * Caller holds w->lock. */
+ * published as wd->w16. OK: published; DECLINED: none (not wanted, no device memory: the error cleared, the
+ * floor serves), nothing changed. Caller holds w->lock. */
 static memra_status w16_operand(memra_weight *w, memra_device *dev, weight_dev *wd)
 {
     if (!w16_wanted(w, dev)) return MEMRA_STATUS_DECLINED;
-    const uint64_t bytes = memra_w16_bytes(w->format, w->out_f, w->in_f);
-    uint8_t *host = malloc((size_t)bytes);
-    if (host == NULL) return MEMRA__FAIL(MEMRA_STATUS_OUT_OF_MEMORY, "%s: out of host memory for the W16 operand", w->name);
-    if (memra_w16_repack(w->format, w->data, w->out_f, w->in_f, host) != 0) {
-        free(host);
-        return MEMRA__FAIL(MEMRA_STATUS_INTERNAL, "%s: the W16 operand of %s refused", w->name,
-                           memra_format_name(w->format));
-    }
-    memra_dptr op = 0;
-    memra_status st = memra__dev_alloc(dev, (size_t)bytes, &op);
-    if (st == MEMRA_STATUS_OUT_OF_MEMORY) {
-        free(host);
-        memra__clear_error();
-        memra__log(MEMRA_LOG_INFO, "weight", "%s on %s: no memory for the W16 operand; the MMQ floor serves", w->name,
-                   dev->label);
-        return MEMRA_STATUS_DECLINED;
-    }
-    if (st == MEMRA_STATUS_OK) st = memra__dev_upload(dev, op, host, (size_t)bytes);
-    free(host);
-    if (st != MEMRA_STATUS_OK) {
-        memra__dev_free(dev, op);
-        return st;
-    }
-    op_publish(&wd->w16, op);
-    return MEMRA_STATUS_OK;
+    const memra_status st = upload_repacked(w, dev, memra_w16_bytes(w->format, w->out_f, w->in_f), memra_w16_repack,
+                                            "the W16 operand", "the MMQ floor serves", &wd->w16);
+    if (st == MEMRA_STATUS_DECLINED) memra__clear_error();
+    return st;
 }
 
 /* The MMQ floor's operand of a block-128 FP8 weight: the slab, or its records

@@ -616,6 +616,15 @@ static void test_q8_0_records_declined(memra_runtime *rt, const char *testq8r)
 /* Random K-quant blocks: every byte random but the f16 scales (d in
  * [0.01, 0.02), dmin in [0, 0.005)), so codes, sub-block scales and mins
  * cover their whole range and the weight is never all zeros. */
+/* GGML's decoded values of an [n x k] weight of format f (memra_decode_row a row), malloc'd */
+static float *decoded(memra_format f, const uint8_t *wq, int n, int k)
+{
+    float *wdec = malloc((size_t)n * k * sizeof(float));
+    const uint64_t rb = memra_format_row_bytes(f, k);
+    for (int j = 0; j < n; j++) memra_decode_row(f, wq + (size_t)j * rb, k, wdec + (size_t)j * k);
+    return wdec;
+}
+
 static uint8_t *random_kquant(memra_format f, int n, int k, size_t *out_bytes)
 {
     const size_t bb = (size_t)memra_format_block_bytes(f), nb = (size_t)n * (size_t)(k / 256);
@@ -690,9 +699,7 @@ static void test_kquant_floor(memra_runtime *rt, memra_format f, int m, int n, i
 {
     size_t bytes = 0;
     uint8_t *wq = random_kquant(f, n, k, &bytes);
-    float *wdec = malloc((size_t)n * k * sizeof(float));
-    const uint64_t rb = memra_format_row_bytes(f, k);
-    for (int j = 0; j < n; j++) memra_decode_row(f, wq + (size_t)j * rb, k, wdec + (size_t)j * k);
+    float *wdec = decoded(f, wq, n, k);
     uint8_t *rec = malloc((size_t)memra_kr_bytes(f, n, k));
     CHECK_INT_EQ(memra_kr_repack(f, wq, n, k, rec), 0);
     /* exactly the GGUF bytes: the codes and scales at their width */
@@ -788,9 +795,7 @@ static void test_kquant_f16_route(memra_format f, int n, int k)
     memra_runtime *rt = open_floor_f16(), *rt0 = open_no_records("0");
     size_t bytes = 0;
     uint8_t *wq = random_kquant(f, n, k, &bytes);
-    float *wdec = malloc((size_t)n * k * sizeof(float));
-    const uint64_t rb = memra_format_row_bytes(f, k);
-    for (int j = 0; j < n; j++) memra_decode_row(f, wq + (size_t)j * rb, k, wdec + (size_t)j * k);
+    float *wdec = decoded(f, wq, n, k);
     memra_weight_desc d = {.struct_size = sizeof d, .format = f, .out_f = n, .in_f = k, .data = wq, .size = bytes,
                            .name = memra_format_name(f)};
     memra_device *host = memra_device_host(rt), *host0 = memra_device_host(rt0);
@@ -1195,9 +1200,7 @@ static void test_w16_route(memra_runtime *rt_mirror, memra_format f, int m, int 
     } else {
         wq = random_kquant(f, n, k, &bytes);
     }
-    float *wdec = malloc((size_t)n * k * sizeof(float));
-    const uint64_t rb = memra_format_row_bytes(f, k);
-    for (int j = 0; j < n; j++) memra_decode_row(f, wq + (size_t)j * rb, k, wdec + (size_t)j * k);
+    float *wdec = decoded(f, wq, n, k);
     memra_weight_desc d = {.struct_size = sizeof d, .format = f, .out_f = n, .in_f = k, .data = wq, .size = bytes,
                            .name = memra_format_name(f)};
     memra_device *host = memra_device_host(rt), *host0 = memra_device_host(rt0);
