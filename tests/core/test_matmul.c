@@ -1259,6 +1259,50 @@ static void test_w16_off_step(void)
     free(wq);
 }
 
+/* memra_device_w16_set from another thread while weights are prepared (MEMRA_W16=1): the setting is read once
+ * a prepare, so each weight holds the W16 operand alone or the floor's records alone, never both or neither. */
+typedef struct w16_toggle {
+    memra_device *dev;
+    atomic_int stop;
+} w16_toggle;
+
+static void *toggle_w16(void *p)
+{
+    w16_toggle *t = p;
+    for (unsigned i = 0; !atomic_load(&t->stop); i++) CHECK_OK(memra_device_w16_set(t->dev, (int)(i & 1)));
+    return NULL;
+}
+
+static void test_w16_set_threads(void)
+{
+    memra_runtime *rt = open_w16("1");
+    memra_device *host = memra_device_host(rt);
+    const int n = 40, k = 128;
+    uint8_t *wq = random_q8_0(n, k);
+    memra_weight_desc d = {.struct_size = sizeof d, .format = MEMRA_FORMAT_Q8_0, .out_f = n, .in_f = k, .data = wq,
+                           .size = (size_t)n * (k / 32) * MEMRA_Q8_0_BYTES, .name = "q8_0 toggled"};
+    w16_toggle t = {.dev = host};
+    atomic_init(&t.stop, 0);
+    pthread_t th;
+    CHECK(pthread_create(&th, NULL, toggle_w16, &t) == 0);
+    int seen[2] = {0, 0};
+    for (int i = 0; i < 64; i++) {
+        memra_weight *w = make(rt, &d);
+        CHECK_OK(memra_weight_prepare(w, host));
+        const unsigned ops = memra_weight_operands(w, host);
+        if (ops != MEMRA_OPERAND_W16 && ops != MEMRA_OPERAND_Q8_0_RECORDS)
+            TEST_FAIL_AT("weight %d prepared while memra_device_w16_set toggles: operands 0x%x", i, ops);
+        seen[ops == MEMRA_OPERAND_W16]++;
+        memra_weight_destroy(w);
+    }
+    atomic_store(&t.stop, 1);
+    CHECK(pthread_join(th, NULL) == 0);
+    printf("%-44s W16 x%d, records x%d, never both  PASS\n", "memra_device_w16_set toggled", seen[1], seen[0]);
+    CHECK_OK(memra_device_w16_set(host, -1));
+    memra_close(rt);
+    free(wq);
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 4) TEST_FAIL_AT("usage: test_matmul <path of testq8r.so> <path of testkrns.so> <path of testqnosums.so>");
@@ -1296,6 +1340,7 @@ int main(int argc, char **argv)
     for (size_t f = 0; f < 5; f++)
         test_w16_route(rt, wf[f], 17, 129, wf[f] == MEMRA_FORMAT_Q8_0 || wf[f] == MEMRA_FORMAT_Q4_0 ? 320 : 512);
     test_w16_off_step();
+    test_w16_set_threads();
     test_kquant_lane_not_supported(rt, argv[2]);
     test_quant_without_sums(rt, argv[3]);
     memra_close(rt);
