@@ -54,7 +54,8 @@
 #               step_w16)
 #   w16lane     gemm_w16 in the build (issue 26), under MEMRA_W16=auto (W16L_W16; the default 0 loads no w16 kernels):
 #               memra check --op gemm_w16 on the GPU (receipt), memra bench 27b at
-#               W16L_M (default "512 4096") with the w16 arms beside the floor's (receipts), then the sanitizer tools
+#               W16L_M (default "512 4096") with the w16 arms beside the floor's (receipts), test_gpu_stress's
+#               lane w16 (streams, threads, graphs), then the sanitizer tools
 #               W16L_TOOLS (default none) over `memra check --op gemm_w16 --module w16 --quick`, each alone
 #   wgpin       MEMRA_MMQ_WG_SEED=pin (_wgsf, the fold pinned behind the s8 wgmma): test, knobab, tools (see step_wgpin)
 #   wgia        MEMRA_MMQ_WG_SEED=iadd (_wgsi, no seed MMA: the fold adds the seed): knobab, test, tools (see step_wgia)
@@ -1294,6 +1295,10 @@ step_w16lane() {
     grep -E "geometric" "$L/bench_27b_m$mm.txt" >> "$S"
     w16lane_keep
   done
+  # the lane in test_gpu_stress (4 streams x 2 threads, then two graphs captured at once), alone: bit for bit
+  # against the same calls made one at a time (the stress test sets MEMRA_W16=auto itself)
+  MEMRA_TEST_STRESS_LANES=w16 timeout 240 $B/bin/test_gpu_stress > "$L/w16lane_stress.log" 2>&1
+  say "test_gpu_stress lane w16: exit $? $(grep -E 'GPU hits' "$L/w16lane_stress.log" | tr -s ' ')"
   for tool in ${W16L_TOOLS:-}; do
     timeout 240 compute-sanitizer --tool $tool $M check --device 0 --op gemm_w16 --module w16 --quick \
       > "$L/w16lane_san_$tool.txt" 2>&1

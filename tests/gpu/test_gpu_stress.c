@@ -17,7 +17,10 @@
  *             tiles is a logged warning, which fails the test), and (lane kq) a
  *             Q4_K weight on the K-quant floor at KQ_M tokens (on cc 9.x the
  *             prepared warpgroup tile, its per-call images in each stream's
- *             scratch);
+ *             scratch), and (lane w16, cc 9.0 only) a Q6_K weight on gemm_w16 (the W16
+ *             operand, MEMRA_W16=auto with memra_device_w16_set on for its prepare alone) at W16_M
+ *             tokens, a shape whose plan splits k (the split-k parts and the f16 activations in
+ *             each stream's scratch);
  *             REPS calls of each lane per job, all queued without a wait, two
  *             threads on each stream. Every output must equal, bit for bit, the
  *             same call made alone on one stream before the threads start.
@@ -26,7 +29,7 @@
  *             graphs are replayed twice with fresh inputs, and every output must
  *             equal the same calls made directly (not captured) afterwards.
  * The ledger must show a GPU module serving each lane. Exits 77 without a GPU.
- * MEMRA_TEST_STRESS_LANES=fp8blk,mmq (a comma list of f16, f16pre, fp8, fp8blk, mmq, xe, xefp8blk, xewg, kq) runs
+ * MEMRA_TEST_STRESS_LANES=fp8blk,mmq (a comma list of f16, f16pre, fp8, fp8blk, mmq, xe, xefp8blk, xewg, kq, w16) runs
  * those lanes only: with MEMRA_DISABLE=sm90, memra's own kernels alone (racecheck).
  * Comparisons are tools/judge.h's judge_bytes; MEMRA_TEST_INJECT_FAULT=1
  * flips a bit of the first value of every comparison: both cases must FAIL.
@@ -54,11 +57,12 @@
 #define OUT_F 1024
 #define IN_F 2048
 
-enum { L_F16, L_F16_PRE, L_FP8, L_FP8_BLK, L_MMQ, L_XE, L_XE_FP8BLK, L_XE_WG, L_KQ, L_N };
+enum { L_F16, L_F16_PRE, L_FP8, L_FP8_BLK, L_MMQ, L_XE, L_XE_FP8BLK, L_XE_WG, L_KQ, L_W16, L_N };
 static const char *const k_lane[L_N] = {"f16 mirror", "f16 pre-converted", "fp8", "fp8 block-128", "mmq floor",
-                                        "experts q8_0", "experts fp8 blk", "experts q8_0 wg", "k-quant floor"};
+                                        "experts q8_0", "experts fp8 blk", "experts q8_0 wg", "k-quant floor",
+                                        "w16 tile"};
 static const char *const k_op[L_N] = {"gemm_f16", "gemm_f16", "gemm_fp8", "gemm_fp8_blk", "gemm_q8_0r",
-                                      "gemm_experts", "gemm_experts", "gemm_experts", "gemm_kr"};
+                                      "gemm_experts", "gemm_experts", "gemm_experts", "gemm_kr", "gemm_w16"};
 #define XE_E 8
 /* xewg: k from MEMRA_MMQ_XE_WG's auto threshold (mmq_ops.c MMQ_XE_WG_AUTO_K) and at least 96 rows an
  * expert on average (the 128-row table, mmq_ops.c xe_tile_pick), not a multiple of 128 */
@@ -67,13 +71,17 @@ static const char *const k_op[L_N] = {"gemm_f16", "gemm_f16", "gemm_fp8", "gemm_
 /* kq: a Q4_K weight on the floor at KQ_M tokens, from 1024 on cc 9.x the prepared warpgroup tile (its
  * per-call images in each stream's scratch: MEMRA_MMQ_KR_WG's default), off the 128-token tile */
 #define KQ_M 1100
+/* w16: 3 x 8 tiles of 128 x 128 over 2048 / 64 = 32 k steps: the plan (w16_ops.c) splits k into 4 slices of
+ * 8 steps to fill the SMs, so each call writes its parts to its stream's scratch and sums them */
+#define W16_M 300
 /* unaligned and aligned, each lane its own; the grouped lanes' rows over XE_E experts */
-static const int k_m[L_N] = {77, 64, 130, 33, 96, 200, 150, XE_WG_M, KQ_M};
+static const int k_m[L_N] = {77, 64, 130, 33, 96, 200, 150, XE_WG_M, KQ_M, W16_M};
 static int in_f(int lane) { return lane == L_XE_WG ? XE_WG_K : IN_F; }
 static int is_xe(int lane) { return lane == L_XE || lane == L_XE_FP8BLK || lane == L_XE_WG; }
 /* MEMRA_TEST_STRESS_LANES: a comma list of these names runs those lanes only (default: all),
  * e.g. "fp8blk,mmq" for memra's own kernels alone under racecheck, with no cuBLASLt kernel */
-static const char *const k_lane_key[L_N] = {"f16", "f16pre", "fp8", "fp8blk", "mmq", "xe", "xefp8blk", "xewg", "kq"};
+static const char *const k_lane_key[L_N] = {"f16", "f16pre", "fp8", "fp8blk", "mmq", "xe", "xefp8blk", "xewg", "kq",
+                                                 "w16"};
 static int g_on[L_N];
 #define M_MAX KQ_M
 /* MEMRA_MMQ_XE_WG=1's warnings: a call of lane xewg that the tile should take but does not */
@@ -200,7 +208,7 @@ static void pick_lanes(void)
         int l = 0;
         while (l < L_N && strcmp(t, k_lane_key[l]) != 0) l++;
         if (l == L_N) {
-            fprintf(stderr, "MEMRA_TEST_STRESS_LANES: unknown lane '%s' (f16, f16pre, fp8, fp8blk, mmq, xe, xefp8blk, xewg, kq)\n", t);
+            fprintf(stderr, "MEMRA_TEST_STRESS_LANES: unknown lane '%s' (f16, f16pre, fp8, fp8blk, mmq, xe, xefp8blk, xewg, kq, w16)\n", t);
             exit(1);
         }
         g_on[l] = 1;
@@ -271,6 +279,25 @@ static void make_weights(void)
         CHECK_OK(memra_weight_prepare(g_w[L_KQ], g_dev));
         CHECK(memra_weight_operands(g_w[L_KQ], g_dev) & MEMRA_OPERAND_K_RECORDS);
         free(q4k);
+    }
+    /* the w16 lane's weight: Q6_K blocks with the device's W16 switch on for its prepare alone (every other
+     * weight above was prepared with it off: the floor's records) */
+    if (g_on[L_W16]) {
+        const size_t kb = memra_format_row_bytes(MEMRA_FORMAT_Q6_K, IN_F) * OUT_F;
+        uint8_t *q6k = malloc(kb);
+        CHECK(q6k != NULL);
+        test_fill_quant_blocks(&g_rng, MEMRA_FORMAT_Q6_K, q6k, kb);
+        memra_weight_desc dw = {.struct_size = sizeof dw, .format = MEMRA_FORMAT_Q6_K, .out_f = OUT_F, .in_f = IN_F,
+                                .data = q6k, .size = kb, .name = "stress.q6_k w16"};
+        CHECK_OK(memra_weight_create(g_rt, &dw, &g_w[L_W16]));
+        CHECK_OK(memra_device_w16_set(g_dev, 1));
+        CHECK_OK(memra_weight_prepare(g_w[L_W16], g_dev));
+        CHECK_OK(memra_device_w16_set(g_dev, 0));
+        CHECK(memra_weight_operands(g_w[L_W16], g_dev) & MEMRA_OPERAND_W16);
+        memra_weight_plan p = {.struct_size = sizeof p};
+        CHECK_OK(memra_weight_plan_get(g_w[L_W16], g_dev, &p));
+        CHECK_STR_EQ(p.lane, "w16");
+        free(q6k);
     }
     CHECK_OK(memra_device_f16_budget_set(g_dev, budget));
     free(q8);
@@ -547,8 +574,9 @@ int main(int argc, char **argv)
     /* line-buffered: under a sanitizer that kills it (a time limit) the output so far survives */
     setvbuf(stdout, NULL, _IOLBF, 0);
     g_rng = test_seed();
-    /* MEMRA_MMQ_XE_WG=1 rather than its default (auto, the same tile at this k): a fallback warns */
-    const char *settings[] = {"MEMRA_MMQ_XE_WG=1", NULL};
+    /* MEMRA_MMQ_XE_WG=1 rather than its default (auto, the same tile at this k): a fallback warns.
+     * MEMRA_W16=auto loads the w16 kernels; the device's switch is off but for lane w16's prepare. */
+    const char *settings[] = {"MEMRA_MMQ_XE_WG=1", "MEMRA_W16=auto", NULL};
     memra_options o = {.struct_size = sizeof o, .settings = settings, .log_fn = stress_log_sink, .log_user = &g_wg_log};
     CHECK_OK(memra_open(&o, &g_rt));
     for (int i = 0; i < memra_device_count(g_rt) && g_dev == NULL; i++) {
@@ -565,6 +593,11 @@ int main(int argc, char **argv)
     for (int s = 0; s < STREAMS; s++) CU_CHECK(cu.cuStreamCreate(&g_stream[s], 1 /* CU_STREAM_NON_BLOCKING */));
     printf("device: %s, %d streams\n", memra_device_caps_get(g_dev)->name, STREAMS);
     pick_lanes();
+    CHECK_OK(memra_device_w16_set(g_dev, 0));
+    if (g_on[L_W16] && memra_device_caps_get(g_dev)->cc != 90) {
+        printf("the w16 tile is sm_90a's (cc 9.0): lane '%s' left out\n", k_lane[L_W16]);
+        g_on[L_W16] = 0;
+    }
     if (g_on[L_XE_WG] && memra_device_caps_get(g_dev)->cc / 10 != 9)
         printf("lane '%s': the warpgroup tile is cc 9.x's; this device runs the records tiles\n", k_lane[L_XE_WG]);
     if (g_on[L_XE_FP8BLK] && memra_device_caps_get(g_dev)->cc != 90) {
