@@ -91,13 +91,15 @@ typedef struct weight_dev {
 } weight_dev;
 
 /* MIRROR_NO_LANE: an expert without a mirror whatever the budget (experts_floor_first, or a
- * device routing no grouped f16 lane: experts_f16_routed) */
-enum { MIRROR_BUDGET = 0, MIRROR_RESERVED = 1, MIRROR_NONE = 2, MIRROR_NO_LANE = 3 };
+ * device routing no grouped f16 lane: experts_f16_routed). MIRROR_W16: the same, and the expert takes the W16
+ * operand in place of the floor's (its expert weight runs gemm_experts on lane gemm_w16: experts_w16). */
+enum { MIRROR_BUDGET = 0, MIRROR_RESERVED = 1, MIRROR_NONE = 2, MIRROR_NO_LANE = 3, MIRROR_W16 = 4 };
 
 /* A quantised weight's note without a mirror: why none (the budget, or an expert's grouped floor),
  * then its floor. */
 #define NOTE_OVER "f16 mirror over MEMRA_F16_BUDGET_MB"
 #define NOTE_NO_LANE "no f16 mirror: an expert on the grouped floor"
+#define NOTE_XE_W16 "no f16 mirror: an expert on the grouped w16 tile"
 #define NOTE_Q4_0                                                                                                     \
     "Q4_0 on the MMQ floor as Q8_0 records (exact: d kept, q - 8 as int8; 144 B per 128 values, Q4_0's 72)"
 #define NOTE_KR                                                                                                       \
@@ -551,27 +553,29 @@ static memra_status prepare_locked(memra_weight *w, memra_device *dev)
         return MEMRA_STATUS_OK;
     }
     /* an expert's share is reserved (or refused) for all experts at once by its expert weight */
-    const int nolane = wd->mirror_mode == MIRROR_NO_LANE;
-    int over = (wd->mirror_mode == MIRROR_NONE || nolane) && w->format != MEMRA_FORMAT_F32;
+    const int nolane = wd->mirror_mode == MIRROR_NO_LANE, xe_w16 = wd->mirror_mode == MIRROR_W16;
+    int over = (wd->mirror_mode == MIRROR_NONE || nolane || xe_w16) && w->format != MEMRA_FORMAT_F32;
     if (wd->mirror_mode == MIRROR_BUDGET) {
         uint64_t used = atomic_fetch_add(&dev->f16_used, mbytes);
         over = used + mbytes > device_budget(dev) && w->format != MEMRA_FORMAT_F32;
         if (over) atomic_fetch_sub(&dev->f16_used, mbytes);
     }
     if (over) {
-        wd->mirror_note = nolane ? NOTE_NO_LANE : NOTE_OVER;
-        /* gemm_w16 (the f16 mirror's numbers, no mirror held) before the floor; never for an expert, whose
-         * grouped lanes read the floor's operands (an expert's mirror_mode is never MIRROR_BUDGET) */
-        if (wd->mirror_mode == MIRROR_BUDGET) {
+        wd->mirror_note = nolane || xe_w16 ? NOTE_NO_LANE : NOTE_OVER;
+        /* gemm_w16 (the f16 mirror's numbers, no mirror held) before the floor: a dense weight, or an expert
+         * whose expert weight runs the grouped w16 tile (MIRROR_W16); the other experts' grouped lanes read the
+         * floor's operands. An expert's decline (no device memory) is its expert weight's to handle. */
+        if (wd->mirror_mode == MIRROR_BUDGET || xe_w16) {
             st = w16_operand(w, dev, wd);
             if (st == MEMRA_STATUS_OK) {
                 /* the operand replaces the raw copy (made again only for a fall-back) */
                 memra__dev_free(dev, wd->raw);
                 wd->raw = 0;
-                wd->mirror_note = NOTE_OVER "; " NOTE_W16;
+                wd->mirror_note = xe_w16 ? NOTE_XE_W16 "; " NOTE_W16 : NOTE_OVER "; " NOTE_W16;
                 return MEMRA_STATUS_OK;
             }
             if (st != MEMRA_STATUS_DECLINED) goto fail;
+            if (xe_w16) return MEMRA_STATUS_OK; /* its expert weight prepares every expert again on the floor */
         }
         if (w->format == MEMRA_FORMAT_Q8_0) {
             /* The MMQ floor serves it: records in place of the raw copy. */
@@ -1117,6 +1121,7 @@ static int experts_f16_routed(const memra_weight *w, int32_t n_experts, memra_de
 static int experts_floor_first(const memra_device *dev);
 static int experts_no_mirror(const memra_weight *w, int32_t n_experts, memra_device *dev);
 static const char *experts_lane_taker(const memra_weight *w, int32_t n_experts, memra_device *dev, memra_op lane);
+static int experts_w16(const memra_weight *w, int32_t n_experts, memra_device *dev);
 
 /* Mirrors prepare_locked and memra_matmul_ex: keep the three in step. An
  * expert weight's plan is its first expert's with every expert counted (the
@@ -1137,7 +1142,7 @@ memra_status memra_weight_plan_get(const memra_weight *w, memra_device *dev, mem
     for (int i = 0; i < out->n_steps; i++) {
         const memra_op o = out->ops[i];
         if (o == MEMRA_OP_gemm_f16 || o == MEMRA_OP_gemm_bf16 || o == MEMRA_OP_gemm_fp8 || o == MEMRA_OP_gemm_fp8_blk ||
-            o == MEMRA_OP_gemm_q8_0 || o == MEMRA_OP_gemm_q8_0r || o == MEMRA_OP_gemm_kr) {
+            o == MEMRA_OP_gemm_q8_0 || o == MEMRA_OP_gemm_q8_0r || o == MEMRA_OP_gemm_kr || o == MEMRA_OP_gemm_w16) {
             lane_op = o;
             out->ops[i] = MEMRA_OP_gemm_experts;
             /* the module that takes the grouped call on this lane (a no-row question), not merely the
@@ -1195,6 +1200,7 @@ static memra_status plan_of(const memra_weight *w, memra_device *dev, memra_weig
     const weight_dev *wd = &w->dev[dev->index];
     const int prepared = wd->prepared;
     const int has_mirror = wd->f16 != 0, no_lane = wd->mirror_mode == MIRROR_NO_LANE;
+    const int has_w16 = wd->w16 != 0, w16_mode = wd->mirror_mode == MIRROR_W16;
     pthread_mutex_unlock(lock);
     const uint64_t budget = device_budget(dev), used = atomic_load(&dev->f16_used);
     const int records = records_wanted(dev);
@@ -1240,7 +1246,8 @@ static memra_status plan_of(const memra_weight *w, memra_device *dev, memra_weig
          * grouped f16 lane (experts_f16_routed): the floor */
         const int floor_first = experts_floor_first(dev);
         const int nolane = experts && w->format != MEMRA_FORMAT_F32 &&
-                           (prepared ? no_lane : experts_no_mirror(w, (int32_t)experts, dev));
+                           (prepared ? no_lane || (w16_mode && experts_no_mirror(w, (int32_t)experts, dev))
+                                     : experts_no_mirror(w, (int32_t)experts, dev));
         const int fits =
             w->format == MEMRA_FORMAT_F32 || (!nolane && (prepared ? has_mirror : used + mbytes <= budget));
         if (fits) {
@@ -1255,7 +1262,7 @@ static memra_status plan_of(const memra_weight *w, memra_device *dev, memra_weig
                          "the f16 mirror (dequant_f16 at prepare, %.1f MB) fits the budget (%.0f MB, %.1f MB used%s)",
                          (double)mbytes / 1048576.0, (double)budget / 1048576.0, (double)used / 1048576.0,
                          prepared ? ", prepared" : "");
-        } else if (!experts && w16_wanted(w, dev)) {
+        } else if (experts ? (prepared ? has_w16 : experts_w16(w, (int32_t)experts, dev)) : w16_wanted(w, dev)) {
             p.lane = "w16";
             plan_step(dev, &p, MEMRA_OP_gemm_w16);
             p.operand_bytes = memra_w16_bytes(w->format, w->out_f, w->in_f); /* in place of the raw copy */
@@ -1308,10 +1315,12 @@ static memra_status plan_of(const memra_weight *w, memra_device *dev, memra_weig
         if (nolane) { /* the cause is the lane, not the budget: the floor's part of the reason kept */
             const char *rest = strstr(p.why, " used)");
             rest = rest ? rest + 6 + (rest[6] == ':') + (rest[6] != '\0') : p.why;
-            const char *pre = floor_first ? "quantised experts ride the grouped integer floor on a GPU "
-                                            "(MEMRA_XE_MIRROR=1 mirrors them), so no mirror: "
-                                          : "no grouped f16 lane on this device (no module serves gemm_experts on "
-                                            "the f16 mirror), so no mirror: ";
+            const char *pre = floor_first && strcmp(p.lane, "w16") == 0
+                                  ? "quantised experts take no mirror on a GPU (MEMRA_XE_MIRROR=1 mirrors them): "
+                              : floor_first ? "quantised experts ride the grouped integer floor on a GPU "
+                                              "(MEMRA_XE_MIRROR=1 mirrors them), so no mirror: "
+                                            : "no grouped f16 lane on this device (no module serves gemm_experts on "
+                                              "the f16 mirror), so no mirror: ";
             char why[sizeof p.why];
             const size_t lp = strlen(pre), room = sizeof why - 1 - lp, lr = strlen(rest);
             const size_t keep = lr < room ? lr : room;
@@ -1375,7 +1384,7 @@ static reserve_kind reserve_kind_of(const memra_weight *w, const memra_device *d
     r.out_f = w->out_f, r.in_f = w->in_f, r.format = (int32_t)w->format, r.n_experts = w->n_experts;
     r.has = (raw != 0) | (f16 != 0) << 1 | (q8_0 != 0) << 2 | (q8_0r != 0) << 3 | (kr != 0) << 4 | (grid != 0) << 5 |
             (w->grid != NULL) << 6 | (w->input_scale != 0.0f) << 7 | (wd->nan_codes > 0) << 8 | (wd->etab != 0) << 9 |
-            (unsigned)(wd->etab_ok & 0x3Fu) << 10 | (w16 != 0) << 16;
+            (unsigned)(wd->etab_ok & 0x7Fu) << 10 | (w16 != 0) << 17;
     r.align = (uint32_t)(raw & 255) | (uint32_t)(f16 & 255) << 8 | (uint32_t)(q8_0r & 255) << 16 | (uint32_t)(kr & 255) << 24;
     return r;
 }
@@ -1486,7 +1495,7 @@ memra_status memra_stream_reserve(memra_device *dev, memra_stream_t stream, memr
  * always share one lane. The tables are made once at prepare; a call
  * uploads nothing, reads nothing back and never waits for the device. */
 
-enum { ET_RAW, ET_GRID, ET_F16, ET_Q8_0, ET_Q8_0R, ET_KR, ET_KINDS };
+enum { ET_RAW, ET_GRID, ET_F16, ET_Q8_0, ET_Q8_0R, ET_KR, ET_W16, ET_KINDS };
 
 static void experts_release_none(void *user) { (void)user; }
 
@@ -1631,6 +1640,7 @@ static memra_dptr expert_operand(const memra_weight *sub, int d, int kind)
     case ET_Q8_0: return sub->format == MEMRA_FORMAT_Q8_0 ? wd->raw : sub->format == MEMRA_FORMAT_E4M3 ? wd->q8_0 : 0;
     case ET_Q8_0R: return wd->q8_0r;
     case ET_KR: return wd->kr;
+    case ET_W16: return op_load(&wd->w16);
     default: return 0;
     }
 }
@@ -1666,6 +1676,15 @@ static int experts_f16_routed(const memra_weight *w, int32_t n_experts, memra_de
  * Mixtral-like gate rows against 0.58, while a mirror doubles a Q8_0 expert's bytes. */
 static int experts_floor_first(const memra_device *dev) { return !dev->is_host && !dev->rt->cfg.xe_mirror; }
 
+/* Quantised experts without mirrors that take the W16 operand and the grouped w16 tile (gemm_experts on lane
+ * gemm_w16) in place of the grouped floor: gemm_w16 wanted for their format, shape and device (w16_wanted:
+ * MEMRA_W16, the device's switch) and a module that takes the grouped call on that lane. The prepare's and the
+ * plan's one rule. */
+static int experts_w16(const memra_weight *w, int32_t n_experts, memra_device *dev)
+{
+    return w16_wanted(w, dev) && experts_lane_taker(w, n_experts, dev, MEMRA_OP_gemm_w16) != NULL;
+}
+
 /* Quantised experts that reserve no mirror whatever the budget: the prepare's and the plan's one rule */
 static int experts_no_mirror(const memra_weight *w, int32_t n_experts, memra_device *dev)
 {
@@ -1685,14 +1704,20 @@ static memra_status experts_prepare_locked(memra_weight *w, memra_device *dev)
     const int floor_first = experts_floor_first(dev);
     if (quant && experts_no_mirror(w, n, dev)) {
         mode = MIRROR_NO_LANE;
-        memra__log(MEMRA_LOG_DEBUG, "weight", "%s on %s: no f16 mirror for its %d experts (%s): the integer floor",
-                   w->name, dev->label, (int)n,
+        memra__log(MEMRA_LOG_DEBUG, "weight", "%s on %s: no f16 mirror for its %d experts (%s)", w->name, dev->label,
+                   (int)n,
                    floor_first ? "quantised experts ride the floor on a GPU; MEMRA_XE_MIRROR=1 mirrors them"
                                : "no module routes gemm_experts on the f16 lane here");
     } else if (quant) {
         const uint64_t used = atomic_fetch_add(&dev->f16_used, total);
         mode = used + total <= device_budget(dev) ? MIRROR_RESERVED : MIRROR_NONE;
         if (mode == MIRROR_NONE) atomic_fetch_sub(&dev->f16_used, total);
+    }
+    /* experts without mirrors: the grouped w16 tile where it is wanted and served, else the floor */
+    if ((mode == MIRROR_NO_LANE || mode == MIRROR_NONE) && experts_w16(w, n, dev)) {
+        mode = MIRROR_W16;
+        memra__log(MEMRA_LOG_DEBUG, "weight", "%s on %s: its %d experts take the W16 operand (the grouped w16 tile)",
+                   w->name, dev->label, (int)n);
     }
     memra_status st = MEMRA_STATUS_OK;
     int32_t done = 0;
@@ -1701,6 +1726,26 @@ static memra_status experts_prepare_locked(memra_weight *w, memra_device *dev)
         st = memra_weight_prepare(w->experts[done], dev);
     }
     if (st != MEMRA_STATUS_OK) done--;
+    if (st == MEMRA_STATUS_OK && mode == MIRROR_W16) {
+        /* the grouped w16 tile needs every expert's W16 operand: one that did not get it (no device memory) sends
+         * the group to the floor, every expert prepared again there */
+        int all = 1;
+        for (int32_t e = 0; e < n; e++) all &= op_load(&w->experts[e]->dev[d].w16) != 0;
+        if (!all) {
+            memra__log(MEMRA_LOG_WARN, "weight", "%s on %s: not every expert got its W16 operand: the grouped floor",
+                       w->name, dev->label);
+            mode = MIRROR_NO_LANE;
+            for (int32_t e = 0; e < n && st == MEMRA_STATUS_OK; e++) {
+                memra_weight *sub = w->experts[e];
+                pthread_mutex_lock(&sub->lock[d]);
+                weight_dev_free(sub, d);
+                __atomic_store_n(&sub->dev[d].ready, 0, __ATOMIC_RELEASE);
+                sub->dev[d].mirror_mode = MIRROR_NO_LANE;
+                pthread_mutex_unlock(&sub->lock[d]);
+                st = memra_weight_prepare(sub, dev);
+            }
+        }
+    }
     /* FP8 block-128 with NaN codes in any expert: the whole group rides the floor */
     int nan = 0;
     for (int32_t e = 0; e < done; e++) nan |= w->experts[e]->dev[d].nan_codes > 0;
@@ -1800,10 +1845,11 @@ static memra_status experts_steps(const mm_call *c, memra_weight *w, const memra
                          .alpha = a->alpha == 0.0f ? 1.0f : a->alpha,
                          .w_format = (int32_t)w->format};
     const int mirror = w->format != MEMRA_FORMAT_E4M3 && w->format != MEMRA_FORMAT_BF16 && (ok & (1u << ET_F16));
-    if (a->x_is_f16 && !mirror)
+    const int w16 = !mirror && (ok & (1u << ET_W16)) != 0;
+    if (a->x_is_f16 && !mirror && !w16)
         return MEMRA__FAIL(MEMRA_STATUS_INVALID_ARGUMENT,
-                           "memra_matmul_experts(%s): an f16 activation needs the f16-mirror lane; these %s experts "
-                           "have none",
+                           "memra_matmul_experts(%s): an f16 activation needs the f16-mirror lane (or the w16 tile); "
+                           "these %s experts have neither",
                            w->name, memra_format_name(w->format));
     memra_status st;
     if (w->format == MEMRA_FORMAT_BF16) {
@@ -1833,6 +1879,11 @@ static memra_status experts_steps(const mm_call *c, memra_weight *w, const memra
     } else if (mirror) {
         g.w = ETAB(ET_F16);
         return experts_step(c, MEMRA_OP_gemm_f16, &g, a->ids, n, 0);
+    } else if (w16) {
+        /* the grouped w16 tile (the f16 mirror's numbers; an f16 activation too): its experts hold no floor
+         * operand, so a decline is the call's status */
+        g.w = ETAB(ET_W16);
+        return experts_step(c, MEMRA_OP_gemm_w16, &g, a->ids, n, 0);
     }
     /* the integer floors: the activation quantised once for all rows */
     const int q8r = (ok & (1u << ET_Q8_0R)) != 0, q8b = (ok & (1u << ET_Q8_0)) != 0, kr = (ok & (1u << ET_KR)) != 0;

@@ -189,13 +189,13 @@ typedef struct memra_gemm_args {
  * host module defines it so (a loop of its dense ops over gathered rows).
  *  g.w            device array of n_experts memra_dptr: each expert's operand
  *                 in the lane's layout (f16 mirror, bf16 / e4m3 bytes, Q8_0
- *                 blocks, Q8_0 records, K records)
+ *                 blocks, Q8_0 records, K records, W16 operands)
  *  g.w_scale_grid gemm_fp8_blk: device array of n_experts memra_dptr (each
  *                 expert's f32 block-128 grid); else 0
  *  g.w_scale      unused (gemm_fp8: e.w_scales)
  *  g.x            as the lane reads it for all g.m rows: f32 [m x k] (f16
  *                 with x_is_f16), or q8_1 records of all m rows
- *  g.w_format     gemm_kr: the K-quant
+ *  g.w_format     gemm_kr: the K-quant; gemm_w16: the experts' format
  *  g.x_amax       ignored (a producer's maxima are laid out for the batch's
  *                 rows, not an expert's gathered ones): each expert's FP8
  *                 call takes its own amax pass; g.x_scale, a static
@@ -205,7 +205,7 @@ typedef struct memra_gemm_args {
 typedef struct memra_gemm_experts_args {
     uint32_t struct_size;
     int32_t lane;            /* the dense op whose contract each expert follows (a memra_op: gemm_f16, gemm_bf16,
-                                gemm_fp8, gemm_fp8_blk, gemm_q8_0, gemm_q8_0r, gemm_kr) */
+                                gemm_fp8, gemm_fp8_blk, gemm_q8_0, gemm_q8_0r, gemm_kr, gemm_w16) */
     int32_t n_experts;       /* >= 1 */
     memra_dptr ids;          /* int32 [m]: the expert of each row */
     memra_dptr w_scales;     /* gemm_fp8: f32 [n_experts] per-tensor weight scales; else 0 */

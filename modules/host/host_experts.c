@@ -32,6 +32,7 @@ static dense_fn lane_fn(int32_t lane)
     case MEMRA_OP_gemm_q8_0: return memra__host_gemm_q8_0;
     case MEMRA_OP_gemm_q8_0r: return memra__host_gemm_q8_0r;
     case MEMRA_OP_gemm_kr: return memra__host_gemm_kr;
+    case MEMRA_OP_gemm_w16: return memra__host_gemm_w16;
     default: return NULL;
     }
 }

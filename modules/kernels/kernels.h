@@ -76,6 +76,7 @@ memra_status memra__gpu_gemm_bf16(memra_call *call, const memra_gemm_args *args)
 memra_status memra__gpu_gemm_fp8(memra_call *call, const memra_gemm_args *args);
 memra_status memra__gpu_gemm_fp8_blk(memra_call *call, const memra_gemm_args *args);
 memra_status memra__gpu_gemm_w16(memra_call *call, const memra_gemm_args *args);
+memra_status memra__gpu_w16_experts(memra_call *call, const memra_gemm_args *args, const memra_gemm_experts_args *ex);
 
 memra_status memra__mmq_quant_q8_1(memra_call *call, memra_dptr x, int32_t m, int32_t k, memra_dptr dst);
 memra_status memra__mmq_gemm_q8_0(memra_call *call, const memra_gemm_args *args);

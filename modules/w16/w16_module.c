@@ -28,6 +28,7 @@ static void w16_fini(void *ctx) { memra__gpu_destroy((memra__gpu *)ctx); }
 static const memra_op_table k_w16_ops = {
     .struct_size = sizeof(memra_op_table),
     .gemm_w16 = memra__gpu_gemm_w16,
+    .gemm_experts = memra__gpu_w16_experts,
 };
 
 static const memra_module_desc k_w16_desc = {

@@ -9,7 +9,9 @@
  * that the lane is the dense one (plan and ledger) and that gemm_experts ran.
  *
  *   test_experts <case>   cases: f16mirror_q8_0 q8_0 q4_0 q4_k q5_k q6_k f16 f32 bf16 fp8 fp8blk
- *                                fp8blk_floor budget bad_ids refusals file
+ *                                w16_q8_0 w16_q4_0 w16_q4_k w16_q5_k w16_q6_k (MEMRA_W16=1, no mirror budget: the
+ *                                experts on the W16 operand, gemm_experts on lane gemm_w16; w16_q8_0 also with an
+ *                                f16 activation) fp8blk_floor budget bad_ids refusals file
  */
 #include <math.h>
 #include <pthread.h>
@@ -216,6 +218,62 @@ static void run_case(memra_runtime *rt, const fcase *fc, const int32_t *ids, int
     free(bytes), free(grid), free(x), free(xe), free(ye), free(yg), free(yl);
 }
 
+/* The w16 cases beyond run_case: the experts hold the W16 operand and no floor operand; an f16 activation (the
+ * f32 one rounded) gives the f32 activation's bits; with the device's switch off (memra_device_w16_set 0) a new
+ * expert weight takes the floor's records again. */
+static void w16_checks(memra_runtime *rt, const fcase *fc, const int32_t *ids, int rows)
+{
+    memra_device *dev = memra_device_host(rt);
+    const int64_t n = fc->n, k = fc->k;
+    const size_t each = (size_t)n * memra_format_row_bytes(fc->format, k);
+    uint8_t *bytes = malloc(each * E);
+    CHECK(bytes != NULL);
+    for (int e = 0; e < E; e++) random_expert(fc->format, n, k, bytes + (size_t)e * each);
+    memra_experts_desc ed = {.struct_size = sizeof ed, .format = fc->format, .n_experts = E, .out_f = n, .in_f = k,
+                             .data = bytes, .size = each * E, .name = "experts w16"};
+    memra_weight *xw;
+    CHECK_OK(memra_weight_create_experts(rt, &ed, &xw));
+    CHECK_OK(memra_weight_prepare(xw, dev));
+    const unsigned ops = memra_weight_operands(xw, dev);
+    CHECK(ops & MEMRA_OPERAND_W16);
+    CHECK(!(ops & (MEMRA_OPERAND_Q8_0_RECORDS | MEMRA_OPERAND_K_RECORDS | MEMRA_OPERAND_F16_MIRROR)));
+    float *x = malloc((size_t)rows * (size_t)k * sizeof(float));
+    uint16_t *xh = malloc((size_t)rows * (size_t)k * sizeof(uint16_t));
+    float *y = malloc((size_t)rows * (size_t)n * sizeof(float)), *yh = malloc((size_t)rows * (size_t)n * sizeof(float));
+    CHECK(x && xh && y && yh);
+    for (int64_t i = 0; i < rows * k; i++) {
+        xh[i] = memra_f16_from_f32(test_rand_f32(&g_rng) * 2.0f);
+        x[i] = memra_f32_from_f16(xh[i]); /* f16 values: rounding them again changes nothing */
+    }
+    for (int64_t i = 0; i < rows * n; i++) y[i] = yh[i] = SENT;
+    memra_matmul_experts_args a = {.struct_size = sizeof a, .x = (memra_dptr)(uintptr_t)x, .rows = rows,
+                                   .ids = (memra_dptr)(uintptr_t)ids, .y = (memra_dptr)(uintptr_t)y, .alpha = 1.0f};
+    CHECK_OK(memra_matmul_experts_ex(dev, xw, &a));
+    a.x = (memra_dptr)(uintptr_t)xh, a.x_is_f16 = 1, a.y = (memra_dptr)(uintptr_t)yh;
+    CHECK_OK(memra_matmul_experts_ex(dev, xw, &a));
+    if (test_inject_fault()) yh[0] = nextafterf(yh[0], INFINITY);
+    size_t bad = 0;
+    for (int64_t i = 0; i < rows * n; i++) bad += memcmp(&y[i], &yh[i], 4) != 0;
+    printf("%s experts on w16: f16 activation against f32 (its values): %zu of %lld differ\n",
+           memra_format_name(fc->format), bad, (long long)(rows * n));
+    CHECK_INT_EQ(bad, 0);
+    memra_weight_destroy(xw);
+    /* the switch off: a new expert weight on the floor */
+    CHECK_OK(memra_device_w16_set(dev, 0));
+    CHECK_OK(memra_weight_create_experts(rt, &ed, &xw));
+    memra_weight_plan p = {.struct_size = sizeof p};
+    CHECK_OK(memra_weight_plan_get(xw, dev, &p));
+    CHECK(strcmp(p.lane, "w16") != 0);
+    CHECK_OK(memra_weight_prepare(xw, dev));
+    CHECK(!(memra_weight_operands(xw, dev) & MEMRA_OPERAND_W16));
+    CHECK_OK(memra_weight_plan_get(xw, dev, &p));
+    printf("memra_device_w16_set 0: plan %s\n", p.lane);
+    CHECK(strcmp(p.lane, "w16") != 0);
+    CHECK_OK(memra_device_w16_set(dev, -1));
+    memra_weight_destroy(xw);
+    free(bytes), free(x), free(xh), free(y), free(yh);
+}
+
 static void format_case(const char *name)
 {
     static const struct {
@@ -233,13 +291,21 @@ static void format_case(const char *name)
         {"bf16", "0", {MEMRA_FORMAT_BF16, 80, 160, 0, "bf16", MEMRA_OP_gemm_bf16}},
         {"fp8", "0", {MEMRA_FORMAT_E4M3, 80, 200, 0, "fp8", MEMRA_OP_gemm_fp8}},
         {"fp8blk", "0", {MEMRA_FORMAT_E4M3, 160, 384, 1, "fp8 block-128", MEMRA_OP_gemm_fp8_blk}},
+        /* MEMRA_W16=1 (the host device too): experts without a mirror on the W16 operand */
+        {"w16_q8_0", "0", {MEMRA_FORMAT_Q8_0, 96, 256, 0, "w16", MEMRA_OP_gemm_w16}},
+        {"w16_q4_0", "0", {MEMRA_FORMAT_Q4_0, 96, 192, 0, "w16", MEMRA_OP_gemm_w16}},
+        {"w16_q4_k", "0", {MEMRA_FORMAT_Q4_K, 96, 512, 0, "w16", MEMRA_OP_gemm_w16}},
+        {"w16_q5_k", "0", {MEMRA_FORMAT_Q5_K, 130, 256, 0, "w16", MEMRA_OP_gemm_w16}},
+        {"w16_q6_k", "0", {MEMRA_FORMAT_Q6_K, 96, 256, 0, "w16", MEMRA_OP_gemm_w16}},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         if (strcmp(cases[i].name, name) != 0) continue;
-        memra_runtime *rt = open_rt(cases[i].budget, NULL);
+        const int w16 = strncmp(name, "w16_", 4) == 0;
+        memra_runtime *rt = open_rt(cases[i].budget, w16 ? "MEMRA_W16=1" : NULL);
         int32_t ids[ROWS];
         uneven_ids(ids, ROWS);
         run_case(rt, &cases[i].fc, ids, ROWS);
+        if (w16) w16_checks(rt, &cases[i].fc, ids, ROWS);
         memra_close(rt);
         return;
     }

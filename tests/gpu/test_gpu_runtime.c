@@ -699,6 +699,74 @@ static int case_sm90(const char *so)
 
 /* The w16 module on cc 9.0: MEMRA_W16 unset (the default) loads no image and gemm_w16 declines; MEMRA_W16=auto
  * its one image and gemm_w16's plans; on cc 12.0 it scores 0 */
+/* gemm_experts on lane gemm_w16 (the w16 family's grouped tile): the routing, the routed rows' pass, the tile over
+ * the table's worst case (ceil(m / BN) + min(E, m) token tiles, at most m), split-k's scattered sum; declines for
+ * other lanes and too many experts; errors launch nothing. */
+static int gemm_w16_experts_plans(mod *m)
+{
+    static const struct {
+        int m, n, k, E;
+        int32_t f;
+        unsigned gx, gy, gz;
+        const char *tile;
+        const char *what;
+    } rows[] = {
+        /* Mixtral-like gate at 512 tokens, top-2: 1024 rows over 8 experts, 128 a mean expert: 128-token tiles,
+         * 8 + 8 of them, 112 row tiles: 1792 CTAs, unsplit */
+        {1024, 14336, 4096, 8, MEMRA_FORMAT_Q8_0, 16, 112, 1, "memra_k_w16_xe_q8_0_n128", "Q8_0 1024 rows E 8"},
+        /* 8192 rows over 8 experts (1024 a mean expert): 256-token tiles, 32 + 8 of them, unsplit */
+        {8192, 4096, 14336, 8, MEMRA_FORMAT_Q4_K, 40, 32, 1, "memra_k_w16_xe_q4_k_n256", "Q4_K 8192 rows E 8"},
+        /* 64 rows over 4 experts, 4096 -> 256: 1 + 4 tiles, 2 row tiles, 10 CTAs: 8 slices of 8 steps */
+        {64, 256, 4096, 4, MEMRA_FORMAT_Q6_K, 5, 2, 8, "memra_k_w16_xe_q6_k_n128", "Q6_K 64 rows E 4 split"},
+        /* 3 rows over 128 experts: the table holds at most 3 tiles (one row each) */
+        {3, 768, 2048, 128, MEMRA_FORMAT_Q5_K, 3, 6, 4, "memra_k_w16_xe_q5_k_n128", "Q5_K 3 rows E 128 split"},
+    };
+    int ok = 1;
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        memra_gemm_args a = gemm(rows[i].m, rows[i].n, rows[i].k);
+        a.w_format = rows[i].f;
+        memra_gemm_experts_args ex = {.struct_size = sizeof ex, .lane = MEMRA_OP_gemm_w16, .n_experts = rows[i].E,
+                                      .ids = 0x60000000};
+        memra_call c = call_of(m);
+        const memra_status st = m->desc->ops->gemm_experts(&c, &a, &ex);
+        const int g = g_grid_x[2] == rows[i].gx && g_grid_y[2] == rows[i].gy && g_grid_z[2] == rows[i].gz &&
+                      g_block_x[2] == 384 && g_smem[2] == 4u * 41472u + 1024u && g_grid_x[0] == 1 &&
+                      g_block_x[0] == 1024;
+        printf("  gemm_experts w16 %-24s tile grid %u x %u x %u  %s\n", rows[i].what, g_grid_x[2], g_grid_y[2],
+               g_grid_z[2], g ? "ok" : "FAIL");
+        const int split = rows[i].gz > 1;
+        ok &= g && launched(rows[i].what, st, split ? 4 : 3,
+                            (const char *[]){"memra_k_w16_route", "memra_k_w16_x16g", rows[i].tile, "memra_k_w16_sumg"},
+                            (const int[]){0, 0, 0, 0});
+    }
+    memra_gemm_args a = gemm(1024, 4096, 4096);
+    a.w_format = MEMRA_FORMAT_Q8_0;
+    memra_gemm_experts_args ex = {.struct_size = sizeof ex, .lane = MEMRA_OP_gemm_q8_0r, .n_experts = 8,
+                                  .ids = 0x60000000};
+    memra_call c = call_of(m);
+    ok &= declined("gemm_experts lane gemm_q8_0r", m->desc->ops->gemm_experts(&c, &a, &ex), &c, "gemm_w16 only");
+    ex.lane = MEMRA_OP_gemm_w16;
+    ex.n_experts = 4097;
+    c = call_of(m);
+    ok &= declined("gemm_experts 4097 experts", m->desc->ops->gemm_experts(&c, &a, &ex), &c, "4096 experts");
+    ex.n_experts = 8;
+    a.m = 0; /* the core's question (no rows): taken, nothing launched */
+    c = call_of(m);
+    memra_status st = m->desc->ops->gemm_experts(&c, &a, &ex);
+    ok &= st == MEMRA_STATUS_OK && g_n_launched == 0;
+    printf("  gemm_experts w16 no rows: status %d, %d launches  %s\n", (int)st, g_n_launched,
+           st == MEMRA_STATUS_OK && g_n_launched == 0 ? "ok" : "FAIL");
+    a.m = 1024;
+    ex.ids = 0;
+    c = call_of(m);
+    st = m->desc->ops->gemm_experts(&c, &a, &ex);
+    ok &= st == MEMRA_STATUS_INVALID_ARGUMENT && g_n_launched == 0;
+    printf("  gemm_experts w16 ids NULL: status %d  %s\n", (int)st,
+           st == MEMRA_STATUS_INVALID_ARGUMENT && g_n_launched == 0 ? "ok" : "FAIL");
+    g_n_launched = 0;
+    return ok;
+}
+
 static int case_w16(const char *so)
 {
     mod m;
@@ -708,10 +776,20 @@ static int case_w16(const char *so)
     a.w_format = MEMRA_FORMAT_Q8_0;
     memra_call c = call_of(&m);
     int ok = declined("gemm_w16 MEMRA_W16 unset", m.desc->ops->gemm_w16(&c, &a), &c, "MEMRA_W16=0");
+    /* the grouped lane likewise, asked with no rows (the core's question): declined, not taken */
+    {
+        memra_gemm_args z = gemm(0, 4096, 4096);
+        z.w_format = MEMRA_FORMAT_Q8_0;
+        memra_gemm_experts_args ex = {.struct_size = sizeof ex, .lane = MEMRA_OP_gemm_w16, .n_experts = 8,
+                                      .ids = 0x60000000};
+        c = call_of(&m);
+        ok &= declined("gemm_experts w16 MEMRA_W16 unset", m.desc->ops->gemm_experts(&c, &z, &ex), &c, "MEMRA_W16=0");
+    }
     ok &= close_mod(&m, 0);
     g_w16_knob = "auto";
     if (!open_mod(so, 90, &m)) return 0;
     ok &= gemm_w16_plans(&m);
+    ok &= gemm_w16_experts_plans(&m);
     const memra_device_caps c120 = fake_caps(120);
     ok &= m.desc->score(&c120) == 0;
     ok &= close_mod(&m, 1);

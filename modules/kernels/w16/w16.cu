@@ -3,8 +3,19 @@
  *   memra_k_w16_<fmt>_n<BN>  fmt q8_0, q4_0, q4_k, q5_k, q6_k; BN 256 or 128 (grid: ceil(m / BN) x row tiles x slices)
  *   memra_k_w16_x16          x f32 [m][k] -> the BN-token f16 tiles (one 16-byte chunk a thread)
  *   memra_k_w16_x16h         x f16 [m][k] (x_is_f16) -> the same tiles, moved
- *   memra_k_w16_sum          the slices' partial sums -> y (one output a thread) */
+ *   memra_k_w16_sum          the slices' partial sums -> y (one output a thread)
+ * and gemm_experts on lane gemm_w16 (the grouped tile):
+ *   memra_k_w16_route        one block: rows counted per expert, offsets, permutation, the table of BN-token tiles
+ *                            (common/route.cuh)
+ *   memra_k_w16_x16g         the routed rows of x (f32, or f16) into the table's f16 token tiles
+ *   memra_k_w16_xe_<fmt>_n<BN> the tile over the table (grid: the table's worst case x row tiles x slices), each
+ *                            output row scattered to y[perm[s]]
+ *   memra_k_w16_sumg         split-k's sum, scattered likewise */
 #include "w16_tile.cuh"
+#include "../common/route.cuh"
+
+/* the routing kernel's shared counters: at most W16_XE_MAX experts */
+#define W16_XE_MAX 4096
 
 #define W16_ENTRY(fmt, QB, BN)                                                                                      \
     extern "C" __global__ void __launch_bounds__(384, 1)                                                          \
@@ -25,6 +36,48 @@ W16_ENTRY(q4_0, 4, 128)
 W16_ENTRY(q4_k, 5, 128)
 W16_ENTRY(q5_k, 7, 128)
 W16_ENTRY(q6_k, 6, 128)
+
+#define W16_XE_ENTRY(fmt, QB, BN)                                                                                   \
+    extern "C" __global__ void __launch_bounds__(384, 1)                                                          \
+        memra_k_w16_xe_##fmt##_n##BN(const __half *__restrict__ x16, float *__restrict__ y, int m, int n, int k,   \
+                                     long long ldy, float alpha, float *__restrict__ part, const w16_xe xe)      \
+    {                                                                                                               \
+        w16_tile<QB, BN, true>(nullptr, nullptr, nullptr, x16, y, m, n, k, ldy, alpha, part, xe);                   \
+    }
+W16_XE_ENTRY(q8_0, 8, 256)
+W16_XE_ENTRY(q4_0, 4, 256)
+W16_XE_ENTRY(q4_k, 5, 256)
+W16_XE_ENTRY(q5_k, 7, 256)
+W16_XE_ENTRY(q6_k, 6, 256)
+W16_XE_ENTRY(q8_0, 8, 128)
+W16_XE_ENTRY(q4_0, 4, 128)
+W16_XE_ENTRY(q4_k, 5, 128)
+W16_XE_ENTRY(q5_k, 7, 128)
+W16_XE_ENTRY(q6_k, 6, 128)
+
+/* ids [m] -> the routing (w16_xe's arrays) with BN-token tiles; E <= W16_XE_MAX */
+extern "C" __global__ void __launch_bounds__(1024)
+    memra_k_w16_route(const int *__restrict__ ids, int m, int E, int bn, int *__restrict__ offsets,
+                      int *__restrict__ perm, int *__restrict__ tiles, int *__restrict__ ntiles)
+{
+    __shared__ int cnt[W16_XE_MAX];
+    __shared__ int fill[W16_XE_MAX];
+    memra_route_experts(ids, m, E, bn, 0, 0, offsets, perm, tiles, ntiles, nullptr, nullptr, cnt, fill);
+}
+
+extern "C" __global__ void __launch_bounds__(256)
+    memra_k_w16_x16g(const float *__restrict__ x, const __half *__restrict__ xh, __half *__restrict__ x16, int k, int T,
+                     int bn, int al, const w16_xe xe)
+{
+    w16_x16g((long long)blockIdx.x * blockDim.x + threadIdx.x, x, xh, x16, k, T, bn, al, xe);
+}
+
+extern "C" __global__ void __launch_bounds__(256)
+    memra_k_w16_sumg(const float *__restrict__ part, float *__restrict__ y, int m, int n, long long ldy, int z,
+                     float alpha, int E, const w16_xe xe)
+{
+    w16_sumg((long long)blockIdx.x * blockDim.x + threadIdx.x, part, y, m, n, ldy, z, alpha, E, xe);
+}
 
 extern "C" __global__ void __launch_bounds__(256)
     memra_k_w16_x16(const float *__restrict__ x, __half *__restrict__ x16, int m, int k, int mp, int bn)

@@ -6,6 +6,7 @@
  *   2. memra_k_w16_<fmt>_n<BN>: the tile, into y, or with split-k into the slices' partial sums
  *      (MEMRA__W16_SLOT_PART);
  *   3. with split-k, memra_k_w16_sum: the slices added in slice order, times alpha, into y.
+ * And gemm_experts on lane gemm_w16 (memra__gpu_w16_experts below: the same tile over a routing table).
  * Knobs (read at load): MEMRA_W16 (unset or 0, the default: no image loaded, every call declines),
  * MEMRA_W16_TILE (auto | 128 | 256), MEMRA_W16_SPLIT (auto | 1..16). */
 #include <stdlib.h>
@@ -16,6 +17,8 @@
 #define W16_OF(call) ((memra__gpu *)(call)->module_ctx)
 #define MEMRA__W16_SLOT_X16 "w16.x16"   /* the activation as f16 token tiles */
 #define MEMRA__W16_SLOT_PART "w16.part" /* split-k's partial sums, [slices][m][n] f32 */
+#define MEMRA__W16_SLOT_ROUTE "w16.route" /* gemm_experts: the tile count, the table, offsets, permutation */
+#define W16_XE_MAX 4096                   /* w16.cu's routing kernel: its shared counters */
 /* w16_tile.cuh's constants: rows a CTA, k a step, the stages' dynamic shared memory (4 x 41472 + 1024) */
 #define W16_BM 128
 #define W16_BK 64
@@ -25,6 +28,8 @@
 typedef struct memra__w16_state {
     CUfunction tile[2][5]; /* [BN 256, 128][Q8_0, Q4_0, Q4_K, Q6_K, Q5_K] */
     CUfunction x16, x16h, sum;
+    CUfunction xe_tile[2][5]; /* the grouped tile, as tile[][] */
+    CUfunction xe_route, xe_x16, xe_sum;
     int tile_knob;  /* 0 auto, else 128 / 256 */
     int split_knob; /* 0 auto, else 1..16 */
     int off;        /* MEMRA_W16=0: nothing loaded */
@@ -35,6 +40,12 @@ static const char *const k_tile_names[2][5] = {
      "memra_k_w16_q5_k_n256"},
     {"memra_k_w16_q8_0_n128", "memra_k_w16_q4_0_n128", "memra_k_w16_q4_k_n128", "memra_k_w16_q6_k_n128",
      "memra_k_w16_q5_k_n128"},
+};
+static const char *const k_xe_names[2][5] = {
+    {"memra_k_w16_xe_q8_0_n256", "memra_k_w16_xe_q4_0_n256", "memra_k_w16_xe_q4_k_n256", "memra_k_w16_xe_q6_k_n256",
+     "memra_k_w16_xe_q5_k_n256"},
+    {"memra_k_w16_xe_q8_0_n128", "memra_k_w16_xe_q4_0_n128", "memra_k_w16_xe_q4_k_n128", "memra_k_w16_xe_q6_k_n128",
+     "memra_k_w16_xe_q5_k_n128"},
 };
 
 static memra_status w16_load(memra__gpu *gpu, void *state)
@@ -54,6 +65,12 @@ static memra_status w16_load(memra__gpu *gpu, void *state)
     if (st == MEMRA_STATUS_OK) st = memra__gpu_function(gpu, m, "memra_k_w16_x16", 0, &s->x16);
     if (st == MEMRA_STATUS_OK) st = memra__gpu_function(gpu, m, "memra_k_w16_x16h", 0, &s->x16h);
     if (st == MEMRA_STATUS_OK) st = memra__gpu_function(gpu, m, "memra_k_w16_sum", 0, &s->sum);
+    for (int b = 0; b < 2 && st == MEMRA_STATUS_OK; b++)
+        for (int f = 0; f < 5 && st == MEMRA_STATUS_OK; f++)
+            st = memra__gpu_function(gpu, m, k_xe_names[b][f], W16_SMEM_BYTES, &s->xe_tile[b][f]);
+    if (st == MEMRA_STATUS_OK) st = memra__gpu_function(gpu, m, "memra_k_w16_route", 0, &s->xe_route);
+    if (st == MEMRA_STATUS_OK) st = memra__gpu_function(gpu, m, "memra_k_w16_x16g", 0, &s->xe_x16);
+    if (st == MEMRA_STATUS_OK) st = memra__gpu_function(gpu, m, "memra_k_w16_sumg", 0, &s->xe_sum);
     if (st != MEMRA_STATUS_OK) return st;
     const char *t = memra__gpu_knob(gpu, "MEMRA_W16_TILE"), *z = memra__gpu_knob(gpu, "MEMRA_W16_SPLIT");
     s->tile_knob = t != NULL && strcmp(t, "auto") != 0 ? atoi(t) : 0;
@@ -150,5 +167,105 @@ memra_status memra__gpu_gemm_w16(memra_call *call, const memra_gemm_args *args)
     if (st == MEMRA_STATUS_OK && z > 1)
         st = memra__gpu_launch_ex(gpu, s->sum, "memra_k_w16_sum", (unsigned)((m * n + 255) / 256), 1, 1, 256, 0,
                                   call->stream, (void *[]){&part, &y, &mi, &ni, &ldy, &zi, &alpha}, 0);
+    return st;
+}
+
+/* ---- gemm_experts on lane gemm_w16 ---------------------------------------------------------------
+ * module.h memra_gemm_experts_args with lane gemm_w16: a->w a device table of E addresses, each expert's W16
+ * operand (the shared format a->w_format, shape n x k); x f32 (or f16, x_is_f16) for all m rows; ids on the
+ * device. Four launches of fixed shape for a given m, no host read, capturable:
+ *   memra_k_w16_route   (1 x 1024) rows counted per expert, offsets, the permutation and the table of BN-token
+ *                       tiles (scratch MEMRA__W16_SLOT_ROUTE);
+ *   memra_k_w16_x16g    the routed rows of x, in expert order, into the table's f16 token tiles (MEMRA__W16_SLOT_X16);
+ *   memra_k_w16_xe_<fmt>_n<BN> the tile on (T, row tiles, slices): T = ceil(m / BN) + min(E, m) is the table's
+ *                       worst case (an expert of c rows takes ceil(c / BN) <= c / BN + 1 tiles), capped at m (a
+ *                       tile holds a row); CTAs past the table's count exit; each output row to y[perm[s]], or with
+ *                       split-k to the parts by sorted row;
+ *   memra_k_w16_sumg    with split-k, the slices added in slice order, times alpha, scattered to y[perm[s]].
+ * Each output is the dense gemm_w16's for the expert's rows (the same tile, decoders and k order), bit for bit
+ * where both calls take the same slice count: split-k is chosen here from the grouped grid, there from the
+ * expert's rows, and a different count adds the same products in another order (within the f16 band).
+ * The token tile: 256 where the mean expert has at least 384 rows, else 128 (MEMRA_W16_TILE overrides); split-k
+ * as the dense op's, over the worst-case grid. */
+typedef struct w16_xe_arg { /* w16_tile.cuh's struct w16_xe, by value: the same layout */
+    memra_dptr ntiles, tiles, offsets, perm, w;
+    long long off_s, off_d;
+} w16_xe_arg;
+
+static size_t up16(size_t b) { return (b + 15) / 16 * 16; }
+
+memra_status memra__gpu_w16_experts(memra_call *call, const memra_gemm_args *a, const memra_gemm_experts_args *ex)
+{
+    memra__gpu *gpu = W16_OF(call);
+    const memra__w16_state *s = memra__gpu_state(gpu, &memra__gpu_family_w16);
+    if (ex == NULL || !MEMRA_HAS_MEMBER(ex, memra_gemm_experts_args, w_scales))
+        return gpu->host->set_error(MEMRA_STATUS_INVALID_ARGUMENT, "%s.gemm_experts: experts args missing or too small",
+                                    gpu->name);
+    if (ex->lane != MEMRA_OP_gemm_w16) return memra__gpu_decline(call, "gemm_experts: this module serves lane gemm_w16 only");
+    /* before the no-row return: the core asks with m = 0 whether a module takes the lane */
+    if (s == NULL) return memra__gpu_decline(call, "gemm_experts: this module has no w16 kernels");
+    if (s->off) return memra__gpu_decline(call, "gemm_experts: gemm_w16 is off (MEMRA_W16=0, the default)");
+    memra_status st = memra__gpu_check_gemm(gpu, "gemm_experts", a);
+    if (st != MEMRA_STATUS_OK) return st;
+    if (!MEMRA_HAS_MEMBER(a, memra_gemm_args, w_format))
+        return memra__gpu_bad_arg(gpu, "gemm_experts", "args has no w_format");
+    const int fi = fmt_index(a->w_format);
+    if (fi < 0) return memra__gpu_bad_arg(gpu, "gemm_experts", "w_format is not Q8_0, Q4_0, Q4_K, Q5_K or Q6_K");
+    if (a->n > 0 && a->k > 0 && memra_w16_bytes((memra_format)a->w_format, a->n, a->k) == 0)
+        return memra__gpu_bad_arg(gpu, "gemm_experts", "k is not a multiple of the format's block (32; K-quants 256)");
+    if (ex->n_experts < 1)
+        return gpu->host->set_error(MEMRA_STATUS_INVALID_ARGUMENT, "%s.gemm_experts: n_experts = %d", gpu->name,
+                                    (int)ex->n_experts);
+    if (a->k == 0 || a->k % W16_BK != 0) return memra__gpu_decline(call, "gemm_experts: gemm_w16's tile takes k a multiple of 64");
+    if (ex->n_experts > W16_XE_MAX)
+        return memra__gpu_decline(call, "gemm_experts: more than 4096 experts (the routing kernel's shared memory)");
+    const int64_t m = a->m, n = a->n, k = a->k, E = ex->n_experts, rtiles = (n + W16_BM - 1) / W16_BM;
+    if (rtiles > 65535) return memra__gpu_decline(call, "gemm_experts: more than 65535 row tiles");
+    if (!memra__gpu_aligned(a->w, 8) || !memra__gpu_aligned(a->y, 4) || !memra__gpu_aligned(ex->ids, 4))
+        return memra__gpu_decline(call, "gemm_experts: needs an 8-byte aligned expert table and 4-byte aligned y and ids");
+    if (m == 0 || n == 0) return MEMRA_STATUS_OK;
+    if (ex->ids == 0) return gpu->host->set_error(MEMRA_STATUS_INVALID_ARGUMENT, "%s.gemm_experts: ids is NULL", gpu->name);
+    const int bn = s->tile_knob == 128 || s->tile_knob == 256 ? s->tile_knob : m >= 384 * E ? 256 : 128;
+    const int b = bn == 256 ? 0 : 1;
+    int64_t T = (m + bn - 1) / bn + (E < m ? E : m);
+    if (T > m) T = m;
+    if (T > 0x7FFFFFFF / 2 || (T * bn * k / 8 + 255) / 256 > 0x7FFFFFFF || (m * n + 255) / 256 > 0x7FFFFFFF)
+        return memra__gpu_decline(call, "gemm_experts: rows x k or rows x n too large for the passes' one-dimensional grids");
+    const int64_t sms = gpu->caps->sm_count > 0 ? gpu->caps->sm_count : 16;
+    const int z = slices_for(T * rtiles, k / W16_BK, sms, s->split_knob);
+    const size_t o_tiles = 16, o_off = o_tiles + up16((size_t)T * 8), o_perm = o_off + up16((size_t)(E + 1) * 4),
+                 route_bytes = o_perm + up16((size_t)m * 4);
+    memra_dptr route = 0, x16 = 0, part = 0;
+    if (!MEMRA_HAS_MEMBER(gpu->host, memra_host_services, scratch_get))
+        return gpu->host->set_error(MEMRA_STATUS_MODULE_ERROR, "%s: the core has no named scratch", gpu->name);
+    st = gpu->host->scratch_get(call, MEMRA__W16_SLOT_ROUTE, route_bytes, &route);
+    if (st == MEMRA_STATUS_OK) st = gpu->host->scratch_get(call, MEMRA__W16_SLOT_X16, (size_t)(T * bn * k * 2), &x16);
+    if (st == MEMRA_STATUS_OK && z > 1)
+        st = gpu->host->scratch_get(call, MEMRA__W16_SLOT_PART, (size_t)z * (size_t)(m * n) * 4u, &part);
+    if (st != MEMRA_STATUS_OK) return st;
+    if (MEMRA_HAS_MEMBER(call, memra_call, sizing) && call->sizing == 1) {
+        call->sizing = 2;
+        return MEMRA_STATUS_OK;
+    }
+    const memra_format f = (memra_format)a->w_format;
+    w16_xe_arg xe = {.ntiles = route, .tiles = route + o_tiles, .offsets = route + o_off, .perm = route + o_perm,
+                     .w = a->w, .off_s = (long long)memra_w16_off(f, n, k, 'S'), .off_d = (long long)memra_w16_off(f, n, k, 'D')};
+    memra_dptr ids = ex->ids, y = memra__gpu_y_base(a), x = a->x, xf = a->x_is_f16 ? 0 : a->x, xh = a->x_is_f16 ? a->x : 0;
+    int mi = (int)m, ni = (int)n, ki = (int)k, ei = (int)E, bni = bn, ti = (int)T, zi = z;
+    int al = memra__gpu_aligned(x, 16);
+    long long ldy = (long long)a->ldy;
+    float alpha = a->alpha;
+    st = memra__gpu_launch_ex(gpu, s->xe_route, "memra_k_w16_route", 1, 1, 1, 1024, 0, call->stream,
+                              (void *[]){&ids, &mi, &ei, &bni, &xe.offsets, &xe.perm, &xe.tiles, &xe.ntiles}, 0);
+    if (st == MEMRA_STATUS_OK)
+        st = memra__gpu_launch_ex(gpu, s->xe_x16, "memra_k_w16_x16g", (unsigned)((T * bn * k / 8 + 255) / 256), 1, 1, 256,
+                                  0, call->stream, (void *[]){&xf, &xh, &x16, &ki, &ti, &bni, &al, &xe}, 0);
+    if (st == MEMRA_STATUS_OK)
+        st = memra__gpu_launch_ex(gpu, s->xe_tile[b][fi], k_xe_names[b][fi], (unsigned)T, (unsigned)rtiles, (unsigned)z,
+                                  W16_THREADS, W16_SMEM_BYTES, call->stream,
+                                  (void *[]){&x16, &y, &mi, &ni, &ki, &ldy, &alpha, &part, &xe}, 0);
+    if (st == MEMRA_STATUS_OK && z > 1)
+        st = memra__gpu_launch_ex(gpu, s->xe_sum, "memra_k_w16_sumg", (unsigned)((m * n + 255) / 256), 1, 1, 256, 0,
+                                  call->stream, (void *[]){&part, &y, &mi, &ni, &ldy, &zi, &alpha, &ei, &xe}, 0);
     return st;
 }

@@ -38,6 +38,18 @@ template <int QB, int BN = 256> struct W16 {
 };
 constexpr int W16_SMEM = S * W16<8>::STB + 1024; /* 8192 + 512 + 32768 a stage (the largest: Q8_0 at BN 256) */
 
+/* gemm_experts on lane gemm_w16 (the grouped tile, XE): the routing that memra_route_experts (common/route.cuh)
+ * wrote: the count of token tiles, the table (tile t = tiles[2 t] its expert, tiles[2 t + 1] its first sorted
+ * row), the experts' sorted-row offsets [E + 1] and the permutation (sorted row s holds x / y row perm[s]); the
+ * experts' W16 operands (a device array of E addresses) and the S and D sections' offsets in each (the same for
+ * every expert: memra_w16_off of the shared format and shape). Passed by value; the launcher's C struct has the
+ * same layout (five 8-byte addresses, two 8-byte offsets). */
+struct w16_xe {
+    const int *ntiles, *tiles, *offsets, *perm;
+    const unsigned long long *w;
+    long long off_s, off_d;
+};
+
 /* biased codes u (q + 128) k, k + 1 (bytes 0, 1 of w) and k + 8, k + 9 (bytes 2, 3), the row's scale twice in s2:
  * (q s) pairs into lo and hi */
 __device__ __forceinline__ void deq(uint32_t w, uint32_t s2, uint32_t &lo, uint32_t &hi)
@@ -91,11 +103,14 @@ __device__ __forceinline__ void deq6(uint32_t lo, uint32_t hi, float e0, float e
         a[j] = *reinterpret_cast<const uint32_t *>(&h);
     }
 }
-template <int QB, int BN>
+/* XE (the grouped tile): token tile tt is the table's; its expert's operand; its tokens the sorted rows row0 ..
+ * (those before the expert's end valid) and the output of sorted row s goes to y row perm[s] (with split-k to part
+ * row s, w16_sumg then scattering). The dense tile: token tile tt is tokens tt BN .., those before m valid. */
+template <int QB, int BN, bool XE = false>
 __device__ __forceinline__ void
 w16_tile(const unsigned char *__restrict__ codes, const unsigned short *__restrict__ scales,
           const uint32_t *__restrict__ ddp, const __half *__restrict__ x16, float *__restrict__ y, int m, int n, int k,
-          long long ldy, float alpha, float *__restrict__ part)
+          long long ldy, float alpha, float *__restrict__ part, const w16_xe xe = w16_xe{})
 {
     using F = W16<QB, BN>;
     constexpr int CB = F::CB, STC = F::STC, STB = F::STB, DD = F::DD, TOK = F::TOK, ST_TOK = F::ST_TOK, SLAB = F::SLAB;
@@ -108,6 +123,17 @@ w16_tile(const unsigned char *__restrict__ codes, const unsigned short *__restri
      * part's slice z (m x n floats, alpha not applied) for w16_sum */
     const int tt = blockIdx.x, rt = blockIdx.y, G = k / 32, nst = k / BK, Z = (int)gridDim.z, z = (int)blockIdx.z;
     const int it0 = (int)((long long)nst * z / Z), it1 = (int)((long long)nst * (z + 1) / Z);
+    int row0 = tt * BN, rend = m; /* the tile's first token (sorted row) and the end of its valid ones */
+    if constexpr (XE) {
+        if (tt >= *xe.ntiles) return; /* past the table (the grid is the worst case): the whole CTA, no barrier yet */
+        const int e = xe.tiles[2 * tt];
+        row0 = xe.tiles[2 * tt + 1];
+        rend = xe.offsets[e + 1];
+        const unsigned long long base = xe.w[e];
+        codes = reinterpret_cast<const unsigned char *>(base);
+        scales = reinterpret_cast<const unsigned short *>(base + (unsigned long long)xe.off_s);
+        if constexpr (W16<QB, BN>::DD > 0) ddp = reinterpret_cast<const uint32_t *>(base + (unsigned long long)xe.off_d);
+    }
     if (Z > 1) y = part + (long long)z * m * n, ldy = n, alpha = 1.f;
     if (tid == 0) {
         for (int s = 0; s < S; s++) {
@@ -236,16 +262,23 @@ w16_tile(const unsigned char *__restrict__ codes, const unsigned short *__restri
     asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
     fence_acc<BN>(acc);
     const int r0 = rt * BM + rowin, r1 = r0 + 8;
+    /* the output row of token (sorted row) t: the grouped tile scatters, except into split-k's parts */
+    auto orow = [&](int t) -> long long {
+        if constexpr (XE) return Z > 1 ? (long long)t : (long long)xe.perm[t];
+        else return (long long)t;
+    };
 #pragma unroll
     for (int j = 0; j < BN / 8; j++) {
-        const int t0 = tt * BN + 8 * j + 2 * c;
-        if (t0 < m) {
-            if (r0 < n) y[(long long)t0 * ldy + r0] = alpha * acc[4 * j + 0];
-            if (r1 < n) y[(long long)t0 * ldy + r1] = alpha * acc[4 * j + 2];
+        const int t0 = row0 + 8 * j + 2 * c;
+        if (t0 < rend) {
+            const long long o = orow(t0) * ldy;
+            if (r0 < n) y[o + r0] = alpha * acc[4 * j + 0];
+            if (r1 < n) y[o + r1] = alpha * acc[4 * j + 2];
         }
-        if (t0 + 1 < m) {
-            if (r0 < n) y[(long long)(t0 + 1) * ldy + r0] = alpha * acc[4 * j + 1];
-            if (r1 < n) y[(long long)(t0 + 1) * ldy + r1] = alpha * acc[4 * j + 3];
+        if (t0 + 1 < rend) {
+            const long long o = orow(t0 + 1) * ldy;
+            if (r0 < n) y[o + r0] = alpha * acc[4 * j + 1];
+            if (r1 < n) y[o + r1] = alpha * acc[4 * j + 3];
         }
     }
 }
@@ -273,6 +306,64 @@ __device__ __forceinline__ void w16_x16(long long ci, const float *__restrict__ 
                        *reinterpret_cast<uint32_t *>(&h2), *reinterpret_cast<uint32_t *>(&h3));
     }
     reinterpret_cast<uint4 *>(x16)[ci] = o;
+}
+
+/* The grouped activations' pass: the token tiles of the routing's table, tile tt's token j the sorted row
+ * s = row0 + j, x row perm[s] (zeros past the expert's end; tiles past the table's count are not written: no tile
+ * reads them), in w16_x16's layout and chunk order over T BN-token tiles. x f32 (or f16 xh); al: x's rows 16-byte
+ * aligned (vector loads), else element loads. */
+__device__ __forceinline__ void w16_x16g(long long ci, const float *__restrict__ x, const __half *__restrict__ xh,
+                                         __half *__restrict__ x16, int k, int T, int BN, int al, const w16_xe &xe)
+{
+    if (ci >= (long long)T * BN * k / 8) return;
+    const int tn8 = (int)(ci & 7), kh = (int)((ci >> 3) & 1), ng = (int)((ci >> 4) % (BN / 8));
+    const long long rest = ci / (2 * BN);
+    const int slab = (int)(rest % (k / 16)), tt = (int)(rest / (k / 16));
+    if (tt >= *xe.ntiles) return;
+    const int e = xe.tiles[2 * tt], s = xe.tiles[2 * tt + 1] + ng * 8 + tn8, kk = slab * 16 + kh * 8;
+    uint4 o = make_uint4(0u, 0u, 0u, 0u);
+    if (s < xe.offsets[e + 1]) {
+        const long long r = xe.perm[s];
+        if (xh != nullptr) {
+            const __half *src = xh + r * k + kk;
+            if (al) {
+                o = *reinterpret_cast<const uint4 *>(src);
+            } else {
+                const unsigned short *u = reinterpret_cast<const unsigned short *>(src);
+                o = make_uint4((uint32_t)u[0] | (uint32_t)u[1] << 16, (uint32_t)u[2] | (uint32_t)u[3] << 16,
+                               (uint32_t)u[4] | (uint32_t)u[5] << 16, (uint32_t)u[6] | (uint32_t)u[7] << 16);
+            }
+        } else {
+            const float *src = x + r * k + kk;
+            float v[8];
+            if (al) {
+                const float4 a = *reinterpret_cast<const float4 *>(src), b = *reinterpret_cast<const float4 *>(src + 4);
+                v[0] = a.x, v[1] = a.y, v[2] = a.z, v[3] = a.w, v[4] = b.x, v[5] = b.y, v[6] = b.z, v[7] = b.w;
+            } else {
+#pragma unroll
+                for (int i = 0; i < 8; i++) v[i] = src[i];
+            }
+            __half2 h0 = __floats2half2_rn(v[0], v[1]), h1 = __floats2half2_rn(v[2], v[3]),
+                    h2 = __floats2half2_rn(v[4], v[5]), h3 = __floats2half2_rn(v[6], v[7]);
+            o = make_uint4(*reinterpret_cast<uint32_t *>(&h0), *reinterpret_cast<uint32_t *>(&h1),
+                           *reinterpret_cast<uint32_t *>(&h2), *reinterpret_cast<uint32_t *>(&h3));
+        }
+    }
+    reinterpret_cast<uint4 *>(x16)[ci] = o;
+}
+
+/* The grouped split-k's sum of element i (of m n, part row-major [sorted row][n]): sorted rows before the
+ * routing's end (offsets[E]) into y row perm[s]; the rest (ids outside [0, E)) have no output */
+__device__ __forceinline__ void w16_sumg(long long i, const float *__restrict__ part, float *__restrict__ y, int m,
+                                         int n, long long ldy, int Z, float alpha, int E, const w16_xe &xe)
+{
+    const long long total = (long long)m * n;
+    if (i >= total) return;
+    const int s = (int)(i / n);
+    if (s >= xe.offsets[E]) return;
+    float a = part[i];
+    for (int z = 1; z < Z; z++) a += part[(long long)z * total + i];
+    y[(long long)xe.perm[s] * ldy + i % n] = alpha * a;
 }
 
 /* split-k's sum of element i (of m n, row-major [m][n]): y[t][r] = alpha (the Z slices' partial sums added in
