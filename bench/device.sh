@@ -55,7 +55,8 @@
 #   w16lane     gemm_w16 in the build (issue 26), under MEMRA_W16=auto (W16L_W16; the default 0 loads no w16 kernels):
 #               memra check --op gemm_w16 on the GPU (receipt), memra bench 27b at
 #               W16L_M (default "512 4096") with the w16 arms beside the floor's (receipts), test_gpu_stress's
-#               lane w16 (streams, threads, graphs), then the sanitizer tools
+#               lane w16 (streams, threads, graphs), test_gpu_experts' w16 cases (the grouped tile) and bench
+#               moe mixtral on w16 and on the floor (W16L_XE_CASES, W16L_XE_FMT, W16L_XE_M), then the sanitizer tools
 #               W16L_TOOLS (default none) over `memra check --op gemm_w16 --module w16 --quick`, each alone
 #   wgpin       MEMRA_MMQ_WG_SEED=pin (_wgsf, the fold pinned behind the s8 wgmma): test, knobab, tools (see step_wgpin)
 #   wgia        MEMRA_MMQ_WG_SEED=iadd (_wgsi, no seed MMA: the fold adds the seed): knobab, test, tools (see step_wgia)
@@ -1283,7 +1284,7 @@ w16lane_keep() { # the logs and receipts so far, in case the call's limit cuts t
   tar -C $L -cf "$OUT/logs.tar" . 2>/dev/null; tar -C $R -cf "$OUT/receipts.tar" . 2>/dev/null
 }
 step_w16lane() {
-  local t=$SECONDS mm tool
+  local t=$SECONDS mm tool w
   export MEMRA_W16=${W16L_W16:-auto} # the default 0 loads no w16 kernels
   timeout 240 $M check --device 0 --op gemm_w16 --json $R/check_w16_$TAG.json > "$L/check_w16.log" 2>&1
   say "memra check --device 0 --op gemm_w16: exit $? $(grep -E 'passed, ' "$L/check_w16.log")"
@@ -1299,6 +1300,25 @@ step_w16lane() {
   # against the same calls made one at a time (the stress test sets MEMRA_W16=auto itself)
   MEMRA_TEST_STRESS_LANES=w16 timeout 240 $B/bin/test_gpu_stress > "$L/w16lane_stress.log" 2>&1
   say "test_gpu_stress lane w16: exit $? $(grep -E 'GPU hits' "$L/w16lane_stress.log" | tr -s ' ')"
+  # the grouped w16 tile (gemm_experts on lane gemm_w16): its GPU test cases (host and dense lane), then bench moe
+  # on the Mixtral-like rows (W16L_XE_M, default "512 4096"; W16L_XE_FMT, default "q8_0 q4_k") with every arm on
+  # w16, and the same rows on the floor (MEMRA_W16=0) beside it
+  local c f
+  for c in ${W16L_XE_CASES:-w16 w16_graph w16_q4_0 w16_q4_k w16_q5_k w16_q6_k w16_skew w16_split}; do
+    timeout 120 $B/bin/test_gpu_experts $c > "$L/w16lane_xe_$c.log" 2>&1
+    say "test_gpu_experts $c: exit $? $(grep -E 'max e|differ' "$L/w16lane_xe_$c.log" | head -2 | tr '\n' ' ')"
+  done
+  w16lane_keep
+  for f in ${W16L_XE_FMT:-q8_0 q4_k}; do
+    for w in auto 0; do
+      MEMRA_W16=$w timeout 300 $M bench moe --device 0 --sheet mixtral --routing uniform --format $f \
+        $(for mm in ${W16L_XE_M:-512 4096}; do printf -- '--m %s ' $mm; done) \
+        --json $R/bench_moe_mixtral_${f}_w16$w.json > "$L/w16lane_moe_${f}_w16$w.txt" 2>&1
+      say "bench moe mixtral $f MEMRA_W16=$w: exit $?"
+      grep -E "^mixtral" "$L/w16lane_moe_${f}_w16$w.txt" | head -8 >> "$S"
+      w16lane_keep
+    done
+  done
   for tool in ${W16L_TOOLS:-}; do
     timeout 240 compute-sanitizer --tool $tool $M check --device 0 --op gemm_w16 --module w16 --quick \
       > "$L/w16lane_san_$tool.txt" 2>&1

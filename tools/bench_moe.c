@@ -232,9 +232,9 @@ static int moe_run_floor(memra_device *dev, const char *sheet, const char *proj,
     st = memra_weight_plan_get(xw, dev, &pg);
     int grouped_ok = st == MEMRA_STATUS_OK && strcmp(pg.lane, "none") != 0;
     if (st == MEMRA_STATUS_OK && grouped_ok) st = memra_weight_prepare(xw, dev);
-    /* the loop's and the dense arm's weights on the grouped lane's own kernels: no W16 operand (gemm_w16,
-     * which the grouped call does not run), whatever MEMRA_W16 says */
-    memra_device_w16_set(dev, 0);
+    /* the loop's and the dense arm's weights on the grouped call's lane: the W16 operand (gemm_w16) where the
+     * experts took it, else none (the floor's kernels), whatever MEMRA_W16 says */
+    memra_device_w16_set(dev, grouped_ok && strcmp(pg.lane, "w16") == 0);
     for (int32_t e = 0; e < E && st == MEMRA_STATUS_OK; e++) st = memra_weight_prepare(dw[e], dev);
     memra_device_w16_set(dev, -1);
     if (st == MEMRA_STATUS_OK) st = memra_weight_plan_get(dw[0], dev, &pl);

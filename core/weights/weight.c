@@ -1262,7 +1262,7 @@ static memra_status plan_of(const memra_weight *w, memra_device *dev, memra_weig
                          "the f16 mirror (dequant_f16 at prepare, %.1f MB) fits the budget (%.0f MB, %.1f MB used%s)",
                          (double)mbytes / 1048576.0, (double)budget / 1048576.0, (double)used / 1048576.0,
                          prepared ? ", prepared" : "");
-        } else if (experts ? (prepared ? has_w16 : experts_w16(w, (int32_t)experts, dev)) : w16_wanted(w, dev)) {
+        } else if (prepared ? has_w16 : experts ? experts_w16(w, (int32_t)experts, dev) : w16_wanted(w, dev)) {
             p.lane = "w16";
             plan_step(dev, &p, MEMRA_OP_gemm_w16);
             p.operand_bytes = memra_w16_bytes(w->format, w->out_f, w->in_f); /* in place of the raw copy */

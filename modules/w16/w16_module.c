@@ -2,7 +2,8 @@
  * sm_90a: wgmma, setmaxnreg). A module of its own so that the admission self-check, which runs every module's ops
  * against the host at load, can quarantine this kernel alone: the sm90 module's cuBLASLt lanes and the mmq
  * module's floor never depend on it. Where it is absent or quarantined, weights without a mirror keep the
- * integer floor (the core builds the W16 operand only where a module routes gemm_w16). */
+ * integer floor (the core builds the W16 operand only where a module routes gemm_w16). It also serves
+ * gemm_experts on lane gemm_w16 (the grouped tile) and declines the other lanes. */
 #include "kernels/kernels.h"
 
 #define W16_NAME "w16"
@@ -11,7 +12,9 @@
 static int w16_score(const memra_device_caps *caps)
 {
     if (caps == NULL) return 0;
-    return caps->arch == MEMRA_ARCH_SM90 && caps->cc == 90 ? 100 : 0;
+    /* below the mmq module (50): gemm_w16 is this module's alone, but gemm_experts is both's, and the floor's
+     * lanes (most grouped calls) should not ask this module first to be declined */
+    return caps->arch == MEMRA_ARCH_SM90 && caps->cc == 90 ? 20 : 0;
 }
 
 static memra_status w16_init(const memra_host_services *host, const memra_device_caps *caps, void **out_ctx)

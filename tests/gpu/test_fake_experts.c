@@ -13,6 +13,8 @@
  *   - on the host device the same experts keep the f16 lane where its budget allows;
  *   - with MEMRA_XE_MIRROR=1 (Q8_0) the experts reserve their E mirrors and the call is mmq's
  *     grouped f16 tile (one hit);
+ *   - with MEMRA_W16=auto (Q8_0, Q4_K) the experts hold the W16 operand (no records, no mirror), the plan's
+ *     lane is "w16" and the call is the w16 module's grouped tile (one gemm_experts hit by w16);
  *   - f16 experts are served by mmq's 16-bit grouped lane (one hit); with MEMRA_MMQ_XE_F16=0
  *     they get the plan "none", its reason naming the lane no module takes, and a failed call
  *     whose message names it.
@@ -40,6 +42,7 @@ static void count_declines(const memra_ledger_row *r, void *user)
     if (r->reason != NULL && strcmp(r->op, "gemm_experts") == 0) ((decl_sum *)user)->declines += r->declines;
 }
 
+/* mirror: 0 the floor, 1 the f16 mirrors (MEMRA_XE_MIRROR=1), 2 the W16 operand (MEMRA_W16=auto) */
 static int one_format(memra_runtime *rt, memra_device *dev, memra_format f, int K, int mirror)
 {
     uint64_t rng = test_seed();
@@ -61,6 +64,8 @@ static int one_format(memra_runtime *rt, memra_device *dev, memra_format f, int 
     CHECK_OK(memra_weight_create_experts(rt, &ed, &w));
     free(wb);
     const unsigned long long budget = (unsigned long long)memra_device_f16_budget_get(dev);
+    memra_ledger_reset(rt); /* the declines below are this prepare's (an earlier call's, e.g. mmq declining lane
+                             * gemm_w16 before w16 took it, are not) */
     CHECK_OK(memra_weight_prepare(w, dev));
     const unsigned long long used = (unsigned long long)memra_device_f16_used(dev);
     const unsigned ops = memra_weight_operands(w, dev);
@@ -72,7 +77,10 @@ static int one_format(memra_runtime *rt, memra_device *dev, memra_format f, int 
            memra_format_name(f), memra_device_caps_get(dev)->name, budget,
            (unsigned long long)E * N * (unsigned long long)K * 2ull >> 20, used, ops, p.lane, p.why);
     int ok = 1;
-    if (mirror) {
+    if (mirror == 2) {
+        ok &= used == 0 && ops == MEMRA_OPERAND_W16 && strcmp(p.lane, "w16") == 0 && p.n_steps == 1 &&
+              p.ops[0] == MEMRA_OP_gemm_experts && p.modules[0] != NULL && strcmp(p.modules[0], "w16") == 0;
+    } else if (mirror) {
         ok &= used == (uint64_t)E * N * (uint64_t)K * 2u;
         ok &= (ops & MEMRA_OPERAND_F16_MIRROR) != 0 && strstr(p.lane, "f16") != NULL;
     } else {
@@ -93,9 +101,11 @@ static int one_format(memra_runtime *rt, memra_device *dev, memra_format f, int 
     memra_ledger_reset(rt);
     const memra_status st =
         memra_matmul_experts(dev, w, memra_buffer_ptr(bx), ROWS, memra_buffer_ptr(bi), memra_buffer_ptr(by), NULL);
-    const unsigned long long hits = (unsigned long long)memra_ledger_hits(dev, MEMRA_OP_gemm_experts, "mmq");
-    printf("  memra_matmul_experts: status %d (%s), gemm_experts hits by mmq %llu, declines counted by the prepare %llu\n",
-           (int)st, st == MEMRA_STATUS_OK ? "ok" : memra_last_error(), hits, (unsigned long long)before.declines);
+    const char *by_mod = mirror == 2 ? "w16" : "mmq";
+    const unsigned long long hits = (unsigned long long)memra_ledger_hits(dev, MEMRA_OP_gemm_experts, by_mod);
+    printf("  memra_matmul_experts: status %d (%s), gemm_experts hits by %s %llu, declines counted by the prepare %llu\n",
+           (int)st, st == MEMRA_STATUS_OK ? "ok" : memra_last_error(), by_mod, hits,
+           (unsigned long long)before.declines);
     ok &= st == MEMRA_STATUS_OK && hits == 1 && before.declines == 0;
     memra_buffer_destroy(bx);
     memra_buffer_destroy(bi);
@@ -169,10 +179,11 @@ int main(int argc, char **argv)
         return 2;
     }
     fake_env_set(argv[1], "90");
-    /* the defaults, then MEMRA_XE_MIRROR=1, then MEMRA_MMQ_XE_F16=0, each its own runtime */
-    static const char *const sets[3][2] = {{NULL, NULL}, {"MEMRA_XE_MIRROR=1", NULL}, {"MEMRA_MMQ_XE_F16=0", NULL}};
+    /* the defaults, then MEMRA_XE_MIRROR=1, then MEMRA_MMQ_XE_F16=0, then MEMRA_W16=auto, each its own runtime */
+    static const char *const sets[4][2] = {
+        {NULL, NULL}, {"MEMRA_XE_MIRROR=1", NULL}, {"MEMRA_MMQ_XE_F16=0", NULL}, {"MEMRA_W16=auto", NULL}};
     int ok = 1;
-    for (int r = 0; r < 3; r++) {
+    for (int r = 0; r < 4; r++) {
         memra_options o = {.struct_size = sizeof o, .settings = sets[r]};
         memra_runtime *rt;
         CHECK_OK(memra_open(&o, &rt));
@@ -195,6 +206,9 @@ int main(int argc, char **argv)
             ok &= f16_experts(rt, dev, 1);
         } else if (r == 1) {
             ok &= one_format(rt, dev, MEMRA_FORMAT_Q8_0, 512, 1);
+        } else if (r == 3) {
+            ok &= one_format(rt, dev, MEMRA_FORMAT_Q8_0, 512, 2);
+            ok &= one_format(rt, dev, MEMRA_FORMAT_Q4_K, 512, 2);
         } else {
             ok &= f16_experts(rt, dev, 0);
         }

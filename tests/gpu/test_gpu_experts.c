@@ -58,6 +58,13 @@
  *                             MEMRA_PREFER=gemm_fp8_blk=fp8blk so that the dense
  *                             lane compared with is fp8blk's own); eager, captured,
  *                             skewed. Skips (77) on a GPU that is not cc 9.0.
+ *   test_gpu_experts w16 | w16_graph | w16_q4_0 | w16_q4_k | w16_q5_k | w16_q6_k | w16_skew | w16_split
+ *                             experts on the W16 operand (MEMRA_W16=auto), the w16 module's grouped tile
+ *                             (gemm_experts on lane gemm_w16: memra_k_w16_xe_*, cc 9.0): Q8_0 (k = 576, the
+ *                             tile's 64-column steps), Q4_0, the K-quants; eager, captured, skewed (Q4_K), and
+ *                             on 3 k slices (w16_split, Q6_K skewed: MEMRA_W16_SPLIT=3 for the dense lane too).
+ *                             The host reference has its W16 switch on (memra_device_w16_set): the f16 mirror's
+ *                             numbers, JUDGE_BAND_F16. Skips (77) on a GPU that is not cc 9.0.
  *   test_gpu_experts budget    "run" with the experts prepared under the default f16 budget:
  *                             they take the floor (quantised experts on a GPU: MEMRA_XE_MIRROR=0),
  *                             no mirror bytes used; the references then at budget 0 (the floor)
@@ -161,6 +168,14 @@ static const xcase k_cases[] = {
     {"wg_rem_graph", MEMRA_FORMAT_Q8_0, NULL, 0, 1, "mmq records", NULL, 0, 2},
     {"wg_rem_split", MEMRA_FORMAT_Q8_0, NULL, 0, 0, "mmq records", NULL, 3, 2},
     {"wg_rem3", MEMRA_FORMAT_Q8_0, NULL, 0, 0, "mmq records", NULL, 0, 3},
+    {"w16", MEMRA_FORMAT_Q8_0, NULL, 0, 0, "w16", "w16", 0, 0},
+    {"w16_graph", MEMRA_FORMAT_Q8_0, NULL, 0, 1, "w16", "w16", 0, 0},
+    {"w16_q4_0", MEMRA_FORMAT_Q4_0, NULL, 0, 0, "w16", "w16", 0, 0},
+    {"w16_q4_k", MEMRA_FORMAT_Q4_K, NULL, 0, 0, "w16", "w16", 0, 0},
+    {"w16_q5_k", MEMRA_FORMAT_Q5_K, NULL, 0, 0, "w16", "w16", 0, 0},
+    {"w16_q6_k", MEMRA_FORMAT_Q6_K, NULL, 0, 0, "w16", "w16", 0, 0},
+    {"w16_skew", MEMRA_FORMAT_Q4_K, NULL, 1, 0, "w16", "w16", 0, 0},
+    {"w16_split", MEMRA_FORMAT_Q6_K, NULL, 1, 0, "w16", "w16", 3, 0},
 };
 
 static int g_ne = E; /* the case's experts (tall: 2, 150 rows an expert) */
@@ -331,6 +346,10 @@ int main(int argc, char **argv)
     const int one = strncmp(xc->name, "fp8blk_one", 10) == 0; /* the one-table tile-major kernel */
     const int pt = strncmp(xc->name, "fp8pt", 5) == 0;         /* per-tensor e4m3 experts */
     const int h16 = xc->format == MEMRA_FORMAT_F16 || xc->format == MEMRA_FORMAT_BF16; /* the 16-bit tile */
+    const int w16 = strncmp(xc->name, "w16", 3) == 0; /* the grouped w16 tile (MEMRA_W16=auto) */
+    char w16split[40];
+    snprintf(w16split, sizeof w16split, "MEMRA_W16_SPLIT=%d", xc->split ? xc->split : 1);
+    if (w16) snprintf(xsplit, sizeof xsplit, "MEMRA_MMQ_XE_SPLIT=0");
     /* budget: the default f16 budget (quantised experts ride the floor on a GPU all the same) */
     if (fsplit) snprintf(dsplit, sizeof dsplit, "MEMRA_MMQ_SPLIT=1");
     const char *settings[] = {strcmp(xc->name, "budget") == 0 ? "MEMRA_LOG=warn" : "MEMRA_F16_BUDGET_MB=0", dsplit,
@@ -340,7 +359,8 @@ int main(int argc, char **argv)
                               wgc ? "MEMRA_MMQ_XE_WG=1" : NULL,
                               strncmp(xc->name, "wg_rem", 6) == 0 ? "MEMRA_MMQ_XE_WG_REM=1" : NULL,
                               /* the remainders' tile (_wgsr) is the unpinned tile's twin: SEED=1 */
-                              strncmp(xc->name, "wg_rem", 6) == 0 ? "MEMRA_MMQ_WG_SEED=1" : NULL, NULL};
+                              strncmp(xc->name, "wg_rem", 6) == 0 ? "MEMRA_MMQ_WG_SEED=1" : NULL,
+                              w16 ? "MEMRA_W16=auto" : NULL, w16 ? w16split : NULL, NULL};
     if (h16) settings[3] = "MEMRA_MMQ_XE_F16=1";
     /* the list ends at its first NULL: the slots left unset above are dropped, so that none hides the ones after
      * it (before, a case without MEMRA_MMQ_XE_BM ended the list there: the wg and tall cases ran without their
@@ -366,8 +386,16 @@ int main(int argc, char **argv)
         memra_close(rt);
         TEST_SKIP("the grouped block-128 FP8 lane is sm_90a's (cc 9.0)");
     }
+    if (w16 && memra_device_caps_get(dev)->cc != 90) {
+        memra_close(rt);
+        TEST_SKIP("the w16 tile is sm_90a's (cc 9.0)");
+    }
+    /* w16: the host reference on the W16 operand too (the f16 mirror's numbers, not the floor's) */
+    if (w16) CHECK_OK(memra_device_w16_set(host, 1));
     const memra_format f = xc->format;
-    const int K = f == MEMRA_FORMAT_Q8_0 || f == MEMRA_FORMAT_Q4_0 || fp8 ? 544 : 768;
+    const int K = w16 && (f == MEMRA_FORMAT_Q8_0 || f == MEMRA_FORMAT_Q4_0)   ? 576
+                  : f == MEMRA_FORMAT_Q8_0 || f == MEMRA_FORMAT_Q4_0 || fp8 ? 544
+                                                                           : 768;
     const size_t each = (size_t)N * memra_format_row_bytes(f, K);
     /* block-128 FP8: a grid per expert, [ceil(N / 128) x ceil(K / 128)] (2 x 5: a partial last block each way) */
     const size_t gc = fp8 && !pt ? (size_t)(memra_fp8_grid_rows(N) * memra_fp8_grid_cols(K)) : 0;
@@ -439,7 +467,7 @@ int main(int argc, char **argv)
         CHECK(memra_ledger_hits(dev, MEMRA_OP_gemm_experts, served) == 1);
         if (test_inject_fault()) eager[v][5 * N] += 1.0f;
         ok &= judge_rows(what, eager[v], ref, ids[v], K,
-                         fp8 ? JUDGE_BAND_FP8 : xc->format == MEMRA_FORMAT_F16 ? JUDGE_BAND_F16
+                         fp8 ? JUDGE_BAND_FP8 : xc->format == MEMRA_FORMAT_F16 || w16 ? JUDGE_BAND_F16
                          : xc->format == MEMRA_FORMAT_BF16                    ? JUDGE_BAND_BF16
                                                                               : JUDGE_BAND_Q8_0);
         if (!pt && !h16 && !fsplit) ok &= dense_same(what, dev, we, x, K, eager[v], ids[v]);
