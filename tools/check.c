@@ -1242,6 +1242,7 @@ static void check_experts_op(checker *c)
         if (c->gpu && !c->quick) check_experts_case(c, lanes[i], 2048, 768, 4096);
     }
     check_kr_experts(c); /* lane gemm_kr (check_kr.c) */
+    check_w16_experts(c); /* lane gemm_w16 (check_w16.c) */
 }
 
 static void check_op(checker *c, memra_op op)

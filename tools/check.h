@@ -137,6 +137,8 @@ memra_status check_experts_call(checker *c, row *r, memra_op_args *a, memra_buff
 uint64_t check_experts_stray(const float *y, int64_t off, int64_t m, int64_t ldy, int64_t n, const int32_t *ids);
 /* gemm_experts rows on the K-quant floor (lane gemm_kr, Q4_K / Q5_K / Q6_K experts; check_kr.c). */
 void check_kr_experts(checker *c);
+/* gemm_experts on lane gemm_w16 (check_w16.c): experts on their W16 operands. */
+void check_w16_experts(checker *c);
 /* memra check --model's rows of a weight whose lane is gemm_kr: the
  * memra_matmul row (w prepared on c->dev) and one row per module providing
  * gemm_kr, on the file's own blocks [n x k] of format f at m rows. */

@@ -186,3 +186,131 @@ void check_w16_op(checker *c)
         }
     }
 }
+
+/* ---- gemm_experts on lane gemm_w16 ----------------------------------------------------------------
+ *
+ * CHECK_XE experts of fresh random blocks of format f, each on its W16 operand (as the core makes it), routed
+ * by check_experts_route (expert 0 no rows, 1 one row, 2 most, the others two each, two rows with ids outside
+ * [0, CHECK_XE) that must stay sentinels; shuffled), x f32 for all rows (or f16, xh: x_is_f16). Every routed
+ * row is judged against its own expert's gemm_w16 over that expert's rows: the host module's on the host device
+ * in gemm_f16's band, or for the host module itself the f64 product of the expert's mirror (JUDGE_BAND_HOST). */
+static void w16_experts_case(checker *c, memra_format f, int64_t n, int64_t k, int64_t routed, int xh)
+{
+    row r = check_new_row(c, MEMRA_OP_gemm_experts);
+    const int64_t m = routed + 2, off = 1, ldy = n + 2;
+    snprintf(r.shape, sizeof r.shape, "w16 %s E%d %lldx%lldx%lld%s", memra_format_name(f), CHECK_XE, (long long)m,
+             (long long)n, (long long)k, xh ? " x16" : "");
+    r.band = c->indep ? JUDGE_BAND_HOST : JUDGE_BAND_F16;
+    int64_t cnt[CHECK_XE], base[CHECK_XE + 1];
+    cnt[2] = routed - 1 - 2 * (CHECK_XE - 3); /* (check_experts_route's) */
+    w16_case wc[CHECK_XE];
+    memset(wc, 0, sizeof wc);
+    const size_t bb = (size_t)memra_format_row_bytes(f, k) * (size_t)n, ycount = (size_t)((off + m + 1) * ldy);
+    int32_t *ids = tool_alloc((size_t)m, sizeof *ids);
+    int64_t *where = tool_alloc((size_t)m, sizeof *where);
+    float *x = tool_alloc((size_t)(m * k), sizeof(float)), *y = tool_alloc(ycount, sizeof(float));
+    float *xsub = tool_alloc((size_t)(cnt[2] * k), sizeof(float));
+    float *ysub = tool_alloc((size_t)((off + cnt[2] + 1) * ldy), sizeof(float));
+    double *ref = tool_alloc((size_t)(cnt[2] * n), sizeof(double)), *mass = tool_alloc((size_t)(cnt[2] * n), sizeof(double));
+    uint16_t *xb16 = xh ? tool_alloc((size_t)(m * k), sizeof(uint16_t)) : NULL;
+    memra_buffer *bw[CHECK_XE] = {0}, *bt = NULL, *bi = NULL, *bx = NULL, *by = NULL;
+    int ok = ids && where && x && y && xsub && ysub && ref && mass && (!xh || xb16);
+    for (int e = 0; e < CHECK_XE && ok; e++) {
+        wc[e] = (w16_case){.format = f, .n = n, .k = k, .op_bytes = (size_t)memra_w16_bytes(f, n, k)};
+        wc[e].blocks = tool_alloc(bb, 1);
+        wc[e].op = tool_alloc(wc[e].op_bytes, 1);
+        wc[e].mirror = tool_alloc((size_t)(n * k), sizeof(uint16_t));
+        ok = wc[e].blocks && wc[e].op && wc[e].mirror;
+        if (ok) {
+            tool_fill_blocks_w(&c->rng, f, wc[e].blocks, n, k);
+            ok = memra_w16_repack(f, wc[e].blocks, n, k, wc[e].op) == 0 &&
+                 memra_w16_decode_f16(f, wc[e].op, n, k, wc[e].mirror) == 0;
+        }
+    }
+    if (!ok) {
+        snprintf(r.note, sizeof r.note, "out of host memory, or the W16 repack of %s refused", memra_format_name(f));
+        goto done;
+    }
+    check_experts_route(c, routed, cnt, ids, where, base);
+    tool_fill_x(&c->rng, x, (size_t)(m * k));
+    x[0] = 4.0f;
+    /* f16 activations: x rounded once here, so that the f32 rows below (the reference's) hold the same values */
+    for (int64_t i = 0; xh && i < m * k; i++) x[i] = memra_f32_from_f16(xb16[i] = memra_f16_from_f32(x[i]));
+    memra_dptr wt[CHECK_XE];
+    memra_status st = MEMRA_STATUS_OK;
+    for (int e = 0; e < CHECK_XE && st == MEMRA_STATUS_OK; e++) {
+        uint8_t *op = wc[e].op;
+        if (e == 2 && c->inject && !c->injected_op[MEMRA_OP_gemm_experts]) { /* expert 2's scale off: must FAIL */
+            c->injected_op[MEMRA_OP_gemm_experts] = r.injected = 1;
+            op = tool_alloc(wc[e].op_bytes, 1);
+            if (op != NULL) memcpy(op, wc[e].op, wc[e].op_bytes), w16_fault(&wc[e], op);
+        }
+        st = op ? tool_upload(c->dev, op, wc[e].op_bytes, &bw[e]) : MEMRA_STATUS_OUT_OF_MEMORY;
+        if (op != wc[e].op) free(op);
+        wt[e] = st == MEMRA_STATUS_OK ? memra_buffer_ptr(bw[e]) : 0;
+    }
+    for (size_t e = 0; e < ycount; e++) y[e] = CHECK_Y_SENTINEL;
+    if (st == MEMRA_STATUS_OK) st = tool_upload(c->dev, wt, sizeof wt, &bt);
+    if (st == MEMRA_STATUS_OK) st = tool_upload(c->dev, ids, (size_t)m * sizeof *ids, &bi);
+    if (st == MEMRA_STATUS_OK)
+        st = xh ? tool_upload(c->dev, xb16, (size_t)(m * k) * 2u, &bx) : tool_upload(c->dev, x, (size_t)(m * k) * 4u, &bx);
+    if (st == MEMRA_STATUS_OK) st = tool_upload(c->dev, y, ycount * sizeof(float), &by);
+    if (st != MEMRA_STATUS_OK) {
+        snprintf(r.note, sizeof r.note, "gemm_experts inputs: %s: %.120s", memra_status_str(st), memra_last_error());
+        goto done;
+    }
+    memra_op_args a;
+    memset(&a, 0, sizeof a);
+    a.struct_size = sizeof a;
+    a.gemm = (memra_gemm_args){.struct_size = sizeof a.gemm, .m = (int32_t)m, .n = (int32_t)n, .k = (int32_t)k,
+                               .w = memra_buffer_ptr(bt), .x = memra_buffer_ptr(bx), .y = memra_buffer_ptr(by),
+                               .ldy = ldy, .y_row_offset = off, .alpha = 1.0f, .w_format = (int32_t)f, .x_is_f16 = xh};
+    a.experts = (memra_gemm_experts_args){.struct_size = sizeof a.experts, .lane = MEMRA_OP_gemm_w16,
+                                          .n_experts = CHECK_XE, .ids = memra_buffer_ptr(bi)};
+    if (check_experts_call(c, &r, &a, by, y, ycount) != MEMRA_STATUS_OK) goto done;
+    uint64_t bad = 0;
+    for (int e = 0; e < CHECK_XE; e++) {
+        if (cnt[e] == 0) continue;
+        for (int64_t s = 0; s < cnt[e]; s++) memcpy(xsub + s * k, x + where[base[e] + s] * k, (size_t)k * sizeof(float));
+        w16_mass_ref(&wc[e], xsub, cnt[e], mass, c->indep ? ref : NULL);
+        if (!c->indep) {
+            const char *hwhy = NULL;
+            st = run_w16(c->host, "host", &wc[e], wc[e].op, xsub, cnt[e], off, ldy, ysub, &hwhy, 0);
+            if (st != MEMRA_STATUS_OK) {
+                snprintf(r.note, sizeof r.note, "host reference: %s: %.120s", memra_status_str(st), memra_last_error());
+                goto done;
+            }
+            for (int64_t s = 0; s < cnt[e]; s++)
+                for (int64_t j = 0; j < n; j++) ref[s * n + j] = ysub[(off + s) * ldy + j];
+        }
+        const double keep = r.err;
+        bad += check_judge_rows(&r, y, off, ldy, where + base[e], cnt[e], n, ref, mass);
+        if (keep > r.err) r.err = keep;
+    }
+    check_gemm_row_result(&r, bad, check_experts_stray(y, off, m, ldy, n, ids), m, m,
+                          "experts 0 / 1 / 2 get 0 / 1 / most rows; 2 rows skipped");
+done:
+    check_add_row(c, &r);
+    for (int e = 0; e < CHECK_XE; e++) {
+        free(wc[e].blocks), free(wc[e].op), free(wc[e].mirror);
+        memra_buffer_destroy(bw[e]);
+    }
+    memra_buffer_destroy(bt), memra_buffer_destroy(bi), memra_buffer_destroy(bx), memra_buffer_destroy(by);
+    free(ids), free(where), free(x), free(y), free(xsub), free(ysub), free(ref), free(mass), free(xb16);
+}
+
+void check_w16_experts(checker *c)
+{
+    static const memra_format fm[] = {MEMRA_FORMAT_Q8_0, MEMRA_FORMAT_Q4_0, MEMRA_FORMAT_Q4_K, MEMRA_FORMAT_Q5_K,
+                                      MEMRA_FORMAT_Q6_K};
+    for (size_t f = 0; f < sizeof fm / sizeof fm[0]; f++) {
+        if (c->quick && f > 0 && fm[f] != MEMRA_FORMAT_Q6_K) continue; /* --quick: Q8_0 and Q6_K */
+        w16_experts_case(c, fm[f], 200, 768, 37, 0);
+    }
+    w16_experts_case(c, MEMRA_FORMAT_Q8_0, 200, 768, 37, 1); /* an f16 activation */
+    /* on a GPU: expert 2 with 1289 rows (several 128-token tiles), the table's remainder tiles, split-k at n 1000 */
+    if (c->gpu && !c->quick) {
+        w16_experts_case(c, MEMRA_FORMAT_Q4_K, 1000, 2816, 1300, 0);
+        w16_experts_case(c, MEMRA_FORMAT_Q8_0, 256, 4096, 300, 0);
+    }
+}

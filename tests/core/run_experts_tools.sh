@@ -55,9 +55,11 @@ grep -q 'fake device 0 (sm90)' "$tmp/moe2" || { cat "$tmp/moe2"; fail "bench moe
 "$memra" bench moe --help >/dev/null 2>&1 || fail "bench moe --help"
 # memra check's gemm_experts rows (uneven experts, skipped ids), and the injected fault failing
 "$memra" check --device host --op gemm_experts >"$tmp/ck" 2>&1 || { cat "$tmp/ck"; fail "check gemm_experts"; }
-# (6 lanes x 2 shapes, and the K-quant floor's lane gemm_kr: 3 formats x 2 shapes)
-grep -q '^18 passed, 0 failed' "$tmp/ck" || { cat "$tmp/ck"; fail "check gemm_experts: want 18 passed"; }
+# (6 lanes x 2 shapes, the K-quant floor's lane gemm_kr: 3 formats x 2 shapes, and lane gemm_w16: 5 formats
+# and an f16 activation)
+grep -q '^24 passed, 0 failed' "$tmp/ck" || { cat "$tmp/ck"; fail "check gemm_experts: want 24 passed"; }
 [ "$(grep -c ' kr q[456]_k E8 .* PASS' "$tmp/ck")" -eq 6 ] || { cat "$tmp/ck"; fail "check gemm_experts: the gemm_kr rows"; }
+[ "$(grep -c ' w16 q[4568]_[0k] E8 .* PASS' "$tmp/ck")" -eq 6 ] || { cat "$tmp/ck"; fail "check gemm_experts: the gemm_w16 rows"; }
 MEMRA_CHECK_INJECT_FAULT=1 "$memra" check --device host --op gemm_experts >"$tmp/ck" 2>&1 && fail "check: the injected fault passed"
 grep -q 'gemm_experts .*FAIL (injected fault)' "$tmp/ck" || { cat "$tmp/ck"; fail "check: no injected row"; }
 MEMRA_TEST_FAKE_DEVICES=1 "$memra" check --device 0 --op gemm_experts --quick >"$tmp/ck" 2>&1 || { cat "$tmp/ck"; fail "check on a fake device"; }
