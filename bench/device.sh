@@ -1323,6 +1323,10 @@ step_w16lane() {
     timeout 240 compute-sanitizer --tool $tool $M check --device 0 --op gemm_w16 --module w16 --quick \
       > "$L/w16lane_san_$tool.txt" 2>&1
     say "check gemm_w16 under $tool: exit $? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$L/w16lane_san_$tool.txt" | tail -1)"
+    timeout 240 compute-sanitizer --tool $tool $M check --device 0 --op gemm_experts --module w16 --quick \
+      > "$L/w16lane_san_xe_$tool.txt" 2>&1
+    say "check gemm_experts (w16) under $tool: exit $? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$L/w16lane_san_xe_$tool.txt" | tail -1)"
+    w16lane_keep
   done
   unset MEMRA_W16
   say "w16lane: $((SECONDS - t)) s"
