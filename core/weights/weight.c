@@ -1370,7 +1370,8 @@ typedef struct reserve_kind {
     int64_t out_f, in_f;
     int32_t format, n_experts;
     uint32_t has;   /* bit per operand or scale present */
-    uint32_t align; /* the low 8 bits of raw, f16, q8_0r, kr */
+    uint32_t align;  /* the low 8 bits of raw, f16, q8_0r, kr */
+    uint32_t align2; /* and of w16 (gemm_w16 declines an operand off 16 bytes) */
 } reserve_kind;
 
 static reserve_kind reserve_kind_of(const memra_weight *w, const memra_device *dev)
@@ -1386,6 +1387,7 @@ static reserve_kind reserve_kind_of(const memra_weight *w, const memra_device *d
             (w->grid != NULL) << 6 | (w->input_scale != 0.0f) << 7 | (wd->nan_codes > 0) << 8 | (wd->etab != 0) << 9 |
             (unsigned)(wd->etab_ok & 0x7Fu) << 10 | (w16 != 0) << 17;
     r.align = (uint32_t)(raw & 255) | (uint32_t)(f16 & 255) << 8 | (uint32_t)(q8_0r & 255) << 16 | (uint32_t)(kr & 255) << 24;
+    r.align2 = (uint32_t)(w16 & 255);
     return r;
 }
 
@@ -1713,7 +1715,9 @@ static memra_status experts_prepare_locked(memra_weight *w, memra_device *dev)
         mode = used + total <= device_budget(dev) ? MIRROR_RESERVED : MIRROR_NONE;
         if (mode == MIRROR_NONE) atomic_fetch_sub(&dev->f16_used, total);
     }
-    /* experts without mirrors: the grouped w16 tile where it is wanted and served, else the floor */
+    /* experts without mirrors: the grouped w16 tile where it is wanted and served, else the floor (mode0: the
+     * reason there is no mirror, kept for a fall-back to the floor) */
+    const int mode0 = mode;
     if ((mode == MIRROR_NO_LANE || mode == MIRROR_NONE) && experts_w16(w, n, dev)) {
         mode = MIRROR_W16;
         memra__log(MEMRA_LOG_DEBUG, "weight", "%s on %s: its %d experts take the W16 operand (the grouped w16 tile)",
@@ -1724,6 +1728,11 @@ static memra_status experts_prepare_locked(memra_weight *w, memra_device *dev)
     for (; done < n && st == MEMRA_STATUS_OK; done++) {
         w->experts[done]->dev[d].mirror_mode = mode;
         st = memra_weight_prepare(w->experts[done], dev);
+        /* an expert without its W16 operand sends the group to the floor (below): no more W16 uploads */
+        if (st == MEMRA_STATUS_OK && mode == MIRROR_W16 && op_load(&w->experts[done]->dev[d].w16) == 0) {
+            done++;
+            break;
+        }
     }
     if (st != MEMRA_STATUS_OK) done--;
     if (st == MEMRA_STATUS_OK && mode == MIRROR_W16) {
@@ -1734,13 +1743,13 @@ static memra_status experts_prepare_locked(memra_weight *w, memra_device *dev)
         if (!all) {
             memra__log(MEMRA_LOG_WARN, "weight", "%s on %s: not every expert got its W16 operand: the grouped floor",
                        w->name, dev->label);
-            mode = MIRROR_NO_LANE;
+            mode = mode0;
             for (int32_t e = 0; e < n && st == MEMRA_STATUS_OK; e++) {
                 memra_weight *sub = w->experts[e];
                 pthread_mutex_lock(&sub->lock[d]);
                 weight_dev_free(sub, d);
                 __atomic_store_n(&sub->dev[d].ready, 0, __ATOMIC_RELEASE);
-                sub->dev[d].mirror_mode = MIRROR_NO_LANE;
+                sub->dev[d].mirror_mode = mode0;
                 pthread_mutex_unlock(&sub->lock[d]);
                 st = memra_weight_prepare(sub, dev);
             }

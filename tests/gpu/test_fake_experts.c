@@ -15,6 +15,10 @@
  *     grouped f16 tile (one hit);
  *   - with MEMRA_W16=auto (Q8_0, Q4_K) the experts hold the W16 operand (no records, no mirror), the plan's
  *     lane is "w16" and the call is the w16 module's grouped tile (one gemm_experts hit by w16);
+ *   - under MEMRA_W16=auto, with the fake driver refusing allocations above the raw copy
+ *     (MEMRA_FAKE_CUDA_ALLOC_MAX) so that no expert gets its W16 operand (Q4_K: 148 bytes per 256 values against
+ *     the GGUF's 144; the K records are the GGUF's bytes), the group falls back to the floor: prepare OK, every
+ *     expert on K records and none on W16, the plan "mmq K records", the call mmq's (one hit);
  *   - f16 experts are served by mmq's 16-bit grouped lane (one hit); with MEMRA_MMQ_XE_F16=0
  *     they get the plan "none", its reason naming the lane no module takes, and a failed call
  *     whose message names it.
@@ -130,6 +134,51 @@ static int one_format(memra_runtime *rt, memra_device *dev, memra_format f, int 
     return ok;
 }
 
+/* MEMRA_W16=auto, every W16 upload refused: the group's all-or-none fall-back to the floor's K records */
+static int w16_fallback(memra_runtime *rt, memra_device *dev)
+{
+    uint64_t rng = test_seed();
+    const memra_format f = MEMRA_FORMAT_Q4_K;
+    const int K = 512;
+    const size_t each = (size_t)N * memra_format_row_bytes(f, K), w16 = (size_t)memra_w16_bytes(f, N, K);
+    uint8_t *wb = malloc(each * E);
+    CHECK(wb != NULL && w16 > each);
+    test_fill_quant_blocks(&rng, f, wb, each * E);
+    memra_experts_desc ed = {.struct_size = sizeof ed, .format = f, .n_experts = E, .out_f = N, .in_f = K,
+                             .data = wb, .size = each * E, .name = "fake experts w16 refused"};
+    memra_weight *w;
+    CHECK_OK(memra_weight_create_experts(rt, &ed, &w));
+    free(wb);
+    char lim[32];
+    snprintf(lim, sizeof lim, "%zu", each + (w16 - each) / 2); /* the raw copy fits, the W16 operand does not */
+    setenv("MEMRA_FAKE_CUDA_ALLOC_MAX", lim, 1);
+    const memra_status sp = memra_weight_prepare(w, dev);
+    unsetenv("MEMRA_FAKE_CUDA_ALLOC_MAX");
+    const unsigned ops = memra_weight_operands(w, dev);
+    memra_weight_plan p = {.struct_size = sizeof p};
+    CHECK_OK(memra_weight_plan_get(w, dev, &p));
+    memra_buffer *bx, *bi, *by;
+    CHECK_OK(memra_buffer_create(dev, (size_t)ROWS * K * sizeof(float), &bx));
+    CHECK_OK(memra_buffer_create(dev, (size_t)ROWS * sizeof(int32_t), &bi));
+    CHECK_OK(memra_buffer_create(dev, (size_t)ROWS * N * sizeof(float), &by));
+    int32_t ids[ROWS];
+    for (int r = 0; r < ROWS; r++) ids[r] = (int32_t)(test_rand_u64(&rng) % E);
+    CHECK_OK(memra_buffer_write(bi, 0, ids, sizeof ids));
+    memra_ledger_reset(rt);
+    const memra_status sc =
+        memra_matmul_experts(dev, w, memra_buffer_ptr(bx), ROWS, memra_buffer_ptr(bi), memra_buffer_ptr(by), NULL);
+    const unsigned long long hits = (unsigned long long)memra_ledger_hits(dev, MEMRA_OP_gemm_experts, "mmq");
+    printf("q4_k experts, W16 uploads refused (allocations over %s bytes): prepare %d, operands 0x%x, plan %s; call %d "
+           "(%s), mmq hits %llu\n", lim, (int)sp, ops, p.lane, (int)sc, sc == MEMRA_STATUS_OK ? "ok" : memra_last_error(),
+           hits);
+    const int ok = sp == MEMRA_STATUS_OK && ops == MEMRA_OPERAND_K_RECORDS && strcmp(p.lane, "mmq K records") == 0 &&
+                   sc == MEMRA_STATUS_OK && hits == 1;
+    memra_buffer_destroy(bx), memra_buffer_destroy(bi), memra_buffer_destroy(by);
+    memra_weight_destroy(w);
+    printf("  %s\n", ok ? "ok" : "FAIL");
+    return ok;
+}
+
 /* f16 experts on the GPU: mmq's 16-bit grouped lane serves them (served 1: the plan names mmq,
  * the call returns OK with one mmq hit); with MEMRA_MMQ_XE_F16=0 (served 0) no module takes the
  * grouped f16 lane, so the plan says "none" with that reason (not merely the routing's first
@@ -209,6 +258,7 @@ int main(int argc, char **argv)
         } else if (r == 3) {
             ok &= one_format(rt, dev, MEMRA_FORMAT_Q8_0, 512, 2);
             ok &= one_format(rt, dev, MEMRA_FORMAT_Q4_K, 512, 2);
+            ok &= w16_fallback(rt, dev);
         } else {
             ok &= f16_experts(rt, dev, 0);
         }
