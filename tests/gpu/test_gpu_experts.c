@@ -390,8 +390,10 @@ int main(int argc, char **argv)
         memra_close(rt);
         TEST_SKIP("the w16 tile is sm_90a's (cc 9.0)");
     }
-    /* w16: the host reference on the W16 operand too (the f16 mirror's numbers, not the floor's) */
+    /* w16: the host reference on the W16 operand too (the f16 mirror's numbers, not the floor's); the other
+     * cases are the floor's and its grouped tiles': no W16 operand on the GPU, whatever MEMRA_W16 says */
     if (w16) CHECK_OK(memra_device_w16_set(host, 1));
+    else CHECK_OK(memra_device_w16_set(dev, 0));
     const memra_format f = xc->format;
     const int K = w16 && (f == MEMRA_FORMAT_Q8_0 || f == MEMRA_FORMAT_Q4_0)   ? 576
                   : f == MEMRA_FORMAT_Q8_0 || f == MEMRA_FORMAT_Q4_0 || fp8 ? 544

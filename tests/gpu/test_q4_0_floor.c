@@ -69,6 +69,7 @@ int main(int argc, char **argv)
         memra_close(rt);
         TEST_SKIP("no CUDA device");
     }
+    CHECK_OK(memra_device_w16_set(gpu, 0)); /* the floor's test: no W16 operand, whatever MEMRA_W16 says */
     const size_t nb = (size_t)N_OUT * (K_IN / 32);
     uint8_t *w4 = malloc(nb * MEMRA_Q4_0_BYTES);
     CHECK(w4 != NULL);

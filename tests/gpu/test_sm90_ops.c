@@ -89,6 +89,7 @@ static void setup(void)
         }
     }
     if (g_dev == NULL) TEST_SKIP("no cc 9.0 GPU (driver: %s)", memra_driver_status(g_rt));
+    CHECK_OK(memra_device_w16_set(g_dev, 0)); /* weights without mirrors on the floor, whatever MEMRA_W16 says */
     const memra_device_caps *c = memra_device_caps_get(g_dev);
     printf("device: %s (cc %d, %d SMs, profile %s)\n", c->name, c->cc, c->sm_count, c->profile);
     if (memra_module_score(g_dev, "sm90") <= 0) {

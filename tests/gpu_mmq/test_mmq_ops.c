@@ -129,6 +129,7 @@ static void setup(const char *module)
         if (d != g_host && memra_device_caps_get(d)->cc > 0 && memra_module_score(d, module) > 0) g_dev = d;
     }
     if (g_dev == NULL) TEST_SKIP("no GPU admits module %s (driver: %s)", module, memra_driver_status(g_rt));
+    CHECK_OK(memra_device_w16_set(g_dev, 0)); /* the floor's tests: no W16 operand, whatever MEMRA_W16 says */
     const memra_device_caps *c = memra_device_caps_get(g_dev);
     printf("device: %s (cc %d, %d SMs, profile %s), module %s\n", c->name, c->cc, c->sm_count, c->profile, module);
     g_rng = test_seed();
