@@ -107,6 +107,7 @@ int main(void)
         TEST_SKIP("no CUDA device, or its gemm_q8_0r is not the mmq module's");
     }
     CHECK_OK(memra_device_f16_budget_set(gpu, 0)); /* the floor, never a mirror */
+    CHECK_OK(memra_device_w16_set(gpu, 0));        /* nor the W16 operand, whatever MEMRA_W16 says */
     cu_streams_open();
     CU_CHECK(cu.cuCtxSetCurrent((CUcontext)memra_device_caps_get(gpu)->cu_context));
     CUstream stream;

@@ -181,6 +181,7 @@ static int setup(const char *want_op)
         memra_close(g_rt);
         return 0;
     }
+    CHECK_OK(memra_device_w16_set(g_gpu, 0)); /* a Q8_0 weight on the floor's ops, whatever MEMRA_W16 says */
     static const memra_op ops[] = {MEMRA_OP_gemm_q8_0r, MEMRA_OP_gemm_q8_0, MEMRA_OP_gemm_f16, MEMRA_OP_gemm_fp8_blk};
     for (size_t o = 0; o < sizeof ops / sizeof ops[0]; o++) {
         if (want_op != NULL && strcmp(want_op, memra_op_name(ops[o])) != 0) continue;

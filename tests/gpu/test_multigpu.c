@@ -136,6 +136,7 @@ static void make_weights(void)
             CHECK(memra_weight_operands(g_w[L_F16], g_dev[d]) & MEMRA_OPERAND_F16_MIRROR);
         }
         CHECK_OK(memra_device_f16_budget_set(g_dev[d], 0));
+        CHECK_OK(memra_device_w16_set(g_dev[d], 0)); /* the floor's lane: no W16 operand, whatever MEMRA_W16 says */
         if (g_use[d][L_MMQ]) {
             CHECK_OK(memra_weight_prepare(g_w[L_MMQ], g_dev[d]));
             CHECK(!(memra_weight_operands(g_w[L_MMQ], g_dev[d]) & MEMRA_OPERAND_F16_MIRROR));
