@@ -1124,7 +1124,7 @@ memra_status check_experts_call(checker *c, row *r, memra_op_args *a, memra_buff
     return st;
 }
 
-uint64_t check_experts_stray(const float *y, int64_t off, int64_t m, int64_t ldy, int64_t n, const int32_t *ids)
+static uint64_t check_experts_stray(const float *y, int64_t off, int64_t m, int64_t ldy, int64_t n, const int32_t *ids)
 {
     uint64_t stray = 0;
     for (int64_t i = 0; i < m; i++)
@@ -1132,6 +1132,36 @@ uint64_t check_experts_stray(const float *y, int64_t off, int64_t m, int64_t ldy
             stray += (j >= n || ids[i] < 0 || ids[i] >= XE) && y[(off + i) * ldy + j] != Y_SENTINEL;
     for (int64_t j = 0; j < ldy; j++) stray += (y[j] != Y_SENTINEL) + (y[(off + m) * ldy + j] != Y_SENTINEL);
     return stray;
+}
+
+memra_status check_experts_inputs(checker *c, row *r, const void *wt, size_t wt_bytes, const int32_t *ids, int64_t m,
+                                  const void *x, size_t xbytes, float *y, size_t ycount, memra_buffer **bt,
+                                  memra_buffer **bi, memra_buffer **bx, memra_buffer **by)
+{
+    for (size_t e = 0; e < ycount; e++) y[e] = Y_SENTINEL;
+    memra_status st = tool_upload(c->dev, wt, wt_bytes, bt);
+    if (st == MEMRA_STATUS_OK) st = tool_upload(c->dev, ids, (size_t)m * sizeof *ids, bi);
+    if (st == MEMRA_STATUS_OK) st = tool_upload(c->dev, x, xbytes, bx);
+    if (st == MEMRA_STATUS_OK) st = tool_upload(c->dev, y, ycount * sizeof(float), by);
+    if (st != MEMRA_STATUS_OK)
+        snprintf(r->note, sizeof r->note, "gemm_experts inputs: %s: %.120s", memra_status_str(st), memra_last_error());
+    return st;
+}
+
+void check_experts_result(row *r, uint64_t bad, const float *y, int64_t off, int64_t m, int64_t ldy, int64_t n,
+                          const int32_t *ids)
+{
+    check_gemm_row_result(r, bad, check_experts_stray(y, off, m, ldy, n, ids), m, m,
+                          "experts 0 / 1 / 2 get 0 / 1 / most rows; 2 rows skipped");
+}
+
+uint64_t check_experts_judge(row *r, const float *y, int64_t off, int64_t ldy, const int64_t *rows, int64_t cnt,
+                             int64_t n, const double *ref, const double *mass)
+{
+    const double keep = r->err;
+    const uint64_t bad = check_judge_rows(r, y, off, ldy, rows, cnt, n, ref, mass);
+    if (keep > r->err) r->err = keep;
+    return bad;
 }
 
 static void check_experts_case(checker *c, memra_op lane, int64_t n, int64_t k, int64_t routed)
@@ -1213,13 +1243,10 @@ static void check_experts_case(checker *c, memra_op lane, int64_t n, int64_t k, 
             y[(off + where[base]) * ldy] += (float)(0.01 * mass[0]);
             r.injected = 1;
         }
-        const double keep = r.err;
-        bad += check_judge_rows(&r, y, off, ldy, where + base, cnt[e], n, ref, mass);
-        if (keep > r.err) r.err = keep;
+        bad += check_experts_judge(&r, y, off, ldy, where + base, cnt[e], n, ref, mass);
         base += cnt[e];
     }
-    check_gemm_row_result(&r, bad, check_experts_stray(y, off, m, ldy, n, ids), m, m,
-                          "experts 0 / 1 / 2 get 0 / 1 / most rows; 2 rows skipped");
+    check_experts_result(&r, bad, y, off, m, ldy, n, ids);
 done:
     check_add_row(c, &r);
     for (int e = 0; e < XE; e++) {

@@ -133,8 +133,19 @@ void check_experts_route(checker *c, int64_t routed, int64_t *cnt, int32_t *ids,
 /* c->module's gemm_experts with a, the row's hits, y read back from by (ycount floats); a
  * decline or a failure noted in r (non-OK returned). */
 memra_status check_experts_call(checker *c, row *r, memra_op_args *a, memra_buffer *by, float *y, size_t ycount);
-/* Values written where they must not be: the skipped rows, the columns past n, the rows around. */
-uint64_t check_experts_stray(const float *y, int64_t off, int64_t m, int64_t ldy, int64_t n, const int32_t *ids);
+/* The grouped call's inputs on c->dev: the experts' operand table (wt_bytes), ids [m], x (xbytes) and y (ycount
+ * floats, set to the sentinel first); a failure noted in r (non-OK returned). */
+memra_status check_experts_inputs(checker *c, row *r, const void *wt, size_t wt_bytes, const int32_t *ids, int64_t m,
+                                  const void *x, size_t xbytes, float *y, size_t ycount, memra_buffer **bt,
+                                  memra_buffer **bi, memra_buffer **bx, memra_buffer **by);
+/* One expert's cnt routed rows (rows: their rows of y) judged against ref / mass (check_judge_rows), r->err
+ * kept the largest over the experts; returns the failures. */
+uint64_t check_experts_judge(row *r, const float *y, int64_t off, int64_t ldy, const int64_t *rows, int64_t cnt,
+                             int64_t n, const double *ref, const double *mass);
+/* The row's result: bad failures over the m rows, and the values written where they must not be (the skipped
+ * rows, the columns past n, the rows around). */
+void check_experts_result(row *r, uint64_t bad, const float *y, int64_t off, int64_t m, int64_t ldy, int64_t n,
+                          const int32_t *ids);
 /* gemm_experts rows on the K-quant floor (lane gemm_kr, Q4_K / Q5_K / Q6_K experts; check_kr.c). */
 void check_kr_experts(checker *c);
 /* gemm_experts on lane gemm_w16 (check_w16.c): experts on their W16 operands. */

@@ -249,16 +249,13 @@ static void w16_experts_case(checker *c, memra_format f, int64_t n, int64_t k, i
         if (op != wc[e].op) free(op);
         wt[e] = st == MEMRA_STATUS_OK ? memra_buffer_ptr(bw[e]) : 0;
     }
-    for (size_t e = 0; e < ycount; e++) y[e] = CHECK_Y_SENTINEL;
-    if (st == MEMRA_STATUS_OK) st = tool_upload(c->dev, wt, sizeof wt, &bt);
-    if (st == MEMRA_STATUS_OK) st = tool_upload(c->dev, ids, (size_t)m * sizeof *ids, &bi);
-    if (st == MEMRA_STATUS_OK)
-        st = xh ? tool_upload(c->dev, xb16, (size_t)(m * k) * 2u, &bx) : tool_upload(c->dev, x, (size_t)(m * k) * 4u, &bx);
-    if (st == MEMRA_STATUS_OK) st = tool_upload(c->dev, y, ycount * sizeof(float), &by);
     if (st != MEMRA_STATUS_OK) {
         snprintf(r.note, sizeof r.note, "gemm_experts inputs: %s: %.120s", memra_status_str(st), memra_last_error());
         goto done;
     }
+    if (check_experts_inputs(c, &r, wt, sizeof wt, ids, m, xh ? (const void *)xb16 : (const void *)x,
+                             (size_t)(m * k) * (xh ? 2u : 4u), y, ycount, &bt, &bi, &bx, &by) != MEMRA_STATUS_OK)
+        goto done;
     memra_op_args a;
     memset(&a, 0, sizeof a);
     a.struct_size = sizeof a;
@@ -283,12 +280,9 @@ static void w16_experts_case(checker *c, memra_format f, int64_t n, int64_t k, i
             for (int64_t s = 0; s < cnt[e]; s++)
                 for (int64_t j = 0; j < n; j++) ref[s * n + j] = ysub[(off + s) * ldy + j];
         }
-        const double keep = r.err;
-        bad += check_judge_rows(&r, y, off, ldy, where + base[e], cnt[e], n, ref, mass);
-        if (keep > r.err) r.err = keep;
+        bad += check_experts_judge(&r, y, off, ldy, where + base[e], cnt[e], n, ref, mass);
     }
-    check_gemm_row_result(&r, bad, check_experts_stray(y, off, m, ldy, n, ids), m, m,
-                          "experts 0 / 1 / 2 get 0 / 1 / most rows; 2 rows skipped");
+    check_experts_result(&r, bad, y, off, m, ldy, n, ids);
 done:
     check_add_row(c, &r);
     for (int e = 0; e < CHECK_XE; e++) {

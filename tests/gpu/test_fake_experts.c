@@ -46,6 +46,30 @@ static void count_declines(const memra_ledger_row *r, void *user)
     if (r->reason != NULL && strcmp(r->op, "gemm_experts") == 0) ((decl_sum *)user)->declines += r->declines;
 }
 
+/* One memra_matmul_experts of ROWS rows on w (in_f K) into fresh buffers, the ledger reset just before it; with rng,
+ * random ids are written first (else the buffer's). Returns its status; msg gets "ok" or the error message. */
+static memra_status xe_call(memra_runtime *rt, memra_device *dev, memra_weight *w, int K, uint64_t *rng, char *msg,
+                            size_t cap)
+{
+    memra_buffer *bx, *bi, *by;
+    CHECK_OK(memra_buffer_create(dev, (size_t)ROWS * K * sizeof(float), &bx));
+    CHECK_OK(memra_buffer_create(dev, (size_t)ROWS * sizeof(int32_t), &bi));
+    CHECK_OK(memra_buffer_create(dev, (size_t)ROWS * N * sizeof(float), &by));
+    if (rng != NULL) {
+        int32_t ids[ROWS];
+        for (int r = 0; r < ROWS; r++) ids[r] = (int32_t)(test_rand_u64(rng) % E);
+        CHECK_OK(memra_buffer_write(bi, 0, ids, sizeof ids));
+    }
+    memra_ledger_reset(rt);
+    const memra_status st =
+        memra_matmul_experts(dev, w, memra_buffer_ptr(bx), ROWS, memra_buffer_ptr(bi), memra_buffer_ptr(by), NULL);
+    snprintf(msg, cap, "%s", st == MEMRA_STATUS_OK ? "ok" : memra_last_error());
+    memra_buffer_destroy(bx);
+    memra_buffer_destroy(bi);
+    memra_buffer_destroy(by);
+    return st;
+}
+
 /* mirror: 0 the floor, 1 the f16 mirrors (MEMRA_XE_MIRROR=1), 2 the W16 operand (MEMRA_W16=auto) */
 static int one_format(memra_runtime *rt, memra_device *dev, memra_format f, int K, int mirror)
 {
@@ -93,27 +117,15 @@ static int one_format(memra_runtime *rt, memra_device *dev, memra_format f, int 
         ok &= strstr(p.lane, "f16") == NULL && strstr(p.why, "ride the grouped integer floor") != NULL;
     }
 
-    memra_buffer *bx, *bi, *by;
-    CHECK_OK(memra_buffer_create(dev, (size_t)ROWS * K * sizeof(float), &bx));
-    CHECK_OK(memra_buffer_create(dev, (size_t)ROWS * sizeof(int32_t), &bi));
-    CHECK_OK(memra_buffer_create(dev, (size_t)ROWS * N * sizeof(float), &by));
-    int32_t ids[ROWS];
-    for (int r = 0; r < ROWS; r++) ids[r] = (int32_t)(test_rand_u64(&rng) % E);
-    CHECK_OK(memra_buffer_write(bi, 0, ids, sizeof ids));
     decl_sum before = {0};
     memra_ledger_visit(rt, count_declines, &before);
-    memra_ledger_reset(rt);
-    const memra_status st =
-        memra_matmul_experts(dev, w, memra_buffer_ptr(bx), ROWS, memra_buffer_ptr(bi), memra_buffer_ptr(by), NULL);
+    char msg[1024];
+    const memra_status st = xe_call(rt, dev, w, K, &rng, msg, sizeof msg);
     const char *by_mod = mirror == 2 ? "w16" : "mmq";
     const unsigned long long hits = (unsigned long long)memra_ledger_hits(dev, MEMRA_OP_gemm_experts, by_mod);
     printf("  memra_matmul_experts: status %d (%s), gemm_experts hits by %s %llu, declines counted by the prepare %llu\n",
-           (int)st, st == MEMRA_STATUS_OK ? "ok" : memra_last_error(), by_mod, hits,
-           (unsigned long long)before.declines);
+           (int)st, msg, by_mod, hits, (unsigned long long)before.declines);
     ok &= st == MEMRA_STATUS_OK && hits == 1 && before.declines == 0;
-    memra_buffer_destroy(bx);
-    memra_buffer_destroy(bi);
-    memra_buffer_destroy(by);
     if (mirror) {
         memra_weight_destroy(w);
         printf("  %s\n", ok ? "ok" : "FAIL");
@@ -157,23 +169,13 @@ static int w16_fallback(memra_runtime *rt, memra_device *dev)
     const unsigned ops = memra_weight_operands(w, dev);
     memra_weight_plan p = {.struct_size = sizeof p};
     CHECK_OK(memra_weight_plan_get(w, dev, &p));
-    memra_buffer *bx, *bi, *by;
-    CHECK_OK(memra_buffer_create(dev, (size_t)ROWS * K * sizeof(float), &bx));
-    CHECK_OK(memra_buffer_create(dev, (size_t)ROWS * sizeof(int32_t), &bi));
-    CHECK_OK(memra_buffer_create(dev, (size_t)ROWS * N * sizeof(float), &by));
-    int32_t ids[ROWS];
-    for (int r = 0; r < ROWS; r++) ids[r] = (int32_t)(test_rand_u64(&rng) % E);
-    CHECK_OK(memra_buffer_write(bi, 0, ids, sizeof ids));
-    memra_ledger_reset(rt);
-    const memra_status sc =
-        memra_matmul_experts(dev, w, memra_buffer_ptr(bx), ROWS, memra_buffer_ptr(bi), memra_buffer_ptr(by), NULL);
+    char msg[1024];
+    const memra_status sc = xe_call(rt, dev, w, K, &rng, msg, sizeof msg);
     const unsigned long long hits = (unsigned long long)memra_ledger_hits(dev, MEMRA_OP_gemm_experts, "mmq");
     printf("q4_k experts, W16 uploads refused (allocations over %s bytes): prepare %d, operands 0x%x, plan %s; call %d "
-           "(%s), mmq hits %llu\n", lim, (int)sp, ops, p.lane, (int)sc, sc == MEMRA_STATUS_OK ? "ok" : memra_last_error(),
-           hits);
+           "(%s), mmq hits %llu\n", lim, (int)sp, ops, p.lane, (int)sc, msg, hits);
     const int ok = sp == MEMRA_STATUS_OK && ops == MEMRA_OPERAND_K_RECORDS && strcmp(p.lane, "mmq K records") == 0 &&
                    sc == MEMRA_STATUS_OK && hits == 1;
-    memra_buffer_destroy(bx), memra_buffer_destroy(bi), memra_buffer_destroy(by);
     memra_weight_destroy(w);
     printf("  %s\n", ok ? "ok" : "FAIL");
     return ok;
@@ -197,14 +199,8 @@ static int f16_experts(memra_runtime *rt, memra_device *dev, int served)
     memra_weight_plan p = {.struct_size = sizeof p};
     CHECK_OK(memra_weight_plan_get(w, dev, &p));
     CHECK_OK(memra_weight_prepare(w, dev));
-    memra_buffer *bx, *bi, *by;
-    CHECK_OK(memra_buffer_create(dev, (size_t)ROWS * 64 * sizeof(float), &bx));
-    CHECK_OK(memra_buffer_create(dev, (size_t)ROWS * sizeof(int32_t), &bi));
-    CHECK_OK(memra_buffer_create(dev, (size_t)ROWS * N * sizeof(float), &by));
-    memra_ledger_reset(rt);
-    const memra_status st =
-        memra_matmul_experts(dev, w, memra_buffer_ptr(bx), ROWS, memra_buffer_ptr(bi), memra_buffer_ptr(by), NULL);
-    const char *msg = st == MEMRA_STATUS_OK ? "ok" : memra_last_error();
+    char msg[1024];
+    const memra_status st = xe_call(rt, dev, w, 64, NULL, msg, sizeof msg);
     const unsigned long long hits = (unsigned long long)memra_ledger_hits(dev, MEMRA_OP_gemm_experts, "mmq");
     printf("f16 experts on %s (MEMRA_MMQ_XE_F16 %s): plan %s: %s\n  memra_matmul_experts: status %d: %s, mmq hits %llu\n",
            memra_device_caps_get(dev)->name, served ? "default" : "0", p.lane, p.why, (int)st, msg, hits);
@@ -213,9 +209,6 @@ static int f16_experts(memra_runtime *rt, memra_device *dev, int served)
                                 strstr(p.why, "no module takes gemm_experts on gemm_f16") != NULL &&
                                 st != MEMRA_STATUS_OK && strstr(msg, "gemm_experts") != NULL &&
                                 strstr(msg, "MEMRA_MMQ_XE_F16") != NULL;
-    memra_buffer_destroy(bx);
-    memra_buffer_destroy(bi);
-    memra_buffer_destroy(by);
     memra_weight_destroy(w);
     printf("  %s\n", ok ? "ok" : "FAIL");
     return ok;

@@ -236,6 +236,24 @@ static void q8_experts(int lane, const char *name)
     free(xq);
 }
 
+/* A K-quant weight of format f ([OUT_F x IN_F], random codes and small positive scales) into g_w[lane], prepared
+ * with the device's W16 switch at w16 (back off after), holding operand `want` */
+static void kquant_weight(int lane, memra_format f, const char *name, int w16, unsigned want)
+{
+    const size_t kb = memra_format_row_bytes(f, IN_F) * OUT_F;
+    uint8_t *q = malloc(kb);
+    CHECK(q != NULL);
+    test_fill_quant_blocks(&g_rng, f, q, kb);
+    memra_weight_desc d = {.struct_size = sizeof d, .format = f, .out_f = OUT_F, .in_f = IN_F, .data = q, .size = kb,
+                           .name = name};
+    CHECK_OK(memra_weight_create(g_rt, &d, &g_w[lane]));
+    CHECK_OK(memra_device_w16_set(g_dev, w16));
+    CHECK_OK(memra_weight_prepare(g_w[lane], g_dev));
+    CHECK_OK(memra_device_w16_set(g_dev, 0));
+    CHECK(memra_weight_operands(g_w[lane], g_dev) & want);
+    free(q);
+}
+
 static void make_weights(void)
 {
     const size_t nb = (size_t)OUT_F * (IN_F / 32);
@@ -268,36 +286,14 @@ static void make_weights(void)
     if (g_on[L_XE]) q8_experts(L_XE, "stress.experts q8_0");
     if (g_on[L_XE_WG]) q8_experts(L_XE_WG, "stress.experts q8_0 k4096");
     /* the K-quant floor's weight: Q4_K blocks (random codes, small positive scales), K records */
-    if (g_on[L_KQ]) {
-        const size_t kb = memra_format_row_bytes(MEMRA_FORMAT_Q4_K, IN_F) * OUT_F;
-        uint8_t *q4k = malloc(kb);
-        CHECK(q4k != NULL);
-        test_fill_quant_blocks(&g_rng, MEMRA_FORMAT_Q4_K, q4k, kb);
-        memra_weight_desc dk = {.struct_size = sizeof dk, .format = MEMRA_FORMAT_Q4_K, .out_f = OUT_F, .in_f = IN_F,
-                                .data = q4k, .size = kb, .name = "stress.q4_k floor"};
-        CHECK_OK(memra_weight_create(g_rt, &dk, &g_w[L_KQ]));
-        CHECK_OK(memra_weight_prepare(g_w[L_KQ], g_dev));
-        CHECK(memra_weight_operands(g_w[L_KQ], g_dev) & MEMRA_OPERAND_K_RECORDS);
-        free(q4k);
-    }
+    if (g_on[L_KQ]) kquant_weight(L_KQ, MEMRA_FORMAT_Q4_K, "stress.q4_k floor", 0, MEMRA_OPERAND_K_RECORDS);
     /* the w16 lane's weight: Q6_K blocks with the device's W16 switch on for its prepare alone (every other
      * weight above was prepared with it off: the floor's records) */
     if (g_on[L_W16]) {
-        const size_t kb = memra_format_row_bytes(MEMRA_FORMAT_Q6_K, IN_F) * OUT_F;
-        uint8_t *q6k = malloc(kb);
-        CHECK(q6k != NULL);
-        test_fill_quant_blocks(&g_rng, MEMRA_FORMAT_Q6_K, q6k, kb);
-        memra_weight_desc dw = {.struct_size = sizeof dw, .format = MEMRA_FORMAT_Q6_K, .out_f = OUT_F, .in_f = IN_F,
-                                .data = q6k, .size = kb, .name = "stress.q6_k w16"};
-        CHECK_OK(memra_weight_create(g_rt, &dw, &g_w[L_W16]));
-        CHECK_OK(memra_device_w16_set(g_dev, 1));
-        CHECK_OK(memra_weight_prepare(g_w[L_W16], g_dev));
-        CHECK_OK(memra_device_w16_set(g_dev, 0));
-        CHECK(memra_weight_operands(g_w[L_W16], g_dev) & MEMRA_OPERAND_W16);
+        kquant_weight(L_W16, MEMRA_FORMAT_Q6_K, "stress.q6_k w16", 1, MEMRA_OPERAND_W16);
         memra_weight_plan p = {.struct_size = sizeof p};
         CHECK_OK(memra_weight_plan_get(g_w[L_W16], g_dev, &p));
         CHECK_STR_EQ(p.lane, "w16");
-        free(q6k);
     }
     CHECK_OK(memra_device_f16_budget_set(g_dev, budget));
     free(q8);

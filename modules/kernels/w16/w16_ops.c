@@ -112,18 +112,36 @@ static int slices_for(int64_t ctas, int64_t steps, int64_t sms, int knob)
     return z;
 }
 
+/* The host reference's refusals of both ops (the GEMM arguments, then the W16 format and its block); *fi the
+ * format's index in the tile tables */
+static memra_status w16_check_args(memra__gpu *gpu, const char *op, const memra_gemm_args *a, int *fi)
+{
+    memra_status st = memra__gpu_check_gemm(gpu, op, a);
+    if (st != MEMRA_STATUS_OK) return st;
+    if (!MEMRA_HAS_MEMBER(a, memra_gemm_args, w_format)) return memra__gpu_bad_arg(gpu, op, "args has no w_format");
+    *fi = fmt_index(a->w_format);
+    if (*fi < 0) return memra__gpu_bad_arg(gpu, op, "w_format is not Q8_0, Q4_0, Q4_K, Q5_K or Q6_K");
+    if (a->n > 0 && a->k > 0 && memra_w16_bytes((memra_format)a->w_format, a->n, a->k) == 0)
+        return memra__gpu_bad_arg(gpu, op, "k is not a multiple of the format's block (32; K-quants 256)");
+    return MEMRA_STATUS_OK;
+}
+
+/* memra_call.sizing: the core wants only the call's scratch requests (memra_stream_reserve); once they are made,
+ * the call says so and launches nothing */
+static int w16_sized(memra_call *call)
+{
+    if (!MEMRA_HAS_MEMBER(call, memra_call, sizing) || call->sizing != 1) return 0;
+    call->sizing = 2;
+    return 1;
+}
+
 memra_status memra__gpu_gemm_w16(memra_call *call, const memra_gemm_args *args)
 {
     memra__gpu *gpu = W16_OF(call);
     const memra__w16_state *s = memra__gpu_state(gpu, &memra__gpu_family_w16);
-    memra_status st = memra__gpu_check_gemm(gpu, "gemm_w16", args);
+    int fi = -1;
+    memra_status st = w16_check_args(gpu, "gemm_w16", args, &fi);
     if (st != MEMRA_STATUS_OK) return st;
-    if (!MEMRA_HAS_MEMBER(args, memra_gemm_args, w_format))
-        return memra__gpu_bad_arg(gpu, "gemm_w16", "args has no w_format");
-    const int fi = fmt_index(args->w_format);
-    if (fi < 0) return memra__gpu_bad_arg(gpu, "gemm_w16", "w_format is not Q8_0, Q4_0, Q4_K, Q5_K or Q6_K");
-    if (args->n > 0 && args->k > 0 && memra_w16_bytes((memra_format)args->w_format, args->n, args->k) == 0)
-        return memra__gpu_bad_arg(gpu, "gemm_w16", "k is not a multiple of the format's block (32; K-quants 256)");
     if (args->m == 0 || args->n == 0) return MEMRA_STATUS_OK;
     if (s == NULL) return memra__gpu_decline(call, "gemm_w16: this module has no w16 kernels");
     if (s->off) return memra__gpu_decline(call, "gemm_w16 is off (MEMRA_W16=0, the default)");
@@ -146,10 +164,7 @@ memra_status memra__gpu_gemm_w16(memra_call *call, const memra_gemm_args *args)
     if (st == MEMRA_STATUS_OK && z > 1)
         st = gpu->host->scratch_get(call, MEMRA__W16_SLOT_PART, (size_t)z * (size_t)(m * n) * 4u, &part);
     if (st != MEMRA_STATUS_OK) return st;
-    if (MEMRA_HAS_MEMBER(call, memra_call, sizing) && call->sizing == 1) {
-        call->sizing = 2;
-        return MEMRA_STATUS_OK;
-    }
+    if (w16_sized(call)) return MEMRA_STATUS_OK;
     const memra_format f = (memra_format)args->w_format;
     memra_dptr codes = args->w, scales = args->w + memra_w16_off(f, n, k, 'S'), dd = args->w + memra_w16_off(f, n, k, 'D');
     memra_dptr y = memra__gpu_y_base(args), x = args->x;
@@ -205,14 +220,9 @@ memra_status memra__gpu_w16_experts(memra_call *call, const memra_gemm_args *a, 
     /* before the no-row return: the core asks with m = 0 whether a module takes the lane */
     if (s == NULL) return memra__gpu_decline(call, "gemm_experts: this module has no w16 kernels");
     if (s->off) return memra__gpu_decline(call, "gemm_experts: gemm_w16 is off (MEMRA_W16=0, the default)");
-    memra_status st = memra__gpu_check_gemm(gpu, "gemm_experts", a);
+    int fi = -1;
+    memra_status st = w16_check_args(gpu, "gemm_experts", a, &fi);
     if (st != MEMRA_STATUS_OK) return st;
-    if (!MEMRA_HAS_MEMBER(a, memra_gemm_args, w_format))
-        return memra__gpu_bad_arg(gpu, "gemm_experts", "args has no w_format");
-    const int fi = fmt_index(a->w_format);
-    if (fi < 0) return memra__gpu_bad_arg(gpu, "gemm_experts", "w_format is not Q8_0, Q4_0, Q4_K, Q5_K or Q6_K");
-    if (a->n > 0 && a->k > 0 && memra_w16_bytes((memra_format)a->w_format, a->n, a->k) == 0)
-        return memra__gpu_bad_arg(gpu, "gemm_experts", "k is not a multiple of the format's block (32; K-quants 256)");
     if (ex->n_experts < 1)
         return gpu->host->set_error(MEMRA_STATUS_INVALID_ARGUMENT, "%s.gemm_experts: n_experts = %d", gpu->name,
                                     (int)ex->n_experts);
@@ -243,10 +253,7 @@ memra_status memra__gpu_w16_experts(memra_call *call, const memra_gemm_args *a, 
     if (st == MEMRA_STATUS_OK && z > 1)
         st = gpu->host->scratch_get(call, MEMRA__W16_SLOT_PART, (size_t)z * (size_t)(m * n) * 4u, &part);
     if (st != MEMRA_STATUS_OK) return st;
-    if (MEMRA_HAS_MEMBER(call, memra_call, sizing) && call->sizing == 1) {
-        call->sizing = 2;
-        return MEMRA_STATUS_OK;
-    }
+    if (w16_sized(call)) return MEMRA_STATUS_OK;
     const memra_format f = (memra_format)a->w_format;
     w16_xe_arg xe = {.ntiles = route, .tiles = route + o_tiles, .offsets = route + o_off, .perm = route + o_perm,
                      .w = a->w, .off_s = (long long)memra_w16_off(f, n, k, 'S'), .off_d = (long long)memra_w16_off(f, n, k, 'D')};
