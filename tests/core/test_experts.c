@@ -659,6 +659,9 @@ static void test_threads(void)
             free(t[i].y);
         }
         CHECK_INT_EQ(memra_device_f16_used(dev), budget ? 2u * E * (uint64_t)(n * k * 2) : 0);
+        /* core.experts_threads_w16 (MEMRA_W16=1 in the environment): the experts raced on the W16 operand */
+        const char *w16 = getenv("MEMRA_W16");
+        if (!budget && w16 != NULL && strcmp(w16, "1") == 0) CHECK(memra_weight_operands(w, dev) == MEMRA_OPERAND_W16);
         memra_weight_destroy(w);
         memra_weight_destroy(ref);
         CHECK_INT_EQ(memra_device_f16_used(dev), 0);
