@@ -6,6 +6,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 typedef struct fuzz_in {
@@ -35,6 +36,18 @@ static inline float take_f32(fuzz_in *in)
     float f;
     memcpy(&f, &u, sizeof f);
     return f;
+}
+
+/* A heap block of exactly n bytes (at least the struct_size member) holding
+ * the struct's first min(n, s_size) bytes, zeros after: a struct declared with
+ * struct_size n, so a member read past it is an overflow the sanitizer sees. */
+static inline void *exact_struct(const void *s, size_t s_size, uint32_t n)
+{
+    const size_t alloc = n < sizeof(uint32_t) ? sizeof(uint32_t) : n;
+    uint8_t *p = calloc(1, alloc);
+    if (p == NULL) return NULL;
+    memcpy(p, s, alloc < s_size ? alloc : s_size);
+    return p;
 }
 
 /* One of `count` values picked by the next byte. */

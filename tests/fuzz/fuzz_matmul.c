@@ -70,16 +70,6 @@ static int64_t take_dim(fuzz_in *in)
     return k_dims[b % (sizeof k_dims / sizeof k_dims[0])];
 }
 
-/* A block of exactly n bytes with the struct's first min(n, sizeof) bytes. */
-static void *exact_struct(const void *s, size_t s_size, uint32_t n)
-{
-    const size_t alloc = n < sizeof(uint32_t) ? sizeof(uint32_t) : n;
-    uint8_t *p = calloc(1, alloc);
-    if (p == NULL) return NULL;
-    memcpy(p, s, alloc < s_size ? alloc : s_size);
-    return p;
-}
-
 static void check_y(const float *y, int64_t rows, int64_t ldy, int64_t off, int64_t m, int64_t out_f)
 {
     for (int64_t r = 0; r < rows; r++)

@@ -102,3 +102,70 @@ write(W, "bad_format", mm(9, 32, 32))
 write(W, "ldy_below_out_f", mm(F32, 32, 32, ldy=-1))
 write(W, "m_zero", mm(F32, 32, 32, m=0))
 write(W, "struct_small", bytes([F32, 4, 4, 3, 2, 0, 0, 1, 4, 0, 0, 0, 0, 0]))
+
+
+# ---- experts ---------------------------------------------------------------
+# runtime (0 the defaults, 1 no mirror budget, 2 that and MEMRA_W16=1), format, E pick, out_f, in_f, size
+# mode (3 = exact), grid mode, desc struct size code (1 = full), name (0 =
+# named), then bytes (the weights', the scales' codes, the grid's codes), the
+# call: rows pick, ldy mode, [ldy pick], f16 x code, alpha code (0 = 1), args
+# struct size code (1 = full), each row's id code, then x.
+K_E = [1, 2, 3, 4, 5, 8, 16, 64, 0, -1, 65536, 65537, 2**31 - 1, -2**31]
+K_ROWS = [1, 2, 3, 5, 8, 16, 17, 33, 0, -1, -2**31]
+ROW_BYTES = {F32: (1, 4), F16: (1, 2), Q8_0: (32, 34), Q4_0: (32, 18), Q4_K: (256, 144), Q5_K: (256, 176),
+             Q6_K: (256, 210), E4M3: (1, 1), 8: (1, 2)}
+
+
+def xdim(n):
+    if n % 8 == 0 and 8 <= n <= 256:
+        return bytes([n // 8 - 1 + 32])  # take_dim: codes 32..127 give 8 * (code % 32) + 8
+    return bytes([128]) + struct.pack("<H", n)  # 128..191: two bytes, mod 300
+
+
+def xe(rt, fmt, e, out_f, in_f, ids, smode=3, scales=False, grid=False, rows=None, off=0, ldy=None, f16=False):
+    vals, nb = ROW_BYTES[fmt]
+    g = 0
+    for g in range(256):
+        if (g & 1) == scales and ((g >> 1) % 3 == 0) == grid and (g >> 3) % 4 == 0 and (g >> 5) % 5 != 0 and \
+                (g >> 7) == 0:
+            break
+    b = bytes([rt, fmt, K_E.index(e)]) + xdim(out_f) + xdim(in_f) + bytes([smode, g, 1, 0])
+    wbytes = e * out_f * (in_f // vals) * nb
+    mod = 0x70 if fmt == E4M3 else 251  # e4m3: no NaN codes (the per-tensor lane refuses them)
+    b += bytes((0x21 + 7 * i) % mod for i in range(wbytes)) if fmt not in (F32, F16, 8) else \
+        (struct.pack("<f", 0.25) * (wbytes // 4) if fmt == F32 else struct.pack("<e", 0.25) * (wbytes // 2))
+    if scales:
+        b += bytes([1]) * e  # codes not 0 mod 8: 0.125 * (1 + e % 5)
+    if grid:
+        b += bytes([1]) * (e * ((out_f + 127) // 128) * ((in_f + 127) // 128))
+    rows = len(ids) if rows is None else rows
+    lmode = (off + 1) << 2 | (0 if ldy is None else 1)
+    b += bytes([K_ROWS.index(rows), lmode])
+    if ldy is not None:
+        b += bytes([K_LDY.index(ldy)])
+    b += bytes([1 if f16 else 0, 0, 1])
+    b += bytes(ids)
+    return b
+
+
+X = "experts"
+write(X, "f32_e4_32x32", xe(0, F32, 4, 32, 32, [0, 1, 2, 3, 1]))
+write(X, "f16_e3_f16x", xe(0, F16, 3, 16, 64, [2, 0, 1], f16=True))
+write(X, "q8_0_e4_dropped", xe(0, Q8_0, 4, 16, 64, [3, 200, 1, 201, 0, 2, 240, 1]))
+write(X, "q8_0_e4_w16", xe(2, Q8_0, 4, 16, 64, [3, 0, 1, 2, 0, 2, 1, 1]))
+write(X, "q4_0_e2_w16_off1_ldy3", xe(2, Q4_0, 2, 24, 64, [1, 0, 1], off=1, ldy=3))
+write(X, "q4_k_e2_w16", xe(2, Q4_K, 2, 8, 256, [1, 0, 1, 1, 0]))
+write(X, "q5_k_e2_floor", xe(1, Q5_K, 2, 8, 256, [0, 1, 202]))
+write(X, "q6_k_e3_w16", xe(2, Q6_K, 3, 8, 256, [2, 2, 0, 1, 0]))
+write(X, "e4m3_e2_scales", xe(0, E4M3, 2, 16, 64, [0, 1, 1], scales=True))
+write(X, "e4m3_e2_grid", xe(0, E4M3, 2, 129, 160, [1, 0], grid=True))
+write(X, "bf16_e2", xe(0, 8, 2, 16, 32, [1, 0, 1]))
+write(X, "size_one_short", xe(0, F16, 2, 16, 32, [0], smode=2))
+write(X, "rows_zero", xe(0, F32, 2, 16, 16, [], rows=0))
+write(X, "q8_0_e3_floor", xe(1, Q8_0, 3, 16, 64, [2, 0, 201, 1, 2]))
+write(X, "q4_0_e2_floor_f16x", xe(1, Q4_0, 2, 16, 64, [1, 0], f16=True))
+write(X, "q4_k_e2_floor", xe(1, Q4_K, 2, 8, 256, [1, 1, 0]))
+write(X, "q6_k_e2_floor", xe(1, Q6_K, 2, 8, 256, [0, 1]))
+write(X, "e4m3_e2_grid_floor", xe(1, E4M3, 2, 129, 160, [1, 0], grid=True))
+write(X, "q5_k_e2_w16_dropped", xe(2, Q5_K, 2, 8, 256, [0, 202, 1]))
+write(X, "ldy_below_out_f", xe(2, Q8_0, 2, 16, 32, [0, 1], ldy=-1))
