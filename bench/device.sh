@@ -1309,21 +1309,27 @@ step_w16lane() {
     say "test_gpu_experts $c: exit $? $(grep -E 'max e|differ' "$L/w16lane_xe_$c.log" | head -2 | tr '\n' ' ')"
   done
   w16lane_keep
+  # MEMRA_F16_BUDGET_MB=0: the loop's and the dense arm's weights get no f16 mirror, so all three arms run the
+  # grouped call's lane (w16 under auto, the floor under 0); W16L_XE_SHEET (default mixtral) picks the sheet
   for f in ${W16L_XE_FMT:-q8_0 q4_k}; do
     for w in auto 0; do
-      MEMRA_W16=$w timeout 300 $M bench moe --device 0 --sheet mixtral --routing uniform --format $f \
+      MEMRA_F16_BUDGET_MB=0 MEMRA_W16=$w timeout 300 $M bench moe --device 0 --sheet ${W16L_XE_SHEET:-mixtral} \
+        --routing uniform --format $f \
         $(for mm in ${W16L_XE_M:-512 4096}; do printf -- '--m %s ' $mm; done) \
-        --json $R/bench_moe_mixtral_${f}_w16$w.json > "$L/w16lane_moe_${f}_w16$w.txt" 2>&1
-      say "bench moe mixtral $f MEMRA_W16=$w: exit $?"
-      grep -E "^mixtral" "$L/w16lane_moe_${f}_w16$w.txt" | head -8 >> "$S"
+        --json $R/bench_moe_${W16L_XE_SHEET:-mixtral}_${f}_w16$w.json > "$L/w16lane_moe_${f}_w16$w.txt" 2>&1
+      say "bench moe ${W16L_XE_SHEET:-mixtral} $f MEMRA_W16=$w: exit $?"
+      grep -E "^(mixtral|qwen3)" "$L/w16lane_moe_${f}_w16$w.txt" | head -12 >> "$S"
       w16lane_keep
     done
   done
+  # MEMRA_ADMISSION=off: the tools see the check's own launches only (the admission self-check of the other
+  # modules' lanes is the sanitize step's own cell; cuBLASLt's output read by memra's copy shows as
+  # uninitialised to initcheck there)
   for tool in ${W16L_TOOLS:-}; do
-    timeout 240 compute-sanitizer --tool $tool $M check --device 0 --op gemm_w16 --module w16 --quick \
+    MEMRA_ADMISSION=off timeout 240 compute-sanitizer --tool $tool $M check --device 0 --op gemm_w16 --module w16 --quick \
       > "$L/w16lane_san_$tool.txt" 2>&1
     say "check gemm_w16 under $tool: exit $? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$L/w16lane_san_$tool.txt" | tail -1)"
-    timeout 240 compute-sanitizer --tool $tool $M check --device 0 --op gemm_experts --module w16 --quick \
+    MEMRA_ADMISSION=off timeout 240 compute-sanitizer --tool $tool $M check --device 0 --op gemm_experts --module w16 --quick \
       > "$L/w16lane_san_xe_$tool.txt" 2>&1
     say "check gemm_experts (w16) under $tool: exit $? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$L/w16lane_san_xe_$tool.txt" | tail -1)"
     w16lane_keep
