@@ -1310,9 +1310,10 @@ step_w16lane() {
   done
   w16lane_keep
   # MEMRA_F16_BUDGET_MB=0: the loop's and the dense arm's weights get no f16 mirror, so all three arms run the
-  # grouped call's lane (w16 under auto, the floor under 0); W16L_XE_SHEET (default mixtral) picks the sheet
+  # grouped call's lane (w16 under auto, the floor under 0; W16L_XE_W16, default "auto 0"); W16L_XE_SHEET
+  # (default mixtral) picks the sheet
   for f in ${W16L_XE_FMT:-q8_0 q4_k}; do
-    for w in auto 0; do
+    for w in ${W16L_XE_W16:-auto 0}; do
       MEMRA_F16_BUDGET_MB=0 MEMRA_W16=$w timeout 300 $M bench moe --device 0 --sheet ${W16L_XE_SHEET:-mixtral} \
         --routing uniform --format $f \
         $(for mm in ${W16L_XE_M:-512 4096}; do printf -- '--m %s ' $mm; done) \
