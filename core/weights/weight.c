@@ -452,13 +452,13 @@ static memra_status kr_records(memra_weight *w, memra_device *dev, weight_dev *w
 }
 
 /* Whether dev serves w (Q8_0, Q4_0 or a K-quant without a mirror) with gemm_w16 on the W16 operand:
- * MEMRA_W16 not 0 (the default 0 loads no w16 kernels), then memra_device_w16_set, else MEMRA_W16's rule
- * (auto: on a GPU; the host device keeps its integer floor unless MEMRA_W16=1), a module routes
+ * MEMRA_W16 not 0 (0 loads no w16 kernels), then memra_device_w16_set, else MEMRA_W16's rule (auto, the
+ * default: on a GPU; the host device keeps its integer floor unless MEMRA_W16=1), a module routes
  * gemm_w16, and in_f is a multiple of the tile's 64-column step. */
 static int w16_wanted(const memra_weight *w, memra_device *dev)
 {
     const int api = atomic_load(&dev->w16), cfg = dev->rt->cfg.w16;
-    /* MEMRA_W16=0 (the default) loads no w16 kernels: never, whatever memra_device_w16_set says */
+    /* MEMRA_W16=0 loads no w16 kernels: never, whatever memra_device_w16_set says */
     const int on = cfg != 0 && (api >= 0 ? api : cfg == 1 || !dev->is_host);
     return on && memra_w16_bytes(w->format, w->out_f, w->in_f) != 0 && w->in_f % 64 == 0 &&
            has_lane(dev, MEMRA_OP_gemm_w16);
@@ -1678,13 +1678,23 @@ static int experts_f16_routed(const memra_weight *w, int32_t n_experts, memra_de
  * Mixtral-like gate rows against 0.58, while a mirror doubles a Q8_0 expert's bytes. */
 static int experts_floor_first(const memra_device *dev) { return !dev->is_host && !dev->rt->cfg.xe_mirror; }
 
+/* Under MEMRA_W16=auto, expert weights of at most this many experts take the W16 operand; more experts keep
+ * the grouped floor. Measured on an H100 (bench/RESULTS.md, run w): with 8 experts (Mixtral-like, a quarter of
+ * the tokens an expert at top-2) the grouped w16 tile took 0.71-0.80x the grouped Q8_0 floor's time at
+ * m = 512 and 0.64-0.98x at 4096 (the floor's times from earlier H100 runs); with 128 (Qwen3-30B-A3B-like,
+ * top-8: m / 16 rows an expert) it took 1.96x at m = 512 (about 32 rows an expert in 128-token tiles) and
+ * 0.99-1.06x at 4096. */
+#define XE_W16_AUTO_MAX 16
+
 /* Quantised experts without mirrors that take the W16 operand and the grouped w16 tile (gemm_experts on lane
  * gemm_w16) in place of the grouped floor: gemm_w16 wanted for their format, shape and device (w16_wanted:
- * MEMRA_W16, the device's switch) and a module that takes the grouped call on that lane. The prepare's and the
- * plan's one rule. */
+ * MEMRA_W16, the device's switch), at most XE_W16_AUTO_MAX experts unless MEMRA_W16=1 or the device's switch
+ * says 1, and a module that takes the grouped call on that lane. The prepare's and the plan's one rule. */
 static int experts_w16(const memra_weight *w, int32_t n_experts, memra_device *dev)
 {
-    return w16_wanted(w, dev) && experts_lane_taker(w, n_experts, dev, MEMRA_OP_gemm_w16) != NULL;
+    const int forced = atomic_load(&dev->w16) == 1 || dev->rt->cfg.w16 == 1;
+    return w16_wanted(w, dev) && (forced || n_experts <= XE_W16_AUTO_MAX) &&
+           experts_lane_taker(w, n_experts, dev, MEMRA_OP_gemm_w16) != NULL;
 }
 
 /* Quantised experts that reserve no mirror whatever the budget: the prepare's and the plan's one rule */

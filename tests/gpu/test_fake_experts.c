@@ -15,6 +15,8 @@
  *     grouped f16 tile (one hit);
  *   - with MEMRA_W16=auto (Q8_0, Q4_K) the experts hold the W16 operand (no records, no mirror), the plan's
  *     lane is "w16" and the call is the w16 module's grouped tile (one gemm_experts hit by w16);
+ *   - under MEMRA_W16=auto, 16 Q8_0 experts take the W16 operand and 17 the floor's records, unless the
+ *     device's switch is at 1;
  *   - under MEMRA_W16=auto, with the fake driver refusing allocations above the raw copy
  *     (MEMRA_FAKE_CUDA_ALLOC_MAX) so that no expert gets its W16 operand (Q4_K: 148 bytes per 256 values against
  *     the GGUF's 144; the K records are the GGUF's bytes), the group falls back to the floor: prepare OK, every
@@ -146,6 +148,46 @@ static int one_format(memra_runtime *rt, memra_device *dev, memra_format f, int 
     return ok;
 }
 
+/* The prepared plan's lane of Q8_0 experts (n of them, 64 x 256) on dev */
+static int xe_lane_of(memra_runtime *rt, memra_device *dev, int32_t n, char *lane, size_t cap)
+{
+    uint64_t rng = test_seed();
+    const size_t each = (size_t)64 * memra_format_row_bytes(MEMRA_FORMAT_Q8_0, 256);
+    uint8_t *wb = malloc(each * (size_t)n);
+    CHECK(wb != NULL);
+    test_fill_quant_blocks(&rng, MEMRA_FORMAT_Q8_0, wb, each * (size_t)n);
+    memra_experts_desc ed = {.struct_size = sizeof ed, .format = MEMRA_FORMAT_Q8_0, .n_experts = n, .out_f = 64,
+                             .in_f = 256, .data = wb, .size = each * (size_t)n, .name = "fake experts count"};
+    memra_weight *w;
+    CHECK_OK(memra_weight_create_experts(rt, &ed, &w));
+    free(wb);
+    CHECK_OK(memra_weight_prepare(w, dev));
+    memra_weight_plan p = {.struct_size = sizeof p};
+    CHECK_OK(memra_weight_plan_get(w, dev, &p));
+    snprintf(lane, cap, "%s", p.lane);
+    const unsigned ops = memra_weight_operands(w, dev);
+    memra_weight_destroy(w);
+    return (int)ops;
+}
+
+/* MEMRA_W16=auto: expert weights of at most 16 experts take the W16 operand, more keep the grouped floor (the
+ * measured rule: many experts get few rows each); the device's switch at 1 takes it for any count */
+static int w16_expert_count(memra_runtime *rt, memra_device *dev)
+{
+    char l16[64], l17[64], l17on[64];
+    const int o16 = xe_lane_of(rt, dev, 16, l16, sizeof l16), o17 = xe_lane_of(rt, dev, 17, l17, sizeof l17);
+    CHECK_OK(memra_device_w16_set(dev, 1));
+    const int o17on = xe_lane_of(rt, dev, 17, l17on, sizeof l17on);
+    CHECK_OK(memra_device_w16_set(dev, -1));
+    const int ok = strcmp(l16, "w16") == 0 && o16 == (int)MEMRA_OPERAND_W16 && strcmp(l17, "mmq records") == 0 &&
+                   (o17 & (int)MEMRA_OPERAND_Q8_0_RECORDS) != 0 && strcmp(l17on, "w16") == 0 &&
+                   o17on == (int)MEMRA_OPERAND_W16;
+    printf("q8_0 experts under MEMRA_W16=auto: 16 experts plan %s (operands 0x%x), 17 plan %s (0x%x), 17 with the "
+           "switch at 1 plan %s (0x%x)  %s\n",
+           l16, (unsigned)o16, l17, (unsigned)o17, l17on, (unsigned)o17on, ok ? "ok" : "FAIL");
+    return ok;
+}
+
 /* MEMRA_W16=auto, every W16 upload refused: the group's all-or-none fall-back to the floor's K records */
 static int w16_fallback(memra_runtime *rt, memra_device *dev)
 {
@@ -253,6 +295,7 @@ int main(int argc, char **argv)
         } else if (r == 3) {
             ok &= one_format(rt, dev, MEMRA_FORMAT_Q8_0, 512, 2);
             ok &= one_format(rt, dev, MEMRA_FORMAT_Q4_K, 512, 2);
+            ok &= w16_expert_count(rt, dev);
             ok &= w16_fallback(rt, dev);
         } else {
             ok &= f16_experts(rt, dev, 0);

@@ -51,9 +51,9 @@ static const char *const k_xe_names[2][5] = {
 static memra_status w16_load(memra__gpu *gpu, void *state)
 {
     memra__w16_state *s = state;
-    /* MEMRA_W16 unset or 0 (the default until a GPU run has checked the tile): no image, every call declines */
+    /* MEMRA_W16=0: no image, every call declines (unset: auto, the default) */
     const char *on = memra__gpu_knob(gpu, "MEMRA_W16");
-    if (on == NULL || strcmp(on, "0") == 0) {
+    if (on != NULL && strcmp(on, "0") == 0) {
         s->off = 1;
         return MEMRA_STATUS_OK;
     }
@@ -144,7 +144,7 @@ memra_status memra__gpu_gemm_w16(memra_call *call, const memra_gemm_args *args)
     if (st != MEMRA_STATUS_OK) return st;
     if (args->m == 0 || args->n == 0) return MEMRA_STATUS_OK;
     if (s == NULL) return memra__gpu_decline(call, "gemm_w16: this module has no w16 kernels");
-    if (s->off) return memra__gpu_decline(call, "gemm_w16 is off (MEMRA_W16=0, the default)");
+    if (s->off) return memra__gpu_decline(call, "gemm_w16 is off (MEMRA_W16=0)");
     if (args->k == 0 || args->k % W16_BK != 0) return memra__gpu_decline(call, "gemm_w16's tile takes k a multiple of 64");
     const int64_t m = args->m, n = args->n, k = args->k, tiles = (n + W16_BM - 1) / W16_BM;
     if (tiles > 65535) return memra__gpu_decline(call, "gemm_w16: more than 65535 row tiles");
@@ -219,7 +219,7 @@ memra_status memra__gpu_w16_experts(memra_call *call, const memra_gemm_args *a, 
     if (ex->lane != MEMRA_OP_gemm_w16) return memra__gpu_decline(call, "gemm_experts: this module serves lane gemm_w16 only");
     /* before the no-row return: the core asks with m = 0 whether a module takes the lane */
     if (s == NULL) return memra__gpu_decline(call, "gemm_experts: this module has no w16 kernels");
-    if (s->off) return memra__gpu_decline(call, "gemm_experts: gemm_w16 is off (MEMRA_W16=0, the default)");
+    if (s->off) return memra__gpu_decline(call, "gemm_experts: gemm_w16 is off (MEMRA_W16=0)");
     int fi = -1;
     memra_status st = w16_check_args(gpu, "gemm_experts", a, &fi);
     if (st != MEMRA_STATUS_OK) return st;
