@@ -41,8 +41,12 @@
 #include "tools/tool_opt.h"
 #include "tools/tool_util.h"
 
-static const memra_op k_gemms[] = {MEMRA_OP_gemm_f16,     MEMRA_OP_gemm_bf16, MEMRA_OP_gemm_fp8, MEMRA_OP_gemm_fp8_blk,
-                                   MEMRA_OP_gemm_q8_0,    MEMRA_OP_gemm_q8_0r, MEMRA_OP_gemm_kr};
+static const memra_op k_gemms[] = {MEMRA_OP_gemm_f16,  MEMRA_OP_gemm_bf16,  MEMRA_OP_gemm_fp8, MEMRA_OP_gemm_fp8_blk,
+                                   MEMRA_OP_gemm_q8_0, MEMRA_OP_gemm_q8_0r, MEMRA_OP_gemm_kr,  MEMRA_OP_gemm_w16};
+
+/* The op whose reference and band judge a GEMM: gemm_w16 gives the f16 mirror's numbers from the W16 operand, so
+ * it is judged as gemm_f16 on the mirror of the file's bytes (its own rows: memra check --op gemm_w16) */
+static memra_op judged_as(memra_op op) { return op == MEMRA_OP_gemm_w16 ? MEMRA_OP_gemm_f16 : op; }
 #define N_GEMMS (sizeof k_gemms / sizeof k_gemms[0])
 #define MAX_MODS 32
 
@@ -274,16 +278,16 @@ static void matmul_case(checker *c, const memra_file *f, size_t ti, memra_weight
         snprintf(r.note, sizeof r.note, "the ledger shows no GEMM hit for memra_matmul");
         goto done;
     }
-    if (served != d->op) { /* fell through to another lane: judge it as that lane */
+    if (judged_as(served) != d->op) { /* fell through to another lane: judge it as that lane */
         char why[200] = "";
-        if (model_data(c, f, ti, served, m, d->x, &d2, why, sizeof why) != 0) {
+        if (model_data(c, f, ti, judged_as(served), m, d->x, &d2, why, sizeof why) != 0) {
             snprintf(r.note, sizeof r.note, "served by %s: %.160s", memra_op_name(served), why);
             goto done;
         }
         dj = &d2;
     }
     r.op = memra_op_name(served);
-    r.band = check_gemm_band(c, served);
+    r.band = check_gemm_band(c, judged_as(served));
     check_judged_rows(m, nrow, rows);
     for (int64_t s = 0; s < nrow; s++) memcpy(xsub + s * k, d->x + rows[s] * k, (size_t)k * sizeof(float));
     if (check_gemm_reference(c, dj, xsub, nrow, 0, 1.0f, ref, mass, &r) != 0) goto done;
@@ -392,7 +396,7 @@ static void shape_case(checker *c, const memra_file *f, const tool_wshape *ws, i
         memra_weight_destroy(w);
         return;
     }
-    op_cases(c, f, ws, w, op, m, mods, nmods);
+    op_cases(c, f, ws, w, judged_as(op), m, mods, nmods); /* lane w16: judged as the mirror, the module rows gemm_f16's */
     if (routed) { /* the floor's own kernels on the model's shape too, the route off for them */
         memra_device_floor_f16_m_set(c->dev, 0);
         op_cases(c, f, ws, w, floor_op, m, mods, nmods);
@@ -422,7 +426,8 @@ static void fail_note_model(row *r, const char *what, memra_status st)
 static double experts_band(memra_op op)
 {
     switch (op) {
-    case MEMRA_OP_gemm_f16: return JUDGE_BAND_F16;
+    case MEMRA_OP_gemm_f16:
+    case MEMRA_OP_gemm_w16: return JUDGE_BAND_F16;
     case MEMRA_OP_gemm_bf16: return JUDGE_BAND_BF16;
     case MEMRA_OP_gemm_q8_0:
     case MEMRA_OP_gemm_q8_0r: return JUDGE_BAND_Q8_0;

@@ -82,6 +82,15 @@ grep -q 'gemm_q8_0r  *host  *3 6 512 vs q8_0 .*PASS' "$tmp/out0" || fail "budget
 for f in 'q4_k 3 8' 'q5_k 3 9' 'q6_k 3 10'; do
     grep -q "gemm_kr  *host  *$f 512 matmul .*PASS" "$tmp/out0" || fail "budget 0: $f matmul not on gemm_kr"
 done
+# MEMRA_W16=1 (the W16 operand on the host too): the quantised weights' matmul rows on gemm_w16, judged as the
+# f16 mirror of the file's bytes, and the module rows gemm_f16's on that mirror
+MEMRA_W16=1 MEMRA_F16_BUDGET_MB=0 "$memra" check --model "$tmp/model.gguf" --m 3 >"$tmp/outw" 2>&1 ||
+    { cat "$tmp/outw"; fail "budget 0, MEMRA_W16=1"; }
+for f in 'q8_0 3 6' 'q4_0 3 7' 'q4_k 3 8' 'q5_k 3 9' 'q6_k 3 10'; do
+    set -- $f
+    grep -q "lane 'w16'" "$tmp/outw" && grep -q "gemm_w16  *host  *$2 $3 512 matmul .*PASS" "$tmp/outw" ||
+        { cat "$tmp/outw"; fail "MEMRA_W16=1: $1 matmul not on gemm_w16"; }
+done
 "$memra" check --model "$tmp/model.safetensors" >"$tmp/st" 2>&1 || { cat "$tmp/st"; fail "check --model safetensors"; }
 grep -q 'gemm_fp8_blk  *host  *4 256 256 matmul .*PASS' "$tmp/st" || fail "block-128 FP8 matmul row"
 grep -q 'gemm_fp8  *host  *4 256 256 .*PASS' "$tmp/st" || fail "per-tensor FP8 row"

@@ -2,7 +2,8 @@
 # memra check --model and memra bench --model on device 0 when it is a GPU
 # (exit 77 otherwise). usage: run_model_gpu.sh MEMRA TEST_FILES
 #   every lane of the test files passes through memra_matmul and each GPU
-#   module that provides it; the Q8_0 MMQ floor with the budget at 0; the
+#   module that provides it; the Q8_0 MMQ floor with the budget at 0 and
+#   MEMRA_W16=0, gemm_w16 or the floor with the budget at 0 by default; the
 #   injected fault fails; the bench receipt shows GPU modules serving and the
 #   host RSS within the files' bytes plus 64 MiB.
 memra="$1"
@@ -17,8 +18,11 @@ for f in model.gguf model.safetensors model.safetensors.index.json; do
     cat "$tmp/out"
     grep -q ' matmul .* PASS' "$tmp/out" || fail "$f: no matmul row"
 done
-MEMRA_F16_BUDGET_MB=0 "$memra" check --model "$tmp/model.gguf" --device 0 >"$tmp/b0" 2>&1 || { cat "$tmp/b0"; fail "budget 0"; }
-grep -E 'gemm_q8_0r? .* 512 6 512 matmul .*PASS' "$tmp/b0" || fail "budget 0: Q8_0 not on the MMQ floor"
+MEMRA_W16=0 MEMRA_F16_BUDGET_MB=0 "$memra" check --model "$tmp/model.gguf" --device 0 >"$tmp/b0" 2>&1 || { cat "$tmp/b0"; fail "budget 0"; }
+grep -E 'gemm_q8_0r? .* 512 6 512 matmul .*PASS' "$tmp/b0" || fail "budget 0, MEMRA_W16=0: Q8_0 not on the MMQ floor"
+# by default (MEMRA_W16=auto) the W16 operand where the device routes gemm_w16 (cc 9.0), else the floor
+MEMRA_F16_BUDGET_MB=0 "$memra" check --model "$tmp/model.gguf" --device 0 >"$tmp/b0w" 2>&1 || { cat "$tmp/b0w"; fail "budget 0 (w16)"; }
+grep -E '(gemm_w16|gemm_q8_0r?) .* 512 6 512 matmul .*PASS' "$tmp/b0w" || fail "budget 0: Q8_0 on neither gemm_w16 nor the floor"
 MEMRA_CHECK_INJECT_FAULT=1 "$memra" check --model "$tmp/model.safetensors" --device 0 >"$tmp/inj" 2>/dev/null
 [ $? -eq 1 ] || fail "injected fault: want exit 1"
 grep -q 'FAIL (injected fault)' "$tmp/inj" || fail "injected fault: no failing row"
