@@ -136,7 +136,7 @@ static memra_status verify_weight(memra_runtime *rt, memra_device *dev, memra_op
         data = tool_alloc(qb, 1);
         if (data) tool_fill_q8_0_w(&rng, data, n, k);
         d.format = MEMRA_FORMAT_Q8_0, d.size = qb;
-        budget = "0"; /* no f16 copy: the integer lane */
+        budget = "0"; /* no f16 copy and no W16 operand: the integer lane */
         break;
     }
     default: *why = "no weight format routes to this op"; return MEMRA_STATUS_NOT_SUPPORTED;
@@ -148,11 +148,17 @@ static memra_status verify_weight(memra_runtime *rt, memra_device *dev, memra_op
     }
     d.data = data;
     const uint64_t saved = memra_device_f16_budget_get(dev);
-    if (budget) memra_device_f16_budget_set(dev, 0);
+    if (budget) {
+        memra_device_f16_budget_set(dev, 0);
+        memra_device_w16_set(dev, 0);
+    }
     memra_weight *w = NULL;
     memra_status st = memra_weight_create(rt, &d, &w);
     if (st == MEMRA_STATUS_OK) st = memra_weight_prepare(w, dev);
-    if (budget) memra_device_f16_budget_set(dev, saved);
+    if (budget) {
+        memra_device_f16_budget_set(dev, saved);
+        memra_device_w16_set(dev, -1);
+    }
     free(data);
     free(grid);
     if (st != MEMRA_STATUS_OK) {
