@@ -3,6 +3,9 @@
 #
 #   bash bench/device.sh STEP...        (default: build ctest check)
 #
+# The floor's steps reach the integer floor with MEMRA_F16_BUDGET_MB=0 MEMRA_W16=0: since run w (fortieth
+# session) MEMRA_W16 defaults to auto, where a weight without a mirror takes gemm_w16 on cc 9.0.
+#
 # Steps, run in the order given:
 #   build       configure + build (Release, GPU modules ON, tests ON, warnings not fatal:
 #               the device's gcc differs from CI's, which builds with -Werror) into $B
@@ -176,7 +179,7 @@
 #               under the native and the forced cuda profile, compute-sanitizer memcheck and
 #               racecheck of that check, memra bench moe --device 0 at MOE_M (default
 #               "512 4096") for MOE_FORMATS (default "q8_0 fp8blk"; fp8blk_own: fp8blk with gemm_fp8_blk preferred on the fp8blk module, so the loop and dense arms run memra's own kernel), both routings, with
-#               MEMRA_F16_BUDGET_MB=0 (the floor, where the GPU lane is), receipts to $R (the
+#               MEMRA_F16_BUDGET_MB=0 MEMRA_W16=0 (the floor, where the GPU lane is), receipts to $R (the
 #               grouped arm beside a loop of per-expert memra_matmul calls; a lane the GPU does
 #               not serve times the loop alone and says why), then make_layer_files.py
 #               --moe-only (MOE_EXPERTS, default 128) with memra check --model and memra bench
@@ -757,7 +760,7 @@ step_xencu() {
     k='experts_q8_0r_mt4$|gemm_q8_0r'; pre=""
     [ $fm = fp8blk ] && k='fp8blk_experts_wgmma|fp8blk_wgmma' pre=MEMRA_PREFER=gemm_fp8_blk=fp8blk
     f="$L/xencu_$fm.txt"
-    env MEMRA_ADMISSION=off MEMRA_F16_BUDGET_MB=0 $pre timeout 300 ncu --clock-control none --section SpeedOfLight \
+    env MEMRA_ADMISSION=off MEMRA_F16_BUDGET_MB=0 MEMRA_W16=0 $pre timeout 300 ncu --clock-control none --section SpeedOfLight \
       --section Occupancy --section MemoryWorkloadAnalysis --section WarpStateStats --metrics "$NCU_METS" \
       -k regex:"$k" -c ${XENCU_C:-20} $M bench moe --device 0 --sheet mixtral --routing uniform --m 512 \
       --format $fm --reps 1 > "$f" 2>&1
@@ -789,7 +792,7 @@ step_ncu() {
     local side k skip
     for side in grouped dense; do
       k=memra_k_experts_q8_0r skip=1; [ $side = dense ] && k=memra_k_gemm_q8_0r skip=8
-      MEMRA_ADMISSION=off MEMRA_F16_BUDGET_MB=0 timeout 200 ncu --clock-control none --section SpeedOfLight \
+      MEMRA_ADMISSION=off MEMRA_F16_BUDGET_MB=0 MEMRA_W16=0 timeout 200 ncu --clock-control none --section SpeedOfLight \
         --section Occupancy --section MemoryWorkloadAnalysis --section WarpStateStats --metrics "$mets" \
         -k regex:$k --launch-skip $skip -c 1 $M bench moe --device 0 --sheet mixtral --routing uniform --m 512 \
         --format q8_0 --reps 1 > "$L/ncu_moe_$side.txt" 2>&1
@@ -1013,7 +1016,7 @@ moe_rows() {
 # gemm_fp8_blk preferred on the fp8blk module, so that the loop and dense arms run memra's own
 # block kernel (the grouped call's family) rather than the sm90 module's cuBLASLt lane
 moe_bench() {
-  local fm=$1 mm=$2 env=(MEMRA_F16_BUDGET_MB=0) f=$1
+  local fm=$1 mm=$2 env=(MEMRA_F16_BUDGET_MB=0 MEMRA_W16=0) f=$1
   [ "$fm" = fp8blk_own ] && env+=(MEMRA_PREFER=gemm_fp8_blk=fp8blk) && f=fp8blk
   env "${env[@]}" timeout $3 $M bench moe --device 0 --m $mm --format $f \
     --json $R/bench_moe_${fm}_m${mm}_$TAG.json > "$L/bench_moe_${fm}_m$mm.txt" 2>&1
@@ -1057,10 +1060,10 @@ step_moe() {
        > "$L/moe_files.log" 2>&1; then
     for f in $d/layermoe.*; do
       n=$(basename $f); n=${n#layermoe.}; n=${n%.*}
-      MEMRA_F16_BUDGET_MB=0 timeout 400 $M check --model $f --device 0 --json $R/check_model_moe_${n}_$TAG.json \
+      MEMRA_F16_BUDGET_MB=0 MEMRA_W16=0 timeout 400 $M check --model $f --device 0 --json $R/check_model_moe_${n}_$TAG.json \
         > "$L/moe_check_model_$n.log" 2>&1
       say "memra check --model moe $n: exit $? $(grep -E 'passed, ' "$L/moe_check_model_$n.log")"
-      MEMRA_F16_BUDGET_MB=0 timeout 400 $M bench --model $f --device 0 --json $R/bench_model_moe_${n}_$TAG.json \
+      MEMRA_F16_BUDGET_MB=0 MEMRA_W16=0 timeout 400 $M bench --model $f --device 0 --json $R/bench_model_moe_${n}_$TAG.json \
         > "$L/moe_bench_model_$n.log" 2>&1
       say "memra bench --model moe $n: exit $?"
       grep -E "^model |INVALID" "$L/moe_bench_model_$n.log" | cut -c1-200 | head -8 >> "$S"
@@ -1085,7 +1088,7 @@ step_moesweep() {
   for fm in ${MOE_SWEEP_FORMATS:-q8_0}; do for mm in ${MOE_M:-512}; do
     for bm in ${MOE_SWEEP_BM-0 32 64 128}; do for sp in ${MOE_SWEEP_SPLIT-0 1 2 3}; do
       f="$L/moesweep_${fm}_m${mm}_bm${bm}_s${sp}.txt"
-      MEMRA_F16_BUDGET_MB=0 MEMRA_MMQ_XE_BM=$bm MEMRA_MMQ_XE_SPLIT=$sp timeout 200 $M bench moe --device 0 \
+      MEMRA_F16_BUDGET_MB=0 MEMRA_W16=0 MEMRA_MMQ_XE_BM=$bm MEMRA_MMQ_XE_SPLIT=$sp timeout 200 $M bench moe --device 0 \
         --sheet mixtral --routing uniform --m $mm --format $fm --json $R/moesweep_${fm}_m${mm}_bm${bm}_s${sp}_$TAG.json \
         > "$f" 2>&1
       say "moesweep $fm m=$mm XE_BM=$bm XE_SPLIT=$sp: exit $?"
@@ -1103,7 +1106,7 @@ step_moesweep() {
     for ((i = 1; i <= ${MOE_MERGE_ROUNDS:-2}; i++)); do for j in 0 1; do
       mg=$(((i + j) % 2))
       f="$L/moesweep_${fm}_m${mm}_merge${mg}_$i.txt"
-      MEMRA_F16_BUDGET_MB=0 MEMRA_MMQ_XE_MERGE=$mg timeout 200 $M bench moe --device 0 --sheet mixtral --routing both \
+      MEMRA_F16_BUDGET_MB=0 MEMRA_W16=0 MEMRA_MMQ_XE_MERGE=$mg timeout 200 $M bench moe --device 0 --sheet mixtral --routing both \
         --m $mm --format $fm --json $R/moesweep_${fm}_m${mm}_merge${mg}_${i}_$TAG.json > "$f" 2>&1
       say "moesweep $fm m=$mm XE_MERGE=$mg (round $i): exit $?"
       moe_rows "$f" mixtral
@@ -1448,7 +1451,7 @@ step_xerem() {
   fi
   [[ $parts == *" ab "* ]] && knob_moe MEMRA_MMQ_XE_WG_REM xerem "${XEREM_M:-512 4096}" q8_0 ${XEREM_ROUNDS:-2}
   if [[ $parts == *" ncu "* ]]; then
-    MEMRA_F16_BUDGET_MB=0 MEMRA_MMQ_XE_WG_REM=1 MEMRA_ADMISSION=off timeout 200 ncu --clock-control none \
+    MEMRA_F16_BUDGET_MB=0 MEMRA_W16=0 MEMRA_MMQ_XE_WG_REM=1 MEMRA_ADMISSION=off timeout 200 ncu --clock-control none \
       --metrics gpu__time_duration.sum,dram__bytes_read.sum,lts__t_sector_hit_rate.pct -k regex:'memra_k_(experts|quant)' \
       -c 14 $M bench moe --device 0 --sheet mixtral --m 512 --routing uniform --format q8_0 --reps 1 \
       > "$L/xerem_ncu.txt" 2>&1
@@ -1737,7 +1740,7 @@ step_bulkxe() {
   for mm in ${BULKXE_M:-512}; do for ((r = 1; r <= ${BULKXE_ROUNDS:-2}; r++)); do for ((i = 0; i < 2; i++)); do
     v=$(((i + r - 1) % 2))
     f="$L/bulkxe_m${mm}_${v}_$r.txt"
-    MEMRA_F16_BUDGET_MB=0 MEMRA_MMQ_BULK=$v timeout 300 $M bench moe --device 0 --sheet mixtral --m $mm --format q8_0 \
+    MEMRA_F16_BUDGET_MB=0 MEMRA_W16=0 MEMRA_MMQ_BULK=$v timeout 300 $M bench moe --device 0 --sheet mixtral --m $mm --format q8_0 \
       --json $R/bulkxe_m${mm}_${v}_${r}_$TAG.json > "$f" 2>&1
     say "bulkxe bench moe q8_0 m=$mm MEMRA_MMQ_BULK=$v (round $r): exit $?"
     moe_rows "$f" 'mixtral'
@@ -2111,7 +2114,7 @@ step_krtc5() {
 # dense lane) and check --op gemm_experts under the native profile, then under the sm120 and cuda
 # profiles check of each op in KRSXE_OPS (default gemm_experts), then bench moe
 # --sheet mixtral (KRSXE_SHEET) uniform at KRSXE_M (default "4096 512") for q4_k and q5_k, the knob 0 / 1
-# alternating (KRSXE_ROUNDS, default 1), MEMRA_F16_BUDGET_MB=0 (the floor), grouped rows in the summary;
+# alternating (KRSXE_ROUNDS, default 1), MEMRA_F16_BUDGET_MB=0 MEMRA_W16=0 (the floor), grouped rows in the summary;
 # KRSXE_TOOLS=1 adds the four tools over check gemm_experts --module mmq --quick; KRSXE_KNOB (default
 # MEMRA_MMQ_KR_SUMS) the knob set 1 for the tests and alternated 0 / 1 in the bench (MEMRA_MMQ_KR_BULK: the
 # sorted _stxb tiles against _stx)
@@ -2132,7 +2135,7 @@ step_krsumsxe() {
     for ((r = 1; r <= ${KRSXE_ROUNDS:-1}; r++)); do for ((i = 0; i < 2; i++)); do
       v=$(((i + r - 1) % 2))
       f="$L/krsxe_moe_${fm}_m${mm}_${v}_$r.txt"
-      env MEMRA_F16_BUDGET_MB=0 $kn=$v timeout 200 $M bench moe --device 0 --sheet ${KRSXE_SHEET:-mixtral} \
+      env MEMRA_F16_BUDGET_MB=0 MEMRA_W16=0 $kn=$v timeout 200 $M bench moe --device 0 --sheet ${KRSXE_SHEET:-mixtral} \
         --routing uniform --m $mm --format $fm --json $R/krsxe_moe_${fm}_m${mm}_${v}_${r}_$TAG.json > "$f" 2>&1
       say "bench moe $fm m=$mm $kn=$v (round $r): exit $?"
       grep -E "gate|up|down" "$f" | head -6 >> "$S"
@@ -2148,7 +2151,7 @@ step_krsumsxe() {
 # the tall tiles, against the host and bit for bit the dense lane, failing where the tiles were refused), run and q4_k (16 experts: the usual tiles under the knob), check gemm_experts, ncu naming
 # the grouped kernels of the tall cases, bench moe --sheet mixtral uniform for q8_0 and q4_k at XETALL_M
 # (default "512 4096") with the knob 0 / 1 alternating, XETALL_ROUNDS rounds (default 2),
-# MEMRA_F16_BUDGET_MB=0 (the floor), then the four tools over the tall cases (XETALL_TOOLS, default 1)
+# MEMRA_F16_BUDGET_MB=0 MEMRA_W16=0 (the floor), then the four tools over the tall cases (XETALL_TOOLS, default 1)
 # A BOOL knob of the grouped floor timed: memra bench moe --sheet SHEET (default mixtral; uniform routing,
 # budget 0) with KNOB 0 / 1 alternately (the order turning each round): knob_moe KNOB PREFIX "M ..."
 # "FORMAT ..." ROUNDS [SHEET]; logs $L/PREFIX_moe_*, receipts $R/PREFIX_moe_*, the sheet's rows in the summary
@@ -2158,7 +2161,7 @@ knob_moe() {
     for ((r = 1; r <= $5; r++)); do for ((i = 0; i < 2; i++)); do
       v=$(((i + r - 1) % 2))
       f="$L/${pre}_moe_${sh}_${fm}_m${mm}_${v}_$r.txt"
-      env MEMRA_F16_BUDGET_MB=0 $kn=${vals[$v]} timeout 200 $M bench moe --device 0 --sheet $sh \
+      env MEMRA_F16_BUDGET_MB=0 MEMRA_W16=0 $kn=${vals[$v]} timeout 200 $M bench moe --device 0 --sheet $sh \
         --routing uniform --m $mm --format $fm --json $R/${pre}_moe_${sh}_${fm}_m${mm}_${v}_${r}_$TAG.json > "$f" 2>&1
       say "bench moe $sh $fm m=$mm $kn=${vals[$v]} (round $r): exit $?"
       moe_rows "$f" $sh
@@ -2284,7 +2287,7 @@ step_xeovl() {
     for ((r = 1; r <= ${XEOVL_ROUNDS:-2}; r++)); do for ((i = 0; i < 2; i++)); do
       arm=${arms[$(((i + r - 1) % 2))]}
       f="$L/xeovl_${fm}_m${mm}_${arm}_$r.txt"
-      env MEMRA_F16_BUDGET_MB=0 $([ $fm = fp8blk_own ] && echo MEMRA_PREFER=gemm_fp8_blk=fp8blk) \
+      env MEMRA_F16_BUDGET_MB=0 MEMRA_W16=0 $([ $fm = fp8blk_own ] && echo MEMRA_PREFER=gemm_fp8_blk=fp8blk) \
         $kn=$([ $arm = ovl ] && echo ${XEOVL_ON:-1} || echo ${XEOVL_OFF:-0}) timeout 300 $M bench moe \
         --device 0 --sheet mixtral --m $mm --format ${fm%_own} --json $R/xeovl_${fm}_m${mm}_${arm}_${r}_$TAG.json > "$f" 2>&1
       say "xeovl bench moe $fm m=$mm $arm (round $r): exit $?"
@@ -2326,14 +2329,14 @@ step_xepf() {
   for mm in ${XEPF_M:-512}; do for ((r = 1; r <= ${XEPF_ROUNDS:-2}; r++)); do for ((i = 0; i < nv; i++)); do
     v=${vals[$(((i + r - 1) % nv))]}
     f="$L/xepf_m${mm}_pf${v}_$r.txt"
-    env MEMRA_F16_BUDGET_MB=0 MEMRA_PREFER=gemm_fp8_blk=fp8blk MEMRA_FP8BLK_XE_PF=$v timeout 300 $M bench moe \
+    env MEMRA_F16_BUDGET_MB=0 MEMRA_W16=0 MEMRA_PREFER=gemm_fp8_blk=fp8blk MEMRA_FP8BLK_XE_PF=$v timeout 300 $M bench moe \
       --device 0 --sheet mixtral --m $mm --format fp8blk --json $R/xepf_m${mm}_pf${v}_${r}_$TAG.json > "$f" 2>&1
     say "xepf bench moe fp8blk_own m=$mm MEMRA_FP8BLK_XE_PF=$v (round $r): exit $?"
     moe_rows "$f" 'mixtral'
   done; done; done
   for v in "${vals[@]}"; do
     f="$L/xepf_ncu_pf$v.txt"
-    env MEMRA_ADMISSION=off MEMRA_F16_BUDGET_MB=0 MEMRA_PREFER=gemm_fp8_blk=fp8blk MEMRA_FP8BLK_XE_PF=$v timeout 200 \
+    env MEMRA_ADMISSION=off MEMRA_F16_BUDGET_MB=0 MEMRA_W16=0 MEMRA_PREFER=gemm_fp8_blk=fp8blk MEMRA_FP8BLK_XE_PF=$v timeout 200 \
       ncu --clock-control none --section SpeedOfLight --section MemoryWorkloadAnalysis --section Occupancy \
       -k regex:fp8blk_experts_tma -c ${XEPF_NCU_C:-9} $M bench moe --device 0 --sheet mixtral --routing uniform \
       --m ${XEPF_NCU_M:-512} --format fp8blk --reps 1 > "$f" 2>&1
@@ -2385,7 +2388,7 @@ step_xearms() {
     for ((r = 1; r <= rr; r++)); do for ((i = 0; i < na; i++)); do
       spec=${arms[$(((i + r - 1) % na))]} name=${spec%%:*} kv=${spec#*:}; kv=${kv%%:*}; kv=${kv//,/ }
       f="$L/xearms_m${mm}_${name}_$r.txt"
-      env MEMRA_F16_BUDGET_MB=0 MEMRA_PREFER=gemm_fp8_blk=fp8blk $kv timeout 300 $M bench moe --device 0 \
+      env MEMRA_F16_BUDGET_MB=0 MEMRA_W16=0 MEMRA_PREFER=gemm_fp8_blk=fp8blk $kv timeout 300 $M bench moe --device 0 \
         --sheet ${XEARMS_SHEET:-mixtral} --m $mm --format fp8blk --json $R/xearms_m${mm}_${name}_${r}_$TAG.json > "$f" 2>&1
       say "xearms bench moe fp8blk_own ${XEARMS_SHEET:-mixtral} m=$mm $name ($kv, round $r): exit $?"
       moe_rows "$f" 'mixtral|qwen3moe'
@@ -2395,7 +2398,7 @@ step_xearms() {
     [ "${XEARMS_NCU:-1}" = 1 ] || break
     name=${spec%%:*} kv=${spec#*:}; ere=${kv#*:}; kv=${kv%%:*}; kv=${kv//,/ }
     f="$L/xearms_ncu_$name.txt"
-    env MEMRA_ADMISSION=off MEMRA_F16_BUDGET_MB=0 MEMRA_PREFER=gemm_fp8_blk=fp8blk $kv timeout 200 \
+    env MEMRA_ADMISSION=off MEMRA_F16_BUDGET_MB=0 MEMRA_W16=0 MEMRA_PREFER=gemm_fp8_blk=fp8blk $kv timeout 200 \
       ncu --clock-control none --section SpeedOfLight --section MemoryWorkloadAnalysis \
       -k regex:"$ere" -c 9 $M bench moe --device 0 --sheet mixtral --routing uniform --m 512 --format fp8blk \
       --reps 1 > "$f" 2>&1
@@ -2479,7 +2482,7 @@ step_h16sweep() {
     local fm k
     for fm in f16 fp8blk; do
       k=memra_k_experts_h16_f16_mt4; [ $fm = fp8blk ] && k=memra_k_fp8blk_experts_wgmma
-      MEMRA_ADMISSION=off MEMRA_F16_BUDGET_MB=0 timeout 200 ncu --clock-control none --section SpeedOfLight \
+      MEMRA_ADMISSION=off MEMRA_F16_BUDGET_MB=0 MEMRA_W16=0 timeout 200 ncu --clock-control none --section SpeedOfLight \
         --section Occupancy --section MemoryWorkloadAnalysis --section WarpStateStats --section LaunchStats \
         -k regex:$k --launch-skip 1 -c 1 $M bench moe --device 0 --sheet mixtral --routing uniform --m 512 \
         --format $fm --reps 1 > "$L/h16_ncu_$fm.txt" 2>&1
@@ -2508,7 +2511,7 @@ step_fp8xe() {
     for ((i = 0; i < ${#arms[@]}; i++)); do
       arm=${arms[$(((i + r - 1) % ${#arms[@]}))]}
       f="$L/fp8xe_m${mm}_${arm}_$r.txt"
-      env MEMRA_F16_BUDGET_MB=0 MEMRA_PREFER=gemm_fp8_blk=fp8blk $(fp8xe_env $arm) timeout 300 $M bench moe --device 0 \
+      env MEMRA_F16_BUDGET_MB=0 MEMRA_W16=0 MEMRA_PREFER=gemm_fp8_blk=fp8blk $(fp8xe_env $arm) timeout 300 $M bench moe --device 0 \
         --m $mm --format fp8blk --json $R/fp8xe_m${mm}_${arm}_${r}_$TAG.json > "$f" 2>&1
       say "fp8xe bench moe fp8blk (own dense) m=$mm $arm (round $r): exit $?"
       moe_rows "$f" 'mixtral'
