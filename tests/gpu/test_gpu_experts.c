@@ -59,10 +59,13 @@
  *                             lane compared with is fp8blk's own); eager, captured,
  *                             skewed. Skips (77) on a GPU that is not cc 9.0.
  *   test_gpu_experts w16 | w16_graph | w16_q4_0 | w16_q4_k | w16_q5_k | w16_q6_k | w16_skew | w16_split
+ *                    | w16_n128 | w16_n128_skew
  *                             experts on the W16 operand (MEMRA_W16=auto), the w16 module's grouped tile
  *                             (gemm_experts on lane gemm_w16: memra_k_w16_xe_*, cc 9.0): Q8_0 (k = 576, the
  *                             tile's 64-column steps), Q4_0, the K-quants; eager, captured, skewed (Q4_K), and
- *                             on 3 k slices (w16_split, Q6_K skewed: MEMRA_W16_SPLIT=3 for the dense lane too).
+ *                             on 3 k slices (w16_split, Q6_K skewed: MEMRA_W16_SPLIT=3 for the dense lane too);
+ *                             300 rows over 16 experts take the 64-token tile (two CTAs an SM), the _n128 cases
+ *                             the 128-token one (MEMRA_W16_TILE=128; the dense lane's tile is its own).
  *                             The host reference has its W16 switch on (memra_device_w16_set): the f16 mirror's
  *                             numbers, JUDGE_BAND_F16. Skips (77) on a GPU that is not cc 9.0.
  *   test_gpu_experts budget    "run" with the experts prepared under the default f16 budget:
@@ -176,6 +179,8 @@ static const xcase k_cases[] = {
     {"w16_q6_k", MEMRA_FORMAT_Q6_K, NULL, 0, 0, "w16", "w16", 0, 0},
     {"w16_skew", MEMRA_FORMAT_Q4_K, NULL, 1, 0, "w16", "w16", 0, 0},
     {"w16_split", MEMRA_FORMAT_Q6_K, NULL, 1, 0, "w16", "w16", 3, 0},
+    {"w16_n128", MEMRA_FORMAT_Q8_0, "128", 0, 0, "w16", "w16", 0, 0},
+    {"w16_n128_skew", MEMRA_FORMAT_Q4_K, "128", 1, 0, "w16", "w16", 0, 0},
 };
 
 static int g_ne = E; /* the case's experts (tall: 2, 150 rows an expert) */
@@ -350,17 +355,19 @@ int main(int argc, char **argv)
     char w16split[40];
     snprintf(w16split, sizeof w16split, "MEMRA_W16_SPLIT=%d", xc->split ? xc->split : 1);
     if (w16) snprintf(xsplit, sizeof xsplit, "MEMRA_MMQ_XE_SPLIT=0");
+    char w16tile[40]; /* the grouped w16 tile's token width (the case's bm) */
+    snprintf(w16tile, sizeof w16tile, "MEMRA_W16_TILE=%s", xc->bm ? xc->bm : "auto");
     /* budget: the default f16 budget (quantised experts ride the floor on a GPU all the same) */
     if (fsplit) snprintf(dsplit, sizeof dsplit, "MEMRA_MMQ_SPLIT=1");
     const char *settings[] = {strcmp(xc->name, "budget") == 0 ? "MEMRA_LOG=warn" : "MEMRA_F16_BUDGET_MB=0", dsplit,
                               xc->split ? xsplit : "MEMRA_MMQ_XE_SPLIT=0",
-                              fp8 ? "MEMRA_PREFER=gemm_fp8_blk=fp8blk" : xc->bm ? bm : NULL,
+                              fp8 ? "MEMRA_PREFER=gemm_fp8_blk=fp8blk" : xc->bm && !w16 ? bm : NULL,
                               one ? "MEMRA_FP8BLK_XE_ONE=all" : pt ? "MEMRA_FP8BLK_XE_PT=1" : tall ? "MEMRA_MMQ_XE_TALL=1" : NULL,
                               wgc ? "MEMRA_MMQ_XE_WG=1" : NULL,
                               strncmp(xc->name, "wg_rem", 6) == 0 ? "MEMRA_MMQ_XE_WG_REM=1" : NULL,
                               /* the remainders' tile (_wgsr) is the unpinned tile's twin: SEED=1 */
                               strncmp(xc->name, "wg_rem", 6) == 0 ? "MEMRA_MMQ_WG_SEED=1" : NULL,
-                              w16 ? "MEMRA_W16=auto" : NULL, w16 ? w16split : NULL, NULL};
+                              w16 ? "MEMRA_W16=auto" : NULL, w16 ? w16split : NULL, w16 && xc->bm ? w16tile : NULL, NULL};
     if (h16) settings[3] = "MEMRA_MMQ_XE_F16=1";
     /* the list ends at its first NULL: the slots left unset above are dropped, so that none hides the ones after
      * it (before, a case without MEMRA_MMQ_XE_BM ended the list there: the wg and tall cases ran without their

@@ -704,22 +704,29 @@ static int case_sm90(const char *so)
  * other lanes and too many experts; errors launch nothing. */
 static int gemm_w16_experts_plans(mod *m)
 {
+    static const unsigned big = 4u * 41472u + 1024u, n64 = 4u * 16896u + 1024u; /* the entries' shared memory */
     static const struct {
         int m, n, k, E;
         int32_t f;
-        unsigned gx, gy, gz;
+        unsigned gx, gy, gz, smem;
         const char *tile;
         const char *what;
     } rows[] = {
         /* Mixtral-like gate at 512 tokens, top-2: 1024 rows over 8 experts, 128 a mean expert: 128-token tiles,
          * 8 + 8 of them, 112 row tiles: 1792 CTAs, unsplit */
-        {1024, 14336, 4096, 8, MEMRA_FORMAT_Q8_0, 16, 112, 1, "memra_k_w16_xe_q8_0_n128", "Q8_0 1024 rows E 8"},
+        {1024, 14336, 4096, 8, MEMRA_FORMAT_Q8_0, 16, 112, 1, big, "memra_k_w16_xe_q8_0_n128", "Q8_0 1024 rows E 8"},
         /* 8192 rows over 8 experts (1024 a mean expert): 256-token tiles, 32 + 8 of them, unsplit */
-        {8192, 4096, 14336, 8, MEMRA_FORMAT_Q4_K, 40, 32, 1, "memra_k_w16_xe_q4_k_n256", "Q4_K 8192 rows E 8"},
-        /* 64 rows over 4 experts, 4096 -> 256: 1 + 4 tiles, 2 row tiles, 10 CTAs: 8 slices of 8 steps */
-        {64, 256, 4096, 4, MEMRA_FORMAT_Q6_K, 5, 2, 8, "memra_k_w16_xe_q6_k_n128", "Q6_K 64 rows E 4 split"},
+        {8192, 4096, 14336, 8, MEMRA_FORMAT_Q4_K, 40, 32, 1, big, "memra_k_w16_xe_q4_k_n256", "Q4_K 8192 rows E 8"},
+        /* Qwen3-like gate at 512 tokens, top-8: 4096 rows over 128 experts, 32 a mean expert: 64-token tiles (two
+         * CTAs an SM), 64 + 128 of them, 6 row tiles: 1152 CTAs, unsplit */
+        {4096, 768, 2048, 128, MEMRA_FORMAT_Q8_0, 192, 6, 1, n64, "memra_k_w16_xe_q8_0_n64", "Q8_0 4096 rows E 128"},
+        /* at 4096 tokens: 32768 rows, 256 a mean expert: 128-token tiles, 256 + 128 */
+        {32768, 768, 2048, 128, MEMRA_FORMAT_Q4_0, 384, 6, 1, big, "memra_k_w16_xe_q4_0_n128", "Q4_0 32768 rows E 128"},
+        /* 64 rows over 4 experts (16 a mean expert), 4096 -> 256: 1 + 4 64-token tiles, 2 row tiles, 10 CTAs: 8
+         * slices of 8 steps */
+        {64, 256, 4096, 4, MEMRA_FORMAT_Q6_K, 5, 2, 8, n64, "memra_k_w16_xe_q6_k_n64", "Q6_K 64 rows E 4 split"},
         /* 3 rows over 128 experts: the table holds at most 3 tiles (one row each) */
-        {3, 768, 2048, 128, MEMRA_FORMAT_Q5_K, 3, 6, 4, "memra_k_w16_xe_q5_k_n128", "Q5_K 3 rows E 128 split"},
+        {3, 768, 2048, 128, MEMRA_FORMAT_Q5_K, 3, 6, 4, n64, "memra_k_w16_xe_q5_k_n64", "Q5_K 3 rows E 128 split"},
     };
     int ok = 1;
     for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
@@ -730,10 +737,10 @@ static int gemm_w16_experts_plans(mod *m)
         memra_call c = call_of(m);
         const memra_status st = m->desc->ops->gemm_experts(&c, &a, &ex);
         const int g = g_grid_x[2] == rows[i].gx && g_grid_y[2] == rows[i].gy && g_grid_z[2] == rows[i].gz &&
-                      g_block_x[2] == 384 && g_smem[2] == 4u * 41472u + 1024u && g_grid_x[0] == 1 &&
+                      g_block_x[2] == 384 && g_smem[2] == rows[i].smem && g_grid_x[0] == 1 &&
                       g_block_x[0] == 1024;
-        printf("  gemm_experts w16 %-24s tile grid %u x %u x %u  %s\n", rows[i].what, g_grid_x[2], g_grid_y[2],
-               g_grid_z[2], g ? "ok" : "FAIL");
+        printf("  gemm_experts w16 %-24s tile grid %u x %u x %u, %u bytes of shared memory  %s\n", rows[i].what,
+               g_grid_x[2], g_grid_y[2], g_grid_z[2], g_smem[2], g ? "ok" : "FAIL");
         const int split = rows[i].gz > 1;
         ok &= g && launched(rows[i].what, st, split ? 4 : 3,
                             (const char *[]){"memra_k_w16_route", "memra_k_w16_x16g", rows[i].tile, "memra_k_w16_sumg"},

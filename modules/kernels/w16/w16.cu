@@ -9,10 +9,14 @@
  *                            (common/route.cuh)
  *   memra_k_w16_x16g         the routed rows of x (f32, or f16) into the table's f16 token tiles
  *   memra_k_w16_xe_<fmt>_n<BN> the tile over the table (grid: the table's worst case x row tiles x slices), each
- *                            output row scattered to y[perm[s]]
+ *                            output row scattered to y[perm[s]]; BN 256, 128 or 64 (two CTAs an SM)
  *   memra_k_w16_sumg         split-k's sum, scattered likewise */
 #include "w16_tile.cuh"
 #include "../common/route.cuh"
+
+/* w16_ops.c's launch sizes (W16_SMEM_BYTES, W16_SMEM_N64) */
+static_assert(w16_smem<256>() == 4 * 41472 + 1024 && w16_smem<128>() <= w16_smem<256>(), "w16_ops.c W16_SMEM_BYTES");
+static_assert(w16_smem<64>() == 4 * 16896 + 1024, "w16_ops.c W16_SMEM_N64");
 
 /* the routing kernel's shared counters: at most W16_XE_MAX experts */
 #define W16_XE_MAX 4096
@@ -38,7 +42,7 @@ W16_ENTRY(q5_k, 7, 128)
 W16_ENTRY(q6_k, 6, 128)
 
 #define W16_XE_ENTRY(fmt, QB, BN)                                                                                   \
-    extern "C" __global__ void __launch_bounds__(384, 1)                                                          \
+    extern "C" __global__ void __launch_bounds__(384, W16<QB, BN>::CTAS)                                          \
         memra_k_w16_xe_##fmt##_n##BN(const __half *__restrict__ x16, float *__restrict__ y, int m, int n, int k,   \
                                      long long ldy, float alpha, float *__restrict__ part, const w16_xe xe)      \
     {                                                                                                               \
@@ -54,6 +58,11 @@ W16_XE_ENTRY(q4_0, 4, 128)
 W16_XE_ENTRY(q4_k, 5, 128)
 W16_XE_ENTRY(q5_k, 7, 128)
 W16_XE_ENTRY(q6_k, 6, 128)
+W16_XE_ENTRY(q8_0, 8, 64)
+W16_XE_ENTRY(q4_0, 4, 64)
+W16_XE_ENTRY(q4_k, 5, 64)
+W16_XE_ENTRY(q5_k, 7, 64)
+W16_XE_ENTRY(q6_k, 6, 64)
 
 /* ids [m] -> the routing (w16_xe's arrays) with BN-token tiles; E <= W16_XE_MAX */
 extern "C" __global__ void __launch_bounds__(1024)

@@ -19,18 +19,21 @@
 #define MEMRA__W16_SLOT_PART "w16.part" /* split-k's partial sums, [slices][m][n] f32 */
 #define MEMRA__W16_SLOT_ROUTE "w16.route" /* gemm_experts: the tile count, the table, offsets, permutation */
 #define W16_XE_MAX 4096                   /* w16.cu's routing kernel: its shared counters */
-/* w16_tile.cuh's constants: rows a CTA, k a step, the stages' dynamic shared memory (4 x 41472 + 1024) */
+/* w16_tile.cuh's constants: rows a CTA, k a step, the stages' dynamic shared memory (w16_smem<BN>: 4 stages of
+ * 8192 + 512 + BN x 128 bytes, + 1024): BN 256 and 128 (one CTA an SM) take the 256-token size, the grouped
+ * tile's BN 64 (two CTAs an SM) its own */
 #define W16_BM 128
 #define W16_BK 64
 #define W16_SMEM_BYTES (4u * 41472u + 1024u)
+#define W16_SMEM_N64 (4u * 16896u + 1024u)
 #define W16_THREADS 384
 
 typedef struct memra__w16_state {
     CUfunction tile[2][5]; /* [BN 256, 128][Q8_0, Q4_0, Q4_K, Q6_K, Q5_K] */
     CUfunction x16, x16h, sum;
-    CUfunction xe_tile[2][5]; /* the grouped tile, as tile[][] */
+    CUfunction xe_tile[3][5]; /* the grouped tile: [BN 256, 128, 64][the formats as tile's] */
     CUfunction xe_route, xe_x16, xe_sum;
-    int tile_knob;  /* 0 auto, else 128 / 256 */
+    int tile_knob;  /* 0 auto, else 256 / 128 (and 64: the grouped tile only) */
     int split_knob; /* 0 auto, else 1..16 */
     int off;        /* MEMRA_W16=0: nothing loaded */
 } memra__w16_state;
@@ -41,12 +44,15 @@ static const char *const k_tile_names[2][5] = {
     {"memra_k_w16_q8_0_n128", "memra_k_w16_q4_0_n128", "memra_k_w16_q4_k_n128", "memra_k_w16_q6_k_n128",
      "memra_k_w16_q5_k_n128"},
 };
-static const char *const k_xe_names[2][5] = {
+static const char *const k_xe_names[3][5] = {
     {"memra_k_w16_xe_q8_0_n256", "memra_k_w16_xe_q4_0_n256", "memra_k_w16_xe_q4_k_n256", "memra_k_w16_xe_q6_k_n256",
      "memra_k_w16_xe_q5_k_n256"},
     {"memra_k_w16_xe_q8_0_n128", "memra_k_w16_xe_q4_0_n128", "memra_k_w16_xe_q4_k_n128", "memra_k_w16_xe_q6_k_n128",
      "memra_k_w16_xe_q5_k_n128"},
+    {"memra_k_w16_xe_q8_0_n64", "memra_k_w16_xe_q4_0_n64", "memra_k_w16_xe_q4_k_n64", "memra_k_w16_xe_q6_k_n64",
+     "memra_k_w16_xe_q5_k_n64"},
 };
+static const unsigned k_xe_smem[3] = {W16_SMEM_BYTES, W16_SMEM_BYTES, W16_SMEM_N64};
 
 static memra_status w16_load(memra__gpu *gpu, void *state)
 {
@@ -65,9 +71,9 @@ static memra_status w16_load(memra__gpu *gpu, void *state)
     if (st == MEMRA_STATUS_OK) st = memra__gpu_function(gpu, m, "memra_k_w16_x16", 0, &s->x16);
     if (st == MEMRA_STATUS_OK) st = memra__gpu_function(gpu, m, "memra_k_w16_x16h", 0, &s->x16h);
     if (st == MEMRA_STATUS_OK) st = memra__gpu_function(gpu, m, "memra_k_w16_sum", 0, &s->sum);
-    for (int b = 0; b < 2 && st == MEMRA_STATUS_OK; b++)
+    for (int b = 0; b < 3 && st == MEMRA_STATUS_OK; b++)
         for (int f = 0; f < 5 && st == MEMRA_STATUS_OK; f++)
-            st = memra__gpu_function(gpu, m, k_xe_names[b][f], W16_SMEM_BYTES, &s->xe_tile[b][f]);
+            st = memra__gpu_function(gpu, m, k_xe_names[b][f], k_xe_smem[b], &s->xe_tile[b][f]);
     if (st == MEMRA_STATUS_OK) st = memra__gpu_function(gpu, m, "memra_k_w16_route", 0, &s->xe_route);
     if (st == MEMRA_STATUS_OK) st = memra__gpu_function(gpu, m, "memra_k_w16_x16g", 0, &s->xe_x16);
     if (st == MEMRA_STATUS_OK) st = memra__gpu_function(gpu, m, "memra_k_w16_sumg", 0, &s->xe_sum);
@@ -200,8 +206,9 @@ memra_status memra__gpu_gemm_w16(memra_call *call, const memra_gemm_args *args)
  * Each output is the dense gemm_w16's for the expert's rows (the same tile, decoders and k order), bit for bit
  * where both calls take the same slice count: split-k is chosen here from the grouped grid, there from the
  * expert's rows, and a different count adds the same products in another order (within the f16 band).
- * The token tile: 256 where the mean expert has at least 384 rows, else 128 (MEMRA_W16_TILE overrides); split-k
- * as the dense op's, over the worst-case grid. */
+ * The token tile: 256 where the mean expert has at least 384 rows, 128 where it has at least 64, else 64 (two CTAs
+ * an SM: the 128-token tile would be mostly padding; MEMRA_W16_TILE overrides); split-k as the dense op's, over
+ * the worst-case grid. */
 typedef struct w16_xe_arg { /* w16_tile.cuh's struct w16_xe, by value: the same layout */
     memra_dptr ntiles, tiles, offsets, perm, w;
     long long off_s, off_d;
@@ -235,14 +242,17 @@ memra_status memra__gpu_w16_experts(memra_call *call, const memra_gemm_args *a, 
         return memra__gpu_decline(call, "gemm_experts: needs an 8-byte aligned expert table and 4-byte aligned y and ids");
     if (m == 0 || n == 0) return MEMRA_STATUS_OK;
     if (ex->ids == 0) return gpu->host->set_error(MEMRA_STATUS_INVALID_ARGUMENT, "%s.gemm_experts: ids is NULL", gpu->name);
-    const int bn = s->tile_knob == 128 || s->tile_knob == 256 ? s->tile_knob : m >= 384 * E ? 256 : 128;
-    const int b = bn == 256 ? 0 : 1;
+    const int bn = s->tile_knob == 64 || s->tile_knob == 128 || s->tile_knob == 256 ? s->tile_knob
+                   : m >= 384 * E                                                 ? 256
+                   : m >= 64 * E                                                  ? 128
+                                                                                  : 64;
+    const int b = bn == 256 ? 0 : bn == 128 ? 1 : 2, per_sm = bn == 64 ? 2 : 1;
     int64_t T = (m + bn - 1) / bn + (E < m ? E : m);
     if (T > m) T = m;
     if (T > 0x7FFFFFFF / 2 || (T * bn * k / 8 + 255) / 256 > 0x7FFFFFFF || (m * n + 255) / 256 > 0x7FFFFFFF)
         return memra__gpu_decline(call, "gemm_experts: rows x k or rows x n too large for the passes' one-dimensional grids");
     const int64_t sms = gpu->caps->sm_count > 0 ? gpu->caps->sm_count : 16;
-    const int z = slices_for(T * rtiles, k / W16_BK, sms, s->split_knob);
+    const int z = slices_for(T * rtiles, k / W16_BK, sms * per_sm, s->split_knob);
     const size_t o_tiles = 16, o_off = o_tiles + up16((size_t)T * 8), o_perm = o_off + up16((size_t)(E + 1) * 4),
                  route_bytes = o_perm + up16((size_t)m * 4);
     memra_dptr route = 0, x16 = 0, part = 0;
@@ -269,7 +279,7 @@ memra_status memra__gpu_w16_experts(memra_call *call, const memra_gemm_args *a, 
                                   0, call->stream, (void *[]){&xf, &xh, &x16, &ki, &ti, &bni, &al, &xe}, 0);
     if (st == MEMRA_STATUS_OK)
         st = memra__gpu_launch_ex(gpu, s->xe_tile[b][fi], k_xe_names[b][fi], (unsigned)T, (unsigned)rtiles, (unsigned)z,
-                                  W16_THREADS, W16_SMEM_BYTES, call->stream,
+                                  W16_THREADS, k_xe_smem[b], call->stream,
                                   (void *[]){&x16, &y, &mi, &ni, &ki, &ldy, &alpha, &part, &xe}, 0);
     if (st == MEMRA_STATUS_OK && z > 1)
         st = memra__gpu_launch_ex(gpu, s->xe_sum, "memra_k_w16_sumg", (unsigned)((m * n + 255) / 256), 1, 1, 256, 0,

@@ -22,7 +22,8 @@
 #include "../common/tile.cuh"
 #include "w16_wgmma.cuh"
 
-/* BN: the token tile, 256 (two m64n256 warpgroups) or 128 (m64n128: twice the CTAs, for short m) */
+/* BN: the token tile, 256 (two m64n256 warpgroups) or 128 (m64n128: twice the CTAs, for short m); the grouped
+ * tile also 64 (m64n64, two CTAs an SM: for experts of few rows each) */
 constexpr int BM = 128, BK = 64, S = 4;
 constexpr int ST_SCALES = BM * (BK / 32) * 2;
 /* QB: the format, 8 Q8_0, 4 Q4_0, 5 Q4_K, 7 Q5_K, 6 Q6_K. A k32 group's codes of a row tile (CB bytes: Q5_K's /
@@ -32,11 +33,17 @@ constexpr int ST_SCALES = BM * (BK / 32) * 2;
  * super-block d and dmin (DD: f16 pairs; Q6_K has no dmin), then the tokens at TOK */
 template <int QB, int BN = 256> struct W16 {
     static constexpr int ST_TOK = BN * BK * 2, SLAB = BN * 32; /* a step's tokens; a k16 slab of them */
+    /* CTAs an SM (the entry's launch bounds) and the registers setmaxnreg gives the producer and the consumer
+     * warpgroups: ptxas allocates the launch bounds' whole budget (65536 / (384 CTAs) rounded down to 8: 168 at
+     * one CTA, 80 at two), the producer gives all but 40 back, the consumers take what that frees */
+    static constexpr int CTAS = BN == 64 ? 2 : 1, REG_P = 40, REG_C = BN == 64 ? 96 : 232;
     static constexpr int CB = BM * 32 * (QB == 8 ? 8 : QB == 6 ? 6 : QB == 7 ? 5 : 4) / 8, STC = 2 * CB,
                          DD = (QB == 5 || QB == 6 || QB == 7) ? BM * 4 : 0,
                          TOK = STC + ST_SCALES + DD, STB = TOK + ST_TOK;
 };
-constexpr int W16_SMEM = S * W16<8>::STB + 1024; /* 8192 + 512 + 32768 a stage (the largest: Q8_0 at BN 256) */
+/* the dynamic shared memory of a BN-token entry: S stages of the largest format's (Q8_0's) and 1 KB to align */
+template <int BN> constexpr int w16_smem() { return S * W16<8, BN>::STB + 1024; }
+constexpr int W16_SMEM = w16_smem<256>(); /* 8192 + 512 + 32768 a stage (the largest: Q8_0 at BN 256) */
 
 /* gemm_experts on lane gemm_w16 (the grouped tile, XE): the routing that memra_route_experts (common/route.cuh)
  * wrote: the count of token tiles, the table (tile t = tiles[2 t] its expert, tiles[2 t + 1] its first sorted
@@ -144,7 +151,7 @@ w16_tile(const unsigned char *__restrict__ codes, const unsigned short *__restri
     }
     __syncthreads();
     if (wg == 0) {
-        asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n");
+        asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(F::REG_P));
         if (tid == 0) {
             const unsigned char *cw = codes + (size_t)rt * G * CB;
             const unsigned char *sw = reinterpret_cast<const unsigned char *>(scales) + (size_t)rt * G * 256;
@@ -163,7 +170,7 @@ w16_tile(const unsigned char *__restrict__ codes, const unsigned short *__restri
         }
         return;
     }
-    asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n");
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(F::REG_C));
     const int cw = wg - 1, t = tid & 127, v = t >> 5, l = t & 31, g = l >> 2, c = l & 3;
     float acc[BN / 2];
 #pragma unroll

@@ -11,6 +11,20 @@ __device__ __forceinline__ unsigned long long desc(unsigned addr)
 }
 
 /* the wgmmas (generated operand lists: N / 2 f32 accumulators a thread) */
+__device__ __forceinline__ void wg_rs64(float (&d)[32], const uint32_t (&a)[4], unsigned long long db)
+{
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 "
+                 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, {%32, %33, %34, %35}, %36, p, 1, 1, 0;\n}\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db));
+}
+__device__ __forceinline__ void fence_acc64(float (&d)[32])
+{
+#pragma unroll
+    for (int i = 0; i < 32; i++) asm volatile("" : "+f"(d[i])::"memory");
+}
+
 __device__ __forceinline__ void wg_rs128(float (&d)[64], const uint32_t (&a)[4], unsigned long long db)
 {
     asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
@@ -57,7 +71,8 @@ __device__ __forceinline__ void fence_acc256(float (&d)[128])
 
 template <int N> __device__ __forceinline__ void wg_rs(float (&d)[N / 2], const uint32_t (&a)[4], unsigned long long db)
 {
-    if constexpr (N == 128) wg_rs128(d, a, db);
+    if constexpr (N == 64) wg_rs64(d, a, db);
+    else if constexpr (N == 128) wg_rs128(d, a, db);
     else wg_rs256(d, a, db);
 }
 template <int N> __device__ __forceinline__ void wg_ss(float (&d)[N / 2], unsigned long long da, unsigned long long db)
@@ -67,7 +82,8 @@ template <int N> __device__ __forceinline__ void wg_ss(float (&d)[N / 2], unsign
 }
 template <int N> __device__ __forceinline__ void fence_acc(float (&d)[N / 2])
 {
-    if constexpr (N == 128) fence_acc128(d);
+    if constexpr (N == 64) fence_acc64(d);
+    else if constexpr (N == 128) fence_acc128(d);
     else fence_acc256(d);
 }
 __device__ __forceinline__ void fence_a(uint32_t (&a)[4])
