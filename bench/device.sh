@@ -55,12 +55,13 @@
 #               Q8_0 / Q4_0 / Q4_K / Q6_K at both token tiles and with split-k, then the 27b sheet against cuBLAS's
 #               f16 GEMM), then the four sanitizer tools over the prototype's checks, each in its own process (see
 #               step_w16)
-#   w16lane     gemm_w16 in the build (issue 26), under MEMRA_W16=auto (W16L_W16; the default 0 loads no w16 kernels):
+#   w16lane     gemm_w16 in the build (issue 26), under MEMRA_W16=auto (W16L_W16; auto is the default since run w):
 #               memra check --op gemm_w16 on the GPU (receipt), memra bench 27b at
 #               W16L_M (default "512 4096") with the w16 arms beside the floor's (receipts), test_gpu_stress's
 #               lane w16 (streams, threads, graphs), test_gpu_experts' w16 cases (the grouped tile) and bench
-#               moe mixtral on w16 and on the floor (W16L_XE_CASES, W16L_XE_FMT, W16L_XE_M), then the sanitizer tools
-#               W16L_TOOLS (default none) over `memra check --op gemm_w16 --module w16 --quick`, each alone
+#               moe on w16 and on the floor (W16L_XE_CASES, W16L_XE_FMT, W16L_XE_M, W16L_XE_W16, W16L_XE_SHEET),
+#               W16L_NCU=1 each w16 launch's time in one bench moe row set, then the sanitizer tools W16L_TOOLS
+#               (default none) over `memra check --op gemm_w16 / gemm_experts --module w16 --quick`, each alone
 #   wgpin       MEMRA_MMQ_WG_SEED=pin (_wgsf, the fold pinned behind the s8 wgmma): test, knobab, tools (see step_wgpin)
 #   wgia        MEMRA_MMQ_WG_SEED=iadd (_wgsi, no seed MMA: the fold adds the seed): knobab, test, tools (see step_wgia)
 #   wgpp        MEMRA_MMQ_WG_SEED=pp (_wgspp, the folds in turn): knobab, tests, stall samples, tools (see step_wgpp)
@@ -1326,6 +1327,39 @@ step_w16lane() {
       w16lane_keep
     done
   done
+  # W16L_NCU=1: every w16 launch of one bench moe row set (Mixtral q8_0 at W16L_NCU_M, default 4096, one rep),
+  # each launch's GPU time (one ncu pass a launch): the grouped call's route / gather / tile beside the loop's and
+  # the dense arm's pass and tile, to say where a grouped call's time goes (run w: 2.7-3.0 ms a call, its tile
+  # 1.8-2.0 under ncu)
+  if [ "${W16L_NCU:-0}" = 1 ]; then
+    MEMRA_ADMISSION=off MEMRA_F16_BUDGET_MB=0 timeout 300 ncu --clock-control none --metrics gpu__time_duration.sum \
+      --kernel-name regex:memra_k_w16 --launch-count ${W16L_NCU_LAUNCHES:-120} --csv \
+      $M bench moe --device 0 --sheet mixtral --routing uniform --format q8_0 --m ${W16L_NCU_M:-4096} --reps 1 \
+      > "$L/w16lane_ncu_launches.csv" 2>&1
+    say "ncu of the w16 launches (bench moe mixtral q8_0 m=${W16L_NCU_M:-4096}): exit $?"
+    python3 - "$L/w16lane_ncu_launches.csv" >> "$S" 2>&1 <<'PY'
+import csv, sys, collections
+rows = [r for r in csv.reader(open(sys.argv[1])) if len(r) > 10]
+if not rows:
+    sys.exit("no ncu rows")
+h = rows[0]
+ki, vi = h.index("Kernel Name"), h.index("Metric Value")
+order = []
+for r in rows[1:]:
+    order.append((r[ki].split("(")[0], float(r[vi].replace(",", ""))))
+# runs of the same kernel name in launch order, with their count and total time (ns -> ms)
+runs = []
+for name, ns in order:
+    if runs and runs[-1][0] == name:
+        runs[-1][1] += 1
+        runs[-1][2] += ns
+    else:
+        runs.append([name, 1, ns])
+for name, n, ns in runs:
+    print("  %-32s x%-3d %.3f ms" % (name, n, ns / 1e6))
+PY
+    w16lane_keep
+  fi
   # MEMRA_ADMISSION=off: the tools see the check's own launches only (the admission self-check of the other
   # modules' lanes is the sanitize step's own cell; cuBLASLt's output read by memra's copy shows as
   # uninitialised to initcheck there)
