@@ -1343,10 +1343,11 @@ rows = [r for r in csv.reader(open(sys.argv[1])) if len(r) > 10]
 if not rows:
     sys.exit("no ncu rows")
 h = rows[0]
-ki, vi = h.index("Kernel Name"), h.index("Metric Value")
+ki, ui, vi = h.index("Kernel Name"), h.index("Metric Unit"), h.index("Metric Value")
+scale = {"nsecond": 1.0, "usecond": 1e3, "msecond": 1e6, "second": 1e9}
 order = []
 for r in rows[1:]:
-    order.append((r[ki].split("(")[0], float(r[vi].replace(",", ""))))
+    order.append((r[ki].split("(")[0], float(r[vi].replace(",", "")) * scale.get(r[ui], 1.0)))
 # runs of the same kernel name in launch order, with their count and total time (ns -> ms)
 runs = []
 for name, ns in order:
