@@ -1308,7 +1308,7 @@ step_w16lane() {
   # on the Mixtral-like rows (W16L_XE_M, default "512 4096"; W16L_XE_FMT, default "q8_0 q4_k") with every arm on
   # w16, and the same rows on the floor (MEMRA_W16=0) beside it
   local c f
-  for c in ${W16L_XE_CASES:-w16 w16_graph w16_q4_0 w16_q4_k w16_q5_k w16_q6_k w16_skew w16_split w16_n128 w16_n128_skew}; do
+  for c in ${W16L_XE_CASES:-w16 w16_graph w16_q4_0 w16_q4_k w16_q5_k w16_q6_k w16_skew w16_split w16_n128 w16_n128_skew w16_raster}; do
     timeout 120 $B/bin/test_gpu_experts $c > "$L/w16lane_xe_$c.log" 2>&1
     say "test_gpu_experts $c: exit $? $(grep -E 'max e|differ' "$L/w16lane_xe_$c.log" | head -2 | tr '\n' ' ')"
   done
@@ -1316,15 +1316,21 @@ step_w16lane() {
   # MEMRA_F16_BUDGET_MB=0: the loop's and the dense arm's weights get no f16 mirror, so all three arms run the
   # grouped call's lane (w16 under auto, the floor under 0; W16L_XE_W16, default "auto 0"); W16L_XE_SHEET
   # (default mixtral) picks the sheet
+  # W16L_XE_RASTER (default 0): MEMRA_W16_XE_RASTER values, each its own bench moe under auto (0: the plain grid)
+  local rr tag
   for f in ${W16L_XE_FMT:-q8_0 q4_k}; do
     for w in ${W16L_XE_W16:-auto 0}; do
-      MEMRA_F16_BUDGET_MB=0 MEMRA_W16=$w timeout 300 $M bench moe --device 0 --sheet ${W16L_XE_SHEET:-mixtral} \
-        --routing uniform --format $f \
-        $(for mm in ${W16L_XE_M:-512 4096}; do printf -- '--m %s ' $mm; done) \
-        --json $R/bench_moe_${W16L_XE_SHEET:-mixtral}_${f}_w16$w.json > "$L/w16lane_moe_${f}_w16$w.txt" 2>&1
-      say "bench moe ${W16L_XE_SHEET:-mixtral} $f MEMRA_W16=$w: exit $?"
-      grep -E "^(mixtral|qwen3)" "$L/w16lane_moe_${f}_w16$w.txt" | head -12 >> "$S"
-      w16lane_keep
+      for rr in ${W16L_XE_RASTER:-0}; do
+        [ "$w" = 0 ] && [ "$rr" != 0 ] && continue
+        tag=w16$w$([ "$rr" != 0 ] && echo _r$rr)
+        MEMRA_F16_BUDGET_MB=0 MEMRA_W16=$w MEMRA_W16_XE_RASTER=$rr timeout 300 $M bench moe --device 0 \
+          --sheet ${W16L_XE_SHEET:-mixtral} --routing uniform --format $f \
+          $(for mm in ${W16L_XE_M:-512 4096}; do printf -- '--m %s ' $mm; done) \
+          --json $R/bench_moe_${W16L_XE_SHEET:-mixtral}_${f}_$tag.json > "$L/w16lane_moe_${f}_$tag.txt" 2>&1
+        say "bench moe ${W16L_XE_SHEET:-mixtral} $f MEMRA_W16=$w MEMRA_W16_XE_RASTER=$rr: exit $?"
+        grep -E "^(mixtral|qwen3)" "$L/w16lane_moe_${f}_$tag.txt" | head -12 >> "$S"
+        w16lane_keep
+      done
     done
   done
   # W16L_NCU=1: every w16 launch of one bench moe row set (Mixtral q8_0 at W16L_NCU_M, default 4096, one rep),

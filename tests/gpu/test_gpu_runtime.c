@@ -338,10 +338,12 @@ static const char *g_fxe_persist_knob; /* MEMRA_FP8BLK_XE_PERSIST likewise */
 static const char *g_fxe_l2_knob;      /* MEMRA_FP8BLK_XE_L2 likewise */
 static const char *g_fxe_tall_knob;    /* MEMRA_FP8BLK_XE_TALL likewise */
 static const char *g_w16_knob; /* MEMRA_W16 likewise */
+static const char *g_w16_raster_knob; /* MEMRA_W16_XE_RASTER likewise */
 static const char *fake_knob(const memra_device_caps *caps, const char *name)
 {
     (void)caps;
     if (strcmp(name, "MEMRA_W16") == 0) return g_w16_knob;
+    if (strcmp(name, "MEMRA_W16_XE_RASTER") == 0) return g_w16_raster_knob;
     if (strcmp(name, "MEMRA_FP8BLK_WGMMA") == 0) return g_wgmma_knob;
     if (strcmp(name, "MEMRA_MMQ_XE_BM") == 0) return g_xe_bm_knob;
     if (strcmp(name, "MEMRA_MMQ_XE_SPLIT") == 0) return g_xe_split_knob;
@@ -800,6 +802,23 @@ static int case_w16(const char *so)
     const memra_device_caps c120 = fake_caps(120);
     ok &= m.desc->score(&c120) == 0;
     ok &= close_mod(&m, 1);
+    /* MEMRA_W16_XE_RASTER=8: the grouped tile on a 1-D grid of token tiles x row tiles */
+    g_w16_raster_knob = "8";
+    if (!open_mod(so, 90, &m)) return 0;
+    {
+        memra_gemm_args xa = gemm(8192, 4096, 14336);
+        xa.w_format = MEMRA_FORMAT_Q4_K;
+        memra_gemm_experts_args ex = {.struct_size = sizeof ex, .lane = MEMRA_OP_gemm_w16, .n_experts = 8,
+                                      .ids = 0x60000000};
+        c = call_of(&m);
+        const memra_status st = m.desc->ops->gemm_experts(&c, &xa, &ex);
+        const int g = st == MEMRA_STATUS_OK && g_grid_x[2] == 40u * 32u && g_grid_y[2] == 1 && g_grid_z[2] == 1;
+        printf("  gemm_experts w16 raster 8: tile grid %u x %u x %u  %s\n", g_grid_x[2], g_grid_y[2], g_grid_z[2],
+               g ? "ok" : "FAIL");
+        ok &= g;
+    }
+    ok &= close_mod(&m, 1);
+    g_w16_raster_knob = NULL;
     g_w16_knob = NULL;
     return ok;
 }

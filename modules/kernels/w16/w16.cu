@@ -8,7 +8,8 @@
  *   memra_k_w16_route        one block: rows counted per expert, offsets, permutation, the table of BN-token tiles
  *                            (common/route.cuh)
  *   memra_k_w16_x16g         the routed rows of x (f32, or f16) into the table's f16 token tiles
- *   memra_k_w16_xe_<fmt>_n<BN> the tile over the table (grid: the table's worst case x row tiles x slices), each
+ *   memra_k_w16_xe_<fmt>_n<BN> the tile over the table (grid: the table's worst case x row tiles x slices, or
+ *                            with rg > 0 the product of the two on x, walked in groups of rg token tiles), each
  *                            output row scattered to y[perm[s]]; BN 256, 128 or 64 (two CTAs an SM)
  *   memra_k_w16_sumg         split-k's sum, scattered likewise */
 #include "w16_tile.cuh"
@@ -44,9 +45,10 @@ W16_ENTRY(q6_k, 6, 128)
 #define W16_XE_ENTRY(fmt, QB, BN)                                                                                   \
     extern "C" __global__ void __launch_bounds__(384, W16<QB, BN>::CTAS)                                          \
         memra_k_w16_xe_##fmt##_n##BN(const __half *__restrict__ x16, float *__restrict__ y, int m, int n, int k,   \
-                                     long long ldy, float alpha, float *__restrict__ part, const w16_xe xe)      \
+                                     long long ldy, float alpha, float *__restrict__ part, const w16_xe xe,      \
+                                     int rg)                                                                      \
     {                                                                                                               \
-        w16_tile<QB, BN, true>(nullptr, nullptr, nullptr, x16, y, m, n, k, ldy, alpha, part, xe);                   \
+        w16_tile<QB, BN, true>(nullptr, nullptr, nullptr, x16, y, m, n, k, ldy, alpha, part, xe, rg);               \
     }
 W16_XE_ENTRY(q8_0, 8, 256)
 W16_XE_ENTRY(q4_0, 4, 256)

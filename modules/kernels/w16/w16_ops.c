@@ -35,6 +35,7 @@ typedef struct memra__w16_state {
     CUfunction xe_route, xe_x16, xe_sum;
     int tile_knob;  /* 0 auto, else 256 / 128 (and 64: the grouped tile only) */
     int split_knob; /* 0 auto, else 1..16 */
+    int raster;     /* MEMRA_W16_XE_RASTER: 0 the (token tiles, row tiles) grid, else its group of token tiles */
     int off;        /* MEMRA_W16=0: nothing loaded */
 } memra__w16_state;
 
@@ -81,6 +82,8 @@ static memra_status w16_load(memra__gpu *gpu, void *state)
     const char *t = memra__gpu_knob(gpu, "MEMRA_W16_TILE"), *z = memra__gpu_knob(gpu, "MEMRA_W16_SPLIT");
     s->tile_knob = t != NULL && strcmp(t, "auto") != 0 ? atoi(t) : 0;
     s->split_knob = z != NULL && strcmp(z, "auto") != 0 ? atoi(z) : 0;
+    const char *rs = memra__gpu_knob(gpu, "MEMRA_W16_XE_RASTER");
+    s->raster = rs != NULL ? atoi(rs) : 0;
     return MEMRA_STATUS_OK;
 }
 
@@ -269,6 +272,8 @@ memra_status memra__gpu_w16_experts(memra_call *call, const memra_gemm_args *a, 
                      .w = a->w, .off_s = (long long)memra_w16_off(f, n, k, 'S'), .off_d = (long long)memra_w16_off(f, n, k, 'D')};
     memra_dptr ids = ex->ids, y = memra__gpu_y_base(a), x = a->x, xf = a->x_is_f16 ? 0 : a->x, xh = a->x_is_f16 ? a->x : 0;
     int mi = (int)m, ni = (int)n, ki = (int)k, ei = (int)E, bni = bn, ti = (int)T, zi = z;
+    /* the raster's 1-D grid (T x row tiles CTAs on x) where the knob asks for it and the product fits */
+    int rg = s->raster > 0 && T * rtiles <= 0x7FFFFFFF ? s->raster : 0;
     int al = memra__gpu_aligned(x, 16);
     long long ldy = (long long)a->ldy;
     float alpha = a->alpha;
@@ -278,9 +283,9 @@ memra_status memra__gpu_w16_experts(memra_call *call, const memra_gemm_args *a, 
         st = memra__gpu_launch_ex(gpu, s->xe_x16, "memra_k_w16_x16g", (unsigned)((T * bn * k / 8 + 255) / 256), 1, 1, 256,
                                   0, call->stream, (void *[]){&xf, &xh, &x16, &ki, &ti, &bni, &al, &xe}, 0);
     if (st == MEMRA_STATUS_OK)
-        st = memra__gpu_launch_ex(gpu, s->xe_tile[b][fi], k_xe_names[b][fi], (unsigned)T, (unsigned)rtiles, (unsigned)z,
-                                  W16_THREADS, k_xe_smem[b], call->stream,
-                                  (void *[]){&x16, &y, &mi, &ni, &ki, &ldy, &alpha, &part, &xe}, 0);
+        st = memra__gpu_launch_ex(gpu, s->xe_tile[b][fi], k_xe_names[b][fi], (unsigned)(rg ? T * rtiles : T),
+                                  (unsigned)(rg ? 1 : rtiles), (unsigned)z, W16_THREADS, k_xe_smem[b], call->stream,
+                                  (void *[]){&x16, &y, &mi, &ni, &ki, &ldy, &alpha, &part, &xe, &rg}, 0);
     if (st == MEMRA_STATUS_OK && z > 1)
         st = memra__gpu_launch_ex(gpu, s->xe_sum, "memra_k_w16_sumg", (unsigned)((m * n + 255) / 256), 1, 1, 256, 0,
                                   call->stream, (void *[]){&part, &y, &mi, &ni, &ldy, &zi, &alpha, &ei, &xe}, 0);

@@ -117,7 +117,7 @@ template <int QB, int BN, bool XE = false>
 __device__ __forceinline__ void
 w16_tile(const unsigned char *__restrict__ codes, const unsigned short *__restrict__ scales,
           const uint32_t *__restrict__ ddp, const __half *__restrict__ x16, float *__restrict__ y, int m, int n, int k,
-          long long ldy, float alpha, float *__restrict__ part, const w16_xe xe = w16_xe{})
+          long long ldy, float alpha, float *__restrict__ part, const w16_xe xe = w16_xe{}, int rg = 0)
 {
     using F = W16<QB, BN>;
     constexpr int CB = F::CB, STC = F::STC, STB = F::STB, DD = F::DD, TOK = F::TOK, ST_TOK = F::ST_TOK, SLAB = F::SLAB;
@@ -128,7 +128,20 @@ w16_tile(const unsigned char *__restrict__ codes, const unsigned short *__restri
     const int tid = threadIdx.x, wg = tid >> 7;
     /* split-k: slice z of gridDim.z takes steps [it0, it1) and, where there are several, writes its partial sums to
      * part's slice z (m x n floats, alpha not applied) for w16_sum */
-    const int tt = blockIdx.x, rt = blockIdx.y, G = k / 32, nst = k / BK, Z = (int)gridDim.z, z = (int)blockIdx.z;
+    /* the CTA's token tile and row tile: the grid (token tiles, row tiles), or with rg > 0 (the grouped tile's
+     * raster) a 1-D grid walked in groups of rg token tiles, each group's row tiles outermost and its token tiles
+     * innermost, so that a wave holds a few token tiles (of one or two experts) and their row tiles (L2-sized)
+     * instead of every token tile of the call */
+    int tt = blockIdx.x, rt = blockIdx.y;
+    if constexpr (XE) {
+        if (rg > 0) {
+            const int R = (n + BM - 1) / BM, T = (int)(gridDim.x / (unsigned)R), per = rg * R;
+            const int L = blockIdx.x, g = L / per, rem = L - g * per, gg = min(rg, T - g * rg);
+            rt = rem / gg;
+            tt = g * rg + (rem - rt * gg);
+        }
+    }
+    const int G = k / 32, nst = k / BK, Z = (int)gridDim.z, z = (int)blockIdx.z;
     const int it0 = (int)((long long)nst * z / Z), it1 = (int)((long long)nst * (z + 1) / Z);
     int row0 = tt * BN, rend = m; /* the tile's first token (sorted row) and the end of its valid ones */
     if constexpr (XE) {
