@@ -47,6 +47,8 @@
       "gemm_w16's token tile: 256 (two m64n256 warpgroups a CTA), 128 (m64n128: twice the CTAs), 64 (m64n64, two CTAs an SM: the grouped call only, dense calls take auto), auto: dense 128 where m <= 2048 and the 256-token grid's last wave is under 80% full, grouped 256 where the mean expert has 384 rows or more, 128 where it has 64 or more, else 64") \
     X(W16_SPLIT, "MEMRA_W16_SPLIT", "gpu modules", UINT, "1..16|auto", "auto",                                 \
       "gemm_w16's split-k slices: N, or auto: slices until every SM has a CTA, each slice at least 8 k steps of 64, at most 16") \
+    X(W16_FUSE, "MEMRA_W16_FUSE", "gpu modules", ENUM, "auto|0|1", "0",                                           \
+      "gemm_w16 (dense): 1 runs the tile whose producer warpgroup reads x (f32 or f16) and converts it into the stages in place of the pass into f16 tiles (one launch and x read once per row tile instead of a pass writing and the tile reading its copy); auto: where x takes at most 24 MB (its re-reads in L2); 0 (the default until measured): the pass") \
     X(W16_XE_RASTER, "MEMRA_W16_XE_RASTER", "gpu modules", UINT, "0..64", "0",                                 \
       "gemm_experts on lane gemm_w16: N >= 1 walks the grouped tile's grid in groups of N token tiles (each group's row tiles outermost), so that a wave holds a few experts' tokens and their weight rows instead of every token tile of the call (run w: the Mixtral-like Q8_0 gate rows at m = 4096 DRAM-bound, L2 hit 38-54%); 0 (the default until measured): the grid (token tiles, row tiles)") \
     X(XE_MIRROR, "MEMRA_XE_MIRROR", "core", BOOL, "", "0",                                                        \

@@ -339,11 +339,13 @@ static const char *g_fxe_l2_knob;      /* MEMRA_FP8BLK_XE_L2 likewise */
 static const char *g_fxe_tall_knob;    /* MEMRA_FP8BLK_XE_TALL likewise */
 static const char *g_w16_knob; /* MEMRA_W16 likewise */
 static const char *g_w16_raster_knob; /* MEMRA_W16_XE_RASTER likewise */
+static const char *g_w16_fuse_knob;   /* MEMRA_W16_FUSE likewise */
 static const char *fake_knob(const memra_device_caps *caps, const char *name)
 {
     (void)caps;
     if (strcmp(name, "MEMRA_W16") == 0) return g_w16_knob;
     if (strcmp(name, "MEMRA_W16_XE_RASTER") == 0) return g_w16_raster_knob;
+    if (strcmp(name, "MEMRA_W16_FUSE") == 0) return g_w16_fuse_knob;
     if (strcmp(name, "MEMRA_FP8BLK_WGMMA") == 0) return g_wgmma_knob;
     if (strcmp(name, "MEMRA_MMQ_XE_BM") == 0) return g_xe_bm_knob;
     if (strcmp(name, "MEMRA_MMQ_XE_SPLIT") == 0) return g_xe_split_knob;
@@ -816,9 +818,48 @@ static int case_w16(const char *so)
         printf("  gemm_experts w16 raster 8: tile grid %u x %u x %u  %s\n", g_grid_x[2], g_grid_y[2], g_grid_z[2],
                g ? "ok" : "FAIL");
         ok &= g;
+        g_n_launched = 0;
     }
     ok &= close_mod(&m, 1);
     g_w16_raster_knob = NULL;
+    /* MEMRA_W16_FUSE: the fused tile in place of the pass and the tile (1), or where x takes at most 24 MB (auto) */
+    g_w16_fuse_knob = "1";
+    if (!open_mod(so, 90, &m)) return 0;
+    {
+        memra_gemm_args fa = gemm(4096, 5120, 5120);
+        fa.w_format = MEMRA_FORMAT_Q8_0;
+        c = call_of(&m);
+        memra_status st = m.desc->ops->gemm_w16(&c, &fa);
+        const int g = g_grid_x[0] == 16 && g_grid_y[0] == 40 && g_grid_z[0] == 1 && g_block_x[0] == 384 &&
+                      g_smem[0] == 4u * 41472u + 1024u;
+        printf("  gemm_w16 fused Q8_0 4096 tile grid %u x %u x %u  %s\n", g_grid_x[0], g_grid_y[0], g_grid_z[0],
+               g ? "ok" : "FAIL");
+        ok &= g && launched("gemm_w16 fused Q8_0 m 4096", st, 1, (const char *[]){"memra_k_w16f_q8_0_n256"},
+                            (const int[]){0});
+        fa = gemm(512, 1024, 5120);
+        fa.w_format = MEMRA_FORMAT_Q6_K;
+        fa.x_is_f16 = 1;
+        c = call_of(&m);
+        ok &= launched("gemm_w16 fused Q6_K m 512 f16 x split", m.desc->ops->gemm_w16(&c, &fa), 2,
+                       (const char *[]){"memra_k_w16f_q6_k_n128", "memra_k_w16_sum"}, (const int[]){0, 0});
+    }
+    ok &= close_mod(&m, 1);
+    g_w16_fuse_knob = "auto";
+    if (!open_mod(so, 90, &m)) return 0;
+    {
+        memra_gemm_args fa = gemm(4096, 5120, 5120); /* x 80 MB: the pass */
+        fa.w_format = MEMRA_FORMAT_Q4_K;
+        c = call_of(&m);
+        ok &= launched("gemm_w16 fuse auto, x 80 MB", m.desc->ops->gemm_w16(&c, &fa), 2,
+                       (const char *[]){"memra_k_w16_x16", "memra_k_w16_q4_k_n256"}, (const int[]){0, 0});
+        fa = gemm(1024, 5120, 5120); /* x 20 MB: fused (128 tokens: 8 x 40 CTAs, unsplit) */
+        fa.w_format = MEMRA_FORMAT_Q4_K;
+        c = call_of(&m);
+        ok &= launched("gemm_w16 fuse auto, x 20 MB", m.desc->ops->gemm_w16(&c, &fa), 1,
+                       (const char *[]){"memra_k_w16f_q4_k_n128"}, (const int[]){0});
+    }
+    ok &= close_mod(&m, 1);
+    g_w16_fuse_knob = NULL;
     g_w16_knob = NULL;
     return ok;
 }

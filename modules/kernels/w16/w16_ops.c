@@ -30,11 +30,13 @@
 
 typedef struct memra__w16_state {
     CUfunction tile[2][5]; /* [BN 256, 128][Q8_0, Q4_0, Q4_K, Q6_K, Q5_K] */
+    CUfunction tilef[2][5]; /* the same with the activations converted in the tile (MEMRA_W16_FUSE) */
     CUfunction x16, x16h, sum;
     CUfunction xe_tile[3][5]; /* the grouped tile: [BN 256, 128, 64][the formats as tile's] */
     CUfunction xe_route, xe_x16, xe_sum;
     int tile_knob;  /* 0 auto, else 256 / 128 (and 64: the grouped tile only) */
     int split_knob; /* 0 auto, else 1..16 */
+    int fuse;       /* MEMRA_W16_FUSE: 0 the pass, 1 the fused tile, 2 auto (x at most W16_FUSE_AUTO_BYTES) */
     int raster;     /* MEMRA_W16_XE_RASTER: 0 the (token tiles, row tiles) grid, else its group of token tiles */
     int off;        /* MEMRA_W16=0: nothing loaded */
 } memra__w16_state;
@@ -45,6 +47,15 @@ static const char *const k_tile_names[2][5] = {
     {"memra_k_w16_q8_0_n128", "memra_k_w16_q4_0_n128", "memra_k_w16_q4_k_n128", "memra_k_w16_q6_k_n128",
      "memra_k_w16_q5_k_n128"},
 };
+static const char *const k_tilef_names[2][5] = {
+    {"memra_k_w16f_q8_0_n256", "memra_k_w16f_q4_0_n256", "memra_k_w16f_q4_k_n256", "memra_k_w16f_q6_k_n256",
+     "memra_k_w16f_q5_k_n256"},
+    {"memra_k_w16f_q8_0_n128", "memra_k_w16f_q4_0_n128", "memra_k_w16f_q4_k_n128", "memra_k_w16f_q6_k_n128",
+     "memra_k_w16f_q5_k_n128"},
+};
+/* MEMRA_W16_FUSE=auto: the fused tile where x (f32 or f16) takes at most this many bytes, so that the row tiles'
+ * re-reads of it stay in L2 (50 MB on an H100 / H200) */
+#define W16_FUSE_AUTO_BYTES (24u << 20)
 static const char *const k_xe_names[3][5] = {
     {"memra_k_w16_xe_q8_0_n256", "memra_k_w16_xe_q4_0_n256", "memra_k_w16_xe_q4_k_n256", "memra_k_w16_xe_q6_k_n256",
      "memra_k_w16_xe_q5_k_n256"},
@@ -69,6 +80,9 @@ static memra_status w16_load(memra__gpu *gpu, void *state)
     for (int b = 0; b < 2 && st == MEMRA_STATUS_OK; b++)
         for (int f = 0; f < 5 && st == MEMRA_STATUS_OK; f++)
             st = memra__gpu_function(gpu, m, k_tile_names[b][f], W16_SMEM_BYTES, &s->tile[b][f]);
+    for (int b = 0; b < 2 && st == MEMRA_STATUS_OK; b++)
+        for (int f = 0; f < 5 && st == MEMRA_STATUS_OK; f++)
+            st = memra__gpu_function(gpu, m, k_tilef_names[b][f], W16_SMEM_BYTES, &s->tilef[b][f]);
     if (st == MEMRA_STATUS_OK) st = memra__gpu_function(gpu, m, "memra_k_w16_x16", 0, &s->x16);
     if (st == MEMRA_STATUS_OK) st = memra__gpu_function(gpu, m, "memra_k_w16_x16h", 0, &s->x16h);
     if (st == MEMRA_STATUS_OK) st = memra__gpu_function(gpu, m, "memra_k_w16_sum", 0, &s->sum);
@@ -82,6 +96,8 @@ static memra_status w16_load(memra__gpu *gpu, void *state)
     const char *t = memra__gpu_knob(gpu, "MEMRA_W16_TILE"), *z = memra__gpu_knob(gpu, "MEMRA_W16_SPLIT");
     s->tile_knob = t != NULL && strcmp(t, "auto") != 0 ? atoi(t) : 0;
     s->split_knob = z != NULL && strcmp(z, "auto") != 0 ? atoi(z) : 0;
+    const char *fu = memra__gpu_knob(gpu, "MEMRA_W16_FUSE");
+    s->fuse = fu == NULL ? 0 : strcmp(fu, "auto") == 0 ? 2 : atoi(fu) != 0;
     const char *rs = memra__gpu_knob(gpu, "MEMRA_W16_XE_RASTER");
     s->raster = rs != NULL ? atoi(rs) : 0;
     return MEMRA_STATUS_OK;
@@ -166,10 +182,13 @@ memra_status memra__gpu_gemm_w16(memra_call *call, const memra_gemm_args *args)
     if ((mp * k / 8 + 255) / 256 > 0x7FFFFFFF || (m * n + 255) / 256 > 0x7FFFFFFF)
         return memra__gpu_decline(call, "gemm_w16: m x k or m x n too large for the pass's one-dimensional grid");
     const int z = slices_for(ctas, k / W16_BK, sms, s->split_knob);
+    const int xh = args->x_is_f16 != 0;
+    /* the fused tile reads x itself: no pass, no x16 scratch */
+    const int fused = s->fuse == 1 || (s->fuse == 2 && (uint64_t)(m * k) * (xh ? 2u : 4u) <= W16_FUSE_AUTO_BYTES);
     memra_dptr x16 = 0, part = 0;
     if (!MEMRA_HAS_MEMBER(gpu->host, memra_host_services, scratch_get))
         return gpu->host->set_error(MEMRA_STATUS_MODULE_ERROR, "%s: the core has no named scratch", gpu->name);
-    st = gpu->host->scratch_get(call, MEMRA__W16_SLOT_X16, (size_t)(mp * k * 2), &x16);
+    if (!fused) st = gpu->host->scratch_get(call, MEMRA__W16_SLOT_X16, (size_t)(mp * k * 2), &x16);
     if (st == MEMRA_STATUS_OK && z > 1)
         st = gpu->host->scratch_get(call, MEMRA__W16_SLOT_PART, (size_t)z * (size_t)(m * n) * 4u, &part);
     if (st != MEMRA_STATUS_OK) return st;
@@ -180,11 +199,17 @@ memra_status memra__gpu_gemm_w16(memra_call *call, const memra_gemm_args *args)
     int bni = bn, mi = (int)m, ni = (int)n, ki = (int)k, mpi = (int)mp, zi = z;
     long long ldy = (long long)args->ldy;
     float alpha = args->alpha;
-    const int xh = args->x_is_f16 != 0;
-    st = memra__gpu_launch_ex(gpu, xh ? s->x16h : s->x16, xh ? "memra_k_w16_x16h" : "memra_k_w16_x16",
-                              (unsigned)((mp * k / 8 + 255) / 256), 1, 1, 256, 0,
-                              call->stream, (void *[]){&x, &x16, &mi, &ki, &mpi, &bni}, 0);
-    if (st == MEMRA_STATUS_OK)
+    if (fused) {
+        memra_dptr xf = xh ? 0 : x, xhp = xh ? x : 0;
+        st = memra__gpu_launch_ex(gpu, s->tilef[b][fi], k_tilef_names[b][fi], (unsigned)((m + bn - 1) / bn),
+                                  (unsigned)tiles, (unsigned)z, W16_THREADS, W16_SMEM_BYTES, call->stream,
+                                  (void *[]){&codes, &scales, &dd, &xf, &xhp, &y, &mi, &ni, &ki, &ldy, &alpha, &part}, 0);
+    } else {
+        st = memra__gpu_launch_ex(gpu, xh ? s->x16h : s->x16, xh ? "memra_k_w16_x16h" : "memra_k_w16_x16",
+                                  (unsigned)((mp * k / 8 + 255) / 256), 1, 1, 256, 0,
+                                  call->stream, (void *[]){&x, &x16, &mi, &ki, &mpi, &bni}, 0);
+    }
+    if (st == MEMRA_STATUS_OK && !fused)
         st = memra__gpu_launch_ex(gpu, s->tile[b][fi], k_tile_names[b][fi], (unsigned)((m + bn - 1) / bn),
                                   (unsigned)tiles, (unsigned)z, W16_THREADS, W16_SMEM_BYTES, call->stream,
                                   (void *[]){&codes, &scales, &dd, &x16, &y, &mi, &ni, &ki, &ldy, &alpha, &part}, 0);
