@@ -4,11 +4,12 @@
  *   1. memra_k_w16_x16: x f32 -> the f16 token tiles in scratch (MEMRA__W16_SLOT_X16); x f16 (x_is_f16):
  *      memra_k_w16_x16h moves it into them;
  *   2. memra_k_w16_<fmt>_n<BN>: the tile, into y, or with split-k into the slices' partial sums
- *      (MEMRA__W16_SLOT_PART);
+ *      (MEMRA__W16_SLOT_PART); with MEMRA_W16_FUSE, memra_k_w16f_<fmt>_n<BN> reads x itself in place of 1 and 2;
  *   3. with split-k, memra_k_w16_sum: the slices added in slice order, times alpha, into y.
  * And gemm_experts on lane gemm_w16 (memra__gpu_w16_experts below: the same tile over a routing table).
- * Knobs (read at load): MEMRA_W16 (unset or 0, the default: no image loaded, every call declines),
- * MEMRA_W16_TILE (auto | 128 | 256), MEMRA_W16_SPLIT (auto | 1..16). */
+ * Knobs (read at load): MEMRA_W16 (0: no image loaded, every call declines; auto, the default, and 1: loaded),
+ * MEMRA_W16_TILE (auto | 64 | 128 | 256; 64 the grouped tile's only), MEMRA_W16_SPLIT (auto | 1..16),
+ * MEMRA_W16_FUSE (0, the default | 1 | auto), MEMRA_W16_XE_RASTER (0, the default | 1..64). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -298,7 +299,7 @@ memra_status memra__gpu_w16_experts(memra_call *call, const memra_gemm_args *a, 
     memra_dptr ids = ex->ids, y = memra__gpu_y_base(a), x = a->x, xf = a->x_is_f16 ? 0 : a->x, xh = a->x_is_f16 ? a->x : 0;
     int mi = (int)m, ni = (int)n, ki = (int)k, ei = (int)E, bni = bn, ti = (int)T, zi = z;
     /* the raster's 1-D grid (T x row tiles CTAs on x) where the knob asks for it and the product fits */
-    int rg = s->raster > 0 && T * rtiles <= 0x7FFFFFFF ? s->raster : 0;
+    int rg = s->raster > 0 && T * rtiles <= 0x7FFFFFFF ? (int)(s->raster < T ? s->raster : T) : 0; /* rg x R <= T x R */
     int al = memra__gpu_aligned(x, 16);
     long long ldy = (long long)a->ldy;
     float alpha = a->alpha;

@@ -43,6 +43,9 @@ template <int QB, int BN = 256> struct W16 {
     static constexpr int CB = BM * 32 * (QB == 8 ? 8 : QB == 6 ? 6 : QB == 7 ? 5 : 4) / 8, STC = 2 * CB,
                          DD = (QB == 5 || QB == 6 || QB == 7) ? BM * 4 : 0,
                          TOK = STC + ST_SCALES + DD, STB = TOK + ST_TOK;
+    /* each split within the launch bounds' budget (ptxas allocates 65536 / (384 CTAS) rounded down to 8 a thread) */
+    static constexpr int BUDGET = 384 * ((65536 / (384 * CTAS)) & ~7);
+    static_assert(128 * REG_P + 256 * REG_C <= BUDGET, "setmaxnreg: the tile's split over the launch budget");
 };
 /* the dynamic shared memory of a BN-token entry: S stages of the largest format's (Q8_0's) and 1 KB to align */
 template <int BN> constexpr int w16_smem() { return S * W16<8, BN>::STB + 1024; }
@@ -137,6 +140,8 @@ w16_tile(const unsigned char *__restrict__ codes, const unsigned short *__restri
           const float *__restrict__ xs = nullptr, const __half *__restrict__ xsh = nullptr)
 {
     static_assert(!(XE && FX), "the fused activations serve the dense tile");
+    static_assert(!FX || 128 * W16<QB, BN>::REG_PF + 256 * W16<QB, BN>::REG_CF <= W16<QB, BN>::BUDGET,
+                  "setmaxnreg: the fused tile's split over the launch budget (a two-CTA width has no fused entry)");
     using F = W16<QB, BN>;
     constexpr int CB = F::CB, STC = F::STC, STB = F::STB, DD = F::DD, TOK = F::TOK, ST_TOK = F::ST_TOK, SLAB = F::SLAB;
     extern __shared__ __align__(16) unsigned char smraw[];
