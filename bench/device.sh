@@ -60,7 +60,7 @@
 #               W16L_M (default "512 4096") with the w16 arms beside the floor's (receipts), test_gpu_stress's
 #               lane w16 (streams, threads, graphs), test_gpu_experts' w16 cases (the grouped tile) and bench
 #               moe on w16 and on the floor (W16L_XE_CASES, W16L_XE_FMT, W16L_XE_M, W16L_XE_W16, W16L_XE_SHEET),
-#               W16L_FUSE (MEMRA_W16_FUSE values: check, bench 27b at W16L_FUSE_M, tools), W16L_XE_RASTER,
+#               W16L_FUSE (MEMRA_W16_FUSE values: check, bench 27b at W16L_FUSE_M, tools), W16L_XE_VARIANTS,
 #               W16L_NCU=1 each w16 launch's time in one bench moe row set, then the sanitizer tools W16L_TOOLS
 #               (default none) over `memra check --op gemm_w16 / gemm_experts --module w16 --quick`, each alone
 #   wgpin       MEMRA_MMQ_WG_SEED=pin (_wgsf, the fold pinned behind the s8 wgmma): test, knobab, tools (see step_wgpin)
@@ -1338,18 +1338,19 @@ step_w16lane() {
   # MEMRA_F16_BUDGET_MB=0: the loop's and the dense arm's weights get no f16 mirror, so all three arms run the
   # grouped call's lane (w16 under auto, the floor under 0; W16L_XE_W16, default "auto 0"); W16L_XE_SHEET
   # (default mixtral) picks the sheet
-  # W16L_XE_RASTER (default 0): MEMRA_W16_XE_RASTER values, each its own bench moe under auto (0: the plain grid)
-  local rr tag
+  # W16L_XE_VARIANTS (default "-"): knob settings, each its own bench moe under auto ("-": none; e.g.
+  # "- MEMRA_W16_XE_RASTER=8 MEMRA_W16_TILE=64"); the floor (MEMRA_W16=0) runs once, with none
+  local vv tag
   for f in ${W16L_XE_FMT:-q8_0 q4_k}; do
     for w in ${W16L_XE_W16:-auto 0}; do
-      for rr in ${W16L_XE_RASTER:-0}; do
-        [ "$w" = 0 ] && [ "$rr" != 0 ] && continue
-        tag=w16$w$([ "$rr" != 0 ] && echo _r$rr)
-        MEMRA_F16_BUDGET_MB=0 MEMRA_W16=$w MEMRA_W16_XE_RASTER=$rr timeout 300 $M bench moe --device 0 \
+      for vv in ${W16L_XE_VARIANTS:--}; do
+        [ "$w" = 0 ] && [ "$vv" != - ] && continue
+        tag=w16$w$([ "$vv" != - ] && echo "_$vv" | tr -c 'A-Za-z0-9_\n' '_')
+        env MEMRA_F16_BUDGET_MB=0 MEMRA_W16=$w $([ "$vv" != - ] && echo "$vv") timeout 300 $M bench moe --device 0 \
           --sheet ${W16L_XE_SHEET:-mixtral} --routing uniform --format $f \
           $(for mm in ${W16L_XE_M:-512 4096}; do printf -- '--m %s ' $mm; done) \
           --json $R/bench_moe_${W16L_XE_SHEET:-mixtral}_${f}_$tag.json > "$L/w16lane_moe_${f}_$tag.txt" 2>&1
-        say "bench moe ${W16L_XE_SHEET:-mixtral} $f MEMRA_W16=$w MEMRA_W16_XE_RASTER=$rr: exit $?"
+        say "bench moe ${W16L_XE_SHEET:-mixtral} $f MEMRA_W16=$w ${vv}: exit $?"
         grep -E "^(mixtral|qwen3)" "$L/w16lane_moe_${f}_$tag.txt" | head -12 >> "$S"
         w16lane_keep
       done
