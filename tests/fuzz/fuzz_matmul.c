@@ -1,5 +1,6 @@
 /* libFuzzer harness: memra_weight_create + memra_weight_prepare +
- * memra_matmul_ex on the host device, with fuzzed descriptors (format,
+ * memra_matmul_ex on the host device (each input twice: the defaults, and no
+ * f16 budget with MEMRA_W16=1, the W16 operand's path), with fuzzed descriptors (format,
  * shape, byte length, scale, grid and its length, struct size) and fuzzed
  * call arguments (m, ldy, row offset, alpha, f16 activations, struct size),
  * and the given activation scales: the descriptor's input_scale (any float)
@@ -35,6 +36,10 @@
 #define MAX_BYTES (1u << 20)
 #define SENTINEL 0xFFC0DEADu /* a NaN no computation produces */
 
+/* every input runs twice: [0] the defaults, [1] no f16 budget with MEMRA_W16=1 (a Q8_0 / Q4_0 / K-quant weight
+ * then takes the W16 operand and the host's gemm_w16) */
+static memra_runtime *g_rts[2];
+static memra_device *g_hosts[2];
 static memra_runtime *g_rt;
 static memra_device *g_host;
 
@@ -47,12 +52,16 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     (void)argv;
     setenv("MEMRA_ARCH", "host", 1); /* never the CUDA driver: the host device only */
     if (getenv("MEMRA_LOG") == NULL) setenv("MEMRA_LOG", "error", 1);
-    if (memra_open(NULL, &g_rt) != MEMRA_STATUS_OK) {
-        fprintf(stderr, "fuzz_matmul: memra_open: %s\n", memra_last_error());
-        abort();
+    static const char *const k_w16[] = {"MEMRA_F16_BUDGET_MB=0", "MEMRA_W16=1", NULL};
+    for (int i = 0; i < 2; i++) {
+        memra_options o = {.struct_size = sizeof o, .no_cuda = 1, .settings = i ? k_w16 : NULL};
+        if (memra_open(&o, &g_rts[i]) != MEMRA_STATUS_OK) {
+            fprintf(stderr, "fuzz_matmul: memra_open: %s\n", memra_last_error());
+            abort();
+        }
+        g_hosts[i] = memra_device_host(g_rts[i]);
+        if (g_hosts[i] == NULL) abort();
     }
-    g_host = memra_device_host(g_rt);
-    if (g_host == NULL) abort();
     return 0;
 }
 
@@ -175,7 +184,19 @@ out:
     memra_buffer_destroy(by);
 }
 
+static void one_input(const uint8_t *data, size_t size);
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    for (int i = 0; i < 2; i++) {
+        g_rt = g_rts[i];
+        g_host = g_hosts[i];
+        one_input(data, size);
+    }
+    return 0;
+}
+
+static void one_input(const uint8_t *data, size_t size)
 {
     fuzz_in in = {data, size};
     const memra_format format = (memra_format)(take_u8(&in) % 10); /* 8 and 9 are not formats */
@@ -233,5 +254,4 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 out:
     free(bytes);
     free(grid);
-    return 0;
 }
