@@ -148,6 +148,18 @@ class memra_weight_state(Structure):  # memra.h
     ]
 
 
+class memra_weight_plan(Structure):  # memra.h (MEMRA_PLAN_MAX_STEPS 4)
+    _fields_ = [
+        ("struct_size", c_uint32),
+        ("lane", c_char_p),
+        ("n_steps", c_int),
+        ("ops", memra_op * 4),
+        ("modules", c_char_p * 4),
+        ("operand_bytes", c_uint64),
+        ("why", c_char * 320),
+    ]
+
+
 class memra_matmul_args(Structure):  # memra.h
     _fields_ = [
         ("struct_size", c_uint32),

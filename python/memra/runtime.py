@@ -329,6 +329,39 @@ class Device:
     def _caps(self):
         return _core.lib.memra_device_caps_get(self.handle).contents
 
+    @property
+    def f16_budget_mb(self):
+        """MB of f16 mirrors this device may hold (memra_device_f16_budget_get); set it to change the budget
+        for weights prepared from now on (0: no mirrors, the quantised weights' floor or W16 operand)."""
+        return int(_core.lib.memra_device_f16_budget_get(self.handle))
+
+    @f16_budget_mb.setter
+    def f16_budget_mb(self, mb):
+        if isinstance(mb, bool) or not isinstance(mb, int) or mb < 0:
+            raise bad("Device.f16_budget_mb", "an int >= 0 (got %r)" % (mb,))
+        check("memra_device_f16_budget_set", _core.lib.memra_device_f16_budget_set(self.handle, mb))
+
+    def set_w16(self, on):
+        """Whether weights prepared on this device from now on that get no f16 mirror take the W16 operand and
+        gemm_w16 (True), the integer floor (False), or MEMRA_W16's rule (None; auto: GPUs that route gemm_w16)
+        (memra_device_w16_set). Under MEMRA_W16=0 it has no effect."""
+        if on is not None and not isinstance(on, bool):
+            raise bad("Device.set_w16", "True, False or None (got %r)" % (on,))
+        check("memra_device_w16_set", _core.lib.memra_device_w16_set(self.handle, -1 if on is None else int(on)))
+
+    def set_floor_f16_m(self, m):
+        """From how many tokens calls on the floor's records run dequant_kr_f16 + gemm_f16 instead: an int >= 1,
+        0 never, "auto" the profile's crossover, None back to MEMRA_FLOOR_F16_M (memra_device_floor_f16_m_set)."""
+        if m is None:
+            v = -1
+        elif m == "auto":
+            v = -2
+        elif isinstance(m, int) and not isinstance(m, bool) and m >= 0:
+            v = m
+        else:
+            raise bad("Device.set_floor_f16_m", "an int >= 0, \"auto\" or None (got %r)" % (m,))
+        check("memra_device_floor_f16_m_set", _core.lib.memra_device_floor_f16_m_set(self.handle, v))
+
     name = property(lambda self: s(self._caps().name), doc="marketing name, or \"host\"")
     profile = property(lambda self: s(self._caps().profile), doc="\"sm90\", \"sm120\", \"cuda\", \"host\"")
     arch = property(lambda self: self._caps().arch, doc="memra_arch value")

@@ -11,6 +11,9 @@ from ._core import b, bad, check, s
 from .runtime import Runtime, _Child, format_id, format_name
 
 WeightState = namedtuple("WeightState", "prepared has_f16_mirror has_q8_0_slab nan_codes note")
+# memra_weight_plan_get: the lane ("f16 mirror", "w16", "mmq records", ...), its steps as (op, module or None),
+# the device bytes prepare would hold, and why this lane
+Plan = namedtuple("Plan", "lane steps operand_bytes why")
 
 # memra_weight_operands bits (memra.h); new bits may be added there.
 OPERANDS = {1: "raw", 2: "f16_mirror", 4: "q8_0_slab", 8: "q8_0_records", 16: "k_records", 32: "w16"}
@@ -233,6 +236,15 @@ class Weight(_Child):
         check("memra_weight_query", _core.lib.memra_weight_query(self.handle, device.handle, byref(st)))
         return WeightState(bool(st.prepared), bool(st.has_f16_mirror), bool(st.has_q8_0_slab), st.nan_codes,
                            s(st.note))
+
+    def plan(self, device):
+        """:class:`Plan`: the lane memra_matmul would take for this weight on `device` under the current routing,
+        policy and f16 budget (memra_weight_plan_get), without preparing anything."""
+        p = S.memra_weight_plan(struct_size=ctypes.sizeof(S.memra_weight_plan))
+        check("memra_weight_plan_get", _core.lib.memra_weight_plan_get(self.handle, device.handle, byref(p)))
+        steps = [(s(_core.lib.memra_op_name(p.ops[i])), s(p.modules[i]) if p.modules[i] else None)
+                 for i in range(max(0, min(p.n_steps, 4)))]
+        return Plan(s(p.lane), steps, int(p.operand_bytes), p.why.decode("utf-8", "replace"))
 
     def operands(self, device):
         """Names of the device operands the prepared weight holds now ("raw", "f16_mirror", ...)."""

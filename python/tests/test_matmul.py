@@ -365,3 +365,45 @@ def test_matmul_e4m3_given_scales(rt, rng):
     assert np.array_equal(y2, ref(sx)), np.abs(y2 - ref(sx)).max()
     with pytest.raises(memra.InvalidArgumentError):
         memra.Weight(rt, codes.tobytes(), "e4m3", (n, k), scale=0.01, input_scale=-1.0)
+
+
+def test_device_policy_and_plan(rt, rng):
+    """Device.f16_budget_mb / set_w16 / set_floor_f16_m and Weight.plan on the host: the plan follows the budget
+    and the W16 switch for weights prepared afterwards; the W16 operand's result is the f16 mirror's bit for bit
+    (the host's gemm_w16 decodes the operand to the mirror, then gemm_f16)."""
+    dev = rt.host
+    m, k, n = 5, 256, 24
+    w = rand(rng, n, k, lo=0.01, hi=0.5)
+    x = rand(rng, m, k)
+    budget = dev.f16_budget_mb
+    try:
+        W0 = memra.Weight.from_array(rt, w, "q8_0")
+        p0 = W0.plan(dev)
+        assert p0.lane == "f16 mirror" and ("gemm_f16", "host") in p0.steps and p0.operand_bytes > 0, p0
+        y0 = memra.matmul(W0, x)
+        dev.f16_budget_mb = 0
+        assert dev.f16_budget_mb == 0
+        W1 = memra.Weight.from_array(rt, w, "q8_0")
+        p1 = W1.plan(dev)
+        assert p1.lane == "mmq records" and ("gemm_q8_0r", "host") in p1.steps and "budget" in p1.why, p1
+        dev.set_w16(True)
+        W2 = memra.Weight.from_array(rt, w, "q8_0")
+        p2 = W2.plan(dev)
+        assert p2.lane == "w16" and p2.steps[-1] == ("gemm_w16", "host"), p2
+        y2 = memra.matmul(W2, x)
+        assert "w16" in W2.operands(dev) and "q8_0_records" not in W2.operands(dev)
+        assert np.array_equal(y2.view(np.uint32), y0.view(np.uint32))
+        assert rt.ledger().hits("gemm_w16", "host") >= 1
+        dev.set_w16(None)  # back to MEMRA_W16's rule: auto keeps the host on its floor
+        assert memra.Weight.from_array(rt, w, "q8_0").plan(dev).lane == "mmq records"
+        assert W2.plan(dev).lane == "w16"  # a prepared weight keeps what its prepare built
+        for v in (0, 512, "auto", None):
+            dev.set_floor_f16_m(v)
+        for call, arg in ((lambda v: setattr(dev, "f16_budget_mb", v), -1), (dev.set_w16, 2),
+                          (dev.set_floor_f16_m, "never"), (dev.set_floor_f16_m, -3)):
+            with pytest.raises(memra.InvalidArgumentError):
+                call(arg)
+    finally:
+        dev.set_w16(None)
+        dev.set_floor_f16_m(None)
+        dev.f16_budget_mb = budget
