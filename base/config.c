@@ -406,7 +406,7 @@ memra_status memra__config_parse(memra__config *cfg, const memra_options *opts)
     cfg->log_level = level_of(cfg->value[MEMRA__KNOB_LOG]);
     cfg->f16_budget_mb = parse_u64(cfg->value[MEMRA__KNOB_F16_BUDGET_MB], &u) == 0 ? (int64_t)u : -1;
     cfg->q8_0_records = !(cfg->value[MEMRA__KNOB_Q8_0_RECORDS] && strcmp(cfg->value[MEMRA__KNOB_Q8_0_RECORDS], "0") == 0);
-    cfg->w16 = !cfg->value[MEMRA__KNOB_W16]                      ? 2
+    cfg->w16 = !cfg->value[MEMRA__KNOB_W16]                      ? 0
                : strcmp(cfg->value[MEMRA__KNOB_W16], "auto") == 0 ? 2
                : strcmp(cfg->value[MEMRA__KNOB_W16], "1") == 0    ? 1
                                                                   : 0;

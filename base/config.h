@@ -41,8 +41,8 @@
     X(Q8_0_RECORDS, "MEMRA_Q8_0_RECORDS", "core", BOOL, "", "1", "0: the MMQ floor keeps Q8_0 blocks (no records)") \
     X(FLOOR_F16_M, "MEMRA_FLOOR_F16_M", "core", UINT, "0..2147483647|auto", "0",                           \
       "N >= 1: calls of at least N tokens on a weight the floor holds as records (Q4_K / Q5_K / Q6_K K records, Q8_0 / Q4_0 Q8_0 records; no mirror) run dequant_kr_f16 into scratch + gemm_f16 in place of the floor, the f16 mirror's results bit for bit; without memory for the f16 copy the floor serves; auto: the device's profile's measured crossover (sm90: 256 on K records, 512 on Q8_0 records, where an H100 ran the pair in 0.82x and 0.88x the floor's time; elsewhere never); 0 (the default): never, the dispatcher's order (the floor before a per-call f16 copy); memra_device_floor_f16_m_set overrides it per device") \
-    X(W16, "MEMRA_W16", "core", ENUM, "auto|0|1", "auto",                                                            \
-      "gemm_w16 (the w16 module's fused-dequant f16 tile, cc 9.0): auto (the default): a Q8_0 / Q4_0 / Q4_K / Q5_K / Q6_K weight without a mirror on a GPU whose routing has gemm_w16 gets the W16 operand (the GGUF's codes and scales re-laid out, 1.00-1.03x its bytes) in place of the floor's records and runs gemm_w16, the f16 mirror's numbers (an H100 ran it 1.1-1.6x the floor's speed at m = 512 and 1.6-2.8x at 4096, geomeans per format over the 27b sheet); expert weights of at most 16 experts likewise (more keep the grouped floor, faster where each expert gets few rows); 1: also on the host device (its reference gemm_w16) and for expert weights of any count; 0: off, its kernels not loaded, weights without an f16 mirror on the MMQ floor") \
+    X(W16, "MEMRA_W16", "core", ENUM, "auto|0|1", "0",                                                            \
+      "gemm_w16 (the w16 module's fused-dequant f16 tile, cc 9.0): 0 (the default: DESIGN.md's dispatcher puts a quantised weight without a mirror on the integer floor): off, its kernels not loaded; auto (opt-in): a Q8_0 / Q4_0 / Q4_K / Q5_K / Q6_K weight without a mirror on a GPU whose routing has gemm_w16 gets the W16 operand (the GGUF's codes and scales re-laid out, 1.00-1.03x its bytes) in place of the floor's records and runs gemm_w16, the f16 mirror's numbers (an H100 ran it 1.1-1.6x the floor's speed at m = 512 and 1.6-2.8x at 4096, geomeans per format over the 27b sheet); expert weights of at most 16 experts likewise (more keep the grouped floor, faster where each expert gets few rows); 1: also on the host device (its reference gemm_w16) and for expert weights of any count") \
     X(W16_TILE, "MEMRA_W16_TILE", "gpu modules", ENUM, "auto|64|128|256", "auto",                                 \
       "gemm_w16's token tile: 256 (two m64n256 warpgroups a CTA), 128 (m64n128: twice the CTAs), 64 (m64n64, two CTAs an SM: the grouped call only, dense calls take auto), auto: dense 128 where m <= 2048 and the 256-token grid's last wave is under 80% full, grouped 256 where the mean expert has 384 rows or more, 128 where it has 64 or more, else 64") \
     X(W16_SPLIT, "MEMRA_W16_SPLIT", "gpu modules", UINT, "1..16|auto", "auto",                                 \
@@ -195,7 +195,7 @@ typedef struct memra__config {
     int log_level;
     int64_t f16_budget_mb; /* -1: the profile's */
     int q8_0_records, host_threads, stats, allow_unsafe, xe_mirror;
-    int w16; /* MEMRA_W16: 0 never, 1 every device (experts of any count), 2 auto (GPUs; the default) */
+    int w16; /* MEMRA_W16: 0 never (the default), 1 every device (experts of any count), 2 auto (GPUs) */
     int64_t floor_f16_m; /* MEMRA_FLOOR_F16_M: N, 0 never (also unset), -2 auto (the profile's) */
 } memra__config;
 

@@ -3,8 +3,8 @@
 #
 #   bash bench/device.sh STEP...        (default: build ctest check)
 #
-# The floor's steps reach the integer floor with MEMRA_F16_BUDGET_MB=0 MEMRA_W16=0: since run w (fortieth
-# session) MEMRA_W16 defaults to auto, where a weight without a mirror takes gemm_w16 on cc 9.0.
+# The floor's steps reach the integer floor with MEMRA_F16_BUDGET_MB=0 MEMRA_W16=0 (MEMRA_W16's default is 0,
+# but an environment with MEMRA_W16=auto would otherwise send their weights to gemm_w16 on cc 9.0).
 #
 # Steps, run in the order given:
 #   build       configure + build (Release, GPU modules ON, tests ON, warnings not fatal:
@@ -55,7 +55,7 @@
 #               Q8_0 / Q4_0 / Q4_K / Q6_K at both token tiles and with split-k, then the 27b sheet against cuBLAS's
 #               f16 GEMM), then the four sanitizer tools over the prototype's checks, each in its own process (see
 #               step_w16)
-#   w16lane     gemm_w16 in the build (issue 26), under MEMRA_W16=auto (W16L_W16; auto is the default since run w):
+#   w16lane     gemm_w16 in the build (issue 26), under MEMRA_W16=auto (W16L_W16; the default 0 loads no w16 kernels):
 #               memra check --op gemm_w16 on the GPU (receipt), memra bench 27b at
 #               W16L_M (default "512 4096") with the w16 arms beside the floor's (receipts), test_gpu_stress's
 #               lane w16 (streams, threads, graphs), test_gpu_experts' w16 cases (the grouped tile) and bench

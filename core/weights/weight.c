@@ -452,13 +452,14 @@ static memra_status kr_records(memra_weight *w, memra_device *dev, weight_dev *w
 }
 
 /* Whether dev serves w (Q8_0, Q4_0 or a K-quant without a mirror) with gemm_w16 on the W16 operand:
- * MEMRA_W16 not 0 (0 loads no w16 kernels), then memra_device_w16_set, else MEMRA_W16's rule (auto, the
- * default: on a GPU; the host device keeps its integer floor unless MEMRA_W16=1), a module routes
- * gemm_w16, and in_f is a multiple of the tile's 64-column step. */
+ * MEMRA_W16 not 0 (the default 0 loads no w16 kernels: DESIGN.md's dispatcher puts such a weight on the
+ * integer floor), then memra_device_w16_set, else MEMRA_W16's rule (auto: on a GPU; the host device keeps its
+ * integer floor unless MEMRA_W16=1), a module routes gemm_w16, and in_f is a multiple of the tile's 64-column
+ * step. */
 static int w16_wanted(const memra_weight *w, memra_device *dev)
 {
     const int api = atomic_load(&dev->w16), cfg = dev->rt->cfg.w16;
-    /* MEMRA_W16=0 loads no w16 kernels: never, whatever memra_device_w16_set says */
+    /* MEMRA_W16=0 (the default) loads no w16 kernels: never, whatever memra_device_w16_set says */
     const int on = cfg != 0 && (api >= 0 ? api : cfg == 1 || !dev->is_host);
     return on && memra_w16_bytes(w->format, w->out_f, w->in_f) != 0 && w->in_f % 64 == 0 &&
            has_lane(dev, MEMRA_OP_gemm_w16);

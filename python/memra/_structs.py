@@ -30,6 +30,11 @@ class memra_options(Structure):  # memra.h
         ("allow_unsafe_modules", c_int),
         ("prefer", c_char_p),
         ("disable", c_char_p),
+        # appended (read only when struct_size covers them)
+        ("log_fn", c_void_p),  # memra_log_fn: NULL here (the library's own lines on stderr)
+        ("log_user", c_void_p),
+        ("settings", POINTER(c_char_p)),  # "MEMRA_NAME=value", NULL-terminated
+        ("ignore_environment", c_int),
     ]
 
 

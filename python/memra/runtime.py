@@ -118,7 +118,10 @@ class Runtime(_Closing):
 
     ``Runtime(**options)`` calls memra_open; options mirror memra_options
     (module_path, force_arch, no_cuda, no_default_modules,
-    allow_unsafe_modules, prefer, disable; None = the environment's MEMRA_*).
+    allow_unsafe_modules, prefer, disable; None = the environment's MEMRA_*);
+    ``settings`` sets any knob by its variable name, a dict {"MEMRA_W16": "auto"}
+    or a list of "MEMRA_NAME=value" (a setting wins over the environment), and
+    ``ignore_environment=True`` reads no MEMRA_* variable.
     ``prefer`` and ``disable`` take the C text ("op=module,...") or, for
     prefer, a dict {op: module}; disable also takes a list.
     Use as a context manager or call :meth:`close`; weights, buffers and
@@ -126,16 +129,19 @@ class Runtime(_Closing):
     """
 
     def __init__(self, module_path=None, force_arch=None, no_cuda=False, no_default_modules=False,
-                 allow_unsafe_modules=False, prefer=None, disable=None):
+                 allow_unsafe_modules=False, prefer=None, disable=None, settings=None, ignore_environment=False):
         lib = _core.load()
         if isinstance(module_path, (list, tuple)):
             module_path = ":".join(module_path)
         # The strings live on self until close (the library copies them, this is belt and braces).
         self._keep = [b(module_path), b(force_arch), b(_prefer_text(prefer)), b(_disable_text(disable))]
+        items = _settings_list(settings)
+        arr = (c_char_p * (len(items) + 1))(*[b(t) for t in items], None) if items else None
+        self._keep.append(arr)
         opts = S.sized(S.memra_options, module_path=self._keep[0], force_arch=self._keep[1],
                        no_cuda=int(bool(no_cuda)), no_default_modules=int(bool(no_default_modules)),
                        allow_unsafe_modules=int(bool(allow_unsafe_modules)), prefer=self._keep[2],
-                       disable=self._keep[3])
+                       disable=self._keep[3], settings=arr, ignore_environment=int(bool(ignore_environment)))
         h = c_void_p()
         check("memra_open", lib.memra_open(byref(opts), byref(h)))
         self._h = h.value
@@ -304,6 +310,25 @@ def _disable_text(disable):
     if isinstance(disable, (list, tuple, set)):
         return ",".join(disable)
     return disable
+
+
+def _settings_list(settings):
+    """Runtime(settings=...): a dict {name: value} or a list of "NAME=value" -> the list of "NAME=value"."""
+    if settings is None:
+        return []
+    if isinstance(settings, dict):
+        items = []
+        for k, v in settings.items():
+            if not isinstance(k, str) or not k:
+                raise bad("Runtime", "settings: a knob's name is a non-empty str (got %r)" % (k,))
+            items.append("%s=%s" % (k, "1" if v is True else "0" if v is False else v))
+        return items
+    if isinstance(settings, (list, tuple)):
+        for t in settings:
+            if not isinstance(t, str) or "=" not in t:
+                raise bad("Runtime", "settings: each item is \"MEMRA_NAME=value\" (got %r)" % (t,))
+        return list(settings)
+    raise bad("Runtime", "settings is a dict or a list of \"MEMRA_NAME=value\" (got %s)" % type(settings).__name__)
 
 
 class Device:

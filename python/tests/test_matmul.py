@@ -367,10 +367,32 @@ def test_matmul_e4m3_given_scales(rt, rng):
         memra.Weight(rt, codes.tobytes(), "e4m3", (n, k), scale=0.01, input_scale=-1.0)
 
 
-def test_device_policy_and_plan(rt, rng):
-    """Device.f16_budget_mb / set_w16 / set_floor_f16_m and Weight.plan on the host: the plan follows the budget
-    and the W16 switch for weights prepared afterwards; the W16 operand's result is the f16 mirror's bit for bit
-    (the host's gemm_w16 decodes the operand to the mirror, then gemm_f16)."""
+@pytest.fixture
+def rt_w16():
+    with memra.Runtime(no_cuda=True, settings={"MEMRA_W16": "auto"}) as r:
+        yield r
+
+
+def test_runtime_settings():
+    """Runtime(settings=...) sets knobs by name over the environment; a bad one fails open naming it."""
+    with memra.Runtime(no_cuda=True, settings=["MEMRA_F16_BUDGET_MB=0"]) as r:
+        assert r.host.f16_budget_mb == 0
+    with memra.Runtime(no_cuda=True, settings={"MEMRA_F16_BUDGET_MB": 7}, ignore_environment=True) as r:
+        assert r.host.f16_budget_mb == 7
+    with pytest.raises(memra.InvalidArgumentError) as e:
+        memra.Runtime(no_cuda=True, settings={"MEMRA_W16": "sometimes"})
+    assert "MEMRA_W16" in str(e.value)
+    for bad in ({"": "1"}, ["MEMRA_W16"], "MEMRA_W16=1", [3]):
+        with pytest.raises(memra.InvalidArgumentError):
+            memra.Runtime(no_cuda=True, settings=bad)
+
+
+def test_device_policy_and_plan(rt_w16, rng):
+    """Device.f16_budget_mb / set_w16 / set_floor_f16_m and Weight.plan on the host (MEMRA_W16=auto: the lane
+    loaded, the host's switch its own): the plan follows the budget and the W16 switch for weights prepared
+    afterwards; the W16 operand's result is the f16 mirror's bit for bit (the host's gemm_w16 decodes the
+    operand to the mirror, then gemm_f16)."""
+    rt = rt_w16
     dev = rt.host
     m, k, n = 5, 256, 24
     w = rand(rng, n, k, lo=0.01, hi=0.5)

@@ -20,7 +20,7 @@ for f in model.gguf model.safetensors model.safetensors.index.json; do
 done
 MEMRA_W16=0 MEMRA_F16_BUDGET_MB=0 "$memra" check --model "$tmp/model.gguf" --device 0 >"$tmp/b0" 2>&1 || { cat "$tmp/b0"; fail "budget 0"; }
 grep -E 'gemm_q8_0r? .* 512 6 512 matmul .*PASS' "$tmp/b0" || fail "budget 0, MEMRA_W16=0: Q8_0 not on the MMQ floor"
-# by default (MEMRA_W16=auto) the W16 operand where the device routes gemm_w16 (cc 9.0), else the floor
+# by default (MEMRA_W16=0) the floor; under MEMRA_W16=auto (set by the caller) gemm_w16 where the device routes it
 MEMRA_F16_BUDGET_MB=0 "$memra" check --model "$tmp/model.gguf" --device 0 >"$tmp/b0w" 2>&1 || { cat "$tmp/b0w"; fail "budget 0 (w16)"; }
 grep -E '(gemm_w16|gemm_q8_0r?) .* 512 6 512 matmul .*PASS' "$tmp/b0w" || fail "budget 0: Q8_0 on neither gemm_w16 nor the floor"
 MEMRA_CHECK_INJECT_FAULT=1 "$memra" check --model "$tmp/model.safetensors" --device 0 >"$tmp/inj" 2>/dev/null

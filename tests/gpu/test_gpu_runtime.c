@@ -9,7 +9,7 @@
  *
  *   test_gpu_runtime <case> <sm90.so> <sm120.so> <mmq.so> <fp8blk.so> <w16.so>
  *   sm90            init on cc 9.0; cvt_f16, dequant_f16, fp8_nan_count launch their kernels; gemm_f16 declines (no cuBLASLt)
- *   w16             init on cc 9.0: MEMRA_W16=0, no image and gemm_w16 declines; MEMRA_W16 unset (auto), one image,
+ *   w16             init on cc 9.0: MEMRA_W16 unset (0), no image and gemm_w16 declines; MEMRA_W16=auto, one image,
  *                   gemm_w16's plans (pass, tile, split-k sum; grids on 132 SMs), declines and refusals; score 0
  *                   on cc 12.0
  *   sm120           init on cc 12.0; quant_q8_1 and gemm_q8_0r launch as dependents; gemm_fp8_blk runs mxf8f6f4 kernels
@@ -701,8 +701,8 @@ static int case_sm90(const char *so)
     return ok;
 }
 
-/* The w16 module on cc 9.0: MEMRA_W16=0 loads no image and gemm_w16 declines; MEMRA_W16 unset (auto, the
- * default) its one image and gemm_w16's plans; on cc 12.0 it scores 0 */
+/* The w16 module on cc 9.0: MEMRA_W16 unset (0, the default) loads no image and gemm_w16 declines;
+ * MEMRA_W16=auto its one image and gemm_w16's plans; on cc 12.0 it scores 0 */
 /* gemm_experts on lane gemm_w16 (the w16 family's grouped tile): the routing, the routed rows' pass, the tile over
  * the table's worst case (ceil(m / BN) + min(E, m) token tiles, at most m), split-k's scattered sum; declines for
  * other lanes and too many experts; errors launch nothing. */
@@ -781,12 +781,12 @@ static int gemm_w16_experts_plans(mod *m)
 static int case_w16(const char *so)
 {
     mod m;
-    g_w16_knob = "0";
+    g_w16_knob = NULL;
     if (!open_mod(so, 90, &m)) return 0;
     memra_gemm_args a = gemm(4096, 5120, 5120);
     a.w_format = MEMRA_FORMAT_Q8_0;
     memra_call c = call_of(&m);
-    int ok = declined("gemm_w16 MEMRA_W16=0", m.desc->ops->gemm_w16(&c, &a), &c, "MEMRA_W16=0");
+    int ok = declined("gemm_w16 MEMRA_W16 unset", m.desc->ops->gemm_w16(&c, &a), &c, "MEMRA_W16=0");
     /* the grouped lane likewise, asked with no rows (the core's question): declined, not taken */
     {
         memra_gemm_args z = gemm(0, 4096, 4096);
@@ -794,10 +794,10 @@ static int case_w16(const char *so)
         memra_gemm_experts_args ex = {.struct_size = sizeof ex, .lane = MEMRA_OP_gemm_w16, .n_experts = 8,
                                       .ids = 0x60000000};
         c = call_of(&m);
-        ok &= declined("gemm_experts w16 MEMRA_W16=0", m.desc->ops->gemm_experts(&c, &z, &ex), &c, "MEMRA_W16=0");
+        ok &= declined("gemm_experts w16 MEMRA_W16 unset", m.desc->ops->gemm_experts(&c, &z, &ex), &c, "MEMRA_W16=0");
     }
     ok &= close_mod(&m, 0);
-    g_w16_knob = NULL; /* unset: auto, the default */
+    g_w16_knob = "auto";
     if (!open_mod(so, 90, &m)) return 0;
     ok &= gemm_w16_plans(&m);
     ok &= gemm_w16_experts_plans(&m);

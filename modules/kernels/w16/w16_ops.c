@@ -7,7 +7,7 @@
  *      (MEMRA__W16_SLOT_PART); with MEMRA_W16_FUSE, memra_k_w16f_<fmt>_n<BN> reads x itself in place of 1 and 2;
  *   3. with split-k, memra_k_w16_sum: the slices added in slice order, times alpha, into y.
  * And gemm_experts on lane gemm_w16 (memra__gpu_w16_experts below: the same tile over a routing table).
- * Knobs (read at load): MEMRA_W16 (0: no image loaded, every call declines; auto, the default, and 1: loaded),
+ * Knobs (read at load): MEMRA_W16 (unset or 0, the default: no image loaded, every call declines; auto, 1: loaded),
  * MEMRA_W16_TILE (auto | 64 | 128 | 256; 64 the grouped tile's only), MEMRA_W16_SPLIT (auto | 1..16),
  * MEMRA_W16_FUSE (0, the default | 1 | auto), MEMRA_W16_XE_RASTER (0, the default | 1..64). */
 #include <stdlib.h>
@@ -70,9 +70,10 @@ static const unsigned k_xe_smem[3] = {W16_SMEM_BYTES, W16_SMEM_BYTES, W16_SMEM_N
 static memra_status w16_load(memra__gpu *gpu, void *state)
 {
     memra__w16_state *s = state;
-    /* MEMRA_W16=0: no image, every call declines (unset: auto, the default) */
+    /* MEMRA_W16 unset or 0 (the default: the brief's dispatcher puts a quantised weight without a mirror on the
+     * integer floor; W16 is opt-in): no image, every call declines */
     const char *on = memra__gpu_knob(gpu, "MEMRA_W16");
-    if (on != NULL && strcmp(on, "0") == 0) {
+    if (on == NULL || strcmp(on, "0") == 0) {
         s->off = 1;
         return MEMRA_STATUS_OK;
     }
@@ -170,7 +171,7 @@ memra_status memra__gpu_gemm_w16(memra_call *call, const memra_gemm_args *args)
     if (st != MEMRA_STATUS_OK) return st;
     if (args->m == 0 || args->n == 0) return MEMRA_STATUS_OK;
     if (s == NULL) return memra__gpu_decline(call, "gemm_w16: this module has no w16 kernels");
-    if (s->off) return memra__gpu_decline(call, "gemm_w16 is off (MEMRA_W16=0)");
+    if (s->off) return memra__gpu_decline(call, "gemm_w16 is off (MEMRA_W16=0, the default)");
     if (args->k == 0 || args->k % W16_BK != 0) return memra__gpu_decline(call, "gemm_w16's tile takes k a multiple of 64");
     const int64_t m = args->m, n = args->n, k = args->k, tiles = (n + W16_BM - 1) / W16_BM;
     if (tiles > 65535) return memra__gpu_decline(call, "gemm_w16: more than 65535 row tiles");
@@ -255,7 +256,7 @@ memra_status memra__gpu_w16_experts(memra_call *call, const memra_gemm_args *a, 
     if (ex->lane != MEMRA_OP_gemm_w16) return memra__gpu_decline(call, "gemm_experts: this module serves lane gemm_w16 only");
     /* before the no-row return: the core asks with m = 0 whether a module takes the lane */
     if (s == NULL) return memra__gpu_decline(call, "gemm_experts: this module has no w16 kernels");
-    if (s->off) return memra__gpu_decline(call, "gemm_experts: gemm_w16 is off (MEMRA_W16=0)");
+    if (s->off) return memra__gpu_decline(call, "gemm_experts: gemm_w16 is off (MEMRA_W16=0, the default)");
     int fi = -1;
     memra_status st = w16_check_args(gpu, "gemm_experts", a, &fi);
     if (st != MEMRA_STATUS_OK) return st;
