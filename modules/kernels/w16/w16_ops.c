@@ -201,20 +201,21 @@ memra_status memra__gpu_gemm_w16(memra_call *call, const memra_gemm_args *args)
     int bni = bn, mi = (int)m, ni = (int)n, ki = (int)k, mpi = (int)mp, zi = z;
     long long ldy = (long long)args->ldy;
     float alpha = args->alpha;
+    const unsigned gx = (unsigned)((m + bn - 1) / bn);
     if (fused) {
         memra_dptr xf = xh ? 0 : x, xhp = xh ? x : 0;
-        st = memra__gpu_launch_ex(gpu, s->tilef[b][fi], k_tilef_names[b][fi], (unsigned)((m + bn - 1) / bn),
-                                  (unsigned)tiles, (unsigned)z, W16_THREADS, W16_SMEM_BYTES, call->stream,
+        st = memra__gpu_launch_ex(gpu, s->tilef[b][fi], k_tilef_names[b][fi], gx, (unsigned)tiles, (unsigned)z,
+                                  W16_THREADS, W16_SMEM_BYTES, call->stream,
                                   (void *[]){&codes, &scales, &dd, &xf, &xhp, &y, &mi, &ni, &ki, &ldy, &alpha, &part}, 0);
     } else {
         st = memra__gpu_launch_ex(gpu, xh ? s->x16h : s->x16, xh ? "memra_k_w16_x16h" : "memra_k_w16_x16",
                                   (unsigned)((mp * k / 8 + 255) / 256), 1, 1, 256, 0,
                                   call->stream, (void *[]){&x, &x16, &mi, &ki, &mpi, &bni}, 0);
+        if (st == MEMRA_STATUS_OK)
+            st = memra__gpu_launch_ex(gpu, s->tile[b][fi], k_tile_names[b][fi], gx, (unsigned)tiles, (unsigned)z,
+                                      W16_THREADS, W16_SMEM_BYTES, call->stream,
+                                      (void *[]){&codes, &scales, &dd, &x16, &y, &mi, &ni, &ki, &ldy, &alpha, &part}, 0);
     }
-    if (st == MEMRA_STATUS_OK && !fused)
-        st = memra__gpu_launch_ex(gpu, s->tile[b][fi], k_tile_names[b][fi], (unsigned)((m + bn - 1) / bn),
-                                  (unsigned)tiles, (unsigned)z, W16_THREADS, W16_SMEM_BYTES, call->stream,
-                                  (void *[]){&codes, &scales, &dd, &x16, &y, &mi, &ni, &ki, &ldy, &alpha, &part}, 0);
     if (st == MEMRA_STATUS_OK && z > 1)
         st = memra__gpu_launch_ex(gpu, s->sum, "memra_k_w16_sum", (unsigned)((m * n + 255) / 256), 1, 1, 256, 0,
                                   call->stream, (void *[]){&part, &y, &mi, &ni, &ldy, &zi, &alpha}, 0);

@@ -189,51 +189,43 @@ w16_tile(const unsigned char *__restrict__ codes, const unsigned short *__restri
     __syncthreads();
     if (wg == 0) {
         asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(FX ? F::REG_PF : F::REG_P));
-        if constexpr (FX) {
-            /* the fused activations: thread 0 copies the step's weights as below; every producer thread then
-             * converts its chunks of the step's tokens (x f32 or f16, the pass's order and rounding: w16_load8)
-             * into the stage, zeros past m, fences them for the wgmmas' (async) proxy and arrives */
+        /* thread 0 copies each step's weights (and, without FX, its tokens from the pass's x16) by the bulk copy
+         * engine; with FX (the fused activations) every producer thread then converts its chunks of the step's
+         * tokens (x f32 or f16, the pass's order and rounding: w16_load8) into the stage, zeros past m, fences them
+         * for the wgmmas' (async) proxy and arrives */
+        if (FX || tid == 0) {
             const unsigned char *cw = codes + (size_t)rt * G * CB;
             const unsigned char *sw = reinterpret_cast<const unsigned char *>(scales) + (size_t)rt * G * 256;
+            const unsigned char *xw = nullptr;
+            if constexpr (!FX) xw = reinterpret_cast<const unsigned char *>(x16) + (size_t)tt * (k / 16) * SLAB;
             for (int it = it0; it < it1; it++) {
                 const int s = (it - it0) & (S - 1);
                 if (it - it0 >= S) memra_mb_wait(empty + 8 * s, (((it - it0) / S) - 1) & 1);
                 const unsigned st = sb + (unsigned)s * STB;
                 if (tid == 0) {
-                    memra_mb_arrive_tx(full + 8 * s, TOK);
+                    memra_mb_arrive_tx(full + 8 * s, FX ? TOK : STB);
                     memra_bulk_g2s(st, cw + (size_t)it * STC, STC, full + 8 * s);
                     memra_bulk_g2s(st + STC, sw + (size_t)it * ST_SCALES, ST_SCALES, full + 8 * s);
-                    if constexpr (DD > 0)
+                    if constexpr (DD > 0) /* the step's super-block: 4 steps of 64 in 256 */
                         memra_bulk_g2s(st + STC + ST_SCALES, ddp + ((size_t)rt * (k / 256) + it / 4) * BM, DD,
                                        full + 8 * s);
+                    if constexpr (!FX) memra_bulk_g2s(st + TOK, xw + (size_t)it * ST_TOK, ST_TOK, full + 8 * s);
                 }
+                if constexpr (FX) {
 #pragma unroll 4
-                for (int c = tid; c < 8 * BN; c += 128) {
-                    const int tn8 = c & 7, kh = (c >> 3) & 1, ng = (c >> 4) % (BN / 8), sl = c / (2 * BN);
-                    const int t = row0 + ng * 8 + tn8;
-                    const uint4 o = t < rend ? w16_load8(xs, xsh, (long long)t * k + it * BK + sl * 16 + kh * 8)
-                                             : make_uint4(0u, 0u, 0u, 0u);
-                    asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};\n" ::"r"(st + (unsigned)TOK + (unsigned)c * 16u),
-                                 "r"(o.x), "r"(o.y), "r"(o.z), "r"(o.w)
-                                 : "memory");
+                    for (int c = tid; c < 8 * BN; c += 128) {
+                        const int tn8 = c & 7, kh = (c >> 3) & 1, ng = (c >> 4) % (BN / 8), sl = c / (2 * BN);
+                        const int t = row0 + ng * 8 + tn8;
+                        const uint4 o = t < rend ? w16_load8(xs, xsh, (long long)t * k + it * BK + sl * 16 + kh * 8)
+                                                 : make_uint4(0u, 0u, 0u, 0u);
+                        asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};\n"
+                                     ::"r"(st + (unsigned)TOK + (unsigned)c * 16u), "r"(o.x), "r"(o.y), "r"(o.z),
+                                     "r"(o.w)
+                                     : "memory");
+                    }
+                    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+                    memra_mb_arrive(full + 8 * s);
                 }
-                asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
-                memra_mb_arrive(full + 8 * s);
-            }
-        } else if (tid == 0) {
-            const unsigned char *cw = codes + (size_t)rt * G * CB;
-            const unsigned char *sw = reinterpret_cast<const unsigned char *>(scales) + (size_t)rt * G * 256;
-            const unsigned char *xw = reinterpret_cast<const unsigned char *>(x16) + (size_t)tt * (k / 16) * SLAB;
-            for (int it = it0; it < it1; it++) {
-                const int s = (it - it0) & (S - 1);
-                if (it - it0 >= S) memra_mb_wait(empty + 8 * s, (((it - it0) / S) - 1) & 1);
-                const unsigned st = sb + (unsigned)s * STB;
-                memra_mb_arrive_tx(full + 8 * s, STB);
-                memra_bulk_g2s(st, cw + (size_t)it * STC, STC, full + 8 * s);
-                memra_bulk_g2s(st + STC, sw + (size_t)it * ST_SCALES, ST_SCALES, full + 8 * s);
-                if constexpr (DD > 0) /* the step's super-block: 4 steps of 64 in 256 */
-                    memra_bulk_g2s(st + STC + ST_SCALES, ddp + ((size_t)rt * (k / 256) + it / 4) * BM, DD, full + 8 * s);
-                memra_bulk_g2s(st + TOK, xw + (size_t)it * ST_TOK, ST_TOK, full + 8 * s);
             }
         }
         return;
