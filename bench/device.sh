@@ -60,7 +60,7 @@
 #               W16L_M (default "512 4096") with the w16 arms beside the floor's (receipts), test_gpu_stress's
 #               lane w16 (streams, threads, graphs), test_gpu_experts' w16 cases (the grouped tile) and bench
 #               moe on w16 and on the floor (W16L_XE_CASES, W16L_XE_FMT, W16L_XE_M, W16L_XE_W16, W16L_XE_SHEET),
-#               W16L_FUSE (MEMRA_W16_FUSE values: check, bench 27b at W16L_FUSE_M, tools), W16L_XE_VARIANTS,
+#               W16L_XE_VARIANTS,
 #               W16L_NCU=1 each w16 launch's time in one bench moe row set, then the sanitizer tools W16L_TOOLS
 #               (default none) over `memra check --op gemm_w16 / gemm_experts --module w16 --quick`, each alone
 #   wgpin       MEMRA_MMQ_WG_SEED=pin (_wgsf, the fold pinned behind the s8 wgmma): test, knobab, tools (see step_wgpin)
@@ -1299,27 +1299,6 @@ step_w16lane() {
     timeout 300 $M bench 27b --m $mm --json $R/bench_27b_m${mm}_$TAG.json > "$L/bench_27b_m$mm.txt" 2>&1
     say "memra bench 27b m=$mm: exit $?"
     grep -E "geometric" "$L/bench_27b_m$mm.txt" >> "$S"
-    w16lane_keep
-  done
-  # W16L_FUSE (default none): MEMRA_W16_FUSE values (1, auto), each: check gemm_w16 (the fused tile against the
-  # host), bench 27b at W16L_FUSE_M (default 512) with it, and the W16L_TOOLS sanitizers over its quick check
-  local fv
-  for fv in ${W16L_FUSE:-}; do
-    MEMRA_W16_FUSE=$fv timeout 240 $M check --device 0 --op gemm_w16 --json $R/check_w16_fuse${fv}_$TAG.json \
-      > "$L/check_w16_fuse$fv.log" 2>&1
-    say "memra check gemm_w16 MEMRA_W16_FUSE=$fv: exit $? $(grep -E 'passed, ' "$L/check_w16_fuse$fv.log")"
-    grep -E " FAIL|DECLINED" "$L/check_w16_fuse$fv.log" | head -8 >> "$S"
-    for mm in ${W16L_FUSE_M:-512}; do
-      MEMRA_W16_FUSE=$fv timeout 300 $M bench 27b --m $mm --json $R/bench_27b_m${mm}_fuse${fv}_$TAG.json \
-        > "$L/bench_27b_m${mm}_fuse$fv.txt" 2>&1
-      say "memra bench 27b m=$mm MEMRA_W16_FUSE=$fv: exit $?"
-      grep -E "geometric" "$L/bench_27b_m${mm}_fuse$fv.txt" >> "$S"
-    done
-    for tool in ${W16L_TOOLS:-}; do
-      MEMRA_W16_FUSE=$fv MEMRA_ADMISSION=off timeout 240 compute-sanitizer --tool $tool $M check --device 0 \
-        --op gemm_w16 --module w16 --quick > "$L/w16lane_san_fuse${fv}_$tool.txt" 2>&1
-      say "check gemm_w16 MEMRA_W16_FUSE=$fv under $tool: exit $? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$L/w16lane_san_fuse${fv}_$tool.txt" | tail -1)"
-    done
     w16lane_keep
   done
   # the lane in test_gpu_stress (4 streams x 2 threads, then two graphs captured at once), alone: bit for bit

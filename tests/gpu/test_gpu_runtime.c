@@ -339,13 +339,11 @@ static const char *g_fxe_l2_knob;      /* MEMRA_FP8BLK_XE_L2 likewise */
 static const char *g_fxe_tall_knob;    /* MEMRA_FP8BLK_XE_TALL likewise */
 static const char *g_w16_knob; /* MEMRA_W16 likewise */
 static const char *g_w16_raster_knob; /* MEMRA_W16_XE_RASTER likewise */
-static const char *g_w16_fuse_knob;   /* MEMRA_W16_FUSE likewise */
 static const char *fake_knob(const memra_device_caps *caps, const char *name)
 {
     (void)caps;
     if (strcmp(name, "MEMRA_W16") == 0) return g_w16_knob;
     if (strcmp(name, "MEMRA_W16_XE_RASTER") == 0) return g_w16_raster_knob;
-    if (strcmp(name, "MEMRA_W16_FUSE") == 0) return g_w16_fuse_knob;
     if (strcmp(name, "MEMRA_FP8BLK_WGMMA") == 0) return g_wgmma_knob;
     if (strcmp(name, "MEMRA_MMQ_XE_BM") == 0) return g_xe_bm_knob;
     if (strcmp(name, "MEMRA_MMQ_XE_SPLIT") == 0) return g_xe_split_knob;
@@ -719,8 +717,9 @@ static int gemm_w16_experts_plans(mod *m)
         /* Mixtral-like gate at 512 tokens, top-2: 1024 rows over 8 experts, 128 a mean expert: 128-token tiles,
          * 8 + 8 of them, 112 row tiles: 1792 CTAs, unsplit */
         {1024, 14336, 4096, 8, MEMRA_FORMAT_Q8_0, 16, 112, 1, big, "memra_k_w16_xe_q8_0_n128", "Q8_0 1024 rows E 8"},
-        /* 8192 rows over 8 experts (1024 a mean expert): 256-token tiles, 32 + 8 of them, unsplit */
-        {8192, 4096, 14336, 8, MEMRA_FORMAT_Q4_K, 40, 32, 1, big, "memra_k_w16_xe_q4_k_n256", "Q4_K 8192 rows E 8"},
+        /* 8192 rows over 8 experts (1024 a mean expert): 256-token tiles, 32 + 8 of them, unsplit; on the 256-token
+         * tile the raster is on by default (MEMRA_W16_XE_RASTER=auto: groups of 8): a 1-D grid of 40 x 32 CTAs */
+        {8192, 4096, 14336, 8, MEMRA_FORMAT_Q4_K, 40 * 32, 1, 1, big, "memra_k_w16_xe_q4_k_n256", "Q4_K 8192 rows E 8"},
         /* Qwen3-like gate at 512 tokens, top-8: 4096 rows over 128 experts, 32 a mean expert: 64-token tiles (two
          * CTAs an SM), 64 + 128 of them, 6 row tiles: 1152 CTAs, unsplit */
         {4096, 768, 2048, 128, MEMRA_FORMAT_Q8_0, 192, 6, 1, n64, "memra_k_w16_xe_q8_0_n64", "Q8_0 4096 rows E 128"},
@@ -804,62 +803,30 @@ static int case_w16(const char *so)
     const memra_device_caps c120 = fake_caps(120);
     ok &= m.desc->score(&c120) == 0;
     ok &= close_mod(&m, 1);
-    /* MEMRA_W16_XE_RASTER=8: the grouped tile on a 1-D grid of token tiles x row tiles */
-    g_w16_raster_knob = "8";
-    if (!open_mod(so, 90, &m)) return 0;
-    {
-        memra_gemm_args xa = gemm(8192, 4096, 14336);
+    /* MEMRA_W16_XE_RASTER=0: the 256-token tile on the (token tiles, row tiles) grid; =8: the 128-token tile (no
+     * raster by default) on a 1-D grid of token tiles x row tiles */
+    static const struct {
+        const char *knob;
+        int m, n, k;
+        unsigned gx, gy;
+    } rr[] = {{"0", 8192, 4096, 14336, 40, 32}, {"8", 1024, 14336, 4096, 16u * 112u, 1}};
+    for (size_t i = 0; i < sizeof rr / sizeof rr[0]; i++) {
+        g_w16_raster_knob = rr[i].knob;
+        if (!open_mod(so, 90, &m)) return 0;
+        memra_gemm_args xa = gemm(rr[i].m, rr[i].n, rr[i].k);
         xa.w_format = MEMRA_FORMAT_Q4_K;
         memra_gemm_experts_args ex = {.struct_size = sizeof ex, .lane = MEMRA_OP_gemm_w16, .n_experts = 8,
                                       .ids = 0x60000000};
         c = call_of(&m);
         const memra_status st = m.desc->ops->gemm_experts(&c, &xa, &ex);
-        const int g = st == MEMRA_STATUS_OK && g_grid_x[2] == 40u * 32u && g_grid_y[2] == 1 && g_grid_z[2] == 1;
-        printf("  gemm_experts w16 raster 8: tile grid %u x %u x %u  %s\n", g_grid_x[2], g_grid_y[2], g_grid_z[2],
-               g ? "ok" : "FAIL");
+        const int g = st == MEMRA_STATUS_OK && g_grid_x[2] == rr[i].gx && g_grid_y[2] == rr[i].gy && g_grid_z[2] == 1;
+        printf("  gemm_experts w16 raster %s, %d rows: tile grid %u x %u x %u  %s\n", rr[i].knob, rr[i].m, g_grid_x[2],
+               g_grid_y[2], g_grid_z[2], g ? "ok" : "FAIL");
         ok &= g;
         g_n_launched = 0;
+        ok &= close_mod(&m, 1);
     }
-    ok &= close_mod(&m, 1);
     g_w16_raster_knob = NULL;
-    /* MEMRA_W16_FUSE: the fused tile in place of the pass and the tile (1), or where x takes at most 24 MB (auto) */
-    g_w16_fuse_knob = "1";
-    if (!open_mod(so, 90, &m)) return 0;
-    {
-        memra_gemm_args fa = gemm(4096, 5120, 5120);
-        fa.w_format = MEMRA_FORMAT_Q8_0;
-        c = call_of(&m);
-        memra_status st = m.desc->ops->gemm_w16(&c, &fa);
-        const int g = g_grid_x[0] == 16 && g_grid_y[0] == 40 && g_grid_z[0] == 1 && g_block_x[0] == 384 &&
-                      g_smem[0] == 4u * 41472u + 1024u;
-        printf("  gemm_w16 fused Q8_0 4096 tile grid %u x %u x %u  %s\n", g_grid_x[0], g_grid_y[0], g_grid_z[0],
-               g ? "ok" : "FAIL");
-        ok &= g && launched("gemm_w16 fused Q8_0 m 4096", st, 1, (const char *[]){"memra_k_w16f_q8_0_n256"},
-                            (const int[]){0});
-        fa = gemm(512, 1024, 5120);
-        fa.w_format = MEMRA_FORMAT_Q6_K;
-        fa.x_is_f16 = 1;
-        c = call_of(&m);
-        ok &= launched("gemm_w16 fused Q6_K m 512 f16 x split", m.desc->ops->gemm_w16(&c, &fa), 2,
-                       (const char *[]){"memra_k_w16f_q6_k_n128", "memra_k_w16_sum"}, (const int[]){0, 0});
-    }
-    ok &= close_mod(&m, 1);
-    g_w16_fuse_knob = "auto";
-    if (!open_mod(so, 90, &m)) return 0;
-    {
-        memra_gemm_args fa = gemm(4096, 5120, 5120); /* x 80 MB: the pass */
-        fa.w_format = MEMRA_FORMAT_Q4_K;
-        c = call_of(&m);
-        ok &= launched("gemm_w16 fuse auto, x 80 MB", m.desc->ops->gemm_w16(&c, &fa), 2,
-                       (const char *[]){"memra_k_w16_x16", "memra_k_w16_q4_k_n256"}, (const int[]){0, 0});
-        fa = gemm(1024, 5120, 5120); /* x 20 MB: fused (128 tokens: 8 x 40 CTAs, unsplit) */
-        fa.w_format = MEMRA_FORMAT_Q4_K;
-        c = call_of(&m);
-        ok &= launched("gemm_w16 fuse auto, x 20 MB", m.desc->ops->gemm_w16(&c, &fa), 1,
-                       (const char *[]){"memra_k_w16f_q4_k_n128"}, (const int[]){0});
-    }
-    ok &= close_mod(&m, 1);
-    g_w16_fuse_knob = NULL;
     g_w16_knob = NULL;
     return ok;
 }

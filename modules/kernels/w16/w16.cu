@@ -1,8 +1,6 @@
 /* The w16 family's kernels (sm_90a only): gemm_w16's tile on the W16 operand (w16_tile.cuh) per format and
  * token tile, the activations' pass into the f16 tiles, and split-k's sum. Entry points:
  *   memra_k_w16_<fmt>_n<BN>  fmt q8_0, q4_0, q4_k, q5_k, q6_k; BN 256 or 128 (grid: ceil(m / BN) x row tiles x slices)
- *   memra_k_w16f_<fmt>_n<BN> the same tile with x (f32, or f16) read and converted by its producer warpgroup
- *                            in place of the pass below (MEMRA_W16_FUSE)
  *   memra_k_w16_x16          x f32 [m][k] -> the BN-token f16 tiles (one 16-byte chunk a thread)
  *   memra_k_w16_x16h         x f16 [m][k] (x_is_f16) -> the same tiles, moved
  *   memra_k_w16_sum          the slices' partial sums -> y (one output a thread)
@@ -43,27 +41,6 @@ W16_ENTRY(q4_0, 4, 128)
 W16_ENTRY(q4_k, 5, 128)
 W16_ENTRY(q5_k, 7, 128)
 W16_ENTRY(q6_k, 6, 128)
-
-/* the dense tile with the activations converted by its producer warpgroup (MEMRA_W16_FUSE): x f32, or xh f16 */
-#define W16F_ENTRY(fmt, QB, BN)                                                                                     \
-    extern "C" __global__ void __launch_bounds__(384, 1)                                                          \
-        memra_k_w16f_##fmt##_n##BN(const unsigned char *__restrict__ codes, const unsigned short *__restrict__ scales, \
-                                   const uint32_t *__restrict__ ddp, const float *__restrict__ x,                    \
-                                   const __half *__restrict__ xh, float *__restrict__ y, int m, int n, int k,        \
-                                   long long ldy, float alpha, float *__restrict__ part)                             \
-    {                                                                                                               \
-        w16_tile<QB, BN, false, true>(codes, scales, ddp, nullptr, y, m, n, k, ldy, alpha, part, w16_xe{}, 0, x, xh); \
-    }
-W16F_ENTRY(q8_0, 8, 256)
-W16F_ENTRY(q4_0, 4, 256)
-W16F_ENTRY(q4_k, 5, 256)
-W16F_ENTRY(q5_k, 7, 256)
-W16F_ENTRY(q6_k, 6, 256)
-W16F_ENTRY(q8_0, 8, 128)
-W16F_ENTRY(q4_0, 4, 128)
-W16F_ENTRY(q4_k, 5, 128)
-W16F_ENTRY(q5_k, 7, 128)
-W16F_ENTRY(q6_k, 6, 128)
 
 #define W16_XE_ENTRY(fmt, QB, BN)                                                                                   \
     extern "C" __global__ void __launch_bounds__(384, W16<QB, BN>::CTAS)                                          \

@@ -4,12 +4,12 @@
  *   1. memra_k_w16_x16: x f32 -> the f16 token tiles in scratch (MEMRA__W16_SLOT_X16); x f16 (x_is_f16):
  *      memra_k_w16_x16h moves it into them;
  *   2. memra_k_w16_<fmt>_n<BN>: the tile, into y, or with split-k into the slices' partial sums
- *      (MEMRA__W16_SLOT_PART); with MEMRA_W16_FUSE, memra_k_w16f_<fmt>_n<BN> reads x itself in place of 1 and 2;
+ *      (MEMRA__W16_SLOT_PART);
  *   3. with split-k, memra_k_w16_sum: the slices added in slice order, times alpha, into y.
  * And gemm_experts on lane gemm_w16 (memra__gpu_w16_experts below: the same tile over a routing table).
  * Knobs (read at load): MEMRA_W16 (unset or 0, the default: no image loaded, every call declines; auto, 1: loaded),
  * MEMRA_W16_TILE (auto | 64 | 128 | 256; 64 the grouped tile's only), MEMRA_W16_SPLIT (auto | 1..16),
- * MEMRA_W16_FUSE (0, the default | 1 | auto), MEMRA_W16_XE_RASTER (0, the default | 1..64). */
+ * MEMRA_W16_XE_RASTER (auto, the default | 0 | 1..64). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -28,17 +28,16 @@
 #define W16_SMEM_BYTES (4u * 41472u + 1024u)
 #define W16_SMEM_N64 (4u * 16896u + 1024u)
 #define W16_THREADS 384
+#define W16_XE_RASTER_AUTO 8 /* MEMRA_W16_XE_RASTER=auto's group on the 256-token grouped tile */
 
 typedef struct memra__w16_state {
     CUfunction tile[2][5]; /* [BN 256, 128][Q8_0, Q4_0, Q4_K, Q6_K, Q5_K] */
-    CUfunction tilef[2][5]; /* the same with the activations converted in the tile (MEMRA_W16_FUSE) */
     CUfunction x16, x16h, sum;
     CUfunction xe_tile[3][5]; /* the grouped tile: [BN 256, 128, 64][the formats as tile's] */
     CUfunction xe_route, xe_x16, xe_sum;
     int tile_knob;  /* 0 auto, else 256 / 128 (and 64: the grouped tile only) */
     int split_knob; /* 0 auto, else 1..16 */
-    int fuse;       /* MEMRA_W16_FUSE: 0 the pass, 1 the fused tile, 2 auto (x at most W16_FUSE_AUTO_BYTES) */
-    int raster;     /* MEMRA_W16_XE_RASTER: 0 the (token tiles, row tiles) grid, else its group of token tiles */
+    int raster;     /* MEMRA_W16_XE_RASTER: -1 auto, 0 the (token tiles, row tiles) grid, else its group of token tiles */
     int off;        /* MEMRA_W16=0: nothing loaded */
 } memra__w16_state;
 
@@ -48,15 +47,6 @@ static const char *const k_tile_names[2][5] = {
     {"memra_k_w16_q8_0_n128", "memra_k_w16_q4_0_n128", "memra_k_w16_q4_k_n128", "memra_k_w16_q6_k_n128",
      "memra_k_w16_q5_k_n128"},
 };
-static const char *const k_tilef_names[2][5] = {
-    {"memra_k_w16f_q8_0_n256", "memra_k_w16f_q4_0_n256", "memra_k_w16f_q4_k_n256", "memra_k_w16f_q6_k_n256",
-     "memra_k_w16f_q5_k_n256"},
-    {"memra_k_w16f_q8_0_n128", "memra_k_w16f_q4_0_n128", "memra_k_w16f_q4_k_n128", "memra_k_w16f_q6_k_n128",
-     "memra_k_w16f_q5_k_n128"},
-};
-/* MEMRA_W16_FUSE=auto: the fused tile where x (f32 or f16) takes at most this many bytes, so that the row tiles'
- * re-reads of it stay in L2 (50 MB on an H100 / H200) */
-#define W16_FUSE_AUTO_BYTES (24u << 20)
 static const char *const k_xe_names[3][5] = {
     {"memra_k_w16_xe_q8_0_n256", "memra_k_w16_xe_q4_0_n256", "memra_k_w16_xe_q4_k_n256", "memra_k_w16_xe_q6_k_n256",
      "memra_k_w16_xe_q5_k_n256"},
@@ -82,9 +72,6 @@ static memra_status w16_load(memra__gpu *gpu, void *state)
     for (int b = 0; b < 2 && st == MEMRA_STATUS_OK; b++)
         for (int f = 0; f < 5 && st == MEMRA_STATUS_OK; f++)
             st = memra__gpu_function(gpu, m, k_tile_names[b][f], W16_SMEM_BYTES, &s->tile[b][f]);
-    for (int b = 0; b < 2 && st == MEMRA_STATUS_OK; b++)
-        for (int f = 0; f < 5 && st == MEMRA_STATUS_OK; f++)
-            st = memra__gpu_function(gpu, m, k_tilef_names[b][f], W16_SMEM_BYTES, &s->tilef[b][f]);
     if (st == MEMRA_STATUS_OK) st = memra__gpu_function(gpu, m, "memra_k_w16_x16", 0, &s->x16);
     if (st == MEMRA_STATUS_OK) st = memra__gpu_function(gpu, m, "memra_k_w16_x16h", 0, &s->x16h);
     if (st == MEMRA_STATUS_OK) st = memra__gpu_function(gpu, m, "memra_k_w16_sum", 0, &s->sum);
@@ -98,10 +85,8 @@ static memra_status w16_load(memra__gpu *gpu, void *state)
     const char *t = memra__gpu_knob(gpu, "MEMRA_W16_TILE"), *z = memra__gpu_knob(gpu, "MEMRA_W16_SPLIT");
     s->tile_knob = t != NULL && strcmp(t, "auto") != 0 ? atoi(t) : 0;
     s->split_knob = z != NULL && strcmp(z, "auto") != 0 ? atoi(z) : 0;
-    const char *fu = memra__gpu_knob(gpu, "MEMRA_W16_FUSE");
-    s->fuse = fu == NULL ? 0 : strcmp(fu, "auto") == 0 ? 2 : atoi(fu) != 0;
     const char *rs = memra__gpu_knob(gpu, "MEMRA_W16_XE_RASTER");
-    s->raster = rs != NULL ? atoi(rs) : 0;
+    s->raster = rs == NULL || strcmp(rs, "auto") == 0 ? -1 : atoi(rs);
     return MEMRA_STATUS_OK;
 }
 
@@ -185,12 +170,10 @@ memra_status memra__gpu_gemm_w16(memra_call *call, const memra_gemm_args *args)
         return memra__gpu_decline(call, "gemm_w16: m x k or m x n too large for the pass's one-dimensional grid");
     const int z = slices_for(ctas, k / W16_BK, sms, s->split_knob);
     const int xh = args->x_is_f16 != 0;
-    /* the fused tile reads x itself: no pass, no x16 scratch */
-    const int fused = s->fuse == 1 || (s->fuse == 2 && (uint64_t)(m * k) * (xh ? 2u : 4u) <= W16_FUSE_AUTO_BYTES);
     memra_dptr x16 = 0, part = 0;
     if (!MEMRA_HAS_MEMBER(gpu->host, memra_host_services, scratch_get))
         return gpu->host->set_error(MEMRA_STATUS_MODULE_ERROR, "%s: the core has no named scratch", gpu->name);
-    if (!fused) st = gpu->host->scratch_get(call, MEMRA__W16_SLOT_X16, (size_t)(mp * k * 2), &x16);
+    st = gpu->host->scratch_get(call, MEMRA__W16_SLOT_X16, (size_t)(mp * k * 2), &x16);
     if (st == MEMRA_STATUS_OK && z > 1)
         st = gpu->host->scratch_get(call, MEMRA__W16_SLOT_PART, (size_t)z * (size_t)(m * n) * 4u, &part);
     if (st != MEMRA_STATUS_OK) return st;
@@ -202,20 +185,13 @@ memra_status memra__gpu_gemm_w16(memra_call *call, const memra_gemm_args *args)
     long long ldy = (long long)args->ldy;
     float alpha = args->alpha;
     const unsigned gx = (unsigned)((m + bn - 1) / bn);
-    if (fused) {
-        memra_dptr xf = xh ? 0 : x, xhp = xh ? x : 0;
-        st = memra__gpu_launch_ex(gpu, s->tilef[b][fi], k_tilef_names[b][fi], gx, (unsigned)tiles, (unsigned)z,
+    st = memra__gpu_launch_ex(gpu, xh ? s->x16h : s->x16, xh ? "memra_k_w16_x16h" : "memra_k_w16_x16",
+                              (unsigned)((mp * k / 8 + 255) / 256), 1, 1, 256, 0, call->stream,
+                              (void *[]){&x, &x16, &mi, &ki, &mpi, &bni}, 0);
+    if (st == MEMRA_STATUS_OK)
+        st = memra__gpu_launch_ex(gpu, s->tile[b][fi], k_tile_names[b][fi], gx, (unsigned)tiles, (unsigned)z,
                                   W16_THREADS, W16_SMEM_BYTES, call->stream,
-                                  (void *[]){&codes, &scales, &dd, &xf, &xhp, &y, &mi, &ni, &ki, &ldy, &alpha, &part}, 0);
-    } else {
-        st = memra__gpu_launch_ex(gpu, xh ? s->x16h : s->x16, xh ? "memra_k_w16_x16h" : "memra_k_w16_x16",
-                                  (unsigned)((mp * k / 8 + 255) / 256), 1, 1, 256, 0,
-                                  call->stream, (void *[]){&x, &x16, &mi, &ki, &mpi, &bni}, 0);
-        if (st == MEMRA_STATUS_OK)
-            st = memra__gpu_launch_ex(gpu, s->tile[b][fi], k_tile_names[b][fi], gx, (unsigned)tiles, (unsigned)z,
-                                      W16_THREADS, W16_SMEM_BYTES, call->stream,
-                                      (void *[]){&codes, &scales, &dd, &x16, &y, &mi, &ni, &ki, &ldy, &alpha, &part}, 0);
-    }
+                                  (void *[]){&codes, &scales, &dd, &x16, &y, &mi, &ni, &ki, &ldy, &alpha, &part}, 0);
     if (st == MEMRA_STATUS_OK && z > 1)
         st = memra__gpu_launch_ex(gpu, s->sum, "memra_k_w16_sum", (unsigned)((m * n + 255) / 256), 1, 1, 256, 0,
                                   call->stream, (void *[]){&part, &y, &mi, &ni, &ldy, &zi, &alpha}, 0);
@@ -300,8 +276,13 @@ memra_status memra__gpu_w16_experts(memra_call *call, const memra_gemm_args *a, 
                      .w = a->w, .off_s = (long long)memra_w16_off(f, n, k, 'S'), .off_d = (long long)memra_w16_off(f, n, k, 'D')};
     memra_dptr ids = ex->ids, y = memra__gpu_y_base(a), x = a->x, xf = a->x_is_f16 ? 0 : a->x, xh = a->x_is_f16 ? a->x : 0;
     int mi = (int)m, ni = (int)n, ki = (int)k, ei = (int)E, bni = bn, ti = (int)T, zi = z;
-    /* the raster's 1-D grid (T x row tiles CTAs on x) where the knob asks for it and the product fits */
-    int rg = s->raster > 0 && T * rtiles <= 0x7FFFFFFF ? (int)(s->raster < T ? s->raster : T) : 0; /* rg x R <= T x R */
+    /* the raster's 1-D grid (T x row tiles CTAs on x) where the knob asks for it and the product fits; auto: groups
+     * of W16_XE_RASTER_AUTO token tiles on the 256-token tile (experts of 384 rows and more, where the plain grid's
+     * waves hold every token tile's activations and stream the weights from DRAM: run x2 on an H100, Mixtral-like
+     * Q8_0 rows at m = 4096, 1.78 ms a call against 2.23-2.89 on the plain grid), none on the narrower ones (the
+     * same run's down rows at m = 512 on the 128-token tile: 0.45 ms against 0.36) */
+    const int want = s->raster >= 0 ? s->raster : bn == 256 ? W16_XE_RASTER_AUTO : 0;
+    int rg = want > 0 && T * rtiles <= 0x7FFFFFFF ? (int)(want < T ? want : T) : 0; /* rg x R <= T x R */
     int al = memra__gpu_aligned(x, 16);
     long long ldy = (long long)a->ldy;
     float alpha = a->alpha;

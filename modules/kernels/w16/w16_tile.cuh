@@ -37,9 +37,6 @@ template <int QB, int BN = 256> struct W16 {
      * warpgroups: ptxas allocates the launch bounds' whole budget (65536 / (384 CTAs) rounded down to 8: 168 at
      * one CTA, 80 at two), the producer gives all but 40 back, the consumers take what that frees */
     static constexpr int CTAS = BN == 64 ? 2 : 1, REG_P = 40, REG_C = BN == 64 ? 96 : 232;
-    /* the fused-activation tile (FX): the whole producer warpgroup converts x, so it keeps 56 and the consumers
-     * take 224 (their code reaches R165 at BN 256) */
-    static constexpr int REG_PF = 56, REG_CF = 224;
     static constexpr int CB = BM * 32 * (QB == 8 ? 8 : QB == 6 ? 6 : QB == 7 ? 5 : 4) / 8, STC = 2 * CB,
                          DD = (QB == 5 || QB == 6 || QB == 7) ? BM * 4 : 0,
                          TOK = STC + ST_SCALES + DD, STB = TOK + ST_TOK;
@@ -117,7 +114,7 @@ __device__ __forceinline__ void deq6(uint32_t lo, uint32_t hi, float e0, float e
     }
 }
 /* One 16-byte chunk of the f16 tiles: 8 activations from offset off of x f32 (rounded to nearest) or of xh f16
- * (moved), both 16-byte aligned: the pass's and the fused producer's one conversion. */
+ * (moved), both 16-byte aligned: the pass's one conversion. */
 __device__ __forceinline__ uint4 w16_load8(const float *__restrict__ x, const __half *__restrict__ xh, long long off)
 {
     if (xh != nullptr) return *reinterpret_cast<const uint4 *>(xh + off);
@@ -132,16 +129,12 @@ __device__ __forceinline__ uint4 w16_load8(const float *__restrict__ x, const __
 /* XE (the grouped tile): token tile tt is the table's; its expert's operand; its tokens the sorted rows row0 ..
  * (those before the expert's end valid) and the output of sorted row s goes to y row perm[s] (with split-k to part
  * row s, w16_sumg then scattering). The dense tile: token tile tt is tokens tt BN .., those before m valid. */
-template <int QB, int BN, bool XE = false, bool FX = false>
+template <int QB, int BN, bool XE = false>
 __device__ __forceinline__ void
 w16_tile(const unsigned char *__restrict__ codes, const unsigned short *__restrict__ scales,
           const uint32_t *__restrict__ ddp, const __half *__restrict__ x16, float *__restrict__ y, int m, int n, int k,
-          long long ldy, float alpha, float *__restrict__ part, const w16_xe xe = w16_xe{}, int rg = 0,
-          const float *__restrict__ xs = nullptr, const __half *__restrict__ xsh = nullptr)
+          long long ldy, float alpha, float *__restrict__ part, const w16_xe xe = w16_xe{}, int rg = 0)
 {
-    static_assert(!(XE && FX), "the fused activations serve the dense tile");
-    static_assert(!FX || 128 * W16<QB, BN>::REG_PF + 256 * W16<QB, BN>::REG_CF <= W16<QB, BN>::BUDGET,
-                  "setmaxnreg: the fused tile's split over the launch budget (a two-CTA width has no fused entry)");
     using F = W16<QB, BN>;
     constexpr int CB = F::CB, STC = F::STC, STB = F::STB, DD = F::DD, TOK = F::TOK, ST_TOK = F::ST_TOK, SLAB = F::SLAB;
     extern __shared__ __align__(16) unsigned char smraw[];
@@ -180,57 +173,33 @@ w16_tile(const unsigned char *__restrict__ codes, const unsigned short *__restri
     if (Z > 1) y = part + (long long)z * m * n, ldy = n, alpha = 1.f;
     if (tid == 0) {
         for (int s = 0; s < S; s++) {
-            /* FX: the weights' arrive_tx and, after its chunks, every producer thread's arrival */
-            memra_mb_init(full + 8 * s, FX ? 129 : 1);
+            memra_mb_init(full + 8 * s, 1);
             memra_mb_init(empty + 8 * s, 256);
         }
         asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
     }
     __syncthreads();
     if (wg == 0) {
-        asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(FX ? F::REG_PF : F::REG_P));
-        /* thread 0 copies each step's weights (and, without FX, its tokens from the pass's x16) by the bulk copy
-         * engine; with FX (the fused activations) every producer thread then converts its chunks of the step's
-         * tokens (x f32 or f16, the pass's order and rounding: w16_load8) into the stage, zeros past m, fences them
-         * for the wgmmas' (async) proxy and arrives */
-        if (FX || tid == 0) {
+        asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(F::REG_P));
+        if (tid == 0) {
             const unsigned char *cw = codes + (size_t)rt * G * CB;
             const unsigned char *sw = reinterpret_cast<const unsigned char *>(scales) + (size_t)rt * G * 256;
-            const unsigned char *xw = nullptr;
-            if constexpr (!FX) xw = reinterpret_cast<const unsigned char *>(x16) + (size_t)tt * (k / 16) * SLAB;
+            const unsigned char *xw = reinterpret_cast<const unsigned char *>(x16) + (size_t)tt * (k / 16) * SLAB;
             for (int it = it0; it < it1; it++) {
                 const int s = (it - it0) & (S - 1);
                 if (it - it0 >= S) memra_mb_wait(empty + 8 * s, (((it - it0) / S) - 1) & 1);
                 const unsigned st = sb + (unsigned)s * STB;
-                if (tid == 0) {
-                    memra_mb_arrive_tx(full + 8 * s, FX ? TOK : STB);
-                    memra_bulk_g2s(st, cw + (size_t)it * STC, STC, full + 8 * s);
-                    memra_bulk_g2s(st + STC, sw + (size_t)it * ST_SCALES, ST_SCALES, full + 8 * s);
-                    if constexpr (DD > 0) /* the step's super-block: 4 steps of 64 in 256 */
-                        memra_bulk_g2s(st + STC + ST_SCALES, ddp + ((size_t)rt * (k / 256) + it / 4) * BM, DD,
-                                       full + 8 * s);
-                    if constexpr (!FX) memra_bulk_g2s(st + TOK, xw + (size_t)it * ST_TOK, ST_TOK, full + 8 * s);
-                }
-                if constexpr (FX) {
-#pragma unroll 4
-                    for (int c = tid; c < 8 * BN; c += 128) {
-                        const int tn8 = c & 7, kh = (c >> 3) & 1, ng = (c >> 4) % (BN / 8), sl = c / (2 * BN);
-                        const int t = row0 + ng * 8 + tn8;
-                        const uint4 o = t < rend ? w16_load8(xs, xsh, (long long)t * k + it * BK + sl * 16 + kh * 8)
-                                                 : make_uint4(0u, 0u, 0u, 0u);
-                        asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};\n"
-                                     ::"r"(st + (unsigned)TOK + (unsigned)c * 16u), "r"(o.x), "r"(o.y), "r"(o.z),
-                                     "r"(o.w)
-                                     : "memory");
-                    }
-                    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
-                    memra_mb_arrive(full + 8 * s);
-                }
+                memra_mb_arrive_tx(full + 8 * s, STB);
+                memra_bulk_g2s(st, cw + (size_t)it * STC, STC, full + 8 * s);
+                memra_bulk_g2s(st + STC, sw + (size_t)it * ST_SCALES, ST_SCALES, full + 8 * s);
+                if constexpr (DD > 0) /* the step's super-block: 4 steps of 64 in 256 */
+                    memra_bulk_g2s(st + STC + ST_SCALES, ddp + ((size_t)rt * (k / 256) + it / 4) * BM, DD, full + 8 * s);
+                memra_bulk_g2s(st + TOK, xw + (size_t)it * ST_TOK, ST_TOK, full + 8 * s);
             }
         }
         return;
     }
-    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(FX ? F::REG_CF : F::REG_C));
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(F::REG_C));
     const int cw = wg - 1, t = tid & 127, v = t >> 5, l = t & 31, g = l >> 2, c = l & 3;
     float acc[BN / 2];
 #pragma unroll
