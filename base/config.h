@@ -136,6 +136,8 @@
       "gemm_experts' Q8_0 / Q4_0 128-row tiles on the seeded warpgroup tile (cc 9.x, tensor maps, the records' gather; bit for bit the records tiles): auto from k = 4096 (run j2, H100: Mixtral-like rows 4-9% faster at m = 4096; Qwen3-like k = 2048 / 768 7-27% slower), 1 at every k, 0 never") \
     X(MMQ_XE_WG_REM, "MEMRA_MMQ_XE_WG_REM", "mmq modules", BOOL, "", "0",                                      \
       "1: with MEMRA_MMQ_XE_WG's tile, the experts' remainders of at most 32 rows in the same grid, on the tile with 32 token columns (memra_k_experts_q8_0r_wgsr: beside their expert's full tiles, the weight from L2; bit for bit the records tiles; run s1, H100: no gain, grouped / dense 0.60-0.70 against 0.65-0.72 at m = 512)") \
+    X(MMQ_XE_RASTER, "MEMRA_MMQ_XE_RASTER", "mmq modules", ENUM, "0|1|auto", "0",                             \
+      "gemm_experts on MEMRA_MMQ_XE_WG's tile: 1 walks its grid in groups of 8 table tiles, each group's weight row blocks outermost (a 1-D grid), so that a wave holds a few experts' tokens and reads each weight block for the group's tiles together, where the plain grid streams every tile's tokens again each wave (the w16 lane's grouped tile gained 1.1-1.6x from it at m = 4096 in run x2); auto: where the mean expert has 384 rows or more; 0 (the default until measured on this tile): the plain grid") \
     X(MMQ_XE_BM, "MEMRA_MMQ_XE_BM", "mmq modules", UINT, "0..1024", "0 (from rows per expert)",                  \
       "gemm_experts grouped tile rows forced (32|64|128)")                                                        \
     X(MMQ_XE_SPLIT, "MEMRA_MMQ_XE_SPLIT", "mmq modules", UINT, "0..16", "0 (chosen per call)",                  \

@@ -63,6 +63,8 @@
 #               W16L_XE_VARIANTS,
 #               W16L_NCU=1 each w16 launch's time in one bench moe row set, then the sanitizer tools W16L_TOOLS
 #               (default none) over `memra check --op gemm_w16 / gemm_experts --module w16 --quick`, each alone
+#   xeab        knob settings A/B on the grouped call: XEAB_CASES test_gpu_experts cases, then bench moe per
+#               XEAB_VARIANTS entry (see step_xeab)
 #   wgpin       MEMRA_MMQ_WG_SEED=pin (_wgsf, the fold pinned behind the s8 wgmma): test, knobab, tools (see step_wgpin)
 #   wgia        MEMRA_MMQ_WG_SEED=iadd (_wgsi, no seed MMA: the fold adds the seed): knobab, test, tools (see step_wgia)
 #   wgpp        MEMRA_MMQ_WG_SEED=pp (_wgspp, the folds in turn): knobab, tests, stall samples, tools (see step_wgpp)
@@ -2665,6 +2667,28 @@ step_multi() {
   else
     say "multi: no test_multigpu binary in this build"
   fi
+}
+
+# xeab: knob settings A/B on the grouped call. XEAB_CASES (default none): test_gpu_experts cases, each alone;
+# then for each XEAB_VARIANTS entry (default "-": none; comma-separated KNOB=VALUE settings, e.g.
+# "- MEMRA_MMQ_XE_RASTER=1 MEMRA_W16=1,MEMRA_W16_XE_RASTER=0") one bench moe of XEAB_SHEET (default mixtral),
+# XEAB_FMT (default q8_0) at XEAB_M (default "512 4096"), every arm on the call's lane (MEMRA_F16_BUDGET_MB=0,
+# MEMRA_W16=0 unless the entry sets it), receipts bench_moe_<sheet>_<fmt>_<entry>_$TAG.json
+step_xeab() {
+  local c v tag
+  for c in ${XEAB_CASES:-}; do
+    timeout 120 $B/bin/test_gpu_experts $c > "$L/xeab_xe_$c.log" 2>&1
+    say "test_gpu_experts $c: exit $? $(grep -E 'max e|differ' "$L/xeab_xe_$c.log" | head -2 | tr '\n' ' ')"
+  done
+  for v in ${XEAB_VARIANTS:--}; do
+    tag=$(echo "$v" | tr -c 'A-Za-z0-9_\n' '_')
+    env MEMRA_F16_BUDGET_MB=0 MEMRA_W16=0 $([ "$v" != - ] && echo "$v" | tr ',' ' ') timeout 300 $M bench moe --device 0 \
+      --sheet ${XEAB_SHEET:-mixtral} --routing uniform --format ${XEAB_FMT:-q8_0} \
+      $(for mm in ${XEAB_M:-512 4096}; do printf -- '--m %s ' $mm; done) \
+      --json $R/bench_moe_${XEAB_SHEET:-mixtral}_${XEAB_FMT:-q8_0}_${tag}_$TAG.json > "$L/xeab_moe_$tag.txt" 2>&1
+    say "bench moe ${XEAB_SHEET:-mixtral} ${XEAB_FMT:-q8_0} $v: exit $?"
+    grep -E "^(mixtral|qwen3)" "$L/xeab_moe_$tag.txt" | head -12 >> "$S"
+  done
 }
 
 # A log over 4 MB (an initcheck over cuBLASLt's kernels writes hundreds of MB) keeps its

@@ -27,7 +27,7 @@
  *                             sink: until the thirty-third session these were tall4 / tall4_q4_k
  *                             over 4 experts, whose 300 rows picked the 64-row table, so they never
  *                             ran the tall tile); elsewhere the knob warns and the usual tiles serve
- *   test_gpu_experts wg | wg_graph | wg_split | wg4 | wg_bm128 | wg_skew | wg_q4_0
+ *   test_gpu_experts wg | wg_graph | wg_split | wg4 | wg_bm128 | wg_skew | wg_q4_0 | wg_raster
  *                             Q8_0 (and Q4_0) with MEMRA_MMQ_XE_WG=1: on cc 9.x the 128-row table's
  *                             tiles on the seeded warpgroup tile (memra_k_experts_q8_0r_wgs, _wgsf under pin), failing
  *                             there if the module refused it or fell back in a call (a log sink).
@@ -37,8 +37,9 @@
  *                             (MEMRA_MMQ_XE_BM=128): wg4 (4 experts: tiles of 128 + 71, 60, 10 and 29
  *                             rows), wg_bm128 (16 experts, the uneven routing: expert 0 without rows,
  *                             tiles of 1 row, of 4-5 rows for experts 3-15, and 128 + 109 for expert
- *                             2) and wg_skew (16 experts, half the rows to one). Elsewhere the knob
- *                             warns and the records tiles serve.
+ *                             2) and wg_skew (16 experts, half the rows to one); wg_raster as wg_skew on the
+ *                             rastered grid (MEMRA_MMQ_XE_RASTER=1: 19 table tiles x 2 row blocks in groups of
+ *                             8, the last of 3). Elsewhere the knob warns and the records tiles serve.
  *   test_gpu_experts wg_rem | wg_rem_graph | wg_rem_split | wg_rem3
  *                             the same with MEMRA_MMQ_XE_WG_REM=1: the remainders of at most 32 rows in the
  *                             tile's grid on the 32-column tile (memra_k_experts_q8_0r_wgsr): wg_rem, _graph,
@@ -169,6 +170,7 @@ static const xcase k_cases[] = {
     {"wg4", MEMRA_FORMAT_Q8_0, "128", 0, 0, "mmq records", NULL, 0, 4},
     {"wg_bm128", MEMRA_FORMAT_Q8_0, "128", 0, 0, "mmq records", NULL, 0, 0},
     {"wg_skew", MEMRA_FORMAT_Q8_0, "128", 1, 0, "mmq records", NULL, 0, 0},
+    {"wg_raster", MEMRA_FORMAT_Q8_0, "128", 1, 0, "mmq records", NULL, 0, 0},
     {"wg_q4_0", MEMRA_FORMAT_Q4_0, NULL, 0, 0, "mmq records (Q4_0 as Q8_0)", NULL, 0, 2},
     {"wg_rem", MEMRA_FORMAT_Q8_0, NULL, 0, 0, "mmq records", NULL, 0, 2},
     {"wg_rem_graph", MEMRA_FORMAT_Q8_0, NULL, 0, 1, "mmq records", NULL, 0, 2},
@@ -373,7 +375,8 @@ int main(int argc, char **argv)
                               /* the remainders' tile (_wgsr) is the unpinned tile's twin: SEED=1 */
                               strncmp(xc->name, "wg_rem", 6) == 0 ? "MEMRA_MMQ_WG_SEED=1" : NULL,
                               w16 ? "MEMRA_W16=auto" : NULL, w16 ? w16split : NULL, w16 && xc->bm ? w16tile : NULL,
-                              strcmp(xc->name, "w16_raster") == 0 ? "MEMRA_W16_XE_RASTER=3" : NULL, NULL};
+                              strcmp(xc->name, "w16_raster") == 0 ? "MEMRA_W16_XE_RASTER=3" : NULL,
+                              strcmp(xc->name, "wg_raster") == 0 ? "MEMRA_MMQ_XE_RASTER=1" : NULL, NULL};
     if (h16) settings[3] = "MEMRA_MMQ_XE_F16=1";
     /* the list ends at its first NULL: the slots left unset above are dropped, so that none hides the ones after
      * it (before, a case without MEMRA_MMQ_XE_BM ended the list there: the wg and tall cases ran without their

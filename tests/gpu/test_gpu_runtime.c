@@ -331,6 +331,7 @@ static const char *g_kr_wg_knob = "0"; /* MEMRA_MMQ_KR_WG likewise (the records 
 static const char *g_xe_loop2_knob; /* MEMRA_MMQ_XE_LOOP2 likewise */
 static const char *g_xe_tall_knob;  /* MEMRA_MMQ_XE_TALL likewise */
 static const char *g_xe_wg_knob;    /* MEMRA_MMQ_XE_WG likewise */
+static const char *g_xe_raster_knob; /* MEMRA_MMQ_XE_RASTER likewise */
 static const char *g_fxe_split_knob; /* MEMRA_FP8BLK_XE_SPLIT likewise */
 static const char *g_fxe_pf_knob;    /* MEMRA_FP8BLK_XE_PF likewise */
 static const char *g_fxe_gs_knob;    /* MEMRA_FP8BLK_XE_GS likewise */
@@ -380,6 +381,7 @@ static const char *fake_knob(const memra_device_caps *caps, const char *name)
     if (strcmp(name, "MEMRA_MMQ_XE_LOOP2") == 0) return g_xe_loop2_knob;
     if (strcmp(name, "MEMRA_MMQ_XE_TALL") == 0) return g_xe_tall_knob;
     if (strcmp(name, "MEMRA_MMQ_XE_WG") == 0) return g_xe_wg_knob;
+    if (strcmp(name, "MEMRA_MMQ_XE_RASTER") == 0) return g_xe_raster_knob;
     if (strcmp(name, "MEMRA_FP8BLK_XE_SPLIT") == 0) return g_fxe_split_knob;
     if (strcmp(name, "MEMRA_FP8BLK_XE_PF") == 0) return g_fxe_pf_knob;
     if (strcmp(name, "MEMRA_FP8BLK_XE_GS") == 0) return g_fxe_gs_knob;
@@ -1143,6 +1145,36 @@ static int xe_wg_cases(const char *so)
         ok &= close_mod(&m, 1);
     }
     g_mmq_wg_sd_knob = NULL, g_xe_ovl_knob = NULL, g_missing_kernel = NULL;
+    /* MEMRA_MMQ_XE_RASTER: 1 launches the tile on a 1-D grid of tiles_max x 3 CTAs (n = 300: 3 row blocks), auto
+     * where the mean expert has 384 rows or more (4096 rows over 8), unset (0) or auto below it the plain grid;
+     * with XE_WG_REM=1 the combined grid stays plain */
+    static const struct {
+        const char *knob, *rem;
+        int rows;
+        unsigned gx, gy;
+        const char *tile;
+    } xr[] = {{"1", NULL, 1024, (1024 / 128 + 8) * 3, 1, "memra_k_experts_q8_0r_wgs" PIN_SFX},
+              {"auto", NULL, 1024, 1024 / 128 + 8, 3, "memra_k_experts_q8_0r_wgs" PIN_SFX},
+              {NULL, NULL, 4096, 4096 / 128 + 8, 3, "memra_k_experts_q8_0r_wgs" PIN_SFX},
+              {"auto", NULL, 4096, (4096 / 128 + 8) * 3, 1, "memra_k_experts_q8_0r_wgs" PIN_SFX},
+              {"1", "1", 1024, 1024 / 128 + 8 + 8, 3, "memra_k_experts_q8_0r_wgsr"}};
+    for (size_t i = 0; i < sizeof xr / sizeof xr[0]; i++) {
+        mod m;
+        g_xe_raster_knob = xr[i].knob, g_xe_wg_knob = "1", g_xe_rem_knob = xr[i].rem, g_xe_bm_knob = NULL;
+        g_mmq_wg_sd_knob = xr[i].rem ? "1" : NULL;
+        if (!open_mod(so, 90, &m)) return 0;
+        const memra_status st = xe_call(&m, xr[i].rows, 256, 0);
+        const int good = st == MEMRA_STATUS_OK && g_n_launched > 3 && strcmp(g_launched[3], xr[i].tile) == 0 &&
+                         g_grid_x[3] == xr[i].gx && g_grid_y[3] == xr[i].gy && g_grid_z[3] == 1;
+        printf("  XE_WG=1 XE_RASTER=%s%s cc 90 gemm_experts q8_0 m %d E 8: tile %s on %u x %u x %u (want %u x %u)  %s\n",
+               xr[i].knob ? xr[i].knob : "unset", xr[i].rem ? ", XE_WG_REM=1" : "", xr[i].rows,
+               g_n_launched > 3 ? g_launched[3] : "-", g_grid_x[3], g_grid_y[3], g_grid_z[3], xr[i].gx, xr[i].gy,
+               good ? "ok" : "FAIL");
+        ok &= good;
+        g_n_launched = 0;
+        ok &= close_mod(&m, 1);
+    }
+    g_xe_raster_knob = NULL, g_xe_rem_knob = NULL, g_mmq_wg_sd_knob = NULL;
     /* MEMRA_MMQ_XE_WG_REM=1: the remainders (at most 32 rows) in the tile's grid, _wgsr on (tiles_max + the remainder
      * table's E) x 3 x S CTAs, and no remainder launch (split: the slices' sum after it; with XE_OVERLAP=1 too: the
      * same); refused (the image without _wgsr, or the folds in turn asked): _wgs / _wgspp and the 32-row launch */

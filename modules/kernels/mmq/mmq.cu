@@ -1884,6 +1884,23 @@ struct r3w_xe {
     int tbase; /* the table's first CTA on grid.x (memra_k_experts_q8_0r_wgsr's remainders: the full table's size) */
 };
 
+/* The grouped tile's raster (MEMRA_MMQ_XE_RASTER): its launcher gives a 1-D grid of T x nty CTAs (gridDim.y 1
+ * where the weight has nty > 1 row blocks of 128; every other grouped launch has gridDim.y = nty), walked in
+ * groups of R3W_XE_RASTER table tiles, each group's weight row blocks outermost, so that a wave holds a few
+ * experts' tokens (L2-sized) and each weight block is read by the group's tiles together, where the plain grid
+ * (table tiles fastest) streams every tile's tokens again each wave. (tx, ty): the plain grid's (blockIdx.x,
+ * blockIdx.y), replaced where the grid is rastered; a bijection onto [0, T) x [0, nty), the last group of
+ * T mod R3W_XE_RASTER tiles included. */
+#define R3W_XE_RASTER 8
+__device__ __forceinline__ void r3w_xe_raster(int nty, int &tx, int &ty)
+{
+    if (gridDim.y != 1 || nty <= 1) return;
+    const int T = (int)(gridDim.x / (unsigned)nty), per = R3W_XE_RASTER * nty, L = (int)blockIdx.x;
+    const int g = L / per, rem = L - g * per, gg = min(R3W_XE_RASTER, T - g * R3W_XE_RASTER);
+    ty = rem / gg;
+    tx = g * R3W_XE_RASTER + (rem - ty * gg);
+}
+
 /* TR (the _wgt / _wgp entry points): the producer warp also transposes each stage's token scales into
  * [group][token] (after `full`, behind the next stage's copies; `ready`: its 32 lanes' arrivals), so
  * a consumer reads two tokens' scales with one 8-byte load: 16 loads a group where [token][group]
@@ -1936,9 +1953,12 @@ __device__ __forceinline__ void r3w_body(const memra_tmap *map_w, const memra_tm
     }
     __syncthreads();
     pdl_wait(); /* the q8_1 records (and y's earlier readers) are complete */
-    int xs0 = 0, xend = 0; /* (XE) the tile's first sorted row and its expert's end */
+    int xs0 = 0, xend = 0, xj0 = 0; /* (XE) the tile's first sorted row, its expert's end, its first weight row */
     if constexpr (XE) { /* the tile table and the maps are complete (the launches before this one) */
-        const int ti = (int)blockIdx.x - xe->tbase;
+        int tx = (int)blockIdx.x, ty = (int)blockIdx.y;
+        r3w_xe_raster((n + 127) / 128, tx, ty);
+        xj0 = ty * 128;
+        const int ti = tx - xe->tbase;
         if (ti >= *xe->ntiles) return; /* the whole CTA, before any wgmma or copy */
         if (XT) pdl_trigger(); /* the remainder launch may start on the SMs this grid leaves idle (XE_OVL_MAIN) */
         const int e = xe->tiles[2 * ti];
@@ -2005,7 +2025,7 @@ __device__ __forceinline__ void r3w_body(const memra_tmap *map_w, const memra_tm
         for (int t = t0_; t < nt; t += dt) {
             int slot_unused;
             r3w_tile tl = SK ? r3w_sk_tile(t, ntx, G, rg, &slot_unused) : r3w_tile_of<P>(t, ntx, nty, G, SL);
-            if (XE) tl.i0 = xs0; /* the table's sorted rows */
+            if (XE) tl.i0 = xs0, tl.j0 = xj0; /* the table's sorted rows; the (rastered) grid's weight rows */
             for (int b = 0; b < tl.nk; b++, it++) {
                 if (lane == 0) {
                     const int s = it & (S - 1);
@@ -2051,7 +2071,7 @@ __device__ __forceinline__ void r3w_body(const memra_tmap *map_w, const memra_tm
     unsigned empty_p = 0u; /* (KM) the `empty` of the stage whose min term is in flight (0: none) */
     for (int t = t0_; t < nt; t += dt) {
         r3w_tile tl = SK ? r3w_sk_tile(t, ntx, G, rg, &sk_slot) : r3w_tile_of<P>(t, ntx, nty, G, SL);
-        if (XE) tl.i0 = xs0;
+        if (XE) tl.i0 = xs0, tl.j0 = xj0;
         float acc[64];
 #pragma unroll
         for (int i = 0; i < 64; i++) acc[i] = 0.0f;

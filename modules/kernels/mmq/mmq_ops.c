@@ -378,6 +378,7 @@ typedef struct mmq_state {
      * tile (mmq.cu memra_k_experts_q8_0r_wgsr), else NULL */
     CUfunction experts_wg_rem;
     int xe_wg_min_k;           /* auto (the default): MMQ_XE_WG_AUTO_K, the calls' least k; =1: 0 (every k) */
+    int xe_raster;             /* MEMRA_MMQ_XE_RASTER: 0 off (the default), 1 on, 2 auto (experts of 384 rows and more) */
     int xe_wg_asked;           /* =1 given: a call the tile should take but cannot warns (auto: debug) */
     int sorted_xs[1 + MMQ_KR_FORMATS]; /* the lane's sorted tiles read the sum plane (the gather copies it) */
     const char *const *sorted_names[1 + MMQ_KR_FORMATS]; /* their names: memra__mmq_xe_sorted[l], or _tc (KR_TC) */
@@ -962,6 +963,8 @@ static memra_status mmq_load(memra__gpu *q, void *state)
         const int xe_auto = xe_wg == NULL || strcmp(xe_wg, "auto") == 0;
         s->xe_wg_asked = xe_wg != NULL && strcmp(xe_wg, "1") == 0;
         s->xe_wg_min_k = xe_auto ? MMQ_XE_WG_AUTO_K : 0;
+        const char *xra = memra__gpu_knob(q, "MEMRA_MMQ_XE_RASTER");
+        s->xe_raster = xra == NULL ? 0 : strcmp(xra, "auto") == 0 ? 2 : strcmp(xra, "1") == 0;
         /* MEMRA_MMQ_WG_SEED=pp / pin / iadd: the grouped tile's twin (memra_k_experts_q8_0r_wgspp / _wgsf / _wgsi) */
         s->xe_wg_name = tw != NULL ? tw->xe : "memra_k_experts_q8_0r_wgs";
         if (xe_auto || s->xe_wg_asked) {
@@ -1925,12 +1928,19 @@ memra_status memra__mmq_gemm_experts(memra_call *call, const memra_gemm_args *a,
                               R3W_SMEM_BYTES_SD(1), call->stream,
                               (void *[]){&xm[2], &xm[3], &maps, &offsets, &perm, &tiles, &ntiles, &y, &mm, &nn, &kk, &ldy,
                                          &alpha, &part, &tiles2, &ntiles2, &t1});
-        else if (st == MEMRA_STATUS_OK)
+        else if (st == MEMRA_STATUS_OK) {
+            /* MEMRA_MMQ_XE_RASTER (1; auto: experts of 384 rows and more, whose tables' tokens outgrow L2): a 1-D
+             * grid of tiles_max x nty CTAs that the tile walks in groups of 8 table tiles (mmq.cu r3w_xe_raster) */
+            const int64_t nty = ((int64_t)n + 127) / 128;
+            const int ras = nty > 1 && tiles_max * nty <= 0x7FFFFFFF &&
+                            (MMQ_K(q)->xe_raster == 1 || (MMQ_K(q)->xe_raster == 2 && (int64_t)m >= 384 * (int64_t)E));
             st = launch_pdl_k(q, &kn, wg_ovl ? MMQ_K(q)->experts_wg_ovl : MMQ_K(q)->experts_wg,
-                              wg_ovl ? "memra_k_experts_q8_0r_wgs_o1" : MMQ_K(q)->xe_wg_name, (unsigned)tiles_max,
-                              (unsigned)((n + 127) / 128), (unsigned)S, R3W_THREADS, R3W_SMEM_BYTES_SD(1), call->stream,
+                              wg_ovl ? "memra_k_experts_q8_0r_wgs_o1" : MMQ_K(q)->xe_wg_name,
+                              (unsigned)(ras ? tiles_max * nty : tiles_max), (unsigned)(ras ? 1 : nty), (unsigned)S,
+                              R3W_THREADS, R3W_SMEM_BYTES_SD(1), call->stream,
                               (void *[]){&xm[2], &xm[3], &maps, &offsets, &perm, &tiles, &ntiles, &y, &mm, &nn, &kk, &ldy,
                                          &alpha, &part});
+        }
     }
     if (tall != NULL && !sorted) /* (the scratch was had above, every other condition checked there) */
         return q->host->set_error(MEMRA_STATUS_INTERNAL, "%s.gemm_experts: MEMRA_MMQ_XE_TALL's tile without the sorted records",
