@@ -52,7 +52,7 @@
  *                             Q8_0 (uniform) and Q6_K (skewed) with the grouped tiles on
  *                             3 k slices (MEMRA_MMQ_XE_SPLIT=3, the dense lane compared
  *                             with on 3 too: MEMRA_MMQ_SPLIT=3) and the grouped split-k sum
- *   test_gpu_experts fp8blk | fp8blk_graph | fp8blk_skew
+ *   test_gpu_experts fp8blk | fp8blk_graph | fp8blk_skew | fp8blk_raster
  *                             block-128 FP8 experts (e4m3 and a grid each) on the
  *                             fp8blk module's grouped warpgroup tile (lane
  *                             gemm_fp8_blk: memra_k_fp8blk_experts_wgmma, cc 9.0;
@@ -151,6 +151,7 @@ static const xcase k_cases[] = {
     {"fp8blk", MEMRA_FORMAT_E4M3, NULL, 0, 0, "fp8 block-128", "fp8blk", 0, 0},
     {"fp8blk_graph", MEMRA_FORMAT_E4M3, NULL, 0, 1, "fp8 block-128", "fp8blk", 0, 0},
     {"fp8blk_skew", MEMRA_FORMAT_E4M3, NULL, 1, 0, "fp8 block-128", "fp8blk", 0, 0},
+    {"fp8blk_raster", MEMRA_FORMAT_E4M3, NULL, 1, 0, "fp8 block-128", "fp8blk", 0, 0},
     {"fp8blk_split", MEMRA_FORMAT_E4M3, NULL, 0, 0, "fp8 block-128", "fp8blk", 2, 0},
     {"fp8blk_one", MEMRA_FORMAT_E4M3, NULL, 0, 0, "fp8 block-128", "fp8blk", 0, 0},
     {"fp8blk_one_skew", MEMRA_FORMAT_E4M3, NULL, 1, 0, "fp8 block-128", "fp8blk", 0, 0},
@@ -376,7 +377,9 @@ int main(int argc, char **argv)
                               strncmp(xc->name, "wg_rem", 6) == 0 ? "MEMRA_MMQ_WG_SEED=1" : NULL,
                               w16 ? "MEMRA_W16=auto" : NULL, w16 ? w16split : NULL, w16 && xc->bm ? w16tile : NULL,
                               strcmp(xc->name, "w16_raster") == 0 ? "MEMRA_W16_XE_RASTER=3" : NULL,
-                              strcmp(xc->name, "wg_raster") == 0 ? "MEMRA_MMQ_XE_RASTER=1" : NULL, NULL};
+                              strcmp(xc->name, "wg_raster") == 0 ? "MEMRA_MMQ_XE_RASTER=1" : NULL,
+                              /* the persistent tiles' walk in groups of 3 table tiles (skewed rows) */
+                              strcmp(xc->name, "fp8blk_raster") == 0 ? "MEMRA_FP8BLK_XE_RASTER=3" : NULL, NULL};
     if (h16) settings[3] = "MEMRA_MMQ_XE_F16=1";
     /* the list ends at its first NULL: the slots left unset above are dropped, so that none hides the ones after
      * it (before, a case without MEMRA_MMQ_XE_BM ended the list there: the wg and tall cases ran without their

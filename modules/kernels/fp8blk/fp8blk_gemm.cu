@@ -1326,13 +1326,30 @@ __device__ __forceinline__ void tma_consume_tall(float (&acc)[2][1][64], int nk,
  * tile's first loads and its stores no longer leave the SM's tensor cores idle, and the barriers
  * are set up once per CTA, not once per tile. The same wgmmas and fold as experts_tma_body
  * (outputs bit for bit). */
+/* Walk position t of the persistent tiles -> (table tile ti, column tile c): t = c nt + ti (the plain order: every
+ * table tile of a column side by side), or with rg > 0 (MEMRA_FP8BLK_XE_RASTER) in groups of rg table tiles, each
+ * group's column tiles outermost, so that the CTAs working at once hold a few experts' rows (L2-sized) and read
+ * each weight column for the group's tiles together; a bijection onto [0, nt) x [0, cols) for any rg, the last
+ * group of nt mod rg tiles included. */
+__device__ __forceinline__ void xe_walk(long long t, int nt, int cols, int rg, int &ti, int &c)
+{
+    if (rg <= 0) {
+        ti = (int)(t % nt), c = (int)(t / nt);
+        return;
+    }
+    const long long per = (long long)rg * cols;
+    const int g = (int)(t / per), rem = (int)(t - g * per), gg = min(rg, nt - g * rg);
+    c = rem / gg;
+    ti = g * rg + (rem - c * gg);
+}
+
 template <int NH, bool GS, int L2 = 0, bool TALL = false>
 __device__ __forceinline__ void experts_tma_persist(const memra_tmap &map_x, const memra_tmap *__restrict__ maps,
                                                     const unsigned long long *__restrict__ gtab,
                                                     const float *__restrict__ xs, const int *__restrict__ offsets,
                                                     const int *__restrict__ perm, const int *__restrict__ tiles,
                                                     const int *__restrict__ ntiles, float *__restrict__ y, int m,
-                                                    int n, int k, long long ldy, float alpha)
+                                                    int n, int k, long long ldy, float alpha, int rg)
 {
     static_assert(!TALL || (NH == 1 && GS && L2 == 0), "the tall tile: 128 wide, the grid's scale through its stages");
     constexpr int S = TALL ? FP8BLK_WG_TALL_STAGES : FP8BLK_WG_STAGES_OF(NH);
@@ -1341,7 +1358,8 @@ __device__ __forceinline__ void experts_tma_persist(const memra_tmap &map_x, con
                   "the stage holds its operands and scales");
     constexpr int RB = TALL ? 2 : 1, NHA = TALL ? 1 : NH; /* row blocks of 128, column halves a block */
     const int nt = *ntiles;
-    const long long total = (long long)nt * ((n + 128 * NH - 1) / (128 * NH));
+    const int cols = (n + 128 * NH - 1) / (128 * NH);
+    const long long total = (long long)nt * cols;
     if ((long long)blockIdx.x >= total) return; /* the whole CTA, before any barrier */
     extern __shared__ __align__(16) unsigned char xt_smem[];
     const int wg = threadIdx.x >> 7, lane = threadIdx.x & 31;
@@ -1353,7 +1371,9 @@ __device__ __forceinline__ void experts_tma_persist(const memra_tmap &map_x, con
         if (threadIdx.x >= 32) return;
         int it = 0;
         for (long long t = blockIdx.x; t < total; t += gridDim.x, it = xe_ring_next(it, nkt, S)) {
-            const int ti = (int)(t % nt), j0 = (int)(t / nt) * (128 * NH), e = tiles[2 * ti], s0 = tiles[2 * ti + 1];
+            int ti, c;
+            xe_walk(t, nt, cols, rg, ti, c);
+            const int j0 = c * (128 * NH), e = tiles[2 * ti], s0 = tiles[2 * ti + 1];
             const memra_tmap *map_w = maps + e;
             if (lane == 0) memra_tmap_acquire(map_w); /* written by experts_maps (common/tile.cuh) */
             const float *const grow = reinterpret_cast<const float *>(gtab[e]) + (long long)(j0 / 128) * nkt;
@@ -1375,9 +1395,11 @@ __device__ __forceinline__ void experts_tma_persist(const memra_tmap &map_x, con
     const bool v2 = (ldy & 1) == 0 && (reinterpret_cast<unsigned long long>(y) & 7) == 0;
     int it = 0;
     long long t = blockIdx.x;
-    int ti = (int)(t % nt), e = tiles[2 * ti], s0 = tiles[2 * ti + 1], end = offsets[e + 1];
+    int ti, col;
+    xe_walk(t, nt, cols, rg, ti, col);
+    int e = tiles[2 * ti], s0 = tiles[2 * ti + 1], end = offsets[e + 1];
     while (true) {
-        const int j0 = (int)(t / nt) * (128 * NH);
+        const int j0 = col * (128 * NH);
         /* the warpgroup's 128-row blocks holding rows of the expert (rows fill them in order) */
         const int nrb = TALL && s0 + 128 + (ct >> 7) * 64 < end ? 2 : s0 + (ct >> 7) * 64 < end ? 1 : 0;
         if constexpr (TALL) {
@@ -1397,7 +1419,7 @@ __device__ __forceinline__ void experts_tma_persist(const memra_tmap &map_x, con
         t += gridDim.x;
         it = xe_ring_next(it, nkt, S);
         if (t < total) {
-            ti = (int)(t % nt);
+            xe_walk(t, nt, cols, rg, ti, col);
             e = tiles[2 * ti];
             s0 = tiles[2 * ti + 1];
             end = offsets[e + 1];
@@ -1462,7 +1484,8 @@ XE_TMA_ENTRY(memra_k_fp8blk_experts_tma_gs, 2, false, 0, true, false)
 XE_TMA_ENTRY(memra_k_fp8blk_experts_tma_n128p, 1, false, 0, true, true)
 #undef XE_TMA_ENTRY
 /* the persistent tiles (the default; MEMRA_FP8BLK_XE_PERSIST=0 off), 256 wide (_gsp) and 128 wide
- * (_n128gp), both with the grid's scales through the stages; the same arguments (part unused).
+ * (_n128gp), both with the grid's scales through the stages; the same arguments (part unused) and rg, the
+ * raster's group of table tiles (0: the plain walk; xe_walk).
  * MEMRA_FP8BLK_XE_L2=1|2 (opt-in): the same tiles with L2 eviction priorities on their copies
  * (_gsph1 / _n128gph1: the x rows evict_last, the weight evict_first; _h2: the x rows evict_last) */
 #define XE_TMA_PENTRY(NAME, NH, L2)                                                                               \
@@ -1471,10 +1494,11 @@ XE_TMA_ENTRY(memra_k_fp8blk_experts_tma_n128p, 1, false, 0, true, true)
              const unsigned long long *__restrict__ gtab, const float *__restrict__ xs,                             \
              const int *__restrict__ offsets, const int *__restrict__ perm, const int *__restrict__ tiles,          \
              const int *__restrict__ ntiles, float *__restrict__ y, int m, int n, int k, long long ldy, float alpha, \
-             float *__restrict__ part)                                                                              \
+             float *__restrict__ part, int rg)                                                                      \
     {                                                                                                              \
         (void)part;                                                                                                \
-        experts_tma_persist<NH, true, L2>(map_x, maps, gtab, xs, offsets, perm, tiles, ntiles, y, m, n, k, ldy, alpha); \
+        experts_tma_persist<NH, true, L2>(map_x, maps, gtab, xs, offsets, perm, tiles, ntiles, y, m, n, k, ldy, alpha, \
+                                          rg);                                                                     \
     }
 XE_TMA_PENTRY(memra_k_fp8blk_experts_tma_gsp, 2, 0)
 XE_TMA_PENTRY(memra_k_fp8blk_experts_tma_n128gp, 1, 0)
@@ -1490,9 +1514,10 @@ memra_k_fp8blk_experts_tma_tall(const __grid_constant__ memra_tmap map_x, const 
                                 const unsigned long long *__restrict__ gtab, const float *__restrict__ xs,
                                 const int *__restrict__ offsets, const int *__restrict__ perm,
                                 const int *__restrict__ tiles, const int *__restrict__ ntiles, float *__restrict__ y,
-                                int m, int n, int k, long long ldy, float alpha, float *__restrict__ part)
+                                int m, int n, int k, long long ldy, float alpha, float *__restrict__ part, int rg)
 {
-    (void)part;
-    experts_tma_persist<1, true, 0, true>(map_x, maps, gtab, xs, offsets, perm, tiles, ntiles, y, m, n, k, ldy, alpha);
+    (void)part, (void)rg; /* the tall tile keeps the plain walk (its launcher passes 0) */
+    experts_tma_persist<1, true, 0, true>(map_x, maps, gtab, xs, offsets, perm, tiles, ntiles, y, m, n, k, ldy, alpha,
+                                          0);
 }
 #endif

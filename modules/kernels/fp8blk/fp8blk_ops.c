@@ -50,6 +50,9 @@ typedef struct fp8blk_state {
     /* MEMRA_FP8BLK_XE_L2=1|2 (opt-in): the persistent tiles' L2 eviction priorities (xe_l2, 0: none);
      * xe_tma_p_l2[h]: xe_tma_p[h] is the hinted form (_gsph<xe_l2> / _n128gph<xe_l2>) */
     int xe_l2, xe_tma_p_l2[2];
+    /* MEMRA_FP8BLK_XE_RASTER (0, the default | N | auto: -1): the persistent tiles' walk in groups of N table tiles
+     * (fp8blk_gemm.cu xe_walk); auto: groups of 8 where the mean expert has 384 rows or more */
+    int xe_raster;
     /* MEMRA_FP8BLK_XE_TALL=1 (opt-in): the 256 x 128 persistent tile (experts_tma_tall) and the
      * routing into 256-row tiles it reads (experts_route_tall), or NULL */
     CUfunction xe_tall, xe_route_tall;
@@ -275,6 +278,8 @@ static void fp8blk_load_wgmma(memra__gpu *q, fp8blk_state *fb, CUmodule m)
                 /* MEMRA_FP8BLK_XE_L2=1|2 (opt-in): the persistent tiles with L2 eviction priorities
                  * on their copies (1: the x rows evict_last, the weight evict_first; 2: the x rows
                  * evict_last); the plain ones where that image lacks them (a warning) */
+                const char *xr = memra__gpu_knob(q, "MEMRA_FP8BLK_XE_RASTER");
+                fb->xe_raster = xr == NULL ? 0 : strcmp(xr, "auto") == 0 ? -1 : atoi(xr);
                 const char *xl = memra__gpu_knob(q, "MEMRA_FP8BLK_XE_L2");
                 fb->xe_l2 = xl != NULL && (strcmp(xl, "1") == 0 || strcmp(xl, "2") == 0) ? xl[0] - '0' : 0;
                 for (int h = 0; h < 2; h++) {
@@ -807,6 +812,7 @@ memra_status memra__fp8blk_gemm_experts(memra_call *call, const memra_gemm_args 
             /* MEMRA_FP8BLK_XE_PF (opt-in, unsplit): the same tile with the weight's L2 prefetch */
             CUfunction fn = narrow ? fb->xe_tma128 : fb->xe_tma;
             unsigned gx = (unsigned)tiles_max, gy = cols;
+            int rg = 0; /* the persistent walk's raster group (0: plain) */
             if (ks > 1) { /* never with narrow (ks is 1 there; a split or prefetch tile keeps the width) */
                 fn = fb->xe_tma_split;
                 kname = "memra_k_fp8blk_experts_tma_split";
@@ -829,6 +835,7 @@ memra_status memra__fp8blk_gemm_experts(memra_call *call, const memra_gemm_args 
                     {"memra_k_fp8blk_experts_tma_gsp", "memra_k_fp8blk_experts_tma_gsph1",
                      "memra_k_fp8blk_experts_tma_gsph2"}};
                 kname = pnames[nh - 1][fb->xe_tma_p_l2[nh - 1] ? fb->xe_l2 : 0];
+                rg = fb->xe_raster > 0 ? fb->xe_raster : fb->xe_raster < 0 && (int64_t)m >= 384 * (int64_t)E ? 8 : 0;
                 const int64_t all = tiles_max * (int64_t)cols;
                 gx = (unsigned)(all < sms ? all : sms);
                 gy = 1;
@@ -836,9 +843,10 @@ memra_status memra__fp8blk_gemm_experts(memra_call *call, const memra_gemm_args 
                 fn = fb->xe_tma_gs;
                 kname = "memra_k_fp8blk_experts_tma_gs";
             }
+            /* (rg: the persistent and tall tiles' last argument; the others take 15 and read no further) */
             st = memra__gpu_launch_ex(q, fn, kname, gx, gy, (unsigned)ks, FP8BLK_TMA_THREADS, smem, call->stream,
                                       (void *[]){&mx, &maps, &grid, &xs, &offsets, &perm, &tiles, &ntiles, &y, &m, &n,
-                                                 &k, &ldy, &alpha, &part},
+                                                 &k, &ldy, &alpha, &part, &rg},
                                       0);
             if (st == MEMRA_STATUS_OK && ks > 1) {
                 const unsigned sx = (unsigned)((n + 255) / 256), sy = (unsigned)(m < 1024 ? m : 1024);
