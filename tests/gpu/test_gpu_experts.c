@@ -68,8 +68,9 @@
  *                             300 rows over 16 experts take the 64-token tile (two CTAs an SM), the _n128 cases
  *                             the 128-token one (MEMRA_W16_TILE=128; the dense lane's tile is its own);
  *                             w16_raster (skewed) walks the grid in groups of 3 token tiles (MEMRA_W16_XE_RASTER=3);
- *                             w16_n256_skew (Q5_K) the 256-token tile on its default raster (groups of 8 over 18
- *                             token tiles: the last group of 2).
+ *                             w16_n256_skew (Q5_K) the 256-token tile on its default raster (groups of 8 over the
+ *                             grid's 18 worst-case token tiles; the skewed table holds about 16, so the last
+ *                             group's CTAs exit: w16_raster covers a partial group with rows).
  *                             The host reference has its W16 switch on (memra_device_w16_set): the f16 mirror's
  *                             numbers, JUDGE_BAND_F16. Skips (77) on a GPU that is not cc 9.0.
  *   test_gpu_experts budget    "run" with the experts prepared under the default f16 budget:

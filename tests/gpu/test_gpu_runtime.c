@@ -131,11 +131,20 @@ static void record(void *f, int pdl)
         g_launched[g_n_launched++] = (const char *)f;
     }
 }
+/* the fp8blk persistent grouped tiles' last argument (rg, the walk's raster group), -1 before one launches */
+static int g_fxe_rg = -1;
+static void note_fxe_rg(const void *f, void **params)
+{
+    if (strstr((const char *)f, "fp8blk_experts_tma_") != NULL &&
+        (strstr((const char *)f, "gsp") != NULL || strstr((const char *)f, "n128gp") != NULL))
+        g_fxe_rg = *(const int *)params[15];
+}
 static int fake_launch(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
                        unsigned smem, void *s, void **params, void **extra)
 {
-    (void)gx, (void)gy, (void)gz, (void)bx, (void)by, (void)bz, (void)smem, (void)s, (void)params, (void)extra;
+    (void)gx, (void)gy, (void)gz, (void)bx, (void)by, (void)bz, (void)smem, (void)s, (void)extra;
     if (gx == 0 || gy == 0 || gz == 0 || bx == 0) return 3;
+    note_fxe_rg(f, params);
     if (smem_refused(f, smem)) return 1;
     g_last_gx = gx, g_last_gy = gy, g_last_gz = gz, g_last_bx = bx, g_last_smem = smem;
     record(f, 0);
@@ -154,8 +163,9 @@ typedef struct fake_launch_config {
 } fake_launch_config;
 static int fake_launch_ex(const fake_launch_config *c, void *f, void **params, void **extra)
 {
-    (void)params, (void)extra;
+    (void)extra;
     if (c->grid[0] == 0 || c->num_attrs != 1) return 3;
+    note_fxe_rg(f, params);
     if (smem_refused(f, c->smem)) return 1;
     g_last_gx = c->grid[0], g_last_gy = c->grid[1], g_last_gz = c->grid[2], g_last_bx = c->block[0];
     g_last_smem = c->smem;
@@ -337,6 +347,7 @@ static const char *g_fxe_pf_knob;    /* MEMRA_FP8BLK_XE_PF likewise */
 static const char *g_fxe_gs_knob;    /* MEMRA_FP8BLK_XE_GS likewise */
 static const char *g_fxe_persist_knob; /* MEMRA_FP8BLK_XE_PERSIST likewise */
 static const char *g_fxe_l2_knob;      /* MEMRA_FP8BLK_XE_L2 likewise */
+static const char *g_fxe_raster_knob;  /* MEMRA_FP8BLK_XE_RASTER likewise */
 static const char *g_fxe_tall_knob;    /* MEMRA_FP8BLK_XE_TALL likewise */
 static const char *g_w16_knob; /* MEMRA_W16 likewise */
 static const char *g_w16_raster_knob; /* MEMRA_W16_XE_RASTER likewise */
@@ -387,6 +398,7 @@ static const char *fake_knob(const memra_device_caps *caps, const char *name)
     if (strcmp(name, "MEMRA_FP8BLK_XE_GS") == 0) return g_fxe_gs_knob;
     if (strcmp(name, "MEMRA_FP8BLK_XE_PERSIST") == 0) return g_fxe_persist_knob;
     if (strcmp(name, "MEMRA_FP8BLK_XE_L2") == 0) return g_fxe_l2_knob;
+    if (strcmp(name, "MEMRA_FP8BLK_XE_RASTER") == 0) return g_fxe_raster_knob;
     if (strcmp(name, "MEMRA_FP8BLK_XE_TALL") == 0) return g_fxe_tall_knob;
     return NULL; /* every other knob at its default */
 }
@@ -2834,6 +2846,31 @@ static int case_fp8blk(const char *so)
     }
     g_fxe_l2_knob = NULL;
     g_missing_kernel = NULL;
+    g_fxe_persist_knob = NULL;
+    /* MEMRA_FP8BLK_XE_RASTER: the persistent tiles' raster group (their last argument): unset 0, N N, auto 8 where
+     * the mean expert has 384 rows or more (40000 rows over 8 experts; 300 rows: 0); on the L2-hinted tiles too */
+    static const struct {
+        const char *knob, *l2;
+        int rg300, rg40000;
+    } ras[] = {{NULL, NULL, 0, 0}, {"5", NULL, 5, 5}, {"auto", NULL, 0, 8}, {"auto", "1", 0, 8}, {"0", NULL, 0, 0}};
+    for (size_t i = 0; i < sizeof ras / sizeof ras[0]; i++) {
+        g_fxe_raster_knob = ras[i].knob, g_fxe_l2_knob = ras[i].l2;
+        if (!open_mod(so, 90, &m)) return 0;
+        int got[2];
+        for (int r = 0; r < 2; r++) {
+            g_fxe_rg = -1;
+            (void)fp8blk_experts_call(&m, r ? 40000 : 300);
+            g_n_launched = 0;
+            got[r] = g_fxe_rg;
+        }
+        const int good = got[0] == ras[i].rg300 && got[1] == ras[i].rg40000;
+        printf("  XE_RASTER=%s%s: the persistent tile's group %d at 300 rows, %d at 40000 (want %d, %d)  %s\n",
+               ras[i].knob ? ras[i].knob : "unset", ras[i].l2 ? ", L2=1" : "", got[0], got[1], ras[i].rg300,
+               ras[i].rg40000, good ? "ok" : "FAIL");
+        ok &= good;
+        ok &= close_mod(&m, 2);
+    }
+    g_fxe_raster_knob = NULL, g_fxe_l2_knob = NULL;
     /* MEMRA_FP8BLK_XE_TALL=1: the tall tile at both sizes, whatever the width, persistence or L2
      * setting; a split asked for wins (its own tile); an image without the tall tile: the default's
      * 128-row tiles */
