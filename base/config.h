@@ -90,6 +90,8 @@
       "fp8blk gemm_experts' persistent tiles with L2 eviction priorities: 1 x rows kept, weight first out; 2 x rows kept (unmeasured)") \
     X(FP8BLK_XE_RASTER, "MEMRA_FP8BLK_XE_RASTER", "mmq modules", UINT, "0..64|auto", "0",                     \
       "fp8blk gemm_experts' persistent tiles walk their tiles in groups of N table tiles, each group's weight columns outermost, so that the tiles in flight hold a few experts' rows (L2-sized) and read each weight column for the group together, where the plain walk takes every table tile of a column side by side (the w16 lane's grouped tile gained 1.1-1.6x from the same order at m = 4096 in run x2); auto: 8 where the mean expert has 384 rows or more; 0 (the default until measured here): the plain walk") \
+    X(FP8BLK_XE_CTAS, "MEMRA_FP8BLK_XE_CTAS", "mmq modules", UINT, "0..65535", "0",                          \
+      "fp8blk gemm_experts' persistent tiles on at most N CTAs (0, the default: one an SM); for tests, so that a small call walks several tiles a CTA") \
     X(FP8BLK_XE_TALL, "MEMRA_FP8BLK_XE_TALL", "mmq modules", BOOL, "", "0",                                      \
       "1: fp8blk gemm_experts on 256-row persistent tiles 128 wide (an expert of up to 256 rows one tile a column; unmeasured)") \
     X(FP8BLK_XE_PT, "MEMRA_FP8BLK_XE_PT", "mmq modules", BOOL, "", "1",                                          \

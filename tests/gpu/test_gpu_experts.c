@@ -58,7 +58,11 @@
  *                             gemm_fp8_blk: memra_k_fp8blk_experts_wgmma, cc 9.0;
  *                             MEMRA_PREFER=gemm_fp8_blk=fp8blk so that the dense
  *                             lane compared with is fp8blk's own); eager, captured,
- *                             skewed. Skips (77) on a GPU that is not cc 9.0.
+ *                             skewed; fp8blk_raster skewed on the persistent tiles
+ *                             walking in groups of 3 table tiles on 5 CTAs, each
+ *                             CTA several tiles (MEMRA_FP8BLK_XE_RASTER=3,
+ *                             MEMRA_FP8BLK_XE_CTAS=5). Skips (77) on a GPU that is
+ *                             not cc 9.0.
  *   test_gpu_experts w16 | w16_graph | w16_q4_0 | w16_q4_k | w16_q5_k | w16_q6_k | w16_skew | w16_split
  *                    | w16_n128 | w16_n128_skew | w16_raster | w16_n256_skew
  *                             experts on the W16 operand (MEMRA_W16=auto), the w16 module's grouped tile
@@ -380,7 +384,9 @@ int main(int argc, char **argv)
                               strcmp(xc->name, "w16_raster") == 0 ? "MEMRA_W16_XE_RASTER=3" : NULL,
                               strcmp(xc->name, "wg_raster") == 0 ? "MEMRA_MMQ_XE_RASTER=1" : NULL,
                               /* the persistent tiles' walk in groups of 3 table tiles (skewed rows) */
-                              strcmp(xc->name, "fp8blk_raster") == 0 ? "MEMRA_FP8BLK_XE_RASTER=3" : NULL, NULL};
+                              strcmp(xc->name, "fp8blk_raster") == 0 ? "MEMRA_FP8BLK_XE_RASTER=3" : NULL,
+                              /* on 5 CTAs: each walks several tiles (the ring carried from tile to tile) */
+                              strcmp(xc->name, "fp8blk_raster") == 0 ? "MEMRA_FP8BLK_XE_CTAS=5" : NULL, NULL};
     if (h16) settings[3] = "MEMRA_MMQ_XE_F16=1";
     /* the list ends at its first NULL: the slots left unset above are dropped, so that none hides the ones after
      * it (before, a case without MEMRA_MMQ_XE_BM ended the list there: the wg and tall cases ran without their

@@ -348,6 +348,7 @@ static const char *g_fxe_gs_knob;    /* MEMRA_FP8BLK_XE_GS likewise */
 static const char *g_fxe_persist_knob; /* MEMRA_FP8BLK_XE_PERSIST likewise */
 static const char *g_fxe_l2_knob;      /* MEMRA_FP8BLK_XE_L2 likewise */
 static const char *g_fxe_raster_knob;  /* MEMRA_FP8BLK_XE_RASTER likewise */
+static const char *g_fxe_ctas_knob;    /* MEMRA_FP8BLK_XE_CTAS likewise */
 static const char *g_fxe_tall_knob;    /* MEMRA_FP8BLK_XE_TALL likewise */
 static const char *g_w16_knob; /* MEMRA_W16 likewise */
 static const char *g_w16_raster_knob; /* MEMRA_W16_XE_RASTER likewise */
@@ -399,6 +400,7 @@ static const char *fake_knob(const memra_device_caps *caps, const char *name)
     if (strcmp(name, "MEMRA_FP8BLK_XE_PERSIST") == 0) return g_fxe_persist_knob;
     if (strcmp(name, "MEMRA_FP8BLK_XE_L2") == 0) return g_fxe_l2_knob;
     if (strcmp(name, "MEMRA_FP8BLK_XE_RASTER") == 0) return g_fxe_raster_knob;
+    if (strcmp(name, "MEMRA_FP8BLK_XE_CTAS") == 0) return g_fxe_ctas_knob;
     if (strcmp(name, "MEMRA_FP8BLK_XE_TALL") == 0) return g_fxe_tall_knob;
     return NULL; /* every other knob at its default */
 }
@@ -2871,6 +2873,21 @@ static int case_fp8blk(const char *so)
         ok &= close_mod(&m, 2);
     }
     g_fxe_raster_knob = NULL, g_fxe_l2_knob = NULL;
+    /* MEMRA_FP8BLK_XE_CTAS=5: the persistent grid capped at 5 CTAs (300 rows: 33 tiles; 40000: every SM otherwise);
+     * 500 (over the SMs): one an SM */
+    static const struct {
+        const char *knob;
+        unsigned gx300, gx40000;
+    } caps5[] = {{"5", 5, 5}, {"500", 33, 132}};
+    for (size_t i = 0; i < sizeof caps5 / sizeof caps5[0]; i++) {
+        g_fxe_ctas_knob = caps5[i].knob;
+        printf("  XE_CTAS=%s\n", caps5[i].knob);
+        if (!open_mod(so, 90, &m)) return 0;
+        ok &= fp8blk_experts_persist(&m, 300, "memra_k_fp8blk_experts_tma_n128gp", caps5[i].gx300);
+        ok &= fp8blk_experts_persist(&m, 40000, "memra_k_fp8blk_experts_tma_gsp", caps5[i].gx40000);
+        ok &= close_mod(&m, 2);
+    }
+    g_fxe_ctas_knob = NULL;
     /* MEMRA_FP8BLK_XE_TALL=1: the tall tile at both sizes, whatever the width, persistence or L2
      * setting; a split asked for wins (its own tile); an image without the tall tile: the default's
      * 128-row tiles */

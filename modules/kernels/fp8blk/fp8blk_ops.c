@@ -53,6 +53,8 @@ typedef struct fp8blk_state {
     /* MEMRA_FP8BLK_XE_RASTER (0, the default | N | auto: -1): the persistent tiles' walk in groups of N table tiles
      * (fp8blk_gemm.cu xe_walk); auto: groups of 8 where the mean expert has 384 rows or more */
     int xe_raster;
+    int xe_ctas; /* MEMRA_FP8BLK_XE_CTAS=N (tests): the persistent tiles on at most N CTAs (0: one an SM), so that a
+                  * small call walks several tiles a CTA */
     /* MEMRA_FP8BLK_XE_TALL=1 (opt-in): the 256 x 128 persistent tile (experts_tma_tall) and the
      * routing into 256-row tiles it reads (experts_route_tall), or NULL */
     CUfunction xe_tall, xe_route_tall;
@@ -278,6 +280,8 @@ static void fp8blk_load_wgmma(memra__gpu *q, fp8blk_state *fb, CUmodule m)
                 /* MEMRA_FP8BLK_XE_L2=1|2 (opt-in): the persistent tiles with L2 eviction priorities
                  * on their copies (1: the x rows evict_last, the weight evict_first; 2: the x rows
                  * evict_last); the plain ones where that image lacks them (a warning) */
+                const char *xc = memra__gpu_knob(q, "MEMRA_FP8BLK_XE_CTAS");
+                fb->xe_ctas = xc != NULL ? atoi(xc) : 0;
                 const char *xr = memra__gpu_knob(q, "MEMRA_FP8BLK_XE_RASTER");
                 fb->xe_raster = xr == NULL ? 0 : strcmp(xr, "auto") == 0 ? -1 : atoi(xr);
                 const char *xl = memra__gpu_knob(q, "MEMRA_FP8BLK_XE_L2");
@@ -836,8 +840,8 @@ memra_status memra__fp8blk_gemm_experts(memra_call *call, const memra_gemm_args 
                      "memra_k_fp8blk_experts_tma_gsph2"}};
                 kname = pnames[nh - 1][fb->xe_tma_p_l2[nh - 1] ? fb->xe_l2 : 0];
                 rg = fb->xe_raster > 0 ? fb->xe_raster : fb->xe_raster < 0 && (int64_t)m >= 384 * (int64_t)E ? 8 : 0;
-                const int64_t all = tiles_max * (int64_t)cols;
-                gx = (unsigned)(all < sms ? all : sms);
+                const int64_t all = tiles_max * (int64_t)cols, cap = fb->xe_ctas > 0 && fb->xe_ctas < sms ? fb->xe_ctas : sms;
+                gx = (unsigned)(all < cap ? all : cap);
                 gy = 1;
             } else if (!narrow && fb->xe_tma_gs != NULL) { /* MEMRA_FP8BLK_XE_PERSIST=0: the grid's scales via the stages */
                 fn = fb->xe_tma_gs;
