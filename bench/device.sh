@@ -2670,6 +2670,7 @@ step_multi() {
 }
 
 # xeab: knob settings A/B on the grouped call. XEAB_CASES (default none): test_gpu_experts cases, each alone;
+# XEAB_TOOLS: sanitizer tools over those cases;
 # then for each XEAB_VARIANTS entry (default "-": none; comma-separated KNOB=VALUE settings, e.g.
 # "- MEMRA_MMQ_XE_RASTER=1 MEMRA_W16=1,MEMRA_W16_XE_RASTER=0") one bench moe of XEAB_SHEET (default mixtral),
 # XEAB_FMT (default q8_0) at XEAB_M (default "512 4096"), every arm on the call's lane (MEMRA_F16_BUDGET_MB=0,
@@ -2679,6 +2680,16 @@ step_xeab() {
   for c in ${XEAB_CASES:-}; do
     timeout 120 $B/bin/test_gpu_experts $c > "$L/xeab_xe_$c.log" 2>&1
     say "test_gpu_experts $c: exit $? $(grep -E 'max e|differ' "$L/xeab_xe_$c.log" | head -2 | tr '\n' ' ')"
+  done
+  # XEAB_TOOLS (default none): compute-sanitizer tools over each XEAB_CASES case, each (tool, case) its own
+  # process (MEMRA_ADMISSION=off: the tools see the case's own launches)
+  local tool
+  for tool in ${XEAB_TOOLS:-}; do
+    for c in ${XEAB_CASES:-}; do
+      MEMRA_ADMISSION=off timeout 300 compute-sanitizer --tool $tool $(san_x $tool) $B/bin/test_gpu_experts $c \
+        > "$L/xeab_san_${tool}_$c.txt" 2>&1
+      say "test_gpu_experts $c under $tool: exit $? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$L/xeab_san_${tool}_$c.txt" | tail -1)"
+    done
   done
   for v in ${XEAB_VARIANTS:--}; do
     tag=$(echo "$v" | tr -c 'A-Za-z0-9_\n' '_')
