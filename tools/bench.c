@@ -623,6 +623,10 @@ static int bench_arms(bench *b)
     if (logsum == NULL) return 1;
     int invalid[ARM_COUNT] = {0};
     double ggml_logsum[ARM_COUNT] = {0};
+    /* each arm's lowest ratio to GGML's quoted figure and its shape (the "at every shape" targets) */
+    double ggml_min[ARM_COUNT];
+    char ggml_min_shape[ARM_COUNT][32];
+    for (int a = 0; a < ARM_COUNT; a++) ggml_min[a] = 0.0, ggml_min_shape[a][0] = '\0';
     const int ggml_run = ggml_quoted_us(b, ARM_MMQ, 0) > 0.0;
     if (ggml_run)
         printf("GGML figures quoted, not measured in this run: GGML's CUDA MUL_MAT on the H200 (ggml d99724f2, "
@@ -768,6 +772,10 @@ static int bench_arms(bench *b)
             const double gus = ggml_quoted_us(b, a, s);
             if (gus > 0.0) {
                 ggml_logsum[a] += log(gus / (ar[a].median * 1e3));
+                if (ggml_min_shape[a][0] == '\0' || gus / (ar[a].median * 1e3) < ggml_min[a]) {
+                    ggml_min[a] = gus / (ar[a].median * 1e3);
+                    snprintf(ggml_min_shape[a], sizeof ggml_min_shape[a], "%s", name);
+                }
                 snprintf(gg, sizeof gg, "%sGGML %.1f us (quoted): %.2fx", ar[a].note[0] ? "; " : "", gus,
                          gus / (ar[a].median * 1e3));
             }
@@ -836,6 +844,9 @@ static int bench_arms(bench *b)
         printf("\ngeometric mean over %zu shapes (speed relative to GGML's quoted figures):", b->nshapes);
         for (int a = 0; a < narms; a++)
             if (ggml_quoted_us(b, a, 0) > 0.0) printf(" %s %.3fx", k_arm_name[a], exp(ggml_logsum[a] / (double)b->nshapes));
+        printf("\nlowest shape (speed relative to GGML's quoted figures):");
+        for (int a = 0; a < narms; a++)
+            if (ggml_min_shape[a][0] != '\0') printf(" %s %.2fx (%s)", k_arm_name[a], ggml_min[a], ggml_min_shape[a]);
     }
     printf("\nserved (from the ledger):\n");
     int rc = 0;
@@ -859,6 +870,14 @@ static int bench_arms(bench *b)
                 if (ggml_quoted_us(b, a, 0) > 0.0) {
                     fprintf(b->json, "%s\"%s\":%.6g", first ? "" : ",", k_arm_name[a],
                             exp(ggml_logsum[a] / (double)b->nshapes));
+                    first = 0;
+                }
+            fprintf(b->json, "},\"lowest_ratio_to_ggml_quoted\":{");
+            for (int a = 0, first = 1; a < narms; a++)
+                if (ggml_min_shape[a][0] != '\0') {
+                    fprintf(b->json, "%s\"%s\":{\"ratio\":%.6g,\"shape\":", first ? "" : ",", k_arm_name[a], ggml_min[a]);
+                    tool_json_str(b->json, ggml_min_shape[a]);
+                    fprintf(b->json, "}");
                     first = 0;
                 }
             fprintf(b->json, "}");
