@@ -157,4 +157,18 @@ __device__ __forceinline__ void memra_tmap_acquire(const memra_tmap *map)
                  : "memory");
 }
 
+/* The grouped tiles' raster (w16_tile.cuh, mmq.cu r3w_xe_raster, fp8blk_gemm.cu xe_walk): position L of a walk
+ * over T token (table) tiles x R weight tiles -> (tile tt, weight tile rt), in groups of rg token tiles, each
+ * group's weight tiles outermost and its token tiles innermost, so that the CTAs working at once hold a few
+ * experts' tokens (L2-sized) and read each weight tile for the group together. A bijection onto [0, T) x [0, R)
+ * for any rg >= 1, the last group of T mod rg tiles included; rg >= T is the plain order (tt = L mod T). */
+template <typename I>
+__device__ __forceinline__ void memra_raster(I L, int T, int R, int rg, int &tt, int &rt)
+{
+    const I per = (I)rg * R;
+    const int g = (int)(L / per), rem = (int)(L - g * per), left = T - g * rg, gg = rg < left ? rg : left;
+    rt = rem / gg;
+    tt = g * rg + (rem - rt * gg);
+}
+
 #endif

@@ -1327,20 +1327,15 @@ __device__ __forceinline__ void tma_consume_tall(float (&acc)[2][1][64], int nk,
  * are set up once per CTA, not once per tile. The same wgmmas and fold as experts_tma_body
  * (outputs bit for bit). */
 /* Walk position t of the persistent tiles -> (table tile ti, column tile c): t = c nt + ti (the plain order: every
- * table tile of a column side by side), or with rg > 0 (MEMRA_FP8BLK_XE_RASTER) in groups of rg table tiles, each
- * group's column tiles outermost, so that the CTAs working at once hold a few experts' rows (L2-sized) and read
- * each weight column for the group's tiles together; a bijection onto [0, nt) x [0, cols) for any rg, the last
- * group of nt mod rg tiles included. */
+ * table tile of a column side by side), or with rg > 0 (MEMRA_FP8BLK_XE_RASTER) in groups of rg table tiles
+ * (common/tile.cuh memra_raster). */
 __device__ __forceinline__ void xe_walk(long long t, int nt, int cols, int rg, int &ti, int &c)
 {
     if (rg <= 0) {
         ti = (int)(t % nt), c = (int)(t / nt);
         return;
     }
-    const long long per = (long long)rg * cols;
-    const int g = (int)(t / per), rem = (int)(t - g * per), gg = min(rg, nt - g * rg);
-    c = rem / gg;
-    ti = g * rg + (rem - c * gg);
+    memra_raster(t, nt, cols, rg, ti, c); /* common/tile.cuh */
 }
 
 template <int NH, bool GS, int L2 = 0, bool TALL = false>

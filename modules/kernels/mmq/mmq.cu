@@ -1886,19 +1886,14 @@ struct r3w_xe {
 
 /* The grouped tile's raster (MEMRA_MMQ_XE_RASTER): its launcher gives a 1-D grid of T x nty CTAs (gridDim.y 1
  * where the weight has nty > 1 row blocks of 128; every other grouped launch has gridDim.y = nty), walked in
- * groups of R3W_XE_RASTER table tiles, each group's weight row blocks outermost, so that a wave holds a few
- * experts' tokens (L2-sized) and each weight block is read by the group's tiles together, where the plain grid
- * (table tiles fastest) streams every tile's tokens again each wave. (tx, ty): the plain grid's (blockIdx.x,
- * blockIdx.y), replaced where the grid is rastered; a bijection onto [0, T) x [0, nty), the last group of
- * T mod R3W_XE_RASTER tiles included. */
+ * groups of R3W_XE_RASTER table tiles (common/tile.cuh memra_raster), where the plain grid (table tiles fastest)
+ * streams every tile's tokens again each wave. (tx, ty): the plain grid's (blockIdx.x, blockIdx.y), replaced
+ * where the grid is rastered. */
 #define R3W_XE_RASTER 8
 __device__ __forceinline__ void r3w_xe_raster(int nty, int &tx, int &ty)
 {
     if (gridDim.y != 1 || nty <= 1) return;
-    const int T = (int)(gridDim.x / (unsigned)nty), per = R3W_XE_RASTER * nty, L = (int)blockIdx.x;
-    const int g = L / per, rem = L - g * per, gg = min(R3W_XE_RASTER, T - g * R3W_XE_RASTER);
-    ty = rem / gg;
-    tx = g * R3W_XE_RASTER + (rem - ty * gg);
+    memra_raster((int)blockIdx.x, (int)(gridDim.x / (unsigned)nty), nty, R3W_XE_RASTER, tx, ty);
 }
 
 /* TR (the _wgt / _wgp entry points): the producer warp also transposes each stage's token scales into

@@ -145,16 +145,12 @@ w16_tile(const unsigned char *__restrict__ codes, const unsigned short *__restri
     /* split-k: slice z of gridDim.z takes steps [it0, it1) and, where there are several, writes its partial sums to
      * part's slice z (m x n floats, alpha not applied) for w16_sum */
     /* the CTA's token tile and row tile: the grid (token tiles, row tiles), or with rg > 0 (the grouped tile's
-     * raster) a 1-D grid walked in groups of rg token tiles, each group's row tiles outermost and its token tiles
-     * innermost, so that a wave holds a few token tiles (of one or two experts) and their row tiles (L2-sized)
-     * instead of every token tile of the call */
+     * raster) a 1-D grid walked in groups of rg token tiles (common/tile.cuh memra_raster) */
     int tt = blockIdx.x, rt = blockIdx.y;
     if constexpr (XE) {
         if (rg > 0) {
-            const int R = (n + BM - 1) / BM, T = (int)(gridDim.x / (unsigned)R), per = rg * R;
-            const int L = blockIdx.x, g = L / per, rem = L - g * per, gg = min(rg, T - g * rg);
-            rt = rem / gg;
-            tt = g * rg + (rem - rt * gg);
+            const int R = (n + BM - 1) / BM;
+            memra_raster((int)blockIdx.x, (int)(gridDim.x / (unsigned)R), R, rg, tt, rt);
         }
     }
     const int G = k / 32, nst = k / BK, Z = (int)gridDim.z, z = (int)blockIdx.z;
