@@ -2696,9 +2696,9 @@ step_xeab() {
     env MEMRA_F16_BUDGET_MB=0 MEMRA_W16=0 $([ "$v" != - ] && echo "$v" | tr ',' ' ') timeout 300 $M bench moe --device 0 \
       --sheet ${XEAB_SHEET:-mixtral} --routing uniform --format ${XEAB_FMT:-q8_0} \
       $(for mm in ${XEAB_M:-512 4096}; do printf -- '--m %s ' $mm; done) \
-      --json $R/bench_moe_${XEAB_SHEET:-mixtral}_${XEAB_FMT:-q8_0}_${tag}_$TAG.json > "$L/xeab_moe_${XEAB_FMT:-q8_0}_$tag.txt" 2>&1
+      --json $R/bench_moe_${XEAB_SHEET:-mixtral}_${XEAB_FMT:-q8_0}_${tag}_$TAG.json > "$L/xeab_moe_${XEAB_SHEET:-mixtral}_${XEAB_FMT:-q8_0}_$tag.txt" 2>&1
     say "bench moe ${XEAB_SHEET:-mixtral} ${XEAB_FMT:-q8_0} $v: exit $?"
-    grep -E "^(mixtral|qwen3)" "$L/xeab_moe_${XEAB_FMT:-q8_0}_$tag.txt" | head -12 >> "$S"
+    grep -E "^(mixtral|qwen3)" "$L/xeab_moe_${XEAB_SHEET:-mixtral}_${XEAB_FMT:-q8_0}_$tag.txt" | head -12 >> "$S"
   done
 }
 
