@@ -1679,23 +1679,17 @@ static int experts_f16_routed(const memra_weight *w, int32_t n_experts, memra_de
  * Mixtral-like gate rows against 0.58, while a mirror doubles a Q8_0 expert's bytes. */
 static int experts_floor_first(const memra_device *dev) { return !dev->is_host && !dev->rt->cfg.xe_mirror; }
 
-/* Under MEMRA_W16=auto, expert weights of at most this many experts take the W16 operand; more experts keep
- * the grouped floor. Measured on an H100 (bench/RESULTS.md, run w): with 8 experts (Mixtral-like, a quarter of
- * the tokens an expert at top-2) the grouped w16 tile took 0.71-0.80x the grouped Q8_0 floor's time at
- * m = 512 and 0.64-0.98x at 4096 (the floor's times from earlier H100 runs); with 128 (Qwen3-30B-A3B-like,
- * top-8: m / 16 rows an expert) it took 1.96x at m = 512 (about 32 rows an expert in 128-token tiles) and
- * 0.99-1.06x at 4096. */
-#define XE_W16_AUTO_MAX 16
-
 /* Quantised experts without mirrors that take the W16 operand and the grouped w16 tile (gemm_experts on lane
  * gemm_w16) in place of the grouped floor: gemm_w16 wanted for their format, shape and device (w16_wanted:
- * MEMRA_W16, the device's switch), at most XE_W16_AUTO_MAX experts unless MEMRA_W16=1 or the device's switch
- * says 1, and a module that takes the grouped call on that lane. The prepare's and the plan's one rule. */
+ * MEMRA_W16, the device's switch) and a module that takes the grouped call on that lane, whatever the expert
+ * count. The prepare's and the plan's one rule. Measured on an H100 (bench/RESULTS.md, runs x2, y2, y5; Q8_0,
+ * the grouped floor beside): with 8 experts (Mixtral-like) the grouped w16 tile took 0.62-0.74x the floor's time at
+ * m = 512 and 0.56-0.58x at 4096; with 128 (Qwen3-30B-A3B-like, top-8: m / 16 rows an expert), on the 64-token
+ * tile and its raster, 0.99-1.03x at m = 512 and 0.81-0.88x at 4096. (Before the 64-token tile and the raster
+ * it took 1.96x there at m = 512, and auto kept more than 16 experts on the floor.) */
 static int experts_w16(const memra_weight *w, int32_t n_experts, memra_device *dev)
 {
-    const int forced = atomic_load(&dev->w16) == 1 || dev->rt->cfg.w16 == 1;
-    return w16_wanted(w, dev) && (forced || n_experts <= XE_W16_AUTO_MAX) &&
-           experts_lane_taker(w, n_experts, dev, MEMRA_OP_gemm_w16) != NULL;
+    return w16_wanted(w, dev) && experts_lane_taker(w, n_experts, dev, MEMRA_OP_gemm_w16) != NULL;
 }
 
 /* Quantised experts that reserve no mirror whatever the budget: the prepare's and the plan's one rule */

@@ -196,8 +196,8 @@ const char *memra_device_f16_budget_source(const memra_device *dev);
 memra_status memra_device_floor_f16_m_set(memra_device *dev, int64_t m);
 /* Whether weights prepared on dev from now on that get no f16 mirror take the W16 operand and gemm_w16
  * (the f16 mirror's numbers from the GGUF's codes, where a module routes gemm_w16) in place of the MMQ
- * floor: 1 yes (expert weights of any expert count too), 0 no (the floor), negative back to MEMRA_W16's
- * rule (auto: on a GPU; expert weights of at most 16 experts). Under MEMRA_W16=0 (the default, which loads
+ * floor (expert weights too, whatever their expert count): 1 yes, 0 no (the floor), negative back to
+ * MEMRA_W16's rule (auto: on a GPU; 1: the host device too). Under MEMRA_W16=0 (the default, which loads
  * no w16 kernels) it has no effect. A weight keeps what its prepare built; a tool
  * that times both sets this around each weight's prepare. Thread-safe. INVALID_ARGUMENT for a NULL device. */
 memra_status memra_device_w16_set(memra_device *dev, int on);

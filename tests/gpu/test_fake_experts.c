@@ -170,21 +170,22 @@ static int xe_lane_of(memra_runtime *rt, memra_device *dev, int32_t n, char *lan
     return (int)ops;
 }
 
-/* MEMRA_W16=auto: expert weights of at most 16 experts take the W16 operand, more keep the grouped floor (the
- * measured rule: many experts get few rows each); the device's switch at 1 takes it for any count */
+/* MEMRA_W16=auto: expert weights take the W16 operand whatever their count (16, 17, 128 experts); the device's
+ * switch at 0 keeps them on the grouped floor */
 static int w16_expert_count(memra_runtime *rt, memra_device *dev)
 {
-    char l16[64], l17[64], l17on[64];
-    const int o16 = xe_lane_of(rt, dev, 16, l16, sizeof l16), o17 = xe_lane_of(rt, dev, 17, l17, sizeof l17);
-    CHECK_OK(memra_device_w16_set(dev, 1));
-    const int o17on = xe_lane_of(rt, dev, 17, l17on, sizeof l17on);
+    char l16[64], l17[64], l128[64], l17off[64];
+    const int o16 = xe_lane_of(rt, dev, 16, l16, sizeof l16), o17 = xe_lane_of(rt, dev, 17, l17, sizeof l17),
+              o128 = xe_lane_of(rt, dev, 128, l128, sizeof l128);
+    CHECK_OK(memra_device_w16_set(dev, 0));
+    const int o17off = xe_lane_of(rt, dev, 17, l17off, sizeof l17off);
     CHECK_OK(memra_device_w16_set(dev, -1));
-    const int ok = strcmp(l16, "w16") == 0 && o16 == (int)MEMRA_OPERAND_W16 && strcmp(l17, "mmq records") == 0 &&
-                   (o17 & (int)MEMRA_OPERAND_Q8_0_RECORDS) != 0 && strcmp(l17on, "w16") == 0 &&
-                   o17on == (int)MEMRA_OPERAND_W16;
-    printf("q8_0 experts under MEMRA_W16=auto: 16 experts plan %s (operands 0x%x), 17 plan %s (0x%x), 17 with the "
-           "switch at 1 plan %s (0x%x)  %s\n",
-           l16, (unsigned)o16, l17, (unsigned)o17, l17on, (unsigned)o17on, ok ? "ok" : "FAIL");
+    const int ok = strcmp(l16, "w16") == 0 && o16 == (int)MEMRA_OPERAND_W16 && strcmp(l17, "w16") == 0 &&
+                   o17 == (int)MEMRA_OPERAND_W16 && strcmp(l128, "w16") == 0 && o128 == (int)MEMRA_OPERAND_W16 &&
+                   strcmp(l17off, "mmq records") == 0 && (o17off & (int)MEMRA_OPERAND_Q8_0_RECORDS) != 0;
+    printf("q8_0 experts under MEMRA_W16=auto: 16 experts plan %s (operands 0x%x), 17 plan %s (0x%x), 128 plan %s "
+           "(0x%x), 17 with the switch at 0 plan %s (0x%x)  %s\n",
+           l16, (unsigned)o16, l17, (unsigned)o17, l128, (unsigned)o128, l17off, (unsigned)o17off, ok ? "ok" : "FAIL");
     return ok;
 }
 

@@ -341,7 +341,9 @@ static const char *g_kr_wg_knob = "0"; /* MEMRA_MMQ_KR_WG likewise (the records 
 static const char *g_xe_loop2_knob; /* MEMRA_MMQ_XE_LOOP2 likewise */
 static const char *g_xe_tall_knob;  /* MEMRA_MMQ_XE_TALL likewise */
 static const char *g_xe_wg_knob;    /* MEMRA_MMQ_XE_WG likewise */
-static const char *g_xe_raster_knob; /* MEMRA_MMQ_XE_RASTER likewise */
+/* MEMRA_MMQ_XE_RASTER likewise, "0" outside its own checks (the other grouped checks count on the plain grid's
+ * shape; the raster's checks set NULL for the default) */
+static const char *g_xe_raster_knob = "0";
 static const char *g_fxe_split_knob; /* MEMRA_FP8BLK_XE_SPLIT likewise */
 static const char *g_fxe_pf_knob;    /* MEMRA_FP8BLK_XE_PF likewise */
 static const char *g_fxe_gs_knob;    /* MEMRA_FP8BLK_XE_GS likewise */
@@ -731,16 +733,17 @@ static int gemm_w16_experts_plans(mod *m)
         const char *what;
     } rows[] = {
         /* Mixtral-like gate at 512 tokens, top-2: 1024 rows over 8 experts, 128 a mean expert: 128-token tiles,
-         * 8 + 8 of them, 112 row tiles: 1792 CTAs, unsplit */
+         * 8 + 8 of them, 112 row tiles: 1792 CTAs, unsplit; 8 full token tiles (under 16): the plain grid */
         {1024, 14336, 4096, 8, MEMRA_FORMAT_Q8_0, 16, 112, 1, big, "memra_k_w16_xe_q8_0_n128", "Q8_0 1024 rows E 8"},
-        /* 8192 rows over 8 experts (1024 a mean expert): 256-token tiles, 32 + 8 of them, unsplit; on the 256-token
-         * tile the raster is on by default (MEMRA_W16_XE_RASTER=auto: groups of 8): a 1-D grid of 40 x 32 CTAs */
+        /* 8192 rows over 8 experts (1024 a mean expert): 256-token tiles, 32 + 8 of them, unsplit; 32 full token
+         * tiles: the raster (MEMRA_W16_XE_RASTER=auto: groups of 8), a 1-D grid of 40 x 32 CTAs */
         {8192, 4096, 14336, 8, MEMRA_FORMAT_Q4_K, 40 * 32, 1, 1, big, "memra_k_w16_xe_q4_k_n256", "Q4_K 8192 rows E 8"},
         /* Qwen3-like gate at 512 tokens, top-8: 4096 rows over 128 experts, 32 a mean expert: 64-token tiles (two
-         * CTAs an SM), 64 + 128 of them, 6 row tiles: 1152 CTAs, unsplit */
-        {4096, 768, 2048, 128, MEMRA_FORMAT_Q8_0, 192, 6, 1, n64, "memra_k_w16_xe_q8_0_n64", "Q8_0 4096 rows E 128"},
-        /* at 4096 tokens: 32768 rows, 256 a mean expert: 128-token tiles, 256 + 128 */
-        {32768, 768, 2048, 128, MEMRA_FORMAT_Q4_0, 384, 6, 1, big, "memra_k_w16_xe_q4_0_n128", "Q4_0 32768 rows E 128"},
+         * CTAs an SM), 64 + 128 of them, 6 row tiles: 1152 CTAs, unsplit; rows of 64 token tiles and more: the
+         * raster's 1-D grid (auto: m >= 16 tiles) */
+        {4096, 768, 2048, 128, MEMRA_FORMAT_Q8_0, 192 * 6, 1, 1, n64, "memra_k_w16_xe_q8_0_n64", "Q8_0 4096 rows E 128"},
+        /* at 4096 tokens: 32768 rows, 256 a mean expert: 128-token tiles, 256 + 128, rastered */
+        {32768, 768, 2048, 128, MEMRA_FORMAT_Q4_0, 384 * 6, 1, 1, big, "memra_k_w16_xe_q4_0_n128", "Q4_0 32768 rows E 128"},
         /* 64 rows over 4 experts (16 a mean expert), 4096 -> 256: 1 + 4 64-token tiles, 2 row tiles, 10 CTAs: 8
          * slices of 8 steps */
         {64, 256, 4096, 4, MEMRA_FORMAT_Q6_K, 5, 2, 8, n64, "memra_k_w16_xe_q6_k_n64", "Q6_K 64 rows E 4 split"},
@@ -1159,9 +1162,9 @@ static int xe_wg_cases(const char *so)
         ok &= close_mod(&m, 1);
     }
     g_mmq_wg_sd_knob = NULL, g_xe_ovl_knob = NULL, g_missing_kernel = NULL;
-    /* MEMRA_MMQ_XE_RASTER: 1 launches the tile on a 1-D grid of tiles_max x 3 CTAs (n = 300: 3 row blocks), auto
-     * where the mean expert has 384 rows or more (4096 rows over 8), unset (0) or auto below it the plain grid;
-     * with XE_WG_REM=1 the combined grid stays plain */
+    /* MEMRA_MMQ_XE_RASTER: 1 (and unset: the default) launches the tile on a 1-D grid of tiles_max x 3 CTAs
+     * (n = 300: 3 row blocks), auto where the mean expert has 384 rows or more (4096 rows over 8), auto below it and
+     * 0 the plain grid; with XE_WG_REM=1 the combined grid stays plain */
     static const struct {
         const char *knob, *rem;
         int rows;
@@ -1169,7 +1172,8 @@ static int xe_wg_cases(const char *so)
         const char *tile;
     } xr[] = {{"1", NULL, 1024, (1024 / 128 + 8) * 3, 1, "memra_k_experts_q8_0r_wgs" PIN_SFX},
               {"auto", NULL, 1024, 1024 / 128 + 8, 3, "memra_k_experts_q8_0r_wgs" PIN_SFX},
-              {NULL, NULL, 4096, 4096 / 128 + 8, 3, "memra_k_experts_q8_0r_wgs" PIN_SFX},
+              {NULL, NULL, 4096, (4096 / 128 + 8) * 3, 1, "memra_k_experts_q8_0r_wgs" PIN_SFX},
+              {"0", NULL, 4096, 4096 / 128 + 8, 3, "memra_k_experts_q8_0r_wgs" PIN_SFX},
               {"auto", NULL, 4096, (4096 / 128 + 8) * 3, 1, "memra_k_experts_q8_0r_wgs" PIN_SFX},
               {"1", "1", 1024, 1024 / 128 + 8 + 8, 3, "memra_k_experts_q8_0r_wgsr"}};
     for (size_t i = 0; i < sizeof xr / sizeof xr[0]; i++) {
@@ -1188,7 +1192,7 @@ static int xe_wg_cases(const char *so)
         g_n_launched = 0;
         ok &= close_mod(&m, 1);
     }
-    g_xe_raster_knob = NULL, g_xe_rem_knob = NULL, g_mmq_wg_sd_knob = NULL;
+    g_xe_raster_knob = "0", g_xe_rem_knob = NULL, g_mmq_wg_sd_knob = NULL;
     /* MEMRA_MMQ_XE_WG_REM=1: the remainders (at most 32 rows) in the tile's grid, _wgsr on (tiles_max + the remainder
      * table's E) x 3 x S CTAs, and no remainder launch (split: the slices' sum after it; with XE_OVERLAP=1 too: the
      * same); refused (the image without _wgsr, or the folds in turn asked): _wgs / _wgspp and the 32-row launch */
@@ -2849,12 +2853,13 @@ static int case_fp8blk(const char *so)
     g_fxe_l2_knob = NULL;
     g_missing_kernel = NULL;
     g_fxe_persist_knob = NULL;
-    /* MEMRA_FP8BLK_XE_RASTER: the persistent tiles' raster group (their last argument): unset 0, N N, auto 8 where
-     * the mean expert has 384 rows or more (40000 rows over 8 experts; 300 rows: 0); on the L2-hinted tiles too */
+    /* MEMRA_FP8BLK_XE_RASTER: the persistent tiles' raster group (their last argument): N N, auto (and unset: the
+     * default) 8 where the mean expert has 384 rows or more (40000 rows over 8 experts; 300 rows: 0), 0 none; on the
+     * L2-hinted tiles too */
     static const struct {
         const char *knob, *l2;
         int rg300, rg40000;
-    } ras[] = {{NULL, NULL, 0, 0}, {"5", NULL, 5, 5}, {"auto", NULL, 0, 8}, {"auto", "1", 0, 8}, {"0", NULL, 0, 0}};
+    } ras[] = {{NULL, NULL, 0, 8}, {"5", NULL, 5, 5}, {"auto", NULL, 0, 8}, {"auto", "1", 0, 8}, {"0", NULL, 0, 0}};
     for (size_t i = 0; i < sizeof ras / sizeof ras[0]; i++) {
         g_fxe_raster_knob = ras[i].knob, g_fxe_l2_knob = ras[i].l2;
         if (!open_mod(so, 90, &m)) return 0;

@@ -28,7 +28,7 @@
 #define W16_SMEM_BYTES (4u * 41472u + 1024u)
 #define W16_SMEM_N64 (4u * 16896u + 1024u)
 #define W16_THREADS 384
-#define W16_XE_RASTER_AUTO 8 /* MEMRA_W16_XE_RASTER=auto's group on the 256-token grouped tile */
+#define W16_XE_RASTER_AUTO 8 /* MEMRA_W16_XE_RASTER=auto's group (rows of at least 16 token tiles) */
 
 typedef struct memra__w16_state {
     CUfunction tile[2][5]; /* [BN 256, 128][Q8_0, Q4_0, Q4_K, Q6_K, Q5_K] */
@@ -277,11 +277,14 @@ memra_status memra__gpu_w16_experts(memra_call *call, const memra_gemm_args *a, 
     memra_dptr ids = ex->ids, y = memra__gpu_y_base(a), x = a->x, xf = a->x_is_f16 ? 0 : a->x, xh = a->x_is_f16 ? a->x : 0;
     int mi = (int)m, ni = (int)n, ki = (int)k, ei = (int)E, bni = bn, ti = (int)T, zi = z;
     /* the raster's 1-D grid (T x row tiles CTAs on x) where the knob asks for it and the product fits; auto: groups
-     * of W16_XE_RASTER_AUTO token tiles on the 256-token tile (experts of 384 rows and more, where the plain grid's
-     * waves hold every token tile's activations and stream the weights from DRAM: run x2 on an H100, Mixtral-like
-     * Q8_0 rows at m = 4096, 1.78 ms a call against 2.23-2.89 on the plain grid), none on the narrower ones (the
-     * same run's down rows at m = 512 on the 128-token tile: 0.45 ms against 0.36) */
-    const int want = s->raster >= 0 ? s->raster : bn == 256 ? W16_XE_RASTER_AUTO : 0;
+     * of W16_XE_RASTER_AUTO token tiles where the rows fill at least two groups of full token tiles (m >= 16 bn), so
+     * that a wave holds a few experts' activations and their weight rows where the plain grid's waves hold every
+     * token tile's activations and stream the weights from DRAM. On an H100 (runs x2, y2, y5, Q8_0): Mixtral-like
+     * rows at m = 4096 (256-token tile) 1.78 ms a call against 1.95-2.89 on the plain grid; Qwen3-like rows at
+     * m = 4096 (128-token tile) 0.54-0.57 against 0.71-0.76, at m = 512 (64-token tile) 0.15-0.16 against
+     * 0.15-0.18. Off below: the Mixtral-like down rows at m = 512 (8 token tiles of 128) took 0.45 ms rastered
+     * against 0.36 */
+    const int want = s->raster >= 0 ? s->raster : m >= 16 * (int64_t)bn ? W16_XE_RASTER_AUTO : 0;
     int rg = want > 0 && T * rtiles <= 0x7FFFFFFF ? (int)(want < T ? want : T) : 0; /* rg x R <= T x R */
     int al = memra__gpu_aligned(x, 16);
     long long ldy = (long long)a->ldy;
