@@ -27,7 +27,7 @@
  *                             sink: until the thirty-third session these were tall4 / tall4_q4_k
  *                             over 4 experts, whose 300 rows picked the 64-row table, so they never
  *                             ran the tall tile); elsewhere the knob warns and the usual tiles serve
- *   test_gpu_experts wg | wg_graph | wg_split | wg4 | wg_bm128 | wg_skew | wg_q4_0 | wg_raster
+ *   test_gpu_experts wg | wg_graph | wg_split | wg4 | wg_bm128 | wg_skew | wg_q4_0 | wg_raster | wg_plain
  *                             Q8_0 (and Q4_0) with MEMRA_MMQ_XE_WG=1: on cc 9.x the 128-row table's
  *                             tiles on the seeded warpgroup tile (memra_k_experts_q8_0r_wgs, _wgsf under pin), failing
  *                             there if the module refused it or fell back in a call (a log sink).
@@ -38,8 +38,10 @@
  *                             rows), wg_bm128 (16 experts, the uneven routing: expert 0 without rows,
  *                             tiles of 1 row, of 4-5 rows for experts 3-15, and 128 + 109 for expert
  *                             2) and wg_skew (16 experts, half the rows to one); wg_raster as wg_skew on the
- *                             rastered grid (MEMRA_MMQ_XE_RASTER=1: 19 table tiles x 2 row blocks in groups of
- *                             8, the last of 3). Elsewhere the knob warns and the records tiles serve.
+ *                             rastered grid (MEMRA_MMQ_XE_RASTER=1, the default the others take too: 19 table
+ *                             tiles x 2 row blocks in groups of 8, the last of 3), wg_plain as wg_skew on the
+ *                             plain grid (MEMRA_MMQ_XE_RASTER=0). Elsewhere the knob warns and the records tiles
+ *                             serve.
  *   test_gpu_experts wg_rem | wg_rem_graph | wg_rem_split | wg_rem3
  *                             the same with MEMRA_MMQ_XE_WG_REM=1: the remainders of at most 32 rows in the
  *                             tile's grid on the 32-column tile (memra_k_experts_q8_0r_wgsr): wg_rem, _graph,
@@ -72,9 +74,11 @@
  *                             300 rows over 16 experts take the 64-token tile (two CTAs an SM), the _n128 cases
  *                             the 128-token one (MEMRA_W16_TILE=128; the dense lane's tile is its own);
  *                             w16_raster (skewed) walks the grid in groups of 3 token tiles (MEMRA_W16_XE_RASTER=3);
- *                             w16_n256_skew (Q5_K) the 256-token tile on its default raster (groups of 8 over the
- *                             grid's 18 worst-case token tiles; the skewed table holds about 16, so the last
- *                             group's CTAs exit: w16_raster covers a partial group with rows).
+ *                             w16_n256_skew (Q5_K) the 256-token tile in groups of 8 (MEMRA_W16_XE_RASTER=8, the
+ *                             group auto takes where the rows fill 16 token tiles; 300 rows do not, so auto
+ *                             leaves every case here on the plain grid) over the grid's 18 worst-case token
+ *                             tiles; the skewed table holds about 16, so the last group's CTAs exit: w16_raster
+ *                             covers a partial group with rows.
  *                             The host reference has its W16 switch on (memra_device_w16_set): the f16 mirror's
  *                             numbers, JUDGE_BAND_F16. Skips (77) on a GPU that is not cc 9.0.
  *   test_gpu_experts budget    "run" with the experts prepared under the default f16 budget:
@@ -177,6 +181,7 @@ static const xcase k_cases[] = {
     {"wg_bm128", MEMRA_FORMAT_Q8_0, "128", 0, 0, "mmq records", NULL, 0, 0},
     {"wg_skew", MEMRA_FORMAT_Q8_0, "128", 1, 0, "mmq records", NULL, 0, 0},
     {"wg_raster", MEMRA_FORMAT_Q8_0, "128", 1, 0, "mmq records", NULL, 0, 0},
+    {"wg_plain", MEMRA_FORMAT_Q8_0, "128", 1, 0, "mmq records", NULL, 0, 0},
     {"wg_q4_0", MEMRA_FORMAT_Q4_0, NULL, 0, 0, "mmq records (Q4_0 as Q8_0)", NULL, 0, 2},
     {"wg_rem", MEMRA_FORMAT_Q8_0, NULL, 0, 0, "mmq records", NULL, 0, 2},
     {"wg_rem_graph", MEMRA_FORMAT_Q8_0, NULL, 0, 1, "mmq records", NULL, 0, 2},
@@ -382,7 +387,10 @@ int main(int argc, char **argv)
                               strncmp(xc->name, "wg_rem", 6) == 0 ? "MEMRA_MMQ_WG_SEED=1" : NULL,
                               w16 ? "MEMRA_W16=auto" : NULL, w16 ? w16split : NULL, w16 && xc->bm ? w16tile : NULL,
                               strcmp(xc->name, "w16_raster") == 0 ? "MEMRA_W16_XE_RASTER=3" : NULL,
-                              strcmp(xc->name, "wg_raster") == 0 ? "MEMRA_MMQ_XE_RASTER=1" : NULL,
+                              strcmp(xc->name, "w16_n256_skew") == 0 ? "MEMRA_W16_XE_RASTER=8" : NULL,
+                              strcmp(xc->name, "wg_raster") == 0   ? "MEMRA_MMQ_XE_RASTER=1"
+                              : strcmp(xc->name, "wg_plain") == 0 ? "MEMRA_MMQ_XE_RASTER=0"
+                                                                  : NULL,
                               /* the persistent tiles' walk in groups of 3 table tiles (skewed rows) */
                               strcmp(xc->name, "fp8blk_raster") == 0 ? "MEMRA_FP8BLK_XE_RASTER=3" : NULL,
                               /* on 5 CTAs: each walks several tiles (the ring carried from tile to tile) */
