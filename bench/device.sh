@@ -2673,8 +2673,9 @@ step_multi() {
 # XEAB_TOOLS: sanitizer tools over those cases;
 # then for each XEAB_VARIANTS entry (default "-": none; comma-separated KNOB=VALUE settings, e.g.
 # "- MEMRA_MMQ_XE_RASTER=1 MEMRA_W16=1,MEMRA_W16_XE_RASTER=0") one bench moe of XEAB_SHEET (default mixtral),
-# XEAB_FMT (default q8_0) at XEAB_M (default "512 4096"), every arm on the call's lane (MEMRA_F16_BUDGET_MB=0,
-# MEMRA_W16=0 unless the entry sets it), receipts bench_moe_<sheet>_<fmt>_<entry>_$TAG.json
+# XEAB_FMT (default q8_0) at XEAB_M (default "512 4096") with XEAB_ROUTING (default uniform; skewed, both), every arm
+# on the call's lane (MEMRA_F16_BUDGET_MB=0, MEMRA_W16=0 unless the entry sets it), receipts
+# bench_moe_<sheet>_<fmt>_<entry>_$TAG.json
 step_xeab() {
   local c v tag
   for c in ${XEAB_CASES:-}; do
@@ -2694,11 +2695,11 @@ step_xeab() {
   for v in ${XEAB_VARIANTS:--}; do
     tag=$(echo "$v" | tr -c 'A-Za-z0-9_\n' '_')
     env MEMRA_F16_BUDGET_MB=0 MEMRA_W16=0 $([ "$v" != - ] && echo "$v" | tr ',' ' ') timeout 300 $M bench moe --device 0 \
-      --sheet ${XEAB_SHEET:-mixtral} --routing uniform --format ${XEAB_FMT:-q8_0} \
+      --sheet ${XEAB_SHEET:-mixtral} --routing ${XEAB_ROUTING:-uniform} --format ${XEAB_FMT:-q8_0} \
       $(for mm in ${XEAB_M:-512 4096}; do printf -- '--m %s ' $mm; done) \
       --json $R/bench_moe_${XEAB_SHEET:-mixtral}_${XEAB_FMT:-q8_0}_${tag}_$TAG.json > "$L/xeab_moe_${XEAB_SHEET:-mixtral}_${XEAB_FMT:-q8_0}_$tag.txt" 2>&1
     say "bench moe ${XEAB_SHEET:-mixtral} ${XEAB_FMT:-q8_0} $v: exit $?"
-    grep -E "^(mixtral|qwen3)" "$L/xeab_moe_${XEAB_SHEET:-mixtral}_${XEAB_FMT:-q8_0}_$tag.txt" | head -12 >> "$S"
+    grep -E "^(mixtral|qwen3)" "$L/xeab_moe_${XEAB_SHEET:-mixtral}_${XEAB_FMT:-q8_0}_$tag.txt" | head -24 >> "$S"
   done
 }
 
