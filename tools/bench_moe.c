@@ -166,28 +166,32 @@ static uint64_t all_hits(memra_device *dev, memra_op op)
 }
 
 /* One (weights, m, routing) row: xw an expert weight of E experts [n x k],
- * dw its experts as dense weights (the loop's). Returns 0, or 1 on an error. */
+ * dw its experts as dense weights (the loop's). uni_ms: on a skewed row, the same shape's uniform grouped
+ * median (0: none), whose ratio the row then states (issue 30's skew target: at most 1.3); *grp_ms gets the
+ * row's grouped median (0 where the grouped arm did not run). Returns 0, or 1 on an error. */
 static int moe_run_floor(memra_device *dev, const char *sheet, const char *proj, memra_weight *xw, memra_weight **dw,
                          int32_t E, int32_t topk, int64_t n, int64_t k, int64_t m, int skewed, int64_t reps,
-                         tool_rng *rng, FILE *jf, int *first_json);
+                         tool_rng *rng, FILE *jf, int *first_json, double uni_ms, double *grp_ms);
 
 /* The loop and dense arms are the grouped lane's own (the floor's, where the experts are quantised): the
  * route to dequant_kr_f16 + gemm_f16 that memra_matmul takes from some m (memra_weight_floor_f16_m) is
  * off on dev for the run, back to the default afterwards */
 static int moe_run(memra_device *dev, const char *sheet, const char *proj, memra_weight *xw, memra_weight **dw,
                    int32_t E, int32_t topk, int64_t n, int64_t k, int64_t m, int skewed, int64_t reps, tool_rng *rng,
-                   FILE *jf, int *first_json)
+                   FILE *jf, int *first_json, double uni_ms, double *grp_ms)
 {
     memra_device_floor_f16_m_set(dev, 0);
-    const int rc = moe_run_floor(dev, sheet, proj, xw, dw, E, topk, n, k, m, skewed, reps, rng, jf, first_json);
+    const int rc = moe_run_floor(dev, sheet, proj, xw, dw, E, topk, n, k, m, skewed, reps, rng, jf, first_json,
+                                 uni_ms, grp_ms);
     memra_device_floor_f16_m_set(dev, -1);
     return rc;
 }
 
 static int moe_run_floor(memra_device *dev, const char *sheet, const char *proj, memra_weight *xw, memra_weight **dw,
                          int32_t E, int32_t topk, int64_t n, int64_t k, int64_t m, int skewed, int64_t reps,
-                         tool_rng *rng, FILE *jf, int *first_json)
+                         tool_rng *rng, FILE *jf, int *first_json, double uni_ms, double *grp_ms)
 {
+    *grp_ms = 0;
     const int64_t rows = m * topk;
     const int gpu = memra_device_caps_get(dev)->arch != MEMRA_ARCH_HOST;
     int rc = 0;
@@ -333,6 +337,9 @@ static int moe_run_floor(memra_device *dev, const char *sheet, const char *proj,
            !grouped_ok ? "grouped: no lane" : differ == 0 ? "bitwise" : "differs", lg,
            strcmp(lg, pl.lane) ? " / loop " : "", strcmp(lg, pl.lane) ? pl.lane : "");
     if (grouped_ok && differ) printf("    %zu elements differ, max |diff| / row amax %.3g\n", differ, maxdiff);
+    *grp_ms = at[0].med;
+    const double skew_ratio = skewed && grouped_ok && uni_ms > 0 ? at[0].med / uni_ms : 0;
+    if (skew_ratio > 0) printf("    skewed / uniform (grouped): %.2fx\n", skew_ratio);
     if (!grouped_ok) printf("    grouped arm not run: %s\n", gwhy[0] ? gwhy : pg.why);
     if (grouped_ok && gh == 0) {
         printf("    INVALID: the ledger shows no gemm_experts hit\n");
@@ -359,6 +366,7 @@ static int moe_run_floor(memra_device *dev, const char *sheet, const char *proj,
         tool_json_str(jf, grouped_ok ? pg.lane : "none");
         fprintf(jf, ",\"loop_lane\":");
         tool_json_str(jf, pl.lane);
+        if (skew_ratio > 0) fprintf(jf, ",\"skewed_over_uniform\":%.6g", skew_ratio);
         fprintf(jf, ",\"grouped_ms\":%.6g,\"loop_ms\":%.6g,\"speedup\":%.6g,\"grouped_hits\":%llu,\"loop_hits\":%llu,"
                     "\"elements_differ\":%zu,\"max_diff\":%.6g,\"dense_ms\":%.6g,\"of_dense\":%.6g",
                 at[0].med, at[1].med, grouped_ok ? at[1].med / at[0].med : 0.0, (unsigned long long)gh,
@@ -382,7 +390,8 @@ out:
 
 /* One sheet row: random weights of the shape (dimensions / div). */
 static int moe_row(memra_device *dev, memra_runtime *rt, const moe_shape *s, int div, int64_t m, int skewed,
-                   memra_format fmt, int grid, int64_t reps, tool_rng *rng, FILE *jf, int *first_json)
+                   memra_format fmt, int grid, int64_t reps, tool_rng *rng, FILE *jf, int *first_json, double uni_ms,
+                   double *grp_ms)
 {
     const int32_t E = s->experts;
     const int64_t k = s->in_f / div, n = s->out_f / div;
@@ -422,7 +431,8 @@ static int moe_row(memra_device *dev, memra_runtime *rt, const moe_shape *s, int
         rc = 1;
         goto out;
     }
-    rc = moe_run(dev, s->sheet, s->proj, xw, dw, E, s->topk, n, k, m, skewed, reps, rng, jf, first_json);
+    rc = moe_run(dev, s->sheet, s->proj, xw, dw, E, s->topk, n, k, m, skewed, reps, rng, jf, first_json, uni_ms,
+                 grp_ms);
 out:
     memra_weight_destroy(xw);
     for (int32_t e = 0; dw && e < E; e++) memra_weight_destroy(dw[e]);
@@ -478,8 +488,10 @@ int tool_bench_moe_file(memra_runtime *rt, memra_device *dev, const char *path, 
         }
         char proj[64];
         snprintf(proj, sizeof proj, "%s", tool_tclass_name(tool_tclass_of(gi.name)));
+        double grp[2] = {0, 0};
         for (int sk = 0; sk < 2 && rc == 0; sk++)
-            rc = moe_run(dev, "model", proj, xw, dw, E, topk, gi.out_f, gi.in_f, m, sk, reps, &rng, jf, first_json);
+            rc = moe_run(dev, "model", proj, xw, dw, E, topk, gi.out_f, gi.in_f, m, sk, reps, &rng, jf, first_json,
+                         grp[0], &grp[sk]);
         memra_weight_destroy(xw);
         for (int32_t e = 0; dw && e < E; e++) memra_weight_destroy(dw[e]);
         free(dw);
@@ -587,10 +599,13 @@ int memra_tool_bench_moe(int argc, char **argv)
         rc = tool_bench_moe_file(rt, dev, model, ms[mi], reps, seed + (uint64_t)mi, jf, &first);
     for (size_t i = 0; model == NULL && i < sizeof k_shapes / sizeof k_shapes[0] && rc == 0; i++) {
         if (strcmp(sheet, "all") != 0 && strcmp(sheet, k_shapes[i].sheet) != 0) continue;
-        for (int64_t mi = 0; mi < nm && rc == 0; mi++)
+        for (int64_t mi = 0; mi < nm && rc == 0; mi++) {
+            double grp[2] = {0, 0}; /* the uniform row's grouped median, for the skewed row's ratio */
             for (int sk = 0; sk < 2 && rc == 0; sk++)
                 if (routing & (1 << sk))
-                    rc = moe_row(dev, rt, &k_shapes[i], div, ms[mi], sk, fmt, grid, reps, &rng, jf, &first);
+                    rc = moe_row(dev, rt, &k_shapes[i], div, ms[mi], sk, fmt, grid, reps, &rng, jf, &first, grp[0],
+                                 &grp[sk]);
+        }
     }
     (void)logsum;
     if (jf) fprintf(jf, "],\"complete\":%s}\n", rc == 0 ? "true" : "false");

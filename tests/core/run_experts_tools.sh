@@ -29,6 +29,8 @@ PY
 MEMRA_F16_BUDGET_MB=0 "$memra" bench moe --device host --reps 1 --json "$tmp/moe.json" >"$tmp/moe" 2>&1 || { cat "$tmp/moe"; fail "bench moe"; }
 cat "$tmp/moe"
 [ "$(grep -c ' bitwise (mmq records)' "$tmp/moe")" -eq 12 ] || fail "bench moe: want 12 rows, bitwise, on mmq records"
+# each skewed row states its grouped time over the uniform row's (issue 30's skew target)
+[ "$(grep -c '^    skewed / uniform (grouped): [0-9.]*x$' "$tmp/moe")" -eq 6 ] || fail "bench moe: want 6 skewed / uniform lines"
 python3 - "$tmp/moe.json" <<'PY' || fail "bench moe receipt"
 import json, sys
 d = json.load(open(sys.argv[1]))
@@ -45,12 +47,19 @@ q = [r for r in rows if r["sheet"] == "qwen3moe" and r["routing"] == "uniform"][
 assert q["experts"] == 128 and q["topk"] == 8 and q["rows"] == 128, q
 s = [r for r in rows if r["sheet"] == "mixtral" and r["routing"] == "skewed"][0]
 assert s["most_rows"] >= s["rows"] // 4, s
+# the skewed rows carry their grouped median over the same shape's uniform one, the uniform rows none
+for u, k in zip(rows[0::2], rows[1::2]):
+    assert (u["routing"], k["routing"]) == ("uniform", "skewed") and (u["proj"], u["m"]) == (k["proj"], k["m"]), (u, k)
+    assert "skewed_over_uniform" not in u, u
+    assert abs(k["skewed_over_uniform"] - k["grouped_ms"] / u["grouped_ms"]) <= 1e-4 * k["skewed_over_uniform"], (u, k)
 PY
 # the same on a fake sm90 device (host-backed), FP8 block-128 weights
 MEMRA_TEST_FAKE_DEVICES=1 "$memra" bench moe --device 0 --reps 1 --sheet mixtral --routing skewed --format fp8blk \
     >"$tmp/moe2" 2>&1 || { cat "$tmp/moe2"; fail "bench moe on a fake device"; }
 grep -q 'fake device 0 (sm90)' "$tmp/moe2" || { cat "$tmp/moe2"; fail "bench moe: not on the fake device"; }
 [ "$(grep -c ' bitwise (fp8 block-128)' "$tmp/moe2")" -eq 3 ] || { cat "$tmp/moe2"; fail "bench moe fp8blk rows"; }
+# skewed alone: no uniform row to compare with, so no ratio
+grep -q 'skewed / uniform' "$tmp/moe2" && { cat "$tmp/moe2"; fail "bench moe: a ratio without a uniform row"; }
 "$memra" bench moe --routing sideways >/dev/null 2>&1; [ $? -eq 2 ] || fail "bench moe: a bad --routing exits 2"
 "$memra" bench moe --help >/dev/null 2>&1 || fail "bench moe --help"
 # memra check's gemm_experts rows (uneven experts, skipped ids), and the injected fault failing
