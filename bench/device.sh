@@ -761,12 +761,14 @@ ncu_launch_lines() {
 step_xencu() {
   local t=$SECONDS fm k pre f
   for fm in ${XENCU_FORMATS:-q8_0 fp8blk}; do
-    k='experts_q8_0r_mt4$|gemm_q8_0r'; pre=""
-    [ $fm = fp8blk ] && k='fp8blk_experts_wgmma|fp8blk_wgmma' pre=MEMRA_PREFER=gemm_fp8_blk=fp8blk
+    # every grouped launch (routing, maps, the tile, the remainder tile) and the dense tiles: the split of a
+    # grouped call's time between its main tiles and its remainder launch (RESULTS, forty-second session)
+    k='experts_|gemm_q8_0r|quant_q8_1'; pre=""
+    [ $fm = fp8blk ] && k='fp8blk_experts|fp8blk_wgmma|quant_e4m3' pre=MEMRA_PREFER=gemm_fp8_blk=fp8blk
     f="$L/xencu_$fm.txt"
     env MEMRA_ADMISSION=off MEMRA_F16_BUDGET_MB=0 MEMRA_W16=0 $pre timeout 300 ncu --clock-control none --section SpeedOfLight \
       --section Occupancy --section MemoryWorkloadAnalysis --section WarpStateStats --metrics "$NCU_METS" \
-      -k regex:"$k" -c ${XENCU_C:-20} $M bench moe --device 0 --sheet mixtral --routing uniform --m 512 \
+      -k regex:"$k" -c ${XENCU_C:-60} $M bench moe --device 0 --sheet mixtral --routing uniform --m 512 \
       --format $fm --reps 1 > "$f" 2>&1
     say "xencu $fm: exit $?"
     ncu_launch_lines "$f" 230
