@@ -2679,14 +2679,13 @@ step_multi() {
 # on the call's lane (MEMRA_F16_BUDGET_MB=0, MEMRA_W16=0 unless the entry sets it), receipts
 # bench_moe_<sheet>_<fmt>_<entry>_$TAG.json
 step_xeab() {
-  local c v tag
+  local c v tag tool sh=${XEAB_SHEET:-mixtral} fm=${XEAB_FMT:-q8_0} f
   for c in ${XEAB_CASES:-}; do
     timeout 120 $B/bin/test_gpu_experts $c > "$L/xeab_xe_$c.log" 2>&1
     say "test_gpu_experts $c: exit $? $(grep -E 'max e|differ' "$L/xeab_xe_$c.log" | head -2 | tr '\n' ' ')"
   done
   # XEAB_TOOLS (default none): compute-sanitizer tools over each XEAB_CASES case, each (tool, case) its own
   # process (MEMRA_ADMISSION=off: the tools see the case's own launches)
-  local tool
   for tool in ${XEAB_TOOLS:-}; do
     for c in ${XEAB_CASES:-}; do
       MEMRA_ADMISSION=off timeout 300 compute-sanitizer --tool $tool $(san_x $tool) $B/bin/test_gpu_experts $c \
@@ -2695,13 +2694,13 @@ step_xeab() {
     done
   done
   for v in ${XEAB_VARIANTS:--}; do
-    tag=$(echo "$v" | tr -c 'A-Za-z0-9_\n' '_')
+    tag=$(echo "$v" | tr -c 'A-Za-z0-9_\n' '_') f="$L/xeab_moe_${sh}_${fm}_$tag.txt"
     env MEMRA_F16_BUDGET_MB=0 MEMRA_W16=0 $([ "$v" != - ] && echo "$v" | tr ',' ' ') timeout 300 $M bench moe --device 0 \
-      --sheet ${XEAB_SHEET:-mixtral} --routing ${XEAB_ROUTING:-uniform} --format ${XEAB_FMT:-q8_0} \
+      --sheet $sh --routing ${XEAB_ROUTING:-uniform} --format $fm \
       $(for mm in ${XEAB_M:-512 4096}; do printf -- '--m %s ' $mm; done) \
-      --json $R/bench_moe_${XEAB_SHEET:-mixtral}_${XEAB_FMT:-q8_0}_${tag}_$TAG.json > "$L/xeab_moe_${XEAB_SHEET:-mixtral}_${XEAB_FMT:-q8_0}_$tag.txt" 2>&1
-    say "bench moe ${XEAB_SHEET:-mixtral} ${XEAB_FMT:-q8_0} $v: exit $?"
-    grep -E "^(mixtral|qwen3)" "$L/xeab_moe_${XEAB_SHEET:-mixtral}_${XEAB_FMT:-q8_0}_$tag.txt" | head -24 >> "$S"
+      --json $R/bench_moe_${sh}_${fm}_${tag}_$TAG.json > "$f" 2>&1
+    say "bench moe $sh $fm $v: exit $?"
+    grep -E "^(mixtral|qwen3)" "$f" | head -24 >> "$S"
   done
 }
 
