@@ -104,7 +104,8 @@
 #               test_multigpu hotadd (fp8blk hot-loaded while both serve), native and with
 #               MEMRA_ARCH=1:cuda
 #   xencu       ncu of every launch of bench moe's first rounds on the Mixtral-like gate rows at
-#               m = 512 (grouped, per-expert loop, dense) for q8_0 and fp8blk (own dense kernel):
+#               m = XENCU_M (default 512; grouped, per-expert loop, dense) for XENCU_FORMATS (default q8_0
+#               fp8blk, the latter on its own dense kernel), the first XENCU_C launches (default 60):
 #               one summary line a launch (see step_xencu)
 #   xeovl       MEMRA_MMQ_XE_OVERLAP=1 (the remainder launch beside the full tiles' last wave) against
 #               the plain launches: bench moe mixtral rotated, the GPU tests, check, sanitizers
@@ -734,7 +735,7 @@ NCU_ST=smsp__average_warps_issue_stalled
 NCU_METS=$NCU_ST"_long_scoreboard_per_issue_active.ratio,"$NCU_ST"_short_scoreboard_per_issue_active.ratio,"$NCU_ST"_barrier_per_issue_active.ratio,"$NCU_ST"_math_pipe_throttle_per_issue_active.ratio,"$NCU_ST"_mio_throttle_per_issue_active.ratio,"$NCU_ST"_wait_per_issue_active.ratio,"$NCU_ST"_not_selected_per_issue_active.ratio,"$NCU_ST"_dispatch_stall_per_issue_active.ratio,"$NCU_ST"_lg_throttle_per_issue_active.ratio,"$NCU_ST"_no_instruction_per_issue_active.ratio,"$NCU_ST"_selected_per_issue_active.ratio,sm__inst_executed_pipe_fma.sum,sm__inst_executed_pipe_alu.sum,sm__inst_executed_pipe_uniform.sum,sm__inst_executed_pipe_lsu.sum,sm__inst_executed.sum,smsp__inst_executed_op_ldsm.sum,l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum"
 
 # The grouped tiles against the dense kernel of the same lane on the Mixtral-like gate rows at
-# m = 512 (issue 30's 0.85x of dense): ncu of every launch of the first XENCU_C (default 20)
+# m = XENCU_M (default 512; issue 30's 0.85x of dense): ncu of every launch of the first XENCU_C (default 20)
 # matching kernels of memra bench moe (two warm-up rounds: grouped, the loop's 8 per-expert calls,
 # dense), for q8_0 (the floor: experts_q8_0r_mt4 full tiles and gemm_q8_0r) and for fp8blk with
 # its own dense kernel preferred (experts_wgmma and the wgmma kernels); one summary line a launch
@@ -764,13 +765,13 @@ step_xencu() {
     # every grouped launch (routing, maps, the tile, the remainder tile) and the dense tiles: the split of a
     # grouped call's time between its main tiles and its remainder launch (RESULTS, forty-second session)
     k='experts_|gemm_q8_0r|quant_q8_1'; pre=""
-    [ $fm = fp8blk ] && k='fp8blk_experts|fp8blk_wgmma|quant_e4m3' pre=MEMRA_PREFER=gemm_fp8_blk=fp8blk
-    f="$L/xencu_$fm.txt"
+    [ $fm = fp8blk ] && k='fp8blk_' pre=MEMRA_PREFER=gemm_fp8_blk=fp8blk # every fp8blk kernel (quantisers too)
+    f="$L/xencu_${fm}_m${XENCU_M:-512}.txt"
     env MEMRA_ADMISSION=off MEMRA_F16_BUDGET_MB=0 MEMRA_W16=0 $pre timeout 300 ncu --clock-control none --section SpeedOfLight \
       --section Occupancy --section MemoryWorkloadAnalysis --section WarpStateStats --metrics "$NCU_METS" \
-      -k regex:"$k" -c ${XENCU_C:-60} $M bench moe --device 0 --sheet mixtral --routing uniform --m 512 \
+      -k regex:"$k" -c ${XENCU_C:-60} $M bench moe --device 0 --sheet mixtral --routing uniform --m ${XENCU_M:-512} \
       --format $fm --reps 1 > "$f" 2>&1
-    say "xencu $fm: exit $?"
+    say "xencu $fm m=${XENCU_M:-512}: exit $?"
     ncu_launch_lines "$f" 230
   done
   say "xencu: $((SECONDS - t)) s"
