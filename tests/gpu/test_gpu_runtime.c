@@ -354,11 +354,13 @@ static const char *g_fxe_ctas_knob;    /* MEMRA_FP8BLK_XE_CTAS likewise */
 static const char *g_fxe_tall_knob;    /* MEMRA_FP8BLK_XE_TALL likewise */
 static const char *g_w16_knob; /* MEMRA_W16 likewise */
 static const char *g_w16_raster_knob; /* MEMRA_W16_XE_RASTER likewise */
+static const char *g_w16_split_knob;  /* MEMRA_W16_SPLIT likewise */
 static const char *fake_knob(const memra_device_caps *caps, const char *name)
 {
     (void)caps;
     if (strcmp(name, "MEMRA_W16") == 0) return g_w16_knob;
     if (strcmp(name, "MEMRA_W16_XE_RASTER") == 0) return g_w16_raster_knob;
+    if (strcmp(name, "MEMRA_W16_SPLIT") == 0) return g_w16_split_knob;
     if (strcmp(name, "MEMRA_FP8BLK_WGMMA") == 0) return g_wgmma_knob;
     if (strcmp(name, "MEMRA_MMQ_XE_BM") == 0) return g_xe_bm_knob;
     if (strcmp(name, "MEMRA_MMQ_XE_SPLIT") == 0) return g_xe_split_knob;
@@ -846,6 +848,56 @@ static int case_w16(const char *so)
         ok &= close_mod(&m, 1);
     }
     g_w16_raster_knob = NULL;
+    /* MEMRA_W16_SPLIT=waves: a dense call's token tile and slices by the wave model (w16_ops.c plan_by_waves) on
+     * 132 SMs, where auto takes 128 tokens at m = 512 and splits until every SM has a CTA. At m = 512:
+     * 5120->1024 Q8_0: 128 tokens in 4 slices (128 CTAs, one wave; auto's 5 make 160, two waves);
+     * 17408->5120 Q4_K: 256 tokens in 3 slices (auto: 160 CTAs of 128, two waves, the second of 28);
+     * 5120->5120 Q6_K: 256 tokens unsplit (80 CTAs, one wave: a K-quant's 128-token CTA takes 0.76 of a 256-token
+     * one's time, so auto's two waves of 128 cost 1.52 of it); 5120->12288 Q8_0: auto's plan (384 CTAs of 128,
+     * 2.9 waves, against 192 of 256 in two waves of 1 / 0.63 the CTA time: under a tenth apart). At m = 4096
+     * 5120->1024 Q8_0: 256 tokens unsplit (128 CTAs; auto 2 slices). A grouped call keeps auto's slices (the 64
+     * rows over 4 experts of gemm_w16_experts_plans: 8) */
+    g_w16_split_knob = "waves";
+    if (!open_mod(so, 90, &m)) return 0;
+    static const struct {
+        int m, n, k;
+        int32_t f;
+        unsigned gx, gy, gz;
+        const char *tile;
+    } wz[] = {{512, 1024, 5120, MEMRA_FORMAT_Q8_0, 4, 8, 4, "memra_k_w16_q8_0_n128"},
+              {512, 5120, 17408, MEMRA_FORMAT_Q4_K, 2, 40, 3, "memra_k_w16_q4_k_n256"},
+              {512, 5120, 5120, MEMRA_FORMAT_Q6_K, 2, 40, 1, "memra_k_w16_q6_k_n256"},
+              {512, 12288, 5120, MEMRA_FORMAT_Q8_0, 4, 96, 1, "memra_k_w16_q8_0_n128"},
+              {4096, 1024, 5120, MEMRA_FORMAT_Q8_0, 16, 8, 1, "memra_k_w16_q8_0_n256"}};
+    for (size_t i = 0; i < sizeof wz / sizeof wz[0]; i++) {
+        memra_gemm_args wa = gemm(wz[i].m, wz[i].n, wz[i].k);
+        wa.w_format = wz[i].f;
+        c = call_of(&m);
+        const memra_status st = m.desc->ops->gemm_w16(&c, &wa);
+        const int g = st == MEMRA_STATUS_OK && g_n_launched == (wz[i].gz > 1 ? 3 : 2) && g_grid_x[1] == wz[i].gx &&
+                      g_grid_y[1] == wz[i].gy && g_grid_z[1] == wz[i].gz && strcmp(g_launched[1], wz[i].tile) == 0 &&
+                      (wz[i].gz == 1 || strcmp(g_launched[2], "memra_k_w16_sum") == 0);
+        printf("  gemm_w16 split waves, m %d, %d -> %d: %s grid %u x %u x %u, %d launches  %s\n", wz[i].m, wz[i].k,
+               wz[i].n, g_n_launched > 1 ? g_launched[1] : "-", g_grid_x[1], g_grid_y[1], g_grid_z[1], g_n_launched,
+               g ? "ok" : "FAIL");
+        ok &= g;
+        g_n_launched = 0;
+    }
+    {
+        memra_gemm_args xa = gemm(64, 256, 4096);
+        xa.w_format = MEMRA_FORMAT_Q6_K;
+        memra_gemm_experts_args ex = {.struct_size = sizeof ex, .lane = MEMRA_OP_gemm_w16, .n_experts = 4,
+                                      .ids = 0x60000000};
+        c = call_of(&m);
+        const memra_status st = m.desc->ops->gemm_experts(&c, &xa, &ex);
+        const int g = st == MEMRA_STATUS_OK && g_grid_z[2] == 8;
+        printf("  gemm_experts w16 split waves, 64 rows E 4: tile grid %u x %u x %u  %s\n", g_grid_x[2], g_grid_y[2],
+               g_grid_z[2], g ? "ok" : "FAIL");
+        ok &= g;
+        g_n_launched = 0;
+    }
+    ok &= close_mod(&m, 1);
+    g_w16_split_knob = NULL;
     g_w16_knob = NULL;
     return ok;
 }

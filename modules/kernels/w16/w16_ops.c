@@ -8,7 +8,7 @@
  *   3. with split-k, memra_k_w16_sum: the slices added in slice order, times alpha, into y.
  * And gemm_experts on lane gemm_w16 (memra__gpu_w16_experts below: the same tile over a routing table).
  * Knobs (read at load): MEMRA_W16 (unset or 0, the default: no image loaded, every call declines; auto, 1: loaded),
- * MEMRA_W16_TILE (auto | 64 | 128 | 256; 64 the grouped tile's only), MEMRA_W16_SPLIT (auto | 1..16),
+ * MEMRA_W16_TILE (auto | 64 | 128 | 256; 64 the grouped tile's only), MEMRA_W16_SPLIT (auto | waves | 1..16),
  * MEMRA_W16_XE_RASTER (auto, the default | 0 | 1..64). */
 #include <stdlib.h>
 #include <string.h>
@@ -36,7 +36,7 @@ typedef struct memra__w16_state {
     CUfunction xe_tile[3][5]; /* the grouped tile: [BN 256, 128, 64][the formats as tile's] */
     CUfunction xe_route, xe_x16, xe_sum;
     int tile_knob;  /* 0 auto, else 256 / 128 (and 64: the grouped tile only) */
-    int split_knob; /* 0 auto, else 1..16 */
+    int split_knob; /* 0 auto, -1 waves (dense calls; grouped ones take auto), else 1..16 */
     int raster;     /* MEMRA_W16_XE_RASTER: -1 auto, 0 the (token tiles, row tiles) grid, else its group of token tiles */
     int off;        /* MEMRA_W16=0: nothing loaded */
 } memra__w16_state;
@@ -84,7 +84,7 @@ static memra_status w16_load(memra__gpu *gpu, void *state)
     if (st != MEMRA_STATUS_OK) return st;
     const char *t = memra__gpu_knob(gpu, "MEMRA_W16_TILE"), *z = memra__gpu_knob(gpu, "MEMRA_W16_SPLIT");
     s->tile_knob = t != NULL && strcmp(t, "auto") != 0 ? atoi(t) : 0;
-    s->split_knob = z != NULL && strcmp(z, "auto") != 0 ? atoi(z) : 0;
+    s->split_knob = z == NULL || strcmp(z, "auto") == 0 ? 0 : strcmp(z, "waves") == 0 ? -1 : atoi(z);
     const char *rs = memra__gpu_knob(gpu, "MEMRA_W16_XE_RASTER");
     s->raster = rs == NULL || strcmp(rs, "auto") == 0 ? -1 : atoi(rs);
     return MEMRA_STATUS_OK;
@@ -122,6 +122,53 @@ static int slices_for(int64_t ctas, int64_t steps, int64_t sms, int knob)
     int z = 1;
     while (ctas * z < sms && z < 16 && steps / (z + 1) >= 8) z++;
     return z;
+}
+
+/* MEMRA_W16_SPLIT=waves (opt-in, untimed): a dense call's token tile and slices by a model of its waves. A CTA
+ * holds its SM for its whole k range (one CTA an SM), so bn-token tiles in z slices run ceil(CTAs z / SMs) waves,
+ * each CTA 1 / z of the tile's k loop. The tile's time, from run z1's 27b rows (an H100, 5120->12288, the
+ * activations' pass taken off): a 256-token tile does 256 x 128 x k multiply-adds at W16_MODEL_FLOPS_SM times
+ * the format's k_w16_t256 (the K-quants' decoding is not all hidden behind the wgmmas: 1.13-1.29x Q8_0's time);
+ * a 128-token tile takes k_w16_r128 of that (0.63 for Q8_0 / Q4_0, 0.76-0.77 for the K-quants: far from half,
+ * as the decoding is a weight's whatever the token count). z > 1 adds the partial sums' traffic (the tiles write
+ * z m n floats where they would write m n, the sum reads them and writes y: 2 z m n floats more) at
+ * W16_MODEL_BYTES, and a launch. Over both tiles (the one MEMRA_W16_TILE names, where it does) and 1 .. 16
+ * slices (each at least 8 steps, the partial sums at most 512 MB) the least estimate is taken where it is at
+ * least a tenth under auto's plan (tile_for, slices_for) in the same model, else auto's. The model fits z1's
+ * tiles within about 10% (its long-k rows, 17408->5120, 12-25% over). */
+#define W16_MODEL_FLOPS_SM 5.0e12
+#define W16_MODEL_BYTES 2.5e12
+#define W16_MODEL_LAUNCH 3.0e-6
+static const double k_w16_t256[5] = {1.00, 0.99, 1.13, 1.235, 1.29}; /* fmt_index order: Q8_0 Q4_0 Q4_K Q6_K Q5_K */
+static const double k_w16_r128[5] = {0.63, 0.63, 0.76, 0.76, 0.77};
+
+static double w16_model(int64_t m, int64_t n, int64_t k, int fi, int64_t tiles, int64_t sms, int bn, int z)
+{
+    const double t256 = 256.0 * W16_BM * (double)k * 2.0 / W16_MODEL_FLOPS_SM * k_w16_t256[fi];
+    const double t = bn == 256 ? t256 : t256 * k_w16_r128[fi], mn4 = (double)m * (double)n * 4.0;
+    const int64_t ctas = (m + bn - 1) / bn * tiles;
+    return (double)((ctas * z + sms - 1) / sms) * t / z +
+           (z > 1 ? 2.0 * z * mn4 / W16_MODEL_BYTES + W16_MODEL_LAUNCH : 0.0);
+}
+
+static void plan_by_waves(int64_t m, int64_t n, int64_t k, int fi, int64_t tiles, int64_t sms, int tile_knob, int *bn,
+                          int *z)
+{
+    /* auto's plan, in the same model */
+    *bn = tile_for(m, tiles, sms, tile_knob);
+    *z = slices_for((m + *bn - 1) / *bn * tiles, k / W16_BK, sms, 0);
+    const double base = w16_model(m, n, k, fi, tiles, sms, *bn, *z);
+    double best = base;
+    int bb = *bn, zb = *z;
+    for (int b = 256; b >= 128; b -= 128) {
+        if ((tile_knob == 128 || tile_knob == 256) && b != tile_knob) continue;
+        for (int zz = 1; zz <= 16 && (zz == 1 || (k / W16_BK / zz >= 8 && (double)zz * m * n * 4.0 <= 536870912.0));
+             zz++) {
+            const double e = w16_model(m, n, k, fi, tiles, sms, b, zz);
+            if (e < best) best = e, bb = b, zb = zz;
+        }
+    }
+    if (best <= 0.9 * base) *bn = bb, *z = zb;
 }
 
 /* The host reference's refusals of both ops (the GEMM arguments, then the W16 format and its block); *fi the
@@ -163,12 +210,14 @@ memra_status memra__gpu_gemm_w16(memra_call *call, const memra_gemm_args *args)
     if (!memra__gpu_aligned(args->w, 16) || !memra__gpu_aligned(args->x, 16) || !memra__gpu_aligned(args->y, 4))
         return memra__gpu_decline(call, "gemm_w16 needs a 16-byte aligned operand and activation");
     const int64_t sms = gpu->caps->sm_count > 0 ? gpu->caps->sm_count : 16;
-    const int bn = tile_for(m, tiles, sms, s->tile_knob), b = bn == 256 ? 0 : 1;
+    int bn = tile_for(m, tiles, sms, s->tile_knob), z = 0;
+    if (s->split_knob < 0) plan_by_waves(m, n, k, fi, tiles, sms, s->tile_knob, &bn, &z);
+    const int b = bn == 256 ? 0 : 1;
     const int64_t mp = (m + 255) / 256 * 256, ctas = (m + bn - 1) / bn * tiles;
     /* the pass's grid (a 16-byte chunk a thread) and the sum's (an output a thread) fit a 1-D grid */
     if ((mp * k / 8 + 255) / 256 > 0x7FFFFFFF || (m * n + 255) / 256 > 0x7FFFFFFF)
         return memra__gpu_decline(call, "gemm_w16: m x k or m x n too large for the pass's one-dimensional grid");
-    const int z = slices_for(ctas, k / W16_BK, sms, s->split_knob);
+    if (s->split_knob >= 0) z = slices_for(ctas, k / W16_BK, sms, s->split_knob);
     const int xh = args->x_is_f16 != 0;
     memra_dptr x16 = 0, part = 0;
     if (!MEMRA_HAS_MEMBER(gpu->host, memra_host_services, scratch_get))
