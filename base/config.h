@@ -150,6 +150,8 @@
       "1: gemm_experts' full and remainder tiles in one tile-major launch (run s2, first order: +3%)")            \
     X(MMQ_XE_OVERLAP, "MEMRA_MMQ_XE_OVERLAP", "mmq modules", BOOL, "", "0",                                      \
       "1: gemm_experts' remainder launch starts beside the full tiles' last wave (programmatic launch)")          \
+    X(MMQ_XE_PF, "MEMRA_MMQ_XE_PF", "mmq modules", BOOL, "", "0",                                                \
+      "1 (opt-in, untimed): gemm_experts' Q8_0 warpgroup tile (_wgs, MEMRA_MMQ_WG_SEED=1, without MEMRA_MMQ_XE_WG_REM or _OVERLAP) as its twin _wgs_pf, whose producer also brings each expert's weight into L2 8 steps ahead of the stage it fills (the grouped tiles stream every expert's weight from DRAM; outputs bit for bit _wgs's)") \
     X(MMQ_XE_SORT, "MEMRA_MMQ_XE_SORT", "mmq modules", BOOL, "", "1",                                            \
       "0: gemm_experts' grouped tiles gather their rows, no records in expert order (run v1: 0.84 -> 0.91)")     \
     X(MMQ_XE_F16, "MEMRA_MMQ_XE_F16", "mmq modules", BOOL, "", "1",                                              \

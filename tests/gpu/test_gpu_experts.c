@@ -27,7 +27,7 @@
  *                             sink: until the thirty-third session these were tall4 / tall4_q4_k
  *                             over 4 experts, whose 300 rows picked the 64-row table, so they never
  *                             ran the tall tile); elsewhere the knob warns and the usual tiles serve
- *   test_gpu_experts wg | wg_graph | wg_split | wg4 | wg_bm128 | wg_skew | wg_q4_0 | wg_raster | wg_plain
+ *   test_gpu_experts wg | wg_graph | wg_split | wg4 | wg_bm128 | wg_skew | wg_q4_0 | wg_raster | wg_plain | wg_pf
  *                             Q8_0 (and Q4_0) with MEMRA_MMQ_XE_WG=1: on cc 9.x the 128-row table's
  *                             tiles on the seeded warpgroup tile (memra_k_experts_q8_0r_wgs, _wgsf under pin), failing
  *                             there if the module refused it or fell back in a call (a log sink).
@@ -40,8 +40,10 @@
  *                             2) and wg_skew (16 experts, half the rows to one); wg_raster as wg_skew on the
  *                             rastered grid (MEMRA_MMQ_XE_RASTER=1, the default the others take too: 19 table
  *                             tiles x 2 row blocks in groups of 8, the last of 3), wg_plain as wg_skew on the
- *                             plain grid (MEMRA_MMQ_XE_RASTER=0). Elsewhere the knob warns and the records tiles
- *                             serve.
+ *                             plain grid (MEMRA_MMQ_XE_RASTER=0), wg_pf as wg_skew on _wgs's twin that also
+ *                             prefetches the weight into L2 (MEMRA_MMQ_XE_PF=1, MEMRA_MMQ_WG_SEED=1: k = 544's 5
+ *                             steps take one prefetch, the fifth, at the first; a refusal logged fails it on
+ *                             cc 9.x). Elsewhere the knob warns and the records tiles serve.
  *   test_gpu_experts wg_rem | wg_rem_graph | wg_rem_split | wg_rem3
  *                             the same with MEMRA_MMQ_XE_WG_REM=1: the remainders of at most 32 rows in the
  *                             tile's grid on the 32-column tile (memra_k_experts_q8_0r_wgsr): wg_rem, _graph,
@@ -182,6 +184,7 @@ static const xcase k_cases[] = {
     {"wg_skew", MEMRA_FORMAT_Q8_0, "128", 1, 0, "mmq records", NULL, 0, 0},
     {"wg_raster", MEMRA_FORMAT_Q8_0, "128", 1, 0, "mmq records", NULL, 0, 0},
     {"wg_plain", MEMRA_FORMAT_Q8_0, "128", 1, 0, "mmq records", NULL, 0, 0},
+    {"wg_pf", MEMRA_FORMAT_Q8_0, "128", 1, 0, "mmq records", NULL, 0, 0},
     {"wg_q4_0", MEMRA_FORMAT_Q4_0, NULL, 0, 0, "mmq records (Q4_0 as Q8_0)", NULL, 0, 2},
     {"wg_rem", MEMRA_FORMAT_Q8_0, NULL, 0, 0, "mmq records", NULL, 0, 2},
     {"wg_rem_graph", MEMRA_FORMAT_Q8_0, NULL, 0, 1, "mmq records", NULL, 0, 2},
@@ -355,7 +358,7 @@ int main(int argc, char **argv)
     g_ne = xc->ne ? xc->ne : E;
     const int tall = strncmp(xc->name, "tall", 4) == 0; /* MEMRA_MMQ_XE_TALL=1: the 160 x 96 tiles (cc 9.0) */
     const int wgc = strncmp(xc->name, "wg", 2) == 0;    /* MEMRA_MMQ_XE_WG=1: the seeded warpgroup tile (cc 9.x) */
-    if (wgc) g_tall_log.watch = "MEMRA_MMQ_XE_WG";
+    if (wgc) g_tall_log.watch = strcmp(xc->name, "wg_pf") == 0 ? "MEMRA_MMQ_XE_PF" : "MEMRA_MMQ_XE_WG";
     char bm[32];
     snprintf(bm, sizeof bm, "MEMRA_MMQ_XE_BM=%s", xc->bm ? xc->bm : "");
     const int fp8 = xc->format == MEMRA_FORMAT_E4M3;
@@ -388,6 +391,9 @@ int main(int argc, char **argv)
                               w16 ? "MEMRA_W16=auto" : NULL, w16 ? w16split : NULL, w16 && xc->bm ? w16tile : NULL,
                               strcmp(xc->name, "w16_raster") == 0 ? "MEMRA_W16_XE_RASTER=3" : NULL,
                               strcmp(xc->name, "w16_n256_skew") == 0 ? "MEMRA_W16_XE_RASTER=8" : NULL,
+                              /* the weight's L2 prefetch: _wgs's twin (SEED=1), on the default raster */
+                              strcmp(xc->name, "wg_pf") == 0 ? "MEMRA_MMQ_XE_PF=1" : NULL,
+                              strcmp(xc->name, "wg_pf") == 0 ? "MEMRA_MMQ_WG_SEED=1" : NULL,
                               strcmp(xc->name, "wg_raster") == 0   ? "MEMRA_MMQ_XE_RASTER=1"
                               : strcmp(xc->name, "wg_plain") == 0 ? "MEMRA_MMQ_XE_RASTER=0"
                                                                   : NULL,
@@ -550,7 +556,7 @@ int main(int argc, char **argv)
     /* the tall cases on cc 9.x: the module loaded its tall tiles (no refusal logged) */
     if (tall_cc9 && g_tall_log.n != 0) {
         printf("%s was refused on this cc 9.x GPU: its tiles did not run  FAIL\n",
-               wgc ? "MEMRA_MMQ_XE_WG=1" : "MEMRA_MMQ_XE_TALL=1");
+               strcmp(xc->name, "wg_pf") == 0 ? "MEMRA_MMQ_XE_PF=1" : wgc ? "MEMRA_MMQ_XE_WG=1" : "MEMRA_MMQ_XE_TALL=1");
         ok = 0;
     }
     printf("%s\n", ok ? "ok" : "FAIL");

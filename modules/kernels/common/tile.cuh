@@ -131,6 +131,16 @@ __device__ __forceinline__ void memra_tma_load_3d(unsigned dst, const memra_tmap
                  : "memory");
 }
 
+/* memra_tma_prefetch_3d: the box at (c0, c1, c2) of *map brought into L2 (no shared memory, no barrier; a
+ * hint the copy engine may drop) */
+__device__ __forceinline__ void memra_tma_prefetch_3d(const memra_tmap *map, int c0, int c1, int c2)
+{
+    asm volatile("cp.async.bulk.prefetch.tensor.3d.L2.global.tile [%0, {%1, %2, %3}];\n" ::"l"(
+                     reinterpret_cast<unsigned long long>(map)),
+                 "r"(c0), "r"(c1), "r"(c2)
+                 : "memory");
+}
+
 /* Tensor maps built on the device, one per grouped operand (mmq's and fp8blk's grouped tiles):
  * memra_tmap_put, by one whole warp, stores the host's template tmpl to *dst with plain stores (every
  * byte then written by the generic proxy, which compute-sanitizer's initcheck tracks: a copy by

@@ -1905,7 +1905,8 @@ __device__ __forceinline__ void r3w_xe_raster(int nty, int &tx, int &ty)
  * after each step's last fold; the step's stage is then released by the next step's first group,
  * after the wait that covers them (a stage is held one step longer: three ahead, not four). */
 template <bool TR, bool P, bool SD, int KF = -1, bool KM = false, bool SA = false, bool XE = false, bool XT = false,
-          bool XP = false, int KP = 0, bool SK = false, bool PP = false, int NT = 128, bool PIN = false, bool IA = false>
+          bool XP = false, int KP = 0, bool SK = false, bool PP = false, int NT = 128, bool PIN = false, bool IA = false,
+          int XPF = 0>
 __device__ __forceinline__ void r3w_body(const memra_tmap *map_w, const memra_tmap *map_wh, const memra_tmap *map_x,
                                          const memra_tmap *map_xh, float *__restrict__ y, int m, int n, int k,
                                          long long ldy, float alpha, float *__restrict__ part, int sl,
@@ -1917,6 +1918,7 @@ __device__ __forceinline__ void r3w_body(const memra_tmap *map_w, const memra_tm
     constexpr bool KQ = KF >= 0;
     static_assert(!XE || (SD && TR && !P && !KQ), "the grouped tile: the seeded Q8_0 tile on a plain grid");
     static_assert(!XT || XE, "the early trigger is the grouped tile's");
+    static_assert(XPF == 0 || (XE && XPF > R3W_STAGES), "the weight's L2 prefetch: the grouped tile's, past the ring");
     static_assert(!KQ || (SD && TR && !P), "the K-quant tiles: seeded, permuted scales, a plain grid");
     static_assert(!KM || KQ, "the min term by MMA is the K-quant tiles'");
     static_assert(!XP || (SD && TR && !KQ), "the token scales a group ahead: the seeded Q8_0 tiles");
@@ -2031,6 +2033,13 @@ __device__ __forceinline__ void r3w_body(const memra_tmap *map_w, const memra_tm
                     memra_tma_load_3d(st + 16384, map_x, 16, tl.i0, tl.g0 + b, fb);
                     memra_tma_load_3d(st + 32768, map_wh, 0, tl.j0, tl.g0 + b, fb);
                     memra_tma_load_3d(st + 32768 + 2048, map_xh, 0, tl.i0, tl.g0 + b, fb);
+                    if constexpr (XPF > 0) { /* the weight's codes and heads XPF steps on, into L2 (the first
+                                              * tile step also the ones between the ring's S and XPF) */
+                        for (int p = b == 0 ? S : b + XPF; p <= b + XPF && p < tl.nk; p++) {
+                            memra_tma_prefetch_3d(map_w, 16, tl.j0, tl.g0 + p);
+                            memra_tma_prefetch_3d(map_wh, 0, tl.j0, tl.g0 + p);
+                        }
+                    }
                 }
                 if (TR && it >= 1) r3w_transpose<S, SB, SD>(stages, full, ready, it - 1, lane);
                 if (!TR) __syncwarp();
@@ -2326,7 +2335,7 @@ memra_k_gemm_q8_0r_skfix(const float *__restrict__ part, float *__restrict__ y, 
  * worst-case tile count, ceil(n / 128), S slices); map_x / map_xh: the sorted records' codes and heads
  * (r3w_maps' third and fourth, over the gathered records); maps: 2 E tensor maps, 128-byte aligned, from
  * memra_k_experts_maps_q8_0r (the launch before this one) */
-#define R3W_XE_ENTRY(NAME, XT, PP, PIN, IA)                                                                          \
+#define R3W_XE_ENTRY(NAME, XT, PP, PIN, IA, XPF)                                                                     \
     extern "C" __global__ void __launch_bounds__(R3W_THREADS, 1)                                                    \
         NAME(const __grid_constant__ memra_tmap map_x, const __grid_constant__ memra_tmap map_xh,                    \
              const memra_tmap *__restrict__ maps, const int *__restrict__ offsets, const int *__restrict__ perm,     \
@@ -2334,15 +2343,21 @@ memra_k_gemm_q8_0r_skfix(const float *__restrict__ part, float *__restrict__ y, 
              int k, long long ldy, float alpha, float *__restrict__ part)                                            \
     {                                                                                                                \
         const r3w_xe xe = {maps, offsets, perm, tiles, ntiles};                                                      \
-        r3w_body<true, false, true, -1, false, false, true, XT, false, 0, false, PP, 128, PIN, IA>(                   \
+        r3w_body<true, false, true, -1, false, false, true, XT, false, 0, false, PP, 128, PIN, IA, XPF>(              \
             nullptr, nullptr, &map_x, &map_xh, y, m, n, k, ldy, alpha, part, 1, nullptr, nullptr, nullptr, &xe);     \
     }
-R3W_XE_ENTRY(memra_k_experts_q8_0r_wgs, false, false, false, false)
+R3W_XE_ENTRY(memra_k_experts_q8_0r_wgs, false, false, false, false, 0)
 /* with MEMRA_MMQ_WG_SEED=pin: the fold pinned behind the s8 wgmma, as the dense _wgsf (r3w_pin) */
-R3W_XE_ENTRY(memra_k_experts_q8_0r_wgsf, false, false, true, false)
+R3W_XE_ENTRY(memra_k_experts_q8_0r_wgsf, false, false, true, false, 0)
 /* with MEMRA_MMQ_XE_OVERLAP=1 too: the trigger as soon as the CTA has its tile (XE_OVL_MAIN), so that the
  * remainder table's _mt1_o2 grid fills the SMs this grid's last wave leaves idle */
-R3W_XE_ENTRY(memra_k_experts_q8_0r_wgs_o1, true, false, false, false)
+R3W_XE_ENTRY(memra_k_experts_q8_0r_wgs_o1, true, false, false, false, 0)
+/* with MEMRA_MMQ_XE_PF=1 (opt-in): the producer also brings the expert's weight codes and heads XPF = 8 steps
+ * ahead of the stage it fills into L2 (cp.async.bulk.prefetch.tensor, one pair a step: 4 steps past the ring's),
+ * where the grouped tile streams every expert's weight from DRAM (run z2, m = 512: 371 us for the 896 tiles
+ * that take the dense call's 896 330 us, the weight read at half of DRAM's rate, L2 hit 67% against 93%). The
+ * copies and MMAs are _wgs's: outputs bit for bit. */
+R3W_XE_ENTRY(memra_k_experts_q8_0r_wgs_pf, false, false, false, false, 8)
 /* MEMRA_MMQ_XE_WG_REM=1: both tables in one grid. Grid (t1 + the remainder table's worst-case count, ceil(n / 128),
  * S): CTA x < t1 the 128-row table's tile x, as memra_k_experts_q8_0r_wgs; x >= t1 the remainder table's tile
  * x - t1 (tiles2 / ntiles2: at most 32 rows, the route's bm2), on the same tile with 32 token columns (m64n32
@@ -2370,9 +2385,9 @@ memra_k_experts_q8_0r_wgsr(const __grid_constant__ memra_tmap map_x, const __gri
 }
 /* with MEMRA_MMQ_WG_SEED=pp: the consumers fold in turn, as the dense _wgspp (a tile past *ntiles exits as a whole
  * CTA, before its consumers' first barrier) */
-R3W_XE_ENTRY(memra_k_experts_q8_0r_wgspp, false, true, false, false)
+R3W_XE_ENTRY(memra_k_experts_q8_0r_wgspp, false, true, false, false, 0)
 /* with MEMRA_MMQ_WG_SEED=iadd: no seed wgmma (r3w_mma_nd), as the dense _wgsi */
-R3W_XE_ENTRY(memra_k_experts_q8_0r_wgsi, false, false, false, true)
+R3W_XE_ENTRY(memra_k_experts_q8_0r_wgsi, false, false, false, true, 0)
 #undef R3W_XE_ENTRY
 /* Its weight maps: maps[2 e + h] = the host's template tmpl_h (r3w_maps' first (h 0: the codes) and second
  * (1: the heads), encoded over an expert's [G steps][n rows][144 bytes] at any aligned address) with

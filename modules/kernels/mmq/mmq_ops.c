@@ -1003,6 +1003,21 @@ static memra_status mmq_load(memra__gpu *q, void *state)
                      !load_optional(q, m, "memra_k_experts_q8_0r_wgs_o1", smem, &s->experts_wg_ovl))
                 q->host->log(MEMRA_LOG_WARN, q->name, "MEMRA_MMQ_XE_WG with MEMRA_MMQ_XE_OVERLAP=1: this image has no "
                                                       "memra_k_experts_q8_0r_wgs_o1; the remainders run after the tiles");
+            /* MEMRA_MMQ_XE_PF=1 (opt-in): _wgs's twin that also prefetches the expert's weight into L2 8 steps
+             * ahead (mmq.cu memra_k_experts_q8_0r_wgs_pf); the same launch, outputs bit for bit */
+            const char *xpf = memra__gpu_knob(q, "MEMRA_MMQ_XE_PF");
+            CUfunction fpf = NULL;
+            if (xpf != NULL && strcmp(xpf, "1") == 0) {
+                if (s->experts_wg == NULL || xe_pp || s->experts_wg_rem != NULL || s->experts_wg_ovl != NULL ||
+                    !load_optional(q, m, "memra_k_experts_q8_0r_wgs_pf", smem, &fpf))
+                    q->host->log(MEMRA_LOG_WARN, q->name,
+                                 "MEMRA_MMQ_XE_PF=1: needs %s as memra_k_experts_q8_0r_wgs (MEMRA_MMQ_WG_SEED=1), "
+                                 "without MEMRA_MMQ_XE_WG_REM or _OVERLAP, and this image's memra_k_experts_q8_0r_wgs_pf; "
+                                 "the tile runs without the prefetch",
+                                 s->xe_wg_name);
+                else
+                    s->experts_wg = fpf, s->xe_wg_name = "memra_k_experts_q8_0r_wgs_pf";
+            }
         }
     }
     {
