@@ -41,9 +41,10 @@
  *                             rastered grid (MEMRA_MMQ_XE_RASTER=1, the default the others take too: 19 table
  *                             tiles x 2 row blocks in groups of 8, the last of 3), wg_plain as wg_skew on the
  *                             plain grid (MEMRA_MMQ_XE_RASTER=0), wg_pf as wg_skew on _wgs's twin that also
- *                             prefetches the weight into L2 (MEMRA_MMQ_XE_PF=1, MEMRA_MMQ_WG_SEED=1: k = 544's 5
- *                             steps take one prefetch, the fifth, at the first; a refusal logged fails it on
- *                             cc 9.x). Elsewhere the knob warns and the records tiles serve.
+ *                             prefetches the weight into L2 (MEMRA_MMQ_XE_PF=1, MEMRA_MMQ_WG_SEED=1) at k = 1312
+ *                             (11 steps, the last partial: the first step prefetches steps 4-8, the next two 9
+ *                             and 10; a refusal of either knob logged fails it on cc 9.x). Elsewhere the knob
+ *                             warns and the records tiles serve.
  *   test_gpu_experts wg_rem | wg_rem_graph | wg_rem_split | wg_rem3
  *                             the same with MEMRA_MMQ_XE_WG_REM=1: the remainders of at most 32 rows in the
  *                             tile's grid on the 32-column tile (memra_k_experts_q8_0r_wgsr): wg_rem, _graph,
@@ -358,7 +359,8 @@ int main(int argc, char **argv)
     g_ne = xc->ne ? xc->ne : E;
     const int tall = strncmp(xc->name, "tall", 4) == 0; /* MEMRA_MMQ_XE_TALL=1: the 160 x 96 tiles (cc 9.0) */
     const int wgc = strncmp(xc->name, "wg", 2) == 0;    /* MEMRA_MMQ_XE_WG=1: the seeded warpgroup tile (cc 9.x) */
-    if (wgc) g_tall_log.watch = strcmp(xc->name, "wg_pf") == 0 ? "MEMRA_MMQ_XE_PF" : "MEMRA_MMQ_XE_WG";
+    /* wg_pf: the prefetch's refusals and the warpgroup tile's own fall-backs (MEMRA_MMQ_XE_PF / _WG) */
+    if (wgc) g_tall_log.watch = strcmp(xc->name, "wg_pf") == 0 ? "MEMRA_MMQ_XE_" : "MEMRA_MMQ_XE_WG";
     char bm[32];
     snprintf(bm, sizeof bm, "MEMRA_MMQ_XE_BM=%s", xc->bm ? xc->bm : "");
     const int fp8 = xc->format == MEMRA_FORMAT_E4M3;
@@ -435,7 +437,8 @@ int main(int argc, char **argv)
     if (w16) CHECK_OK(memra_device_w16_set(host, 1));
     else CHECK_OK(memra_device_w16_set(dev, 0));
     const memra_format f = xc->format;
-    const int K = w16 && (f == MEMRA_FORMAT_Q8_0 || f == MEMRA_FORMAT_Q4_0)   ? 576
+    const int K = strcmp(xc->name, "wg_pf") == 0                               ? 1312 /* 11 steps: the prefetch's both branches */
+                  : w16 && (f == MEMRA_FORMAT_Q8_0 || f == MEMRA_FORMAT_Q4_0) ? 576
                   : f == MEMRA_FORMAT_Q8_0 || f == MEMRA_FORMAT_Q4_0 || fp8 ? 544
                                                                            : 768;
     const size_t each = (size_t)N * memra_format_row_bytes(f, K);
