@@ -66,6 +66,8 @@
     X(FP8BLK_JIT, "MEMRA_FP8BLK_JIT", "mmq modules", BOOL, "", "1", "0: embedded fp8blk images only, no JIT")     \
     X(FP8BLK_WGMMA, "MEMRA_FP8BLK_WGMMA", "mmq modules", ENUM, "auto|tma|mbwide|mb|wide|bar|0", "auto",             \
       "fp8blk's sm_90a kernel: TMA warp-specialised (cp.async where no tensor maps), the same, cp.async tile by shape, 128x128, 128x256, CTA barriers, 0: mma.sync") \
+    X(FP8BLK_XE_HALF, "MEMRA_FP8BLK_XE_HALF", "mmq modules", BOOL, "", "0",                                    \
+      "1 (opt-in, untimed): gemm_experts' persistent 256-wide grouped tile (_gsp, without MEMRA_FP8BLK_XE_L2) as its twin _gsp_half, whose tiles of at most 64 rows (an expert's last rows) run on both consumer warpgroups, a column half each, where _gsp leaves one idle and runs both halves on the other (outputs bit for bit _gsp's)") \
     X(FP8BLK_XE_WIDE, "MEMRA_FP8BLK_XE_WIDE", "mmq modules", BOOL, "", "0",                                      \
       "1: fp8blk's gemm_experts on 128x256 tiles (run s3: no faster)")                                            \
     X(FP8BLK_XE_ONE, "MEMRA_FP8BLK_XE_ONE", "mmq modules", ENUM, "0|1|all", "0",                                 \

@@ -66,8 +66,13 @@
  *                             skewed; fp8blk_raster skewed on the persistent tiles
  *                             walking in groups of 3 table tiles on 5 CTAs, each
  *                             CTA several tiles (MEMRA_FP8BLK_XE_RASTER=3,
- *                             MEMRA_FP8BLK_XE_CTAS=5). Skips (77) on a GPU that is
- *                             not cc 9.0.
+ *                             MEMRA_FP8BLK_XE_CTAS=5); fp8blk_half skewed on the
+ *                             256-wide persistent tile's twin whose tiles of at most 64
+ *                             rows run a column half on each warpgroup
+ *                             (MEMRA_FP8BLK_XE_HALF=1, MEMRA_FP8BLK_XE_N128=0: n = 200 is
+ *                             one 256-wide column, its second half partial; 5 CTAs, so a
+ *                             CTA walks half and whole tiles; a logged refusal fails it).
+ *                             Skips (77) on a GPU that is not cc 9.0.
  *   test_gpu_experts w16 | w16_graph | w16_q4_0 | w16_q4_k | w16_q5_k | w16_q6_k | w16_skew | w16_split
  *                    | w16_n128 | w16_n128_skew | w16_raster | w16_n256_skew
  *                             experts on the W16 operand (MEMRA_W16=auto), the w16 module's grouped tile
@@ -164,6 +169,7 @@ static const xcase k_cases[] = {
     {"fp8blk_graph", MEMRA_FORMAT_E4M3, NULL, 0, 1, "fp8 block-128", "fp8blk", 0, 0},
     {"fp8blk_skew", MEMRA_FORMAT_E4M3, NULL, 1, 0, "fp8 block-128", "fp8blk", 0, 0},
     {"fp8blk_raster", MEMRA_FORMAT_E4M3, NULL, 1, 0, "fp8 block-128", "fp8blk", 0, 0},
+    {"fp8blk_half", MEMRA_FORMAT_E4M3, NULL, 1, 0, "fp8 block-128", "fp8blk", 0, 0},
     {"fp8blk_split", MEMRA_FORMAT_E4M3, NULL, 0, 0, "fp8 block-128", "fp8blk", 2, 0},
     {"fp8blk_one", MEMRA_FORMAT_E4M3, NULL, 0, 0, "fp8 block-128", "fp8blk", 0, 0},
     {"fp8blk_one_skew", MEMRA_FORMAT_E4M3, NULL, 1, 0, "fp8 block-128", "fp8blk", 0, 0},
@@ -360,6 +366,8 @@ int main(int argc, char **argv)
     const int tall = strncmp(xc->name, "tall", 4) == 0; /* MEMRA_MMQ_XE_TALL=1: the 160 x 96 tiles (cc 9.0) */
     const int wgc = strncmp(xc->name, "wg", 2) == 0;    /* MEMRA_MMQ_XE_WG=1: the seeded warpgroup tile (cc 9.x) */
     /* wg_pf: the prefetch's refusals and the warpgroup tile's own fall-backs (MEMRA_MMQ_XE_PF / _WG) */
+    const int fhalf = strcmp(xc->name, "fp8blk_half") == 0; /* MEMRA_FP8BLK_XE_HALF=1 (cc 9.0) */
+    if (fhalf) g_tall_log.watch = "MEMRA_FP8BLK_XE_HALF";
     if (wgc) g_tall_log.watch = strcmp(xc->name, "wg_pf") == 0 ? "MEMRA_MMQ_XE_" : "MEMRA_MMQ_XE_WG";
     char bm[32];
     snprintf(bm, sizeof bm, "MEMRA_MMQ_XE_BM=%s", xc->bm ? xc->bm : "");
@@ -402,7 +410,11 @@ int main(int argc, char **argv)
                               /* the persistent tiles' walk in groups of 3 table tiles (skewed rows) */
                               strcmp(xc->name, "fp8blk_raster") == 0 ? "MEMRA_FP8BLK_XE_RASTER=3" : NULL,
                               /* on 5 CTAs: each walks several tiles (the ring carried from tile to tile) */
-                              strcmp(xc->name, "fp8blk_raster") == 0 ? "MEMRA_FP8BLK_XE_CTAS=5" : NULL, NULL};
+                              strcmp(xc->name, "fp8blk_raster") == 0 ? "MEMRA_FP8BLK_XE_CTAS=5" : NULL,
+                              /* the 256-wide persistent tile (N128=0: the width rule would take 128 here) as
+                               * _gsp_half, on 5 CTAs that walk half and whole tiles in turn */
+                              fhalf ? "MEMRA_FP8BLK_XE_HALF=1" : NULL, fhalf ? "MEMRA_FP8BLK_XE_N128=0" : NULL,
+                              fhalf ? "MEMRA_FP8BLK_XE_CTAS=5" : NULL, NULL};
     if (h16) settings[3] = "MEMRA_MMQ_XE_F16=1";
     /* the list ends at its first NULL: the slots left unset above are dropped, so that none hides the ones after
      * it (before, a case without MEMRA_MMQ_XE_BM ended the list there: the wg and tall cases ran without their
@@ -423,7 +435,8 @@ int main(int argc, char **argv)
         TEST_SKIP("no CUDA device");
     }
     printf("device: %s (%s), case %s\n", memra_device_caps_get(dev)->name, memra_device_caps_get(dev)->profile, name);
-    const int tall_cc9 = (tall || wgc) && memra_device_caps_get(dev)->cc / 10 == 9; /* checked after the calls */
+    const int tall_cc9 = ((tall || wgc) && memra_device_caps_get(dev)->cc / 10 == 9) ||
+                         (fhalf && memra_device_caps_get(dev)->cc == 90); /* checked after the calls */
     if (fp8 && memra_device_caps_get(dev)->cc != 90) {
         memra_close(rt);
         TEST_SKIP("the grouped block-128 FP8 lane is sm_90a's (cc 9.0)");
@@ -559,7 +572,10 @@ int main(int argc, char **argv)
     /* the tall cases on cc 9.x: the module loaded its tall tiles (no refusal logged) */
     if (tall_cc9 && g_tall_log.n != 0) {
         printf("%s was refused on this cc 9.x GPU: its tiles did not run  FAIL\n",
-               strcmp(xc->name, "wg_pf") == 0 ? "MEMRA_MMQ_XE_PF=1" : wgc ? "MEMRA_MMQ_XE_WG=1" : "MEMRA_MMQ_XE_TALL=1");
+               fhalf                          ? "MEMRA_FP8BLK_XE_HALF=1"
+               : strcmp(xc->name, "wg_pf") == 0 ? "MEMRA_MMQ_XE_PF=1"
+               : wgc                            ? "MEMRA_MMQ_XE_WG=1"
+                                                : "MEMRA_MMQ_XE_TALL=1");
         ok = 0;
     }
     printf("%s\n", ok ? "ok" : "FAIL");

@@ -353,6 +353,7 @@ static const char *g_fxe_l2_knob;      /* MEMRA_FP8BLK_XE_L2 likewise */
 static const char *g_fxe_raster_knob;  /* MEMRA_FP8BLK_XE_RASTER likewise */
 static const char *g_fxe_ctas_knob;    /* MEMRA_FP8BLK_XE_CTAS likewise */
 static const char *g_fxe_tall_knob;    /* MEMRA_FP8BLK_XE_TALL likewise */
+static const char *g_fxe_half_knob;    /* MEMRA_FP8BLK_XE_HALF likewise */
 static const char *g_w16_knob; /* MEMRA_W16 likewise */
 static const char *g_w16_raster_knob; /* MEMRA_W16_XE_RASTER likewise */
 static const char *g_w16_split_knob;  /* MEMRA_W16_SPLIT likewise */
@@ -361,6 +362,7 @@ static const char *fake_knob(const memra_device_caps *caps, const char *name)
     (void)caps;
     if (strcmp(name, "MEMRA_W16") == 0) return g_w16_knob;
     if (strcmp(name, "MEMRA_W16_XE_RASTER") == 0) return g_w16_raster_knob;
+    if (strcmp(name, "MEMRA_FP8BLK_XE_HALF") == 0) return g_fxe_half_knob;
     if (strcmp(name, "MEMRA_W16_SPLIT") == 0) return g_w16_split_knob;
     if (strcmp(name, "MEMRA_FP8BLK_WGMMA") == 0) return g_wgmma_knob;
     if (strcmp(name, "MEMRA_MMQ_XE_BM") == 0) return g_xe_bm_knob;
@@ -2979,6 +2981,29 @@ static int case_fp8blk(const char *so)
         ok &= close_mod(&m, 2);
     }
     g_fxe_ctas_knob = NULL;
+    /* MEMRA_FP8BLK_XE_HALF=1: the 256-wide persistent tile as _gsp_half (the 128-wide one unchanged: 300 rows take it
+     * by the width rule, 256 wide under N128=0); with L2=1 the hinted tile; an image without _gsp_half: _gsp */
+    static const struct {
+        const char *n128, *l2, *missing, *tile300, *tile40000;
+        unsigned gx300;
+    } halves[] = {
+        {NULL, NULL, NULL, "memra_k_fp8blk_experts_tma_n128gp", "memra_k_fp8blk_experts_tma_gsp_half", 33},
+        {"0", NULL, NULL, "memra_k_fp8blk_experts_tma_gsp_half", "memra_k_fp8blk_experts_tma_gsp_half", 22},
+        {NULL, "1", NULL, "memra_k_fp8blk_experts_tma_n128gph1", "memra_k_fp8blk_experts_tma_gsph1", 33},
+        {NULL, NULL, "_gsp_half", "memra_k_fp8blk_experts_tma_n128gp", "memra_k_fp8blk_experts_tma_gsp", 33},
+    };
+    g_fxe_half_knob = "1";
+    for (size_t i = 0; i < sizeof halves / sizeof halves[0]; i++) {
+        g_xe_n128_knob = halves[i].n128, g_fxe_l2_knob = halves[i].l2, g_missing_kernel = halves[i].missing;
+        printf("  XE_HALF=1 N128=%s L2=%s%s%s\n", halves[i].n128 ? halves[i].n128 : "unset",
+               halves[i].l2 ? halves[i].l2 : "unset", halves[i].missing ? ", image without " : "",
+               halves[i].missing ? halves[i].missing : "");
+        if (!open_mod(so, 90, &m)) return 0;
+        ok &= fp8blk_experts_persist(&m, 300, halves[i].tile300, halves[i].gx300);
+        ok &= fp8blk_experts_persist(&m, 40000, halves[i].tile40000, 132);
+        ok &= close_mod(&m, 2);
+    }
+    g_fxe_half_knob = NULL, g_xe_n128_knob = NULL, g_fxe_l2_knob = NULL, g_missing_kernel = NULL;
     /* MEMRA_FP8BLK_XE_TALL=1: the tall tile at both sizes, whatever the width, persistence or L2
      * setting; a split asked for wins (its own tile); an image without the tall tile: the default's
      * 128-row tiles */

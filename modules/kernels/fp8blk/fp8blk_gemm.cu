@@ -968,6 +968,33 @@ __device__ __forceinline__ void tma_consume(float (&acc)[NH][64], const float *_
     }
 }
 
+/* HALF (MEMRA_FP8BLK_XE_HALF=1, the persistent 256-wide grouped tile's opt-in twin): a tile whose rows all lie in
+ * its first 64 (an expert's last rows past its full tiles) on both consumer warpgroups, warpgroup h the rows
+ * 0 .. 63 (warpgroup 0's A) against column half h, where tma_consume leaves warpgroup 1 idle and runs both halves
+ * on warpgroup 0 in turn. Each output gets the same wgmmas and fold in the same order as there: bit for bit. */
+template <int S, int SB, bool GS>
+__device__ __forceinline__ void tma_consume_half(float (&acc)[64], const float *__restrict__ grow, int nk, int gs,
+                                                 int ngr, int j0, unsigned sbase, const unsigned char *stages,
+                                                 unsigned full, unsigned empty, int ct, int lane, int it0)
+{
+    const int h = ct >> 7, r0 = ((ct >> 5) & 3) * 16 + (lane >> 2);
+    float t[64];
+#pragma unroll
+    for (int i = 0; i < 64; i++) acc[i] = 0.0f;
+    for (int kb = 0; kb < nk; kb++) {
+        const int s = (it0 + kb) % S;
+        memra_mb_wait(full + 8 * s, (unsigned)((it0 + kb) / S) & 1u);
+        const float *sx = reinterpret_cast<const float *>(stages + s * SB + 16384 * 3);
+        const float x0 = sx[r0], x1 = sx[r0 + 8];
+        const float g = GS ? sx[128 + h] : (j0 / 128 + h < ngr) ? grow[(long long)h * gs + kb] : 0.0f;
+        wg_block(t, sbase + s * SB, sbase + s * SB + 16384 * (1 + h));
+        memra_mb_arrive(empty + 8 * s);
+        const float f0 = x0 * g, f1 = x1 * g;
+#pragma unroll
+        for (int i = 0; i < 64; i++) acc[i] = fmaf((i & 2) ? f1 : f0, t[i], acc[i]);
+    }
+}
+
 /* tma_consume with the fold off the wgmmas' critical path (NH = 1 only: 64 + 2 x 64 accumulator
  * registers): once block q's wgmmas are done (wgmma.wait_group 0) and its scales read (its stage
  * then freed), block q + 1's are issued into the other temporary and run during block q's fold
@@ -1338,7 +1365,7 @@ __device__ __forceinline__ void xe_walk(long long t, int nt, int cols, int rg, i
     memra_raster(t, nt, cols, rg, ti, c); /* common/tile.cuh */
 }
 
-template <int NH, bool GS, int L2 = 0, bool TALL = false>
+template <int NH, bool GS, int L2 = 0, bool TALL = false, bool HALF = false>
 __device__ __forceinline__ void experts_tma_persist(const memra_tmap &map_x, const memra_tmap *__restrict__ maps,
                                                     const unsigned long long *__restrict__ gtab,
                                                     const float *__restrict__ xs, const int *__restrict__ offsets,
@@ -1347,6 +1374,7 @@ __device__ __forceinline__ void experts_tma_persist(const memra_tmap &map_x, con
                                                     int n, int k, long long ldy, float alpha, int rg)
 {
     static_assert(!TALL || (NH == 1 && GS && L2 == 0), "the tall tile: 128 wide, the grid's scale through its stages");
+    static_assert(!HALF || (NH == 2 && !TALL), "the half tiles: the 256-wide tile's two column halves");
     constexpr int S = TALL ? FP8BLK_WG_TALL_STAGES : FP8BLK_WG_STAGES_OF(NH);
     constexpr int SB = TALL ? FP8BLK_WG_TALL_STAGE_BYTES : FP8BLK_WG_STAGE_BYTES_OF(NH);
     static_assert(TALL ? 49152 + 1024 + 4 <= SB : !GS || 16384 * (1 + NH) + 512 + 4 * NH <= SB,
@@ -1397,6 +1425,8 @@ __device__ __forceinline__ void experts_tma_persist(const memra_tmap &map_x, con
         const int j0 = col * (128 * NH);
         /* the warpgroup's 128-row blocks holding rows of the expert (rows fill them in order) */
         const int nrb = TALL && s0 + 128 + (ct >> 7) * 64 < end ? 2 : s0 + (ct >> 7) * 64 < end ? 1 : 0;
+        /* (HALF) rows only in the first 64: both warpgroups, a column half each (tma_consume_half) */
+        const bool hf = HALF && end - s0 <= 64;
         if constexpr (TALL) {
             if (nrb == 2)
                 tma_consume_tall<2, S, SB>(acc, nkt, sbase, stages, full, empty, ct, lane, it);
@@ -1406,8 +1436,12 @@ __device__ __forceinline__ void experts_tma_persist(const memra_tmap &map_x, con
                 tma_consume_tall<0, S, SB>(acc, nkt, sbase, stages, full, empty, ct, lane, it);
         } else {
             const float *const grow = reinterpret_cast<const float *>(gtab[e]) + (long long)(j0 / 128) * nkt;
-            tma_consume<NH, S, SB, GS>(acc[0], grow, nkt, nkt, ngr, j0, sbase, stages, full, empty, ct, lane, nrb > 0,
-                                       it);
+            if (hf)
+                tma_consume_half<S, SB, GS>(acc[0][0], grow, nkt, nkt, ngr, j0, sbase, stages, full, empty, ct, lane,
+                                            it);
+            else
+                tma_consume<NH, S, SB, GS>(acc[0], grow, nkt, nkt, ngr, j0, sbase, stages, full, empty, ct, lane,
+                                           nrb > 0, it);
         }
         /* the next tile's expert and rows read before this tile's stores, off the path between tiles */
         const int s_now = s0, end_now = end;
@@ -1418,6 +1452,17 @@ __device__ __forceinline__ void experts_tma_persist(const memra_tmap &map_x, con
             e = tiles[2 * ti];
             s0 = tiles[2 * ti + 1];
             end = offsets[e + 1];
+        }
+        if (hf) { /* warpgroup h's column half of rows 0 .. 63 */
+            const int h = ct >> 7, rh = ((ct >> 5) & 3) * 16 + (lane >> 2);
+            const float(&ah)[1][64] = reinterpret_cast<const float(&)[1][64]>(acc[0][0]);
+            if (v2)
+                xe_tma_store<1, false, true>(ah, y, nullptr, perm, s_now + rh, end_now, j0 + 128 * h, n, ldy, alpha,
+                                             lane);
+            else
+                xe_tma_store<1, false>(ah, y, nullptr, perm, s_now + rh, end_now, j0 + 128 * h, n, ldy, alpha, lane);
+            if (t >= total) break;
+            continue;
         }
 #pragma unroll
         for (int rb = 0; rb < RB; rb++) {
@@ -1483,7 +1528,7 @@ XE_TMA_ENTRY(memra_k_fp8blk_experts_tma_n128p, 1, false, 0, true, true)
  * raster's group of table tiles (0: the plain walk; xe_walk).
  * MEMRA_FP8BLK_XE_L2=1|2 (opt-in): the same tiles with L2 eviction priorities on their copies
  * (_gsph1 / _n128gph1: the x rows evict_last, the weight evict_first; _h2: the x rows evict_last) */
-#define XE_TMA_PENTRY(NAME, NH, L2)                                                                               \
+#define XE_TMA_PENTRY(NAME, NH, L2, HALF)                                                                         \
     extern "C" __global__ void __launch_bounds__(FP8BLK_TMA_THREADS, 1)                                            \
         NAME(const __grid_constant__ memra_tmap map_x, const memra_tmap *__restrict__ maps,                         \
              const unsigned long long *__restrict__ gtab, const float *__restrict__ xs,                             \
@@ -1492,15 +1537,18 @@ XE_TMA_ENTRY(memra_k_fp8blk_experts_tma_n128p, 1, false, 0, true, true)
              float *__restrict__ part, int rg)                                                                      \
     {                                                                                                              \
         (void)part;                                                                                                \
-        experts_tma_persist<NH, true, L2>(map_x, maps, gtab, xs, offsets, perm, tiles, ntiles, y, m, n, k, ldy, alpha, \
-                                          rg);                                                                     \
+        experts_tma_persist<NH, true, L2, false, HALF>(map_x, maps, gtab, xs, offsets, perm, tiles, ntiles, y, m, n, \
+                                                       k, ldy, alpha, rg);                                         \
     }
-XE_TMA_PENTRY(memra_k_fp8blk_experts_tma_gsp, 2, 0)
-XE_TMA_PENTRY(memra_k_fp8blk_experts_tma_n128gp, 1, 0)
-XE_TMA_PENTRY(memra_k_fp8blk_experts_tma_gsph1, 2, 1)
-XE_TMA_PENTRY(memra_k_fp8blk_experts_tma_n128gph1, 1, 1)
-XE_TMA_PENTRY(memra_k_fp8blk_experts_tma_gsph2, 2, 2)
-XE_TMA_PENTRY(memra_k_fp8blk_experts_tma_n128gph2, 1, 2)
+XE_TMA_PENTRY(memra_k_fp8blk_experts_tma_gsp, 2, 0, false)
+XE_TMA_PENTRY(memra_k_fp8blk_experts_tma_n128gp, 1, 0, false)
+XE_TMA_PENTRY(memra_k_fp8blk_experts_tma_gsph1, 2, 1, false)
+XE_TMA_PENTRY(memra_k_fp8blk_experts_tma_n128gph1, 1, 1, false)
+XE_TMA_PENTRY(memra_k_fp8blk_experts_tma_gsph2, 2, 2, false)
+XE_TMA_PENTRY(memra_k_fp8blk_experts_tma_n128gph2, 1, 2, false)
+/* MEMRA_FP8BLK_XE_HALF=1 (opt-in): _gsp whose tiles of at most 64 rows run on both consumer warpgroups, a column half
+ * each (tma_consume_half); outputs bit for bit _gsp's */
+XE_TMA_PENTRY(memra_k_fp8blk_experts_tma_gsp_half, 2, 0, true)
 #undef XE_TMA_PENTRY
 /* MEMRA_FP8BLK_XE_TALL=1 (opt-in): the 256 x 128 persistent tile on the 256-row table (map_x's
  * box 256 rows, the weights' 128); the same arguments (part unused) */

@@ -50,6 +50,9 @@ typedef struct fp8blk_state {
     /* MEMRA_FP8BLK_XE_L2=1|2 (opt-in): the persistent tiles' L2 eviction priorities (xe_l2, 0: none);
      * xe_tma_p_l2[h]: xe_tma_p[h] is the hinted form (_gsph<xe_l2> / _n128gph<xe_l2>) */
     int xe_l2, xe_tma_p_l2[2];
+    /* MEMRA_FP8BLK_XE_HALF=1 (opt-in): xe_tma_p[1] is _gsp's twin _gsp_half (tiles of at most 64 rows on both
+     * consumer warpgroups, a column half each); 0: _gsp (or a hinted form) */
+    int xe_half;
     /* MEMRA_FP8BLK_XE_RASTER (0 | N | auto: -1, the default): the persistent tiles' walk in groups of N table tiles
      * (fp8blk_gemm.cu xe_walk); auto: groups of 8 where the mean expert has 384 rows or more (runs y1 / y5 on an
      * H100, Mixtral-like rows at m = 4096: 1.04-1.23 ms a call against 1.07-1.24 on the plain walk) */
@@ -301,8 +304,22 @@ static void fp8blk_load_wgmma(memra__gpu *q, fp8blk_state *fb, CUmodule m)
                                          "hints serves)",
                                          fb->xe_l2, name);
                     }
+                    if (fb->xe_tma_p[h] != NULL) {
+                        fb->xe_tma_p_l2[h] = 1;
+                        continue;
+                    }
+                    /* MEMRA_FP8BLK_XE_HALF=1 (opt-in, the 256-wide tile without hints): _gsp_half, whose tiles of
+                     * at most 64 rows (an expert's last) run on both consumer warpgroups, a column half each */
+                    const char *xh = memra__gpu_knob(q, "MEMRA_FP8BLK_XE_HALF");
+                    if (h == 1 && xh != NULL && strcmp(xh, "1") == 0) {
+                        fb->xe_tma_p[h] = wgmma_function(q, fb, m, "memra_k_fp8blk_experts_tma_gsp_half", smem);
+                        fb->xe_half = fb->xe_tma_p[h] != NULL;
+                        if (!fb->xe_half)
+                            q->host->log(MEMRA_LOG_WARN, q->name,
+                                         "gemm_experts: MEMRA_FP8BLK_XE_HALF=1 but memra_k_fp8blk_experts_tma_gsp_half "
+                                         "did not load (_gsp serves)");
+                    }
                     if (fb->xe_tma_p[h] == NULL) fb->xe_tma_p[h] = wgmma_function(q, fb, m, base, smem);
-                    else fb->xe_tma_p_l2[h] = 1;
                 }
                 if (persist_asked && ((want128 && fb->xe_tma_p[0] == NULL) || (want256 && fb->xe_tma_p[1] == NULL)))
                     q->host->log(MEMRA_LOG_WARN, q->name,
@@ -372,7 +389,7 @@ static void fp8blk_load_wgmma(memra__gpu *q, fp8blk_state *fb, CUmodule m)
         if (fb->xe_route == NULL || fb->xe_quant == NULL || fb->xe_quant_given == NULL)
             fb->xe_gemm = fb->xe_wide = fb->xe_one = fb->xe_pt = fb->xe_tma = fb->xe_maps = fb->xe_tma_split = fb->xe_sum =
                 fb->xe_tma_pf = fb->xe_tma_gs = fb->xe_tma128 = fb->xe_tma_p[0] = fb->xe_tma_p[1] = fb->xe_tall =
-                    fb->xe_route_tall = NULL;
+                    fb->xe_route_tall = NULL, fb->xe_half = 0;
     }
 }
 
@@ -839,7 +856,8 @@ memra_status memra__fp8blk_gemm_experts(memra_call *call, const memra_gemm_args 
                      "memra_k_fp8blk_experts_tma_n128gph2"},
                     {"memra_k_fp8blk_experts_tma_gsp", "memra_k_fp8blk_experts_tma_gsph1",
                      "memra_k_fp8blk_experts_tma_gsph2"}};
-                kname = pnames[nh - 1][fb->xe_tma_p_l2[nh - 1] ? fb->xe_l2 : 0];
+                kname = nh == 2 && fb->xe_half ? "memra_k_fp8blk_experts_tma_gsp_half"
+                                                : pnames[nh - 1][fb->xe_tma_p_l2[nh - 1] ? fb->xe_l2 : 0];
                 rg = fb->xe_raster > 0 ? fb->xe_raster : fb->xe_raster < 0 && (int64_t)m >= 384 * (int64_t)E ? 8 : 0;
                 const int64_t all = tiles_max * (int64_t)cols, cap = fb->xe_ctas > 0 && fb->xe_ctas < sms ? fb->xe_ctas : sms;
                 gx = (unsigned)(all < cap ? all : cap);
