@@ -414,7 +414,10 @@ int main(int argc, char **argv)
                               /* the 256-wide persistent tile (N128=0: the width rule would take 128 here) as
                                * _gsp_half, on 5 CTAs that walk half and whole tiles in turn */
                               fhalf ? "MEMRA_FP8BLK_XE_HALF=1" : NULL, fhalf ? "MEMRA_FP8BLK_XE_N128=0" : NULL,
-                              fhalf ? "MEMRA_FP8BLK_XE_CTAS=5" : NULL, NULL};
+                              fhalf ? "MEMRA_FP8BLK_XE_CTAS=5" : NULL,
+                              /* whatever the environment says: the persistent tile, without hints, no tall tile */
+                              fhalf ? "MEMRA_FP8BLK_XE_PERSIST=1" : NULL, fhalf ? "MEMRA_FP8BLK_XE_L2=0" : NULL,
+                              fhalf ? "MEMRA_FP8BLK_XE_TALL=0" : NULL, NULL};
     if (h16) settings[3] = "MEMRA_MMQ_XE_F16=1";
     /* the list ends at its first NULL: the slots left unset above are dropped, so that none hides the ones after
      * it (before, a case without MEMRA_MMQ_XE_BM ended the list there: the wg and tall cases ran without their

@@ -2986,11 +2986,12 @@ static int case_fp8blk(const char *so)
     static const struct {
         const char *n128, *l2, *missing, *tile300, *tile40000;
         unsigned gx300;
+        int warns; /* at load: the hinted tile or a missing twin says the knob did not apply */
     } halves[] = {
-        {NULL, NULL, NULL, "memra_k_fp8blk_experts_tma_n128gp", "memra_k_fp8blk_experts_tma_gsp_half", 33},
-        {"0", NULL, NULL, "memra_k_fp8blk_experts_tma_gsp_half", "memra_k_fp8blk_experts_tma_gsp_half", 22},
-        {NULL, "1", NULL, "memra_k_fp8blk_experts_tma_n128gph1", "memra_k_fp8blk_experts_tma_gsph1", 33},
-        {NULL, NULL, "_gsp_half", "memra_k_fp8blk_experts_tma_n128gp", "memra_k_fp8blk_experts_tma_gsp", 33},
+        {NULL, NULL, NULL, "memra_k_fp8blk_experts_tma_n128gp", "memra_k_fp8blk_experts_tma_gsp_half", 33, 0},
+        {"0", NULL, NULL, "memra_k_fp8blk_experts_tma_gsp_half", "memra_k_fp8blk_experts_tma_gsp_half", 22, 0},
+        {NULL, "1", NULL, "memra_k_fp8blk_experts_tma_n128gph1", "memra_k_fp8blk_experts_tma_gsph1", 33, 1},
+        {NULL, NULL, "_gsp_half", "memra_k_fp8blk_experts_tma_n128gp", "memra_k_fp8blk_experts_tma_gsp", 33, 1},
     };
     g_fxe_half_knob = "1";
     for (size_t i = 0; i < sizeof halves / sizeof halves[0]; i++) {
@@ -2998,7 +2999,11 @@ static int case_fp8blk(const char *so)
         printf("  XE_HALF=1 N128=%s L2=%s%s%s\n", halves[i].n128 ? halves[i].n128 : "unset",
                halves[i].l2 ? halves[i].l2 : "unset", halves[i].missing ? ", image without " : "",
                halves[i].missing ? halves[i].missing : "");
+        const int w0 = g_n_warn;
         if (!open_mod(so, 90, &m)) return 0;
+        const int wl = g_n_warn - w0;
+        printf("    warnings at load: %d (want %d)  %s\n", wl, halves[i].warns, wl == halves[i].warns ? "ok" : "FAIL");
+        ok &= wl == halves[i].warns;
         ok &= fp8blk_experts_persist(&m, 300, halves[i].tile300, halves[i].gx300);
         ok &= fp8blk_experts_persist(&m, 40000, halves[i].tile40000, 132);
         ok &= close_mod(&m, 2);

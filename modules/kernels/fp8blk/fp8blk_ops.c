@@ -290,6 +290,8 @@ static void fp8blk_load_wgmma(memra__gpu *q, fp8blk_state *fb, CUmodule m)
                 fb->xe_raster = xr == NULL || strcmp(xr, "auto") == 0 ? -1 : atoi(xr);
                 const char *xl = memra__gpu_knob(q, "MEMRA_FP8BLK_XE_L2");
                 fb->xe_l2 = xl != NULL && (strcmp(xl, "1") == 0 || strcmp(xl, "2") == 0) ? xl[0] - '0' : 0;
+                const char *xh = memra__gpu_knob(q, "MEMRA_FP8BLK_XE_HALF");
+                const int half_asked = xh != NULL && strcmp(xh, "1") == 0;
                 for (int h = 0; h < 2; h++) {
                     if (!(h == 0 ? want128 : want256)) continue;
                     const char *base = h == 0 ? "memra_k_fp8blk_experts_tma_n128gp" : "memra_k_fp8blk_experts_tma_gsp";
@@ -310,8 +312,7 @@ static void fp8blk_load_wgmma(memra__gpu *q, fp8blk_state *fb, CUmodule m)
                     }
                     /* MEMRA_FP8BLK_XE_HALF=1 (opt-in, the 256-wide tile without hints): _gsp_half, whose tiles of
                      * at most 64 rows (an expert's last) run on both consumer warpgroups, a column half each */
-                    const char *xh = memra__gpu_knob(q, "MEMRA_FP8BLK_XE_HALF");
-                    if (h == 1 && xh != NULL && strcmp(xh, "1") == 0) {
+                    if (h == 1 && half_asked) {
                         fb->xe_tma_p[h] = wgmma_function(q, fb, m, "memra_k_fp8blk_experts_tma_gsp_half", smem);
                         fb->xe_half = fb->xe_tma_p[h] != NULL;
                         if (!fb->xe_half)
@@ -321,6 +322,14 @@ static void fp8blk_load_wgmma(memra__gpu *q, fp8blk_state *fb, CUmodule m)
                     }
                     if (fb->xe_tma_p[h] == NULL) fb->xe_tma_p[h] = wgmma_function(q, fb, m, base, smem);
                 }
+                if (half_asked && fb->xe_l2 != 0 && fb->xe_tma_p_l2[1])
+                    q->host->log(MEMRA_LOG_WARN, q->name,
+                                 "gemm_experts: MEMRA_FP8BLK_XE_HALF=1 applies to the 256-wide persistent tile without "
+                                 "MEMRA_FP8BLK_XE_L2's hints (the hinted tile serves)");
+                else if (half_asked && !want256)
+                    q->host->log(MEMRA_LOG_WARN, q->name,
+                                 "gemm_experts: MEMRA_FP8BLK_XE_HALF=1 applies to the 256-wide persistent tile, which "
+                                 "MEMRA_FP8BLK_XE_N128=1 / _PIPE=1 leave out");
                 if (persist_asked && ((want128 && fb->xe_tma_p[0] == NULL) || (want256 && fb->xe_tma_p[1] == NULL)))
                     q->host->log(MEMRA_LOG_WARN, q->name,
                                  "gemm_experts: MEMRA_FP8BLK_XE_PERSIST=1 but a persistent tile did not load (the "
