@@ -131,8 +131,15 @@ __device__ __forceinline__ void memra_tma_load_3d(unsigned dst, const memra_tmap
                  : "memory");
 }
 
-/* memra_tma_prefetch_3d: the box at (c0, c1, c2) of *map brought into L2 (no shared memory, no barrier; a
- * hint the copy engine may drop) */
+/* memra_tma_prefetch_2d / _3d: the box at (c0, c1[, c2]) of *map brought into L2 (no shared memory, no barrier;
+ * a hint the copy engine may drop) */
+__device__ __forceinline__ void memra_tma_prefetch_2d(const memra_tmap *map, int c0, int c1)
+{
+    asm volatile("cp.async.bulk.prefetch.tensor.2d.L2.global.tile [%0, {%1, %2}];\n" ::"l"(
+                     reinterpret_cast<unsigned long long>(map)),
+                 "r"(c0), "r"(c1)
+                 : "memory");
+}
 __device__ __forceinline__ void memra_tma_prefetch_3d(const memra_tmap *map, int c0, int c1, int c2)
 {
     asm volatile("cp.async.bulk.prefetch.tensor.3d.L2.global.tile [%0, {%1, %2, %3}];\n" ::"l"(

@@ -880,14 +880,6 @@ template <bool LAST> __device__ __forceinline__ unsigned long long l2_policy()
  * the live ones do. it0: the ring's position at the first block (the blocks the CTA's earlier
  * tiles put through the S stages: 0 but in the persistent kernel), so stage and phase carry on
  * across tiles. */
-__device__ __forceinline__ void tma_prefetch_2d(const memra_tmap *map, int c0, int c1)
-{
-    asm volatile("cp.async.bulk.prefetch.tensor.2d.L2.global.tile [%0, {%1, %2}];\n" ::"l"(
-                     reinterpret_cast<unsigned long long>(map)),
-                 "r"(c0), "r"(c1)
-                 : "memory");
-}
-
 template <int NH, int S, int SB, int PF = 0, bool GS = false, bool WAIT = true, int L2 = 0>
 __device__ __forceinline__ void tma_produce(const memra_tmap *map_x, const memra_tmap *map_w, const float *__restrict__ xs,
                                             int r0, int j0, int m, int nk, int kb0, unsigned sbase,
@@ -903,7 +895,7 @@ __device__ __forceinline__ void tma_produce(const memra_tmap *map_x, const memra
         /* PF > 0 (memra_k_fp8blk_experts_tma_pf*): the weight box PF blocks ahead of this one into
          * L2 before waiting for a free stage, so the weight streams keep more requests in flight
          * than the S stages of shared memory hold */
-        if (PF > 0 && lane == 0 && b + PF < nk) tma_prefetch_2d(map_w, (kb + PF) * 128, j0);
+        if (PF > 0 && lane == 0 && b + PF < nk) memra_tma_prefetch_2d(map_w, (kb + PF) * 128, j0);
         if (it0 + b >= S) memra_mb_wait(empty + 8 * s, (unsigned)((it0 + b) / S - 1) & 1u);
         const unsigned st = sbase + s * SB;
         if (lane == 0) {

@@ -151,11 +151,10 @@ static double w16_model(int64_t m, int64_t n, int64_t k, int fi, int64_t tiles, 
            (z > 1 ? 2.0 * z * mn4 / W16_MODEL_BYTES + W16_MODEL_LAUNCH : 0.0);
 }
 
+/* *bn: auto's token tile (tile_for) on entry; auto's slices join it as the plan to beat */
 static void plan_by_waves(int64_t m, int64_t n, int64_t k, int fi, int64_t tiles, int64_t sms, int tile_knob, int *bn,
                           int *z)
 {
-    /* auto's plan, in the same model */
-    *bn = tile_for(m, tiles, sms, tile_knob);
     *z = slices_for((m + *bn - 1) / *bn * tiles, k / W16_BK, sms, 0);
     const double base = w16_model(m, n, k, fi, tiles, sms, *bn, *z);
     double best = base;
