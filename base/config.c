@@ -161,7 +161,7 @@ static memra_status knob_check(int k, const char *v, const char *where)
         uint64_t lo = 0, hi = 0;
         sscanf(d->allowed, "%llu..%llu", (unsigned long long *)&lo, (unsigned long long *)&hi);
         if (parse_u64(v, &u) == 0 && u >= lo && u <= hi) return MEMRA_STATUS_OK;
-        /* the words after the range ("1..16|auto|waves") are values too */
+        /* the words after the range ("1..16|auto|waves|fill") are values too */
         if (strchr(d->allowed, '|') != NULL && enum_has(strchr(d->allowed, '|') + 1, v)) return MEMRA_STATUS_OK;
         return MEMRA__FAIL(MEMRA_STATUS_INVALID_ARGUMENT, "%s=%s (%s): expected an integer in %s", d->name, v, where,
                            d->allowed);

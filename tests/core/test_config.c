@@ -153,12 +153,14 @@ int main(void)
     bad_open("MEMRA_HOST_THREADS=0", "MEMRA_HOST_THREADS=0", "1..256");
     bad_open("MEMRA_FLOOR_F16_M=fast", "MEMRA_FLOOR_F16_M=fast", "0..2147483647|auto");
     bad_open("MEMRA_FLOOR_F16_M=-1", "MEMRA_FLOOR_F16_M=-1", "expected an integer");
-    /* an integer knob's words after its range are values, whole words only: 1..16|auto|waves */
-    bad_open("MEMRA_W16_SPLIT=wave", "MEMRA_W16_SPLIT=wave", "1..16|auto|waves");
+    /* an integer knob's words after its range are values, whole words only: 1..16|auto|waves|fill */
+    bad_open("MEMRA_W16_SPLIT=wave", "MEMRA_W16_SPLIT=wave", "1..16|auto|waves|fill");
     bad_open("MEMRA_W16_SPLIT=auto|waves", "MEMRA_W16_SPLIT=auto|waves", "expected an integer");
     bad_open("MEMRA_W16_SPLIT=17", "MEMRA_W16_SPLIT=17", "expected an integer");
-    for (int i = 0; i < 3; i++) {
-        static const char *const ok_split[3] = {"MEMRA_W16_SPLIT=waves", "MEMRA_W16_SPLIT=auto", "MEMRA_W16_SPLIT=16"};
+    bad_open("MEMRA_W16_SPLIT=fil", "MEMRA_W16_SPLIT=fil", "expected an integer");
+    for (int i = 0; i < 4; i++) {
+        static const char *const ok_split[4] = {"MEMRA_W16_SPLIT=waves", "MEMRA_W16_SPLIT=auto", "MEMRA_W16_SPLIT=16",
+                                                "MEMRA_W16_SPLIT=fill"};
         const char *one[] = {ok_split[i], NULL};
         memra_options os = {.struct_size = sizeof os, .no_cuda = 1, .no_default_modules = 1, .settings = one};
         CHECK_OK(memra_open(&os, &rt));

@@ -616,13 +616,14 @@ static int gemm_w16_plans(mod *m)
            g_grid_z[1], g_block_x[1], g_smem[1], g1 ? "ok" : "FAIL");
     ok &= g1 && launched("gemm_w16 Q8_0 m 4096", st, 2, (const char *[]){"memra_k_w16_x16", "memra_k_w16_q8_0_n256"},
                          (const int[]){0, 0});
-    /* m 512, 5120 -> 1024 Q6_K: the 256-token grid (16 CTAs) is 12% of a wave: 128 tokens (32 CTAs), then
-     * split-k until 132 SMs have a CTA: 5 slices of 16 steps */
+    /* m 512, 5120 -> 1024 Q6_K: the 256-token grid (16 CTAs) is 12% of a wave: 128 tokens (32 CTAs); the default
+     * plan (MEMRA_W16_SPLIT=auto = waves) splits k in 4 slices of 20 steps (128 CTAs, one wave), where fill's 5
+     * would make 160 (two waves; checked below under MEMRA_W16_SPLIT=fill) */
     a = gemm(512, 1024, 5120);
     a.w_format = MEMRA_FORMAT_Q6_K;
     c = call_of(m);
     st = m->desc->ops->gemm_w16(&c, &a);
-    const int g2 = g_grid_x[1] == 4 && g_grid_y[1] == 8 && g_grid_z[1] == 5;
+    const int g2 = g_grid_x[1] == 4 && g_grid_y[1] == 8 && g_grid_z[1] == 4;
     printf("  gemm_w16 Q6_K 512 tile grid %u x %u x %u  %s\n", g_grid_x[1], g_grid_y[1], g_grid_z[1], g2 ? "ok" : "FAIL");
     ok &= g2 && launched("gemm_w16 Q6_K m 512 split", st, 3,
                          (const char *[]){"memra_k_w16_x16", "memra_k_w16_q6_k_n128", "memra_k_w16_sum"},
@@ -738,9 +739,10 @@ static int gemm_w16_experts_plans(mod *m)
         const char *tile;
         const char *what;
     } rows[] = {
-        /* Mixtral-like gate at 512 tokens, top-2: 1024 rows over 8 experts, 128 a mean expert: 128-token tiles,
-         * 8 + 8 of them, 112 row tiles: 1792 CTAs, unsplit; 8 full token tiles (under 16): the plain grid */
-        {1024, 14336, 4096, 8, MEMRA_FORMAT_Q8_0, 16, 112, 1, big, "memra_k_w16_xe_q8_0_n128", "Q8_0 1024 rows E 8"},
+        /* Mixtral-like gate at 512 tokens, top-2: 1024 rows over 8 experts, 128 a mean expert (141 with the
+         * tenth for uneven routing: one 256-token CTA against two of 128 at 0.63 each): 256-token tiles, 4 + 8 of
+         * them, 112 row tiles: 1344 CTAs, unsplit; 4 full token tiles (under 16): the plain grid */
+        {1024, 14336, 4096, 8, MEMRA_FORMAT_Q8_0, 12, 112, 1, big, "memra_k_w16_xe_q8_0_n256", "Q8_0 1024 rows E 8"},
         /* 8192 rows over 8 experts (1024 a mean expert): 256-token tiles, 32 + 8 of them, unsplit; 32 full token
          * tiles: the raster (MEMRA_W16_XE_RASTER=auto: groups of 8), a 1-D grid of 40 x 32 CTAs */
         {8192, 4096, 14336, 8, MEMRA_FORMAT_Q4_K, 40 * 32, 1, 1, big, "memra_k_w16_xe_q4_k_n256", "Q4_K 8192 rows E 8"},
@@ -748,8 +750,11 @@ static int gemm_w16_experts_plans(mod *m)
          * CTAs an SM), 64 + 128 of them, 6 row tiles: 1152 CTAs, unsplit; rows of 64 token tiles and more: the
          * raster's 1-D grid (auto: m >= 16 tiles) */
         {4096, 768, 2048, 128, MEMRA_FORMAT_Q8_0, 192 * 6, 1, 1, n64, "memra_k_w16_xe_q8_0_n64", "Q8_0 4096 rows E 128"},
-        /* at 4096 tokens: 32768 rows, 256 a mean expert: 128-token tiles, 256 + 128, rastered */
+        /* at 4096 tokens: 32768 rows, 256 a mean expert (282 with the tenth: two 256-token CTAs against three of
+         * 128 at 0.63 each, under a tenth apart): 128-token tiles, 256 + 128, rastered; Q4_K's 128-token CTA
+         * costs 0.76: 256-token tiles, 128 + 128, rastered */
         {32768, 768, 2048, 128, MEMRA_FORMAT_Q4_0, 384 * 6, 1, 1, big, "memra_k_w16_xe_q4_0_n128", "Q4_0 32768 rows E 128"},
+        {32768, 768, 2048, 128, MEMRA_FORMAT_Q4_K, 256 * 6, 1, 1, big, "memra_k_w16_xe_q4_k_n256", "Q4_K 32768 rows E 128"},
         /* 64 rows over 4 experts (16 a mean expert), 4096 -> 256: 1 + 4 64-token tiles, 2 row tiles, 10 CTAs: 8
          * slices of 8 steps */
         {64, 256, 4096, 4, MEMRA_FORMAT_Q6_K, 5, 2, 8, n64, "memra_k_w16_xe_q6_k_n64", "Q6_K 64 rows E 4 split"},
@@ -828,13 +833,13 @@ static int case_w16(const char *so)
     const memra_device_caps c120 = fake_caps(120);
     ok &= m.desc->score(&c120) == 0;
     ok &= close_mod(&m, 1);
-    /* MEMRA_W16_XE_RASTER=0: the 256-token tile on the (token tiles, row tiles) grid; =8: the 128-token tile (no
-     * raster by default) on a 1-D grid of token tiles x row tiles */
+    /* MEMRA_W16_XE_RASTER=0: the 256-token tile on the (token tiles, row tiles) grid; =8: 1024 rows on 8 experts,
+     * the 256-token tile (4 + 8 token tiles, no raster by default) on a 1-D grid of token tiles x row tiles */
     static const struct {
         const char *knob;
         int m, n, k;
         unsigned gx, gy;
-    } rr[] = {{"0", 8192, 4096, 14336, 40, 32}, {"8", 1024, 14336, 4096, 16u * 112u, 1}};
+    } rr[] = {{"0", 8192, 4096, 14336, 40, 32}, {"8", 1024, 14336, 4096, 12u * 112u, 1}};
     for (size_t i = 0; i < sizeof rr / sizeof rr[0]; i++) {
         g_w16_raster_knob = rr[i].knob;
         if (!open_mod(so, 90, &m)) return 0;
@@ -852,16 +857,18 @@ static int case_w16(const char *so)
         ok &= close_mod(&m, 1);
     }
     g_w16_raster_knob = NULL;
-    /* MEMRA_W16_SPLIT=waves: a dense call's token tile and slices by the wave model (w16_ops.c plan_by_waves) on
-     * 132 SMs, where auto takes 128 tokens at m = 512 and splits until every SM has a CTA. At m = 512:
-     * 5120->1024 Q8_0: 128 tokens in 4 slices (128 CTAs, one wave; auto's 5 make 160, two waves);
-     * 17408->5120 Q4_K: 256 tokens in 3 slices (auto: 160 CTAs of 128, two waves, the second of 28);
+    /* The default plan (MEMRA_W16_SPLIT unset: auto = waves): a dense call's token tile and slices by the wave
+     * model (w16_ops.c plan_by_waves) on 132 SMs, where fill takes 128 tokens at m = 512 and splits until every SM
+     * has a CTA. At m = 512:
+     * 5120->1024 Q8_0: 128 tokens in 4 slices (128 CTAs, one wave; fill's 5 make 160, two waves);
+     * 17408->5120 Q4_K: 256 tokens in 3 slices (fill: 160 CTAs of 128, two waves, the second of 28);
      * 5120->5120 Q6_K: 256 tokens unsplit (80 CTAs, one wave: a K-quant's 128-token CTA takes 0.76 of a 256-token
-     * one's time, so auto's two waves of 128 cost 1.52 of it); 5120->12288 Q8_0: auto's plan (384 CTAs of 128,
+     * one's time, so fill's two waves of 128 cost 1.52 of it); 5120->12288 Q8_0: fill's plan (384 CTAs of 128,
      * 2.9 waves, against 192 of 256 in two waves of 1 / 0.63 the CTA time: under a tenth apart). At m = 4096
-     * 5120->1024 Q8_0: 256 tokens unsplit (128 CTAs; auto 2 slices). A grouped call keeps auto's slices (the 64
-     * rows over 4 experts of gemm_w16_experts_plans: 8) */
-    g_w16_split_knob = "waves";
+     * 5120->1024 Q8_0: 256 tokens unsplit (128 CTAs; fill 2 slices). A grouped call keeps fill's slices (the 64
+     * rows over 4 experts of gemm_w16_experts_plans: 8). Then MEMRA_W16_SPLIT=fill and =waves on 5120->1024 Q8_0
+     * at m = 512: fill's 5 slices, waves' 4 */
+    g_w16_split_knob = NULL;
     if (!open_mod(so, 90, &m)) return 0;
     static const struct {
         int m, n, k;
@@ -901,6 +908,22 @@ static int case_w16(const char *so)
         g_n_launched = 0;
     }
     ok &= close_mod(&m, 1);
+    static const struct { const char *knob; unsigned gz; } fw[] = {{"fill", 5}, {"waves", 4}, {"auto", 4}};
+    for (size_t i = 0; i < sizeof fw / sizeof fw[0]; i++) {
+        g_w16_split_knob = fw[i].knob;
+        if (!open_mod(so, 90, &m)) return 0;
+        memra_gemm_args wa = gemm(512, 1024, 5120);
+        wa.w_format = MEMRA_FORMAT_Q8_0;
+        c = call_of(&m);
+        const memra_status st = m.desc->ops->gemm_w16(&c, &wa);
+        const int g = st == MEMRA_STATUS_OK && g_grid_x[1] == 4 && g_grid_y[1] == 8 && g_grid_z[1] == fw[i].gz &&
+                      strcmp(g_launched[1], "memra_k_w16_q8_0_n128") == 0;
+        printf("  gemm_w16 MEMRA_W16_SPLIT=%s, m 512, 5120 -> 1024: grid %u x %u x %u  %s\n", fw[i].knob, g_grid_x[1],
+               g_grid_y[1], g_grid_z[1], g ? "ok" : "FAIL");
+        ok &= g;
+        g_n_launched = 0;
+        ok &= close_mod(&m, 1);
+    }
     g_w16_split_knob = NULL;
     g_w16_knob = NULL;
     return ok;

@@ -8,7 +8,7 @@
  *   3. with split-k, memra_k_w16_sum: the slices added in slice order, times alpha, into y.
  * And gemm_experts on lane gemm_w16 (memra__gpu_w16_experts below: the same tile over a routing table).
  * Knobs (read at load): MEMRA_W16 (unset or 0, the default: no image loaded, every call declines; auto, 1: loaded),
- * MEMRA_W16_TILE (auto | 64 | 128 | 256; 64 the grouped tile's only), MEMRA_W16_SPLIT (auto | waves | 1..16),
+ * MEMRA_W16_TILE (auto | 64 | 128 | 256; 64 the grouped tile's only), MEMRA_W16_SPLIT (auto = waves | fill | 1..16),
  * MEMRA_W16_XE_RASTER (auto, the default | 0 | 1..64). */
 #include <stdlib.h>
 #include <string.h>
@@ -36,7 +36,7 @@ typedef struct memra__w16_state {
     CUfunction xe_tile[3][5]; /* the grouped tile: [BN 256, 128, 64][the formats as tile's] */
     CUfunction xe_route, xe_x16, xe_sum;
     int tile_knob;  /* 0 auto, else 256 / 128 (and 64: the grouped tile only) */
-    int split_knob; /* 0 auto, -1 waves (dense calls; grouped ones take auto), else 1..16 */
+    int split_knob; /* -1 waves (auto, the default: dense calls; grouped ones take fill), 0 fill, else 1..16 */
     int raster;     /* MEMRA_W16_XE_RASTER: -1 auto, 0 the (token tiles, row tiles) grid, else its group of token tiles */
     int off;        /* MEMRA_W16=0: nothing loaded */
 } memra__w16_state;
@@ -84,7 +84,7 @@ static memra_status w16_load(memra__gpu *gpu, void *state)
     if (st != MEMRA_STATUS_OK) return st;
     const char *t = memra__gpu_knob(gpu, "MEMRA_W16_TILE"), *z = memra__gpu_knob(gpu, "MEMRA_W16_SPLIT");
     s->tile_knob = t != NULL && strcmp(t, "auto") != 0 ? atoi(t) : 0;
-    s->split_knob = z == NULL || strcmp(z, "auto") == 0 ? 0 : strcmp(z, "waves") == 0 ? -1 : atoi(z);
+    s->split_knob = z == NULL || strcmp(z, "auto") == 0 || strcmp(z, "waves") == 0 ? -1 : strcmp(z, "fill") == 0 ? 0 : atoi(z);
     const char *rs = memra__gpu_knob(gpu, "MEMRA_W16_XE_RASTER");
     s->raster = rs == NULL || strcmp(rs, "auto") == 0 ? -1 : atoi(rs);
     return MEMRA_STATUS_OK;
@@ -114,8 +114,8 @@ static int tile_for(int64_t m, int64_t row_tiles, int64_t sms, int knob)
     return m <= 2048 && (double)c256 / (double)(waves * sms) < 0.8 ? 128 : 256;
 }
 
-/* split-k's slices: until every SM has a CTA, each slice at least 8 k steps, at most 16 (the knob overrides,
- * capped at the steps) */
+/* split-k's slices (MEMRA_W16_SPLIT=fill, and the grouped call's): until every SM has a CTA, each slice at least
+ * 8 k steps, at most 16 (a number in the knob overrides, capped at the steps) */
 static int slices_for(int64_t ctas, int64_t steps, int64_t sms, int knob)
 {
     if (knob >= 1) return (int)(knob < steps ? knob : steps);
@@ -124,7 +124,9 @@ static int slices_for(int64_t ctas, int64_t steps, int64_t sms, int knob)
     return z;
 }
 
-/* MEMRA_W16_SPLIT=waves (opt-in, untimed): a dense call's token tile and slices by a model of its waves. A CTA
+/* MEMRA_W16_SPLIT=waves (= auto, the default since run aa: an H100 ran the 27b sheet's w16 arms in 0.52-1.01x
+ * fill's time at m = 512, geomean 0.83-0.85 (Q8_0, Q4_0) and 0.70-0.71 (K-quants), and 0.80-0.83x at m = 4096
+ * on 5120->1024, the other shapes' plans unchanged): a dense call's token tile and slices by a model of its waves. A CTA
  * holds its SM for its whole k range (one CTA an SM), so bn-token tiles in z slices run ceil(CTAs z / SMs) waves,
  * each CTA 1 / z of the tile's k loop. The tile's time, from run z1's 27b rows (an H100, 5120->12288, the
  * activations' pass taken off): a 256-token tile does 256 x 128 x k multiply-adds at W16_MODEL_FLOPS_SM times
@@ -134,7 +136,7 @@ static int slices_for(int64_t ctas, int64_t steps, int64_t sms, int knob)
  * z m n floats where they would write m n, the sum reads them and writes y: 2 z m n floats more) at
  * W16_MODEL_BYTES, and a launch. Over both tiles (the one MEMRA_W16_TILE names, where it does) and 1 .. 16
  * slices (each at least 8 steps, the partial sums at most 512 MB) the least estimate is taken where it is at
- * least a tenth under auto's plan (tile_for, slices_for) in the same model, else auto's. The model fits z1's
+ * least a tenth under fill's plan (tile_for, slices_for) in the same model, else fill's. The model fits z1's
  * tiles within about 10% (its long-k rows, 17408->5120, 12-25% over). */
 #define W16_MODEL_FLOPS_SM 5.0e12
 #define W16_MODEL_BYTES 2.5e12
@@ -151,7 +153,7 @@ static double w16_model(int64_t m, int64_t n, int64_t k, int fi, int64_t tiles, 
            (z > 1 ? 2.0 * z * mn4 / W16_MODEL_BYTES + W16_MODEL_LAUNCH : 0.0);
 }
 
-/* *bn: auto's token tile (tile_for) on entry; auto's slices join it as the plan to beat */
+/* *bn: fill's token tile (tile_for) on entry; fill's slices join it as the plan to beat */
 static void plan_by_waves(int64_t m, int64_t n, int64_t k, int fi, int64_t tiles, int64_t sms, int tile_knob, int *bn,
                           int *z)
 {
@@ -261,15 +263,31 @@ memra_status memra__gpu_gemm_w16(memra_call *call, const memra_gemm_args *args)
  * Each output is the dense gemm_w16's for the expert's rows (the same tile, decoders and k order), bit for bit
  * where both calls take the same slice count: split-k is chosen here from the grouped grid, there from the
  * expert's rows, and a different count adds the same products in another order (within the f16 band).
- * The token tile: 256 where the mean expert has at least 384 rows, 128 where it has at least 64, else 64 (two CTAs
- * an SM: the 128-token tile would be mostly padding; MEMRA_W16_TILE overrides); split-k as the dense op's, over
- * the worst-case grid. */
+ * The token tile: xe_tile_for below (MEMRA_W16_TILE overrides); split-k as fill's, over the worst-case grid. */
 typedef struct w16_xe_arg { /* w16_tile.cuh's struct w16_xe, by value: the same layout */
     memra_dptr ntiles, tiles, offsets, perm, w;
     long long off_s, off_d;
 } w16_xe_arg;
 
 static size_t up16(size_t b) { return (b + 15) / 16 * 16; }
+
+/* The grouped call's token tile, from the mean expert's rows (the host never reads the routing): 64 under 64 rows
+ * (two CTAs an SM: a 128-token tile would be mostly padding); else an expert of c rows, c a tenth over the mean
+ * for uneven routing, takes ceil(c / 256) 256-token CTAs or ceil(c / 128) 128-token ones at k_w16_r128 of the
+ * time each (the dense plan's measured ratio, one CTA an SM either way), and 256 wins where it is a tenth under:
+ * for a mean of about 117-232 rows (two 128-token CTAs against one: 1.26-1.54 of its time), and for the K-quants
+ * up to 383. From a mean of 384 rows, 256 (the rule measured with the raster, runs x2 / y2). On an H100 (run
+ * aa2), the Mixtral-like Q8_0 rows at m = 512 (1024 rows, 8 experts, 128 each): 256-token tiles took 0.81-1.01x
+ * the 128-token ones' time (0.37 / 0.37 / 0.36 ms against 0.40 / 0.36 / 0.45 on gate / up / down); the rule
+ * before took 128 from 64 to 383 rows. */
+static int xe_tile_for(int64_t m, int64_t E, int fi, int knob)
+{
+    if (knob == 64 || knob == 128 || knob == 256) return knob;
+    if (m >= 384 * E) return 256;
+    if (m < 64 * E) return 64;
+    const int64_t c = (m * 11 + 10 * E - 1) / (10 * E);
+    return (double)((c + 255) / 256) <= 0.9 * (double)((c + 127) / 128) * k_w16_r128[fi] ? 256 : 128;
+}
 
 memra_status memra__gpu_w16_experts(memra_call *call, const memra_gemm_args *a, const memra_gemm_experts_args *ex)
 {
@@ -297,10 +315,7 @@ memra_status memra__gpu_w16_experts(memra_call *call, const memra_gemm_args *a, 
         return memra__gpu_decline(call, "gemm_experts: needs an 8-byte aligned expert table and 4-byte aligned y and ids");
     if (m == 0 || n == 0) return MEMRA_STATUS_OK;
     if (ex->ids == 0) return gpu->host->set_error(MEMRA_STATUS_INVALID_ARGUMENT, "%s.gemm_experts: ids is NULL", gpu->name);
-    const int bn = s->tile_knob == 64 || s->tile_knob == 128 || s->tile_knob == 256 ? s->tile_knob
-                   : m >= 384 * E                                                 ? 256
-                   : m >= 64 * E                                                  ? 128
-                                                                                  : 64;
+    const int bn = xe_tile_for(m, E, fi, s->tile_knob);
     const int b = bn == 256 ? 0 : bn == 128 ? 1 : 2, per_sm = bn == 64 ? 2 : 1;
     int64_t T = (m + bn - 1) / bn + (E < m ? E : m);
     if (T > m) T = m;
