@@ -279,7 +279,9 @@ static size_t up16(size_t b) { return (b + 15) / 16 * 16; }
  * up to 383. From a mean of 384 rows, 256 (the rule measured with the raster, runs x2 / y2). On an H100 (run
  * aa2), the Mixtral-like Q8_0 rows at m = 512 (1024 rows, 8 experts, 128 each): 256-token tiles took 0.81-1.01x
  * the 128-token ones' time (0.37 / 0.37 / 0.36 ms against 0.40 / 0.36 / 0.45 on gate / up / down); the rule
- * before took 128 from 64 to 383 rows. */
+ * before took 128 from 64 to 383 rows. The price is under skew: with half of 1024 rows on one of 8 experts, the
+ * other seven's 73 rows fill a 256-token CTA 29% (by the same times 9 CTA-times against 6.9 on 128 tokens, and 8
+ * against 10.1 uniform); run aa2 timed uniform routing only. */
 static int xe_tile_for(int64_t m, int64_t E, int fi, int knob)
 {
     if (knob == 64 || knob == 128 || knob == 256) return knob;
