@@ -63,8 +63,8 @@
 #               W16L_XE_VARIANTS,
 #               W16L_NCU=1 each w16 launch's time in one bench moe row set, then the sanitizer tools W16L_TOOLS
 #               (default none) over `memra check --op gemm_w16 / gemm_experts --module w16 --quick`, each alone
-#   w16waves    MEMRA_W16_SPLIT=waves (the dense w16 plan by its waves): check --op gemm_w16 under it, then bench 27b
-#               waves / auto alternately (see step_w16waves)
+#   w16waves    MEMRA_W16_SPLIT=waves (the dense w16 plan by its waves, the default): check --op gemm_w16 under it,
+#               then bench 27b waves / fill alternately (see step_w16waves)
 #   xeab        knob settings A/B on the grouped call: XEAB_CASES test_gpu_experts cases, then bench moe per
 #               XEAB_VARIANTS entry (see step_xeab)
 #   wgpin       MEMRA_MMQ_WG_SEED=pin (_wgsf, the fold pinned behind the s8 wgmma): test, knobab, tools (see step_wgpin)
@@ -1295,10 +1295,10 @@ step_w16() {
 w16lane_keep() { # the logs and receipts so far, in case the call's limit cuts the step
   tar -C $L -cf "$OUT/logs.tar" . 2>/dev/null; tar -C $R -cf "$OUT/receipts.tar" . 2>/dev/null
 }
-# w16waves: MEMRA_W16_SPLIT=waves (the dense w16 call's token tile and slices by its waves, w16_ops.c
-# plan_by_waves) under MEMRA_W16=auto: memra check --op gemm_w16 under it (its 1000 x 2816 rows at m = 1100 take
+# w16waves: MEMRA_W16_SPLIT=waves (the default since run aa: the dense w16 call's token tile and slices by its
+# waves, w16_ops.c plan_by_waves) under MEMRA_W16=auto: memra check --op gemm_w16 under it (its 1000 x 2816 rows at m = 1100 take
 # the 256-token tile in 3 slices for the K-quants, its 5120 -> 1024 rows at 512 4 slices), then bench 27b with
-# waves / auto alternately (W16W_M, default "512 4096"; W16W_ROUNDS rounds, default 2), each run's w16 rows in the
+# waves / fill (the plan before) alternately (W16W_M, default "512 4096"; W16W_ROUNDS rounds, default 2), each run's w16 rows in the
 # summary, receipts named by arm and round
 step_w16waves() {
   local t=$SECONDS mm r i v f
@@ -1307,7 +1307,7 @@ step_w16waves() {
   say "memra check --op gemm_w16 (MEMRA_W16_SPLIT=waves): exit $? $(grep -E 'passed, ' "$L/check_w16_waves.log")"
   grep -E " FAIL|DECLINED" "$L/check_w16_waves.log" | head -8 >> "$S"
   for mm in ${W16W_M:-512 4096}; do for ((r = 1; r <= ${W16W_ROUNDS:-2}; r++)); do for ((i = 0; i < 2; i++)); do
-    v=$([ $(((i + r) % 2)) = 1 ] && echo waves || echo auto)
+    v=$([ $(((i + r) % 2)) = 1 ] && echo waves || echo fill)
     f="$L/w16waves_m${mm}_${v}_$r.txt"
     MEMRA_W16=auto MEMRA_W16_SPLIT=$v timeout 200 $M bench 27b --m $mm --json $R/w16waves_27b_m${mm}_${v}_${r}_$TAG.json \
       > "$f" 2>&1
