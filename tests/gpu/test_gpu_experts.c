@@ -74,13 +74,15 @@
  *                             CTA walks half and whole tiles; a logged refusal fails it).
  *                             Skips (77) on a GPU that is not cc 9.0.
  *   test_gpu_experts w16 | w16_graph | w16_q4_0 | w16_q4_k | w16_q5_k | w16_q6_k | w16_skew | w16_split
- *                    | w16_n128 | w16_n128_skew | w16_raster | w16_n256_skew
+ *                    | w16_n128 | w16_n128_skew | w16_raster | w16_n256_skew | w16_n160 | w16_n160_skew
  *                             experts on the W16 operand (MEMRA_W16=auto), the w16 module's grouped tile
  *                             (gemm_experts on lane gemm_w16: memra_k_w16_xe_*, cc 9.0): Q8_0 (k = 576, the
  *                             tile's 64-column steps), Q4_0, the K-quants; eager, captured, skewed (Q4_K), and
  *                             on 3 k slices (w16_split, Q6_K skewed: MEMRA_W16_SPLIT=3 for the dense lane too);
  *                             300 rows over 16 experts take the 64-token tile (two CTAs an SM), the _n128 cases
- *                             the 128-token one (MEMRA_W16_TILE=128; the dense lane's tile is its own);
+ *                             the 128-token one (MEMRA_W16_TILE=128; the dense lane's tile is its own), the _n160
+ *                             ones the 160-token one (MEMRA_W16_TILE=160, m64n160: the uneven routing's largest
+ *                             expert takes two tiles, the second partial; skewed, expert 5's rows one or two);
  *                             w16_raster (skewed) walks the grid in groups of 3 token tiles (MEMRA_W16_XE_RASTER=3);
  *                             w16_n256_skew (Q5_K) the 256-token tile in groups of 8 (MEMRA_W16_XE_RASTER=8, the
  *                             group auto takes where the rows fill 16 token tiles; 300 rows do not, so auto
@@ -209,6 +211,8 @@ static const xcase k_cases[] = {
     {"w16_n128_skew", MEMRA_FORMAT_Q4_K, "128", 1, 0, "w16", "w16", 0, 0},
     {"w16_raster", MEMRA_FORMAT_Q8_0, NULL, 1, 0, "w16", "w16", 0, 0},
     {"w16_n256_skew", MEMRA_FORMAT_Q5_K, "256", 1, 0, "w16", "w16", 0, 0},
+    {"w16_n160", MEMRA_FORMAT_Q8_0, "160", 0, 0, "w16", "w16", 0, 0},
+    {"w16_n160_skew", MEMRA_FORMAT_Q4_K, "160", 1, 0, "w16", "w16", 0, 0},
 };
 
 static int g_ne = E; /* the case's experts (tall: 2, 150 rows an expert) */

@@ -357,6 +357,7 @@ static const char *g_fxe_half_knob;    /* MEMRA_FP8BLK_XE_HALF likewise */
 static const char *g_w16_knob; /* MEMRA_W16 likewise */
 static const char *g_w16_raster_knob; /* MEMRA_W16_XE_RASTER likewise */
 static const char *g_w16_split_knob;  /* MEMRA_W16_SPLIT likewise */
+static const char *g_w16_tile_knob;   /* MEMRA_W16_TILE likewise */
 static const char *fake_knob(const memra_device_caps *caps, const char *name)
 {
     (void)caps;
@@ -364,6 +365,7 @@ static const char *fake_knob(const memra_device_caps *caps, const char *name)
     if (strcmp(name, "MEMRA_W16_XE_RASTER") == 0) return g_w16_raster_knob;
     if (strcmp(name, "MEMRA_FP8BLK_XE_HALF") == 0) return g_fxe_half_knob;
     if (strcmp(name, "MEMRA_W16_SPLIT") == 0) return g_w16_split_knob;
+    if (strcmp(name, "MEMRA_W16_TILE") == 0) return g_w16_tile_knob;
     if (strcmp(name, "MEMRA_FP8BLK_WGMMA") == 0) return g_wgmma_knob;
     if (strcmp(name, "MEMRA_MMQ_XE_BM") == 0) return g_xe_bm_knob;
     if (strcmp(name, "MEMRA_MMQ_XE_SPLIT") == 0) return g_xe_split_knob;
@@ -925,6 +927,49 @@ static int case_w16(const char *so)
         ok &= close_mod(&m, 1);
     }
     g_w16_split_knob = NULL;
+    /* MEMRA_W16_TILE=160 (opt-in: the grouped tile only): the Mixtral-like 1024 rows over 8 experts on 160-token
+     * tiles, ceil(1024 / 160) + 8 = 15 of them x 112 row tiles on the plain grid (1024 < 16 x 160), 4 x 29184 +
+     * 1024 bytes of shared memory; the Qwen3-like 32768 rows over 128 experts: 205 + 128 token tiles, rastered
+     * (1-D grid); a dense call under it takes its own plan (m 512, 5120 -> 5120 Q6_K: 2 x 40 CTAs of 256) */
+    g_w16_tile_knob = "160";
+    if (!open_mod(so, 90, &m)) return 0;
+    static const struct {
+        int m, n, k, E;
+        int32_t f;
+        unsigned gx, gy;
+        const char *tile;
+    } t160[] = {{1024, 14336, 4096, 8, MEMRA_FORMAT_Q8_0, 15, 112, "memra_k_w16_xe_q8_0_n160"},
+                {32768, 768, 2048, 128, MEMRA_FORMAT_Q5_K, 333 * 6, 1, "memra_k_w16_xe_q5_k_n160"}};
+    for (size_t i = 0; i < sizeof t160 / sizeof t160[0]; i++) {
+        memra_gemm_args xa = gemm(t160[i].m, t160[i].n, t160[i].k);
+        xa.w_format = t160[i].f;
+        memra_gemm_experts_args ex = {.struct_size = sizeof ex, .lane = MEMRA_OP_gemm_w16, .n_experts = t160[i].E,
+                                      .ids = 0x60000000};
+        c = call_of(&m);
+        const memra_status st = m.desc->ops->gemm_experts(&c, &xa, &ex);
+        const int g = st == MEMRA_STATUS_OK && g_n_launched == 3 && strcmp(g_launched[2], t160[i].tile) == 0 &&
+                      g_grid_x[2] == t160[i].gx && g_grid_y[2] == t160[i].gy && g_grid_z[2] == 1 &&
+                      g_smem[2] == 4u * 29184u + 1024u && g_block_x[2] == 384;
+        printf("  gemm_experts w16 tile 160, %d rows E %d: %s grid %u x %u x %u, smem %u  %s\n", t160[i].m, t160[i].E,
+               g_n_launched > 2 ? g_launched[2] : "-", g_grid_x[2], g_grid_y[2], g_grid_z[2], g_smem[2],
+               g ? "ok" : "FAIL");
+        ok &= g;
+        g_n_launched = 0;
+    }
+    {
+        memra_gemm_args wa = gemm(512, 5120, 5120);
+        wa.w_format = MEMRA_FORMAT_Q6_K;
+        c = call_of(&m);
+        const memra_status st = m.desc->ops->gemm_w16(&c, &wa);
+        const int g = st == MEMRA_STATUS_OK && g_n_launched == 2 && strcmp(g_launched[1], "memra_k_w16_q6_k_n256") == 0 &&
+                      g_grid_x[1] == 2 && g_grid_y[1] == 40;
+        printf("  gemm_w16 under MEMRA_W16_TILE=160, m 512, 5120 -> 5120 Q6_K: %s grid %u x %u  %s\n",
+               g_n_launched > 1 ? g_launched[1] : "-", g_grid_x[1], g_grid_y[1], g ? "ok" : "FAIL");
+        ok &= g;
+        g_n_launched = 0;
+    }
+    ok &= close_mod(&m, 1);
+    g_w16_tile_knob = NULL;
     g_w16_knob = NULL;
     return ok;
 }

@@ -10,7 +10,8 @@
  *   memra_k_w16_x16g         the routed rows of x (f32, or f16) into the table's f16 token tiles
  *   memra_k_w16_xe_<fmt>_n<BN> the tile over the table (grid: the table's worst case x row tiles x slices, or
  *                            with rg > 0 the product of the two on x, walked in groups of rg token tiles), each
- *                            output row scattered to y[perm[s]]; BN 256, 128 or 64 (two CTAs an SM)
+ *                            output row scattered to y[perm[s]]; BN 256, 160 (experts of 129-160 rows: one
+ *                            m64n160 tile where 128 takes two), 128 or 64 (two CTAs an SM)
  *   memra_k_w16_sumg         split-k's sum, scattered likewise */
 #include "w16_tile.cuh"
 #include "../common/route.cuh"
@@ -18,6 +19,7 @@
 /* w16_ops.c's launch sizes (W16_SMEM_BYTES, W16_SMEM_N64) */
 static_assert(w16_smem<256>() == 4 * 41472 + 1024 && w16_smem<128>() <= w16_smem<256>(), "w16_ops.c W16_SMEM_BYTES");
 static_assert(w16_smem<64>() == 4 * 16896 + 1024, "w16_ops.c W16_SMEM_N64");
+static_assert(w16_smem<160>() == 4 * 29184 + 1024, "w16_ops.c W16_SMEM_N160");
 
 /* the routing kernel's shared counters: at most W16_XE_MAX experts */
 #define W16_XE_MAX 4096
@@ -60,6 +62,11 @@ W16_XE_ENTRY(q4_0, 4, 128)
 W16_XE_ENTRY(q4_k, 5, 128)
 W16_XE_ENTRY(q5_k, 7, 128)
 W16_XE_ENTRY(q6_k, 6, 128)
+W16_XE_ENTRY(q8_0, 8, 160)
+W16_XE_ENTRY(q4_0, 4, 160)
+W16_XE_ENTRY(q4_k, 5, 160)
+W16_XE_ENTRY(q5_k, 7, 160)
+W16_XE_ENTRY(q6_k, 6, 160)
 W16_XE_ENTRY(q8_0, 8, 64)
 W16_XE_ENTRY(q4_0, 4, 64)
 W16_XE_ENTRY(q4_k, 5, 64)

@@ -8,7 +8,7 @@
  *   3. with split-k, memra_k_w16_sum: the slices added in slice order, times alpha, into y.
  * And gemm_experts on lane gemm_w16 (memra__gpu_w16_experts below: the same tile over a routing table).
  * Knobs (read at load): MEMRA_W16 (unset or 0, the default: no image loaded, every call declines; auto, 1: loaded),
- * MEMRA_W16_TILE (auto | 64 | 128 | 256; 64 the grouped tile's only), MEMRA_W16_SPLIT (auto = waves | fill | 1..16),
+ * MEMRA_W16_TILE (auto | 64 | 128 | 160 | 256; 64 and 160 the grouped tile's only), MEMRA_W16_SPLIT (auto = waves | fill | 1..16),
  * MEMRA_W16_XE_RASTER (auto, the default | 0 | 1..64). */
 #include <stdlib.h>
 #include <string.h>
@@ -27,15 +27,16 @@
 #define W16_BK 64
 #define W16_SMEM_BYTES (4u * 41472u + 1024u)
 #define W16_SMEM_N64 (4u * 16896u + 1024u)
+#define W16_SMEM_N160 (4u * 29184u + 1024u)
 #define W16_THREADS 384
 #define W16_XE_RASTER_AUTO 8 /* MEMRA_W16_XE_RASTER=auto's group (rows of at least 16 token tiles) */
 
 typedef struct memra__w16_state {
     CUfunction tile[2][5]; /* [BN 256, 128][Q8_0, Q4_0, Q4_K, Q6_K, Q5_K] */
     CUfunction x16, x16h, sum;
-    CUfunction xe_tile[3][5]; /* the grouped tile: [BN 256, 128, 64][the formats as tile's] */
+    CUfunction xe_tile[4][5]; /* the grouped tile: [BN 256, 128, 64, 160][the formats as tile's] */
     CUfunction xe_route, xe_x16, xe_sum;
-    int tile_knob;  /* 0 auto, else 256 / 128 (and 64: the grouped tile only) */
+    int tile_knob;  /* 0 auto, else 256 / 128 (and 64, 160: the grouped tile only) */
     int split_knob; /* -1 waves (auto, the default: dense calls; grouped ones take fill), 0 fill, else 1..16 */
     int raster;     /* MEMRA_W16_XE_RASTER: -1 auto, 0 the (token tiles, row tiles) grid, else its group of token tiles */
     int off;        /* MEMRA_W16=0: nothing loaded */
@@ -47,15 +48,17 @@ static const char *const k_tile_names[2][5] = {
     {"memra_k_w16_q8_0_n128", "memra_k_w16_q4_0_n128", "memra_k_w16_q4_k_n128", "memra_k_w16_q6_k_n128",
      "memra_k_w16_q5_k_n128"},
 };
-static const char *const k_xe_names[3][5] = {
+static const char *const k_xe_names[4][5] = {
     {"memra_k_w16_xe_q8_0_n256", "memra_k_w16_xe_q4_0_n256", "memra_k_w16_xe_q4_k_n256", "memra_k_w16_xe_q6_k_n256",
      "memra_k_w16_xe_q5_k_n256"},
     {"memra_k_w16_xe_q8_0_n128", "memra_k_w16_xe_q4_0_n128", "memra_k_w16_xe_q4_k_n128", "memra_k_w16_xe_q6_k_n128",
      "memra_k_w16_xe_q5_k_n128"},
     {"memra_k_w16_xe_q8_0_n64", "memra_k_w16_xe_q4_0_n64", "memra_k_w16_xe_q4_k_n64", "memra_k_w16_xe_q6_k_n64",
      "memra_k_w16_xe_q5_k_n64"},
+    {"memra_k_w16_xe_q8_0_n160", "memra_k_w16_xe_q4_0_n160", "memra_k_w16_xe_q4_k_n160", "memra_k_w16_xe_q6_k_n160",
+     "memra_k_w16_xe_q5_k_n160"},
 };
-static const unsigned k_xe_smem[3] = {W16_SMEM_BYTES, W16_SMEM_BYTES, W16_SMEM_N64};
+static const unsigned k_xe_smem[4] = {W16_SMEM_BYTES, W16_SMEM_BYTES, W16_SMEM_N64, W16_SMEM_N160};
 
 static memra_status w16_load(memra__gpu *gpu, void *state)
 {
@@ -75,7 +78,7 @@ static memra_status w16_load(memra__gpu *gpu, void *state)
     if (st == MEMRA_STATUS_OK) st = memra__gpu_function(gpu, m, "memra_k_w16_x16", 0, &s->x16);
     if (st == MEMRA_STATUS_OK) st = memra__gpu_function(gpu, m, "memra_k_w16_x16h", 0, &s->x16h);
     if (st == MEMRA_STATUS_OK) st = memra__gpu_function(gpu, m, "memra_k_w16_sum", 0, &s->sum);
-    for (int b = 0; b < 3 && st == MEMRA_STATUS_OK; b++)
+    for (int b = 0; b < 4 && st == MEMRA_STATUS_OK; b++)
         for (int f = 0; f < 5 && st == MEMRA_STATUS_OK; f++)
             st = memra__gpu_function(gpu, m, k_xe_names[b][f], k_xe_smem[b], &s->xe_tile[b][f]);
     if (st == MEMRA_STATUS_OK) st = memra__gpu_function(gpu, m, "memra_k_w16_route", 0, &s->xe_route);
@@ -281,10 +284,13 @@ static size_t up16(size_t b) { return (b + 15) / 16 * 16; }
  * the 128-token ones' time (0.37 / 0.37 / 0.36 ms against 0.40 / 0.36 / 0.45 on gate / up / down); the rule
  * before took 128 from 64 to 383 rows. The price is under skew: with half of 1024 rows on one of 8 experts, the
  * other seven's 73 rows fill a 256-token CTA 29% (by the same times 9 CTA-times against 6.9 on 128 tokens, and 8
- * against 10.1 uniform); run aa2 timed uniform routing only. */
+ * against 10.1 uniform); run aa2 timed uniform routing only. The 160-token tile (m64n160: an expert of 129-160
+ * rows in one CTA at 160 / 256 of the 256-token tile's MMAs, about 0.72 of its time for Q8_0 if a CTA's time is
+ * linear in the tokens through the measured 0.63 at 128) is taken by MEMRA_W16_TILE=160 only, until a run
+ * times it: auto does not pick it. */
 static int xe_tile_for(int64_t m, int64_t E, int fi, int knob)
 {
-    if (knob == 64 || knob == 128 || knob == 256) return knob;
+    if (knob == 64 || knob == 128 || knob == 160 || knob == 256) return knob;
     if (m >= 384 * E) return 256;
     if (m < 64 * E) return 64;
     const int64_t c = (m * 11 + 10 * E - 1) / (10 * E);
@@ -318,7 +324,7 @@ memra_status memra__gpu_w16_experts(memra_call *call, const memra_gemm_args *a, 
     if (m == 0 || n == 0) return MEMRA_STATUS_OK;
     if (ex->ids == 0) return gpu->host->set_error(MEMRA_STATUS_INVALID_ARGUMENT, "%s.gemm_experts: ids is NULL", gpu->name);
     const int bn = xe_tile_for(m, E, fi, s->tile_knob);
-    const int b = bn == 256 ? 0 : bn == 128 ? 1 : 2, per_sm = bn == 64 ? 2 : 1;
+    const int b = bn == 256 ? 0 : bn == 128 ? 1 : bn == 64 ? 2 : 3, per_sm = bn == 64 ? 2 : 1;
     int64_t T = (m + bn - 1) / bn + (E < m ? E : m);
     if (T > m) T = m;
     if (T > 0x7FFFFFFF / 2 || (T * bn * k / 8 + 255) / 256 > 0x7FFFFFFF || (m * n + 255) / 256 > 0x7FFFFFFF)

@@ -23,7 +23,8 @@
 #include "w16_wgmma.cuh"
 
 /* BN: the token tile, 256 (two m64n256 warpgroups) or 128 (m64n128: twice the CTAs, for short m); the grouped
- * tile also 64 (m64n64, two CTAs an SM: for experts of few rows each) */
+ * tile also 160 (m64n160: an expert of 129-160 rows in one tile, at 160 / 256 of the MMAs) and 64 (m64n64, two
+ * CTAs an SM: for experts of few rows each) */
 constexpr int BM = 128, BK = 64, S = 4;
 constexpr int ST_SCALES = BM * (BK / 32) * 2;
 /* QB: the format, 8 Q8_0, 4 Q4_0, 5 Q4_K, 7 Q5_K, 6 Q6_K. A k32 group's codes of a row tile (CB bytes: Q5_K's /
