@@ -158,6 +158,16 @@ int main(void)
     bad_open("MEMRA_W16_SPLIT=auto|waves", "MEMRA_W16_SPLIT=auto|waves", "expected an integer");
     bad_open("MEMRA_W16_SPLIT=17", "MEMRA_W16_SPLIT=17", "expected an integer");
     bad_open("MEMRA_W16_SPLIT=fil", "MEMRA_W16_SPLIT=fil", "expected an integer");
+    /* the grouped tile's token widths: 160 is one, 192 is not */
+    bad_open("MEMRA_W16_TILE=192", "MEMRA_W16_TILE=192", "auto|64|128|160|256");
+    {
+        const char *one[] = {"MEMRA_W16_TILE=160", NULL};
+        memra_options os = {.struct_size = sizeof os, .no_cuda = 1, .no_default_modules = 1, .settings = one};
+        CHECK_OK(memra_open(&os, &rt));
+        entry(rt, "MEMRA_W16_TILE", &e);
+        CHECK_STR_EQ(e.value, "160");
+        memra_close(rt);
+    }
     for (int i = 0; i < 4; i++) {
         static const char *const ok_split[4] = {"MEMRA_W16_SPLIT=waves", "MEMRA_W16_SPLIT=auto", "MEMRA_W16_SPLIT=16",
                                                 "MEMRA_W16_SPLIT=fill"};

@@ -71,10 +71,13 @@
  *                             rows run a column half on each warpgroup
  *                             (MEMRA_FP8BLK_XE_HALF=1, MEMRA_FP8BLK_XE_N128=0: n = 200 is
  *                             one 256-wide column, its second half partial; 5 CTAs, so a
- *                             CTA walks half and whole tiles; a logged refusal fails it).
+ *                             CTA walks half and whole tiles; a logged refusal fails it);
+ *                             fp8blk_qu8 skewed with the activation quantised 8 items a warp
+ *                             (MEMRA_FP8BLK_XE_QU=8, memra_k_fp8blk_quant_sorted8).
  *                             Skips (77) on a GPU that is not cc 9.0.
  *   test_gpu_experts w16 | w16_graph | w16_q4_0 | w16_q4_k | w16_q5_k | w16_q6_k | w16_skew | w16_split
  *                    | w16_n128 | w16_n128_skew | w16_raster | w16_n256_skew | w16_n160 | w16_n160_skew
+ *                    | w16_n160_split | w16_n160_raster
  *                             experts on the W16 operand (MEMRA_W16=auto), the w16 module's grouped tile
  *                             (gemm_experts on lane gemm_w16: memra_k_w16_xe_*, cc 9.0): Q8_0 (k = 576, the
  *                             tile's 64-column steps), Q4_0, the K-quants; eager, captured, skewed (Q4_K), and
@@ -82,7 +85,9 @@
  *                             300 rows over 16 experts take the 64-token tile (two CTAs an SM), the _n128 cases
  *                             the 128-token one (MEMRA_W16_TILE=128; the dense lane's tile is its own), the _n160
  *                             ones the 160-token one (MEMRA_W16_TILE=160, m64n160: the uneven routing's largest
- *                             expert takes two tiles, the second partial; skewed, expert 5's rows one or two);
+ *                             expert takes two tiles, the second partial; skewed, expert 5's rows one or two;
+ *                             _split on 3 k slices (Q6_K skewed), _raster walked in groups of 2 token tiles,
+ *                             MEMRA_W16_XE_RASTER=2, Q5_K uneven);
  *                             w16_raster (skewed) walks the grid in groups of 3 token tiles (MEMRA_W16_XE_RASTER=3);
  *                             w16_n256_skew (Q5_K) the 256-token tile in groups of 8 (MEMRA_W16_XE_RASTER=8, the
  *                             group auto takes where the rows fill 16 token tiles; 300 rows do not, so auto
@@ -172,6 +177,7 @@ static const xcase k_cases[] = {
     {"fp8blk_skew", MEMRA_FORMAT_E4M3, NULL, 1, 0, "fp8 block-128", "fp8blk", 0, 0},
     {"fp8blk_raster", MEMRA_FORMAT_E4M3, NULL, 1, 0, "fp8 block-128", "fp8blk", 0, 0},
     {"fp8blk_half", MEMRA_FORMAT_E4M3, NULL, 1, 0, "fp8 block-128", "fp8blk", 0, 0},
+    {"fp8blk_qu8", MEMRA_FORMAT_E4M3, NULL, 1, 0, "fp8 block-128", "fp8blk", 0, 0},
     {"fp8blk_split", MEMRA_FORMAT_E4M3, NULL, 0, 0, "fp8 block-128", "fp8blk", 2, 0},
     {"fp8blk_one", MEMRA_FORMAT_E4M3, NULL, 0, 0, "fp8 block-128", "fp8blk", 0, 0},
     {"fp8blk_one_skew", MEMRA_FORMAT_E4M3, NULL, 1, 0, "fp8 block-128", "fp8blk", 0, 0},
@@ -213,6 +219,8 @@ static const xcase k_cases[] = {
     {"w16_n256_skew", MEMRA_FORMAT_Q5_K, "256", 1, 0, "w16", "w16", 0, 0},
     {"w16_n160", MEMRA_FORMAT_Q8_0, "160", 0, 0, "w16", "w16", 0, 0},
     {"w16_n160_skew", MEMRA_FORMAT_Q4_K, "160", 1, 0, "w16", "w16", 0, 0},
+    {"w16_n160_split", MEMRA_FORMAT_Q6_K, "160", 1, 0, "w16", "w16", 3, 0},
+    {"w16_n160_raster", MEMRA_FORMAT_Q5_K, "160", 0, 0, "w16", "w16", 0, 0},
 };
 
 static int g_ne = E; /* the case's experts (tall: 2, 150 rows an expert) */
@@ -371,7 +379,9 @@ int main(int argc, char **argv)
     const int wgc = strncmp(xc->name, "wg", 2) == 0;    /* MEMRA_MMQ_XE_WG=1: the seeded warpgroup tile (cc 9.x) */
     /* wg_pf: the prefetch's refusals and the warpgroup tile's own fall-backs (MEMRA_MMQ_XE_PF / _WG) */
     const int fhalf = strcmp(xc->name, "fp8blk_half") == 0; /* MEMRA_FP8BLK_XE_HALF=1 (cc 9.0) */
+    const int fqu = strcmp(xc->name, "fp8blk_qu8") == 0;    /* MEMRA_FP8BLK_XE_QU=8 (cc 9.0) */
     if (fhalf) g_tall_log.watch = "MEMRA_FP8BLK_XE_HALF";
+    if (fqu) g_tall_log.watch = "MEMRA_FP8BLK_XE_QU";
     if (wgc) g_tall_log.watch = strcmp(xc->name, "wg_pf") == 0 ? "MEMRA_MMQ_XE_" : "MEMRA_MMQ_XE_WG";
     char bm[32];
     snprintf(bm, sizeof bm, "MEMRA_MMQ_XE_BM=%s", xc->bm ? xc->bm : "");
@@ -405,6 +415,7 @@ int main(int argc, char **argv)
                               w16 ? "MEMRA_W16=auto" : NULL, w16 ? w16split : NULL, w16 && xc->bm ? w16tile : NULL,
                               strcmp(xc->name, "w16_raster") == 0 ? "MEMRA_W16_XE_RASTER=3" : NULL,
                               strcmp(xc->name, "w16_n256_skew") == 0 ? "MEMRA_W16_XE_RASTER=8" : NULL,
+                              strcmp(xc->name, "w16_n160_raster") == 0 ? "MEMRA_W16_XE_RASTER=2" : NULL,
                               /* the weight's L2 prefetch: _wgs's twin (SEED=1), on the default raster */
                               strcmp(xc->name, "wg_pf") == 0 ? "MEMRA_MMQ_XE_PF=1" : NULL,
                               strcmp(xc->name, "wg_pf") == 0 ? "MEMRA_MMQ_WG_SEED=1" : NULL,
@@ -421,7 +432,9 @@ int main(int argc, char **argv)
                               fhalf ? "MEMRA_FP8BLK_XE_CTAS=5" : NULL,
                               /* whatever the environment says: the persistent tile, without hints, no tall tile */
                               fhalf ? "MEMRA_FP8BLK_XE_PERSIST=1" : NULL, fhalf ? "MEMRA_FP8BLK_XE_L2=0" : NULL,
-                              fhalf ? "MEMRA_FP8BLK_XE_TALL=0" : NULL, NULL};
+                              fhalf ? "MEMRA_FP8BLK_XE_TALL=0" : NULL,
+                              /* the quantiser in expert order with 8 items a warp (its codes the 4-item one's) */
+                              strcmp(xc->name, "fp8blk_qu8") == 0 ? "MEMRA_FP8BLK_XE_QU=8" : NULL, NULL};
     if (h16) settings[3] = "MEMRA_MMQ_XE_F16=1";
     /* the list ends at its first NULL: the slots left unset above are dropped, so that none hides the ones after
      * it (before, a case without MEMRA_MMQ_XE_BM ended the list there: the wg and tall cases ran without their
@@ -443,7 +456,7 @@ int main(int argc, char **argv)
     }
     printf("device: %s (%s), case %s\n", memra_device_caps_get(dev)->name, memra_device_caps_get(dev)->profile, name);
     const int tall_cc9 = ((tall || wgc) && memra_device_caps_get(dev)->cc / 10 == 9) ||
-                         (fhalf && memra_device_caps_get(dev)->cc == 90); /* checked after the calls */
+                         ((fhalf || fqu) && memra_device_caps_get(dev)->cc == 90); /* checked after the calls */
     if (fp8 && memra_device_caps_get(dev)->cc != 90) {
         memra_close(rt);
         TEST_SKIP("the grouped block-128 FP8 lane is sm_90a's (cc 9.0)");
@@ -580,6 +593,7 @@ int main(int argc, char **argv)
     if (tall_cc9 && g_tall_log.n != 0) {
         printf("%s was refused on this cc 9.x GPU: its tiles did not run  FAIL\n",
                fhalf                          ? "MEMRA_FP8BLK_XE_HALF=1"
+               : fqu                            ? "MEMRA_FP8BLK_XE_QU=8"
                : strcmp(xc->name, "wg_pf") == 0 ? "MEMRA_MMQ_XE_PF=1"
                : wgc                            ? "MEMRA_MMQ_XE_WG=1"
                                                 : "MEMRA_MMQ_XE_TALL=1");

@@ -354,6 +354,7 @@ static const char *g_fxe_raster_knob;  /* MEMRA_FP8BLK_XE_RASTER likewise */
 static const char *g_fxe_ctas_knob;    /* MEMRA_FP8BLK_XE_CTAS likewise */
 static const char *g_fxe_tall_knob;    /* MEMRA_FP8BLK_XE_TALL likewise */
 static const char *g_fxe_half_knob;    /* MEMRA_FP8BLK_XE_HALF likewise */
+static const char *g_fxe_qu_knob;      /* MEMRA_FP8BLK_XE_QU likewise */
 static const char *g_w16_knob; /* MEMRA_W16 likewise */
 static const char *g_w16_raster_knob; /* MEMRA_W16_XE_RASTER likewise */
 static const char *g_w16_split_knob;  /* MEMRA_W16_SPLIT likewise */
@@ -364,6 +365,7 @@ static const char *fake_knob(const memra_device_caps *caps, const char *name)
     if (strcmp(name, "MEMRA_W16") == 0) return g_w16_knob;
     if (strcmp(name, "MEMRA_W16_XE_RASTER") == 0) return g_w16_raster_knob;
     if (strcmp(name, "MEMRA_FP8BLK_XE_HALF") == 0) return g_fxe_half_knob;
+    if (strcmp(name, "MEMRA_FP8BLK_XE_QU") == 0) return g_fxe_qu_knob;
     if (strcmp(name, "MEMRA_W16_SPLIT") == 0) return g_w16_split_knob;
     if (strcmp(name, "MEMRA_W16_TILE") == 0) return g_w16_tile_knob;
     if (strcmp(name, "MEMRA_FP8BLK_WGMMA") == 0) return g_wgmma_knob;
@@ -752,11 +754,15 @@ static int gemm_w16_experts_plans(mod *m)
          * CTAs an SM), 64 + 128 of them, 6 row tiles: 1152 CTAs, unsplit; rows of 64 token tiles and more: the
          * raster's 1-D grid (auto: m >= 16 tiles) */
         {4096, 768, 2048, 128, MEMRA_FORMAT_Q8_0, 192 * 6, 1, 1, n64, "memra_k_w16_xe_q8_0_n64", "Q8_0 4096 rows E 128"},
-        /* at 4096 tokens: 32768 rows, 256 a mean expert (282 with the tenth: two 256-token CTAs against three of
-         * 128 at 0.63 each, under a tenth apart): 128-token tiles, 256 + 128, rastered; Q4_K's 128-token CTA
-         * costs 0.76: 256-token tiles, 128 + 128, rastered */
+        /* at 4096 tokens: 32768 rows, 256 a mean expert (282 with the tenth: two 256-token CTAs cost 2, three of
+         * 128 at 0.63 each 1.89): 128-token tiles, 256 + 128, rastered; Q4_K's 128-token CTA costs 0.76 (2.28):
+         * 256-token tiles, 128 + 128, rastered. At 360 rows a mean expert (396 with the tenth) Q8_0 takes 256
+         * again: two CTAs against four of 128 (2.52) */
         {32768, 768, 2048, 128, MEMRA_FORMAT_Q4_0, 384 * 6, 1, 1, big, "memra_k_w16_xe_q4_0_n128", "Q4_0 32768 rows E 128"},
         {32768, 768, 2048, 128, MEMRA_FORMAT_Q4_K, 256 * 6, 1, 1, big, "memra_k_w16_xe_q4_k_n256", "Q4_K 32768 rows E 128"},
+        /* 2880 rows over 8 experts (360 a mean, 396 with the tenth): Q8_0 on 256-token tiles, 12 + 8 of them x 6
+         * row tiles (120 CTAs, under 16 token tiles: the plain grid), so split-k in 2 slices of 16 steps */
+        {2880, 768, 2048, 8, MEMRA_FORMAT_Q8_0, 20, 6, 2, big, "memra_k_w16_xe_q8_0_n256", "Q8_0 2880 rows E 8"},
         /* 64 rows over 4 experts (16 a mean expert), 4096 -> 256: 1 + 4 64-token tiles, 2 row tiles, 10 CTAs: 8
          * slices of 8 steps */
         {64, 256, 4096, 4, MEMRA_FORMAT_Q6_K, 5, 2, 8, n64, "memra_k_w16_xe_q6_k_n64", "Q6_K 64 rows E 4 split"},
@@ -3077,6 +3083,42 @@ static int case_fp8blk(const char *so)
         ok &= close_mod(&m, 2);
     }
     g_fxe_half_knob = NULL, g_xe_n128_knob = NULL, g_fxe_l2_knob = NULL, g_missing_kernel = NULL;
+    /* MEMRA_FP8BLK_XE_QU: the quantiser in expert order with 4 items a warp (unset, "4") or 8 (_sorted8: 300 rows x
+     * 2 k blocks = 600 items, 8 warps a block: 10 blocks where 4 items take 19); a static scale keeps
+     * _sorted_given's 4 items; an image without _sorted8 warns at load and keeps the 4-item one */
+    static const struct {
+        const char *knob, *missing, *quant;
+        float xsc;
+        unsigned gx;
+        int warns;
+    } qus[] = {
+        {NULL, NULL, "memra_k_fp8blk_quant_sorted", 0.0f, 19, 0},
+        {"4", NULL, "memra_k_fp8blk_quant_sorted", 0.0f, 19, 0},
+        {"8", NULL, "memra_k_fp8blk_quant_sorted8", 0.0f, 10, 0},
+        {"8", NULL, "memra_k_fp8blk_quant_sorted_given", 0.5f, 19, 0},
+        {"8", "_sorted8", "memra_k_fp8blk_quant_sorted", 0.0f, 19, 1},
+    };
+    for (size_t i = 0; i < sizeof qus / sizeof qus[0]; i++) {
+        g_fxe_qu_knob = qus[i].knob, g_missing_kernel = qus[i].missing;
+        const int w0 = g_n_warn;
+        if (!open_mod(so, 90, &m)) return 0;
+        const int wl = g_n_warn - w0;
+        memra_call qc = call_of(&m);
+        memra_gemm_args qa = gemm(300, 300, 256);
+        qa.x_scale = qus[i].xsc;
+        memra_gemm_experts_args ex = {.struct_size = sizeof ex, .lane = MEMRA_OP_gemm_fp8_blk, .n_experts = 8,
+                                      .ids = 0x60000000};
+        const memra_status st = m.desc->ops->gemm_experts(&qc, &qa, &ex);
+        const int g = st == MEMRA_STATUS_OK && g_n_launched >= 3 && strcmp(g_launched[1], qus[i].quant) == 0 &&
+                      g_grid_x[1] == qus[i].gx && g_block_x[1] == 256 && wl == qus[i].warns;
+        printf("  XE_QU=%s%s%s, x_scale %g: %s grid %u (256), %d warnings  %s\n", qus[i].knob ? qus[i].knob : "unset",
+               qus[i].missing ? ", image without " : "", qus[i].missing ? qus[i].missing : "", (double)qus[i].xsc,
+               g_n_launched > 1 ? g_launched[1] : "-", g_grid_x[1], wl, g ? "ok" : "FAIL");
+        ok &= g;
+        g_n_launched = 0;
+        ok &= close_mod(&m, 2);
+    }
+    g_fxe_qu_knob = NULL, g_missing_kernel = NULL;
     /* MEMRA_FP8BLK_XE_TALL=1: the tall tile at both sizes, whatever the width, persistence or L2
      * setting; a split asked for wins (its own tile); an image without the tall tile: the default's
      * 128-row tiles */

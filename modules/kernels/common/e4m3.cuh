@@ -132,11 +132,12 @@ __device__ __forceinline__ unsigned int memra_e4m3_pack4f(float4 v) { return mem
 #ifndef MEMRA_ROW128_U
 #define MEMRA_ROW128_U 4 /* = kernels.h, which the launchers read */
 #endif
-/* The rows and first columns of a warp's MEMRA_ROW128_U items item0, item0 + 1, ...
- * (item r * kb + b): one division per warp, then a step per item (kb may be smaller
- * than the item count, hence the loop), in 32 bits while the item index fits. */
-__device__ __forceinline__ void memra_row128_items(long long item0, int kb, int lane, int row[MEMRA_ROW128_U],
-                                                   int col[MEMRA_ROW128_U])
+/* The rows and first columns of a warp's U items item0, item0 + 1, ... (item r * kb +
+ * b; U = MEMRA_ROW128_U unless a caller names another): one division per warp, then a
+ * step per item (kb may be smaller than the item count, hence the loop), in 32 bits
+ * while the item index fits. */
+template <int U = MEMRA_ROW128_U>
+__device__ __forceinline__ void memra_row128_items(long long item0, int kb, int lane, int *row, int *col)
 {
     int r, b;
     if (item0 < 0x7FFFFFFFLL) {
@@ -147,7 +148,7 @@ __device__ __forceinline__ void memra_row128_items(long long item0, int kb, int 
         b = (int)(item0 - (long long)r * kb);
     }
 #pragma unroll
-    for (int u = 0; u < MEMRA_ROW128_U; u++) {
+    for (int u = 0; u < U; u++) {
         row[u] = r;
         col[u] = b * 128 + lane * 4;
         for (b++; b >= kb; b -= kb) r++;
@@ -159,18 +160,20 @@ __device__ __forceinline__ void memra_row128_items(long long item0, int kb, int 
  * memra_row128_quant passes, so its code is unchanged). The same arithmetic
  * on the same values: bit for bit what memra_row128_quant writes for that x
  * row, at row r. gemm_experts (fp8blk) writes its activation in expert order
- * this way. */
+ * this way. U: the warp's items (MEMRA_ROW128_U unless the caller names another;
+ * each item's arithmetic is the same whatever U). */
+template <int U = MEMRA_ROW128_U>
 __device__ __forceinline__ void memra_row128_quant_rows(const float *__restrict__ x, const int *__restrict__ src,
                                                         int m, int m_pad, int k, unsigned char *__restrict__ q,
                                                         float *__restrict__ s, long long ld_s, long long item0)
 {
     const int kb = (k + 127) / 128, lane = threadIdx.x & 31;
     const long long items = (long long)m_pad * kb;
-    float4 v[MEMRA_ROW128_U];
-    int row[MEMRA_ROW128_U], col[MEMRA_ROW128_U];
-    memra_row128_items(item0, kb, lane, row, col);
+    float4 v[U];
+    int row[U], col[U];
+    memra_row128_items<U>(item0, kb, lane, row, col);
 #pragma unroll
-    for (int u = 0; u < MEMRA_ROW128_U; u++) {
+    for (int u = 0; u < U; u++) {
         const long long it = item0 + u;
         v[u] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
         if (it < items && row[u] < m && col[u] < k) {
@@ -179,7 +182,7 @@ __device__ __forceinline__ void memra_row128_quant_rows(const float *__restrict_
         }
     }
 #pragma unroll
-    for (int u = 0; u < MEMRA_ROW128_U; u++) {
+    for (int u = 0; u < U; u++) {
         const long long it = item0 + u;
         float a = fmaxf(fmaxf(fabsf(v[u].x), fabsf(v[u].y)), fmaxf(fabsf(v[u].z), fabsf(v[u].w)));
 #pragma unroll

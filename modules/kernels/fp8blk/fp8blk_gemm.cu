@@ -153,7 +153,8 @@ memra_k_fp8blk_quant_given(const float *__restrict__ x, int m, int k, unsigned c
  *                         whose last 1 .. 64 rows would half-fill a 128-row tile
  *                         gets floor(c / 128) tiles there and one of 64 rows in
  *                         tiles2 (*ntiles2). Nothing is read on the host.
- *   memra_k_fp8blk_quant_sorted / _sorted_given  memra_k_fp8blk_quant /
+ *   memra_k_fp8blk_quant_sorted / _sorted_given (/ _sorted8: 8 items a warp,
+ *                         MEMRA_FP8BLK_XE_QU=8)  memra_k_fp8blk_quant /
  *                         _quant_given (a static scale only: a producer's maxima
  *                         are the batch's rows', module.h) with the rows in expert
  *                         order: sorted row s of q (and its scales at s[b * m + s])
@@ -197,6 +198,18 @@ memra_k_fp8blk_quant_sorted(const float *__restrict__ x, const int *__restrict__
     const long long warp = (long long)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
     const int routed = offsets[E];
     memra_row128_quant_rows(x, perm, routed, m, k, q, s, m, warp * MEMRA_ROW128_U);
+}
+
+/* MEMRA_FP8BLK_XE_QU=8 (opt-in): the same quantiser with 8 items a warp, where the 4 of the dense one's
+ * leave each warp's dependent read of perm (an L2 round trip before its rows' reads) over half the bytes:
+ * the same codes and scales, bit for bit (each item's arithmetic does not depend on the count a warp) */
+extern "C" __global__ void __launch_bounds__(256)
+memra_k_fp8blk_quant_sorted8(const float *__restrict__ x, const int *__restrict__ perm, const int *__restrict__ offsets,
+                             int E, int m, int k, unsigned char *__restrict__ q, float *__restrict__ s)
+{
+    const long long warp = (long long)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
+    const int routed = offsets[E];
+    memra_row128_quant_rows<8>(x, perm, routed, m, k, q, s, m, warp * 8);
 }
 
 extern "C" __global__ void __launch_bounds__(256)

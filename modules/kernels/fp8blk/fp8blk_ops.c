@@ -33,6 +33,9 @@ typedef struct fp8blk_state {
     /* gemm_experts (sm_90a, where a warpgroup kernel serves gemm_fp8_blk): the routing kernel, the
      * quantisers in expert order and the grouped 128 x 128 tile; NULL elsewhere (the op declines) */
     CUfunction xe_route, xe_quant, xe_quant_given, xe_gemm;
+    /* MEMRA_FP8BLK_XE_QU=8 (opt-in): xe_quant is memra_k_fp8blk_quant_sorted8 (8 items a warp, the same codes);
+     * xe_qu: the items a warp of xe_quant, 4 (MEMRA_ROW128_U) or 8 */
+    int xe_qu;
     CUfunction xe_gemm64; /* the 64-row remainder tile, or NULL: one table of 128-row tiles */
     CUfunction xe_wide;   /* MEMRA_FP8BLK_XE_WIDE=1: the 128-row tiles on 128 x 256 (experts_wgmma_wide), or NULL */
     CUfunction xe_one;    /* MEMRA_FP8BLK_XE_ONE=1|all: one table of 128-row tiles, tile-major (experts_wgmma_t), or NULL */
@@ -235,6 +238,18 @@ static void fp8blk_load_wgmma(memra__gpu *q, fp8blk_state *fb, CUmodule m)
             q->cu.cuModuleGetFunction(&fb->xe_quant_given, m, "memra_k_fp8blk_quant_sorted_given") != MEMRA__CU_SUCCESS) {
             host->log(MEMRA_LOG_INFO, q->name, "gemm_experts: the %s image has no grouped kernels", fb->path);
             fb->xe_route = fb->xe_quant = fb->xe_quant_given = NULL;
+        }
+        fb->xe_qu = MEMRA_ROW128_U;
+        const char *qu = memra__gpu_knob(q, "MEMRA_FP8BLK_XE_QU");
+        if (fb->xe_quant != NULL && qu != NULL && strcmp(qu, "8") == 0) {
+            CUfunction f8 = NULL;
+            if (q->cu.cuModuleGetFunction(&f8, m, "memra_k_fp8blk_quant_sorted8") == MEMRA__CU_SUCCESS && f8 != NULL)
+                fb->xe_quant = f8, fb->xe_qu = 8;
+            else
+                host->log(MEMRA_LOG_WARN, q->name,
+                          "gemm_experts: MEMRA_FP8BLK_XE_QU=8 but the %s image has no memra_k_fp8blk_quant_sorted8 "
+                          "(the 4-item quantiser serves)",
+                          fb->path);
         }
         fb->xe_gemm = wgmma_function(q, fb, m, "memra_k_fp8blk_experts_wgmma", FP8BLK_WG_SMEM_BYTES_OF(1));
         fb->xe_gemm64 = wgmma_function(q, fb, m, "memra_k_fp8blk_experts_wgmma64", FP8BLK_XE64_SMEM_BYTES);
@@ -790,13 +805,17 @@ memra_status memra__fp8blk_gemm_experts(memra_call *call, const memra_gemm_args 
                               (void *[]){&ids, &m, &ee, &offsets, &perm, &tiles, &ntiles, &tiles2, &ntiles2}, 0);
     if (st != MEMRA_STATUS_OK) return st;
     const unsigned qgrid = (unsigned)((nkb * m + 8 * MEMRA_ROW128_U - 1) / (8 * MEMRA_ROW128_U));
+    /* xe_quant's own grid: 8 warps a block, xe_qu items a warp (the given and per-tensor quantisers keep 4) */
+    const int qu = fb->xe_qu == 8 ? 8 : MEMRA_ROW128_U;
+    const unsigned qgrid_q = (unsigned)((nkb * m + 8 * qu - 1) / (8 * qu));
     if (xsc > 0.0f)
         st = memra__gpu_launch_ex(q, fb->xe_quant_given, "memra_k_fp8blk_quant_sorted_given", qgrid, 1, 1, 256, 0,
                                   call->stream, (void *[]){&x, &perm, &offsets, &ee, &m, &k, &xq, &xs, &xsc}, 0);
     else if (pt)
         st = fp8blk_experts_pt_quant(q, fb, call, x, ids, perm, offsets, ee, m, k, xq, xs, qgrid);
     else
-        st = memra__gpu_launch_ex(q, fb->xe_quant, "memra_k_fp8blk_quant_sorted", qgrid, 1, 1, 256, 0, call->stream,
+        st = memra__gpu_launch_ex(q, fb->xe_quant, qu == 8 ? "memra_k_fp8blk_quant_sorted8" : "memra_k_fp8blk_quant_sorted",
+                                  qgrid_q, 1, 1, 256, 0, call->stream,
                                   (void *[]){&x, &perm, &offsets, &ee, &m, &k, &xq, &xs}, 0);
     if (st != MEMRA_STATUS_OK) return st;
     const unsigned nx = (unsigned)((n + FP8BLK_WG_BN - 1) / FP8BLK_WG_BN);

@@ -16,7 +16,7 @@
 #include "w16_tile.cuh"
 #include "../common/route.cuh"
 
-/* w16_ops.c's launch sizes (W16_SMEM_BYTES, W16_SMEM_N64) */
+/* w16_ops.c's launch sizes (W16_SMEM_BYTES, W16_SMEM_N64, W16_SMEM_N160) */
 static_assert(w16_smem<256>() == 4 * 41472 + 1024 && w16_smem<128>() <= w16_smem<256>(), "w16_ops.c W16_SMEM_BYTES");
 static_assert(w16_smem<64>() == 4 * 16896 + 1024, "w16_ops.c W16_SMEM_N64");
 static_assert(w16_smem<160>() == 4 * 29184 + 1024, "w16_ops.c W16_SMEM_N160");

@@ -278,8 +278,8 @@ static size_t up16(size_t b) { return (b + 15) / 16 * 16; }
  * (two CTAs an SM: a 128-token tile would be mostly padding); else an expert of c rows, c a tenth over the mean
  * for uneven routing, takes ceil(c / 256) 256-token CTAs or ceil(c / 128) 128-token ones at k_w16_r128 of the
  * time each (the dense plan's measured ratio, one CTA an SM either way), and 256 wins where it is a tenth under:
- * for a mean of about 117-232 rows (two 128-token CTAs against one: 1.26-1.54 of its time), and for the K-quants
- * up to 383. From a mean of 384 rows, 256 (the rule measured with the raster, runs x2 / y2). On an H100 (run
+ * for a mean of about 117-232 rows (two 128-token CTAs against one: 1.26-1.54 of its time) and 349-383 (two
+ * against four: 2.52), and for the K-quants 117-383. From a mean of 384 rows, 256 (the rule measured with the raster, runs x2 / y2). On an H100 (run
  * aa2), the Mixtral-like Q8_0 rows at m = 512 (1024 rows, 8 experts, 128 each): 256-token tiles took 0.81-1.01x
  * the 128-token ones' time (0.37 / 0.37 / 0.36 ms against 0.40 / 0.36 / 0.45 on gate / up / down); the rule
  * before took 128 from 64 to 383 rows. The price is under skew: with half of 1024 rows on one of 8 experts, the
