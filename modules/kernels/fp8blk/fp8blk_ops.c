@@ -814,8 +814,9 @@ memra_status memra__fp8blk_gemm_experts(memra_call *call, const memra_gemm_args 
     else if (pt)
         st = fp8blk_experts_pt_quant(q, fb, call, x, ids, perm, offsets, ee, m, k, xq, xs, qgrid);
     else
-        st = memra__gpu_launch_ex(q, fb->xe_quant, qu == 8 ? "memra_k_fp8blk_quant_sorted8" : "memra_k_fp8blk_quant_sorted",
-                                  qgrid_q, 1, 1, 256, 0, call->stream,
+        st = memra__gpu_launch_ex(q, fb->xe_quant,
+                                  qu == 8 ? "memra_k_fp8blk_quant_sorted8" : "memra_k_fp8blk_quant_sorted", qgrid_q, 1,
+                                  1, 256, 0, call->stream,
                                   (void *[]){&x, &perm, &offsets, &ee, &m, &k, &xq, &xs}, 0);
     if (st != MEMRA_STATUS_OK) return st;
     const unsigned nx = (unsigned)((n + FP8BLK_WG_BN - 1) / FP8BLK_WG_BN);

@@ -8,8 +8,8 @@
  *   3. with split-k, memra_k_w16_sum: the slices added in slice order, times alpha, into y.
  * And gemm_experts on lane gemm_w16 (memra__gpu_w16_experts below: the same tile over a routing table).
  * Knobs (read at load): MEMRA_W16 (unset or 0, the default: no image loaded, every call declines; auto, 1: loaded),
- * MEMRA_W16_TILE (auto | 64 | 128 | 160 | 256; 64 and 160 the grouped tile's only), MEMRA_W16_SPLIT (auto = waves | fill | 1..16),
- * MEMRA_W16_XE_RASTER (auto, the default | 0 | 1..64). */
+ * MEMRA_W16_TILE (auto | 64 | 128 | 160 | 256; 64 and 160 the grouped tile's only), MEMRA_W16_SPLIT (auto = waves
+ * | fill | 1..16), MEMRA_W16_XE_RASTER (auto, the default | 0 | 1..64). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -87,7 +87,9 @@ static memra_status w16_load(memra__gpu *gpu, void *state)
     if (st != MEMRA_STATUS_OK) return st;
     const char *t = memra__gpu_knob(gpu, "MEMRA_W16_TILE"), *z = memra__gpu_knob(gpu, "MEMRA_W16_SPLIT");
     s->tile_knob = t != NULL && strcmp(t, "auto") != 0 ? atoi(t) : 0;
-    s->split_knob = z == NULL || strcmp(z, "auto") == 0 || strcmp(z, "waves") == 0 ? -1 : strcmp(z, "fill") == 0 ? 0 : atoi(z);
+    s->split_knob = z == NULL || strcmp(z, "auto") == 0 || strcmp(z, "waves") == 0 ? -1
+                    : strcmp(z, "fill") == 0                                         ? 0
+                                                                                     : atoi(z);
     const char *rs = memra__gpu_knob(gpu, "MEMRA_W16_XE_RASTER");
     s->raster = rs == NULL || strcmp(rs, "auto") == 0 ? -1 : atoi(rs);
     return MEMRA_STATUS_OK;
@@ -129,8 +131,8 @@ static int slices_for(int64_t ctas, int64_t steps, int64_t sms, int knob)
 
 /* MEMRA_W16_SPLIT=waves (= auto, the default since run aa: an H100 ran the 27b sheet's w16 arms in 0.52-1.01x
  * fill's time at m = 512, geomean 0.83-0.85 (Q8_0, Q4_0) and 0.70-0.71 (K-quants), and 0.80-0.83x at m = 4096
- * on 5120->1024, the other shapes' plans unchanged): a dense call's token tile and slices by a model of its waves. A CTA
- * holds its SM for its whole k range (one CTA an SM), so bn-token tiles in z slices run ceil(CTAs z / SMs) waves,
+ * on 5120->1024, the other shapes' plans unchanged): a dense call's token tile and slices by a model of its
+ * waves. A CTA holds its SM for its whole k range (one CTA an SM), so bn-token tiles in z slices run ceil(CTAs z / SMs) waves,
  * each CTA 1 / z of the tile's k loop. The tile's time, from run z1's 27b rows (an H100, 5120->12288, the
  * activations' pass taken off): a 256-token tile does 256 x 128 x k multiply-adds at W16_MODEL_FLOPS_SM times
  * the format's k_w16_t256 (the K-quants' decoding is not all hidden behind the wgmmas: 1.13-1.29x Q8_0's time);
@@ -279,8 +281,8 @@ static size_t up16(size_t b) { return (b + 15) / 16 * 16; }
  * for uneven routing, takes ceil(c / 256) 256-token CTAs or ceil(c / 128) 128-token ones at k_w16_r128 of the
  * time each (the dense plan's measured ratio, one CTA an SM either way), and 256 wins where it is a tenth under:
  * for a mean of about 117-232 rows (two 128-token CTAs against one: 1.26-1.54 of its time) and 349-383 (two
- * against four: 2.52), and for the K-quants 117-383. From a mean of 384 rows, 256 (the rule measured with the raster, runs x2 / y2). On an H100 (run
- * aa2), the Mixtral-like Q8_0 rows at m = 512 (1024 rows, 8 experts, 128 each): 256-token tiles took 0.81-1.01x
+ * against four: 2.52), and for the K-quants 117-383. From a mean of 384 rows, 256 (the rule measured with the
+ * raster, runs x2 / y2). On an H100 (run aa2), the Mixtral-like Q8_0 rows at m = 512 (1024 rows, 8 experts, 128 each): 256-token tiles took 0.81-1.01x
  * the 128-token ones' time (0.37 / 0.37 / 0.36 ms against 0.40 / 0.36 / 0.45 on gate / up / down); the rule
  * before took 128 from 64 to 383 rows. The price is under skew: with half of 1024 rows on one of 8 experts, the
  * other seven's 73 rows fill a 256-token CTA 29% (by the same times 9 CTA-times against 6.9 on 128 tokens, and 8
