@@ -129,20 +129,20 @@ static int slices_for(int64_t ctas, int64_t steps, int64_t sms, int knob)
     return z;
 }
 
-/* MEMRA_W16_SPLIT=waves (= auto, the default since run aa: an H100 ran the 27b sheet's w16 arms in 0.52-1.01x
- * fill's time at m = 512, geomean 0.83-0.85 (Q8_0, Q4_0) and 0.70-0.71 (K-quants), and 0.80-0.83x at m = 4096
- * on 5120->1024, the other shapes' plans unchanged): a dense call's token tile and slices by a model of its
- * waves. A CTA holds its SM for its whole k range (one CTA an SM), so bn-token tiles in z slices run ceil(CTAs z / SMs) waves,
- * each CTA 1 / z of the tile's k loop. The tile's time, from run z1's 27b rows (an H100, 5120->12288, the
- * activations' pass taken off): a 256-token tile does 256 x 128 x k multiply-adds at W16_MODEL_FLOPS_SM times
- * the format's k_w16_t256 (the K-quants' decoding is not all hidden behind the wgmmas: 1.13-1.29x Q8_0's time);
- * a 128-token tile takes k_w16_r128 of that (0.63 for Q8_0 / Q4_0, 0.76-0.77 for the K-quants: far from half,
- * as the decoding is a weight's whatever the token count). z > 1 adds the partial sums' traffic (the tiles write
- * z m n floats where they would write m n, the sum reads them and writes y: 2 z m n floats more) at
- * W16_MODEL_BYTES, and a launch. Over both tiles (the one MEMRA_W16_TILE names, where it does) and 1 .. 16
- * slices (each at least 8 steps, the partial sums at most 512 MB) the least estimate is taken where it is at
- * least a tenth under fill's plan (tile_for, slices_for) in the same model, else fill's. The model fits z1's
- * tiles within about 10% (its long-k rows, 17408->5120, 12-25% over). */
+/* MEMRA_W16_SPLIT=waves (= auto, the default since run aa: an H100 ran the 27b sheet's w16 arms in 0.52-1.01x fill's
+ * time at m = 512, geomean 0.83-0.85 (Q8_0, Q4_0) and 0.70-0.71 (K-quants), and 0.80-0.83x at m = 4096 on
+ * 5120->1024, the other shapes' plans unchanged): a dense call's token tile and slices by a model of its waves. A
+ * CTA holds its SM for its whole k range (one CTA an SM), so bn-token tiles in z slices run ceil(CTAs z / SMs)
+ * waves, each CTA 1 / z of the tile's k loop. The tile's time, from run z1's 27b rows (an H100, 5120->12288, the
+ * activations' pass taken off): a 256-token tile does 256 x 128 x k multiply-adds at W16_MODEL_FLOPS_SM times the
+ * format's k_w16_t256 (the K-quants' decoding is not all hidden behind the wgmmas: 1.13-1.29x Q8_0's time); a
+ * 128-token tile takes k_w16_r128 of that (0.63 for Q8_0 / Q4_0, 0.76-0.77 for the K-quants: far from half, as the
+ * decoding is a weight's whatever the token count). z > 1 adds the partial sums' traffic (the tiles write z m n
+ * floats where they would write m n, the sum reads them and writes y: 2 z m n floats more) at W16_MODEL_BYTES, and a
+ * launch. Over both tiles (the one MEMRA_W16_TILE names, where it does) and 1 .. 16 slices (each at least 8 steps,
+ * the partial sums at most 512 MB) the least estimate is taken where it is at least a tenth under fill's plan
+ * (tile_for, slices_for) in the same model, else fill's. The model fits z1's tiles within about 10% (its long-k
+ * rows, 17408->5120, 12-25% over). */
 #define W16_MODEL_FLOPS_SM 5.0e12
 #define W16_MODEL_BYTES 2.5e12
 #define W16_MODEL_LAUNCH 3.0e-6
@@ -277,19 +277,19 @@ typedef struct w16_xe_arg { /* w16_tile.cuh's struct w16_xe, by value: the same 
 static size_t up16(size_t b) { return (b + 15) / 16 * 16; }
 
 /* The grouped call's token tile, from the mean expert's rows (the host never reads the routing): 64 under 64 rows
- * (two CTAs an SM: a 128-token tile would be mostly padding); else an expert of c rows, c a tenth over the mean
- * for uneven routing, takes ceil(c / 256) 256-token CTAs or ceil(c / 128) 128-token ones at k_w16_r128 of the
- * time each (the dense plan's measured ratio, one CTA an SM either way), and 256 wins where it is a tenth under:
- * for a mean of about 117-232 rows (two 128-token CTAs against one: 1.26-1.54 of its time) and 349-383 (two
- * against four: 2.52), and for the K-quants 117-383. From a mean of 384 rows, 256 (the rule measured with the
- * raster, runs x2 / y2). On an H100 (run aa2), the Mixtral-like Q8_0 rows at m = 512 (1024 rows, 8 experts, 128 each): 256-token tiles took 0.81-1.01x
- * the 128-token ones' time (0.37 / 0.37 / 0.36 ms against 0.40 / 0.36 / 0.45 on gate / up / down); the rule
- * before took 128 from 64 to 383 rows. The price is under skew: with half of 1024 rows on one of 8 experts, the
+ * (two CTAs an SM: a 128-token tile would be mostly padding); else an expert of c rows, c a tenth over the mean for
+ * uneven routing, takes ceil(c / 256) 256-token CTAs or ceil(c / 128) 128-token ones at k_w16_r128 of the time each
+ * (the dense plan's measured ratio, one CTA an SM either way), and 256 wins where it is a tenth under: for a mean of
+ * about 117-232 rows (two 128-token CTAs against one: 1.26-1.54 of its time) and 349-383 (two against four: 2.52),
+ * and for the K-quants 117-383. From a mean of 384 rows, 256 (the rule measured with the raster, runs x2 / y2). On
+ * an H100 (run aa2), the Mixtral-like Q8_0 rows at m = 512 (1024 rows, 8 experts, 128 each): 256-token tiles took
+ * 0.81-1.01x the 128-token ones' time (0.37 / 0.37 / 0.36 ms against 0.40 / 0.36 / 0.45 on gate / up / down); the
+ * rule before took 128 from 64 to 383 rows. The price is under skew: with half of 1024 rows on one of 8 experts, the
  * other seven's 73 rows fill a 256-token CTA 29% (by the same times 9 CTA-times against 6.9 on 128 tokens, and 8
- * against 10.1 uniform); run aa2 timed uniform routing only. The 160-token tile (m64n160: an expert of 129-160
- * rows in one CTA at 160 / 256 of the 256-token tile's MMAs, about 0.72 of its time for Q8_0 if a CTA's time is
- * linear in the tokens through the measured 0.63 at 128) is taken by MEMRA_W16_TILE=160 only, until a run
- * times it: auto does not pick it. */
+ * against 10.1 uniform); run aa2 timed uniform routing only. The 160-token tile (m64n160: an expert of 129-160 rows
+ * in one CTA at 160 / 256 of the 256-token tile's MMAs, about 0.72 of its time for Q8_0 if a CTA's time is linear in
+ * the tokens through the measured 0.63 at 128) is taken by MEMRA_W16_TILE=160 only, until a run times it: auto does
+ * not pick it. */
 static int xe_tile_for(int64_t m, int64_t E, int fi, int knob)
 {
     if (knob == 64 || knob == 128 || knob == 160 || knob == 256) return knob;
