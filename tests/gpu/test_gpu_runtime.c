@@ -735,7 +735,7 @@ static int case_sm90(const char *so)
  * other lanes and too many experts; errors launch nothing. */
 static int gemm_w16_experts_plans(mod *m)
 {
-    static const unsigned big = 4u * 41472u + 1024u, n64 = 4u * 16896u + 1024u; /* the entries' shared memory */
+    static const unsigned big = 4u * 41472u + 1024u, n64 = 4u * 16896u + 1024u, n160 = 4u * 29184u + 1024u;
     static const struct {
         int m, n, k, E;
         int32_t f;
@@ -744,9 +744,16 @@ static int gemm_w16_experts_plans(mod *m)
         const char *what;
     } rows[] = {
         /* Mixtral-like gate at 512 tokens, top-2: 1024 rows over 8 experts, 128 a mean expert (141 with the
-         * tenth for uneven routing: one 256-token CTA against two of 128 at 0.63 each): 256-token tiles, 4 + 8 of
-         * them, 112 row tiles: 1344 CTAs, unsplit; 4 full token tiles (under 16): the plain grid */
-        {1024, 14336, 4096, 8, MEMRA_FORMAT_Q8_0, 12, 112, 1, big, "memra_k_w16_xe_q8_0_n256", "Q8_0 1024 rows E 8"},
+         * tenth for uneven routing: one 160-token CTA at 0.84 (Q8_0) or 0.88 (Q4_K) of a 256-token one, against
+         * one of 256 or two of 128 at 0.63 / 0.76 each): 160-token tiles, 7 + 8 of them, 112 row tiles: 1680
+         * CTAs, unsplit; under 16 x 160 rows: the plain grid */
+        {1024, 14336, 4096, 8, MEMRA_FORMAT_Q8_0, 15, 112, 1, n160, "memra_k_w16_xe_q8_0_n160", "Q8_0 1024 rows E 8"},
+        {1024, 14336, 4096, 8, MEMRA_FORMAT_Q4_K, 15, 112, 1, n160, "memra_k_w16_xe_q4_k_n160", "Q4_K 1024 rows E 8"},
+        /* the 160-token tile's edges: 928 rows over 8 (116 a mean, 128 with the tenth: one 128-token CTA) take
+         * 128, 8 + 8 tiles; 1168 rows (146 a mean, 161 with the tenth: two 160-token CTAs, never taken) take 256,
+         * 5 + 8 tiles */
+        {928, 14336, 4096, 8, MEMRA_FORMAT_Q8_0, 16, 112, 1, big, "memra_k_w16_xe_q8_0_n128", "Q8_0 928 rows E 8"},
+        {1168, 14336, 4096, 8, MEMRA_FORMAT_Q6_K, 13, 112, 1, big, "memra_k_w16_xe_q6_k_n256", "Q6_K 1168 rows E 8"},
         /* 8192 rows over 8 experts (1024 a mean expert): 256-token tiles, 32 + 8 of them, unsplit; 32 full token
          * tiles: the raster (MEMRA_W16_XE_RASTER=auto: groups of 8), a 1-D grid of 40 x 32 CTAs */
         {8192, 4096, 14336, 8, MEMRA_FORMAT_Q4_K, 40 * 32, 1, 1, big, "memra_k_w16_xe_q4_k_n256", "Q4_K 8192 rows E 8"},
@@ -842,12 +849,12 @@ static int case_w16(const char *so)
     ok &= m.desc->score(&c120) == 0;
     ok &= close_mod(&m, 1);
     /* MEMRA_W16_XE_RASTER=0: the 256-token tile on the (token tiles, row tiles) grid; =8: 1024 rows on 8 experts,
-     * the 256-token tile (4 + 8 token tiles, no raster by default) on a 1-D grid of token tiles x row tiles */
+     * the 160-token tile (7 + 8 token tiles, no raster by default) on a 1-D grid of token tiles x row tiles */
     static const struct {
         const char *knob;
         int m, n, k;
         unsigned gx, gy;
-    } rr[] = {{"0", 8192, 4096, 14336, 40, 32}, {"8", 1024, 14336, 4096, 12u * 112u, 1}};
+    } rr[] = {{"0", 8192, 4096, 14336, 40, 32}, {"8", 1024, 14336, 4096, 15u * 112u, 1}};
     for (size_t i = 0; i < sizeof rr / sizeof rr[0]; i++) {
         g_w16_raster_knob = rr[i].knob;
         if (!open_mod(so, 90, &m)) return 0;
@@ -933,7 +940,7 @@ static int case_w16(const char *so)
         ok &= close_mod(&m, 1);
     }
     g_w16_split_knob = NULL;
-    /* MEMRA_W16_TILE=160 (opt-in: the grouped tile only): the Mixtral-like 1024 rows over 8 experts on 160-token
+    /* MEMRA_W16_TILE=160 (the grouped tile only): the Mixtral-like 1024 rows over 8 experts on 160-token
      * tiles, ceil(1024 / 160) + 8 = 15 of them x 112 row tiles on the plain grid (1024 < 16 x 160), 4 x 29184 +
      * 1024 bytes of shared memory; the Qwen3-like 32768 rows over 128 experts: 205 + 128 token tiles, rastered
      * (1-D grid); a dense call under it takes its own plan (m 512, 5120 -> 5120 Q6_K: 2 x 40 CTAs of 256) */

@@ -148,6 +148,9 @@ static int slices_for(int64_t ctas, int64_t steps, int64_t sms, int knob)
 #define W16_MODEL_LAUNCH 3.0e-6
 static const double k_w16_t256[5] = {1.00, 0.99, 1.13, 1.235, 1.29}; /* fmt_index order: Q8_0 Q4_0 Q4_K Q6_K Q5_K */
 static const double k_w16_r128[5] = {0.63, 0.63, 0.76, 0.76, 0.77};
+/* the grouped call on 160-token tiles over its time on 256-token ones, one CTA an expert either way (run ab, an H100,
+ * the Mixtral-like rows at m = 512, uniform: 0.84 Q8_0, 0.88 Q4_K; Q4_0 taken as Q8_0, Q5_K and Q6_K as Q4_K) */
+static const double k_w16_r160[5] = {0.84, 0.84, 0.88, 0.88, 0.88};
 
 static double w16_model(int64_t m, int64_t n, int64_t k, int fi, int64_t tiles, int64_t sms, int bn, int z)
 {
@@ -280,23 +283,29 @@ static size_t up16(size_t b) { return (b + 15) / 16 * 16; }
  * (two CTAs an SM: a 128-token tile would be mostly padding); else an expert of c rows, c a tenth over the mean for
  * uneven routing, takes ceil(c / 256) 256-token CTAs or ceil(c / 128) 128-token ones at k_w16_r128 of the time each
  * (the dense plan's measured ratio, one CTA an SM either way), and 256 wins where it is a tenth under: for a mean of
- * about 117-232 rows (two 128-token CTAs against one: 1.26-1.54 of its time) and 349-383 (two against four: 2.52),
- * and for the K-quants 117-383. From a mean of 384 rows, 256 (the rule measured with the raster, runs x2 / y2). On
- * an H100 (run aa2), the Mixtral-like Q8_0 rows at m = 512 (1024 rows, 8 experts, 128 each): 256-token tiles took
- * 0.81-1.01x the 128-token ones' time (0.37 / 0.37 / 0.36 ms against 0.40 / 0.36 / 0.45 on gate / up / down); the
- * rule before took 128 from 64 to 383 rows. The price is under skew: with half of 1024 rows on one of 8 experts, the
- * other seven's 73 rows fill a 256-token CTA 29% (by the same times 9 CTA-times against 6.9 on 128 tokens, and 8
- * against 10.1 uniform); run aa2 timed uniform routing only. The 160-token tile (m64n160: an expert of 129-160 rows
- * in one CTA at 160 / 256 of the 256-token tile's MMAs, about 0.72 of its time for Q8_0 if a CTA's time is linear in
- * the tokens through the measured 0.63 at 128) is taken by MEMRA_W16_TILE=160 only, until a run times it: auto does
- * not pick it. */
+ * about 146-232 rows (two 128-token CTAs against one: 1.26-1.54 of its time) and 349-383 (two against four: 2.52),
+ * and for the K-quants 146-383. From a mean of 384 rows, 256 (the rule measured with the raster, runs x2 / y2).
+ * Where c is 129-160 (a mean of 117-145 rows) one 160-token CTA holds the expert (m64n160: 160 / 256 of the 256-token
+ * tile's MMAs) at k_w16_r160 of a 256-token one's time, and takes it where that is a tenth under both others.
+ * On an H100, the Mixtral-like rows at m = 512 (1024 rows, 8 experts, 128 each; gate / up / down):
+ * - run aa2, Q8_0 uniform: 256-token tiles took 0.81-1.01x the 128-token ones' time.
+ * - run ab, Q8_0 uniform: 160 0.310 / 0.306 / 0.298 ms, 256 0.370 / 0.371 / 0.358, 128 0.356 / 0.355 / 0.355; Q4_K
+ *   uniform: 160 0.356 / 0.358 / 0.354, 256 0.403 / 0.403 / 0.397, 128 0.477 / 0.507 / 0.491.
+ * - skewed (half of the rows on one expert, the other seven about 73 each), run ab: Q8_0 160 0.382 / 0.378 / 0.379,
+ *   256 0.416 / 0.451 / 0.493, 128 0.360 / 0.360 / 0.354; Q4_K 160 0.477 / 0.477 / 0.500, 256 0.498 / 0.498 /
+ *   0.559, 128 0.478 / 0.481 / 0.478. The rule reads the mean only, so skew pays: 160 is up to 7% over 128 there.
+ * 160 is not taken where an expert needs two or more CTAs of it (c over 160): the model would take it for c 257-320,
+ * where it has not been timed, and at the Qwen3-like rows at m = 4096 (256 a mean expert, about half of them one
+ * 256-token CTA) it would take two 160-token CTAs for every expert. */
 static int xe_tile_for(int64_t m, int64_t E, int fi, int knob)
 {
     if (knob == 64 || knob == 128 || knob == 160 || knob == 256) return knob;
     if (m >= 384 * E) return 256;
     if (m < 64 * E) return 64;
     const int64_t c = (m * 11 + 10 * E - 1) / (10 * E);
-    return (double)((c + 255) / 256) <= 0.9 * (double)((c + 127) / 128) * k_w16_r128[fi] ? 256 : 128;
+    const double t128 = (double)((c + 127) / 128) * k_w16_r128[fi], t256 = (double)((c + 255) / 256);
+    if (c > 128 && c <= 160 && k_w16_r160[fi] <= 0.9 * (t128 < t256 ? t128 : t256)) return 160;
+    return t256 <= 0.9 * t128 ? 256 : 128;
 }
 
 memra_status memra__gpu_w16_experts(memra_call *call, const memra_gemm_args *a, const memra_gemm_experts_args *ex)
