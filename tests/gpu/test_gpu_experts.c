@@ -77,7 +77,7 @@
  *                             Skips (77) on a GPU that is not cc 9.0.
  *   test_gpu_experts w16 | w16_graph | w16_q4_0 | w16_q4_k | w16_q5_k | w16_q6_k | w16_skew | w16_split
  *                    | w16_n128 | w16_n128_skew | w16_raster | w16_n256_skew | w16_n160 | w16_n160_skew
- *                    | w16_n160_split | w16_n160_raster
+ *                    | w16_n160_split | w16_n160_raster | w16_fit | w16_fit_skew | w16_fit_split
  *                             experts on the W16 operand (MEMRA_W16=auto), the w16 module's grouped tile
  *                             (gemm_experts on lane gemm_w16: memra_k_w16_xe_*, cc 9.0): Q8_0 (k = 576, the
  *                             tile's 64-column steps), Q4_0, the K-quants; eager, captured, skewed (Q4_K), and
@@ -87,7 +87,10 @@
  *                             ones the 160-token one (MEMRA_W16_TILE=160, m64n160: the uneven routing's largest
  *                             expert takes two tiles, the second partial; skewed, expert 5's rows one or two;
  *                             _split on 3 k slices (Q6_K skewed), _raster walked in groups of 2 token tiles,
- *                             MEMRA_W16_XE_RASTER=2, Q5_K uneven);
+ *                             MEMRA_W16_XE_RASTER=2, Q5_K uneven); the _fit ones the 160-token tile's twin
+ *                             whose wgmmas take 64, 128 or 160 tokens by the tile's rows (MEMRA_W16_XE_FIT=1;
+ *                             uneven, Q8_0: expert 2's second tile of 77 rows at 128, the small experts'
+ *                             at 64, its first at 160; skewed Q4_K; Q6_K uneven on 3 k slices);
  *                             w16_raster (skewed) walks the grid in groups of 3 token tiles (MEMRA_W16_XE_RASTER=3);
  *                             w16_n256_skew (Q5_K) the 256-token tile in groups of 8 (MEMRA_W16_XE_RASTER=8, the
  *                             group auto takes where the rows fill 16 token tiles; 300 rows do not, so auto
@@ -221,6 +224,9 @@ static const xcase k_cases[] = {
     {"w16_n160_skew", MEMRA_FORMAT_Q4_K, "160", 1, 0, "w16", "w16", 0, 0},
     {"w16_n160_split", MEMRA_FORMAT_Q6_K, "160", 1, 0, "w16", "w16", 3, 0},
     {"w16_n160_raster", MEMRA_FORMAT_Q5_K, "160", 0, 0, "w16", "w16", 0, 0},
+    {"w16_fit", MEMRA_FORMAT_Q8_0, "160", 0, 0, "w16", "w16", 0, 0},
+    {"w16_fit_skew", MEMRA_FORMAT_Q4_K, "160", 1, 0, "w16", "w16", 0, 0},
+    {"w16_fit_split", MEMRA_FORMAT_Q6_K, "160", 0, 0, "w16", "w16", 3, 0},
 };
 
 static int g_ne = E; /* the case's experts (tall: 2, 150 rows an expert) */
@@ -416,6 +422,8 @@ int main(int argc, char **argv)
                               strcmp(xc->name, "w16_raster") == 0 ? "MEMRA_W16_XE_RASTER=3" : NULL,
                               strcmp(xc->name, "w16_n256_skew") == 0 ? "MEMRA_W16_XE_RASTER=8" : NULL,
                               strcmp(xc->name, "w16_n160_raster") == 0 ? "MEMRA_W16_XE_RASTER=2" : NULL,
+                              /* the 160-token tile whose wgmmas are 64, 128 or 160 tokens wide by the tile's rows */
+                              strncmp(xc->name, "w16_fit", 7) == 0 ? "MEMRA_W16_XE_FIT=1" : NULL,
                               /* the weight's L2 prefetch: _wgs's twin (SEED=1), on the default raster */
                               strcmp(xc->name, "wg_pf") == 0 ? "MEMRA_MMQ_XE_PF=1" : NULL,
                               strcmp(xc->name, "wg_pf") == 0 ? "MEMRA_MMQ_WG_SEED=1" : NULL,

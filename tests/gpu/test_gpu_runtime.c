@@ -357,6 +357,7 @@ static const char *g_fxe_half_knob;    /* MEMRA_FP8BLK_XE_HALF likewise */
 static const char *g_fxe_qu_knob;      /* MEMRA_FP8BLK_XE_QU likewise */
 static const char *g_w16_knob; /* MEMRA_W16 likewise */
 static const char *g_w16_raster_knob; /* MEMRA_W16_XE_RASTER likewise */
+static const char *g_w16_fit_knob;    /* MEMRA_W16_XE_FIT likewise */
 static const char *g_w16_split_knob;  /* MEMRA_W16_SPLIT likewise */
 static const char *g_w16_tile_knob;   /* MEMRA_W16_TILE likewise */
 static const char *fake_knob(const memra_device_caps *caps, const char *name)
@@ -364,6 +365,7 @@ static const char *fake_knob(const memra_device_caps *caps, const char *name)
     (void)caps;
     if (strcmp(name, "MEMRA_W16") == 0) return g_w16_knob;
     if (strcmp(name, "MEMRA_W16_XE_RASTER") == 0) return g_w16_raster_knob;
+    if (strcmp(name, "MEMRA_W16_XE_FIT") == 0) return g_w16_fit_knob;
     if (strcmp(name, "MEMRA_FP8BLK_XE_HALF") == 0) return g_fxe_half_knob;
     if (strcmp(name, "MEMRA_FP8BLK_XE_QU") == 0) return g_fxe_qu_knob;
     if (strcmp(name, "MEMRA_W16_SPLIT") == 0) return g_w16_split_knob;
@@ -872,6 +874,35 @@ static int case_w16(const char *so)
         ok &= close_mod(&m, 1);
     }
     g_w16_raster_knob = NULL;
+    /* MEMRA_W16_XE_FIT=1: where the grouped call takes the 160-token tile (1024 rows over 8 experts), its twin
+     * memra_k_w16_xe_<fmt>_n160f on the same grid; elsewhere (8192 rows: 256-token tiles) the plain entry */
+    g_w16_fit_knob = "1";
+    if (!open_mod(so, 90, &m)) return 0;
+    static const struct {
+        int m, n, k;
+        int32_t f;
+        unsigned gx, gy;
+        const char *tile;
+    } ft[] = {{1024, 14336, 4096, MEMRA_FORMAT_Q6_K, 15, 112, "memra_k_w16_xe_q6_k_n160f"},
+              {1024, 14336, 4096, MEMRA_FORMAT_Q4_0, 15, 112, "memra_k_w16_xe_q4_0_n160f"},
+              {8192, 4096, 14336, MEMRA_FORMAT_Q8_0, 40 * 32, 1, "memra_k_w16_xe_q8_0_n256"}};
+    for (size_t i = 0; i < sizeof ft / sizeof ft[0]; i++) {
+        memra_gemm_args xa = gemm(ft[i].m, ft[i].n, ft[i].k);
+        xa.w_format = ft[i].f;
+        memra_gemm_experts_args ex = {.struct_size = sizeof ex, .lane = MEMRA_OP_gemm_w16, .n_experts = 8,
+                                      .ids = 0x60000000};
+        c = call_of(&m);
+        const memra_status st = m.desc->ops->gemm_experts(&c, &xa, &ex);
+        const int g = st == MEMRA_STATUS_OK && g_n_launched == 3 && strcmp(g_launched[2], ft[i].tile) == 0 &&
+                      g_grid_x[2] == ft[i].gx && g_grid_y[2] == ft[i].gy && g_grid_z[2] == 1 &&
+                      g_smem[2] == (ft[i].m == 1024 ? 4u * 29184u : 4u * 41472u) + 1024u;
+        printf("  gemm_experts w16 MEMRA_W16_XE_FIT=1, %d rows: %s grid %u x %u x %u  %s\n", ft[i].m,
+               g_n_launched > 2 ? g_launched[2] : "-", g_grid_x[2], g_grid_y[2], g_grid_z[2], g ? "ok" : "FAIL");
+        ok &= g;
+        g_n_launched = 0;
+    }
+    ok &= close_mod(&m, 1);
+    g_w16_fit_knob = NULL;
     /* The default plan (MEMRA_W16_SPLIT unset: auto = waves): a dense call's token tile and slices by the wave
      * model (w16_ops.c plan_by_waves) on 132 SMs, where fill takes 128 tokens at m = 512 and splits until every SM
      * has a CTA. At m = 512:

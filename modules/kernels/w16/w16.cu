@@ -67,6 +67,20 @@ W16_XE_ENTRY(q4_0, 4, 160)
 W16_XE_ENTRY(q4_k, 5, 160)
 W16_XE_ENTRY(q5_k, 7, 160)
 W16_XE_ENTRY(q6_k, 6, 160)
+/* MEMRA_W16_XE_FIT=1: the 160-token tile whose wgmmas take 64, 128 or 160 tokens by the tile's valid rows */
+#define W16_XE_FIT_ENTRY(fmt, QB)                                                                                   \
+    extern "C" __global__ void __launch_bounds__(384, 1)                                                          \
+        memra_k_w16_xe_##fmt##_n160f(const __half *__restrict__ x16, float *__restrict__ y, int m, int n, int k,   \
+                                     long long ldy, float alpha, float *__restrict__ part, const w16_xe xe,      \
+                                     int rg)                                                                      \
+    {                                                                                                               \
+        w16_tile<QB, 160, true, true>(nullptr, nullptr, nullptr, x16, y, m, n, k, ldy, alpha, part, xe, rg);       \
+    }
+W16_XE_FIT_ENTRY(q8_0, 8)
+W16_XE_FIT_ENTRY(q4_0, 4)
+W16_XE_FIT_ENTRY(q4_k, 5)
+W16_XE_FIT_ENTRY(q5_k, 7)
+W16_XE_FIT_ENTRY(q6_k, 6)
 W16_XE_ENTRY(q8_0, 8, 64)
 W16_XE_ENTRY(q4_0, 4, 64)
 W16_XE_ENTRY(q4_k, 5, 64)

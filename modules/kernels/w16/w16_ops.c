@@ -36,10 +36,12 @@ typedef struct memra__w16_state {
     CUfunction x16, x16h, sum;
     CUfunction xe_tile[4][5]; /* the grouped tile: [BN 256, 128, 64, 160][the formats as tile's] */
     CUfunction xe_route, xe_x16, xe_sum;
+    CUfunction xe_fit[5]; /* MEMRA_W16_XE_FIT=1: the 160-token tile with its wgmmas' width by the tile's rows */
     int tile_knob;  /* 0 auto, else 256 / 128 (and 64, 160: the grouped tile only) */
     int split_knob; /* -1 waves (auto, the default: dense calls; grouped ones take fill), 0 fill, else 1..16 */
     int raster;     /* MEMRA_W16_XE_RASTER: -1 auto, 0 the (token tiles, row tiles) grid, else its group of token tiles */
     int off;        /* MEMRA_W16=0: nothing loaded */
+    int fit;        /* MEMRA_W16_XE_FIT=1: xe_fit loaded, taken where the grouped call's tile is 160 */
 } memra__w16_state;
 
 static const char *const k_tile_names[2][5] = {
@@ -59,6 +61,9 @@ static const char *const k_xe_names[4][5] = {
      "memra_k_w16_xe_q5_k_n160"},
 };
 static const unsigned k_xe_smem[4] = {W16_SMEM_BYTES, W16_SMEM_BYTES, W16_SMEM_N64, W16_SMEM_N160};
+static const char *const k_xe_fit_names[5] = {"memra_k_w16_xe_q8_0_n160f", "memra_k_w16_xe_q4_0_n160f",
+                                              "memra_k_w16_xe_q4_k_n160f", "memra_k_w16_xe_q6_k_n160f",
+                                              "memra_k_w16_xe_q5_k_n160f"};
 
 static memra_status w16_load(memra__gpu *gpu, void *state)
 {
@@ -92,6 +97,12 @@ static memra_status w16_load(memra__gpu *gpu, void *state)
                                                                                      : atoi(z);
     const char *rs = memra__gpu_knob(gpu, "MEMRA_W16_XE_RASTER");
     s->raster = rs == NULL || strcmp(rs, "auto") == 0 ? -1 : atoi(rs);
+    const char *ft = memra__gpu_knob(gpu, "MEMRA_W16_XE_FIT");
+    s->fit = ft != NULL && strcmp(ft, "1") == 0;
+    for (int f = 0; f < 5 && s->fit; f++) {
+        st = memra__gpu_function(gpu, m, k_xe_fit_names[f], W16_SMEM_N160, &s->xe_fit[f]);
+        if (st != MEMRA_STATUS_OK) return st;
+    }
     return MEMRA_STATUS_OK;
 }
 
@@ -376,8 +387,11 @@ memra_status memra__gpu_w16_experts(memra_call *call, const memra_gemm_args *a, 
     if (st == MEMRA_STATUS_OK)
         st = memra__gpu_launch_ex(gpu, s->xe_x16, "memra_k_w16_x16g", (unsigned)((T * bn * k / 8 + 255) / 256), 1, 1, 256,
                                   0, call->stream, (void *[]){&xf, &xh, &x16, &ki, &ti, &bni, &al, &xe}, 0);
+    /* MEMRA_W16_XE_FIT=1 on the 160-token tile: its twin whose CTAs size their wgmmas by the tile's rows */
+    const int fit = s->fit && bn == 160;
     if (st == MEMRA_STATUS_OK)
-        st = memra__gpu_launch_ex(gpu, s->xe_tile[b][fi], k_xe_names[b][fi], (unsigned)(rg ? T * rtiles : T),
+        st = memra__gpu_launch_ex(gpu, fit ? s->xe_fit[fi] : s->xe_tile[b][fi], fit ? k_xe_fit_names[fi] : k_xe_names[b][fi],
+                                  (unsigned)(rg ? T * rtiles : T),
                                   (unsigned)(rg ? 1 : rtiles), (unsigned)z, W16_THREADS, k_xe_smem[b], call->stream,
                                   (void *[]){&x16, &y, &mi, &ni, &ki, &ldy, &alpha, &part, &xe, &rg}, 0);
     if (st == MEMRA_STATUS_OK && z > 1)

@@ -127,10 +127,19 @@ __device__ __forceinline__ uint4 w16_load8(const float *__restrict__ x, const __
                       *reinterpret_cast<uint32_t *>(&h2), *reinterpret_cast<uint32_t *>(&h3));
 }
 
+/* FIT (the grouped 160-token tile's _n160f entries, MEMRA_W16_XE_FIT=1): the width of the tile's wgmmas, 64, 128
+ * or 160 tokens by its valid rows (uniform over the CTA), chosen once a tile: the k loop is instantiated per width,
+ * so that no wgmma sits under a condition in it (ptxas then fences the A registers at every wgmma). An m64nN
+ * fragment's registers are the first N / 2 of the m64n160 one's (n8 block j in d[4 j .. 4 j + 3]); the others keep
+ * their zeros, and the epilogue stores no row past the valid ones. */
+template <int N> struct w16_width {
+    static constexpr int value = N;
+};
+
 /* XE (the grouped tile): token tile tt is the table's; its expert's operand; its tokens the sorted rows row0 ..
  * (those before the expert's end valid) and the output of sorted row s goes to y row perm[s] (with split-k to part
  * row s, w16_sumg then scattering). The dense tile: token tile tt is tokens tt BN .., those before m valid. */
-template <int QB, int BN, bool XE = false>
+template <int QB, int BN, bool XE = false, bool FIT = false>
 __device__ __forceinline__ void
 w16_tile(const unsigned char *__restrict__ codes, const unsigned short *__restrict__ scales,
           const uint32_t *__restrict__ ddp, const __half *__restrict__ x16, float *__restrict__ y, int m, int n, int k,
@@ -167,6 +176,8 @@ w16_tile(const unsigned char *__restrict__ codes, const unsigned short *__restri
         scales = reinterpret_cast<const unsigned short *>(base + (unsigned long long)xe.off_s);
         if constexpr (W16<QB, BN>::DD > 0) ddp = reinterpret_cast<const uint32_t *>(base + (unsigned long long)xe.off_d);
     }
+    static_assert(!FIT || (XE && BN == 160), "the fitted widths: the grouped 160-token tile's");
+    const int nv = rend - row0 < BN ? rend - row0 : BN; /* (FIT) the tile's valid rows */
     if (Z > 1) y = part + (long long)z * m * n, ldy = n, alpha = 1.f;
     if (tid == 0) {
         for (int s = 0; s < S; s++) {
@@ -205,92 +216,105 @@ w16_tile(const unsigned char *__restrict__ codes, const unsigned short *__restri
 #pragma unroll
     for (int i = 0; i < 4; i++) a0[i] = a1[i] = 0u;
     const int rowin = cw * 64 + v * 16 + g; /* the thread's first row in the tile */
-    for (int it = it0; it < it1; it++) {
-        const int s = (it - it0) & (S - 1);
-        memra_mb_wait(full + 8 * s, ((it - it0) / S) & 1);
-        const unsigned st = sb + (unsigned)s * STB;
-        float kd0 = 0.f, kn0 = 0.f, kd1 = 0.f, kn1 = 0.f; /* Q4_K: rows r0 and r1's d and dmin */
-        if constexpr (QB == 5 || QB == 6 || QB == 7) {
-            uint32_t e0, e1;
-            asm volatile("ld.shared.b32 %0, [%1];\n" : "=r"(e0) : "r"(st + STC + ST_SCALES + (unsigned)rowin * 4u));
-            asm volatile("ld.shared.b32 %0, [%1];\n" : "=r"(e1) : "r"(st + STC + ST_SCALES + (unsigned)rowin * 4u + 32u));
-            kd0 = __half2float(__ushort_as_half((unsigned short)(e0 & 0xFFFFu)));
-            kn0 = __half2float(__ushort_as_half((unsigned short)(e0 >> 16)));
-            kd1 = __half2float(__ushort_as_half((unsigned short)(e1 & 0xFFFFu)));
-            kn1 = __half2float(__ushort_as_half((unsigned short)(e1 >> 16)));
-        }
-#pragma unroll
-        for (int q = 0; q < 2; q++) {
-            uint32_t w0, w1, w2 = 0u, w3 = 0u;
-            if constexpr (QB == 7) /* w2: the fifth bits, a u16 a lane */
-                asm volatile("ld.shared.u16 %0, [%1];\n"
-                             : "=r"(w2)
-                             : "r"(st + (unsigned)(q * CB) + 2048u + (unsigned)((cw * 4 + v) * 32 + l) * 2u));
-            if constexpr (QB == 6) /* w2: the high bits */
+    auto kloop = [&](auto width) {
+        constexpr int NW = decltype(width)::value;
+        float(&accw)[NW / 2] = *reinterpret_cast<float(*)[NW / 2]>(&acc[0]);
+        for (int it = it0; it < it1; it++) {
+            const int s = (it - it0) & (S - 1);
+            memra_mb_wait(full + 8 * s, ((it - it0) / S) & 1);
+            const unsigned st = sb + (unsigned)s * STB;
+            float kd0 = 0.f, kn0 = 0.f, kd1 = 0.f, kn1 = 0.f; /* Q4_K: rows r0 and r1's d and dmin */
+            if constexpr (QB == 5 || QB == 6 || QB == 7) {
+                uint32_t e0, e1;
+                asm volatile("ld.shared.b32 %0, [%1];\n" : "=r"(e0) : "r"(st + STC + ST_SCALES + (unsigned)rowin * 4u));
                 asm volatile("ld.shared.b32 %0, [%1];\n"
-                             : "=r"(w2)
-                             : "r"(st + (unsigned)(q * CB) + 2048u + (unsigned)((cw * 4 + v) * 32 + l) * 4u));
-            if constexpr (QB == 8)
-                asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];\n"
-                             : "=r"(w0), "=r"(w1), "=r"(w2), "=r"(w3)
-                             : "r"(st + (unsigned)(q * CB) + (unsigned)((cw * 4 + v) * 32 + l) * 16u));
-            else
-                asm volatile("ld.shared.v2.b32 {%0, %1}, [%2];\n"
-                             : "=r"(w0), "=r"(w1)
-                             : "r"(st + (unsigned)(q * CB) + (unsigned)((cw * 4 + v) * 32 + l) * 8u));
-            unsigned short h0, h1;
-            const unsigned sa = st + STC + (unsigned)q * 256u + (unsigned)rowin * 2u;
-            asm volatile("ld.shared.u16 %0, [%1];\n" : "=h"(h0) : "r"(sa));
-            asm volatile("ld.shared.u16 %0, [%1];\n" : "=h"(h1) : "r"(sa + 16u));
-            const uint32_t s0 = (uint32_t)h0 * 0x10001u, s1 = (uint32_t)h1 * 0x10001u;
-            /* Q4_K: byte 0 the sub-block's scale, byte 1 its min */
-            const float d0 = kd0 * (float)(h0 & 0xFFu), m0 = kn0 * (float)(h0 >> 8), d1 = kd1 * (float)(h1 & 0xFFu),
-                        m1 = kn1 * (float)(h1 >> 8);
-            /* Q6_K: the 16-value sub-blocks' int8 scales, [group][half][row] */
-            float e00 = 0.f, e01 = 0.f, e10 = 0.f, e11 = 0.f; /* e<half><row> = d sc */
-            if constexpr (QB == 6) {
-                const unsigned sq = st + STC + (unsigned)q * 256u + (unsigned)rowin;
-                short c00, c01, c10, c11;
-                asm volatile("ld.shared.s8 %0, [%1];\n" : "=h"(c00) : "r"(sq));
-                asm volatile("ld.shared.s8 %0, [%1];\n" : "=h"(c01) : "r"(sq + 8u));
-                asm volatile("ld.shared.s8 %0, [%1];\n" : "=h"(c10) : "r"(sq + 128u));
-                asm volatile("ld.shared.s8 %0, [%1];\n" : "=h"(c11) : "r"(sq + 136u));
-                e00 = kd0 * (float)c00;
-                e01 = kd1 * (float)c01;
-                e10 = kd0 * (float)c10;
-                e11 = kd1 * (float)c11;
+                             : "=r"(e1)
+                             : "r"(st + STC + ST_SCALES + (unsigned)rowin * 4u + 32u));
+                kd0 = __half2float(__ushort_as_half((unsigned short)(e0 & 0xFFFFu)));
+                kn0 = __half2float(__ushort_as_half((unsigned short)(e0 >> 16)));
+                kd1 = __half2float(__ushort_as_half((unsigned short)(e1 & 0xFFFFu)));
+                kn1 = __half2float(__ushort_as_half((unsigned short)(e1 >> 16)));
             }
-            const unsigned tok = st + TOK + (unsigned)(2 * q * SLAB);
-            /* k16 half h's fragment into a (h a constant: each call folds to one format's decoder) */
-            auto frag = [&](int h, uint32_t(&a)[4]) {
-                if constexpr (QB == 8) {
-                    deq(h ? w2 : w0, s0, a[0], a[2]);
-                    deq(h ? w3 : w1, s1, a[1], a[3]);
-                } else if constexpr (QB == 4)
-                    deq4(h ? w1 : w0, s0, s1, a);
-                else if constexpr (QB == 5)
-                    deqk<0>(h ? w1 : w0, 0u, d0, m0, d1, m1, a);
-                else if constexpr (QB == 7)
-                    deqk<1>(h ? w1 : w0, h ? w2 >> 8 : w2, d0, m0, d1, m1, a);
+#pragma unroll
+            for (int q = 0; q < 2; q++) {
+                [[maybe_unused]] uint32_t w0, w1, w2 = 0u, w3 = 0u; /* (each format reads some) */
+                if constexpr (QB == 7) /* w2: the fifth bits, a u16 a lane */
+                    asm volatile("ld.shared.u16 %0, [%1];\n"
+                                 : "=r"(w2)
+                                 : "r"(st + (unsigned)(q * CB) + 2048u + (unsigned)((cw * 4 + v) * 32 + l) * 2u));
+                if constexpr (QB == 6) /* w2: the high bits */
+                    asm volatile("ld.shared.b32 %0, [%1];\n"
+                                 : "=r"(w2)
+                                 : "r"(st + (unsigned)(q * CB) + 2048u + (unsigned)((cw * 4 + v) * 32 + l) * 4u));
+                if constexpr (QB == 8)
+                    asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];\n"
+                                 : "=r"(w0), "=r"(w1), "=r"(w2), "=r"(w3)
+                                 : "r"(st + (unsigned)(q * CB) + (unsigned)((cw * 4 + v) * 32 + l) * 16u));
                 else
-                    deq6(h ? w1 : w0, h ? w2 >> 16 : w2, h ? e10 : e00, h ? e11 : e01, a);
-            };
-            /* k16 h = 0 into a0 (its last reader was waited for a wgmma ago) */
-            frag(0, a0);
-            asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
-            wg_rs<BN>(acc, a0, desc(tok));
-            asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
-            asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory");
-            fence_a(a1);
-            /* the previous step's last wgmma is complete: its stage is free */
-            if (q == 0 && it > it0) memra_mb_arrive(empty + 8 * ((it - it0 - 1) & (S - 1)));
-            frag(1, a1);
-            asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
-            wg_rs<BN>(acc, a1, desc(tok + (unsigned)SLAB));
-            asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
-            asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory");
-            fence_a(a0);
+                    asm volatile("ld.shared.v2.b32 {%0, %1}, [%2];\n"
+                                 : "=r"(w0), "=r"(w1)
+                                 : "r"(st + (unsigned)(q * CB) + (unsigned)((cw * 4 + v) * 32 + l) * 8u));
+                unsigned short h0, h1;
+                const unsigned sa = st + STC + (unsigned)q * 256u + (unsigned)rowin * 2u;
+                asm volatile("ld.shared.u16 %0, [%1];\n" : "=h"(h0) : "r"(sa));
+                asm volatile("ld.shared.u16 %0, [%1];\n" : "=h"(h1) : "r"(sa + 16u));
+                [[maybe_unused]] const uint32_t s0 = (uint32_t)h0 * 0x10001u, s1 = (uint32_t)h1 * 0x10001u;
+                /* Q4_K: byte 0 the sub-block's scale, byte 1 its min */
+                [[maybe_unused]] const float d0 = kd0 * (float)(h0 & 0xFFu), m0 = kn0 * (float)(h0 >> 8),
+                                             d1 = kd1 * (float)(h1 & 0xFFu), m1 = kn1 * (float)(h1 >> 8);
+                /* Q6_K: the 16-value sub-blocks' int8 scales, [group][half][row] */
+                [[maybe_unused]] float e00 = 0.f, e01 = 0.f, e10 = 0.f, e11 = 0.f; /* e<half><row> = d sc */
+                if constexpr (QB == 6) {
+                    const unsigned sq = st + STC + (unsigned)q * 256u + (unsigned)rowin;
+                    short c00, c01, c10, c11;
+                    asm volatile("ld.shared.s8 %0, [%1];\n" : "=h"(c00) : "r"(sq));
+                    asm volatile("ld.shared.s8 %0, [%1];\n" : "=h"(c01) : "r"(sq + 8u));
+                    asm volatile("ld.shared.s8 %0, [%1];\n" : "=h"(c10) : "r"(sq + 128u));
+                    asm volatile("ld.shared.s8 %0, [%1];\n" : "=h"(c11) : "r"(sq + 136u));
+                    e00 = kd0 * (float)c00;
+                    e01 = kd1 * (float)c01;
+                    e10 = kd0 * (float)c10;
+                    e11 = kd1 * (float)c11;
+                }
+                const unsigned tok = st + TOK + (unsigned)(2 * q * SLAB);
+                /* k16 half h's fragment into a (h a constant: each call folds to one format's decoder) */
+                auto frag = [&](int h, uint32_t(&a)[4]) {
+                    if constexpr (QB == 8) {
+                        deq(h ? w2 : w0, s0, a[0], a[2]);
+                        deq(h ? w3 : w1, s1, a[1], a[3]);
+                    } else if constexpr (QB == 4)
+                        deq4(h ? w1 : w0, s0, s1, a);
+                    else if constexpr (QB == 5)
+                        deqk<0>(h ? w1 : w0, 0u, d0, m0, d1, m1, a);
+                    else if constexpr (QB == 7)
+                        deqk<1>(h ? w1 : w0, h ? w2 >> 8 : w2, d0, m0, d1, m1, a);
+                    else
+                        deq6(h ? w1 : w0, h ? w2 >> 16 : w2, h ? e10 : e00, h ? e11 : e01, a);
+                };
+                /* k16 h = 0 into a0 (its last reader was waited for a wgmma ago) */
+                frag(0, a0);
+                asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+                wg_rs<NW>(accw, a0, desc(tok));
+                asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+                asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory");
+                fence_a(a1);
+                /* the previous step's last wgmma is complete: its stage is free */
+                if (q == 0 && it > it0) memra_mb_arrive(empty + 8 * ((it - it0 - 1) & (S - 1)));
+                frag(1, a1);
+                asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+                wg_rs<NW>(accw, a1, desc(tok + (unsigned)SLAB));
+                asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+                asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory");
+                fence_a(a0);
+            }
         }
+    };
+    if constexpr (FIT) {
+        if (nv <= 64) kloop(w16_width<64>{});
+        else if (nv <= 128) kloop(w16_width<128>{});
+        else kloop(w16_width<160>{});
+    } else {
+        kloop(w16_width<BN>{});
     }
     asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
     fence_acc<BN>(acc);
