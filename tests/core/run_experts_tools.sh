@@ -45,8 +45,14 @@ for r in rows:
     assert r["grouped_lane"] == r["loop_lane"] == "mmq records", r
 q = [r for r in rows if r["sheet"] == "qwen3moe" and r["routing"] == "uniform"][0]
 assert q["experts"] == 128 and q["topk"] == 8 and q["rows"] == 128, q
-s = [r for r in rows if r["sheet"] == "mixtral" and r["routing"] == "skewed"][0]
-assert s["most_rows"] >= s["rows"] // 4, s
+# skewed routing sends each row to expert 0 with probability 1/2 (fresh seeds): a qwen3moe row's 128 rows give 64
+# there on average, sd 5.7, so 32 is 5.6 sd under; a mixtral row's 32 give 16, sd 2.8, and one row under 8 happens
+# about once in a thousand runs (one did), all three about once in 10^9
+for r in rows:
+    if r["sheet"] == "qwen3moe" and r["routing"] == "skewed":
+        assert r["most_rows"] >= r["rows"] // 4, r
+s = [r for r in rows if r["sheet"] == "mixtral" and r["routing"] == "skewed"]
+assert len(s) == 3 and max(r["most_rows"] for r in s) >= s[0]["rows"] // 4, s
 # the skewed rows carry their grouped median over the same shape's uniform one, the uniform rows none
 for u, k in zip(rows[0::2], rows[1::2]):
     assert (u["routing"], k["routing"]) == ("uniform", "skewed") and (u["proj"], u["m"]) == (k["proj"], k["m"]), (u, k)
