@@ -1338,7 +1338,7 @@ step_w16lane() {
   # on the Mixtral-like rows (W16L_XE_M, default "512 4096"; W16L_XE_FMT, default "q8_0 q4_k") with every arm on
   # w16, and the same rows on the floor (MEMRA_W16=0) beside it
   local c f
-  for c in ${W16L_XE_CASES:-w16 w16_graph w16_q4_0 w16_q4_k w16_q5_k w16_q6_k w16_skew w16_split w16_n128 w16_n128_skew w16_raster w16_n160 w16_n160_skew w16_n160_split w16_n160_raster w16_fit w16_fit_skew w16_fit_split}; do
+  for c in ${W16L_XE_CASES:-w16 w16_graph w16_q4_0 w16_q4_k w16_q5_k w16_q6_k w16_skew w16_split w16_n128 w16_n128_skew w16_raster w16_n160 w16_n160_skew w16_n160_split w16_n160_raster w16_fit w16_fit_skew w16_fit_split w16_fit_edge w16_fit_edge2}; do
     timeout 120 $B/bin/test_gpu_experts $c > "$L/w16lane_xe_$c.log" 2>&1
     say "test_gpu_experts $c: exit $? $(grep -E 'max e|differ' "$L/w16lane_xe_$c.log" | head -2 | tr '\n' ' ')"
   done

@@ -82,8 +82,10 @@ static inline int test_inject_fault(void)
  * message holds `watch`: a test that asks a module for an opt-in kernel fails where the module says
  * it refused it, rather than passing on the kernel it fell back to. */
 typedef struct test_log_count {
-    const char *watch;
+    const char *watch; /* warnings holding it are counted in n */
     int n;
+    const char *seen; /* messages of any level holding it are counted in n_seen */
+    int n_seen;
 } test_log_count;
 static inline void test_log_sink(int level, const char *component, const char *message, void *user)
 {
@@ -91,6 +93,7 @@ static inline void test_log_sink(int level, const char *component, const char *m
     fprintf(stderr, "memra[%s] %s: %s\n", level >= 0 && level < 4 ? names[level] : "?", component, message);
     test_log_count *c = (test_log_count *)user;
     if (level == 1 && c != NULL && c->watch != NULL && strstr(message, c->watch) != NULL) c->n++;
+    if (c != NULL && c->seen != NULL && strstr(message, c->seen) != NULL) c->n_seen++;
 }
 
 /* Fresh random numbers: xorshift64* seeded from the clock unless MEMRA_TEST_SEED

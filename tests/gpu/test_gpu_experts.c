@@ -77,7 +77,8 @@
  *                             Skips (77) on a GPU that is not cc 9.0.
  *   test_gpu_experts w16 | w16_graph | w16_q4_0 | w16_q4_k | w16_q5_k | w16_q6_k | w16_skew | w16_split
  *                    | w16_n128 | w16_n128_skew | w16_raster | w16_n256_skew | w16_n160 | w16_n160_skew
- *                    | w16_n160_split | w16_n160_raster | w16_fit | w16_fit_skew | w16_fit_split
+ *                    | w16_n160_split | w16_n160_raster | w16_fit | w16_fit_skew | w16_fit_split | w16_fit_edge
+ *                    | w16_fit_edge2
  *                             experts on the W16 operand (MEMRA_W16=auto), the w16 module's grouped tile
  *                             (gemm_experts on lane gemm_w16: memra_k_w16_xe_*, cc 9.0): Q8_0 (k = 576, the
  *                             tile's 64-column steps), Q4_0, the K-quants; eager, captured, skewed (Q4_K), and
@@ -90,7 +91,9 @@
  *                             MEMRA_W16_XE_RASTER=2, Q5_K uneven); the _fit ones the 160-token tile's twin
  *                             whose wgmmas take 64, 128 or 160 tokens by the tile's rows (MEMRA_W16_XE_FIT=1;
  *                             uneven, Q8_0: expert 2's second tile of 77 rows at 128, the small experts'
- *                             at 64, its first at 160; skewed Q4_K; Q6_K uneven on 3 k slices);
+ *                             at 64, its first at 160; skewed Q4_K; Q6_K uneven on 3 k slices; _edge, Q4_0,
+ *                             experts of 129, 64, 65 and 40 rows; _edge2, Q5_K, 128, 160 and 10: each width's
+ *                             edges; each fails unless the module logs the twins' load);
  *                             w16_raster (skewed) walks the grid in groups of 3 token tiles (MEMRA_W16_XE_RASTER=3);
  *                             w16_n256_skew (Q5_K) the 256-token tile in groups of 8 (MEMRA_W16_XE_RASTER=8, the
  *                             group auto takes where the rows fill 16 token tiles; 300 rows do not, so auto
@@ -227,9 +230,14 @@ static const xcase k_cases[] = {
     {"w16_fit", MEMRA_FORMAT_Q8_0, "160", 0, 0, "w16", "w16", 0, 0},
     {"w16_fit_skew", MEMRA_FORMAT_Q4_K, "160", 1, 0, "w16", "w16", 0, 0},
     {"w16_fit_split", MEMRA_FORMAT_Q6_K, "160", 0, 0, "w16", "w16", 3, 0},
+    {"w16_fit_edge", MEMRA_FORMAT_Q4_0, "160", 0, 0, "w16", "w16", 0, 0},
+    {"w16_fit_edge2", MEMRA_FORMAT_Q5_K, "160", 0, 0, "w16", "w16", 0, 0},
 };
 
 static int g_ne = E; /* the case's experts (tall: 2, 150 rows an expert) */
+/* w16_fit_edge (1) / _edge2 (2): routing 0 puts the widths' edges in the 160-token tiles: 129, 64, 65 and 40 rows
+ * on experts 0-3 (m64n160, n64, n128, n64), or 128, 160 and 10 on experts 0-2 (n128, n160, n64) */
+static int g_edges;
 
 static uint64_t g_rng;
 
@@ -291,9 +299,18 @@ static void routing(int32_t *ids, int variant, int skew)
         ids[3] = 1;
         for (int r = 0; r < 60; r++) ids[10 + 4 * r] = 3 + r % (ne - 3);
     }
+    if (!variant && g_edges)
+        for (int r = 0; r < ROWS; r++)
+            ids[r] = g_edges == 1 ? (r < 130 ? 0 : r < 194 ? 1 : r < 259 ? 2 : 3) : (r < 129 ? 0 : r < 289 ? 1 : 2);
     ids[7] = -1, ids[ROWS - 1] = ne; /* skipped */
     if (variant) ids[0] = 0;
-    if (!variant && !skew) {
+    if (!variant && g_edges) {
+        int cnt[E] = {0};
+        for (int r = 0; r < ROWS; r++)
+            if (ids[r] >= 0 && ids[r] < ne) cnt[ids[r]]++;
+        CHECK(g_edges == 1 ? cnt[0] == 129 && cnt[1] == 64 && cnt[2] == 65 && cnt[3] == 40
+                           : cnt[0] == 128 && cnt[1] == 160 && cnt[2] == 10);
+    } else if (!variant && !skew) {
         int cnt[E] = {0};
         for (int r = 0; r < ROWS; r++)
             if (ids[r] >= 0 && ids[r] < ne) cnt[ids[r]]++;
@@ -306,7 +323,7 @@ static void routing(int32_t *ids, int variant, int skew)
 
 /* MEMRA_MMQ_XE_TALL (or, in the wg cases, MEMRA_MMQ_XE_WG) refusals logged (those cases must not pass on
  * cc 9.x by comparing the records tiles with the dense lane) */
-static test_log_count g_tall_log = {"MEMRA_MMQ_XE_TALL", 0};
+static test_log_count g_tall_log = {"MEMRA_MMQ_XE_TALL", 0, NULL, 0};
 
 /* Compare y (GPU) with ref (host) over the routed rows; skipped rows must be SENT. */
 static int judge_rows(const char *what, const float *y, const float *ref, const int32_t *ids, int k, double band)
@@ -381,6 +398,11 @@ int main(int argc, char **argv)
     }
     g_rng = test_seed();
     g_ne = xc->ne ? xc->ne : E;
+    g_edges = strcmp(xc->name, "w16_fit_edge") == 0 ? 1 : strcmp(xc->name, "w16_fit_edge2") == 0 ? 2 : 0;
+    /* the _fit cases: the module's line that the twins loaded (MEMRA_LOG=info), checked after the calls on cc 9.0 */
+    const int wfit = strncmp(xc->name, "w16_fit", 7) == 0;
+    g_tall_log.seen = wfit ? "MEMRA_W16_XE_FIT=1: the 160-token grouped tile" : NULL;
+    g_tall_log.n_seen = 0;
     const int tall = strncmp(xc->name, "tall", 4) == 0; /* MEMRA_MMQ_XE_TALL=1: the 160 x 96 tiles (cc 9.0) */
     const int wgc = strncmp(xc->name, "wg", 2) == 0;    /* MEMRA_MMQ_XE_WG=1: the seeded warpgroup tile (cc 9.x) */
     /* wg_pf: the prefetch's refusals and the warpgroup tile's own fall-backs (MEMRA_MMQ_XE_PF / _WG) */
@@ -423,7 +445,7 @@ int main(int argc, char **argv)
                               strcmp(xc->name, "w16_n256_skew") == 0 ? "MEMRA_W16_XE_RASTER=8" : NULL,
                               strcmp(xc->name, "w16_n160_raster") == 0 ? "MEMRA_W16_XE_RASTER=2" : NULL,
                               /* the 160-token tile whose wgmmas are 64, 128 or 160 tokens wide by the tile's rows */
-                              strncmp(xc->name, "w16_fit", 7) == 0 ? "MEMRA_W16_XE_FIT=1" : NULL,
+                              wfit ? "MEMRA_W16_XE_FIT=1" : NULL, wfit ? "MEMRA_LOG=info" : NULL,
                               /* the weight's L2 prefetch: _wgs's twin (SEED=1), on the default raster */
                               strcmp(xc->name, "wg_pf") == 0 ? "MEMRA_MMQ_XE_PF=1" : NULL,
                               strcmp(xc->name, "wg_pf") == 0 ? "MEMRA_MMQ_WG_SEED=1" : NULL,
@@ -605,6 +627,11 @@ int main(int argc, char **argv)
                : strcmp(xc->name, "wg_pf") == 0 ? "MEMRA_MMQ_XE_PF=1"
                : wgc                            ? "MEMRA_MMQ_XE_WG=1"
                                                 : "MEMRA_MMQ_XE_TALL=1");
+        ok = 0;
+    }
+    /* the _fit cases on cc 9.0 (past the skip above): the twins loaded, else the plain tile gave these numbers */
+    if (wfit && g_tall_log.n_seen == 0) {
+        printf("MEMRA_W16_XE_FIT=1: the module did not log the twins' load: memra_k_w16_xe_*_n160f did not run  FAIL\n");
         ok = 0;
     }
     printf("%s\n", ok ? "ok" : "FAIL");

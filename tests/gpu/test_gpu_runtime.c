@@ -735,6 +735,17 @@ static int case_sm90(const char *so)
 /* gemm_experts on lane gemm_w16 (the w16 family's grouped tile): the routing, the routed rows' pass, the tile over
  * the table's worst case (ceil(m / BN) + min(E, m) token tiles, at most m), split-k's scattered sum; declines for
  * other lanes and too many experts; errors launch nothing. */
+/* One gemm_experts call on lane gemm_w16 on the fake driver: rows x k -> n, format f, E experts (ids on the device) */
+static memra_status w16_xe_call(mod *m, int rows, int n, int k, int32_t f, int E)
+{
+    memra_gemm_args xa = gemm(rows, n, k);
+    xa.w_format = f;
+    memra_gemm_experts_args ex = {.struct_size = sizeof ex, .lane = MEMRA_OP_gemm_w16, .n_experts = E,
+                                  .ids = 0x60000000};
+    memra_call c = call_of(m);
+    return m->desc->ops->gemm_experts(&c, &xa, &ex);
+}
+
 static int gemm_w16_experts_plans(mod *m)
 {
     static const unsigned big = 4u * 41472u + 1024u, n64 = 4u * 16896u + 1024u, n160 = 4u * 29184u + 1024u;
@@ -887,12 +898,7 @@ static int case_w16(const char *so)
               {1024, 14336, 4096, MEMRA_FORMAT_Q4_0, 15, 112, "memra_k_w16_xe_q4_0_n160f"},
               {8192, 4096, 14336, MEMRA_FORMAT_Q8_0, 40 * 32, 1, "memra_k_w16_xe_q8_0_n256"}};
     for (size_t i = 0; i < sizeof ft / sizeof ft[0]; i++) {
-        memra_gemm_args xa = gemm(ft[i].m, ft[i].n, ft[i].k);
-        xa.w_format = ft[i].f;
-        memra_gemm_experts_args ex = {.struct_size = sizeof ex, .lane = MEMRA_OP_gemm_w16, .n_experts = 8,
-                                      .ids = 0x60000000};
-        c = call_of(&m);
-        const memra_status st = m.desc->ops->gemm_experts(&c, &xa, &ex);
+        const memra_status st = w16_xe_call(&m, ft[i].m, ft[i].n, ft[i].k, ft[i].f, 8);
         const int g = st == MEMRA_STATUS_OK && g_n_launched == 3 && strcmp(g_launched[2], ft[i].tile) == 0 &&
                       g_grid_x[2] == ft[i].gx && g_grid_y[2] == ft[i].gy && g_grid_z[2] == 1 &&
                       g_smem[2] == (ft[i].m == 1024 ? 4u * 29184u : 4u * 41472u) + 1024u;
@@ -902,6 +908,19 @@ static int case_w16(const char *so)
         g_n_launched = 0;
     }
     ok &= close_mod(&m, 1);
+    /* an image without the twins: the module loads, and the plain 160-token tile serves */
+    g_missing_kernel = "_n160f";
+    if (!open_mod(so, 90, &m)) return 0;
+    {
+        const memra_status st = w16_xe_call(&m, 1024, 14336, 4096, MEMRA_FORMAT_Q8_0, 8);
+        const int g = st == MEMRA_STATUS_OK && g_n_launched == 3 && strcmp(g_launched[2], "memra_k_w16_xe_q8_0_n160") == 0;
+        printf("  gemm_experts w16 MEMRA_W16_XE_FIT=1, an image without the twins: %s  %s\n",
+               g_n_launched > 2 ? g_launched[2] : "-", g ? "ok" : "FAIL");
+        ok &= g;
+        g_n_launched = 0;
+    }
+    ok &= close_mod(&m, 1);
+    g_missing_kernel = NULL;
     g_w16_fit_knob = NULL;
     /* The default plan (MEMRA_W16_SPLIT unset: auto = waves): a dense call's token tile and slices by the wave
      * model (w16_ops.c plan_by_waves) on 132 SMs, where fill takes 128 tokens at m = 512 and splits until every SM
@@ -941,12 +960,7 @@ static int case_w16(const char *so)
         g_n_launched = 0;
     }
     {
-        memra_gemm_args xa = gemm(64, 256, 4096);
-        xa.w_format = MEMRA_FORMAT_Q6_K;
-        memra_gemm_experts_args ex = {.struct_size = sizeof ex, .lane = MEMRA_OP_gemm_w16, .n_experts = 4,
-                                      .ids = 0x60000000};
-        c = call_of(&m);
-        const memra_status st = m.desc->ops->gemm_experts(&c, &xa, &ex);
+        const memra_status st = w16_xe_call(&m, 64, 256, 4096, MEMRA_FORMAT_Q6_K, 4);
         const int g = st == MEMRA_STATUS_OK && g_grid_z[2] == 8;
         printf("  gemm_experts w16 split waves, 64 rows E 4: tile grid %u x %u x %u  %s\n", g_grid_x[2], g_grid_y[2],
                g_grid_z[2], g ? "ok" : "FAIL");

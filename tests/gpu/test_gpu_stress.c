@@ -85,7 +85,7 @@ static const char *const k_lane_key[L_N] = {"f16", "f16pre", "fp8", "fp8blk", "m
 static int g_on[L_N];
 #define M_MAX KQ_M
 /* MEMRA_MMQ_XE_WG=1's warnings: a call of lane xewg that the tile should take but does not */
-static test_log_count g_wg_log = {"MEMRA_MMQ_XE_WG", 0};
+static test_log_count g_wg_log = {"MEMRA_MMQ_XE_WG", 0, NULL, 0};
 /* test_log_sink, but for one note: lane xe's calls (200 rows over 8 experts) pick the 32-row table and, under
  * MEMRA_MMQ_XE_WG=1, the module says so once ("... rows over ... experts pick the 32-row table; MEMRA_MMQ_XE_WG=1
  * applies to the 128-row one only"). That is no fallback of lane xewg, whose table is fixed by its mean (XE_WG_M

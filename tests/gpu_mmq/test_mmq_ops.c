@@ -117,7 +117,7 @@ static float nz(void) /* nonzero, either sign, in (0.05, 1) */
 
 /* MEMRA_MMQ_WG refusals logged (the warpgroup bit-for-bit cases must not pass by comparing the records
  * tile with itself) */
-static test_log_count g_wg_log = {"_WG", 0}; /* MEMRA_MMQ_WG*, MEMRA_MMQ_KR_WG */
+static test_log_count g_wg_log = {"_WG", 0, NULL, 0}; /* MEMRA_MMQ_WG*, MEMRA_MMQ_KR_WG */
 
 static void setup(const char *module)
 {

@@ -97,12 +97,27 @@ static memra_status w16_load(memra__gpu *gpu, void *state)
                                                                                      : atoi(z);
     const char *rs = memra__gpu_knob(gpu, "MEMRA_W16_XE_RASTER");
     s->raster = rs == NULL || strcmp(rs, "auto") == 0 ? -1 : atoi(rs);
+    /* MEMRA_W16_XE_FIT=1: the twins, where the image has all five (else a warning, and the plain 160-token tile) */
     const char *ft = memra__gpu_knob(gpu, "MEMRA_W16_XE_FIT");
     s->fit = ft != NULL && strcmp(ft, "1") == 0;
+    for (int f = 0; f < 5 && s->fit; f++) {
+        CUfunction probe = NULL;
+        if (gpu->cu.cuModuleGetFunction(&probe, m, k_xe_fit_names[f]) != MEMRA__CU_SUCCESS || probe == NULL) {
+            gpu->host->log(MEMRA_LOG_WARN, gpu->name,
+                           "gemm_experts: MEMRA_W16_XE_FIT=1 but the w16 image has no %s (the plain 160-token tile "
+                           "serves)",
+                           k_xe_fit_names[f]);
+            s->fit = 0;
+        }
+    }
     for (int f = 0; f < 5 && s->fit; f++) {
         st = memra__gpu_function(gpu, m, k_xe_fit_names[f], W16_SMEM_N160, &s->xe_fit[f]);
         if (st != MEMRA_STATUS_OK) return st;
     }
+    if (s->fit)
+        gpu->host->log(MEMRA_LOG_INFO, gpu->name,
+                       "gemm_experts: MEMRA_W16_XE_FIT=1: the 160-token grouped tile sizes its wgmmas by its rows "
+                       "(memra_k_w16_xe_<fmt>_n160f)");
     return MEMRA_STATUS_OK;
 }
 
