@@ -631,7 +631,7 @@ int main(int argc, char **argv)
     }
     /* the _fit cases on cc 9.0 (past the skip above): the twins loaded, else the plain tile gave these numbers */
     if (wfit && g_tall_log.n_seen == 0) {
-        printf("MEMRA_W16_XE_FIT=1: the module did not log the twins' load: memra_k_w16_xe_*_n160f did not run  FAIL\n");
+        printf("MEMRA_W16_XE_FIT=1: the module did not log the twins' load (memra_k_w16_xe_*_n160f)  FAIL\n");
         ok = 0;
     }
     printf("%s\n", ok ? "ok" : "FAIL");

@@ -913,7 +913,8 @@ static int case_w16(const char *so)
     if (!open_mod(so, 90, &m)) return 0;
     {
         const memra_status st = w16_xe_call(&m, 1024, 14336, 4096, MEMRA_FORMAT_Q8_0, 8);
-        const int g = st == MEMRA_STATUS_OK && g_n_launched == 3 && strcmp(g_launched[2], "memra_k_w16_xe_q8_0_n160") == 0;
+        const int g =
+            st == MEMRA_STATUS_OK && g_n_launched == 3 && strcmp(g_launched[2], "memra_k_w16_xe_q8_0_n160") == 0;
         printf("  gemm_experts w16 MEMRA_W16_XE_FIT=1, an image without the twins: %s  %s\n",
                g_n_launched > 2 ? g_launched[2] : "-", g ? "ok" : "FAIL");
         ok &= g;

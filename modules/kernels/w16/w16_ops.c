@@ -405,8 +405,8 @@ memra_status memra__gpu_w16_experts(memra_call *call, const memra_gemm_args *a, 
     /* MEMRA_W16_XE_FIT=1 on the 160-token tile: its twin whose CTAs size their wgmmas by the tile's rows */
     const int fit = s->fit && bn == 160;
     if (st == MEMRA_STATUS_OK)
-        st = memra__gpu_launch_ex(gpu, fit ? s->xe_fit[fi] : s->xe_tile[b][fi], fit ? k_xe_fit_names[fi] : k_xe_names[b][fi],
-                                  (unsigned)(rg ? T * rtiles : T),
+        st = memra__gpu_launch_ex(gpu, fit ? s->xe_fit[fi] : s->xe_tile[b][fi],
+                                  fit ? k_xe_fit_names[fi] : k_xe_names[b][fi], (unsigned)(rg ? T * rtiles : T),
                                   (unsigned)(rg ? 1 : rtiles), (unsigned)z, W16_THREADS, k_xe_smem[b], call->stream,
                                   (void *[]){&x16, &y, &mi, &ni, &ki, &ldy, &alpha, &part, &xe, &rg}, 0);
     if (st == MEMRA_STATUS_OK && z > 1)
