@@ -806,7 +806,7 @@ memra_status memra__fp8blk_gemm_experts(memra_call *call, const memra_gemm_args 
     if (st != MEMRA_STATUS_OK) return st;
     const unsigned qgrid = (unsigned)((nkb * m + 8 * MEMRA_ROW128_U - 1) / (8 * MEMRA_ROW128_U));
     /* xe_quant's own grid: 8 warps a block, xe_qu items a warp (the given and per-tensor quantisers keep 4) */
-    const int qu = fb->xe_qu == 8 ? 8 : MEMRA_ROW128_U;
+    const int qu = fb->xe_qu;
     const unsigned qgrid_q = (unsigned)((nkb * m + 8 * qu - 1) / (8 * qu));
     if (xsc > 0.0f)
         st = memra__gpu_launch_ex(q, fb->xe_quant_given, "memra_k_fp8blk_quant_sorted_given", qgrid, 1, 1, 256, 0,
