@@ -158,6 +158,8 @@ int main(void)
     bad_open("MEMRA_W16_SPLIT=auto|waves", "MEMRA_W16_SPLIT=auto|waves", "expected an integer");
     bad_open("MEMRA_W16_SPLIT=17", "MEMRA_W16_SPLIT=17", "expected an integer");
     bad_open("MEMRA_W16_SPLIT=fil", "MEMRA_W16_SPLIT=fil", "expected an integer");
+    /* the 160-token tile's fitted twins: a switch */
+    bad_open("MEMRA_W16_XE_FIT=2", "MEMRA_W16_XE_FIT=2", "expected 0 or 1");
     /* the grouped tile's token widths: 160 is one, 192 is not */
     bad_open("MEMRA_W16_TILE=192", "MEMRA_W16_TILE=192", "auto|64|128|160|256");
     {
