@@ -385,8 +385,10 @@ san_one() {
     "${vendor:+vendor kernels: $vendor}"
 }
 export -f san_one
-export M L VENDOR_RE SAN_QUICK SAN_TIMEOUT
-export -f san_count san_classify
+# san_one runs in xargs' bash: san_x and SAN_TMA go with it (run ac5 ran without them: every
+# cell printed "san_x: command not found" and lost the TMA tracking)
+export M L VENDOR_RE SAN_QUICK SAN_TIMEOUT SAN_TMA
+export -f san_count san_classify san_x
 
 step_sanitize() {
   mkdir -p "$L/san"
@@ -2701,8 +2703,9 @@ step_multi() {
 # then for each XEAB_VARIANTS entry (default "-": none; comma-separated KNOB=VALUE settings, e.g.
 # "- MEMRA_MMQ_XE_RASTER=1 MEMRA_W16=1,MEMRA_W16_XE_RASTER=0") one bench moe of XEAB_SHEET (default mixtral),
 # XEAB_FMT (default q8_0) at XEAB_M (default "512 4096") with XEAB_ROUTING (default uniform; skewed, both), every arm
-# on the call's lane (MEMRA_F16_BUDGET_MB=0, MEMRA_W16=0 unless the entry sets it), receipts
-# bench_moe_<sheet>_<fmt>_<entry>_$TAG.json
+# on the call's lane (MEMRA_F16_BUDGET_MB=0, MEMRA_W16=0 unless the entry sets it), XEAB_SEED (default fresh)
+# the routing's seed (one seed: every entry routes the same rows), receipts
+# bench_moe_<sheet>_<fmt>_<entry>_<routing>_$TAG.json
 step_xeab() {
   local c v tag tool sh=${XEAB_SHEET:-mixtral} fm=${XEAB_FMT:-q8_0} f
   for c in ${XEAB_CASES:-}; do
@@ -2719,9 +2722,10 @@ step_xeab() {
     done
   done
   for v in ${XEAB_VARIANTS:--}; do
-    tag=$(echo "$v" | tr -c 'A-Za-z0-9_\n' '_') f="$L/xeab_moe_${sh}_${fm}_$tag.txt"
+    # the routing in the names: a uniform and a skewed pass of one call keep both logs and receipts
+    tag=$(echo "$v" | tr -c 'A-Za-z0-9_\n' '_')_${XEAB_ROUTING:-uniform} f="$L/xeab_moe_${sh}_${fm}_$tag.txt"
     env MEMRA_F16_BUDGET_MB=0 MEMRA_W16=0 $([ "$v" != - ] && echo "$v" | tr ',' ' ') timeout 300 $M bench moe --device 0 \
-      --sheet $sh --routing ${XEAB_ROUTING:-uniform} --format $fm \
+      --sheet $sh --routing ${XEAB_ROUTING:-uniform} --format $fm ${XEAB_SEED:+--seed $XEAB_SEED} \
       $(for mm in ${XEAB_M:-512 4096}; do printf -- '--m %s ' $mm; done) \
       --json $R/bench_moe_${sh}_${fm}_${tag}_$TAG.json > "$f" 2>&1
     say "bench moe $sh $fm $v: exit $?"

@@ -90,6 +90,11 @@ struct memra__gpu {
     int owns_modules;       /* no image loader in the host services: images loaded with cuModuleLoadData here */
     CUmodule owned[MEMRA__GPU_MAX_IMAGES]; /* those images, unloaded at destroy */
     int n_owned;
+    struct {
+        CUmodule m;
+        const memra__gpu_image *img;
+    } loaded[MEMRA__GPU_MAX_IMAGES]; /* each embedded image loaded and its module, for memra__gpu_has_kernel */
+    int n_loaded;
     int n_images; /* images loaded, for the log line */
     unsigned grid_cap; /* blocks for grid-stride kernels */
     memra__lt *lt;     /* NULL when cuBLASLt is not open: the GEMM lanes on it decline */
@@ -185,6 +190,15 @@ const char *memra__gpu_jit_unavailable(const memra__gpu *gpu);
  * status is returned (nothing recorded for the caller to clear). *out_ms: time taken. */
 memra_status memra__gpu_jit_load(memra__gpu *gpu, const memra_jit_source *src, CUmodule *out, double *out_ms,
                                  char *why, size_t why_len);
+/* Whether module m has entry point `kernel`, for the kernels a family takes only where its image has them.
+ * For an embedded image (memra__gpu_image_load) the image itself is read first (a cubin's symbol table, a PTX
+ * image's .entry lines), so that a kernel the image lacks costs no failing driver call (compute-sanitizer
+ * reports each one as an error); one it has is then asked of the driver. Other modules (JIT) are asked of the
+ * driver alone. */
+int memra__gpu_has_kernel(const memra__gpu *gpu, CUmodule m, const char *kernel);
+/* The image reader under it: 1 where embedded image img defines entry point `kernel` (a cubin's symbol table,
+ * a PTX image's .entry lines), 0 where it does not, -1 where the bytes are not a cubin this reader follows. */
+int memra__gpu_image_has_kernel(const memra__gpu_image *img, const char *kernel);
 /* Look `kernel` up in module m; smem > 48 KB sets the function's dynamic
  * shared memory limit to it. DRIVER_ERROR naming the kernel otherwise. */
 memra_status memra__gpu_function(memra__gpu *gpu, CUmodule m, const char *kernel, unsigned smem, CUfunction *out);

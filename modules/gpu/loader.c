@@ -6,6 +6,7 @@
 
 #include "gpu.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,6 +50,15 @@ static void log_origin(const memra__gpu *gpu, const memra__gpu_image *img, int p
                        gpu->caps->name ? gpu->caps->name : "?", img->family, img->target, ms);
 }
 
+/* Which embedded image module m holds (memra__gpu_has_kernel reads it) */
+static void remember(memra__gpu *gpu, CUmodule m, const memra__gpu_image *img)
+{
+    if (gpu->n_loaded < MEMRA__GPU_MAX_IMAGES) {
+        gpu->loaded[gpu->n_loaded].m = m;
+        gpu->loaded[gpu->n_loaded++].img = img;
+    }
+}
+
 memra_status memra__gpu_image_load(memra__gpu *gpu, const char *image, CUmodule *out)
 {
     const memra_host_services *host = gpu->host;
@@ -81,6 +91,7 @@ memra_status memra__gpu_image_load(memra__gpu *gpu, const char *image, CUmodule 
         gpu->n_images++;
         if (ptx) gpu->from_ptx = 1;
         if (gpu->portable) log_origin(gpu, img, ptx, now_ms() - t0);
+        remember(gpu, *out, img);
         return MEMRA_STATUS_OK;
     }
     if (gpu->n_owned >= MEMRA__GPU_MAX_IMAGES)
@@ -96,7 +107,79 @@ memra_status memra__gpu_image_load(memra__gpu *gpu, const char *image, CUmodule 
     gpu->n_images++;
     if (ptx) gpu->from_ptx = 1;
     if (gpu->portable) log_origin(gpu, img, ptx, now_ms() - t0);
+    remember(gpu, *out, img);
     return MEMRA_STATUS_OK;
+}
+
+/* Little-endian fields of an ELF64 image */
+static uint64_t le(const unsigned char *p, int n)
+{
+    uint64_t v = 0;
+    for (int i = n - 1; i >= 0; i--) v = v << 8 | p[i];
+    return v;
+}
+
+/* Whether cubin b[0..n) defines function `name` in its symbol table: 1, 0, or -1 where the bytes are not an
+ * ELF64 image this reader follows (every offset checked against n). */
+static int elf_has_function(const unsigned char *b, size_t n, const char *name)
+{
+    if (n < 64 || memcmp(b, "\x7f" "ELF", 4) != 0 || b[4] != 2 || b[5] != 1) return -1; /* ELF64, little-endian */
+    const uint64_t shoff = le(b + 0x28, 8), shentsize = le(b + 0x3a, 2), shnum = le(b + 0x3c, 2);
+    if (shentsize < 64 || shoff > n || shnum > (n - shoff) / shentsize) return -1;
+    const size_t len = strlen(name);
+    int symtabs = 0;
+    for (uint64_t i = 0; i < shnum; i++) {
+        const unsigned char *sh = b + shoff + i * shentsize;
+        if (le(sh + 4, 4) != 2) continue; /* SHT_SYMTAB */
+        const uint64_t off = le(sh + 0x18, 8), size = le(sh + 0x20, 8), link = le(sh + 0x28, 4);
+        const uint64_t entsize = le(sh + 0x38, 8);
+        if (entsize < 24 || off > n || size > n - off || link >= shnum) return -1;
+        const unsigned char *str = b + shoff + link * shentsize;
+        const uint64_t soff = le(str + 0x18, 8), ssize = le(str + 0x20, 8);
+        if (soff > n || ssize > n - soff) return -1;
+        symtabs++;
+        for (uint64_t k = 0; k + entsize <= size; k += entsize) {
+            const unsigned char *sym = b + off + k;
+            const uint64_t nm = le(sym, 4);
+            /* STT_FUNC, defined, and the name's bytes and its NUL inside the string table */
+            if ((sym[4] & 0xf) != 2 || le(sym + 6, 2) == 0 || nm >= ssize || len >= ssize - nm) continue;
+            if (memcmp(b + soff + nm, name, len + 1) == 0) return 1;
+        }
+    }
+    return symtabs ? 0 : -1;
+}
+
+/* Whether PTX text p[0..n) has an entry `name`: ".entry" then the name, ended by '(' or white space. */
+static int ptx_has_entry(const char *p, size_t n, const char *name)
+{
+    const size_t len = strlen(name);
+    for (size_t i = 0; i + 6 <= n; i++) {
+        if (memcmp(p + i, ".entry", 6) != 0) continue;
+        size_t j = i + 6;
+        if (j >= n || (p[j] != ' ' && p[j] != '\t')) continue;
+        while (j < n && (p[j] == ' ' || p[j] == '\t')) j++;
+        if (len < n - j && memcmp(p + j, name, len) == 0 && p[j + len] != '\0' &&
+            strchr("( \t\r\n", p[j + len]) != NULL)
+            return 1;
+    }
+    return 0;
+}
+
+int memra__gpu_image_has_kernel(const memra__gpu_image *img, const char *kernel)
+{
+    return strncmp(img->target, "compute_", 8) == 0 ? ptx_has_entry((const char *)img->bytes, img->size, kernel)
+                                                    : elf_has_function(img->bytes, img->size, kernel);
+}
+
+int memra__gpu_has_kernel(const memra__gpu *gpu, CUmodule m, const char *kernel)
+{
+    for (int i = 0; i < gpu->n_loaded; i++) {
+        if (gpu->loaded[i].m != m) continue;
+        if (memra__gpu_image_has_kernel(gpu->loaded[i].img, kernel) == 0) return 0;
+        break; /* in the image (or an image this reader does not follow): the driver says */
+    }
+    CUfunction f = NULL;
+    return gpu->cu.cuModuleGetFunction(&f, m, kernel) == MEMRA__CU_SUCCESS && f != NULL;
 }
 
 const char *memra__gpu_jit_unavailable(const memra__gpu *gpu)

@@ -174,15 +174,54 @@ static CUresult f_cuEventCreate(void **e, unsigned f) { (void)f; return f_handle
 static CUresult f_cuStreamIsCapturing(void *s, int *st) { (void)s; *st = 0; return OK; }
 static CUresult f_cuEventElapsedTime(float *ms, void *a, void *b) { (void)a, (void)b; *ms = 1.0f; return OK; }
 static atomic_int g_modules;
+/* Each loaded image, so that cuModuleGetFunction answers as the driver would: CUDA_ERROR_NOT_FOUND for a name
+ * the image does not hold (counted: a module that asks for kernels its image lacks makes compute-sanitizer
+ * report an API error on a real GPU) */
+#define MAX_MODS 4096
+static const void *g_images[MAX_MODS];
+static atomic_int g_n_images, g_absent;
 static CUresult f_cuModuleLoadData(void **m, const void *img)
 {
     if (img == NULL) return ERR_INVALID_VALUE;
     atomic_fetch_add(&g_modules, 1);
-    *m = &g_handles[1];
+    const int i = atomic_fetch_add(&g_n_images, 1);
+    if (i < MAX_MODS) g_images[i] = img, *m = (void *)&g_images[i];
+    else *m = &g_handles[1];
     return OK;
 }
 static CUresult f_cuModuleUnload(void *m) { (void)m; atomic_fetch_sub(&g_modules, 1); return OK; }
-static CUresult f_cuModuleGetFunction(void **f, void *m, const char *n) { (void)m, (void)n; *f = &g_handles[2]; return OK; }
+/* Whether image img names kernel n: a cubin (its bytes up to the end of its section headers) holding the name
+ * between NULs, as its string table does; PTX text holding the name followed by '('; any other image: yes. */
+static int image_names(const unsigned char *img, const char *n)
+{
+    const size_t len = strlen(n);
+    if (memcmp(img, "\x7f" "ELF", 4) == 0) {
+        uint64_t shoff = 0, shent = 0, shnum = 0;
+        for (int b = 7; b >= 0; b--) shoff = shoff << 8 | img[0x28 + b];
+        shent = (uint64_t)img[0x3a] | (uint64_t)img[0x3b] << 8, shnum = (uint64_t)img[0x3c] | (uint64_t)img[0x3d] << 8;
+        const uint64_t size = shoff + shent * shnum;
+        if (size > ((uint64_t)1 << 30)) return 1;
+        for (uint64_t i = 0; i + len + 2 <= size; i++)
+            if (img[i] == 0 && img[i + len + 1] == 0 && memcmp(img + i + 1, n, len) == 0) return 1;
+        return 0;
+    }
+    if (img[0] == '/' || img[0] == '.' || img[0] == '\n') { /* PTX: "//" comments, then directives */
+        for (const char *p = strstr((const char *)img, n); p != NULL; p = strstr(p + 1, n))
+            if (p[len] == '(') return 1;
+        return 0;
+    }
+    return 1;
+}
+static CUresult f_cuModuleGetFunction(void **f, void *m, const char *n)
+{
+    const void **slot = (const void **)m;
+    if (slot >= g_images && slot < g_images + MAX_MODS && !image_names(*slot, n)) {
+        atomic_fetch_add(&g_absent, 1);
+        return ERR_NOT_FOUND;
+    }
+    *f = &g_handles[2];
+    return OK;
+}
 static CUresult f_cuOccupancy(int *n, void *f, int b, size_t s) { (void)f, (void)b, (void)s; *n = 4; return OK; }
 static CUresult f_ok(void) { return OK; } /* every entry point whose outputs nobody reads here */
 
@@ -200,6 +239,8 @@ static const entry k_entries[] = {
 
 int memra_fake_cuda_modules_loaded(void);
 int memra_fake_cuda_modules_loaded(void) { return atomic_load(&g_modules); }
+int memra_fake_cuda_absent_lookups(void);
+int memra_fake_cuda_absent_lookups(void) { return atomic_load(&g_absent); }
 int memra_fake_cuda_copies(void);
 int memra_fake_cuda_copies(void) { return atomic_load(&g_copies); }
 

@@ -9,13 +9,16 @@
  * and 12.1, from its log lines); then the same under MEMRA_ARCH=cuda (the
  * H200 case: cc 9.0 on the portable module from PTX); the f16 mirror budget
  * of each device, derived from its (fake) free memory, then set by option,
- * environment and memra_device_f16_budget_set, with its source. cuBLASLt and NVRTC are pointed at a missing
+ * environment and memra_device_f16_budget_set, with its source. After each open: no module asked the driver for
+ * a kernel its image lacks (the fake answers from the image; on a GPU each such ask is an API error that
+ * compute-sanitizer reports, as run ac5 showed under MEMRA_ARCH=cuda). cuBLASLt and NVRTC are pointed at a missing
  * path so the result does not depend on the machine's toolkit.
  *   test_fake_routing FAKE_CUDA_SO "GPU_TARGETS" (e.g. "90a;120a")
  * The expectations follow the module scores and images (docs/ARCHITECTURE.md,
  * "Which module serves which op"): sm90 (cc 9.0) and sm120 (cc 12.x with its
  * sm_12Xa images) first, mmq for the floor where it has sm_<cc>a images,
  * portable everywhere else from cc 8.0. */
+#include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,6 +39,20 @@ static int g_fails;
 #define N_DEV 7
 static const int k_cc[N_DEV] = {80, 86, 89, 90, 100, 120, 121};
 static const unsigned long long k_mem_mb[N_DEV] = {40960, 4096, 24576, 143768, 183360, 32608, 131072};
+
+/* The fake driver's count of cuModuleGetFunction calls for a name the module's image does not hold (-1 where the
+ * fake is not loaded or lacks the counter) */
+static int absent_lookups(const char *fake_so)
+{
+    void *h = dlopen(fake_so, RTLD_NOW | RTLD_NOLOAD);
+    if (h == NULL) return -1;
+    int (*count)(void) = NULL;
+    void *sym = dlsym(h, "memra_fake_cuda_absent_lookups");
+    memcpy(&count, &sym, sizeof count);
+    const int n = count != NULL ? count() : -1;
+    dlclose(h);
+    return n;
+}
 
 /* The documented default: (free MB - 4096) / 2, 0 below the reserve. */
 static unsigned long long want_budget(int d)
@@ -342,6 +359,8 @@ int main(int argc, char **argv)
         }
         printf("     portable images: %s\n", sass ? "SASS" : "PTX (compute_80)");
     }
+    int absent = absent_lookups(argv[1]);
+    EXPECT(absent == 0, "%d kernel lookups for names the module's image lacks (want 0)", absent);
     memra_close(rt);
 
     /* MEMRA_ARCH=cuda: an H200 (and every other GPU) on the portable module,
@@ -385,6 +404,10 @@ int main(int argc, char **argv)
             EXPECT(strcmp(g_origin[d][i], sass ? "SASS" : "PTX") == 0, "MEMRA_ARCH=cuda cc %d %s: loaded from '%s'",
                    k_cc[d], k_images[i], g_origin[d][i]);
     }
+    const int absent_forced = absent_lookups(argv[1]) - absent;
+    EXPECT(absent_forced == 0, "MEMRA_ARCH=cuda: %d kernel lookups for names the module's image lacks (want 0)",
+           absent_forced);
+    printf("kernel lookups for names an image lacks: %d, forced cuda %d\n", absent, absent_forced);
     memra_close(rt);
 
     /* the same knob from the environment */

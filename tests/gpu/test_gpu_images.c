@@ -6,6 +6,7 @@
  *              for the targets given (80 86 89) and as compute_80 PTX (text,
  *              ".version" then ".target sm_80", entries); the other sets skip
  *              these images
+ *   kernels    the loader's image reader on the mmq images (see main_kernels)
  * (modules/kernels/families.cmake), then the targets ("90a", "120a"). For
  * every image of the set that a target should have: exactly one image, a 64-bit CUDA ELF
  * (e_machine 190, EM_CUDA) whose e_flags carry the SM number (bits 8..15 in
@@ -17,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gpu.h"
 #include "images.h"
 #include "test.h"
 
@@ -168,9 +170,54 @@ static int main_portable(int argc, char **argv)
     return fails ? 1 : 0;
 }
 
+/* kernels: the loader's image reader (memra__gpu_image_has_kernel) on every mmq image. Each names
+ * memra_k_quant_q8_1 (1) and neither a prefix of it, a longer name nor an unknown one (0); the sm_90a cubin
+ * names the wgmma tile table's memra_k_gemm_q8_0r_mt4b and the compute_80 PTX and the plain sm_XY cubins do
+ * not (the misses that made compute-sanitizer count API errors under MEMRA_ARCH=cuda, run ac5). A cubin cut
+ * short or with its section headers pointed past its end is not followed (-1), never read past. */
+static int main_kernels(void)
+{
+    int fails = 0, seen = 0;
+    static const char *const absent[] = {"memra_k_quant_q8_", "memra_k_quant_q8_1_", "memra_k_no_such_kernel",
+                                         "memra_k"};
+    for (size_t i = 0; i < memra__gpu_image_count; i++) {
+        const memra__gpu_image *img = &memra__gpu_images[i];
+        if (strcmp(img->family, "mmq") != 0) continue;
+        seen++;
+        const int ptx = strncmp(img->target, "compute_", 8) == 0, sm90a = strcmp(img->target, "sm_90a") == 0;
+        int got = memra__gpu_image_has_kernel(img, "memra_k_quant_q8_1");
+        int ok = got == 1;
+        for (size_t k = 0; k < sizeof absent / sizeof absent[0]; k++)
+            ok &= memra__gpu_image_has_kernel(img, absent[k]) == 0;
+        const int wg = memra__gpu_image_has_kernel(img, "memra_k_gemm_q8_0r_mt4b");
+        if (sm90a) ok &= wg == 1;
+        if (ptx || is_portable_target(img->target)) ok &= wg == 0;
+        if (!ptx) {
+            /* the same bytes cut to 200, and with e_shoff past the end: not followed */
+            unsigned char *cut = malloc(img->size);
+            if (cut == NULL) return 1;
+            memcpy(cut, img->bytes, img->size);
+            memra__gpu_image short_img = {img->family, img->target, cut, 200};
+            ok &= memra__gpu_image_has_kernel(&short_img, "memra_k_quant_q8_1") == -1;
+            const uint64_t past = (uint64_t)img->size - 8;
+            memcpy(cut + 0x28, &past, sizeof past); /* little-endian host: the field as the file holds it */
+            memra__gpu_image bad = {img->family, img->target, cut, img->size};
+            ok &= memra__gpu_image_has_kernel(&bad, "memra_k_quant_q8_1") == -1;
+            free(cut);
+        }
+        printf("  %-6s %-10s quant_q8_1 %d, gemm_q8_0r_mt4b %d, absent names 0, damaged copies -1: %s\n", img->family,
+               img->target, got, wg, ok ? "ok" : "BAD");
+        fails += !ok;
+    }
+    if (seen == 0) printf("  no mmq image\n"), fails++;
+    printf("%s\n", fails ? "FAIL" : "PASS");
+    return fails ? 1 : 0;
+}
+
 int main(int argc, char **argv)
 {
     if (argc >= 2 && strcmp(argv[1], "portable") == 0) return main_portable(argc - 1, argv + 1);
+    if (argc == 2 && strcmp(argv[1], "kernels") == 0) return main_kernels();
     const image_rule *rules = NULL;
     size_t n_rules = 0;
     if (argc >= 3 && strcmp(argv[1], "load-time") == 0) rules = k_load_time, n_rules = sizeof k_load_time / sizeof k_load_time[0];

@@ -172,7 +172,7 @@ static CUfunction wgmma_function(memra__gpu *q, const fp8blk_state *fb, CUmodule
 {
     const memra_host_services *host = q->host;
     CUfunction f = NULL;
-    if (q->cu.cuModuleGetFunction(&f, m, name) != MEMRA__CU_SUCCESS) {
+    if (!memra__gpu_has_kernel(q, m, name) || q->cu.cuModuleGetFunction(&f, m, name) != MEMRA__CU_SUCCESS) {
         host->log(MEMRA_LOG_INFO, q->name, "gemm_fp8_blk: the %s image has no %s", fb->path, name);
         return NULL;
     }
@@ -243,7 +243,8 @@ static void fp8blk_load_wgmma(memra__gpu *q, fp8blk_state *fb, CUmodule m)
         const char *qu = memra__gpu_knob(q, "MEMRA_FP8BLK_XE_QU");
         if (fb->xe_quant != NULL && qu != NULL && strcmp(qu, "8") == 0) {
             CUfunction f8 = NULL;
-            if (q->cu.cuModuleGetFunction(&f8, m, "memra_k_fp8blk_quant_sorted8") == MEMRA__CU_SUCCESS && f8 != NULL)
+            if (memra__gpu_has_kernel(q, m, "memra_k_fp8blk_quant_sorted8") &&
+                q->cu.cuModuleGetFunction(&f8, m, "memra_k_fp8blk_quant_sorted8") == MEMRA__CU_SUCCESS && f8 != NULL)
                 fb->xe_quant = f8, fb->xe_qu = 8;
             else
                 host->log(MEMRA_LOG_WARN, q->name,

@@ -487,31 +487,28 @@ static int64_t sms_of(const memra__gpu *q) { return q->caps->sm_count > 0 ? q->c
 /* The stream-k tile's partial-sum slots on P CTAs: 2 P tiles of 128 x 128 floats */
 #define MMQ_SK_SLOT_BYTES(P) ((size_t)(P) * 2u * 65536u)
 
-/* Whether image m holds every kernel of a tile table (asked of the driver alone: a miss is not an
- * error, an older or PTX image may lack a variant's entry points). */
+/* Whether image m holds every kernel of a tile table (a miss is not an error: an older or PTX image may lack
+ * a variant's entry points; memra__gpu_has_kernel reads the image before it asks the driver). */
 static int tiles_present(const memra__gpu *q, CUmodule m, const memra__mmq_r3_tile *tiles)
 {
-    CUfunction probe = NULL;
     for (int t = 0; t < MEMRA__MMQ_R3_TILES; t++)
-        if (q->cu.cuModuleGetFunction(&probe, m, tiles[t].kernel) != MEMRA__CU_SUCCESS) return 0;
+        if (!memra__gpu_has_kernel(q, m, tiles[t].kernel)) return 0;
     return 1;
 }
 /* and a grouped table's MMQ_XE_TILES kernel names */
 static int names_present(const memra__gpu *q, CUmodule m, const char *const *names)
 {
-    CUfunction probe = NULL;
     for (int t = 0; t < MMQ_XE_TILES; t++)
-        if (q->cu.cuModuleGetFunction(&probe, m, names[t]) != MEMRA__CU_SUCCESS) return 0;
+        if (!memra__gpu_has_kernel(q, m, names[t])) return 0;
     return 1;
 }
 
-/* An opt-in kernel of image m: its function (smem dynamic bytes) where the image has it, asked of the
- * driver first (a miss is not an error); 1 when loaded. */
+/* An opt-in kernel of image m: its function (smem dynamic bytes) where the image has it (a miss is not an
+ * error); 1 when loaded. */
 static int load_optional(memra__gpu *q, CUmodule m, const char *name, unsigned smem, CUfunction *out)
 {
-    CUfunction probe = NULL;
     *out = NULL;
-    if (q->cu.cuModuleGetFunction(&probe, m, name) != MEMRA__CU_SUCCESS) return 0;
+    if (!memra__gpu_has_kernel(q, m, name)) return 0;
     if (memra__gpu_function(q, m, name, smem, out) != MEMRA_STATUS_OK) *out = NULL;
     return *out != NULL;
 }

@@ -101,8 +101,7 @@ static memra_status w16_load(memra__gpu *gpu, void *state)
     const char *ft = memra__gpu_knob(gpu, "MEMRA_W16_XE_FIT");
     s->fit = ft != NULL && strcmp(ft, "1") == 0;
     for (int f = 0; f < 5 && s->fit; f++) {
-        CUfunction probe = NULL;
-        if (gpu->cu.cuModuleGetFunction(&probe, m, k_xe_fit_names[f]) != MEMRA__CU_SUCCESS || probe == NULL) {
+        if (!memra__gpu_has_kernel(gpu, m, k_xe_fit_names[f])) {
             gpu->host->log(MEMRA_LOG_WARN, gpu->name,
                            "gemm_experts: MEMRA_W16_XE_FIT=1 but the w16 image has no %s (the plain 160-token tile "
                            "serves)",
