@@ -149,18 +149,18 @@ static int elf_has_function(const unsigned char *b, size_t n, const char *name)
     return symtabs ? 0 : -1;
 }
 
-/* Whether PTX text p[0..n) has an entry `name`: ".entry" then the name, ended by '(' or white space. */
+/* Whether PTX text p[0..n) has an entry `name`: ".entry", white space, the name, then '(' or white space. Each
+ * place the name occurs (memmem) is checked, so a parameter "name_param_0" or a longer name is not taken. */
 static int ptx_has_entry(const char *p, size_t n, const char *name)
 {
     const size_t len = strlen(name);
-    for (size_t i = 0; i + 6 <= n; i++) {
-        if (memcmp(p + i, ".entry", 6) != 0) continue;
-        size_t j = i + 6;
-        if (j >= n || (p[j] != ' ' && p[j] != '\t')) continue;
-        while (j < n && (p[j] == ' ' || p[j] == '\t')) j++;
-        if (len < n - j && memcmp(p + j, name, len) == 0 && p[j + len] != '\0' &&
-            strchr("( \t\r\n", p[j + len]) != NULL)
-            return 1;
+    if (len == 0) return 0;
+    for (const char *q = p, *end = p + n; (q = memmem(q, (size_t)(end - q), name, len)) != NULL; q++) {
+        const char *after = q + len, *b = q;
+        if (after >= end || *after == '\0' || strchr("( \t\r\n", *after) == NULL) continue;
+        while (b > p && (b[-1] == ' ' || b[-1] == '\t')) b--;
+        if (b == q || b - p < 6 || memcmp(b - 6, ".entry", 6) != 0) continue;
+        return 1;
     }
     return 0;
 }
