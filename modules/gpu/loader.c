@@ -136,7 +136,7 @@ static int elf_has_function(const unsigned char *b, size_t n, const char *name)
         if (entsize < 24 || off > n || size > n - off || link >= shnum) return -1;
         const unsigned char *str = b + shoff + link * shentsize;
         const uint64_t soff = le(str + 0x18, 8), ssize = le(str + 0x20, 8);
-        if (soff > n || ssize > n - soff) return -1;
+        if (le(str + 4, 4) != 3 || soff > n || ssize > n - soff) return -1; /* SHT_STRTAB */
         symtabs++;
         for (uint64_t k = 0; k + entsize <= size; k += entsize) {
             const unsigned char *sym = b + off + k;
@@ -149,7 +149,8 @@ static int elf_has_function(const unsigned char *b, size_t n, const char *name)
     return symtabs ? 0 : -1;
 }
 
-/* Whether PTX text p[0..n) has an entry `name`: ".entry", white space, the name, then '(' or white space. Each
+/* Whether PTX text p[0..n) has an entry `name`: ".entry", white space (new lines too), the name, then '(' or
+ * white space. Each
  * place the name occurs (memmem) is checked, so a parameter "name_param_0" or a longer name is not taken. */
 static int ptx_has_entry(const char *p, size_t n, const char *name)
 {
@@ -158,7 +159,7 @@ static int ptx_has_entry(const char *p, size_t n, const char *name)
     for (const char *q = p, *end = p + n; (q = memmem(q, (size_t)(end - q), name, len)) != NULL; q++) {
         const char *after = q + len, *b = q;
         if (after >= end || *after == '\0' || strchr("( \t\r\n", *after) == NULL) continue;
-        while (b > p && (b[-1] == ' ' || b[-1] == '\t')) b--;
+        while (b > p && (b[-1] == ' ' || b[-1] == '\t' || b[-1] == '\n' || b[-1] == '\r')) b--;
         if (b == q || b - p < 6 || memcmp(b - 6, ".entry", 6) != 0) continue;
         return 1;
     }
@@ -167,8 +168,11 @@ static int ptx_has_entry(const char *p, size_t n, const char *name)
 
 int memra__gpu_image_has_kernel(const memra__gpu_image *img, const char *kernel)
 {
-    return strncmp(img->target, "compute_", 8) == 0 ? ptx_has_entry((const char *)img->bytes, img->size, kernel)
-                                                    : elf_has_function(img->bytes, img->size, kernel);
+    /* by the bytes: an ELF image is read as a cubin whatever its target says, PTX only where the target is one */
+    if (img->size >= 4 && memcmp(img->bytes, "\x7f" "ELF", 4) == 0)
+        return elf_has_function(img->bytes, img->size, kernel);
+    if (strncmp(img->target, "compute_", 8) == 0) return ptx_has_entry((const char *)img->bytes, img->size, kernel);
+    return -1;
 }
 
 int memra__gpu_has_kernel(const memra__gpu *gpu, CUmodule m, const char *kernel)

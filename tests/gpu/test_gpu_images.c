@@ -210,6 +210,17 @@ static int main_kernels(void)
         fails += !ok;
     }
     if (seen == 0) printf("  no mmq image\n"), fails++;
+    /* PTX as a writer may lay it out: the name on the line after ".entry", white space before '(', a parameter
+     * named after the kernel; and bytes that are neither an ELF image nor under a compute_ target: not followed */
+    static const char ptx[] = "//\n.version 8.0\n.target sm_80\n.visible .entry\n\tmemra_k_a (\n\t.param .u64 "
+                              "memra_k_b_param_0\n)\n.weak .entry memra_k_c(\n)\n";
+    const memra__gpu_image p = {"t", "compute_80", (const unsigned char *)ptx, sizeof ptx};
+    const memra__gpu_image junk = {"t", "sm_90a", (const unsigned char *)ptx, sizeof ptx};
+    const int pa = memra__gpu_image_has_kernel(&p, "memra_k_a"), pb = memra__gpu_image_has_kernel(&p, "memra_k_b"),
+              pc = memra__gpu_image_has_kernel(&p, "memra_k_c"), pj = memra__gpu_image_has_kernel(&junk, "memra_k_a");
+    printf("  written PTX: memra_k_a %d, memra_k_b (a parameter's prefix) %d, memra_k_c %d; as sm_90a bytes %d\n", pa,
+           pb, pc, pj);
+    fails += !(pa == 1 && pb == 0 && pc == 1 && pj == -1);
     printf("%s\n", fails ? "FAIL" : "PASS");
     return fails ? 1 : 0;
 }
