@@ -79,7 +79,9 @@
 #   pdl         test_mmq_ops pdl at m = 512 and 4096
 #   ncu         ncu summary of the first gemm_q8_0r launches
 #   ncusrc      ncu's per-SASS-instruction warp stall samples of one gemm_q8_0r and one gemm_kr (Q4_K)
-#               launch (m = 4096, 5120->12288): the source page as CSV (see step_ncusrc)
+#               launch (m = 4096, 5120->12288): the source page as CSV (see step_ncusrc); NCUSRC_SPECS
+#               "name|kernel regex|args|env|skip;..." other launches (args "@memra ...": the memra tool's,
+#               e.g. bench moe for the grouped tiles; skip, default 2: the matching launches skipped first)
 #   python      pytest of the python package on device 0 (torch tensors), when present
 #   inject      every GPU test and memra check with an injected fault: each must fail
 #   ab          memra bench 27b from .before/'s build and this one, alternately (see step_ab)
@@ -826,10 +828,15 @@ step_ncusrc() {
     specs=("q8_0r|memra_k_gemm_q8_0r|sweep 4096 0|" "kr|memra_k_gemm_kr|sweep_kr q4_k 4096 0|"
            "krwg|memra_k_gemm_kr|sweep_kr q4_k 4096 0|MEMRA_MMQ_KR_WG=1"); fi
   for spec in "${specs[@]}"; do
-    IFS='|' read -r name re args envs <<< "$spec"
+    local skip=2
+    IFS='|' read -r name re args envs skip <<< "$spec"
+    skip=${skip:-2}
+    # args "@memra ...": the memra tool instead of test_mmq_ops (e.g. bench moe, for the grouped tiles)
+    local bin=$T
+    [ "${args#@memra }" != "$args" ] && bin=$M args=${args#@memra }
     env $envs MEMRA_ADMISSION=off timeout 240 ncu --clock-control none --section SourceCounters --section WarpStateStats \
       --section SpeedOfLight --section MemoryWorkloadAnalysis --section ComputeWorkloadAnalysis \
-      -k regex:$re --launch-skip 2 -c 1 -f -o "$L/ncusrc_$name" $T $args > "$L/ncusrc_$name.txt" 2>&1
+      -k regex:$re --launch-skip $skip -c 1 -f -o "$L/ncusrc_$name" $bin $args > "$L/ncusrc_$name.txt" 2>&1
     say "ncusrc $name: exit $?"
     # the details page: which unit bounds the kernel (L2 / DRAM / SM throughput, issue slots, pipes)
     timeout 120 ncu --import "$L/ncusrc_$name.ncu-rep" --page details > "$L/ncusrc_${name}_details.txt" 2>&1
