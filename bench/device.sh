@@ -265,12 +265,14 @@ step_check() {
     timeout 400 $M check --device 0 --json $R/check_h200_$TAG.json > "$L/check.log" 2>&1
     say "memra check --device 0: exit $? $(grep -E 'passed, ' "$L/check.log")"
     grep -E " FAIL" "$L/check.log" | head -8 >> "$S"
+    save_out # a call cut during the next profile still returns this one's log (ac1 lost it)
   fi
   for p in sm120 cuda; do
     [[ $profiles == *" $p "* ]] || continue
     MEMRA_LOG=info MEMRA_ARCH=$p timeout 300 $M check --device 0 > "$L/check_$p.log" 2>&1
     say "memra check --device 0 (MEMRA_ARCH=$p): exit $? $(grep -E 'passed, ' "$L/check_$p.log")"
     grep -E " FAIL" "$L/check_$p.log" | head -8 >> "$S"
+    save_out
   done
   if [[ $profiles == *" cuda "* ]]; then
     # the portable module's images and where they came from (PTX compiled by the driver, or SASS)
@@ -2740,6 +2742,13 @@ step_xeab() {
   done
 }
 
+# The logs and receipts so far into $OUT (after every step, and inside the long ones)
+save_out() {
+  trim_logs
+  tar -C $L -cf "$OUT/logs.tar" . 2>/dev/null
+  tar -C $R -cf "$OUT/receipts.tar" . 2>/dev/null
+}
+
 # A log over 4 MB (an initcheck over cuBLASLt's kernels writes hundreds of MB) keeps its
 # first and last 1 MB, so that logs.tar stays under what a call can bring back.
 trim_logs() {
@@ -2758,9 +2767,7 @@ for s in "$@"; do
   # call ends inside the device's per-command limit with its logs and receipts
   if [ -n "${DEADLINE:-}" ] && [ $((SECONDS - t0)) -ge "$DEADLINE" ]; then say "$s: skipped (DEADLINE ${DEADLINE} s)"; continue; fi
   "step_$s" || { [ "$s" = build ] && break; }
-  trim_logs
-  tar -C $L -cf "$OUT/logs.tar" . 2>/dev/null   # after every step: a cut-off run still returns its logs
-  tar -C $R -cf "$OUT/receipts.tar" . 2>/dev/null
+  save_out # after every step: a cut-off run still returns its logs
 done
 say "total: $((SECONDS - t0)) s"
 trim_logs
