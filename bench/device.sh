@@ -2770,7 +2770,5 @@ for s in "$@"; do
   save_out # after every step: a cut-off run still returns its logs
 done
 say "total: $((SECONDS - t0)) s"
-trim_logs
-tar -C $L -cf "$OUT/logs.tar" .
-tar -C $R -cf "$OUT/receipts.tar" .
+save_out
 cat "$S"

@@ -199,6 +199,9 @@ int memra__gpu_has_kernel(const memra__gpu *gpu, CUmodule m, const char *kernel)
 /* The image reader under it: 1 where embedded image img defines entry point `kernel` (a cubin's symbol table,
  * a PTX image's .entry lines), 0 where it does not, -1 where the bytes are not a cubin this reader follows. */
 int memra__gpu_image_has_kernel(const memra__gpu_image *img, const char *kernel);
+/* An opt-in kernel of module m: its function (smem as memra__gpu_function) where the module has it; 1 when
+ * loaded, 0 (*out NULL) where it is absent or its lookup failed (a miss is not an error). */
+int memra__gpu_function_optional(memra__gpu *gpu, CUmodule m, const char *kernel, unsigned smem, CUfunction *out);
 /* Look `kernel` up in module m; smem > 48 KB sets the function's dynamic
  * shared memory limit to it. DRIVER_ERROR naming the kernel otherwise. */
 memra_status memra__gpu_function(memra__gpu *gpu, CUmodule m, const char *kernel, unsigned smem, CUfunction *out);

@@ -186,6 +186,14 @@ int memra__gpu_has_kernel(const memra__gpu *gpu, CUmodule m, const char *kernel)
     return gpu->cu.cuModuleGetFunction(&f, m, kernel) == MEMRA__CU_SUCCESS && f != NULL;
 }
 
+int memra__gpu_function_optional(memra__gpu *gpu, CUmodule m, const char *kernel, unsigned smem, CUfunction *out)
+{
+    *out = NULL;
+    if (!memra__gpu_has_kernel(gpu, m, kernel)) return 0;
+    if (memra__gpu_function(gpu, m, kernel, smem, out) != MEMRA_STATUS_OK) *out = NULL;
+    return *out != NULL;
+}
+
 const char *memra__gpu_jit_unavailable(const memra__gpu *gpu)
 {
     const memra_host_services *host = gpu->host;

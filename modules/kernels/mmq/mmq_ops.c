@@ -503,15 +503,6 @@ static int names_present(const memra__gpu *q, CUmodule m, const char *const *nam
     return 1;
 }
 
-/* An opt-in kernel of image m: its function (smem dynamic bytes) where the image has it (a miss is not an
- * error); 1 when loaded. */
-static int load_optional(memra__gpu *q, CUmodule m, const char *name, unsigned smem, CUfunction *out)
-{
-    *out = NULL;
-    if (!memra__gpu_has_kernel(q, m, name)) return 0;
-    if (memra__gpu_function(q, m, name, smem, out) != MEMRA_STATUS_OK) *out = NULL;
-    return *out != NULL;
-}
 
 /* A records tile two of which fit an SM's shared memory (the SM's is the per-block opt-in limit + 1 KB,
  * and each block reserves 1 KB), as plan_tiles counts them */
@@ -599,7 +590,8 @@ static memra_status mmq_load(memra__gpu *q, void *state)
     if (st == MEMRA_STATUS_OK) {
         const char *lean = memra__gpu_knob(q, "MEMRA_MMQ_QUANT_LEAN");
         s->quant_q8_1l = NULL;
-        if ((lean == NULL || strcmp(lean, "0") != 0) && !load_optional(q, m, "memra_k_quant_q8_1l", 0, &s->quant_q8_1l))
+        if ((lean == NULL || strcmp(lean, "0") != 0) &&
+            !memra__gpu_function_optional(q, m, "memra_k_quant_q8_1l", 0, &s->quant_q8_1l))
             q->host->log(lean != NULL && strcmp(lean, "1") == 0 ? MEMRA_LOG_WARN : MEMRA_LOG_DEBUG, q->name,
                          "MEMRA_MMQ_QUANT_LEAN=%s: this image has no memra_k_quant_q8_1l; memra_k_quant_q8_1 serves",
                          lean != NULL ? lean : "1 (the default)");
@@ -690,13 +682,13 @@ static memra_status mmq_load(memra__gpu *q, void *state)
             s->wg_smem = seed ? R3W_SMEM_BYTES_SD(1) : R3W_SMEM_BYTES_OF(t);
             const int ok = caps->cc / 10 == 9 && q->cuTensorMapEncodeTiled != NULL && !q->from_ptx &&
                            (caps->smem_per_block_optin == 0 || caps->smem_per_block_optin >= s->wg_smem);
-            if (!ok || !load_optional(q, m, s->wg_name, s->wg_smem, &s->gemm_q8_0r_wg)) {
+            if (!ok || !memra__gpu_function_optional(q, m, s->wg_name, s->wg_smem, &s->gemm_q8_0r_wg)) {
                 s->gemm_q8_0r_wg = NULL;
                 /* a default that cannot apply (another GPU, a PTX image) is no news: said at debug level */
                 q->host->log(autom ? MEMRA_LOG_DEBUG : MEMRA_LOG_WARN, q->name,
                              "MEMRA_MMQ_WG=%s: the warpgroup gemm_q8_0r tile needs cc 9.x, the driver's tensor maps "
                              "and this image's %s; the records tiles serve", wg != NULL ? wg : "auto", s->wg_name);
-            } else if (per && !load_optional(q, m, s->wgp_name, s->wg_smem, &s->gemm_q8_0r_wgp)) {
+            } else if (per && !memra__gpu_function_optional(q, m, s->wgp_name, s->wg_smem, &s->gemm_q8_0r_wgp)) {
                 q->host->log(MEMRA_LOG_WARN, q->name, "MEMRA_MMQ_WG_PERSIST=%s: this image has no %s; %s serves", pe,
                              s->wgp_name, s->wg_name);
             }
@@ -707,8 +699,8 @@ static memra_status mmq_load(memra__gpu *q, void *state)
             s->wgsk_name = tw != NULL && tw->sk != NULL ? tw->sk : "memra_k_gemm_q8_0r_wgsk";
             if (s->sk_mode != 0 && s->gemm_q8_0r_wg != NULL) {
                 if (s->gemm_q8_0r_wgp != NULL || !wg_seeded_plain(s->wg_name) ||
-                    !load_optional(q, m, s->wgsk_name, s->wg_smem, &s->gemm_q8_0r_wgsk) ||
-                    !load_optional(q, m, "memra_k_gemm_q8_0r_skfix", 0, &s->skfix)) {
+                    !memra__gpu_function_optional(q, m, s->wgsk_name, s->wg_smem, &s->gemm_q8_0r_wgsk) ||
+                    !memra__gpu_function_optional(q, m, "memra_k_gemm_q8_0r_skfix", 0, &s->skfix)) {
                     s->gemm_q8_0r_wgsk = s->skfix = NULL;
                     /* a default that cannot apply is no news */
                     q->host->log(sk == NULL || strcmp(sk, "auto") == 0 ? MEMRA_LOG_DEBUG : MEMRA_LOG_WARN, q->name,
@@ -722,7 +714,7 @@ static memra_status mmq_load(memra__gpu *q, void *state)
         const char *wt = memra__gpu_knob(q, "MEMRA_MMQ_WG_TAIL");
         if (wt != NULL && strcmp(wt, "1") == 0 &&
             (s->gemm_q8_0r_wg == NULL || s->gemm_q8_0r_wgp != NULL || strcmp(s->wg_name, "memra_k_gemm_q8_0r_wgs") != 0 ||
-             !load_optional(q, m, "memra_k_gemm_q8_0r_wgst", s->wg_smem, &s->gemm_q8_0r_wgst))) {
+             !memra__gpu_function_optional(q, m, "memra_k_gemm_q8_0r_wgst", s->wg_smem, &s->gemm_q8_0r_wgst))) {
             s->gemm_q8_0r_wgst = NULL;
             q->host->log(MEMRA_LOG_WARN, q->name,
                          "MEMRA_MMQ_WG_TAIL=1: needs the seeded tile memra_k_gemm_q8_0r_wgs (MEMRA_MMQ_WG_SEED=1, not "
@@ -821,7 +813,7 @@ static memra_status mmq_load(memra__gpu *q, void *state)
             const int ok = caps->cc / 10 == 9 && q->cuTensorMapEncodeTiled != NULL && !q->from_ptx &&
                            (caps->smem_per_block_optin == 0 || caps->smem_per_block_optin >= s->kr_wg_smem);
             for (int f = 0; f < 2; f++)
-                if (!ok || !load_optional(q, m, s->kr_wg_names[f], s->kr_wg_smem, &s->gemm_kr_wg[f])) {
+                if (!ok || !memra__gpu_function_optional(q, m, s->kr_wg_names[f], s->kr_wg_smem, &s->gemm_kr_wg[f])) {
                     s->gemm_kr_wg[f] = NULL;
                     q->host->log(quiet, q->name,
                                  "MEMRA_MMQ_KR_WG=%s: %s needs cc 9.x, the driver's tensor maps and this image's kernel; "
@@ -829,9 +821,9 @@ static memra_status mmq_load(memra__gpu *q, void *state)
                                  kwn, s->kr_wg_names[f]);
                 }
             if (pre && s->gemm_kr_wg[0] != NULL && s->gemm_kr_wg[1] != NULL) {
-                if (load_optional(q, m, s->kr_wgw_name, R3W_SMEM_BYTES_KM, &s->gemm_kr_wgw) &&
-                    load_optional(q, m, s->kq_widen_names[0], 0, &s->kq_widen[0]) &&
-                    load_optional(q, m, s->kq_widen_names[1], 0, &s->kq_widen[1]))
+                if (memra__gpu_function_optional(q, m, s->kr_wgw_name, R3W_SMEM_BYTES_KM, &s->gemm_kr_wgw) &&
+                    memra__gpu_function_optional(q, m, s->kq_widen_names[0], 0, &s->kq_widen[0]) &&
+                    memra__gpu_function_optional(q, m, s->kq_widen_names[1], 0, &s->kq_widen[1]))
                     s->kr_pre = pre;
                 else {
                     s->kq_widen[0] = s->kq_widen[1] = s->gemm_kr_wgw = NULL;
@@ -969,8 +961,8 @@ static memra_status mmq_load(memra__gpu *q, void *state)
             const int base_ok = caps->cc / 10 == 9 && q->cuTensorMapEncodeTiled != NULL && !q->from_ptx &&
                                 (caps->smem_per_block_optin == 0 || caps->smem_per_block_optin >= smem) &&
                                 s->experts_gather != NULL;
-            if (!base_ok || !load_optional(q, m, s->xe_wg_name, smem, &s->experts_wg) ||
-                !load_optional(q, m, "memra_k_experts_maps_q8_0r", 0, &s->experts_wg_maps)) {
+            if (!base_ok || !memra__gpu_function_optional(q, m, s->xe_wg_name, smem, &s->experts_wg) ||
+                !memra__gpu_function_optional(q, m, "memra_k_experts_maps_q8_0r", 0, &s->experts_wg_maps)) {
                 s->experts_wg = s->experts_wg_maps = NULL;
                 /* a default that cannot apply (another GPU, a PTX image) is no news: said at debug level */
                 q->host->log(s->xe_wg_asked ? MEMRA_LOG_WARN : MEMRA_LOG_DEBUG, q->name,
@@ -982,7 +974,7 @@ static memra_status mmq_load(memra__gpu *q, void *state)
             const char *xr = memra__gpu_knob(q, "MEMRA_MMQ_XE_WG_REM");
             if (xr != NULL && strcmp(xr, "1") == 0 &&
                 (s->experts_wg == NULL || strcmp(s->xe_wg_name, "memra_k_experts_q8_0r_wgs") != 0 ||
-                 !load_optional(q, m, "memra_k_experts_q8_0r_wgsr", smem, &s->experts_wg_rem))) {
+                 !memra__gpu_function_optional(q, m, "memra_k_experts_q8_0r_wgsr", smem, &s->experts_wg_rem))) {
                 s->experts_wg_rem = NULL;
                 q->host->log(MEMRA_LOG_WARN, q->name,
                              "MEMRA_MMQ_XE_WG_REM=1: needs MEMRA_MMQ_XE_WG's tile as memra_k_experts_q8_0r_wgs "
@@ -997,7 +989,7 @@ static memra_status mmq_load(memra__gpu *q, void *state)
                                                       "and pin tiles have no early-trigger entry; the remainders run "
                                                       "after the tiles");
             else if (s->experts_wg != NULL && xo != NULL && strcmp(xo, "1") == 0 &&
-                     !load_optional(q, m, "memra_k_experts_q8_0r_wgs_o1", smem, &s->experts_wg_ovl))
+                     !memra__gpu_function_optional(q, m, "memra_k_experts_q8_0r_wgs_o1", smem, &s->experts_wg_ovl))
                 q->host->log(MEMRA_LOG_WARN, q->name, "MEMRA_MMQ_XE_WG with MEMRA_MMQ_XE_OVERLAP=1: this image has no "
                                                       "memra_k_experts_q8_0r_wgs_o1; the remainders run after the tiles");
             /* MEMRA_MMQ_XE_PF=1 (opt-in): _wgs's twin that also prefetches the expert's weight into L2 8 steps
@@ -1006,7 +998,7 @@ static memra_status mmq_load(memra__gpu *q, void *state)
             CUfunction fpf = NULL;
             if (xpf != NULL && strcmp(xpf, "1") == 0) {
                 if (s->experts_wg == NULL || xe_pp || s->experts_wg_rem != NULL || s->experts_wg_ovl != NULL ||
-                    !load_optional(q, m, "memra_k_experts_q8_0r_wgs_pf", smem, &fpf))
+                    !memra__gpu_function_optional(q, m, "memra_k_experts_q8_0r_wgs_pf", smem, &fpf))
                     q->host->log(MEMRA_LOG_WARN, q->name,
                                  "MEMRA_MMQ_XE_PF=1: needs %s as memra_k_experts_q8_0r_wgs (MEMRA_MMQ_WG_SEED=1), "
                                  "without MEMRA_MMQ_XE_WG_REM or _OVERLAP, and this image's memra_k_experts_q8_0r_wgs_pf; "
