@@ -2730,9 +2730,12 @@ step_xeab() {
       say "test_gpu_experts $c under $tool: exit $? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$L/xeab_san_${tool}_$c.txt" | tail -1)"
     done
   done
+  local i=0
   for v in ${XEAB_VARIANTS:--}; do
-    # the routing in the names: a uniform and a skewed pass of one call keep both logs and receipts
-    tag=$(echo "$v" | tr -c 'A-Za-z0-9_\n' '_')_${XEAB_ROUTING:-uniform} f="$L/xeab_moe_${sh}_${fm}_$tag.txt"
+    # the routing and the arm's place in the names: a uniform and a skewed pass of one call, and an arm named
+    # twice (A B A), keep every log and receipt
+    i=$((i + 1))
+    tag=a${i}_$(echo "$v" | tr -c 'A-Za-z0-9_\n' '_')_${XEAB_ROUTING:-uniform} f="$L/xeab_moe_${sh}_${fm}_$tag.txt"
     env MEMRA_F16_BUDGET_MB=0 MEMRA_W16=0 $([ "$v" != - ] && echo "$v" | tr ',' ' ') timeout 300 $M bench moe --device 0 \
       --sheet $sh --routing ${XEAB_ROUTING:-uniform} --format $fm ${XEAB_SEED:+--seed $XEAB_SEED} \
       $(for mm in ${XEAB_M:-512 4096}; do printf -- '--m %s ' $mm; done) \
