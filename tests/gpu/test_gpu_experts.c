@@ -27,7 +27,8 @@
  *                             sink: until the thirty-third session these were tall4 / tall4_q4_k
  *                             over 4 experts, whose 300 rows picked the 64-row table, so they never
  *                             ran the tall tile); elsewhere the knob warns and the usual tiles serve
- *   test_gpu_experts wg | wg_graph | wg_split | wg4 | wg_bm128 | wg_skew | wg_q4_0 | wg_raster | wg_plain | wg_pf
+ *   test_gpu_experts wg | wg_graph | wg_split | wg4 | wg_bm128 | wg_skew | wg_q4_0 | wg_raster | wg_plain | wg_pf |
+ *                    wg_qs | wg_qs2
  *                             Q8_0 (and Q4_0) with MEMRA_MMQ_XE_WG=1: on cc 9.x the 128-row table's
  *                             tiles on the seeded warpgroup tile (memra_k_experts_q8_0r_wgs, _wgsf under pin), failing
  *                             there if the module refused it or fell back in a call (a log sink).
@@ -43,7 +44,11 @@
  *                             plain grid (MEMRA_MMQ_XE_RASTER=0), wg_pf as wg_skew on _wgs's twin that also
  *                             prefetches the weight into L2 (MEMRA_MMQ_XE_PF=1, MEMRA_MMQ_WG_SEED=1) at k = 1312
  *                             (11 steps, the last partial: the first step prefetches steps 4-8, the next two 9
- *                             and 10; a refusal of either knob logged fails it on cc 9.x). Elsewhere the knob
+ *                             and 10; a refusal of either knob logged fails it on cc 9.x); wg_qs as wg_skew and
+ *                             wg_qs2 as wg on _wgs's quick-start twin (MEMRA_MMQ_XE_QS=1, MEMRA_MMQ_WG_SEED=1: the
+ *                             table entry read before its bound, the scatter's places from shared memory; the
+ *                             routing's zeros past the table and past the routed rows, which two rows of ids
+ *                             outside [0, E) leave, are what initcheck sees it read). Elsewhere the knob
  *                             warns and the records tiles serve.
  *   test_gpu_experts wg_rem | wg_rem_graph | wg_rem_split | wg_rem3
  *                             the same with MEMRA_MMQ_XE_WG_REM=1: the remainders of at most 32 rows in the
@@ -206,6 +211,8 @@ static const xcase k_cases[] = {
     {"wg_raster", MEMRA_FORMAT_Q8_0, "128", 1, 0, "mmq records", NULL, 0, 0},
     {"wg_plain", MEMRA_FORMAT_Q8_0, "128", 1, 0, "mmq records", NULL, 0, 0},
     {"wg_pf", MEMRA_FORMAT_Q8_0, "128", 1, 0, "mmq records", NULL, 0, 0},
+    {"wg_qs", MEMRA_FORMAT_Q8_0, "128", 1, 0, "mmq records", NULL, 0, 0},
+    {"wg_qs2", MEMRA_FORMAT_Q8_0, NULL, 0, 0, "mmq records", NULL, 0, 2},
     {"wg_q4_0", MEMRA_FORMAT_Q4_0, NULL, 0, 0, "mmq records (Q4_0 as Q8_0)", NULL, 0, 2},
     {"wg_rem", MEMRA_FORMAT_Q8_0, NULL, 0, 0, "mmq records", NULL, 0, 2},
     {"wg_rem_graph", MEMRA_FORMAT_Q8_0, NULL, 0, 1, "mmq records", NULL, 0, 2},
@@ -410,7 +417,8 @@ int main(int argc, char **argv)
     const int fqu = strcmp(xc->name, "fp8blk_qu8") == 0;    /* MEMRA_FP8BLK_XE_QU=8 (cc 9.0) */
     if (fhalf) g_tall_log.watch = "MEMRA_FP8BLK_XE_HALF";
     if (fqu) g_tall_log.watch = "MEMRA_FP8BLK_XE_QU";
-    if (wgc) g_tall_log.watch = strcmp(xc->name, "wg_pf") == 0 ? "MEMRA_MMQ_XE_" : "MEMRA_MMQ_XE_WG";
+    const int wqs = strncmp(xc->name, "wg_qs", 5) == 0; /* MEMRA_MMQ_XE_QS=1: the quick-start twin */
+    if (wgc) g_tall_log.watch = strcmp(xc->name, "wg_pf") == 0 || wqs ? "MEMRA_MMQ_XE_" : "MEMRA_MMQ_XE_WG";
     char bm[32];
     snprintf(bm, sizeof bm, "MEMRA_MMQ_XE_BM=%s", xc->bm ? xc->bm : "");
     const int fp8 = xc->format == MEMRA_FORMAT_E4M3;
@@ -449,6 +457,8 @@ int main(int argc, char **argv)
                               /* the weight's L2 prefetch: _wgs's twin (SEED=1), on the default raster */
                               strcmp(xc->name, "wg_pf") == 0 ? "MEMRA_MMQ_XE_PF=1" : NULL,
                               strcmp(xc->name, "wg_pf") == 0 ? "MEMRA_MMQ_WG_SEED=1" : NULL,
+                              /* the quick start: _wgs's twin (SEED=1) */
+                              wqs ? "MEMRA_MMQ_XE_QS=1" : NULL, wqs ? "MEMRA_MMQ_WG_SEED=1" : NULL,
                               strcmp(xc->name, "wg_raster") == 0   ? "MEMRA_MMQ_XE_RASTER=1"
                               : strcmp(xc->name, "wg_plain") == 0 ? "MEMRA_MMQ_XE_RASTER=0"
                                                                   : NULL,
@@ -625,6 +635,7 @@ int main(int argc, char **argv)
                fhalf                          ? "MEMRA_FP8BLK_XE_HALF=1"
                : fqu                            ? "MEMRA_FP8BLK_XE_QU=8"
                : strcmp(xc->name, "wg_pf") == 0 ? "MEMRA_MMQ_XE_PF=1"
+               : wqs                            ? "MEMRA_MMQ_XE_QS=1"
                : wgc                            ? "MEMRA_MMQ_XE_WG=1"
                                                 : "MEMRA_MMQ_XE_TALL=1");
         ok = 0;

@@ -314,6 +314,7 @@ static const char *g_xe_f16_knob;   /* MEMRA_MMQ_XE_F16 likewise */
 static const char *g_xe_merge_knob; /* MEMRA_MMQ_XE_MERGE likewise */
 static const char *g_xe_ovl_knob;   /* MEMRA_MMQ_XE_OVERLAP likewise */
 static const char *g_xe_pf_knob;    /* MEMRA_MMQ_XE_PF likewise */
+static const char *g_xe_qs_knob;    /* MEMRA_MMQ_XE_QS likewise */
 static const char *g_xe_rem_knob;   /* MEMRA_MMQ_XE_WG_REM likewise */
 static const char *g_wg_tail_knob;  /* MEMRA_MMQ_WG_TAIL likewise */
 static const char *g_xe_sort_knob;  /* MEMRA_MMQ_XE_SORT likewise */
@@ -380,6 +381,7 @@ static const char *fake_knob(const memra_device_caps *caps, const char *name)
     if (strcmp(name, "MEMRA_MMQ_XE_MERGE") == 0) return g_xe_merge_knob;
     if (strcmp(name, "MEMRA_MMQ_XE_OVERLAP") == 0) return g_xe_ovl_knob;
     if (strcmp(name, "MEMRA_MMQ_XE_PF") == 0) return g_xe_pf_knob;
+    if (strcmp(name, "MEMRA_MMQ_XE_QS") == 0) return g_xe_qs_knob;
     if (strcmp(name, "MEMRA_MMQ_XE_WG_REM") == 0) return g_xe_rem_knob;
     if (strcmp(name, "MEMRA_MMQ_WG_TAIL") == 0) return g_wg_tail_knob;
     if (strcmp(name, "MEMRA_MMQ_XE_SORT") == 0) return g_xe_sort_knob;
@@ -1377,6 +1379,38 @@ static int xe_wg_cases(const char *so)
         ok &= close_mod(&m, 1);
     }
     g_xe_pf_knob = NULL, g_mmq_wg_sd_knob = NULL, g_missing_kernel = NULL, g_xe_rem_knob = NULL;
+    /* MEMRA_MMQ_XE_QS=1: _wgs's quick-start twin (_wgs_q) in its place, the same grid, shared memory and remainder
+     * launch; refused, with the tile that would run without it kept, under the folds in turn (_wgspp), beside
+     * XE_PF=1 (_wgs_pf), beside XE_WG_REM=1 (_wgsr) and for an image without it (_wgs) */
+    static const struct {
+        const char *missing, *seed, *pf, *rem;
+        const char *tile;
+    } qc[] = {{NULL, "1", NULL, NULL, "memra_k_experts_q8_0r_wgs_q"},
+              {NULL, "pp", NULL, NULL, "memra_k_experts_q8_0r_wgspp"},
+              {NULL, "1", "1", NULL, "memra_k_experts_q8_0r_wgs_pf"},
+              {NULL, "1", NULL, "1", "memra_k_experts_q8_0r_wgsr"},
+              {"experts_q8_0r_wgs_q", "1", NULL, NULL, "memra_k_experts_q8_0r_wgs"}};
+    for (size_t i = 0; i < sizeof qc / sizeof qc[0]; i++) {
+        mod m;
+        g_xe_qs_knob = "1", g_xe_pf_knob = qc[i].pf, g_mmq_wg_sd_knob = qc[i].seed, g_xe_wg_knob = "1";
+        g_missing_kernel = qc[i].missing, g_xe_rem_knob = qc[i].rem, g_xe_bm_knob = NULL;
+        if (!open_mod(so, 90, &m)) return 0;
+        const memra_status st = xe_call(&m, 1024, 256, 0);
+        const int nl = qc[i].rem ? 4 : 5;
+        int good = st == MEMRA_STATUS_OK && g_n_launched == nl && strcmp(g_launched[0], "memra_k_experts_route") == 0 &&
+                   strcmp(g_launched[3], qc[i].tile) == 0 && g_grid_x[3] == 1024 / 128 + 8 + (qc[i].rem ? 8 : 0) &&
+                   g_grid_y[3] == 3 && g_smem[3] == (unsigned)R3W_SMEM_BYTES_SD(1);
+        if (!qc[i].rem) good &= strcmp(g_launched[4], "memra_k_experts_q8_0r_mt1_sb") == 0;
+        printf("  XE_WG=1 XE_QS=1 WG_SEED=%s%s%s%s%s cc 90 gemm_experts q8_0 m 1024 E 8: %d launches, tile %s on %u x %u  "
+               "%s\n",
+               qc[i].seed, qc[i].pf ? ", XE_PF=1" : "", qc[i].rem ? ", XE_WG_REM=1" : "",
+               qc[i].missing ? ", image without " : "", qc[i].missing ? qc[i].missing : "", g_n_launched,
+               g_n_launched > 3 ? g_launched[3] : "-", g_grid_x[3], g_grid_y[3], good ? "ok" : "FAIL");
+        ok &= good;
+        g_n_launched = 0;
+        ok &= close_mod(&m, 1);
+    }
+    g_xe_qs_knob = NULL, g_xe_pf_knob = NULL, g_mmq_wg_sd_knob = NULL, g_missing_kernel = NULL, g_xe_rem_knob = NULL;
     /* MEMRA_MMQ_XE_RASTER: 1 (and unset: the default) launches the tile on a 1-D grid of tiles_max x 3 CTAs
      * (n = 300: 3 row blocks), auto where the mean expert has 384 rows or more (4096 rows over 8), auto below it and
      * 0 the plain grid; with XE_WG_REM=1 the combined grid stays plain */

@@ -1599,7 +1599,7 @@ __device__ __forceinline__ void r3w_transpose(unsigned char *stages, unsigned fu
 template <bool SD, bool KQ = false, bool XE = false, int NT = 128>
 __device__ __forceinline__ void r3w_store(const float (&acc)[64], float *__restrict__ y, float *__restrict__ part,
                                           long long ldy, float alpha, int m, int n, int i0, int jr, int cq, int SL,
-                                          int z, const int *__restrict__ perm = nullptr, int end = 0)
+                                          int z, const int *__restrict__ perm = nullptr, int end = 0, int pb = 0)
 {
     float *out = SL == 1 ? y : part + (long long)z * m * n;
     const long long ld = SL == 1 ? ldy : n;
@@ -1613,7 +1613,7 @@ __device__ __forceinline__ void r3w_store(const float (&acc)[64], float *__restr
             for (int h = 0; h < 2; h++) {
                 const int i = i0 + 8 * j + cq + h;
                 if (i >= end) continue;
-                const long long row = perm[i];
+                const long long row = perm[i - pb];
 #pragma unroll
                 for (int e = h; e < 4; e += 2) {
                     const int c = jr + 8 * (e >> 1);
@@ -1906,7 +1906,7 @@ __device__ __forceinline__ void r3w_xe_raster(int nty, int &tx, int &ty)
  * after the wait that covers them (a stage is held one step longer: three ahead, not four). */
 template <bool TR, bool P, bool SD, int KF = -1, bool KM = false, bool SA = false, bool XE = false, bool XT = false,
           bool XP = false, int KP = 0, bool SK = false, bool PP = false, int NT = 128, bool PIN = false, bool IA = false,
-          int XPF = 0>
+          int XPF = 0, bool XQ = false>
 __device__ __forceinline__ void r3w_body(const memra_tmap *map_w, const memra_tmap *map_wh, const memra_tmap *map_x,
                                          const memra_tmap *map_xh, float *__restrict__ y, int m, int n, int k,
                                          long long ldy, float alpha, float *__restrict__ part, int sl,
@@ -1919,6 +1919,7 @@ __device__ __forceinline__ void r3w_body(const memra_tmap *map_w, const memra_tm
     static_assert(!XE || (SD && TR && !P && !KQ), "the grouped tile: the seeded Q8_0 tile on a plain grid");
     static_assert(!XT || XE, "the early trigger is the grouped tile's");
     static_assert(XPF == 0 || (XE && XPF > R3W_STAGES), "the weight's L2 prefetch: the grouped tile's, past the ring");
+    static_assert(!XQ || (XE && NT == 128 && XPF == 0), "the quick start: the grouped 128-token tile's");
     static_assert(!KQ || (SD && TR && !P), "the K-quant tiles: seeded, permuted scales, a plain grid");
     static_assert(!KM || KQ, "the min term by MMA is the K-quant tiles'");
     static_assert(!XP || (SD && TR && !KQ), "the token scales a group ahead: the seeded Q8_0 tiles");
@@ -1937,6 +1938,7 @@ __device__ __forceinline__ void r3w_body(const memra_tmap *map_w, const memra_tm
     static_assert(!SD || TR, "the seeded tiles read the permuted token scales, which the transposing producer writes");
     extern __shared__ __align__(16) unsigned char r3w_smem[];
     __shared__ __align__(8) unsigned long long r3w_bar[3 * S];
+    __shared__ int r3w_xperm[XQ ? 128 : 1]; /* (XQ) the tile's 128 sorted rows' places in y */
     const unsigned raw = memra_smem_u32(r3w_smem), sbase = (raw + 1023u) & ~1023u;
     unsigned char *stages = r3w_smem + (sbase - raw);
     const unsigned full = memra_smem_u32(r3w_bar), empty = full + 8 * S, ready = full + 16 * S;
@@ -1956,10 +1958,20 @@ __device__ __forceinline__ void r3w_body(const memra_tmap *map_w, const memra_tm
         r3w_xe_raster((n + 127) / 128, tx, ty);
         xj0 = ty * 128;
         const int ti = tx - xe->tbase;
-        if (ti >= *xe->ntiles) return; /* the whole CTA, before any wgmma or copy */
-        if (XT) pdl_trigger(); /* the remainder launch may start on the SMs this grid leaves idle (XE_OVL_MAIN) */
-        const int e = xe->tiles[2 * ti];
-        xs0 = xe->tiles[2 * ti + 1], xend = xe->offsets[e + 1];
+        int e;
+        if constexpr (XQ) {
+            /* the count and the entry in one round trip: the routing fills the table's unused entries up to its
+             * worst case, which bounds ti (memra_k_experts_route) */
+            const int nt_ = *xe->ntiles;
+            const int2 te = *reinterpret_cast<const int2 *>(xe->tiles + 2 * ti);
+            if (ti >= nt_) return;
+            e = te.x, xs0 = te.y;
+        } else {
+            if (ti >= *xe->ntiles) return; /* the whole CTA, before any wgmma or copy */
+            if (XT) pdl_trigger(); /* the remainder launch may start on the SMs this grid leaves idle (XE_OVL_MAIN) */
+            e = xe->tiles[2 * ti], xs0 = xe->tiles[2 * ti + 1];
+        }
+        xend = xe->offsets[e + 1];
         map_w = xe->maps + 2 * e, map_wh = map_w + 1;
     }
     const int G = (k + 127) / 128, SL = SK ? 1 : P ? sl : (int)gridDim.z;
@@ -2060,6 +2072,9 @@ __device__ __forceinline__ void r3w_body(const memra_tmap *map_w, const memra_tm
         for (int i = 0; i < 4; i++) asm volatile("mov.b32 %0, 0x80808080;\n" : "=r"(sa[i]));
         const unsigned seed = sbase + S * SB;
         *reinterpret_cast<uint4 *>(stages + S * SB + 16 * ct) = make_uint4(0x80808080u, 0x80808080u, 0x80808080u, 0x80808080u);
+        /* (XQ) the tile's rows' places in y, read while the first stage is on its way, for the epilogue (the routing
+         * fills the permutation up to m, past the rows it routed) */
+        if (XQ && ct < 128) r3w_xperm[ct] = xs0 + ct < m ? xe->perm[xs0 + ct] : 0;
         asm volatile("fence.proxy.async.shared::cta;\nbar.sync 1, 256;\n" ::: "memory");
         dseed = r3w_seed_desc(seed);
     } else {
@@ -2153,7 +2168,7 @@ __device__ __forceinline__ void r3w_body(const memra_tmap *map_w, const memra_tm
             r3w_store_slot(acc, part + (long long)sk_slot * 16384, r, cq);
         else
             r3w_store<SD, KQ, XE, NT>(acc, y, part, ldy, alpha, m, n, tl.i0, tl.j0 + r, cq, SL, tl.z,
-                                      XE ? xe->perm : nullptr, xend);
+                                      XQ ? r3w_xperm : XE ? xe->perm : nullptr, xend, XQ ? tl.i0 : 0);
     }
     if (PP && w == 0) asm volatile("bar.sync 2, 256;\n" ::: "memory"); /* consumer 1's arrival after its last fold */
 }
@@ -2335,7 +2350,7 @@ memra_k_gemm_q8_0r_skfix(const float *__restrict__ part, float *__restrict__ y, 
  * worst-case tile count, ceil(n / 128), S slices); map_x / map_xh: the sorted records' codes and heads
  * (r3w_maps' third and fourth, over the gathered records); maps: 2 E tensor maps, 128-byte aligned, from
  * memra_k_experts_maps_q8_0r (the launch before this one) */
-#define R3W_XE_ENTRY(NAME, XT, PP, PIN, IA, XPF)                                                                     \
+#define R3W_XE_ENTRY(NAME, XT, PP, PIN, IA, XPF, XQ)                                                                 \
     extern "C" __global__ void __launch_bounds__(R3W_THREADS, 1)                                                    \
         NAME(const __grid_constant__ memra_tmap map_x, const __grid_constant__ memra_tmap map_xh,                    \
              const memra_tmap *__restrict__ maps, const int *__restrict__ offsets, const int *__restrict__ perm,     \
@@ -2343,21 +2358,27 @@ memra_k_gemm_q8_0r_skfix(const float *__restrict__ part, float *__restrict__ y, 
              int k, long long ldy, float alpha, float *__restrict__ part)                                            \
     {                                                                                                                \
         const r3w_xe xe = {maps, offsets, perm, tiles, ntiles};                                                      \
-        r3w_body<true, false, true, -1, false, false, true, XT, false, 0, false, PP, 128, PIN, IA, XPF>(              \
+        r3w_body<true, false, true, -1, false, false, true, XT, false, 0, false, PP, 128, PIN, IA, XPF, XQ>(          \
             nullptr, nullptr, &map_x, &map_xh, y, m, n, k, ldy, alpha, part, 1, nullptr, nullptr, nullptr, &xe);     \
     }
-R3W_XE_ENTRY(memra_k_experts_q8_0r_wgs, false, false, false, false, 0)
+R3W_XE_ENTRY(memra_k_experts_q8_0r_wgs, false, false, false, false, 0, false)
 /* with MEMRA_MMQ_WG_SEED=pin: the fold pinned behind the s8 wgmma, as the dense _wgsf (r3w_pin) */
-R3W_XE_ENTRY(memra_k_experts_q8_0r_wgsf, false, false, true, false, 0)
+R3W_XE_ENTRY(memra_k_experts_q8_0r_wgsf, false, false, true, false, 0, false)
 /* with MEMRA_MMQ_XE_OVERLAP=1 too: the trigger as soon as the CTA has its tile (XE_OVL_MAIN), so that the
  * remainder table's _mt1_o2 grid fills the SMs this grid's last wave leaves idle */
-R3W_XE_ENTRY(memra_k_experts_q8_0r_wgs_o1, true, false, false, false, 0)
+R3W_XE_ENTRY(memra_k_experts_q8_0r_wgs_o1, true, false, false, false, 0, false)
 /* with MEMRA_MMQ_XE_PF=1 (opt-in): the producer also brings the expert's weight codes and heads XPF = 8 steps
  * ahead of the stage it fills into L2 (cp.async.bulk.prefetch.tensor, one pair a step: 4 steps past the ring's),
  * where the grouped tile streams every expert's weight from DRAM (run z2, m = 512: 371 us for the 896 tiles
  * that take the dense call's 896 330 us, the weight read at half of DRAM's rate, L2 hit 67% against 93%). The
  * copies and MMAs are _wgs's: outputs bit for bit. */
-R3W_XE_ENTRY(memra_k_experts_q8_0r_wgs_pf, false, false, false, false, 8)
+R3W_XE_ENTRY(memra_k_experts_q8_0r_wgs_pf, false, false, false, false, 8, false)
+/* with MEMRA_MMQ_XE_QS=1 (opt-in): the quick start. A CTA reads the tile count and its table entry at once (one
+ * round trip where _wgs makes two before its first copy), and its consumers put the tile's 128 places in y into
+ * shared memory while the first stage is on its way, so the epilogue's scatter reads no global memory (run ac4,
+ * m = 4096: the grouped tile took 1.11x the dense tile's cycles for 1.02x its instructions, 0.50 long-scoreboard
+ * stalls an issue against 0.27). The copies and MMAs are _wgs's: outputs bit for bit. */
+R3W_XE_ENTRY(memra_k_experts_q8_0r_wgs_q, false, false, false, false, 0, true)
 /* MEMRA_MMQ_XE_WG_REM=1: both tables in one grid. Grid (t1 + the remainder table's worst-case count, ceil(n / 128),
  * S): CTA x < t1 the 128-row table's tile x, as memra_k_experts_q8_0r_wgs; x >= t1 the remainder table's tile
  * x - t1 (tiles2 / ntiles2: at most 32 rows, the route's bm2), on the same tile with 32 token columns (m64n32
@@ -2385,9 +2406,9 @@ memra_k_experts_q8_0r_wgsr(const __grid_constant__ memra_tmap map_x, const __gri
 }
 /* with MEMRA_MMQ_WG_SEED=pp: the consumers fold in turn, as the dense _wgspp (a tile past *ntiles exits as a whole
  * CTA, before its consumers' first barrier) */
-R3W_XE_ENTRY(memra_k_experts_q8_0r_wgspp, false, true, false, false, 0)
+R3W_XE_ENTRY(memra_k_experts_q8_0r_wgspp, false, true, false, false, 0, false)
 /* with MEMRA_MMQ_WG_SEED=iadd: no seed wgmma (r3w_mma_nd), as the dense _wgsi */
-R3W_XE_ENTRY(memra_k_experts_q8_0r_wgsi, false, false, false, true, 0)
+R3W_XE_ENTRY(memra_k_experts_q8_0r_wgsi, false, false, false, true, 0, false)
 #undef R3W_XE_ENTRY
 /* Its weight maps: maps[2 e + h] = the host's template tmpl_h (r3w_maps' first (h 0: the codes) and second
  * (1: the heads), encoded over an expert's [G steps][n rows][144 bytes] at any aligned address) with
@@ -3216,6 +3237,13 @@ memra_k_experts_route(const int *__restrict__ ids, int m, int E, int bm, int *__
      * (common/route.cuh): run q1 put every remainder in 32-row tiles, and an expert of
      * 120 rows then ran four of them in a launch after the full tiles' */
     memra_route_experts(ids, m, E, bm, bm2, bm2, offsets, perm, tiles, ntiles, tiles2, ntiles2, cnt, fill);
+    /* zeros in the table's entries past *ntiles up to its worst case ceil(m / bm) + E (the launcher's tiles_max) and
+     * in the permutation past the routed rows (ids outside [0, E)) up to m: the quick-start tile (_wgs_q) reads
+     * both before its bounds, and no byte it reads is unwritten (the values there are never used). *ntiles and
+     * offsets[E] were written before the routing's last barrier. */
+    const int cap = (m + bm - 1) / bm + E, t = *ntiles, routed = offsets[E];
+    for (int i = t + (int)threadIdx.x; i < cap; i += (int)blockDim.x) tiles[2 * i] = 0, tiles[2 * i + 1] = 0;
+    for (int r = routed + (int)threadIdx.x; r < m; r += (int)blockDim.x) perm[r] = 0;
 }
 
 /* MEMRA_MMQ_XE_SORT=1: the q8_1 records of the routed rows in expert order, xs[g][s] = xq[g][perm[s]]

@@ -524,6 +524,24 @@ static unsigned one_pad_of(const memra_device_caps *caps)
 
 /* The dynamic shared memory a records tile's function is set up for: its own, or one_pad where a
  * dependent launch of a one-wave grid may ask that (run_tiles) */
+/* An opt-in twin of the grouped warpgroup tile (knob=1 loads kernel in _wgs's place): refused, with a warning and the
+ * tile kept, unless the tile is _wgs itself (MEMRA_MMQ_WG_SEED=1, no other twin) without XE_WG_REM or XE_OVERLAP
+ * and the image has the twin */
+static void xe_wg_twin(memra__gpu *q, CUmodule m, mmq_state *s, const char *knob, const char *kernel, unsigned smem)
+{
+    const char *v = memra__gpu_knob(q, knob);
+    CUfunction f = NULL;
+    if (v == NULL || strcmp(v, "1") != 0) return;
+    if (s->experts_wg == NULL || strcmp(s->xe_wg_name, "memra_k_experts_q8_0r_wgs") != 0 || s->experts_wg_rem != NULL ||
+        s->experts_wg_ovl != NULL || !memra__gpu_function_optional(q, m, kernel, smem, &f))
+        q->host->log(MEMRA_LOG_WARN, q->name,
+                     "%s=1: needs %s as memra_k_experts_q8_0r_wgs (MEMRA_MMQ_WG_SEED=1, no other twin), without "
+                     "MEMRA_MMQ_XE_WG_REM or _OVERLAP, and this image's %s; the tile runs without it",
+                     knob, s->xe_wg_name, kernel);
+    else
+        s->experts_wg = f, s->xe_wg_name = kernel;
+}
+
 static unsigned tile_smem_max(const mmq_state *s, const memra_device_caps *caps, const memra__mmq_r3_tile *tl)
 {
     return tile_two(caps, tl) && s->one_pad > tl->smem ? s->one_pad : tl->smem;
@@ -993,20 +1011,11 @@ static memra_status mmq_load(memra__gpu *q, void *state)
                 q->host->log(MEMRA_LOG_WARN, q->name, "MEMRA_MMQ_XE_WG with MEMRA_MMQ_XE_OVERLAP=1: this image has no "
                                                       "memra_k_experts_q8_0r_wgs_o1; the remainders run after the tiles");
             /* MEMRA_MMQ_XE_PF=1 (opt-in): _wgs's twin that also prefetches the expert's weight into L2 8 steps
-             * ahead (mmq.cu memra_k_experts_q8_0r_wgs_pf); the same launch, outputs bit for bit */
-            const char *xpf = memra__gpu_knob(q, "MEMRA_MMQ_XE_PF");
-            CUfunction fpf = NULL;
-            if (xpf != NULL && strcmp(xpf, "1") == 0) {
-                if (s->experts_wg == NULL || xe_pp || s->experts_wg_rem != NULL || s->experts_wg_ovl != NULL ||
-                    !memra__gpu_function_optional(q, m, "memra_k_experts_q8_0r_wgs_pf", smem, &fpf))
-                    q->host->log(MEMRA_LOG_WARN, q->name,
-                                 "MEMRA_MMQ_XE_PF=1: needs %s as memra_k_experts_q8_0r_wgs (MEMRA_MMQ_WG_SEED=1), "
-                                 "without MEMRA_MMQ_XE_WG_REM or _OVERLAP, and this image's memra_k_experts_q8_0r_wgs_pf; "
-                                 "the tile runs without the prefetch",
-                                 s->xe_wg_name);
-                else
-                    s->experts_wg = fpf, s->xe_wg_name = "memra_k_experts_q8_0r_wgs_pf";
-            }
+             * ahead (mmq.cu memra_k_experts_q8_0r_wgs_pf); MEMRA_MMQ_XE_QS=1 (opt-in): its quick-start twin
+             * (memra_k_experts_q8_0r_wgs_q: the tile's count and entry in one round trip, the scatter's places in
+             * shared memory). The same launch, outputs bit for bit; one twin at most */
+            xe_wg_twin(q, m, s, "MEMRA_MMQ_XE_PF", "memra_k_experts_q8_0r_wgs_pf", smem);
+            xe_wg_twin(q, m, s, "MEMRA_MMQ_XE_QS", "memra_k_experts_q8_0r_wgs_q", smem);
         }
     }
     {
