@@ -81,7 +81,8 @@
 #   ncusrc      ncu's per-SASS-instruction warp stall samples of one gemm_q8_0r and one gemm_kr (Q4_K)
 #               launch (m = 4096, 5120->12288): the source page as CSV (see step_ncusrc); NCUSRC_SPECS
 #               "name|kernel regex|args|env|skip;..." other launches (args "@memra ...": the memra tool's,
-#               e.g. bench moe for the grouped tiles; skip, default 2: the matching launches skipped first)
+#               e.g. bench moe for the grouped tiles; skip, default 2: the matching launches skipped first, or
+#               grid=GXxGY: the first matching launch on that grid, found by a listing pass)
 #   python      pytest of the python package on device 0 (torch tensors), when present
 #   inject      every GPU test and memra check with an injected fault: each must fail
 #   ab          memra bench 27b from .before/'s build and this one, alternately (see step_ab)
@@ -836,6 +837,18 @@ step_ncusrc() {
     # args "@memra ...": the memra tool instead of test_mmq_ops (e.g. bench moe, for the grouped tiles)
     local bin=$T
     [ "${args#@memra }" != "$args" ] && bin=$M args=${args#@memra }
+    # skip "grid=GXxGY": the first launch of the regex on grid (GX, GY, 1), found by a listing pass (launch
+    # statistics only) over the first NCUSRC_LIST_C (default 40) matching launches (bench moe's dense arm follows
+    # the loop arm's per-expert launches of the same kernel, whose count depends on the routing)
+    if [ "${skip#grid=}" != "$skip" ]; then
+      local g=${skip#grid=}
+      env $envs MEMRA_ADMISSION=off timeout 240 ncu --clock-control none --section LaunchStats -k regex:$re \
+        -c ${NCUSRC_LIST_C:-40} $bin $args > "$L/ncusrc_${name}_list.txt" 2>&1
+      skip=$(grep -E "^ +[A-Za-z_0-9]+ \([0-9]+, [0-9]+, [0-9]+\)x" "$L/ncusrc_${name}_list.txt" |
+        awk -v g="(${g%x*}, ${g#*x}, 1)x" 'index($0, g) {print NR - 1; exit}')
+      say "ncusrc $name: grid ($g) first at launch ${skip:-none} of the listed $(grep -cE "^ +[A-Za-z_0-9]+ \(" "$L/ncusrc_${name}_list.txt")"
+      [ -z "$skip" ] && continue
+    fi
     env $envs MEMRA_ADMISSION=off timeout 240 ncu --clock-control none --section SourceCounters --section WarpStateStats \
       --section SpeedOfLight --section MemoryWorkloadAnalysis --section ComputeWorkloadAnalysis \
       -k regex:$re --launch-skip $skip -c 1 -f -o "$L/ncusrc_$name" $bin $args > "$L/ncusrc_$name.txt" 2>&1
