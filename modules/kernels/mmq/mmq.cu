@@ -1919,7 +1919,8 @@ __device__ __forceinline__ void r3w_body(const memra_tmap *map_w, const memra_tm
     static_assert(!XE || (SD && TR && !P && !KQ), "the grouped tile: the seeded Q8_0 tile on a plain grid");
     static_assert(!XT || XE, "the early trigger is the grouped tile's");
     static_assert(XPF == 0 || (XE && XPF > R3W_STAGES), "the weight's L2 prefetch: the grouped tile's, past the ring");
-    static_assert(!XQ || (XE && NT == 128 && XPF == 0), "the quick start: the grouped 128-token tile's");
+    static_assert(!XQ || (XE && !XT && NT == 128 && XPF == 0), "the quick start: the grouped 128-token tile's (no early "
+                                                                "trigger: its branch has none)");
     static_assert(!KQ || (SD && TR && !P), "the K-quant tiles: seeded, permuted scales, a plain grid");
     static_assert(!KM || KQ, "the min term by MMA is the K-quant tiles'");
     static_assert(!XP || (SD && TR && !KQ), "the token scales a group ahead: the seeded Q8_0 tiles");
@@ -3241,8 +3242,9 @@ memra_k_experts_route(const int *__restrict__ ids, int m, int E, int bm, int *__
      * in the permutation past the routed rows (ids outside [0, E)) up to m: the quick-start tile (_wgs_q) reads
      * both before its bounds, and no byte it reads is unwritten (the values there are never used). *ntiles and
      * offsets[E] were written before the routing's last barrier. */
-    const int cap = (m + bm - 1) / bm + E, t = *ntiles, routed = offsets[E];
-    for (int i = t + (int)threadIdx.x; i < cap; i += (int)blockDim.x) tiles[2 * i] = 0, tiles[2 * i + 1] = 0;
+    const long long cap = ((long long)m + bm - 1) / bm + E;
+    const int t = *ntiles, routed = offsets[E];
+    for (long long i = t + (long long)threadIdx.x; i < cap; i += blockDim.x) tiles[2 * i] = 0, tiles[2 * i + 1] = 0;
     for (int r = routed + (int)threadIdx.x; r < m; r += (int)blockDim.x) perm[r] = 0;
 }
 

@@ -522,8 +522,6 @@ static unsigned one_pad_of(const memra_device_caps *caps)
     return pad <= optin ? (unsigned)pad : 0;
 }
 
-/* The dynamic shared memory a records tile's function is set up for: its own, or one_pad where a
- * dependent launch of a one-wave grid may ask that (run_tiles) */
 /* An opt-in twin of the grouped warpgroup tile (knob=1 loads kernel in _wgs's place): refused, with a warning and the
  * tile kept, unless the tile is _wgs itself (MEMRA_MMQ_WG_SEED=1, no other twin) without XE_WG_REM or XE_OVERLAP
  * and the image has the twin */
@@ -542,6 +540,8 @@ static void xe_wg_twin(memra__gpu *q, CUmodule m, mmq_state *s, const char *knob
         s->experts_wg = f, s->xe_wg_name = kernel;
 }
 
+/* The dynamic shared memory a records tile's function is set up for: its own, or one_pad where a
+ * dependent launch of a one-wave grid may ask that (run_tiles) */
 static unsigned tile_smem_max(const mmq_state *s, const memra_device_caps *caps, const memra__mmq_r3_tile *tl)
 {
     return tile_two(caps, tl) && s->one_pad > tl->smem ? s->one_pad : tl->smem;
