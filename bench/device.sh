@@ -7,6 +7,8 @@
 # but an environment with MEMRA_W16=auto would otherwise send their weights to gemm_w16 on cc 9.0).
 #
 # Steps, run in the order given:
+#   unpack      instead of build: .carry/build.tar.xz (bench/carry_build.sh: the CPU machine's build, the call
+#               naming .carry in its carry list) into $B, and $B/lib on LD_LIBRARY_PATH for the steps after it
 #   build       configure + build (Release, GPU modules ON, tests ON, warnings not fatal:
 #               the device's gcc differs from CI's, which builds with -Werror) into $B
 #   info        nvidia-smi, memra --version, memra info, jit warm + ls
@@ -243,6 +245,13 @@ step_build() {
     tail -40 "$L/build.log"; say "build: FAILED"; return 1
   fi
   say "build: $((SECONDS - t)) s, $(grep -c 'warning:' "$L/build.log") compiler warnings (this gcc; -Werror is CI's), commit $(build_commit)"
+}
+
+step_unpack() {
+  [ -f .carry/build.tar.xz ] || { say "unpack: no .carry/build.tar.xz (bench/carry_build.sh, and carry .carry)"; return 1; }
+  mkdir -p $B && tar -xJf .carry/build.tar.xz -C $B || { say "unpack: FAILED"; return 1; }
+  export LD_LIBRARY_PATH=$B/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+  say "unpack: the CPU machine's build of $(cat $B/.carry-commit 2>/dev/null); $($M --version 2>&1 | head -1)"
 }
 
 step_info() {
@@ -2782,7 +2791,7 @@ for s in "$@"; do
   # DEADLINE (seconds from the start): steps that would begin past it are skipped, so that a
   # call ends inside the device's per-command limit with its logs and receipts
   if [ -n "${DEADLINE:-}" ] && [ $((SECONDS - t0)) -ge "$DEADLINE" ]; then say "$s: skipped (DEADLINE ${DEADLINE} s)"; continue; fi
-  "step_$s" || { [ "$s" = build ] && break; }
+  if ! "step_$s"; then [ "$s" = build ] || [ "$s" = unpack ] && break; fi
   save_out # after every step: a cut-off run still returns its logs
 done
 say "total: $((SECONDS - t0)) s"
