@@ -196,6 +196,9 @@ memra_status memra__gpu_jit_load(memra__gpu *gpu, const memra_jit_source *src, C
  * reports each one as an error); one it has is then asked of the driver. Other modules (JIT) are asked of the
  * driver alone. */
 int memra__gpu_has_kernel(const memra__gpu *gpu, CUmodule m, const char *kernel);
+/* The same question with the driver's answer kept: kernel's function in module m, or NULL where m lacks it (one
+ * driver lookup at most) */
+CUfunction memra__gpu_kernel_lookup(const memra__gpu *gpu, CUmodule m, const char *kernel);
 /* The image reader under it: 1 where embedded image img defines entry point `kernel` (a cubin's symbol table,
  * a PTX image's .entry lines), 0 where it does not, -1 where the bytes are not a cubin this reader follows. */
 int memra__gpu_image_has_kernel(const memra__gpu_image *img, const char *kernel);

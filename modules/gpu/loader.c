@@ -175,22 +175,38 @@ int memra__gpu_image_has_kernel(const memra__gpu_image *img, const char *kernel)
     return -1;
 }
 
-int memra__gpu_has_kernel(const memra__gpu *gpu, CUmodule m, const char *kernel)
+CUfunction memra__gpu_kernel_lookup(const memra__gpu *gpu, CUmodule m, const char *kernel)
 {
     for (int i = 0; i < gpu->n_loaded; i++) {
         if (gpu->loaded[i].m != m) continue;
-        if (memra__gpu_image_has_kernel(gpu->loaded[i].img, kernel) == 0) return 0;
+        if (memra__gpu_image_has_kernel(gpu->loaded[i].img, kernel) == 0) return NULL;
         break; /* in the image (or an image this reader does not follow): the driver says */
     }
     CUfunction f = NULL;
-    return gpu->cu.cuModuleGetFunction(&f, m, kernel) == MEMRA__CU_SUCCESS && f != NULL;
+    return gpu->cu.cuModuleGetFunction(&f, m, kernel) == MEMRA__CU_SUCCESS ? f : NULL;
+}
+
+int memra__gpu_has_kernel(const memra__gpu *gpu, CUmodule m, const char *kernel)
+{
+    return memra__gpu_kernel_lookup(gpu, m, kernel) != NULL;
+}
+
+/* Function f of `kernel`: smem > 48 KB sets its dynamic shared memory limit to it (DRIVER_ERROR naming the
+ * kernel where the driver refuses) */
+static memra_status set_smem(memra__gpu *gpu, CUfunction f, const char *kernel, unsigned smem)
+{
+    if (smem <= 48 * 1024) return MEMRA_STATUS_OK;
+    const CUresult r = gpu->cu.cuFuncSetAttribute(f, MEMRA__CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)smem);
+    if (r == MEMRA__CU_SUCCESS) return MEMRA_STATUS_OK;
+    char what[128];
+    snprintf(what, sizeof what, "cuFuncSetAttribute(%s, max dynamic shared = %u)", kernel, smem);
+    return memra__cu_fail(gpu->host, &gpu->cu, gpu->name, r, what);
 }
 
 int memra__gpu_function_optional(memra__gpu *gpu, CUmodule m, const char *kernel, unsigned smem, CUfunction *out)
 {
-    *out = NULL;
-    if (!memra__gpu_has_kernel(gpu, m, kernel)) return 0;
-    if (memra__gpu_function(gpu, m, kernel, smem, out) != MEMRA_STATUS_OK) *out = NULL;
+    *out = memra__gpu_kernel_lookup(gpu, m, kernel);
+    if (*out != NULL && set_smem(gpu, *out, kernel, smem) != MEMRA_STATUS_OK) *out = NULL;
     return *out != NULL;
 }
 
@@ -232,15 +248,7 @@ memra_status memra__gpu_function(memra__gpu *gpu, CUmodule m, const char *kernel
         snprintf(what, sizeof what, "cuModuleGetFunction(%s)", kernel);
         return memra__cu_fail(gpu->host, &gpu->cu, gpu->name, r, what);
     }
-    if (smem > 48 * 1024) {
-        r = gpu->cu.cuFuncSetAttribute(*out, MEMRA__CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)smem);
-        if (r != MEMRA__CU_SUCCESS) {
-            char what[128];
-            snprintf(what, sizeof what, "cuFuncSetAttribute(%s, max dynamic shared = %u)", kernel, smem);
-            return memra__cu_fail(gpu->host, &gpu->cu, gpu->name, r, what);
-        }
-    }
-    return MEMRA_STATUS_OK;
+    return set_smem(gpu, *out, kernel, smem);
 }
 
 memra_status memra__gpu_load_kernels(memra__gpu *gpu, const char *image, const memra__gpu_kernel *kernels, size_t n,

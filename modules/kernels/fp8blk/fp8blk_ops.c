@@ -171,8 +171,8 @@ static memra_status load_fp8blk(memra__gpu *q, fp8blk_state *fb, const char *ima
 static CUfunction wgmma_function(memra__gpu *q, const fp8blk_state *fb, CUmodule m, const char *name, unsigned smem)
 {
     const memra_host_services *host = q->host;
-    CUfunction f = NULL;
-    if (!memra__gpu_has_kernel(q, m, name) || q->cu.cuModuleGetFunction(&f, m, name) != MEMRA__CU_SUCCESS) {
+    const CUfunction f = memra__gpu_kernel_lookup(q, m, name);
+    if (f == NULL) {
         host->log(MEMRA_LOG_INFO, q->name, "gemm_fp8_blk: the %s image has no %s", fb->path, name);
         return NULL;
     }
@@ -242,9 +242,8 @@ static void fp8blk_load_wgmma(memra__gpu *q, fp8blk_state *fb, CUmodule m)
         fb->xe_qu = MEMRA_ROW128_U;
         const char *qu = memra__gpu_knob(q, "MEMRA_FP8BLK_XE_QU");
         if (fb->xe_quant != NULL && qu != NULL && strcmp(qu, "8") == 0) {
-            CUfunction f8 = NULL;
-            if (memra__gpu_has_kernel(q, m, "memra_k_fp8blk_quant_sorted8") &&
-                q->cu.cuModuleGetFunction(&f8, m, "memra_k_fp8blk_quant_sorted8") == MEMRA__CU_SUCCESS && f8 != NULL)
+            const CUfunction f8 = memra__gpu_kernel_lookup(q, m, "memra_k_fp8blk_quant_sorted8");
+            if (f8 != NULL)
                 fb->xe_quant = f8, fb->xe_qu = 8;
             else
                 host->log(MEMRA_LOG_WARN, q->name,
